@@ -1,0 +1,284 @@
+//! Native command buffers: a pre-built DAG run with dependency counters.
+//!
+//! Each enqueue creates a run over an immutable snapshot of the graph, so an
+//! update (which copies the graph only if a run still holds it) never reaches
+//! a submission in flight. A run starts when its wait list, the previous run
+//! of the same buffer and the queue's ordering allow; then every node whose
+//! counter (predecessors plus unfinished wait events) reaches zero runs. A
+//! worker that finishes a node runs the first successor it makes ready itself
+//! and hands the others to the pool, so chains run without scheduling.
+//!
+//! When a node fails (a kernel panics), the rest of the run is skipped and
+//! the run's event reports the error; later runs start afresh.
+
+use std::any::Any;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+
+use parking_lot::Mutex;
+use smallvec::SmallVec;
+use ur_core::adapter::{CommandBufferImpl, EventImpl, KernelUpdate, QueueImpl, downcast};
+use ur_core::event::execution_error;
+use ur_core::{Backend, Command, CommandBufferDesc, Event, Kernel, NativeHandle, Result, UrError};
+
+use crate::event::CpuEvent;
+use crate::exec;
+use crate::pool::Pool;
+use crate::queue::{CpuQueue, cpu_events};
+
+#[derive(Clone)]
+struct Node {
+    command: Command,
+    successors: SmallVec<[u32; 4]>,
+    predecessors: u32,
+    wait_events: Vec<Event>,
+    signal: Option<Arc<CpuEvent>>,
+}
+
+#[derive(Clone, Default)]
+struct Graph {
+    nodes: Vec<Node>,
+}
+
+pub(crate) struct CpuCommandBuffer {
+    pool: Arc<Pool>,
+    graph: Arc<Graph>,
+    previous: Option<Arc<CpuEvent>>,
+    profiling: bool,
+}
+
+impl CpuCommandBuffer {
+    pub(crate) fn new(pool: Arc<Pool>, desc: CommandBufferDesc) -> CpuCommandBuffer {
+        CpuCommandBuffer {
+            pool,
+            graph: Arc::default(),
+            previous: None,
+            profiling: desc.profiling,
+        }
+    }
+
+    fn node_mut(&mut self, index: u32) -> &mut Node {
+        &mut Arc::make_mut(&mut self.graph).nodes[index as usize]
+    }
+}
+
+impl CommandBufferImpl for CpuCommandBuffer {
+    unsafe fn append(
+        &mut self,
+        command: &Command,
+        _alternatives: &[Kernel],
+        deps: &[u32],
+        wait_events: &[Event],
+        signal: bool,
+    ) -> Result<Option<Arc<dyn EventImpl>>> {
+        let graph = Arc::make_mut(&mut self.graph);
+        let index = graph.nodes.len() as u32;
+        for d in deps {
+            graph.nodes[*d as usize].successors.push(index);
+        }
+        let signal = signal.then(|| CpuEvent::signal(self.profiling));
+        graph.nodes.push(Node {
+            command: command.clone(),
+            successors: SmallVec::new(),
+            predecessors: deps.len() as u32,
+            wait_events: wait_events.to_vec(),
+            signal: signal.clone(),
+        });
+        Ok(signal.map(|s| s as Arc<dyn EventImpl>))
+    }
+
+    fn finalize(&mut self) -> Result<()> {
+        tracing::debug!(
+            nodes = self.graph.nodes.len(),
+            "CPU command buffer finalized"
+        );
+        Ok(())
+    }
+
+    unsafe fn enqueue(
+        &mut self,
+        queue: &dyn QueueImpl,
+        wait: &[&dyn EventImpl],
+    ) -> Result<Arc<dyn EventImpl>> {
+        let queue = downcast::<CpuQueue>(queue as &dyn Any, "the queue")?;
+        cpu_events(wait)?;
+        let done = CpuEvent::pending(queue.profiling());
+        let generations = self
+            .graph
+            .nodes
+            .iter()
+            .map(|n| n.signal.as_ref().map_or(0, |s| s.rearm()))
+            .collect();
+        let run = Arc::new(Run {
+            graph: self.graph.clone(),
+            generations,
+            counters: self.graph.nodes.iter().map(|_| AtomicU32::new(0)).collect(),
+            remaining: AtomicUsize::new(self.graph.nodes.len()),
+            failed: AtomicBool::new(false),
+            failure: Mutex::new(None),
+            done: done.clone(),
+            pool: self.pool.clone(),
+        });
+        let previous = self.previous.clone();
+        let mut deps: SmallVec<[&dyn EventImpl; 8]> = SmallVec::from_slice(wait);
+        deps.extend(previous.as_deref().map(|e| e as &dyn EventImpl));
+        let pool = queue.pool().clone();
+        queue.schedule(
+            &deps,
+            &done,
+            false,
+            Box::new(move || pool.spawn(move || run.start())),
+        )?;
+        self.previous = Some(done.clone());
+        Ok(done)
+    }
+
+    unsafe fn update_kernel_launches(&mut self, updates: &[KernelUpdate<'_>]) -> Result<()> {
+        for u in updates {
+            self.node_mut(u.command).command = Command::KernelLaunch(u.launch.clone());
+        }
+        Ok(())
+    }
+
+    unsafe fn update_signal_event(&mut self, command: u32) -> Result<Arc<dyn EventImpl>> {
+        let signal = CpuEvent::signal(self.profiling);
+        self.node_mut(command).signal = Some(signal.clone());
+        Ok(signal)
+    }
+
+    unsafe fn update_wait_events(&mut self, command: u32, events: &[Event]) -> Result<()> {
+        self.node_mut(command).wait_events = events.to_vec();
+        Ok(())
+    }
+
+    fn native_handle(&self) -> Result<NativeHandle> {
+        Ok(NativeHandle(Arc::as_ptr(&self.graph) as u64))
+    }
+}
+
+/// One execution of a graph snapshot.
+struct Run {
+    graph: Arc<Graph>,
+    /// The generation each node's signal event was armed with.
+    generations: Vec<u64>,
+    counters: Box<[AtomicU32]>,
+    remaining: AtomicUsize,
+    /// Set once a node fails; the error is in `failure`.
+    failed: AtomicBool,
+    failure: Mutex<Option<UrError>>,
+    done: Arc<CpuEvent>,
+    pool: Arc<Pool>,
+}
+
+impl Run {
+    /// Sets the counters and runs the nodes that are ready.
+    fn start(self: Arc<Self>) {
+        self.done.start(1);
+        if self.graph.nodes.is_empty() {
+            self.done.finish(1, Ok(()));
+            return;
+        }
+        // Each counter holds one extra count until every dependency is
+        // registered, so that no node starts early.
+        for (counter, node) in self.counters.iter().zip(&self.graph.nodes) {
+            counter.store(node.predecessors + 1, Ordering::Relaxed);
+        }
+        for (index, node) in self.graph.nodes.iter().enumerate() {
+            for event in node.wait_events.iter().filter_map(Event::resolve) {
+                let Some(event) = (&*event as &dyn Any).downcast_ref::<CpuEvent>() else {
+                    self.fail(ur_core::err!(
+                        InvalidEvent,
+                        "a wait event of command {index} belongs to another adapter"
+                    ));
+                    continue;
+                };
+                if !event.is_done() {
+                    self.counters[index].fetch_add(1, Ordering::Relaxed);
+                    let run = self.clone();
+                    event.on_complete(Box::new(move || run.release(index as u32)));
+                }
+            }
+        }
+        let mut ready: SmallVec<[u32; 8]> = SmallVec::new();
+        for index in 0..self.graph.nodes.len() as u32 {
+            if self.counters[index as usize].fetch_sub(1, Ordering::AcqRel) == 1 {
+                ready.push(index);
+            }
+        }
+        self.run_ready(ready);
+    }
+
+    /// One dependency of `index` completed.
+    fn release(self: &Arc<Self>, index: u32) {
+        if self.counters[index as usize].fetch_sub(1, Ordering::AcqRel) == 1 {
+            let run = self.clone();
+            self.pool.spawn(move || run.run_chain(index));
+        }
+    }
+
+    fn run_ready(self: &Arc<Self>, ready: SmallVec<[u32; 8]>) {
+        let mut ready = ready.into_iter();
+        let Some(first) = ready.next() else { return };
+        for index in ready {
+            let run = self.clone();
+            self.pool.spawn(move || run.run_chain(index));
+        }
+        self.run_chain(first);
+    }
+
+    fn fail(&self, error: UrError) {
+        self.failure.lock().get_or_insert(error);
+        self.failed.store(true, Ordering::Release);
+    }
+
+    /// Runs `index`, then keeps running the first successor it makes ready.
+    fn run_chain(self: &Arc<Self>, mut index: u32) {
+        loop {
+            let node = &self.graph.nodes[index as usize];
+            let generation = self.generations[index as usize];
+            if let Some(signal) = &node.signal {
+                signal.start(generation);
+            }
+            let failed = if self.failed.load(Ordering::Acquire) {
+                self.failure.lock().clone()
+            } else {
+                None
+            };
+            let result = match failed {
+                Some(error) => Err(execution_error(
+                    Backend::Cpu,
+                    format!("skipped after an earlier failure: {error}"),
+                )),
+                // SAFETY: the command was validated when appended (or updated),
+                // and every predecessor and wait event has completed.
+                None => unsafe { exec::execute(&node.command) },
+            };
+            if let Err(error) = &result {
+                self.fail(error.clone());
+            }
+            if let Some(signal) = &node.signal {
+                signal.finish(generation, result);
+            }
+            let mut next = None;
+            for s in &node.successors {
+                if self.counters[*s as usize].fetch_sub(1, Ordering::AcqRel) == 1 {
+                    if next.is_none() {
+                        next = Some(*s);
+                    } else {
+                        let run = self.clone();
+                        let s = *s;
+                        self.pool.spawn(move || run.run_chain(s));
+                    }
+                }
+            }
+            if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+                let failure = self.failure.lock().take();
+                self.done.finish(1, failure.map_or(Ok(()), Err));
+            }
+            match next {
+                Some(n) => index = n,
+                None => return,
+            }
+        }
+    }
+}

@@ -1,0 +1,200 @@
+//! Events with continuations.
+//!
+//! Nothing on the worker pool ever blocks on an event: work that depends on
+//! events registers a continuation, which runs on whichever thread completes
+//! the last of them. Only host threads block, in [`CpuEvent::wait`].
+//!
+//! An event counts generations so that command-buffer signal events can be
+//! re-armed at each enqueue: the event is complete once the generation it
+//! waits for (`target`) has completed. One-shot events wait for generation 1;
+//! signal events start at target 0 (complete before the first execution).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use parking_lot::{Condvar, Mutex};
+use ur_core::adapter::EventImpl;
+use ur_core::{EventStatus, ProfilingInfo, UrError};
+
+use crate::pool::now_ns;
+
+/// Work to run once some events have completed.
+pub(crate) type Continuation = Box<dyn FnOnce() + Send>;
+
+pub(crate) struct CpuEvent {
+    state: Mutex<State>,
+    completed: Condvar,
+    profiling: bool,
+}
+
+struct State {
+    target: u64,
+    done: u64,
+    running: bool,
+    error: Option<UrError>,
+    times: ProfilingInfo,
+    waiters: Vec<Continuation>,
+}
+
+impl State {
+    fn is_done(&self) -> bool {
+        self.done >= self.target
+    }
+}
+
+impl CpuEvent {
+    /// A one-shot event for a command just queued.
+    pub(crate) fn pending(profiling: bool) -> Arc<CpuEvent> {
+        let now = if profiling { now_ns() } else { 0 };
+        Arc::new(CpuEvent {
+            state: Mutex::new(State {
+                target: 1,
+                done: 0,
+                running: false,
+                error: None,
+                times: ProfilingInfo {
+                    queued: now,
+                    submit: now,
+                    start: 0,
+                    end: 0,
+                },
+                waiters: Vec::new(),
+            }),
+            completed: Condvar::new(),
+            profiling,
+        })
+    }
+
+    /// A re-armable signal event, complete until first armed.
+    pub(crate) fn signal(profiling: bool) -> Arc<CpuEvent> {
+        let event = CpuEvent::pending(profiling);
+        event.state.lock().target = 0;
+        event
+    }
+
+    /// Starts a new generation (at a command-buffer enqueue) and returns it.
+    pub(crate) fn rearm(&self) -> u64 {
+        let mut s = self.state.lock();
+        s.target += 1;
+        s.running = false;
+        s.error = None;
+        if self.profiling {
+            let now = now_ns();
+            s.times = ProfilingInfo {
+                queued: now,
+                submit: now,
+                start: 0,
+                end: 0,
+            };
+        }
+        s.target
+    }
+
+    pub(crate) fn is_done(&self) -> bool {
+        self.state.lock().is_done()
+    }
+
+    /// Generation `generation` starts running.
+    pub(crate) fn start(&self, generation: u64) {
+        let mut s = self.state.lock();
+        if s.target == generation {
+            s.running = true;
+            if self.profiling {
+                s.times.start = now_ns();
+            }
+        }
+    }
+
+    /// Generation `generation` has finished; runs the continuations if that
+    /// completes the event.
+    pub(crate) fn finish(&self, generation: u64, result: Result<(), UrError>) {
+        let waiters = {
+            let mut s = self.state.lock();
+            s.done = s.done.max(generation);
+            if s.target == generation {
+                s.running = false;
+                s.error = result.err();
+                if self.profiling {
+                    s.times.end = now_ns();
+                    if s.times.start == 0 {
+                        s.times.start = s.times.end;
+                    }
+                }
+            }
+            if !s.is_done() {
+                return;
+            }
+            self.completed.notify_all();
+            std::mem::take(&mut s.waiters)
+        };
+        for w in waiters {
+            w();
+        }
+    }
+
+    /// Runs `work` once the event is complete: now, on this thread, if it
+    /// already is.
+    pub(crate) fn on_complete(&self, work: Continuation) {
+        let mut s = self.state.lock();
+        if s.is_done() {
+            drop(s);
+            work();
+        } else {
+            s.waiters.push(work);
+        }
+    }
+}
+
+impl EventImpl for CpuEvent {
+    fn status(&self) -> EventStatus {
+        let s = self.state.lock();
+        match (s.is_done(), &s.error, s.running) {
+            (true, Some(_), _) => EventStatus::Error,
+            (true, None, _) => EventStatus::Complete,
+            (false, _, true) => EventStatus::Running,
+            (false, _, false) => EventStatus::Submitted,
+        }
+    }
+
+    fn wait(&self) -> Result<(), UrError> {
+        let mut s = self.state.lock();
+        while !s.is_done() {
+            self.completed.wait(&mut s);
+        }
+        s.error.clone().map_or(Ok(()), Err)
+    }
+
+    fn profiling(&self) -> Option<ProfilingInfo> {
+        let s = self.state.lock();
+        (self.profiling && s.is_done() && s.target > 0).then_some(s.times)
+    }
+}
+
+/// Runs `work` once every event of `events` has completed.
+pub(crate) fn after_all(events: &[&CpuEvent], work: Continuation) {
+    if events.iter().all(|e| e.is_done()) {
+        return work();
+    }
+    struct Join {
+        remaining: AtomicUsize,
+        work: Mutex<Option<Continuation>>,
+    }
+    impl Join {
+        fn arrive(&self) {
+            if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+                if let Some(work) = self.work.lock().take() {
+                    work();
+                }
+            }
+        }
+    }
+    let join = Arc::new(Join {
+        remaining: AtomicUsize::new(events.len() + 1),
+        work: Mutex::new(Some(work)),
+    });
+    for e in events {
+        let join = join.clone();
+        e.on_complete(Box::new(move || join.arrive()));
+    }
+    join.arrive();
+}

@@ -1,0 +1,269 @@
+//! Executing one command on a worker.
+
+use std::any::Any;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::ptr;
+
+use rayon::prelude::*;
+use smallvec::SmallVec;
+use ur_core::adapter::downcast;
+use ur_core::event::execution_error;
+use ur_core::rect::for_each_row;
+use ur_core::{
+    ArgValue, Backend, Command, KernelCommand, MemBuffer, MemLoc, NativeArg, Result, UsmRef,
+    WorkGroup, err,
+};
+
+use crate::memory::CpuBuffer;
+use crate::program::CpuKernel;
+
+/// Alignment of each local-memory argument inside a group's scratch memory.
+const LOCAL_ALIGN: usize = 64;
+
+/// Runs `command` to completion on the calling worker (kernels spread their
+/// work-groups over the pool). A panicking kernel becomes an `AdapterSpecific`
+/// error.
+///
+/// # Safety
+/// `command` satisfies the invariants of [`Command`] (the front end validated
+/// it) and every command it must follow has completed.
+pub(crate) unsafe fn execute(command: &Command) -> Result<()> {
+    match catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { execute_inner(command) }
+    })) {
+        Ok(result) => result,
+        Err(payload) => {
+            let what = match command {
+                Command::KernelLaunch(k) => format!("kernel `{}`", k.kernel.name()),
+                other => format!("{} command", other.kind()),
+            };
+            Err(execution_error(
+                Backend::Cpu,
+                format!("{what} panicked: {}", panic_message(&*payload)),
+            ))
+        }
+    }
+}
+
+fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(no message)".into()
+    }
+}
+
+/// # Safety
+/// As for [`execute`].
+unsafe fn execute_inner(command: &Command) -> Result<()> {
+    // SAFETY (every copy and fill below): the front end checked each range
+    // against its allocation, buffer or host slice, that the two sides of a
+    // copy do not overlap, and that fill sizes are multiples of the pattern;
+    // ordering makes the memory not concurrently used by other commands.
+    unsafe {
+        match command {
+            Command::KernelLaunch(k) => run_kernel(k)?,
+            Command::UsmMemcpy { dst, src, size } => {
+                ptr::copy_nonoverlapping(loc_ptr(src)?, loc_ptr(dst)?, *size)
+            }
+            Command::UsmFill { dst, pattern, size } => fill(usm_ptr(dst)?, pattern, *size),
+            // Host memory needs no migration and takes no advice: ordered no-ops.
+            Command::UsmPrefetch { .. } | Command::UsmAdvise { .. } => {}
+            Command::BufferCopy {
+                src,
+                dst,
+                src_offset,
+                dst_offset,
+                size,
+            } => ptr::copy_nonoverlapping(
+                buffer_ptr(src)?.add(*src_offset),
+                buffer_ptr(dst)?.add(*dst_offset),
+                *size,
+            ),
+            Command::BufferCopyRect {
+                src,
+                dst,
+                src_layout,
+                dst_layout,
+                region,
+            } => {
+                let (s, d) = (buffer_ptr(src)?, buffer_ptr(dst)?);
+                for_each_row(src_layout, dst_layout, region, |so, doff, n| {
+                    ptr::copy_nonoverlapping(s.add(so), d.add(doff), n)
+                });
+            }
+            Command::BufferRead {
+                buffer,
+                offset,
+                size,
+                dst,
+            } => ptr::copy_nonoverlapping(buffer_ptr(buffer)?.add(*offset), loc_ptr(dst)?, *size),
+            Command::BufferWrite {
+                buffer,
+                offset,
+                size,
+                src,
+            } => ptr::copy_nonoverlapping(loc_ptr(src)?, buffer_ptr(buffer)?.add(*offset), *size),
+            Command::BufferReadRect {
+                buffer,
+                buffer_layout,
+                host_layout,
+                region,
+                dst,
+            } => {
+                let (b, h) = (buffer_ptr(buffer)?, loc_ptr(dst)?);
+                for_each_row(buffer_layout, host_layout, region, |bo, ho, n| {
+                    ptr::copy(b.add(bo), h.add(ho), n)
+                });
+            }
+            Command::BufferWriteRect {
+                buffer,
+                buffer_layout,
+                host_layout,
+                region,
+                src,
+            } => {
+                let (b, h) = (buffer_ptr(buffer)?, loc_ptr(src)?);
+                for_each_row(host_layout, buffer_layout, region, |ho, bo, n| {
+                    ptr::copy(h.add(ho), b.add(bo), n)
+                });
+            }
+            Command::BufferFill {
+                buffer,
+                pattern,
+                offset,
+                size,
+            } => fill(buffer_ptr(buffer)?.add(*offset), pattern, *size),
+        }
+    }
+    Ok(())
+}
+
+fn buffer_ptr(buffer: &MemBuffer) -> Result<*mut u8> {
+    Ok(
+        downcast::<CpuBuffer>(buffer.imp() as &dyn Any, "a memory buffer")?
+            .0
+            .ptr(),
+    )
+}
+
+fn usm_ptr(usm: &UsmRef) -> Result<*mut u8> {
+    usm.host_ptr()
+        .ok_or_else(|| err!(InvalidValue, "USM of another adapter"))
+}
+
+fn loc_ptr(loc: &MemLoc) -> Result<*mut u8> {
+    match loc {
+        MemLoc::Usm(r) => usm_ptr(r),
+        MemLoc::Host(h) => Ok(h.as_ptr()),
+    }
+}
+
+/// Writes `pattern` repeatedly over `size` bytes, doubling the filled prefix
+/// with each copy.
+///
+/// # Safety
+/// `dst` is valid for `size` bytes of writes; `size` is a non-zero multiple of
+/// the pattern's length.
+unsafe fn fill(dst: *mut u8, pattern: &[u8], size: usize) {
+    // SAFETY: the first copy writes `pattern.len() <= size` bytes; each later
+    // copy duplicates the filled prefix into the unfilled rest, never past
+    // `size`, and the two ranges are disjoint.
+    unsafe {
+        ptr::copy_nonoverlapping(pattern.as_ptr(), dst, pattern.len());
+        let mut filled = pattern.len();
+        while filled < size {
+            let n = filled.min(size - filled);
+            ptr::copy_nonoverlapping(dst, dst.add(filled), n);
+            filled += n;
+        }
+    }
+}
+
+/// Scratch memory for one worker's work-groups, aligned for any local type.
+#[derive(Default)]
+struct Scratch(Vec<Aligned>);
+
+#[derive(Copy, Clone, Default)]
+#[repr(C, align(64))]
+struct Aligned([u128; LOCAL_ALIGN / 16]);
+
+impl Scratch {
+    fn bytes(&mut self, len: usize) -> *mut u8 {
+        let blocks = len.div_ceil(LOCAL_ALIGN);
+        if self.0.len() < blocks {
+            self.0.resize(blocks, Aligned::default());
+        }
+        self.0.as_mut_ptr().cast()
+    }
+}
+
+/// Arguments shared by all work-groups of a launch.
+struct SharedArgs<'a>(SmallVec<[NativeArg<'a>; 8]>);
+
+// SAFETY: the raw pointers are addresses handed to kernel code on every
+// worker, which is what a launch is; the arguments themselves are never
+// mutated after construction (each group clones them).
+unsafe impl Sync for SharedArgs<'_> {}
+
+impl<'a> SharedArgs<'a> {
+    fn for_group(&self) -> SmallVec<[NativeArg<'a>; 8]> {
+        self.0.clone()
+    }
+}
+
+/// # Safety
+/// As for [`execute`]: the launch's geometry and arguments were validated.
+unsafe fn run_kernel(launch: &KernelCommand) -> Result<()> {
+    let kernel = downcast::<CpuKernel>(launch.kernel.imp() as &dyn Any, "a kernel")?;
+    let range = launch.range;
+    if range.global_size.contains(&0) {
+        return Ok(());
+    }
+    // Offsets of local-memory arguments in a group's scratch, and its size.
+    let mut local_offsets: SmallVec<[usize; 8]> = SmallVec::new();
+    let mut scratch_len = 0;
+    let mut template: SmallVec<[NativeArg<'_>; 8]> = SmallVec::new();
+    for arg in &launch.args {
+        template.push(match arg {
+            ArgValue::Value(bytes) => NativeArg::Value(bytes),
+            ArgValue::Pointer(p) => NativeArg::Pointer(p.addr() as *mut u8),
+            ArgValue::MemObj(b) => NativeArg::Pointer(buffer_ptr(b)?),
+            ArgValue::Local(size) => {
+                local_offsets.push(scratch_len);
+                scratch_len += size.next_multiple_of(LOCAL_ALIGN);
+                NativeArg::Local(ptr::null_mut(), *size)
+            }
+        });
+    }
+    let func = kernel.func;
+    let template = SharedArgs(template);
+    let run_group = |group: usize, scratch: &mut Scratch| {
+        let mut args = template.for_group();
+        if scratch_len > 0 {
+            let base = scratch.bytes(scratch_len);
+            let mut next = local_offsets.iter();
+            for arg in args.iter_mut() {
+                if let NativeArg::Local(p, _) = arg {
+                    let offset = *next.next().expect("one offset per local argument");
+                    // SAFETY: the scratch holds `scratch_len` bytes and each
+                    // argument's range was laid out inside it above.
+                    *p = unsafe { base.add(offset) };
+                }
+            }
+        }
+        func(&WorkGroup::new(&range, range.group_id(group), &args));
+    };
+    let groups = range.total_groups();
+    if groups == 1 {
+        run_group(0, &mut Scratch::default());
+    } else {
+        (0..groups)
+            .into_par_iter()
+            .for_each_init(Scratch::default, |scratch, g| run_group(g, scratch));
+    }
+    Ok(())
+}

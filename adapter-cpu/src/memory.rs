@@ -1,0 +1,66 @@
+//! USM allocations and buffers: aligned, zeroed host memory.
+
+use std::alloc::{Layout, alloc_zeroed, dealloc};
+use std::ptr::NonNull;
+
+use ur_core::adapter::{BufferImpl, UsmImpl};
+use ur_core::{Result, err};
+
+/// Alignment of every allocation unless a larger one is asked for: a cache
+/// line, so that work-groups writing neighbouring ranges do not share lines
+/// across allocations.
+const DEFAULT_ALIGN: usize = 64;
+
+/// A block of host memory, freed on drop. Device, host and shared USM and
+/// memory buffers are all host memory on this adapter.
+pub(crate) struct HostBlock {
+    ptr: NonNull<u8>,
+    layout: Layout,
+}
+
+// SAFETY: HostBlock owns its memory exclusively; access to the bytes is
+// governed by the commands that use it, whose ordering the API defines.
+unsafe impl Send for HostBlock {}
+// SAFETY: as for Send; the block itself holds no interior state.
+unsafe impl Sync for HostBlock {}
+
+impl HostBlock {
+    pub(crate) fn new(size: usize, align: usize) -> Result<HostBlock> {
+        let layout = Layout::from_size_align(size, align.max(DEFAULT_ALIGN))
+            .map_err(|e| err!(UnsupportedAlignment, "{size} bytes aligned to {align}: {e}"))?;
+        // SAFETY: the layout has a non-zero size (the front end rejects 0).
+        let ptr = unsafe { alloc_zeroed(layout) };
+        let ptr = NonNull::new(ptr)
+            .ok_or_else(|| err!(OutOfHostMemory, "cannot allocate {size} bytes"))?;
+        Ok(HostBlock { ptr, layout })
+    }
+
+    pub(crate) fn ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+}
+
+impl Drop for HostBlock {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout, freed once.
+        unsafe { dealloc(self.ptr.as_ptr(), self.layout) }
+    }
+}
+
+/// A USM allocation of any kind.
+pub(crate) struct CpuUsm(pub(crate) HostBlock);
+
+impl UsmImpl for CpuUsm {
+    fn address(&self) -> u64 {
+        self.0.ptr() as u64
+    }
+
+    fn host_ptr(&self) -> Option<*mut u8> {
+        Some(self.0.ptr())
+    }
+}
+
+/// A memory buffer.
+pub(crate) struct CpuBuffer(pub(crate) HostBlock);
+
+impl BufferImpl for CpuBuffer {}

@@ -1,0 +1,278 @@
+//! The adapter interface: object-safe traits an adapter crate implements.
+//!
+//! The front end validates, adapters trust. Every method whose correctness
+//! depends on validated input is `unsafe`, and its `# Safety` section lists
+//! what the front end guarantees; adapters rely on those guarantees instead
+//! of checking again. Objects passed back into an adapter (events, buffers,
+//! kernels, queues) always come from the same adapter and context, so
+//! downcasting them with [`downcast`] cannot fail for a correct front end.
+//!
+//! An adapter provides: a factory that opens its driver ([`AdapterFactory`]),
+//! platforms and devices, contexts that allocate memory and build programs,
+//! queues that execute every [`Command`] eagerly, events, and, when its
+//! devices report [`CommandBufferSupport::Native`](crate::CommandBufferSupport),
+//! a native [`CommandBufferImpl`]. Devices without native command buffers get
+//! ur-core's software command buffer, built on the queue's eager operations.
+
+use std::any::Any;
+use std::sync::Arc;
+
+use crate::command::Command;
+use crate::command_buffer::{CommandBufferDesc, NativeHandle};
+use crate::device::DeviceInfo;
+use crate::error::Result;
+use crate::event::{Event, EventStatus, ProfilingInfo};
+use crate::launch::KernelCommand;
+use crate::memory::{MemFlags, UsmKind};
+use crate::platform::Backend;
+use crate::program::{Kernel, KernelSignature, ProgramBundle, SourceForm};
+use crate::queue::QueueProperties;
+
+/// Opens one backend's driver.
+pub trait AdapterFactory: Send + Sync {
+    /// The backend this factory opens.
+    fn backend(&self) -> Backend;
+
+    /// Opens the driver and lists its platforms. `Err` carries the reason the
+    /// adapter is absent (no driver library, no device, ...); it must not panic.
+    fn load(&self) -> std::result::Result<Vec<Arc<dyn PlatformImpl>>, String>;
+}
+
+/// A platform of an adapter.
+pub trait PlatformImpl: Send + Sync {
+    /// The driver's platform name.
+    fn name(&self) -> String;
+    /// The driver's version string.
+    fn version(&self) -> String;
+    /// The platform's devices.
+    fn devices(&self) -> Vec<Arc<dyn DeviceImpl>>;
+}
+
+/// A device of an adapter.
+pub trait DeviceImpl: Any + Send + Sync {
+    /// The device's information; called once, at discovery.
+    fn info(&self) -> DeviceInfo;
+    /// Creates a context on this device.
+    fn create_context(self: Arc<Self>) -> Result<Arc<dyn ContextImpl>>;
+}
+
+/// A context of an adapter: allocates memory, builds programs, makes queues
+/// and native command buffers.
+pub trait ContextImpl: Any + Send + Sync {
+    /// Allocates USM. The returned object frees the memory when dropped.
+    ///
+    /// # Safety
+    /// `size` is non-zero and within the device's `max_mem_alloc_size`; `kind`
+    /// is one the device reports in `usm`; `align` is 0 (adapter default) or a
+    /// power of two.
+    unsafe fn usm_alloc(
+        &self,
+        kind: UsmKind,
+        size: usize,
+        align: usize,
+    ) -> Result<Box<dyn UsmImpl>>;
+
+    /// Creates a memory buffer, zero-filled unless `init` is given.
+    ///
+    /// # Safety
+    /// `size` is non-zero and within the device limit; `flags` holds exactly
+    /// one access mode; `init`, when given, has exactly `size` bytes.
+    unsafe fn buffer_create(
+        &self,
+        flags: MemFlags,
+        size: usize,
+        init: Option<&[u8]>,
+    ) -> Result<Box<dyn BufferImpl>>;
+
+    /// Builds the bundle's source of `form`.
+    ///
+    /// # Safety
+    /// The bundle holds a source of `form`, which is one of the device's
+    /// `source_forms`; its kernel names are unique.
+    unsafe fn program_create(
+        &self,
+        bundle: &ProgramBundle,
+        form: SourceForm,
+    ) -> Result<Box<dyn ProgramImpl>>;
+
+    /// Creates a queue.
+    ///
+    /// # Safety
+    /// Out-of-order execution and profiling are only asked for when the device
+    /// reports them.
+    unsafe fn queue_create(&self, properties: QueueProperties) -> Result<Box<dyn QueueImpl>>;
+
+    /// Creates a native command buffer.
+    ///
+    /// # Safety
+    /// Only called for devices that report native command buffers; an
+    /// updatable buffer is only asked for when the device reports update
+    /// capabilities.
+    unsafe fn command_buffer_create(
+        &self,
+        desc: &CommandBufferDesc,
+    ) -> Result<Box<dyn CommandBufferImpl>>;
+}
+
+/// A USM allocation; dropping it frees the memory.
+pub trait UsmImpl: Any + Send + Sync {
+    /// The device address of the first byte; non-zero.
+    fn address(&self) -> u64;
+    /// The host address of the first byte, for memory the host can access.
+    fn host_ptr(&self) -> Option<*mut u8>;
+}
+
+/// A memory buffer; dropping it frees the memory.
+pub trait BufferImpl: Any + Send + Sync {}
+
+/// A built program.
+pub trait ProgramImpl: Any + Send + Sync {
+    /// Creates the kernel of `signature`, or `InvalidKernelName` when the
+    /// built source lacks it.
+    ///
+    /// # Safety
+    /// `signature` is one of the bundle the program was built from.
+    unsafe fn create_kernel(&self, signature: &KernelSignature) -> Result<Box<dyn KernelImpl>>;
+}
+
+/// A kernel of a built program.
+pub trait KernelImpl: Any + Send + Sync {
+    /// The largest work-group this kernel can run (register or local-memory
+    /// limits may make it smaller than the device's).
+    fn max_work_group_size(&self) -> usize;
+}
+
+/// A queue executing commands eagerly.
+///
+/// Events given in wait lists are events of this adapter and context, and
+/// stay alive for the call; adapters hold what they need beyond it.
+pub trait QueueImpl: Any + Send + Sync {
+    /// Executes `command` after every event of `wait` (and, on an in-order
+    /// queue, after everything submitted before), returning its event.
+    ///
+    /// # Safety
+    /// `command` was built by the front end for this queue's context, so its
+    /// invariants (see [`Command`]) hold; raw host memory in it stays valid
+    /// until the returned event completes.
+    unsafe fn enqueue(
+        &self,
+        command: &Command,
+        wait: &[&dyn EventImpl],
+    ) -> Result<Arc<dyn EventImpl>>;
+
+    /// An event that completes once every event of `wait` has. With `barrier`,
+    /// it also waits for everything submitted before, and everything
+    /// submitted after waits for it (`urEnqueueEventsWaitWithBarrier`).
+    ///
+    /// # Safety
+    /// As for [`QueueImpl::enqueue`]: the events belong to this adapter and context.
+    unsafe fn enqueue_wait(
+        &self,
+        wait: &[&dyn EventImpl],
+        barrier: bool,
+    ) -> Result<Arc<dyn EventImpl>>;
+
+    /// Blocks until everything submitted has completed.
+    fn finish(&self) -> Result<()>;
+
+    /// Makes sure everything submitted will start without further calls.
+    fn flush(&self) -> Result<()>;
+}
+
+/// An event of an adapter.
+pub trait EventImpl: Any + Send + Sync {
+    /// Current status.
+    fn status(&self) -> EventStatus;
+    /// Blocks until the event completes; `Err` when its command failed.
+    fn wait(&self) -> Result<()>;
+    /// Timestamps, once complete, for events of profiling queues.
+    fn profiling(&self) -> Option<ProfilingInfo>;
+}
+
+/// One kernel command's new state, for [`CommandBufferImpl::update_kernel_launches`].
+#[derive(Clone, Copy, Debug)]
+pub struct KernelUpdate<'a> {
+    /// Index of the command in append order.
+    pub command: u32,
+    /// The command's complete new launch (kernel, range and every argument).
+    pub launch: &'a KernelCommand,
+}
+
+/// A native command buffer.
+///
+/// The front end serialises all calls on one buffer, so methods take
+/// `&mut self`. Commands are numbered in append order from 0; a sync point is
+/// the number of the command that produced it.
+pub trait CommandBufferImpl: Any + Send {
+    /// Records `command` as number `self.len()`, after the commands in `deps`
+    /// and the events in `wait_events`. Returns the command's signal event when
+    /// `signal` is set: an event that completes each time the command has run,
+    /// reset at each enqueue, and complete before the first one.
+    ///
+    /// # Safety
+    /// `command` was validated for this buffer's context; `deps` are distinct
+    /// numbers of commands already recorded (for in-order buffers, exactly the
+    /// previous command); `wait_events` are events of this context; the
+    /// buffer is not finalized; `alternatives` are kernels of this context
+    /// that `update_kernel_launches` may switch a kernel command to, and only
+    /// given for kernel commands of updatable buffers.
+    unsafe fn append(
+        &mut self,
+        command: &Command,
+        alternatives: &[Kernel],
+        deps: &[u32],
+        wait_events: &[Event],
+        signal: bool,
+    ) -> Result<Option<Arc<dyn EventImpl>>>;
+
+    /// Makes the buffer ready to enqueue; called once.
+    fn finalize(&mut self) -> Result<()>;
+
+    /// Submits one execution after the events of `wait` and after every
+    /// earlier submission of this buffer (on any queue), returning the event
+    /// of its completion. Updates made after this call never affect it.
+    ///
+    /// # Safety
+    /// The buffer is finalized; `queue` is a queue of this adapter and context;
+    /// `wait` are events of this context.
+    unsafe fn enqueue(
+        &mut self,
+        queue: &dyn QueueImpl,
+        wait: &[&dyn EventImpl],
+    ) -> Result<Arc<dyn EventImpl>>;
+
+    /// Replaces kernel commands' launches for the next enqueues.
+    ///
+    /// # Safety
+    /// The buffer is finalized and updatable; each entry names a kernel
+    /// command, at most once; each launch is complete and valid, its kernel the
+    /// command's original kernel or one of its alternatives; the device
+    /// reports every capability the change needs.
+    unsafe fn update_kernel_launches(&mut self, updates: &[KernelUpdate<'_>]) -> Result<()>;
+
+    /// Gives `command` a new signal event for the next enqueues.
+    ///
+    /// # Safety
+    /// The buffer is finalized and updatable; the command was appended with a
+    /// signal event; the device reports the EVENTS capability.
+    unsafe fn update_signal_event(&mut self, command: u32) -> Result<Arc<dyn EventImpl>>;
+
+    /// Replaces `command`'s wait events for the next enqueues.
+    ///
+    /// # Safety
+    /// As for `update_signal_event`; `events` has as many events as the
+    /// command was appended with, all of this context.
+    unsafe fn update_wait_events(&mut self, command: u32, events: &[Event]) -> Result<()>;
+
+    /// The native object behind the buffer.
+    fn native_handle(&self) -> Result<NativeHandle>;
+}
+
+/// Downcasts an object passed back into its adapter. A mismatch means the
+/// front end let objects of two adapters meet: reported as `InvalidValue`
+/// rather than a panic.
+pub fn downcast<'a, T: Any>(object: &'a dyn Any, what: &str) -> Result<&'a T> {
+    object
+        .downcast_ref::<T>()
+        .ok_or_else(|| crate::err!(InvalidValue, "{what} belongs to another adapter"))
+}

@@ -1,0 +1,1121 @@
+//! Command buffers: record once, replay many (the `urCommandBuffer*Exp` API).
+//!
+//! A command buffer is recorded with `append_*` calls, each of which returns
+//! a [`SyncPoint`] that later appends of the same buffer can wait on, then
+//! [`finalize`](CommandBuffer::finalize)d, then enqueued any number of times
+//! with [`Queue::enqueue_command_buffer`]. Updatable buffers hand out a
+//! [`CommandHandle`] per command, through which kernel launches (arguments,
+//! sizes, offset, kernel) and events can be changed between enqueues.
+//!
+//! Every rule is checked here, once, for every backend:
+//!
+//! | misuse | error |
+//! |---|---|
+//! | append after finalize, finalize twice | `InvalidOperation` |
+//! | update before finalize, or of a buffer that is not updatable | `InvalidOperation` |
+//! | a sync point of another buffer, or one not yet issued | `InvalidSyncPointWaitList` |
+//! | a command handle of another buffer, or of a non-kernel command for a kernel update | `InvalidCommandHandle` |
+//! | an update or event feature the device lacks | `UnsupportedFeature` |
+//! | sizes, patterns, bounds | `InvalidSize` |
+//! | work dimensions, work-group sizes | `InvalidWorkDimension`, `InvalidWorkGroupSize` |
+//!
+//! ```
+//! use ur_core::*;
+//! # let device = ur_adapter_cpu::default_device();
+//! let ctx = Context::new(&device)?;
+//! let queue = Queue::new(&ctx, QueueProperties::default())?;
+//! let buf = UsmAllocation::new(&ctx, UsmKind::Device, 64)?;
+//! let cb = CommandBuffer::new(&ctx, &device, CommandBufferDesc::default())?;
+//! let fill = cb.append_usm_fill(buf.ptr(), &[7], 64, AppendOptions::new())?;
+//! cb.append_usm_fill(buf.ptr(), &[9], 32, AppendOptions::new().after(&[fill.sync_point]))?;
+//! cb.finalize()?;
+//! queue.enqueue_command_buffer(&cb, &[])?.wait()?;
+//! let mut out = [0u8; 64];
+//! queue.read_usm(buf.ptr(), &mut out, &[])?;
+//! assert_eq!((out[0], out[63]), (9, 7));
+//! # Ok::<(), ur_core::UrError>(())
+//! ```
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+use smallvec::SmallVec;
+
+use crate::adapter::{CommandBufferImpl, EventImpl, KernelUpdate};
+use crate::command::{Command, HostSide, expect_kernel};
+use crate::context::Context;
+use crate::device::{CommandBufferSupport, Device, UpdateCapabilities};
+use crate::error::Result;
+use crate::event::{Event, as_refs, check_events};
+use crate::launch::{
+    ArgValue, KernelArg, KernelCommand, KernelLaunch, LocalSizeOrigin, check_dims,
+    check_local_memory, resolve_arg, resolve_args, resolve_range, to_3d,
+};
+use crate::memory::{MemBuffer, MigrationFlags, UsmAdvice, UsmPtr};
+use crate::program::Kernel;
+use crate::queue::Queue;
+use crate::rect::{RectLayout, RectRegion};
+use crate::software::SoftwareCommandBuffer;
+use crate::{ensure, err};
+
+/// Properties of a command buffer (`ur_exp_command_buffer_desc_t`).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct CommandBufferDesc {
+    /// Commands can be updated after finalize; appends return command handles.
+    pub updatable: bool,
+    /// Every command runs after the previous one; sync points still name
+    /// commands but add no ordering.
+    pub in_order: bool,
+    /// Submissions and signal events record profiling timestamps (on profiling queues).
+    pub profiling: bool,
+}
+
+/// Names a command of one command buffer for later appends of that buffer to
+/// wait on (`ur_exp_command_buffer_sync_point_t`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SyncPoint {
+    buffer: u64,
+    index: u32,
+}
+
+impl SyncPoint {
+    /// The UR value: the command's number in append order.
+    pub fn index(self) -> u32 {
+        self.index
+    }
+}
+
+/// Names a command of an updatable command buffer for updates
+/// (`ur_exp_command_buffer_command_handle_t`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CommandHandle {
+    buffer: u64,
+    index: u32,
+}
+
+impl CommandHandle {
+    /// The command's number in append order.
+    pub fn index(&self) -> u32 {
+        self.index
+    }
+}
+
+/// The native object behind a command buffer: a `CUgraphExec`, a
+/// `cl_command_buffer_khr`, a `VkCommandBuffer`, or the CPU adapter's graph.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct NativeHandle(pub u64);
+
+/// Dependencies and events of an append (the tail every `Append*Exp` shares).
+#[derive(Copy, Clone, Debug, Default)]
+pub struct AppendOptions<'a> {
+    /// Commands of this buffer to run after.
+    pub sync_points: &'a [SyncPoint],
+    /// Events from outside the buffer to wait for at each execution.
+    pub wait_events: &'a [&'a Event],
+    /// Whether to return an event signalled at each execution of the command.
+    pub signal_event: bool,
+}
+
+impl<'a> AppendOptions<'a> {
+    /// No dependencies, no events.
+    pub fn new() -> AppendOptions<'a> {
+        AppendOptions::default()
+    }
+
+    /// Runs after these commands.
+    pub fn after(mut self, sync_points: &'a [SyncPoint]) -> AppendOptions<'a> {
+        self.sync_points = sync_points;
+        self
+    }
+
+    /// Waits for these events at each execution.
+    pub fn wait_events(mut self, events: &'a [&'a Event]) -> AppendOptions<'a> {
+        self.wait_events = events;
+        self
+    }
+
+    /// Asks for a signal event.
+    pub fn signal_event(mut self) -> AppendOptions<'a> {
+        self.signal_event = true;
+        self
+    }
+}
+
+/// What an append produced.
+#[derive(Clone, Debug)]
+pub struct Appended {
+    /// For later appends of the same buffer to wait on.
+    pub sync_point: SyncPoint,
+    /// The signal event, when asked for.
+    pub event: Option<Event>,
+    /// The command's handle, on updatable buffers.
+    pub command: Option<CommandHandle>,
+}
+
+/// The local size an update asks for.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum LocalSizeUpdate<'a> {
+    /// Keep the current choice: a user-given local size stays, an
+    /// implementation-chosen one is chosen again for the new global size.
+    #[default]
+    Keep,
+    /// Let the implementation choose.
+    ImplementationChosen,
+    /// Use this local size.
+    Set(&'a [usize]),
+}
+
+/// One kernel-command update (`ur_exp_command_buffer_update_kernel_launch_desc_t`).
+///
+/// Omitted fields keep their current values. The work dimension follows the
+/// new global size; changing it requires a new global offset as well, and a
+/// local size (or [`LocalSizeUpdate::ImplementationChosen`]) when the current
+/// one was given by the user.
+#[derive(Clone, Debug)]
+pub struct KernelLaunchUpdate<'a> {
+    /// The command.
+    pub command: &'a CommandHandle,
+    /// Switch to this kernel: the original or a registered alternative. A
+    /// switch to a different kernel must give every argument of the new kernel.
+    pub new_kernel: Option<&'a Kernel>,
+    /// New arguments by index; when an index repeats, the last one wins.
+    pub args: Vec<(usize, KernelArg<'a>)>,
+    /// New global size (its length is the new work dimension).
+    pub global_size: Option<&'a [usize]>,
+    /// New global offset.
+    pub global_offset: Option<&'a [usize]>,
+    /// New local size.
+    pub local_size: LocalSizeUpdate<'a>,
+}
+
+impl<'a> KernelLaunchUpdate<'a> {
+    /// An update of `command` that changes nothing yet.
+    pub fn new(command: &'a CommandHandle) -> KernelLaunchUpdate<'a> {
+        KernelLaunchUpdate {
+            command,
+            new_kernel: None,
+            args: Vec::new(),
+            global_size: None,
+            global_offset: None,
+            local_size: LocalSizeUpdate::Keep,
+        }
+    }
+
+    /// Sets argument `index`.
+    pub fn arg(mut self, index: usize, arg: KernelArg<'a>) -> KernelLaunchUpdate<'a> {
+        self.args.push((index, arg));
+        self
+    }
+
+    /// Switches the kernel.
+    pub fn kernel(mut self, kernel: &'a Kernel) -> KernelLaunchUpdate<'a> {
+        self.new_kernel = Some(kernel);
+        self
+    }
+
+    /// Sets the global size.
+    pub fn global_size(mut self, size: &'a [usize]) -> KernelLaunchUpdate<'a> {
+        self.global_size = Some(size);
+        self
+    }
+
+    /// Sets the global offset.
+    pub fn global_offset(mut self, offset: &'a [usize]) -> KernelLaunchUpdate<'a> {
+        self.global_offset = Some(offset);
+        self
+    }
+
+    /// Sets the local size.
+    pub fn local_size(mut self, local: LocalSizeUpdate<'a>) -> KernelLaunchUpdate<'a> {
+        self.local_size = local;
+        self
+    }
+}
+
+static NEXT_COMMAND_BUFFER_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A command buffer. Clone retains, drop releases; dropping it while a
+/// submission runs is safe (the submission keeps what it needs).
+#[derive(Clone)]
+pub struct CommandBuffer {
+    inner: Arc<CommandBufferInner>,
+}
+
+struct CommandBufferInner {
+    id: u64,
+    context: Context,
+    desc: CommandBufferDesc,
+    support: CommandBufferSupport,
+    state: Mutex<State>,
+}
+
+struct State {
+    finalized: bool,
+    records: Vec<Record>,
+    imp: Box<dyn CommandBufferImpl>,
+}
+
+/// What the front end remembers of each command, to validate updates.
+struct Record {
+    command: Command,
+    kernel: Option<KernelRecord>,
+    signal: bool,
+    wait_events: usize,
+}
+
+struct KernelRecord {
+    original: Kernel,
+    alternatives: Vec<Kernel>,
+    local_origin: LocalSizeOrigin,
+}
+
+/// Validates a kernel launch for `context`.
+pub(crate) fn resolve_kernel_launch(
+    context: &Context,
+    launch: &KernelLaunch<'_>,
+) -> Result<(KernelCommand, LocalSizeOrigin)> {
+    let kernel = launch.kernel;
+    ensure!(
+        kernel.program().context() == context,
+        InvalidKernel,
+        "kernel `{}` belongs to another context",
+        kernel.name()
+    );
+    let work_dim = check_dims(
+        launch.global_size.len(),
+        &[
+            ("local size", launch.local_size),
+            ("global offset", launch.global_offset),
+        ],
+    )?;
+    let args = resolve_args(context, kernel, launch.args)?;
+    let global = to_3d(launch.global_size, 1);
+    let offset = launch.global_offset.map_or([0; 3], |o| to_3d(o, 0));
+    let local = launch.local_size.map(|l| to_3d(l, 1));
+    let (range, origin) = resolve_range(
+        context.device().info(),
+        kernel,
+        work_dim,
+        global,
+        offset,
+        local,
+    )?;
+    Ok((
+        KernelCommand {
+            kernel: kernel.clone(),
+            range,
+            args,
+        },
+        origin,
+    ))
+}
+
+impl CommandBuffer {
+    /// Creates a command buffer (`urCommandBufferCreateExp`). `device` must
+    /// be the context's device; an updatable buffer needs a device with update
+    /// capabilities (`UnsupportedFeature` otherwise).
+    #[tracing::instrument(level = "debug", skip(context, device), fields(device = %device))]
+    pub fn new(
+        context: &Context,
+        device: &Device,
+        desc: CommandBufferDesc,
+    ) -> Result<CommandBuffer> {
+        ensure!(
+            context.device() == device,
+            InvalidDevice,
+            "{device} is not the device of the context"
+        );
+        let caps = device.info().command_buffer;
+        ensure!(
+            !desc.updatable || !caps.update.is_empty(),
+            UnsupportedFeature,
+            "{device} cannot update command buffers"
+        );
+        let imp: Box<dyn CommandBufferImpl> = match caps.support {
+            CommandBufferSupport::Native => {
+                // SAFETY: the device reports native command buffers, and update
+                // capabilities when the buffer is updatable.
+                unsafe { context.imp().command_buffer_create(&desc)? }
+            }
+            CommandBufferSupport::Emulated => {
+                Box::new(SoftwareCommandBuffer::new(context.device().backend()))
+            }
+        };
+        tracing::debug!(support = ?caps.support, "command buffer created");
+        Ok(CommandBuffer {
+            inner: Arc::new(CommandBufferInner {
+                id: NEXT_COMMAND_BUFFER_ID.fetch_add(1, Ordering::Relaxed),
+                context: context.clone(),
+                desc,
+                support: caps.support,
+                state: Mutex::new(State {
+                    finalized: false,
+                    records: Vec::new(),
+                    imp,
+                }),
+            }),
+        })
+    }
+
+    /// The context.
+    pub fn context(&self) -> &Context {
+        &self.inner.context
+    }
+
+    /// The device.
+    pub fn device(&self) -> &Device {
+        self.inner.context.device()
+    }
+
+    /// The descriptor it was created with (`UR_EXP_COMMAND_BUFFER_INFO_DESCRIPTOR`).
+    pub fn descriptor(&self) -> CommandBufferDesc {
+        self.inner.desc
+    }
+
+    /// Native or software (`emulated`) implementation.
+    pub fn support(&self) -> CommandBufferSupport {
+        self.inner.support
+    }
+
+    /// Number of handles to this buffer (`UR_EXP_COMMAND_BUFFER_INFO_REFERENCE_COUNT`),
+    /// submissions in flight included.
+    pub fn reference_count(&self) -> u32 {
+        Arc::strong_count(&self.inner) as u32
+    }
+
+    /// Whether it has been finalized.
+    pub fn is_finalized(&self) -> bool {
+        self.inner.state.lock().finalized
+    }
+
+    /// Number of commands recorded.
+    pub fn len(&self) -> usize {
+        self.inner.state.lock().records.len()
+    }
+
+    /// Whether nothing is recorded.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The native object (`urCommandBufferGetNativeHandleExp`);
+    /// `UnsupportedFeature` for software command buffers.
+    pub fn native_handle(&self) -> Result<NativeHandle> {
+        self.inner.state.lock().imp.native_handle()
+    }
+
+    /// The sync point of this buffer with the raw UR value `index`, for
+    /// interoperation with code that stores sync points as integers. Using one
+    /// whose command has not been appended yet is `InvalidSyncPointWaitList`.
+    pub fn sync_point_from_raw(&self, index: u32) -> SyncPoint {
+        SyncPoint {
+            buffer: self.inner.id,
+            index,
+        }
+    }
+
+    /// Finalizes the buffer; `InvalidOperation` the second time.
+    #[tracing::instrument(level = "debug", skip(self))]
+    pub fn finalize(&self) -> Result<()> {
+        let mut state = self.inner.state.lock();
+        ensure!(
+            !state.finalized,
+            InvalidOperation,
+            "the command buffer is already finalized"
+        );
+        state.imp.finalize()?;
+        state.finalized = true;
+        Ok(())
+    }
+
+    fn append(
+        &self,
+        command: Command,
+        kernel: Option<KernelRecord>,
+        opts: &AppendOptions<'_>,
+    ) -> Result<Appended> {
+        let ctx = &self.inner.context;
+        let caps = ctx.device().info().command_buffer;
+        let mut state = self.inner.state.lock();
+        ensure!(
+            !state.finalized,
+            InvalidOperation,
+            "append to a finalized command buffer"
+        );
+        let count = state.records.len() as u32;
+        let mut deps: SmallVec<[u32; 4]> = SmallVec::new();
+        for sp in opts.sync_points {
+            ensure!(
+                sp.buffer == self.inner.id,
+                InvalidSyncPointWaitList,
+                "sync point {} belongs to another command buffer",
+                sp.index
+            );
+            ensure!(
+                sp.index < count,
+                InvalidSyncPointWaitList,
+                "sync point {} names a command not yet appended ({count} so far)",
+                sp.index
+            );
+            if !deps.contains(&sp.index) {
+                deps.push(sp.index);
+            }
+        }
+        if self.inner.desc.in_order {
+            deps.clear();
+            deps.extend(count.checked_sub(1));
+        }
+        ensure!(
+            caps.events || (opts.wait_events.is_empty() && !opts.signal_event),
+            UnsupportedFeature,
+            "{} has no command-buffer event support",
+            ctx.device()
+        );
+        let wait_events = check_events(ctx.id(), opts.wait_events, "append wait list")?;
+        let alternatives = kernel.as_ref().map_or(&[][..], |k| &k.alternatives[..]);
+        // SAFETY: the command was validated for this context, deps name earlier
+        // commands (or the previous one for in-order buffers), the events are of
+        // this context, the buffer is not finalized, and alternatives are only
+        // present on updatable buffers (checked by `append_kernel_launch`).
+        let signal = unsafe {
+            state.imp.append(
+                &command,
+                alternatives,
+                &deps,
+                &wait_events,
+                opts.signal_event,
+            )?
+        };
+        let event = match (opts.signal_event, signal) {
+            (true, Some(e)) => Some(Event::from_imp(e, ctx)),
+            (true, None) => return Err(err!(Unknown, "the adapter returned no signal event")),
+            (false, _) => None,
+        };
+        state.records.push(Record {
+            command,
+            kernel,
+            signal: opts.signal_event,
+            wait_events: wait_events.len(),
+        });
+        let handle = self.inner.desc.updatable.then_some(CommandHandle {
+            buffer: self.inner.id,
+            index: count,
+        });
+        Ok(Appended {
+            sync_point: SyncPoint {
+                buffer: self.inner.id,
+                index: count,
+            },
+            event,
+            command: handle,
+        })
+    }
+
+    /// Appends a kernel launch (`urCommandBufferAppendKernelLaunchWithArgsExp`).
+    /// `alternatives` are kernels an update may switch this command to (updatable
+    /// buffers on devices with the KERNEL_HANDLE capability only).
+    ///
+    /// # Safety
+    /// The kernel may read and write any memory its arguments let it reach, at
+    /// every execution: pointer arguments must stay valid for as long as the
+    /// buffer may be enqueued with them.
+    #[tracing::instrument(level = "debug", skip_all, fields(kernel = launch.kernel.name()))]
+    pub unsafe fn append_kernel_launch(
+        &self,
+        launch: &KernelLaunch<'_>,
+        alternatives: &[&Kernel],
+        opts: AppendOptions<'_>,
+    ) -> Result<Appended> {
+        let ctx = &self.inner.context;
+        let (command, local_origin) = resolve_kernel_launch(ctx, launch)?;
+        if !alternatives.is_empty() {
+            ensure!(
+                self.inner.desc.updatable,
+                InvalidOperation,
+                "kernel alternatives on a buffer that is not updatable"
+            );
+            ensure!(
+                ctx.device()
+                    .info()
+                    .command_buffer
+                    .update
+                    .contains(UpdateCapabilities::KERNEL_HANDLE),
+                UnsupportedFeature,
+                "{} cannot switch kernels in command buffers",
+                ctx.device()
+            );
+        }
+        for alt in alternatives {
+            ensure!(
+                alt.program().context() == ctx,
+                InvalidKernel,
+                "alternative `{}` belongs to another context",
+                alt.name()
+            );
+            ensure!(
+                !alt.same_kernel(launch.kernel),
+                InvalidValue,
+                "the launched kernel is listed among its alternatives"
+            );
+        }
+        let record = KernelRecord {
+            original: launch.kernel.clone(),
+            alternatives: alternatives.iter().map(|k| (*k).clone()).collect(),
+            local_origin,
+        };
+        self.append(Command::KernelLaunch(command), Some(record), &opts)
+    }
+
+    /// Appends a USM copy (`urCommandBufferAppendUSMMemcpyExp`); both ranges
+    /// are checked against their allocations.
+    pub fn append_usm_memcpy(
+        &self,
+        dst: UsmPtr,
+        src: UsmPtr,
+        size: usize,
+        opts: AppendOptions<'_>,
+    ) -> Result<Appended> {
+        let command = Command::usm_memcpy(
+            &self.inner.context,
+            HostSide::Usm(dst),
+            HostSide::Usm(src),
+            size,
+        )?;
+        self.append(command, None, &opts)
+    }
+
+    /// Appends a USM fill with a 1- to 256-byte pattern (`urCommandBufferAppendUSMFillExp`).
+    pub fn append_usm_fill(
+        &self,
+        dst: UsmPtr,
+        pattern: &[u8],
+        size: usize,
+        opts: AppendOptions<'_>,
+    ) -> Result<Appended> {
+        self.append(
+            Command::usm_fill(&self.inner.context, dst, pattern, size)?,
+            None,
+            &opts,
+        )
+    }
+
+    /// Appends a USM prefetch (`urCommandBufferAppendUSMPrefetchExp`).
+    pub fn append_usm_prefetch(
+        &self,
+        ptr: UsmPtr,
+        size: usize,
+        flags: MigrationFlags,
+        opts: AppendOptions<'_>,
+    ) -> Result<Appended> {
+        self.append(
+            Command::usm_prefetch(&self.inner.context, ptr, size, flags)?,
+            None,
+            &opts,
+        )
+    }
+
+    /// Appends USM advice (`urCommandBufferAppendUSMAdviseExp`).
+    pub fn append_usm_advise(
+        &self,
+        ptr: UsmPtr,
+        size: usize,
+        advice: UsmAdvice,
+        opts: AppendOptions<'_>,
+    ) -> Result<Appended> {
+        self.append(
+            Command::usm_advise(&self.inner.context, ptr, size, advice)?,
+            None,
+            &opts,
+        )
+    }
+
+    /// Appends a buffer copy (`urCommandBufferAppendMemBufferCopyExp`).
+    pub fn append_buffer_copy(
+        &self,
+        src: &MemBuffer,
+        dst: &MemBuffer,
+        src_offset: usize,
+        dst_offset: usize,
+        size: usize,
+        opts: AppendOptions<'_>,
+    ) -> Result<Appended> {
+        self.append(
+            Command::buffer_copy(&self.inner.context, src, dst, src_offset, dst_offset, size)?,
+            None,
+            &opts,
+        )
+    }
+
+    /// Appends a rect copy between buffers (`urCommandBufferAppendMemBufferCopyRectExp`).
+    pub fn append_buffer_copy_rect(
+        &self,
+        src: &MemBuffer,
+        dst: &MemBuffer,
+        src_layout: RectLayout,
+        dst_layout: RectLayout,
+        region: RectRegion,
+        opts: AppendOptions<'_>,
+    ) -> Result<Appended> {
+        let command = Command::buffer_copy_rect(
+            &self.inner.context,
+            src,
+            dst,
+            src_layout,
+            dst_layout,
+            region,
+        )?;
+        self.append(command, None, &opts)
+    }
+
+    /// Appends a buffer read into USM, host USM included (`urCommandBufferAppendMemBufferReadExp`).
+    pub fn append_buffer_read(
+        &self,
+        buffer: &MemBuffer,
+        offset: usize,
+        size: usize,
+        dst: UsmPtr,
+        opts: AppendOptions<'_>,
+    ) -> Result<Appended> {
+        let command = Command::buffer_read(
+            &self.inner.context,
+            buffer,
+            offset,
+            size,
+            HostSide::Usm(dst),
+        )?;
+        self.append(command, None, &opts)
+    }
+
+    /// Appends a buffer read into raw host memory.
+    ///
+    /// # Safety
+    /// `dst` must be valid for `size` bytes of writes at every execution of the
+    /// buffer, and not accessed by the host while one runs.
+    pub unsafe fn append_buffer_read_host(
+        &self,
+        buffer: &MemBuffer,
+        offset: usize,
+        size: usize,
+        dst: *mut u8,
+        opts: AppendOptions<'_>,
+    ) -> Result<Appended> {
+        let command = Command::buffer_read(
+            &self.inner.context,
+            buffer,
+            offset,
+            size,
+            HostSide::Raw(dst),
+        )?;
+        self.append(command, None, &opts)
+    }
+
+    /// Appends a buffer write from USM, host USM included (`urCommandBufferAppendMemBufferWriteExp`).
+    pub fn append_buffer_write(
+        &self,
+        buffer: &MemBuffer,
+        offset: usize,
+        size: usize,
+        src: UsmPtr,
+        opts: AppendOptions<'_>,
+    ) -> Result<Appended> {
+        let command = Command::buffer_write(
+            &self.inner.context,
+            buffer,
+            offset,
+            size,
+            HostSide::Usm(src),
+        )?;
+        self.append(command, None, &opts)
+    }
+
+    /// Appends a buffer write from raw host memory.
+    ///
+    /// # Safety
+    /// `src` must be valid for `size` bytes of reads at every execution of the
+    /// buffer, and not written by the host while one runs.
+    pub unsafe fn append_buffer_write_host(
+        &self,
+        buffer: &MemBuffer,
+        offset: usize,
+        size: usize,
+        src: *const u8,
+        opts: AppendOptions<'_>,
+    ) -> Result<Appended> {
+        let command = Command::buffer_write(
+            &self.inner.context,
+            buffer,
+            offset,
+            size,
+            HostSide::Raw(src.cast_mut()),
+        )?;
+        self.append(command, None, &opts)
+    }
+
+    /// Appends a rect read into USM laid out by `host_layout` from `dst`
+    /// (`urCommandBufferAppendMemBufferReadRectExp`).
+    pub fn append_buffer_read_rect(
+        &self,
+        buffer: &MemBuffer,
+        buffer_layout: RectLayout,
+        host_layout: RectLayout,
+        region: RectRegion,
+        dst: UsmPtr,
+        opts: AppendOptions<'_>,
+    ) -> Result<Appended> {
+        let command = Command::buffer_read_rect(
+            &self.inner.context,
+            buffer,
+            buffer_layout,
+            host_layout,
+            region,
+            HostSide::Usm(dst),
+        )?;
+        self.append(command, None, &opts)
+    }
+
+    /// Appends a rect write from USM laid out by `host_layout` from `src`
+    /// (`urCommandBufferAppendMemBufferWriteRectExp`).
+    pub fn append_buffer_write_rect(
+        &self,
+        buffer: &MemBuffer,
+        buffer_layout: RectLayout,
+        host_layout: RectLayout,
+        region: RectRegion,
+        src: UsmPtr,
+        opts: AppendOptions<'_>,
+    ) -> Result<Appended> {
+        let command = Command::buffer_write_rect(
+            &self.inner.context,
+            buffer,
+            buffer_layout,
+            host_layout,
+            region,
+            HostSide::Usm(src),
+        )?;
+        self.append(command, None, &opts)
+    }
+
+    /// Appends a buffer fill with a 1- to 256-byte pattern (`urCommandBufferAppendMemBufferFillExp`).
+    pub fn append_buffer_fill(
+        &self,
+        buffer: &MemBuffer,
+        pattern: &[u8],
+        offset: usize,
+        size: usize,
+        opts: AppendOptions<'_>,
+    ) -> Result<Appended> {
+        self.append(
+            Command::buffer_fill(&self.inner.context, buffer, pattern, offset, size)?,
+            None,
+            &opts,
+        )
+    }
+
+    /// Submits on `queue`; called by [`Queue::enqueue_command_buffer`].
+    pub(crate) fn enqueue_on(
+        &self,
+        queue: &Queue,
+        wait: &[Arc<dyn EventImpl>],
+    ) -> Result<Arc<dyn EventImpl>> {
+        ensure!(
+            queue.context() == &self.inner.context,
+            InvalidQueue,
+            "the queue belongs to another context than the command buffer"
+        );
+        let mut state = self.inner.state.lock();
+        ensure!(
+            state.finalized,
+            InvalidOperation,
+            "enqueue of a command buffer that is not finalized"
+        );
+        // SAFETY: finalized, the queue is of this context (so of this adapter),
+        // and the wait events were resolved from events of this context.
+        unsafe { state.imp.enqueue(queue.imp(), &as_refs(wait)) }
+    }
+
+    fn check_updatable(&self, state: &State) -> Result<()> {
+        ensure!(
+            self.inner.desc.updatable,
+            InvalidOperation,
+            "the command buffer is not updatable"
+        );
+        ensure!(
+            state.finalized,
+            InvalidOperation,
+            "update of a command buffer that is not finalized"
+        );
+        Ok(())
+    }
+
+    fn check_handle(&self, handle: &CommandHandle) -> Result<u32> {
+        ensure!(
+            handle.buffer == self.inner.id,
+            InvalidCommandHandle,
+            "command handle of another command buffer"
+        );
+        Ok(handle.index)
+    }
+
+    /// Updates kernel commands for the next enqueues
+    /// (`urCommandBufferUpdateKernelLaunchExp`). All updates are validated
+    /// before any is applied: on error nothing changes. Submissions already
+    /// enqueued are not affected.
+    ///
+    /// # Safety
+    /// As for [`append_kernel_launch`](Self::append_kernel_launch): the updated
+    /// kernels may touch any memory their new arguments let them reach.
+    #[tracing::instrument(level = "debug", skip_all, fields(updates = updates.len()))]
+    pub unsafe fn update_kernel_launches(&self, updates: &[KernelLaunchUpdate<'_>]) -> Result<()> {
+        ensure!(
+            !updates.is_empty(),
+            InvalidSize,
+            "empty list of kernel updates"
+        );
+        let ctx = &self.inner.context;
+        let caps = ctx.device().info().command_buffer.update;
+        let mut state = self.inner.state.lock();
+        self.check_updatable(&state)?;
+        // New state per touched command, in first-touch order.
+        let mut pending: Vec<(u32, KernelCommand, LocalSizeOrigin)> = Vec::new();
+        let mut slot_of: HashMap<u32, usize> = HashMap::new();
+        for update in updates {
+            let index = self.check_handle(update.command)?;
+            let record = &state.records[index as usize];
+            let current_cmd = expect_kernel(&record.command)?;
+            let kernel_record = record
+                .kernel
+                .as_ref()
+                .expect("kernel commands have a kernel record");
+            let slot = *slot_of.entry(index).or_insert_with(|| {
+                pending.push((index, current_cmd.clone(), kernel_record.local_origin));
+                pending.len() - 1
+            });
+            let (_, current, origin) = &pending[slot];
+            let merged = merge_update(ctx, caps, kernel_record, current, *origin, update)?;
+            (pending[slot].1, pending[slot].2) = merged;
+        }
+        let adapter_updates: Vec<KernelUpdate<'_>> = pending
+            .iter()
+            .map(|(index, launch, _)| KernelUpdate {
+                command: *index,
+                launch,
+            })
+            .collect();
+        // SAFETY: finalized and updatable (checked), each command appears once
+        // and is a kernel command, each launch was validated against its kernel
+        // (the original or a registered alternative) and the device's
+        // capabilities were checked for every change.
+        unsafe { state.imp.update_kernel_launches(&adapter_updates)? };
+        for (index, launch, origin) in pending {
+            let record = &mut state.records[index as usize];
+            record.command = Command::KernelLaunch(launch);
+            if let Some(k) = record.kernel.as_mut() {
+                k.local_origin = origin;
+            }
+        }
+        Ok(())
+    }
+
+    fn check_event_update(&self, state: &State, handle: &CommandHandle) -> Result<u32> {
+        let device = self.inner.context.device();
+        ensure!(
+            device
+                .info()
+                .command_buffer
+                .update
+                .contains(UpdateCapabilities::EVENTS),
+            UnsupportedFeature,
+            "{device} cannot update command-buffer events"
+        );
+        self.check_updatable(state)?;
+        self.check_handle(handle)
+    }
+
+    /// Gives a command a new signal event for the next enqueues
+    /// (`urCommandBufferUpdateSignalEventExp`); the command must have been
+    /// appended with one.
+    pub fn update_signal_event(&self, handle: &CommandHandle) -> Result<Event> {
+        let mut state = self.inner.state.lock();
+        let index = self.check_event_update(&state, handle)?;
+        ensure!(
+            state.records[index as usize].signal,
+            InvalidOperation,
+            "command {index} was appended without a signal event"
+        );
+        // SAFETY: finalized, updatable, the command has a signal event and the
+        // device reports the EVENTS capability.
+        let event = unsafe { state.imp.update_signal_event(index)? };
+        Ok(Event::from_imp(event, &self.inner.context))
+    }
+
+    /// Replaces a command's wait events for the next enqueues
+    /// (`urCommandBufferUpdateWaitEventsExp`); the count must match the append's.
+    pub fn update_wait_events(&self, handle: &CommandHandle, events: &[&Event]) -> Result<()> {
+        let mut state = self.inner.state.lock();
+        let index = self.check_event_update(&state, handle)?;
+        let expected = state.records[index as usize].wait_events;
+        ensure!(
+            events.len() == expected,
+            InvalidEventWaitList,
+            "command {index} was appended with {expected} wait events, {} given",
+            events.len()
+        );
+        let events = check_events(self.inner.context.id(), events, "wait-event update")?;
+        // SAFETY: as for update_signal_event; the count matches and the events
+        // are of this context.
+        unsafe { state.imp.update_wait_events(index, &events) }
+    }
+}
+
+/// Applies one update to a kernel command's current state.
+fn merge_update(
+    ctx: &Context,
+    caps: UpdateCapabilities,
+    record: &KernelRecord,
+    current: &KernelCommand,
+    origin: LocalSizeOrigin,
+    update: &KernelLaunchUpdate<'_>,
+) -> Result<(KernelCommand, LocalSizeOrigin)> {
+    let device = ctx.device();
+    let need = |cap: UpdateCapabilities, what: &str| -> Result<()> {
+        ensure!(
+            caps.contains(cap),
+            UnsupportedFeature,
+            "{device} cannot update {what} in command buffers"
+        );
+        Ok(())
+    };
+    let kernel = match update.new_kernel {
+        Some(k) if !k.same_kernel(&current.kernel) => {
+            need(UpdateCapabilities::KERNEL_HANDLE, "the kernel")?;
+            ensure!(
+                k.same_kernel(&record.original)
+                    || record.alternatives.iter().any(|a| a.same_kernel(k)),
+                InvalidValue,
+                "kernel `{}` was not registered as an alternative of this command",
+                k.name()
+            );
+            k.clone()
+        }
+        _ => current.kernel.clone(),
+    };
+    let switched = !kernel.same_kernel(&current.kernel);
+    if !update.args.is_empty() {
+        need(UpdateCapabilities::KERNEL_ARGUMENTS, "kernel arguments")?;
+    }
+    if update.global_size.is_some() {
+        need(UpdateCapabilities::GLOBAL_WORK_SIZE, "the global size")?;
+    }
+    if update.global_offset.is_some() {
+        need(UpdateCapabilities::GLOBAL_WORK_OFFSET, "the global offset")?;
+    }
+    if update.local_size != LocalSizeUpdate::Keep {
+        need(UpdateCapabilities::LOCAL_WORK_SIZE, "the local size")?;
+    }
+
+    // Geometry.
+    let old = current.range;
+    let work_dim = update
+        .global_size
+        .map_or(old.work_dim as usize, <[usize]>::len);
+    let local_given = match update.local_size {
+        LocalSizeUpdate::Set(l) => Some(l),
+        _ => None,
+    };
+    let work_dim = check_dims(
+        work_dim,
+        &[
+            ("global offset", update.global_offset),
+            ("local size", local_given),
+        ],
+    )?;
+    let dims_changed = work_dim != old.work_dim;
+    ensure!(
+        !dims_changed || update.global_offset.is_some(),
+        InvalidValue,
+        "the work dimension changes from {} to {work_dim} without a new global offset",
+        old.work_dim
+    );
+    let global = update.global_size.map_or(old.global_size, |g| to_3d(g, 1));
+    let offset = update
+        .global_offset
+        .map_or(old.global_offset, |o| to_3d(o, 0));
+    let local = match (update.local_size, origin) {
+        (LocalSizeUpdate::Set(l), _) => Some(to_3d(l, 1)),
+        (LocalSizeUpdate::ImplementationChosen, _) => None,
+        (LocalSizeUpdate::Keep, LocalSizeOrigin::Implementation) => {
+            if update.global_size.is_some() || switched {
+                // The implementation chooses again for the new sizes: that changes
+                // the local size.
+                need(
+                    UpdateCapabilities::LOCAL_WORK_SIZE,
+                    "the implementation-chosen local size",
+                )?;
+            }
+            None
+        }
+        (LocalSizeUpdate::Keep, LocalSizeOrigin::User) => {
+            ensure!(
+                !dims_changed,
+                InvalidValue,
+                "the work dimension changes from {} to {work_dim}: give a local size or let the implementation choose",
+                old.work_dim
+            );
+            Some(old.local_size)
+        }
+    };
+    let (range, origin) = resolve_range(device.info(), &kernel, work_dim, global, offset, local)?;
+
+    // Arguments.
+    let kinds = &kernel.signature().args;
+    let mut args: Vec<Option<ArgValue>> = if switched {
+        vec![None; kinds.len()]
+    } else {
+        current.args.iter().cloned().map(Some).collect()
+    };
+    for (index, arg) in &update.args {
+        ensure!(
+            *index < kinds.len(),
+            InvalidKernelArgumentIndex,
+            "argument index {index} of `{}`, which takes {}",
+            kernel.name(),
+            kinds.len()
+        );
+        args[*index] = Some(resolve_arg(ctx, &kernel, *index, kinds[*index], arg)?);
+    }
+    let args = args
+        .into_iter()
+        .enumerate()
+        .map(|(i, a)| {
+            a.ok_or_else(|| {
+                err!(
+                    InvalidKernelArgumentIndex,
+                    "switching to `{}` leaves its argument {i} unset",
+                    kernel.name()
+                )
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    check_local_memory(device.info(), &kernel, &args)?;
+    Ok((
+        KernelCommand {
+            kernel,
+            range,
+            args,
+        },
+        origin,
+    ))
+}
+
+impl fmt::Debug for CommandBuffer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CommandBuffer")
+            .field("id", &self.inner.id)
+            .field("desc", &self.inner.desc)
+            .field("support", &self.inner.support)
+            .finish()
+    }
+}

@@ -1,0 +1,102 @@
+//! Contexts: the scope of memory, programs, queues, events and command buffers.
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::adapter::ContextImpl;
+use crate::device::Device;
+use crate::error::Result;
+use crate::memory::{AllocationTracker, UsmPtr, UsmRef};
+
+/// Identity of a context, for checks that objects belong together.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ContextId(u64);
+
+static NEXT_CONTEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A context on one device. Clone retains, drop releases.
+///
+/// Objects of different contexts never mix: passing a buffer, event, kernel
+/// or queue of another context is an error naming the object.
+#[derive(Clone)]
+pub struct Context {
+    inner: Arc<ContextInner>,
+}
+
+struct ContextInner {
+    id: ContextId,
+    device: Device,
+    imp: Arc<dyn ContextImpl>,
+    tracker: Arc<AllocationTracker>,
+}
+
+impl Context {
+    /// Creates a context on `device`. A context made from an
+    /// [`emulated`](Device::emulated) view builds software command buffers.
+    #[tracing::instrument(level = "debug", fields(device = %device))]
+    pub fn new(device: &Device) -> Result<Context> {
+        let imp = device.inner.imp.clone().create_context()?;
+        Ok(Context {
+            inner: Arc::new(ContextInner {
+                id: ContextId(NEXT_CONTEXT_ID.fetch_add(1, Ordering::Relaxed)),
+                device: device.clone(),
+                imp,
+                tracker: Arc::default(),
+            }),
+        })
+    }
+
+    /// The context's device (the view it was created from).
+    pub fn device(&self) -> &Device {
+        &self.inner.device
+    }
+
+    /// The context's identity.
+    pub fn id(&self) -> ContextId {
+        self.inner.id
+    }
+
+    /// The adapter's context.
+    pub fn imp(&self) -> &Arc<dyn ContextImpl> {
+        &self.inner.imp
+    }
+
+    /// Resolves `[ptr, ptr + size)` to the USM allocation of this context that
+    /// holds it: `InvalidValue` when no allocation holds `ptr`, `InvalidSize`
+    /// when the range leaves it.
+    pub fn find_usm(&self, ptr: UsmPtr, size: usize) -> Result<UsmRef> {
+        self.inner.tracker.find(ptr, size)
+    }
+
+    /// Number of USM allocations of this context still alive.
+    pub fn live_usm_allocations(&self) -> usize {
+        self.inner.tracker.live_allocations()
+    }
+
+    /// Number of handles to this context (objects that hold it included).
+    pub fn reference_count(&self) -> usize {
+        Arc::strong_count(&self.inner)
+    }
+
+    pub(crate) fn tracker(&self) -> &Arc<AllocationTracker> {
+        &self.inner.tracker
+    }
+}
+
+impl PartialEq for Context {
+    fn eq(&self, other: &Context) -> bool {
+        self.inner.id == other.inner.id
+    }
+}
+
+impl Eq for Context {}
+
+impl fmt::Debug for Context {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Context")
+            .field("id", &self.inner.id.0)
+            .field("device", &self.inner.device)
+            .finish()
+    }
+}

@@ -1,0 +1,249 @@
+//! Events: completion of queue commands, command-buffer submissions and
+//! command-buffer commands.
+
+use std::any::Any;
+use std::fmt;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use smallvec::SmallVec;
+
+use crate::adapter::EventImpl;
+use crate::context::{Context, ContextId};
+use crate::ensure;
+use crate::error::{Result, UrError};
+
+/// Execution status of an event's command (`ur_event_status_t`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum EventStatus {
+    /// Waiting for its dependencies.
+    Queued,
+    /// Submitted to the device.
+    Submitted,
+    /// Running.
+    Running,
+    /// Finished successfully.
+    Complete,
+    /// Finished with an error ([`Event::wait`] returns it).
+    Error,
+}
+
+impl EventStatus {
+    /// Complete or failed: nothing more will happen.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, EventStatus::Complete | EventStatus::Error)
+    }
+}
+
+/// Profiling timestamps of a command, in nanoseconds of one device clock
+/// (`UR_PROFILING_INFO_COMMAND_*`).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct ProfilingInfo {
+    /// When the command was queued.
+    pub queued: u64,
+    /// When it was submitted to the device.
+    pub submit: u64,
+    /// When it started.
+    pub start: u64,
+    /// When it ended.
+    pub end: u64,
+}
+
+/// An event. Clone retains, drop releases.
+#[derive(Clone)]
+pub struct Event {
+    imp: Arc<dyn EventImpl>,
+    context: ContextId,
+}
+
+impl Event {
+    /// Wraps an adapter event of `context`.
+    pub fn from_imp(imp: Arc<dyn EventImpl>, context: &Context) -> Event {
+        Event {
+            imp,
+            context: context.id(),
+        }
+    }
+
+    /// Blocks until the command completes; returns the command's error if it failed.
+    pub fn wait(&self) -> Result<()> {
+        self.imp.wait()
+    }
+
+    /// Waits for all events; returns the first error after all have ended.
+    pub fn wait_all(events: &[&Event]) -> Result<()> {
+        let mut first = None;
+        for e in events {
+            if let Err(err) = e.wait() {
+                first.get_or_insert(err);
+            }
+        }
+        first.map_or(Ok(()), Err)
+    }
+
+    /// Current status.
+    pub fn status(&self) -> EventStatus {
+        self.imp.status()
+    }
+
+    /// Profiling timestamps: `ProfilingInfoNotAvailable` unless the command
+    /// ran on a profiling queue and has completed.
+    pub fn profiling_info(&self) -> Result<ProfilingInfo> {
+        self.imp.profiling().ok_or_else(|| {
+            crate::err!(
+                ProfilingInfoNotAvailable,
+                "the event has no timestamps (not complete, or not profiled)"
+            )
+        })
+    }
+
+    /// The event object passed to adapters.
+    pub fn imp(&self) -> &Arc<dyn EventImpl> {
+        &self.imp
+    }
+
+    /// The adapter event that waiting on this event means waiting on now, or
+    /// `None` when there is nothing to wait for (a command-buffer signal event
+    /// before the first enqueue). Adapters call this when they use a wait
+    /// event, so that signal events of software command buffers resolve to
+    /// their latest execution.
+    pub fn resolve(&self) -> Option<Arc<dyn EventImpl>> {
+        let any: &dyn Any = &*self.imp;
+        if let Some(forwarding) = any.downcast_ref::<ForwardingEvent>() {
+            return forwarding.current();
+        }
+        if let Some(span) = any.downcast_ref::<SpanEvent>() {
+            return Some(span.last.clone());
+        }
+        Some(self.imp.clone())
+    }
+
+    /// Whether both handles are the same event.
+    pub fn same_event(&self, other: &Event) -> bool {
+        Arc::ptr_eq(&self.imp, &other.imp)
+    }
+}
+
+impl fmt::Debug for Event {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Event")
+            .field("status", &self.status())
+            .finish()
+    }
+}
+
+/// Resolves a wait list for an adapter call, checking every event belongs to `context`.
+pub(crate) fn resolve_wait_list(
+    context: ContextId,
+    events: &[&Event],
+) -> Result<SmallVec<[Arc<dyn EventImpl>; 4]>> {
+    let mut out = SmallVec::new();
+    for (i, e) in events.iter().enumerate() {
+        ensure!(
+            e.context == context,
+            InvalidEventWaitList,
+            "event {i} of the wait list belongs to another context"
+        );
+        out.extend(e.resolve());
+    }
+    Ok(out)
+}
+
+/// Borrows resolved events as the adapter interface takes them.
+pub(crate) fn as_refs(events: &[Arc<dyn EventImpl>]) -> SmallVec<[&dyn EventImpl; 8]> {
+    events.iter().map(|e| &**e).collect()
+}
+
+/// Checks events given to a command buffer belong to its context.
+pub(crate) fn check_events(
+    context: ContextId,
+    events: &[&Event],
+    what: &str,
+) -> Result<Vec<Event>> {
+    events
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            ensure!(
+                e.context == context,
+                InvalidEventWaitList,
+                "{what}: event {i} belongs to another context"
+            );
+            Ok((*e).clone())
+        })
+        .collect()
+}
+
+/// An event that stands for the latest execution of a software
+/// command-buffer command: re-pointed at each enqueue, complete before the first.
+#[derive(Default)]
+pub(crate) struct ForwardingEvent {
+    current: Mutex<Option<Arc<dyn EventImpl>>>,
+}
+
+impl ForwardingEvent {
+    pub(crate) fn set(&self, event: Arc<dyn EventImpl>) {
+        *self.current.lock() = Some(event);
+    }
+
+    fn current(&self) -> Option<Arc<dyn EventImpl>> {
+        self.current.lock().clone()
+    }
+}
+
+impl EventImpl for ForwardingEvent {
+    fn status(&self) -> EventStatus {
+        self.current().map_or(EventStatus::Complete, |e| e.status())
+    }
+
+    fn wait(&self) -> Result<()> {
+        self.current().map_or(Ok(()), |e| e.wait())
+    }
+
+    fn profiling(&self) -> Option<ProfilingInfo> {
+        self.current().and_then(|e| e.profiling())
+    }
+}
+
+/// The event of a software command-buffer submission: from a marker that
+/// completes when the submission may start to the join of its last commands,
+/// so that its profiling interval covers the whole execution.
+pub(crate) struct SpanEvent {
+    pub(crate) first: Arc<dyn EventImpl>,
+    pub(crate) last: Arc<dyn EventImpl>,
+}
+
+impl EventImpl for SpanEvent {
+    fn status(&self) -> EventStatus {
+        match self.last.status() {
+            s if s.is_terminal() => s,
+            _ if self.first.status().is_terminal() => EventStatus::Running,
+            s => s,
+        }
+    }
+
+    fn wait(&self) -> Result<()> {
+        self.last.wait()
+    }
+
+    fn profiling(&self) -> Option<ProfilingInfo> {
+        let (first, last) = (self.first.profiling()?, self.last.profiling()?);
+        Some(ProfilingInfo {
+            queued: first.queued,
+            submit: first.submit,
+            start: first.end,
+            end: last.end,
+        })
+    }
+}
+
+impl From<Event> for Arc<dyn EventImpl> {
+    fn from(e: Event) -> Self {
+        e.imp
+    }
+}
+
+/// An error a command's event reports, for adapters: the command failed while running.
+pub fn execution_error(backend: crate::Backend, message: impl Into<String>) -> UrError {
+    UrError::AdapterSpecific(crate::error::Detail::adapter(backend, message.into()))
+}

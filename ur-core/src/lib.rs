@@ -1,0 +1,68 @@
+//! # ur-core
+//!
+//! A Unified-Runtime-style API in Rust: one "record once, replay many"
+//! command-buffer interface over several backends (a CPU thread pool,
+//! OpenCL, Vulkan, CUDA), modelled on UR's `urCommandBuffer*Exp` API.
+//!
+//! Layers, top to bottom:
+//! - the **public API** ([`Context`], [`Queue`], [`UsmAllocation`],
+//!   [`MemBuffer`], [`Program`], [`Kernel`], [`Event`], [`CommandBuffer`]):
+//!   safe types that validate every call once, for every backend, and return
+//!   [`UrError`] variants named after UR's result codes;
+//! - the **adapter interface** ([`adapter`]): object-safe traits adapter
+//!   crates implement, whose methods trust what the front end validated;
+//! - the **software command buffer**, which gives every adapter the whole
+//!   command-buffer API over its eager queue operations;
+//! - the **loader** ([`Loader`]) and **selector** ([`selector`]), which open
+//!   the compiled-in adapters and pick devices with the
+//!   `ONEAPI_DEVICE_SELECTOR` grammar.
+//!
+//! Applications usually depend on the `ur` crate, which re-exports this one
+//! and registers the adapters its features compile in.
+#![deny(unsafe_op_in_unsafe_fn)]
+
+pub mod adapter;
+pub mod command;
+pub mod command_buffer;
+pub mod context;
+pub mod device;
+pub mod error;
+pub mod event;
+pub mod launch;
+pub mod loader;
+pub mod memory;
+pub mod native;
+pub mod platform;
+pub mod program;
+pub mod queue;
+pub mod rect;
+pub mod selector;
+mod software;
+
+pub use command::{Command, CommandKind, MAX_PATTERN_SIZE, Pattern};
+pub use command_buffer::{
+    AppendOptions, Appended, CommandBuffer, CommandBufferDesc, CommandHandle, KernelLaunchUpdate,
+    LocalSizeUpdate, NativeHandle, SyncPoint,
+};
+pub use context::{Context, ContextId};
+pub use device::{
+    CommandBufferCaps, CommandBufferSupport, Device, DeviceId, DeviceInfo, DeviceType,
+    UpdateCapabilities, UsmKinds,
+};
+pub use error::{Detail, Result, UrError};
+pub use event::{Event, EventStatus, ProfilingInfo};
+pub use launch::{ArgValue, KernelArg, KernelCommand, KernelLaunch};
+pub use loader::{AbsentAdapter, AdapterEntry, Loader};
+pub use memory::{
+    HostPtr, MemBuffer, MemFlags, MemLoc, MigrationFlags, UsmAdvice, UsmAllocation, UsmKind,
+    UsmPtr, UsmRef,
+};
+pub use native::{NativeArg, NativeKernel, NativeKernelFn, NdRange, WorkGroup, WorkItem};
+pub use platform::{Backend, Platform};
+pub use program::{
+    ArgKind, Kernel, KernelSignature, Program, ProgramBundle, ProgramSource, SourceForm,
+    SpirvModule,
+};
+pub use queue::{Queue, QueueProperties};
+pub use rect::{RectLayout, RectOffset, RectRegion};
+pub use selector::DeviceSelector;

@@ -1,0 +1,545 @@
+//! Unified shared memory (USM) allocations and memory buffers.
+//!
+//! Every USM allocation is registered with its context, so that every memory
+//! command is checked against the allocation it touches: a range that leaves
+//! its allocation is `InvalidSize`, a pointer inside no allocation of the
+//! context is `InvalidValue`. Commands hold their allocations alive, so memory
+//! is never freed under a command buffer or a command in flight.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+
+use bitflags::bitflags;
+use parking_lot::RwLock;
+
+use crate::adapter::{BufferImpl, UsmImpl};
+use crate::context::{Context, ContextId};
+use crate::device::UsmKinds;
+use crate::error::Result;
+use crate::{ensure, err};
+
+/// The kind of a USM allocation.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum UsmKind {
+    /// Host memory the device can access.
+    Host,
+    /// Device memory.
+    Device,
+    /// Memory accessible from host and device, migrated by the driver.
+    Shared,
+}
+
+impl UsmKind {
+    fn flag(self) -> UsmKinds {
+        match self {
+            UsmKind::Host => UsmKinds::HOST,
+            UsmKind::Device => UsmKinds::DEVICE,
+            UsmKind::Shared => UsmKinds::SHARED,
+        }
+    }
+}
+
+/// A USM address as device code sees it: a host pointer on the CPU adapter, a
+/// `CUdeviceptr` on CUDA, a buffer device address on Vulkan, an SVM/USM
+/// pointer on OpenCL. Kernel pointer arguments are `UsmPtr`s.
+#[derive(Copy, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(transparent)]
+pub struct UsmPtr(u64);
+
+impl UsmPtr {
+    /// The null pointer; accepted as a kernel pointer argument.
+    pub const NULL: UsmPtr = UsmPtr(0);
+
+    /// A pointer from a raw address.
+    pub const fn from_addr(addr: u64) -> UsmPtr {
+        UsmPtr(addr)
+    }
+
+    /// The raw address.
+    pub const fn addr(self) -> u64 {
+        self.0
+    }
+
+    /// Whether this is the null pointer.
+    pub const fn is_null(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The pointer `bytes` further on. Never fails: validity is checked when
+    /// the pointer is used.
+    pub const fn byte_add(self, bytes: usize) -> UsmPtr {
+        UsmPtr(self.0.wrapping_add(bytes as u64))
+    }
+}
+
+impl fmt::Debug for UsmPtr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "UsmPtr({:#x})", self.0)
+    }
+}
+
+/// A USM allocation, freed when dropped and no command uses it any more.
+///
+/// ```
+/// use ur_core::{Context, UsmAllocation, UsmKind};
+/// # let ctx = Context::new(&ur_adapter_cpu::default_device()).unwrap();
+/// let buf = UsmAllocation::new(&ctx, UsmKind::Device, 1024).unwrap();
+/// assert_eq!(buf.size(), 1024);
+/// assert!(UsmAllocation::new(&ctx, UsmKind::Device, 0).is_err());
+/// ```
+pub struct UsmAllocation {
+    inner: Arc<UsmInner>,
+}
+
+/// The shared part of a USM allocation: what commands hold alive.
+pub struct UsmInner {
+    imp: Box<dyn UsmImpl>,
+    address: u64,
+    size: usize,
+    kind: UsmKind,
+    tracker: Weak<AllocationTracker>,
+}
+
+impl UsmAllocation {
+    /// Allocates `size` bytes of `kind` memory with the adapter's default alignment.
+    pub fn new(context: &Context, kind: UsmKind, size: usize) -> Result<UsmAllocation> {
+        Self::with_alignment(context, kind, size, 0)
+    }
+
+    /// Allocates with an explicit alignment (a power of two; 0 means the
+    /// adapter's default).
+    #[tracing::instrument(level = "debug", skip(context), fields(device = %context.device()))]
+    pub fn with_alignment(
+        context: &Context,
+        kind: UsmKind,
+        size: usize,
+        align: usize,
+    ) -> Result<UsmAllocation> {
+        let info = context.device().info();
+        ensure!(
+            info.usm.contains(kind.flag()),
+            UnsupportedFeature,
+            "device {} cannot allocate {kind:?} USM",
+            context.device()
+        );
+        ensure!(size != 0, InvalidUsmSize, "USM allocation of 0 bytes");
+        ensure!(
+            size as u64 <= info.max_mem_alloc_size,
+            InvalidUsmSize,
+            "USM allocation of {size} bytes exceeds the device limit of {} bytes",
+            info.max_mem_alloc_size
+        );
+        ensure!(
+            align == 0 || align.is_power_of_two(),
+            InvalidValue,
+            "alignment {align} is not a power of two"
+        );
+        // SAFETY: size is non-zero and within the device limit, align is 0 or a power of two.
+        let imp = unsafe { context.imp().usm_alloc(kind, size, align)? };
+        let address = imp.address();
+        let tracker = context.tracker();
+        let inner = Arc::new(UsmInner {
+            imp,
+            address,
+            size,
+            kind,
+            tracker: Arc::downgrade(tracker),
+        });
+        tracker.insert(&inner);
+        Ok(UsmAllocation { inner })
+    }
+
+    /// The allocation's first address.
+    pub fn ptr(&self) -> UsmPtr {
+        UsmPtr(self.inner.address)
+    }
+
+    /// Its size in bytes.
+    pub fn size(&self) -> usize {
+        self.inner.size
+    }
+
+    /// Its kind.
+    pub fn kind(&self) -> UsmKind {
+        self.inner.kind
+    }
+
+    /// The host address of host and shared allocations (and of device
+    /// allocations on adapters whose device memory is host memory).
+    ///
+    /// Reading or writing through it while device commands touch the same
+    /// bytes is a data race: synchronise with events or queue finish first.
+    pub fn host_ptr(&self) -> Option<*mut u8> {
+        self.inner.imp.host_ptr()
+    }
+
+    /// A reference to the whole allocation, as commands hold it.
+    pub fn usm_ref(&self) -> UsmRef {
+        UsmRef {
+            alloc: self.inner.clone(),
+            offset: 0,
+        }
+    }
+}
+
+impl fmt::Debug for UsmAllocation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("UsmAllocation")
+            .field("ptr", &self.ptr())
+            .field("size", &self.inner.size)
+            .field("kind", &self.inner.kind)
+            .finish()
+    }
+}
+
+impl UsmInner {
+    /// The adapter's allocation.
+    pub fn imp(&self) -> &dyn UsmImpl {
+        &*self.imp
+    }
+
+    /// First address.
+    pub fn address(&self) -> u64 {
+        self.address
+    }
+
+    /// Size in bytes.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// Kind.
+    pub fn kind(&self) -> UsmKind {
+        self.kind
+    }
+}
+
+impl Drop for UsmInner {
+    fn drop(&mut self) {
+        if let Some(tracker) = self.tracker.upgrade() {
+            tracker.remove(self.address);
+        }
+        // `imp` drops after this, freeing the memory once the address is no
+        // longer findable.
+    }
+}
+
+/// A validated position inside a USM allocation, holding it alive.
+#[derive(Clone)]
+pub struct UsmRef {
+    alloc: Arc<UsmInner>,
+    offset: usize,
+}
+
+impl UsmRef {
+    /// The allocation.
+    pub fn alloc(&self) -> &UsmInner {
+        &self.alloc
+    }
+
+    /// The byte offset into the allocation.
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+
+    /// The device address of this position.
+    pub fn address(&self) -> u64 {
+        self.alloc.address + self.offset as u64
+    }
+
+    /// The host address of this position, where the allocation has one.
+    pub fn host_ptr(&self) -> Option<*mut u8> {
+        // SAFETY: `offset` lies inside the allocation, checked when the reference was made.
+        self.alloc
+            .imp
+            .host_ptr()
+            .map(|p| unsafe { p.add(self.offset) })
+    }
+
+    /// Bytes from this position to the allocation's end.
+    pub fn remaining(&self) -> usize {
+        self.alloc.size - self.offset
+    }
+
+    pub(crate) fn same_allocation(&self, other: &UsmRef) -> bool {
+        Arc::ptr_eq(&self.alloc, &other.alloc)
+    }
+}
+
+impl fmt::Debug for UsmRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "UsmRef({:#x}+{})", self.alloc.address, self.offset)
+    }
+}
+
+/// The USM allocations of one context, by address.
+#[derive(Default)]
+pub(crate) struct AllocationTracker {
+    by_address: RwLock<BTreeMap<u64, Weak<UsmInner>>>,
+}
+
+impl AllocationTracker {
+    fn insert(&self, alloc: &Arc<UsmInner>) {
+        self.by_address
+            .write()
+            .insert(alloc.address, Arc::downgrade(alloc));
+    }
+
+    fn remove(&self, address: u64) {
+        self.by_address.write().remove(&address);
+    }
+
+    /// The allocation holding `[ptr, ptr + size)`.
+    pub(crate) fn find(&self, ptr: UsmPtr, size: usize) -> Result<UsmRef> {
+        let map = self.by_address.read();
+        let found = map
+            .range(..=ptr.0)
+            .next_back()
+            .and_then(|(_, weak)| weak.upgrade());
+        let Some(alloc) = found.filter(|a| ptr.0 < a.address + a.size as u64) else {
+            return Err(err!(
+                InvalidValue,
+                "pointer {ptr:?} is not inside a USM allocation of this context"
+            ));
+        };
+        let offset = (ptr.0 - alloc.address) as usize;
+        ensure!(
+            size <= alloc.size - offset,
+            InvalidSize,
+            "{size} bytes at {ptr:?} overrun the {}-byte allocation at {:#x} by {} bytes",
+            alloc.size,
+            alloc.address,
+            size - (alloc.size - offset)
+        );
+        Ok(UsmRef { alloc, offset })
+    }
+
+    pub(crate) fn live_allocations(&self) -> usize {
+        self.by_address.read().len()
+    }
+}
+
+bitflags! {
+    /// How a memory buffer may be used (`ur_mem_flags_t`, the access part).
+    #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+    pub struct MemFlags: u32 {
+        /// Kernels read and write it (the default).
+        const READ_WRITE = 1 << 0;
+        /// Kernels only write it.
+        const WRITE_ONLY = 1 << 1;
+        /// Kernels only read it.
+        const READ_ONLY = 1 << 2;
+        /// Allocate it in host-accessible memory.
+        const ALLOC_HOST_POINTER = 1 << 4;
+    }
+}
+
+static NEXT_BUFFER_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A memory buffer (`ur_mem_handle_t`): device memory addressed by handle and
+/// offset. Clone retains, drop releases.
+#[derive(Clone)]
+pub struct MemBuffer {
+    inner: Arc<BufferInner>,
+}
+
+struct BufferInner {
+    id: u64,
+    imp: Box<dyn BufferImpl>,
+    size: usize,
+    flags: MemFlags,
+    context: ContextId,
+}
+
+impl MemBuffer {
+    /// Creates a buffer of `size` bytes (zero-initialised on every adapter).
+    pub fn new(context: &Context, flags: MemFlags, size: usize) -> Result<MemBuffer> {
+        Self::create(context, flags, size, None)
+    }
+
+    /// Creates a buffer holding a copy of `data`.
+    pub fn with_data(context: &Context, flags: MemFlags, data: &[u8]) -> Result<MemBuffer> {
+        Self::create(context, flags, data.len(), Some(data))
+    }
+
+    #[tracing::instrument(level = "debug", skip(context, init), fields(device = %context.device()))]
+    fn create(
+        context: &Context,
+        flags: MemFlags,
+        size: usize,
+        init: Option<&[u8]>,
+    ) -> Result<MemBuffer> {
+        let flags = if flags
+            .intersects(MemFlags::READ_WRITE | MemFlags::READ_ONLY | MemFlags::WRITE_ONLY)
+        {
+            flags
+        } else {
+            flags | MemFlags::READ_WRITE
+        };
+        let access =
+            (flags & (MemFlags::READ_WRITE | MemFlags::READ_ONLY | MemFlags::WRITE_ONLY)).bits();
+        ensure!(
+            access.count_ones() == 1,
+            InvalidValue,
+            "buffer flags {flags:?} combine several access modes"
+        );
+        ensure!(size != 0, InvalidBufferSize, "memory buffer of 0 bytes");
+        let limit = context.device().info().max_mem_alloc_size;
+        ensure!(
+            size as u64 <= limit,
+            InvalidBufferSize,
+            "buffer of {size} bytes exceeds the device limit of {limit} bytes"
+        );
+        // SAFETY: size is non-zero and within the device limit; `init`, when
+        // present, is exactly `size` bytes.
+        let imp = unsafe { context.imp().buffer_create(flags, size, init)? };
+        let id = NEXT_BUFFER_ID.fetch_add(1, Ordering::Relaxed);
+        Ok(MemBuffer {
+            inner: Arc::new(BufferInner {
+                id,
+                imp,
+                size,
+                flags,
+                context: context.id(),
+            }),
+        })
+    }
+
+    /// Size in bytes.
+    pub fn size(&self) -> usize {
+        self.inner.size
+    }
+
+    /// The flags it was created with (an access mode always present).
+    pub fn flags(&self) -> MemFlags {
+        self.inner.flags
+    }
+
+    /// The adapter's buffer.
+    pub fn imp(&self) -> &dyn BufferImpl {
+        &*self.inner.imp
+    }
+
+    /// Number of handles to this buffer (commands that use it included).
+    pub fn reference_count(&self) -> usize {
+        Arc::strong_count(&self.inner)
+    }
+
+    pub(crate) fn check_context(&self, context: &Context) -> Result<()> {
+        ensure!(
+            self.inner.context == context.id(),
+            InvalidMemObject,
+            "memory buffer of another context"
+        );
+        Ok(())
+    }
+
+    /// Checks `[offset, offset + size)` lies inside the buffer.
+    pub(crate) fn check_range(&self, offset: usize, size: usize) -> Result<()> {
+        ensure!(size != 0, InvalidSize, "size is 0");
+        ensure!(
+            offset
+                .checked_add(size)
+                .is_some_and(|end| end <= self.inner.size),
+            InvalidSize,
+            "{size} bytes at offset {offset} overrun the {}-byte buffer",
+            self.inner.size
+        );
+        Ok(())
+    }
+
+    pub(crate) fn same_buffer(&self, other: &MemBuffer) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+}
+
+impl fmt::Debug for MemBuffer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "MemBuffer(#{}, {} bytes)",
+            self.inner.id, self.inner.size
+        )
+    }
+}
+
+bitflags! {
+    /// Direction of a USM prefetch (`ur_usm_migration_flags_t`).
+    #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+    pub struct MigrationFlags: u32 {
+        /// Towards the device.
+        const HOST_TO_DEVICE = 1 << 0;
+        /// Towards the host.
+        const DEVICE_TO_HOST = 1 << 1;
+    }
+}
+
+bitflags! {
+    /// Advice about a USM range (`ur_usm_advice_flags_t`).
+    #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+    pub struct UsmAdvice: u32 {
+        /// Mostly read.
+        const SET_READ_MOSTLY = 1 << 0;
+        /// Undo `SET_READ_MOSTLY`.
+        const CLEAR_READ_MOSTLY = 1 << 1;
+        /// Prefer the device's memory.
+        const SET_PREFERRED_LOCATION = 1 << 2;
+        /// Undo `SET_PREFERRED_LOCATION`.
+        const CLEAR_PREFERRED_LOCATION = 1 << 3;
+        /// Expect non-atomic access from the device.
+        const SET_NON_ATOMIC_MOSTLY = 1 << 4;
+        /// Undo `SET_NON_ATOMIC_MOSTLY`.
+        const CLEAR_NON_ATOMIC_MOSTLY = 1 << 5;
+        /// Keep it coarse-grained.
+        const BIAS_CACHED = 1 << 6;
+        /// Keep it fine-grained.
+        const BIAS_UNCACHED = 1 << 7;
+        /// Prefer host memory.
+        const SET_PREFERRED_LOCATION_HOST = 1 << 10;
+        /// Undo `SET_PREFERRED_LOCATION_HOST`.
+        const CLEAR_PREFERRED_LOCATION_HOST = 1 << 11;
+    }
+}
+
+/// A raw host address in a command. Only `unsafe` entry points and blocking
+/// calls (which keep the borrow for their whole duration) create one.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct HostPtr(pub(crate) *mut u8);
+
+// SAFETY: a HostPtr is only an address; the entry points that create one make
+// the caller guarantee that the memory stays valid and unaliased while the
+// command may run, on whichever thread runs it.
+unsafe impl Send for HostPtr {}
+// SAFETY: as for Send: sharing the address is harmless, access is governed by
+// the creating entry point's contract.
+unsafe impl Sync for HostPtr {}
+
+impl HostPtr {
+    /// The address.
+    pub fn as_ptr(self) -> *mut u8 {
+        self.0
+    }
+}
+
+/// Host-side memory of a read, write or USM copy: a USM allocation, or raw
+/// host memory.
+#[derive(Clone, Debug)]
+pub enum MemLoc {
+    /// A position in a USM allocation of the command's context.
+    Usm(UsmRef),
+    /// Host memory outside any allocation.
+    Host(HostPtr),
+}
+
+impl MemLoc {
+    /// A host address for this location, where one exists (raw host memory,
+    /// and USM with a host mapping).
+    pub fn host_ptr(&self) -> Option<*mut u8> {
+        match self {
+            MemLoc::Usm(r) => r.host_ptr(),
+            MemLoc::Host(h) => Some(h.0),
+        }
+    }
+}

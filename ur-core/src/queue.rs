@@ -1,0 +1,531 @@
+//! Queues and their eager operations (the `urEnqueue*` family).
+//!
+//! Every operation takes a wait list and returns an [`Event`], except the
+//! blocking host-memory transfers, which return when the data is in place.
+//! Memory commands are checked against the allocations and buffers they
+//! touch; kernel launches are `unsafe` because device code may touch any
+//! address.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use crate::adapter::{EventImpl, QueueImpl};
+use crate::command::{Command, HostSide};
+use crate::command_buffer::CommandBuffer;
+use crate::context::Context;
+use crate::device::Device;
+use crate::error::Result;
+use crate::event::{Event, as_refs, resolve_wait_list};
+use crate::launch::KernelLaunch;
+use crate::memory::{MemBuffer, MigrationFlags, UsmAdvice, UsmPtr};
+use crate::rect::{RectLayout, RectRegion};
+use crate::{command_buffer, ensure};
+
+/// How a queue runs its commands.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct QueueProperties {
+    /// Commands may run in any order their wait lists allow (default: in order).
+    pub out_of_order: bool,
+    /// Events record profiling timestamps.
+    pub profiling: bool,
+}
+
+/// A queue. Clone retains; dropping the last handle waits for its commands.
+#[derive(Clone)]
+pub struct Queue {
+    inner: Arc<QueueInner>,
+}
+
+/// What a command in flight needs alive: the command (which owns its memory
+/// objects) or the command buffer being executed.
+enum KeepAlive {
+    Command(#[allow(dead_code)] Command),
+    CommandBuffer(#[allow(dead_code)] CommandBuffer),
+}
+
+struct QueueInner {
+    context: Context,
+    properties: QueueProperties,
+    imp: Box<dyn QueueImpl>,
+    in_flight: Mutex<VecDeque<(Arc<dyn EventImpl>, KeepAlive)>>,
+}
+
+impl Drop for QueueInner {
+    fn drop(&mut self) {
+        if let Err(e) = self.imp.finish() {
+            tracing::warn!(error = %e, "queue finish on drop failed");
+        }
+    }
+}
+
+impl Queue {
+    /// Creates a queue; `InvalidQueueProperties` when the device cannot run
+    /// out of order or record timestamps as asked.
+    #[tracing::instrument(level = "debug", skip(context), fields(device = %context.device()))]
+    pub fn new(context: &Context, properties: QueueProperties) -> Result<Queue> {
+        let info = context.device().info();
+        ensure!(
+            !properties.out_of_order || info.out_of_order_queues,
+            InvalidQueueProperties,
+            "{} has no out-of-order queues",
+            context.device()
+        );
+        ensure!(
+            !properties.profiling || info.queue_profiling,
+            InvalidQueueProperties,
+            "{} cannot profile",
+            context.device()
+        );
+        // SAFETY: the properties were checked against the device's capabilities.
+        let imp = unsafe { context.imp().queue_create(properties)? };
+        Ok(Queue {
+            inner: Arc::new(QueueInner {
+                context: context.clone(),
+                properties,
+                imp,
+                in_flight: Mutex::default(),
+            }),
+        })
+    }
+
+    /// The queue's context.
+    pub fn context(&self) -> &Context {
+        &self.inner.context
+    }
+
+    /// The queue's device.
+    pub fn device(&self) -> &Device {
+        self.inner.context.device()
+    }
+
+    /// The properties it was created with.
+    pub fn properties(&self) -> QueueProperties {
+        self.inner.properties
+    }
+
+    /// The adapter's queue.
+    pub fn imp(&self) -> &dyn QueueImpl {
+        &*self.inner.imp
+    }
+
+    /// Whether both handles are the same queue.
+    pub fn same_queue(&self, other: &Queue) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    fn submit(&self, command: Command, wait: &[&Event]) -> Result<Event> {
+        let resolved = resolve_wait_list(self.inner.context.id(), wait)?;
+        // SAFETY: `command` was built by a validating constructor for this
+        // queue's context; the wait events were checked to belong to it. Raw
+        // host memory in the command comes from `unsafe` entry points whose
+        // callers keep it valid, or from blocking calls that wait below.
+        let event = unsafe { self.inner.imp.enqueue(&command, &as_refs(&resolved))? };
+        self.track(event.clone(), KeepAlive::Command(command));
+        Ok(Event::from_imp(event, &self.inner.context))
+    }
+
+    fn submit_blocking(&self, command: Command, wait: &[&Event]) -> Result<()> {
+        let event = self.submit(command, wait)?;
+        let result = event.wait();
+        if result.is_err() && !event.status().is_terminal() {
+            // The command might still write into the caller's slice: do not
+            // return before the queue has drained.
+            let _ = self.inner.imp.finish();
+        }
+        result
+    }
+
+    fn track(&self, event: Arc<dyn EventImpl>, keep: KeepAlive) {
+        let mut in_flight = self.inner.in_flight.lock();
+        while in_flight
+            .front()
+            .is_some_and(|(e, _)| e.status().is_terminal())
+        {
+            in_flight.pop_front();
+        }
+        if !event.status().is_terminal() {
+            in_flight.push_back((event, keep));
+        }
+    }
+
+    /// Launches a kernel (`urEnqueueKernelLaunch` with explicit arguments).
+    ///
+    /// # Safety
+    /// The kernel may read and write any memory its arguments let it reach:
+    /// pointer arguments must point to memory of the right size that stays
+    /// allocated, and not used by the host, until the returned event completes.
+    #[tracing::instrument(level = "trace", skip_all, fields(kernel = launch.kernel.name()))]
+    pub unsafe fn launch_kernel(
+        &self,
+        launch: &KernelLaunch<'_>,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        let command = command_buffer::resolve_kernel_launch(&self.inner.context, launch)?.0;
+        self.submit(Command::KernelLaunch(command), wait)
+    }
+
+    /// Copies `size` bytes between USM allocations of this context.
+    #[tracing::instrument(level = "trace", skip(self, wait))]
+    pub fn usm_memcpy(
+        &self,
+        dst: UsmPtr,
+        src: UsmPtr,
+        size: usize,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        let command = Command::usm_memcpy(
+            &self.inner.context,
+            HostSide::Usm(dst),
+            HostSide::Usm(src),
+            size,
+        )?;
+        self.submit(command, wait)
+    }
+
+    /// Fills `size` bytes of USM with a 1- to 256-byte pattern.
+    #[tracing::instrument(level = "trace", skip(self, pattern, wait))]
+    pub fn usm_fill(
+        &self,
+        dst: UsmPtr,
+        pattern: &[u8],
+        size: usize,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        self.submit(
+            Command::usm_fill(&self.inner.context, dst, pattern, size)?,
+            wait,
+        )
+    }
+
+    /// Hints a migration of a USM range.
+    #[tracing::instrument(level = "trace", skip(self, wait))]
+    pub fn usm_prefetch(
+        &self,
+        ptr: UsmPtr,
+        size: usize,
+        flags: MigrationFlags,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        self.submit(
+            Command::usm_prefetch(&self.inner.context, ptr, size, flags)?,
+            wait,
+        )
+    }
+
+    /// Gives advice about a USM range.
+    #[tracing::instrument(level = "trace", skip(self))]
+    pub fn usm_advise(&self, ptr: UsmPtr, size: usize, advice: UsmAdvice) -> Result<Event> {
+        self.submit(
+            Command::usm_advise(&self.inner.context, ptr, size, advice)?,
+            &[],
+        )
+    }
+
+    /// Copies host data into USM, returning once it is there.
+    #[tracing::instrument(level = "trace", skip(self, data, wait), fields(size = data.len()))]
+    pub fn write_usm(&self, dst: UsmPtr, data: &[u8], wait: &[&Event]) -> Result<()> {
+        let src = HostSide::Slice(data.as_ptr().cast_mut(), data.len());
+        self.submit_blocking(
+            Command::usm_memcpy(&self.inner.context, HostSide::Usm(dst), src, data.len())?,
+            wait,
+        )
+    }
+
+    /// Copies USM into a host slice, returning once it is there.
+    #[tracing::instrument(level = "trace", skip(self, out, wait), fields(size = out.len()))]
+    pub fn read_usm(&self, src: UsmPtr, out: &mut [u8], wait: &[&Event]) -> Result<()> {
+        let dst = HostSide::Slice(out.as_mut_ptr(), out.len());
+        self.submit_blocking(
+            Command::usm_memcpy(&self.inner.context, dst, HostSide::Usm(src), out.len())?,
+            wait,
+        )
+    }
+
+    /// Reads `out.len()` bytes of a buffer from `offset`, returning once they are there.
+    #[tracing::instrument(level = "trace", skip(self, buffer, out, wait), fields(size = out.len()))]
+    pub fn read_buffer(
+        &self,
+        buffer: &MemBuffer,
+        offset: usize,
+        out: &mut [u8],
+        wait: &[&Event],
+    ) -> Result<()> {
+        let dst = HostSide::Slice(out.as_mut_ptr(), out.len());
+        self.submit_blocking(
+            Command::buffer_read(&self.inner.context, buffer, offset, out.len(), dst)?,
+            wait,
+        )
+    }
+
+    /// Writes `data` into a buffer at `offset`, returning once it is there.
+    #[tracing::instrument(level = "trace", skip(self, buffer, data, wait), fields(size = data.len()))]
+    pub fn write_buffer(
+        &self,
+        buffer: &MemBuffer,
+        offset: usize,
+        data: &[u8],
+        wait: &[&Event],
+    ) -> Result<()> {
+        let src = HostSide::Slice(data.as_ptr().cast_mut(), data.len());
+        self.submit_blocking(
+            Command::buffer_write(&self.inner.context, buffer, offset, data.len(), src)?,
+            wait,
+        )
+    }
+
+    /// Reads a buffer into USM (which may be host USM), without blocking.
+    pub fn read_buffer_to_usm(
+        &self,
+        buffer: &MemBuffer,
+        offset: usize,
+        size: usize,
+        dst: UsmPtr,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        self.submit(
+            Command::buffer_read(
+                &self.inner.context,
+                buffer,
+                offset,
+                size,
+                HostSide::Usm(dst),
+            )?,
+            wait,
+        )
+    }
+
+    /// Writes USM (which may be host USM) into a buffer, without blocking.
+    pub fn write_buffer_from_usm(
+        &self,
+        buffer: &MemBuffer,
+        offset: usize,
+        size: usize,
+        src: UsmPtr,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        self.submit(
+            Command::buffer_write(
+                &self.inner.context,
+                buffer,
+                offset,
+                size,
+                HostSide::Usm(src),
+            )?,
+            wait,
+        )
+    }
+
+    /// Reads a buffer into raw host memory without blocking
+    /// (`urEnqueueMemBufferRead` with `blocking = false`).
+    ///
+    /// # Safety
+    /// `dst` must be valid for `size` bytes of writes, and neither read nor
+    /// freed, until the returned event completes.
+    pub unsafe fn read_buffer_async(
+        &self,
+        buffer: &MemBuffer,
+        offset: usize,
+        size: usize,
+        dst: *mut u8,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        self.submit(
+            Command::buffer_read(
+                &self.inner.context,
+                buffer,
+                offset,
+                size,
+                HostSide::Raw(dst),
+            )?,
+            wait,
+        )
+    }
+
+    /// Writes raw host memory into a buffer without blocking.
+    ///
+    /// # Safety
+    /// `src` must be valid for `size` bytes of reads, and neither written nor
+    /// freed, until the returned event completes.
+    pub unsafe fn write_buffer_async(
+        &self,
+        buffer: &MemBuffer,
+        offset: usize,
+        size: usize,
+        src: *const u8,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        let src = HostSide::Raw(src.cast_mut());
+        self.submit(
+            Command::buffer_write(&self.inner.context, buffer, offset, size, src)?,
+            wait,
+        )
+    }
+
+    /// Reads a rect of a buffer into a host slice laid out by `host_layout`.
+    #[tracing::instrument(level = "trace", skip(self, buffer, out, wait))]
+    pub fn read_buffer_rect(
+        &self,
+        buffer: &MemBuffer,
+        buffer_layout: RectLayout,
+        host_layout: RectLayout,
+        region: RectRegion,
+        out: &mut [u8],
+        wait: &[&Event],
+    ) -> Result<()> {
+        let dst = HostSide::Slice(out.as_mut_ptr(), out.len());
+        let command = Command::buffer_read_rect(
+            &self.inner.context,
+            buffer,
+            buffer_layout,
+            host_layout,
+            region,
+            dst,
+        )?;
+        self.submit_blocking(command, wait)
+    }
+
+    /// Writes a rect of a host slice laid out by `host_layout` into a buffer.
+    #[tracing::instrument(level = "trace", skip(self, buffer, data, wait))]
+    pub fn write_buffer_rect(
+        &self,
+        buffer: &MemBuffer,
+        buffer_layout: RectLayout,
+        host_layout: RectLayout,
+        region: RectRegion,
+        data: &[u8],
+        wait: &[&Event],
+    ) -> Result<()> {
+        let src = HostSide::Slice(data.as_ptr().cast_mut(), data.len());
+        let command = Command::buffer_write_rect(
+            &self.inner.context,
+            buffer,
+            buffer_layout,
+            host_layout,
+            region,
+            src,
+        )?;
+        self.submit_blocking(command, wait)
+    }
+
+    /// Copies between buffers.
+    #[tracing::instrument(level = "trace", skip(self, src, dst, wait))]
+    pub fn copy_buffer(
+        &self,
+        src: &MemBuffer,
+        dst: &MemBuffer,
+        src_offset: usize,
+        dst_offset: usize,
+        size: usize,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        self.submit(
+            Command::buffer_copy(&self.inner.context, src, dst, src_offset, dst_offset, size)?,
+            wait,
+        )
+    }
+
+    /// Copies a rect between buffers.
+    #[tracing::instrument(level = "trace", skip(self, src, dst, wait))]
+    pub fn copy_buffer_rect(
+        &self,
+        src: &MemBuffer,
+        dst: &MemBuffer,
+        src_layout: RectLayout,
+        dst_layout: RectLayout,
+        region: RectRegion,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        self.submit(
+            Command::buffer_copy_rect(
+                &self.inner.context,
+                src,
+                dst,
+                src_layout,
+                dst_layout,
+                region,
+            )?,
+            wait,
+        )
+    }
+
+    /// Fills `size` bytes of a buffer from `offset` with a 1- to 256-byte pattern.
+    #[tracing::instrument(level = "trace", skip(self, buffer, pattern, wait))]
+    pub fn fill_buffer(
+        &self,
+        buffer: &MemBuffer,
+        pattern: &[u8],
+        offset: usize,
+        size: usize,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        self.submit(
+            Command::buffer_fill(&self.inner.context, buffer, pattern, offset, size)?,
+            wait,
+        )
+    }
+
+    /// An event completing when all of `wait` have (`urEnqueueEventsWait`).
+    pub fn events_wait(&self, wait: &[&Event]) -> Result<Event> {
+        self.wait_marker(wait, false)
+    }
+
+    /// A barrier: completes after `wait` and everything submitted before, and
+    /// everything submitted after waits for it (`urEnqueueEventsWaitWithBarrier`).
+    pub fn barrier(&self, wait: &[&Event]) -> Result<Event> {
+        self.wait_marker(wait, true)
+    }
+
+    fn wait_marker(&self, wait: &[&Event], barrier: bool) -> Result<Event> {
+        let resolved = resolve_wait_list(self.inner.context.id(), wait)?;
+        // SAFETY: the events were checked to belong to this queue's context.
+        let event = unsafe { self.inner.imp.enqueue_wait(&as_refs(&resolved), barrier)? };
+        Ok(Event::from_imp(event, &self.inner.context))
+    }
+
+    /// Submits a finalized command buffer (`urEnqueueCommandBufferExp`).
+    ///
+    /// Submissions of one command buffer run in submission order, also across
+    /// queues; an update made after this call does not affect this submission.
+    #[tracing::instrument(level = "debug", skip_all)]
+    pub fn enqueue_command_buffer(
+        &self,
+        command_buffer: &CommandBuffer,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        let resolved = resolve_wait_list(self.inner.context.id(), wait)?;
+        let event = command_buffer.enqueue_on(self, &resolved)?;
+        self.track(
+            event.clone(),
+            KeepAlive::CommandBuffer(command_buffer.clone()),
+        );
+        Ok(Event::from_imp(event, &self.inner.context))
+    }
+
+    /// Blocks until everything submitted to this queue has completed.
+    #[tracing::instrument(level = "debug", skip_all)]
+    pub fn finish(&self) -> Result<()> {
+        let result = self.inner.imp.finish();
+        self.inner
+            .in_flight
+            .lock()
+            .retain(|(e, _)| !e.status().is_terminal());
+        result
+    }
+
+    /// Makes sure everything submitted will start.
+    pub fn flush(&self) -> Result<()> {
+        self.inner.imp.flush()
+    }
+}
+
+impl fmt::Debug for Queue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Queue")
+            .field("device", self.device())
+            .field("properties", &self.inner.properties)
+            .finish()
+    }
+}

@@ -1,0 +1,164 @@
+//! The software command buffer: records commands, and at each enqueue replays
+//! them through the queue's eager operations, wiring the recorded DAG with
+//! events.
+//!
+//! It gives every adapter the whole command-buffer API, updates and events
+//! included, whatever its driver offers, and it is the reference semantics
+//! native implementations are tested against (the conformance suite runs
+//! every case through it as `[backend:N emulated]`).
+//!
+//! One enqueue submits, on the given queue:
+//! 1. a marker waiting for the enqueue's wait list and the previous
+//!    submission of this buffer (so submissions stay in order, across queues);
+//! 2. each command, waiting for its sync-point dependencies and its wait
+//!    events, or for the marker when it has no dependencies;
+//! 3. a join waiting for every command nothing else waits on.
+//!
+//! The returned event spans marker to join. Updates change the record, which
+//! is read at enqueue time only, so submissions in flight never see them.
+
+use std::sync::Arc;
+
+use smallvec::SmallVec;
+
+use crate::adapter::{CommandBufferImpl, EventImpl, KernelUpdate, QueueImpl};
+use crate::command::Command;
+use crate::command_buffer::NativeHandle;
+use crate::error::Result;
+use crate::event::{Event, ForwardingEvent, SpanEvent};
+use crate::platform::Backend;
+use crate::program::Kernel;
+use crate::{ensure, err};
+
+struct Recorded {
+    command: Command,
+    deps: SmallVec<[u32; 4]>,
+    wait_events: Vec<Event>,
+    signal: Option<Arc<ForwardingEvent>>,
+    /// Whether no later command depends on this one.
+    leaf: bool,
+}
+
+pub(crate) struct SoftwareCommandBuffer {
+    backend: Backend,
+    commands: Vec<Recorded>,
+    previous: Option<Arc<dyn EventImpl>>,
+}
+
+impl SoftwareCommandBuffer {
+    pub(crate) fn new(backend: Backend) -> SoftwareCommandBuffer {
+        SoftwareCommandBuffer {
+            backend,
+            commands: Vec::new(),
+            previous: None,
+        }
+    }
+}
+
+impl CommandBufferImpl for SoftwareCommandBuffer {
+    unsafe fn append(
+        &mut self,
+        command: &Command,
+        _alternatives: &[Kernel],
+        deps: &[u32],
+        wait_events: &[Event],
+        signal: bool,
+    ) -> Result<Option<Arc<dyn EventImpl>>> {
+        for d in deps {
+            self.commands[*d as usize].leaf = false;
+        }
+        let signal = signal.then(|| Arc::new(ForwardingEvent::default()));
+        self.commands.push(Recorded {
+            command: command.clone(),
+            deps: SmallVec::from_slice(deps),
+            wait_events: wait_events.to_vec(),
+            signal: signal.clone(),
+            leaf: true,
+        });
+        Ok(signal.map(|s| s as Arc<dyn EventImpl>))
+    }
+
+    fn finalize(&mut self) -> Result<()> {
+        tracing::debug!(backend = %self.backend, commands = self.commands.len(), "software command buffer finalized");
+        Ok(())
+    }
+
+    unsafe fn enqueue(
+        &mut self,
+        queue: &dyn QueueImpl,
+        wait: &[&dyn EventImpl],
+    ) -> Result<Arc<dyn EventImpl>> {
+        // SAFETY (all queue calls below): commands were validated when appended
+        // for this context; wait events are events of this context, resolved now.
+        let marker = {
+            let mut start: SmallVec<[&dyn EventImpl; 8]> = SmallVec::from_slice(wait);
+            start.extend(self.previous.as_deref());
+            unsafe { queue.enqueue_wait(&start, false)? }
+        };
+        let mut done: Vec<Arc<dyn EventImpl>> = Vec::with_capacity(self.commands.len());
+        let mut leaves: SmallVec<[Arc<dyn EventImpl>; 8]> = SmallVec::new();
+        for rec in &self.commands {
+            let resolved: SmallVec<[Arc<dyn EventImpl>; 4]> =
+                rec.wait_events.iter().filter_map(Event::resolve).collect();
+            let event = {
+                let mut list: SmallVec<[&dyn EventImpl; 8]> =
+                    rec.deps.iter().map(|d| &*done[*d as usize]).collect();
+                if rec.deps.is_empty() {
+                    list.push(&*marker);
+                }
+                list.extend(resolved.iter().map(|e| &**e));
+                unsafe { queue.enqueue(&rec.command, &list)? }
+            };
+            if let Some(signal) = &rec.signal {
+                signal.set(event.clone());
+            }
+            if rec.leaf {
+                leaves.push(event.clone());
+            }
+            done.push(event);
+        }
+        let join = {
+            let mut ends: SmallVec<[&dyn EventImpl; 8]> = leaves.iter().map(|e| &**e).collect();
+            if ends.is_empty() {
+                ends.push(&*marker);
+            }
+            unsafe { queue.enqueue_wait(&ends, false)? }
+        };
+        self.previous = Some(join.clone());
+        Ok(Arc::new(SpanEvent {
+            first: marker,
+            last: join,
+        }))
+    }
+
+    unsafe fn update_kernel_launches(&mut self, updates: &[KernelUpdate<'_>]) -> Result<()> {
+        for u in updates {
+            self.commands[u.command as usize].command = Command::KernelLaunch(u.launch.clone());
+        }
+        Ok(())
+    }
+
+    unsafe fn update_signal_event(&mut self, command: u32) -> Result<Arc<dyn EventImpl>> {
+        let signal = Arc::new(ForwardingEvent::default());
+        let rec = &mut self.commands[command as usize];
+        ensure!(
+            rec.signal.is_some(),
+            InvalidOperation,
+            "command {command} has no signal event"
+        );
+        rec.signal = Some(signal.clone());
+        Ok(signal)
+    }
+
+    unsafe fn update_wait_events(&mut self, command: u32, events: &[Event]) -> Result<()> {
+        self.commands[command as usize].wait_events = events.to_vec();
+        Ok(())
+    }
+
+    fn native_handle(&self) -> Result<NativeHandle> {
+        Err(err!(
+            UnsupportedFeature,
+            "a software command buffer has no native handle"
+        ))
+    }
+}

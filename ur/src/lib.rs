@@ -1,0 +1,50 @@
+//! # ur
+//!
+//! The crate applications depend on: everything of [`ur_core`], plus the
+//! adapters this build compiles in, registered with the loader.
+//!
+//! The CPU adapter is always compiled in. The OpenCL, Vulkan and CUDA
+//! adapters are compiled in by the cargo features `opencl`, `vulkan` and
+//! `cuda` once their crates are part of the workspace; until then the loader
+//! reports them absent with that reason.
+//!
+//! ```
+//! let loader = ur::load_all();
+//! let cpu = loader.devices().into_iter().find(|d| d.backend() == ur::Backend::Cpu).unwrap();
+//! assert!(cpu.info().command_buffer.support == ur::CommandBufferSupport::Native);
+//! ```
+#![deny(unsafe_op_in_unsafe_fn)]
+
+pub use ur_core::*;
+
+use ur_adapter_cpu::CpuAdapterFactory;
+
+static CPU: CpuAdapterFactory = CpuAdapterFactory;
+
+/// The adapters of this build, in the order the loader opens them.
+pub fn adapters() -> Vec<AdapterEntry<'static>> {
+    vec![
+        AdapterEntry::Compiled(&CPU),
+        AdapterEntry::NotCompiled(
+            Backend::OpenCl,
+            "the OpenCL adapter is not part of this build",
+        ),
+        AdapterEntry::NotCompiled(
+            Backend::Vulkan,
+            "the Vulkan adapter is not part of this build",
+        ),
+        AdapterEntry::NotCompiled(Backend::Cuda, "the CUDA adapter is not part of this build"),
+    ]
+}
+
+/// Loads every compiled-in adapter and selects devices with
+/// `UR_DEVICE_SELECTOR` (else `ONEAPI_DEVICE_SELECTOR`); a malformed selector
+/// is an `InvalidValue` error naming the valid backends.
+pub fn load() -> Result<Loader> {
+    Loader::from_env(&adapters())
+}
+
+/// Loads every compiled-in adapter and selects every device.
+pub fn load_all() -> Loader {
+    Loader::load(&adapters(), DeviceSelector::all())
+}
