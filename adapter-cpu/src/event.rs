@@ -181,10 +181,10 @@ pub(crate) fn after_all(events: &[&CpuEvent], work: Continuation) {
     }
     impl Join {
         fn arrive(&self) {
-            if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
-                if let Some(work) = self.work.lock().take() {
-                    work();
-                }
+            if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1
+                && let Some(work) = self.work.lock().take()
+            {
+                work();
             }
         }
     }

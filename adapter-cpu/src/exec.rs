@@ -59,7 +59,7 @@ fn panic_message(payload: &(dyn Any + Send)) -> String {
 /// # Safety
 /// As for [`execute`].
 unsafe fn execute_inner(command: &Command) -> Result<()> {
-    // SAFETY (every copy and fill below): the front end checked each range
+    // SAFETY: for every copy and fill below, the front end checked each range
     // against its allocation, buffer or host slice, that the two sides of a
     // copy do not overlap, and that fill sizes are multiples of the pattern;
     // ordering makes the memory not concurrently used by other commands.

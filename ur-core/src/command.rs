@@ -257,7 +257,7 @@ fn check_pattern(pattern: &[u8], size: usize) -> Result<Pattern> {
     );
     ensure!(size != 0, InvalidSize, "fill of 0 bytes");
     ensure!(
-        size % n == 0,
+        size.is_multiple_of(n),
         InvalidSize,
         "fill size {size} is not a multiple of the {n}-byte pattern"
     );
@@ -475,7 +475,7 @@ impl Command {
         buffer.check_context(context)?;
         let pattern = check_pattern(pattern, size)?;
         ensure!(
-            offset % pattern.len() == 0,
+            offset.is_multiple_of(pattern.len()),
             InvalidSize,
             "fill offset {offset} is not a multiple of the {}-byte pattern",
             pattern.len()

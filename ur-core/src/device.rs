@@ -12,7 +12,7 @@ use crate::program::SourceForm;
 bitflags! {
     /// Which parts of a kernel command can be updated in a finalized command
     /// buffer (`ur_device_command_buffer_update_capability_flags_t`).
-    #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+    #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
     pub struct UpdateCapabilities: u32 {
         /// Kernel arguments.
         const KERNEL_ARGUMENTS = 1 << 0;
@@ -31,7 +31,7 @@ bitflags! {
 
 bitflags! {
     /// The kinds of unified shared memory a device can allocate.
-    #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+    #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
     pub struct UsmKinds: u32 {
         /// Host memory the device can access.
         const HOST = 1 << 0;
@@ -155,7 +155,8 @@ pub(crate) struct DeviceInner {
     pub(crate) imp: Arc<dyn DeviceImpl>,
     pub(crate) info: DeviceInfo,
     pub(crate) id: DeviceId,
-    pub(crate) emulated: bool,
+    /// For an emulated view, the native view it was made from.
+    pub(crate) native: Option<Arc<DeviceInner>>,
 }
 
 impl Device {
@@ -166,7 +167,7 @@ impl Device {
                 imp,
                 info,
                 id,
-                emulated: false,
+                native: None,
             }),
         }
     }
@@ -188,13 +189,13 @@ impl Device {
 
     /// Whether this view uses the software command buffer.
     pub fn is_emulated(&self) -> bool {
-        self.inner.emulated
+        self.inner.native.is_some()
     }
 
     /// A view of this device whose command buffers are ur-core's software
     /// command buffer, with its capabilities ([`CommandBufferCaps::EMULATED`]).
     pub fn emulated(&self) -> Device {
-        if self.inner.emulated {
+        if self.is_emulated() {
             return self.clone();
         }
         let mut info = self.inner.info.clone();
@@ -204,8 +205,18 @@ impl Device {
                 imp: self.inner.imp.clone(),
                 info,
                 id: self.inner.id,
-                emulated: true,
+                native: Some(self.inner.clone()),
             }),
+        }
+    }
+
+    /// The adapter's own view of this device (itself unless emulated).
+    pub fn native(&self) -> Device {
+        match &self.inner.native {
+            Some(native) => Device {
+                inner: native.clone(),
+            },
+            None => self.clone(),
         }
     }
 
@@ -218,7 +229,7 @@ impl Device {
     pub(crate) fn same_as(&self, other: &Device) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
             || (Arc::ptr_eq(&self.inner.imp, &other.inner.imp)
-                && self.inner.emulated == other.inner.emulated)
+                && self.is_emulated() == other.is_emulated())
     }
 }
 
@@ -235,14 +246,14 @@ impl fmt::Debug for Device {
         f.debug_struct("Device")
             .field("id", &self.inner.id)
             .field("name", &self.inner.info.name)
-            .field("emulated", &self.inner.emulated)
+            .field("emulated", &self.is_emulated())
             .finish()
     }
 }
 
 impl fmt::Display for Device {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.inner.emulated {
+        if self.is_emulated() {
             write!(f, "{} emulated", self.inner.id)
         } else {
             write!(f, "{}", self.inner.id)

@@ -276,7 +276,7 @@ pub(crate) fn resolve_range(
                     info.max_work_item_sizes[d]
                 );
                 ensure!(
-                    global[d] % local[d] == 0,
+                    global[d].is_multiple_of(local[d]),
                     InvalidWorkGroupSize,
                     "global size {} is not a multiple of local size {} in dimension {d}",
                     global[d],
@@ -326,7 +326,10 @@ pub fn choose_local_size(
     let mut budget = max_group.max(1);
     for d in 0..work_dim as usize {
         let cap = budget.min(max_items[d]).min(global[d]).max(1);
-        let best = (1..=cap).rev().find(|l| global[d] % l == 0).unwrap_or(1);
+        let best = (1..=cap)
+            .rev()
+            .find(|l| global[d].is_multiple_of(*l))
+            .unwrap_or(1);
         local[d] = best;
         budget /= best;
     }

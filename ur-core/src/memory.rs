@@ -323,7 +323,7 @@ impl AllocationTracker {
 
 bitflags! {
     /// How a memory buffer may be used (`ur_mem_flags_t`, the access part).
-    #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+    #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
     pub struct MemFlags: u32 {
         /// Kernels read and write it (the default).
         const READ_WRITE = 1 << 0;
@@ -467,7 +467,7 @@ impl fmt::Debug for MemBuffer {
 
 bitflags! {
     /// Direction of a USM prefetch (`ur_usm_migration_flags_t`).
-    #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+    #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
     pub struct MigrationFlags: u32 {
         /// Towards the device.
         const HOST_TO_DEVICE = 1 << 0;
@@ -478,7 +478,7 @@ bitflags! {
 
 bitflags! {
     /// Advice about a USM range (`ur_usm_advice_flags_t`).
-    #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+    #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
     pub struct UsmAdvice: u32 {
         /// Mostly read.
         const SET_READ_MOSTLY = 1 << 0;

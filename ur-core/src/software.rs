@@ -88,11 +88,11 @@ impl CommandBufferImpl for SoftwareCommandBuffer {
         queue: &dyn QueueImpl,
         wait: &[&dyn EventImpl],
     ) -> Result<Arc<dyn EventImpl>> {
-        // SAFETY (all queue calls below): commands were validated when appended
-        // for this context; wait events are events of this context, resolved now.
         let marker = {
             let mut start: SmallVec<[&dyn EventImpl; 8]> = SmallVec::from_slice(wait);
             start.extend(self.previous.as_deref());
+            // SAFETY: the wait events are events of this context (the trait's
+            // contract), the previous submission's join is this queue's adapter's.
             unsafe { queue.enqueue_wait(&start, false)? }
         };
         let mut done: Vec<Arc<dyn EventImpl>> = Vec::with_capacity(self.commands.len());
@@ -107,6 +107,8 @@ impl CommandBufferImpl for SoftwareCommandBuffer {
                     list.push(&*marker);
                 }
                 list.extend(resolved.iter().map(|e| &**e));
+                // SAFETY: the command was validated for this context when it was
+                // appended or updated; the events are this adapter's, resolved now.
                 unsafe { queue.enqueue(&rec.command, &list)? }
             };
             if let Some(signal) = &rec.signal {
@@ -122,6 +124,7 @@ impl CommandBufferImpl for SoftwareCommandBuffer {
             if ends.is_empty() {
                 ends.push(&*marker);
             }
+            // SAFETY: the events were just returned by this queue.
             unsafe { queue.enqueue_wait(&ends, false)? }
         };
         self.previous = Some(join.clone());

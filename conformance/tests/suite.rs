@@ -1,0 +1,43 @@
+//! `cargo test -p ur-conformance`: one libtest trial per case and device,
+//! named like `[cpu:0] update::kernel_args`. Cases whose requirements the
+//! device does not meet are reported as ignored (the `ur-conformance`
+//! binary prints the missing capability).
+
+use libtest_mimic::{Arguments, Failed, Trial};
+use ur_conformance::{Outcome, cases, devices_under_test, run_case};
+
+fn main() {
+    let args = Arguments::from_args();
+    let loader = match ur::load() {
+        Ok(loader) => loader,
+        Err(e) => {
+            eprintln!("cannot load adapters: {e}");
+            std::process::exit(2);
+        }
+    };
+    for absent in loader.absent() {
+        eprintln!("adapter {} absent: {}", absent.backend, absent.reason);
+    }
+    let devices = devices_under_test(&loader).unwrap_or_else(|e| {
+        eprintln!("{e}");
+        std::process::exit(2);
+    });
+    let mut trials = Vec::new();
+    for device in devices {
+        for case in cases::all() {
+            let name = format!("[{device}] {}", case.name);
+            let skip = case.requires.missing(&device).is_some();
+            let device = device.clone();
+            let trial = Trial::test(name, move || match run_case(&case, &device) {
+                Outcome::Pass => Ok(()),
+                Outcome::Skip(reason) => {
+                    println!("skipped: {reason}");
+                    Ok(())
+                }
+                Outcome::Fail(message) => Err(Failed::from(message)),
+            });
+            trials.push(trial.with_ignored_flag(skip));
+        }
+    }
+    libtest_mimic::run(&args, trials).exit();
+}
