@@ -3,10 +3,49 @@
 use crate::harness::Case;
 
 mod commands;
+mod copy_fill;
+mod eager;
+mod enqueue;
+mod event_sync;
+mod in_order;
+mod kernel_event_sync;
+mod large;
 mod lifecycle;
+mod memory_errors;
+mod property;
+mod read_write;
+mod rect;
+mod regression;
+mod stress;
+mod update_args;
+mod update_events;
+mod update_invalid;
+mod update_kernel_handle;
+mod update_ndrange;
 
 /// Every case of the suite, in a stable order.
 pub fn all() -> Vec<Case> {
-    let groups: [fn() -> Vec<Case>; 2] = [lifecycle::cases, commands::cases];
+    let groups: &[fn() -> Vec<Case>] = &[
+        lifecycle::cases,
+        commands::cases,
+        copy_fill::cases,
+        read_write::cases,
+        rect::cases,
+        memory_errors::cases,
+        enqueue::cases,
+        in_order::cases,
+        event_sync::cases,
+        kernel_event_sync::cases,
+        regression::cases,
+        update_args::cases,
+        update_ndrange::cases,
+        update_kernel_handle::cases,
+        update_invalid::cases,
+        update_events::cases,
+        eager::cases,
+        property::cases,
+        stress::cases,
+        large::cases,
+    ];
     groups.iter().flat_map(|g| g()).collect()
 }
