@@ -437,6 +437,7 @@ impl CommandBuffer {
         kernel: Option<KernelRecord>,
         opts: &AppendOptions<'_>,
     ) -> Result<Appended> {
+        let _span = tracing::debug_span!("append", kind = %command.kind()).entered();
         let ctx = &self.inner.context;
         let caps = ctx.device().info().command_buffer;
         let mut state = self.inner.state.lock();
@@ -937,6 +938,7 @@ impl CommandBuffer {
     /// Gives a command a new signal event for the next enqueues
     /// (`urCommandBufferUpdateSignalEventExp`); the command must have been
     /// appended with one.
+    #[tracing::instrument(level = "debug", skip_all, fields(command = handle.index))]
     pub fn update_signal_event(&self, handle: &CommandHandle) -> Result<Event> {
         let mut state = self.inner.state.lock();
         let index = self.check_event_update(&state, handle)?;
@@ -953,6 +955,7 @@ impl CommandBuffer {
 
     /// Replaces a command's wait events for the next enqueues
     /// (`urCommandBufferUpdateWaitEventsExp`); the count must match the append's.
+    #[tracing::instrument(level = "debug", skip_all, fields(command = handle.index))]
     pub fn update_wait_events(&self, handle: &CommandHandle, events: &[&Event]) -> Result<()> {
         let mut state = self.inner.state.lock();
         let index = self.check_event_update(&state, handle)?;

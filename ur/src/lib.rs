@@ -48,3 +48,8 @@ pub fn load() -> Result<Loader> {
 pub fn load_all() -> Loader {
     Loader::load(&adapters(), DeviceSelector::all())
 }
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
