@@ -103,10 +103,9 @@ fn append_after_finalize(env: &Env) -> CaseResult {
     let value = 7u32;
     let args = [KernelArg::Pointer(usm.ptr()), KernelArg::value(&value)];
     // SAFETY: `fill` writes 16 u32s into a 16-u32 allocation.
-    check_err!(
-        unsafe { cb.append_kernel_launch(&KernelLaunch::new(&kernel, &[16], &args), &[], none()) },
-        InvalidOperation
-    );
+    let launched =
+        unsafe { cb.append_kernel_launch(&KernelLaunch::new(&kernel, &[16], &args), &[], none()) };
+    check_err!(launched, InvalidOperation);
     check_eq!(cb.len(), 0);
     Ok(())
 }
