@@ -689,8 +689,8 @@ fn profiling_timestamps(env: &Env) -> CaseResult {
     Ok(())
 }
 
-/// UR's `urEventGetProfilingInfoNegativeTest`: a command of a queue without
-/// profiling has no timestamps, even once complete.
+/// `urEventGetProfilingInfo` on a queue without profiling: a command has no
+/// timestamps, even once complete.
 fn profiling_unavailable_without_profiling_queue(env: &Env) -> CaseResult {
     let queue = env.queue()?;
     let mem = env.usm(UsmKind::Device, 64)?;
