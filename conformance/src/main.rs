@@ -48,6 +48,7 @@ fn main() -> ExitCode {
         .with_env_filter(tracing_subscriber::EnvFilter::from_env("UR_LOG"))
         .with_writer(std::io::stderr)
         .init();
+    ur_conformance::quiet_adapter_worker_panics();
     let cli = Cli::parse();
     let all: Vec<Case> = cases::all()
         .into_iter()

@@ -8,6 +8,7 @@ use ur_conformance::{Outcome, cases, devices_under_test, run_case};
 
 fn main() {
     let args = Arguments::from_args();
+    ur_conformance::quiet_adapter_worker_panics();
     let loader = match ur::load() {
         Ok(loader) => loader,
         Err(e) => {

@@ -461,10 +461,12 @@ impl CommandBuffer {
                 "sync point {} names a command not yet appended ({count} so far)",
                 sp.index
             );
-            if !deps.contains(&sp.index) {
-                deps.push(sp.index);
-            }
+            deps.push(sp.index);
         }
+        // The same sync point may be listed twice (UR's DuplicateSyncPoint);
+        // adapters get each dependency once.
+        deps.sort_unstable();
+        deps.dedup();
         if self.inner.desc.in_order {
             deps.clear();
             deps.extend(count.checked_sub(1));
