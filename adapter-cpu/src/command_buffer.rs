@@ -49,12 +49,7 @@ pub(crate) struct CpuCommandBuffer {
 
 impl CpuCommandBuffer {
     pub(crate) fn new(pool: Arc<Pool>, desc: CommandBufferDesc) -> CpuCommandBuffer {
-        CpuCommandBuffer {
-            pool,
-            graph: Arc::default(),
-            previous: None,
-            profiling: desc.profiling,
-        }
+        CpuCommandBuffer { pool, graph: Arc::default(), previous: None, profiling: desc.profiling }
     }
 
     fn node_mut(&mut self, index: u32) -> &mut Node {
@@ -88,27 +83,15 @@ impl CommandBufferImpl for CpuCommandBuffer {
     }
 
     fn finalize(&mut self) -> Result<()> {
-        tracing::debug!(
-            nodes = self.graph.nodes.len(),
-            "CPU command buffer finalized"
-        );
+        tracing::debug!(nodes = self.graph.nodes.len(), "CPU command buffer finalized");
         Ok(())
     }
 
-    unsafe fn enqueue(
-        &mut self,
-        queue: &dyn QueueImpl,
-        wait: &[&dyn EventImpl],
-    ) -> Result<Arc<dyn EventImpl>> {
+    unsafe fn enqueue(&mut self, queue: &dyn QueueImpl, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
         let queue = downcast::<CpuQueue>(queue as &dyn Any, "the queue")?;
         cpu_events(wait)?;
         let done = CpuEvent::pending(queue.profiling());
-        let generations = self
-            .graph
-            .nodes
-            .iter()
-            .map(|n| n.signal.as_ref().map_or(0, |s| s.rearm()))
-            .collect();
+        let generations = self.graph.nodes.iter().map(|n| n.signal.as_ref().map_or(0, |s| s.rearm())).collect();
         let run = Arc::new(Run {
             graph: self.graph.clone(),
             generations,
@@ -123,12 +106,7 @@ impl CommandBufferImpl for CpuCommandBuffer {
         let mut deps: SmallVec<[&dyn EventImpl; 8]> = SmallVec::from_slice(wait);
         deps.extend(previous.as_deref().map(|e| e as &dyn EventImpl));
         let pool = queue.pool().clone();
-        queue.schedule(
-            &deps,
-            &done,
-            false,
-            Box::new(move || pool.spawn(move || run.start())),
-        )?;
+        queue.schedule(&deps, &done, false, Box::new(move || pool.spawn(move || run.start())))?;
         self.previous = Some(done.clone());
         Ok(done)
     }
@@ -239,16 +217,9 @@ impl Run {
             if let Some(signal) = &node.signal {
                 signal.start(generation);
             }
-            let failed = if self.failed.load(Ordering::Acquire) {
-                self.failure.lock().clone()
-            } else {
-                None
-            };
+            let failed = if self.failed.load(Ordering::Acquire) { self.failure.lock().clone() } else { None };
             let result = match failed {
-                Some(error) => Err(execution_error(
-                    Backend::Cpu,
-                    format!("skipped after an earlier failure: {error}"),
-                )),
+                Some(error) => Err(execution_error(Backend::Cpu, format!("skipped after an earlier failure: {error}"))),
                 // SAFETY: the command was validated when appended (or updated),
                 // and every predecessor and wait event has completed.
                 None => unsafe { exec::execute(&node.command) },

@@ -2,12 +2,8 @@
 
 use std::sync::Arc;
 
-use ur_core::adapter::{
-    BufferImpl, CommandBufferImpl, ContextImpl, ProgramImpl, QueueImpl, UsmImpl,
-};
-use ur_core::{
-    CommandBufferDesc, MemFlags, ProgramBundle, QueueProperties, Result, SourceForm, UsmKind,
-};
+use ur_core::adapter::{BufferImpl, CommandBufferImpl, ContextImpl, ProgramImpl, QueueImpl, UsmImpl};
+use ur_core::{CommandBufferDesc, MemFlags, ProgramBundle, QueueProperties, Result, SourceForm, UsmKind};
 
 use crate::command_buffer::CpuCommandBuffer;
 use crate::memory::{CpuBuffer, CpuUsm, HostBlock};
@@ -21,21 +17,11 @@ pub(crate) struct CpuContext {
 }
 
 impl ContextImpl for CpuContext {
-    unsafe fn usm_alloc(
-        &self,
-        _kind: UsmKind,
-        size: usize,
-        align: usize,
-    ) -> Result<Box<dyn UsmImpl>> {
+    unsafe fn usm_alloc(&self, _kind: UsmKind, size: usize, align: usize) -> Result<Box<dyn UsmImpl>> {
         Ok(Box::new(CpuUsm(HostBlock::new(size, align)?)))
     }
 
-    unsafe fn buffer_create(
-        &self,
-        _flags: MemFlags,
-        size: usize,
-        init: Option<&[u8]>,
-    ) -> Result<Box<dyn BufferImpl>> {
+    unsafe fn buffer_create(&self, _flags: MemFlags, size: usize, init: Option<&[u8]>) -> Result<Box<dyn BufferImpl>> {
         let block = HostBlock::new(size, 0)?;
         if let Some(init) = init {
             // SAFETY: the block has `size` bytes and `init` has exactly `size`
@@ -45,11 +31,7 @@ impl ContextImpl for CpuContext {
         Ok(Box::new(CpuBuffer(block)))
     }
 
-    unsafe fn program_create(
-        &self,
-        bundle: &ProgramBundle,
-        _form: SourceForm,
-    ) -> Result<Box<dyn ProgramImpl>> {
+    unsafe fn program_create(&self, bundle: &ProgramBundle, _form: SourceForm) -> Result<Box<dyn ProgramImpl>> {
         Ok(Box::new(CpuProgram::new(bundle, self.max_work_group_size)?))
     }
 
@@ -57,10 +39,7 @@ impl ContextImpl for CpuContext {
         Ok(Box::new(CpuQueue::new(self.pool.clone(), properties)))
     }
 
-    unsafe fn command_buffer_create(
-        &self,
-        desc: &CommandBufferDesc,
-    ) -> Result<Box<dyn CommandBufferImpl>> {
+    unsafe fn command_buffer_create(&self, desc: &CommandBufferDesc) -> Result<Box<dyn CommandBufferImpl>> {
         Ok(Box::new(CpuCommandBuffer::new(self.pool.clone(), *desc)))
     }
 }

@@ -4,8 +4,7 @@ use std::sync::Arc;
 
 use ur_core::adapter::{ContextImpl, DeviceImpl, PlatformImpl};
 use ur_core::{
-    CommandBufferCaps, CommandBufferSupport, DeviceInfo, DeviceType, Result, SourceForm,
-    UpdateCapabilities, UsmKinds,
+    CommandBufferCaps, CommandBufferSupport, DeviceInfo, DeviceType, Result, SourceForm, UpdateCapabilities, UsmKinds,
 };
 
 use crate::context::CpuContext;
@@ -31,16 +30,12 @@ impl CpuPlatform {
                 .parse::<usize>()
                 .ok()
                 .filter(|n| *n > 0)
-                .ok_or_else(|| {
-                    format!("{THREADS_ENV}={v:?} is not a positive number of threads")
-                })?,
+                .ok_or_else(|| format!("{THREADS_ENV}={v:?} is not a positive number of threads"))?,
             Err(_) => std::thread::available_parallelism().map_or(1, |n| n.get()),
         };
         let pool = Arc::new(Pool::new(threads)?);
         tracing::debug!(threads, "CPU worker pool started");
-        Ok(CpuPlatform {
-            device: Arc::new(CpuDevice { pool }),
-        })
+        Ok(CpuPlatform { device: Arc::new(CpuDevice { pool }) })
     }
 }
 
@@ -66,11 +61,7 @@ impl DeviceImpl for CpuDevice {
     fn info(&self) -> DeviceInfo {
         let memory = total_memory().unwrap_or(8 << 30);
         DeviceInfo {
-            name: format!(
-                "{} ({} workers)",
-                cpu_model().unwrap_or_else(|| "host CPU".into()),
-                self.pool.threads()
-            ),
+            name: format!("{} ({} workers)", cpu_model().unwrap_or_else(|| "host CPU".into()), self.pool.threads()),
             vendor: "ur-rs".into(),
             driver_version: env!("CARGO_PKG_VERSION").into(),
             device_type: DeviceType::Cpu,
@@ -94,10 +85,7 @@ impl DeviceImpl for CpuDevice {
     }
 
     fn create_context(self: Arc<Self>) -> Result<Arc<dyn ContextImpl>> {
-        Ok(Arc::new(CpuContext {
-            pool: self.pool.clone(),
-            max_work_group_size: MAX_WORK_GROUP,
-        }))
+        Ok(Arc::new(CpuContext { pool: self.pool.clone(), max_work_group_size: MAX_WORK_GROUP }))
     }
 }
 

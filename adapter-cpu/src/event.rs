@@ -52,12 +52,7 @@ impl CpuEvent {
                 done: 0,
                 running: false,
                 error: None,
-                times: ProfilingInfo {
-                    queued: now,
-                    submit: now,
-                    start: 0,
-                    end: 0,
-                },
+                times: ProfilingInfo { queued: now, submit: now, start: 0, end: 0 },
                 waiters: Vec::new(),
             }),
             completed: Condvar::new(),
@@ -80,12 +75,7 @@ impl CpuEvent {
         s.error = None;
         if self.profiling {
             let now = now_ns();
-            s.times = ProfilingInfo {
-                queued: now,
-                submit: now,
-                start: 0,
-                end: 0,
-            };
+            s.times = ProfilingInfo { queued: now, submit: now, start: 0, end: 0 };
         }
         s.target
     }
@@ -188,10 +178,7 @@ pub(crate) fn after_all(events: &[&CpuEvent], work: Continuation) {
             }
         }
     }
-    let join = Arc::new(Join {
-        remaining: AtomicUsize::new(events.len() + 1),
-        work: Mutex::new(Some(work)),
-    });
+    let join = Arc::new(Join { remaining: AtomicUsize::new(events.len() + 1), work: Mutex::new(Some(work)) });
     for e in events {
         let join = join.clone();
         e.on_complete(Box::new(move || join.arrive()));

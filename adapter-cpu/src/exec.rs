@@ -10,8 +10,7 @@ use ur_core::adapter::downcast;
 use ur_core::event::execution_error;
 use ur_core::rect::for_each_row;
 use ur_core::{
-    ArgValue, Backend, Command, KernelCommand, MemBuffer, MemLoc, NativeArg, Result, UsmRef,
-    WorkGroup, err,
+    ArgValue, Backend, Command, KernelCommand, MemBuffer, MemLoc, NativeArg, Result, UsmRef, WorkGroup, err,
 };
 
 use crate::memory::CpuBuffer;
@@ -38,10 +37,7 @@ pub(crate) unsafe fn execute(command: &Command) -> Result<()> {
                 Command::KernelLaunch(k) => format!("kernel `{}`", k.kernel.name()),
                 other => format!("{} command", other.kind()),
             };
-            Err(execution_error(
-                Backend::Cpu,
-                format!("{what} panicked: {}", panic_message(&*payload)),
-            ))
+            Err(execution_error(Backend::Cpu, format!("{what} panicked: {}", panic_message(&*payload))))
         }
     }
 }
@@ -66,93 +62,47 @@ unsafe fn execute_inner(command: &Command) -> Result<()> {
     unsafe {
         match command {
             Command::KernelLaunch(k) => run_kernel(k)?,
-            Command::UsmMemcpy { dst, src, size } => {
-                ptr::copy_nonoverlapping(loc_ptr(src)?, loc_ptr(dst)?, *size)
-            }
+            Command::UsmMemcpy { dst, src, size } => ptr::copy_nonoverlapping(loc_ptr(src)?, loc_ptr(dst)?, *size),
             Command::UsmFill { dst, pattern, size } => fill(usm_ptr(dst)?, pattern, *size),
             // Host memory needs no migration and takes no advice: ordered no-ops.
             Command::UsmPrefetch { .. } | Command::UsmAdvise { .. } => {}
-            Command::BufferCopy {
-                src,
-                dst,
-                src_offset,
-                dst_offset,
-                size,
-            } => ptr::copy_nonoverlapping(
-                buffer_ptr(src)?.add(*src_offset),
-                buffer_ptr(dst)?.add(*dst_offset),
-                *size,
-            ),
-            Command::BufferCopyRect {
-                src,
-                dst,
-                src_layout,
-                dst_layout,
-                region,
-            } => {
+            Command::BufferCopy { src, dst, src_offset, dst_offset, size } => {
+                ptr::copy_nonoverlapping(buffer_ptr(src)?.add(*src_offset), buffer_ptr(dst)?.add(*dst_offset), *size)
+            }
+            Command::BufferCopyRect { src, dst, src_layout, dst_layout, region } => {
                 let (s, d) = (buffer_ptr(src)?, buffer_ptr(dst)?);
                 for_each_row(src_layout, dst_layout, region, |so, doff, n| {
                     ptr::copy_nonoverlapping(s.add(so), d.add(doff), n)
                 });
             }
-            Command::BufferRead {
-                buffer,
-                offset,
-                size,
-                dst,
-            } => ptr::copy_nonoverlapping(buffer_ptr(buffer)?.add(*offset), loc_ptr(dst)?, *size),
-            Command::BufferWrite {
-                buffer,
-                offset,
-                size,
-                src,
-            } => ptr::copy_nonoverlapping(loc_ptr(src)?, buffer_ptr(buffer)?.add(*offset), *size),
-            Command::BufferReadRect {
-                buffer,
-                buffer_layout,
-                host_layout,
-                region,
-                dst,
-            } => {
+            Command::BufferRead { buffer, offset, size, dst } => {
+                ptr::copy_nonoverlapping(buffer_ptr(buffer)?.add(*offset), loc_ptr(dst)?, *size)
+            }
+            Command::BufferWrite { buffer, offset, size, src } => {
+                ptr::copy_nonoverlapping(loc_ptr(src)?, buffer_ptr(buffer)?.add(*offset), *size)
+            }
+            Command::BufferReadRect { buffer, buffer_layout, host_layout, region, dst } => {
                 let (b, h) = (buffer_ptr(buffer)?, loc_ptr(dst)?);
-                for_each_row(buffer_layout, host_layout, region, |bo, ho, n| {
-                    ptr::copy(b.add(bo), h.add(ho), n)
-                });
+                for_each_row(buffer_layout, host_layout, region, |bo, ho, n| ptr::copy(b.add(bo), h.add(ho), n));
             }
-            Command::BufferWriteRect {
-                buffer,
-                buffer_layout,
-                host_layout,
-                region,
-                src,
-            } => {
+            Command::BufferWriteRect { buffer, buffer_layout, host_layout, region, src } => {
                 let (b, h) = (buffer_ptr(buffer)?, loc_ptr(src)?);
-                for_each_row(host_layout, buffer_layout, region, |ho, bo, n| {
-                    ptr::copy(h.add(ho), b.add(bo), n)
-                });
+                for_each_row(host_layout, buffer_layout, region, |ho, bo, n| ptr::copy(h.add(ho), b.add(bo), n));
             }
-            Command::BufferFill {
-                buffer,
-                pattern,
-                offset,
-                size,
-            } => fill(buffer_ptr(buffer)?.add(*offset), pattern, *size),
+            Command::BufferFill { buffer, pattern, offset, size } => {
+                fill(buffer_ptr(buffer)?.add(*offset), pattern, *size)
+            }
         }
     }
     Ok(())
 }
 
 fn buffer_ptr(buffer: &MemBuffer) -> Result<*mut u8> {
-    Ok(
-        downcast::<CpuBuffer>(buffer.imp() as &dyn Any, "a memory buffer")?
-            .0
-            .ptr(),
-    )
+    Ok(downcast::<CpuBuffer>(buffer.imp() as &dyn Any, "a memory buffer")?.0.ptr())
 }
 
 fn usm_ptr(usm: &UsmRef) -> Result<*mut u8> {
-    usm.host_ptr()
-        .ok_or_else(|| err!(InvalidValue, "USM of another adapter"))
+    usm.host_ptr().ok_or_else(|| err!(InvalidValue, "USM of another adapter"))
 }
 
 fn loc_ptr(loc: &MemLoc) -> Result<*mut u8> {
@@ -261,9 +211,7 @@ unsafe fn run_kernel(launch: &KernelCommand) -> Result<()> {
     if groups == 1 {
         run_group(0, &mut Scratch::default());
     } else {
-        (0..groups)
-            .into_par_iter()
-            .for_each_init(Scratch::default, |scratch, g| run_group(g, scratch));
+        (0..groups).into_par_iter().for_each_init(Scratch::default, |scratch, g| run_group(g, scratch));
     }
     Ok(())
 }

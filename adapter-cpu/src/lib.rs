@@ -61,13 +61,6 @@ impl AdapterFactory for CpuAdapterFactory {
 /// assert_eq!(device.id().to_string(), "cpu:0");
 /// ```
 pub fn default_device() -> Device {
-    let loader = Loader::load(
-        &[AdapterEntry::Compiled(&CpuAdapterFactory)],
-        DeviceSelector::all(),
-    );
-    loader
-        .devices()
-        .into_iter()
-        .next()
-        .expect("the CPU adapter always has a device")
+    let loader = Loader::load(&[AdapterEntry::Compiled(&CpuAdapterFactory)], DeviceSelector::all());
+    loader.devices().into_iter().next().expect("the CPU adapter always has a device")
 }

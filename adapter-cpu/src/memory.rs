@@ -30,8 +30,7 @@ impl HostBlock {
             .map_err(|e| err!(UnsupportedAlignment, "{size} bytes aligned to {align}: {e}"))?;
         // SAFETY: the layout has a non-zero size (the front end rejects 0).
         let ptr = unsafe { alloc_zeroed(layout) };
-        let ptr = NonNull::new(ptr)
-            .ok_or_else(|| err!(OutOfHostMemory, "cannot allocate {size} bytes"))?;
+        let ptr = NonNull::new(ptr).ok_or_else(|| err!(OutOfHostMemory, "cannot allocate {size} bytes"))?;
         Ok(HostBlock { ptr, layout })
     }
 

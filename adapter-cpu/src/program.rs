@@ -12,37 +12,20 @@ pub(crate) struct CpuProgram {
 
 impl CpuProgram {
     pub(crate) fn new(bundle: &ProgramBundle, max_work_group_size: usize) -> Result<CpuProgram> {
-        let Some(ProgramSource::Native(kernels)) = bundle.source_of(ur_core::SourceForm::Native)
-        else {
-            return Err(err!(
-                InvalidBinary,
-                "the CPU adapter builds native Rust kernels only"
-            ));
+        let Some(ProgramSource::Native(kernels)) = bundle.source_of(ur_core::SourceForm::Native) else {
+            return Err(err!(InvalidBinary, "the CPU adapter builds native Rust kernels only"));
         };
-        let kernels = kernels
-            .iter()
-            .map(|k| (k.name.to_string(), k.func))
-            .collect();
-        Ok(CpuProgram {
-            kernels,
-            max_work_group_size,
-        })
+        let kernels = kernels.iter().map(|k| (k.name.to_string(), k.func)).collect();
+        Ok(CpuProgram { kernels, max_work_group_size })
     }
 }
 
 impl ProgramImpl for CpuProgram {
     unsafe fn create_kernel(&self, signature: &KernelSignature) -> Result<Box<dyn KernelImpl>> {
         let func = self.kernels.get(&*signature.name).ok_or_else(|| {
-            err!(
-                InvalidKernelName,
-                "the program's native source has no function for kernel `{}`",
-                signature.name
-            )
+            err!(InvalidKernelName, "the program's native source has no function for kernel `{}`", signature.name)
         })?;
-        Ok(Box::new(CpuKernel {
-            func: *func,
-            max_work_group_size: self.max_work_group_size,
-        }))
+        Ok(Box::new(CpuKernel { func: *func, max_work_group_size: self.max_work_group_size }))
     }
 }
 

@@ -36,19 +36,12 @@ struct Tail {
 
 /// Downcasts a wait list to this adapter's events.
 pub(crate) fn cpu_events<'a>(wait: &[&'a dyn EventImpl]) -> Result<SmallVec<[&'a CpuEvent; 8]>> {
-    wait.iter()
-        .map(|e| downcast::<CpuEvent>(*e as &dyn Any, "a wait-list event"))
-        .collect()
+    wait.iter().map(|e| downcast::<CpuEvent>(*e as &dyn Any, "a wait-list event")).collect()
 }
 
 impl CpuQueue {
     pub(crate) fn new(pool: Arc<Pool>, properties: QueueProperties) -> CpuQueue {
-        CpuQueue {
-            pool,
-            in_order: !properties.out_of_order,
-            profiling: properties.profiling,
-            tail: Mutex::default(),
-        }
+        CpuQueue { pool, in_order: !properties.out_of_order, profiling: properties.profiling, tail: Mutex::default() }
     }
 
     pub(crate) fn profiling(&self) -> bool {
@@ -99,11 +92,7 @@ impl CpuQueue {
 }
 
 impl QueueImpl for CpuQueue {
-    unsafe fn enqueue(
-        &self,
-        command: &Command,
-        wait: &[&dyn EventImpl],
-    ) -> Result<Arc<dyn EventImpl>> {
+    unsafe fn enqueue(&self, command: &Command, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
         let event = CpuEvent::pending(self.profiling);
         let (pool, command, done) = (self.pool.clone(), command.clone(), event.clone());
         let start: Continuation = Box::new(move || {
@@ -119,11 +108,7 @@ impl QueueImpl for CpuQueue {
         Ok(event)
     }
 
-    unsafe fn enqueue_wait(
-        &self,
-        wait: &[&dyn EventImpl],
-        barrier: bool,
-    ) -> Result<Arc<dyn EventImpl>> {
+    unsafe fn enqueue_wait(&self, wait: &[&dyn EventImpl], barrier: bool) -> Result<Arc<dyn EventImpl>> {
         let event = CpuEvent::pending(self.profiling);
         let done = event.clone();
         self.schedule(
@@ -139,8 +124,7 @@ impl QueueImpl for CpuQueue {
     }
 
     fn finish(&self) -> Result<()> {
-        let outstanding: Vec<Arc<CpuEvent>> =
-            self.tail.lock().outstanding.iter().cloned().collect();
+        let outstanding: Vec<Arc<CpuEvent>> = self.tail.lock().outstanding.iter().cloned().collect();
         for e in &outstanding {
             // A command's own failure is reported by its event, not by finish.
             let _ = e.wait();

@@ -21,40 +21,21 @@ fn one_worker_runs_nested_parallel_work() {
     let copy = UsmAllocation::new(&context, UsmKind::Device, N * 4).unwrap();
     let cb = ur_core::CommandBuffer::new(&context, &device, CommandBufferDesc::default()).unwrap();
     let args = [KernelArg::Pointer(data.ptr())];
-    let root = cb
-        .append_usm_fill(data.ptr(), &[0], N * 4, AppendOptions::new())
-        .unwrap()
-        .sync_point;
+    let root = cb.append_usm_fill(data.ptr(), &[0], N * 4, AppendOptions::new()).unwrap().sync_point;
     let mut ends = Vec::new();
     for b in 0..BRANCHES {
         let offset = [b * PER_BRANCH];
-        let launch = KernelLaunch::new(&increment, &[PER_BRANCH], &args)
-            .local_size(&[16])
-            .global_offset(&offset);
+        let launch = KernelLaunch::new(&increment, &[PER_BRANCH], &args).local_size(&[16]).global_offset(&offset);
         // Each branch increments its own slice twice, in a chain of two nodes
         // with 64 work-groups each.
         // SAFETY: the items of branch b touch elements [b*1024, (b+1)*1024) of an N-element allocation.
-        let first =
-            unsafe { cb.append_kernel_launch(&launch, &[], AppendOptions::new().after(&[root])) }
-                .unwrap();
+        let first = unsafe { cb.append_kernel_launch(&launch, &[], AppendOptions::new().after(&[root])) }.unwrap();
         // SAFETY: as above.
-        let second = unsafe {
-            cb.append_kernel_launch(
-                &launch,
-                &[],
-                AppendOptions::new().after(&[first.sync_point]),
-            )
-        }
-        .unwrap();
+        let second =
+            unsafe { cb.append_kernel_launch(&launch, &[], AppendOptions::new().after(&[first.sync_point])) }.unwrap();
         ends.push(second.sync_point);
     }
-    cb.append_usm_memcpy(
-        copy.ptr(),
-        data.ptr(),
-        N * 4,
-        AppendOptions::new().after(&ends),
-    )
-    .unwrap();
+    cb.append_usm_memcpy(copy.ptr(), data.ptr(), N * 4, AppendOptions::new().after(&ends)).unwrap();
     cb.finalize().unwrap();
 
     // A second queue waits on the first queue's submission.

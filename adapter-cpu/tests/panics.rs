@@ -5,8 +5,7 @@ mod common;
 
 use common::{read_u32, setup};
 use ur_core::{
-    AppendOptions, CommandBufferDesc, EventStatus, KernelArg, KernelLaunch, UrError, UsmAllocation,
-    UsmKind,
+    AppendOptions, CommandBufferDesc, EventStatus, KernelArg, KernelLaunch, UrError, UsmAllocation, UsmKind,
 };
 
 #[test]
@@ -14,16 +13,10 @@ fn eager_kernel_panic_is_an_event_error() {
     let device = ur_adapter_cpu::default_device();
     let (context, queue, boom, increment) = setup(&device);
     // SAFETY: `boom` touches no memory.
-    let event =
-        unsafe { queue.launch_kernel(&KernelLaunch::new(&boom, &[64], &[]).local_size(&[8]), &[]) }
-            .unwrap();
+    let event = unsafe { queue.launch_kernel(&KernelLaunch::new(&boom, &[64], &[]).local_size(&[8]), &[]) }.unwrap();
     let err = event.wait().unwrap_err();
     assert!(matches!(err, UrError::AdapterSpecific(_)), "{err}");
-    assert!(
-        err.to_string()
-            .contains("kernel `boom` panicked: boom in group 7"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("kernel `boom` panicked: boom in group 7"), "{err}");
     assert_eq!(event.status(), EventStatus::Error);
 
     // The queue goes on: an in-order successor still runs.
@@ -31,9 +24,7 @@ fn eager_kernel_panic_is_an_event_error() {
     queue.write_usm(counter.ptr(), &[0; 4], &[]).unwrap();
     let args = [KernelArg::Pointer(counter.ptr())];
     // SAFETY: one work-item increments the one-element counter.
-    let next =
-        unsafe { queue.launch_kernel(&KernelLaunch::new(&increment, &[1], &args), &[&event]) }
-            .unwrap();
+    let next = unsafe { queue.launch_kernel(&KernelLaunch::new(&increment, &[1], &args), &[&event]) }.unwrap();
     next.wait().unwrap();
     assert_eq!(read_u32(&queue, counter.ptr(), 1), vec![1]);
 }
@@ -47,37 +38,19 @@ fn command_buffer_panic_fails_the_run_and_skips_the_rest() {
     let args = [KernelArg::Pointer(counter.ptr())];
     let inc = KernelLaunch::new(&increment, &[1], &args);
 
-    let cb = ur_core::CommandBuffer::new(
-        &context,
-        &device,
-        CommandBufferDesc {
-            in_order: true,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let cb = ur_core::CommandBuffer::new(&context, &device, CommandBufferDesc { in_order: true, ..Default::default() })
+        .unwrap();
     // SAFETY: `increment` over one item of a one-element counter; `boom` touches nothing.
     unsafe {
-        cb.append_kernel_launch(&inc, &[], AppendOptions::new())
-            .unwrap();
+        cb.append_kernel_launch(&inc, &[], AppendOptions::new()).unwrap();
         let failing = cb
-            .append_kernel_launch(
-                &KernelLaunch::new(&boom, &[4], &[]),
-                &[],
-                AppendOptions::new().signal_event(),
-            )
+            .append_kernel_launch(&KernelLaunch::new(&boom, &[4], &[]), &[], AppendOptions::new().signal_event())
             .unwrap();
-        let after = cb
-            .append_kernel_launch(&inc, &[], AppendOptions::new().signal_event())
-            .unwrap();
+        let after = cb.append_kernel_launch(&inc, &[], AppendOptions::new().signal_event()).unwrap();
         cb.finalize().unwrap();
 
         for run in 1..=2 {
-            let err = queue
-                .enqueue_command_buffer(&cb, &[])
-                .unwrap()
-                .wait()
-                .unwrap_err();
+            let err = queue.enqueue_command_buffer(&cb, &[]).unwrap().wait().unwrap_err();
             assert!(err.to_string().contains("panicked"), "{err}");
             assert_eq!(failing.event.as_ref().unwrap().status(), EventStatus::Error);
             let skipped = after.event.as_ref().unwrap().wait().unwrap_err();
@@ -90,15 +63,8 @@ fn command_buffer_panic_fails_the_run_and_skips_the_rest() {
     // Another command buffer on the same queue runs normally.
     let ok = ur_core::CommandBuffer::new(&context, &device, CommandBufferDesc::default()).unwrap();
     // SAFETY: as above.
-    unsafe {
-        ok.append_kernel_launch(&inc, &[], AppendOptions::new())
-            .unwrap()
-    };
+    unsafe { ok.append_kernel_launch(&inc, &[], AppendOptions::new()).unwrap() };
     ok.finalize().unwrap();
-    queue
-        .enqueue_command_buffer(&ok, &[])
-        .unwrap()
-        .wait()
-        .unwrap();
+    queue.enqueue_command_buffer(&ok, &[]).unwrap().wait().unwrap();
     assert_eq!(read_u32(&queue, counter.ptr(), 1), vec![3]);
 }

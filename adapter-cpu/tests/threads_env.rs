@@ -9,10 +9,7 @@ fn invalid_thread_counts_make_the_adapter_absent() {
     for bad in ["0", "zero", "-3", ""] {
         // SAFETY: this binary's only test; no other thread reads the environment.
         unsafe { std::env::set_var(ur_adapter_cpu::THREADS_ENV, bad) };
-        let reason = ur_adapter_cpu::CpuAdapterFactory
-            .load()
-            .err()
-            .expect("an invalid thread count is a load error");
+        let reason = ur_adapter_cpu::CpuAdapterFactory.load().err().expect("an invalid thread count is a load error");
         assert!(reason.contains("UR_CPU_THREADS"), "{bad:?}: {reason}");
     }
     // SAFETY: as above.

@@ -9,8 +9,8 @@ use std::sync::{Arc, OnceLock};
 use bytemuck::{AnyBitPattern, NoUninit};
 use parking_lot::Mutex;
 use ur::{
-    CommandBuffer, CommandBufferDesc, Context, Device, Kernel, MemBuffer, MemFlags, Program, Queue,
-    QueueProperties, UpdateCapabilities, UrError, UsmAllocation, UsmKind, UsmKinds, UsmPtr,
+    CommandBuffer, CommandBufferDesc, Context, Device, Kernel, MemBuffer, MemFlags, Program, Queue, QueueProperties,
+    UpdateCapabilities, UrError, UsmAllocation, UsmKind, UsmKinds, UsmPtr,
 };
 
 use crate::kernels;
@@ -61,10 +61,7 @@ impl Requires {
 
     /// These update capabilities (an updatable buffer at least).
     pub const fn update(caps: UpdateCapabilities) -> Requires {
-        Requires {
-            update: caps,
-            ..Requires::NONE
-        }
+        Requires { update: caps, ..Requires::NONE }
     }
 
     /// The capabilities UR's updatable fixtures ask for: arguments, local and
@@ -77,10 +74,7 @@ impl Requires {
     );
 
     /// Command-buffer events.
-    pub const EVENTS: Requires = Requires {
-        events: true,
-        ..Requires::NONE
-    };
+    pub const EVENTS: Requires = Requires { events: true, ..Requires::NONE };
 
     /// Adds these requirements.
     pub const fn and(self, other: Requires) -> Requires {
@@ -94,25 +88,13 @@ impl Requires {
     }
 
     /// Shared USM.
-    pub const SHARED_USM: Requires = Requires {
-        usm: UsmKinds::SHARED,
-        ..Requires::NONE
-    };
+    pub const SHARED_USM: Requires = Requires { usm: UsmKinds::SHARED, ..Requires::NONE };
     /// Host USM.
-    pub const HOST_USM: Requires = Requires {
-        usm: UsmKinds::HOST,
-        ..Requires::NONE
-    };
+    pub const HOST_USM: Requires = Requires { usm: UsmKinds::HOST, ..Requires::NONE };
     /// Out-of-order queues.
-    pub const OUT_OF_ORDER: Requires = Requires {
-        out_of_order: true,
-        ..Requires::NONE
-    };
+    pub const OUT_OF_ORDER: Requires = Requires { out_of_order: true, ..Requires::NONE };
     /// Profiling queues.
-    pub const PROFILING: Requires = Requires {
-        profiling: true,
-        ..Requires::NONE
-    };
+    pub const PROFILING: Requires = Requires { profiling: true, ..Requires::NONE };
 
     /// The first missing requirement, named, or `None` when all are met.
     pub fn missing(&self, device: &Device) -> Option<String> {
@@ -120,9 +102,7 @@ impl Requires {
         let cb = info.command_buffer;
         let missing_update = self.update - cb.update;
         if !missing_update.is_empty() {
-            return Some(format!(
-                "device lacks command-buffer update capability {missing_update:?}"
-            ));
+            return Some(format!("device lacks command-buffer update capability {missing_update:?}"));
         }
         if self.events && !cb.events {
             return Some("device lacks command-buffer event support".into());
@@ -155,15 +135,8 @@ pub struct Case {
 
 impl Case {
     /// A case with no requirements.
-    pub fn new(
-        name: impl Into<String>,
-        body: impl Fn(&Env) -> CaseResult + Send + Sync + 'static,
-    ) -> Case {
-        Case {
-            name: name.into(),
-            requires: Requires::NONE,
-            body: Arc::new(body),
-        }
+    pub fn new(name: impl Into<String>, body: impl Fn(&Env) -> CaseResult + Send + Sync + 'static) -> Case {
+        Case { name: name.into(), requires: Requires::NONE, body: Arc::new(body) }
     }
 
     /// Declares what the device must offer.
@@ -175,10 +148,7 @@ impl Case {
 
 impl fmt::Debug for Case {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Case")
-            .field("name", &self.name)
-            .field("requires", &self.requires)
-            .finish()
+        f.debug_struct("Case").field("name", &self.name).field("requires", &self.requires).finish()
     }
 }
 
@@ -248,10 +218,7 @@ pub struct Env {
 
 impl Env {
     fn new(device: &Device) -> Result<Env, CaseError> {
-        Ok(Env {
-            device: device.clone(),
-            fixture: fixture(device)?,
-        })
+        Ok(Env { device: device.clone(), fixture: fixture(device)? })
     }
 
     /// The device under test (possibly an emulated view).
@@ -276,18 +243,12 @@ impl Env {
 
     /// A new out-of-order queue.
     pub fn ooo_queue(&self) -> Result<Queue, CaseError> {
-        self.queue_with(QueueProperties {
-            out_of_order: true,
-            profiling: false,
-        })
+        self.queue_with(QueueProperties { out_of_order: true, profiling: false })
     }
 
     /// The kernel library's program for this device.
     pub fn program(&self) -> Result<&Program, CaseError> {
-        self.fixture
-            .program
-            .as_ref()
-            .map_err(|e| CaseError::Fail(format!("kernel library did not build: {e}")))
+        self.fixture.program.as_ref().map_err(|e| CaseError::Fail(format!("kernel library did not build: {e}")))
     }
 
     /// A kernel of the library.
@@ -302,10 +263,7 @@ impl Env {
 
     /// An updatable command buffer.
     pub fn updatable_command_buffer(&self) -> Result<CommandBuffer, CaseError> {
-        self.command_buffer(CommandBufferDesc {
-            updatable: true,
-            ..Default::default()
-        })
+        self.command_buffer(CommandBufferDesc { updatable: true, ..Default::default() })
     }
 
     /// A USM allocation of `bytes` bytes.
@@ -325,11 +283,7 @@ impl Env {
 
     /// A buffer holding `data`.
     pub fn buffer_with<T: NoUninit>(&self, data: &[T]) -> Result<MemBuffer, CaseError> {
-        Ok(MemBuffer::with_data(
-            self.context(),
-            MemFlags::READ_WRITE,
-            bytemuck::cast_slice(data),
-        )?)
+        Ok(MemBuffer::with_data(self.context(), MemFlags::READ_WRITE, bytemuck::cast_slice(data))?)
     }
 }
 
@@ -368,14 +322,7 @@ pub fn fill_reference(pattern: &[u8], size: usize) -> Vec<u8> {
 
 /// A deterministic pattern of `n` bytes, distinct per `seed`.
 pub fn pattern(n: usize, seed: u8) -> Vec<u8> {
-    (0..n)
-        .map(|i| {
-            (i as u8)
-                .wrapping_mul(31)
-                .wrapping_add(seed)
-                .wrapping_add(1)
-        })
-        .collect()
+    (0..n).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed).wrapping_add(1)).collect()
 }
 
 /// Host reference of a rect copy: copies `region` (width in bytes, height,
@@ -394,14 +341,8 @@ pub fn copy_rect_reference(
     for z in 0..region[2] {
         for y in 0..region[1] {
             for x in 0..region[0] {
-                let s = (src_origin[2] + z) * src_pitches.1
-                    + (src_origin[1] + y) * src_pitches.0
-                    + src_origin[0]
-                    + x;
-                let d = (dst_origin[2] + z) * dst_pitches.1
-                    + (dst_origin[1] + y) * dst_pitches.0
-                    + dst_origin[0]
-                    + x;
+                let s = (src_origin[2] + z) * src_pitches.1 + (src_origin[1] + y) * src_pitches.0 + src_origin[0] + x;
+                let d = (dst_origin[2] + z) * dst_pitches.1 + (dst_origin[1] + y) * dst_pitches.0 + dst_origin[0] + x;
                 dst[d] = src[s];
             }
         }

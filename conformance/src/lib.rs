@@ -28,9 +28,7 @@ use ur::{CommandBufferSupport, Device, Loader};
 pub fn quiet_adapter_worker_panics() {
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        let on_worker = std::thread::current()
-            .name()
-            .is_some_and(|n| n.starts_with("ur-cpu-"));
+        let on_worker = std::thread::current().name().is_some_and(|n| n.starts_with("ur-cpu-"));
         if !on_worker {
             default(info);
         }
@@ -48,9 +46,7 @@ pub fn devices_under_test(loader: &Loader) -> Result<Vec<Device>, String> {
         Err(_) | Ok("all") | Ok("") => true,
         Ok("none") => false,
         Ok(other) => {
-            return Err(format!(
-                "{EMULATED_ENV}={other:?}: expected `all` or `none`"
-            ));
+            return Err(format!("{EMULATED_ENV}={other:?}: expected `all` or `none`"));
         }
     };
     let mut devices = Vec::new();

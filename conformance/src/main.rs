@@ -1,18 +1,20 @@
 //! `ur-conformance`: runs the suite on every selected device and prints a
 //! matrix (cases x devices) with skip reasons and failures, or JSON lines.
-//! Exits with 1 when any case fails.
+//! Exits with 1 when any case fails, 2 when nothing could be run.
 
 use std::collections::BTreeMap;
-use std::io::Write;
+use std::fmt::Write as _;
+use std::io::Write as _;
 use std::process::ExitCode;
 
 use clap::{Parser, ValueEnum};
-use ur::Device;
+use serde::Serialize;
+use ur::{Device, Loader};
 use ur_conformance::{Case, Outcome, cases, devices_under_test, run_case};
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 enum Format {
-    /// A matrix per run, then skip reasons and failures.
+    /// A matrix of cases by device, then skip reasons and failures.
     Table,
     /// One JSON object per case and device: {"backend","device","case","status","reason"}.
     Json,
@@ -38,9 +40,24 @@ struct Cli {
 }
 
 struct Row {
-    device: Device,
+    device: String,
     case: String,
     outcome: Outcome,
+}
+
+/// One line of `--format json`, fields in the documented order.
+#[derive(Serialize)]
+struct JsonRow<'a> {
+    backend: &'a str,
+    device: &'a str,
+    case: &'a str,
+    status: &'a str,
+    reason: Option<&'a str>,
+}
+
+/// Writes to stdout, stopping quietly when the reader has gone (`| head`).
+fn emit(text: &str) {
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
 }
 
 fn main() -> ExitCode {
@@ -50,62 +67,48 @@ fn main() -> ExitCode {
         .init();
     ur_conformance::quiet_adapter_worker_panics();
     let cli = Cli::parse();
-    let all: Vec<Case> = cases::all()
+    let cases: Vec<Case> = cases::all()
         .into_iter()
         .filter(|c| cli.filter.is_empty() || cli.filter.iter().any(|f| c.name.contains(f.as_str())))
         .collect();
     if cli.list {
-        for case in &all {
-            println!("{}", case.name);
-        }
+        emit(&cases.iter().map(|c| format!("{}\n", c.name)).collect::<String>());
         return ExitCode::SUCCESS;
     }
     let loader = match ur::load() {
-        Ok(l) => l,
+        Ok(loader) => loader,
         Err(e) => {
             eprintln!("ur-conformance: {e}");
             return ExitCode::from(2);
         }
     };
     let devices = match devices_under_test(&loader) {
-        Ok(d) => d,
+        Ok(devices) if !devices.is_empty() => devices,
+        Ok(_) => {
+            eprintln!("ur-conformance: the selector `{}` selects no device", loader.selector());
+            for absent in loader.absent() {
+                eprintln!("  {}: {}", absent.backend, absent.reason);
+            }
+            return ExitCode::from(2);
+        }
         Err(e) => {
             eprintln!("ur-conformance: {e}");
             return ExitCode::from(2);
         }
     };
-    if cli.format == Format::Table {
-        println!(
-            "ur-conformance: {} cases, selector `{}`",
-            all.len(),
-            loader.selector()
-        );
-        for device in &devices {
-            let info = device.info();
-            let cb = info.command_buffer;
-            println!(
-                "  {device:<20} {} [{:?} command buffers, update {:?}, events {}]",
-                info.name, cb.support, cb.update, cb.events
-            );
-        }
-        for absent in loader.absent() {
-            println!(
-                "  {:<20} absent: {}",
-                absent.backend.to_string(),
-                absent.reason
-            );
-        }
-        println!();
-    } else {
-        for absent in loader.absent() {
-            eprintln!("adapter {} absent: {}", absent.backend, absent.reason);
+    match cli.format {
+        Format::Table => emit(&header(&loader, &devices, cases.len())),
+        Format::Json => {
+            for absent in loader.absent() {
+                eprintln!("adapter {} absent: {}", absent.backend, absent.reason);
+            }
         }
     }
 
     let mut rows = Vec::new();
-    let stdout = std::io::stdout();
     for device in &devices {
-        for case in &all {
+        let name = device.to_string();
+        for case in &cases {
             let outcome = run_case(case, device);
             if cli.format == Format::Json {
                 let (status, reason) = match &outcome {
@@ -113,74 +116,87 @@ fn main() -> ExitCode {
                     Outcome::Skip(r) => ("skip", Some(r.as_str())),
                     Outcome::Fail(m) => ("fail", Some(m.as_str())),
                 };
-                let line = serde_json::json!({
-                    "backend": device.backend().name(),
-                    "device": device.to_string(),
-                    "case": case.name,
-                    "status": status,
-                    "reason": reason,
-                });
-                let _ = writeln!(stdout.lock(), "{line}");
+                let row = JsonRow { backend: device.backend().name(), device: &name, case: &case.name, status, reason };
+                emit(&(serde_json::to_string(&row).expect("a row of strings serializes") + "\n"));
             }
-            rows.push(Row {
-                device: device.clone(),
-                case: case.name.clone(),
-                outcome,
-            });
+            rows.push(Row { device: name.clone(), case: case.name.clone(), outcome });
         }
     }
     if cli.format == Format::Table {
-        print_matrix(&devices, &all, &rows);
+        emit(&matrix(&devices, &cases, &rows));
     }
-    let failed = rows.iter().any(|r| matches!(r.outcome, Outcome::Fail(_)));
-    if failed {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    }
+    if rows.iter().any(|r| matches!(r.outcome, Outcome::Fail(_))) { ExitCode::FAILURE } else { ExitCode::SUCCESS }
 }
 
-fn print_matrix(devices: &[Device], cases: &[Case], rows: &[Row]) {
+fn header(loader: &Loader, devices: &[Device], cases: usize) -> String {
+    let mut out = format!("ur-conformance: {cases} cases, selector `{}`\n", loader.selector());
+    for device in devices {
+        let info = device.info();
+        let cb = info.command_buffer;
+        let update: Vec<&str> = cb.update.iter_names().map(|(name, _)| name).collect();
+        let update = if update.is_empty() { "none".to_string() } else { update.join("|") };
+        let events = if cb.events { "yes" } else { "no" };
+        let _ = writeln!(
+            out,
+            "  {:<20} {} [{:?} command buffers; updates: {update}; events: {events}]",
+            device.to_string(),
+            info.name,
+            cb.support
+        );
+    }
+    for absent in loader.absent() {
+        let _ = writeln!(out, "  {:<20} absent: {}", absent.backend.to_string(), absent.reason);
+    }
+    out.push('\n');
+    out
+}
+
+fn matrix(devices: &[Device], cases: &[Case], rows: &[Row]) -> String {
     let names: Vec<String> = devices.iter().map(ToString::to_string).collect();
     let width = cases.iter().map(|c| c.name.len()).max().unwrap_or(4).max(4);
-    let mut header = format!("{:<width$}", "case");
-    for n in &names {
-        header.push_str(&format!("  {n:^w$}", w = n.len().max(4)));
+    let mut out = format!("{:<width$}", "case");
+    for name in &names {
+        let _ = write!(out, "  {name:^w$}", w = name.len().max(4));
     }
-    println!("{header}");
-    let by_key: BTreeMap<(String, String), &Outcome> = rows
-        .iter()
-        .map(|r| ((r.device.to_string(), r.case.clone()), &r.outcome))
-        .collect();
+    out.push('\n');
+    let by_key: BTreeMap<(&str, &str), &Outcome> =
+        rows.iter().map(|r| ((r.device.as_str(), r.case.as_str()), &r.outcome)).collect();
     for case in cases {
-        let mut line = format!("{:<width$}", case.name);
-        for n in &names {
-            let cell = match by_key.get(&(n.clone(), case.name.clone())) {
+        let _ = write!(out, "{:<width$}", case.name);
+        for name in &names {
+            let cell = match by_key.get(&(name.as_str(), case.name.as_str())) {
                 Some(Outcome::Pass) => "pass",
                 Some(Outcome::Skip(_)) => "skip",
                 Some(Outcome::Fail(_)) => "FAIL",
                 None => "-",
             };
-            line.push_str(&format!("  {cell:^w$}", w = n.len().max(4)));
+            let _ = write!(out, "  {cell:^w$}", w = name.len().max(4));
         }
-        println!("{line}");
+        out.push('\n');
     }
-    println!();
-    for device in devices {
-        let own: Vec<&Row> = rows.iter().filter(|r| r.device == *device).collect();
-        let count = |f: fn(&Outcome) -> bool| own.iter().filter(|r| f(&r.outcome)).count();
-        println!(
-            "{device}: {} passed, {} failed, {} skipped",
-            count(|o| matches!(o, Outcome::Pass)),
-            count(|o| matches!(o, Outcome::Fail(_))),
-            count(|o| matches!(o, Outcome::Skip(_)))
-        );
+    out.push('\n');
+    for name in &names {
+        let own = rows.iter().filter(|r| &r.device == name);
+        let (mut pass, mut fail, mut skip) = (0, 0, 0);
+        for row in own {
+            match row.outcome {
+                Outcome::Pass => pass += 1,
+                Outcome::Fail(_) => fail += 1,
+                Outcome::Skip(_) => skip += 1,
+            }
+        }
+        let _ = writeln!(out, "{name}: {pass} passed, {fail} failed, {skip} skipped");
     }
     for row in rows {
         match &row.outcome {
-            Outcome::Skip(reason) => println!("  skip [{}] {}: {reason}", row.device, row.case),
-            Outcome::Fail(message) => println!("  FAIL [{}] {}: {message}", row.device, row.case),
+            Outcome::Skip(reason) => {
+                let _ = writeln!(out, "  skip [{}] {}: {reason}", row.device, row.case);
+            }
+            Outcome::Fail(message) => {
+                let _ = writeln!(out, "  FAIL [{}] {}: {message}", row.device, row.case);
+            }
             Outcome::Pass => {}
         }
     }
+    out
 }

@@ -65,35 +65,21 @@ pub trait ContextImpl: Any + Send + Sync {
     /// `size` is non-zero and within the device's `max_mem_alloc_size`; `kind`
     /// is one the device reports in `usm`; `align` is 0 (adapter default) or a
     /// power of two.
-    unsafe fn usm_alloc(
-        &self,
-        kind: UsmKind,
-        size: usize,
-        align: usize,
-    ) -> Result<Box<dyn UsmImpl>>;
+    unsafe fn usm_alloc(&self, kind: UsmKind, size: usize, align: usize) -> Result<Box<dyn UsmImpl>>;
 
     /// Creates a memory buffer, zero-filled unless `init` is given.
     ///
     /// # Safety
     /// `size` is non-zero and within the device limit; `flags` holds exactly
     /// one access mode; `init`, when given, has exactly `size` bytes.
-    unsafe fn buffer_create(
-        &self,
-        flags: MemFlags,
-        size: usize,
-        init: Option<&[u8]>,
-    ) -> Result<Box<dyn BufferImpl>>;
+    unsafe fn buffer_create(&self, flags: MemFlags, size: usize, init: Option<&[u8]>) -> Result<Box<dyn BufferImpl>>;
 
     /// Builds the bundle's source of `form`.
     ///
     /// # Safety
     /// The bundle holds a source of `form`, which is one of the device's
     /// `source_forms`; its kernel names are unique.
-    unsafe fn program_create(
-        &self,
-        bundle: &ProgramBundle,
-        form: SourceForm,
-    ) -> Result<Box<dyn ProgramImpl>>;
+    unsafe fn program_create(&self, bundle: &ProgramBundle, form: SourceForm) -> Result<Box<dyn ProgramImpl>>;
 
     /// Creates a queue.
     ///
@@ -108,10 +94,7 @@ pub trait ContextImpl: Any + Send + Sync {
     /// Only called for devices that report native command buffers; an
     /// updatable buffer is only asked for when the device reports update
     /// capabilities.
-    unsafe fn command_buffer_create(
-        &self,
-        desc: &CommandBufferDesc,
-    ) -> Result<Box<dyn CommandBufferImpl>>;
+    unsafe fn command_buffer_create(&self, desc: &CommandBufferDesc) -> Result<Box<dyn CommandBufferImpl>>;
 }
 
 /// A USM allocation; dropping it frees the memory.
@@ -154,11 +137,7 @@ pub trait QueueImpl: Any + Send + Sync {
     /// `command` was built by the front end for this queue's context, so its
     /// invariants (see [`Command`]) hold; raw host memory in it stays valid
     /// until the returned event completes.
-    unsafe fn enqueue(
-        &self,
-        command: &Command,
-        wait: &[&dyn EventImpl],
-    ) -> Result<Arc<dyn EventImpl>>;
+    unsafe fn enqueue(&self, command: &Command, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>>;
 
     /// An event that completes once every event of `wait` has. With `barrier`,
     /// it also waits for everything submitted before, and everything
@@ -166,11 +145,7 @@ pub trait QueueImpl: Any + Send + Sync {
     ///
     /// # Safety
     /// As for [`QueueImpl::enqueue`]: the events belong to this adapter and context.
-    unsafe fn enqueue_wait(
-        &self,
-        wait: &[&dyn EventImpl],
-        barrier: bool,
-    ) -> Result<Arc<dyn EventImpl>>;
+    unsafe fn enqueue_wait(&self, wait: &[&dyn EventImpl], barrier: bool) -> Result<Arc<dyn EventImpl>>;
 
     /// Blocks until everything submitted has completed.
     fn finish(&self) -> Result<()>;
@@ -235,11 +210,7 @@ pub trait CommandBufferImpl: Any + Send {
     /// # Safety
     /// The buffer is finalized; `queue` is a queue of this adapter and context;
     /// `wait` are events of this context.
-    unsafe fn enqueue(
-        &mut self,
-        queue: &dyn QueueImpl,
-        wait: &[&dyn EventImpl],
-    ) -> Result<Arc<dyn EventImpl>>;
+    unsafe fn enqueue(&mut self, queue: &dyn QueueImpl, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>>;
 
     /// Replaces kernel commands' launches for the next enqueues.
     ///
@@ -272,7 +243,5 @@ pub trait CommandBufferImpl: Any + Send {
 /// front end let objects of two adapters meet: reported as `InvalidValue`
 /// rather than a panic.
 pub fn downcast<'a, T: Any>(object: &'a dyn Any, what: &str) -> Result<&'a T> {
-    object
-        .downcast_ref::<T>()
-        .ok_or_else(|| crate::err!(InvalidValue, "{what} belongs to another adapter"))
+    object.downcast_ref::<T>().ok_or_else(|| crate::err!(InvalidValue, "{what} belongs to another adapter"))
 }

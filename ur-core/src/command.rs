@@ -229,19 +229,11 @@ impl HostSide {
         match self {
             HostSide::Usm(p) => Ok(MemLoc::Usm(context.find_usm(p, needed)?)),
             HostSide::Slice(p, len) => {
-                ensure!(
-                    needed <= len,
-                    InvalidSize,
-                    "{what} needs {needed} bytes of host memory, the slice has {len}"
-                );
+                ensure!(needed <= len, InvalidSize, "{what} needs {needed} bytes of host memory, the slice has {len}");
                 Ok(MemLoc::Host(HostPtr(p)))
             }
             HostSide::Raw(p) => {
-                ensure!(
-                    !p.is_null(),
-                    InvalidNullPointer,
-                    "{what}: host pointer is null"
-                );
+                ensure!(!p.is_null(), InvalidNullPointer, "{what}: host pointer is null");
                 Ok(MemLoc::Host(HostPtr(p)))
             }
         }
@@ -256,11 +248,7 @@ fn check_pattern(pattern: &[u8], size: usize) -> Result<Pattern> {
         "fill pattern of {n} bytes; patterns have 1 to {MAX_PATTERN_SIZE} bytes"
     );
     ensure!(size != 0, InvalidSize, "fill of 0 bytes");
-    ensure!(
-        size.is_multiple_of(n),
-        InvalidSize,
-        "fill size {size} is not a multiple of the {n}-byte pattern"
-    );
+    ensure!(size.is_multiple_of(n), InvalidSize, "fill size {size} is not a multiple of the {n}-byte pattern");
     Ok(Pattern::from_slice(pattern))
 }
 
@@ -270,12 +258,7 @@ fn ranges_overlap(a: usize, b: usize, size_a: usize, size_b: usize) -> bool {
 
 /// Builders of validated commands, shared by queues and command buffers.
 impl Command {
-    pub(crate) fn usm_memcpy(
-        context: &Context,
-        dst: HostSide,
-        src: HostSide,
-        size: usize,
-    ) -> Result<Command> {
+    pub(crate) fn usm_memcpy(context: &Context, dst: HostSide, src: HostSide, size: usize) -> Result<Command> {
         ensure!(size != 0, InvalidSize, "USM memcpy of 0 bytes");
         let dst = dst.resolve(context, size, "USM memcpy destination")?;
         let src = src.resolve(context, size, "USM memcpy source")?;
@@ -289,39 +272,20 @@ impl Command {
         Ok(Command::UsmMemcpy { dst, src, size })
     }
 
-    pub(crate) fn usm_fill(
-        context: &Context,
-        dst: UsmPtr,
-        pattern: &[u8],
-        size: usize,
-    ) -> Result<Command> {
+    pub(crate) fn usm_fill(context: &Context, dst: UsmPtr, pattern: &[u8], size: usize) -> Result<Command> {
         let pattern = check_pattern(pattern, size)?;
         let dst = context.find_usm(dst, size)?;
         Ok(Command::UsmFill { dst, pattern, size })
     }
 
-    pub(crate) fn usm_prefetch(
-        context: &Context,
-        mem: UsmPtr,
-        size: usize,
-        flags: MigrationFlags,
-    ) -> Result<Command> {
+    pub(crate) fn usm_prefetch(context: &Context, mem: UsmPtr, size: usize, flags: MigrationFlags) -> Result<Command> {
         ensure!(size != 0, InvalidSize, "USM prefetch of 0 bytes");
-        ensure!(
-            flags.bits().count_ones() <= 1,
-            InvalidEnumeration,
-            "prefetch flags {flags:?} name both directions"
-        );
+        ensure!(flags.bits().count_ones() <= 1, InvalidEnumeration, "prefetch flags {flags:?} name both directions");
         let mem = context.find_usm(mem, size)?;
         Ok(Command::UsmPrefetch { mem, size, flags })
     }
 
-    pub(crate) fn usm_advise(
-        context: &Context,
-        mem: UsmPtr,
-        size: usize,
-        advice: UsmAdvice,
-    ) -> Result<Command> {
+    pub(crate) fn usm_advise(context: &Context, mem: UsmPtr, size: usize, advice: UsmAdvice) -> Result<Command> {
         ensure!(size != 0, InvalidSize, "USM advise of 0 bytes");
         let mem = context.find_usm(mem, size)?;
         Ok(Command::UsmAdvise { mem, size, advice })
@@ -344,13 +308,7 @@ impl Command {
             OverlappingRegions,
             "buffer copy source and destination overlap"
         );
-        Ok(Command::BufferCopy {
-            src: src.clone(),
-            dst: dst.clone(),
-            src_offset,
-            dst_offset,
-            size,
-        })
+        Ok(Command::BufferCopy { src: src.clone(), dst: dst.clone(), src_offset, dst_offset, size })
     }
 
     pub(crate) fn buffer_copy_rect(
@@ -376,13 +334,7 @@ impl Command {
                 "rect copy source and destination overlap"
             );
         }
-        Ok(Command::BufferCopyRect {
-            src: src.clone(),
-            dst: dst.clone(),
-            src_layout,
-            dst_layout,
-            region,
-        })
+        Ok(Command::BufferCopyRect { src: src.clone(), dst: dst.clone(), src_layout, dst_layout, region })
     }
 
     pub(crate) fn buffer_read(
@@ -395,12 +347,7 @@ impl Command {
         buffer.check_context(context)?;
         buffer.check_range(offset, size)?;
         let dst = dst.resolve(context, size, "buffer read destination")?;
-        Ok(Command::BufferRead {
-            buffer: buffer.clone(),
-            offset,
-            size,
-            dst,
-        })
+        Ok(Command::BufferRead { buffer: buffer.clone(), offset, size, dst })
     }
 
     pub(crate) fn buffer_write(
@@ -413,12 +360,7 @@ impl Command {
         buffer.check_context(context)?;
         buffer.check_range(offset, size)?;
         let src = src.resolve(context, size, "buffer write source")?;
-        Ok(Command::BufferWrite {
-            buffer: buffer.clone(),
-            offset,
-            size,
-            src,
-        })
+        Ok(Command::BufferWrite { buffer: buffer.clone(), offset, size, src })
     }
 
     pub(crate) fn buffer_read_rect(
@@ -429,20 +371,9 @@ impl Command {
         region: RectRegion,
         dst: HostSide,
     ) -> Result<Command> {
-        let (buffer_layout, host_layout) =
-            check_host_rect(context, buffer, buffer_layout, host_layout, &region)?;
-        let dst = dst.resolve(
-            context,
-            host_layout.extent(&region),
-            "rect read destination",
-        )?;
-        Ok(Command::BufferReadRect {
-            buffer: buffer.clone(),
-            buffer_layout,
-            host_layout,
-            region,
-            dst,
-        })
+        let (buffer_layout, host_layout) = check_host_rect(context, buffer, buffer_layout, host_layout, &region)?;
+        let dst = dst.resolve(context, host_layout.extent(&region), "rect read destination")?;
+        Ok(Command::BufferReadRect { buffer: buffer.clone(), buffer_layout, host_layout, region, dst })
     }
 
     pub(crate) fn buffer_write_rect(
@@ -453,16 +384,9 @@ impl Command {
         region: RectRegion,
         src: HostSide,
     ) -> Result<Command> {
-        let (buffer_layout, host_layout) =
-            check_host_rect(context, buffer, buffer_layout, host_layout, &region)?;
+        let (buffer_layout, host_layout) = check_host_rect(context, buffer, buffer_layout, host_layout, &region)?;
         let src = src.resolve(context, host_layout.extent(&region), "rect write source")?;
-        Ok(Command::BufferWriteRect {
-            buffer: buffer.clone(),
-            buffer_layout,
-            host_layout,
-            region,
-            src,
-        })
+        Ok(Command::BufferWriteRect { buffer: buffer.clone(), buffer_layout, host_layout, region, src })
     }
 
     pub(crate) fn buffer_fill(
@@ -481,21 +405,11 @@ impl Command {
             pattern.len()
         );
         buffer.check_range(offset, size)?;
-        Ok(Command::BufferFill {
-            buffer: buffer.clone(),
-            pattern,
-            offset,
-            size,
-        })
+        Ok(Command::BufferFill { buffer: buffer.clone(), pattern, offset, size })
     }
 }
 
-fn check_rect_in_buffer(
-    buffer: &MemBuffer,
-    layout: &RectLayout,
-    region: &RectRegion,
-    side: &str,
-) -> Result<()> {
+fn check_rect_in_buffer(buffer: &MemBuffer, layout: &RectLayout, region: &RectRegion, side: &str) -> Result<()> {
     let extent = layout.extent(region);
     ensure!(
         extent <= buffer.size(),
@@ -522,11 +436,7 @@ fn check_host_rect(
 
 /// Fails unless the command is a kernel launch: for handles of update calls.
 pub(crate) fn expect_kernel(command: &Command) -> Result<&KernelCommand> {
-    command.as_kernel().ok_or_else(|| {
-        err!(
-            InvalidCommandHandle,
-            "the command is a {}, not a kernel launch",
-            command.kind()
-        )
-    })
+    command
+        .as_kernel()
+        .ok_or_else(|| err!(InvalidCommandHandle, "the command is a {}, not a kernel launch", command.kind()))
 }

@@ -51,8 +51,8 @@ use crate::device::{CommandBufferSupport, Device, UpdateCapabilities};
 use crate::error::Result;
 use crate::event::{Event, as_refs, check_events};
 use crate::launch::{
-    ArgValue, KernelArg, KernelCommand, KernelLaunch, LocalSizeOrigin, check_dims,
-    check_local_memory, resolve_arg, resolve_args, resolve_range, to_3d,
+    ArgValue, KernelArg, KernelCommand, KernelLaunch, LocalSizeOrigin, check_dims, check_local_memory, resolve_arg,
+    resolve_args, resolve_range, to_3d,
 };
 use crate::memory::{MemBuffer, MigrationFlags, UsmAdvice, UsmPtr};
 use crate::program::Kernel;
@@ -286,31 +286,14 @@ pub(crate) fn resolve_kernel_launch(
     );
     let work_dim = check_dims(
         launch.global_size.len(),
-        &[
-            ("local size", launch.local_size),
-            ("global offset", launch.global_offset),
-        ],
+        &[("local size", launch.local_size), ("global offset", launch.global_offset)],
     )?;
     let args = resolve_args(context, kernel, launch.args)?;
     let global = to_3d(launch.global_size, 1);
     let offset = launch.global_offset.map_or([0; 3], |o| to_3d(o, 0));
     let local = launch.local_size.map(|l| to_3d(l, 1));
-    let (range, origin) = resolve_range(
-        context.device().info(),
-        kernel,
-        work_dim,
-        global,
-        offset,
-        local,
-    )?;
-    Ok((
-        KernelCommand {
-            kernel: kernel.clone(),
-            range,
-            args,
-        },
-        origin,
-    ))
+    let (range, origin) = resolve_range(context.device().info(), kernel, work_dim, global, offset, local)?;
+    Ok((KernelCommand { kernel: kernel.clone(), range, args }, origin))
 }
 
 impl CommandBuffer {
@@ -318,16 +301,8 @@ impl CommandBuffer {
     /// be the context's device; an updatable buffer needs a device with update
     /// capabilities (`UnsupportedFeature` otherwise).
     #[tracing::instrument(level = "debug", skip(context, device), fields(device = %device))]
-    pub fn new(
-        context: &Context,
-        device: &Device,
-        desc: CommandBufferDesc,
-    ) -> Result<CommandBuffer> {
-        ensure!(
-            context.device() == device,
-            InvalidDevice,
-            "{device} is not the device of the context"
-        );
+    pub fn new(context: &Context, device: &Device, desc: CommandBufferDesc) -> Result<CommandBuffer> {
+        ensure!(context.device() == device, InvalidDevice, "{device} is not the device of the context");
         let caps = device.info().command_buffer;
         ensure!(
             !desc.updatable || !caps.update.is_empty(),
@@ -340,9 +315,7 @@ impl CommandBuffer {
                 // capabilities when the buffer is updatable.
                 unsafe { context.imp().command_buffer_create(&desc)? }
             }
-            CommandBufferSupport::Emulated => {
-                Box::new(SoftwareCommandBuffer::new(context.device().backend()))
-            }
+            CommandBufferSupport::Emulated => Box::new(SoftwareCommandBuffer::new(context.device().backend())),
         };
         tracing::debug!(support = ?caps.support, "command buffer created");
         Ok(CommandBuffer {
@@ -351,11 +324,7 @@ impl CommandBuffer {
                 context: context.clone(),
                 desc,
                 support: caps.support,
-                state: Mutex::new(State {
-                    finalized: false,
-                    records: Vec::new(),
-                    imp,
-                }),
+                state: Mutex::new(State { finalized: false, records: Vec::new(), imp }),
             }),
         })
     }
@@ -411,41 +380,25 @@ impl CommandBuffer {
     /// interoperation with code that stores sync points as integers. Using one
     /// whose command has not been appended yet is `InvalidSyncPointWaitList`.
     pub fn sync_point_from_raw(&self, index: u32) -> SyncPoint {
-        SyncPoint {
-            buffer: self.inner.id,
-            index,
-        }
+        SyncPoint { buffer: self.inner.id, index }
     }
 
     /// Finalizes the buffer; `InvalidOperation` the second time.
     #[tracing::instrument(level = "debug", skip(self))]
     pub fn finalize(&self) -> Result<()> {
         let mut state = self.inner.state.lock();
-        ensure!(
-            !state.finalized,
-            InvalidOperation,
-            "the command buffer is already finalized"
-        );
+        ensure!(!state.finalized, InvalidOperation, "the command buffer is already finalized");
         state.imp.finalize()?;
         state.finalized = true;
         Ok(())
     }
 
-    fn append(
-        &self,
-        command: Command,
-        kernel: Option<KernelRecord>,
-        opts: &AppendOptions<'_>,
-    ) -> Result<Appended> {
+    fn append(&self, command: Command, kernel: Option<KernelRecord>, opts: &AppendOptions<'_>) -> Result<Appended> {
         let _span = tracing::debug_span!("append", kind = %command.kind()).entered();
         let ctx = &self.inner.context;
         let caps = ctx.device().info().command_buffer;
         let mut state = self.inner.state.lock();
-        ensure!(
-            !state.finalized,
-            InvalidOperation,
-            "append to a finalized command buffer"
-        );
+        ensure!(!state.finalized, InvalidOperation, "append to a finalized command buffer");
         let count = state.records.len() as u32;
         let mut deps: SmallVec<[u32; 4]> = SmallVec::new();
         for sp in opts.sync_points {
@@ -483,38 +436,15 @@ impl CommandBuffer {
         // commands (or the previous one for in-order buffers), the events are of
         // this context, the buffer is not finalized, and alternatives are only
         // present on updatable buffers (checked by `append_kernel_launch`).
-        let signal = unsafe {
-            state.imp.append(
-                &command,
-                alternatives,
-                &deps,
-                &wait_events,
-                opts.signal_event,
-            )?
-        };
+        let signal = unsafe { state.imp.append(&command, alternatives, &deps, &wait_events, opts.signal_event)? };
         let event = match (opts.signal_event, signal) {
             (true, Some(e)) => Some(Event::from_imp(e, ctx)),
             (true, None) => return Err(err!(Unknown, "the adapter returned no signal event")),
             (false, _) => None,
         };
-        state.records.push(Record {
-            command,
-            kernel,
-            signal: opts.signal_event,
-            wait_events: wait_events.len(),
-        });
-        let handle = self.inner.desc.updatable.then_some(CommandHandle {
-            buffer: self.inner.id,
-            index: count,
-        });
-        Ok(Appended {
-            sync_point: SyncPoint {
-                buffer: self.inner.id,
-                index: count,
-            },
-            event,
-            command: handle,
-        })
+        state.records.push(Record { command, kernel, signal: opts.signal_event, wait_events: wait_events.len() });
+        let handle = self.inner.desc.updatable.then_some(CommandHandle { buffer: self.inner.id, index: count });
+        Ok(Appended { sync_point: SyncPoint { buffer: self.inner.id, index: count }, event, command: handle })
     }
 
     /// Appends a kernel launch (`urCommandBufferAppendKernelLaunchWithArgsExp`).
@@ -541,11 +471,7 @@ impl CommandBuffer {
                 "kernel alternatives on a buffer that is not updatable"
             );
             ensure!(
-                ctx.device()
-                    .info()
-                    .command_buffer
-                    .update
-                    .contains(UpdateCapabilities::KERNEL_HANDLE),
+                ctx.device().info().command_buffer.update.contains(UpdateCapabilities::KERNEL_HANDLE),
                 UnsupportedFeature,
                 "{} cannot switch kernels in command buffers",
                 ctx.device()
@@ -581,12 +507,7 @@ impl CommandBuffer {
         size: usize,
         opts: AppendOptions<'_>,
     ) -> Result<Appended> {
-        let command = Command::usm_memcpy(
-            &self.inner.context,
-            HostSide::Usm(dst),
-            HostSide::Usm(src),
-            size,
-        )?;
+        let command = Command::usm_memcpy(&self.inner.context, HostSide::Usm(dst), HostSide::Usm(src), size)?;
         self.append(command, None, &opts)
     }
 
@@ -598,11 +519,7 @@ impl CommandBuffer {
         size: usize,
         opts: AppendOptions<'_>,
     ) -> Result<Appended> {
-        self.append(
-            Command::usm_fill(&self.inner.context, dst, pattern, size)?,
-            None,
-            &opts,
-        )
+        self.append(Command::usm_fill(&self.inner.context, dst, pattern, size)?, None, &opts)
     }
 
     /// Appends a USM prefetch (`urCommandBufferAppendUSMPrefetchExp`).
@@ -613,11 +530,7 @@ impl CommandBuffer {
         flags: MigrationFlags,
         opts: AppendOptions<'_>,
     ) -> Result<Appended> {
-        self.append(
-            Command::usm_prefetch(&self.inner.context, ptr, size, flags)?,
-            None,
-            &opts,
-        )
+        self.append(Command::usm_prefetch(&self.inner.context, ptr, size, flags)?, None, &opts)
     }
 
     /// Appends USM advice (`urCommandBufferAppendUSMAdviseExp`).
@@ -628,11 +541,7 @@ impl CommandBuffer {
         advice: UsmAdvice,
         opts: AppendOptions<'_>,
     ) -> Result<Appended> {
-        self.append(
-            Command::usm_advise(&self.inner.context, ptr, size, advice)?,
-            None,
-            &opts,
-        )
+        self.append(Command::usm_advise(&self.inner.context, ptr, size, advice)?, None, &opts)
     }
 
     /// Appends a buffer copy (`urCommandBufferAppendMemBufferCopyExp`).
@@ -645,11 +554,7 @@ impl CommandBuffer {
         size: usize,
         opts: AppendOptions<'_>,
     ) -> Result<Appended> {
-        self.append(
-            Command::buffer_copy(&self.inner.context, src, dst, src_offset, dst_offset, size)?,
-            None,
-            &opts,
-        )
+        self.append(Command::buffer_copy(&self.inner.context, src, dst, src_offset, dst_offset, size)?, None, &opts)
     }
 
     /// Appends a rect copy between buffers (`urCommandBufferAppendMemBufferCopyRectExp`).
@@ -662,14 +567,7 @@ impl CommandBuffer {
         region: RectRegion,
         opts: AppendOptions<'_>,
     ) -> Result<Appended> {
-        let command = Command::buffer_copy_rect(
-            &self.inner.context,
-            src,
-            dst,
-            src_layout,
-            dst_layout,
-            region,
-        )?;
+        let command = Command::buffer_copy_rect(&self.inner.context, src, dst, src_layout, dst_layout, region)?;
         self.append(command, None, &opts)
     }
 
@@ -682,13 +580,7 @@ impl CommandBuffer {
         dst: UsmPtr,
         opts: AppendOptions<'_>,
     ) -> Result<Appended> {
-        let command = Command::buffer_read(
-            &self.inner.context,
-            buffer,
-            offset,
-            size,
-            HostSide::Usm(dst),
-        )?;
+        let command = Command::buffer_read(&self.inner.context, buffer, offset, size, HostSide::Usm(dst))?;
         self.append(command, None, &opts)
     }
 
@@ -705,13 +597,7 @@ impl CommandBuffer {
         dst: *mut u8,
         opts: AppendOptions<'_>,
     ) -> Result<Appended> {
-        let command = Command::buffer_read(
-            &self.inner.context,
-            buffer,
-            offset,
-            size,
-            HostSide::Raw(dst),
-        )?;
+        let command = Command::buffer_read(&self.inner.context, buffer, offset, size, HostSide::Raw(dst))?;
         self.append(command, None, &opts)
     }
 
@@ -724,13 +610,7 @@ impl CommandBuffer {
         src: UsmPtr,
         opts: AppendOptions<'_>,
     ) -> Result<Appended> {
-        let command = Command::buffer_write(
-            &self.inner.context,
-            buffer,
-            offset,
-            size,
-            HostSide::Usm(src),
-        )?;
+        let command = Command::buffer_write(&self.inner.context, buffer, offset, size, HostSide::Usm(src))?;
         self.append(command, None, &opts)
     }
 
@@ -747,13 +627,7 @@ impl CommandBuffer {
         src: *const u8,
         opts: AppendOptions<'_>,
     ) -> Result<Appended> {
-        let command = Command::buffer_write(
-            &self.inner.context,
-            buffer,
-            offset,
-            size,
-            HostSide::Raw(src.cast_mut()),
-        )?;
+        let command = Command::buffer_write(&self.inner.context, buffer, offset, size, HostSide::Raw(src.cast_mut()))?;
         self.append(command, None, &opts)
     }
 
@@ -810,55 +684,31 @@ impl CommandBuffer {
         size: usize,
         opts: AppendOptions<'_>,
     ) -> Result<Appended> {
-        self.append(
-            Command::buffer_fill(&self.inner.context, buffer, pattern, offset, size)?,
-            None,
-            &opts,
-        )
+        self.append(Command::buffer_fill(&self.inner.context, buffer, pattern, offset, size)?, None, &opts)
     }
 
     /// Submits on `queue`; called by [`Queue::enqueue_command_buffer`].
-    pub(crate) fn enqueue_on(
-        &self,
-        queue: &Queue,
-        wait: &[Arc<dyn EventImpl>],
-    ) -> Result<Arc<dyn EventImpl>> {
+    pub(crate) fn enqueue_on(&self, queue: &Queue, wait: &[Arc<dyn EventImpl>]) -> Result<Arc<dyn EventImpl>> {
         ensure!(
             queue.context() == &self.inner.context,
             InvalidQueue,
             "the queue belongs to another context than the command buffer"
         );
         let mut state = self.inner.state.lock();
-        ensure!(
-            state.finalized,
-            InvalidOperation,
-            "enqueue of a command buffer that is not finalized"
-        );
+        ensure!(state.finalized, InvalidOperation, "enqueue of a command buffer that is not finalized");
         // SAFETY: finalized, the queue is of this context (so of this adapter),
         // and the wait events were resolved from events of this context.
         unsafe { state.imp.enqueue(queue.imp(), &as_refs(wait)) }
     }
 
     fn check_updatable(&self, state: &State) -> Result<()> {
-        ensure!(
-            self.inner.desc.updatable,
-            InvalidOperation,
-            "the command buffer is not updatable"
-        );
-        ensure!(
-            state.finalized,
-            InvalidOperation,
-            "update of a command buffer that is not finalized"
-        );
+        ensure!(self.inner.desc.updatable, InvalidOperation, "the command buffer is not updatable");
+        ensure!(state.finalized, InvalidOperation, "update of a command buffer that is not finalized");
         Ok(())
     }
 
     fn check_handle(&self, handle: &CommandHandle) -> Result<u32> {
-        ensure!(
-            handle.buffer == self.inner.id,
-            InvalidCommandHandle,
-            "command handle of another command buffer"
-        );
+        ensure!(handle.buffer == self.inner.id, InvalidCommandHandle, "command handle of another command buffer");
         Ok(handle.index)
     }
 
@@ -872,11 +722,7 @@ impl CommandBuffer {
     /// kernels may touch any memory their new arguments let them reach.
     #[tracing::instrument(level = "debug", skip_all, fields(updates = updates.len()))]
     pub unsafe fn update_kernel_launches(&self, updates: &[KernelLaunchUpdate<'_>]) -> Result<()> {
-        ensure!(
-            !updates.is_empty(),
-            InvalidSize,
-            "empty list of kernel updates"
-        );
+        ensure!(!updates.is_empty(), InvalidSize, "empty list of kernel updates");
         let ctx = &self.inner.context;
         let caps = ctx.device().info().command_buffer.update;
         let mut state = self.inner.state.lock();
@@ -888,10 +734,7 @@ impl CommandBuffer {
             let index = self.check_handle(update.command)?;
             let record = &state.records[index as usize];
             let current_cmd = expect_kernel(&record.command)?;
-            let kernel_record = record
-                .kernel
-                .as_ref()
-                .expect("kernel commands have a kernel record");
+            let kernel_record = record.kernel.as_ref().expect("kernel commands have a kernel record");
             let slot = *slot_of.entry(index).or_insert_with(|| {
                 pending.push((index, current_cmd.clone(), kernel_record.local_origin));
                 pending.len() - 1
@@ -900,13 +743,8 @@ impl CommandBuffer {
             let merged = merge_update(ctx, caps, kernel_record, current, *origin, update)?;
             (pending[slot].1, pending[slot].2) = merged;
         }
-        let adapter_updates: Vec<KernelUpdate<'_>> = pending
-            .iter()
-            .map(|(index, launch, _)| KernelUpdate {
-                command: *index,
-                launch,
-            })
-            .collect();
+        let adapter_updates: Vec<KernelUpdate<'_>> =
+            pending.iter().map(|(index, launch, _)| KernelUpdate { command: *index, launch }).collect();
         // SAFETY: finalized and updatable (checked), each command appears once
         // and is a kernel command, each launch was validated against its kernel
         // (the original or a registered alternative) and the device's
@@ -925,11 +763,7 @@ impl CommandBuffer {
     fn check_event_update(&self, state: &State, handle: &CommandHandle) -> Result<u32> {
         let device = self.inner.context.device();
         ensure!(
-            device
-                .info()
-                .command_buffer
-                .update
-                .contains(UpdateCapabilities::EVENTS),
+            device.info().command_buffer.update.contains(UpdateCapabilities::EVENTS),
             UnsupportedFeature,
             "{device} cannot update command-buffer events"
         );
@@ -986,19 +820,14 @@ fn merge_update(
 ) -> Result<(KernelCommand, LocalSizeOrigin)> {
     let device = ctx.device();
     let need = |cap: UpdateCapabilities, what: &str| -> Result<()> {
-        ensure!(
-            caps.contains(cap),
-            UnsupportedFeature,
-            "{device} cannot update {what} in command buffers"
-        );
+        ensure!(caps.contains(cap), UnsupportedFeature, "{device} cannot update {what} in command buffers");
         Ok(())
     };
     let kernel = match update.new_kernel {
         Some(k) if !k.same_kernel(&current.kernel) => {
             need(UpdateCapabilities::KERNEL_HANDLE, "the kernel")?;
             ensure!(
-                k.same_kernel(&record.original)
-                    || record.alternatives.iter().any(|a| a.same_kernel(k)),
+                k.same_kernel(&record.original) || record.alternatives.iter().any(|a| a.same_kernel(k)),
                 InvalidValue,
                 "kernel `{}` was not registered as an alternative of this command",
                 k.name()
@@ -1023,20 +852,12 @@ fn merge_update(
 
     // Geometry.
     let old = current.range;
-    let work_dim = update
-        .global_size
-        .map_or(old.work_dim as usize, <[usize]>::len);
+    let work_dim = update.global_size.map_or(old.work_dim as usize, <[usize]>::len);
     let local_given = match update.local_size {
         LocalSizeUpdate::Set(l) => Some(l),
         _ => None,
     };
-    let work_dim = check_dims(
-        work_dim,
-        &[
-            ("global offset", update.global_offset),
-            ("local size", local_given),
-        ],
-    )?;
+    let work_dim = check_dims(work_dim, &[("global offset", update.global_offset), ("local size", local_given)])?;
     let dims_changed = work_dim != old.work_dim;
     ensure!(
         !dims_changed || update.global_offset.is_some(),
@@ -1045,9 +866,7 @@ fn merge_update(
         old.work_dim
     );
     let global = update.global_size.map_or(old.global_size, |g| to_3d(g, 1));
-    let offset = update
-        .global_offset
-        .map_or(old.global_offset, |o| to_3d(o, 0));
+    let offset = update.global_offset.map_or(old.global_offset, |o| to_3d(o, 0));
     let local = match (update.local_size, origin) {
         (LocalSizeUpdate::Set(l), _) => Some(to_3d(l, 1)),
         (LocalSizeUpdate::ImplementationChosen, _) => None,
@@ -1055,10 +874,7 @@ fn merge_update(
             if update.global_size.is_some() || switched {
                 // The implementation chooses again for the new sizes: that changes
                 // the local size.
-                need(
-                    UpdateCapabilities::LOCAL_WORK_SIZE,
-                    "the implementation-chosen local size",
-                )?;
+                need(UpdateCapabilities::LOCAL_WORK_SIZE, "the implementation-chosen local size")?;
             }
             None
         }
@@ -1076,11 +892,8 @@ fn merge_update(
 
     // Arguments.
     let kinds = &kernel.signature().args;
-    let mut args: Vec<Option<ArgValue>> = if switched {
-        vec![None; kinds.len()]
-    } else {
-        current.args.iter().cloned().map(Some).collect()
-    };
+    let mut args: Vec<Option<ArgValue>> =
+        if switched { vec![None; kinds.len()] } else { current.args.iter().cloned().map(Some).collect() };
     for (index, arg) in &update.args {
         ensure!(
             *index < kinds.len(),
@@ -1096,23 +909,12 @@ fn merge_update(
         .enumerate()
         .map(|(i, a)| {
             a.ok_or_else(|| {
-                err!(
-                    InvalidKernelArgumentIndex,
-                    "switching to `{}` leaves its argument {i} unset",
-                    kernel.name()
-                )
+                err!(InvalidKernelArgumentIndex, "switching to `{}` leaves its argument {i} unset", kernel.name())
             })
         })
         .collect::<Result<Vec<_>>>()?;
     check_local_memory(device.info(), &kernel, &args)?;
-    Ok((
-        KernelCommand {
-            kernel,
-            range,
-            args,
-        },
-        origin,
-    ))
+    Ok((KernelCommand { kernel, range, args }, origin))
 }
 
 impl fmt::Debug for CommandBuffer {

@@ -94,9 +94,6 @@ impl Eq for Context {}
 
 impl fmt::Debug for Context {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Context")
-            .field("id", &self.inner.id.0)
-            .field("device", &self.inner.device)
-            .finish()
+        f.debug_struct("Context").field("id", &self.inner.id.0).field("device", &self.inner.device).finish()
     }
 }

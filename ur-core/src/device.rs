@@ -162,14 +162,7 @@ pub(crate) struct DeviceInner {
 impl Device {
     pub(crate) fn new(imp: Arc<dyn DeviceImpl>, id: DeviceId) -> Device {
         let info = imp.info();
-        Device {
-            inner: Arc::new(DeviceInner {
-                imp,
-                info,
-                id,
-                native: None,
-            }),
-        }
+        Device { inner: Arc::new(DeviceInner { imp, info, id, native: None }) }
     }
 
     /// The device's information.
@@ -213,9 +206,7 @@ impl Device {
     /// The adapter's own view of this device (itself unless emulated).
     pub fn native(&self) -> Device {
         match &self.inner.native {
-            Some(native) => Device {
-                inner: native.clone(),
-            },
+            Some(native) => Device { inner: native.clone() },
             None => self.clone(),
         }
     }
@@ -228,8 +219,7 @@ impl Device {
     /// Same physical device and same view.
     pub(crate) fn same_as(&self, other: &Device) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
-            || (Arc::ptr_eq(&self.inner.imp, &other.inner.imp)
-                && self.is_emulated() == other.is_emulated())
+            || (Arc::ptr_eq(&self.inner.imp, &other.inner.imp) && self.is_emulated() == other.is_emulated())
     }
 }
 
@@ -253,10 +243,6 @@ impl fmt::Debug for Device {
 
 impl fmt::Display for Device {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.is_emulated() {
-            write!(f, "{} emulated", self.inner.id)
-        } else {
-            write!(f, "{}", self.inner.id)
-        }
+        if self.is_emulated() { write!(f, "{} emulated", self.inner.id) } else { write!(f, "{}", self.inner.id) }
     }
 }

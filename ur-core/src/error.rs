@@ -27,33 +27,17 @@ pub struct Detail {
 impl Detail {
     /// A detail with only a message: the usual form for front-end validation errors.
     pub fn msg(message: impl Into<Cow<'static, str>>) -> Self {
-        Detail {
-            message: message.into(),
-            backend: None,
-            native_code: None,
-        }
+        Detail { message: message.into(), backend: None, native_code: None }
     }
 
     /// A detail produced by a driver call of `backend`.
-    pub fn native(
-        backend: Backend,
-        native_code: i64,
-        message: impl Into<Cow<'static, str>>,
-    ) -> Self {
-        Detail {
-            message: message.into(),
-            backend: Some(backend),
-            native_code: Some(native_code),
-        }
+    pub fn native(backend: Backend, native_code: i64, message: impl Into<Cow<'static, str>>) -> Self {
+        Detail { message: message.into(), backend: Some(backend), native_code: Some(native_code) }
     }
 
     /// A detail produced by an adapter without a native code.
     pub fn adapter(backend: Backend, message: impl Into<Cow<'static, str>>) -> Self {
-        Detail {
-            message: message.into(),
-            backend: Some(backend),
-            native_code: None,
-        }
+        Detail { message: message.into(), backend: Some(backend), native_code: None }
     }
 }
 
@@ -215,9 +199,6 @@ mod tests {
     #[test]
     fn native_detail_names_the_backend() {
         let e = UrError::OutOfDeviceMemory(Detail::native(Backend::Cuda, 2, "cuMemAlloc"));
-        assert_eq!(
-            e.to_string(),
-            "out of device memory: [cuda: native code 2] cuMemAlloc"
-        );
+        assert_eq!(e.to_string(), "out of device memory: [cuda: native code 2] cuMemAlloc");
     }
 }

@@ -59,10 +59,7 @@ pub struct Event {
 impl Event {
     /// Wraps an adapter event of `context`.
     pub fn from_imp(imp: Arc<dyn EventImpl>, context: &Context) -> Event {
-        Event {
-            imp,
-            context: context.id(),
-        }
+        Event { imp, context: context.id() }
     }
 
     /// Blocks until the command completes; returns the command's error if it failed.
@@ -90,10 +87,7 @@ impl Event {
     /// ran on a profiling queue and has completed.
     pub fn profiling_info(&self) -> Result<ProfilingInfo> {
         self.imp.profiling().ok_or_else(|| {
-            crate::err!(
-                ProfilingInfoNotAvailable,
-                "the event has no timestamps (not complete, or not profiled)"
-            )
+            crate::err!(ProfilingInfoNotAvailable, "the event has no timestamps (not complete, or not profiled)")
         })
     }
 
@@ -126,24 +120,15 @@ impl Event {
 
 impl fmt::Debug for Event {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Event")
-            .field("status", &self.status())
-            .finish()
+        f.debug_struct("Event").field("status", &self.status()).finish()
     }
 }
 
 /// Resolves a wait list for an adapter call, checking every event belongs to `context`.
-pub(crate) fn resolve_wait_list(
-    context: ContextId,
-    events: &[&Event],
-) -> Result<SmallVec<[Arc<dyn EventImpl>; 4]>> {
+pub(crate) fn resolve_wait_list(context: ContextId, events: &[&Event]) -> Result<SmallVec<[Arc<dyn EventImpl>; 4]>> {
     let mut out = SmallVec::new();
     for (i, e) in events.iter().enumerate() {
-        ensure!(
-            e.context == context,
-            InvalidEventWaitList,
-            "event {i} of the wait list belongs to another context"
-        );
+        ensure!(e.context == context, InvalidEventWaitList, "event {i} of the wait list belongs to another context");
         out.extend(e.resolve());
     }
     Ok(out)
@@ -155,20 +140,12 @@ pub(crate) fn as_refs(events: &[Arc<dyn EventImpl>]) -> SmallVec<[&dyn EventImpl
 }
 
 /// Checks events given to a command buffer belong to its context.
-pub(crate) fn check_events(
-    context: ContextId,
-    events: &[&Event],
-    what: &str,
-) -> Result<Vec<Event>> {
+pub(crate) fn check_events(context: ContextId, events: &[&Event], what: &str) -> Result<Vec<Event>> {
     events
         .iter()
         .enumerate()
         .map(|(i, e)| {
-            ensure!(
-                e.context == context,
-                InvalidEventWaitList,
-                "{what}: event {i} belongs to another context"
-            );
+            ensure!(e.context == context, InvalidEventWaitList, "{what}: event {i} belongs to another context");
             Ok((*e).clone())
         })
         .collect()
@@ -228,12 +205,7 @@ impl EventImpl for SpanEvent {
 
     fn profiling(&self) -> Option<ProfilingInfo> {
         let (first, last) = (self.first.profiling()?, self.last.profiling()?);
-        Some(ProfilingInfo {
-            queued: first.queued,
-            submit: first.submit,
-            start: first.end,
-            end: last.end,
-        })
+        Some(ProfilingInfo { queued: first.queued, submit: first.submit, start: first.end, end: last.end })
     }
 }
 

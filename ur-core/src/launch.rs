@@ -81,18 +81,8 @@ pub struct KernelLaunch<'a> {
 
 impl<'a> KernelLaunch<'a> {
     /// A launch of `kernel` over `global_size` with `args`.
-    pub fn new(
-        kernel: &'a Kernel,
-        global_size: &'a [usize],
-        args: &'a [KernelArg<'a>],
-    ) -> KernelLaunch<'a> {
-        KernelLaunch {
-            kernel,
-            global_size,
-            local_size: None,
-            global_offset: None,
-            args,
-        }
+    pub fn new(kernel: &'a Kernel, global_size: &'a [usize], args: &'a [KernelArg<'a>]) -> KernelLaunch<'a> {
+        KernelLaunch { kernel, global_size, local_size: None, global_offset: None, args }
     }
 
     /// Sets the local size.
@@ -131,11 +121,7 @@ pub(crate) fn to_3d(values: &[usize], fill: usize) -> [usize; 3] {
 
 /// Checks a work dimension and that each size list has that many entries.
 pub(crate) fn check_dims(work_dim: usize, lists: &[(&str, Option<&[usize]>)]) -> Result<u32> {
-    ensure!(
-        (1..=3).contains(&work_dim),
-        InvalidWorkDimension,
-        "work dimension {work_dim} is not 1, 2 or 3"
-    );
+    ensure!((1..=3).contains(&work_dim), InvalidWorkDimension, "work dimension {work_dim} is not 1, 2 or 3");
     for (name, list) in lists {
         if let Some(list) = list {
             ensure!(
@@ -150,11 +136,7 @@ pub(crate) fn check_dims(work_dim: usize, lists: &[(&str, Option<&[usize]>)]) ->
 }
 
 /// Resolves and validates an application's arguments against `kernel`'s signature.
-pub(crate) fn resolve_args(
-    context: &Context,
-    kernel: &Kernel,
-    args: &[KernelArg<'_>],
-) -> Result<Vec<ArgValue>> {
+pub(crate) fn resolve_args(context: &Context, kernel: &Kernel, args: &[KernelArg<'_>]) -> Result<Vec<ArgValue>> {
     let kinds = &kernel.signature().args;
     ensure!(
         args.len() == kinds.len(),
@@ -173,15 +155,8 @@ pub(crate) fn resolve_args(
 }
 
 /// Checks the local-memory arguments together fit the device's local memory.
-pub(crate) fn check_local_memory(
-    info: &DeviceInfo,
-    kernel: &Kernel,
-    args: &[ArgValue],
-) -> Result<()> {
-    let total: usize = args
-        .iter()
-        .map(|a| if let ArgValue::Local(n) = a { *n } else { 0 })
-        .sum();
+pub(crate) fn check_local_memory(info: &DeviceInfo, kernel: &Kernel, args: &[ArgValue]) -> Result<()> {
+    let total: usize = args.iter().map(|a| if let ArgValue::Local(n) = a { *n } else { 0 }).sum();
     ensure!(
         total as u64 <= info.local_mem_size,
         OutOfResources,
@@ -217,18 +192,11 @@ pub(crate) fn resolve_arg(
             ArgValue::Value(SmallVec::from_slice(bytes))
         }
         (ArgKind::Local, KernelArg::Local(size)) => {
-            ensure!(
-                *size != 0,
-                InvalidKernelArgumentSize,
-                "local-memory argument {index} of `{name}` has size 0"
-            );
+            ensure!(*size != 0, InvalidKernelArgumentSize, "local-memory argument {index} of `{name}` has size 0");
             ArgValue::Local(*size)
         }
         (kind, arg) => {
-            return Err(err!(
-                InvalidValue,
-                "argument {index} of `{name}` is declared {kind:?}, given {arg:?}"
-            ));
+            return Err(err!(InvalidValue, "argument {index} of `{name}` is declared {kind:?}, given {arg:?}"));
         }
     })
 }
@@ -263,11 +231,7 @@ pub(crate) fn resolve_range(
         Some(local) => {
             let max = kernel.max_work_group_size();
             for d in 0..work_dim as usize {
-                ensure!(
-                    local[d] != 0,
-                    InvalidWorkGroupSize,
-                    "local size is 0 in dimension {d}"
-                );
+                ensure!(local[d] != 0, InvalidWorkGroupSize, "local size is 0 in dimension {d}");
                 ensure!(
                     local[d] <= info.max_work_item_sizes[d],
                     InvalidWorkGroupSize,
@@ -293,43 +257,22 @@ pub(crate) fn resolve_range(
             (local, LocalSizeOrigin::User)
         }
         None => (
-            choose_local_size(
-                global,
-                work_dim,
-                kernel.max_work_group_size(),
-                info.max_work_item_sizes,
-            ),
+            choose_local_size(global, work_dim, kernel.max_work_group_size(), info.max_work_item_sizes),
             LocalSizeOrigin::Implementation,
         ),
     };
-    Ok((
-        NdRange {
-            work_dim,
-            global_size: global,
-            local_size: local,
-            global_offset: offset,
-        },
-        origin,
-    ))
+    Ok((NdRange { work_dim, global_size: global, local_size: local, global_offset: offset }, origin))
 }
 
 /// The local size the implementation picks when the application gives none:
 /// in each dimension, from the first, the largest divisor of the global size
 /// that keeps the work-group within the limits. Empty dimensions get 1.
-pub fn choose_local_size(
-    global: [usize; 3],
-    work_dim: u32,
-    max_group: usize,
-    max_items: [usize; 3],
-) -> [usize; 3] {
+pub fn choose_local_size(global: [usize; 3], work_dim: u32, max_group: usize, max_items: [usize; 3]) -> [usize; 3] {
     let mut local = [1; 3];
     let mut budget = max_group.max(1);
     for d in 0..work_dim as usize {
         let cap = budget.min(max_items[d]).min(global[d]).max(1);
-        let best = (1..=cap)
-            .rev()
-            .find(|l| global[d].is_multiple_of(*l))
-            .unwrap_or(1);
+        let best = (1..=cap).rev().find(|l| global[d].is_multiple_of(*l)).unwrap_or(1);
         local[d] = best;
         budget /= best;
     }
@@ -342,14 +285,8 @@ mod tests {
 
     #[test]
     fn chosen_local_size_divides_and_fits() {
-        assert_eq!(
-            choose_local_size([1024, 1, 1], 1, 256, [256; 3]),
-            [256, 1, 1]
-        );
-        assert_eq!(
-            choose_local_size([1000, 1, 1], 1, 256, [256; 3]),
-            [250, 1, 1]
-        );
+        assert_eq!(choose_local_size([1024, 1, 1], 1, 256, [256; 3]), [256, 1, 1]);
+        assert_eq!(choose_local_size([1000, 1, 1], 1, 256, [256; 3]), [250, 1, 1]);
         assert_eq!(choose_local_size([8, 8, 8], 3, 64, [64; 3]), [8, 8, 1]);
         assert_eq!(choose_local_size([7, 0, 1], 2, 64, [64; 3]), [7, 1, 1]);
         assert_eq!(choose_local_size([13, 1, 1], 1, 4, [4; 3]), [1, 1, 1]);

@@ -41,28 +41,23 @@ mod software;
 
 pub use command::{Command, CommandKind, MAX_PATTERN_SIZE, Pattern};
 pub use command_buffer::{
-    AppendOptions, Appended, CommandBuffer, CommandBufferDesc, CommandHandle, KernelLaunchUpdate,
-    LocalSizeUpdate, NativeHandle, SyncPoint,
+    AppendOptions, Appended, CommandBuffer, CommandBufferDesc, CommandHandle, KernelLaunchUpdate, LocalSizeUpdate,
+    NativeHandle, SyncPoint,
 };
 pub use context::{Context, ContextId};
 pub use device::{
-    CommandBufferCaps, CommandBufferSupport, Device, DeviceId, DeviceInfo, DeviceType,
-    UpdateCapabilities, UsmKinds,
+    CommandBufferCaps, CommandBufferSupport, Device, DeviceId, DeviceInfo, DeviceType, UpdateCapabilities, UsmKinds,
 };
 pub use error::{Detail, Result, UrError};
 pub use event::{Event, EventStatus, ProfilingInfo};
 pub use launch::{ArgValue, KernelArg, KernelCommand, KernelLaunch};
 pub use loader::{AbsentAdapter, AdapterEntry, Loader};
 pub use memory::{
-    HostPtr, MemBuffer, MemFlags, MemLoc, MigrationFlags, UsmAdvice, UsmAllocation, UsmKind,
-    UsmPtr, UsmRef,
+    HostPtr, MemBuffer, MemFlags, MemLoc, MigrationFlags, UsmAdvice, UsmAllocation, UsmKind, UsmPtr, UsmRef,
 };
 pub use native::{NativeArg, NativeKernel, NativeKernelFn, NdRange, WorkGroup, WorkItem};
 pub use platform::{Backend, Platform};
-pub use program::{
-    ArgKind, Kernel, KernelSignature, Program, ProgramBundle, ProgramSource, SourceForm,
-    SpirvModule,
-};
+pub use program::{ArgKind, Kernel, KernelSignature, Program, ProgramBundle, ProgramSource, SourceForm, SpirvModule};
 pub use queue::{Queue, QueueProperties};
 pub use rect::{RectLayout, RectOffset, RectRegion};
 pub use selector::DeviceSelector;

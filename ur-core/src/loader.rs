@@ -51,31 +51,21 @@ impl Loader {
         for entry in entries {
             let factory = match entry {
                 AdapterEntry::NotCompiled(backend, how) => {
-                    absent.push(AbsentAdapter {
-                        backend: *backend,
-                        reason: format!("not compiled in ({how})"),
-                    });
+                    absent.push(AbsentAdapter { backend: *backend, reason: format!("not compiled in ({how})") });
                     continue;
                 }
                 AdapterEntry::Compiled(f) => *f,
             };
             let backend = factory.backend();
             if !selector.may_select_backend(backend) {
-                absent.push(AbsentAdapter {
-                    backend,
-                    reason: format!("excluded by the device selector `{selector}`"),
-                });
+                absent.push(AbsentAdapter { backend, reason: format!("excluded by the device selector `{selector}`") });
                 continue;
             }
-            let loaded = catch_unwind(AssertUnwindSafe(|| factory.load())).unwrap_or_else(|_| {
-                Err("the adapter panicked while opening its driver".to_string())
-            });
+            let loaded = catch_unwind(AssertUnwindSafe(|| factory.load()))
+                .unwrap_or_else(|_| Err("the adapter panicked while opening its driver".to_string()));
             match loaded {
                 Ok(found) if found.is_empty() => {
-                    absent.push(AbsentAdapter {
-                        backend,
-                        reason: "the driver reports no platform".into(),
-                    });
+                    absent.push(AbsentAdapter { backend, reason: "the driver reports no platform".into() });
                 }
                 Ok(found) => {
                     for imp in found {
@@ -84,10 +74,7 @@ impl Loader {
                             .into_iter()
                             .map(|d| {
                                 let index = next_index.entry(backend).or_default();
-                                let id = crate::DeviceId {
-                                    backend,
-                                    index: *index,
-                                };
+                                let id = crate::DeviceId { backend, index: *index };
                                 *index += 1;
                                 Device::new(d, id)
                             })
@@ -110,11 +97,7 @@ impl Loader {
                 }
             }
         }
-        Loader {
-            platforms,
-            absent,
-            selector,
-        }
+        Loader { platforms, absent, selector }
     }
 
     /// Loads with the selector from `UR_DEVICE_SELECTOR` or `ONEAPI_DEVICE_SELECTOR`;
@@ -143,10 +126,7 @@ impl Loader {
         self.platforms
             .iter()
             .flat_map(|p| p.devices())
-            .filter(|d| {
-                self.selector
-                    .matches(d.backend(), d.id().index, d.info().device_type)
-            })
+            .filter(|d| self.selector.matches(d.backend(), d.id().index, d.info().device_type))
             .cloned()
             .collect()
     }

@@ -111,12 +111,7 @@ impl UsmAllocation {
     /// Allocates with an explicit alignment (a power of two; 0 means the
     /// adapter's default).
     #[tracing::instrument(level = "debug", skip(context), fields(device = %context.device()))]
-    pub fn with_alignment(
-        context: &Context,
-        kind: UsmKind,
-        size: usize,
-        align: usize,
-    ) -> Result<UsmAllocation> {
+    pub fn with_alignment(context: &Context, kind: UsmKind, size: usize, align: usize) -> Result<UsmAllocation> {
         let info = context.device().info();
         ensure!(
             info.usm.contains(kind.flag()),
@@ -131,22 +126,12 @@ impl UsmAllocation {
             "USM allocation of {size} bytes exceeds the device limit of {} bytes",
             info.max_mem_alloc_size
         );
-        ensure!(
-            align == 0 || align.is_power_of_two(),
-            InvalidValue,
-            "alignment {align} is not a power of two"
-        );
+        ensure!(align == 0 || align.is_power_of_two(), InvalidValue, "alignment {align} is not a power of two");
         // SAFETY: size is non-zero and within the device limit, align is 0 or a power of two.
         let imp = unsafe { context.imp().usm_alloc(kind, size, align)? };
         let address = imp.address();
         let tracker = context.tracker();
-        let inner = Arc::new(UsmInner {
-            imp,
-            address,
-            size,
-            kind,
-            tracker: Arc::downgrade(tracker),
-        });
+        let inner = Arc::new(UsmInner { imp, address, size, kind, tracker: Arc::downgrade(tracker) });
         tracker.insert(&inner);
         Ok(UsmAllocation { inner })
     }
@@ -177,10 +162,7 @@ impl UsmAllocation {
 
     /// A reference to the whole allocation, as commands hold it.
     pub fn usm_ref(&self) -> UsmRef {
-        UsmRef {
-            alloc: self.inner.clone(),
-            offset: 0,
-        }
+        UsmRef { alloc: self.inner.clone(), offset: 0 }
     }
 }
 
@@ -252,10 +234,7 @@ impl UsmRef {
     /// The host address of this position, where the allocation has one.
     pub fn host_ptr(&self) -> Option<*mut u8> {
         // SAFETY: `offset` lies inside the allocation, checked when the reference was made.
-        self.alloc
-            .imp
-            .host_ptr()
-            .map(|p| unsafe { p.add(self.offset) })
+        self.alloc.imp.host_ptr().map(|p| unsafe { p.add(self.offset) })
     }
 
     /// Bytes from this position to the allocation's end.
@@ -282,9 +261,7 @@ pub(crate) struct AllocationTracker {
 
 impl AllocationTracker {
     fn insert(&self, alloc: &Arc<UsmInner>) {
-        self.by_address
-            .write()
-            .insert(alloc.address, Arc::downgrade(alloc));
+        self.by_address.write().insert(alloc.address, Arc::downgrade(alloc));
     }
 
     fn remove(&self, address: u64) {
@@ -294,15 +271,9 @@ impl AllocationTracker {
     /// The allocation holding `[ptr, ptr + size)`.
     pub(crate) fn find(&self, ptr: UsmPtr, size: usize) -> Result<UsmRef> {
         let map = self.by_address.read();
-        let found = map
-            .range(..=ptr.0)
-            .next_back()
-            .and_then(|(_, weak)| weak.upgrade());
+        let found = map.range(..=ptr.0).next_back().and_then(|(_, weak)| weak.upgrade());
         let Some(alloc) = found.filter(|a| ptr.0 < a.address + a.size as u64) else {
-            return Err(err!(
-                InvalidValue,
-                "pointer {ptr:?} is not inside a USM allocation of this context"
-            ));
+            return Err(err!(InvalidValue, "pointer {ptr:?} is not inside a USM allocation of this context"));
         };
         let offset = (ptr.0 - alloc.address) as usize;
         ensure!(
@@ -365,26 +336,14 @@ impl MemBuffer {
     }
 
     #[tracing::instrument(level = "debug", skip(context, init), fields(device = %context.device()))]
-    fn create(
-        context: &Context,
-        flags: MemFlags,
-        size: usize,
-        init: Option<&[u8]>,
-    ) -> Result<MemBuffer> {
-        let flags = if flags
-            .intersects(MemFlags::READ_WRITE | MemFlags::READ_ONLY | MemFlags::WRITE_ONLY)
-        {
+    fn create(context: &Context, flags: MemFlags, size: usize, init: Option<&[u8]>) -> Result<MemBuffer> {
+        let flags = if flags.intersects(MemFlags::READ_WRITE | MemFlags::READ_ONLY | MemFlags::WRITE_ONLY) {
             flags
         } else {
             flags | MemFlags::READ_WRITE
         };
-        let access =
-            (flags & (MemFlags::READ_WRITE | MemFlags::READ_ONLY | MemFlags::WRITE_ONLY)).bits();
-        ensure!(
-            access.count_ones() == 1,
-            InvalidValue,
-            "buffer flags {flags:?} combine several access modes"
-        );
+        let access = (flags & (MemFlags::READ_WRITE | MemFlags::READ_ONLY | MemFlags::WRITE_ONLY)).bits();
+        ensure!(access.count_ones() == 1, InvalidValue, "buffer flags {flags:?} combine several access modes");
         ensure!(size != 0, InvalidBufferSize, "memory buffer of 0 bytes");
         let limit = context.device().info().max_mem_alloc_size;
         ensure!(
@@ -396,15 +355,7 @@ impl MemBuffer {
         // present, is exactly `size` bytes.
         let imp = unsafe { context.imp().buffer_create(flags, size, init)? };
         let id = NEXT_BUFFER_ID.fetch_add(1, Ordering::Relaxed);
-        Ok(MemBuffer {
-            inner: Arc::new(BufferInner {
-                id,
-                imp,
-                size,
-                flags,
-                context: context.id(),
-            }),
-        })
+        Ok(MemBuffer { inner: Arc::new(BufferInner { id, imp, size, flags, context: context.id() }) })
     }
 
     /// Size in bytes.
@@ -428,11 +379,7 @@ impl MemBuffer {
     }
 
     pub(crate) fn check_context(&self, context: &Context) -> Result<()> {
-        ensure!(
-            self.inner.context == context.id(),
-            InvalidMemObject,
-            "memory buffer of another context"
-        );
+        ensure!(self.inner.context == context.id(), InvalidMemObject, "memory buffer of another context");
         Ok(())
     }
 
@@ -440,9 +387,7 @@ impl MemBuffer {
     pub(crate) fn check_range(&self, offset: usize, size: usize) -> Result<()> {
         ensure!(size != 0, InvalidSize, "size is 0");
         ensure!(
-            offset
-                .checked_add(size)
-                .is_some_and(|end| end <= self.inner.size),
+            offset.checked_add(size).is_some_and(|end| end <= self.inner.size),
             InvalidSize,
             "{size} bytes at offset {offset} overrun the {}-byte buffer",
             self.inner.size
@@ -457,11 +402,7 @@ impl MemBuffer {
 
 impl fmt::Debug for MemBuffer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "MemBuffer(#{}, {} bytes)",
-            self.inner.id, self.inner.size
-        )
+        write!(f, "MemBuffer(#{}, {} bytes)", self.inner.id, self.inner.size)
     }
 }
 

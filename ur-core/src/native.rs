@@ -29,10 +29,7 @@ pub struct NativeKernel {
 impl NativeKernel {
     /// Registers `func` as kernel `name`.
     pub fn new(name: impl Into<Cow<'static, str>>, func: NativeKernelFn) -> NativeKernel {
-        NativeKernel {
-            name: name.into(),
-            func,
-        }
+        NativeKernel { name: name.into(), func }
     }
 }
 
@@ -80,11 +77,7 @@ impl NdRange {
     /// The 3D id of the work-group with linear index `linear` (dimension 0 fastest).
     pub fn group_id(&self, linear: usize) -> [usize; 3] {
         let n = self.num_groups();
-        [
-            linear % n[0],
-            (linear / n[0]) % n[1],
-            linear / (n[0] * n[1]),
-        ]
+        [linear % n[0], (linear / n[0]) % n[1], linear / (n[0] * n[1])]
     }
 }
 
@@ -97,16 +90,8 @@ pub struct WorkGroup<'a> {
 
 impl<'a> WorkGroup<'a> {
     /// A work-group of `range` with the given id and arguments. Adapters build these.
-    pub fn new(
-        range: &'a NdRange,
-        group_id: [usize; 3],
-        args: &'a [NativeArg<'a>],
-    ) -> WorkGroup<'a> {
-        WorkGroup {
-            range,
-            group_id,
-            args,
-        }
+    pub fn new(range: &'a NdRange, group_id: [usize; 3], args: &'a [NativeArg<'a>]) -> WorkGroup<'a> {
+        WorkGroup { range, group_id, args }
     }
 
     /// Number of dimensions of the launch.
@@ -146,11 +131,7 @@ impl<'a> WorkGroup<'a> {
         let (range, count) = (self.range, l[0] * l[1] * l[2]);
         (0..count).map(move |i| {
             let local = [i % l[0], (i / l[0]) % l[1], i / (l[0] * l[1])];
-            WorkItem {
-                local,
-                global: [0, 1, 2].map(|d| base[d] + local[d]),
-                range,
-            }
+            WorkItem { local, global: [0, 1, 2].map(|d| base[d] + local[d]), range }
         })
     }
 
@@ -177,13 +158,8 @@ impl<'a> WorkGroup<'a> {
     /// value of `size_of::<T>()` bytes.
     pub fn value<T: AnyBitPattern>(&self, index: usize) -> T {
         match self.args[index] {
-            NativeArg::Value(bytes) if bytes.len() == size_of::<T>() => {
-                bytemuck::pod_read_unaligned(bytes)
-            }
-            other => panic!(
-                "kernel argument {index} is {other:?}, not a {}-byte value",
-                size_of::<T>()
-            ),
+            NativeArg::Value(bytes) if bytes.len() == size_of::<T>() => bytemuck::pod_read_unaligned(bytes),
+            other => panic!("kernel argument {index} is {other:?}, not a {}-byte value", size_of::<T>()),
         }
     }
 

@@ -25,12 +25,7 @@ pub enum Backend {
 
 impl Backend {
     /// Every backend, in the order the loader reports them.
-    pub const ALL: [Backend; 4] = [
-        Backend::Cpu,
-        Backend::OpenCl,
-        Backend::Vulkan,
-        Backend::Cuda,
-    ];
+    pub const ALL: [Backend; 4] = [Backend::Cpu, Backend::OpenCl, Backend::Vulkan, Backend::Cuda];
 
     /// The name used in selectors and trial names: `cpu`, `opencl`, `vulkan`, `cuda`.
     pub fn name(self) -> &'static str {

@@ -42,14 +42,8 @@ pub struct KernelSignature {
 
 impl KernelSignature {
     /// A signature from a name and argument kinds.
-    pub fn new(
-        name: impl Into<Cow<'static, str>>,
-        args: impl Into<Vec<ArgKind>>,
-    ) -> KernelSignature {
-        KernelSignature {
-            name: name.into(),
-            args: args.into(),
-        }
+    pub fn new(name: impl Into<Cow<'static, str>>, args: impl Into<Vec<ArgKind>>) -> KernelSignature {
+        KernelSignature { name: name.into(), args: args.into() }
     }
 }
 
@@ -205,11 +199,7 @@ impl Program {
             );
         }
         let accepted = &context.device().info().source_forms;
-        let Some(form) = accepted
-            .iter()
-            .copied()
-            .find(|f| bundle.source_of(*f).is_some())
-        else {
+        let Some(form) = accepted.iter().copied().find(|f| bundle.source_of(*f).is_some()) else {
             return Err(err!(
                 InvalidBinary,
                 "the program offers {}; {} accepts {}",
@@ -223,12 +213,7 @@ impl Program {
         // and its kernel names are unique.
         let imp = unsafe { context.imp().program_create(bundle, form)? };
         Ok(Program {
-            inner: Arc::new(ProgramInner {
-                context: context.clone(),
-                signatures: bundle.kernels.clone(),
-                form,
-                imp,
-            }),
+            inner: Arc::new(ProgramInner { context: context.clone(), signatures: bundle.kernels.clone(), form, imp }),
         })
     }
 
@@ -266,11 +251,7 @@ fn list<T: fmt::Display>(items: &[T]) -> String {
     if items.is_empty() {
         return "no source".into();
     }
-    items
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join(", ")
+    items.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
 }
 
 /// A kernel of a program. Clone retains, drop releases; clones are the same
@@ -293,10 +274,7 @@ impl Kernel {
     #[tracing::instrument(level = "debug", skip(program))]
     pub fn new(program: &Program, name: &str) -> Result<Kernel> {
         let Some(signature) = program.inner.signatures.iter().find(|s| s.name == name) else {
-            return Err(err!(
-                InvalidKernelName,
-                "the program declares no kernel `{name}`"
-            ));
+            return Err(err!(InvalidKernelName, "the program declares no kernel `{name}`"));
         };
         // SAFETY: `signature` is one the program was created with.
         let imp = unsafe { program.imp().create_kernel(signature)? };

@@ -82,12 +82,7 @@ impl Queue {
         // SAFETY: the properties were checked against the device's capabilities.
         let imp = unsafe { context.imp().queue_create(properties)? };
         Ok(Queue {
-            inner: Arc::new(QueueInner {
-                context: context.clone(),
-                properties,
-                imp,
-                in_flight: Mutex::default(),
-            }),
+            inner: Arc::new(QueueInner { context: context.clone(), properties, imp, in_flight: Mutex::default() }),
         })
     }
 
@@ -140,10 +135,7 @@ impl Queue {
 
     fn track(&self, event: Arc<dyn EventImpl>, keep: KeepAlive) {
         let mut in_flight = self.inner.in_flight.lock();
-        while in_flight
-            .front()
-            .is_some_and(|(e, _)| e.status().is_terminal())
-        {
+        while in_flight.front().is_some_and(|(e, _)| e.status().is_terminal()) {
             in_flight.pop_front();
         }
         if !event.status().is_terminal() {
@@ -158,122 +150,62 @@ impl Queue {
     /// pointer arguments must point to memory of the right size that stays
     /// allocated, and not used by the host, until the returned event completes.
     #[tracing::instrument(level = "trace", skip_all, fields(kernel = launch.kernel.name()))]
-    pub unsafe fn launch_kernel(
-        &self,
-        launch: &KernelLaunch<'_>,
-        wait: &[&Event],
-    ) -> Result<Event> {
+    pub unsafe fn launch_kernel(&self, launch: &KernelLaunch<'_>, wait: &[&Event]) -> Result<Event> {
         let command = command_buffer::resolve_kernel_launch(&self.inner.context, launch)?.0;
         self.submit(Command::KernelLaunch(command), wait)
     }
 
     /// Copies `size` bytes between USM allocations of this context.
     #[tracing::instrument(level = "trace", skip(self, wait))]
-    pub fn usm_memcpy(
-        &self,
-        dst: UsmPtr,
-        src: UsmPtr,
-        size: usize,
-        wait: &[&Event],
-    ) -> Result<Event> {
-        let command = Command::usm_memcpy(
-            &self.inner.context,
-            HostSide::Usm(dst),
-            HostSide::Usm(src),
-            size,
-        )?;
+    pub fn usm_memcpy(&self, dst: UsmPtr, src: UsmPtr, size: usize, wait: &[&Event]) -> Result<Event> {
+        let command = Command::usm_memcpy(&self.inner.context, HostSide::Usm(dst), HostSide::Usm(src), size)?;
         self.submit(command, wait)
     }
 
     /// Fills `size` bytes of USM with a 1- to 256-byte pattern.
     #[tracing::instrument(level = "trace", skip(self, pattern, wait))]
-    pub fn usm_fill(
-        &self,
-        dst: UsmPtr,
-        pattern: &[u8],
-        size: usize,
-        wait: &[&Event],
-    ) -> Result<Event> {
-        self.submit(
-            Command::usm_fill(&self.inner.context, dst, pattern, size)?,
-            wait,
-        )
+    pub fn usm_fill(&self, dst: UsmPtr, pattern: &[u8], size: usize, wait: &[&Event]) -> Result<Event> {
+        self.submit(Command::usm_fill(&self.inner.context, dst, pattern, size)?, wait)
     }
 
     /// Hints a migration of a USM range.
     #[tracing::instrument(level = "trace", skip(self, wait))]
-    pub fn usm_prefetch(
-        &self,
-        ptr: UsmPtr,
-        size: usize,
-        flags: MigrationFlags,
-        wait: &[&Event],
-    ) -> Result<Event> {
-        self.submit(
-            Command::usm_prefetch(&self.inner.context, ptr, size, flags)?,
-            wait,
-        )
+    pub fn usm_prefetch(&self, ptr: UsmPtr, size: usize, flags: MigrationFlags, wait: &[&Event]) -> Result<Event> {
+        self.submit(Command::usm_prefetch(&self.inner.context, ptr, size, flags)?, wait)
     }
 
     /// Gives advice about a USM range.
     #[tracing::instrument(level = "trace", skip(self))]
     pub fn usm_advise(&self, ptr: UsmPtr, size: usize, advice: UsmAdvice) -> Result<Event> {
-        self.submit(
-            Command::usm_advise(&self.inner.context, ptr, size, advice)?,
-            &[],
-        )
+        self.submit(Command::usm_advise(&self.inner.context, ptr, size, advice)?, &[])
     }
 
     /// Copies host data into USM, returning once it is there.
     #[tracing::instrument(level = "trace", skip(self, data, wait), fields(size = data.len()))]
     pub fn write_usm(&self, dst: UsmPtr, data: &[u8], wait: &[&Event]) -> Result<()> {
         let src = HostSide::Slice(data.as_ptr().cast_mut(), data.len());
-        self.submit_blocking(
-            Command::usm_memcpy(&self.inner.context, HostSide::Usm(dst), src, data.len())?,
-            wait,
-        )
+        self.submit_blocking(Command::usm_memcpy(&self.inner.context, HostSide::Usm(dst), src, data.len())?, wait)
     }
 
     /// Copies USM into a host slice, returning once it is there.
     #[tracing::instrument(level = "trace", skip(self, out, wait), fields(size = out.len()))]
     pub fn read_usm(&self, src: UsmPtr, out: &mut [u8], wait: &[&Event]) -> Result<()> {
         let dst = HostSide::Slice(out.as_mut_ptr(), out.len());
-        self.submit_blocking(
-            Command::usm_memcpy(&self.inner.context, dst, HostSide::Usm(src), out.len())?,
-            wait,
-        )
+        self.submit_blocking(Command::usm_memcpy(&self.inner.context, dst, HostSide::Usm(src), out.len())?, wait)
     }
 
     /// Reads `out.len()` bytes of a buffer from `offset`, returning once they are there.
     #[tracing::instrument(level = "trace", skip(self, buffer, out, wait), fields(size = out.len()))]
-    pub fn read_buffer(
-        &self,
-        buffer: &MemBuffer,
-        offset: usize,
-        out: &mut [u8],
-        wait: &[&Event],
-    ) -> Result<()> {
+    pub fn read_buffer(&self, buffer: &MemBuffer, offset: usize, out: &mut [u8], wait: &[&Event]) -> Result<()> {
         let dst = HostSide::Slice(out.as_mut_ptr(), out.len());
-        self.submit_blocking(
-            Command::buffer_read(&self.inner.context, buffer, offset, out.len(), dst)?,
-            wait,
-        )
+        self.submit_blocking(Command::buffer_read(&self.inner.context, buffer, offset, out.len(), dst)?, wait)
     }
 
     /// Writes `data` into a buffer at `offset`, returning once it is there.
     #[tracing::instrument(level = "trace", skip(self, buffer, data, wait), fields(size = data.len()))]
-    pub fn write_buffer(
-        &self,
-        buffer: &MemBuffer,
-        offset: usize,
-        data: &[u8],
-        wait: &[&Event],
-    ) -> Result<()> {
+    pub fn write_buffer(&self, buffer: &MemBuffer, offset: usize, data: &[u8], wait: &[&Event]) -> Result<()> {
         let src = HostSide::Slice(data.as_ptr().cast_mut(), data.len());
-        self.submit_blocking(
-            Command::buffer_write(&self.inner.context, buffer, offset, data.len(), src)?,
-            wait,
-        )
+        self.submit_blocking(Command::buffer_write(&self.inner.context, buffer, offset, data.len(), src)?, wait)
     }
 
     /// Reads a buffer into USM (which may be host USM), without blocking.
@@ -285,16 +217,7 @@ impl Queue {
         dst: UsmPtr,
         wait: &[&Event],
     ) -> Result<Event> {
-        self.submit(
-            Command::buffer_read(
-                &self.inner.context,
-                buffer,
-                offset,
-                size,
-                HostSide::Usm(dst),
-            )?,
-            wait,
-        )
+        self.submit(Command::buffer_read(&self.inner.context, buffer, offset, size, HostSide::Usm(dst))?, wait)
     }
 
     /// Writes USM (which may be host USM) into a buffer, without blocking.
@@ -306,16 +229,7 @@ impl Queue {
         src: UsmPtr,
         wait: &[&Event],
     ) -> Result<Event> {
-        self.submit(
-            Command::buffer_write(
-                &self.inner.context,
-                buffer,
-                offset,
-                size,
-                HostSide::Usm(src),
-            )?,
-            wait,
-        )
+        self.submit(Command::buffer_write(&self.inner.context, buffer, offset, size, HostSide::Usm(src))?, wait)
     }
 
     /// Reads a buffer into raw host memory without blocking
@@ -332,16 +246,7 @@ impl Queue {
         dst: *mut u8,
         wait: &[&Event],
     ) -> Result<Event> {
-        self.submit(
-            Command::buffer_read(
-                &self.inner.context,
-                buffer,
-                offset,
-                size,
-                HostSide::Raw(dst),
-            )?,
-            wait,
-        )
+        self.submit(Command::buffer_read(&self.inner.context, buffer, offset, size, HostSide::Raw(dst))?, wait)
     }
 
     /// Writes raw host memory into a buffer without blocking.
@@ -358,10 +263,7 @@ impl Queue {
         wait: &[&Event],
     ) -> Result<Event> {
         let src = HostSide::Raw(src.cast_mut());
-        self.submit(
-            Command::buffer_write(&self.inner.context, buffer, offset, size, src)?,
-            wait,
-        )
+        self.submit(Command::buffer_write(&self.inner.context, buffer, offset, size, src)?, wait)
     }
 
     /// Reads a rect of a buffer into a host slice laid out by `host_layout`.
@@ -376,14 +278,7 @@ impl Queue {
         wait: &[&Event],
     ) -> Result<()> {
         let dst = HostSide::Slice(out.as_mut_ptr(), out.len());
-        let command = Command::buffer_read_rect(
-            &self.inner.context,
-            buffer,
-            buffer_layout,
-            host_layout,
-            region,
-            dst,
-        )?;
+        let command = Command::buffer_read_rect(&self.inner.context, buffer, buffer_layout, host_layout, region, dst)?;
         self.submit_blocking(command, wait)
     }
 
@@ -399,14 +294,7 @@ impl Queue {
         wait: &[&Event],
     ) -> Result<()> {
         let src = HostSide::Slice(data.as_ptr().cast_mut(), data.len());
-        let command = Command::buffer_write_rect(
-            &self.inner.context,
-            buffer,
-            buffer_layout,
-            host_layout,
-            region,
-            src,
-        )?;
+        let command = Command::buffer_write_rect(&self.inner.context, buffer, buffer_layout, host_layout, region, src)?;
         self.submit_blocking(command, wait)
     }
 
@@ -421,10 +309,7 @@ impl Queue {
         size: usize,
         wait: &[&Event],
     ) -> Result<Event> {
-        self.submit(
-            Command::buffer_copy(&self.inner.context, src, dst, src_offset, dst_offset, size)?,
-            wait,
-        )
+        self.submit(Command::buffer_copy(&self.inner.context, src, dst, src_offset, dst_offset, size)?, wait)
     }
 
     /// Copies a rect between buffers.
@@ -438,17 +323,7 @@ impl Queue {
         region: RectRegion,
         wait: &[&Event],
     ) -> Result<Event> {
-        self.submit(
-            Command::buffer_copy_rect(
-                &self.inner.context,
-                src,
-                dst,
-                src_layout,
-                dst_layout,
-                region,
-            )?,
-            wait,
-        )
+        self.submit(Command::buffer_copy_rect(&self.inner.context, src, dst, src_layout, dst_layout, region)?, wait)
     }
 
     /// Fills `size` bytes of a buffer from `offset` with a 1- to 256-byte pattern.
@@ -461,10 +336,7 @@ impl Queue {
         size: usize,
         wait: &[&Event],
     ) -> Result<Event> {
-        self.submit(
-            Command::buffer_fill(&self.inner.context, buffer, pattern, offset, size)?,
-            wait,
-        )
+        self.submit(Command::buffer_fill(&self.inner.context, buffer, pattern, offset, size)?, wait)
     }
 
     /// An event completing when all of `wait` have (`urEnqueueEventsWait`).
@@ -490,17 +362,10 @@ impl Queue {
     /// Submissions of one command buffer run in submission order, also across
     /// queues; an update made after this call does not affect this submission.
     #[tracing::instrument(level = "debug", skip_all)]
-    pub fn enqueue_command_buffer(
-        &self,
-        command_buffer: &CommandBuffer,
-        wait: &[&Event],
-    ) -> Result<Event> {
+    pub fn enqueue_command_buffer(&self, command_buffer: &CommandBuffer, wait: &[&Event]) -> Result<Event> {
         let resolved = resolve_wait_list(self.inner.context.id(), wait)?;
         let event = command_buffer.enqueue_on(self, &resolved)?;
-        self.track(
-            event.clone(),
-            KeepAlive::CommandBuffer(command_buffer.clone()),
-        );
+        self.track(event.clone(), KeepAlive::CommandBuffer(command_buffer.clone()));
         Ok(Event::from_imp(event, &self.inner.context))
     }
 
@@ -508,10 +373,7 @@ impl Queue {
     #[tracing::instrument(level = "debug", skip_all)]
     pub fn finish(&self) -> Result<()> {
         let result = self.inner.imp.finish();
-        self.inner
-            .in_flight
-            .lock()
-            .retain(|(e, _)| !e.status().is_terminal());
+        self.inner.in_flight.lock().retain(|(e, _)| !e.status().is_terminal());
         result
     }
 
@@ -523,9 +385,6 @@ impl Queue {
 
 impl fmt::Debug for Queue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Queue")
-            .field("device", self.device())
-            .field("properties", &self.inner.properties)
-            .finish()
+        f.debug_struct("Queue").field("device", self.device()).field("properties", &self.inner.properties).finish()
     }
 }

@@ -40,11 +40,7 @@ pub struct RectRegion {
 impl RectRegion {
     /// A region from its three sizes.
     pub const fn new(width: usize, height: usize, depth: usize) -> RectRegion {
-        RectRegion {
-            width,
-            height,
-            depth,
-        }
+        RectRegion { width, height, depth }
     }
 
     /// Total bytes in the region.
@@ -68,20 +64,12 @@ pub struct RectLayout {
 impl RectLayout {
     /// A layout from origin and pitches.
     pub const fn new(origin: RectOffset, row_pitch: usize, slice_pitch: usize) -> RectLayout {
-        RectLayout {
-            origin,
-            row_pitch,
-            slice_pitch,
-        }
+        RectLayout { origin, row_pitch, slice_pitch }
     }
 
     /// A tightly packed layout starting at offset 0.
     pub const fn packed() -> RectLayout {
-        RectLayout {
-            origin: RectOffset::new(0, 0, 0),
-            row_pitch: 0,
-            slice_pitch: 0,
-        }
+        RectLayout { origin: RectOffset::new(0, 0, 0), row_pitch: 0, slice_pitch: 0 }
     }
 
     /// Resolves zero pitches and checks the layout against the region
@@ -93,25 +81,11 @@ impl RectLayout {
             InvalidSize,
             "rect region {region:?} has a zero dimension"
         );
-        let row_pitch = if self.row_pitch == 0 {
-            region.width
-        } else {
-            self.row_pitch
-        };
-        ensure!(
-            row_pitch >= region.width,
-            InvalidSize,
-            "{side} row pitch {row_pitch} < region width {}",
-            region.width
-        );
+        let row_pitch = if self.row_pitch == 0 { region.width } else { self.row_pitch };
+        ensure!(row_pitch >= region.width, InvalidSize, "{side} row pitch {row_pitch} < region width {}", region.width);
         let min_slice = row_pitch.checked_mul(region.height);
-        let min_slice =
-            min_slice.ok_or_else(|| crate::err!(InvalidSize, "{side} slice size overflows"))?;
-        let slice_pitch = if self.slice_pitch == 0 {
-            min_slice
-        } else {
-            self.slice_pitch
-        };
+        let min_slice = min_slice.ok_or_else(|| crate::err!(InvalidSize, "{side} slice size overflows"))?;
+        let slice_pitch = if self.slice_pitch == 0 { min_slice } else { self.slice_pitch };
         ensure!(
             slice_pitch >= min_slice,
             InvalidSize,
@@ -123,16 +97,8 @@ impl RectLayout {
             InvalidSize,
             "{side} slice pitch {slice_pitch} is not a multiple of row pitch {row_pitch}"
         );
-        let resolved = RectLayout {
-            origin: self.origin,
-            row_pitch,
-            slice_pitch,
-        };
-        ensure!(
-            resolved.checked_extent(region).is_some(),
-            InvalidSize,
-            "{side} rect extent overflows"
-        );
+        let resolved = RectLayout { origin: self.origin, row_pitch, slice_pitch };
+        ensure!(resolved.checked_extent(region).is_some(), InvalidSize, "{side} rect extent overflows");
         Ok(resolved)
     }
 
@@ -158,8 +124,7 @@ impl RectLayout {
     /// One past the last byte the region touches, from offset 0: the size the
     /// memory on this side must have. Only valid on a resolved layout.
     pub fn extent(&self, region: &RectRegion) -> usize {
-        self.checked_extent(region)
-            .expect("extent of a resolved layout")
+        self.checked_extent(region).expect("extent of a resolved layout")
     }
 
     /// Byte offset of the start of row `y` of slice `z` of the region.
@@ -199,18 +164,11 @@ mod tests {
     #[test]
     fn extent_counts_origin_and_last_row() {
         let r = RectRegion::new(2, 2, 2);
-        let l = RectLayout::new(RectOffset::new(1, 1, 1), 8, 32)
-            .resolve(&r, "src")
-            .unwrap();
+        let l = RectLayout::new(RectOffset::new(1, 1, 1), 8, 32).resolve(&r, "src").unwrap();
         assert_eq!(l.origin_offset(), 32 + 8 + 1);
         assert_eq!(l.extent(&r), 41 + 32 + 8 + 2);
         let mut rows = vec![];
-        for_each_row(
-            &l,
-            &RectLayout::packed().resolve(&r, "dst").unwrap(),
-            &r,
-            |s, d, n| rows.push((s, d, n)),
-        );
+        for_each_row(&l, &RectLayout::packed().resolve(&r, "dst").unwrap(), &r, |s, d, n| rows.push((s, d, n)));
         assert_eq!(rows, vec![(41, 0, 2), (49, 2, 2), (73, 4, 2), (81, 6, 2)]);
     }
 
@@ -222,19 +180,10 @@ mod tests {
             RectLayout::new(RectOffset::default(), 4, 6),
             RectLayout::new(RectOffset::default(), 4, 10),
         ] {
-            assert!(
-                matches!(l.resolve(&r, "src"), Err(UrError::InvalidSize(_))),
-                "{l:?}"
-            );
+            assert!(matches!(l.resolve(&r, "src"), Err(UrError::InvalidSize(_))), "{l:?}");
         }
-        assert!(matches!(
-            RectLayout::packed().resolve(&RectRegion::new(0, 1, 1), "src"),
-            Err(UrError::InvalidSize(_))
-        ));
+        assert!(matches!(RectLayout::packed().resolve(&RectRegion::new(0, 1, 1), "src"), Err(UrError::InvalidSize(_))));
         let huge = RectLayout::new(RectOffset::new(0, 0, usize::MAX / 2), 0, 0);
-        assert!(matches!(
-            huge.resolve(&r, "src"),
-            Err(UrError::InvalidSize(_))
-        ));
+        assert!(matches!(huge.resolve(&r, "src"), Err(UrError::InvalidSize(_))));
     }
 }

@@ -74,11 +74,7 @@ impl DeviceSelector {
     /// Selects every device.
     pub fn all() -> DeviceSelector {
         DeviceSelector {
-            terms: vec![Term {
-                negative: false,
-                backend: BackendPattern::Any,
-                filters: vec![Filter::Any],
-            }],
+            terms: vec![Term { negative: false, backend: BackendPattern::Any, filters: vec![Filter::Any] }],
             source: "*:*".into(),
         }
     }
@@ -107,28 +103,17 @@ impl DeviceSelector {
                 None => (false, raw),
             };
             let Some((backend, filters)) = body.split_once(':') else {
-                return Err(malformed(
-                    value,
-                    &format!("term `{raw}` has no `:` between backend and devices"),
-                ));
+                return Err(malformed(value, &format!("term `{raw}` has no `:` between backend and devices")));
             };
-            let backend = parse_backend(backend.trim(), accept_foreign).ok_or_else(|| {
-                malformed(value, &format!("unknown backend `{}`", backend.trim()))
-            })?;
+            let backend = parse_backend(backend.trim(), accept_foreign)
+                .ok_or_else(|| malformed(value, &format!("unknown backend `{}`", backend.trim())))?;
             let filters = filters
                 .split(',')
                 .map(|f| parse_filter(f.trim()).map_err(|why| malformed(value, &why)))
                 .collect::<Result<Vec<_>>>()?;
-            terms.push(Term {
-                negative,
-                backend,
-                filters,
-            });
+            terms.push(Term { negative, backend, filters });
         }
-        Ok(DeviceSelector {
-            terms,
-            source: value.to_string(),
-        })
+        Ok(DeviceSelector { terms, source: value.to_string() })
     }
 
     /// Reads `UR_DEVICE_SELECTOR`, else `ONEAPI_DEVICE_SELECTOR`, else selects
@@ -146,9 +131,7 @@ impl DeviceSelector {
 
     /// Whether the device with this backend, per-backend index and type is selected.
     pub fn matches(&self, backend: Backend, index: usize, device_type: DeviceType) -> bool {
-        let hit = |t: &Term| {
-            t.backend_matches(backend) && t.filters.iter().any(|f| f.matches(index, device_type))
-        };
+        let hit = |t: &Term| t.backend_matches(backend) && t.filters.iter().any(|f| f.matches(index, device_type));
         let any_positive = self.terms.iter().any(|t| !t.negative);
         let accepted = !any_positive || self.terms.iter().any(|t| !t.negative && hit(t));
         let rejected = self.terms.iter().any(|t| t.negative && hit(t));
@@ -159,15 +142,9 @@ impl DeviceSelector {
     /// opening drivers of backends that cannot.
     pub fn may_select_backend(&self, backend: Backend) -> bool {
         let any_positive = self.terms.iter().any(|t| !t.negative);
-        let positive = !any_positive
-            || self
-                .terms
-                .iter()
-                .any(|t| !t.negative && t.backend_matches(backend));
-        let excluded_whole = self
-            .terms
-            .iter()
-            .any(|t| t.negative && t.backend_matches(backend) && t.filters.contains(&Filter::Any));
+        let positive = !any_positive || self.terms.iter().any(|t| !t.negative && t.backend_matches(backend));
+        let excluded_whole =
+            self.terms.iter().any(|t| t.negative && t.backend_matches(backend) && t.filters.contains(&Filter::Any));
         positive && !excluded_whole
     }
 }
@@ -207,8 +184,7 @@ fn parse_backend(name: &str, accept_foreign: bool) -> Option<BackendPattern> {
         return Some(BackendPattern::One(b));
     }
     let lower = name.to_ascii_lowercase();
-    (accept_foreign && FOREIGN_BACKENDS.contains(&lower.as_str()))
-        .then_some(BackendPattern::Foreign(lower))
+    (accept_foreign && FOREIGN_BACKENDS.contains(&lower.as_str())).then_some(BackendPattern::Foreign(lower))
 }
 
 fn parse_filter(filter: &str) -> std::result::Result<Filter, String> {
@@ -218,12 +194,11 @@ fn parse_filter(filter: &str) -> std::result::Result<Filter, String> {
         "gpu" => Ok(Filter::Type(DeviceType::Gpu)),
         "fpga" => Ok(Filter::Fpga),
         "" => Err("empty device filter".into()),
-        f if f.contains('.') => Err(format!(
-            "sub-device filter `{f}`: sub-devices are not supported"
-        )),
-        f => f.parse::<usize>().map(Filter::Index).map_err(|_| {
-            format!("device filter `{f}` is not `*`, `cpu`, `gpu`, `fpga` or an index")
-        }),
+        f if f.contains('.') => Err(format!("sub-device filter `{f}`: sub-devices are not supported")),
+        f => f
+            .parse::<usize>()
+            .map(Filter::Index)
+            .map_err(|_| format!("device filter `{f}` is not `*`, `cpu`, `gpu`, `fpga` or an index")),
     }
 }
 
@@ -302,9 +277,7 @@ mod tests {
 
     #[test]
     fn malformed_values_are_errors() {
-        for bad in [
-            "", "cuda", "cuda:", "cuda:x", "cuda:0.1", ";cpu:*", "metal:*", "cpu:*;",
-        ] {
+        for bad in ["", "cuda", "cuda:", "cuda:x", "cuda:0.1", ";cpu:*", "metal:*", "cpu:*;"] {
             let e = DeviceSelector::parse(bad).unwrap_err();
             assert!(matches!(e, UrError::InvalidValue(_)), "{bad}: {e}");
         }

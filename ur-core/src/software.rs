@@ -47,11 +47,7 @@ pub(crate) struct SoftwareCommandBuffer {
 
 impl SoftwareCommandBuffer {
     pub(crate) fn new(backend: Backend) -> SoftwareCommandBuffer {
-        SoftwareCommandBuffer {
-            backend,
-            commands: Vec::new(),
-            previous: None,
-        }
+        SoftwareCommandBuffer { backend, commands: Vec::new(), previous: None }
     }
 }
 
@@ -83,11 +79,7 @@ impl CommandBufferImpl for SoftwareCommandBuffer {
         Ok(())
     }
 
-    unsafe fn enqueue(
-        &mut self,
-        queue: &dyn QueueImpl,
-        wait: &[&dyn EventImpl],
-    ) -> Result<Arc<dyn EventImpl>> {
+    unsafe fn enqueue(&mut self, queue: &dyn QueueImpl, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
         let marker = {
             let mut start: SmallVec<[&dyn EventImpl; 8]> = SmallVec::from_slice(wait);
             start.extend(self.previous.as_deref());
@@ -101,8 +93,7 @@ impl CommandBufferImpl for SoftwareCommandBuffer {
             let resolved: SmallVec<[Arc<dyn EventImpl>; 4]> =
                 rec.wait_events.iter().filter_map(Event::resolve).collect();
             let event = {
-                let mut list: SmallVec<[&dyn EventImpl; 8]> =
-                    rec.deps.iter().map(|d| &*done[*d as usize]).collect();
+                let mut list: SmallVec<[&dyn EventImpl; 8]> = rec.deps.iter().map(|d| &*done[*d as usize]).collect();
                 if rec.deps.is_empty() {
                     list.push(&*marker);
                 }
@@ -128,10 +119,7 @@ impl CommandBufferImpl for SoftwareCommandBuffer {
             unsafe { queue.enqueue_wait(&ends, false)? }
         };
         self.previous = Some(join.clone());
-        Ok(Arc::new(SpanEvent {
-            first: marker,
-            last: join,
-        }))
+        Ok(Arc::new(SpanEvent { first: marker, last: join }))
     }
 
     unsafe fn update_kernel_launches(&mut self, updates: &[KernelUpdate<'_>]) -> Result<()> {
@@ -144,11 +132,7 @@ impl CommandBufferImpl for SoftwareCommandBuffer {
     unsafe fn update_signal_event(&mut self, command: u32) -> Result<Arc<dyn EventImpl>> {
         let signal = Arc::new(ForwardingEvent::default());
         let rec = &mut self.commands[command as usize];
-        ensure!(
-            rec.signal.is_some(),
-            InvalidOperation,
-            "command {command} has no signal event"
-        );
+        ensure!(rec.signal.is_some(), InvalidOperation, "command {command} has no signal event");
         rec.signal = Some(signal.clone());
         Ok(signal)
     }
@@ -159,9 +143,6 @@ impl CommandBufferImpl for SoftwareCommandBuffer {
     }
 
     fn native_handle(&self) -> Result<NativeHandle> {
-        Err(err!(
-            UnsupportedFeature,
-            "a software command buffer has no native handle"
-        ))
+        Err(err!(UnsupportedFeature, "a software command buffer has no native handle"))
     }
 }

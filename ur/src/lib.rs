@@ -25,14 +25,8 @@ static CPU: CpuAdapterFactory = CpuAdapterFactory;
 pub fn adapters() -> Vec<AdapterEntry<'static>> {
     vec![
         AdapterEntry::Compiled(&CPU),
-        AdapterEntry::NotCompiled(
-            Backend::OpenCl,
-            "the OpenCL adapter is not part of this build",
-        ),
-        AdapterEntry::NotCompiled(
-            Backend::Vulkan,
-            "the Vulkan adapter is not part of this build",
-        ),
+        AdapterEntry::NotCompiled(Backend::OpenCl, "the OpenCL adapter is not part of this build"),
+        AdapterEntry::NotCompiled(Backend::Vulkan, "the Vulkan adapter is not part of this build"),
         AdapterEntry::NotCompiled(Backend::Cuda, "the CUDA adapter is not part of this build"),
     ]
 }

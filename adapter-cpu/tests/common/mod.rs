@@ -3,8 +3,8 @@
 #![allow(dead_code)]
 
 use ur_core::{
-    ArgKind, Context, Kernel, KernelSignature, NativeKernel, Program, ProgramBundle, ProgramSource,
-    Queue, QueueProperties, UsmPtr, WorkGroup,
+    ArgKind, Context, Kernel, KernelSignature, NativeKernel, Program, ProgramBundle, ProgramSource, Queue,
+    QueueProperties, UsmPtr, WorkGroup,
 };
 
 pub fn boom(g: &WorkGroup<'_>) {
@@ -36,12 +36,7 @@ pub fn setup(device: &ur_core::Device) -> (Context, Queue, Kernel, Kernel) {
     let context = Context::new(device).unwrap();
     let queue = Queue::new(&context, QueueProperties::default()).unwrap();
     let program = program(&context);
-    (
-        context,
-        queue,
-        Kernel::new(&program, "boom").unwrap(),
-        Kernel::new(&program, "increment").unwrap(),
-    )
+    (context, queue, Kernel::new(&program, "boom").unwrap(), Kernel::new(&program, "increment").unwrap())
 }
 
 pub fn read_u32(queue: &Queue, ptr: UsmPtr, n: usize) -> Vec<u32> {

@@ -2,8 +2,8 @@
 //! executed and its result checked.
 
 use ur::{
-    AppendOptions, CommandBufferDesc, KernelArg, KernelLaunch, MigrationFlags, RectLayout,
-    RectOffset, RectRegion, UsmAdvice, UsmKind,
+    AppendOptions, CommandBufferDesc, KernelArg, KernelLaunch, MigrationFlags, RectLayout, RectOffset, RectRegion,
+    UsmAdvice, UsmKind,
 };
 
 use crate::harness::{CaseResult, Env, copy_rect_reference, pattern, read, read_buffer, write};
@@ -31,10 +31,7 @@ pub(super) fn cases() -> Vec<crate::Case> {
 const N: usize = 256;
 
 /// Records with `record`, finalizes, runs once on a new queue, returns the queue.
-fn run_once(
-    env: &Env,
-    record: impl FnOnce(&ur::CommandBuffer) -> CaseResult,
-) -> Result<ur::Queue, crate::CaseError> {
+fn run_once(env: &Env, record: impl FnOnce(&ur::CommandBuffer) -> CaseResult) -> Result<ur::Queue, crate::CaseError> {
     let cb = env.command_buffer(CommandBufferDesc::default())?;
     record(&cb)?;
     cb.finalize()?;
@@ -61,10 +58,7 @@ fn usm_fill(env: &Env) -> CaseResult {
         cb.append_usm_fill(dst.ptr(), &[1, 2, 3, 4], N, AppendOptions::new())?;
         Ok(())
     })?;
-    check_eq!(
-        read::<u8>(&queue, dst.ptr(), N)?,
-        [1u8, 2, 3, 4].repeat(N / 4)
-    );
+    check_eq!(read::<u8>(&queue, dst.ptr(), N)?, [1u8, 2, 3, 4].repeat(N / 4));
     Ok(())
 }
 
@@ -87,26 +81,11 @@ fn buffer_copy_rect(env: &Env) -> CaseResult {
     let src_layout = RectLayout::new(RectOffset::new(2, 3, 0), 16, 256);
     let dst_layout = RectLayout::new(RectOffset::new(8, 8, 0), 16, 256);
     let queue = run_once(env, |cb| {
-        cb.append_buffer_copy_rect(
-            &src,
-            &dst,
-            src_layout,
-            dst_layout,
-            region,
-            AppendOptions::new(),
-        )?;
+        cb.append_buffer_copy_rect(&src, &dst, src_layout, dst_layout, region, AppendOptions::new())?;
         Ok(())
     })?;
     let mut expected = vec![0u8; N];
-    copy_rect_reference(
-        &data,
-        [2, 3, 0],
-        (16, 256),
-        &mut expected,
-        [8, 8, 0],
-        (16, 256),
-        [4, 4, 1],
-    );
+    copy_rect_reference(&data, [2, 3, 0], (16, 256), &mut expected, [8, 8, 0], (16, 256), [4, 4, 1]);
     check_eq!(read_buffer::<u8>(&queue, &dst, 0, N)?, expected);
     Ok(())
 }
@@ -141,15 +120,7 @@ fn buffer_read_rect(env: &Env) -> CaseResult {
         Ok(())
     })?;
     let mut expected = vec![0u8; 64];
-    copy_rect_reference(
-        &data,
-        [4, 4, 0],
-        (16, 128),
-        &mut expected,
-        [0, 0, 0],
-        (8, 64),
-        [8, 8, 1],
-    );
+    copy_rect_reference(&data, [4, 4, 0], (16, 128), &mut expected, [0, 0, 0], (8, 64), [8, 8, 1]);
     check_eq!(read::<u8>(&queue, dst.ptr(), 64)?, expected);
     Ok(())
 }
@@ -186,15 +157,7 @@ fn buffer_write_rect(env: &Env) -> CaseResult {
         Ok(())
     })?;
     let mut expected = vec![0u8; N];
-    copy_rect_reference(
-        &data,
-        [0, 0, 0],
-        (8, 64),
-        &mut expected,
-        [8, 0, 0],
-        (16, 128),
-        [8, 8, 1],
-    );
+    copy_rect_reference(&data, [0, 0, 0], (8, 64), &mut expected, [8, 0, 0], (16, 128), [8, 8, 1]);
     check_eq!(read_buffer::<u8>(&queue, &buffer, 0, N)?, expected);
     Ok(())
 }
@@ -202,43 +165,20 @@ fn buffer_write_rect(env: &Env) -> CaseResult {
 fn buffer_fill(env: &Env) -> CaseResult {
     let buffer = env.buffer(N)?;
     let queue = run_once(env, |cb| {
-        cb.append_buffer_fill(
-            &buffer,
-            &[0xC0, 0xFF, 0xEE, 0x00],
-            0,
-            N,
-            AppendOptions::new(),
-        )?;
+        cb.append_buffer_fill(&buffer, &[0xC0, 0xFF, 0xEE, 0x00], 0, N, AppendOptions::new())?;
         Ok(())
     })?;
-    check_eq!(
-        read_buffer::<u8>(&queue, &buffer, 0, N)?,
-        [0xC0u8, 0xFF, 0xEE, 0x00].repeat(N / 4)
-    );
+    check_eq!(read_buffer::<u8>(&queue, &buffer, 0, N)?, [0xC0u8, 0xFF, 0xEE, 0x00].repeat(N / 4));
     Ok(())
 }
 
 /// A prefetch is ordered like any command: a fill after it still lands.
 fn usm_prefetch(env: &Env) -> CaseResult {
-    let kind = if env.device().info().usm.contains(ur::UsmKinds::SHARED) {
-        UsmKind::Shared
-    } else {
-        UsmKind::Device
-    };
+    let kind = if env.device().info().usm.contains(ur::UsmKinds::SHARED) { UsmKind::Shared } else { UsmKind::Device };
     let mem = env.usm(kind, N)?;
     let queue = run_once(env, |cb| {
-        let p = cb.append_usm_prefetch(
-            mem.ptr(),
-            N,
-            MigrationFlags::HOST_TO_DEVICE,
-            AppendOptions::new(),
-        )?;
-        cb.append_usm_fill(
-            mem.ptr(),
-            &[0x5A],
-            N,
-            AppendOptions::new().after(&[p.sync_point]),
-        )?;
+        let p = cb.append_usm_prefetch(mem.ptr(), N, MigrationFlags::HOST_TO_DEVICE, AppendOptions::new())?;
+        cb.append_usm_fill(mem.ptr(), &[0x5A], N, AppendOptions::new().after(&[p.sync_point]))?;
         Ok(())
     })?;
     check_eq!(read::<u8>(&queue, mem.ptr(), N)?, vec![0x5Au8; N]);
@@ -264,18 +204,8 @@ fn usm_prefetch_device_to_host(env: &Env) -> CaseResult {
 fn usm_advise(env: &Env) -> CaseResult {
     let mem = env.usm(UsmKind::Device, N)?;
     let queue = run_once(env, |cb| {
-        let a = cb.append_usm_advise(
-            mem.ptr(),
-            N,
-            UsmAdvice::SET_READ_MOSTLY,
-            AppendOptions::new(),
-        )?;
-        cb.append_usm_fill(
-            mem.ptr(),
-            &[0x11],
-            N,
-            AppendOptions::new().after(&[a.sync_point]),
-        )?;
+        let a = cb.append_usm_advise(mem.ptr(), N, UsmAdvice::SET_READ_MOSTLY, AppendOptions::new())?;
+        cb.append_usm_fill(mem.ptr(), &[0x11], N, AppendOptions::new().after(&[a.sync_point]))?;
         Ok(())
     })?;
     check_eq!(read::<u8>(&queue, mem.ptr(), N)?, vec![0x11u8; N]);
@@ -293,12 +223,8 @@ fn kernel_launch(env: &Env) -> CaseResult {
     write(&setup, y.ptr(), &ys)?;
     let kernel = env.kernel("saxpy")?;
     let a = 42u32;
-    let args = [
-        KernelArg::Pointer(z.ptr()),
-        KernelArg::value(&a),
-        KernelArg::Pointer(x.ptr()),
-        KernelArg::Pointer(y.ptr()),
-    ];
+    let args =
+        [KernelArg::Pointer(z.ptr()), KernelArg::value(&a), KernelArg::Pointer(x.ptr()), KernelArg::Pointer(y.ptr())];
     let queue = run_once(env, |cb| {
         // SAFETY: saxpy over 64 items with 64-element X, Y and Z.
         unsafe {
@@ -310,9 +236,6 @@ fn kernel_launch(env: &Env) -> CaseResult {
         };
         Ok(())
     })?;
-    check_eq!(
-        read::<u32>(&queue, z.ptr(), E)?,
-        saxpy_reference(a, &xs, &ys)
-    );
+    check_eq!(read::<u32>(&queue, z.ptr(), E)?, saxpy_reference(a, &xs, &ys));
     Ok(())
 }

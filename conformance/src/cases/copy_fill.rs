@@ -13,18 +13,16 @@ pub(super) fn cases() -> Vec<Case> {
     let mut all = Vec::new();
     for (size, src, dst, len) in COPY_SETS {
         all.push(
-            Case::new(
-                format!("copy::size_{size}_src_{src}_dst_{dst}_len_{len}"),
-                move |env| copy_set(env, size, src, dst, len),
-            )
+            Case::new(format!("copy::size_{size}_src_{src}_dst_{dst}_len_{len}"), move |env| {
+                copy_set(env, size, src, dst, len)
+            })
             .requires(Requires::HOST_USM),
         );
     }
     for (size, pattern_size) in FILL_SETS {
-        all.push(Case::new(
-            format!("fill::size_{size}_pattern_{pattern_size}"),
-            move |env| fill_set(env, size, pattern_size),
-        ));
+        all.push(Case::new(format!("fill::size_{size}_pattern_{pattern_size}"), move |env| {
+            fill_set(env, size, pattern_size)
+        }));
     }
     all.extend(cases!["fill"; buffer_at_offset, usm_inside_allocation]);
     all
@@ -78,23 +76,9 @@ fn copy_set(env: &Env, size: usize, src: usize, dst: usize, len: usize) -> CaseR
     // SAFETY: both host blocks hold `size` bytes and outlive every execution
     // (declared before the queue); the host reads `raw_out` only after waiting.
     unsafe {
-        let w =
-            cb.append_buffer_write_host(&staging, 0, size, raw_in.ptr(), AppendOptions::new())?;
-        let c = cb.append_buffer_copy(
-            &staging,
-            &target,
-            src,
-            dst,
-            len,
-            AppendOptions::new().after(&[w.sync_point]),
-        )?;
-        cb.append_buffer_read_host(
-            &target,
-            0,
-            size,
-            raw_out.ptr(),
-            AppendOptions::new().after(&[c.sync_point]),
-        )?;
+        let w = cb.append_buffer_write_host(&staging, 0, size, raw_in.ptr(), AppendOptions::new())?;
+        let c = cb.append_buffer_copy(&staging, &target, src, dst, len, AppendOptions::new().after(&[w.sync_point]))?;
+        cb.append_buffer_read_host(&target, 0, size, raw_out.ptr(), AppendOptions::new().after(&[c.sync_point]))?;
     }
     cb.finalize()?;
     queue.write_buffer(&target, 0, &vec![BASE; size], &[])?;
@@ -110,26 +94,12 @@ fn copy_set(env: &Env, size: usize, src: usize, dst: usize, len: usize) -> CaseR
     write(&queue, host_in.ptr(), &input)?;
     write(&queue, host_out.ptr(), &vec![0u8; size])?;
     let cb = env.command_buffer(CommandBufferDesc::default())?;
-    let m = cb.append_usm_memcpy(
-        device.ptr().byte_add(dst),
-        host_in.ptr().byte_add(src),
-        len,
-        AppendOptions::new(),
-    )?;
-    cb.append_usm_memcpy(
-        host_out.ptr(),
-        device.ptr(),
-        size,
-        AppendOptions::new().after(&[m.sync_point]),
-    )?;
+    let m = cb.append_usm_memcpy(device.ptr().byte_add(dst), host_in.ptr().byte_add(src), len, AppendOptions::new())?;
+    cb.append_usm_memcpy(host_out.ptr(), device.ptr(), size, AppendOptions::new().after(&[m.sync_point]))?;
     cb.finalize()?;
     write(&queue, device.ptr(), &vec![BASE; size])?;
     queue.enqueue_command_buffer(&cb, &[])?.wait()?;
-    check_eq!(
-        read::<u8>(&queue, host_out.ptr(), size)?,
-        expected,
-        "USM chain"
-    );
+    check_eq!(read::<u8>(&queue, host_out.ptr(), size)?, expected, "USM chain");
     Ok(())
 }
 
@@ -150,15 +120,7 @@ fn fill_set(env: &Env, size: usize, pattern_size: usize) -> CaseResult {
     let f = cb.append_buffer_fill(&buffer, &pat, 0, size, AppendOptions::new())?;
     // SAFETY: `out` holds `size` bytes and outlives every execution (declared
     // before the queue); the host touches it only between executions.
-    unsafe {
-        cb.append_buffer_read_host(
-            &buffer,
-            0,
-            size,
-            out.ptr(),
-            AppendOptions::new().after(&[f.sync_point]),
-        )?
-    };
+    unsafe { cb.append_buffer_read_host(&buffer, 0, size, out.ptr(), AppendOptions::new().after(&[f.sync_point]))? };
     cb.finalize()?;
     queue.enqueue_command_buffer(&cb, &[])?.wait()?;
     // SAFETY: the execution was waited for.
@@ -174,27 +136,15 @@ fn fill_set(env: &Env, size: usize, pattern_size: usize) -> CaseResult {
         queue.finish()?;
         // SAFETY: the queue finished.
         let seen = unsafe { out.to_vec() };
-        check_eq!(
-            seen,
-            expected,
-            "buffer fill after {enqueues} more enqueue(s)"
-        );
+        check_eq!(seen, expected, "buffer fill after {enqueues} more enqueue(s)");
     }
 
     // USM.
-    let (device, copy) = (
-        env.usm(UsmKind::Device, size)?,
-        env.usm(UsmKind::Device, size)?,
-    );
+    let (device, copy) = (env.usm(UsmKind::Device, size)?, env.usm(UsmKind::Device, size)?);
     write(&queue, copy.ptr(), &vec![BASE; size])?;
     let cb = env.command_buffer(CommandBufferDesc::default())?;
     let f = cb.append_usm_fill(device.ptr(), &pat, size, AppendOptions::new())?;
-    cb.append_usm_memcpy(
-        copy.ptr(),
-        device.ptr(),
-        size,
-        AppendOptions::new().after(&[f.sync_point]),
-    )?;
+    cb.append_usm_memcpy(copy.ptr(), device.ptr(), size, AppendOptions::new().after(&[f.sync_point]))?;
     cb.finalize()?;
     queue.enqueue_command_buffer(&cb, &[])?.wait()?;
     check_eq!(read::<u8>(&queue, copy.ptr(), size)?, expected, "USM fill");

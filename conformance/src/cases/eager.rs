@@ -8,13 +8,11 @@
 //! profiling (`test/conformance/event/`).
 
 use ur::{
-    Context, Event, EventStatus, KernelArg, KernelLaunch, MigrationFlags, Program, Queue,
-    QueueProperties, RectLayout, RectOffset, RectRegion, UsmAdvice, UsmAllocation, UsmKind,
+    Context, Event, EventStatus, KernelArg, KernelLaunch, MigrationFlags, Program, Queue, QueueProperties, RectLayout,
+    RectOffset, RectRegion, UsmAdvice, UsmAllocation, UsmKind,
 };
 
-use crate::harness::{
-    CaseResult, Env, copy_rect_reference, fill_reference, pattern, read, read_buffer, write,
-};
+use crate::harness::{CaseResult, Env, copy_rect_reference, fill_reference, pattern, read, read_buffer, write};
 use crate::kernels::{self, saxpy_local_reference, saxpy_reference};
 use crate::{Requires, cases, check, check_eq, check_err};
 
@@ -72,24 +70,12 @@ fn launch_1d(env: &Env) -> CaseResult {
     write(&queue, y.ptr(), &ys)?;
     let kernel = env.kernel("saxpy")?;
     let a = 5u32;
-    let args = [
-        KernelArg::Pointer(z.ptr()),
-        KernelArg::value(&a),
-        KernelArg::Pointer(x.ptr()),
-        KernelArg::Pointer(y.ptr()),
-    ];
+    let args =
+        [KernelArg::Pointer(z.ptr()), KernelArg::value(&a), KernelArg::Pointer(x.ptr()), KernelArg::Pointer(y.ptr())];
     // SAFETY: 256 work-items over 256-element X, Y and Z.
-    let event = unsafe {
-        queue.launch_kernel(
-            &KernelLaunch::new(&kernel, &[N], &args).local_size(&[64]),
-            &[],
-        )?
-    };
+    let event = unsafe { queue.launch_kernel(&KernelLaunch::new(&kernel, &[N], &args).local_size(&[64]), &[])? };
     event.wait()?;
-    check_eq!(
-        read::<u32>(&queue, z.ptr(), N)?,
-        saxpy_reference(a, &xs, &ys)
-    );
+    check_eq!(read::<u32>(&queue, z.ptr(), N)?, saxpy_reference(a, &xs, &ys));
     Ok(())
 }
 
@@ -117,10 +103,8 @@ fn indexers_reference(global: [usize; 3], local: [usize; 3], offset: [usize; 3])
 fn launch_2d_3d_with_offsets(env: &Env) -> CaseResult {
     let kernel = env.kernel("indexers")?;
     let queue = env.queue()?;
-    let launches: [(&[usize], &[usize], &[usize]); 2] = [
-        (&[8, 6], &[4, 3], &[3, 11]),
-        (&[4, 3, 6], &[2, 3, 2], &[5, 1, 9]),
-    ];
+    let launches: [(&[usize], &[usize], &[usize]); 2] =
+        [(&[8, 6], &[4, 3], &[3, 11]), (&[4, 3, 6], &[2, 3, 2], &[5, 1, 9])];
     for (global, local, offset) in launches {
         let items: usize = global.iter().product();
         let out = env.usm_u32(items * 6)?;
@@ -130,12 +114,7 @@ fn launch_2d_3d_with_offsets(env: &Env) -> CaseResult {
         // linear id; `out` has six per item of the global range.
         unsafe {
             queue
-                .launch_kernel(
-                    &KernelLaunch::new(&kernel, global, &args)
-                        .local_size(local)
-                        .global_offset(offset),
-                    &[],
-                )?
+                .launch_kernel(&KernelLaunch::new(&kernel, global, &args).local_size(local).global_offset(offset), &[])?
                 .wait()?
         };
         let pad = |v: &[usize], fill: usize| {
@@ -174,18 +153,8 @@ fn launch_local_memory(env: &Env) -> CaseResult {
     ];
     // SAFETY: 128 work-items over 128-element X, Y and Z; local memory holds
     // one and two u32s per item of a 16-item group.
-    unsafe {
-        queue
-            .launch_kernel(
-                &KernelLaunch::new(&kernel, &[N], &args).local_size(&[LOCAL]),
-                &[],
-            )?
-            .wait()?
-    };
-    check_eq!(
-        read::<u32>(&queue, z.ptr(), N)?,
-        saxpy_local_reference(a, &xs, &ys, LOCAL)
-    );
+    unsafe { queue.launch_kernel(&KernelLaunch::new(&kernel, &[N], &args).local_size(&[LOCAL]), &[])?.wait()? };
+    check_eq!(read::<u32>(&queue, z.ptr(), N)?, saxpy_local_reference(a, &xs, &ys, LOCAL));
     Ok(())
 }
 
@@ -194,30 +163,14 @@ fn launch_local_memory(env: &Env) -> CaseResult {
 fn launch_with_buffer_args(env: &Env) -> CaseResult {
     const N: usize = 64;
     let (xs, ys) = saxpy_inputs(N);
-    let (x, y, z) = (
-        env.buffer_with(&xs)?,
-        env.buffer_with(&ys)?,
-        env.buffer(N * 4)?,
-    );
+    let (x, y, z) = (env.buffer_with(&xs)?, env.buffer_with(&ys)?, env.buffer(N * 4)?);
     let kernel = env.kernel("saxpy")?;
     let a = 11u32;
-    let args = [
-        KernelArg::MemObj(&z),
-        KernelArg::value(&a),
-        KernelArg::MemObj(&x),
-        KernelArg::MemObj(&y),
-    ];
+    let args = [KernelArg::MemObj(&z), KernelArg::value(&a), KernelArg::MemObj(&x), KernelArg::MemObj(&y)];
     let queue = env.queue()?;
     // SAFETY: 64 work-items over 64-element buffers.
-    unsafe {
-        queue
-            .launch_kernel(&KernelLaunch::new(&kernel, &[N], &args), &[])?
-            .wait()?
-    };
-    check_eq!(
-        read_buffer::<u32>(&queue, &z, 0, N)?,
-        saxpy_reference(a, &xs, &ys)
-    );
+    unsafe { queue.launch_kernel(&KernelLaunch::new(&kernel, &[N], &args), &[])?.wait()? };
+    check_eq!(read_buffer::<u32>(&queue, &z, 0, N)?, saxpy_reference(a, &xs, &ys));
     Ok(())
 }
 
@@ -233,16 +186,10 @@ fn usm_fill_patterns(env: &Env) -> CaseResult {
         write(&queue, mem.ptr(), &before)?;
         let pat = pattern(plen, 0x80 | plen as u8);
         let size = plen * (768 / plen);
-        queue
-            .usm_fill(mem.ptr().byte_add(AT), &pat, size, &[])?
-            .wait()?;
+        queue.usm_fill(mem.ptr().byte_add(AT), &pat, size, &[])?.wait()?;
         let mut expected = before.clone();
         expected[AT..AT + size].copy_from_slice(&fill_reference(&pat, size));
-        check_eq!(
-            read::<u8>(&queue, mem.ptr(), SIZE)?,
-            expected,
-            "pattern of {plen} bytes"
-        );
+        check_eq!(read::<u8>(&queue, mem.ptr(), SIZE)?, expected, "pattern of {plen} bytes");
     }
     Ok(())
 }
@@ -251,10 +198,7 @@ fn usm_fill_patterns(env: &Env) -> CaseResult {
 /// an overlapping copy is refused.
 fn usm_memcpy(env: &Env) -> CaseResult {
     const SIZE: usize = 512;
-    let (a, b) = (
-        env.usm(UsmKind::Device, SIZE)?,
-        env.usm(UsmKind::Device, SIZE)?,
-    );
+    let (a, b) = (env.usm(UsmKind::Device, SIZE)?, env.usm(UsmKind::Device, SIZE)?);
     let queue = env.queue()?;
     let data = pattern(SIZE, 21);
     write(&queue, a.ptr(), &data)?;
@@ -267,10 +211,7 @@ fn usm_memcpy(env: &Env) -> CaseResult {
     expected[100..300].copy_from_slice(&data[3..203]);
     expected.copy_within(100..164, 0);
     check_eq!(read::<u8>(&queue, b.ptr(), SIZE)?, expected);
-    check_err!(
-        queue.usm_memcpy(a.ptr(), a.ptr().byte_add(10), 64, &[]),
-        OverlappingRegions
-    );
+    check_err!(queue.usm_memcpy(a.ptr(), a.ptr().byte_add(10), 64, &[]), OverlappingRegions);
     Ok(())
 }
 
@@ -278,11 +219,7 @@ fn usm_memcpy(env: &Env) -> CaseResult {
 /// complete and order like any command.
 fn usm_prefetch_and_advise(env: &Env) -> CaseResult {
     const SIZE: usize = 256;
-    let kind = if env.device().info().usm.contains(ur::UsmKinds::SHARED) {
-        UsmKind::Shared
-    } else {
-        UsmKind::Device
-    };
+    let kind = if env.device().info().usm.contains(ur::UsmKinds::SHARED) { UsmKind::Shared } else { UsmKind::Device };
     let mem = env.usm(kind, SIZE)?;
     let queue = env.queue()?;
     let prefetch = queue.usm_prefetch(mem.ptr(), SIZE, MigrationFlags::HOST_TO_DEVICE, &[])?;
@@ -290,19 +227,11 @@ fn usm_prefetch_and_advise(env: &Env) -> CaseResult {
     let fill = queue.usm_fill(mem.ptr(), &[0x6B], SIZE, &[&prefetch, &advise])?;
     let back = queue.usm_prefetch(mem.ptr(), SIZE, MigrationFlags::DEVICE_TO_HOST, &[&fill])?;
     back.wait()?;
-    for (name, e) in [
-        ("prefetch", &prefetch),
-        ("advise", &advise),
-        ("fill", &fill),
-        ("prefetch back", &back),
-    ] {
+    for (name, e) in [("prefetch", &prefetch), ("advise", &advise), ("fill", &fill), ("prefetch back", &back)] {
         check_eq!(e.status(), EventStatus::Complete, "{name}");
     }
     check_eq!(read::<u8>(&queue, mem.ptr(), SIZE)?, vec![0x6Bu8; SIZE]);
-    check_err!(
-        queue.usm_prefetch(mem.ptr(), SIZE + 1, MigrationFlags::HOST_TO_DEVICE, &[]),
-        InvalidSize
-    );
+    check_err!(queue.usm_prefetch(mem.ptr(), SIZE + 1, MigrationFlags::HOST_TO_DEVICE, &[]), InvalidSize);
     Ok(())
 }
 
@@ -324,10 +253,7 @@ fn write_read_usm(env: &Env) -> CaseResult {
         let expected = [vec![0xEEu8; 10], data, vec![0xEE; 10]].concat();
         check_eq!(middle, expected, "{kind:?} USM");
         let mut past_end = vec![0u8; 8];
-        check_err!(
-            queue.read_usm(mem.ptr().byte_add(SIZE - 4), &mut past_end, &[]),
-            InvalidSize
-        );
+        check_err!(queue.read_usm(mem.ptr().byte_add(SIZE - 4), &mut past_end, &[]), InvalidSize);
     }
     Ok(())
 }
@@ -346,10 +272,7 @@ fn buffer_write_read(env: &Env) -> CaseResult {
     let mut part = vec![0u8; 50];
     queue.read_buffer(&buffer, 380, &mut part, &[])?;
     check_eq!(part, expected[380..430].to_vec());
-    check_err!(
-        queue.read_buffer(&buffer, SIZE - 10, &mut part, &[]),
-        InvalidSize
-    );
+    check_err!(queue.read_buffer(&buffer, SIZE - 10, &mut part, &[]), InvalidSize);
     Ok(())
 }
 
@@ -372,10 +295,7 @@ fn buffer_copy_and_fill(env: &Env) -> CaseResult {
     check_eq!(read_buffer::<u8>(&queue, &src, 0, SIZE)?, model_src);
     check_eq!(read_buffer::<u8>(&queue, &dst, 0, SIZE)?, model_dst);
     check_err!(queue.fill_buffer(&src, &pat, 4, 64, &[]), InvalidSize);
-    check_err!(
-        queue.copy_buffer(&src, &dst, 0, SIZE - 8, 16, &[]),
-        InvalidSize
-    );
+    check_err!(queue.copy_buffer(&src, &dst, 0, SIZE - 8, 16, &[]), InvalidSize);
     Ok(())
 }
 
@@ -391,15 +311,7 @@ fn buffer_rect_write_read(env: &Env) -> CaseResult {
     let host_layout = RectLayout::new(RectOffset::new(2, 1, 0), 20, 200);
     queue.write_buffer_rect(&buffer, buffer_layout, host_layout, region, &host, &[])?;
     let mut expected = vec![0u8; 512];
-    copy_rect_reference(
-        &host,
-        [2, 1, 0],
-        (20, 200),
-        &mut expected,
-        [5, 4, 0],
-        (32, 512),
-        [12, 6, 1],
-    );
+    copy_rect_reference(&host, [2, 1, 0], (20, 200), &mut expected, [5, 4, 0], (32, 512), [12, 6, 1]);
     check_eq!(read_buffer::<u8>(&queue, &buffer, 0, 512)?, expected);
 
     let mut out = vec![0xFFu8; 112];
@@ -412,26 +324,11 @@ fn buffer_rect_write_read(env: &Env) -> CaseResult {
         &[],
     )?;
     let mut expected_out = vec![0xFFu8; 112];
-    copy_rect_reference(
-        &expected,
-        [5, 4, 0],
-        (32, 512),
-        &mut expected_out,
-        [1, 1, 0],
-        (16, 112),
-        [12, 6, 1],
-    );
+    copy_rect_reference(&expected, [5, 4, 0], (32, 512), &mut expected_out, [1, 1, 0], (16, 112), [12, 6, 1]);
     check_eq!(out, expected_out);
     let mut short = vec![0u8; 50];
     check_err!(
-        queue.read_buffer_rect(
-            &buffer,
-            buffer_layout,
-            RectLayout::packed(),
-            region,
-            &mut short,
-            &[]
-        ),
+        queue.read_buffer_rect(&buffer, buffer_layout, RectLayout::packed(), region, &mut short, &[]),
         InvalidSize
     );
     Ok(())
@@ -446,19 +343,9 @@ fn buffer_copy_rect_3d(env: &Env) -> CaseResult {
     let region = RectRegion::new(6, 3, 4);
     let src_layout = RectLayout::new(RectOffset::new(1, 2, 1), 16, 128);
     let dst_layout = RectLayout::new(RectOffset::new(3, 0, 2), 8, 64);
-    queue
-        .copy_buffer_rect(&src, &dst, src_layout, dst_layout, region, &[])?
-        .wait()?;
+    queue.copy_buffer_rect(&src, &dst, src_layout, dst_layout, region, &[])?.wait()?;
     let mut expected = vec![0u8; 1024];
-    copy_rect_reference(
-        &data,
-        [1, 2, 1],
-        (16, 128),
-        &mut expected,
-        [3, 0, 2],
-        (8, 64),
-        [6, 3, 4],
-    );
+    copy_rect_reference(&data, [1, 2, 1], (16, 128), &mut expected, [3, 0, 2], (8, 64), [6, 3, 4]);
     check_eq!(read_buffer::<u8>(&queue, &dst, 0, 1024)?, expected);
     Ok(())
 }
@@ -468,10 +355,7 @@ fn buffer_copy_rect_3d(env: &Env) -> CaseResult {
 fn buffer_usm_transfers(env: &Env) -> CaseResult {
     const SIZE: usize = 256;
     let data = pattern(SIZE, 90);
-    let (staging, out) = (
-        env.usm(UsmKind::Host, SIZE)?,
-        env.usm(UsmKind::Device, SIZE)?,
-    );
+    let (staging, out) = (env.usm(UsmKind::Host, SIZE)?, env.usm(UsmKind::Device, SIZE)?);
     let buffer = env.buffer(SIZE * 2)?;
     let queue = ooo_or_default(env)?;
     write(&queue, staging.ptr(), &data)?;
@@ -479,14 +363,8 @@ fn buffer_usm_transfers(env: &Env) -> CaseResult {
     let down = queue.read_buffer_to_usm(&buffer, SIZE + 16, 128, out.ptr(), &[&up])?;
     down.wait()?;
     check_eq!(read::<u8>(&queue, out.ptr(), 128)?, data[16..144].to_vec());
-    check_eq!(
-        read_buffer::<u8>(&queue, &buffer, 0, SIZE * 2)?,
-        [vec![0u8; SIZE], data.clone()].concat()
-    );
-    check_err!(
-        queue.read_buffer_to_usm(&buffer, 0, SIZE + 1, out.ptr(), &[]),
-        InvalidSize
-    );
+    check_eq!(read_buffer::<u8>(&queue, &buffer, 0, SIZE * 2)?, [vec![0u8; SIZE], data.clone()].concat());
+    check_err!(queue.read_buffer_to_usm(&buffer, 0, SIZE + 1, out.ptr(), &[]), InvalidSize);
     Ok(())
 }
 
@@ -515,38 +393,23 @@ fn async_raw_pointer_transfers(env: &Env) -> CaseResult {
 /// An out-of-order queue where the device has them, else an in-order one:
 /// for cases whose wait lists must order on either.
 fn ooo_or_default(env: &Env) -> Result<Queue, crate::CaseError> {
-    if env.device().info().out_of_order_queues {
-        env.ooo_queue()
-    } else {
-        env.queue()
-    }
+    if env.device().info().out_of_order_queues { env.ooo_queue() } else { env.queue() }
 }
 
 /// UR's `urEnqueueEventsWaitTest`: on an out-of-order queue, a command
 /// waiting on an events-wait marker sees everything the marker waited on.
 fn events_wait_joins(env: &Env) -> CaseResult {
     let queue = env.ooo_queue()?;
-    let (a, b) = (
-        env.usm(UsmKind::Device, BIG)?,
-        env.usm(UsmKind::Device, BIG)?,
-    );
+    let (a, b) = (env.usm(UsmKind::Device, BIG)?, env.usm(UsmKind::Device, BIG)?);
     let out = env.usm(UsmKind::Device, 8)?;
     let fa = queue.usm_fill(a.ptr(), &[0x11], BIG, &[])?;
     let fb = queue.usm_fill(b.ptr(), &[0x22], BIG, &[])?;
     let joined = queue.events_wait(&[&fa, &fb])?;
     let ca = queue.usm_memcpy(out.ptr(), a.ptr().byte_add(BIG - 4), 4, &[&joined])?;
-    let cb = queue.usm_memcpy(
-        out.ptr().byte_add(4),
-        b.ptr().byte_add(BIG - 4),
-        4,
-        &[&joined],
-    )?;
+    let cb = queue.usm_memcpy(out.ptr().byte_add(4), b.ptr().byte_add(BIG - 4), 4, &[&joined])?;
     Event::wait_all(&[&ca, &cb])?;
     check_eq!(joined.status(), EventStatus::Complete);
-    check_eq!(
-        read::<u8>(&queue, out.ptr(), 8)?,
-        [[0x11u8; 4], [0x22; 4]].concat()
-    );
+    check_eq!(read::<u8>(&queue, out.ptr(), 8)?, [[0x11u8; 4], [0x22; 4]].concat());
     let nothing = queue.events_wait(&[])?;
     nothing.wait()?;
     check_eq!(nothing.status(), EventStatus::Complete);
@@ -559,9 +422,7 @@ fn events_wait_joins(env: &Env) -> CaseResult {
 fn barrier_orders_out_of_order_queue(env: &Env) -> CaseResult {
     const PAIRS: usize = 4;
     let queue = env.ooo_queue()?;
-    let big: Vec<UsmAllocation> = (0..PAIRS)
-        .map(|_| env.usm(UsmKind::Device, BIG))
-        .collect::<Result<_, _>>()?;
+    let big: Vec<UsmAllocation> = (0..PAIRS).map(|_| env.usm(UsmKind::Device, BIG)).collect::<Result<_, _>>()?;
     let out = env.usm(UsmKind::Device, PAIRS * 4)?;
     for round in 1..=2u8 {
         let fills: Vec<Event> = big
@@ -579,11 +440,7 @@ fn barrier_orders_out_of_order_queue(env: &Env) -> CaseResult {
             check_eq!(f.status(), EventStatus::Complete);
         }
         let expected: Vec<u8> = (0..PAIRS).flat_map(|i| [round * 16 + i as u8; 4]).collect();
-        check_eq!(
-            read::<u8>(&queue, out.ptr(), PAIRS * 4)?,
-            expected,
-            "round {round}"
-        );
+        check_eq!(read::<u8>(&queue, out.ptr(), PAIRS * 4)?, expected, "round {round}");
     }
     Ok(())
 }
@@ -603,10 +460,7 @@ fn finish_waits_for_everything(env: &Env) -> CaseResult {
         // SAFETY: items `i*N/8 .. (i+1)*N/8` write their own elements of the
         // N-element allocation.
         events.push(unsafe {
-            queue.launch_kernel(
-                &KernelLaunch::new(&kernel, &[N / 8], &args).global_offset(&offset),
-                &[],
-            )?
+            queue.launch_kernel(&KernelLaunch::new(&kernel, &[N / 8], &args).global_offset(&offset), &[])?
         });
     }
     queue.finish()?;
@@ -631,24 +485,15 @@ fn event_status_after_wait(env: &Env) -> CaseResult {
     let kernel = env.kernel("increment")?;
     let args = [KernelArg::Pointer(mem.ptr())];
     // SAFETY: 1024 items increment the first 1024 u32s of a 4 MiB allocation.
-    let launch =
-        unsafe { queue.launch_kernel(&KernelLaunch::new(&kernel, &[1024], &args), &[&fill])? };
+    let launch = unsafe { queue.launch_kernel(&KernelLaunch::new(&kernel, &[1024], &args), &[&fill])? };
     let marker = queue.events_wait(&[&launch])?;
     let barrier = queue.barrier(&[])?;
     barrier.wait()?;
-    for (name, e) in [
-        ("fill", &fill),
-        ("launch", &launch),
-        ("marker", &marker),
-        ("barrier", &barrier),
-    ] {
+    for (name, e) in [("fill", &fill), ("launch", &launch), ("marker", &marker), ("barrier", &barrier)] {
         check_eq!(e.status(), EventStatus::Complete, "{name}");
         e.wait()?;
     }
-    check_eq!(
-        read::<u32>(&queue, mem.ptr(), 2)?,
-        vec![0x0403_0202, 0x0403_0202]
-    );
+    check_eq!(read::<u32>(&queue, mem.ptr(), 2)?, vec![0x0403_0202, 0x0403_0202]);
     Ok(())
 }
 
@@ -656,10 +501,7 @@ fn event_status_after_wait(env: &Env) -> CaseResult {
 /// records queued <= submit <= start <= end, and an in-order successor
 /// starts after its predecessor ends.
 fn profiling_timestamps(env: &Env) -> CaseResult {
-    let queue = env.queue_with(QueueProperties {
-        out_of_order: false,
-        profiling: true,
-    })?;
+    let queue = env.queue_with(QueueProperties { out_of_order: false, profiling: true })?;
     let mem = env.usm(UsmKind::Device, BIG)?;
     let kernel = env.kernel("increment")?;
     let args = [KernelArg::Pointer(mem.ptr())];
@@ -682,10 +524,7 @@ fn profiling_timestamps(env: &Env) -> CaseResult {
         );
         previous_end = p.end;
     }
-    check_eq!(
-        read::<u32>(&queue, mem.ptr().byte_add(BIG / 2), 4096)?,
-        vec![1u32; 4096]
-    );
+    check_eq!(read::<u32>(&queue, mem.ptr().byte_add(BIG / 2), 4096)?, vec![1u32; 4096]);
     Ok(())
 }
 
@@ -715,16 +554,8 @@ fn wait_list_across_queues(env: &Env) -> CaseResult {
         // And back: q1 waits for q2.
         let back = q1.usm_memcpy(c.ptr(), b.ptr(), 4, &[&copy])?;
         back.wait()?;
-        check_eq!(
-            read::<u8>(&q2, b.ptr(), 4)?,
-            vec![round; 4],
-            "round {round}"
-        );
-        check_eq!(
-            read::<u8>(&q1, c.ptr(), 4)?,
-            vec![round; 4],
-            "round {round}"
-        );
+        check_eq!(read::<u8>(&q2, b.ptr(), 4)?, vec![round; 4], "round {round}");
+        check_eq!(read::<u8>(&q1, c.ptr(), 4)?, vec![round; 4], "round {round}");
     }
     Ok(())
 }
@@ -744,27 +575,15 @@ fn event_of_other_context(env: &Env) -> CaseResult {
     let args = [KernelArg::Pointer(mem.ptr()), KernelArg::value(&v)];
     let local = queue.usm_fill(mem.ptr(), &[0], 64, &[])?;
     let wait = [&local, &foreign];
-    check_err!(
-        queue.usm_fill(mem.ptr(), &[2], 64, &wait),
-        InvalidEventWaitList
-    );
-    check_err!(
-        queue.usm_memcpy(mem.ptr(), mem.ptr().byte_add(32), 32, &wait),
-        InvalidEventWaitList
-    );
+    check_err!(queue.usm_fill(mem.ptr(), &[2], 64, &wait), InvalidEventWaitList);
+    check_err!(queue.usm_memcpy(mem.ptr(), mem.ptr().byte_add(32), 32, &wait), InvalidEventWaitList);
     // SAFETY: refused before launch; it would write 16 u32s of a 16-u32 allocation.
     let launch = unsafe { queue.launch_kernel(&KernelLaunch::new(&kernel, &[16], &args), &wait) };
     check_err!(launch, InvalidEventWaitList);
     check_err!(queue.events_wait(&wait), InvalidEventWaitList);
     check_err!(queue.barrier(&wait), InvalidEventWaitList);
-    check_err!(
-        queue.write_usm(mem.ptr(), &[0u8; 8], &wait),
-        InvalidEventWaitList
-    );
-    check_err!(
-        queue.fill_buffer(&buffer, &[1], 0, 64, &wait),
-        InvalidEventWaitList
-    );
+    check_err!(queue.write_usm(mem.ptr(), &[0u8; 8], &wait), InvalidEventWaitList);
+    check_err!(queue.fill_buffer(&buffer, &[1], 0, 64, &wait), InvalidEventWaitList);
     // Nothing above ran: the allocation still holds the first fill.
     check_eq!(read::<u8>(&queue, mem.ptr(), 64)?, vec![0u8; 64]);
     Ok(())
@@ -795,11 +614,7 @@ fn argument_count_mismatch(env: &Env) -> CaseResult {
     let (fill, empty) = (env.kernel("fill")?, env.kernel("empty")?);
     let v = 1u32;
     let too_few = [KernelArg::Pointer(mem.ptr())];
-    let too_many = [
-        KernelArg::Pointer(mem.ptr()),
-        KernelArg::value(&v),
-        KernelArg::value(&v),
-    ];
+    let too_many = [KernelArg::Pointer(mem.ptr()), KernelArg::value(&v), KernelArg::value(&v)];
     for args in [&too_few[..], &too_many[..], &[]] {
         // SAFETY: refused before launch; a fill of 16 items fits the allocation.
         let launch = unsafe { queue.launch_kernel(&KernelLaunch::new(&fill, &[16], args), &[]) };
@@ -889,10 +704,7 @@ fn empty_global_range(env: &Env) -> CaseResult {
         event.wait()?;
         check_eq!(event.status(), EventStatus::Complete, "launch {i}");
     }
-    check_eq!(
-        read::<u32>(&queue, mem.ptr(), 64)?,
-        vec![0xAAAA_AAAAu32; 64]
-    );
+    check_eq!(read::<u32>(&queue, mem.ptr(), 64)?, vec![0xAAAA_AAAAu32; 64]);
     Ok(())
 }
 
@@ -908,22 +720,11 @@ fn implementation_chosen_local_size(env: &Env) -> CaseResult {
     write(&queue, y.ptr(), &ys)?;
     let saxpy = env.kernel("saxpy")?;
     let a = 2u32;
-    let args = [
-        KernelArg::Pointer(z.ptr()),
-        KernelArg::value(&a),
-        KernelArg::Pointer(x.ptr()),
-        KernelArg::Pointer(y.ptr()),
-    ];
+    let args =
+        [KernelArg::Pointer(z.ptr()), KernelArg::value(&a), KernelArg::Pointer(x.ptr()), KernelArg::Pointer(y.ptr())];
     // SAFETY: 97 work-items over 97-element X, Y and Z.
-    unsafe {
-        queue
-            .launch_kernel(&KernelLaunch::new(&saxpy, &[N], &args), &[])?
-            .wait()?
-    };
-    check_eq!(
-        read::<u32>(&queue, z.ptr(), N)?,
-        saxpy_reference(a, &xs, &ys)
-    );
+    unsafe { queue.launch_kernel(&KernelLaunch::new(&saxpy, &[N], &args), &[])?.wait()? };
+    check_eq!(read::<u32>(&queue, z.ptr(), N)?, saxpy_reference(a, &xs, &ys));
 
     let global = [7usize, 5, 3];
     let items: usize = global.iter().product();
@@ -932,28 +733,16 @@ fn implementation_chosen_local_size(env: &Env) -> CaseResult {
     let args = [KernelArg::Pointer(out.ptr())];
     // SAFETY: six u32s per work-item of a 105-item launch, in a 630-u32 allocation.
     unsafe {
-        queue
-            .launch_kernel(
-                &KernelLaunch::new(&indexers, &global, &args).global_offset(&[2, 0, 1]),
-                &[],
-            )?
-            .wait()?
+        queue.launch_kernel(&KernelLaunch::new(&indexers, &global, &args).global_offset(&[2, 0, 1]), &[])?.wait()?
     };
     let got = read::<u32>(&queue, out.ptr(), items * 6)?;
     // The local size per dimension, inferred from the largest local id.
-    let local: Vec<usize> = (0..3)
-        .map(|d| (0..items).map(|i| got[i * 6 + 3 + d]).max().unwrap_or(0) as usize + 1)
-        .collect();
+    let local: Vec<usize> =
+        (0..3).map(|d| (0..items).map(|i| got[i * 6 + 3 + d]).max().unwrap_or(0) as usize + 1).collect();
     for d in 0..3 {
-        check!(
-            global[d].is_multiple_of(local[d]),
-            "local size {local:?} does not divide global size {global:?}"
-        );
+        check!(global[d].is_multiple_of(local[d]), "local size {local:?} does not divide global size {global:?}");
     }
-    check_eq!(
-        got,
-        indexers_reference(global, [local[0], local[1], local[2]], [2, 0, 1])
-    );
+    check_eq!(got, indexers_reference(global, [local[0], local[1], local[2]], [2, 0, 1]));
     Ok(())
 }
 
@@ -978,12 +767,7 @@ fn failed_predecessor_orders_only(env: &Env) -> CaseResult {
     ];
     // SAFETY: 64 work-items over 64-element X, Y and Z; the kernel checks its
     // local-memory bounds and fails (panics) before writing past them.
-    let failing = unsafe {
-        queue.launch_kernel(
-            &KernelLaunch::new(&kernel, &[N], &args).local_size(&[16]),
-            &[],
-        )?
-    };
+    let failing = unsafe { queue.launch_kernel(&KernelLaunch::new(&kernel, &[N], &args).local_size(&[16]), &[])? };
     let after = queue.usm_fill(z.ptr(), &[0x42], N * 4, &[&failing])?;
     check_err!(failing.wait(), AdapterSpecific);
     check_eq!(failing.status(), EventStatus::Error);

@@ -4,8 +4,8 @@
 //! work of other queues; submissions on profiling queues carry timestamps.
 
 use ur::{
-    AppendOptions, CommandBuffer, CommandBufferDesc, Context, Event, KernelArg, KernelLaunch,
-    Queue, QueueProperties, UsmAllocation, UsmKind,
+    AppendOptions, CommandBuffer, CommandBufferDesc, Context, Event, KernelArg, KernelLaunch, Queue, QueueProperties,
+    UsmAllocation, UsmKind,
 };
 
 use super::event_sync::gate;
@@ -47,20 +47,12 @@ impl Serial {
     fn new(env: &Env) -> Result<Serial, CaseError> {
         let counter = env.usm_u32(COUNT)?;
         let chain = env.usm_u32(COUNT)?;
-        let copy = [
-            env.usm(UsmKind::Device, COPY_BYTES)?,
-            env.usm(UsmKind::Device, COPY_BYTES)?,
-        ];
+        let copy = [env.usm(UsmKind::Device, COPY_BYTES)?, env.usm(UsmKind::Device, COPY_BYTES)?];
         let setup = env.queue()?;
         write(&setup, counter.ptr(), &[0u32; COUNT])?;
         write(&setup, chain.ptr(), &[0u32; COUNT])?;
         let cb = Serial::record(env, &counter, &chain, &copy)?;
-        Ok(Serial {
-            counter,
-            chain,
-            _copy: copy,
-            cb,
-        })
+        Ok(Serial { counter, chain, _copy: copy, cb })
     }
 
     /// Records the buffer over the given memory.
@@ -75,29 +67,14 @@ impl Serial {
         let axpb = env.kernel("axpb")?;
         let (two, zero, one) = (2u32, 0u32, 1u32);
         let inc_args = [KernelArg::Pointer(counter.ptr())];
-        let double = [
-            KernelArg::Pointer(chain.ptr()),
-            KernelArg::value(&two),
-            KernelArg::value(&zero),
-        ];
-        let plus_one = [
-            KernelArg::Pointer(chain.ptr()),
-            KernelArg::value(&one),
-            KernelArg::value(&one),
-        ];
+        let double = [KernelArg::Pointer(chain.ptr()), KernelArg::value(&two), KernelArg::value(&zero)];
+        let plus_one = [KernelArg::Pointer(chain.ptr()), KernelArg::value(&one), KernelArg::value(&one)];
         // SAFETY: each launch has COUNT work-items over a COUNT-element
         // allocation, which the `Serial` holding the buffer keeps alive.
         unsafe {
-            cb.append_kernel_launch(
-                &KernelLaunch::new(&increment, &[COUNT], &inc_args),
-                &[],
-                AppendOptions::new(),
-            )?;
-            let first = cb.append_kernel_launch(
-                &KernelLaunch::new(&axpb, &[COUNT], &double),
-                &[],
-                AppendOptions::new(),
-            )?;
+            cb.append_kernel_launch(&KernelLaunch::new(&increment, &[COUNT], &inc_args), &[], AppendOptions::new())?;
+            let first =
+                cb.append_kernel_launch(&KernelLaunch::new(&axpb, &[COUNT], &double), &[], AppendOptions::new())?;
             let copy_done = cb.append_usm_memcpy(
                 copy[1].ptr(),
                 copy[0].ptr(),
@@ -175,23 +152,13 @@ fn serialize_out_of_order_queue(env: &Env) -> CaseResult {
 const N: usize = 64;
 
 /// A buffer doubling `src` into `dst`.
-fn doubling_buffer(
-    env: &Env,
-    dst: &UsmAllocation,
-    src: &UsmAllocation,
-) -> Result<CommandBuffer, CaseError> {
+fn doubling_buffer(env: &Env, dst: &UsmAllocation, src: &UsmAllocation) -> Result<CommandBuffer, CaseError> {
     let cb = env.command_buffer(CommandBufferDesc::default())?;
     let kernel = env.kernel("cpy_and_mult")?;
     let args = [KernelArg::Pointer(dst.ptr()), KernelArg::Pointer(src.ptr())];
     // SAFETY: N work-items over two N-element allocations, which the callers
     // keep alive until their queues have finished.
-    unsafe {
-        cb.append_kernel_launch(
-            &KernelLaunch::new(&kernel, &[N], &args),
-            &[],
-            AppendOptions::new(),
-        )?
-    };
+    unsafe { cb.append_kernel_launch(&KernelLaunch::new(&kernel, &[N], &args), &[], AppendOptions::new())? };
     cb.finalize()?;
     Ok(cb)
 }
@@ -208,9 +175,7 @@ fn wait_on_other_queue_events(env: &Env) -> CaseResult {
     let half = N / 2 * 4;
     let first = slow.usm_fill(src.ptr(), &21u32.to_le_bytes(), half, &[&held])?;
     let second = fast.usm_fill(src.ptr().byte_add(half), &5u32.to_le_bytes(), half, &[])?;
-    runner
-        .enqueue_command_buffer(&cb, &[&first, &second])?
-        .wait()?;
+    runner.enqueue_command_buffer(&cb, &[&first, &second])?.wait()?;
     let expected: Vec<u32> = [vec![42u32; N / 2], vec![10u32; N / 2]].concat();
     check_eq!(read::<u32>(&runner, dst.ptr(), N)?, expected);
     slow.finish()?;
@@ -232,15 +197,10 @@ fn eager_work_waits_on_enqueue_event(env: &Env) -> CaseResult {
     let submitted = runner.enqueue_command_buffer(&cb, &[&held])?;
     let kernel = env.kernel("copy_add")?;
     let k = 1u32;
-    let args = [
-        KernelArg::Pointer(out.ptr()),
-        KernelArg::Pointer(dst.ptr()),
-        KernelArg::value(&k),
-    ];
+    let args = [KernelArg::Pointer(out.ptr()), KernelArg::Pointer(dst.ptr()), KernelArg::value(&k)];
     // SAFETY: N work-items over two N-element allocations that outlive the
     // wait below.
-    let added =
-        unsafe { consumer.launch_kernel(&KernelLaunch::new(&kernel, &[N], &args), &[&submitted])? };
+    let added = unsafe { consumer.launch_kernel(&KernelLaunch::new(&kernel, &[N], &args), &[&submitted])? };
     added.wait()?;
     let expected: Vec<u32> = input.iter().map(|v| v * 2 + 1).collect();
     check_eq!(read::<u32>(&consumer, out.ptr(), N)?, expected);
@@ -259,16 +219,9 @@ fn wait_event_of_other_context(env: &Env) -> CaseResult {
     let cb = env.command_buffer(CommandBufferDesc::default())?;
     cb.append_usm_fill(mem.ptr(), &[2], 64, AppendOptions::new())?;
     cb.finalize()?;
-    check_err!(
-        queue.enqueue_command_buffer(&cb, &[&foreign]),
-        InvalidEventWaitList
-    );
+    check_err!(queue.enqueue_command_buffer(&cb, &[&foreign]), InvalidEventWaitList);
     queue.finish()?;
-    check_eq!(
-        read::<u8>(&queue, mem.ptr(), 64)?,
-        vec![0u8; 64],
-        "a rejected enqueue runs nothing"
-    );
+    check_eq!(read::<u8>(&queue, mem.ptr(), 64)?, vec![0u8; 64], "a rejected enqueue runs nothing");
     other_queue.finish()?;
     Ok(())
 }
@@ -287,14 +240,8 @@ fn check_ordered(what: &str, event: &Event) -> Result<ur::ProfilingInfo, CaseErr
 /// the second submission starts no earlier than the first ended.
 fn profiling(env: &Env) -> CaseResult {
     let mem = env.usm(UsmKind::Device, COPY_BYTES)?;
-    let queue = env.queue_with(QueueProperties {
-        out_of_order: false,
-        profiling: true,
-    })?;
-    let cb = env.command_buffer(CommandBufferDesc {
-        profiling: true,
-        ..Default::default()
-    })?;
+    let queue = env.queue_with(QueueProperties { out_of_order: false, profiling: true })?;
+    let cb = env.command_buffer(CommandBufferDesc { profiling: true, ..Default::default() })?;
     cb.append_usm_fill(mem.ptr(), &[1, 2, 3, 4], COPY_BYTES, AppendOptions::new())?;
     cb.finalize()?;
     let first = queue.enqueue_command_buffer(&cb, &[])?;
@@ -303,12 +250,7 @@ fn profiling(env: &Env) -> CaseResult {
     first.wait()?;
     let a = check_ordered("first submission", &first)?;
     let b = check_ordered("second submission", &second)?;
-    check!(
-        b.start >= a.end,
-        "the second submission started at {} before the first ended at {}",
-        b.start,
-        a.end
-    );
+    check!(b.start >= a.end, "the second submission started at {} before the first ended at {}", b.start, a.end);
     Ok(())
 }
 
@@ -316,10 +258,7 @@ fn profiling(env: &Env) -> CaseResult {
 fn profiling_not_available(env: &Env) -> CaseResult {
     let mem = env.usm(UsmKind::Device, 64)?;
     let queue = env.queue()?;
-    let cb = env.command_buffer(CommandBufferDesc {
-        profiling: true,
-        ..Default::default()
-    })?;
+    let cb = env.command_buffer(CommandBufferDesc { profiling: true, ..Default::default() })?;
     cb.append_usm_fill(mem.ptr(), &[1], 64, AppendOptions::new())?;
     cb.finalize()?;
     let submitted = queue.enqueue_command_buffer(&cb, &[])?;

@@ -15,14 +15,13 @@ use std::sync::OnceLock;
 
 use parking_lot::Mutex;
 use ur::{
-    AppendOptions, Appended, CommandBuffer, CommandBufferDesc, CommandHandle, Context, ContextId,
-    Event, EventStatus, MemBuffer, MigrationFlags, Queue, QueueProperties, RectLayout, RectOffset,
-    RectRegion, UsmAdvice, UsmAllocation, UsmKind,
+    AppendOptions, Appended, CommandBuffer, CommandBufferDesc, CommandHandle, Context, ContextId, Event, EventStatus,
+    MemBuffer, MigrationFlags, Queue, QueueProperties, RectLayout, RectOffset, RectRegion, UsmAdvice, UsmAllocation,
+    UsmKind,
 };
 
 use crate::harness::{
-    CaseError, CaseResult, Env, copy_rect_reference, fill_reference, pattern, read, read_buffer,
-    write,
+    CaseError, CaseResult, Env, copy_rect_reference, fill_reference, pattern, read, read_buffer, write,
 };
 use crate::{Requires, cases, check_eq, check_err};
 
@@ -88,36 +87,26 @@ pub(super) fn gate(env: &Env, queue: &Queue) -> Result<Event, CaseError> {
 
 /// Turns a missing signal event into a failure.
 pub(super) fn signal_of(appended: &Appended) -> Result<Event, CaseError> {
-    appended
-        .event
-        .clone()
-        .ok_or_else(|| CaseError::Fail("an append asked for a signal event got none".into()))
+    appended.event.clone().ok_or_else(|| CaseError::Fail("an append asked for a signal event got none".into()))
 }
 
 /// Turns a missing command handle into a failure.
 pub(super) fn handle_of(appended: &Appended) -> Result<CommandHandle, CaseError> {
-    appended.command.clone().ok_or_else(|| {
-        CaseError::Fail("an append to an updatable buffer returned no command handle".into())
-    })
+    appended
+        .command
+        .clone()
+        .ok_or_else(|| CaseError::Fail("an append to an updatable buffer returned no command handle".into()))
 }
 
 /// Reads `BYTES` of USM on `queue` after `wait`.
-fn read_usm_after(
-    queue: &Queue,
-    alloc: &UsmAllocation,
-    wait: &[&Event],
-) -> Result<Vec<u8>, CaseError> {
+fn read_usm_after(queue: &Queue, alloc: &UsmAllocation, wait: &[&Event]) -> Result<Vec<u8>, CaseError> {
     let mut out = vec![0u8; BYTES];
     queue.read_usm(alloc.ptr(), &mut out, wait)?;
     Ok(out)
 }
 
 /// Reads a whole buffer on `queue` after `wait`.
-fn read_buffer_after(
-    queue: &Queue,
-    buffer: &MemBuffer,
-    wait: &[&Event],
-) -> Result<Vec<u8>, CaseError> {
+fn read_buffer_after(queue: &Queue, buffer: &MemBuffer, wait: &[&Event]) -> Result<Vec<u8>, CaseError> {
     let mut out = vec![0u8; BYTES];
     queue.read_buffer(buffer, 0, &mut out, wait)?;
     Ok(out)
@@ -162,11 +151,7 @@ impl Kind {
     fn produces_usm(self) -> bool {
         matches!(
             self,
-            Kind::UsmMemcpy
-                | Kind::UsmFill
-                | Kind::UsmFillLargePattern
-                | Kind::UsmPrefetch
-                | Kind::UsmAdvise
+            Kind::UsmMemcpy | Kind::UsmFill | Kind::UsmFillLargePattern | Kind::UsmPrefetch | Kind::UsmAdvise
         )
     }
 }
@@ -218,29 +203,14 @@ pub(super) struct Scenario {
 
 impl Scenario {
     /// Three in-order queues, or `shared` for all three roles.
-    pub(super) fn new(
-        env: &Env,
-        kind: Kind,
-        shared: Option<&Queue>,
-    ) -> Result<Scenario, CaseError> {
-        let usm = [
-            env.usm(UsmKind::Device, BYTES)?,
-            env.usm(UsmKind::Device, BYTES)?,
-        ];
+    pub(super) fn new(env: &Env, kind: Kind, shared: Option<&Queue>) -> Result<Scenario, CaseError> {
+        let usm = [env.usm(UsmKind::Device, BYTES)?, env.usm(UsmKind::Device, BYTES)?];
         let buffers = [env.buffer(BYTES)?, env.buffer(BYTES)?];
         let (producer, runner, consumer) = match shared {
             Some(q) => (q.clone(), q.clone(), q.clone()),
             None => (env.queue()?, env.queue()?, env.queue()?),
         };
-        let scenario = Scenario {
-            producer,
-            runner,
-            consumer,
-            kind,
-            usm,
-            buffers,
-            ydata: pattern(BYTES, 0xA0),
-        };
+        let scenario = Scenario { producer, runner, consumer, kind, usm, buffers, ydata: pattern(BYTES, 0xA0) };
         scenario.reset()?;
         Ok(scenario)
     }
@@ -269,9 +239,7 @@ impl Scenario {
 
     fn producer_pattern(&self, x: u32) -> Vec<u8> {
         match self.kind {
-            Kind::UsmFillLargePattern | Kind::BufferFillLargePattern => {
-                u64::from(x).to_le_bytes().to_vec()
-            }
+            Kind::UsmFillLargePattern | Kind::BufferFillLargePattern => u64::from(x).to_le_bytes().to_vec(),
             _ => x.to_le_bytes().to_vec(),
         }
     }
@@ -281,21 +249,15 @@ impl Scenario {
         let gate = gate(env, &self.producer)?;
         let pat = self.producer_pattern(x);
         Ok(if self.kind.produces_usm() {
-            self.producer
-                .usm_fill(self.usm[0].ptr(), &pat, BYTES, &[&gate])?
+            self.producer.usm_fill(self.usm[0].ptr(), &pat, BYTES, &[&gate])?
         } else {
-            self.producer
-                .fill_buffer(&self.buffers[0], &pat, 0, BYTES, &[&gate])?
+            self.producer.fill_buffer(&self.buffers[0], &pat, 0, BYTES, &[&gate])?
         })
     }
 
     /// Appends the kind's command (after any setup command it needs), waiting
     /// on `wait` and with a signal event; returns that command's append.
-    pub(super) fn record(
-        &self,
-        cb: &CommandBuffer,
-        wait: &[&Event],
-    ) -> Result<Appended, CaseError> {
+    pub(super) fn record(&self, cb: &CommandBuffer, wait: &[&Event]) -> Result<Appended, CaseError> {
         let opts = || AppendOptions::new().wait_events(wait).signal_event();
         let (u0, u1) = (self.usm[0].ptr(), self.usm[1].ptr());
         let (b0, b1) = (&self.buffers[0], &self.buffers[1]);
@@ -323,27 +285,15 @@ impl Scenario {
                 )?
             }
             Kind::BufferRead => cb.append_buffer_read(b0, 0, BYTES, u0, opts())?,
-            Kind::BufferReadRect => cb.append_buffer_read_rect(
-                b0,
-                buffer_side(ORIGIN_A),
-                RectLayout::packed(),
-                region(),
-                u0,
-                opts(),
-            )?,
-            Kind::BufferWrite => cb.append_buffer_write(b0, 0, BYTES, u0, opts())?,
-            Kind::BufferWriteRect => cb.append_buffer_write_rect(
-                b0,
-                buffer_side(ORIGIN_A),
-                RectLayout::packed(),
-                region(),
-                u0,
-                opts(),
-            )?,
-            Kind::BufferFill => cb.append_buffer_fill(b0, &y, 0, BYTES, opts())?,
-            Kind::BufferFillLargePattern => {
-                cb.append_buffer_fill(b0, &y_large(), 0, BYTES, opts())?
+            Kind::BufferReadRect => {
+                cb.append_buffer_read_rect(b0, buffer_side(ORIGIN_A), RectLayout::packed(), region(), u0, opts())?
             }
+            Kind::BufferWrite => cb.append_buffer_write(b0, 0, BYTES, u0, opts())?,
+            Kind::BufferWriteRect => {
+                cb.append_buffer_write_rect(b0, buffer_side(ORIGIN_A), RectLayout::packed(), region(), u0, opts())?
+            }
+            Kind::BufferFill => cb.append_buffer_fill(b0, &y, 0, BYTES, opts())?,
+            Kind::BufferFillLargePattern => cb.append_buffer_fill(b0, &y_large(), 0, BYTES, opts())?,
             Kind::UsmPrefetch | Kind::UsmAdvise => {
                 // A hint changes no data: a copy after it shows when it ran.
                 let hint = if self.kind == Kind::UsmPrefetch {
@@ -351,12 +301,7 @@ impl Scenario {
                 } else {
                     cb.append_usm_advise(u0, BYTES, UsmAdvice::SET_READ_MOSTLY, opts())?
                 };
-                cb.append_usm_memcpy(
-                    u1,
-                    u0,
-                    BYTES,
-                    AppendOptions::new().after(&[hint.sync_point]),
-                )?;
+                cb.append_usm_memcpy(u1, u0, BYTES, AppendOptions::new().after(&[hint.sync_point]))?;
                 hint
             }
         };
@@ -374,18 +319,14 @@ impl Scenario {
             Kind::UsmFill | Kind::UsmFillLargePattern | Kind::UsmPrefetch | Kind::UsmAdvise => {
                 read_usm_after(q, &self.usm[0], &wait)
             }
-            Kind::BufferCopy | Kind::BufferCopyRect => {
-                read_buffer_after(q, &self.buffers[1], &wait)
-            }
+            Kind::BufferCopy | Kind::BufferCopyRect => read_buffer_after(q, &self.buffers[1], &wait),
             Kind::BufferRead | Kind::BufferReadRect => {
-                q.fill_buffer(&self.buffers[0], &z.to_le_bytes(), 0, BYTES, &wait)?
-                    .wait()?;
+                q.fill_buffer(&self.buffers[0], &z.to_le_bytes(), 0, BYTES, &wait)?.wait()?;
                 read_buffer_after(q, &self.buffers[0], &[])
             }
-            Kind::BufferWrite
-            | Kind::BufferWriteRect
-            | Kind::BufferFill
-            | Kind::BufferFillLargePattern => read_buffer_after(q, &self.buffers[0], &wait),
+            Kind::BufferWrite | Kind::BufferWriteRect | Kind::BufferFill | Kind::BufferFillLargePattern => {
+                read_buffer_after(q, &self.buffers[0], &wait)
+            }
         }
     }
 
@@ -422,15 +363,7 @@ impl Scenario {
             }
             Kind::BufferCopyRect => {
                 let mut expected = ydata4.clone();
-                copy_rect_reference(
-                    &xdata,
-                    ORIGIN_A,
-                    (ROW, BYTES),
-                    &mut expected,
-                    ORIGIN_B,
-                    (ROW, BYTES),
-                    REGION,
-                );
+                copy_rect_reference(&xdata, ORIGIN_A, (ROW, BYTES), &mut expected, ORIGIN_B, (ROW, BYTES), REGION);
                 check_eq!(snapshot, &expected[..], "{kind:?}: consumer saw");
                 check_eq!(buffer(1)?, expected, "{kind:?}: destination at the end");
             }
@@ -439,15 +372,7 @@ impl Scenario {
                 if kind == Kind::BufferReadRect {
                     expected = vec![0u8; BYTES];
                     let packed = (REGION[0], REGION[0] * REGION[1]);
-                    copy_rect_reference(
-                        &xdata,
-                        ORIGIN_A,
-                        (ROW, BYTES),
-                        &mut expected,
-                        [0, 0, 0],
-                        packed,
-                        REGION,
-                    );
+                    copy_rect_reference(&xdata, ORIGIN_A, (ROW, BYTES), &mut expected, [0, 0, 0], packed, REGION);
                 }
                 check_eq!(usm(0)?, expected, "{kind:?}: what the command read");
                 check_eq!(snapshot, &zdata[..], "{kind:?}: consumer's overwrite");
@@ -460,15 +385,7 @@ impl Scenario {
             Kind::BufferWriteRect => {
                 let mut expected = xdata.clone();
                 let packed = (REGION[0], REGION[0] * REGION[1]);
-                copy_rect_reference(
-                    &self.ydata,
-                    [0, 0, 0],
-                    packed,
-                    &mut expected,
-                    ORIGIN_A,
-                    (ROW, BYTES),
-                    REGION,
-                );
+                copy_rect_reference(&self.ydata, [0, 0, 0], packed, &mut expected, ORIGIN_A, (ROW, BYTES), REGION);
                 check_eq!(snapshot, &expected[..], "{kind:?}: consumer saw");
                 check_eq!(buffer(0)?, expected, "{kind:?}: buffer at the end");
             }
@@ -492,13 +409,7 @@ impl Scenario {
     /// Records into `cb` (empty, not finalized), finalizes, and runs one
     /// round with producer value `x` and consumer value `z`. Returns the
     /// append of the event command.
-    pub(super) fn first_round(
-        &self,
-        env: &Env,
-        cb: &CommandBuffer,
-        x: u32,
-        z: u32,
-    ) -> Result<Appended, CaseError> {
+    pub(super) fn first_round(&self, env: &Env, cb: &CommandBuffer, x: u32, z: u32) -> Result<Appended, CaseError> {
         let produced = self.produce(env, x)?;
         let appended = self.record(cb, &[&produced])?;
         cb.finalize()?;
@@ -585,11 +496,7 @@ fn out_of_order_queue(env: &Env) -> CaseResult {
 /// replayed through an in-order queue would run its commands in append order
 /// whatever their events say, which hides a dropped dependency.
 pub(super) fn unordered_queue(env: &Env) -> Result<Queue, CaseError> {
-    if env.device().info().out_of_order_queues {
-        env.ooo_queue()
-    } else {
-        env.queue()
-    }
+    if env.device().info().out_of_order_queues { env.ooo_queue() } else { env.queue() }
 }
 
 const A: u32 = 0xA;
@@ -600,22 +507,13 @@ const C: u32 = 0xC;
 /// that the data also shows the commands ordered by each other's signal
 /// events (they share no sync point).
 fn multiple_event_commands(env: &Env) -> CaseResult {
-    let mem = [
-        env.usm(UsmKind::Device, BYTES)?,
-        env.usm(UsmKind::Device, BYTES)?,
-        env.usm(UsmKind::Device, BYTES)?,
-    ];
+    let mem = [env.usm(UsmKind::Device, BYTES)?, env.usm(UsmKind::Device, BYTES)?, env.usm(UsmKind::Device, BYTES)?];
     let (gate_queue, runner, consumer) = (env.queue()?, unordered_queue(env)?, env.queue()?);
     for m in &mem {
         write(&consumer, m.ptr(), &vec![0u8; BYTES])?;
     }
     let cb = env.command_buffer(CommandBufferDesc::default())?;
-    let first = cb.append_usm_fill(
-        mem[0].ptr(),
-        &A.to_le_bytes(),
-        BYTES,
-        AppendOptions::new().signal_event(),
-    )?;
+    let first = cb.append_usm_fill(mem[0].ptr(), &A.to_le_bytes(), BYTES, AppendOptions::new().signal_event())?;
     let s0 = signal_of(&first)?;
     let second = cb.append_usm_memcpy(
         mem[1].ptr(),
@@ -636,19 +534,11 @@ fn multiple_event_commands(env: &Env) -> CaseResult {
     runner.enqueue_command_buffer(&cb, &[&gate])?;
     let expected = fill_reference(&A.to_le_bytes(), BYTES);
     for (i, (m, s)) in mem.iter().zip([&s0, &s1, &s2]).enumerate() {
-        check_eq!(
-            read_usm_after(&consumer, m, &[s])?,
-            expected,
-            "memory {i} after its signal event"
-        );
+        check_eq!(read_usm_after(&consumer, m, &[s])?, expected, "memory {i} after its signal event");
     }
     runner.finish()?;
     for (i, m) in mem.iter().enumerate() {
-        check_eq!(
-            read::<u8>(&consumer, m.ptr(), BYTES)?,
-            expected,
-            "memory {i} at the end"
-        );
+        check_eq!(read::<u8>(&consumer, m.ptr(), BYTES)?, expected, "memory {i} at the end");
     }
     Ok(())
 }
@@ -657,9 +547,7 @@ fn multiple_event_commands(env: &Env) -> CaseResult {
 /// another queue, copies out what the first one's commands wrote, each copy
 /// waiting on one signal event of the first buffer.
 fn multiple_event_commands_between_buffers(env: &Env) -> CaseResult {
-    let mem: Vec<UsmAllocation> = (0..6)
-        .map(|_| env.usm(UsmKind::Device, BYTES))
-        .collect::<Result<_, _>>()?;
+    let mem: Vec<UsmAllocation> = (0..6).map(|_| env.usm(UsmKind::Device, BYTES)).collect::<Result<_, _>>()?;
     let (gate_queue, runner, consumer) = (env.queue()?, env.queue()?, env.queue()?);
     for m in &mem {
         write(&consumer, m.ptr(), &vec![0u8; BYTES])?;
@@ -679,12 +567,7 @@ fn multiple_event_commands_between_buffers(env: &Env) -> CaseResult {
     first.finalize()?;
     let second = env.command_buffer(CommandBufferDesc::default())?;
     for (i, signal) in signals.iter().enumerate() {
-        second.append_usm_memcpy(
-            mem[3 + i].ptr(),
-            mem[i].ptr(),
-            BYTES,
-            AppendOptions::new().wait_events(&[signal]),
-        )?;
+        second.append_usm_memcpy(mem[3 + i].ptr(), mem[i].ptr(), BYTES, AppendOptions::new().wait_events(&[signal]))?;
     }
     second.finalize()?;
     let gate = gate(env, &gate_queue)?;
@@ -709,19 +592,14 @@ fn signal_complete_before_enqueue(env: &Env) -> CaseResult {
     let queue = env.queue()?;
     write(&queue, mem.ptr(), &vec![0u8; BYTES])?;
     let cb = env.command_buffer(CommandBufferDesc::default())?;
-    let appended =
-        cb.append_usm_fill(mem.ptr(), &[7], BYTES, AppendOptions::new().signal_event())?;
+    let appended = cb.append_usm_fill(mem.ptr(), &[7], BYTES, AppendOptions::new().signal_event())?;
     let signal = signal_of(&appended)?;
     check_eq!(signal.status(), EventStatus::Complete, "before finalize");
     signal.wait()?;
     cb.finalize()?;
     check_eq!(signal.status(), EventStatus::Complete, "after finalize");
     signal.wait()?;
-    check_eq!(
-        read_usm_after(&queue, &mem, &[&signal])?,
-        vec![0u8; BYTES],
-        "the fill has not run before any enqueue"
-    );
+    check_eq!(read_usm_after(&queue, &mem, &[&signal])?, vec![0u8; BYTES], "the fill has not run before any enqueue");
     queue.enqueue_command_buffer(&cb, &[])?.wait()?;
     signal.wait()?;
     check_eq!(read::<u8>(&queue, mem.ptr(), BYTES)?, vec![7u8; BYTES]);
@@ -736,21 +614,11 @@ fn wait_event_of_other_context(env: &Env) -> CaseResult {
     let mem = env.usm(UsmKind::Device, 64)?;
     let cb = env.command_buffer(CommandBufferDesc::default())?;
     check_err!(
-        cb.append_usm_fill(
-            mem.ptr(),
-            &[2],
-            64,
-            AppendOptions::new().wait_events(&[&foreign])
-        ),
+        cb.append_usm_fill(mem.ptr(), &[2], 64, AppendOptions::new().wait_events(&[&foreign])),
         InvalidEventWaitList
     );
     check_err!(
-        cb.append_usm_fill(
-            mem.ptr(),
-            &[2],
-            64,
-            AppendOptions::new().wait_events(&[&foreign]).signal_event()
-        ),
+        cb.append_usm_fill(mem.ptr(), &[2], 64, AppendOptions::new().wait_events(&[&foreign]).signal_event()),
         InvalidEventWaitList
     );
     check_eq!(cb.len(), 0, "rejected appends record nothing");

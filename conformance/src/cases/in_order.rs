@@ -6,8 +6,8 @@
 //! add no reordering.
 
 use ur::{
-    AppendOptions, CommandBuffer, CommandBufferDesc, KernelArg, KernelLaunch, MigrationFlags,
-    RectLayout, RectRegion, UsmAdvice, UsmAllocation,
+    AppendOptions, CommandBuffer, CommandBufferDesc, KernelArg, KernelLaunch, MigrationFlags, RectLayout, RectRegion,
+    UsmAdvice, UsmAllocation,
 };
 
 use super::event_sync::unordered_queue;
@@ -36,10 +36,7 @@ const X: u32 = 2;
 const SENTINEL: u32 = 0xDEAD_BEEF;
 
 fn in_order_buffer(env: &Env) -> Result<CommandBuffer, CaseError> {
-    env.command_buffer(CommandBufferDesc {
-        in_order: true,
-        ..Default::default()
-    })
+    env.command_buffer(CommandBufferDesc { in_order: true, ..Default::default() })
 }
 
 /// `Y[i] = i`, and what saxpy with `X` everywhere makes of it.
@@ -83,12 +80,8 @@ fn usm_chain(env: &Env, hints: bool) -> CaseResult {
     if hints {
         cb.append_usm_advise(z.ptr(), BYTES, UsmAdvice::empty(), none())?;
     }
-    let args = [
-        KernelArg::Pointer(z.ptr()),
-        KernelArg::value(&A),
-        KernelArg::Pointer(x.ptr()),
-        KernelArg::Pointer(y.ptr()),
-    ];
+    let args =
+        [KernelArg::Pointer(z.ptr()), KernelArg::value(&A), KernelArg::Pointer(x.ptr()), KernelArg::Pointer(y.ptr())];
     // SAFETY: N work-items over N-element Z, X and Y, alive until the wait below.
     unsafe { cb.append_kernel_launch(&KernelLaunch::new(&kernel, &[N], &args), &[], none())? };
     if hints {
@@ -114,11 +107,7 @@ fn usm_with_hints(env: &Env) -> CaseResult {
 /// Three buffers holding sentinels, for Z, X and Y.
 fn sentinel_buffers(env: &Env) -> Result<[ur::MemBuffer; 3], CaseError> {
     let data = [SENTINEL; N];
-    Ok([
-        env.buffer_with(&data)?,
-        env.buffer_with(&data)?,
-        env.buffer_with(&data)?,
-    ])
+    Ok([env.buffer_with(&data)?, env.buffer_with(&data)?, env.buffer_with(&data)?])
 }
 
 /// UR's buffer `1D` test: fill Z, fill X, write Y, saxpy, copy Z to X, read X.
@@ -135,12 +124,7 @@ fn buffer_1d(env: &Env) -> CaseResult {
     cb.append_buffer_fill(&z, &0u32.to_le_bytes(), 0, BYTES, none())?;
     cb.append_buffer_fill(&x, &X.to_le_bytes(), 0, BYTES, none())?;
     cb.append_buffer_write(&y, 0, BYTES, y_src.ptr(), none())?;
-    let args = [
-        KernelArg::MemObj(&z),
-        KernelArg::value(&A),
-        KernelArg::MemObj(&x),
-        KernelArg::MemObj(&y),
-    ];
+    let args = [KernelArg::MemObj(&z), KernelArg::value(&A), KernelArg::MemObj(&x), KernelArg::MemObj(&y)];
     // SAFETY: N work-items over N-element buffers, which the command holds.
     unsafe { cb.append_kernel_launch(&KernelLaunch::new(&kernel, &[N], &args), &[], none())? };
     cb.append_buffer_copy(&z, &x, 0, 0, BYTES, none())?;
@@ -168,12 +152,7 @@ fn buffer_rect(env: &Env) -> CaseResult {
     cb.append_buffer_fill(&z, &0u32.to_le_bytes(), 0, BYTES, none())?;
     cb.append_buffer_fill(&x, &X.to_le_bytes(), 0, BYTES, none())?;
     cb.append_buffer_write_rect(&y, layout, layout, region, y_src.ptr(), none())?;
-    let args = [
-        KernelArg::MemObj(&z),
-        KernelArg::value(&A),
-        KernelArg::MemObj(&x),
-        KernelArg::MemObj(&y),
-    ];
+    let args = [KernelArg::MemObj(&z), KernelArg::value(&A), KernelArg::MemObj(&x), KernelArg::MemObj(&y)];
     // SAFETY: N work-items over N-element buffers, which the command holds.
     unsafe { cb.append_kernel_launch(&KernelLaunch::new(&kernel, &[N], &args), &[], none())? };
     cb.append_buffer_copy_rect(&z, &x, layout, layout, region, none())?;
@@ -190,28 +169,14 @@ fn foreign_sync_point(env: &Env) -> CaseResult {
     let a = in_order_buffer(env)?;
     let b = in_order_buffer(env)?;
     let mem = env.usm_u32(N)?;
-    let foreign = a
-        .append_usm_fill(mem.ptr(), &[1], BYTES, AppendOptions::new())?
-        .sync_point;
-    let own = b
-        .append_usm_fill(mem.ptr(), &[2], BYTES, AppendOptions::new())?
-        .sync_point;
+    let foreign = a.append_usm_fill(mem.ptr(), &[1], BYTES, AppendOptions::new())?.sync_point;
+    let own = b.append_usm_fill(mem.ptr(), &[2], BYTES, AppendOptions::new())?.sync_point;
     check_err!(
-        b.append_usm_fill(
-            mem.ptr(),
-            &[3],
-            BYTES,
-            AppendOptions::new().after(&[foreign])
-        ),
+        b.append_usm_fill(mem.ptr(), &[3], BYTES, AppendOptions::new().after(&[foreign])),
         InvalidSyncPointWaitList
     );
     check_err!(
-        b.append_usm_fill(
-            mem.ptr(),
-            &[3],
-            BYTES,
-            AppendOptions::new().after(&[own, foreign])
-        ),
+        b.append_usm_fill(mem.ptr(), &[3], BYTES, AppendOptions::new().after(&[own, foreign])),
         InvalidSyncPointWaitList
     );
     let future = [b.sync_point_from_raw(5)];
@@ -238,14 +203,9 @@ unsafe fn append_axpb(
     opts: AppendOptions<'_>,
 ) -> Result<ur::SyncPoint, CaseError> {
     let kernel = env.kernel("axpb")?;
-    let args = [
-        KernelArg::Pointer(p.ptr()),
-        KernelArg::value(&a),
-        KernelArg::value(&b),
-    ];
+    let args = [KernelArg::Pointer(p.ptr()), KernelArg::value(&a), KernelArg::value(&b)];
     // SAFETY: N work-items over N elements, per this function's contract.
-    let appended =
-        unsafe { cb.append_kernel_launch(&KernelLaunch::new(&kernel, &[N], &args), &[], opts)? };
+    let appended = unsafe { cb.append_kernel_launch(&KernelLaunch::new(&kernel, &[N], &args), &[], opts)? };
     Ok(appended.sync_point)
 }
 
@@ -256,20 +216,13 @@ fn sync_points_add_no_reordering(env: &Env) -> CaseResult {
     let (p, q) = (sentinel_usm(env, &setup)?, sentinel_usm(env, &setup)?);
     let queue = unordered_queue(env)?;
     let cb = in_order_buffer(env)?;
-    let first = cb
-        .append_usm_fill(p.ptr(), &1u32.to_le_bytes(), BYTES, AppendOptions::new())?
-        .sync_point;
+    let first = cb.append_usm_fill(p.ptr(), &1u32.to_le_bytes(), BYTES, AppendOptions::new())?.sync_point;
     // SAFETY: P is an N-element allocation alive until the wait below.
     unsafe {
         append_axpb(env, &cb, &p, 3, 1, AppendOptions::new().after(&[first]))?;
         append_axpb(env, &cb, &p, 2, 0, AppendOptions::new().after(&[first]))?;
     }
-    cb.append_usm_memcpy(
-        q.ptr(),
-        p.ptr(),
-        BYTES,
-        AppendOptions::new().after(&[first]),
-    )?;
+    cb.append_usm_memcpy(q.ptr(), p.ptr(), BYTES, AppendOptions::new().after(&[first]))?;
     cb.finalize()?;
     queue.enqueue_command_buffer(&cb, &[])?.wait()?;
     check_eq!(read::<u32>(&setup, p.ptr(), N)?, vec![8u32; N]);
@@ -288,20 +241,12 @@ fn replay_keeps_order(env: &Env) -> CaseResult {
     let cb = in_order_buffer(env)?;
     let kernel = env.kernel("copy_add")?;
     let k = 5u32;
-    let args = [
-        KernelArg::Pointer(q.ptr()),
-        KernelArg::Pointer(p.ptr()),
-        KernelArg::value(&k),
-    ];
+    let args = [KernelArg::Pointer(q.ptr()), KernelArg::Pointer(p.ptr()), KernelArg::value(&k)];
     // SAFETY: P and Q are N-element allocations alive until the finish below.
     unsafe {
         append_axpb(env, &cb, &p, 3, 1, AppendOptions::new())?;
         append_axpb(env, &cb, &p, 2, 0, AppendOptions::new())?;
-        cb.append_kernel_launch(
-            &KernelLaunch::new(&kernel, &[N], &args),
-            &[],
-            AppendOptions::new(),
-        )?;
+        cb.append_kernel_launch(&KernelLaunch::new(&kernel, &[N], &args), &[], AppendOptions::new())?;
     }
     cb.finalize()?;
     const RUNS: usize = 4;
@@ -314,9 +259,6 @@ fn replay_keeps_order(env: &Env) -> CaseResult {
         model = model.wrapping_mul(3).wrapping_add(1).wrapping_mul(2);
     }
     check_eq!(read::<u32>(&setup, p.ptr(), N)?, vec![model; N]);
-    check_eq!(
-        read::<u32>(&setup, q.ptr(), N)?,
-        vec![model.wrapping_add(k); N]
-    );
+    check_eq!(read::<u32>(&setup, q.ptr(), N)?, vec![model.wrapping_add(k); N]);
     Ok(())
 }

@@ -4,10 +4,7 @@
 //! event waited on before any enqueue. Every party runs on its own queue and
 //! the first is held back by a gate, so only the events order them.
 
-use ur::{
-    AppendOptions, CommandBufferDesc, Event, EventStatus, KernelArg, KernelLaunch, Queue,
-    UsmAllocation,
-};
+use ur::{AppendOptions, CommandBufferDesc, Event, EventStatus, KernelArg, KernelLaunch, Queue, UsmAllocation};
 
 use super::event_sync::{gate, signal_of};
 use crate::harness::{CaseError, CaseResult, Env, read, write};
@@ -61,50 +58,25 @@ fn basic(env: &Env) -> CaseResult {
     let held = gate(env, &producer)?;
     let x_ready = producer.usm_fill(x.ptr(), &PATTERN_X.to_le_bytes(), N * 4, &[&held])?;
     let cb = env.command_buffer(CommandBufferDesc::default())?;
-    let fill_y = cb.append_usm_fill(
-        y.ptr(),
-        &PATTERN_Y.to_le_bytes(),
-        N * 4,
-        AppendOptions::new(),
-    )?;
-    let args = [
-        KernelArg::Pointer(z.ptr()),
-        KernelArg::value(&A),
-        KernelArg::Pointer(x.ptr()),
-        KernelArg::Pointer(y.ptr()),
-    ];
+    let fill_y = cb.append_usm_fill(y.ptr(), &PATTERN_Y.to_le_bytes(), N * 4, AppendOptions::new())?;
+    let args =
+        [KernelArg::Pointer(z.ptr()), KernelArg::value(&A), KernelArg::Pointer(x.ptr()), KernelArg::Pointer(y.ptr())];
     // SAFETY: N work-items over N-element Z, X and Y, which outlive the queues.
     let saxpy = unsafe {
         cb.append_kernel_launch(
             &KernelLaunch::new(&kernel, &[N], &args),
             &[],
-            AppendOptions::new()
-                .after(&[fill_y.sync_point])
-                .wait_events(&[&x_ready])
-                .signal_event(),
+            AppendOptions::new().after(&[fill_y.sync_point]).wait_events(&[&x_ready]).signal_event(),
         )?
     };
     let signal = signal_of(&saxpy)?;
-    cb.append_usm_memcpy(
-        out.ptr(),
-        z.ptr(),
-        N * 4,
-        AppendOptions::new().after(&[saxpy.sync_point]),
-    )?;
+    cb.append_usm_memcpy(out.ptr(), z.ptr(), N * 4, AppendOptions::new().after(&[saxpy.sync_point]))?;
     cb.finalize()?;
     runner.enqueue_command_buffer(&cb, &[])?;
     let expected = saxpy_expected(PATTERN_X, PATTERN_Y);
-    check_eq!(
-        read_after(&consumer, z, &[&signal])?,
-        expected,
-        "eager read after the signal"
-    );
+    check_eq!(read_after(&consumer, z, &[&signal])?, expected, "eager read after the signal");
     runner.finish()?;
-    check_eq!(
-        read::<u32>(&setup, out.ptr(), N)?,
-        expected,
-        "the buffer's own copy"
-    );
+    check_eq!(read::<u32>(&setup, out.ptr(), N)?, expected, "the buffer's own copy");
     Ok(())
 }
 
@@ -123,19 +95,13 @@ fn inter_command_buffer(env: &Env) -> CaseResult {
         y.ptr(),
         &PATTERN_Y.to_le_bytes(),
         N * 4,
-        AppendOptions::new()
-            .after(&[copy_x.sync_point])
-            .signal_event(),
+        AppendOptions::new().after(&[copy_x.sync_point]).signal_event(),
     )?;
     let initialised = signal_of(&fill_y)?;
     first.finalize()?;
     let second = env.command_buffer(CommandBufferDesc::default())?;
-    let args = [
-        KernelArg::Pointer(z.ptr()),
-        KernelArg::value(&A),
-        KernelArg::Pointer(x.ptr()),
-        KernelArg::Pointer(y.ptr()),
-    ];
+    let args =
+        [KernelArg::Pointer(z.ptr()), KernelArg::value(&A), KernelArg::Pointer(x.ptr()), KernelArg::Pointer(y.ptr())];
     // SAFETY: N work-items over N-element Z, X and Y, which outlive the queues.
     let saxpy = unsafe {
         second.append_kernel_launch(
@@ -144,12 +110,7 @@ fn inter_command_buffer(env: &Env) -> CaseResult {
             AppendOptions::new().wait_events(&[&initialised]),
         )?
     };
-    second.append_usm_memcpy(
-        out.ptr(),
-        z.ptr(),
-        N * 4,
-        AppendOptions::new().after(&[saxpy.sync_point]),
-    )?;
+    second.append_usm_memcpy(out.ptr(), z.ptr(), N * 4, AppendOptions::new().after(&[saxpy.sync_point]))?;
     second.finalize()?;
     for value in [PATTERN_X, 666] {
         write(&setup, x_src.ptr(), &[value; N])?;
@@ -158,11 +119,7 @@ fn inter_command_buffer(env: &Env) -> CaseResult {
         second_queue.enqueue_command_buffer(&second, &[])?;
         first_queue.finish()?;
         second_queue.finish()?;
-        check_eq!(
-            read::<u32>(&setup, out.ptr(), N)?,
-            saxpy_expected(value, PATTERN_Y),
-            "X = {value}"
-        );
+        check_eq!(read::<u32>(&setup, out.ptr(), N)?, saxpy_expected(value, PATTERN_Y), "X = {value}");
     }
     Ok(())
 }
@@ -180,12 +137,8 @@ fn signal_wait_before_enqueue(env: &Env) -> CaseResult {
     let held = gate(env, &producer)?;
     let x_ready = producer.usm_fill(x.ptr(), &PATTERN_X.to_le_bytes(), N * 4, &[&held])?;
     let cb = env.command_buffer(CommandBufferDesc::default())?;
-    let args = [
-        KernelArg::Pointer(z.ptr()),
-        KernelArg::value(&A),
-        KernelArg::Pointer(x.ptr()),
-        KernelArg::Pointer(y.ptr()),
-    ];
+    let args =
+        [KernelArg::Pointer(z.ptr()), KernelArg::value(&A), KernelArg::Pointer(x.ptr()), KernelArg::Pointer(y.ptr())];
     // SAFETY: N work-items over N-element Z, X and Y, which outlive the queues.
     let saxpy = unsafe {
         cb.append_kernel_launch(
@@ -198,17 +151,9 @@ fn signal_wait_before_enqueue(env: &Env) -> CaseResult {
     cb.finalize()?;
     signal.wait()?;
     check_eq!(signal.status(), EventStatus::Complete);
-    check_eq!(
-        read_after(&consumer, z, &[&signal])?,
-        vec![0u32; N],
-        "nothing ran yet"
-    );
+    check_eq!(read_after(&consumer, z, &[&signal])?, vec![0u32; N], "nothing ran yet");
     runner.enqueue_command_buffer(&cb, &[])?;
-    check_eq!(
-        read_after(&consumer, z, &[&signal])?,
-        saxpy_expected(PATTERN_X, PATTERN_Y),
-        "after the enqueue"
-    );
+    check_eq!(read_after(&consumer, z, &[&signal])?, saxpy_expected(PATTERN_X, PATTERN_Y), "after the enqueue");
     runner.finish()?;
     Ok(())
 }
@@ -225,22 +170,14 @@ fn signal_rearmed_each_enqueue(env: &Env) -> CaseResult {
     let args = [KernelArg::Pointer(counter.ptr())];
     // SAFETY: N work-items over an N-element counter, which outlives the queues.
     let increment = unsafe {
-        cb.append_kernel_launch(
-            &KernelLaunch::new(&kernel, &[N], &args),
-            &[],
-            AppendOptions::new().signal_event(),
-        )?
+        cb.append_kernel_launch(&KernelLaunch::new(&kernel, &[N], &args), &[], AppendOptions::new().signal_event())?
     };
     let signal = signal_of(&increment)?;
     cb.finalize()?;
     for run in 1..=3u32 {
         let held = gate(env, &gate_queue)?;
         runner.enqueue_command_buffer(&cb, &[&held])?;
-        check_eq!(
-            read_after(&consumer, counter, &[&signal])?,
-            vec![run; N],
-            "run {run}"
-        );
+        check_eq!(read_after(&consumer, counter, &[&signal])?, vec![run; N], "run {run}");
     }
     runner.finish()?;
     Ok(())
@@ -258,22 +195,13 @@ fn kernel_chain_across_queues(env: &Env) -> CaseResult {
     let (producer, runner, consumer) = (env.queue()?, env.queue()?, env.queue()?);
     let kernel = env.kernel("axpb")?;
     let values = [(3u32, 1u32), (5, 7), (2, 9)];
-    let args: Vec<[KernelArg<'_>; 3]> = values
-        .iter()
-        .map(|(a, b)| {
-            [
-                KernelArg::Pointer(p.ptr()),
-                KernelArg::value(a),
-                KernelArg::value(b),
-            ]
-        })
-        .collect();
+    let args: Vec<[KernelArg<'_>; 3]> =
+        values.iter().map(|(a, b)| [KernelArg::Pointer(p.ptr()), KernelArg::value(a), KernelArg::value(b)]).collect();
     let held = gate(env, &producer)?;
     // SAFETY: every launch has N work-items over the N-element P, which
     // outlives the queues.
     unsafe {
-        let first =
-            producer.launch_kernel(&KernelLaunch::new(&kernel, &[N], &args[0]), &[&held])?;
+        let first = producer.launch_kernel(&KernelLaunch::new(&kernel, &[N], &args[0]), &[&held])?;
         let cb = env.command_buffer(CommandBufferDesc::default())?;
         let middle = cb.append_kernel_launch(
             &KernelLaunch::new(&kernel, &[N], &args[1]),
@@ -283,9 +211,7 @@ fn kernel_chain_across_queues(env: &Env) -> CaseResult {
         let signal = signal_of(&middle)?;
         cb.finalize()?;
         runner.enqueue_command_buffer(&cb, &[])?;
-        consumer
-            .launch_kernel(&KernelLaunch::new(&kernel, &[N], &args[2]), &[&signal])?
-            .wait()?;
+        consumer.launch_kernel(&KernelLaunch::new(&kernel, &[N], &args[2]), &[&signal])?.wait()?;
     }
     producer.finish()?;
     runner.finish()?;

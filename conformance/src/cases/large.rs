@@ -3,8 +3,7 @@
 //! host model, and one update of 10,000 kernel commands.
 
 use ur::{
-    AppendOptions, CommandBufferDesc, KernelArg, KernelLaunch, KernelLaunchUpdate, SyncPoint,
-    UpdateCapabilities,
+    AppendOptions, CommandBufferDesc, KernelArg, KernelLaunch, KernelLaunchUpdate, SyncPoint, UpdateCapabilities,
 };
 
 use super::property::{Op, Program, Step, check_program};
@@ -38,25 +37,14 @@ fn increment_chain(env: &Env, in_order: bool) -> CaseResult {
     let queue = env.queue()?;
     write(&queue, counter.ptr(), &[0u32])?;
     let kernel = env.kernel("increment")?;
-    let cb = env.command_buffer(CommandBufferDesc {
-        in_order,
-        ..Default::default()
-    })?;
+    let cb = env.command_buffer(CommandBufferDesc { in_order, ..Default::default() })?;
     let args = [KernelArg::Pointer(counter.ptr())];
     let mut previous: Option<SyncPoint> = None;
     for _ in 0..COMMANDS {
-        let after: Vec<SyncPoint> = if in_order {
-            Vec::new()
-        } else {
-            previous.into_iter().collect()
-        };
+        let after: Vec<SyncPoint> = if in_order { Vec::new() } else { previous.into_iter().collect() };
         // SAFETY: one work-item increments the one-element counter.
         let appended = unsafe {
-            cb.append_kernel_launch(
-                &KernelLaunch::new(&kernel, &[1], &args),
-                &[],
-                AppendOptions::new().after(&after),
-            )?
+            cb.append_kernel_launch(&KernelLaunch::new(&kernel, &[1], &args), &[], AppendOptions::new().after(&after))?
         };
         previous = Some(appended.sync_point);
     }
@@ -74,11 +62,7 @@ fn first_difference(got: &[u32], expected: &[u32]) -> Option<(usize, u32, u32)> 
     if got.len() != expected.len() {
         return Some((got.len().min(expected.len()), 0, 0));
     }
-    got.iter()
-        .zip(expected)
-        .enumerate()
-        .find(|(_, (g, e))| g != e)
-        .map(|(i, (g, e))| (i, *g, *e))
+    got.iter().zip(expected).enumerate().find(|(_, (g, e))| g != e).map(|(i, (g, e))| (i, *g, *e))
 }
 
 fn wide_value(i: usize) -> u32 {
@@ -93,16 +77,10 @@ fn wide_10000(env: &Env) -> CaseResult {
     let mut fills = Vec::with_capacity(COMMANDS);
     for i in 0..COMMANDS {
         let value = wide_value(i).to_le_bytes();
-        let appended =
-            cb.append_usm_fill(src.ptr().byte_add(i * 4), &value, 4, AppendOptions::new())?;
+        let appended = cb.append_usm_fill(src.ptr().byte_add(i * 4), &value, 4, AppendOptions::new())?;
         fills.push(appended.sync_point);
     }
-    cb.append_usm_memcpy(
-        dst.ptr(),
-        src.ptr(),
-        COMMANDS * 4,
-        AppendOptions::new().after(&fills),
-    )?;
+    cb.append_usm_memcpy(dst.ptr(), src.ptr(), COMMANDS * 4, AppendOptions::new().after(&fills))?;
     cb.finalize()?;
     let expected: Vec<u32> = (0..COMMANDS).map(wide_value).collect();
     let queue = env.queue()?;
@@ -151,11 +129,7 @@ fn random_dag_10000(env: &Env) -> CaseResult {
         let len = 1 + rng.below(MAX_LEN);
         let op = if rng.below(2) == 0 {
             let plen = [1, 2, 4, 8][rng.below(4)];
-            let plen = if (len * 4).is_multiple_of(plen) {
-                plen
-            } else {
-                4
-            };
+            let plen = if (len * 4).is_multiple_of(plen) { plen } else { 4 };
             Op::Fill {
                 dst: rng.below(ALLOCS),
                 start: rng.below(ELEMS - len + 1),
@@ -180,11 +154,7 @@ fn random_dag_10000(env: &Env) -> CaseResult {
         };
         steps.push(Step { op, extra_dep });
     }
-    let program = Program {
-        in_order: false,
-        init_seed: 0xD1A6,
-        steps,
-    };
+    let program = Program { in_order: false, init_seed: 0xD1A6, steps };
     check_program(env, &program, ALLOCS, ELEMS, false)
 }
 
@@ -216,11 +186,8 @@ fn update_10000_kernels(env: &Env) -> CaseResult {
     queue.enqueue_command_buffer(&cb, &[])?.wait()?;
     let got = read::<u32>(&queue, out.ptr(), COMMANDS)?;
     check_eq!(first_difference(&got, &first), None, "before the update");
-    let updates: Vec<KernelLaunchUpdate<'_>> = handles
-        .iter()
-        .zip(&second)
-        .map(|(h, v)| KernelLaunchUpdate::new(h).arg(1, KernelArg::value(v)))
-        .collect();
+    let updates: Vec<KernelLaunchUpdate<'_>> =
+        handles.iter().zip(&second).map(|(h, v)| KernelLaunchUpdate::new(h).arg(1, KernelArg::value(v))).collect();
     // SAFETY: only the value argument changes; each command still writes its
     // own element of `out`.
     unsafe { cb.update_kernel_launches(&updates)? };

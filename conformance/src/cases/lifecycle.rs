@@ -3,9 +3,8 @@
 //! finalize, foreign and future sync points).
 
 use ur::{
-    AppendOptions, CommandBufferDesc, CommandBufferSupport, Context, EventStatus, KernelArg,
-    KernelLaunch, MemBuffer, MemFlags, MigrationFlags, Queue, QueueProperties, RectLayout,
-    RectRegion, UsmAdvice, UsmAllocation, UsmKind,
+    AppendOptions, CommandBufferDesc, CommandBufferSupport, Context, EventStatus, KernelArg, KernelLaunch, MemBuffer,
+    MemFlags, MigrationFlags, Queue, QueueProperties, RectLayout, RectRegion, UsmAdvice, UsmAllocation, UsmKind,
 };
 
 use crate::harness::{CaseResult, Env, read, write};
@@ -60,34 +59,13 @@ fn append_after_finalize(env: &Env) -> CaseResult {
     let kernel = env.kernel("fill")?;
     cb.finalize()?;
     let none = AppendOptions::new;
-    check_err!(
-        cb.append_usm_fill(usm.ptr(), &[1, 2, 3, 4], 64, none()),
-        InvalidOperation
-    );
-    check_err!(
-        cb.append_usm_memcpy(usm.ptr(), other.ptr(), 64, none()),
-        InvalidOperation
-    );
-    check_err!(
-        cb.append_usm_prefetch(usm.ptr(), 64, MigrationFlags::HOST_TO_DEVICE, none()),
-        InvalidOperation
-    );
-    check_err!(
-        cb.append_usm_advise(usm.ptr(), 64, UsmAdvice::SET_READ_MOSTLY, none()),
-        InvalidOperation
-    );
-    check_err!(
-        cb.append_buffer_fill(&buffer, &[0], 0, 64, none()),
-        InvalidOperation
-    );
-    check_err!(
-        cb.append_buffer_read(&buffer, 0, 64, usm.ptr(), none()),
-        InvalidOperation
-    );
-    check_err!(
-        cb.append_buffer_write(&buffer, 0, 64, usm.ptr(), none()),
-        InvalidOperation
-    );
+    check_err!(cb.append_usm_fill(usm.ptr(), &[1, 2, 3, 4], 64, none()), InvalidOperation);
+    check_err!(cb.append_usm_memcpy(usm.ptr(), other.ptr(), 64, none()), InvalidOperation);
+    check_err!(cb.append_usm_prefetch(usm.ptr(), 64, MigrationFlags::HOST_TO_DEVICE, none()), InvalidOperation);
+    check_err!(cb.append_usm_advise(usm.ptr(), 64, UsmAdvice::SET_READ_MOSTLY, none()), InvalidOperation);
+    check_err!(cb.append_buffer_fill(&buffer, &[0], 0, 64, none()), InvalidOperation);
+    check_err!(cb.append_buffer_read(&buffer, 0, 64, usm.ptr(), none()), InvalidOperation);
+    check_err!(cb.append_buffer_write(&buffer, 0, 64, usm.ptr(), none()), InvalidOperation);
     let region = RectRegion::new(8, 2, 1);
     check_err!(
         cb.append_buffer_copy_rect(
@@ -103,8 +81,7 @@ fn append_after_finalize(env: &Env) -> CaseResult {
     let value = 7u32;
     let args = [KernelArg::Pointer(usm.ptr()), KernelArg::value(&value)];
     // SAFETY: `fill` writes 16 u32s into a 16-u32 allocation.
-    let launched =
-        unsafe { cb.append_kernel_launch(&KernelLaunch::new(&kernel, &[16], &args), &[], none()) };
+    let launched = unsafe { cb.append_kernel_launch(&KernelLaunch::new(&kernel, &[16], &args), &[], none()) };
     check_err!(launched, InvalidOperation);
     check_eq!(cb.len(), 0);
     Ok(())
@@ -114,10 +91,7 @@ fn enqueue_before_finalize(env: &Env) -> CaseResult {
     let cb = env.command_buffer(CommandBufferDesc::default())?;
     let usm = env.usm_u32(4)?;
     cb.append_usm_fill(usm.ptr(), &[1], 16, AppendOptions::new())?;
-    check_err!(
-        env.queue()?.enqueue_command_buffer(&cb, &[]),
-        InvalidOperation
-    );
+    check_err!(env.queue()?.enqueue_command_buffer(&cb, &[]), InvalidOperation);
     Ok(())
 }
 
@@ -135,24 +109,14 @@ fn retain_release(env: &Env) -> CaseResult {
 fn descriptor_query(env: &Env) -> CaseResult {
     for desc in [
         CommandBufferDesc::default(),
-        CommandBufferDesc {
-            in_order: true,
-            ..Default::default()
-        },
-        CommandBufferDesc {
-            profiling: true,
-            in_order: true,
-            ..Default::default()
-        },
+        CommandBufferDesc { in_order: true, ..Default::default() },
+        CommandBufferDesc { profiling: true, in_order: true, ..Default::default() },
     ] {
         check_eq!(env.command_buffer(desc)?.descriptor(), desc);
     }
     let caps = env.device().info().command_buffer;
     if !caps.update.is_empty() {
-        let desc = CommandBufferDesc {
-            updatable: true,
-            ..Default::default()
-        };
+        let desc = CommandBufferDesc { updatable: true, ..Default::default() };
         check_eq!(env.command_buffer(desc)?.descriptor(), desc);
     }
     Ok(())
@@ -161,10 +125,7 @@ fn descriptor_query(env: &Env) -> CaseResult {
 /// UR's `InvalidCreationTest.Update`: an updatable buffer needs update
 /// capabilities; the device decides which half of the case runs.
 fn updatable_creation(env: &Env) -> CaseResult {
-    let desc = CommandBufferDesc {
-        updatable: true,
-        ..Default::default()
-    };
+    let desc = CommandBufferDesc { updatable: true, ..Default::default() };
     let result = ur::CommandBuffer::new(env.context(), env.device(), desc);
     if env.device().info().command_buffer.update.is_empty() {
         check_err!(result, UnsupportedFeature);
@@ -197,16 +158,9 @@ fn queue_of_other_context(env: &Env) -> CaseResult {
 /// The other view of the same device (native or emulated) is another device
 /// for a context.
 fn device_of_other_context(env: &Env) -> CaseResult {
-    let other_view = if env.device().is_emulated() {
-        env.device().native()
-    } else {
-        env.device().emulated()
-    };
+    let other_view = if env.device().is_emulated() { env.device().native() } else { env.device().emulated() };
     check!(other_view != *env.device());
-    check_err!(
-        ur::CommandBuffer::new(env.context(), &other_view, CommandBufferDesc::default()),
-        InvalidDevice
-    );
+    check_err!(ur::CommandBuffer::new(env.context(), &other_view, CommandBufferDesc::default()), InvalidDevice);
     Ok(())
 }
 
@@ -214,14 +168,9 @@ fn foreign_sync_point(env: &Env) -> CaseResult {
     let a = env.command_buffer(CommandBufferDesc::default())?;
     let b = env.command_buffer(CommandBufferDesc::default())?;
     let usm = env.usm_u32(4)?;
-    let sp = a
-        .append_usm_fill(usm.ptr(), &[1], 16, AppendOptions::new())?
-        .sync_point;
+    let sp = a.append_usm_fill(usm.ptr(), &[1], 16, AppendOptions::new())?.sync_point;
     b.append_usm_fill(usm.ptr(), &[2], 16, AppendOptions::new())?;
-    check_err!(
-        b.append_usm_fill(usm.ptr(), &[3], 16, AppendOptions::new().after(&[sp])),
-        InvalidSyncPointWaitList
-    );
+    check_err!(b.append_usm_fill(usm.ptr(), &[3], 16, AppendOptions::new().after(&[sp])), InvalidSyncPointWaitList);
     check_eq!(b.len(), 1);
     Ok(())
 }
@@ -232,15 +181,9 @@ fn future_sync_point(env: &Env) -> CaseResult {
     let appended = cb.append_usm_fill(usm.ptr(), &[1], 16, AppendOptions::new())?;
     check_eq!(cb.sync_point_from_raw(0), appended.sync_point);
     let future = [cb.sync_point_from_raw(1)];
-    check_err!(
-        cb.append_usm_fill(usm.ptr(), &[3], 16, AppendOptions::new().after(&future)),
-        InvalidSyncPointWaitList
-    );
+    check_err!(cb.append_usm_fill(usm.ptr(), &[3], 16, AppendOptions::new().after(&future)), InvalidSyncPointWaitList);
     let far = [cb.sync_point_from_raw(u32::MAX)];
-    check_err!(
-        cb.append_usm_fill(usm.ptr(), &[3], 16, AppendOptions::new().after(&far)),
-        InvalidSyncPointWaitList
-    );
+    check_err!(cb.append_usm_fill(usm.ptr(), &[3], 16, AppendOptions::new().after(&far)), InvalidSyncPointWaitList);
     Ok(())
 }
 
@@ -248,17 +191,12 @@ fn future_sync_point(env: &Env) -> CaseResult {
 fn duplicate_sync_point(env: &Env) -> CaseResult {
     let cb = env.command_buffer(CommandBufferDesc::default())?;
     let usm = env.usm_u32(4)?;
-    let sp = cb
-        .append_usm_fill(usm.ptr(), &[1], 16, AppendOptions::new())?
-        .sync_point;
+    let sp = cb.append_usm_fill(usm.ptr(), &[1], 16, AppendOptions::new())?.sync_point;
     cb.append_usm_fill(usm.ptr(), &[9], 8, AppendOptions::new().after(&[sp, sp]))?;
     cb.finalize()?;
     let queue = env.queue()?;
     queue.enqueue_command_buffer(&cb, &[])?.wait()?;
-    check_eq!(
-        read::<u8>(&queue, usm.ptr(), 16)?,
-        [vec![9u8; 8], vec![1u8; 8]].concat()
-    );
+    check_eq!(read::<u8>(&queue, usm.ptr(), 16)?, [vec![9u8; 8], vec![1u8; 8]].concat());
     Ok(())
 }
 
@@ -282,13 +220,7 @@ fn enqueue_twice(env: &Env) -> CaseResult {
     let kernel = env.kernel("increment")?;
     let args = [KernelArg::Pointer(counter.ptr())];
     // SAFETY: one work-item increments the one-element counter.
-    unsafe {
-        cb.append_kernel_launch(
-            &KernelLaunch::new(&kernel, &[1], &args),
-            &[],
-            AppendOptions::new(),
-        )?
-    };
+    unsafe { cb.append_kernel_launch(&KernelLaunch::new(&kernel, &[1], &args), &[], AppendOptions::new())? };
     cb.finalize()?;
     queue.enqueue_command_buffer(&cb, &[])?;
     queue.enqueue_command_buffer(&cb, &[])?;
@@ -304,20 +236,11 @@ fn drop_while_executing(env: &Env) -> CaseResult {
     write(&queue, counter.ptr(), &[0u32; 1024])?;
     let kernel = env.kernel("increment")?;
     let event = {
-        let cb = env.command_buffer(CommandBufferDesc {
-            in_order: true,
-            ..Default::default()
-        })?;
+        let cb = env.command_buffer(CommandBufferDesc { in_order: true, ..Default::default() })?;
         let args = [KernelArg::Pointer(counter.ptr())];
         for _ in 0..64 {
             // SAFETY: 1024 work-items increment a 1024-element allocation.
-            unsafe {
-                cb.append_kernel_launch(
-                    &KernelLaunch::new(&kernel, &[1024], &args),
-                    &[],
-                    AppendOptions::new(),
-                )?
-            };
+            unsafe { cb.append_kernel_launch(&KernelLaunch::new(&kernel, &[1024], &args), &[], AppendOptions::new())? };
         }
         cb.finalize()?;
         queue.enqueue_command_buffer(&cb, &[])?
@@ -337,35 +260,16 @@ fn memory_outlives_its_handle(env: &Env) -> CaseResult {
         let scratch = UsmAllocation::new(&context, UsmKind::Device, 64)?;
         let buffer = MemBuffer::new(&context, MemFlags::READ_WRITE, 64)?;
         let fill = cb.append_usm_fill(scratch.ptr(), &[0xAB], 64, AppendOptions::new())?;
-        let write = cb.append_buffer_write(
-            &buffer,
-            0,
-            64,
-            scratch.ptr(),
-            AppendOptions::new().after(&[fill.sync_point]),
-        )?;
-        cb.append_buffer_read(
-            &buffer,
-            0,
-            64,
-            result.ptr(),
-            AppendOptions::new().after(&[write.sync_point]),
-        )?;
+        let write =
+            cb.append_buffer_write(&buffer, 0, 64, scratch.ptr(), AppendOptions::new().after(&[fill.sync_point]))?;
+        cb.append_buffer_read(&buffer, 0, 64, result.ptr(), AppendOptions::new().after(&[write.sync_point]))?;
     }
-    check_eq!(
-        context.live_usm_allocations(),
-        2,
-        "the command buffer keeps the scratch allocation"
-    );
+    check_eq!(context.live_usm_allocations(), 2, "the command buffer keeps the scratch allocation");
     cb.finalize()?;
     queue.enqueue_command_buffer(&cb, &[])?.wait()?;
     check_eq!(read::<u8>(&queue, result.ptr(), 64)?, vec![0xABu8; 64]);
     drop(cb);
     queue.finish()?;
-    check_eq!(
-        context.live_usm_allocations(),
-        1,
-        "dropping the command buffer frees the scratch allocation"
-    );
+    check_eq!(context.live_usm_allocations(), 1, "dropping the command buffer frees the scratch allocation");
     Ok(())
 }

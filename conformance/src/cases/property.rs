@@ -42,41 +42,15 @@ type Ranges = Vec<(usize, Range<usize>)>;
 #[derive(Clone, Debug)]
 pub(super) enum Op {
     /// `append_usm_fill` of `dst[start..start + len]` with a byte pattern.
-    Fill {
-        dst: usize,
-        start: usize,
-        len: usize,
-        pattern: Vec<u8>,
-    },
+    Fill { dst: usize, start: usize, len: usize, pattern: Vec<u8> },
     /// `append_usm_memcpy` between two different allocations.
-    Memcpy {
-        dst: usize,
-        dst_start: usize,
-        src: usize,
-        src_start: usize,
-        len: usize,
-    },
+    Memcpy { dst: usize, dst_start: usize, src: usize, src_start: usize, len: usize },
     /// `axpb` in place over `buf[start..start + len]`, launched with global
     /// offset `offset` and the pointer moved back by as much.
-    Axpb {
-        buf: usize,
-        start: usize,
-        len: usize,
-        a: u32,
-        b: u32,
-        offset: usize,
-    },
+    Axpb { buf: usize, start: usize, len: usize, a: u32, b: u32, offset: usize },
     /// `copy_add` from one allocation to another, with global offset
     /// `offset` and both pointers moved back by as much.
-    CopyAdd {
-        dst: usize,
-        dst_start: usize,
-        src: usize,
-        src_start: usize,
-        len: usize,
-        k: u32,
-        offset: usize,
-    },
+    CopyAdd { dst: usize, dst_start: usize, src: usize, src_start: usize, len: usize, k: u32, offset: usize },
 }
 
 /// A command and an optional extra dependency, `1 + back % index` commands back.
@@ -97,45 +71,16 @@ pub(super) struct Program {
 impl fmt::Display for Step {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.op {
-            Op::Fill {
-                dst,
-                start,
-                len,
-                pattern,
-            } => write!(f, "fill a{dst}[{start}..+{len}] with {pattern:02x?}")?,
-            Op::Memcpy {
-                dst,
-                dst_start,
-                src,
-                src_start,
-                len,
-            } => write!(
-                f,
-                "memcpy a{dst}[{dst_start}..+{len}] <- a{src}[{src_start}..]"
-            )?,
-            Op::Axpb {
-                buf,
-                start,
-                len,
-                a,
-                b,
-                offset,
-            } => write!(
-                f,
-                "axpb a{buf}[{start}..+{len}] a={a} b={b} (offset {offset})"
-            )?,
-            Op::CopyAdd {
-                dst,
-                dst_start,
-                src,
-                src_start,
-                len,
-                k,
-                offset,
-            } => write!(
-                f,
-                "copy_add a{dst}[{dst_start}..+{len}] <- a{src}[{src_start}..] + {k} (offset {offset})"
-            )?,
+            Op::Fill { dst, start, len, pattern } => write!(f, "fill a{dst}[{start}..+{len}] with {pattern:02x?}")?,
+            Op::Memcpy { dst, dst_start, src, src_start, len } => {
+                write!(f, "memcpy a{dst}[{dst_start}..+{len}] <- a{src}[{src_start}..]")?
+            }
+            Op::Axpb { buf, start, len, a, b, offset } => {
+                write!(f, "axpb a{buf}[{start}..+{len}] a={a} b={b} (offset {offset})")?
+            }
+            Op::CopyAdd { dst, dst_start, src, src_start, len, k, offset } => {
+                write!(f, "copy_add a{dst}[{dst_start}..+{len}] <- a{src}[{src_start}..] + {k} (offset {offset})")?
+            }
         }
         if let Some(back) = self.extra_dep {
             write!(f, " [extra dep, back {back}]")?;
@@ -146,13 +91,7 @@ impl fmt::Display for Step {
 
 impl fmt::Display for Program {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(
-            f,
-            "{} commands, in_order: {}, init_seed: {:#x}",
-            self.steps.len(),
-            self.in_order,
-            self.init_seed
-        )?;
+        writeln!(f, "{} commands, in_order: {}, init_seed: {:#x}", self.steps.len(), self.in_order, self.init_seed)?;
         for (i, step) in self.steps.iter().enumerate() {
             writeln!(f, "  {i}: {step}")?;
         }
@@ -165,30 +104,12 @@ impl Op {
     /// an in-place update counts as a write only.
     fn accesses(&self) -> (Ranges, Ranges) {
         match *self {
-            Op::Fill {
-                dst, start, len, ..
-            } => (vec![], vec![(dst, start..start + len)]),
-            Op::Axpb {
-                buf, start, len, ..
-            } => (vec![], vec![(buf, start..start + len)]),
-            Op::Memcpy {
-                dst,
-                dst_start,
-                src,
-                src_start,
-                len,
+            Op::Fill { dst, start, len, .. } => (vec![], vec![(dst, start..start + len)]),
+            Op::Axpb { buf, start, len, .. } => (vec![], vec![(buf, start..start + len)]),
+            Op::Memcpy { dst, dst_start, src, src_start, len }
+            | Op::CopyAdd { dst, dst_start, src, src_start, len, .. } => {
+                (vec![(src, src_start..src_start + len)], vec![(dst, dst_start..dst_start + len)])
             }
-            | Op::CopyAdd {
-                dst,
-                dst_start,
-                src,
-                src_start,
-                len,
-                ..
-            } => (
-                vec![(src, src_start..src_start + len)],
-                vec![(dst, dst_start..dst_start + len)],
-            ),
         }
     }
 
@@ -196,50 +117,24 @@ impl Op {
     /// a case can check the comparison notices.
     fn apply(&self, model: &mut [Vec<u32>], mutant: bool) {
         match self {
-            Op::Fill {
-                dst,
-                start,
-                len,
-                pattern,
-            } => {
+            Op::Fill { dst, start, len, pattern } => {
                 let bytes = fill_reference(pattern, len * 4);
                 for (i, word) in bytes.chunks_exact(4).enumerate() {
                     model[*dst][start + i] = u32::from_le_bytes(word.try_into().unwrap());
                 }
             }
-            Op::Memcpy {
-                dst,
-                dst_start,
-                src,
-                src_start,
-                len,
-            } => {
+            Op::Memcpy { dst, dst_start, src, src_start, len } => {
                 for i in 0..*len {
                     model[*dst][dst_start + i] = model[*src][src_start + i];
                 }
             }
-            Op::Axpb {
-                buf,
-                start,
-                len,
-                a,
-                b,
-                ..
-            } => {
+            Op::Axpb { buf, start, len, a, b, .. } => {
                 let b = if mutant { b.wrapping_add(1) } else { *b };
                 for v in &mut model[*buf][*start..start + len] {
                     *v = v.wrapping_mul(*a).wrapping_add(b);
                 }
             }
-            Op::CopyAdd {
-                dst,
-                dst_start,
-                src,
-                src_start,
-                len,
-                k,
-                ..
-            } => {
+            Op::CopyAdd { dst, dst_start, src, src_start, len, k, .. } => {
                 for i in 0..*len {
                     model[*dst][dst_start + i] = model[*src][src_start + i].wrapping_add(*k);
                 }
@@ -260,11 +155,7 @@ pub(super) struct Hazards {
 impl Hazards {
     /// A tracker for `allocs` allocations of `elems` elements each.
     pub(super) fn new(allocs: usize, elems: usize) -> Hazards {
-        Hazards {
-            elems,
-            last_writer: vec![None; allocs * elems],
-            readers: vec![Vec::new(); allocs * elems],
-        }
+        Hazards { elems, last_writer: vec![None; allocs * elems], readers: vec![Vec::new(); allocs * elems] }
     }
 
     /// Records command `index` and returns the earlier commands it must
@@ -303,9 +194,7 @@ impl Hazards {
 
 /// The initial contents of allocation `a`, element `e`.
 fn initial(seed: u32, a: usize, e: usize) -> u32 {
-    (seed ^ ((a as u32) << 16) ^ (e as u32))
-        .wrapping_mul(0x9E37_79B1)
-        .rotate_left(7)
+    (seed ^ ((a as u32) << 16) ^ (e as u32)).wrapping_mul(0x9E37_79B1).rotate_left(7)
 }
 
 /// Records `program` over `allocs` allocations of `elems` `u32`s, runs it
@@ -318,15 +207,10 @@ pub(super) fn check_program(
     elems: usize,
     mutant: bool,
 ) -> Result<(), CaseError> {
-    let mem: Vec<UsmAllocation> = (0..allocs)
-        .map(|_| env.usm_u32(elems))
-        .collect::<Result<_, _>>()?;
+    let mem: Vec<UsmAllocation> = (0..allocs).map(|_| env.usm_u32(elems)).collect::<Result<_, _>>()?;
     let ptr = |a: usize, e: usize| mem[a].ptr().byte_add(e * 4);
     let (axpb, copy_add) = (env.kernel("axpb")?, env.kernel("copy_add")?);
-    let cb = env.command_buffer(CommandBufferDesc {
-        in_order: program.in_order,
-        ..Default::default()
-    })?;
+    let cb = env.command_buffer(CommandBufferDesc { in_order: program.in_order, ..Default::default() })?;
     let mut hazards = Hazards::new(allocs, elems);
     let mut points: Vec<SyncPoint> = Vec::with_capacity(program.steps.len());
     for (i, step) in program.steps.iter().enumerate() {
@@ -338,34 +222,12 @@ pub(super) fn check_program(
         let after: Vec<SyncPoint> = deps.iter().map(|d| points[*d as usize]).collect();
         let opts = AppendOptions::new().after(&after);
         let appended = match &step.op {
-            Op::Fill {
-                dst,
-                start,
-                len,
-                pattern,
-            } => cb.append_usm_fill(ptr(*dst, *start), pattern, len * 4, opts)?,
-            Op::Memcpy {
-                dst,
-                dst_start,
-                src,
-                src_start,
-                len,
-            } => {
+            Op::Fill { dst, start, len, pattern } => cb.append_usm_fill(ptr(*dst, *start), pattern, len * 4, opts)?,
+            Op::Memcpy { dst, dst_start, src, src_start, len } => {
                 cb.append_usm_memcpy(ptr(*dst, *dst_start), ptr(*src, *src_start), len * 4, opts)?
             }
-            Op::Axpb {
-                buf,
-                start,
-                len,
-                a,
-                b,
-                offset,
-            } => {
-                let args = [
-                    KernelArg::Pointer(ptr(*buf, start - offset)),
-                    KernelArg::value(a),
-                    KernelArg::value(b),
-                ];
+            Op::Axpb { buf, start, len, a, b, offset } => {
+                let args = [KernelArg::Pointer(ptr(*buf, start - offset)), KernelArg::value(a), KernelArg::value(b)];
                 let global_offset = [*offset];
                 // SAFETY: items `offset..offset + len` touch elements
                 // `start..start + len` of `buf` from a pointer `offset`
@@ -378,15 +240,7 @@ pub(super) fn check_program(
                     )?
                 }
             }
-            Op::CopyAdd {
-                dst,
-                dst_start,
-                src,
-                src_start,
-                len,
-                k,
-                offset,
-            } => {
+            Op::CopyAdd { dst, dst_start, src, src_start, len, k, offset } => {
                 let args = [
                     KernelArg::Pointer(ptr(*dst, dst_start - offset)),
                     KernelArg::Pointer(ptr(*src, src_start - offset)),
@@ -408,13 +262,8 @@ pub(super) fn check_program(
     }
     cb.finalize()?;
 
-    let start: Vec<Vec<u32>> = (0..allocs)
-        .map(|a| {
-            (0..elems)
-                .map(|e| initial(program.init_seed, a, e))
-                .collect()
-        })
-        .collect();
+    let start: Vec<Vec<u32>> =
+        (0..allocs).map(|a| (0..elems).map(|e| initial(program.init_seed, a, e)).collect()).collect();
     let mut expected = start.clone();
     for step in &program.steps {
         step.op.apply(&mut expected, mutant);
@@ -449,34 +298,22 @@ fn range() -> impl Strategy<Value = (usize, usize)> {
 
 /// Source and destination allocations (different) and ranges of one length.
 fn two_ranges() -> impl Strategy<Value = (usize, usize, usize, usize, usize)> {
-    (0..ALLOCS, 1..ALLOCS, 0..ELEMS, 0..ELEMS, 1..=ELEMS).prop_map(
-        |(src, delta, src_start, dst_start, len)| {
-            let len = len.min(ELEMS - src_start.max(dst_start));
-            ((src + delta) % ALLOCS, dst_start, src, src_start, len)
-        },
-    )
+    (0..ALLOCS, 1..ALLOCS, 0..ELEMS, 0..ELEMS, 1..=ELEMS).prop_map(|(src, delta, src_start, dst_start, len)| {
+        let len = len.min(ELEMS - src_start.max(dst_start));
+        ((src + delta) % ALLOCS, dst_start, src, src_start, len)
+    })
 }
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        (
-            0..ALLOCS,
-            range(),
-            prop_oneof![Just(1usize), Just(2), Just(4), Just(8), Just(16)],
-            any::<[u8; 16]>()
-        )
+        (0..ALLOCS, range(), prop_oneof![Just(1usize), Just(2), Just(4), Just(8), Just(16)], any::<[u8; 16]>())
             .prop_map(|(dst, (start, len), plen, bytes)| {
                 // The fill size must be a multiple of the pattern.
                 let mut plen = plen;
                 while !(len * 4).is_multiple_of(plen) {
                     plen /= 2;
                 }
-                Op::Fill {
-                    dst,
-                    start,
-                    len,
-                    pattern: bytes[..plen].to_vec(),
-                }
+                Op::Fill { dst, start, len, pattern: bytes[..plen].to_vec() }
             }),
         two_ranges().prop_map(|(dst, dst_start, src, src_start, len)| Op::Memcpy {
             dst,
@@ -485,51 +322,28 @@ fn op() -> impl Strategy<Value = Op> {
             src_start,
             len,
         }),
-        (0..ALLOCS, range(), any::<u32>(), any::<u32>(), 0..ELEMS).prop_map(
-            |(buf, (start, len), a, b, offset)| Op::Axpb {
-                buf,
-                start,
-                len,
-                a,
-                b,
-                offset: offset % (start + 1),
-            }
-        ),
-        (two_ranges(), any::<u32>(), 0..ELEMS).prop_map(
-            |((dst, dst_start, src, src_start, len), k, offset)| Op::CopyAdd {
-                dst,
-                dst_start,
-                src,
-                src_start,
-                len,
-                k,
-                offset: offset % (dst_start.min(src_start) + 1),
-            }
-        ),
+        (0..ALLOCS, range(), any::<u32>(), any::<u32>(), 0..ELEMS).prop_map(|(buf, (start, len), a, b, offset)| {
+            Op::Axpb { buf, start, len, a, b, offset: offset % (start + 1) }
+        }),
+        (two_ranges(), any::<u32>(), 0..ELEMS).prop_map(|((dst, dst_start, src, src_start, len), k, offset)| {
+            Op::CopyAdd { dst, dst_start, src, src_start, len, k, offset: offset % (dst_start.min(src_start) + 1) }
+        }),
     ]
 }
 
 fn program(in_order: bool) -> impl Strategy<Value = Program> {
-    let step = (op(), proptest::option::weighted(0.25, 0..1000usize))
-        .prop_map(|(op, extra_dep)| Step { op, extra_dep });
-    (any::<u32>(), proptest::collection::vec(step, 50..=500)).prop_map(move |(init_seed, steps)| {
-        Program {
-            in_order,
-            init_seed,
-            steps,
-        }
+    let step =
+        (op(), proptest::option::weighted(0.25, 0..1000usize)).prop_map(|(op, extra_dep)| Step { op, extra_dep });
+    (any::<u32>(), proptest::collection::vec(step, 50..=500)).prop_map(move |(init_seed, steps)| Program {
+        in_order,
+        init_seed,
+        steps,
     })
 }
 
 /// Runs `programs` generated programs from `seed`; on failure the message
 /// names the seed, the first failing program's number and the shrunk program.
-fn run_property(
-    env: &Env,
-    seed: u64,
-    in_order: bool,
-    programs: u32,
-    mutant: bool,
-) -> Result<(), String> {
+fn run_property(env: &Env, seed: u64, in_order: bool, programs: u32, mutant: bool) -> Result<(), String> {
     let config = Config {
         cases: programs,
         failure_persistence: None,
@@ -539,10 +353,7 @@ fn run_property(
     };
     let mut seed_bytes = [0u8; 32];
     seed_bytes[..8].copy_from_slice(&seed.to_le_bytes());
-    let mut runner = TestRunner::new_with_rng(
-        config,
-        TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes),
-    );
+    let mut runner = TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes));
     let generated = Cell::new(0u32);
     let first_failure = Cell::new(None);
     let result = runner.run(&program(in_order), |p| {
@@ -564,9 +375,7 @@ fn run_property(
              reproduce): {reason}\nminimal program: {minimal}",
             first_failure.get().unwrap_or(0)
         )),
-        Err(TestError::Abort(reason)) => Err(format!(
-            "random-DAG property aborted (ChaCha seed {seed:#x}): {reason}"
-        )),
+        Err(TestError::Abort(reason)) => Err(format!("random-DAG property aborted (ChaCha seed {seed:#x}): {reason}")),
     }
 }
 
@@ -584,14 +393,9 @@ fn random_dags_in_order(env: &Env) -> CaseResult {
 /// and the report names the seed and a shrunk program.
 fn wrong_model_is_caught(env: &Env) -> CaseResult {
     let Err(message) = run_property(env, 0x5EED_0003, false, 8, true) else {
-        return Err(CaseError::Fail(
-            "a host model with a wrong axpb matched the device on 8 programs".into(),
-        ));
+        return Err(CaseError::Fail("a host model with a wrong axpb matched the device on 8 programs".into()));
     };
-    check!(
-        message.contains("from the host model"),
-        "not a model mismatch: {message}"
-    );
+    check!(message.contains("from the host model"), "not a model mismatch: {message}");
     check!(message.contains("ChaCha seed 0x5eed0003"), "{message}");
     let commands: usize = message
         .split("minimal program: ")
@@ -600,9 +404,6 @@ fn wrong_model_is_caught(env: &Env) -> CaseResult {
         .and_then(|n| n.parse().ok())
         .unwrap_or(usize::MAX);
     check!(commands <= 500, "{message}");
-    check!(
-        message.contains("axpb"),
-        "the minimal program lost its axpb: {message}"
-    );
+    check!(message.contains("axpb"), "the minimal program lost its axpb: {message}");
     Ok(())
 }

@@ -12,10 +12,9 @@ pub(super) fn cases() -> Vec<Case> {
     let mut all = Vec::new();
     for (size, offset, len) in SETS {
         all.push(
-            Case::new(
-                format!("read::size_{size}_offset_{offset}_len_{len}"),
-                move |env| read_set(env, size, offset, len),
-            )
+            Case::new(format!("read::size_{size}_offset_{offset}_len_{len}"), move |env| {
+                read_set(env, size, offset, len)
+            })
             .requires(Requires::HOST_USM),
         );
     }
@@ -25,10 +24,9 @@ pub(super) fn cases() -> Vec<Case> {
     ]);
     for (size, offset, len) in SETS {
         all.push(
-            Case::new(
-                format!("write::size_{size}_offset_{offset}_len_{len}"),
-                move |env| write_set(env, size, offset, len),
-            )
+            Case::new(format!("write::size_{size}_offset_{offset}_len_{len}"), move |env| {
+                write_set(env, size, offset, len)
+            })
             .requires(Requires::HOST_USM),
         );
     }
@@ -41,13 +39,7 @@ pub(super) fn cases() -> Vec<Case> {
 
 /// UR's `{size, offset, read_size}` / `{size, offset, write_size}` sets
 /// (identical in both files).
-const SETS: [(usize, usize, usize); 5] = [
-    (1, 0, 1),
-    (256, 0, 256),
-    (1024, 0, 1024),
-    (256, 127, 128),
-    (1024, 256, 256),
-];
+const SETS: [(usize, usize, usize); 5] = [(1, 0, 1), (256, 0, 256), (1024, 0, 1024), (256, 127, 128), (1024, 256, 256)];
 
 /// What memory outside the accessed range holds before the command runs.
 const BASE: u8 = 1;
@@ -83,10 +75,7 @@ impl HostBytes {
     pub(super) fn new(data: &[u8]) -> HostBytes {
         let boxed: Box<[u8]> = Box::from(data);
         let len = boxed.len();
-        HostBytes {
-            ptr: Box::into_raw(boxed).cast::<u8>(),
-            len,
-        }
+        HostBytes { ptr: Box::into_raw(boxed).cast::<u8>(), len }
     }
 
     /// `len` copies of `byte`.
@@ -131,13 +120,7 @@ impl Drop for HostBytes {
 }
 
 /// `base` with `len` bytes of `src` from `src_offset` placed at `dst_offset`.
-pub(super) fn placed(
-    base: &[u8],
-    dst_offset: usize,
-    src: &[u8],
-    src_offset: usize,
-    len: usize,
-) -> Vec<u8> {
+pub(super) fn placed(base: &[u8], dst_offset: usize, src: &[u8], src_offset: usize, len: usize) -> Vec<u8> {
     let mut out = base.to_vec();
     out[dst_offset..dst_offset + len].copy_from_slice(&src[src_offset..src_offset + len]);
     out
@@ -168,16 +151,8 @@ fn read_set(env: &Env, size: usize, offset: usize, len: usize) -> CaseResult {
         unsafe { raw.set(&base) };
         queue.enqueue_command_buffer(&cb, &[])?.wait()?;
         let expected = placed(&base, 0, &input, offset, len);
-        check_eq!(
-            read::<u8>(&queue, host.ptr(), size)?,
-            expected,
-            "host USM, execution {run}"
-        );
-        check_eq!(
-            read::<u8>(&queue, device.ptr(), size)?,
-            expected,
-            "device USM, execution {run}"
-        );
+        check_eq!(read::<u8>(&queue, host.ptr(), size)?, expected, "host USM, execution {run}");
+        check_eq!(read::<u8>(&queue, device.ptr(), size)?, expected, "device USM, execution {run}");
         // SAFETY: the execution was waited for.
         let seen = unsafe { raw.to_vec() };
         check_eq!(seen, expected, "raw host memory, execution {run}");
@@ -200,9 +175,7 @@ fn write_set(env: &Env, size: usize, offset: usize, len: usize) -> CaseResult {
     cb.append_buffer_write(&buffers[1], offset, len, device.ptr(), AppendOptions::new())?;
     // SAFETY: `raw` holds `size` >= `len` bytes and outlives every execution
     // (declared before the queue); the host writes it only between executions.
-    unsafe {
-        cb.append_buffer_write_host(&buffers[2], offset, len, raw.ptr(), AppendOptions::new())?
-    };
+    unsafe { cb.append_buffer_write_host(&buffers[2], offset, len, raw.ptr(), AppendOptions::new())? };
     cb.finalize()?;
     for (run, seed) in [(1, 31), (2, 32)] {
         let input = noise(size, seed);
@@ -215,15 +188,8 @@ fn write_set(env: &Env, size: usize, offset: usize, len: usize) -> CaseResult {
         }
         queue.enqueue_command_buffer(&cb, &[])?.wait()?;
         let expected = placed(&base, offset, &input, 0, len);
-        for (b, source) in buffers
-            .iter()
-            .zip(["host USM", "device USM", "raw host memory"])
-        {
-            check_eq!(
-                read_buffer::<u8>(&queue, b, 0, size)?,
-                expected,
-                "write from {source}, execution {run}"
-            );
+        for (b, source) in buffers.iter().zip(["host USM", "device USM", "raw host memory"]) {
+            check_eq!(read_buffer::<u8>(&queue, b, 0, size)?, expected, "write from {source}, execution {run}");
         }
     }
     Ok(())
@@ -251,11 +217,7 @@ fn into_shared_usm(env: &Env) -> CaseResult {
             let seen = unsafe { std::slice::from_raw_parts(p, size).to_vec() };
             check_eq!(seen, expected, "set {i} through the host mapping");
         }
-        check_eq!(
-            read::<u8>(&queue, shared.ptr(), size)?,
-            expected,
-            "set {i} read back"
-        );
+        check_eq!(read::<u8>(&queue, shared.ptr(), size)?, expected, "set {i} read back");
     }
     Ok(())
 }
@@ -278,11 +240,7 @@ fn from_shared_usm(env: &Env) -> CaseResult {
         cb.append_buffer_write(&buffer, offset, len, shared.ptr(), AppendOptions::new())?;
         cb.finalize()?;
         queue.enqueue_command_buffer(&cb, &[])?.wait()?;
-        check_eq!(
-            read_buffer::<u8>(&queue, &buffer, 0, size)?,
-            placed(&base, offset, &input, 0, len),
-            "set {i}"
-        );
+        check_eq!(read_buffer::<u8>(&queue, &buffer, 0, size)?, placed(&base, offset, &input, 0, len), "set {i}");
     }
     Ok(())
 }
@@ -298,28 +256,13 @@ fn into_host_memory_signal_event(env: &Env) -> CaseResult {
     let cb = env.command_buffer(CommandBufferDesc::default())?;
     // SAFETY: `raw` holds SIZE bytes and outlives every execution (declared
     // before the queue); the host reads it only after the read's event.
-    let read_cmd = unsafe {
-        cb.append_buffer_read_host(
-            &buffer,
-            64,
-            256,
-            raw.ptr(),
-            AppendOptions::new().signal_event(),
-        )?
-    };
+    let read_cmd =
+        unsafe { cb.append_buffer_read_host(&buffer, 64, 256, raw.ptr(), AppendOptions::new().signal_event())? };
     let after = [read_cmd.sync_point];
-    cb.append_buffer_fill(
-        &buffer,
-        &[0xEE],
-        0,
-        SIZE,
-        AppendOptions::new().after(&after),
-    )?;
+    cb.append_buffer_fill(&buffer, &[0xEE], 0, SIZE, AppendOptions::new().after(&after))?;
     cb.finalize()?;
     let Some(read_event) = read_cmd.event else {
-        return Err(crate::CaseError::Fail(
-            "signal event asked for, none returned".into(),
-        ));
+        return Err(crate::CaseError::Fail("signal event asked for, none returned".into()));
     };
     let execution = queue.enqueue_command_buffer(&cb, &[])?;
     read_event.wait()?;
@@ -328,11 +271,7 @@ fn into_host_memory_signal_event(env: &Env) -> CaseResult {
     let seen = unsafe { raw.to_vec() };
     check_eq!(seen, placed(&vec![BASE; SIZE], 0, &input, 64, 256));
     execution.wait()?;
-    check_eq!(
-        read_buffer::<u8>(&queue, &buffer, 0, SIZE)?,
-        vec![0xEEu8; SIZE],
-        "the fill after the read"
-    );
+    check_eq!(read_buffer::<u8>(&queue, &buffer, 0, SIZE)?, vec![0xEEu8; SIZE], "the fill after the read");
     Ok(())
 }
 
@@ -348,28 +287,13 @@ fn from_host_memory_signal_event(env: &Env) -> CaseResult {
     let cb = env.command_buffer(CommandBufferDesc::default())?;
     // SAFETY: `raw` holds SIZE bytes, outlives every execution (declared
     // before both queues) and is not written while the buffer runs.
-    let write_cmd = unsafe {
-        cb.append_buffer_write_host(
-            &buffer,
-            128,
-            300,
-            raw.ptr(),
-            AppendOptions::new().signal_event(),
-        )?
-    };
+    let write_cmd =
+        unsafe { cb.append_buffer_write_host(&buffer, 128, 300, raw.ptr(), AppendOptions::new().signal_event())? };
     let after = [write_cmd.sync_point];
-    cb.append_buffer_read(
-        &buffer,
-        0,
-        SIZE,
-        copy.ptr(),
-        AppendOptions::new().after(&after),
-    )?;
+    cb.append_buffer_read(&buffer, 0, SIZE, copy.ptr(), AppendOptions::new().after(&after))?;
     cb.finalize()?;
     let Some(write_event) = write_cmd.event else {
-        return Err(crate::CaseError::Fail(
-            "signal event asked for, none returned".into(),
-        ));
+        return Err(crate::CaseError::Fail("signal event asked for, none returned".into()));
     };
     let execution = queue.enqueue_command_buffer(&cb, &[])?;
     let mut seen = vec![0u8; SIZE];
@@ -377,10 +301,6 @@ fn from_host_memory_signal_event(env: &Env) -> CaseResult {
     let expected = placed(&vec![0u8; SIZE], 128, &input, 0, 300);
     check_eq!(seen, expected, "eager read ordered by the write's event");
     execution.wait()?;
-    check_eq!(
-        read::<u8>(&queue, copy.ptr(), SIZE)?,
-        expected,
-        "the read after the write"
-    );
+    check_eq!(read::<u8>(&queue, copy.ptr(), SIZE)?, expected, "the read after the write");
     Ok(())
 }

@@ -12,15 +12,11 @@ use crate::{Requires, cases, check_eq};
 pub(super) fn cases() -> Vec<Case> {
     let mut all = Vec::new();
     for set in READ_SETS {
-        all.push(Case::new(format!("rect::read_{}", set.name), move |env| {
-            read_set(env, &set)
-        }));
+        all.push(Case::new(format!("rect::read_{}", set.name), move |env| read_set(env, &set)));
     }
     for set in &READ_SETS[..WRITE_SET_COUNT] {
         let set = *set;
-        all.push(Case::new(format!("rect::write_{}", set.name), move |env| {
-            write_set(env, &set)
-        }));
+        all.push(Case::new(format!("rect::write_{}", set.name), move |env| write_set(env, &set)));
     }
     all.extend(cases!["rect";
         copy_2d,
@@ -67,70 +63,14 @@ const fn set(
 
 /// `rect_read.cpp` runs all eight; `rect_write.cpp` the first seven.
 const READ_SETS: [RectSet; 8] = [
-    set(
-        "whole_buffer_2d",
-        (256, 256),
-        ([0, 0, 0], [0, 0, 0]),
-        [16, 16, 1],
-        (16, 256),
-        (16, 256),
-    ),
-    set(
-        "non_zero_offsets_2d",
-        (16, 32),
-        ([2, 2, 0], [4, 2, 0]),
-        [2, 2, 1],
-        (4, 16),
-        (8, 32),
-    ),
-    set(
-        "different_buffer_sizes_2d",
-        (256, 512),
-        ([0, 0, 0], [4, 0, 0]),
-        [4, 4, 1],
-        (4, 16),
-        (8, 32),
-    ),
-    set(
-        "column_2d",
-        (256, 512),
-        ([0, 0, 0], [1, 0, 0]),
-        [1, 256, 1],
-        (1, 256),
-        (2, 512),
-    ),
-    set(
-        "row_2d",
-        (256, 512),
-        ([0, 0, 0], [0, 1, 0]),
-        [256, 1, 1],
-        (256, 256),
-        (256, 512),
-    ),
-    set(
-        "whole_3d",
-        (512, 512),
-        ([0, 0, 0], [0, 0, 0]),
-        [8, 8, 8],
-        (8, 64),
-        (8, 64),
-    ),
-    set(
-        "3d_with_offsets",
-        (512, 512),
-        ([1, 2, 3], [4, 1, 3]),
-        [4, 3, 2],
-        (8, 64),
-        (8, 64),
-    ),
-    set(
-        "2d_into_3d",
-        (256, 1024),
-        ([1, 2, 0], [4, 1, 3]),
-        [4, 16, 1],
-        (8, 256),
-        (8, 256),
-    ),
+    set("whole_buffer_2d", (256, 256), ([0, 0, 0], [0, 0, 0]), [16, 16, 1], (16, 256), (16, 256)),
+    set("non_zero_offsets_2d", (16, 32), ([2, 2, 0], [4, 2, 0]), [2, 2, 1], (4, 16), (8, 32)),
+    set("different_buffer_sizes_2d", (256, 512), ([0, 0, 0], [4, 0, 0]), [4, 4, 1], (4, 16), (8, 32)),
+    set("column_2d", (256, 512), ([0, 0, 0], [1, 0, 0]), [1, 256, 1], (1, 256), (2, 512)),
+    set("row_2d", (256, 512), ([0, 0, 0], [0, 1, 0]), [256, 1, 1], (256, 256), (256, 512)),
+    set("whole_3d", (512, 512), ([0, 0, 0], [0, 0, 0]), [8, 8, 8], (8, 64), (8, 64)),
+    set("3d_with_offsets", (512, 512), ([1, 2, 3], [4, 1, 3]), [4, 3, 2], (8, 64), (8, 64)),
+    set("2d_into_3d", (256, 1024), ([1, 2, 0], [4, 1, 3]), [4, 16, 1], (8, 256), (8, 256)),
 ];
 
 const WRITE_SET_COUNT: usize = 7;
@@ -139,11 +79,7 @@ const WRITE_SET_COUNT: usize = 7;
 const BASE: u8 = 0x5A;
 
 fn layout(origin: [usize; 3], pitches: (usize, usize)) -> RectLayout {
-    RectLayout::new(
-        RectOffset::new(origin[0], origin[1], origin[2]),
-        pitches.0,
-        pitches.1,
-    )
+    RectLayout::new(RectOffset::new(origin[0], origin[1], origin[2]), pitches.0, pitches.1)
 }
 
 fn region(r: [usize; 3]) -> RectRegion {
@@ -192,9 +128,7 @@ fn write_set(env: &Env, s: &RectSet) -> CaseResult {
     let host = env.usm(UsmKind::Device, s.host_size)?;
     write(&queue, host.ptr(), &input)?;
     let buffer = env.buffer(s.buffer_size)?;
-    queue
-        .fill_buffer(&buffer, &[BASE], 0, s.buffer_size, &[])?
-        .wait()?;
+    queue.fill_buffer(&buffer, &[BASE], 0, s.buffer_size, &[])?.wait()?;
     let cb = env.command_buffer(CommandBufferDesc::default())?;
     cb.append_buffer_write_rect(
         &buffer,
@@ -216,10 +150,7 @@ fn write_set(env: &Env, s: &RectSet) -> CaseResult {
         s.buffer_pitches,
         s.region,
     );
-    check_eq!(
-        read_buffer::<u8>(&queue, &buffer, 0, s.buffer_size)?,
-        expected
-    );
+    check_eq!(read_buffer::<u8>(&queue, &buffer, 0, s.buffer_size)?, expected);
     Ok(())
 }
 
@@ -255,35 +186,11 @@ fn copy_2d(env: &Env) -> CaseResult {
     let queue = env.queue()?;
     queue.enqueue_command_buffer(&cb, &[])?.wait()?;
     let mut expected_dst = vec![BASE; DST];
-    copy_rect_reference(
-        &input,
-        [3, 5, 0],
-        (24, 24 * 7),
-        &mut expected_dst,
-        [17, 2, 0],
-        (32, DST),
-        [10, 7, 1],
-    );
+    copy_rect_reference(&input, [3, 5, 0], (24, 24 * 7), &mut expected_dst, [17, 2, 0], (32, DST), [10, 7, 1]);
     let mut expected_src = input.clone();
-    copy_rect_reference(
-        &input,
-        [0, 0, 0],
-        (24, 96),
-        &mut expected_src,
-        [12, 8, 0],
-        (24, 96),
-        [4, 4, 1],
-    );
-    check_eq!(
-        read_buffer::<u8>(&queue, &dst, 0, DST)?,
-        expected_dst,
-        "destination buffer"
-    );
-    check_eq!(
-        read_buffer::<u8>(&queue, &src, 0, SRC)?,
-        expected_src,
-        "source buffer after the copy inside it"
-    );
+    copy_rect_reference(&input, [0, 0, 0], (24, 96), &mut expected_src, [12, 8, 0], (24, 96), [4, 4, 1]);
+    check_eq!(read_buffer::<u8>(&queue, &dst, 0, DST)?, expected_dst, "destination buffer");
+    check_eq!(read_buffer::<u8>(&queue, &src, 0, SRC)?, expected_src, "source buffer after the copy inside it");
     Ok(())
 }
 
@@ -336,42 +243,14 @@ fn copy_3d_chain(env: &Env) -> CaseResult {
     queue.enqueue_command_buffer(&cb, &[])?.wait()?;
 
     let mut expected_a = vec![BASE; A];
-    copy_rect_reference(
-        &input,
-        host_origin,
-        host_pitches,
-        &mut expected_a,
-        a_origin,
-        a_pitches,
-        R,
-    );
+    copy_rect_reference(&input, host_origin, host_pitches, &mut expected_a, a_origin, a_pitches, R);
     let mut expected_b = vec![BASE; B];
-    copy_rect_reference(
-        &expected_a,
-        a_origin,
-        a_pitches,
-        &mut expected_b,
-        b_origin,
-        b_pitches,
-        R,
-    );
+    copy_rect_reference(&expected_a, a_origin, a_pitches, &mut expected_b, b_origin, b_pitches, R);
     let mut expected_out = vec![0u8; R[0] * R[1] * R[2]];
-    copy_rect_reference(
-        &input,
-        host_origin,
-        host_pitches,
-        &mut expected_out,
-        [0, 0, 0],
-        (R[0], R[0] * R[1]),
-        R,
-    );
+    copy_rect_reference(&input, host_origin, host_pitches, &mut expected_out, [0, 0, 0], (R[0], R[0] * R[1]), R);
     check_eq!(read_buffer::<u8>(&queue, &a, 0, A)?, expected_a, "buffer A");
     check_eq!(read_buffer::<u8>(&queue, &b, 0, B)?, expected_b, "buffer B");
-    check_eq!(
-        read::<u8>(&queue, out.ptr(), R[0] * R[1] * R[2])?,
-        expected_out,
-        "packed read-back"
-    );
+    check_eq!(read::<u8>(&queue, out.ptr(), R[0] * R[1] * R[2])?, expected_out, "packed read-back");
     Ok(())
 }
 
@@ -433,11 +312,7 @@ fn read_write_twice(env: &Env) -> CaseResult {
             w.buffer_pitches,
             w.region,
         );
-        check_eq!(
-            read::<u8>(&queue, read_dst.ptr(), r.host_size)?,
-            expected_read,
-            "rect read, execution {run}"
-        );
+        check_eq!(read::<u8>(&queue, read_dst.ptr(), r.host_size)?, expected_read, "rect read, execution {run}");
         check_eq!(
             read_buffer::<u8>(&queue, &write_dst, 0, w.buffer_size)?,
             expected_write,

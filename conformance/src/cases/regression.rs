@@ -3,10 +3,7 @@
 //! saxpy kernels with device-to-device and device-to-"host" copies, submitted
 //! right after an eager saxpy it depends on.
 
-use ur::{
-    AppendOptions, CommandBuffer, CommandBufferDesc, Event, KernelArg, KernelLaunch, Queue,
-    UsmAllocation,
-};
+use ur::{AppendOptions, CommandBuffer, CommandBufferDesc, Event, KernelArg, KernelLaunch, Queue, UsmAllocation};
 
 use super::event_sync::gate;
 use crate::harness::{CaseError, CaseResult, Env, read, write};
@@ -37,10 +34,7 @@ impl Memory {
             write(&setup, mem.ptr(), &[value; N])?;
             Ok(mem)
         };
-        Ok(Memory {
-            d: [alloc(0)?, alloc(1)?, alloc(2)?, alloc(3)?],
-            out: alloc(0xDEAD)?,
-        })
+        Ok(Memory { d: [alloc(0)?, alloc(1)?, alloc(2)?, alloc(3)?], out: alloc(0xDEAD)? })
     }
 
     /// Launches `D0 = A * D1 + D2` eagerly on `queue` after `wait`.
@@ -61,10 +55,7 @@ impl Memory {
     /// does (an in-order buffer orders by append order alone):
     /// `D3 = A*D1 + D0; D1 = D3; D3 = A*D1 + D0; D2 = D3; out = D2`.
     fn record(&self, env: &Env) -> Result<CommandBuffer, CaseError> {
-        let cb = env.command_buffer(CommandBufferDesc {
-            in_order: true,
-            ..Default::default()
-        })?;
+        let cb = env.command_buffer(CommandBufferDesc { in_order: true, ..Default::default() })?;
         let kernel = env.kernel("saxpy")?;
         let args = [
             KernelArg::Pointer(self.d[3].ptr()),
@@ -77,16 +68,9 @@ impl Memory {
         // SAFETY: N work-items over N-element allocations, which the cases
         // keep alive until their queues have finished.
         let first = unsafe { cb.append_kernel_launch(&launch, &[], AppendOptions::new())? };
-        let copy = cb.append_usm_memcpy(
-            self.d[1].ptr(),
-            self.d[3].ptr(),
-            bytes,
-            AppendOptions::new(),
-        )?;
+        let copy = cb.append_usm_memcpy(self.d[1].ptr(), self.d[3].ptr(), bytes, AppendOptions::new())?;
         // SAFETY: as above.
-        let second = unsafe {
-            cb.append_kernel_launch(&launch, &[], AppendOptions::new().after(&[copy.sync_point]))?
-        };
+        let second = unsafe { cb.append_kernel_launch(&launch, &[], AppendOptions::new().after(&[copy.sync_point]))? };
         let copy = cb.append_usm_memcpy(
             self.d[2].ptr(),
             self.d[3].ptr(),

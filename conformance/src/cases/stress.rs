@@ -32,10 +32,7 @@ fn on_threads(body: impl Fn(usize) -> CaseResult + Sync) -> CaseResult {
             .collect();
         handles
             .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(CaseError::Fail("a thread panicked".into())))
-            })
+            .map(|h| h.join().unwrap_or_else(|_| Err(CaseError::Fail("a thread panicked".into()))))
             .collect()
     });
     results.into_iter().collect()
@@ -52,13 +49,7 @@ fn shared_counter(env: &Env, properties: QueueProperties) -> CaseResult {
     let cb = env.command_buffer(CommandBufferDesc::default())?;
     let args = [KernelArg::Pointer(counter.ptr())];
     // SAFETY: one work-item increments the one-element counter.
-    unsafe {
-        cb.append_kernel_launch(
-            &KernelLaunch::new(&kernel, &[1], &args),
-            &[],
-            AppendOptions::new(),
-        )?
-    };
+    unsafe { cb.append_kernel_launch(&KernelLaunch::new(&kernel, &[1], &args), &[], AppendOptions::new())? };
     cb.finalize()?;
     on_threads(|_| {
         let queue = env.queue_with(properties)?;
@@ -69,10 +60,7 @@ fn shared_counter(env: &Env, properties: QueueProperties) -> CaseResult {
         Ok(())
     })?;
     let queue = env.queue()?;
-    check_eq!(
-        read::<u32>(&queue, counter.ptr(), 1)?,
-        vec![(THREADS * SUBMISSIONS) as u32]
-    );
+    check_eq!(read::<u32>(&queue, counter.ptr(), 1)?, vec![(THREADS * SUBMISSIONS) as u32]);
     Ok(())
 }
 
@@ -81,13 +69,7 @@ fn shared_buffer_from_eight_queues(env: &Env) -> CaseResult {
 }
 
 fn shared_buffer_from_eight_out_of_order_queues(env: &Env) -> CaseResult {
-    shared_counter(
-        env,
-        QueueProperties {
-            out_of_order: true,
-            profiling: false,
-        },
-    )
+    shared_counter(env, QueueProperties { out_of_order: true, profiling: false })
 }
 
 /// A counter bumped in two dependent commands (`tmp = counter + 1`, then
@@ -100,25 +82,10 @@ fn shared_two_step_counter_from_eight_queues(env: &Env) -> CaseResult {
     let kernel = env.kernel("copy_add")?;
     let cb = env.command_buffer(CommandBufferDesc::default())?;
     let one = 1u32;
-    let args = [
-        KernelArg::Pointer(tmp.ptr()),
-        KernelArg::Pointer(counter.ptr()),
-        KernelArg::value(&one),
-    ];
+    let args = [KernelArg::Pointer(tmp.ptr()), KernelArg::Pointer(counter.ptr()), KernelArg::value(&one)];
     // SAFETY: one work-item reads and writes element 0 of one-element allocations.
-    let add = unsafe {
-        cb.append_kernel_launch(
-            &KernelLaunch::new(&kernel, &[1], &args),
-            &[],
-            AppendOptions::new(),
-        )?
-    };
-    cb.append_usm_memcpy(
-        counter.ptr(),
-        tmp.ptr(),
-        4,
-        AppendOptions::new().after(&[add.sync_point]),
-    )?;
+    let add = unsafe { cb.append_kernel_launch(&KernelLaunch::new(&kernel, &[1], &args), &[], AppendOptions::new())? };
+    cb.append_usm_memcpy(counter.ptr(), tmp.ptr(), 4, AppendOptions::new().after(&[add.sync_point]))?;
     cb.finalize()?;
     on_threads(|_| {
         let queue = env.queue()?;
@@ -128,10 +95,7 @@ fn shared_two_step_counter_from_eight_queues(env: &Env) -> CaseResult {
         queue.finish()?;
         Ok(())
     })?;
-    check_eq!(
-        read::<u32>(&env.queue()?, counter.ptr(), 1)?,
-        vec![(THREADS * SUBMISSIONS) as u32]
-    );
+    check_eq!(read::<u32>(&env.queue()?, counter.ptr(), 1)?, vec![(THREADS * SUBMISSIONS) as u32]);
     Ok(())
 }
 
@@ -148,11 +112,7 @@ fn eight_threads_own_buffers(env: &Env) -> CaseResult {
         let cb = env.command_buffer(CommandBufferDesc::default())?;
         let k = 1000 * t as u32;
         let inc_args = [KernelArg::Pointer(counts.ptr())];
-        let add_args = [
-            KernelArg::Pointer(out.ptr()),
-            KernelArg::Pointer(counts.ptr()),
-            KernelArg::value(&k),
-        ];
+        let add_args = [KernelArg::Pointer(out.ptr()), KernelArg::Pointer(counts.ptr()), KernelArg::value(&k)];
         let mark = (t as u32 + 1).to_le_bytes();
         let fill = cb.append_usm_fill(marks.ptr(), &mark, N * 4, AppendOptions::new())?;
         // SAFETY: N work-items increment the N elements of `counts`.
@@ -176,21 +136,9 @@ fn eight_threads_own_buffers(env: &Env) -> CaseResult {
             queue.enqueue_command_buffer(&cb, &[])?;
         }
         queue.finish()?;
-        check_eq!(
-            read::<u32>(&queue, counts.ptr(), N)?,
-            vec![RUNS; N],
-            "thread {t}"
-        );
-        check_eq!(
-            read::<u32>(&queue, out.ptr(), N)?,
-            vec![RUNS + k; N],
-            "thread {t}"
-        );
-        check_eq!(
-            read::<u32>(&queue, marks.ptr(), N)?,
-            vec![t as u32 + 1; N],
-            "thread {t}"
-        );
+        check_eq!(read::<u32>(&queue, counts.ptr(), N)?, vec![RUNS; N], "thread {t}");
+        check_eq!(read::<u32>(&queue, out.ptr(), N)?, vec![RUNS + k; N], "thread {t}");
+        check_eq!(read::<u32>(&queue, marks.ptr(), N)?, vec![t as u32 + 1; N], "thread {t}");
         Ok(())
     })
 }
@@ -207,23 +155,13 @@ fn eight_threads_record_enqueue_drop(env: &Env) -> CaseResult {
             let value = (t as u32) << 16 | i;
             let event = {
                 let cb = env.command_buffer(CommandBufferDesc::default())?;
-                let fill =
-                    cb.append_usm_fill(a.ptr(), &value.to_le_bytes(), N * 4, AppendOptions::new())?;
-                cb.append_usm_memcpy(
-                    b.ptr(),
-                    a.ptr(),
-                    N * 4,
-                    AppendOptions::new().after(&[fill.sync_point]),
-                )?;
+                let fill = cb.append_usm_fill(a.ptr(), &value.to_le_bytes(), N * 4, AppendOptions::new())?;
+                cb.append_usm_memcpy(b.ptr(), a.ptr(), N * 4, AppendOptions::new().after(&[fill.sync_point]))?;
                 cb.finalize()?;
                 queue.enqueue_command_buffer(&cb, &[])?
             };
             event.wait()?;
-            check_eq!(
-                read::<u32>(&queue, b.ptr(), N)?,
-                vec![value; N],
-                "thread {t}, iteration {i}"
-            );
+            check_eq!(read::<u32>(&queue, b.ptr(), N)?, vec![value; N], "thread {t}, iteration {i}");
         }
         Ok(())
     })

@@ -7,8 +7,8 @@
 //! queue reads, so they need no shared USM.
 
 use ur::{
-    AppendOptions, Appended, CommandBuffer, CommandHandle, Event, KernelArg, KernelLaunch,
-    KernelLaunchUpdate, LocalSizeUpdate, Queue, UpdateCapabilities, UsmAllocation, UsmKind,
+    AppendOptions, Appended, CommandBuffer, CommandHandle, Event, KernelArg, KernelLaunch, KernelLaunchUpdate,
+    LocalSizeUpdate, Queue, UpdateCapabilities, UsmAllocation, UsmKind,
 };
 
 use crate::harness::{CaseError, CaseResult, Env, read, read_buffer, write};
@@ -50,9 +50,7 @@ const NEW_VAL: u32 = 33;
 
 /// The handle an updatable buffer must return for every append.
 pub(super) fn handle_of(appended: Appended) -> Result<CommandHandle, CaseError> {
-    appended
-        .command
-        .ok_or_else(|| CaseError::Fail("an updatable command buffer returned no handle".into()))
+    appended.command.ok_or_else(|| CaseError::Fail("an updatable command buffer returned no handle".into()))
 }
 
 /// Enqueues and waits for this submission.
@@ -63,13 +61,7 @@ fn run(queue: &Queue, cb: &CommandBuffer) -> CaseResult {
 
 /// `n` distinct values per `seed`.
 fn values(n: usize, seed: u32) -> Vec<u32> {
-    (0..n as u32)
-        .map(|i| {
-            i.wrapping_mul(2654435761)
-                .wrapping_add(seed.wrapping_mul(97))
-                % 1000
-        })
-        .collect()
+    (0..n as u32).map(|i| i.wrapping_mul(2654435761).wrapping_add(seed.wrapping_mul(97)) % 1000).collect()
 }
 
 /// A device allocation holding `data`.
@@ -96,25 +88,14 @@ fn kernel_args(env: &Env) -> CaseResult {
     let queue = env.queue()?;
     let (src0, src1) = (values(N, 1), values(N, 2));
     let (s0, s1) = (usm_with(env, &queue, &src0)?, usm_with(env, &queue, &src1)?);
-    let (d0, d1) = (
-        usm_with(env, &queue, &[0; N])?,
-        usm_with(env, &queue, &[0; N])?,
-    );
+    let (d0, d1) = (usm_with(env, &queue, &[0; N])?, usm_with(env, &queue, &[0; N])?);
     let kernel = env.kernel("copy_add")?;
     let k0 = 5u32;
-    let args = [
-        KernelArg::Pointer(d0.ptr()),
-        KernelArg::Pointer(s0.ptr()),
-        KernelArg::value(&k0),
-    ];
+    let args = [KernelArg::Pointer(d0.ptr()), KernelArg::Pointer(s0.ptr()), KernelArg::value(&k0)];
     let cb = env.updatable_command_buffer()?;
     // SAFETY: copy_add over 32 items reads and writes 32-u32 allocations.
     let handle = handle_of(unsafe {
-        cb.append_kernel_launch(
-            &KernelLaunch::new(&kernel, &[N], &args),
-            &[],
-            AppendOptions::new(),
-        )?
+        cb.append_kernel_launch(&KernelLaunch::new(&kernel, &[N], &args), &[], AppendOptions::new())?
     })?;
     cb.finalize()?;
     run(&queue, &cb)?;
@@ -132,11 +113,7 @@ fn kernel_args(env: &Env) -> CaseResult {
     run(&queue, &cb)?;
     let second: Vec<u32> = src1.iter().map(|v| v + k1).collect();
     check_eq!(read::<u32>(&queue, d1.ptr(), N)?, second);
-    check_eq!(
-        read::<u32>(&queue, d0.ptr(), N)?,
-        first,
-        "the second run wrote the old destination"
-    );
+    check_eq!(read::<u32>(&queue, d0.ptr(), N)?, first, "the second run wrote the old destination");
     Ok(())
 }
 
@@ -166,12 +143,7 @@ fn buffer_fill(env: &Env) -> Result<BufferFill, CaseError> {
     cb.finalize()?;
     run(&queue, &cb)?;
     check_eq!(read_buffer::<u32>(&queue, &buffer, 0, N)?, vec![VAL; N]);
-    Ok(BufferFill {
-        queue,
-        cb,
-        handle,
-        buffer,
-    })
+    Ok(BufferFill { queue, cb, handle, buffer })
 }
 
 /// UR's `BufferFillCommandTest.UpdateParameters`: new buffer and new value.
@@ -185,10 +157,7 @@ fn buffer_fill_parameters(env: &Env) -> CaseResult {
             .arg(1, KernelArg::value(&NEW_VAL))])?
     };
     run(&f.queue, &f.cb)?;
-    check_eq!(
-        read_buffer::<u32>(&f.queue, &new_buffer, 0, N)?,
-        vec![NEW_VAL; N]
-    );
+    check_eq!(read_buffer::<u32>(&f.queue, &new_buffer, 0, N)?, vec![NEW_VAL; N]);
     Ok(())
 }
 
@@ -204,10 +173,7 @@ fn buffer_fill_global_size(env: &Env) -> CaseResult {
             .local_size(LocalSizeUpdate::Set(&[LOCAL]))])?
     };
     run(&f.queue, &f.cb)?;
-    check_eq!(
-        read_buffer::<u32>(&f.queue, &new_buffer, 0, 2 * N)?,
-        vec![VAL; 2 * N]
-    );
+    check_eq!(read_buffer::<u32>(&f.queue, &new_buffer, 0, 2 * N)?, vec![VAL; 2 * N]);
     Ok(())
 }
 
@@ -219,21 +185,14 @@ fn buffer_fill_separate_updates(env: &Env) -> CaseResult {
     // SAFETY: the buffer has 64 u32s, enough for the 64 items set last; the
     // buffer is only run after all three updates.
     unsafe {
-        f.cb.update_kernel_launches(&[
-            KernelLaunchUpdate::new(&f.handle).arg(0, KernelArg::MemObj(&new_buffer))
-        ])?;
-        f.cb.update_kernel_launches(&[
-            KernelLaunchUpdate::new(&f.handle).arg(1, KernelArg::value(&NEW_VAL))
-        ])?;
+        f.cb.update_kernel_launches(&[KernelLaunchUpdate::new(&f.handle).arg(0, KernelArg::MemObj(&new_buffer))])?;
+        f.cb.update_kernel_launches(&[KernelLaunchUpdate::new(&f.handle).arg(1, KernelArg::value(&NEW_VAL))])?;
         f.cb.update_kernel_launches(&[KernelLaunchUpdate::new(&f.handle)
             .global_size(&[2 * N])
             .local_size(LocalSizeUpdate::Set(&[LOCAL]))])?;
     }
     run(&f.queue, &f.cb)?;
-    check_eq!(
-        read_buffer::<u32>(&f.queue, &new_buffer, 0, 2 * N)?,
-        vec![NEW_VAL; 2 * N]
-    );
+    check_eq!(read_buffer::<u32>(&f.queue, &new_buffer, 0, 2 * N)?, vec![NEW_VAL; 2 * N]);
     check_eq!(
         read_buffer::<u32>(&f.queue, &f.buffer, 0, N)?,
         vec![VAL; N],
@@ -248,18 +207,11 @@ fn buffer_fill_override_update(env: &Env) -> CaseResult {
     let second = (-99i32) as u32;
     // SAFETY: only the fill value changes.
     unsafe {
-        f.cb.update_kernel_launches(&[
-            KernelLaunchUpdate::new(&f.handle).arg(1, KernelArg::value(&NEW_VAL))
-        ])?;
-        f.cb.update_kernel_launches(&[
-            KernelLaunchUpdate::new(&f.handle).arg(1, KernelArg::value(&second))
-        ])?;
+        f.cb.update_kernel_launches(&[KernelLaunchUpdate::new(&f.handle).arg(1, KernelArg::value(&NEW_VAL))])?;
+        f.cb.update_kernel_launches(&[KernelLaunchUpdate::new(&f.handle).arg(1, KernelArg::value(&second))])?;
     }
     run(&f.queue, &f.cb)?;
-    check_eq!(
-        read_buffer::<u32>(&f.queue, &f.buffer, 0, N)?,
-        vec![second; N]
-    );
+    check_eq!(read_buffer::<u32>(&f.queue, &f.buffer, 0, N)?, vec![second; N]);
     Ok(())
 }
 
@@ -274,10 +226,7 @@ fn buffer_fill_override_arg_list(env: &Env) -> CaseResult {
             .arg(1, KernelArg::value(&second))])?
     };
     run(&f.queue, &f.cb)?;
-    check_eq!(
-        read_buffer::<u32>(&f.queue, &f.buffer, 0, N)?,
-        vec![second; N]
-    );
+    check_eq!(read_buffer::<u32>(&f.queue, &f.buffer, 0, N)?, vec![second; N]);
     Ok(())
 }
 
@@ -286,17 +235,10 @@ fn buffer_fill_override_arg_list(env: &Env) -> CaseResult {
 fn buffer_saxpy_parameters(env: &Env) -> CaseResult {
     let queue = env.queue()?;
     let data: Vec<Vec<u32>> = (0..5).map(|s| values(N, 10 + s)).collect();
-    let bufs = data
-        .iter()
-        .map(|d| env.buffer_with(d))
-        .collect::<Result<Vec<_>, _>>()?;
+    let bufs = data.iter().map(|d| env.buffer_with(d)).collect::<Result<Vec<_>, _>>()?;
     let kernel = env.kernel("saxpy")?;
-    let args = [
-        KernelArg::MemObj(&bufs[0]),
-        KernelArg::value(&VAL),
-        KernelArg::MemObj(&bufs[1]),
-        KernelArg::MemObj(&bufs[2]),
-    ];
+    let args =
+        [KernelArg::MemObj(&bufs[0]), KernelArg::value(&VAL), KernelArg::MemObj(&bufs[1]), KernelArg::MemObj(&bufs[2])];
     let cb = env.updatable_command_buffer()?;
     // SAFETY: saxpy over 32 items on 32-u32 buffers.
     let handle = handle_of(unsafe {
@@ -308,10 +250,7 @@ fn buffer_saxpy_parameters(env: &Env) -> CaseResult {
     })?;
     cb.finalize()?;
     run(&queue, &cb)?;
-    check_eq!(
-        read_buffer::<u32>(&queue, &bufs[0], 0, N)?,
-        saxpy_reference(VAL, &data[1], &data[2])
-    );
+    check_eq!(read_buffer::<u32>(&queue, &bufs[0], 0, N)?, saxpy_reference(VAL, &data[1], &data[2]));
     // SAFETY: the new X and Y buffers have 32 u32s.
     unsafe {
         cb.update_kernel_launches(&[KernelLaunchUpdate::new(&handle)
@@ -320,10 +259,7 @@ fn buffer_saxpy_parameters(env: &Env) -> CaseResult {
             .arg(1, KernelArg::value(&NEW_VAL))])?
     };
     run(&queue, &cb)?;
-    check_eq!(
-        read_buffer::<u32>(&queue, &bufs[0], 0, N)?,
-        saxpy_reference(NEW_VAL, &data[3], &data[4])
-    );
+    check_eq!(read_buffer::<u32>(&queue, &bufs[0], 0, N)?, saxpy_reference(NEW_VAL, &data[3], &data[4]));
     Ok(())
 }
 
@@ -351,12 +287,7 @@ fn usm_fill(env: &Env) -> Result<UsmFill, CaseError> {
         )?
     })?;
     cb.finalize()?;
-    Ok(UsmFill {
-        queue,
-        cb,
-        handle,
-        out,
-    })
+    Ok(UsmFill { queue, cb, handle, out })
 }
 
 /// UR's `USMFillCommandTest.UpdateParameters`: new pointer, value and a
@@ -375,10 +306,7 @@ fn usm_fill_parameters(env: &Env) -> CaseResult {
             .local_size(LocalSizeUpdate::Set(&[LOCAL]))])?
     };
     run(&f.queue, &f.cb)?;
-    check_eq!(
-        read::<u32>(&f.queue, new_out.ptr(), 2 * N)?,
-        vec![NEW_VAL; 2 * N]
-    );
+    check_eq!(read::<u32>(&f.queue, new_out.ptr(), 2 * N)?, vec![NEW_VAL; 2 * N]);
     check_eq!(read::<u32>(&f.queue, f.out.ptr(), N)?, vec![VAL; N]);
     Ok(())
 }
@@ -395,11 +323,7 @@ fn usm_fill_update_before_enqueue(env: &Env) -> CaseResult {
     };
     run(&f.queue, &f.cb)?;
     check_eq!(read::<u32>(&f.queue, new_out.ptr(), N)?, vec![NEW_VAL; N]);
-    check_eq!(
-        read::<u32>(&f.queue, f.out.ptr(), N)?,
-        vec![0; N],
-        "the original pointer was written"
-    );
+    check_eq!(read::<u32>(&f.queue, f.out.ptr(), N)?, vec![0; N], "the original pointer was written");
     Ok(())
 }
 
@@ -412,9 +336,7 @@ fn usm_fill_null_pointer(env: &Env) -> CaseResult {
     check_eq!(read::<u32>(&f.queue, f.out.ptr(), N)?, vec![VAL; N]);
     // SAFETY: the buffer is not enqueued while the pointer is null.
     unsafe {
-        f.cb.update_kernel_launches(&[
-            KernelLaunchUpdate::new(&f.handle).arg(0, KernelArg::Pointer(ur::UsmPtr::NULL))
-        ])?
+        f.cb.update_kernel_launches(&[KernelLaunchUpdate::new(&f.handle).arg(0, KernelArg::Pointer(ur::UsmPtr::NULL))])?
     };
     let new_out = usm_with(env, &f.queue, &[0; N])?;
     let v = 7u32;
@@ -443,10 +365,7 @@ fn usm_fill_all_kernels(env: &Env) -> CaseResult {
     let mut handles = Vec::new();
     for k in 0..KERNELS {
         let v = VAL + k as u32;
-        let args = [
-            KernelArg::Pointer(out.ptr().byte_add(k * PER * 4)),
-            KernelArg::value(&v),
-        ];
+        let args = [KernelArg::Pointer(out.ptr().byte_add(k * PER * 4)), KernelArg::value(&v)];
         // SAFETY: 8 items write slice k (8 u32s) of the 64-u32 allocation.
         handles.push(handle_of(unsafe {
             cb.append_kernel_launch(
@@ -458,8 +377,7 @@ fn usm_fill_all_kernels(env: &Env) -> CaseResult {
     }
     cb.finalize()?;
     run(&queue, &cb)?;
-    let expected =
-        |base: u32| -> Vec<u32> { (0..TOTAL).map(|i| base + (i / PER) as u32).collect() };
+    let expected = |base: u32| -> Vec<u32> { (0..TOTAL).map(|i| base + (i / PER) as u32).collect() };
     check_eq!(read::<u32>(&queue, out.ptr(), TOTAL)?, expected(VAL));
     let new_out = usm_with(env, &queue, &[0; TOTAL])?;
     for (k, handle) in handles.iter().enumerate() {
@@ -472,10 +390,7 @@ fn usm_fill_all_kernels(env: &Env) -> CaseResult {
         };
     }
     run(&queue, &cb)?;
-    check_eq!(
-        read::<u32>(&queue, new_out.ptr(), TOTAL)?,
-        expected(NEW_VAL)
-    );
+    check_eq!(read::<u32>(&queue, new_out.ptr(), TOTAL)?, expected(NEW_VAL));
     check_eq!(read::<u32>(&queue, out.ptr(), TOTAL)?, expected(VAL));
     Ok(())
 }
@@ -501,14 +416,8 @@ fn usm_saxpy(env: &Env, nodes: usize) -> Result<UsmSaxpy, CaseError> {
     let xs = [values(len, 21), values(len, 22)];
     let ys = [values(len, 23), values(len, 24)];
     let z = usm_with(env, &queue, &vec![0; len])?;
-    let x = [
-        usm_with(env, &queue, &xs[0])?,
-        usm_with(env, &queue, &xs[1])?,
-    ];
-    let y = [
-        usm_with(env, &queue, &ys[0])?,
-        usm_with(env, &queue, &ys[1])?,
-    ];
+    let x = [usm_with(env, &queue, &xs[0])?, usm_with(env, &queue, &xs[1])?];
+    let y = [usm_with(env, &queue, &ys[0])?, usm_with(env, &queue, &ys[1])?];
     let kernel = env.kernel("saxpy")?;
     let args = [
         KernelArg::Pointer(z.ptr()),
@@ -524,27 +433,14 @@ fn usm_saxpy(env: &Env, nodes: usize) -> Result<UsmSaxpy, CaseError> {
         // nodes*32 u32s.
         handles.push(handle_of(unsafe {
             cb.append_kernel_launch(
-                &KernelLaunch::new(&kernel, &[N], &args)
-                    .local_size(&[LOCAL])
-                    .global_offset(&offset),
+                &KernelLaunch::new(&kernel, &[N], &args).local_size(&[LOCAL]).global_offset(&offset),
                 &[],
                 AppendOptions::new(),
             )?
         })?);
     }
     cb.finalize()?;
-    Ok(UsmSaxpy {
-        queue,
-        cb,
-        handles,
-        kernel,
-        z,
-        x,
-        y,
-        xs,
-        ys,
-        len,
-    })
+    Ok(UsmSaxpy { queue, cb, handles, kernel, z, x, y, xs, ys, len })
 }
 
 impl UsmSaxpy {
@@ -608,11 +504,8 @@ fn usm_saxpy_no_new_kernel(env: &Env) -> CaseResult {
     let f = usm_saxpy(env, 64)?;
     run(&f.queue, &f.cb)?;
     f.check(VAL, 0)?;
-    let updates: Vec<_> = f
-        .handles
-        .iter()
-        .map(|h| KernelLaunchUpdate::new(h).arg(1, KernelArg::value(&NEW_VAL)))
-        .collect();
+    let updates: Vec<_> =
+        f.handles.iter().map(|h| KernelLaunchUpdate::new(h).arg(1, KernelArg::value(&NEW_VAL))).collect();
     check!(updates.iter().all(|u| u.new_kernel.is_none()));
     // SAFETY: only the factor changes.
     unsafe { f.cb.update_kernel_launches(&updates)? };
@@ -644,10 +537,7 @@ fn usm_saxpy_without_blocking(env: &Env) -> CaseResult {
     let second = f.queue.enqueue_command_buffer(&f.cb, &[])?;
     Event::wait_all(&[&first, &second])?;
     f.check(VAL, 0)?;
-    check_eq!(
-        read::<u32>(&f.queue, z1.ptr(), f.len)?,
-        saxpy_reference(NEW_VAL, &f.xs[1], &f.ys[1])
-    );
+    check_eq!(read::<u32>(&f.queue, z1.ptr(), f.len)?, saxpy_reference(NEW_VAL, &f.xs[1], &f.ys[1]));
     Ok(())
 }
 
@@ -673,30 +563,19 @@ fn copy_mult(env: &Env, queue: &Queue) -> Result<CopyMult, CaseError> {
     let cb = env.updatable_command_buffer()?;
     // SAFETY: 4096 items on 4096-u32 allocations.
     let handle = handle_of(unsafe {
-        cb.append_kernel_launch(
-            &KernelLaunch::new(&kernel, &[CM_N], &args),
-            &[],
-            AppendOptions::new(),
-        )?
+        cb.append_kernel_launch(&KernelLaunch::new(&kernel, &[CM_N], &args), &[], AppendOptions::new())?
     })?;
     cb.finalize()?;
-    Ok(CopyMult {
-        cb,
-        handle,
-        x,
-        y,
-        z,
-    })
+    Ok(CopyMult { cb, handle, x, y, z })
 }
 
 impl CopyMult {
     fn update(&self) -> CaseResult {
         // SAFETY: Y and Z have the 4096 u32s of X.
         unsafe {
-            self.cb
-                .update_kernel_launches(&[KernelLaunchUpdate::new(&self.handle)
-                    .arg(0, KernelArg::Pointer(self.z.ptr()))
-                    .arg(1, KernelArg::Pointer(self.y.ptr()))])?
+            self.cb.update_kernel_launches(&[KernelLaunchUpdate::new(&self.handle)
+                .arg(0, KernelArg::Pointer(self.z.ptr()))
+                .arg(1, KernelArg::Pointer(self.y.ptr()))])?
         };
         Ok(())
     }
@@ -707,11 +586,7 @@ impl CopyMult {
         let ys: Vec<u32> = xs.iter().map(|v| v * 2).collect();
         let zs: Vec<u32> = xs.iter().map(|v| v * 4).collect();
         check_eq!(read::<u32>(queue, self.y.ptr(), CM_N)?, ys);
-        check_eq!(
-            read::<u32>(queue, self.z.ptr(), CM_N)?,
-            zs,
-            "the second submission did not run after the first"
-        );
+        check_eq!(read::<u32>(queue, self.z.ptr(), CM_N)?, zs, "the second submission did not run after the first");
         Ok(())
     }
 }

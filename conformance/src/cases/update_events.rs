@@ -8,8 +8,8 @@
 //! other contexts.
 
 use ur::{
-    AppendOptions, CommandBuffer, CommandBufferDesc, CommandHandle, Context, Event, KernelArg,
-    KernelLaunch, Queue, QueueProperties, UpdateCapabilities, UsmAllocation, UsmKind,
+    AppendOptions, CommandBuffer, CommandBufferDesc, CommandHandle, Context, Event, KernelArg, KernelLaunch, Queue,
+    QueueProperties, UpdateCapabilities, UsmAllocation, UsmKind,
 };
 
 use super::event_sync::{Kind, Scenario, X1, X2, Z1, Z2, gate, handle_of, signal_of};
@@ -128,9 +128,7 @@ fn read_after(queue: &Queue, mem: &UsmAllocation, wait: &[&Event]) -> Result<Vec
 /// producer and with its own signal event, run twice with every event
 /// replaced in between. Each fill must land after its producer's value.
 fn multiple_event_commands(env: &Env) -> CaseResult {
-    let mem: Vec<UsmAllocation> = (0..3)
-        .map(|_| env.usm(UsmKind::Device, BYTES))
-        .collect::<Result<_, _>>()?;
+    let mem: Vec<UsmAllocation> = (0..3).map(|_| env.usm(UsmKind::Device, BYTES)).collect::<Result<_, _>>()?;
     let (producer, runner, consumer) = (env.queue()?, env.queue()?, env.queue()?);
     let fills = [0xAu32, 0xB, 0xC];
     let produce = |values: [u32; 3]| -> Result<Vec<Event>, CaseError> {
@@ -180,10 +178,7 @@ fn multiple_event_commands(env: &Env) -> CaseResult {
     for (handle, wait) in handles.iter().zip(&produced) {
         cb.update_wait_events(handle, &[wait])?;
     }
-    let signals: Vec<Event> = handles
-        .iter()
-        .map(|h| cb.update_signal_event(h))
-        .collect::<Result<_, _>>()?;
+    let signals: Vec<Event> = handles.iter().map(|h| cb.update_signal_event(h)).collect::<Result<_, _>>()?;
     runner.enqueue_command_buffer(&cb, &[])?;
     check_round(&signals, 2)
 }
@@ -207,21 +202,11 @@ impl Saxpy {
             write(&setup, mem.ptr(), &[0u32; N])?;
             Ok(mem)
         };
-        Ok(Saxpy {
-            x: alloc()?,
-            y: alloc()?,
-            z: alloc()?,
-            out: alloc()?,
-        })
+        Ok(Saxpy { x: alloc()?, y: alloc()?, z: alloc()?, out: alloc()? })
     }
 
     /// Appends the saxpy with `opts`.
-    fn append(
-        &self,
-        env: &Env,
-        cb: &CommandBuffer,
-        opts: AppendOptions<'_>,
-    ) -> Result<ur::Appended, CaseError> {
+    fn append(&self, env: &Env, cb: &CommandBuffer, opts: AppendOptions<'_>) -> Result<ur::Appended, CaseError> {
         let kernel = env.kernel("saxpy")?;
         let args = [
             KernelArg::Pointer(self.z.ptr()),
@@ -231,37 +216,17 @@ impl Saxpy {
         ];
         // SAFETY: N work-items over N-element X, Y and Z; every case keeps the
         // `Saxpy` alive until its queues have finished.
-        Ok(
-            unsafe {
-                cb.append_kernel_launch(&KernelLaunch::new(&kernel, &[N], &args), &[], opts)?
-            },
-        )
+        Ok(unsafe { cb.append_kernel_launch(&KernelLaunch::new(&kernel, &[N], &args), &[], opts)? })
     }
 
     /// Reads Z after `signal` and the buffer's copy of it, checks both.
-    fn check(
-        &self,
-        consumer: &Queue,
-        runner: &Queue,
-        signal: &Event,
-        x: u32,
-        y: u32,
-        round: u32,
-    ) -> CaseResult {
+    fn check(&self, consumer: &Queue, runner: &Queue, signal: &Event, x: u32, y: u32, round: u32) -> CaseResult {
         let expected = saxpy_reference(A, &[x; N], &[y; N]);
         let mut seen = vec![0u32; N];
         consumer.read_usm(self.z.ptr(), bytemuck::cast_slice_mut(&mut seen), &[signal])?;
-        check_eq!(
-            seen,
-            expected,
-            "round {round}: Z read after the signal event"
-        );
+        check_eq!(seen, expected, "round {round}: Z read after the signal event");
         runner.finish()?;
-        check_eq!(
-            read::<u32>(consumer, self.out.ptr(), N)?,
-            expected,
-            "round {round}: the buffer's copy of Z"
-        );
+        check_eq!(read::<u32>(consumer, self.out.ptr(), N)?, expected, "round {round}: the buffer's copy of Z");
         Ok(())
     }
 }
@@ -278,24 +243,15 @@ fn kernel_basic(env: &Env) -> CaseResult {
     };
     let y = 0xAu32;
     let cb = env.updatable_command_buffer()?;
-    let fill_y =
-        cb.append_usm_fill(saxpy.y.ptr(), &y.to_le_bytes(), N * 4, AppendOptions::new())?;
+    let fill_y = cb.append_usm_fill(saxpy.y.ptr(), &y.to_le_bytes(), N * 4, AppendOptions::new())?;
     let x_ready = fill_x(42)?;
     let kernel = saxpy.append(
         env,
         &cb,
-        AppendOptions::new()
-            .after(&[fill_y.sync_point])
-            .wait_events(&[&x_ready])
-            .signal_event(),
+        AppendOptions::new().after(&[fill_y.sync_point]).wait_events(&[&x_ready]).signal_event(),
     )?;
     let (handle, signal) = (handle_of(&kernel)?, signal_of(&kernel)?);
-    cb.append_usm_memcpy(
-        saxpy.out.ptr(),
-        saxpy.z.ptr(),
-        N * 4,
-        AppendOptions::new().after(&[kernel.sync_point]),
-    )?;
+    cb.append_usm_memcpy(saxpy.out.ptr(), saxpy.z.ptr(), N * 4, AppendOptions::new().after(&[kernel.sync_point]))?;
     cb.finalize()?;
     runner.enqueue_command_buffer(&cb, &[])?;
     saxpy.check(&consumer, &runner, &signal, 42, y, 1)?;
@@ -324,20 +280,9 @@ fn kernel_two_wait_events(env: &Env) -> CaseResult {
     };
     let cb = env.updatable_command_buffer()?;
     let [x_ready, y_ready] = fill(42, 0xA)?;
-    let kernel = saxpy.append(
-        env,
-        &cb,
-        AppendOptions::new()
-            .wait_events(&[&x_ready, &y_ready])
-            .signal_event(),
-    )?;
+    let kernel = saxpy.append(env, &cb, AppendOptions::new().wait_events(&[&x_ready, &y_ready]).signal_event())?;
     let (handle, signal) = (handle_of(&kernel)?, signal_of(&kernel)?);
-    cb.append_usm_memcpy(
-        saxpy.out.ptr(),
-        saxpy.z.ptr(),
-        N * 4,
-        AppendOptions::new().after(&[kernel.sync_point]),
-    )?;
+    cb.append_usm_memcpy(saxpy.out.ptr(), saxpy.z.ptr(), N * 4, AppendOptions::new().after(&[kernel.sync_point]))?;
     cb.finalize()?;
     runner.enqueue_command_buffer(&cb, &[])?;
     saxpy.check(&consumer, &runner, &signal, 42, 0xA, 1)?;
@@ -366,10 +311,7 @@ fn invalid_wait_update(env: &Env) -> CaseResult {
     let kernel = saxpy.append(env, &cb, AppendOptions::new().wait_events(&[&events[0]]))?;
     let handle = handle_of(&kernel)?;
     cb.finalize()?;
-    check_err!(
-        cb.update_wait_events(&handle, &[&events[1], &events[2]]),
-        InvalidEventWaitList
-    );
+    check_err!(cb.update_wait_events(&handle, &[&events[1], &events[2]]), InvalidEventWaitList);
     check_err!(cb.update_wait_events(&handle, &[]), InvalidEventWaitList);
     // The count it was appended with is accepted.
     cb.update_wait_events(&handle, &[&events[1]])?;
@@ -385,10 +327,7 @@ fn invalid_signal_update(env: &Env) -> CaseResult {
     let kernel = saxpy.append(env, &cb, AppendOptions::new())?;
     let fill = cb.append_usm_fill(saxpy.out.ptr(), &[1], N * 4, AppendOptions::new())?;
     cb.finalize()?;
-    check_err!(
-        cb.update_signal_event(&handle_of(&kernel)?),
-        InvalidOperation
-    );
+    check_err!(cb.update_signal_event(&handle_of(&kernel)?), InvalidOperation);
     check_err!(cb.update_signal_event(&handle_of(&fill)?), InvalidOperation);
     Ok(())
 }
@@ -402,12 +341,8 @@ fn event_fill(
     finalize: bool,
 ) -> Result<(CommandBuffer, CommandHandle), CaseError> {
     let cb = env.updatable_command_buffer()?;
-    let appended = cb.append_usm_fill(
-        mem.ptr(),
-        &[7],
-        BYTES,
-        AppendOptions::new().wait_events(&[wait]).signal_event(),
-    )?;
+    let appended =
+        cb.append_usm_fill(mem.ptr(), &[7], BYTES, AppendOptions::new().wait_events(&[wait]).signal_event())?;
     if finalize {
         cb.finalize()?;
     }
@@ -422,23 +357,12 @@ fn not_updatable(env: &Env) -> CaseResult {
     let queue = env.queue()?;
     let ready = queue.usm_fill(mem.ptr(), &[1], BYTES, &[])?;
     let plain = env.command_buffer(CommandBufferDesc::default())?;
-    let appended = plain.append_usm_fill(
-        mem.ptr(),
-        &[7],
-        BYTES,
-        AppendOptions::new().wait_events(&[&ready]).signal_event(),
-    )?;
-    check_eq!(
-        appended.command,
-        None,
-        "a buffer that is not updatable hands out no handle"
-    );
+    let appended =
+        plain.append_usm_fill(mem.ptr(), &[7], BYTES, AppendOptions::new().wait_events(&[&ready]).signal_event())?;
+    check_eq!(appended.command, None, "a buffer that is not updatable hands out no handle");
     plain.finalize()?;
     let (_other, handle) = event_fill(env, &mem, &ready, true)?;
-    check_err!(
-        plain.update_wait_events(&handle, &[&ready]),
-        InvalidOperation
-    );
+    check_err!(plain.update_wait_events(&handle, &[&ready]), InvalidOperation);
     check_err!(plain.update_signal_event(&handle), InvalidOperation);
     queue.finish()?;
     Ok(())
@@ -469,10 +393,7 @@ fn handle_of_other_buffer(env: &Env) -> CaseResult {
     let ready = queue.usm_fill(mem.ptr(), &[1], BYTES, &[])?;
     let (a, _) = event_fill(env, &mem, &ready, true)?;
     let (_b, foreign) = event_fill(env, &mem, &ready, true)?;
-    check_err!(
-        a.update_wait_events(&foreign, &[&ready]),
-        InvalidCommandHandle
-    );
+    check_err!(a.update_wait_events(&foreign, &[&ready]), InvalidCommandHandle);
     check_err!(a.update_signal_event(&foreign), InvalidCommandHandle);
     queue.finish()?;
     Ok(())
@@ -489,10 +410,7 @@ fn wait_event_of_other_context(env: &Env) -> CaseResult {
     let queue = env.queue()?;
     let ready = queue.usm_fill(mem.ptr(), &[1], BYTES, &[])?;
     let (cb, handle) = event_fill(env, &mem, &ready, true)?;
-    check_err!(
-        cb.update_wait_events(&handle, &[&foreign]),
-        InvalidEventWaitList
-    );
+    check_err!(cb.update_wait_events(&handle, &[&foreign]), InvalidEventWaitList);
     queue.enqueue_command_buffer(&cb, &[])?;
     queue.finish()?;
     check_eq!(read::<u8>(&queue, mem.ptr(), BYTES)?, vec![7u8; BYTES]);

@@ -8,8 +8,8 @@
 //! refuse the updatable buffer itself.
 
 use ur::{
-    AppendOptions, CommandBuffer, CommandBufferDesc, CommandHandle, Kernel, KernelArg,
-    KernelLaunch, KernelLaunchUpdate, LocalSizeUpdate, Queue, UpdateCapabilities, UsmAllocation,
+    AppendOptions, CommandBuffer, CommandBufferDesc, CommandHandle, Kernel, KernelArg, KernelLaunch,
+    KernelLaunchUpdate, LocalSizeUpdate, Queue, UpdateCapabilities, UsmAllocation,
 };
 
 use crate::harness::{CaseError, CaseResult, Env, read, write};
@@ -61,12 +61,7 @@ struct Fill {
 
 /// Appends UR's fill (with `local`, or an implementation-chosen local size)
 /// to `cb`, finalizing it when asked.
-fn fill_in(
-    env: &Env,
-    cb: CommandBuffer,
-    local: Option<&[usize]>,
-    finalize: bool,
-) -> Result<Fill, CaseError> {
+fn fill_in(env: &Env, cb: CommandBuffer, local: Option<&[usize]>, finalize: bool) -> Result<Fill, CaseError> {
     let queue = env.queue()?;
     let out = env.usm_u32(ALLOC)?;
     write(&queue, out.ptr(), &[0u32; ALLOC])?;
@@ -77,18 +72,11 @@ fn fill_in(
         launch = launch.local_size(local);
     }
     // SAFETY: 32 items write the first half of a 64-u32 allocation.
-    let handle =
-        handle_of(unsafe { cb.append_kernel_launch(&launch, &[], AppendOptions::new())? })?;
+    let handle = handle_of(unsafe { cb.append_kernel_launch(&launch, &[], AppendOptions::new())? })?;
     if finalize {
         cb.finalize()?;
     }
-    Ok(Fill {
-        queue,
-        cb,
-        handle,
-        kernel,
-        out,
-    })
+    Ok(Fill { queue, cb, handle, kernel, out })
 }
 
 fn fill(env: &Env) -> Result<Fill, CaseError> {
@@ -101,9 +89,7 @@ impl Fill {
     fn run_and_check(&self, value: u32, range: std::ops::Range<usize>) -> CaseResult {
         write(&self.queue, self.out.ptr(), &[0u32; ALLOC])?;
         self.queue.enqueue_command_buffer(&self.cb, &[])?.wait()?;
-        let expected: Vec<u32> = (0..ALLOC)
-            .map(|i| if range.contains(&i) { value } else { 0 })
-            .collect();
+        let expected: Vec<u32> = (0..ALLOC).map(|i| if range.contains(&i) { value } else { 0 }).collect();
         check_eq!(read::<u32>(&self.queue, self.out.ptr(), ALLOC)?, expected);
         Ok(())
     }
@@ -123,10 +109,7 @@ impl Fill {
 /// An updatable buffer when the device has any update capability; otherwise
 /// checks the device refuses one (`UnsupportedFeature`) and gives `None`.
 fn updatable_or_refused(env: &Env) -> Result<Option<CommandBuffer>, CaseError> {
-    let desc = CommandBufferDesc {
-        updatable: true,
-        ..Default::default()
-    };
+    let desc = CommandBufferDesc { updatable: true, ..Default::default() };
     let result = CommandBuffer::new(env.context(), env.device(), desc);
     if env.device().info().command_buffer.update.is_empty() {
         check_err!(result, UnsupportedFeature);
@@ -143,10 +126,7 @@ fn caps(env: &Env) -> UpdateCapabilities {
 fn not_finalized(env: &Env) -> CaseResult {
     let f = fill_in(env, env.updatable_command_buffer()?, Some(&[LOCAL]), false)?;
     let v = 33u32;
-    check_err!(
-        f.try_update(&[KernelLaunchUpdate::new(&f.handle).arg(1, KernelArg::value(&v))]),
-        InvalidOperation
-    );
+    check_err!(f.try_update(&[KernelLaunchUpdate::new(&f.handle).arg(1, KernelArg::value(&v))]), InvalidOperation);
     f.cb.finalize()?;
     f.unchanged()
 }
@@ -167,20 +147,13 @@ fn not_updatable(env: &Env) -> CaseResult {
             AppendOptions::new(),
         )?
     };
-    check!(
-        appended.command.is_none(),
-        "a buffer that is not updatable returned a command handle"
-    );
+    check!(appended.command.is_none(), "a buffer that is not updatable returned a command handle");
     plain.finalize()?;
     let f = fill(env)?;
     let v = 33u32;
     check_err!(
         // SAFETY: only a value changes (refused anyway).
-        unsafe {
-            plain.update_kernel_launches(&[
-                KernelLaunchUpdate::new(&f.handle).arg(1, KernelArg::value(&v))
-            ])
-        },
+        unsafe { plain.update_kernel_launches(&[KernelLaunchUpdate::new(&f.handle).arg(1, KernelArg::value(&v))]) },
         InvalidOperation
     );
     let queue = env.queue()?;
@@ -195,10 +168,7 @@ fn invalid_dimensions(env: &Env) -> CaseResult {
     let f = fill(env)?;
     let h = &f.handle;
     // Work dimensions 0 and 4.
-    check_err!(
-        f.try_update(&[KernelLaunchUpdate::new(h).global_size(&[])]),
-        InvalidWorkDimension
-    );
+    check_err!(f.try_update(&[KernelLaunchUpdate::new(h).global_size(&[])]), InvalidWorkDimension);
     check_err!(
         f.try_update(&[KernelLaunchUpdate::new(h)
             .global_size(&[4, 2, 2, 2])
@@ -208,23 +178,13 @@ fn invalid_dimensions(env: &Env) -> CaseResult {
     );
     // A new dimension without a new offset.
     check_err!(
-        f.try_update(&[KernelLaunchUpdate::new(h)
-            .global_size(&[8, 8])
-            .local_size(LocalSizeUpdate::Set(&[4, 4]))]),
+        f.try_update(&[KernelLaunchUpdate::new(h).global_size(&[8, 8]).local_size(LocalSizeUpdate::Set(&[4, 4]))]),
         InvalidValue
     );
     // A new dimension keeping a user local size of the old dimension.
-    check_err!(
-        f.try_update(&[KernelLaunchUpdate::new(h)
-            .global_size(&[8, 8])
-            .global_offset(&[0, 0])]),
-        InvalidValue
-    );
+    check_err!(f.try_update(&[KernelLaunchUpdate::new(h).global_size(&[8, 8]).global_offset(&[0, 0])]), InvalidValue);
     // An offset or local size whose length is not the work dimension.
-    check_err!(
-        f.try_update(&[KernelLaunchUpdate::new(h).global_offset(&[0, 0])]),
-        InvalidWorkDimension
-    );
+    check_err!(f.try_update(&[KernelLaunchUpdate::new(h).global_offset(&[0, 0])]), InvalidWorkDimension);
     check_err!(
         f.try_update(&[KernelLaunchUpdate::new(h)
             .global_size(&[8, 8])
@@ -247,11 +207,7 @@ fn command_buffer_mismatch(env: &Env) -> CaseResult {
     let v = 33u32;
     check_err!(
         // SAFETY: only a value changes (refused anyway).
-        unsafe {
-            other.update_kernel_launches(&[
-                KernelLaunchUpdate::new(&f.handle).arg(1, KernelArg::value(&v))
-            ])
-        },
+        unsafe { other.update_kernel_launches(&[KernelLaunchUpdate::new(&f.handle).arg(1, KernelArg::value(&v))]) },
         InvalidCommandHandle
     );
     f.unchanged()
@@ -327,9 +283,7 @@ fn local_size_capability(env: &Env) -> CaseResult {
     cb.finalize()?;
     // SAFETY: the range stays 32 items.
     let result = unsafe {
-        cb.update_kernel_launches(&[
-            KernelLaunchUpdate::new(&handle).local_size(LocalSizeUpdate::Set(&[2]))
-        ])
+        cb.update_kernel_launches(&[KernelLaunchUpdate::new(&handle).local_size(LocalSizeUpdate::Set(&[2]))])
     };
     let local = if caps(env).contains(UpdateCapabilities::LOCAL_WORK_SIZE) {
         result?;
@@ -340,9 +294,7 @@ fn local_size_capability(env: &Env) -> CaseResult {
     };
     queue.enqueue_command_buffer(&cb, &[])?.wait()?;
     let data = read::<u32>(&queue, out.ptr(), N * 6)?;
-    let expected: Vec<u32> = (0..N)
-        .flat_map(|i| [i as u32, 0, 0, (i % local) as u32, 0, 0])
-        .collect();
+    let expected: Vec<u32> = (0..N).flat_map(|i| [i as u32, 0, 0, (i % local) as u32, 0, 0]).collect();
     check_eq!(data, expected, "local ids for local size {local}");
     Ok(())
 }
@@ -397,8 +349,7 @@ fn empty_update_list(env: &Env) -> CaseResult {
 fn non_kernel_handle(env: &Env) -> CaseResult {
     let cb = env.updatable_command_buffer()?;
     let out = env.usm_u32(N)?;
-    let fill_handle =
-        handle_of(cb.append_usm_fill(out.ptr(), &[1, 0, 0, 0], N * 4, AppendOptions::new())?)?;
+    let fill_handle = handle_of(cb.append_usm_fill(out.ptr(), &[1, 0, 0, 0], N * 4, AppendOptions::new())?)?;
     let f = fill_in(env, cb, Some(&[LOCAL]), true)?;
     let v = 33u32;
     check_err!(
@@ -470,11 +421,7 @@ fn wrong_value_size(env: &Env) -> CaseResult {
     cb.finalize()?;
     check_err!(
         // SAFETY: refused; the launch would be unchanged otherwise.
-        unsafe {
-            cb.update_kernel_launches(&[
-                KernelLaunchUpdate::new(&handle).arg(1, KernelArg::Local(0))
-            ])
-        },
+        unsafe { cb.update_kernel_launches(&[KernelLaunchUpdate::new(&handle).arg(1, KernelArg::Local(0))]) },
         InvalidKernelArgumentSize
     );
     queue.enqueue_command_buffer(&cb, &[])?.wait()?;
@@ -496,10 +443,7 @@ fn wrong_arg_kind(env: &Env) -> CaseResult {
         (1, KernelArg::Local(4)),
     ];
     for (index, arg) in wrong {
-        check_err!(
-            f.try_update(&[KernelLaunchUpdate::new(&f.handle).arg(index, arg)]),
-            InvalidValue
-        );
+        check_err!(f.try_update(&[KernelLaunchUpdate::new(&f.handle).arg(index, arg)]), InvalidValue);
     }
     f.unchanged()
 }
@@ -514,21 +458,14 @@ fn local_size_not_dividing(env: &Env) -> CaseResult {
         InvalidWorkGroupSize
     );
     // The user's local size 4 is kept and does not divide 30.
+    check_err!(f.try_update(&[KernelLaunchUpdate::new(h).global_size(&[30])]), InvalidWorkGroupSize);
     check_err!(
-        f.try_update(&[KernelLaunchUpdate::new(h).global_size(&[30])]),
-        InvalidWorkGroupSize
-    );
-    check_err!(
-        f.try_update(&[KernelLaunchUpdate::new(h)
-            .global_size(&[40])
-            .local_size(LocalSizeUpdate::Set(&[16]))]),
+        f.try_update(&[KernelLaunchUpdate::new(h).global_size(&[40]).local_size(LocalSizeUpdate::Set(&[16]))]),
         InvalidWorkGroupSize
     );
     f.unchanged()?;
     // A divisor is fine.
-    f.try_update(&[KernelLaunchUpdate::new(h)
-        .global_size(&[30])
-        .local_size(LocalSizeUpdate::Set(&[5]))])?;
+    f.try_update(&[KernelLaunchUpdate::new(h).global_size(&[30]).local_size(LocalSizeUpdate::Set(&[5]))])?;
     f.run_and_check(VAL, 0..30)
 }
 
@@ -545,9 +482,7 @@ fn local_size_above_max(env: &Env) -> CaseResult {
     );
     let over = [max + 1];
     check_err!(
-        f.try_update(&[KernelLaunchUpdate::new(h)
-            .global_size(&over)
-            .local_size(LocalSizeUpdate::Set(&over))]),
+        f.try_update(&[KernelLaunchUpdate::new(h).global_size(&over).local_size(LocalSizeUpdate::Set(&over))]),
         InvalidWorkGroupSize
     );
     // Within the per-dimension limits, but the product is too large.
@@ -588,9 +523,7 @@ fn atomic_update_list(env: &Env) -> CaseResult {
     let bad_index = 9;
     check_err!(
         f.try_update(&[
-            KernelLaunchUpdate::new(&f.handle)
-                .arg(1, KernelArg::value(&v))
-                .global_size(&[16]),
+            KernelLaunchUpdate::new(&f.handle).arg(1, KernelArg::value(&v)).global_size(&[16]),
             KernelLaunchUpdate::new(&other).arg(bad_index, KernelArg::value(&v)),
         ]),
         InvalidKernelArgumentIndex
@@ -608,9 +541,7 @@ fn atomic_update_list(env: &Env) -> CaseResult {
     check_eq!(read::<u32>(&f.queue, second.ptr(), N)?, vec![w; N]);
     // The same lists without their invalid entries apply.
     f.try_update(&[
-        KernelLaunchUpdate::new(&f.handle)
-            .arg(1, KernelArg::value(&v))
-            .global_size(&[16]),
+        KernelLaunchUpdate::new(&f.handle).arg(1, KernelArg::value(&v)).global_size(&[16]),
         KernelLaunchUpdate::new(&other).arg(1, KernelArg::value(&v)),
     ])?;
     f.run_and_check(v, 0..16)?;

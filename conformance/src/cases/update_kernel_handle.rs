@@ -2,8 +2,8 @@
 //! a `saxpy` command with `fill_2d` registered as its alternative.
 
 use ur::{
-    AppendOptions, CommandBuffer, CommandBufferDesc, CommandHandle, Kernel, KernelArg,
-    KernelLaunch, KernelLaunchUpdate, LocalSizeUpdate, Queue, UpdateCapabilities, UsmAllocation,
+    AppendOptions, CommandBuffer, CommandBufferDesc, CommandHandle, Kernel, KernelArg, KernelLaunch,
+    KernelLaunchUpdate, LocalSizeUpdate, Queue, UpdateCapabilities, UsmAllocation,
 };
 
 use crate::harness::{CaseError, CaseResult, Env, read, write};
@@ -12,8 +12,7 @@ use crate::{Requires, cases, check_eq, check_err};
 
 use super::update_args::handle_of;
 
-const HANDLE: Requires =
-    Requires::UPDATABLE.and(Requires::update(UpdateCapabilities::KERNEL_HANDLE));
+const HANDLE: Requires = Requires::UPDATABLE.and(Requires::update(UpdateCapabilities::KERNEL_HANDLE));
 
 pub(super) fn cases() -> Vec<crate::Case> {
     cases!["update";
@@ -62,26 +61,12 @@ fn kernels(env: &Env) -> Result<Kernels, CaseError> {
     write(&queue, y.ptr(), &ys)?;
     let grid = env.usm_u32(SIDE * SIDE)?;
     write(&queue, grid.ptr(), &vec![7u32; SIDE * SIDE])?;
-    Ok(Kernels {
-        queue,
-        saxpy: env.kernel("saxpy")?,
-        fill_2d: env.kernel("fill_2d")?,
-        z,
-        x,
-        y,
-        xs,
-        ys,
-        grid,
-    })
+    Ok(Kernels { queue, saxpy: env.kernel("saxpy")?, fill_2d: env.kernel("fill_2d")?, z, x, y, xs, ys, grid })
 }
 
 impl Kernels {
     /// Appends the saxpy command with these alternatives and finalizes.
-    fn saxpy_buffer(
-        &self,
-        env: &Env,
-        alternatives: &[&Kernel],
-    ) -> Result<(CommandBuffer, CommandHandle), CaseError> {
+    fn saxpy_buffer(&self, env: &Env, alternatives: &[&Kernel]) -> Result<(CommandBuffer, CommandHandle), CaseError> {
         let cb = env.updatable_command_buffer()?;
         let args = [
             KernelArg::Pointer(self.z.ptr()),
@@ -191,10 +176,7 @@ fn kernel_handle_update_again(env: &Env) -> CaseResult {
     k.run(&cb)?;
     k.check_grid(again)?;
     let last = 79u32;
-    k.update(
-        &cb,
-        &[KernelLaunchUpdate::new(&handle).arg(1, KernelArg::value(&last))],
-    )?;
+    k.update(&cb, &[KernelLaunchUpdate::new(&handle).arg(1, KernelArg::value(&last))])?;
     k.run(&cb)?;
     k.check_grid(last)
 }
@@ -331,11 +313,7 @@ fn kernel_handle_alternatives_not_updatable(env: &Env) -> CaseResult {
     check_err!(
         // SAFETY: saxpy over 32 items on 32-u32 allocations (refused anyway).
         unsafe {
-            cb.append_kernel_launch(
-                &KernelLaunch::new(&k.saxpy, &[N], &args),
-                &[&k.fill_2d],
-                AppendOptions::new(),
-            )
+            cb.append_kernel_launch(&KernelLaunch::new(&k.saxpy, &[N], &args), &[&k.fill_2d], AppendOptions::new())
         },
         InvalidOperation
     );
@@ -348,10 +326,7 @@ fn kernel_handle_alternatives_not_updatable(env: &Env) -> CaseResult {
 fn kernel_handle_dims_without_kernel(env: &Env) -> CaseResult {
     let k = kernels(env)?;
     let cb = env.updatable_command_buffer()?;
-    let args = [
-        KernelArg::Pointer(k.grid.ptr()),
-        KernelArg::value(&FILL_VAL),
-    ];
+    let args = [KernelArg::Pointer(k.grid.ptr()), KernelArg::value(&FILL_VAL)];
     // SAFETY: 64x64 items write the 64x64-u32 grid.
     let handle = handle_of(unsafe {
         cb.append_kernel_launch(

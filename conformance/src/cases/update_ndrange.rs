@@ -7,8 +7,8 @@
 //! or more entries, so 3D->1D and 1D->2D are tested as well.
 
 use ur::{
-    AppendOptions, CommandBuffer, CommandHandle, Event, KernelArg, KernelLaunch,
-    KernelLaunchUpdate, LocalSizeUpdate, Queue, UpdateCapabilities, UsmAllocation, UsmKind,
+    AppendOptions, CommandBuffer, CommandHandle, Event, KernelArg, KernelLaunch, KernelLaunchUpdate, LocalSizeUpdate,
+    Queue, UpdateCapabilities, UsmAllocation, UsmKind,
 };
 
 use crate::harness::{CaseError, CaseResult, Env, read, write};
@@ -61,12 +61,7 @@ struct Indexers {
     out: UsmAllocation,
 }
 
-fn indexers(
-    env: &Env,
-    global: &[usize],
-    local: Option<&[usize]>,
-    offset: &[usize],
-) -> Result<Indexers, CaseError> {
+fn indexers(env: &Env, global: &[usize], local: Option<&[usize]>, offset: &[usize]) -> Result<Indexers, CaseError> {
     let queue = env.queue()?;
     let out = env.usm_u32(ITEMS * PER_ITEM)?;
     let kernel = env.kernel("indexers")?;
@@ -78,38 +73,18 @@ fn indexers(
     let cb = env.updatable_command_buffer()?;
     // SAFETY: the launch has at most 512 work-items; the output holds six
     // u32s for each of 512.
-    let handle =
-        handle_of(unsafe { cb.append_kernel_launch(&launch, &[], AppendOptions::new())? })?;
+    let handle = handle_of(unsafe { cb.append_kernel_launch(&launch, &[], AppendOptions::new())? })?;
     cb.finalize()?;
-    Ok(Indexers {
-        queue,
-        cb,
-        handle,
-        out,
-    })
+    Ok(Indexers { queue, cb, handle, out })
 }
 
 impl Indexers {
     /// Resets the output, runs, and checks every work-item of the range.
-    fn run_and_check(
-        &self,
-        global: &[usize],
-        offset: &[usize],
-        local: Option<&[usize]>,
-    ) -> CaseResult {
-        write(
-            &self.queue,
-            self.out.ptr(),
-            &vec![UNTOUCHED; ITEMS * PER_ITEM],
-        )?;
+    fn run_and_check(&self, global: &[usize], offset: &[usize], local: Option<&[usize]>) -> CaseResult {
+        write(&self.queue, self.out.ptr(), &vec![UNTOUCHED; ITEMS * PER_ITEM])?;
         self.queue.enqueue_command_buffer(&self.cb, &[])?.wait()?;
         let data = read::<u32>(&self.queue, self.out.ptr(), ITEMS * PER_ITEM)?;
-        check_indexers(
-            &data,
-            pad(global, 1),
-            pad(offset, 0),
-            local.map(|l| pad(l, 1)),
-        )
+        check_indexers(&data, pad(global, 1), pad(offset, 0), local.map(|l| pad(l, 1)))
     }
 
     /// Applies one update of the command.
@@ -130,12 +105,7 @@ fn pad(values: &[usize], fill: usize) -> [usize; 3] {
 /// with offset, local ids as `local` gives them or, when the implementation
 /// chose, consistent with one local size that divides the global size.
 /// Everything past the range must be untouched.
-fn check_indexers(
-    data: &[u32],
-    global: [usize; 3],
-    offset: [usize; 3],
-    local: Option<[usize; 3]>,
-) -> CaseResult {
+fn check_indexers(data: &[u32], global: [usize; 3], offset: [usize; 3], local: Option<[usize; 3]>) -> CaseResult {
     let count = global.iter().product::<usize>();
     let local = match local {
         Some(l) => l,
@@ -344,11 +314,8 @@ fn local_bytes(local: usize) -> (usize, usize) {
 fn local_mem(env: &Env, nodes: usize) -> Result<LocalMem, CaseError> {
     let len = nodes * LM_N;
     let queue = env.queue()?;
-    let make = |seed: u32| -> Vec<u32> {
-        (0..len as u32)
-            .map(|i| i.wrapping_mul(31).wrapping_add(seed) % 5000)
-            .collect()
-    };
+    let make =
+        |seed: u32| -> Vec<u32> { (0..len as u32).map(|i| i.wrapping_mul(31).wrapping_add(seed) % 5000).collect() };
     let xs = [make(1), make(2)];
     let ys = [make(3), make(4)];
     let alloc = |data: &[u32]| -> Result<UsmAllocation, CaseError> {
@@ -377,26 +344,14 @@ fn local_mem(env: &Env, nodes: usize) -> Result<LocalMem, CaseError> {
         // nodes*16 u32s; local memory holds one and two u32s per item.
         handles.push(handle_of(unsafe {
             cb.append_kernel_launch(
-                &KernelLaunch::new(&kernel, &[LM_N], &args)
-                    .local_size(&[LM_LOCAL])
-                    .global_offset(&offset),
+                &KernelLaunch::new(&kernel, &[LM_N], &args).local_size(&[LM_LOCAL]).global_offset(&offset),
                 &[],
                 AppendOptions::new(),
             )?
         })?);
     }
     cb.finalize()?;
-    Ok(LocalMem {
-        queue,
-        cb,
-        handles,
-        z,
-        x,
-        y,
-        xs,
-        ys,
-        len,
-    })
+    Ok(LocalMem { queue, cb, handles, z, x, y, xs, ys, len })
 }
 
 impl LocalMem {
@@ -455,9 +410,7 @@ fn local_mem_local_only(env: &Env) -> CaseResult {
     f.run_original()?;
     write(&f.queue, f.z.ptr(), &vec![0u32; f.len])?;
     let (la, lb) = local_bytes(LM_LOCAL);
-    f.update(&[KernelLaunchUpdate::new(&f.handles[0])
-        .arg(0, KernelArg::Local(la))
-        .arg(1, KernelArg::Local(lb))])?;
+    f.update(&[KernelLaunchUpdate::new(&f.handles[0]).arg(0, KernelArg::Local(la)).arg(1, KernelArg::Local(lb))])?;
     f.run()?;
     f.check(A, 0, LM_LOCAL)
 }
@@ -545,18 +498,12 @@ fn local_mem_multi_without_blocking(env: &Env) -> CaseResult {
     let scratch = env.usm(UsmKind::Device, SLOW)?;
     let slow = slow_queue.usm_fill(scratch.ptr(), &[1, 2, 3, 4], SLOW, &[])?;
     let first = f.queue.enqueue_command_buffer(&f.cb, &[&slow])?;
-    let updates: Vec<_> = f
-        .handles
-        .iter()
-        .map(|h| f.parameters(h, &NEW_A).arg(2, KernelArg::Pointer(z1.ptr())))
-        .collect();
+    let updates: Vec<_> =
+        f.handles.iter().map(|h| f.parameters(h, &NEW_A).arg(2, KernelArg::Pointer(z1.ptr()))).collect();
     f.update(&updates)?;
     let second = f.queue.enqueue_command_buffer(&f.cb, &[])?;
     Event::wait_all(&[&first, &second])?;
     f.check(A, 0, LM_LOCAL)?;
-    check_eq!(
-        read::<u32>(&f.queue, z1.ptr(), f.len)?,
-        saxpy_local_reference(NEW_A, &f.xs[1], &f.ys[1], LM_LOCAL)
-    );
+    check_eq!(read::<u32>(&f.queue, z1.ptr(), f.len)?, saxpy_local_reference(NEW_A, &f.xs[1], &f.ys[1], LM_LOCAL));
     Ok(())
 }

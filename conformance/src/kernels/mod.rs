@@ -56,10 +56,7 @@ pub fn bundle() -> ProgramBundle {
 
 /// The host model of `saxpy`.
 pub fn saxpy_reference(a: u32, x: &[u32], y: &[u32]) -> Vec<u32> {
-    x.iter()
-        .zip(y)
-        .map(|(x, y)| a.wrapping_mul(*x).wrapping_add(*y))
-        .collect()
+    x.iter().zip(y).map(|(x, y)| a.wrapping_mul(*x).wrapping_add(*y)).collect()
 }
 
 /// The host model of `saxpy_local` for a 1D launch with local size `local`.
@@ -67,9 +64,7 @@ pub fn saxpy_local_reference(a: u32, x: &[u32], y: &[u32], local: usize) -> Vec<
     (0..x.len())
         .map(|i| {
             let base = a.wrapping_mul(x[i]).wrapping_add(y[i]);
-            base.wrapping_add(i as u32)
-                .wrapping_add((i as u32).wrapping_neg())
-                .wrapping_add(local as u32)
+            base.wrapping_add(i as u32).wrapping_add((i as u32).wrapping_neg()).wrapping_add(local as u32)
         })
         .collect()
 }

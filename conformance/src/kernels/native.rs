@@ -26,12 +26,7 @@ fn linear(item: &WorkItem<'_>) -> usize {
 }
 
 fn saxpy(g: &WorkGroup<'_>) {
-    let (z, a, x, y) = (
-        g.ptr::<u32>(0),
-        g.value::<u32>(1),
-        g.ptr::<u32>(2),
-        g.ptr::<u32>(3),
-    );
+    let (z, a, x, y) = (g.ptr::<u32>(0), g.value::<u32>(1), g.ptr::<u32>(2), g.ptr::<u32>(3));
     for item in g.items() {
         let i = item.global_id(0);
         // SAFETY: the launch passes X, Y and Z of at least gid0 + 1 elements.
@@ -95,19 +90,11 @@ fn indexers(g: &WorkGroup<'_>) {
 
 fn saxpy_local(g: &WorkGroup<'_>) {
     let ((la, la_len), (lb, lb_len)) = (g.local::<u32>(0), g.local::<u32>(1));
-    let (z, a, x, y) = (
-        g.ptr::<u32>(2),
-        g.value::<u32>(3),
-        g.ptr::<u32>(4),
-        g.ptr::<u32>(5),
-    );
+    let (z, a, x, y) = (g.ptr::<u32>(2), g.value::<u32>(3), g.ptr::<u32>(4), g.ptr::<u32>(5));
     let range = g.local_range(0) as u32;
     for item in g.items() {
         let (i, l) = (item.global_id(0), item.local_id(0));
-        assert!(
-            l < la_len && 2 * l + 1 < lb_len,
-            "local memory too small for the work-group"
-        );
+        assert!(l < la_len && 2 * l + 1 < lb_len, "local memory too small for the work-group");
         // SAFETY: bounds checked just above; local memory is this group's own.
         unsafe {
             *la.add(l) = i as u32;
@@ -120,13 +107,8 @@ fn saxpy_local(g: &WorkGroup<'_>) {
         let (i, l) = (item.global_id(0), item.local_id(0));
         // SAFETY: as above, plus X, Y, Z have at least gid0 + 1 elements.
         unsafe {
-            let local = (*la.add(l))
-                .wrapping_add(*lb.add(2 * l))
-                .wrapping_add(*lb.add(2 * l + 1));
-            *z.add(i) = a
-                .wrapping_mul(*x.add(i))
-                .wrapping_add(*y.add(i))
-                .wrapping_add(local);
+            let local = (*la.add(l)).wrapping_add(*lb.add(2 * l)).wrapping_add(*lb.add(2 * l + 1));
+            *z.add(i) = a.wrapping_mul(*x.add(i)).wrapping_add(*y.add(i)).wrapping_add(local);
         }
     }
 }
