@@ -33,11 +33,40 @@ struct Node {
     predecessors: u32,
     wait_events: Vec<Event>,
     signal: Option<Arc<CpuEvent>>,
+    /// Ready as soon as its one predecessor finishes: no counter to decrement.
+    sole_predecessor: bool,
 }
 
 #[derive(Clone, Default)]
 struct Graph {
     nodes: Vec<Node>,
+    /// Each node's counter at the start of a run: its predecessors, plus one
+    /// for nodes with wait events, held until their events are registered.
+    initial_counters: Vec<u32>,
+    /// Nodes with neither predecessors nor wait events.
+    roots: Vec<u32>,
+    /// Nodes with wait events.
+    waiting: Vec<u32>,
+}
+
+impl Graph {
+    /// Derives the start state of a run from the topology, which is fixed
+    /// once finalized (wait-event updates keep each node's count).
+    fn plan(&mut self) {
+        self.initial_counters.clear();
+        self.roots.clear();
+        self.waiting.clear();
+        for (index, node) in self.nodes.iter_mut().enumerate() {
+            let waits = !node.wait_events.is_empty();
+            node.sole_predecessor = node.predecessors == 1 && !waits;
+            self.initial_counters.push(node.predecessors + u32::from(waits));
+            if waits {
+                self.waiting.push(index as u32);
+            } else if node.predecessors == 0 {
+                self.roots.push(index as u32);
+            }
+        }
+    }
 }
 
 pub(crate) struct CpuCommandBuffer {
@@ -78,12 +107,14 @@ impl CommandBufferImpl for CpuCommandBuffer {
             predecessors: deps.len() as u32,
             wait_events: wait_events.to_vec(),
             signal: signal.clone(),
+            sole_predecessor: false,
         });
         Ok(signal.map(|s| s as Arc<dyn EventImpl>))
     }
 
     fn finalize(&mut self) -> Result<()> {
-        tracing::debug!(nodes = self.graph.nodes.len(), "CPU command buffer finalized");
+        Arc::make_mut(&mut self.graph).plan();
+        tracing::debug!(nodes = self.graph.nodes.len(), roots = self.graph.roots.len(), "CPU command buffer finalized");
         Ok(())
     }
 
@@ -95,7 +126,7 @@ impl CommandBufferImpl for CpuCommandBuffer {
         let run = Arc::new(Run {
             graph: self.graph.clone(),
             generations,
-            counters: self.graph.nodes.iter().map(|_| AtomicU32::new(0)).collect(),
+            counters: self.graph.initial_counters.iter().map(|c| AtomicU32::new(*c)).collect(),
             remaining: AtomicUsize::new(self.graph.nodes.len()),
             failed: AtomicBool::new(false),
             failure: Mutex::new(None),
@@ -149,19 +180,16 @@ struct Run {
 }
 
 impl Run {
-    /// Sets the counters and runs the nodes that are ready.
+    /// Registers the wait events and runs the nodes that are ready.
     fn start(self: Arc<Self>) {
         self.done.start(1);
         if self.graph.nodes.is_empty() {
             self.done.finish(1, Ok(()));
             return;
         }
-        // Each counter holds one extra count until every dependency is
-        // registered, so that no node starts early.
-        for (counter, node) in self.counters.iter().zip(&self.graph.nodes) {
-            counter.store(node.predecessors + 1, Ordering::Relaxed);
-        }
-        for (index, node) in self.graph.nodes.iter().enumerate() {
+        let mut ready: SmallVec<[u32; 8]> = SmallVec::from_slice(&self.graph.roots);
+        for &index in &self.graph.waiting {
+            let node = &self.graph.nodes[index as usize];
             for event in node.wait_events.iter().filter_map(Event::resolve) {
                 let Some(event) = (&*event as &dyn Any).downcast_ref::<CpuEvent>() else {
                     self.fail(ur_core::err!(
@@ -171,14 +199,12 @@ impl Run {
                     continue;
                 };
                 if !event.is_done() {
-                    self.counters[index].fetch_add(1, Ordering::Relaxed);
+                    self.counters[index as usize].fetch_add(1, Ordering::Relaxed);
                     let run = self.clone();
-                    event.on_complete(Box::new(move || run.release(index as u32)));
+                    event.on_complete(Box::new(move || run.release(index)));
                 }
             }
-        }
-        let mut ready: SmallVec<[u32; 8]> = SmallVec::new();
-        for index in 0..self.graph.nodes.len() as u32 {
+            // Drop the count that held the node back while registering.
             if self.counters[index as usize].fetch_sub(1, Ordering::AcqRel) == 1 {
                 ready.push(index);
             }
@@ -211,6 +237,7 @@ impl Run {
 
     /// Runs `index`, then keeps running the first successor it makes ready.
     fn run_chain(self: &Arc<Self>, mut index: u32) {
+        let mut finished = 0;
         loop {
             let node = &self.graph.nodes[index as usize];
             let generation = self.generations[index as usize];
@@ -230,26 +257,28 @@ impl Run {
             if let Some(signal) = &node.signal {
                 signal.finish(generation, result);
             }
+            finished += 1;
             let mut next = None;
-            for s in &node.successors {
-                if self.counters[*s as usize].fetch_sub(1, Ordering::AcqRel) == 1 {
+            for &s in &node.successors {
+                let successor = &self.graph.nodes[s as usize];
+                if successor.sole_predecessor || self.counters[s as usize].fetch_sub(1, Ordering::AcqRel) == 1 {
                     if next.is_none() {
-                        next = Some(*s);
+                        next = Some(s);
                     } else {
                         let run = self.clone();
-                        let s = *s;
                         self.pool.spawn(move || run.run_chain(s));
                     }
                 }
             }
-            if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
-                let failure = self.failure.lock().take();
-                self.done.finish(1, failure.map_or(Ok(()), Err));
-            }
             match next {
                 Some(n) => index = n,
-                None => return,
+                None => break,
             }
+        }
+        // Nodes are counted per chain: one atomic operation however long it was.
+        if self.remaining.fetch_sub(finished, Ordering::AcqRel) == finished {
+            let failure = self.failure.lock().take();
+            self.done.finish(1, failure.map_or(Ok(()), Err));
         }
     }
 }

@@ -160,6 +160,11 @@ struct SharedArgs<'a>(SmallVec<[NativeArg<'a>; 8]>);
 unsafe impl Sync for SharedArgs<'_> {}
 
 impl<'a> SharedArgs<'a> {
+    fn args(&self) -> &[NativeArg<'a>] {
+        &self.0
+    }
+
+    /// A copy whose local-memory pointers a group can fill in.
     fn for_group(&self) -> SmallVec<[NativeArg<'a>; 8]> {
         self.0.clone()
     }
@@ -190,24 +195,32 @@ unsafe fn run_kernel(launch: &KernelCommand) -> Result<()> {
         });
     }
     let func = kernel.func;
-    let template = SharedArgs(template);
+    let groups = range.total_groups();
+    if scratch_len == 0 {
+        // No local memory: every group sees the same arguments.
+        if groups == 1 {
+            func(&WorkGroup::new(&range, [0; 3], &template));
+        } else {
+            let shared = SharedArgs(template);
+            (0..groups).into_par_iter().for_each(|g| func(&WorkGroup::new(&range, range.group_id(g), shared.args())));
+        }
+        return Ok(());
+    }
+    let shared = SharedArgs(template);
     let run_group = |group: usize, scratch: &mut Scratch| {
-        let mut args = template.for_group();
-        if scratch_len > 0 {
-            let base = scratch.bytes(scratch_len);
-            let mut next = local_offsets.iter();
-            for arg in args.iter_mut() {
-                if let NativeArg::Local(p, _) = arg {
-                    let offset = *next.next().expect("one offset per local argument");
-                    // SAFETY: the scratch holds `scratch_len` bytes and each
-                    // argument's range was laid out inside it above.
-                    *p = unsafe { base.add(offset) };
-                }
+        let mut args = shared.for_group();
+        let base = scratch.bytes(scratch_len);
+        let mut next = local_offsets.iter();
+        for arg in args.iter_mut() {
+            if let NativeArg::Local(p, _) = arg {
+                let offset = *next.next().expect("one offset per local argument");
+                // SAFETY: the scratch holds `scratch_len` bytes and each
+                // argument's range was laid out inside it above.
+                *p = unsafe { base.add(offset) };
             }
         }
         func(&WorkGroup::new(&range, range.group_id(group), &args));
     };
-    let groups = range.total_groups();
     if groups == 1 {
         run_group(0, &mut Scratch::default());
     } else {

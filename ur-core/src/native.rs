@@ -66,12 +66,14 @@ pub struct NdRange {
 impl NdRange {
     /// Number of work-groups per dimension.
     pub fn num_groups(&self) -> [usize; 3] {
-        [0, 1, 2].map(|d| self.global_size[d] / self.local_size[d])
+        let (g, l) = (&self.global_size, &self.local_size);
+        [g[0] / l[0], g[1] / l[1], g[2] / l[2]]
     }
 
     /// Total number of work-groups.
     pub fn total_groups(&self) -> usize {
-        self.num_groups().iter().product()
+        let n = self.num_groups();
+        n[0] * n[1] * n[2]
     }
 
     /// The 3D id of the work-group with linear index `linear` (dimension 0 fastest).
