@@ -12,6 +12,7 @@ mod kernel_event_sync;
 mod large;
 mod lifecycle;
 mod memory_errors;
+mod objects;
 mod property;
 mod read_write;
 mod rect;
@@ -28,6 +29,7 @@ pub fn all() -> Vec<Case> {
     let groups: &[fn() -> Vec<Case>] = &[
         lifecycle::cases,
         commands::cases,
+        objects::cases,
         copy_fill::cases,
         read_write::cases,
         rect::cases,
