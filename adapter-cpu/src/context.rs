@@ -2,10 +2,11 @@
 
 use std::sync::Arc;
 
-use ur_core::adapter::{BufferImpl, CommandBufferImpl, ContextImpl, ProgramImpl, QueueImpl, UsmImpl};
+use ur_core::adapter::{BufferImpl, CommandBufferImpl, ContextImpl, ProgramImpl, QueueImpl, UserEventImpl, UsmImpl};
 use ur_core::{CommandBufferDesc, MemFlags, ProgramBundle, QueueProperties, Result, SourceForm, UsmKind};
 
 use crate::command_buffer::CpuCommandBuffer;
+use crate::event::CpuEvent;
 use crate::memory::{CpuBuffer, CpuUsm, HostBlock};
 use crate::pool::Pool;
 use crate::program::CpuProgram;
@@ -41,5 +42,9 @@ impl ContextImpl for CpuContext {
 
     unsafe fn command_buffer_create(&self, desc: &CommandBufferDesc) -> Result<Box<dyn CommandBufferImpl>> {
         Ok(Box::new(CpuCommandBuffer::new(self.pool.clone(), *desc)))
+    }
+
+    fn user_event_create(&self) -> Result<Arc<dyn UserEventImpl>> {
+        Ok(CpuEvent::pending(false))
     }
 }

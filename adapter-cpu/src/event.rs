@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use parking_lot::{Condvar, Mutex};
-use ur_core::adapter::EventImpl;
+use ur_core::adapter::{EventImpl, UserEventImpl};
 use ur_core::{EventStatus, ProfilingInfo, UrError};
 
 use crate::pool::now_ns;
@@ -157,6 +157,14 @@ impl EventImpl for CpuEvent {
     fn profiling(&self) -> Option<ProfilingInfo> {
         let s = self.state.lock();
         (self.profiling && s.is_done() && s.target > 0).then_some(s.times)
+    }
+}
+
+/// A user event is a one-shot event that the host finishes.
+impl UserEventImpl for CpuEvent {
+    fn complete(&self, result: Result<(), UrError>) {
+        self.start(1);
+        self.finish(1, result);
     }
 }
 

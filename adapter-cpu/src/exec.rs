@@ -37,18 +37,8 @@ pub(crate) unsafe fn execute(command: &Command) -> Result<()> {
                 Command::KernelLaunch(k) => format!("kernel `{}`", k.kernel.name()),
                 other => format!("{} command", other.kind()),
             };
-            Err(execution_error(Backend::Cpu, format!("{what} panicked: {}", panic_message(&*payload))))
+            Err(execution_error(Backend::Cpu, format!("{what} panicked: {}", ur_core::error::panic_message(&*payload))))
         }
-    }
-}
-
-fn panic_message(payload: &(dyn Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "(no message)".into()
     }
 }
 

@@ -22,13 +22,13 @@ pub use harness::{Case, CaseError, CaseResult, Env, Outcome, Requires, run_case}
 
 use ur::{CommandBufferSupport, Device, Loader};
 
-/// Keeps kernel panics on the CPU adapter's workers off stderr: the adapter
-/// catches them and reports them through the failing command's event, which
-/// is what the cases that provoke them check. Other panics print as usual.
+/// Keeps panics of CPU-adapter workers and host tasks off stderr: they are
+/// caught and reported through the failing command's event, which is what
+/// the cases that provoke them check. Other panics print as usual.
 pub fn quiet_adapter_worker_panics() {
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        let on_worker = std::thread::current().name().is_some_and(|n| n.starts_with("ur-cpu-"));
+        let on_worker = std::thread::current().name().is_some_and(|n| n.starts_with("ur-cpu-") || n == "ur-host-task");
         if !on_worker {
             default(info);
         }

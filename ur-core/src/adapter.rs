@@ -95,6 +95,11 @@ pub trait ContextImpl: Any + Send + Sync {
     /// updatable buffer is only asked for when the device reports update
     /// capabilities.
     unsafe fn command_buffer_create(&self, desc: &CommandBufferDesc) -> Result<Box<dyn CommandBufferImpl>>;
+
+    /// Creates an event that the host completes ([`UserEventImpl::complete`]),
+    /// usable in every wait list of this context: eager commands, command-buffer
+    /// enqueues and command-buffer appends.
+    fn user_event_create(&self) -> Result<Arc<dyn UserEventImpl>>;
 }
 
 /// A USM allocation; dropping it frees the memory.
@@ -162,6 +167,13 @@ pub trait EventImpl: Any + Send + Sync {
     fn wait(&self) -> Result<()>;
     /// Timestamps, once complete, for events of profiling queues.
     fn profiling(&self) -> Option<ProfilingInfo>;
+}
+
+/// An event the host completes, like OpenCL's user events.
+pub trait UserEventImpl: EventImpl {
+    /// Completes the event: `Ok` makes it `Complete`, `Err` makes it `Error`
+    /// with that error. The front end calls it exactly once.
+    fn complete(&self, result: Result<()>);
 }
 
 /// One kernel command's new state, for [`CommandBufferImpl::update_kernel_launches`].

@@ -162,6 +162,17 @@ ur_errors! {
     Unknown = 0x7fff_fffe, "UR_RESULT_ERROR_UNKNOWN", "unknown error";
 }
 
+/// The message of a caught panic's payload.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(no message)".into()
+    }
+}
+
 /// Builds an error variant from a format string: `err!(InvalidSize, "size {} is zero", n)`.
 #[macro_export]
 #[doc(hidden)]

@@ -4,11 +4,12 @@
 use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::Mutex;
 use smallvec::SmallVec;
 
-use crate::adapter::EventImpl;
+use crate::adapter::{EventImpl, UserEventImpl};
 use crate::context::{Context, ContextId};
 use crate::ensure;
 use crate::error::{Result, UrError};
@@ -121,6 +122,73 @@ impl Event {
 impl fmt::Debug for Event {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Event").field("status", &self.status()).finish()
+    }
+}
+
+/// An event the host completes (OpenCL's `clCreateUserEvent`): commands that
+/// wait on [`event`](UserEvent::event) start once [`complete`](UserEvent::complete)
+/// is called. Dropping it uncompleted fails it, so nothing waits forever.
+///
+/// ```
+/// use ur_core::*;
+/// # let ctx = Context::new(&ur_adapter_cpu::default_device()).unwrap();
+/// let queue = Queue::new(&ctx, QueueProperties::default())?;
+/// let buf = UsmAllocation::new(&ctx, UsmKind::Device, 4)?;
+/// let gate = UserEvent::new(&ctx)?;
+/// let fill = queue.usm_fill(buf.ptr(), &[7], 4, &[gate.event()])?;
+/// assert_ne!(fill.status(), EventStatus::Complete);
+/// gate.complete()?;
+/// fill.wait()?;
+/// # Ok::<(), UrError>(())
+/// ```
+pub struct UserEvent {
+    imp: Arc<dyn UserEventImpl>,
+    event: Event,
+    completed: AtomicBool,
+}
+
+impl UserEvent {
+    /// A new, incomplete user event of `context`.
+    pub fn new(context: &Context) -> Result<UserEvent> {
+        let imp = context.imp().user_event_create()?;
+        let event = Event::from_imp(imp.clone(), context);
+        Ok(UserEvent { imp, event, completed: AtomicBool::new(false) })
+    }
+
+    /// The event to put in wait lists.
+    pub fn event(&self) -> &Event {
+        &self.event
+    }
+
+    /// Completes the event; `InvalidOperation` if it already was.
+    pub fn complete(&self) -> Result<()> {
+        self.finish(Ok(()))
+    }
+
+    /// Fails the event with `message` (as `AdapterSpecific`); `InvalidOperation`
+    /// if it was already completed.
+    pub fn fail(&self, message: impl Into<String>) -> Result<()> {
+        self.finish(Err(UrError::AdapterSpecific(crate::error::Detail::msg(message.into()))))
+    }
+
+    fn finish(&self, result: Result<()>) -> Result<()> {
+        ensure!(!self.completed.swap(true, Ordering::AcqRel), InvalidOperation, "the user event was already completed");
+        self.imp.complete(result);
+        Ok(())
+    }
+}
+
+impl Drop for UserEvent {
+    fn drop(&mut self) {
+        if !self.completed.load(Ordering::Acquire) {
+            let _ = self.fail("the user event was dropped before it was completed");
+        }
+    }
+}
+
+impl fmt::Debug for UserEvent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("UserEvent").field("status", &self.event.status()).finish()
     }
 }
 

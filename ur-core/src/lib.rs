@@ -49,7 +49,7 @@ pub use device::{
     CommandBufferCaps, CommandBufferSupport, Device, DeviceId, DeviceInfo, DeviceType, UpdateCapabilities, UsmKinds,
 };
 pub use error::{Detail, Result, UrError};
-pub use event::{Event, EventStatus, ProfilingInfo};
+pub use event::{Event, EventStatus, ProfilingInfo, UserEvent};
 pub use launch::{ArgValue, KernelArg, KernelCommand, KernelLaunch};
 pub use loader::{AbsentAdapter, AdapterEntry, Loader};
 pub use memory::{

@@ -8,6 +8,7 @@
 
 use std::collections::VecDeque;
 use std::fmt;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -18,7 +19,8 @@ use crate::command_buffer::CommandBuffer;
 use crate::context::Context;
 use crate::device::Device;
 use crate::error::Result;
-use crate::event::{Event, as_refs, resolve_wait_list};
+use crate::error::panic_message;
+use crate::event::{Event, UserEvent, as_refs, resolve_wait_list};
 use crate::launch::KernelLaunch;
 use crate::memory::{MemBuffer, MigrationFlags, UsmAdvice, UsmPtr};
 use crate::rect::{RectLayout, RectRegion};
@@ -355,6 +357,37 @@ impl Queue {
         // SAFETY: the events were checked to belong to this queue's context.
         let event = unsafe { self.inner.imp.enqueue_wait(&as_refs(&resolved), barrier)? };
         Ok(Event::from_imp(event, &self.inner.context))
+    }
+
+    /// Runs `task` on a host thread once `wait` (and, on an in-order queue,
+    /// everything submitted before) has completed. On an in-order queue, later
+    /// commands wait for the task. The returned event completes when the task
+    /// has returned, or reports `AdapterSpecific` if it panicked.
+    #[tracing::instrument(level = "debug", skip_all)]
+    pub fn enqueue_host_task(&self, wait: &[&Event], task: impl FnOnce() + Send + 'static) -> Result<Event> {
+        let start = self.events_wait(wait)?;
+        let done = UserEvent::new(&self.inner.context)?;
+        let finished = done.event().clone();
+        if !self.inner.properties.out_of_order {
+            // Later commands of an in-order queue wait for the task.
+            self.events_wait(&[&finished])?;
+        }
+        std::thread::Builder::new()
+            .name("ur-host-task".into())
+            .spawn(move || {
+                // The task runs after its dependencies whether they succeeded
+                // or not: wait lists order, they do not propagate failure.
+                let _ = start.wait();
+                let outcome = match catch_unwind(AssertUnwindSafe(task)) {
+                    Ok(()) => done.complete(),
+                    Err(payload) => done.fail(format!("host task panicked: {}", panic_message(&*payload))),
+                };
+                if let Err(e) = outcome {
+                    tracing::error!(error = %e, "host task event");
+                }
+            })
+            .map_err(|e| crate::err!(OutOfResources, "cannot start a host-task thread: {e}"))?;
+        Ok(finished)
     }
 
     /// Submits a finalized command buffer (`urEnqueueCommandBufferExp`).

@@ -23,6 +23,7 @@ mod update_events;
 mod update_invalid;
 mod update_kernel_handle;
 mod update_ndrange;
+mod user_events;
 
 /// Every case of the suite, in a stable order.
 pub fn all() -> Vec<Case> {
@@ -45,6 +46,7 @@ pub fn all() -> Vec<Case> {
         update_invalid::cases,
         update_events::cases,
         eager::cases,
+        user_events::cases,
         property::cases,
         stress::cases,
         large::cases,
