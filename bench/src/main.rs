@@ -1,0 +1,227 @@
+//! `ur-bench`: replay against eager submission, and the cost of building,
+//! updating and replaying command buffers, on every selected device.
+//!
+//! Prints Markdown tables, writes every figure as JSON (`results.json`) and a
+//! plot of time per node against node count (`perf_scaling.svg`) into the
+//! output folder. Each figure is the median of repeated runs after warm-up,
+//! with the 10th and 90th percentiles as the spread. Benchmarks are not tests:
+//! nothing here asserts a timing.
+
+mod kernels;
+mod report;
+mod stats;
+mod suites;
+
+use std::path::PathBuf;
+use std::process::{Command, ExitCode};
+
+use clap::Parser;
+use stats::Repeats;
+use suites::{Record, Target};
+use ur::{Backend, CommandBufferSupport, Device};
+
+/// Benchmarks of the ur-rs command-buffer API on every selected device
+/// (UR_DEVICE_SELECTOR / ONEAPI_DEVICE_SELECTOR choose them).
+#[derive(Parser, Debug)]
+#[command(version)]
+struct Cli {
+    /// Fewer repeats and sizes: a smoke run that still exercises everything.
+    #[arg(long)]
+    quick: bool,
+    /// Where results.json and the plot go.
+    #[arg(long, default_value = "target/bench")]
+    out: PathBuf,
+    /// Only these benchmark groups (submission, finalize, update, cpu_per_node,
+    /// submit_graph, sin_kernel_graph, perf_scaling); repeatable.
+    #[arg(long)]
+    only: Vec<String>,
+    /// Leave out the emulated (software command buffer) view of native devices.
+    #[arg(long)]
+    no_emulated: bool,
+    /// Internal: measure the CPU adapter's per-node overhead in this process and
+    /// print JSON records (used to run it with one worker).
+    #[arg(long, hide = true)]
+    child_per_node: Option<String>,
+}
+
+struct Plan {
+    repeats: Repeats,
+    submission: Vec<usize>,
+    finalize: Vec<usize>,
+    update: Vec<usize>,
+    per_node: usize,
+    submit_graph: Vec<usize>,
+    sin_kernel_graph: Vec<usize>,
+    scaling: Vec<usize>,
+}
+
+impl Plan {
+    fn new(quick: bool) -> Plan {
+        if quick {
+            return Plan {
+                repeats: Repeats { warmup: 1, samples: 5 },
+                submission: vec![1, 4, 10],
+                finalize: vec![10, 100],
+                update: vec![10],
+                per_node: 64,
+                submit_graph: vec![4],
+                sin_kernel_graph: vec![5],
+                scaling: vec![1, 8, 64],
+            };
+        }
+        Plan {
+            repeats: Repeats { warmup: 5, samples: 50 },
+            submission: vec![1, 4, 10, 100, 1000],
+            finalize: vec![100, 1000, 10000],
+            update: vec![10, 100, 1000],
+            per_node: 1024,
+            submit_graph: vec![4, 10, 32],
+            sin_kernel_graph: vec![5, 100],
+            scaling: vec![1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096],
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let plan = Plan::new(cli.quick);
+    if let Some(variant) = &cli.child_per_node {
+        return child_per_node(&plan, variant);
+    }
+    let wanted = |group: &str| cli.only.is_empty() || cli.only.iter().any(|o| o == group);
+    let loader = match ur::load() {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("ur-bench: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut devices: Vec<Device> = Vec::new();
+    for device in loader.devices() {
+        let native = device.info().command_buffer.support == CommandBufferSupport::Native;
+        devices.push(device.clone());
+        if native && !cli.no_emulated {
+            devices.push(device.emulated());
+        }
+    }
+    if devices.is_empty() {
+        eprintln!("ur-bench: the selector `{}` selects no device", loader.selector());
+        return ExitCode::from(2);
+    }
+    let mut records: Vec<Record> = Vec::new();
+    let mut text = String::from("## Results\n\n");
+    for device in &devices {
+        eprintln!("ur-bench: {device} ({})", device.info().name);
+        let target = match Target::new(device) {
+            Ok(t) => t,
+            Err(e) => {
+                text += &format!("### `{device}`\n\nnot measured: {e}\n\n");
+                continue;
+            }
+        };
+        let mut skipped: Vec<(String, String)> = Vec::new();
+        let mut own: Vec<Record> = Vec::new();
+        let mut note = |group: &str, result: Result<(), String>| {
+            if let Err(why) = result {
+                skipped.push((group.to_string(), why));
+            }
+        };
+        let r = plan.repeats;
+        if wanted("submission") {
+            note("submission", suites::submission(&target, r, &plan.submission, &mut own).map_err(|e| e.to_string()));
+        }
+        if wanted("finalize") {
+            note("finalize", suites::finalize(&target, r, &plan.finalize, &mut own).map_err(|e| e.to_string()));
+        }
+        if wanted("update") {
+            note("update", suites::update(&target, r, &plan.update, &mut own));
+        }
+        if wanted("cpu_per_node") && device.backend() == Backend::Cpu {
+            let all = format!("{} workers", device.info().max_compute_units);
+            note(
+                "cpu_per_node",
+                suites::per_node(&target, r, plan.per_node, &all, &mut own).map_err(|e| e.to_string()),
+            );
+            if !device.is_emulated() {
+                note("cpu_per_node (1 worker)", single_worker(&cli, &mut own));
+            }
+        }
+        if wanted("submit_graph") {
+            note(
+                "submit_graph",
+                suites::submit_graph(&target, r, &plan.submit_graph, &mut own).map_err(|e| e.to_string()),
+            );
+        }
+        if wanted("sin_kernel_graph") {
+            note("sin_kernel_graph", suites::sin_kernel_graph(&target, r, &plan.sin_kernel_graph, &mut own));
+        }
+        if wanted("perf_scaling") {
+            note("perf_scaling", suites::perf_scaling(&target, r, &plan.scaling, &mut own).map_err(|e| e.to_string()));
+        }
+        // Results of the one-worker child belong to the native view's table.
+        text += &report::device_tables(&own, &device.to_string(), &skipped);
+        records.extend(own);
+    }
+    print!("{text}");
+    if let Err(e) = std::fs::create_dir_all(&cli.out) {
+        eprintln!("ur-bench: cannot create {}: {e}", cli.out.display());
+        return ExitCode::FAILURE;
+    }
+    let json = cli.out.join("results.json");
+    let written = serde_json::to_string_pretty(&records)
+        .map_err(|e| e.to_string())
+        .and_then(|body| std::fs::write(&json, body).map_err(|e| e.to_string()));
+    match written {
+        Ok(()) => eprintln!("ur-bench: wrote {}", json.display()),
+        Err(e) => eprintln!("ur-bench: cannot write {}: {e}", json.display()),
+    }
+    let svg = cli.out.join("perf_scaling.svg");
+    match report::plot_scaling(&records, &svg) {
+        Ok(()) => eprintln!("ur-bench: wrote {}", svg.display()),
+        Err(e) => eprintln!("ur-bench: cannot plot {}: {e}", svg.display()),
+    }
+    ExitCode::SUCCESS
+}
+
+/// Runs the per-node measurement in a child process whose CPU adapter has one
+/// worker (the pool size is fixed when the adapter opens).
+fn single_worker(cli: &Cli, out: &mut Vec<Record>) -> Result<(), String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut command = Command::new(exe);
+    command.env("UR_CPU_THREADS", "1").env("UR_DEVICE_SELECTOR", "cpu:0").args(["--child-per-node", "1 worker"]);
+    if cli.quick {
+        command.arg("--quick");
+    }
+    let output = command.output().map_err(|e| format!("cannot run the one-worker child: {e}"))?;
+    if !output.status.success() {
+        return Err(format!("the one-worker child failed: {}", String::from_utf8_lossy(&output.stderr).trim()));
+    }
+    let records: Vec<Record> = serde_json::from_slice(&output.stdout).map_err(|e| format!("child output: {e}"))?;
+    out.extend(records);
+    Ok(())
+}
+
+fn child_per_node(plan: &Plan, variant: &str) -> ExitCode {
+    let result = (|| -> Result<Vec<Record>, String> {
+        let loader = ur::load().map_err(|e| e.to_string())?;
+        let device = loader.devices().into_iter().next().ok_or("no device selected")?;
+        let target = Target::new(&device).map_err(|e| e.to_string())?;
+        let mut out = Vec::new();
+        suites::per_node(&target, plan.repeats, plan.per_node, variant, &mut out).map_err(|e| e.to_string())?;
+        Ok(out)
+    })();
+    match result.map(|r| serde_json::to_string(&r)) {
+        Ok(Ok(json)) => {
+            print!("{json}");
+            ExitCode::SUCCESS
+        }
+        Ok(Err(e)) => {
+            eprintln!("{e}");
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::FAILURE
+        }
+    }
+}

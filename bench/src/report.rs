@@ -1,0 +1,270 @@
+//! Tables (Markdown, so they paste into docs/performance.md) and the plot.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use plotters::prelude::*;
+
+use crate::stats::Summary;
+use crate::suites::Record;
+
+struct Lookup<'a> {
+    records: &'a [Record],
+    device: &'a str,
+}
+
+impl Lookup<'_> {
+    fn get(&self, benchmark: &str, shape: &str, variant: &str, metric: &str, n: usize) -> Option<&Summary> {
+        self.records
+            .iter()
+            .find(|r| {
+                r.device == self.device
+                    && r.benchmark == benchmark
+                    && r.shape == shape
+                    && r.variant == variant
+                    && r.metric == metric
+                    && r.n == n
+            })
+            .map(|r| &r.summary)
+    }
+
+    fn sizes(&self, benchmark: &str) -> Vec<usize> {
+        let mut n: Vec<usize> =
+            self.records.iter().filter(|r| r.device == self.device && r.benchmark == benchmark).map(|r| r.n).collect();
+        n.sort_unstable();
+        n.dedup();
+        n
+    }
+}
+
+/// `median (p10–p90)` in a unit chosen for the magnitude.
+fn cell(s: Option<&Summary>, scale: f64) -> String {
+    match s {
+        Some(s) => format!("{} ({}–{})", num(s.median / scale), num(s.p10 / scale), num(s.p90 / scale)),
+        None => "—".into(),
+    }
+}
+
+fn num(x: f64) -> String {
+    if x >= 100.0 {
+        format!("{x:.0}")
+    } else if x >= 10.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+fn ratio(a: Option<&Summary>, b: Option<&Summary>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) if b.median > 0.0 => format!("{:.1}x", a.median / b.median),
+        _ => "—".into(),
+    }
+}
+
+/// The tables of one device.
+pub fn device_tables(records: &[Record], device: &str, skipped: &[(String, String)]) -> String {
+    let l = Lookup { records, device };
+    let mut out = String::new();
+    let name = records.iter().find(|r| r.device == device).map_or("", |r| r.device_name.as_str());
+    let _ = writeln!(out, "### `{device}` — {name}\n");
+
+    if !l.sizes("submission").is_empty() {
+        let _ = writeln!(
+            out,
+            "Submission of N trivial kernels, ns per node: host time to submit, wall time to completion; median (p10–p90).\n"
+        );
+        let _ = writeln!(
+            out,
+            "| shape | N | eager host | eager wall | replay host | replay wall | replay speedup (wall) |"
+        );
+        let _ = writeln!(out, "|---|---|---|---|---|---|---|");
+        for shape in ["chain", "fork_join"] {
+            for n in l.sizes("submission") {
+                let g = |v, m| l.get("submission", shape, v, m, n);
+                let _ = writeln!(
+                    out,
+                    "| {shape} | {n} | {} | {} | {} | {} | {} |",
+                    cell(g("eager", "host_ns_per_node"), 1.0),
+                    cell(g("eager", "wall_ns_per_node"), 1.0),
+                    cell(g("replay", "host_ns_per_node"), 1.0),
+                    cell(g("replay", "wall_ns_per_node"), 1.0),
+                    ratio(g("eager", "wall_ns_per_node"), g("replay", "wall_ns_per_node")),
+                );
+            }
+        }
+        out.push('\n');
+    }
+    if !l.sizes("finalize").is_empty() {
+        let _ = writeln!(
+            out,
+            "Building (create, append, finalize) a chain of N kernels, ns per node; memory per command.\n"
+        );
+        let _ = writeln!(out, "| N | build | bytes per command |");
+        let _ = writeln!(out, "|---|---|---|");
+        for n in l.sizes("finalize") {
+            let bytes =
+                l.get("finalize", "chain", "build", "bytes_per_command", n).map_or("—".into(), |s| num(s.median));
+            let _ = writeln!(
+                out,
+                "| {n} | {} | {bytes} |",
+                cell(l.get("finalize", "chain", "build", "ns_per_node", n), 1.0)
+            );
+        }
+        out.push('\n');
+    }
+    if !l.sizes("update").is_empty() {
+        let _ = writeln!(
+            out,
+            "One kernel argument changed in an N-kernel buffer, then replayed, against rebuilding it; µs.\n"
+        );
+        let _ = writeln!(out, "| N | update + replay | rebuild + replay | rebuild / update |");
+        let _ = writeln!(out, "|---|---|---|---|");
+        for n in l.sizes("update") {
+            let u = l.get("update", "chain", "update_and_replay", "ns", n);
+            let r = l.get("update", "chain", "rebuild_and_replay", "ns", n);
+            let _ = writeln!(out, "| {n} | {} | {} | {} |", cell(u, 1e3), cell(r, 1e3), ratio(r, u));
+        }
+        out.push('\n');
+    }
+    if !l.sizes("cpu_per_node").is_empty() {
+        let _ = writeln!(out, "Replay overhead per node of trivial kernels (CPU adapter), ns.\n");
+        let variants: Vec<String> = {
+            let mut v: Vec<String> = records
+                .iter()
+                .filter(|r| r.device == device && r.benchmark == "cpu_per_node")
+                .map(|r| r.variant.clone())
+                .collect();
+            v.sort();
+            v.dedup();
+            v
+        };
+        let _ = writeln!(out, "| shape | N | {} |", variants.join(" | "));
+        let _ = writeln!(out, "|---|---|{}", "---|".repeat(variants.len()));
+        for shape in ["chain", "wide"] {
+            for n in l.sizes("cpu_per_node") {
+                let cells: Vec<String> =
+                    variants.iter().map(|v| cell(l.get("cpu_per_node", shape, v, "ns_per_node", n), 1.0)).collect();
+                let _ = writeln!(out, "| {shape} | {n} | {} |", cells.join(" | "));
+            }
+        }
+        out.push('\n');
+    }
+    if !l.sizes("submit_graph").is_empty() {
+        let _ = writeln!(
+            out,
+            "SubmitGraph: a chain of k trivial kernels submitted 100 times in a row; µs per submission.\n"
+        );
+        let _ = writeln!(out, "| kernels | replay host | replay wall | eager host | eager wall |");
+        let _ = writeln!(out, "|---|---|---|---|---|");
+        for k in l.sizes("submit_graph") {
+            let g = |v, m| l.get("submit_graph", "chain", v, m, k);
+            let _ = writeln!(
+                out,
+                "| {k} | {} | {} | {} | {} |",
+                cell(g("replay", "host_ns_per_submission"), 1e3),
+                cell(g("replay", "wall_ns_per_submission"), 1e3),
+                cell(g("eager", "host_ns_per_submission"), 1e3),
+                cell(g("eager", "wall_ns_per_submission"), 1e3),
+            );
+        }
+        out.push('\n');
+    }
+    if !l.sizes("sin_kernel_graph").is_empty() {
+        let _ =
+            writeln!(out, "SinKernelGraph: k kernels computing sin over 64K floats in sequence; µs per execution.\n");
+        let _ = writeln!(out, "| kernels | graph | eager | speedup |");
+        let _ = writeln!(out, "|---|---|---|---|");
+        for k in l.sizes("sin_kernel_graph") {
+            let g = l.get("sin_kernel_graph", "chain", "replay", "wall_ns", k);
+            let e = l.get("sin_kernel_graph", "chain", "eager", "wall_ns", k);
+            let _ = writeln!(out, "| {k} | {} | {} | {} |", cell(g, 1e3), cell(e, 1e3), ratio(e, g));
+        }
+        out.push('\n');
+    }
+    if !l.sizes("perf_scaling").is_empty() {
+        let _ = writeln!(out, "Chains of empty kernels (cudaGraphsPerfScaling shape): wall time per node, ns.\n");
+        let _ = writeln!(out, "| length | replay | eager | speedup |");
+        let _ = writeln!(out, "|---|---|---|---|");
+        for n in l.sizes("perf_scaling") {
+            let r = l.get("perf_scaling", "chain", "replay", "wall_ns_per_node", n);
+            let e = l.get("perf_scaling", "chain", "eager", "wall_ns_per_node", n);
+            let _ = writeln!(out, "| {n} | {} | {} | {} |", cell(r, 1.0), cell(e, 1.0), ratio(e, r));
+        }
+        out.push('\n');
+    }
+    for (what, why) in skipped {
+        let _ = writeln!(out, "- `{what}` not measured: {why}");
+    }
+    if !skipped.is_empty() {
+        out.push('\n');
+    }
+    out
+}
+
+/// One plotted line: device, variant and (nodes, ns per node) points.
+type Series<'a> = (String, &'a str, Vec<(f64, f64)>);
+
+/// Wall time per node against chain length, replay (thick) and eager (thin)
+/// for every device, log-log.
+pub fn plot_scaling(records: &[Record], path: &Path) -> Result<(), String> {
+    let series: Vec<Series<'_>> = {
+        let mut devices: Vec<&str> = records.iter().map(|r| r.device.as_str()).collect();
+        devices.dedup();
+        let mut s = Vec::new();
+        for d in devices {
+            for variant in ["replay", "eager"] {
+                let points: Vec<(f64, f64)> = records
+                    .iter()
+                    .filter(|r| r.device == d && r.benchmark == "perf_scaling" && r.variant == variant)
+                    .map(|r| (r.n as f64, r.summary.median))
+                    .collect();
+                if !points.is_empty() {
+                    s.push((d.to_string(), variant, points));
+                }
+            }
+        }
+        s
+    };
+    if series.is_empty() {
+        return Ok(());
+    }
+    let all = series.iter().flat_map(|(_, _, p)| p.iter());
+    let (mut x_max, mut y_min, mut y_max) = (2.0f64, f64::MAX, 0.0f64);
+    for (x, y) in all {
+        x_max = x_max.max(*x);
+        y_min = y_min.min(*y);
+        y_max = y_max.max(*y);
+    }
+    let e = |e: &dyn std::fmt::Display| e.to_string();
+    let root = SVGBackend::new(path, (900, 560)).into_drawing_area();
+    root.fill(&WHITE).map_err(|x| e(&x))?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption("Chains of empty kernels: wall time per node", ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d((1f64..x_max * 1.2).log_scale(), ((y_min * 0.8).max(1.0)..y_max * 1.25).log_scale())
+        .map_err(|x| e(&x))?;
+    chart.configure_mesh().x_desc("nodes in the chain").y_desc("ns per node").draw().map_err(|x| e(&x))?;
+    for (i, (device, variant, points)) in series.iter().enumerate() {
+        let color = Palette99::pick(i / 2).to_rgba();
+        let style = if *variant == "replay" { color.stroke_width(2) } else { color.stroke_width(1) };
+        let label = format!("{device} {variant}");
+        chart
+            .draw_series(LineSeries::new(points.clone(), style))
+            .map_err(|x| e(&x))?
+            .label(label)
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
+        chart.draw_series(points.iter().map(|p| Circle::new(*p, 3, color.filled()))).map_err(|x| e(&x))?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .border_style(BLACK)
+        .background_style(WHITE.mix(0.8))
+        .draw()
+        .map_err(|x| e(&x))?;
+    root.present().map_err(|x| e(&x))?;
+    Ok(())
+}

@@ -1,0 +1,101 @@
+//! Repeated measurements and their summary: median with the 10th and 90th
+//! percentiles as the spread.
+
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+/// How many times to run a measurement.
+#[derive(Copy, Clone, Debug)]
+pub struct Repeats {
+    /// Runs thrown away first.
+    pub warmup: usize,
+    /// Runs kept.
+    pub samples: usize,
+}
+
+impl Repeats {
+    /// Fewer samples for long measurements, so every figure costs about the same.
+    pub fn scaled(self, work: usize) -> Repeats {
+        let samples = (self.samples * 100 / work.max(100)).max(5).min(self.samples);
+        Repeats { warmup: self.warmup.min(samples), samples }
+    }
+}
+
+/// The summary of one figure's samples, in nanoseconds.
+#[derive(Copy, Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Median.
+    pub median: f64,
+    /// 10th percentile.
+    pub p10: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// Number of samples.
+    pub samples: usize,
+}
+
+impl Summary {
+    /// Summarises samples (nanoseconds); `None` when there are none.
+    pub fn of(mut samples: Vec<f64>) -> Option<Summary> {
+        if samples.is_empty() {
+            return None;
+        }
+        samples.sort_by(f64::total_cmp);
+        let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
+        Some(Summary { median: at(0.5), p10: at(0.1), p90: at(0.9), samples: samples.len() })
+    }
+
+    /// The summary divided by `n` (per node, per command).
+    pub fn per(self, n: usize) -> Summary {
+        let n = n.max(1) as f64;
+        Summary { median: self.median / n, p10: self.p10 / n, p90: self.p90 / n, ..self }
+    }
+}
+
+/// Runs `body` `warmup + samples` times; `body` returns the durations it
+/// measured (several figures per run are allowed, e.g. host time and wall time).
+pub fn measure<const K: usize, E>(
+    repeats: Repeats,
+    mut body: impl FnMut() -> Result<[Duration; K], E>,
+) -> Result<[Summary; K], E> {
+    for _ in 0..repeats.warmup {
+        body()?;
+    }
+    let mut samples: [Vec<f64>; K] = std::array::from_fn(|_| Vec::with_capacity(repeats.samples));
+    for _ in 0..repeats.samples {
+        let durations = body()?;
+        for (k, d) in durations.iter().enumerate() {
+            samples[k].push(d.as_nanos() as f64);
+        }
+    }
+    Ok(samples.map(|s| Summary::of(s).expect("at least one sample")))
+}
+
+/// Times `f`.
+pub fn time<T, E>(f: impl FnOnce() -> Result<T, E>) -> Result<(T, Duration), E> {
+    let start = Instant::now();
+    let value = f()?;
+    Ok((value, start.elapsed()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_of_a_known_set() {
+        let s = Summary::of((1..=11).map(f64::from).collect()).unwrap();
+        assert_eq!((s.p10, s.median, s.p90, s.samples), (2.0, 6.0, 10.0, 11));
+        assert_eq!(s.per(2).median, 3.0);
+        assert!(Summary::of(Vec::new()).is_none());
+    }
+
+    #[test]
+    fn scaled_repeats_keep_a_floor() {
+        let r = Repeats { warmup: 5, samples: 50 };
+        assert_eq!(r.scaled(10).samples, 50);
+        assert_eq!(r.scaled(1000).samples, 5);
+        assert_eq!(r.scaled(100_000).samples, 5);
+    }
+}

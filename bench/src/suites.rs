@@ -1,0 +1,386 @@
+//! The measurements, each run on one device.
+
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use ur::{
+    AppendOptions, CommandBuffer, CommandBufferDesc, Context, Device, Event, Kernel, KernelArg, KernelLaunch,
+    KernelLaunchUpdate, Program, Queue, QueueProperties, SyncPoint, UpdateCapabilities, UrError, UsmAllocation,
+    UsmKind,
+};
+
+use crate::stats::{Repeats, Summary, measure, time};
+
+/// One figure of one benchmark on one device.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Record {
+    /// `cpu:0`, `cuda:0 emulated`, ...
+    pub device: String,
+    /// The backend's name.
+    pub backend: String,
+    /// The device's name.
+    pub device_name: String,
+    /// Benchmark group: `submission`, `finalize`, `update`, `cpu_per_node`, `submit_graph`, ...
+    pub benchmark: String,
+    /// Graph shape: `chain`, `fork_join`, `wide`.
+    pub shape: String,
+    /// What was measured: `eager`, `replay`, `raw`, `update`, `rebuild`, ...
+    pub variant: String,
+    /// `host_ns_per_node` (time to return from submitting), `wall_ns_per_node`
+    /// (to completion), `ns_per_node`, `ns`, `bytes_per_command`.
+    pub metric: String,
+    /// Node or kernel count.
+    pub n: usize,
+    /// The figure.
+    #[serde(flatten)]
+    pub summary: Summary,
+}
+
+/// A device and what every benchmark on it needs.
+pub struct Target {
+    pub device: Device,
+    pub context: Context,
+    pub queue: Queue,
+    pub ooo_queue: Option<Queue>,
+    pub empty: Kernel,
+    pub fill: Kernel,
+    pub sin: Result<Kernel, UrError>,
+}
+
+impl Target {
+    pub fn new(device: &Device) -> Result<Target, UrError> {
+        let context = Context::new(device)?;
+        let queue = Queue::new(&context, QueueProperties::default())?;
+        let ooo_queue = device
+            .info()
+            .out_of_order_queues
+            .then(|| Queue::new(&context, QueueProperties { out_of_order: true, profiling: false }))
+            .transpose()?;
+        let library = Program::new(&context, &ur_conformance::kernels::bundle())?;
+        let sin = Program::new(&context, &crate::kernels::bundle()).and_then(|p| Kernel::new(&p, "sin_f32"));
+        Ok(Target {
+            device: device.clone(),
+            empty: Kernel::new(&library, "empty")?,
+            fill: Kernel::new(&library, "fill")?,
+            sin,
+            context,
+            queue,
+            ooo_queue,
+        })
+    }
+
+    fn record(&self, benchmark: &str, shape: &str, variant: &str, metric: &str, n: usize, summary: Summary) -> Record {
+        Record {
+            device: self.device.to_string(),
+            backend: self.device.backend().name().to_string(),
+            device_name: self.device.info().name.clone(),
+            benchmark: benchmark.into(),
+            shape: shape.into(),
+            variant: variant.into(),
+            metric: metric.into(),
+            n,
+            summary,
+        }
+    }
+}
+
+/// The shape of a benchmark graph of trivial kernels.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// Each node after the previous one.
+    Chain,
+    /// One root, `n - 2` independent nodes after it, one node after them all.
+    ForkJoin,
+    /// `n` independent nodes.
+    Wide,
+}
+
+impl Shape {
+    pub fn name(self) -> &'static str {
+        match self {
+            Shape::Chain => "chain",
+            Shape::ForkJoin => "fork_join",
+            Shape::Wide => "wide",
+        }
+    }
+
+    /// The predecessors of node `i` of an `n`-node graph.
+    fn deps(self, i: usize, n: usize) -> Vec<usize> {
+        match self {
+            Shape::Chain => i.checked_sub(1).into_iter().collect(),
+            Shape::ForkJoin if n < 3 => i.checked_sub(1).into_iter().collect(),
+            Shape::ForkJoin if i == 0 => Vec::new(),
+            Shape::ForkJoin if i == n - 1 => (1..n - 1).collect(),
+            Shape::ForkJoin => vec![0],
+            Shape::Wide => Vec::new(),
+        }
+    }
+}
+
+/// An `n`-node command buffer of `empty` kernels in `shape`.
+pub fn build(t: &Target, shape: Shape, n: usize, desc: CommandBufferDesc) -> Result<CommandBuffer, UrError> {
+    let cb = CommandBuffer::new(&t.context, &t.device, desc)?;
+    let mut points: Vec<SyncPoint> = Vec::with_capacity(n);
+    let launch = KernelLaunch::new(&t.empty, &[1], &[]);
+    for i in 0..n {
+        let deps: Vec<SyncPoint> = shape.deps(i, n).into_iter().map(|d| points[d]).collect();
+        // SAFETY: `empty` touches no memory.
+        let appended = unsafe { cb.append_kernel_launch(&launch, &[], AppendOptions::new().after(&deps))? };
+        points.push(appended.sync_point);
+    }
+    cb.finalize()?;
+    Ok(cb)
+}
+
+/// Submits the same `n` kernels eagerly; returns the event of the last one.
+fn submit_eager(t: &Target, shape: Shape, n: usize) -> Result<Event, UrError> {
+    let launch = KernelLaunch::new(&t.empty, &[1], &[]);
+    // Independent nodes need an out-of-order queue to be independent.
+    let queue = match (shape, &t.ooo_queue) {
+        (Shape::Chain, _) | (_, None) => &t.queue,
+        (_, Some(q)) => q,
+    };
+    let mut events: Vec<Event> = Vec::with_capacity(n);
+    for i in 0..n {
+        let deps: Vec<&Event> = if queue.properties().out_of_order {
+            shape.deps(i, n).into_iter().map(|d| &events[d]).collect()
+        } else {
+            Vec::new()
+        };
+        // SAFETY: `empty` touches no memory.
+        events.push(unsafe { queue.launch_kernel(&launch, &deps)? });
+    }
+    match shape {
+        Shape::Wide if queue.properties().out_of_order => queue.barrier(&[]),
+        _ => Ok(events.pop().expect("n >= 1")),
+    }
+}
+
+/// Issue item 1 — replay against eager submission: host time to submit and
+/// wall time to completion, per node.
+pub fn submission(t: &Target, repeats: Repeats, sizes: &[usize], out: &mut Vec<Record>) -> Result<(), UrError> {
+    for shape in [Shape::Chain, Shape::ForkJoin] {
+        for &n in sizes {
+            let r = repeats.scaled(n);
+            let [host, wall] = measure(r, || {
+                let start = Instant::now();
+                let last = submit_eager(t, shape, n)?;
+                let host = start.elapsed();
+                last.wait()?;
+                Ok::<_, UrError>([host, start.elapsed()])
+            })?;
+            out.push(t.record("submission", shape.name(), "eager", "host_ns_per_node", n, host.per(n)));
+            out.push(t.record("submission", shape.name(), "eager", "wall_ns_per_node", n, wall.per(n)));
+            let cb = build(t, shape, n, CommandBufferDesc::default())?;
+            let [host, wall] = measure(r, || {
+                let start = Instant::now();
+                let event = t.queue.enqueue_command_buffer(&cb, &[])?;
+                let host = start.elapsed();
+                event.wait()?;
+                Ok::<_, UrError>([host, start.elapsed()])
+            })?;
+            out.push(t.record("submission", shape.name(), "replay", "host_ns_per_node", n, host.per(n)));
+            out.push(t.record("submission", shape.name(), "replay", "wall_ns_per_node", n, wall.per(n)));
+        }
+    }
+    Ok(())
+}
+
+/// Issue item 3 — finalize cost per node (create, append, finalize) and memory per command.
+pub fn finalize(t: &Target, repeats: Repeats, sizes: &[usize], out: &mut Vec<Record>) -> Result<(), UrError> {
+    for &n in sizes {
+        let [cost] = measure(repeats.scaled(n), || {
+            let (_cb, d) = time(|| build(t, Shape::Chain, n, CommandBufferDesc::default()))?;
+            Ok::<_, UrError>([d])
+        })?;
+        out.push(t.record("finalize", "chain", "build", "ns_per_node", n, cost.per(n)));
+    }
+    let n = *sizes.iter().max().unwrap_or(&1000);
+    if let Some(before) = resident_bytes() {
+        let cb = build(t, Shape::Chain, n, CommandBufferDesc::default())?;
+        if let Some(after) = resident_bytes() {
+            let bytes = after.saturating_sub(before) as f64 / n as f64;
+            let summary = Summary { median: bytes, p10: bytes, p90: bytes, samples: 1 };
+            out.push(t.record("finalize", "chain", "build", "bytes_per_command", n, summary));
+        }
+        drop(cb);
+    }
+    Ok(())
+}
+
+/// Resident memory of this process (Linux), for memory per command.
+fn resident_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * 4096)
+}
+
+/// Issue item 4 — one kernel argument changed in an `n`-node executable
+/// buffer and replayed, against rebuilding, re-finalizing and replaying it.
+pub fn update(t: &Target, repeats: Repeats, sizes: &[usize], out: &mut Vec<Record>) -> Result<(), String> {
+    if !t.device.info().command_buffer.update.contains(UpdateCapabilities::KERNEL_ARGUMENTS) {
+        return Err("the device cannot update kernel arguments".into());
+    }
+    let e = |e: UrError| e.to_string();
+    for &n in sizes {
+        let data = UsmAllocation::new(&t.context, UsmKind::Device, n * 4).map_err(e)?;
+        let record =
+            |desc: CommandBufferDesc, value: u32| -> Result<(CommandBuffer, Vec<ur::CommandHandle>), UrError> {
+                let cb = CommandBuffer::new(&t.context, &t.device, desc)?;
+                let mut handles = Vec::new();
+                let args = [KernelArg::Pointer(data.ptr()), KernelArg::value(&value)];
+                let mut last: Option<SyncPoint> = None;
+                for i in 0..n {
+                    let offset = [i];
+                    let launch = KernelLaunch::new(&t.fill, &[1], &args).global_offset(&offset);
+                    let deps: Vec<SyncPoint> = last.into_iter().collect();
+                    // SAFETY: each node writes element i of an n-element allocation.
+                    let a = unsafe { cb.append_kernel_launch(&launch, &[], AppendOptions::new().after(&deps))? };
+                    last = Some(a.sync_point);
+                    handles.extend(a.command);
+                }
+                cb.finalize()?;
+                Ok((cb, handles))
+            };
+        let updatable = CommandBufferDesc { updatable: true, ..Default::default() };
+        let (cb, handles) = record(updatable, 0).map_err(e)?;
+        let mut value = 0u32;
+        let r = repeats.scaled(n);
+        let [updated] = measure(r, || {
+            value += 1;
+            let (_, d) = time(|| {
+                let v = value;
+                let change = KernelLaunchUpdate::new(&handles[n / 2]).arg(1, KernelArg::value(&v));
+                // SAFETY: only the value argument changes; the pointer stays in bounds.
+                unsafe { cb.update_kernel_launches(&[change])? };
+                t.queue.enqueue_command_buffer(&cb, &[])?.wait()
+            })?;
+            Ok::<_, UrError>([d])
+        })
+        .map_err(e)?;
+        let [rebuilt] = measure(r, || {
+            value += 1;
+            let (_, d) = time(|| {
+                let (cb, _) = record(CommandBufferDesc::default(), value)?;
+                t.queue.enqueue_command_buffer(&cb, &[])?.wait()
+            })?;
+            Ok::<_, UrError>([d])
+        })
+        .map_err(e)?;
+        out.push(t.record("update", "chain", "update_and_replay", "ns", n, updated));
+        out.push(t.record("update", "chain", "rebuild_and_replay", "ns", n, rebuilt));
+    }
+    Ok(())
+}
+
+/// Issue item 5 — host overhead per node of replaying a chain and a wide DAG
+/// of trivial kernels (the CPU adapter's figure; run with 1 and all workers).
+pub fn per_node(t: &Target, repeats: Repeats, n: usize, variant: &str, out: &mut Vec<Record>) -> Result<(), UrError> {
+    for shape in [Shape::Chain, Shape::Wide] {
+        let cb = build(t, shape, n, CommandBufferDesc::default())?;
+        let [wall] = measure(repeats, || {
+            let (_, d) = time(|| t.queue.enqueue_command_buffer(&cb, &[])?.wait())?;
+            Ok::<_, UrError>([d])
+        })?;
+        out.push(t.record("cpu_per_node", shape.name(), variant, "ns_per_node", n, wall.per(n)));
+    }
+    Ok(())
+}
+
+/// Issue item 6a — the SubmitGraph shape of the SYCL-graph benchmarks: a graph of `k`
+/// trivial kernels submitted repeatedly; host time per submission.
+pub fn submit_graph(t: &Target, repeats: Repeats, kernels: &[usize], out: &mut Vec<Record>) -> Result<(), UrError> {
+    const BATCH: usize = 100;
+    for &k in kernels {
+        let cb = build(t, Shape::Chain, k, CommandBufferDesc::default())?;
+        let [host, wall] = measure(repeats.scaled(k * 10), || {
+            let start = Instant::now();
+            let mut last = None;
+            for _ in 0..BATCH {
+                last = Some(t.queue.enqueue_command_buffer(&cb, &[])?);
+            }
+            let host = start.elapsed() / BATCH as u32;
+            last.expect("BATCH > 0").wait()?;
+            Ok::<_, UrError>([host, start.elapsed() / BATCH as u32])
+        })?;
+        out.push(t.record("submit_graph", "chain", "replay", "host_ns_per_submission", k, host));
+        out.push(t.record("submit_graph", "chain", "replay", "wall_ns_per_submission", k, wall));
+        let [host, wall] = measure(repeats.scaled(k * 10), || {
+            let start = Instant::now();
+            let mut last = None;
+            for _ in 0..BATCH {
+                last = Some(submit_eager(t, Shape::Chain, k)?);
+            }
+            let host = start.elapsed() / BATCH as u32;
+            last.expect("BATCH > 0").wait()?;
+            Ok::<_, UrError>([host, start.elapsed() / BATCH as u32])
+        })?;
+        out.push(t.record("submit_graph", "chain", "eager", "host_ns_per_submission", k, host));
+        out.push(t.record("submit_graph", "chain", "eager", "wall_ns_per_submission", k, wall));
+    }
+    Ok(())
+}
+
+/// Issue item 6b — the SinKernelGraph shape: `k` kernels computing `sin` over 64K floats
+/// one after another, as a graph and eagerly; wall time per execution.
+pub fn sin_kernel_graph(t: &Target, repeats: Repeats, kernels: &[usize], out: &mut Vec<Record>) -> Result<(), String> {
+    const ELEMENTS: usize = 65536;
+    let sin = t.sin.as_ref().map_err(|e| format!("no sin_f32 kernel for this device: {e}"))?;
+    let e = |e: UrError| e.to_string();
+    let data = UsmAllocation::new(&t.context, UsmKind::Device, ELEMENTS * 4).map_err(e)?;
+    let ones = vec![1.0f32; ELEMENTS];
+    let bytes: Vec<u8> = ones.iter().flat_map(|f| f.to_le_bytes()).collect();
+    t.queue.write_usm(data.ptr(), &bytes, &[]).map_err(e)?;
+    let args = [KernelArg::Pointer(data.ptr())];
+    let launch = KernelLaunch::new(sin, &[ELEMENTS], &args);
+    for &k in kernels {
+        let cb = CommandBuffer::new(&t.context, &t.device, CommandBufferDesc { in_order: true, ..Default::default() })
+            .map_err(e)?;
+        for _ in 0..k {
+            // SAFETY: one work-item per element of the 64K-float allocation.
+            unsafe { cb.append_kernel_launch(&launch, &[], AppendOptions::new()) }.map_err(e)?;
+        }
+        cb.finalize().map_err(e)?;
+        let r = repeats.scaled(k * 10);
+        let [graph] = measure(r, || {
+            let (_, d) = time(|| t.queue.enqueue_command_buffer(&cb, &[])?.wait())?;
+            Ok::<_, UrError>([d])
+        })
+        .map_err(e)?;
+        let [eager] = measure(r, || {
+            let (_, d) = time(|| {
+                let mut last = None;
+                for _ in 0..k {
+                    // SAFETY: as above.
+                    last = Some(unsafe { t.queue.launch_kernel(&launch, &[])? });
+                }
+                last.expect("k > 0").wait()
+            })?;
+            Ok::<_, UrError>([d])
+        })
+        .map_err(e)?;
+        out.push(t.record("sin_kernel_graph", "chain", "replay", "wall_ns", k, graph));
+        out.push(t.record("sin_kernel_graph", "chain", "eager", "wall_ns", k, eager));
+    }
+    Ok(())
+}
+
+/// Issue item 6c — the cudaGraphsPerfScaling shape: chains of empty kernels of growing
+/// length, replayed; wall time per node (the plotted series).
+pub fn perf_scaling(t: &Target, repeats: Repeats, lengths: &[usize], out: &mut Vec<Record>) -> Result<(), UrError> {
+    for &n in lengths {
+        let cb = build(t, Shape::Chain, n, CommandBufferDesc::default())?;
+        let r = repeats.scaled(n);
+        let [replay] = measure(r, || {
+            let (_, d) = time(|| t.queue.enqueue_command_buffer(&cb, &[])?.wait())?;
+            Ok::<_, UrError>([d])
+        })?;
+        let [eager] = measure(r, || {
+            let (_, d) = time(|| submit_eager(t, Shape::Chain, n)?.wait())?;
+            Ok::<_, UrError>([d])
+        })?;
+        out.push(t.record("perf_scaling", "chain", "replay", "wall_ns_per_node", n, replay.per(n)));
+        out.push(t.record("perf_scaling", "chain", "eager", "wall_ns_per_node", n, eager.per(n)));
+    }
+    Ok(())
+}
