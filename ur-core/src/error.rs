@@ -79,6 +79,14 @@ macro_rules! ur_errors {
             pub fn detail(&self) -> &Detail {
                 match self { $(UrError::$variant(d) => d,)* }
             }
+
+            /// The same error with `context` before its message, such as the
+            /// graph node a validation failed for.
+            pub fn in_context(mut self, context: &str) -> UrError {
+                let detail = match &mut self { $(UrError::$variant(d) => d,)* };
+                detail.message = format!("{context}: {}", detail.message).into();
+                self
+            }
         }
     };
 }
@@ -147,6 +155,11 @@ ur_errors! {
     OverlappingRegions = 62, "UR_RESULT_ERROR_OVERLAPPING_REGIONS", "overlapping regions";
     /// A USM allocation size of zero or beyond the device's limit.
     InvalidUsmSize = 64, "UR_RESULT_ERROR_INVALID_USM_SIZE", "invalid USM size";
+    /// A graph whose structure does not allow the call: an edge that would
+    /// close a cycle, nodes of another graph, a dynamic command group whose
+    /// command groups would change the topology, a whole-graph update from a
+    /// graph that is not topologically identical (UR's `urGraph*Exp` code).
+    InvalidGraph = 71, "UR_RESULT_ERROR_INVALID_GRAPH", "invalid graph";
     /// A driver error with no closer code, or a command that failed while
     /// executing (a panicking CPU kernel); the detail names it.
     AdapterSpecific = 66, "UR_RESULT_ERROR_ADAPTER_SPECIFIC", "adapter-specific error";
@@ -205,6 +218,13 @@ mod tests {
         assert_eq!(e.to_string(), "invalid size: size 0 is zero");
         let e = UrError::InvalidSyncPointWaitList(Detail::msg("x"));
         assert_eq!(e.ur_code(), 0x1002);
+    }
+
+    #[test]
+    fn context_keeps_the_variant() {
+        let e = err!(InvalidWorkGroupSize, "local size 3").in_context("node 2 of graph #1");
+        assert!(matches!(e, UrError::InvalidWorkGroupSize(_)));
+        assert_eq!(e.detail().message, "node 2 of graph #1: local size 3");
     }
 
     #[test]
