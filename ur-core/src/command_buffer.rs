@@ -462,8 +462,24 @@ impl CommandBuffer {
         alternatives: &[&Kernel],
         opts: AppendOptions<'_>,
     ) -> Result<Appended> {
+        let (command, local_origin) = resolve_kernel_launch(&self.inner.context, launch)?;
+        // SAFETY: the caller's contract is this function's.
+        unsafe { self.append_kernel_command(command, local_origin, alternatives, opts) }
+    }
+
+    /// Appends a kernel launch validated by [`resolve_kernel_launch`] for
+    /// this buffer's context (the graph layer keeps launches in that form).
+    ///
+    /// # Safety
+    /// As for [`append_kernel_launch`](Self::append_kernel_launch).
+    pub(crate) unsafe fn append_kernel_command(
+        &self,
+        command: KernelCommand,
+        local_origin: LocalSizeOrigin,
+        alternatives: &[&Kernel],
+        opts: AppendOptions<'_>,
+    ) -> Result<Appended> {
         let ctx = &self.inner.context;
-        let (command, local_origin) = resolve_kernel_launch(ctx, launch)?;
         if !alternatives.is_empty() {
             ensure!(
                 self.inner.desc.updatable,
@@ -485,17 +501,24 @@ impl CommandBuffer {
                 alt.name()
             );
             ensure!(
-                !alt.same_kernel(launch.kernel),
+                !alt.same_kernel(&command.kernel),
                 InvalidValue,
                 "the launched kernel is listed among its alternatives"
             );
         }
         let record = KernelRecord {
-            original: launch.kernel.clone(),
+            original: command.kernel.clone(),
             alternatives: alternatives.iter().map(|k| (*k).clone()).collect(),
             local_origin,
         };
         self.append(Command::KernelLaunch(command), Some(record), &opts)
+    }
+
+    /// Appends a memory command validated by a [`Command`] builder for this
+    /// buffer's context (the graph layer keeps its nodes in that form).
+    pub(crate) fn append_command(&self, command: Command, opts: AppendOptions<'_>) -> Result<Appended> {
+        debug_assert!(command.as_kernel().is_none(), "kernel launches go through append_kernel_command");
+        self.append(command, None, &opts)
     }
 
     /// Appends a USM copy (`urCommandBufferAppendUSMMemcpyExp`); both ranges

@@ -192,14 +192,31 @@ impl fmt::Debug for UserEvent {
     }
 }
 
-/// Resolves a wait list for an adapter call, checking every event belongs to `context`.
+/// Resolves a wait list for an adapter call, checking every event belongs to
+/// `context` and is no event of a graph being recorded.
 pub(crate) fn resolve_wait_list(context: ContextId, events: &[&Event]) -> Result<SmallVec<[Arc<dyn EventImpl>; 4]>> {
     let mut out = SmallVec::new();
     for (i, e) in events.iter().enumerate() {
         ensure!(e.context == context, InvalidEventWaitList, "event {i} of the wait list belongs to another context");
+        check_not_recorded(e, i)?;
         out.extend(e.resolve());
     }
     Ok(out)
+}
+
+/// A recorded event stands for a graph node: only a queue recording into
+/// that graph can wait for it.
+fn check_not_recorded(event: &Event, i: usize) -> Result<()> {
+    if let Some(r) = crate::graph::record::recorded(event) {
+        return Err(crate::err!(
+            InvalidEventWaitList,
+            "event {i} of the wait list stands for node {} recorded into graph #{}; it is usable only in that \
+             graph's recording",
+            r.node,
+            r.graph.id
+        ));
+    }
+    Ok(())
 }
 
 /// Borrows resolved events as the adapter interface takes them.
@@ -214,6 +231,7 @@ pub(crate) fn check_events(context: ContextId, events: &[&Event], what: &str) ->
         .enumerate()
         .map(|(i, e)| {
             ensure!(e.context == context, InvalidEventWaitList, "{what}: event {i} belongs to another context");
+            check_not_recorded(e, i).map_err(|err| err.in_context(what))?;
             Ok((*e).clone())
         })
         .collect()
@@ -250,17 +268,30 @@ impl EventImpl for ForwardingEvent {
     }
 }
 
-/// The event of a software command-buffer submission: from a marker that
-/// completes when the submission may start to the join of its last commands,
-/// so that its profiling interval covers the whole execution.
+/// The event of a software command-buffer or graph submission: from a
+/// marker that completes when the submission may start to the join of its
+/// last commands, so that its profiling interval covers the whole execution.
 pub(crate) struct SpanEvent {
     pub(crate) first: Arc<dyn EventImpl>,
     pub(crate) last: Arc<dyn EventImpl>,
+    /// Whether it reports profiling timestamps (graphs finalized without
+    /// profiling do not).
+    pub(crate) profiled: bool,
+    /// Parts whose failure the span reports, though the join only orders
+    /// after them (a graph's partitions).
+    pub(crate) parts: Vec<Arc<dyn EventImpl>>,
+}
+
+impl SpanEvent {
+    fn failed_part(&self) -> Option<&Arc<dyn EventImpl>> {
+        self.parts.iter().find(|p| p.status() == EventStatus::Error)
+    }
 }
 
 impl EventImpl for SpanEvent {
     fn status(&self) -> EventStatus {
         match self.last.status() {
+            EventStatus::Complete if self.failed_part().is_some() => EventStatus::Error,
             s if s.is_terminal() => s,
             _ if self.first.status().is_terminal() => EventStatus::Running,
             s => s,
@@ -268,10 +299,17 @@ impl EventImpl for SpanEvent {
     }
 
     fn wait(&self) -> Result<()> {
-        self.last.wait()
+        self.last.wait()?;
+        self.failed_part().map_or(Ok(()), |p| p.wait())
     }
 
     fn profiling(&self) -> Option<ProfilingInfo> {
+        if !self.profiled {
+            return None;
+        }
+        if Arc::ptr_eq(&self.first, &self.last) {
+            return self.last.profiling();
+        }
         let (first, last) = (self.first.profiling()?, self.last.profiling()?);
         Some(ProfilingInfo { queued: first.queued, submit: first.submit, start: first.end, end: last.end })
     }

@@ -15,7 +15,11 @@
 //!   command-buffer API over its eager queue operations;
 //! - the **loader** ([`Loader`]) and **selector** ([`selector`]), which open
 //!   the compiled-in adapters and pick devices with the
-//!   `ONEAPI_DEVICE_SELECTOR` grammar.
+//!   `ONEAPI_DEVICE_SELECTOR` grammar;
+//! - the **graph layer** ([`graph`]): SYCL's `command_graph` (explicit
+//!   building, queue recording, host tasks, sub-graphs, updates,
+//!   graph-owned memory, DOT output) on top of the public API, so it runs on
+//!   every adapter.
 //!
 //! Applications usually depend on the `ur` crate, which re-exports this one
 //! and registers the adapters its features compile in.
@@ -28,6 +32,7 @@ pub mod context;
 pub mod device;
 pub mod error;
 pub mod event;
+pub mod graph;
 pub mod launch;
 pub mod loader;
 pub mod memory;

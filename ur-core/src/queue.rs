@@ -5,11 +5,15 @@
 //! Memory commands are checked against the allocations and buffers they
 //! touch; kernel launches are `unsafe` because device code may touch any
 //! address.
+//!
+//! A queue can record into a graph instead of executing
+//! ([`crate::graph`]): its submitting methods then add nodes and return
+//! recorded events. The eager path pays one check of an atomic flag for it.
 
 use std::collections::VecDeque;
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
 
@@ -21,6 +25,7 @@ use crate::device::Device;
 use crate::error::Result;
 use crate::error::panic_message;
 use crate::event::{Event, UserEvent, as_refs, resolve_wait_list};
+use crate::graph::record::{self, Recordable, RecordingSlot};
 use crate::launch::KernelLaunch;
 use crate::memory::{MemBuffer, MigrationFlags, UsmAdvice, UsmPtr};
 use crate::rect::{RectLayout, RectRegion};
@@ -53,6 +58,20 @@ struct QueueInner {
     properties: QueueProperties,
     imp: Box<dyn QueueImpl>,
     in_flight: Mutex<VecDeque<(Arc<dyn EventImpl>, KeepAlive)>>,
+    /// The graph this queue records into, if any.
+    recording: RecordingSlot,
+}
+
+/// A queue handle that does not keep the queue alive (held by the graphs it
+/// records into).
+#[derive(Clone)]
+pub(crate) struct WeakQueue(Weak<QueueInner>);
+
+impl WeakQueue {
+    /// The queue, unless it was dropped.
+    pub(crate) fn upgrade(&self) -> Option<Queue> {
+        self.0.upgrade().map(|inner| Queue { inner })
+    }
 }
 
 impl Drop for QueueInner {
@@ -84,7 +103,13 @@ impl Queue {
         // SAFETY: the properties were checked against the device's capabilities.
         let imp = unsafe { context.imp().queue_create(properties)? };
         Ok(Queue {
-            inner: Arc::new(QueueInner { context: context.clone(), properties, imp, in_flight: Mutex::default() }),
+            inner: Arc::new(QueueInner {
+                context: context.clone(),
+                properties,
+                imp,
+                in_flight: Mutex::default(),
+                recording: RecordingSlot::default(),
+            }),
         })
     }
 
@@ -113,19 +138,62 @@ impl Queue {
         Arc::ptr_eq(&self.inner, &other.inner)
     }
 
+    /// Its recording state, for the graph layer.
+    pub(crate) fn recording_slot(&self) -> &RecordingSlot {
+        &self.inner.recording
+    }
+
+    /// The queue's identity while it lives (graphs key recording queues by it).
+    pub(crate) fn key(&self) -> usize {
+        Arc::as_ptr(&self.inner) as usize
+    }
+
+    /// A handle that does not keep the queue alive.
+    pub(crate) fn downgrade(&self) -> WeakQueue {
+        WeakQueue(Arc::downgrade(&self.inner))
+    }
+
     fn submit(&self, command: Command, wait: &[&Event]) -> Result<Event> {
-        let resolved = resolve_wait_list(self.inner.context.id(), wait)?;
+        self.submit_op(Recordable::Command(command), wait)
+    }
+
+    /// Executes `op`, or records it when the queue records into a graph (or
+    /// starts recording because `wait` holds a recorded event).
+    fn submit_op(&self, op: Recordable, wait: &[&Event]) -> Result<Event> {
+        if self.inner.recording.is_active() {
+            return record::submit(self, op, wait);
+        }
+        match resolve_wait_list(self.inner.context.id(), wait) {
+            Ok(resolved) => record::execute(self, op, &resolved),
+            Err(e) => record::submit_transitively(self, op, wait, e),
+        }
+    }
+
+    /// Executes `command` after the resolved wait list.
+    pub(crate) fn execute(&self, command: Command, resolved: &[Arc<dyn EventImpl>]) -> Result<Event> {
         // SAFETY: `command` was built by a validating constructor for this
         // queue's context; the wait events were checked to belong to it. Raw
         // host memory in the command comes from `unsafe` entry points whose
         // callers keep it valid, or from blocking calls that wait below.
-        let event = unsafe { self.inner.imp.enqueue(&command, &as_refs(&resolved))? };
+        let event = unsafe { self.inner.imp.enqueue(&command, &as_refs(resolved))? };
         self.track(event.clone(), KeepAlive::Command(command));
         Ok(Event::from_imp(event, &self.inner.context))
     }
 
+    fn check_not_recording(&self, what: &str) -> Result<()> {
+        ensure!(
+            !self.inner.recording.is_active(),
+            InvalidOperation,
+            "{what} on a queue recording into a graph: nothing executes while it records"
+        );
+        Ok(())
+    }
+
+    /// Blocking calls never record: their host memory is borrowed for the call.
     fn submit_blocking(&self, command: Command, wait: &[&Event]) -> Result<()> {
-        let event = self.submit(command, wait)?;
+        self.check_not_recording("a blocking transfer")?;
+        let resolved = resolve_wait_list(self.inner.context.id(), wait)?;
+        let event = self.execute(command, &resolved)?;
         let result = event.wait();
         if result.is_err() && !event.status().is_terminal() {
             // The command might still write into the caller's slice: do not
@@ -153,8 +221,8 @@ impl Queue {
     /// allocated, and not used by the host, until the returned event completes.
     #[tracing::instrument(level = "trace", skip_all, fields(kernel = launch.kernel.name()))]
     pub unsafe fn launch_kernel(&self, launch: &KernelLaunch<'_>, wait: &[&Event]) -> Result<Event> {
-        let command = command_buffer::resolve_kernel_launch(&self.inner.context, launch)?.0;
-        self.submit(Command::KernelLaunch(command), wait)
+        let (command, origin) = command_buffer::resolve_kernel_launch(&self.inner.context, launch)?;
+        self.submit_op(Recordable::Kernel(command, origin), wait)
     }
 
     /// Copies `size` bytes between USM allocations of this context.
@@ -239,7 +307,8 @@ impl Queue {
     ///
     /// # Safety
     /// `dst` must be valid for `size` bytes of writes, and neither read nor
-    /// freed, until the returned event completes.
+    /// freed, until the returned event completes; on a queue recording into a
+    /// graph, at every execution of the graphs finalized from it.
     pub unsafe fn read_buffer_async(
         &self,
         buffer: &MemBuffer,
@@ -255,7 +324,8 @@ impl Queue {
     ///
     /// # Safety
     /// `src` must be valid for `size` bytes of reads, and neither written nor
-    /// freed, until the returned event completes.
+    /// freed, until the returned event completes; on a queue recording into a
+    /// graph, at every execution of the graphs finalized from it.
     pub unsafe fn write_buffer_async(
         &self,
         buffer: &MemBuffer,
@@ -353,24 +423,39 @@ impl Queue {
     }
 
     fn wait_marker(&self, wait: &[&Event], barrier: bool) -> Result<Event> {
-        let resolved = resolve_wait_list(self.inner.context.id(), wait)?;
+        self.submit_op(Recordable::Wait { barrier }, wait)
+    }
+
+    /// A marker (or barrier) after the resolved wait list, never recorded.
+    pub(crate) fn marker(&self, resolved: &[Arc<dyn EventImpl>], barrier: bool) -> Result<Event> {
         // SAFETY: the events were checked to belong to this queue's context.
-        let event = unsafe { self.inner.imp.enqueue_wait(&as_refs(&resolved), barrier)? };
+        let event = unsafe { self.inner.imp.enqueue_wait(&as_refs(resolved), barrier)? };
         Ok(Event::from_imp(event, &self.inner.context))
+    }
+
+    /// [`events_wait`](Self::events_wait) that never records, for the graph
+    /// layer's own submissions.
+    pub(crate) fn eager_events_wait(&self, wait: &[&Event]) -> Result<Event> {
+        self.marker(&resolve_wait_list(self.inner.context.id(), wait)?, false)
     }
 
     /// Runs `task` on a host thread once `wait` (and, on an in-order queue,
     /// everything submitted before) has completed. On an in-order queue, later
     /// commands wait for the task. The returned event completes when the task
     /// has returned, or reports `AdapterSpecific` if it panicked.
+    ///
+    /// A task that runs once cannot be recorded into a graph: on a recording
+    /// queue this is `InvalidOperation`; record
+    /// [`enqueue_host_fn`](Self::enqueue_host_fn) instead.
     #[tracing::instrument(level = "debug", skip_all)]
     pub fn enqueue_host_task(&self, wait: &[&Event], task: impl FnOnce() + Send + 'static) -> Result<Event> {
-        let start = self.events_wait(wait)?;
+        self.check_not_recording("`enqueue_host_task` (a task that runs once; record `enqueue_host_fn`)")?;
+        let start = self.eager_events_wait(wait)?;
         let done = UserEvent::new(&self.inner.context)?;
         let finished = done.event().clone();
         if !self.inner.properties.out_of_order {
             // Later commands of an in-order queue wait for the task.
-            self.events_wait(&[&finished])?;
+            self.eager_events_wait(&[&finished])?;
         }
         std::thread::Builder::new()
             .name("ur-host-task".into())
@@ -396,15 +481,18 @@ impl Queue {
     /// queues; an update made after this call does not affect this submission.
     #[tracing::instrument(level = "debug", skip_all)]
     pub fn enqueue_command_buffer(&self, command_buffer: &CommandBuffer, wait: &[&Event]) -> Result<Event> {
+        self.check_not_recording("a command-buffer enqueue (add an executable graph with `enqueue_graph`)")?;
         let resolved = resolve_wait_list(self.inner.context.id(), wait)?;
         let event = command_buffer.enqueue_on(self, &resolved)?;
         self.track(event.clone(), KeepAlive::CommandBuffer(command_buffer.clone()));
         Ok(Event::from_imp(event, &self.inner.context))
     }
 
-    /// Blocks until everything submitted to this queue has completed.
+    /// Blocks until everything submitted to this queue has completed;
+    /// `InvalidOperation` on a queue recording into a graph.
     #[tracing::instrument(level = "debug", skip_all)]
     pub fn finish(&self) -> Result<()> {
+        self.check_not_recording("`finish` (a host wait)")?;
         let result = self.inner.imp.finish();
         self.inner.in_flight.lock().retain(|(e, _)| !e.status().is_terminal());
         result

@@ -119,7 +119,7 @@ impl CommandBufferImpl for SoftwareCommandBuffer {
             unsafe { queue.enqueue_wait(&ends, false)? }
         };
         self.previous = Some(join.clone());
-        Ok(Arc::new(SpanEvent { first: marker, last: join }))
+        Ok(Arc::new(SpanEvent { first: marker, last: join, profiled: true, parts: Vec::new() }))
     }
 
     unsafe fn update_kernel_launches(&mut self, updates: &[KernelUpdate<'_>]) -> Result<()> {

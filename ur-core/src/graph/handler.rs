@@ -1,0 +1,282 @@
+//! The command-group handler: what a node-building closure records into.
+
+use std::sync::Arc;
+
+use crate::command::{Command, HostSide};
+use crate::command_buffer::resolve_kernel_launch;
+use crate::error::Result;
+use crate::launch::KernelLaunch;
+use crate::memory::{MemBuffer, MigrationFlags, UsmAdvice, UsmKind, UsmPtr};
+use crate::rect::{RectLayout, RectRegion};
+use crate::{ensure, err};
+
+use super::dynamic::DynamicParameter;
+use super::modifiable::GraphShared;
+use super::node::{HostFn, KernelSpec, NodeType, command_type};
+use super::{Executable, Graph, Node};
+
+/// The one command a command group recorded.
+pub(crate) enum Pending {
+    Kernel(KernelSpec),
+    Memory(Command),
+    Host(HostFn),
+    Subgraph(Graph<Executable>),
+    Malloc { alloc: u32, ptr: UsmPtr, size: usize },
+    Free { alloc: u32, ptr: UsmPtr },
+}
+
+impl Pending {
+    pub(crate) fn node_type(&self) -> NodeType {
+        match self {
+            Pending::Kernel(_) => NodeType::Kernel,
+            Pending::Memory(c) => command_type(c),
+            Pending::Host(_) => NodeType::HostTask,
+            Pending::Subgraph(_) => NodeType::Subgraph,
+            Pending::Malloc { .. } => NodeType::AsyncMalloc,
+            Pending::Free { .. } => NodeType::AsyncFree,
+        }
+    }
+}
+
+/// What a command-group closure records into (SYCL's `handler`): exactly
+/// one command (none makes an empty node), its dependencies, and the
+/// dynamic parameters of a kernel's arguments.
+///
+/// The closure runs once, when the node is added; the command it records
+/// runs at every execution of the executable graphs made from the graph.
+/// Memory commands are validated here, as for a command buffer; a kernel
+/// launch is `unsafe` as everywhere in this API.
+///
+/// ```
+/// use ur_core::*;
+/// use ur_core::graph::*;
+/// # let device = ur_adapter_cpu::default_device();
+/// let ctx = Context::new(&device)?;
+/// let graph = Graph::new(&ctx, &device, GraphProperties::default())?;
+/// let (a, b) = (UsmAllocation::new(&ctx, UsmKind::Device, 64)?, UsmAllocation::new(&ctx, UsmKind::Device, 64)?);
+/// let fill = graph.add(|h| h.fill(a.ptr(), &[1, 2, 3, 4], 64), NodeProperties::new())?;
+/// let copy = graph.add(
+///     |h| {
+///         h.depends_on(&fill)?;
+///         h.memcpy(b.ptr(), a.ptr(), 64)
+///     },
+///     NodeProperties::new(),
+/// )?;
+/// assert_eq!(copy.node_type(), NodeType::Memcpy);
+/// // One command per group.
+/// let twice = graph.add(|h| { h.memset(a.ptr(), 0, 64)?; h.memset(b.ptr(), 0, 64) }, NodeProperties::new());
+/// assert!(matches!(twice, Err(UrError::InvalidOperation(_))));
+/// # Ok::<(), UrError>(())
+/// ```
+pub struct Handler {
+    pub(crate) graph: Arc<GraphShared>,
+    pub(crate) deps: Vec<u32>,
+    pub(crate) pending: Option<Pending>,
+    pub(crate) dynamic_args: Vec<(usize, DynamicParameter)>,
+    /// Evaluating a command group of a dynamic command group.
+    pub(crate) in_group: bool,
+}
+
+impl Handler {
+    pub(crate) fn new(graph: Arc<GraphShared>, deps: Vec<u32>, in_group: bool) -> Handler {
+        Handler { graph, deps, pending: None, dynamic_args: Vec::new(), in_group }
+    }
+
+    fn set(&mut self, pending: Pending) -> Result<()> {
+        if let Some(existing) = &self.pending {
+            return Err(err!(
+                InvalidOperation,
+                "a command group holds one command; this one already has a {} command, a {} was added",
+                existing.node_type(),
+                pending.node_type()
+            ));
+        }
+        self.pending = Some(pending);
+        Ok(())
+    }
+
+    fn command(&mut self, command: Result<Command>) -> Result<()> {
+        let command = command.map_err(|e| e.in_context(&format!("command group of graph #{}", self.graph.id)))?;
+        self.set(Pending::Memory(command))
+    }
+
+    /// Makes the node depend on `node` (`handler::depends_on`); a node of
+    /// another graph is `InvalidGraph`.
+    pub fn depends_on(&mut self, node: &Node) -> Result<&mut Handler> {
+        ensure!(
+            node.graph.id == self.graph.id,
+            InvalidGraph,
+            "node {} of graph #{} given as a dependency in graph #{}",
+            node.index,
+            node.graph.id,
+            self.graph.id
+        );
+        self.deps.push(node.index);
+        Ok(self)
+    }
+
+    /// Records a kernel launch, validated as for a command buffer. Arguments
+    /// set with [`set_arg`](Self::set_arg) replace the launch's argument of
+    /// the same index (which must still be given, of the right kind).
+    ///
+    /// # Safety
+    /// The kernel may read and write any memory its arguments let it reach,
+    /// at every execution of every executable graph that holds the node:
+    /// pointer arguments must stay valid for as long as those graphs may run.
+    pub unsafe fn launch(&mut self, launch: &KernelLaunch<'_>) -> Result<()> {
+        let (command, origin) = resolve_kernel_launch(&self.graph.context, launch)
+            .map_err(|e| e.in_context(&format!("command group of graph #{}", self.graph.id)))?;
+        self.set(Pending::Kernel(KernelSpec::new(command, origin)))
+    }
+
+    /// Registers `param` as argument `index` of this group's kernel
+    /// (`handler::set_arg` with a dynamic parameter): the argument takes the
+    /// parameter's value now and at every [`DynamicParameter::update`].
+    /// Checked when the closure returns: the group must hold a kernel
+    /// (`InvalidValue`), `index` must be one of its arguments
+    /// (`InvalidKernelArgumentIndex`) of the parameter's kind.
+    pub fn set_arg(&mut self, index: usize, param: &DynamicParameter) -> Result<()> {
+        self.dynamic_args.push((index, param.clone()));
+        Ok(())
+    }
+
+    /// Records a USM copy of `size` bytes.
+    pub fn memcpy(&mut self, dst: UsmPtr, src: UsmPtr, size: usize) -> Result<()> {
+        let ctx = &self.graph.context;
+        self.command(Command::usm_memcpy(ctx, HostSide::Usm(dst), HostSide::Usm(src), size))
+    }
+
+    /// Records a fill of `size` bytes with one byte (`handler::memset`).
+    pub fn memset(&mut self, dst: UsmPtr, value: u8, size: usize) -> Result<()> {
+        self.command(Command::usm_fill(&self.graph.context, dst, &[value], size))
+    }
+
+    /// Records a fill of `size` bytes with a 1- to 256-byte pattern (`handler::fill`).
+    pub fn fill(&mut self, dst: UsmPtr, pattern: &[u8], size: usize) -> Result<()> {
+        self.command(Command::usm_fill(&self.graph.context, dst, pattern, size))
+    }
+
+    /// Records a USM prefetch.
+    pub fn prefetch(&mut self, ptr: UsmPtr, size: usize, flags: MigrationFlags) -> Result<()> {
+        self.command(Command::usm_prefetch(&self.graph.context, ptr, size, flags))
+    }
+
+    /// Records USM advice.
+    pub fn mem_advise(&mut self, ptr: UsmPtr, size: usize, advice: UsmAdvice) -> Result<()> {
+        self.command(Command::usm_advise(&self.graph.context, ptr, size, advice))
+    }
+
+    /// Records a copy between buffers.
+    pub fn copy_buffer(
+        &mut self,
+        src: &MemBuffer,
+        dst: &MemBuffer,
+        src_offset: usize,
+        dst_offset: usize,
+        size: usize,
+    ) -> Result<()> {
+        self.command(Command::buffer_copy(&self.graph.context, src, dst, src_offset, dst_offset, size))
+    }
+
+    /// Records a rect copy between buffers.
+    pub fn copy_buffer_rect(
+        &mut self,
+        src: &MemBuffer,
+        dst: &MemBuffer,
+        src_layout: RectLayout,
+        dst_layout: RectLayout,
+        region: RectRegion,
+    ) -> Result<()> {
+        self.command(Command::buffer_copy_rect(&self.graph.context, src, dst, src_layout, dst_layout, region))
+    }
+
+    /// Records a buffer fill with a 1- to 256-byte pattern.
+    pub fn fill_buffer(&mut self, buffer: &MemBuffer, pattern: &[u8], offset: usize, size: usize) -> Result<()> {
+        self.command(Command::buffer_fill(&self.graph.context, buffer, pattern, offset, size))
+    }
+
+    /// Records a read of a buffer into USM.
+    pub fn read_buffer(&mut self, buffer: &MemBuffer, offset: usize, size: usize, dst: UsmPtr) -> Result<()> {
+        self.command(Command::buffer_read(&self.graph.context, buffer, offset, size, HostSide::Usm(dst)))
+    }
+
+    /// Records a write of USM into a buffer.
+    pub fn write_buffer(&mut self, buffer: &MemBuffer, offset: usize, size: usize, src: UsmPtr) -> Result<()> {
+        self.command(Command::buffer_write(&self.graph.context, buffer, offset, size, HostSide::Usm(src)))
+    }
+
+    /// Records a host task: `task` runs on a host thread at every execution,
+    /// after the node's dependencies and before its successors. Host tasks
+    /// split the graph into partitions (see [`crate::graph`]).
+    pub fn host_task(&mut self, task: impl Fn() + Send + Sync + 'static) -> Result<()> {
+        self.set(Pending::Host(Arc::new(task)))
+    }
+
+    /// Records an executable graph as a sub-graph (`handler::ext_oneapi_graph`):
+    /// its nodes run as if inlined, after this node's dependencies and before
+    /// its successors. The executable graph itself is not changed.
+    pub fn subgraph(&mut self, graph: &Graph<Executable>) -> Result<()> {
+        super::executable::check_subgraph(&self.graph, graph)?;
+        self.set(Pending::Subgraph(graph.clone()))
+    }
+
+    /// A barrier: always `InvalidOperation` in a command group, as the
+    /// specification has it (barriers are only recorded from queues); an
+    /// empty node with [`NodeProperties::depends_on_all_leaves`](super::NodeProperties::depends_on_all_leaves)
+    /// does the same in the explicit API.
+    pub fn barrier(&mut self) -> Result<()> {
+        Err(err!(
+            InvalidOperation,
+            "barriers can only be recorded from a queue; graph #{} is built explicitly: add an empty node \
+             that depends on all leaves instead",
+            self.graph.id
+        ))
+    }
+
+    /// Records a graph-owned allocation (`async_malloc`) and returns its
+    /// pointer, usable by nodes ordered after this one and before its
+    /// `async_free`. Only device allocations are supported (`InvalidValue`
+    /// otherwise). Memory freed by an `async_free` that this node is ordered
+    /// after is reused (see [`crate::graph`]).
+    pub fn async_malloc(&mut self, kind: UsmKind, size: usize) -> Result<UsmPtr> {
+        ensure!(
+            !self.in_group,
+            InvalidValue,
+            "a dynamic command group of graph #{} holds kernels or host tasks, not allocations",
+            self.graph.id
+        );
+        if let Some(existing) = &self.pending {
+            return Err(err!(
+                InvalidOperation,
+                "a command group holds one command; this one already has a {} command",
+                existing.node_type()
+            ));
+        }
+        let (alloc, ptr) = self.graph.allocate(kind, size, &self.deps)?;
+        self.pending = Some(Pending::Malloc { alloc, ptr, size });
+        Ok(ptr)
+    }
+
+    /// Records the release of a graph-owned allocation (`async_free`): `ptr`
+    /// must be the pointer an `async_malloc` node of this graph returned, not
+    /// yet freed (`InvalidValue` otherwise). Nodes that use the allocation
+    /// must be ordered before this one.
+    pub fn async_free(&mut self, ptr: UsmPtr) -> Result<()> {
+        ensure!(
+            !self.in_group,
+            InvalidValue,
+            "a dynamic command group of graph #{} holds kernels or host tasks, not allocations",
+            self.graph.id
+        );
+        let alloc = self.graph.find_allocation(ptr)?;
+        self.set(Pending::Free { alloc, ptr })
+    }
+
+    /// Releases what an abandoned command group took (its allocation).
+    pub(crate) fn abandon(self) {
+        if let Some(Pending::Malloc { alloc, .. }) = self.pending {
+            let mut state = self.graph.state.lock();
+            let _ = state.pool.free(alloc, None);
+        }
+    }
+}
