@@ -108,7 +108,8 @@ impl Event {
             return forwarding.current();
         }
         if let Some(span) = any.downcast_ref::<SpanEvent>() {
-            return Some(span.last.clone());
+            // A graph's span may end in a software command buffer's span.
+            return Event { imp: span.last.clone(), context: self.context }.resolve();
         }
         Some(self.imp.clone())
     }

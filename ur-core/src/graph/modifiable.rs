@@ -179,8 +179,7 @@ impl GraphShared {
 impl GraphState {
     /// Appends a node after `deps` (a new node closes no cycle).
     pub(crate) fn commit(&mut self, kind: NodeKind, mut deps: Vec<u32>, queue: Option<usize>) -> u32 {
-        deps.sort_unstable();
-        deps.dedup();
+        dedup_in_order(&mut deps);
         let index = self.topo.push();
         for d in &deps {
             self.nodes[*d as usize].succs.push(index);
@@ -195,6 +194,23 @@ impl GraphState {
     /// Whether any graph-owned allocation node exists.
     pub(crate) fn allocation_nodes(&self) -> bool {
         self.nodes.iter().any(|n| matches!(n.kind, NodeKind::AsyncMalloc { .. } | NodeKind::AsyncFree { .. }))
+    }
+}
+
+/// Removes repeated entries, keeping the first of each in place.
+pub(crate) fn dedup_in_order(list: &mut Vec<u32>) {
+    if list.len() <= 16 {
+        let mut i = 0;
+        while i < list.len() {
+            if list[..i].contains(&list[i]) {
+                list.remove(i);
+            } else {
+                i += 1;
+            }
+        }
+    } else {
+        let mut seen = std::collections::HashSet::with_capacity(list.len());
+        list.retain(|x| seen.insert(*x));
     }
 }
 

@@ -271,7 +271,12 @@ fn add(
     let GraphState { recording, nodes, .. } = &mut *state;
     let qrec = &mut recording[qi];
     let preds = &nodes[index as usize].preds;
-    qrec.leaves.retain(|l| preds.binary_search(l).is_err());
+    if preds.len() > 16 {
+        let preds: std::collections::HashSet<u32> = preds.iter().copied().collect();
+        qrec.leaves.retain(|l| !preds.contains(l));
+    } else {
+        qrec.leaves.retain(|l| !preds.contains(l));
+    }
     qrec.leaves.push(index);
     qrec.last = Some(index);
     if barrier {

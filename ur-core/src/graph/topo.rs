@@ -8,7 +8,8 @@
 //! cycle exists exactly when `v` reaches `u`. Two searches run in lockstep,
 //! forward from `v` over labels below `label(u)` and backward from `u` over
 //! labels above `label(v)` (every node of a path `v ->* u` lies between them);
-//! a search that meets the other end has found a cycle, and the first search
+//! a search that meets the other end or the other search has found a cycle,
+//! and the first search
 //! to run out of nodes without meeting it proves there is none. That search's
 //! nodes are then moved just past `u` (forward set) or just before `v`
 //! (backward set), keeping their relative order: every other edge keeps its
@@ -99,7 +100,8 @@ impl TopoOrder {
                 return Ok(());
             };
             for &y in adj.succs(x) {
-                if y == u {
+                // Reached `u`, or a node the backward search reached from it.
+                if y == u || self.backward_mark[y as usize] == epoch {
                     return Err(Cycle);
                 }
                 if self.label[y as usize] < lu && self.forward_mark[y as usize] != epoch {
@@ -113,7 +115,7 @@ impl TopoOrder {
                 return Ok(());
             };
             for &y in adj.preds(x) {
-                if y == v {
+                if y == v || self.forward_mark[y as usize] == epoch {
                     return Err(Cycle);
                 }
                 if self.label[y as usize] > lv && self.backward_mark[y as usize] != epoch {
@@ -257,6 +259,7 @@ mod tests {
             g.edge(i + 1, i).unwrap();
         }
         g.check_order();
+        // The two searches meet in the middle of the chain.
         assert_eq!(g.edge(0, n as u32 - 1), Err(Cycle));
         assert_eq!(g.edge(0, 50_000), Err(Cycle));
         g.edge(n as u32 - 1, 0).unwrap();
