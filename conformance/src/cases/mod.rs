@@ -7,6 +7,10 @@ mod copy_fill;
 mod eager;
 mod enqueue;
 mod event_sync;
+mod graph_build;
+mod graph_common;
+mod graph_host_task;
+mod graph_record;
 mod in_order;
 mod kernel_event_sync;
 mod large;
@@ -50,6 +54,9 @@ pub fn all() -> Vec<Case> {
         property::cases,
         stress::cases,
         large::cases,
+        graph_build::cases,
+        graph_record::cases,
+        graph_host_task::cases,
     ];
     groups.iter().flat_map(|g| g()).collect()
 }
