@@ -10,7 +10,11 @@ mod event_sync;
 mod graph_build;
 mod graph_common;
 mod graph_host_task;
+mod graph_memory;
+mod graph_property;
 mod graph_record;
+mod graph_subgraph;
+mod graph_update;
 mod in_order;
 mod kernel_event_sync;
 mod large;
@@ -57,6 +61,10 @@ pub fn all() -> Vec<Case> {
         graph_build::cases,
         graph_record::cases,
         graph_host_task::cases,
+        graph_subgraph::cases,
+        graph_update::cases,
+        graph_memory::cases,
+        graph_property::cases,
     ];
     groups.iter().flat_map(|g| g()).collect()
 }
