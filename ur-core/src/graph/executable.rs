@@ -853,6 +853,7 @@ impl Graph<Executable> {
     }
 
     /// Writes [`to_dot`](Self::to_dot) to `path`, which must end in `.dot`.
+    #[tracing::instrument(level = "debug", skip_all, fields(exec = self.id()))]
     pub fn print_graph(&self, path: impl AsRef<Path>, verbose: bool) -> Result<()> {
         super::dot::write(path.as_ref(), &self.to_dot(verbose), self.id())
     }

@@ -451,11 +451,13 @@ impl Graph<Modifiable> {
     /// Starts recording `queue`'s submissions into this graph
     /// (`begin_recording`). `InvalidOperation` when the queue already records
     /// (into any graph), `InvalidQueue` for a queue of another context or device.
+    #[tracing::instrument(level = "debug", skip_all, fields(graph = self.id()))]
     pub fn begin_recording(&self, queue: &Queue) -> Result<()> {
         record::begin(self.shared(), queue)
     }
 
     /// Starts recording several queues; checks them all first.
+    #[tracing::instrument(level = "debug", skip_all, fields(graph = self.id()))]
     pub fn begin_recording_all(&self, queues: &[&Queue]) -> Result<()> {
         for q in queues {
             record::check_can_begin(self.shared(), q)?;
@@ -464,6 +466,7 @@ impl Graph<Modifiable> {
     }
 
     /// Ends recording on every queue recording into this graph (`end_recording()`).
+    #[tracing::instrument(level = "debug", skip_all, fields(graph = self.id()))]
     pub fn end_recording(&self) {
         record::end_all(self.shared());
     }
@@ -471,11 +474,13 @@ impl Graph<Modifiable> {
     /// Ends recording on `queue` (`end_recording(queue)`): nothing happens
     /// when it is not recording; `InvalidOperation` when it records into
     /// another graph.
+    #[tracing::instrument(level = "debug", skip_all, fields(graph = self.id()))]
     pub fn end_recording_queue(&self, queue: &Queue) -> Result<()> {
         record::end(self.shared(), queue)
     }
 
     /// Ends recording on several queues; checks them all first.
+    #[tracing::instrument(level = "debug", skip_all, fields(graph = self.id()))]
     pub fn end_recording_queues(&self, queues: &[&Queue]) -> Result<()> {
         for q in queues {
             record::check_can_end(self.shared(), q)?;
@@ -507,6 +512,7 @@ impl Graph<Modifiable> {
     /// graph.print_graph("graph.dot", true)?; // then: dot -Tsvg graph.dot -o graph.svg
     /// # Ok(()) }
     /// ```
+    #[tracing::instrument(level = "debug", skip_all, fields(graph = self.id()))]
     pub fn print_graph(&self, path: impl AsRef<Path>, verbose: bool) -> Result<()> {
         super::dot::write(path.as_ref(), &self.to_dot(verbose), self.id())
     }
