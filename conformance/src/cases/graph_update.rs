@@ -262,7 +262,7 @@ fn dynamic_command_group_of_host_tasks(env: &Env) -> CaseResult {
 
 /// The errors of dynamic command groups: empty, mixed, other commands,
 /// different dependencies (a topology change), index out of range, a group
-/// of another graph, an allocation inside.
+/// of another graph, an allocation inside, an explicit add while recording.
 fn dynamic_command_group_errors(env: &Env) -> CaseResult {
     let mem = env.usm_u32(N)?;
     let increment = env.kernel("increment")?;
@@ -292,6 +292,10 @@ fn dynamic_command_group_errors(env: &Env) -> CaseResult {
     check_err!(group.set_active_index(2), InvalidValue);
     check_eq!(group.active_index(), 0);
     check_err!(other.add_dynamic(&group, NodeProperties::new()), InvalidGraph);
+    let queue = env.queue()?;
+    graph.begin_recording(&queue)?;
+    check_err!(graph.add_dynamic(&group, NodeProperties::new()), InvalidOperation);
+    graph.end_recording();
     check_eq!((graph.node_count(), other.node_count()), (1, 0));
     Ok(())
 }
