@@ -3,10 +3,12 @@
 //! The crate applications depend on: everything of [`ur_core`], plus the
 //! adapters this build compiles in, registered with the loader.
 //!
-//! The CPU adapter is always compiled in. The OpenCL, Vulkan and CUDA
-//! adapters are compiled in by the cargo features `opencl`, `vulkan` and
-//! `cuda` once their crates are part of the workspace; until then the loader
-//! reports them absent with that reason.
+//! The CPU adapter is always compiled in. The Vulkan adapter is compiled in
+//! by the cargo feature `vulkan` (on by default); it opens the Vulkan loader
+//! at run time, so a machine without Vulkan reports it absent with the
+//! reason. The OpenCL and CUDA adapters are compiled in by the features
+//! `opencl` and `cuda` once their crates are part of the workspace; until
+//! then the loader reports them absent with that reason.
 //!
 //! ```
 //! let loader = ur::load_all();
@@ -20,13 +22,18 @@ pub use ur_core::*;
 use ur_adapter_cpu::CpuAdapterFactory;
 
 static CPU: CpuAdapterFactory = CpuAdapterFactory;
+#[cfg(feature = "vulkan")]
+static VULKAN: ur_adapter_vulkan::VulkanAdapterFactory = ur_adapter_vulkan::VulkanAdapterFactory;
 
 /// The adapters of this build, in the order the loader opens them.
 pub fn adapters() -> Vec<AdapterEntry<'static>> {
     vec![
         AdapterEntry::Compiled(&CPU),
         AdapterEntry::NotCompiled(Backend::OpenCl, "the OpenCL adapter is not part of this build"),
-        AdapterEntry::NotCompiled(Backend::Vulkan, "the Vulkan adapter is not part of this build"),
+        #[cfg(feature = "vulkan")]
+        AdapterEntry::Compiled(&VULKAN),
+        #[cfg(not(feature = "vulkan"))]
+        AdapterEntry::NotCompiled(Backend::Vulkan, "compiled without the `vulkan` feature of the `ur` crate"),
         AdapterEntry::NotCompiled(Backend::Cuda, "the CUDA adapter is not part of this build"),
     ]
 }

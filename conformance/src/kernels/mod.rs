@@ -24,6 +24,7 @@
 use ur::{ArgKind, KernelSignature, ProgramBundle, ProgramSource};
 
 mod native;
+pub mod vulkan;
 
 const G: ArgKind = ArgKind::Global;
 const U32: ArgKind = ArgKind::Value(4);
@@ -51,7 +52,7 @@ pub fn bundle() -> ProgramBundle {
     for signature in signatures() {
         bundle = bundle.kernel(signature);
     }
-    bundle.source(ProgramSource::Native(native::kernels()))
+    bundle.source(ProgramSource::Native(native::kernels())).source(ProgramSource::SpirV(vulkan::modules()))
 }
 
 /// The host model of `saxpy`.

@@ -1,0 +1,705 @@
+//! Native command buffers: secondary command buffers recorded at finalize,
+//! executed by a small primary command buffer at each enqueue.
+//!
+//! **Finalize** plans the recorded DAG:
+//! - *dependencies*: the sync points of each command, plus its wait events
+//!   that are signal events of earlier commands of the same buffer (those
+//!   order commands of one execution, like sync points);
+//! - *stages*: commands that copy into raw host memory (`*_host` reads)
+//!   finish with a host-side copy, and commands that copy from it (`*_host`
+//!   writes) start with one; a command after such a read, or such a write
+//!   after anything, goes to a later stage. Stages run as separate device
+//!   submissions with the host copies between them. A buffer without raw
+//!   host memory (the common case) is one stage: one submission;
+//! - *levels*: within a stage, a command's level is one more than its
+//!   deepest dependency's. Commands are recorded level by level, with one
+//!   pipeline barrier between levels, so independent commands run between
+//!   barriers instead of behind one barrier each;
+//! - *argument blocks*: every kernel (and every fill that needs the fill
+//!   shader) gets a block in one device-local parameter buffer; kernels push
+//!   its address and dispatch indirectly from its header. Every kernel also
+//!   gets a status word (see the kernel ABI), contiguous per stage.
+//!
+//! The recorded sequence of a stage is split into secondary command buffers
+//! of at most [`CHUNK`] commands, recorded with `SIMULTANEOUS_USE`, so that
+//! a submission may be pending while the next one is recorded and submitted.
+//!
+//! **Enqueue** records, per stage, a primary command buffer that (first
+//! stage only) copies changed argument blocks from a host-visible snapshot
+//! into the parameter buffer, then executes the stage's secondaries, then
+//! copies the stage's status words out for the completion thread to check
+//! and clears them for the next submission. The
+//! first stage waits for the enqueue's wait list, the queue's order, the
+//! previous submission of this buffer (so submissions stay in order, across
+//! queues too) and the wait events of its commands, resolved now; each later
+//! stage waits for the stage before. Signal events of a stage's commands are
+//! pointed at that stage's completion.
+//!
+//! **Updates** of arguments, global size and offset rewrite the command's
+//! argument block in a host-side shadow: the next enqueue copies the changed
+//! blocks, and nothing is re-recorded. A new local size, new local-memory
+//! sizes or another kernel need another pipeline: only the secondary holding
+//! the command is recorded again (into a new command buffer: submissions in
+//! flight keep the old one). Submissions in flight keep a snapshot of the
+//! commands, so memory an update stops referring to outlives them.
+
+use std::collections::HashMap;
+use std::ops::Range;
+use std::sync::Arc;
+
+use ash::vk;
+use smallvec::SmallVec;
+use ur_core::adapter::{CommandBufferImpl, EventImpl, KernelUpdate, QueueImpl, downcast};
+use ur_core::{Command, CommandBufferDesc, Event, Kernel, NativeHandle, Result, err};
+
+use crate::cmd::{GpuOp, Groups, Pool, level_barrier, params_barrier, record_ops};
+use crate::event::{EventCore, RunEvent, SignalEvent, VkEvent, core_of};
+use crate::lower::{Block, Lowered, Sink, Staging, block_bytes, host_sides, lower};
+use crate::memory::{Allocation, MemKind, Slice};
+use crate::program::{Pipeline, VkKernel};
+use crate::queue::VkQueue;
+use crate::runtime::{Gpu, Runtime};
+use crate::submit::{HostCopy, Keep, StagingPtr, StatusCheck, Submission, schedule};
+
+/// Commands per secondary command buffer: what an update that needs
+/// re-recording records again.
+pub(crate) const CHUNK: usize = 256;
+/// Alignment of argument blocks in the parameter buffer.
+const BLOCK_ALIGN: usize = 16;
+
+/// One appended command.
+struct Node {
+    deps: SmallVec<[u32; 4]>,
+    wait_events: Vec<Event>,
+    signal: Option<Arc<SignalEvent>>,
+    /// Bytes reserved for its argument block (the largest of its kernel and
+    /// the alternatives an update may switch to).
+    block_bytes: usize,
+}
+
+/// A recorded secondary command buffer and the pipelines it uses.
+struct Secondary {
+    cmd: crate::cmd::PooledCmd,
+    _pipelines: Vec<Arc<Pipeline>>,
+}
+
+struct Chunk {
+    /// Positions in the stage's recording order.
+    range: Range<usize>,
+    secondary: Arc<Secondary>,
+    dirty: bool,
+}
+
+#[derive(Default)]
+struct Stage {
+    /// Commands in recording order (level, then append order).
+    order: Vec<u32>,
+    /// Whether a barrier precedes each position (a new level starts there).
+    barrier_before: Vec<bool>,
+    chunks: Vec<Chunk>,
+    /// Commands with wait events from outside the buffer.
+    waiting: Vec<u32>,
+    /// Host copies before and after the stage's device work.
+    pre: Vec<HostCopy>,
+    post: Vec<HostCopy>,
+    /// The stage's kernel commands, whose status words are the slots from
+    /// `first_slot` on, in this order.
+    kernels: Vec<u32>,
+    first_slot: u32,
+}
+
+/// A command's lowered form and place.
+struct Placed {
+    stage: u32,
+    chunk: u32,
+    /// Offset of its argument block in the parameter buffer.
+    block: Option<usize>,
+    /// Address of its status word (kernels).
+    status: Option<u64>,
+    /// Dependencies: sync points plus waits on earlier commands' signal events.
+    deps: SmallVec<[u32; 4]>,
+    /// Wait events from outside the buffer.
+    external: Vec<Event>,
+    ops: Vec<GpuOp>,
+    pipelines: Vec<Arc<Pipeline>>,
+}
+
+/// Argument blocks: the device-local buffer the commands read, and the
+/// host-side shadow updates write.
+struct Params {
+    live: Option<Arc<Allocation>>,
+    shadow: Vec<u8>,
+    /// Blocks changed since the last enqueue: `(offset, len)`.
+    dirty: Vec<(usize, usize)>,
+}
+
+/// What finalize builds.
+struct Built {
+    stages: Vec<Stage>,
+    placed: Vec<Placed>,
+    params: Params,
+    /// One status word per kernel command, device-local, zero between submissions.
+    status: Option<Arc<Allocation>>,
+    /// Staging memory of commands with raw host memory.
+    staging: Vec<Arc<Allocation>>,
+}
+
+pub(crate) struct VkCommandBuffer {
+    rt: Arc<Runtime>,
+    desc: CommandBufferDesc,
+    pool: Arc<Pool>,
+    /// The commands, shared with submissions in flight (updates copy on write).
+    commands: Arc<Vec<Command>>,
+    nodes: Vec<Node>,
+    /// Signal events of this buffer by address, with their command.
+    signals: HashMap<usize, u32>,
+    built: Option<Built>,
+    /// Plan and record everything again at the next enqueue.
+    replan: bool,
+    previous: Option<Arc<EventCore>>,
+}
+
+fn event_key(e: &Arc<dyn EventImpl>) -> usize {
+    Arc::as_ptr(e).cast::<()>() as usize
+}
+
+/// Argument blocks and staging of a command-buffer command.
+struct CbSink<'a> {
+    gpu: &'a Arc<Gpu>,
+    live: Option<&'a Arc<Allocation>>,
+    shadow: &'a mut [u8],
+    block: Option<usize>,
+    status: Option<u64>,
+    staging: &'a mut Vec<Arc<Allocation>>,
+}
+
+impl Sink for CbSink<'_> {
+    fn block(&mut self, bytes: &[u8]) -> Result<Block> {
+        let (Some(offset), Some(live)) = (self.block, self.live) else {
+            return Err(err!(Unknown, "a command needs an argument block none was reserved for"));
+        };
+        self.shadow[offset..offset + bytes.len()].copy_from_slice(bytes);
+        Ok(Block { buffer: live.buffer(), offset: offset as u64, address: live.address() + offset as u64 })
+    }
+
+    fn staging(&mut self, len: usize) -> Result<Staging> {
+        let alloc = Arc::new(Allocation::new(self.gpu, len as u64, MemKind::Host)?);
+        let ptr = alloc.mapped().ok_or_else(|| err!(Unknown, "staging memory is not mapped"))?;
+        let staging = Staging { buffer: alloc.buffer(), offset: 0, ptr: StagingPtr(ptr) };
+        self.staging.push(alloc);
+        Ok(staging)
+    }
+
+    fn indirect(&self) -> bool {
+        true
+    }
+
+    fn status(&mut self, _kernel: &str) -> Result<u64> {
+        self.status.ok_or_else(|| err!(Unknown, "a kernel command without a status word"))
+    }
+}
+
+impl VkCommandBuffer {
+    pub(crate) fn new(rt: Arc<Runtime>, desc: CommandBufferDesc) -> Result<VkCommandBuffer> {
+        let pool = Pool::new(rt.gpu.clone())?;
+        Ok(VkCommandBuffer {
+            rt,
+            desc,
+            pool,
+            commands: Arc::default(),
+            nodes: Vec::new(),
+            signals: HashMap::new(),
+            built: None,
+            replan: false,
+            previous: None,
+        })
+    }
+
+    /// Dependencies of command `i`: its sync points plus waits on signal
+    /// events of earlier commands; and its other wait events.
+    fn dependencies(&self, i: usize) -> (SmallVec<[u32; 4]>, Vec<Event>) {
+        let node = &self.nodes[i];
+        let mut deps = node.deps.clone();
+        let mut external = Vec::new();
+        for e in &node.wait_events {
+            match self.signals.get(&event_key(e.imp())) {
+                Some(&k) if (k as usize) < i => deps.push(k),
+                // A wait on its own or a later command's signal event means
+                // that command's previous execution, which this submission's
+                // order already covers.
+                Some(_) => {}
+                None => external.push(e.clone()),
+            }
+        }
+        deps.sort_unstable();
+        deps.dedup();
+        (deps, external)
+    }
+
+    /// Plans and records everything.
+    fn build(&self) -> Result<Built> {
+        let n = self.nodes.len();
+        let mut stage_of = vec![0u32; n];
+        let mut level = vec![0u32; n];
+        let mut sides = Vec::with_capacity(n);
+        let mut placed_deps = Vec::with_capacity(n);
+        for i in 0..n {
+            let (deps, external) = self.dependencies(i);
+            let (pre, post) = host_sides(&self.commands[i]);
+            sides.push((pre, post));
+            let mut stage = 0;
+            for &d in &deps {
+                let d = d as usize;
+                let after = u32::from(sides[d].1 || pre);
+                stage = stage.max(stage_of[d] + after);
+            }
+            stage_of[i] = stage;
+            level[i] = deps
+                .iter()
+                .filter(|d| stage_of[**d as usize] == stage)
+                .map(|d| level[*d as usize] + 1)
+                .max()
+                .unwrap_or(0);
+            placed_deps.push((deps, external));
+        }
+        let stage_count = stage_of.iter().max().map_or(1, |s| s + 1) as usize;
+
+        // Argument blocks.
+        let mut offsets = vec![None; n];
+        let mut total = 0usize;
+        for (i, node) in self.nodes.iter().enumerate() {
+            if node.block_bytes > 0 {
+                offsets[i] = Some(total);
+                total += node.block_bytes.next_multiple_of(BLOCK_ALIGN);
+            }
+        }
+        let live = if total > 0 {
+            Some(Arc::new(Allocation::new(&self.rt.gpu, total as u64, MemKind::Device)?))
+        } else {
+            None
+        };
+        let mut params = Params { live, shadow: vec![0u8; total], dirty: Vec::new() };
+        if total > 0 {
+            params.dirty.push((0, total));
+        }
+
+        // Status words: contiguous per stage.
+        let mut stages: Vec<Stage> = (0..stage_count).map(|_| Stage::default()).collect();
+        let mut slots = 0u32;
+        let mut slot_of = vec![None; n];
+        for (s, stage) in stages.iter_mut().enumerate() {
+            stage.first_slot = slots;
+            for i in 0..n {
+                if stage_of[i] as usize == s && self.commands[i].as_kernel().is_some() {
+                    stage.kernels.push(i as u32);
+                    slot_of[i] = Some(slots);
+                    slots += 1;
+                }
+            }
+        }
+        let status = if slots > 0 {
+            let alloc = Allocation::new(&self.rt.gpu, u64::from(slots) * 4, MemKind::Device)?;
+            alloc.zero(&self.rt, 0, u64::from(slots) * 4)?;
+            Some(Arc::new(alloc))
+        } else {
+            None
+        };
+
+        // Lowering.
+        let mut staging = Vec::new();
+        let mut placed = Vec::with_capacity(n);
+        for (i, (deps, external)) in placed_deps.into_iter().enumerate() {
+            let status_word = slot_of[i].zip(status.as_ref()).map(|(slot, st)| st.address() + u64::from(slot) * 4);
+            let mut sink = CbSink {
+                gpu: &self.rt.gpu,
+                live: params.live.as_ref(),
+                shadow: &mut params.shadow,
+                block: offsets[i],
+                status: status_word,
+                staging: &mut staging,
+            };
+            let Lowered { ops, pre, post, pipelines } = lower(&self.rt, &self.commands[i], &mut sink)?;
+            let stage = &mut stages[stage_of[i] as usize];
+            stage.pre.extend(pre);
+            stage.post.extend(post);
+            if !external.is_empty() {
+                stage.waiting.push(i as u32);
+            }
+            placed.push(Placed {
+                stage: stage_of[i],
+                chunk: 0,
+                block: offsets[i],
+                status: status_word,
+                deps,
+                external,
+                ops,
+                pipelines,
+            });
+        }
+
+        // Recording order and chunks.
+        for (s, stage) in stages.iter_mut().enumerate() {
+            let mut order: Vec<u32> = (0..n as u32).filter(|i| stage_of[*i as usize] as usize == s).collect();
+            order.sort_by_key(|i| (level[*i as usize], *i));
+            stage.barrier_before =
+                (0..order.len()).map(|p| p > 0 && level[order[p] as usize] != level[order[p - 1] as usize]).collect();
+            stage.order = order;
+            let positions = stage.order.len();
+            let mut start = 0;
+            loop {
+                let end = (start + CHUNK).min(positions);
+                let chunk = stage.chunks.len() as u32;
+                for p in start..end {
+                    placed[stage.order[p] as usize].chunk = chunk;
+                }
+                let secondary = self.record_chunk(stage, &placed, start..end)?;
+                stage.chunks.push(Chunk { range: start..end, secondary, dirty: false });
+                start = end;
+                if start >= positions {
+                    break;
+                }
+            }
+        }
+        tracing::debug!(
+            commands = n,
+            stages = stage_count,
+            levels = level.iter().max().map_or(0, |l| l + 1),
+            param_bytes = total,
+            "Vulkan command buffer planned"
+        );
+        Ok(Built { stages, placed, params, status, staging })
+    }
+
+    fn record_chunk(&self, stage: &Stage, placed: &[Placed], range: Range<usize>) -> Result<Arc<Secondary>> {
+        let gpu = &self.rt.gpu;
+        let mut pipelines = Vec::new();
+        let cmd = self.pool.record_secondary(|cb| {
+            let mut bound = vk::Pipeline::null();
+            for p in range.clone() {
+                if stage.barrier_before[p] {
+                    level_barrier(gpu, cb);
+                }
+                let node = &placed[stage.order[p] as usize];
+                record_ops(gpu, cb, &node.ops, &mut bound);
+                pipelines.extend(node.pipelines.iter().cloned());
+            }
+            Ok(())
+        })?;
+        pipelines.sort_by_key(|p| p.raw());
+        pipelines.dedup_by_key(|p| p.raw());
+        Ok(Arc::new(Secondary { cmd, _pipelines: pipelines }))
+    }
+
+    /// Brings the recording up to date with updates.
+    fn refresh(&mut self) -> Result<()> {
+        if self.built.is_none() || self.replan {
+            self.built = Some(self.build()?);
+            self.replan = false;
+            return Ok(());
+        }
+        let built = self.built.as_mut().expect("built above");
+        let mut jobs = Vec::new();
+        for (s, stage) in built.stages.iter().enumerate() {
+            for (c, chunk) in stage.chunks.iter().enumerate() {
+                if chunk.dirty {
+                    jobs.push((s, c));
+                }
+            }
+        }
+        for (s, c) in jobs {
+            let built = self.built.as_ref().expect("built");
+            let range = built.stages[s].chunks[c].range.clone();
+            let secondary = self.record_chunk(&built.stages[s], &built.placed, range)?;
+            let chunk = &mut self.built.as_mut().expect("built").stages[s].chunks[c];
+            chunk.secondary = secondary;
+            chunk.dirty = false;
+            tracing::debug!(stage = s, chunk = c, "secondary command buffer recorded again");
+        }
+        Ok(())
+    }
+
+    /// The changed argument blocks, staged for the next submission to copy.
+    fn take_dirty_params(&mut self) -> Result<Option<(Slice, Vec<vk::BufferCopy>)>> {
+        let built = self.built.as_mut().expect("finalized");
+        let params = &mut built.params;
+        if params.dirty.is_empty() {
+            return Ok(None);
+        }
+        params.dirty.sort_unstable();
+        let mut merged: Vec<(usize, usize)> = Vec::new();
+        for &(o, l) in &params.dirty {
+            match merged.last_mut() {
+                Some(last) if last.0 + last.1 >= o => last.1 = last.1.max(o + l - last.0),
+                _ => merged.push((o, l)),
+            }
+        }
+        params.dirty.clear();
+        let bytes: usize = merged.iter().map(|m| m.1).sum();
+        let slice = self.rt.arena.alloc(bytes as u64)?;
+        let mut regions = Vec::with_capacity(merged.len());
+        let mut at = 0;
+        for (o, l) in merged {
+            // SAFETY: the slice holds `bytes` bytes; `at + l <= bytes`.
+            unsafe { std::ptr::copy_nonoverlapping(params.shadow[o..].as_ptr(), slice.ptr().add(at), l) };
+            regions.push(vk::BufferCopy {
+                src_offset: slice.offset() + at as u64,
+                dst_offset: o as u64,
+                size: l as u64,
+            });
+            at += l;
+        }
+        Ok(Some((slice, regions)))
+    }
+}
+
+impl CommandBufferImpl for VkCommandBuffer {
+    unsafe fn append(
+        &mut self,
+        command: &Command,
+        alternatives: &[Kernel],
+        deps: &[u32],
+        wait_events: &[Event],
+        signal: bool,
+    ) -> Result<Option<Arc<dyn EventImpl>>> {
+        let mut bytes = block_bytes(command)?;
+        for alt in alternatives {
+            let kernel = downcast::<VkKernel>(alt.imp() as &dyn std::any::Any, "a kernel")?;
+            bytes = bytes.max(kernel.layout.size() as usize);
+        }
+        let index = self.nodes.len() as u32;
+        let signal = signal.then(|| Arc::new(SignalEvent::default()));
+        if let Some(s) = &signal {
+            self.signals.insert(Arc::as_ptr(s).cast::<()>() as usize, index);
+        }
+        Arc::make_mut(&mut self.commands).push(command.clone());
+        self.nodes.push(Node {
+            deps: SmallVec::from_slice(deps),
+            wait_events: wait_events.to_vec(),
+            signal: signal.clone(),
+            block_bytes: bytes,
+        });
+        Ok(signal.map(|s| s as Arc<dyn EventImpl>))
+    }
+
+    fn finalize(&mut self) -> Result<()> {
+        self.built = Some(self.build()?);
+        Ok(())
+    }
+
+    unsafe fn enqueue(&mut self, queue: &dyn QueueImpl, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
+        let queue = downcast::<VkQueue>(queue as &dyn std::any::Any, "the queue")?;
+        let mut first_deps: SmallVec<[Arc<EventCore>; 4]> = SmallVec::new();
+        for e in wait {
+            first_deps.extend(core_of(*e)?);
+        }
+        self.refresh()?;
+        let params = self.take_dirty_params()?;
+        let built = self.built.as_ref().expect("finalized");
+        // Wait events resolve now, before this submission moves any signal event on.
+        let mut stage_deps: Vec<SmallVec<[Arc<EventCore>; 4]>> = Vec::with_capacity(built.stages.len());
+        for stage in &built.stages {
+            let mut deps = SmallVec::new();
+            for &i in &stage.waiting {
+                for e in &built.placed[i as usize].external {
+                    if let Some(imp) = e.resolve() {
+                        deps.extend(core_of(&*imp)?);
+                    }
+                }
+            }
+            stage_deps.push(deps);
+        }
+        let events: Vec<Arc<EventCore>> = built.stages.iter().map(|_| EventCore::new()).collect();
+        let last = events.last().expect("at least one stage").clone();
+        // Record every primary before ordering the queue: a failure must not
+        // leave the queue waiting for a submission that never happens.
+        let gpu = &self.rt.gpu;
+        let mut subs = Vec::with_capacity(built.stages.len());
+        for (s, stage) in built.stages.iter().enumerate() {
+            let span = queue.span()?;
+            let secondaries: SmallVec<[vk::CommandBuffer; 8]> =
+                stage.chunks.iter().map(|c| c.secondary.cmd.raw()).collect();
+            let copy = if s == 0 { params.as_ref() } else { None };
+            let live = built.params.live.as_ref().map(|l| l.buffer());
+            // The stage's status words, copied out for the completion thread.
+            let words = stage.kernels.len() as u64 * 4;
+            let status_out = match &built.status {
+                Some(st) if words > 0 => Some((st.buffer(), self.rt.arena.alloc(words)?)),
+                _ => None,
+            };
+            let first_word = u64::from(stage.first_slot) * 4;
+            let cmd = queue.record(span.as_ref(), |cb| {
+                if let (Some((slice, regions)), Some(live)) = (copy, live) {
+                    // SAFETY: recording; the regions lie in the snapshot and in
+                    // the parameter buffer, which no earlier submission of this
+                    // buffer still reads (this one waits for the previous).
+                    unsafe { gpu.device.cmd_copy_buffer(cb, slice.buffer(), live, regions) };
+                    params_barrier(gpu, cb);
+                }
+                // SAFETY: recording a primary; the secondaries are executable
+                // and were recorded for simultaneous use.
+                unsafe { gpu.device.cmd_execute_commands(cb, &secondaries) };
+                if let Some((status, out)) = &status_out {
+                    level_barrier(gpu, cb);
+                    let region = [vk::BufferCopy { src_offset: first_word, dst_offset: out.offset(), size: words }];
+                    // SAFETY: recording; the ranges lie in their buffers; the
+                    // barriers order the copy after the kernels and the clear
+                    // after the copy.
+                    unsafe {
+                        gpu.device.cmd_copy_buffer(cb, *status, out.buffer(), &region);
+                        level_barrier(gpu, cb);
+                        gpu.device.cmd_fill_buffer(cb, *status, first_word, words, 0);
+                    }
+                }
+                Ok(())
+            })?;
+            let mut keep: Keep = vec![Box::new(self.commands.clone())];
+            keep.extend(
+                stage.chunks.iter().map(|c| Box::new(c.secondary.clone()) as Box<dyn std::any::Any + Send + Sync>),
+            );
+            keep.extend(built.params.live.iter().map(|l| Box::new(l.clone()) as Box<dyn std::any::Any + Send + Sync>));
+            keep.extend(built.staging.iter().map(|a| Box::new(a.clone()) as Box<dyn std::any::Any + Send + Sync>));
+            let mut sub = Submission::new(queue.lane.clone(), events[s].clone()).with_cmd(cmd);
+            sub.queries = span;
+            sub.keep = keep;
+            sub.pre = stage.pre.clone();
+            sub.post = stage.post.clone();
+            sub.deps = std::mem::take(&mut stage_deps[s]);
+            if let Some((_, out)) = status_out {
+                for (k, &i) in stage.kernels.iter().enumerate() {
+                    let name = self.commands[i as usize].as_kernel().map_or("?", |c| c.kernel.name());
+                    // SAFETY: word k of the slice, which has one per kernel of the stage.
+                    let word = StagingPtr(unsafe { out.ptr().add(4 * k) });
+                    sub.checks.push(StatusCheck { word, what: format!("kernel `{name}` (command {i})") });
+                }
+                sub.keep.push(Box::new(out));
+            }
+            if s > 0 {
+                sub.inherit = Some(events[s - 1].clone());
+            }
+            subs.push(sub);
+        }
+        if let (Some((slice, _)), Some(first)) = (params, subs.first_mut()) {
+            first.keep.push(Box::new(slice));
+        }
+        let first = &mut subs[0];
+        first.deps.extend(first_deps);
+        first.deps.extend(self.previous.clone());
+        first.deps.extend(queue.order(&last, false));
+        for s in 1..subs.len() {
+            let before = events[s - 1].clone();
+            subs[s].deps.push(before);
+        }
+        for (i, node) in self.nodes.iter().enumerate() {
+            if let Some(signal) = &node.signal {
+                signal.set(events[built.placed[i].stage as usize].clone());
+            }
+        }
+        for sub in subs {
+            schedule(sub);
+        }
+        self.previous = Some(last.clone());
+        Ok(if events.len() == 1 {
+            Arc::new(VkEvent(last))
+        } else {
+            Arc::new(RunEvent { first: events[0].clone(), last })
+        })
+    }
+
+    unsafe fn update_kernel_launches(&mut self, updates: &[KernelUpdate<'_>]) -> Result<()> {
+        let built = self.built.as_mut().expect("updates come after finalize");
+        let commands = Arc::make_mut(&mut self.commands);
+        for u in updates {
+            let i = u.command as usize;
+            commands[i] = Command::KernelLaunch(u.launch.clone());
+            let placed = &mut built.placed[i];
+            let mut staging = Vec::new();
+            let mut sink = CbSink {
+                gpu: &self.rt.gpu,
+                live: built.params.live.as_ref(),
+                shadow: &mut built.params.shadow,
+                block: placed.block,
+                status: placed.status,
+                staging: &mut staging,
+            };
+            let lowered = crate::lower::lower_kernel(&self.rt.gpu, u.launch, &mut sink)?;
+            if let Some(offset) = placed.block {
+                built.params.dirty.push((offset, self.nodes[i].block_bytes));
+            }
+            if !same_recording(&placed.ops, &lowered.ops) {
+                built.stages[placed.stage as usize].chunks[placed.chunk as usize].dirty = true;
+            }
+            placed.ops = lowered.ops;
+            placed.pipelines = lowered.pipelines;
+        }
+        Ok(())
+    }
+
+    unsafe fn update_signal_event(&mut self, command: u32) -> Result<Arc<dyn EventImpl>> {
+        let signal = Arc::new(SignalEvent::default());
+        let node = &mut self.nodes[command as usize];
+        if let Some(old) = node.signal.replace(signal.clone()) {
+            self.signals.remove(&(Arc::as_ptr(&old).cast::<()>() as usize));
+        }
+        self.signals.insert(Arc::as_ptr(&signal).cast::<()>() as usize, command);
+        Ok(signal)
+    }
+
+    unsafe fn update_wait_events(&mut self, command: u32, events: &[Event]) -> Result<()> {
+        let i = command as usize;
+        self.nodes[i].wait_events = events.to_vec();
+        let (deps, external) = self.dependencies(i);
+        let built = self.built.as_mut().expect("updates come after finalize");
+        let placed = &mut built.placed[i];
+        if placed.deps != deps {
+            // The command now waits on another command of this buffer (or no
+            // longer does): the plan changes.
+            self.replan = true;
+            return Ok(());
+        }
+        let stage = &mut built.stages[placed.stage as usize];
+        let had = !placed.external.is_empty();
+        placed.external = external;
+        match (had, placed.external.is_empty()) {
+            (false, false) => stage.waiting.push(command),
+            (true, true) => stage.waiting.retain(|c| *c != command),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn native_handle(&self) -> Result<NativeHandle> {
+        let built = self
+            .built
+            .as_ref()
+            .ok_or_else(|| err!(InvalidOperation, "the command buffer has no native handle before finalize"))?;
+        // Every stage has at least one secondary.
+        Ok(NativeHandle(ash::vk::Handle::as_raw(built.stages[0].chunks[0].secondary.cmd.raw())))
+    }
+}
+
+/// Whether two lowerings of a kernel command record the same commands (only
+/// their argument blocks' contents differ).
+fn same_recording(a: &[GpuOp], b: &[GpuOp]) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(x, y)| match (x, y) {
+            (
+                GpuOp::Dispatch { pipeline: p1, params: a1, groups: g1 },
+                GpuOp::Dispatch { pipeline: p2, params: a2, groups: g2 },
+            ) => {
+                p1 == p2
+                    && a1 == a2
+                    && match (g1, g2) {
+                        (Groups::Indirect(b1, o1), Groups::Indirect(b2, o2)) => b1 == b2 && o1 == o2,
+                        (Groups::Direct(c1), Groups::Direct(c2)) => c1 == c2,
+                        _ => false,
+                    }
+            }
+            _ => false,
+        })
+}
+
+impl std::fmt::Debug for VkCommandBuffer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VkCommandBuffer").field("commands", &self.nodes.len()).field("desc", &self.desc).finish()
+    }
+}

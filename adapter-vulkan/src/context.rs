@@ -1,0 +1,57 @@
+//! Contexts: memory, programs, queues, command buffers and user events of
+//! one device. Every context of a device shares its runtime.
+
+use std::sync::Arc;
+
+use ur_core::adapter::{BufferImpl, CommandBufferImpl, ContextImpl, ProgramImpl, QueueImpl, UserEventImpl, UsmImpl};
+use ur_core::{CommandBufferDesc, MemFlags, ProgramBundle, QueueProperties, Result, SourceForm, UsmKind};
+
+use crate::command_buffer::VkCommandBuffer;
+use crate::event::VkEvent;
+use crate::memory::{MemKind, VkMemBuffer, VkUsm};
+use crate::program::VkProgram;
+use crate::queue::VkQueue;
+use crate::runtime::Runtime;
+
+pub(crate) struct VulkanContext {
+    rt: Arc<Runtime>,
+    max_group: usize,
+}
+
+impl VulkanContext {
+    pub(crate) fn new(rt: Arc<Runtime>, max_group: usize) -> VulkanContext {
+        VulkanContext { rt, max_group }
+    }
+}
+
+impl ContextImpl for VulkanContext {
+    unsafe fn usm_alloc(&self, kind: UsmKind, size: usize, align: usize) -> Result<Box<dyn UsmImpl>> {
+        let kind = match kind {
+            UsmKind::Device => MemKind::Device,
+            UsmKind::Host => MemKind::Host,
+            UsmKind::Shared => MemKind::Shared,
+        };
+        Ok(Box::new(VkUsm::new(&self.rt, kind, size as u64, align as u64)?))
+    }
+
+    unsafe fn buffer_create(&self, flags: MemFlags, size: usize, init: Option<&[u8]>) -> Result<Box<dyn BufferImpl>> {
+        let kind = if flags.contains(MemFlags::ALLOC_HOST_POINTER) { MemKind::Host } else { MemKind::Device };
+        Ok(Box::new(VkMemBuffer::new(&self.rt, kind, size as u64, init)?))
+    }
+
+    unsafe fn program_create(&self, bundle: &ProgramBundle, _form: SourceForm) -> Result<Box<dyn ProgramImpl>> {
+        Ok(Box::new(VkProgram::new(&self.rt.gpu, bundle, self.max_group)?))
+    }
+
+    unsafe fn queue_create(&self, properties: QueueProperties) -> Result<Box<dyn QueueImpl>> {
+        Ok(Box::new(VkQueue::new(self.rt.clone(), properties)?))
+    }
+
+    unsafe fn command_buffer_create(&self, desc: &CommandBufferDesc) -> Result<Box<dyn CommandBufferImpl>> {
+        Ok(Box::new(VkCommandBuffer::new(self.rt.clone(), *desc)?))
+    }
+
+    fn user_event_create(&self) -> Result<Arc<dyn UserEventImpl>> {
+        Ok(VkEvent::user())
+    }
+}

@@ -1,0 +1,332 @@
+//! Events.
+//!
+//! An [`EventCore`] goes through these phases:
+//! - `Queued`: held back on the host (a dependency is a user event, or work
+//!   that is itself held back);
+//! - `Submitted`: submitted, with host-side work (a copy into host memory)
+//!   still to run after the device part;
+//! - `Device(point)`: submitted; it completes when its lane's timeline
+//!   reaches `point`, and other submissions may wait for that value;
+//! - `Done`: complete, with an error if it failed.
+//!
+//! Work waiting on an event registers a waiter: submissions wait until the
+//! event is *resolved* (`Device` or `Done`: its timeline value can go in the
+//! submission's wait list), host-side copies until it is `Done`. Waiters run
+//! on whichever thread moves the event on (a lane's completion thread, or
+//! the thread completing a user event), through a trampoline so that long
+//! chains of deferred work do not deepen the stack.
+//!
+//! The adapter's event objects: [`VkEvent`] (commands, submissions, user
+//! events), [`SignalEvent`] (a command-buffer command's signal event, which
+//! stands for its latest execution) and [`RunEvent`] (a command-buffer
+//! submission that was split into several device submissions).
+
+use std::any::Any;
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use parking_lot::{Condvar, Mutex};
+use ur_core::adapter::{EventImpl, UserEventImpl};
+use ur_core::{EventStatus, ProfilingInfo, Result, UrError, err};
+
+use crate::runtime::Point;
+
+/// Work to run when an event moves on.
+pub(crate) type Waiter = Box<dyn FnOnce() + Send>;
+
+enum Phase {
+    Queued,
+    Submitted,
+    Device(Point),
+    Done(Option<UrError>),
+}
+
+struct State {
+    phase: Phase,
+    times: Option<ProfilingInfo>,
+    /// Run once the event is resolved (`Device` or `Done`).
+    on_resolved: Vec<Waiter>,
+    /// Run once the event is `Done`.
+    on_done: Vec<Waiter>,
+}
+
+/// The state of one event.
+pub(crate) struct EventCore {
+    state: Mutex<State>,
+    done: Condvar,
+}
+
+impl EventCore {
+    /// A new event, held on the host until submitted or completed.
+    pub(crate) fn new() -> Arc<EventCore> {
+        Arc::new(EventCore {
+            state: Mutex::new(State {
+                phase: Phase::Queued,
+                times: None,
+                on_resolved: Vec::new(),
+                on_done: Vec::new(),
+            }),
+            done: Condvar::new(),
+        })
+    }
+
+    /// Runs `waiter` once submissions may wait for this event, or hands it
+    /// back when they already may.
+    pub(crate) fn when_resolved(&self, waiter: Waiter) -> Option<Waiter> {
+        let mut s = self.state.lock();
+        match s.phase {
+            Phase::Device(_) | Phase::Done(_) => Some(waiter),
+            _ => {
+                s.on_resolved.push(waiter);
+                None
+            }
+        }
+    }
+
+    /// Runs `waiter` once the event is complete, or hands it back when it is.
+    pub(crate) fn when_done(&self, waiter: Waiter) -> Option<Waiter> {
+        let mut s = self.state.lock();
+        match s.phase {
+            Phase::Done(_) => Some(waiter),
+            _ => {
+                s.on_done.push(waiter);
+                None
+            }
+        }
+    }
+
+    /// The event's work was submitted and completes at `point`; with host
+    /// work after it, the event stays unresolved until that work is done.
+    /// Returns the waiters to run.
+    pub(crate) fn mark_submitted(&self, point: Point, host_work: bool) -> Vec<Waiter> {
+        let mut s = self.state.lock();
+        if matches!(s.phase, Phase::Done(_)) {
+            return Vec::new();
+        }
+        if host_work {
+            s.phase = Phase::Submitted;
+            Vec::new()
+        } else {
+            s.phase = Phase::Device(point);
+            std::mem::take(&mut s.on_resolved)
+        }
+    }
+
+    /// Completes the event; returns the waiters to run.
+    pub(crate) fn complete(&self, result: Result<()>, times: Option<ProfilingInfo>) -> Vec<Waiter> {
+        let mut s = self.state.lock();
+        s.phase = Phase::Done(result.err());
+        if times.is_some() {
+            s.times = times;
+        }
+        self.done.notify_all();
+        let mut waiters = std::mem::take(&mut s.on_resolved);
+        waiters.append(&mut s.on_done);
+        waiters
+    }
+
+    /// The timeline point a submission waiting on this event must wait for:
+    /// `None` once the event is complete (or its point already reached).
+    /// Only meaningful once the event is resolved.
+    pub(crate) fn wait_point(&self) -> Option<Point> {
+        match &self.state.lock().phase {
+            Phase::Device(p) if !p.reached() => Some(p.clone()),
+            _ => None,
+        }
+    }
+
+    /// The error of a failed, complete event.
+    pub(crate) fn error(&self) -> Option<UrError> {
+        match &self.state.lock().phase {
+            Phase::Done(e) => e.clone(),
+            _ => None,
+        }
+    }
+
+    /// Whether the event is complete.
+    pub(crate) fn is_done(&self) -> bool {
+        matches!(self.state.lock().phase, Phase::Done(_))
+    }
+
+    pub(crate) fn status(&self) -> EventStatus {
+        match &self.state.lock().phase {
+            Phase::Queued => EventStatus::Queued,
+            Phase::Submitted | Phase::Device(_) => EventStatus::Submitted,
+            Phase::Done(None) => EventStatus::Complete,
+            Phase::Done(Some(_)) => EventStatus::Error,
+        }
+    }
+
+    /// Blocks until the event is complete.
+    pub(crate) fn wait(&self) -> Result<()> {
+        let mut s = self.state.lock();
+        loop {
+            if let Phase::Done(e) = &s.phase {
+                return e.clone().map_or(Ok(()), Err);
+            }
+            self.done.wait(&mut s);
+        }
+    }
+
+    pub(crate) fn profiling(&self) -> Option<ProfilingInfo> {
+        let s = self.state.lock();
+        match s.phase {
+            Phase::Done(_) => s.times,
+            _ => None,
+        }
+    }
+}
+
+thread_local! {
+    /// Waiters queued on this thread while an outer frame drains them.
+    static TRAMPOLINE: RefCell<Option<VecDeque<Waiter>>> = const { RefCell::new(None) };
+}
+
+/// Runs waiters. A waiter that completes more events queues their waiters
+/// here instead of recursing; the outermost call drains them.
+pub(crate) fn run_waiters(waiters: Vec<Waiter>) {
+    if waiters.is_empty() {
+        return;
+    }
+    let nested = TRAMPOLINE.with(|t| {
+        let mut t = t.borrow_mut();
+        match t.as_mut() {
+            Some(queue) => {
+                queue.extend(waiters);
+                true
+            }
+            None => {
+                *t = Some(waiters.into());
+                false
+            }
+        }
+    });
+    if nested {
+        return;
+    }
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            TRAMPOLINE.with(|t| *t.borrow_mut() = None);
+        }
+    }
+    let _reset = Reset;
+    while let Some(waiter) = TRAMPOLINE.with(|t| t.borrow_mut().as_mut().and_then(VecDeque::pop_front)) {
+        waiter();
+    }
+}
+
+/// An event of a command, a submission or a user event.
+#[derive(Clone)]
+pub(crate) struct VkEvent(pub(crate) Arc<EventCore>);
+
+impl VkEvent {
+    /// A user event: complete when the host says so.
+    pub(crate) fn user() -> Arc<VkEvent> {
+        Arc::new(VkEvent(EventCore::new()))
+    }
+}
+
+impl EventImpl for VkEvent {
+    fn status(&self) -> EventStatus {
+        self.0.status()
+    }
+
+    fn wait(&self) -> Result<()> {
+        self.0.wait()
+    }
+
+    fn profiling(&self) -> Option<ProfilingInfo> {
+        self.0.profiling()
+    }
+}
+
+impl UserEventImpl for VkEvent {
+    fn complete(&self, result: Result<()>) {
+        run_waiters(self.0.complete(result, None));
+    }
+}
+
+/// A command-buffer command's signal event: the event of the command's
+/// latest execution, complete before the first.
+#[derive(Default)]
+pub(crate) struct SignalEvent {
+    current: Mutex<Option<Arc<EventCore>>>,
+}
+
+impl SignalEvent {
+    /// Points the event at a new execution.
+    pub(crate) fn set(&self, event: Arc<EventCore>) {
+        *self.current.lock() = Some(event);
+    }
+
+    fn current(&self) -> Option<Arc<EventCore>> {
+        self.current.lock().clone()
+    }
+}
+
+impl EventImpl for SignalEvent {
+    fn status(&self) -> EventStatus {
+        self.current().map_or(EventStatus::Complete, |e| e.status())
+    }
+
+    fn wait(&self) -> Result<()> {
+        self.current().map_or(Ok(()), |e| e.wait())
+    }
+
+    fn profiling(&self) -> Option<ProfilingInfo> {
+        self.current().and_then(|e| e.profiling())
+    }
+}
+
+/// A command-buffer submission split into several device submissions (one
+/// per stage, see `command_buffer`): from the first stage's start to the
+/// last stage's end.
+pub(crate) struct RunEvent {
+    pub(crate) first: Arc<EventCore>,
+    pub(crate) last: Arc<EventCore>,
+}
+
+impl EventImpl for RunEvent {
+    fn status(&self) -> EventStatus {
+        match self.last.status() {
+            EventStatus::Queued => self.first.status(),
+            s => s,
+        }
+    }
+
+    fn wait(&self) -> Result<()> {
+        self.last.wait()
+    }
+
+    fn profiling(&self) -> Option<ProfilingInfo> {
+        let (first, last) = (self.first.profiling()?, self.last.profiling()?);
+        Some(ProfilingInfo { queued: first.queued, submit: first.submit, start: first.start, end: last.end })
+    }
+}
+
+/// The event core a wait on `event` means now: `None` when there is nothing
+/// to wait for (a signal event before its first execution).
+pub(crate) fn core_of(event: &dyn EventImpl) -> Result<Option<Arc<EventCore>>> {
+    let any = event as &dyn Any;
+    if let Some(e) = any.downcast_ref::<VkEvent>() {
+        return Ok(Some(e.0.clone()));
+    }
+    if let Some(s) = any.downcast_ref::<SignalEvent>() {
+        return Ok(s.current());
+    }
+    if let Some(r) = any.downcast_ref::<RunEvent>() {
+        return Ok(Some(r.last.clone()));
+    }
+    Err(err!(InvalidEvent, "a wait-list event belongs to another adapter"))
+}
+
+/// The cores of a wait list.
+pub(crate) fn cores_of(events: &[&dyn EventImpl]) -> Result<Vec<Arc<EventCore>>> {
+    let mut out = Vec::with_capacity(events.len());
+    for e in events {
+        out.extend(core_of(*e)?);
+    }
+    Ok(out)
+}

@@ -1,0 +1,365 @@
+//! Memory: USM allocations and memory buffers as `VkBuffer`s with their own
+//! memory and a buffer device address, and the staging arena.
+//!
+//! USM kinds map onto memory types:
+//! - device: `DEVICE_LOCAL`, preferably not host-visible;
+//! - host: `HOST_VISIBLE | HOST_COHERENT`, preferably `HOST_CACHED` and not
+//!   device-local (system memory the device reaches over the bus), mapped;
+//! - shared: `HOST_VISIBLE | HOST_COHERENT`, preferably `DEVICE_LOCAL` (the
+//!   device-local, host-visible memory of resizable-BAR GPUs), else as host;
+//!   mapped. Vulkan has no migrating memory, so shared memory stays where it
+//!   was allocated and prefetches are ordered no-ops.
+//!
+//! A USM pointer is the buffer device address of its allocation's buffer, so
+//! shaders dereference it directly; commands resolve it to the `(VkBuffer,
+//! offset)` through ur-core's allocation tracker (the `UsmRef` they hold).
+//! Memory is zeroed at allocation.
+
+use std::any::Any;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use ash::vk;
+use parking_lot::Mutex;
+use ur_core::adapter::{BufferImpl, UsmImpl, downcast};
+use ur_core::{MemBuffer, Result, UsmRef, err};
+
+use crate::conv::VkResultExt;
+use crate::runtime::{Gpu, Runtime};
+
+/// Where an allocation lives.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum MemKind {
+    Device,
+    Host,
+    Shared,
+}
+
+/// Every buffer can be copied, filled, read by shaders through its address,
+/// and hold indirect-dispatch records.
+const USAGE: vk::BufferUsageFlags = vk::BufferUsageFlags::from_raw(
+    vk::BufferUsageFlags::TRANSFER_SRC.as_raw()
+        | vk::BufferUsageFlags::TRANSFER_DST.as_raw()
+        | vk::BufferUsageFlags::STORAGE_BUFFER.as_raw()
+        | vk::BufferUsageFlags::INDIRECT_BUFFER.as_raw()
+        | vk::BufferUsageFlags::SHADER_DEVICE_ADDRESS.as_raw(),
+);
+
+/// The memory type for `kind` among `type_bits`: the required properties,
+/// then the most preferred ones.
+pub(crate) fn choose_type(memory: &vk::PhysicalDeviceMemoryProperties, type_bits: u32, kind: MemKind) -> Option<u32> {
+    use vk::MemoryPropertyFlags as F;
+    let (required, wanted, unwanted) = match kind {
+        MemKind::Device => (F::DEVICE_LOCAL, F::empty(), F::HOST_VISIBLE),
+        MemKind::Host => (F::HOST_VISIBLE | F::HOST_COHERENT, F::HOST_CACHED, F::DEVICE_LOCAL),
+        MemKind::Shared => (F::HOST_VISIBLE | F::HOST_COHERENT, F::DEVICE_LOCAL, F::empty()),
+    };
+    let candidates = (0..memory.memory_type_count).filter(|i| type_bits & (1 << i) != 0);
+    let score = |i: &u32| {
+        let flags = memory.memory_types[*i as usize].property_flags;
+        2 * i32::from(flags.contains(wanted) && !wanted.is_empty()) + i32::from(!flags.intersects(unwanted))
+    };
+    let best = candidates
+        .clone()
+        .filter(|i| memory.memory_types[*i as usize].property_flags.contains(required))
+        .max_by_key(|i| (score(i), std::cmp::Reverse(*i)));
+    // Device memory falls back to any type (some drivers have no device-local
+    // type usable for a buffer); host-visible memory does not.
+    best.or_else(|| if kind == MemKind::Device { candidates.min() } else { None })
+}
+
+/// A `VkBuffer` bound to memory of its own, with its device address and,
+/// for host-visible memory, a persistent mapping.
+pub(crate) struct Allocation {
+    gpu: Arc<Gpu>,
+    buffer: vk::Buffer,
+    memory: vk::DeviceMemory,
+    address: u64,
+    mapped: Option<NonNull<u8>>,
+}
+
+// SAFETY: the handles are plain identifiers; the mapping is only an address,
+// whose accesses the API's ordering rules govern.
+unsafe impl Send for Allocation {}
+// SAFETY: as for Send; the allocation has no interior state.
+unsafe impl Sync for Allocation {}
+
+impl Allocation {
+    /// A buffer of `size` bytes of `kind` memory (not initialised).
+    pub(crate) fn new(gpu: &Arc<Gpu>, size: u64, kind: MemKind) -> Result<Allocation> {
+        let d = &gpu.device;
+        // Whole words, so that vkCmdFillBuffer can reach every byte.
+        let size = size.next_multiple_of(4);
+        let info = vk::BufferCreateInfo::default().size(size).usage(USAGE).sharing_mode(vk::SharingMode::EXCLUSIVE);
+        // SAFETY: a valid device and create info; the size is non-zero.
+        let buffer = unsafe { d.create_buffer(&info, None) }.vk("vkCreateBuffer")?;
+        let mut alloc =
+            Allocation { gpu: gpu.clone(), buffer, memory: vk::DeviceMemory::null(), address: 0, mapped: None };
+        // SAFETY: `buffer` was just created.
+        let req = unsafe { d.get_buffer_memory_requirements(buffer) };
+        let type_index = choose_type(&gpu.memory, req.memory_type_bits, kind)
+            .ok_or_else(|| err!(UnsupportedFeature, "no memory type for {kind:?} memory"))?;
+        let mut flags = vk::MemoryAllocateFlagsInfo::default().flags(vk::MemoryAllocateFlags::DEVICE_ADDRESS);
+        let allocate = vk::MemoryAllocateInfo::default()
+            .allocation_size(req.size)
+            .memory_type_index(type_index)
+            .push_next(&mut flags);
+        // SAFETY: a valid allocate info; buffer device addresses are enabled.
+        alloc.memory = unsafe { d.allocate_memory(&allocate, None) }.vk("vkAllocateMemory")?;
+        // SAFETY: fresh memory of a type the buffer accepts, at offset 0.
+        unsafe { d.bind_buffer_memory(buffer, alloc.memory, 0) }.vk("vkBindBufferMemory")?;
+        let host_visible =
+            gpu.memory.memory_types[type_index as usize].property_flags.contains(vk::MemoryPropertyFlags::HOST_VISIBLE);
+        if host_visible {
+            // SAFETY: host-visible memory, mapped once for its whole life.
+            let p = unsafe { d.map_memory(alloc.memory, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty()) }
+                .vk("vkMapMemory")?;
+            alloc.mapped = NonNull::new(p.cast());
+        }
+        // SAFETY: the buffer was made with SHADER_DEVICE_ADDRESS usage and bound.
+        alloc.address = unsafe { d.get_buffer_device_address(&vk::BufferDeviceAddressInfo::default().buffer(buffer)) };
+        Ok(alloc)
+    }
+
+    /// As [`new`](Self::new), falling back from shared to host memory when
+    /// device-local host-visible memory runs out (it is small on GPUs without
+    /// resizable BAR).
+    pub(crate) fn with_fallback(gpu: &Arc<Gpu>, size: u64, kind: MemKind) -> Result<Allocation> {
+        match Allocation::new(gpu, size, kind) {
+            Err(e) if kind == MemKind::Shared => {
+                tracing::debug!(error = %e, "shared USM falls back to host memory");
+                Allocation::new(gpu, size, MemKind::Host)
+            }
+            other => other,
+        }
+    }
+
+    pub(crate) fn buffer(&self) -> vk::Buffer {
+        self.buffer
+    }
+
+    pub(crate) fn address(&self) -> u64 {
+        self.address
+    }
+
+    /// The host address of byte 0, for host-visible memory.
+    pub(crate) fn mapped(&self) -> Option<*mut u8> {
+        self.mapped.map(NonNull::as_ptr)
+    }
+
+    /// Zeroes `[offset, offset + len)`: on the host where mapped, else with a
+    /// device fill.
+    pub(crate) fn zero(&self, rt: &Runtime, offset: u64, len: u64) -> Result<()> {
+        if let Some(p) = self.mapped() {
+            // SAFETY: the range lies in the mapping, which no command uses yet.
+            unsafe { std::ptr::write_bytes(p.add(offset as usize), 0, len as usize) };
+            return Ok(());
+        }
+        let buffer = self.buffer;
+        // vkCmdFillBuffer works on whole words: round the range out (the
+        // buffer has whole words, and the bytes around belong to it).
+        let (start, end) = (offset & !3, (offset + len).next_multiple_of(4));
+        rt.run_now(|cb| {
+            // SAFETY: recording; the range is inside the buffer and 4-aligned.
+            unsafe { rt.gpu.device.cmd_fill_buffer(cb, buffer, start, end - start, 0) }
+        })
+    }
+
+    /// Writes `data` at `offset`: on the host where mapped, else through staging.
+    fn upload(&self, rt: &Runtime, offset: u64, data: &[u8]) -> Result<()> {
+        if let Some(p) = self.mapped() {
+            // SAFETY: the range lies in the mapping, which no command uses yet.
+            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), p.add(offset as usize), data.len()) };
+            return Ok(());
+        }
+        let staging = rt.arena.alloc(data.len() as u64)?;
+        // SAFETY: the slice has `data.len()` bytes of mapped memory.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), staging.ptr(), data.len()) };
+        let region = [vk::BufferCopy { src_offset: staging.offset(), dst_offset: offset, size: data.len() as u64 }];
+        let (src, dst) = (staging.buffer(), self.buffer);
+        // SAFETY: recording; both ranges lie in their buffers.
+        rt.run_now(|cb| unsafe { rt.gpu.device.cmd_copy_buffer(cb, src, dst, &region) })
+    }
+}
+
+impl Drop for Allocation {
+    fn drop(&mut self) {
+        // SAFETY: the allocation is dropped once no command or submission
+        // refers to it; freeing the memory unmaps it.
+        unsafe {
+            self.gpu.device.destroy_buffer(self.buffer, None);
+            if self.memory != vk::DeviceMemory::null() {
+                self.gpu.device.free_memory(self.memory, None);
+            }
+        }
+    }
+}
+
+/// Alignment of USM allocations when none is asked for.
+pub(crate) const DEFAULT_USM_ALIGN: u64 = 256;
+
+/// A USM allocation: the part of an allocation that starts at an address
+/// with the asked alignment.
+pub(crate) struct VkUsm {
+    pub(crate) alloc: Allocation,
+    /// Offset of the USM's first byte in the buffer.
+    pub(crate) offset: u64,
+}
+
+impl VkUsm {
+    /// Allocates `size` bytes of `kind` memory whose address is a multiple of
+    /// `align` (a power of two, 0 for the default), zeroed.
+    pub(crate) fn new(rt: &Runtime, kind: MemKind, size: u64, align: u64) -> Result<VkUsm> {
+        let align = align.max(DEFAULT_USM_ALIGN);
+        let mut alloc = Allocation::with_fallback(&rt.gpu, size, kind)?;
+        if !alloc.address().is_multiple_of(align) {
+            // Addresses are usually aligned far beyond this; when not, pad.
+            let padded =
+                size.checked_add(align).ok_or_else(|| err!(UnsupportedAlignment, "{size} + {align} overflows"))?;
+            alloc = Allocation::with_fallback(&rt.gpu, padded, kind)
+                .map_err(|e| err!(UnsupportedAlignment, "cannot align {size} bytes to {align}: {e}"))?;
+        }
+        let offset = alloc.address().next_multiple_of(align) - alloc.address();
+        alloc.zero(rt, offset, size)?;
+        Ok(VkUsm { alloc, offset })
+    }
+}
+
+impl UsmImpl for VkUsm {
+    fn address(&self) -> u64 {
+        self.alloc.address() + self.offset
+    }
+
+    fn host_ptr(&self) -> Option<*mut u8> {
+        // SAFETY: the offset lies inside the mapping.
+        self.alloc.mapped().map(|p| unsafe { p.add(self.offset as usize) })
+    }
+}
+
+/// A memory buffer.
+pub(crate) struct VkMemBuffer {
+    pub(crate) alloc: Allocation,
+}
+
+impl VkMemBuffer {
+    /// A buffer of `size` bytes holding `init`, or zeroes.
+    pub(crate) fn new(rt: &Runtime, kind: MemKind, size: u64, init: Option<&[u8]>) -> Result<VkMemBuffer> {
+        let alloc = Allocation::with_fallback(&rt.gpu, size, kind)?;
+        match init {
+            Some(data) => alloc.upload(rt, 0, data)?,
+            None => alloc.zero(rt, 0, size)?,
+        }
+        Ok(VkMemBuffer { alloc })
+    }
+}
+
+impl BufferImpl for VkMemBuffer {}
+
+/// The buffer and offset of a USM position.
+pub(crate) fn usm_location(r: &UsmRef) -> Result<(vk::Buffer, u64)> {
+    let usm = downcast::<VkUsm>(r.alloc().imp() as &dyn Any, "a USM allocation")?;
+    Ok((usm.alloc.buffer(), usm.offset + r.offset() as u64))
+}
+
+/// The adapter's object of a memory buffer.
+pub(crate) fn mem_buffer(b: &MemBuffer) -> Result<&VkMemBuffer> {
+    downcast::<VkMemBuffer>(b.imp() as &dyn Any, "a memory buffer")
+}
+
+/// Size of an arena chunk; larger requests get memory of their own.
+const CHUNK: u64 = 4 << 20;
+/// Free chunks kept for reuse.
+const KEEP_FREE: usize = 8;
+
+/// Host-visible memory handed out in slices for eager commands (argument
+/// blocks, fill patterns, staging of host memory). A slice holds its chunk;
+/// a chunk is reused once no slice of it is alive.
+pub(crate) struct Arena {
+    gpu: Arc<Gpu>,
+    state: Mutex<ArenaState>,
+}
+
+#[derive(Default)]
+struct ArenaState {
+    current: Option<Arc<Allocation>>,
+    used: u64,
+    retired: Vec<Arc<Allocation>>,
+}
+
+/// A slice of host-visible memory.
+pub(crate) struct Slice {
+    alloc: Arc<Allocation>,
+    offset: u64,
+}
+
+impl Slice {
+    pub(crate) fn buffer(&self) -> vk::Buffer {
+        self.alloc.buffer()
+    }
+
+    pub(crate) fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    pub(crate) fn address(&self) -> u64 {
+        self.alloc.address() + self.offset
+    }
+
+    /// The mapped address of the slice's first byte.
+    pub(crate) fn ptr(&self) -> *mut u8 {
+        let base = self.alloc.mapped().expect("arena memory is mapped");
+        // SAFETY: the offset lies inside the chunk.
+        unsafe { base.add(self.offset as usize) }
+    }
+
+    /// Copies `bytes` to the start of the slice.
+    pub(crate) fn write(&self, bytes: &[u8]) {
+        // SAFETY: the slice has at least `bytes.len()` bytes (it was
+        // allocated for them) and is not yet used by the device.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.ptr(), bytes.len()) };
+    }
+}
+
+/// Alignment of arena slices: enough for any argument block.
+const SLICE_ALIGN: u64 = 64;
+
+impl Arena {
+    pub(crate) fn new(gpu: Arc<Gpu>) -> Arena {
+        Arena { gpu, state: Mutex::default() }
+    }
+
+    /// A slice of `len` bytes.
+    pub(crate) fn alloc(&self, len: u64) -> Result<Slice> {
+        let len = len.max(1);
+        if len > CHUNK / 4 {
+            let alloc = Allocation::new(&self.gpu, len, MemKind::Host)?;
+            return Ok(Slice { alloc: Arc::new(alloc), offset: 0 });
+        }
+        let mut s = self.state.lock();
+        let offset = s.used.next_multiple_of(SLICE_ALIGN);
+        if let Some(current) = &s.current
+            && offset + len <= CHUNK
+        {
+            let slice = Slice { alloc: current.clone(), offset };
+            s.used = offset + len;
+            return Ok(slice);
+        }
+        if let Some(old) = s.current.take() {
+            s.retired.push(old);
+        }
+        let chunk = match s.retired.iter().position(|c| Arc::strong_count(c) == 1) {
+            Some(i) => s.retired.swap_remove(i),
+            None => Arc::new(Allocation::new(&self.gpu, CHUNK, MemKind::Host)?),
+        };
+        // Drop chunks nobody uses beyond a few kept for reuse.
+        let mut free = 0;
+        s.retired.retain(|c| {
+            let unused = Arc::strong_count(c) == 1;
+            free += usize::from(unused);
+            !unused || free <= KEEP_FREE
+        });
+        s.current = Some(chunk.clone());
+        s.used = len;
+        Ok(Slice { alloc: chunk, offset: 0 })
+    }
+}

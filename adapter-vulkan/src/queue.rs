@@ -1,0 +1,211 @@
+//! Queues: each eager command is one primary command buffer, submitted on
+//! the queue's lane once its wait list and the queue's ordering allow.
+//!
+//! An in-order queue makes each command wait for the previous one; an
+//! out-of-order queue only for the last barrier. Those waits, like every
+//! wait list, are timeline-semaphore waits in `vkQueueSubmit` (or host-side
+//! holds for events not yet submitted, such as user events).
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use ash::vk;
+use parking_lot::Mutex;
+use smallvec::SmallVec;
+use ur_core::adapter::{EventImpl, QueueImpl};
+use ur_core::{Command, QueueProperties, Result};
+
+use crate::cmd::{Pool, PooledCmd, host_barrier, record_ops};
+use crate::event::{EventCore, VkEvent, cores_of};
+use crate::lower::{Block, Sink, Staging, lower};
+use crate::profiling::{Queries, QuerySpan};
+use crate::runtime::{Lane, Runtime};
+use crate::submit::{Keep, StagingPtr, StatusCheck, Submission, schedule};
+
+/// Outstanding events kept before a sweep of completed ones.
+const SWEEP_AT: usize = 4096;
+
+pub(crate) struct VkQueue {
+    pub(crate) rt: Arc<Runtime>,
+    pub(crate) lane: Arc<Lane>,
+    pool: Arc<Pool>,
+    queries: Option<Arc<Queries>>,
+    in_order: bool,
+    tail: Mutex<Tail>,
+}
+
+#[derive(Default)]
+struct Tail {
+    /// The newest command of an in-order queue.
+    last: Option<Arc<EventCore>>,
+    /// The newest barrier of an out-of-order queue.
+    barrier: Option<Arc<EventCore>>,
+    /// Commands not known to be complete, oldest first.
+    outstanding: VecDeque<Arc<EventCore>>,
+}
+
+/// Argument blocks and staging of eager commands, from the runtime's arena.
+pub(crate) struct ArenaSink<'a> {
+    rt: &'a Runtime,
+    pub(crate) keep: Keep,
+    pub(crate) checks: Vec<StatusCheck>,
+}
+
+impl<'a> ArenaSink<'a> {
+    pub(crate) fn new(rt: &'a Runtime) -> ArenaSink<'a> {
+        ArenaSink { rt, keep: Vec::new(), checks: Vec::new() }
+    }
+}
+
+impl Sink for ArenaSink<'_> {
+    fn block(&mut self, bytes: &[u8]) -> Result<Block> {
+        let slice = self.rt.arena.alloc(bytes.len() as u64)?;
+        slice.write(bytes);
+        let block = Block { buffer: slice.buffer(), offset: slice.offset(), address: slice.address() };
+        self.keep.push(Box::new(slice));
+        Ok(block)
+    }
+
+    fn staging(&mut self, len: usize) -> Result<Staging> {
+        let slice = self.rt.arena.alloc(len as u64)?;
+        let staging = Staging { buffer: slice.buffer(), offset: slice.offset(), ptr: StagingPtr(slice.ptr()) };
+        self.keep.push(Box::new(slice));
+        Ok(staging)
+    }
+
+    fn indirect(&self) -> bool {
+        false
+    }
+
+    fn status(&mut self, kernel: &str) -> Result<u64> {
+        let slice = self.rt.arena.alloc(4)?;
+        slice.write(&0u32.to_le_bytes());
+        let address = slice.address();
+        self.checks.push(StatusCheck { word: StagingPtr(slice.ptr()), what: format!("kernel `{kernel}`") });
+        self.keep.push(Box::new(slice));
+        Ok(address)
+    }
+}
+
+impl VkQueue {
+    pub(crate) fn new(rt: Arc<Runtime>, properties: QueueProperties) -> Result<VkQueue> {
+        let lane = rt.next_lane();
+        let pool = Pool::new(rt.gpu.clone())?;
+        let queries = properties.profiling.then(|| Queries::new(rt.gpu.clone()));
+        tracing::debug!(lane = lane.index(), ?properties, "Vulkan queue created");
+        Ok(VkQueue { rt, lane, pool, queries, in_order: !properties.out_of_order, tail: Mutex::default() })
+    }
+
+    /// Makes `out` the queue's newest command and returns what it must wait
+    /// for to keep the queue's order.
+    pub(crate) fn order(&self, out: &Arc<EventCore>, barrier: bool) -> SmallVec<[Arc<EventCore>; 2]> {
+        let mut deps = SmallVec::new();
+        let mut tail = self.tail.lock();
+        while tail.outstanding.front().is_some_and(|e| e.is_done()) {
+            tail.outstanding.pop_front();
+        }
+        if tail.outstanding.len() >= SWEEP_AT {
+            tail.outstanding.retain(|e| !e.is_done());
+        }
+        if barrier {
+            deps.extend(tail.outstanding.iter().cloned());
+        } else if self.in_order {
+            deps.extend(tail.last.clone());
+        } else {
+            deps.extend(tail.barrier.clone());
+        }
+        if self.in_order {
+            tail.last = Some(out.clone());
+        } else if barrier {
+            tail.barrier = Some(out.clone());
+        }
+        tail.outstanding.push_back(out.clone());
+        deps
+    }
+
+    /// A timestamp pair for a submission of this queue, when it profiles.
+    pub(crate) fn span(&self) -> Result<Option<QuerySpan>> {
+        self.queries.as_ref().map(|q| q.span()).transpose()
+    }
+
+    /// Records a primary command buffer: timestamps (when profiling) around
+    /// `body`, and the barrier that makes device writes visible to the host.
+    pub(crate) fn record(
+        &self,
+        span: Option<&QuerySpan>,
+        body: impl FnOnce(vk::CommandBuffer) -> Result<()>,
+    ) -> Result<PooledCmd> {
+        self.pool.record(|cb| {
+            if let Some(s) = span {
+                s.begin(cb);
+            }
+            body(cb)?;
+            host_barrier(&self.rt.gpu, cb);
+            if let Some(s) = span {
+                s.end(cb);
+            }
+            Ok(())
+        })
+    }
+}
+
+impl QueueImpl for VkQueue {
+    unsafe fn enqueue(&self, command: &Command, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
+        let mut deps: SmallVec<[Arc<EventCore>; 4]> = cores_of(wait)?.into_iter().collect();
+        let mut sink = ArenaSink::new(&self.rt);
+        let mut lowered = lower(&self.rt, command, &mut sink)?;
+        let span = self.span()?;
+        let gpu = &self.rt.gpu;
+        let cmd = self.record(span.as_ref(), |cb| {
+            let mut bound = vk::Pipeline::null();
+            record_ops(gpu, cb, &lowered.ops, &mut bound);
+            Ok(())
+        })?;
+        let mut keep = sink.keep;
+        lowered.keep_into(&mut keep);
+        let out = EventCore::new();
+        deps.extend(self.order(&out, false));
+        let mut sub = Submission::new(self.lane.clone(), out.clone()).with_cmd(cmd);
+        sub.deps = deps;
+        sub.pre = lowered.pre;
+        sub.post = lowered.post;
+        sub.queries = span;
+        sub.keep = keep;
+        sub.checks = sink.checks;
+        schedule(sub);
+        Ok(Arc::new(VkEvent(out)))
+    }
+
+    unsafe fn enqueue_wait(&self, wait: &[&dyn EventImpl], barrier: bool) -> Result<Arc<dyn EventImpl>> {
+        let mut deps: SmallVec<[Arc<EventCore>; 4]> = cores_of(wait)?.into_iter().collect();
+        let span = self.span()?;
+        // Without timestamps to take, a marker is a submission of no command buffer.
+        let cmd = match &span {
+            Some(s) => Some(self.record(Some(s), |_| Ok(()))?),
+            None => None,
+        };
+        let out = EventCore::new();
+        deps.extend(self.order(&out, barrier));
+        let mut sub = Submission::new(self.lane.clone(), out.clone());
+        sub.cmd = cmd;
+        sub.deps = deps;
+        sub.queries = span;
+        schedule(sub);
+        Ok(Arc::new(VkEvent(out)))
+    }
+
+    fn finish(&self) -> Result<()> {
+        let outstanding: Vec<Arc<EventCore>> = self.tail.lock().outstanding.iter().cloned().collect();
+        for e in &outstanding {
+            // A command's own failure is reported by its event, not by finish.
+            let _ = e.wait();
+        }
+        self.tail.lock().outstanding.retain(|e| !e.is_done());
+        Ok(())
+    }
+
+    fn flush(&self) -> Result<()> {
+        // Submissions go to the device as soon as their dependencies allow.
+        Ok(())
+    }
+}

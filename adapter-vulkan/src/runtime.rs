@@ -1,0 +1,368 @@
+//! The logical device and what runs it: lanes (a queue, a timeline semaphore
+//! and a completion thread each), the staging arena, the internal fill
+//! pipeline.
+//!
+//! Every submission of the adapter signals the next value of its lane's
+//! timeline semaphore. Semaphore signal operations on one queue complete in
+//! submission order, so a lane's value `v` having been reached means every
+//! submission of that lane up to `v` has completed. Each lane's completion
+//! thread waits for its submissions in order and finishes them: it reads
+//! their timestamps, runs their host-side copies, completes their events
+//! (which may start deferred work) and releases what they held.
+//!
+//! Work that waits on events of other submissions waits on their timeline
+//! values in `vkQueueSubmit`; the adapter never submits a wait whose signal
+//! has not been submitted yet (host-side dependencies such as user events
+//! hold a submission back on the host instead), so no queue ever blocks on
+//! the host.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::thread::JoinHandle;
+
+use ash::vk;
+use parking_lot::{Condvar, Mutex};
+use smallvec::SmallVec;
+use ur_core::Result;
+
+use crate::cmd::Pool;
+use crate::conv::VkResultExt;
+use crate::device::{Instance, PhysicalInfo};
+use crate::event::{EventCore, Waiter};
+use crate::memory::Arena;
+use crate::program::Pipeline;
+use crate::submit::{Completion, Submission, schedule};
+
+/// Queues of the family the adapter uses at most; UR queues are spread over them.
+const MAX_HW_QUEUES: u32 = 4;
+/// Lanes at least: with one hardware queue, two lanes (two timelines on it)
+/// still make waits across timelines the common case, as on larger devices.
+const MIN_LANES: usize = 2;
+
+/// The logical device and its fixed properties. Every Vulkan object of the
+/// adapter holds an `Arc` of it, so the device is destroyed last.
+pub(crate) struct Gpu {
+    _instance: Arc<Instance>,
+    pub(crate) device: ash::Device,
+    pub(crate) family: u32,
+    /// The one pipeline layout of every pipeline: an 8-byte push constant
+    /// (the address of the argument block), no descriptor sets.
+    pub(crate) layout: vk::PipelineLayout,
+    pub(crate) memory: vk::PhysicalDeviceMemoryProperties,
+    /// `maxComputeWorkGroupCount`.
+    pub(crate) max_groups: [u32; 3],
+    /// Nanoseconds per timestamp tick.
+    pub(crate) timestamp_period: f64,
+    /// The valid bits of a timestamp.
+    pub(crate) timestamp_mask: u64,
+}
+
+impl Drop for Gpu {
+    fn drop(&mut self) {
+        // SAFETY: every object created from the device holds an `Arc` of this
+        // value, so all are gone; waiting for idleness covers work submitted
+        // by objects dropped while it ran.
+        unsafe {
+            let _ = self.device.device_wait_idle();
+            self.device.destroy_pipeline_layout(self.layout, None);
+            self.device.destroy_device(None);
+        }
+    }
+}
+
+/// Size in bytes of the push constants of every pipeline.
+pub(crate) const PUSH_CONSTANT_BYTES: u32 = 8;
+
+/// A hardware queue; lanes on the same queue share it (and its lock, which
+/// `vkQueueSubmit` needs).
+struct HwQueue {
+    queue: Mutex<vk::Queue>,
+}
+
+/// A point on a lane's timeline: the completion of one submission.
+#[derive(Clone)]
+pub(crate) struct Point {
+    pub(crate) lane: Arc<Lane>,
+    pub(crate) value: u64,
+}
+
+impl Point {
+    /// Whether the completion thread has seen the point reached.
+    pub(crate) fn reached(&self) -> bool {
+        self.lane.reached.load(Ordering::Acquire) >= self.value
+    }
+}
+
+/// One timeline of submissions, on one hardware queue.
+pub(crate) struct Lane {
+    index: usize,
+    gpu: Arc<Gpu>,
+    hw: Arc<HwQueue>,
+    timeline: vk::Semaphore,
+    /// The last value submitted; changes under the hardware queue's lock.
+    submitted: AtomicU64,
+    /// The last value the completion thread saw reached.
+    reached: AtomicU64,
+    fifo: Mutex<Fifo>,
+    wake: Condvar,
+}
+
+#[derive(Default)]
+struct Fifo {
+    items: VecDeque<InFlight>,
+    stop: bool,
+}
+
+struct InFlight {
+    value: u64,
+    completion: Completion,
+}
+
+impl Lane {
+    /// The timeline semaphore.
+    pub(crate) fn semaphore(&self) -> vk::Semaphore {
+        self.timeline
+    }
+
+    /// Which lane this is, for diagnostics.
+    pub(crate) fn index(&self) -> usize {
+        self.index
+    }
+
+    /// Submits `cmds` after the timeline points `waits`, signalling the
+    /// lane's next value, and hands `completion` to the completion thread.
+    /// Returns the waiters of the completion's event that the submission
+    /// resolved; the caller runs them once it holds no lock.
+    pub(crate) fn submit(
+        self: &Arc<Self>,
+        waits: &[(vk::Semaphore, u64)],
+        cmds: &[vk::CommandBuffer],
+        completion: Completion,
+    ) -> Result<Vec<Waiter>> {
+        let sems: SmallVec<[vk::Semaphore; 4]> = waits.iter().map(|w| w.0).collect();
+        let values: SmallVec<[u64; 4]> = waits.iter().map(|w| w.1).collect();
+        let stages: SmallVec<[vk::PipelineStageFlags; 4]> =
+            waits.iter().map(|_| vk::PipelineStageFlags::ALL_COMMANDS).collect();
+        let queue = self.hw.queue.lock();
+        let value = self.submitted.load(Ordering::Relaxed) + 1;
+        let signal = [self.timeline];
+        let signal_values = [value];
+        let mut timeline = vk::TimelineSemaphoreSubmitInfo::default()
+            .wait_semaphore_values(&values)
+            .signal_semaphore_values(&signal_values);
+        let submit = vk::SubmitInfo::default()
+            .wait_semaphores(&sems)
+            .wait_dst_stage_mask(&stages)
+            .command_buffers(cmds)
+            .signal_semaphores(&signal)
+            .push_next(&mut timeline);
+        // SAFETY: the queue is externally synchronised by its lock; the
+        // command buffers are recorded and kept alive by `completion` until
+        // the completion thread has seen them finish; every waited value has
+        // a submitted signal (the scheduler only waits on submitted points);
+        // the signalled value is greater than any earlier one of the lane.
+        unsafe { self.gpu.device.queue_submit(*queue, &[submit], vk::Fence::null()) }.vk("vkQueueSubmit")?;
+        self.submitted.store(value, Ordering::Relaxed);
+        let waiters = completion.out.mark_submitted(Point { lane: self.clone(), value }, completion.has_host_work());
+        // Pushed while the queue lock is held, so the queue of in-flight
+        // work stays in value order.
+        self.fifo.lock().items.push_back(InFlight { value, completion });
+        self.wake.notify_one();
+        drop(queue);
+        Ok(waiters)
+    }
+
+    fn wait_value(&self, value: u64) -> Result<()> {
+        let sems = [self.timeline];
+        let values = [value];
+        let info = vk::SemaphoreWaitInfo::default().semaphores(&sems).values(&values);
+        loop {
+            // SAFETY: the semaphore lives as long as the lane.
+            match unsafe { self.gpu.device.wait_semaphores(&info, 1_000_000_000) } {
+                Ok(()) => return Ok(()),
+                Err(vk::Result::TIMEOUT) => continue,
+                Err(e) => return Err(crate::conv::vk_error(e, "vkWaitSemaphores")),
+            }
+        }
+    }
+
+    /// The completion thread: finishes submissions in value order.
+    fn reap(self: Arc<Self>) {
+        loop {
+            let item = {
+                let mut fifo = self.fifo.lock();
+                loop {
+                    if let Some(item) = fifo.items.pop_front() {
+                        break item;
+                    }
+                    if fifo.stop {
+                        return;
+                    }
+                    self.wake.wait(&mut fifo);
+                }
+            };
+            let result = self.wait_value(item.value);
+            if result.is_ok() {
+                self.reached.fetch_max(item.value, Ordering::AcqRel);
+            } else {
+                tracing::error!(lane = self.index, value = item.value, "waiting for a submission failed");
+            }
+            item.completion.finish(result);
+        }
+    }
+}
+
+impl Drop for Lane {
+    fn drop(&mut self) {
+        // SAFETY: the lane is dropped once nothing refers to its points any
+        // more, and its completion thread has finished every submission.
+        unsafe { self.gpu.device.destroy_semaphore(self.timeline, None) };
+    }
+}
+
+/// A started device: the logical device, its lanes and shared resources.
+pub(crate) struct Runtime {
+    pub(crate) gpu: Arc<Gpu>,
+    lanes: Vec<Arc<Lane>>,
+    next_lane: AtomicUsize,
+    reapers: Mutex<Vec<JoinHandle<()>>>,
+    /// Host-visible memory for eager commands' argument blocks and staging.
+    pub(crate) arena: Arena,
+    /// The internal fill shader.
+    pub(crate) fill: Arc<Pipeline>,
+    /// Command pool for the adapter's own synchronous work.
+    util: Arc<Pool>,
+}
+
+impl Runtime {
+    /// Creates the logical device, its lanes and their threads.
+    pub(crate) fn new(instance: Arc<Instance>, info: &PhysicalInfo) -> Result<Arc<Runtime>> {
+        let hw_count = info.family_queues.clamp(1, MAX_HW_QUEUES);
+        let priorities = vec![1.0f32; hw_count as usize];
+        let queue_info =
+            [vk::DeviceQueueCreateInfo::default().queue_family_index(info.family).queue_priorities(&priorities)];
+        let mut f12 = vk::PhysicalDeviceVulkan12Features::default()
+            .buffer_device_address(true)
+            .timeline_semaphore(true)
+            .storage_buffer8_bit_access(true);
+        let core = vk::PhysicalDeviceFeatures::default().shader_int64(true);
+        let mut features = vk::PhysicalDeviceFeatures2::default().features(core).push_next(&mut f12);
+        let create = vk::DeviceCreateInfo::default().queue_create_infos(&queue_info).push_next(&mut features);
+        // SAFETY: the features were checked present by `inspect`; the
+        // structures live across the call.
+        let device = unsafe { instance.raw.create_device(info.physical, &create, None) }.vk("vkCreateDevice")?;
+        let range = [vk::PushConstantRange::default()
+            .stage_flags(vk::ShaderStageFlags::COMPUTE)
+            .offset(0)
+            .size(PUSH_CONSTANT_BYTES)];
+        let layout_info = vk::PipelineLayoutCreateInfo::default().push_constant_ranges(&range);
+        // SAFETY: a valid device and create info.
+        let layout = match unsafe { device.create_pipeline_layout(&layout_info, None) } {
+            Ok(l) => l,
+            Err(e) => {
+                // SAFETY: nothing else was created from the device yet.
+                unsafe { device.destroy_device(None) };
+                return Err(crate::conv::vk_error(e, "vkCreatePipelineLayout"));
+            }
+        };
+        let gpu = Arc::new(Gpu {
+            _instance: instance,
+            device,
+            family: info.family,
+            layout,
+            memory: info.memory,
+            max_groups: info.limits.max_compute_work_group_count,
+            timestamp_period: f64::from(info.limits.timestamp_period),
+            timestamp_mask: if info.timestamp_bits >= 64 { u64::MAX } else { (1u64 << info.timestamp_bits) - 1 },
+        });
+
+        let hw: Vec<Arc<HwQueue>> = (0..hw_count)
+            .map(|i| {
+                // SAFETY: `i` is below the number of queues created for the family.
+                let queue = unsafe { gpu.device.get_device_queue(info.family, i) };
+                Arc::new(HwQueue { queue: Mutex::new(queue) })
+            })
+            .collect();
+        let lane_count = (hw_count as usize).max(MIN_LANES);
+        let mut lanes = Vec::with_capacity(lane_count);
+        for index in 0..lane_count {
+            let mut kind = vk::SemaphoreTypeCreateInfo::default().semaphore_type(vk::SemaphoreType::TIMELINE);
+            let sem_info = vk::SemaphoreCreateInfo::default().push_next(&mut kind);
+            // SAFETY: a valid device; timeline semaphores are enabled.
+            let timeline = unsafe { gpu.device.create_semaphore(&sem_info, None) }.vk("vkCreateSemaphore")?;
+            lanes.push(Arc::new(Lane {
+                index,
+                gpu: gpu.clone(),
+                hw: hw[index % hw.len()].clone(),
+                timeline,
+                submitted: AtomicU64::new(0),
+                reached: AtomicU64::new(0),
+                fifo: Mutex::default(),
+                wake: Condvar::new(),
+            }));
+        }
+        let mut reapers = Vec::with_capacity(lanes.len());
+        for lane in &lanes {
+            let lane = lane.clone();
+            let handle = std::thread::Builder::new()
+                .name(format!("ur-vulkan-lane-{}", lane.index))
+                .spawn(move || lane.reap())
+                .map_err(|e| ur_core::err!(OutOfResources, "cannot start a Vulkan completion thread: {e}"))?;
+            reapers.push(handle);
+        }
+        let fill = crate::shaders::fill_pipeline(&gpu)?;
+        let util = Pool::new(gpu.clone())?;
+        tracing::debug!(
+            device = %info.name,
+            hw_queues = hw_count,
+            lanes = lanes.len(),
+            family = info.family,
+            "Vulkan device started"
+        );
+        Ok(Arc::new(Runtime {
+            arena: Arena::new(gpu.clone()),
+            gpu,
+            lanes,
+            next_lane: AtomicUsize::new(0),
+            reapers: Mutex::new(reapers),
+            fill,
+            util,
+        }))
+    }
+
+    /// The lane for a new queue: round robin over the lanes.
+    pub(crate) fn next_lane(&self) -> Arc<Lane> {
+        let i = self.next_lane.fetch_add(1, Ordering::Relaxed);
+        self.lanes[i % self.lanes.len()].clone()
+    }
+
+    /// Records `record` into a command buffer, runs it and waits for it: for
+    /// the adapter's own setup work (initial contents of new memory).
+    pub(crate) fn run_now(&self, record: impl FnOnce(vk::CommandBuffer)) -> Result<()> {
+        let cmd = self.util.record(|cb| {
+            record(cb);
+            crate::cmd::host_barrier(&self.gpu, cb);
+            Ok(())
+        })?;
+        let out = EventCore::new();
+        schedule(Submission::new(self.lanes[0].clone(), out.clone()).with_cmd(cmd));
+        out.wait()
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        for lane in &self.lanes {
+            lane.fifo.lock().stop = true;
+            lane.wake.notify_all();
+        }
+        let current = std::thread::current().id();
+        for handle in self.reapers.lock().drain(..) {
+            // The last handle may be dropped by a completion thread itself.
+            if handle.thread().id() != current {
+                let _ = handle.join();
+            }
+        }
+    }
+}

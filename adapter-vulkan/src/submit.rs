@@ -1,0 +1,259 @@
+//! Submissions: one recorded primary command buffer (or none, for markers)
+//! with its dependencies, its host-side copies and its event.
+//!
+//! [`schedule`] submits as soon as every dependency is resolved (its
+//! timeline value is known), waiting for those values in `vkQueueSubmit`.
+//! A submission with a host-side copy *into* staging memory (a write from
+//! host memory) waits on the host until its dependencies are complete, since
+//! the copy reads memory they may write; a host-side copy *out of* staging
+//! runs on the lane's completion thread after the device part, and the
+//! event completes after it.
+
+use std::any::Any;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use ash::vk;
+use parking_lot::Mutex;
+use smallvec::SmallVec;
+use ur_core::{HostPtr, ProfilingInfo, Result, UrError};
+
+use crate::cmd::PooledCmd;
+use crate::event::{EventCore, run_waiters};
+use crate::profiling::QuerySpan;
+use crate::runtime::{Lane, Point};
+
+/// Host memory staged through host-visible memory: rows of
+/// `(host offset, staging offset, length)`.
+#[derive(Clone)]
+pub(crate) struct HostCopy {
+    pub(crate) host: HostPtr,
+    pub(crate) staging: StagingPtr,
+    pub(crate) rows: SmallVec<[(usize, usize, usize); 1]>,
+}
+
+/// The mapped address of staging memory.
+#[derive(Copy, Clone)]
+pub(crate) struct StagingPtr(pub(crate) *mut u8);
+
+// SAFETY: an address of mapped memory that the submission holding it keeps
+// alive; access is ordered by the submission's dependencies.
+unsafe impl Send for StagingPtr {}
+// SAFETY: as for Send.
+unsafe impl Sync for StagingPtr {}
+
+impl HostCopy {
+    /// Copies host memory into staging.
+    ///
+    /// # Safety
+    /// The host rows are readable (the command's contract) and the staging
+    /// rows lie in live mapped memory nothing else uses now.
+    pub(crate) unsafe fn copy_in(&self) {
+        for &(h, s, n) in &self.rows {
+            // SAFETY: forwarded from the contract; the two sides are distinct memory.
+            unsafe { std::ptr::copy_nonoverlapping(self.host.as_ptr().add(h), self.staging.0.add(s), n) };
+        }
+    }
+
+    /// Copies staging into host memory.
+    ///
+    /// # Safety
+    /// As for [`copy_in`](Self::copy_in), with the host rows writable.
+    pub(crate) unsafe fn copy_out(&self) {
+        for &(h, s, n) in &self.rows {
+            // SAFETY: as above.
+            unsafe { std::ptr::copy_nonoverlapping(self.staging.0.add(s), self.host.as_ptr().add(h), n) };
+        }
+    }
+}
+
+/// A launch's status word, checked once the launch has completed: a kernel
+/// that set it failed.
+pub(crate) struct StatusCheck {
+    pub(crate) word: StagingPtr,
+    /// The launch, for the error message.
+    pub(crate) what: String,
+}
+
+impl StatusCheck {
+    /// The launch's failure, if its kernel reported one.
+    ///
+    /// # Safety
+    /// The word is live mapped memory the completed launch wrote (if at all).
+    unsafe fn failure(&self) -> Option<UrError> {
+        // SAFETY: forwarded; the word is 4-byte aligned.
+        let code = unsafe { self.word.0.cast::<u32>().read_volatile() };
+        (code != 0).then(|| {
+            ur_core::event::execution_error(ur_core::Backend::Vulkan, format!("{} failed with code {code}", self.what))
+        })
+    }
+}
+
+/// What a submission keeps alive until it completes.
+pub(crate) type Keep = Vec<Box<dyn Any + Send + Sync>>;
+
+/// What the completion thread does once a submission has finished.
+pub(crate) struct Completion {
+    pub(crate) out: Arc<EventCore>,
+    /// Copies out of staging into host memory.
+    pub(crate) post: Vec<HostCopy>,
+    pub(crate) queries: Option<QuerySpan>,
+    pub(crate) cmd: Option<PooledCmd>,
+    pub(crate) keep: Keep,
+    /// Status words of the kernels it ran.
+    pub(crate) checks: Vec<StatusCheck>,
+    /// An event whose failure this submission reports too (the stage before,
+    /// in a command-buffer submission of several stages).
+    pub(crate) inherit: Option<Arc<EventCore>>,
+}
+
+impl Completion {
+    pub(crate) fn has_host_work(&self) -> bool {
+        !self.post.is_empty() || !self.checks.is_empty()
+    }
+
+    /// Reads the timestamps, runs the host copies, completes the event and
+    /// releases everything held.
+    pub(crate) fn finish(self, mut result: Result<()>) {
+        let times = if result.is_ok() { self.queries.as_ref().and_then(QuerySpan::read) } else { None };
+        if result.is_ok() {
+            // SAFETY: the words are kept alive by `keep` and were written by
+            // the completed device work only.
+            if let Some(e) = self.checks.iter().find_map(|c| unsafe { c.failure() }) {
+                result = Err(e);
+            } else if let Some(e) = self.inherit.as_ref().and_then(|e| e.error()) {
+                result = Err(e);
+            }
+        }
+        if result.is_ok() {
+            for copy in &self.post {
+                // SAFETY: the device part wrote the staging memory and has
+                // completed; the host memory is valid until the event completes
+                // (the command's contract), which happens below.
+                unsafe { copy.copy_out() };
+            }
+        }
+        let waiters = self.out.complete(result, times);
+        // Release first: waiters may wait for memory this held to be reused.
+        drop(self.cmd);
+        drop(self.keep);
+        drop(self.queries);
+        run_waiters(waiters);
+    }
+}
+
+/// A submission being built.
+pub(crate) struct Submission {
+    pub(crate) lane: Arc<Lane>,
+    pub(crate) deps: SmallVec<[Arc<EventCore>; 4]>,
+    /// Copies from host memory into staging, made once `deps` are complete.
+    pub(crate) pre: Vec<HostCopy>,
+    pub(crate) cmd: Option<PooledCmd>,
+    pub(crate) post: Vec<HostCopy>,
+    pub(crate) queries: Option<QuerySpan>,
+    pub(crate) keep: Keep,
+    pub(crate) checks: Vec<StatusCheck>,
+    pub(crate) inherit: Option<Arc<EventCore>>,
+    pub(crate) out: Arc<EventCore>,
+}
+
+impl Submission {
+    /// A submission on `lane` completing `out`.
+    pub(crate) fn new(lane: Arc<Lane>, out: Arc<EventCore>) -> Submission {
+        Submission {
+            lane,
+            deps: SmallVec::new(),
+            pre: Vec::new(),
+            cmd: None,
+            post: Vec::new(),
+            queries: None,
+            keep: Vec::new(),
+            checks: Vec::new(),
+            inherit: None,
+            out,
+        }
+    }
+
+    pub(crate) fn with_cmd(mut self, cmd: PooledCmd) -> Submission {
+        self.cmd = Some(cmd);
+        self
+    }
+}
+
+/// Submits `sub` once its dependencies allow; never blocks.
+pub(crate) fn schedule(sub: Submission) {
+    let needs_done = !sub.pre.is_empty();
+    let deps: SmallVec<[Arc<EventCore>; 4]> = sub.deps.clone();
+    struct Gate {
+        remaining: AtomicUsize,
+        sub: Mutex<Option<Submission>>,
+    }
+    impl Gate {
+        fn arrive(&self) {
+            if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1
+                && let Some(sub) = self.sub.lock().take()
+            {
+                launch(sub);
+            }
+        }
+    }
+    let gate = Arc::new(Gate { remaining: AtomicUsize::new(deps.len() + 1), sub: Mutex::new(Some(sub)) });
+    for dep in deps {
+        let g = gate.clone();
+        let waiter: crate::event::Waiter = Box::new(move || g.arrive());
+        let ready = if needs_done { dep.when_done(waiter) } else { dep.when_resolved(waiter) };
+        if let Some(waiter) = ready {
+            waiter();
+        }
+    }
+    gate.arrive();
+}
+
+/// Submits now: every dependency is resolved (complete, for host copies in).
+fn launch(mut sub: Submission) {
+    for copy in &sub.pre {
+        // SAFETY: every dependency has completed, so nothing writes the host
+        // memory now (the command's contract covers its validity), and the
+        // staging memory is this submission's own.
+        unsafe { copy.copy_in() };
+    }
+    // The latest value to wait for per timeline.
+    let mut waits: SmallVec<[Point; 4]> = SmallVec::new();
+    for dep in &sub.deps {
+        if let Some(p) = dep.wait_point() {
+            match waits.iter_mut().find(|w| Arc::ptr_eq(&w.lane, &p.lane)) {
+                Some(w) => w.value = w.value.max(p.value),
+                None => waits.push(p),
+            }
+        }
+    }
+    let wait_values: SmallVec<[(vk::Semaphore, u64); 4]> =
+        waits.iter().map(|p| (p.lane.semaphore(), p.value)).collect();
+    let cmds: SmallVec<[vk::CommandBuffer; 1]> = sub.cmd.as_ref().map(PooledCmd::raw).into_iter().collect();
+    // The lanes waited on stay alive (with their semaphores) until this completes.
+    sub.keep.push(Box::new(waits));
+    let completion = Completion {
+        out: sub.out.clone(),
+        post: sub.post,
+        queries: sub.queries,
+        cmd: sub.cmd,
+        keep: sub.keep,
+        checks: sub.checks,
+        inherit: sub.inherit,
+    };
+    match sub.lane.submit(&wait_values, &cmds, completion) {
+        Ok(waiters) => run_waiters(waiters),
+        Err(e) => fail(&sub.out, e),
+    }
+}
+
+/// Completes `out` with an error.
+pub(crate) fn fail(out: &EventCore, error: UrError) {
+    tracing::error!(%error, "a Vulkan submission failed");
+    run_waiters(out.complete(Err(error), None));
+}
+
+/// Times of a completed submission from its two timestamps.
+pub(crate) fn times_from(start: u64, end: u64) -> ProfilingInfo {
+    ProfilingInfo { queued: start, submit: start, start, end: end.max(start) }
+}

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Regenerates the SPIR-V of the conformance kernel library (Vulkan form) from their GLSL
+# (Debian: glslang-tools). The .spv files are committed, so building needs no
+# shader compiler; the test `kernels::vulkan::tests::spirv_is_current` checks they match.
+set -euo pipefail
+cd "$(dirname "$0")"
+for src in *.comp; do
+    glslangValidator -V --target-env vulkan1.2 "$src" -o "${src%.comp}.spv" >/dev/null
+done
+glslangValidator --version | head -n 1 >glslang-version.txt
+if command -v spirv-val >/dev/null; then
+    for spv in *.spv; do spirv-val --target-env vulkan1.2 "$spv"; done
+fi
