@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 for src in *.comp; do
-    glslangValidator -V --target-env vulkan1.2 "$src" -o "${src%.comp}.spv" >/dev/null
+    out=$(glslangValidator -V --target-env vulkan1.2 "$src" -o "${src%.comp}.spv") || { echo "$out" >&2; exit 1; }
 done
 glslangValidator --version | head -n 1 >glslang-version.txt
 if command -v spirv-val >/dev/null; then

@@ -10,7 +10,7 @@
 //!   host and shared USM map onto device-local, host-cached and
 //!   (where available) device-local host-visible memory types.
 //! - **Kernels** are SPIR-V compute shaders following the adapter's kernel
-//!   ABI (see [`program`](crate#the-kernel-abi)): an argument block reached
+//!   ABI ([below](crate#the-kernel-abi)): an argument block reached
 //!   through a push-constant device address, local size and local-memory
 //!   sizes as specialization constants.
 //! - **Queues** submit each command as a primary command buffer on a lane
@@ -39,7 +39,8 @@
 //! | 12..16 | `uint` work dimension |
 //! | 16..28 | `uvec3` global size |
 //! | 32..44 | `uvec3` global offset |
-//! | 48.. | the arguments, in signature order |
+//! | 48..56 | device address of the launch's status word (`uint`) |
+//! | 64.. | the arguments, in signature order |
 //!
 //! Each argument starts at an offset aligned to 8 bytes (16 for values of
 //! more than 8 bytes): a global pointer is its 8-byte device address, a
@@ -48,8 +49,10 @@
 //! specialization constants 0, 1 and 2. The global id is
 //! `gl_GlobalInvocationID` plus the global offset; the global size comes
 //! from the block, not from `gl_NumWorkGroups` (large launches are split
-//! into several dispatches). The conformance suite's kernel library
-//! (`conformance/src/kernels/vulkan/`) is written to this ABI.
+//! into several dispatches). A kernel fails its launch by setting the status
+//! word to a non-zero code; the launch's event then reports the error. The
+//! conformance suite's kernel library (`conformance/src/kernels/vulkan/`) is
+//! written to this ABI; `docs/vulkan.md` describes it in full.
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod cmd;

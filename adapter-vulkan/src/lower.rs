@@ -178,7 +178,7 @@ struct FillAt<'a> {
 
 fn fill(out: &mut Lowered, rt: &Runtime, sink: &mut dyn Sink, f: FillAt<'_>) -> Result<()> {
     let FillAt { buffer, offset, address, pattern, size } = f;
-    match plan_fill(address, offset, pattern, size, rt.gpu.max_groups[0]) {
+    match plan_fill(address, offset, pattern, size, rt.fill_group, rt.gpu.max_groups[0]) {
         FillPlan::Word(word) => out.ops.push(GpuOp::Fill { dst: buffer, offset, size, word }),
         FillPlan::Shader { params, groups } => {
             let block = sink.block(&params)?;

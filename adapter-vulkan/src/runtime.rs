@@ -231,6 +231,8 @@ pub(crate) struct Runtime {
     pub(crate) arena: Arena,
     /// The internal fill shader.
     pub(crate) fill: Arc<Pipeline>,
+    /// Work-items per work-group of the fill shader.
+    pub(crate) fill_group: u32,
     /// Command pool for the adapter's own synchronous work.
     util: Arc<Pool>,
 }
@@ -311,7 +313,11 @@ impl Runtime {
                 .map_err(|e| ur_core::err!(OutOfResources, "cannot start a Vulkan completion thread: {e}"))?;
             reapers.push(handle);
         }
-        let fill = crate::shaders::fill_pipeline(&gpu)?;
+        let fill_group = crate::shaders::fill_group(
+            info.limits.max_compute_work_group_size[0],
+            info.limits.max_compute_work_group_invocations,
+        );
+        let fill = crate::shaders::fill_pipeline(&gpu, fill_group)?;
         let util = Pool::new(gpu.clone())?;
         tracing::debug!(
             device = %info.name,
@@ -327,6 +333,7 @@ impl Runtime {
             next_lane: AtomicUsize::new(0),
             reapers: Mutex::new(reapers),
             fill,
+            fill_group,
             util,
         }))
     }
