@@ -20,6 +20,8 @@ pub use ur_core::*;
 use ur_adapter_cpu::CpuAdapterFactory;
 
 static CPU: CpuAdapterFactory = CpuAdapterFactory;
+#[cfg(feature = "cuda")]
+static CUDA: ur_adapter_cuda::CudaAdapterFactory = ur_adapter_cuda::CudaAdapterFactory;
 
 /// The adapters of this build, in the order the loader opens them.
 pub fn adapters() -> Vec<AdapterEntry<'static>> {
@@ -27,7 +29,10 @@ pub fn adapters() -> Vec<AdapterEntry<'static>> {
         AdapterEntry::Compiled(&CPU),
         AdapterEntry::NotCompiled(Backend::OpenCl, "the OpenCL adapter is not part of this build"),
         AdapterEntry::NotCompiled(Backend::Vulkan, "the Vulkan adapter is not part of this build"),
-        AdapterEntry::NotCompiled(Backend::Cuda, "the CUDA adapter is not part of this build"),
+        #[cfg(feature = "cuda")]
+        AdapterEntry::Compiled(&CUDA),
+        #[cfg(not(feature = "cuda"))]
+        AdapterEntry::NotCompiled(Backend::Cuda, "compiled without the `cuda` feature of the `ur` crate"),
     ]
 }
 

@@ -23,6 +23,7 @@
 
 use ur::{ArgKind, KernelSignature, ProgramBundle, ProgramSource};
 
+mod cuda;
 mod native;
 
 const G: ArgKind = ArgKind::Global;
@@ -51,7 +52,7 @@ pub fn bundle() -> ProgramBundle {
     for signature in signatures() {
         bundle = bundle.kernel(signature);
     }
-    bundle.source(ProgramSource::Native(native::kernels()))
+    bundle.source(ProgramSource::Native(native::kernels())).source(ProgramSource::CudaC(cuda::SOURCE.into()))
 }
 
 /// The host model of `saxpy`.
