@@ -4,15 +4,16 @@
 //! cudarc: cudarc's candidate names follow its binding level (`.so.12` for the
 //! 12.x bindings), while the GPU machines ship CUDA 13's `libnvrtc.so.13`.
 //! The search covers the usual sonames, `UR_CUDA_NVRTC` (a path to the
-//! library), `CUDA_PATH`/`CUDA_HOME` and `/usr/local/cuda*`. When none loads,
-//! CUDA C programs fail with the reason and everything else works.
+//! library, or `none` to do without NVRTC), `CUDA_PATH`/`CUDA_HOME` and
+//! `/usr/local/cuda*`. When none loads, programs are built from PTX, CUDA C
+//! programs fail with the reason, and everything else works.
 
 use std::ffi::{CStr, CString, c_char, c_int};
 use std::path::PathBuf;
 use std::ptr;
 use std::sync::OnceLock;
 
-/// The variable naming the NVRTC library to load.
+/// The variable naming the NVRTC library to load (`none`: do without).
 pub const NVRTC_ENV: &str = "UR_CUDA_NVRTC";
 
 type Program = *mut std::ffi::c_void;
@@ -84,6 +85,9 @@ fn candidates() -> Vec<PathBuf> {
 }
 
 fn load() -> Result<Nvrtc, String> {
+    if std::env::var_os(NVRTC_ENV).is_some_and(|v| v == "none") {
+        return Err(format!("NVRTC is turned off ({NVRTC_ENV}=none)"));
+    }
     let mut tried = Vec::new();
     for candidate in candidates() {
         // SAFETY: loading NVRTC runs its initialisers, which have no

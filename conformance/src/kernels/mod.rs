@@ -52,7 +52,10 @@ pub fn bundle() -> ProgramBundle {
     for signature in signatures() {
         bundle = bundle.kernel(signature);
     }
-    bundle.source(ProgramSource::Native(native::kernels())).source(ProgramSource::CudaC(cuda::SOURCE.into()))
+    bundle
+        .source(ProgramSource::Native(native::kernels()))
+        .source(ProgramSource::CudaC(cuda::SOURCE.into()))
+        .source(ProgramSource::Ptx(cuda::PTX.into()))
 }
 
 /// The host model of `saxpy`.
