@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 use std::time::Instant;
 
 use cudarc::driver::sys;
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 use ur_core::adapter::{ContextImpl, DeviceImpl, PlatformImpl};
 use ur_core::{
     CommandBufferCaps, CommandBufferSupport, DeviceInfo, DeviceType, Result, SourceForm, UpdateCapabilities, UsmKinds,
@@ -127,9 +127,16 @@ unsafe impl Send for Release {}
 struct Gate {
     /// User events not yet complete that device work waits on.
     waited: usize,
+    /// Module loads under way; no new user-event wait starts meanwhile.
+    loading: usize,
     /// Releases held back while `waited` is non-zero.
     deferred: Vec<Release>,
 }
+
+/// Streams kept for reuse, at most this many.
+const POOLED_STREAMS: usize = 64;
+/// Streams made when the device opens: enough for eight out-of-order queues.
+const PREWARMED_STREAMS: usize = 32;
 
 /// Which pool a word comes from.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -197,6 +204,11 @@ pub(crate) struct DeviceShared {
     /// where a graph node needs an event.
     pub(crate) complete: CuEvent,
     gate: Mutex<Gate>,
+    /// Signalled whenever `waited` or `loading` falls.
+    gate_changed: Condvar,
+    /// Idle streams for reuse, each with an event recorded when it was
+    /// returned: it is idle once that event has completed.
+    stream_pool: Mutex<Vec<(Stream, CuEvent)>>,
     user_words: Mutex<WordPool>,
     status_words: Mutex<WordPool>,
     /// Status words whose kernel may still run, with the event that says when not.
@@ -318,6 +330,12 @@ impl DeviceShared {
         internal.synchronize()?;
         let base_ns = now_ns();
         let complete = CuEvent::new(false)?;
+        // Streams made now rather than while a user event holds device work
+        // (creating one may then wait for it).
+        let mut stream_pool = Vec::with_capacity(PREWARMED_STREAMS);
+        for _ in 0..PREWARMED_STREAMS {
+            stream_pool.push((Stream::new()?, CuEvent::new(false)?));
+        }
         tracing::debug!(ordinal, name = %info.name, ?limits, "CUDA device opened");
         Ok(Arc::new(DeviceShared {
             device,
@@ -329,6 +347,8 @@ impl DeviceShared {
             base_ns,
             complete,
             gate: Mutex::default(),
+            gate_changed: Condvar::new(),
+            stream_pool: Mutex::new(stream_pool),
             user_words: Mutex::default(),
             status_words: Mutex::default(),
             retiring: Mutex::default(),
@@ -390,12 +410,18 @@ impl DeviceShared {
         }
     }
 
-    /// Device work started waiting on a user event.
+    /// Device work is about to wait on a user event: waits while a module
+    /// loads (see [`DeviceShared::load_module`]).
     pub(crate) fn gate_enter(&self) {
-        self.gate.lock().waited += 1;
+        let mut gate = self.gate.lock();
+        while gate.loading > 0 {
+            self.gate_changed.wait(&mut gate);
+        }
+        gate.waited += 1;
     }
 
-    /// A user event that device work waited on completed.
+    /// A user event that device work waited on completed (or its wait was
+    /// never issued).
     pub(crate) fn gate_leave(&self) {
         let deferred = {
             let mut gate = self.gate.lock();
@@ -403,6 +429,7 @@ impl DeviceShared {
             if gate.waited > 0 {
                 return;
             }
+            self.gate_changed.notify_all();
             std::mem::take(&mut gate.deferred)
         };
         if !deferred.is_empty() {
@@ -410,6 +437,64 @@ impl DeviceShared {
         }
         for resource in deferred {
             self.release_now(resource);
+        }
+    }
+
+    /// Runs `load` (a `cuModuleLoadDataEx`) once no device work waits on a
+    /// user event, and keeps new user-event waits from starting until it
+    /// returns.
+    ///
+    /// Loading a module waits for every stream of the context to drain (seen
+    /// on CUDA 13 / driver 580), inside the driver: a stream held by a user
+    /// event would make it wait until the host completes the event, and
+    /// meanwhile other threads' driver calls, among them those of the thread
+    /// about to complete the event, could wait for the loader: a deadlock.
+    /// Waiting here, outside the driver, leaves the host free to complete it.
+    pub(crate) fn load_module<T>(&self, load: impl FnOnce() -> T) -> T {
+        {
+            let mut gate = self.gate.lock();
+            if gate.waited > 0 {
+                tracing::debug!(waited = gate.waited, "module load waits for user events that hold device work");
+            }
+            while gate.waited > 0 {
+                self.gate_changed.wait(&mut gate);
+            }
+            gate.loading += 1;
+        }
+        let result = load();
+        let mut gate = self.gate.lock();
+        gate.loading -= 1;
+        if gate.loading == 0 {
+            self.gate_changed.notify_all();
+        }
+        result
+    }
+
+    /// A stream of this device: an idle one from the pool, or a new one.
+    /// Creating streams may also wait for the device, so streams are reused.
+    pub(crate) fn take_stream(&self) -> Result<Stream> {
+        {
+            let mut pool = self.stream_pool.lock();
+            if let Some(i) = pool.iter().position(|(_, idle)| matches!(idle.query(), Ok(crate::driver::Query::Ready))) {
+                return Ok(pool.swap_remove(i).0);
+            }
+        }
+        self.bind()?;
+        Stream::new()
+    }
+
+    /// Gives a stream back for reuse once the work submitted to it so far is done.
+    pub(crate) fn return_stream(&self, stream: Stream) {
+        let idle = match self.bind().and_then(|()| CuEvent::new(false)) {
+            Ok(idle) => idle,
+            Err(_) => return,
+        };
+        if idle.record(stream.raw()).is_err() {
+            return;
+        }
+        let mut pool = self.stream_pool.lock();
+        if pool.len() < POOLED_STREAMS {
+            pool.push((stream, idle));
         }
     }
 

@@ -27,7 +27,7 @@ use ur_core::event::execution_error;
 use ur_core::{Backend, EventStatus, ProfilingInfo, Result, UrError, err};
 
 use crate::device::{DeviceShared, Word, WordKind, now_ns};
-use crate::driver::{self, CuEvent, Query, Stream, cu};
+use crate::driver::{self, CuEvent, Query, cu};
 
 /// Where an event learns whether its kernels reported a failure.
 pub(crate) enum Check {
@@ -196,25 +196,36 @@ impl UserInner {
         if state.result.is_some() {
             return Ok(());
         }
+        // Counted before the wait is issued, so that no module load starts
+        // while the stream may be held (see `DeviceShared::load_module`).
+        let entered = !state.device_waits;
+        if entered {
+            self.dev.gate_enter();
+            state.device_waits = true;
+        }
+        let issued = self.issue_wait(stream);
+        if issued.is_err() && entered {
+            state.device_waits = false;
+            self.dev.gate_leave();
+        }
+        issued
+    }
+
+    fn issue_wait(self: &Arc<Self>, stream: sys::CUstream) -> Result<()> {
         let flags = sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32;
         // SAFETY: the word is device-mapped host memory that lives as long as
         // the device; the stream is alive.
         let result = unsafe { sys::cuStreamWaitValue32_v2(stream, self.word.addr, self.target, flags) };
-        if result as u32 == NOT_SUPPORTED {
-            tracing::debug!("stream memory operations unsupported: user event waits through a host function");
-            let data = Arc::into_raw(self.clone()).cast_mut().cast::<c_void>();
-            // SAFETY: the callback takes back the leaked Arc exactly once.
-            if let Err(e) = unsafe { cu!(cuLaunchHostFunc(stream, Some(block_until_complete), data)) } {
-                // SAFETY: the callback was not enqueued; reclaim the Arc.
-                drop(unsafe { Arc::from_raw(data.cast::<UserInner>()) });
-                return Err(e);
-            }
-        } else {
-            driver::check(result, "cuStreamWaitValue32_v2")?;
+        if result as u32 != NOT_SUPPORTED {
+            return driver::check(result, "cuStreamWaitValue32_v2");
         }
-        if !state.device_waits {
-            state.device_waits = true;
-            self.dev.gate_enter();
+        tracing::debug!("stream memory operations unsupported: user event waits through a host function");
+        let data = Arc::into_raw(self.clone()).cast_mut().cast::<c_void>();
+        // SAFETY: the callback takes back the leaked Arc exactly once.
+        if let Err(e) = unsafe { cu!(cuLaunchHostFunc(stream, Some(block_until_complete), data)) } {
+            // SAFETY: the callback was not enqueued; reclaim the Arc.
+            drop(unsafe { Arc::from_raw(data.cast::<UserInner>()) });
+            return Err(e);
         }
         Ok(())
     }
@@ -272,11 +283,12 @@ impl CudaUserEvent {
         dev.bind()?;
         let event = CuEvent::new(false)?;
         if self.inner.state.lock().result.is_none() {
-            // Destroying the stream right away is fine: the driver keeps it
-            // until its work (the wait, then the record) has run.
-            let stream = Stream::new()?;
-            self.inner.device_wait(stream.raw())?;
-            event.record(stream.raw())?;
+            // The stream goes back to the pool right away: it is reused only
+            // once its work (the wait, then the record) has run.
+            let stream = dev.take_stream()?;
+            let waited = self.inner.device_wait(stream.raw()).and_then(|()| event.record(stream.raw()));
+            dev.return_stream(stream);
+            waited?;
         }
         let raw = event.raw();
         *gated = Some(event);

@@ -98,9 +98,9 @@ impl CudaProgram {
         let mut raw: sys::CUmodule = ptr::null_mut();
         // SAFETY: `ptx` is NUL-terminated PTX; the options name a writable log
         // buffer of the given size (the size is passed by value, as the driver expects).
-        let result = unsafe {
+        let result = dev.load_module(|| unsafe {
             sys::cuModuleLoadDataEx(&mut raw, ptx.as_ptr().cast(), 2, options.as_mut_ptr(), values.as_mut_ptr())
-        };
+        });
         if result != sys::CUresult::CUDA_SUCCESS {
             let log = std::ffi::CStr::from_bytes_until_nul(&log).map(|s| s.to_string_lossy()).unwrap_or_default();
             let mut e = driver::error(result, "cuModuleLoadDataEx");

@@ -50,7 +50,7 @@ impl CudaQueue {
     pub(crate) fn new(dev: Arc<DeviceShared>, properties: QueueProperties) -> Result<CudaQueue> {
         dev.bind()?;
         let count = if properties.out_of_order { OUT_OF_ORDER_STREAMS } else { 1 };
-        let streams = (0..count).map(|_| Stream::new()).collect::<Result<Vec<_>>>()?;
+        let streams = (0..count).map(|_| dev.take_stream()).collect::<Result<Vec<_>>>()?;
         let state = QueueState { last: vec![None; count], ..QueueState::default() };
         Ok(CudaQueue { dev, streams, profiling: properties.profiling, state: Mutex::new(state) })
     }
@@ -148,5 +148,13 @@ impl QueueImpl for CudaQueue {
     fn flush(&self) -> Result<()> {
         // Work is handed to the device as it is submitted.
         Ok(())
+    }
+}
+
+impl Drop for CudaQueue {
+    fn drop(&mut self) {
+        for stream in self.streams.drain(..) {
+            self.dev.return_stream(stream);
+        }
     }
 }

@@ -282,9 +282,9 @@ fn empty_launch_update(device: &Device) -> Result<(), String> {
     Ok(())
 }
 
-/// Freeing memory or unloading a module may wait for the whole device; a
-/// stream held by a user event the same thread completes later must not
-/// turn that into a deadlock.
+/// Freeing memory or unloading a module may wait for the whole device, and
+/// loading one does; a stream held by a user event the same thread completes
+/// later must not turn that into a deadlock.
 fn frees_while_gated(device: &Device) -> Result<(), String> {
     let done = Arc::new(AtomicBool::new(false));
     let watchdog = done.clone();
@@ -306,7 +306,12 @@ fn frees_while_gated(device: &Device) -> Result<(), String> {
         }
     }
     drop(MemBuffer::new(&context, MemFlags::READ_WRITE, 4096).map_err(ur)?);
-    drop(set_program(&context, vec![ArgKind::Global, ArgKind::Value(4)])?);
+    // Loading a module waits for the device (driver 580): it waits for the
+    // user event, outside the driver, so this thread's driver calls below
+    // still go through and it can complete the event.
+    let loader_context = context.clone();
+    let loading =
+        std::thread::spawn(move || set_program(&loader_context, vec![ArgKind::Global, ArgKind::Value(4)]).map(drop));
     let cb = CommandBuffer::new(&context, device, CommandBufferDesc::default()).map_err(ur)?;
     cb.append_usm_fill(mem.ptr(), &[1], 64, AppendOptions::new()).map_err(ur)?;
     cb.finalize().map_err(ur)?;
@@ -316,6 +321,7 @@ fn frees_while_gated(device: &Device) -> Result<(), String> {
     }
     gate.complete().map_err(ur)?;
     held.wait().map_err(ur)?;
+    loading.join().map_err(|_| "the program build panicked".to_string())??;
     done.store(true, Ordering::SeqCst);
     let mut out = [0u8; 64];
     queue.read_usm(mem.ptr(), &mut out, &[]).map_err(ur)?;
