@@ -3,12 +3,12 @@
 //! The crate applications depend on: everything of [`ur_core`], plus the
 //! adapters this build compiles in, registered with the loader.
 //!
-//! The CPU adapter is always compiled in. The Vulkan adapter is compiled in
-//! by the cargo feature `vulkan` (on by default); it opens the Vulkan loader
-//! at run time, so a machine without Vulkan reports it absent with the
-//! reason. The OpenCL and CUDA adapters are compiled in by the features
-//! `opencl` and `cuda` once their crates are part of the workspace; until
-//! then the loader reports them absent with that reason.
+//! The CPU adapter is always compiled in. The Vulkan and CUDA adapters are
+//! compiled in by the cargo features `vulkan` and `cuda` (on by default);
+//! they open the Vulkan loader and the CUDA driver at run time, so a machine
+//! without them reports the adapter absent with the reason. The OpenCL
+//! adapter is compiled in by the feature `opencl` once its crate is part of
+//! the workspace; until then the loader reports it absent with that reason.
 //!
 //! ```
 //! let loader = ur::load_all();
@@ -24,6 +24,8 @@ use ur_adapter_cpu::CpuAdapterFactory;
 static CPU: CpuAdapterFactory = CpuAdapterFactory;
 #[cfg(feature = "vulkan")]
 static VULKAN: ur_adapter_vulkan::VulkanAdapterFactory = ur_adapter_vulkan::VulkanAdapterFactory;
+#[cfg(feature = "cuda")]
+static CUDA: ur_adapter_cuda::CudaAdapterFactory = ur_adapter_cuda::CudaAdapterFactory;
 
 /// The adapters of this build, in the order the loader opens them.
 pub fn adapters() -> Vec<AdapterEntry<'static>> {
@@ -34,7 +36,10 @@ pub fn adapters() -> Vec<AdapterEntry<'static>> {
         AdapterEntry::Compiled(&VULKAN),
         #[cfg(not(feature = "vulkan"))]
         AdapterEntry::NotCompiled(Backend::Vulkan, "compiled without the `vulkan` feature of the `ur` crate"),
-        AdapterEntry::NotCompiled(Backend::Cuda, "the CUDA adapter is not part of this build"),
+        #[cfg(feature = "cuda")]
+        AdapterEntry::Compiled(&CUDA),
+        #[cfg(not(feature = "cuda"))]
+        AdapterEntry::NotCompiled(Backend::Cuda, "compiled without the `cuda` feature of the `ur` crate"),
     ]
 }
 

@@ -23,6 +23,7 @@
 
 use ur::{ArgKind, KernelSignature, ProgramBundle, ProgramSource};
 
+mod cuda;
 mod native;
 pub mod vulkan;
 
@@ -52,7 +53,11 @@ pub fn bundle() -> ProgramBundle {
     for signature in signatures() {
         bundle = bundle.kernel(signature);
     }
-    bundle.source(ProgramSource::Native(native::kernels())).source(ProgramSource::SpirV(vulkan::modules()))
+    bundle
+        .source(ProgramSource::Native(native::kernels()))
+        .source(ProgramSource::SpirV(vulkan::modules()))
+        .source(ProgramSource::CudaC(cuda::SOURCE.into()))
+        .source(ProgramSource::Ptx(cuda::PTX.into()))
 }
 
 /// The host model of `saxpy`.

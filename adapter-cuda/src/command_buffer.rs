@@ -1,0 +1,531 @@
+//! Command buffers as CUDA graphs, built node by node and instantiated at
+//! finalize.
+//!
+//! Each appended command becomes, in its graph:
+//! - one event-wait node per wait event, after the command's sync-point
+//!   dependencies;
+//! - with a signal event on a profiling buffer, an event-record node for the
+//!   start;
+//! - its body: a kernel node; a memcpy node (linear, rect, reads and writes,
+//!   raw host memory included); memset nodes for fills (one per pattern
+//!   element when the pattern is not 1, 2 or 4 aligned bytes, joined by an
+//!   empty node), or a host node for fills of pinned host memory; an empty
+//!   node for prefetch and advice (see below);
+//! - with a signal event, an event-record node after the body.
+//!
+//! Later commands depend on the body's last node; in-order buffers get the
+//! previous command as their only dependency from the front end. A buffer
+//! with kernels ends with a host node that collects the status word its
+//! kernels report failures to (see the kernel ABI in `program.rs`).
+//!
+//! An enqueue launches the executable graph on a stream of the queue after
+//! the wait list and the previous submission of the buffer. Updates change
+//! the executable graph in place (`cuGraphExecKernelNodeSetParams_v2` for
+//! arguments, sizes, offset and kernel; `cuGraphNodeSetEnabled` for launches
+//! that become empty or not; the event-node setters for events), and the
+//! template graph alike, so that the rare update the driver refuses in place
+//! is applied with `cuGraphExecUpdate_v2` or, failing that, a new
+//! instantiation.
+//!
+//! Graphs have no prefetch or advice node: prefetch is an ordered no-op
+//! inside a graph (eager prefetch migrates), and advice, which CUDA does not
+//! order on streams anyway, is applied at each enqueue.
+
+use std::any::Any;
+use std::collections::VecDeque;
+use std::ffi::c_void;
+use std::ptr;
+use std::sync::Arc;
+
+use cudarc::driver::sys;
+use parking_lot::Mutex;
+use smallvec::SmallVec;
+use ur_core::adapter::{CommandBufferImpl, EventImpl, KernelUpdate, QueueImpl, downcast};
+use ur_core::{Command, CommandBufferDesc, Event, Kernel, NativeHandle, Result, UsmAdvice, UsmRef};
+
+use crate::conv::{CopyPlan, HostJob, host_job_kept};
+use crate::conv::{copy_1d, copy_rect, fill_plan};
+use crate::device::{DeviceShared, Release, Word, WordKind};
+use crate::driver::{self, cu};
+use crate::event::{Check, CudaEvent, RunStatus, graph_wait_event};
+use crate::exec;
+use crate::memory::{Loc, buffer_loc, mem_loc, usm_loc};
+use crate::program::LaunchParams;
+use crate::queue::{CudaQueue, Order};
+
+type Node = sys::CUgraphNode;
+
+struct KernelNode {
+    node: Node,
+    params: LaunchParams,
+    enabled: bool,
+}
+
+struct WaitNode {
+    node: Node,
+    /// Keeps the CUDA event the node waits on alive.
+    event: Option<Arc<dyn EventImpl>>,
+}
+
+struct SignalNodes {
+    record: Node,
+    start: Option<Node>,
+    event: Arc<CudaEvent>,
+}
+
+struct Cmd {
+    /// The node later commands depend on.
+    exit: Node,
+    /// Whether a later command depends on it.
+    has_successors: bool,
+    kernel: Option<KernelNode>,
+    waits: Vec<WaitNode>,
+    signal: Option<SignalNodes>,
+}
+
+/// What the kernels of one buffer share: the word they report failures to,
+/// and the submissions waiting to learn its value.
+struct RunShared {
+    word: Word,
+    pending: Mutex<VecDeque<Arc<RunStatus>>>,
+}
+
+/// The last node of a buffer with kernels: hands the status word's value to
+/// the oldest submission (submissions of one buffer run in order) and clears it.
+unsafe extern "C" fn run_finished(data: *mut c_void) {
+    // SAFETY: `data` is the buffer's `RunShared`, kept alive while the graph may run.
+    let run = unsafe { &*data.cast::<RunShared>() };
+    let code = run.word.read();
+    run.word.write(0);
+    if let Some(status) = run.pending.lock().pop_front() {
+        status.code.store(code, std::sync::atomic::Ordering::Release);
+    }
+}
+
+pub(crate) struct CudaCommandBuffer {
+    dev: Arc<DeviceShared>,
+    desc: CommandBufferDesc,
+    graph: sys::CUgraph,
+    exec: Option<sys::CUgraphExec>,
+    commands: Vec<Cmd>,
+    /// Advice, applied at each enqueue.
+    advice: Vec<(UsmRef, usize, UsmAdvice)>,
+    /// Host work (fills of pinned host memory, host-to-host copies) run by
+    /// host nodes; boxed so that each keeps the address its node was given.
+    #[allow(clippy::vec_box)]
+    host_jobs: Vec<Box<HostJob>>,
+    run: Option<Arc<RunShared>>,
+    previous: Option<Arc<CudaEvent>>,
+    /// Events replaced by updates, kept while the graph may still use them.
+    replaced: Vec<Arc<dyn EventImpl>>,
+}
+
+// SAFETY: graph handles may be used from any thread; the front end
+// serialises every call on one buffer. Raw pointers inside (host fills) are
+// owned by the buffer.
+unsafe impl Send for CudaCommandBuffer {}
+
+impl CudaCommandBuffer {
+    pub(crate) fn new(dev: Arc<DeviceShared>, desc: CommandBufferDesc) -> Result<CudaCommandBuffer> {
+        dev.bind()?;
+        let mut graph: sys::CUgraph = ptr::null_mut();
+        // SAFETY: writes a new, empty graph; flags must be 0.
+        unsafe { cu!(cuGraphCreate(&mut graph, 0))? };
+        Ok(CudaCommandBuffer {
+            dev,
+            desc,
+            graph,
+            exec: None,
+            commands: Vec::new(),
+            advice: Vec::new(),
+            host_jobs: Vec::new(),
+            run: None,
+            previous: None,
+            replaced: Vec::new(),
+        })
+    }
+
+    fn ctx(&self) -> sys::CUcontext {
+        self.dev.ctx.0
+    }
+
+    fn add_empty(&self, deps: &[Node]) -> Result<Node> {
+        let mut node: Node = ptr::null_mut();
+        // SAFETY: the graph is alive; `deps` are nodes of it.
+        unsafe { cu!(cuGraphAddEmptyNode(&mut node, self.graph, deps.as_ptr(), deps.len()))? };
+        Ok(node)
+    }
+
+    fn add_event_record(&self, deps: &[Node], event: sys::CUevent) -> Result<Node> {
+        let mut node: Node = ptr::null_mut();
+        // SAFETY: as for `add_empty`; the event is kept alive by the buffer.
+        unsafe { cu!(cuGraphAddEventRecordNode(&mut node, self.graph, deps.as_ptr(), deps.len(), event))? };
+        Ok(node)
+    }
+
+    fn add_host(&self, deps: &[Node], func: unsafe extern "C" fn(*mut c_void), data: *mut c_void) -> Result<Node> {
+        let mut node: Node = ptr::null_mut();
+        let params = sys::CUDA_HOST_NODE_PARAMS { fn_: Some(func), userData: data };
+        // SAFETY: as for `add_empty`; `data` lives as long as the buffer.
+        unsafe { cu!(cuGraphAddHostNode(&mut node, self.graph, deps.as_ptr(), deps.len(), &params))? };
+        Ok(node)
+    }
+
+    fn add_host_job(&mut self, deps: &[Node], job: HostJob) -> Result<Node> {
+        let job = Box::new(job);
+        let data = (&*job as *const HostJob).cast_mut().cast::<c_void>();
+        self.host_jobs.push(job);
+        self.add_host(deps, host_job_kept, data)
+    }
+
+    fn add_memcpy(&mut self, deps: &[Node], plan: CopyPlan) -> Result<Node> {
+        let copy = match plan {
+            CopyPlan::Driver(copy) => copy,
+            CopyPlan::Host(job) => return self.add_host_job(deps, job),
+        };
+        let mut node: Node = ptr::null_mut();
+        // SAFETY: as for `add_empty`; the copy's memory is held by the command's record.
+        unsafe { cu!(cuGraphAddMemcpyNode(&mut node, self.graph, deps.as_ptr(), deps.len(), &copy, self.ctx()))? };
+        Ok(node)
+    }
+
+    /// Nodes that fill `size` bytes at `dst` with `pattern`; returns the last.
+    fn add_fill(&mut self, deps: &[Node], dst: Loc, pattern: &[u8], size: usize) -> Result<Node> {
+        match dst {
+            Loc::Device(addr) => {
+                let mut nodes: SmallVec<[Node; 4]> = SmallVec::new();
+                for m in fill_plan(addr, pattern, size) {
+                    let mut node: Node = ptr::null_mut();
+                    let params = m.node_params();
+                    // SAFETY: as for `add_empty`; the memset stays inside the command's range.
+                    unsafe {
+                        cu!(cuGraphAddMemsetNode(
+                            &mut node,
+                            self.graph,
+                            deps.as_ptr(),
+                            deps.len(),
+                            &params,
+                            self.ctx()
+                        ))?
+                    };
+                    nodes.push(node);
+                }
+                if nodes.len() == 1 { Ok(nodes[0]) } else { self.add_empty(&nodes) }
+            }
+            Loc::Host(ptr) => {
+                self.add_host_job(deps, HostJob::Fill { dst: ptr as usize, pattern: pattern.into(), size })
+            }
+        }
+    }
+
+    /// The word kernels of this buffer report failures to.
+    fn run_word(&mut self) -> Result<u64> {
+        if self.run.is_none() {
+            let word = self.dev.word(WordKind::Status)?;
+            self.run = Some(Arc::new(RunShared { word, pending: Mutex::default() }));
+        }
+        Ok(self.run.as_ref().expect("just set").word.addr)
+    }
+
+    /// The command's own nodes after `deps`; returns the last node and, for
+    /// kernels, the kernel node.
+    fn add_body(&mut self, command: &Command, deps: &[Node]) -> Result<(Node, Option<KernelNode>)> {
+        let node = match command {
+            Command::KernelLaunch(k) => {
+                let status = self.run_word()?;
+                let mut params = LaunchParams::new(&self.dev, k, status)?;
+                let node_params = params.node_params(self.ctx());
+                let mut node: Node = ptr::null_mut();
+                // SAFETY: as for `add_empty`; the parameters hold one value per
+                // kernel parameter, copied by the driver.
+                unsafe {
+                    cu!(cuGraphAddKernelNode_v2(&mut node, self.graph, deps.as_ptr(), deps.len(), &node_params))?
+                };
+                let enabled = !params.empty;
+                return Ok((node, Some(KernelNode { node, params, enabled })));
+            }
+            Command::UsmMemcpy { dst, src, size } => {
+                self.add_memcpy(deps, copy_1d(mem_loc(dst)?, mem_loc(src)?, *size))?
+            }
+            Command::UsmFill { dst, pattern, size } => self.add_fill(deps, usm_loc(dst)?, pattern, *size)?,
+            Command::UsmPrefetch { .. } => self.add_empty(deps)?,
+            Command::UsmAdvise { mem, size, advice } => {
+                self.advice.push((mem.clone(), *size, *advice));
+                self.add_empty(deps)?
+            }
+            Command::BufferCopy { src, dst, src_offset, dst_offset, size } => {
+                self.add_memcpy(deps, copy_1d(buffer_loc(dst, *dst_offset)?, buffer_loc(src, *src_offset)?, *size))?
+            }
+            Command::BufferCopyRect { src, dst, src_layout, dst_layout, region } => self.add_memcpy(
+                deps,
+                copy_rect(buffer_loc(dst, 0)?, dst_layout, buffer_loc(src, 0)?, src_layout, region),
+            )?,
+            Command::BufferRead { buffer, offset, size, dst } => {
+                self.add_memcpy(deps, copy_1d(mem_loc(dst)?, buffer_loc(buffer, *offset)?, *size))?
+            }
+            Command::BufferWrite { buffer, offset, size, src } => {
+                self.add_memcpy(deps, copy_1d(buffer_loc(buffer, *offset)?, mem_loc(src)?, *size))?
+            }
+            Command::BufferReadRect { buffer, buffer_layout, host_layout, region, dst } => self.add_memcpy(
+                deps,
+                copy_rect(mem_loc(dst)?, host_layout, buffer_loc(buffer, 0)?, buffer_layout, region),
+            )?,
+            Command::BufferWriteRect { buffer, buffer_layout, host_layout, region, src } => self.add_memcpy(
+                deps,
+                copy_rect(buffer_loc(buffer, 0)?, buffer_layout, mem_loc(src)?, host_layout, region),
+            )?,
+            Command::BufferFill { buffer, pattern, offset, size } => {
+                self.add_fill(deps, buffer_loc(buffer, *offset)?, pattern, *size)?
+            }
+        };
+        Ok((node, None))
+    }
+
+    /// The CUDA event a wait node waits on for `event`, and what keeps it alive.
+    fn wait_target(&self, event: &Event) -> Result<(sys::CUevent, Option<Arc<dyn EventImpl>>)> {
+        match event.resolve() {
+            Some(imp) => Ok((graph_wait_event(&*imp)?, Some(imp))),
+            // Nothing to wait for (yet): an event that is always complete.
+            None => Ok((self.dev.complete.raw(), None)),
+        }
+    }
+
+    fn exec(&self) -> sys::CUgraphExec {
+        self.exec.expect("the front end only calls this on finalized buffers")
+    }
+
+    fn instantiate(&self) -> Result<sys::CUgraphExec> {
+        let mut exec: sys::CUgraphExec = ptr::null_mut();
+        // SAFETY: the graph is complete; writes a new executable graph.
+        unsafe { cu!(cuGraphInstantiateWithFlags(&mut exec, self.graph, 0))? };
+        for kernel in self.commands.iter().filter_map(|c| c.kernel.as_ref()).filter(|k| !k.enabled) {
+            // SAFETY: the node is a kernel node of the graph `exec` was made from.
+            unsafe { cu!(cuGraphNodeSetEnabled(exec, kernel.node, 0))? };
+        }
+        Ok(exec)
+    }
+
+    /// Brings the executable graph up to date with the template when an
+    /// update could not be applied in place.
+    fn refresh_exec(&mut self) -> Result<()> {
+        let exec = self.exec();
+        let mut info = sys::CUgraphExecUpdateResultInfo {
+            result: sys::CUgraphExecUpdateResult::CU_GRAPH_EXEC_UPDATE_SUCCESS,
+            errorNode: ptr::null_mut(),
+            errorFromNode: ptr::null_mut(),
+        };
+        // SAFETY: `exec` was instantiated from `graph`, whose topology is unchanged.
+        if unsafe { sys::cuGraphExecUpdate_v2(exec, self.graph, &mut info) } == sys::CUresult::CUDA_SUCCESS {
+            tracing::debug!("executable graph updated with cuGraphExecUpdate_v2");
+            for kernel in self.commands.iter().filter_map(|c| c.kernel.as_ref()) {
+                // SAFETY: kernel nodes of the graph `exec` was made from.
+                unsafe { cu!(cuGraphNodeSetEnabled(exec, kernel.node, u32::from(kernel.enabled)))? };
+            }
+            return Ok(());
+        }
+        tracing::debug!(result = ?info.result, "executable graph re-instantiated");
+        let fresh = self.instantiate()?;
+        self.exec = Some(fresh);
+        // Submissions of the old one still run; the driver frees it after them.
+        self.dev.release(Release::GraphExec(exec));
+        Ok(())
+    }
+}
+
+impl CommandBufferImpl for CudaCommandBuffer {
+    unsafe fn append(
+        &mut self,
+        command: &Command,
+        _alternatives: &[Kernel],
+        deps: &[u32],
+        wait_events: &[Event],
+        signal: bool,
+    ) -> Result<Option<Arc<dyn EventImpl>>> {
+        self.dev.bind()?;
+        let mut entry: SmallVec<[Node; 8]> = deps.iter().map(|d| self.commands[*d as usize].exit).collect();
+        let mut waits = Vec::with_capacity(wait_events.len());
+        for event in wait_events {
+            let (target, keep) = self.wait_target(event)?;
+            let mut node: Node = ptr::null_mut();
+            // SAFETY: the graph is alive, `entry` holds nodes of it, and the
+            // event is kept alive by `keep` (or is the device's own).
+            unsafe { cu!(cuGraphAddEventWaitNode(&mut node, self.graph, entry.as_ptr(), entry.len(), target))? };
+            waits.push(WaitNode { node, event: keep });
+        }
+        if !waits.is_empty() {
+            entry = waits.iter().map(|w| w.node).collect();
+        }
+        let signal_event =
+            if signal { Some(Arc::new(CudaEvent::signal(&self.dev, self.desc.profiling)?)) } else { None };
+        let start = match signal_event.as_ref().and_then(|e| e.start()) {
+            Some(start) => {
+                let node = self.add_event_record(&entry, start.raw())?;
+                entry = SmallVec::from_slice(&[node]);
+                Some(node)
+            }
+            None => None,
+        };
+        let (exit, kernel) = self.add_body(command, &entry)?;
+        let signal = match signal_event {
+            Some(event) => {
+                Some(SignalNodes { record: self.add_event_record(&[exit], event.end().raw())?, start, event })
+            }
+            None => None,
+        };
+        for d in deps {
+            self.commands[*d as usize].has_successors = true;
+        }
+        let event = signal.as_ref().map(|s| s.event.clone() as Arc<dyn EventImpl>);
+        self.commands.push(Cmd { exit, has_successors: false, kernel, waits, signal });
+        Ok(event)
+    }
+
+    fn finalize(&mut self) -> Result<()> {
+        self.dev.bind()?;
+        if self.commands.is_empty() {
+            // A graph to launch needs a node.
+            self.add_empty(&[])?;
+        }
+        if let Some(run) = &self.run {
+            let leaves: Vec<Node> = self.commands.iter().filter(|c| !c.has_successors).map(|c| c.exit).collect();
+            let data = Arc::as_ptr(run).cast_mut().cast::<c_void>();
+            self.add_host(&leaves, run_finished, data)?;
+        }
+        self.exec = Some(self.instantiate()?);
+        tracing::debug!(commands = self.commands.len(), kernels = self.run.is_some(), "CUDA graph instantiated");
+        Ok(())
+    }
+
+    unsafe fn enqueue(&mut self, queue: &dyn QueueImpl, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
+        let queue = downcast::<CudaQueue>(queue as &dyn Any, "the queue")?;
+        let exec = self.exec();
+        self.dev.bind()?;
+        for (mem, size, advice) in &self.advice {
+            exec::advise(&self.dev, mem, *size, *advice)?;
+        }
+        for signal in self.commands.iter().filter_map(|c| c.signal.as_ref()) {
+            signal.event.arm(queue.profiling);
+        }
+        // CUDA orders launches of one executable graph, but an update may
+        // have replaced it: order on the previous submission explicitly.
+        let previous = self.previous.clone();
+        let mut waits: SmallVec<[&dyn EventImpl; 8]> = SmallVec::from_slice(wait);
+        if let Some(previous) = &previous {
+            waits.push(&**previous);
+        }
+        let run = self.run.clone();
+        let status = run.as_ref().map(|_| Arc::new(RunStatus::default()));
+        let event = queue.submit(&waits, Order::Normal, |stream| {
+            if let (Some(run), Some(status)) = (&run, &status) {
+                run.pending.lock().push_back(status.clone());
+            }
+            // SAFETY: the executable graph is alive and of this context; the
+            // stream is the queue's.
+            if let Err(e) = unsafe { cu!(cuGraphLaunch(exec, stream)) } {
+                if let Some(run) = &run {
+                    run.pending.lock().pop_back();
+                }
+                return Err(e);
+            }
+            Ok(status.clone().map(Check::Run))
+        })?;
+        self.previous = Some(event.clone());
+        Ok(event)
+    }
+
+    unsafe fn update_kernel_launches(&mut self, updates: &[KernelUpdate<'_>]) -> Result<()> {
+        self.dev.bind()?;
+        let status = self.run_word()?;
+        // Everything that can fail for reasons of the launch itself fails
+        // before anything changes.
+        let mut prepared = Vec::with_capacity(updates.len());
+        for u in updates {
+            prepared.push((u.command as usize, LaunchParams::new(&self.dev, u.launch, status)?));
+        }
+        let (exec, ctx) = (self.exec(), self.ctx());
+        let mut in_place = true;
+        for (index, mut params) in prepared {
+            let kernel = self.commands[index].kernel.as_mut().expect("the front end names kernel commands");
+            let node_params = params.node_params(ctx);
+            // SAFETY: the node is a kernel node of the template and of `exec`;
+            // the parameters hold one value per kernel parameter.
+            unsafe { cu!(cuGraphKernelNodeSetParams_v2(kernel.node, &node_params))? };
+            // SAFETY: as above; only later launches see the change (driver contract).
+            let result = unsafe { sys::cuGraphExecKernelNodeSetParams_v2(exec, kernel.node, &node_params) };
+            if result != sys::CUresult::CUDA_SUCCESS {
+                tracing::debug!(error = %driver::error_name(result), "kernel node not updatable in place");
+                in_place = false;
+            }
+            let enabled = !params.empty;
+            if enabled != kernel.enabled && in_place {
+                // SAFETY: a kernel node of the graph `exec` was made from.
+                unsafe { cu!(cuGraphNodeSetEnabled(exec, kernel.node, u32::from(enabled)))? };
+            }
+            kernel.params = params;
+            kernel.enabled = enabled;
+        }
+        if !in_place {
+            self.refresh_exec()?;
+        }
+        Ok(())
+    }
+
+    unsafe fn update_signal_event(&mut self, command: u32) -> Result<Arc<dyn EventImpl>> {
+        self.dev.bind()?;
+        let exec = self.exec();
+        let event = Arc::new(CudaEvent::signal(&self.dev, self.desc.profiling)?);
+        let signal = self.commands[command as usize].signal.as_mut().expect("the front end checked the signal event");
+        let mut pairs = vec![(signal.record, event.end().raw())];
+        if let (Some(node), Some(start)) = (signal.start, event.start()) {
+            pairs.push((node, start.raw()));
+        }
+        for (node, raw) in pairs {
+            // SAFETY: the node is an event-record node of the template and of
+            // `exec`; the new event is kept alive by the buffer.
+            unsafe {
+                cu!(cuGraphEventRecordNodeSetEvent(node, raw))?;
+                cu!(cuGraphExecEventRecordNodeSetEvent(exec, node, raw))?;
+            }
+        }
+        let old = std::mem::replace(&mut signal.event, event.clone());
+        self.replaced.push(old);
+        Ok(event)
+    }
+
+    unsafe fn update_wait_events(&mut self, command: u32, events: &[Event]) -> Result<()> {
+        self.dev.bind()?;
+        let exec = self.exec();
+        let targets = events.iter().map(|e| self.wait_target(e)).collect::<Result<Vec<_>>>()?;
+        let cmd = &mut self.commands[command as usize];
+        for (wait, (target, keep)) in cmd.waits.iter_mut().zip(targets) {
+            // SAFETY: the node is an event-wait node of the template and of
+            // `exec`; the event is kept alive by `keep`.
+            unsafe {
+                cu!(cuGraphEventWaitNodeSetEvent(wait.node, target))?;
+                cu!(cuGraphExecEventWaitNodeSetEvent(exec, wait.node, target))?;
+            }
+            if let Some(old) = std::mem::replace(&mut wait.event, keep) {
+                self.replaced.push(old);
+            }
+        }
+        Ok(())
+    }
+
+    fn native_handle(&self) -> Result<NativeHandle> {
+        Ok(NativeHandle(self.exec.map_or(self.graph as u64, |e| e as u64)))
+    }
+}
+
+impl Drop for CudaCommandBuffer {
+    fn drop(&mut self) {
+        // The front end drops a buffer only once its submissions completed, so
+        // nothing runs the host nodes or writes the status word any more.
+        if let Some(exec) = self.exec.take() {
+            self.dev.release(Release::GraphExec(exec));
+        }
+        self.dev.release(Release::Graph(self.graph));
+        if let Some(run) = self.run.take() {
+            self.dev.free_word(WordKind::Status, run.word);
+        }
+    }
+}

@@ -1,0 +1,51 @@
+//! Contexts: every context of a device shares the device's primary CUDA
+//! context, so memory, modules and events of one device mix freely in the
+//! driver; the front end keeps the API's contexts apart.
+
+use std::sync::Arc;
+
+use ur_core::adapter::{BufferImpl, CommandBufferImpl, ContextImpl, ProgramImpl, QueueImpl, UserEventImpl, UsmImpl};
+use ur_core::{CommandBufferDesc, MemFlags, ProgramBundle, QueueProperties, Result, SourceForm, UsmKind};
+
+use crate::command_buffer::CudaCommandBuffer;
+use crate::device::DeviceShared;
+use crate::event::CudaUserEvent;
+use crate::memory::{CudaBuffer, CudaUsm};
+use crate::program::CudaProgram;
+use crate::queue::CudaQueue;
+
+pub(crate) struct CudaContext {
+    dev: Arc<DeviceShared>,
+}
+
+impl CudaContext {
+    pub(crate) fn new(dev: Arc<DeviceShared>) -> CudaContext {
+        CudaContext { dev }
+    }
+}
+
+impl ContextImpl for CudaContext {
+    unsafe fn usm_alloc(&self, kind: UsmKind, size: usize, align: usize) -> Result<Box<dyn UsmImpl>> {
+        Ok(Box::new(CudaUsm::new(&self.dev, kind, size, align)?))
+    }
+
+    unsafe fn buffer_create(&self, flags: MemFlags, size: usize, init: Option<&[u8]>) -> Result<Box<dyn BufferImpl>> {
+        Ok(Box::new(CudaBuffer::new(&self.dev, flags, size, init)?))
+    }
+
+    unsafe fn program_create(&self, bundle: &ProgramBundle, form: SourceForm) -> Result<Box<dyn ProgramImpl>> {
+        Ok(Box::new(CudaProgram::new(&self.dev, bundle, form)?))
+    }
+
+    unsafe fn queue_create(&self, properties: QueueProperties) -> Result<Box<dyn QueueImpl>> {
+        Ok(Box::new(CudaQueue::new(self.dev.clone(), properties)?))
+    }
+
+    unsafe fn command_buffer_create(&self, desc: &CommandBufferDesc) -> Result<Box<dyn CommandBufferImpl>> {
+        Ok(Box::new(CudaCommandBuffer::new(self.dev.clone(), *desc)?))
+    }
+
+    fn user_event_create(&self) -> Result<Arc<dyn UserEventImpl>> {
+        Ok(Arc::new(CudaUserEvent::new(&self.dev)?))
+    }
+}

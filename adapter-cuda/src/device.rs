@@ -1,0 +1,588 @@
+//! The CUDA platform, its devices, and the state each device shares among
+//! its contexts: the primary context, an internal stream, the timing base,
+//! pools of host-mapped words, and deferred releases.
+
+use std::collections::HashMap;
+use std::ffi::{CString, c_void};
+use std::ptr;
+use std::sync::Arc;
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use cudarc::driver::sys;
+use parking_lot::{Condvar, Mutex};
+use ur_core::adapter::{ContextImpl, DeviceImpl, PlatformImpl};
+use ur_core::{
+    CommandBufferCaps, CommandBufferSupport, DeviceInfo, DeviceType, Result, SourceForm, UpdateCapabilities, UsmKinds,
+};
+
+use crate::context::CudaContext;
+use crate::driver::{Ctx, CuEvent, Stream, cu};
+use crate::nvrtc;
+
+/// `CU_DEVICE_CPU`: the host, as a prefetch or advice target.
+pub(crate) const DEVICE_CPU: sys::CUdevice = -1;
+
+/// Nanoseconds since the first call, on the host's monotonic clock: the
+/// timeline of every profiling timestamp of this adapter.
+pub(crate) fn now_ns() -> u64 {
+    static START: OnceLock<Instant> = OnceLock::new();
+    START.get_or_init(Instant::now).elapsed().as_nanos() as u64
+}
+
+/// The one platform: the CUDA driver with every device it reports.
+pub(crate) struct CudaPlatform {
+    version: String,
+    devices: Vec<Arc<CudaDevice>>,
+}
+
+impl CudaPlatform {
+    pub(crate) fn open() -> std::result::Result<CudaPlatform, String> {
+        crate::driver::open()?;
+        let (version, devices) = discover().map_err(|e| format!("the CUDA driver failed to list its devices: {e}"))?;
+        if devices.is_empty() {
+            return Err("the CUDA driver reports no usable device".into());
+        }
+        Ok(CudaPlatform { version, devices })
+    }
+}
+
+fn discover() -> Result<(String, Vec<Arc<CudaDevice>>)> {
+    let mut version = 0;
+    // SAFETY: writes the driver's version number.
+    unsafe { cu!(cuDriverGetVersion(&mut version))? };
+    let version = format!("CUDA {}.{} driver", version / 1000, (version % 1000) / 10);
+    let mut count = 0;
+    // SAFETY: writes the number of devices.
+    unsafe { cu!(cuDeviceGetCount(&mut count))? };
+    let mut devices = Vec::new();
+    for ordinal in 0..count {
+        match DeviceShared::open(ordinal, &version) {
+            Ok(shared) => devices.push(Arc::new(CudaDevice { shared })),
+            // One broken device does not hide the others; the log says why.
+            Err(e) => tracing::warn!(ordinal, error = %e, "CUDA device left out"),
+        }
+    }
+    Ok((version, devices))
+}
+
+impl PlatformImpl for CudaPlatform {
+    fn name(&self) -> String {
+        "NVIDIA CUDA".into()
+    }
+
+    fn version(&self) -> String {
+        self.version.clone()
+    }
+
+    fn devices(&self) -> Vec<Arc<dyn DeviceImpl>> {
+        self.devices.iter().map(|d| d.clone() as Arc<dyn DeviceImpl>).collect()
+    }
+}
+
+/// A CUDA device as the loader sees it.
+pub(crate) struct CudaDevice {
+    shared: Arc<DeviceShared>,
+}
+
+impl DeviceImpl for CudaDevice {
+    fn info(&self) -> DeviceInfo {
+        self.shared.info.clone()
+    }
+
+    fn create_context(self: Arc<Self>) -> Result<Arc<dyn ContextImpl>> {
+        Ok(Arc::new(CudaContext::new(self.shared.clone())))
+    }
+}
+
+/// Limits and features read once from the device.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct Limits {
+    /// Largest grid per dimension.
+    pub(crate) max_grid: [u32; 3],
+    /// Dynamic shared memory a block may opt into.
+    pub(crate) shared_optin: u32,
+    /// Managed (shared USM) allocations.
+    pub(crate) managed: bool,
+    /// Device and host may access managed memory concurrently (prefetch and
+    /// advice apply).
+    pub(crate) concurrent_managed: bool,
+    /// Compute capability.
+    pub(crate) compute_capability: (i32, i32),
+}
+
+/// A resource whose release may synchronise the device.
+pub(crate) enum Release {
+    DeviceMemory(sys::CUdeviceptr),
+    HostMemory(*mut c_void),
+    Module(sys::CUmodule),
+    Graph(sys::CUgraph),
+    GraphExec(sys::CUgraphExec),
+}
+
+// SAFETY: the handles are plain driver handles, usable from any thread.
+unsafe impl Send for Release {}
+
+#[derive(Default)]
+struct Gate {
+    /// User events not yet complete that device work waits on.
+    waited: usize,
+    /// Module loads under way; no new user-event wait starts meanwhile.
+    loading: usize,
+    /// Releases held back while `waited` is non-zero.
+    deferred: Vec<Release>,
+}
+
+/// Streams kept for reuse, at most this many.
+const POOLED_STREAMS: usize = 64;
+/// Streams made when the device opens: enough for eight out-of-order queues.
+const PREWARMED_STREAMS: usize = 32;
+
+/// Which pool a word comes from.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum WordKind {
+    /// User-event words: only ever increase, so a stale waiter is always released.
+    UserEvent,
+    /// Kernel status words: zeroed for each use.
+    Status,
+}
+
+/// A 32-bit word of host memory mapped for the device.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct Word {
+    slot: u32,
+    host: *mut u32,
+    /// The device address of the word.
+    pub(crate) addr: u64,
+}
+
+// SAFETY: the word is host memory owned by the device's pool; access is
+// volatile and ordered by the protocols of its users.
+unsafe impl Send for Word {}
+// SAFETY: as for Send.
+unsafe impl Sync for Word {}
+
+impl Word {
+    pub(crate) fn read(&self) -> u32 {
+        // SAFETY: the word lies in a live page of the pool; the device writes it
+        // concurrently, hence the volatile access.
+        unsafe { ptr::read_volatile(self.host) }
+    }
+
+    pub(crate) fn write(&self, value: u32) {
+        // SAFETY: as for `read`.
+        unsafe { ptr::write_volatile(self.host, value) };
+        // Make the write visible to the device before anything the caller does next.
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Pages of host-mapped words, never freed before the device.
+#[derive(Default)]
+struct WordPool {
+    pages: Vec<(*mut u32, u64)>,
+    free: Vec<u32>,
+}
+
+const WORDS_PER_PAGE: u32 = 1024;
+
+/// PTX by CUDA C source and compute capability.
+pub(crate) type PtxCache = HashMap<(String, (i32, i32)), Arc<CString>>;
+
+/// What every context of a device shares.
+pub(crate) struct DeviceShared {
+    pub(crate) device: sys::CUdevice,
+    pub(crate) ctx: Ctx,
+    pub(crate) info: DeviceInfo,
+    pub(crate) limits: Limits,
+    /// For allocation-time zeroing and initial copies; it never waits on anything.
+    internal: Stream,
+    /// The origin of device timestamps, recorded at `base_ns` on the host clock.
+    base: CuEvent,
+    base_ns: u64,
+    /// Never recorded, so always complete: stands for "nothing to wait for"
+    /// where a graph node needs an event.
+    pub(crate) complete: CuEvent,
+    gate: Mutex<Gate>,
+    /// Signalled whenever `waited` or `loading` falls.
+    gate_changed: Condvar,
+    /// Idle streams for reuse, each with an event recorded when it was
+    /// returned: it is idle once that event has completed.
+    stream_pool: Mutex<Vec<(Stream, CuEvent)>>,
+    user_words: Mutex<WordPool>,
+    status_words: Mutex<WordPool>,
+    /// Status words whose kernel may still run, with the event that says when not.
+    retiring: Mutex<Vec<(Word, CuEvent)>>,
+    /// PTX compiled from CUDA C, by source and architecture.
+    pub(crate) ptx_cache: Mutex<PtxCache>,
+    /// Declared last: released after every other field is gone.
+    _primary: PrimaryContext,
+}
+
+// SAFETY: the raw pointers inside (word pages) are host memory owned by the
+// device and accessed under its mutexes or volatilely; driver handles may be
+// used from any thread.
+unsafe impl Send for DeviceShared {}
+// SAFETY: as for Send.
+unsafe impl Sync for DeviceShared {}
+
+struct PrimaryContext(sys::CUdevice);
+
+impl Drop for PrimaryContext {
+    fn drop(&mut self) {
+        // SAFETY: the primary context was retained once in `DeviceShared::open`.
+        let _ = unsafe { sys::cuDevicePrimaryCtxRelease_v2(self.0) };
+    }
+}
+
+fn attribute(device: sys::CUdevice, attribute: sys::CUdevice_attribute) -> Result<i32> {
+    let mut value = 0;
+    // SAFETY: writes one attribute of a valid device.
+    unsafe { cu!(cuDeviceGetAttribute(&mut value, attribute, device))? };
+    Ok(value)
+}
+
+impl DeviceShared {
+    fn open(ordinal: i32, driver_version: &str) -> Result<Arc<DeviceShared>> {
+        use sys::CUdevice_attribute as A;
+        let mut device: sys::CUdevice = 0;
+        // SAFETY: `ordinal` is below the device count.
+        unsafe { cu!(cuDeviceGet(&mut device, ordinal))? };
+        let mut raw_ctx: sys::CUcontext = ptr::null_mut();
+        // SAFETY: retains the device's primary context, released by `PrimaryContext`.
+        unsafe { cu!(cuDevicePrimaryCtxRetain(&mut raw_ctx, device))? };
+        let primary = PrimaryContext(device);
+        let ctx = Ctx(raw_ctx);
+        ctx.bind()?;
+
+        let mut name = [0 as std::ffi::c_char; 256];
+        // SAFETY: the buffer holds 256 bytes; the driver writes a NUL-terminated name.
+        unsafe { cu!(cuDeviceGetName(name.as_mut_ptr(), name.len() as i32, device))? };
+        // SAFETY: NUL-terminated by the driver (the buffer is large enough).
+        let name = unsafe { std::ffi::CStr::from_ptr(name.as_ptr()) }.to_string_lossy().into_owned();
+        let mut total = 0usize;
+        // SAFETY: writes the device's memory size.
+        unsafe { cu!(cuDeviceTotalMem_v2(&mut total, device))? };
+        let get = |a| attribute(device, a);
+        if get(A::CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING)? == 0 {
+            return Err(ur_core::err!(UnsupportedFeature, "{name} has no unified addressing"));
+        }
+        let limits = Limits {
+            max_grid: [
+                get(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)? as u32,
+                get(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)? as u32,
+                get(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)? as u32,
+            ],
+            shared_optin: get(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)? as u32,
+            managed: get(A::CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY)? != 0,
+            concurrent_managed: get(A::CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS)? != 0,
+            compute_capability: (
+                get(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
+                get(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
+            ),
+        };
+        let mut usm = UsmKinds::DEVICE;
+        if get(A::CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY)? != 0 {
+            usm |= UsmKinds::HOST;
+        }
+        if limits.managed {
+            usm |= UsmKinds::SHARED;
+        }
+        // CUDA C needs NVRTC; without it PTX comes first, and a CUDA C-only
+        // program fails with the reason NVRTC is missing.
+        let source_forms = if nvrtc::available() {
+            vec![SourceForm::CudaC, SourceForm::Ptx]
+        } else {
+            vec![SourceForm::Ptx, SourceForm::CudaC]
+        };
+        let info = DeviceInfo {
+            name,
+            vendor: "NVIDIA Corporation".into(),
+            driver_version: driver_version.into(),
+            device_type: DeviceType::Gpu,
+            max_compute_units: get(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
+            max_work_group_size: get(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)? as usize,
+            max_work_item_sizes: [
+                get(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)? as usize,
+                get(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y)? as usize,
+                get(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)? as usize,
+            ],
+            global_mem_size: total as u64,
+            // Shared memory every block gets without opting in; kernels opt
+            // into more, which leaves room for the alignment of local arguments.
+            local_mem_size: get(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)? as u64,
+            max_mem_alloc_size: total as u64,
+            usm,
+            queue_profiling: true,
+            out_of_order_queues: true,
+            source_forms,
+            command_buffer: CommandBufferCaps {
+                support: CommandBufferSupport::Native,
+                update: UpdateCapabilities::all(),
+                events: true,
+                subgraphs: false,
+            },
+        };
+
+        let internal = Stream::new()?;
+        let base = CuEvent::new(true)?;
+        base.record(internal.raw())?;
+        internal.synchronize()?;
+        let base_ns = now_ns();
+        let complete = CuEvent::new(false)?;
+        // Streams made now rather than while a user event holds device work
+        // (creating one may then wait for it).
+        let mut stream_pool = Vec::with_capacity(PREWARMED_STREAMS);
+        for _ in 0..PREWARMED_STREAMS {
+            stream_pool.push((Stream::new()?, CuEvent::new(false)?));
+        }
+        tracing::debug!(ordinal, name = %info.name, ?limits, "CUDA device opened");
+        Ok(Arc::new(DeviceShared {
+            device,
+            ctx,
+            info,
+            limits,
+            internal,
+            base,
+            base_ns,
+            complete,
+            gate: Mutex::default(),
+            gate_changed: Condvar::new(),
+            stream_pool: Mutex::new(stream_pool),
+            user_words: Mutex::default(),
+            status_words: Mutex::default(),
+            retiring: Mutex::default(),
+            ptx_cache: Mutex::default(),
+            _primary: primary,
+        }))
+    }
+
+    /// Binds the device's context to the calling thread.
+    pub(crate) fn bind(&self) -> Result<()> {
+        self.ctx.bind()
+    }
+
+    /// The internal stream, for work that must be complete before a call returns.
+    pub(crate) fn internal(&self) -> &Stream {
+        &self.internal
+    }
+
+    /// The host-clock time of a complete timing event.
+    pub(crate) fn timestamp_ns(&self, event: &CuEvent) -> Result<u64> {
+        let ms = self.base.elapsed_ms(event)?;
+        Ok(self.base_ns + (f64::from(ms.max(0.0)) * 1e6) as u64)
+    }
+
+    /// Releases `resource` now, or once no device work waits on a user event:
+    /// freeing memory or unloading a module may wait for the whole device,
+    /// which would never finish while a stream waits for a user event that
+    /// the same thread completes later.
+    pub(crate) fn release(&self, resource: Release) {
+        {
+            let mut gate = self.gate.lock();
+            if gate.waited > 0 {
+                gate.deferred.push(resource);
+                return;
+            }
+        }
+        self.release_now(resource);
+    }
+
+    fn release_now(&self, resource: Release) {
+        if let Err(e) = self.bind() {
+            tracing::warn!(error = %e, "cannot bind the CUDA context to release a resource");
+            return;
+        }
+        // SAFETY: each resource was created by this device's context, is no
+        // longer used by any command (the front end holds objects until their
+        // commands complete) and is released exactly once.
+        let result = unsafe {
+            match resource {
+                Release::DeviceMemory(p) => cu!(cuMemFree_v2(p)),
+                Release::HostMemory(p) => cu!(cuMemFreeHost(p)),
+                Release::Module(m) => cu!(cuModuleUnload(m)),
+                Release::Graph(g) => cu!(cuGraphDestroy(g)),
+                Release::GraphExec(g) => cu!(cuGraphExecDestroy(g)),
+            }
+        };
+        if let Err(e) = result {
+            tracing::warn!(error = %e, "CUDA release failed");
+        }
+    }
+
+    /// Device work is about to wait on a user event: waits while a module
+    /// loads (see [`DeviceShared::load_module`]).
+    pub(crate) fn gate_enter(&self) {
+        let mut gate = self.gate.lock();
+        while gate.loading > 0 {
+            self.gate_changed.wait(&mut gate);
+        }
+        gate.waited += 1;
+    }
+
+    /// A user event that device work waited on completed (or its wait was
+    /// never issued).
+    pub(crate) fn gate_leave(&self) {
+        let deferred = {
+            let mut gate = self.gate.lock();
+            gate.waited -= 1;
+            if gate.waited > 0 {
+                return;
+            }
+            self.gate_changed.notify_all();
+            std::mem::take(&mut gate.deferred)
+        };
+        if !deferred.is_empty() {
+            tracing::debug!(count = deferred.len(), "deferred CUDA releases run");
+        }
+        for resource in deferred {
+            self.release_now(resource);
+        }
+    }
+
+    /// Runs `load` (a `cuModuleLoadDataEx`) once no device work waits on a
+    /// user event, and keeps new user-event waits from starting until it
+    /// returns.
+    ///
+    /// Loading a module waits for every stream of the context to drain (seen
+    /// on CUDA 13 / driver 580), inside the driver: a stream held by a user
+    /// event would make it wait until the host completes the event, and
+    /// meanwhile other threads' driver calls, among them those of the thread
+    /// about to complete the event, could wait for the loader: a deadlock.
+    /// Waiting here, outside the driver, leaves the host free to complete it.
+    pub(crate) fn load_module<T>(&self, load: impl FnOnce() -> T) -> T {
+        {
+            let mut gate = self.gate.lock();
+            if gate.waited > 0 {
+                tracing::debug!(waited = gate.waited, "module load waits for user events that hold device work");
+            }
+            while gate.waited > 0 {
+                self.gate_changed.wait(&mut gate);
+            }
+            gate.loading += 1;
+        }
+        let result = load();
+        let mut gate = self.gate.lock();
+        gate.loading -= 1;
+        if gate.loading == 0 {
+            self.gate_changed.notify_all();
+        }
+        result
+    }
+
+    /// A stream of this device: an idle one from the pool, or a new one.
+    /// Creating streams may also wait for the device, so streams are reused.
+    pub(crate) fn take_stream(&self) -> Result<Stream> {
+        {
+            let mut pool = self.stream_pool.lock();
+            if let Some(i) = pool.iter().position(|(_, idle)| matches!(idle.query(), Ok(crate::driver::Query::Ready))) {
+                return Ok(pool.swap_remove(i).0);
+            }
+        }
+        self.bind()?;
+        Stream::new()
+    }
+
+    /// Gives a stream back for reuse once the work submitted to it so far is done.
+    pub(crate) fn return_stream(&self, stream: Stream) {
+        let idle = match self.bind().and_then(|()| CuEvent::new(false)) {
+            Ok(idle) => idle,
+            Err(_) => return,
+        };
+        if idle.record(stream.raw()).is_err() {
+            return;
+        }
+        let mut pool = self.stream_pool.lock();
+        if pool.len() < POOLED_STREAMS {
+            pool.push((stream, idle));
+        }
+    }
+
+    /// A word of the `kind` pool. Status words start at 0; user-event words
+    /// keep the last value written.
+    pub(crate) fn word(&self, kind: WordKind) -> Result<Word> {
+        if kind == WordKind::Status {
+            self.sweep_retiring();
+        }
+        let pool = match kind {
+            WordKind::UserEvent => &self.user_words,
+            WordKind::Status => &self.status_words,
+        };
+        let mut pool = pool.lock();
+        if pool.free.is_empty() {
+            self.bind()?;
+            let bytes = WORDS_PER_PAGE as usize * 4;
+            let mut host: *mut c_void = ptr::null_mut();
+            let flags = sys::CU_MEMHOSTALLOC_PORTABLE | sys::CU_MEMHOSTALLOC_DEVICEMAP;
+            // SAFETY: allocates `bytes` of pinned, device-mapped host memory into `host`.
+            unsafe { cu!(cuMemHostAlloc(&mut host, bytes, flags))? };
+            // SAFETY: `host` holds `bytes` bytes just allocated.
+            unsafe { ptr::write_bytes(host.cast::<u8>(), 0, bytes) };
+            let mut dev: sys::CUdeviceptr = 0;
+            // SAFETY: `host` was allocated with DEVICEMAP; writes its device address.
+            unsafe { cu!(cuMemHostGetDevicePointer_v2(&mut dev, host, 0))? };
+            let page = pool.pages.len() as u32;
+            pool.pages.push((host.cast(), dev));
+            pool.free.extend((0..WORDS_PER_PAGE).rev().map(|i| page * WORDS_PER_PAGE + i));
+        }
+        let slot = pool.free.pop().expect("a page was just added");
+        let (page, index) = (slot / WORDS_PER_PAGE, slot % WORDS_PER_PAGE);
+        let (host, dev) = pool.pages[page as usize];
+        // SAFETY: `index` is within the page's WORDS_PER_PAGE words.
+        let word = Word { slot, host: unsafe { host.add(index as usize) }, addr: dev + u64::from(index) * 4 };
+        if kind == WordKind::Status {
+            word.write(0);
+        }
+        Ok(word)
+    }
+
+    /// Returns a word to its pool; the device no longer touches it.
+    pub(crate) fn free_word(&self, kind: WordKind, word: Word) {
+        match kind {
+            WordKind::UserEvent => self.user_words.lock().free.push(word.slot),
+            WordKind::Status => self.status_words.lock().free.push(word.slot),
+        }
+    }
+
+    /// Returns a status word once `event` (after the kernel that may write
+    /// it) has completed.
+    pub(crate) fn retire_status_word(&self, word: Word, event: CuEvent) {
+        match event.query() {
+            Ok(crate::driver::Query::Pending) => self.retiring.lock().push((word, event)),
+            _ => self.free_word(WordKind::Status, word),
+        }
+    }
+
+    fn sweep_retiring(&self) {
+        let done: Vec<Word> = {
+            let mut retiring = self.retiring.lock();
+            if retiring.is_empty() {
+                return;
+            }
+            let (done, pending): (Vec<_>, Vec<_>) =
+                retiring.drain(..).partition(|(_, e)| !matches!(e.query(), Ok(crate::driver::Query::Pending)));
+            *retiring = pending;
+            done.into_iter().map(|(w, _)| w).collect()
+        };
+        for w in done {
+            self.free_word(WordKind::Status, w);
+        }
+    }
+}
+
+impl Drop for DeviceShared {
+    fn drop(&mut self) {
+        let _ = self.bind();
+        let deferred = std::mem::take(&mut self.gate.get_mut().deferred);
+        for resource in deferred {
+            self.release_now(resource);
+        }
+        for pool in [self.user_words.get_mut(), self.status_words.get_mut()] {
+            for (host, _) in pool.pages.drain(..) {
+                // SAFETY: allocated by cuMemHostAlloc in `word`, freed once; the
+                // device is going away, so nothing waits on these words any more.
+                let _ = unsafe { sys::cuMemFreeHost(host.cast()) };
+            }
+        }
+    }
+}

@@ -1,0 +1,395 @@
+//! The CUDA driver as this adapter calls it: opening it, mapping its errors,
+//! binding contexts to threads, and owning its handles.
+//!
+//! Every driver call goes through cudarc's `sys` bindings, which resolve each
+//! entry point lazily from `libcuda` (the `dynamic-loading` feature): nothing
+//! of CUDA is needed to build. cudarc panics when the library or a symbol is
+//! missing, so [`open`] probes the library and every entry point this adapter
+//! uses before the first call; a machine without a driver, or with one too old,
+//! gets a reason instead of a panic.
+
+use std::ffi::CStr;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::ptr;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use cudarc::driver::sys;
+use ur_core::{Backend, Detail, Result, UrError};
+
+/// The reason the loader prints when `libcuda` cannot be loaded; CI (no GPU)
+/// sees this one.
+pub const NO_DRIVER: &str = "no CUDA driver";
+
+/// Entry points this adapter calls, all present since CUDA 12.0. An older
+/// driver is reported absent instead of panicking inside cudarc at first use.
+const REQUIRED_SYMBOLS: &[&str] = &[
+    "cuInit",
+    "cuDriverGetVersion",
+    "cuDeviceGetCount",
+    "cuDeviceGet",
+    "cuDeviceGetName",
+    "cuDeviceGetAttribute",
+    "cuDeviceTotalMem_v2",
+    "cuDevicePrimaryCtxRetain",
+    "cuDevicePrimaryCtxRelease_v2",
+    "cuCtxGetCurrent",
+    "cuCtxSetCurrent",
+    "cuGetErrorName",
+    "cuGetErrorString",
+    "cuStreamCreate",
+    "cuStreamDestroy_v2",
+    "cuStreamSynchronize",
+    "cuStreamWaitEvent",
+    "cuStreamWaitValue32_v2",
+    "cuLaunchHostFunc",
+    "cuEventCreate",
+    "cuEventDestroy_v2",
+    "cuEventRecord",
+    "cuEventQuery",
+    "cuEventSynchronize",
+    "cuEventElapsedTime",
+    "cuMemAlloc_v2",
+    "cuMemFree_v2",
+    "cuMemHostAlloc",
+    "cuMemFreeHost",
+    "cuMemHostGetDevicePointer_v2",
+    "cuMemAllocManaged",
+    "cuMemcpyAsync",
+    "cuMemcpyHtoDAsync_v2",
+    "cuMemcpy3DAsync_v2",
+    "cuMemsetD8Async",
+    "cuMemsetD16Async",
+    "cuMemsetD32Async",
+    "cuMemsetD2D8Async",
+    "cuMemsetD2D16Async",
+    "cuMemsetD2D32Async",
+    "cuMemPrefetchAsync",
+    "cuMemAdvise",
+    "cuModuleLoadDataEx",
+    "cuModuleUnload",
+    "cuModuleGetFunction",
+    "cuFuncGetAttribute",
+    "cuFuncSetAttribute",
+    "cuLaunchKernel",
+    "cuGraphCreate",
+    "cuGraphDestroy",
+    "cuGraphAddKernelNode_v2",
+    "cuGraphAddMemcpyNode",
+    "cuGraphAddMemsetNode",
+    "cuGraphAddEmptyNode",
+    "cuGraphAddHostNode",
+    "cuGraphAddEventRecordNode",
+    "cuGraphAddEventWaitNode",
+    "cuGraphKernelNodeSetParams_v2",
+    "cuGraphEventRecordNodeSetEvent",
+    "cuGraphEventWaitNodeSetEvent",
+    "cuGraphInstantiateWithFlags",
+    "cuGraphExecDestroy",
+    "cuGraphExecKernelNodeSetParams_v2",
+    "cuGraphExecEventRecordNodeSetEvent",
+    "cuGraphExecEventWaitNodeSetEvent",
+    "cuGraphExecUpdate_v2",
+    "cuGraphNodeSetEnabled",
+    "cuGraphLaunch",
+];
+
+static OPENED: AtomicBool = AtomicBool::new(false);
+
+/// Opens the driver: loads `libcuda`, checks every entry point this adapter
+/// uses and calls `cuInit`. `Err` is the reason the adapter is absent.
+pub(crate) fn open() -> std::result::Result<(), String> {
+    static RESULT: OnceLock<std::result::Result<(), String>> = OnceLock::new();
+    RESULT
+        .get_or_init(|| {
+            catch_unwind(AssertUnwindSafe(open_once))
+                .unwrap_or_else(|_| Err("the CUDA driver bindings panicked while opening the driver".into()))
+        })
+        .clone()
+}
+
+fn open_once() -> std::result::Result<(), String> {
+    // SAFETY: only tries to dlopen the candidate names; no symbol is called.
+    if !unsafe { sys::is_culib_present() } {
+        return Err(format!("{NO_DRIVER} (libcuda.so could not be loaded)"));
+    }
+    // SAFETY: the library is present, so cudarc's loader finds it rather than panicking.
+    let lib = unsafe { sys::culib() };
+    for name in REQUIRED_SYMBOLS {
+        // SAFETY: the symbol is only looked up, never called through this pointer.
+        if unsafe { lib.get::<*const ()>(name.as_bytes()) }.is_err() {
+            return Err(format!("the CUDA driver is too old: it lacks {name} (CUDA 12.0 or newer is needed)"));
+        }
+    }
+    // SAFETY: cuInit takes flags that must be 0.
+    let result = unsafe { sys::cuInit(0) };
+    OPENED.store(true, Ordering::Release);
+    match result {
+        sys::CUresult::CUDA_SUCCESS => Ok(()),
+        sys::CUresult::CUDA_ERROR_NO_DEVICE => Err("the CUDA driver reports no device".into()),
+        other => Err(format!("{NO_DRIVER}: cuInit failed with {}", error_name(other))),
+    }
+}
+
+/// Whether `name` is an entry point of the loaded driver (for entry points
+/// newer than CUDA 12.0, used only when present).
+pub(crate) fn has_symbol(name: &str) -> bool {
+    if !OPENED.load(Ordering::Acquire) {
+        return false;
+    }
+    // SAFETY: the driver library was loaded by `open`; the symbol is only looked up.
+    unsafe { sys::culib().get::<*const ()>(name.as_bytes()).is_ok() }
+}
+
+/// The driver's name of an error (`CUDA_ERROR_OUT_OF_MEMORY`), or its number
+/// when the driver is not loaded.
+pub(crate) fn error_name(result: sys::CUresult) -> String {
+    let code = result as u32;
+    if OPENED.load(Ordering::Acquire) {
+        let mut name: *const std::ffi::c_char = ptr::null();
+        // SAFETY: the driver is loaded; cuGetErrorName writes a static string or fails.
+        if unsafe { sys::cuGetErrorName(result, &mut name) } == sys::CUresult::CUDA_SUCCESS && !name.is_null() {
+            // SAFETY: the driver returns a NUL-terminated static string.
+            return unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned();
+        }
+    }
+    format!("CUresult {code}")
+}
+
+/// The `UrError` variant closest to a `CUresult` code.
+pub(crate) fn variant_for(code: u32) -> fn(Detail) -> UrError {
+    match code {
+        // CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_INVALID_HANDLE
+        1 | 400 => UrError::InvalidValue,
+        // CUDA_ERROR_OUT_OF_MEMORY
+        2 => UrError::OutOfDeviceMemory,
+        // CUDA_ERROR_NOT_INITIALIZED, CUDA_ERROR_DEINITIALIZED, CUDA_ERROR_STUB_LIBRARY
+        3 | 4 | 34 => UrError::Uninitialized,
+        // CUDA_ERROR_NO_DEVICE, CUDA_ERROR_INVALID_DEVICE
+        100 | 101 => UrError::InvalidDevice,
+        // CUDA_ERROR_INVALID_IMAGE, CUDA_ERROR_NO_BINARY_FOR_GPU, CUDA_ERROR_INVALID_PTX,
+        // CUDA_ERROR_UNSUPPORTED_PTX_VERSION, CUDA_ERROR_JIT_COMPILER_NOT_FOUND
+        200 | 209 | 218 | 222 | 221 => UrError::InvalidBinary,
+        // CUDA_ERROR_INVALID_CONTEXT, CUDA_ERROR_CONTEXT_IS_DESTROYED
+        201 | 709 => UrError::InvalidContext,
+        // CUDA_ERROR_NOT_FOUND
+        500 => UrError::InvalidKernelName,
+        // CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, CUDA_ERROR_TOO_MANY_PEERS
+        701 | 711 => UrError::OutOfResources,
+        // CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED / NOT_REGISTERED
+        712 | 713 => UrError::InvalidValue,
+        // CUDA_ERROR_NOT_PERMITTED, CUDA_ERROR_ILLEGAL_STATE
+        800 | 401 => UrError::InvalidOperation,
+        // CUDA_ERROR_NOT_SUPPORTED
+        801 => UrError::UnsupportedFeature,
+        // CUDA_ERROR_ECC_UNCORRECTABLE, CUDA_ERROR_DEVICE_UNAVAILABLE, CUDA_ERROR_DEVICE_NOT_LICENSED
+        214 | 46 | 102 => UrError::DeviceLost,
+        // Everything else, kernel faults included (CUDA_ERROR_ILLEGAL_ADDRESS,
+        // CUDA_ERROR_LAUNCH_FAILED, ...): the detail names the code.
+        _ => UrError::AdapterSpecific,
+    }
+}
+
+/// The error for a failed driver call `what`.
+pub(crate) fn error(result: sys::CUresult, what: &str) -> UrError {
+    let code = result as u32;
+    variant_for(code)(Detail::native(Backend::Cuda, i64::from(code), format!("{what} failed: {}", error_name(result))))
+}
+
+/// `Ok` for `CUDA_SUCCESS`, else the mapped error naming the call.
+pub(crate) fn check(result: sys::CUresult, what: &str) -> Result<()> {
+    if result == sys::CUresult::CUDA_SUCCESS { Ok(()) } else { Err(error(result, what)) }
+}
+
+/// Calls a driver entry point and maps its result:
+/// `cu!(cuStreamSynchronize(stream))`. The caller's `unsafe` block states why
+/// the arguments are valid.
+macro_rules! cu {
+    ($name:ident($($arg:expr),* $(,)?)) => {
+        $crate::driver::check(cudarc::driver::sys::$name($($arg),*), stringify!($name))
+    };
+}
+pub(crate) use cu;
+
+/// A CUDA context handle (a device's primary context).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Ctx(pub(crate) sys::CUcontext);
+
+// SAFETY: CUDA contexts may be used from any thread; the driver serialises
+// what needs serialising.
+unsafe impl Send for Ctx {}
+// SAFETY: as for Send.
+unsafe impl Sync for Ctx {}
+
+impl Ctx {
+    /// Makes this context current on the calling thread, as every driver call
+    /// that allocates or creates objects needs. Cheap when it already is.
+    pub(crate) fn bind(self) -> Result<()> {
+        let mut current: sys::CUcontext = ptr::null_mut();
+        // SAFETY: writes the calling thread's current context into `current`.
+        unsafe { cu!(cuCtxGetCurrent(&mut current))? };
+        if current != self.0 {
+            // SAFETY: the context is retained by the device for as long as it exists.
+            unsafe { cu!(cuCtxSetCurrent(self.0))? };
+        }
+        Ok(())
+    }
+}
+
+/// A stream, destroyed on drop. Streams are created non-blocking, so that they
+/// never synchronise with the legacy default stream.
+#[derive(Debug)]
+pub(crate) struct Stream(sys::CUstream);
+
+// SAFETY: CUDA streams may be used from any thread.
+unsafe impl Send for Stream {}
+// SAFETY: as for Send: the driver serialises work submitted to one stream.
+unsafe impl Sync for Stream {}
+
+/// `CU_STREAM_NON_BLOCKING`.
+const STREAM_NON_BLOCKING: u32 = 1;
+
+impl Stream {
+    /// A new non-blocking stream of the current context.
+    pub(crate) fn new() -> Result<Stream> {
+        let mut raw: sys::CUstream = ptr::null_mut();
+        // SAFETY: writes a new stream handle into `raw`; the caller bound a context.
+        unsafe { cu!(cuStreamCreate(&mut raw, STREAM_NON_BLOCKING))? };
+        Ok(Stream(raw))
+    }
+
+    pub(crate) fn raw(&self) -> sys::CUstream {
+        self.0
+    }
+
+    /// Blocks until everything submitted to the stream has completed.
+    pub(crate) fn synchronize(&self) -> Result<()> {
+        // SAFETY: the stream is alive.
+        unsafe { cu!(cuStreamSynchronize(self.0)) }
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        // SAFETY: the stream is alive and destroyed once; work still in it
+        // completes and its resources are released afterwards (driver contract).
+        let _ = unsafe { sys::cuStreamDestroy_v2(self.0) };
+    }
+}
+
+/// What `cuEventQuery` says of an event.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Query {
+    /// The last record has completed (or the event was never recorded).
+    Ready,
+    /// The last record has not completed.
+    Pending,
+}
+
+/// An event, destroyed on drop.
+#[derive(Debug)]
+pub(crate) struct CuEvent(sys::CUevent);
+
+// SAFETY: CUDA events may be used from any thread.
+unsafe impl Send for CuEvent {}
+// SAFETY: as for Send.
+unsafe impl Sync for CuEvent {}
+
+/// `CU_EVENT_DISABLE_TIMING`.
+const EVENT_DISABLE_TIMING: u32 = 2;
+
+impl CuEvent {
+    /// A new event of the current context; `timing` events can be measured
+    /// with `cuEventElapsedTime`, the others are cheaper to wait on.
+    pub(crate) fn new(timing: bool) -> Result<CuEvent> {
+        let mut raw: sys::CUevent = ptr::null_mut();
+        let flags = if timing { 0 } else { EVENT_DISABLE_TIMING };
+        // SAFETY: writes a new event handle into `raw`; the caller bound a context.
+        unsafe { cu!(cuEventCreate(&mut raw, flags))? };
+        Ok(CuEvent(raw))
+    }
+
+    pub(crate) fn raw(&self) -> sys::CUevent {
+        self.0
+    }
+
+    /// Records the event at the current end of `stream`.
+    pub(crate) fn record(&self, stream: sys::CUstream) -> Result<()> {
+        // SAFETY: the event and the stream are alive and of the same context
+        // (the caller's contract for every stream of this adapter).
+        unsafe { cu!(cuEventRecord(self.0, stream)) }
+    }
+
+    /// Whether its last record has completed; `Err` when the work it follows failed.
+    pub(crate) fn query(&self) -> Result<Query> {
+        // SAFETY: the event is alive.
+        match unsafe { sys::cuEventQuery(self.0) } {
+            sys::CUresult::CUDA_SUCCESS => Ok(Query::Ready),
+            sys::CUresult::CUDA_ERROR_NOT_READY => Ok(Query::Pending),
+            other => Err(error(other, "cuEventQuery")),
+        }
+    }
+
+    /// Blocks until its last record has completed.
+    pub(crate) fn synchronize(&self) -> Result<()> {
+        // SAFETY: the event is alive.
+        unsafe { cu!(cuEventSynchronize(self.0)) }
+    }
+
+    /// Milliseconds from `self` to `later`; both are complete timing events.
+    pub(crate) fn elapsed_ms(&self, later: &CuEvent) -> Result<f32> {
+        let mut ms = 0f32;
+        // SAFETY: both events are alive; the driver checks they are recorded and complete.
+        unsafe { cu!(cuEventElapsedTime(&mut ms, self.0, later.0))? };
+        Ok(ms)
+    }
+}
+
+impl Drop for CuEvent {
+    fn drop(&mut self) {
+        // SAFETY: destroyed once; a pending record completes first (driver contract).
+        let _ = unsafe { sys::cuEventDestroy_v2(self.0) };
+    }
+}
+
+/// Makes `stream` wait for the last record of `event`.
+pub(crate) fn stream_wait_event(stream: sys::CUstream, event: sys::CUevent) -> Result<()> {
+    // SAFETY: both handles are alive and of contexts of one device (callers pass
+    // this adapter's objects of one context).
+    unsafe { cu!(cuStreamWaitEvent(stream, event, 0)) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_map_to_the_closest_variant() {
+        type IsExpected = fn(&UrError) -> bool;
+        let cases: [(u32, IsExpected); 8] = [
+            (1, |e| matches!(e, UrError::InvalidValue(_))),
+            (2, |e| matches!(e, UrError::OutOfDeviceMemory(_))),
+            (3, |e| matches!(e, UrError::Uninitialized(_))),
+            (218, |e| matches!(e, UrError::InvalidBinary(_))),
+            (500, |e| matches!(e, UrError::InvalidKernelName(_))),
+            (701, |e| matches!(e, UrError::OutOfResources(_))),
+            (801, |e| matches!(e, UrError::UnsupportedFeature(_))),
+            (700, |e| matches!(e, UrError::AdapterSpecific(_))),
+        ];
+        for (code, is_expected) in cases {
+            let e = variant_for(code)(Detail::native(Backend::Cuda, i64::from(code), "x"));
+            assert!(is_expected(&e), "code {code} gave {e:?}");
+            assert_eq!(e.detail().native_code, Some(i64::from(code)));
+            assert_eq!(e.detail().backend, Some(Backend::Cuda));
+        }
+    }
+
+    #[test]
+    fn error_names_the_call_and_code() {
+        let e = error(sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY, "cuMemAlloc_v2");
+        assert!(matches!(e, UrError::OutOfDeviceMemory(_)));
+        let text = e.to_string();
+        assert!(text.contains("cuMemAlloc_v2 failed"), "{text}");
+        assert!(text.contains("cuda: native code 2"), "{text}");
+    }
+}

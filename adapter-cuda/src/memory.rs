@@ -1,0 +1,251 @@
+//! USM allocations and memory buffers, and where a command's memory lives.
+//!
+//! - device USM and buffers: `cuMemAlloc`;
+//! - host USM and `ALLOC_HOST_POINTER` buffers: pinned, device-mapped host
+//!   memory (`cuMemHostAlloc` with `DEVICEMAP | PORTABLE`); with unified
+//!   addressing its device address is its host address;
+//! - shared USM: managed memory (`cuMemAllocManaged`, attached globally).
+//!
+//! Every allocation is zeroed before it is handed out. Alignments beyond what
+//! the driver gives (256 bytes for device and managed memory, a page for host
+//! memory) are met by over-allocating. Memory is freed through the device's
+//! deferred release (see [`DeviceShared::release`]).
+
+use std::any::Any;
+use std::ffi::c_void;
+use std::ptr;
+use std::sync::Arc;
+
+use cudarc::driver::sys;
+use ur_core::adapter::{BufferImpl, UsmImpl, downcast};
+use ur_core::{MemBuffer, MemFlags, MemLoc, Result, UsmKind, UsmRef, err};
+
+use crate::device::{DeviceShared, Release};
+use crate::driver::cu;
+
+/// What the driver aligns allocations to without being asked.
+const DEVICE_ALIGN: usize = 256;
+const HOST_ALIGN: usize = 4096;
+
+/// The memory behind an allocation.
+#[derive(Copy, Clone, Debug)]
+enum Backing {
+    Device(sys::CUdeviceptr),
+    Host(*mut c_void),
+    Managed(sys::CUdeviceptr),
+}
+
+/// An allocation: its backing and the aligned address handed out.
+struct Allocation {
+    dev: Arc<DeviceShared>,
+    backing: Backing,
+    /// The (aligned) device address of the first byte.
+    addr: u64,
+}
+
+// SAFETY: the allocation owns its memory; access is governed by the commands
+// that use it, which the API orders.
+unsafe impl Send for Allocation {}
+// SAFETY: as for Send.
+unsafe impl Sync for Allocation {}
+
+impl Allocation {
+    fn new(dev: &Arc<DeviceShared>, kind: UsmKind, size: usize, align: usize) -> Result<Allocation> {
+        dev.bind()?;
+        let natural = if kind == UsmKind::Host { HOST_ALIGN } else { DEVICE_ALIGN };
+        let extra = if align > natural { align } else { 0 };
+        let bytes = size.checked_add(extra).ok_or_else(|| err!(InvalidUsmSize, "{size} bytes aligned to {align}"))?;
+        let (backing, base) = match kind {
+            UsmKind::Device => {
+                let mut p: sys::CUdeviceptr = 0;
+                // SAFETY: writes a new allocation of `bytes` bytes into `p`; the context is bound.
+                unsafe { cu!(cuMemAlloc_v2(&mut p, bytes))? };
+                (Backing::Device(p), p)
+            }
+            UsmKind::Host => {
+                let mut p: *mut c_void = ptr::null_mut();
+                let flags = sys::CU_MEMHOSTALLOC_PORTABLE | sys::CU_MEMHOSTALLOC_DEVICEMAP;
+                // SAFETY: writes a new pinned allocation of `bytes` bytes into `p`.
+                unsafe { cu!(cuMemHostAlloc(&mut p, bytes, flags))? };
+                let mut d: sys::CUdeviceptr = 0;
+                // SAFETY: `p` was allocated with DEVICEMAP; writes its device address.
+                if let Err(e) = unsafe { cu!(cuMemHostGetDevicePointer_v2(&mut d, p, 0)) } {
+                    dev.release(Release::HostMemory(p));
+                    return Err(e);
+                }
+                (Backing::Host(p), d)
+            }
+            UsmKind::Shared => {
+                let mut p: sys::CUdeviceptr = 0;
+                let global = sys::CUmemAttach_flags::CU_MEM_ATTACH_GLOBAL as u32;
+                // SAFETY: writes a new managed allocation of `bytes` bytes into `p`.
+                unsafe { cu!(cuMemAllocManaged(&mut p, bytes, global))? };
+                (Backing::Managed(p), p)
+            }
+        };
+        let addr = if extra > 0 { base.next_multiple_of(align as u64) } else { base };
+        let allocation = Allocation { dev: dev.clone(), backing, addr };
+        allocation.zero(bytes)?;
+        Ok(allocation)
+    }
+
+    /// Zeroes the whole backing (alignment slack included) before first use.
+    fn zero(&self, bytes: usize) -> Result<()> {
+        match self.backing {
+            // SAFETY: the pinned block holds `bytes` bytes and nothing else uses it yet.
+            Backing::Host(p) => unsafe { ptr::write_bytes(p.cast::<u8>(), 0, bytes) },
+            Backing::Device(p) | Backing::Managed(p) => {
+                let stream = self.dev.internal();
+                // SAFETY: the allocation holds `bytes` bytes; the internal stream
+                // is synchronised before the memory is handed out.
+                unsafe { cu!(cuMemsetD8Async(p, 0, bytes, stream.raw()))? };
+                stream.synchronize()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn host_ptr(&self) -> Option<*mut u8> {
+        match self.backing {
+            Backing::Device(_) => None,
+            // With unified addressing, host and managed memory have one address for both sides.
+            Backing::Host(_) | Backing::Managed(_) => Some(self.addr as *mut u8),
+        }
+    }
+
+    fn loc(&self, offset: usize) -> Loc {
+        let addr = self.addr + offset as u64;
+        match self.backing {
+            Backing::Host(_) => Loc::Host(addr as *mut u8),
+            Backing::Device(_) | Backing::Managed(_) => Loc::Device(addr),
+        }
+    }
+}
+
+impl Drop for Allocation {
+    fn drop(&mut self) {
+        self.dev.release(match self.backing {
+            Backing::Device(p) | Backing::Managed(p) => Release::DeviceMemory(p),
+            Backing::Host(p) => Release::HostMemory(p),
+        });
+    }
+}
+
+/// A USM allocation.
+pub(crate) struct CudaUsm {
+    allocation: Allocation,
+    kind: UsmKind,
+}
+
+impl CudaUsm {
+    pub(crate) fn new(dev: &Arc<DeviceShared>, kind: UsmKind, size: usize, align: usize) -> Result<CudaUsm> {
+        Ok(CudaUsm { allocation: Allocation::new(dev, kind, size, align)?, kind })
+    }
+}
+
+impl UsmImpl for CudaUsm {
+    fn address(&self) -> u64 {
+        self.allocation.addr
+    }
+
+    fn host_ptr(&self) -> Option<*mut u8> {
+        debug_assert!(self.kind != UsmKind::Device || self.allocation.host_ptr().is_none());
+        self.allocation.host_ptr()
+    }
+}
+
+/// A memory buffer: device memory, or pinned host memory when created with
+/// `ALLOC_HOST_POINTER`.
+pub(crate) struct CudaBuffer {
+    allocation: Allocation,
+}
+
+impl CudaBuffer {
+    pub(crate) fn new(
+        dev: &Arc<DeviceShared>,
+        flags: MemFlags,
+        size: usize,
+        init: Option<&[u8]>,
+    ) -> Result<CudaBuffer> {
+        let kind = if flags.contains(MemFlags::ALLOC_HOST_POINTER) { UsmKind::Host } else { UsmKind::Device };
+        let allocation = Allocation::new(dev, kind, size, 0)?;
+        if let Some(init) = init {
+            match allocation.backing {
+                // SAFETY: the block holds `size` bytes and `init` exactly `size`.
+                Backing::Host(p) => unsafe { ptr::copy_nonoverlapping(init.as_ptr(), p.cast::<u8>(), size) },
+                _ => {
+                    let stream = dev.internal();
+                    // SAFETY: `init` is pageable host memory of `size` bytes,
+                    // read before the synchronisation below returns.
+                    unsafe { cu!(cuMemcpyHtoDAsync_v2(allocation.addr, init.as_ptr().cast(), size, stream.raw()))? };
+                    stream.synchronize()?;
+                }
+            }
+        }
+        Ok(CudaBuffer { allocation })
+    }
+
+    /// The device address of the buffer's first byte.
+    pub(crate) fn addr(&self) -> u64 {
+        self.allocation.addr
+    }
+}
+
+impl BufferImpl for CudaBuffer {}
+
+/// Where one side of a copy lives, as the driver's copy descriptors want it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Loc {
+    /// Device memory (device and managed allocations, device buffers).
+    Device(u64),
+    /// Host memory: pinned (host USM, host buffers) or pageable (raw host pointers).
+    Host(*mut u8),
+}
+
+impl Loc {
+    /// The address as unified addressing sees it.
+    pub(crate) fn addr(self) -> u64 {
+        match self {
+            Loc::Device(a) => a,
+            Loc::Host(p) => p as u64,
+        }
+    }
+
+    /// The same memory `offset` bytes further.
+    pub(crate) fn add(self, offset: usize) -> Loc {
+        match self {
+            Loc::Device(a) => Loc::Device(a + offset as u64),
+            // Address arithmetic only; the front end checked the bounds.
+            Loc::Host(p) => Loc::Host(p.wrapping_add(offset)),
+        }
+    }
+}
+
+/// The adapter's buffer behind a front-end buffer.
+pub(crate) fn cuda_buffer(buffer: &MemBuffer) -> Result<&CudaBuffer> {
+    downcast::<CudaBuffer>(buffer.imp() as &dyn Any, "a memory buffer")
+}
+
+/// Where `offset` bytes into `buffer` lives.
+pub(crate) fn buffer_loc(buffer: &MemBuffer, offset: usize) -> Result<Loc> {
+    Ok(cuda_buffer(buffer)?.allocation.loc(offset))
+}
+
+/// Where a USM position lives.
+pub(crate) fn usm_loc(usm: &UsmRef) -> Result<Loc> {
+    let imp = downcast::<CudaUsm>(usm.alloc().imp() as &dyn Any, "a USM allocation")?;
+    Ok(imp.allocation.loc(usm.offset()))
+}
+
+/// Where a host-side location lives.
+pub(crate) fn mem_loc(loc: &MemLoc) -> Result<Loc> {
+    match loc {
+        MemLoc::Usm(r) => usm_loc(r),
+        MemLoc::Host(h) => Ok(Loc::Host(h.as_ptr())),
+    }
+}
+
+/// Whether a USM position is managed memory (prefetch and advice apply).
+pub(crate) fn is_managed(usm: &UsmRef) -> bool {
+    usm.alloc().kind() == UsmKind::Shared
+}

@@ -1,0 +1,375 @@
+//! Programs (CUDA modules from PTX, or from CUDA C through NVRTC), kernels,
+//! and the kernel ABI: how a launch's arguments become kernel parameters.
+//!
+//! # Kernel ABI
+//!
+//! A kernel declared with arguments `a0 .. an-1` is an `extern "C" __global__`
+//! function with n + 1 parameters:
+//! - a global argument (USM pointer or buffer) is an 8-byte device address;
+//! - a value argument is its bytes (a parameter of exactly that size);
+//! - a local argument is a `unsigned long long` whose low 32 bits are the
+//!   argument's byte offset into the block's dynamic shared memory (one
+//!   `extern __shared__` region) and whose high 32 bits are its size in bytes;
+//!   offsets are 16-byte aligned;
+//! - a last, hidden parameter `ur_launch { unsigned long long offset[3];
+//!   unsigned int *status; }` (32 bytes) carries the global offset, which CUDA
+//!   has no notion of, and a status word: a kernel that detects it cannot run
+//!   correctly (too little local memory, say) stores a non-zero code there and
+//!   returns, and the launch's event reports `AdapterSpecific` with that code,
+//!   without the sticky context error a trap would cause.
+//!
+//! The local size is the block size, the global size divided by it the grid.
+
+use std::any::Any;
+use std::ffi::{CString, c_void};
+use std::ptr;
+use std::sync::Arc;
+
+use cudarc::driver::sys;
+use smallvec::SmallVec;
+use ur_core::adapter::{KernelImpl, ProgramImpl, downcast};
+use ur_core::{
+    ArgKind, ArgValue, KernelCommand, KernelSignature, ProgramBundle, ProgramSource, Result, SourceForm, err,
+};
+
+use crate::device::{DeviceShared, Release};
+use crate::driver::{self, cu, has_symbol};
+use crate::memory::cuda_buffer;
+use crate::nvrtc;
+
+/// Alignment of each local argument in the dynamic shared memory.
+const LOCAL_ALIGN: usize = 16;
+/// Size of the hidden `ur_launch` parameter.
+const LAUNCH_INFO_SIZE: usize = 32;
+
+/// A loaded module, unloaded when its program and kernels are gone.
+struct Module {
+    dev: Arc<DeviceShared>,
+    raw: sys::CUmodule,
+}
+
+// SAFETY: module handles may be used from any thread.
+unsafe impl Send for Module {}
+// SAFETY: as for Send.
+unsafe impl Sync for Module {}
+
+impl Drop for Module {
+    fn drop(&mut self) {
+        self.dev.release(Release::Module(self.raw));
+    }
+}
+
+/// A built program.
+pub(crate) struct CudaProgram {
+    module: Arc<Module>,
+}
+
+/// The PTX of a bundle's source of `form`.
+fn ptx_of(dev: &DeviceShared, bundle: &ProgramBundle, form: SourceForm) -> Result<Arc<CString>> {
+    match (form, bundle.source_of(form)) {
+        (SourceForm::Ptx, Some(ProgramSource::Ptx(text))) => {
+            Ok(Arc::new(CString::new(text.as_bytes()).map_err(|_| err!(InvalidBinary, "the PTX contains a NUL byte"))?))
+        }
+        (SourceForm::CudaC, Some(ProgramSource::CudaC(text))) => {
+            let arch = dev.limits.compute_capability;
+            let key = (text.to_string(), arch);
+            if let Some(ptx) = dev.ptx_cache.lock().get(&key) {
+                return Ok(ptx.clone());
+            }
+            let compiler = nvrtc::get()
+                .map_err(|reason| err!(UnsupportedFeature, "CUDA C needs NVRTC, which is missing: {reason}"))?;
+            tracing::debug!(version = ?compiler.version(), ?arch, "compiling CUDA C with NVRTC");
+            let ptx = Arc::new(compiler.compile(text, arch).map_err(|log| err!(ProgramBuildFailure, "{log}"))?);
+            dev.ptx_cache.lock().insert(key, ptx.clone());
+            Ok(ptx)
+        }
+        _ => Err(err!(InvalidBinary, "the CUDA adapter builds PTX and CUDA C; the bundle has no {form} source")),
+    }
+}
+
+impl CudaProgram {
+    pub(crate) fn new(dev: &Arc<DeviceShared>, bundle: &ProgramBundle, form: SourceForm) -> Result<CudaProgram> {
+        let ptx = ptx_of(dev, bundle, form)?;
+        dev.bind()?;
+        let mut log = vec![0u8; 8192];
+        let mut options =
+            [sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER, sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES];
+        let mut values: [*mut c_void; 2] = [log.as_mut_ptr().cast(), log.len() as *mut c_void];
+        let mut raw: sys::CUmodule = ptr::null_mut();
+        // SAFETY: `ptx` is NUL-terminated PTX; the options name a writable log
+        // buffer of the given size (the size is passed by value, as the driver expects).
+        let result = dev.load_module(|| unsafe {
+            sys::cuModuleLoadDataEx(&mut raw, ptx.as_ptr().cast(), 2, options.as_mut_ptr(), values.as_mut_ptr())
+        });
+        if result != sys::CUresult::CUDA_SUCCESS {
+            let log = std::ffi::CStr::from_bytes_until_nul(&log).map(|s| s.to_string_lossy()).unwrap_or_default();
+            let mut e = driver::error(result, "cuModuleLoadDataEx");
+            if !log.is_empty() {
+                let detail = e.detail().clone();
+                e = driver::variant_for(result as u32)(ur_core::Detail {
+                    message: format!("{}: {log}", detail.message).into(),
+                    ..detail
+                });
+            }
+            return Err(e);
+        }
+        Ok(CudaProgram { module: Arc::new(Module { dev: dev.clone(), raw }) })
+    }
+}
+
+/// The parameter size each declared argument kind has in the ABI.
+fn abi_size(kind: ArgKind) -> usize {
+    match kind {
+        ArgKind::Global | ArgKind::Local => 8,
+        ArgKind::Value(n) => n,
+    }
+}
+
+/// Checks the kernel's parameters against the ABI, where the driver can list
+/// them (CUDA 12.4 and newer): a mismatch would make every launch read garbage.
+fn check_parameters(func: sys::CUfunction, signature: &KernelSignature) -> Result<()> {
+    if !has_symbol("cuFuncGetParamInfo") {
+        return Ok(());
+    }
+    let expected: Vec<usize> =
+        signature.args.iter().map(|k| abi_size(*k)).chain(std::iter::once(LAUNCH_INFO_SIZE)).collect();
+    let mut found = Vec::with_capacity(expected.len());
+    for index in 0..=expected.len() {
+        let (mut offset, mut size) = (0usize, 0usize);
+        // SAFETY: `func` is a live function; an index past its last parameter is an error, not UB.
+        match unsafe { sys::cuFuncGetParamInfo(func, index, &mut offset, &mut size) } {
+            sys::CUresult::CUDA_SUCCESS => found.push(size),
+            sys::CUresult::CUDA_ERROR_INVALID_VALUE => break,
+            other => {
+                tracing::debug!(error = %driver::error_name(other), "cuFuncGetParamInfo unavailable; ABI not checked");
+                return Ok(());
+            }
+        }
+    }
+    if found != expected {
+        return Err(err!(
+            InvalidValue,
+            "kernel `{}` takes parameters of {found:?} bytes; its signature {:?} needs {expected:?} \
+             (the last being the 32-byte ur_launch)",
+            signature.name,
+            signature.args
+        ));
+    }
+    Ok(())
+}
+
+impl ProgramImpl for CudaProgram {
+    unsafe fn create_kernel(&self, signature: &KernelSignature) -> Result<Box<dyn KernelImpl>> {
+        let dev = &self.module.dev;
+        dev.bind()?;
+        let name =
+            CString::new(signature.name.as_bytes()).map_err(|_| err!(InvalidKernelName, "kernel name has a NUL"))?;
+        let mut func: sys::CUfunction = ptr::null_mut();
+        // SAFETY: the module is loaded; the name is NUL-terminated.
+        match unsafe { sys::cuModuleGetFunction(&mut func, self.module.raw, name.as_ptr()) } {
+            sys::CUresult::CUDA_SUCCESS => {}
+            sys::CUresult::CUDA_ERROR_NOT_FOUND => {
+                return Err(err!(InvalidKernelName, "the program's module has no kernel `{}`", signature.name));
+            }
+            other => return Err(driver::error(other, "cuModuleGetFunction")),
+        }
+        check_parameters(func, signature)?;
+        let attribute = |a| -> Result<i32> {
+            let mut v = 0;
+            // SAFETY: reads one attribute of a live function.
+            unsafe { cu!(cuFuncGetAttribute(&mut v, a, func))? };
+            Ok(v)
+        };
+        use sys::CUfunction_attribute as F;
+        let max_threads = attribute(F::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?.max(1) as usize;
+        let static_shared = attribute(F::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?.max(0) as u32;
+        let dynamic = dev.limits.shared_optin.saturating_sub(static_shared);
+        // Opting into the device's whole shared memory leaves room for the
+        // alignment padding of local arguments beyond the 48 KiB reported.
+        let attribute = F::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+        // SAFETY: sets an attribute of a live function to a value the device allows.
+        let opted = unsafe { cu!(cuFuncSetAttribute(func, attribute, dynamic as i32)) };
+        if let Err(e) = opted {
+            tracing::debug!(error = %e, "kernel keeps the default dynamic shared memory limit");
+        }
+        Ok(Box::new(CudaKernel {
+            _module: self.module.clone(),
+            func: Func(func),
+            name: signature.name.to_string().into(),
+            max_threads,
+        }))
+    }
+}
+
+/// A function handle.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct Func(pub(crate) sys::CUfunction);
+
+// SAFETY: function handles may be used from any thread.
+unsafe impl Send for Func {}
+// SAFETY: as for Send.
+unsafe impl Sync for Func {}
+
+/// A kernel: a function of a loaded module.
+pub(crate) struct CudaKernel {
+    _module: Arc<Module>,
+    pub(crate) func: Func,
+    pub(crate) name: Arc<str>,
+    max_threads: usize,
+}
+
+impl KernelImpl for CudaKernel {
+    fn max_work_group_size(&self) -> usize {
+        self.max_threads
+    }
+}
+
+/// A launch's kernel, geometry and parameter values, in the form
+/// `cuLaunchKernel` and kernel graph nodes take.
+pub(crate) struct LaunchParams {
+    pub(crate) func: Func,
+    pub(crate) name: Arc<str>,
+    pub(crate) grid: [u32; 3],
+    pub(crate) block: [u32; 3],
+    pub(crate) shared: u32,
+    /// A zero global size: nothing runs (a graph keeps the node, disabled).
+    pub(crate) empty: bool,
+    /// Parameter values, each at an 8-byte aligned offset.
+    storage: Vec<u64>,
+    offsets: SmallVec<[usize; 8]>,
+    /// Byte offset of the status pointer inside `storage`.
+    status_at: usize,
+    pointers: Vec<*mut c_void>,
+}
+
+// SAFETY: the raw pointers point into `storage`, owned by the same value, and
+// are refreshed before each use.
+unsafe impl Send for LaunchParams {}
+
+impl LaunchParams {
+    /// The parameters of `launch`, with `status` as the status word's address.
+    pub(crate) fn new(dev: &DeviceShared, launch: &KernelCommand, status: u64) -> Result<LaunchParams> {
+        let kernel = downcast::<CudaKernel>(launch.kernel.imp() as &dyn Any, "a kernel")?;
+        let range = launch.range;
+        let empty = range.global_size.contains(&0);
+        let mut grid = [1u32; 3];
+        let mut block = [1u32; 3];
+        if !empty {
+            for d in 0..3 {
+                let groups = range.global_size[d] / range.local_size[d];
+                if groups > dev.limits.max_grid[d] as usize {
+                    return Err(err!(
+                        UnsupportedFeature,
+                        "`{}`: {groups} work-groups in dimension {d} exceed CUDA's grid limit of {}",
+                        kernel.name,
+                        dev.limits.max_grid[d]
+                    ));
+                }
+                grid[d] = groups as u32;
+                block[d] = range.local_size[d] as u32;
+            }
+        }
+        let mut bytes: Vec<u8> = Vec::with_capacity(64);
+        let mut offsets = SmallVec::new();
+        let mut shared = 0usize;
+        let mut push = |bytes: &mut Vec<u8>, value: &[u8]| {
+            bytes.resize(bytes.len().next_multiple_of(8), 0);
+            offsets.push(bytes.len());
+            bytes.extend_from_slice(value);
+        };
+        for arg in &launch.args {
+            match arg {
+                ArgValue::Value(v) => push(&mut bytes, v),
+                ArgValue::Pointer(p) => push(&mut bytes, &p.addr().to_le_bytes()),
+                ArgValue::MemObj(b) => push(&mut bytes, &cuda_buffer(b)?.addr().to_le_bytes()),
+                ArgValue::Local(size) => {
+                    let offset = shared.next_multiple_of(LOCAL_ALIGN);
+                    shared = offset + size;
+                    let packed = (offset as u64) | ((*size as u64) << 32);
+                    push(&mut bytes, &packed.to_le_bytes());
+                }
+            }
+        }
+        if shared > dev.limits.shared_optin as usize {
+            return Err(err!(
+                OutOfResources,
+                "`{}` needs {shared} bytes of local memory with alignment; the device has {}",
+                kernel.name,
+                dev.limits.shared_optin
+            ));
+        }
+        let mut info = [0u8; LAUNCH_INFO_SIZE];
+        for d in 0..3 {
+            info[d * 8..d * 8 + 8].copy_from_slice(&(range.global_offset[d] as u64).to_le_bytes());
+        }
+        push(&mut bytes, &info);
+        let status_at = offsets[offsets.len() - 1] + 24;
+        let mut storage = vec![0u64; bytes.len().div_ceil(8)];
+        // SAFETY: `storage` holds at least `bytes.len()` bytes; the two do not overlap.
+        unsafe { ptr::copy_nonoverlapping(bytes.as_ptr(), storage.as_mut_ptr().cast::<u8>(), bytes.len()) };
+        let mut params = LaunchParams {
+            func: kernel.func,
+            name: kernel.name.clone(),
+            grid,
+            block,
+            shared: shared as u32,
+            empty,
+            storage,
+            offsets,
+            status_at,
+            pointers: Vec::new(),
+        };
+        params.set_status(status);
+        Ok(params)
+    }
+
+    /// Points the launch's status at another word.
+    pub(crate) fn set_status(&mut self, status: u64) {
+        self.storage[self.status_at / 8] = status;
+    }
+
+    /// The `kernelParams` array: one pointer per parameter, into the values.
+    pub(crate) fn pointers(&mut self) -> *mut *mut c_void {
+        let base = self.storage.as_mut_ptr().cast::<u8>();
+        // SAFETY: every offset lies inside `storage` (recorded while filling it).
+        self.pointers = self.offsets.iter().map(|o| unsafe { base.add(*o) }.cast::<c_void>()).collect();
+        self.pointers.as_mut_ptr()
+    }
+
+    /// Kernel node parameters; the driver copies the values when given them.
+    pub(crate) fn node_params(&mut self, ctx: sys::CUcontext) -> sys::CUDA_KERNEL_NODE_PARAMS {
+        let kernel_params = self.pointers();
+        sys::CUDA_KERNEL_NODE_PARAMS {
+            func: self.func.0,
+            gridDimX: self.grid[0],
+            gridDimY: self.grid[1],
+            gridDimZ: self.grid[2],
+            blockDimX: self.block[0],
+            blockDimY: self.block[1],
+            blockDimZ: self.block[2],
+            sharedMemBytes: self.shared,
+            kernelParams: kernel_params,
+            extra: ptr::null_mut(),
+            kern: ptr::null_mut(),
+            ctx,
+        }
+    }
+
+    /// Launches on `stream`; the caller bound the context.
+    ///
+    /// # Safety
+    /// The launch was validated by the front end, and the memory its
+    /// arguments reach is valid for the kernel (the caller's `unsafe` contract).
+    pub(crate) unsafe fn launch(&mut self, stream: sys::CUstream) -> Result<()> {
+        if self.empty {
+            return Ok(());
+        }
+        let (g, b, shared, func) = (self.grid, self.block, self.shared, self.func.0);
+        let params = self.pointers();
+        // SAFETY: `params` holds one pointer per kernel parameter (checked against
+        // the ABI at kernel creation where the driver allows), valid for this call.
+        unsafe {
+            cu!(cuLaunchKernel(func, g[0], g[1], g[2], b[0], b[1], b[2], shared, stream, params, ptr::null_mut()))
+        }
+    }
+}

@@ -1,0 +1,160 @@
+//! Queues: an in-order queue is one stream; an out-of-order queue spreads its
+//! commands over several streams, each command waiting only for its wait
+//! list and the last barrier.
+//!
+//! Every submission records an event after its work (and, on profiling
+//! queues, one before it). Wait lists become `cuStreamWaitEvent` for CUDA
+//! events and `cuStreamWaitValue32` for user events.
+
+use std::sync::Arc;
+
+use cudarc::driver::sys;
+use parking_lot::Mutex;
+use ur_core::adapter::{EventImpl, QueueImpl};
+use ur_core::{Command, QueueProperties, Result};
+
+use crate::device::{DeviceShared, now_ns};
+use crate::driver::{CuEvent, Query, Stream};
+use crate::event::{Check, CudaEvent, stream_wait};
+use crate::exec;
+
+/// Streams of an out-of-order queue.
+const OUT_OF_ORDER_STREAMS: usize = 4;
+
+pub(crate) struct CudaQueue {
+    pub(crate) dev: Arc<DeviceShared>,
+    streams: Vec<Stream>,
+    pub(crate) profiling: bool,
+    state: Mutex<QueueState>,
+}
+
+#[derive(Default)]
+struct QueueState {
+    /// Round-robin position among the streams.
+    next: usize,
+    /// The last event recorded on each stream.
+    last: Vec<Option<Arc<CudaEvent>>>,
+    /// The last barrier of an out-of-order queue.
+    barrier: Option<Arc<CudaEvent>>,
+}
+
+/// What a submission waits for before its work.
+pub(crate) enum Order {
+    /// Its wait list (and the queue's own ordering).
+    Normal,
+    /// Also everything submitted before; everything after waits for it.
+    Barrier,
+}
+
+impl CudaQueue {
+    pub(crate) fn new(dev: Arc<DeviceShared>, properties: QueueProperties) -> Result<CudaQueue> {
+        dev.bind()?;
+        let count = if properties.out_of_order { OUT_OF_ORDER_STREAMS } else { 1 };
+        let streams = (0..count).map(|_| dev.take_stream()).collect::<Result<Vec<_>>>()?;
+        let state = QueueState { last: vec![None; count], ..QueueState::default() };
+        Ok(CudaQueue { dev, streams, profiling: properties.profiling, state: Mutex::new(state) })
+    }
+
+    /// Submits work: picks a stream, makes it wait for `wait` (and the
+    /// queue's ordering), runs `work` on it and records the returned event.
+    /// `work` returns what the event checks on completion.
+    pub(crate) fn submit(
+        &self,
+        wait: &[&dyn EventImpl],
+        order: Order,
+        work: impl FnOnce(sys::CUstream) -> Result<Option<Check>>,
+    ) -> Result<Arc<CudaEvent>> {
+        self.dev.bind()?;
+        let mut state = self.state.lock();
+        let index = self.pick_stream(&mut state);
+        let stream = self.streams[index].raw();
+        for event in wait {
+            stream_wait(stream, *event)?;
+        }
+        match order {
+            Order::Barrier => {
+                for (i, last) in state.last.iter().enumerate() {
+                    if let (true, Some(last)) = (i != index, last) {
+                        crate::driver::stream_wait_event(stream, last.end().raw())?;
+                    }
+                }
+            }
+            Order::Normal => {
+                if let Some(barrier) = &state.barrier {
+                    crate::driver::stream_wait_event(stream, barrier.end().raw())?;
+                }
+            }
+        }
+        let queued = now_ns();
+        let start = if self.profiling {
+            let start = CuEvent::new(true)?;
+            start.record(stream)?;
+            Some(start)
+        } else {
+            None
+        };
+        let check = work(stream)?;
+        let end = CuEvent::new(self.profiling)?;
+        end.record(stream)?;
+        let times = self.profiling.then_some((queued, queued));
+        let event = Arc::new(CudaEvent::new(self.dev.clone(), end, start, times, check));
+        state.last[index] = Some(event.clone());
+        if matches!(order, Order::Barrier) && self.streams.len() > 1 {
+            state.barrier = Some(event.clone());
+        }
+        Ok(event)
+    }
+
+    /// The stream for the next submission: the only one of an in-order
+    /// queue; on an out-of-order queue, an idle stream if there is one (so
+    /// that independent work does not queue behind a command waiting on a
+    /// user event), else the next in turn.
+    fn pick_stream(&self, state: &mut QueueState) -> usize {
+        let n = self.streams.len();
+        if n == 1 {
+            return 0;
+        }
+        let idle = (0..n)
+            .map(|k| (state.next + k) % n)
+            .find(|i| state.last[*i].as_ref().is_none_or(|e| matches!(e.end().query(), Ok(Query::Ready))));
+        let index = idle.unwrap_or(state.next % n);
+        state.next = (index + 1) % n;
+        index
+    }
+}
+
+impl QueueImpl for CudaQueue {
+    unsafe fn enqueue(&self, command: &Command, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
+        let dev = self.dev.clone();
+        // SAFETY: the command was validated for this queue's context, its raw
+        // host memory stays valid until its event completes (the trait's
+        // contract), and `submit` bound the context.
+        let event = self.submit(wait, Order::Normal, |stream| unsafe { exec::issue(&dev, stream, command) })?;
+        Ok(event)
+    }
+
+    unsafe fn enqueue_wait(&self, wait: &[&dyn EventImpl], barrier: bool) -> Result<Arc<dyn EventImpl>> {
+        let order = if barrier { Order::Barrier } else { Order::Normal };
+        Ok(self.submit(wait, order, |_| Ok(None))?)
+    }
+
+    fn finish(&self) -> Result<()> {
+        for stream in &self.streams {
+            stream.synchronize()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&self) -> Result<()> {
+        // Work is handed to the device as it is submitted.
+        Ok(())
+    }
+}
+
+impl Drop for CudaQueue {
+    fn drop(&mut self) {
+        for stream in self.streams.drain(..) {
+            self.dev.return_stream(stream);
+        }
+    }
+}

@@ -1,0 +1,368 @@
+//! Tests of the CUDA adapter the conformance suite cannot reach: the
+//! driver-absent path, the PTX path, the kernel ABI check, kernel-reported
+//! failures in command buffers, empty launches enabled by updates, and frees
+//! while a user event holds a stream.
+//!
+//! Without a CUDA driver (CI), the device tests are reported ignored and the
+//! reason ("no CUDA driver ...") is printed.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use libtest_mimic::{Arguments, Failed, Trial};
+use ur_adapter_cuda::{CudaAdapterFactory, NO_DRIVER};
+use ur_core::adapter::AdapterFactory;
+use ur_core::{
+    AdapterEntry, AppendOptions, ArgKind, CommandBuffer, CommandBufferDesc, Context, Device, DeviceSelector,
+    EventStatus, Kernel, KernelArg, KernelLaunch, KernelLaunchUpdate, KernelSignature, Loader, MemBuffer, MemFlags,
+    Program, ProgramBundle, ProgramSource, Queue, QueueProperties, SourceForm, UrError, UserEvent, UsmAllocation,
+    UsmKind,
+};
+
+/// `set_plus_offset(p, v)`: `p[gid0] = v + gid0`, as PTX (generated once by
+/// clang's NVPTX back end from CUDA C; any PTX producer works).
+const SET_PTX: &str = r#"
+.version 6.0
+.target sm_70
+.address_size 64
+
+.visible .entry set_plus_offset(
+	.param .u64 set_plus_offset_param_0,
+	.param .u32 set_plus_offset_param_1,
+	.param .align 8 .b8 set_plus_offset_param_2[32]
+)
+{
+	.reg .b32 	%r<7>;
+	.reg .b64 	%rd<10>;
+
+	ld.param.u64 	%rd1, [set_plus_offset_param_0];
+	ld.param.u32 	%r1, [set_plus_offset_param_1];
+	cvta.to.global.u64 	%rd2, %rd1;
+	mov.u32 	%r2, %ctaid.x;
+	mov.u32 	%r3, %ntid.x;
+	mul.wide.u32 	%rd3, %r2, %r3;
+	mov.u32 	%r4, %tid.x;
+	cvt.u64.u32 	%rd4, %r4;
+	add.s64 	%rd5, %rd3, %rd4;
+	ld.param.u64 	%rd6, [set_plus_offset_param_2];
+	add.s64 	%rd7, %rd5, %rd6;
+	cvt.u32.u64 	%r5, %rd7;
+	add.s32 	%r6, %r5, %r1;
+	shl.b64 	%rd8, %rd7, 2;
+	add.s64 	%rd9, %rd2, %rd8;
+	st.global.u32 	[%rd9], %r6;
+	ret;
+}
+"#;
+
+/// CUDA C kernels for the tests, in the kernel ABI of `docs/cuda.md`.
+const TEST_CUDA_C: &str = r#"
+struct ur_launch { unsigned long long offset[3]; unsigned int *status; };
+
+/* Writes 1 to p[gid0], or reports failure code `fail` when it is non-zero. */
+extern "C" __global__ void maybe_fail(unsigned *p, unsigned fail, ur_launch l) {
+    if (fail != 0) {
+        if (threadIdx.x == 0 && blockIdx.x == 0) { *l.status = fail; __threadfence_system(); }
+        return;
+    }
+    p[blockIdx.x * blockDim.x + threadIdx.x + l.offset[0]] = 1u;
+}
+"#;
+
+type Test = fn(&Device) -> Result<(), String>;
+
+fn main() {
+    let args = Arguments::from_args();
+    let loader = Loader::load(&[AdapterEntry::Compiled(&CudaAdapterFactory)], DeviceSelector::all());
+    let absent = loader.absent().first().map(|a| a.reason.clone());
+    if let Some(reason) = &absent {
+        println!("CUDA device tests skipped: {reason}");
+    }
+    let device = loader.devices().into_iter().next();
+    let mut trials = vec![Trial::test("factory_reports_why_the_adapter_is_absent", factory_reason)];
+    let tests: [(&str, Test); 7] = [
+        ("ptx_program_runs_eagerly_and_in_a_graph", ptx_program),
+        ("kernel_parameters_are_checked_against_the_abi", abi_mismatch),
+        ("kernel_failure_is_reported_by_command_buffer_submissions", kernel_failure_in_graph),
+        ("empty_launch_updated_to_a_real_one_runs", empty_launch_update),
+        ("frees_do_not_wait_for_user_events", frees_while_gated),
+        ("native_handle_is_the_graph_then_the_executable_graph", native_handle),
+        ("every_device_runs_work", every_device),
+    ];
+    for (name, test) in tests {
+        let trial = match &device {
+            Some(device) => {
+                let device = device.clone();
+                Trial::test(name, move || test(&device).map_err(Failed::from))
+            }
+            None => Trial::test(name, || Ok(())).with_ignored_flag(true),
+        };
+        trials.push(trial);
+    }
+    libtest_mimic::run(&args, trials).exit();
+}
+
+fn factory_reason() -> Result<(), Failed> {
+    match CudaAdapterFactory.load() {
+        Ok(platforms) => {
+            if platforms.is_empty() || platforms[0].devices().is_empty() {
+                return Err("the factory succeeded without a device".into());
+            }
+        }
+        Err(reason) => {
+            // SAFETY: only probes whether the driver library can be loaded.
+            let driver_present = unsafe { libloading::Library::new("libcuda.so.1") }.is_ok();
+            if !driver_present && !reason.starts_with(NO_DRIVER) {
+                return Err(format!("without libcuda the reason should start with {NO_DRIVER:?}: {reason}").into());
+            }
+            if reason.is_empty() {
+                return Err("empty reason".into());
+            }
+        }
+    }
+    Ok(())
+}
+
+fn ur(e: UrError) -> String {
+    format!("{} ({e})", e.ur_name())
+}
+
+fn read_u32(queue: &Queue, alloc: &UsmAllocation, n: usize) -> Result<Vec<u32>, String> {
+    let mut bytes = vec![0u8; n * 4];
+    queue.read_usm(alloc.ptr(), &mut bytes, &[]).map_err(ur)?;
+    Ok(bytes.chunks(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+}
+
+fn set_program(context: &Context, args: Vec<ArgKind>) -> Result<Program, String> {
+    let bundle = ProgramBundle::new()
+        .kernel(KernelSignature::new("set_plus_offset", args))
+        .source(ProgramSource::Ptx(SET_PTX.into()));
+    Program::new(context, &bundle).map_err(ur)
+}
+
+fn ptx_program(device: &Device) -> Result<(), String> {
+    let context = Context::new(device).map_err(ur)?;
+    let program = set_program(&context, vec![ArgKind::Global, ArgKind::Value(4)])?;
+    if program.form() != SourceForm::Ptx {
+        return Err(format!("built {}", program.form()));
+    }
+    let kernel = Kernel::new(&program, "set_plus_offset").map_err(ur)?;
+    let queue = Queue::new(&context, QueueProperties::default()).map_err(ur)?;
+    let out = UsmAllocation::new(&context, UsmKind::Device, 64 * 4).map_err(ur)?;
+    let v = 100u32;
+    let args = [KernelArg::Pointer(out.ptr()), KernelArg::value(&v)];
+    // SAFETY: 32 items from offset 0 write the first 32 of 64 u32s.
+    unsafe { queue.launch_kernel(&KernelLaunch::new(&kernel, &[32], &args).local_size(&[8]), &[]) }
+        .map_err(ur)?
+        .wait()
+        .map_err(ur)?;
+    let cb = CommandBuffer::new(&context, device, CommandBufferDesc::default()).map_err(ur)?;
+    // SAFETY: 32 items from offset 32 write the last 32 of 64 u32s.
+    unsafe {
+        cb.append_kernel_launch(
+            &KernelLaunch::new(&kernel, &[32], &args).global_offset(&[32]),
+            &[],
+            AppendOptions::new(),
+        )
+    }
+    .map_err(ur)?;
+    cb.finalize().map_err(ur)?;
+    queue.enqueue_command_buffer(&cb, &[]).map_err(ur)?.wait().map_err(ur)?;
+    let got = read_u32(&queue, &out, 64)?;
+    let expected: Vec<u32> = (0..64).map(|i| 100 + i).collect();
+    if got != expected {
+        return Err(format!("got {got:?}"));
+    }
+    Ok(())
+}
+
+fn abi_mismatch(device: &Device) -> Result<(), String> {
+    let context = Context::new(device).map_err(ur)?;
+    let program = set_program(&context, vec![ArgKind::Global])?;
+    match Kernel::new(&program, "set_plus_offset") {
+        Err(UrError::InvalidValue(d)) if d.message.contains("ur_launch") => Ok(()),
+        // Drivers before CUDA 12.4 cannot list parameters: nothing to check.
+        Ok(_) => {
+            println!("the driver does not list kernel parameters (cuFuncGetParamInfo): not checked");
+            Ok(())
+        }
+        Err(e) => Err(format!("expected InvalidValue, got {}", ur(e))),
+    }
+}
+
+fn test_kernel(context: &Context) -> Result<Option<Kernel>, String> {
+    if context.device().info().source_forms.first() != Some(&SourceForm::CudaC) {
+        println!("NVRTC is not available: CUDA C kernel tests skipped");
+        return Ok(None);
+    }
+    let bundle = ProgramBundle::new()
+        .kernel(KernelSignature::new("maybe_fail", [ArgKind::Global, ArgKind::Value(4)]))
+        .source(ProgramSource::CudaC(TEST_CUDA_C.into()));
+    let program = Program::new(context, &bundle).map_err(ur)?;
+    Ok(Some(Kernel::new(&program, "maybe_fail").map_err(ur)?))
+}
+
+fn kernel_failure_in_graph(device: &Device) -> Result<(), String> {
+    let context = Context::new(device).map_err(ur)?;
+    let Some(kernel) = test_kernel(&context)? else { return Ok(()) };
+    let queue = Queue::new(&context, QueueProperties::default()).map_err(ur)?;
+    let out = UsmAllocation::new(&context, UsmKind::Device, 16 * 4).map_err(ur)?;
+    let fail = 7u32;
+    let args = [KernelArg::Pointer(out.ptr()), KernelArg::value(&fail)];
+    let cb = CommandBuffer::new(&context, device, CommandBufferDesc { updatable: true, ..Default::default() })
+        .map_err(ur)?;
+    // SAFETY: 16 items over 16 u32s.
+    let appended =
+        unsafe { cb.append_kernel_launch(&KernelLaunch::new(&kernel, &[16], &args), &[], AppendOptions::new()) }
+            .map_err(ur)?;
+    cb.append_usm_fill(out.ptr(), &[0], 4, AppendOptions::new().after(&[appended.sync_point])).map_err(ur)?;
+    cb.finalize().map_err(ur)?;
+    let first = queue.enqueue_command_buffer(&cb, &[]).map_err(ur)?;
+    match first.wait() {
+        Err(UrError::AdapterSpecific(d)) if d.message.contains("code 7") => {}
+        other => return Err(format!("expected the submission to report code 7, got {other:?}")),
+    }
+    if first.status() != EventStatus::Error {
+        return Err(format!("status {:?}", first.status()));
+    }
+    let handle = appended.command.ok_or("no command handle")?;
+    let ok = 0u32;
+    // SAFETY: only the value argument changes.
+    unsafe { cb.update_kernel_launches(&[KernelLaunchUpdate::new(&handle).arg(1, KernelArg::value(&ok))]) }
+        .map_err(ur)?;
+    let second = queue.enqueue_command_buffer(&cb, &[]).map_err(ur)?;
+    second.wait().map_err(|e| format!("the next submission inherited the failure: {}", ur(e)))?;
+    let got = read_u32(&queue, &out, 16)?;
+    if got[0] != 0 || got[1..].iter().any(|v| *v != 1) {
+        return Err(format!("got {got:?}"));
+    }
+    // The first submission's event still reports its own failure.
+    if first.status() != EventStatus::Error {
+        return Err("a later submission changed an earlier one's status".into());
+    }
+    Ok(())
+}
+
+fn empty_launch_update(device: &Device) -> Result<(), String> {
+    let context = Context::new(device).map_err(ur)?;
+    let program = set_program(&context, vec![ArgKind::Global, ArgKind::Value(4)])?;
+    let kernel = Kernel::new(&program, "set_plus_offset").map_err(ur)?;
+    let queue = Queue::new(&context, QueueProperties::default()).map_err(ur)?;
+    let out = UsmAllocation::new(&context, UsmKind::Device, 8 * 4).map_err(ur)?;
+    let v = 5u32;
+    let args = [KernelArg::Pointer(out.ptr()), KernelArg::value(&v)];
+    let cb = CommandBuffer::new(&context, device, CommandBufferDesc { updatable: true, ..Default::default() })
+        .map_err(ur)?;
+    // SAFETY: an empty launch writes nothing; after the update 8 items write 8 u32s.
+    let appended =
+        unsafe { cb.append_kernel_launch(&KernelLaunch::new(&kernel, &[0], &args), &[], AppendOptions::new()) }
+            .map_err(ur)?;
+    cb.finalize().map_err(ur)?;
+    queue.enqueue_command_buffer(&cb, &[]).map_err(ur)?.wait().map_err(ur)?;
+    if read_u32(&queue, &out, 8)? != vec![0; 8] {
+        return Err("the empty launch wrote".into());
+    }
+    let handle = appended.command.ok_or("no command handle")?;
+    // SAFETY: 8 items over 8 u32s.
+    unsafe { cb.update_kernel_launches(&[KernelLaunchUpdate::new(&handle).global_size(&[8])]) }.map_err(ur)?;
+    queue.enqueue_command_buffer(&cb, &[]).map_err(ur)?.wait().map_err(ur)?;
+    let expected: Vec<u32> = (0..8).map(|i| 5 + i).collect();
+    let got = read_u32(&queue, &out, 8)?;
+    if got != expected {
+        return Err(format!("after enabling: {got:?}"));
+    }
+    queue.usm_fill(out.ptr(), &[0], 32, &[]).map_err(ur)?.wait().map_err(ur)?;
+    // SAFETY: back to an empty launch.
+    unsafe { cb.update_kernel_launches(&[KernelLaunchUpdate::new(&handle).global_size(&[0])]) }.map_err(ur)?;
+    queue.enqueue_command_buffer(&cb, &[]).map_err(ur)?.wait().map_err(ur)?;
+    if read_u32(&queue, &out, 8)? != vec![0; 8] {
+        return Err("the launch made empty again still wrote".into());
+    }
+    Ok(())
+}
+
+/// Freeing memory or unloading a module may wait for the whole device, and
+/// loading one does; a stream held by a user event the same thread completes
+/// later must not turn that into a deadlock.
+fn frees_while_gated(device: &Device) -> Result<(), String> {
+    let done = Arc::new(AtomicBool::new(false));
+    let watchdog = done.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(60));
+        if !watchdog.load(Ordering::SeqCst) {
+            eprintln!("frees_do_not_wait_for_user_events: deadlocked (60 s)");
+            std::process::exit(3);
+        }
+    });
+    let context = Context::new(device).map_err(ur)?;
+    let queue = Queue::new(&context, QueueProperties::default()).map_err(ur)?;
+    let mem = UsmAllocation::new(&context, UsmKind::Device, 64).map_err(ur)?;
+    let gate = UserEvent::new(&context).map_err(ur)?;
+    let held = queue.usm_fill(mem.ptr(), &[9], 64, &[gate.event()]).map_err(ur)?;
+    for kind in [UsmKind::Device, UsmKind::Host, UsmKind::Shared] {
+        if let Ok(a) = UsmAllocation::new(&context, kind, 1 << 20) {
+            drop(a);
+        }
+    }
+    drop(MemBuffer::new(&context, MemFlags::READ_WRITE, 4096).map_err(ur)?);
+    // Loading a module waits for the device (driver 580): it waits for the
+    // user event, outside the driver, so this thread's driver calls below
+    // still go through and it can complete the event.
+    let loader_context = context.clone();
+    let loading =
+        std::thread::spawn(move || set_program(&loader_context, vec![ArgKind::Global, ArgKind::Value(4)]).map(drop));
+    let cb = CommandBuffer::new(&context, device, CommandBufferDesc::default()).map_err(ur)?;
+    cb.append_usm_fill(mem.ptr(), &[1], 64, AppendOptions::new()).map_err(ur)?;
+    cb.finalize().map_err(ur)?;
+    drop(cb);
+    if held.status().is_terminal() {
+        return Err("the fill ran before its user event".into());
+    }
+    gate.complete().map_err(ur)?;
+    held.wait().map_err(ur)?;
+    loading.join().map_err(|_| "the program build panicked".to_string())??;
+    done.store(true, Ordering::SeqCst);
+    let mut out = [0u8; 64];
+    queue.read_usm(mem.ptr(), &mut out, &[]).map_err(ur)?;
+    if out != [9u8; 64] {
+        return Err(format!("got {out:?}"));
+    }
+    Ok(())
+}
+
+fn native_handle(device: &Device) -> Result<(), String> {
+    let context = Context::new(device).map_err(ur)?;
+    let mem = UsmAllocation::new(&context, UsmKind::Device, 64).map_err(ur)?;
+    let cb = CommandBuffer::new(&context, device, CommandBufferDesc::default()).map_err(ur)?;
+    cb.append_usm_fill(mem.ptr(), &[1], 64, AppendOptions::new()).map_err(ur)?;
+    let graph = cb.native_handle().map_err(ur)?;
+    cb.finalize().map_err(ur)?;
+    let exec = cb.native_handle().map_err(ur)?;
+    if graph.0 == 0 || exec.0 == 0 || graph == exec {
+        return Err(format!("graph {graph:?}, executable graph {exec:?}"));
+    }
+    Ok(())
+}
+
+/// Multi-GPU: every device the driver reports is a device, and each runs work.
+fn every_device(_: &Device) -> Result<(), String> {
+    let loader = Loader::load(&[AdapterEntry::Compiled(&CudaAdapterFactory)], DeviceSelector::all());
+    let devices = loader.devices();
+    println!("{} CUDA device(s)", devices.len());
+    for (i, device) in devices.iter().enumerate() {
+        if device.id().index != i {
+            return Err(format!("device {i} has index {}", device.id().index));
+        }
+        let context = Context::new(device).map_err(ur)?;
+        let queue = Queue::new(&context, QueueProperties::default()).map_err(ur)?;
+        let mem = UsmAllocation::new(&context, UsmKind::Device, 256).map_err(ur)?;
+        queue.usm_fill(mem.ptr(), &[i as u8 + 1], 256, &[]).map_err(ur)?.wait().map_err(ur)?;
+        let mut out = [0u8; 256];
+        queue.read_usm(mem.ptr(), &mut out, &[]).map_err(ur)?;
+        if out != [i as u8 + 1; 256] {
+            return Err(format!("device {i}: {:?}", &out[..8]));
+        }
+    }
+    Ok(())
+}
