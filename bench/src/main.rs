@@ -8,6 +8,7 @@
 //! nothing here asserts a timing.
 
 mod kernels;
+mod raw;
 mod report;
 mod stats;
 mod suites;
@@ -31,7 +32,7 @@ struct Cli {
     /// Where results.json and the plot go.
     #[arg(long, default_value = "target/bench")]
     out: PathBuf,
-    /// Only these benchmark groups (submission, finalize, update, cpu_per_node,
+    /// Only these benchmark groups (submission, raw, finalize, update, cpu_per_node,
     /// submit_graph, sin_kernel_graph, perf_scaling); repeatable.
     #[arg(long)]
     only: Vec<String>,
@@ -120,6 +121,7 @@ fn main() -> ExitCode {
             }
         };
         let mut skipped: Vec<(String, String)> = Vec::new();
+        let mut notes: Vec<String> = Vec::new();
         let mut own: Vec<Record> = Vec::new();
         let mut note = |group: &str, result: Result<(), String>| {
             if let Err(why) = result {
@@ -129,6 +131,12 @@ fn main() -> ExitCode {
         let r = plan.repeats;
         if wanted("submission") {
             note("submission", suites::submission(&target, r, &plan.submission, &mut own).map_err(|e| e.to_string()));
+        }
+        if wanted("raw") {
+            match suites::raw(&target, r, &plan.submission, &mut own) {
+                Ok(mechanism) => notes.push(format!("raw baseline: {mechanism}")),
+                Err(why) => note("raw", Err(why)),
+            }
         }
         if wanted("finalize") {
             note("finalize", suites::finalize(&target, r, &plan.finalize, &mut own).map_err(|e| e.to_string()));
@@ -159,7 +167,7 @@ fn main() -> ExitCode {
             note("perf_scaling", suites::perf_scaling(&target, r, &plan.scaling, &mut own).map_err(|e| e.to_string()));
         }
         // Results of the one-worker child belong to the native view's table.
-        text += &report::device_tables(&own, &device.to_string(), &skipped);
+        text += &report::device_tables(&own, &device.to_string(), &notes, &skipped);
         records.extend(own);
     }
     print!("{text}");

@@ -63,7 +63,7 @@ fn ratio(a: Option<&Summary>, b: Option<&Summary>) -> String {
 }
 
 /// The tables of one device.
-pub fn device_tables(records: &[Record], device: &str, skipped: &[(String, String)]) -> String {
+pub fn device_tables(records: &[Record], device: &str, notes: &[String], skipped: &[(String, String)]) -> String {
     let l = Lookup { records, device };
     let mut out = String::new();
     let name = records.iter().find(|r| r.device == device).map_or("", |r| r.device_name.as_str());
@@ -76,20 +76,23 @@ pub fn device_tables(records: &[Record], device: &str, skipped: &[(String, Strin
         );
         let _ = writeln!(
             out,
-            "| shape | N | eager host | eager wall | replay host | replay wall | replay speedup (wall) |"
+            "| shape | N | eager host | eager wall | replay host | replay wall | raw host | raw wall | eager / replay (wall) | replay / raw (wall) |"
         );
-        let _ = writeln!(out, "|---|---|---|---|---|---|---|");
+        let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|");
         for shape in ["chain", "fork_join"] {
             for n in l.sizes("submission") {
                 let g = |v, m| l.get("submission", shape, v, m, n);
                 let _ = writeln!(
                     out,
-                    "| {shape} | {n} | {} | {} | {} | {} | {} |",
+                    "| {shape} | {n} | {} | {} | {} | {} | {} | {} | {} | {} |",
                     cell(g("eager", "host_ns_per_node"), 1.0),
                     cell(g("eager", "wall_ns_per_node"), 1.0),
                     cell(g("replay", "host_ns_per_node"), 1.0),
                     cell(g("replay", "wall_ns_per_node"), 1.0),
+                    cell(g("raw", "host_ns_per_node"), 1.0),
+                    cell(g("raw", "wall_ns_per_node"), 1.0),
                     ratio(g("eager", "wall_ns_per_node"), g("replay", "wall_ns_per_node")),
+                    ratio(g("replay", "wall_ns_per_node"), g("raw", "wall_ns_per_node")),
                 );
             }
         }
@@ -193,10 +196,13 @@ pub fn device_tables(records: &[Record], device: &str, skipped: &[(String, Strin
         }
         out.push('\n');
     }
+    for note in notes {
+        let _ = writeln!(out, "- {note}");
+    }
     for (what, why) in skipped {
         let _ = writeln!(out, "- `{what}` not measured: {why}");
     }
-    if !skipped.is_empty() {
+    if !skipped.is_empty() || !notes.is_empty() {
         out.push('\n');
     }
     out

@@ -186,6 +186,28 @@ pub fn submission(t: &Target, repeats: Repeats, sizes: &[usize], out: &mut Vec<R
     Ok(())
 }
 
+/// Issue item 2 — the same graphs built and replayed with the backend's own
+/// API in this process (see [`crate::raw`]); returns what the baseline uses.
+pub fn raw(t: &Target, repeats: Repeats, sizes: &[usize], out: &mut Vec<Record>) -> Result<String, String> {
+    let mut raw = crate::raw::open(&t.device)?;
+    for shape in [Shape::Chain, Shape::ForkJoin] {
+        for &n in sizes {
+            let preds: Vec<Vec<usize>> = (0..n).map(|i| shape.deps(i, n)).collect();
+            raw.build(&preds)?;
+            let [host, wall] = measure(repeats.scaled(n), || {
+                let start = Instant::now();
+                raw.launch()?;
+                let host = start.elapsed();
+                raw.wait()?;
+                Ok::<_, String>([host, start.elapsed()])
+            })?;
+            out.push(t.record("submission", shape.name(), "raw", "host_ns_per_node", n, host.per(n)));
+            out.push(t.record("submission", shape.name(), "raw", "wall_ns_per_node", n, wall.per(n)));
+        }
+    }
+    Ok(raw.mechanism())
+}
+
 /// Issue item 3 — finalize cost per node (create, append, finalize) and memory per command.
 pub fn finalize(t: &Target, repeats: Repeats, sizes: &[usize], out: &mut Vec<Record>) -> Result<(), UrError> {
     for &n in sizes {

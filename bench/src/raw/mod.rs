@@ -1,0 +1,77 @@
+//! Baselines of issue item 2: the benchmark graphs built and replayed with
+//! each backend's own API, in the same process, with no ur-rs layer between.
+//!
+//! | backend | baseline |
+//! |---|---|
+//! | CUDA | a CUDA graph of kernel nodes (`cuGraphAddKernelNode`, `cuGraphInstantiateWithFlags`, `cuGraphLaunch`) |
+//! | OpenCL with `cl_khr_command_buffer` | a command buffer of `clCommandNDRangeKernelKHR` with sync points, `clEnqueueCommandBufferKHR` |
+//! | OpenCL without it | `clEnqueueNDRangeKernel` per node on an in-order queue (the best the device offers) |
+//! | Vulkan | one pre-recorded primary command buffer: dispatches with a pipeline barrier between dependency levels, `vkQueueSubmit` with a fence |
+//!
+//! The CPU adapter has no native API below ours; its per-node cost is the
+//! `cpu_per_node` group instead. Every baseline runs a kernel that does
+//! nothing, as the ur-rs side does, on one work-item.
+//!
+//! The device is found by name among the backend's devices (the first one of
+//! that name: machines with several identical GPUs measure the first).
+
+#[cfg(feature = "cuda")]
+mod cuda;
+#[cfg(feature = "opencl")]
+mod opencl;
+#[cfg(feature = "vulkan")]
+mod vulkan;
+
+use ur::{Backend, Device};
+
+/// A backend's own API holding one graph at a time.
+pub trait RawGraph {
+    /// What the baseline uses, for the tables.
+    fn mechanism(&self) -> String;
+    /// Builds (and finalizes, instantiates or records) the graph whose node
+    /// `i` runs after the nodes `preds[i]`, replacing the previous one.
+    fn build(&mut self, preds: &[Vec<usize>]) -> Result<(), String>;
+    /// Submits the graph; returns when the submitting call has. The previous
+    /// submission has been waited for (baselines without simultaneous use,
+    /// such as a command buffer on PoCL, refuse a pending one).
+    fn launch(&mut self) -> Result<(), String>;
+    /// Waits until the last submission has completed.
+    fn wait(&mut self) -> Result<(), String>;
+}
+
+/// Opens the raw baseline of `device`'s backend; `Err` says why there is none.
+pub fn open(device: &Device) -> Result<Box<dyn RawGraph>, String> {
+    let name = device.info().name.as_str();
+    match device.backend() {
+        #[cfg(feature = "cuda")]
+        Backend::Cuda => cuda::CudaGraph::open(name).map(|g| Box::new(g) as Box<dyn RawGraph>),
+        #[cfg(feature = "opencl")]
+        Backend::OpenCl => opencl::ClGraph::open(name).map(|g| Box::new(g) as Box<dyn RawGraph>),
+        #[cfg(feature = "vulkan")]
+        Backend::Vulkan => vulkan::VkGraph::open(name).map(|g| Box::new(g) as Box<dyn RawGraph>),
+        Backend::Cpu => Err("the CPU adapter has no native API below ur-rs (see cpu_per_node)".into()),
+        #[allow(unreachable_patterns)]
+        other => Err(format!("ur-bench was built without the `{}` feature", other.name())),
+    }
+}
+
+/// The dependency levels of a DAG given by predecessor lists in topological
+/// order: a node's level is one more than its deepest predecessor's.
+#[cfg_attr(not(feature = "vulkan"), allow(dead_code))]
+pub fn levels(preds: &[Vec<usize>]) -> Vec<usize> {
+    let mut level = vec![0usize; preds.len()];
+    for (i, p) in preds.iter().enumerate() {
+        level[i] = p.iter().map(|&d| level[d] + 1).max().unwrap_or(0);
+    }
+    level
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn levels_of_a_fork_join() {
+        let preds = vec![vec![], vec![0], vec![0], vec![1, 2]];
+        assert_eq!(super::levels(&preds), vec![0, 1, 1, 2]);
+        assert_eq!(super::levels(&[vec![], vec![0], vec![1]]), vec![0, 1, 2]);
+    }
+}

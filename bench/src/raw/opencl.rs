@@ -1,0 +1,295 @@
+//! The OpenCL baseline: a `cl_khr_command_buffer` of kernel commands where
+//! the device has the extension, else one `clEnqueueNDRangeKernel` per node.
+//!
+//! Only the entry points whose C signature is the same in every 0.9.x
+//! version of the extension are used (`clCommandNDRangeKernelKHR` had its
+//! properties argument from the start), so one set of function-pointer types
+//! serves PoCL 3 (0.9.0), PoCL 5 (0.9.4) and current drivers.
+
+#![allow(non_camel_case_types)]
+
+use std::ffi::{CStr, c_void};
+use std::ptr;
+
+use cl3::types::{
+    cl_command_queue, cl_context, cl_device_id, cl_event, cl_int, cl_kernel, cl_program, cl_properties, cl_uint,
+};
+
+use cl3::device::CL_DEVICE_TYPE_ALL;
+
+use super::RawGraph;
+
+type cl_command_buffer_khr = *mut c_void;
+type cl_sync_point_khr = cl_uint;
+
+type CreateCommandBuffer = unsafe extern "system" fn(
+    cl_uint,
+    *const cl_command_queue,
+    *const cl_properties,
+    *mut cl_int,
+) -> cl_command_buffer_khr;
+type CommandBufferOp = unsafe extern "system" fn(cl_command_buffer_khr) -> cl_int;
+type EnqueueCommandBuffer = unsafe extern "system" fn(
+    cl_uint,
+    *mut cl_command_queue,
+    cl_command_buffer_khr,
+    cl_uint,
+    *const cl_event,
+    *mut cl_event,
+) -> cl_int;
+type CommandNdRange = unsafe extern "system" fn(
+    command_buffer: cl_command_buffer_khr,
+    queue: cl_command_queue,
+    properties: *const cl_properties,
+    kernel: cl_kernel,
+    work_dim: cl_uint,
+    offset: *const usize,
+    global: *const usize,
+    local: *const usize,
+    num_sync_points: cl_uint,
+    sync_point_wait_list: *const cl_sync_point_khr,
+    sync_point: *mut cl_sync_point_khr,
+    mutable_handle: *mut *mut c_void,
+) -> cl_int;
+
+/// The extension's entry points on one platform.
+struct CommandBufferApi {
+    create: CreateCommandBuffer,
+    finalize: CommandBufferOp,
+    release: CommandBufferOp,
+    enqueue: EnqueueCommandBuffer,
+    nd_range: CommandNdRange,
+}
+
+impl CommandBufferApi {
+    /// Resolves the entry points on `platform`; `None` if one is missing.
+    fn resolve(platform: *mut c_void) -> Option<CommandBufferApi> {
+        let library = cl3::load_library().as_ref().ok()?;
+        let find = |name: &CStr| {
+            let address = library.clGetExtensionFunctionAddressForPlatform(platform.cast(), name.as_ptr())?;
+            (!address.is_null()).then_some(address)
+        };
+        // SAFETY: each address is the named entry point, whose C signature
+        // is the function-pointer type it is given (see the module doc).
+        unsafe {
+            Some(CommandBufferApi {
+                create: std::mem::transmute::<*mut c_void, CreateCommandBuffer>(find(c"clCreateCommandBufferKHR")?),
+                finalize: std::mem::transmute::<*mut c_void, CommandBufferOp>(find(c"clFinalizeCommandBufferKHR")?),
+                release: std::mem::transmute::<*mut c_void, CommandBufferOp>(find(c"clReleaseCommandBufferKHR")?),
+                enqueue: std::mem::transmute::<*mut c_void, EnqueueCommandBuffer>(find(c"clEnqueueCommandBufferKHR")?),
+                nd_range: std::mem::transmute::<*mut c_void, CommandNdRange>(find(c"clCommandNDRangeKernelKHR")?),
+            })
+        }
+    }
+}
+
+fn check<T>(result: Result<T, cl_int>, what: &str) -> Result<T, String> {
+    result.map_err(|code| format!("{what}: OpenCL error {code}"))
+}
+
+fn status(code: cl_int, what: &str) -> Result<(), String> {
+    check(if code == 0 { Ok(()) } else { Err(code) }, what)
+}
+
+/// A context, an in-order queue and the empty kernel on one device, and
+/// the last graph built: a command buffer, or the node count to launch eagerly.
+pub struct ClGraph {
+    context: cl_context,
+    queue: cl_command_queue,
+    program: cl_program,
+    kernel: cl_kernel,
+    api: Option<CommandBufferApi>,
+    buffer: cl_command_buffer_khr,
+    eager_nodes: usize,
+}
+
+impl ClGraph {
+    /// Opens the first OpenCL device named `name`.
+    pub fn open(name: &str) -> Result<ClGraph, String> {
+        for platform in check(cl3::platform::get_platform_ids(), "clGetPlatformIDs")? {
+            let devices = cl3::device::get_device_ids(platform, CL_DEVICE_TYPE_ALL).unwrap_or_default();
+            for device in devices {
+                let named: String =
+                    check(cl3::device::get_device_info(device, cl3::device::CL_DEVICE_NAME), "name")?.into();
+                if named.trim_end_matches('\0') == name {
+                    return Self::open_device(platform.cast(), device, &Self::has_command_buffers(device));
+                }
+            }
+        }
+        Err(format!("no OpenCL device is named {name}"))
+    }
+
+    fn has_command_buffers(device: cl_device_id) -> bool {
+        cl3::device::get_device_info(device, cl3::device::CL_DEVICE_EXTENSIONS)
+            .map(|e| String::from(e).split_whitespace().any(|x| x == "cl_khr_command_buffer"))
+            .unwrap_or(false)
+    }
+
+    fn open_device(platform: *mut c_void, device: cl_device_id, native: &bool) -> Result<ClGraph, String> {
+        let context =
+            check(cl3::context::create_context(&[device], ptr::null(), None, ptr::null_mut()), "clCreateContext")?;
+        let mut graph = ClGraph {
+            context,
+            queue: ptr::null_mut(),
+            program: ptr::null_mut(),
+            kernel: ptr::null_mut(),
+            api: if *native { CommandBufferApi::resolve(platform) } else { None },
+            buffer: ptr::null_mut(),
+            eager_nodes: 0,
+        };
+        // SAFETY: `device` belongs to `context`; default (in-order) properties.
+        graph.queue = check(
+            unsafe { cl3::command_queue::create_command_queue_with_properties(context, device, ptr::null()) },
+            "clCreateCommandQueueWithProperties",
+        )?;
+        graph.program = check(
+            cl3::program::create_program_with_source(context, &["__kernel void empty(void) {}"]),
+            "clCreateProgramWithSource",
+        )?;
+        check(cl3::program::build_program(graph.program, &[device], c"", None, ptr::null_mut()), "clBuildProgram")?;
+        graph.kernel = check(cl3::kernel::create_kernel(graph.program, c"empty"), "clCreateKernel")?;
+        Ok(graph)
+    }
+
+    fn release_buffer(&mut self) {
+        if let (Some(api), false) = (&self.api, self.buffer.is_null()) {
+            // SAFETY: the buffer was made by `build` and `wait` ran since.
+            unsafe { (api.release)(self.buffer) };
+            self.buffer = ptr::null_mut();
+        }
+    }
+}
+
+impl RawGraph for ClGraph {
+    fn mechanism(&self) -> String {
+        match self.api {
+            Some(_) => "cl_khr_command_buffer of kernel commands, clEnqueueCommandBufferKHR".into(),
+            None => "no command-buffer extension: clEnqueueNDRangeKernel per node, in-order queue".into(),
+        }
+    }
+
+    fn build(&mut self, preds: &[Vec<usize>]) -> Result<(), String> {
+        self.wait()?;
+        self.release_buffer();
+        let Some(api) = &self.api else {
+            self.eager_nodes = preds.len();
+            return Ok(());
+        };
+        let global = [1usize];
+        let mut code = 0;
+        // SAFETY: one live queue; properties null; the wait lists hold sync
+        // points returned earlier by this buffer (`preds` is topological).
+        unsafe {
+            let buffer = (api.create)(1, &self.queue, ptr::null(), &mut code);
+            status(code, "clCreateCommandBufferKHR")?;
+            self.buffer = buffer;
+            let mut points: Vec<cl_sync_point_khr> = Vec::with_capacity(preds.len());
+            for p in preds {
+                let waits: Vec<cl_sync_point_khr> = p.iter().map(|&d| points[d]).collect();
+                let mut point = 0;
+                let code = (api.nd_range)(
+                    buffer,
+                    ptr::null_mut(),
+                    ptr::null(),
+                    self.kernel,
+                    1,
+                    ptr::null(),
+                    global.as_ptr(),
+                    ptr::null(),
+                    waits.len() as cl_uint,
+                    if waits.is_empty() { ptr::null() } else { waits.as_ptr() },
+                    &mut point,
+                    ptr::null_mut(),
+                );
+                status(code, "clCommandNDRangeKernelKHR")?;
+                points.push(point);
+            }
+            status((api.finalize)(buffer), "clFinalizeCommandBufferKHR")
+        }
+    }
+
+    fn launch(&mut self) -> Result<(), String> {
+        let global = [1usize];
+        match &self.api {
+            // SAFETY: a finalized buffer recorded for this queue.
+            Some(api) => status(
+                unsafe { (api.enqueue)(1, &mut self.queue, self.buffer, 0, ptr::null(), ptr::null_mut()) },
+                "clEnqueueCommandBufferKHR",
+            ),
+            None => {
+                for _ in 0..self.eager_nodes {
+                    // SAFETY: a kernel of this context without arguments, one work-item.
+                    let event = check(
+                        unsafe {
+                            cl3::command_queue::enqueue_nd_range_kernel(
+                                self.queue,
+                                self.kernel,
+                                1,
+                                ptr::null(),
+                                global.as_ptr(),
+                                ptr::null(),
+                                0,
+                                ptr::null(),
+                            )
+                        },
+                        "clEnqueueNDRangeKernel",
+                    )?;
+                    // SAFETY: the event was returned to us and is not used again.
+                    let _ = unsafe { cl3::event::release_event(event) };
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn wait(&mut self) -> Result<(), String> {
+        check(cl3::command_queue::finish(self.queue), "clFinish")
+    }
+}
+
+impl Drop for ClGraph {
+    fn drop(&mut self) {
+        let _ = self.wait();
+        self.release_buffer();
+        // SAFETY: handles made in `open_device`, unused from now on; null
+        // ones (a failed open) are skipped.
+        unsafe {
+            if !self.kernel.is_null() {
+                let _ = cl3::kernel::release_kernel(self.kernel);
+            }
+            if !self.program.is_null() {
+                let _ = cl3::program::release_program(self.program);
+            }
+            if !self.queue.is_null() {
+                let _ = cl3::command_queue::release_command_queue(self.queue);
+            }
+            let _ = cl3::context::release_context(self.context);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every OpenCL device here runs a fork-join through the baseline (CI
+    /// has PoCL, so at least one does there).
+    #[test]
+    fn fork_join_on_every_device() {
+        let platforms = cl3::platform::get_platform_ids().unwrap_or_default();
+        for device in
+            platforms.iter().flat_map(|&p| cl3::device::get_device_ids(p, CL_DEVICE_TYPE_ALL).unwrap_or_default())
+        {
+            let name: String = cl3::device::get_device_info(device, cl3::device::CL_DEVICE_NAME).unwrap().into();
+            let mut graph = ClGraph::open(name.trim_end_matches('\0')).unwrap();
+            for _ in 0..2 {
+                graph.build(&[vec![], vec![0], vec![0], vec![1, 2]]).unwrap();
+                graph.launch().unwrap();
+                graph.wait().unwrap();
+                graph.launch().unwrap();
+                graph.wait().unwrap();
+            }
+            eprintln!("{name}: {}", graph.mechanism());
+        }
+    }
+}
