@@ -3,12 +3,11 @@
 //! The crate applications depend on: everything of [`ur_core`], plus the
 //! adapters this build compiles in, registered with the loader.
 //!
-//! The CPU adapter is always compiled in. The Vulkan and CUDA adapters are
-//! compiled in by the cargo features `vulkan` and `cuda` (on by default);
-//! they open the Vulkan loader and the CUDA driver at run time, so a machine
-//! without them reports the adapter absent with the reason. The OpenCL
-//! adapter is compiled in by the feature `opencl` once its crate is part of
-//! the workspace; until then the loader reports it absent with that reason.
+//! The CPU adapter is always compiled in. The OpenCL, Vulkan and CUDA
+//! adapters are compiled in by the cargo features `opencl`, `vulkan` and
+//! `cuda` (on by default); they open the OpenCL library, the Vulkan loader
+//! and the CUDA driver at run time, so a machine without them reports the
+//! adapter absent with the reason.
 //!
 //! ```
 //! let loader = ur::load_all();
@@ -22,6 +21,8 @@ pub use ur_core::*;
 use ur_adapter_cpu::CpuAdapterFactory;
 
 static CPU: CpuAdapterFactory = CpuAdapterFactory;
+#[cfg(feature = "opencl")]
+static OPENCL: ur_adapter_opencl::OpenClAdapterFactory = ur_adapter_opencl::OpenClAdapterFactory;
 #[cfg(feature = "vulkan")]
 static VULKAN: ur_adapter_vulkan::VulkanAdapterFactory = ur_adapter_vulkan::VulkanAdapterFactory;
 #[cfg(feature = "cuda")]
@@ -31,7 +32,10 @@ static CUDA: ur_adapter_cuda::CudaAdapterFactory = ur_adapter_cuda::CudaAdapterF
 pub fn adapters() -> Vec<AdapterEntry<'static>> {
     vec![
         AdapterEntry::Compiled(&CPU),
-        AdapterEntry::NotCompiled(Backend::OpenCl, "the OpenCL adapter is not part of this build"),
+        #[cfg(feature = "opencl")]
+        AdapterEntry::Compiled(&OPENCL),
+        #[cfg(not(feature = "opencl"))]
+        AdapterEntry::NotCompiled(Backend::OpenCl, "compiled without the `opencl` feature of the `ur` crate"),
         #[cfg(feature = "vulkan")]
         AdapterEntry::Compiled(&VULKAN),
         #[cfg(not(feature = "vulkan"))]

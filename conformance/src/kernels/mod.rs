@@ -25,6 +25,7 @@ use ur::{ArgKind, KernelSignature, ProgramBundle, ProgramSource};
 
 mod cuda;
 mod native;
+mod opencl;
 pub mod vulkan;
 
 const G: ArgKind = ArgKind::Global;
@@ -55,6 +56,7 @@ pub fn bundle() -> ProgramBundle {
     }
     bundle
         .source(ProgramSource::Native(native::kernels()))
+        .source(ProgramSource::OpenClC(opencl::SOURCE.into()))
         .source(ProgramSource::SpirV(vulkan::modules()))
         .source(ProgramSource::CudaC(cuda::SOURCE.into()))
         .source(ProgramSource::Ptx(cuda::PTX.into()))

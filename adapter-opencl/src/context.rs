@@ -1,0 +1,114 @@
+//! Contexts: an OpenCL context on one device, its internal queue, the helper
+//! kernels, and the objects it makes.
+
+use std::sync::Arc;
+
+use cl3::types::{cl_bitfield, cl_command_queue};
+use ur_core::adapter::{BufferImpl, CommandBufferImpl, ContextImpl, ProgramImpl, QueueImpl, UserEventImpl, UsmImpl};
+use ur_core::{CommandBufferDesc, MemFlags, ProgramBundle, QueueProperties, Result, SourceForm, UsmKind, err};
+
+use crate::command_buffer::ClCommandBuffer;
+use crate::conv::ClResultExt;
+use crate::device::DeviceShared;
+use crate::event::{ClEvent, RawEvent};
+use crate::helpers::Helpers;
+use crate::memory::{ClBuffer, ClUsm};
+use crate::program::ClProgram;
+use crate::queue::ClQueue;
+
+pub(crate) const CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE: cl_bitfield = 1 << 0;
+pub(crate) const CL_QUEUE_PROFILING_ENABLE: cl_bitfield = 1 << 1;
+
+/// What every object of a context shares.
+pub(crate) struct Shared {
+    pub(crate) device: Arc<DeviceShared>,
+    pub(crate) context: opencl3::context::Context,
+    /// The queue command-buffers are recorded for and their eager steps run
+    /// on; out of order where the device allows, so that independent steps
+    /// overlap.
+    pub(crate) internal: opencl3::command_queue::CommandQueue,
+    pub(crate) helpers: Helpers,
+    /// A user event that is always complete: markers on out-of-order queues
+    /// wait for it rather than for an empty list, which would mean "every
+    /// command enqueued before".
+    pub(crate) complete: RawEvent,
+}
+
+impl Shared {
+    pub(crate) fn internal_queue(&self) -> cl_command_queue {
+        self.internal.get()
+    }
+}
+
+/// Creates a queue on the context's device.
+pub(crate) fn create_queue(
+    context: &opencl3::context::Context,
+    device: &DeviceShared,
+    properties: cl_bitfield,
+) -> Result<opencl3::command_queue::CommandQueue> {
+    // SAFETY: the device belongs to the context; the properties are ones the
+    // device reports (the callers check).
+    unsafe { opencl3::command_queue::CommandQueue::create_with_properties(context, device.id, properties, 0) }
+        .cl("clCreateCommandQueueWithProperties")
+}
+
+/// A context of this adapter.
+pub(crate) struct ClContext {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl ClContext {
+    pub(crate) fn new(device: Arc<DeviceShared>) -> Result<ClContext> {
+        let context = opencl3::context::Context::from_device(&opencl3::device::Device::new(device.id))
+            .cl("clCreateContext")?;
+        let mut properties = 0;
+        if device.out_of_order {
+            properties |= CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE;
+        }
+        if let Some(cb) = &device.command_buffers {
+            if !cb.plan.out_of_order {
+                properties &= !CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE;
+            }
+            if cb.plan.profiling_queue {
+                properties |= CL_QUEUE_PROFILING_ENABLE;
+            }
+        }
+        let internal = create_queue(&context, &device, properties)?;
+        let helpers = Helpers::build(&context, device.id)?;
+        let complete = cl3::event::create_user_event(context.get()).cl("clCreateUserEvent")?;
+        // SAFETY: a new reference from clCreateUserEvent.
+        let complete = unsafe { RawEvent::from_raw(complete) };
+        cl3::event::set_user_event_status(complete.get(), 0).cl("clSetUserEventStatus")?;
+        tracing::debug!(device = %device.info.name, "OpenCL context created");
+        Ok(ClContext { shared: Arc::new(Shared { device, context, internal, helpers, complete }) })
+    }
+}
+
+impl ContextImpl for ClContext {
+    unsafe fn usm_alloc(&self, kind: UsmKind, size: usize, align: usize) -> Result<Box<dyn UsmImpl>> {
+        Ok(Box::new(ClUsm::new(self.shared.clone(), kind, size, align)?))
+    }
+
+    unsafe fn buffer_create(&self, flags: MemFlags, size: usize, init: Option<&[u8]>) -> Result<Box<dyn BufferImpl>> {
+        Ok(Box::new(ClBuffer::new(&self.shared, flags, size, init)?))
+    }
+
+    unsafe fn program_create(&self, bundle: &ProgramBundle, form: SourceForm) -> Result<Box<dyn ProgramImpl>> {
+        match bundle.source_of(form) {
+            Some(ur_core::ProgramSource::OpenClC(source)) => Ok(Box::new(ClProgram::build(self.shared.clone(), source)?)),
+            _ => Err(err!(InvalidBinary, "the OpenCL adapter builds OpenCL C only")),
+        }
+    }
+
+    unsafe fn queue_create(&self, properties: QueueProperties) -> Result<Box<dyn QueueImpl>> {
+        Ok(Box::new(ClQueue::new(self.shared.clone(), properties)?))
+    }
+
+    unsafe fn command_buffer_create(&self, desc: &CommandBufferDesc) -> Result<Box<dyn CommandBufferImpl>> {
+        Ok(Box::new(ClCommandBuffer::new(self.shared.clone(), *desc)?))
+    }
+
+    fn user_event_create(&self) -> Result<Arc<dyn UserEventImpl>> {
+        Ok(ClEvent::user(self.shared.context.get())?)
+    }
+}

@@ -1,0 +1,494 @@
+//! Platforms and devices, and the decisions made once per device: which USM
+//! mechanism, and whether (and through which ABI) command buffers are native.
+//!
+//! The decisions are a pure function ([`plan`]) of what the device reports
+//! ([`Reported`]), unit-tested with constructed inputs; discovery only
+//! queries the driver and resolves the entry points the plan asks for.
+
+use std::sync::Arc;
+
+use cl3::types::{cl_bitfield, cl_device_id, cl_platform_id, cl_uint};
+use ur_core::adapter::{ContextImpl, DeviceImpl, PlatformImpl};
+use ur_core::{
+    CommandBufferCaps, CommandBufferSupport, DeviceInfo, DeviceType, Result, SourceForm, UpdateCapabilities, UsmKinds,
+};
+
+use crate::context::ClContext;
+use crate::ffi::{self, CommandBufferApi, IntelUsmApi};
+use crate::version::{self, CommandBufferAbi, ExtVersion};
+
+const CL_DEVICE_TYPE_ALL: cl_bitfield = 0xFFFF_FFFF;
+const CL_DEVICE_TYPE_CPU: cl_bitfield = 1 << 1;
+const CL_DEVICE_TYPE_GPU: cl_bitfield = 1 << 2;
+const CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE: cl_bitfield = 1 << 0;
+const CL_QUEUE_PROFILING_ENABLE: cl_bitfield = 1 << 1;
+const CL_DEVICE_SVM_COARSE_GRAIN_BUFFER: cl_bitfield = 1 << 0;
+const CL_DEVICE_SVM_FINE_GRAIN_BUFFER: cl_bitfield = 1 << 1;
+const CL_DEVICE_SVM_CAPABILITIES: cl_uint = 0x1053;
+
+/// What a device reports that the plan depends on.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Reported {
+    /// `CL_DEVICE_EXTENSIONS_WITH_VERSION`, parsed (empty before OpenCL 3.0).
+    pub extensions: Vec<(String, ExtVersion)>,
+    /// `CL_DEVICE_SVM_CAPABILITIES` (0 before OpenCL 2.0).
+    pub svm: cl_bitfield,
+    /// `CL_DEVICE_QUEUE_ON_HOST_PROPERTIES`.
+    pub queue_properties: cl_bitfield,
+    /// `CL_DEVICE_COMMAND_BUFFER_CAPABILITIES_KHR`.
+    pub command_buffer_capabilities: cl_bitfield,
+    /// `CL_DEVICE_COMMAND_BUFFER_REQUIRED_QUEUE_PROPERTIES_KHR`.
+    pub command_buffer_required_queue_properties: cl_bitfield,
+    /// `CL_DEVICE_COMMAND_BUFFER_SUPPORTED_QUEUE_PROPERTIES_KHR` (0.9.6 and later).
+    pub command_buffer_supported_queue_properties: Option<cl_bitfield>,
+    /// The host, device and single-device shared capabilities of
+    /// `cl_intel_unified_shared_memory`.
+    pub intel_usm: [cl_bitfield; 3],
+}
+
+/// How USM is implemented on a device.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum UsmPlan {
+    /// `cl_intel_unified_shared_memory`, with these kinds.
+    Intel(UsmKinds),
+    /// SVM with fine-grained buffers: host and shared USM are fine-grained
+    /// (host-accessible), device USM coarse-grained.
+    SvmFine,
+    /// Coarse-grained SVM only: device USM. Host and shared USM would need
+    /// the host to map and unmap around every access, which USM's host
+    /// pointers cannot express, so those kinds are reported absent.
+    SvmCoarse,
+    /// Neither: no USM.
+    None,
+}
+
+impl UsmPlan {
+    /// The kinds a device with this plan allocates.
+    pub fn kinds(self) -> UsmKinds {
+        match self {
+            UsmPlan::Intel(kinds) => kinds,
+            UsmPlan::SvmFine => UsmKinds::all(),
+            UsmPlan::SvmCoarse => UsmKinds::DEVICE,
+            UsmPlan::None => UsmKinds::empty(),
+        }
+    }
+}
+
+/// How native command buffers are used on a device.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct CommandBufferPlan {
+    /// The extension version the device reports.
+    pub version: ExtVersion,
+    /// The ABI row for it.
+    pub abi: CommandBufferAbi,
+    /// Create command-buffers with `CL_COMMAND_BUFFER_SIMULTANEOUS_USE_KHR`,
+    /// so that one can be enqueued again while pending.
+    pub simultaneous_use_flag: bool,
+    /// A pending command-buffer cannot be enqueued again: keep several
+    /// recorded instances and use one that is idle.
+    pub instance_per_pending_submission: bool,
+    /// Record on an out-of-order queue, so that commands without a sync-point
+    /// dependency may run concurrently.
+    pub out_of_order: bool,
+    /// The recording queue needs profiling enabled.
+    pub profiling_queue: bool,
+}
+
+/// Everything decided for one device.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    /// USM mechanism.
+    pub usm: UsmPlan,
+    /// Native command buffers, or `Err` with the reason they are emulated.
+    pub command_buffer: std::result::Result<CommandBufferPlan, &'static str>,
+}
+
+/// Decides, from what a device reports, how USM and command buffers are done.
+pub fn plan(reported: &Reported) -> Plan {
+    let has = |name| version::extension_version(&reported.extensions, name);
+    let access = |caps: cl_bitfield| caps & ffi::CL_UNIFIED_SHARED_MEMORY_ACCESS_INTEL != 0;
+    let usm = if has(version::USM_EXTENSION).is_some() {
+        let mut kinds = UsmKinds::empty();
+        kinds.set(UsmKinds::HOST, access(reported.intel_usm[0]));
+        kinds.set(UsmKinds::DEVICE, access(reported.intel_usm[1]));
+        kinds.set(UsmKinds::SHARED, access(reported.intel_usm[2]));
+        UsmPlan::Intel(kinds)
+    } else if reported.svm & CL_DEVICE_SVM_FINE_GRAIN_BUFFER != 0 {
+        UsmPlan::SvmFine
+    } else if reported.svm & CL_DEVICE_SVM_COARSE_GRAIN_BUFFER != 0 {
+        UsmPlan::SvmCoarse
+    } else {
+        UsmPlan::None
+    };
+    Plan { usm, command_buffer: command_buffer_plan(reported, has(version::COMMAND_BUFFER_EXTENSION)) }
+}
+
+fn command_buffer_plan(
+    reported: &Reported,
+    version: Option<ExtVersion>,
+) -> std::result::Result<CommandBufferPlan, &'static str> {
+    let version = version.ok_or("the device does not report cl_khr_command_buffer")?;
+    let abi = version::select_abi(version).ok_or("the device's cl_khr_command_buffer version is not one this adapter knows")?;
+    let ooo_queues = reported.queue_properties & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE != 0;
+    let required = reported.command_buffer_required_queue_properties;
+    if required & !(CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE | CL_QUEUE_PROFILING_ENABLE) != 0 {
+        return Err("command-buffers need queue properties this adapter does not know");
+    }
+    if required & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE != 0 && !ooo_queues {
+        return Err("command-buffers need out-of-order queues, which the device lacks");
+    }
+    let ooo_recording = if abi.out_of_order_capability_bit {
+        reported.command_buffer_capabilities & ffi::CL_COMMAND_BUFFER_CAPABILITY_OUT_OF_ORDER_KHR != 0
+    } else {
+        reported.command_buffer_supported_queue_properties.unwrap_or(0) & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE != 0
+    };
+    let simultaneous =
+        reported.command_buffer_capabilities & ffi::CL_COMMAND_BUFFER_CAPABILITY_SIMULTANEOUS_USE_KHR != 0;
+    Ok(CommandBufferPlan {
+        version,
+        abi,
+        simultaneous_use_flag: abi.pending_state && simultaneous,
+        instance_per_pending_submission: abi.pending_state && !simultaneous,
+        out_of_order: (ooo_recording && ooo_queues) || required & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE != 0,
+        profiling_queue: required & CL_QUEUE_PROFILING_ENABLE != 0,
+    })
+}
+
+/// The USM mechanism of a device, with the entry points it needs.
+pub(crate) enum Usm {
+    /// Intel's extension.
+    Intel(IntelUsmApi),
+    /// SVM; `fine` when fine-grained buffers exist.
+    Svm { fine: bool },
+    /// No USM.
+    None,
+}
+
+/// Native command-buffer support of a device.
+pub(crate) struct NativeCommandBuffers {
+    pub(crate) plan: CommandBufferPlan,
+    pub(crate) api: CommandBufferApi,
+}
+
+/// What the rest of the adapter needs to know about a device.
+pub(crate) struct DeviceShared {
+    pub(crate) id: cl_device_id,
+    pub(crate) usm: Usm,
+    pub(crate) command_buffers: Option<NativeCommandBuffers>,
+    pub(crate) out_of_order: bool,
+    pub(crate) info: DeviceInfo,
+}
+
+// SAFETY: the device id is an opaque handle usable from any thread; the
+// tables are plain function pointers.
+unsafe impl Send for DeviceShared {}
+// SAFETY: as for Send: nothing here is mutated after discovery.
+unsafe impl Sync for DeviceShared {}
+
+/// An OpenCL platform.
+pub(crate) struct ClPlatform {
+    name: String,
+    version: String,
+    devices: Vec<Arc<ClDevice>>,
+}
+
+impl ClPlatform {
+    /// Queries `id` and its devices; `None` when it has no usable device.
+    pub(crate) fn open(id: cl_platform_id) -> Option<ClPlatform> {
+        let platform = opencl3::platform::Platform::new(id);
+        let name = platform.name().unwrap_or_else(|_| "OpenCL platform".into());
+        let version = platform.version().unwrap_or_default();
+        let ids = match platform.get_devices(CL_DEVICE_TYPE_ALL) {
+            Ok(ids) => ids,
+            Err(e) => {
+                tracing::info!(platform = %name, code = e.0, "platform without devices skipped");
+                return None;
+            }
+        };
+        let devices: Vec<Arc<ClDevice>> = ids
+            .into_iter()
+            .filter_map(|d| match ClDevice::open(id, d) {
+                Ok(device) => Some(Arc::new(device)),
+                Err(reason) => {
+                    tracing::warn!(platform = %name, %reason, "device skipped");
+                    None
+                }
+            })
+            .collect();
+        (!devices.is_empty()).then_some(ClPlatform { name, version, devices })
+    }
+}
+
+impl PlatformImpl for ClPlatform {
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn version(&self) -> String {
+        self.version.clone()
+    }
+
+    fn devices(&self) -> Vec<Arc<dyn DeviceImpl>> {
+        self.devices.iter().map(|d| d.clone() as Arc<dyn DeviceImpl>).collect()
+    }
+}
+
+/// An OpenCL device.
+pub(crate) struct ClDevice {
+    shared: Arc<DeviceShared>,
+}
+
+fn bitfield(id: cl_device_id, name: cl_uint) -> Option<cl_bitfield> {
+    let bytes = cl3::device::get_device_data(id, name).ok()?;
+    Some(u64::from_ne_bytes(bytes.get(..8)?.try_into().ok()?))
+}
+
+fn reported(id: cl_device_id, device: &opencl3::device::Device) -> Reported {
+    let extensions = cl3::device::get_device_data(id, ffi::CL_DEVICE_EXTENSIONS_WITH_VERSION)
+        .map(|b| version::parse_extensions_with_version(&b))
+        .unwrap_or_default();
+    let has = |name| version::extension_version(&extensions, name).is_some();
+    let (cb, intel) = (has(version::COMMAND_BUFFER_EXTENSION), has(version::USM_EXTENSION));
+    let query = |name| bitfield(id, name).unwrap_or(0);
+    Reported {
+        svm: bitfield(id, CL_DEVICE_SVM_CAPABILITIES).unwrap_or(0),
+        queue_properties: device.queue_on_host_properties().unwrap_or(0),
+        command_buffer_capabilities: if cb { query(ffi::CL_DEVICE_COMMAND_BUFFER_CAPABILITIES_KHR) } else { 0 },
+        command_buffer_required_queue_properties: if cb {
+            query(ffi::CL_DEVICE_COMMAND_BUFFER_REQUIRED_QUEUE_PROPERTIES_KHR)
+        } else {
+            0
+        },
+        command_buffer_supported_queue_properties: if cb {
+            bitfield(id, ffi::CL_DEVICE_COMMAND_BUFFER_SUPPORTED_QUEUE_PROPERTIES_KHR)
+        } else {
+            None
+        },
+        intel_usm: if intel {
+            [
+                query(ffi::CL_DEVICE_HOST_MEM_CAPABILITIES_INTEL),
+                query(ffi::CL_DEVICE_DEVICE_MEM_CAPABILITIES_INTEL),
+                query(ffi::CL_DEVICE_SINGLE_DEVICE_SHARED_MEM_CAPABILITIES_INTEL),
+            ]
+        } else {
+            [0; 3]
+        },
+        extensions,
+    }
+}
+
+impl ClDevice {
+    fn open(platform: cl_platform_id, id: cl_device_id) -> std::result::Result<ClDevice, String> {
+        let device = opencl3::device::Device::new(id);
+        let name = device.name().map_err(|e| format!("CL_DEVICE_NAME: {}", e.0))?;
+        let reported = reported(id, &device);
+        let mut plan = plan(&reported);
+        let usm = match plan.usm {
+            // SAFETY: the platform is valid and this device reports the extension.
+            UsmPlan::Intel(_) => match unsafe { IntelUsmApi::resolve(platform) } {
+                Ok(api) => Usm::Intel(api),
+                Err(reason) => {
+                    tracing::warn!(device = %name, %reason, "cl_intel_unified_shared_memory unusable; using SVM");
+                    let svm_only = Reported { extensions: Vec::new(), ..reported.clone() };
+                    plan.usm = self::plan(&svm_only).usm;
+                    match plan.usm {
+                        UsmPlan::SvmFine => Usm::Svm { fine: true },
+                        UsmPlan::SvmCoarse => Usm::Svm { fine: false },
+                        _ => Usm::None,
+                    }
+                }
+            },
+            UsmPlan::SvmFine => Usm::Svm { fine: true },
+            UsmPlan::SvmCoarse => Usm::Svm { fine: false },
+            UsmPlan::None => Usm::None,
+        };
+        let command_buffers = match plan.command_buffer {
+            // SAFETY: the platform is valid and `abi` was selected for the
+            // version its device reports.
+            Ok(cb) => match unsafe { CommandBufferApi::resolve(platform, cb.abi) } {
+                Ok(api) => Some(NativeCommandBuffers { plan: cb, api }),
+                Err(reason) => {
+                    tracing::info!(device = %name, %reason, "command buffers emulated");
+                    None
+                }
+            },
+            Err(reason) => {
+                tracing::info!(device = %name, reason, "command buffers emulated");
+                None
+            }
+        };
+        if let Some(cb) = &command_buffers {
+            tracing::debug!(device = %name, version = %cb.plan.version, plan = ?cb.plan, "native command buffers");
+        }
+        let out_of_order = reported.queue_properties & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE != 0;
+        let info = device_info(&device, name, plan.usm.kinds(), out_of_order, command_buffers.is_some())?;
+        Ok(ClDevice {
+            shared: Arc::new(DeviceShared { id, usm, command_buffers, out_of_order, info }),
+        })
+    }
+}
+
+fn device_info(
+    device: &opencl3::device::Device,
+    name: String,
+    usm: UsmKinds,
+    out_of_order: bool,
+    native: bool,
+) -> std::result::Result<DeviceInfo, String> {
+    let q = |what: &str, e: cl3::error_codes::ClError| format!("{what}: {}", e.0);
+    let device_type = match device.dev_type().map_err(|e| q("CL_DEVICE_TYPE", e))? {
+        t if t & CL_DEVICE_TYPE_GPU != 0 => DeviceType::Gpu,
+        t if t & CL_DEVICE_TYPE_CPU != 0 => DeviceType::Cpu,
+        _ => DeviceType::Accelerator,
+    };
+    let items = device.max_work_item_sizes().map_err(|e| q("CL_DEVICE_MAX_WORK_ITEM_SIZES", e))?;
+    let mut max_work_item_sizes = [1; 3];
+    for (d, s) in items.iter().take(3).enumerate() {
+        max_work_item_sizes[d] = *s;
+    }
+    let command_buffer = if native {
+        // Every update and per-command events: updates re-record (see
+        // command_buffer.rs), events split the buffer into segments.
+        CommandBufferCaps {
+            support: CommandBufferSupport::Native,
+            update: UpdateCapabilities::all(),
+            events: true,
+            subgraphs: false,
+        }
+    } else {
+        CommandBufferCaps::EMULATED
+    };
+    Ok(DeviceInfo {
+        name,
+        vendor: device.vendor().unwrap_or_default(),
+        driver_version: device.driver_version().unwrap_or_default(),
+        device_type,
+        max_compute_units: device.max_compute_units().unwrap_or(1),
+        max_work_group_size: device.max_work_group_size().map_err(|e| q("CL_DEVICE_MAX_WORK_GROUP_SIZE", e))?,
+        max_work_item_sizes,
+        global_mem_size: device.global_mem_size().unwrap_or(0),
+        local_mem_size: device.local_mem_size().unwrap_or(0),
+        max_mem_alloc_size: device.max_mem_alloc_size().map_err(|e| q("CL_DEVICE_MAX_MEM_ALLOC_SIZE", e))?,
+        usm,
+        queue_profiling: true,
+        out_of_order_queues: out_of_order,
+        source_forms: vec![SourceForm::OpenClC],
+        command_buffer,
+    })
+}
+
+impl DeviceImpl for ClDevice {
+    fn info(&self) -> DeviceInfo {
+        self.shared.info.clone()
+    }
+
+    fn create_context(self: Arc<Self>) -> Result<Arc<dyn ContextImpl>> {
+        Ok(Arc::new(ClContext::new(self.shared.clone())?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_extensions(list: &[(&str, ExtVersion)]) -> Reported {
+        Reported {
+            extensions: list.iter().map(|(n, v)| (n.to_string(), *v)).collect(),
+            queue_properties: CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE | CL_QUEUE_PROFILING_ENABLE,
+            ..Reported::default()
+        }
+    }
+
+    const CB: &str = version::COMMAND_BUFFER_EXTENSION;
+    const SIMULTANEOUS: cl_bitfield = ffi::CL_COMMAND_BUFFER_CAPABILITY_SIMULTANEOUS_USE_KHR;
+    const OOO_CAP: cl_bitfield = ffi::CL_COMMAND_BUFFER_CAPABILITY_OUT_OF_ORDER_KHR;
+
+    /// Debian bookworm's PoCL 3.1: 0.9.0, simultaneous use and out of order,
+    /// fine-grained SVM, no USM extension.
+    #[test]
+    fn pocl_3_1() {
+        let mut r = with_extensions(&[(CB, ExtVersion::new(0, 9, 0))]);
+        r.svm = CL_DEVICE_SVM_COARSE_GRAIN_BUFFER | CL_DEVICE_SVM_FINE_GRAIN_BUFFER;
+        r.command_buffer_capabilities = 1 | SIMULTANEOUS | OOO_CAP;
+        let p = plan(&r);
+        assert_eq!(p.usm, UsmPlan::SvmFine);
+        assert_eq!(p.usm.kinds(), UsmKinds::all());
+        let cb = p.command_buffer.unwrap();
+        assert_eq!(cb.abi.shape, version::RecordShape::Legacy);
+        assert!(!cb.abi.svm_commands);
+        assert!(cb.simultaneous_use_flag && !cb.instance_per_pending_submission);
+        assert!(cb.out_of_order && !cb.profiling_queue);
+    }
+
+    /// PoCL 5.0: 0.9.4 and Intel USM.
+    #[test]
+    fn pocl_5_0() {
+        let mut r = with_extensions(&[(CB, ExtVersion::new(0, 9, 4)), (version::USM_EXTENSION, ExtVersion::new(1, 0, 0))]);
+        r.svm = CL_DEVICE_SVM_COARSE_GRAIN_BUFFER | CL_DEVICE_SVM_FINE_GRAIN_BUFFER;
+        r.intel_usm = [1, 1, 1];
+        r.command_buffer_capabilities = SIMULTANEOUS | OOO_CAP;
+        let p = plan(&r);
+        assert_eq!(p.usm, UsmPlan::Intel(UsmKinds::all()));
+        let cb = p.command_buffer.unwrap();
+        assert_eq!(cb.abi.shape, version::RecordShape::Legacy);
+        assert!(cb.abi.svm_commands);
+    }
+
+    /// NVIDIA's OpenCL: no command-buffer extension, coarse-grained SVM only.
+    #[test]
+    fn nvidia_opencl() {
+        let mut r = with_extensions(&[("cl_khr_fp64", ExtVersion::new(1, 0, 0))]);
+        r.svm = CL_DEVICE_SVM_COARSE_GRAIN_BUFFER;
+        let p = plan(&r);
+        assert_eq!(p.usm, UsmPlan::SvmCoarse);
+        assert_eq!(p.usm.kinds(), UsmKinds::DEVICE);
+        assert!(p.command_buffer.is_err());
+    }
+
+    #[test]
+    fn intel_kinds_follow_access_bits() {
+        let mut r = with_extensions(&[(version::USM_EXTENSION, ExtVersion::new(1, 1, 0))]);
+        r.intel_usm = [0, 1, 0b10];
+        assert_eq!(plan(&r).usm, UsmPlan::Intel(UsmKinds::DEVICE));
+        assert_eq!(plan(&Reported::default()).usm, UsmPlan::None);
+    }
+
+    #[test]
+    fn newest_versions() {
+        // 0.9.6 and 0.9.7: out-of-order recording from the supported-properties query.
+        let mut r = with_extensions(&[(CB, ExtVersion::new(0, 9, 7))]);
+        r.command_buffer_capabilities = SIMULTANEOUS;
+        r.command_buffer_supported_queue_properties = Some(CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE);
+        let cb = plan(&r).command_buffer.unwrap();
+        assert_eq!(cb.abi.shape, version::RecordShape::Properties);
+        assert!(cb.out_of_order && cb.simultaneous_use_flag);
+        r.command_buffer_supported_queue_properties = Some(0);
+        assert!(!plan(&r).command_buffer.unwrap().out_of_order);
+        // 0.9.8: no pending state, so neither the flag nor extra instances.
+        let mut r = with_extensions(&[(CB, ExtVersion::new(0, 9, 8))]);
+        r.command_buffer_capabilities = 0;
+        let cb = plan(&r).command_buffer.unwrap();
+        assert!(!cb.simultaneous_use_flag && !cb.instance_per_pending_submission);
+    }
+
+    #[test]
+    fn without_simultaneous_use_instances_multiply() {
+        let mut r = with_extensions(&[(CB, ExtVersion::new(0, 9, 2))]);
+        r.command_buffer_capabilities = OOO_CAP;
+        let cb = plan(&r).command_buffer.unwrap();
+        assert!(!cb.simultaneous_use_flag && cb.instance_per_pending_submission);
+    }
+
+    #[test]
+    fn emulated_when_unknown_or_unsatisfiable() {
+        assert!(plan(&with_extensions(&[(CB, ExtVersion::new(1, 0, 0))])).command_buffer.is_err());
+        let mut r = with_extensions(&[(CB, ExtVersion::new(0, 9, 0))]);
+        r.command_buffer_required_queue_properties = 1 << 7;
+        assert!(plan(&r).command_buffer.is_err());
+        r.command_buffer_required_queue_properties = CL_QUEUE_PROFILING_ENABLE;
+        assert!(plan(&r).command_buffer.unwrap().profiling_queue);
+        r.command_buffer_required_queue_properties = CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE;
+        r.queue_properties = 0;
+        assert!(plan(&r).command_buffer.is_err());
+    }
+}

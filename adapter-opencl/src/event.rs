@@ -1,0 +1,300 @@
+//! Events: OpenCL events, user events, command-buffer signal events and
+//! submission events.
+//!
+//! Our wait lists order without propagating failure, while OpenCL may
+//! terminate the commands that wait on an event with a negative status. So a
+//! user event is an OpenCL user event that is always set to `CL_COMPLETE`;
+//! the error the host gave it is kept beside it and reported by `status` and
+//! `wait` only. The adapter never sets a negative status itself.
+
+use std::any::Any;
+use std::ptr;
+use std::sync::Arc;
+
+use cl3::types::{cl_event, cl_int};
+use parking_lot::Mutex;
+use smallvec::SmallVec;
+use ur_core::adapter::{EventImpl, UserEventImpl, downcast};
+use ur_core::event::execution_error;
+use ur_core::{Backend, EventStatus, ProfilingInfo, Result, UrError};
+
+use crate::conv::ClResultExt;
+
+const CL_COMPLETE: cl_int = 0;
+const CL_RUNNING: cl_int = 1;
+const CL_SUBMITTED: cl_int = 2;
+const CL_EVENT_COMMAND_EXECUTION_STATUS: u32 = 0x11D3;
+
+/// One reference to a `cl_event`, released on drop.
+pub(crate) struct RawEvent(cl_event);
+
+// SAFETY: OpenCL event handles may be used and released from any thread.
+unsafe impl Send for RawEvent {}
+// SAFETY: as for Send; every use goes through thread-safe OpenCL calls.
+unsafe impl Sync for RawEvent {}
+
+impl RawEvent {
+    /// Takes ownership of the reference a successful enqueue returned.
+    ///
+    /// # Safety
+    /// `event` is a valid event whose reference the caller gives up.
+    pub(crate) unsafe fn from_raw(event: cl_event) -> RawEvent {
+        RawEvent(event)
+    }
+
+    /// The handle, valid while `self` lives.
+    pub(crate) fn get(&self) -> cl_event {
+        self.0
+    }
+
+    /// Another reference to the same event.
+    pub(crate) fn retain(&self) -> RawEvent {
+        // SAFETY: the handle is valid while self lives; retaining it gives the
+        // new value its own reference.
+        if let Err(code) = unsafe { cl3::event::retain_event(self.0) } {
+            tracing::error!(code, "clRetainEvent failed");
+        }
+        RawEvent(self.0)
+    }
+
+    /// `CL_EVENT_COMMAND_EXECUTION_STATUS`: 0 complete, 1 running, 2
+    /// submitted, 3 queued, negative an error.
+    pub(crate) fn execution_status(&self) -> cl_int {
+        match cl3::event::get_event_info(self.0, CL_EVENT_COMMAND_EXECUTION_STATUS) {
+            Ok(cl3::info_type::InfoType::Int(status)) => status,
+            // A failed query is reported as a failed command.
+            Ok(_) => -1,
+            Err(code) => code.min(-1),
+        }
+    }
+
+    /// Blocks until the event completes.
+    pub(crate) fn wait(&self) -> std::result::Result<(), cl_int> {
+        cl3::event::wait_for_events(&[self.0])
+    }
+
+    /// Whether it has completed (successfully or not).
+    pub(crate) fn is_done(&self) -> bool {
+        self.execution_status() <= CL_COMPLETE
+    }
+
+    /// The four timestamps, when the queue recorded them.
+    pub(crate) fn timestamps(&self) -> Option<ProfilingInfo> {
+        let get = |name| match cl3::event::get_event_profiling_info(self.0, name) {
+            Ok(cl3::info_type::InfoType::Ulong(v)) => Some(v),
+            _ => None,
+        };
+        Some(ProfilingInfo {
+            queued: get(cl3::event::CL_PROFILING_COMMAND_QUEUED)?,
+            submit: get(cl3::event::CL_PROFILING_COMMAND_SUBMIT)?,
+            start: get(cl3::event::CL_PROFILING_COMMAND_START)?,
+            end: get(cl3::event::CL_PROFILING_COMMAND_END)?,
+        })
+    }
+}
+
+impl Drop for RawEvent {
+    fn drop(&mut self) {
+        // SAFETY: this value owns one reference to a valid event.
+        if let Err(code) = unsafe { cl3::event::release_event(self.0) } {
+            tracing::error!(code, "clReleaseEvent failed");
+        }
+    }
+}
+
+fn status_of(code: cl_int) -> EventStatus {
+    match code {
+        CL_COMPLETE => EventStatus::Complete,
+        CL_RUNNING => EventStatus::Running,
+        CL_SUBMITTED => EventStatus::Submitted,
+        c if c < 0 => EventStatus::Error,
+        _ => EventStatus::Queued,
+    }
+}
+
+fn failed(code: cl_int, what: &str) -> UrError {
+    execution_error(Backend::OpenCl, format!("{what} failed with OpenCL status {code} ({})", cl3::error_codes::error_text(code)))
+}
+
+/// An event of this adapter.
+pub(crate) struct ClEvent {
+    kind: Kind,
+}
+
+enum Kind {
+    /// The event of one OpenCL command.
+    Command { raw: RawEvent, profiling: bool },
+    /// A user event; `error` is what the host failed it with.
+    User { raw: RawEvent, error: Mutex<Option<UrError>> },
+    /// A command-buffer command's signal event: the event of its latest
+    /// execution, complete before the first.
+    Signal { current: Mutex<Option<Arc<ClEvent>>> },
+    /// A command-buffer submission, from the marker that starts it to the
+    /// marker that joins its last commands.
+    Submission { first: RawEvent, last: RawEvent, profiling: bool },
+}
+
+impl ClEvent {
+    /// The event of a command just enqueued on a queue with or without profiling.
+    pub(crate) fn command(raw: RawEvent, profiling: bool) -> Arc<ClEvent> {
+        Arc::new(ClEvent { kind: Kind::Command { raw, profiling } })
+    }
+
+    /// A user event of `context`.
+    pub(crate) fn user(context: cl3::types::cl_context) -> Result<Arc<ClEvent>> {
+        let raw = cl3::event::create_user_event(context).cl("clCreateUserEvent")?;
+        // SAFETY: clCreateUserEvent returned a new reference.
+        let raw = unsafe { RawEvent::from_raw(raw) };
+        Ok(Arc::new(ClEvent { kind: Kind::User { raw, error: Mutex::new(None) } }))
+    }
+
+    /// A signal event, complete until its command first runs.
+    pub(crate) fn signal() -> Arc<ClEvent> {
+        Arc::new(ClEvent { kind: Kind::Signal { current: Mutex::new(None) } })
+    }
+
+    /// The event of a command-buffer submission.
+    pub(crate) fn submission(first: RawEvent, last: RawEvent, profiling: bool) -> Arc<ClEvent> {
+        Arc::new(ClEvent { kind: Kind::Submission { first, last, profiling } })
+    }
+
+    /// Points a signal event at its command's latest execution.
+    pub(crate) fn set_current(&self, event: Arc<ClEvent>) {
+        if let Kind::Signal { current } = &self.kind {
+            *current.lock() = Some(event);
+        }
+    }
+
+    /// What a command that waits on this event must wait on now: `None` for
+    /// a signal event before its command first ran.
+    pub(crate) fn wait_handle(&self) -> Option<RawEvent> {
+        match &self.kind {
+            Kind::Command { raw, .. } | Kind::User { raw, .. } => Some(raw.retain()),
+            Kind::Signal { current } => current.lock().as_ref().and_then(|e| e.wait_handle()),
+            Kind::Submission { last, .. } => Some(last.retain()),
+        }
+    }
+}
+
+impl EventImpl for ClEvent {
+    fn status(&self) -> EventStatus {
+        match &self.kind {
+            Kind::Command { raw, .. } => status_of(raw.execution_status()),
+            Kind::User { raw, error } => match status_of(raw.execution_status()) {
+                EventStatus::Complete if error.lock().is_some() => EventStatus::Error,
+                s => s,
+            },
+            Kind::Signal { current } => current.lock().as_ref().map_or(EventStatus::Complete, |e| e.status()),
+            Kind::Submission { first, last, .. } => match status_of(last.execution_status()) {
+                s if s.is_terminal() => s,
+                _ if first.is_done() => EventStatus::Running,
+                s => s,
+            },
+        }
+    }
+
+    fn wait(&self) -> Result<()> {
+        match &self.kind {
+            Kind::Command { raw, .. } => {
+                raw.wait().map_err(|_| failed(raw.execution_status(), "the command"))?;
+                match raw.execution_status() {
+                    c if c < 0 => Err(failed(c, "the command")),
+                    _ => Ok(()),
+                }
+            }
+            Kind::User { raw, error } => {
+                raw.wait().cl("clWaitForEvents on a user event")?;
+                error.lock().clone().map_or(Ok(()), Err)
+            }
+            Kind::Signal { current } => {
+                let current = current.lock().clone();
+                current.map_or(Ok(()), |e| e.wait())
+            }
+            Kind::Submission { last, .. } => {
+                last.wait().map_err(|_| failed(last.execution_status(), "the command-buffer submission"))?;
+                match last.execution_status() {
+                    c if c < 0 => Err(failed(c, "the command-buffer submission")),
+                    _ => Ok(()),
+                }
+            }
+        }
+    }
+
+    fn profiling(&self) -> Option<ProfilingInfo> {
+        match &self.kind {
+            Kind::Command { raw, profiling: true } if raw.is_done() => raw.timestamps(),
+            Kind::Signal { current } => current.lock().as_ref().and_then(|e| e.profiling()),
+            Kind::Submission { first, last, profiling: true } if last.is_done() => {
+                let (first, last) = (first.timestamps()?, last.timestamps()?);
+                Some(ProfilingInfo { queued: first.queued, submit: first.submit, start: first.end, end: last.end })
+            }
+            _ => None,
+        }
+    }
+}
+
+impl UserEventImpl for ClEvent {
+    fn complete(&self, result: Result<()>) {
+        let Kind::User { raw, error } = &self.kind else {
+            tracing::error!("complete called on an event that is not a user event");
+            return;
+        };
+        *error.lock() = result.err();
+        // Always CL_COMPLETE: commands waiting on it must still run.
+        if let Err(code) = cl3::event::set_user_event_status(raw.get(), CL_COMPLETE) {
+            tracing::error!(code, "clSetUserEventStatus failed");
+        }
+    }
+}
+
+/// The OpenCL events a wait list stands for, held for the duration of a call.
+#[derive(Default)]
+pub(crate) struct WaitList {
+    keep: SmallVec<[RawEvent; 8]>,
+    handles: SmallVec<[cl_event; 8]>,
+}
+
+impl WaitList {
+    /// The events behind adapter events (signal events resolve to their
+    /// current execution, and are left out before the first).
+    pub(crate) fn new(events: &[&dyn EventImpl]) -> Result<WaitList> {
+        let mut list = WaitList::default();
+        for e in events {
+            list.add(downcast::<ClEvent>(*e as &dyn Any, "a wait-list event")?);
+        }
+        Ok(list)
+    }
+
+    /// Adds one event.
+    pub(crate) fn add(&mut self, event: &ClEvent) {
+        if let Some(raw) = event.wait_handle() {
+            self.push(raw);
+        }
+    }
+
+    /// Adds one raw event.
+    pub(crate) fn push(&mut self, raw: RawEvent) {
+        self.handles.push(raw.get());
+        self.keep.push(raw);
+    }
+
+    /// The handles, valid while the list lives.
+    pub(crate) fn handles(&self) -> &[cl_event] {
+        &self.handles
+    }
+
+    /// Number of events.
+    pub(crate) fn len(&self) -> usize {
+        self.handles.len()
+    }
+
+    /// Whether the list is empty.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.handles.is_empty()
+    }
+
+    /// Pointer for an OpenCL call: NULL when empty.
+    pub(crate) fn as_ptr(&self) -> *const cl_event {
+        if self.handles.is_empty() { ptr::null() } else { self.handles.as_ptr() }
+    }
+}

@@ -1,0 +1,403 @@
+//! Every [`Command`] in its two OpenCL forms: enqueued on a queue (eager
+//! operations and the eager steps of command-buffers) and recorded into a
+//! `cl_command_buffer_khr`.
+//!
+//! | command | enqueued | recorded |
+//! |---|---|---|
+//! | kernel launch | `clEnqueueNDRangeKernel` | `clCommandNDRangeKernelKHR` |
+//! | empty launch, prefetch, advise | marker | `ur_noop` kernel |
+//! | USM copy | `clEnqueueSVMMemcpy` / `clEnqueueMemcpyINTEL` | `clCommandSVMMemcpyKHR` (SVM, 0.9.4+), else `ur_copy` |
+//! | USM fill | `clEnqueueSVMMemFill` (SVM, power-of-two pattern up to 128 bytes, aligned), else `ur_fill` | `clCommandSVMMemFillKHR` (same conditions, 0.9.4+), else `ur_fill` |
+//! | buffer copy, rect copy | `clEnqueueCopyBuffer[Rect]` | `clCommandCopyBuffer[Rect]KHR` |
+//! | buffer fill | `clEnqueueFillBuffer` (power-of-two pattern up to 128 bytes), else `ur_fill` | `clCommandFillBufferKHR`, else `ur_fill` |
+//! | read / write, host memory | `clEnqueueReadBuffer[Rect]` / `clEnqueueWriteBuffer[Rect]` | not recordable: an eager step |
+//! | read / write, USM | `ur_copy` / `ur_copy_rect` | `ur_copy` / `ur_copy_rect` |
+
+use std::any::Any;
+use std::ffi::c_void;
+
+use cl3::types::{cl_command_queue, cl_mem};
+use ur_core::adapter::downcast;
+use ur_core::{ArgValue, Command, KernelCommand, MemBuffer, MemLoc, Result, UsmRef, err};
+
+use crate::context::Shared;
+use crate::conv::ClResultExt;
+use crate::device::Usm;
+use crate::event::{RawEvent, WaitList};
+use crate::ffi::{CommandBufferApi, cl_command_buffer_khr, cl_sync_point_khr};
+use crate::helpers::{self, Launched, Ptr, Side, Target};
+use crate::memory::ClBuffer;
+use crate::program::ClKernel;
+
+const CL_FALSE: u32 = 0;
+
+/// Whether a command touches raw host memory, which a command-buffer cannot
+/// record: such commands become eager steps.
+pub(crate) fn uses_host_memory(command: &Command) -> bool {
+    let host = |loc: &MemLoc| matches!(loc, MemLoc::Host(_));
+    match command {
+        Command::UsmMemcpy { dst, src, .. } => host(dst) || host(src),
+        Command::BufferRead { dst, .. } | Command::BufferReadRect { dst, .. } => host(dst),
+        Command::BufferWrite { src, .. } | Command::BufferWriteRect { src, .. } => host(src),
+        _ => false,
+    }
+}
+
+fn mem(buffer: &MemBuffer) -> Result<cl_mem> {
+    Ok(downcast::<ClBuffer>(buffer.imp() as &dyn Any, "a memory buffer")?.mem())
+}
+
+fn usm(r: &UsmRef) -> *mut c_void {
+    r.address() as *mut c_void
+}
+
+fn loc(l: &MemLoc) -> *mut c_void {
+    match l {
+        MemLoc::Usm(r) => usm(r),
+        MemLoc::Host(h) => h.as_ptr().cast(),
+    }
+}
+
+/// A native fill needs a pattern of 1, 2, 4, ... 128 bytes.
+fn native_pattern(pattern: &[u8]) -> bool {
+    pattern.len().is_power_of_two() && pattern.len() <= 128
+}
+
+/// SVM fills also need the destination aligned to the pattern.
+fn native_svm_fill(device_usm: &Usm, dst: &UsmRef, pattern: &[u8]) -> bool {
+    matches!(device_usm, Usm::Svm { .. }) && native_pattern(pattern) && dst.address() % pattern.len() as u64 == 0
+}
+
+fn origin(layout: &ur_core::RectLayout) -> [usize; 3] {
+    [layout.origin.x, layout.origin.y, layout.origin.z]
+}
+
+fn extent(region: &ur_core::RectRegion) -> [usize; 3] {
+    [region.width, region.height, region.depth]
+}
+
+fn pitches(layout: &ur_core::RectLayout) -> [usize; 2] {
+    [layout.row_pitch, layout.slice_pitch]
+}
+
+/// A side of a helper rect copy.
+fn rect_side(ptr: Ptr, layout: &ur_core::RectLayout) -> Side {
+    Side { ptr, offset: layout.origin_offset() }
+}
+
+/// A marker after `wait`; an empty list waits for the context's complete
+/// event, since an empty list would mean every earlier command of the queue.
+///
+/// # Safety
+/// `queue` is a valid queue of the context; the events are valid.
+pub(crate) unsafe fn marker(shared: &Shared, queue: cl_command_queue, wait: &WaitList) -> Result<RawEvent> {
+    let complete = [shared.complete.get()];
+    let (n, list) = if wait.is_empty() { (1, complete.as_ptr()) } else { (wait.len() as u32, wait.as_ptr()) };
+    // SAFETY: a valid queue and wait list.
+    let event = unsafe { cl3::command_queue::enqueue_marker_with_wait_list(queue, n, list) }
+        .cl("clEnqueueMarkerWithWaitList")?;
+    // SAFETY: a new reference from the enqueue.
+    Ok(unsafe { RawEvent::from_raw(event) })
+}
+
+/// Sets a launch's arguments and launches it.
+///
+/// # Safety
+/// The launch was validated by the front end; the target is valid.
+unsafe fn launch_kernel(shared: &Shared, target: &Target<'_>, k: &KernelCommand) -> Result<Launched> {
+    let kernel = downcast::<ClKernel>(k.kernel.imp() as &dyn Any, "a kernel")?;
+    let guard = kernel.kernel.lock();
+    let raw = guard.get();
+    let device_usm = &shared.device.usm;
+    for (i, arg) in k.args.iter().enumerate() {
+        let i = i as u32;
+        // SAFETY: the front end checked each argument against the signature,
+        // whose kinds match the OpenCL C source's (argument count checked at
+        // kernel creation).
+        unsafe {
+            match arg {
+                ArgValue::Value(bytes) => helpers::set_value(raw, i, bytes)?,
+                ArgValue::Pointer(p) if p.is_null() => helpers::set_ptr(device_usm, raw, i, Ptr::Null)?,
+                ArgValue::Pointer(p) => helpers::set_ptr(device_usm, raw, i, Ptr::Usm(p.addr() as *mut c_void))?,
+                ArgValue::MemObj(b) => helpers::set_ptr(device_usm, raw, i, Ptr::Mem(mem(b)?))?,
+                ArgValue::Local(size) => helpers::set_local(raw, i, *size)?,
+            }
+        }
+    }
+    let r = &k.range;
+    // SAFETY: every argument is set; the front end checked the geometry
+    // (global sizes non-zero here, divisible by the local sizes, within limits).
+    unsafe { helpers::launch(target, raw, r.work_dim, r.global_offset, r.global_size, r.local_size) }
+}
+
+fn event(launched: Launched) -> Result<RawEvent> {
+    match launched {
+        Launched::Event(e) => Ok(e),
+        Launched::SyncPoint(..) => Err(err!(Unknown, "an enqueue produced a sync point")),
+    }
+}
+
+/// A recorded command: its sync point, and the kernel object it was recorded
+/// from when it is a launch (to keep alive with the command-buffer).
+pub(crate) type Recorded = (cl_sync_point_khr, Option<opencl3::kernel::Kernel>);
+
+fn recorded(launched: Launched) -> Result<Recorded> {
+    match launched {
+        Launched::SyncPoint(p, kernel) => Ok((p, kernel)),
+        Launched::Event(_) => Err(err!(Unknown, "a recording produced an event")),
+    }
+}
+
+/// Enqueues `command` on `queue` after `wait`.
+///
+/// # Safety
+/// `command` was validated by the front end for this context; `queue` is a
+/// valid queue of it; raw host memory in the command stays valid until the
+/// returned event completes.
+pub(crate) unsafe fn enqueue(
+    shared: &Shared,
+    queue: cl_command_queue,
+    command: &Command,
+    wait: &WaitList,
+) -> Result<RawEvent> {
+    let target = Target::Queue { queue, wait };
+    let h = &shared.helpers;
+    let device_usm = &shared.device.usm;
+    let (n, list) = (wait.len() as u32, wait.as_ptr());
+    // SAFETY (every call below): the command's invariants hold (front end):
+    // ranges lie inside their allocations, buffers or host memory, copies do
+    // not overlap, fill sizes are multiples of the pattern; the queue and the
+    // wait list are valid; OpenCL copies patterns before returning.
+    let raw = unsafe {
+        match command {
+            Command::KernelLaunch(k) if k.range.global_size.contains(&0) => return marker(shared, queue, wait),
+            Command::KernelLaunch(k) => return event(launch_kernel(shared, &target, k)?),
+            Command::UsmPrefetch { .. } | Command::UsmAdvise { .. } => return marker(shared, queue, wait),
+            Command::UsmMemcpy { dst, src, size } => match device_usm {
+                Usm::Intel(api) => api.memcpy(queue, loc(dst), loc(src), *size, wait.handles()).cl("clEnqueueMemcpyINTEL")?,
+                _ => cl3::command_queue::enqueue_svm_mem_cpy(queue, CL_FALSE, loc(dst), loc(src), *size, n, list)
+                    .cl("clEnqueueSVMMemcpy")?,
+            },
+            Command::UsmFill { dst, pattern, size } if native_svm_fill(device_usm, dst, pattern) => {
+                cl3::command_queue::enqueue_svm_mem_fill(
+                    queue,
+                    usm(dst),
+                    pattern.as_ptr().cast(),
+                    pattern.len(),
+                    *size,
+                    n,
+                    list,
+                )
+                .cl("clEnqueueSVMMemFill")?
+            }
+            Command::UsmFill { dst, pattern, size } => {
+                return event(h.fill(device_usm, &target, Side { ptr: Ptr::Usm(usm(dst)), offset: 0 }, pattern, *size)?);
+            }
+            Command::BufferCopy { src, dst, src_offset, dst_offset, size } => {
+                cl3::command_queue::enqueue_copy_buffer(queue, mem(src)?, mem(dst)?, *src_offset, *dst_offset, *size, n, list)
+                    .cl("clEnqueueCopyBuffer")?
+            }
+            Command::BufferCopyRect { src, dst, src_layout, dst_layout, region } => {
+                let (so, dof, r) = (origin(src_layout), origin(dst_layout), extent(region));
+                let ([srp, ssp], [drp, dsp]) = (pitches(src_layout), pitches(dst_layout));
+                cl3::command_queue::enqueue_copy_buffer_rect(
+                    queue,
+                    mem(src)?,
+                    mem(dst)?,
+                    so.as_ptr(),
+                    dof.as_ptr(),
+                    r.as_ptr(),
+                    srp,
+                    ssp,
+                    drp,
+                    dsp,
+                    n,
+                    list,
+                )
+                .cl("clEnqueueCopyBufferRect")?
+            }
+            Command::BufferRead { buffer, offset, size, dst: MemLoc::Host(host) } => {
+                cl3::command_queue::enqueue_read_buffer(queue, mem(buffer)?, CL_FALSE, *offset, *size, host.as_ptr().cast(), n, list)
+                    .cl("clEnqueueReadBuffer")?
+            }
+            Command::BufferWrite { buffer, offset, size, src: MemLoc::Host(host) } => {
+                cl3::command_queue::enqueue_write_buffer(queue, mem(buffer)?, CL_FALSE, *offset, *size, host.as_ptr().cast(), n, list)
+                    .cl("clEnqueueWriteBuffer")?
+            }
+            Command::BufferReadRect { buffer, buffer_layout, host_layout, region, dst: MemLoc::Host(host) } => {
+                let (bo, ho, r) = (origin(buffer_layout), origin(host_layout), extent(region));
+                let ([brp, bsp], [hrp, hsp]) = (pitches(buffer_layout), pitches(host_layout));
+                cl3::command_queue::enqueue_read_buffer_rect(
+                    queue,
+                    mem(buffer)?,
+                    CL_FALSE,
+                    bo.as_ptr(),
+                    ho.as_ptr(),
+                    r.as_ptr(),
+                    brp,
+                    bsp,
+                    hrp,
+                    hsp,
+                    host.as_ptr().cast(),
+                    n,
+                    list,
+                )
+                .cl("clEnqueueReadBufferRect")?
+            }
+            Command::BufferWriteRect { buffer, buffer_layout, host_layout, region, src: MemLoc::Host(host) } => {
+                let (bo, ho, r) = (origin(buffer_layout), origin(host_layout), extent(region));
+                let ([brp, bsp], [hrp, hsp]) = (pitches(buffer_layout), pitches(host_layout));
+                cl3::command_queue::enqueue_write_buffer_rect(
+                    queue,
+                    mem(buffer)?,
+                    CL_FALSE,
+                    bo.as_ptr(),
+                    ho.as_ptr(),
+                    r.as_ptr(),
+                    brp,
+                    bsp,
+                    hrp,
+                    hsp,
+                    host.as_ptr().cast(),
+                    n,
+                    list,
+                )
+                .cl("clEnqueueWriteBufferRect")?
+            }
+            Command::BufferFill { buffer, pattern, offset, size } if native_pattern(pattern) => {
+                cl3::command_queue::enqueue_fill_buffer(
+                    queue,
+                    mem(buffer)?,
+                    pattern.as_ptr().cast(),
+                    pattern.len(),
+                    *offset,
+                    *size,
+                    n,
+                    list,
+                )
+                .cl("clEnqueueFillBuffer")?
+            }
+            other => return event(helper_command(shared, &target, other)?),
+        }
+    };
+    // SAFETY: a new reference from a successful enqueue.
+    Ok(unsafe { RawEvent::from_raw(raw) })
+}
+
+/// The commands both forms run with the helper kernels: transfers between
+/// buffers and USM, and fills with patterns OpenCL cannot take.
+///
+/// # Safety
+/// As for [`enqueue`] and [`record`].
+unsafe fn helper_command(shared: &Shared, target: &Target<'_>, command: &Command) -> Result<Launched> {
+    let h = &shared.helpers;
+    let device_usm = &shared.device.usm;
+    // SAFETY: the command's ranges are valid and do not overlap (front end).
+    unsafe {
+        match command {
+            Command::BufferRead { buffer, offset, size, dst: MemLoc::Usm(dst) } => h.copy(
+                device_usm,
+                target,
+                Side { ptr: Ptr::Usm(usm(dst)), offset: 0 },
+                Side { ptr: Ptr::Mem(mem(buffer)?), offset: *offset },
+                *size,
+            ),
+            Command::BufferWrite { buffer, offset, size, src: MemLoc::Usm(src) } => h.copy(
+                device_usm,
+                target,
+                Side { ptr: Ptr::Mem(mem(buffer)?), offset: *offset },
+                Side { ptr: Ptr::Usm(usm(src)), offset: 0 },
+                *size,
+            ),
+            Command::BufferReadRect { buffer, buffer_layout, host_layout, region, dst: MemLoc::Usm(dst) } => h.copy_rect(
+                device_usm,
+                target,
+                rect_side(Ptr::Usm(usm(dst)), host_layout),
+                pitches(host_layout),
+                rect_side(Ptr::Mem(mem(buffer)?), buffer_layout),
+                pitches(buffer_layout),
+                extent(region),
+            ),
+            Command::BufferWriteRect { buffer, buffer_layout, host_layout, region, src: MemLoc::Usm(src) } => h
+                .copy_rect(
+                    device_usm,
+                    target,
+                    rect_side(Ptr::Mem(mem(buffer)?), buffer_layout),
+                    pitches(buffer_layout),
+                    rect_side(Ptr::Usm(usm(src)), host_layout),
+                    pitches(host_layout),
+                    extent(region),
+                ),
+            Command::BufferFill { buffer, pattern, offset, size } => {
+                h.fill(device_usm, target, Side { ptr: Ptr::Mem(mem(buffer)?), offset: *offset }, pattern, *size)
+            }
+            Command::UsmFill { dst, pattern, size } => {
+                h.fill(device_usm, target, Side { ptr: Ptr::Usm(usm(dst)), offset: 0 }, pattern, *size)
+            }
+            Command::UsmMemcpy { dst: MemLoc::Usm(dst), src: MemLoc::Usm(src), size } => h.copy(
+                device_usm,
+                target,
+                Side { ptr: Ptr::Usm(usm(dst)), offset: 0 },
+                Side { ptr: Ptr::Usm(usm(src)), offset: 0 },
+                *size,
+            ),
+            other => Err(err!(Unknown, "no helper form for a {} command", other.kind())),
+        }
+    }
+}
+
+/// Records `command` into a command-buffer after the sync points `deps`.
+///
+/// # Safety
+/// `command` was validated for this context and does not use raw host memory
+/// ([`uses_host_memory`]); `buffer` is recording; `deps` are its sync points.
+pub(crate) unsafe fn record(
+    shared: &Shared,
+    api: &CommandBufferApi,
+    buffer: cl_command_buffer_khr,
+    command: &Command,
+    deps: &[cl_sync_point_khr],
+) -> Result<Recorded> {
+    let target = Target::Record { api, buffer, deps };
+    let h = &shared.helpers;
+    let device_usm = &shared.device.usm;
+    let svm = matches!(device_usm, Usm::Svm { .. });
+    // SAFETY (every call below): as for `enqueue`, with a recording buffer and
+    // its own sync points.
+    unsafe {
+        match command {
+            Command::KernelLaunch(k) if k.range.global_size.contains(&0) => recorded(h.noop(&target)?),
+            Command::KernelLaunch(k) => recorded(launch_kernel(shared, &target, k)?),
+            Command::UsmPrefetch { .. } | Command::UsmAdvise { .. } => recorded(h.noop(&target)?),
+            Command::UsmMemcpy { dst: MemLoc::Usm(dst), src: MemLoc::Usm(src), size } if svm && api.has_svm_memcpy() => {
+                api.svm_memcpy(buffer, usm(dst), usm(src), *size, deps).cl("clCommandSVMMemcpyKHR").map(|p| (p, None))
+            }
+            Command::UsmFill { dst, pattern, size } if api.has_svm_fill() && native_svm_fill(device_usm, dst, pattern) => {
+                api.svm_fill(buffer, usm(dst), pattern, *size, deps).cl("clCommandSVMMemFillKHR").map(|p| (p, None))
+            }
+            Command::BufferCopy { src, dst, src_offset, dst_offset, size } => api
+                .copy_buffer(buffer, mem(src)?, mem(dst)?, *src_offset, *dst_offset, *size, deps)
+                .cl("clCommandCopyBufferKHR").map(|p| (p, None)),
+            Command::BufferCopyRect { src, dst, src_layout, dst_layout, region } => api
+                .copy_buffer_rect(
+                    buffer,
+                    mem(src)?,
+                    mem(dst)?,
+                    origin(src_layout),
+                    origin(dst_layout),
+                    extent(region),
+                    pitches(src_layout),
+                    pitches(dst_layout),
+                    deps,
+                )
+                .cl("clCommandCopyBufferRectKHR").map(|p| (p, None)),
+            Command::BufferFill { buffer: b, pattern, offset, size } if native_pattern(pattern) => {
+                api.fill_buffer(buffer, mem(b)?, pattern, *offset, *size, deps).cl("clCommandFillBufferKHR").map(|p| (p, None))
+            }
+            other if uses_host_memory(other) => {
+                Err(err!(Unknown, "a {} command on raw host memory cannot be recorded", other.kind()))
+            }
+            other => recorded(helper_command(shared, &target, other)?),
+        }
+    }
+}

@@ -1,0 +1,781 @@
+//! Extension entry points, resolved per platform.
+//!
+//! ICD loaders export only core OpenCL and a few sharing extensions: the
+//! command-buffer and Intel USM entry points have to be looked up with
+//! `clGetExtensionFunctionAddressForPlatform` for each platform. The
+//! command-buffer recording functions changed shape in 0.9.5 (a `properties`
+//! argument after the queue), so they are kept as one of two typed tables
+//! and called through uniform methods; [`crate::version`] says which table a
+//! device's version needs.
+
+#![allow(non_camel_case_types)]
+
+use std::ffi::{CStr, c_void};
+use std::ptr;
+
+use cl3::types::{
+    cl_bitfield, cl_command_queue, cl_context, cl_device_id, cl_event, cl_int, cl_kernel, cl_mem, cl_platform_id,
+    cl_properties, cl_uint,
+};
+
+use crate::version::{CommandBufferAbi, RecordShape};
+
+/// `cl_command_buffer_khr`.
+pub(crate) type cl_command_buffer_khr = *mut c_void;
+/// `cl_sync_point_khr`.
+pub(crate) type cl_sync_point_khr = cl_uint;
+/// `cl_mutable_command_khr`.
+type cl_mutable_command_khr = *mut c_void;
+
+pub(crate) const CL_DEVICE_EXTENSIONS_WITH_VERSION: cl_uint = 0x1060;
+pub(crate) const CL_DEVICE_COMMAND_BUFFER_CAPABILITIES_KHR: cl_uint = 0x12A9;
+pub(crate) const CL_DEVICE_COMMAND_BUFFER_REQUIRED_QUEUE_PROPERTIES_KHR: cl_uint = 0x12AA;
+pub(crate) const CL_DEVICE_COMMAND_BUFFER_SUPPORTED_QUEUE_PROPERTIES_KHR: cl_uint = 0x129A;
+pub(crate) const CL_COMMAND_BUFFER_CAPABILITY_SIMULTANEOUS_USE_KHR: cl_bitfield = 1 << 2;
+pub(crate) const CL_COMMAND_BUFFER_CAPABILITY_OUT_OF_ORDER_KHR: cl_bitfield = 1 << 3;
+pub(crate) const CL_COMMAND_BUFFER_FLAGS_KHR: cl_properties = 0x1293;
+pub(crate) const CL_COMMAND_BUFFER_SIMULTANEOUS_USE_KHR: cl_bitfield = 1 << 0;
+
+pub(crate) const CL_DEVICE_HOST_MEM_CAPABILITIES_INTEL: cl_uint = 0x4190;
+pub(crate) const CL_DEVICE_DEVICE_MEM_CAPABILITIES_INTEL: cl_uint = 0x4191;
+pub(crate) const CL_DEVICE_SINGLE_DEVICE_SHARED_MEM_CAPABILITIES_INTEL: cl_uint = 0x4192;
+pub(crate) const CL_UNIFIED_SHARED_MEMORY_ACCESS_INTEL: cl_bitfield = 1 << 0;
+
+type CreateCommandBuffer = unsafe extern "system" fn(
+    num_queues: cl_uint,
+    queues: *const cl_command_queue,
+    properties: *const cl_properties,
+    errcode_ret: *mut cl_int,
+) -> cl_command_buffer_khr;
+type CommandBufferOp = unsafe extern "system" fn(command_buffer: cl_command_buffer_khr) -> cl_int;
+type EnqueueCommandBuffer = unsafe extern "system" fn(
+    num_queues: cl_uint,
+    queues: *mut cl_command_queue,
+    command_buffer: cl_command_buffer_khr,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
+) -> cl_int;
+/// The same in both shapes: its properties argument existed from 0.9.0.
+type CommandNdRange = unsafe extern "system" fn(
+    command_buffer: cl_command_buffer_khr,
+    command_queue: cl_command_queue,
+    properties: *const cl_properties,
+    kernel: cl_kernel,
+    work_dim: cl_uint,
+    global_work_offset: *const usize,
+    global_work_size: *const usize,
+    local_work_size: *const usize,
+    num_sync_points_in_wait_list: cl_uint,
+    sync_point_wait_list: *const cl_sync_point_khr,
+    sync_point: *mut cl_sync_point_khr,
+    mutable_handle: *mut cl_mutable_command_khr,
+) -> cl_int;
+
+/// Recording entry points of 0.9.0 to 0.9.4.
+mod legacy {
+    use super::*;
+
+    pub(super) type Barrier = unsafe extern "system" fn(
+        command_buffer: cl_command_buffer_khr,
+        command_queue: cl_command_queue,
+        num_sync_points_in_wait_list: cl_uint,
+        sync_point_wait_list: *const cl_sync_point_khr,
+        sync_point: *mut cl_sync_point_khr,
+        mutable_handle: *mut cl_mutable_command_khr,
+    ) -> cl_int;
+    pub(super) type CopyBuffer = unsafe extern "system" fn(
+        command_buffer: cl_command_buffer_khr,
+        command_queue: cl_command_queue,
+        src_buffer: cl_mem,
+        dst_buffer: cl_mem,
+        src_offset: usize,
+        dst_offset: usize,
+        size: usize,
+        num_sync_points_in_wait_list: cl_uint,
+        sync_point_wait_list: *const cl_sync_point_khr,
+        sync_point: *mut cl_sync_point_khr,
+        mutable_handle: *mut cl_mutable_command_khr,
+    ) -> cl_int;
+    pub(super) type CopyBufferRect = unsafe extern "system" fn(
+        command_buffer: cl_command_buffer_khr,
+        command_queue: cl_command_queue,
+        src_buffer: cl_mem,
+        dst_buffer: cl_mem,
+        src_origin: *const usize,
+        dst_origin: *const usize,
+        region: *const usize,
+        src_row_pitch: usize,
+        src_slice_pitch: usize,
+        dst_row_pitch: usize,
+        dst_slice_pitch: usize,
+        num_sync_points_in_wait_list: cl_uint,
+        sync_point_wait_list: *const cl_sync_point_khr,
+        sync_point: *mut cl_sync_point_khr,
+        mutable_handle: *mut cl_mutable_command_khr,
+    ) -> cl_int;
+    pub(super) type FillBuffer = unsafe extern "system" fn(
+        command_buffer: cl_command_buffer_khr,
+        command_queue: cl_command_queue,
+        buffer: cl_mem,
+        pattern: *const c_void,
+        pattern_size: usize,
+        offset: usize,
+        size: usize,
+        num_sync_points_in_wait_list: cl_uint,
+        sync_point_wait_list: *const cl_sync_point_khr,
+        sync_point: *mut cl_sync_point_khr,
+        mutable_handle: *mut cl_mutable_command_khr,
+    ) -> cl_int;
+    pub(super) type SvmMemcpy = unsafe extern "system" fn(
+        command_buffer: cl_command_buffer_khr,
+        command_queue: cl_command_queue,
+        dst_ptr: *mut c_void,
+        src_ptr: *const c_void,
+        size: usize,
+        num_sync_points_in_wait_list: cl_uint,
+        sync_point_wait_list: *const cl_sync_point_khr,
+        sync_point: *mut cl_sync_point_khr,
+        mutable_handle: *mut cl_mutable_command_khr,
+    ) -> cl_int;
+    pub(super) type SvmMemFill = unsafe extern "system" fn(
+        command_buffer: cl_command_buffer_khr,
+        command_queue: cl_command_queue,
+        svm_ptr: *mut c_void,
+        pattern: *const c_void,
+        pattern_size: usize,
+        size: usize,
+        num_sync_points_in_wait_list: cl_uint,
+        sync_point_wait_list: *const cl_sync_point_khr,
+        sync_point: *mut cl_sync_point_khr,
+        mutable_handle: *mut cl_mutable_command_khr,
+    ) -> cl_int;
+}
+
+/// Recording entry points of 0.9.5 and later: `properties` after the queue.
+mod props {
+    use super::*;
+
+    pub(super) type Barrier = unsafe extern "system" fn(
+        command_buffer: cl_command_buffer_khr,
+        command_queue: cl_command_queue,
+        properties: *const cl_properties,
+        num_sync_points_in_wait_list: cl_uint,
+        sync_point_wait_list: *const cl_sync_point_khr,
+        sync_point: *mut cl_sync_point_khr,
+        mutable_handle: *mut cl_mutable_command_khr,
+    ) -> cl_int;
+    pub(super) type CopyBuffer = unsafe extern "system" fn(
+        command_buffer: cl_command_buffer_khr,
+        command_queue: cl_command_queue,
+        properties: *const cl_properties,
+        src_buffer: cl_mem,
+        dst_buffer: cl_mem,
+        src_offset: usize,
+        dst_offset: usize,
+        size: usize,
+        num_sync_points_in_wait_list: cl_uint,
+        sync_point_wait_list: *const cl_sync_point_khr,
+        sync_point: *mut cl_sync_point_khr,
+        mutable_handle: *mut cl_mutable_command_khr,
+    ) -> cl_int;
+    pub(super) type CopyBufferRect = unsafe extern "system" fn(
+        command_buffer: cl_command_buffer_khr,
+        command_queue: cl_command_queue,
+        properties: *const cl_properties,
+        src_buffer: cl_mem,
+        dst_buffer: cl_mem,
+        src_origin: *const usize,
+        dst_origin: *const usize,
+        region: *const usize,
+        src_row_pitch: usize,
+        src_slice_pitch: usize,
+        dst_row_pitch: usize,
+        dst_slice_pitch: usize,
+        num_sync_points_in_wait_list: cl_uint,
+        sync_point_wait_list: *const cl_sync_point_khr,
+        sync_point: *mut cl_sync_point_khr,
+        mutable_handle: *mut cl_mutable_command_khr,
+    ) -> cl_int;
+    pub(super) type FillBuffer = unsafe extern "system" fn(
+        command_buffer: cl_command_buffer_khr,
+        command_queue: cl_command_queue,
+        properties: *const cl_properties,
+        buffer: cl_mem,
+        pattern: *const c_void,
+        pattern_size: usize,
+        offset: usize,
+        size: usize,
+        num_sync_points_in_wait_list: cl_uint,
+        sync_point_wait_list: *const cl_sync_point_khr,
+        sync_point: *mut cl_sync_point_khr,
+        mutable_handle: *mut cl_mutable_command_khr,
+    ) -> cl_int;
+    pub(super) type SvmMemcpy = unsafe extern "system" fn(
+        command_buffer: cl_command_buffer_khr,
+        command_queue: cl_command_queue,
+        properties: *const cl_properties,
+        dst_ptr: *mut c_void,
+        src_ptr: *const c_void,
+        size: usize,
+        num_sync_points_in_wait_list: cl_uint,
+        sync_point_wait_list: *const cl_sync_point_khr,
+        sync_point: *mut cl_sync_point_khr,
+        mutable_handle: *mut cl_mutable_command_khr,
+    ) -> cl_int;
+    pub(super) type SvmMemFill = unsafe extern "system" fn(
+        command_buffer: cl_command_buffer_khr,
+        command_queue: cl_command_queue,
+        properties: *const cl_properties,
+        svm_ptr: *mut c_void,
+        pattern: *const c_void,
+        pattern_size: usize,
+        size: usize,
+        num_sync_points_in_wait_list: cl_uint,
+        sync_point_wait_list: *const cl_sync_point_khr,
+        sync_point: *mut cl_sync_point_khr,
+        mutable_handle: *mut cl_mutable_command_khr,
+    ) -> cl_int;
+}
+
+enum Recording {
+    Legacy {
+        barrier: legacy::Barrier,
+        copy: legacy::CopyBuffer,
+        copy_rect: legacy::CopyBufferRect,
+        fill: legacy::FillBuffer,
+        svm_memcpy: Option<legacy::SvmMemcpy>,
+        svm_fill: Option<legacy::SvmMemFill>,
+    },
+    Properties {
+        barrier: props::Barrier,
+        copy: props::CopyBuffer,
+        copy_rect: props::CopyBufferRect,
+        fill: props::FillBuffer,
+        svm_memcpy: Option<props::SvmMemcpy>,
+        svm_fill: Option<props::SvmMemFill>,
+    },
+}
+
+/// Looks up an extension entry point of `platform`.
+///
+/// # Safety
+/// `platform` is a valid platform of the loaded OpenCL library.
+unsafe fn lookup(platform: cl_platform_id, name: &CStr) -> Option<*mut c_void> {
+    let library = cl3::load_library().as_ref().ok()?;
+    let address = library.clGetExtensionFunctionAddressForPlatform(platform, name.as_ptr())?;
+    (!address.is_null()).then_some(address)
+}
+
+/// Looks up `name` and gives it the function-pointer type `F`.
+///
+/// # Safety
+/// As for [`lookup`]; `F` is an `extern "system" fn` type matching the C
+/// declaration of `name` in the extension version the caller selected.
+unsafe fn resolve<F: Copy>(platform: cl_platform_id, name: &CStr) -> Result<F, String> {
+    const { assert!(size_of::<F>() == size_of::<*mut c_void>()) };
+    // SAFETY: forwarded from this function's contract.
+    let address = unsafe { lookup(platform, name) }
+        .ok_or_else(|| format!("the platform does not provide {}", name.to_string_lossy()))?;
+    // SAFETY: `F` is a function-pointer type of the same size as the address
+    // (asserted above) whose signature the caller vouches for.
+    Ok(unsafe { std::mem::transmute_copy::<*mut c_void, F>(&address) })
+}
+
+/// The pointer and length of a sync-point wait list, NULL when empty.
+fn sync_list(deps: &[cl_sync_point_khr]) -> (cl_uint, *const cl_sync_point_khr) {
+    if deps.is_empty() { (0, ptr::null()) } else { (deps.len() as cl_uint, deps.as_ptr()) }
+}
+
+/// A successful call's sync point, or the error code.
+fn sync_point(status: cl_int, point: cl_sync_point_khr) -> Result<cl_sync_point_khr, cl_int> {
+    if status == 0 { Ok(point) } else { Err(status) }
+}
+
+/// The `cl_khr_command_buffer` entry points of one platform, typed for the
+/// version its device reports.
+pub(crate) struct CommandBufferApi {
+    pub(crate) abi: CommandBufferAbi,
+    create: CreateCommandBuffer,
+    finalize: CommandBufferOp,
+    release: CommandBufferOp,
+    enqueue: EnqueueCommandBuffer,
+    nd_range: CommandNdRange,
+    recording: Recording,
+}
+
+// Recording calls pass NULL for the queue (the base extension records to the
+// command-buffer's own queue and requires NULL), NULL properties, and NULL
+// for the mutable handle.
+impl CommandBufferApi {
+    /// Resolves the entry points for `abi` on `platform`.
+    ///
+    /// # Safety
+    /// `platform` is a valid platform whose devices report a
+    /// `cl_khr_command_buffer` version that `abi` was selected for.
+    pub(crate) unsafe fn resolve(platform: cl_platform_id, abi: CommandBufferAbi) -> Result<CommandBufferApi, String> {
+        // SAFETY (all `resolve` calls below): the platform is valid and each
+        // type is the declaration of that entry point in the selected version.
+        unsafe {
+            let recording = match abi.shape {
+                RecordShape::Legacy => Recording::Legacy {
+                    barrier: resolve(platform, c"clCommandBarrierWithWaitListKHR")?,
+                    copy: resolve(platform, c"clCommandCopyBufferKHR")?,
+                    copy_rect: resolve(platform, c"clCommandCopyBufferRectKHR")?,
+                    fill: resolve(platform, c"clCommandFillBufferKHR")?,
+                    svm_memcpy: if abi.svm_commands { resolve(platform, c"clCommandSVMMemcpyKHR").ok() } else { None },
+                    svm_fill: if abi.svm_commands { resolve(platform, c"clCommandSVMMemFillKHR").ok() } else { None },
+                },
+                RecordShape::Properties => Recording::Properties {
+                    barrier: resolve(platform, c"clCommandBarrierWithWaitListKHR")?,
+                    copy: resolve(platform, c"clCommandCopyBufferKHR")?,
+                    copy_rect: resolve(platform, c"clCommandCopyBufferRectKHR")?,
+                    fill: resolve(platform, c"clCommandFillBufferKHR")?,
+                    svm_memcpy: resolve(platform, c"clCommandSVMMemcpyKHR").ok(),
+                    svm_fill: resolve(platform, c"clCommandSVMMemFillKHR").ok(),
+                },
+            };
+            Ok(CommandBufferApi {
+                abi,
+                create: resolve(platform, c"clCreateCommandBufferKHR")?,
+                finalize: resolve(platform, c"clFinalizeCommandBufferKHR")?,
+                release: resolve(platform, c"clReleaseCommandBufferKHR")?,
+                enqueue: resolve(platform, c"clEnqueueCommandBufferKHR")?,
+                nd_range: resolve(platform, c"clCommandNDRangeKernelKHR")?,
+                recording,
+            })
+        }
+    }
+
+    /// Whether the SVM copy command can be recorded.
+    pub(crate) fn has_svm_memcpy(&self) -> bool {
+        match &self.recording {
+            Recording::Legacy { svm_memcpy, .. } => svm_memcpy.is_some(),
+            Recording::Properties { svm_memcpy, .. } => svm_memcpy.is_some(),
+        }
+    }
+
+    /// Whether the SVM fill command can be recorded.
+    pub(crate) fn has_svm_fill(&self) -> bool {
+        match &self.recording {
+            Recording::Legacy { svm_fill, .. } => svm_fill.is_some(),
+            Recording::Properties { svm_fill, .. } => svm_fill.is_some(),
+        }
+    }
+
+    /// `clCreateCommandBufferKHR` on one queue.
+    ///
+    /// # Safety
+    /// `queue` is a valid queue of the device this table was resolved for.
+    pub(crate) unsafe fn create(&self, queue: cl_command_queue, flags: cl_bitfield) -> Result<cl_command_buffer_khr, cl_int> {
+        let properties: [cl_properties; 3] = [CL_COMMAND_BUFFER_FLAGS_KHR, flags, 0];
+        let properties = if flags == 0 { ptr::null() } else { properties.as_ptr() };
+        let mut status = 0;
+        // SAFETY: one valid queue, a zero-terminated property list (or NULL)
+        // that outlives the call, and a valid status location.
+        let buffer = unsafe { (self.create)(1, &queue, properties, &mut status) };
+        if status == 0 && !buffer.is_null() { Ok(buffer) } else { Err(if status == 0 { -1138 } else { status }) }
+    }
+
+    /// `clFinalizeCommandBufferKHR`.
+    ///
+    /// # Safety
+    /// `buffer` is a valid command-buffer in the recording state.
+    pub(crate) unsafe fn finalize(&self, buffer: cl_command_buffer_khr) -> Result<(), cl_int> {
+        // SAFETY: forwarded from the contract.
+        let status = unsafe { (self.finalize)(buffer) };
+        if status == 0 { Ok(()) } else { Err(status) }
+    }
+
+    /// `clReleaseCommandBufferKHR`.
+    ///
+    /// # Safety
+    /// `buffer` is a valid command-buffer whose reference the caller owns.
+    pub(crate) unsafe fn release(&self, buffer: cl_command_buffer_khr) -> Result<(), cl_int> {
+        // SAFETY: forwarded from the contract.
+        let status = unsafe { (self.release)(buffer) };
+        if status == 0 { Ok(()) } else { Err(status) }
+    }
+
+    /// `clEnqueueCommandBufferKHR` on the queue it was recorded for.
+    ///
+    /// # Safety
+    /// `buffer` is finalized; `wait` holds valid events of its context.
+    pub(crate) unsafe fn enqueue(&self, buffer: cl_command_buffer_khr, wait: &[cl_event]) -> Result<cl_event, cl_int> {
+        let mut event = ptr::null_mut();
+        let list = if wait.is_empty() { ptr::null() } else { wait.as_ptr() };
+        // SAFETY: no queue list (the recording queue is used), a valid wait
+        // list of the given length and a valid event location.
+        let status = unsafe { (self.enqueue)(0, ptr::null_mut(), buffer, wait.len() as cl_uint, list, &mut event) };
+        if status == 0 { Ok(event) } else { Err(status) }
+    }
+
+    /// `clCommandBarrierWithWaitListKHR` after `deps` (with no deps it waits
+    /// for every earlier command of the buffer).
+    ///
+    /// # Safety
+    /// `buffer` is recording; `deps` are sync points it returned.
+    pub(crate) unsafe fn barrier(
+        &self,
+        buffer: cl_command_buffer_khr,
+        deps: &[cl_sync_point_khr],
+    ) -> Result<cl_sync_point_khr, cl_int> {
+        let (n, list) = sync_list(deps);
+        let mut point = 0;
+        let (null, no_handle): (cl_command_queue, *mut cl_mutable_command_khr) = (ptr::null_mut(), ptr::null_mut());
+        // SAFETY: per the contract; every pointer is valid or NULL where allowed.
+        let status = unsafe {
+            match &self.recording {
+                Recording::Legacy { barrier, .. } => barrier(buffer, null, n, list, &mut point, no_handle),
+                Recording::Properties { barrier, .. } => barrier(buffer, null, ptr::null(), n, list, &mut point, no_handle),
+            }
+        };
+        sync_point(status, point)
+    }
+
+    /// `clCommandCopyBufferKHR`.
+    ///
+    /// # Safety
+    /// `buffer` is recording; the memory objects are valid and the ranges in
+    /// bounds; `deps` are sync points it returned.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn copy_buffer(
+        &self,
+        buffer: cl_command_buffer_khr,
+        src: cl_mem,
+        dst: cl_mem,
+        src_offset: usize,
+        dst_offset: usize,
+        size: usize,
+        deps: &[cl_sync_point_khr],
+    ) -> Result<cl_sync_point_khr, cl_int> {
+        let (n, list) = sync_list(deps);
+        let mut point = 0;
+        let (null, no_handle): (cl_command_queue, *mut cl_mutable_command_khr) = (ptr::null_mut(), ptr::null_mut());
+        // SAFETY: per the contract.
+        let status = unsafe {
+            match &self.recording {
+                Recording::Legacy { copy, .. } => {
+                    copy(buffer, null, src, dst, src_offset, dst_offset, size, n, list, &mut point, no_handle)
+                }
+                Recording::Properties { copy, .. } => {
+                    copy(buffer, null, ptr::null(), src, dst, src_offset, dst_offset, size, n, list, &mut point, no_handle)
+                }
+            }
+        };
+        sync_point(status, point)
+    }
+
+    /// `clCommandCopyBufferRectKHR`; origins and region in bytes, rows, slices;
+    /// pitches as `[row, slice]`.
+    ///
+    /// # Safety
+    /// As for [`copy_buffer`](Self::copy_buffer).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn copy_buffer_rect(
+        &self,
+        buffer: cl_command_buffer_khr,
+        src: cl_mem,
+        dst: cl_mem,
+        src_origin: [usize; 3],
+        dst_origin: [usize; 3],
+        region: [usize; 3],
+        src_pitches: [usize; 2],
+        dst_pitches: [usize; 2],
+        deps: &[cl_sync_point_khr],
+    ) -> Result<cl_sync_point_khr, cl_int> {
+        let (n, list) = sync_list(deps);
+        let mut point = 0;
+        let (null, no_handle): (cl_command_queue, *mut cl_mutable_command_khr) = (ptr::null_mut(), ptr::null_mut());
+        let (so, dof, r) = (src_origin.as_ptr(), dst_origin.as_ptr(), region.as_ptr());
+        let ([srp, ssp], [drp, dsp]) = (src_pitches, dst_pitches);
+        // SAFETY: per the contract; the three arrays outlive the call.
+        let status = unsafe {
+            match &self.recording {
+                Recording::Legacy { copy_rect, .. } => {
+                    copy_rect(buffer, null, src, dst, so, dof, r, srp, ssp, drp, dsp, n, list, &mut point, no_handle)
+                }
+                Recording::Properties { copy_rect, .. } => copy_rect(
+                    buffer,
+                    null,
+                    ptr::null(),
+                    src,
+                    dst,
+                    so,
+                    dof,
+                    r,
+                    srp,
+                    ssp,
+                    drp,
+                    dsp,
+                    n,
+                    list,
+                    &mut point,
+                    no_handle,
+                ),
+            }
+        };
+        sync_point(status, point)
+    }
+
+    /// `clCommandFillBufferKHR`; the pattern is 1 to 128 bytes, a power of two.
+    ///
+    /// # Safety
+    /// As for [`copy_buffer`](Self::copy_buffer).
+    pub(crate) unsafe fn fill_buffer(
+        &self,
+        buffer: cl_command_buffer_khr,
+        mem: cl_mem,
+        pattern: &[u8],
+        offset: usize,
+        size: usize,
+        deps: &[cl_sync_point_khr],
+    ) -> Result<cl_sync_point_khr, cl_int> {
+        let (n, list) = sync_list(deps);
+        let mut point = 0;
+        let (null, no_handle): (cl_command_queue, *mut cl_mutable_command_khr) = (ptr::null_mut(), ptr::null_mut());
+        let (p, len) = (pattern.as_ptr().cast::<c_void>(), pattern.len());
+        // SAFETY: per the contract; the pattern is copied by the call.
+        let status = unsafe {
+            match &self.recording {
+                Recording::Legacy { fill, .. } => fill(buffer, null, mem, p, len, offset, size, n, list, &mut point, no_handle),
+                Recording::Properties { fill, .. } => {
+                    fill(buffer, null, ptr::null(), mem, p, len, offset, size, n, list, &mut point, no_handle)
+                }
+            }
+        };
+        sync_point(status, point)
+    }
+
+    /// `clCommandSVMMemcpyKHR`, when the version has it (see [`has_svm_memcpy`](Self::has_svm_memcpy)).
+    ///
+    /// # Safety
+    /// As for [`copy_buffer`](Self::copy_buffer); both ranges are SVM of the
+    /// buffer's context.
+    pub(crate) unsafe fn svm_memcpy(
+        &self,
+        buffer: cl_command_buffer_khr,
+        dst: *mut c_void,
+        src: *const c_void,
+        size: usize,
+        deps: &[cl_sync_point_khr],
+    ) -> Result<cl_sync_point_khr, cl_int> {
+        let (n, list) = sync_list(deps);
+        let mut point = 0;
+        let (null, no_handle): (cl_command_queue, *mut cl_mutable_command_khr) = (ptr::null_mut(), ptr::null_mut());
+        const INVALID_OPERATION: cl_int = -59;
+        // SAFETY: per the contract.
+        let status = unsafe {
+            match &self.recording {
+                Recording::Legacy { svm_memcpy: Some(f), .. } => f(buffer, null, dst, src, size, n, list, &mut point, no_handle),
+                Recording::Properties { svm_memcpy: Some(f), .. } => {
+                    f(buffer, null, ptr::null(), dst, src, size, n, list, &mut point, no_handle)
+                }
+                _ => INVALID_OPERATION,
+            }
+        };
+        sync_point(status, point)
+    }
+
+    /// `clCommandSVMMemFillKHR`, when the version has it (see [`has_svm_fill`](Self::has_svm_fill)).
+    ///
+    /// # Safety
+    /// As for [`svm_memcpy`](Self::svm_memcpy); the pattern is a power of two
+    /// up to 128 bytes and `dst` is aligned to it.
+    pub(crate) unsafe fn svm_fill(
+        &self,
+        buffer: cl_command_buffer_khr,
+        dst: *mut c_void,
+        pattern: &[u8],
+        size: usize,
+        deps: &[cl_sync_point_khr],
+    ) -> Result<cl_sync_point_khr, cl_int> {
+        let (n, list) = sync_list(deps);
+        let mut point = 0;
+        let (null, no_handle): (cl_command_queue, *mut cl_mutable_command_khr) = (ptr::null_mut(), ptr::null_mut());
+        let (p, len) = (pattern.as_ptr().cast::<c_void>(), pattern.len());
+        const INVALID_OPERATION: cl_int = -59;
+        // SAFETY: per the contract.
+        let status = unsafe {
+            match &self.recording {
+                Recording::Legacy { svm_fill: Some(f), .. } => f(buffer, null, dst, p, len, size, n, list, &mut point, no_handle),
+                Recording::Properties { svm_fill: Some(f), .. } => {
+                    f(buffer, null, ptr::null(), dst, p, len, size, n, list, &mut point, no_handle)
+                }
+                _ => INVALID_OPERATION,
+            }
+        };
+        sync_point(status, point)
+    }
+
+    /// `clCommandNDRangeKernelKHR`, with the kernel's arguments as currently
+    /// set (the command captures them).
+    ///
+    /// # Safety
+    /// `buffer` is recording; the kernel's arguments are all set; the sizes
+    /// are valid for it; `deps` are sync points the buffer returned.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn nd_range(
+        &self,
+        buffer: cl_command_buffer_khr,
+        kernel: cl_kernel,
+        work_dim: u32,
+        offset: &[usize; 3],
+        global: &[usize; 3],
+        local: &[usize; 3],
+        deps: &[cl_sync_point_khr],
+    ) -> Result<cl_sync_point_khr, cl_int> {
+        let (n, list) = sync_list(deps);
+        let mut point = 0;
+        let (null, no_handle): (cl_command_queue, *mut cl_mutable_command_khr) = (ptr::null_mut(), ptr::null_mut());
+        // SAFETY: per the contract; the size arrays outlive the call.
+        let status = unsafe {
+            (self.nd_range)(
+                buffer,
+                null,
+                ptr::null(),
+                kernel,
+                work_dim,
+                offset.as_ptr(),
+                global.as_ptr(),
+                local.as_ptr(),
+                n,
+                list,
+                &mut point,
+                no_handle,
+            )
+        };
+        sync_point(status, point)
+    }
+}
+
+type UsmHostAlloc = unsafe extern "system" fn(
+    context: cl_context,
+    properties: *const cl_properties,
+    size: usize,
+    alignment: cl_uint,
+    errcode_ret: *mut cl_int,
+) -> *mut c_void;
+type UsmDeviceAlloc = unsafe extern "system" fn(
+    context: cl_context,
+    device: cl_device_id,
+    properties: *const cl_properties,
+    size: usize,
+    alignment: cl_uint,
+    errcode_ret: *mut cl_int,
+) -> *mut c_void;
+type UsmFree = unsafe extern "system" fn(context: cl_context, ptr: *mut c_void) -> cl_int;
+type SetKernelArgMemPointer =
+    unsafe extern "system" fn(kernel: cl_kernel, arg_index: cl_uint, arg_value: *const c_void) -> cl_int;
+type EnqueueMemcpy = unsafe extern "system" fn(
+    queue: cl_command_queue,
+    blocking: cl_uint,
+    dst_ptr: *mut c_void,
+    src_ptr: *const c_void,
+    size: usize,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
+) -> cl_int;
+
+/// The `cl_intel_unified_shared_memory` entry points the adapter uses.
+pub(crate) struct IntelUsmApi {
+    host_alloc: UsmHostAlloc,
+    device_alloc: UsmDeviceAlloc,
+    shared_alloc: UsmDeviceAlloc,
+    blocking_free: UsmFree,
+    set_arg: SetKernelArgMemPointer,
+    memcpy: EnqueueMemcpy,
+}
+
+/// The kind of an Intel USM allocation.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum IntelKind {
+    Host,
+    Device,
+    Shared,
+}
+
+impl IntelUsmApi {
+    /// Resolves the entry points on `platform`.
+    ///
+    /// # Safety
+    /// `platform` is valid and one of its devices reports the extension.
+    pub(crate) unsafe fn resolve(platform: cl_platform_id) -> Result<IntelUsmApi, String> {
+        // SAFETY: the platform is valid and each type is the extension's declaration.
+        unsafe {
+            Ok(IntelUsmApi {
+                host_alloc: resolve(platform, c"clHostMemAllocINTEL")?,
+                device_alloc: resolve(platform, c"clDeviceMemAllocINTEL")?,
+                shared_alloc: resolve(platform, c"clSharedMemAllocINTEL")?,
+                blocking_free: resolve(platform, c"clMemBlockingFreeINTEL")?,
+                set_arg: resolve(platform, c"clSetKernelArgMemPointerINTEL")?,
+                memcpy: resolve(platform, c"clEnqueueMemcpyINTEL")?,
+            })
+        }
+    }
+
+    /// Allocates `size` bytes of `kind` memory.
+    ///
+    /// # Safety
+    /// `context` and `device` are valid and belong together.
+    pub(crate) unsafe fn alloc(
+        &self,
+        context: cl_context,
+        device: cl_device_id,
+        kind: IntelKind,
+        size: usize,
+        align: u32,
+    ) -> Result<*mut c_void, cl_int> {
+        let mut status = 0;
+        // SAFETY: valid handles, NULL properties, a valid status location.
+        let ptr = unsafe {
+            match kind {
+                IntelKind::Host => (self.host_alloc)(context, ptr::null(), size, align, &mut status),
+                IntelKind::Device => (self.device_alloc)(context, device, ptr::null(), size, align, &mut status),
+                IntelKind::Shared => (self.shared_alloc)(context, device, ptr::null(), size, align, &mut status),
+            }
+        };
+        if status == 0 && !ptr.is_null() { Ok(ptr) } else { Err(if status == 0 { -6 } else { status }) }
+    }
+
+    /// Frees an allocation once no command uses it.
+    ///
+    /// # Safety
+    /// `ptr` was returned by [`alloc`](Self::alloc) on `context` and is freed once.
+    pub(crate) unsafe fn free(&self, context: cl_context, ptr: *mut c_void) -> Result<(), cl_int> {
+        // SAFETY: forwarded from the contract.
+        let status = unsafe { (self.blocking_free)(context, ptr) };
+        if status == 0 { Ok(()) } else { Err(status) }
+    }
+
+    /// Sets a pointer argument.
+    ///
+    /// # Safety
+    /// `kernel` is valid and `index` is a global-pointer argument of it.
+    pub(crate) unsafe fn set_arg(&self, kernel: cl_kernel, index: u32, ptr: *const c_void) -> Result<(), cl_int> {
+        // SAFETY: forwarded from the contract.
+        let status = unsafe { (self.set_arg)(kernel, index, ptr) };
+        if status == 0 { Ok(()) } else { Err(status) }
+    }
+
+    /// A non-blocking copy between any two of USM and host memory.
+    ///
+    /// # Safety
+    /// Both ranges are valid for `size` bytes until the event completes;
+    /// `wait` holds valid events.
+    pub(crate) unsafe fn memcpy(
+        &self,
+        queue: cl_command_queue,
+        dst: *mut c_void,
+        src: *const c_void,
+        size: usize,
+        wait: &[cl_event],
+    ) -> Result<cl_event, cl_int> {
+        let mut event = ptr::null_mut();
+        let list = if wait.is_empty() { ptr::null() } else { wait.as_ptr() };
+        // SAFETY: forwarded from the contract.
+        let status = unsafe { (self.memcpy)(queue, 0, dst, src, size, wait.len() as cl_uint, list, &mut event) };
+        if status == 0 { Ok(event) } else { Err(status) }
+    }
+}

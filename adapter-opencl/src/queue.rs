@@ -1,0 +1,96 @@
+//! Queues: every command is one OpenCL command on the application's queue.
+//!
+//! Each enqueue is followed by `clFlush`, so that commands of other queues
+//! (and command-buffer steps on the context's internal queue) that wait on
+//! its event are never stuck behind an unflushed queue.
+
+use std::sync::Arc;
+
+use ur_core::adapter::{EventImpl, QueueImpl};
+use ur_core::{Command, QueueProperties, Result};
+
+use crate::context::{CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, CL_QUEUE_PROFILING_ENABLE, Shared, create_queue};
+use crate::conv::ClResultExt;
+use crate::event::{ClEvent, RawEvent, WaitList};
+use crate::exec;
+
+pub(crate) struct ClQueue {
+    pub(crate) shared: Arc<Shared>,
+    queue: opencl3::command_queue::CommandQueue,
+    pub(crate) profiling: bool,
+    in_order: bool,
+}
+
+impl ClQueue {
+    pub(crate) fn new(shared: Arc<Shared>, properties: QueueProperties) -> Result<ClQueue> {
+        let mut flags = 0;
+        if properties.out_of_order {
+            flags |= CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE;
+        }
+        if properties.profiling {
+            flags |= CL_QUEUE_PROFILING_ENABLE;
+        }
+        let queue = create_queue(&shared.context, &shared.device, flags)?;
+        Ok(ClQueue { shared, queue, profiling: properties.profiling, in_order: !properties.out_of_order })
+    }
+
+    pub(crate) fn raw(&self) -> cl3::types::cl_command_queue {
+        self.queue.get()
+    }
+
+    /// Submits what was just enqueued.
+    pub(crate) fn flush_raw(&self) -> Result<()> {
+        cl3::command_queue::flush(self.raw()).cl("clFlush")
+    }
+
+    /// Wraps an event of a command of this queue.
+    pub(crate) fn wrap(&self, raw: RawEvent) -> Arc<ClEvent> {
+        ClEvent::command(raw, self.profiling)
+    }
+}
+
+impl QueueImpl for ClQueue {
+    unsafe fn enqueue(&self, command: &Command, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
+        let wait = WaitList::new(wait)?;
+        // SAFETY: the front end validated the command for this context and
+        // keeps raw host memory valid until the event completes.
+        let raw = unsafe { exec::enqueue(&self.shared, self.raw(), command, &wait)? };
+        self.flush_raw()?;
+        Ok(self.wrap(raw))
+    }
+
+    unsafe fn enqueue_wait(&self, wait: &[&dyn EventImpl], barrier: bool) -> Result<Arc<dyn EventImpl>> {
+        let wait = WaitList::new(wait)?;
+        let raw = if barrier && !(self.in_order || wait.is_empty()) {
+            // On an out-of-order queue a barrier with a wait list waits for
+            // that list only: mark the list, then put a full barrier after it.
+            // SAFETY: a valid queue and wait list.
+            let _listed = unsafe { exec::marker(&self.shared, self.raw(), &wait)? };
+            // SAFETY: a valid queue; the empty list means every earlier command.
+            let event = unsafe { cl3::command_queue::enqueue_barrier_with_wait_list(self.raw(), 0, std::ptr::null()) }
+                .cl("clEnqueueBarrierWithWaitList")?;
+            // SAFETY: a new reference from the enqueue.
+            unsafe { RawEvent::from_raw(event) }
+        } else if barrier {
+            // SAFETY: a valid queue and wait list (an empty one means every earlier command).
+            let event =
+                unsafe { cl3::command_queue::enqueue_barrier_with_wait_list(self.raw(), wait.len() as u32, wait.as_ptr()) }
+                    .cl("clEnqueueBarrierWithWaitList")?;
+            // SAFETY: a new reference from the enqueue.
+            unsafe { RawEvent::from_raw(event) }
+        } else {
+            // SAFETY: a valid queue and wait list.
+            unsafe { exec::marker(&self.shared, self.raw(), &wait)? }
+        };
+        self.flush_raw()?;
+        Ok(self.wrap(raw))
+    }
+
+    fn finish(&self) -> Result<()> {
+        cl3::command_queue::finish(self.raw()).cl("clFinish")
+    }
+
+    fn flush(&self) -> Result<()> {
+        self.flush_raw()
+    }
+}
