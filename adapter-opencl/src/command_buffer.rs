@@ -39,6 +39,7 @@ use crate::event::{ClEvent, RawEvent, WaitList};
 use crate::exec;
 use crate::ffi::{CL_COMMAND_BUFFER_SIMULTANEOUS_USE_KHR, cl_command_buffer_khr, cl_sync_point_khr};
 use crate::plan::{Placement, Planner, StepKind};
+use crate::program::ClKernel;
 use crate::queue::ClQueue;
 
 /// Instances kept for one version before an enqueue waits for one to become
@@ -253,13 +254,18 @@ impl CommandBufferImpl for ClCommandBuffer {
     unsafe fn append(
         &mut self,
         command: &Command,
-        _alternatives: &[Kernel],
+        alternatives: &[Kernel],
         deps: &[u32],
         wait_events: &[Event],
         signal: bool,
     ) -> Result<Option<Arc<dyn EventImpl>>> {
         let index = self.records.len() as u32;
-        let eager = signal || !wait_events.is_empty() || exec::uses_host_memory(command);
+        // Kernels with a status word need one per launch: enqueued, not recorded.
+        let status_word = exec::has_status_word(command)
+            || alternatives.iter().any(|k| {
+                downcast::<ClKernel>(k.imp() as &dyn Any, "a kernel").is_ok_and(|kernel| kernel.status_abi)
+            });
+        let eager = signal || !wait_events.is_empty() || exec::uses_host_memory(command) || status_word;
         let placement = self.planner.decide(deps, eager);
         if !matches!(placement, Placement::NewEager(_)) {
             let step = placement.step();
@@ -312,6 +318,7 @@ impl CommandBufferImpl for ClCommandBuffer {
         let step_profiling = queue.profiling && self.desc.profiling;
         let steps = self.planner.steps();
         let mut done: Vec<RawEvent> = Vec::with_capacity(steps.len());
+        let mut checks = Vec::new();
         for step in steps {
             let mut wait = WaitList::default();
             if step.deps.is_empty() {
@@ -339,9 +346,13 @@ impl CommandBufferImpl for ClCommandBuffer {
                     // SAFETY: the command was validated for this context when
                     // appended or updated; raw host memory in it is valid at
                     // every execution (the append's contract).
-                    let event = unsafe { exec::enqueue(&self.shared, internal, &record.command, &wait)? };
+                    let (event, status) = unsafe { exec::enqueue(&self.shared, internal, &record.command, &wait)? };
+                    let wrapped = ClEvent::checked(event.retain(), step_profiling, status);
+                    if wrapped.has_status() {
+                        checks.push(wrapped.clone());
+                    }
                     if let Some(signal) = &record.signal {
-                        signal.set_current(ClEvent::command(event.retain(), step_profiling));
+                        signal.set_current(wrapped);
                     }
                     event
                 }
@@ -363,7 +374,7 @@ impl CommandBufferImpl for ClCommandBuffer {
         queue.flush_raw()?;
         self.instances[instance].last = Some(last.retain());
         self.previous = Some(last.retain());
-        Ok(ClEvent::submission(first, last, queue.profiling))
+        Ok(ClEvent::submission(first, last, queue.profiling, checks))
     }
 
     unsafe fn update_kernel_launches(&mut self, updates: &[KernelUpdate<'_>]) -> Result<()> {

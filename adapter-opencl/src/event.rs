@@ -9,15 +9,17 @@
 
 use std::any::Any;
 use std::ptr;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use cl3::types::{cl_event, cl_int};
+use opencl3::memory::ClMem;
 use parking_lot::Mutex;
 use smallvec::SmallVec;
 use ur_core::adapter::{EventImpl, UserEventImpl, downcast};
 use ur_core::event::execution_error;
 use ur_core::{Backend, EventStatus, ProfilingInfo, Result, UrError};
 
+use crate::context::Shared;
 use crate::conv::ClResultExt;
 
 const CL_COMPLETE: cl_int = 0;
@@ -116,28 +118,112 @@ fn failed(code: cl_int, what: &str) -> UrError {
     execution_error(Backend::OpenCl, format!("{what} failed with OpenCL status {code} ({})", cl3::error_codes::error_text(code)))
 }
 
+/// The status word of one launch of a kernel that declares the adapter's
+/// status ABI (see `program.rs`): a 4-byte buffer, zero when created, that
+/// the kernel sets to a non-zero code when it cannot run as asked.
+pub(crate) struct StatusWord {
+    shared: Arc<Shared>,
+    mem: opencl3::memory::Buffer<u32>,
+    kernel: Arc<str>,
+    value: OnceLock<u32>,
+}
+
+impl StatusWord {
+    /// A new, zeroed status word for a launch of `kernel`.
+    pub(crate) fn new(shared: Arc<Shared>, kernel: Arc<str>) -> Result<Arc<StatusWord>> {
+        let mut zero = 0u32;
+        // SAFETY: a valid context; COPY_HOST_PTR copies the 4 bytes of `zero`
+        // before the call returns.
+        let mem = unsafe {
+            cl3::memory::create_buffer(
+                shared.context.get(),
+                cl3::memory::CL_MEM_READ_WRITE | cl3::memory::CL_MEM_COPY_HOST_PTR,
+                size_of::<u32>(),
+                (&raw mut zero).cast(),
+            )
+        }
+        .cl("clCreateBuffer (kernel status word)")?;
+        Ok(Arc::new(StatusWord { shared, mem: opencl3::memory::Buffer::new(mem), kernel, value: OnceLock::new() }))
+    }
+
+    /// The buffer to pass to the kernel.
+    pub(crate) fn mem(&self) -> cl3::types::cl_mem {
+        self.mem.get()
+    }
+
+    /// The code the kernel left, read once its launch has completed.
+    fn read(&self) -> std::result::Result<u32, UrError> {
+        if let Some(v) = self.value.get() {
+            return Ok(*v);
+        }
+        let mut value = 0u32;
+        // SAFETY: a blocking read of the 4-byte buffer into `value`, which
+        // outlives the call; the launch that wrote it has completed.
+        let event = unsafe {
+            cl3::command_queue::enqueue_read_buffer(
+                self.shared.internal_queue(),
+                self.mem.get(),
+                1,
+                0,
+                size_of::<u32>(),
+                (&raw mut value).cast(),
+                0,
+                ptr::null(),
+            )
+        }
+        .cl("clEnqueueReadBuffer (kernel status word)")?;
+        // SAFETY: a new reference from the enqueue, released at once.
+        drop(unsafe { RawEvent::from_raw(event) });
+        Ok(*self.value.get_or_init(|| value))
+    }
+
+    /// `Err` when the kernel reported that it could not run.
+    fn check(&self) -> Result<()> {
+        match self.read()? {
+            0 => Ok(()),
+            1 => Err(execution_error(
+                Backend::OpenCl,
+                format!("kernel `{}` failed: its local-memory arguments are too small for the work-group", self.kernel),
+            )),
+            code => Err(execution_error(Backend::OpenCl, format!("kernel `{}` failed with status {code}", self.kernel))),
+        }
+    }
+}
+
 /// An event of this adapter.
 pub(crate) struct ClEvent {
     kind: Kind,
 }
 
 enum Kind {
-    /// The event of one OpenCL command.
-    Command { raw: RawEvent, profiling: bool },
+    /// The event of one OpenCL command, with the status word of a kernel
+    /// launch that has one.
+    Command { raw: RawEvent, profiling: bool, status: Option<Arc<StatusWord>> },
     /// A user event; `error` is what the host failed it with.
     User { raw: RawEvent, error: Mutex<Option<UrError>> },
     /// A command-buffer command's signal event: the event of its latest
     /// execution, complete before the first.
     Signal { current: Mutex<Option<Arc<ClEvent>>> },
     /// A command-buffer submission, from the marker that starts it to the
-    /// marker that joins its last commands.
-    Submission { first: RawEvent, last: RawEvent, profiling: bool },
+    /// marker that joins its last commands; `checks` are the events of its
+    /// kernel launches with status words, whose failures it reports.
+    Submission { first: RawEvent, last: RawEvent, profiling: bool, checks: Vec<Arc<ClEvent>> },
 }
 
 impl ClEvent {
     /// The event of a command just enqueued on a queue with or without profiling.
     pub(crate) fn command(raw: RawEvent, profiling: bool) -> Arc<ClEvent> {
-        Arc::new(ClEvent { kind: Kind::Command { raw, profiling } })
+        ClEvent::checked(raw, profiling, None)
+    }
+
+    /// The event of a command that may have a kernel status word.
+    pub(crate) fn checked(raw: RawEvent, profiling: bool, status: Option<Arc<StatusWord>>) -> Arc<ClEvent> {
+        Arc::new(ClEvent { kind: Kind::Command { raw, profiling, status } })
+    }
+
+    /// Whether the event carries a kernel status word.
+    pub(crate) fn has_status(&self) -> bool {
+        matches!(&self.kind, Kind::Command { status: Some(_), .. })
     }
 
     /// A user event of `context`.
@@ -154,8 +240,13 @@ impl ClEvent {
     }
 
     /// The event of a command-buffer submission.
-    pub(crate) fn submission(first: RawEvent, last: RawEvent, profiling: bool) -> Arc<ClEvent> {
-        Arc::new(ClEvent { kind: Kind::Submission { first, last, profiling } })
+    pub(crate) fn submission(
+        first: RawEvent,
+        last: RawEvent,
+        profiling: bool,
+        checks: Vec<Arc<ClEvent>>,
+    ) -> Arc<ClEvent> {
+        Arc::new(ClEvent { kind: Kind::Submission { first, last, profiling, checks } })
     }
 
     /// Points a signal event at its command's latest execution.
@@ -179,13 +270,17 @@ impl ClEvent {
 impl EventImpl for ClEvent {
     fn status(&self) -> EventStatus {
         match &self.kind {
-            Kind::Command { raw, .. } => status_of(raw.execution_status()),
+            Kind::Command { raw, status, .. } => match status_of(raw.execution_status()) {
+                EventStatus::Complete if status.as_ref().is_some_and(|s| s.check().is_err()) => EventStatus::Error,
+                s => s,
+            },
             Kind::User { raw, error } => match status_of(raw.execution_status()) {
                 EventStatus::Complete if error.lock().is_some() => EventStatus::Error,
                 s => s,
             },
             Kind::Signal { current } => current.lock().as_ref().map_or(EventStatus::Complete, |e| e.status()),
-            Kind::Submission { first, last, .. } => match status_of(last.execution_status()) {
+            Kind::Submission { first, last, checks, .. } => match status_of(last.execution_status()) {
+                EventStatus::Complete if checks.iter().any(|c| c.status() == EventStatus::Error) => EventStatus::Error,
                 s if s.is_terminal() => s,
                 _ if first.is_done() => EventStatus::Running,
                 s => s,
@@ -195,11 +290,11 @@ impl EventImpl for ClEvent {
 
     fn wait(&self) -> Result<()> {
         match &self.kind {
-            Kind::Command { raw, .. } => {
+            Kind::Command { raw, status, .. } => {
                 raw.wait().map_err(|_| failed(raw.execution_status(), "the command"))?;
                 match raw.execution_status() {
                     c if c < 0 => Err(failed(c, "the command")),
-                    _ => Ok(()),
+                    _ => status.as_ref().map_or(Ok(()), |s| s.check()),
                 }
             }
             Kind::User { raw, error } => {
@@ -210,11 +305,11 @@ impl EventImpl for ClEvent {
                 let current = current.lock().clone();
                 current.map_or(Ok(()), |e| e.wait())
             }
-            Kind::Submission { last, .. } => {
+            Kind::Submission { last, checks, .. } => {
                 last.wait().map_err(|_| failed(last.execution_status(), "the command-buffer submission"))?;
                 match last.execution_status() {
                     c if c < 0 => Err(failed(c, "the command-buffer submission")),
-                    _ => Ok(()),
+                    _ => checks.iter().try_for_each(|c| c.wait()),
                 }
             }
         }
@@ -222,9 +317,9 @@ impl EventImpl for ClEvent {
 
     fn profiling(&self) -> Option<ProfilingInfo> {
         match &self.kind {
-            Kind::Command { raw, profiling: true } if raw.is_done() => raw.timestamps(),
+            Kind::Command { raw, profiling: true, .. } if raw.is_done() => raw.timestamps(),
             Kind::Signal { current } => current.lock().as_ref().and_then(|e| e.profiling()),
-            Kind::Submission { first, last, profiling: true } if last.is_done() => {
+            Kind::Submission { first, last, profiling: true, .. } if last.is_done() => {
                 let (first, last) = (first.timestamps()?, last.timestamps()?);
                 Some(ProfilingInfo { queued: first.queued, submit: first.submit, start: first.end, end: last.end })
             }

@@ -15,6 +15,7 @@
 
 use std::any::Any;
 use std::ffi::c_void;
+use std::sync::Arc;
 
 use cl3::types::{cl_command_queue, cl_mem};
 use ur_core::adapter::downcast;
@@ -23,7 +24,7 @@ use ur_core::{ArgValue, Command, KernelCommand, MemBuffer, MemLoc, Result, UsmRe
 use crate::context::Shared;
 use crate::conv::ClResultExt;
 use crate::device::Usm;
-use crate::event::{RawEvent, WaitList};
+use crate::event::{RawEvent, StatusWord, WaitList};
 use crate::ffi::{CommandBufferApi, cl_command_buffer_khr, cl_sync_point_khr};
 use crate::helpers::{self, Launched, Ptr, Side, Target};
 use crate::memory::ClBuffer;
@@ -85,12 +86,32 @@ fn rect_side(ptr: Ptr, layout: &ur_core::RectLayout) -> Side {
     Side { ptr, offset: layout.origin_offset() }
 }
 
-/// A marker after `wait`; an empty list waits for the context's complete
-/// event, since an empty list would mean every earlier command of the queue.
+/// Whether `queue` executes out of order.
+fn out_of_order(queue: cl_command_queue) -> bool {
+    const CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE: u64 = 1;
+    matches!(
+        cl3::command_queue::get_command_queue_info(queue, cl3::command_queue::CL_QUEUE_PROPERTIES),
+        Ok(cl3::info_type::InfoType::Ulong(p)) if p & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE != 0
+    )
+}
+
+/// A command that completes after the events of `wait` and nothing else.
+///
+/// On an in-order queue it is a marker (an empty list would mean every
+/// earlier command: it waits for the context's complete event instead, though
+/// the queue's order applies anyway). On an out-of-order queue it is the
+/// `ur_noop` kernel: PoCL 3.1 makes a marker on an out-of-order queue wait
+/// for every earlier command of the queue, as a barrier would, which
+/// serialises independent work (a graph's branches) and makes each marker
+/// cost more the longer the queue.
 ///
 /// # Safety
 /// `queue` is a valid queue of the context; the events are valid.
 pub(crate) unsafe fn marker(shared: &Shared, queue: cl_command_queue, wait: &WaitList) -> Result<RawEvent> {
+    if out_of_order(queue) {
+        // SAFETY: a valid queue and wait list.
+        return event(unsafe { shared.helpers.noop(&Target::Queue { queue, wait })? });
+    }
     let complete = [shared.complete.get()];
     let (n, list) = if wait.is_empty() { (1, complete.as_ptr()) } else { (wait.len() as u32, wait.as_ptr()) };
     // SAFETY: a valid queue and wait list.
@@ -100,12 +121,35 @@ pub(crate) unsafe fn marker(shared: &Shared, queue: cl_command_queue, wait: &Wai
     Ok(unsafe { RawEvent::from_raw(event) })
 }
 
-/// Sets a launch's arguments and launches it.
+/// Whether a kernel command's kernel declares the status ABI, which only an
+/// enqueue can serve (its status word is per launch).
+pub(crate) fn has_status_word(command: &Command) -> bool {
+    match command {
+        Command::KernelLaunch(k) => {
+            downcast::<ClKernel>(k.kernel.imp() as &dyn Any, "a kernel").is_ok_and(|kernel| kernel.status_abi)
+        }
+        _ => false,
+    }
+}
+
+/// Sets a launch's arguments and launches it; a kernel of the status ABI also
+/// gets a new status word and its local-memory sizes.
 ///
 /// # Safety
 /// The launch was validated by the front end; the target is valid.
-unsafe fn launch_kernel(shared: &Shared, target: &Target<'_>, k: &KernelCommand) -> Result<Launched> {
+unsafe fn launch_kernel(
+    shared: &Arc<Shared>,
+    target: &Target<'_>,
+    k: &KernelCommand,
+) -> Result<(Launched, Option<Arc<StatusWord>>)> {
     let kernel = downcast::<ClKernel>(k.kernel.imp() as &dyn Any, "a kernel")?;
+    let status = match (kernel.status_abi, target) {
+        (false, _) => None,
+        (true, Target::Queue { .. }) => Some(StatusWord::new(shared.clone(), kernel.name.clone())?),
+        (true, Target::Record { .. }) => {
+            return Err(err!(Unknown, "kernel `{}` has a status word and cannot be recorded", kernel.name));
+        }
+    };
     let guard = kernel.kernel.lock();
     let raw = guard.get();
     let device_usm = &shared.device.usm;
@@ -124,10 +168,25 @@ unsafe fn launch_kernel(shared: &Shared, target: &Target<'_>, k: &KernelCommand)
             }
         }
     }
+    if let Some(status) = &status {
+        let mut i = k.args.len() as u32;
+        // SAFETY: the status ABI (checked at kernel creation): a global
+        // pointer, then one ulong per local argument.
+        unsafe {
+            helpers::set_ptr(device_usm, raw, i, Ptr::Mem(status.mem()))?;
+            for arg in &k.args {
+                if let ArgValue::Local(size) = arg {
+                    i += 1;
+                    helpers::set_value(raw, i, &(*size as u64).to_ne_bytes())?;
+                }
+            }
+        }
+    }
     let r = &k.range;
     // SAFETY: every argument is set; the front end checked the geometry
     // (global sizes non-zero here, divisible by the local sizes, within limits).
-    unsafe { helpers::launch(target, raw, r.work_dim, r.global_offset, r.global_size, r.local_size) }
+    let launched = unsafe { helpers::launch(target, raw, r.work_dim, r.global_offset, r.global_size, r.local_size)? };
+    Ok((launched, status))
 }
 
 fn event(launched: Launched) -> Result<RawEvent> {
@@ -148,18 +207,41 @@ fn recorded(launched: Launched) -> Result<Recorded> {
     }
 }
 
-/// Enqueues `command` on `queue` after `wait`.
+/// Enqueues `command` on `queue` after `wait`; returns its event, and the
+/// status word of a kernel launch that has one.
 ///
 /// # Safety
 /// `command` was validated by the front end for this context; `queue` is a
 /// valid queue of it; raw host memory in the command stays valid until the
 /// returned event completes.
 pub(crate) unsafe fn enqueue(
-    shared: &Shared,
+    shared: &Arc<Shared>,
     queue: cl_command_queue,
     command: &Command,
     wait: &WaitList,
-) -> Result<RawEvent> {
+) -> Result<(RawEvent, Option<Arc<StatusWord>>)> {
+    // SAFETY: forwarded from this function's contract.
+    match unsafe { enqueue_raw(shared, queue, command, wait) }? {
+        Enqueued::Plain(event) => Ok((event, None)),
+        Enqueued::Kernel(launched, status) => Ok((event(launched)?, status)),
+    }
+}
+
+enum Enqueued {
+    Plain(RawEvent),
+    Kernel(Launched, Option<Arc<StatusWord>>),
+}
+
+/// [`enqueue`], without unwrapping a kernel launch.
+///
+/// # Safety
+/// As for [`enqueue`].
+unsafe fn enqueue_raw(
+    shared: &Arc<Shared>,
+    queue: cl_command_queue,
+    command: &Command,
+    wait: &WaitList,
+) -> Result<Enqueued> {
     let target = Target::Queue { queue, wait };
     let h = &shared.helpers;
     let device_usm = &shared.device.usm;
@@ -170,9 +252,16 @@ pub(crate) unsafe fn enqueue(
     // wait list are valid; OpenCL copies patterns before returning.
     let raw = unsafe {
         match command {
-            Command::KernelLaunch(k) if k.range.global_size.contains(&0) => return marker(shared, queue, wait),
-            Command::KernelLaunch(k) => return event(launch_kernel(shared, &target, k)?),
-            Command::UsmPrefetch { .. } | Command::UsmAdvise { .. } => return marker(shared, queue, wait),
+            Command::KernelLaunch(k) if k.range.global_size.contains(&0) => {
+                return marker(shared, queue, wait).map(Enqueued::Plain);
+            }
+            Command::KernelLaunch(k) => {
+                let (launched, status) = launch_kernel(shared, &target, k)?;
+                return Ok(Enqueued::Kernel(launched, status));
+            }
+            Command::UsmPrefetch { .. } | Command::UsmAdvise { .. } => {
+                return marker(shared, queue, wait).map(Enqueued::Plain);
+            }
             Command::UsmMemcpy { dst, src, size } => match device_usm {
                 Usm::Intel(api) => api.memcpy(queue, loc(dst), loc(src), *size, wait.handles()).cl("clEnqueueMemcpyINTEL")?,
                 _ => cl3::command_queue::enqueue_svm_mem_cpy(queue, CL_FALSE, loc(dst), loc(src), *size, n, list)
@@ -191,7 +280,8 @@ pub(crate) unsafe fn enqueue(
                 .cl("clEnqueueSVMMemFill")?
             }
             Command::UsmFill { dst, pattern, size } => {
-                return event(h.fill(device_usm, &target, Side { ptr: Ptr::Usm(usm(dst)), offset: 0 }, pattern, *size)?);
+                let launched = h.fill(device_usm, &target, Side { ptr: Ptr::Usm(usm(dst)), offset: 0 }, pattern, *size)?;
+                return Ok(Enqueued::Kernel(launched, None));
             }
             Command::BufferCopy { src, dst, src_offset, dst_offset, size } => {
                 cl3::command_queue::enqueue_copy_buffer(queue, mem(src)?, mem(dst)?, *src_offset, *dst_offset, *size, n, list)
@@ -277,11 +367,11 @@ pub(crate) unsafe fn enqueue(
                 )
                 .cl("clEnqueueFillBuffer")?
             }
-            other => return event(helper_command(shared, &target, other)?),
+            other => return Ok(Enqueued::Kernel(helper_command(shared, &target, other)?, None)),
         }
     };
     // SAFETY: a new reference from a successful enqueue.
-    Ok(unsafe { RawEvent::from_raw(raw) })
+    Ok(Enqueued::Plain(unsafe { RawEvent::from_raw(raw) }))
 }
 
 /// The commands both forms run with the helper kernels: transfers between
@@ -352,7 +442,7 @@ unsafe fn helper_command(shared: &Shared, target: &Target<'_>, command: &Command
 /// `command` was validated for this context and does not use raw host memory
 /// ([`uses_host_memory`]); `buffer` is recording; `deps` are its sync points.
 pub(crate) unsafe fn record(
-    shared: &Shared,
+    shared: &Arc<Shared>,
     api: &CommandBufferApi,
     buffer: cl_command_buffer_khr,
     command: &Command,
@@ -367,7 +457,7 @@ pub(crate) unsafe fn record(
     unsafe {
         match command {
             Command::KernelLaunch(k) if k.range.global_size.contains(&0) => recorded(h.noop(&target)?),
-            Command::KernelLaunch(k) => recorded(launch_kernel(shared, &target, k)?),
+            Command::KernelLaunch(k) => recorded(launch_kernel(shared, &target, k)?.0),
             Command::UsmPrefetch { .. } | Command::UsmAdvise { .. } => recorded(h.noop(&target)?),
             Command::UsmMemcpy { dst: MemLoc::Usm(dst), src: MemLoc::Usm(src), size } if svm && api.has_svm_memcpy() => {
                 api.svm_memcpy(buffer, usm(dst), usm(src), *size, deps).cl("clCommandSVMMemcpyKHR").map(|p| (p, None))

@@ -11,7 +11,8 @@ use ur_core::{MemFlags, Result, UsmKind, err};
 use crate::context::Shared;
 use crate::conv::ClResultExt;
 use crate::device::Usm;
-use crate::event::RawEvent;
+use crate::event::{RawEvent, WaitList};
+use crate::helpers::{Launched, Ptr, Side, Target};
 use crate::ffi::IntelKind;
 
 const CL_MEM_READ_WRITE: cl_bitfield = 1 << 0;
@@ -19,10 +20,26 @@ const CL_MEM_ALLOC_HOST_PTR: cl_bitfield = 1 << 4;
 const CL_MEM_COPY_HOST_PTR: cl_bitfield = 1 << 5;
 const CL_MEM_SVM_FINE_GRAIN_BUFFER: cl_bitfield = 1 << 10;
 
+/// The largest alignment passed to the driver. OpenCL lets `clSVMAlloc`
+/// reject alignments above the size of the largest data type (`long16`, 128
+/// bytes) and PoCL does; a larger alignment is obtained by allocating that
+/// much more and handing out an aligned address inside the allocation (an
+/// address inside an SVM or USM allocation is valid wherever one is).
+const MAX_DRIVER_ALIGN: usize = 128;
+
+/// The size to allocate and the alignment to ask the driver for, so that an
+/// address aligned to `align` with `size` bytes after it lies inside.
+fn driver_request(size: usize, align: usize) -> Option<(usize, usize)> {
+    if align <= MAX_DRIVER_ALIGN { Some((size, align)) } else { Some((size.checked_add(align - 1)?, 0)) }
+}
+
 /// A USM allocation: Intel USM, or SVM (fine-grained for host and shared
 /// memory, coarse-grained for device memory).
 pub(crate) struct ClUsm {
     shared: Arc<Shared>,
+    /// What the driver returned, to free.
+    base: *mut c_void,
+    /// The address handed out: `base` rounded up to the alignment asked for.
     ptr: *mut c_void,
     host: bool,
 }
@@ -35,9 +52,12 @@ unsafe impl Sync for ClUsm {}
 
 impl ClUsm {
     pub(crate) fn new(shared: Arc<Shared>, kind: UsmKind, size: usize, align: usize) -> Result<ClUsm> {
-        let align = u32::try_from(align).map_err(|_| err!(UnsupportedAlignment, "alignment {align} is too large"))?;
+        let (alloc_size, driver_align) = driver_request(size, align)
+            .ok_or_else(|| err!(InvalidUsmSize, "{size} bytes aligned to {align} overflow the address space"))?;
+        // Below MAX_DRIVER_ALIGN, so it fits.
+        let driver_align = driver_align as u32;
         let context = shared.context.get();
-        let ptr = match &shared.device.usm {
+        let base = match &shared.device.usm {
             Usm::Intel(api) => {
                 let kind = match kind {
                     UsmKind::Host => IntelKind::Host,
@@ -45,7 +65,7 @@ impl ClUsm {
                     UsmKind::Shared => IntelKind::Shared,
                 };
                 // SAFETY: the context and device belong together.
-                unsafe { api.alloc(context, shared.device.id, kind, size, align) }.cl("USM allocation")?
+                unsafe { api.alloc(context, shared.device.id, kind, alloc_size, driver_align) }.cl("USM allocation")?
             }
             Usm::Svm { .. } => {
                 let flags = match kind {
@@ -54,13 +74,39 @@ impl ClUsm {
                     UsmKind::Host | UsmKind::Shared => CL_MEM_READ_WRITE | CL_MEM_SVM_FINE_GRAIN_BUFFER,
                 };
                 // SAFETY: a valid context; clSVMAlloc returns NULL on failure.
-                unsafe { cl3::memory::svm_alloc(context, flags, size, align) }.map_err(|_| {
-                    err!(OutOfDeviceMemory, "clSVMAlloc of {size} bytes aligned to {align} failed")
+                unsafe { cl3::memory::svm_alloc(context, flags, alloc_size, driver_align) }.map_err(|_| {
+                    err!(OutOfDeviceMemory, "clSVMAlloc of {alloc_size} bytes aligned to {driver_align} failed")
                 })?
             }
             Usm::None => return Err(err!(UnsupportedFeature, "the device has no USM")),
         };
-        Ok(ClUsm { shared, ptr, host: kind != UsmKind::Device })
+        let skip = if align > MAX_DRIVER_ALIGN { (base as usize).next_multiple_of(align) - base as usize } else { 0 };
+        // SAFETY: `skip < align`, and `align - 1` extra bytes were allocated.
+        let ptr = unsafe { base.cast::<u8>().add(skip) }.cast();
+        let usm = ClUsm { shared, base, ptr, host: kind != UsmKind::Device };
+        usm.zero(size)?;
+        Ok(usm)
+    }
+
+    /// Zeroes a new allocation, as buffers are: drivers hand out reused
+    /// memory, and a program that reads before writing then sees the same
+    /// bytes on every adapter. Host-accessible memory is zeroed by the host;
+    /// device memory by the `ur_fill` kernel on the internal queue.
+    fn zero(&self, size: usize) -> Result<()> {
+        if self.host {
+            // SAFETY: a new host-accessible allocation of at least `size`
+            // bytes from `ptr`, used by nothing else yet.
+            unsafe { std::ptr::write_bytes(self.ptr.cast::<u8>(), 0, size) };
+            return Ok(());
+        }
+        let wait = WaitList::default();
+        let target = Target::Queue { queue: self.shared.internal_queue(), wait: &wait };
+        let dst = Side { ptr: Ptr::Usm(self.ptr), offset: 0 };
+        // SAFETY: `size` bytes from `ptr` belong to this new allocation.
+        let launched = unsafe { self.shared.helpers.fill(&self.shared.device.usm, &target, dst, &[0], size)? };
+        let Launched::Event(event) = launched else { return Err(err!(Unknown, "a zero fill produced a sync point")) };
+        cl3::command_queue::flush(self.shared.internal_queue()).cl("clFlush")?;
+        event.wait().cl("zeroing new USM")
     }
 }
 
@@ -81,8 +127,8 @@ impl Drop for ClUsm {
         // end drops an allocation only when no command uses it.
         let result = unsafe {
             match &self.shared.device.usm {
-                Usm::Intel(api) => api.free(context, self.ptr),
-                _ => cl3::memory::svm_free(context, self.ptr),
+                Usm::Intel(api) => api.free(context, self.base),
+                _ => cl3::memory::svm_free(context, self.base),
             }
         };
         if let Err(code) = result {
@@ -148,3 +194,17 @@ impl ClBuffer {
 }
 
 impl BufferImpl for ClBuffer {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn large_alignments_over_allocate() {
+        assert_eq!(driver_request(100, 0), Some((100, 0)));
+        assert_eq!(driver_request(100, 128), Some((100, 128)));
+        assert_eq!(driver_request(100, 256), Some((355, 0)));
+        assert_eq!(driver_request(100, 4096), Some((4195, 0)));
+        assert_eq!(driver_request(usize::MAX, 4096), None);
+    }
+}

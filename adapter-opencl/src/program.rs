@@ -1,11 +1,20 @@
 //! Programs of OpenCL C and their kernels.
+//!
+//! The kernel ABI is OpenCL's: a kernel takes the arguments its signature
+//! declares, in order. A kernel may also opt into the adapter's *status ABI*
+//! by declaring, after them, `__global uint* ur_status` and one `ulong` per
+//! local-memory argument: the adapter passes a status word (zero at launch)
+//! and the byte size of each local-memory argument, and a kernel that finds
+//! it cannot run as asked (too little local memory) sets the word to a
+//! non-zero code and returns. The launch's event then reports the failure:
+//! OpenCL C has no way to abort a kernel, nor to know a local argument's size.
 
 use std::ffi::CString;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 use ur_core::adapter::{KernelImpl, ProgramImpl};
-use ur_core::{KernelSignature, Result, err};
+use ur_core::{ArgKind, KernelSignature, Result, err};
 
 use crate::context::Shared;
 use crate::conv::{ClResultExt, cl_error};
@@ -47,16 +56,20 @@ impl ProgramImpl for ClProgram {
             Ok(cl3::info_type::InfoType::Uint(n)) => n as usize,
             _ => signature.args.len(),
         };
-        if args != signature.args.len() {
+        let declared = signature.args.len();
+        let locals = signature.args.iter().filter(|a| matches!(a, ArgKind::Local)).count();
+        let status_abi = args == declared + 1 + locals;
+        if args != declared && !status_abi {
             return Err(err!(
                 InvalidKernel,
-                "kernel `{name}` takes {args} arguments in its OpenCL C source; its signature declares {}",
-                signature.args.len()
+                "kernel `{name}` takes {args} arguments in its OpenCL C source; its signature declares {declared} \
+                 (or {} with the status word and local sizes)",
+                declared + 1 + locals
             ));
         }
         let max_work_group_size =
             kernel.get_work_group_size(self.shared.device.id).cl("CL_KERNEL_WORK_GROUP_SIZE")?;
-        Ok(Box::new(ClKernel { kernel: Mutex::new(kernel), max_work_group_size }))
+        Ok(Box::new(ClKernel { kernel: Mutex::new(kernel), max_work_group_size, status_abi, name: name.into() }))
     }
 }
 
@@ -66,6 +79,10 @@ impl ProgramImpl for ClProgram {
 pub(crate) struct ClKernel {
     pub(crate) kernel: Mutex<opencl3::kernel::Kernel>,
     max_work_group_size: usize,
+    /// The kernel declares the status word and local sizes after its arguments.
+    pub(crate) status_abi: bool,
+    /// The kernel's name, for error messages.
+    pub(crate) name: Arc<str>,
 }
 
 impl KernelImpl for ClKernel {

@@ -54,9 +54,9 @@ impl QueueImpl for ClQueue {
         let wait = WaitList::new(wait)?;
         // SAFETY: the front end validated the command for this context and
         // keeps raw host memory valid until the event completes.
-        let raw = unsafe { exec::enqueue(&self.shared, self.raw(), command, &wait)? };
+        let (raw, status) = unsafe { exec::enqueue(&self.shared, self.raw(), command, &wait)? };
         self.flush_raw()?;
-        Ok(self.wrap(raw))
+        Ok(ClEvent::checked(raw, self.profiling, status))
     }
 
     unsafe fn enqueue_wait(&self, wait: &[&dyn EventImpl], barrier: bool) -> Result<Arc<dyn EventImpl>> {

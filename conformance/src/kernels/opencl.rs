@@ -1,6 +1,7 @@
 //! The library in OpenCL C (the OpenCL adapter). One work-item per table
 //! entry; see the module above for semantics. `uint` arithmetic wraps as the
-//! table requires.
+//! table requires. `saxpy_local` uses the adapter's status ABI (`docs/opencl.md`)
+//! to report too little local memory, where the native form panics.
 
 /// The OpenCL C source of every kernel of the library.
 pub(super) const SOURCE: &str = r#"
@@ -44,13 +45,24 @@ __kernel void indexers(__global uint* p) {
     out[5] = (uint)get_local_id(2);
 }
 
+// Declares the adapter's status ABI (a status word and each local argument's
+// size in bytes after the declared arguments): with too little local memory
+// for its work-group it reports status 1 and returns, where the native form
+// panics. The check is uniform across the work-group, so no work-item skips
+// the barrier that others reach.
 __kernel void saxpy_local(__local uint* la, __local uint* lb, __global uint* z, uint a,
-                          __global const uint* x, __global const uint* y) {
+                          __global const uint* x, __global const uint* y,
+                          __global uint* ur_status, ulong la_bytes, ulong lb_bytes) {
+    size_t group = get_local_size(0);
+    if (group * sizeof(uint) > la_bytes || 2 * group * sizeof(uint) > lb_bytes) {
+        if (get_local_id(0) == 0) *ur_status = 1;
+        return;
+    }
     size_t i = get_global_id(0);
     size_t l = get_local_id(0);
     la[l] = (uint)i;
     lb[2 * l] = -(uint)i;
-    lb[2 * l + 1] = (uint)get_local_size(0);
+    lb[2 * l + 1] = (uint)group;
     barrier(CLK_LOCAL_MEM_FENCE);
     z[i] = a * x[i] + y[i] + la[l] + lb[2 * l] + lb[2 * l + 1];
 }
