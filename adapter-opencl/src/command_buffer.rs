@@ -107,7 +107,8 @@ impl Instance {
         let native = self.native();
         let flags = if native.plan.simultaneous_use_flag { CL_COMMAND_BUFFER_SIMULTANEOUS_USE_KHR } else { 0 };
         // SAFETY: the internal queue belongs to the device the table was resolved for.
-        let handle = unsafe { native.api.create(self.shared.internal_queue(), flags) }.cl("clCreateCommandBufferKHR")?;
+        let handle =
+            unsafe { native.api.create(self.shared.internal_queue(), flags) }.cl("clCreateCommandBufferKHR")?;
         Ok(Segment { handle })
     }
 
@@ -262,9 +263,9 @@ impl CommandBufferImpl for ClCommandBuffer {
         let index = self.records.len() as u32;
         // Kernels with a status word need one per launch: enqueued, not recorded.
         let status_word = exec::has_status_word(command)
-            || alternatives.iter().any(|k| {
-                downcast::<ClKernel>(k.imp() as &dyn Any, "a kernel").is_ok_and(|kernel| kernel.status_abi)
-            });
+            || alternatives
+                .iter()
+                .any(|k| downcast::<ClKernel>(k.imp() as &dyn Any, "a kernel").is_ok_and(|kernel| kernel.status_abi));
         let eager = signal || !wait_events.is_empty() || exec::uses_host_memory(command) || status_word;
         let placement = self.planner.decide(deps, eager);
         if !matches!(placement, Placement::NewEager(_)) {
@@ -329,7 +330,8 @@ impl CommandBufferImpl for ClCommandBuffer {
             }
             let event = match step.kind {
                 StepKind::Native => {
-                    let segment = self.instances[instance].segments[done.len()].as_ref().expect("native steps are recorded");
+                    let segment =
+                        self.instances[instance].segments[done.len()].as_ref().expect("native steps are recorded");
                     // SAFETY: a finalized command-buffer of this table; valid events.
                     let event = unsafe { self.native().api.enqueue(segment.handle, wait.handles()) }
                         .cl("clEnqueueCommandBufferKHR")?;

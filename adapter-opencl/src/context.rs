@@ -59,8 +59,8 @@ pub(crate) struct ClContext {
 
 impl ClContext {
     pub(crate) fn new(device: Arc<DeviceShared>) -> Result<ClContext> {
-        let context = opencl3::context::Context::from_device(&opencl3::device::Device::new(device.id))
-            .cl("clCreateContext")?;
+        let context =
+            opencl3::context::Context::from_device(&opencl3::device::Device::new(device.id)).cl("clCreateContext")?;
         let mut properties = 0;
         if device.out_of_order {
             properties |= CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE;
@@ -95,7 +95,9 @@ impl ContextImpl for ClContext {
 
     unsafe fn program_create(&self, bundle: &ProgramBundle, form: SourceForm) -> Result<Box<dyn ProgramImpl>> {
         match bundle.source_of(form) {
-            Some(ur_core::ProgramSource::OpenClC(source)) => Ok(Box::new(ClProgram::build(self.shared.clone(), source)?)),
+            Some(ur_core::ProgramSource::OpenClC(source)) => {
+                Ok(Box::new(ClProgram::build(self.shared.clone(), source)?))
+            }
             _ => Err(err!(InvalidBinary, "the OpenCL adapter builds OpenCL C only")),
         }
     }

@@ -128,7 +128,8 @@ fn command_buffer_plan(
     version: Option<ExtVersion>,
 ) -> std::result::Result<CommandBufferPlan, &'static str> {
     let version = version.ok_or("the device does not report cl_khr_command_buffer")?;
-    let abi = version::select_abi(version).ok_or("the device's cl_khr_command_buffer version is not one this adapter knows")?;
+    let abi = version::select_abi(version)
+        .ok_or("the device's cl_khr_command_buffer version is not one this adapter knows")?;
     let ooo_queues = reported.queue_properties & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE != 0;
     let required = reported.command_buffer_required_queue_properties;
     if required & !(CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE | CL_QUEUE_PROFILING_ENABLE) != 0 {
@@ -158,8 +159,8 @@ fn command_buffer_plan(
 pub(crate) enum Usm {
     /// Intel's extension.
     Intel(IntelUsmApi),
-    /// SVM; `fine` when fine-grained buffers exist.
-    Svm { fine: bool },
+    /// SVM (which kinds are fine-grained is in the device's [`UsmPlan`]).
+    Svm,
     /// No USM.
     None,
 }
@@ -292,14 +293,14 @@ impl ClDevice {
                     let svm_only = Reported { extensions: Vec::new(), ..reported.clone() };
                     plan.usm = self::plan(&svm_only).usm;
                     match plan.usm {
-                        UsmPlan::SvmFine => Usm::Svm { fine: true },
-                        UsmPlan::SvmCoarse => Usm::Svm { fine: false },
+                        UsmPlan::SvmFine => Usm::Svm,
+                        UsmPlan::SvmCoarse => Usm::Svm,
                         _ => Usm::None,
                     }
                 }
             },
-            UsmPlan::SvmFine => Usm::Svm { fine: true },
-            UsmPlan::SvmCoarse => Usm::Svm { fine: false },
+            UsmPlan::SvmFine => Usm::Svm,
+            UsmPlan::SvmCoarse => Usm::Svm,
             UsmPlan::None => Usm::None,
         };
         let command_buffers = match plan.command_buffer {
@@ -322,9 +323,25 @@ impl ClDevice {
         }
         let out_of_order = reported.queue_properties & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE != 0;
         let info = device_info(&device, name, plan.usm.kinds(), out_of_order, command_buffers.is_some())?;
-        Ok(ClDevice {
-            shared: Arc::new(DeviceShared { id, usm, command_buffers, out_of_order, info }),
-        })
+        Ok(ClDevice { shared: Arc::new(DeviceShared { id, usm, command_buffers, out_of_order, info }) })
+    }
+}
+
+/// The command-buffer capabilities of a device with (`native`) or without
+/// usable `cl_khr_command_buffer`.
+fn command_buffer_caps(native: bool) -> CommandBufferCaps {
+    if native {
+        // Every update and per-command events: updates re-record (see
+        // command_buffer.rs), events split the buffer into segments.
+        CommandBufferCaps {
+            support: CommandBufferSupport::Native,
+            update: UpdateCapabilities::all(),
+            events: true,
+            subgraphs: false,
+        }
+    } else {
+        // ur-core's software command buffer, over this adapter's queues.
+        CommandBufferCaps::EMULATED
     }
 }
 
@@ -346,18 +363,7 @@ fn device_info(
     for (d, s) in items.iter().take(3).enumerate() {
         max_work_item_sizes[d] = *s;
     }
-    let command_buffer = if native {
-        // Every update and per-command events: updates re-record (see
-        // command_buffer.rs), events split the buffer into segments.
-        CommandBufferCaps {
-            support: CommandBufferSupport::Native,
-            update: UpdateCapabilities::all(),
-            events: true,
-            subgraphs: false,
-        }
-    } else {
-        CommandBufferCaps::EMULATED
-    };
+    let command_buffer = command_buffer_caps(native);
     Ok(DeviceInfo {
         name,
         vendor: device.vendor().unwrap_or_default(),
@@ -423,7 +429,8 @@ mod tests {
     /// PoCL 5.0: 0.9.4 and Intel USM.
     #[test]
     fn pocl_5_0() {
-        let mut r = with_extensions(&[(CB, ExtVersion::new(0, 9, 4)), (version::USM_EXTENSION, ExtVersion::new(1, 0, 0))]);
+        let mut r =
+            with_extensions(&[(CB, ExtVersion::new(0, 9, 4)), (version::USM_EXTENSION, ExtVersion::new(1, 0, 0))]);
         r.svm = CL_DEVICE_SVM_COARSE_GRAIN_BUFFER | CL_DEVICE_SVM_FINE_GRAIN_BUFFER;
         r.intel_usm = [1, 1, 1];
         r.command_buffer_capabilities = SIMULTANEOUS | OOO_CAP;
@@ -443,6 +450,17 @@ mod tests {
         assert_eq!(p.usm, UsmPlan::SvmCoarse);
         assert_eq!(p.usm.kinds(), UsmKinds::DEVICE);
         assert!(p.command_buffer.is_err());
+        let caps = command_buffer_caps(p.command_buffer.is_ok());
+        assert_eq!(caps.support, CommandBufferSupport::Emulated);
+        assert_eq!(caps, CommandBufferCaps::EMULATED);
+    }
+
+    #[test]
+    fn native_devices_report_every_update_and_events() {
+        let caps = command_buffer_caps(true);
+        assert_eq!(caps.support, CommandBufferSupport::Native);
+        assert_eq!(caps.update, UpdateCapabilities::all());
+        assert!(caps.events);
     }
 
     #[test]

@@ -115,7 +115,10 @@ fn status_of(code: cl_int) -> EventStatus {
 }
 
 fn failed(code: cl_int, what: &str) -> UrError {
-    execution_error(Backend::OpenCl, format!("{what} failed with OpenCL status {code} ({})", cl3::error_codes::error_text(code)))
+    execution_error(
+        Backend::OpenCl,
+        format!("{what} failed with OpenCL status {code} ({})", cl3::error_codes::error_text(code)),
+    )
 }
 
 /// The status word of one launch of a kernel that declares the adapter's
@@ -185,7 +188,9 @@ impl StatusWord {
                 Backend::OpenCl,
                 format!("kernel `{}` failed: its local-memory arguments are too small for the work-group", self.kernel),
             )),
-            code => Err(execution_error(Backend::OpenCl, format!("kernel `{}` failed with status {code}", self.kernel))),
+            code => {
+                Err(execution_error(Backend::OpenCl, format!("kernel `{}` failed with status {code}", self.kernel)))
+            }
         }
     }
 }

@@ -66,7 +66,7 @@ fn native_pattern(pattern: &[u8]) -> bool {
 
 /// SVM fills also need the destination aligned to the pattern.
 fn native_svm_fill(device_usm: &Usm, dst: &UsmRef, pattern: &[u8]) -> bool {
-    matches!(device_usm, Usm::Svm { .. }) && native_pattern(pattern) && dst.address() % pattern.len() as u64 == 0
+    matches!(device_usm, Usm::Svm) && native_pattern(pattern) && dst.address().is_multiple_of(pattern.len() as u64)
 }
 
 fn origin(layout: &ur_core::RectLayout) -> [usize; 3] {
@@ -246,7 +246,7 @@ unsafe fn enqueue_raw(
     let h = &shared.helpers;
     let device_usm = &shared.device.usm;
     let (n, list) = (wait.len() as u32, wait.as_ptr());
-    // SAFETY (every call below): the command's invariants hold (front end):
+    // SAFETY: for every call below, the command's invariants hold (front end):
     // ranges lie inside their allocations, buffers or host memory, copies do
     // not overlap, fill sizes are multiples of the pattern; the queue and the
     // wait list are valid; OpenCL copies patterns before returning.
@@ -263,7 +263,9 @@ unsafe fn enqueue_raw(
                 return marker(shared, queue, wait).map(Enqueued::Plain);
             }
             Command::UsmMemcpy { dst, src, size } => match device_usm {
-                Usm::Intel(api) => api.memcpy(queue, loc(dst), loc(src), *size, wait.handles()).cl("clEnqueueMemcpyINTEL")?,
+                Usm::Intel(api) => {
+                    api.memcpy(queue, loc(dst), loc(src), *size, wait.handles()).cl("clEnqueueMemcpyINTEL")?
+                }
                 _ => cl3::command_queue::enqueue_svm_mem_cpy(queue, CL_FALSE, loc(dst), loc(src), *size, n, list)
                     .cl("clEnqueueSVMMemcpy")?,
             },
@@ -280,13 +282,21 @@ unsafe fn enqueue_raw(
                 .cl("clEnqueueSVMMemFill")?
             }
             Command::UsmFill { dst, pattern, size } => {
-                let launched = h.fill(device_usm, &target, Side { ptr: Ptr::Usm(usm(dst)), offset: 0 }, pattern, *size)?;
+                let launched =
+                    h.fill(device_usm, &target, Side { ptr: Ptr::Usm(usm(dst)), offset: 0 }, pattern, *size)?;
                 return Ok(Enqueued::Kernel(launched, None));
             }
-            Command::BufferCopy { src, dst, src_offset, dst_offset, size } => {
-                cl3::command_queue::enqueue_copy_buffer(queue, mem(src)?, mem(dst)?, *src_offset, *dst_offset, *size, n, list)
-                    .cl("clEnqueueCopyBuffer")?
-            }
+            Command::BufferCopy { src, dst, src_offset, dst_offset, size } => cl3::command_queue::enqueue_copy_buffer(
+                queue,
+                mem(src)?,
+                mem(dst)?,
+                *src_offset,
+                *dst_offset,
+                *size,
+                n,
+                list,
+            )
+            .cl("clEnqueueCopyBuffer")?,
             Command::BufferCopyRect { src, dst, src_layout, dst_layout, region } => {
                 let (so, dof, r) = (origin(src_layout), origin(dst_layout), extent(region));
                 let ([srp, ssp], [drp, dsp]) = (pitches(src_layout), pitches(dst_layout));
@@ -307,12 +317,30 @@ unsafe fn enqueue_raw(
                 .cl("clEnqueueCopyBufferRect")?
             }
             Command::BufferRead { buffer, offset, size, dst: MemLoc::Host(host) } => {
-                cl3::command_queue::enqueue_read_buffer(queue, mem(buffer)?, CL_FALSE, *offset, *size, host.as_ptr().cast(), n, list)
-                    .cl("clEnqueueReadBuffer")?
+                cl3::command_queue::enqueue_read_buffer(
+                    queue,
+                    mem(buffer)?,
+                    CL_FALSE,
+                    *offset,
+                    *size,
+                    host.as_ptr().cast(),
+                    n,
+                    list,
+                )
+                .cl("clEnqueueReadBuffer")?
             }
             Command::BufferWrite { buffer, offset, size, src: MemLoc::Host(host) } => {
-                cl3::command_queue::enqueue_write_buffer(queue, mem(buffer)?, CL_FALSE, *offset, *size, host.as_ptr().cast(), n, list)
-                    .cl("clEnqueueWriteBuffer")?
+                cl3::command_queue::enqueue_write_buffer(
+                    queue,
+                    mem(buffer)?,
+                    CL_FALSE,
+                    *offset,
+                    *size,
+                    host.as_ptr().cast(),
+                    n,
+                    list,
+                )
+                .cl("clEnqueueWriteBuffer")?
             }
             Command::BufferReadRect { buffer, buffer_layout, host_layout, region, dst: MemLoc::Host(host) } => {
                 let (bo, ho, r) = (origin(buffer_layout), origin(host_layout), extent(region));
@@ -399,15 +427,16 @@ unsafe fn helper_command(shared: &Shared, target: &Target<'_>, command: &Command
                 Side { ptr: Ptr::Usm(usm(src)), offset: 0 },
                 *size,
             ),
-            Command::BufferReadRect { buffer, buffer_layout, host_layout, region, dst: MemLoc::Usm(dst) } => h.copy_rect(
-                device_usm,
-                target,
-                rect_side(Ptr::Usm(usm(dst)), host_layout),
-                pitches(host_layout),
-                rect_side(Ptr::Mem(mem(buffer)?), buffer_layout),
-                pitches(buffer_layout),
-                extent(region),
-            ),
+            Command::BufferReadRect { buffer, buffer_layout, host_layout, region, dst: MemLoc::Usm(dst) } => h
+                .copy_rect(
+                    device_usm,
+                    target,
+                    rect_side(Ptr::Usm(usm(dst)), host_layout),
+                    pitches(host_layout),
+                    rect_side(Ptr::Mem(mem(buffer)?), buffer_layout),
+                    pitches(buffer_layout),
+                    extent(region),
+                ),
             Command::BufferWriteRect { buffer, buffer_layout, host_layout, region, src: MemLoc::Usm(src) } => h
                 .copy_rect(
                     device_usm,
@@ -451,23 +480,28 @@ pub(crate) unsafe fn record(
     let target = Target::Record { api, buffer, deps };
     let h = &shared.helpers;
     let device_usm = &shared.device.usm;
-    let svm = matches!(device_usm, Usm::Svm { .. });
-    // SAFETY (every call below): as for `enqueue`, with a recording buffer and
+    let svm = matches!(device_usm, Usm::Svm);
+    // SAFETY: for every call below, as for `enqueue`, with a recording buffer and
     // its own sync points.
     unsafe {
         match command {
             Command::KernelLaunch(k) if k.range.global_size.contains(&0) => recorded(h.noop(&target)?),
             Command::KernelLaunch(k) => recorded(launch_kernel(shared, &target, k)?.0),
             Command::UsmPrefetch { .. } | Command::UsmAdvise { .. } => recorded(h.noop(&target)?),
-            Command::UsmMemcpy { dst: MemLoc::Usm(dst), src: MemLoc::Usm(src), size } if svm && api.has_svm_memcpy() => {
+            Command::UsmMemcpy { dst: MemLoc::Usm(dst), src: MemLoc::Usm(src), size }
+                if svm && api.has_svm_memcpy() =>
+            {
                 api.svm_memcpy(buffer, usm(dst), usm(src), *size, deps).cl("clCommandSVMMemcpyKHR").map(|p| (p, None))
             }
-            Command::UsmFill { dst, pattern, size } if api.has_svm_fill() && native_svm_fill(device_usm, dst, pattern) => {
+            Command::UsmFill { dst, pattern, size }
+                if api.has_svm_fill() && native_svm_fill(device_usm, dst, pattern) =>
+            {
                 api.svm_fill(buffer, usm(dst), pattern, *size, deps).cl("clCommandSVMMemFillKHR").map(|p| (p, None))
             }
             Command::BufferCopy { src, dst, src_offset, dst_offset, size } => api
                 .copy_buffer(buffer, mem(src)?, mem(dst)?, *src_offset, *dst_offset, *size, deps)
-                .cl("clCommandCopyBufferKHR").map(|p| (p, None)),
+                .cl("clCommandCopyBufferKHR")
+                .map(|p| (p, None)),
             Command::BufferCopyRect { src, dst, src_layout, dst_layout, region } => api
                 .copy_buffer_rect(
                     buffer,
@@ -480,10 +514,12 @@ pub(crate) unsafe fn record(
                     pitches(dst_layout),
                     deps,
                 )
-                .cl("clCommandCopyBufferRectKHR").map(|p| (p, None)),
-            Command::BufferFill { buffer: b, pattern, offset, size } if native_pattern(pattern) => {
-                api.fill_buffer(buffer, mem(b)?, pattern, *offset, *size, deps).cl("clCommandFillBufferKHR").map(|p| (p, None))
-            }
+                .cl("clCommandCopyBufferRectKHR")
+                .map(|p| (p, None)),
+            Command::BufferFill { buffer: b, pattern, offset, size } if native_pattern(pattern) => api
+                .fill_buffer(buffer, mem(b)?, pattern, *offset, *size, deps)
+                .cl("clCommandFillBufferKHR")
+                .map(|p| (p, None)),
             other if uses_host_memory(other) => {
                 Err(err!(Unknown, "a {} command on raw host memory cannot be recorded", other.kind()))
             }

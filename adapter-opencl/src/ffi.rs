@@ -76,14 +76,6 @@ type CommandNdRange = unsafe extern "system" fn(
 mod legacy {
     use super::*;
 
-    pub(super) type Barrier = unsafe extern "system" fn(
-        command_buffer: cl_command_buffer_khr,
-        command_queue: cl_command_queue,
-        num_sync_points_in_wait_list: cl_uint,
-        sync_point_wait_list: *const cl_sync_point_khr,
-        sync_point: *mut cl_sync_point_khr,
-        mutable_handle: *mut cl_mutable_command_khr,
-    ) -> cl_int;
     pub(super) type CopyBuffer = unsafe extern "system" fn(
         command_buffer: cl_command_buffer_khr,
         command_queue: cl_command_queue,
@@ -156,15 +148,6 @@ mod legacy {
 mod props {
     use super::*;
 
-    pub(super) type Barrier = unsafe extern "system" fn(
-        command_buffer: cl_command_buffer_khr,
-        command_queue: cl_command_queue,
-        properties: *const cl_properties,
-        num_sync_points_in_wait_list: cl_uint,
-        sync_point_wait_list: *const cl_sync_point_khr,
-        sync_point: *mut cl_sync_point_khr,
-        mutable_handle: *mut cl_mutable_command_khr,
-    ) -> cl_int;
     pub(super) type CopyBuffer = unsafe extern "system" fn(
         command_buffer: cl_command_buffer_khr,
         command_queue: cl_command_queue,
@@ -240,7 +223,6 @@ mod props {
 
 enum Recording {
     Legacy {
-        barrier: legacy::Barrier,
         copy: legacy::CopyBuffer,
         copy_rect: legacy::CopyBufferRect,
         fill: legacy::FillBuffer,
@@ -248,7 +230,6 @@ enum Recording {
         svm_fill: Option<legacy::SvmMemFill>,
     },
     Properties {
-        barrier: props::Barrier,
         copy: props::CopyBuffer,
         copy_rect: props::CopyBufferRect,
         fill: props::FillBuffer,
@@ -267,16 +248,19 @@ unsafe fn lookup(platform: cl_platform_id, name: &CStr) -> Option<*mut c_void> {
     (!address.is_null()).then_some(address)
 }
 
+/// Finds an entry point by name: the platform's
+/// `clGetExtensionFunctionAddressForPlatform`, or a table in tests.
+type Lookup<'a> = &'a dyn Fn(&CStr) -> Option<*mut c_void>;
+
 /// Looks up `name` and gives it the function-pointer type `F`.
 ///
 /// # Safety
-/// As for [`lookup`]; `F` is an `extern "system" fn` type matching the C
+/// `lookup` returns addresses of functions with the C declarations of the
+/// names asked for; `F` is an `extern "system" fn` type matching the
 /// declaration of `name` in the extension version the caller selected.
-unsafe fn resolve<F: Copy>(platform: cl_platform_id, name: &CStr) -> Result<F, String> {
+unsafe fn resolve<F: Copy>(lookup: Lookup<'_>, name: &CStr) -> Result<F, String> {
     const { assert!(size_of::<F>() == size_of::<*mut c_void>()) };
-    // SAFETY: forwarded from this function's contract.
-    let address = unsafe { lookup(platform, name) }
-        .ok_or_else(|| format!("the platform does not provide {}", name.to_string_lossy()))?;
+    let address = lookup(name).ok_or_else(|| format!("the platform does not provide {}", name.to_string_lossy()))?;
     // SAFETY: `F` is a function-pointer type of the same size as the address
     // (asserted above) whose signature the caller vouches for.
     Ok(unsafe { std::mem::transmute_copy::<*mut c_void, F>(&address) })
@@ -295,7 +279,6 @@ fn sync_point(status: cl_int, point: cl_sync_point_khr) -> Result<cl_sync_point_
 /// The `cl_khr_command_buffer` entry points of one platform, typed for the
 /// version its device reports.
 pub(crate) struct CommandBufferApi {
-    pub(crate) abi: CommandBufferAbi,
     create: CreateCommandBuffer,
     finalize: CommandBufferOp,
     release: CommandBufferOp,
@@ -314,34 +297,42 @@ impl CommandBufferApi {
     /// `platform` is a valid platform whose devices report a
     /// `cl_khr_command_buffer` version that `abi` was selected for.
     pub(crate) unsafe fn resolve(platform: cl_platform_id, abi: CommandBufferAbi) -> Result<CommandBufferApi, String> {
-        // SAFETY (all `resolve` calls below): the platform is valid and each
-        // type is the declaration of that entry point in the selected version.
+        // SAFETY: the platform is valid (contract); its lookup returns the
+        // entry points of the version `abi` was selected for.
+        unsafe { CommandBufferApi::resolve_with(&|name| lookup(platform, name), abi) }
+    }
+
+    /// [`resolve`](Self::resolve) with any lookup.
+    ///
+    /// # Safety
+    /// `lookup` returns entry points declared as in the version `abi` was
+    /// selected for.
+    unsafe fn resolve_with(lookup: Lookup<'_>, abi: CommandBufferAbi) -> Result<CommandBufferApi, String> {
+        // SAFETY: for all `resolve` calls below, each type is the declaration of
+        // that entry point in the selected version (contract).
         unsafe {
             let recording = match abi.shape {
                 RecordShape::Legacy => Recording::Legacy {
-                    barrier: resolve(platform, c"clCommandBarrierWithWaitListKHR")?,
-                    copy: resolve(platform, c"clCommandCopyBufferKHR")?,
-                    copy_rect: resolve(platform, c"clCommandCopyBufferRectKHR")?,
-                    fill: resolve(platform, c"clCommandFillBufferKHR")?,
-                    svm_memcpy: if abi.svm_commands { resolve(platform, c"clCommandSVMMemcpyKHR").ok() } else { None },
-                    svm_fill: if abi.svm_commands { resolve(platform, c"clCommandSVMMemFillKHR").ok() } else { None },
+                    copy: resolve(lookup, c"clCommandCopyBufferKHR")?,
+                    copy_rect: resolve(lookup, c"clCommandCopyBufferRectKHR")?,
+                    fill: resolve(lookup, c"clCommandFillBufferKHR")?,
+                    svm_memcpy: if abi.svm_commands { resolve(lookup, c"clCommandSVMMemcpyKHR").ok() } else { None },
+                    svm_fill: if abi.svm_commands { resolve(lookup, c"clCommandSVMMemFillKHR").ok() } else { None },
                 },
                 RecordShape::Properties => Recording::Properties {
-                    barrier: resolve(platform, c"clCommandBarrierWithWaitListKHR")?,
-                    copy: resolve(platform, c"clCommandCopyBufferKHR")?,
-                    copy_rect: resolve(platform, c"clCommandCopyBufferRectKHR")?,
-                    fill: resolve(platform, c"clCommandFillBufferKHR")?,
-                    svm_memcpy: resolve(platform, c"clCommandSVMMemcpyKHR").ok(),
-                    svm_fill: resolve(platform, c"clCommandSVMMemFillKHR").ok(),
+                    copy: resolve(lookup, c"clCommandCopyBufferKHR")?,
+                    copy_rect: resolve(lookup, c"clCommandCopyBufferRectKHR")?,
+                    fill: resolve(lookup, c"clCommandFillBufferKHR")?,
+                    svm_memcpy: resolve(lookup, c"clCommandSVMMemcpyKHR").ok(),
+                    svm_fill: resolve(lookup, c"clCommandSVMMemFillKHR").ok(),
                 },
             };
             Ok(CommandBufferApi {
-                abi,
-                create: resolve(platform, c"clCreateCommandBufferKHR")?,
-                finalize: resolve(platform, c"clFinalizeCommandBufferKHR")?,
-                release: resolve(platform, c"clReleaseCommandBufferKHR")?,
-                enqueue: resolve(platform, c"clEnqueueCommandBufferKHR")?,
-                nd_range: resolve(platform, c"clCommandNDRangeKernelKHR")?,
+                create: resolve(lookup, c"clCreateCommandBufferKHR")?,
+                finalize: resolve(lookup, c"clFinalizeCommandBufferKHR")?,
+                release: resolve(lookup, c"clReleaseCommandBufferKHR")?,
+                enqueue: resolve(lookup, c"clEnqueueCommandBufferKHR")?,
+                nd_range: resolve(lookup, c"clCommandNDRangeKernelKHR")?,
                 recording,
             })
         }
@@ -367,7 +358,11 @@ impl CommandBufferApi {
     ///
     /// # Safety
     /// `queue` is a valid queue of the device this table was resolved for.
-    pub(crate) unsafe fn create(&self, queue: cl_command_queue, flags: cl_bitfield) -> Result<cl_command_buffer_khr, cl_int> {
+    pub(crate) unsafe fn create(
+        &self,
+        queue: cl_command_queue,
+        flags: cl_bitfield,
+    ) -> Result<cl_command_buffer_khr, cl_int> {
         let properties: [cl_properties; 3] = [CL_COMMAND_BUFFER_FLAGS_KHR, flags, 0];
         let properties = if flags == 0 { ptr::null() } else { properties.as_ptr() };
         let mut status = 0;
@@ -410,29 +405,6 @@ impl CommandBufferApi {
         if status == 0 { Ok(event) } else { Err(status) }
     }
 
-    /// `clCommandBarrierWithWaitListKHR` after `deps` (with no deps it waits
-    /// for every earlier command of the buffer).
-    ///
-    /// # Safety
-    /// `buffer` is recording; `deps` are sync points it returned.
-    pub(crate) unsafe fn barrier(
-        &self,
-        buffer: cl_command_buffer_khr,
-        deps: &[cl_sync_point_khr],
-    ) -> Result<cl_sync_point_khr, cl_int> {
-        let (n, list) = sync_list(deps);
-        let mut point = 0;
-        let (null, no_handle): (cl_command_queue, *mut cl_mutable_command_khr) = (ptr::null_mut(), ptr::null_mut());
-        // SAFETY: per the contract; every pointer is valid or NULL where allowed.
-        let status = unsafe {
-            match &self.recording {
-                Recording::Legacy { barrier, .. } => barrier(buffer, null, n, list, &mut point, no_handle),
-                Recording::Properties { barrier, .. } => barrier(buffer, null, ptr::null(), n, list, &mut point, no_handle),
-            }
-        };
-        sync_point(status, point)
-    }
-
     /// `clCommandCopyBufferKHR`.
     ///
     /// # Safety
@@ -458,9 +430,20 @@ impl CommandBufferApi {
                 Recording::Legacy { copy, .. } => {
                     copy(buffer, null, src, dst, src_offset, dst_offset, size, n, list, &mut point, no_handle)
                 }
-                Recording::Properties { copy, .. } => {
-                    copy(buffer, null, ptr::null(), src, dst, src_offset, dst_offset, size, n, list, &mut point, no_handle)
-                }
+                Recording::Properties { copy, .. } => copy(
+                    buffer,
+                    null,
+                    ptr::null(),
+                    src,
+                    dst,
+                    src_offset,
+                    dst_offset,
+                    size,
+                    n,
+                    list,
+                    &mut point,
+                    no_handle,
+                ),
             }
         };
         sync_point(status, point)
@@ -538,7 +521,9 @@ impl CommandBufferApi {
         // SAFETY: per the contract; the pattern is copied by the call.
         let status = unsafe {
             match &self.recording {
-                Recording::Legacy { fill, .. } => fill(buffer, null, mem, p, len, offset, size, n, list, &mut point, no_handle),
+                Recording::Legacy { fill, .. } => {
+                    fill(buffer, null, mem, p, len, offset, size, n, list, &mut point, no_handle)
+                }
                 Recording::Properties { fill, .. } => {
                     fill(buffer, null, ptr::null(), mem, p, len, offset, size, n, list, &mut point, no_handle)
                 }
@@ -567,7 +552,9 @@ impl CommandBufferApi {
         // SAFETY: per the contract.
         let status = unsafe {
             match &self.recording {
-                Recording::Legacy { svm_memcpy: Some(f), .. } => f(buffer, null, dst, src, size, n, list, &mut point, no_handle),
+                Recording::Legacy { svm_memcpy: Some(f), .. } => {
+                    f(buffer, null, dst, src, size, n, list, &mut point, no_handle)
+                }
                 Recording::Properties { svm_memcpy: Some(f), .. } => {
                     f(buffer, null, ptr::null(), dst, src, size, n, list, &mut point, no_handle)
                 }
@@ -598,7 +585,9 @@ impl CommandBufferApi {
         // SAFETY: per the contract.
         let status = unsafe {
             match &self.recording {
-                Recording::Legacy { svm_fill: Some(f), .. } => f(buffer, null, dst, p, len, size, n, list, &mut point, no_handle),
+                Recording::Legacy { svm_fill: Some(f), .. } => {
+                    f(buffer, null, dst, p, len, size, n, list, &mut point, no_handle)
+                }
                 Recording::Properties { svm_fill: Some(f), .. } => {
                     f(buffer, null, ptr::null(), dst, p, len, size, n, list, &mut point, no_handle)
                 }
@@ -702,15 +691,19 @@ impl IntelUsmApi {
     /// # Safety
     /// `platform` is valid and one of its devices reports the extension.
     pub(crate) unsafe fn resolve(platform: cl_platform_id) -> Result<IntelUsmApi, String> {
-        // SAFETY: the platform is valid and each type is the extension's declaration.
+        let lookup: Lookup<'_> = &|name| {
+            // SAFETY: the platform is valid (contract).
+            unsafe { lookup(platform, name) }
+        };
+        // SAFETY: the platform's entry points, each type the extension's declaration.
         unsafe {
             Ok(IntelUsmApi {
-                host_alloc: resolve(platform, c"clHostMemAllocINTEL")?,
-                device_alloc: resolve(platform, c"clDeviceMemAllocINTEL")?,
-                shared_alloc: resolve(platform, c"clSharedMemAllocINTEL")?,
-                blocking_free: resolve(platform, c"clMemBlockingFreeINTEL")?,
-                set_arg: resolve(platform, c"clSetKernelArgMemPointerINTEL")?,
-                memcpy: resolve(platform, c"clEnqueueMemcpyINTEL")?,
+                host_alloc: resolve(lookup, c"clHostMemAllocINTEL")?,
+                device_alloc: resolve(lookup, c"clDeviceMemAllocINTEL")?,
+                shared_alloc: resolve(lookup, c"clSharedMemAllocINTEL")?,
+                blocking_free: resolve(lookup, c"clMemBlockingFreeINTEL")?,
+                set_arg: resolve(lookup, c"clSetKernelArgMemPointerINTEL")?,
+                memcpy: resolve(lookup, c"clEnqueueMemcpyINTEL")?,
             })
         }
     }
@@ -777,5 +770,382 @@ impl IntelUsmApi {
         // SAFETY: forwarded from the contract.
         let status = unsafe { (self.memcpy)(queue, 0, dst, src, size, wait.len() as cl_uint, list, &mut event) };
         if status == 0 { Ok(event) } else { Err(status) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The recording entry points are called through fakes declared with each
+    //! version's C signature, which log what they received: an argument in
+    //! the wrong position shows as a wrong value, not a crash on a driver.
+
+    use std::cell::RefCell;
+
+    use super::*;
+    use crate::version::{ExtVersion, select_abi};
+
+    thread_local! {
+        static CALLS: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
+    }
+
+    fn log(call: String) -> cl_int {
+        CALLS.with(|c| c.borrow_mut().push(call));
+        0
+    }
+
+    fn take() -> Vec<String> {
+        CALLS.with(|c| std::mem::take(&mut *c.borrow_mut()))
+    }
+
+    fn set_point(point: *mut cl_sync_point_khr, n: cl_uint) {
+        // SAFETY: the wrappers pass a valid location.
+        unsafe { *point = 100 + n };
+    }
+
+    unsafe extern "system" fn create(
+        _: cl_uint,
+        _: *const cl_command_queue,
+        _: *const cl_properties,
+        _: *mut cl_int,
+    ) -> cl_command_buffer_khr {
+        ptr::null_mut()
+    }
+    unsafe extern "system" fn op(_: cl_command_buffer_khr) -> cl_int {
+        0
+    }
+    unsafe extern "system" fn enqueue(
+        _: cl_uint,
+        _: *mut cl_command_queue,
+        _: cl_command_buffer_khr,
+        _: cl_uint,
+        _: *const cl_event,
+        _: *mut cl_event,
+    ) -> cl_int {
+        0
+    }
+    #[allow(clippy::too_many_arguments)]
+    unsafe extern "system" fn nd_range(
+        _: cl_command_buffer_khr,
+        q: cl_command_queue,
+        props: *const cl_properties,
+        _: cl_kernel,
+        dim: cl_uint,
+        _: *const usize,
+        global: *const usize,
+        _: *const usize,
+        n: cl_uint,
+        _: *const cl_sync_point_khr,
+        point: *mut cl_sync_point_khr,
+        _: *mut cl_mutable_command_khr,
+    ) -> cl_int {
+        set_point(point, n);
+        // SAFETY: the wrapper passes three sizes.
+        let g = unsafe { *global };
+        log(format!("ndrange q={} props={} dim={dim} global0={g} deps={n}", q.is_null(), props.is_null()))
+    }
+    #[allow(clippy::too_many_arguments)]
+    unsafe extern "system" fn legacy_copy(
+        _: cl_command_buffer_khr,
+        q: cl_command_queue,
+        src: cl_mem,
+        dst: cl_mem,
+        so: usize,
+        dof: usize,
+        size: usize,
+        n: cl_uint,
+        _: *const cl_sync_point_khr,
+        point: *mut cl_sync_point_khr,
+        _: *mut cl_mutable_command_khr,
+    ) -> cl_int {
+        set_point(point, n);
+        log(format!("copy q={} src={} dst={} {so} {dof} {size} deps={n}", q.is_null(), src as usize, dst as usize))
+    }
+    #[allow(clippy::too_many_arguments)]
+    unsafe extern "system" fn props_copy(
+        _: cl_command_buffer_khr,
+        q: cl_command_queue,
+        props: *const cl_properties,
+        src: cl_mem,
+        dst: cl_mem,
+        so: usize,
+        dof: usize,
+        size: usize,
+        n: cl_uint,
+        _: *const cl_sync_point_khr,
+        point: *mut cl_sync_point_khr,
+        _: *mut cl_mutable_command_khr,
+    ) -> cl_int {
+        set_point(point, n);
+        let (q, p) = (q.is_null(), props.is_null());
+        log(format!("copy q={q} props={p} src={} dst={} {so} {dof} {size} deps={n}", src as usize, dst as usize))
+    }
+    #[allow(clippy::too_many_arguments)]
+    unsafe extern "system" fn legacy_copy_rect(
+        _: cl_command_buffer_khr,
+        _: cl_command_queue,
+        _: cl_mem,
+        _: cl_mem,
+        _: *const usize,
+        _: *const usize,
+        region: *const usize,
+        srp: usize,
+        ssp: usize,
+        drp: usize,
+        dsp: usize,
+        n: cl_uint,
+        _: *const cl_sync_point_khr,
+        point: *mut cl_sync_point_khr,
+        _: *mut cl_mutable_command_khr,
+    ) -> cl_int {
+        set_point(point, n);
+        // SAFETY: the wrapper passes three extents.
+        let w = unsafe { *region };
+        log(format!("rect w={w} pitches={srp},{ssp},{drp},{dsp} deps={n}"))
+    }
+    #[allow(clippy::too_many_arguments)]
+    unsafe extern "system" fn props_copy_rect(
+        _: cl_command_buffer_khr,
+        _: cl_command_queue,
+        props: *const cl_properties,
+        _: cl_mem,
+        _: cl_mem,
+        _: *const usize,
+        _: *const usize,
+        region: *const usize,
+        srp: usize,
+        ssp: usize,
+        drp: usize,
+        dsp: usize,
+        n: cl_uint,
+        _: *const cl_sync_point_khr,
+        point: *mut cl_sync_point_khr,
+        _: *mut cl_mutable_command_khr,
+    ) -> cl_int {
+        set_point(point, n);
+        // SAFETY: the wrapper passes three extents.
+        let w = unsafe { *region };
+        log(format!("rect props={} w={w} pitches={srp},{ssp},{drp},{dsp} deps={n}", props.is_null()))
+    }
+    #[allow(clippy::too_many_arguments)]
+    unsafe extern "system" fn legacy_fill(
+        _: cl_command_buffer_khr,
+        _: cl_command_queue,
+        mem: cl_mem,
+        _: *const c_void,
+        len: usize,
+        off: usize,
+        size: usize,
+        n: cl_uint,
+        _: *const cl_sync_point_khr,
+        point: *mut cl_sync_point_khr,
+        _: *mut cl_mutable_command_khr,
+    ) -> cl_int {
+        set_point(point, n);
+        log(format!("fill mem={} len={len} off={off} size={size} deps={n}", mem as usize))
+    }
+    #[allow(clippy::too_many_arguments)]
+    unsafe extern "system" fn props_fill(
+        _: cl_command_buffer_khr,
+        _: cl_command_queue,
+        props: *const cl_properties,
+        mem: cl_mem,
+        _: *const c_void,
+        len: usize,
+        off: usize,
+        size: usize,
+        n: cl_uint,
+        _: *const cl_sync_point_khr,
+        point: *mut cl_sync_point_khr,
+        _: *mut cl_mutable_command_khr,
+    ) -> cl_int {
+        set_point(point, n);
+        log(format!("fill props={} mem={} len={len} off={off} size={size} deps={n}", props.is_null(), mem as usize))
+    }
+    #[allow(clippy::too_many_arguments)]
+    unsafe extern "system" fn legacy_svm_memcpy(
+        _: cl_command_buffer_khr,
+        _: cl_command_queue,
+        dst: *mut c_void,
+        src: *const c_void,
+        size: usize,
+        n: cl_uint,
+        _: *const cl_sync_point_khr,
+        point: *mut cl_sync_point_khr,
+        _: *mut cl_mutable_command_khr,
+    ) -> cl_int {
+        set_point(point, n);
+        log(format!("svm_memcpy dst={} src={} size={size} deps={n}", dst as usize, src as usize))
+    }
+    #[allow(clippy::too_many_arguments)]
+    unsafe extern "system" fn props_svm_memcpy(
+        _: cl_command_buffer_khr,
+        _: cl_command_queue,
+        props: *const cl_properties,
+        dst: *mut c_void,
+        src: *const c_void,
+        size: usize,
+        n: cl_uint,
+        _: *const cl_sync_point_khr,
+        point: *mut cl_sync_point_khr,
+        _: *mut cl_mutable_command_khr,
+    ) -> cl_int {
+        set_point(point, n);
+        log(format!(
+            "svm_memcpy props={} dst={} src={} size={size} deps={n}",
+            props.is_null(),
+            dst as usize,
+            src as usize
+        ))
+    }
+    #[allow(clippy::too_many_arguments)]
+    unsafe extern "system" fn legacy_svm_fill(
+        _: cl_command_buffer_khr,
+        _: cl_command_queue,
+        dst: *mut c_void,
+        _: *const c_void,
+        len: usize,
+        size: usize,
+        n: cl_uint,
+        _: *const cl_sync_point_khr,
+        point: *mut cl_sync_point_khr,
+        _: *mut cl_mutable_command_khr,
+    ) -> cl_int {
+        set_point(point, n);
+        log(format!("svm_fill dst={} len={len} size={size} deps={n}", dst as usize))
+    }
+    #[allow(clippy::too_many_arguments)]
+    unsafe extern "system" fn props_svm_fill(
+        _: cl_command_buffer_khr,
+        _: cl_command_queue,
+        props: *const cl_properties,
+        dst: *mut c_void,
+        _: *const c_void,
+        len: usize,
+        size: usize,
+        n: cl_uint,
+        _: *const cl_sync_point_khr,
+        point: *mut cl_sync_point_khr,
+        _: *mut cl_mutable_command_khr,
+    ) -> cl_int {
+        set_point(point, n);
+        log(format!("svm_fill props={} dst={} len={len} size={size} deps={n}", props.is_null(), dst as usize))
+    }
+
+    /// A driver of one shape: its entry points by name.
+    fn driver(properties_shape: bool, with_svm: bool) -> impl Fn(&CStr) -> Option<*mut c_void> {
+        move |name: &CStr| {
+            let f: *mut c_void = match (name.to_str().ok()?, properties_shape) {
+                ("clCreateCommandBufferKHR", _) => create as *mut c_void,
+                ("clFinalizeCommandBufferKHR" | "clReleaseCommandBufferKHR", _) => op as *mut c_void,
+                ("clEnqueueCommandBufferKHR", _) => enqueue as *mut c_void,
+                ("clCommandNDRangeKernelKHR", _) => nd_range as *mut c_void,
+                ("clCommandCopyBufferKHR", false) => legacy_copy as *mut c_void,
+                ("clCommandCopyBufferKHR", true) => props_copy as *mut c_void,
+                ("clCommandCopyBufferRectKHR", false) => legacy_copy_rect as *mut c_void,
+                ("clCommandCopyBufferRectKHR", true) => props_copy_rect as *mut c_void,
+                ("clCommandFillBufferKHR", false) => legacy_fill as *mut c_void,
+                ("clCommandFillBufferKHR", true) => props_fill as *mut c_void,
+                ("clCommandSVMMemcpyKHR", false) if with_svm => legacy_svm_memcpy as *mut c_void,
+                ("clCommandSVMMemcpyKHR", true) if with_svm => props_svm_memcpy as *mut c_void,
+                ("clCommandSVMMemFillKHR", false) if with_svm => legacy_svm_fill as *mut c_void,
+                ("clCommandSVMMemFillKHR", true) if with_svm => props_svm_fill as *mut c_void,
+                _ => return None,
+            };
+            Some(f)
+        }
+    }
+
+    fn api(version: ExtVersion, properties_shape: bool, with_svm: bool) -> CommandBufferApi {
+        let abi = select_abi(version).expect("a known version");
+        let lookup = driver(properties_shape, with_svm);
+        // SAFETY: the fakes are declared as the version's entry points.
+        unsafe { CommandBufferApi::resolve_with(&lookup, abi) }.expect("every entry point resolves")
+    }
+
+    /// Records one of each command through `api` and returns what the fakes saw.
+    fn record_all(api: &CommandBufferApi) -> Vec<String> {
+        let (cb, a, b) = (0x10 as cl_command_buffer_khr, 0x20 as cl_mem, 0x30 as cl_mem);
+        let deps = [101, 102];
+        // SAFETY: the fakes only read the arguments described in their logs.
+        unsafe {
+            assert_eq!(api.copy_buffer(cb, a, b, 1, 2, 3, &deps), Ok(102));
+            assert_eq!(api.copy_buffer_rect(cb, a, b, [0; 3], [0; 3], [7, 1, 1], [8, 64], [16, 128], &[]), Ok(100));
+            assert_eq!(api.fill_buffer(cb, a, &[1, 2, 3, 4], 4, 64, &deps[..1]), Ok(101));
+            assert_eq!(api.nd_range(cb, ptr::null_mut(), 1, &[0; 3], &[32, 1, 1], &[8, 1, 1], &deps), Ok(102));
+            if api.has_svm_memcpy() {
+                assert_eq!(api.svm_memcpy(cb, 0x40 as *mut c_void, 0x50 as *const c_void, 12, &[]), Ok(100));
+            }
+            if api.has_svm_fill() {
+                assert_eq!(api.svm_fill(cb, 0x40 as *mut c_void, &[9; 8], 64, &deps), Ok(102));
+            }
+        }
+        take()
+    }
+
+    /// PoCL 3.1: 0.9.0, no properties on copies and fills, no SVM commands
+    /// even where the driver would resolve them.
+    #[test]
+    fn abi_0_9_0() {
+        let api = api(ExtVersion::new(0, 9, 0), false, true);
+        assert!(!api.has_svm_memcpy() && !api.has_svm_fill());
+        assert_eq!(
+            record_all(&api),
+            [
+                "copy q=true src=32 dst=48 1 2 3 deps=2",
+                "rect w=7 pitches=8,64,16,128 deps=0",
+                "fill mem=32 len=4 off=4 size=64 deps=1",
+                "ndrange q=true props=true dim=1 global0=32 deps=2",
+            ]
+        );
+    }
+
+    /// PoCL 5.0: 0.9.4, the old shape plus the SVM commands.
+    #[test]
+    fn abi_0_9_4() {
+        let api = api(ExtVersion::new(0, 9, 4), false, true);
+        assert!(api.has_svm_memcpy() && api.has_svm_fill());
+        assert_eq!(
+            record_all(&api),
+            [
+                "copy q=true src=32 dst=48 1 2 3 deps=2",
+                "rect w=7 pitches=8,64,16,128 deps=0",
+                "fill mem=32 len=4 off=4 size=64 deps=1",
+                "ndrange q=true props=true dim=1 global0=32 deps=2",
+                "svm_memcpy dst=64 src=80 size=12 deps=0",
+                "svm_fill dst=64 len=8 size=64 deps=2",
+            ]
+        );
+        // A 0.9.4 driver without the SVM entry points still records the rest.
+        let api = self::api(ExtVersion::new(0, 9, 4), false, false);
+        assert!(!api.has_svm_memcpy() && !api.has_svm_fill());
+    }
+
+    /// 0.9.5 and later: a properties argument after the queue everywhere.
+    #[test]
+    fn abi_0_9_5_and_later() {
+        for patch in [5, 6, 8] {
+            let api = api(ExtVersion::new(0, 9, patch), true, true);
+            assert_eq!(
+                record_all(&api),
+                [
+                    "copy q=true props=true src=32 dst=48 1 2 3 deps=2",
+                    "rect props=true w=7 pitches=8,64,16,128 deps=0",
+                    "fill props=true mem=32 len=4 off=4 size=64 deps=1",
+                    "ndrange q=true props=true dim=1 global0=32 deps=2",
+                    "svm_memcpy props=true dst=64 src=80 size=12 deps=0",
+                    "svm_fill props=true dst=64 len=8 size=64 deps=2",
+                ],
+                "0.9.{patch}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_missing_entry_point_is_a_reason() {
+        let abi = select_abi(ExtVersion::new(0, 9, 0)).expect("known");
+        let none = |_: &CStr| None;
+        // SAFETY: the lookup finds nothing.
+        let err = unsafe { CommandBufferApi::resolve_with(&none, abi) }.err().expect("no entry points");
+        assert!(err.contains("clCommandCopyBufferKHR"), "{err}");
     }
 }

@@ -189,19 +189,17 @@ pub(crate) enum Ptr {
 /// `index` is a global-pointer argument of `kernel`; a USM address belongs to
 /// the kernel's context (through `usm`'s mechanism).
 pub(crate) unsafe fn set_ptr(usm: &Usm, kernel: cl_kernel, index: u32, value: Ptr) -> Result<()> {
-    // SAFETY (each call): the argument is a global pointer (contract); a
+    // SAFETY: for each call, the argument is a global pointer (contract); a
     // cl_mem is passed by address with its size, NULL as a null cl_mem.
     unsafe {
         match value {
-            Ptr::Mem(mem) => {
-                cl3::kernel::set_kernel_arg(kernel, index, size_of::<cl_mem>(), (&raw const mem).cast())
-                    .cl("clSetKernelArg (buffer)")
-            }
+            Ptr::Mem(mem) => cl3::kernel::set_kernel_arg(kernel, index, size_of::<cl_mem>(), (&raw const mem).cast())
+                .cl("clSetKernelArg (buffer)"),
             Ptr::Null => cl3::kernel::set_kernel_arg(kernel, index, size_of::<cl_mem>(), ptr::null())
                 .cl("clSetKernelArg (null pointer)"),
             Ptr::Usm(p) => match usm {
                 Usm::Intel(api) => api.set_arg(kernel, index, p).cl("clSetKernelArgMemPointerINTEL"),
-                Usm::Svm { .. } => cl3::kernel::set_kernel_arg_svm_pointer(kernel, index, p.cast_const())
+                Usm::Svm => cl3::kernel::set_kernel_arg_svm_pointer(kernel, index, p.cast_const())
                     .cl("clSetKernelArgSVMPointer"),
                 Usm::None => Err(ur_core::err!(UnsupportedFeature, "the device has no USM")),
             },
@@ -244,7 +242,14 @@ impl Helpers {
     ///
     /// # Safety
     /// Both ranges are valid for `n` bytes and do not overlap; the target is valid.
-    pub(crate) unsafe fn copy(&self, usm: &Usm, target: &Target<'_>, dst: Side, src: Side, n: usize) -> Result<Launched> {
+    pub(crate) unsafe fn copy(
+        &self,
+        usm: &Usm,
+        target: &Target<'_>,
+        dst: Side,
+        src: Side,
+        n: usize,
+    ) -> Result<Launched> {
         let h = &self.copy;
         let kernel = h.kernel.lock();
         let k = kernel.get();
@@ -266,6 +271,7 @@ impl Helpers {
     ///
     /// # Safety
     /// Both sides are valid for the region's extent and do not overlap.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) unsafe fn copy_rect(
         &self,
         usm: &Usm,
@@ -302,7 +308,14 @@ impl Helpers {
     ///
     /// # Safety
     /// `dst` is valid for `n` bytes, a multiple of the pattern's length.
-    pub(crate) unsafe fn fill(&self, usm: &Usm, target: &Target<'_>, dst: Side, pattern: &[u8], n: usize) -> Result<Launched> {
+    pub(crate) unsafe fn fill(
+        &self,
+        usm: &Usm,
+        target: &Target<'_>,
+        dst: Side,
+        pattern: &[u8],
+        n: usize,
+    ) -> Result<Launched> {
         let h = &self.fill;
         let kernel = h.kernel.lock();
         let k = kernel.get();

@@ -44,8 +44,8 @@ pub mod version;
 
 use std::sync::Arc;
 
-use ur_core::adapter::{AdapterFactory, PlatformImpl};
 use ur_core::Backend;
+use ur_core::adapter::{AdapterFactory, PlatformImpl};
 
 pub use conv::cl_error;
 pub use device::{CommandBufferPlan, Plan, Reported, UsmPlan, plan};

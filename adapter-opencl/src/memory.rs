@@ -12,8 +12,8 @@ use crate::context::Shared;
 use crate::conv::ClResultExt;
 use crate::device::Usm;
 use crate::event::{RawEvent, WaitList};
-use crate::helpers::{Launched, Ptr, Side, Target};
 use crate::ffi::IntelKind;
+use crate::helpers::{Launched, Ptr, Side, Target};
 
 const CL_MEM_READ_WRITE: cl_bitfield = 1 << 0;
 const CL_MEM_ALLOC_HOST_PTR: cl_bitfield = 1 << 4;
@@ -67,7 +67,7 @@ impl ClUsm {
                 // SAFETY: the context and device belong together.
                 unsafe { api.alloc(context, shared.device.id, kind, alloc_size, driver_align) }.cl("USM allocation")?
             }
-            Usm::Svm { .. } => {
+            Usm::Svm => {
                 let flags = match kind {
                     UsmKind::Device => CL_MEM_READ_WRITE,
                     // The device reports these kinds only with fine-grained buffers.

@@ -166,7 +166,15 @@ mod tests {
     #[test]
     fn in_order_chain_with_eager_commands() {
         // An in-order buffer: each command depends on the previous one.
-        let p = plan(&[(&[], false), (&[0], false), (&[1], true), (&[2], false), (&[3], true), (&[4], true), (&[5], false)]);
+        let p = plan(&[
+            (&[], false),
+            (&[0], false),
+            (&[1], true),
+            (&[2], false),
+            (&[3], true),
+            (&[4], true),
+            (&[5], false),
+        ]);
         check_topological(&p);
         let kinds: Vec<_> = p.steps().iter().map(|s| (s.kind, s.commands.clone())).collect();
         assert_eq!(

@@ -67,8 +67,7 @@ impl ProgramImpl for ClProgram {
                 declared + 1 + locals
             ));
         }
-        let max_work_group_size =
-            kernel.get_work_group_size(self.shared.device.id).cl("CL_KERNEL_WORK_GROUP_SIZE")?;
+        let max_work_group_size = kernel.get_work_group_size(self.shared.device.id).cl("CL_KERNEL_WORK_GROUP_SIZE")?;
         Ok(Box::new(ClKernel { kernel: Mutex::new(kernel), max_work_group_size, status_abi, name: name.into() }))
     }
 }

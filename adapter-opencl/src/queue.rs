@@ -73,9 +73,10 @@ impl QueueImpl for ClQueue {
             unsafe { RawEvent::from_raw(event) }
         } else if barrier {
             // SAFETY: a valid queue and wait list (an empty one means every earlier command).
-            let event =
-                unsafe { cl3::command_queue::enqueue_barrier_with_wait_list(self.raw(), wait.len() as u32, wait.as_ptr()) }
-                    .cl("clEnqueueBarrierWithWaitList")?;
+            let event = unsafe {
+                cl3::command_queue::enqueue_barrier_with_wait_list(self.raw(), wait.len() as u32, wait.as_ptr())
+            }
+            .cl("clEnqueueBarrierWithWaitList")?;
             // SAFETY: a new reference from the enqueue.
             unsafe { RawEvent::from_raw(event) }
         } else {

@@ -218,7 +218,8 @@ mod tests {
 
     #[test]
     fn unknown_versions_are_rejected() {
-        for v in [ExtVersion::new(0, 8, 9), ExtVersion::new(0, 10, 0), ExtVersion::new(1, 0, 0), ExtVersion::new(0, 0, 0)]
+        for v in
+            [ExtVersion::new(0, 8, 9), ExtVersion::new(0, 10, 0), ExtVersion::new(1, 0, 0), ExtVersion::new(0, 0, 0)]
         {
             assert_eq!(select_abi(v), None, "{v}");
         }
