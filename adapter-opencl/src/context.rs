@@ -1,7 +1,7 @@
 //! Contexts: an OpenCL context on one device, its internal queue, the helper
 //! kernels, and the objects it makes.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use cl3::types::{cl_bitfield, cl_command_queue};
 use ur_core::adapter::{BufferImpl, CommandBufferImpl, ContextImpl, ProgramImpl, QueueImpl, UserEventImpl, UsmImpl};
@@ -32,11 +32,25 @@ pub(crate) struct Shared {
     /// wait for it rather than for an empty list, which would mean "every
     /// command enqueued before".
     pub(crate) complete: RawEvent,
+    /// An in-order queue that only reads kernel status words, made on first
+    /// use: a blocking read there waits for nothing but itself, where on the
+    /// internal queue (in order on some devices) it could wait behind steps
+    /// gated by a user event that the reading thread has yet to complete.
+    status: OnceLock<opencl3::command_queue::CommandQueue>,
 }
 
 impl Shared {
     pub(crate) fn internal_queue(&self) -> cl_command_queue {
         self.internal.get()
+    }
+
+    /// The queue status words are read on.
+    pub(crate) fn status_queue(&self) -> Result<cl_command_queue> {
+        if let Some(queue) = self.status.get() {
+            return Ok(queue.get());
+        }
+        let queue = create_queue(&self.context, &self.device, 0)?;
+        Ok(self.status.get_or_init(|| queue).get())
     }
 }
 
@@ -80,7 +94,9 @@ impl ClContext {
         let complete = unsafe { RawEvent::from_raw(complete) };
         cl3::event::set_user_event_status(complete.get(), 0).cl("clSetUserEventStatus")?;
         tracing::debug!(device = %device.info.name, "OpenCL context created");
-        Ok(ClContext { shared: Arc::new(Shared { device, context, internal, helpers, complete }) })
+        Ok(ClContext {
+            shared: Arc::new(Shared { device, context, internal, helpers, complete, status: OnceLock::new() }),
+        })
     }
 }
 

@@ -164,7 +164,7 @@ impl StatusWord {
         // outlives the call; the launch that wrote it has completed.
         let event = unsafe {
             cl3::command_queue::enqueue_read_buffer(
-                self.shared.internal_queue(),
+                self.shared.status_queue()?,
                 self.mem.get(),
                 1,
                 0,

@@ -6,7 +6,9 @@
 //!
 //! - **Kernels** are OpenCL C ([`ur_core::SourceForm::OpenClC`]); arguments
 //!   are set on the `cl_kernel` under a lock and captured by the enqueue or
-//!   the recording.
+//!   the recording. A kernel may opt into a status word (see `program.rs`)
+//!   through which it reports that it cannot run, which OpenCL C cannot
+//!   otherwise express.
 //! - **USM** is `cl_intel_unified_shared_memory` where the device has it,
 //!   SVM otherwise (fine-grained for host and shared USM, coarse-grained for
 //!   device USM; a device with coarse-grained SVM only offers device USM).
