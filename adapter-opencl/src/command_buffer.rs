@@ -26,8 +26,10 @@
 //! enqueue uses an idle instance of the current version or records another.
 
 use std::any::Any;
+use std::cell::RefCell;
 use std::sync::Arc;
 
+use cl3::types::cl_event;
 use smallvec::SmallVec;
 use ur_core::adapter::{CommandBufferImpl, EventImpl, KernelUpdate, QueueImpl, downcast};
 use ur_core::{Command, CommandBufferDesc, Event, Kernel, NativeHandle, Result, err};
@@ -38,6 +40,7 @@ use crate::device::NativeCommandBuffers;
 use crate::event::{ClEvent, RawEvent, WaitList};
 use crate::exec;
 use crate::ffi::{CL_COMMAND_BUFFER_SIMULTANEOUS_USE_KHR, cl_command_buffer_khr, cl_sync_point_khr};
+use crate::one_launch::{self, RecordedKernels};
 use crate::plan::{Placement, Planner, StepKind};
 use crate::program::ClKernel;
 use crate::queue::ClQueue;
@@ -56,6 +59,9 @@ struct Record {
 /// One `cl_command_buffer_khr`.
 struct Segment {
     handle: cl_command_buffer_khr,
+    /// Its kernel launches, tracked on devices that need one shape per
+    /// kernel at a time ([`crate::one_launch`]).
+    kernels: Option<RefCell<RecordedKernels>>,
 }
 
 /// The native steps of one version of the commands, recorded.
@@ -109,7 +115,8 @@ impl Instance {
         // SAFETY: the internal queue belongs to the device the table was resolved for.
         let handle =
             unsafe { native.api.create(self.shared.internal_queue(), flags) }.cl("clCreateCommandBufferKHR")?;
-        Ok(Segment { handle })
+        let kernels = self.shared.device.one_launch_per_kernel.then(RefCell::default);
+        Ok(Segment { handle, kernels })
     }
 
     /// Records command `index` into step `step`'s segment (created on first
@@ -123,12 +130,14 @@ impl Instance {
         if created {
             self.segments[step] = Some(self.create_segment()?);
         }
-        let handle = self.segments[step].as_ref().map(|s| s.handle).expect("just created");
+        let segment = self.segments[step].as_ref().expect("just created");
         let deps: SmallVec<[cl_sync_point_khr; 4]> = same_step_deps.iter().map(|d| self.sync[*d as usize]).collect();
         // SAFETY: the command was validated for this context and needs no
         // host memory (it is in a native step); the segment is recording and
         // the sync points are its own.
-        let point = unsafe { exec::record(&self.shared, &self.native().api, handle, command, &deps) };
+        let point = unsafe {
+            exec::record(&self.shared, &self.native().api, segment.handle, command, &deps, segment.kernels.as_ref())
+        };
         match point {
             Ok((point, kernel)) => {
                 self.kernels.extend(kernel);
@@ -332,11 +341,19 @@ impl CommandBufferImpl for ClCommandBuffer {
                 StepKind::Native => {
                     let segment =
                         self.instances[instance].segments[done.len()].as_ref().expect("native steps are recorded");
-                    // SAFETY: a finalized command-buffer of this table; valid events.
-                    let event = unsafe { self.native().api.enqueue(segment.handle, wait.handles()) }
-                        .cl("clEnqueueCommandBufferKHR")?;
-                    // SAFETY: a new reference from the enqueue.
-                    unsafe { RawEvent::from_raw(event) }
+                    let enqueue = |wait: &[cl_event]| {
+                        // SAFETY: a finalized command-buffer of this table; valid events.
+                        let event = unsafe { self.native().api.enqueue(segment.handle, wait) }
+                            .cl("clEnqueueCommandBufferKHR")?;
+                        // SAFETY: a new reference from the enqueue.
+                        Ok(unsafe { RawEvent::from_raw(event) })
+                    };
+                    match &segment.kernels {
+                        Some(kernels) => {
+                            one_launch::enqueue_exclusive(&kernels.borrow().names, wait.handles(), enqueue)?
+                        }
+                        None => enqueue(wait.handles())?,
+                    }
                 }
                 StepKind::Eager => {
                     let record = &self.records[step.commands[0] as usize];

@@ -15,6 +15,7 @@ use ur_core::{
 
 use crate::context::ClContext;
 use crate::ffi::{self, CommandBufferApi, IntelUsmApi};
+use crate::one_launch;
 use crate::version::{self, CommandBufferAbi, ExtVersion};
 
 const CL_DEVICE_TYPE_ALL: cl_bitfield = 0xFFFF_FFFF;
@@ -177,6 +178,8 @@ pub(crate) struct DeviceShared {
     pub(crate) usm: Usm,
     pub(crate) command_buffers: Option<NativeCommandBuffers>,
     pub(crate) out_of_order: bool,
+    /// PoCL's CPU devices before 7.0: see [`crate::one_launch`].
+    pub(crate) one_launch_per_kernel: bool,
     pub(crate) info: DeviceInfo,
 }
 
@@ -208,7 +211,7 @@ impl ClPlatform {
         };
         let devices: Vec<Arc<ClDevice>> = ids
             .into_iter()
-            .filter_map(|d| match ClDevice::open(id, d) {
+            .filter_map(|d| match ClDevice::open(id, d, &version) {
                 Ok(device) => Some(Arc::new(device)),
                 Err(reason) => {
                     tracing::warn!(platform = %name, %reason, "device skipped");
@@ -279,7 +282,11 @@ fn reported(id: cl_device_id, device: &opencl3::device::Device) -> Reported {
 }
 
 impl ClDevice {
-    fn open(platform: cl_platform_id, id: cl_device_id) -> std::result::Result<ClDevice, String> {
+    fn open(
+        platform: cl_platform_id,
+        id: cl_device_id,
+        platform_version: &str,
+    ) -> std::result::Result<ClDevice, String> {
         let device = opencl3::device::Device::new(id);
         let name = device.name().map_err(|e| format!("CL_DEVICE_NAME: {}", e.0))?;
         let reported = reported(id, &device);
@@ -323,7 +330,13 @@ impl ClDevice {
         }
         let out_of_order = reported.queue_properties & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE != 0;
         let info = device_info(&device, name, plan.usm.kinds(), out_of_order, command_buffers.is_some())?;
-        Ok(ClDevice { shared: Arc::new(DeviceShared { id, usm, command_buffers, out_of_order, info }) })
+        let one_launch_per_kernel = one_launch::affected(platform_version, info.device_type == DeviceType::Cpu);
+        if one_launch_per_kernel {
+            tracing::debug!(device = %info.name, "PoCL before 7.0: one launch per kernel at a time");
+        }
+        Ok(ClDevice {
+            shared: Arc::new(DeviceShared { id, usm, command_buffers, out_of_order, one_launch_per_kernel, info }),
+        })
     }
 }
 

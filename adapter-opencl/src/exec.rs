@@ -14,6 +14,7 @@
 //! | read / write, USM | `ur_copy` / `ur_copy_rect` | `ur_copy` / `ur_copy_rect` |
 
 use std::any::Any;
+use std::cell::RefCell;
 use std::ffi::c_void;
 use std::sync::Arc;
 
@@ -27,7 +28,8 @@ use crate::device::Usm;
 use crate::event::{RawEvent, StatusWord, WaitList};
 use crate::ffi::{CommandBufferApi, cl_command_buffer_khr, cl_sync_point_khr};
 use crate::helpers::{self, Launched, Ptr, Side, Target};
-use crate::memory::ClBuffer;
+use crate::memory::{ClBuffer, ClUsm};
+use crate::one_launch::RecordedKernels;
 use crate::program::ClKernel;
 
 const CL_FALSE: u32 = 0;
@@ -86,12 +88,16 @@ fn rect_side(ptr: Ptr, layout: &ur_core::RectLayout) -> Side {
     Side { ptr, offset: layout.origin_offset() }
 }
 
-/// Whether `queue` executes out of order.
-fn out_of_order(queue: cl_command_queue) -> bool {
+/// Whether a marker on `queue` must be a kernel: on an out-of-order queue
+/// (see [`marker`]) or a profiling one (NVIDIA's OpenCL gives markers no
+/// timestamps, and a submission's profiling spans its first and last).
+fn marker_is_a_kernel(queue: cl_command_queue) -> bool {
     const CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE: u64 = 1;
+    const CL_QUEUE_PROFILING_ENABLE: u64 = 2;
     matches!(
         cl3::command_queue::get_command_queue_info(queue, cl3::command_queue::CL_QUEUE_PROPERTIES),
-        Ok(cl3::info_type::InfoType::Ulong(p)) if p & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE != 0
+        Ok(cl3::info_type::InfoType::Ulong(p))
+            if p & (CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE | CL_QUEUE_PROFILING_ENABLE) != 0
     )
 }
 
@@ -103,14 +109,16 @@ fn out_of_order(queue: cl_command_queue) -> bool {
 /// `ur_noop` kernel: PoCL 3.1 makes a marker on an out-of-order queue wait
 /// for every earlier command of the queue, as a barrier would, which
 /// serialises independent work (a graph's branches) and makes each marker
-/// cost more the longer the queue.
+/// cost more the longer the queue. On a profiling queue it is `ur_noop` too,
+/// so that it has timestamps on every device.
 ///
 /// # Safety
 /// `queue` is a valid queue of the context; the events are valid.
 pub(crate) unsafe fn marker(shared: &Shared, queue: cl_command_queue, wait: &WaitList) -> Result<RawEvent> {
-    if out_of_order(queue) {
+    if marker_is_a_kernel(queue) {
+        let target = Target::Queue { queue, wait, one_launch: shared.device.one_launch_per_kernel };
         // SAFETY: a valid queue and wait list.
-        return event(unsafe { shared.helpers.noop(&Target::Queue { queue, wait })? });
+        return event(unsafe { shared.helpers.noop(&target)? });
     }
     let complete = [shared.complete.get()];
     let (n, list) = if wait.is_empty() { (1, complete.as_ptr()) } else { (wait.len() as u32, wait.as_ptr()) };
@@ -185,7 +193,9 @@ unsafe fn launch_kernel(
     let r = &k.range;
     // SAFETY: every argument is set; the front end checked the geometry
     // (global sizes non-zero here, divisible by the local sizes, within limits).
-    let launched = unsafe { helpers::launch(target, raw, r.work_dim, r.global_offset, r.global_size, r.local_size)? };
+    let launched = unsafe {
+        helpers::launch(target, raw, &kernel.name, r.work_dim, r.global_offset, r.global_size, r.local_size)?
+    };
     Ok((launched, status))
 }
 
@@ -242,7 +252,7 @@ unsafe fn enqueue_raw(
     command: &Command,
     wait: &WaitList,
 ) -> Result<Enqueued> {
-    let target = Target::Queue { queue, wait };
+    let target = Target::Queue { queue, wait, one_launch: shared.device.one_launch_per_kernel };
     let h = &shared.helpers;
     let device_usm = &shared.device.usm;
     let (n, list) = (wait.len() as u32, wait.as_ptr());
@@ -402,6 +412,19 @@ unsafe fn enqueue_raw(
     Ok(Enqueued::Plain(unsafe { RawEvent::from_raw(raw) }))
 }
 
+/// The USM side, `offset` bytes further, of a helper transfer whose other
+/// side is a buffer: on SVM devices, the allocation as a buffer (see
+/// [`ClUsm::as_buffer`]), so that the launch takes no SVM pointer beside a
+/// buffer.
+fn usm_beside_buffer(shared: &Shared, r: &UsmRef, offset: usize) -> Result<Side> {
+    if !matches!(shared.device.usm, Usm::Svm) {
+        return Ok(Side { ptr: Ptr::Usm(usm(r)), offset });
+    }
+    let allocation = downcast::<ClUsm>(r.alloc().imp() as &dyn Any, "a USM allocation")?;
+    let (buffer, at) = allocation.as_buffer()?;
+    Ok(Side { ptr: Ptr::Mem(buffer), offset: at + r.offset() + offset })
+}
+
 /// The commands both forms run with the helper kernels: transfers between
 /// buffers and USM, and fills with patterns OpenCL cannot take.
 ///
@@ -416,7 +439,7 @@ unsafe fn helper_command(shared: &Shared, target: &Target<'_>, command: &Command
             Command::BufferRead { buffer, offset, size, dst: MemLoc::Usm(dst) } => h.copy(
                 device_usm,
                 target,
-                Side { ptr: Ptr::Usm(usm(dst)), offset: 0 },
+                usm_beside_buffer(shared, dst, 0)?,
                 Side { ptr: Ptr::Mem(mem(buffer)?), offset: *offset },
                 *size,
             ),
@@ -424,14 +447,14 @@ unsafe fn helper_command(shared: &Shared, target: &Target<'_>, command: &Command
                 device_usm,
                 target,
                 Side { ptr: Ptr::Mem(mem(buffer)?), offset: *offset },
-                Side { ptr: Ptr::Usm(usm(src)), offset: 0 },
+                usm_beside_buffer(shared, src, 0)?,
                 *size,
             ),
             Command::BufferReadRect { buffer, buffer_layout, host_layout, region, dst: MemLoc::Usm(dst) } => h
                 .copy_rect(
                     device_usm,
                     target,
-                    rect_side(Ptr::Usm(usm(dst)), host_layout),
+                    usm_beside_buffer(shared, dst, host_layout.origin_offset())?,
                     pitches(host_layout),
                     rect_side(Ptr::Mem(mem(buffer)?), buffer_layout),
                     pitches(buffer_layout),
@@ -443,7 +466,7 @@ unsafe fn helper_command(shared: &Shared, target: &Target<'_>, command: &Command
                     target,
                     rect_side(Ptr::Mem(mem(buffer)?), buffer_layout),
                     pitches(buffer_layout),
-                    rect_side(Ptr::Usm(usm(src)), host_layout),
+                    usm_beside_buffer(shared, src, host_layout.origin_offset())?,
                     pitches(host_layout),
                     extent(region),
                 ),
@@ -465,7 +488,9 @@ unsafe fn helper_command(shared: &Shared, target: &Target<'_>, command: &Command
     }
 }
 
-/// Records `command` into a command-buffer after the sync points `deps`.
+/// Records `command` into a command-buffer after the sync points `deps`
+/// (and, with `kernels`, after the segment's previous launch of the same
+/// kernel: see [`crate::one_launch`]).
 ///
 /// # Safety
 /// `command` was validated for this context and does not use raw host memory
@@ -476,8 +501,9 @@ pub(crate) unsafe fn record(
     buffer: cl_command_buffer_khr,
     command: &Command,
     deps: &[cl_sync_point_khr],
+    kernels: Option<&RefCell<RecordedKernels>>,
 ) -> Result<Recorded> {
-    let target = Target::Record { api, buffer, deps };
+    let target = Target::Record { api, buffer, deps, kernels };
     let h = &shared.helpers;
     let device_usm = &shared.device.usm;
     let svm = matches!(device_usm, Usm::Svm);

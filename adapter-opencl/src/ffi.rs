@@ -672,7 +672,7 @@ pub(crate) struct IntelUsmApi {
     host_alloc: UsmHostAlloc,
     device_alloc: UsmDeviceAlloc,
     shared_alloc: UsmDeviceAlloc,
-    blocking_free: UsmFree,
+    free: UsmFree,
     set_arg: SetKernelArgMemPointer,
     memcpy: EnqueueMemcpy,
 }
@@ -701,7 +701,7 @@ impl IntelUsmApi {
                 host_alloc: resolve(lookup, c"clHostMemAllocINTEL")?,
                 device_alloc: resolve(lookup, c"clDeviceMemAllocINTEL")?,
                 shared_alloc: resolve(lookup, c"clSharedMemAllocINTEL")?,
-                blocking_free: resolve(lookup, c"clMemBlockingFreeINTEL")?,
+                free: resolve(lookup, c"clMemFreeINTEL")?,
                 set_arg: resolve(lookup, c"clSetKernelArgMemPointerINTEL")?,
                 memcpy: resolve(lookup, c"clEnqueueMemcpyINTEL")?,
             })
@@ -732,13 +732,18 @@ impl IntelUsmApi {
         if status == 0 && !ptr.is_null() { Ok(ptr) } else { Err(if status == 0 { -6 } else { status }) }
     }
 
-    /// Frees an allocation once no command uses it.
+    /// Frees an allocation at once (`clMemFreeINTEL`). The front end frees
+    /// only what no pending command uses, so the blocking form, which waits
+    /// for every queue of the context, is not needed; PoCL 5.0's also reads
+    /// the context's queue list while another thread may be releasing a
+    /// queue, and aborts.
     ///
     /// # Safety
-    /// `ptr` was returned by [`alloc`](Self::alloc) on `context` and is freed once.
+    /// `ptr` was returned by [`alloc`](Self::alloc) on `context`, is freed
+    /// once, and no pending command uses it.
     pub(crate) unsafe fn free(&self, context: cl_context, ptr: *mut c_void) -> Result<(), cl_int> {
         // SAFETY: forwarded from the contract.
-        let status = unsafe { (self.blocking_free)(context, ptr) };
+        let status = unsafe { (self.free)(context, ptr) };
         if status == 0 { Ok(()) } else { Err(status) }
     }
 

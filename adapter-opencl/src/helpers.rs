@@ -11,14 +11,18 @@
 use std::ffi::c_void;
 use std::ptr;
 
-use cl3::types::{cl_command_queue, cl_kernel, cl_mem};
+use std::cell::RefCell;
+
+use cl3::types::{cl_command_queue, cl_event, cl_kernel, cl_mem};
 use parking_lot::Mutex;
+use smallvec::SmallVec;
 use ur_core::Result;
 
 use crate::conv::ClResultExt;
 use crate::device::Usm;
 use crate::event::{RawEvent, WaitList};
 use crate::ffi::{CommandBufferApi, cl_command_buffer_khr, cl_sync_point_khr};
+use crate::one_launch::{self, KernelNames, RecordedKernels};
 
 /// OpenCL C of the helper kernels. Copies and fills work on bytes, 16 per
 /// work-item (`vload16`/`vstore16` need only byte alignment); every kernel
@@ -64,17 +68,34 @@ const BYTES_PER_ITEM: usize = 16;
 /// specialise kernels per work-group size (PoCL) do it once.
 const GROUP: usize = 64;
 
-/// One helper kernel; the lock covers setting its arguments and launching it.
+/// One helper kernel, as two kernel objects: one whose pointer arguments are
+/// always USM pointers, one whose pointer arguments include buffers. An
+/// argument of one object thus never changes from one kind to the other,
+/// which NVIDIA's OpenCL does not handle (later launches fail with
+/// `CL_INVALID_KERNEL_ARGS`). Each lock covers setting the arguments and
+/// launching.
 pub(crate) struct Helper {
-    kernel: Mutex<opencl3::kernel::Kernel>,
+    usm: Mutex<opencl3::kernel::Kernel>,
+    buffers: Mutex<opencl3::kernel::Kernel>,
+    name: &'static str,
     group: usize,
 }
 
 impl Helper {
-    fn new(program: &opencl3::program::Program, name: &str, device: cl3::types::cl_device_id) -> Result<Helper> {
-        let kernel = opencl3::kernel::Kernel::create(program, name).cl("clCreateKernel (adapter helper)")?;
-        let max = kernel.get_work_group_size(device).cl("CL_KERNEL_WORK_GROUP_SIZE")?;
-        Ok(Helper { kernel: Mutex::new(kernel), group: GROUP.min(max).max(1) })
+    fn new(
+        program: &opencl3::program::Program,
+        name: &'static str,
+        device: cl3::types::cl_device_id,
+    ) -> Result<Helper> {
+        let create = || opencl3::kernel::Kernel::create(program, name).cl("clCreateKernel (adapter helper)");
+        let (usm, buffers) = (create()?, create()?);
+        let max = usm.get_work_group_size(device).cl("CL_KERNEL_WORK_GROUP_SIZE")?;
+        Ok(Helper { usm: Mutex::new(usm), buffers: Mutex::new(buffers), name, group: GROUP.min(max).max(1) })
+    }
+
+    /// The kernel object for a launch whose pointer arguments are `ptrs`.
+    fn for_args(&self, ptrs: &[Ptr]) -> parking_lot::MutexGuard<'_, opencl3::kernel::Kernel> {
+        if ptrs.iter().any(|p| matches!(p, Ptr::Mem(_))) { self.buffers.lock() } else { self.usm.lock() }
     }
 }
 
@@ -108,10 +129,18 @@ impl Helpers {
 
 /// Where a launch goes.
 pub(crate) enum Target<'a> {
-    /// Enqueued on a queue after the events of a wait list.
-    Queue { queue: cl_command_queue, wait: &'a WaitList },
-    /// Recorded into a command-buffer after sync points.
-    Record { api: &'a CommandBufferApi, buffer: cl_command_buffer_khr, deps: &'a [cl_sync_point_khr] },
+    /// Enqueued on a queue after the events of a wait list; `one_launch`:
+    /// also after the previous launch of the kernel (see
+    /// [`crate::one_launch`]).
+    Queue { queue: cl_command_queue, wait: &'a WaitList, one_launch: bool },
+    /// Recorded into a command-buffer after sync points; with `kernels`, also
+    /// after the segment's previous command of the kernel.
+    Record {
+        api: &'a CommandBufferApi,
+        buffer: cl_command_buffer_khr,
+        deps: &'a [cl_sync_point_khr],
+        kernels: Option<&'a RefCell<RecordedKernels>>,
+    },
 }
 
 /// What a launch produced.
@@ -131,31 +160,41 @@ pub(crate) enum Launched {
 pub(crate) unsafe fn launch(
     target: &Target<'_>,
     kernel: cl_kernel,
+    name: &str,
     work_dim: u32,
     offset: [usize; 3],
     global: [usize; 3],
     local: [usize; 3],
 ) -> Result<Launched> {
     match target {
-        Target::Queue { queue, wait } => {
-            // SAFETY: per the contract; the arrays outlive the call.
-            let event = unsafe {
-                cl3::command_queue::enqueue_nd_range_kernel(
-                    *queue,
-                    kernel,
-                    work_dim,
-                    offset.as_ptr(),
-                    global.as_ptr(),
-                    local.as_ptr(),
-                    wait.len() as u32,
-                    wait.as_ptr(),
-                )
-            }
-            .cl("clEnqueueNDRangeKernel")?;
-            // SAFETY: a successful enqueue returns a new reference.
-            Ok(Launched::Event(unsafe { RawEvent::from_raw(event) }))
+        Target::Queue { queue, wait, one_launch } => {
+            let enqueue = |wait: &[cl_event]| {
+                let list = if wait.is_empty() { ptr::null() } else { wait.as_ptr() };
+                // SAFETY: per the contract; the arrays outlive the call.
+                let event = unsafe {
+                    cl3::command_queue::enqueue_nd_range_kernel(
+                        *queue,
+                        kernel,
+                        work_dim,
+                        offset.as_ptr(),
+                        global.as_ptr(),
+                        local.as_ptr(),
+                        wait.len() as u32,
+                        list,
+                    )
+                }
+                .cl("clEnqueueNDRangeKernel")?;
+                // SAFETY: a successful enqueue returns a new reference.
+                Ok(unsafe { RawEvent::from_raw(event) })
+            };
+            let event = if *one_launch {
+                one_launch::enqueue_exclusive(&KernelNames::one(name), wait.handles(), enqueue)?
+            } else {
+                enqueue(wait.handles())?
+            };
+            Ok(Launched::Event(event))
         }
-        Target::Record { api, buffer, deps } => {
+        Target::Record { api, buffer, deps, kernels } => {
             // Each recorded launch gets its own copy of the kernel and its
             // arguments: PoCL 3.1 reads a recorded kernel's arguments when the
             // command-buffer runs, not when it was recorded, so a kernel
@@ -164,9 +203,16 @@ pub(crate) unsafe fn launch(
             // the kernel itself is recorded, as the extension specifies.
             let clone = cl3::kernel::clone_kernel(kernel).ok().map(opencl3::kernel::Kernel::new);
             let recorded = clone.as_ref().map_or(kernel, |k| k.get());
+            let mut all_deps: SmallVec<[cl_sync_point_khr; 8]> = SmallVec::from_slice(deps);
+            if let Some(kernels) = kernels {
+                all_deps.extend(kernels.borrow().extra_dep(name));
+            }
             // SAFETY: per the contract; a clone has the same arguments set.
-            let point = unsafe { api.nd_range(*buffer, recorded, work_dim, &offset, &global, &local, deps) }
+            let point = unsafe { api.nd_range(*buffer, recorded, work_dim, &offset, &global, &local, &all_deps) }
                 .cl("clCommandNDRangeKernelKHR")?;
+            if let Some(kernels) = kernels {
+                kernels.borrow_mut().recorded(name, point);
+            }
             Ok(Launched::SyncPoint(point, clone))
         }
     }
@@ -251,7 +297,7 @@ impl Helpers {
         n: usize,
     ) -> Result<Launched> {
         let h = &self.copy;
-        let kernel = h.kernel.lock();
+        let kernel = h.for_args(&[dst.ptr, src.ptr]);
         let k = kernel.get();
         // SAFETY: the argument kinds match `ur_copy`; the ranges are valid (contract).
         unsafe {
@@ -261,7 +307,7 @@ impl Helpers {
             set_value(k, 3, &(src.offset as u64).to_ne_bytes())?;
             set_value(k, 4, &(n as u64).to_ne_bytes())?;
             let items = rounded(n.div_ceil(BYTES_PER_ITEM), h.group);
-            launch(target, k, 1, [0; 3], [items, 1, 1], [h.group, 1, 1])
+            launch(target, k, h.name, 1, [0; 3], [items, 1, 1], [h.group, 1, 1])
         }
     }
 
@@ -283,7 +329,7 @@ impl Helpers {
         region: [usize; 3],
     ) -> Result<Launched> {
         let h = &self.copy_rect;
-        let kernel = h.kernel.lock();
+        let kernel = h.for_args(&[dst.ptr, src.ptr]);
         let k = kernel.get();
         let u = |v: usize| (v as u64).to_ne_bytes();
         // SAFETY: the argument kinds match `ur_copy_rect`; the ranges are valid (contract).
@@ -300,7 +346,7 @@ impl Helpers {
             set_value(k, 9, &u(region[1]))?;
             set_value(k, 10, &u(region[2]))?;
             let group = h.group.min(16);
-            launch(target, k, 3, [0; 3], [rounded(region[0], group), region[1], region[2]], [group, 1, 1])
+            launch(target, k, h.name, 3, [0; 3], [rounded(region[0], group), region[1], region[2]], [group, 1, 1])
         }
     }
 
@@ -317,7 +363,7 @@ impl Helpers {
         n: usize,
     ) -> Result<Launched> {
         let h = &self.fill;
-        let kernel = h.kernel.lock();
+        let kernel = h.for_args(&[dst.ptr]);
         let k = kernel.get();
         let mut block = [0u8; 256];
         block[..pattern.len()].copy_from_slice(pattern);
@@ -330,7 +376,7 @@ impl Helpers {
             set_value(k, 3, &(pattern.len() as u32).to_ne_bytes())?;
             set_value(k, 4, &block)?;
             let items = rounded(n.div_ceil(BYTES_PER_ITEM), h.group);
-            launch(target, k, 1, [0; 3], [items, 1, 1], [h.group, 1, 1])
+            launch(target, k, h.name, 1, [0; 3], [items, 1, 1], [h.group, 1, 1])
         }
     }
 
@@ -340,8 +386,8 @@ impl Helpers {
     /// # Safety
     /// The target is valid.
     pub(crate) unsafe fn noop(&self, target: &Target<'_>) -> Result<Launched> {
-        let kernel = self.noop.kernel.lock();
+        let kernel = self.noop.for_args(&[]);
         // SAFETY: `ur_noop` takes no arguments; one work-item.
-        unsafe { launch(target, kernel.get(), 1, [0; 3], [1, 1, 1], [1, 1, 1]) }
+        unsafe { launch(target, kernel.get(), self.noop.name, 1, [0; 3], [1, 1, 1], [1, 1, 1]) }
     }
 }

@@ -39,6 +39,7 @@ mod exec;
 mod ffi;
 mod helpers;
 mod memory;
+mod one_launch;
 mod plan;
 mod program;
 mod queue;

@@ -1,7 +1,7 @@
 //! USM allocations (Intel USM or SVM) and memory buffers.
 
 use std::ffi::c_void;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use cl3::types::{cl_bitfield, cl_mem};
 use opencl3::memory::ClMem;
@@ -17,6 +17,7 @@ use crate::helpers::{Launched, Ptr, Side, Target};
 
 const CL_MEM_READ_WRITE: cl_bitfield = 1 << 0;
 const CL_MEM_ALLOC_HOST_PTR: cl_bitfield = 1 << 4;
+const CL_MEM_USE_HOST_PTR: cl_bitfield = 1 << 3;
 const CL_MEM_COPY_HOST_PTR: cl_bitfield = 1 << 5;
 const CL_MEM_SVM_FINE_GRAIN_BUFFER: cl_bitfield = 1 << 10;
 
@@ -41,7 +42,12 @@ pub(crate) struct ClUsm {
     base: *mut c_void,
     /// The address handed out: `base` rounded up to the alignment asked for.
     ptr: *mut c_void,
+    /// Bytes allocated from `base`.
+    alloc_size: usize,
     host: bool,
+    /// An SVM allocation as a buffer over the same memory, made on first
+    /// use (see [`ClUsm::as_buffer`]).
+    buffer: OnceLock<opencl3::memory::Buffer<u8>>,
 }
 
 // SAFETY: the allocation is an address owned by this value; access to the
@@ -83,7 +89,7 @@ impl ClUsm {
         let skip = if align > MAX_DRIVER_ALIGN { (base as usize).next_multiple_of(align) - base as usize } else { 0 };
         // SAFETY: `skip < align`, and `align - 1` extra bytes were allocated.
         let ptr = unsafe { base.cast::<u8>().add(skip) }.cast();
-        let usm = ClUsm { shared, base, ptr, host: kind != UsmKind::Device };
+        let usm = ClUsm { shared, base, ptr, alloc_size, host: kind != UsmKind::Device, buffer: OnceLock::new() };
         usm.zero(size)?;
         Ok(usm)
     }
@@ -100,13 +106,54 @@ impl ClUsm {
             return Ok(());
         }
         let wait = WaitList::default();
-        let target = Target::Queue { queue: self.shared.internal_queue(), wait: &wait };
+        let target = Target::Queue {
+            queue: self.shared.internal_queue(),
+            wait: &wait,
+            one_launch: self.shared.device.one_launch_per_kernel,
+        };
         let dst = Side { ptr: Ptr::Usm(self.ptr), offset: 0 };
         // SAFETY: `size` bytes from `ptr` belong to this new allocation.
         let launched = unsafe { self.shared.helpers.fill(&self.shared.device.usm, &target, dst, &[0], size)? };
         let Launched::Event(event) = launched else { return Err(err!(Unknown, "a zero fill produced a sync point")) };
         cl3::command_queue::flush(self.shared.internal_queue()).cl("clFlush")?;
         event.wait().cl("zeroing new USM")
+    }
+}
+
+impl ClUsm {
+    /// The allocation as a buffer over the same memory (`CL_MEM_USE_HOST_PTR`
+    /// on an SVM pointer shares it, OpenCL 2.0 §5.2.1), and the byte offset
+    /// of the address handed out inside that buffer.
+    ///
+    /// NVIDIA's OpenCL rejects launches that mix buffer and SVM pointer
+    /// arguments (`CL_INVALID_KERNEL_ARGS`), so the adapter's kernels that
+    /// move data between a buffer and SVM take both sides as buffers.
+    pub(crate) fn as_buffer(&self) -> Result<(cl_mem, usize)> {
+        if !matches!(self.shared.device.usm, Usm::Svm) {
+            return Err(err!(Unknown, "only SVM allocations are seen as buffers"));
+        }
+        let offset = self.ptr as usize - self.base as usize;
+        if let Some(buffer) = self.buffer.get() {
+            return Ok((buffer.get(), offset));
+        }
+        // SAFETY: `base` is an SVM allocation of `alloc_size` bytes of this
+        // context, which outlives the buffer (released first in `drop`).
+        let mem = unsafe {
+            cl3::memory::create_buffer(
+                self.shared.context.get(),
+                CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR,
+                self.alloc_size,
+                self.base,
+            )
+        }
+        .cl("clCreateBuffer (USE_HOST_PTR over SVM)")?;
+        let buffer = self.buffer.get_or_init(|| opencl3::memory::Buffer::new(mem));
+        if buffer.get() != mem {
+            // Another thread made one first; this one is released unused.
+            drop(opencl3::memory::Buffer::<u8>::new(mem));
+        }
+        tracing::debug!(bytes = self.alloc_size, "SVM allocation wrapped as a buffer");
+        Ok((buffer.get(), offset))
     }
 }
 
@@ -122,6 +169,8 @@ impl UsmImpl for ClUsm {
 
 impl Drop for ClUsm {
     fn drop(&mut self) {
+        // The buffer over the allocation goes first.
+        drop(self.buffer.take());
         let context = self.shared.context.get();
         // SAFETY: allocated in `new` on this context and freed once; the front
         // end drops an allocation only when no command uses it.

@@ -3,17 +3,8 @@
 //! device does not meet are reported as ignored (the `ur-conformance`
 //! binary prints the missing capability).
 
-use std::sync::Mutex;
-
 use libtest_mimic::{Arguments, Failed, Trial};
-use ur::Backend;
 use ur_conformance::{Outcome, cases, devices_under_test, run_case};
-
-/// Held by every OpenCL trial, so that they run one at a time while the
-/// other backends' trials run in parallel. PoCL (3.1 and 5.0) can abort the
-/// process in `pocl_release_dlhandle_cache` when one kernel runs concurrently
-/// with two grid shapes from unrelated test cases; docs/opencl.md says why.
-static OPENCL_TRIALS: Mutex<()> = Mutex::new(());
 
 fn main() {
     let args = Arguments::from_args();
@@ -38,17 +29,13 @@ fn main() {
             let name = format!("[{device}] {}", case.name);
             let skip = case.requires.missing(&device).is_some();
             let device = device.clone();
-            let trial = Trial::test(name, move || {
-                let _one_at_a_time = (device.backend() == Backend::OpenCl)
-                    .then(|| OPENCL_TRIALS.lock().unwrap_or_else(|e| e.into_inner()));
-                match run_case(&case, &device) {
-                    Outcome::Pass => Ok(()),
-                    Outcome::Skip(reason) => {
-                        println!("skipped: {reason}");
-                        Ok(())
-                    }
-                    Outcome::Fail(message) => Err(Failed::from(message)),
+            let trial = Trial::test(name, move || match run_case(&case, &device) {
+                Outcome::Pass => Ok(()),
+                Outcome::Skip(reason) => {
+                    println!("skipped: {reason}");
+                    Ok(())
                 }
+                Outcome::Fail(message) => Err(Failed::from(message)),
             });
             trials.push(trial.with_ignored_flag(skip));
         }

@@ -105,7 +105,7 @@ fn buffer_read(env: &Env) -> CaseResult {
 fn buffer_read_rect(env: &Env) -> CaseResult {
     let data = pattern(N, 11);
     let buffer = env.buffer_with(&data)?;
-    let dst = env.usm(UsmKind::Host, 64)?;
+    let dst = env.usm(UsmKind::Device, 64)?;
     let region = RectRegion::new(8, 8, 1);
     let queue = run_once(env, |cb| {
         let buffer_layout = RectLayout::new(RectOffset::new(4, 4, 0), 16, 0);
@@ -127,7 +127,7 @@ fn buffer_read_rect(env: &Env) -> CaseResult {
 
 fn buffer_write(env: &Env) -> CaseResult {
     let data = pattern(N, 13);
-    let src = env.usm(UsmKind::Host, N)?;
+    let src = env.usm(UsmKind::Device, N)?;
     write(&env.queue()?, src.ptr(), &data)?;
     let buffer = env.buffer(N)?;
     let queue = run_once(env, |cb| {

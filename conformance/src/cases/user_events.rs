@@ -18,7 +18,7 @@ pub(super) fn cases() -> Vec<crate::Case> {
         complete_twice,
         failure_orders_only,
         dropped_event_fails,
-        host_task_in_order,
+        host_task_in_order => Requires::HOST_USM,
         host_task_out_of_order => Requires::OUT_OF_ORDER.and(Requires::HOST_USM),
         host_task_panic,
     ]

@@ -1,0 +1,147 @@
+//! One launch of a kernel at a time, for PoCL's CPU devices before 7.0.
+//!
+//! PoCL's CPU drivers cache a compiled work-group function per kernel, local
+//! size, global-offset-is-zero and grid width, take a reference to the item
+//! when a launch starts and drop it when the launch ends. Before 7.0 the
+//! release looks the item up by kernel and local size only and takes the
+//! first match, so when launches of one kernel overlap, a release can drop
+//! another launch's reference and PoCL aborts in
+//! `pocl_release_dlhandle_cache` (or, without assertions, leaks). PoCL 5.0
+//! on 16 cores aborted even with overlapping launches of one shape only, so
+//! the rule is the strict one.
+//!
+//! On such devices launches of one kernel name never overlap:
+//! - inside a recorded command-buffer, a kernel command waits (by sync
+//!   point) for the previous command of the same name ([`RecordedKernels`]);
+//! - every enqueue that runs kernels (an eager launch, one native segment of
+//!   a command-buffer) waits for the last launch of each of its kernels,
+//!   process-wide since PoCL's cache is ([`enqueue_exclusive`]).
+//!
+//! Launches of one kernel are thus a chain: each waits for one event. The
+//! extra waits only add order between commands that had none, so results
+//! are unchanged; independent launches of one kernel no longer run side by
+//! side (a CPU device spreads each launch's work-groups over its cores
+//! anyway), and an eager launch can wait behind an earlier launch of the
+//! same kernel that is itself waiting for a user event.
+
+use std::collections::HashMap;
+
+use cl3::types::cl_event;
+use parking_lot::Mutex;
+use smallvec::SmallVec;
+use ur_core::Result;
+
+use crate::event::RawEvent;
+use crate::ffi::cl_sync_point_khr;
+
+/// The kernel names one enqueue runs, each once.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct KernelNames(SmallVec<[String; 2]>);
+
+impl KernelNames {
+    /// One launch.
+    pub(crate) fn one(name: &str) -> KernelNames {
+        KernelNames(SmallVec::from_elem(name.to_owned(), 1))
+    }
+
+    fn add(&mut self, name: &str) {
+        if !self.0.iter().any(|n| n == name) {
+            self.0.push(name.to_owned());
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// The last launch of each kernel on affected devices.
+static LAST_LAUNCH: Mutex<Option<HashMap<String, RawEvent>>> = Mutex::new(None);
+
+/// Enqueues something that runs `kernels` after `wait` and the last launch
+/// of each of them, and makes its event their last launch.
+///
+/// `enqueue` gets the complete wait list and returns the enqueued event. The
+/// lock is held across it, so that launches chain in one order.
+pub(crate) fn enqueue_exclusive(
+    kernels: &KernelNames,
+    wait: &[cl_event],
+    enqueue: impl FnOnce(&[cl_event]) -> Result<RawEvent>,
+) -> Result<RawEvent> {
+    if kernels.is_empty() {
+        return enqueue(wait);
+    }
+    let mut guard = LAST_LAUNCH.lock();
+    let last = guard.get_or_insert_with(HashMap::new);
+    let mut full: SmallVec<[cl_event; 8]> = SmallVec::from_slice(wait);
+    for name in &kernels.0 {
+        if let Some(event) = last.get(name).filter(|e| !e.is_done()) {
+            full.push(event.get());
+        }
+    }
+    if full.len() > wait.len() {
+        tracing::trace!(added = full.len() - wait.len(), "PoCL: after the previous launch of the same kernels");
+    }
+    let event = enqueue(&full)?;
+    for name in &kernels.0 {
+        last.insert(name.clone(), event.retain());
+    }
+    Ok(event)
+}
+
+/// The kernel commands recorded so far into one command-buffer segment.
+#[derive(Debug, Default)]
+pub(crate) struct RecordedKernels {
+    /// Every name recorded: what an enqueue of the segment runs.
+    pub(crate) names: KernelNames,
+    /// Per name, the last command recorded.
+    last: HashMap<String, cl_sync_point_khr>,
+}
+
+impl RecordedKernels {
+    /// The sync point a new command of `name` must also wait for.
+    pub(crate) fn extra_dep(&self, name: &str) -> Option<cl_sync_point_khr> {
+        self.last.get(name).copied()
+    }
+
+    /// Notes a command recorded after [`extra_dep`](Self::extra_dep).
+    pub(crate) fn recorded(&mut self, name: &str, point: cl_sync_point_khr) {
+        self.names.add(name);
+        self.last.insert(name.to_owned(), point);
+    }
+}
+
+/// Whether a device is a CPU device of PoCL before 7.0, given its platform
+/// version (`OpenCL 3.0 PoCL 5.0+debian  Linux, ...`).
+pub(crate) fn affected(platform_version: &str, cpu: bool) -> bool {
+    let Some(rest) = platform_version.split("PoCL ").nth(1) else { return false };
+    let major: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    cpu && major.parse::<u32>().is_ok_and(|m| m < 7)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recorded_commands_chain_per_kernel() {
+        let mut r = RecordedKernels::default();
+        assert_eq!(r.extra_dep("k"), None);
+        r.recorded("k", 1);
+        r.recorded("other", 2);
+        assert_eq!(r.extra_dep("k"), Some(1));
+        r.recorded("k", 3);
+        assert_eq!(r.extra_dep("k"), Some(3));
+        assert_eq!(r.extra_dep("other"), Some(2));
+        assert_eq!(r.names.0.as_slice(), &["k".to_string(), "other".to_string()]);
+    }
+
+    #[test]
+    fn only_cpu_devices_of_pocl_before_7_are_affected() {
+        assert!(affected("OpenCL 3.0 PoCL 3.1+debian  Linux, None+Asserts, RELOC", true));
+        assert!(affected("OpenCL 3.0 PoCL 5.0+debian  Linux, None+Asserts, RELOC", true));
+        assert!(!affected("OpenCL 3.0 PoCL 7.0  Linux, Release", true));
+        assert!(!affected("OpenCL 3.0 PoCL 5.0  Linux", false));
+        assert!(!affected("OpenCL 3.0 CUDA 13.0.88", true));
+    }
+}
