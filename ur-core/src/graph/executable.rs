@@ -30,7 +30,7 @@ use super::dynamic::GroupOp;
 use super::memory::MemoryStats;
 use super::modifiable::{GraphShared, GraphState};
 use super::node::{HostFn, KernelSpec, NodeKind, NodeType};
-use super::partition::{is_chain, lower_empties, partition, topological_order};
+use super::partition::{Part, is_chain, lower_empties, partition, topological_order};
 use super::{Executable, FinalizeProperties, Graph, Modifiable, Node};
 
 /// A node of the finalized graph.
@@ -94,6 +94,8 @@ pub(crate) struct ExecState {
     /// A node's position among its partition's members.
     slot_of: Vec<u32>,
     pub(crate) parts: Vec<Partition>,
+    /// The order partitions are submitted in (see [`submission_order`]).
+    submit_order: Vec<u32>,
     /// The node standing for each source node, when one does.
     by_origin: Vec<Option<u32>>,
     /// The previous submission, which the next one waits for.
@@ -301,6 +303,7 @@ fn build(
         part_of,
         slot_of,
         parts: Vec::with_capacity(parts.len()),
+        submit_order: submission_order(&parts),
         by_origin,
         last: None,
         worker,
@@ -573,13 +576,14 @@ impl Graph<Executable> {
         } else {
             let start = queue.eager_events_wait(&waits)?;
             let worker = st.worker.clone().unwrap_or_else(|| queue.clone());
-            let mut done: Vec<Event> = Vec::with_capacity(st.parts.len());
-            for part in &st.parts {
+            let mut done: Vec<Option<Event>> = vec![None; st.parts.len()];
+            for &index in &st.submit_order {
+                let part = &st.parts[index as usize];
                 let event = {
                     let pw: SmallVec<[&Event; 4]> = if part.preds.is_empty() {
                         SmallVec::from_slice(&[&start])
                     } else {
-                        part.preds.iter().map(|p| &done[*p as usize]).collect()
+                        part.preds.iter().map(|p| done[*p as usize].as_ref().expect("predecessors go first")).collect()
                     };
                     if part.host {
                         let FlatOp::Host(task) = &st.nodes[part.members[0] as usize].op else {
@@ -592,8 +596,9 @@ impl Graph<Executable> {
                         worker.enqueue_command_buffer(cb, &pw)?
                     }
                 };
-                done.push(event);
+                done[index as usize] = Some(event);
             }
+            let done: Vec<Event> = done.into_iter().map(|e| e.expect("every partition is submitted")).collect();
             let mut leaves: Vec<&Event> = st.parts.iter().zip(&done).filter(|(p, _)| p.leaf).map(|(_, e)| e).collect();
             if leaves.is_empty() {
                 leaves.push(&start);
@@ -860,6 +865,28 @@ impl Graph<Executable> {
 }
 
 /// A graph-submission event: `first` to `last`, reporting the failure of any part.
+/// The order partitions are submitted in: a topological order in which
+/// every partition that waits, directly or not, for fewer host tasks comes
+/// first. A device partition that waits for a host task is then submitted
+/// after the independent work, so that a queue which runs its commands in
+/// submission order (NVIDIA's OpenCL, whatever the out-of-order property
+/// says) cannot hold independent branches behind it, one of which the host
+/// task may be waiting for.
+fn submission_order(parts: &[Part]) -> Vec<u32> {
+    // Host tasks on the longest path before each partition; partitions are
+    // numbered topologically, so predecessors are already counted.
+    let mut depth = vec![0u32; parts.len()];
+    for (i, part) in parts.iter().enumerate() {
+        depth[i] =
+            part.preds.iter().map(|p| depth[*p as usize] + u32::from(parts[*p as usize].host)).max().unwrap_or(0);
+    }
+    let mut order: Vec<u32> = (0..parts.len() as u32).collect();
+    // Stable: equal depths keep their topological order, and a predecessor
+    // never has a greater depth than its successor.
+    order.sort_by_key(|i| depth[*i as usize]);
+    order
+}
+
 fn span(first: &Event, last: &Event, profiled: bool, parts: Vec<Arc<dyn EventImpl>>, context: &Context) -> Event {
     Event::from_imp(
         Arc::new(SpanEvent { first: first.imp().clone(), last: last.imp().clone(), profiled, parts }),
@@ -876,5 +903,32 @@ impl fmt::Debug for Graph<Executable> {
             .field("commands", &st.nodes.len())
             .field("partitions", &st.parts.len())
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn part(host: bool, preds: &[u32]) -> Part {
+        Part { host, members: Vec::new(), preds: preds.to_vec() }
+    }
+
+    #[test]
+    fn work_after_host_tasks_is_submitted_last() {
+        // Two branches, each device -> host task -> device, numbered branch
+        // by branch: the partitions after the host tasks go last.
+        let parts = [
+            part(false, &[]),
+            part(true, &[0]),
+            part(false, &[1]),
+            part(false, &[]),
+            part(true, &[3]),
+            part(false, &[4]),
+        ];
+        assert_eq!(submission_order(&parts), vec![0, 1, 3, 4, 2, 5]);
+        // Without host tasks the order is the partitions' own.
+        let plain = [part(false, &[]), part(false, &[0]), part(false, &[]), part(false, &[1, 2])];
+        assert_eq!(submission_order(&plain), vec![0, 1, 2, 3]);
     }
 }
