@@ -15,8 +15,9 @@
 //!
 //! Later commands depend on the body's last node; in-order buffers get the
 //! previous command as their only dependency from the front end. A buffer
-//! with kernels ends with a host node that collects the status word its
-//! kernels report failures to (see the kernel ABI in `program.rs`).
+//! with kernels ends with a kernel node that moves the status word its
+//! kernels report failures to (see the kernel ABI in `program.rs`) into a
+//! word of the submission, pointed to anew at each enqueue, and clears it.
 //!
 //! An enqueue launches the executable graph on a stream of the queue after
 //! the wait list and the previous submission of the buffer. Updates change
@@ -32,13 +33,11 @@
 //! order on streams anyway, is applied at each enqueue.
 
 use std::any::Any;
-use std::collections::VecDeque;
 use std::ffi::c_void;
 use std::ptr;
 use std::sync::Arc;
 
 use cudarc::driver::sys;
-use parking_lot::Mutex;
 use smallvec::SmallVec;
 use ur_core::adapter::{CommandBufferImpl, EventImpl, KernelUpdate, QueueImpl, downcast};
 use ur_core::{Command, CommandBufferDesc, Event, Kernel, NativeHandle, Result, UsmAdvice, UsmRef};
@@ -47,7 +46,7 @@ use crate::conv::{CopyPlan, HostJob, host_job_kept};
 use crate::conv::{copy_1d, copy_rect, fill_plan};
 use crate::device::{DeviceShared, Release, Word, WordKind};
 use crate::driver::{self, cu};
-use crate::event::{Check, CudaEvent, RunStatus, graph_wait_event};
+use crate::event::{Check, CudaEvent, graph_wait_event};
 use crate::exec;
 use crate::memory::{Loc, buffer_loc, mem_loc, usm_loc};
 use crate::program::LaunchParams;
@@ -83,23 +82,41 @@ struct Cmd {
     signal: Option<SignalNodes>,
 }
 
-/// What the kernels of one buffer share: the word they report failures to,
-/// and the submissions waiting to learn its value.
-struct RunShared {
+/// The status word the kernels of one buffer report failures to, and the
+/// node that collects it at the end of each submission.
+struct RunStatusNode {
     word: Word,
-    pending: Mutex<VecDeque<Arc<RunStatus>>>,
+    node: Option<Node>,
 }
 
-/// The last node of a buffer with kernels: hands the status word's value to
-/// the oldest submission (submissions of one buffer run in order) and clears it.
-unsafe extern "C" fn run_finished(data: *mut c_void) {
-    // SAFETY: `data` is the buffer's `RunShared`, kept alive while the graph may run.
-    let run = unsafe { &*data.cast::<RunShared>() };
-    let code = run.word.read();
-    run.word.write(0);
-    if let Some(status) = run.pending.lock().pop_front() {
-        status.code.store(code, std::sync::atomic::Ordering::Release);
-    }
+/// Calls `f` with the parameters of the collector node that moves `word`
+/// into `out` (the driver copies the values during the call).
+fn with_collector_params<T>(
+    dev: &DeviceShared,
+    ctx: sys::CUcontext,
+    word: u64,
+    out: u64,
+    f: impl FnOnce(&sys::CUDA_KERNEL_NODE_PARAMS) -> T,
+) -> T {
+    let mut values = [word, out];
+    let base = values.as_mut_ptr();
+    // SAFETY: both offsets lie inside `values`.
+    let mut pointers = [base.cast::<c_void>(), unsafe { base.add(1) }.cast::<c_void>()];
+    let params = sys::CUDA_KERNEL_NODE_PARAMS {
+        func: dev.collector.func,
+        gridDimX: 1,
+        gridDimY: 1,
+        gridDimZ: 1,
+        blockDimX: 1,
+        blockDimY: 1,
+        blockDimZ: 1,
+        sharedMemBytes: 0,
+        kernelParams: pointers.as_mut_ptr(),
+        extra: ptr::null_mut(),
+        kern: ptr::null_mut(),
+        ctx,
+    };
+    f(&params)
 }
 
 pub(crate) struct CudaCommandBuffer {
@@ -114,7 +131,7 @@ pub(crate) struct CudaCommandBuffer {
     /// host nodes; boxed so that each keeps the address its node was given.
     #[allow(clippy::vec_box)]
     host_jobs: Vec<Box<HostJob>>,
-    run: Option<Arc<RunShared>>,
+    run: Option<RunStatusNode>,
     previous: Option<Arc<CudaEvent>>,
     /// Events replaced by updates, kept while the graph may still use them.
     replaced: Vec<Arc<dyn EventImpl>>,
@@ -222,7 +239,7 @@ impl CudaCommandBuffer {
     fn run_word(&mut self) -> Result<u64> {
         if self.run.is_none() {
             let word = self.dev.word(WordKind::Status)?;
-            self.run = Some(Arc::new(RunShared { word, pending: Mutex::default() }));
+            self.run = Some(RunStatusNode { word, node: None });
         }
         Ok(self.run.as_ref().expect("just set").word.addr)
     }
@@ -386,10 +403,17 @@ impl CommandBufferImpl for CudaCommandBuffer {
             // A graph to launch needs a node.
             self.add_empty(&[])?;
         }
-        if let Some(run) = &self.run {
+        if let Some(word) = self.run.as_ref().map(|r| r.word.addr) {
             let leaves: Vec<Node> = self.commands.iter().filter(|c| !c.has_successors).map(|c| c.exit).collect();
-            let data = Arc::as_ptr(run).cast_mut().cast::<c_void>();
-            self.add_host(&leaves, run_finished, data)?;
+            let mut node: Node = ptr::null_mut();
+            // Until the first enqueue points it at a submission's word, it
+            // collects into the buffer's word itself.
+            with_collector_params(&self.dev, self.ctx(), word, word, |params| {
+                // SAFETY: the graph is alive, `leaves` are its nodes; the
+                // collector takes two u64 parameters, given by `params`.
+                unsafe { cu!(cuGraphAddKernelNode_v2(&mut node, self.graph, leaves.as_ptr(), leaves.len(), params)) }
+            })?;
+            self.run.as_mut().expect("checked").node = Some(node);
         }
         self.exec = Some(self.instantiate()?);
         tracing::debug!(commands = self.commands.len(), kernels = self.run.is_some(), "CUDA graph instantiated");
@@ -413,22 +437,42 @@ impl CommandBufferImpl for CudaCommandBuffer {
         if let Some(previous) = &previous {
             waits.push(&**previous);
         }
-        let run = self.run.clone();
-        let status = run.as_ref().map(|_| Arc::new(RunStatus::default()));
-        let event = queue.submit(&waits, Order::Normal, |stream| {
-            if let (Some(run), Some(status)) = (&run, &status) {
-                run.pending.lock().push_back(status.clone());
+        // A word of this submission for the collector to move the buffer's
+        // status into; it lives with the submission's event.
+        let submission_word = match &self.run {
+            Some(RunStatusNode { word, node: Some(node) }) => {
+                let out = self.dev.word(WordKind::Status)?;
+                let set = with_collector_params(&self.dev, self.ctx(), word.addr, out.addr, |params| {
+                    // SAFETY: the executable graph is alive and has this
+                    // kernel node; the parameters match the collector.
+                    unsafe { cu!(cuGraphExecKernelNodeSetParams_v2(exec, *node, params)) }
+                });
+                if let Err(e) = set {
+                    self.dev.free_word(WordKind::Status, out);
+                    return Err(e);
+                }
+                Some(out)
             }
+            _ => None,
+        };
+        let mut submission_word = Some(submission_word);
+        let event = queue.submit(&waits, Order::Normal, |stream| {
+            let word = submission_word.take().flatten();
             // SAFETY: the executable graph is alive and of this context; the
             // stream is the queue's.
             if let Err(e) = unsafe { cu!(cuGraphLaunch(exec, stream)) } {
-                if let Some(run) = &run {
-                    run.pending.lock().pop_back();
+                if let Some(word) = word {
+                    self.dev.free_word(WordKind::Status, word);
                 }
                 return Err(e);
             }
-            Ok(status.clone().map(Check::Run))
-        })?;
+            Ok(word.map(Check::Run))
+        });
+        if let Some(Some(word)) = submission_word {
+            // `submit` failed before running the launch.
+            self.dev.free_word(WordKind::Status, word);
+        }
+        let event = event?;
         self.previous = Some(event.clone());
         Ok(event)
     }
@@ -519,7 +563,7 @@ impl CommandBufferImpl for CudaCommandBuffer {
 impl Drop for CudaCommandBuffer {
     fn drop(&mut self) {
         // The front end drops a buffer only once its submissions completed, so
-        // nothing runs the host nodes or writes the status word any more.
+        // nothing runs the host nodes or writes the status words any more.
         if let Some(exec) = self.exec.take() {
             self.dev.release(Release::GraphExec(exec));
         }

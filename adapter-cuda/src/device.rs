@@ -133,6 +133,55 @@ struct Gate {
     deferred: Vec<Release>,
 }
 
+/// The kernel that ends every command buffer with kernels: it moves the
+/// buffer's status word into the submission's own word and clears it for
+/// the next submission. A kernel rather than a host node: a host node makes
+/// the graph's completion wait for the driver's callback thread, which cost
+/// tens of microseconds per replay.
+const STATUS_COLLECTOR_PTX: &str = r#"
+.version 6.0
+.target sm_70
+.address_size 64
+
+.visible .entry ur_collect_status(.param .u64 word, .param .u64 out)
+{
+    .reg .b64 %rd<3>;
+    .reg .b32 %r<2>;
+    ld.param.u64 %rd1, [word];
+    ld.param.u64 %rd2, [out];
+    ld.volatile.global.u32 %r1, [%rd1];
+    st.volatile.global.u32 [%rd2], %r1;
+    st.volatile.global.u32 [%rd1], 0;
+    ret;
+}
+"#;
+
+/// The loaded status collector (see `STATUS_COLLECTOR_PTX`).
+pub(crate) struct StatusCollector {
+    module: sys::CUmodule,
+    pub(crate) func: sys::CUfunction,
+}
+
+impl StatusCollector {
+    /// Loads it into the bound context, while no user event can hold the
+    /// device (the device is being opened).
+    fn load() -> Result<StatusCollector> {
+        let ptx = std::ffi::CString::new(STATUS_COLLECTOR_PTX).expect("no NUL in the PTX");
+        let mut module: sys::CUmodule = ptr::null_mut();
+        // SAFETY: NUL-terminated PTX; the caller bound the context.
+        unsafe { cu!(cuModuleLoadDataEx(&mut module, ptx.as_ptr().cast(), 0, ptr::null_mut(), ptr::null_mut()))? };
+        let mut func: sys::CUfunction = ptr::null_mut();
+        // SAFETY: the module was just loaded and declares this entry.
+        let found = unsafe { cu!(cuModuleGetFunction(&mut func, module, c"ur_collect_status".as_ptr())) };
+        if let Err(e) = found {
+            // SAFETY: loaded above, used by nothing.
+            let _ = unsafe { sys::cuModuleUnload(module) };
+            return Err(e);
+        }
+        Ok(StatusCollector { module, func })
+    }
+}
+
 /// Streams kept for reuse, at most this many.
 const POOLED_STREAMS: usize = 64;
 /// Streams made when the device opens: enough for eight out-of-order queues.
@@ -215,6 +264,8 @@ pub(crate) struct DeviceShared {
     retiring: Mutex<Vec<(Word, CuEvent)>>,
     /// PTX compiled from CUDA C, by source and architecture.
     pub(crate) ptx_cache: Mutex<PtxCache>,
+    /// Ends command buffers with kernels.
+    pub(crate) collector: StatusCollector,
     /// Declared last: released after every other field is gone.
     _primary: PrimaryContext,
 }
@@ -336,6 +387,7 @@ impl DeviceShared {
         for _ in 0..PREWARMED_STREAMS {
             stream_pool.push((Stream::new()?, CuEvent::new(false)?));
         }
+        let collector = StatusCollector::load()?;
         tracing::debug!(ordinal, name = %info.name, ?limits, "CUDA device opened");
         Ok(Arc::new(DeviceShared {
             device,
@@ -353,6 +405,7 @@ impl DeviceShared {
             status_words: Mutex::default(),
             retiring: Mutex::default(),
             ptx_cache: Mutex::default(),
+            collector,
             _primary: primary,
         }))
     }
@@ -473,14 +526,19 @@ impl DeviceShared {
     /// A stream of this device: an idle one from the pool, or a new one.
     /// Creating streams may also wait for the device, so streams are reused.
     pub(crate) fn take_stream(&self) -> Result<Stream> {
-        {
-            let mut pool = self.stream_pool.lock();
-            if let Some(i) = pool.iter().position(|(_, idle)| matches!(idle.query(), Ok(crate::driver::Query::Ready))) {
-                return Ok(pool.swap_remove(i).0);
-            }
+        if let Some(stream) = self.take_pooled_stream() {
+            return Ok(stream);
         }
         self.bind()?;
         Stream::new()
+    }
+
+    /// An idle stream from the pool, if there is one: never creates one, so
+    /// never waits for the device.
+    pub(crate) fn take_pooled_stream(&self) -> Option<Stream> {
+        let mut pool = self.stream_pool.lock();
+        let i = pool.iter().position(|(_, idle)| matches!(idle.query(), Ok(crate::driver::Query::Ready)))?;
+        Some(pool.swap_remove(i).0)
     }
 
     /// Gives a stream back for reuse once the work submitted to it so far is done.
@@ -577,6 +635,8 @@ impl Drop for DeviceShared {
         for resource in deferred {
             self.release_now(resource);
         }
+        // SAFETY: loaded in `open`; no graph that uses it runs any more.
+        let _ = unsafe { sys::cuModuleUnload(self.collector.module) };
         for pool in [self.user_words.get_mut(), self.status_words.get_mut()] {
             for (host, _) in pool.pages.drain(..) {
                 // SAFETY: allocated by cuMemHostAlloc in `word`, freed once; the

@@ -18,7 +18,6 @@
 use std::any::Any;
 use std::ffi::c_void;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 
 use cudarc::driver::sys;
 use parking_lot::{Condvar, Mutex};
@@ -33,14 +32,8 @@ use crate::driver::{self, CuEvent, Query, cu};
 pub(crate) enum Check {
     /// An eager kernel launch's status word.
     Kernel(Word, Arc<str>),
-    /// A command-buffer submission's status, stored by its last node.
-    Run(Arc<RunStatus>),
-}
-
-/// The status of one command-buffer submission.
-#[derive(Default)]
-pub(crate) struct RunStatus {
-    pub(crate) code: AtomicU32,
+    /// A command-buffer submission's word, written by its last node.
+    Run(Word),
 }
 
 /// An event recorded on a stream.
@@ -53,6 +46,9 @@ pub(crate) struct CudaEvent {
     /// Host times of queueing and submission, on profiling queues.
     times: Mutex<Option<(u64, u64)>>,
     check: Option<Check>,
+    /// Whether the command waited, perhaps through other commands, for a
+    /// user event that was not complete when it was submitted.
+    host_gated: bool,
 }
 
 impl CudaEvent {
@@ -65,7 +61,18 @@ impl CudaEvent {
         times: Option<(u64, u64)>,
         check: Option<Check>,
     ) -> CudaEvent {
-        CudaEvent { dev, end: Some(end), start, times: Mutex::new(times), check }
+        CudaEvent { dev, end: Some(end), start, times: Mutex::new(times), check, host_gated: false }
+    }
+
+    /// Marks the command as waiting for a user event (see [`is_held`]).
+    pub(crate) fn held_by_host(mut self, gated: bool) -> CudaEvent {
+        self.host_gated = gated;
+        self
+    }
+
+    /// Whether the command may still be waiting for the host.
+    pub(crate) fn is_held(&self) -> bool {
+        self.host_gated && !matches!(self.end().query(), Ok(Query::Ready))
     }
 
     /// A command-buffer signal event: recorded by graph nodes at each
@@ -99,7 +106,7 @@ impl CudaEvent {
                 0 => None,
                 code => Some(format!("kernel `{name}` reported failure code {code}")),
             },
-            Check::Run(run) => match run.code.load(Ordering::Acquire) {
+            Check::Run(word) => match word.read() {
                 0 => None,
                 code => Some(format!("a kernel of the command buffer reported failure code {code}")),
             },
@@ -146,7 +153,7 @@ impl EventImpl for CudaEvent {
 
 impl Drop for CudaEvent {
     fn drop(&mut self) {
-        if let (Some(Check::Kernel(word, _)), Some(end)) = (self.check.take(), self.end.take()) {
+        if let (Some(Check::Kernel(word, _) | Check::Run(word)), Some(end)) = (self.check.take(), self.end.take()) {
             // The kernel may still write its status word: the word goes back
             // to the pool once the event says the kernel is done.
             self.dev.retire_status_word(word, end);
@@ -324,6 +331,16 @@ impl UserEventImpl for CudaUserEvent {
     fn complete(&self, result: Result<()>) {
         self.inner.finish(result);
     }
+}
+
+/// Whether work waiting for `event` may wait for the host: `event` is a user
+/// event not yet complete, or a command that waited for one and has not run.
+pub(crate) fn is_held(event: &dyn EventImpl) -> bool {
+    let any = event as &dyn Any;
+    if let Some(e) = any.downcast_ref::<CudaEvent>() {
+        return e.is_held();
+    }
+    any.downcast_ref::<CudaUserEvent>().is_some_and(|u| u.inner.state.lock().result.is_none())
 }
 
 /// Makes `stream` wait for `event` (an event of this adapter).

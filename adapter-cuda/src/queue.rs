@@ -1,6 +1,10 @@
 //! Queues: an in-order queue is one stream; an out-of-order queue spreads its
 //! commands over several streams, each command waiting only for its wait
-//! list and the last barrier.
+//! list and the last barrier. A stream whose last command waits (perhaps
+//! through other commands) for a user event the host has not completed is
+//! *held*: an out-of-order queue puts independent work on another stream,
+//! adding streams when all are held, so that work never queues behind a
+//! host task or user event it does not depend on.
 //!
 //! Every submission records an event after its work (and, on profiling
 //! queues, one before it). Wait lists become `cuStreamWaitEvent` for CUDA
@@ -15,21 +19,24 @@ use ur_core::{Command, QueueProperties, Result};
 
 use crate::device::{DeviceShared, now_ns};
 use crate::driver::{CuEvent, Query, Stream};
-use crate::event::{Check, CudaEvent, stream_wait};
+use crate::event::{Check, CudaEvent, is_held, stream_wait};
 use crate::exec;
 
-/// Streams of an out-of-order queue.
+/// Streams an out-of-order queue starts with.
 const OUT_OF_ORDER_STREAMS: usize = 4;
+/// Streams an out-of-order queue may grow to while its streams are held.
+const MAX_OUT_OF_ORDER_STREAMS: usize = 16;
 
 pub(crate) struct CudaQueue {
     pub(crate) dev: Arc<DeviceShared>,
-    streams: Vec<Stream>,
+    out_of_order: bool,
     pub(crate) profiling: bool,
     state: Mutex<QueueState>,
 }
 
 #[derive(Default)]
 struct QueueState {
+    streams: Vec<Stream>,
     /// Round-robin position among the streams.
     next: usize,
     /// The last event recorded on each stream.
@@ -51,8 +58,13 @@ impl CudaQueue {
         dev.bind()?;
         let count = if properties.out_of_order { OUT_OF_ORDER_STREAMS } else { 1 };
         let streams = (0..count).map(|_| dev.take_stream()).collect::<Result<Vec<_>>>()?;
-        let state = QueueState { last: vec![None; count], ..QueueState::default() };
-        Ok(CudaQueue { dev, streams, profiling: properties.profiling, state: Mutex::new(state) })
+        let state = QueueState { streams, last: vec![None; count], ..QueueState::default() };
+        Ok(CudaQueue {
+            dev,
+            out_of_order: properties.out_of_order,
+            profiling: properties.profiling,
+            state: Mutex::new(state),
+        })
     }
 
     /// Submits work: picks a stream, makes it wait for `wait` (and the
@@ -67,20 +79,24 @@ impl CudaQueue {
         self.dev.bind()?;
         let mut state = self.state.lock();
         let index = self.pick_stream(&mut state);
-        let stream = self.streams[index].raw();
+        let stream = state.streams[index].raw();
+        let mut held = state.last[index].as_ref().is_some_and(|e| e.is_held());
         for event in wait {
+            held |= is_held(*event);
             stream_wait(stream, *event)?;
         }
         match order {
             Order::Barrier => {
                 for (i, last) in state.last.iter().enumerate() {
                     if let (true, Some(last)) = (i != index, last) {
+                        held |= last.is_held();
                         crate::driver::stream_wait_event(stream, last.end().raw())?;
                     }
                 }
             }
             Order::Normal => {
                 if let Some(barrier) = &state.barrier {
+                    held |= barrier.is_held();
                     crate::driver::stream_wait_event(stream, barrier.end().raw())?;
                 }
             }
@@ -97,28 +113,44 @@ impl CudaQueue {
         let end = CuEvent::new(self.profiling)?;
         end.record(stream)?;
         let times = self.profiling.then_some((queued, queued));
-        let event = Arc::new(CudaEvent::new(self.dev.clone(), end, start, times, check));
+        let event = Arc::new(CudaEvent::new(self.dev.clone(), end, start, times, check).held_by_host(held));
         state.last[index] = Some(event.clone());
-        if matches!(order, Order::Barrier) && self.streams.len() > 1 {
+        if matches!(order, Order::Barrier) && state.streams.len() > 1 {
             state.barrier = Some(event.clone());
         }
         Ok(event)
     }
 
     /// The stream for the next submission: the only one of an in-order
-    /// queue; on an out-of-order queue, an idle stream if there is one (so
-    /// that independent work does not queue behind a command waiting on a
-    /// user event), else the next in turn.
+    /// queue. On an out-of-order queue, an idle stream if there is one, else
+    /// one that is not held, else a pooled stream added to the queue (up to
+    /// [`MAX_OUT_OF_ORDER_STREAMS`]), else the next in turn.
     fn pick_stream(&self, state: &mut QueueState) -> usize {
-        let n = self.streams.len();
-        if n == 1 {
+        if !self.out_of_order {
             return 0;
         }
+        let n = state.streams.len();
+        let order = |k: usize| (state.next + k) % n;
         let idle = (0..n)
-            .map(|k| (state.next + k) % n)
+            .map(order)
             .find(|i| state.last[*i].as_ref().is_none_or(|e| matches!(e.end().query(), Ok(Query::Ready))));
-        let index = idle.unwrap_or(state.next % n);
-        state.next = (index + 1) % n;
+        let free = || (0..n).map(order).find(|i| state.last[*i].as_ref().is_none_or(|e| !e.is_held()));
+        // A new stream only from the pool: creating one may wait for the
+        // device, which a held stream keeps busy.
+        let grown = || (n < MAX_OUT_OF_ORDER_STREAMS).then(|| self.dev.take_pooled_stream()).flatten();
+        let index = match idle.or_else(free) {
+            Some(index) => index,
+            None => match grown() {
+                Some(stream) => {
+                    tracing::debug!(streams = n + 1, "every stream of the out-of-order queue is held: one more");
+                    state.streams.push(stream);
+                    state.last.push(None);
+                    n
+                }
+                None => state.next % n,
+            },
+        };
+        state.next = (index + 1) % state.streams.len();
         index
     }
 }
@@ -139,8 +171,11 @@ impl QueueImpl for CudaQueue {
     }
 
     fn finish(&self) -> Result<()> {
-        for stream in &self.streams {
-            stream.synchronize()?;
+        // The last event of each stream, taken under the lock and waited for
+        // outside it, so that other threads can go on submitting.
+        let lasts: Vec<Arc<CudaEvent>> = self.state.lock().last.iter().flatten().cloned().collect();
+        for last in lasts {
+            last.end().synchronize()?;
         }
         Ok(())
     }
@@ -153,7 +188,7 @@ impl QueueImpl for CudaQueue {
 
 impl Drop for CudaQueue {
     fn drop(&mut self) {
-        for stream in self.streams.drain(..) {
+        for stream in self.state.get_mut().streams.drain(..) {
             self.dev.return_stream(stream);
         }
     }

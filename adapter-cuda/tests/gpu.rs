@@ -6,8 +6,8 @@
 //! Without a CUDA driver (CI), the device tests are reported ignored and the
 //! reason ("no CUDA driver ...") is printed.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use libtest_mimic::{Arguments, Failed, Trial};
@@ -286,41 +286,54 @@ fn empty_launch_update(device: &Device) -> Result<(), String> {
 /// loading one does; a stream held by a user event the same thread completes
 /// later must not turn that into a deadlock.
 fn frees_while_gated(device: &Device) -> Result<(), String> {
+    // The step reached, so that a deadlock says where it happened.
+    let step: Arc<Mutex<&'static str>> = Arc::new(Mutex::new("start"));
     let done = Arc::new(AtomicBool::new(false));
-    let watchdog = done.clone();
+    let (watchdog, last_step) = (done.clone(), step.clone());
     std::thread::spawn(move || {
         std::thread::sleep(Duration::from_secs(60));
         if !watchdog.load(Ordering::SeqCst) {
-            eprintln!("frees_do_not_wait_for_user_events: deadlocked (60 s)");
+            let at = *last_step.lock().unwrap_or_else(|e| e.into_inner());
+            eprintln!("frees_do_not_wait_for_user_events: deadlocked (60 s) at step `{at}`");
             std::process::exit(3);
         }
     });
+    let reached = |name: &'static str| *step.lock().unwrap_or_else(|e| e.into_inner()) = name;
     let context = Context::new(device).map_err(ur)?;
     let queue = Queue::new(&context, QueueProperties::default()).map_err(ur)?;
     let mem = UsmAllocation::new(&context, UsmKind::Device, 64).map_err(ur)?;
     let gate = UserEvent::new(&context).map_err(ur)?;
     let held = queue.usm_fill(mem.ptr(), &[9], 64, &[gate.event()]).map_err(ur)?;
+    reached("allocations and frees while held");
     for kind in [UsmKind::Device, UsmKind::Host, UsmKind::Shared] {
         if let Ok(a) = UsmAllocation::new(&context, kind, 1 << 20) {
             drop(a);
         }
     }
     drop(MemBuffer::new(&context, MemFlags::READ_WRITE, 4096).map_err(ur)?);
+    reached("program build started");
     // Loading a module waits for the device (driver 580): it waits for the
     // user event, outside the driver, so this thread's driver calls below
     // still go through and it can complete the event.
     let loader_context = context.clone();
     let loading =
         std::thread::spawn(move || set_program(&loader_context, vec![ArgKind::Global, ArgKind::Value(4)]).map(drop));
+    reached("command buffer create");
     let cb = CommandBuffer::new(&context, device, CommandBufferDesc::default()).map_err(ur)?;
+    reached("command buffer append");
     cb.append_usm_fill(mem.ptr(), &[1], 64, AppendOptions::new()).map_err(ur)?;
+    reached("command buffer finalize");
     cb.finalize().map_err(ur)?;
+    reached("command buffer drop");
     drop(cb);
     if held.status().is_terminal() {
         return Err("the fill ran before its user event".into());
     }
+    reached("user event complete");
     gate.complete().map_err(ur)?;
+    reached("held fill wait");
     held.wait().map_err(ur)?;
+    reached("program build join");
     loading.join().map_err(|_| "the program build panicked".to_string())??;
     done.store(true, Ordering::SeqCst);
     let mut out = [0u8; 64];
