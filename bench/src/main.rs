@@ -7,11 +7,15 @@
 //! with the 10th and 90th percentiles as the spread. Benchmarks are not tests:
 //! nothing here asserts a timing.
 
+mod alloc;
 mod kernels;
 mod raw;
 mod report;
 mod stats;
 mod suites;
+
+#[global_allocator]
+static ALLOCATOR: alloc::Counting = alloc::Counting;
 
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};

@@ -101,17 +101,19 @@ pub fn device_tables(records: &[Record], device: &str, notes: &[String], skipped
     if !l.sizes("finalize").is_empty() {
         let _ = writeln!(
             out,
-            "Building (create, append, finalize) a chain of N kernels, ns per node; memory per command.\n"
+            "Building (create, append, finalize) a chain of N kernels, ns per node; memory per command \
+             (Rust heap, exact; resident set, which also sees the driver's allocations, in pages).\n"
         );
-        let _ = writeln!(out, "| N | build | bytes per command |");
-        let _ = writeln!(out, "|---|---|---|");
+        let _ = writeln!(out, "| N | build | heap bytes per command | resident bytes per command |");
+        let _ = writeln!(out, "|---|---|---|---|");
         for n in l.sizes("finalize") {
-            let bytes =
-                l.get("finalize", "chain", "build", "bytes_per_command", n).map_or("—".into(), |s| num(s.median));
+            let bytes = |metric| l.get("finalize", "chain", "build", metric, n).map_or("—".into(), |s| num(s.median));
             let _ = writeln!(
                 out,
-                "| {n} | {} | {bytes} |",
-                cell(l.get("finalize", "chain", "build", "ns_per_node", n), 1.0)
+                "| {n} | {} | {} | {} |",
+                cell(l.get("finalize", "chain", "build", "ns_per_node", n), 1.0),
+                bytes("heap_bytes_per_command"),
+                bytes("rss_bytes_per_command"),
             );
         }
         out.push('\n');

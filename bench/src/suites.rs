@@ -27,7 +27,7 @@ pub struct Record {
     /// What was measured: `eager`, `replay`, `raw`, `update`, `rebuild`, ...
     pub variant: String,
     /// `host_ns_per_node` (time to return from submitting), `wall_ns_per_node`
-    /// (to completion), `ns_per_node`, `ns`, `bytes_per_command`.
+    /// (to completion), `ns_per_node`, `ns`, `heap_bytes_per_command`, `rss_bytes_per_command`.
     pub metric: String,
     /// Node or kernel count.
     pub n: usize,
@@ -217,16 +217,20 @@ pub fn finalize(t: &Target, repeats: Repeats, sizes: &[usize], out: &mut Vec<Rec
         })?;
         out.push(t.record("finalize", "chain", "build", "ns_per_node", n, cost.per(n)));
     }
+    // Memory per command of the largest buffer: the Rust heap exactly (ur-core
+    // and the adapter), and the resident set, which also sees the driver's
+    // own allocations but moves in pages and reuses freed ones.
     let n = *sizes.iter().max().unwrap_or(&1000);
-    if let Some(before) = resident_bytes() {
-        let cb = build(t, Shape::Chain, n, CommandBufferDesc::default())?;
-        if let Some(after) = resident_bytes() {
-            let bytes = after.saturating_sub(before) as f64 / n as f64;
-            let summary = Summary { median: bytes, p10: bytes, p90: bytes, samples: 1 };
-            out.push(t.record("finalize", "chain", "build", "bytes_per_command", n, summary));
-        }
-        drop(cb);
+    let one = |bytes: f64| Summary { median: bytes, p10: bytes, p90: bytes, samples: 1 };
+    let (heap_before, rss_before) = (crate::alloc::live_heap_bytes(), resident_bytes());
+    let cb = build(t, Shape::Chain, n, CommandBufferDesc::default())?;
+    let heap = (crate::alloc::live_heap_bytes() - heap_before) as f64 / n as f64;
+    out.push(t.record("finalize", "chain", "build", "heap_bytes_per_command", n, one(heap)));
+    if let (Some(before), Some(after)) = (rss_before, resident_bytes()) {
+        let rss = after.saturating_sub(before) as f64 / n as f64;
+        out.push(t.record("finalize", "chain", "build", "rss_bytes_per_command", n, one(rss)));
     }
+    drop(cb);
     Ok(())
 }
 
