@@ -134,20 +134,19 @@ fn memory_barrier(
 }
 
 /// Orders everything recorded before against everything after: between the
-/// levels of a command buffer's dependency graph.
-pub(crate) fn level_barrier(gpu: &Gpu, cb: vk::CommandBuffer) {
-    memory_barrier(
-        gpu,
-        cb,
-        WORK,
-        WORK | vk::PipelineStageFlags::DRAW_INDIRECT,
-        vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE,
-        vk::AccessFlags::SHADER_READ
-            | vk::AccessFlags::SHADER_WRITE
-            | vk::AccessFlags::TRANSFER_READ
-            | vk::AccessFlags::TRANSFER_WRITE
-            | vk::AccessFlags::INDIRECT_COMMAND_READ,
-    );
+/// levels of a command buffer's dependency graph. With `indirect`, the
+/// dispatches after it read their group counts from memory written before.
+pub(crate) fn level_barrier(gpu: &Gpu, cb: vk::CommandBuffer, indirect: bool) {
+    let read_write = vk::AccessFlags::SHADER_READ
+        | vk::AccessFlags::SHADER_WRITE
+        | vk::AccessFlags::TRANSFER_READ
+        | vk::AccessFlags::TRANSFER_WRITE;
+    let (dst, dst_access) = if indirect {
+        (WORK | vk::PipelineStageFlags::DRAW_INDIRECT, read_write | vk::AccessFlags::INDIRECT_COMMAND_READ)
+    } else {
+        (WORK, read_write)
+    };
+    memory_barrier(gpu, cb, WORK, dst, vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE, dst_access);
 }
 
 /// Makes argument blocks just copied visible to shaders and indirect dispatches.

@@ -171,6 +171,9 @@ struct CbSink<'a> {
     block: Option<usize>,
     status: Option<u64>,
     staging: &'a mut Vec<Arc<Allocation>>,
+    /// Updatable buffers dispatch indirectly, so that new sizes need no
+    /// re-recording; others dispatch directly, which costs less per kernel.
+    indirect: bool,
 }
 
 impl Sink for CbSink<'_> {
@@ -191,7 +194,7 @@ impl Sink for CbSink<'_> {
     }
 
     fn indirect(&self) -> bool {
-        true
+        self.indirect
     }
 
     fn status(&mut self, _kernel: &str) -> Result<u64> {
@@ -317,6 +320,7 @@ impl VkCommandBuffer {
                 block: offsets[i],
                 status: status_word,
                 staging: &mut staging,
+                indirect: self.desc.updatable,
             };
             let Lowered { ops, pre, post, pipelines } = lower(&self.rt, &self.commands[i], &mut sink)?;
             let stage = &mut stages[stage_of[i] as usize];
@@ -377,7 +381,7 @@ impl VkCommandBuffer {
             let mut bound = vk::Pipeline::null();
             for p in range.clone() {
                 if stage.barrier_before[p] {
-                    level_barrier(gpu, cb);
+                    level_barrier(gpu, cb, self.desc.updatable);
                 }
                 let node = &placed[stage.order[p] as usize];
                 record_ops(gpu, cb, &node.ops, &mut bound);
@@ -539,14 +543,14 @@ impl CommandBufferImpl for VkCommandBuffer {
                 // and were recorded for simultaneous use.
                 unsafe { gpu.device.cmd_execute_commands(cb, &secondaries) };
                 if let Some((status, out)) = &status_out {
-                    level_barrier(gpu, cb);
+                    level_barrier(gpu, cb, true);
                     let region = [vk::BufferCopy { src_offset: first_word, dst_offset: out.offset(), size: words }];
                     // SAFETY: recording; the ranges lie in their buffers; the
                     // barriers order the copy after the kernels and the clear
                     // after the copy.
                     unsafe {
                         gpu.device.cmd_copy_buffer(cb, *status, out.buffer(), &region);
-                        level_barrier(gpu, cb);
+                        level_barrier(gpu, cb, true);
                         gpu.device.cmd_fill_buffer(cb, *status, first_word, words, 0);
                     }
                 }
@@ -620,6 +624,7 @@ impl CommandBufferImpl for VkCommandBuffer {
                 block: placed.block,
                 status: placed.status,
                 staging: &mut staging,
+                indirect: self.desc.updatable,
             };
             let lowered = crate::lower::lower_kernel(&self.rt.gpu, u.launch, &mut sink)?;
             if let Some(offset) = placed.block {
