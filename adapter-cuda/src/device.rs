@@ -262,6 +262,9 @@ pub(crate) struct DeviceShared {
     status_words: Mutex<WordPool>,
     /// Status words whose kernel may still run, with the event that says when not.
     retiring: Mutex<Vec<(Word, CuEvent)>>,
+    /// Events without timing for reuse: every submission records one, and
+    /// creating and destroying one costs more than recording it again.
+    event_pool: Mutex<Vec<CuEvent>>,
     /// PTX compiled from CUDA C, by source and architecture.
     pub(crate) ptx_cache: Mutex<PtxCache>,
     /// Ends command buffers with kernels.
@@ -404,6 +407,7 @@ impl DeviceShared {
             user_words: Mutex::default(),
             status_words: Mutex::default(),
             retiring: Mutex::default(),
+            event_pool: Mutex::default(),
             ptx_cache: Mutex::default(),
             collector,
             _primary: primary,
@@ -607,12 +611,34 @@ impl DeviceShared {
     pub(crate) fn retire_status_word(&self, word: Word, event: CuEvent) {
         match event.query() {
             Ok(crate::driver::Query::Pending) => self.retiring.lock().push((word, event)),
-            _ => self.free_word(WordKind::Status, word),
+            _ => {
+                self.free_word(WordKind::Status, word);
+                self.recycle_event(event);
+            }
+        }
+    }
+
+    /// An event without timing of the bound context: a pooled one or a new one.
+    pub(crate) fn plain_event(&self) -> Result<CuEvent> {
+        match self.event_pool.lock().pop() {
+            Some(event) => Ok(event),
+            None => CuEvent::new(false),
+        }
+    }
+
+    /// Keeps an event for reuse once nothing will wait on it again: waits
+    /// already issued keep what its last record was, and recording it again
+    /// only affects later waits.
+    pub(crate) fn recycle_event(&self, event: CuEvent) {
+        const KEPT: usize = 256;
+        let mut pool = self.event_pool.lock();
+        if !event.is_timing() && pool.len() < KEPT {
+            pool.push(event);
         }
     }
 
     fn sweep_retiring(&self) {
-        let done: Vec<Word> = {
+        let done: Vec<(Word, CuEvent)> = {
             let mut retiring = self.retiring.lock();
             if retiring.is_empty() {
                 return;
@@ -620,10 +646,11 @@ impl DeviceShared {
             let (done, pending): (Vec<_>, Vec<_>) =
                 retiring.drain(..).partition(|(_, e)| !matches!(e.query(), Ok(crate::driver::Query::Pending)));
             *retiring = pending;
-            done.into_iter().map(|(w, _)| w).collect()
+            done
         };
-        for w in done {
+        for (w, event) in done {
             self.free_word(WordKind::Status, w);
+            self.recycle_event(event);
         }
     }
 }

@@ -288,7 +288,10 @@ pub(crate) enum Query {
 
 /// An event, destroyed on drop.
 #[derive(Debug)]
-pub(crate) struct CuEvent(sys::CUevent);
+pub(crate) struct CuEvent {
+    raw: sys::CUevent,
+    timing: bool,
+}
 
 // SAFETY: CUDA events may be used from any thread.
 unsafe impl Send for CuEvent {}
@@ -306,24 +309,29 @@ impl CuEvent {
         let flags = if timing { 0 } else { EVENT_DISABLE_TIMING };
         // SAFETY: writes a new event handle into `raw`; the caller bound a context.
         unsafe { cu!(cuEventCreate(&mut raw, flags))? };
-        Ok(CuEvent(raw))
+        Ok(CuEvent { raw, timing })
     }
 
     pub(crate) fn raw(&self) -> sys::CUevent {
-        self.0
+        self.raw
+    }
+
+    /// Whether it was created for timing.
+    pub(crate) fn is_timing(&self) -> bool {
+        self.timing
     }
 
     /// Records the event at the current end of `stream`.
     pub(crate) fn record(&self, stream: sys::CUstream) -> Result<()> {
         // SAFETY: the event and the stream are alive and of the same context
         // (the caller's contract for every stream of this adapter).
-        unsafe { cu!(cuEventRecord(self.0, stream)) }
+        unsafe { cu!(cuEventRecord(self.raw, stream)) }
     }
 
     /// Whether its last record has completed; `Err` when the work it follows failed.
     pub(crate) fn query(&self) -> Result<Query> {
         // SAFETY: the event is alive.
-        match unsafe { sys::cuEventQuery(self.0) } {
+        match unsafe { sys::cuEventQuery(self.raw) } {
             sys::CUresult::CUDA_SUCCESS => Ok(Query::Ready),
             sys::CUresult::CUDA_ERROR_NOT_READY => Ok(Query::Pending),
             other => Err(error(other, "cuEventQuery")),
@@ -333,14 +341,14 @@ impl CuEvent {
     /// Blocks until its last record has completed.
     pub(crate) fn synchronize(&self) -> Result<()> {
         // SAFETY: the event is alive.
-        unsafe { cu!(cuEventSynchronize(self.0)) }
+        unsafe { cu!(cuEventSynchronize(self.raw)) }
     }
 
     /// Milliseconds from `self` to `later`; both are complete timing events.
     pub(crate) fn elapsed_ms(&self, later: &CuEvent) -> Result<f32> {
         let mut ms = 0f32;
         // SAFETY: both events are alive; the driver checks they are recorded and complete.
-        unsafe { cu!(cuEventElapsedTime(&mut ms, self.0, later.0))? };
+        unsafe { cu!(cuEventElapsedTime(&mut ms, self.raw, later.raw))? };
         Ok(ms)
     }
 }
@@ -348,7 +356,7 @@ impl CuEvent {
 impl Drop for CuEvent {
     fn drop(&mut self) {
         // SAFETY: destroyed once; a pending record completes first (driver contract).
-        let _ = unsafe { sys::cuEventDestroy_v2(self.0) };
+        let _ = unsafe { sys::cuEventDestroy_v2(self.raw) };
     }
 }
 

@@ -153,10 +153,12 @@ impl EventImpl for CudaEvent {
 
 impl Drop for CudaEvent {
     fn drop(&mut self) {
-        if let (Some(Check::Kernel(word, _) | Check::Run(word)), Some(end)) = (self.check.take(), self.end.take()) {
+        let Some(end) = self.end.take() else { return };
+        match self.check.take() {
             // The kernel may still write its status word: the word goes back
             // to the pool once the event says the kernel is done.
-            self.dev.retire_status_word(word, end);
+            Some(Check::Kernel(word, _) | Check::Run(word)) => self.dev.retire_status_word(word, end),
+            None => self.dev.recycle_event(end),
         }
     }
 }

@@ -110,7 +110,7 @@ impl CudaQueue {
             None
         };
         let check = work(stream)?;
-        let end = CuEvent::new(self.profiling)?;
+        let end = if self.profiling { CuEvent::new(true)? } else { self.dev.plain_event()? };
         end.record(stream)?;
         let times = self.profiling.then_some((queued, queued));
         let event = Arc::new(CudaEvent::new(self.dev.clone(), end, start, times, check).held_by_host(held));
