@@ -16,8 +16,10 @@
 //! Later commands depend on the body's last node; in-order buffers get the
 //! previous command as their only dependency from the front end. A buffer
 //! with kernels ends with a kernel node that moves the status word its
-//! kernels report failures to (see the kernel ABI in `program.rs`) into a
-//! word of the submission, pointed to anew at each enqueue, and clears it.
+//! kernels report failures to (see the kernel ABI in `program.rs`) into the
+//! submission's slot of the buffer's status ring, and clears it; an enqueue
+//! copies finished submissions' statuses out of the ring before their slots
+//! are needed again.
 //!
 //! An enqueue launches the executable graph on a stream of the queue after
 //! the wait list and the previous submission of the buffer. Updates change
@@ -33,6 +35,7 @@
 //! order on streams anyway, is applied at each enqueue.
 
 use std::any::Any;
+use std::collections::VecDeque;
 use std::ffi::c_void;
 use std::ptr;
 use std::sync::Arc;
@@ -46,7 +49,7 @@ use crate::conv::{CopyPlan, HostJob, host_job_kept};
 use crate::conv::{copy_1d, copy_rect, fill_plan};
 use crate::device::{DeviceShared, Release, Word, WordKind};
 use crate::driver::{self, cu};
-use crate::event::{Check, CudaEvent, graph_wait_event};
+use crate::event::{Check, CudaEvent, RING_SLOTS, RunStatus, StatusRing, graph_wait_event};
 use crate::exec;
 use crate::memory::{Loc, buffer_loc, mem_loc, usm_loc};
 use crate::program::LaunchParams;
@@ -82,26 +85,70 @@ struct Cmd {
     signal: Option<SignalNodes>,
 }
 
-/// The status word the kernels of one buffer report failures to, and the
-/// node that collects it at the end of each submission.
+/// The status word the kernels of one buffer report failures to, the node
+/// that collects it at the end of each submission, and where it goes.
 struct RunStatusNode {
     word: Word,
     node: Option<Node>,
+    ring: Arc<StatusRing>,
+    /// Submissions enqueued with the current ring.
+    submitted: u64,
+    /// Submissions whose status may still be only in the ring, oldest first.
+    pending: VecDeque<(Arc<RunStatus>, Arc<CudaEvent>)>,
 }
 
-/// Calls `f` with the parameters of the collector node that moves `word`
-/// into `out` (the driver copies the values during the call).
+impl RunStatusNode {
+    /// Copies the status of finished submissions out of the ring. If the
+    /// slot the next submission takes belongs to a submission still pending
+    /// (`RING_SLOTS` submissions in flight), the collector moves to a new
+    /// ring rather than waiting: launches made keep the parameters they were
+    /// launched with, so pending submissions still write the old ring, which
+    /// their statuses keep alive.
+    fn make_room(&mut self, dev: &Arc<DeviceShared>, ctx: sys::CUcontext, exec: sys::CUgraphExec) -> Result<()> {
+        while let Some((status, event)) = self.pending.front() {
+            if !matches!(event.end().query(), Ok(driver::Query::Ready)) {
+                break;
+            }
+            status.harvest();
+            self.pending.pop_front();
+        }
+        // Submissions of one buffer run in order, so the pending ones are the
+        // latest, and the first of the current ring has its oldest slot.
+        let slot_taken = self
+            .pending
+            .iter()
+            .find(|(status, _)| Arc::ptr_eq(status.ring(), &self.ring))
+            .is_some_and(|(status, _)| status.ordinal() + u64::from(RING_SLOTS) <= self.submitted);
+        if let (true, Some(node)) = (slot_taken, self.node) {
+            let ring = Arc::new(StatusRing::new(dev)?);
+            with_collector_params(dev, ctx, self.word.addr, ring.addr, |params| {
+                // SAFETY: the executable graph and its template are alive and
+                // have this kernel node; the parameters match the collector.
+                unsafe {
+                    cu!(cuGraphExecKernelNodeSetParams_v2(exec, node, params))?;
+                    cu!(cuGraphKernelNodeSetParams_v2(node, params))
+                }
+            })?;
+            tracing::debug!(slots = RING_SLOTS, "status ring full of pending submissions: a new ring");
+            self.ring = ring;
+            self.submitted = 0;
+        }
+        Ok(())
+    }
+}
+
+/// Calls `f` with the parameters of the collector node for a buffer's
+/// status word and ring (the driver copies the values during the call).
 fn with_collector_params<T>(
     dev: &DeviceShared,
     ctx: sys::CUcontext,
     word: u64,
-    out: u64,
+    ring: u64,
     f: impl FnOnce(&sys::CUDA_KERNEL_NODE_PARAMS) -> T,
 ) -> T {
-    let mut values = [word, out];
-    let base = values.as_mut_ptr();
-    // SAFETY: both offsets lie inside `values`.
-    let mut pointers = [base.cast::<c_void>(), unsafe { base.add(1) }.cast::<c_void>()];
+    let (mut word, mut ring, mut mask) = (word, ring, RING_SLOTS - 1);
+    let mut pointers =
+        [(&raw mut word).cast::<c_void>(), (&raw mut ring).cast::<c_void>(), (&raw mut mask).cast::<c_void>()];
     let params = sys::CUDA_KERNEL_NODE_PARAMS {
         func: dev.collector.func,
         gridDimX: 1,
@@ -238,8 +285,9 @@ impl CudaCommandBuffer {
     /// The word kernels of this buffer report failures to.
     fn run_word(&mut self) -> Result<u64> {
         if self.run.is_none() {
+            let ring = Arc::new(StatusRing::new(&self.dev)?);
             let word = self.dev.word(WordKind::Status)?;
-            self.run = Some(RunStatusNode { word, node: None });
+            self.run = Some(RunStatusNode { word, node: None, ring, submitted: 0, pending: VecDeque::new() });
         }
         Ok(self.run.as_ref().expect("just set").word.addr)
     }
@@ -403,14 +451,12 @@ impl CommandBufferImpl for CudaCommandBuffer {
             // A graph to launch needs a node.
             self.add_empty(&[])?;
         }
-        if let Some(word) = self.run.as_ref().map(|r| r.word.addr) {
+        if let Some((word, ring)) = self.run.as_ref().map(|r| (r.word.addr, r.ring.addr)) {
             let leaves: Vec<Node> = self.commands.iter().filter(|c| !c.has_successors).map(|c| c.exit).collect();
             let mut node: Node = ptr::null_mut();
-            // Until the first enqueue points it at a submission's word, it
-            // collects into the buffer's word itself.
-            with_collector_params(&self.dev, self.ctx(), word, word, |params| {
+            with_collector_params(&self.dev, self.ctx(), word, ring, |params| {
                 // SAFETY: the graph is alive, `leaves` are its nodes; the
-                // collector takes two u64 parameters, given by `params`.
+                // collector takes two u64 and a u32 parameter, given by `params`.
                 unsafe { cu!(cuGraphAddKernelNode_v2(&mut node, self.graph, leaves.as_ptr(), leaves.len(), params)) }
             })?;
             self.run.as_mut().expect("checked").node = Some(node);
@@ -437,42 +483,25 @@ impl CommandBufferImpl for CudaCommandBuffer {
         if let Some(previous) = &previous {
             waits.push(&**previous);
         }
-        // A word of this submission for the collector to move the buffer's
-        // status into; it lives with the submission's event.
-        let submission_word = match &self.run {
-            Some(RunStatusNode { word, node: Some(node) }) => {
-                let out = self.dev.word(WordKind::Status)?;
-                let set = with_collector_params(&self.dev, self.ctx(), word.addr, out.addr, |params| {
-                    // SAFETY: the executable graph is alive and has this
-                    // kernel node; the parameters match the collector.
-                    unsafe { cu!(cuGraphExecKernelNodeSetParams_v2(exec, *node, params)) }
-                });
-                if let Err(e) = set {
-                    self.dev.free_word(WordKind::Status, out);
-                    return Err(e);
-                }
-                Some(out)
+        // This submission's slot in the status ring.
+        let ctx = self.ctx();
+        let status = match self.run.as_mut() {
+            Some(run) => {
+                run.make_room(&self.dev, ctx, exec)?;
+                Some(Arc::new(RunStatus::new(run.ring.clone(), run.submitted)))
             }
-            _ => None,
+            None => None,
         };
-        let mut submission_word = Some(submission_word);
         let event = queue.submit(&waits, Order::Normal, |stream| {
-            let word = submission_word.take().flatten();
             // SAFETY: the executable graph is alive and of this context; the
             // stream is the queue's.
-            if let Err(e) = unsafe { cu!(cuGraphLaunch(exec, stream)) } {
-                if let Some(word) = word {
-                    self.dev.free_word(WordKind::Status, word);
-                }
-                return Err(e);
-            }
-            Ok(word.map(Check::Run))
-        });
-        if let Some(Some(word)) = submission_word {
-            // `submit` failed before running the launch.
-            self.dev.free_word(WordKind::Status, word);
+            unsafe { cu!(cuGraphLaunch(exec, stream))? };
+            Ok(status.clone().map(Check::Run))
+        })?;
+        if let (Some(run), Some(status)) = (self.run.as_mut(), status) {
+            run.submitted += 1;
+            run.pending.push_back((status, event.clone()));
         }
-        let event = event?;
         self.previous = Some(event.clone());
         Ok(event)
     }

@@ -134,23 +134,34 @@ struct Gate {
 }
 
 /// The kernel that ends every command buffer with kernels: it moves the
-/// buffer's status word into the submission's own word and clears it for
-/// the next submission. A kernel rather than a host node: a host node makes
-/// the graph's completion wait for the driver's callback thread, which cost
-/// tens of microseconds per replay.
+/// buffer's status word into the submission's slot of the buffer's status
+/// ring (`ring[1 + ring[0] % slots]`, then counts the submission in
+/// `ring[0]`) and clears the word for the next submission. A kernel rather
+/// than a host node: a host node makes the graph's completion wait for the
+/// driver's callback thread, which cost tens of microseconds per replay; and
+/// a ring rather than a word per submission, so that its parameters never
+/// change and an enqueue sets none.
 const STATUS_COLLECTOR_PTX: &str = r#"
 .version 6.0
 .target sm_70
 .address_size 64
 
-.visible .entry ur_collect_status(.param .u64 word, .param .u64 out)
+.visible .entry ur_collect_status(.param .u64 word, .param .u64 ring, .param .u32 mask)
 {
-    .reg .b64 %rd<3>;
-    .reg .b32 %r<2>;
+    .reg .b64 %rd<6>;
+    .reg .b32 %r<5>;
     ld.param.u64 %rd1, [word];
-    ld.param.u64 %rd2, [out];
+    ld.param.u64 %rd2, [ring];
+    ld.param.u32 %r3, [mask];
     ld.volatile.global.u32 %r1, [%rd1];
-    st.volatile.global.u32 [%rd2], %r1;
+    ld.volatile.global.u32 %r2, [%rd2];
+    and.b32 %r4, %r2, %r3;
+    mul.wide.u32 %rd3, %r4, 4;
+    add.u64 %rd4, %rd2, 4;
+    add.u64 %rd5, %rd4, %rd3;
+    st.volatile.global.u32 [%rd5], %r1;
+    add.u32 %r2, %r2, 1;
+    st.volatile.global.u32 [%rd2], %r2;
     st.volatile.global.u32 [%rd1], 0;
     ret;
 }

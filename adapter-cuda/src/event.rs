@@ -18,6 +18,7 @@
 use std::any::Any;
 use std::ffi::c_void;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use cudarc::driver::sys;
 use parking_lot::{Condvar, Mutex};
@@ -32,8 +33,108 @@ use crate::driver::{self, CuEvent, Query, cu};
 pub(crate) enum Check {
     /// An eager kernel launch's status word.
     Kernel(Word, Arc<str>),
-    /// A command-buffer submission's word, written by its last node.
-    Run(Word),
+    /// A command-buffer submission's slot in its buffer's status ring.
+    Run(Arc<RunStatus>),
+}
+
+/// Slots of a [`StatusRing`]: submissions of one buffer that may be pending
+/// at once before the buffer moves to a new ring.
+pub(crate) const RING_SLOTS: u32 = 256;
+
+/// Pinned, device-mapped host memory where a command buffer's last node
+/// (the status collector) stores each submission's status: word 0 counts
+/// the submissions run, word `1 + n % RING_SLOTS` holds submission `n`'s.
+pub(crate) struct StatusRing {
+    dev: Arc<DeviceShared>,
+    host: *mut u32,
+    /// The device address of word 0.
+    pub(crate) addr: u64,
+}
+
+// SAFETY: the memory is owned by the ring; the device writes it and the host
+// reads it volatilely, ordered by the submissions' events.
+unsafe impl Send for StatusRing {}
+// SAFETY: as for Send.
+unsafe impl Sync for StatusRing {}
+
+impl StatusRing {
+    pub(crate) fn new(dev: &Arc<DeviceShared>) -> Result<StatusRing> {
+        let bytes = (RING_SLOTS as usize + 1) * 4;
+        let mut host: *mut c_void = std::ptr::null_mut();
+        let flags = sys::CU_MEMHOSTALLOC_PORTABLE | sys::CU_MEMHOSTALLOC_DEVICEMAP;
+        dev.bind()?;
+        // SAFETY: allocates `bytes` of pinned, device-mapped host memory into `host`.
+        unsafe { cu!(cuMemHostAlloc(&mut host, bytes, flags))? };
+        // SAFETY: `host` holds `bytes` bytes just allocated.
+        unsafe { std::ptr::write_bytes(host.cast::<u8>(), 0, bytes) };
+        let mut addr: sys::CUdeviceptr = 0;
+        // SAFETY: `host` was allocated with DEVICEMAP; writes its device address.
+        if let Err(e) = unsafe { cu!(cuMemHostGetDevicePointer_v2(&mut addr, host, 0)) } {
+            dev.release(crate::device::Release::HostMemory(host));
+            return Err(e);
+        }
+        Ok(StatusRing { dev: dev.clone(), host: host.cast(), addr })
+    }
+
+    /// Submission `n`'s status, valid once it has run and until submission
+    /// `n + RING_SLOTS` runs.
+    fn slot(&self, n: u64) -> u32 {
+        let index = 1 + (n % u64::from(RING_SLOTS)) as usize;
+        // SAFETY: `index` is within the ring's RING_SLOTS + 1 words; the
+        // device writes them, hence the volatile read.
+        unsafe { std::ptr::read_volatile(self.host.add(index)) }
+    }
+}
+
+impl Drop for StatusRing {
+    fn drop(&mut self) {
+        // Its buffer's graphs are gone or will not run again.
+        self.dev.release(crate::device::Release::HostMemory(self.host.cast()));
+    }
+}
+
+/// The status of one command-buffer submission: its slot in the ring until
+/// the buffer, needing the slot again, copies the status here.
+pub(crate) struct RunStatus {
+    ring: Arc<StatusRing>,
+    n: u64,
+    harvested: AtomicBool,
+    code: AtomicU32,
+}
+
+impl RunStatus {
+    pub(crate) fn new(ring: Arc<StatusRing>, n: u64) -> RunStatus {
+        RunStatus { ring, n, harvested: AtomicBool::new(false), code: AtomicU32::new(0) }
+    }
+
+    /// Its position among the submissions of its ring.
+    pub(crate) fn ordinal(&self) -> u64 {
+        self.n
+    }
+
+    /// The ring it was submitted with.
+    pub(crate) fn ring(&self) -> &Arc<StatusRing> {
+        &self.ring
+    }
+
+    /// Copies the status out of the ring; the submission has run.
+    pub(crate) fn harvest(&self) {
+        if !self.harvested.load(Ordering::SeqCst) {
+            self.code.store(self.ring.slot(self.n), Ordering::SeqCst);
+            self.harvested.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// The status code; the submission has run.
+    fn code(&self) -> u32 {
+        if self.harvested.load(Ordering::SeqCst) {
+            return self.code.load(Ordering::SeqCst);
+        }
+        let read = self.ring.slot(self.n);
+        // The slot is reused only after the status was harvested: if it
+        // still was not after the read, the read saw this submission's.
+        if self.harvested.load(Ordering::SeqCst) { self.code.load(Ordering::SeqCst) } else { read }
+    }
 }
 
 /// An event recorded on a stream.
@@ -106,7 +207,7 @@ impl CudaEvent {
                 0 => None,
                 code => Some(format!("kernel `{name}` reported failure code {code}")),
             },
-            Check::Run(word) => match word.read() {
+            Check::Run(run) => match run.code() {
                 0 => None,
                 code => Some(format!("a kernel of the command buffer reported failure code {code}")),
             },
@@ -157,8 +258,8 @@ impl Drop for CudaEvent {
         match self.check.take() {
             // The kernel may still write its status word: the word goes back
             // to the pool once the event says the kernel is done.
-            Some(Check::Kernel(word, _) | Check::Run(word)) => self.dev.retire_status_word(word, end),
-            None => self.dev.recycle_event(end),
+            Some(Check::Kernel(word, _)) => self.dev.retire_status_word(word, end),
+            Some(Check::Run(_)) | None => self.dev.recycle_event(end),
         }
     }
 }

@@ -81,11 +81,12 @@ fn main() {
     }
     let device = loader.devices().into_iter().next();
     let mut trials = vec![Trial::test("factory_reports_why_the_adapter_is_absent", factory_reason)];
-    let tests: [(&str, Test); 7] = [
+    let tests: [(&str, Test); 8] = [
         ("ptx_program_runs_eagerly_and_in_a_graph", ptx_program),
         ("kernel_parameters_are_checked_against_the_abi", abi_mismatch),
         ("kernel_failure_is_reported_by_command_buffer_submissions", kernel_failure_in_graph),
         ("empty_launch_updated_to_a_real_one_runs", empty_launch_update),
+        ("statuses_of_many_pending_submissions_stay_their_own", many_pending_submissions),
         ("frees_do_not_wait_for_user_events", frees_while_gated),
         ("native_handle_is_the_graph_then_the_executable_graph", native_handle),
         ("every_device_runs_work", every_device),
@@ -242,6 +243,44 @@ fn kernel_failure_in_graph(device: &Device) -> Result<(), String> {
         return Err("a later submission changed an earlier one's status".into());
     }
     Ok(())
+}
+
+/// More submissions pending than the status ring has slots (all held by a
+/// user event): each still reports its own kernels' status.
+fn many_pending_submissions(device: &Device) -> Result<(), String> {
+    const HELD: usize = 300;
+    let context = Context::new(device).map_err(ur)?;
+    let Some(kernel) = test_kernel(&context)? else { return Ok(()) };
+    let queue = Queue::new(&context, QueueProperties::default()).map_err(ur)?;
+    let out = UsmAllocation::new(&context, UsmKind::Device, 16 * 4).map_err(ur)?;
+    let ok = 0u32;
+    let args = [KernelArg::Pointer(out.ptr()), KernelArg::value(&ok)];
+    let cb = CommandBuffer::new(&context, device, CommandBufferDesc { updatable: true, ..Default::default() })
+        .map_err(ur)?;
+    // SAFETY: 16 items over 16 u32s.
+    let appended =
+        unsafe { cb.append_kernel_launch(&KernelLaunch::new(&kernel, &[16], &args), &[], AppendOptions::new()) }
+            .map_err(ur)?;
+    cb.finalize().map_err(ur)?;
+    let gate = UserEvent::new(&context).map_err(ur)?;
+    let mut events = Vec::with_capacity(HELD + 1);
+    for _ in 0..HELD {
+        events.push(queue.enqueue_command_buffer(&cb, &[gate.event()]).map_err(ur)?);
+    }
+    let handle = appended.command.ok_or("no command handle")?;
+    let fail = 9u32;
+    // SAFETY: only the value argument changes.
+    unsafe { cb.update_kernel_launches(&[KernelLaunchUpdate::new(&handle).arg(1, KernelArg::value(&fail))]) }
+        .map_err(ur)?;
+    let last = queue.enqueue_command_buffer(&cb, &[]).map_err(ur)?;
+    gate.complete().map_err(ur)?;
+    for (i, event) in events.iter().enumerate() {
+        event.wait().map_err(|e| format!("submission {i}: {}", ur(e)))?;
+    }
+    match last.wait() {
+        Err(UrError::AdapterSpecific(d)) if d.message.contains("code 9") => Ok(()),
+        other => Err(format!("expected the last submission to report code 9, got {other:?}")),
+    }
 }
 
 fn empty_launch_update(device: &Device) -> Result<(), String> {
