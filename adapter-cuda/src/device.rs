@@ -571,6 +571,27 @@ impl DeviceShared {
         }
     }
 
+    /// `words` zeroed 32-bit words of pinned, device-mapped host memory: the
+    /// host address and the device address. Freed with `cuMemFreeHost`
+    /// ([`Release::HostMemory`]).
+    pub(crate) fn pinned_mapped(&self, words: usize) -> Result<(*mut u32, u64)> {
+        self.bind()?;
+        let bytes = words * 4;
+        let mut host: *mut c_void = ptr::null_mut();
+        let flags = sys::CU_MEMHOSTALLOC_PORTABLE | sys::CU_MEMHOSTALLOC_DEVICEMAP;
+        // SAFETY: allocates `bytes` of pinned, device-mapped host memory into `host`.
+        unsafe { cu!(cuMemHostAlloc(&mut host, bytes, flags))? };
+        // SAFETY: `host` holds `bytes` bytes just allocated.
+        unsafe { ptr::write_bytes(host.cast::<u8>(), 0, bytes) };
+        let mut dev: sys::CUdeviceptr = 0;
+        // SAFETY: `host` was allocated with DEVICEMAP; writes its device address.
+        if let Err(e) = unsafe { cu!(cuMemHostGetDevicePointer_v2(&mut dev, host, 0)) } {
+            self.release(Release::HostMemory(host));
+            return Err(e);
+        }
+        Ok((host.cast(), dev))
+    }
+
     /// A word of the `kind` pool. Status words start at 0; user-event words
     /// keep the last value written.
     pub(crate) fn word(&self, kind: WordKind) -> Result<Word> {
@@ -583,19 +604,9 @@ impl DeviceShared {
         };
         let mut pool = pool.lock();
         if pool.free.is_empty() {
-            self.bind()?;
-            let bytes = WORDS_PER_PAGE as usize * 4;
-            let mut host: *mut c_void = ptr::null_mut();
-            let flags = sys::CU_MEMHOSTALLOC_PORTABLE | sys::CU_MEMHOSTALLOC_DEVICEMAP;
-            // SAFETY: allocates `bytes` of pinned, device-mapped host memory into `host`.
-            unsafe { cu!(cuMemHostAlloc(&mut host, bytes, flags))? };
-            // SAFETY: `host` holds `bytes` bytes just allocated.
-            unsafe { ptr::write_bytes(host.cast::<u8>(), 0, bytes) };
-            let mut dev: sys::CUdeviceptr = 0;
-            // SAFETY: `host` was allocated with DEVICEMAP; writes its device address.
-            unsafe { cu!(cuMemHostGetDevicePointer_v2(&mut dev, host, 0))? };
+            let (host, dev) = self.pinned_mapped(WORDS_PER_PAGE as usize)?;
             let page = pool.pages.len() as u32;
-            pool.pages.push((host.cast(), dev));
+            pool.pages.push((host, dev));
             pool.free.extend((0..WORDS_PER_PAGE).rev().map(|i| page * WORDS_PER_PAGE + i));
         }
         let slot = pool.free.pop().expect("a page was just added");

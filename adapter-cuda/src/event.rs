@@ -59,21 +59,8 @@ unsafe impl Sync for StatusRing {}
 
 impl StatusRing {
     pub(crate) fn new(dev: &Arc<DeviceShared>) -> Result<StatusRing> {
-        let bytes = (RING_SLOTS as usize + 1) * 4;
-        let mut host: *mut c_void = std::ptr::null_mut();
-        let flags = sys::CU_MEMHOSTALLOC_PORTABLE | sys::CU_MEMHOSTALLOC_DEVICEMAP;
-        dev.bind()?;
-        // SAFETY: allocates `bytes` of pinned, device-mapped host memory into `host`.
-        unsafe { cu!(cuMemHostAlloc(&mut host, bytes, flags))? };
-        // SAFETY: `host` holds `bytes` bytes just allocated.
-        unsafe { std::ptr::write_bytes(host.cast::<u8>(), 0, bytes) };
-        let mut addr: sys::CUdeviceptr = 0;
-        // SAFETY: `host` was allocated with DEVICEMAP; writes its device address.
-        if let Err(e) = unsafe { cu!(cuMemHostGetDevicePointer_v2(&mut addr, host, 0)) } {
-            dev.release(crate::device::Release::HostMemory(host));
-            return Err(e);
-        }
-        Ok(StatusRing { dev: dev.clone(), host: host.cast(), addr })
+        let (host, addr) = dev.pinned_mapped(RING_SLOTS as usize + 1)?;
+        Ok(StatusRing { dev: dev.clone(), host, addr })
     }
 
     /// Submission `n`'s status, valid once it has run and until submission
@@ -443,7 +430,7 @@ pub(crate) fn is_held(event: &dyn EventImpl) -> bool {
     if let Some(e) = any.downcast_ref::<CudaEvent>() {
         return e.is_held();
     }
-    any.downcast_ref::<CudaUserEvent>().is_some_and(|u| u.inner.state.lock().result.is_none())
+    any.downcast_ref::<CudaUserEvent>().is_some_and(|u| !u.status().is_terminal())
 }
 
 /// Makes `stream` wait for `event` (an event of this adapter).

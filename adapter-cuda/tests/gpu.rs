@@ -14,7 +14,7 @@ use libtest_mimic::{Arguments, Failed, Trial};
 use ur_adapter_cuda::{CudaAdapterFactory, NO_DRIVER};
 use ur_core::adapter::AdapterFactory;
 use ur_core::{
-    AdapterEntry, AppendOptions, ArgKind, CommandBuffer, CommandBufferDesc, Context, Device, DeviceSelector,
+    AdapterEntry, AppendOptions, Appended, ArgKind, CommandBuffer, CommandBufferDesc, Context, Device, DeviceSelector,
     EventStatus, Kernel, KernelArg, KernelLaunch, KernelLaunchUpdate, KernelSignature, Loader, MemBuffer, MemFlags,
     Program, ProgramBundle, ProgramSource, Queue, QueueProperties, SourceForm, UrError, UserEvent, UsmAllocation,
     UsmKind,
@@ -204,19 +204,33 @@ fn test_kernel(context: &Context) -> Result<Option<Kernel>, String> {
     Ok(Some(Kernel::new(&program, "maybe_fail").map_err(ur)?))
 }
 
-fn kernel_failure_in_graph(device: &Device) -> Result<(), String> {
+/// An updatable command buffer launching `maybe_fail(out, code)` over 16
+/// items, not finalized, with its queue, output and command handle; `None`
+/// without NVRTC.
+struct FailingBuffer {
+    queue: Queue,
+    out: UsmAllocation,
+    cb: CommandBuffer,
+    appended: Appended,
+}
+
+fn failing_buffer(device: &Device, code: u32) -> Result<Option<FailingBuffer>, String> {
     let context = Context::new(device).map_err(ur)?;
-    let Some(kernel) = test_kernel(&context)? else { return Ok(()) };
+    let Some(kernel) = test_kernel(&context)? else { return Ok(None) };
     let queue = Queue::new(&context, QueueProperties::default()).map_err(ur)?;
     let out = UsmAllocation::new(&context, UsmKind::Device, 16 * 4).map_err(ur)?;
-    let fail = 7u32;
-    let args = [KernelArg::Pointer(out.ptr()), KernelArg::value(&fail)];
+    let args = [KernelArg::Pointer(out.ptr()), KernelArg::value(&code)];
     let cb = CommandBuffer::new(&context, device, CommandBufferDesc { updatable: true, ..Default::default() })
         .map_err(ur)?;
     // SAFETY: 16 items over 16 u32s.
     let appended =
         unsafe { cb.append_kernel_launch(&KernelLaunch::new(&kernel, &[16], &args), &[], AppendOptions::new()) }
             .map_err(ur)?;
+    Ok(Some(FailingBuffer { queue, out, cb, appended }))
+}
+
+fn kernel_failure_in_graph(device: &Device) -> Result<(), String> {
+    let Some(FailingBuffer { queue, out, cb, appended }) = failing_buffer(device, 7)? else { return Ok(()) };
     cb.append_usm_fill(out.ptr(), &[0], 4, AppendOptions::new().after(&[appended.sync_point])).map_err(ur)?;
     cb.finalize().map_err(ur)?;
     let first = queue.enqueue_command_buffer(&cb, &[]).map_err(ur)?;
@@ -249,20 +263,9 @@ fn kernel_failure_in_graph(device: &Device) -> Result<(), String> {
 /// user event): each still reports its own kernels' status.
 fn many_pending_submissions(device: &Device) -> Result<(), String> {
     const HELD: usize = 300;
-    let context = Context::new(device).map_err(ur)?;
-    let Some(kernel) = test_kernel(&context)? else { return Ok(()) };
-    let queue = Queue::new(&context, QueueProperties::default()).map_err(ur)?;
-    let out = UsmAllocation::new(&context, UsmKind::Device, 16 * 4).map_err(ur)?;
-    let ok = 0u32;
-    let args = [KernelArg::Pointer(out.ptr()), KernelArg::value(&ok)];
-    let cb = CommandBuffer::new(&context, device, CommandBufferDesc { updatable: true, ..Default::default() })
-        .map_err(ur)?;
-    // SAFETY: 16 items over 16 u32s.
-    let appended =
-        unsafe { cb.append_kernel_launch(&KernelLaunch::new(&kernel, &[16], &args), &[], AppendOptions::new()) }
-            .map_err(ur)?;
+    let Some(FailingBuffer { queue, cb, appended, .. }) = failing_buffer(device, 0)? else { return Ok(()) };
     cb.finalize().map_err(ur)?;
-    let gate = UserEvent::new(&context).map_err(ur)?;
+    let gate = UserEvent::new(queue.context()).map_err(ur)?;
     let mut events = Vec::with_capacity(HELD + 1);
     for _ in 0..HELD {
         events.push(queue.enqueue_command_buffer(&cb, &[gate.event()]).map_err(ur)?);

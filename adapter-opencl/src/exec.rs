@@ -116,7 +116,7 @@ fn marker_is_a_kernel(queue: cl_command_queue) -> bool {
 /// `queue` is a valid queue of the context; the events are valid.
 pub(crate) unsafe fn marker(shared: &Shared, queue: cl_command_queue, wait: &WaitList) -> Result<RawEvent> {
     if marker_is_a_kernel(queue) {
-        let target = Target::Queue { queue, wait, one_launch: shared.device.one_launch_per_kernel };
+        let target = Target::queue(shared, queue, wait);
         // SAFETY: a valid queue and wait list.
         return event(unsafe { shared.helpers.noop(&target)? });
     }
@@ -252,7 +252,7 @@ unsafe fn enqueue_raw(
     command: &Command,
     wait: &WaitList,
 ) -> Result<Enqueued> {
-    let target = Target::Queue { queue, wait, one_launch: shared.device.one_launch_per_kernel };
+    let target = Target::queue(shared, queue, wait);
     let h = &shared.helpers;
     let device_usm = &shared.device.usm;
     let (n, list) = (wait.len() as u32, wait.as_ptr());

@@ -18,11 +18,12 @@ use parking_lot::Mutex;
 use smallvec::SmallVec;
 use ur_core::Result;
 
+use crate::context::Shared;
 use crate::conv::ClResultExt;
 use crate::device::Usm;
 use crate::event::{RawEvent, WaitList};
 use crate::ffi::{CommandBufferApi, cl_command_buffer_khr, cl_sync_point_khr};
-use crate::one_launch::{self, KernelNames, RecordedKernels};
+use crate::one_launch::{self, RecordedKernels};
 
 /// OpenCL C of the helper kernels. Copies and fills work on bytes, 16 per
 /// work-item (`vload16`/`vstore16` need only byte alignment); every kernel
@@ -143,6 +144,13 @@ pub(crate) enum Target<'a> {
     },
 }
 
+impl<'a> Target<'a> {
+    /// Enqueued on `queue` of `shared`'s context after `wait`.
+    pub(crate) fn queue(shared: &Shared, queue: cl_command_queue, wait: &'a WaitList) -> Target<'a> {
+        Target::Queue { queue, wait, one_launch: shared.device.one_launch_per_kernel }
+    }
+}
+
 /// What a launch produced.
 pub(crate) enum Launched {
     /// The event of an enqueued command.
@@ -188,7 +196,7 @@ pub(crate) unsafe fn launch(
                 Ok(unsafe { RawEvent::from_raw(event) })
             };
             let event = if *one_launch {
-                one_launch::enqueue_exclusive(&KernelNames::one(name), wait.handles(), enqueue)?
+                one_launch::enqueue_exclusive(&[name], wait.handles(), enqueue)?
             } else {
                 enqueue(wait.handles())?
             };

@@ -106,11 +106,7 @@ impl ClUsm {
             return Ok(());
         }
         let wait = WaitList::default();
-        let target = Target::Queue {
-            queue: self.shared.internal_queue(),
-            wait: &wait,
-            one_launch: self.shared.device.one_launch_per_kernel,
-        };
+        let target = Target::queue(&self.shared, self.shared.internal_queue(), &wait);
         let dst = Side { ptr: Ptr::Usm(self.ptr), offset: 0 };
         // SAFETY: `size` bytes from `ptr` belong to this new allocation.
         let launched = unsafe { self.shared.helpers.fill(&self.shared.device.usm, &target, dst, &[0], size)? };
@@ -118,9 +114,7 @@ impl ClUsm {
         cl3::command_queue::flush(self.shared.internal_queue()).cl("clFlush")?;
         event.wait().cl("zeroing new USM")
     }
-}
 
-impl ClUsm {
     /// The allocation as a buffer over the same memory (`CL_MEM_USE_HOST_PTR`
     /// on an SVM pointer shares it, OpenCL 2.0 §5.2.1), and the byte offset
     /// of the address handed out inside that buffer.

@@ -34,27 +34,6 @@ use ur_core::Result;
 use crate::event::RawEvent;
 use crate::ffi::cl_sync_point_khr;
 
-/// The kernel names one enqueue runs, each once.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct KernelNames(SmallVec<[String; 2]>);
-
-impl KernelNames {
-    /// One launch.
-    pub(crate) fn one(name: &str) -> KernelNames {
-        KernelNames(SmallVec::from_elem(name.to_owned(), 1))
-    }
-
-    fn add(&mut self, name: &str) {
-        if !self.0.iter().any(|n| n == name) {
-            self.0.push(name.to_owned());
-        }
-    }
-
-    pub(crate) fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
-
 /// The last launch of each kernel on affected devices.
 static LAST_LAUNCH: Mutex<Option<HashMap<String, RawEvent>>> = Mutex::new(None);
 
@@ -63,8 +42,8 @@ static LAST_LAUNCH: Mutex<Option<HashMap<String, RawEvent>>> = Mutex::new(None);
 ///
 /// `enqueue` gets the complete wait list and returns the enqueued event. The
 /// lock is held across it, so that launches chain in one order.
-pub(crate) fn enqueue_exclusive(
-    kernels: &KernelNames,
+pub(crate) fn enqueue_exclusive<S: AsRef<str>>(
+    kernels: &[S],
     wait: &[cl_event],
     enqueue: impl FnOnce(&[cl_event]) -> Result<RawEvent>,
 ) -> Result<RawEvent> {
@@ -74,8 +53,8 @@ pub(crate) fn enqueue_exclusive(
     let mut guard = LAST_LAUNCH.lock();
     let last = guard.get_or_insert_with(HashMap::new);
     let mut full: SmallVec<[cl_event; 8]> = SmallVec::from_slice(wait);
-    for name in &kernels.0 {
-        if let Some(event) = last.get(name).filter(|e| !e.is_done()) {
+    for name in kernels {
+        if let Some(event) = last.get(name.as_ref()).filter(|e| !e.is_done()) {
             full.push(event.get());
         }
     }
@@ -83,8 +62,13 @@ pub(crate) fn enqueue_exclusive(
         tracing::trace!(added = full.len() - wait.len(), "PoCL: after the previous launch of the same kernels");
     }
     let event = enqueue(&full)?;
-    for name in &kernels.0 {
-        last.insert(name.clone(), event.retain());
+    for name in kernels {
+        match last.get_mut(name.as_ref()) {
+            Some(previous) => *previous = event.retain(),
+            None => {
+                last.insert(name.as_ref().to_owned(), event.retain());
+            }
+        }
     }
     Ok(event)
 }
@@ -92,8 +76,8 @@ pub(crate) fn enqueue_exclusive(
 /// The kernel commands recorded so far into one command-buffer segment.
 #[derive(Debug, Default)]
 pub(crate) struct RecordedKernels {
-    /// Every name recorded: what an enqueue of the segment runs.
-    pub(crate) names: KernelNames,
+    /// Every name recorded, once: what an enqueue of the segment runs.
+    pub(crate) names: Vec<String>,
     /// Per name, the last command recorded.
     last: HashMap<String, cl_sync_point_khr>,
 }
@@ -106,8 +90,9 @@ impl RecordedKernels {
 
     /// Notes a command recorded after [`extra_dep`](Self::extra_dep).
     pub(crate) fn recorded(&mut self, name: &str, point: cl_sync_point_khr) {
-        self.names.add(name);
-        self.last.insert(name.to_owned(), point);
+        if self.last.insert(name.to_owned(), point).is_none() {
+            self.names.push(name.to_owned());
+        }
     }
 }
 
@@ -133,7 +118,7 @@ mod tests {
         r.recorded("k", 3);
         assert_eq!(r.extra_dep("k"), Some(3));
         assert_eq!(r.extra_dep("other"), Some(2));
-        assert_eq!(r.names.0.as_slice(), &["k".to_string(), "other".to_string()]);
+        assert_eq!(r.names, ["k", "other"]);
     }
 
     #[test]
