@@ -263,7 +263,8 @@ fn kernel_failure_in_graph(device: &Device) -> Result<(), String> {
 /// user event): each still reports its own kernels' status.
 fn many_pending_submissions(device: &Device) -> Result<(), String> {
     const HELD: usize = 300;
-    let Some(FailingBuffer { queue, cb, appended, .. }) = failing_buffer(device, 0)? else { return Ok(()) };
+    // `_out` lives to the end: the kernels write it.
+    let Some(FailingBuffer { queue, out: _out, cb, appended }) = failing_buffer(device, 0)? else { return Ok(()) };
     cb.finalize().map_err(ur)?;
     let gate = UserEvent::new(queue.context()).map_err(ur)?;
     let mut events = Vec::with_capacity(HELD + 1);
