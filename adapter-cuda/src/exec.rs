@@ -168,7 +168,8 @@ fn prefetch(dev: &DeviceShared, stream: sys::CUstream, mem: &UsmRef, size: usize
 
 /// Applies advice to managed memory. `cuMemAdvise` is not stream-ordered:
 /// advice is a property of the range from now on, as it is in UR's CUDA
-/// adapter. Advice without a CUDA counterpart (non-atomic, caching bias) and
+/// adapter. Advice without a CUDA counterpart (non-atomic, caching bias,
+/// coherence) and
 /// advice on memory that is not managed changes nothing.
 pub(crate) fn advise(dev: &DeviceShared, mem: &UsmRef, size: usize, advice: UsmAdvice) -> Result<()> {
     use sys::CUmem_advise as A;
@@ -182,6 +183,10 @@ pub(crate) fn advise(dev: &DeviceShared, mem: &UsmRef, size: usize, advice: UsmA
         (UsmAdvice::CLEAR_PREFERRED_LOCATION, A::CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION, dev.device),
         (UsmAdvice::SET_PREFERRED_LOCATION_HOST, A::CU_MEM_ADVISE_SET_PREFERRED_LOCATION, DEVICE_CPU),
         (UsmAdvice::CLEAR_PREFERRED_LOCATION_HOST, A::CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION, DEVICE_CPU),
+        (UsmAdvice::SET_ACCESSED_BY_DEVICE, A::CU_MEM_ADVISE_SET_ACCESSED_BY, dev.device),
+        (UsmAdvice::CLEAR_ACCESSED_BY_DEVICE, A::CU_MEM_ADVISE_UNSET_ACCESSED_BY, dev.device),
+        (UsmAdvice::SET_ACCESSED_BY_HOST, A::CU_MEM_ADVISE_SET_ACCESSED_BY, DEVICE_CPU),
+        (UsmAdvice::CLEAR_ACCESSED_BY_HOST, A::CU_MEM_ADVISE_UNSET_ACCESSED_BY, DEVICE_CPU),
     ];
     for (flag, cuda, target) in pairs {
         if advice.contains(flag) {

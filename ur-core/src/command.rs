@@ -13,7 +13,7 @@ use std::fmt;
 use smallvec::SmallVec;
 
 use crate::context::Context;
-use crate::error::Result;
+use crate::error::{Result, UrError};
 use crate::launch::KernelCommand;
 use crate::memory::{HostPtr, MemBuffer, MemLoc, MigrationFlags, UsmAdvice, UsmPtr, UsmRef};
 use crate::rect::{RectLayout, RectRegion};
@@ -220,7 +220,9 @@ pub(crate) enum HostSide {
     Usm(UsmPtr),
     /// A borrowed slice of this length, alive for a blocking call.
     Slice(*mut u8, usize),
-    /// Raw memory an `unsafe` entry point's caller vouched for.
+    /// A pointer from an `unsafe` entry point: into a USM allocation of the
+    /// context when it is in one (checked against it), else raw host memory
+    /// the caller vouched for. UR's entry points take both as `void *`.
     Raw(*mut u8),
 }
 
@@ -233,8 +235,14 @@ impl HostSide {
                 Ok(MemLoc::Host(HostPtr(p)))
             }
             HostSide::Raw(p) => {
-                ensure!(!p.is_null(), InvalidNullPointer, "{what}: host pointer is null");
-                Ok(MemLoc::Host(HostPtr(p)))
+                ensure!(!p.is_null(), InvalidNullPointer, "{what}: pointer is null");
+                match context.find_usm(UsmPtr::from_addr(p as u64), needed) {
+                    Ok(usm) => Ok(MemLoc::Usm(usm)),
+                    // Inside no allocation: host memory. A range that starts in
+                    // an allocation and leaves it stays an error.
+                    Err(UrError::InvalidValue(_)) => Ok(MemLoc::Host(HostPtr(p))),
+                    Err(e) => Err(e),
+                }
             }
         }
     }
@@ -262,6 +270,11 @@ impl Command {
         ensure!(size != 0, InvalidSize, "USM memcpy of 0 bytes");
         let dst = dst.resolve(context, size, "USM memcpy destination")?;
         let src = src.resolve(context, size, "USM memcpy source")?;
+        ensure!(
+            matches!(dst, MemLoc::Usm(_)) || matches!(src, MemLoc::Usm(_)),
+            InvalidValue,
+            "USM memcpy between two host pointers: neither lies in a USM allocation of this context"
+        );
         if let (MemLoc::Usm(d), MemLoc::Usm(s)) = (&dst, &src) {
             ensure!(
                 !(d.same_allocation(s) && ranges_overlap(d.offset(), s.offset(), size, size)),

@@ -534,6 +534,27 @@ impl CommandBuffer {
         self.append(command, None, &opts)
     }
 
+    /// Appends a copy where each side is either a USM pointer of the buffer's
+    /// context or, lying in no USM allocation of it, host memory
+    /// (`urCommandBufferAppendUSMMemcpyExp`, which accepts both). At least one
+    /// side must be USM.
+    ///
+    /// # Safety
+    /// A side in no USM allocation must be host memory valid for `size`
+    /// bytes (reads of `src`, writes of `dst`) at every execution of the
+    /// buffer, and not accessed by the host in conflict while one runs.
+    pub unsafe fn append_usm_memcpy_host(
+        &self,
+        dst: *mut u8,
+        src: *const u8,
+        size: usize,
+        opts: AppendOptions<'_>,
+    ) -> Result<Appended> {
+        let (dst, src) = (HostSide::Raw(dst), HostSide::Raw(src.cast_mut()));
+        let command = Command::usm_memcpy(&self.inner.context, dst, src, size)?;
+        self.append(command, None, &opts)
+    }
+
     /// Appends a USM fill with a 1- to 256-byte pattern (`urCommandBufferAppendUSMFillExp`).
     pub fn append_usm_fill(
         &self,
@@ -607,10 +628,11 @@ impl CommandBuffer {
         self.append(command, None, &opts)
     }
 
-    /// Appends a buffer read into raw host memory.
+    /// Appends a buffer read into memory: a USM pointer of the buffer's
+    /// context or raw host memory.
     ///
     /// # Safety
-    /// `dst` must be valid for `size` bytes of writes at every execution of the
+    /// Outside USM, `dst` must be valid for `size` bytes of writes at every execution of the
     /// buffer, and not accessed by the host while one runs.
     pub unsafe fn append_buffer_read_host(
         &self,
@@ -637,10 +659,11 @@ impl CommandBuffer {
         self.append(command, None, &opts)
     }
 
-    /// Appends a buffer write from raw host memory.
+    /// Appends a buffer write from memory: a USM pointer of the buffer's
+    /// context or raw host memory.
     ///
     /// # Safety
-    /// `src` must be valid for `size` bytes of reads at every execution of the
+    /// Outside USM, `src` must be valid for `size` bytes of reads at every execution of the
     /// buffer, and not written by the host while one runs.
     pub unsafe fn append_buffer_write_host(
         &self,
@@ -695,6 +718,48 @@ impl CommandBuffer {
             region,
             HostSide::Usm(src),
         )?;
+        self.append(command, None, &opts)
+    }
+
+    /// Appends a rect read into memory laid out by `host_layout` from `dst`:
+    /// a USM pointer of the buffer's context or raw host memory.
+    ///
+    /// # Safety
+    /// Outside USM, `dst` must be valid for writes over the host layout's
+    /// extent at every execution of the buffer, and not accessed by the host
+    /// while one runs.
+    pub unsafe fn append_buffer_read_rect_host(
+        &self,
+        buffer: &MemBuffer,
+        buffer_layout: RectLayout,
+        host_layout: RectLayout,
+        region: RectRegion,
+        dst: *mut u8,
+        opts: AppendOptions<'_>,
+    ) -> Result<Appended> {
+        let dst = HostSide::Raw(dst);
+        let command = Command::buffer_read_rect(&self.inner.context, buffer, buffer_layout, host_layout, region, dst)?;
+        self.append(command, None, &opts)
+    }
+
+    /// Appends a rect write from memory laid out by `host_layout` from `src`:
+    /// a USM pointer of the buffer's context or raw host memory.
+    ///
+    /// # Safety
+    /// Outside USM, `src` must be valid for reads over the host layout's
+    /// extent at every execution of the buffer, and not written by the host
+    /// while one runs.
+    pub unsafe fn append_buffer_write_rect_host(
+        &self,
+        buffer: &MemBuffer,
+        buffer_layout: RectLayout,
+        host_layout: RectLayout,
+        region: RectRegion,
+        src: *const u8,
+        opts: AppendOptions<'_>,
+    ) -> Result<Appended> {
+        let src = HostSide::Raw(src.cast_mut());
+        let command = Command::buffer_write_rect(&self.inner.context, buffer, buffer_layout, host_layout, region, src)?;
         self.append(command, None, &opts)
     }
 

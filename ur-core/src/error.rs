@@ -103,8 +103,14 @@ ur_errors! {
     InvalidValue = 4, "UR_RESULT_ERROR_INVALID_VALUE", "invalid value";
     /// Objects of different contexts mixed in one call.
     InvalidContext = 5, "UR_RESULT_ERROR_INVALID_CONTEXT", "invalid context";
+    /// A platform handle that is not one, or not of this adapter.
+    InvalidPlatform = 6, "UR_RESULT_ERROR_INVALID_PLATFORM", "invalid platform";
     /// A program has no source form the adapter accepts.
     InvalidBinary = 7, "UR_RESULT_ERROR_INVALID_BINARY", "invalid binary";
+    /// A program handle that is not one, or a program not usable for the call.
+    InvalidProgram = 8, "UR_RESULT_ERROR_INVALID_PROGRAM", "invalid program";
+    /// A sampler handle that is not one.
+    InvalidSampler = 9, "UR_RESULT_ERROR_INVALID_SAMPLER", "invalid sampler";
     /// A memory buffer of size zero or beyond the device's limit.
     InvalidBufferSize = 10, "UR_RESULT_ERROR_INVALID_BUFFER_SIZE", "invalid buffer size";
     /// A memory buffer of another context.
@@ -117,10 +123,14 @@ ur_errors! {
     InvalidWorkGroupSize = 15, "UR_RESULT_ERROR_INVALID_WORK_GROUP_SIZE", "invalid work-group size";
     /// Profiling timestamps were asked of an event that has none.
     ProfilingInfoNotAvailable = 17, "UR_RESULT_ERROR_PROFILING_INFO_NOT_AVAILABLE", "profiling info not available";
+    /// No device of the requested type.
+    DeviceNotFound = 18, "UR_RESULT_ERROR_DEVICE_NOT_FOUND", "device not found";
     /// A device of another platform or context.
     InvalidDevice = 19, "UR_RESULT_ERROR_INVALID_DEVICE", "invalid device";
     /// The device stopped working.
     DeviceLost = 20, "UR_RESULT_ERROR_DEVICE_LOST", "device lost";
+    /// A work-item size beyond what the device allows.
+    InvalidWorkItemSize = 25, "UR_RESULT_ERROR_INVALID_WORK_ITEM_SIZE", "invalid work-item size";
     /// A work dimension other than 1, 2 or 3, or sizes of mismatched lengths.
     InvalidWorkDimension = 26, "UR_RESULT_ERROR_INVALID_WORK_DIMENSION", "invalid work dimension";
     /// A kernel of another context, or not usable here.
@@ -131,6 +141,8 @@ ur_errors! {
     InvalidKernelArgumentIndex = 30, "UR_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_INDEX", "invalid kernel argument index";
     /// An argument whose size or kind does not match the kernel's signature.
     InvalidKernelArgumentSize = 31, "UR_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_SIZE", "invalid kernel argument size";
+    /// A program that was not built, or has no kernel to run.
+    InvalidProgramExecutable = 36, "UR_RESULT_ERROR_INVALID_PROGRAM_EXECUTABLE", "invalid program executable";
     /// The adapter is absent or was not initialised.
     Uninitialized = 37, "UR_RESULT_ERROR_UNINITIALIZED", "uninitialized";
     /// Host memory ran out.
@@ -141,8 +153,16 @@ ur_errors! {
     OutOfResources = 40, "UR_RESULT_ERROR_OUT_OF_RESOURCES", "out of resources";
     /// The driver failed to build a program.
     ProgramBuildFailure = 41, "UR_RESULT_ERROR_PROGRAM_BUILD_FAILURE", "program build failure";
+    /// The program failed to link.
+    ProgramLinkFailure = 42, "UR_RESULT_ERROR_PROGRAM_LINK_FAILURE", "program link failure";
+    /// An API version the adapter does not implement.
+    UnsupportedVersion = 43, "UR_RESULT_ERROR_UNSUPPORTED_VERSION", "unsupported version";
     /// The device or adapter lacks the capability the call needs.
     UnsupportedFeature = 44, "UR_RESULT_ERROR_UNSUPPORTED_FEATURE", "unsupported feature";
+    /// An argument the call cannot accept in this combination.
+    InvalidArgument = 45, "UR_RESULT_ERROR_INVALID_ARGUMENT", "invalid argument";
+    /// A null handle where one is required (C callers).
+    InvalidNullHandle = 46, "UR_RESULT_ERROR_INVALID_NULL_HANDLE", "invalid null handle";
     /// A null pointer where one is required (raw-pointer entry points only).
     InvalidNullPointer = 48, "UR_RESULT_ERROR_INVALID_NULL_POINTER", "invalid null pointer";
     /// A size of zero, out of bounds, or not a multiple of what it must be.
@@ -151,8 +171,13 @@ ur_errors! {
     UnsupportedAlignment = 51, "UR_RESULT_ERROR_UNSUPPORTED_ALIGNMENT", "unsupported alignment";
     /// A value outside an enumeration.
     InvalidEnumeration = 53, "UR_RESULT_ERROR_INVALID_ENUMERATION", "invalid enumeration";
+    /// A value of an enumeration that this adapter or device does not answer
+    /// (an info query with no truthful answer here).
+    UnsupportedEnumeration = 54, "UR_RESULT_ERROR_UNSUPPORTED_ENUMERATION", "unsupported enumeration";
     /// A copy whose source and destination overlap.
     OverlappingRegions = 62, "UR_RESULT_ERROR_OVERLAPPING_REGIONS", "overlapping regions";
+    /// A host pointer that does not suit the call (a buffer's host memory).
+    InvalidHostPtr = 63, "UR_RESULT_ERROR_INVALID_HOST_PTR", "invalid host pointer";
     /// A USM allocation size of zero or beyond the device's limit.
     InvalidUsmSize = 64, "UR_RESULT_ERROR_INVALID_USM_SIZE", "invalid USM size";
     /// A graph whose structure does not allow the call: an edge that would
@@ -163,6 +188,8 @@ ur_errors! {
     /// A driver error with no closer code, or a command that failed while
     /// executing (a panicking CPU kernel); the detail names it.
     AdapterSpecific = 66, "UR_RESULT_ERROR_ADAPTER_SPECIFIC", "adapter-specific error";
+    /// An event of the wait list failed, so the command cannot run.
+    InEventListExecStatus = 68, "UR_RESULT_ERROR_IN_EVENT_LIST_EXEC_STATUS", "failed event in the wait list";
     /// A command buffer of another context or device, or one not usable for the call.
     InvalidCommandBuffer = 0x1000, "UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_EXP", "invalid command buffer";
     /// A sync point that is not usable.

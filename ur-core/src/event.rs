@@ -114,6 +114,21 @@ impl Event {
         Some(self.imp.clone())
     }
 
+    /// Runs `callback` with the final status (complete or failed) once the
+    /// command has ended, on a thread of its own (`urEventSetCallback`).
+    pub fn on_complete(&self, callback: impl FnOnce(EventStatus) + Send + 'static) -> Result<()> {
+        let event = self.clone();
+        std::thread::Builder::new()
+            .name("ur-event-callback".into())
+            .spawn(move || {
+                // The status, not the error, is what the callback reports.
+                let _ = event.wait();
+                callback(event.status());
+            })
+            .map(drop)
+            .map_err(|e| crate::err!(OutOfResources, "cannot start an event-callback thread: {e}"))
+    }
+
     /// Whether both handles are the same event.
     pub fn same_event(&self, other: &Event) -> bool {
         Arc::ptr_eq(&self.imp, &other.imp)

@@ -441,6 +441,18 @@ bitflags! {
         const SET_PREFERRED_LOCATION_HOST = 1 << 10;
         /// Undo `SET_PREFERRED_LOCATION_HOST`.
         const CLEAR_PREFERRED_LOCATION_HOST = 1 << 11;
+        /// The device will access the range.
+        const SET_ACCESSED_BY_DEVICE = 1 << 12;
+        /// Undo `SET_ACCESSED_BY_DEVICE`.
+        const CLEAR_ACCESSED_BY_DEVICE = 1 << 13;
+        /// The host will access the range.
+        const SET_ACCESSED_BY_HOST = 1 << 14;
+        /// Undo `SET_ACCESSED_BY_HOST`.
+        const CLEAR_ACCESSED_BY_HOST = 1 << 15;
+        /// Host and device need not see each other's writes coherently.
+        const SET_NON_COHERENT_MEMORY = 1 << 16;
+        /// Undo `SET_NON_COHERENT_MEMORY`.
+        const CLEAR_NON_COHERENT_MEMORY = 1 << 17;
     }
 }
 

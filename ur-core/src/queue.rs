@@ -232,6 +232,27 @@ impl Queue {
         self.submit(command, wait)
     }
 
+    /// Copies `size` bytes where each side is either a USM pointer of this
+    /// context or, lying in no USM allocation of it, host memory
+    /// (`urEnqueueUSMMemcpy`, which accepts both). At least one side must be USM.
+    ///
+    /// # Safety
+    /// A side in no USM allocation must be host memory valid for `size`
+    /// bytes (reads of `src`, writes of `dst`), neither freed nor accessed by
+    /// the host in conflict until the returned event completes; on a queue
+    /// recording into a graph, at every execution of the graphs made from it.
+    #[tracing::instrument(level = "trace", skip(self, wait))]
+    pub unsafe fn usm_memcpy_host(
+        &self,
+        dst: *mut u8,
+        src: *const u8,
+        size: usize,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        let (dst, src) = (HostSide::Raw(dst), HostSide::Raw(src.cast_mut()));
+        self.submit(Command::usm_memcpy(&self.inner.context, dst, src, size)?, wait)
+    }
+
     /// Fills `size` bytes of USM with a 1- to 256-byte pattern.
     #[tracing::instrument(level = "trace", skip(self, pattern, wait))]
     pub fn usm_fill(&self, dst: UsmPtr, pattern: &[u8], size: usize, wait: &[&Event]) -> Result<Event> {
@@ -302,11 +323,11 @@ impl Queue {
         self.submit(Command::buffer_write(&self.inner.context, buffer, offset, size, HostSide::Usm(src))?, wait)
     }
 
-    /// Reads a buffer into raw host memory without blocking
-    /// (`urEnqueueMemBufferRead` with `blocking = false`).
+    /// Reads a buffer into memory without blocking: a USM pointer of this
+    /// context or raw host memory (`urEnqueueMemBufferRead` with `blocking = false`).
     ///
     /// # Safety
-    /// `dst` must be valid for `size` bytes of writes, and neither read nor
+    /// Outside USM, `dst` must be valid for `size` bytes of writes, and neither read nor
     /// freed, until the returned event completes; on a queue recording into a
     /// graph, at every execution of the graphs finalized from it.
     pub unsafe fn read_buffer_async(
@@ -320,10 +341,11 @@ impl Queue {
         self.submit(Command::buffer_read(&self.inner.context, buffer, offset, size, HostSide::Raw(dst))?, wait)
     }
 
-    /// Writes raw host memory into a buffer without blocking.
+    /// Writes memory into a buffer without blocking: a USM pointer of this
+    /// context or raw host memory (`urEnqueueMemBufferWrite` with `blocking = false`).
     ///
     /// # Safety
-    /// `src` must be valid for `size` bytes of reads, and neither written nor
+    /// Outside USM, `src` must be valid for `size` bytes of reads, and neither written nor
     /// freed, until the returned event completes; on a queue recording into a
     /// graph, at every execution of the graphs finalized from it.
     pub unsafe fn write_buffer_async(
@@ -336,6 +358,50 @@ impl Queue {
     ) -> Result<Event> {
         let src = HostSide::Raw(src.cast_mut());
         self.submit(Command::buffer_write(&self.inner.context, buffer, offset, size, src)?, wait)
+    }
+
+    /// Reads a rect of a buffer into memory laid out by `host_layout` from
+    /// `dst`, without blocking: a USM pointer of this context or raw host
+    /// memory (`urEnqueueMemBufferReadRect` with `blocking = false`).
+    ///
+    /// # Safety
+    /// Outside USM, `dst` must be valid for writes over the host layout's
+    /// extent, and neither read nor freed, until the returned event completes;
+    /// on a queue recording into a graph, at every execution of the graphs
+    /// finalized from it.
+    pub unsafe fn read_buffer_rect_async(
+        &self,
+        buffer: &MemBuffer,
+        buffer_layout: RectLayout,
+        host_layout: RectLayout,
+        region: RectRegion,
+        dst: *mut u8,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        let dst = HostSide::Raw(dst);
+        let command = Command::buffer_read_rect(&self.inner.context, buffer, buffer_layout, host_layout, region, dst)?;
+        self.submit(command, wait)
+    }
+
+    /// Writes a rect of memory laid out by `host_layout` from `src` into a
+    /// buffer, without blocking; as [`read_buffer_rect_async`](Self::read_buffer_rect_async).
+    ///
+    /// # Safety
+    /// Outside USM, `src` must be valid for reads over the host layout's
+    /// extent, and neither written nor freed, until the returned event
+    /// completes; on a recording queue, at every execution of its graphs.
+    pub unsafe fn write_buffer_rect_async(
+        &self,
+        buffer: &MemBuffer,
+        buffer_layout: RectLayout,
+        host_layout: RectLayout,
+        region: RectRegion,
+        src: *const u8,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        let src = HostSide::Raw(src.cast_mut());
+        let command = Command::buffer_write_rect(&self.inner.context, buffer, buffer_layout, host_layout, region, src)?;
+        self.submit(command, wait)
     }
 
     /// Reads a rect of a buffer into a host slice laid out by `host_layout`.

@@ -1,0 +1,713 @@
+//! `urCommandBuffer*Exp` and `urEnqueueCommandBufferExp`: command buffers,
+//! one to one over ur-core's `CommandBuffer`.
+//!
+//! Every append shares a tail (sync points to wait for, events to wait for,
+//! and the sync point, signal event and command handle it hands back),
+//! handled once in [`append`]. Command handles belong to their buffer and
+//! live as long as it does; UR has no retain or release for them.
+
+#![allow(non_snake_case)]
+
+use std::ffi::c_void;
+use std::sync::{Arc, Weak};
+
+use parking_lot::Mutex;
+use smallvec::SmallVec;
+use ur_core::{AppendOptions, Appended, CommandBufferDesc, CommandHandle, SyncPoint, ensure, err};
+
+use crate::context::{Context, ContextRef};
+use crate::device::Device;
+use crate::enqueue::{migration, pattern, usm_advice, usm_ptr};
+use crate::entry::{AbiResult, guard};
+use crate::event::{emit, emit_unqueued, wait_list};
+use crate::handle::Handle;
+use crate::info::{InfoOut, slice, write_opt, write_out};
+use crate::mem::{Mem, rect_layout, rect_region};
+use crate::queue::Queue;
+use crate::sys::*;
+
+/// A command buffer, its context and the handles of its commands.
+pub struct CommandBuffer {
+    buffer: ur_core::CommandBuffer,
+    context: ContextRef,
+    commands: Mutex<Vec<Arc<Handle<Command>>>>,
+}
+
+/// A command of an updatable command buffer.
+pub struct Command {
+    buffer: Weak<Handle<CommandBuffer>>,
+    handle: CommandHandle,
+}
+
+impl Command {
+    /// The command's buffer, alive while the application holds it (UR's contract).
+    pub(crate) fn buffer(&self) -> AbiResult<Arc<Handle<CommandBuffer>>> {
+        self.buffer.upgrade().ok_or_else(|| err!(InvalidCommandBuffer, "the command's command buffer was released"))
+    }
+}
+
+/// # Safety
+/// UR's contract for `urCommandBufferCreateExp`.
+pub(crate) unsafe extern "C" fn urCommandBufferCreateExp(
+    context: ur_context_handle_t,
+    device: ur_device_handle_t,
+    desc: *const ur_exp_command_buffer_desc_t,
+    out: *mut ur_exp_command_buffer_handle_t,
+) -> ur_result_t {
+    guard("urCommandBufferCreateExp", || {
+        // SAFETY: forwarded.
+        let context = unsafe { Handle::<Context>::get(context)? };
+        // SAFETY: forwarded.
+        let device = unsafe { Handle::<Device>::get(device)? };
+        ensure!(!out.is_null(), InvalidNullPointer, "phCommandBuffer is null");
+        // SAFETY: null or readable per the contract.
+        let desc = unsafe { desc.as_ref() }.map_or(CommandBufferDesc::default(), |d| CommandBufferDesc {
+            updatable: d.isUpdatable != 0,
+            in_order: d.isInOrder != 0,
+            profiling: d.enableProfiling != 0,
+        });
+        let buffer = ur_core::CommandBuffer::new(context.value.core(), device.value.core(), desc)?;
+        let value = CommandBuffer { buffer, context: context.to_arc(), commands: Mutex::default() };
+        // SAFETY: checked non-null, writable per the contract.
+        unsafe { write_out(out, Handle::create(value), "phCommandBuffer") }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urCommandBufferRetainExp`.
+pub(crate) unsafe extern "C" fn urCommandBufferRetainExp(buffer: ur_exp_command_buffer_handle_t) -> ur_result_t {
+    // SAFETY: forwarded.
+    guard("urCommandBufferRetainExp", || unsafe { Handle::<CommandBuffer>::retain(buffer) })
+}
+
+/// # Safety
+/// UR's contract for `urCommandBufferReleaseExp`.
+pub(crate) unsafe extern "C" fn urCommandBufferReleaseExp(buffer: ur_exp_command_buffer_handle_t) -> ur_result_t {
+    // A buffer released while it executes stays alive: ur-core's submissions
+    // hold it.
+    // SAFETY: forwarded.
+    guard("urCommandBufferReleaseExp", || unsafe { Handle::<CommandBuffer>::release(buffer) })
+}
+
+/// # Safety
+/// UR's contract for `urCommandBufferFinalizeExp`.
+pub(crate) unsafe extern "C" fn urCommandBufferFinalizeExp(buffer: ur_exp_command_buffer_handle_t) -> ur_result_t {
+    guard("urCommandBufferFinalizeExp", || {
+        // SAFETY: forwarded.
+        let buffer = unsafe { Handle::<CommandBuffer>::get(buffer)? };
+        buffer.value.buffer.finalize()
+    })
+}
+
+/// # Safety
+/// UR's contract for `urCommandBufferGetInfoExp`.
+pub(crate) unsafe extern "C" fn urCommandBufferGetInfoExp(
+    buffer: ur_exp_command_buffer_handle_t,
+    name: ur_exp_command_buffer_info_t,
+    size: usize,
+    value: *mut c_void,
+    size_ret: *mut usize,
+) -> ur_result_t {
+    guard("urCommandBufferGetInfoExp", || {
+        // SAFETY: forwarded.
+        let handle = unsafe { Handle::<CommandBuffer>::get(buffer)? };
+        // SAFETY: forwarded.
+        let out = unsafe { InfoOut::new(size, value, size_ret)? };
+        match name {
+            ur_exp_command_buffer_info_t::UR_EXP_COMMAND_BUFFER_INFO_REFERENCE_COUNT => {
+                out.value(handle.reference_count())
+            }
+            ur_exp_command_buffer_info_t::UR_EXP_COMMAND_BUFFER_INFO_DESCRIPTOR => {
+                let d = handle.value.buffer.descriptor();
+                out.value(ur_exp_command_buffer_desc_t {
+                    stype: ur_structure_type_t::UR_STRUCTURE_TYPE_EXP_COMMAND_BUFFER_DESC,
+                    pNext: std::ptr::null(),
+                    isUpdatable: d.updatable.into(),
+                    isInOrder: d.in_order.into(),
+                    enableProfiling: d.profiling.into(),
+                })
+            }
+            other => Err(err!(InvalidEnumeration, "command-buffer info {}", other.0)),
+        }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urCommandBufferGetNativeHandleExp`.
+pub(crate) unsafe extern "C" fn urCommandBufferGetNativeHandleExp(
+    buffer: ur_exp_command_buffer_handle_t,
+    native: *mut ur_native_handle_t,
+) -> ur_result_t {
+    guard("urCommandBufferGetNativeHandleExp", || {
+        // SAFETY: forwarded.
+        let handle = unsafe { Handle::<CommandBuffer>::get(buffer)? };
+        ensure!(!native.is_null(), InvalidNullPointer, "phNativeCommandBuffer is null");
+        let value = handle.value.buffer.native_handle()?;
+        // SAFETY: checked non-null, writable per the contract.
+        unsafe { write_out(native, value.0 as ur_native_handle_t, "phNativeCommandBuffer") }
+    })
+}
+
+/// The out-parameters an append hands back.
+pub(crate) struct AppendOut {
+    pub(crate) sync_point: *mut ur_exp_command_buffer_sync_point_t,
+    pub(crate) event: *mut ur_event_handle_t,
+    pub(crate) command: *mut ur_exp_command_buffer_command_handle_t,
+}
+
+/// What every `urCommandBufferAppend*Exp` shares: resolves the buffer, its
+/// sync points and wait events, appends with `append`, and hands out the
+/// sync point, signal event and command handle that were asked for.
+///
+/// # Safety
+/// Handles, arrays and out-parameters as UR's contracts for the appends.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn append(
+    buffer: ur_exp_command_buffer_handle_t,
+    num_sync_points: u32,
+    sync_points: *const ur_exp_command_buffer_sync_point_t,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    out: AppendOut,
+    command_type: ur_command_t,
+    append: impl FnOnce(&ur_core::CommandBuffer, AppendOptions<'_>) -> ur_core::Result<Appended>,
+) -> AbiResult {
+    // SAFETY: forwarded.
+    let handle = unsafe { Handle::<CommandBuffer>::get(buffer)? };
+    let cb = &handle.value;
+    // SAFETY: forwarded.
+    let raw_points = unsafe {
+        slice(sync_points, num_sync_points as usize, || {
+            err!(InvalidSyncPointWaitList, "the sync-point list and its count disagree")
+        })?
+    };
+    // Sync points order nothing in an in-order buffer; UR ignores them there.
+    let points: SmallVec<[SyncPoint; 8]> = if cb.buffer.descriptor().in_order {
+        SmallVec::new()
+    } else {
+        raw_points.iter().map(|p| cb.buffer.sync_point_from_raw(*p)).collect()
+    };
+    // SAFETY: forwarded.
+    let wait = unsafe { wait_list(events, num_events)? };
+    ensure!(
+        out.command.is_null() || cb.buffer.descriptor().updatable,
+        InvalidOperation,
+        "a command handle was asked of a command buffer that is not updatable"
+    );
+    let mut opts = AppendOptions::new().after(&points).wait_events(&wait);
+    if !out.event.is_null() {
+        opts = opts.signal_event();
+    }
+    let appended = append(&cb.buffer, opts)?;
+    // SAFETY: null or writable per the contract.
+    unsafe { write_opt(out.sync_point, appended.sync_point.index()) };
+    if let Some(event) = appended.event {
+        // SAFETY: forwarded.
+        unsafe { emit_unqueued(out.event, event, &cb.context, command_type) };
+    }
+    if let (Some(command), false) = (appended.command, out.command.is_null()) {
+        let command = Handle::new_arc(Command { buffer: Arc::downgrade(&handle.to_arc()), handle: command });
+        // SAFETY: non-null and writable per the contract.
+        unsafe { out.command.write(command.raw()) };
+        cb.commands.lock().push(command);
+    }
+    Ok(())
+}
+
+/// # Safety
+/// UR's contract for `urCommandBufferAppendUSMMemcpyExp`.
+pub(crate) unsafe extern "C" fn urCommandBufferAppendUSMMemcpyExp(
+    buffer: ur_exp_command_buffer_handle_t,
+    dst: *mut c_void,
+    src: *const c_void,
+    size: usize,
+    num_sync_points: u32,
+    sync_points: *const ur_exp_command_buffer_sync_point_t,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    sync_point: *mut ur_exp_command_buffer_sync_point_t,
+    event: *mut ur_event_handle_t,
+    command: *mut ur_exp_command_buffer_command_handle_t,
+) -> ur_result_t {
+    guard("urCommandBufferAppendUSMMemcpyExp", || {
+        ensure!(!dst.is_null() && !src.is_null(), InvalidNullPointer, "pDst or pSrc is null");
+        let out = AppendOut { sync_point, event, command };
+        // SAFETY: forwarded; host memory named here stays valid at every
+        // execution of the buffer (UR's contract).
+        unsafe {
+            append(
+                buffer,
+                num_sync_points,
+                sync_points,
+                num_events,
+                events,
+                out,
+                ur_command_t::UR_COMMAND_USM_MEMCPY,
+                |cb, o| cb.append_usm_memcpy_host(dst.cast(), src.cast(), size, o),
+            )
+        }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urCommandBufferAppendUSMFillExp`.
+pub(crate) unsafe extern "C" fn urCommandBufferAppendUSMFillExp(
+    buffer: ur_exp_command_buffer_handle_t,
+    mem: *mut c_void,
+    pattern_ptr: *const c_void,
+    pattern_size: usize,
+    size: usize,
+    num_sync_points: u32,
+    sync_points: *const ur_exp_command_buffer_sync_point_t,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    sync_point: *mut ur_exp_command_buffer_sync_point_t,
+    event: *mut ur_event_handle_t,
+    command: *mut ur_exp_command_buffer_command_handle_t,
+) -> ur_result_t {
+    guard("urCommandBufferAppendUSMFillExp", || {
+        let dst = usm_ptr(mem, "pMemory")?;
+        // SAFETY: forwarded.
+        let pattern = unsafe { pattern(pattern_ptr, pattern_size)? };
+        let out = AppendOut { sync_point, event, command };
+        // SAFETY: forwarded.
+        unsafe {
+            append(
+                buffer,
+                num_sync_points,
+                sync_points,
+                num_events,
+                events,
+                out,
+                ur_command_t::UR_COMMAND_USM_FILL,
+                |cb, o| cb.append_usm_fill(dst, pattern, size, o),
+            )
+        }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urCommandBufferAppendUSMPrefetchExp`.
+pub(crate) unsafe extern "C" fn urCommandBufferAppendUSMPrefetchExp(
+    buffer: ur_exp_command_buffer_handle_t,
+    mem: *const c_void,
+    size: usize,
+    flags: ur_usm_migration_flags_t,
+    num_sync_points: u32,
+    sync_points: *const ur_exp_command_buffer_sync_point_t,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    sync_point: *mut ur_exp_command_buffer_sync_point_t,
+    event: *mut ur_event_handle_t,
+    command: *mut ur_exp_command_buffer_command_handle_t,
+) -> ur_result_t {
+    guard("urCommandBufferAppendUSMPrefetchExp", || {
+        let ptr = usm_ptr(mem, "pMemory")?;
+        let flags = migration(flags)?;
+        let out = AppendOut { sync_point, event, command };
+        // SAFETY: forwarded.
+        unsafe {
+            append(
+                buffer,
+                num_sync_points,
+                sync_points,
+                num_events,
+                events,
+                out,
+                ur_command_t::UR_COMMAND_USM_PREFETCH,
+                |cb, o| cb.append_usm_prefetch(ptr, size, flags, o),
+            )
+        }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urCommandBufferAppendUSMAdviseExp`.
+pub(crate) unsafe extern "C" fn urCommandBufferAppendUSMAdviseExp(
+    buffer: ur_exp_command_buffer_handle_t,
+    mem: *const c_void,
+    size: usize,
+    advice: ur_usm_advice_flags_t,
+    num_sync_points: u32,
+    sync_points: *const ur_exp_command_buffer_sync_point_t,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    sync_point: *mut ur_exp_command_buffer_sync_point_t,
+    event: *mut ur_event_handle_t,
+    command: *mut ur_exp_command_buffer_command_handle_t,
+) -> ur_result_t {
+    guard("urCommandBufferAppendUSMAdviseExp", || {
+        let ptr = usm_ptr(mem, "pMemory")?;
+        let advice = usm_advice(advice)?;
+        let out = AppendOut { sync_point, event, command };
+        // SAFETY: forwarded.
+        unsafe {
+            append(
+                buffer,
+                num_sync_points,
+                sync_points,
+                num_events,
+                events,
+                out,
+                ur_command_t::UR_COMMAND_USM_ADVISE,
+                |cb, o| cb.append_usm_advise(ptr, size, advice, o),
+            )
+        }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urCommandBufferAppendMemBufferCopyExp`.
+pub(crate) unsafe extern "C" fn urCommandBufferAppendMemBufferCopyExp(
+    buffer: ur_exp_command_buffer_handle_t,
+    src: ur_mem_handle_t,
+    dst: ur_mem_handle_t,
+    src_offset: usize,
+    dst_offset: usize,
+    size: usize,
+    num_sync_points: u32,
+    sync_points: *const ur_exp_command_buffer_sync_point_t,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    sync_point: *mut ur_exp_command_buffer_sync_point_t,
+    event: *mut ur_event_handle_t,
+    command: *mut ur_exp_command_buffer_command_handle_t,
+) -> ur_result_t {
+    guard("urCommandBufferAppendMemBufferCopyExp", || {
+        // SAFETY: forwarded.
+        let (src, dst) = unsafe { (Handle::<Mem>::get(src)?, Handle::<Mem>::get(dst)?) };
+        let out = AppendOut { sync_point, event, command };
+        // SAFETY: forwarded.
+        unsafe {
+            append(
+                buffer,
+                num_sync_points,
+                sync_points,
+                num_events,
+                events,
+                out,
+                ur_command_t::UR_COMMAND_MEM_BUFFER_COPY,
+                |cb, o| cb.append_buffer_copy(src.value.core(), dst.value.core(), src_offset, dst_offset, size, o),
+            )
+        }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urCommandBufferAppendMemBufferCopyRectExp`.
+pub(crate) unsafe extern "C" fn urCommandBufferAppendMemBufferCopyRectExp(
+    buffer: ur_exp_command_buffer_handle_t,
+    src: ur_mem_handle_t,
+    dst: ur_mem_handle_t,
+    src_origin: ur_rect_offset_t,
+    dst_origin: ur_rect_offset_t,
+    region: ur_rect_region_t,
+    src_row_pitch: usize,
+    src_slice_pitch: usize,
+    dst_row_pitch: usize,
+    dst_slice_pitch: usize,
+    num_sync_points: u32,
+    sync_points: *const ur_exp_command_buffer_sync_point_t,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    sync_point: *mut ur_exp_command_buffer_sync_point_t,
+    event: *mut ur_event_handle_t,
+    command: *mut ur_exp_command_buffer_command_handle_t,
+) -> ur_result_t {
+    guard("urCommandBufferAppendMemBufferCopyRectExp", || {
+        // SAFETY: forwarded.
+        let (src, dst) = unsafe { (Handle::<Mem>::get(src)?, Handle::<Mem>::get(dst)?) };
+        let src_layout = rect_layout(src_origin, src_row_pitch, src_slice_pitch)?;
+        let dst_layout = rect_layout(dst_origin, dst_row_pitch, dst_slice_pitch)?;
+        let region = rect_region(region)?;
+        let out = AppendOut { sync_point, event, command };
+        // SAFETY: forwarded.
+        unsafe {
+            append(
+                buffer,
+                num_sync_points,
+                sync_points,
+                num_events,
+                events,
+                out,
+                ur_command_t::UR_COMMAND_MEM_BUFFER_COPY_RECT,
+                |cb, o| {
+                    cb.append_buffer_copy_rect(src.value.core(), dst.value.core(), src_layout, dst_layout, region, o)
+                },
+            )
+        }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urCommandBufferAppendMemBufferReadExp`.
+pub(crate) unsafe extern "C" fn urCommandBufferAppendMemBufferReadExp(
+    buffer: ur_exp_command_buffer_handle_t,
+    mem: ur_mem_handle_t,
+    offset: usize,
+    size: usize,
+    dst: *mut c_void,
+    num_sync_points: u32,
+    sync_points: *const ur_exp_command_buffer_sync_point_t,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    sync_point: *mut ur_exp_command_buffer_sync_point_t,
+    event: *mut ur_event_handle_t,
+    command: *mut ur_exp_command_buffer_command_handle_t,
+) -> ur_result_t {
+    guard("urCommandBufferAppendMemBufferReadExp", || {
+        // SAFETY: forwarded.
+        let mem = unsafe { Handle::<Mem>::get(mem)? };
+        ensure!(!dst.is_null(), InvalidNullPointer, "pDst is null");
+        let out = AppendOut { sync_point, event, command };
+        // SAFETY: forwarded; `dst` stays valid at every execution (UR's contract).
+        unsafe {
+            append(
+                buffer,
+                num_sync_points,
+                sync_points,
+                num_events,
+                events,
+                out,
+                ur_command_t::UR_COMMAND_MEM_BUFFER_READ,
+                |cb, o| cb.append_buffer_read_host(mem.value.core(), offset, size, dst.cast(), o),
+            )
+        }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urCommandBufferAppendMemBufferWriteExp`.
+pub(crate) unsafe extern "C" fn urCommandBufferAppendMemBufferWriteExp(
+    buffer: ur_exp_command_buffer_handle_t,
+    mem: ur_mem_handle_t,
+    offset: usize,
+    size: usize,
+    src: *const c_void,
+    num_sync_points: u32,
+    sync_points: *const ur_exp_command_buffer_sync_point_t,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    sync_point: *mut ur_exp_command_buffer_sync_point_t,
+    event: *mut ur_event_handle_t,
+    command: *mut ur_exp_command_buffer_command_handle_t,
+) -> ur_result_t {
+    guard("urCommandBufferAppendMemBufferWriteExp", || {
+        // SAFETY: forwarded.
+        let mem = unsafe { Handle::<Mem>::get(mem)? };
+        ensure!(!src.is_null(), InvalidNullPointer, "pSrc is null");
+        let out = AppendOut { sync_point, event, command };
+        // SAFETY: forwarded; `src` stays valid at every execution (UR's contract).
+        unsafe {
+            append(
+                buffer,
+                num_sync_points,
+                sync_points,
+                num_events,
+                events,
+                out,
+                ur_command_t::UR_COMMAND_MEM_BUFFER_WRITE,
+                |cb, o| cb.append_buffer_write_host(mem.value.core(), offset, size, src.cast(), o),
+            )
+        }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urCommandBufferAppendMemBufferReadRectExp`.
+pub(crate) unsafe extern "C" fn urCommandBufferAppendMemBufferReadRectExp(
+    buffer: ur_exp_command_buffer_handle_t,
+    mem: ur_mem_handle_t,
+    buffer_origin: ur_rect_offset_t,
+    host_origin: ur_rect_offset_t,
+    region: ur_rect_region_t,
+    buffer_row_pitch: usize,
+    buffer_slice_pitch: usize,
+    host_row_pitch: usize,
+    host_slice_pitch: usize,
+    dst: *mut c_void,
+    num_sync_points: u32,
+    sync_points: *const ur_exp_command_buffer_sync_point_t,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    sync_point: *mut ur_exp_command_buffer_sync_point_t,
+    event: *mut ur_event_handle_t,
+    command: *mut ur_exp_command_buffer_command_handle_t,
+) -> ur_result_t {
+    guard("urCommandBufferAppendMemBufferReadRectExp", || {
+        // SAFETY: forwarded.
+        let mem = unsafe { Handle::<Mem>::get(mem)? };
+        ensure!(!dst.is_null(), InvalidNullPointer, "pDst is null");
+        let buffer_layout = rect_layout(buffer_origin, buffer_row_pitch, buffer_slice_pitch)?;
+        let host_layout = rect_layout(host_origin, host_row_pitch, host_slice_pitch)?;
+        let region = rect_region(region)?;
+        let out = AppendOut { sync_point, event, command };
+        // SAFETY: forwarded; `dst` stays valid at every execution (UR's contract).
+        unsafe {
+            append(
+                buffer,
+                num_sync_points,
+                sync_points,
+                num_events,
+                events,
+                out,
+                ur_command_t::UR_COMMAND_MEM_BUFFER_READ_RECT,
+                |cb, o| {
+                    cb.append_buffer_read_rect_host(mem.value.core(), buffer_layout, host_layout, region, dst.cast(), o)
+                },
+            )
+        }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urCommandBufferAppendMemBufferWriteRectExp`.
+pub(crate) unsafe extern "C" fn urCommandBufferAppendMemBufferWriteRectExp(
+    buffer: ur_exp_command_buffer_handle_t,
+    mem: ur_mem_handle_t,
+    buffer_origin: ur_rect_offset_t,
+    host_origin: ur_rect_offset_t,
+    region: ur_rect_region_t,
+    buffer_row_pitch: usize,
+    buffer_slice_pitch: usize,
+    host_row_pitch: usize,
+    host_slice_pitch: usize,
+    src: *mut c_void,
+    num_sync_points: u32,
+    sync_points: *const ur_exp_command_buffer_sync_point_t,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    sync_point: *mut ur_exp_command_buffer_sync_point_t,
+    event: *mut ur_event_handle_t,
+    command: *mut ur_exp_command_buffer_command_handle_t,
+) -> ur_result_t {
+    guard("urCommandBufferAppendMemBufferWriteRectExp", || {
+        // SAFETY: forwarded.
+        let mem = unsafe { Handle::<Mem>::get(mem)? };
+        ensure!(!src.is_null(), InvalidNullPointer, "pSrc is null");
+        let buffer_layout = rect_layout(buffer_origin, buffer_row_pitch, buffer_slice_pitch)?;
+        let host_layout = rect_layout(host_origin, host_row_pitch, host_slice_pitch)?;
+        let region = rect_region(region)?;
+        let out = AppendOut { sync_point, event, command };
+        // SAFETY: forwarded; `src` stays valid at every execution (UR's contract).
+        unsafe {
+            append(
+                buffer,
+                num_sync_points,
+                sync_points,
+                num_events,
+                events,
+                out,
+                ur_command_t::UR_COMMAND_MEM_BUFFER_WRITE_RECT,
+                |cb, o| {
+                    cb.append_buffer_write_rect_host(
+                        mem.value.core(),
+                        buffer_layout,
+                        host_layout,
+                        region,
+                        src.cast_const().cast(),
+                        o,
+                    )
+                },
+            )
+        }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urCommandBufferAppendMemBufferFillExp`.
+pub(crate) unsafe extern "C" fn urCommandBufferAppendMemBufferFillExp(
+    buffer: ur_exp_command_buffer_handle_t,
+    mem: ur_mem_handle_t,
+    pattern_ptr: *const c_void,
+    pattern_size: usize,
+    offset: usize,
+    size: usize,
+    num_sync_points: u32,
+    sync_points: *const ur_exp_command_buffer_sync_point_t,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    sync_point: *mut ur_exp_command_buffer_sync_point_t,
+    event: *mut ur_event_handle_t,
+    command: *mut ur_exp_command_buffer_command_handle_t,
+) -> ur_result_t {
+    guard("urCommandBufferAppendMemBufferFillExp", || {
+        // SAFETY: forwarded.
+        let mem = unsafe { Handle::<Mem>::get(mem)? };
+        // SAFETY: forwarded.
+        let pattern = unsafe { pattern(pattern_ptr, pattern_size)? };
+        let out = AppendOut { sync_point, event, command };
+        // SAFETY: forwarded.
+        unsafe {
+            append(
+                buffer,
+                num_sync_points,
+                sync_points,
+                num_events,
+                events,
+                out,
+                ur_command_t::UR_COMMAND_MEM_BUFFER_FILL,
+                |cb, o| cb.append_buffer_fill(mem.value.core(), pattern, offset, size, o),
+            )
+        }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urEnqueueCommandBufferExp`.
+pub(crate) unsafe extern "C" fn urEnqueueCommandBufferExp(
+    queue: ur_queue_handle_t,
+    buffer: ur_exp_command_buffer_handle_t,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    event: *mut ur_event_handle_t,
+) -> ur_result_t {
+    guard("urEnqueueCommandBufferExp", || {
+        // SAFETY: forwarded.
+        let queue = unsafe { Handle::<Queue>::get(queue)? };
+        // SAFETY: forwarded.
+        let buffer = unsafe { Handle::<CommandBuffer>::get(buffer)? };
+        // SAFETY: forwarded.
+        let wait = unsafe { wait_list(events, num_events)? };
+        let done = queue.value.core().enqueue_command_buffer(&buffer.value.buffer, &wait)?;
+        // SAFETY: forwarded.
+        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_ENQUEUE_COMMAND_BUFFER_EXP) };
+        Ok(())
+    })
+}
+
+/// # Safety
+/// UR's contract for `urCommandBufferUpdateSignalEventExp`.
+pub(crate) unsafe extern "C" fn urCommandBufferUpdateSignalEventExp(
+    command: ur_exp_command_buffer_command_handle_t,
+    event: *mut ur_event_handle_t,
+) -> ur_result_t {
+    guard("urCommandBufferUpdateSignalEventExp", || {
+        // SAFETY: forwarded.
+        let command = unsafe { Handle::<Command>::get(command)? };
+        ensure!(!event.is_null(), InvalidNullPointer, "phSignalEvent is null");
+        let buffer = command.value.buffer()?;
+        let signal = buffer.value.buffer.update_signal_event(&command.value.handle)?;
+        // SAFETY: checked non-null, writable per the contract.
+        unsafe {
+            emit_unqueued(event, signal, &buffer.value.context, ur_command_t::UR_COMMAND_ENQUEUE_COMMAND_BUFFER_EXP)
+        };
+        Ok(())
+    })
+}
+
+/// # Safety
+/// UR's contract for `urCommandBufferUpdateWaitEventsExp`.
+pub(crate) unsafe extern "C" fn urCommandBufferUpdateWaitEventsExp(
+    command: ur_exp_command_buffer_command_handle_t,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+) -> ur_result_t {
+    guard("urCommandBufferUpdateWaitEventsExp", || {
+        // SAFETY: forwarded.
+        let command = unsafe { Handle::<Command>::get(command)? };
+        // SAFETY: forwarded.
+        let wait = unsafe { wait_list(events, num_events)? };
+        command.value.buffer()?.value.buffer.update_wait_events(&command.value.handle, &wait)
+    })
+}

@@ -1,0 +1,247 @@
+//! `urEnqueue*`: eager commands on a queue.
+//!
+//! Each entry point resolves its handles and wait list, calls the ur-core
+//! queue operation (which validates the command and runs it), and hands the
+//! resulting event out when the caller asked for one.
+
+#![allow(non_snake_case)]
+
+use std::ffi::c_void;
+
+use ur_core::{MigrationFlags, UsmAdvice, UsmPtr, ensure};
+
+use crate::entry::{AbiResult, guard};
+use crate::event::{emit, wait_list};
+use crate::handle::Handle;
+use crate::queue::Queue;
+use crate::sys::*;
+
+/// Maps UR's USM advice bits onto ur-core's; `DEFAULT` asks for nothing.
+pub(crate) fn usm_advice(flags: ur_usm_advice_flags_t) -> AbiResult<UsmAdvice> {
+    ensure!(flags & UR_USM_ADVICE_FLAGS_MASK == 0, InvalidEnumeration, "USM advice {flags:#x}");
+    use ur_usm_advice_flag_t as F;
+    let pairs = [
+        (F::UR_USM_ADVICE_FLAG_SET_READ_MOSTLY, UsmAdvice::SET_READ_MOSTLY),
+        (F::UR_USM_ADVICE_FLAG_CLEAR_READ_MOSTLY, UsmAdvice::CLEAR_READ_MOSTLY),
+        (F::UR_USM_ADVICE_FLAG_SET_PREFERRED_LOCATION, UsmAdvice::SET_PREFERRED_LOCATION),
+        (F::UR_USM_ADVICE_FLAG_CLEAR_PREFERRED_LOCATION, UsmAdvice::CLEAR_PREFERRED_LOCATION),
+        (F::UR_USM_ADVICE_FLAG_SET_NON_ATOMIC_MOSTLY, UsmAdvice::SET_NON_ATOMIC_MOSTLY),
+        (F::UR_USM_ADVICE_FLAG_CLEAR_NON_ATOMIC_MOSTLY, UsmAdvice::CLEAR_NON_ATOMIC_MOSTLY),
+        (F::UR_USM_ADVICE_FLAG_BIAS_CACHED, UsmAdvice::BIAS_CACHED),
+        (F::UR_USM_ADVICE_FLAG_BIAS_UNCACHED, UsmAdvice::BIAS_UNCACHED),
+        (F::UR_USM_ADVICE_FLAG_SET_ACCESSED_BY_DEVICE, UsmAdvice::SET_ACCESSED_BY_DEVICE),
+        (F::UR_USM_ADVICE_FLAG_CLEAR_ACCESSED_BY_DEVICE, UsmAdvice::CLEAR_ACCESSED_BY_DEVICE),
+        (F::UR_USM_ADVICE_FLAG_SET_ACCESSED_BY_HOST, UsmAdvice::SET_ACCESSED_BY_HOST),
+        (F::UR_USM_ADVICE_FLAG_CLEAR_ACCESSED_BY_HOST, UsmAdvice::CLEAR_ACCESSED_BY_HOST),
+        (F::UR_USM_ADVICE_FLAG_SET_PREFERRED_LOCATION_HOST, UsmAdvice::SET_PREFERRED_LOCATION_HOST),
+        (F::UR_USM_ADVICE_FLAG_CLEAR_PREFERRED_LOCATION_HOST, UsmAdvice::CLEAR_PREFERRED_LOCATION_HOST),
+        (F::UR_USM_ADVICE_FLAG_SET_NON_COHERENT_MEMORY, UsmAdvice::SET_NON_COHERENT_MEMORY),
+        (F::UR_USM_ADVICE_FLAG_CLEAR_NON_COHERENT_MEMORY, UsmAdvice::CLEAR_NON_COHERENT_MEMORY),
+    ];
+    Ok(pairs.into_iter().filter(|(ur, _)| flags & ur.0 != 0).fold(UsmAdvice::empty(), |all, (_, ours)| all | ours))
+}
+
+/// Maps UR's migration flags onto ur-core's.
+pub(crate) fn migration(flags: ur_usm_migration_flags_t) -> AbiResult<MigrationFlags> {
+    ensure!(flags & UR_USM_MIGRATION_FLAGS_MASK == 0, InvalidEnumeration, "USM migration flags {flags:#x}");
+    let mut out = MigrationFlags::empty();
+    if flags & ur_usm_migration_flag_t::UR_USM_MIGRATION_FLAG_HOST_TO_DEVICE.0 != 0 {
+        out |= MigrationFlags::HOST_TO_DEVICE;
+    }
+    if flags & ur_usm_migration_flag_t::UR_USM_MIGRATION_FLAG_DEVICE_TO_HOST.0 != 0 {
+        out |= MigrationFlags::DEVICE_TO_HOST;
+    }
+    Ok(out)
+}
+
+/// A USM pointer argument that must not be null.
+pub(crate) fn usm_ptr(ptr: *const c_void, what: &str) -> AbiResult<UsmPtr> {
+    ensure!(!ptr.is_null(), InvalidNullPointer, "{what} is null");
+    Ok(UsmPtr::from_addr(ptr as u64))
+}
+
+/// Borrows a fill pattern: 1 or more bytes (ur-core checks the upper limit and
+/// that the size is a multiple of it).
+///
+/// # Safety
+/// `pattern` is null or readable for `size` bytes.
+pub(crate) unsafe fn pattern<'a>(pattern: *const c_void, size: usize) -> AbiResult<&'a [u8]> {
+    ensure!(!pattern.is_null(), InvalidNullPointer, "pPattern is null");
+    ensure!(size != 0, InvalidSize, "a fill pattern of 0 bytes");
+    // SAFETY: non-null and `size` bytes long per the contract.
+    Ok(unsafe { std::slice::from_raw_parts(pattern.cast::<u8>(), size) })
+}
+
+/// # Safety
+/// UR's contract for `urEnqueueUSMMemcpy`.
+pub(crate) unsafe extern "C" fn urEnqueueUSMMemcpy(
+    queue: ur_queue_handle_t,
+    blocking: bool,
+    dst: *mut c_void,
+    src: *const c_void,
+    size: usize,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    event: *mut ur_event_handle_t,
+) -> ur_result_t {
+    guard("urEnqueueUSMMemcpy", || {
+        // SAFETY: forwarded.
+        let queue = unsafe { Handle::<Queue>::get(queue)? };
+        ensure!(!dst.is_null() && !src.is_null(), InvalidNullPointer, "pDst or pSrc is null");
+        // SAFETY: forwarded.
+        let wait = unsafe { wait_list(events, num_events)? };
+        // SAFETY: UR's contract: host memory given here stays valid until the
+        // command completes (for a blocking copy, until this call returns).
+        let done = unsafe { queue.value.core().usm_memcpy_host(dst.cast(), src.cast(), size, &wait)? };
+        if blocking {
+            done.wait()?;
+        }
+        // SAFETY: forwarded.
+        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_USM_MEMCPY) };
+        Ok(())
+    })
+}
+
+/// # Safety
+/// UR's contract for `urEnqueueUSMFill`.
+pub(crate) unsafe extern "C" fn urEnqueueUSMFill(
+    queue: ur_queue_handle_t,
+    mem: *mut c_void,
+    pattern_size: usize,
+    pattern_ptr: *const c_void,
+    size: usize,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    event: *mut ur_event_handle_t,
+) -> ur_result_t {
+    guard("urEnqueueUSMFill", || {
+        // SAFETY: forwarded.
+        let queue = unsafe { Handle::<Queue>::get(queue)? };
+        let dst = usm_ptr(mem, "ptr")?;
+        // SAFETY: forwarded.
+        let pattern = unsafe { pattern(pattern_ptr, pattern_size)? };
+        // SAFETY: forwarded.
+        let wait = unsafe { wait_list(events, num_events)? };
+        let done = queue.value.core().usm_fill(dst, pattern, size, &wait)?;
+        // SAFETY: forwarded.
+        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_USM_FILL) };
+        Ok(())
+    })
+}
+
+/// # Safety
+/// UR's contract for `urEnqueueUSMPrefetch`.
+pub(crate) unsafe extern "C" fn urEnqueueUSMPrefetch(
+    queue: ur_queue_handle_t,
+    mem: *const c_void,
+    size: usize,
+    flags: ur_usm_migration_flags_t,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    event: *mut ur_event_handle_t,
+) -> ur_result_t {
+    guard("urEnqueueUSMPrefetch", || {
+        // SAFETY: forwarded.
+        let queue = unsafe { Handle::<Queue>::get(queue)? };
+        let ptr = usm_ptr(mem, "pMem")?;
+        let flags = migration(flags)?;
+        // SAFETY: forwarded.
+        let wait = unsafe { wait_list(events, num_events)? };
+        let done = queue.value.core().usm_prefetch(ptr, size, flags, &wait)?;
+        // SAFETY: forwarded.
+        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_USM_PREFETCH) };
+        Ok(())
+    })
+}
+
+/// # Safety
+/// UR's contract for `urEnqueueUSMAdvise`.
+pub(crate) unsafe extern "C" fn urEnqueueUSMAdvise(
+    queue: ur_queue_handle_t,
+    mem: *const c_void,
+    size: usize,
+    advice: ur_usm_advice_flags_t,
+    event: *mut ur_event_handle_t,
+) -> ur_result_t {
+    guard("urEnqueueUSMAdvise", || {
+        // SAFETY: forwarded.
+        let queue = unsafe { Handle::<Queue>::get(queue)? };
+        let ptr = usm_ptr(mem, "pMem")?;
+        let done = queue.value.core().usm_advise(ptr, size, usm_advice(advice)?)?;
+        // SAFETY: forwarded.
+        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_USM_ADVISE) };
+        Ok(())
+    })
+}
+
+/// # Safety
+/// UR's contract for `urEnqueueEventsWait`.
+pub(crate) unsafe extern "C" fn urEnqueueEventsWait(
+    queue: ur_queue_handle_t,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    event: *mut ur_event_handle_t,
+) -> ur_result_t {
+    guard("urEnqueueEventsWait", || {
+        // SAFETY: forwarded.
+        let queue = unsafe { Handle::<Queue>::get(queue)? };
+        // SAFETY: forwarded.
+        let wait = unsafe { wait_list(events, num_events)? };
+        let done = queue.value.core().events_wait(&wait)?;
+        // SAFETY: forwarded.
+        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_EVENTS_WAIT) };
+        Ok(())
+    })
+}
+
+/// # Safety
+/// UR's contract for `urEnqueueEventsWaitWithBarrier`.
+pub(crate) unsafe extern "C" fn urEnqueueEventsWaitWithBarrier(
+    queue: ur_queue_handle_t,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    event: *mut ur_event_handle_t,
+) -> ur_result_t {
+    guard("urEnqueueEventsWaitWithBarrier", || {
+        // SAFETY: forwarded.
+        unsafe { barrier(queue, num_events, events, event) }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urEnqueueEventsWaitWithBarrierExt`.
+pub(crate) unsafe extern "C" fn urEnqueueEventsWaitWithBarrierExt(
+    queue: ur_queue_handle_t,
+    properties: *const ur_exp_enqueue_ext_properties_t,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    event: *mut ur_event_handle_t,
+) -> ur_result_t {
+    guard("urEnqueueEventsWaitWithBarrierExt", || {
+        // SAFETY: null or readable per the contract.
+        if let Some(p) = unsafe { properties.as_ref() } {
+            ensure!(p.flags & UR_EXP_ENQUEUE_EXT_FLAGS_MASK == 0, InvalidEnumeration, "barrier flags {:#x}", p.flags);
+        }
+        // Low-power events only change how a host waits, not what it waits for.
+        // SAFETY: forwarded.
+        unsafe { barrier(queue, num_events, events, event) }
+    })
+}
+
+/// # Safety
+/// As for `urEnqueueEventsWaitWithBarrier`.
+unsafe fn barrier(
+    queue: ur_queue_handle_t,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    event: *mut ur_event_handle_t,
+) -> AbiResult {
+    // SAFETY: forwarded.
+    let queue = unsafe { Handle::<Queue>::get(queue)? };
+    // SAFETY: forwarded.
+    let wait = unsafe { wait_list(events, num_events)? };
+    let done = queue.value.core().barrier(&wait)?;
+    // SAFETY: forwarded.
+    unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_EVENTS_WAIT_WITH_BARRIER) };
+    Ok(())
+}

@@ -1,0 +1,401 @@
+//! `urMem*`: memory buffers, and the eager buffer commands of the
+//! `urEnqueueMemBuffer*` family.
+//!
+//! Buffers are ur-core `MemBuffer`s. `UR_MEM_FLAG_USE_HOST_POINTER` and
+//! `UR_MEM_FLAG_ALLOC_COPY_HOST_POINTER` both initialise the buffer from
+//! the host memory given; as OpenCL allows for host-pointer buffers, the
+//! device holds its own copy between synchronisation points. Images are not
+//! supported (`UR_DEVICE_INFO_IMAGE_SUPPORT` is false).
+
+#![allow(non_snake_case)]
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use ur_core::{MemBuffer, MemFlags, RectLayout, RectOffset, RectRegion, ensure, err};
+
+use crate::context::{Context, ContextRef};
+use crate::enqueue::pattern;
+use crate::entry::{AbiResult, guard};
+use crate::event::{emit, wait_list};
+use crate::handle::Handle;
+use crate::info::{InfoOut, write_out};
+use crate::queue::Queue;
+use crate::sys::*;
+
+/// A memory buffer and its context.
+pub struct Mem {
+    buffer: MemBuffer,
+    context: ContextRef,
+}
+
+impl Mem {
+    /// The ur-core buffer.
+    pub(crate) fn core(&self) -> &MemBuffer {
+        &self.buffer
+    }
+}
+
+/// Keeps a memory handle alive for objects that refer to it.
+#[allow(dead_code)]
+pub(crate) type MemRef = Arc<Handle<Mem>>;
+
+/// # Safety
+/// UR's contract for `urMemBufferCreate`.
+pub(crate) unsafe extern "C" fn urMemBufferCreate(
+    context: ur_context_handle_t,
+    flags: ur_mem_flags_t,
+    size: usize,
+    properties: *const ur_buffer_properties_t,
+    buffer: *mut ur_mem_handle_t,
+) -> ur_result_t {
+    guard("urMemBufferCreate", || {
+        // SAFETY: forwarded.
+        let context = unsafe { Handle::<Context>::get(context)? };
+        ensure!(!buffer.is_null(), InvalidNullPointer, "phBuffer is null");
+        ensure!(flags & UR_MEM_FLAGS_MASK == 0, InvalidEnumeration, "memory flags {flags:#x}");
+        ensure!(size != 0, InvalidBufferSize, "a buffer of 0 bytes");
+        use ur_mem_flag_t as F;
+        let from_host = F::UR_MEM_FLAG_USE_HOST_POINTER.0 | F::UR_MEM_FLAG_ALLOC_COPY_HOST_POINTER.0;
+        // SAFETY: null or readable per the contract.
+        let host = unsafe { properties.as_ref() }.map_or(std::ptr::null_mut(), |p| p.pHost);
+        ensure!(
+            (flags & from_host != 0) != host.is_null(),
+            InvalidHostPtr,
+            "host memory must be given exactly when USE_HOST_POINTER or ALLOC_COPY_HOST_POINTER is"
+        );
+        let mut core_flags = MemFlags::empty();
+        for (ur, ours) in [
+            (F::UR_MEM_FLAG_READ_WRITE, MemFlags::READ_WRITE),
+            (F::UR_MEM_FLAG_WRITE_ONLY, MemFlags::WRITE_ONLY),
+            (F::UR_MEM_FLAG_READ_ONLY, MemFlags::READ_ONLY),
+            (F::UR_MEM_FLAG_ALLOC_HOST_POINTER, MemFlags::ALLOC_HOST_POINTER),
+        ] {
+            if flags & ur.0 != 0 {
+                core_flags |= ours;
+            }
+        }
+        let core = if host.is_null() {
+            MemBuffer::new(context.value.core(), core_flags, size)?
+        } else {
+            // SAFETY: UR requires the host memory to hold `size` readable bytes.
+            let data = unsafe { std::slice::from_raw_parts(host.cast::<u8>(), size) };
+            MemBuffer::with_data(context.value.core(), core_flags, data)?
+        };
+        let value = Mem { buffer: core, context: context.to_arc() };
+        // SAFETY: checked non-null, writable per the contract.
+        unsafe { write_out(buffer, Handle::create(value), "phBuffer") }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urMemRetain`.
+pub(crate) unsafe extern "C" fn urMemRetain(mem: ur_mem_handle_t) -> ur_result_t {
+    // SAFETY: forwarded.
+    guard("urMemRetain", || unsafe { Handle::<Mem>::retain(mem) })
+}
+
+/// # Safety
+/// UR's contract for `urMemRelease`.
+pub(crate) unsafe extern "C" fn urMemRelease(mem: ur_mem_handle_t) -> ur_result_t {
+    // SAFETY: forwarded.
+    guard("urMemRelease", || unsafe { Handle::<Mem>::release(mem) })
+}
+
+/// # Safety
+/// UR's contract for `urMemGetInfo`.
+pub(crate) unsafe extern "C" fn urMemGetInfo(
+    mem: ur_mem_handle_t,
+    name: ur_mem_info_t,
+    size: usize,
+    value: *mut c_void,
+    size_ret: *mut usize,
+) -> ur_result_t {
+    guard("urMemGetInfo", || {
+        // SAFETY: forwarded.
+        let handle = unsafe { Handle::<Mem>::get(mem)? };
+        // SAFETY: forwarded.
+        let out = unsafe { InfoOut::new(size, value, size_ret)? };
+        match name {
+            ur_mem_info_t::UR_MEM_INFO_SIZE => out.value(handle.value.buffer.size()),
+            ur_mem_info_t::UR_MEM_INFO_CONTEXT => out.value(handle.value.context.raw()),
+            ur_mem_info_t::UR_MEM_INFO_REFERENCE_COUNT => out.value(handle.reference_count()),
+            other => Err(err!(InvalidEnumeration, "memory info {}", other.0)),
+        }
+    })
+}
+
+/// A rect side from UR's origin and pitches.
+pub(crate) fn rect_layout(origin: ur_rect_offset_t, row_pitch: usize, slice_pitch: usize) -> AbiResult<RectLayout> {
+    let coord = |v: u64| usize::try_from(v).map_err(|_| err!(InvalidSize, "rect origin {v} overflows"));
+    Ok(RectLayout::new(RectOffset::new(coord(origin.x)?, coord(origin.y)?, coord(origin.z)?), row_pitch, slice_pitch))
+}
+
+/// A rect region from UR's.
+pub(crate) fn rect_region(region: ur_rect_region_t) -> AbiResult<RectRegion> {
+    let size = |v: u64| usize::try_from(v).map_err(|_| err!(InvalidSize, "rect size {v} overflows"));
+    Ok(RectRegion::new(size(region.width)?, size(region.height)?, size(region.depth)?))
+}
+
+/// Borrows the queue and buffer of an eager buffer command.
+///
+/// # Safety
+/// As UR's contracts for the `urEnqueueMemBuffer*` calls.
+unsafe fn queue_and_buffer<'a>(
+    queue: ur_queue_handle_t,
+    mem: ur_mem_handle_t,
+) -> AbiResult<(&'a Handle<Queue>, &'a Handle<Mem>)> {
+    // SAFETY: forwarded.
+    unsafe { Ok((Handle::<Queue>::get(queue)?, Handle::<Mem>::get(mem)?)) }
+}
+
+/// # Safety
+/// UR's contract for `urEnqueueMemBufferRead`.
+pub(crate) unsafe extern "C" fn urEnqueueMemBufferRead(
+    queue: ur_queue_handle_t,
+    mem: ur_mem_handle_t,
+    blocking: bool,
+    offset: usize,
+    size: usize,
+    dst: *mut c_void,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    event: *mut ur_event_handle_t,
+) -> ur_result_t {
+    guard("urEnqueueMemBufferRead", || {
+        // SAFETY: forwarded.
+        let (queue, mem) = unsafe { queue_and_buffer(queue, mem)? };
+        ensure!(!dst.is_null(), InvalidNullPointer, "pDst is null");
+        // SAFETY: forwarded.
+        let wait = unsafe { wait_list(events, num_events)? };
+        // SAFETY: UR's contract keeps `dst` valid until the read completes (for
+        // a blocking read, until this call returns, as it waits below).
+        let done = unsafe { queue.value.core().read_buffer_async(mem.value.core(), offset, size, dst.cast(), &wait)? };
+        if blocking {
+            done.wait()?;
+        }
+        // SAFETY: forwarded.
+        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_MEM_BUFFER_READ) };
+        Ok(())
+    })
+}
+
+/// # Safety
+/// UR's contract for `urEnqueueMemBufferWrite`.
+pub(crate) unsafe extern "C" fn urEnqueueMemBufferWrite(
+    queue: ur_queue_handle_t,
+    mem: ur_mem_handle_t,
+    blocking: bool,
+    offset: usize,
+    size: usize,
+    src: *const c_void,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    event: *mut ur_event_handle_t,
+) -> ur_result_t {
+    guard("urEnqueueMemBufferWrite", || {
+        // SAFETY: forwarded.
+        let (queue, mem) = unsafe { queue_and_buffer(queue, mem)? };
+        ensure!(!src.is_null(), InvalidNullPointer, "pSrc is null");
+        // SAFETY: forwarded.
+        let wait = unsafe { wait_list(events, num_events)? };
+        // SAFETY: as for the read.
+        let done = unsafe { queue.value.core().write_buffer_async(mem.value.core(), offset, size, src.cast(), &wait)? };
+        if blocking {
+            done.wait()?;
+        }
+        // SAFETY: forwarded.
+        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_MEM_BUFFER_WRITE) };
+        Ok(())
+    })
+}
+
+/// # Safety
+/// UR's contract for `urEnqueueMemBufferReadRect`.
+pub(crate) unsafe extern "C" fn urEnqueueMemBufferReadRect(
+    queue: ur_queue_handle_t,
+    mem: ur_mem_handle_t,
+    blocking: bool,
+    buffer_origin: ur_rect_offset_t,
+    host_origin: ur_rect_offset_t,
+    region: ur_rect_region_t,
+    buffer_row_pitch: usize,
+    buffer_slice_pitch: usize,
+    host_row_pitch: usize,
+    host_slice_pitch: usize,
+    dst: *mut c_void,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    event: *mut ur_event_handle_t,
+) -> ur_result_t {
+    guard("urEnqueueMemBufferReadRect", || {
+        // SAFETY: forwarded.
+        let (queue, mem) = unsafe { queue_and_buffer(queue, mem)? };
+        ensure!(!dst.is_null(), InvalidNullPointer, "pDst is null");
+        let buffer_layout = rect_layout(buffer_origin, buffer_row_pitch, buffer_slice_pitch)?;
+        let host_layout = rect_layout(host_origin, host_row_pitch, host_slice_pitch)?;
+        let region = rect_region(region)?;
+        // SAFETY: forwarded.
+        let wait = unsafe { wait_list(events, num_events)? };
+        // SAFETY: as for the linear read.
+        let done = unsafe {
+            queue.value.core().read_buffer_rect_async(
+                mem.value.core(),
+                buffer_layout,
+                host_layout,
+                region,
+                dst.cast(),
+                &wait,
+            )?
+        };
+        if blocking {
+            done.wait()?;
+        }
+        // SAFETY: forwarded.
+        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_MEM_BUFFER_READ_RECT) };
+        Ok(())
+    })
+}
+
+/// # Safety
+/// UR's contract for `urEnqueueMemBufferWriteRect`.
+pub(crate) unsafe extern "C" fn urEnqueueMemBufferWriteRect(
+    queue: ur_queue_handle_t,
+    mem: ur_mem_handle_t,
+    blocking: bool,
+    buffer_origin: ur_rect_offset_t,
+    host_origin: ur_rect_offset_t,
+    region: ur_rect_region_t,
+    buffer_row_pitch: usize,
+    buffer_slice_pitch: usize,
+    host_row_pitch: usize,
+    host_slice_pitch: usize,
+    src: *mut c_void,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    event: *mut ur_event_handle_t,
+) -> ur_result_t {
+    guard("urEnqueueMemBufferWriteRect", || {
+        // SAFETY: forwarded.
+        let (queue, mem) = unsafe { queue_and_buffer(queue, mem)? };
+        ensure!(!src.is_null(), InvalidNullPointer, "pSrc is null");
+        let buffer_layout = rect_layout(buffer_origin, buffer_row_pitch, buffer_slice_pitch)?;
+        let host_layout = rect_layout(host_origin, host_row_pitch, host_slice_pitch)?;
+        let region = rect_region(region)?;
+        // SAFETY: forwarded.
+        let wait = unsafe { wait_list(events, num_events)? };
+        // SAFETY: as for the linear write.
+        let done = unsafe {
+            queue.value.core().write_buffer_rect_async(
+                mem.value.core(),
+                buffer_layout,
+                host_layout,
+                region,
+                src.cast_const().cast(),
+                &wait,
+            )?
+        };
+        if blocking {
+            done.wait()?;
+        }
+        // SAFETY: forwarded.
+        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_MEM_BUFFER_WRITE_RECT) };
+        Ok(())
+    })
+}
+
+/// # Safety
+/// UR's contract for `urEnqueueMemBufferCopy`.
+pub(crate) unsafe extern "C" fn urEnqueueMemBufferCopy(
+    queue: ur_queue_handle_t,
+    src: ur_mem_handle_t,
+    dst: ur_mem_handle_t,
+    src_offset: usize,
+    dst_offset: usize,
+    size: usize,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    event: *mut ur_event_handle_t,
+) -> ur_result_t {
+    guard("urEnqueueMemBufferCopy", || {
+        // SAFETY: forwarded.
+        let (queue, src) = unsafe { queue_and_buffer(queue, src)? };
+        // SAFETY: forwarded.
+        let dst = unsafe { Handle::<Mem>::get(dst)? };
+        // SAFETY: forwarded.
+        let wait = unsafe { wait_list(events, num_events)? };
+        let done =
+            queue.value.core().copy_buffer(src.value.core(), dst.value.core(), src_offset, dst_offset, size, &wait)?;
+        // SAFETY: forwarded.
+        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_MEM_BUFFER_COPY) };
+        Ok(())
+    })
+}
+
+/// # Safety
+/// UR's contract for `urEnqueueMemBufferCopyRect`.
+pub(crate) unsafe extern "C" fn urEnqueueMemBufferCopyRect(
+    queue: ur_queue_handle_t,
+    src: ur_mem_handle_t,
+    dst: ur_mem_handle_t,
+    src_origin: ur_rect_offset_t,
+    dst_origin: ur_rect_offset_t,
+    region: ur_rect_region_t,
+    src_row_pitch: usize,
+    src_slice_pitch: usize,
+    dst_row_pitch: usize,
+    dst_slice_pitch: usize,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    event: *mut ur_event_handle_t,
+) -> ur_result_t {
+    guard("urEnqueueMemBufferCopyRect", || {
+        // SAFETY: forwarded.
+        let (queue, src) = unsafe { queue_and_buffer(queue, src)? };
+        // SAFETY: forwarded.
+        let dst = unsafe { Handle::<Mem>::get(dst)? };
+        let src_layout = rect_layout(src_origin, src_row_pitch, src_slice_pitch)?;
+        let dst_layout = rect_layout(dst_origin, dst_row_pitch, dst_slice_pitch)?;
+        let region = rect_region(region)?;
+        // SAFETY: forwarded.
+        let wait = unsafe { wait_list(events, num_events)? };
+        let done = queue.value.core().copy_buffer_rect(
+            src.value.core(),
+            dst.value.core(),
+            src_layout,
+            dst_layout,
+            region,
+            &wait,
+        )?;
+        // SAFETY: forwarded.
+        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_MEM_BUFFER_COPY_RECT) };
+        Ok(())
+    })
+}
+
+/// # Safety
+/// UR's contract for `urEnqueueMemBufferFill`.
+pub(crate) unsafe extern "C" fn urEnqueueMemBufferFill(
+    queue: ur_queue_handle_t,
+    mem: ur_mem_handle_t,
+    pattern_ptr: *const c_void,
+    pattern_size: usize,
+    offset: usize,
+    size: usize,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    event: *mut ur_event_handle_t,
+) -> ur_result_t {
+    guard("urEnqueueMemBufferFill", || {
+        // SAFETY: forwarded.
+        let (queue, mem) = unsafe { queue_and_buffer(queue, mem)? };
+        // SAFETY: forwarded.
+        let pattern = unsafe { pattern(pattern_ptr, pattern_size)? };
+        // SAFETY: forwarded.
+        let wait = unsafe { wait_list(events, num_events)? };
+        let done = queue.value.core().fill_buffer(mem.value.core(), pattern, offset, size, &wait)?;
+        // SAFETY: forwarded.
+        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_MEM_BUFFER_FILL) };
+        Ok(())
+    })
+}

@@ -1,0 +1,172 @@
+//! `urQueue*`: queues.
+
+#![allow(non_snake_case)]
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use ur_core::{QueueProperties, ensure, err};
+
+use crate::context::{Context, ContextRef};
+use crate::device::Device;
+use crate::entry::guard;
+use crate::handle::Handle;
+use crate::info::{InfoOut, write_out};
+use crate::sys::*;
+
+/// A queue of a context.
+pub struct Queue {
+    queue: ur_core::Queue,
+    context: ContextRef,
+    flags: ur_queue_flags_t,
+}
+
+impl Queue {
+    /// The ur-core queue.
+    pub(crate) fn core(&self) -> &ur_core::Queue {
+        &self.queue
+    }
+
+    /// The queue's context handle.
+    pub(crate) fn context(&self) -> &ContextRef {
+        &self.context
+    }
+}
+
+/// Keeps a queue handle alive for objects that refer to it.
+pub(crate) type QueueRef = Arc<Handle<Queue>>;
+
+/// The flags ur-rs honours, and the hints it accepts without acting on them
+/// (documented in docs/abi.md): priorities, batching and discarded events
+/// ask nothing a queue must do.
+const HONOURED: u32 =
+    ur_queue_flag_t::UR_QUEUE_FLAG_OUT_OF_ORDER_EXEC_MODE_ENABLE.0 | ur_queue_flag_t::UR_QUEUE_FLAG_PROFILING_ENABLE.0;
+const HINTS: u32 = ur_queue_flag_t::UR_QUEUE_FLAG_DISCARD_EVENTS.0
+    | ur_queue_flag_t::UR_QUEUE_FLAG_PRIORITY_LOW.0
+    | ur_queue_flag_t::UR_QUEUE_FLAG_PRIORITY_HIGH.0
+    | ur_queue_flag_t::UR_QUEUE_FLAG_SUBMISSION_BATCHED.0
+    | ur_queue_flag_t::UR_QUEUE_FLAG_SUBMISSION_IMMEDIATE.0
+    | ur_queue_flag_t::UR_QUEUE_FLAG_LOW_POWER_EVENTS_SUPPORT_EXP.0;
+/// Every flag `ur_api.h` defines (`UR_QUEUE_FLAGS_MASK` is its complement).
+const KNOWN: u32 = !UR_QUEUE_FLAGS_MASK;
+
+/// # Safety
+/// UR's contract for `urQueueCreate`.
+pub(crate) unsafe extern "C" fn urQueueCreate(
+    context: ur_context_handle_t,
+    device: ur_device_handle_t,
+    properties: *const ur_queue_properties_t,
+    queue: *mut ur_queue_handle_t,
+) -> ur_result_t {
+    guard("urQueueCreate", || {
+        // SAFETY: forwarded.
+        let context = unsafe { Handle::<Context>::arc(context)? };
+        // SAFETY: forwarded.
+        let device = unsafe { Handle::<Device>::get(device)? };
+        ensure!(!queue.is_null(), InvalidNullPointer, "phQueue is null");
+        // SAFETY: null or a readable descriptor per the contract.
+        let flags = unsafe { properties.as_ref() }.map_or(0, |p| p.flags);
+        ensure!(flags & !KNOWN == 0, InvalidEnumeration, "queue flags {flags:#x} include undefined bits");
+        let high_and_low =
+            ur_queue_flag_t::UR_QUEUE_FLAG_PRIORITY_LOW.0 | ur_queue_flag_t::UR_QUEUE_FLAG_PRIORITY_HIGH.0;
+        let batched_and_immediate =
+            ur_queue_flag_t::UR_QUEUE_FLAG_SUBMISSION_BATCHED.0 | ur_queue_flag_t::UR_QUEUE_FLAG_SUBMISSION_IMMEDIATE.0;
+        ensure!(flags & high_and_low != high_and_low, InvalidQueueProperties, "both low and high priority");
+        ensure!(
+            flags & batched_and_immediate != batched_and_immediate,
+            InvalidQueueProperties,
+            "both batched and immediate submission"
+        );
+        ensure!(
+            flags & !(HONOURED | HINTS) == 0,
+            UnsupportedFeature,
+            "queue flags {:#x} (device queues, CUDA default-stream modes) are not supported",
+            flags & !(HONOURED | HINTS)
+        );
+        ensure!(
+            Arc::ptr_eq(context.value.device(), &{
+                // SAFETY: checked above to be a live device handle.
+                unsafe { Handle::<Device>::arc(device.raw_of())? }
+            }),
+            InvalidDevice,
+            "the device is not the context's"
+        );
+        let props = QueueProperties {
+            out_of_order: flags & ur_queue_flag_t::UR_QUEUE_FLAG_OUT_OF_ORDER_EXEC_MODE_ENABLE.0 != 0,
+            profiling: flags & ur_queue_flag_t::UR_QUEUE_FLAG_PROFILING_ENABLE.0 != 0,
+        };
+        let core = ur_core::Queue::new(context.value.core(), props)?;
+        let handle = Handle::create(Queue { queue: core, context, flags });
+        // SAFETY: checked non-null, writable per the contract.
+        unsafe { write_out(queue, handle, "phQueue") }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urQueueRetain`.
+pub(crate) unsafe extern "C" fn urQueueRetain(queue: ur_queue_handle_t) -> ur_result_t {
+    // SAFETY: forwarded.
+    guard("urQueueRetain", || unsafe { Handle::<Queue>::retain(queue) })
+}
+
+/// # Safety
+/// UR's contract for `urQueueRelease`.
+pub(crate) unsafe extern "C" fn urQueueRelease(queue: ur_queue_handle_t) -> ur_result_t {
+    guard("urQueueRelease", || {
+        // UR: releasing the last reference waits for the queue's commands,
+        // which ur-core does when the queue is dropped.
+        // SAFETY: forwarded.
+        unsafe { Handle::<Queue>::release(queue) }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urQueueGetInfo`.
+pub(crate) unsafe extern "C" fn urQueueGetInfo(
+    queue: ur_queue_handle_t,
+    name: ur_queue_info_t,
+    size: usize,
+    value: *mut c_void,
+    size_ret: *mut usize,
+) -> ur_result_t {
+    guard("urQueueGetInfo", || {
+        // SAFETY: forwarded.
+        let handle = unsafe { Handle::<Queue>::get(queue)? };
+        // SAFETY: forwarded.
+        let out = unsafe { InfoOut::new(size, value, size_ret)? };
+        let q = &handle.value;
+        match name {
+            ur_queue_info_t::UR_QUEUE_INFO_CONTEXT => out.value(q.context.raw()),
+            ur_queue_info_t::UR_QUEUE_INFO_DEVICE => out.value(q.context.value.device().raw()),
+            ur_queue_info_t::UR_QUEUE_INFO_FLAGS => out.value(q.flags),
+            ur_queue_info_t::UR_QUEUE_INFO_REFERENCE_COUNT => out.value(handle.reference_count()),
+            ur_queue_info_t::UR_QUEUE_INFO_DEVICE_DEFAULT | ur_queue_info_t::UR_QUEUE_INFO_SIZE => {
+                Err(err!(UnsupportedEnumeration, "queue info {}: ur-rs has no device-side queues", name.0))
+            }
+            ur_queue_info_t::UR_QUEUE_INFO_EMPTY => {
+                Err(err!(UnsupportedEnumeration, "queue info EMPTY (optional) is not answered"))
+            }
+            other => Err(err!(InvalidEnumeration, "queue info {}", other.0)),
+        }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urQueueFinish`.
+pub(crate) unsafe extern "C" fn urQueueFinish(queue: ur_queue_handle_t) -> ur_result_t {
+    guard("urQueueFinish", || {
+        // SAFETY: forwarded.
+        let handle = unsafe { Handle::<Queue>::get(queue)? };
+        handle.value.queue.finish()
+    })
+}
+
+/// # Safety
+/// UR's contract for `urQueueFlush`.
+pub(crate) unsafe extern "C" fn urQueueFlush(queue: ur_queue_handle_t) -> ur_result_t {
+    guard("urQueueFlush", || {
+        // SAFETY: forwarded.
+        let handle = unsafe { Handle::<Queue>::get(queue)? };
+        handle.value.queue.flush()
+    })
+}

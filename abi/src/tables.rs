@@ -1,0 +1,391 @@
+//! The dispatch table: every one of UR 0.12's 241 entry points, each slot
+//! either this crate's implementation or [`unsupported`], which returns
+//! `UR_RESULT_ERROR_UNSUPPORTED_FEATURE` (the unsupported slots are listed
+//! in `docs/mapping.md`). The struct literals name every field, so a header
+//! that adds an entry point fails to compile here until it is placed.
+
+use std::sync::OnceLock;
+
+use crate::sys::*;
+use crate::{adapter, command_buffer, context, device, enqueue, event, mem, platform, queue, usm};
+
+/// The complete dispatch table every handle points to.
+pub fn dispatch_table() -> &'static ur_dditable_t {
+    static TABLE: OnceLock<ur_dditable_t> = OnceLock::new();
+    TABLE.get_or_init(build)
+}
+
+/// Copies one table of [`dispatch_table`] for a `urGet*ProcAddrTable` getter.
+///
+/// # Safety
+/// `out` is null or points to a writable table of type `T`.
+pub unsafe fn copy_table<T>(
+    version: ur_api_version_t,
+    out: *mut T,
+    pick: impl FnOnce(&ur_dditable_t) -> T,
+) -> ur_result_t {
+    // The table layouts are those of UR 0.12 exactly: an older or newer
+    // loader would read them wrongly.
+    if version != ur_api_version_t::UR_API_VERSION_CURRENT {
+        return ur_result_t::UR_RESULT_ERROR_UNSUPPORTED_VERSION;
+    }
+    if out.is_null() {
+        return ur_result_t::UR_RESULT_ERROR_INVALID_NULL_POINTER;
+    }
+    // SAFETY: non-null and writable per the contract.
+    unsafe { out.write(pick(dispatch_table())) };
+    ur_result_t::UR_RESULT_SUCCESS
+}
+
+/// An entry point of any signature that answers `UR_RESULT_ERROR_UNSUPPORTED_FEATURE`.
+pub trait Unsupported: Sized {
+    /// The stub.
+    const STUB: Self;
+}
+
+macro_rules! unsupported_stubs {
+    ($($arg:ident)*) => {
+        impl<$($arg),*> Unsupported for unsafe extern "C" fn($($arg),*) -> ur_result_t {
+            const STUB: Self = {
+                #[allow(non_snake_case)]
+                unsafe extern "C" fn stub<$($arg),*>($(_: $arg),*) -> ur_result_t {
+                    crate::entry::unsupported()
+                }
+                stub::<$($arg),*>
+            };
+        }
+    };
+}
+
+unsupported_stubs!(A);
+unsupported_stubs!(A B);
+unsupported_stubs!(A B C);
+unsupported_stubs!(A B C D);
+unsupported_stubs!(A B C D E);
+unsupported_stubs!(A B C D E F);
+unsupported_stubs!(A B C D E F G);
+unsupported_stubs!(A B C D E F G H);
+unsupported_stubs!(A B C D E F G H I);
+unsupported_stubs!(A B C D E F G H I J);
+unsupported_stubs!(A B C D E F G H I J K);
+unsupported_stubs!(A B C D E F G H I J K L);
+unsupported_stubs!(A B C D E F G H I J K L M);
+unsupported_stubs!(A B C D E F G H I J K L M N);
+unsupported_stubs!(A B C D E F G H I J K L M N O);
+unsupported_stubs!(A B C D E F G H I J K L M N O P);
+unsupported_stubs!(A B C D E F G H I J K L M N O P Q);
+unsupported_stubs!(A B C D E F G H I J K L M N O P Q R);
+
+/// The slot of an entry point ur-rs does not implement.
+fn unsupported<F: Unsupported>() -> Option<F> {
+    Some(F::STUB)
+}
+
+fn build() -> ur_dditable_t {
+    ur_dditable_t {
+        Adapter: ur_adapter_dditable_t {
+            pfnGet: Some(adapter::urAdapterGet),
+            pfnRelease: Some(adapter::urAdapterRelease),
+            pfnRetain: Some(adapter::urAdapterRetain),
+            pfnGetLastError: Some(adapter::urAdapterGetLastError),
+            pfnGetInfo: Some(adapter::urAdapterGetInfo),
+            pfnSetLoggerCallback: Some(adapter::urAdapterSetLoggerCallback),
+            pfnSetLoggerCallbackLevel: Some(adapter::urAdapterSetLoggerCallbackLevel),
+        },
+        Platform: ur_platform_dditable_t {
+            pfnGet: Some(platform::urPlatformGet),
+            pfnGetInfo: Some(platform::urPlatformGetInfo),
+            pfnGetNativeHandle: unsupported(),
+            pfnCreateWithNativeHandle: unsupported(),
+            pfnGetApiVersion: Some(platform::urPlatformGetApiVersion),
+            pfnGetBackendOption: Some(platform::urPlatformGetBackendOption),
+        },
+        Context: ur_context_dditable_t {
+            pfnCreate: Some(context::urContextCreate),
+            pfnRetain: Some(context::urContextRetain),
+            pfnRelease: Some(context::urContextRelease),
+            pfnGetInfo: Some(context::urContextGetInfo),
+            pfnGetNativeHandle: unsupported(),
+            pfnCreateWithNativeHandle: unsupported(),
+            pfnSetExtendedDeleter: Some(context::urContextSetExtendedDeleter),
+        },
+        Event: ur_event_dditable_t {
+            pfnGetInfo: Some(event::urEventGetInfo),
+            pfnGetProfilingInfo: Some(event::urEventGetProfilingInfo),
+            pfnWait: Some(event::urEventWait),
+            pfnRetain: Some(event::urEventRetain),
+            pfnRelease: Some(event::urEventRelease),
+            pfnGetNativeHandle: unsupported(),
+            pfnCreateWithNativeHandle: unsupported(),
+            pfnSetCallback: Some(event::urEventSetCallback),
+        },
+        EventExp: ur_event_exp_dditable_t { pfnCreateExp: unsupported() },
+        Program: ur_program_dditable_t {
+            pfnCreateWithIL: unsupported(),
+            pfnCreateWithBinary: unsupported(),
+            pfnBuild: unsupported(),
+            pfnCompile: unsupported(),
+            pfnLink: unsupported(),
+            pfnRetain: unsupported(),
+            pfnRelease: unsupported(),
+            pfnGetFunctionPointer: unsupported(),
+            pfnGetGlobalVariablePointer: unsupported(),
+            pfnGetInfo: unsupported(),
+            pfnGetBuildInfo: unsupported(),
+            pfnSetSpecializationConstants: unsupported(),
+            pfnGetNativeHandle: unsupported(),
+            pfnCreateWithNativeHandle: unsupported(),
+        },
+        ProgramExp: ur_program_exp_dditable_t {
+            pfnDynamicLinkExp: unsupported(),
+            pfnBuildExp: unsupported(),
+            pfnCompileExp: unsupported(),
+            pfnLinkExp: unsupported(),
+        },
+        Kernel: ur_kernel_dditable_t {
+            pfnCreate: unsupported(),
+            pfnGetInfo: unsupported(),
+            pfnGetGroupInfo: unsupported(),
+            pfnGetSubGroupInfo: unsupported(),
+            pfnRetain: unsupported(),
+            pfnRelease: unsupported(),
+            pfnGetNativeHandle: unsupported(),
+            pfnCreateWithNativeHandle: unsupported(),
+            pfnGetSuggestedLocalWorkSize: unsupported(),
+            pfnGetSuggestedLocalWorkSizeWithArgs: unsupported(),
+            pfnSetExecInfo: unsupported(),
+            pfnSetSpecializationConstants: unsupported(),
+            pfnSuggestMaxCooperativeGroupCount: unsupported(),
+        },
+        Queue: ur_queue_dditable_t {
+            pfnGetInfo: Some(queue::urQueueGetInfo),
+            pfnCreate: Some(queue::urQueueCreate),
+            pfnRetain: Some(queue::urQueueRetain),
+            pfnRelease: Some(queue::urQueueRelease),
+            pfnGetNativeHandle: unsupported(),
+            pfnCreateWithNativeHandle: unsupported(),
+            pfnFinish: Some(queue::urQueueFinish),
+            pfnFlush: Some(queue::urQueueFlush),
+        },
+        QueueExp: ur_queue_exp_dditable_t {
+            pfnBeginGraphCaptureExp: unsupported(),
+            pfnBeginCaptureIntoGraphExp: unsupported(),
+            pfnEndGraphCaptureExp: unsupported(),
+            pfnIsGraphCaptureEnabledExp: unsupported(),
+            pfnGetGraphExp: unsupported(),
+        },
+        Sampler: ur_sampler_dditable_t {
+            pfnCreate: unsupported(),
+            pfnRetain: unsupported(),
+            pfnRelease: unsupported(),
+            pfnGetInfo: unsupported(),
+            pfnGetNativeHandle: unsupported(),
+            pfnCreateWithNativeHandle: unsupported(),
+        },
+        Mem: ur_mem_dditable_t {
+            pfnImageCreate: unsupported(),
+            pfnBufferCreate: Some(mem::urMemBufferCreate),
+            pfnRetain: Some(mem::urMemRetain),
+            pfnRelease: Some(mem::urMemRelease),
+            pfnBufferPartition: unsupported(),
+            pfnGetNativeHandle: unsupported(),
+            pfnBufferCreateWithNativeHandle: unsupported(),
+            pfnImageCreateWithNativeHandle: unsupported(),
+            pfnGetInfo: Some(mem::urMemGetInfo),
+            pfnImageGetInfo: unsupported(),
+        },
+        PhysicalMem: ur_physical_mem_dditable_t {
+            pfnCreate: unsupported(),
+            pfnRetain: unsupported(),
+            pfnRelease: unsupported(),
+            pfnGetInfo: unsupported(),
+        },
+        Enqueue: ur_enqueue_dditable_t {
+            pfnEventsWait: Some(enqueue::urEnqueueEventsWait),
+            pfnEventsWaitWithBarrier: Some(enqueue::urEnqueueEventsWaitWithBarrier),
+            pfnMemBufferRead: Some(mem::urEnqueueMemBufferRead),
+            pfnMemBufferWrite: Some(mem::urEnqueueMemBufferWrite),
+            pfnMemBufferReadRect: Some(mem::urEnqueueMemBufferReadRect),
+            pfnMemBufferWriteRect: Some(mem::urEnqueueMemBufferWriteRect),
+            pfnMemBufferCopy: Some(mem::urEnqueueMemBufferCopy),
+            pfnMemBufferCopyRect: Some(mem::urEnqueueMemBufferCopyRect),
+            pfnMemBufferFill: Some(mem::urEnqueueMemBufferFill),
+            pfnMemImageRead: unsupported(),
+            pfnMemImageWrite: unsupported(),
+            pfnMemImageCopy: unsupported(),
+            pfnMemBufferMap: unsupported(),
+            pfnMemUnmap: unsupported(),
+            pfnUSMFill: Some(enqueue::urEnqueueUSMFill),
+            pfnUSMMemcpy: Some(enqueue::urEnqueueUSMMemcpy),
+            pfnUSMPrefetch: Some(enqueue::urEnqueueUSMPrefetch),
+            pfnUSMAdvise: Some(enqueue::urEnqueueUSMAdvise),
+            pfnUSMFill2D: unsupported(),
+            pfnUSMMemcpy2D: unsupported(),
+            pfnDeviceGlobalVariableWrite: unsupported(),
+            pfnDeviceGlobalVariableRead: unsupported(),
+            pfnReadHostPipe: unsupported(),
+            pfnWriteHostPipe: unsupported(),
+            pfnEventsWaitWithBarrierExt: Some(enqueue::urEnqueueEventsWaitWithBarrierExt),
+        },
+        EnqueueExp: ur_enqueue_exp_dditable_t {
+            pfnKernelLaunchWithArgsExp: unsupported(),
+            pfnUSMDeviceAllocExp: unsupported(),
+            pfnUSMSharedAllocExp: unsupported(),
+            pfnUSMHostAllocExp: unsupported(),
+            pfnUSMFreeExp: unsupported(),
+            pfnTimestampRecordingExp: unsupported(),
+            pfnCommandBufferExp: Some(command_buffer::urEnqueueCommandBufferExp),
+            pfnHostTaskExp: unsupported(),
+            pfnNativeCommandExp: unsupported(),
+            pfnGraphExp: unsupported(),
+        },
+        USM: ur_usm_dditable_t {
+            pfnHostAlloc: Some(usm::urUSMHostAlloc),
+            pfnDeviceAlloc: Some(usm::urUSMDeviceAlloc),
+            pfnSharedAlloc: Some(usm::urUSMSharedAlloc),
+            pfnFree: Some(usm::urUSMFree),
+            pfnGetMemAllocInfo: Some(usm::urUSMGetMemAllocInfo),
+            pfnPoolCreate: unsupported(),
+            pfnPoolRetain: unsupported(),
+            pfnPoolRelease: unsupported(),
+            pfnPoolGetInfo: unsupported(),
+        },
+        USMExp: ur_usm_exp_dditable_t {
+            pfnPoolCreateExp: unsupported(),
+            pfnPoolDestroyExp: unsupported(),
+            pfnPoolGetDefaultDevicePoolExp: unsupported(),
+            pfnPoolGetInfoExp: unsupported(),
+            pfnPoolSetInfoExp: unsupported(),
+            pfnPoolSetDevicePoolExp: unsupported(),
+            pfnPoolGetDevicePoolExp: unsupported(),
+            pfnPoolTrimToExp: unsupported(),
+            pfnPitchedAllocExp: unsupported(),
+            pfnContextMemcpyExp: unsupported(),
+            pfnHostAllocUnregisterExp: unsupported(),
+            pfnHostAllocRegisterExp: unsupported(),
+            pfnImportExp: unsupported(),
+            pfnReleaseExp: unsupported(),
+        },
+        BindlessImagesExp: ur_bindless_images_exp_dditable_t {
+            pfnUnsampledImageHandleDestroyExp: unsupported(),
+            pfnSampledImageHandleDestroyExp: unsupported(),
+            pfnImageAllocateExp: unsupported(),
+            pfnImageFreeExp: unsupported(),
+            pfnUnsampledImageCreateExp: unsupported(),
+            pfnSampledImageCreateExp: unsupported(),
+            pfnImageCopyExp: unsupported(),
+            pfnImageGetInfoExp: unsupported(),
+            pfnGetImageMemoryHandleTypeSupportExp: unsupported(),
+            pfnGetImageUnsampledHandleSupportExp: unsupported(),
+            pfnGetImageSampledHandleSupportExp: unsupported(),
+            pfnMipmapGetLevelExp: unsupported(),
+            pfnMipmapFreeExp: unsupported(),
+            pfnImportExternalMemoryExp: unsupported(),
+            pfnMapExternalArrayExp: unsupported(),
+            pfnMapExternalLinearMemoryExp: unsupported(),
+            pfnReleaseExternalMemoryExp: unsupported(),
+            pfnFreeMappedLinearMemoryExp: unsupported(),
+            pfnSupportsImportingHandleTypeExp: unsupported(),
+            pfnImportExternalSemaphoreExp: unsupported(),
+            pfnReleaseExternalSemaphoreExp: unsupported(),
+            pfnWaitExternalSemaphoreExp: unsupported(),
+            pfnSignalExternalSemaphoreExp: unsupported(),
+        },
+        CommandBufferExp: ur_command_buffer_exp_dditable_t {
+            pfnCreateExp: Some(command_buffer::urCommandBufferCreateExp),
+            pfnRetainExp: Some(command_buffer::urCommandBufferRetainExp),
+            pfnReleaseExp: Some(command_buffer::urCommandBufferReleaseExp),
+            pfnFinalizeExp: Some(command_buffer::urCommandBufferFinalizeExp),
+            pfnAppendKernelLaunchExp: unsupported(),
+            pfnAppendKernelLaunchWithArgsExp: unsupported(),
+            pfnAppendUSMMemcpyExp: Some(command_buffer::urCommandBufferAppendUSMMemcpyExp),
+            pfnAppendUSMFillExp: Some(command_buffer::urCommandBufferAppendUSMFillExp),
+            pfnAppendMemBufferCopyExp: Some(command_buffer::urCommandBufferAppendMemBufferCopyExp),
+            pfnAppendMemBufferWriteExp: Some(command_buffer::urCommandBufferAppendMemBufferWriteExp),
+            pfnAppendMemBufferReadExp: Some(command_buffer::urCommandBufferAppendMemBufferReadExp),
+            pfnAppendMemBufferCopyRectExp: Some(command_buffer::urCommandBufferAppendMemBufferCopyRectExp),
+            pfnAppendMemBufferWriteRectExp: Some(command_buffer::urCommandBufferAppendMemBufferWriteRectExp),
+            pfnAppendMemBufferReadRectExp: Some(command_buffer::urCommandBufferAppendMemBufferReadRectExp),
+            pfnAppendMemBufferFillExp: Some(command_buffer::urCommandBufferAppendMemBufferFillExp),
+            pfnAppendUSMPrefetchExp: Some(command_buffer::urCommandBufferAppendUSMPrefetchExp),
+            pfnAppendUSMAdviseExp: Some(command_buffer::urCommandBufferAppendUSMAdviseExp),
+            pfnAppendNativeCommandExp: unsupported(),
+            pfnUpdateKernelLaunchExp: unsupported(),
+            pfnUpdateSignalEventExp: Some(command_buffer::urCommandBufferUpdateSignalEventExp),
+            pfnUpdateWaitEventsExp: Some(command_buffer::urCommandBufferUpdateWaitEventsExp),
+            pfnGetInfoExp: Some(command_buffer::urCommandBufferGetInfoExp),
+            pfnGetNativeHandleExp: Some(command_buffer::urCommandBufferGetNativeHandleExp),
+        },
+        GraphExp: ur_graph_exp_dditable_t {
+            pfnCreateExp: unsupported(),
+            pfnInstantiateGraphExp: unsupported(),
+            pfnDestroyExp: unsupported(),
+            pfnExecutableGraphDestroyExp: unsupported(),
+            pfnIsEmptyExp: unsupported(),
+            pfnGetIdExp: unsupported(),
+            pfnSetDestructionCallbackExp: unsupported(),
+            pfnDumpContentsExp: unsupported(),
+            pfnGetNativeHandleExp: unsupported(),
+            pfnExecutableGraphGetNativeHandleExp: unsupported(),
+        },
+        IPCExp: ur_ipc_exp_dditable_t {
+            pfnGetMemHandleExp: unsupported(),
+            pfnPutMemHandleExp: unsupported(),
+            pfnOpenMemHandleExp: unsupported(),
+            pfnCloseMemHandleExp: unsupported(),
+            pfnGetPhysMemHandleExp: unsupported(),
+            pfnPutPhysMemHandleExp: unsupported(),
+            pfnOpenPhysMemHandleExp: unsupported(),
+            pfnClosePhysMemHandleExp: unsupported(),
+            pfnGetEventHandleExp: unsupported(),
+            pfnPutEventHandleExp: unsupported(),
+            pfnOpenEventHandleExp: unsupported(),
+        },
+        MemoryExportExp: ur_memory_export_exp_dditable_t {
+            pfnAllocExportableMemoryExp: unsupported(),
+            pfnFreeExportableMemoryExp: unsupported(),
+            pfnExportMemoryHandleExp: unsupported(),
+        },
+        UsmP2PExp: ur_usm_p2p_exp_dditable_t {
+            pfnEnablePeerAccessExp: unsupported(),
+            pfnDisablePeerAccessExp: unsupported(),
+            pfnPeerAccessGetInfoExp: unsupported(),
+        },
+        VirtualMem: ur_virtual_mem_dditable_t {
+            pfnGranularityGetInfo: unsupported(),
+            pfnReserve: unsupported(),
+            pfnFree: unsupported(),
+            pfnMap: unsupported(),
+            pfnUnmap: unsupported(),
+            pfnSetAccess: unsupported(),
+            pfnGetInfo: unsupported(),
+        },
+        Device: ur_device_dditable_t {
+            pfnGet: Some(device::urDeviceGet),
+            pfnGetInfo: Some(device::urDeviceGetInfo),
+            pfnRetain: Some(device::urDeviceRetain),
+            pfnRelease: Some(device::urDeviceRelease),
+            pfnPartition: unsupported(),
+            pfnSelectBinary: unsupported(),
+            pfnGetNativeHandle: unsupported(),
+            pfnCreateWithNativeHandle: unsupported(),
+            pfnGetGlobalTimestamps: unsupported(),
+        },
+        DeviceExp: ur_device_exp_dditable_t { pfnWaitExp: unsupported() },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_slot_is_filled() {
+        let table = dispatch_table();
+        assert_eq!(size_of::<ur_dditable_t>(), 241 * size_of::<usize>());
+        // SAFETY: the table is 241 function pointers (checked above), each an
+        // `Option<fn>` whose `None` is the null word.
+        let words = unsafe { std::slice::from_raw_parts((table as *const ur_dditable_t).cast::<usize>(), 241) };
+        assert!(words.iter().all(|w| *w != 0));
+    }
+}
