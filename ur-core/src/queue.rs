@@ -242,13 +242,7 @@ impl Queue {
     /// the host in conflict until the returned event completes; on a queue
     /// recording into a graph, at every execution of the graphs made from it.
     #[tracing::instrument(level = "trace", skip(self, wait))]
-    pub unsafe fn usm_memcpy_host(
-        &self,
-        dst: *mut u8,
-        src: *const u8,
-        size: usize,
-        wait: &[&Event],
-    ) -> Result<Event> {
+    pub unsafe fn usm_memcpy_host(&self, dst: *mut u8, src: *const u8, size: usize, wait: &[&Event]) -> Result<Event> {
         let (dst, src) = (HostSide::Raw(dst), HostSide::Raw(src.cast_mut()));
         self.submit(Command::usm_memcpy(&self.inner.context, dst, src, size)?, wait)
     }

@@ -1,0 +1,120 @@
+/* USM: allocations of every kind the device offers, alignments, allocation
+ * info, fills with patterns of 1 to 256 bytes, copies between device, USM
+ * and plain host memory, prefetch and advise. */
+#include "urt.h"
+
+static void alloc_kinds(urt_env *env) {
+  const size_t size = 4096;
+  struct {
+    ur_device_info_t query;
+    ur_usm_type_t type;
+  } kinds[] = {{UR_DEVICE_INFO_USM_HOST_SUPPORT, UR_USM_TYPE_HOST},
+               {UR_DEVICE_INFO_USM_DEVICE_SUPPORT, UR_USM_TYPE_DEVICE},
+               {UR_DEVICE_INFO_USM_SINGLE_SHARED_SUPPORT, UR_USM_TYPE_SHARED}};
+  for (int k = 0; k < 3; k++) {
+    bool supported = urt_usm_supported(env, kinds[k].query);
+    for (uint32_t align = 0; align <= 256; align = align ? align * 4 : 1) {
+      ur_usm_desc_t desc = {UR_STRUCTURE_TYPE_USM_DESC, NULL, 0, align};
+      void *p = NULL;
+      ur_result_t r;
+      if (kinds[k].type == UR_USM_TYPE_HOST)
+        r = urUSMHostAlloc(env->context, &desc, NULL, size, &p);
+      else if (kinds[k].type == UR_USM_TYPE_DEVICE)
+        r = urUSMDeviceAlloc(env->context, env->device, &desc, NULL, size, &p);
+      else
+        r = urUSMSharedAlloc(env->context, env->device, &desc, NULL, size, &p);
+      if (!supported) {
+        URT_CHECK(r == UR_RESULT_ERROR_INVALID_OPERATION, "unsupported kind %d gave %d", kinds[k].type, r);
+        continue;
+      }
+      URT_CHECK(r == UR_RESULT_SUCCESS && p != NULL, "kind %d align %u gave %d", kinds[k].type, align, r);
+      if (r != UR_RESULT_SUCCESS) continue;
+      if (align) URT_CHECK((uintptr_t)p % align == 0, "%p is not aligned to %u", p, align);
+      ur_usm_type_t type = UR_USM_TYPE_UNKNOWN;
+      URT_OK(urUSMGetMemAllocInfo(env->context, (char *)p + 100, UR_USM_ALLOC_INFO_TYPE, sizeof type, &type, NULL));
+      URT_CHECK(type == kinds[k].type, "type %d, expected %d", type, kinds[k].type);
+      void *base = NULL;
+      URT_OK(urUSMGetMemAllocInfo(env->context, (char *)p + 100, UR_USM_ALLOC_INFO_BASE_PTR, sizeof base, &base, NULL));
+      URT_CHECK(base == p, "base %p, expected %p", base, p);
+      size_t got = 0;
+      URT_OK(urUSMGetMemAllocInfo(env->context, p, UR_USM_ALLOC_INFO_SIZE, sizeof got, &got, NULL));
+      URT_CHECK(got == size, "size %zu", got);
+      ur_device_handle_t dev = NULL;
+      URT_OK(urUSMGetMemAllocInfo(env->context, p, UR_USM_ALLOC_INFO_DEVICE, sizeof dev, &dev, NULL));
+      URT_CHECK(dev == env->device, "device");
+      URT_OK(urUSMFree(env->context, p));
+    }
+  }
+  int on_stack = 0;
+  ur_usm_type_t type = UR_USM_TYPE_DEVICE;
+  URT_OK(urUSMGetMemAllocInfo(env->context, &on_stack, UR_USM_ALLOC_INFO_TYPE, sizeof type, &type, NULL));
+  URT_CHECK(type == UR_USM_TYPE_UNKNOWN, "host stack memory is of unknown type, got %d", type);
+  void *p = NULL;
+  URT_RESULT(UR_RESULT_ERROR_INVALID_USM_SIZE, urUSMDeviceAlloc(env->context, env->device, NULL, NULL, 0, &p));
+  ur_usm_desc_t odd = {UR_STRUCTURE_TYPE_USM_DESC, NULL, 0, 3};
+  URT_RESULT(UR_RESULT_ERROR_INVALID_VALUE, urUSMDeviceAlloc(env->context, env->device, &odd, NULL, 64, &p));
+}
+
+static void fills_and_copies(urt_env *env) {
+  const size_t size = 3 * 256 * 4; /* a multiple of every pattern size below */
+  uint8_t *dev = urt_device_alloc(env, size);
+  uint8_t pattern[256];
+  for (int i = 0; i < 256; i++) pattern[i] = (uint8_t)(i * 7 + 3);
+  const size_t sizes[] = {1, 2, 3, 4, 8, 12, 16, 32, 64, 128, 256};
+  for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+    size_t fill = size - size % sizes[s];
+    URT_OK(urEnqueueUSMFill(env->queue, dev, sizes[s], pattern, fill, 0, NULL, NULL));
+    uint8_t *host = urt_read(env, dev, fill);
+    URT_CHECK(urt_repeats(host, fill, pattern, sizes[s]), "fill with a %zu-byte pattern", sizes[s]);
+    free(host);
+  }
+  /* Host -> device -> device -> host, with events between. */
+  uint8_t *src = malloc(size), *dst = calloc(1, size);
+  for (size_t i = 0; i < size; i++) src[i] = (uint8_t)(i ^ 0x5a);
+  uint8_t *dev2 = urt_device_alloc(env, size);
+  ur_event_handle_t up = NULL, across = NULL;
+  URT_OK(urEnqueueUSMMemcpy(env->queue, false, dev, src, size, 0, NULL, &up));
+  URT_OK(urEnqueueUSMMemcpy(env->queue, false, dev2, dev, size, 1, &up, &across));
+  URT_OK(urEnqueueUSMMemcpy(env->queue, true, dst, dev2, size, 1, &across, NULL));
+  URT_CHECK(memcmp(src, dst, size) == 0, "round trip through device memory");
+  URT_OK(urEventRelease(up));
+  URT_OK(urEventRelease(across));
+  /* Out of bounds and overlapping copies are refused. */
+  URT_RESULT(UR_RESULT_ERROR_INVALID_SIZE, urEnqueueUSMMemcpy(env->queue, true, dst, dev, size + 1, 0, NULL, NULL));
+  URT_RESULT(UR_RESULT_ERROR_OVERLAPPING_REGIONS, urEnqueueUSMMemcpy(env->queue, true, dev + 1, dev, 64, 0, NULL, NULL));
+  URT_RESULT(UR_RESULT_ERROR_INVALID_SIZE, urEnqueueUSMFill(env->queue, dev, 3, pattern, 64, 0, NULL, NULL));
+  /* Prefetch and advise on device memory. */
+  ur_event_handle_t pf = NULL, adv = NULL;
+  URT_OK(urEnqueueUSMPrefetch(env->queue, dev, size, UR_USM_MIGRATION_FLAG_HOST_TO_DEVICE, 0, NULL, &pf));
+  URT_OK(urEnqueueUSMAdvise(env->queue, dev, size, UR_USM_ADVICE_FLAG_SET_READ_MOSTLY, &adv));
+  URT_OK(urEventWait(1, &pf));
+  URT_OK(urEventWait(1, &adv));
+  URT_OK(urEventRelease(pf));
+  URT_OK(urEventRelease(adv));
+  URT_OK(urQueueFinish(env->queue));
+  URT_OK(urUSMFree(env->context, dev));
+  URT_OK(urUSMFree(env->context, dev2));
+  free(src);
+  free(dst);
+}
+
+static void shared_and_host_memory(urt_env *env) {
+  if (!urt_usm_supported(env, UR_DEVICE_INFO_USM_SINGLE_SHARED_SUPPORT)) return;
+  int *shared = NULL;
+  URT_OK(urUSMSharedAlloc(env->context, env->device, NULL, NULL, 1024 * sizeof(int), (void **)&shared));
+  int seven = 7;
+  URT_OK(urEnqueueUSMFill(env->queue, shared, sizeof seven, &seven, 1024 * sizeof(int), 0, NULL, NULL));
+  URT_OK(urQueueFinish(env->queue));
+  URT_CHECK(shared[0] == 7 && shared[1023] == 7, "shared memory seen by the host: %d %d", shared[0], shared[1023]);
+  URT_OK(urUSMFree(env->context, shared));
+}
+
+int main(void) {
+  urt_env env;
+  urt_init(&env);
+  alloc_kinds(&env);
+  fills_and_copies(&env);
+  shared_and_host_memory(&env);
+  urt_fini(&env);
+  return urt_done("usm");
+}

@@ -1,0 +1,416 @@
+//! # ur-abi-harness
+//!
+//! The ABI tests of the adapter libraries: C programs written against
+//! `ur_api.h` and linked to Intel's UR loader (`abi/harness/c/`), and SYCL
+//! programs compiled host-only with the system C++ compiler and linked to
+//! DPC++'s `libsycl.so` (`abi/harness/sycl/`). Each library crate's
+//! `tests/abi.rs` calls [`main`], which builds every program once (cached
+//! by content under `target/ur-abi-programs/`), then runs each as one test
+//! trial with `UR_ADAPTERS_FORCE_LOAD` naming the library and the loader's
+//! full validation layer on.
+//!
+//! A program passes when it exits with 0 and the validation layer reported
+//! no error and no leaked handle. It prints one line per check (`ok name` or
+//! `not ok name: why`); exit code 77 means "skipped" with the reason on its
+//! last line (`skip: ...`), for a capability the device lacks.
+//!
+//! The loader and libsycl come from Intel's wheels (`scripts/oneapi-venv.sh`
+//! installs them into `.oneapi/`; `UR_RS_ONEAPI` names another prefix).
+//! Without them, or without a C/C++ compiler, the trials are reported
+//! ignored with the reason, unless `UR_RS_REQUIRE_ONEAPI=1` (CI sets it),
+//! which turns that into a failure. A library whose driver offers no device
+//! (no CUDA on the machine) is ignored likewise, unless its backend is named
+//! in `UR_RS_REQUIRE_DEVICES` (`cpu,opencl,vulkan` in CI).
+
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use libtest_mimic::{Arguments, Failed, Trial};
+
+/// Where Intel's UR headers, loader and SYCL runtime are.
+#[derive(Clone, Debug)]
+pub struct Oneapi {
+    prefix: PathBuf,
+}
+
+impl Oneapi {
+    /// Finds the wheels' prefix: `UR_RS_ONEAPI`, else `.oneapi/` at the
+    /// repository root.
+    pub fn find() -> Result<Oneapi, String> {
+        let prefix = match std::env::var_os("UR_RS_ONEAPI") {
+            Some(p) => PathBuf::from(p),
+            None => repo_root().join(".oneapi"),
+        };
+        let oneapi = Oneapi { prefix };
+        for needed in [
+            oneapi.include().join("unified-runtime/ur_api.h"),
+            oneapi.lib().join("libur_loader.so.0"),
+            oneapi.lib().join("libsycl.so.9"),
+        ] {
+            if !needed.is_file() {
+                return Err(format!(
+                    "{} is missing (run scripts/oneapi-venv.sh, or set UR_RS_ONEAPI)",
+                    needed.display()
+                ));
+            }
+        }
+        Ok(oneapi)
+    }
+
+    /// The headers.
+    pub fn include(&self) -> PathBuf {
+        self.prefix.join("include")
+    }
+
+    /// The libraries.
+    pub fn lib(&self) -> PathBuf {
+        self.prefix.join("lib")
+    }
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Which runtime a test program is written against.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// C against `ur_api.h`, linked to `libur_loader.so`.
+    CApi,
+    /// C++ against `sycl/sycl.hpp`, linked to `libsycl.so`.
+    Sycl,
+}
+
+/// One test program.
+#[derive(Clone, Debug)]
+pub struct Program {
+    /// The trial's name: `c::usm`, `sycl::graph_explicit`.
+    pub name: String,
+    /// C or SYCL.
+    pub kind: Kind,
+    /// Its source file.
+    pub source: PathBuf,
+}
+
+/// Every test program, by kind then name.
+pub fn programs() -> Vec<Program> {
+    let mut out = Vec::new();
+    for (kind, dir, ext, prefix) in [(Kind::CApi, "c", "c", "c"), (Kind::Sycl, "sycl", "cpp", "sycl")] {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+        let mut sources: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .map(|entries| entries.filter_map(|e| e.ok().map(|e| e.path())).collect())
+            .unwrap_or_default();
+        sources.retain(|p| p.extension().is_some_and(|e| e == ext));
+        sources.sort();
+        for source in sources {
+            let stem = source.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+            out.push(Program { name: format!("{prefix}::{stem}"), kind, source });
+        }
+    }
+    out
+}
+
+/// The C and C++ compilers (`CC`, `CXX`, else `cc` and `c++`).
+fn compiler(kind: Kind) -> String {
+    match kind {
+        Kind::CApi => std::env::var("CC").unwrap_or_else(|_| "cc".into()),
+        Kind::Sycl => std::env::var("CXX").unwrap_or_else(|_| "c++".into()),
+    }
+}
+
+/// Builds `program`, reusing an earlier build of the same sources and flags.
+pub fn build(oneapi: &Oneapi, program: &Program, cache: &Path) -> Result<PathBuf, String> {
+    let dir = program.source.parent().unwrap_or(Path::new("."));
+    let mut args: Vec<String> = match program.kind {
+        Kind::CApi => vec!["-std=c11".into(), "-Wall".into(), "-Werror".into()],
+        Kind::Sycl => vec!["-std=c++17".into(), "-DSYCL_DISABLE_FSYCL_SYCLHPP_WARNING".into(), "-Wall".into()],
+    };
+    args.extend([
+        "-O1".into(),
+        "-g".into(),
+        format!("-I{}", dir.display()),
+        format!("-I{}", oneapi.include().display()),
+        program.source.display().to_string(),
+        format!("-L{}", oneapi.lib().display()),
+        format!("-Wl,-rpath,{}", oneapi.lib().display()),
+    ]);
+    args.push(match program.kind {
+        Kind::CApi => "-l:libur_loader.so.0".into(),
+        Kind::Sycl => "-l:libsycl.so.9".into(),
+    });
+    args.push("-lpthread".into());
+    // The cache key: the compiler, the flags, and every source and header
+    // of the program's folder.
+    let mut hasher = DefaultHasher::new();
+    compiler(program.kind).hash(&mut hasher);
+    args.hash(&mut hasher);
+    let mut inputs: Vec<PathBuf> =
+        std::fs::read_dir(dir).map_err(|e| e.to_string())?.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    inputs.sort();
+    for input in inputs {
+        std::fs::read(&input).map_err(|e| format!("{}: {e}", input.display()))?.hash(&mut hasher);
+    }
+    std::fs::create_dir_all(cache).map_err(|e| e.to_string())?;
+    let stem = program.name.replace("::", "-");
+    let exe = cache.join(format!("{stem}-{:016x}", hasher.finish()));
+    if exe.is_file() {
+        return Ok(exe);
+    }
+    let partial = exe.with_extension(format!("partial-{}", std::process::id()));
+    let output = Command::new(compiler(program.kind))
+        .args(&args)
+        .arg("-o")
+        .arg(&partial)
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", compiler(program.kind)))?;
+    if !output.status.success() {
+        return Err(format!(
+            "{} failed to build {}:\n{}",
+            compiler(program.kind),
+            program.source.display(),
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    std::fs::rename(&partial, &exe).map_err(|e| e.to_string())?;
+    Ok(exe)
+}
+
+/// What one run printed and how it ended.
+#[derive(Debug)]
+pub struct Run {
+    /// The exit code; `None` when it was killed (timeout, signal).
+    pub exit: Option<i32>,
+    /// Its standard output.
+    pub stdout: String,
+    /// Its standard error.
+    pub stderr: String,
+    /// Whether it ran past its time.
+    pub timed_out: bool,
+}
+
+/// How long one program may run.
+const TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Runs `exe` with the UR loader forced onto `adapter`, the full validation
+/// layer on and its errors on standard error.
+pub fn run(exe: &Path, adapter: &Path, extra_env: &[(&str, &str)]) -> Result<Run, String> {
+    let mut child = Command::new(exe)
+        .env("UR_ADAPTERS_FORCE_LOAD", adapter)
+        .env("UR_ENABLE_LAYERS", "UR_LAYER_FULL_VALIDATION")
+        .env("UR_LOG_VALIDATION", "level:error;output:stderr")
+        .env_remove("ONEAPI_DEVICE_SELECTOR")
+        .envs(extra_env.iter().copied())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run {}: {e}", exe.display()))?;
+    let mut stdout = child.stdout.take().ok_or("no stdout")?;
+    let mut stderr = child.stderr.take().ok_or("no stderr")?;
+    let out_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stdout.read_to_string(&mut s);
+        s
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let start = Instant::now();
+    let mut timed_out = false;
+    let status = loop {
+        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+            break status;
+        }
+        if start.elapsed() > TIMEOUT {
+            timed_out = true;
+            let _ = child.kill();
+            break child.wait().map_err(|e| e.to_string())?;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Ok(Run {
+        exit: status.code(),
+        stdout: out_reader.join().unwrap_or_default(),
+        stderr: err_reader.join().unwrap_or_default(),
+        timed_out,
+    })
+}
+
+/// A run's outcome.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Exit 0, no validation error, no leak.
+    Pass,
+    /// Exit 77: the device lacks what the program needs.
+    Skip(String),
+    /// Anything else, with the evidence.
+    Fail(String),
+}
+
+/// Validation-layer reports that are the layer's own mistakes, not the
+/// adapter's: UR 0.12's lifetime validation checks optional handles
+/// without a null test, so a null `pool` to `urUSM*Alloc` (which the spec
+/// allows) is reported as "no valid references to handle 0".
+const LAYER_FALSE_POSITIVES: [&str; 1] = ["There are no valid references to handle 0"];
+
+/// The validation layer's error lines in `stderr`, less its false positives:
+/// the null-handle reports above, and every report about a handle the
+/// program declared untracked (`urt-untracked <handle>` on its standard
+/// output). UR 0.12's leak checker does not register the events that
+/// command-buffer appends and `urCommandBufferUpdateSignalEventExp` return,
+/// so releasing them, as the spec asks, is reported as the release of a
+/// nonexistent handle, with a negative count and the stack of the release.
+pub fn validation_errors<'a>(stdout: &str, stderr: &'a str) -> Vec<&'a str> {
+    let untracked: Vec<&str> = stdout.lines().filter_map(|l| l.strip_prefix("urt-untracked ")).map(str::trim).collect();
+    let mut errors = Vec::new();
+    let mut in_forgiven_stack = false;
+    for line in stderr.lines().filter(|l| l.contains("<VALIDATION>[ERROR]")) {
+        let frame = line.contains("[ERROR]: #");
+        if frame && in_forgiven_stack {
+            continue;
+        }
+        in_forgiven_stack = false;
+        if LAYER_FALSE_POSITIVES.iter().any(|fp| line.contains(fp)) {
+            continue;
+        }
+        if untracked.iter().any(|h| line.contains(&format!("handle {h}")) || line.contains(&format!("Handle {h} "))) {
+            in_forgiven_stack = true;
+            continue;
+        }
+        errors.push(line);
+    }
+    errors
+}
+
+/// Judges a run.
+pub fn verdict(run: &Run) -> Verdict {
+    let tail = |s: &str| s.lines().rev().take(40).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n");
+    if run.timed_out {
+        return Verdict::Fail(format!("timed out after {TIMEOUT:?}\n{}\n{}", tail(&run.stdout), tail(&run.stderr)));
+    }
+    let errors = validation_errors(&run.stdout, &run.stderr);
+    if !errors.is_empty() {
+        return Verdict::Fail(format!(
+            "the validation layer reported {} error line(s):\n{}\n--- stdout:\n{}",
+            errors.len(),
+            errors.iter().take(30).copied().collect::<Vec<_>>().join("\n"),
+            tail(&run.stdout)
+        ));
+    }
+    match run.exit {
+        Some(0) => Verdict::Pass,
+        Some(77) => {
+            let reason = run.stdout.lines().rev().find_map(|l| l.strip_prefix("skip: ")).unwrap_or("skipped");
+            Verdict::Skip(reason.to_string())
+        }
+        code => Verdict::Fail(format!(
+            "exit {code:?}\n--- stdout:\n{}\n--- stderr:\n{}",
+            tail(&run.stdout),
+            tail(&run.stderr)
+        )),
+    }
+}
+
+fn required(var: &str, item: &str) -> bool {
+    std::env::var(var).is_ok_and(|v| v == "1" || v.split(',').any(|x| x.trim() == item))
+}
+
+/// The test binary of an adapter library crate: one trial per program,
+/// run on `library` (a file name such as `libur_adapter_rs_cpu.so`, found
+/// next to the test executable) for `backend` (`cpu`, `opencl`, ...).
+pub fn main(backend: &'static str, library: &'static str) {
+    let args = Arguments::from_args();
+    let setup = setup(backend, library);
+    let trials = programs()
+        .into_iter()
+        .map(|program| {
+            let name = format!("[{backend}] {}", program.name);
+            match &setup {
+                Err(reason) => {
+                    let reason = reason.clone();
+                    Trial::test(name, move || {
+                        println!("skipped: {reason}");
+                        Ok(())
+                    })
+                    .with_ignored_flag(true)
+                }
+                Ok(ready) => {
+                    let ready = ready.clone();
+                    Trial::test(name, move || ready.trial(&program))
+                }
+            }
+        })
+        .collect();
+    if let Err(reason) = &setup {
+        eprintln!("ur-abi tests of {backend} skipped: {reason}");
+        let must = required("UR_RS_REQUIRE_ONEAPI", backend) && !reason.starts_with("no device");
+        let must_device = required("UR_RS_REQUIRE_DEVICES", backend);
+        if must || must_device {
+            eprintln!("... but UR_RS_REQUIRE_ONEAPI / UR_RS_REQUIRE_DEVICES require them here");
+            std::process::exit(1);
+        }
+    }
+    libtest_mimic::run(&args, trials).exit();
+}
+
+/// What every trial of one library needs.
+#[derive(Clone, Debug)]
+struct Ready {
+    oneapi: Oneapi,
+    library: PathBuf,
+    cache: PathBuf,
+}
+
+impl Ready {
+    fn trial(&self, program: &Program) -> Result<(), Failed> {
+        let exe = build(&self.oneapi, program, &self.cache)?;
+        let run = run(&exe, &self.library, &[])?;
+        match verdict(&run) {
+            Verdict::Pass => {
+                print!("{}", run.stdout);
+                Ok(())
+            }
+            Verdict::Skip(reason) => {
+                println!("skipped: {reason}");
+                Ok(())
+            }
+            Verdict::Fail(why) => Err(why.into()),
+        }
+    }
+}
+
+fn setup(backend: &str, library: &str) -> Result<Ready, String> {
+    let oneapi = Oneapi::find()?;
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let deps = exe.parent().ok_or("test executable has no folder")?;
+    let library = deps.join(library);
+    if !library.is_file() {
+        return Err(format!("{} was not built", library.display()));
+    }
+    // target/<profile>/deps/.. /.. = target/
+    let cache = deps.join("../../ur-abi-programs");
+    for kind in [Kind::CApi, Kind::Sycl] {
+        let cc = compiler(kind);
+        if Command::new(&cc).arg("--version").output().is_err() {
+            return Err(format!("no {cc} compiler"));
+        }
+    }
+    let probe = Program {
+        name: "probe".into(),
+        kind: Kind::CApi,
+        source: Path::new(env!("CARGO_MANIFEST_DIR")).join("probe/probe.c"),
+    };
+    let exe = build(&oneapi, &probe, &cache)?;
+    let run = run(&exe, &library, &[])?;
+    match (run.exit, run.stdout.trim().parse::<u32>()) {
+        (Some(0), Ok(0)) => return Err(format!("no device: the {backend} adapter found none")),
+        (Some(0), Ok(_)) => {}
+        _ => return Err(format!("the probe failed: {}\n{}", run.stdout, run.stderr)),
+    }
+    Ok(Ready { oneapi, library, cache })
+}
