@@ -245,3 +245,45 @@ unsafe fn barrier(
     unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_EVENTS_WAIT_WITH_BARRIER) };
     Ok(())
 }
+
+/// A C function and its data, run once on a host thread.
+struct HostTask {
+    function: unsafe extern "C" fn(*mut c_void),
+    data: *mut c_void,
+}
+
+// SAFETY: UR lets the host-task function run on any thread with its data.
+unsafe impl Send for HostTask {}
+
+/// # Safety
+/// UR's contract for `urEnqueueHostTaskExp`.
+pub(crate) unsafe extern "C" fn urEnqueueHostTaskExp(
+    queue: ur_queue_handle_t,
+    function: ur_exp_host_task_function_t,
+    data: *mut c_void,
+    properties: *const ur_exp_host_task_properties_t,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    event: *mut ur_event_handle_t,
+) -> ur_result_t {
+    guard("urEnqueueHostTaskExp", || {
+        // SAFETY: forwarded.
+        let queue = unsafe { Handle::<Queue>::get(queue)? };
+        let function = function.ok_or_else(|| ur_core::err!(InvalidNullPointer, "pfnHostTask is null"))?;
+        // SAFETY: null or readable per the contract.
+        if let Some(p) = unsafe { properties.as_ref() } {
+            ensure!(p.flags & UR_EXP_HOST_TASK_FLAGS_MASK == 0, InvalidEnumeration, "host-task flags {:#x}", p.flags);
+        }
+        // SAFETY: forwarded.
+        let wait = unsafe { wait_list(events, num_events)? };
+        let task = HostTask { function, data };
+        let done = queue.value.core().enqueue_host_task(&wait, move || {
+            let task = task;
+            // SAFETY: the application enqueued this function with this data.
+            unsafe { (task.function)(task.data) };
+        })?;
+        // SAFETY: forwarded.
+        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_HOST_TASK_EXP) };
+        Ok(())
+    })
+}

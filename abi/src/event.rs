@@ -148,6 +148,7 @@ pub(crate) unsafe extern "C" fn urEventGetProfilingInfo(
 /// UR's contract for `urEventWait`.
 pub(crate) unsafe extern "C" fn urEventWait(count: u32, events: *const ur_event_handle_t) -> ur_result_t {
     guard("urEventWait", || {
+        ensure!(!events.is_null(), InvalidNullPointer, "phEventWaitList is null");
         ensure!(count != 0, InvalidValue, "no event to wait for");
         // SAFETY: forwarded.
         let events = unsafe { wait_list(events, count)? };

@@ -235,7 +235,7 @@ fn build() -> ur_dditable_t {
             pfnUSMFreeExp: unsupported(),
             pfnTimestampRecordingExp: unsupported(),
             pfnCommandBufferExp: Some(command_buffer::urEnqueueCommandBufferExp),
-            pfnHostTaskExp: unsupported(),
+            pfnHostTaskExp: Some(enqueue::urEnqueueHostTaskExp),
             pfnNativeCommandExp: unsupported(),
             pfnGraphExp: unsupported(),
         },

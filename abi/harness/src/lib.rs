@@ -94,6 +94,10 @@ pub struct Program {
     pub kind: Kind,
     /// Its source file.
     pub source: PathBuf,
+    /// Whether it also runs without the validation layer (its source holds
+    /// the line `urt: also without layers`), so that calls the layer would
+    /// answer itself reach the adapter.
+    pub also_without_layers: bool,
 }
 
 /// Every test program, by kind then name.
@@ -108,7 +112,9 @@ pub fn programs() -> Vec<Program> {
         sources.sort();
         for source in sources {
             let stem = source.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-            out.push(Program { name: format!("{prefix}::{stem}"), kind, source });
+            let also_without_layers =
+                std::fs::read_to_string(&source).is_ok_and(|text| text.contains("urt: also without layers"));
+            out.push(Program { name: format!("{prefix}::{stem}"), kind, source, also_without_layers });
         }
     }
     out
@@ -195,14 +201,25 @@ pub struct Run {
 /// How long one program may run.
 const TIMEOUT: Duration = Duration::from_secs(300);
 
-/// Runs `exe` with the UR loader forced onto `adapter`, the full validation
-/// layer on and its errors on standard error.
-pub fn run(exe: &Path, adapter: &Path, extra_env: &[(&str, &str)]) -> Result<Run, String> {
-    let mut child = Command::new(exe)
-        .env("UR_ADAPTERS_FORCE_LOAD", adapter)
-        .env("UR_ENABLE_LAYERS", "UR_LAYER_FULL_VALIDATION")
-        .env("UR_LOG_VALIDATION", "level:error;output:stderr")
-        .env_remove("ONEAPI_DEVICE_SELECTOR")
+/// Whether a run goes through the loader's validation layer.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Layers {
+    /// `UR_LAYER_FULL_VALIDATION`, its errors on standard error.
+    FullValidation,
+    /// No layer: every call reaches the adapter.
+    None,
+}
+
+/// Runs `exe` with the UR loader forced onto `adapter`.
+pub fn run(exe: &Path, adapter: &Path, layers: Layers, extra_env: &[(&str, &str)]) -> Result<Run, String> {
+    let mut command = Command::new(exe);
+    command.env("UR_ADAPTERS_FORCE_LOAD", adapter).env_remove("ONEAPI_DEVICE_SELECTOR").env_remove("UR_ENABLE_LAYERS");
+    if layers == Layers::FullValidation {
+        command
+            .env("UR_ENABLE_LAYERS", "UR_LAYER_FULL_VALIDATION")
+            .env("UR_LOG_VALIDATION", "level:error;output:stderr");
+    }
+    let mut child = command
         .envs(extra_env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -326,10 +343,14 @@ fn required(var: &str, item: &str) -> bool {
 pub fn main(backend: &'static str, library: &'static str) {
     let args = Arguments::from_args();
     let setup = setup(backend, library);
-    let trials = programs()
-        .into_iter()
-        .map(|program| {
-            let name = format!("[{backend}] {}", program.name);
+    let runs = programs().into_iter().flat_map(|p| {
+        let without = p.also_without_layers.then(|| (p.clone(), Layers::None));
+        std::iter::once((p, Layers::FullValidation)).chain(without)
+    });
+    let trials = runs
+        .map(|(program, layers)| {
+            let suffix = if layers == Layers::None { " (no layers)" } else { "" };
+            let name = format!("[{backend}] {}{suffix}", program.name);
             match &setup {
                 Err(reason) => {
                     let reason = reason.clone();
@@ -341,7 +362,7 @@ pub fn main(backend: &'static str, library: &'static str) {
                 }
                 Ok(ready) => {
                     let ready = ready.clone();
-                    Trial::test(name, move || ready.trial(&program))
+                    Trial::test(name, move || ready.trial(&program, layers))
                 }
             }
         })
@@ -367,9 +388,9 @@ struct Ready {
 }
 
 impl Ready {
-    fn trial(&self, program: &Program) -> Result<(), Failed> {
+    fn trial(&self, program: &Program, layers: Layers) -> Result<(), Failed> {
         let exe = build(&self.oneapi, program, &self.cache)?;
-        let run = run(&exe, &self.library, &[])?;
+        let run = run(&exe, &self.library, layers, &[])?;
         match verdict(&run) {
             Verdict::Pass => {
                 print!("{}", run.stdout);
@@ -404,9 +425,10 @@ fn setup(backend: &str, library: &str) -> Result<Ready, String> {
         name: "probe".into(),
         kind: Kind::CApi,
         source: Path::new(env!("CARGO_MANIFEST_DIR")).join("probe/probe.c"),
+        also_without_layers: false,
     };
     let exe = build(&oneapi, &probe, &cache)?;
-    let run = run(&exe, &library, &[])?;
+    let run = run(&exe, &library, Layers::None, &[])?;
     match (run.exit, run.stdout.trim().parse::<u32>()) {
         (Some(0), Ok(0)) => return Err(format!("no device: the {backend} adapter found none")),
         (Some(0), Ok(_)) => {}
