@@ -9,25 +9,41 @@
 
 #![allow(non_snake_case)]
 
+use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use ur_core::{MemBuffer, MemFlags, RectLayout, RectOffset, RectRegion, ensure, err};
+use parking_lot::Mutex;
+use ur_core::{BufferMapping, MapFlags, MemBuffer, MemFlags, RectLayout, RectOffset, RectRegion, ensure, err};
 
 use crate::context::{Context, ContextRef};
 use crate::enqueue::pattern;
 use crate::entry::{AbiResult, guard};
 use crate::event::{emit, wait_list};
 use crate::handle::Handle;
-use crate::info::{InfoOut, write_out};
+use crate::info::{InfoOut, write_opt, write_out};
 use crate::queue::Queue;
 use crate::sys::*;
 
-/// A memory buffer and its context.
+/// A memory buffer, its context, and its mappings by host address.
 pub struct Mem {
     buffer: MemBuffer,
     context: ContextRef,
+    /// The host memory a `USE_HOST_POINTER` buffer was made over: its maps
+    /// land there, as OpenCL's do.
+    host: Option<HostMemory>,
+    mappings: Mutex<HashMap<usize, BufferMapping>>,
 }
+
+/// Host memory the application lent a buffer for its life.
+#[derive(Copy, Clone)]
+struct HostMemory(*mut u8);
+
+// SAFETY: UR requires a USE_HOST_POINTER buffer's memory to stay valid for
+// the buffer's life; the pointer is only used by maps, from any thread.
+unsafe impl Send for HostMemory {}
+// SAFETY: as for Send.
+unsafe impl Sync for HostMemory {}
 
 impl Mem {
     /// The ur-core buffer.
@@ -82,7 +98,13 @@ pub(crate) unsafe extern "C" fn urMemBufferCreate(
             let data = unsafe { std::slice::from_raw_parts(host.cast::<u8>(), size) };
             MemBuffer::with_data(context.value.core(), core_flags, data)?
         };
-        let value = Mem { buffer: core, context: context.to_arc() };
+        let lent = flags & F::UR_MEM_FLAG_USE_HOST_POINTER.0 != 0;
+        let value = Mem {
+            buffer: core,
+            context: context.to_arc(),
+            host: lent.then_some(HostMemory(host.cast())),
+            mappings: Mutex::default(),
+        };
         // SAFETY: checked non-null, writable per the contract.
         unsafe { write_out(buffer, Handle::create(value), "phBuffer") }
     })
@@ -396,6 +418,87 @@ pub(crate) unsafe extern "C" fn urEnqueueMemBufferFill(
         let done = queue.value.core().fill_buffer(mem.value.core(), pattern, offset, size, &wait)?;
         // SAFETY: forwarded.
         unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_MEM_BUFFER_FILL) };
+        Ok(())
+    })
+}
+
+/// # Safety
+/// UR's contract for `urEnqueueMemBufferMap`.
+pub(crate) unsafe extern "C" fn urEnqueueMemBufferMap(
+    queue: ur_queue_handle_t,
+    mem: ur_mem_handle_t,
+    blocking: bool,
+    flags: ur_map_flags_t,
+    offset: usize,
+    size: usize,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    event: *mut ur_event_handle_t,
+    mapped: *mut *mut c_void,
+) -> ur_result_t {
+    guard("urEnqueueMemBufferMap", || {
+        // SAFETY: forwarded.
+        let (queue, mem) = unsafe { queue_and_buffer(queue, mem)? };
+        ensure!(!mapped.is_null(), InvalidNullPointer, "ppRetMap is null");
+        ensure!(flags & UR_MAP_FLAGS_MASK == 0, InvalidEnumeration, "map flags {flags:#x}");
+        let map_flags = [
+            (ur_map_flag_t::UR_MAP_FLAG_READ, MapFlags::READ),
+            (ur_map_flag_t::UR_MAP_FLAG_WRITE, MapFlags::WRITE),
+            (ur_map_flag_t::UR_MAP_FLAG_WRITE_INVALIDATE_REGION, MapFlags::WRITE_INVALIDATE_REGION),
+        ]
+        .into_iter()
+        .filter(|(ur, _)| flags & ur.0 != 0)
+        .fold(MapFlags::empty(), |all, (_, ours)| all | ours);
+        // SAFETY: forwarded.
+        let wait = unsafe { wait_list(events, num_events)? };
+        let m = &mem.value;
+        let (done, mapping) = match m.host {
+            // SAFETY: the buffer was made over this memory, valid for its size
+            // for the buffer's life (UR's contract); the offset is checked by
+            // the map against the buffer's size before use.
+            Some(host) if offset <= m.buffer.size() => unsafe {
+                queue.value.core().map_buffer_at(&m.buffer, offset, size, map_flags, host.0.add(offset), &wait)?
+            },
+            _ => queue.value.core().map_buffer(&m.buffer, offset, size, map_flags, &wait)?,
+        };
+        if blocking {
+            done.wait()?;
+        }
+        let ptr = mapping.ptr();
+        m.mappings.lock().insert(ptr as usize, mapping);
+        // SAFETY: checked non-null, writable per the contract.
+        unsafe { write_opt(mapped, ptr.cast()) };
+        // SAFETY: forwarded.
+        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_MEM_BUFFER_MAP) };
+        Ok(())
+    })
+}
+
+/// # Safety
+/// UR's contract for `urEnqueueMemUnmap`.
+pub(crate) unsafe extern "C" fn urEnqueueMemUnmap(
+    queue: ur_queue_handle_t,
+    mem: ur_mem_handle_t,
+    mapped: *mut c_void,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    event: *mut ur_event_handle_t,
+) -> ur_result_t {
+    guard("urEnqueueMemUnmap", || {
+        // SAFETY: forwarded.
+        let (queue, mem) = unsafe { queue_and_buffer(queue, mem)? };
+        ensure!(!mapped.is_null(), InvalidNullPointer, "pMappedPtr is null");
+        // SAFETY: forwarded.
+        let wait = unsafe { wait_list(events, num_events)? };
+        let mapping = mem
+            .value
+            .mappings
+            .lock()
+            .remove(&(mapped as usize))
+            .ok_or_else(|| err!(InvalidValue, "{mapped:p} is no mapping of this buffer"))?;
+        let done = queue.value.core().unmap_buffer(mapping, &wait)?;
+        // SAFETY: forwarded.
+        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_MEM_UNMAP) };
         Ok(())
     })
 }

@@ -58,7 +58,8 @@ pub use event::{Event, EventStatus, ProfilingInfo, UserEvent};
 pub use launch::{ArgValue, KernelArg, KernelCommand, KernelLaunch};
 pub use loader::{AbsentAdapter, AdapterEntry, Loader};
 pub use memory::{
-    HostPtr, MemBuffer, MemFlags, MemLoc, MigrationFlags, UsmAdvice, UsmAllocation, UsmKind, UsmPtr, UsmRef,
+    BufferMapping, HostPtr, MapFlags, MemBuffer, MemFlags, MemLoc, MigrationFlags, UsmAdvice, UsmAllocation, UsmKind,
+    UsmPtr, UsmRef,
 };
 pub use native::{NativeArg, NativeKernel, NativeKernelFn, NdRange, WorkGroup, WorkItem};
 pub use platform::{Backend, Platform};

@@ -496,3 +496,113 @@ impl MemLoc {
         }
     }
 }
+
+bitflags! {
+    /// What a buffer mapping is for (`ur_map_flags_t`).
+    #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+    pub struct MapFlags: u32 {
+        /// The host reads the mapped bytes: they are the buffer's when the map completes.
+        const READ = 1 << 0;
+        /// The host writes the mapped bytes: unmapping writes them back. Also
+        /// brings the buffer's bytes, so that a partial write keeps the rest.
+        const WRITE = 1 << 1;
+        /// The host overwrites every mapped byte: nothing is read, unmapping
+        /// writes them back.
+        const WRITE_INVALIDATE_REGION = 1 << 2;
+    }
+}
+
+/// A block of mapped host memory, aligned for any scalar or vector type.
+#[derive(Copy, Clone)]
+#[repr(C, align(128))]
+pub(crate) struct MapBlock([u8; 128]);
+
+/// Where a mapping's bytes live on the host.
+pub(crate) enum MappedMemory {
+    /// Host memory the queue allocated for the mapping.
+    Staging(Box<[MapBlock]>),
+    /// Host memory the caller gave (a buffer made over host memory).
+    Caller(HostPtr),
+}
+
+impl MappedMemory {
+    pub(crate) fn staging(size: usize) -> MappedMemory {
+        let blocks = size.div_ceil(size_of::<MapBlock>()).max(1);
+        MappedMemory::Staging(vec![MapBlock([0; 128]); blocks].into_boxed_slice())
+    }
+
+    pub(crate) fn ptr(&self) -> *mut u8 {
+        match self {
+            MappedMemory::Staging(blocks) => blocks.as_ptr().cast::<u8>().cast_mut(),
+            MappedMemory::Caller(p) => p.0,
+        }
+    }
+}
+
+/// A region of a buffer mapped into host memory by
+/// [`Queue::map_buffer`](crate::Queue::map_buffer), until
+/// [`Queue::unmap_buffer`](crate::Queue::unmap_buffer).
+pub struct BufferMapping {
+    pub(crate) buffer: MemBuffer,
+    pub(crate) offset: usize,
+    pub(crate) size: usize,
+    pub(crate) flags: MapFlags,
+    /// Taken by the unmap, which keeps it until its write-back is done.
+    pub(crate) memory: Option<MappedMemory>,
+    /// Completes when the mapped bytes are the buffer's.
+    pub(crate) ready: crate::Event,
+}
+
+impl Drop for BufferMapping {
+    fn drop(&mut self) {
+        // Dropped without an unmap: the map's read may still be writing into
+        // the memory about to be freed.
+        if self.memory.is_some() {
+            let _ = self.ready.wait();
+        }
+    }
+}
+
+impl BufferMapping {
+    /// The host address of the mapped bytes; read or write them once the
+    /// map's event has completed, and until the mapping is unmapped.
+    pub fn ptr(&self) -> *mut u8 {
+        self.memory.as_ref().map_or(std::ptr::null_mut(), MappedMemory::ptr)
+    }
+
+    /// The mapped size in bytes.
+    pub fn len(&self) -> usize {
+        self.size
+    }
+
+    /// Whether no byte is mapped (never: maps have a size).
+    pub fn is_empty(&self) -> bool {
+        self.size == 0
+    }
+
+    /// The buffer offset the mapping starts at.
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+
+    /// The buffer.
+    pub fn buffer(&self) -> &MemBuffer {
+        &self.buffer
+    }
+
+    /// What it was mapped for.
+    pub fn flags(&self) -> MapFlags {
+        self.flags
+    }
+}
+
+impl fmt::Debug for BufferMapping {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BufferMapping")
+            .field("buffer", &self.buffer)
+            .field("offset", &self.offset)
+            .field("size", &self.size)
+            .field("flags", &self.flags)
+            .finish()
+    }
+}

@@ -16,6 +16,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
+use smallvec::SmallVec;
 
 use crate::adapter::{EventImpl, QueueImpl};
 use crate::command::{Command, HostSide};
@@ -27,7 +28,7 @@ use crate::error::panic_message;
 use crate::event::{Event, UserEvent, as_refs, resolve_wait_list};
 use crate::graph::record::{self, Recordable, RecordingSlot};
 use crate::launch::KernelLaunch;
-use crate::memory::{MemBuffer, MigrationFlags, UsmAdvice, UsmPtr};
+use crate::memory::{BufferMapping, MapFlags, MappedMemory, MemBuffer, MigrationFlags, UsmAdvice, UsmPtr};
 use crate::rect::{RectLayout, RectRegion};
 use crate::{command_buffer, ensure};
 
@@ -51,6 +52,8 @@ pub struct Queue {
 enum KeepAlive {
     Command(#[allow(dead_code)] Command),
     CommandBuffer(#[allow(dead_code)] CommandBuffer),
+    /// An unmapped buffer mapping's host memory, until its write-back is done.
+    Mapping(#[allow(dead_code)] MappedMemory, #[allow(dead_code)] Command),
 }
 
 struct QueueInner {
@@ -469,6 +472,95 @@ impl Queue {
         wait: &[&Event],
     ) -> Result<Event> {
         self.submit(Command::buffer_fill(&self.inner.context, buffer, pattern, offset, size)?, wait)
+    }
+
+    /// Maps `size` bytes of `buffer` from `offset` into host memory the queue
+    /// allocates (`urEnqueueMemBufferMap`): once the returned event completes,
+    /// [`BufferMapping::ptr`] holds the buffer's bytes (unless mapped with
+    /// `WRITE_INVALIDATE_REGION`), and what the host writes there reaches the
+    /// buffer at [`unmap_buffer`](Self::unmap_buffer) for mappings made for
+    /// writing. Not on a queue recording into a graph.
+    pub fn map_buffer(
+        &self,
+        buffer: &MemBuffer,
+        offset: usize,
+        size: usize,
+        flags: MapFlags,
+        wait: &[&Event],
+    ) -> Result<(Event, BufferMapping)> {
+        self.map_into(buffer, offset, size, flags, MappedMemory::staging(size), wait)
+    }
+
+    /// As [`map_buffer`](Self::map_buffer), into host memory the caller gives:
+    /// the memory a buffer was made over (`UR_MEM_FLAG_USE_HOST_POINTER`).
+    ///
+    /// # Safety
+    /// `host` must be valid for `size` bytes of reads and writes until the
+    /// mapping is unmapped and the unmap's event has completed.
+    pub unsafe fn map_buffer_at(
+        &self,
+        buffer: &MemBuffer,
+        offset: usize,
+        size: usize,
+        flags: MapFlags,
+        host: *mut u8,
+        wait: &[&Event],
+    ) -> Result<(Event, BufferMapping)> {
+        ensure!(!host.is_null(), InvalidNullPointer, "map target is null");
+        self.map_into(buffer, offset, size, flags, MappedMemory::Caller(crate::memory::HostPtr(host)), wait)
+    }
+
+    fn map_into(
+        &self,
+        buffer: &MemBuffer,
+        offset: usize,
+        size: usize,
+        flags: MapFlags,
+        memory: MappedMemory,
+        wait: &[&Event],
+    ) -> Result<(Event, BufferMapping)> {
+        self.check_not_recording("a buffer map (the host uses the bytes)")?;
+        ensure!(!flags.is_empty(), InvalidValue, "a buffer map for neither reading nor writing");
+        ensure!(
+            !(flags.contains(MapFlags::WRITE_INVALIDATE_REGION) && flags.intersects(MapFlags::READ | MapFlags::WRITE)),
+            InvalidValue,
+            "WRITE_INVALIDATE_REGION excludes READ and WRITE"
+        );
+        buffer.check_range(offset, size)?;
+        let resolved = resolve_wait_list(self.inner.context.id(), wait)?;
+        let ready = if flags.contains(MapFlags::WRITE_INVALIDATE_REGION) {
+            self.marker(&resolved, false)?
+        } else {
+            let dst = HostSide::Slice(memory.ptr(), size);
+            self.execute(Command::buffer_read(&self.inner.context, buffer, offset, size, dst)?, &resolved)?
+        };
+        let mapping =
+            BufferMapping { buffer: buffer.clone(), offset, size, flags, memory: Some(memory), ready: ready.clone() };
+        Ok((ready, mapping))
+    }
+
+    /// Unmaps a mapping (`urEnqueueMemUnmap`): writes the host's bytes back
+    /// when it was made for writing. The returned event completes when the
+    /// buffer holds them; the mapping's memory is released after it.
+    pub fn unmap_buffer(&self, mut mapping: BufferMapping, wait: &[&Event]) -> Result<Event> {
+        self.check_not_recording("a buffer unmap")?;
+        mapping.buffer.check_context(&self.inner.context)?;
+        let mut after: SmallVec<[&Event; 8]> = SmallVec::from_slice(wait);
+        after.push(&mapping.ready);
+        let resolved = resolve_wait_list(self.inner.context.id(), &after)?;
+        if !mapping.flags.intersects(MapFlags::WRITE | MapFlags::WRITE_INVALIDATE_REGION) {
+            // The host is done with the bytes; dropping the mapping waits for
+            // the map's read before the memory goes.
+            return self.marker(&resolved, false);
+        }
+        let memory = mapping.memory.take().ok_or_else(|| crate::err!(InvalidValue, "the mapping was unmapped"))?;
+        let src = HostSide::Slice(memory.ptr(), mapping.size);
+        let command = Command::buffer_write(&self.inner.context, &mapping.buffer, mapping.offset, mapping.size, src)?;
+        // SAFETY: as in `execute`; the mapping's memory is kept until the
+        // write-back completes (tracked below).
+        let event = unsafe { self.inner.imp.enqueue(&command, &as_refs(&resolved))? };
+        self.track(event.clone(), KeepAlive::Mapping(memory, command));
+        Ok(Event::from_imp(event, &self.inner.context))
     }
 
     /// An event completing when all of `wait` have (`urEnqueueEventsWait`).

@@ -182,6 +182,15 @@ pub fn build(oneapi: &Oneapi, program: &Program, cache: &Path) -> Result<PathBuf
         ));
     }
     std::fs::rename(&partial, &exe).map_err(|e| e.to_string())?;
+    // Builds of earlier versions of the sources are of no further use.
+    let current = exe.file_name().map(|n| n.to_os_string());
+    for entry in std::fs::read_dir(cache).into_iter().flatten().flatten() {
+        let name = entry.file_name();
+        let stale = name.to_string_lossy().strip_prefix(&format!("{stem}-")).is_some_and(|rest| !rest.contains('.'));
+        if stale && Some(&name) != current.as_ref() {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
     Ok(exe)
 }
 

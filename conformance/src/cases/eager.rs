@@ -8,8 +8,8 @@
 //! profiling (`test/conformance/event/`).
 
 use ur::{
-    Context, Event, EventStatus, KernelArg, KernelLaunch, MigrationFlags, Program, Queue, QueueProperties, RectLayout,
-    RectOffset, RectRegion, UsmAdvice, UsmAllocation, UsmKind,
+    Context, Event, EventStatus, KernelArg, KernelLaunch, MapFlags, MigrationFlags, Program, Queue, QueueProperties,
+    RectLayout, RectOffset, RectRegion, UsmAdvice, UsmAllocation, UsmKind,
 };
 
 use crate::harness::{CaseResult, Env, copy_rect_reference, fill_reference, pattern, read, read_buffer, write};
@@ -27,6 +27,7 @@ pub(super) fn cases() -> Vec<crate::Case> {
         usm_prefetch_and_advise,
         write_read_usm,
         buffer_write_read,
+        buffer_map_unmap,
         buffer_copy_and_fill,
         buffer_rect_write_read,
         buffer_copy_rect_3d,
@@ -273,6 +274,48 @@ fn buffer_write_read(env: &Env) -> CaseResult {
     queue.read_buffer(&buffer, 380, &mut part, &[])?;
     check_eq!(part, expected[380..430].to_vec());
     check_err!(queue.read_buffer(&buffer, SIZE - 10, &mut part, &[]), InvalidSize);
+    Ok(())
+}
+
+/// UR's `urEnqueueMemBufferMapTest` and `urEnqueueMemUnmapTest`: a region
+/// mapped for reading and writing holds the buffer's bytes and writes back
+/// at unmap; an invalidating map writes without reading; a read-only map
+/// writes nothing back; a map out of bounds or for nothing is refused.
+fn buffer_map_unmap(env: &Env) -> CaseResult {
+    const SIZE: usize = 1024;
+    let data = pattern(SIZE, 90);
+    let buffer = env.buffer_with(&data)?;
+    let queue = env.queue()?;
+    let (mapped, mapping) = queue.map_buffer(&buffer, 100, 200, MapFlags::READ | MapFlags::WRITE, &[])?;
+    mapped.wait()?;
+    // SAFETY: the map completed; the mapping holds 200 bytes until unmapped.
+    let view = unsafe { std::slice::from_raw_parts_mut(mapping.ptr(), mapping.len()) };
+    check_eq!(view.to_vec(), data[100..300].to_vec());
+    view[..10].fill(0xEE);
+    queue.unmap_buffer(mapping, &[])?.wait()?;
+    let mut expected = data.clone();
+    expected[100..110].fill(0xEE);
+    check_eq!(read_buffer::<u8>(&queue, &buffer, 0, SIZE)?, expected);
+
+    let (mapped, mapping) = queue.map_buffer(&buffer, 0, 64, MapFlags::WRITE_INVALIDATE_REGION, &[])?;
+    mapped.wait()?;
+    // SAFETY: as above, 64 bytes.
+    unsafe { std::ptr::write_bytes(mapping.ptr(), 0x11, 64) };
+    let unmapped = queue.unmap_buffer(mapping, &[])?;
+    expected[..64].fill(0x11);
+    check_eq!(read_buffer::<u8>(&queue, &buffer, 0, SIZE)?, expected);
+    unmapped.wait()?;
+
+    let (mapped, mapping) = queue.map_buffer(&buffer, 512, 16, MapFlags::READ, &[])?;
+    mapped.wait()?;
+    // SAFETY: as above, 16 bytes; a read-only mapping's writes never reach the buffer.
+    unsafe { std::ptr::write_bytes(mapping.ptr(), 0x77, 16) };
+    queue.unmap_buffer(mapping, &[])?.wait()?;
+    check_eq!(read_buffer::<u8>(&queue, &buffer, 0, SIZE)?, expected);
+
+    check_err!(queue.map_buffer(&buffer, SIZE - 8, 16, MapFlags::READ, &[]), InvalidSize);
+    check_err!(queue.map_buffer(&buffer, 0, 16, MapFlags::empty(), &[]), InvalidValue);
+    check_err!(queue.map_buffer(&buffer, 0, 16, MapFlags::READ | MapFlags::WRITE_INVALIDATE_REGION, &[]), InvalidValue);
     Ok(())
 }
 
