@@ -185,6 +185,12 @@ pub(crate) unsafe extern "C" fn urDeviceGetInfo(
             I::UR_DEVICE_INFO_COMMAND_BUFFER_SUBGRAPH_SUPPORT_EXP => out.bool(info.command_buffer.subgraphs),
             I::UR_DEVICE_INFO_COMPILER_AVAILABLE | I::UR_DEVICE_INFO_LINKER_AVAILABLE => out.bool(true),
             I::UR_DEVICE_INFO_HOST_UNIFIED_MEMORY => out.bool(info.device_type == DeviceType::Cpu),
+            // ur-rs devices do not partition into sub-devices.
+            I::UR_DEVICE_INFO_SUPPORTED_PARTITIONS | I::UR_DEVICE_INFO_PARTITION_TYPE => {
+                out.array::<ur_device_partition_property_t>(&[])
+            }
+            I::UR_DEVICE_INFO_PARTITION_MAX_SUB_DEVICES => out.value(0u32),
+            I::UR_DEVICE_INFO_PARTITION_AFFINITY_DOMAIN => out.value::<ur_device_affinity_domain_flags_t>(0),
             other => {
                 let native = info.command_buffer.support == CommandBufferSupport::Native;
                 tracing::debug!(query = other.0, native, "device info not answered");

@@ -219,10 +219,21 @@ pub enum Layers {
     None,
 }
 
-/// Runs `exe` with the UR loader forced onto `adapter`.
-pub fn run(exe: &Path, adapter: &Path, layers: Layers, extra_env: &[(&str, &str)]) -> Result<Run, String> {
+/// Runs `exe` with `args`, the UR loader forced onto `adapter` (or, with
+/// `None`, left to find its adapters itself: UR's own OpenCL adapter).
+pub fn run(
+    exe: &Path,
+    adapter: Option<&Path>,
+    layers: Layers,
+    args: &[&str],
+    extra_env: &[(&str, &str)],
+) -> Result<Run, String> {
     let mut command = Command::new(exe);
-    command.env("UR_ADAPTERS_FORCE_LOAD", adapter).env_remove("ONEAPI_DEVICE_SELECTOR").env_remove("UR_ENABLE_LAYERS");
+    command.args(args).env_remove("ONEAPI_DEVICE_SELECTOR").env_remove("UR_ENABLE_LAYERS");
+    match adapter {
+        Some(adapter) => command.env("UR_ADAPTERS_FORCE_LOAD", adapter),
+        None => command.env_remove("UR_ADAPTERS_FORCE_LOAD"),
+    };
     if layers == Layers::FullValidation {
         command
             .env("UR_ENABLE_LAYERS", "UR_LAYER_FULL_VALIDATION")
@@ -399,7 +410,7 @@ struct Ready {
 impl Ready {
     fn trial(&self, program: &Program, layers: Layers) -> Result<(), Failed> {
         let exe = build(&self.oneapi, program, &self.cache)?;
-        let run = run(&exe, &self.library, layers, &[])?;
+        let run = run(&exe, Some(&self.library), layers, &[], &[])?;
         match verdict(&run) {
             Verdict::Pass => {
                 print!("{}", run.stdout);
@@ -437,7 +448,7 @@ fn setup(backend: &str, library: &str) -> Result<Ready, String> {
         also_without_layers: false,
     };
     let exe = build(&oneapi, &probe, &cache)?;
-    let run = run(&exe, &library, Layers::None, &[])?;
+    let run = run(&exe, Some(&library), Layers::None, &[], &[])?;
     match (run.exit, run.stdout.trim().parse::<u32>()) {
         (Some(0), Ok(0)) => return Err(format!("no device: the {backend} adapter found none")),
         (Some(0), Ok(_)) => {}

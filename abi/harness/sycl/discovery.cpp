@@ -1,5 +1,6 @@
-// libsycl on an ur-rs adapter: the platform and device it lists, what they
-// report, and the aspects the graph extension and USM depend on.
+// What libsycl lists (with UR_ADAPTERS_FORCE_LOAD, one adapter's platform),
+// what its device reports, and the aspects USM and the graph extension
+// depend on.
 #include "st.hpp"
 
 int main() {
@@ -8,7 +9,6 @@ int main() {
     ST_CHECK(platforms.size() == 1, "libsycl lists %zu platforms", platforms.size());
     auto p = platforms.at(0);
     auto name = p.get_info<sycl::info::platform::name>();
-    ST_CHECK(name.rfind("ur-rs ", 0) == 0, "platform name %s", name.c_str());
     auto devices = p.get_devices();
     ST_CHECK(!devices.empty(), "the platform has devices");
     sycl::device d = devices.at(0);

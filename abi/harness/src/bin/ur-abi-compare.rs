@@ -1,0 +1,163 @@
+//! `ur-abi-compare`: the same SYCL programs on ur-rs's OpenCL adapter and on
+//! UR's own OpenCL adapter (linked into libsycl), on one OpenCL device.
+//!
+//! ```sh
+//! cargo build --release -p ur-adapter-rs-opencl
+//! cargo run --release -p ur-abi-harness --bin ur-abi-compare -- [--selector opencl:cpu] [--submissions 1000]
+//! ```
+//!
+//! Prints two tables: which test programs (`abi/harness/sycl/`) run on each
+//! adapter and how the others fail, and the host time per command-graph
+//! submission (`abi/harness/bench/graph_submit.cpp`) for chains of USM and
+//! buffer commands, with the same chain submitted eagerly for reference.
+//! ur-rs's adapter is loaded with `UR_ADAPTERS_FORCE_LOAD`; UR's is what
+//! libsycl finds by itself without it. `ONEAPI_DEVICE_SELECTOR` picks the
+//! device in both (`opencl:cpu` selects PoCL and leaves NVIDIA's OpenCL out).
+
+use std::path::{Path, PathBuf};
+
+use ur_abi_harness::{Kind, Layers, Oneapi, Program, Verdict, build, programs, run, verdict};
+
+struct Options {
+    library: PathBuf,
+    selector: String,
+    submissions: u32,
+    nodes: Vec<u32>,
+}
+
+fn parse() -> Result<Options, String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut options = Options {
+        library: root.join("target/release/libur_adapter_rs_opencl.so"),
+        selector: "opencl:cpu".into(),
+        submissions: 1000,
+        nodes: vec![1, 10, 100],
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let mut value = || args.next().ok_or_else(|| format!("{arg} needs a value"));
+        match arg.as_str() {
+            "--library" => options.library = PathBuf::from(value()?),
+            "--selector" => options.selector = value()?,
+            "--submissions" => options.submissions = value()?.parse().map_err(|e| format!("--submissions: {e}"))?,
+            "--nodes" => {
+                options.nodes = value()?
+                    .split(',')
+                    .map(|n| n.parse().map_err(|e| format!("--nodes: {e}")))
+                    .collect::<Result<_, _>>()?
+            }
+            other => return Err(format!("unknown argument {other}")),
+        }
+    }
+    if !options.library.is_file() {
+        return Err(format!(
+            "{} is missing: cargo build --release -p ur-adapter-rs-opencl (or --library PATH)",
+            options.library.display()
+        ));
+    }
+    Ok(options)
+}
+
+/// The two adapters compared.
+#[derive(Copy, Clone)]
+enum Side {
+    Ours,
+    Theirs,
+}
+
+fn run_on(exe: &Path, side: Side, options: &Options, args: &[&str]) -> Result<ur_abi_harness::Run, String> {
+    let selector = [("ONEAPI_DEVICE_SELECTOR", options.selector.as_str())];
+    let adapter = match side {
+        Side::Ours => Some(options.library.as_path()),
+        Side::Theirs => None,
+    };
+    run(exe, adapter, Layers::None, args, &selector)
+}
+
+fn describe(v: &Verdict) -> String {
+    match v {
+        Verdict::Pass => "runs".into(),
+        Verdict::Skip(why) => format!("skipped: {why}"),
+        Verdict::Fail(why) => {
+            let first = why
+                .lines()
+                .find(|l| l.starts_with("not ok") || l.contains("exception") || l.contains("failed with"))
+                .or_else(|| why.lines().next())
+                .unwrap_or("")
+                .trim();
+            format!("fails: {first}")
+        }
+    }
+}
+
+fn main() {
+    let options = match parse() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("ur-abi-compare: {e}");
+            std::process::exit(2);
+        }
+    };
+    let oneapi = Oneapi::find().unwrap_or_else(|e| {
+        eprintln!("ur-abi-compare: {e}");
+        std::process::exit(2);
+    });
+    let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/ur-abi-programs");
+
+    println!("## SYCL programs (ONEAPI_DEVICE_SELECTOR={})\n", options.selector);
+    println!("| program | ur-rs OpenCL adapter | UR's OpenCL adapter |");
+    println!("|---|---|---|");
+    for program in programs().into_iter().filter(|p| p.kind == Kind::Sycl) {
+        let exe = match build(&oneapi, &program, &cache) {
+            Ok(exe) => exe,
+            Err(e) => {
+                println!("| {} | build failed: {e} | |", program.name);
+                continue;
+            }
+        };
+        let cells: Vec<String> = [Side::Ours, Side::Theirs]
+            .into_iter()
+            .map(|side| match run_on(&exe, side, &options, &[]) {
+                Ok(r) => describe(&verdict(&r)),
+                Err(e) => format!("cannot run: {e}"),
+            })
+            .collect();
+        println!("| {} | {} | {} |", program.name, cells[0], cells[1]);
+    }
+
+    let bench = Program {
+        name: "bench::graph_submit".into(),
+        kind: Kind::Sycl,
+        source: Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/graph_submit.cpp"),
+        also_without_layers: false,
+    };
+    let exe = build(&oneapi, &bench, &cache).unwrap_or_else(|e| {
+        eprintln!("ur-abi-compare: {e}");
+        std::process::exit(1);
+    });
+    println!(
+        "\n## Host time per graph submission, {} submissions (us; total includes the final wait; eager: the same \
+         chain as plain queue commands)\n",
+        options.submissions
+    );
+    println!("| chain | adapter | host / submission | total / submission | eager / chain |");
+    println!("|---|---|---|---|---|");
+    for shape in ["usm", "buffer"] {
+        for nodes in &options.nodes {
+            for (side, name) in [(Side::Ours, "ur-rs"), (Side::Theirs, "UR")] {
+                let (nodes_s, subs) = (nodes.to_string(), options.submissions.to_string());
+                let line = match run_on(&exe, side, &options, &[shape, &nodes_s, &subs]) {
+                    Ok(r) => r.stdout.lines().last().unwrap_or("").to_string(),
+                    Err(e) => format!("error {e}"),
+                };
+                let fields: Vec<&str> = line.split_whitespace().collect();
+                match fields.as_slice() {
+                    ["ok", _, _, _, host, total, eager] => {
+                        println!("| {nodes} {shape} commands | {name} | {host} | {total} | {eager} |")
+                    }
+                    _ => println!("| {nodes} {shape} commands | {name} | {} | | |", line.trim()),
+                }
+            }
+        }
+    }
+}
