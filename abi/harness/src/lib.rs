@@ -120,6 +120,16 @@ pub fn programs() -> Vec<Program> {
     out
 }
 
+/// The graph-submission timing program of `ur-abi-compare`.
+pub fn bench_program() -> Program {
+    Program {
+        name: "bench::graph_submit".into(),
+        kind: Kind::Sycl,
+        source: Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/graph_submit.cpp"),
+        also_without_layers: false,
+    }
+}
+
 /// The C and C++ compilers (`CC`, `CXX`, else `cc` and `c++`).
 fn compiler(kind: Kind) -> String {
     match kind {

@@ -2,6 +2,7 @@
 // finalized once and submitted 1000 times, data checked; print_graph.
 #include "st.hpp"
 #include <fstream>
+#include <unistd.h>
 #include <vector>
 
 namespace exp = sycl::ext::oneapi::experimental;
@@ -20,11 +21,14 @@ int main() {
     auto left = g.add([&](sycl::handler &h) { h.fill(b, 2, n / 2); }, {exp::property::node::depends_on(top)});
     auto right = g.add([&](sycl::handler &h) { h.memcpy(c, a, n * sizeof(int)); }, {exp::property::node::depends_on(top)});
     g.add([&](sycl::handler &h) { h.memcpy(c, b, n / 2 * sizeof(int)); }, {exp::property::node::depends_on(left, right)});
-    g.print_graph("graph_explicit.dot");
-    std::ifstream dot("graph_explicit.dot");
+    const char *tmp = std::getenv("TMPDIR");
+    std::string path = std::string(tmp ? tmp : "/tmp") + "/ur-rs-graph_explicit-" + std::to_string(getpid()) + ".dot";
+    g.print_graph(path);
+    std::ifstream dot(path);
     std::string first;
     std::getline(dot, first);
     ST_CHECK(first.find("digraph") != std::string::npos, "print_graph wrote a DOT file: %s", first.c_str());
+    std::remove(path.c_str());
 
     auto exec = g.finalize();
     for (int i = 0; i < 1000; i++) q.ext_oneapi_graph(exec);

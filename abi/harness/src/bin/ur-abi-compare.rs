@@ -4,6 +4,7 @@
 //! ```sh
 //! cargo build --release -p ur-adapter-rs-opencl
 //! cargo run --release -p ur-abi-harness --bin ur-abi-compare -- [--selector opencl:cpu] [--submissions 1000]
+//! ur-abi-compare --programs DIR --library LIB   # programs built by `ur-abi-run bundle DIR`
 //! ```
 //!
 //! Prints two tables: which test programs (`abi/harness/sycl/`) run on each
@@ -16,10 +17,13 @@
 
 use std::path::{Path, PathBuf};
 
-use ur_abi_harness::{Kind, Layers, Oneapi, Program, Verdict, build, programs, run, verdict};
+use ur_abi_harness::{Kind, Layers, Oneapi, Verdict, build, programs, run, verdict};
 
 struct Options {
     library: PathBuf,
+    /// Programs built elsewhere (`ur-abi-run bundle`), for machines that
+    /// cannot build them.
+    programs: Option<PathBuf>,
     selector: String,
     submissions: u32,
     nodes: Vec<u32>,
@@ -29,6 +33,7 @@ fn parse() -> Result<Options, String> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let mut options = Options {
         library: root.join("target/release/libur_adapter_rs_opencl.so"),
+        programs: None,
         selector: "opencl:cpu".into(),
         submissions: 1000,
         nodes: vec![1, 10, 100],
@@ -38,6 +43,7 @@ fn parse() -> Result<Options, String> {
         let mut value = || args.next().ok_or_else(|| format!("{arg} needs a value"));
         match arg.as_str() {
             "--library" => options.library = PathBuf::from(value()?),
+            "--programs" => options.programs = Some(PathBuf::from(value()?)),
             "--selector" => options.selector = value()?,
             "--submissions" => options.submissions = value()?.parse().map_err(|e| format!("--submissions: {e}"))?,
             "--nodes" => {
@@ -90,6 +96,31 @@ fn describe(v: &Verdict) -> String {
     }
 }
 
+/// The SYCL test programs and the timing program: built here, or taken
+/// from a bundle.
+fn executables(options: &Options) -> Result<(Vec<(String, PathBuf)>, PathBuf), String> {
+    if let Some(dir) = &options.programs {
+        let manifest = std::fs::read_to_string(dir.join("manifest.tsv")).map_err(|e| format!("manifest: {e}"))?;
+        let sycl = manifest
+            .lines()
+            .filter_map(|l| {
+                let mut f = l.split('\t');
+                Some((f.next()?, f.next()?))
+            })
+            .filter(|(_, name)| name.starts_with("sycl::"))
+            .map(|(file, name)| (name.to_string(), dir.join(file)))
+            .collect();
+        return Ok((sycl, dir.join("bench-graph_submit")));
+    }
+    let oneapi = Oneapi::find()?;
+    let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/ur-abi-programs");
+    let mut sycl = Vec::new();
+    for program in programs().into_iter().filter(|p| p.kind == Kind::Sycl) {
+        sycl.push((program.name.clone(), build(&oneapi, &program, &cache)?));
+    }
+    Ok((sycl, build(&oneapi, &ur_abi_harness::bench_program(), &cache)?))
+}
+
 fn main() {
     let options = match parse() {
         Ok(o) => o,
@@ -98,43 +129,25 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let oneapi = Oneapi::find().unwrap_or_else(|e| {
+    let (sycl, bench) = executables(&options).unwrap_or_else(|e| {
         eprintln!("ur-abi-compare: {e}");
         std::process::exit(2);
     });
-    let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/ur-abi-programs");
 
     println!("## SYCL programs (ONEAPI_DEVICE_SELECTOR={})\n", options.selector);
     println!("| program | ur-rs OpenCL adapter | UR's OpenCL adapter |");
     println!("|---|---|---|");
-    for program in programs().into_iter().filter(|p| p.kind == Kind::Sycl) {
-        let exe = match build(&oneapi, &program, &cache) {
-            Ok(exe) => exe,
-            Err(e) => {
-                println!("| {} | build failed: {e} | |", program.name);
-                continue;
-            }
-        };
+    for (name, exe) in &sycl {
         let cells: Vec<String> = [Side::Ours, Side::Theirs]
             .into_iter()
-            .map(|side| match run_on(&exe, side, &options, &[]) {
+            .map(|side| match run_on(exe, side, &options, &[]) {
                 Ok(r) => describe(&verdict(&r)),
                 Err(e) => format!("cannot run: {e}"),
             })
             .collect();
-        println!("| {} | {} | {} |", program.name, cells[0], cells[1]);
+        println!("| {name} | {} | {} |", cells[0], cells[1]);
     }
 
-    let bench = Program {
-        name: "bench::graph_submit".into(),
-        kind: Kind::Sycl,
-        source: Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/graph_submit.cpp"),
-        also_without_layers: false,
-    };
-    let exe = build(&oneapi, &bench, &cache).unwrap_or_else(|e| {
-        eprintln!("ur-abi-compare: {e}");
-        std::process::exit(1);
-    });
     println!(
         "\n## Host time per graph submission, {} submissions (us; total includes the final wait; eager: the same \
          chain as plain queue commands)\n",
@@ -146,7 +159,7 @@ fn main() {
         for nodes in &options.nodes {
             for (side, name) in [(Side::Ours, "ur-rs"), (Side::Theirs, "UR")] {
                 let (nodes_s, subs) = (nodes.to_string(), options.submissions.to_string());
-                let line = match run_on(&exe, side, &options, &[shape, &nodes_s, &subs]) {
+                let line = match run_on(&bench, side, &options, &[shape, &nodes_s, &subs]) {
                     Ok(r) => r.stdout.lines().last().unwrap_or("").to_string(),
                     Err(e) => format!("error {e}"),
                 };

@@ -28,7 +28,12 @@ fn bundle(dir: &Path) -> Result<(), String> {
         std::fs::copy(&exe, dir.join(&file)).map_err(|e| format!("{}: {e}", exe.display()))?;
         manifest.push_str(&format!("{file}\t{}\t{}\n", program.name, u8::from(program.also_without_layers)));
     }
-    std::fs::write(dir.join(MANIFEST), manifest).map_err(|e| e.to_string())
+    std::fs::write(dir.join(MANIFEST), manifest).map_err(|e| e.to_string())?;
+    // The timing program of `ur-abi-compare`, outside the manifest (it is no test).
+    let bench = ur_abi_harness::bench_program();
+    let exe = build(&oneapi, &bench, &cache)?;
+    std::fs::copy(&exe, dir.join("bench-graph_submit")).map_err(|e| e.to_string())?;
+    Ok(())
 }
 
 fn run_all(dir: &Path, library: &Path, env: &[(&str, &str)]) -> Result<bool, String> {
