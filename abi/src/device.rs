@@ -95,6 +95,12 @@ pub(crate) unsafe extern "C" fn urDeviceRelease(device: ur_device_handle_t) -> u
     guard("urDeviceRelease", || unsafe { Handle::<Device>::release(device) })
 }
 
+/// The USM kinds UR callers get: host and shared allocations only where the
+/// host reaches them at the pointer the device uses, as UR's USM requires.
+pub(crate) fn ur_usm_kinds(info: &ur_core::DeviceInfo) -> UsmKinds {
+    if info.usm_host_addressable { info.usm } else { info.usm & UsmKinds::DEVICE }
+}
+
 fn usm_access(supported: bool) -> ur_device_usm_access_capability_flags_t {
     if supported {
         ur_device_usm_access_capability_flag_t::UR_DEVICE_USM_ACCESS_CAPABILITY_FLAG_ACCESS.0
@@ -171,9 +177,13 @@ pub(crate) unsafe extern "C" fn urDeviceGetInfo(
                 }
                 out.value::<ur_queue_flags_t>(flags)
             }
-            I::UR_DEVICE_INFO_USM_HOST_SUPPORT => out.value(usm_access(info.usm.contains(UsmKinds::HOST))),
-            I::UR_DEVICE_INFO_USM_DEVICE_SUPPORT => out.value(usm_access(info.usm.contains(UsmKinds::DEVICE))),
-            I::UR_DEVICE_INFO_USM_SINGLE_SHARED_SUPPORT => out.value(usm_access(info.usm.contains(UsmKinds::SHARED))),
+            I::UR_DEVICE_INFO_USM_HOST_SUPPORT => out.value(usm_access(ur_usm_kinds(info).contains(UsmKinds::HOST))),
+            I::UR_DEVICE_INFO_USM_DEVICE_SUPPORT => {
+                out.value(usm_access(ur_usm_kinds(info).contains(UsmKinds::DEVICE)))
+            }
+            I::UR_DEVICE_INFO_USM_SINGLE_SHARED_SUPPORT => {
+                out.value(usm_access(ur_usm_kinds(info).contains(UsmKinds::SHARED)))
+            }
             I::UR_DEVICE_INFO_USM_CROSS_SHARED_SUPPORT | I::UR_DEVICE_INFO_USM_SYSTEM_SHARED_SUPPORT => {
                 out.value::<ur_device_usm_access_capability_flags_t>(0)
             }

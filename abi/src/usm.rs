@@ -54,7 +54,11 @@ unsafe fn allocate(
         UsmKind::Shared => UsmKinds::SHARED,
     };
     let core = context.value.core();
-    ensure!(core.device().info().usm.contains(wanted), InvalidOperation, "the device has no {kind:?} USM");
+    ensure!(
+        crate::device::ur_usm_kinds(core.device().info()).contains(wanted),
+        InvalidOperation,
+        "the device has no {kind:?} USM that the host reaches at the device's address"
+    );
     let allocation = UsmAllocation::with_alignment(core, kind, size, align)?;
     // SAFETY: checked non-null, writable per the contract.
     unsafe { write_out(out, context.value.add_usm(allocation), "ppMem") }

@@ -72,6 +72,8 @@ impl DeviceImpl for CpuDevice {
             local_mem_size: LOCAL_MEM,
             max_mem_alloc_size: memory,
             usm: UsmKinds::all(),
+            // Every pointer is a host pointer.
+            usm_host_addressable: true,
             queue_profiling: true,
             out_of_order_queues: true,
             source_forms: vec![SourceForm::Native],

@@ -378,6 +378,8 @@ impl DeviceShared {
             local_mem_size: get(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)? as u64,
             max_mem_alloc_size: total as u64,
             usm,
+            // Unified virtual addressing: host and managed memory have one address.
+            usm_host_addressable: true,
             queue_profiling: true,
             out_of_order_queues: true,
             source_forms,

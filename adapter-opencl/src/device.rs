@@ -390,6 +390,9 @@ fn device_info(
         max_mem_alloc_size: device.max_mem_alloc_size().map_err(|e| q("CL_DEVICE_MAX_MEM_ALLOC_SIZE", e))?,
         usm,
         queue_profiling: true,
+        // SVM and Intel USM pointers are host pointers too (fine-grained
+        // SVM and host/shared Intel USM are the only host kinds offered).
+        usm_host_addressable: true,
         out_of_order_queues: out_of_order,
         source_forms: vec![SourceForm::OpenClC],
         command_buffer,

@@ -10,7 +10,9 @@ use std::sync::Arc;
 use ash::vk;
 use parking_lot::Mutex;
 use ur_core::adapter::{ContextImpl, DeviceImpl, PlatformImpl};
-use ur_core::{CommandBufferCaps, CommandBufferSupport, DeviceInfo, Result, SourceForm, UpdateCapabilities, UsmKinds};
+use ur_core::{
+    CommandBufferCaps, CommandBufferSupport, DeviceInfo, DeviceType, Result, SourceForm, UpdateCapabilities, UsmKinds,
+};
 
 use crate::context::VulkanContext;
 use crate::conv::{device_type, vendor_name, version_string};
@@ -298,6 +300,10 @@ impl DeviceImpl for VulkanDevice {
             local_mem_size: u64::from(l.max_compute_shared_memory_size),
             max_mem_alloc_size: i.max_alloc,
             usm: UsmKinds::all(),
+            // A USM pointer is a buffer device address. CPU implementations
+            // (lavapipe) address memory with host pointers; a GPU's addresses
+            // differ from where the host maps the memory.
+            usm_host_addressable: device_type(i.device_type) == DeviceType::Cpu,
             queue_profiling: i.timestamp_bits > 0,
             out_of_order_queues: true,
             source_forms: vec![SourceForm::SpirV],

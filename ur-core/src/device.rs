@@ -114,6 +114,13 @@ pub struct DeviceInfo {
     pub max_mem_alloc_size: u64,
     /// USM kinds the device can allocate.
     pub usm: UsmKinds,
+    /// Whether host and shared allocations sit at the same address for the
+    /// host and the device: [`UsmAllocation::ptr`](crate::UsmAllocation::ptr)
+    /// is then also the host's pointer. ur-core's own API does not need it
+    /// (it hands out [`UsmAllocation::host_ptr`](crate::UsmAllocation::host_ptr)
+    /// apart); UR's USM does, so the UR ABI offers host and shared USM only
+    /// where it holds.
+    pub usm_host_addressable: bool,
     /// Whether queues can record profiling timestamps.
     pub queue_profiling: bool,
     /// Whether queues can run commands out of order.
