@@ -1,0 +1,112 @@
+//! The host clock, and device/host timestamp pairs
+//! (`urDeviceGetGlobalTimestamps`).
+//!
+//! Every adapter reports host time on one clock, [`host_clock_ns`]: the
+//! host's monotonic clock (`CLOCK_MONOTONIC` on Unix, what C++'s
+//! `steady_clock` reads), in nanoseconds. Device time is the clock of the
+//! device's profiling timestamps ([`ProfilingInfo`](crate::ProfilingInfo)),
+//! so that a caller can place a command's profiled start and end against a
+//! device time it read itself, as SYCL does for `command_submit`.
+
+/// A device timestamp and the host timestamp taken with it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Timestamps {
+    /// Nanoseconds on the device's profiling clock.
+    pub device: u64,
+    /// Nanoseconds on [`host_clock_ns`]'s clock, at the same moment as far
+    /// as the adapter can tell (see each adapter's documentation for how
+    /// close that is).
+    pub host: u64,
+}
+
+/// Nanoseconds of the host's monotonic clock: never zero, never decreasing.
+pub fn host_clock_ns() -> u64 {
+    imp::now_ns().max(1)
+}
+
+/// Reads the host clock before and after `read_device`, and pairs the
+/// device time it returns with the midpoint: the host time of the device
+/// reading is then known to within half the call's duration. For adapters
+/// whose driver has no calibrated pair.
+pub fn bracket<E>(read_device: impl FnOnce() -> Result<u64, E>) -> Result<Timestamps, E> {
+    let before = host_clock_ns();
+    let device = read_device()?;
+    let after = host_clock_ns();
+    Ok(Timestamps { device, host: before + (after - before) / 2 })
+}
+
+/// The resolution of [`host_clock_ns`] in nanoseconds (at least 1).
+pub fn host_clock_resolution_ns() -> u64 {
+    imp::resolution_ns().max(1)
+}
+
+#[cfg(unix)]
+mod imp {
+    fn read(f: unsafe extern "C" fn(libc::clockid_t, *mut libc::timespec) -> libc::c_int) -> u64 {
+        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC exists
+        // on every Unix the crate builds for, so the call cannot fail.
+        let rc = unsafe { f(libc::CLOCK_MONOTONIC, &mut ts) };
+        debug_assert_eq!(rc, 0);
+        (ts.tv_sec as u64).saturating_mul(1_000_000_000).saturating_add(ts.tv_nsec as u64)
+    }
+
+    pub(super) fn now_ns() -> u64 {
+        read(libc::clock_gettime)
+    }
+
+    pub(super) fn resolution_ns() -> u64 {
+        read(libc::clock_getres)
+    }
+}
+
+#[cfg(not(unix))]
+mod imp {
+    use std::sync::OnceLock;
+    use std::time::Instant;
+
+    // Without a raw monotonic clock, time since the first reading.
+    fn epoch() -> Instant {
+        static EPOCH: OnceLock<Instant> = OnceLock::new();
+        *EPOCH.get_or_init(Instant::now)
+    }
+
+    pub(super) fn now_ns() -> u64 {
+        epoch().elapsed().as_nanos() as u64 + 1
+    }
+
+    pub(super) fn resolution_ns() -> u64 {
+        1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_host_clock_advances() {
+        let a = host_clock_ns();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let b = host_clock_ns();
+        assert!(a > 0);
+        assert!(b >= a + 1_000_000, "{a} -> {b}");
+        assert!(host_clock_resolution_ns() >= 1);
+    }
+
+    #[test]
+    fn a_bracket_pairs_the_device_reading_with_the_midpoint() {
+        let before = host_clock_ns();
+        let pair = bracket::<()>(|| {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            Ok(42)
+        })
+        .unwrap();
+        let after = host_clock_ns();
+        assert_eq!(pair.device, 42);
+        // Strictly inside the call: it took at least 2 ms, so the midpoint
+        // is at least 1 ms from either end.
+        assert!(pair.host >= before + 1_000_000 && pair.host + 1_000_000 <= after, "{before} {pair:?} {after}");
+        assert_eq!(bracket::<&str>(|| Err("no device")), Err("no device"));
+    }
+}
