@@ -10,7 +10,7 @@ use std::sync::Arc;
 use cudarc::driver::sys;
 use parking_lot::{Condvar, Mutex};
 use ur_core::adapter::{ContextImpl, DeviceImpl, PlatformImpl};
-use ur_core::clock::bracket;
+use ur_core::clock::bracket_narrowest;
 use ur_core::{
     AtomicCaps, BinaryTarget, CacheType, CommandBufferCaps, CommandBufferSupport, DeviceInfo, DeviceType,
     FpCapabilities, FpConfigs, GlobalMemCache, LocalMemType, MemoryHardware, MemoryOrders, MemoryScopes, Result,
@@ -566,15 +566,16 @@ impl DeviceShared {
 
     /// A device timestamp on the profiling timeline: the time of an event
     /// recorded on the internal stream, paired with the midpoint of the host
-    /// clock around its record and synchronisation.
+    /// clock around its record and synchronisation (the narrowest of three).
     pub(crate) fn timestamps(&self) -> Result<Timestamps> {
         self.bind()?;
         let event = CuEvent::new(true)?;
-        bracket(|| {
+        let (device, host) = bracket_narrowest(3, || {
             event.record(self.internal.raw())?;
             event.synchronize()?;
             self.timestamp_ns(&event)
-        })
+        })?;
+        Ok(Timestamps { device, host })
     }
 
     /// Releases `resource` now, or once no device work waits on a user event:

@@ -3,20 +3,25 @@
 //!
 //! The device time is the clock of profiling timestamps. Drivers of OpenCL
 //! 2.1 read it with `clGetDeviceAndHostTimer`; others (PoCL 3.1 answers
-//! `CL_INVALID_OPERATION`) give it as the end time of a marker enqueued on a
-//! profiling queue of the adapter's own. Either reading is paired with the
-//! midpoint of host-clock readings around it ([`ur_core::clock::bracket`]):
-//! the driver's host time is on a clock of its own, and a marker's end lies
-//! somewhere between its enqueue and the return of the wait.
+//! `CL_INVALID_OPERATION`) give it as the queued time of a marker enqueued on
+//! a profiling queue of the adapter's own, which the enqueue call takes.
+//! Either reading is paired with the midpoint of host-clock readings around
+//! the call that takes it, the narrowest of three
+//! ([`ur_core::clock::bracket_narrowest`]), since the driver's host time is
+//! on a clock of its own.
 
 use std::sync::OnceLock;
 
 use cl3::types::cl_device_id;
-use ur_core::clock::bracket;
+use ur_core::clock::bracket_narrowest;
 use ur_core::{Result, Timestamps};
 
 use crate::context::CL_QUEUE_PROFILING_ENABLE;
 use crate::conv::ClResultExt;
+
+/// Readings per timestamp pair, of which the one taken in the shortest host
+/// interval is kept ([`bracket_narrowest`]).
+const TRIES: usize = 3;
 
 /// A context with a profiling queue, for marker timestamps.
 struct MarkerQueue {
@@ -48,17 +53,20 @@ impl DeviceClock {
     pub(crate) fn timestamps(&self) -> Result<Timestamps> {
         let device = opencl3::device::Device::new(self.id);
         if *self.driver_timer.get_or_init(|| device.get_device_and_host_timer().is_ok()) {
-            return bracket(|| device.get_device_and_host_timer().map(|[device, _]| device))
-                .cl("clGetDeviceAndHostTimer");
+            let ([device, _], host) =
+                bracket_narrowest(TRIES, || device.get_device_and_host_timer()).cl("clGetDeviceAndHostTimer")?;
+            return Ok(Timestamps { device, host });
         }
         let markers = self.markers()?;
-        bracket(|| {
+        // The marker's queued time is taken within the enqueue call, so only
+        // that call is bracketed, not the wait for the device.
+        let (marker, host) = bracket_narrowest(TRIES, || {
             // SAFETY: an empty wait list on a live queue.
-            let marker =
-                unsafe { markers.queue.enqueue_marker_with_wait_list(&[]) }.cl("clEnqueueMarkerWithWaitList")?;
-            marker.wait().cl("clWaitForEvents")?;
-            marker.profiling_command_end().cl("clGetEventProfilingInfo")
-        })
+            unsafe { markers.queue.enqueue_marker_with_wait_list(&[]) }.cl("clEnqueueMarkerWithWaitList")
+        })?;
+        marker.wait().cl("clWaitForEvents")?;
+        let device = marker.profiling_command_queued().cl("clGetEventProfilingInfo")?;
+        Ok(Timestamps { device, host })
     }
 
     fn markers(&self) -> Result<&MarkerQueue> {
@@ -85,6 +93,8 @@ impl DeviceClock {
 
 #[cfg(test)]
 mod tests {
+    use ur_core::clock::bracket;
+
     use super::*;
 
     const CL_DEVICE_TYPE_ALL: cl3::types::cl_device_type = 0xFFFF_FFFF;
@@ -99,7 +109,7 @@ mod tests {
             for id in platform.get_devices(CL_DEVICE_TYPE_ALL).unwrap_or_default() {
                 let clock = DeviceClock::new(id);
                 let first = clock.timestamps().expect("timestamps");
-                let marker = bracket(|| {
+                let (end, host) = bracket(|| {
                     let markers = clock.markers()?;
                     // SAFETY: an empty wait list on a live queue.
                     let m = unsafe { markers.queue.enqueue_marker_with_wait_list(&[]) }.cl("marker")?;
@@ -107,6 +117,7 @@ mod tests {
                     m.profiling_command_end().cl("end")
                 })
                 .expect("marker timestamp");
+                let marker = Timestamps { device: end, host };
                 let last = clock.timestamps().expect("timestamps");
                 assert!(first.device <= marker.device && marker.device <= last.device, "{first:?} {marker:?} {last:?}");
                 assert!(first.host <= marker.host && marker.host <= last.host, "{first:?} {marker:?} {last:?}");

@@ -8,11 +8,12 @@
 //! `vkGetCalibratedTimestampsEXT` call samples both clocks together.
 //! Without it, the device writes a timestamp in a submission of its own and
 //! the host time is the midpoint of host-clock readings around the
-//! submission and its wait ([`ur_core::clock::bracket`]), which is as close
-//! as the wait's latency.
+//! submission and its wait, the narrowest of three
+//! ([`ur_core::clock::bracket_narrowest`]), which is as close as the wait's
+//! latency.
 
 use ash::vk;
-use ur_core::clock::bracket;
+use ur_core::clock::bracket_narrowest;
 use ur_core::{Result, Timestamps, err};
 
 use crate::conv::VkResultExt;
@@ -74,14 +75,15 @@ pub(crate) fn submitted_timestamp(rt: &Runtime) -> Result<Timestamps> {
         return Err(err!(UnsupportedFeature, "the device's queue family has no timestamps"));
     }
     let span = rt.clock_queries.span()?;
-    bracket(|| {
+    let (device, host) = bracket_narrowest(3, || {
         rt.run_now(|cb| {
             span.begin(cb);
             span.end(cb);
         })?;
         let times = span.read().ok_or_else(|| err!(AdapterSpecific, "the timestamp query has no result"))?;
-        Ok(times.end)
-    })
+        Ok::<u64, ur_core::UrError>(times.end)
+    })?;
+    Ok(Timestamps { device, host })
 }
 
 #[cfg(test)]

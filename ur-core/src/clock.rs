@@ -24,15 +24,34 @@ pub fn host_clock_ns() -> u64 {
     imp::now_ns().max(1)
 }
 
-/// Reads the host clock before and after `read_device`, and pairs the
-/// device time it returns with the midpoint: the host time of the device
-/// reading is then known to within half the call's duration. For adapters
-/// whose driver has no calibrated pair.
-pub fn bracket<E>(read_device: impl FnOnce() -> Result<u64, E>) -> Result<Timestamps, E> {
+/// Runs `read` (which takes a device time) between two readings of the host
+/// clock, and returns its result with their midpoint: the host time of the
+/// device reading is then known to within half the call's duration. For
+/// adapters whose driver has no calibrated pair.
+pub fn bracket<T, E>(read: impl FnOnce() -> Result<T, E>) -> Result<(T, u64), E> {
     let before = host_clock_ns();
-    let device = read_device()?;
+    let value = read()?;
     let after = host_clock_ns();
-    Ok(Timestamps { device, host: before + (after - before) / 2 })
+    Ok((value, before + (after - before) / 2))
+}
+
+/// [`bracket`] `tries` times (at least once), keeping the result whose host
+/// readings were closest together: a call during which the thread was
+/// preempted, or the driver waited on a lock, pairs its device time with a
+/// host time up to half that delay away.
+pub fn bracket_narrowest<T, E>(tries: usize, mut read: impl FnMut() -> Result<T, E>) -> Result<(T, u64), E> {
+    let mut best: Option<(u64, T, u64)> = None;
+    for _ in 0..tries.max(1) {
+        let before = host_clock_ns();
+        let value = read()?;
+        let after = host_clock_ns();
+        let width = after - before;
+        if best.as_ref().is_none_or(|(w, _, _)| width < *w) {
+            best = Some((width, value, before + width / 2));
+        }
+    }
+    let (_, value, host) = best.expect("at least one try");
+    Ok((value, host))
 }
 
 /// The resolution of [`host_clock_ns`] in nanoseconds (at least 1).
@@ -97,16 +116,33 @@ mod tests {
     #[test]
     fn a_bracket_pairs_the_device_reading_with_the_midpoint() {
         let before = host_clock_ns();
-        let pair = bracket::<()>(|| {
+        let (value, host) = bracket::<_, ()>(|| {
             std::thread::sleep(std::time::Duration::from_millis(2));
             Ok(42)
         })
         .unwrap();
         let after = host_clock_ns();
-        assert_eq!(pair.device, 42);
+        assert_eq!(value, 42);
         // Strictly inside the call: it took at least 2 ms, so the midpoint
         // is at least 1 ms from either end.
-        assert!(pair.host >= before + 1_000_000 && pair.host + 1_000_000 <= after, "{before} {pair:?} {after}");
-        assert_eq!(bracket::<&str>(|| Err("no device")), Err("no device"));
+        assert!(host >= before + 1_000_000 && host + 1_000_000 <= after, "{before} {host} {after}");
+        assert_eq!(bracket::<u64, &str>(|| Err("no device")), Err("no device"));
+    }
+
+    #[test]
+    fn the_narrowest_bracket_is_kept() {
+        // The second reading is slow: its pair is not the one kept.
+        let mut calls = 0;
+        let (value, _) = bracket_narrowest::<_, ()>(3, || {
+            calls += 1;
+            if calls == 2 {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            Ok(calls)
+        })
+        .unwrap();
+        assert_eq!(calls, 3);
+        assert_ne!(value, 2);
+        assert_eq!(bracket_narrowest::<u64, &str>(0, || Err("no device")), Err("no device"));
     }
 }
