@@ -2,14 +2,13 @@
 
 #![allow(non_snake_case)]
 
-use std::ffi::c_void;
 use std::sync::{Arc, Weak};
 
-use ur_core::{CommandBufferSupport, DeviceType, UpdateCapabilities, UsmKinds, ensure, err};
+use ur_core::{DeviceType, ensure};
 
 use crate::entry::guard;
 use crate::handle::Handle;
-use crate::info::{InfoOut, enumerate};
+use crate::info::{c_str, enumerate, write_opt, write_out};
 use crate::platform::Platform;
 use crate::sys::*;
 
@@ -29,13 +28,13 @@ impl Device {
         &self.device
     }
 
-    fn platform_raw(&self) -> ur_platform_handle_t {
+    pub(crate) fn platform_raw(&self) -> ur_platform_handle_t {
         // Platforms are root handles, alive for the process.
         self.platform.upgrade().map_or(std::ptr::null_mut(), |p| p.raw())
     }
 }
 
-fn ur_device_type(t: DeviceType) -> ur_device_type_t {
+pub(crate) fn ur_device_type(t: DeviceType) -> ur_device_type_t {
     match t {
         DeviceType::Cpu => ur_device_type_t::UR_DEVICE_TYPE_CPU,
         DeviceType::Gpu => ur_device_type_t::UR_DEVICE_TYPE_GPU,
@@ -95,118 +94,54 @@ pub(crate) unsafe extern "C" fn urDeviceRelease(device: ur_device_handle_t) -> u
     guard("urDeviceRelease", || unsafe { Handle::<Device>::release(device) })
 }
 
-/// The USM kinds UR callers get: host and shared allocations only where the
-/// host reaches them at the pointer the device uses, as UR's USM requires.
-pub(crate) fn ur_usm_kinds(info: &ur_core::DeviceInfo) -> UsmKinds {
-    if info.usm_host_addressable { info.usm } else { info.usm & UsmKinds::DEVICE }
-}
-
-fn usm_access(supported: bool) -> ur_device_usm_access_capability_flags_t {
-    if supported {
-        ur_device_usm_access_capability_flag_t::UR_DEVICE_USM_ACCESS_CAPABILITY_FLAG_ACCESS.0
-            | ur_device_usm_access_capability_flag_t::UR_DEVICE_USM_ACCESS_CAPABILITY_FLAG_CONCURRENT_ACCESS.0
-    } else {
-        0
-    }
-}
-
-fn update_capabilities(caps: UpdateCapabilities) -> ur_device_command_buffer_update_capability_flags_t {
-    use ur_device_command_buffer_update_capability_flag_t as F;
-    [
-        (UpdateCapabilities::KERNEL_ARGUMENTS, F::UR_DEVICE_COMMAND_BUFFER_UPDATE_CAPABILITY_FLAG_KERNEL_ARGUMENTS),
-        (UpdateCapabilities::LOCAL_WORK_SIZE, F::UR_DEVICE_COMMAND_BUFFER_UPDATE_CAPABILITY_FLAG_LOCAL_WORK_SIZE),
-        (UpdateCapabilities::GLOBAL_WORK_SIZE, F::UR_DEVICE_COMMAND_BUFFER_UPDATE_CAPABILITY_FLAG_GLOBAL_WORK_SIZE),
-        (UpdateCapabilities::GLOBAL_WORK_OFFSET, F::UR_DEVICE_COMMAND_BUFFER_UPDATE_CAPABILITY_FLAG_GLOBAL_WORK_OFFSET),
-        (UpdateCapabilities::KERNEL_HANDLE, F::UR_DEVICE_COMMAND_BUFFER_UPDATE_CAPABILITY_FLAG_KERNEL_HANDLE),
-        (UpdateCapabilities::EVENTS, F::UR_DEVICE_COMMAND_BUFFER_UPDATE_CAPABILITY_FLAG_EVENTS),
-    ]
-    .into_iter()
-    .filter(|(ours, _)| caps.contains(*ours))
-    .fold(0, |flags, (_, theirs)| flags | theirs.0)
+/// # Safety
+/// UR's contract for `urDeviceGetGlobalTimestamps`.
+pub(crate) unsafe extern "C" fn urDeviceGetGlobalTimestamps(
+    device: ur_device_handle_t,
+    device_timestamp: *mut u64,
+    host_timestamp: *mut u64,
+) -> ur_result_t {
+    guard("urDeviceGetGlobalTimestamps", || {
+        // SAFETY: forwarded.
+        let handle = unsafe { Handle::<Device>::get(device)? };
+        if device_timestamp.is_null() {
+            // The host clock alone: no need to ask the device.
+            // SAFETY: null or writable per UR's contract.
+            unsafe { write_opt(host_timestamp, ur_core::host_clock_ns()) };
+            return Ok(());
+        }
+        let pair = handle.value.core().global_timestamps()?;
+        // SAFETY: non-null and writable per UR's contract.
+        unsafe { write_opt(device_timestamp, pair.device) };
+        // SAFETY: null or writable per UR's contract.
+        unsafe { write_opt(host_timestamp, pair.host) };
+        Ok(())
+    })
 }
 
 /// # Safety
-/// UR's contract for `urDeviceGetInfo`.
-pub(crate) unsafe extern "C" fn urDeviceGetInfo(
+/// UR's contract for `urDeviceSelectBinary`.
+pub(crate) unsafe extern "C" fn urDeviceSelectBinary(
     device: ur_device_handle_t,
-    name: ur_device_info_t,
-    size: usize,
-    value: *mut c_void,
-    size_ret: *mut usize,
+    binaries: *const ur_device_binary_t,
+    num_binaries: u32,
+    selected: *mut u32,
 ) -> ur_result_t {
-    guard("urDeviceGetInfo", || {
+    guard("urDeviceSelectBinary", || {
         // SAFETY: forwarded.
         let handle = unsafe { Handle::<Device>::get(device)? };
-        // SAFETY: forwarded.
-        let out = unsafe { InfoOut::new(size, value, size_ret)? };
-        let d = &handle.value;
-        let info = d.device.info();
-        use ur_device_info_t as I;
-        match name {
-            I::UR_DEVICE_INFO_TYPE => out.value(ur_device_type(info.device_type)),
-            I::UR_DEVICE_INFO_PLATFORM => out.value(d.platform_raw()),
-            I::UR_DEVICE_INFO_PARENT_DEVICE => out.value::<ur_device_handle_t>(std::ptr::null_mut()),
-            I::UR_DEVICE_INFO_REFERENCE_COUNT => out.value(handle.reference_count()),
-            I::UR_DEVICE_INFO_NAME => out.string(&info.name),
-            I::UR_DEVICE_INFO_VENDOR => out.string(&info.vendor),
-            I::UR_DEVICE_INFO_DRIVER_VERSION => out.string(&info.driver_version),
-            I::UR_DEVICE_INFO_VERSION => out.string(&info.driver_version),
-            I::UR_DEVICE_INFO_BACKEND_RUNTIME_VERSION => out.string(&info.driver_version),
-            I::UR_DEVICE_INFO_PROFILE => out.string("FULL_PROFILE"),
-            I::UR_DEVICE_INFO_EXTENSIONS => out.string(""),
-            I::UR_DEVICE_INFO_AVAILABLE => out.bool(true),
-            I::UR_DEVICE_INFO_USE_NATIVE_ASSERT => out.bool(false),
-            I::UR_DEVICE_INFO_MAX_COMPUTE_UNITS => out.value(info.max_compute_units),
-            I::UR_DEVICE_INFO_NUM_COMPUTE_UNITS => out.value(info.max_compute_units),
-            I::UR_DEVICE_INFO_MAX_WORK_ITEM_DIMENSIONS => out.value(3u32),
-            I::UR_DEVICE_INFO_MAX_WORK_ITEM_SIZES => out.array(&info.max_work_item_sizes),
-            I::UR_DEVICE_INFO_MAX_WORK_GROUP_SIZE => out.value(info.max_work_group_size),
-            I::UR_DEVICE_INFO_GLOBAL_MEM_SIZE => out.value(info.global_mem_size),
-            I::UR_DEVICE_INFO_LOCAL_MEM_SIZE => out.value(info.local_mem_size),
-            I::UR_DEVICE_INFO_MAX_MEM_ALLOC_SIZE => out.value(info.max_mem_alloc_size),
-            I::UR_DEVICE_INFO_ADDRESS_BITS => out.value(64u32),
-            I::UR_DEVICE_INFO_ENDIAN_LITTLE => out.bool(cfg!(target_endian = "little")),
-            I::UR_DEVICE_INFO_IMAGE_SUPPORT => out.bool(false),
-            I::UR_DEVICE_INFO_QUEUE_PROPERTIES | I::UR_DEVICE_INFO_QUEUE_ON_HOST_PROPERTIES => {
-                let mut flags = 0;
-                if info.out_of_order_queues {
-                    flags |= ur_queue_flag_t::UR_QUEUE_FLAG_OUT_OF_ORDER_EXEC_MODE_ENABLE.0;
-                }
-                if info.queue_profiling {
-                    flags |= ur_queue_flag_t::UR_QUEUE_FLAG_PROFILING_ENABLE.0;
-                }
-                out.value::<ur_queue_flags_t>(flags)
-            }
-            I::UR_DEVICE_INFO_USM_HOST_SUPPORT => out.value(usm_access(ur_usm_kinds(info).contains(UsmKinds::HOST))),
-            I::UR_DEVICE_INFO_USM_DEVICE_SUPPORT => {
-                out.value(usm_access(ur_usm_kinds(info).contains(UsmKinds::DEVICE)))
-            }
-            I::UR_DEVICE_INFO_USM_SINGLE_SHARED_SUPPORT => {
-                out.value(usm_access(ur_usm_kinds(info).contains(UsmKinds::SHARED)))
-            }
-            I::UR_DEVICE_INFO_USM_CROSS_SHARED_SUPPORT | I::UR_DEVICE_INFO_USM_SYSTEM_SHARED_SUPPORT => {
-                out.value::<ur_device_usm_access_capability_flags_t>(0)
-            }
-            I::UR_DEVICE_INFO_COMMAND_BUFFER_SUPPORT_EXP => out.bool(true),
-            I::UR_DEVICE_INFO_COMMAND_BUFFER_UPDATE_CAPABILITIES_EXP => {
-                out.value(update_capabilities(info.command_buffer.update))
-            }
-            I::UR_DEVICE_INFO_COMMAND_BUFFER_EVENT_SUPPORT_EXP => out.bool(info.command_buffer.events),
-            I::UR_DEVICE_INFO_COMMAND_BUFFER_SUBGRAPH_SUPPORT_EXP => out.bool(info.command_buffer.subgraphs),
-            I::UR_DEVICE_INFO_COMPILER_AVAILABLE | I::UR_DEVICE_INFO_LINKER_AVAILABLE => out.bool(true),
-            I::UR_DEVICE_INFO_HOST_UNIFIED_MEMORY => out.bool(info.device_type == DeviceType::Cpu),
-            // ur-rs devices do not partition into sub-devices.
-            I::UR_DEVICE_INFO_SUPPORTED_PARTITIONS | I::UR_DEVICE_INFO_PARTITION_TYPE => {
-                out.array::<ur_device_partition_property_t>(&[])
-            }
-            I::UR_DEVICE_INFO_PARTITION_MAX_SUB_DEVICES => out.value(0u32),
-            I::UR_DEVICE_INFO_PARTITION_AFFINITY_DOMAIN => out.value::<ur_device_affinity_domain_flags_t>(0),
-            other => {
-                let native = info.command_buffer.support == CommandBufferSupport::Native;
-                tracing::debug!(query = other.0, native, "device info not answered");
-                Err(err!(UnsupportedEnumeration, "device info {} has no answer on this adapter", other.0))
-            }
-        }
+        ensure!(!binaries.is_null(), InvalidNullPointer, "pBinaries is null");
+        ensure!(!selected.is_null(), InvalidNullPointer, "pSelectedBinary is null");
+        // SAFETY: non-null, and `num_binaries` elements long per UR's contract.
+        let binaries = unsafe { std::slice::from_raw_parts(binaries, num_binaries as usize) };
+        let targets = binaries
+            .iter()
+            // SAFETY: each target is a NUL-terminated string per UR's contract.
+            .map(|b| unsafe { c_str(b.pDeviceTargetSpec, "pDeviceTargetSpec") })
+            .collect::<Result<Vec<&str>, _>>()?;
+        let index = handle.value.core().select_binary(&targets)?;
+        // SAFETY: non-null and writable per UR's contract.
+        unsafe { write_out(selected, index as u32, "pSelectedBinary") }
     })
 }
 

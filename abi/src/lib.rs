@@ -49,6 +49,7 @@ mod adapter;
 mod command_buffer;
 mod context;
 mod device;
+mod device_info;
 mod enqueue;
 mod event;
 mod logging;

@@ -7,7 +7,7 @@
 use std::sync::OnceLock;
 
 use crate::sys::*;
-use crate::{adapter, command_buffer, context, device, enqueue, event, mem, platform, queue, usm};
+use crate::{adapter, command_buffer, context, device, device_info, enqueue, event, mem, platform, queue, usm};
 
 /// The complete dispatch table every handle points to.
 pub fn dispatch_table() -> &'static ur_dditable_t {
@@ -362,14 +362,14 @@ fn build() -> ur_dditable_t {
         },
         Device: ur_device_dditable_t {
             pfnGet: Some(device::urDeviceGet),
-            pfnGetInfo: Some(device::urDeviceGetInfo),
+            pfnGetInfo: Some(device_info::urDeviceGetInfo),
             pfnRetain: Some(device::urDeviceRetain),
             pfnRelease: Some(device::urDeviceRelease),
             pfnPartition: unsupported(),
-            pfnSelectBinary: unsupported(),
+            pfnSelectBinary: Some(device::urDeviceSelectBinary),
             pfnGetNativeHandle: unsupported(),
             pfnCreateWithNativeHandle: unsupported(),
-            pfnGetGlobalTimestamps: unsupported(),
+            pfnGetGlobalTimestamps: Some(device::urDeviceGetGlobalTimestamps),
         },
         DeviceExp: ur_device_exp_dditable_t { pfnWaitExp: unsupported() },
     }

@@ -55,7 +55,7 @@ unsafe fn allocate(
     };
     let core = context.value.core();
     ensure!(
-        crate::device::ur_usm_kinds(core.device().info()).contains(wanted),
+        crate::device_info::ur_usm_kinds(core.device().info()).contains(wanted),
         InvalidOperation,
         "the device has no {kind:?} USM that the host reaches at the device's address"
     );

@@ -4,11 +4,15 @@ use std::sync::Arc;
 
 use ur_core::adapter::{ContextImpl, DeviceImpl, PlatformImpl};
 use ur_core::{
-    CommandBufferCaps, CommandBufferSupport, DeviceInfo, DeviceType, Result, SourceForm, UpdateCapabilities, UsmKinds,
+    AtomicCaps, CacheType, CommandBufferCaps, CommandBufferSupport, DeviceInfo, DeviceType, FpCapabilities, FpConfigs,
+    GlobalMemCache, LocalMemType, MemoryHardware, MemoryOrders, MemoryScopes, Result, SourceForm, SubGroups,
+    Timestamps, UpdateCapabilities, UsmKinds, VectorWidths, capability_extensions,
 };
 
 use crate::context::CpuContext;
-use crate::pool::Pool;
+use crate::host;
+use crate::memory::DEFAULT_ALIGN;
+use crate::pool::{Pool, now_ns};
 
 /// The variable that sets the number of worker threads.
 pub const THREADS_ENV: &str = "UR_CPU_THREADS";
@@ -59,9 +63,18 @@ pub(crate) struct CpuDevice {
 
 impl DeviceImpl for CpuDevice {
     fn info(&self) -> DeviceInfo {
-        let memory = total_memory().unwrap_or(8 << 30);
+        let memory = host::total_memory().unwrap_or(8 << 30);
+        let max_alloc = memory.min(isize::MAX as u64);
+        let fp = fp_configs();
+        let atomics = atomics();
+        let cache = host::last_level_cache();
+        let vectors = VectorWidths::of_register(host::simd_bytes(), false, true);
         DeviceInfo {
-            name: format!("{} ({} workers)", cpu_model().unwrap_or_else(|| "host CPU".into()), self.pool.threads()),
+            name: format!(
+                "{} ({} workers)",
+                host::cpu_model().unwrap_or_else(|| "host CPU".into()),
+                self.pool.threads()
+            ),
             vendor: "ur-rs".into(),
             driver_version: env!("CARGO_PKG_VERSION").into(),
             device_type: DeviceType::Cpu,
@@ -70,7 +83,7 @@ impl DeviceImpl for CpuDevice {
             max_work_item_sizes: [MAX_WORK_GROUP; 3],
             global_mem_size: memory,
             local_mem_size: LOCAL_MEM,
-            max_mem_alloc_size: memory,
+            max_mem_alloc_size: max_alloc,
             usm: UsmKinds::all(),
             // Every pointer is a host pointer.
             usm_host_addressable: true,
@@ -83,7 +96,62 @@ impl DeviceImpl for CpuDevice {
                 events: true,
                 subgraphs: false,
             },
+            vendor_id: host::cpu_vendor_id().unwrap_or(0),
+            device_id: None,
+            uuid: None,
+            pci_address: None,
+            ip_version: None,
+            version: env!("CARGO_PKG_VERSION").into(),
+            extensions: capability_extensions(&fp, &atomics),
+            // Kernels are Rust functions: no IL, and none of UR's binary
+            // formats (DPC++'s `native_cpu` images follow another ABI).
+            il_version: None,
+            binary_targets: Vec::new(),
+            integrated_gpu: false,
+            host_unified_memory: true,
+            max_clock_mhz: host::max_clock_mhz(),
+            memory_hardware: MemoryHardware::default(),
+            global_mem_cache: GlobalMemCache {
+                kind: CacheType::ReadWrite,
+                line_size: cache.map(|c| c.line),
+                size: cache.map(|c| c.size),
+            },
+            mem_base_addr_align_bits: DEFAULT_ALIGN as u32 * 8,
+            // Arguments and "constant" data are ordinary host memory: no
+            // limit but memory itself.
+            max_constant_buffer_size: max_alloc,
+            max_constant_args: u32::MAX,
+            max_parameter_size: max_alloc as usize,
+            local_mem_type: LocalMemType::Global,
+            error_correction: host::error_correcting_memory(),
+            max_work_groups: [usize::MAX; 3],
+            max_registers_per_work_group: None,
+            fp,
+            preferred_vector_widths: vectors,
+            native_vector_widths: vectors,
+            // A kernel runs a whole work-group in one call, one work-item
+            // after another: each work-item is its own sub-group, and none
+            // progresses while another of its group runs.
+            sub_groups: SubGroups {
+                sizes: vec![1],
+                max_per_work_group: MAX_WORK_GROUP as u32,
+                independent_forward_progress: false,
+            },
+            atomics,
+            profiling_timer_resolution_ns: ur_core::clock::host_clock_resolution_ns(),
+            printf_buffer_size: 0,
+            native_bfloat16_conversions: false,
         }
+    }
+
+    fn free_memory(&self) -> Result<Option<u64>> {
+        Ok(host::available_memory())
+    }
+
+    fn timestamps(&self) -> Result<Timestamps> {
+        // Profiling reads the host clock: device and host time are one clock.
+        let now = now_ns();
+        Ok(Timestamps { device: now, host: now })
     }
 
     fn create_context(self: Arc<Self>) -> Result<Arc<dyn ContextImpl>> {
@@ -91,15 +159,28 @@ impl DeviceImpl for CpuDevice {
     }
 }
 
-fn cpu_model() -> Option<String> {
-    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
-    let line = info.lines().find(|l| l.starts_with("model name"))?;
-    Some(line.split_once(':')?.1.trim().to_string())
+/// The host's floating point, as Rust code uses it: IEEE 754 `f32` and
+/// `f64` with every rounding mode and denormals; no `f16`.
+fn fp_configs() -> FpConfigs {
+    let mut ieee = FpCapabilities::CORRECTLY_ROUNDED_DIVIDE_SQRT
+        | FpCapabilities::ROUND_TO_NEAREST
+        | FpCapabilities::ROUND_TO_ZERO
+        | FpCapabilities::ROUND_TO_INF
+        | FpCapabilities::INF_NAN
+        | FpCapabilities::DENORM;
+    if host::has_fma() {
+        ieee |= FpCapabilities::FMA;
+    }
+    FpConfigs { half: FpCapabilities::empty(), single: ieee, double: ieee }
 }
 
-fn total_memory() -> Option<u64> {
-    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = info.lines().find(|l| l.starts_with("MemTotal:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
+/// Rust's atomics on coherent host memory: every order at every scope.
+fn atomics() -> AtomicCaps {
+    AtomicCaps {
+        int64: cfg!(target_has_atomic = "64"),
+        memory_orders: MemoryOrders::all(),
+        memory_scopes: MemoryScopes::all(),
+        fence_orders: MemoryOrders::all(),
+        fence_scopes: MemoryScopes::all(),
+    }
 }

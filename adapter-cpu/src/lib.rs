@@ -23,6 +23,7 @@ mod context;
 mod device;
 mod event;
 mod exec;
+mod host;
 mod memory;
 mod pool;
 mod program;

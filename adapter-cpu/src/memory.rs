@@ -9,7 +9,7 @@ use ur_core::{Result, err};
 /// Alignment of every allocation unless a larger one is asked for: a cache
 /// line, so that work-groups writing neighbouring ranges do not share lines
 /// across allocations.
-const DEFAULT_ALIGN: usize = 64;
+pub(crate) const DEFAULT_ALIGN: usize = 64;
 
 /// A block of host memory, freed on drop. Device, host and shared USM and
 /// memory buffers are all host memory on this adapter.

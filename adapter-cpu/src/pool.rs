@@ -1,8 +1,5 @@
 //! The persistent worker pool and the clock of profiling timestamps.
 
-use std::sync::OnceLock;
-use std::time::Instant;
-
 /// Workers that run commands, command-buffer nodes and work-groups.
 pub(crate) struct Pool {
     workers: rayon::ThreadPool,
@@ -31,8 +28,8 @@ impl Pool {
     }
 }
 
-/// Nanoseconds since the adapter's clock started: the timebase of profiling info.
+/// The timebase of profiling info: the host clock, so that the device's
+/// clock and the host's are one (`urDeviceGetGlobalTimestamps`).
 pub(crate) fn now_ns() -> u64 {
-    static EPOCH: OnceLock<Instant> = OnceLock::new();
-    EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64 + 1
+    ur_core::host_clock_ns()
 }

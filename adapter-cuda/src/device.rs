@@ -6,14 +6,15 @@ use std::collections::HashMap;
 use std::ffi::{CString, c_void};
 use std::ptr;
 use std::sync::Arc;
-use std::sync::OnceLock;
-use std::time::Instant;
 
 use cudarc::driver::sys;
 use parking_lot::{Condvar, Mutex};
 use ur_core::adapter::{ContextImpl, DeviceImpl, PlatformImpl};
+use ur_core::clock::bracket_narrowest;
 use ur_core::{
-    CommandBufferCaps, CommandBufferSupport, DeviceInfo, DeviceType, Result, SourceForm, UpdateCapabilities, UsmKinds,
+    AtomicCaps, BinaryTarget, CacheType, CommandBufferCaps, CommandBufferSupport, DeviceInfo, DeviceType,
+    FpCapabilities, FpConfigs, GlobalMemCache, LocalMemType, MemoryHardware, MemoryOrders, MemoryScopes, Result,
+    SourceForm, SubGroups, Timestamps, UpdateCapabilities, UsmKinds, VectorWidths, capability_extensions,
 };
 
 use crate::context::CudaContext;
@@ -23,11 +24,11 @@ use crate::nvrtc;
 /// `CU_DEVICE_CPU`: the host, as a prefetch or advice target.
 pub(crate) const DEVICE_CPU: sys::CUdevice = -1;
 
-/// Nanoseconds since the first call, on the host's monotonic clock: the
-/// timeline of every profiling timestamp of this adapter.
+/// The host clock ([`ur_core::host_clock_ns`]): the timeline of every
+/// profiling timestamp of this adapter, device times included (they are
+/// mapped onto it through the device's base event).
 pub(crate) fn now_ns() -> u64 {
-    static START: OnceLock<Instant> = OnceLock::new();
-    START.get_or_init(Instant::now).elapsed().as_nanos() as u64
+    ur_core::host_clock_ns()
 }
 
 /// The one platform: the CUDA driver with every device it reports.
@@ -88,6 +89,18 @@ pub(crate) struct CudaDevice {
 impl DeviceImpl for CudaDevice {
     fn info(&self) -> DeviceInfo {
         self.shared.info.clone()
+    }
+
+    fn free_memory(&self) -> Result<Option<u64>> {
+        self.shared.bind()?;
+        let (mut free, mut total) = (0usize, 0usize);
+        // SAFETY: writes two sizes; the device's context is bound.
+        unsafe { cu!(cuMemGetInfo_v2(&mut free, &mut total))? };
+        Ok(Some(free as u64))
+    }
+
+    fn timestamps(&self) -> Result<Timestamps> {
+        self.shared.timestamps()
     }
 
     fn create_context(self: Arc<Self>) -> Result<Arc<dyn ContextImpl>> {
@@ -307,6 +320,44 @@ fn attribute(device: sys::CUdevice, attribute: sys::CUdevice_attribute) -> Resul
     Ok(value)
 }
 
+/// The PCI vendor id of NVIDIA.
+const NVIDIA_VENDOR_ID: u32 = 0x10DE;
+
+/// `domain:bus:device.function` from the device's PCI attributes.
+fn pci_address(device: sys::CUdevice) -> Option<String> {
+    use sys::CUdevice_attribute as A;
+    let get = |a| attribute(device, a).ok();
+    let domain = get(A::CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID)?;
+    let bus = get(A::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID)?;
+    let slot = get(A::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID)?;
+    Some(format!("{domain:04x}:{bus:02x}:{slot:02x}.0"))
+}
+
+/// IEEE arithmetic in every rounding mode (PTX's `.rn`, `.rz`, `.rm`, `.rp`)
+/// with denormals, and correctly rounded division and square root in 32 and
+/// 64 bits; `half` arithmetic from compute capability 5.3.
+pub(crate) fn fp_configs(cc: (i32, i32)) -> FpConfigs {
+    let ieee = FpCapabilities::ROUND_TO_NEAREST
+        | FpCapabilities::ROUND_TO_ZERO
+        | FpCapabilities::ROUND_TO_INF
+        | FpCapabilities::INF_NAN
+        | FpCapabilities::DENORM
+        | FpCapabilities::FMA;
+    let full = ieee | FpCapabilities::CORRECTLY_ROUNDED_DIVIDE_SQRT;
+    FpConfigs { half: if cc >= (5, 3) { ieee } else { FpCapabilities::empty() }, single: full, double: full }
+}
+
+/// PTX's memory model (compute capability 7.0): every order, sequential
+/// consistency included, at every scope; before it, no sequentially
+/// consistent operations.
+pub(crate) fn atomic_caps(cc: (i32, i32)) -> AtomicCaps {
+    let mut orders = MemoryOrders::RELAXED | MemoryOrders::ACQUIRE | MemoryOrders::RELEASE | MemoryOrders::ACQ_REL;
+    orders.set(MemoryOrders::SEQ_CST, cc.0 >= 7);
+    let mut scopes = MemoryScopes::all();
+    scopes.set(MemoryScopes::SYSTEM, cc.0 >= 6);
+    AtomicCaps { int64: true, memory_orders: orders, memory_scopes: scopes, fence_orders: orders, fence_scopes: scopes }
+}
+
 impl DeviceShared {
     fn open(ordinal: i32, driver_version: &str) -> Result<Arc<DeviceShared>> {
         use sys::CUdevice_attribute as A;
@@ -360,13 +411,29 @@ impl DeviceShared {
         } else {
             vec![SourceForm::Ptx, SourceForm::CudaC]
         };
+        let cc = limits.compute_capability;
+        let warp = get(A::CU_DEVICE_ATTRIBUTE_WARP_SIZE)? as u32;
+        let max_threads = get(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?;
+        let optional = |a| get(a).ok().filter(|v| *v > 0).map(|v| v as u32);
+        let memory_clock_khz = optional(A::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE);
+        let bus_width = optional(A::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH);
+        let fp = fp_configs(cc);
+        let atomics = atomic_caps(cc);
+        let integrated = get(A::CU_DEVICE_ATTRIBUTE_INTEGRATED)? != 0;
+        let mut uuid = sys::CUuuid_st { bytes: [0; 16] };
+        // SAFETY: writes the 16 bytes of the device's UUID.
+        let uuid = unsafe { cu!(cuDeviceGetUuid_v2(&mut uuid, device)) }.ok().map(|()| uuid.bytes.map(|b| b as u8));
+        let mut printf_fifo = 0usize;
+        // SAFETY: writes one limit of the bound context.
+        let printf_fifo = unsafe { cu!(cuCtxGetLimit(&mut printf_fifo, sys::CUlimit::CU_LIMIT_PRINTF_FIFO_SIZE)) }
+            .map_or(0, |()| printf_fifo);
         let info = DeviceInfo {
             name,
             vendor: "NVIDIA Corporation".into(),
             driver_version: driver_version.into(),
             device_type: DeviceType::Gpu,
             max_compute_units: get(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
-            max_work_group_size: get(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)? as usize,
+            max_work_group_size: max_threads as usize,
             max_work_item_sizes: [
                 get(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)? as usize,
                 get(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y)? as usize,
@@ -389,6 +456,62 @@ impl DeviceShared {
                 events: true,
                 subgraphs: false,
             },
+            vendor_id: NVIDIA_VENDOR_ID,
+            // The driver API has no PCI device id (its PCI_DEVICE_ID
+            // attribute is the device number on the bus).
+            device_id: None,
+            uuid,
+            pci_address: pci_address(device),
+            ip_version: Some((cc.0 * 10 + cc.1) as u32),
+            version: format!("{}.{}", cc.0, cc.1),
+            extensions: capability_extensions(&fp, &atomics),
+            // PTX arrives as an `nvptx64` binary, not as an IL.
+            il_version: None,
+            binary_targets: vec![BinaryTarget::Nvptx64],
+            integrated_gpu: integrated,
+            host_unified_memory: integrated,
+            max_clock_mhz: optional(A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE).map(|khz| khz / 1000),
+            memory_hardware: MemoryHardware {
+                clock_mhz: memory_clock_khz.map(|khz| khz / 1000),
+                bus_width,
+                // Double data rate: two transfers of the bus width per clock.
+                bandwidth: memory_clock_khz
+                    .zip(bus_width)
+                    .map(|(khz, bits)| u64::from(khz) * 1000 * 2 * u64::from(bits) / 8),
+            },
+            // NVIDIA GPUs cache global memory in L1 and L2 in 128-byte lines
+            // (CUDA C++ Programming Guide, "Global Memory").
+            global_mem_cache: GlobalMemCache {
+                kind: CacheType::ReadWrite,
+                line_size: Some(128),
+                size: optional(A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE).map(u64::from),
+            },
+            // cuMemAlloc aligns every allocation to at least 256 bytes.
+            mem_base_addr_align_bits: 256 * 8,
+            max_constant_buffer_size: get(A::CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY)? as u64,
+            // Read-only data is passed as ordinary global pointers: no count limit.
+            max_constant_args: u32::MAX,
+            // Kernel parameters are limited to 4 KiB, of which the adapter's
+            // hidden launch parameter takes its share.
+            max_parameter_size: 4096 - crate::program::LAUNCH_INFO_SIZE,
+            local_mem_type: LocalMemType::Local,
+            error_correction: get(A::CU_DEVICE_ATTRIBUTE_ECC_ENABLED).is_ok_and(|ecc| ecc != 0),
+            max_work_groups: limits.max_grid.map(|g| g as usize),
+            max_registers_per_work_group: optional(A::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK),
+            preferred_vector_widths: VectorWidths::scalar(!fp.half.is_empty(), true),
+            native_vector_widths: VectorWidths::scalar(!fp.half.is_empty(), true),
+            fp,
+            // Warps: each makes progress of its own.
+            sub_groups: SubGroups {
+                sizes: vec![warp],
+                max_per_work_group: (max_threads as u32).div_ceil(warp.max(1)),
+                independent_forward_progress: true,
+            },
+            atomics,
+            // cuEventElapsedTime's resolution is about half a microsecond.
+            profiling_timer_resolution_ns: 500,
+            printf_buffer_size: printf_fifo,
+            native_bfloat16_conversions: cc.0 >= 8,
         };
 
         let internal = Stream::new()?;
@@ -441,6 +564,20 @@ impl DeviceShared {
     pub(crate) fn timestamp_ns(&self, event: &CuEvent) -> Result<u64> {
         let ms = self.base.elapsed_ms(event)?;
         Ok(self.base_ns + (f64::from(ms.max(0.0)) * 1e6) as u64)
+    }
+
+    /// A device timestamp on the profiling timeline: the time of an event
+    /// recorded on the internal stream, paired with the midpoint of the host
+    /// clock around its record and synchronisation (the narrowest of three).
+    pub(crate) fn timestamps(&self) -> Result<Timestamps> {
+        self.bind()?;
+        let event = CuEvent::new(true)?;
+        let (device, host) = bracket_narrowest(3, || {
+            event.record(self.internal.raw())?;
+            event.synchronize()?;
+            self.timestamp_ns(&event)
+        })?;
+        Ok(Timestamps { device, host })
     }
 
     /// Releases `resource` now, or once no device work waits on a user event:
@@ -695,5 +832,26 @@ impl Drop for DeviceShared {
                 let _ = unsafe { sys::cuMemFreeHost(host.cast()) };
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capabilities_by_compute_capability() {
+        let volta = atomic_caps((7, 0));
+        assert!(volta.memory_orders.contains(MemoryOrders::SEQ_CST));
+        assert_eq!(volta.memory_scopes, MemoryScopes::all());
+        let maxwell = atomic_caps((5, 2));
+        assert!(!maxwell.memory_orders.contains(MemoryOrders::SEQ_CST));
+        assert!(!maxwell.memory_scopes.contains(MemoryScopes::SYSTEM));
+        assert!(fp_configs((5, 2)).half.is_empty());
+        assert!(!fp_configs((5, 3)).half.is_empty());
+        let ampere = fp_configs((8, 6));
+        assert!(ampere.single.contains(FpCapabilities::CORRECTLY_ROUNDED_DIVIDE_SQRT));
+        assert_eq!(ampere.single, ampere.double);
+        assert!(!ampere.half.contains(FpCapabilities::CORRECTLY_ROUNDED_DIVIDE_SQRT));
     }
 }

@@ -40,7 +40,7 @@ use crate::nvrtc;
 /// Alignment of each local argument in the dynamic shared memory.
 const LOCAL_ALIGN: usize = 16;
 /// Size of the hidden `ur_launch` parameter.
-const LAUNCH_INFO_SIZE: usize = 32;
+pub(crate) const LAUNCH_INFO_SIZE: usize = 32;
 
 /// A loaded module, unloaded when its program and kernels are gone.
 struct Module {

@@ -1,7 +1,8 @@
 //! Tests of the CUDA adapter the conformance suite cannot reach: the
 //! driver-absent path, the PTX path, the kernel ABI check, kernel-reported
-//! failures in command buffers, empty launches enabled by updates, and frees
-//! while a user event holds a stream.
+//! failures in command buffers, empty launches enabled by updates, frees
+//! while a user event holds a stream, and what the device reports about
+//! itself.
 //!
 //! Without a CUDA driver (CI), the device tests are reported ignored and the
 //! reason ("no CUDA driver ...") is printed.
@@ -81,7 +82,7 @@ fn main() {
     }
     let device = loader.devices().into_iter().next();
     let mut trials = vec![Trial::test("factory_reports_why_the_adapter_is_absent", factory_reason)];
-    let tests: [(&str, Test); 8] = [
+    let tests: [(&str, Test); 9] = [
         ("ptx_program_runs_eagerly_and_in_a_graph", ptx_program),
         ("kernel_parameters_are_checked_against_the_abi", abi_mismatch),
         ("kernel_failure_is_reported_by_command_buffer_submissions", kernel_failure_in_graph),
@@ -90,6 +91,7 @@ fn main() {
         ("frees_do_not_wait_for_user_events", frees_while_gated),
         ("native_handle_is_the_graph_then_the_executable_graph", native_handle),
         ("every_device_runs_work", every_device),
+        ("device_information_and_clock", device_information),
     ];
     for (name, test) in tests {
         let trial = match &device {
@@ -419,6 +421,64 @@ fn every_device(_: &Device) -> Result<(), String> {
         if out != [i as u8 + 1; 256] {
             return Err(format!("device {i}: {:?}", &out[..8]));
         }
+    }
+    Ok(())
+}
+
+/// What the driver tells about the device, as `DeviceInfo` holds it, and the
+/// device clock: the device/host pair advances with the host clock, and a
+/// profiled command between two pairs runs between their device times.
+fn device_information(device: &Device) -> Result<(), String> {
+    let info = device.info();
+    println!(
+        "{}: version {}, {} MHz, memory {:?}, cache {:?}, UUID {:?}, PCI {:?}, sub-groups {:?}",
+        info.name,
+        info.version,
+        info.max_clock_mhz.unwrap_or(0),
+        info.memory_hardware,
+        info.global_mem_cache,
+        info.uuid,
+        info.pci_address,
+        info.sub_groups
+    );
+    let (major, minor) = info.version.split_once('.').ok_or_else(|| format!("version {}", info.version))?;
+    let cc: (i32, i32) = (major.parse().map_err(|_| "major")?, minor.parse().map_err(|_| "minor")?);
+    let check = |ok: bool, what: &str| if ok { Ok(()) } else { Err(format!("{what}: {info:?}")) };
+    check(info.vendor_id == 0x10DE, "vendor id")?;
+    check(info.ip_version == Some((cc.0 * 10 + cc.1) as u32), "IP version")?;
+    check(info.uuid.is_some_and(|u| u != [0; 16]), "UUID")?;
+    check(info.pci_address.as_ref().is_some_and(|a| a.len() == 12 && a.as_bytes()[4] == b':'), "PCI address")?;
+    check(info.sub_groups.sizes == [32], "warp size")?;
+    check(info.binary_targets == [ur_core::BinaryTarget::Nvptx64], "binary targets")?;
+    check(info.fp.half.is_empty() == (cc < (5, 3)), "half precision")?;
+    check(info.extensions.iter().any(|e| e == "cl_khr_fp64"), "cl_khr_fp64")?;
+    check(info.global_mem_cache.size.is_some_and(|s| s > 0), "L2 size")?;
+    check(info.memory_hardware.bus_width.is_some_and(|w| w >= 32), "memory bus width")?;
+    let free = device.free_memory().map_err(ur)?.ok_or("no free memory reported")?;
+    check(free > 0 && free <= info.global_mem_size, "free memory")?;
+    let targets = ["spir64", "nvptx64", "native_cpu"];
+    if device.select_binary(&targets).map_err(ur)? != 1 {
+        return Err("nvptx64 not selected".into());
+    }
+
+    let context = Context::new(device).map_err(ur)?;
+    let queue = Queue::new(&context, QueueProperties { out_of_order: false, profiling: true }).map_err(ur)?;
+    let mem = UsmAllocation::new(&context, UsmKind::Device, 64 << 20).map_err(ur)?;
+    queue.usm_fill(mem.ptr(), &[1], 64 << 20, &[]).map_err(ur)?.wait().map_err(ur)?;
+    let before = device.global_timestamps().map_err(ur)?;
+    let fill = queue.usm_fill(mem.ptr(), &[2], 64 << 20, &[]).map_err(ur)?;
+    fill.wait().map_err(ur)?;
+    let after = device.global_timestamps().map_err(ur)?;
+    let p = fill.profiling_info().map_err(ur)?;
+    println!("pairs {before:?} {after:?}, fill {p:?}");
+    // Event times are f32 milliseconds from the base event: allow 0.1 ms.
+    const SLACK: u64 = 100_000;
+    if !(before.device <= p.start + SLACK && p.end <= after.device + SLACK) {
+        return Err(format!("the fill ran {p:?} outside {before:?} .. {after:?}"));
+    }
+    let (device_span, host_span) = (after.device - before.device, after.host - before.host);
+    if device_span.abs_diff(host_span) > host_span / 20 + SLACK {
+        return Err(format!("device {device_span} ns against host {host_span} ns"));
     }
     Ok(())
 }

@@ -10,17 +10,17 @@ use std::sync::Arc;
 use cl3::types::{cl_bitfield, cl_device_id, cl_platform_id, cl_uint};
 use ur_core::adapter::{ContextImpl, DeviceImpl, PlatformImpl};
 use ur_core::{
-    CommandBufferCaps, CommandBufferSupport, DeviceInfo, DeviceType, Result, SourceForm, UpdateCapabilities, UsmKinds,
+    CommandBufferCaps, CommandBufferSupport, DeviceInfo, DeviceType, Result, Timestamps, UpdateCapabilities, UsmKinds,
 };
 
+use crate::clock::DeviceClock;
 use crate::context::ClContext;
 use crate::ffi::{self, CommandBufferApi, IntelUsmApi};
+use crate::info;
 use crate::one_launch;
 use crate::version::{self, CommandBufferAbi, ExtVersion};
 
 const CL_DEVICE_TYPE_ALL: cl_bitfield = 0xFFFF_FFFF;
-const CL_DEVICE_TYPE_CPU: cl_bitfield = 1 << 1;
-const CL_DEVICE_TYPE_GPU: cl_bitfield = 1 << 2;
 const CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE: cl_bitfield = 1 << 0;
 const CL_QUEUE_PROFILING_ENABLE: cl_bitfield = 1 << 1;
 const CL_DEVICE_SVM_COARSE_GRAIN_BUFFER: cl_bitfield = 1 << 0;
@@ -240,6 +240,7 @@ impl PlatformImpl for ClPlatform {
 /// An OpenCL device.
 pub(crate) struct ClDevice {
     shared: Arc<DeviceShared>,
+    clock: DeviceClock,
 }
 
 fn bitfield(id: cl_device_id, name: cl_uint) -> Option<cl_bitfield> {
@@ -329,13 +330,19 @@ impl ClDevice {
             tracing::debug!(device = %name, version = %cb.plan.version, plan = ?cb.plan, "native command buffers");
         }
         let out_of_order = reported.queue_properties & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE != 0;
-        let info = device_info(&device, name, plan.usm.kinds(), out_of_order, command_buffers.is_some())?;
+        let decided = info::Decided {
+            usm: plan.usm.kinds(),
+            out_of_order,
+            command_buffer: command_buffer_caps(command_buffers.is_some()),
+        };
+        let info = info::device_info(&device, name, decided)?;
         let one_launch_per_kernel = one_launch::affected(platform_version, info.device_type == DeviceType::Cpu);
         if one_launch_per_kernel {
             tracing::debug!(device = %info.name, "PoCL before 7.0: one launch per kernel at a time");
         }
         Ok(ClDevice {
             shared: Arc::new(DeviceShared { id, usm, command_buffers, out_of_order, one_launch_per_kernel, info }),
+            clock: DeviceClock::new(id),
         })
     }
 }
@@ -358,50 +365,17 @@ fn command_buffer_caps(native: bool) -> CommandBufferCaps {
     }
 }
 
-fn device_info(
-    device: &opencl3::device::Device,
-    name: String,
-    usm: UsmKinds,
-    out_of_order: bool,
-    native: bool,
-) -> std::result::Result<DeviceInfo, String> {
-    let q = |what: &str, e: cl3::error_codes::ClError| format!("{what}: {}", e.0);
-    let device_type = match device.dev_type().map_err(|e| q("CL_DEVICE_TYPE", e))? {
-        t if t & CL_DEVICE_TYPE_GPU != 0 => DeviceType::Gpu,
-        t if t & CL_DEVICE_TYPE_CPU != 0 => DeviceType::Cpu,
-        _ => DeviceType::Accelerator,
-    };
-    let items = device.max_work_item_sizes().map_err(|e| q("CL_DEVICE_MAX_WORK_ITEM_SIZES", e))?;
-    let mut max_work_item_sizes = [1; 3];
-    for (d, s) in items.iter().take(3).enumerate() {
-        max_work_item_sizes[d] = *s;
-    }
-    let command_buffer = command_buffer_caps(native);
-    Ok(DeviceInfo {
-        name,
-        vendor: device.vendor().unwrap_or_default(),
-        driver_version: device.driver_version().unwrap_or_default(),
-        device_type,
-        max_compute_units: device.max_compute_units().unwrap_or(1),
-        max_work_group_size: device.max_work_group_size().map_err(|e| q("CL_DEVICE_MAX_WORK_GROUP_SIZE", e))?,
-        max_work_item_sizes,
-        global_mem_size: device.global_mem_size().unwrap_or(0),
-        local_mem_size: device.local_mem_size().unwrap_or(0),
-        max_mem_alloc_size: device.max_mem_alloc_size().map_err(|e| q("CL_DEVICE_MAX_MEM_ALLOC_SIZE", e))?,
-        usm,
-        queue_profiling: true,
-        // SVM and Intel USM pointers are host pointers too (fine-grained
-        // SVM and host/shared Intel USM are the only host kinds offered).
-        usm_host_addressable: true,
-        out_of_order_queues: out_of_order,
-        source_forms: vec![SourceForm::OpenClC],
-        command_buffer,
-    })
-}
-
 impl DeviceImpl for ClDevice {
     fn info(&self) -> DeviceInfo {
         self.shared.info.clone()
+    }
+
+    fn free_memory(&self) -> Result<Option<u64>> {
+        Ok(info::free_memory(self.shared.id, &self.shared.info.extensions))
+    }
+
+    fn timestamps(&self) -> Result<Timestamps> {
+        self.clock.timestamps()
     }
 
     fn create_context(self: Arc<Self>) -> Result<Arc<dyn ContextImpl>> {

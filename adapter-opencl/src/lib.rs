@@ -30,6 +30,7 @@
 //! extension version.
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod clock;
 mod command_buffer;
 mod context;
 mod conv;
@@ -38,6 +39,7 @@ mod event;
 mod exec;
 mod ffi;
 mod helpers;
+pub mod info;
 mod memory;
 mod one_launch;
 mod plan;

@@ -10,12 +10,10 @@ use std::sync::Arc;
 use ash::vk;
 use parking_lot::Mutex;
 use ur_core::adapter::{ContextImpl, DeviceImpl, PlatformImpl};
-use ur_core::{
-    CommandBufferCaps, CommandBufferSupport, DeviceInfo, DeviceType, Result, SourceForm, UpdateCapabilities, UsmKinds,
-};
+use ur_core::{DeviceInfo, Result, Timestamps, UpdateCapabilities};
 
 use crate::context::VulkanContext;
-use crate::conv::{device_type, vendor_name, version_string};
+use crate::conv::{vendor_name, version_string};
 use crate::runtime::Runtime;
 
 /// The lowest device API version the adapter uses (timeline semaphores,
@@ -24,8 +22,8 @@ pub(crate) const MIN_API: u32 = vk::API_VERSION_1_2;
 
 /// The Vulkan loader and one instance.
 pub(crate) struct Instance {
-    /// Keeps the loader library open while the instance lives.
-    _entry: ash::Entry,
+    /// The loader library, open while the instance lives.
+    pub(crate) entry: ash::Entry,
     pub(crate) raw: ash::Instance,
     /// The API version the instance was created for.
     pub(crate) api_version: u32,
@@ -59,7 +57,7 @@ impl Instance {
         let info = vk::InstanceCreateInfo::default().application_info(&app);
         // SAFETY: `info` and what it points to live across the call.
         let raw = unsafe { entry.create_instance(&info, None) }.map_err(|e| format!("vkCreateInstance failed: {e}"))?;
-        Ok(Arc::new(Instance { _entry: entry, raw, api_version }))
+        Ok(Arc::new(Instance { entry, raw, api_version }))
     }
 }
 
@@ -87,6 +85,77 @@ pub(crate) struct PhysicalInfo {
     pub(crate) timestamp_bits: u32,
     pub(crate) max_alloc: u64,
     pub(crate) compute_units: u32,
+    /// What [`info::device_info`](crate::info::device_info) reports beyond the above.
+    pub(crate) details: Details,
+    /// Features the logical device enables where present.
+    pub(crate) optional: OptionalFeatures,
+}
+
+/// Identity and shader properties, for the device's [`DeviceInfo`].
+#[derive(Clone, Debug)]
+pub(crate) struct Details {
+    pub(crate) vendor_id: u32,
+    pub(crate) device_id: u32,
+    pub(crate) uuid: [u8; 16],
+    /// Domain, bus, device, function (`VK_EXT_pci_bus_info`).
+    pub(crate) pci: Option<[u32; 4]>,
+    /// The device's API version, capped at the instance's.
+    pub(crate) api_version: u32,
+    /// The API version the device reports.
+    pub(crate) reported_api_version: u32,
+    pub(crate) float_controls: FloatControls,
+    pub(crate) subgroups: SubgroupProperties,
+    /// `VK_EXT_memory_budget`.
+    pub(crate) memory_budget: bool,
+}
+
+/// The float controls of one precision (`VkPhysicalDeviceFloatControlsProperties`).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct PrecisionControls {
+    pub(crate) denorm_preserve: bool,
+    pub(crate) rounding_rte: bool,
+    pub(crate) rounding_rtz: bool,
+    pub(crate) signed_zero_inf_nan_preserve: bool,
+}
+
+/// Float controls of 16-, 32- and 64-bit floats.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct FloatControls {
+    pub(crate) f16: PrecisionControls,
+    pub(crate) f32: PrecisionControls,
+    pub(crate) f64: PrecisionControls,
+}
+
+/// Subgroups of compute shaders.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct SubgroupProperties {
+    /// Whether compute shaders have subgroups at all.
+    pub(crate) compute: bool,
+    /// The default size.
+    pub(crate) size: u32,
+    /// The range of sizes (`subgroupSizeControl`), where the device has it
+    /// for compute shaders.
+    pub(crate) range: Option<(u32, u32)>,
+    /// Most subgroups in one work-group (`maxComputeWorkgroupSubgroups`).
+    pub(crate) max_per_workgroup: Option<u32>,
+}
+
+/// Optional features the logical device enables when the physical device has them.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct OptionalFeatures {
+    /// `shaderFloat64`.
+    pub(crate) float64: bool,
+    /// `shaderFloat16`.
+    pub(crate) float16: bool,
+    /// `shaderBufferInt64Atomics` and `shaderSharedInt64Atomics`.
+    pub(crate) int64_atomics: bool,
+    /// `vulkanMemoryModel`.
+    pub(crate) memory_model: bool,
+    /// `vulkanMemoryModelDeviceScope`.
+    pub(crate) memory_model_device_scope: bool,
+    /// `VK_EXT_calibrated_timestamps` with the device and `CLOCK_MONOTONIC`
+    /// time domains.
+    pub(crate) calibrated_timestamps: bool,
 }
 
 fn c_name(bytes: &[std::ffi::c_char]) -> String {
@@ -165,6 +234,31 @@ pub(crate) fn inspect(instance: &Instance, physical: vk::PhysicalDevice) -> std:
         memory.memory_heaps[..memory.memory_heap_count as usize].iter().map(|h| h.size).max().unwrap_or(0);
     max_alloc = max_alloc.min(largest_heap);
 
+    // SAFETY: a plain query of an enumerated physical device.
+    let extensions = unsafe { raw.enumerate_device_extension_properties(physical) }.unwrap_or_default();
+    let has = |wanted: &CStr| extensions.iter().any(|e| e.extension_name_as_c_str() == Ok(wanted));
+    let optional = OptionalFeatures {
+        float64: core.shader_float64 == vk::TRUE,
+        float16: f12.shader_float16 == vk::TRUE,
+        int64_atomics: f12.shader_buffer_int64_atomics == vk::TRUE && f12.shader_shared_int64_atomics == vk::TRUE,
+        memory_model: f12.vulkan_memory_model == vk::TRUE,
+        memory_model_device_scope: f12.vulkan_memory_model == vk::TRUE
+            && f12.vulkan_memory_model_device_scope == vk::TRUE,
+        calibrated_timestamps: has(vk::EXT_CALIBRATED_TIMESTAMPS_NAME)
+            && crate::clock::calibrateable(instance, physical),
+    };
+    let details = Details {
+        vendor_id: properties.vendor_id,
+        device_id: properties.device_id,
+        uuid: v11.device_uuid,
+        pci: has(vk::EXT_PCI_BUS_INFO_NAME).then(|| pci_bus_info(instance, physical)),
+        api_version,
+        reported_api_version: properties.api_version,
+        float_controls: float_controls(&v12),
+        subgroups: subgroups(instance, physical, api_version, &v11, &has),
+        memory_budget: has(vk::EXT_MEMORY_BUDGET_NAME),
+    };
+
     Ok(PhysicalInfo {
         physical,
         name,
@@ -177,17 +271,80 @@ pub(crate) fn inspect(instance: &Instance, physical: vk::PhysicalDevice) -> std:
         family_queues: family_props.queue_count,
         timestamp_bits: family_props.timestamp_valid_bits,
         max_alloc,
-        compute_units: compute_units(instance, physical),
+        compute_units: compute_units(instance, physical, &has),
+        details,
+        optional,
     })
+}
+
+fn precision(denorm: vk::Bool32, rte: vk::Bool32, rtz: vk::Bool32, inf_nan: vk::Bool32) -> PrecisionControls {
+    PrecisionControls {
+        denorm_preserve: denorm == vk::TRUE,
+        rounding_rte: rte == vk::TRUE,
+        rounding_rtz: rtz == vk::TRUE,
+        signed_zero_inf_nan_preserve: inf_nan == vk::TRUE,
+    }
+}
+
+fn float_controls(v12: &vk::PhysicalDeviceVulkan12Properties<'_>) -> FloatControls {
+    FloatControls {
+        f16: precision(
+            v12.shader_denorm_preserve_float16,
+            v12.shader_rounding_mode_rte_float16,
+            v12.shader_rounding_mode_rtz_float16,
+            v12.shader_signed_zero_inf_nan_preserve_float16,
+        ),
+        f32: precision(
+            v12.shader_denorm_preserve_float32,
+            v12.shader_rounding_mode_rte_float32,
+            v12.shader_rounding_mode_rtz_float32,
+            v12.shader_signed_zero_inf_nan_preserve_float32,
+        ),
+        f64: precision(
+            v12.shader_denorm_preserve_float64,
+            v12.shader_rounding_mode_rte_float64,
+            v12.shader_rounding_mode_rtz_float64,
+            v12.shader_signed_zero_inf_nan_preserve_float64,
+        ),
+    }
+}
+
+fn subgroups(
+    instance: &Instance,
+    physical: vk::PhysicalDevice,
+    api_version: u32,
+    v11: &vk::PhysicalDeviceVulkan11Properties<'_>,
+    has: &dyn Fn(&CStr) -> bool,
+) -> SubgroupProperties {
+    let compute = v11.subgroup_supported_stages.contains(vk::ShaderStageFlags::COMPUTE);
+    let mut out = SubgroupProperties { compute, size: v11.subgroup_size, range: None, max_per_workgroup: None };
+    if !compute || (api_version < vk::API_VERSION_1_3 && !has(vk::EXT_SUBGROUP_SIZE_CONTROL_NAME)) {
+        return out;
+    }
+    let mut control = vk::PhysicalDeviceSubgroupSizeControlProperties::default();
+    let mut props2 = vk::PhysicalDeviceProperties2::default().push_next(&mut control);
+    // SAFETY: the structure is core in 1.3 or comes with the extension the
+    // device lists.
+    unsafe { instance.raw.get_physical_device_properties2(physical, &mut props2) };
+    if control.required_subgroup_size_stages.contains(vk::ShaderStageFlags::COMPUTE) {
+        out.range = Some((control.min_subgroup_size, control.max_subgroup_size));
+    }
+    out.max_per_workgroup = Some(control.max_compute_workgroup_subgroups).filter(|n| *n > 0);
+    out
+}
+
+fn pci_bus_info(instance: &Instance, physical: vk::PhysicalDevice) -> [u32; 4] {
+    let mut pci = vk::PhysicalDevicePCIBusInfoPropertiesEXT::default();
+    let mut props2 = vk::PhysicalDeviceProperties2::default().push_next(&mut pci);
+    // SAFETY: the device lists VK_EXT_pci_bus_info, whose structure is chained.
+    unsafe { instance.raw.get_physical_device_properties2(physical, &mut props2) };
+    [pci.pci_domain, pci.pci_bus, pci.pci_device, pci.pci_function]
 }
 
 /// Streaming multiprocessors where the driver reports them
 /// (`VK_NV_shader_sm_builtins`), else 1: Vulkan has no general query.
-fn compute_units(instance: &Instance, physical: vk::PhysicalDevice) -> u32 {
-    // SAFETY: a plain query of an enumerated physical device.
-    let extensions = unsafe { instance.raw.enumerate_device_extension_properties(physical) }.unwrap_or_default();
-    let has_sm = extensions.iter().any(|e| e.extension_name_as_c_str() == Ok(vk::NV_SHADER_SM_BUILTINS_NAME));
-    if !has_sm {
+fn compute_units(instance: &Instance, physical: vk::PhysicalDevice, has: &dyn Fn(&CStr) -> bool) -> u32 {
+    if !has(vk::NV_SHADER_SM_BUILTINS_NAME) {
         return 1;
     }
     let mut sm = vk::PhysicalDeviceShaderSMBuiltinsPropertiesNV::default();
@@ -253,7 +410,7 @@ impl PlatformImpl for VulkanPlatform {
 /// A physical device; its logical device and threads start with its first context.
 pub(crate) struct VulkanDevice {
     instance: Arc<Instance>,
-    info: PhysicalInfo,
+    pub(crate) info: PhysicalInfo,
     runtime: Mutex<Option<Arc<Runtime>>>,
 }
 
@@ -281,39 +438,15 @@ pub(crate) const UPDATE_CAPS: UpdateCapabilities = UpdateCapabilities::all();
 
 impl DeviceImpl for VulkanDevice {
     fn info(&self) -> DeviceInfo {
-        let i = &self.info;
-        let l = &i.limits;
-        let global_mem: u64 = i.memory.memory_heaps[..i.memory.memory_heap_count as usize]
-            .iter()
-            .filter(|h| h.flags.contains(vk::MemoryHeapFlags::DEVICE_LOCAL))
-            .map(|h| h.size)
-            .sum();
-        DeviceInfo {
-            name: i.name.clone(),
-            vendor: i.vendor.clone(),
-            driver_version: i.driver.clone(),
-            device_type: device_type(i.device_type),
-            max_compute_units: i.compute_units,
-            max_work_group_size: l.max_compute_work_group_invocations as usize,
-            max_work_item_sizes: l.max_compute_work_group_size.map(|s| s as usize),
-            global_mem_size: global_mem,
-            local_mem_size: u64::from(l.max_compute_shared_memory_size),
-            max_mem_alloc_size: i.max_alloc,
-            usm: UsmKinds::all(),
-            // A USM pointer is a buffer device address. CPU implementations
-            // (lavapipe) address memory with host pointers; a GPU's addresses
-            // differ from where the host maps the memory.
-            usm_host_addressable: device_type(i.device_type) == DeviceType::Cpu,
-            queue_profiling: i.timestamp_bits > 0,
-            out_of_order_queues: true,
-            source_forms: vec![SourceForm::SpirV],
-            command_buffer: CommandBufferCaps {
-                support: CommandBufferSupport::Native,
-                update: UPDATE_CAPS,
-                events: true,
-                subgraphs: false,
-            },
-        }
+        crate::info::device_info(&self.info)
+    }
+
+    fn free_memory(&self) -> Result<Option<u64>> {
+        Ok(self.info.details.memory_budget.then(|| crate::info::free_memory(&self.instance, &self.info)))
+    }
+
+    fn timestamps(&self) -> Result<Timestamps> {
+        crate::clock::timestamps(&*self.runtime()?)
     }
 
     fn create_context(self: Arc<Self>) -> Result<Arc<dyn ContextImpl>> {

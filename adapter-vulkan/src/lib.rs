@@ -55,12 +55,14 @@
 //! written to this ABI; `docs/vulkan.md` describes it in full.
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod clock;
 mod cmd;
 mod command_buffer;
 mod context;
 mod conv;
 mod device;
 mod event;
+mod info;
 mod lower;
 mod memory;
 mod profiling;

@@ -31,6 +31,7 @@ use crate::conv::VkResultExt;
 use crate::device::{Instance, PhysicalInfo};
 use crate::event::{EventCore, Waiter};
 use crate::memory::Arena;
+use crate::profiling::Queries;
 use crate::program::Pipeline;
 use crate::submit::{Completion, Submission, schedule};
 
@@ -54,8 +55,11 @@ pub(crate) struct Gpu {
     pub(crate) max_groups: [u32; 3],
     /// Nanoseconds per timestamp tick.
     pub(crate) timestamp_period: f64,
-    /// The valid bits of a timestamp.
+    /// The valid bits of a timestamp (0: the family has no timestamps).
     pub(crate) timestamp_mask: u64,
+    /// `vkGetCalibratedTimestampsEXT`, where the device calibrates its clock
+    /// against the host's.
+    pub(crate) calibrated: Option<ash::ext::calibrated_timestamps::Device>,
 }
 
 impl Drop for Gpu {
@@ -235,6 +239,8 @@ pub(crate) struct Runtime {
     pub(crate) fill_group: u32,
     /// Command pool for the adapter's own synchronous work.
     util: Arc<Pool>,
+    /// Timestamp queries of device-clock readings without calibration.
+    pub(crate) clock_queries: Arc<Queries>,
 }
 
 impl Runtime {
@@ -244,15 +250,28 @@ impl Runtime {
         let priorities = vec![1.0f32; hw_count as usize];
         let queue_info =
             [vk::DeviceQueueCreateInfo::default().queue_family_index(info.family).queue_priorities(&priorities)];
+        // The features kernels may use beyond the required ones, as the
+        // device reports them (`DeviceInfo` says which).
+        let optional = info.optional;
         let mut f12 = vk::PhysicalDeviceVulkan12Features::default()
             .buffer_device_address(true)
             .timeline_semaphore(true)
-            .storage_buffer8_bit_access(true);
-        let core = vk::PhysicalDeviceFeatures::default().shader_int64(true);
+            .storage_buffer8_bit_access(true)
+            .shader_float16(optional.float16)
+            .shader_buffer_int64_atomics(optional.int64_atomics)
+            .shader_shared_int64_atomics(optional.int64_atomics)
+            .vulkan_memory_model(optional.memory_model)
+            .vulkan_memory_model_device_scope(optional.memory_model_device_scope);
+        let core = vk::PhysicalDeviceFeatures::default().shader_int64(true).shader_float64(optional.float64);
         let mut features = vk::PhysicalDeviceFeatures2::default().features(core).push_next(&mut f12);
-        let create = vk::DeviceCreateInfo::default().queue_create_infos(&queue_info).push_next(&mut features);
-        // SAFETY: the features were checked present by `inspect`; the
-        // structures live across the call.
+        let extensions: Vec<*const std::ffi::c_char> =
+            if optional.calibrated_timestamps { vec![vk::EXT_CALIBRATED_TIMESTAMPS_NAME.as_ptr()] } else { Vec::new() };
+        let create = vk::DeviceCreateInfo::default()
+            .queue_create_infos(&queue_info)
+            .enabled_extension_names(&extensions)
+            .push_next(&mut features);
+        // SAFETY: the features and the extension were checked present by
+        // `inspect`; the structures live across the call.
         let device = unsafe { instance.raw.create_device(info.physical, &create, None) }.vk("vkCreateDevice")?;
         let range = [vk::PushConstantRange::default()
             .stage_flags(vk::ShaderStageFlags::COMPUTE)
@@ -268,6 +287,9 @@ impl Runtime {
                 return Err(crate::conv::vk_error(e, "vkCreatePipelineLayout"));
             }
         };
+        let calibrated = optional
+            .calibrated_timestamps
+            .then(|| ash::ext::calibrated_timestamps::Device::new(&instance.raw, &device));
         let gpu = Arc::new(Gpu {
             _instance: instance,
             device,
@@ -277,6 +299,7 @@ impl Runtime {
             max_groups: info.limits.max_compute_work_group_count,
             timestamp_period: f64::from(info.limits.timestamp_period),
             timestamp_mask: if info.timestamp_bits >= 64 { u64::MAX } else { (1u64 << info.timestamp_bits) - 1 },
+            calibrated,
         });
 
         let hw: Vec<Arc<HwQueue>> = (0..hw_count)
@@ -319,6 +342,7 @@ impl Runtime {
         );
         let fill = crate::shaders::fill_pipeline(&gpu, fill_group)?;
         let util = Pool::new(gpu.clone())?;
+        let clock_queries = Queries::new(gpu.clone());
         tracing::debug!(
             device = %info.name,
             hw_queues = hw_count,
@@ -335,6 +359,7 @@ impl Runtime {
             fill,
             fill_group,
             util,
+            clock_queries,
         }))
     }
 

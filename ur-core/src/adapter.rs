@@ -17,6 +17,7 @@
 use std::any::Any;
 use std::sync::Arc;
 
+use crate::clock::Timestamps;
 use crate::command::Command;
 use crate::command_buffer::{CommandBufferDesc, NativeHandle};
 use crate::device::DeviceInfo;
@@ -52,6 +53,12 @@ pub trait PlatformImpl: Send + Sync {
 pub trait DeviceImpl: Any + Send + Sync {
     /// The device's information; called once, at discovery.
     fn info(&self) -> DeviceInfo;
+    /// Global memory free now, in bytes; `None` when the driver does not tell.
+    fn free_memory(&self) -> Result<Option<u64>>;
+    /// A device timestamp on the clock of this device's profiling timestamps
+    /// ([`EventImpl::profiling`]), with the host timestamp
+    /// ([`host_clock_ns`](crate::clock::host_clock_ns)) of the same moment.
+    fn timestamps(&self) -> Result<Timestamps>;
     /// Creates a context on this device.
     fn create_context(self: Arc<Self>) -> Result<Arc<dyn ContextImpl>>;
 }

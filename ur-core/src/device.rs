@@ -6,8 +6,11 @@ use std::sync::Arc;
 use bitflags::bitflags;
 
 use crate::adapter::DeviceImpl;
+use crate::clock::Timestamps;
+use crate::error::Result;
 use crate::platform::Backend;
 use crate::program::SourceForm;
+use crate::{ensure, err};
 
 bitflags! {
     /// Which parts of a kernel command can be updated in a finalized command
@@ -88,8 +91,275 @@ impl CommandBufferCaps {
     };
 }
 
+bitflags! {
+    /// Floating-point capabilities of one precision
+    /// (`ur_device_fp_capability_flags_t`); empty for a precision the device
+    /// does not support.
+    #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+    pub struct FpCapabilities: u32 {
+        /// Correctly rounded division and square root.
+        const CORRECTLY_ROUNDED_DIVIDE_SQRT = 1 << 0;
+        /// Round to nearest even.
+        const ROUND_TO_NEAREST = 1 << 1;
+        /// Round toward zero.
+        const ROUND_TO_ZERO = 1 << 2;
+        /// Round toward positive and negative infinity.
+        const ROUND_TO_INF = 1 << 3;
+        /// Infinities and NaNs.
+        const INF_NAN = 1 << 4;
+        /// Denormals (not flushed to zero).
+        const DENORM = 1 << 5;
+        /// Fused multiply-add.
+        const FMA = 1 << 6;
+        /// Basic operations implemented in software.
+        const SOFT_FLOAT = 1 << 7;
+    }
+}
+
+bitflags! {
+    /// Memory orders of atomic operations or fences
+    /// (`ur_memory_order_capability_flags_t`).
+    #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+    pub struct MemoryOrders: u32 {
+        /// Relaxed.
+        const RELAXED = 1 << 0;
+        /// Acquire.
+        const ACQUIRE = 1 << 1;
+        /// Release.
+        const RELEASE = 1 << 2;
+        /// Acquire-release.
+        const ACQ_REL = 1 << 3;
+        /// Sequentially consistent.
+        const SEQ_CST = 1 << 4;
+    }
+}
+
+bitflags! {
+    /// Memory scopes of atomic operations or fences
+    /// (`ur_memory_scope_capability_flags_t`).
+    #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+    pub struct MemoryScopes: u32 {
+        /// One work-item.
+        const WORK_ITEM = 1 << 0;
+        /// A sub-group.
+        const SUB_GROUP = 1 << 1;
+        /// A work-group.
+        const WORK_GROUP = 1 << 2;
+        /// The device.
+        const DEVICE = 1 << 3;
+        /// The device and the host (and other devices).
+        const SYSTEM = 1 << 4;
+    }
+}
+
+/// How a device caches global memory (`ur_device_mem_cache_type_t`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum CacheType {
+    /// No cache, or none the driver reports.
+    None,
+    /// A read-only cache.
+    ReadOnly,
+    /// A read-write cache.
+    ReadWrite,
+}
+
+/// Where work-group local memory lives (`ur_device_local_mem_type_t`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum LocalMemType {
+    /// Dedicated on-chip memory.
+    Local,
+    /// Carved out of global memory.
+    Global,
+    /// No local memory.
+    None,
+}
+
+/// The global-memory cache.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct GlobalMemCache {
+    /// Its kind.
+    pub kind: CacheType,
+    /// Line size in bytes, where the driver tells.
+    pub line_size: Option<u32>,
+    /// Size in bytes (of the last level), where the driver tells.
+    pub size: Option<u64>,
+}
+
+/// Vector widths by element type (`UR_DEVICE_INFO_{PREFERRED,NATIVE}_VECTOR_WIDTH_*`),
+/// in elements; 0 for a type the device does not support.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct VectorWidths {
+    /// `char`.
+    pub char: u32,
+    /// `short`.
+    pub short: u32,
+    /// `int`.
+    pub int: u32,
+    /// `long` (and `long long`: 64 bits both).
+    pub long: u32,
+    /// `half`.
+    pub half: u32,
+    /// `float`.
+    pub float: u32,
+    /// `double`.
+    pub double: u32,
+}
+
+impl VectorWidths {
+    /// The widths of a SIMD register of `bytes` bytes, with `half` and
+    /// `double` as the device supports them.
+    pub fn of_register(bytes: u32, half: bool, double: bool) -> VectorWidths {
+        VectorWidths {
+            char: bytes,
+            short: bytes / 2,
+            int: bytes / 4,
+            long: bytes / 8,
+            half: if half { bytes / 2 } else { 0 },
+            float: bytes / 4,
+            double: if double { bytes / 8 } else { 0 },
+        }
+    }
+
+    /// One element of every type: scalar (SIMT) devices.
+    pub fn scalar(half: bool, double: bool) -> VectorWidths {
+        VectorWidths { char: 1, short: 1, int: 1, long: 1, half: u32::from(half), float: 1, double: u32::from(double) }
+    }
+}
+
+/// Floating-point capabilities by precision.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct FpConfigs {
+    /// 16-bit (empty: no `half`).
+    pub half: FpCapabilities,
+    /// 32-bit (never empty).
+    pub single: FpCapabilities,
+    /// 64-bit (empty: no `double`).
+    pub double: FpCapabilities,
+}
+
+/// Atomic operations and fences.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct AtomicCaps {
+    /// 64-bit atomic operations on global and local memory.
+    pub int64: bool,
+    /// Memory orders of atomic operations.
+    pub memory_orders: MemoryOrders,
+    /// Memory scopes of atomic operations.
+    pub memory_scopes: MemoryScopes,
+    /// Memory orders of fences.
+    pub fence_orders: MemoryOrders,
+    /// Memory scopes of fences.
+    pub fence_scopes: MemoryScopes,
+}
+
+/// Sub-groups.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct SubGroups {
+    /// The sub-group sizes kernels may have; empty where the device has no
+    /// sub-groups or does not say.
+    pub sizes: Vec<u32>,
+    /// Most sub-groups in one work-group.
+    pub max_per_work_group: u32,
+    /// Whether sub-groups of one work-group make independent forward
+    /// progress.
+    pub independent_forward_progress: bool,
+}
+
+/// The memory system as the hardware reports it, where it does.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct MemoryHardware {
+    /// Memory clock in MHz.
+    pub clock_mhz: Option<u32>,
+    /// Width of the memory bus in bits.
+    pub bus_width: Option<u32>,
+    /// Peak bandwidth in bytes per second.
+    pub bandwidth: Option<u64>,
+}
+
+/// A device binary format, as UR names them in `ur_device_binary_t`
+/// (`UR_DEVICE_BINARY_TARGET_*`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum BinaryTarget {
+    /// 32-bit SPIR-V (`spir`).
+    Spirv32,
+    /// 64-bit SPIR-V (`spir64`).
+    Spirv64,
+    /// Ahead-of-time x86-64 code from SPIR-V (`spir64_x86_64`).
+    Spirv64X86_64,
+    /// Ahead-of-time Intel GPU code (`spir64_gen`).
+    Spirv64Gen,
+    /// Ahead-of-time FPGA code (`spir64_fpga`).
+    Spirv64Fpga,
+    /// PTX or cubin for NVIDIA GPUs (`nvptx64`).
+    Nvptx64,
+    /// AMD GPU code (`amdgcn`).
+    Amdgcn,
+    /// DPC++'s native CPU code (`native_cpu`).
+    NativeCpu,
+}
+
+impl BinaryTarget {
+    /// Every target, in the order of UR's header.
+    pub const ALL: [BinaryTarget; 8] = [
+        BinaryTarget::Spirv32,
+        BinaryTarget::Spirv64,
+        BinaryTarget::Spirv64X86_64,
+        BinaryTarget::Spirv64Gen,
+        BinaryTarget::Spirv64Fpga,
+        BinaryTarget::Nvptx64,
+        BinaryTarget::Amdgcn,
+        BinaryTarget::NativeCpu,
+    ];
+
+    /// UR's string for the target.
+    pub fn name(self) -> &'static str {
+        match self {
+            BinaryTarget::Spirv32 => "spir",
+            BinaryTarget::Spirv64 => "spir64",
+            BinaryTarget::Spirv64X86_64 => "spir64_x86_64",
+            BinaryTarget::Spirv64Gen => "spir64_gen",
+            BinaryTarget::Spirv64Fpga => "spir64_fpga",
+            BinaryTarget::Nvptx64 => "nvptx64",
+            BinaryTarget::Amdgcn => "amdgcn",
+            BinaryTarget::NativeCpu => "native_cpu",
+        }
+    }
+
+    /// The target UR's string names, if it is one of UR's.
+    pub fn from_name(name: &str) -> Option<BinaryTarget> {
+        BinaryTarget::ALL.into_iter().find(|t| t.name() == name)
+    }
+}
+
+impl fmt::Display for BinaryTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The OpenCL-style extension names that describe capabilities libsycl
+/// reads from the extension string (`cl_khr_fp16`, `cl_khr_fp64`, the 64-bit
+/// atomics), for adapters whose driver has no extension string of its own.
+pub fn capability_extensions(fp: &FpConfigs, atomics: &AtomicCaps) -> Vec<String> {
+    let mut names = Vec::new();
+    if !fp.half.is_empty() {
+        names.push("cl_khr_fp16");
+    }
+    if !fp.double.is_empty() {
+        names.push("cl_khr_fp64");
+    }
+    if atomics.int64 {
+        names.extend(["cl_khr_int64_base_atomics", "cl_khr_int64_extended_atomics"]);
+    }
+    names.into_iter().map(String::from).collect()
+}
+
 /// Everything the front end and users need to know about a device. Adapters
 /// fill it once, at discovery.
+///
+/// Values the hardware or driver may not tell are `Option`s (`None`: not
+/// known); what the adapter itself decides (alignment it guarantees,
+/// argument limits) is stated by the adapter.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeviceInfo {
     /// The driver's name for the device.
@@ -129,6 +399,78 @@ pub struct DeviceInfo {
     pub source_forms: Vec<SourceForm>,
     /// Command-buffer capabilities.
     pub command_buffer: CommandBufferCaps,
+
+    /// The vendor's PCI vendor id (or Khronos vendor id); 0 when unknown.
+    pub vendor_id: u32,
+    /// The vendor's id of the device model.
+    pub device_id: Option<u32>,
+    /// The device's UUID.
+    pub uuid: Option<[u8; 16]>,
+    /// The PCI address, `domain:bus:device.function` in hexadecimal.
+    pub pci_address: Option<String>,
+    /// An architecture version; newer devices have higher ones.
+    pub ip_version: Option<u32>,
+    /// The device's version as its driver states it (the OpenCL version
+    /// string, a CUDA compute capability `major.minor`, ...).
+    pub version: String,
+    /// Extension names: the driver's where it has an extension string, else
+    /// [`capability_extensions`].
+    pub extensions: Vec<String>,
+    /// The intermediate languages the driver accepts, as OpenCL writes them
+    /// (`SPIR-V_1.0 SPIR-V_1.1`).
+    pub il_version: Option<String>,
+    /// The UR binary formats the device can run, most preferred first
+    /// (empty: none of UR's formats).
+    pub binary_targets: Vec<BinaryTarget>,
+    /// Whether this is a GPU integrated with the host (sharing its memory).
+    pub integrated_gpu: bool,
+    /// Whether host and device share one physical memory.
+    pub host_unified_memory: bool,
+    /// Highest clock frequency in MHz.
+    pub max_clock_mhz: Option<u32>,
+    /// The memory system's clock, bus and bandwidth.
+    pub memory_hardware: MemoryHardware,
+    /// The global-memory cache.
+    pub global_mem_cache: GlobalMemCache,
+    /// Alignment in bits that the base address of every allocation has.
+    pub mem_base_addr_align_bits: u32,
+    /// Largest constant buffer in bytes.
+    pub max_constant_buffer_size: u64,
+    /// Most constant-memory arguments of one kernel.
+    pub max_constant_args: u32,
+    /// Largest total size in bytes of one kernel's arguments.
+    pub max_parameter_size: usize,
+    /// Where local memory lives.
+    pub local_mem_type: LocalMemType,
+    /// Whether global and local memory have error correction.
+    pub error_correction: bool,
+    /// Largest number of work-groups of a launch in each dimension.
+    pub max_work_groups: [usize; 3],
+    /// Registers one work-group may use.
+    pub max_registers_per_work_group: Option<u32>,
+    /// Floating-point capabilities.
+    pub fp: FpConfigs,
+    /// Vector widths kernels should prefer.
+    pub preferred_vector_widths: VectorWidths,
+    /// Vector widths the hardware operates on natively.
+    pub native_vector_widths: VectorWidths,
+    /// Sub-groups.
+    pub sub_groups: SubGroups,
+    /// Atomics and fences.
+    pub atomics: AtomicCaps,
+    /// Resolution of profiling timestamps in nanoseconds.
+    pub profiling_timer_resolution_ns: u64,
+    /// Size in bytes of the buffer kernels' `printf` writes to (0: kernels
+    /// have no `printf`).
+    pub printf_buffer_size: usize,
+    /// Whether kernels convert to and from `bfloat16` in hardware.
+    pub native_bfloat16_conversions: bool,
+}
+
+/// The index of the first binary of the most preferred target in
+/// `preference` that any of `targets` is for.
+fn select_binary<S: AsRef<str>>(preference: &[BinaryTarget], targets: &[S]) -> Option<usize> {
+    preference.iter().find_map(|wanted| targets.iter().position(|t| t.as_ref() == wanted.name()))
 }
 
 /// Identifies a device the way selectors do: backend and index among that
@@ -185,6 +527,43 @@ impl Device {
     /// The device's backend.
     pub fn backend(&self) -> Backend {
         self.inner.id.backend
+    }
+
+    /// Global memory free now, in bytes (`UR_DEVICE_INFO_GLOBAL_MEM_FREE`);
+    /// `None` where the driver does not tell.
+    pub fn free_memory(&self) -> Result<Option<u64>> {
+        self.inner.imp.free_memory()
+    }
+
+    /// A device timestamp on the clock of the device's profiling timestamps,
+    /// with the host timestamp ([`host_clock_ns`](crate::clock::host_clock_ns))
+    /// of the same moment (`urDeviceGetGlobalTimestamps`).
+    pub fn global_timestamps(&self) -> Result<Timestamps> {
+        self.inner.imp.timestamps()
+    }
+
+    /// Of binaries given by their UR target strings (`spir64`, `nvptx64`,
+    /// ...), the index of the one the device should run: the first binary of
+    /// the device's most preferred [`binary_targets`](DeviceInfo::binary_targets)
+    /// entry that any binary has (`urDeviceSelectBinary`).
+    ///
+    /// `InvalidSize` for an empty list; `InvalidBinary`, naming what the
+    /// device runs, when no binary suits it.
+    pub fn select_binary<S: AsRef<str>>(&self, targets: &[S]) -> Result<usize> {
+        ensure!(!targets.is_empty(), InvalidSize, "no binaries to select from");
+        let info = self.info();
+        if let Some(index) = select_binary(&info.binary_targets, targets) {
+            return Ok(index);
+        }
+        let given: Vec<&str> = targets.iter().map(|t| t.as_ref()).collect();
+        let runs: Vec<&str> = info.binary_targets.iter().map(|t| t.name()).collect();
+        Err(err!(
+            InvalidBinary,
+            "{} runs {}; the binaries are for {}",
+            self,
+            if runs.is_empty() { "none of UR's binary formats".to_string() } else { runs.join(", ") },
+            given.join(", ")
+        ))
     }
 
     /// Whether this view uses the software command buffer.
@@ -251,5 +630,46 @@ impl fmt::Debug for Device {
 impl fmt::Display for Device {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.is_emulated() { write!(f, "{} emulated", self.inner.id) } else { write!(f, "{}", self.inner.id) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn binaries_are_chosen_by_the_device_preference() {
+        let given = ["<unknown>", "spir64", "nvptx64", "spir64", "native_cpu"];
+        assert_eq!(select_binary(&[BinaryTarget::Nvptx64], &given), Some(2));
+        assert_eq!(select_binary(&[BinaryTarget::Spirv64, BinaryTarget::Nvptx64], &given), Some(1));
+        assert_eq!(select_binary(&[BinaryTarget::Amdgcn, BinaryTarget::NativeCpu], &given), Some(4));
+        assert_eq!(select_binary(&[BinaryTarget::Amdgcn], &given), None);
+        assert_eq!(select_binary::<&str>(&[], &given), None);
+    }
+
+    #[test]
+    fn binary_target_names_are_urs() {
+        for target in BinaryTarget::ALL {
+            assert_eq!(BinaryTarget::from_name(target.name()), Some(target));
+        }
+        assert_eq!(BinaryTarget::Spirv64X86_64.name(), "spir64_x86_64");
+        assert_eq!(BinaryTarget::from_name("spirv64"), None);
+    }
+
+    #[test]
+    fn capability_extensions_follow_the_capabilities() {
+        let mut fp = FpConfigs { single: FpCapabilities::ROUND_TO_NEAREST, ..FpConfigs::default() };
+        let mut atomics = AtomicCaps::default();
+        assert!(capability_extensions(&fp, &atomics).is_empty());
+        fp.double = FpCapabilities::ROUND_TO_NEAREST;
+        fp.half = FpCapabilities::ROUND_TO_NEAREST;
+        atomics.int64 = true;
+        assert_eq!(
+            capability_extensions(&fp, &atomics),
+            ["cl_khr_fp16", "cl_khr_fp64", "cl_khr_int64_base_atomics", "cl_khr_int64_extended_atomics"]
+        );
+        assert_eq!(VectorWidths::of_register(32, false, true).double, 4);
+        assert_eq!(VectorWidths::of_register(32, false, true).half, 0);
+        assert_eq!(VectorWidths::scalar(true, false), VectorWidths { double: 0, ..VectorWidths::scalar(true, true) });
     }
 }

@@ -26,6 +26,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod adapter;
+pub mod clock;
 pub mod command;
 pub mod command_buffer;
 pub mod context;
@@ -44,6 +45,7 @@ pub mod rect;
 pub mod selector;
 mod software;
 
+pub use clock::{Timestamps, host_clock_ns};
 pub use command::{Command, CommandKind, MAX_PATTERN_SIZE, Pattern};
 pub use command_buffer::{
     AppendOptions, Appended, CommandBuffer, CommandBufferDesc, CommandHandle, KernelLaunchUpdate, LocalSizeUpdate,
@@ -51,7 +53,9 @@ pub use command_buffer::{
 };
 pub use context::{Context, ContextId};
 pub use device::{
-    CommandBufferCaps, CommandBufferSupport, Device, DeviceId, DeviceInfo, DeviceType, UpdateCapabilities, UsmKinds,
+    AtomicCaps, BinaryTarget, CacheType, CommandBufferCaps, CommandBufferSupport, Device, DeviceId, DeviceInfo,
+    DeviceType, FpCapabilities, FpConfigs, GlobalMemCache, LocalMemType, MemoryHardware, MemoryOrders, MemoryScopes,
+    SubGroups, UpdateCapabilities, UsmKinds, VectorWidths, capability_extensions,
 };
 pub use error::{Detail, Result, UrError};
 pub use event::{Event, EventStatus, ProfilingInfo, UserEvent};

@@ -29,6 +29,8 @@ int main(void) {
   URT_RESULT(UR_RESULT_ERROR_INVALID_NULL_HANDLE,
              urEnqueueUSMFill(NULL, mem, 1, &byte, 256, 0, NULL, NULL));
   URT_RESULT(UR_RESULT_ERROR_INVALID_NULL_HANDLE, urUSMDeviceAlloc(env.context, NULL, NULL, NULL, 64, (void **)&mem));
+  uint64_t device_time = 0, host_time = 0;
+  URT_RESULT(UR_RESULT_ERROR_INVALID_NULL_HANDLE, urDeviceGetGlobalTimestamps(NULL, &device_time, &host_time));
 
   /* Null pointers. */
   URT_RESULT(UR_RESULT_ERROR_INVALID_NULL_POINTER, urContextCreate(1, &env.device, NULL, NULL));
@@ -55,6 +57,11 @@ int main(void) {
              urContextGetInfo(env.context, (ur_context_info_t)0x7ffffff0, sizeof name, name, NULL));
   URT_RESULT(UR_RESULT_ERROR_INVALID_ENUMERATION,
              urQueueGetInfo(env.queue, (ur_queue_info_t)0x7ffffff0, sizeof name, name, NULL));
+  URT_RESULT(UR_RESULT_ERROR_INVALID_ENUMERATION,
+             urDeviceGetInfo(env.device, (ur_device_info_t)0x7ffffff0, sizeof name, name, NULL));
+  /* Between two enumerators: the validation layer only checks the upper bound. */
+  URT_RESULT(UR_RESULT_ERROR_INVALID_ENUMERATION,
+             urDeviceGetInfo(env.device, (ur_device_info_t)0x200D, sizeof name, name, NULL));
   uint32_t count = 0;
   URT_RESULT(UR_RESULT_ERROR_INVALID_ENUMERATION, urDeviceGet(env.platform, (ur_device_type_t)99, 0, NULL, &count));
   ur_queue_properties_t bad_flags = {UR_STRUCTURE_TYPE_QUEUE_PROPERTIES, NULL, 0x80000000u};

@@ -27,6 +27,7 @@ use std::hash::{Hash, Hasher};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use libtest_mimic::{Arguments, Failed, Trial};
@@ -176,7 +177,11 @@ pub fn build(oneapi: &Oneapi, program: &Program, cache: &Path) -> Result<PathBuf
     if exe.is_file() {
         return Ok(exe);
     }
-    let partial = exe.with_extension(format!("partial-{}", std::process::id()));
+    // Trials of one program (with and without layers) build it on two
+    // threads at once: each into a file of its own, renamed into place.
+    static BUILDS: AtomicUsize = AtomicUsize::new(0);
+    let partial =
+        exe.with_extension(format!("partial-{}-{}", std::process::id(), BUILDS.fetch_add(1, Ordering::Relaxed)));
     let output = Command::new(compiler(program.kind))
         .args(&args)
         .arg("-o")

@@ -4,6 +4,7 @@ use crate::harness::Case;
 
 mod commands;
 mod copy_fill;
+mod device;
 mod eager;
 mod enqueue;
 mod event_sync;
@@ -39,6 +40,7 @@ pub fn all() -> Vec<Case> {
         lifecycle::cases,
         commands::cases,
         objects::cases,
+        device::cases,
         copy_fill::cases,
         read_write::cases,
         rect::cases,

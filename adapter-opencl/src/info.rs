@@ -1,0 +1,371 @@
+//! A device's [`DeviceInfo`] from `clGetDeviceInfo`: what the driver
+//! reports, converted to ur-core's types by pure functions (unit-tested
+//! below), with the queries of optional extensions asked only where the
+//! device lists the extension.
+
+use cl3::types::{cl_bitfield, cl_device_id, cl_uint};
+use ur_core::{
+    AtomicCaps, BinaryTarget, CacheType, CommandBufferCaps, DeviceInfo, DeviceType, FpCapabilities, FpConfigs,
+    GlobalMemCache, LocalMemType, MemoryHardware, MemoryOrders, MemoryScopes, SourceForm, SubGroups, UsmKinds,
+    VectorWidths,
+};
+
+const CL_DEVICE_TYPE_CPU: cl_bitfield = 1 << 1;
+const CL_DEVICE_TYPE_GPU: cl_bitfield = 1 << 2;
+
+// `cl_device_fp_config` bits.
+const CL_FP_DENORM: cl_bitfield = 1 << 0;
+const CL_FP_INF_NAN: cl_bitfield = 1 << 1;
+const CL_FP_ROUND_TO_NEAREST: cl_bitfield = 1 << 2;
+const CL_FP_ROUND_TO_ZERO: cl_bitfield = 1 << 3;
+const CL_FP_ROUND_TO_INF: cl_bitfield = 1 << 4;
+const CL_FP_FMA: cl_bitfield = 1 << 5;
+const CL_FP_SOFT_FLOAT: cl_bitfield = 1 << 6;
+const CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT: cl_bitfield = 1 << 7;
+
+// `cl_device_atomic_capabilities` bits (OpenCL 3.0).
+const CL_DEVICE_ATOMIC_ORDER_RELAXED: cl_bitfield = 1 << 0;
+const CL_DEVICE_ATOMIC_ORDER_ACQ_REL: cl_bitfield = 1 << 1;
+const CL_DEVICE_ATOMIC_ORDER_SEQ_CST: cl_bitfield = 1 << 2;
+const CL_DEVICE_ATOMIC_SCOPE_WORK_ITEM: cl_bitfield = 1 << 3;
+const CL_DEVICE_ATOMIC_SCOPE_WORK_GROUP: cl_bitfield = 1 << 4;
+const CL_DEVICE_ATOMIC_SCOPE_DEVICE: cl_bitfield = 1 << 5;
+const CL_DEVICE_ATOMIC_SCOPE_ALL_DEVICES: cl_bitfield = 1 << 6;
+
+// `cl_device_mem_cache_type` and `cl_device_local_mem_type`.
+const CL_READ_ONLY_CACHE: cl_uint = 1;
+const CL_READ_WRITE_CACHE: cl_uint = 2;
+const CL_LOCAL: cl_uint = 1;
+const CL_GLOBAL: cl_uint = 2;
+
+// Queries of extensions.
+/// `CL_DEVICE_SUB_GROUP_SIZES_INTEL` (`cl_intel_required_subgroup_size`).
+const CL_DEVICE_SUB_GROUP_SIZES_INTEL: cl_uint = 0x4108;
+/// `CL_DEVICE_ID_INTEL` (`cl_intel_device_attribute_query`).
+const CL_DEVICE_ID_INTEL: cl_uint = 0x4251;
+/// `CL_DEVICE_IP_VERSION_INTEL` (`cl_intel_device_attribute_query`).
+const CL_DEVICE_IP_VERSION_INTEL: cl_uint = 0x4250;
+/// `CL_DEVICE_PCI_BUS_INFO_KHR` (`cl_khr_pci_bus_info`).
+const CL_DEVICE_PCI_BUS_INFO_KHR: cl_uint = 0x410F;
+/// `CL_DEVICE_UUID_KHR` (`cl_khr_device_uuid`).
+const CL_DEVICE_UUID_KHR: cl_uint = 0x106A;
+/// `CL_DEVICE_REGISTERS_PER_BLOCK_NV` (`cl_nv_device_attribute_query`).
+const CL_DEVICE_REGISTERS_PER_BLOCK_NV: cl_uint = 0x4002;
+/// `CL_DEVICE_GLOBAL_FREE_MEMORY_AMD` (`cl_amd_device_attribute_query`).
+const CL_DEVICE_GLOBAL_FREE_MEMORY_AMD: cl_uint = 0x4039;
+
+/// The UR capabilities of an OpenCL `cl_device_fp_config`.
+pub fn fp_capabilities(config: cl_bitfield) -> FpCapabilities {
+    [
+        (CL_FP_DENORM, FpCapabilities::DENORM),
+        (CL_FP_INF_NAN, FpCapabilities::INF_NAN),
+        (CL_FP_ROUND_TO_NEAREST, FpCapabilities::ROUND_TO_NEAREST),
+        (CL_FP_ROUND_TO_ZERO, FpCapabilities::ROUND_TO_ZERO),
+        (CL_FP_ROUND_TO_INF, FpCapabilities::ROUND_TO_INF),
+        (CL_FP_FMA, FpCapabilities::FMA),
+        (CL_FP_SOFT_FLOAT, FpCapabilities::SOFT_FLOAT),
+        (CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT, FpCapabilities::CORRECTLY_ROUNDED_DIVIDE_SQRT),
+    ]
+    .into_iter()
+    .filter(|(cl, _)| config & cl != 0)
+    .fold(FpCapabilities::empty(), |caps, (_, ur)| caps | ur)
+}
+
+/// The orders and scopes of an OpenCL 3.0 `cl_device_atomic_capabilities`.
+/// Acquire-release implies acquire and release alone.
+pub fn atomic_capabilities(caps: cl_bitfield) -> (MemoryOrders, MemoryScopes) {
+    let mut orders = MemoryOrders::empty();
+    orders.set(MemoryOrders::RELAXED, caps & CL_DEVICE_ATOMIC_ORDER_RELAXED != 0);
+    if caps & CL_DEVICE_ATOMIC_ORDER_ACQ_REL != 0 {
+        orders |= MemoryOrders::ACQUIRE | MemoryOrders::RELEASE | MemoryOrders::ACQ_REL;
+    }
+    orders.set(MemoryOrders::SEQ_CST, caps & CL_DEVICE_ATOMIC_ORDER_SEQ_CST != 0);
+    let mut scopes = MemoryScopes::empty();
+    scopes.set(MemoryScopes::WORK_ITEM, caps & CL_DEVICE_ATOMIC_SCOPE_WORK_ITEM != 0);
+    scopes.set(MemoryScopes::WORK_GROUP, caps & CL_DEVICE_ATOMIC_SCOPE_WORK_GROUP != 0);
+    scopes.set(MemoryScopes::DEVICE, caps & CL_DEVICE_ATOMIC_SCOPE_DEVICE != 0);
+    scopes.set(MemoryScopes::SYSTEM, caps & CL_DEVICE_ATOMIC_SCOPE_ALL_DEVICES != 0);
+    (orders, scopes)
+}
+
+/// What OpenCL before 3.0 guarantees without a query: 2.x has the C11
+/// orders at work-group and device scope, 1.x relaxed atomics only.
+pub fn atomics_before_3_0(major: u32) -> (MemoryOrders, MemoryScopes) {
+    let scopes = MemoryScopes::WORK_GROUP | MemoryScopes::DEVICE;
+    if major >= 2 { (MemoryOrders::all(), scopes) } else { (MemoryOrders::RELAXED, scopes) }
+}
+
+/// The major version of an OpenCL version string (`OpenCL 3.0 PoCL ...`).
+pub fn major_version(version: &str) -> Option<u32> {
+    let number = version.strip_prefix("OpenCL ")?.split_whitespace().next()?;
+    number.split('.').next()?.parse().ok()
+}
+
+/// The UR binary formats of a device with this IL version string and
+/// address width: SPIR-V in the device's address width.
+pub fn binary_targets(il_version: Option<&str>, address_bits: u32) -> Vec<BinaryTarget> {
+    if !il_version.is_some_and(|il| il.split_whitespace().any(|v| v.starts_with("SPIR-V"))) {
+        return Vec::new();
+    }
+    vec![if address_bits == 32 { BinaryTarget::Spirv32 } else { BinaryTarget::Spirv64 }]
+}
+
+/// `domain:bus:device.function` from `cl_device_pci_bus_info_khr` (four
+/// `cl_uint`s).
+pub fn pci_address(bytes: &[u8]) -> Option<String> {
+    let words: Vec<u32> =
+        bytes.chunks_exact(4).take(4).map(|w| u32::from_ne_bytes(w.try_into().expect("4 bytes"))).collect();
+    let [domain, bus, device, function] = words[..] else { return None };
+    Some(format!("{domain:04x}:{bus:02x}:{device:02x}.{function:x}"))
+}
+
+/// Sub-group sizes from `CL_DEVICE_SUB_GROUP_SIZES_INTEL` (`size_t[]`).
+pub fn sub_group_sizes(bytes: &[u8]) -> Vec<u32> {
+    bytes
+        .chunks_exact(size_of::<usize>())
+        .filter_map(|w| u32::try_from(usize::from_ne_bytes(w.try_into().expect("usize bytes"))).ok())
+        .collect()
+}
+
+fn data(id: cl_device_id, name: cl_uint) -> Option<Vec<u8>> {
+    cl3::device::get_device_data(id, name).ok()
+}
+
+fn uint(id: cl_device_id, name: cl_uint) -> Option<u32> {
+    Some(u32::from_ne_bytes(data(id, name)?.get(..4)?.try_into().ok()?))
+}
+
+/// Global memory free now, for devices with AMD's attribute query (the
+/// first `size_t` of the answer is the free memory in KiB).
+pub(crate) fn free_memory(id: cl_device_id, extensions: &[String]) -> Option<u64> {
+    if !extensions.iter().any(|e| e == "cl_amd_device_attribute_query") {
+        return None;
+    }
+    let bytes = data(id, CL_DEVICE_GLOBAL_FREE_MEMORY_AMD)?;
+    let kib = usize::from_ne_bytes(bytes.get(..size_of::<usize>())?.try_into().ok()?);
+    Some(kib as u64 * 1024)
+}
+
+/// What the rest of discovery decided, which `clGetDeviceInfo` does not say.
+pub(crate) struct Decided {
+    pub(crate) usm: UsmKinds,
+    pub(crate) out_of_order: bool,
+    pub(crate) command_buffer: CommandBufferCaps,
+}
+
+/// Queries everything [`DeviceInfo`] holds. Queries every device answers
+/// since OpenCL 1.2 fail the device; newer or optional ones are `None`, 0
+/// or empty when the device does not answer them.
+pub(crate) fn device_info(
+    device: &opencl3::device::Device,
+    name: String,
+    decided: Decided,
+) -> std::result::Result<DeviceInfo, String> {
+    let id = device.id();
+    let q = |what: &str, e: cl3::error_codes::ClError| format!("{what}: {}", e.0);
+    let dev_type = device.dev_type().map_err(|e| q("CL_DEVICE_TYPE", e))?;
+    let device_type = match dev_type {
+        t if t & CL_DEVICE_TYPE_GPU != 0 => DeviceType::Gpu,
+        t if t & CL_DEVICE_TYPE_CPU != 0 => DeviceType::Cpu,
+        _ => DeviceType::Accelerator,
+    };
+    let items = device.max_work_item_sizes().map_err(|e| q("CL_DEVICE_MAX_WORK_ITEM_SIZES", e))?;
+    let mut max_work_item_sizes = [1; 3];
+    for (d, s) in items.iter().take(3).enumerate() {
+        max_work_item_sizes[d] = *s;
+    }
+    let version = device.version().map_err(|e| q("CL_DEVICE_VERSION", e))?;
+    let major = major_version(&version).unwrap_or(1);
+    let extensions: Vec<String> =
+        device.extensions().unwrap_or_default().split_whitespace().map(String::from).collect();
+    let has = |name: &str| extensions.iter().any(|e| e == name);
+    let il_version =
+        device.il_version().ok().map(|s| s.trim_end_matches('\0').trim().to_string()).filter(|s| !s.is_empty());
+    let address_bits = device.address_bits().map_err(|e| q("CL_DEVICE_ADDRESS_BITS", e))?;
+    let host_unified_memory = device.host_unified_memory().unwrap_or(device_type == DeviceType::Cpu);
+
+    let fp = FpConfigs {
+        half: if has("cl_khr_fp16") {
+            device.half_fp_config().map(fp_capabilities).unwrap_or_default()
+        } else {
+            FpCapabilities::empty()
+        },
+        single: fp_capabilities(device.single_fp_config().map_err(|e| q("CL_DEVICE_SINGLE_FP_CONFIG", e))?),
+        // 0 from devices without doubles (OpenCL 1.2 and later).
+        double: device.double_fp_config().map(fp_capabilities).unwrap_or_default(),
+    };
+    let (memory_orders, memory_scopes) =
+        device.atomic_memory_capabilities().map(atomic_capabilities).unwrap_or_else(|_| atomics_before_3_0(major));
+    let (fence_orders, fence_scopes) =
+        device.atomic_fence_capabilities().map(atomic_capabilities).unwrap_or_else(|_| atomics_before_3_0(major));
+    let atomics = AtomicCaps {
+        int64: has("cl_khr_int64_base_atomics") && has("cl_khr_int64_extended_atomics"),
+        memory_orders,
+        memory_scopes,
+        fence_orders,
+        fence_scopes,
+    };
+    let width = |w: Result<cl_uint, cl3::error_codes::ClError>| w.unwrap_or(0);
+    let preferred_vector_widths = VectorWidths {
+        char: width(device.max_preferred_vector_width_char()),
+        short: width(device.max_preferred_vector_width_short()),
+        int: width(device.max_preferred_vector_width_int()),
+        long: width(device.max_preferred_vector_width_long()),
+        half: width(device.preferred_vector_width_half()),
+        float: width(device.max_preferred_vector_width_float()),
+        double: width(device.max_preferred_vector_width_double()),
+    };
+    let native_vector_widths = VectorWidths {
+        char: width(device.native_vector_width_char()),
+        short: width(device.native_vector_width_short()),
+        int: width(device.native_vector_width_int()),
+        long: width(device.native_vector_width_long()),
+        half: width(device.native_vector_width_half()),
+        float: width(device.native_vector_width_float()),
+        double: width(device.native_vector_width_double()),
+    };
+    let intel_attributes = has("cl_intel_device_attribute_query");
+    let max_mem_alloc_size = device.max_mem_alloc_size().map_err(|e| q("CL_DEVICE_MAX_MEM_ALLOC_SIZE", e))?;
+
+    Ok(DeviceInfo {
+        name,
+        vendor: device.vendor().unwrap_or_default(),
+        driver_version: device.driver_version().unwrap_or_default(),
+        device_type,
+        max_compute_units: device.max_compute_units().unwrap_or(1),
+        max_work_group_size: device.max_work_group_size().map_err(|e| q("CL_DEVICE_MAX_WORK_GROUP_SIZE", e))?,
+        max_work_item_sizes,
+        global_mem_size: device.global_mem_size().unwrap_or(0),
+        local_mem_size: device.local_mem_size().unwrap_or(0),
+        max_mem_alloc_size,
+        usm: decided.usm,
+        // SVM and Intel USM pointers are host pointers too (fine-grained SVM
+        // and host/shared Intel USM are the only host kinds offered).
+        usm_host_addressable: true,
+        queue_profiling: true,
+        out_of_order_queues: decided.out_of_order,
+        source_forms: vec![SourceForm::OpenClC],
+        command_buffer: decided.command_buffer,
+        vendor_id: device.vendor_id().unwrap_or(0),
+        device_id: if intel_attributes { uint(id, CL_DEVICE_ID_INTEL) } else { None },
+        uuid: if has("cl_khr_device_uuid") {
+            data(id, CL_DEVICE_UUID_KHR).and_then(|b| b.get(..16)?.try_into().ok())
+        } else {
+            None
+        },
+        pci_address: if has("cl_khr_pci_bus_info") {
+            data(id, CL_DEVICE_PCI_BUS_INFO_KHR).and_then(|b| pci_address(&b))
+        } else {
+            None
+        },
+        ip_version: if intel_attributes { uint(id, CL_DEVICE_IP_VERSION_INTEL) } else { None },
+        version,
+        binary_targets: binary_targets(il_version.as_deref(), address_bits),
+        il_version,
+        extensions: extensions.clone(),
+        integrated_gpu: device_type == DeviceType::Gpu && host_unified_memory,
+        host_unified_memory,
+        max_clock_mhz: device.max_clock_frequency().ok().filter(|c| *c > 0),
+        memory_hardware: MemoryHardware::default(),
+        global_mem_cache: GlobalMemCache {
+            kind: match device.global_mem_cache_type().unwrap_or(0) {
+                CL_READ_ONLY_CACHE => CacheType::ReadOnly,
+                CL_READ_WRITE_CACHE => CacheType::ReadWrite,
+                _ => CacheType::None,
+            },
+            line_size: device.global_mem_cacheline_size().ok().filter(|l| *l > 0),
+            size: device.global_mem_cache_size().ok().filter(|s| *s > 0),
+        },
+        mem_base_addr_align_bits: device.mem_base_addr_align().map_err(|e| q("CL_DEVICE_MEM_BASE_ADDR_ALIGN", e))?,
+        max_constant_buffer_size: device.max_constant_buffer_size().unwrap_or(0),
+        max_constant_args: device.max_constant_args().unwrap_or(0),
+        max_parameter_size: device.max_parameter_size().map_err(|e| q("CL_DEVICE_MAX_PARAMETER_SIZE", e))?,
+        local_mem_type: match device.local_mem_type().unwrap_or(0) {
+            CL_LOCAL => LocalMemType::Local,
+            CL_GLOBAL => LocalMemType::Global,
+            _ => LocalMemType::None,
+        },
+        error_correction: device.error_correction_support().unwrap_or(false),
+        // OpenCL has no limit on work-group counts other than the size_t of
+        // its global sizes.
+        max_work_groups: [usize::MAX; 3],
+        max_registers_per_work_group: if has("cl_nv_device_attribute_query") {
+            uint(id, CL_DEVICE_REGISTERS_PER_BLOCK_NV)
+        } else {
+            None
+        },
+        sub_groups: SubGroups {
+            sizes: if has("cl_intel_required_subgroup_size") {
+                data(id, CL_DEVICE_SUB_GROUP_SIZES_INTEL).map(|b| sub_group_sizes(&b)).unwrap_or_default()
+            } else {
+                Vec::new()
+            },
+            max_per_work_group: device.max_num_sub_groups().unwrap_or(0),
+            independent_forward_progress: device.sub_group_independent_forward_progress().unwrap_or(false),
+        },
+        fp,
+        preferred_vector_widths,
+        native_vector_widths,
+        atomics,
+        profiling_timer_resolution_ns: device.profiling_timer_resolution().unwrap_or(1).max(1) as u64,
+        printf_buffer_size: device.printf_buffer_size().unwrap_or(0),
+        native_bfloat16_conversions: has("cl_intel_bfloat16_conversions"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fp_configs_map_bit_by_bit() {
+        // PoCL 3.1's single precision: everything but soft float.
+        let pocl = CL_FP_DENORM
+            | CL_FP_INF_NAN
+            | CL_FP_ROUND_TO_NEAREST
+            | CL_FP_ROUND_TO_ZERO
+            | CL_FP_ROUND_TO_INF
+            | CL_FP_FMA
+            | CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT;
+        assert_eq!(fp_capabilities(pocl), FpCapabilities::all() - FpCapabilities::SOFT_FLOAT);
+        assert_eq!(fp_capabilities(CL_FP_SOFT_FLOAT), FpCapabilities::SOFT_FLOAT);
+        assert_eq!(
+            fp_capabilities(CL_FP_INF_NAN | CL_FP_ROUND_TO_NEAREST),
+            FpCapabilities::INF_NAN | FpCapabilities::ROUND_TO_NEAREST
+        );
+        assert_eq!(fp_capabilities(0), FpCapabilities::empty());
+    }
+
+    #[test]
+    fn atomic_capabilities_split_into_orders_and_scopes() {
+        // PoCL 3.1's memory capabilities: relaxed, acq_rel, seq_cst at
+        // work-group, device and all-devices scope.
+        let caps = 0b111
+            | CL_DEVICE_ATOMIC_SCOPE_WORK_GROUP
+            | CL_DEVICE_ATOMIC_SCOPE_DEVICE
+            | CL_DEVICE_ATOMIC_SCOPE_ALL_DEVICES;
+        let (orders, scopes) = atomic_capabilities(caps);
+        assert_eq!(orders, MemoryOrders::all());
+        assert_eq!(scopes, MemoryScopes::WORK_GROUP | MemoryScopes::DEVICE | MemoryScopes::SYSTEM);
+        let (orders, scopes) = atomic_capabilities(CL_DEVICE_ATOMIC_ORDER_RELAXED | CL_DEVICE_ATOMIC_SCOPE_WORK_ITEM);
+        assert_eq!((orders, scopes), (MemoryOrders::RELAXED, MemoryScopes::WORK_ITEM));
+        assert_eq!(atomics_before_3_0(2).0, MemoryOrders::all());
+        assert_eq!(atomics_before_3_0(1).0, MemoryOrders::RELAXED);
+    }
+
+    #[test]
+    fn versions_targets_and_addresses() {
+        assert_eq!(major_version("OpenCL 3.0 PoCL HSTR: pthread-x86_64"), Some(3));
+        assert_eq!(major_version("OpenCL 1.2 CUDA"), Some(1));
+        assert_eq!(major_version("3.0"), None);
+        assert_eq!(binary_targets(Some("SPIR-V_1.0 SPIR-V_1.2"), 64), vec![BinaryTarget::Spirv64]);
+        assert_eq!(binary_targets(Some("SPIR-V_1.0"), 32), vec![BinaryTarget::Spirv32]);
+        assert!(binary_targets(None, 64).is_empty());
+        assert!(binary_targets(Some("SPIR_1.2"), 64).is_empty());
+        let bus: Vec<u8> = [0u32, 0x3b, 0, 1].iter().flat_map(|w| w.to_ne_bytes()).collect();
+        assert_eq!(pci_address(&bus).as_deref(), Some("0000:3b:00.1"));
+        assert_eq!(pci_address(&bus[..12]), None);
+        let sizes: Vec<u8> = [8usize, 16, 32].iter().flat_map(|s| s.to_ne_bytes()).collect();
+        assert_eq!(sub_group_sizes(&sizes), vec![8, 16, 32]);
+    }
+}

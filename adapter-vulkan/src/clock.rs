@@ -1,0 +1,120 @@
+//! Device timestamps with the host time of the same moment
+//! (`urDeviceGetGlobalTimestamps`).
+//!
+//! The device time is the clock of profiling timestamps: ticks of the
+//! device's timestamp counter, masked to its valid bits, times
+//! `timestampPeriod`. With `VK_EXT_calibrated_timestamps` and the
+//! `CLOCK_MONOTONIC` time domain (the host clock of ur-core), one
+//! `vkGetCalibratedTimestampsEXT` call samples both clocks together.
+//! Without it, the device writes a timestamp in a submission of its own and
+//! the host time is the midpoint of host-clock readings around the
+//! submission and its wait, the narrowest of three
+//! ([`ur_core::clock::bracket_narrowest`]), which is as close as the wait's
+//! latency.
+
+use ash::vk;
+use ur_core::clock::bracket_narrowest;
+use ur_core::{Result, Timestamps, err};
+
+use crate::conv::VkResultExt;
+use crate::device::Instance;
+use crate::runtime::Runtime;
+
+/// The host time domain matching ur-core's host clock, where Vulkan has one.
+#[cfg(unix)]
+const HOST_DOMAIN: Option<vk::TimeDomainEXT> = Some(vk::TimeDomainEXT::CLOCK_MONOTONIC);
+#[cfg(not(unix))]
+const HOST_DOMAIN: Option<vk::TimeDomainEXT> = None;
+
+/// Whether the device calibrates its own clock against the host clock.
+/// The caller checked that it lists `VK_EXT_calibrated_timestamps`.
+pub(crate) fn calibrateable(instance: &Instance, physical: vk::PhysicalDevice) -> bool {
+    let Some(host) = HOST_DOMAIN else { return false };
+    let ext = ash::ext::calibrated_timestamps::Instance::new(&instance.entry, &instance.raw);
+    // SAFETY: a plain query of an enumerated physical device that has the extension.
+    match unsafe { ext.get_physical_device_calibrateable_time_domains(physical) } {
+        Ok(domains) => domains.contains(&vk::TimeDomainEXT::DEVICE) && domains.contains(&host),
+        Err(e) => {
+            tracing::debug!(error = %e, "calibrateable time domains unavailable");
+            false
+        }
+    }
+}
+
+/// A device timestamp and the host time of it.
+pub(crate) fn timestamps(rt: &Runtime) -> Result<Timestamps> {
+    match (&rt.gpu.calibrated, HOST_DOMAIN) {
+        (Some(calibrated), Some(host)) => calibrated_pair(rt, calibrated, host),
+        _ => submitted_timestamp(rt),
+    }
+}
+
+fn device_ns(rt: &Runtime, ticks: u64) -> u64 {
+    ((ticks & rt.gpu.timestamp_mask) as f64 * rt.gpu.timestamp_period) as u64
+}
+
+fn calibrated_pair(
+    rt: &Runtime,
+    calibrated: &ash::ext::calibrated_timestamps::Device,
+    host: vk::TimeDomainEXT,
+) -> Result<Timestamps> {
+    let infos = [
+        vk::CalibratedTimestampInfoEXT::default().time_domain(vk::TimeDomainEXT::DEVICE),
+        vk::CalibratedTimestampInfoEXT::default().time_domain(host),
+    ];
+    // SAFETY: the extension is enabled on the device; both domains are
+    // calibrateable (checked at discovery).
+    let (values, _max_deviation) =
+        unsafe { calibrated.get_calibrated_timestamps(&infos) }.vk("vkGetCalibratedTimestampsEXT")?;
+    Ok(Timestamps { device: device_ns(rt, values[0]), host: values[1] })
+}
+
+/// The device time of a timestamp written by a submission of its own.
+pub(crate) fn submitted_timestamp(rt: &Runtime) -> Result<Timestamps> {
+    if rt.gpu.timestamp_mask == 0 {
+        return Err(err!(UnsupportedFeature, "the device's queue family has no timestamps"));
+    }
+    let span = rt.clock_queries.span()?;
+    let (device, host) = bracket_narrowest(3, || {
+        rt.run_now(|cb| {
+            span.begin(cb);
+            span.end(cb);
+        })?;
+        let times = span.read().ok_or_else(|| err!(AdapterSpecific, "the timestamp query has no result"))?;
+        Ok::<u64, ur_core::UrError>(times.end)
+    })?;
+    Ok(Timestamps { device, host })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::VulkanPlatform;
+
+    /// Both ways of reading the device clock agree: a submitted timestamp
+    /// falls between two calibrated pairs (where the device calibrates),
+    /// and each pair's host time lies within the host clock around it.
+    #[test]
+    fn calibrated_and_submitted_timestamps_agree() {
+        let platform = match VulkanPlatform::new() {
+            Ok(p) => p,
+            Err(why) => return eprintln!("skipped: {why}"),
+        };
+        for device in &platform.devices {
+            let rt = device.runtime().expect("runtime");
+            let start = ur_core::host_clock_ns();
+            let first = timestamps(&rt).expect("timestamps");
+            let submitted = submitted_timestamp(&rt).expect("submitted timestamp");
+            let last = timestamps(&rt).expect("timestamps");
+            let end = ur_core::host_clock_ns();
+            let name = &device.info.name;
+            assert!(
+                first.device <= submitted.device && submitted.device <= last.device,
+                "{name}: {first:?} {submitted:?} {last:?}"
+            );
+            assert!(
+                start <= first.host && first.host <= submitted.host && submitted.host <= last.host && last.host <= end
+            );
+        }
+    }
+}
