@@ -9,7 +9,7 @@ use smallvec::SmallVec;
 use ur_core::adapter::downcast;
 use ur_core::event::execution_error;
 use ur_core::rect::for_each_row;
-use ur_core::{
+use ur_core::{NativeTarget, 
     ArgValue, Backend, Command, KernelCommand, MemBuffer, MemLoc, NativeArg, Result, UsmRef, WorkGroup, err,
 };
 
@@ -82,6 +82,9 @@ unsafe fn execute_inner(command: &Command) -> Result<()> {
             Command::BufferFill { buffer, pattern, offset, size } => {
                 fill(buffer_ptr(buffer)?.add(*offset), pattern, *size)
             }
+            // The CPU has no native queue: the callback's host work is the
+            // command, run here, after its dependencies.
+            Command::Native(native) => native.invoke(Backend::Cpu, NativeTarget::Host)?,
         }
     }
     Ok(())

@@ -5,7 +5,7 @@ use std::sync::{Arc, OnceLock};
 
 use cl3::types::{cl_bitfield, cl_command_queue};
 use ur_core::adapter::{BufferImpl, CommandBufferImpl, ContextImpl, ProgramImpl, QueueImpl, UserEventImpl, UsmImpl};
-use ur_core::{CommandBufferDesc, MemFlags, ProgramBundle, QueueProperties, Result, SourceForm, UsmKind, err};
+use ur_core::{CommandBufferDesc, NativeHandle, MemFlags, ProgramBundle, QueueProperties, Result, SourceForm, UsmKind, err};
 
 use crate::command_buffer::ClCommandBuffer;
 use crate::conv::ClResultExt;
@@ -101,6 +101,11 @@ impl ClContext {
 }
 
 impl ContextImpl for ClContext {
+    /// The `cl_context`.
+    fn native_handle(&self) -> Result<NativeHandle> {
+        Ok(NativeHandle(self.shared.context.get() as u64))
+    }
+
     unsafe fn usm_alloc(&self, kind: UsmKind, size: usize, align: usize) -> Result<Box<dyn UsmImpl>> {
         Ok(Box::new(ClUsm::new(self.shared.clone(), kind, size, align)?))
     }

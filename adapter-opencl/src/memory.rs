@@ -236,7 +236,12 @@ impl ClBuffer {
     }
 }
 
-impl BufferImpl for ClBuffer {}
+impl BufferImpl for ClBuffer {
+    /// The `cl_mem`.
+    fn native_handle(&self) -> Result<ur_core::NativeHandle> {
+        Ok(ur_core::NativeHandle(self.mem() as u64))
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -19,10 +19,11 @@ use std::sync::Arc;
 
 use crate::clock::Timestamps;
 use crate::command::Command;
-use crate::command_buffer::{CommandBufferDesc, NativeHandle};
+use crate::command_buffer::CommandBufferDesc;
 use crate::device::DeviceInfo;
 use crate::error::Result;
 use crate::event::{Event, EventStatus, ProfilingInfo};
+use crate::interop::NativeHandle;
 use crate::launch::KernelCommand;
 use crate::memory::{MemFlags, UsmKind};
 use crate::platform::Backend;
@@ -47,6 +48,12 @@ pub trait PlatformImpl: Send + Sync {
     fn version(&self) -> String;
     /// The platform's devices.
     fn devices(&self) -> Vec<Arc<dyn DeviceImpl>>;
+
+    /// The native object (see [`crate::interop`]); `UnsupportedFeature`
+    /// where the backend has none.
+    fn native_handle(&self) -> Result<NativeHandle> {
+        Err(crate::err!(UnsupportedFeature, "this platform has no native handle"))
+    }
 }
 
 /// A device of an adapter.
@@ -61,6 +68,12 @@ pub trait DeviceImpl: Any + Send + Sync {
     fn timestamps(&self) -> Result<Timestamps>;
     /// Creates a context on this device.
     fn create_context(self: Arc<Self>) -> Result<Arc<dyn ContextImpl>>;
+
+    /// The native object (see [`crate::interop`]); `UnsupportedFeature`
+    /// where the backend has none.
+    fn native_handle(&self) -> Result<NativeHandle> {
+        Err(crate::err!(UnsupportedFeature, "this device has no native handle"))
+    }
 }
 
 /// A context of an adapter: allocates memory, builds programs, makes queues
@@ -107,6 +120,12 @@ pub trait ContextImpl: Any + Send + Sync {
     /// usable in every wait list of this context: eager commands, command-buffer
     /// enqueues and command-buffer appends.
     fn user_event_create(&self) -> Result<Arc<dyn UserEventImpl>>;
+
+    /// The native object (see [`crate::interop`]); `UnsupportedFeature`
+    /// where the backend has none.
+    fn native_handle(&self) -> Result<NativeHandle> {
+        Err(crate::err!(UnsupportedFeature, "this context has no native handle"))
+    }
 }
 
 /// A USM allocation; dropping it frees the memory.
@@ -118,7 +137,13 @@ pub trait UsmImpl: Any + Send + Sync {
 }
 
 /// A memory buffer; dropping it frees the memory.
-pub trait BufferImpl: Any + Send + Sync {}
+pub trait BufferImpl: Any + Send + Sync {
+    /// The native object (see [`crate::interop`]); `UnsupportedFeature`
+    /// where the backend has none.
+    fn native_handle(&self) -> Result<NativeHandle> {
+        Err(crate::err!(UnsupportedFeature, "this buffer has no native handle"))
+    }
+}
 
 /// A built program.
 pub trait ProgramImpl: Any + Send + Sync {
@@ -164,6 +189,12 @@ pub trait QueueImpl: Any + Send + Sync {
 
     /// Makes sure everything submitted will start without further calls.
     fn flush(&self) -> Result<()>;
+
+    /// The native object (see [`crate::interop`]); `UnsupportedFeature`
+    /// where the backend has none.
+    fn native_handle(&self) -> Result<NativeHandle> {
+        Err(crate::err!(UnsupportedFeature, "this queue has no native handle"))
+    }
 }
 
 /// An event of an adapter.
@@ -174,6 +205,12 @@ pub trait EventImpl: Any + Send + Sync {
     fn wait(&self) -> Result<()>;
     /// Timestamps, once complete, for events of profiling queues.
     fn profiling(&self) -> Option<ProfilingInfo>;
+
+    /// The native object (see [`crate::interop`]); `UnsupportedFeature`
+    /// where the backend has none.
+    fn native_handle(&self) -> Result<NativeHandle> {
+        Err(crate::err!(UnsupportedFeature, "this event has no native handle"))
+    }
 }
 
 /// An event the host completes, like OpenCL's user events.

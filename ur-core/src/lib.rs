@@ -34,6 +34,7 @@ pub mod device;
 pub mod error;
 pub mod event;
 pub mod graph;
+pub mod interop;
 pub mod launch;
 pub mod loader;
 pub mod memory;
@@ -65,6 +66,7 @@ pub use memory::{
     BufferMapping, HostPtr, MapFlags, MemBuffer, MemFlags, MemLoc, MigrationFlags, UsmAdvice, UsmAllocation, UsmKind,
     UsmPtr, UsmRef,
 };
+pub use interop::{NativeCommand, NativeFn, NativeScope, NativeTarget};
 pub use native::{NativeArg, NativeKernel, NativeKernelFn, NdRange, WorkGroup, WorkItem};
 pub use platform::{Backend, Platform};
 pub use program::{ArgKind, Kernel, KernelSignature, Program, ProgramBundle, ProgramSource, SourceForm, SpirvModule};

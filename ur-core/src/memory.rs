@@ -373,6 +373,12 @@ impl MemBuffer {
         &*self.inner.imp
     }
 
+    /// The native object behind the buffer (see [`crate::interop`] for each
+    /// backend's); `UnsupportedFeature` where the backend has none.
+    pub fn native_handle(&self) -> Result<crate::NativeHandle> {
+        self.inner.imp.native_handle()
+    }
+
     /// Number of handles to this buffer (commands that use it included).
     pub fn reference_count(&self) -> usize {
         Arc::strong_count(&self.inner)

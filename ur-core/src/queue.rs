@@ -27,6 +27,7 @@ use crate::error::Result;
 use crate::error::panic_message;
 use crate::event::{Event, UserEvent, as_refs, resolve_wait_list};
 use crate::graph::record::{self, Recordable, RecordingSlot};
+use crate::interop::{self, NativeCommand, NativeHandle, NativeScope, Owner};
 use crate::launch::KernelLaunch;
 use crate::memory::{BufferMapping, MapFlags, MappedMemory, MemBuffer, MigrationFlags, UsmAdvice, UsmPtr};
 use crate::rect::{RectLayout, RectRegion};
@@ -136,6 +137,47 @@ impl Queue {
         &*self.inner.imp
     }
 
+    /// The native queue (see [`crate::interop`]); inside a native command's
+    /// callback enqueued on this queue, that command's target (on Vulkan the
+    /// command buffer being recorded), found without taking any lock.
+    pub fn native_handle(&self) -> Result<NativeHandle> {
+        if let Some(target) = interop::running_target(Owner::Queue(self.key())) {
+            return target
+                .handle()
+                .ok_or_else(|| crate::err!(UnsupportedFeature, "a CPU native command has no native queue"));
+        }
+        self.inner.imp.native_handle()
+    }
+
+    /// Enqueues a native command (`urEnqueueNativeCommandExp`): `callback`
+    /// does backend-native work where its [`NativeScope`] says (see
+    /// [`crate::interop`]), after the events of `wait` (and, on an in-order
+    /// queue, everything before); the returned event completes when that
+    /// work has. `mems` are buffers the work uses: kept alive until then and
+    /// listed in the scope. Queue methods may be called from the callback,
+    /// except blocking ones on the CPU (`InvalidOperation`).
+    ///
+    /// # Safety
+    /// The native work is unchecked: it must only touch memory that stays
+    /// valid until the returned event completes, and leave the native objects
+    /// as it found them (no release, no state the adapter relies on).
+    #[tracing::instrument(level = "debug", skip_all, fields(mems = mems.len()))]
+    pub unsafe fn enqueue_native_command(
+        &self,
+        mems: &[&MemBuffer],
+        wait: &[&Event],
+        callback: impl Fn(&NativeScope<'_>) + Send + Sync + 'static,
+    ) -> Result<Event> {
+        self.check_not_recording("a native command")?;
+        for mem in mems {
+            mem.check_context(&self.inner.context)?;
+        }
+        let resolved = resolve_wait_list(self.inner.context.id(), wait)?;
+        let mems = mems.iter().map(|m| (*m).clone()).collect();
+        let native = NativeCommand::new(Arc::new(callback), mems, Owner::Queue(self.key()));
+        self.execute(Command::Native(native), &resolved)
+    }
+
     /// Whether both handles are the same queue.
     pub fn same_queue(&self, other: &Queue) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
@@ -195,6 +237,7 @@ impl Queue {
     /// Blocking calls never record: their host memory is borrowed for the call.
     fn submit_blocking(&self, command: Command, wait: &[&Event]) -> Result<()> {
         self.check_not_recording("a blocking transfer")?;
+        interop::check_not_in_host_command("a blocking transfer")?;
         let resolved = resolve_wait_list(self.inner.context.id(), wait)?;
         let event = self.execute(command, &resolved)?;
         let result = event.wait();
@@ -645,6 +688,7 @@ impl Queue {
     #[tracing::instrument(level = "debug", skip_all)]
     pub fn finish(&self) -> Result<()> {
         self.check_not_recording("`finish` (a host wait)")?;
+        interop::check_not_in_host_command("`finish`")?;
         let result = self.inner.imp.finish();
         self.inner.in_flight.lock().retain(|(e, _)| !e.status().is_terminal());
         result
