@@ -9,8 +9,9 @@ use smallvec::SmallVec;
 use ur_core::adapter::downcast;
 use ur_core::event::execution_error;
 use ur_core::rect::for_each_row;
-use ur_core::{NativeTarget, 
-    ArgValue, Backend, Command, KernelCommand, MemBuffer, MemLoc, NativeArg, Result, UsmRef, WorkGroup, err,
+use ur_core::{
+    ArgValue, Backend, Command, KernelCommand, MemBuffer, MemLoc, NativeArg, NativeTarget, Result, UsmRef, WorkGroup,
+    err,
 };
 
 use crate::memory::CpuBuffer;

@@ -25,6 +25,11 @@ impl CudaContext {
 }
 
 impl ContextImpl for CudaContext {
+    /// The `CUcontext` (the device's primary context).
+    fn native_handle(&self) -> Result<ur_core::NativeHandle> {
+        Ok(ur_core::NativeHandle(self.dev.ctx.0 as u64))
+    }
+
     unsafe fn usm_alloc(&self, kind: UsmKind, size: usize, align: usize) -> Result<Box<dyn UsmImpl>> {
         Ok(Box::new(CudaUsm::new(&self.dev, kind, size, align)?))
     }

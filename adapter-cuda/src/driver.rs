@@ -95,6 +95,9 @@ const REQUIRED_SYMBOLS: &[&str] = &[
     "cuGraphExecUpdate_v2",
     "cuGraphNodeSetEnabled",
     "cuGraphLaunch",
+    "cuStreamBeginCaptureToGraph",
+    "cuStreamGetCaptureInfo_v2",
+    "cuStreamEndCapture",
 ];
 
 static OPENED: AtomicBool = AtomicBool::new(false);

@@ -5,7 +5,9 @@ use std::sync::{Arc, OnceLock};
 
 use cl3::types::{cl_bitfield, cl_command_queue};
 use ur_core::adapter::{BufferImpl, CommandBufferImpl, ContextImpl, ProgramImpl, QueueImpl, UserEventImpl, UsmImpl};
-use ur_core::{CommandBufferDesc, NativeHandle, MemFlags, ProgramBundle, QueueProperties, Result, SourceForm, UsmKind, err};
+use ur_core::{
+    CommandBufferDesc, MemFlags, NativeHandle, ProgramBundle, QueueProperties, Result, SourceForm, UsmKind, err,
+};
 
 use crate::command_buffer::ClCommandBuffer;
 use crate::conv::ClResultExt;

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use cl3::types::{cl_bitfield, cl_device_id, cl_platform_id, cl_uint};
 use ur_core::adapter::{ContextImpl, DeviceImpl, PlatformImpl};
 use ur_core::{
-    NativeHandle,
-    CommandBufferCaps, CommandBufferSupport, DeviceInfo, DeviceType, Result, Timestamps, UpdateCapabilities, UsmKinds,
+    CommandBufferCaps, CommandBufferSupport, DeviceInfo, DeviceType, NativeHandle, Result, Timestamps,
+    UpdateCapabilities, UsmKinds,
 };
 
 use crate::clock::DeviceClock;

@@ -282,7 +282,10 @@ impl EventImpl for ClEvent {
             Kind::Signal { current } => match &*current.lock() {
                 Some(event) => return event.native_handle(),
                 None => {
-                    return Err(ur_core::err!(UnsupportedFeature, "a signal event has no cl_event before its first run"));
+                    return Err(ur_core::err!(
+                        UnsupportedFeature,
+                        "a signal event has no cl_event before its first run"
+                    ));
                 }
             },
         };

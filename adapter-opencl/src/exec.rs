@@ -21,8 +21,8 @@ use std::sync::Arc;
 use cl3::types::{cl_command_queue, cl_mem};
 use ur_core::adapter::downcast;
 use ur_core::{
-    ArgValue, Backend, Command, KernelCommand, MemBuffer, MemLoc, NativeCommand, NativeHandle, NativeTarget, Result, UsmRef,
-    err,
+    ArgValue, Backend, Command, KernelCommand, MemBuffer, MemLoc, NativeCommand, NativeHandle, NativeTarget, Result,
+    UsmRef, err,
 };
 
 use crate::context::Shared;

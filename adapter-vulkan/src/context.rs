@@ -25,6 +25,11 @@ impl VulkanContext {
 }
 
 impl ContextImpl for VulkanContext {
+    /// The `VkDevice`.
+    fn native_handle(&self) -> Result<ur_core::NativeHandle> {
+        Ok(ur_core::NativeHandle(ash::vk::Handle::as_raw(self.rt.gpu.device.handle())))
+    }
+
     unsafe fn usm_alloc(&self, kind: UsmKind, size: usize, align: usize) -> Result<Box<dyn UsmImpl>> {
         let kind = match kind {
             UsmKind::Device => MemKind::Device,

@@ -163,8 +163,9 @@ impl NativeCommand {
         RUNNING.with(|r| r.borrow_mut().push((self.owner, target)));
         let _running = Running;
         let scope = NativeScope { backend, target, mems: &self.mems };
-        catch_unwind(AssertUnwindSafe(|| (self.callback)(&scope)))
-            .map_err(|payload| execution_error(backend, format!("native command panicked: {}", panic_message(&*payload))))
+        catch_unwind(AssertUnwindSafe(|| (self.callback)(&scope))).map_err(|payload| {
+            execution_error(backend, format!("native command panicked: {}", panic_message(&*payload)))
+        })
     }
 }
 

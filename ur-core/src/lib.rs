@@ -60,13 +60,13 @@ pub use device::{
 };
 pub use error::{Detail, Result, UrError};
 pub use event::{Event, EventStatus, ProfilingInfo, UserEvent};
+pub use interop::{NativeCommand, NativeFn, NativeScope, NativeTarget};
 pub use launch::{ArgValue, KernelArg, KernelCommand, KernelLaunch};
 pub use loader::{AbsentAdapter, AdapterEntry, Loader};
 pub use memory::{
     BufferMapping, HostPtr, MapFlags, MemBuffer, MemFlags, MemLoc, MigrationFlags, UsmAdvice, UsmAllocation, UsmKind,
     UsmPtr, UsmRef,
 };
-pub use interop::{NativeCommand, NativeFn, NativeScope, NativeTarget};
 pub use native::{NativeArg, NativeKernel, NativeKernelFn, NdRange, WorkGroup, WorkItem};
 pub use platform::{Backend, Platform};
 pub use program::{ArgKind, Kernel, KernelSignature, Program, ProgramBundle, ProgramSource, SourceForm, SpirvModule};
