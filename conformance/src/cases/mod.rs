@@ -21,6 +21,7 @@ mod kernel_event_sync;
 mod large;
 mod lifecycle;
 mod memory_errors;
+mod native_command;
 mod objects;
 mod property;
 mod read_write;
@@ -57,6 +58,7 @@ pub fn all() -> Vec<Case> {
         update_events::cases,
         eager::cases,
         user_events::cases,
+        native_command::cases,
         property::cases,
         stress::cases,
         large::cases,
