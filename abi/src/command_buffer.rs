@@ -39,6 +39,13 @@ pub struct Command {
     handle: CommandHandle,
 }
 
+impl CommandBuffer {
+    /// The ur-core command buffer.
+    pub(crate) fn core(&self) -> &ur_core::CommandBuffer {
+        &self.buffer
+    }
+}
+
 impl Command {
     /// The command's buffer, alive while the application holds it (UR's contract).
     pub(crate) fn buffer(&self) -> AbiResult<Arc<Handle<CommandBuffer>>> {

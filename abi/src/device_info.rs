@@ -345,9 +345,11 @@ fn answer(handle: &Handle<Device>, name: ur_device_info_t, out: InfoOut) -> AbiR
         I::UR_DEVICE_INFO_COMMAND_BUFFER_UPDATE_CAPABILITIES_EXP => out.value(update_flags(info.command_buffer.update)),
         I::UR_DEVICE_INFO_COMMAND_BUFFER_EVENT_SUPPORT_EXP => out.bool(info.command_buffer.events),
         I::UR_DEVICE_INFO_COMMAND_BUFFER_SUBGRAPH_SUPPORT_EXP => out.bool(info.command_buffer.subgraphs),
-        // urEnqueueHostTaskExp is offered.
-        I::UR_DEVICE_INFO_ENQUEUE_HOST_TASK_SUPPORT_EXP => out.bool(true),
-        // Not offered: urEnqueueTimestampRecordingExp, urEnqueueNativeCommandExp,
+        // urEnqueueHostTaskExp and urEnqueueNativeCommandExp are offered.
+        I::UR_DEVICE_INFO_ENQUEUE_HOST_TASK_SUPPORT_EXP | I::UR_DEVICE_INFO_ENQUEUE_NATIVE_COMMAND_SUPPORT_EXP => {
+            out.bool(true)
+        }
+        // Not offered: urEnqueueTimestampRecordingExp,
         // urEventCreateExp, urEnqueueUSM*AllocExp, urQueueBeginGraphCaptureExp,
         // urUSMHostAllocRegisterExp, per-event profiling, urUSMEnablePeerAccessExp,
         // urProgramBuildExp for several devices, urDeviceWaitExp,
@@ -355,7 +357,6 @@ fn answer(handle: &Handle<Device>, name: ur_device_info_t, out: InfoOut) -> AbiR
         // urMemoryExportAllocExportableMemoryExp, the IPC handles, low-power
         // events, the clock extensions of device code.
         I::UR_DEVICE_INFO_TIMESTAMP_RECORDING_SUPPORT_EXP
-        | I::UR_DEVICE_INFO_ENQUEUE_NATIVE_COMMAND_SUPPORT_EXP
         | I::UR_DEVICE_INFO_REUSABLE_EVENTS_SUPPORT_EXP
         | I::UR_DEVICE_INFO_ASYNC_USM_ALLOCATIONS_SUPPORT_EXP
         | I::UR_DEVICE_INFO_GRAPH_RECORD_AND_REPLAY_SUPPORT_EXP

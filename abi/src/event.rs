@@ -22,6 +22,13 @@ pub struct Event {
     command: ur_command_t,
 }
 
+impl Event {
+    /// The ur-core event.
+    pub(crate) fn core(&self) -> &ur_core::Event {
+        &self.event
+    }
+}
+
 /// The events of a C wait list, borrowed for the call.
 ///
 /// # Safety

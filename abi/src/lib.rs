@@ -54,6 +54,7 @@ mod enqueue;
 mod event;
 mod logging;
 mod mem;
+mod native;
 mod platform;
 mod queue;
 mod usm;

@@ -7,7 +7,7 @@
 use std::sync::OnceLock;
 
 use crate::sys::*;
-use crate::{adapter, command_buffer, context, device, device_info, enqueue, event, mem, platform, queue, usm};
+use crate::{adapter, command_buffer, context, device, device_info, enqueue, event, mem, native, platform, queue, usm};
 
 /// The complete dispatch table every handle points to.
 pub fn dispatch_table() -> &'static ur_dditable_t {
@@ -95,7 +95,7 @@ fn build() -> ur_dditable_t {
         Platform: ur_platform_dditable_t {
             pfnGet: Some(platform::urPlatformGet),
             pfnGetInfo: Some(platform::urPlatformGetInfo),
-            pfnGetNativeHandle: unsupported(),
+            pfnGetNativeHandle: Some(native::urPlatformGetNativeHandle),
             pfnCreateWithNativeHandle: unsupported(),
             pfnGetApiVersion: Some(platform::urPlatformGetApiVersion),
             pfnGetBackendOption: Some(platform::urPlatformGetBackendOption),
@@ -105,7 +105,7 @@ fn build() -> ur_dditable_t {
             pfnRetain: Some(context::urContextRetain),
             pfnRelease: Some(context::urContextRelease),
             pfnGetInfo: Some(context::urContextGetInfo),
-            pfnGetNativeHandle: unsupported(),
+            pfnGetNativeHandle: Some(native::urContextGetNativeHandle),
             pfnCreateWithNativeHandle: unsupported(),
             pfnSetExtendedDeleter: Some(context::urContextSetExtendedDeleter),
         },
@@ -115,7 +115,7 @@ fn build() -> ur_dditable_t {
             pfnWait: Some(event::urEventWait),
             pfnRetain: Some(event::urEventRetain),
             pfnRelease: Some(event::urEventRelease),
-            pfnGetNativeHandle: unsupported(),
+            pfnGetNativeHandle: Some(native::urEventGetNativeHandle),
             pfnCreateWithNativeHandle: unsupported(),
             pfnSetCallback: Some(event::urEventSetCallback),
         },
@@ -162,7 +162,7 @@ fn build() -> ur_dditable_t {
             pfnCreate: Some(queue::urQueueCreate),
             pfnRetain: Some(queue::urQueueRetain),
             pfnRelease: Some(queue::urQueueRelease),
-            pfnGetNativeHandle: unsupported(),
+            pfnGetNativeHandle: Some(native::urQueueGetNativeHandle),
             pfnCreateWithNativeHandle: unsupported(),
             pfnFinish: Some(queue::urQueueFinish),
             pfnFlush: Some(queue::urQueueFlush),
@@ -188,7 +188,7 @@ fn build() -> ur_dditable_t {
             pfnRetain: Some(mem::urMemRetain),
             pfnRelease: Some(mem::urMemRelease),
             pfnBufferPartition: unsupported(),
-            pfnGetNativeHandle: unsupported(),
+            pfnGetNativeHandle: Some(native::urMemGetNativeHandle),
             pfnBufferCreateWithNativeHandle: unsupported(),
             pfnImageCreateWithNativeHandle: unsupported(),
             pfnGetInfo: Some(mem::urMemGetInfo),
@@ -236,7 +236,7 @@ fn build() -> ur_dditable_t {
             pfnTimestampRecordingExp: unsupported(),
             pfnCommandBufferExp: Some(command_buffer::urEnqueueCommandBufferExp),
             pfnHostTaskExp: Some(enqueue::urEnqueueHostTaskExp),
-            pfnNativeCommandExp: unsupported(),
+            pfnNativeCommandExp: Some(native::urEnqueueNativeCommandExp),
             pfnGraphExp: unsupported(),
         },
         USM: ur_usm_dditable_t {
@@ -309,7 +309,7 @@ fn build() -> ur_dditable_t {
             pfnAppendMemBufferFillExp: Some(command_buffer::urCommandBufferAppendMemBufferFillExp),
             pfnAppendUSMPrefetchExp: Some(command_buffer::urCommandBufferAppendUSMPrefetchExp),
             pfnAppendUSMAdviseExp: Some(command_buffer::urCommandBufferAppendUSMAdviseExp),
-            pfnAppendNativeCommandExp: unsupported(),
+            pfnAppendNativeCommandExp: Some(native::urCommandBufferAppendNativeCommandExp),
             pfnUpdateKernelLaunchExp: unsupported(),
             pfnUpdateSignalEventExp: Some(command_buffer::urCommandBufferUpdateSignalEventExp),
             pfnUpdateWaitEventsExp: Some(command_buffer::urCommandBufferUpdateWaitEventsExp),
@@ -367,7 +367,7 @@ fn build() -> ur_dditable_t {
             pfnRelease: Some(device::urDeviceRelease),
             pfnPartition: unsupported(),
             pfnSelectBinary: Some(device::urDeviceSelectBinary),
-            pfnGetNativeHandle: unsupported(),
+            pfnGetNativeHandle: Some(native::urDeviceGetNativeHandle),
             pfnCreateWithNativeHandle: unsupported(),
             pfnGetGlobalTimestamps: Some(device::urDeviceGetGlobalTimestamps),
         },

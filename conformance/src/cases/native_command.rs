@@ -218,11 +218,14 @@ fn gated(env: &Env, queue: ur::Queue) -> CaseResult {
     Ok(())
 }
 
+/// A callback's target and the handle it was answered inside the callback.
+type Seen = (NativeTarget, ur::Result<NativeHandle>);
+
 /// Inside the callback, the queue's native handle is the target (the
 /// stream, queue or command buffer the work goes to); the CPU has none.
 fn queue_handle_inside_callback(env: &Env) -> CaseResult {
     let queue = env.queue()?;
-    let seen: Arc<parking_lot::Mutex<Option<(NativeTarget, ur::Result<NativeHandle>)>>> = Arc::default();
+    let seen: Arc<parking_lot::Mutex<Option<Seen>>> = Arc::default();
     let (q, record) = (queue.clone(), seen.clone());
     // SAFETY: the callback does no native work.
     let done = unsafe {
@@ -291,19 +294,15 @@ fn enqueue_misuse(env: &Env) -> CaseResult {
     let ran = Arc::new(AtomicU32::new(0));
     let r = ran.clone();
     // SAFETY: the callback only counts.
-    check_err!(
-        unsafe { queue.enqueue_native_command(&[&foreign], &[], move |_| _ = r.fetch_add(1, Ordering::SeqCst)) },
-        InvalidMemObject
-    );
+    let result =
+        unsafe { queue.enqueue_native_command(&[&foreign], &[], move |_| _ = r.fetch_add(1, Ordering::SeqCst)) };
+    check_err!(result, InvalidMemObject);
     let foreign_event = UserEvent::new(&other)?;
     let r = ran.clone();
+    let wait = [foreign_event.event()];
     // SAFETY: as above.
-    check_err!(
-        unsafe {
-            queue.enqueue_native_command(&[], &[foreign_event.event()], move |_| _ = r.fetch_add(1, Ordering::SeqCst))
-        },
-        InvalidEventWaitList
-    );
+    let result = unsafe { queue.enqueue_native_command(&[], &wait, move |_| _ = r.fetch_add(1, Ordering::SeqCst)) };
+    check_err!(result, InvalidEventWaitList);
     foreign_event.complete()?;
     check_eq!(ran.load(Ordering::SeqCst), 0);
     Ok(())
@@ -365,7 +364,7 @@ fn append_orders_with_sync_points(env: &Env) -> CaseResult {
 fn command_buffer_handle_inside_callback(env: &Env) -> CaseResult {
     let queue = env.queue()?;
     let cb = env.command_buffer(CommandBufferDesc::default())?;
-    let seen: Arc<parking_lot::Mutex<Vec<(NativeTarget, ur::Result<NativeHandle>)>>> = Arc::default();
+    let seen: Arc<parking_lot::Mutex<Vec<Seen>>> = Arc::default();
     let (weak, record) = (cb.clone(), seen.clone());
     // SAFETY: the callback does no native work.
     unsafe { cb.append_native_command(None, &[], move |s| record.lock().push((s.target(), weak.native_handle())))? };
