@@ -3,8 +3,9 @@
  * work on the target the adapter gives them, checked by reading back:
  * - CPU: host stores through the buffer's native handle (its host address);
  * - OpenCL: clEnqueueFillBuffer (libOpenCL, opened with dlopen) on the
- *   cl_command_queue urQueueGetNativeHandle / urCommandBufferGetNativeHandleExp
- *   answer inside the callback, on the buffer's cl_mem;
+ *   cl_command_queue urQueueGetNativeHandle answers inside the callback, and
+ *   clCommandFillBufferKHR into the cl_command_buffer_khr
+ *   urCommandBufferGetNativeHandleExp answers, on the buffer's cl_mem;
  * - Vulkan: vkCmdFillBuffer (libvulkan) into the VkCommandBuffer they answer,
  *   on the buffer's VkBuffer;
  * - CUDA: cuMemsetD32Async (libcuda) on the CUstream, on the CUdeviceptr.
@@ -19,6 +20,12 @@
 typedef int32_t (*cl_fill_fn)(void *, void *, const void *, size_t, size_t, size_t, uint32_t, const void *, void **);
 typedef int32_t (*cl_release_fn)(void *);
 typedef int32_t (*cl_queue_info_fn)(void *, uint32_t, size_t, void *, size_t *);
+typedef int32_t (*cl_device_info_fn)(void *, uint32_t, size_t, void *, size_t *);
+typedef void *(*cl_extension_fn)(void *, const char *);
+typedef int32_t (*cl_record_fill_legacy_fn)(void *, void *, void *, const void *, size_t, size_t, size_t, uint32_t,
+                                            const uint32_t *, uint32_t *, void *);
+typedef int32_t (*cl_record_fill_fn)(void *, void *, const uint64_t *, void *, const void *, size_t, size_t, size_t,
+                                     uint32_t, const uint32_t *, uint32_t *, void *);
 typedef void (*vk_fill_fn)(void *, uint64_t, uint64_t, uint64_t, uint32_t);
 typedef int32_t (*cu_memset_fn)(uint64_t, uint32_t, size_t, void *);
 
@@ -48,6 +55,7 @@ typedef struct {
   ur_exp_command_buffer_handle_t cb;
   size_t first, words;
   uint32_t value;
+  bool record; /* the target is a command buffer being recorded */
   int calls;
   int failures;
 } fill_job;
@@ -55,6 +63,45 @@ typedef struct {
 static void job_fail(fill_job *job, const char *what, int code) {
   job->failures++;
   printf("not ok native.c: inside the callback: %s gave %d\n", what, code);
+}
+
+/* clCommandFillBufferKHR into a recording cl_command_buffer_khr, in the
+ * shape of the device's cl_khr_command_buffer version (a properties
+ * argument from 0.9.5). */
+static void record_fill(fill_job *job, void *cb, void *mem, size_t offset, size_t size) {
+  urt_env *env = job->env;
+  ur_native_handle_t device = 0;
+  ur_result_t r = urDeviceGetNativeHandle(env->device, &device);
+  cl_device_info_fn info = (cl_device_info_fn)entry(env, "clGetDeviceInfo");
+  cl_extension_fn lookup = (cl_extension_fn)entry(env, "clGetExtensionFunctionAddressForPlatform");
+  if (r != UR_RESULT_SUCCESS || !info || !lookup) {
+    job_fail(job, "the OpenCL device", r);
+    return;
+  }
+  void *platform = NULL;
+  info((void *)device, 0x1031 /* CL_DEVICE_PLATFORM */, sizeof platform, &platform, NULL);
+  size_t len = 0;
+  info((void *)device, 0x1060 /* CL_DEVICE_EXTENSIONS_WITH_VERSION */, 0, NULL, &len);
+  uint8_t *entries = malloc(len ? len : 1);
+  uint32_t version = 0;
+  if (info((void *)device, 0x1060, len, entries, NULL) == 0) {
+    for (size_t at = 0; at + 68 <= len; at += 68) /* cl_name_version: 4 + 64 bytes */
+      if (strcmp((const char *)entries + at + 4, "cl_khr_command_buffer") == 0) memcpy(&version, entries + at, 4);
+  }
+  free(entries);
+  uint32_t minor = (version >> 12) & 0x3ff, patch = version & 0xfff;
+  bool properties = (version >> 22) > 0 || minor > 9 || (minor == 9 && patch >= 5);
+  void *address = lookup(platform, "clCommandFillBufferKHR");
+  if (!version || !address) {
+    job_fail(job, "clCommandFillBufferKHR", (int)version);
+    return;
+  }
+  int32_t code;
+  if (properties)
+    code = ((cl_record_fill_fn)address)(cb, NULL, NULL, mem, &job->value, 4, offset, size, 0, NULL, NULL, NULL);
+  else
+    code = ((cl_record_fill_legacy_fn)address)(cb, NULL, mem, &job->value, 4, offset, size, 0, NULL, NULL, NULL);
+  if (code != 0) job_fail(job, "clCommandFillBufferKHR", code);
 }
 
 /* The backend's native work on `target`, the handle asked inside the
@@ -80,6 +127,10 @@ static void native_fill(fill_job *job, ur_result_t asked, ur_native_handle_t tar
     for (size_t i = job->first; i < job->first + job->words; i++) ((uint32_t *)mem)[i] = job->value;
     break;
   case UR_BACKEND_OPENCL: {
+    if (job->record) {
+      record_fill(job, (void *)target, (void *)mem, offset, size);
+      break;
+    }
     cl_fill_fn fill = (cl_fill_fn)entry(env, "clEnqueueFillBuffer");
     cl_release_fn release = (cl_release_fn)entry(env, "clReleaseEvent");
     void *event = NULL;
@@ -193,7 +244,7 @@ static void handles(urt_env *env) {
 
 static void enqueue(urt_env *env) {
   ur_mem_handle_t mem = words_buffer(env, 1);
-  fill_job job = {env, mem, NULL, 0, WORDS / 2, 0xA5A5A5A5u, 0, 0};
+  fill_job job = {env, mem, NULL, 0, WORDS / 2, 0xA5A5A5A5u, false, 0, 0};
   ur_event_handle_t fill = NULL, done = NULL;
   uint32_t two = 2;
   URT_OK(urEnqueueMemBufferFill(env->queue, mem, &two, 4, 0, WORDS * 4, 0, NULL, &fill));
@@ -224,7 +275,9 @@ static void enqueue(urt_env *env) {
 static void command_buffer(urt_env *env, bool in_order) {
   ur_mem_handle_t mem = words_buffer(env, 0), out = words_buffer(env, 0);
   ur_exp_command_buffer_handle_t cb = urt_command_buffer(env, false, in_order);
-  fill_job job = {env, mem, cb, 0, WORDS / 2, 0xA5u, 0, 0};
+  /* OpenCL's target is the cl_command_buffer_khr being recorded (Vulkan's the
+   * VkCommandBuffer, which vkCmdFillBuffer takes as it is). */
+  fill_job job = {env, mem, cb, 0, WORDS / 2, 0xA5u, env->backend == UR_BACKEND_OPENCL, 0, 0};
   uint32_t eleven = 0x11;
   ur_exp_command_buffer_sync_point_t filled = 0, native = 0;
   URT_OK(urCommandBufferAppendMemBufferFillExp(cb, mem, &eleven, 4, 0, WORDS * 4, 0, NULL, 0, NULL, &filled, NULL, NULL));

@@ -66,6 +66,37 @@ type ClFill = unsafe extern "C" fn(
     *mut *mut c_void,
 ) -> i32;
 type ClRelease = unsafe extern "C" fn(*mut c_void) -> i32;
+type ClInfo = unsafe extern "C" fn(*mut c_void, u32, usize, *mut c_void, *mut usize) -> i32;
+type ClExtension = unsafe extern "C" fn(*mut c_void, *const std::ffi::c_char) -> *mut c_void;
+/// `clCommandFillBufferKHR` before 0.9.5 of `cl_khr_command_buffer`.
+type ClRecordFillLegacy = unsafe extern "C" fn(
+    *mut c_void,
+    *mut c_void,
+    *mut c_void,
+    *const c_void,
+    usize,
+    usize,
+    usize,
+    u32,
+    *const u32,
+    *mut u32,
+    *mut c_void,
+) -> i32;
+/// `clCommandFillBufferKHR` from 0.9.5 (a properties argument after the queue).
+type ClRecordFill = unsafe extern "C" fn(
+    *mut c_void,
+    *mut c_void,
+    *const u64,
+    *mut c_void,
+    *const c_void,
+    usize,
+    usize,
+    usize,
+    u32,
+    *const u32,
+    *mut u32,
+    *mut c_void,
+) -> i32;
 type VkFill = unsafe extern "C" fn(*mut c_void, u64, u64, u64, u32);
 type CuMemset = unsafe extern "C" fn(u64, u32, usize, *mut c_void) -> i32;
 
@@ -139,6 +170,7 @@ fn native_fill(scope: &NativeScope<'_>, buffer: &MemBuffer, first: usize, words:
             // SAFETY: the event the enqueue returned.
             unsafe { release(event) };
         }
+        (Backend::OpenCl, NativeTarget::Recording(cb)) => cl_record_fill(cb.0, handle, offset, size, value),
         (Backend::Vulkan, NativeTarget::Recording(cb)) => {
             let fill: VkFill = symbol(vulkan(), b"vkCmdFillBuffer\0");
             // SAFETY: a command buffer in the recording state and a buffer of
@@ -153,6 +185,91 @@ fn native_fill(scope: &NativeScope<'_>, buffer: &MemBuffer, first: usize, words:
         }
         (backend, target) => panic!("unexpected native target {target:?} on {backend}"),
     }
+}
+
+/// A pointer-sized OpenCL info value.
+fn cl_info(query: &[u8], object: *mut c_void, param: u32) -> *mut c_void {
+    let info: ClInfo = symbol(opencl(), query);
+    let mut value: *mut c_void = std::ptr::null_mut();
+    let size = size_of::<*mut c_void>();
+    // SAFETY: a valid object and a pointer-sized parameter.
+    let code = unsafe { info(object, param, size, (&mut value as *mut *mut c_void).cast(), std::ptr::null_mut()) };
+    assert_eq!(code, 0, "{}", String::from_utf8_lossy(query));
+    value
+}
+
+/// Records `clCommandFillBufferKHR` into a recording `cl_command_buffer_khr`,
+/// in the shape of the device's extension version, found from the buffer's
+/// context.
+fn cl_record_fill(cb: u64, mem: u64, offset: usize, size: usize, value: u32) {
+    const CL_MEM_CONTEXT: u32 = 0x1106;
+    const CL_CONTEXT_DEVICES: u32 = 0x1081;
+    const CL_DEVICE_PLATFORM: u32 = 0x1031;
+    const CL_DEVICE_EXTENSIONS_WITH_VERSION: u32 = 0x1060;
+    let context = cl_info(b"clGetMemObjectInfo\0", mem as *mut c_void, CL_MEM_CONTEXT);
+    let device = cl_info(b"clGetContextInfo\0", context, CL_CONTEXT_DEVICES);
+    let platform = cl_info(b"clGetDeviceInfo\0", device, CL_DEVICE_PLATFORM);
+    // The extension's version: `cl_name_version` entries of 4 + 64 bytes.
+    let info: ClInfo = symbol(opencl(), b"clGetDeviceInfo\0");
+    let mut len = 0usize;
+    // SAFETY: a size query.
+    unsafe { info(device, CL_DEVICE_EXTENSIONS_WITH_VERSION, 0, std::ptr::null_mut(), &mut len) };
+    let mut bytes = vec![0u8; len];
+    // SAFETY: `len` bytes of room.
+    let code = unsafe {
+        info(device, CL_DEVICE_EXTENSIONS_WITH_VERSION, len, bytes.as_mut_ptr().cast(), std::ptr::null_mut())
+    };
+    assert_eq!(code, 0, "CL_DEVICE_EXTENSIONS_WITH_VERSION");
+    let version = bytes
+        .chunks_exact(68)
+        .find(|e| e[4..].split(|b| *b == 0).next() == Some(b"cl_khr_command_buffer"))
+        .map(|e| u32::from_ne_bytes([e[0], e[1], e[2], e[3]]))
+        .expect("cl_khr_command_buffer");
+    let (minor, patch) = ((version >> 12) & 0x3ff, version & 0xfff);
+    let properties = version >> 22 > 0 || minor > 9 || (minor == 9 && patch >= 5);
+    let lookup: ClExtension = symbol(opencl(), b"clGetExtensionFunctionAddressForPlatform\0");
+    // SAFETY: a valid platform and a NUL-terminated name.
+    let address = unsafe { lookup(platform, c"clCommandFillBufferKHR".as_ptr()) };
+    assert!(!address.is_null(), "clCommandFillBufferKHR");
+    let (null, pattern) = (std::ptr::null_mut(), (&value as *const u32).cast());
+    // SAFETY: the entry point in the shape of the device's version; a
+    // recording command-buffer of the buffer's device; no sync points (the
+    // adapter's barriers order the command).
+    let code = unsafe {
+        if properties {
+            let fill: ClRecordFill = std::mem::transmute(address);
+            fill(
+                cb as *mut c_void,
+                null,
+                std::ptr::null(),
+                mem as *mut c_void,
+                pattern,
+                4,
+                offset,
+                size,
+                0,
+                std::ptr::null(),
+                std::ptr::null_mut(),
+                null,
+            )
+        } else {
+            let fill: ClRecordFillLegacy = std::mem::transmute(address);
+            fill(
+                cb as *mut c_void,
+                null,
+                mem as *mut c_void,
+                pattern,
+                4,
+                offset,
+                size,
+                0,
+                std::ptr::null(),
+                std::ptr::null_mut(),
+                null,
+            )
+        }
+    };
+    assert_eq!(code, 0, "clCommandFillBufferKHR");
 }
 
 fn words(env: &Env, value: u32) -> Result<MemBuffer, CaseError> {
@@ -372,6 +489,20 @@ fn command_buffer_handle_inside_callback(env: &Env) -> CaseResult {
     queue.enqueue_command_buffer(&cb, &[])?.wait()?;
     let seen = std::mem::take(&mut *seen.lock());
     check!(!seen.is_empty(), "the callback never ran");
+    // Where each backend's native command-buffer work goes (software command
+    // buffers: the queue running the submission).
+    let native = cb.support() == ur::CommandBufferSupport::Native;
+    let recording = |t: &NativeTarget| matches!(t, NativeTarget::Recording(_));
+    let queue_target = |t: &NativeTarget| matches!(t, NativeTarget::Queue(_));
+    for (target, _) in &seen {
+        let expected = match env.device().backend() {
+            Backend::Cpu => *target == NativeTarget::Host,
+            Backend::Vulkan => recording(target),
+            Backend::OpenCl if native => recording(target),
+            _ => queue_target(target),
+        };
+        check!(expected, "{target:?} on {} ({:?})", env.device().backend(), cb.support());
+    }
     for (target, handle) in seen {
         match target.handle() {
             Some(expected) => check_eq!(handle?, expected),
