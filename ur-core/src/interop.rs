@@ -29,10 +29,15 @@
 //! | backend | target | when the callback runs |
 //! |---|---|---|
 //! | CPU | [`NativeTarget::Host`]: the callback *is* the work | when its dependencies have completed, on a worker thread, at each execution |
-//! | OpenCL | [`NativeTarget::Queue`]: a `cl_command_queue` to enqueue on | at the enqueue call (eager), at each submission (command buffers: an eager step) |
-//! | Vulkan | [`NativeTarget::Recording`]: a `VkCommandBuffer` in the recording state | while the command's Vulkan command buffer is recorded (eager: at the call; command buffers: when recorded, again at each re-recording) |
-//! | CUDA | [`NativeTarget::Queue`]: a `CUstream` to enqueue on | at the enqueue call |
+//! | OpenCL, eager | [`NativeTarget::Queue`]: the `cl_command_queue`, between two barriers | at the enqueue call |
+//! | OpenCL, command buffer | [`NativeTarget::Recording`]: the `cl_command_buffer_khr` being recorded, between two `clCommandBarrierWithWaitListKHR` | at the append, again when an instance is recorded anew (after an update, or where a pending buffer cannot be enqueued again); without barriers on the platform, as eager, at each submission |
+//! | Vulkan | [`NativeTarget::Recording`]: a `VkCommandBuffer` in the recording state | eager: at the call; command buffers: at finalize, again when an update makes the buffer re-recorded (at the next enqueue) |
+//! | CUDA, eager | [`NativeTarget::Queue`]: a `CUstream` of its own, after a marker of the queue | at the enqueue call |
+//! | CUDA, command buffer | [`NativeTarget::Queue`]: a `CUstream` capturing into the buffer's graph after the command's dependencies | at the append |
 //! | software command buffers | as the backend's eager native command | at each submission |
+//!
+//! A callback may thus run several times: the data it uses must stay valid
+//! for as long as the command may run.
 //!
 //! Work the callback puts on the target runs after the command's
 //! dependencies and before anything that depends on the command. Inside the
@@ -66,9 +71,10 @@ pub enum NativeTarget {
     Host,
     /// A native queue to enqueue on: `cl_command_queue` (OpenCL), `CUstream` (CUDA).
     Queue(NativeHandle),
-    /// A `VkCommandBuffer` in the recording state (Vulkan): record into it
-    /// outside a render pass; bound pipelines and push constants are not
-    /// inherited by later commands.
+    /// A native command buffer in the recording state: a `VkCommandBuffer`
+    /// (Vulkan; outside a render pass, and what it binds is not inherited by
+    /// later commands) or a `cl_command_buffer_khr` (OpenCL; record with
+    /// `clCommand*KHR` without sync points: barriers order the commands).
     Recording(NativeHandle),
 }
 
