@@ -226,7 +226,21 @@ impl CudaCommandBuffer {
     /// A native command: the callback's work, captured from a stream of its
     /// own into this graph after `deps`, then an empty node after the last
     /// nodes it captured (after `deps` when it captured none): the command's.
+    /// With a child command buffer, the callback adds nodes to the child's
+    /// graph instead (its target), which then becomes a child-graph node
+    /// after `deps` (the driver copies the graph into the node).
     fn add_native(&self, native: &NativeCommand, deps: &[Node]) -> Result<Node> {
+        if let Some(child) = native.child() {
+            // The child is not finalized (front end): its handle is its CUgraph.
+            let graph = child.native_handle()?.0 as sys::CUgraph;
+            // SAFETY: the target is the child's graph, which the node below
+            // copies after the callback, ordered after `deps`.
+            unsafe { native.invoke(Backend::Cuda, NativeTarget::Recording(NativeHandle(graph as u64)))? };
+            let mut node: Node = ptr::null_mut();
+            // SAFETY: both graphs are alive; `deps` are nodes of this one.
+            unsafe { cu!(cuGraphAddChildGraphNode(&mut node, self.graph, deps.as_ptr(), deps.len(), graph))? };
+            return Ok(node);
+        }
         let stream = self.dev.take_stream()?;
         let raw = stream.raw();
         let mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;

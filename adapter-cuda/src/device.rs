@@ -459,7 +459,8 @@ impl DeviceShared {
                 support: CommandBufferSupport::Native,
                 update: UpdateCapabilities::all(),
                 events: true,
-                subgraphs: false,
+                // Native commands' child command buffers: child-graph nodes.
+                subgraphs: true,
             },
             vendor_id: NVIDIA_VENDOR_ID,
             // The driver API has no PCI device id (its PCI_DEVICE_ID

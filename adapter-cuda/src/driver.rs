@@ -98,6 +98,7 @@ const REQUIRED_SYMBOLS: &[&str] = &[
     "cuStreamBeginCaptureToGraph",
     "cuStreamGetCaptureInfo_v2",
     "cuStreamEndCapture",
+    "cuGraphAddChildGraphNode",
 ];
 
 static OPENED: AtomicBool = AtomicBool::new(false);

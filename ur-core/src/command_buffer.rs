@@ -334,6 +334,11 @@ impl CommandBuffer {
         &self.inner.context
     }
 
+    /// The buffer's identity while it lives.
+    pub(crate) fn id(&self) -> u64 {
+        self.inner.id
+    }
+
     /// The device.
     pub fn device(&self) -> &Device {
         self.inner.context.device()
@@ -388,12 +393,14 @@ impl CommandBuffer {
     /// at the times [`crate::interop`] lists per backend (it may run more
     /// than once), after the commands of `sync_points`.
     ///
-    /// `child` is UR's child command buffer, which a backend that nests
-    /// command buffers adds as a child node holding the native work. No
-    /// adapter here nests them (`UR_DEVICE_INFO_COMMAND_BUFFER_SUBGRAPH_SUPPORT_EXP`
-    /// is false), so a valid child is `UnsupportedFeature`; a child of another
-    /// context is `InvalidCommandBuffer`, the buffer itself `InvalidValue`, a
-    /// finalized child `InvalidOperation`.
+    /// `child` is UR's child command buffer: on devices that nest command
+    /// buffers (`CommandBufferCaps::subgraphs`: CUDA's native command
+    /// buffers), the callback's target is the child's native object (its
+    /// `CUgraph`), and the child, with the work, becomes a child node of this
+    /// buffer. Elsewhere a valid child is `UnsupportedFeature`, rather than
+    /// ignored as UR allows. A child of another context is
+    /// `InvalidCommandBuffer`, the buffer itself `InvalidValue`, a finalized
+    /// child `InvalidOperation`.
     ///
     /// # Safety
     /// The native work is unchecked: everything it touches must stay valid
@@ -414,13 +421,15 @@ impl CommandBuffer {
             );
             ensure!(!Arc::ptr_eq(&child.inner, &self.inner), InvalidValue, "a command buffer cannot be its own child");
             ensure!(!child.is_finalized(), InvalidOperation, "the child command buffer is finalized");
-            return Err(err!(
+            ensure!(
+                self.device().info().command_buffer.subgraphs,
                 UnsupportedFeature,
                 "{} cannot nest command buffers: no child command buffer for native commands",
                 self.device()
-            ));
+            );
         }
-        let native = NativeCommand::new(Arc::new(callback), Vec::new(), Owner::CommandBuffer(self.inner.id));
+        let native =
+            NativeCommand::new(Arc::new(callback), Vec::new(), Owner::CommandBuffer(self.inner.id), child.cloned());
         Ok(self.append(Command::Native(native), None, &AppendOptions::new().after(sync_points))?.sync_point)
     }
 

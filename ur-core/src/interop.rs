@@ -33,7 +33,7 @@
 //! | OpenCL, command buffer | [`NativeTarget::Recording`]: the `cl_command_buffer_khr` being recorded, between two `clCommandBarrierWithWaitListKHR` | at the append, again when an instance is recorded anew (after an update, or where a pending buffer cannot be enqueued again); without barriers on the platform, as eager, at each submission |
 //! | Vulkan | [`NativeTarget::Recording`]: a `VkCommandBuffer` in the recording state | eager: at the call; command buffers: at finalize, again when an update makes the buffer re-recorded (at the next enqueue) |
 //! | CUDA, eager | [`NativeTarget::Queue`]: a `CUstream` of its own, after a marker of the queue | at the enqueue call |
-//! | CUDA, command buffer | [`NativeTarget::Queue`]: a `CUstream` capturing into the buffer's graph after the command's dependencies | at the append |
+//! | CUDA, command buffer | [`NativeTarget::Queue`]: a `CUstream` capturing into the buffer's graph after the command's dependencies; with a child command buffer, [`NativeTarget::Recording`]: the child's `CUgraph`, then added as a child-graph node | at the append |
 //! | software command buffers | as the backend's eager native command | at each submission |
 //!
 //! A callback may thus run several times: the data it uses must stay valid
@@ -54,6 +54,7 @@ use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
+use crate::command_buffer::CommandBuffer;
 use crate::error::{Result, panic_message};
 use crate::event::execution_error;
 use crate::memory::MemBuffer;
@@ -73,8 +74,10 @@ pub enum NativeTarget {
     Queue(NativeHandle),
     /// A native command buffer in the recording state: a `VkCommandBuffer`
     /// (Vulkan; outside a render pass, and what it binds is not inherited by
-    /// later commands) or a `cl_command_buffer_khr` (OpenCL; record with
-    /// `clCommand*KHR` without sync points: barriers order the commands).
+    /// later commands), a `cl_command_buffer_khr` (OpenCL; record with
+    /// `clCommand*KHR` without sync points: barriers order the commands), or
+    /// the `CUgraph` of a native command's child command buffer (CUDA; add
+    /// nodes to it).
     Recording(NativeHandle),
 }
 
@@ -126,12 +129,13 @@ pub(crate) enum Owner {
 }
 
 /// A validated native command: the callback, the buffers it uses (kept alive
-/// while it may run) and its owner.
+/// while it may run), its owner, and a command buffer's child.
 #[derive(Clone)]
 pub struct NativeCommand {
     callback: Arc<NativeFn>,
     mems: Vec<MemBuffer>,
     owner: Owner,
+    child: Option<CommandBuffer>,
 }
 
 thread_local! {
@@ -149,8 +153,22 @@ impl Drop for Running {
 }
 
 impl NativeCommand {
-    pub(crate) fn new(callback: Arc<NativeFn>, mems: Vec<MemBuffer>, owner: Owner) -> NativeCommand {
-        NativeCommand { callback, mems, owner }
+    pub(crate) fn new(
+        callback: Arc<NativeFn>,
+        mems: Vec<MemBuffer>,
+        owner: Owner,
+        child: Option<CommandBuffer>,
+    ) -> NativeCommand {
+        NativeCommand { callback, mems, owner, child }
+    }
+
+    /// The child command buffer of a command-buffer native command: given
+    /// only on devices that report sub-graph support, not finalized, of the
+    /// same context. The adapter records the callback's work into it (its
+    /// native object is the target) and adds it to the parent as a child
+    /// node; inside the callback its `native_handle()` is the target too.
+    pub fn child(&self) -> Option<&CommandBuffer> {
+        self.child.as_ref()
     }
 
     /// The memory buffers the command was enqueued with.
@@ -168,6 +186,10 @@ impl NativeCommand {
     pub unsafe fn invoke(&self, backend: Backend, target: NativeTarget) -> Result<()> {
         RUNNING.with(|r| r.borrow_mut().push((self.owner, target)));
         let _running = Running;
+        let _child = self.child.as_ref().map(|child| {
+            RUNNING.with(|r| r.borrow_mut().push((Owner::CommandBuffer(child.id()), target)));
+            Running
+        });
         let scope = NativeScope { backend, target, mems: &self.mems };
         catch_unwind(AssertUnwindSafe(|| (self.callback)(&scope))).map_err(|payload| {
             execution_error(backend, format!("native command panicked: {}", panic_message(&*payload)))
@@ -177,7 +199,11 @@ impl NativeCommand {
 
 impl fmt::Debug for NativeCommand {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("NativeCommand").field("mems", &self.mems.len()).field("owner", &self.owner).finish()
+        f.debug_struct("NativeCommand")
+            .field("mems", &self.mems.len())
+            .field("owner", &self.owner)
+            .field("child", &self.child.is_some())
+            .finish()
     }
 }
 

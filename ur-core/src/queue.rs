@@ -174,7 +174,7 @@ impl Queue {
         }
         let resolved = resolve_wait_list(self.inner.context.id(), wait)?;
         let mems = mems.iter().map(|m| (*m).clone()).collect();
-        let native = NativeCommand::new(Arc::new(callback), mems, Owner::Queue(self.key()));
+        let native = NativeCommand::new(Arc::new(callback), mems, Owner::Queue(self.key()), None);
         self.execute(Command::Native(native), &resolved)
     }
 

@@ -99,6 +99,26 @@ type ClRecordFill = unsafe extern "C" fn(
 ) -> i32;
 type VkFill = unsafe extern "C" fn(*mut c_void, u64, u64, u64, u32);
 type CuMemset = unsafe extern "C" fn(u64, u32, usize, *mut c_void) -> i32;
+type CuPointerAttribute = unsafe extern "C" fn(*mut c_void, u32, u64) -> i32;
+type CuAddMemsetNode = unsafe extern "C" fn(
+    *mut *mut c_void,
+    *mut c_void,
+    *const *mut c_void,
+    usize,
+    *const CuMemsetParams,
+    *mut c_void,
+) -> i32;
+
+/// `CUDA_MEMSET_NODE_PARAMS`.
+#[repr(C)]
+struct CuMemsetParams {
+    dst: u64,
+    pitch: usize,
+    value: u32,
+    element_size: u32,
+    width: usize,
+    height: usize,
+}
 
 /// A driver library, opened once (drivers are never unloaded while the
 /// adapters use them).
@@ -177,6 +197,9 @@ fn native_fill(scope: &NativeScope<'_>, buffer: &MemBuffer, first: usize, words:
             // its device; offset and size are multiples of 4, in bounds.
             unsafe { fill(cb.0 as *mut c_void, handle, offset as u64, size as u64, value) };
         }
+        (Backend::Cuda, NativeTarget::Recording(graph)) => {
+            cuda_graph_fill(graph.0, handle + offset as u64, words, value)
+        }
         (Backend::Cuda, NativeTarget::Queue(stream)) => {
             let memset: CuMemset = symbol(cuda(), b"cuMemsetD32Async\0");
             // SAFETY: device memory of `WORDS` words, the queue's context is current.
@@ -185,6 +208,23 @@ fn native_fill(scope: &NativeScope<'_>, buffer: &MemBuffer, first: usize, words:
         }
         (backend, target) => panic!("unexpected native target {target:?} on {backend}"),
     }
+}
+
+/// Adds a 32-bit memset node to a `CUgraph` (a child command buffer's), in
+/// the context of the memory it fills.
+fn cuda_graph_fill(graph: u64, dst: u64, words: usize, value: u32) {
+    const CU_POINTER_ATTRIBUTE_CONTEXT: u32 = 1;
+    let attribute: CuPointerAttribute = symbol(cuda(), b"cuPointerGetAttribute\0");
+    let add: CuAddMemsetNode = symbol(cuda(), b"cuGraphAddMemsetNode\0");
+    let mut context: *mut c_void = std::ptr::null_mut();
+    // SAFETY: a device pointer and a pointer-sized attribute.
+    let code = unsafe { attribute((&mut context as *mut *mut c_void).cast(), CU_POINTER_ATTRIBUTE_CONTEXT, dst) };
+    assert_eq!(code, 0, "cuPointerGetAttribute");
+    let params = CuMemsetParams { dst, pitch: 0, value, element_size: 4, width: words, height: 1 };
+    let mut node = std::ptr::null_mut();
+    // SAFETY: a valid graph, no dependencies, a memset within the allocation.
+    let code = unsafe { add(&mut node, graph as *mut c_void, std::ptr::null(), 0, &params, context) };
+    assert_eq!(code, 0, "cuGraphAddMemsetNode");
 }
 
 /// A pointer-sized OpenCL info value.
@@ -530,8 +570,9 @@ fn append_misuse(env: &Env) -> CaseResult {
 }
 
 /// A child command buffer: another context's is refused, the buffer itself
-/// and a finalized one too; a valid one is `UnsupportedFeature`, since no
-/// adapter nests command buffers (the device says so).
+/// and a finalized one too; a valid one is `UnsupportedFeature` where the
+/// device does not nest command buffers, and holds the native work where it
+/// does (CUDA: nodes added to the child's graph).
 fn child_command_buffer(env: &Env) -> CaseResult {
     let cb = env.command_buffer(CommandBufferDesc::default())?;
     let other_ctx = Context::new(env.device())?;
@@ -545,9 +586,32 @@ fn child_command_buffer(env: &Env) -> CaseResult {
     // SAFETY: as above.
     check_err!(unsafe { cb.append_native_command(Some(&finalized), &[], |_| {}) }, InvalidOperation);
     let child = env.command_buffer(CommandBufferDesc::default())?;
-    // SAFETY: as above.
-    check_err!(unsafe { cb.append_native_command(Some(&child), &[], |_| {}) }, UnsupportedFeature);
-    check_eq!(cb.len(), 0);
+    if !env.device().info().command_buffer.subgraphs {
+        // SAFETY: as above.
+        check_err!(unsafe { cb.append_native_command(Some(&child), &[], |_| {}) }, UnsupportedFeature);
+        check_eq!(cb.len(), 0);
+        return Ok(());
+    }
+    let queue = env.queue()?;
+    let (buf, out) = (words(env, 4)?, words(env, 0)?);
+    let (b, c) = (buf.clone(), child.clone());
+    let seen: Arc<parking_lot::Mutex<Vec<Seen>>> = Arc::default();
+    let record = seen.clone();
+    // SAFETY: the callback fills the buffer, which the closure keeps alive.
+    let native = unsafe {
+        cb.append_native_command(Some(&child), &[], move |s| {
+            record.lock().push((s.target(), c.native_handle()));
+            native_fill(s, &b, 0, WORDS, 9);
+        })?
+    };
+    cb.append_buffer_copy(&buf, &out, 0, 0, WORDS * 4, AppendOptions::new().after(&[native]))?;
+    cb.finalize()?;
+    queue.enqueue_command_buffer(&cb, &[])?.wait()?;
+    check_eq!(read_buffer::<u32>(&queue, &out, 0, WORDS)?, vec![9u32; WORDS]);
+    for (target, handle) in std::mem::take(&mut *seen.lock()) {
+        check!(matches!(target, NativeTarget::Recording(_)), "{target:?}");
+        check_eq!(handle.ok(), target.handle(), "the child's handle inside the callback is the target");
+    }
     Ok(())
 }
 
