@@ -155,7 +155,9 @@ impl Queue {
     /// queue, everything before); the returned event completes when that
     /// work has. `mems` are buffers the work uses: kept alive until then and
     /// listed in the scope. Queue methods may be called from the callback,
-    /// except blocking ones on the CPU (`InvalidOperation`).
+    /// except blocking ones on the CPU (`InvalidOperation`). A queue recording
+    /// into a graph refuses native commands (`InvalidOperation`): the graph
+    /// layer has no native-command node.
     ///
     /// # Safety
     /// The native work is unchecked: it must only touch memory that stays
