@@ -28,11 +28,11 @@ pub(crate) struct ClProgram {
 }
 
 impl ClProgram {
-    pub(crate) fn build(shared: Arc<Shared>, source: &str) -> Result<ClProgram> {
+    pub(crate) fn build(shared: Arc<Shared>, source: &str, options: &str) -> Result<ClProgram> {
         let mut program =
             opencl3::program::Program::create_from_source(&shared.context, source).cl("clCreateProgramWithSource")?;
         let device = shared.device.id;
-        if let Err(e) = program.build(&[device], "") {
+        if let Err(e) = program.build(&[device], options) {
             let log = program.get_build_log(device).unwrap_or_default();
             return Err(cl_error(e.0, &format!("clBuildProgram; build log:\n{}", log.trim())));
         }
