@@ -119,7 +119,10 @@ impl ContextImpl for ClContext {
             Some(ur_core::ProgramSource::OpenClC(source)) => {
                 Ok(Box::new(ClProgram::build(self.shared.clone(), source, options)?))
             }
-            _ => Err(err!(InvalidBinary, "the OpenCL adapter builds OpenCL C only")),
+            Some(ur_core::ProgramSource::Il(il)) => {
+                Ok(Box::new(ClProgram::build_il(self.shared.clone(), il, options)?))
+            }
+            _ => Err(err!(InvalidBinary, "the OpenCL adapter builds OpenCL C and SPIR-V kernels only")),
         }
     }
 

@@ -623,7 +623,7 @@ mod tests {
             entries[0].signature.clone()
         };
         let k = one(include_bytes!("../../conformance/src/kernels/programs/scale_add.spv"));
-        assert_eq!(k.name, "main");
+        assert_eq!(k.name, "scale_add");
         assert_eq!(
             k.args,
             vec![ArgKind::Global, ArgKind::Global, ArgKind::Value(4), ArgKind::Value(8), ArgKind::Value(8)]
