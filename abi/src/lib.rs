@@ -52,9 +52,11 @@ mod device;
 mod device_info;
 mod enqueue;
 mod event;
+mod kernel;
 mod logging;
 mod mem;
 mod platform;
+mod program;
 mod queue;
 mod usm;
 
