@@ -110,6 +110,7 @@ use std::sync::atomic::AtomicU64;
 use crate::device::UsmKinds;
 use crate::memory::UsmKind;
 
+mod capture;
 mod dot;
 mod dynamic;
 mod executable;
@@ -121,6 +122,8 @@ mod partition;
 pub(crate) mod record;
 mod topo;
 
+pub use capture::CapturedGraph;
+pub(crate) use capture::refuse_while_recording;
 pub use dynamic::{CommandGroupFn, DynamicCommandGroup, DynamicParameter};
 pub use executable::PartitionInfo;
 pub use handler::Handler;
