@@ -203,11 +203,11 @@ impl CapturedGraph {
     }
 
     /// Writes [`to_dot`](Self::to_dot) (verbose) to `path`
-    /// (`urGraphDumpContentsExp`); `InvalidValue` when it cannot be written.
+    /// (`urGraphDumpContentsExp`); `Unknown` when it cannot be written, as UR answers.
     pub fn dump(&self, path: impl AsRef<Path>) -> Result<()> {
         let path = path.as_ref();
         std::fs::write(path, self.to_dot(true))
-            .map_err(|e| err!(InvalidValue, "cannot write graph #{} to {}: {e}", self.id(), path.display()))
+            .map_err(|e| err!(Unknown, "cannot write graph #{} to {}: {e}", self.id(), path.display()))
     }
 }
 
