@@ -5,6 +5,7 @@
 //! executable graphs enqueued many times, and the errors of misuse. UR's
 //! `test/conformance/exp_graph` is the model.
 
+use ur::graph::{FinalizeProperties, GraphProperties};
 use ur::{CapturedGraph, Context, Event, KernelArg, KernelLaunch, Queue, QueueProperties};
 
 use super::graph_common::{Diamond, MINUS_ONE, ONE};
@@ -27,6 +28,9 @@ pub(super) fn cases() -> Vec<crate::Case> {
         unjoined_fork,
         merge_attempt,
         captured_events_stay_in_their_capture,
+        executable_graph_inside_a_capture,
+        capture_and_recording_exclude_each_other,
+        dropping_the_capturing_queue,
     ]
 }
 
@@ -371,5 +375,66 @@ fn captured_events_stay_in_their_capture(env: &Env) -> CaseResult {
     check_err!(queue.usm_fill(mem.ptr(), &[4], 16, &[&captured]), InvalidEventWaitList);
     check_err!(captured.wait(), InvalidOperation);
     check_eq!(read::<u8>(&queue, mem.ptr(), 16)?, vec![1u8; 16], "nothing captured ran");
+    Ok(())
+}
+
+/// An executable graph enqueued while capturing is captured as one command
+/// of the new graph, ordered like any other.
+fn executable_graph_inside_a_capture(env: &Env) -> CaseResult {
+    let queue = env.queue()?;
+    let (a, b) = (env.usm_u32(N)?, env.usm_u32(N)?);
+    let increment = env.kernel("increment")?;
+    queue.begin_capture()?;
+    // SAFETY: N items over the N elements of `a`.
+    unsafe { queue.launch_kernel(&KernelLaunch::new(&increment, &[N], &[KernelArg::Pointer(a.ptr())]), &[])? };
+    let inner = queue.end_capture()?.instantiate()?;
+    queue.begin_capture()?;
+    queue.usm_fill(a.ptr(), &[0], N * 4, &[])?;
+    queue.enqueue_graph(&inner, &[])?;
+    queue.enqueue_graph(&inner, &[])?;
+    queue.usm_memcpy(b.ptr(), a.ptr(), N * 4, &[])?;
+    let outer = queue.end_capture()?;
+    check_eq!(outer.node_count(), 4);
+    let exec = outer.instantiate()?;
+    for run in 0..2 {
+        write(&queue, b.ptr(), &vec![9u32; N])?;
+        queue.enqueue_graph(&exec, &[])?.wait()?;
+        check_eq!(read::<u32>(&queue, b.ptr(), N)?, vec![2u32; N], "run {run}: zero, two increments, the copy");
+    }
+    Ok(())
+}
+
+/// A queue records a SYCL graph or captures, never both.
+fn capture_and_recording_exclude_each_other(env: &Env) -> CaseResult {
+    let queue = env.queue()?;
+    let graph = ur::graph::Graph::new(env.context(), env.device(), GraphProperties::default())?;
+    graph.begin_recording(&queue)?;
+    check_err!(queue.begin_capture(), InvalidOperation);
+    check_err!(queue.end_capture(), CommandListNotCapturing);
+    check!(!queue.is_capturing(), "recording is not capturing");
+    graph.end_recording();
+    queue.begin_capture()?;
+    check_err!(graph.begin_recording(&queue), InvalidOperation);
+    let captured = queue.end_capture()?;
+    check!(captured.is_empty());
+    graph.finalize(FinalizeProperties::default())?;
+    Ok(())
+}
+
+/// Dropping the queue that captures abandons the capture: the graph keeps
+/// what was captured and can be instantiated.
+fn dropping_the_capturing_queue(env: &Env) -> CaseResult {
+    let mem = env.usm_u32(N)?;
+    let graph = CapturedGraph::new(env.context())?;
+    {
+        let queue = env.queue()?;
+        queue.begin_capture_into(&graph)?;
+        queue.usm_fill(mem.ptr(), &[6], N * 4, &[])?;
+        check!(graph.is_capturing());
+    }
+    check!(!graph.is_capturing(), "the capture ended with its queue");
+    let queue = env.queue()?;
+    queue.enqueue_graph(&graph.instantiate()?, &[])?.wait()?;
+    check_eq!(read::<u8>(&queue, mem.ptr(), N * 4)?, vec![6u8; N * 4]);
     Ok(())
 }
