@@ -4,7 +4,8 @@
  * into an existing graph, a fork onto a second queue joined back, and the
  * result codes of misuse (end without begin, begin twice, a host wait or a
  * blocking copy during capture and the invalidated capture after it,
- * unjoined forks, merging two captures, null handles and pointers). */
+ * unjoined forks, merging two captures, null handles and pointers).
+ * urt: also without layers (the adapter answers every misuse itself) */
 #include "urt.h"
 
 static void count_destruction(void *data) { __atomic_add_fetch((int *)data, 1, __ATOMIC_SEQ_CST); }
@@ -156,6 +157,38 @@ int main(void) {
   URT_OK(urEnqueueGraphExp(q2, fork_exec, 0, NULL, NULL));
   URT_OK(urQueueFinish(q2));
   URT_CHECK(holds(&env, b, n, 5) && holds(&env, a, n, 7), "the copy between the two fills");
+
+  /* An out-of-order queue: the captured events and a barrier order it. */
+  ur_queue_flags_t supported = 0;
+  URT_OK(urDeviceGetInfo(env.device, UR_DEVICE_INFO_QUEUE_PROPERTIES, sizeof supported, &supported, NULL));
+  if (supported & UR_QUEUE_FLAG_OUT_OF_ORDER_EXEC_MODE_ENABLE) {
+    ur_queue_properties_t props = {UR_STRUCTURE_TYPE_QUEUE_PROPERTIES, NULL,
+                                   UR_QUEUE_FLAG_OUT_OF_ORDER_EXEC_MODE_ENABLE};
+    ur_queue_handle_t ooo = NULL;
+    URT_REQUIRE(urQueueCreate(env.context, env.device, &props, &ooo));
+    ur_event_handle_t first = NULL, moved = NULL;
+    ur_exp_graph_handle_t ooo_graph = NULL;
+    ur_exp_executable_graph_handle_t ooo_exec = NULL;
+    URT_OK(urQueueBeginGraphCaptureExp(ooo));
+    URT_OK(urEnqueueUSMFill(ooo, a, 1, &five, n, 0, NULL, &first));
+    URT_OK(urEnqueueUSMMemcpy(ooo, false, b, a, n, 1, &first, &moved));
+    URT_OK(urEnqueueEventsWaitWithBarrier(ooo, 0, NULL, NULL));
+    URT_OK(urEnqueueUSMFill(ooo, a, 1, &seven, n, 0, NULL, NULL));
+    URT_OK(urQueueEndGraphCaptureExp(ooo, &ooo_graph));
+    URT_REQUIRE(urGraphInstantiateGraphExp(ooo_graph, &ooo_exec));
+    for (int run = 0; run < 2; run++) {
+      zero(&env, a, n);
+      zero(&env, b, n);
+      URT_OK(urEnqueueGraphExp(ooo, ooo_exec, 0, NULL, NULL));
+      URT_OK(urQueueFinish(ooo));
+      URT_CHECK(holds(&env, b, n, 5) && holds(&env, a, n, 7), "out of order, run %d: fill, copy, barrier, fill", run);
+    }
+    URT_OK(urEventRelease(first));
+    URT_OK(urEventRelease(moved));
+    URT_OK(urGraphExecutableGraphDestroyExp(ooo_exec));
+    URT_OK(urGraphDestroyExp(ooo_graph));
+    URT_OK(urQueueRelease(ooo));
+  }
 
   /* A fork never joined back. */
   ur_exp_graph_handle_t unjoined = NULL;
