@@ -38,8 +38,13 @@ impl ContextImpl for CudaContext {
         Ok(Box::new(CudaBuffer::new(&self.dev, flags, size, init)?))
     }
 
-    unsafe fn program_create(&self, bundle: &ProgramBundle, form: SourceForm) -> Result<Box<dyn ProgramImpl>> {
-        Ok(Box::new(CudaProgram::new(&self.dev, bundle, form)?))
+    unsafe fn program_create(
+        &self,
+        bundle: &ProgramBundle,
+        form: SourceForm,
+        options: &str,
+    ) -> Result<Box<dyn ProgramImpl>> {
+        Ok(Box::new(CudaProgram::new(&self.dev, bundle, form, options)?))
     }
 
     unsafe fn queue_create(&self, properties: QueueProperties) -> Result<Box<dyn QueueImpl>> {

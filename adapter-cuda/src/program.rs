@@ -88,7 +88,13 @@ fn ptx_of(dev: &DeviceShared, bundle: &ProgramBundle, form: SourceForm) -> Resul
 }
 
 impl CudaProgram {
-    pub(crate) fn new(dev: &Arc<DeviceShared>, bundle: &ProgramBundle, form: SourceForm) -> Result<CudaProgram> {
+    pub(crate) fn new(
+        dev: &Arc<DeviceShared>,
+        bundle: &ProgramBundle,
+        form: SourceForm,
+        options: &str,
+    ) -> Result<CudaProgram> {
+        ur_core::program::options_ignored(options, "CUDA modules load without compiler options");
         let ptx = ptx_of(dev, bundle, form)?;
         dev.bind()?;
         let mut log = vec![0u8; 8192];

@@ -116,12 +116,20 @@ impl ContextImpl for ClContext {
         Ok(Box::new(ClBuffer::new(&self.shared, flags, size, init)?))
     }
 
-    unsafe fn program_create(&self, bundle: &ProgramBundle, form: SourceForm) -> Result<Box<dyn ProgramImpl>> {
+    unsafe fn program_create(
+        &self,
+        bundle: &ProgramBundle,
+        form: SourceForm,
+        options: &str,
+    ) -> Result<Box<dyn ProgramImpl>> {
         match bundle.source_of(form) {
             Some(ur_core::ProgramSource::OpenClC(source)) => {
-                Ok(Box::new(ClProgram::build(self.shared.clone(), source)?))
+                Ok(Box::new(ClProgram::build(self.shared.clone(), source, options)?))
             }
-            _ => Err(err!(InvalidBinary, "the OpenCL adapter builds OpenCL C only")),
+            Some(ur_core::ProgramSource::Il(il)) => {
+                Ok(Box::new(ClProgram::build_il(self.shared.clone(), il, options)?))
+            }
+            _ => Err(err!(InvalidBinary, "the OpenCL adapter builds OpenCL C and SPIR-V kernels only")),
         }
     }
 

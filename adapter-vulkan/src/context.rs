@@ -44,7 +44,13 @@ impl ContextImpl for VulkanContext {
         Ok(Box::new(VkMemBuffer::new(&self.rt, kind, size as u64, init)?))
     }
 
-    unsafe fn program_create(&self, bundle: &ProgramBundle, _form: SourceForm) -> Result<Box<dyn ProgramImpl>> {
+    unsafe fn program_create(
+        &self,
+        bundle: &ProgramBundle,
+        _form: SourceForm,
+        options: &str,
+    ) -> Result<Box<dyn ProgramImpl>> {
+        ur_core::program::options_ignored(options, "Vulkan compiles SPIR-V without options");
         Ok(Box::new(VkProgram::new(&self.rt.gpu, bundle, self.max_group)?))
     }
 

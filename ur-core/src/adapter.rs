@@ -94,12 +94,18 @@ pub trait ContextImpl: Any + Send + Sync {
     /// one access mode; `init`, when given, has exactly `size` bytes.
     unsafe fn buffer_create(&self, flags: MemFlags, size: usize, init: Option<&[u8]>) -> Result<Box<dyn BufferImpl>>;
 
-    /// Builds the bundle's source of `form`.
+    /// Builds the bundle's source of `form`, passing `options` to the
+    /// driver's compiler where it has one that takes options.
     ///
     /// # Safety
     /// The bundle holds a source of `form`, which is one of the device's
-    /// `source_forms`; its kernel names are unique.
-    unsafe fn program_create(&self, bundle: &ProgramBundle, form: SourceForm) -> Result<Box<dyn ProgramImpl>>;
+    /// `source_forms`; its kernel names are unique; `options` has no NUL byte.
+    unsafe fn program_create(
+        &self,
+        bundle: &ProgramBundle,
+        form: SourceForm,
+        options: &str,
+    ) -> Result<Box<dyn ProgramImpl>>;
 
     /// Creates a queue.
     ///
@@ -153,6 +159,16 @@ pub trait ProgramImpl: Any + Send + Sync {
     /// # Safety
     /// `signature` is one of the bundle the program was built from.
     unsafe fn create_kernel(&self, signature: &KernelSignature) -> Result<Box<dyn KernelImpl>>;
+
+    /// The driver's build log; empty when it has none.
+    fn build_log(&self) -> String {
+        String::new()
+    }
+
+    /// The driver's binary of the program, where it has one.
+    fn binary(&self) -> Option<Vec<u8>> {
+        None
+    }
 }
 
 /// A kernel of a built program.
@@ -160,6 +176,26 @@ pub trait KernelImpl: Any + Send + Sync {
     /// The largest work-group this kernel can run (register or local-memory
     /// limits may make it smaller than the device's).
     fn max_work_group_size(&self) -> usize;
+
+    /// The required work-group size the driver reports, if any.
+    fn compile_work_group_size(&self) -> Option<[usize; 3]> {
+        None
+    }
+
+    /// Bytes of static local memory; 0 where the driver cannot tell.
+    fn local_mem_size(&self) -> usize {
+        0
+    }
+
+    /// Bytes of private memory per work-item; 0 where the driver cannot tell.
+    fn private_mem_size(&self) -> usize {
+        0
+    }
+
+    /// The driver's preferred work-group size multiple, if it has one.
+    fn preferred_work_group_size_multiple(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// A queue executing commands eagerly.

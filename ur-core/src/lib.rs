@@ -30,6 +30,7 @@ pub mod clock;
 pub mod command;
 pub mod command_buffer;
 pub mod context;
+pub mod cpu_table;
 pub mod device;
 pub mod error;
 pub mod event;
@@ -41,10 +42,12 @@ pub mod memory;
 pub mod native;
 pub mod platform;
 pub mod program;
+pub mod ptx;
 pub mod queue;
 pub mod rect;
 pub mod selector;
 mod software;
+pub mod spirv;
 
 pub use clock::{Timestamps, host_clock_ns};
 pub use command::{Command, CommandKind, MAX_PATTERN_SIZE, Pattern};
@@ -60,6 +63,7 @@ pub use device::{
 };
 pub use error::{Detail, Result, UrError};
 pub use event::{Event, EventStatus, ProfilingInfo, UserEvent};
+pub use graph::CapturedGraph;
 pub use interop::{NativeCommand, NativeFn, NativeScope, NativeTarget};
 pub use launch::{ArgValue, KernelArg, KernelCommand, KernelLaunch};
 pub use loader::{AbsentAdapter, AdapterEntry, Loader};
@@ -67,7 +71,9 @@ pub use memory::{
     BufferMapping, HostPtr, MapFlags, MemBuffer, MemFlags, MemLoc, MigrationFlags, UsmAdvice, UsmAllocation, UsmKind,
     UsmPtr, UsmRef,
 };
-pub use native::{NativeArg, NativeKernel, NativeKernelFn, NdRange, WorkGroup, WorkItem};
+pub use native::{
+    CGroup, CKernelFn, NativeArg, NativeKernel, NativeKernelFn, NdRange, RustKernelFn, WorkGroup, WorkItem,
+};
 pub use platform::{Backend, Platform};
 pub use program::{ArgKind, Kernel, KernelSignature, Program, ProgramBundle, ProgramSource, SourceForm, SpirvModule};
 pub use queue::{Queue, QueueProperties};

@@ -80,6 +80,7 @@ impl WeakQueue {
 
 impl Drop for QueueInner {
     fn drop(&mut self) {
+        record::queue_dropped(&self.recording, self as *const QueueInner as usize);
         if let Err(e) = self.imp.finish() {
             tracing::warn!(error = %e, "queue finish on drop failed");
         }
@@ -156,8 +157,8 @@ impl Queue {
     /// work has. `mems` are buffers the work uses: kept alive until then and
     /// listed in the scope. Queue methods may be called from the callback,
     /// except blocking ones on the CPU (`InvalidOperation`). A queue recording
-    /// into a graph refuses native commands (`InvalidOperation`): the graph
-    /// layer has no native-command node.
+    /// into a SYCL graph or capturing a UR graph refuses native commands, as
+    /// it refuses host waits (the graph layer has no native-command node).
     ///
     /// # Safety
     /// The native work is unchecked: it must only touch memory that stays
@@ -227,12 +228,12 @@ impl Queue {
         Ok(Event::from_imp(event, &self.inner.context))
     }
 
+    /// `InvalidOperation` while the queue records into a graph;
+    /// `GraphCaptureUnsupported` (which invalidates the capture) while it captures.
     fn check_not_recording(&self, what: &str) -> Result<()> {
-        ensure!(
-            !self.inner.recording.is_active(),
-            InvalidOperation,
-            "{what} on a queue recording into a graph: nothing executes while it records"
-        );
+        if self.inner.recording.is_active() {
+            return crate::graph::refuse_while_recording(self, what);
+        }
         Ok(())
     }
 
