@@ -199,8 +199,10 @@ pub(crate) unsafe extern "C" fn urEnqueueNativeCommandExp(
             unsafe { (call.function)(call.queue, call.data) }
         };
         // SAFETY: the application's native work is its business (UR's
-        // contract); ur-core orders it and keeps the buffers alive.
-        let done = unsafe { handle.value.core().enqueue_native_command(&mems, &wait, callback)? };
+        // contract); ur-core orders it, keeps the buffers alive, and calls
+        // the function before returning, as UR's contract has it (`pData`
+        // need only live for the call).
+        let done = unsafe { handle.value.core().enqueue_native_command_now(&mems, &wait, callback)? };
         // SAFETY: forwarded.
         unsafe { emit(event, done, handle, ur_command_t::UR_COMMAND_ENQUEUE_NATIVE_EXP) };
         Ok(())

@@ -134,7 +134,7 @@ const BACKEND_NOTES: &[(&str, &str, &str)] = &[
     ("urMemGetNativeHandle", "cpu", "the buffer's host address"),
     ("urEventGetNativeHandle", "cpu", "`UNSUPPORTED_FEATURE`: no native object"),
     ("urEventGetNativeHandle", "vulkan", "`UNSUPPORTED_FEATURE`: no native object"),
-    ("urEnqueueNativeCommandExp", "cpu", "the callback runs on a worker once the wait list completed"),
+    ("urEnqueueNativeCommandExp", "cpu", "the call waits for the wait list, then runs the callback"),
     ("urCommandBufferAppendNativeCommandExp", "cpu", "the callback runs at each execution"),
     ("urCommandBufferAppendNativeCommandExp", "opencl", "records into the `cl_command_buffer_khr`"),
     ("urCommandBufferAppendNativeCommandExp", "vulkan", "the callback runs at finalize"),

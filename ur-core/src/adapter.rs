@@ -226,6 +226,13 @@ pub trait QueueImpl: Any + Send + Sync {
     /// Makes sure everything submitted will start without further calls.
     fn flush(&self) -> Result<()>;
 
+    /// Whether a native command's callback runs inside [`enqueue`](Self::enqueue)
+    /// (its work goes to a native queue or command buffer), rather than later,
+    /// as the work itself (the CPU, whose target is the host).
+    fn native_commands_at_enqueue(&self) -> bool {
+        true
+    }
+
     /// The native object (see [`crate::interop`]); `UnsupportedFeature`
     /// where the backend has none.
     fn native_handle(&self) -> Result<NativeHandle> {

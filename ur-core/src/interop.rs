@@ -28,7 +28,7 @@
 //!
 //! | backend | target | when the callback runs |
 //! |---|---|---|
-//! | CPU | [`NativeTarget::Host`]: the callback *is* the work | when its dependencies have completed, on a worker thread, at each execution |
+//! | CPU | [`NativeTarget::Host`]: the callback *is* the work | when its dependencies have completed, on a worker thread, at each execution (`Queue::enqueue_native_command_now`: on the calling thread, which waits for them) |
 //! | OpenCL, eager | [`NativeTarget::Queue`]: the `cl_command_queue`, between two barriers | at the enqueue call |
 //! | OpenCL, command buffer | [`NativeTarget::Recording`]: the `cl_command_buffer_khr` being recorded, between two `clCommandBarrierWithWaitListKHR` | at the append, again when an instance is recorded anew (after an update, or where a pending buffer cannot be enqueued again); without barriers on the platform, as eager, at each submission |
 //! | Vulkan | [`NativeTarget::Recording`]: a `VkCommandBuffer` in the recording state | eager: at the call; command buffers: at finalize, again when an update makes the buffer re-recorded (at the next enqueue) |
@@ -53,6 +53,8 @@ use std::cell::RefCell;
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use crate::command_buffer::CommandBuffer;
 use crate::error::{Result, panic_message};
@@ -117,6 +119,42 @@ impl NativeScope<'_> {
 
 /// The callback of a native command.
 pub type NativeFn = dyn Fn(&NativeScope<'_>) + Send + Sync;
+
+/// A callback borrowing data for `'a`, shared with a [`NativeCommand`] that
+/// may outlive `'a`: dropping the `Borrowed` takes the callback out, so that
+/// it is neither called nor dropped after `'a` (a later call does nothing).
+pub(crate) struct Borrowed<'a> {
+    slot: Arc<Mutex<Option<Box<NativeFn>>>>,
+    _borrow: std::marker::PhantomData<&'a ()>,
+}
+
+impl<'a> Borrowed<'a> {
+    pub(crate) fn new(callback: impl Fn(&NativeScope<'_>) + Send + Sync + 'a) -> Borrowed<'a> {
+        let boxed: Box<dyn Fn(&NativeScope<'_>) + Send + Sync + 'a> = Box::new(callback);
+        // SAFETY: only the lifetime is erased; `Drop` takes the box out of the
+        // slot (and drops it) before `'a` ends, and every call goes through
+        // the slot, so nothing uses it after.
+        let boxed: Box<NativeFn> = unsafe { std::mem::transmute(boxed) };
+        Borrowed { slot: Arc::new(Mutex::new(Some(boxed))), _borrow: std::marker::PhantomData }
+    }
+
+    /// The callback as a native command holds it.
+    pub(crate) fn shared(&self) -> Arc<NativeFn> {
+        let slot = self.slot.clone();
+        Arc::new(move |scope: &NativeScope<'_>| {
+            if let Some(callback) = &*slot.lock() {
+                callback(scope);
+            }
+        })
+    }
+}
+
+impl Drop for Borrowed<'_> {
+    fn drop(&mut self) {
+        let callback = self.slot.lock().take();
+        drop(callback);
+    }
+}
 
 /// Whose native command it is: `native_handle()` of that object returns the
 /// target while the callback runs.

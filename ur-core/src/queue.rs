@@ -27,7 +27,7 @@ use crate::error::Result;
 use crate::error::panic_message;
 use crate::event::{Event, UserEvent, as_refs, resolve_wait_list};
 use crate::graph::record::{self, Recordable, RecordingSlot};
-use crate::interop::{self, NativeCommand, NativeHandle, NativeScope, Owner};
+use crate::interop::{self, NativeCommand, NativeHandle, NativeScope, NativeTarget, Owner};
 use crate::launch::KernelLaunch;
 use crate::memory::{BufferMapping, MapFlags, MappedMemory, MemBuffer, MigrationFlags, UsmAdvice, UsmPtr};
 use crate::rect::{RectLayout, RectRegion};
@@ -179,6 +179,52 @@ impl Queue {
         let mems = mems.iter().map(|m| (*m).clone()).collect();
         let native = NativeCommand::new(Arc::new(callback), mems, Owner::Queue(self.key()), None);
         self.execute(Command::Native(native), &resolved)
+    }
+
+    /// [`enqueue_native_command`](Self::enqueue_native_command) for a
+    /// callback that must have run, and be dropped, before this returns: UR's
+    /// contract for `urEnqueueNativeCommandExp` ("executed immediately"),
+    /// whose data need only live for the call. Where the callback's work goes
+    /// to a native queue, the adapter calls it during the enqueue as always;
+    /// on the CPU, whose native work is the callback itself, this blocks until
+    /// the wait list (and, in order, everything before) has completed, then
+    /// calls it on this thread, and returns its completed event.
+    ///
+    /// # Safety
+    /// As for [`enqueue_native_command`](Self::enqueue_native_command), for
+    /// the lifetime `'a` of what the callback borrows.
+    pub unsafe fn enqueue_native_command_now<'a>(
+        &self,
+        mems: &[&MemBuffer],
+        wait: &[&Event],
+        callback: impl Fn(&NativeScope<'_>) + Send + Sync + 'a,
+    ) -> Result<Event> {
+        self.check_not_recording("a native command")?;
+        for mem in mems {
+            mem.check_context(&self.inner.context)?;
+        }
+        let mems: Vec<MemBuffer> = mems.iter().map(|m| (*m).clone()).collect();
+        if !self.inner.imp.native_commands_at_enqueue() {
+            interop::check_not_in_host_command("a native command that runs now")?;
+            let start = self.eager_events_wait(wait)?;
+            // Wait lists order, they do not propagate failure.
+            let _ = start.wait();
+            let native = interop::Borrowed::new(callback);
+            let command = NativeCommand::new(native.shared(), mems, Owner::Queue(self.key()), None);
+            // SAFETY: the host is the CPU's target, and the command's
+            // dependencies have completed; later commands of an in-order
+            // queue are enqueued after this returns.
+            unsafe { command.invoke(self.device().backend(), NativeTarget::Host)? };
+            return Ok(start);
+        }
+        let resolved = resolve_wait_list(self.inner.context.id(), wait)?;
+        let native = interop::Borrowed::new(callback);
+        let command = NativeCommand::new(native.shared(), mems, Owner::Queue(self.key()), None);
+        let result = self.execute(Command::Native(command), &resolved);
+        // The adapter called it during the enqueue; whatever still holds the
+        // command from now on finds no callback.
+        drop(native);
+        result
     }
 
     /// Whether both handles are the same queue.

@@ -32,6 +32,7 @@ use crate::{Requires, cases, check, check_eq, check_err};
 pub(super) fn cases() -> Vec<crate::Case> {
     cases!["native_command";
         enqueue_fills_buffer,
+        enqueue_now_runs_before_returning,
         enqueue_orders_with_queue,
         enqueue_waits_for_wait_list,
         enqueue_out_of_order_wait_list => Requires::OUT_OF_ORDER,
@@ -328,6 +329,31 @@ fn enqueue_fills_buffer(env: &Env) -> CaseResult {
     done.wait()?;
     check_eq!(done.status(), EventStatus::Complete);
     check_eq!(read_buffer::<u32>(&queue, &buf, 0, WORDS)?, vec![0xA5A5_0001u32; WORDS]);
+    Ok(())
+}
+
+/// `enqueue_native_command_now` (UR's contract): the callback, which may
+/// borrow, has run when the call returns, after the commands before it; its
+/// work is complete when the event is.
+fn enqueue_now_runs_before_returning(env: &Env) -> CaseResult {
+    let queue = env.queue()?;
+    let buf = words(env, 0)?;
+    queue.fill_buffer(&buf, &3u32.to_le_bytes(), 0, WORDS * 4, &[])?;
+    let calls = AtomicU32::new(0);
+    // SAFETY: the callback fills the buffer and counts on this stack frame,
+    // which outlives the call.
+    let done = unsafe {
+        queue.enqueue_native_command_now(&[&buf], &[], |s| {
+            calls.fetch_add(1, Ordering::SeqCst);
+            native_fill(s, &buf, 0, WORDS / 4, 77);
+        })?
+    };
+    check_eq!(calls.load(Ordering::SeqCst), 1, "the callback ran before the call returned");
+    done.wait()?;
+    let mut expected = vec![77u32; WORDS / 4];
+    expected.extend(vec![3u32; WORDS - WORDS / 4]);
+    check_eq!(read_buffer::<u32>(&queue, &buf, 0, WORDS)?, expected);
+    check_eq!(calls.load(Ordering::SeqCst), 1);
     Ok(())
 }
 
