@@ -171,14 +171,20 @@ impl Queue {
         wait: &[&Event],
         callback: impl Fn(&NativeScope<'_>) + Send + Sync + 'static,
     ) -> Result<Event> {
+        let mems = self.native_mems(mems)?;
+        let resolved = resolve_wait_list(self.inner.context.id(), wait)?;
+        let native = NativeCommand::new(Arc::new(callback), mems, Owner::Queue(self.key()), None);
+        self.execute(Command::Native(native), &resolved)
+    }
+
+    /// What every native command checks: not while recording, its buffers
+    /// of this queue's context.
+    fn native_mems(&self, mems: &[&MemBuffer]) -> Result<Vec<MemBuffer>> {
         self.check_not_recording("a native command")?;
         for mem in mems {
             mem.check_context(&self.inner.context)?;
         }
-        let resolved = resolve_wait_list(self.inner.context.id(), wait)?;
-        let mems = mems.iter().map(|m| (*m).clone()).collect();
-        let native = NativeCommand::new(Arc::new(callback), mems, Owner::Queue(self.key()), None);
-        self.execute(Command::Native(native), &resolved)
+        Ok(mems.iter().map(|m| (*m).clone()).collect())
     }
 
     /// [`enqueue_native_command`](Self::enqueue_native_command) for a
@@ -199,11 +205,7 @@ impl Queue {
         wait: &[&Event],
         callback: impl Fn(&NativeScope<'_>) + Send + Sync + 'a,
     ) -> Result<Event> {
-        self.check_not_recording("a native command")?;
-        for mem in mems {
-            mem.check_context(&self.inner.context)?;
-        }
-        let mems: Vec<MemBuffer> = mems.iter().map(|m| (*m).clone()).collect();
+        let mems = self.native_mems(mems)?;
         if !self.inner.imp.native_commands_at_enqueue() {
             interop::check_not_in_host_command("a native command that runs now")?;
             let start = self.eager_events_wait(wait)?;
