@@ -462,23 +462,32 @@ impl Module {
     /// The arguments of a compute shader, from its argument block.
     fn compute_signature(&self, name: &str) -> Result<KernelSignature> {
         ensure!(
-            self.push_constants.len() == 1,
+            self.push_constants.len() <= 1,
             InvalidBinary,
             "compute shader `{name}` has {} push-constant blocks; the kernel ABI has one, the argument block's address",
             self.push_constants.len()
         );
-        let var_type = self.push_constants[0];
-        let block = self.pointee(var_type, SC_PUSH_CONSTANT, name, "its push constant")?;
-        let Type::Struct { members } = self.ty(block)? else {
-            return Err(err!(InvalidBinary, "the push constant of `{name}` is not a block"));
-        };
-        let first = *members.first().ok_or_else(|| err!(InvalidBinary, "the push constant of `{name}` is empty"))?;
-        let args_block = self.pointee(first, SC_PHYSICAL_STORAGE_BUFFER, name, "the push constant's first member")?;
-        let Type::Struct { members } = self.ty(args_block)? else {
-            return Err(err!(InvalidBinary, "the argument block of `{name}` is not a structure"));
-        };
         let locals: HashSet<u32> =
             self.spec_ids.iter().filter(|id| **id >= LOCAL_SPEC_BASE).map(|id| id - LOCAL_SPEC_BASE).collect();
+        // A shader that reads no argument block has its push constant
+        // optimized away: its only arguments are local memory.
+        let (args_block, members) = match self.push_constants.first() {
+            Some(var_type) => {
+                let block = self.pointee(*var_type, SC_PUSH_CONSTANT, name, "its push constant")?;
+                let Type::Struct { members } = self.ty(block)? else {
+                    return Err(err!(InvalidBinary, "the push constant of `{name}` is not a block"));
+                };
+                let first =
+                    *members.first().ok_or_else(|| err!(InvalidBinary, "the push constant of `{name}` is empty"))?;
+                let args_block =
+                    self.pointee(first, SC_PHYSICAL_STORAGE_BUFFER, name, "the push constant's first member")?;
+                let Type::Struct { members } = self.ty(args_block)? else {
+                    return Err(err!(InvalidBinary, "the argument block of `{name}` is not a structure"));
+                };
+                (args_block, members.as_slice())
+            }
+            None => (0, &[][..]),
+        };
         let mut values = Vec::new();
         for (i, m) in members.iter().enumerate() {
             let offset = self.member_offsets.get(&(args_block, i as u32)).copied().ok_or_else(|| {

@@ -22,6 +22,7 @@ mod large;
 mod lifecycle;
 mod memory_errors;
 mod objects;
+mod programs;
 mod property;
 mod read_write;
 mod rect;
@@ -40,6 +41,7 @@ pub fn all() -> Vec<Case> {
         lifecycle::cases,
         commands::cases,
         objects::cases,
+        programs::cases,
         device::cases,
         copy_fill::cases,
         read_write::cases,
