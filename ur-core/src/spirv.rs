@@ -135,6 +135,9 @@ const PARAM_ATTR_BY_VAL: u32 = 2;
 const BLOCK_HEADER: u64 = 64;
 /// The specialization constant id of local-memory argument 0's size.
 const LOCAL_SPEC_BASE: u32 = 100;
+/// The largest value a layout computes: far beyond any kernel argument, and
+/// small enough that no sum or product of two such sizes overflows.
+const MAX_VALUE_BYTES: u64 = 1 << 24;
 
 #[derive(Clone, Debug)]
 enum Type {
@@ -336,13 +339,19 @@ impl Module {
     /// module's explicit layout where it decorates one).
     fn layout(&self, id: u32, depth: u32) -> Result<(u64, u64)> {
         ensure!(depth < 64, InvalidBinary, "SPIR-V type %{id} nests too deeply");
+        let (size, align) = self.layout_unchecked(id, depth)?;
+        ensure!(size <= MAX_VALUE_BYTES, InvalidBinary, "SPIR-V type %{id} is {size} bytes, too large for an argument");
+        Ok((size, align))
+    }
+
+    fn layout_unchecked(&self, id: u32, depth: u32) -> Result<(u64, u64)> {
         Ok(match self.ty(id)? {
             Type::Scalar { size } => (*size, *size),
             Type::Vector { elem, count } => {
                 let (e, _) = self.layout(*elem, depth + 1)?;
                 // OpenCL rounds 3-element vectors up to 4.
                 let n = if *count == 3 { 4 } else { *count };
-                (e * n, e * n)
+                (e * n, (e * n).max(1))
             }
             Type::Array { elem, length } => {
                 let (e, align) = self.layout(*elem, depth + 1)?;
@@ -367,6 +376,7 @@ impl Module {
                         None => end.next_multiple_of(a),
                     };
                     end = end.max(offset + size);
+                    ensure!(end <= MAX_VALUE_BYTES, InvalidBinary, "SPIR-V structure %{id} is too large");
                     align = align.max(a);
                 }
                 (end.next_multiple_of(align), align)
@@ -649,6 +659,35 @@ mod tests {
             k.args,
             vec![ArgKind::Local, ArgKind::Local, ArgKind::Global, ArgKind::Value(4), ArgKind::Global, ArgKind::Global]
         );
+    }
+
+    /// Corrupted modules are errors or readings, never panics.
+    #[test]
+    fn corrupt_modules_do_not_panic() {
+        let modules: [&[u8]; 3] = [
+            include_bytes!("../../conformance/src/kernels/programs/opencl.spv"),
+            include_bytes!("../../conformance/src/kernels/programs/scale_add.spv"),
+            include_bytes!("../../conformance/src/kernels/programs/group_sum.spv"),
+        ];
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for module in modules {
+            for _ in 0..3000 {
+                let mut bytes = module.to_vec();
+                for _ in 0..(next() % 4 + 1) {
+                    let at = 20 + (next() as usize) % (bytes.len() - 20);
+                    bytes[at] = next() as u8;
+                }
+                let _ = entry_points(&bytes);
+                let cut = 20 + (next() as usize) % (bytes.len() - 20);
+                let _ = entry_points(&bytes[..cut & !3]);
+            }
+        }
     }
 
     #[test]
