@@ -126,6 +126,16 @@ fn build_options_binary_and_kernel_info(env: &Env) -> CaseResult {
     let binary = program.binary();
     check!(binary.as_ref().is_some_and(|b| !b.is_empty()), "no binary: {binary:?}");
     let _log = program.build_log();
+    // Where the binary is the bytes given (all but OpenCL, whose binary is
+    // the driver's), it builds again.
+    if program.form() != ur::SourceForm::SpirvKernel {
+        let bytes = binary.expect("checked above");
+        // SAFETY: a CPU kernel table's bytes point to statics of this process.
+        let again = unsafe { ProgramBundle::from_binary(&bytes) }?;
+        let again = Program::new(env.context(), &again)?;
+        let rebuilt = Kernel::new(&again, "scale_add")?;
+        check_eq!(rebuilt.signature(), kernel.signature());
+    }
     let info = env.device().info();
     check!(kernel.local_mem_size() as u64 <= info.local_mem_size, "local memory {}", kernel.local_mem_size());
     let multiple = kernel.preferred_work_group_size_multiple();
