@@ -46,15 +46,18 @@ pub mod info;
 pub mod tables;
 
 mod adapter;
+mod capture;
 mod command_buffer;
 mod context;
 mod device;
 mod device_info;
 mod enqueue;
 mod event;
+mod kernel;
 mod logging;
 mod mem;
 mod platform;
+mod program;
 mod queue;
 mod usm;
 

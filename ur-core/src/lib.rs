@@ -62,6 +62,7 @@ pub use device::{
 };
 pub use error::{Detail, Result, UrError};
 pub use event::{Event, EventStatus, ProfilingInfo, UserEvent};
+pub use graph::CapturedGraph;
 pub use launch::{ArgValue, KernelArg, KernelCommand, KernelLaunch};
 pub use loader::{AbsentAdapter, AdapterEntry, Loader};
 pub use memory::{

@@ -79,6 +79,7 @@ impl WeakQueue {
 
 impl Drop for QueueInner {
     fn drop(&mut self) {
+        record::queue_dropped(&self.recording, self as *const QueueInner as usize);
         if let Err(e) = self.imp.finish() {
             tracing::warn!(error = %e, "queue finish on drop failed");
         }
@@ -183,12 +184,12 @@ impl Queue {
         Ok(Event::from_imp(event, &self.inner.context))
     }
 
+    /// `InvalidOperation` while the queue records into a graph;
+    /// `GraphCaptureUnsupported` (which invalidates the capture) while it captures.
     fn check_not_recording(&self, what: &str) -> Result<()> {
-        ensure!(
-            !self.inner.recording.is_active(),
-            InvalidOperation,
-            "{what} on a queue recording into a graph: nothing executes while it records"
-        );
+        if self.inner.recording.is_active() {
+            return crate::graph::refuse_while_recording(self, what);
+        }
         Ok(())
     }
 

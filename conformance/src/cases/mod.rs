@@ -2,6 +2,7 @@
 
 use crate::harness::Case;
 
+mod capture;
 mod commands;
 mod copy_fill;
 mod device;
@@ -69,6 +70,7 @@ pub fn all() -> Vec<Case> {
         graph_update::cases,
         graph_memory::cases,
         graph_property::cases,
+        capture::cases,
     ];
     groups.iter().flat_map(|g| g()).collect()
 }
