@@ -23,6 +23,7 @@ mod large;
 mod lifecycle;
 mod memory_errors;
 mod objects;
+mod programs;
 mod property;
 mod read_write;
 mod rect;
@@ -41,6 +42,7 @@ pub fn all() -> Vec<Case> {
         lifecycle::cases,
         commands::cases,
         objects::cases,
+        programs::cases,
         device::cases,
         copy_fill::cases,
         read_write::cases,
