@@ -290,6 +290,13 @@ fn resolve_required(
             "`{name}` requires work-group size {required:?}; the launch gives {local:?}"
         );
     }
+    let product = required.iter().try_fold(1usize, |p, r| p.checked_mul(*r)).unwrap_or(usize::MAX);
+    ensure!(
+        product != 0 && product <= kernel.max_work_group_size(),
+        InvalidWorkGroupSize,
+        "`{name}` requires work-group size {required:?}, more than the {} work-items it can run",
+        kernel.max_work_group_size()
+    );
     for d in 0..3 {
         ensure!(
             d < work_dim as usize || required[d] == 1,

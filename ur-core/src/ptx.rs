@@ -190,6 +190,29 @@ mod tests {
         assert_eq!(k[1].reqd_work_group_size, Some([4, 1, 1]));
     }
 
+    /// Corrupted PTX is an error or a reading, never a panic.
+    #[test]
+    fn corrupt_ptx_does_not_panic() {
+        let text = include_bytes!("../../conformance/src/kernels/programs/cuda.ptx");
+        let alphabet = b"().,[]{}/* \n.param.entry.reqntid0123456789x\xc3\xa9";
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed as usize
+        };
+        for _ in 0..5000 {
+            let mut bytes = text.to_vec();
+            for _ in 0..(next() % 6 + 1) {
+                let at = next() % bytes.len();
+                bytes[at] = alphabet[next() % alphabet.len()];
+            }
+            let _ = entry_points(&bytes);
+            let _ = entry_points(&bytes[..next() % bytes.len()]);
+        }
+    }
+
     #[test]
     fn reads_the_committed_library() {
         let k = entry_points(include_bytes!("../../conformance/src/kernels/library.ptx")).unwrap();

@@ -135,6 +135,9 @@ const PARAM_ATTR_BY_VAL: u32 = 2;
 const BLOCK_HEADER: u64 = 64;
 /// The specialization constant id of local-memory argument 0's size.
 const LOCAL_SPEC_BASE: u32 = 100;
+/// The largest value a layout computes: far beyond any kernel argument, and
+/// small enough that no sum or product of two such sizes overflows.
+const MAX_VALUE_BYTES: u64 = 1 << 24;
 
 #[derive(Clone, Debug)]
 enum Type {
@@ -336,13 +339,19 @@ impl Module {
     /// module's explicit layout where it decorates one).
     fn layout(&self, id: u32, depth: u32) -> Result<(u64, u64)> {
         ensure!(depth < 64, InvalidBinary, "SPIR-V type %{id} nests too deeply");
+        let (size, align) = self.layout_unchecked(id, depth)?;
+        ensure!(size <= MAX_VALUE_BYTES, InvalidBinary, "SPIR-V type %{id} is {size} bytes, too large for an argument");
+        Ok((size, align))
+    }
+
+    fn layout_unchecked(&self, id: u32, depth: u32) -> Result<(u64, u64)> {
         Ok(match self.ty(id)? {
             Type::Scalar { size } => (*size, *size),
             Type::Vector { elem, count } => {
                 let (e, _) = self.layout(*elem, depth + 1)?;
                 // OpenCL rounds 3-element vectors up to 4.
                 let n = if *count == 3 { 4 } else { *count };
-                (e * n, e * n)
+                (e * n, (e * n).max(1))
             }
             Type::Array { elem, length } => {
                 let (e, align) = self.layout(*elem, depth + 1)?;
@@ -367,6 +376,7 @@ impl Module {
                         None => end.next_multiple_of(a),
                     };
                     end = end.max(offset + size);
+                    ensure!(end <= MAX_VALUE_BYTES, InvalidBinary, "SPIR-V structure %{id} is too large");
                     align = align.max(a);
                 }
                 (end.next_multiple_of(align), align)
@@ -462,23 +472,32 @@ impl Module {
     /// The arguments of a compute shader, from its argument block.
     fn compute_signature(&self, name: &str) -> Result<KernelSignature> {
         ensure!(
-            self.push_constants.len() == 1,
+            self.push_constants.len() <= 1,
             InvalidBinary,
             "compute shader `{name}` has {} push-constant blocks; the kernel ABI has one, the argument block's address",
             self.push_constants.len()
         );
-        let var_type = self.push_constants[0];
-        let block = self.pointee(var_type, SC_PUSH_CONSTANT, name, "its push constant")?;
-        let Type::Struct { members } = self.ty(block)? else {
-            return Err(err!(InvalidBinary, "the push constant of `{name}` is not a block"));
-        };
-        let first = *members.first().ok_or_else(|| err!(InvalidBinary, "the push constant of `{name}` is empty"))?;
-        let args_block = self.pointee(first, SC_PHYSICAL_STORAGE_BUFFER, name, "the push constant's first member")?;
-        let Type::Struct { members } = self.ty(args_block)? else {
-            return Err(err!(InvalidBinary, "the argument block of `{name}` is not a structure"));
-        };
         let locals: HashSet<u32> =
             self.spec_ids.iter().filter(|id| **id >= LOCAL_SPEC_BASE).map(|id| id - LOCAL_SPEC_BASE).collect();
+        // A shader that reads no argument block has its push constant
+        // optimized away: its only arguments are local memory.
+        let (args_block, members) = match self.push_constants.first() {
+            Some(var_type) => {
+                let block = self.pointee(*var_type, SC_PUSH_CONSTANT, name, "its push constant")?;
+                let Type::Struct { members } = self.ty(block)? else {
+                    return Err(err!(InvalidBinary, "the push constant of `{name}` is not a block"));
+                };
+                let first =
+                    *members.first().ok_or_else(|| err!(InvalidBinary, "the push constant of `{name}` is empty"))?;
+                let args_block =
+                    self.pointee(first, SC_PHYSICAL_STORAGE_BUFFER, name, "the push constant's first member")?;
+                let Type::Struct { members } = self.ty(args_block)? else {
+                    return Err(err!(InvalidBinary, "the argument block of `{name}` is not a structure"));
+                };
+                (args_block, members.as_slice())
+            }
+            None => (0, &[][..]),
+        };
         let mut values = Vec::new();
         for (i, m) in members.iter().enumerate() {
             let offset = self.member_offsets.get(&(args_block, i as u32)).copied().ok_or_else(|| {
@@ -640,6 +659,35 @@ mod tests {
             k.args,
             vec![ArgKind::Local, ArgKind::Local, ArgKind::Global, ArgKind::Value(4), ArgKind::Global, ArgKind::Global]
         );
+    }
+
+    /// Corrupted modules are errors or readings, never panics.
+    #[test]
+    fn corrupt_modules_do_not_panic() {
+        let modules: [&[u8]; 3] = [
+            include_bytes!("../../conformance/src/kernels/programs/opencl.spv"),
+            include_bytes!("../../conformance/src/kernels/programs/scale_add.spv"),
+            include_bytes!("../../conformance/src/kernels/programs/group_sum.spv"),
+        ];
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for module in modules {
+            for _ in 0..3000 {
+                let mut bytes = module.to_vec();
+                for _ in 0..(next() % 4 + 1) {
+                    let at = 20 + (next() as usize) % (bytes.len() - 20);
+                    bytes[at] = next() as u8;
+                }
+                let _ = entry_points(&bytes);
+                let cut = 20 + (next() as usize) % (bytes.len() - 20);
+                let _ = entry_points(&bytes[..cut & !3]);
+            }
+        }
     }
 
     #[test]

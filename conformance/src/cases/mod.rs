@@ -24,6 +24,7 @@ mod lifecycle;
 mod memory_errors;
 mod native_command;
 mod objects;
+mod programs;
 mod property;
 mod read_write;
 mod rect;
@@ -42,6 +43,7 @@ pub fn all() -> Vec<Case> {
         lifecycle::cases,
         commands::cases,
         objects::cases,
+        programs::cases,
         device::cases,
         copy_fill::cases,
         read_write::cases,

@@ -20,8 +20,11 @@ trap 'rm -rf "$tmp"' EXIT
 "$clang" -c -target spir64 -cl-std=CL1.2 -O2 -emit-llvm -Xclang -no-opaque-pointers opencl.cl -o "$tmp/opencl.bc"
 "$spirv" "$tmp/opencl.bc" -o opencl.spv
 
+# Each shader's entry point is named after its kernel (glslang's default is `main`).
 for src in *.comp; do
-    out=$(glslangValidator -V --target-env vulkan1.2 "$src" -o "${src%.comp}.spv") || { echo "$out" >&2; exit 1; }
+    name=${src%.comp}
+    out=$(glslangValidator -V --target-env vulkan1.2 -e "$name" --source-entrypoint main "$src" -o "$name.spv") ||
+        { echo "$out" >&2; exit 1; }
 done
 
 cat > "$tmp/cuda.cu" <<'PRELUDE'
