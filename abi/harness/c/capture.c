@@ -4,7 +4,8 @@
  * into an existing graph, a fork onto a second queue joined back, and the
  * result codes of misuse (end without begin, begin twice, a host wait or a
  * blocking copy during capture and the invalidated capture after it,
- * unjoined forks, merging two captures, null handles and pointers).
+ * unjoined forks, merging two captures, null handles and pointers), and
+ * kernel launches captured and replayed.
  * urt: also without layers (the adapter answers every misuse itself) */
 #include "urt.h"
 
@@ -28,6 +29,54 @@ static void zero(urt_env *env, void *p, size_t size) {
   uint8_t z = 0;
   URT_OK(urEnqueueUSMFill(env->queue, p, 1, &z, size, 0, NULL, NULL));
   URT_OK(urQueueFinish(env->queue));
+}
+
+/* Kernel launches captured on an in-order queue and replayed:
+ * p -> (2p + 1) * 3 per run. */
+static void captured_kernels(urt_env *env) {
+  ur_program_handle_t program = urt_axpb_program(env);
+  if (!program) return;
+  URT_REQUIRE(urProgramBuild(env->context, program, NULL));
+  ur_kernel_handle_t kernel = NULL;
+  URT_REQUIRE(urKernelCreate(program, "axpb", &kernel));
+  ur_queue_handle_t q = NULL;
+  URT_REQUIRE(urQueueCreate(env->context, env->device, NULL, &q));
+  enum { N = 1024 };
+  uint32_t *p = urt_device_alloc(env, N * sizeof(uint32_t));
+  uint32_t one = 1, two = 2, three = 3, zero_value = 0;
+  URT_OK(urEnqueueUSMFill(q, p, sizeof one, &one, N * sizeof one, 0, NULL, NULL));
+  URT_OK(urQueueFinish(q));
+  ur_exp_kernel_arg_properties_t first[3] = {
+      {UR_STRUCTURE_TYPE_EXP_KERNEL_ARG_PROPERTIES, NULL, UR_EXP_KERNEL_ARG_TYPE_POINTER, 0, sizeof p, {.pointer = p}},
+      {UR_STRUCTURE_TYPE_EXP_KERNEL_ARG_PROPERTIES, NULL, UR_EXP_KERNEL_ARG_TYPE_VALUE, 1, 4, {.value = &two}},
+      {UR_STRUCTURE_TYPE_EXP_KERNEL_ARG_PROPERTIES, NULL, UR_EXP_KERNEL_ARG_TYPE_VALUE, 2, 4, {.value = &one}}};
+  ur_exp_kernel_arg_properties_t second[3] = {first[0], first[1], first[2]};
+  second[1].value.value = &three;
+  second[2].value.value = &zero_value;
+  size_t global = N;
+  URT_OK(urQueueBeginGraphCaptureExp(q));
+  URT_OK(urEnqueueKernelLaunchWithArgsExp(q, kernel, 1, NULL, &global, NULL, 3, first, NULL, 0, NULL, NULL));
+  URT_OK(urEnqueueKernelLaunchWithArgsExp(q, kernel, 1, NULL, &global, NULL, 3, second, NULL, 0, NULL, NULL));
+  ur_exp_graph_handle_t graph = NULL;
+  URT_OK(urQueueEndGraphCaptureExp(q, &graph));
+  uint32_t *host = (uint32_t *)urt_read(env, p, sizeof(uint32_t));
+  URT_CHECK(host[0] == 1, "captured kernels did not run at capture (%u)", host[0]);
+  free(host);
+  ur_exp_executable_graph_handle_t exec = NULL;
+  URT_OK(urGraphInstantiateGraphExp(graph, &exec));
+  for (int run = 0; run < 2; run++) URT_OK(urEnqueueGraphExp(q, exec, 0, NULL, NULL));
+  URT_OK(urQueueFinish(q));
+  host = (uint32_t *)urt_read(env, p, N * sizeof(uint32_t));
+  bool ok = true;
+  for (int i = 0; i < N; i++) ok &= host[i] == 57;
+  URT_CHECK(ok, "two replays: 1 -> 9 -> 57 (got %u)", host[0]);
+  free(host);
+  URT_OK(urGraphExecutableGraphDestroyExp(exec));
+  URT_OK(urGraphDestroyExp(graph));
+  URT_OK(urUSMFree(env->context, p));
+  URT_OK(urQueueRelease(q));
+  URT_OK(urKernelRelease(kernel));
+  URT_OK(urProgramRelease(program));
 }
 
 int main(void) {
@@ -250,6 +299,7 @@ int main(void) {
   URT_OK(urQueueRelease(q2));
   URT_OK(urUSMFree(env.context, a));
   URT_OK(urUSMFree(env.context, b));
+  captured_kernels(&env);
   urt_fini(&env);
   return urt_done("capture");
 }
