@@ -11,7 +11,7 @@ use crate::device::DeviceInfo;
 use crate::error::Result;
 use crate::memory::{MemBuffer, UsmPtr};
 use crate::native::NdRange;
-use crate::program::{ArgKind, Kernel};
+use crate::program::{ArgKind, Kernel, SourceForm};
 use crate::{ensure, err};
 
 /// One kernel argument as the application passes it.
@@ -194,6 +194,15 @@ pub(crate) fn resolve_arg(
         // Code read from PTX or from a Vulkan argument block often cannot
         // say whether 8 bytes are a pointer or an integer.
         (ArgKind::Value(8), KernelArg::Pointer(p)) => ArgValue::Value(SmallVec::from_slice(&p.addr().to_le_bytes())),
+        // For the same reason a buffer there passes its device address, in
+        // the forms whose pointers are plain 64-bit addresses (OpenCL's
+        // buffers are objects, never an integer's bits).
+        (ArgKind::Value(8), KernelArg::MemObj(b))
+            if matches!(kernel.program().form(), SourceForm::Ptx | SourceForm::CudaC | SourceForm::SpirV) =>
+        {
+            b.check_context(context)?;
+            ArgValue::MemObj((*b).clone())
+        }
         (ArgKind::Local, KernelArg::Local(size)) => {
             ensure!(*size != 0, InvalidKernelArgumentSize, "local-memory argument {index} of `{name}` has size 0");
             ArgValue::Local(*size)

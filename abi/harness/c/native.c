@@ -208,7 +208,8 @@ static void handles(urt_env *env) {
   uint32_t eight = 8;
   URT_OK(urEnqueueMemBufferFill(env->queue, mem, &eight, 4, 0, 16, 0, NULL, &event));
   URT_OK(urEventWait(1, &event));
-  bool cpu = env->backend == UR_BACKEND_NATIVE_CPU, vulkan = env->backend == UR_BACKEND_OFFLOAD;
+  bool cpu = env->backend == UR_BACKEND_NATIVE_CPU, vulkan = env->backend == UR_BACKEND_OFFLOAD,
+       cuda = env->backend == UR_BACKEND_CUDA;
   ur_native_handle_t h[6] = {0};
   ur_result_t r[6] = {
       urPlatformGetNativeHandle(env->platform, &h[0]), urDeviceGetNativeHandle(env->device, &h[1]),
@@ -217,7 +218,8 @@ static void handles(urt_env *env) {
   };
   const char *names[6] = {"platform", "device", "context", "queue", "mem", "event"};
   for (int i = 0; i < 6; i++) {
-    bool offered = cpu ? i == 4 : !(vulkan && i == 5);
+    /* CUDA has no platform object; Vulkan events are not native objects. */
+    bool offered = cpu ? i == 4 : !(vulkan && i == 5) && !(cuda && i == 0);
     if (offered) {
       URT_CHECK(r[i] == UR_RESULT_SUCCESS, "%s: %d", names[i], r[i]);
       /* The CUDA device is an ordinal: 0 for the first. */
