@@ -118,7 +118,25 @@ pub trait UsmImpl: Any + Send + Sync {
 }
 
 /// A memory buffer; dropping it frees the memory.
-pub trait BufferImpl: Any + Send + Sync {}
+pub trait BufferImpl: Any + Send + Sync {
+    /// The adapter's own object for the sub-buffer `[offset, offset + size)`
+    /// of this buffer, where its kernels cannot address a sub-buffer as this
+    /// buffer's storage plus `offset` (OpenCL: a `cl_mem` from
+    /// `clCreateSubBuffer`). `None`, the default, means they can: kernel
+    /// arguments of the sub-buffer then get [`MemBuffer::imp`](crate::MemBuffer::imp)
+    /// and [`MemBuffer::offset`](crate::MemBuffer::offset). Memory commands never
+    /// see sub-buffers: the front end gives them the root buffer and absolute offsets.
+    ///
+    /// # Safety
+    /// This is a root buffer (not a sub-buffer); `size` is non-zero; the range
+    /// lies inside the buffer; `offset` is a multiple of the device's
+    /// `mem_base_addr_align_bits / 8`; `flags` holds exactly one access mode,
+    /// one the buffer's own allows.
+    unsafe fn sub_buffer(&self, offset: usize, size: usize, flags: MemFlags) -> Result<Option<Box<dyn BufferImpl>>> {
+        let _ = (offset, size, flags);
+        Ok(None)
+    }
+}
 
 /// A built program.
 pub trait ProgramImpl: Any + Send + Sync {

@@ -27,6 +27,7 @@ mod read_write;
 mod rect;
 mod regression;
 mod stress;
+mod sub_buffer;
 mod update_args;
 mod update_events;
 mod update_invalid;
@@ -45,6 +46,7 @@ pub fn all() -> Vec<Case> {
         read_write::cases,
         rect::cases,
         memory_errors::cases,
+        sub_buffer::cases,
         enqueue::cases,
         in_order::cases,
         event_sync::cases,
