@@ -187,7 +187,7 @@ fn build() -> ur_dditable_t {
             pfnBufferCreate: Some(mem::urMemBufferCreate),
             pfnRetain: Some(mem::urMemRetain),
             pfnRelease: Some(mem::urMemRelease),
-            pfnBufferPartition: unsupported(),
+            pfnBufferPartition: Some(mem::urMemBufferPartition),
             pfnGetNativeHandle: unsupported(),
             pfnBufferCreateWithNativeHandle: unsupported(),
             pfnImageCreateWithNativeHandle: unsupported(),
