@@ -354,8 +354,9 @@ fn answer(handle: &Handle<Device>, name: ur_device_info_t, out: InfoOut) -> AbiR
         // urProgramDynamicLinkExp, urUSMContextMemcpyExp,
         // urMemoryExportAllocExportableMemoryExp, the IPC handles, low-power
         // events, the clock extensions of device code.
-        I::UR_DEVICE_INFO_TIMESTAMP_RECORDING_SUPPORT_EXP
-        | I::UR_DEVICE_INFO_ENQUEUE_NATIVE_COMMAND_SUPPORT_EXP
+        // Every backend records timestamps (`Queue::enqueue_timestamp`).
+        I::UR_DEVICE_INFO_TIMESTAMP_RECORDING_SUPPORT_EXP => out.bool(true),
+        I::UR_DEVICE_INFO_ENQUEUE_NATIVE_COMMAND_SUPPORT_EXP
         | I::UR_DEVICE_INFO_REUSABLE_EVENTS_SUPPORT_EXP
         | I::UR_DEVICE_INFO_ASYNC_USM_ALLOCATIONS_SUPPORT_EXP
         | I::UR_DEVICE_INFO_GRAPH_RECORD_AND_REPLAY_SUPPORT_EXP

@@ -56,6 +56,7 @@ mod logging;
 mod mem;
 mod platform;
 mod queue;
+mod timestamp;
 mod usm;
 
 pub use adapter::register_factory;

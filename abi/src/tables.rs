@@ -7,7 +7,9 @@
 use std::sync::OnceLock;
 
 use crate::sys::*;
-use crate::{adapter, command_buffer, context, device, device_info, enqueue, event, mem, platform, queue, usm};
+use crate::{
+    adapter, command_buffer, context, device, device_info, enqueue, event, mem, platform, queue, timestamp, usm,
+};
 
 /// The complete dispatch table every handle points to.
 pub fn dispatch_table() -> &'static ur_dditable_t {
@@ -233,7 +235,7 @@ fn build() -> ur_dditable_t {
             pfnUSMSharedAllocExp: unsupported(),
             pfnUSMHostAllocExp: unsupported(),
             pfnUSMFreeExp: unsupported(),
-            pfnTimestampRecordingExp: unsupported(),
+            pfnTimestampRecordingExp: Some(timestamp::urEnqueueTimestampRecordingExp),
             pfnCommandBufferExp: Some(command_buffer::urEnqueueCommandBufferExp),
             pfnHostTaskExp: Some(enqueue::urEnqueueHostTaskExp),
             pfnNativeCommandExp: unsupported(),

@@ -177,6 +177,17 @@ pub trait QueueImpl: Any + Send + Sync {
     /// As for [`QueueImpl::enqueue`]: the events belong to this adapter and context.
     unsafe fn enqueue_wait(&self, wait: &[&dyn EventImpl], barrier: bool) -> Result<Arc<dyn EventImpl>>;
 
+    /// Records the device's time (`urEnqueueTimestampRecordingExp`): an
+    /// event ordered as a non-barrier [`enqueue_wait`](Self::enqueue_wait)
+    /// marker is, whose [`EventImpl::profiling`] answers once it is complete
+    /// whether or not the queue profiles: `start` and `end` are the device
+    /// time at which it ran, on the clock of [`DeviceImpl::timestamps`];
+    /// `queued` and `submit` are at most `start`.
+    ///
+    /// # Safety
+    /// As for [`QueueImpl::enqueue`]: the events belong to this adapter and context.
+    unsafe fn enqueue_timestamp(&self, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>>;
+
     /// Blocks until everything submitted has completed.
     fn finish(&self) -> Result<()>;
 

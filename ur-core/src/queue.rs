@@ -585,6 +585,33 @@ impl Queue {
         Ok(Event::from_imp(event, &self.inner.context))
     }
 
+    /// Records the device's time once `wait` (and, on an in-order queue,
+    /// everything submitted before) has completed
+    /// (`urEnqueueTimestampRecordingExp`). The returned event has profiling
+    /// info on any queue, profiling or not: its start and end are the device
+    /// time at which it ran, on the clock of
+    /// [`Device::global_timestamps`](crate::Device::global_timestamps).
+    /// `InvalidOperation` on a queue recording into a graph.
+    ///
+    /// ```
+    /// use ur_core::{Context, Queue, QueueProperties};
+    /// # let ctx = Context::new(&ur_adapter_cpu::default_device()).unwrap();
+    /// let queue = Queue::new(&ctx, QueueProperties::default()).unwrap();
+    /// let before = ctx.device().global_timestamps().unwrap();
+    /// let stamp = queue.enqueue_timestamp(&[]).unwrap();
+    /// stamp.wait().unwrap();
+    /// let times = stamp.profiling_info().unwrap();
+    /// assert!(before.device <= times.start && times.start <= times.end);
+    /// ```
+    #[tracing::instrument(level = "trace", skip_all)]
+    pub fn enqueue_timestamp(&self, wait: &[&Event]) -> Result<Event> {
+        self.check_not_recording("a timestamp recording")?;
+        let resolved = resolve_wait_list(self.inner.context.id(), wait)?;
+        // SAFETY: the events were checked to belong to this queue's context.
+        let event = unsafe { self.inner.imp.enqueue_timestamp(&as_refs(&resolved))? };
+        Ok(Event::from_imp(event, &self.inner.context))
+    }
+
     /// [`events_wait`](Self::events_wait) that never records, for the graph
     /// layer's own submissions.
     pub(crate) fn eager_events_wait(&self, wait: &[&Event]) -> Result<Event> {

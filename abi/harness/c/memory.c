@@ -1,6 +1,8 @@
-/* Memory objects: sub-buffers (urMemBufferPartition) used by every buffer
- * command — read, write, copy, fill, rect, map, command-buffer appends —
- * and their info; misuse codes of the partition.
+/* Memory objects and timestamps: sub-buffers (urMemBufferPartition) used by
+ * every buffer command — read, write, copy, fill, rect, map, command-buffer
+ * appends — and their info; misuse codes of the partition; timestamp
+ * recordings (urEnqueueTimestampRecordingExp) on a queue without profiling,
+ * between two device timestamp pairs, and their misuse.
  *
  * urt: also without layers
  * (The harness runs this program twice: under the validation layer, which
@@ -207,12 +209,57 @@ static void host_pointer_sub_buffer(urt_env *env) {
   free(host);
 }
 
+/* A timestamp recording is timed on a queue that does not profile: its
+ * start and end lie between two readings of the device's clock, and its
+ * queued and submit times come no later. */
+static void timestamp_recording(urt_env *env) {
+  URT_CHECK(urt_device_bool(env, UR_DEVICE_INFO_TIMESTAMP_RECORDING_SUPPORT_EXP), "timestamp recording support");
+  ur_event_handle_t first = NULL, stamp = NULL;
+  URT_OK(urEnqueueTimestampRecordingExp(env->queue, true, 0, NULL, &first));
+  uint64_t before = 0, after = 0;
+  URT_OK(urDeviceGetGlobalTimestamps(env->device, &before, NULL));
+  URT_OK(urEnqueueTimestampRecordingExp(env->queue, false, 1, &first, &stamp));
+  URT_OK(urEventWait(1, &stamp));
+  URT_OK(urDeviceGetGlobalTimestamps(env->device, &after, NULL));
+  uint64_t t[4] = {0};
+  ur_profiling_info_t names[4] = {UR_PROFILING_INFO_COMMAND_QUEUED, UR_PROFILING_INFO_COMMAND_SUBMIT,
+                                  UR_PROFILING_INFO_COMMAND_START, UR_PROFILING_INFO_COMMAND_END};
+  for (int i = 0; i < 4; i++) URT_OK(urEventGetProfilingInfo(stamp, names[i], sizeof t[i], &t[i], NULL));
+  const uint64_t slack = 100000; /* CUDA's f32 event times, as in the conformance suite */
+  URT_CHECK(before <= t[2] + slack && t[3] <= after + slack, "device clock %llu .. %llu, recorded %llu .. %llu",
+            (unsigned long long)before, (unsigned long long)after, (unsigned long long)t[2],
+            (unsigned long long)t[3]);
+  URT_CHECK(t[0] <= t[2] && t[1] <= t[2] && t[2] <= t[3], "queued %llu submit %llu start %llu end %llu",
+            (unsigned long long)t[0], (unsigned long long)t[1], (unsigned long long)t[2], (unsigned long long)t[3]);
+  ur_command_t command = 0;
+  URT_OK(urEventGetInfo(stamp, UR_EVENT_INFO_COMMAND_TYPE, sizeof command, &command, NULL));
+  URT_CHECK(command == UR_COMMAND_TIMESTAMP_RECORDING_EXP, "command type %d", command);
+  /* Another command of the same queue has no times. */
+  ur_event_handle_t marker = NULL;
+  URT_OK(urEnqueueEventsWait(env->queue, 0, NULL, &marker));
+  URT_OK(urEventWait(1, &marker));
+  URT_RESULT(UR_RESULT_ERROR_PROFILING_INFO_NOT_AVAILABLE,
+             urEventGetProfilingInfo(marker, UR_PROFILING_INFO_COMMAND_START, sizeof t[0], &t[0], NULL));
+  /* Misuse. */
+  ur_event_handle_t none = NULL;
+  URT_RESULT(UR_RESULT_ERROR_INVALID_NULL_HANDLE, urEnqueueTimestampRecordingExp(NULL, true, 0, NULL, &none));
+  URT_RESULT(UR_RESULT_ERROR_INVALID_NULL_POINTER, urEnqueueTimestampRecordingExp(env->queue, true, 0, NULL, NULL));
+  URT_RESULT(UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST,
+             urEnqueueTimestampRecordingExp(env->queue, true, 1, NULL, &none));
+  URT_RESULT(UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST,
+             urEnqueueTimestampRecordingExp(env->queue, true, 0, &first, &none));
+  URT_OK(urEventRelease(marker));
+  URT_OK(urEventRelease(first));
+  URT_OK(urEventRelease(stamp));
+}
+
 int main(void) {
   urt_env env;
   urt_init(&env);
   partition_rules(&env);
   commands(&env);
   host_pointer_sub_buffer(&env);
+  timestamp_recording(&env);
   urt_fini(&env);
   return urt_done("memory");
 }

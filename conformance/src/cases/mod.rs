@@ -28,6 +28,7 @@ mod rect;
 mod regression;
 mod stress;
 mod sub_buffer;
+mod timestamp;
 mod update_args;
 mod update_events;
 mod update_invalid;
@@ -42,6 +43,7 @@ pub fn all() -> Vec<Case> {
         commands::cases,
         objects::cases,
         device::cases,
+        timestamp::cases,
         copy_fill::cases,
         read_write::cases,
         rect::cases,
