@@ -58,6 +58,7 @@ mod platform;
 mod queue;
 mod timestamp;
 mod usm;
+mod usm_2d;
 
 pub use adapter::register_factory;
 

@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 
 use crate::sys::*;
 use crate::{
-    adapter, command_buffer, context, device, device_info, enqueue, event, mem, platform, queue, timestamp, usm,
+    adapter, command_buffer, context, device, device_info, enqueue, event, mem, platform, queue, timestamp, usm, usm_2d,
 };
 
 /// The complete dispatch table every handle points to.
@@ -221,8 +221,8 @@ fn build() -> ur_dditable_t {
             pfnUSMMemcpy: Some(enqueue::urEnqueueUSMMemcpy),
             pfnUSMPrefetch: Some(enqueue::urEnqueueUSMPrefetch),
             pfnUSMAdvise: Some(enqueue::urEnqueueUSMAdvise),
-            pfnUSMFill2D: unsupported(),
-            pfnUSMMemcpy2D: unsupported(),
+            pfnUSMFill2D: Some(usm_2d::urEnqueueUSMFill2D),
+            pfnUSMMemcpy2D: Some(usm_2d::urEnqueueUSMMemcpy2D),
             pfnDeviceGlobalVariableWrite: unsupported(),
             pfnDeviceGlobalVariableRead: unsupported(),
             pfnReadHostPipe: unsupported(),

@@ -32,6 +32,8 @@ use crate::memory::{BufferMapping, MapFlags, MappedMemory, MemBuffer, MigrationF
 use crate::rect::{RectLayout, RectRegion};
 use crate::{command_buffer, ensure};
 
+mod usm_2d;
+
 /// How a queue runs its commands.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct QueueProperties {

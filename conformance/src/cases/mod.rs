@@ -35,6 +35,7 @@ mod update_invalid;
 mod update_kernel_handle;
 mod update_ndrange;
 mod user_events;
+mod usm_2d;
 
 /// Every case of the suite, in a stable order.
 pub fn all() -> Vec<Case> {
@@ -49,6 +50,7 @@ pub fn all() -> Vec<Case> {
         rect::cases,
         memory_errors::cases,
         sub_buffer::cases,
+        usm_2d::cases,
         enqueue::cases,
         in_order::cases,
         event_sync::cases,
