@@ -407,11 +407,9 @@ impl MemBuffer {
     /// ```
     #[tracing::instrument(level = "debug")]
     pub fn partition(&self, flags: MemFlags, origin: usize, size: usize) -> Result<MemBuffer> {
-        ensure!(
-            !matches!(self.inner.storage, Storage::View { .. }),
-            InvalidMemObject,
-            "{self:?} is a sub-buffer: sub-buffers are made of root buffers only"
-        );
+        let Storage::Root(imp) = &self.inner.storage else {
+            return Err(err!(InvalidMemObject, "{self:?} is a sub-buffer: sub-buffers are made of root buffers only"));
+        };
         ensure!(
             !flags.contains(MemFlags::ALLOC_HOST_POINTER),
             InvalidValue,
@@ -437,7 +435,6 @@ impl MemBuffer {
             "sub-buffer of {size} bytes at {origin} leaves the {}-byte buffer",
             self.inner.size
         );
-        let Storage::Root(imp) = &self.inner.storage else { unreachable!("checked above") };
         let align = self.inner.align;
         ensure!(
             origin.is_multiple_of(align),
