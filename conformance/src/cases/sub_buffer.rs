@@ -18,6 +18,7 @@ pub(super) fn cases() -> Vec<crate::Case> {
         partition_rules,
         read_write_inside_region,
         copy_and_fill,
+        fill_patterns_at_smallest_origin,
         rect_transfers,
         map_unmap,
         kernel_arguments,
@@ -128,6 +129,27 @@ fn copy_and_fill(env: &Env) -> CaseResult {
     check_err!(queue.copy_buffer(&buffer, &b, 2 * stride + 8, 0, 16, &[]), OverlappingRegions);
     check_err!(queue.copy_buffer(&a, &a, 0, 8, 16, &[]), OverlappingRegions);
     check_err!(queue.fill_buffer(&a, &pat, SIZE - 4, 8, &[]), InvalidSize);
+    Ok(())
+}
+
+/// Fills of every pattern length through a sub-buffer at the smallest
+/// allowed origin: pattern-aligned in the sub-buffer, not necessarily in the
+/// parent, which adapters' fills must not mind.
+fn fill_patterns_at_smallest_origin(env: &Env) -> CaseResult {
+    const SIZE: usize = 768;
+    let align = align(env);
+    let data = pattern(align + SIZE, 23);
+    let buffer = env.buffer_with(&data)?;
+    let sub = buffer.partition(MemFlags::empty(), align, SIZE)?;
+    let queue = env.queue()?;
+    let mut expected = data.clone();
+    for plen in [1usize, 2, 3, 4, 8, 16, 32, 64, 128, 256] {
+        let pat = pattern(plen, 0x80 | plen as u8);
+        let size = plen * (512 / plen);
+        queue.fill_buffer(&sub, &pat, plen, size, &[])?.wait()?;
+        expected[align + plen..align + plen + size].copy_from_slice(&fill_reference(&pat, size));
+        check_eq!(read_buffer::<u8>(&queue, &buffer, 0, expected.len())?, expected, "pattern of {plen} bytes");
+    }
     Ok(())
 }
 
