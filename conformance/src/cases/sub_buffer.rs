@@ -5,13 +5,13 @@
 //! exactly its region of the parent and nothing outside it.
 
 use ur::{
-    AppendOptions, CommandBufferDesc, KernelArg, KernelLaunch, MapFlags, MemBuffer, MemFlags, RectLayout, RectOffset,
-    RectRegion, UsmKind,
+    AppendOptions, CommandBufferDesc, KernelArg, KernelLaunch, KernelLaunchUpdate, MapFlags, MemBuffer, MemFlags,
+    RectLayout, RectOffset, RectRegion, UpdateCapabilities, UsmKind,
 };
 
 use crate::harness::{CaseResult, Env, fill_reference, pattern, read, read_buffer};
 use crate::kernels::saxpy_reference;
-use crate::{cases, check, check_eq, check_err};
+use crate::{Requires, cases, check, check_eq, check_err};
 
 pub(super) fn cases() -> Vec<crate::Case> {
     cases!["sub_buffer";
@@ -23,6 +23,7 @@ pub(super) fn cases() -> Vec<crate::Case> {
         map_unmap,
         kernel_arguments,
         command_buffer_appends,
+        kernel_argument_update => Requires::update(UpdateCapabilities::KERNEL_ARGUMENTS),
         outlives_parent_handle,
     ]
 }
@@ -268,6 +269,39 @@ fn command_buffer_appends(env: &Env) -> CaseResult {
         ys[..32].fill(7);
         check_eq!(read::<u32>(&queue, out.ptr(), N)?, saxpy_reference(a, &xs, &ys), "execution {run}");
     }
+    Ok(())
+}
+
+/// An updated kernel argument may move a launch from one sub-buffer to
+/// another of the same parent.
+fn kernel_argument_update(env: &Env) -> CaseResult {
+    const N: usize = 32;
+    const VAL: u32 = 42;
+    const NEW_VAL: u32 = 77;
+    let stride = (N * 4).next_multiple_of(align(env));
+    let buffer = env.buffer_with(&vec![0u32; stride / 4 * 2])?;
+    let first = buffer.partition(MemFlags::empty(), 0, N * 4)?;
+    let second = buffer.partition(MemFlags::empty(), stride, N * 4)?;
+    let kernel = env.kernel("fill")?;
+    let cb = env.updatable_command_buffer()?;
+    let args = [KernelArg::MemObj(&first), KernelArg::value(&VAL)];
+    // SAFETY: fill writes 32 u32s into a 32-u32 sub-buffer.
+    let appended = unsafe {
+        cb.append_kernel_launch(&KernelLaunch::new(&kernel, &[N], &args).local_size(&[4]), &[], AppendOptions::new())?
+    };
+    let handle = appended.command.ok_or_else(|| crate::CaseError::Fail("no command handle".into()))?;
+    cb.finalize()?;
+    let queue = env.queue()?;
+    queue.enqueue_command_buffer(&cb, &[])?.wait()?;
+    // SAFETY: the new sub-buffer has the 32 u32s the launch writes.
+    unsafe {
+        cb.update_kernel_launches(&[KernelLaunchUpdate::new(&handle)
+            .arg(0, KernelArg::MemObj(&second))
+            .arg(1, KernelArg::value(&NEW_VAL))])?
+    };
+    queue.enqueue_command_buffer(&cb, &[])?.wait()?;
+    check_eq!(read_buffer::<u32>(&queue, &buffer, 0, N)?, vec![VAL; N], "the first sub-buffer");
+    check_eq!(read_buffer::<u32>(&queue, &buffer, stride, N)?, vec![NEW_VAL; N], "the second sub-buffer");
     Ok(())
 }
 
