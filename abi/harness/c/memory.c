@@ -258,6 +258,10 @@ static void timestamp_recording(urt_env *env) {
  * pitch, padding untouched; geometry misuse. */
 static void usm_2d(urt_env *env) {
   enum { W = 24, H = 6, HOST_PITCH = 32, DEV_PITCH = 40 };
+  ur_bool_t copy_2d = 0, fill_2d = 0;
+  URT_OK(urContextGetInfo(env->context, UR_CONTEXT_INFO_USM_MEMCPY2D_SUPPORT, sizeof copy_2d, &copy_2d, NULL));
+  URT_OK(urContextGetInfo(env->context, UR_CONTEXT_INFO_USM_FILL2D_SUPPORT, sizeof fill_2d, &fill_2d, NULL));
+  URT_CHECK(copy_2d && fill_2d, "the context supports 2D copies (%d) and fills (%d)", copy_2d, fill_2d);
   uint8_t src[HOST_PITCH * H], back[HOST_PITCH * H];
   for (int i = 0; i < HOST_PITCH * H; i++) src[i] = (uint8_t)(i * 3 + 1);
   memset(back, 0xEE, sizeof back);
