@@ -13,7 +13,10 @@ use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
 use smallvec::SmallVec;
-use ur_core::{AppendOptions, Appended, CommandBufferDesc, CommandHandle, SyncPoint, ensure, err};
+use ur_core::{
+    AppendOptions, Appended, CommandBufferDesc, CommandHandle, KernelArg, KernelLaunchUpdate, LocalSizeUpdate,
+    SyncPoint, UsmPtr, ensure, err,
+};
 
 use crate::context::{Context, ContextRef};
 use crate::device::Device;
@@ -22,6 +25,7 @@ use crate::entry::{AbiResult, guard};
 use crate::event::{emit, emit_unqueued, wait_list};
 use crate::handle::Handle;
 use crate::info::{InfoOut, slice, write_opt, write_out};
+use crate::kernel::{Kernel, NdRangeArgs, launch_args, optional_list, value_bytes, work_sizes};
 use crate::mem::{Mem, rect_layout, rect_region};
 use crate::queue::Queue;
 use crate::sys::*;
@@ -37,6 +41,13 @@ pub struct CommandBuffer {
 pub struct Command {
     buffer: Weak<Handle<CommandBuffer>>,
     handle: CommandHandle,
+}
+
+impl CommandBuffer {
+    /// The ur-core command buffer.
+    pub(crate) fn core(&self) -> &ur_core::CommandBuffer {
+        &self.buffer
+    }
 }
 
 impl Command {
@@ -710,4 +721,248 @@ pub(crate) unsafe extern "C" fn urCommandBufferUpdateWaitEventsExp(
         let wait = unsafe { wait_list(events, num_events)? };
         command.value.buffer()?.value.buffer.update_wait_events(&command.value.handle, &wait)
     })
+}
+
+/// Appends a kernel launch; shared by both append entry points.
+///
+/// # Safety
+/// As UR's contract for `urCommandBufferAppendKernelLaunchWithArgsExp`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn append_launch(
+    buffer: ur_exp_command_buffer_handle_t,
+    kernel: ur_kernel_handle_t,
+    range: (u32, *const usize, *const usize, *const usize),
+    args: (u32, *const ur_exp_kernel_arg_properties_t),
+    alternatives: (u32, *mut ur_kernel_handle_t),
+    num_sync_points: u32,
+    sync_points: *const ur_exp_command_buffer_sync_point_t,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    out: AppendOut,
+) -> AbiResult {
+    // SAFETY: forwarded.
+    let kernel = unsafe { Handle::<Kernel>::get(kernel)? };
+    let (work_dim, offset, global, local) = range;
+    // SAFETY: forwarded.
+    let range = unsafe { NdRangeArgs::new(work_dim, offset, global, local)? };
+    // SAFETY: forwarded.
+    let args = unsafe { launch_args(kernel.value.core(), args.0, args.1)? };
+    // SAFETY: forwarded.
+    let alternatives = unsafe {
+        slice(alternatives.1.cast_const(), alternatives.0 as usize, || {
+            err!(InvalidNullPointer, "phKernelAlternatives is null")
+        })?
+    };
+    let alternatives = alternatives
+        .iter()
+        // SAFETY: forwarded: kernel handles the caller holds.
+        .map(|&k| unsafe { Handle::<Kernel>::get(k) }.map(|k| k.value.core()))
+        .collect::<AbiResult<Vec<_>>>()?;
+    let launch = range.launch(kernel.value.core(), &args);
+    // SAFETY: forwarded.
+    unsafe {
+        append(
+            buffer,
+            num_sync_points,
+            sync_points,
+            num_events,
+            events,
+            out,
+            ur_command_t::UR_COMMAND_KERNEL_LAUNCH,
+            // UR's contract makes the caller responsible for the memory the
+            // arguments reach whenever the buffer runs.
+            |cb, o| cb.append_kernel_launch(&launch, &alternatives, o),
+        )
+    }
+}
+
+/// # Safety
+/// UR's contract for `urCommandBufferAppendKernelLaunchWithArgsExp`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe extern "C" fn urCommandBufferAppendKernelLaunchWithArgsExp(
+    buffer: ur_exp_command_buffer_handle_t,
+    kernel: ur_kernel_handle_t,
+    work_dim: u32,
+    global_offset: *const usize,
+    global_size: *const usize,
+    local_size: *const usize,
+    num_args: u32,
+    args: *const ur_exp_kernel_arg_properties_t,
+    num_alternatives: u32,
+    alternatives: *mut ur_kernel_handle_t,
+    num_sync_points: u32,
+    sync_points: *const ur_exp_command_buffer_sync_point_t,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    sync_point: *mut ur_exp_command_buffer_sync_point_t,
+    event: *mut ur_event_handle_t,
+    command: *mut ur_exp_command_buffer_command_handle_t,
+) -> ur_result_t {
+    guard("urCommandBufferAppendKernelLaunchWithArgsExp", || {
+        // SAFETY: forwarded.
+        unsafe {
+            append_launch(
+                buffer,
+                kernel,
+                (work_dim, global_offset, global_size, local_size),
+                (num_args, args),
+                (num_alternatives, alternatives),
+                num_sync_points,
+                sync_points,
+                num_events,
+                events,
+                AppendOut { sync_point, event, command },
+            )
+        }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urCommandBufferAppendKernelLaunchExp`: the form
+/// without arguments, which UR 0.12 keeps for kernels set up elsewhere.
+/// Kernels of ur-rs hold no arguments, so it launches kernels that take
+/// none; for others the missing argument is reported.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe extern "C" fn urCommandBufferAppendKernelLaunchExp(
+    buffer: ur_exp_command_buffer_handle_t,
+    kernel: ur_kernel_handle_t,
+    work_dim: u32,
+    global_offset: *const usize,
+    global_size: *const usize,
+    local_size: *const usize,
+    num_alternatives: u32,
+    alternatives: *mut ur_kernel_handle_t,
+    num_sync_points: u32,
+    sync_points: *const ur_exp_command_buffer_sync_point_t,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    sync_point: *mut ur_exp_command_buffer_sync_point_t,
+    event: *mut ur_event_handle_t,
+    command: *mut ur_exp_command_buffer_command_handle_t,
+) -> ur_result_t {
+    guard("urCommandBufferAppendKernelLaunchExp", || {
+        // SAFETY: forwarded.
+        unsafe {
+            append_launch(
+                buffer,
+                kernel,
+                (work_dim, global_offset, global_size, local_size),
+                (0, std::ptr::null()),
+                (num_alternatives, alternatives),
+                num_sync_points,
+                sync_points,
+                num_events,
+                events,
+                AppendOut { sync_point, event, command },
+            )
+        }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urCommandBufferUpdateKernelLaunchExp`.
+pub(crate) unsafe extern "C" fn urCommandBufferUpdateKernelLaunchExp(
+    buffer: ur_exp_command_buffer_handle_t,
+    count: u32,
+    descs: *const ur_exp_command_buffer_update_kernel_launch_desc_t,
+) -> ur_result_t {
+    guard("urCommandBufferUpdateKernelLaunchExp", || {
+        // SAFETY: forwarded.
+        let handle = unsafe { Handle::<CommandBuffer>::get(buffer)? };
+        ensure!(count != 0, InvalidSize, "numKernelUpdates is 0");
+        // SAFETY: forwarded.
+        let descs = unsafe { optional_list(descs, count, "pUpdateKernelLaunch")? };
+        let mut commands = Vec::with_capacity(descs.len());
+        for desc in descs {
+            ensure!(
+                desc.stype == ur_structure_type_t::UR_STRUCTURE_TYPE_EXP_COMMAND_BUFFER_UPDATE_KERNEL_LAUNCH_DESC,
+                InvalidValue,
+                "update descriptor with stype {}",
+                desc.stype.0
+            );
+            // SAFETY: forwarded.
+            let command = unsafe { Handle::<Command>::get(desc.hCommand)? };
+            ensure!(
+                std::ptr::eq(Arc::as_ptr(&command.value.buffer()?), handle),
+                InvalidCommandHandle,
+                "the command belongs to another command buffer"
+            );
+            commands.push(command);
+        }
+        let mut updates = Vec::with_capacity(descs.len());
+        for (desc, command) in descs.iter().zip(&commands) {
+            // SAFETY: forwarded.
+            updates.push(unsafe { kernel_update(desc, &command.value.handle)? });
+        }
+        // SAFETY: UR's contract makes the caller responsible for the memory
+        // the new arguments reach whenever the buffer runs.
+        unsafe { handle.value.buffer.update_kernel_launches(&updates) }
+    })
+}
+
+/// One update descriptor in ur-core's terms.
+///
+/// # Safety
+/// `desc`'s lists and sizes are valid for their counts and `newWorkDim`.
+unsafe fn kernel_update<'a>(
+    desc: &'a ur_exp_command_buffer_update_kernel_launch_desc_t,
+    command: &'a CommandHandle,
+) -> AbiResult<KernelLaunchUpdate<'a>> {
+    let mut update = KernelLaunchUpdate::new(command);
+    if !desc.hNewKernel.is_null() {
+        // SAFETY: forwarded.
+        update = update.kernel(unsafe { Handle::<Kernel>::get(desc.hNewKernel)? }.value.core());
+    }
+    // SAFETY: forwarded.
+    let (mems, pointers, values) = unsafe {
+        (
+            optional_list(desc.pNewMemObjArgList, desc.numNewMemObjArgs, "pNewMemObjArgList")?,
+            optional_list(desc.pNewPointerArgList, desc.numNewPointerArgs, "pNewPointerArgList")?,
+            optional_list(desc.pNewValueArgList, desc.numNewValueArgs, "pNewValueArgList")?,
+        )
+    };
+    for m in mems {
+        let arg = if m.hNewMemObjArg.is_null() {
+            KernelArg::Pointer(UsmPtr::from_addr(0))
+        } else {
+            // SAFETY: forwarded.
+            KernelArg::MemObj(unsafe { Handle::<Mem>::get(m.hNewMemObjArg)? }.value.core())
+        };
+        update = update.arg(m.argIndex as usize, arg);
+    }
+    for p in pointers {
+        // UR passes the address of the new pointer value.
+        ensure!(!p.pNewPointerArg.is_null(), InvalidNullPointer, "pNewPointerArg is null");
+        // SAFETY: non-null, pointing to a pointer per the contract.
+        let ptr = unsafe { p.pNewPointerArg.cast::<*const c_void>().read_unaligned() };
+        update = update.arg(p.argIndex as usize, KernelArg::Pointer(UsmPtr::from_addr(ptr as u64)));
+    }
+    for v in values {
+        // SAFETY: forwarded.
+        update = update.arg(v.argIndex as usize, KernelArg::Value(unsafe { value_bytes(v.pNewValueArg, v.argSize)? }));
+    }
+    let resizes =
+        !(desc.pNewGlobalWorkOffset.is_null() && desc.pNewGlobalWorkSize.is_null() && desc.pNewLocalWorkSize.is_null());
+    if resizes {
+        // SAFETY: forwarded.
+        let (offset, global, local) = unsafe {
+            (
+                work_sizes(desc.newWorkDim, desc.pNewGlobalWorkOffset, "pNewGlobalWorkOffset")?,
+                work_sizes(desc.newWorkDim, desc.pNewGlobalWorkSize, "pNewGlobalWorkSize")?,
+                work_sizes(desc.newWorkDim, desc.pNewLocalWorkSize, "pNewLocalWorkSize")?,
+            )
+        };
+        if let Some(offset) = offset {
+            update = update.global_offset(offset);
+        }
+        if let Some(global) = global {
+            update = update.global_size(global);
+        }
+        update = update.local_size(match (local, global) {
+            (Some(local), _) => LocalSizeUpdate::Set(local),
+            (None, Some(_)) => LocalSizeUpdate::ImplementationChosen,
+            (None, None) => LocalSizeUpdate::Keep,
+        });
+    }
+    Ok(update)
 }

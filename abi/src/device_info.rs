@@ -345,21 +345,23 @@ fn answer(handle: &Handle<Device>, name: ur_device_info_t, out: InfoOut) -> AbiR
         I::UR_DEVICE_INFO_COMMAND_BUFFER_UPDATE_CAPABILITIES_EXP => out.value(update_flags(info.command_buffer.update)),
         I::UR_DEVICE_INFO_COMMAND_BUFFER_EVENT_SUPPORT_EXP => out.bool(info.command_buffer.events),
         I::UR_DEVICE_INFO_COMMAND_BUFFER_SUBGRAPH_SUPPORT_EXP => out.bool(info.command_buffer.subgraphs),
-        // urEnqueueHostTaskExp is offered.
-        I::UR_DEVICE_INFO_ENQUEUE_HOST_TASK_SUPPORT_EXP => out.bool(true),
-        // Not offered: urEnqueueTimestampRecordingExp, urEnqueueNativeCommandExp,
-        // urEventCreateExp, urEnqueueUSM*AllocExp, urQueueBeginGraphCaptureExp,
+        // urEnqueueHostTaskExp and urEnqueueNativeCommandExp are offered.
+        I::UR_DEVICE_INFO_ENQUEUE_HOST_TASK_SUPPORT_EXP | I::UR_DEVICE_INFO_ENQUEUE_NATIVE_COMMAND_SUPPORT_EXP => {
+            out.bool(true)
+        }
+        // Graph capture (urQueueBeginGraphCaptureExp and its family) is
+        // ur-core's, so every device has it.
+        I::UR_DEVICE_INFO_GRAPH_RECORD_AND_REPLAY_SUPPORT_EXP => out.bool(true),
+        // Every backend records timestamps (`Queue::enqueue_timestamp`).
+        I::UR_DEVICE_INFO_TIMESTAMP_RECORDING_SUPPORT_EXP => out.bool(true),
+        // Not offered: urEventCreateExp, urEnqueueUSM*AllocExp,
         // urUSMHostAllocRegisterExp, per-event profiling, urUSMEnablePeerAccessExp,
         // urProgramBuildExp for several devices, urDeviceWaitExp,
         // urProgramDynamicLinkExp, urUSMContextMemcpyExp,
         // urMemoryExportAllocExportableMemoryExp, the IPC handles, low-power
         // events, the clock extensions of device code.
-        // Every backend records timestamps (`Queue::enqueue_timestamp`).
-        I::UR_DEVICE_INFO_TIMESTAMP_RECORDING_SUPPORT_EXP => out.bool(true),
-        I::UR_DEVICE_INFO_ENQUEUE_NATIVE_COMMAND_SUPPORT_EXP
-        | I::UR_DEVICE_INFO_REUSABLE_EVENTS_SUPPORT_EXP
+        I::UR_DEVICE_INFO_REUSABLE_EVENTS_SUPPORT_EXP
         | I::UR_DEVICE_INFO_ASYNC_USM_ALLOCATIONS_SUPPORT_EXP
-        | I::UR_DEVICE_INFO_GRAPH_RECORD_AND_REPLAY_SUPPORT_EXP
         | I::UR_DEVICE_INFO_USM_HOST_ALLOC_REGISTER_SUPPORT_EXP
         | I::UR_DEVICE_INFO_PER_EVENT_PROFILING_SUPPORT_EXP
         | I::UR_DEVICE_INFO_USM_P2P_SUPPORT_EXP

@@ -13,6 +13,7 @@ use ur_core::{MigrationFlags, UsmAdvice, UsmPtr, ensure};
 use crate::entry::{AbiResult, guard};
 use crate::event::{emit, wait_list};
 use crate::handle::Handle;
+use crate::kernel::{Kernel, NdRangeArgs, launch_args};
 use crate::queue::Queue;
 use crate::sys::*;
 
@@ -286,4 +287,56 @@ pub(crate) unsafe extern "C" fn urEnqueueHostTaskExp(
         unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_HOST_TASK_EXP) };
         Ok(())
     })
+}
+
+/// # Safety
+/// UR's contract for `urEnqueueKernelLaunchWithArgsExp`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe extern "C" fn urEnqueueKernelLaunchWithArgsExp(
+    queue: ur_queue_handle_t,
+    kernel: ur_kernel_handle_t,
+    work_dim: u32,
+    global_offset: *const usize,
+    global_size: *const usize,
+    local_size: *const usize,
+    num_args: u32,
+    args: *const ur_exp_kernel_arg_properties_t,
+    properties: *const ur_kernel_launch_ext_properties_t,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    event: *mut ur_event_handle_t,
+) -> ur_result_t {
+    guard("urEnqueueKernelLaunchWithArgsExp", || {
+        // SAFETY: forwarded.
+        let (queue, kernel) = unsafe { (Handle::<Queue>::get(queue)?, Handle::<Kernel>::get(kernel)?) };
+        // SAFETY: forwarded.
+        unsafe { launch_flags(properties)? };
+        // SAFETY: forwarded.
+        let range = unsafe { NdRangeArgs::new(work_dim, global_offset, global_size, local_size)? };
+        // SAFETY: forwarded.
+        let args = unsafe { launch_args(kernel.value.core(), num_args, args)? };
+        // SAFETY: forwarded.
+        let wait = unsafe { wait_list(events, num_events)? };
+        let launch = range.launch(kernel.value.core(), &args);
+        // SAFETY: UR's contract makes the caller responsible for the memory
+        // the kernel's arguments reach until the launch completes.
+        let done = unsafe { queue.value.core().launch_kernel(&launch, &wait)? };
+        // SAFETY: forwarded.
+        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_KERNEL_LAUNCH) };
+        Ok(())
+    })
+}
+
+/// Checks a launch's extension properties: ur-rs launches honour no flag
+/// (cooperative launches and the like are not offered), so any flag is
+/// refused rather than ignored.
+///
+/// # Safety
+/// `properties` is null or a readable chain of launch properties.
+unsafe fn launch_flags(properties: *const ur_kernel_launch_ext_properties_t) -> AbiResult {
+    // SAFETY: null or readable per the contract.
+    let Some(props) = (unsafe { properties.as_ref() }) else { return Ok(()) };
+    ensure!(props.flags & UR_KERNEL_LAUNCH_FLAGS_MASK == 0, InvalidEnumeration, "launch flags {:#x}", props.flags);
+    ensure!(props.flags == 0, UnsupportedFeature, "launch flags {:#x}: ur-rs has no special launches", props.flags);
+    Ok(())
 }

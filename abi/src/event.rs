@@ -22,6 +22,13 @@ pub struct Event {
     command: ur_command_t,
 }
 
+impl Event {
+    /// The ur-core event.
+    pub(crate) fn core(&self) -> &ur_core::Event {
+        &self.event
+    }
+}
+
 /// The events of a C wait list, borrowed for the call.
 ///
 /// # Safety
@@ -154,7 +161,13 @@ pub(crate) unsafe extern "C" fn urEventWait(count: u32, events: *const ur_event_
         ensure!(count != 0, InvalidValue, "no event to wait for");
         // SAFETY: forwarded.
         let events = unsafe { wait_list(events, count)? };
-        ur_core::Event::wait_all(&events).map_err(|e| in_wait_list(&e))
+        ur_core::Event::wait_all(&events).map_err(|e| match e {
+            // A wait refused (on a captured event), not a failed command.
+            UrError::GraphCaptureUnsupported(_)
+            | UrError::GraphCaptureInvalidated(_)
+            | UrError::InvalidOperation(_) => e,
+            e => in_wait_list(&e),
+        })
     })
 }
 

@@ -105,6 +105,10 @@ objects! {
     crate::mem::Mem => ur_mem_handle_t, 0x5552_0007, "memory object", InvalidMemObject;
     crate::command_buffer::CommandBuffer => ur_exp_command_buffer_handle_t, 0x5552_000a, "command buffer", InvalidCommandBuffer;
     crate::command_buffer::Command => ur_exp_command_buffer_command_handle_t, 0x5552_000b, "command handle", InvalidCommandHandle;
+    crate::program::Program => ur_program_handle_t, 0x5552_0008, "program", InvalidProgram;
+    crate::kernel::Kernel => ur_kernel_handle_t, 0x5552_0009, "kernel", InvalidKernel;
+    crate::capture::Graph => ur_exp_graph_handle_t, 0x5552_0010, "graph", InvalidGraph;
+    crate::capture::ExecGraph => ur_exp_executable_graph_handle_t, 0x5552_0011, "executable graph", InvalidGraph;
 }
 
 impl<T: Object> Handle<T> {

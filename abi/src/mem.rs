@@ -51,6 +51,11 @@ impl Mem {
     pub(crate) fn core(&self) -> &MemBuffer {
         &self.buffer
     }
+
+    /// The buffer's context handle.
+    pub(crate) fn context(&self) -> &ContextRef {
+        &self.context
+    }
 }
 
 /// Keeps a memory handle alive for objects that refer to it.

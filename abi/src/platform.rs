@@ -29,6 +29,11 @@ impl Platform {
         })
     }
 
+    /// The ur-core platform.
+    pub(crate) fn core(&self) -> &ur_core::Platform {
+        &self.platform
+    }
+
     /// The devices of this platform the selector kept.
     pub(crate) fn devices(&self) -> &[Arc<Handle<Device>>] {
         &self.devices

@@ -32,7 +32,13 @@ impl ContextImpl for CpuContext {
         Ok(Box::new(CpuBuffer(block)))
     }
 
-    unsafe fn program_create(&self, bundle: &ProgramBundle, _form: SourceForm) -> Result<Box<dyn ProgramImpl>> {
+    unsafe fn program_create(
+        &self,
+        bundle: &ProgramBundle,
+        _form: SourceForm,
+        options: &str,
+    ) -> Result<Box<dyn ProgramImpl>> {
+        ur_core::program::options_ignored(options, "native kernels are already compiled");
         Ok(Box::new(CpuProgram::new(bundle, self.max_work_group_size)?))
     }
 

@@ -3,6 +3,7 @@
 use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr;
+use std::sync::atomic::{AtomicI32, Ordering};
 
 use rayon::prelude::*;
 use smallvec::SmallVec;
@@ -10,7 +11,8 @@ use ur_core::adapter::downcast;
 use ur_core::event::execution_error;
 use ur_core::rect::for_each_row;
 use ur_core::{
-    ArgValue, Backend, Command, KernelCommand, MemBuffer, MemLoc, NativeArg, Result, UsmRef, WorkGroup, err,
+    ArgValue, Backend, Command, KernelCommand, MemBuffer, MemLoc, NativeArg, NativeTarget, Result, UsmRef, WorkGroup,
+    err,
 };
 
 use crate::memory::CpuBuffer;
@@ -82,6 +84,9 @@ unsafe fn execute_inner(command: &Command) -> Result<()> {
             Command::BufferFill { buffer, pattern, offset, size } => {
                 fill(buffer_ptr(buffer)?.add(*offset), pattern, *size)
             }
+            // The CPU has no native queue: the callback's host work is the
+            // command, run here, after its dependencies.
+            Command::Native(native) => native.invoke(Backend::Cpu, NativeTarget::Host)?,
         }
     }
     Ok(())
@@ -186,16 +191,27 @@ unsafe fn run_kernel(launch: &KernelCommand) -> Result<()> {
         });
     }
     let func = kernel.func;
+    // The first non-zero code a C kernel returned; later groups still run,
+    // as they would on a device.
+    let status = AtomicI32::new(0);
+    let call = |group: &WorkGroup<'_>| {
+        // SAFETY: the kernel table promised its entry points follow the C
+        // kernel ABI for the arguments it declares, which the front end
+        // checked the launch against.
+        if let Err(code) = unsafe { func.call(group) } {
+            let _ = status.compare_exchange(0, code, Ordering::Relaxed, Ordering::Relaxed);
+        }
+    };
     let groups = range.total_groups();
     if scratch_len == 0 {
         // No local memory: every group sees the same arguments.
         if groups == 1 {
-            func(&WorkGroup::new(&range, [0; 3], &template));
+            call(&WorkGroup::new(&range, [0; 3], &template));
         } else {
             let shared = SharedArgs(template);
-            (0..groups).into_par_iter().for_each(|g| func(&WorkGroup::new(&range, range.group_id(g), shared.args())));
+            (0..groups).into_par_iter().for_each(|g| call(&WorkGroup::new(&range, range.group_id(g), shared.args())));
         }
-        return Ok(());
+        return kernel_status(launch, &status);
     }
     let shared = SharedArgs(template);
     let run_group = |group: usize, scratch: &mut Scratch| {
@@ -210,12 +226,24 @@ unsafe fn run_kernel(launch: &KernelCommand) -> Result<()> {
                 *p = unsafe { base.add(offset) };
             }
         }
-        func(&WorkGroup::new(&range, range.group_id(group), &args));
+        call(&WorkGroup::new(&range, range.group_id(group), &args));
     };
     if groups == 1 {
         run_group(0, &mut Scratch::default());
     } else {
         (0..groups).into_par_iter().for_each_init(Scratch::default, |scratch, g| run_group(g, scratch));
     }
-    Ok(())
+    kernel_status(launch, &status)
+}
+
+/// The launch's result from the code its C kernel returned.
+fn kernel_status(launch: &KernelCommand, status: &AtomicI32) -> Result<()> {
+    match status.load(Ordering::Relaxed) {
+        0 => Ok(()),
+        code => Err(ur_core::UrError::AdapterSpecific(ur_core::Detail::native(
+            Backend::Cpu,
+            code.into(),
+            format!("kernel `{}` returned {code}", launch.kernel.name()),
+        ))),
+    }
 }

@@ -2,7 +2,9 @@
 //!
 //! The CPU adapter of ur-core, complete and native:
 //! - kernels are Rust functions ([`ur_core::NativeKernel`]) registered by name
-//!   in a program bundle; a launch runs its work-groups in parallel on a
+//!   in a program bundle, or C functions given as a kernel table
+//!   (`include/ur_rs_cpu.h`, read by `ProgramBundle::from_binary`; a non-zero
+//!   return fails the launch); a launch runs its work-groups in parallel on a
 //!   persistent worker pool, each group with its own local memory;
 //! - queues schedule commands as tasks that start when their wait lists and
 //!   (in-order) predecessors complete;

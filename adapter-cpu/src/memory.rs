@@ -62,4 +62,10 @@ impl UsmImpl for CpuUsm {
 /// A memory buffer.
 pub(crate) struct CpuBuffer(pub(crate) HostBlock);
 
-impl BufferImpl for CpuBuffer {}
+impl BufferImpl for CpuBuffer {
+    /// The host address of the buffer's first byte: what native host work
+    /// reads and writes.
+    fn native_handle(&self) -> Result<ur_core::NativeHandle> {
+        Ok(ur_core::NativeHandle(self.0.ptr() as u64))
+    }
+}

@@ -13,7 +13,10 @@ pub(crate) struct CpuProgram {
 impl CpuProgram {
     pub(crate) fn new(bundle: &ProgramBundle, max_work_group_size: usize) -> Result<CpuProgram> {
         let Some(ProgramSource::Native(kernels)) = bundle.source_of(ur_core::SourceForm::Native) else {
-            return Err(err!(InvalidBinary, "the CPU adapter builds native Rust kernels only"));
+            return Err(err!(
+                InvalidBinary,
+                "the CPU adapter builds native kernels (Rust functions, C kernel tables) only"
+            ));
         };
         let kernels = kernels.iter().map(|k| (k.name.to_string(), k.func)).collect();
         Ok(CpuProgram { kernels, max_work_group_size })

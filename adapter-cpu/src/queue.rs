@@ -144,4 +144,9 @@ impl QueueImpl for CpuQueue {
     fn flush(&self) -> Result<()> {
         Ok(())
     }
+
+    /// The callback is the work: it runs on a worker once its dependencies allow.
+    fn native_commands_at_enqueue(&self) -> bool {
+        false
+    }
 }

@@ -43,7 +43,10 @@ use std::sync::Arc;
 use cudarc::driver::sys;
 use smallvec::SmallVec;
 use ur_core::adapter::{CommandBufferImpl, EventImpl, KernelUpdate, QueueImpl, downcast};
-use ur_core::{Command, CommandBufferDesc, Event, Kernel, NativeHandle, Result, UsmAdvice, UsmRef};
+use ur_core::{
+    Backend, Command, CommandBufferDesc, Event, Kernel, NativeCommand, NativeHandle, NativeTarget, Result, UsmAdvice,
+    UsmRef,
+};
 
 use crate::conv::{CopyPlan, HostJob, host_job_kept};
 use crate::conv::{copy_1d, copy_rect, fill_plan};
@@ -220,6 +223,55 @@ impl CudaCommandBuffer {
         Ok(node)
     }
 
+    /// A native command: the callback's work, captured from a stream of its
+    /// own into this graph after `deps`, then an empty node after the last
+    /// nodes it captured (after `deps` when it captured none): the command's.
+    /// With a child command buffer, the callback adds nodes to the child's
+    /// graph instead (its target), which then becomes a child-graph node
+    /// after `deps` (the driver copies the graph into the node).
+    fn add_native(&self, native: &NativeCommand, deps: &[Node]) -> Result<Node> {
+        if let Some(child) = native.child() {
+            // The child is not finalized (front end): its handle is its CUgraph.
+            let graph = child.native_handle()?.0 as sys::CUgraph;
+            // SAFETY: the target is the child's graph, which the node below
+            // copies after the callback, ordered after `deps`.
+            unsafe { native.invoke(Backend::Cuda, NativeTarget::Recording(NativeHandle(graph as u64)))? };
+            let mut node: Node = ptr::null_mut();
+            // SAFETY: both graphs are alive; `deps` are nodes of this one.
+            unsafe { cu!(cuGraphAddChildGraphNode(&mut node, self.graph, deps.as_ptr(), deps.len(), graph))? };
+            return Ok(node);
+        }
+        let stream = self.dev.take_stream()?;
+        let raw = stream.raw();
+        let mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;
+        // SAFETY: the graph is alive, `deps` are nodes of it, and the stream
+        // is not capturing (it was idle).
+        unsafe { cu!(cuStreamBeginCaptureToGraph(raw, self.graph, deps.as_ptr(), ptr::null(), deps.len(), mode))? };
+        // SAFETY: work enqueued on the stream is captured into the graph after
+        // `deps`; the empty node below follows it.
+        let result = unsafe { native.invoke(Backend::Cuda, NativeTarget::Queue(NativeHandle(raw as u64))) };
+        let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+        let (mut id, mut graph, mut leaves, mut count) = (0u64, ptr::null_mut(), ptr::null(), 0usize);
+        // SAFETY: out-parameters of the right types; the node array is the
+        // driver's, copied before the capture ends.
+        let info =
+            unsafe { cu!(cuStreamGetCaptureInfo_v2(raw, &mut status, &mut id, &mut graph, &mut leaves, &mut count)) };
+        let last: Vec<Node> = if info.is_ok() && !leaves.is_null() {
+            // SAFETY: the driver returned `count` nodes at `leaves`.
+            unsafe { std::slice::from_raw_parts(leaves, count) }.to_vec()
+        } else {
+            Vec::new()
+        };
+        let mut captured: sys::CUgraph = ptr::null_mut();
+        // SAFETY: the stream is capturing into this graph.
+        let end = unsafe { cu!(cuStreamEndCapture(raw, &mut captured)) };
+        self.dev.return_stream(stream);
+        result?;
+        info?;
+        end?;
+        self.add_empty(&last)
+    }
+
     fn add_event_record(&self, deps: &[Node], event: sys::CUevent) -> Result<Node> {
         let mut node: Node = ptr::null_mut();
         // SAFETY: as for `add_empty`; the event is kept alive by the buffer.
@@ -314,6 +366,7 @@ impl CudaCommandBuffer {
             }
             Command::UsmFill { dst, pattern, size } => self.add_fill(deps, usm_loc(dst)?, pattern, *size)?,
             Command::UsmPrefetch { .. } => self.add_empty(deps)?,
+            Command::Native(native) => self.add_native(native, deps)?,
             Command::UsmAdvise { mem, size, advice } => {
                 self.advice.push((mem.clone(), *size, *advice));
                 self.add_empty(deps)?

@@ -25,6 +25,11 @@ impl CudaContext {
 }
 
 impl ContextImpl for CudaContext {
+    /// The `CUcontext` (the device's primary context).
+    fn native_handle(&self) -> Result<ur_core::NativeHandle> {
+        Ok(ur_core::NativeHandle(self.dev.ctx.0 as u64))
+    }
+
     unsafe fn usm_alloc(&self, kind: UsmKind, size: usize, align: usize) -> Result<Box<dyn UsmImpl>> {
         Ok(Box::new(CudaUsm::new(&self.dev, kind, size, align)?))
     }
@@ -33,8 +38,13 @@ impl ContextImpl for CudaContext {
         Ok(Box::new(CudaBuffer::new(&self.dev, flags, size, init)?))
     }
 
-    unsafe fn program_create(&self, bundle: &ProgramBundle, form: SourceForm) -> Result<Box<dyn ProgramImpl>> {
-        Ok(Box::new(CudaProgram::new(&self.dev, bundle, form)?))
+    unsafe fn program_create(
+        &self,
+        bundle: &ProgramBundle,
+        form: SourceForm,
+        options: &str,
+    ) -> Result<Box<dyn ProgramImpl>> {
+        Ok(Box::new(CudaProgram::new(&self.dev, bundle, form, options)?))
     }
 
     unsafe fn queue_create(&self, properties: QueueProperties) -> Result<Box<dyn QueueImpl>> {

@@ -91,6 +91,11 @@ impl DeviceImpl for CudaDevice {
         self.shared.info.clone()
     }
 
+    /// The `CUdevice` (the device ordinal).
+    fn native_handle(&self) -> Result<ur_core::NativeHandle> {
+        Ok(ur_core::NativeHandle(self.shared.device as u64))
+    }
+
     fn free_memory(&self) -> Result<Option<u64>> {
         self.shared.bind()?;
         let (mut free, mut total) = (0usize, 0usize);
@@ -454,7 +459,8 @@ impl DeviceShared {
                 support: CommandBufferSupport::Native,
                 update: UpdateCapabilities::all(),
                 events: true,
-                subgraphs: false,
+                // Native commands' child command buffers: child-graph nodes.
+                subgraphs: true,
             },
             vendor_id: NVIDIA_VENDOR_ID,
             // The driver API has no PCI device id (its PCI_DEVICE_ID

@@ -95,6 +95,10 @@ const REQUIRED_SYMBOLS: &[&str] = &[
     "cuGraphExecUpdate_v2",
     "cuGraphNodeSetEnabled",
     "cuGraphLaunch",
+    "cuStreamBeginCaptureToGraph",
+    "cuStreamGetCaptureInfo_v2",
+    "cuStreamEndCapture",
+    "cuGraphAddChildGraphNode",
 ];
 
 static OPENED: AtomicBool = AtomicBool::new(false);

@@ -203,6 +203,11 @@ impl CudaEvent {
 }
 
 impl EventImpl for CudaEvent {
+    /// The `CUevent` recorded after the command.
+    fn native_handle(&self) -> Result<ur_core::NativeHandle> {
+        Ok(ur_core::NativeHandle(self.end().raw() as u64))
+    }
+
     fn status(&self) -> EventStatus {
         match self.end().query() {
             Ok(Query::Ready) if self.failure().is_some() => EventStatus::Error,

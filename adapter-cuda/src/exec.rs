@@ -69,6 +69,11 @@ pub(crate) unsafe fn issue(dev: &Arc<DeviceShared>, stream: sys::CUstream, comma
             Command::BufferFill { buffer, pattern, offset, size } => {
                 fill(stream, buffer_loc(buffer, *offset)?, pattern, *size)?
             }
+            // Queues issue native commands themselves (`CudaQueue::native_command`),
+            // so that the callback runs without the queue's lock.
+            Command::Native(_) => {
+                return Err(ur_core::err!(InvalidOperation, "a native command cannot be issued on a locked stream"));
+            }
         }
     }
     Ok(None)

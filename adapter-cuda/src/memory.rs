@@ -191,7 +191,12 @@ impl CudaBuffer {
     }
 }
 
-impl BufferImpl for CudaBuffer {}
+impl BufferImpl for CudaBuffer {
+    /// The `CUdeviceptr` of the first byte.
+    fn native_handle(&self) -> Result<ur_core::NativeHandle> {
+        Ok(ur_core::NativeHandle(self.addr()))
+    }
+}
 
 /// Where one side of a copy lives, as the driver's copy descriptors want it.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

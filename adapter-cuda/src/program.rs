@@ -19,6 +19,20 @@
 //!   without the sticky context error a trap would cause.
 //!
 //! The local size is the block size, the global size divided by it the grid.
+//!
+//! # Plain kernels
+//!
+//! PTX given as a binary (`ProgramBundle::from_binary`, `urProgramCreateWithBinary`)
+//! holds ordinary CUDA kernels: their parameters are exactly those read from
+//! the PTX, without the hidden `ur_launch`. They cannot take a global offset
+//! (a launch with one is `UnsupportedFeature`) nor report a status.
+//!
+//! # Build options
+//!
+//! The PTX JIT takes `-O0` to `-O4` (`CU_JIT_OPTIMIZATION_LEVEL`) and
+//! `--maxrregcount=N` / `-maxrregcount=N` (`CU_JIT_MAX_REGISTERS`); other
+//! options are ignored with a debug trace. The JIT's information and error
+//! logs are the program's build log.
 
 use std::any::Any;
 use std::ffi::{CString, c_void};
@@ -62,6 +76,35 @@ impl Drop for Module {
 /// A built program.
 pub(crate) struct CudaProgram {
     module: Arc<Module>,
+    /// The kernels take no hidden `ur_launch` parameter.
+    plain: bool,
+    ptx: Arc<CString>,
+    log: String,
+}
+
+/// The PTX JIT options a program's build options ask for, as
+/// `(CU_JIT_OPTIMIZATION_LEVEL, CU_JIT_MAX_REGISTERS)`.
+fn jit_options(options: &str) -> (Option<u32>, Option<u32>) {
+    let (mut level, mut registers) = (None, None);
+    let mut words = options.split_whitespace();
+    while let Some(word) = words.next() {
+        if let Some(l) = word.strip_prefix("-O").and_then(|l| l.parse::<u32>().ok()).filter(|l| *l <= 4) {
+            level = Some(l);
+        } else if let Some(rest) = word.strip_prefix("--maxrregcount").or_else(|| word.strip_prefix("-maxrregcount")) {
+            let value = match rest.strip_prefix('=') {
+                Some(v) => Some(v),
+                None if rest.is_empty() => words.next(),
+                None => None,
+            };
+            match value.and_then(|v| v.parse().ok()) {
+                Some(n) => registers = Some(n),
+                None => tracing::debug!(word, "malformed register limit ignored"),
+            }
+        } else {
+            tracing::debug!(option = word, "build option without a PTX JIT equivalent ignored");
+        }
+    }
+    (level, registers)
 }
 
 /// The PTX of a bundle's source of `form`.
@@ -88,21 +131,56 @@ fn ptx_of(dev: &DeviceShared, bundle: &ProgramBundle, form: SourceForm) -> Resul
 }
 
 impl CudaProgram {
-    pub(crate) fn new(dev: &Arc<DeviceShared>, bundle: &ProgramBundle, form: SourceForm) -> Result<CudaProgram> {
+    pub(crate) fn new(
+        dev: &Arc<DeviceShared>,
+        bundle: &ProgramBundle,
+        form: SourceForm,
+        options: &str,
+    ) -> Result<CudaProgram> {
         let ptx = ptx_of(dev, bundle, form)?;
         dev.bind()?;
         let mut log = vec![0u8; 8192];
-        let mut options =
-            [sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER, sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES];
-        let mut values: [*mut c_void; 2] = [log.as_mut_ptr().cast(), log.len() as *mut c_void];
+        let mut info_log = vec![0u8; 8192];
+        use sys::CUjit_option as J;
+        let mut keys = vec![
+            J::CU_JIT_ERROR_LOG_BUFFER,
+            J::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+            J::CU_JIT_INFO_LOG_BUFFER,
+            J::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+        ];
+        // Option values are passed in the pointer-sized slots by value, as the driver expects.
+        let mut values: Vec<*mut c_void> = vec![
+            log.as_mut_ptr().cast(),
+            log.len() as *mut c_void,
+            info_log.as_mut_ptr().cast(),
+            info_log.len() as *mut c_void,
+        ];
+        let (level, registers) = jit_options(options);
+        if let Some(level) = level {
+            keys.push(J::CU_JIT_OPTIMIZATION_LEVEL);
+            values.push(level as usize as *mut c_void);
+        }
+        if let Some(registers) = registers {
+            keys.push(J::CU_JIT_MAX_REGISTERS);
+            values.push(registers as usize as *mut c_void);
+        }
         let mut raw: sys::CUmodule = ptr::null_mut();
-        // SAFETY: `ptx` is NUL-terminated PTX; the options name a writable log
-        // buffer of the given size (the size is passed by value, as the driver expects).
+        // SAFETY: `ptx` is NUL-terminated PTX; the options name writable log
+        // buffers of the given sizes and plain values; both arrays have `keys.len()` entries.
         let result = dev.load_module(|| unsafe {
-            sys::cuModuleLoadDataEx(&mut raw, ptx.as_ptr().cast(), 2, options.as_mut_ptr(), values.as_mut_ptr())
+            sys::cuModuleLoadDataEx(
+                &mut raw,
+                ptx.as_ptr().cast(),
+                keys.len() as u32,
+                keys.as_mut_ptr(),
+                values.as_mut_ptr(),
+            )
         });
+        let text = |buffer: &[u8]| {
+            std::ffi::CStr::from_bytes_until_nul(buffer).map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
+        };
         if result != sys::CUresult::CUDA_SUCCESS {
-            let log = std::ffi::CStr::from_bytes_until_nul(&log).map(|s| s.to_string_lossy()).unwrap_or_default();
+            let log = text(&log);
             let mut e = driver::error(result, "cuModuleLoadDataEx");
             if !log.is_empty() {
                 let detail = e.detail().clone();
@@ -113,7 +191,8 @@ impl CudaProgram {
             }
             return Err(e);
         }
-        Ok(CudaProgram { module: Arc::new(Module { dev: dev.clone(), raw }) })
+        let log = [text(&info_log), text(&log)].into_iter().filter(|l| !l.is_empty()).collect::<Vec<_>>().join("\n");
+        Ok(CudaProgram { module: Arc::new(Module { dev: dev.clone(), raw }), plain: bundle.plain_abi(), ptx, log })
     }
 }
 
@@ -127,12 +206,12 @@ fn abi_size(kind: ArgKind) -> usize {
 
 /// Checks the kernel's parameters against the ABI, where the driver can list
 /// them (CUDA 12.4 and newer): a mismatch would make every launch read garbage.
-fn check_parameters(func: sys::CUfunction, signature: &KernelSignature) -> Result<()> {
+fn check_parameters(func: sys::CUfunction, signature: &KernelSignature, plain: bool) -> Result<()> {
     if !has_symbol("cuFuncGetParamInfo") {
         return Ok(());
     }
-    let expected: Vec<usize> =
-        signature.args.iter().map(|k| abi_size(*k)).chain(std::iter::once(LAUNCH_INFO_SIZE)).collect();
+    let hidden = (!plain).then_some(LAUNCH_INFO_SIZE);
+    let expected: Vec<usize> = signature.args.iter().map(|k| abi_size(*k)).chain(hidden).collect();
     let mut found = Vec::with_capacity(expected.len());
     for index in 0..=expected.len() {
         let (mut offset, mut size) = (0usize, 0usize);
@@ -150,7 +229,7 @@ fn check_parameters(func: sys::CUfunction, signature: &KernelSignature) -> Resul
         return Err(err!(
             InvalidValue,
             "kernel `{}` takes parameters of {found:?} bytes; its signature {:?} needs {expected:?} \
-             (the last being the 32-byte ur_launch)",
+             (with the 32-byte ur_launch last, unless the kernel is plain)",
             signature.name,
             signature.args
         ));
@@ -173,7 +252,7 @@ impl ProgramImpl for CudaProgram {
             }
             other => return Err(driver::error(other, "cuModuleGetFunction")),
         }
-        check_parameters(func, signature)?;
+        check_parameters(func, signature, self.plain)?;
         let attribute = |a| -> Result<i32> {
             let mut v = 0;
             // SAFETY: reads one attribute of a live function.
@@ -183,6 +262,7 @@ impl ProgramImpl for CudaProgram {
         use sys::CUfunction_attribute as F;
         let max_threads = attribute(F::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?.max(1) as usize;
         let static_shared = attribute(F::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?.max(0) as u32;
+        let private = attribute(F::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)?.max(0) as usize;
         let dynamic = dev.limits.shared_optin.saturating_sub(static_shared);
         // Opting into the device's whole shared memory leaves room for the
         // alignment padding of local arguments beyond the 48 KiB reported.
@@ -197,7 +277,18 @@ impl ProgramImpl for CudaProgram {
             func: Func(func),
             name: signature.name.to_string().into(),
             max_threads,
+            plain: self.plain,
+            static_shared: static_shared as usize,
+            private,
         }))
+    }
+
+    fn build_log(&self) -> String {
+        self.log.clone()
+    }
+
+    fn binary(&self) -> Option<Vec<u8>> {
+        Some(self.ptx.as_bytes().to_vec())
     }
 }
 
@@ -216,11 +307,23 @@ pub(crate) struct CudaKernel {
     pub(crate) func: Func,
     pub(crate) name: Arc<str>,
     max_threads: usize,
+    /// No hidden `ur_launch` parameter.
+    plain: bool,
+    static_shared: usize,
+    private: usize,
 }
 
 impl KernelImpl for CudaKernel {
     fn max_work_group_size(&self) -> usize {
         self.max_threads
+    }
+
+    fn local_mem_size(&self) -> usize {
+        self.static_shared
+    }
+
+    fn private_mem_size(&self) -> usize {
+        self.private
     }
 }
 
@@ -237,8 +340,8 @@ pub(crate) struct LaunchParams {
     /// Parameter values, each at an 8-byte aligned offset.
     storage: Vec<u64>,
     offsets: SmallVec<[usize; 8]>,
-    /// Byte offset of the status pointer inside `storage`.
-    status_at: usize,
+    /// Byte offset of the status pointer inside `storage`; `None` for plain kernels.
+    status_at: Option<usize>,
     pointers: Vec<*mut c_void>,
 }
 
@@ -298,12 +401,24 @@ impl LaunchParams {
                 dev.limits.shared_optin
             ));
         }
-        let mut info = [0u8; LAUNCH_INFO_SIZE];
-        for d in 0..3 {
-            info[d * 8..d * 8 + 8].copy_from_slice(&(range.global_offset[d] as u64).to_le_bytes());
-        }
-        push(&mut bytes, &info);
-        let status_at = offsets[offsets.len() - 1] + 24;
+        let status_at = if kernel.plain {
+            if range.global_offset != [0; 3] {
+                return Err(err!(
+                    UnsupportedFeature,
+                    "`{}` is a plain CUDA kernel (PTX given as a binary), which cannot take the global offset {:?}",
+                    kernel.name,
+                    range.global_offset
+                ));
+            }
+            None
+        } else {
+            let mut info = [0u8; LAUNCH_INFO_SIZE];
+            for d in 0..3 {
+                info[d * 8..d * 8 + 8].copy_from_slice(&(range.global_offset[d] as u64).to_le_bytes());
+            }
+            push(&mut bytes, &info);
+            Some(offsets[offsets.len() - 1] + 24)
+        };
         let mut storage = vec![0u64; bytes.len().div_ceil(8)];
         // SAFETY: `storage` holds at least `bytes.len()` bytes; the two do not overlap.
         unsafe { ptr::copy_nonoverlapping(bytes.as_ptr(), storage.as_mut_ptr().cast::<u8>(), bytes.len()) };
@@ -325,7 +440,9 @@ impl LaunchParams {
 
     /// Points the launch's status at another word.
     pub(crate) fn set_status(&mut self, status: u64) {
-        self.storage[self.status_at / 8] = status;
+        if let Some(at) = self.status_at {
+            self.storage[at / 8] = status;
+        }
     }
 
     /// The `kernelParams` array: one pointer per parameter, into the values.
@@ -371,5 +488,18 @@ impl LaunchParams {
         unsafe {
             cu!(cuLaunchKernel(func, g[0], g[1], g[2], b[0], b[1], b[2], shared, stream, params, ptr::null_mut()))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::jit_options;
+
+    #[test]
+    fn build_options_become_jit_options() {
+        assert_eq!(jit_options(""), (None, None));
+        assert_eq!(jit_options("-O2 --maxrregcount=32"), (Some(2), Some(32)));
+        assert_eq!(jit_options("-maxrregcount 64 -O9 -cl-mad-enable"), (None, Some(64)));
+        assert_eq!(jit_options("--maxrregcount=x -O0"), (Some(0), None));
     }
 }

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use cudarc::driver::sys;
 use parking_lot::Mutex;
 use ur_core::adapter::{EventImpl, QueueImpl};
-use ur_core::{Command, QueueProperties, Result};
+use ur_core::{Backend, Command, NativeCommand, NativeHandle, NativeTarget, QueueProperties, Result};
 
 use crate::device::{DeviceShared, now_ns};
 use crate::driver::{CuEvent, Query, Stream};
@@ -167,8 +167,39 @@ impl CudaQueue {
     }
 }
 
+impl CudaQueue {
+    /// A native command: a marker after `wait` and the queue's order, a
+    /// stream of its own waiting for the marker on which the callback
+    /// enqueues its work, and a final submission after that stream, whose
+    /// event is the command's. The callback runs without the queue's lock,
+    /// so it may call the queue's methods.
+    ///
+    /// # Safety
+    /// As for [`QueueImpl::enqueue`].
+    unsafe fn native_command(&self, native: &NativeCommand, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
+        let marker = self.submit(wait, Order::Normal, |_| Ok(None))?;
+        let stream = self.dev.take_stream()?;
+        let raw = stream.raw();
+        stream_wait(raw, &*marker)?;
+        // SAFETY: the stream waits for the command's dependencies, and the
+        // final submission below waits for the stream.
+        let result = unsafe { native.invoke(Backend::Cuda, NativeTarget::Queue(NativeHandle(raw as u64))) };
+        self.dev.bind()?;
+        let end = self.dev.plain_event()?;
+        end.record(raw)?;
+        let work = CudaEvent::new(self.dev.clone(), end, None, None, None);
+        self.dev.return_stream(stream);
+        result?;
+        Ok(self.submit(&[&work], Order::Normal, |_| Ok(None))?)
+    }
+}
+
 impl QueueImpl for CudaQueue {
     unsafe fn enqueue(&self, command: &Command, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
+        if let Command::Native(native) = command {
+            // SAFETY: forwarded from this function's contract.
+            return unsafe { self.native_command(native, wait) };
+        }
         let dev = self.dev.clone();
         // SAFETY: the command was validated for this queue's context, its raw
         // host memory stays valid until its event completes (the trait's
@@ -201,6 +232,12 @@ impl QueueImpl for CudaQueue {
     fn flush(&self) -> Result<()> {
         // Work is handed to the device as it is submitted.
         Ok(())
+    }
+
+    /// The `CUstream` of the queue's first stream (an out-of-order queue
+    /// has several; native commands get a stream of their own, the target).
+    fn native_handle(&self) -> Result<NativeHandle> {
+        Ok(NativeHandle(self.state.lock().streams[0].raw() as u64))
     }
 }
 

@@ -275,7 +275,10 @@ impl CommandBufferImpl for ClCommandBuffer {
             || alternatives
                 .iter()
                 .any(|k| downcast::<ClKernel>(k.imp() as &dyn Any, "a kernel").is_ok_and(|kernel| kernel.status_abi));
-        let eager = signal || !wait_events.is_empty() || exec::uses_host_memory(command) || status_word;
+        // Native commands are recorded between barriers; without barriers,
+        // the callback enqueues on the internal queue at each submission.
+        let native_eager = matches!(command, Command::Native(_)) && !self.native().api.has_barrier();
+        let eager = signal || !wait_events.is_empty() || exec::uses_host_memory(command) || status_word || native_eager;
         let placement = self.planner.decide(deps, eager);
         if !matches!(placement, Placement::NewEager(_)) {
             let step = placement.step();

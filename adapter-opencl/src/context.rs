@@ -5,7 +5,9 @@ use std::sync::{Arc, OnceLock};
 
 use cl3::types::{cl_bitfield, cl_command_queue};
 use ur_core::adapter::{BufferImpl, CommandBufferImpl, ContextImpl, ProgramImpl, QueueImpl, UserEventImpl, UsmImpl};
-use ur_core::{CommandBufferDesc, MemFlags, ProgramBundle, QueueProperties, Result, SourceForm, UsmKind, err};
+use ur_core::{
+    CommandBufferDesc, MemFlags, NativeHandle, ProgramBundle, QueueProperties, Result, SourceForm, UsmKind, err,
+};
 
 use crate::command_buffer::ClCommandBuffer;
 use crate::conv::ClResultExt;
@@ -123,6 +125,11 @@ impl ClContext {
 }
 
 impl ContextImpl for ClContext {
+    /// The `cl_context`.
+    fn native_handle(&self) -> Result<NativeHandle> {
+        Ok(NativeHandle(self.shared.context.get() as u64))
+    }
+
     unsafe fn usm_alloc(&self, kind: UsmKind, size: usize, align: usize) -> Result<Box<dyn UsmImpl>> {
         Ok(Box::new(ClUsm::new(self.shared.clone(), kind, size, align)?))
     }
@@ -131,12 +138,20 @@ impl ContextImpl for ClContext {
         Ok(Box::new(ClBuffer::new(&self.shared, flags, size, init)?))
     }
 
-    unsafe fn program_create(&self, bundle: &ProgramBundle, form: SourceForm) -> Result<Box<dyn ProgramImpl>> {
+    unsafe fn program_create(
+        &self,
+        bundle: &ProgramBundle,
+        form: SourceForm,
+        options: &str,
+    ) -> Result<Box<dyn ProgramImpl>> {
         match bundle.source_of(form) {
             Some(ur_core::ProgramSource::OpenClC(source)) => {
-                Ok(Box::new(ClProgram::build(self.shared.clone(), source)?))
+                Ok(Box::new(ClProgram::build(self.shared.clone(), source, options)?))
             }
-            _ => Err(err!(InvalidBinary, "the OpenCL adapter builds OpenCL C only")),
+            Some(ur_core::ProgramSource::Il(il)) => {
+                Ok(Box::new(ClProgram::build_il(self.shared.clone(), il, options)?))
+            }
+            _ => Err(err!(InvalidBinary, "the OpenCL adapter builds OpenCL C and SPIR-V kernels only")),
         }
     }
 

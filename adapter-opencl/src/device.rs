@@ -10,7 +10,8 @@ use std::sync::Arc;
 use cl3::types::{cl_bitfield, cl_device_id, cl_platform_id, cl_uint};
 use ur_core::adapter::{ContextImpl, DeviceImpl, PlatformImpl};
 use ur_core::{
-    CommandBufferCaps, CommandBufferSupport, DeviceInfo, DeviceType, Result, Timestamps, UpdateCapabilities, UsmKinds,
+    CommandBufferCaps, CommandBufferSupport, DeviceInfo, DeviceType, NativeHandle, Result, Timestamps,
+    UpdateCapabilities, UsmKinds,
 };
 
 use crate::clock::DeviceClock;
@@ -191,6 +192,8 @@ unsafe impl Sync for DeviceShared {}
 
 /// An OpenCL platform.
 pub(crate) struct ClPlatform {
+    /// The platform id, as an integer: ids are process-wide and never released.
+    id: usize,
     name: String,
     version: String,
     devices: Vec<Arc<ClDevice>>,
@@ -219,7 +222,7 @@ impl ClPlatform {
                 }
             })
             .collect();
-        (!devices.is_empty()).then_some(ClPlatform { name, version, devices })
+        (!devices.is_empty()).then_some(ClPlatform { id: id as usize, name, version, devices })
     }
 }
 
@@ -234,6 +237,11 @@ impl PlatformImpl for ClPlatform {
 
     fn devices(&self) -> Vec<Arc<dyn DeviceImpl>> {
         self.devices.iter().map(|d| d.clone() as Arc<dyn DeviceImpl>).collect()
+    }
+
+    /// The `cl_platform_id`.
+    fn native_handle(&self) -> Result<NativeHandle> {
+        Ok(NativeHandle(self.id as u64))
     }
 }
 
@@ -368,6 +376,11 @@ fn command_buffer_caps(native: bool) -> CommandBufferCaps {
 impl DeviceImpl for ClDevice {
     fn info(&self) -> DeviceInfo {
         self.shared.info.clone()
+    }
+
+    /// The `cl_device_id`.
+    fn native_handle(&self) -> Result<NativeHandle> {
+        Ok(NativeHandle(self.shared.id as u64))
     }
 
     fn free_memory(&self) -> Result<Option<u64>> {

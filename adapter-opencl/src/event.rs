@@ -273,6 +273,25 @@ impl ClEvent {
 }
 
 impl EventImpl for ClEvent {
+    /// The `cl_event`: of the command, of the user event, of a signal
+    /// event's latest execution, or of a submission's last marker.
+    fn native_handle(&self) -> Result<ur_core::NativeHandle> {
+        let raw = match &self.kind {
+            Kind::Command { raw, .. } | Kind::User { raw, .. } => raw.get(),
+            Kind::Submission { last, .. } => last.get(),
+            Kind::Signal { current } => match &*current.lock() {
+                Some(event) => return event.native_handle(),
+                None => {
+                    return Err(ur_core::err!(
+                        UnsupportedFeature,
+                        "a signal event has no cl_event before its first run"
+                    ));
+                }
+            },
+        };
+        Ok(ur_core::NativeHandle(raw as u64))
+    }
+
     fn status(&self) -> EventStatus {
         match &self.kind {
             Kind::Command { raw, status, .. } => match status_of(raw.execution_status()) {

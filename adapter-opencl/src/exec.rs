@@ -20,7 +20,10 @@ use std::sync::Arc;
 
 use cl3::types::{cl_command_queue, cl_mem};
 use ur_core::adapter::downcast;
-use ur_core::{ArgValue, Command, KernelCommand, MemBuffer, MemLoc, Result, UsmRef, err};
+use ur_core::{
+    ArgValue, Backend, Command, KernelCommand, MemBuffer, MemLoc, NativeCommand, NativeHandle, NativeTarget, Result,
+    UsmRef, err,
+};
 
 use crate::context::Shared;
 use crate::conv::ClResultExt;
@@ -94,6 +97,53 @@ fn pitches(layout: &ur_core::RectLayout) -> [usize; 2] {
 /// A side of a helper rect copy.
 fn rect_side(ptr: Ptr, layout: &ur_core::RectLayout) -> Side {
     Side { ptr, offset: layout.origin_offset() }
+}
+
+/// A native command on `queue`: a barrier after the wait list, the callback
+/// (which enqueues its work on `queue`, behind the barrier), then a barrier
+/// after everything before, the callback's work included, whose event is the
+/// command's. Barriers, not markers, so that the callback's commands wait on
+/// out-of-order queues too.
+///
+/// # Safety
+/// `queue` is a valid queue of the context; the events are valid.
+unsafe fn native_command(queue: cl_command_queue, native: &NativeCommand, wait: &WaitList) -> Result<RawEvent> {
+    // SAFETY: a valid queue and wait list; an empty list means every earlier command.
+    let before = unsafe { cl3::command_queue::enqueue_barrier_with_wait_list(queue, wait.len() as u32, wait.as_ptr()) }
+        .cl("clEnqueueBarrierWithWaitList")?;
+    // SAFETY: a new reference from the enqueue, released on drop.
+    drop(unsafe { RawEvent::from_raw(before) });
+    // SAFETY: the target is the queue the command was enqueued on, ordered
+    // after its wait list by the barrier and before the barrier below.
+    let result = unsafe { native.invoke(Backend::OpenCl, NativeTarget::Queue(NativeHandle(queue as u64))) };
+    // SAFETY: a valid queue; the empty list means every earlier command.
+    let after = unsafe { cl3::command_queue::enqueue_barrier_with_wait_list(queue, 0, std::ptr::null()) }
+        .cl("clEnqueueBarrierWithWaitList")?;
+    // SAFETY: a new reference from the enqueue.
+    let after = unsafe { RawEvent::from_raw(after) };
+    result.map(|()| after)
+}
+
+/// A native command recorded into `buffer`: a barrier after `deps` (after
+/// every earlier command when there are none), the callback (which records
+/// its commands into `buffer`, behind the barrier), then a barrier after
+/// everything recorded before, whose sync point is the command's.
+///
+/// # Safety
+/// `buffer` is recording, `deps` are its sync points, and the table has
+/// barriers.
+unsafe fn record_native(
+    api: &CommandBufferApi,
+    buffer: cl_command_buffer_khr,
+    native: &NativeCommand,
+    deps: &[cl_sync_point_khr],
+) -> Result<cl_sync_point_khr> {
+    // SAFETY: per the contract.
+    unsafe { api.barrier(buffer, deps) }.cl("clCommandBarrierWithWaitListKHR")?;
+    // SAFETY: the target is recording, ordered by the barriers around it.
+    unsafe { native.invoke(Backend::OpenCl, NativeTarget::Recording(NativeHandle(buffer as u64)))? };
+    // SAFETY: per the contract; no sync points: every earlier command.
+    unsafe { api.barrier(buffer, &[]) }.cl("clCommandBarrierWithWaitListKHR")
 }
 
 /// Whether a marker on `queue` must be a kernel: on an out-of-order queue
@@ -270,6 +320,7 @@ unsafe fn enqueue_raw(
     // wait list are valid; OpenCL copies patterns before returning.
     let raw = unsafe {
         match command {
+            Command::Native(native) => return native_command(queue, native, wait).map(Enqueued::Plain),
             Command::KernelLaunch(k) if k.range.global_size.contains(&0) => {
                 return marker(shared, queue, wait).map(Enqueued::Plain);
             }
@@ -519,6 +570,7 @@ pub(crate) unsafe fn record(
     // its own sync points.
     unsafe {
         match command {
+            Command::Native(native) => record_native(api, buffer, native, deps).map(|p| (p, None)),
             Command::KernelLaunch(k) if k.range.global_size.contains(&0) => recorded(h.noop(&target)?),
             Command::KernelLaunch(k) => recorded(launch_kernel(shared, &target, k)?.0),
             Command::UsmPrefetch { .. } | Command::UsmAdvise { .. } => recorded(h.noop(&target)?),

@@ -104,7 +104,7 @@ pub fn major_version(version: &str) -> Option<u32> {
 /// The UR binary formats of a device with this IL version string and
 /// address width: SPIR-V in the device's address width.
 pub fn binary_targets(il_version: Option<&str>, address_bits: u32) -> Vec<BinaryTarget> {
-    if !il_version.is_some_and(|il| il.split_whitespace().any(|v| v.starts_with("SPIR-V"))) {
+    if !crate::spir::lists_spirv(il_version) {
         return Vec::new();
     }
     vec![if address_bits == 32 { BinaryTarget::Spirv32 } else { BinaryTarget::Spirv64 }]
@@ -244,7 +244,11 @@ pub(crate) fn device_info(
         usm_host_addressable: true,
         queue_profiling: true,
         out_of_order_queues: decided.out_of_order,
-        source_forms: vec![SourceForm::OpenClC],
+        source_forms: if crate::spir::il_path(id, il_version.as_deref(), &extensions).is_some() {
+            vec![SourceForm::OpenClC, SourceForm::SpirvKernel]
+        } else {
+            vec![SourceForm::OpenClC]
+        },
         command_buffer: decided.command_buffer,
         vendor_id: device.vendor_id().unwrap_or(0),
         device_id: if intel_attributes { uint(id, CL_DEVICE_ID_INTEL) } else { None },

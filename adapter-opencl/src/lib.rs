@@ -45,6 +45,7 @@ mod one_launch;
 mod plan;
 mod program;
 mod queue;
+mod spir;
 pub mod version;
 
 use std::sync::Arc;

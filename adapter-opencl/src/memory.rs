@@ -247,6 +247,11 @@ impl BufferImpl for ClBuffer {
         let buffer = unsafe { self.buffer.create_sub_buffer(0, offset, size) }.cl("clCreateSubBuffer")?;
         Ok(Some(Box::new(ClBuffer { buffer })))
     }
+
+    /// The `cl_mem`.
+    fn native_handle(&self) -> Result<ur_core::NativeHandle> {
+        Ok(ur_core::NativeHandle(self.mem() as u64))
+    }
 }
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! Programs of OpenCL C and their kernels.
+//! Programs of OpenCL C or SPIR-V kernels, and their kernels.
 //!
 //! The kernel ABI is OpenCL's: a kernel takes the arguments its signature
 //! declares, in order. A kernel may also opt into the adapter's *status ABI*
@@ -18,6 +18,7 @@ use ur_core::{ArgKind, KernelSignature, Result, err};
 
 use crate::context::Shared;
 use crate::conv::{ClResultExt, cl_error};
+use crate::spir::{self, IlPath};
 
 const CL_KERNEL_NUM_ARGS: u32 = 0x1191;
 
@@ -25,19 +26,59 @@ const CL_KERNEL_NUM_ARGS: u32 = 0x1191;
 pub(crate) struct ClProgram {
     shared: Arc<Shared>,
     program: opencl3::program::Program,
+    log: String,
 }
 
 impl ClProgram {
-    pub(crate) fn build(shared: Arc<Shared>, source: &str) -> Result<ClProgram> {
-        let mut program =
+    pub(crate) fn build(shared: Arc<Shared>, source: &str, options: &str) -> Result<ClProgram> {
+        let program =
             opencl3::program::Program::create_from_source(&shared.context, source).cl("clCreateProgramWithSource")?;
-        let device = shared.device.id;
-        if let Err(e) = program.build(&[device], "") {
-            let log = program.get_build_log(device).unwrap_or_default();
-            return Err(cl_error(e.0, &format!("clBuildProgram; build log:\n{}", log.trim())));
+        ClProgram::finish(shared, program, options, "OpenCL C")
+    }
+
+    /// Builds a SPIR-V module of OpenCL kernels, natively or through the
+    /// translator (see [`crate::spir`]).
+    pub(crate) fn build_il(shared: Arc<Shared>, il: &[u8], options: &str) -> Result<ClProgram> {
+        let info = &shared.device.info;
+        let path = spir::il_path(shared.device.id, info.il_version.as_deref(), &info.extensions);
+        match path {
+            Some(IlPath::Native) => {
+                let program =
+                    opencl3::program::Program::create_from_il(&shared.context, il).cl("clCreateProgramWithIL")?;
+                ClProgram::finish(shared, program, options, "SPIR-V")
+            }
+            Some(IlPath::Translate(translator)) => {
+                let bitcode = spir::to_bitcode(&translator, il)?;
+                let device = shared.device.id;
+                // SAFETY: `device` is the context's device.
+                let program =
+                    unsafe { opencl3::program::Program::create_from_binary(&shared.context, &[device], &[&bitcode]) }
+                        .cl("clCreateProgramWithBinary (SPIR)")?;
+                ClProgram::finish(shared, program, &format!("-x spir -spir-std=1.2 {options}"), "SPIR-V (as SPIR 1.2)")
+            }
+            None => Err(err!(
+                InvalidBinary,
+                "this OpenCL device reports no SPIR-V IL version, and neither cl_khr_spir with the translator \
+                 llvm-spirv of its LLVM version (or {}) to read SPIR-V through SPIR",
+                spir::TRANSLATOR_ENV
+            )),
         }
-        tracing::debug!("OpenCL C program built");
-        Ok(ClProgram { shared, program })
+    }
+
+    fn finish(
+        shared: Arc<Shared>,
+        mut program: opencl3::program::Program,
+        options: &str,
+        what: &str,
+    ) -> Result<ClProgram> {
+        let device = shared.device.id;
+        let built = program.build(&[device], options);
+        let log = program.get_build_log(device).unwrap_or_default().trim_end_matches('\0').trim().to_string();
+        if let Err(e) = built {
+            return Err(cl_error(e.0, &format!("clBuildProgram ({what}); build log:\n{log}")));
+        }
+        tracing::debug!(what, options, "OpenCL program built");
+        Ok(ClProgram { shared, program, log })
     }
 }
 
@@ -67,9 +108,42 @@ impl ProgramImpl for ClProgram {
                 declared + 1 + locals
             ));
         }
-        let max_work_group_size = kernel.get_work_group_size(self.shared.device.id).cl("CL_KERNEL_WORK_GROUP_SIZE")?;
-        Ok(Box::new(ClKernel { kernel: Mutex::new(kernel), max_work_group_size, status_abi, name: name.into() }))
+        let device = self.shared.device.id;
+        let max_work_group_size = kernel.get_work_group_size(device).cl("CL_KERNEL_WORK_GROUP_SIZE")?;
+        let compile_size = kernel.get_compile_work_group_size(device).ok().and_then(|s| {
+            let size: [usize; 3] = [0, 1, 2].map(|d| s.get(d).copied().unwrap_or(0));
+            (size != [0; 3]).then_some(size)
+        });
+        let work_group_info = WorkGroupInfo {
+            compile_size,
+            local_mem: kernel.get_local_mem_size(device).map_or(0, |n| n as usize),
+            private_mem: kernel.get_private_mem_size(device).map_or(0, |n| n as usize),
+            preferred_multiple: kernel.get_work_group_size_multiple(device).ok().filter(|m| *m > 0),
+        };
+        Ok(Box::new(ClKernel {
+            kernel: Mutex::new(kernel),
+            max_work_group_size,
+            status_abi,
+            name: name.into(),
+            work_group_info,
+        }))
     }
+
+    fn build_log(&self) -> String {
+        self.log.clone()
+    }
+
+    fn binary(&self) -> Option<Vec<u8>> {
+        self.program.get_binaries().ok()?.into_iter().next().filter(|b| !b.is_empty())
+    }
+}
+
+/// What `clGetKernelWorkGroupInfo` reports beyond the largest work-group.
+struct WorkGroupInfo {
+    compile_size: Option<[usize; 3]>,
+    local_mem: usize,
+    private_mem: usize,
+    preferred_multiple: Option<usize>,
 }
 
 /// A kernel. OpenCL kernels hold their arguments, so the lock is held from
@@ -82,10 +156,27 @@ pub(crate) struct ClKernel {
     pub(crate) status_abi: bool,
     /// The kernel's name, for error messages.
     pub(crate) name: Arc<str>,
+    work_group_info: WorkGroupInfo,
 }
 
 impl KernelImpl for ClKernel {
     fn max_work_group_size(&self) -> usize {
         self.max_work_group_size
+    }
+
+    fn compile_work_group_size(&self) -> Option<[usize; 3]> {
+        self.work_group_info.compile_size
+    }
+
+    fn local_mem_size(&self) -> usize {
+        self.work_group_info.local_mem
+    }
+
+    fn private_mem_size(&self) -> usize {
+        self.work_group_info.private_mem
+    }
+
+    fn preferred_work_group_size_multiple(&self) -> Option<usize> {
+        self.work_group_info.preferred_multiple
     }
 }

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use ur_core::adapter::{EventImpl, QueueImpl};
-use ur_core::{Command, QueueProperties, Result};
+use ur_core::{Command, NativeHandle, QueueProperties, Result};
 
 use crate::context::{CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, CL_QUEUE_PROFILING_ENABLE, Shared, create_queue};
 use crate::conv::ClResultExt;
@@ -110,5 +110,10 @@ impl QueueImpl for ClQueue {
 
     fn flush(&self) -> Result<()> {
         self.flush_raw()
+    }
+
+    /// The `cl_command_queue`.
+    fn native_handle(&self) -> Result<NativeHandle> {
+        Ok(NativeHandle(self.raw() as u64))
     }
 }

@@ -4,7 +4,8 @@ use std::sync::Arc;
 
 use ash::vk;
 use parking_lot::Mutex;
-use ur_core::Result;
+use ur_core::NativeCommand;
+use ur_core::{Backend, NativeHandle, NativeTarget, Result};
 
 use crate::conv::VkResultExt;
 use crate::runtime::Gpu;
@@ -187,6 +188,8 @@ pub(crate) enum Groups {
 
 /// One device operation of a command.
 pub(crate) enum GpuOp {
+    /// A native command: its callback records into the command buffer.
+    Native(NativeCommand),
     Copy {
         src: vk::Buffer,
         dst: vk::Buffer,
@@ -209,16 +212,27 @@ pub(crate) enum GpuOp {
 }
 
 /// Records `ops`; `bound` tracks the pipeline bound in `cb` to skip rebinding.
-pub(crate) fn record_ops(gpu: &Gpu, cb: vk::CommandBuffer, ops: &[GpuOp], bound: &mut vk::Pipeline) {
+///
+/// Native commands' callbacks run here, recording into `cb`; the first one
+/// that fails (panics) ends the recording with its error.
+pub(crate) fn record_ops(gpu: &Gpu, cb: vk::CommandBuffer, ops: &[GpuOp], bound: &mut vk::Pipeline) -> Result<()> {
     let d = &gpu.device;
     for op in ops {
         // SAFETY: `cb` is recording outside a render pass; the buffers,
         // pipelines and ranges come from validated commands and live at
-        // least until the submissions executing `cb` complete.
+        // least until the submissions executing `cb` complete. A native
+        // command's target is `cb`, after the command's dependencies
+        // (barriers between levels, semaphores between submissions) and
+        // before its dependents.
         unsafe {
             match op {
                 GpuOp::Copy { src, dst, regions } => d.cmd_copy_buffer(cb, *src, *dst, regions),
                 GpuOp::Fill { dst, offset, size, word } => d.cmd_fill_buffer(cb, *dst, *offset, *size, *word),
+                GpuOp::Native(native) => {
+                    native.invoke(Backend::Vulkan, NativeTarget::Recording(NativeHandle(vk::Handle::as_raw(cb))))?;
+                    // The callback may have bound a pipeline of its own.
+                    *bound = vk::Pipeline::null();
+                }
                 GpuOp::Dispatch { pipeline, params, groups } => {
                     if *bound != *pipeline {
                         d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, *pipeline);
@@ -233,6 +247,7 @@ pub(crate) fn record_ops(gpu: &Gpu, cb: vk::CommandBuffer, ops: &[GpuOp], bound:
             }
         }
     }
+    Ok(())
 }
 
 /// Dispatches `counts` groups, in several dispatches with base offsets where

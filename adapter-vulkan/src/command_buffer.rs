@@ -384,7 +384,7 @@ impl VkCommandBuffer {
                     level_barrier(gpu, cb, self.desc.updatable);
                 }
                 let node = &placed[stage.order[p] as usize];
-                record_ops(gpu, cb, &node.ops, &mut bound);
+                record_ops(gpu, cb, &node.ops, &mut bound)?;
                 pipelines.extend(node.pipelines.iter().cloned());
             }
             Ok(())

@@ -25,6 +25,11 @@ impl VulkanContext {
 }
 
 impl ContextImpl for VulkanContext {
+    /// The `VkDevice`.
+    fn native_handle(&self) -> Result<ur_core::NativeHandle> {
+        Ok(ur_core::NativeHandle(ash::vk::Handle::as_raw(self.rt.gpu.device.handle())))
+    }
+
     unsafe fn usm_alloc(&self, kind: UsmKind, size: usize, align: usize) -> Result<Box<dyn UsmImpl>> {
         let kind = match kind {
             UsmKind::Device => MemKind::Device,
@@ -39,7 +44,13 @@ impl ContextImpl for VulkanContext {
         Ok(Box::new(VkMemBuffer::new(&self.rt, kind, size as u64, init)?))
     }
 
-    unsafe fn program_create(&self, bundle: &ProgramBundle, _form: SourceForm) -> Result<Box<dyn ProgramImpl>> {
+    unsafe fn program_create(
+        &self,
+        bundle: &ProgramBundle,
+        _form: SourceForm,
+        options: &str,
+    ) -> Result<Box<dyn ProgramImpl>> {
+        ur_core::program::options_ignored(options, "Vulkan compiles SPIR-V without options");
         Ok(Box::new(VkProgram::new(&self.rt.gpu, bundle, self.max_group)?))
     }
 

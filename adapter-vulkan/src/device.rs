@@ -394,6 +394,11 @@ impl VulkanPlatform {
 }
 
 impl PlatformImpl for VulkanPlatform {
+    /// The `VkInstance`.
+    fn native_handle(&self) -> Result<ur_core::NativeHandle> {
+        Ok(ur_core::NativeHandle(vk::Handle::as_raw(self.instance.raw.handle())))
+    }
+
     fn name(&self) -> String {
         "Vulkan".into()
     }
@@ -439,6 +444,11 @@ pub(crate) const UPDATE_CAPS: UpdateCapabilities = UpdateCapabilities::all();
 impl DeviceImpl for VulkanDevice {
     fn info(&self) -> DeviceInfo {
         crate::info::device_info(&self.info)
+    }
+
+    /// The `VkPhysicalDevice`.
+    fn native_handle(&self) -> Result<ur_core::NativeHandle> {
+        Ok(ur_core::NativeHandle(vk::Handle::as_raw(self.info.physical)))
     }
 
     fn free_memory(&self) -> Result<Option<u64>> {

@@ -218,6 +218,7 @@ pub(crate) fn lower(rt: &Runtime, command: &Command, sink: &mut dyn Sink) -> Res
     let mut out = Lowered::default();
     match command {
         Command::KernelLaunch(k) => return lower_kernel(&rt.gpu, k, sink),
+        Command::Native(native) => out.ops.push(GpuOp::Native(native.clone())),
         Command::UsmMemcpy { dst, src, size } => {
             copy_rows(&mut out, sink, side(src)?, side(dst)?, std::iter::once((0, 0, *size)))?;
         }

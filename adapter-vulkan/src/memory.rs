@@ -253,7 +253,12 @@ impl VkMemBuffer {
     }
 }
 
-impl BufferImpl for VkMemBuffer {}
+impl BufferImpl for VkMemBuffer {
+    /// The `VkBuffer`, of the buffer's own size from offset 0.
+    fn native_handle(&self) -> Result<ur_core::NativeHandle> {
+        Ok(ur_core::NativeHandle(vk::Handle::as_raw(self.alloc.buffer())))
+    }
+}
 
 /// The buffer and offset of a USM position.
 pub(crate) fn usm_location(r: &UsmRef) -> Result<(vk::Buffer, u64)> {

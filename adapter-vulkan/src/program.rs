@@ -117,14 +117,17 @@ impl Drop for Pipeline {
     }
 }
 
-/// The name of the first `GLCompute` entry point of a SPIR-V module.
-pub(crate) fn compute_entry(words: &[u32]) -> std::result::Result<String, String> {
+/// The `GLCompute` entry point of a SPIR-V module that implements `kernel`:
+/// the one of that name (a module read by `ProgramBundle::from_il` may hold
+/// several), else the first (the library's modules name theirs `main`).
+pub(crate) fn compute_entry(words: &[u32], kernel: &str) -> std::result::Result<String, String> {
     const MAGIC: u32 = 0x0723_0203;
     const OP_ENTRY_POINT: u32 = 15;
     const GL_COMPUTE: u32 = 5;
     if words.len() < 5 || words[0] != MAGIC {
         return Err("not a SPIR-V module (bad magic number)".into());
     }
+    let mut first = None;
     let mut at = 5;
     while at < words.len() {
         let (count, opcode) = ((words[at] >> 16) as usize, words[at] & 0xffff);
@@ -134,11 +137,16 @@ pub(crate) fn compute_entry(words: &[u32]) -> std::result::Result<String, String
         if opcode == OP_ENTRY_POINT && count >= 4 && words[at + 1] == GL_COMPUTE {
             let bytes: Vec<u8> = words[at + 3..at + count].iter().flat_map(|w| w.to_le_bytes()).collect();
             let end = bytes.iter().position(|b| *b == 0).unwrap_or(bytes.len());
-            return String::from_utf8(bytes[..end].to_vec()).map_err(|_| "entry point name is not UTF-8".into());
+            let name =
+                String::from_utf8(bytes[..end].to_vec()).map_err(|_| "entry point name is not UTF-8".to_string())?;
+            if name == kernel {
+                return Ok(name);
+            }
+            first.get_or_insert(name);
         }
         at += count;
     }
-    Err("no GLCompute entry point".into())
+    first.ok_or_else(|| "no GLCompute entry point".into())
 }
 
 /// Where each argument goes in the block.
@@ -266,7 +274,7 @@ impl VkProgram {
         };
         let mut modules = HashMap::new();
         for source in sources {
-            let entry = compute_entry(&source.words)
+            let entry = compute_entry(&source.words, &source.kernel)
                 .map_err(|why| err!(InvalidBinary, "SPIR-V of kernel `{}`: {why}", source.kernel))?;
             let info = vk::ShaderModuleCreateInfo::default().code(&source.words);
             // SAFETY: the words are a SPIR-V module (magic number and
@@ -371,9 +379,12 @@ mod tests {
     #[test]
     fn entry_points_are_found() {
         let fill = crate::shaders::words(crate::shaders::FILL_SPV);
-        assert_eq!(compute_entry(&fill).as_deref(), Ok("main"));
-        assert!(compute_entry(&[1, 2, 3, 4, 5]).is_err());
-        assert!(compute_entry(&[0x0723_0203, 0, 0, 0, 0, 0x0004_000f]).is_err());
+        assert_eq!(compute_entry(&fill, "fill").as_deref(), Ok("main"));
+        assert!(compute_entry(&[1, 2, 3, 4, 5], "k").is_err());
+        assert!(compute_entry(&[0x0723_0203, 0, 0, 0, 0, 0x0004_000f], "k").is_err());
+        let named =
+            ur_core::spirv::words(include_bytes!("../../conformance/src/kernels/programs/scale_add.spv")).unwrap();
+        assert_eq!(compute_entry(&named, "scale_add").as_deref(), Ok("scale_add"));
     }
 
     #[test]

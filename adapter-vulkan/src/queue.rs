@@ -139,7 +139,17 @@ impl VkQueue {
         span: Option<&QuerySpan>,
         body: impl FnOnce(vk::CommandBuffer) -> Result<()>,
     ) -> Result<PooledCmd> {
-        self.pool.record(|cb| {
+        self.record_in(&self.pool, span, body)
+    }
+
+    /// [`record`](Self::record) with a command pool of the caller's.
+    fn record_in(
+        &self,
+        pool: &Arc<Pool>,
+        span: Option<&QuerySpan>,
+        body: impl FnOnce(vk::CommandBuffer) -> Result<()>,
+    ) -> Result<PooledCmd> {
+        pool.record(|cb| {
             if let Some(s) = span {
                 s.begin(cb);
             }
@@ -160,10 +170,16 @@ impl QueueImpl for VkQueue {
         let mut lowered = lower(&self.rt, command, &mut sink)?;
         let span = self.span()?;
         let gpu = &self.rt.gpu;
-        let cmd = self.record(span.as_ref(), |cb| {
+        // A native command's callback may call this queue's methods while it
+        // records: it gets a command pool of its own, so that the queue's
+        // pool is not locked meanwhile.
+        let pool = match command {
+            Command::Native(_) => Pool::new(gpu.clone())?,
+            _ => self.pool.clone(),
+        };
+        let cmd = self.record_in(&pool, span.as_ref(), |cb| {
             let mut bound = vk::Pipeline::null();
-            record_ops(gpu, cb, &lowered.ops, &mut bound);
-            Ok(())
+            record_ops(gpu, cb, &lowered.ops, &mut bound)
         })?;
         let mut keep = sink.keep;
         lowered.keep_into(&mut keep);
@@ -229,5 +245,10 @@ impl QueueImpl for VkQueue {
     fn flush(&self) -> Result<()> {
         // Submissions go to the device as soon as their dependencies allow.
         Ok(())
+    }
+
+    /// The `VkQueue` of the queue's lane.
+    fn native_handle(&self) -> Result<ur_core::NativeHandle> {
+        Ok(ur_core::NativeHandle(vk::Handle::as_raw(self.lane.raw_queue())))
     }
 }

@@ -124,6 +124,14 @@ struct InFlight {
 }
 
 impl Lane {
+    /// The `VkQueue` this lane submits to (shared with other lanes where the
+    /// family has fewer queues than lanes).
+    pub(crate) fn raw_queue(&self) -> vk::Queue {
+        *self.hw.queue.lock()
+    }
+}
+
+impl Lane {
     /// The timeline semaphore.
     pub(crate) fn semaphore(&self) -> vk::Semaphore {
         self.timeline

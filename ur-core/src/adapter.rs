@@ -19,10 +19,11 @@ use std::sync::Arc;
 
 use crate::clock::Timestamps;
 use crate::command::Command;
-use crate::command_buffer::{CommandBufferDesc, NativeHandle};
+use crate::command_buffer::CommandBufferDesc;
 use crate::device::DeviceInfo;
 use crate::error::Result;
 use crate::event::{Event, EventStatus, ProfilingInfo};
+use crate::interop::NativeHandle;
 use crate::launch::KernelCommand;
 use crate::memory::{MemFlags, UsmKind};
 use crate::platform::Backend;
@@ -47,6 +48,12 @@ pub trait PlatformImpl: Send + Sync {
     fn version(&self) -> String;
     /// The platform's devices.
     fn devices(&self) -> Vec<Arc<dyn DeviceImpl>>;
+
+    /// The native object (see [`crate::interop`]); `UnsupportedFeature`
+    /// where the backend has none.
+    fn native_handle(&self) -> Result<NativeHandle> {
+        Err(crate::err!(UnsupportedFeature, "this platform has no native handle"))
+    }
 }
 
 /// A device of an adapter.
@@ -61,6 +68,12 @@ pub trait DeviceImpl: Any + Send + Sync {
     fn timestamps(&self) -> Result<Timestamps>;
     /// Creates a context on this device.
     fn create_context(self: Arc<Self>) -> Result<Arc<dyn ContextImpl>>;
+
+    /// The native object (see [`crate::interop`]); `UnsupportedFeature`
+    /// where the backend has none.
+    fn native_handle(&self) -> Result<NativeHandle> {
+        Err(crate::err!(UnsupportedFeature, "this device has no native handle"))
+    }
 }
 
 /// A context of an adapter: allocates memory, builds programs, makes queues
@@ -81,12 +94,18 @@ pub trait ContextImpl: Any + Send + Sync {
     /// one access mode; `init`, when given, has exactly `size` bytes.
     unsafe fn buffer_create(&self, flags: MemFlags, size: usize, init: Option<&[u8]>) -> Result<Box<dyn BufferImpl>>;
 
-    /// Builds the bundle's source of `form`.
+    /// Builds the bundle's source of `form`, passing `options` to the
+    /// driver's compiler where it has one that takes options.
     ///
     /// # Safety
     /// The bundle holds a source of `form`, which is one of the device's
-    /// `source_forms`; its kernel names are unique.
-    unsafe fn program_create(&self, bundle: &ProgramBundle, form: SourceForm) -> Result<Box<dyn ProgramImpl>>;
+    /// `source_forms`; its kernel names are unique; `options` has no NUL byte.
+    unsafe fn program_create(
+        &self,
+        bundle: &ProgramBundle,
+        form: SourceForm,
+        options: &str,
+    ) -> Result<Box<dyn ProgramImpl>>;
 
     /// Creates a queue.
     ///
@@ -107,6 +126,12 @@ pub trait ContextImpl: Any + Send + Sync {
     /// usable in every wait list of this context: eager commands, command-buffer
     /// enqueues and command-buffer appends.
     fn user_event_create(&self) -> Result<Arc<dyn UserEventImpl>>;
+
+    /// The native object (see [`crate::interop`]); `UnsupportedFeature`
+    /// where the backend has none.
+    fn native_handle(&self) -> Result<NativeHandle> {
+        Err(crate::err!(UnsupportedFeature, "this context has no native handle"))
+    }
 }
 
 /// A USM allocation; dropping it frees the memory.
@@ -136,6 +161,12 @@ pub trait BufferImpl: Any + Send + Sync {
         let _ = (offset, size, flags);
         Ok(None)
     }
+
+    /// The native object (see [`crate::interop`]); `UnsupportedFeature`
+    /// where the backend has none.
+    fn native_handle(&self) -> Result<NativeHandle> {
+        Err(crate::err!(UnsupportedFeature, "this buffer has no native handle"))
+    }
 }
 
 /// A built program.
@@ -146,6 +177,16 @@ pub trait ProgramImpl: Any + Send + Sync {
     /// # Safety
     /// `signature` is one of the bundle the program was built from.
     unsafe fn create_kernel(&self, signature: &KernelSignature) -> Result<Box<dyn KernelImpl>>;
+
+    /// The driver's build log; empty when it has none.
+    fn build_log(&self) -> String {
+        String::new()
+    }
+
+    /// The driver's binary of the program, where it has one.
+    fn binary(&self) -> Option<Vec<u8>> {
+        None
+    }
 }
 
 /// A kernel of a built program.
@@ -153,6 +194,26 @@ pub trait KernelImpl: Any + Send + Sync {
     /// The largest work-group this kernel can run (register or local-memory
     /// limits may make it smaller than the device's).
     fn max_work_group_size(&self) -> usize;
+
+    /// The required work-group size the driver reports, if any.
+    fn compile_work_group_size(&self) -> Option<[usize; 3]> {
+        None
+    }
+
+    /// Bytes of static local memory; 0 where the driver cannot tell.
+    fn local_mem_size(&self) -> usize {
+        0
+    }
+
+    /// Bytes of private memory per work-item; 0 where the driver cannot tell.
+    fn private_mem_size(&self) -> usize {
+        0
+    }
+
+    /// The driver's preferred work-group size multiple, if it has one.
+    fn preferred_work_group_size_multiple(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// A queue executing commands eagerly.
@@ -193,6 +254,19 @@ pub trait QueueImpl: Any + Send + Sync {
 
     /// Makes sure everything submitted will start without further calls.
     fn flush(&self) -> Result<()>;
+
+    /// Whether a native command's callback runs inside [`enqueue`](Self::enqueue)
+    /// (its work goes to a native queue or command buffer), rather than later,
+    /// as the work itself (the CPU, whose target is the host).
+    fn native_commands_at_enqueue(&self) -> bool {
+        true
+    }
+
+    /// The native object (see [`crate::interop`]); `UnsupportedFeature`
+    /// where the backend has none.
+    fn native_handle(&self) -> Result<NativeHandle> {
+        Err(crate::err!(UnsupportedFeature, "this queue has no native handle"))
+    }
 }
 
 /// An event of an adapter.
@@ -203,6 +277,12 @@ pub trait EventImpl: Any + Send + Sync {
     fn wait(&self) -> Result<()>;
     /// Timestamps, once complete, for events of profiling queues.
     fn profiling(&self) -> Option<ProfilingInfo>;
+
+    /// The native object (see [`crate::interop`]); `UnsupportedFeature`
+    /// where the backend has none.
+    fn native_handle(&self) -> Result<NativeHandle> {
+        Err(crate::err!(UnsupportedFeature, "this event has no native handle"))
+    }
 }
 
 /// An event the host completes, like OpenCL's user events.

@@ -14,6 +14,7 @@ use smallvec::SmallVec;
 
 use crate::context::Context;
 use crate::error::{Result, UrError};
+use crate::interop::NativeCommand;
 use crate::launch::KernelCommand;
 use crate::memory::{HostPtr, MemBuffer, MemLoc, MigrationFlags, UsmAdvice, UsmPtr, UsmRef};
 use crate::rect::{RectLayout, RectRegion};
@@ -163,6 +164,9 @@ pub enum Command {
         /// Bytes.
         size: usize,
     },
+    /// A native command: a callback doing backend-native work (see
+    /// [`crate::interop`]); its memory buffers are of the command's context.
+    Native(NativeCommand),
 }
 
 /// The kind of a command, for diagnostics and queries.
@@ -181,6 +185,7 @@ pub enum CommandKind {
     BufferReadRect,
     BufferWriteRect,
     BufferFill,
+    Native,
 }
 
 impl fmt::Display for CommandKind {
@@ -205,6 +210,7 @@ impl Command {
             Command::BufferReadRect { .. } => CommandKind::BufferReadRect,
             Command::BufferWriteRect { .. } => CommandKind::BufferWriteRect,
             Command::BufferFill { .. } => CommandKind::BufferFill,
+            Command::Native(_) => CommandKind::Native,
         }
     }
 

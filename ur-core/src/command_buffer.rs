@@ -50,6 +50,7 @@ use crate::context::Context;
 use crate::device::{CommandBufferSupport, Device, UpdateCapabilities};
 use crate::error::Result;
 use crate::event::{Event, as_refs, check_events};
+use crate::interop::{self, NativeCommand, NativeScope, Owner};
 use crate::launch::{
     ArgValue, KernelArg, KernelCommand, KernelLaunch, LocalSizeOrigin, check_dims, check_local_memory, resolve_arg,
     resolve_args, resolve_range, to_3d,
@@ -103,10 +104,9 @@ impl CommandHandle {
     }
 }
 
-/// The native object behind a command buffer: a `CUgraphExec`, a
-/// `cl_command_buffer_khr`, a `VkCommandBuffer`, or the CPU adapter's graph.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub struct NativeHandle(pub u64);
+/// Native handles now live in [`crate::interop`]; re-exported here for
+/// existing users.
+pub use crate::interop::NativeHandle;
 
 /// Dependencies and events of an append (the tail every `Append*Exp` shares).
 #[derive(Copy, Clone, Debug, Default)]
@@ -334,6 +334,11 @@ impl CommandBuffer {
         &self.inner.context
     }
 
+    /// The buffer's identity while it lives.
+    pub(crate) fn id(&self) -> u64 {
+        self.inner.id
+    }
+
     /// The device.
     pub fn device(&self) -> &Device {
         self.inner.context.device()
@@ -371,9 +376,61 @@ impl CommandBuffer {
     }
 
     /// The native object (`urCommandBufferGetNativeHandleExp`);
-    /// `UnsupportedFeature` for software command buffers.
+    /// `UnsupportedFeature` for software command buffers. Inside the callback
+    /// of a native command of this buffer, that command's target (see
+    /// [`crate::interop`]), found without taking the buffer's lock.
     pub fn native_handle(&self) -> Result<NativeHandle> {
+        if let Some(target) = interop::running_target(Owner::CommandBuffer(self.inner.id)) {
+            return target
+                .handle()
+                .ok_or_else(|| err!(UnsupportedFeature, "a CPU native command has no native object to record into"));
+        }
         self.inner.state.lock().imp.native_handle()
+    }
+
+    /// Appends a native command (`urCommandBufferAppendNativeCommandExp`):
+    /// `callback` does backend-native work where its [`NativeScope`] says,
+    /// at the times [`crate::interop`] lists per backend (it may run more
+    /// than once), after the commands of `sync_points`.
+    ///
+    /// `child` is UR's child command buffer: on devices that nest command
+    /// buffers (`CommandBufferCaps::subgraphs`: CUDA's native command
+    /// buffers), the callback's target is the child's native object (its
+    /// `CUgraph`), and the child, with the work, becomes a child node of this
+    /// buffer. Elsewhere a valid child is `UnsupportedFeature`, rather than
+    /// ignored as UR allows. A child of another context is
+    /// `InvalidCommandBuffer`, the buffer itself `InvalidValue`, a finalized
+    /// child `InvalidOperation`.
+    ///
+    /// # Safety
+    /// The native work is unchecked: everything it touches must stay valid
+    /// for as long as the buffer may be enqueued, and it must leave the native
+    /// objects as it found them.
+    #[tracing::instrument(level = "debug", skip_all)]
+    pub unsafe fn append_native_command(
+        &self,
+        child: Option<&CommandBuffer>,
+        sync_points: &[SyncPoint],
+        callback: impl Fn(&NativeScope<'_>) + Send + Sync + 'static,
+    ) -> Result<SyncPoint> {
+        if let Some(child) = child {
+            ensure!(
+                child.context() == &self.inner.context,
+                InvalidCommandBuffer,
+                "the child command buffer belongs to another context"
+            );
+            ensure!(!Arc::ptr_eq(&child.inner, &self.inner), InvalidValue, "a command buffer cannot be its own child");
+            ensure!(!child.is_finalized(), InvalidOperation, "the child command buffer is finalized");
+            ensure!(
+                self.device().info().command_buffer.subgraphs,
+                UnsupportedFeature,
+                "{} cannot nest command buffers: no child command buffer for native commands",
+                self.device()
+            );
+        }
+        let native =
+            NativeCommand::new(Arc::new(callback), Vec::new(), Owner::CommandBuffer(self.inner.id), child.cloned());
+        Ok(self.append(Command::Native(native), None, &AppendOptions::new().after(sync_points))?.sync_point)
     }
 
     /// The sync point of this buffer with the raw UR value `index`, for

@@ -62,6 +62,12 @@ impl Context {
         &self.inner.imp
     }
 
+    /// The native object behind the context (see [`crate::interop`] for each
+    /// backend's); `UnsupportedFeature` where the backend has none.
+    pub fn native_handle(&self) -> crate::Result<crate::NativeHandle> {
+        self.inner.imp.native_handle()
+    }
+
     /// Resolves `[ptr, ptr + size)` to the USM allocation of this context that
     /// holds it: `InvalidValue` when no allocation holds `ptr`, `InvalidSize`
     /// when the range leaves it.

@@ -602,6 +602,12 @@ impl Device {
         &self.inner.imp
     }
 
+    /// The native object behind the device (see [`crate::interop`] for each
+    /// backend's); `UnsupportedFeature` where the backend has none.
+    pub fn native_handle(&self) -> crate::Result<crate::NativeHandle> {
+        self.inner.imp.native_handle()
+    }
+
     /// Same physical device and same view.
     pub(crate) fn same_as(&self, other: &Device) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)

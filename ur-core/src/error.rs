@@ -187,6 +187,19 @@ ur_errors! {
     /// command groups would change the topology, a whole-graph update from a
     /// graph that is not topologically identical (UR's `urGraph*Exp` code).
     InvalidGraph = 71, "UR_RESULT_ERROR_INVALID_GRAPH", "invalid graph";
+    /// An operation a queue capturing into a graph cannot capture (a host
+    /// wait, a blocking transfer, `finish`); it invalidates the capture.
+    GraphCaptureUnsupported = 72, "UR_RESULT_ERROR_GRAPH_CAPTURE_UNSUPPORTED", "not supported during graph capture";
+    /// The capture was invalidated by an earlier failed operation: every
+    /// call but its end fails, and the end returns no graph.
+    GraphCaptureInvalidated = 73, "UR_RESULT_ERROR_GRAPH_CAPTURE_INVALIDATED", "graph capture invalidated";
+    /// A wait on an event captured by another capture that is still active.
+    GraphCaptureMergeAttempt = 74, "UR_RESULT_ERROR_GRAPH_CAPTURE_MERGE_ATTEMPT", "graph capture merge attempt";
+    /// The end of a capture on a queue that does not capture.
+    CommandListNotCapturing = 75, "UR_RESULT_ERROR_COMMAND_LIST_NOT_CAPTURING", "queue not capturing";
+    /// The end of a capture whose work forked onto another queue that was
+    /// never joined back into the capturing queue.
+    GraphUnjoinedForks = 76, "UR_RESULT_ERROR_GRAPH_UNJOINED_FORKS", "graph capture has unjoined forks";
     /// A driver error with no closer code, or a command that failed while
     /// executing (a panicking CPU kernel); the detail names it.
     AdapterSpecific = 66, "UR_RESULT_ERROR_ADAPTER_SPECIFIC", "adapter-specific error";

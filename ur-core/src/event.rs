@@ -92,6 +92,16 @@ impl Event {
         })
     }
 
+    /// The native object behind the event (see [`crate::interop`] for each
+    /// backend's); `UnsupportedFeature` where the backend has none.
+    /// A command-buffer signal event names its latest execution's event.
+    pub fn native_handle(&self) -> Result<crate::NativeHandle> {
+        match self.resolve() {
+            Some(imp) => imp.native_handle(),
+            None => Err(crate::err!(UnsupportedFeature, "the event has no native event before its first execution")),
+        }
+    }
+
     /// The event object passed to adapters.
     pub fn imp(&self) -> &Arc<dyn EventImpl> {
         &self.imp

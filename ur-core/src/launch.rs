@@ -191,6 +191,9 @@ pub(crate) fn resolve_arg(
             );
             ArgValue::Value(SmallVec::from_slice(bytes))
         }
+        // Code read from PTX or from a Vulkan argument block often cannot
+        // say whether 8 bytes are a pointer or an integer.
+        (ArgKind::Value(8), KernelArg::Pointer(p)) => ArgValue::Value(SmallVec::from_slice(&p.addr().to_le_bytes())),
         (ArgKind::Local, KernelArg::Local(size)) => {
             ensure!(*size != 0, InvalidKernelArgumentSize, "local-memory argument {index} of `{name}` has size 0");
             ArgValue::Local(*size)
@@ -261,7 +264,54 @@ pub(crate) fn resolve_range(
             LocalSizeOrigin::Implementation,
         ),
     };
+    if let Some(required) = kernel.compile_work_group_size() {
+        return resolve_required(kernel, work_dim, global, offset, local, origin, required);
+    }
     Ok((NdRange { work_dim, global_size: global, local_size: local, global_offset: offset }, origin))
+}
+
+/// The geometry of a launch of a kernel that requires work-group size
+/// `required`: the application's local size must be it, and the
+/// implementation picks it.
+fn resolve_required(
+    kernel: &Kernel,
+    work_dim: u32,
+    global: [usize; 3],
+    offset: [usize; 3],
+    local: [usize; 3],
+    origin: LocalSizeOrigin,
+    required: [usize; 3],
+) -> Result<(NdRange, LocalSizeOrigin)> {
+    let name = kernel.name();
+    if origin == LocalSizeOrigin::User {
+        ensure!(
+            local == required,
+            InvalidWorkGroupSize,
+            "`{name}` requires work-group size {required:?}; the launch gives {local:?}"
+        );
+    }
+    let product = required.iter().try_fold(1usize, |p, r| p.checked_mul(*r)).unwrap_or(usize::MAX);
+    ensure!(
+        product != 0 && product <= kernel.max_work_group_size(),
+        InvalidWorkGroupSize,
+        "`{name}` requires work-group size {required:?}, more than the {} work-items it can run",
+        kernel.max_work_group_size()
+    );
+    for d in 0..3 {
+        ensure!(
+            d < work_dim as usize || required[d] == 1,
+            InvalidWorkGroupSize,
+            "`{name}` requires work-group size {required:?}, more than the launch's {work_dim} dimensions"
+        );
+        ensure!(
+            global[d].is_multiple_of(required[d]),
+            InvalidWorkGroupSize,
+            "global size {} is not a multiple of the required work-group size {} of `{name}` in dimension {d}",
+            global[d],
+            required[d]
+        );
+    }
+    Ok((NdRange { work_dim, global_size: global, local_size: required, global_offset: offset }, origin))
 }
 
 /// The local size the implementation picks when the application gives none:

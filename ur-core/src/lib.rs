@@ -30,20 +30,24 @@ pub mod clock;
 pub mod command;
 pub mod command_buffer;
 pub mod context;
+pub mod cpu_table;
 pub mod device;
 pub mod error;
 pub mod event;
 pub mod graph;
+pub mod interop;
 pub mod launch;
 pub mod loader;
 pub mod memory;
 pub mod native;
 pub mod platform;
 pub mod program;
+pub mod ptx;
 pub mod queue;
 pub mod rect;
 pub mod selector;
 mod software;
+pub mod spirv;
 
 pub use clock::{Timestamps, host_clock_ns};
 pub use command::{Command, CommandKind, MAX_PATTERN_SIZE, Pattern};
@@ -59,13 +63,17 @@ pub use device::{
 };
 pub use error::{Detail, Result, UrError};
 pub use event::{Event, EventStatus, ProfilingInfo, UserEvent};
+pub use graph::CapturedGraph;
+pub use interop::{NativeCommand, NativeFn, NativeScope, NativeTarget};
 pub use launch::{ArgValue, KernelArg, KernelCommand, KernelLaunch};
 pub use loader::{AbsentAdapter, AdapterEntry, Loader};
 pub use memory::{
     BufferMapping, HostPtr, MapFlags, MemBuffer, MemFlags, MemLoc, MigrationFlags, UsmAdvice, UsmAllocation, UsmKind,
     UsmPtr, UsmRef,
 };
-pub use native::{NativeArg, NativeKernel, NativeKernelFn, NdRange, WorkGroup, WorkItem};
+pub use native::{
+    CGroup, CKernelFn, NativeArg, NativeKernel, NativeKernelFn, NdRange, RustKernelFn, WorkGroup, WorkItem,
+};
 pub use platform::{Backend, Platform};
 pub use program::{ArgKind, Kernel, KernelSignature, Program, ProgramBundle, ProgramSource, SourceForm, SpirvModule};
 pub use queue::{Queue, QueueProperties};

@@ -504,6 +504,21 @@ impl MemBuffer {
         }
     }
 
+    /// The native object behind the buffer (see [`crate::interop`] for each
+    /// backend's); `UnsupportedFeature` where the backend has none. A
+    /// sub-buffer's is the adapter's own object for it where there is one
+    /// (OpenCL: its `clCreateSubBuffer` object); elsewhere a sub-buffer has
+    /// no native object of its own (`UnsupportedFeature`).
+    pub fn native_handle(&self) -> Result<crate::NativeHandle> {
+        match &self.inner.storage {
+            Storage::Root(imp) => imp.native_handle(),
+            Storage::View { native: Some(native), .. } => native.native_handle(),
+            Storage::View { .. } => {
+                Err(err!(UnsupportedFeature, "{self:?} is a sub-buffer, which has no native object on this backend"))
+            }
+        }
+    }
+
     /// Number of handles to this buffer (commands that use it, and its
     /// sub-buffers, included).
     pub fn reference_count(&self) -> usize {

@@ -14,10 +14,94 @@ use std::fmt;
 
 use bytemuck::AnyBitPattern;
 
-/// The signature of a native kernel.
-pub type NativeKernelFn = fn(&WorkGroup<'_>);
+/// A Rust kernel function.
+pub type RustKernelFn = fn(&WorkGroup<'_>);
 
-/// A Rust function registered under a kernel name.
+/// The group description a C kernel receives (`ur_rs_cpu_group_t` of
+/// `adapter-cpu/include/ur_rs_cpu.h`).
+#[repr(C)]
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct CGroup {
+    /// Number of dimensions of the launch (1 to 3).
+    pub work_dim: u32,
+    /// This group's id per dimension.
+    pub group_id: [usize; 3],
+    /// Number of groups per dimension.
+    pub num_groups: [usize; 3],
+    /// Local (work-group) size per dimension.
+    pub local_size: [usize; 3],
+    /// Global size per dimension.
+    pub global_size: [usize; 3],
+    /// Global offset per dimension.
+    pub global_offset: [usize; 3],
+}
+
+/// A C kernel entry point (`ur_rs_cpu_kernel_fn`): called once per
+/// work-group with the group and one pointer per argument (to the pointer's
+/// value for a global argument, to the bytes of a value, to the group's
+/// buffer for local memory). A non-zero return fails the launch.
+pub type CKernelFn = unsafe extern "C" fn(group: *const CGroup, args: *const *mut std::ffi::c_void) -> i32;
+
+/// The code of a native kernel: a Rust function or a C entry point.
+#[derive(Copy, Clone, Debug)]
+pub enum NativeKernelFn {
+    /// A Rust function.
+    Rust(RustKernelFn),
+    /// A C entry point from a kernel table.
+    C(CKernelFn),
+}
+
+impl NativeKernelFn {
+    /// Runs the kernel for one work-group. `Err(code)` when a C kernel
+    /// returned a non-zero code; Rust kernels fail by panicking.
+    ///
+    /// # Safety
+    /// A C entry point must be valid to call with this group's arguments, as
+    /// its kernel table promised.
+    pub unsafe fn call(&self, group: &WorkGroup<'_>) -> std::result::Result<(), i32> {
+        match self {
+            NativeKernelFn::Rust(f) => {
+                f(group);
+                Ok(())
+            }
+            NativeKernelFn::C(f) => {
+                let r = group.range;
+                let c = CGroup {
+                    work_dim: r.work_dim,
+                    group_id: group.group_id,
+                    num_groups: r.num_groups(),
+                    local_size: r.local_size,
+                    global_size: r.global_size,
+                    global_offset: r.global_offset,
+                };
+                // Pointer arguments are passed by address, so they need a home.
+                let pointers: smallvec::SmallVec<[*mut u8; 8]> = group
+                    .args
+                    .iter()
+                    .map(|a| if let NativeArg::Pointer(p) = a { *p } else { std::ptr::null_mut() })
+                    .collect();
+                let args: smallvec::SmallVec<[*mut std::ffi::c_void; 8]> = group
+                    .args
+                    .iter()
+                    .zip(&pointers)
+                    .map(|(a, p)| match a {
+                        NativeArg::Pointer(_) => std::ptr::from_ref(p).cast_mut().cast(),
+                        NativeArg::Value(bytes) => bytes.as_ptr().cast_mut().cast(),
+                        NativeArg::Local(p, _) => p.cast(),
+                    })
+                    .collect();
+                // SAFETY: forwarded from this function's contract; `c`, `args`
+                // and what they point to live across the call.
+                match unsafe { f(&c, args.as_ptr()) } {
+                    0 => Ok(()),
+                    code => Err(code),
+                }
+            }
+        }
+    }
+}
+
+/// A kernel function registered under a kernel name.
 #[derive(Clone)]
 pub struct NativeKernel {
     /// The name a program's signature declares.
@@ -27,9 +111,14 @@ pub struct NativeKernel {
 }
 
 impl NativeKernel {
-    /// Registers `func` as kernel `name`.
-    pub fn new(name: impl Into<Cow<'static, str>>, func: NativeKernelFn) -> NativeKernel {
-        NativeKernel { name: name.into(), func }
+    /// Registers the Rust function `func` as kernel `name`.
+    pub fn new(name: impl Into<Cow<'static, str>>, func: RustKernelFn) -> NativeKernel {
+        NativeKernel { name: name.into(), func: NativeKernelFn::Rust(func) }
+    }
+
+    /// Registers the C entry point `func` as kernel `name`.
+    pub fn c(name: impl Into<Cow<'static, str>>, func: CKernelFn) -> NativeKernel {
+        NativeKernel { name: name.into(), func: NativeKernelFn::C(func) }
     }
 }
 

@@ -88,6 +88,12 @@ impl Platform {
         &self.inner.version
     }
 
+    /// The native object behind the platform (see [`crate::interop`] for each
+    /// backend's); `UnsupportedFeature` where the backend has none.
+    pub fn native_handle(&self) -> crate::Result<crate::NativeHandle> {
+        self.inner._imp.native_handle()
+    }
+
     /// The platform's devices, numbered per backend as selectors see them.
     pub fn devices(&self) -> &[Device] {
         &self.inner.devices

@@ -27,6 +27,7 @@ use crate::error::Result;
 use crate::error::panic_message;
 use crate::event::{Event, UserEvent, as_refs, resolve_wait_list};
 use crate::graph::record::{self, Recordable, RecordingSlot};
+use crate::interop::{self, NativeCommand, NativeHandle, NativeScope, NativeTarget, Owner};
 use crate::launch::KernelLaunch;
 use crate::memory::{BufferMapping, MapFlags, MappedMemory, MemBuffer, MigrationFlags, UsmAdvice, UsmPtr};
 use crate::rect::{RectLayout, RectRegion};
@@ -81,6 +82,7 @@ impl WeakQueue {
 
 impl Drop for QueueInner {
     fn drop(&mut self) {
+        record::queue_dropped(&self.recording, self as *const QueueInner as usize);
         if let Err(e) = self.imp.finish() {
             tracing::warn!(error = %e, "queue finish on drop failed");
         }
@@ -138,6 +140,97 @@ impl Queue {
         &*self.inner.imp
     }
 
+    /// The native queue (see [`crate::interop`]); inside a native command's
+    /// callback enqueued on this queue, that command's target (on Vulkan the
+    /// command buffer being recorded), found without taking any lock.
+    pub fn native_handle(&self) -> Result<NativeHandle> {
+        if let Some(target) = interop::running_target(Owner::Queue(self.key())) {
+            return target
+                .handle()
+                .ok_or_else(|| crate::err!(UnsupportedFeature, "a CPU native command has no native queue"));
+        }
+        self.inner.imp.native_handle()
+    }
+
+    /// Enqueues a native command (`urEnqueueNativeCommandExp`): `callback`
+    /// does backend-native work where its [`NativeScope`] says (see
+    /// [`crate::interop`]), after the events of `wait` (and, on an in-order
+    /// queue, everything before); the returned event completes when that
+    /// work has. `mems` are buffers the work uses: kept alive until then and
+    /// listed in the scope. Queue methods may be called from the callback,
+    /// except blocking ones on the CPU (`InvalidOperation`). A queue recording
+    /// into a SYCL graph or capturing a UR graph refuses native commands, as
+    /// it refuses host waits (the graph layer has no native-command node).
+    ///
+    /// # Safety
+    /// The native work is unchecked: it must only touch memory that stays
+    /// valid until the returned event completes, and leave the native objects
+    /// as it found them (no release, no state the adapter relies on).
+    #[tracing::instrument(level = "debug", skip_all, fields(mems = mems.len()))]
+    pub unsafe fn enqueue_native_command(
+        &self,
+        mems: &[&MemBuffer],
+        wait: &[&Event],
+        callback: impl Fn(&NativeScope<'_>) + Send + Sync + 'static,
+    ) -> Result<Event> {
+        let mems = self.native_mems(mems)?;
+        let resolved = resolve_wait_list(self.inner.context.id(), wait)?;
+        let native = NativeCommand::new(Arc::new(callback), mems, Owner::Queue(self.key()), None);
+        self.execute(Command::Native(native), &resolved)
+    }
+
+    /// What every native command checks: not while recording, its buffers
+    /// of this queue's context.
+    fn native_mems(&self, mems: &[&MemBuffer]) -> Result<Vec<MemBuffer>> {
+        self.check_not_recording("a native command")?;
+        for mem in mems {
+            mem.check_context(&self.inner.context)?;
+        }
+        Ok(mems.iter().map(|m| (*m).clone()).collect())
+    }
+
+    /// [`enqueue_native_command`](Self::enqueue_native_command) for a
+    /// callback that must have run, and be dropped, before this returns: UR's
+    /// contract for `urEnqueueNativeCommandExp` ("executed immediately"),
+    /// whose data need only live for the call. Where the callback's work goes
+    /// to a native queue, the adapter calls it during the enqueue as always;
+    /// on the CPU, whose native work is the callback itself, this blocks until
+    /// the wait list (and, in order, everything before) has completed, then
+    /// calls it on this thread, and returns its completed event.
+    ///
+    /// # Safety
+    /// As for [`enqueue_native_command`](Self::enqueue_native_command), for
+    /// the lifetime `'a` of what the callback borrows.
+    pub unsafe fn enqueue_native_command_now<'a>(
+        &self,
+        mems: &[&MemBuffer],
+        wait: &[&Event],
+        callback: impl Fn(&NativeScope<'_>) + Send + Sync + 'a,
+    ) -> Result<Event> {
+        let mems = self.native_mems(mems)?;
+        if !self.inner.imp.native_commands_at_enqueue() {
+            interop::check_not_in_host_command("a native command that runs now")?;
+            let start = self.eager_events_wait(wait)?;
+            // Wait lists order, they do not propagate failure.
+            let _ = start.wait();
+            let native = interop::Borrowed::new(callback);
+            let command = NativeCommand::new(native.shared(), mems, Owner::Queue(self.key()), None);
+            // SAFETY: the host is the CPU's target, and the command's
+            // dependencies have completed; later commands of an in-order
+            // queue are enqueued after this returns.
+            unsafe { command.invoke(self.device().backend(), NativeTarget::Host)? };
+            return Ok(start);
+        }
+        let resolved = resolve_wait_list(self.inner.context.id(), wait)?;
+        let native = interop::Borrowed::new(callback);
+        let command = NativeCommand::new(native.shared(), mems, Owner::Queue(self.key()), None);
+        let result = self.execute(Command::Native(command), &resolved);
+        // The adapter called it during the enqueue; whatever still holds the
+        // command from now on finds no callback.
+        drop(native);
+        result
+    }
+
     /// Whether both handles are the same queue.
     pub fn same_queue(&self, other: &Queue) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
@@ -185,18 +278,19 @@ impl Queue {
         Ok(Event::from_imp(event, &self.inner.context))
     }
 
+    /// `InvalidOperation` while the queue records into a graph;
+    /// `GraphCaptureUnsupported` (which invalidates the capture) while it captures.
     fn check_not_recording(&self, what: &str) -> Result<()> {
-        ensure!(
-            !self.inner.recording.is_active(),
-            InvalidOperation,
-            "{what} on a queue recording into a graph: nothing executes while it records"
-        );
+        if self.inner.recording.is_active() {
+            return crate::graph::refuse_while_recording(self, what);
+        }
         Ok(())
     }
 
     /// Blocking calls never record: their host memory is borrowed for the call.
     fn submit_blocking(&self, command: Command, wait: &[&Event]) -> Result<()> {
         self.check_not_recording("a blocking transfer")?;
+        interop::check_not_in_host_command("a blocking transfer")?;
         let resolved = resolve_wait_list(self.inner.context.id(), wait)?;
         let event = self.execute(command, &resolved)?;
         let result = event.wait();
@@ -674,6 +768,7 @@ impl Queue {
     #[tracing::instrument(level = "debug", skip_all)]
     pub fn finish(&self) -> Result<()> {
         self.check_not_recording("`finish` (a host wait)")?;
+        interop::check_not_in_host_command("`finish`")?;
         let result = self.inner.imp.finish();
         self.inner.in_flight.lock().retain(|(e, _)| !e.status().is_terminal());
         result

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unified-runtime/ur_api.h>
+#include <ur_rs_cpu.h>
 
 static int urt_failures = 0;
 
@@ -162,6 +163,94 @@ static inline bool urt_repeats(const uint8_t *data, size_t size, const void *pat
   for (size_t i = 0; i < size; i++)
     if (data[i] != ((const uint8_t *)pattern)[i % pattern_size]) return false;
   return true;
+}
+
+/* ---- axpb(p, a, b): p[i] = p[i] * a + b, in each backend's form ----------
+ * CPU: a table of C entry points (ur_rs_cpu.h); OpenCL: SPIR-V; Vulkan:
+ * SPIR-V with ur-rs's kernel ABI; CUDA: PTX. Files are read from the
+ * repository (URT_REPO, else the working directory). */
+static inline int32_t urt_axpb_cpu(const ur_rs_cpu_group_t *group, void *const *args) {
+  uint32_t *p = *(uint32_t *const *)args[0];
+  uint32_t a, b;
+  memcpy(&a, args[1], sizeof a);
+  memcpy(&b, args[2], sizeof b);
+  for (size_t l = 0; l < group->local_size[0]; l++) {
+    size_t i = group->global_offset[0] + group->group_id[0] * group->local_size[0] + l;
+    p[i] = p[i] * a + b;
+  }
+  return 0;
+}
+
+static const ur_rs_cpu_arg_t urt_axpb_cpu_args[] = {
+    {UR_RS_CPU_ARG_GLOBAL, 0}, {UR_RS_CPU_ARG_VALUE, 4}, {UR_RS_CPU_ARG_VALUE, 4}};
+static const ur_rs_cpu_kernel_t urt_axpb_cpu_kernels[] = {{"axpb", urt_axpb_cpu, 3, 0, urt_axpb_cpu_args, {0, 0, 0}}};
+static const ur_rs_cpu_table_t urt_axpb_cpu_table = {UR_RS_CPU_MAGIC, UR_RS_CPU_VERSION, 1, 0, urt_axpb_cpu_kernels};
+
+static inline uint8_t *urt_read_file(const char *relative, size_t *size) {
+  const char *repo = getenv("URT_REPO");
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", repo ? repo : ".", relative);
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  uint8_t *data = malloc((size_t)n + 1);
+  *size = fread(data, 1, (size_t)n, f);
+  data[*size] = 0;
+  fclose(f);
+  return data;
+}
+
+/* Whether the device lists an IL version: drivers without SPIR-V (NVIDIA's
+ * OpenCL) report none. */
+static inline bool urt_builds_spirv(urt_env *env) {
+  size_t size = 0;
+  return urDeviceGetInfo(env->device, UR_DEVICE_INFO_IL_VERSION, 0, NULL, &size) == UR_RESULT_SUCCESS && size > 1;
+}
+
+/* Creates (not builds) the axpb program in the environment's backend's form;
+ * NULL, said on stdout, on OpenCL devices without SPIR-V. */
+static inline ur_program_handle_t urt_axpb_program(urt_env *env) {
+  ur_program_handle_t program = NULL;
+  size_t size = 0;
+  uint8_t *data = NULL;
+  switch (env->backend) {
+    case UR_BACKEND_NATIVE_CPU: {
+      const uint8_t *bin = (const uint8_t *)&urt_axpb_cpu_table;
+      size = sizeof urt_axpb_cpu_table;
+      URT_REQUIRE(urProgramCreateWithBinary(env->context, 1, &env->device, &size, &bin, NULL, &program));
+      return program;
+    }
+    case UR_BACKEND_OPENCL:
+      if (!urt_builds_spirv(env)) {
+        printf("# the OpenCL device builds no SPIR-V (no IL version): no kernel\n");
+        return NULL;
+      }
+      data = urt_read_file("abi/harness/c/kernels/axpb.spv", &size);
+      URT_CHECK(data != NULL, "abi/harness/c/kernels/axpb.spv is readable");
+      if (!data) return NULL;
+      URT_REQUIRE(urProgramCreateWithIL(env->context, data, size, NULL, &program));
+      break;
+    case UR_BACKEND_OFFLOAD: /* Vulkan */
+      data = urt_read_file("abi/harness/c/kernels/axpb.vk.spv", &size);
+      URT_CHECK(data != NULL, "abi/harness/c/kernels/axpb.vk.spv is readable");
+      if (!data) return NULL;
+      URT_REQUIRE(urProgramCreateWithIL(env->context, data, size, NULL, &program));
+      break;
+    case UR_BACKEND_CUDA: {
+      data = urt_read_file("abi/harness/c/kernels/axpb.ptx", &size);
+      URT_CHECK(data != NULL, "abi/harness/c/kernels/axpb.ptx is readable");
+      if (!data) return NULL;
+      const uint8_t *bin = data;
+      URT_REQUIRE(urProgramCreateWithBinary(env->context, 1, &env->device, &size, &bin, NULL, &program));
+      break;
+    }
+    default:
+      URT_CHECK(false, "backend %d has a kernel form", env->backend);
+  }
+  free(data);
+  return program;
 }
 
 #endif

@@ -139,6 +139,12 @@ fn compiler(kind: Kind) -> String {
     }
 }
 
+/// The folder of `ur_rs_cpu.h`, the CPU adapter's kernel-table header,
+/// which C programs include to hand the CPU adapter C kernels.
+fn cpu_include() -> PathBuf {
+    repo_root().join("adapter-cpu/include")
+}
+
 /// Builds `program`, reusing an earlier build of the same sources and flags.
 pub fn build(oneapi: &Oneapi, program: &Program, cache: &Path) -> Result<PathBuf, String> {
     let dir = program.source.parent().unwrap_or(Path::new("."));
@@ -151,6 +157,7 @@ pub fn build(oneapi: &Oneapi, program: &Program, cache: &Path) -> Result<PathBuf
         "-g".into(),
         format!("-I{}", dir.display()),
         format!("-I{}", oneapi.include().display()),
+        format!("-I{}", cpu_include().display()),
         program.source.display().to_string(),
         format!("-L{}", oneapi.lib().display()),
         format!("-Wl,-rpath,{}", oneapi.lib().display()),
@@ -165,9 +172,13 @@ pub fn build(oneapi: &Oneapi, program: &Program, cache: &Path) -> Result<PathBuf
     let mut hasher = DefaultHasher::new();
     compiler(program.kind).hash(&mut hasher);
     args.hash(&mut hasher);
-    let mut inputs: Vec<PathBuf> =
-        std::fs::read_dir(dir).map_err(|e| e.to_string())?.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    let mut inputs: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| e.to_string())?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file())
+        .collect();
     inputs.sort();
+    inputs.push(cpu_include().join("ur_rs_cpu.h"));
     for input in inputs {
         std::fs::read(&input).map_err(|e| format!("{}: {e}", input.display()))?.hash(&mut hasher);
     }
@@ -253,6 +264,11 @@ pub fn run(
         command
             .env("UR_ENABLE_LAYERS", "UR_LAYER_FULL_VALIDATION")
             .env("UR_LOG_VALIDATION", "level:error;output:stderr");
+    }
+    // The programs read kernels from the repository (their working directory
+    // where the repository is not where this harness was built).
+    if std::env::var_os("URT_REPO").is_none() && repo_root().join("abi").is_dir() {
+        command.env("URT_REPO", repo_root());
     }
     let mut child = command
         .envs(extra_env.iter().copied())

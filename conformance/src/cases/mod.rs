@@ -2,6 +2,7 @@
 
 use crate::harness::Case;
 
+mod capture;
 mod commands;
 mod copy_fill;
 mod device;
@@ -21,7 +22,9 @@ mod kernel_event_sync;
 mod large;
 mod lifecycle;
 mod memory_errors;
+mod native_command;
 mod objects;
+mod programs;
 mod property;
 mod read_write;
 mod rect;
@@ -43,6 +46,7 @@ pub fn all() -> Vec<Case> {
         lifecycle::cases,
         commands::cases,
         objects::cases,
+        programs::cases,
         device::cases,
         timestamp::cases,
         copy_fill::cases,
@@ -63,6 +67,7 @@ pub fn all() -> Vec<Case> {
         update_events::cases,
         eager::cases,
         user_events::cases,
+        native_command::cases,
         property::cases,
         stress::cases,
         large::cases,
@@ -73,6 +78,7 @@ pub fn all() -> Vec<Case> {
         graph_update::cases,
         graph_memory::cases,
         graph_property::cases,
+        capture::cases,
     ];
     groups.iter().flat_map(|g| g()).collect()
 }

@@ -28,12 +28,20 @@ pub(super) fn cases() -> Vec<crate::Case> {
 /// the message names what was offered and what is accepted.
 fn program_without_accepted_form(env: &Env) -> CaseResult {
     let accepted = &env.device().info().source_forms;
-    let all = [SourceForm::Native, SourceForm::OpenClC, SourceForm::SpirV, SourceForm::Ptx, SourceForm::CudaC];
+    let all = [
+        SourceForm::Native,
+        SourceForm::OpenClC,
+        SourceForm::SpirvKernel,
+        SourceForm::SpirV,
+        SourceForm::Ptx,
+        SourceForm::CudaC,
+    ];
     let mut bundle = ProgramBundle::new().kernel(KernelSignature::new("k", []));
     for form in all.iter().filter(|f| !accepted.contains(f)) {
         bundle = bundle.source(match form {
             SourceForm::Native => ProgramSource::Native(Vec::new()),
             SourceForm::OpenClC => ProgramSource::OpenClC("kernel void k() {}".into()),
+            SourceForm::SpirvKernel => ProgramSource::Il(Vec::new().into()),
             SourceForm::SpirV => ProgramSource::SpirV(Vec::new()),
             SourceForm::Ptx => ProgramSource::Ptx("// empty".into()),
             SourceForm::CudaC => ProgramSource::CudaC("extern \"C\" __global__ void k() {}".into()),

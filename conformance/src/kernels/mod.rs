@@ -26,6 +26,7 @@ use ur::{ArgKind, KernelSignature, ProgramBundle, ProgramSource};
 mod cuda;
 mod native;
 mod opencl;
+pub mod programs;
 pub mod vulkan;
 
 const G: ArgKind = ArgKind::Global;

@@ -132,6 +132,7 @@ fn command_text(c: &Command) -> (String, Vec<String>) {
             vec![format!("dst {buffer:?} + {offset}"), format!("pattern {:02x?}", &pattern[..])],
         ),
         Command::KernelLaunch(k) => (format!("`{}`", k.kernel.name()), Vec::new()),
+        Command::Native(n) => ("native command".into(), vec![format!("{} buffers", n.mems().len())]),
     }
 }
 

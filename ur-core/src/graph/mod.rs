@@ -9,6 +9,11 @@
 //! [`Queue::enqueue_graph`](crate::Queue::enqueue_graph) submits any number
 //! of times; the modifiable graph can grow and be finalized again.
 //!
+//! UR's graph capture (`urQueueBeginGraphCaptureExp`: [`Queue::begin_capture`](crate::Queue::begin_capture),
+//! [`CapturedGraph`]) is built on the same queue recording, with UR's
+//! rules and result codes; see [`CapturedGraph`] and the `capture` module's
+//! notes in `docs/graph.md`.
+//!
 //! ```
 //! use ur_core::*;
 //! use ur_core::graph::*;
@@ -110,6 +115,7 @@ use std::sync::atomic::AtomicU64;
 use crate::device::UsmKinds;
 use crate::memory::UsmKind;
 
+mod capture;
 mod dot;
 mod dynamic;
 mod executable;
@@ -121,6 +127,8 @@ mod partition;
 pub(crate) mod record;
 mod topo;
 
+pub use capture::CapturedGraph;
+pub(crate) use capture::refuse_while_recording;
 pub use dynamic::{CommandGroupFn, DynamicCommandGroup, DynamicParameter};
 pub use executable::PartitionInfo;
 pub use handler::Handler;

@@ -60,6 +60,9 @@ pub enum QueueState {
 pub(crate) struct RecordingSlot {
     active: AtomicBool,
     graph: Mutex<Option<Arc<GraphShared>>>,
+    /// The graph a UR capture begun on this queue records into, kept alive
+    /// until the capture ends (the application may hold no handle to it).
+    pub(crate) capture_owner: Mutex<Option<Graph<Modifiable>>>,
 }
 
 impl RecordingSlot {
@@ -69,7 +72,7 @@ impl RecordingSlot {
         self.active.load(Ordering::Acquire)
     }
 
-    fn graph(&self) -> Option<Arc<GraphShared>> {
+    pub(crate) fn graph(&self) -> Option<Arc<GraphShared>> {
         self.graph.lock().clone()
     }
 }
@@ -112,6 +115,9 @@ impl EventImpl for RecordedEvent {
     }
 
     fn wait(&self) -> Result<()> {
+        if let Some(session) = self.graph.state.lock().capture.as_mut() {
+            return Err(session.refuse(&format!("a host wait on the event of captured node {}", self.node)));
+        }
         Err(err!(
             InvalidOperation,
             "host wait on the event of node {} recorded into graph #{}: recorded commands do not execute",
@@ -155,6 +161,7 @@ pub(crate) fn submit(queue: &Queue, op: Recordable, wait: &[&Event]) -> Result<E
             Err(e) => submit_transitively(queue, op, wait, e),
         };
     };
+    super::capture::check_merge(&graph, wait)?;
     let mut state = graph.state.lock();
     add(&graph, &mut state, queue, op, wait)
 }
@@ -213,6 +220,9 @@ fn add(
     let Some(qi) = state.recording.iter().position(|r| r.key == key) else {
         return Err(err!(Unknown, "the queue's recording slot names graph #{}, which does not list it", graph.id));
     };
+    if let Some(session) = &state.capture {
+        session.check_valid(graph.id)?;
+    }
     let mut deps = Vec::with_capacity(wait.len() + 1);
     for (i, e) in wait.iter().enumerate() {
         let Some(rec) = recorded(e) else {
@@ -465,6 +475,30 @@ impl Queue {
     /// Only while recording; see [`Handler::async_free`](super::Handler::async_free).
     pub fn async_free(&self, ptr: UsmPtr, wait: &[&Event]) -> Result<Event> {
         submit_op(self, Recordable::Free(ptr), wait)
+    }
+}
+
+/// A node recorded from a queue other than `origin` that no node recorded
+/// from `origin` comes after: a fork of a capture never joined back.
+pub(crate) fn unjoined_fork(state: &GraphState, origin: usize) -> Option<u32> {
+    let joins: &[u32] = state.recording.iter().find(|r| r.key == origin).map_or(&[], |r| &r.leaves);
+    state
+        .recording
+        .iter()
+        .filter(|r| r.key != origin)
+        .flat_map(|r| r.leaves.iter().copied())
+        .find(|leaf| !is_ancestor(&state.nodes, &state.topo, *leaf, joins, true))
+}
+
+/// Forgets a queue being dropped (`key` is its identity) in the graph it
+/// records into: a capture it began ends, unfinished.
+pub(crate) fn queue_dropped(slot: &RecordingSlot, key: usize) {
+    let Some(graph) = slot.graph.lock().take() else { return };
+    let mut state = graph.state.lock();
+    state.recording.retain(|r| r.key != key);
+    if state.capture.as_ref().is_some_and(|c| c.origin == key) {
+        state.capture = None;
+        tracing::debug!(graph = graph.id, "the capturing queue was dropped: capture abandoned");
     }
 }
 

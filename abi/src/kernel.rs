@@ -1,0 +1,476 @@
+//! `urKernel*`: kernels of built programs, their information, and the
+//! translation of UR's launch arguments and ND-ranges that the eager launch
+//! (`urEnqueueKernelLaunchWithArgsExp`) and the command-buffer appends and
+//! updates share.
+//!
+//! UR 0.12 passes arguments with each launch, as ur-core does, so a kernel
+//! handle holds no argument state.
+
+#![allow(non_snake_case)]
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use ur_core::{KernelArg, KernelLaunch, UsmPtr, ensure, err};
+
+use crate::device::Device;
+use crate::entry::{AbiResult, guard};
+use crate::handle::Handle;
+use crate::info::{InfoOut, c_str, write_out};
+use crate::mem::Mem;
+use crate::program::{Program, ProgramRef};
+use crate::queue::Queue;
+use crate::sys::*;
+
+/// A kernel and the program handle it came from.
+pub struct Kernel {
+    kernel: ur_core::Kernel,
+    program: ProgramRef,
+}
+
+impl Kernel {
+    /// The ur-core kernel.
+    pub(crate) fn core(&self) -> &ur_core::Kernel {
+        &self.kernel
+    }
+}
+
+/// Keeps a kernel handle alive for objects that refer to it.
+#[allow(dead_code)]
+pub(crate) type KernelRef = Arc<Handle<Kernel>>;
+
+/// # Safety
+/// UR's contract for `urKernelCreate`.
+pub(crate) unsafe extern "C" fn urKernelCreate(
+    program: ur_program_handle_t,
+    name: *const std::ffi::c_char,
+    kernel: *mut ur_kernel_handle_t,
+) -> ur_result_t {
+    guard("urKernelCreate", || {
+        // SAFETY: forwarded.
+        let program = unsafe { Handle::<Program>::get(program)? };
+        // SAFETY: forwarded.
+        let name = unsafe { c_str(name, "pKernelName")? };
+        ensure!(!kernel.is_null(), InvalidNullPointer, "phKernel is null");
+        let built = program.value.built()?;
+        let value = Kernel { kernel: ur_core::Kernel::new(&built, name)?, program: program.to_arc() };
+        // SAFETY: checked non-null, writable per the contract.
+        unsafe { write_out(kernel, Handle::create(value), "phKernel") }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urKernelRetain`.
+pub(crate) unsafe extern "C" fn urKernelRetain(kernel: ur_kernel_handle_t) -> ur_result_t {
+    // SAFETY: forwarded.
+    guard("urKernelRetain", || unsafe { Handle::<Kernel>::retain(kernel) })
+}
+
+/// # Safety
+/// UR's contract for `urKernelRelease`.
+pub(crate) unsafe extern "C" fn urKernelRelease(kernel: ur_kernel_handle_t) -> ur_result_t {
+    // SAFETY: forwarded.
+    guard("urKernelRelease", || unsafe { Handle::<Kernel>::release(kernel) })
+}
+
+/// # Safety
+/// UR's contract for `urKernelGetInfo`.
+pub(crate) unsafe extern "C" fn urKernelGetInfo(
+    kernel: ur_kernel_handle_t,
+    name: ur_kernel_info_t,
+    size: usize,
+    value: *mut c_void,
+    size_ret: *mut usize,
+) -> ur_result_t {
+    guard("urKernelGetInfo", || {
+        // SAFETY: forwarded.
+        let handle = unsafe { Handle::<Kernel>::get(kernel)? };
+        // SAFETY: forwarded.
+        let out = unsafe { InfoOut::new(size, value, size_ret)? };
+        let k = &handle.value;
+        use ur_kernel_info_t as I;
+        match name {
+            I::UR_KERNEL_INFO_FUNCTION_NAME => out.string(k.kernel.name()),
+            I::UR_KERNEL_INFO_NUM_ARGS => out.value(k.kernel.num_args() as u32),
+            I::UR_KERNEL_INFO_REFERENCE_COUNT => out.value(handle.reference_count()),
+            I::UR_KERNEL_INFO_CONTEXT => out.value(k.program.value.context().raw()),
+            I::UR_KERNEL_INFO_PROGRAM => out.value(k.program.raw()),
+            I::UR_KERNEL_INFO_ATTRIBUTES => out.string(&attributes(&k.kernel)),
+            I::UR_KERNEL_INFO_NUM_REGS | I::UR_KERNEL_INFO_SPILL_MEM_SIZE => Err(err!(
+                UnsupportedEnumeration,
+                "kernel info {} (optional): ur-core does not report register use",
+                name.0
+            )),
+            other => Err(err!(InvalidEnumeration, "kernel info {}", other.0)),
+        }
+    })
+}
+
+/// The kernel's attributes as OpenCL C spells them (`CL_KERNEL_ATTRIBUTES`).
+fn attributes(kernel: &ur_core::Kernel) -> String {
+    match kernel.compile_work_group_size() {
+        Some([x, y, z]) => format!("reqd_work_group_size({x},{y},{z})"),
+        None => String::new(),
+    }
+}
+
+/// Borrows a kernel and checks that `device` is its program's device.
+///
+/// # Safety
+/// As UR's contracts for the `urKernelGet*Info` calls.
+unsafe fn kernel_on<'a>(kernel: ur_kernel_handle_t, device: ur_device_handle_t) -> AbiResult<&'a Handle<Kernel>> {
+    // SAFETY: forwarded.
+    let (handle, device) = unsafe { (Handle::<Kernel>::get(kernel)?, Handle::<Device>::get(device)?) };
+    let context = handle.value.program.value.context();
+    ensure!(std::ptr::eq(device, &**context.value.device()), InvalidDevice, "the device is not the kernel's");
+    Ok(handle)
+}
+
+/// # Safety
+/// UR's contract for `urKernelGetGroupInfo`.
+pub(crate) unsafe extern "C" fn urKernelGetGroupInfo(
+    kernel: ur_kernel_handle_t,
+    device: ur_device_handle_t,
+    name: ur_kernel_group_info_t,
+    size: usize,
+    value: *mut c_void,
+    size_ret: *mut usize,
+) -> ur_result_t {
+    guard("urKernelGetGroupInfo", || {
+        // SAFETY: forwarded.
+        let handle = unsafe { kernel_on(kernel, device)? };
+        // SAFETY: forwarded.
+        let out = unsafe { InfoOut::new(size, value, size_ret)? };
+        let k = &handle.value.kernel;
+        use ur_kernel_group_info_t as I;
+        match name {
+            I::UR_KERNEL_GROUP_INFO_WORK_GROUP_SIZE => out.value(k.max_work_group_size()),
+            I::UR_KERNEL_GROUP_INFO_COMPILE_WORK_GROUP_SIZE => {
+                out.array(&k.compile_work_group_size().unwrap_or([0; 3]))
+            }
+            I::UR_KERNEL_GROUP_INFO_LOCAL_MEM_SIZE => out.value(k.local_mem_size()),
+            I::UR_KERNEL_GROUP_INFO_PREFERRED_WORK_GROUP_SIZE_MULTIPLE => {
+                out.value(k.preferred_work_group_size_multiple())
+            }
+            I::UR_KERNEL_GROUP_INFO_PRIVATE_MEM_SIZE => out.value(k.private_mem_size()),
+            // No kernel of ur-rs declares a maximum of its own.
+            I::UR_KERNEL_GROUP_INFO_COMPILE_MAX_WORK_GROUP_SIZE => out.array(&[0usize; 3]),
+            I::UR_KERNEL_GROUP_INFO_COMPILE_MAX_LINEAR_WORK_GROUP_SIZE => out.value(0usize),
+            I::UR_KERNEL_GROUP_INFO_GLOBAL_WORK_SIZE => Err(err!(
+                InvalidValue,
+                "GLOBAL_WORK_SIZE is defined for custom devices and built-in kernels only, as in OpenCL"
+            )),
+            other => Err(err!(InvalidEnumeration, "kernel group info {}", other.0)),
+        }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urKernelGetSubGroupInfo`.
+pub(crate) unsafe extern "C" fn urKernelGetSubGroupInfo(
+    kernel: ur_kernel_handle_t,
+    device: ur_device_handle_t,
+    name: ur_kernel_sub_group_info_t,
+    size: usize,
+    value: *mut c_void,
+    size_ret: *mut usize,
+) -> ur_result_t {
+    guard("urKernelGetSubGroupInfo", || {
+        // SAFETY: forwarded.
+        let handle = unsafe { kernel_on(kernel, device)? };
+        // SAFETY: forwarded.
+        let out = unsafe { InfoOut::new(size, value, size_ret)? };
+        let k = &handle.value.kernel;
+        let info = k.program().context().device().info();
+        let max_sub_group = info.sub_groups.sizes.iter().copied().max().unwrap_or(1);
+        use ur_kernel_sub_group_info_t as I;
+        match name {
+            I::UR_KERNEL_SUB_GROUP_INFO_MAX_SUB_GROUP_SIZE => out.value(max_sub_group),
+            I::UR_KERNEL_SUB_GROUP_INFO_MAX_NUM_SUB_GROUPS => {
+                out.value(k.max_work_group_size().div_ceil(max_sub_group as usize) as u32)
+            }
+            // Zero: the kernel requires neither a number nor a size of sub-groups.
+            I::UR_KERNEL_SUB_GROUP_INFO_COMPILE_NUM_SUB_GROUPS | I::UR_KERNEL_SUB_GROUP_INFO_SUB_GROUP_SIZE_INTEL => {
+                out.value(0u32)
+            }
+            other => Err(err!(InvalidEnumeration, "kernel sub-group info {}", other.0)),
+        }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urKernelGetSuggestedLocalWorkSize`.
+pub(crate) unsafe extern "C" fn urKernelGetSuggestedLocalWorkSize(
+    kernel: ur_kernel_handle_t,
+    queue: ur_queue_handle_t,
+    work_dim: u32,
+    _global_offset: *const usize,
+    global_size: *const usize,
+    suggested: *mut usize,
+) -> ur_result_t {
+    guard("urKernelGetSuggestedLocalWorkSize", || {
+        // SAFETY: forwarded.
+        unsafe { suggest_local_size(kernel, queue, work_dim, global_size, suggested) }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urKernelGetSuggestedLocalWorkSizeWithArgs`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe extern "C" fn urKernelGetSuggestedLocalWorkSizeWithArgs(
+    kernel: ur_kernel_handle_t,
+    queue: ur_queue_handle_t,
+    work_dim: u32,
+    _global_offset: *const usize,
+    global_size: *const usize,
+    _num_args: u32,
+    _args: *const ur_exp_kernel_arg_properties_t,
+    suggested: *mut usize,
+) -> ur_result_t {
+    // The arguments cannot change the choice: ur-rs sizes work-groups from
+    // the kernel's and device's limits, local memory included at launch.
+    guard("urKernelGetSuggestedLocalWorkSizeWithArgs", || {
+        // SAFETY: forwarded.
+        unsafe { suggest_local_size(kernel, queue, work_dim, global_size, suggested) }
+    })
+}
+
+/// The local size a launch without one gets (ur-core's own choice).
+///
+/// # Safety
+/// As UR's contract for `urKernelGetSuggestedLocalWorkSize`.
+unsafe fn suggest_local_size(
+    kernel: ur_kernel_handle_t,
+    queue: ur_queue_handle_t,
+    work_dim: u32,
+    global_size: *const usize,
+    suggested: *mut usize,
+) -> AbiResult {
+    // SAFETY: forwarded.
+    let (kernel, queue) = unsafe { (Handle::<Kernel>::get(kernel)?, Handle::<Queue>::get(queue)?) };
+    ensure!(
+        Arc::ptr_eq(queue.value.context(), kernel.value.program.value.context()),
+        InvalidQueue,
+        "the queue belongs to another context than the kernel"
+    );
+    ensure!(!suggested.is_null(), InvalidNullPointer, "pSuggestedLocalWorkSize is null");
+    // SAFETY: forwarded.
+    let global = unsafe { work_sizes(work_dim, global_size, "pGlobalWorkSize")? }
+        .ok_or_else(|| err!(InvalidNullPointer, "pGlobalWorkSize is null"))?;
+    let mut padded = [1usize; 3];
+    padded[..global.len()].copy_from_slice(global);
+    let info = kernel.value.program.value.context().value.core().device().info();
+    let k = &kernel.value.kernel;
+    let local = match k.compile_work_group_size() {
+        Some(required) => required,
+        None => ur_core::launch::choose_local_size(padded, work_dim, k.max_work_group_size(), info.max_work_item_sizes),
+    };
+    // SAFETY: UR requires room for `work_dim` sizes.
+    unsafe { std::ptr::copy_nonoverlapping(local.as_ptr(), suggested, work_dim as usize) };
+    Ok(())
+}
+
+/// # Safety
+/// UR's contract for `urKernelSetExecInfo`.
+pub(crate) unsafe extern "C" fn urKernelSetExecInfo(
+    kernel: ur_kernel_handle_t,
+    name: ur_kernel_exec_info_t,
+    size: usize,
+    _properties: *const ur_kernel_exec_info_properties_t,
+    value: *const c_void,
+) -> ur_result_t {
+    guard("urKernelSetExecInfo", || {
+        // SAFETY: forwarded.
+        let _kernel = unsafe { Handle::<Kernel>::get(kernel)? };
+        ensure!(!value.is_null(), InvalidNullPointer, "pPropValue is null");
+        use ur_kernel_exec_info_t as I;
+        match name {
+            // Every kernel of ur-rs may reach any USM allocation of its
+            // context, through any pointer: what these hints ask for holds
+            // already, so accepting them is truthful.
+            I::UR_KERNEL_EXEC_INFO_USM_INDIRECT_ACCESS | I::UR_KERNEL_EXEC_INFO_USM_PTRS => Ok(()),
+            I::UR_KERNEL_EXEC_INFO_CACHE_CONFIG => {
+                ensure!(size == size_of::<ur_kernel_cache_config_t>(), InvalidSize, "propSize {size}");
+                // SAFETY: checked size; readable per the contract.
+                let config = unsafe { *value.cast::<ur_kernel_cache_config_t>() };
+                ensure!(
+                    config == ur_kernel_cache_config_t::UR_KERNEL_CACHE_CONFIG_DEFAULT,
+                    UnsupportedFeature,
+                    "cache configuration {}: ur-rs kernels run with the driver's default split",
+                    config.0
+                );
+                Ok(())
+            }
+            other => Err(err!(InvalidEnumeration, "kernel exec info {}", other.0)),
+        }
+    })
+}
+
+/// An ND-range as a launch call gives it.
+pub(crate) struct NdRangeArgs<'a> {
+    global: &'a [usize],
+    offset: Option<&'a [usize]>,
+    local: Option<&'a [usize]>,
+}
+
+impl<'a> NdRangeArgs<'a> {
+    /// The global size (required), offset and local size (optional).
+    ///
+    /// # Safety
+    /// Each pointer is null or holds `work_dim` sizes.
+    pub(crate) unsafe fn new(
+        work_dim: u32,
+        offset: *const usize,
+        global: *const usize,
+        local: *const usize,
+    ) -> AbiResult<NdRangeArgs<'a>> {
+        // SAFETY: forwarded.
+        let (global, offset, local) = unsafe {
+            (
+                work_sizes(work_dim, global, "pGlobalWorkSize")?,
+                work_sizes(work_dim, offset, "pGlobalWorkOffset")?,
+                work_sizes(work_dim, local, "pLocalWorkSize")?,
+            )
+        };
+        let global = global.ok_or_else(|| err!(InvalidNullPointer, "pGlobalWorkSize is null"))?;
+        Ok(NdRangeArgs { global, offset, local })
+    }
+
+    /// The ur-core launch of `kernel` over this range with `args`.
+    pub(crate) fn launch<'k>(&self, kernel: &'k ur_core::Kernel, args: &'k [KernelArg<'k>]) -> KernelLaunch<'k>
+    where
+        'a: 'k,
+    {
+        let mut launch = KernelLaunch::new(kernel, self.global, args);
+        if let Some(offset) = self.offset {
+            launch = launch.global_offset(offset);
+        }
+        if let Some(local) = self.local {
+            launch = launch.local_size(local);
+        }
+        launch
+    }
+}
+
+/// The 1 to 3 sizes of an ND-range component, or `None` when `sizes` is null.
+///
+/// # Safety
+/// `sizes` is null or holds `work_dim` values.
+pub(crate) unsafe fn work_sizes<'a>(work_dim: u32, sizes: *const usize, what: &str) -> AbiResult<Option<&'a [usize]>> {
+    ensure!((1..=3).contains(&work_dim), InvalidWorkDimension, "work dimension {work_dim} (for {what})");
+    if sizes.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: non-null and `work_dim` long per the contract.
+    Ok(Some(unsafe { std::slice::from_raw_parts(sizes, work_dim as usize) }))
+}
+
+/// Translates UR's launch arguments (any order, each naming its index; a
+/// repeated index takes the last) into one argument per parameter of
+/// `kernel`, in order. A parameter left without an argument is
+/// `INVALID_KERNEL_ARGUMENT_INDEX`; ur-core then checks kinds and sizes.
+///
+/// # Safety
+/// `args` holds `count` properties whose values are valid for their type
+/// (UR's contract for the launch calls).
+pub(crate) unsafe fn launch_args<'a>(
+    kernel: &ur_core::Kernel,
+    count: u32,
+    args: *const ur_exp_kernel_arg_properties_t,
+) -> AbiResult<Vec<KernelArg<'a>>> {
+    // SAFETY: forwarded.
+    let list = unsafe { optional_list(args, count, "pArgs")? };
+    let mut by_index: Vec<Option<KernelArg<'a>>> = vec![None; kernel.num_args()];
+    for prop in list {
+        ensure!(
+            prop.stype == ur_structure_type_t::UR_STRUCTURE_TYPE_EXP_KERNEL_ARG_PROPERTIES,
+            InvalidValue,
+            "kernel argument properties with stype {}",
+            prop.stype.0
+        );
+        let index = prop.index as usize;
+        ensure!(
+            index < by_index.len(),
+            InvalidKernelArgumentIndex,
+            "argument {index} of kernel `{}`, which takes {}",
+            kernel.name(),
+            by_index.len()
+        );
+        // SAFETY: forwarded: the union member `type` names is the valid one.
+        by_index[index] = Some(unsafe { one_arg(prop.type_, prop.size, &prop.value)? });
+    }
+    by_index
+        .into_iter()
+        .enumerate()
+        .map(|(i, arg)| {
+            arg.ok_or_else(|| {
+                err!(InvalidKernelArgumentIndex, "argument {i} of kernel `{}` is not given", kernel.name())
+            })
+        })
+        .collect()
+}
+
+/// One argument from its type, size and value.
+///
+/// # Safety
+/// The member of `value` that `kind` names is valid: bytes readable for
+/// `size` (values), a USM pointer (pointers), a memory handle or null.
+unsafe fn one_arg<'a>(
+    kind: ur_exp_kernel_arg_type_t,
+    size: usize,
+    value: &ur_exp_kernel_arg_value_t,
+) -> AbiResult<KernelArg<'a>> {
+    use ur_exp_kernel_arg_type_t as T;
+    Ok(match kind {
+        T::UR_EXP_KERNEL_ARG_TYPE_VALUE => {
+            // SAFETY: `value` is the member the type names.
+            let bytes = unsafe { value.value };
+            // SAFETY: forwarded: readable for `size` bytes.
+            KernelArg::Value(unsafe { value_bytes(bytes, size)? })
+        }
+        // SAFETY: `pointer` is the member the type names.
+        T::UR_EXP_KERNEL_ARG_TYPE_POINTER => KernelArg::Pointer(UsmPtr::from_addr(unsafe { value.pointer } as u64)),
+        T::UR_EXP_KERNEL_ARG_TYPE_MEM_OBJ => {
+            // SAFETY: `memObjTuple` is the member the type names.
+            let mem = unsafe { value.memObjTuple.hMem };
+            if mem.is_null() {
+                // OpenCL lets a null buffer stand for a null global pointer.
+                KernelArg::Pointer(UsmPtr::from_addr(0))
+            } else {
+                // SAFETY: a memory handle the caller holds, per the contract.
+                let mem: &'a Handle<Mem> = unsafe { Handle::<Mem>::get(mem)? };
+                KernelArg::MemObj(mem.value.core())
+            }
+        }
+        T::UR_EXP_KERNEL_ARG_TYPE_LOCAL => KernelArg::Local(size),
+        T::UR_EXP_KERNEL_ARG_TYPE_SAMPLER => {
+            return Err(err!(UnsupportedFeature, "sampler arguments: ur-rs has no images (IMAGE_SUPPORT is false)"));
+        }
+        other => return Err(err!(InvalidEnumeration, "kernel argument type {}", other.0)),
+    })
+}
+
+/// The bytes of a value argument.
+///
+/// # Safety
+/// `bytes` is null or readable for `size` bytes.
+pub(crate) unsafe fn value_bytes<'a>(bytes: *const c_void, size: usize) -> AbiResult<&'a [u8]> {
+    ensure!(!bytes.is_null(), InvalidNullPointer, "a value argument without a value");
+    ensure!(size != 0, InvalidKernelArgumentSize, "a value argument of 0 bytes");
+    // SAFETY: non-null, readable per the contract.
+    Ok(unsafe { std::slice::from_raw_parts(bytes.cast::<u8>(), size) })
+}
+
+/// Borrows a C array that UR lets be anything when its count is 0 (argument
+/// and update lists): null with a count is `INVALID_NULL_POINTER`.
+///
+/// # Safety
+/// With a non-zero count, `ptr` is null or points to `count` readable elements.
+pub(crate) unsafe fn optional_list<'a, T>(ptr: *const T, count: u32, what: &str) -> AbiResult<&'a [T]> {
+    if count == 0 {
+        return Ok(&[]);
+    }
+    ensure!(!ptr.is_null(), InvalidNullPointer, "{what} is null with a count of {count}");
+    // SAFETY: non-null and `count` elements long per the contract.
+    Ok(unsafe { std::slice::from_raw_parts(ptr, count as usize) })
+}

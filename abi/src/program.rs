@@ -1,0 +1,497 @@
+//! `urProgram*`: programs from IL (SPIR-V) or a device binary, built on
+//! request.
+//!
+//! UR separates creating a program from building it; ur-core builds when it
+//! creates. A program handle therefore holds the kernels' code, read and
+//! checked at creation (`ProgramBundle::from_il` / `from_binary`, so that
+//! bad input fails there with `INVALID_BINARY` as UR says), and the ur-core
+//! program once `urProgramBuild` (or compile + link) has made it. Each
+//! context has one device, so a program has one device too.
+
+#![allow(non_snake_case)]
+
+use std::ffi::{c_char, c_void};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use ur_core::{ProgramBundle, UrError, ensure, err};
+
+use crate::context::{Context, ContextRef};
+use crate::device::Device;
+use crate::entry::{AbiResult, guard};
+use crate::handle::Handle;
+use crate::info::{InfoOut, c_str, slice, write_out};
+use crate::sys::*;
+
+/// A program: its code, and what building it made.
+pub struct Program {
+    context: ContextRef,
+    input: Input,
+    bundle: ProgramBundle,
+    state: Mutex<BuildState>,
+}
+
+/// The bytes the program was created from, for `urProgramGetInfo`.
+enum Input {
+    Il(Vec<u8>),
+    Binary(Vec<u8>),
+}
+
+/// Where the program stands, as `urProgramGetBuildInfo` reports it.
+struct BuildState {
+    status: ur_program_build_status_t,
+    binary_type: ur_program_binary_type_t,
+    options: String,
+    log: String,
+    built: Option<ur_core::Program>,
+}
+
+impl Program {
+    fn new(context: ContextRef, input: Input, bundle: ProgramBundle) -> Program {
+        let binary_type = match input {
+            Input::Il(_) => ur_program_binary_type_t::UR_PROGRAM_BINARY_TYPE_NONE,
+            Input::Binary(_) => ur_program_binary_type_t::UR_PROGRAM_BINARY_TYPE_EXECUTABLE,
+        };
+        let state = BuildState {
+            status: ur_program_build_status_t::UR_PROGRAM_BUILD_STATUS_NONE,
+            binary_type,
+            options: String::new(),
+            log: String::new(),
+            built: None,
+        };
+        Program { context, input, bundle, state: Mutex::new(state) }
+    }
+
+    /// The built program; `INVALID_PROGRAM_EXECUTABLE` before a successful build.
+    pub(crate) fn built(&self) -> AbiResult<ur_core::Program> {
+        self.state.lock().built.clone().ok_or_else(|| {
+            err!(InvalidProgramExecutable, "the program has not been built (urProgramBuild or urProgramLink)")
+        })
+    }
+
+    /// The program's context handle.
+    pub(crate) fn context(&self) -> &ContextRef {
+        &self.context
+    }
+
+    /// Builds for the context's device with `options`, recording status,
+    /// options and log. A failed build reports `PROGRAM_BUILD_FAILURE` (UR's
+    /// code for it) and keeps the driver's message as the build log.
+    fn build(&self, options: &str, binary_type: ur_program_binary_type_t) -> AbiResult {
+        let mut state = self.state.lock();
+        state.options = options.to_owned();
+        match ur_core::Program::with_options(self.context.value.core(), &self.bundle, options) {
+            Ok(program) => {
+                state.log = program.build_log();
+                state.status = ur_program_build_status_t::UR_PROGRAM_BUILD_STATUS_SUCCESS;
+                state.binary_type = binary_type;
+                state.built = Some(program);
+                Ok(())
+            }
+            Err(error) => {
+                state.log = error.to_string();
+                state.status = ur_program_build_status_t::UR_PROGRAM_BUILD_STATUS_ERROR;
+                state.built = None;
+                Err(match error {
+                    UrError::ProgramBuildFailure(_) | UrError::UnsupportedFeature(_) | UrError::OutOfHostMemory(_) => {
+                        error
+                    }
+                    other => UrError::ProgramBuildFailure(ur_core::Detail::msg(other.to_string())),
+                })
+            }
+        }
+    }
+
+    /// A program made by linking this one alone: the same code, built with
+    /// the compile options followed by the link options.
+    fn link_alone(&self, options: &str) -> AbiResult<Program> {
+        let input = match &self.input {
+            Input::Il(bytes) => Input::Il(bytes.clone()),
+            Input::Binary(bytes) => Input::Binary(bytes.clone()),
+        };
+        let linked = Program::new(self.context.clone(), input, self.bundle.clone());
+        let compile_options = self.state.lock().options.clone();
+        let all = [compile_options.as_str(), options].iter().filter(|o| !o.is_empty()).copied().collect::<Vec<_>>();
+        linked.build(&all.join(" "), ur_program_binary_type_t::UR_PROGRAM_BINARY_TYPE_EXECUTABLE)?;
+        Ok(linked)
+    }
+}
+
+/// Keeps a program handle alive for the kernels made from it.
+pub(crate) type ProgramRef = Arc<Handle<Program>>;
+
+/// The build options a caller passed, empty when null.
+///
+/// # Safety
+/// `options` is null or a NUL-terminated string.
+unsafe fn options_of<'a>(options: *const c_char) -> AbiResult<&'a str> {
+    if options.is_null() {
+        return Ok("");
+    }
+    // SAFETY: forwarded.
+    unsafe { c_str(options, "pOptions") }
+}
+
+/// Checks that the devices a `*Exp` build names are exactly the program's one.
+///
+/// # Safety
+/// `devices` holds `count` device handles, or is null with `count` 0.
+unsafe fn check_devices(program: &Program, count: u32, devices: *mut ur_device_handle_t) -> AbiResult {
+    // SAFETY: forwarded.
+    let devices =
+        unsafe { slice(devices.cast_const(), count as usize, || err!(InvalidNullPointer, "phDevices is null"))? };
+    ensure!(!devices.is_empty(), InvalidSize, "numDevices is 0");
+    for &device in devices {
+        // SAFETY: forwarded: each entry is a device handle the caller holds.
+        let device = unsafe { Handle::<Device>::get(device)? };
+        ensure!(
+            std::ptr::eq(device, &**program.context.value.device()),
+            InvalidDevice,
+            "the device is not the program's: a context of this adapter holds one device"
+        );
+    }
+    Ok(())
+}
+
+/// # Safety
+/// UR's contract for `urProgramCreateWithIL`.
+pub(crate) unsafe extern "C" fn urProgramCreateWithIL(
+    context: ur_context_handle_t,
+    il: *const c_void,
+    length: usize,
+    _properties: *const ur_program_properties_t,
+    program: *mut ur_program_handle_t,
+) -> ur_result_t {
+    guard("urProgramCreateWithIL", || {
+        // SAFETY: forwarded.
+        let context = unsafe { Handle::<Context>::get(context)? };
+        ensure!(!il.is_null(), InvalidNullPointer, "pIL is null");
+        ensure!(!program.is_null(), InvalidNullPointer, "phProgram is null");
+        ensure!(length != 0, InvalidSize, "length is 0");
+        // SAFETY: UR requires `il` to hold `length` readable bytes.
+        let bytes = unsafe { std::slice::from_raw_parts(il.cast::<u8>(), length) }.to_vec();
+        let bundle = ProgramBundle::from_il(&bytes)?;
+        let value = Program::new(context.to_arc(), Input::Il(bytes), bundle);
+        // SAFETY: checked non-null, writable per the contract.
+        unsafe { write_out(program, Handle::create(value), "phProgram") }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urProgramCreateWithBinary`.
+pub(crate) unsafe extern "C" fn urProgramCreateWithBinary(
+    context: ur_context_handle_t,
+    num_devices: u32,
+    devices: *mut ur_device_handle_t,
+    lengths: *mut usize,
+    binaries: *mut *const u8,
+    _properties: *const ur_program_properties_t,
+    program: *mut ur_program_handle_t,
+) -> ur_result_t {
+    guard("urProgramCreateWithBinary", || {
+        // SAFETY: forwarded.
+        let context = unsafe { Handle::<Context>::get(context)? };
+        ensure!(!program.is_null(), InvalidNullPointer, "phProgram is null");
+        ensure!(!lengths.is_null() && !binaries.is_null(), InvalidNullPointer, "pLengths or ppBinaries is null");
+        ensure!(num_devices == 1, InvalidValue, "{num_devices} devices: a context of this adapter holds one device");
+        // SAFETY: forwarded.
+        let device = unsafe { Handle::<Device>::get(*devices)? };
+        ensure!(std::ptr::eq(device, &**context.value.device()), InvalidDevice, "the device is not the context's");
+        // SAFETY: both arrays hold `num_devices` (1) entries per the contract.
+        let (length, binary) = unsafe { (*lengths, *binaries) };
+        ensure!(!binary.is_null(), InvalidNullPointer, "ppBinaries[0] is null");
+        ensure!(length != 0, InvalidSize, "pLengths[0] is 0");
+        // SAFETY: UR requires the binary to hold `length` readable bytes.
+        let bytes = unsafe { std::slice::from_raw_parts(binary, length) }.to_vec();
+        // SAFETY: a CPU kernel table names entry points of the caller's
+        // process; UR's contract for native CPU binaries keeps them loaded
+        // for as long as programs made from them exist.
+        let bundle = unsafe { ProgramBundle::from_binary(&bytes)? };
+        let value = Program::new(context.to_arc(), Input::Binary(bytes), bundle);
+        // SAFETY: checked non-null, writable per the contract.
+        unsafe { write_out(program, Handle::create(value), "phProgram") }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urProgramBuild`.
+pub(crate) unsafe extern "C" fn urProgramBuild(
+    context: ur_context_handle_t,
+    program: ur_program_handle_t,
+    options: *const c_char,
+) -> ur_result_t {
+    guard("urProgramBuild", || {
+        // SAFETY: forwarded.
+        let (context, program) = unsafe { (Handle::<Context>::get(context)?, Handle::<Program>::get(program)?) };
+        ensure!(
+            std::ptr::eq(context, &*program.value.context),
+            InvalidContext,
+            "the program belongs to another context"
+        );
+        // SAFETY: forwarded.
+        let options = unsafe { options_of(options)? };
+        program.value.build(options, ur_program_binary_type_t::UR_PROGRAM_BINARY_TYPE_EXECUTABLE)
+    })
+}
+
+/// # Safety
+/// UR's contract for `urProgramBuildExp`.
+pub(crate) unsafe extern "C" fn urProgramBuildExp(
+    program: ur_program_handle_t,
+    num_devices: u32,
+    devices: *mut ur_device_handle_t,
+    _flags: ur_exp_program_flags_t,
+    options: *const c_char,
+) -> ur_result_t {
+    guard("urProgramBuildExp", || {
+        // SAFETY: forwarded.
+        let program = unsafe { Handle::<Program>::get(program)? };
+        // SAFETY: forwarded.
+        unsafe { check_devices(&program.value, num_devices, devices)? };
+        // SAFETY: forwarded.
+        let options = unsafe { options_of(options)? };
+        program.value.build(options, ur_program_binary_type_t::UR_PROGRAM_BINARY_TYPE_EXECUTABLE)
+    })
+}
+
+/// Compiling checks the code and keeps the options for the link, which
+/// builds: the backends take whole programs, so there is nothing to
+/// compile separately.
+fn compile(program: &Program, options: &str) -> AbiResult {
+    let mut state = program.state.lock();
+    state.options = options.to_owned();
+    state.status = ur_program_build_status_t::UR_PROGRAM_BUILD_STATUS_SUCCESS;
+    state.binary_type = ur_program_binary_type_t::UR_PROGRAM_BINARY_TYPE_COMPILED_OBJECT;
+    Ok(())
+}
+
+/// # Safety
+/// UR's contract for `urProgramCompile`.
+pub(crate) unsafe extern "C" fn urProgramCompile(
+    context: ur_context_handle_t,
+    program: ur_program_handle_t,
+    options: *const c_char,
+) -> ur_result_t {
+    guard("urProgramCompile", || {
+        // SAFETY: forwarded.
+        let (context, program) = unsafe { (Handle::<Context>::get(context)?, Handle::<Program>::get(program)?) };
+        ensure!(
+            std::ptr::eq(context, &*program.value.context),
+            InvalidContext,
+            "the program belongs to another context"
+        );
+        // SAFETY: forwarded.
+        compile(&program.value, unsafe { options_of(options)? })
+    })
+}
+
+/// # Safety
+/// UR's contract for `urProgramCompileExp`.
+pub(crate) unsafe extern "C" fn urProgramCompileExp(
+    program: ur_program_handle_t,
+    num_devices: u32,
+    devices: *mut ur_device_handle_t,
+    _flags: ur_exp_program_flags_t,
+    options: *const c_char,
+) -> ur_result_t {
+    guard("urProgramCompileExp", || {
+        // SAFETY: forwarded.
+        let program = unsafe { Handle::<Program>::get(program)? };
+        // SAFETY: forwarded.
+        unsafe { check_devices(&program.value, num_devices, devices)? };
+        // SAFETY: forwarded.
+        compile(&program.value, unsafe { options_of(options)? })
+    })
+}
+
+/// Links `count` programs of `context`: one program links to itself (built
+/// with its compile and the link options); several would need a linker for
+/// every backend's code form, which ur-rs does not have.
+///
+/// # Safety
+/// As UR's contract for `urProgramLink`.
+unsafe fn link(
+    context: &Handle<Context>,
+    count: u32,
+    programs: *const ur_program_handle_t,
+    options: *const c_char,
+    out: *mut ur_program_handle_t,
+) -> AbiResult {
+    ensure!(!out.is_null(), InvalidNullPointer, "phProgram is null");
+    // SAFETY: forwarded.
+    let programs = unsafe { slice(programs, count as usize, || err!(InvalidNullPointer, "phPrograms is null"))? };
+    ensure!(!programs.is_empty(), InvalidValue, "count is 0");
+    ensure!(
+        programs.len() == 1,
+        UnsupportedFeature,
+        "linking {} programs: ur-rs links a single program (its backends build whole programs)",
+        programs.len()
+    );
+    // SAFETY: forwarded.
+    let program = unsafe { Handle::<Program>::get(programs[0])? };
+    ensure!(std::ptr::eq(context, &*program.value.context), InvalidContext, "the program belongs to another context");
+    // SAFETY: forwarded.
+    let options = unsafe { options_of(options)? };
+    let linked = program.value.link_alone(options)?;
+    // SAFETY: checked non-null, writable per the contract.
+    unsafe { write_out(out, Handle::create(linked), "phProgram") }
+}
+
+/// # Safety
+/// UR's contract for `urProgramLink`.
+pub(crate) unsafe extern "C" fn urProgramLink(
+    context: ur_context_handle_t,
+    count: u32,
+    programs: *const ur_program_handle_t,
+    options: *const c_char,
+    out: *mut ur_program_handle_t,
+) -> ur_result_t {
+    guard("urProgramLink", || {
+        // SAFETY: forwarded.
+        let context = unsafe { Handle::<Context>::get(context)? };
+        // SAFETY: forwarded.
+        unsafe { link(context, count, programs, options, out) }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urProgramLinkExp`.
+pub(crate) unsafe extern "C" fn urProgramLinkExp(
+    context: ur_context_handle_t,
+    num_devices: u32,
+    devices: *mut ur_device_handle_t,
+    _flags: ur_exp_program_flags_t,
+    count: u32,
+    programs: *const ur_program_handle_t,
+    options: *const c_char,
+    out: *mut ur_program_handle_t,
+) -> ur_result_t {
+    guard("urProgramLinkExp", || {
+        // SAFETY: forwarded.
+        let context = unsafe { Handle::<Context>::get(context)? };
+        // SAFETY: forwarded.
+        let devices = unsafe {
+            slice(devices.cast_const(), num_devices as usize, || err!(InvalidNullPointer, "phDevices is null"))?
+        };
+        ensure!(!devices.is_empty(), InvalidSize, "numDevices is 0");
+        for &device in devices {
+            // SAFETY: forwarded.
+            let device = unsafe { Handle::<Device>::get(device)? };
+            ensure!(std::ptr::eq(device, &**context.value.device()), InvalidDevice, "the device is not the context's");
+        }
+        // SAFETY: forwarded.
+        unsafe { link(context, count, programs, options, out) }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urProgramRetain`.
+pub(crate) unsafe extern "C" fn urProgramRetain(program: ur_program_handle_t) -> ur_result_t {
+    // SAFETY: forwarded.
+    guard("urProgramRetain", || unsafe { Handle::<Program>::retain(program) })
+}
+
+/// # Safety
+/// UR's contract for `urProgramRelease`.
+pub(crate) unsafe extern "C" fn urProgramRelease(program: ur_program_handle_t) -> ur_result_t {
+    // SAFETY: forwarded.
+    guard("urProgramRelease", || unsafe { Handle::<Program>::release(program) })
+}
+
+/// # Safety
+/// UR's contract for `urProgramGetInfo`.
+pub(crate) unsafe extern "C" fn urProgramGetInfo(
+    program: ur_program_handle_t,
+    name: ur_program_info_t,
+    size: usize,
+    value: *mut c_void,
+    size_ret: *mut usize,
+) -> ur_result_t {
+    guard("urProgramGetInfo", || {
+        // SAFETY: forwarded.
+        let handle = unsafe { Handle::<Program>::get(program)? };
+        // SAFETY: forwarded.
+        let out = unsafe { InfoOut::new(size, value, size_ret)? };
+        let p = &handle.value;
+        use ur_program_info_t as I;
+        match name {
+            I::UR_PROGRAM_INFO_REFERENCE_COUNT => out.value(handle.reference_count()),
+            I::UR_PROGRAM_INFO_CONTEXT => out.value(p.context.raw()),
+            I::UR_PROGRAM_INFO_NUM_DEVICES => out.value(1u32),
+            I::UR_PROGRAM_INFO_DEVICES => out.array(&[p.context.value.device().raw()]),
+            I::UR_PROGRAM_INFO_IL => match &p.input {
+                Input::Il(bytes) => out.bytes(bytes),
+                Input::Binary(_) => out.bytes(&[]),
+            },
+            I::UR_PROGRAM_INFO_BINARY_SIZES => out.array(&[binary_of(p)?.len()]),
+            I::UR_PROGRAM_INFO_BINARIES => {
+                let binary = binary_of(p)?;
+                // The caller passes an array of one pointer to a buffer of
+                // BINARY_SIZES bytes; the answer is written through it.
+                if value.is_null() {
+                    return out.array(&[std::ptr::null::<u8>()]);
+                }
+                ensure!(size >= size_of::<*mut u8>(), InvalidSize, "propSize {size} holds no pointer");
+                // SAFETY: `value` holds one pointer per device (UR's contract).
+                let target = unsafe { *value.cast::<*mut u8>() };
+                ensure!(!target.is_null(), InvalidNullPointer, "the binary's buffer pointer is null");
+                // SAFETY: the caller sized the buffer from BINARY_SIZES.
+                unsafe { std::ptr::copy_nonoverlapping(binary.as_ptr(), target, binary.len()) };
+                if !size_ret.is_null() {
+                    // SAFETY: non-null, writable per the contract.
+                    unsafe { size_ret.write(size_of::<*mut u8>()) };
+                }
+                Ok(())
+            }
+            I::UR_PROGRAM_INFO_NUM_KERNELS => out.value(p.bundle.signatures().len()),
+            I::UR_PROGRAM_INFO_KERNEL_NAMES => {
+                let names: Vec<&str> = p.bundle.signatures().iter().map(|s| s.name.as_ref()).collect();
+                out.string(&names.join(";"))
+            }
+            other => Err(err!(InvalidEnumeration, "program info {}", other.0)),
+        }
+    })
+}
+
+/// The binary `urProgramGetInfo(BINARIES)` returns: the driver's, else the bytes given.
+fn binary_of(program: &Program) -> AbiResult<Vec<u8>> {
+    if let Some(binary) = program.state.lock().built.as_ref().and_then(|b| b.binary()) {
+        return Ok(binary);
+    }
+    match &program.input {
+        Input::Binary(bytes) => Ok(bytes.clone()),
+        Input::Il(_) => Err(err!(InvalidProgramExecutable, "the program has no binary before it is built")),
+    }
+}
+
+/// # Safety
+/// UR's contract for `urProgramGetBuildInfo`.
+pub(crate) unsafe extern "C" fn urProgramGetBuildInfo(
+    program: ur_program_handle_t,
+    device: ur_device_handle_t,
+    name: ur_program_build_info_t,
+    size: usize,
+    value: *mut c_void,
+    size_ret: *mut usize,
+) -> ur_result_t {
+    guard("urProgramGetBuildInfo", || {
+        // SAFETY: forwarded.
+        let (handle, device) = unsafe { (Handle::<Program>::get(program)?, Handle::<Device>::get(device)?) };
+        ensure!(
+            std::ptr::eq(device, &**handle.value.context.value.device()),
+            InvalidDevice,
+            "the device is not the program's"
+        );
+        // SAFETY: forwarded.
+        let out = unsafe { InfoOut::new(size, value, size_ret)? };
+        let state = handle.value.state.lock();
+        use ur_program_build_info_t as I;
+        match name {
+            I::UR_PROGRAM_BUILD_INFO_STATUS => out.value(state.status),
+            I::UR_PROGRAM_BUILD_INFO_OPTIONS => out.string(&state.options),
+            I::UR_PROGRAM_BUILD_INFO_LOG => out.string(&state.log),
+            I::UR_PROGRAM_BUILD_INFO_BINARY_TYPE => out.value(state.binary_type),
+            other => Err(err!(InvalidEnumeration, "program build info {}", other.0)),
+        }
+    })
+}

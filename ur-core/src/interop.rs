@@ -1,0 +1,263 @@
+//! Interoperation with the backends' own APIs: native handles of objects and
+//! native commands (`urEnqueueNativeCommandExp`,
+//! `urCommandBufferAppendNativeCommandExp`).
+//!
+//! # Native handles
+//!
+//! Every object's `native_handle()` returns the driver object behind it, as
+//! a [`NativeHandle`] (the integer value of the handle or pointer):
+//!
+//! | object | CPU | OpenCL | Vulkan | CUDA |
+//! |---|---|---|---|---|
+//! | [`Platform`](crate::Platform) | unsupported | `cl_platform_id` | `VkInstance` | unsupported |
+//! | [`Device`](crate::Device) | unsupported | `cl_device_id` | `VkPhysicalDevice` | `CUdevice` (the ordinal) |
+//! | [`Context`](crate::Context) | unsupported | `cl_context` | `VkDevice` | `CUcontext` (the primary context) |
+//! | [`Queue`](crate::Queue) | unsupported | `cl_command_queue` | `VkQueue` | `CUstream` |
+//! | [`MemBuffer`](crate::MemBuffer) | host address of its bytes | `cl_mem` | `VkBuffer` (from offset 0) | `CUdeviceptr` |
+//! | [`Event`](crate::Event) | unsupported | `cl_event` | unsupported | `CUevent` (of the completion) |
+//! | [`CommandBuffer`](crate::CommandBuffer) | the graph's address | `cl_command_buffer_khr` | `VkCommandBuffer` | `CUgraphExec` |
+//!
+//! "Unsupported" is `UnsupportedFeature`. Handles stay owned by ur-rs: they
+//! are valid while the object lives and must not be released by the caller.
+//!
+//! # Native commands
+//!
+//! A native command is a callback that does backend-native work in the
+//! place of a command. It receives a [`NativeScope`] naming where that work
+//! goes ([`NativeTarget`]):
+//!
+//! | backend | target | when the callback runs |
+//! |---|---|---|
+//! | CPU | [`NativeTarget::Host`]: the callback *is* the work | when its dependencies have completed, on a worker thread, at each execution (`Queue::enqueue_native_command_now`: on the calling thread, which waits for them) |
+//! | OpenCL, eager | [`NativeTarget::Queue`]: the `cl_command_queue`, between two barriers | at the enqueue call |
+//! | OpenCL, command buffer | [`NativeTarget::Recording`]: the `cl_command_buffer_khr` being recorded, between two `clCommandBarrierWithWaitListKHR` | at the append, again when an instance is recorded anew (after an update, or where a pending buffer cannot be enqueued again); without barriers on the platform, as eager, at each submission |
+//! | Vulkan | [`NativeTarget::Recording`]: a `VkCommandBuffer` in the recording state | eager: at the call; command buffers: at finalize, again when an update makes the buffer re-recorded (at the next enqueue) |
+//! | CUDA, eager | [`NativeTarget::Queue`]: a `CUstream` of its own, after a marker of the queue | at the enqueue call |
+//! | CUDA, command buffer | [`NativeTarget::Queue`]: a `CUstream` capturing into the buffer's graph after the command's dependencies; with a child command buffer, [`NativeTarget::Recording`]: the child's `CUgraph`, then added as a child-graph node | at the append |
+//! | software command buffers | as the backend's eager native command | at each submission |
+//!
+//! A callback may thus run several times: the data it uses must stay valid
+//! for as long as the command may run.
+//!
+//! Work the callback puts on the target runs after the command's
+//! dependencies and before anything that depends on the command. Inside the
+//! callback, `Queue::native_handle` of the queue the command was enqueued on
+//! and `CommandBuffer::native_handle` of the buffer it was appended to return
+//! the target, without taking any lock (the callback may run while the
+//! command buffer is being recorded). On the CPU, where the callback runs on
+//! the queue's worker, blocking calls that would wait for the command itself
+//! (`Queue::finish`, blocking transfers) return `InvalidOperation` instead
+//! of deadlocking.
+
+use std::cell::RefCell;
+use std::fmt;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use crate::command_buffer::CommandBuffer;
+use crate::error::{Result, panic_message};
+use crate::event::execution_error;
+use crate::memory::MemBuffer;
+use crate::platform::Backend;
+
+/// A backend's native object, as the integer value of its handle or pointer
+/// (see the [module documentation](self) for what each object's handle is).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct NativeHandle(pub u64);
+
+/// Where a native command's callback puts its work.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum NativeTarget {
+    /// CPU: no native queue; the callback's own host work is the command.
+    Host,
+    /// A native queue to enqueue on: `cl_command_queue` (OpenCL), `CUstream` (CUDA).
+    Queue(NativeHandle),
+    /// A native command buffer in the recording state: a `VkCommandBuffer`
+    /// (Vulkan; outside a render pass, and what it binds is not inherited by
+    /// later commands), a `cl_command_buffer_khr` (OpenCL; record with
+    /// `clCommand*KHR` without sync points: barriers order the commands), or
+    /// the `CUgraph` of a native command's child command buffer (CUDA; add
+    /// nodes to it).
+    Recording(NativeHandle),
+}
+
+impl NativeTarget {
+    /// The target's native handle, `None` for [`NativeTarget::Host`].
+    pub fn handle(self) -> Option<NativeHandle> {
+        match self {
+            NativeTarget::Host => None,
+            NativeTarget::Queue(h) | NativeTarget::Recording(h) => Some(h),
+        }
+    }
+}
+
+/// What a native command's callback is given.
+pub struct NativeScope<'a> {
+    backend: Backend,
+    target: NativeTarget,
+    mems: &'a [MemBuffer],
+}
+
+impl NativeScope<'_> {
+    /// The backend.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// Where the work goes.
+    pub fn target(&self) -> NativeTarget {
+        self.target
+    }
+
+    /// The memory buffers the command was enqueued with (`phMemList`).
+    pub fn mems(&self) -> &[MemBuffer] {
+        self.mems
+    }
+}
+
+/// The callback of a native command.
+pub type NativeFn = dyn Fn(&NativeScope<'_>) + Send + Sync;
+
+/// A callback borrowing data for `'a`, shared with a [`NativeCommand`] that
+/// may outlive `'a`: dropping the `Borrowed` takes the callback out, so that
+/// it is neither called nor dropped after `'a` (a later call does nothing).
+pub(crate) struct Borrowed<'a> {
+    slot: Arc<Mutex<Option<Box<NativeFn>>>>,
+    _borrow: std::marker::PhantomData<&'a ()>,
+}
+
+impl<'a> Borrowed<'a> {
+    pub(crate) fn new(callback: impl Fn(&NativeScope<'_>) + Send + Sync + 'a) -> Borrowed<'a> {
+        let boxed: Box<dyn Fn(&NativeScope<'_>) + Send + Sync + 'a> = Box::new(callback);
+        // SAFETY: only the lifetime is erased; `Drop` takes the box out of the
+        // slot (and drops it) before `'a` ends, and every call goes through
+        // the slot, so nothing uses it after.
+        let boxed: Box<NativeFn> = unsafe { std::mem::transmute(boxed) };
+        Borrowed { slot: Arc::new(Mutex::new(Some(boxed))), _borrow: std::marker::PhantomData }
+    }
+
+    /// The callback as a native command holds it.
+    pub(crate) fn shared(&self) -> Arc<NativeFn> {
+        let slot = self.slot.clone();
+        Arc::new(move |scope: &NativeScope<'_>| {
+            if let Some(callback) = &*slot.lock() {
+                callback(scope);
+            }
+        })
+    }
+}
+
+impl Drop for Borrowed<'_> {
+    fn drop(&mut self) {
+        let callback = self.slot.lock().take();
+        drop(callback);
+    }
+}
+
+/// Whose native command it is: `native_handle()` of that object returns the
+/// target while the callback runs.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Owner {
+    /// A queue, by its key.
+    Queue(usize),
+    /// A command buffer, by its id.
+    CommandBuffer(u64),
+}
+
+/// A validated native command: the callback, the buffers it uses (kept alive
+/// while it may run), its owner, and a command buffer's child.
+#[derive(Clone)]
+pub struct NativeCommand {
+    callback: Arc<NativeFn>,
+    mems: Vec<MemBuffer>,
+    owner: Owner,
+    child: Option<CommandBuffer>,
+}
+
+thread_local! {
+    /// The native commands whose callbacks run on this thread, innermost last.
+    static RUNNING: RefCell<Vec<(Owner, NativeTarget)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Pops the running entry even when the callback unwinds.
+struct Running;
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        RUNNING.with(|r| r.borrow_mut().pop());
+    }
+}
+
+impl NativeCommand {
+    pub(crate) fn new(
+        callback: Arc<NativeFn>,
+        mems: Vec<MemBuffer>,
+        owner: Owner,
+        child: Option<CommandBuffer>,
+    ) -> NativeCommand {
+        NativeCommand { callback, mems, owner, child }
+    }
+
+    /// The child command buffer of a command-buffer native command: given
+    /// only on devices that report sub-graph support, not finalized, of the
+    /// same context. The adapter records the callback's work into it (its
+    /// native object is the target) and adds it to the parent as a child
+    /// node; inside the callback its `native_handle()` is the target too.
+    pub fn child(&self) -> Option<&CommandBuffer> {
+        self.child.as_ref()
+    }
+
+    /// The memory buffers the command was enqueued with.
+    pub fn mems(&self) -> &[MemBuffer] {
+        &self.mems
+    }
+
+    /// Runs the callback with `target`. Adapters call it where the backend's
+    /// native work goes (see the [module documentation](self)); a panic of
+    /// the callback is returned as an execution error.
+    ///
+    /// # Safety
+    /// `target` is the backend's documented target, valid for the call, and
+    /// ordered after the command's dependencies and before its dependents.
+    pub unsafe fn invoke(&self, backend: Backend, target: NativeTarget) -> Result<()> {
+        RUNNING.with(|r| r.borrow_mut().push((self.owner, target)));
+        let _running = Running;
+        let _child = self.child.as_ref().map(|child| {
+            RUNNING.with(|r| r.borrow_mut().push((Owner::CommandBuffer(child.id()), target)));
+            Running
+        });
+        let scope = NativeScope { backend, target, mems: &self.mems };
+        catch_unwind(AssertUnwindSafe(|| (self.callback)(&scope))).map_err(|payload| {
+            execution_error(backend, format!("native command panicked: {}", panic_message(&*payload)))
+        })
+    }
+}
+
+impl fmt::Debug for NativeCommand {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NativeCommand")
+            .field("mems", &self.mems.len())
+            .field("owner", &self.owner)
+            .field("child", &self.child.is_some())
+            .finish()
+    }
+}
+
+/// The target of `owner`'s native command running on this thread, if any.
+pub(crate) fn running_target(owner: Owner) -> Option<NativeTarget> {
+    RUNNING.with(|r| r.borrow().iter().rev().find(|(o, _)| *o == owner).map(|(_, t)| *t))
+}
+
+/// `InvalidOperation` inside a host native command (which runs on a queue
+/// worker): a blocking call there would wait for the command itself.
+pub(crate) fn check_not_in_host_command(what: &str) -> Result<()> {
+    let inside = RUNNING.with(|r| r.borrow().iter().any(|(_, t)| *t == NativeTarget::Host));
+    crate::ensure!(
+        !inside,
+        InvalidOperation,
+        "{what} inside a native command running on a CPU queue's worker would wait for the command itself"
+    );
+    Ok(())
+}
