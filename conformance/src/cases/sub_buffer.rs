@@ -51,6 +51,14 @@ fn partition_rules(env: &Env) -> CaseResult {
     check_eq!((sub.size(), sub.offset(), sub.flags()), (2 * align, align, MemFlags::READ_WRITE));
     check!(sub.parent().is_some_and(|p| p.size() == size), "the parent of a sub-buffer");
     check!(rw.parent().is_none() && rw.offset() == 0, "a root buffer has no parent");
+    // A native object of its own only where the backend makes one (OpenCL).
+    match env.device().backend() {
+        ur::Backend::OpenCl => {
+            let (own, root) = (sub.native_handle()?.0, rw.native_handle()?.0);
+            check!(own != 0 && own != root, "the sub-buffer's cl_mem {own:#x}, the parent's {root:#x}");
+        }
+        _ => check_err!(sub.native_handle(), UnsupportedFeature),
+    }
     check_eq!(rw.partition(MemFlags::READ_ONLY, 0, 16)?.flags(), MemFlags::READ_ONLY);
     check_eq!(rw.partition(MemFlags::WRITE_ONLY, 0, 16)?.flags(), MemFlags::WRITE_ONLY);
     // Regions may overlap, and may cover the whole parent.
