@@ -141,10 +141,10 @@ pub(crate) unsafe extern "C" fn urContextGetInfo(
             ur_context_info_t::UR_CONTEXT_INFO_NUM_DEVICES => out.value(1u32),
             ur_context_info_t::UR_CONTEXT_INFO_DEVICES => out.array(&[handle.value.device.raw()]),
             ur_context_info_t::UR_CONTEXT_INFO_REFERENCE_COUNT => out.value(handle.reference_count()),
-            // 2D USM copies and fills have no entry points here (urEnqueueUSMMemcpy2D
-            // and urEnqueueUSMFill2D are not in UR 0.12's tables).
+            // urEnqueueUSMMemcpy2D and urEnqueueUSMFill2D: ur-core's pitched
+            // copies and fills, on every backend.
             ur_context_info_t::UR_CONTEXT_INFO_USM_MEMCPY2D_SUPPORT
-            | ur_context_info_t::UR_CONTEXT_INFO_USM_FILL2D_SUPPORT => out.bool(false),
+            | ur_context_info_t::UR_CONTEXT_INFO_USM_FILL2D_SUPPORT => out.bool(true),
             other => Err(err!(InvalidEnumeration, "context info {}", other.0)),
         }
     })

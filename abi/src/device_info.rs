@@ -352,15 +352,15 @@ fn answer(handle: &Handle<Device>, name: ur_device_info_t, out: InfoOut) -> AbiR
         // Graph capture (urQueueBeginGraphCaptureExp and its family) is
         // ur-core's, so every device has it.
         I::UR_DEVICE_INFO_GRAPH_RECORD_AND_REPLAY_SUPPORT_EXP => out.bool(true),
-        // Not offered: urEnqueueTimestampRecordingExp,
-        // urEventCreateExp, urEnqueueUSM*AllocExp,
+        // Every backend records timestamps (`Queue::enqueue_timestamp`).
+        I::UR_DEVICE_INFO_TIMESTAMP_RECORDING_SUPPORT_EXP => out.bool(true),
+        // Not offered: urEventCreateExp, urEnqueueUSM*AllocExp,
         // urUSMHostAllocRegisterExp, per-event profiling, urUSMEnablePeerAccessExp,
         // urProgramBuildExp for several devices, urDeviceWaitExp,
         // urProgramDynamicLinkExp, urUSMContextMemcpyExp,
         // urMemoryExportAllocExportableMemoryExp, the IPC handles, low-power
         // events, the clock extensions of device code.
-        I::UR_DEVICE_INFO_TIMESTAMP_RECORDING_SUPPORT_EXP
-        | I::UR_DEVICE_INFO_REUSABLE_EVENTS_SUPPORT_EXP
+        I::UR_DEVICE_INFO_REUSABLE_EVENTS_SUPPORT_EXP
         | I::UR_DEVICE_INFO_ASYNC_USM_ALLOCATIONS_SUPPORT_EXP
         | I::UR_DEVICE_INFO_USM_HOST_ALLOC_REGISTER_SUPPORT_EXP
         | I::UR_DEVICE_INFO_PER_EVENT_PROFILING_SUPPORT_EXP

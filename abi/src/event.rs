@@ -138,7 +138,9 @@ pub(crate) unsafe extern "C" fn urEventGetProfilingInfo(
             "profiling info {}",
             name.0
         );
-        let profiled = handle.value.queue.as_ref().is_some_and(|q| q.value.core().properties().profiling);
+        // A timestamp recording is timed on any queue (as UR specifies).
+        let profiled = handle.value.command == ur_command_t::UR_COMMAND_TIMESTAMP_RECORDING_EXP
+            || handle.value.queue.as_ref().is_some_and(|q| q.value.core().properties().profiling);
         ensure!(profiled, ProfilingInfoNotAvailable, "the event's queue does not profile");
         let times = handle.value.event.profiling_info()?;
         let t = match name {

@@ -60,7 +60,9 @@ mod native;
 mod platform;
 mod program;
 mod queue;
+mod timestamp;
 mod usm;
+mod usm_2d;
 
 pub use adapter::register_factory;
 

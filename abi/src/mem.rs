@@ -1,7 +1,8 @@
 //! `urMem*`: memory buffers, and the eager buffer commands of the
 //! `urEnqueueMemBuffer*` family.
 //!
-//! Buffers are ur-core `MemBuffer`s. `UR_MEM_FLAG_USE_HOST_POINTER` and
+//! Buffers are ur-core `MemBuffer`s; a sub-buffer (`urMemBufferPartition`)
+//! is a `MemBuffer::partition` view, usable by every buffer entry point. `UR_MEM_FLAG_USE_HOST_POINTER` and
 //! `UR_MEM_FLAG_ALLOC_COPY_HOST_POINTER` both initialise the buffer from
 //! the host memory given; as OpenCL allows for host-pointer buffers, the
 //! device holds its own copy between synchronisation points. Images are not
@@ -85,17 +86,7 @@ pub(crate) unsafe extern "C" fn urMemBufferCreate(
             InvalidHostPtr,
             "host memory must be given exactly when USE_HOST_POINTER or ALLOC_COPY_HOST_POINTER is"
         );
-        let mut core_flags = MemFlags::empty();
-        for (ur, ours) in [
-            (F::UR_MEM_FLAG_READ_WRITE, MemFlags::READ_WRITE),
-            (F::UR_MEM_FLAG_WRITE_ONLY, MemFlags::WRITE_ONLY),
-            (F::UR_MEM_FLAG_READ_ONLY, MemFlags::READ_ONLY),
-            (F::UR_MEM_FLAG_ALLOC_HOST_POINTER, MemFlags::ALLOC_HOST_POINTER),
-        ] {
-            if flags & ur.0 != 0 {
-                core_flags |= ours;
-            }
-        }
+        let core_flags = core_flags(flags);
         let core = if host.is_null() {
             MemBuffer::new(context.value.core(), core_flags, size)?
         } else {
@@ -112,6 +103,66 @@ pub(crate) unsafe extern "C" fn urMemBufferCreate(
         };
         // SAFETY: checked non-null, writable per the contract.
         unsafe { write_out(buffer, Handle::create(value), "phBuffer") }
+    })
+}
+
+/// ur-core's flags for UR's (the host-pointer flags are the ABI's business).
+fn core_flags(flags: ur_mem_flags_t) -> MemFlags {
+    use ur_mem_flag_t as F;
+    [
+        (F::UR_MEM_FLAG_READ_WRITE, MemFlags::READ_WRITE),
+        (F::UR_MEM_FLAG_WRITE_ONLY, MemFlags::WRITE_ONLY),
+        (F::UR_MEM_FLAG_READ_ONLY, MemFlags::READ_ONLY),
+        (F::UR_MEM_FLAG_ALLOC_HOST_POINTER, MemFlags::ALLOC_HOST_POINTER),
+    ]
+    .into_iter()
+    .filter(|(ur, _)| flags & ur.0 != 0)
+    .fold(MemFlags::empty(), |all, (_, ours)| all | ours)
+}
+
+/// # Safety
+/// UR's contract for `urMemBufferPartition`.
+pub(crate) unsafe extern "C" fn urMemBufferPartition(
+    buffer: ur_mem_handle_t,
+    flags: ur_mem_flags_t,
+    create_type: ur_buffer_create_type_t,
+    region: *const ur_buffer_region_t,
+    sub: *mut ur_mem_handle_t,
+) -> ur_result_t {
+    guard("urMemBufferPartition", || {
+        // SAFETY: forwarded.
+        let parent = unsafe { Handle::<Mem>::get(buffer)? };
+        ensure!(flags & UR_MEM_FLAGS_MASK == 0, InvalidEnumeration, "memory flags {flags:#x}");
+        ensure!(
+            create_type == ur_buffer_create_type_t::UR_BUFFER_CREATE_TYPE_REGION,
+            InvalidEnumeration,
+            "buffer create type {}",
+            create_type.0
+        );
+        // SAFETY: null or readable per the contract.
+        let region = unsafe { region.as_ref() }.ok_or_else(|| err!(InvalidNullPointer, "pRegion is null"))?;
+        ensure!(!sub.is_null(), InvalidNullPointer, "phMem is null");
+        use ur_mem_flag_t as F;
+        let host_flags = F::UR_MEM_FLAG_USE_HOST_POINTER.0 | F::UR_MEM_FLAG_ALLOC_COPY_HOST_POINTER.0;
+        // As OpenCL's: a sub-buffer's memory is its parent's, so how that was
+        // made is inherited, never given.
+        ensure!(
+            flags & host_flags == 0,
+            InvalidValue,
+            "USE_HOST_POINTER and ALLOC_COPY_HOST_POINTER are inherited from the parent buffer"
+        );
+        let p = &parent.value;
+        let core = p.buffer.partition(core_flags(flags), region.origin, region.size)?;
+        let value = Mem {
+            buffer: core,
+            context: p.context.clone(),
+            // SAFETY: the region lies inside the parent (checked by the
+            // partition), whose host memory holds the parent's size.
+            host: p.host.map(|h| HostMemory(unsafe { h.0.add(region.origin) })),
+            mappings: Mutex::default(),
+        };
+        // SAFETY: checked non-null, writable per the contract.
+        unsafe { write_out(sub, Handle::create(value), "phMem") }
     })
 }
 

@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 use crate::sys::*;
 use crate::{
     adapter, command_buffer, context, device, device_info, enqueue, event, kernel, mem, native, platform, program,
-    queue, usm,
+    queue, timestamp, usm, usm_2d,
 };
 
 /// The complete dispatch table every handle points to.
@@ -190,7 +190,7 @@ fn build() -> ur_dditable_t {
             pfnBufferCreate: Some(mem::urMemBufferCreate),
             pfnRetain: Some(mem::urMemRetain),
             pfnRelease: Some(mem::urMemRelease),
-            pfnBufferPartition: unsupported(),
+            pfnBufferPartition: Some(mem::urMemBufferPartition),
             pfnGetNativeHandle: Some(native::urMemGetNativeHandle),
             pfnBufferCreateWithNativeHandle: unsupported(),
             pfnImageCreateWithNativeHandle: unsupported(),
@@ -222,8 +222,8 @@ fn build() -> ur_dditable_t {
             pfnUSMMemcpy: Some(enqueue::urEnqueueUSMMemcpy),
             pfnUSMPrefetch: Some(enqueue::urEnqueueUSMPrefetch),
             pfnUSMAdvise: Some(enqueue::urEnqueueUSMAdvise),
-            pfnUSMFill2D: unsupported(),
-            pfnUSMMemcpy2D: unsupported(),
+            pfnUSMFill2D: Some(usm_2d::urEnqueueUSMFill2D),
+            pfnUSMMemcpy2D: Some(usm_2d::urEnqueueUSMMemcpy2D),
             pfnDeviceGlobalVariableWrite: unsupported(),
             pfnDeviceGlobalVariableRead: unsupported(),
             pfnReadHostPipe: unsupported(),
@@ -236,7 +236,7 @@ fn build() -> ur_dditable_t {
             pfnUSMSharedAllocExp: unsupported(),
             pfnUSMHostAllocExp: unsupported(),
             pfnUSMFreeExp: unsupported(),
-            pfnTimestampRecordingExp: unsupported(),
+            pfnTimestampRecordingExp: Some(timestamp::urEnqueueTimestampRecordingExp),
             pfnCommandBufferExp: Some(command_buffer::urEnqueueCommandBufferExp),
             pfnHostTaskExp: Some(enqueue::urEnqueueHostTaskExp),
             pfnNativeCommandExp: Some(native::urEnqueueNativeCommandExp),

@@ -95,6 +95,20 @@ impl CpuEvent {
         }
     }
 
+    /// Generation `generation` of a timestamp recording runs: its start and
+    /// end are one reading of the clock.
+    pub(crate) fn stamp(&self, generation: u64) {
+        {
+            let mut s = self.state.lock();
+            if s.target == generation {
+                let now = now_ns();
+                s.times.start = now;
+                s.times.end = now;
+            }
+        }
+        self.finish(generation, Ok(()));
+    }
+
     /// Generation `generation` has finished; runs the continuations if that
     /// completes the event.
     pub(crate) fn finish(&self, generation: u64, result: Result<(), UrError>) {
@@ -104,7 +118,8 @@ impl CpuEvent {
             if s.target == generation {
                 s.running = false;
                 s.error = result.err();
-                if self.profiling {
+                // A timestamp recording has set its end already (`stamp`).
+                if self.profiling && s.times.end == 0 {
                     s.times.end = now_ns();
                     if s.times.start == 0 {
                         s.times.start = s.times.end;

@@ -181,7 +181,8 @@ unsafe fn run_kernel(launch: &KernelCommand) -> Result<()> {
         template.push(match arg {
             ArgValue::Value(bytes) => NativeArg::Value(bytes),
             ArgValue::Pointer(p) => NativeArg::Pointer(p.addr() as *mut u8),
-            ArgValue::MemObj(b) => NativeArg::Pointer(buffer_ptr(b)?),
+            // SAFETY: a sub-buffer's offset lies inside its root buffer.
+            ArgValue::MemObj(b) => NativeArg::Pointer(unsafe { buffer_ptr(b)?.add(b.offset()) }),
             ArgValue::Local(size) => {
                 local_offsets.push(scratch_len);
                 scratch_len += size.next_multiple_of(LOCAL_ALIGN);

@@ -384,7 +384,7 @@ impl LaunchParams {
             match arg {
                 ArgValue::Value(v) => push(&mut bytes, v),
                 ArgValue::Pointer(p) => push(&mut bytes, &p.addr().to_le_bytes()),
-                ArgValue::MemObj(b) => push(&mut bytes, &cuda_buffer(b)?.addr().to_le_bytes()),
+                ArgValue::MemObj(b) => push(&mut bytes, &(cuda_buffer(b)?.addr() + b.offset() as u64).to_le_bytes()),
                 ArgValue::Local(size) => {
                     let offset = shared.next_multiple_of(LOCAL_ALIGN);
                     shared = offset + size;

@@ -76,6 +76,18 @@ impl CudaQueue {
         order: Order,
         work: impl FnOnce(sys::CUstream) -> Result<Option<Check>>,
     ) -> Result<Arc<CudaEvent>> {
+        self.submit_timed(wait, order, self.profiling, work)
+    }
+
+    /// [`submit`](Self::submit), with timing events when `profiling`
+    /// (timestamp recordings time on any queue).
+    fn submit_timed(
+        &self,
+        wait: &[&dyn EventImpl],
+        order: Order,
+        profiling: bool,
+        work: impl FnOnce(sys::CUstream) -> Result<Option<Check>>,
+    ) -> Result<Arc<CudaEvent>> {
         self.dev.bind()?;
         let mut state = self.state.lock();
         let index = self.pick_stream(&mut state);
@@ -102,7 +114,7 @@ impl CudaQueue {
             }
         }
         let queued = now_ns();
-        let start = if self.profiling {
+        let start = if profiling {
             let start = CuEvent::new(true)?;
             start.record(stream)?;
             Some(start)
@@ -110,9 +122,9 @@ impl CudaQueue {
             None
         };
         let check = work(stream)?;
-        let end = if self.profiling { CuEvent::new(true)? } else { self.dev.plain_event()? };
+        let end = if profiling { CuEvent::new(true)? } else { self.dev.plain_event()? };
         end.record(stream)?;
-        let times = self.profiling.then_some((queued, queued));
+        let times = profiling.then_some((queued, queued));
         let event = Arc::new(CudaEvent::new(self.dev.clone(), end, start, times, check).held_by_host(held));
         state.last[index] = Some(event.clone());
         if matches!(order, Order::Barrier) && state.streams.len() > 1 {
@@ -199,6 +211,12 @@ impl QueueImpl for CudaQueue {
     unsafe fn enqueue_wait(&self, wait: &[&dyn EventImpl], barrier: bool) -> Result<Arc<dyn EventImpl>> {
         let order = if barrier { Order::Barrier } else { Order::Normal };
         Ok(self.submit(wait, order, |_| Ok(None))?)
+    }
+
+    unsafe fn enqueue_timestamp(&self, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
+        // Two timing events with nothing between them: the device time at
+        // which the stream reached this point.
+        Ok(self.submit_timed(wait, Order::Normal, true, |_| Ok(None))?)
     }
 
     fn finish(&self) -> Result<()> {

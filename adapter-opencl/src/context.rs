@@ -39,6 +39,10 @@ pub(crate) struct Shared {
     /// internal queue (in order on some devices) it could wait behind steps
     /// gated by a user event that the reading thread has yet to complete.
     status: OnceLock<opencl3::command_queue::CommandQueue>,
+    /// An in-order profiling queue for timestamp recordings, made on first
+    /// use: the device time at which a command ran is only known from the
+    /// profiling of a command on a profiling queue.
+    stamps: OnceLock<opencl3::command_queue::CommandQueue>,
 }
 
 impl Shared {
@@ -53,6 +57,16 @@ impl Shared {
         }
         let queue = create_queue(&self.context, &self.device, 0)?;
         Ok(self.status.get_or_init(|| queue).get())
+    }
+
+    /// The queue timestamp recordings are timed on.
+    pub(crate) fn stamp_queue(&self) -> Result<cl_command_queue> {
+        if let Some(queue) = self.stamps.get() {
+            return Ok(queue.get());
+        }
+        // Every OpenCL device offers profiling queues.
+        let queue = create_queue(&self.context, &self.device, CL_QUEUE_PROFILING_ENABLE)?;
+        Ok(self.stamps.get_or_init(|| queue).get())
     }
 }
 
@@ -97,7 +111,15 @@ impl ClContext {
         cl3::event::set_user_event_status(complete.get(), 0).cl("clSetUserEventStatus")?;
         tracing::debug!(device = %device.info.name, "OpenCL context created");
         Ok(ClContext {
-            shared: Arc::new(Shared { device, context, internal, helpers, complete, status: OnceLock::new() }),
+            shared: Arc::new(Shared {
+                device,
+                context,
+                internal,
+                helpers,
+                complete,
+                status: OnceLock::new(),
+                stamps: OnceLock::new(),
+            }),
         })
     }
 }

@@ -53,6 +53,14 @@ fn mem(buffer: &MemBuffer) -> Result<cl_mem> {
     Ok(downcast::<ClBuffer>(buffer.imp() as &dyn Any, "a memory buffer")?.mem())
 }
 
+/// The `cl_mem` a kernel argument passes: a sub-buffer's own object.
+fn kernel_mem(buffer: &MemBuffer) -> Result<cl_mem> {
+    match buffer.sub_buffer_imp() {
+        Some(sub) => Ok(downcast::<ClBuffer>(sub as &dyn Any, "a memory buffer")?.mem()),
+        None => mem(buffer),
+    }
+}
+
 fn usm(r: &UsmRef) -> *mut c_void {
     r.address() as *mut c_void
 }
@@ -221,7 +229,7 @@ unsafe fn launch_kernel(
                 ArgValue::Value(bytes) => helpers::set_value(raw, i, bytes)?,
                 ArgValue::Pointer(p) if p.is_null() => helpers::set_ptr(device_usm, raw, i, Ptr::Null)?,
                 ArgValue::Pointer(p) => helpers::set_ptr(device_usm, raw, i, Ptr::Usm(p.addr() as *mut c_void))?,
-                ArgValue::MemObj(b) => helpers::set_ptr(device_usm, raw, i, Ptr::Mem(mem(b)?))?,
+                ArgValue::MemObj(b) => helpers::set_ptr(device_usm, raw, i, Ptr::Mem(kernel_mem(b)?))?,
                 ArgValue::Local(size) => helpers::set_local(raw, i, *size)?,
             }
         }

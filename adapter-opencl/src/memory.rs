@@ -237,6 +237,17 @@ impl ClBuffer {
 }
 
 impl BufferImpl for ClBuffer {
+    /// A kernel argument must be a `cl_mem`, so a sub-buffer is a
+    /// `clCreateSubBuffer` object (its access inherited from the root
+    /// buffer, which is always read-write: see [`ClBuffer::new`]).
+    unsafe fn sub_buffer(&self, offset: usize, size: usize, _flags: MemFlags) -> Result<Option<Box<dyn BufferImpl>>> {
+        // SAFETY: a valid root buffer; the region lies inside it and its
+        // origin is a multiple of CL_DEVICE_MEM_BASE_ADDR_ALIGN (the trait's
+        // contract, from the device's reported alignment).
+        let buffer = unsafe { self.buffer.create_sub_buffer(0, offset, size) }.cl("clCreateSubBuffer")?;
+        Ok(Some(Box::new(ClBuffer { buffer })))
+    }
+
     /// The `cl_mem`.
     fn native_handle(&self) -> Result<ur_core::NativeHandle> {
         Ok(ur_core::NativeHandle(self.mem() as u64))

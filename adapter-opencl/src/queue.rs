@@ -87,6 +87,23 @@ impl QueueImpl for ClQueue {
         Ok(self.wrap(raw))
     }
 
+    unsafe fn enqueue_timestamp(&self, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
+        let wait = WaitList::new(wait)?;
+        // A marker orders the recording on this queue; a command after it on
+        // the context's profiling queue takes the time, whether or not this
+        // queue profiles.
+        // SAFETY: a valid queue and wait list.
+        let ordered = unsafe { exec::marker(&self.shared, self.raw(), &wait)? };
+        self.flush_raw()?;
+        let stamps = self.shared.stamp_queue()?;
+        let mut after = WaitList::default();
+        after.push(ordered);
+        // SAFETY: a valid queue and wait list, events of this context.
+        let stamp = unsafe { exec::marker(&self.shared, stamps, &after)? };
+        cl3::command_queue::flush(stamps).cl("clFlush")?;
+        Ok(ClEvent::command(stamp, true))
+    }
+
     fn finish(&self) -> Result<()> {
         cl3::command_queue::finish(self.raw()).cl("clFinish")
     }

@@ -199,7 +199,10 @@ impl ArgLayout {
             match arg {
                 ArgValue::Value(bytes) => out[at..at + bytes.len()].copy_from_slice(bytes),
                 ArgValue::Pointer(p) => out[at..at + 8].copy_from_slice(&p.addr().to_le_bytes()),
-                ArgValue::MemObj(b) => out[at..at + 8].copy_from_slice(&mem_buffer(b)?.alloc.address().to_le_bytes()),
+                ArgValue::MemObj(b) => {
+                    let address = mem_buffer(b)?.alloc.address() + b.offset() as u64;
+                    out[at..at + 8].copy_from_slice(&address.to_le_bytes());
+                }
                 ArgValue::Local(_) => {}
             }
         }

@@ -7,7 +7,7 @@
 //! holds for events not yet submitted, such as user events).
 
 use std::collections::VecDeque;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use ash::vk;
 use parking_lot::Mutex;
@@ -30,6 +30,9 @@ pub(crate) struct VkQueue {
     pub(crate) lane: Arc<Lane>,
     pool: Arc<Pool>,
     queries: Option<Arc<Queries>>,
+    /// Timestamp queries of timestamp recordings on a queue that does not
+    /// profile, made on first use.
+    stamps: OnceLock<Arc<Queries>>,
     in_order: bool,
     tail: Mutex<Tail>,
 }
@@ -93,7 +96,8 @@ impl VkQueue {
         let pool = Pool::new(rt.gpu.clone())?;
         let queries = properties.profiling.then(|| Queries::new(rt.gpu.clone()));
         tracing::debug!(lane = lane.index(), ?properties, "Vulkan queue created");
-        Ok(VkQueue { rt, lane, pool, queries, in_order: !properties.out_of_order, tail: Mutex::default() })
+        let in_order = !properties.out_of_order;
+        Ok(VkQueue { rt, lane, pool, queries, stamps: OnceLock::new(), in_order, tail: Mutex::default() })
     }
 
     /// Makes `out` the queue's newest command and returns what it must wait
@@ -206,6 +210,24 @@ impl QueueImpl for VkQueue {
         sub.cmd = cmd;
         sub.deps = deps;
         sub.queries = span;
+        schedule(sub);
+        Ok(Arc::new(VkEvent(out)))
+    }
+
+    unsafe fn enqueue_timestamp(&self, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
+        let mut deps: SmallVec<[Arc<EventCore>; 4]> = cores_of(wait)?.into_iter().collect();
+        let queries = match &self.queries {
+            Some(queries) => queries,
+            None => self.stamps.get_or_init(|| Queries::new(self.rt.gpu.clone())),
+        };
+        // An empty command buffer between the pair of timestamp queries.
+        let span = queries.span()?;
+        let cmd = self.record(Some(&span), |_| Ok(()))?;
+        let out = EventCore::new();
+        deps.extend(self.order(&out, false));
+        let mut sub = Submission::new(self.lane.clone(), out.clone()).with_cmd(cmd);
+        sub.deps = deps;
+        sub.queries = Some(span);
         schedule(sub);
         Ok(Arc::new(VkEvent(out)))
     }

@@ -144,6 +144,24 @@ pub trait UsmImpl: Any + Send + Sync {
 
 /// A memory buffer; dropping it frees the memory.
 pub trait BufferImpl: Any + Send + Sync {
+    /// The adapter's own object for the sub-buffer `[offset, offset + size)`
+    /// of this buffer, where its kernels cannot address a sub-buffer as this
+    /// buffer's storage plus `offset` (OpenCL: a `cl_mem` from
+    /// `clCreateSubBuffer`). `None`, the default, means they can: kernel
+    /// arguments of the sub-buffer then get [`MemBuffer::imp`](crate::MemBuffer::imp)
+    /// and [`MemBuffer::offset`](crate::MemBuffer::offset). Memory commands never
+    /// see sub-buffers: the front end gives them the root buffer and absolute offsets.
+    ///
+    /// # Safety
+    /// This is a root buffer (not a sub-buffer); `size` is non-zero; the range
+    /// lies inside the buffer; `offset` is a multiple of the device's
+    /// `mem_base_addr_align_bits / 8`; `flags` holds exactly one access mode,
+    /// one the buffer's own allows.
+    unsafe fn sub_buffer(&self, offset: usize, size: usize, flags: MemFlags) -> Result<Option<Box<dyn BufferImpl>>> {
+        let _ = (offset, size, flags);
+        Ok(None)
+    }
+
     /// The native object (see [`crate::interop`]); `UnsupportedFeature`
     /// where the backend has none.
     fn native_handle(&self) -> Result<NativeHandle> {
@@ -219,6 +237,17 @@ pub trait QueueImpl: Any + Send + Sync {
     /// # Safety
     /// As for [`QueueImpl::enqueue`]: the events belong to this adapter and context.
     unsafe fn enqueue_wait(&self, wait: &[&dyn EventImpl], barrier: bool) -> Result<Arc<dyn EventImpl>>;
+
+    /// Records the device's time (`urEnqueueTimestampRecordingExp`): an
+    /// event ordered as a non-barrier [`enqueue_wait`](Self::enqueue_wait)
+    /// marker is, whose [`EventImpl::profiling`] answers once it is complete
+    /// whether or not the queue profiles: `start` and `end` are the device
+    /// time at which it ran, on the clock of [`DeviceImpl::timestamps`];
+    /// `queued` and `submit` are at most `start`.
+    ///
+    /// # Safety
+    /// As for [`QueueImpl::enqueue`]: the events belong to this adapter and context.
+    unsafe fn enqueue_timestamp(&self, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>>;
 
     /// Blocks until everything submitted has completed.
     fn finish(&self) -> Result<()>;

@@ -28,6 +28,10 @@ pub type Pattern = SmallVec<[u8; 16]>;
 pub const MAX_PATTERN_SIZE: usize = 256;
 
 /// A validated command.
+///
+/// Every [`MemBuffer`] in a command is a root buffer and every buffer offset
+/// and rect origin is absolute in it: a command made for a sub-buffer names
+/// its parent, with the sub-buffer's offset added.
 #[derive(Clone, Debug)]
 pub enum Command {
     /// A kernel launch (see [`KernelCommand`] for its invariants).
@@ -322,12 +326,14 @@ impl Command {
         dst.check_context(context)?;
         src.check_range(src_offset, size)?;
         dst.check_range(dst_offset, size)?;
+        let (src, src_offset) = src.resolve(src_offset);
+        let (dst, dst_offset) = dst.resolve(dst_offset);
         ensure!(
-            !(src.same_buffer(dst) && ranges_overlap(src_offset, dst_offset, size, size)),
+            !(src.same_buffer(&dst) && ranges_overlap(src_offset, dst_offset, size, size)),
             OverlappingRegions,
             "buffer copy source and destination overlap"
         );
-        Ok(Command::BufferCopy { src: src.clone(), dst: dst.clone(), src_offset, dst_offset, size })
+        Ok(Command::BufferCopy { src, dst, src_offset, dst_offset, size })
     }
 
     pub(crate) fn buffer_copy_rect(
@@ -344,7 +350,9 @@ impl Command {
         let dst_layout = dst_layout.resolve(&region, "destination")?;
         check_rect_in_buffer(src, &src_layout, &region, "source")?;
         check_rect_in_buffer(dst, &dst_layout, &region, "destination")?;
-        if src.same_buffer(dst) {
+        let (src, src_layout) = resolve_rect(src, src_layout);
+        let (dst, dst_layout) = resolve_rect(dst, dst_layout);
+        if src.same_buffer(&dst) {
             let (s0, d0) = (src_layout.origin_offset(), dst_layout.origin_offset());
             let (s1, d1) = (src_layout.extent(&region), dst_layout.extent(&region));
             ensure!(
@@ -353,7 +361,7 @@ impl Command {
                 "rect copy source and destination overlap"
             );
         }
-        Ok(Command::BufferCopyRect { src: src.clone(), dst: dst.clone(), src_layout, dst_layout, region })
+        Ok(Command::BufferCopyRect { src, dst, src_layout, dst_layout, region })
     }
 
     pub(crate) fn buffer_read(
@@ -366,7 +374,8 @@ impl Command {
         buffer.check_context(context)?;
         buffer.check_range(offset, size)?;
         let dst = dst.resolve(context, size, "buffer read destination")?;
-        Ok(Command::BufferRead { buffer: buffer.clone(), offset, size, dst })
+        let (buffer, offset) = buffer.resolve(offset);
+        Ok(Command::BufferRead { buffer, offset, size, dst })
     }
 
     pub(crate) fn buffer_write(
@@ -379,7 +388,8 @@ impl Command {
         buffer.check_context(context)?;
         buffer.check_range(offset, size)?;
         let src = src.resolve(context, size, "buffer write source")?;
-        Ok(Command::BufferWrite { buffer: buffer.clone(), offset, size, src })
+        let (buffer, offset) = buffer.resolve(offset);
+        Ok(Command::BufferWrite { buffer, offset, size, src })
     }
 
     pub(crate) fn buffer_read_rect(
@@ -392,7 +402,8 @@ impl Command {
     ) -> Result<Command> {
         let (buffer_layout, host_layout) = check_host_rect(context, buffer, buffer_layout, host_layout, &region)?;
         let dst = dst.resolve(context, host_layout.extent(&region), "rect read destination")?;
-        Ok(Command::BufferReadRect { buffer: buffer.clone(), buffer_layout, host_layout, region, dst })
+        let (buffer, buffer_layout) = resolve_rect(buffer, buffer_layout);
+        Ok(Command::BufferReadRect { buffer, buffer_layout, host_layout, region, dst })
     }
 
     pub(crate) fn buffer_write_rect(
@@ -405,7 +416,8 @@ impl Command {
     ) -> Result<Command> {
         let (buffer_layout, host_layout) = check_host_rect(context, buffer, buffer_layout, host_layout, &region)?;
         let src = src.resolve(context, host_layout.extent(&region), "rect write source")?;
-        Ok(Command::BufferWriteRect { buffer: buffer.clone(), buffer_layout, host_layout, region, src })
+        let (buffer, buffer_layout) = resolve_rect(buffer, buffer_layout);
+        Ok(Command::BufferWriteRect { buffer, buffer_layout, host_layout, region, src })
     }
 
     pub(crate) fn buffer_fill(
@@ -424,7 +436,8 @@ impl Command {
             pattern.len()
         );
         buffer.check_range(offset, size)?;
-        Ok(Command::BufferFill { buffer: buffer.clone(), pattern, offset, size })
+        let (buffer, offset) = buffer.resolve(offset);
+        Ok(Command::BufferFill { buffer, pattern, offset, size })
     }
 }
 
@@ -437,6 +450,16 @@ fn check_rect_in_buffer(buffer: &MemBuffer, layout: &RectLayout, region: &RectRe
         buffer.size()
     );
     Ok(())
+}
+
+/// The root buffer of `buffer` and `layout` moved to where the sub-buffer
+/// starts in it. The sub-buffer's offset joins the origin's byte coordinate,
+/// which the layout's offset arithmetic adds like any other.
+fn resolve_rect(buffer: &MemBuffer, layout: RectLayout) -> (MemBuffer, RectLayout) {
+    let (root, base) = buffer.resolve(layout.origin.x);
+    let mut layout = layout;
+    layout.origin.x = base;
+    (root, layout)
 }
 
 fn check_host_rect(

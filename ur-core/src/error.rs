@@ -119,6 +119,8 @@ ur_errors! {
     InvalidEvent = 12, "UR_RESULT_ERROR_INVALID_EVENT", "invalid event";
     /// A wait list with an unusable event, or of the wrong length.
     InvalidEventWaitList = 13, "UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST", "invalid event wait list";
+    /// A sub-buffer origin that is not a multiple of the device's base address alignment.
+    MisalignedSubBufferOffset = 14, "UR_RESULT_ERROR_MISALIGNED_SUB_BUFFER_OFFSET", "misaligned sub-buffer offset";
     /// A work-group size the device or kernel cannot run.
     InvalidWorkGroupSize = 15, "UR_RESULT_ERROR_INVALID_WORK_GROUP_SIZE", "invalid work-group size";
     /// Profiling timestamps were asked of an event that has none.

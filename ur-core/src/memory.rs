@@ -309,8 +309,16 @@ bitflags! {
 
 static NEXT_BUFFER_ID: AtomicU64 = AtomicU64::new(1);
 
+const ACCESS: MemFlags = MemFlags::READ_WRITE.union(MemFlags::READ_ONLY).union(MemFlags::WRITE_ONLY);
+
 /// A memory buffer (`ur_mem_handle_t`): device memory addressed by handle and
 /// offset. Clone retains, drop releases.
+///
+/// A buffer is either a root buffer, which owns its memory, or a sub-buffer
+/// ([`MemBuffer::partition`], `urMemBufferPartition`): a view of a region
+/// of a root buffer, which it holds alive. A sub-buffer is usable wherever a
+/// buffer is; its offsets and sizes are checked against the view, and the
+/// commands adapters receive name the root buffer at absolute offsets.
 #[derive(Clone)]
 pub struct MemBuffer {
     inner: Arc<BufferInner>,
@@ -318,10 +326,27 @@ pub struct MemBuffer {
 
 struct BufferInner {
     id: u64,
-    imp: Box<dyn BufferImpl>,
+    storage: Storage,
     size: usize,
     flags: MemFlags,
     context: ContextId,
+    /// The device's base address alignment in bytes: sub-buffer origins are
+    /// multiples of it.
+    align: usize,
+}
+
+enum Storage {
+    /// A buffer owning its memory.
+    Root(Box<dyn BufferImpl>),
+    /// A region of a root buffer.
+    View {
+        /// The root buffer (never itself a view).
+        parent: MemBuffer,
+        /// Where the region starts in the parent.
+        offset: usize,
+        /// The adapter's own object for the region, where it needs one.
+        native: Option<Box<dyn BufferImpl>>,
+    },
 }
 
 impl MemBuffer {
@@ -337,12 +362,8 @@ impl MemBuffer {
 
     #[tracing::instrument(level = "debug", skip(context, init), fields(device = %context.device()))]
     fn create(context: &Context, flags: MemFlags, size: usize, init: Option<&[u8]>) -> Result<MemBuffer> {
-        let flags = if flags.intersects(MemFlags::READ_WRITE | MemFlags::READ_ONLY | MemFlags::WRITE_ONLY) {
-            flags
-        } else {
-            flags | MemFlags::READ_WRITE
-        };
-        let access = (flags & (MemFlags::READ_WRITE | MemFlags::READ_ONLY | MemFlags::WRITE_ONLY)).bits();
+        let flags = if flags.intersects(ACCESS) { flags } else { flags | MemFlags::READ_WRITE };
+        let access = (flags & ACCESS).bits();
         ensure!(access.count_ones() == 1, InvalidValue, "buffer flags {flags:?} combine several access modes");
         ensure!(size != 0, InvalidBufferSize, "memory buffer of 0 bytes");
         let limit = context.device().info().max_mem_alloc_size;
@@ -355,7 +376,79 @@ impl MemBuffer {
         // present, is exactly `size` bytes.
         let imp = unsafe { context.imp().buffer_create(flags, size, init)? };
         let id = NEXT_BUFFER_ID.fetch_add(1, Ordering::Relaxed);
-        Ok(MemBuffer { inner: Arc::new(BufferInner { id, imp, size, flags, context: context.id() }) })
+        let align = (context.device().info().mem_base_addr_align_bits / 8).max(1) as usize;
+        let storage = Storage::Root(imp);
+        Ok(MemBuffer { inner: Arc::new(BufferInner { id, storage, size, flags, context: context.id(), align }) })
+    }
+
+    /// Creates a sub-buffer over `[origin, origin + size)` of this buffer
+    /// (`urMemBufferPartition` with `UR_BUFFER_CREATE_TYPE_REGION`), as
+    /// OpenCL's `clCreateSubBuffer` does:
+    ///
+    /// - `flags` without an access mode inherit the parent's; an access mode
+    ///   the parent's excludes (read-write of a read-only buffer, writing to a
+    ///   read-only one, reading a write-only one) is `InvalidValue`, as are
+    ///   several modes; `ALLOC_HOST_POINTER` is inherited and may not be
+    ///   given (`InvalidValue`);
+    /// - a sub-buffer of a sub-buffer is `InvalidMemObject`;
+    /// - a size of 0, or a region leaving the parent, is `InvalidBufferSize`;
+    /// - an origin that is not a multiple of the device's base address
+    ///   alignment (`DeviceInfo::mem_base_addr_align_bits`, in bits) is
+    ///   `MisalignedSubBufferOffset`.
+    ///
+    /// ```
+    /// use ur_core::{Context, MemBuffer, MemFlags, UrError};
+    /// # let ctx = Context::new(&ur_adapter_cpu::default_device()).unwrap();
+    /// let buf = MemBuffer::new(&ctx, MemFlags::READ_ONLY, 4096).unwrap();
+    /// let sub = buf.partition(MemFlags::empty(), 1024, 512).unwrap();
+    /// assert_eq!((sub.size(), sub.offset(), sub.flags()), (512, 1024, MemFlags::READ_ONLY));
+    /// assert!(matches!(buf.partition(MemFlags::READ_WRITE, 0, 512), Err(UrError::InvalidValue(_))));
+    /// assert!(matches!(buf.partition(MemFlags::empty(), 1, 512), Err(UrError::MisalignedSubBufferOffset(_))));
+    /// ```
+    #[tracing::instrument(level = "debug")]
+    pub fn partition(&self, flags: MemFlags, origin: usize, size: usize) -> Result<MemBuffer> {
+        let Storage::Root(imp) = &self.inner.storage else {
+            return Err(err!(InvalidMemObject, "{self:?} is a sub-buffer: sub-buffers are made of root buffers only"));
+        };
+        ensure!(
+            !flags.contains(MemFlags::ALLOC_HOST_POINTER),
+            InvalidValue,
+            "ALLOC_HOST_POINTER is inherited from the parent buffer, not given to a sub-buffer"
+        );
+        let parent_access = self.inner.flags & ACCESS;
+        let access = if flags.intersects(ACCESS) { flags & ACCESS } else { parent_access };
+        ensure!(
+            access.bits().count_ones() == 1,
+            InvalidValue,
+            "sub-buffer flags {flags:?} combine several access modes"
+        );
+        let allowed = match access {
+            MemFlags::READ_WRITE => parent_access == MemFlags::READ_WRITE,
+            MemFlags::READ_ONLY => parent_access != MemFlags::WRITE_ONLY,
+            _ => parent_access != MemFlags::READ_ONLY,
+        };
+        ensure!(allowed, InvalidValue, "a {access:?} sub-buffer of a {parent_access:?} buffer");
+        ensure!(size != 0, InvalidBufferSize, "sub-buffer of 0 bytes");
+        ensure!(
+            origin.checked_add(size).is_some_and(|end| end <= self.inner.size),
+            InvalidBufferSize,
+            "sub-buffer of {size} bytes at {origin} leaves the {}-byte buffer",
+            self.inner.size
+        );
+        let align = self.inner.align;
+        ensure!(
+            origin.is_multiple_of(align),
+            MisalignedSubBufferOffset,
+            "sub-buffer origin {origin} is not a multiple of the device's base address alignment ({align} bytes)"
+        );
+        let flags = access | (self.inner.flags & MemFlags::ALLOC_HOST_POINTER);
+        // SAFETY: `imp` is a root buffer; the range is non-empty, inside it
+        // and aligned; the access mode is single and allowed by the parent's.
+        let native = unsafe { imp.sub_buffer(origin, size, access)? };
+        let id = NEXT_BUFFER_ID.fetch_add(1, Ordering::Relaxed);
+        let storage = Storage::View { parent: self.clone(), offset: origin, native };
+        let (context, align) = (self.inner.context, self.inner.align);
+        Ok(MemBuffer { inner: Arc::new(BufferInner { id, storage, size, flags, context, align }) })
     }
 
     /// Size in bytes.
@@ -363,23 +456,71 @@ impl MemBuffer {
         self.inner.size
     }
 
-    /// The flags it was created with (an access mode always present).
+    /// The flags it was created with (an access mode always present; a
+    /// sub-buffer's include what it inherited).
     pub fn flags(&self) -> MemFlags {
         self.inner.flags
     }
 
-    /// The adapter's buffer.
+    /// The adapter's buffer holding the bytes: a sub-buffer's is its root
+    /// buffer's, which it starts [`offset`](Self::offset) bytes into.
     pub fn imp(&self) -> &dyn BufferImpl {
-        &*self.inner.imp
+        match &self.inner.storage {
+            Storage::Root(imp) => &**imp,
+            Storage::View { parent, .. } => parent.imp(),
+        }
+    }
+
+    /// Where this buffer starts in [`imp`](Self::imp): 0 for a root buffer.
+    pub fn offset(&self) -> usize {
+        match &self.inner.storage {
+            Storage::Root(_) => 0,
+            Storage::View { offset, .. } => *offset,
+        }
+    }
+
+    /// The buffer a sub-buffer was made of; `None` for a root buffer.
+    pub fn parent(&self) -> Option<&MemBuffer> {
+        match &self.inner.storage {
+            Storage::Root(_) => None,
+            Storage::View { parent, .. } => Some(parent),
+        }
+    }
+
+    /// The adapter's own object for a sub-buffer, where it made one
+    /// ([`BufferImpl::sub_buffer`]).
+    pub fn sub_buffer_imp(&self) -> Option<&dyn BufferImpl> {
+        match &self.inner.storage {
+            Storage::View { native: Some(native), .. } => Some(&**native),
+            _ => None,
+        }
+    }
+
+    /// The root buffer and the offset of `offset` in it, as commands name them.
+    pub(crate) fn resolve(&self, offset: usize) -> (MemBuffer, usize) {
+        match &self.inner.storage {
+            Storage::Root(_) => (self.clone(), offset),
+            Storage::View { parent, offset: base, .. } => (parent.clone(), base + offset),
+        }
     }
 
     /// The native object behind the buffer (see [`crate::interop`] for each
-    /// backend's); `UnsupportedFeature` where the backend has none.
+    /// backend's); `UnsupportedFeature` where the backend has none. A
+    /// sub-buffer's is the adapter's own object for it where there is one
+    /// (OpenCL: its `clCreateSubBuffer` object); elsewhere a sub-buffer has
+    /// no native object of its own (`UnsupportedFeature`).
     pub fn native_handle(&self) -> Result<crate::NativeHandle> {
-        self.inner.imp.native_handle()
+        match &self.inner.storage {
+            Storage::Root(imp) => imp.native_handle(),
+            Storage::View { native: Some(native), .. } => native.native_handle(),
+            Storage::View { .. } => {
+                Err(err!(UnsupportedFeature, "{self:?} is a sub-buffer, which has no native object on this backend"))
+            }
+        }
     }
 
-    /// Number of handles to this buffer (commands that use it included).
+    /// Number of handles to this buffer (commands that use it, and its
+    /// sub-buffers, included).
     pub fn reference_count(&self) -> usize {
         Arc::strong_count(&self.inner)
     }
@@ -408,7 +549,14 @@ impl MemBuffer {
 
 impl fmt::Debug for MemBuffer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "MemBuffer(#{}, {} bytes)", self.inner.id, self.inner.size)
+        match &self.inner.storage {
+            Storage::Root(_) => write!(f, "MemBuffer(#{}, {} bytes)", self.inner.id, self.inner.size),
+            Storage::View { parent, offset, .. } => write!(
+                f,
+                "MemBuffer(#{}, {} bytes at {offset} of #{})",
+                self.inner.id, self.inner.size, parent.inner.id
+            ),
+        }
     }
 }
 

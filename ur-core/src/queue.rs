@@ -33,6 +33,8 @@ use crate::memory::{BufferMapping, MapFlags, MappedMemory, MemBuffer, MigrationF
 use crate::rect::{RectLayout, RectRegion};
 use crate::{command_buffer, ensure};
 
+mod usm_2d;
+
 /// How a queue runs its commands.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct QueueProperties {
@@ -676,6 +678,33 @@ impl Queue {
     pub(crate) fn marker(&self, resolved: &[Arc<dyn EventImpl>], barrier: bool) -> Result<Event> {
         // SAFETY: the events were checked to belong to this queue's context.
         let event = unsafe { self.inner.imp.enqueue_wait(&as_refs(resolved), barrier)? };
+        Ok(Event::from_imp(event, &self.inner.context))
+    }
+
+    /// Records the device's time once `wait` (and, on an in-order queue,
+    /// everything submitted before) has completed
+    /// (`urEnqueueTimestampRecordingExp`). The returned event has profiling
+    /// info on any queue, profiling or not: its start and end are the device
+    /// time at which it ran, on the clock of
+    /// [`Device::global_timestamps`](crate::Device::global_timestamps).
+    /// `InvalidOperation` on a queue recording into a graph.
+    ///
+    /// ```
+    /// use ur_core::{Context, Queue, QueueProperties};
+    /// # let ctx = Context::new(&ur_adapter_cpu::default_device()).unwrap();
+    /// let queue = Queue::new(&ctx, QueueProperties::default()).unwrap();
+    /// let before = ctx.device().global_timestamps().unwrap();
+    /// let stamp = queue.enqueue_timestamp(&[]).unwrap();
+    /// stamp.wait().unwrap();
+    /// let times = stamp.profiling_info().unwrap();
+    /// assert!(before.device <= times.start && times.start <= times.end);
+    /// ```
+    #[tracing::instrument(level = "trace", skip_all)]
+    pub fn enqueue_timestamp(&self, wait: &[&Event]) -> Result<Event> {
+        self.check_not_recording("a timestamp recording")?;
+        let resolved = resolve_wait_list(self.inner.context.id(), wait)?;
+        // SAFETY: the events were checked to belong to this queue's context.
+        let event = unsafe { self.inner.imp.enqueue_timestamp(&as_refs(&resolved))? };
         Ok(Event::from_imp(event, &self.inner.context))
     }
 

@@ -331,7 +331,8 @@ const LAYER_FALSE_POSITIVES: [&str; 1] = ["There are no valid references to hand
 /// program declared untracked (`urt-untracked <handle>` on its standard
 /// output). UR 0.12's leak checker does not register the events that
 /// command-buffer appends and `urCommandBufferUpdateSignalEventExp` return,
-/// so releasing them, as the spec asks, is reported as the release of a
+/// nor the sub-buffers of `urMemBufferPartition`, so using and releasing
+/// them, as the spec asks, is reported as the use and release of a
 /// nonexistent handle, with a negative count and the stack of the release.
 pub fn validation_errors<'a>(stdout: &str, stderr: &'a str) -> Vec<&'a str> {
     let untracked: Vec<&str> = stdout.lines().filter_map(|l| l.strip_prefix("urt-untracked ")).map(str::trim).collect();

@@ -30,12 +30,15 @@ mod read_write;
 mod rect;
 mod regression;
 mod stress;
+mod sub_buffer;
+mod timestamp;
 mod update_args;
 mod update_events;
 mod update_invalid;
 mod update_kernel_handle;
 mod update_ndrange;
 mod user_events;
+mod usm_2d;
 
 /// Every case of the suite, in a stable order.
 pub fn all() -> Vec<Case> {
@@ -45,10 +48,13 @@ pub fn all() -> Vec<Case> {
         objects::cases,
         programs::cases,
         device::cases,
+        timestamp::cases,
         copy_fill::cases,
         read_write::cases,
         rect::cases,
         memory_errors::cases,
+        sub_buffer::cases,
+        usm_2d::cases,
         enqueue::cases,
         in_order::cases,
         event_sync::cases,
