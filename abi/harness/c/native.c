@@ -275,12 +275,27 @@ static void enqueue(urt_env *env) {
   URT_OK(urMemRelease(mem));
 }
 
+/* Whether the device's extension list names `name`. */
+static bool has_extension(urt_env *env, const char *name) {
+  size_t size = 0;
+  if (urDeviceGetInfo(env->device, UR_DEVICE_INFO_EXTENSIONS, 0, NULL, &size) != UR_RESULT_SUCCESS) return false;
+  char *list = calloc(1, size + 1);
+  bool found = false;
+  if (urDeviceGetInfo(env->device, UR_DEVICE_INFO_EXTENSIONS, size, list, NULL) == UR_RESULT_SUCCESS)
+    for (char *word = strtok(list, " "); word && !found; word = strtok(NULL, " ")) found = strcmp(word, name) == 0;
+  free(list);
+  return found;
+}
+
 static void command_buffer(urt_env *env, bool in_order) {
   ur_mem_handle_t mem = words_buffer(env, 0), out = words_buffer(env, 0);
   ur_exp_command_buffer_handle_t cb = urt_command_buffer(env, false, in_order);
-  /* OpenCL's target is the cl_command_buffer_khr being recorded (Vulkan's the
+  /* OpenCL's target is the cl_command_buffer_khr being recorded where the
+   * driver has cl_khr_command_buffer, else (NVIDIA: ur-core's software
+   * command buffer) the queue at each submission (Vulkan's the
    * VkCommandBuffer, which vkCmdFillBuffer takes as it is). */
-  fill_job job = {env, mem, cb, 0, WORDS / 2, 0xA5u, env->backend == UR_BACKEND_OPENCL, 0, 0};
+  bool recorded = env->backend == UR_BACKEND_OPENCL && has_extension(env, "cl_khr_command_buffer");
+  fill_job job = {env, mem, cb, 0, WORDS / 2, 0xA5u, recorded, 0, 0};
   uint32_t eleven = 0x11;
   ur_exp_command_buffer_sync_point_t filled = 0, native = 0;
   URT_OK(urCommandBufferAppendMemBufferFillExp(cb, mem, &eleven, 4, 0, WORDS * 4, 0, NULL, 0, NULL, &filled, NULL, NULL));
