@@ -62,7 +62,7 @@ pub(crate) unsafe extern "C" fn urDeviceGet(
         // SAFETY: forwarded.
         let platform = unsafe { Handle::<Platform>::get(platform)? };
         ensure!(
-            (ur_device_type_t::UR_DEVICE_TYPE_DEFAULT.0..=ur_device_type_t::UR_DEVICE_TYPE_VPU.0)
+            (ur_device_type_t::UR_DEVICE_TYPE_DEFAULT.0..=ur_device_type_t::UR_DEVICE_TYPE_CUSTOM.0)
                 .contains(&device_type.0),
             InvalidEnumeration,
             "device type {}",

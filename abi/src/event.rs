@@ -203,11 +203,19 @@ pub(crate) unsafe extern "C" fn urEventSetCallback(
         let handle = unsafe { Handle::<Event>::get(event)? };
         let callback = callback.ok_or_else(|| err!(InvalidNullPointer, "pfnNotify is null"))?;
         ensure!(
-            status == ur_execution_info_t::UR_EXECUTION_INFO_COMPLETE,
-            UnsupportedEnumeration,
-            "callbacks run on completion only (execution status {})",
+            status.0 <= ur_execution_info_t::UR_EXECUTION_INFO_QUEUED.0,
+            InvalidEnumeration,
+            "execution status {}",
             status.0
         );
+        ensure!(
+            status != ur_execution_info_t::UR_EXECUTION_INFO_QUEUED,
+            UnsupportedEnumeration,
+            "every event starts queued: no callback for it"
+        );
+        // UR calls the callback once the status is at or past the one asked
+        // for; the end of the command is past SUBMITTED and RUNNING too, so
+        // one mechanism serves all three.
         // The callback holds the event alive until it has run.
         let event = handle.to_arc();
         let user_data = SendPtr(user_data);

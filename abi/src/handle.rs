@@ -222,6 +222,17 @@ impl<T: Object> Handle<T> {
     /// uses `raw`.
     pub unsafe fn release(raw: T::Raw) -> AbiResult {
         // SAFETY: forwarded.
+        unsafe { Self::release_then(raw, |_| ()) }
+    }
+
+    /// [`Handle::release`] that runs `last` on the value when the
+    /// application's last reference goes, before the object is dropped
+    /// (which internal references may delay).
+    ///
+    /// # Safety
+    /// As for [`Handle::release`].
+    pub unsafe fn release_then(raw: T::Raw, last: impl FnOnce(&T)) -> AbiResult {
+        // SAFETY: forwarded.
         let handle = unsafe { Self::get(raw)? };
         if handle.lifetime == Lifetime::Fixed {
             return Ok(());
@@ -230,6 +241,9 @@ impl<T: Object> Handle<T> {
             .refs
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
             .map_err(|_| err!(InvalidValue, "the {} was already released", T::NAME))?;
+        if previous == 1 {
+            last(&handle.value);
+        }
         if previous == 1 && handle.lifetime == Lifetime::Counted {
             // SAFETY: the application's references together held one strong
             // count since `create`; this was the last of them.

@@ -113,10 +113,19 @@ pub(crate) unsafe extern "C" fn urQueueRetain(queue: ur_queue_handle_t) -> ur_re
 /// UR's contract for `urQueueRelease`.
 pub(crate) unsafe extern "C" fn urQueueRelease(queue: ur_queue_handle_t) -> ur_result_t {
     guard("urQueueRelease", || {
-        // UR: releasing the last reference waits for the queue's commands,
-        // which ur-core does when the queue is dropped.
+        // UR: releasing the last reference waits for the queue's commands.
+        // Dropping the ur-core queue would too, but events keep the queue
+        // object alive (for UR_EVENT_INFO_COMMAND_QUEUE), so wait here.
         // SAFETY: forwarded.
-        unsafe { Handle::<Queue>::release(queue) }
+        unsafe {
+            Handle::<Queue>::release_then(queue, |q| {
+                // A failed command is reported through its event; the
+                // release itself succeeds, as the drop of the queue would.
+                if let Err(e) = q.queue.finish() {
+                    tracing::warn!(error = %e, "finishing the released queue failed");
+                }
+            })
+        }
     })
 }
 

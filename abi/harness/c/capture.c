@@ -158,6 +158,8 @@ int main(void) {
   URT_CHECK(id2 > id1, "graph ids increase: %llu then %llu", (unsigned long long)id1, (unsigned long long)id2);
   URT_OK(urGraphIsEmptyExp(made, &empty));
   URT_CHECK(empty, "a new graph is empty");
+  /* Nothing to instantiate (UR's CTS, urGraphInstantiateGraphExpTest.InvalidEmptyGraph). */
+  URT_RESULT(UR_RESULT_ERROR_INVALID_ARGUMENT, urGraphInstantiateGraphExp(made, &exec));
   int destroyed = 0;
   URT_OK(urGraphSetDestructionCallbackExp(made, count_destruction, &destroyed));
   URT_OK(urQueueBeginCaptureIntoGraphExp(q, made));

@@ -73,6 +73,10 @@ static void device_checks(urt_env *env) {
   URT_OK(urDeviceGet(env->platform, UR_DEVICE_TYPE_CPU, 0, NULL, &cpus));
   URT_OK(urDeviceGet(env->platform, UR_DEVICE_TYPE_GPU, 0, NULL, &gpus));
   URT_CHECK(all >= 1 && cpus + gpus <= all, "devices: all %u, cpu %u, gpu %u", all, cpus, gpus);
+  /* CUSTOM is the last valid type (UR's CTS asks every one); none of ours is custom. */
+  uint32_t custom = 99;
+  URT_OK(urDeviceGet(env->platform, UR_DEVICE_TYPE_CUSTOM, 0, NULL, &custom));
+  URT_CHECK(custom == 0, "custom devices: %u", custom);
 
   /* Root devices: retain and release leave the count as it is. */
   uint32_t refs = 0, refs_after = 0;

@@ -6,9 +6,11 @@
 
 #include <time.h>
 
+/* Counts completions in the low byte and marks the other statuses above it. */
 static void count_callback(ur_event_handle_t event, ur_execution_info_t status, void *data) {
   (void)event;
-  if (status == UR_EXECUTION_INFO_COMPLETE) __atomic_add_fetch((int *)data, 1, __ATOMIC_SEQ_CST);
+  int add = status == UR_EXECUTION_INFO_COMPLETE ? 1 : status == UR_EXECUTION_INFO_RUNNING ? 0x100 : 0x10000;
+  __atomic_add_fetch((int *)data, add, __ATOMIC_SEQ_CST);
 }
 
 static void host_task(void *data) {
@@ -81,6 +83,10 @@ int main(void) {
   /* A completion callback, and a host task between device commands. */
   int called = 0;
   URT_OK(urEventSetCallback(copy, UR_EXECUTION_INFO_COMPLETE, count_callback, &called));
+  /* Statuses the command is past by now are reported too (UR's CTS, urEventSetCallbackTest.AllStates). */
+  URT_OK(urEventSetCallback(copy, UR_EXECUTION_INFO_RUNNING, count_callback, &called));
+  URT_OK(urEventSetCallback(copy, UR_EXECUTION_INFO_SUBMITTED, count_callback, &called));
+  URT_RESULT(UR_RESULT_ERROR_UNSUPPORTED_ENUMERATION, urEventSetCallback(copy, UR_EXECUTION_INFO_QUEUED, count_callback, &called));
   int *value = NULL;
   if (urt_usm_supported(&env, UR_DEVICE_INFO_USM_HOST_SUPPORT)) {
     URT_OK(urUSMHostAlloc(env.context, NULL, NULL, sizeof(int), (void **)&value));
@@ -97,11 +103,23 @@ int main(void) {
     URT_OK(urEventRelease(task));
     URT_OK(urUSMFree(env.context, value));
   }
-  for (int i = 0; i < 200 && __atomic_load_n(&called, __ATOMIC_SEQ_CST) == 0; i++) {
+  for (int i = 0; i < 200 && __atomic_load_n(&called, __ATOMIC_SEQ_CST) != 0x10101; i++) {
     struct timespec ts = {0, 5000000};
     nanosleep(&ts, NULL);
   }
-  URT_CHECK(__atomic_load_n(&called, __ATOMIC_SEQ_CST) == 1, "the callback ran %d times", called);
+  URT_CHECK(__atomic_load_n(&called, __ATOMIC_SEQ_CST) == 0x10101, "callbacks (submitted, running, complete): %x", called);
+
+  /* Releasing a queue's last reference waits for its commands, though its
+   * events still name it (UR's CTS, ReleaseEventAfterQueueRelease). */
+  ur_queue_handle_t brief = NULL;
+  URT_OK(urQueueCreate(env.context, env.device, NULL, &brief));
+  ur_event_handle_t last = NULL;
+  URT_OK(urEnqueueUSMFill(brief, a, 1, &five, n, 0, NULL, &last));
+  URT_OK(urQueueRelease(brief));
+  ur_event_status_t last_status = UR_EVENT_STATUS_QUEUED;
+  URT_OK(urEventGetInfo(last, UR_EVENT_INFO_COMMAND_EXECUTION_STATUS, sizeof last_status, &last_status, NULL));
+  URT_CHECK(last_status == UR_EVENT_STATUS_COMPLETE, "after the queue's release the fill is %d", last_status);
+  URT_OK(urEventRelease(last));
 
   /* Waiting for nothing, and for a list that does not match its count. */
   URT_RESULT(UR_RESULT_ERROR_INVALID_VALUE, urEventWait(0, &fill));

@@ -185,7 +185,9 @@ impl CapturedGraph {
 
     /// An executable graph of what was captured (`urGraphInstantiateGraphExp`);
     /// the graph stays as it is and may be instantiated again.
-    /// `InvalidOperation` while a capture into it is in progress.
+    /// `InvalidOperation` while a capture into it is in progress,
+    /// `InvalidArgument` for a graph with nothing captured (as UR's
+    /// conformance suite asks, `urGraphInstantiateGraphExpTest.InvalidEmptyGraph`).
     #[tracing::instrument(level = "debug", skip_all, fields(graph = self.id()))]
     pub fn instantiate(&self) -> Result<Graph<Executable>> {
         ensure!(
@@ -194,6 +196,7 @@ impl CapturedGraph {
             "graph #{} is being captured: end the capture before instantiating it",
             self.id()
         );
+        ensure!(!self.is_empty(), InvalidArgument, "graph #{} is empty: nothing to instantiate", self.id());
         self.graph.finalize(FinalizeProperties::default())
     }
 
