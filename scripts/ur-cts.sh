@@ -16,6 +16,8 @@
 #   UR_CTS_BUILD     build directory (default target/ur-cts)
 #   UR_CTS_SUITES    suites to build/run (default: all below)
 #   UR_CTS_BACKENDS  libraries to run on (default: cpu opencl vulkan)
+#   UR_CTS_LIBS      folder of the libur_adapter_rs_<backend>.so libraries
+#                    (default target/release; .device/bin on the GPU machine)
 #   UR_CTS_JOBS      parallel compile jobs (default 2)
 #   UR_CTS_TIMEOUT   seconds per suite run (default 600)
 #   UR_CTS_ALSO_RUN_KNOWN_FAILURES
@@ -36,6 +38,7 @@ oneapi=${UR_RS_ONEAPI:-$root/.oneapi}
 build=${UR_CTS_BUILD:-$root/target/ur-cts}
 suites=${UR_CTS_SUITES:-adapter platform device context queue event memory usm exp_command_buffer exp_graph sampler exp_usm_context_memcpy exp_usm_host_mem_register exp_reusable_events}
 backends=${UR_CTS_BACKENDS:-cpu opencl vulkan}
+libs=${UR_CTS_LIBS:-$root/target/release}
 jobs=${UR_CTS_JOBS:-2}
 timeout_s=${UR_CTS_TIMEOUT:-600}
 export UR_CTS_ALSO_RUN_KNOWN_FAILURES=${UR_CTS_ALSO_RUN_KNOWN_FAILURES:-1}
@@ -161,7 +164,7 @@ do_run() {
     printf '%-26s %-8s %7s %7s %8s  %s\n' suite backend passed failed skipped note
     for s in $suites; do
         for b in $backends; do
-            lib=$root/target/release/libur_adapter_rs_$b.so
+            lib=$libs/libur_adapter_rs_$b.so
             log=$res/$s-$b.log
             xml=$res/$s-$b.xml
             rm -f "$xml"
