@@ -485,7 +485,10 @@ pub fn main(backend: &'static str, library: &'static str) {
                     Trial::test(name, move || ready.trial(&program, layers))
                 }
                 (_, Some(reason)) => {
-                    println!("ignored {name}: {reason}");
+                    // A failed setup is said once, below.
+                    if setup.is_ok() {
+                        println!("ignored {name}: {reason}");
+                    }
                     // Run anyway (`--include-ignored`), it fails: it ran nothing.
                     Trial::test(name, move || Err(format!("cannot run here: {reason}").into())).with_ignored_flag(true)
                 }
