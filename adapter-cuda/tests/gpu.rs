@@ -6,8 +6,9 @@
 //!
 //! Without a CUDA driver (CI), the device tests are listed ignored and the
 //! reason ("no CUDA driver ...") is printed; without NVRTC, so are the tests
-//! that compile CUDA C. Run with `--include-ignored`, such a test fails
-//! rather than passing without having run.
+//! that compile CUDA C. Run with `--include-ignored`, or with `cuda` named in
+//! `UR_RS_REQUIRE_DEVICES`, such a test fails rather than passing without
+//! having run.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -96,6 +97,8 @@ fn main() {
         .as_ref()
         .is_some_and(|d| !has_nvrtc(d))
         .then(|| "NVRTC is not available: the test compiles CUDA C".to_string());
+    // Where CUDA is required (the GPU machines), not running is a failure.
+    let required = std::env::var("UR_RS_REQUIRE_DEVICES").is_ok_and(|v| v.split(',').any(|d| d.trim() == "cuda"));
     let mut trials = vec![Trial::test("factory_reports_why_the_adapter_is_absent", factory_reason)];
     let tests: [(&str, Needs, Test); 9] = [
         ("ptx_program_runs_eagerly_and_in_a_graph", Needs::Device, ptx_program),
@@ -118,7 +121,7 @@ fn main() {
             // Run anyway (`--include-ignored`), it fails: it ran nothing.
             (_, Some(reason)) => {
                 println!("ignored {name}: {reason}");
-                Trial::test(name, move || Err(format!("cannot run here: {reason}").into())).with_ignored_flag(true)
+                Trial::test(name, move || Err(format!("cannot run here: {reason}").into())).with_ignored_flag(!required)
             }
             (None, None) => unreachable!("no device always has a reason"),
         };
