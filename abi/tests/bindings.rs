@@ -2,10 +2,13 @@
 //! pinned `intel-sycl-rt` wheel: regenerated here with bindgen and compared.
 //!
 //! `UR_RS_BLESS=1 cargo test -p ur-abi --test bindings` rewrites the file.
-//! Without the wheel's headers or libclang the test reports itself skipped,
-//! unless `UR_RS_REQUIRE_ONEAPI=1` (set by CI) makes that a failure.
+//! Without the wheel's headers or libclang the test is listed ignored with
+//! the reason, unless `UR_RS_REQUIRE_ONEAPI=1` (set by CI) makes that a
+//! failure; run anyway (`--include-ignored`) it fails rather than passing.
 
 use std::path::{Path, PathBuf};
+
+use libtest_mimic::{Arguments, Failed, Trial};
 
 fn generate(include: &Path) -> Result<String, String> {
     let bindings = bindgen::Builder::default()
@@ -44,21 +47,39 @@ fn oneapi_prefix() -> PathBuf {
     }
 }
 
-#[test]
-fn bindings_match_the_wheel_headers() {
+fn main() {
+    let args = Arguments::from_args();
     let include = oneapi_prefix().join("include/unified-runtime");
-    let required = std::env::var_os("UR_RS_REQUIRE_ONEAPI").is_some_and(|v| v == "1");
-    let skip = |why: String| {
-        assert!(!required, "UR_RS_REQUIRE_ONEAPI=1 but {why}");
-        eprintln!("skipped: {why}");
+    // Decided before the test runs, so that it is listed ignored rather than
+    // passing without having checked anything.
+    let missing = if !include.join("ur_ddi.h").is_file() {
+        Some(format!("no UR headers in {} (run scripts/oneapi-venv.sh)", include.display()))
+    } else if let Err(e) = clang_sys::load() {
+        Some(format!("libclang cannot be loaded ({e}); install libclang-dev"))
+    } else {
+        None
     };
-    if !include.join("ur_ddi.h").is_file() {
-        return skip(format!("no UR headers in {} (run scripts/oneapi-venv.sh)", include.display()));
-    }
-    if let Err(e) = clang_sys::load() {
-        return skip(format!("libclang cannot be loaded ({e}); install libclang-dev"));
-    }
-    let fresh = generate(&include).expect("bindgen runs on the wheel's headers");
+    let name = "bindings_match_the_wheel_headers";
+    let trial = match missing {
+        None => Trial::test(name, move || {
+            bindings_match_the_wheel_headers(&include);
+            Ok(())
+        }),
+        Some(why) => {
+            let required = std::env::var_os("UR_RS_REQUIRE_ONEAPI").is_some_and(|v| v == "1");
+            println!("ignored {name}: {why}");
+            Trial::test(name, move || {
+                let prefix = if required { "UR_RS_REQUIRE_ONEAPI=1 but " } else { "cannot run here: " };
+                Err(Failed::from(format!("{prefix}{why}")))
+            })
+            .with_ignored_flag(!required)
+        }
+    };
+    libtest_mimic::run(&args, vec![trial]).exit();
+}
+
+fn bindings_match_the_wheel_headers(include: &Path) {
+    let fresh = generate(include).expect("bindgen runs on the wheel's headers");
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/bindings.rs");
     if std::env::var_os("UR_RS_BLESS").is_some_and(|v| v == "1") {
         std::fs::write(&path, &fresh).expect("writes src/bindings.rs");

@@ -4,8 +4,11 @@
 //! while a user event holds a stream, and what the device reports about
 //! itself.
 //!
-//! Without a CUDA driver (CI), the device tests are reported ignored and the
-//! reason ("no CUDA driver ...") is printed.
+//! Without a CUDA driver (CI), the device tests are listed ignored and the
+//! reason ("no CUDA driver ...") is printed; without NVRTC, so are the tests
+//! that compile CUDA C. Run with `--include-ignored`, or with `cuda` named in
+//! `UR_RS_REQUIRE_DEVICES`, such a test fails rather than passing without
+//! having run.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -73,33 +76,54 @@ extern "C" __global__ void maybe_fail(unsigned *p, unsigned fail, ur_launch l) {
 
 type Test = fn(&Device) -> Result<(), String>;
 
+/// Whether a test compiles CUDA C (through NVRTC) besides the PTX it loads.
+#[derive(Copy, Clone, PartialEq, Eq)]
+enum Needs {
+    Device,
+    Nvrtc,
+}
+
 fn main() {
     let args = Arguments::from_args();
     let loader = Loader::load(&[AdapterEntry::Compiled(&CudaAdapterFactory)], DeviceSelector::all());
-    let absent = loader.absent().first().map(|a| a.reason.clone());
-    if let Some(reason) = &absent {
-        println!("CUDA device tests skipped: {reason}");
-    }
     let device = loader.devices().into_iter().next();
+    // Why the device tests cannot run here, decided before any runs, so that
+    // they are listed ignored rather than passing without running.
+    let no_device = match &device {
+        Some(_) => None,
+        None => Some(loader.absent().first().map(|a| a.reason.clone()).unwrap_or_else(|| "no CUDA device".to_string())),
+    };
+    let no_nvrtc = device
+        .as_ref()
+        .is_some_and(|d| !has_nvrtc(d))
+        .then(|| "NVRTC is not available: the test compiles CUDA C".to_string());
+    // Where CUDA is required (the GPU machines), not running is a failure.
+    let required = std::env::var("UR_RS_REQUIRE_DEVICES").is_ok_and(|v| v.split(',').any(|d| d.trim() == "cuda"));
     let mut trials = vec![Trial::test("factory_reports_why_the_adapter_is_absent", factory_reason)];
-    let tests: [(&str, Test); 9] = [
-        ("ptx_program_runs_eagerly_and_in_a_graph", ptx_program),
-        ("kernel_parameters_are_checked_against_the_abi", abi_mismatch),
-        ("kernel_failure_is_reported_by_command_buffer_submissions", kernel_failure_in_graph),
-        ("empty_launch_updated_to_a_real_one_runs", empty_launch_update),
-        ("statuses_of_many_pending_submissions_stay_their_own", many_pending_submissions),
-        ("frees_do_not_wait_for_user_events", frees_while_gated),
-        ("native_handle_is_the_graph_then_the_executable_graph", native_handle),
-        ("every_device_runs_work", every_device),
-        ("device_information_and_clock", device_information),
+    let tests: [(&str, Needs, Test); 9] = [
+        ("ptx_program_runs_eagerly_and_in_a_graph", Needs::Device, ptx_program),
+        ("kernel_parameters_are_checked_against_the_abi", Needs::Device, abi_mismatch),
+        ("kernel_failure_is_reported_by_command_buffer_submissions", Needs::Nvrtc, kernel_failure_in_graph),
+        ("empty_launch_updated_to_a_real_one_runs", Needs::Device, empty_launch_update),
+        ("statuses_of_many_pending_submissions_stay_their_own", Needs::Nvrtc, many_pending_submissions),
+        ("frees_do_not_wait_for_user_events", Needs::Device, frees_while_gated),
+        ("native_handle_is_the_graph_then_the_executable_graph", Needs::Device, native_handle),
+        ("every_device_runs_work", Needs::Device, every_device),
+        ("device_information_and_clock", Needs::Device, device_information),
     ];
-    for (name, test) in tests {
-        let trial = match &device {
-            Some(device) => {
+    for (name, needs, test) in tests {
+        let missing = no_device.clone().or_else(|| if needs == Needs::Nvrtc { no_nvrtc.clone() } else { None });
+        let trial = match (&device, missing) {
+            (Some(device), None) => {
                 let device = device.clone();
                 Trial::test(name, move || test(&device).map_err(Failed::from))
             }
-            None => Trial::test(name, || Ok(())).with_ignored_flag(true),
+            // Run anyway (`--include-ignored`), it fails: it ran nothing.
+            (_, Some(reason)) => {
+                println!("ignored {name}: {reason}");
+                Trial::test(name, move || Err(format!("cannot run here: {reason}").into())).with_ignored_flag(!required)
+            }
+            (None, None) => unreachable!("no device always has a reason"),
         };
         trials.push(trial);
     }
@@ -194,21 +218,24 @@ fn abi_mismatch(device: &Device) -> Result<(), String> {
     }
 }
 
-fn test_kernel(context: &Context) -> Result<Option<Kernel>, String> {
-    if context.device().info().source_forms.first() != Some(&SourceForm::CudaC) {
-        println!("NVRTC is not available: CUDA C kernel tests skipped");
-        return Ok(None);
+/// Whether the device compiles CUDA C (NVRTC was found).
+fn has_nvrtc(device: &Device) -> bool {
+    device.info().source_forms.first() == Some(&SourceForm::CudaC)
+}
+
+fn test_kernel(context: &Context) -> Result<Kernel, String> {
+    if !has_nvrtc(context.device()) {
+        return Err("NVRTC is not available, yet this test was not listed ignored".into());
     }
     let bundle = ProgramBundle::new()
         .kernel(KernelSignature::new("maybe_fail", [ArgKind::Global, ArgKind::Value(4)]))
         .source(ProgramSource::CudaC(TEST_CUDA_C.into()));
     let program = Program::new(context, &bundle).map_err(ur)?;
-    Ok(Some(Kernel::new(&program, "maybe_fail").map_err(ur)?))
+    Kernel::new(&program, "maybe_fail").map_err(ur)
 }
 
 /// An updatable command buffer launching `maybe_fail(out, code)` over 16
-/// items, not finalized, with its queue, output and command handle; `None`
-/// without NVRTC.
+/// items, not finalized, with its queue, output and command handle.
 struct FailingBuffer {
     queue: Queue,
     out: UsmAllocation,
@@ -216,9 +243,9 @@ struct FailingBuffer {
     appended: Appended,
 }
 
-fn failing_buffer(device: &Device, code: u32) -> Result<Option<FailingBuffer>, String> {
+fn failing_buffer(device: &Device, code: u32) -> Result<FailingBuffer, String> {
     let context = Context::new(device).map_err(ur)?;
-    let Some(kernel) = test_kernel(&context)? else { return Ok(None) };
+    let kernel = test_kernel(&context)?;
     let queue = Queue::new(&context, QueueProperties::default()).map_err(ur)?;
     let out = UsmAllocation::new(&context, UsmKind::Device, 16 * 4).map_err(ur)?;
     let args = [KernelArg::Pointer(out.ptr()), KernelArg::value(&code)];
@@ -228,11 +255,11 @@ fn failing_buffer(device: &Device, code: u32) -> Result<Option<FailingBuffer>, S
     let appended =
         unsafe { cb.append_kernel_launch(&KernelLaunch::new(&kernel, &[16], &args), &[], AppendOptions::new()) }
             .map_err(ur)?;
-    Ok(Some(FailingBuffer { queue, out, cb, appended }))
+    Ok(FailingBuffer { queue, out, cb, appended })
 }
 
 fn kernel_failure_in_graph(device: &Device) -> Result<(), String> {
-    let Some(FailingBuffer { queue, out, cb, appended }) = failing_buffer(device, 7)? else { return Ok(()) };
+    let FailingBuffer { queue, out, cb, appended } = failing_buffer(device, 7)?;
     cb.append_usm_fill(out.ptr(), &[0], 4, AppendOptions::new().after(&[appended.sync_point])).map_err(ur)?;
     cb.finalize().map_err(ur)?;
     let first = queue.enqueue_command_buffer(&cb, &[]).map_err(ur)?;
@@ -266,7 +293,7 @@ fn kernel_failure_in_graph(device: &Device) -> Result<(), String> {
 fn many_pending_submissions(device: &Device) -> Result<(), String> {
     const HELD: usize = 300;
     // `_out` lives to the end: the kernels write it.
-    let Some(FailingBuffer { queue, out: _out, cb, appended }) = failing_buffer(device, 0)? else { return Ok(()) };
+    let FailingBuffer { queue, out: _out, cb, appended } = failing_buffer(device, 0)?;
     cb.finalize().map_err(ur)?;
     let gate = UserEvent::new(queue.context()).map_err(ur)?;
     let mut events = Vec::with_capacity(HELD + 1);

@@ -1,10 +1,12 @@
 //! What the conformance suite cannot reach: the device the factory reports,
 //! the choice of SPIR-V among a bundle's forms, and how malformed or
 //! incomplete SPIR-V fails. Needs a Vulkan device (CI has lavapipe); without
-//! one each test says why it checked nothing.
+//! one the tests are listed ignored with the reason, and fail when run anyway
+//! (`--include-ignored`) or when `UR_RS_REQUIRE_DEVICES` names `vulkan`.
 
 use std::borrow::Cow;
 
+use libtest_mimic::{Arguments, Failed, Trial};
 use ur_adapter_vulkan::VulkanAdapterFactory;
 use ur_core::{
     AdapterEntry, ArgKind, CommandBufferSupport, Context, Device, DeviceSelector, Kernel, KernelArg, KernelLaunch,
@@ -20,13 +22,50 @@ fn words(bytes: &[u8]) -> Vec<u32> {
     bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
 }
 
-fn device() -> Option<Device> {
+type Test = fn(&Device);
+
+fn main() {
+    let args = Arguments::from_args();
     let loader = Loader::load(&[AdapterEntry::Compiled(&VulkanAdapterFactory)], DeviceSelector::all());
     let device = loader.devices().into_iter().next();
+    let required = std::env::var("UR_RS_REQUIRE_DEVICES").is_ok_and(|v| v.split(',').any(|d| d.trim() == "vulkan"));
+    let absent: Vec<&str> = loader.absent().iter().map(|a| a.reason.as_str()).collect();
+    let reason = format!("no Vulkan device ({})", absent.join("; "));
     if device.is_none() {
-        eprintln!("skipped: no Vulkan device ({:?})", loader.absent());
+        println!("Vulkan device tests ignored: {reason}");
     }
-    device
+    let tests: [(&str, Test); 5] = [
+        ("devices_report_what_the_adapter_implements", devices_report_what_the_adapter_implements),
+        ("spirv_is_chosen_from_a_bundle_of_several_forms", spirv_is_chosen_from_a_bundle_of_several_forms),
+        ("a_bundle_without_spirv_is_an_invalid_binary", a_bundle_without_spirv_is_an_invalid_binary),
+        (
+            "malformed_spirv_is_an_invalid_binary_naming_the_kernel",
+            malformed_spirv_is_an_invalid_binary_naming_the_kernel,
+        ),
+        (
+            "a_declared_kernel_without_a_module_is_an_invalid_kernel_name",
+            a_declared_kernel_without_a_module_is_an_invalid_kernel_name,
+        ),
+    ];
+    let trials = tests
+        .into_iter()
+        .map(|(name, test)| match &device {
+            Some(device) => {
+                let device = device.clone();
+                Trial::test(name, move || {
+                    test(&device);
+                    Ok(())
+                })
+            }
+            // Run anyway, or required here, it fails: it ran nothing.
+            None => {
+                let reason = reason.clone();
+                Trial::test(name, move || Err(Failed::from(format!("cannot run here: {reason}"))))
+                    .with_ignored_flag(!required)
+            }
+        })
+        .collect();
+    libtest_mimic::run(&args, trials).exit();
 }
 
 fn spirv(kernel: &'static str, words: Vec<u32>) -> ProgramSource {
@@ -43,9 +82,7 @@ fn add_ten(g: &WorkGroup<'_>) {
     }
 }
 
-#[test]
-fn devices_report_what_the_adapter_implements() {
-    let Some(device) = device() else { return };
+fn devices_report_what_the_adapter_implements(device: &Device) {
     let info = device.info();
     assert_eq!(info.source_forms, vec![SourceForm::SpirV]);
     assert_eq!(info.command_buffer.support, CommandBufferSupport::Native);
@@ -57,10 +94,8 @@ fn devices_report_what_the_adapter_implements() {
     assert!(info.driver_version.contains("Vulkan"), "{}", info.driver_version);
 }
 
-#[test]
-fn spirv_is_chosen_from_a_bundle_of_several_forms() {
-    let Some(device) = device() else { return };
-    let context = Context::new(&device).unwrap();
+fn spirv_is_chosen_from_a_bundle_of_several_forms(device: &Device) {
+    let context = Context::new(device).unwrap();
     let bundle = ProgramBundle::new()
         .kernel(KernelSignature::new("increment", [ArgKind::Global]))
         .source(ProgramSource::Native(vec![NativeKernel::new("increment", add_ten)]))
@@ -82,10 +117,8 @@ fn spirv_is_chosen_from_a_bundle_of_several_forms() {
     assert_eq!(got, (1..=64u32).collect::<Vec<_>>(), "the SPIR-V form ran");
 }
 
-#[test]
-fn a_bundle_without_spirv_is_an_invalid_binary() {
-    let Some(device) = device() else { return };
-    let context = Context::new(&device).unwrap();
+fn a_bundle_without_spirv_is_an_invalid_binary(device: &Device) {
+    let context = Context::new(device).unwrap();
     let bundle = ProgramBundle::new()
         .kernel(KernelSignature::new("increment", [ArgKind::Global]))
         .source(ProgramSource::Native(vec![NativeKernel::new("increment", add_ten)]));
@@ -93,10 +126,8 @@ fn a_bundle_without_spirv_is_an_invalid_binary() {
     assert!(matches!(err, UrError::InvalidBinary(_)), "{err}");
 }
 
-#[test]
-fn malformed_spirv_is_an_invalid_binary_naming_the_kernel() {
-    let Some(device) = device() else { return };
-    let context = Context::new(&device).unwrap();
+fn malformed_spirv_is_an_invalid_binary_naming_the_kernel(device: &Device) {
+    let context = Context::new(device).unwrap();
     let declared = || ProgramBundle::new().kernel(KernelSignature::new("increment", [ArgKind::Global]));
 
     let err = Program::new(&context, &declared().source(spirv("increment", vec![1, 2, 3, 4, 5]))).unwrap_err();
@@ -116,10 +147,8 @@ fn malformed_spirv_is_an_invalid_binary_naming_the_kernel() {
     assert!(matches!(err, UrError::InvalidBinary(_)), "{err}");
 }
 
-#[test]
-fn a_declared_kernel_without_a_module_is_an_invalid_kernel_name() {
-    let Some(device) = device() else { return };
-    let context = Context::new(&device).unwrap();
+fn a_declared_kernel_without_a_module_is_an_invalid_kernel_name(device: &Device) {
+    let context = Context::new(device).unwrap();
     let bundle = ProgramBundle::new()
         .kernel(KernelSignature::new("increment", [ArgKind::Global]))
         .kernel(KernelSignature::new("missing", [ArgKind::Global]))

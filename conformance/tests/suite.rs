@@ -1,7 +1,9 @@
 //! `cargo test -p ur-conformance`: one libtest trial per case and device,
 //! named like `[cpu:0] update::kernel_args`. Cases whose requirements the
-//! device does not meet are reported as ignored (the `ur-conformance`
-//! binary prints the missing capability).
+//! device does not meet are listed as ignored (the `ur-conformance`
+//! binary prints the missing capability). A case that ran nothing never
+//! passes: run anyway (`--include-ignored`), or skipping only at run time
+//! (`CaseError::Skip`), it fails with the reason.
 
 use libtest_mimic::{Arguments, Failed, Trial};
 use ur_conformance::{Outcome, cases, devices_under_test, run_case};
@@ -31,10 +33,10 @@ fn main() {
             let device = device.clone();
             let trial = Trial::test(name, move || match run_case(&case, &device) {
                 Outcome::Pass => Ok(()),
-                Outcome::Skip(reason) => {
-                    println!("skipped: {reason}");
-                    Ok(())
-                }
+                // Ran nothing: a requirement the device misses (an ignored
+                // case run with `--include-ignored`), or a skip found only
+                // at run time, which its `requires` should have declared.
+                Outcome::Skip(reason) => Err(Failed::from(format!("ran nothing: {reason}"))),
                 Outcome::Fail(message) => Err(Failed::from(message)),
             });
             trials.push(trial.with_ignored_flag(skip));

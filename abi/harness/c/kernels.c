@@ -6,6 +6,8 @@
  *
  * The kernel is axpb(p, a, b): p[i] = p[i] * a + b. Files are read from the
  * repository (URT_REPO, else the working directory). */
+/* An OpenCL device without SPIR-V takes no form of axpb.
+ * urt: needs kernels */
 #include "urt.h"
 
 enum { N = 1024 };

@@ -14,6 +14,13 @@
 //! `not ok name: why`); exit code 77 means "skipped" with the reason on its
 //! last line (`skip: ...`), for a capability the device lacks.
 //!
+//! A program that ran nothing is never reported as passed. What a program
+//! needs of the device is declared in its source by `urt: needs ...` lines
+//! (see [`Need`]), evaluated against the probe's answers before any trial
+//! runs: a program whose needs are not met is listed ignored, the reason
+//! printed. A program that still exits 77 fails (its declaration is
+//! wrong), and so does an ignored trial run with `--include-ignored`.
+//!
 //! The loader and libsycl come from Intel's wheels (`scripts/oneapi-venv.sh`
 //! installs them into `.oneapi/`; `UR_RS_ONEAPI` names another prefix).
 //! Without them, or without a C/C++ compiler, the trials are reported
@@ -99,6 +106,66 @@ pub struct Program {
     /// the line `urt: also without layers`), so that calls the layer would
     /// answer itself reach the adapter.
     pub also_without_layers: bool,
+    /// What it needs of the device: its `urt: needs` lines, each a list of
+    /// needs that must all hold.
+    pub needs: Vec<Need>,
+}
+
+/// One need of a program, from a `urt: needs <term> <term> ...` line of
+/// its source; a term is a capability or several separated by `|`, any one
+/// of which will do. Capabilities: a backend (`cpu`, `opencl`, `vulkan`,
+/// `cuda`), `spirv` (the device lists an IL version) and `kernels` (the
+/// device builds one of the forms of `urt_axpb_program`: every backend but
+/// OpenCL without SPIR-V).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Need(pub Vec<String>);
+
+/// What the probe found out about a library's device, for [`Need`]s.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Capabilities {
+    /// The library's backend: `cpu`, `opencl`, `vulkan`, `cuda`.
+    pub backend: String,
+    /// Whether the device lists an IL version.
+    pub spirv: bool,
+}
+
+impl Capabilities {
+    fn has(&self, capability: &str) -> Result<bool, String> {
+        match capability {
+            "cpu" | "opencl" | "vulkan" | "cuda" => Ok(self.backend == capability),
+            "spirv" => Ok(self.spirv),
+            "kernels" => Ok(self.backend != "opencl" || self.spirv),
+            other => Err(format!("unknown capability {other:?} in a `urt: needs` line")),
+        }
+    }
+}
+
+impl Program {
+    /// Why this program cannot run on a device with `caps` (`None`: it can).
+    /// An unknown capability is an error, not a reason to skip.
+    pub fn unmet(&self, caps: &Capabilities) -> Result<Option<String>, String> {
+        for Need(alternatives) in &self.needs {
+            let mut met = false;
+            for capability in alternatives {
+                met |= caps.has(capability)?;
+            }
+            if !met {
+                return Ok(Some(format!("needs {} (the {} device lacks it)", alternatives.join(" or "), caps.backend)));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// The needs declared in a program's source (up to a `*/` on the line).
+pub fn parse_needs(source: &str) -> Vec<Need> {
+    source
+        .lines()
+        .filter_map(|line| line.split_once("urt: needs ").map(|(_, rest)| rest))
+        // A C comment may close on the same line.
+        .map(|rest| rest.split("*/").next().unwrap_or_default())
+        .flat_map(|rest| rest.split_whitespace().map(|term| Need(term.split('|').map(str::to_string).collect())))
+        .collect()
 }
 
 /// Every test program, by kind then name.
@@ -113,9 +180,10 @@ pub fn programs() -> Vec<Program> {
         sources.sort();
         for source in sources {
             let stem = source.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-            let also_without_layers =
-                std::fs::read_to_string(&source).is_ok_and(|text| text.contains("urt: also without layers"));
-            out.push(Program { name: format!("{prefix}::{stem}"), kind, source, also_without_layers });
+            let text = std::fs::read_to_string(&source).unwrap_or_default();
+            let also_without_layers = text.contains("urt: also without layers");
+            let needs = parse_needs(&text);
+            out.push(Program { name: format!("{prefix}::{stem}"), kind, source, also_without_layers, needs });
         }
     }
     out
@@ -128,6 +196,7 @@ pub fn bench_program() -> Program {
         kind: Kind::Sycl,
         source: Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/graph_submit.cpp"),
         also_without_layers: false,
+        needs: Vec::new(),
     }
 }
 
@@ -403,19 +472,27 @@ pub fn main(backend: &'static str, library: &'static str) {
         .map(|(program, layers)| {
             let suffix = if layers == Layers::None { " (no layers)" } else { "" };
             let name = format!("[{backend}] {}{suffix}", program.name);
-            match &setup {
-                Err(reason) => {
-                    let reason = reason.clone();
-                    Trial::test(name, move || {
-                        println!("skipped: {reason}");
-                        Ok(())
-                    })
-                    .with_ignored_flag(true)
-                }
-                Ok(ready) => {
+            let cannot = match &setup {
+                Err(reason) => Some(reason.clone()),
+                Ok(ready) => match program.unmet(&ready.caps) {
+                    Ok(unmet) => unmet,
+                    Err(why) => return Trial::test(name, move || Err(why.into())),
+                },
+            };
+            match (&setup, cannot) {
+                (Ok(ready), None) => {
                     let ready = ready.clone();
                     Trial::test(name, move || ready.trial(&program, layers))
                 }
+                (_, Some(reason)) => {
+                    // A failed setup is said once, below.
+                    if setup.is_ok() {
+                        println!("ignored {name}: {reason}");
+                    }
+                    // Run anyway (`--include-ignored`), it fails: it ran nothing.
+                    Trial::test(name, move || Err(format!("cannot run here: {reason}").into())).with_ignored_flag(true)
+                }
+                (Err(_), None) => unreachable!("a failed setup always has a reason"),
             }
         })
         .collect();
@@ -437,23 +514,33 @@ struct Ready {
     oneapi: Oneapi,
     library: PathBuf,
     cache: PathBuf,
+    caps: Capabilities,
 }
 
 impl Ready {
     fn trial(&self, program: &Program, layers: Layers) -> Result<(), Failed> {
         let exe = build(&self.oneapi, program, &self.cache)?;
         let run = run(&exe, Some(&self.library), layers, &[], &[])?;
-        match verdict(&run) {
-            Verdict::Pass => {
-                print!("{}", run.stdout);
-                Ok(())
-            }
-            Verdict::Skip(reason) => {
-                println!("skipped: {reason}");
-                Ok(())
-            }
-            Verdict::Fail(why) => Err(why.into()),
+        let verdict = verdict(&run);
+        if verdict == Verdict::Pass {
+            print!("{}", run.stdout);
         }
+        trial_result(verdict)
+    }
+}
+
+/// A test trial's result from a run's verdict: only a pass passes. A skip
+/// found at run time fails, since the program's `urt: needs` lines said it
+/// could run here and it ran nothing.
+pub fn trial_result(verdict: Verdict) -> Result<(), Failed> {
+    match verdict {
+        Verdict::Pass => Ok(()),
+        Verdict::Skip(reason) => Err(format!(
+            "exited 77 (skip: {reason}), though its `urt: needs` lines are met here: \
+             a program that ran nothing does not pass; declare the need in its source"
+        )
+        .into()),
+        Verdict::Fail(why) => Err(why.into()),
     }
 }
 
@@ -478,13 +565,79 @@ fn setup(backend: &str, library: &str) -> Result<Ready, String> {
         kind: Kind::CApi,
         source: Path::new(env!("CARGO_MANIFEST_DIR")).join("probe/probe.c"),
         also_without_layers: false,
+        needs: Vec::new(),
     };
     let exe = build(&oneapi, &probe, &cache)?;
     let run = run(&exe, Some(&library), Layers::None, &[], &[])?;
-    match (run.exit, run.stdout.trim().parse::<u32>()) {
-        (Some(0), Ok(0)) => return Err(format!("no device: the {backend} adapter found none")),
-        (Some(0), Ok(_)) => {}
+    let devices = run.stdout.lines().next().and_then(|l| l.trim().parse::<u32>().ok());
+    match (run.exit, devices) {
+        (Some(0), Some(0)) => return Err(format!("no device: the {backend} adapter found none")),
+        (Some(0), Some(_)) => {}
         _ => return Err(format!("the probe failed: {}\n{}", run.stdout, run.stderr)),
     }
-    Ok(Ready { oneapi, library, cache })
+    let spirv = run.stdout.lines().any(|l| l.trim() == "spirv 1");
+    Ok(Ready { oneapi, library, cache, caps: Capabilities { backend: backend.to_string(), spirv } })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 16: a program that exits 77 ran nothing, and its trial must
+    /// not pass.
+    #[test]
+    fn a_program_exiting_77_is_not_a_pass() {
+        let sh = Path::new("/bin/sh");
+        let skip = run(sh, None, Layers::None, &["-c", "echo 'ok probe'; echo 'skip: no widget'; exit 77"], &[])
+            .expect("/bin/sh runs");
+        let skipped = verdict(&skip);
+        assert_eq!(skipped, Verdict::Skip("no widget".into()));
+        let failed = trial_result(skipped).expect_err("a skip at run time must fail the trial");
+        assert!(format!("{failed:?}").contains("no widget"), "{failed:?}");
+        let passed = run(sh, None, Layers::None, &["-c", "exit 0"], &[]).expect("/bin/sh runs");
+        assert!(trial_result(verdict(&passed)).is_ok());
+    }
+
+    fn program(source: &str) -> Program {
+        Program {
+            name: "c::x".into(),
+            kind: Kind::CApi,
+            source: PathBuf::new(),
+            also_without_layers: false,
+            needs: parse_needs(source),
+        }
+    }
+
+    fn caps(backend: &str, spirv: bool) -> Capabilities {
+        Capabilities { backend: backend.into(), spirv }
+    }
+
+    #[test]
+    fn needs_are_evaluated_before_running() {
+        let p = program("/* urt: needs opencl|cpu spirv */\n// urt: needs kernels\nint main(void) {}");
+        assert_eq!(p.needs.len(), 3);
+        assert_eq!(p.unmet(&caps("opencl", true)), Ok(None));
+        assert_eq!(p.unmet(&caps("cpu", true)), Ok(None));
+        let vulkan = p.unmet(&caps("vulkan", true)).unwrap().expect("vulkan is neither opencl nor cpu");
+        assert!(vulkan.contains("opencl or cpu"), "{vulkan}");
+        let no_il = p.unmet(&caps("opencl", false)).unwrap().expect("no SPIR-V");
+        assert!(no_il.contains("spirv"), "{no_il}");
+        let kernels = program("urt: needs kernels");
+        assert_eq!(kernels.unmet(&caps("vulkan", false)), Ok(None));
+        assert!(kernels.unmet(&caps("opencl", false)).unwrap().is_some());
+        assert!(program("int main(void) {}").unmet(&caps("cuda", false)).unwrap().is_none());
+        assert!(program("urt: needs widgets").unmet(&caps("cpu", true)).is_err(), "an unknown need is an error");
+    }
+
+    /// Every program's declared needs are ones the harness knows.
+    #[test]
+    fn every_declared_need_is_known() {
+        for p in programs() {
+            for backend in ["cpu", "opencl", "vulkan", "cuda"] {
+                for spirv in [false, true] {
+                    assert!(p.unmet(&caps(backend, spirv)).is_ok(), "{}: {:?}", p.name, p.needs);
+                }
+            }
+        }
+    }
 }

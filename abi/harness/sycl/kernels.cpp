@@ -6,6 +6,7 @@
 // updated from another; every result is checked. It needs a device that
 // builds SPIR-V (our OpenCL adapter on a driver that takes IL, or through
 // llvm-spirv on one that does not); elsewhere it skips.
+// urt: needs opencl spirv
 #include "st.hpp"
 #include <cstddef>
 #include <fstream>

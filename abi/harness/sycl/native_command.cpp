@@ -5,6 +5,7 @@
 // cl_command_queue of get_native_queue, into USM (SVM on the devices seen);
 // CPU: host stores into the device's memory, which is host memory. Other
 // backends skip (libsycl has no native queue type for them).
+// urt: needs opencl|cpu
 #include "st.hpp"
 #include <dlfcn.h>
 #include <vector>
