@@ -7,7 +7,10 @@
  * unjoined forks, merging two captures, null handles and pointers), and
  * kernel launches captured and replayed.
  * urt: also without layers (the adapter answers every misuse itself) */
+#define _POSIX_C_SOURCE 200809L /* getpid */
 #include "urt.h"
+
+#include <unistd.h>
 
 static void count_destruction(void *data) { __atomic_add_fetch((int *)data, 1, __ATOMIC_SEQ_CST); }
 
@@ -171,8 +174,9 @@ int main(void) {
   URT_CHECK(!capturing(q), "a refused begin leaves the queue executing");
 
   /* Dumped as DOT; an unwritable path is UR_RESULT_ERROR_UNKNOWN. */
-  char path[64];
-  snprintf(path, sizeof path, "/tmp/urt-capture-%d.dot", (int)id2);
+  /* The process id keeps concurrent runs (with and without layers) apart. */
+  char path[96];
+  snprintf(path, sizeof path, "/tmp/urt-capture-%ld-%d.dot", (long)getpid(), (int)id2);
   URT_OK(urGraphDumpContentsExp(made, path));
   FILE *f = fopen(path, "r");
   char head[16] = {0};
