@@ -20,8 +20,8 @@
 use std::ffi::c_void;
 
 use ur_core::{
-    CacheType, DeviceInfo, FpCapabilities, LocalMemType, MemoryOrders, MemoryScopes, SourceForm, UpdateCapabilities,
-    UsmKinds, VectorWidths, err,
+    CacheType, FpCapabilities, LocalMemType, MemoryOrders, MemoryScopes, UpdateCapabilities, UsmKinds, VectorWidths,
+    err,
 };
 
 use crate::device::{Device, ur_device_type};
@@ -208,8 +208,8 @@ fn answer(handle: &Handle<Device>, name: ur_device_info_t, out: InfoOut) -> AbiR
         I::UR_DEVICE_INFO_VERSION => out.string(&info.version),
         I::UR_DEVICE_INFO_BACKEND_RUNTIME_VERSION => out.string(&info.driver_version),
         I::UR_DEVICE_INFO_PROFILE => out.string("FULL_PROFILE"),
-        I::UR_DEVICE_INFO_EXTENSIONS => out.string(&extensions(info).join(" ")),
-        I::UR_DEVICE_INFO_IL_VERSION => match il_version(info) {
+        I::UR_DEVICE_INFO_EXTENSIONS => out.string(&info.extensions.join(" ")),
+        I::UR_DEVICE_INFO_IL_VERSION => match &info.il_version {
             Some(il) => out.string(il),
             None => refused(name, "the device takes no intermediate language"),
         },
@@ -472,28 +472,6 @@ fn answer(handle: &Handle<Device>, name: ur_device_info_t, out: InfoOut) -> AbiR
 
         other => Err(err!(InvalidEnumeration, "{:#x} is not a ur_device_info_t", other.0)),
     }
-}
-
-/// The IL a program may be created from: the driver's, or, where ur-rs
-/// builds OpenCL SPIR-V for a driver without IL (PoCL 3.1 through
-/// `llvm-spirv`), SPIR-V 1.0, the version the translator reads.
-fn il_version(info: &DeviceInfo) -> Option<&str> {
-    match &info.il_version {
-        Some(il) => Some(il),
-        None if info.source_forms.contains(&SourceForm::SpirvKernel) => Some("SPIR-V_1.0"),
-        None => None,
-    }
-}
-
-/// The driver's extensions, plus `cl_khr_il_program` where programs may be
-/// created from IL although the driver lacks it (see [`il_version`]): SYCL
-/// runtimes ask the extension list whether a device takes SPIR-V.
-fn extensions(info: &DeviceInfo) -> Vec<&str> {
-    let mut list: Vec<&str> = info.extensions.iter().map(String::as_str).collect();
-    if info.source_forms.contains(&SourceForm::SpirvKernel) && !list.contains(&"cl_khr_il_program") {
-        list.push("cl_khr_il_program");
-    }
-    list
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@ use crate::context::ClContext;
 use crate::ffi::{self, CommandBufferApi, IntelUsmApi};
 use crate::info;
 use crate::one_launch;
+use crate::spir::IlPath;
 use crate::version::{self, CommandBufferAbi, ExtVersion};
 
 const CL_DEVICE_TYPE_ALL: cl_bitfield = 0xFFFF_FFFF;
@@ -181,6 +182,8 @@ pub(crate) struct DeviceShared {
     pub(crate) out_of_order: bool,
     /// PoCL's CPU devices before 7.0: see [`crate::one_launch`].
     pub(crate) one_launch_per_kernel: bool,
+    /// How SPIR-V programs reach the driver, `None` where they cannot.
+    pub(crate) il_path: Option<IlPath>,
     pub(crate) info: DeviceInfo,
 }
 
@@ -343,13 +346,21 @@ impl ClDevice {
             out_of_order,
             command_buffer: command_buffer_caps(command_buffers.is_some()),
         };
-        let info = info::device_info(&device, name, decided)?;
+        let (info, il_path) = info::device_info(&device, name, decided)?;
         let one_launch_per_kernel = one_launch::affected(platform_version, info.device_type == DeviceType::Cpu);
         if one_launch_per_kernel {
             tracing::debug!(device = %info.name, "PoCL before 7.0: one launch per kernel at a time");
         }
         Ok(ClDevice {
-            shared: Arc::new(DeviceShared { id, usm, command_buffers, out_of_order, one_launch_per_kernel, info }),
+            shared: Arc::new(DeviceShared {
+                id,
+                usm,
+                command_buffers,
+                out_of_order,
+                one_launch_per_kernel,
+                il_path,
+                info,
+            }),
             clock: DeviceClock::new(id),
         })
     }

@@ -3,6 +3,7 @@
 //! below), with the queries of optional extensions asked only where the
 //! device lists the extension.
 
+use crate::spir::IlPath;
 use cl3::types::{cl_bitfield, cl_device_id, cl_uint};
 use ur_core::{
     AtomicCaps, BinaryTarget, CacheType, CommandBufferCaps, DeviceInfo, DeviceType, FpCapabilities, FpConfigs,
@@ -160,7 +161,7 @@ pub(crate) fn device_info(
     device: &opencl3::device::Device,
     name: String,
     decided: Decided,
-) -> std::result::Result<DeviceInfo, String> {
+) -> std::result::Result<(DeviceInfo, Option<IlPath>), String> {
     let id = device.id();
     let q = |what: &str, e: cl3::error_codes::ClError| format!("{what}: {}", e.0);
     let dev_type = device.dev_type().map_err(|e| q("CL_DEVICE_TYPE", e))?;
@@ -227,7 +228,10 @@ pub(crate) fn device_info(
     let intel_attributes = has("cl_intel_device_attribute_query");
     let max_mem_alloc_size = device.max_mem_alloc_size().map_err(|e| q("CL_DEVICE_MAX_MEM_ALLOC_SIZE", e))?;
 
-    Ok(DeviceInfo {
+    // How SPIR-V reaches this driver, decided once: the device info says
+    // what programs may be created from, and builds take the same path.
+    let il_path = crate::spir::il_path(id, il_version.as_deref(), &extensions);
+    let mut info = DeviceInfo {
         name,
         vendor: device.vendor().unwrap_or_default(),
         driver_version: device.driver_version().unwrap_or_default(),
@@ -244,7 +248,7 @@ pub(crate) fn device_info(
         usm_host_addressable: true,
         queue_profiling: true,
         out_of_order_queues: decided.out_of_order,
-        source_forms: if crate::spir::il_path(id, il_version.as_deref(), &extensions).is_some() {
+        source_forms: if il_path.is_some() {
             vec![SourceForm::OpenClC, SourceForm::SpirvKernel]
         } else {
             vec![SourceForm::OpenClC]
@@ -314,7 +318,17 @@ pub(crate) fn device_info(
         profiling_timer_resolution_ns: device.profiling_timer_resolution().unwrap_or(1).max(1) as u64,
         printf_buffer_size: device.printf_buffer_size().unwrap_or(0),
         native_bfloat16_conversions: has("cl_intel_bfloat16_conversions"),
-    })
+    };
+    if matches!(il_path, Some(IlPath::Translate(_))) {
+        // ur-rs takes SPIR-V for a driver without IL (translating it to
+        // SPIR 1.2): what the translator reads, and the extension SYCL
+        // runtimes look for.
+        info.il_version = Some("SPIR-V_1.0".into());
+        if !info.extensions.iter().any(|e| e == "cl_khr_il_program") {
+            info.extensions.push("cl_khr_il_program".into());
+        }
+    }
+    Ok((info, il_path))
 }
 
 #[cfg(test)]

@@ -39,9 +39,7 @@ impl ClProgram {
     /// Builds a SPIR-V module of OpenCL kernels, natively or through the
     /// translator (see [`crate::spir`]).
     pub(crate) fn build_il(shared: Arc<Shared>, il: &[u8], options: &str) -> Result<ClProgram> {
-        let info = &shared.device.info;
-        let path = spir::il_path(shared.device.id, info.il_version.as_deref(), &info.extensions);
-        match path {
+        match shared.device.il_path.clone() {
             Some(IlPath::Native) => {
                 let program =
                     opencl3::program::Program::create_from_il(&shared.context, il).cl("clCreateProgramWithIL")?;

@@ -416,8 +416,9 @@ pub struct DeviceInfo {
     /// Extension names: the driver's where it has an extension string, else
     /// [`capability_extensions`].
     pub extensions: Vec<String>,
-    /// The intermediate languages the driver accepts, as OpenCL writes them
-    /// (`SPIR-V_1.0 SPIR-V_1.1`).
+    /// The intermediate languages programs may be created from, as OpenCL
+    /// writes them (`SPIR-V_1.0 SPIR-V_1.1`): the driver's, or what the
+    /// adapter translates for it.
     pub il_version: Option<String>,
     /// The UR binary formats the device can run, most preferred first
     /// (empty: none of UR's formats).
