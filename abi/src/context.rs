@@ -48,6 +48,11 @@ impl Context {
         &self.device
     }
 
+    /// Whether `device` is the context's device (a context holds one).
+    pub(crate) fn holds(&self, device: &Handle<Device>) -> bool {
+        std::ptr::eq(device, &*self.device)
+    }
+
     /// Registers a USM allocation made in this context.
     pub(crate) fn add_usm(&self, allocation: UsmAllocation) -> *mut c_void {
         let ptr = allocation.ptr().addr();

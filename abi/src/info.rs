@@ -136,6 +136,20 @@ pub unsafe fn slice<'a, T>(
     }
 }
 
+/// Borrows a C array that UR lets be anything when its count is 0 (argument
+/// and update lists): null with a count is `INVALID_NULL_POINTER`.
+///
+/// # Safety
+/// With a non-zero count, `ptr` is null or points to `count` readable elements.
+pub unsafe fn optional_list<'a, T>(ptr: *const T, count: u32, what: &str) -> AbiResult<&'a [T]> {
+    if count == 0 {
+        return Ok(&[]);
+    }
+    ensure!(!ptr.is_null(), InvalidNullPointer, "{what} is null with a count of {count}");
+    // SAFETY: non-null and `count` elements long per the contract.
+    Ok(unsafe { std::slice::from_raw_parts(ptr, count as usize) })
+}
+
 /// Answers a `urXGet(NumEntries, phItems, pNumItems)` enumeration: up to
 /// `num_entries` handles into `out`, and how many there are into `count`.
 ///

@@ -16,7 +16,7 @@ use ur_core::{KernelArg, KernelLaunch, UsmPtr, ensure, err};
 use crate::device::Device;
 use crate::entry::{AbiResult, guard};
 use crate::handle::Handle;
-use crate::info::{InfoOut, c_str, write_out};
+use crate::info::{InfoOut, c_str, optional_list, write_out};
 use crate::mem::Mem;
 use crate::program::{Program, ProgramRef};
 use crate::queue::Queue;
@@ -122,7 +122,7 @@ unsafe fn kernel_on<'a>(kernel: ur_kernel_handle_t, device: ur_device_handle_t) 
     // SAFETY: forwarded.
     let (handle, device) = unsafe { (Handle::<Kernel>::get(kernel)?, Handle::<Device>::get(device)?) };
     let context = handle.value.program.value.context();
-    ensure!(std::ptr::eq(device, &**context.value.device()), InvalidDevice, "the device is not the kernel's");
+    ensure!(context.value.holds(device), InvalidDevice, "the device is not the kernel's");
     Ok(handle)
 }
 
@@ -459,18 +459,4 @@ pub(crate) unsafe fn value_bytes<'a>(bytes: *const c_void, size: usize) -> AbiRe
     ensure!(size != 0, InvalidKernelArgumentSize, "a value argument of 0 bytes");
     // SAFETY: non-null, readable per the contract.
     Ok(unsafe { std::slice::from_raw_parts(bytes.cast::<u8>(), size) })
-}
-
-/// Borrows a C array that UR lets be anything when its count is 0 (argument
-/// and update lists): null with a count is `INVALID_NULL_POINTER`.
-///
-/// # Safety
-/// With a non-zero count, `ptr` is null or points to `count` readable elements.
-pub(crate) unsafe fn optional_list<'a, T>(ptr: *const T, count: u32, what: &str) -> AbiResult<&'a [T]> {
-    if count == 0 {
-        return Ok(&[]);
-    }
-    ensure!(!ptr.is_null(), InvalidNullPointer, "{what} is null with a count of {count}");
-    // SAFETY: non-null and `count` elements long per the contract.
-    Ok(unsafe { std::slice::from_raw_parts(ptr, count as usize) })
 }

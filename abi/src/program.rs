@@ -132,11 +132,11 @@ unsafe fn options_of<'a>(options: *const c_char) -> AbiResult<&'a str> {
     unsafe { c_str(options, "pOptions") }
 }
 
-/// Checks that the devices a `*Exp` build names are exactly the program's one.
+/// Checks that the devices a `*Exp` call names are exactly the context's one.
 ///
 /// # Safety
 /// `devices` holds `count` device handles, or is null with `count` 0.
-unsafe fn check_devices(program: &Program, count: u32, devices: *mut ur_device_handle_t) -> AbiResult {
+unsafe fn check_devices(context: &Context, count: u32, devices: *mut ur_device_handle_t) -> AbiResult {
     // SAFETY: forwarded.
     let devices =
         unsafe { slice(devices.cast_const(), count as usize, || err!(InvalidNullPointer, "phDevices is null"))? };
@@ -145,12 +145,23 @@ unsafe fn check_devices(program: &Program, count: u32, devices: *mut ur_device_h
         // SAFETY: forwarded: each entry is a device handle the caller holds.
         let device = unsafe { Handle::<Device>::get(device)? };
         ensure!(
-            std::ptr::eq(device, &**program.context.value.device()),
+            context.holds(device),
             InvalidDevice,
-            "the device is not the program's: a context of this adapter holds one device"
+            "the device is not the context's: a context of this adapter holds one device"
         );
     }
     Ok(())
+}
+
+/// Borrows the program of a call that also names its context.
+///
+/// # Safety
+/// As UR's contracts for `urProgramBuild` and `urProgramCompile`.
+unsafe fn program_of<'a>(context: ur_context_handle_t, program: ur_program_handle_t) -> AbiResult<&'a Handle<Program>> {
+    // SAFETY: forwarded.
+    let (context, program) = unsafe { (Handle::<Context>::get(context)?, Handle::<Program>::get(program)?) };
+    ensure!(std::ptr::eq(context, &*program.value.context), InvalidContext, "the program belongs to another context");
+    Ok(program)
 }
 
 /// # Safety
@@ -222,12 +233,7 @@ pub(crate) unsafe extern "C" fn urProgramBuild(
 ) -> ur_result_t {
     guard("urProgramBuild", || {
         // SAFETY: forwarded.
-        let (context, program) = unsafe { (Handle::<Context>::get(context)?, Handle::<Program>::get(program)?) };
-        ensure!(
-            std::ptr::eq(context, &*program.value.context),
-            InvalidContext,
-            "the program belongs to another context"
-        );
+        let program = unsafe { program_of(context, program)? };
         // SAFETY: forwarded.
         let options = unsafe { options_of(options)? };
         program.value.build(options, ur_program_binary_type_t::UR_PROGRAM_BINARY_TYPE_EXECUTABLE)
@@ -247,7 +253,7 @@ pub(crate) unsafe extern "C" fn urProgramBuildExp(
         // SAFETY: forwarded.
         let program = unsafe { Handle::<Program>::get(program)? };
         // SAFETY: forwarded.
-        unsafe { check_devices(&program.value, num_devices, devices)? };
+        unsafe { check_devices(&program.value.context.value, num_devices, devices)? };
         // SAFETY: forwarded.
         let options = unsafe { options_of(options)? };
         program.value.build(options, ur_program_binary_type_t::UR_PROGRAM_BINARY_TYPE_EXECUTABLE)
@@ -274,12 +280,7 @@ pub(crate) unsafe extern "C" fn urProgramCompile(
 ) -> ur_result_t {
     guard("urProgramCompile", || {
         // SAFETY: forwarded.
-        let (context, program) = unsafe { (Handle::<Context>::get(context)?, Handle::<Program>::get(program)?) };
-        ensure!(
-            std::ptr::eq(context, &*program.value.context),
-            InvalidContext,
-            "the program belongs to another context"
-        );
+        let program = unsafe { program_of(context, program)? };
         // SAFETY: forwarded.
         compile(&program.value, unsafe { options_of(options)? })
     })
@@ -298,7 +299,7 @@ pub(crate) unsafe extern "C" fn urProgramCompileExp(
         // SAFETY: forwarded.
         let program = unsafe { Handle::<Program>::get(program)? };
         // SAFETY: forwarded.
-        unsafe { check_devices(&program.value, num_devices, devices)? };
+        unsafe { check_devices(&program.value.context.value, num_devices, devices)? };
         // SAFETY: forwarded.
         compile(&program.value, unsafe { options_of(options)? })
     })
@@ -370,15 +371,7 @@ pub(crate) unsafe extern "C" fn urProgramLinkExp(
         // SAFETY: forwarded.
         let context = unsafe { Handle::<Context>::get(context)? };
         // SAFETY: forwarded.
-        let devices = unsafe {
-            slice(devices.cast_const(), num_devices as usize, || err!(InvalidNullPointer, "phDevices is null"))?
-        };
-        ensure!(!devices.is_empty(), InvalidSize, "numDevices is 0");
-        for &device in devices {
-            // SAFETY: forwarded.
-            let device = unsafe { Handle::<Device>::get(device)? };
-            ensure!(std::ptr::eq(device, &**context.value.device()), InvalidDevice, "the device is not the context's");
-        }
+        unsafe { check_devices(&context.value, num_devices, devices)? };
         // SAFETY: forwarded.
         unsafe { link(context, count, programs, options, out) }
     })
@@ -477,11 +470,7 @@ pub(crate) unsafe extern "C" fn urProgramGetBuildInfo(
     guard("urProgramGetBuildInfo", || {
         // SAFETY: forwarded.
         let (handle, device) = unsafe { (Handle::<Program>::get(program)?, Handle::<Device>::get(device)?) };
-        ensure!(
-            std::ptr::eq(device, &**handle.value.context.value.device()),
-            InvalidDevice,
-            "the device is not the program's"
-        );
+        ensure!(handle.value.context.value.holds(device), InvalidDevice, "the device is not the program's");
         // SAFETY: forwarded.
         let out = unsafe { InfoOut::new(size, value, size_ret)? };
         let state = handle.value.state.lock();

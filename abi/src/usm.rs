@@ -37,7 +37,7 @@ unsafe fn allocate(
     if let Some(device) = device {
         // SAFETY: forwarded.
         let device = unsafe { Handle::<Device>::get(device)? };
-        ensure!(std::ptr::eq(device, &**context.value.device()), InvalidContext, "the device is not the context's");
+        ensure!(context.value.holds(device), InvalidContext, "the device is not the context's");
     }
     ensure!(!out.is_null(), InvalidNullPointer, "ppMem is null");
     // SAFETY: null or a readable descriptor per the contract.

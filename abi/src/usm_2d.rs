@@ -5,9 +5,9 @@
 
 use std::ffi::c_void;
 
-use ur_core::{UsmPtr, ensure};
+use ur_core::ensure;
 
-use crate::enqueue::pattern;
+use crate::enqueue::{pattern, usm_ptr};
 use crate::entry::guard;
 use crate::event::{emit, wait_list};
 use crate::handle::Handle;
@@ -31,12 +31,11 @@ pub(crate) unsafe extern "C" fn urEnqueueUSMFill2D(
     guard("urEnqueueUSMFill2D", || {
         // SAFETY: forwarded.
         let queue = unsafe { Handle::<Queue>::get(queue)? };
-        ensure!(!mem.is_null(), InvalidNullPointer, "pMem is null");
+        let dst = usm_ptr(mem, "pMem")?;
         // SAFETY: forwarded.
         let pattern = unsafe { pattern(pattern_ptr, pattern_size)? };
         // SAFETY: forwarded.
         let wait = unsafe { wait_list(events, num_events)? };
-        let dst = UsmPtr::from_addr(mem as u64);
         let done = queue.value.core().usm_fill_2d(dst, pitch, pattern, width, height, &wait)?;
         // SAFETY: forwarded.
         unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_USM_FILL_2D) };

@@ -49,13 +49,9 @@ static void captured_kernels(urt_env *env) {
   uint32_t one = 1, two = 2, three = 3, zero_value = 0;
   URT_OK(urEnqueueUSMFill(q, p, sizeof one, &one, N * sizeof one, 0, NULL, NULL));
   URT_OK(urQueueFinish(q));
-  ur_exp_kernel_arg_properties_t first[3] = {
-      {UR_STRUCTURE_TYPE_EXP_KERNEL_ARG_PROPERTIES, NULL, UR_EXP_KERNEL_ARG_TYPE_POINTER, 0, sizeof p, {.pointer = p}},
-      {UR_STRUCTURE_TYPE_EXP_KERNEL_ARG_PROPERTIES, NULL, UR_EXP_KERNEL_ARG_TYPE_VALUE, 1, 4, {.value = &two}},
-      {UR_STRUCTURE_TYPE_EXP_KERNEL_ARG_PROPERTIES, NULL, UR_EXP_KERNEL_ARG_TYPE_VALUE, 2, 4, {.value = &one}}};
-  ur_exp_kernel_arg_properties_t second[3] = {first[0], first[1], first[2]};
-  second[1].value.value = &three;
-  second[2].value.value = &zero_value;
+  ur_exp_kernel_arg_properties_t first[3] = {urt_pointer_arg(0, p), urt_value_arg(1, &two), urt_value_arg(2, &one)};
+  ur_exp_kernel_arg_properties_t second[3] = {urt_pointer_arg(0, p), urt_value_arg(1, &three),
+                                              urt_value_arg(2, &zero_value)};
   size_t global = N;
   URT_OK(urQueueBeginGraphCaptureExp(q));
   URT_OK(urEnqueueKernelLaunchWithArgsExp(q, kernel, 1, NULL, &global, NULL, 3, first, NULL, 0, NULL, NULL));

@@ -14,28 +14,6 @@ enum { N = 1024 };
 
 /* ---- the tests ----------------------------------------------------------- */
 
-static ur_exp_kernel_arg_properties_t value_arg(uint32_t index, const uint32_t *value) {
-  ur_exp_kernel_arg_properties_t p = {UR_STRUCTURE_TYPE_EXP_KERNEL_ARG_PROPERTIES, NULL, UR_EXP_KERNEL_ARG_TYPE_VALUE,
-                                      index, sizeof *value, {0}};
-  p.value.value = value;
-  return p;
-}
-
-static ur_exp_kernel_arg_properties_t pointer_arg(uint32_t index, const void *ptr) {
-  ur_exp_kernel_arg_properties_t p = {UR_STRUCTURE_TYPE_EXP_KERNEL_ARG_PROPERTIES, NULL,
-                                      UR_EXP_KERNEL_ARG_TYPE_POINTER, index, sizeof ptr, {0}};
-  p.value.pointer = ptr;
-  return p;
-}
-
-static ur_exp_kernel_arg_properties_t mem_arg(uint32_t index, ur_mem_handle_t mem) {
-  ur_exp_kernel_arg_properties_t p = {UR_STRUCTURE_TYPE_EXP_KERNEL_ARG_PROPERTIES, NULL,
-                                      UR_EXP_KERNEL_ARG_TYPE_MEM_OBJ, index, sizeof mem, {0}};
-  p.value.memObjTuple.hMem = mem;
-  p.value.memObjTuple.flags = UR_MEM_FLAG_READ_WRITE;
-  return p;
-}
-
 /* Fills `n` u32s at `p` with `value` and waits. */
 static void fill_u32(urt_env *env, void *p, uint32_t value) {
   URT_OK(urEnqueueUSMFill(env->queue, p, sizeof value, &value, N * sizeof value, 0, NULL, NULL));
@@ -95,14 +73,14 @@ static void eager(urt_env *env, ur_kernel_handle_t kernel) {
   uint32_t *p = urt_device_alloc(env, N * sizeof(uint32_t));
   fill_u32(env, p, 1);
   uint32_t a = 3, b = 4;
-  ur_exp_kernel_arg_properties_t args[3] = {pointer_arg(0, p), value_arg(1, &a), value_arg(2, &b)};
+  ur_exp_kernel_arg_properties_t args[3] = {urt_pointer_arg(0, p), urt_value_arg(1, &a), urt_value_arg(2, &b)};
   size_t global = N, local = 64;
   URT_OK(urEnqueueKernelLaunchWithArgsExp(env->queue, kernel, 1, NULL, &global, &local, 3, args, NULL, 0, NULL, NULL));
   URT_OK(urQueueFinish(env->queue));
   URT_CHECK(all_u32(env, p, 7), "axpb(1, 3, 4) = 7");
 
   /* Arguments in any order, with the implementation choosing the local size. */
-  ur_exp_kernel_arg_properties_t shuffled[3] = {value_arg(2, &b), pointer_arg(0, p), value_arg(1, &a)};
+  ur_exp_kernel_arg_properties_t shuffled[3] = {urt_value_arg(2, &b), urt_pointer_arg(0, p), urt_value_arg(1, &a)};
   ur_event_handle_t done = NULL;
   URT_OK(urEnqueueKernelLaunchWithArgsExp(env->queue, kernel, 1, NULL, &global, NULL, 3, shuffled, NULL, 0, NULL, &done));
   URT_OK(urEventWait(1, &done));
@@ -115,7 +93,7 @@ static void eager(urt_env *env, ur_kernel_handle_t kernel) {
   for (int i = 0; i < N; i++) init[i] = (uint32_t)i;
   URT_REQUIRE(urMemBufferCreate(env->context, UR_MEM_FLAG_READ_WRITE, sizeof init, NULL, &buf));
   URT_OK(urEnqueueMemBufferWrite(env->queue, buf, true, 0, sizeof init, init, 0, NULL, NULL));
-  ur_exp_kernel_arg_properties_t buf_args[3] = {mem_arg(0, buf), value_arg(1, &a), value_arg(2, &b)};
+  ur_exp_kernel_arg_properties_t buf_args[3] = {urt_mem_arg(0, buf), urt_value_arg(1, &a), urt_value_arg(2, &b)};
   URT_OK(urEnqueueKernelLaunchWithArgsExp(env->queue, kernel, 1, NULL, &global, &local, 3, buf_args, NULL, 0, NULL, NULL));
   uint32_t out[N];
   URT_OK(urEnqueueMemBufferRead(env->queue, buf, true, 0, sizeof out, out, 0, NULL, NULL));
@@ -126,7 +104,7 @@ static void eager(urt_env *env, ur_kernel_handle_t kernel) {
   /* Misuse. */
   URT_RESULT(UR_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_INDEX,
              urEnqueueKernelLaunchWithArgsExp(env->queue, kernel, 1, NULL, &global, &local, 2, args, NULL, 0, NULL, NULL));
-  ur_exp_kernel_arg_properties_t beyond[4] = {args[0], args[1], args[2], value_arg(3, &a)};
+  ur_exp_kernel_arg_properties_t beyond[4] = {args[0], args[1], args[2], urt_value_arg(3, &a)};
   URT_RESULT(UR_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_INDEX,
              urEnqueueKernelLaunchWithArgsExp(env->queue, kernel, 1, NULL, &global, &local, 4, beyond, NULL, 0, NULL, NULL));
   ur_exp_kernel_arg_properties_t wide[3] = {args[0], args[1], args[2]};
@@ -158,7 +136,7 @@ static void command_buffer(urt_env *env, ur_kernel_handle_t kernel) {
   fill_u32(env, q, 10);
   ur_exp_command_buffer_handle_t cb = urt_command_buffer(env, updatable, true);
   uint32_t a = 2, b = 1;
-  ur_exp_kernel_arg_properties_t args[3] = {pointer_arg(0, p), value_arg(1, &a), value_arg(2, &b)};
+  ur_exp_kernel_arg_properties_t args[3] = {urt_pointer_arg(0, p), urt_value_arg(1, &a), urt_value_arg(2, &b)};
   size_t global = N, local = 32;
   ur_exp_command_buffer_command_handle_t command = NULL;
   URT_OK(urCommandBufferAppendKernelLaunchWithArgsExp(cb, kernel, 1, NULL, &global, &local, 3, args, 0, NULL, 0, NULL, 0,

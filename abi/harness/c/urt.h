@@ -165,6 +165,29 @@ static inline bool urt_repeats(const uint8_t *data, size_t size, const void *pat
   return true;
 }
 
+/* Launch arguments: a u32 value, a USM pointer, a memory buffer. */
+static inline ur_exp_kernel_arg_properties_t urt_value_arg(uint32_t index, const uint32_t *value) {
+  ur_exp_kernel_arg_properties_t p = {UR_STRUCTURE_TYPE_EXP_KERNEL_ARG_PROPERTIES, NULL, UR_EXP_KERNEL_ARG_TYPE_VALUE,
+                                      index, sizeof *value, {0}};
+  p.value.value = value;
+  return p;
+}
+
+static inline ur_exp_kernel_arg_properties_t urt_pointer_arg(uint32_t index, const void *ptr) {
+  ur_exp_kernel_arg_properties_t p = {UR_STRUCTURE_TYPE_EXP_KERNEL_ARG_PROPERTIES, NULL,
+                                      UR_EXP_KERNEL_ARG_TYPE_POINTER, index, sizeof ptr, {0}};
+  p.value.pointer = ptr;
+  return p;
+}
+
+static inline ur_exp_kernel_arg_properties_t urt_mem_arg(uint32_t index, ur_mem_handle_t mem) {
+  ur_exp_kernel_arg_properties_t p = {UR_STRUCTURE_TYPE_EXP_KERNEL_ARG_PROPERTIES, NULL,
+                                      UR_EXP_KERNEL_ARG_TYPE_MEM_OBJ, index, sizeof mem, {0}};
+  p.value.memObjTuple.hMem = mem;
+  p.value.memObjTuple.flags = UR_MEM_FLAG_READ_WRITE;
+  return p;
+}
+
 /* ---- axpb(p, a, b): p[i] = p[i] * a + b, in each backend's form ----------
  * CPU: a table of C entry points (ur_rs_cpu.h); OpenCL: SPIR-V; Vulkan:
  * SPIR-V with ur-rs's kernel ABI; CUDA: PTX. Files are read from the
