@@ -455,8 +455,8 @@ unsafe fn one_arg<'a>(
 /// # Safety
 /// `bytes` is null or readable for `size` bytes.
 pub(crate) unsafe fn value_bytes<'a>(bytes: *const c_void, size: usize) -> AbiResult<&'a [u8]> {
+    // The size is checked against the parameter's by ur-core.
     ensure!(!bytes.is_null(), InvalidNullPointer, "a value argument without a value");
-    ensure!(size != 0, InvalidKernelArgumentSize, "a value argument of 0 bytes");
     // SAFETY: non-null, readable per the contract.
     Ok(unsafe { std::slice::from_raw_parts(bytes.cast::<u8>(), size) })
 }
