@@ -146,21 +146,27 @@ impl CudaEvent {
     pub(crate) fn new(dev: &Arc<DeviceShared>, profiling: bool) -> Result<CudaEvent> {
         let (end, start) =
             if profiling { (CuEvent::new(true)?, Some(CuEvent::new(true)?)) } else { (dev.plain_event()?, None) };
-        Ok(CudaEvent {
+        Ok(CudaEvent::of(dev, end, start))
+    }
+
+    fn of(dev: &Arc<DeviceShared>, end: CuEvent, start: Option<CuEvent>) -> CudaEvent {
+        CudaEvent {
             dev: dev.clone(),
             end: Some(Arc::new(end)),
             start,
             times: Mutex::new(None),
             check: OnceLock::new(),
             held: Mutex::new(None),
-        })
+        }
     }
 
     /// A command-buffer signal event: recorded by graph nodes at each
     /// execution, complete until then. With `profiling`, both its events time.
     pub(crate) fn signal(dev: &Arc<DeviceShared>, profiling: bool) -> Result<CudaEvent> {
         dev.bind()?;
-        CudaEvent::new(dev, profiling)
+        // New events, never recorded (a pooled one may still be pending).
+        let start = if profiling { Some(CuEvent::new(true)?) } else { None };
+        Ok(CudaEvent::of(dev, CuEvent::new(profiling)?, start))
     }
 
     /// The event recorded after the command.

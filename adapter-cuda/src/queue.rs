@@ -124,9 +124,11 @@ pub(crate) struct Job {
     queued: u64,
 }
 
-// SAFETY: the work's raw host memory and driver handles may be used from any
-// thread (the front end keeps the memory valid until the event completes).
-unsafe impl Send for Job {}
+// Jobs move to whichever thread opens the gate they wait for.
+const _: fn() = || {
+    fn send<T: Send>() {}
+    send::<Job>();
+};
 
 impl Job {
     pub(crate) fn deps(&self) -> &[Dep] {
