@@ -21,6 +21,7 @@ use crate::context::CudaContext;
 use crate::driver::{Ctx, CuEvent, Stream, cu};
 use crate::hold::Held;
 use crate::nvrtc;
+use crate::queue::Job;
 
 /// `CU_DEVICE_CPU`: the host, as a prefetch or advice target.
 pub(crate) const DEVICE_CPU: sys::CUdevice = -1;
@@ -264,7 +265,7 @@ pub(crate) struct DeviceShared {
     /// where a graph node needs an event.
     pub(crate) complete: CuEvent,
     /// Work held back on the host until the events it waits for allow.
-    pub(crate) held: Held,
+    pub(crate) held: Held<Job>,
     /// Idle streams for reuse, each with an event recorded when it was
     /// returned: it is idle once that event has completed.
     stream_pool: Mutex<Vec<(Stream, CuEvent)>>,

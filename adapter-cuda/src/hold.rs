@@ -34,7 +34,6 @@ use parking_lot::{Condvar, Mutex, MutexGuard};
 use ur_core::Result;
 
 use crate::driver::CuEvent;
-use crate::queue::Job;
 
 enum GateState {
     /// What it stands for has not happened.
@@ -118,36 +117,50 @@ impl Dep {
     }
 }
 
-#[derive(Default)]
-struct HeldState {
+/// A submission held back (`queue::Job`).
+pub(crate) trait HeldJob {
+    /// What it waits for.
+    fn deps(&self) -> &[Dep];
+    /// Its own gate, opened by [`issue`](Self::issue).
+    fn gate(&self) -> &Gate;
+    /// Issues it and opens its gate.
+    fn issue(self);
+}
+
+struct HeldState<J> {
     /// Held jobs in enqueue order: a job's dependencies come before it.
-    jobs: Vec<Job>,
+    jobs: Vec<J>,
     /// A thread is issuing jobs.
     running: bool,
 }
 
 /// The locked list of a device's held jobs.
-pub(crate) struct HeldList<'a>(MutexGuard<'a, HeldState>);
+pub(crate) struct HeldList<'a, J>(MutexGuard<'a, HeldState<J>>);
 
-impl HeldList<'_> {
+impl<J: HeldJob> HeldList<'_, J> {
     /// Holds `job` until [`Held::release`] finds its dependencies open.
-    pub(crate) fn push(&mut self, job: Job) {
+    pub(crate) fn push(&mut self, job: J) {
         self.0.jobs.push(job);
     }
 }
 
 /// A device's held jobs.
-#[derive(Default)]
-pub(crate) struct Held {
-    state: Mutex<HeldState>,
+pub(crate) struct Held<J> {
+    state: Mutex<HeldState<J>>,
 }
 
-impl Held {
+impl<J> Default for Held<J> {
+    fn default() -> Held<J> {
+        Held { state: Mutex::new(HeldState { jobs: Vec::new(), running: false }) }
+    }
+}
+
+impl<J: HeldJob> Held<J> {
     /// Locks the list. A submission decides under this lock whether its
     /// dependencies are all open (then it is issued now) or it is held, so
     /// that a gate opening meanwhile is seen either by it or by the scan
     /// that follows the opening.
-    pub(crate) fn lock(&self) -> HeldList<'_> {
+    pub(crate) fn lock(&self) -> HeldList<'_, J> {
         HeldList(self.state.lock())
     }
 
@@ -187,6 +200,141 @@ impl Held {
             for job in batch {
                 job.issue();
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    struct TestJob {
+        id: usize,
+        deps: Vec<Dep>,
+        gate: Arc<Gate>,
+        log: Arc<Mutex<Vec<usize>>>,
+    }
+
+    impl HeldJob for TestJob {
+        fn deps(&self) -> &[Dep] {
+            &self.deps
+        }
+
+        fn gate(&self) -> &Gate {
+            &self.gate
+        }
+
+        fn issue(self) {
+            // A dependency issued in the same batch was issued before.
+            for dep in &self.deps {
+                assert!(dep.gate.as_ref().is_none_or(|g| g.is_open()), "job {} issued before a dependency", self.id);
+            }
+            self.log.lock().push(self.id);
+            self.gate.open(Ok(()));
+        }
+    }
+
+    fn on(gates: &[&Arc<Gate>]) -> Vec<Dep> {
+        gates.iter().map(|g| Dep { gate: Some((*g).clone()), end: None }).collect()
+    }
+
+    /// What a submission does: issued now when its dependencies are open,
+    /// else held (decided under the list's lock).
+    fn submit(held: &Held<TestJob>, job: TestJob) {
+        let mut list = held.lock();
+        if job.deps.iter().all(Dep::is_open) {
+            drop(list);
+            job.issue();
+        } else {
+            list.push(job);
+        }
+    }
+
+    #[test]
+    fn a_gate_opens_once_and_wakes_waiters() {
+        let gate = Gate::new();
+        assert!(!gate.is_open() && gate.result().is_none());
+        let waiter = {
+            let gate = gate.clone();
+            std::thread::spawn(move || gate.wait())
+        };
+        assert!(gate.open(Err(ur_core::err!(InvalidOperation, "failed"))));
+        assert!(!gate.open(Ok(())), "opened twice");
+        assert!(waiter.join().expect("no panic").is_err(), "the first outcome stays");
+        assert!(matches!(gate.result(), Some(Err(_))));
+    }
+
+    #[test]
+    fn chains_are_issued_in_order_in_one_release() {
+        let held = Held::default();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (user, other) = (Gate::new(), Gate::new());
+        let gates: Vec<Arc<Gate>> = (0..4).map(|_| Gate::new()).collect();
+        let job = |id: usize, deps: Vec<Dep>| TestJob { id, deps, gate: gates[id].clone(), log: log.clone() };
+        submit(&held, job(0, on(&[&user])));
+        submit(&held, job(1, on(&[&gates[0]])));
+        submit(&held, job(2, on(&[&other])));
+        submit(&held, job(3, on(&[&gates[1], &user])));
+        assert!(log.lock().is_empty(), "nothing may be issued before its user event");
+        user.open(Ok(()));
+        held.release();
+        assert_eq!(*log.lock(), vec![0, 1, 3]);
+        // Issued work no longer holds anything back.
+        submit(&held, job(3, on(&[&gates[3]])));
+        assert_eq!(*log.lock(), vec![0, 1, 3, 3]);
+        other.open(Ok(()));
+        held.release();
+        assert_eq!(*log.lock(), vec![0, 1, 3, 3, 2]);
+    }
+
+    #[test]
+    fn a_failed_user_event_releases_its_dependants() {
+        let held = Held::default();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let user = Gate::new();
+        submit(&held, TestJob { id: 7, deps: on(&[&user]), gate: Gate::new(), log: log.clone() });
+        user.open(Err(ur_core::err!(AdapterSpecific, "the producer gave up")));
+        held.release();
+        assert_eq!(*log.lock(), vec![7], "wait lists order; they do not propagate failure");
+    }
+
+    /// Threads submit chains on held work and open user gates concurrently:
+    /// every job is issued, after its dependencies (no job is left behind by
+    /// a gate that opened while it was being held).
+    #[test]
+    fn concurrent_submissions_and_completions_leave_nothing_held() {
+        const THREADS: usize = 4;
+        const JOBS: usize = 200;
+        for _ in 0..20 {
+            let held = Arc::new(Held::default());
+            let log = Arc::new(Mutex::new(Vec::new()));
+            let next = Arc::new(AtomicUsize::new(0));
+            let users: Vec<Arc<Gate>> = (0..THREADS).map(|_| Gate::new()).collect();
+            let threads: Vec<_> = (0..THREADS)
+                .map(|t| {
+                    let (held, log, next, users) = (held.clone(), log.clone(), next.clone(), users.clone());
+                    std::thread::spawn(move || {
+                        let mut previous: Option<Arc<Gate>> = None;
+                        for i in 0..JOBS {
+                            let mut deps = on(&[&users[(t + i) % THREADS]]);
+                            deps.extend(on(&previous.iter().collect::<Vec<_>>()));
+                            let gate = Gate::new();
+                            let id = next.fetch_add(1, Ordering::SeqCst);
+                            submit(&held, TestJob { id, deps, gate: gate.clone(), log: log.clone() });
+                            previous = Some(gate);
+                            if i == JOBS / 2 && users[t].open(Ok(())) {
+                                held.release();
+                            }
+                        }
+                    })
+                })
+                .collect();
+            for thread in threads {
+                thread.join().expect("no panic");
+            }
+            assert_eq!(log.lock().len(), THREADS * JOBS, "jobs left held");
         }
     }
 }

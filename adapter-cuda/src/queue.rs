@@ -22,7 +22,7 @@ use crate::device::{DeviceShared, now_ns};
 use crate::driver::{Query, Stream, cu, stream_wait_event};
 use crate::event::{Check, CudaEvent, RunStatus, dep};
 use crate::exec;
-use crate::hold::{Dep, Gate};
+use crate::hold::{Dep, Gate, HeldJob};
 
 /// Streams an out-of-order queue has.
 const OUT_OF_ORDER_STREAMS: usize = 4;
@@ -130,18 +130,18 @@ const _: fn() = || {
     send::<Job>();
 };
 
-impl Job {
-    pub(crate) fn deps(&self) -> &[Dep] {
+impl HeldJob for Job {
+    fn deps(&self) -> &[Dep] {
         &self.deps
     }
 
-    pub(crate) fn gate(&self) -> &Gate {
+    fn gate(&self) -> &Gate {
         &self.gate
     }
 
     /// Issues the job now that its dependencies allow, and opens its gate
     /// with the outcome (a failure is its event's).
-    pub(crate) fn issue(self) {
+    fn issue(self) {
         let Job { queue, deps, work, event, gate, queued } = self;
         let result = queue.dev.bind().and_then(|()| {
             let mut state = queue.state.lock();
