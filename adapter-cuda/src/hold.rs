@@ -197,10 +197,22 @@ impl<J: HeldJob> Held<J> {
                 batch
             };
             tracing::debug!(jobs = batch.len(), "held CUDA work issued");
+            // Should issuing unwind, the next release still runs.
+            let unwinding = Unwinding(self);
             for job in batch {
                 job.issue();
             }
+            std::mem::forget(unwinding);
         }
+    }
+}
+
+/// Ends a release that unwinds, so that later ones are not left waiting.
+struct Unwinding<'a, J>(&'a Held<J>);
+
+impl<J> Drop for Unwinding<'_, J> {
+    fn drop(&mut self) {
+        self.0.state.lock().running = false;
     }
 }
 
