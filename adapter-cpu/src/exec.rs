@@ -5,7 +5,6 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr;
 use std::sync::atomic::{AtomicI32, Ordering};
 
-use rayon::prelude::*;
 use smallvec::SmallVec;
 use ur_core::adapter::downcast;
 use ur_core::event::execution_error;
@@ -16,6 +15,7 @@ use ur_core::{
 };
 
 use crate::memory::CpuBuffer;
+use crate::pool::parallel_for;
 use crate::program::CpuKernel;
 
 /// Alignment of each local-memory argument inside a group's scratch memory.
@@ -169,7 +169,7 @@ impl<'a> SharedArgs<'a> {
 /// As for [`execute`]: the launch's geometry and arguments were validated.
 unsafe fn run_kernel(launch: &KernelCommand) -> Result<()> {
     let kernel = downcast::<CpuKernel>(launch.kernel.imp() as &dyn Any, "a kernel")?;
-    let range = launch.range;
+    let range = &launch.range;
     if range.global_size.contains(&0) {
         return Ok(());
     }
@@ -202,14 +202,20 @@ unsafe fn run_kernel(launch: &KernelCommand) -> Result<()> {
             let _ = status.compare_exchange(0, code, Ordering::Relaxed, Ordering::Relaxed);
         }
     };
-    let groups = range.total_groups();
+    // One group exactly when the global size is the local size: no
+    // divisions on the path of the smallest launches.
+    let groups = if range.global_size == range.local_size { 1 } else { range.total_groups() };
     if scratch_len == 0 {
         // No local memory: every group sees the same arguments.
         if groups == 1 {
-            call(&WorkGroup::new(&range, [0; 3], &template));
+            call(&WorkGroup::new(range, [0; 3], &template));
         } else {
             let shared = SharedArgs(template);
-            (0..groups).into_par_iter().for_each(|g| call(&WorkGroup::new(&range, range.group_id(g), shared.args())));
+            parallel_for(groups, &|chunk| {
+                for g in chunk {
+                    call(&WorkGroup::new(range, range.group_id(g), shared.args()));
+                }
+            });
         }
         return kernel_status(launch, &status);
     }
@@ -226,12 +232,17 @@ unsafe fn run_kernel(launch: &KernelCommand) -> Result<()> {
                 *p = unsafe { base.add(offset) };
             }
         }
-        call(&WorkGroup::new(&range, range.group_id(group), &args));
+        call(&WorkGroup::new(range, range.group_id(group), &args));
     };
     if groups == 1 {
         run_group(0, &mut Scratch::default());
     } else {
-        (0..groups).into_par_iter().for_each_init(Scratch::default, |scratch, g| run_group(g, scratch));
+        parallel_for(groups, &|chunk| {
+            let mut scratch = Scratch::default();
+            for g in chunk {
+                run_group(g, &mut scratch);
+            }
+        });
     }
     kernel_status(launch, &status)
 }
