@@ -19,7 +19,7 @@ use parking_lot::Mutex;
 use smallvec::SmallVec;
 use ur_core::adapter::{CommandBufferImpl, EventImpl, KernelUpdate, QueueImpl, downcast};
 use ur_core::event::execution_error;
-use ur_core::{Backend, Command, CommandBufferDesc, Event, Kernel, NativeHandle, Result, UrError};
+use ur_core::{Backend, Command, CommandBufferDesc, Event, Kernel, NativeHandle, NativeKernelFn, Result, UrError};
 
 use crate::event::CpuEvent;
 use crate::exec;
@@ -35,6 +35,8 @@ struct Node {
     signal: Option<Arc<CpuEvent>>,
     /// Ready as soon as its one predecessor finishes: no counter to decrement.
     sole_predecessor: bool,
+    /// The kernel's function, looked up at finalize and update.
+    func: Option<NativeKernelFn>,
 }
 
 #[derive(Clone, Default)]
@@ -47,6 +49,9 @@ struct Graph {
     roots: Vec<u32>,
     /// Nodes with wait events.
     waiting: Vec<u32>,
+    /// Nodes with signal events (fixed once finalized: an update may only
+    /// replace the event of a command appended with one).
+    signals: Vec<u32>,
 }
 
 impl Graph {
@@ -56,9 +61,14 @@ impl Graph {
         self.initial_counters.clear();
         self.roots.clear();
         self.waiting.clear();
+        self.signals.clear();
         for (index, node) in self.nodes.iter_mut().enumerate() {
+            if node.signal.is_some() {
+                self.signals.push(index as u32);
+            }
             let waits = !node.wait_events.is_empty();
             node.sole_predecessor = node.predecessors == 1 && !waits;
+            node.func = exec::kernel_fn(&node.command);
             self.initial_counters.push(node.predecessors + u32::from(waits));
             if waits {
                 self.waiting.push(index as u32);
@@ -108,6 +118,7 @@ impl CommandBufferImpl for CpuCommandBuffer {
             wait_events: wait_events.to_vec(),
             signal: signal.clone(),
             sole_predecessor: false,
+            func: None,
         });
         Ok(signal.map(|s| s as Arc<dyn EventImpl>))
     }
@@ -122,7 +133,17 @@ impl CommandBufferImpl for CpuCommandBuffer {
         let queue = downcast::<CpuQueue>(queue as &dyn Any, "the queue")?;
         cpu_events(wait)?;
         let done = CpuEvent::pending(queue.profiling());
-        let generations = self.graph.nodes.iter().map(|n| n.signal.as_ref().map_or(0, |s| s.rearm())).collect();
+        // Only nodes with signal events read their generation: a graph
+        // without them pays no pass over its nodes here.
+        let mut generations = Vec::new();
+        if !self.graph.signals.is_empty() {
+            generations.resize(self.graph.nodes.len(), 0);
+            for &index in &self.graph.signals {
+                if let Some(signal) = &self.graph.nodes[index as usize].signal {
+                    generations[index as usize] = signal.rearm();
+                }
+            }
+        }
         let run = Arc::new(Run {
             graph: self.graph.clone(),
             generations,
@@ -144,7 +165,9 @@ impl CommandBufferImpl for CpuCommandBuffer {
 
     unsafe fn update_kernel_launches(&mut self, updates: &[KernelUpdate<'_>]) -> Result<()> {
         for u in updates {
-            self.node_mut(u.command).command = Command::KernelLaunch(u.launch.clone());
+            let node = self.node_mut(u.command);
+            node.command = Command::KernelLaunch(u.launch.clone());
+            node.func = exec::kernel_fn(&node.command);
         }
         Ok(())
     }
@@ -173,7 +196,8 @@ const READY: u32 = u32::MAX - 1;
 /// One execution of a graph snapshot.
 struct Run {
     graph: Arc<Graph>,
-    /// The generation each node's signal event was armed with.
+    /// The generation each node's signal event was armed with (empty when
+    /// no node has one).
     generations: Vec<u64>,
     counters: Box<[AtomicU32]>,
     remaining: AtomicUsize,
@@ -292,7 +316,7 @@ impl Run {
         let mut finished = 0;
         loop {
             let node = &self.graph.nodes[index as usize];
-            let generation = self.generations[index as usize];
+            let generation = if node.signal.is_some() { self.generations[index as usize] } else { 0 };
             if let Some(signal) = &node.signal {
                 signal.start(generation);
             }
@@ -301,7 +325,7 @@ impl Run {
                 Some(error) => Err(execution_error(Backend::Cpu, format!("skipped after an earlier failure: {error}"))),
                 // SAFETY: the command was validated when appended (or updated),
                 // and every predecessor and wait event has completed.
-                None => unsafe { exec::execute(&node.command) },
+                None => unsafe { exec::execute_with(&node.command, node.func) },
             };
             if let Err(error) = &result {
                 self.fail(error.clone());
