@@ -318,3 +318,93 @@ impl ForJob<'_> {
 pub(crate) fn now_ns() -> u64 {
     ur_core::host_clock_ns()
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicU32;
+    use std::sync::mpsc;
+
+    use super::*;
+
+    /// Runs `f` on a worker of a pool of `threads` and returns its result.
+    fn on_worker<R: Send + 'static>(threads: usize, f: impl FnOnce() -> R + Send + 'static) -> R {
+        let pool = Pool::new(threads).unwrap();
+        let (tx, rx) = mpsc::channel();
+        pool.spawn(move || tx.send(f()).unwrap());
+        rx.recv_timeout(Duration::from_secs(30)).expect("the task ran")
+    }
+
+    #[test]
+    fn parallel_for_covers_every_index_once() {
+        for (threads, n) in [(1, 1000), (4, 1), (4, 3), (4, 1000), (4, 100_003)] {
+            let hits = on_worker(threads, move || {
+                let hits: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(0)).collect();
+                parallel_for(n, &|chunk| {
+                    for i in chunk {
+                        hits[i].fetch_add(1, Ordering::Relaxed);
+                    }
+                });
+                hits.into_iter().map(AtomicU32::into_inner).collect::<Vec<_>>()
+            });
+            assert!(hits.iter().all(|&h| h == 1), "{threads} workers, n = {n}");
+        }
+    }
+
+    #[test]
+    fn nested_parallel_for_completes() {
+        let total = on_worker(3, || {
+            let total = AtomicUsize::new(0);
+            parallel_for(8, &|outer| {
+                for _ in outer {
+                    parallel_for(100, &|inner| {
+                        total.fetch_add(inner.len(), Ordering::Relaxed);
+                    });
+                }
+            });
+            total.into_inner()
+        });
+        assert_eq!(total, 800);
+    }
+
+    #[test]
+    fn a_panic_in_a_chunk_reaches_the_caller_after_all_chunks() {
+        let (caught, ran) = on_worker(4, || {
+            let ran = AtomicUsize::new(0);
+            let caught = catch_unwind(AssertUnwindSafe(|| {
+                parallel_for(64, &|chunk| {
+                    ran.fetch_add(chunk.len(), Ordering::Relaxed);
+                    if chunk.contains(&63) {
+                        panic!("chunk with 63");
+                    }
+                })
+            }));
+            (caught.is_err(), ran.into_inner())
+        });
+        assert!(caught);
+        assert_eq!(ran, 64);
+    }
+
+    #[test]
+    fn outside_a_worker_parallel_for_runs_on_the_caller() {
+        let sum = AtomicUsize::new(0);
+        parallel_for(10, &|chunk| {
+            sum.fetch_add(chunk.sum::<usize>(), Ordering::Relaxed);
+        });
+        assert_eq!(sum.into_inner(), 45);
+    }
+
+    #[test]
+    fn parked_workers_wake_for_new_work() {
+        let pool = Pool::new(2).unwrap();
+        // Long enough for every worker to give up polling and park.
+        std::thread::sleep(IDLE * 20);
+        let (tx, rx) = mpsc::channel();
+        for i in 0..100 {
+            let tx = tx.clone();
+            pool.spawn(move || tx.send(i).unwrap());
+        }
+        let mut got: Vec<i32> = (0..100).map(|_| rx.recv_timeout(Duration::from_secs(30)).unwrap()).collect();
+        got.sort();
+        assert_eq!(got, (0..100).collect::<Vec<_>>());
+    }
+}
