@@ -265,10 +265,12 @@ pub(crate) fn parallel_for(n: usize, body: &(dyn Fn(Range<usize>) + Sync)) {
         local.shared.notify();
         job.work();
         // `job` lives on this stack: wait until no helper can touch it.
+        // Yielding, not spinning: the helper still running may be waiting
+        // for this very core.
         while job.pending.load(Ordering::Acquire) > 0 {
             match local.find() {
                 Some(task) => task.run(),
-                None => std::hint::spin_loop(),
+                None => std::thread::yield_now(),
             }
         }
         if let Some(payload) = job.panic.into_inner() {
