@@ -1,5 +1,6 @@
 //! Random accessor sequences (devices, modes, ranges) against a host model
 //! of the data each allocation holds and of the minimal transfers.
+#![allow(clippy::needless_range_loop)] // the model indexes several tables by page
 
 use proptest::prelude::*;
 use ur_runtime::buffer::geometry::{Dims, PageGrid};
