@@ -47,10 +47,10 @@ fn main() {
     if selected.len() > 1 {
         for case in cases::buffers::cross_cases() {
             let devices = selected.clone();
-            trials.push(Trial::test(format!("[cross] {}", case.name), move || match (case.body)(&devices) {
-                Ok(()) => Ok(()),
-                Err(ur_conformance::CaseError::Skip(reason)) => Err(Failed::from(format!("ran nothing: {reason}"))),
-                Err(ur_conformance::CaseError::Fail(message)) => Err(Failed::from(message)),
+            trials.push(Trial::test(format!("[cross] {}", case.name), move || match case.run(&devices) {
+                Outcome::Pass => Ok(()),
+                Outcome::Skip(reason) => Err(Failed::from(format!("ran nothing: {reason}"))),
+                Outcome::Fail(message) => Err(Failed::from(message)),
             }));
         }
     }

@@ -328,6 +328,18 @@ pub struct CrossCase {
     pub body: fn(&[Device]) -> CaseResult,
 }
 
+impl CrossCase {
+    /// Runs the case on `devices`, a panic being a failure.
+    pub fn run(&self, devices: &[Device]) -> crate::Outcome {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (self.body)(devices))) {
+            Ok(Ok(())) => crate::Outcome::Pass,
+            Ok(Err(CaseError::Skip(reason))) => crate::Outcome::Skip(reason),
+            Ok(Err(CaseError::Fail(message))) => crate::Outcome::Fail(message),
+            Err(_) => crate::Outcome::Fail("panicked".into()),
+        }
+    }
+}
+
 /// The cases that use one buffer on several devices, backends mixed.
 pub fn cross_cases() -> Vec<CrossCase> {
     vec![
