@@ -3,7 +3,8 @@
 #![allow(clippy::needless_range_loop)] // the model indexes several tables by page
 
 use proptest::prelude::*;
-use ur_runtime::buffer::geometry::{Dims, PageGrid};
+use ur_runtime::buffer::deps::{DepTracker, UseKind};
+use ur_runtime::buffer::geometry::{Dims, PageBox, PageGrid};
 use ur_runtime::buffer::pages::{HOST, PageMap};
 use ur_runtime::buffer::plan::{apply, plan};
 
@@ -146,6 +147,36 @@ proptest! {
             }
             prop_assert_eq!(transfers.len(), runs);
             apply(&mut map, &transfers, loc, &b, write);
+        }
+    }
+
+    /// The tracker's bucket index answers what a scan of every live use would.
+    #[test]
+    fn tracker_index_matches_a_scan((range, page, accesses) in scenario(), wide in 1..3000usize) {
+        // A wide fastest dimension spreads boxes over several buckets.
+        let range = [range[0], range[1], range[2] * wide];
+        let grid = PageGrid::new(1, &range, Some(&page)).unwrap();
+        let mut tracker = DepTracker::new(grid.pages());
+        let mut scan: Vec<(PageBox, UseKind, usize)> = Vec::new();
+        for (id, a) in accesses.iter().enumerate() {
+            let offset = [a.offset[0], a.offset[1], a.offset[2] * wide];
+            let extent = [a.range[0], a.range[1], a.range[2] * wide];
+            let b = grid.page_box(offset, extent).unwrap();
+            let kind = if a.write { UseKind::Write } else if a.no_init { UseKind::Fill { to: a.loc } } else { UseKind::Read { loc: a.loc } };
+            let got: Vec<usize> = tracker.conflicts(&b, kind).map(|u| u.token).collect();
+            let want: Vec<usize> =
+                scan.iter().filter(|(p, k, _)| kind.conflicts_with(*k) && p.overlaps(&b)).map(|u| u.2).collect();
+            prop_assert_eq!(got, want);
+            if kind == UseKind::Write {
+                scan.retain(|(p, _, _)| !b.contains(p));
+            }
+            tracker.record(b, kind, id);
+            scan.push((b, kind, id));
+            if id % 5 == 4 {
+                let oldest = scan.first().map(|u| u.2);
+                tracker.prune(|t| Some(*t) == oldest);
+                scan.retain(|u| Some(u.2) != oldest);
+            }
         }
     }
 }

@@ -5,7 +5,9 @@
 //! stores events, a graph can store node ids and ask the same question
 //! ("which earlier uses does this access conflict with?") to make edges.
 
-use super::geometry::PageBox;
+use std::collections::{BTreeMap, HashMap};
+
+use super::geometry::{Dims, PageBox};
 use super::pages::Loc;
 
 /// What a use does to its pages.
@@ -52,23 +54,55 @@ pub struct Use<T> {
     pub token: T,
 }
 
-/// The uses of one buffer that later uses may have to wait for.
+/// Linear pages per bucket of the index.
+const BUCKET: usize = 1024;
+
+/// The uses of one buffer that later uses may have to wait for, indexed by
+/// the linear page span they cover, so that a query looks only at uses near
+/// its pages (a buffer of a million pages with thousands of small accesses
+/// in flight costs microseconds per query, not a scan of them all).
 #[derive(Clone, Debug)]
 pub struct DepTracker<T> {
-    uses: Vec<Use<T>>,
-}
-
-impl<T> Default for DepTracker<T> {
-    fn default() -> Self {
-        DepTracker { uses: Vec::new() }
-    }
+    /// Pages per dimension of the buffer's grid.
+    pages: Dims,
+    /// Live uses by age.
+    uses: BTreeMap<u64, Use<T>>,
+    /// Bucket of linear pages → uses that touch it (forgotten uses are
+    /// dropped from a bucket when it grows).
+    buckets: HashMap<usize, Vec<u64>>,
+    next: u64,
 }
 
 impl<T: Clone> DepTracker<T> {
+    /// An empty tracker for a grid of `pages` pages per dimension.
+    pub fn new(pages: Dims) -> DepTracker<T> {
+        DepTracker { pages, uses: BTreeMap::new(), buckets: HashMap::new(), next: 0 }
+    }
+
+    fn buckets_of(&self, b: &PageBox) -> std::ops::RangeInclusive<usize> {
+        let lin = |p: Dims| (p[0] * self.pages[1] + p[1]) * self.pages[2] + p[2];
+        lin(b.lo) / BUCKET..=lin([b.hi[0] - 1, b.hi[1] - 1, b.hi[2] - 1]) / BUCKET
+    }
+
+    /// Live uses whose pages overlap `pages`, oldest first.
+    fn near(&self, pages: &PageBox) -> Vec<u64> {
+        let mut ids: Vec<u64> = self
+            .buckets_of(pages)
+            .filter_map(|k| self.buckets.get(&k))
+            .flatten()
+            .copied()
+            .filter(|id| self.uses.get(id).is_some_and(|u| u.pages.overlaps(pages)))
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    }
+
     /// The earlier uses a use of `kind` on `pages` conflicts with, oldest first.
-    pub fn conflicts(&self, pages: &PageBox, kind: UseKind) -> impl Iterator<Item = &Use<T>> {
-        let pages = *pages;
-        self.uses.iter().filter(move |u| kind.conflicts_with(u.kind) && u.pages.overlaps(&pages))
+    pub fn conflicts(&self, pages: &PageBox, kind: UseKind) -> std::vec::IntoIter<&Use<T>> {
+        let found: Vec<&Use<T>> =
+            self.near(pages).into_iter().map(|id| &self.uses[&id]).filter(|u| kind.conflicts_with(u.kind)).collect();
+        found.into_iter()
     }
 
     /// Records a use. A writing use depends on every overlapping earlier
@@ -76,19 +110,43 @@ impl<T: Clone> DepTracker<T> {
     /// would conflict with them conflicts with the writer and waits for it.
     pub fn record(&mut self, pages: PageBox, kind: UseKind, token: T) {
         if kind == UseKind::Write {
-            self.uses.retain(|u| !pages.contains(&u.pages));
+            for id in self.near(&pages) {
+                if pages.contains(&self.uses[&id].pages) {
+                    self.uses.remove(&id);
+                }
+            }
         }
-        self.uses.push(Use { pages, kind, token });
+        let id = self.next;
+        self.next += 1;
+        for k in self.buckets_of(&pages) {
+            let bucket = self.buckets.entry(k).or_default();
+            if bucket.len() >= 16 && bucket.len().is_power_of_two() {
+                bucket.retain(|id| self.uses.contains_key(id));
+            }
+            bucket.push(id);
+        }
+        self.uses.insert(id, Use { pages, kind, token });
     }
 
-    /// Forgets the uses for which `done` holds (completed work).
+    /// Forgets the oldest uses for which `done` holds (completed work),
+    /// stopping at the first that is not: work mostly completes in
+    /// submission order, and a finished use left behind costs only a
+    /// completed event in a later wait list.
     pub fn prune(&mut self, mut done: impl FnMut(&T) -> bool) {
-        self.uses.retain(|u| !done(&u.token));
+        while let Some(entry) = self.uses.first_entry() {
+            if !done(&entry.get().token) {
+                break;
+            }
+            entry.remove();
+        }
+        if self.uses.is_empty() {
+            self.buckets.clear();
+        }
     }
 
     /// Every recorded use, oldest first.
-    pub fn uses(&self) -> &[Use<T>] {
-        &self.uses
+    pub fn uses(&self) -> impl Iterator<Item = &Use<T>> {
+        self.uses.values()
     }
 }
 
@@ -103,7 +161,7 @@ mod tests {
 
     #[test]
     fn accessor_conflict_rule() {
-        let mut t = DepTracker::default();
+        let mut t = DepTracker::new([1, 1, 4096]);
         t.record(b(0, 4), UseKind::Read { loc: 1 }, "r1");
         t.record(b(2, 6), UseKind::Read { loc: 2 }, "r2");
         assert_eq!(t.conflicts(&b(0, 8), UseKind::Read { loc: 3 }).count(), 0, "reads never conflict");
@@ -112,18 +170,18 @@ mod tests {
         let w: Vec<_> = t.conflicts(&b(5, 8), UseKind::Write).map(|u| u.token).collect();
         assert_eq!(w, ["r2"]);
         t.record(b(0, 8), UseKind::Write, "w");
-        assert_eq!(t.uses().len(), 1, "the covering write replaces what it depends on");
+        assert_eq!(t.uses().count(), 1, "the covering write replaces what it depends on");
         assert_eq!(t.conflicts(&b(7, 8), UseKind::Read { loc: 1 }).map(|u| u.token).collect::<Vec<_>>(), ["w"]);
         assert_eq!(t.conflicts(&b(8, 9), UseKind::Read { loc: 1 }).count(), 0, "disjoint pages never conflict");
     }
 
     #[test]
     fn fills_order_readers_of_their_target() {
-        let mut t = DepTracker::default();
+        let mut t = DepTracker::new([1, 1, 4096]);
         t.record(b(0, 4), UseKind::Fill { to: 1 }, "f");
         assert_eq!(t.conflicts(&b(0, 1), UseKind::Read { loc: 1 }).count(), 1);
         assert_eq!(t.conflicts(&b(0, 1), UseKind::Read { loc: 2 }).count(), 0);
         t.prune(|tok| *tok == "f");
-        assert!(t.uses().is_empty());
+        assert_eq!(t.uses().count(), 0);
     }
 }

@@ -99,7 +99,7 @@ impl State {
             map: PageMap::new(grid),
             host: None,
             allocs: Vec::new(),
-            deps: DepTracker::default(),
+            deps: DepTracker::new(grid.pages()),
             stats: TransferStats::default(),
             final_data: None,
             write_back: true,
