@@ -54,20 +54,23 @@ pub struct Use<T> {
     pub token: T,
 }
 
-/// Linear pages per bucket of the index.
+/// Pages per bucket of the index, about.
 const BUCKET: usize = 1024;
 
 /// The uses of one buffer that later uses may have to wait for, indexed by
-/// the linear page span they cover, so that a query looks only at uses near
+/// the blocks of pages they touch (blocks of about [`BUCKET`] pages, as
+/// square as the grid allows), so that a query looks only at uses near
 /// its pages (a buffer of a million pages with thousands of small accesses
 /// in flight costs microseconds per query, not a scan of them all).
 #[derive(Clone, Debug)]
 pub struct DepTracker<T> {
-    /// Pages per dimension of the buffer's grid.
-    pages: Dims,
+    /// Pages per block in each dimension.
+    block: Dims,
+    /// Blocks per dimension.
+    blocks: Dims,
     /// Live uses by age.
     uses: BTreeMap<u64, Use<T>>,
-    /// Bucket of linear pages → uses that touch it (forgotten uses are
+    /// Block → uses that touch it (forgotten uses are
     /// dropped from a bucket when it grows).
     buckets: HashMap<usize, Vec<u64>>,
     next: u64,
@@ -76,12 +79,20 @@ pub struct DepTracker<T> {
 impl<T: Clone> DepTracker<T> {
     /// An empty tracker for a grid of `pages` pages per dimension.
     pub fn new(pages: Dims) -> DepTracker<T> {
-        DepTracker { pages, uses: BTreeMap::new(), buckets: HashMap::new(), next: 0 }
+        let spread = pages.iter().filter(|&&n| n > 1).count().max(1) as f64;
+        let edge = (BUCKET as f64).powf(1.0 / spread).round() as usize;
+        let block = pages.map(|n| n.clamp(1, edge));
+        let blocks = [0, 1, 2].map(|d| pages[d].div_ceil(block[d]).max(1));
+        DepTracker { block, blocks, uses: BTreeMap::new(), buckets: HashMap::new(), next: 0 }
     }
 
-    fn buckets_of(&self, b: &PageBox) -> std::ops::RangeInclusive<usize> {
-        let lin = |p: Dims| (p[0] * self.pages[1] + p[1]) * self.pages[2] + p[2];
-        lin(b.lo) / BUCKET..=lin([b.hi[0] - 1, b.hi[1] - 1, b.hi[2] - 1]) / BUCKET
+    fn buckets_of(&self, b: &PageBox) -> impl Iterator<Item = usize> + use<T> {
+        let (block, blocks) = (self.block, self.blocks);
+        let lo = [0, 1, 2].map(|d| b.lo[d] / block[d]);
+        let hi = [0, 1, 2].map(|d| (b.hi[d] - 1) / block[d]);
+        (lo[0]..=hi[0]).flat_map(move |z| {
+            (lo[1]..=hi[1]).flat_map(move |y| (lo[2]..=hi[2]).map(move |x| (z * blocks[1] + y) * blocks[2] + x))
+        })
     }
 
     /// Live uses whose pages overlap `pages`, oldest first.
