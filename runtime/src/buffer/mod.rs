@@ -337,3 +337,18 @@ impl fmt::Debug for Buffer {
         f.debug_struct("Buffer").field("id", &self.shared.id).field("view", &self.view).finish()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn handles_cross_threads() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<Buffer>();
+        send_sync::<Accessor>();
+        send_sync::<HostAccessor>();
+        fn send<T: Send>() {}
+        send::<CommandGroup>();
+    }
+}
