@@ -230,9 +230,11 @@ pub(crate) fn resolve_wait_list(context: ContextId, events: &[&Event]) -> Result
     Ok(out)
 }
 
-/// A recorded event stands for a graph node: only a queue recording into
-/// that graph can wait for it.
+/// A recorded event stands for a graph node, a captured event for a
+/// captured command: only a queue recording into that graph (capturing into
+/// it) can wait for it.
 fn check_not_recorded(event: &Event, i: usize) -> Result<()> {
+    crate::capture::check_not_captured(event, i)?;
     if let Some(r) = crate::graph::record::recorded(event) {
         return Err(crate::err!(
             InvalidEventWaitList,

@@ -26,6 +26,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod adapter;
+pub mod capture;
 pub mod clock;
 pub mod command;
 pub mod command_buffer;
@@ -49,6 +50,7 @@ pub mod selector;
 mod software;
 pub mod spirv;
 
+pub use capture::{CapturedGraph, ExecutableGraph};
 pub use clock::{Timestamps, host_clock_ns};
 pub use command::{Command, CommandKind, MAX_PATTERN_SIZE, Pattern};
 pub use command_buffer::{
@@ -63,7 +65,6 @@ pub use device::{
 };
 pub use error::{Detail, Result, UrError};
 pub use event::{Event, EventStatus, ProfilingInfo, UserEvent};
-pub use graph::CapturedGraph;
 pub use interop::{NativeCommand, NativeFn, NativeScope, NativeTarget};
 pub use launch::{ArgValue, KernelArg, KernelCommand, KernelLaunch};
 pub use loader::{AbsentAdapter, AdapterEntry, Loader};
@@ -76,6 +77,6 @@ pub use native::{
 };
 pub use platform::{Backend, Platform};
 pub use program::{ArgKind, Kernel, KernelSignature, Program, ProgramBundle, ProgramSource, SourceForm, SpirvModule};
-pub use queue::{Queue, QueueProperties};
+pub use queue::{EnqueueGraph, Queue, QueueProperties};
 pub use rect::{RectLayout, RectOffset, RectRegion};
 pub use selector::DeviceSelector;
