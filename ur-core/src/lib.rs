@@ -66,7 +66,7 @@ pub use device::{
 pub use error::{Detail, Result, UrError};
 pub use event::{Event, EventStatus, ProfilingInfo, UserEvent};
 pub use interop::{NativeCommand, NativeFn, NativeScope, NativeTarget};
-pub use launch::{ArgValue, KernelArg, KernelCommand, KernelLaunch};
+pub use launch::{ArgValue, KernelArg, KernelCommand, KernelLaunch, LocalSizeOrigin};
 pub use loader::{AbsentAdapter, AdapterEntry, Loader};
 pub use memory::{
     BufferMapping, HostPtr, MapFlags, MemBuffer, MemFlags, MemLoc, MigrationFlags, UsmAdvice, UsmAllocation, UsmKind,

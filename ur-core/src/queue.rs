@@ -26,6 +26,7 @@ use crate::command::{Command, HostSide};
 use crate::command_buffer::CommandBuffer;
 use crate::context::Context;
 use crate::device::Device;
+use crate::ensure;
 use crate::error::Result;
 use crate::error::panic_message;
 use crate::event::{Event, UserEvent, as_refs, resolve_wait_list};
@@ -34,7 +35,6 @@ use crate::interop::{self, NativeCommand, NativeHandle, NativeScope, NativeTarge
 use crate::launch::KernelLaunch;
 use crate::memory::{BufferMapping, MapFlags, MappedMemory, MemBuffer, MigrationFlags, UsmAdvice, UsmPtr};
 use crate::rect::{RectLayout, RectRegion};
-use crate::{command_buffer, ensure};
 
 mod usm_2d;
 
@@ -393,7 +393,7 @@ impl Queue {
     /// allocated, and not used by the host, until the returned event completes.
     #[tracing::instrument(level = "trace", skip_all, fields(kernel = launch.kernel.name()))]
     pub unsafe fn launch_kernel(&self, launch: &KernelLaunch<'_>, wait: &[&Event]) -> Result<Event> {
-        let (command, origin) = command_buffer::resolve_kernel_launch(&self.inner.context, launch)?;
+        let (command, origin) = launch.resolve(&self.inner.context)?;
         self.submit_op(Op::Kernel(command, origin), wait)
     }
 
@@ -781,8 +781,8 @@ impl Queue {
         Ok(Event::from_imp(event, &self.inner.context))
     }
 
-    /// [`events_wait`](Self::events_wait) that never records, for the graph
-    /// layer's own submissions.
+    /// [`events_wait`](Self::events_wait) that never records or captures, for
+    /// the queue's own host-side orderings.
     pub(crate) fn eager_events_wait(&self, wait: &[&Event]) -> Result<Event> {
         self.marker(&resolve_wait_list(self.inner.context.id(), wait)?, false)
     }

@@ -11,7 +11,6 @@ use std::sync::atomic::Ordering;
 use parking_lot::Mutex;
 use smallvec::SmallVec;
 
-use crate::adapter::EventImpl;
 use crate::command::Command;
 use crate::command_buffer::{
     AppendOptions, CommandBuffer, CommandBufferDesc, CommandHandle, KernelLaunchUpdate, LocalSizeUpdate, SyncPoint,
@@ -19,7 +18,7 @@ use crate::command_buffer::{
 use crate::context::Context;
 use crate::device::{CommandBufferSupport, Device, UpdateCapabilities};
 use crate::error::{Result, UrError};
-use crate::event::{Event, SpanEvent};
+use crate::event::Event;
 use crate::launch::{ArgValue, KernelArg};
 use crate::memory::{MigrationFlags, UsmAllocation, UsmKind};
 use crate::program::Kernel;
@@ -561,7 +560,6 @@ impl Graph<Executable> {
     /// One execution on `queue` after `wait` (resolved already).
     pub(crate) fn run(&self, queue: &Queue, wait: &[&Event]) -> Result<Event> {
         let inner = self.inner();
-        let context = self.context();
         let mut st = inner.state.lock();
         let previous = st.last.clone();
         let mut waits: SmallVec<[&Event; 8]> = wait.iter().copied().collect();
@@ -572,9 +570,9 @@ impl Graph<Executable> {
         let event = if single {
             let cb = st.parts[0].cb.as_ref().expect("device partitions have a command buffer");
             let event = queue.enqueue_command_buffer(cb, &waits)?;
-            if inner.props.enable_profiling { event } else { span(&event, &event, false, Vec::new(), context) }
+            if inner.props.enable_profiling { event } else { Event::span(&event, &event, &[], false)? }
         } else {
-            let start = queue.eager_events_wait(&waits)?;
+            let start = queue.events_wait(&waits)?;
             let worker = st.worker.clone().unwrap_or_else(|| queue.clone());
             let mut done: Vec<Option<Event>> = vec![None; st.parts.len()];
             for &index in &st.submit_order {
@@ -603,9 +601,8 @@ impl Graph<Executable> {
             if leaves.is_empty() {
                 leaves.push(&start);
             }
-            let end = queue.eager_events_wait(&leaves)?;
-            let parts = done.iter().map(|e| e.imp().clone()).collect();
-            span(&start, &end, inner.props.enable_profiling, parts, context)
+            let end = queue.events_wait(&leaves)?;
+            Event::span(&start, &end, &done, inner.props.enable_profiling)?
         };
         st.last = Some(event.clone());
         Ok(event)
@@ -885,13 +882,6 @@ fn submission_order(parts: &[Part]) -> Vec<u32> {
     // never has a greater depth than its successor.
     order.sort_by_key(|i| depth[*i as usize]);
     order
-}
-
-fn span(first: &Event, last: &Event, profiled: bool, parts: Vec<Arc<dyn EventImpl>>, context: &Context) -> Event {
-    Event::from_imp(
-        Arc::new(SpanEvent { first: first.imp().clone(), last: last.imp().clone(), profiled, parts }),
-        context,
-    )
 }
 
 impl fmt::Debug for Graph<Executable> {

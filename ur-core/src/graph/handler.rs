@@ -3,7 +3,6 @@
 use std::sync::Arc;
 
 use crate::command::{Command, HostSide};
-use crate::command_buffer::resolve_kernel_launch;
 use crate::error::Result;
 use crate::launch::KernelLaunch;
 use crate::memory::{MemBuffer, MigrationFlags, UsmAdvice, UsmKind, UsmPtr};
@@ -124,7 +123,8 @@ impl Handler {
     /// at every execution of every executable graph that holds the node:
     /// pointer arguments must stay valid for as long as those graphs may run.
     pub unsafe fn launch(&mut self, launch: &KernelLaunch<'_>) -> Result<()> {
-        let (command, origin) = resolve_kernel_launch(&self.graph.context, launch)
+        let (command, origin) = launch
+            .resolve(&self.graph.context)
             .map_err(|e| e.in_context(&format!("command group of graph #{}", self.graph.id)))?;
         self.set(Pending::Kernel(KernelSpec::new(command, origin)))
     }
