@@ -233,12 +233,7 @@ impl KernelLaunch<'_> {
     /// command buffers run, with how its local size was decided.
     pub fn resolve(&self, context: &Context) -> Result<(KernelCommand, LocalSizeOrigin)> {
         let kernel = self.kernel;
-        ensure!(
-            kernel.program().context() == context,
-            InvalidKernel,
-            "kernel `{}` belongs to another context",
-            kernel.name()
-        );
+        check_kernel_context(context, kernel)?;
         let work_dim = check_dims(
             self.global_size.len(),
             &[("local size", self.local_size), ("global offset", self.global_offset)],
@@ -253,12 +248,11 @@ impl KernelLaunch<'_> {
 }
 
 impl KernelCommand {
-    /// A launch of `kernel` with arguments already resolved (as
-    /// [`KernelLaunch::resolve`] gives them) and a new geometry in 3D form
-    /// (`work_dim` used dimensions; `local` `None` lets the implementation
-    /// choose), validated for `context`'s device as [`KernelLaunch::resolve`]
-    /// validates: for launches kept in resolved form and launched again
-    /// with another range.
+    /// A launch of `kernel` with `args` and a geometry in 3D form (`work_dim`
+    /// used dimensions; `local` `None` lets the implementation choose),
+    /// validated for `context` as [`KernelLaunch::resolve`] validates: for
+    /// launches kept in resolved form ([`ArgValue::as_arg`] gives their
+    /// arguments back) and launched again with other arguments or another range.
     pub fn new(
         context: &Context,
         kernel: &Kernel,
@@ -266,18 +260,35 @@ impl KernelCommand {
         global: [usize; 3],
         offset: [usize; 3],
         local: Option<[usize; 3]>,
-        args: Vec<ArgValue>,
+        args: &[KernelArg<'_>],
     ) -> Result<(KernelCommand, LocalSizeOrigin)> {
-        ensure!(
-            kernel.program().context() == context,
-            InvalidKernel,
-            "kernel `{}` belongs to another context",
-            kernel.name()
-        );
-        let info = context.device().info();
-        let (range, origin) = resolve_range(info, kernel, work_dim, global, offset, local)?;
-        check_local_memory(info, kernel, &args)?;
+        check_kernel_context(context, kernel)?;
+        let args = resolve_args(context, kernel, args)?;
+        let (range, origin) = resolve_range(context.device().info(), kernel, work_dim, global, offset, local)?;
         Ok((KernelCommand { kernel: kernel.clone(), range, args }, origin))
+    }
+}
+
+/// `InvalidKernel` for a kernel of another context.
+fn check_kernel_context(context: &Context, kernel: &Kernel) -> Result<()> {
+    ensure!(
+        kernel.program().context() == context,
+        InvalidKernel,
+        "kernel `{}` belongs to another context",
+        kernel.name()
+    );
+    Ok(())
+}
+
+impl ArgValue {
+    /// The argument as an application gives it.
+    pub fn as_arg(&self) -> KernelArg<'_> {
+        match self {
+            ArgValue::Value(bytes) => KernelArg::Value(bytes),
+            ArgValue::Pointer(p) => KernelArg::Pointer(*p),
+            ArgValue::MemObj(b) => KernelArg::MemObj(b),
+            ArgValue::Local(n) => KernelArg::Local(*n),
+        }
     }
 }
 

@@ -542,7 +542,8 @@ impl MemBuffer {
         Ok(())
     }
 
-    pub(crate) fn same_buffer(&self, other: &MemBuffer) -> bool {
+    /// Whether both handles are the same buffer.
+    pub fn same_buffer(&self, other: &MemBuffer) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
     }
 }

@@ -19,7 +19,7 @@ use crate::context::Context;
 use crate::device::{CommandBufferSupport, Device, UpdateCapabilities};
 use crate::error::{Result, UrError};
 use crate::event::Event;
-use crate::launch::{ArgValue, KernelArg};
+use crate::launch::ArgValue;
 use crate::memory::{MigrationFlags, UsmAllocation, UsmKind};
 use crate::program::Kernel;
 use crate::queue::{Queue, QueueProperties};
@@ -429,15 +429,6 @@ fn same_arg(a: &ArgValue, b: &ArgValue) -> bool {
     }
 }
 
-fn arg_ref(value: &ArgValue) -> KernelArg<'_> {
-    match value {
-        ArgValue::Value(bytes) => KernelArg::Value(bytes),
-        ArgValue::Pointer(p) => KernelArg::Pointer(*p),
-        ArgValue::MemObj(b) => KernelArg::MemObj(b),
-        ArgValue::Local(n) => KernelArg::Local(*n),
-    }
-}
-
 impl Diff {
     /// What changes from `old` to `new`, or `None` when nothing does.
     fn new(old: &KernelSpec, new: &KernelSpec, handle: Option<CommandHandle>) -> Option<Diff> {
@@ -466,7 +457,7 @@ impl Diff {
     fn update<'a>(&'a self, handle: &'a CommandHandle) -> KernelLaunchUpdate<'a> {
         let mut update = KernelLaunchUpdate::new(handle);
         update.new_kernel = self.kernel.as_ref();
-        update.args = self.args.iter().map(|(i, v)| (*i, arg_ref(v))).collect();
+        update.args = self.args.iter().map(|(i, v)| (*i, v.as_arg())).collect();
         update.global_size = self.global.as_deref();
         update.global_offset = self.offset.as_deref();
         update.local_size = match &self.local {

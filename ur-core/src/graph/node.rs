@@ -108,7 +108,7 @@ impl KernelSpec {
             self.global,
             self.offset,
             self.local,
-            self.args.clone(),
+            &self.args.iter().map(ArgValue::as_arg).collect::<Vec<_>>(),
         )
     }
 
