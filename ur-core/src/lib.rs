@@ -13,6 +13,8 @@
 //!   crates implement, whose methods trust what the front end validated;
 //! - the **software command buffer**, which gives every adapter the whole
 //!   command-buffer API over its eager queue operations;
+//! - UR's **graph capture** ([`capture`]): a capturing queue appends its
+//!   enqueues to a command buffer, which instantiation finalizes;
 //! - the **loader** ([`Loader`]) and **selector** ([`selector`]), which open
 //!   the compiled-in adapters and pick devices with the
 //!   `ONEAPI_DEVICE_SELECTOR` grammar;
