@@ -547,10 +547,27 @@ impl CommandBuffer {
         self.append(Command::KernelLaunch(command), Some(record), &opts)
     }
 
-    /// Appends a memory command validated by a [`Command`] builder for this
-    /// buffer's context (the graph layer keeps its nodes in that form).
-    pub(crate) fn append_command(&self, command: Command, opts: AppendOptions<'_>) -> Result<Appended> {
-        debug_assert!(command.as_kernel().is_none(), "kernel launches go through append_kernel_command");
+    /// Appends a command built by one of [`Command`]'s public builders
+    /// (memory commands kept in validated form); `InvalidContext` for one
+    /// of another context, `InvalidValue` for a kernel launch (appended with
+    /// [`append_kernel_launch`](Self::append_kernel_launch)).
+    ///
+    /// ```
+    /// use ur_core::*;
+    /// # let device = ur_adapter_cpu::default_device();
+    /// let ctx = Context::new(&device)?;
+    /// let buf = UsmAllocation::new(&ctx, UsmKind::Device, 64)?;
+    /// let fill = Command::usm_fill(&ctx, buf.ptr(), &[7], 64)?;
+    /// let cb = CommandBuffer::new(&ctx, &device, CommandBufferDesc::default())?;
+    /// cb.append_command(fill.clone(), AppendOptions::new())?;
+    ///
+    /// let other = Context::new(&device)?;
+    /// let foreign = CommandBuffer::new(&other, &device, CommandBufferDesc::default())?;
+    /// assert!(matches!(foreign.append_command(fill, AppendOptions::new()), Err(UrError::InvalidContext(_))));
+    /// # Ok::<(), UrError>(())
+    /// ```
+    pub fn append_command(&self, command: Command, opts: AppendOptions<'_>) -> Result<Appended> {
+        command.check_appendable(&self.inner.context)?;
         self.append(command, None, &opts)
     }
 

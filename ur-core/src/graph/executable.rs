@@ -19,7 +19,7 @@ use crate::context::Context;
 use crate::device::{CommandBufferSupport, Device, UpdateCapabilities};
 use crate::error::{Result, UrError};
 use crate::event::Event;
-use crate::launch::ArgValue;
+use crate::launch::{ArgValue, KernelArg};
 use crate::memory::{MigrationFlags, UsmAllocation, UsmKind};
 use crate::program::Kernel;
 use crate::queue::{Queue, QueueProperties};
@@ -356,12 +356,12 @@ fn build_partition(context: &Context, props: &FinalizeProperties, st: &mut ExecS
         let opts = AppendOptions::new().after(&after);
         let appended = match &node.op {
             FlatOp::Kernel { spec, alternatives } => {
-                let (command, origin) = spec.resolve(context).map_err(|e| e.in_context(&kernel_name(node, spec)))?;
                 let alternatives: Vec<&Kernel> = if switch { alternatives.iter().collect() } else { Vec::new() };
-                // SAFETY: the launch was validated for this context when its node
-                // was added or updated (and again just now); the application
-                // vouched for what the kernel touches when it launched it.
-                unsafe { cb.append_kernel_command(command, origin, &alternatives, opts)? }
+                let args: Vec<KernelArg<'_>> = spec.args.iter().map(ArgValue::as_arg).collect();
+                // SAFETY: the application vouched for what the kernel touches
+                // when it added or updated the node; the launch is validated again.
+                unsafe { cb.append_kernel_launch(&spec.launch(&args), &alternatives, opts) }
+                    .map_err(|e| e.in_context(&kernel_name(node, spec)))?
             }
             FlatOp::Command(command) => cb.append_command(command.clone(), opts)?,
             FlatOp::Join => {

@@ -9,7 +9,7 @@ use crate::command::Command;
 use crate::context::Context;
 use crate::error::Result;
 use crate::event::Event;
-use crate::launch::{ArgValue, KernelCommand, LocalSizeOrigin, check_dims, to_3d};
+use crate::launch::{ArgValue, KernelArg, KernelCommand, KernelLaunch, LocalSizeOrigin, check_dims, to_3d};
 use crate::memory::UsmPtr;
 use crate::program::{ArgKind, Kernel};
 use crate::{ensure, err};
@@ -110,6 +110,18 @@ impl KernelSpec {
             self.local,
             &self.args.iter().map(ArgValue::as_arg).collect::<Vec<_>>(),
         )
+    }
+
+    /// The launch of the spec, with `args` (its arguments, as [`ArgValue::as_arg`] gives them).
+    pub(crate) fn launch<'a>(&'a self, args: &'a [KernelArg<'a>]) -> KernelLaunch<'a> {
+        let dim = self.work_dim as usize;
+        KernelLaunch {
+            kernel: &self.kernel,
+            global_size: &self.global[..dim],
+            local_size: self.local.as_ref().map(|l| &l[..dim]),
+            global_offset: Some(&self.offset[..dim]),
+            args,
+        }
     }
 
     /// The used part of the global size.
