@@ -287,31 +287,61 @@ impl Env {
     }
 }
 
+/// The blocking transfers the helpers below make, on a UR queue or a SYCL
+/// queue of `ur_runtime` (which refuses them while it records).
+pub trait HostIo {
+    /// `write_usm` without a wait list.
+    fn host_write(&self, dst: UsmPtr, data: &[u8]) -> ur::Result<()>;
+    /// `read_usm` without a wait list.
+    fn host_read(&self, src: UsmPtr, out: &mut [u8]) -> ur::Result<()>;
+    /// `read_buffer` without a wait list.
+    fn host_read_buffer(&self, buffer: &MemBuffer, offset: usize, out: &mut [u8]) -> ur::Result<()>;
+}
+
+/// The same methods on both queues: they differ only in whether they record.
+macro_rules! host_io {
+    ($($queue:ty),*) => {$(
+        impl HostIo for $queue {
+            fn host_write(&self, dst: UsmPtr, data: &[u8]) -> ur::Result<()> {
+                self.write_usm(dst, data, &[])
+            }
+            fn host_read(&self, src: UsmPtr, out: &mut [u8]) -> ur::Result<()> {
+                self.read_usm(src, out, &[])
+            }
+            fn host_read_buffer(&self, buffer: &MemBuffer, offset: usize, out: &mut [u8]) -> ur::Result<()> {
+                self.read_buffer(buffer, offset, out, &[])
+            }
+        }
+    )*};
+}
+
+host_io!(Queue, ur_runtime::Queue);
+
 /// Writes `data` to USM and waits.
-pub fn write<T: NoUninit>(queue: &Queue, dst: UsmPtr, data: &[T]) -> CaseResult {
-    Ok(queue.write_usm(dst, bytemuck::cast_slice(data), &[])?)
+pub fn write<T: NoUninit>(queue: &impl HostIo, dst: UsmPtr, data: &[T]) -> CaseResult {
+    Ok(queue.host_write(dst, bytemuck::cast_slice(data))?)
 }
 
 /// Reads `count` values from USM.
 pub fn read<T: AnyBitPattern + NoUninit + Default + Clone>(
-    queue: &Queue,
+    queue: &impl HostIo,
     src: UsmPtr,
     count: usize,
 ) -> Result<Vec<T>, CaseError> {
     let mut out = vec![T::default(); count];
-    queue.read_usm(src, bytemuck::cast_slice_mut(&mut out), &[])?;
+    queue.host_read(src, bytemuck::cast_slice_mut(&mut out))?;
     Ok(out)
 }
 
 /// Reads `count` values from a buffer.
 pub fn read_buffer<T: AnyBitPattern + NoUninit + Default + Clone>(
-    queue: &Queue,
+    queue: &impl HostIo,
     buffer: &MemBuffer,
     offset: usize,
     count: usize,
 ) -> Result<Vec<T>, CaseError> {
     let mut out = vec![T::default(); count];
-    queue.read_buffer(buffer, offset, bytemuck::cast_slice_mut(&mut out), &[])?;
+    queue.host_read_buffer(buffer, offset, bytemuck::cast_slice_mut(&mut out))?;
     Ok(out)
 }
 

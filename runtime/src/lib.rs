@@ -1,11 +1,16 @@
 //! # ur-runtime
 //!
 //! The SYCL-level layer of ur-rs, built on ur-core's public API only, the
-//! way DPC++'s libsycl sits on Unified Runtime.
+//! way DPC++'s libsycl sits on Unified Runtime: buffers and accessors
+//! ([`buffer`]), a queue that can record ([`queue`]) and SYCL's
+//! `command_graph` ([`graph`]).
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod buffer;
+pub mod graph;
+pub mod queue;
 
 pub use buffer::{
     AccessMode, AccessRange, Accessor, Buffer, BufferProperties, CommandGroup, HostAccessor, TransferStats,
 };
+pub use queue::{Event, Queue, QueueState, SubmitGraph};

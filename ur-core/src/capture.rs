@@ -444,7 +444,7 @@ fn check_queue(graph: &GraphInner, queue: &Queue) -> Result<()> {
         graph.id,
         graph.context.device()
     );
-    queue.check_can_capture()
+    Ok(())
 }
 
 fn set_slot(queue: &Queue, graph: &Arc<GraphInner>) -> Result<()> {
@@ -645,19 +645,19 @@ impl ExecutableGraph {
     }
 }
 
-/// `urEnqueueGraphExp`: on a capturing queue, the graph is captured as one
-/// command. Submissions of one executable graph run in submission order,
-/// also across queues. `InvalidQueue` for a queue of another context.
-impl crate::queue::EnqueueGraph for ExecutableGraph {
-    #[tracing::instrument(level = "debug", skip_all, fields(graph = self.graph_id()))]
-    fn enqueue_on(&self, queue: &Queue, wait: &[&Event]) -> Result<Event> {
+/// `urEnqueueGraphExp` ([`Queue::enqueue_graph`]): on a capturing queue, the
+/// graph is captured as one command. Submissions of one executable graph run
+/// in submission order, also across queues.
+impl ExecutableGraph {
+    /// `InvalidQueue` for a queue of another context.
+    pub(crate) fn check_queue(&self, queue: &Queue) -> Result<()> {
         ensure!(
             queue.context() == self.context(),
             InvalidQueue,
             "an executable graph of another context cannot run on a queue of {}",
             queue.device()
         );
-        queue.submit_op(Op::Graph(self.clone()), wait)
+        Ok(())
     }
 }
 
@@ -673,7 +673,7 @@ impl Queue {
     /// until [`end_capture`](Self::end_capture), what is enqueued on the
     /// queue is captured, not executed, and returns events that stand for
     /// the captured commands (usable in the wait lists of the capture only).
-    /// `InvalidOperation` when the queue already captures or records.
+    /// `InvalidOperation` when the queue already captures.
     pub fn begin_capture(&self) -> Result<()> {
         self.begin_capture_into(&CapturedGraph::new(self.context())?)
     }
@@ -681,7 +681,7 @@ impl Queue {
     /// Begins capturing into `graph` (`urQueueBeginCaptureIntoGraphExp`),
     /// which must be empty (`InvalidArgument`) and captured by no other
     /// queue (`InvalidOperation`); `InvalidQueue` for a graph of another
-    /// context; `InvalidOperation` when the queue already captures or records.
+    /// context; `InvalidOperation` when the queue already captures.
     #[tracing::instrument(level = "debug", skip_all, fields(graph = graph.id()))]
     pub fn begin_capture_into(&self, graph: &CapturedGraph) -> Result<()> {
         let inner = &graph.inner;
@@ -763,6 +763,18 @@ impl Queue {
         }
         outcome?;
         Ok(CapturedGraph { inner: graph })
+    }
+
+    /// The error of `what`, an operation of a layer above ur-core that a
+    /// capture cannot hold (a host task of the SYCL runtime, say):
+    /// `GraphCaptureUnsupported`, which invalidates the capture, or
+    /// `GraphCaptureInvalidated` when it already was; `Ok` when the queue
+    /// does not capture.
+    pub fn refuse_capture(&self, what: &str) -> Result<()> {
+        if !self.capture_slot().is_active() {
+            return Ok(());
+        }
+        refuse(self, what)
     }
 
     /// Whether the queue captures (`urQueueIsGraphCaptureEnabledExp`), having

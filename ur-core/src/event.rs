@@ -235,32 +235,15 @@ impl fmt::Debug for UserEvent {
 }
 
 /// Resolves a wait list for an adapter call, checking every event belongs to
-/// `context` and is no event of a graph being recorded.
+/// `context` and is no event of a capture.
 pub(crate) fn resolve_wait_list(context: ContextId, events: &[&Event]) -> Result<SmallVec<[Arc<dyn EventImpl>; 4]>> {
     let mut out = SmallVec::new();
     for (i, e) in events.iter().enumerate() {
         ensure!(e.context == context, InvalidEventWaitList, "event {i} of the wait list belongs to another context");
-        check_not_recorded(e, i)?;
+        crate::capture::check_not_captured(e, i)?;
         out.extend(e.resolve());
     }
     Ok(out)
-}
-
-/// A recorded event stands for a graph node, a captured event for a
-/// captured command: only a queue recording into that graph (capturing into
-/// it) can wait for it.
-fn check_not_recorded(event: &Event, i: usize) -> Result<()> {
-    crate::capture::check_not_captured(event, i)?;
-    if let Some(r) = crate::graph::record::recorded(event) {
-        return Err(crate::err!(
-            InvalidEventWaitList,
-            "event {i} of the wait list stands for node {} recorded into graph #{}; it is usable only in that \
-             graph's recording",
-            r.node,
-            r.graph.id
-        ));
-    }
-    Ok(())
 }
 
 /// Borrows resolved events as the adapter interface takes them.
@@ -275,7 +258,7 @@ pub(crate) fn check_events(context: ContextId, events: &[&Event], what: &str) ->
         .enumerate()
         .map(|(i, e)| {
             ensure!(e.context == context, InvalidEventWaitList, "{what}: event {i} belongs to another context");
-            check_not_recorded(e, i).map_err(|err| err.in_context(what))?;
+            crate::capture::check_not_captured(e, i).map_err(|err| err.in_context(what))?;
             Ok((*e).clone())
         })
         .collect()

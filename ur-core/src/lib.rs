@@ -18,10 +18,10 @@
 //! - the **loader** ([`Loader`]) and **selector** ([`selector`]), which open
 //!   the compiled-in adapters and pick devices with the
 //!   `ONEAPI_DEVICE_SELECTOR` grammar;
-//! - the **graph layer** ([`graph`]): SYCL's `command_graph` (explicit
-//!   building, queue recording, host tasks, sub-graphs, updates,
-//!   graph-owned memory, DOT output) on top of the public API, so it runs on
-//!   every adapter.
+//!
+//! SYCL's `command_graph` (explicit building, queue recording, host tasks,
+//! sub-graphs, updates, graph-owned memory) is not here: it lives in the
+//! `ur-runtime` crate, built on this crate's public API.
 //!
 //! Applications usually depend on the `ur` crate, which re-exports this one
 //! and registers the adapters its features compile in.
@@ -37,7 +37,6 @@ pub mod cpu_table;
 pub mod device;
 pub mod error;
 pub mod event;
-pub mod graph;
 pub mod interop;
 pub mod launch;
 pub mod loader;
@@ -79,6 +78,6 @@ pub use native::{
 };
 pub use platform::{Backend, Platform};
 pub use program::{ArgKind, Kernel, KernelSignature, Program, ProgramBundle, ProgramSource, SourceForm, SpirvModule};
-pub use queue::{EnqueueGraph, Queue, QueueProperties};
+pub use queue::{Queue, QueueProperties};
 pub use rect::{RectLayout, RectOffset, RectRegion};
 pub use selector::DeviceSelector;

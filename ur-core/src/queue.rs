@@ -9,8 +9,8 @@
 //! A queue can capture into a graph instead of executing ([`crate::capture`],
 //! UR's graph capture): its enqueues then append to the capture's command
 //! buffer and return captured events. The eager path pays one check of an
-//! atomic flag for it. A queue can also record into a graph of the graph
-//! layer ([`crate::graph`]), at the price of a second flag.
+//! atomic flag for it. SYCL's queue recording lives above ur-core, in the
+//! `ur-runtime` crate's queue.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -30,22 +30,12 @@ use crate::ensure;
 use crate::error::Result;
 use crate::error::panic_message;
 use crate::event::{Event, UserEvent, as_refs, resolve_wait_list};
-use crate::graph::record::{self, Recordable, RecordingSlot};
 use crate::interop::{self, NativeCommand, NativeHandle, NativeScope, NativeTarget, Owner};
 use crate::launch::KernelLaunch;
 use crate::memory::{BufferMapping, MapFlags, MappedMemory, MemBuffer, MigrationFlags, UsmAdvice, UsmPtr};
 use crate::rect::{RectLayout, RectRegion};
 
 mod usm_2d;
-
-/// A graph [`Queue::enqueue_graph`] submits: UR's
-/// [`ExecutableGraph`](crate::ExecutableGraph) or an executable graph of the
-/// graph layer.
-pub trait EnqueueGraph {
-    /// Submits the graph on `queue` after `wait` (or records or captures it
-    /// where `queue` does).
-    fn enqueue_on(&self, queue: &Queue, wait: &[&Event]) -> Result<Event>;
-}
 
 /// How a queue runs its commands.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
@@ -76,14 +66,12 @@ struct QueueInner {
     properties: QueueProperties,
     imp: Box<dyn QueueImpl>,
     in_flight: Mutex<VecDeque<(Arc<dyn EventImpl>, KeepAlive)>>,
-    /// The graph this queue records into, if any.
-    recording: RecordingSlot,
     /// The UR graph this queue captures into, if any.
     capture: CaptureSlot,
 }
 
-/// A queue handle that does not keep the queue alive (held by the graphs it
-/// records into).
+/// A queue handle that does not keep the queue alive (held by the captures
+/// it takes part in).
 #[derive(Clone)]
 pub(crate) struct WeakQueue(Weak<QueueInner>);
 
@@ -96,7 +84,6 @@ impl WeakQueue {
 
 impl Drop for QueueInner {
     fn drop(&mut self) {
-        record::queue_dropped(&self.recording, self as *const QueueInner as usize);
         capture::queue_dropped(&self.capture, self as *const QueueInner as usize);
         if let Err(e) = self.imp.finish() {
             tracing::warn!(error = %e, "queue finish on drop failed");
@@ -130,7 +117,6 @@ impl Queue {
                 properties,
                 imp,
                 in_flight: Mutex::default(),
-                recording: RecordingSlot::default(),
                 capture: CaptureSlot::default(),
             }),
         })
@@ -178,9 +164,7 @@ impl Queue {
     /// captures the command ([`crate::capture`]: it is appended to the
     /// capture's command buffer with
     /// [`CommandBuffer::append_native_command`]'s rules, so the callback runs
-    /// when that backend's command buffers call it); a queue recording into a
-    /// graph of the graph layer refuses it (`InvalidOperation`: the graph
-    /// layer has no native-command node).
+    /// when that backend's command buffers call it).
     ///
     /// # Safety
     /// The native work is unchecked: it must only touch memory that stays
@@ -198,12 +182,8 @@ impl Queue {
         self.submit(Command::Native(native), wait)
     }
 
-    /// What every native command checks: not while recording into a graph of
-    /// the graph layer, its buffers of this queue's context.
+    /// What every native command checks: its buffers of this queue's context.
     fn native_mems(&self, mems: &[&MemBuffer]) -> Result<Vec<MemBuffer>> {
-        if self.inner.recording.is_active() {
-            crate::graph::refuse_while_recording(self, "a native command")?;
-        }
         for mem in mems {
             mem.check_context(&self.inner.context)?;
         }
@@ -263,28 +243,12 @@ impl Queue {
         Arc::ptr_eq(&self.inner, &other.inner)
     }
 
-    /// Its recording state, for the graph layer.
-    pub(crate) fn recording_slot(&self) -> &RecordingSlot {
-        &self.inner.recording
-    }
-
     /// Its capture state.
     pub(crate) fn capture_slot(&self) -> &CaptureSlot {
         &self.inner.capture
     }
 
-    /// `InvalidOperation` when the queue records into a graph of the graph
-    /// layer: a queue records or captures, never both.
-    pub(crate) fn check_can_capture(&self) -> Result<()> {
-        crate::ensure!(
-            !self.inner.recording.is_active(),
-            InvalidOperation,
-            "the queue records into a graph of the graph layer; end that recording before capturing"
-        );
-        Ok(())
-    }
-
-    /// The queue's identity while it lives (graphs key recording queues by it).
+    /// The queue's identity while it lives (captures key their queues by it).
     pub(crate) fn key(&self) -> usize {
         Arc::as_ptr(&self.inner) as usize
     }
@@ -299,31 +263,15 @@ impl Queue {
     }
 
     /// Executes `op`, or captures it when the queue captures (or joins a
-    /// capture because `wait` holds a captured event), or records it when
-    /// the queue records into a graph (or starts recording because `wait`
-    /// holds a recorded event).
-    pub(crate) fn submit_op(&self, op: impl Into<Recordable>, wait: &[&Event]) -> Result<Event> {
-        let op = op.into();
+    /// capture because `wait` holds a captured event).
+    pub(crate) fn submit_op(&self, op: Op, wait: &[&Event]) -> Result<Event> {
         if self.inner.capture.is_active() {
-            return match op {
-                Recordable::Core(op) => capture::submit(self, op, wait),
-                op => {
-                    capture::refuse(self, op.describe())?;
-                    self.submit_op(op, wait)
-                }
-            };
-        }
-        if self.inner.recording.is_active() {
-            return record::submit(self, op, wait);
+            return capture::submit(self, op, wait);
         }
         match resolve_wait_list(self.inner.context.id(), wait) {
-            Ok(resolved) => record::execute(self, op, &resolved),
-            Err(e) => match op {
-                Recordable::Core(op) if wait.iter().any(|e| capture::is_captured(e)) => {
-                    capture::submit_joining(self, op, wait, e)
-                }
-                op => record::submit_transitively(self, op, wait, e),
-            },
+            Ok(resolved) => self.execute_op(op, &resolved),
+            Err(e) if wait.iter().any(|e| capture::is_captured(e)) => capture::submit_joining(self, op, wait, e),
+            Err(e) => Err(e),
         }
     }
 
@@ -348,21 +296,18 @@ impl Queue {
         Ok(Event::from_imp(event, &self.inner.context))
     }
 
-    /// `InvalidOperation` while the queue records into a graph;
-    /// `GraphCaptureUnsupported` (which invalidates the capture) while it captures.
-    fn check_not_recording(&self, what: &str) -> Result<()> {
+    /// `GraphCaptureUnsupported` (which invalidates the capture) while the
+    /// queue captures.
+    fn check_not_capturing(&self, what: &str) -> Result<()> {
         if self.inner.capture.is_active() {
             return capture::refuse(self, what);
-        }
-        if self.inner.recording.is_active() {
-            return crate::graph::refuse_while_recording(self, what);
         }
         Ok(())
     }
 
     /// Blocking calls never record: their host memory is borrowed for the call.
     fn submit_blocking(&self, command: Command, wait: &[&Event]) -> Result<()> {
-        self.check_not_recording("a blocking transfer")?;
+        self.check_not_capturing("a blocking transfer")?;
         interop::check_not_in_host_command("a blocking transfer")?;
         let resolved = resolve_wait_list(self.inner.context.id(), wait)?;
         let event = self.execute(command, &resolved)?;
@@ -411,8 +356,8 @@ impl Queue {
     /// # Safety
     /// A side in no USM allocation must be host memory valid for `size`
     /// bytes (reads of `src`, writes of `dst`), neither freed nor accessed by
-    /// the host in conflict until the returned event completes; on a queue
-    /// recording into a graph, at every execution of the graphs made from it.
+    /// the host in conflict until the returned event completes; on a
+    /// capturing queue, at every execution of the graphs made from it.
     #[tracing::instrument(level = "trace", skip(self, wait))]
     pub unsafe fn usm_memcpy_host(&self, dst: *mut u8, src: *const u8, size: usize, wait: &[&Event]) -> Result<Event> {
         let (dst, src) = (HostSide::Raw(dst), HostSide::Raw(src.cast_mut()));
@@ -494,8 +439,8 @@ impl Queue {
     ///
     /// # Safety
     /// Outside USM, `dst` must be valid for `size` bytes of writes, and neither read nor
-    /// freed, until the returned event completes; on a queue recording into a
-    /// graph, at every execution of the graphs finalized from it.
+    /// freed, until the returned event completes; on a capturing queue, at
+    /// every execution of the graphs made from it.
     pub unsafe fn read_buffer_async(
         &self,
         buffer: &MemBuffer,
@@ -512,8 +457,8 @@ impl Queue {
     ///
     /// # Safety
     /// Outside USM, `src` must be valid for `size` bytes of reads, and neither written nor
-    /// freed, until the returned event completes; on a queue recording into a
-    /// graph, at every execution of the graphs finalized from it.
+    /// freed, until the returned event completes; on a capturing queue, at
+    /// every execution of the graphs made from it.
     pub unsafe fn write_buffer_async(
         &self,
         buffer: &MemBuffer,
@@ -533,8 +478,7 @@ impl Queue {
     /// # Safety
     /// Outside USM, `dst` must be valid for writes over the host layout's
     /// extent, and neither read nor freed, until the returned event completes;
-    /// on a queue recording into a graph, at every execution of the graphs
-    /// finalized from it.
+    /// on a capturing queue, at every execution of the graphs made from it.
     pub unsafe fn read_buffer_rect_async(
         &self,
         buffer: &MemBuffer,
@@ -555,7 +499,7 @@ impl Queue {
     /// # Safety
     /// Outside USM, `src` must be valid for reads over the host layout's
     /// extent, and neither written nor freed, until the returned event
-    /// completes; on a recording queue, at every execution of its graphs.
+    /// completes; on a capturing queue, at every execution of its graphs.
     pub unsafe fn write_buffer_rect_async(
         &self,
         buffer: &MemBuffer,
@@ -648,7 +592,7 @@ impl Queue {
     /// [`BufferMapping::ptr`] holds the buffer's bytes (unless mapped with
     /// `WRITE_INVALIDATE_REGION`), and what the host writes there reaches the
     /// buffer at [`unmap_buffer`](Self::unmap_buffer) for mappings made for
-    /// writing. Not on a queue recording into a graph.
+    /// writing. Not on a capturing queue (`GraphCaptureUnsupported`).
     pub fn map_buffer(
         &self,
         buffer: &MemBuffer,
@@ -688,7 +632,7 @@ impl Queue {
         memory: MappedMemory,
         wait: &[&Event],
     ) -> Result<(Event, BufferMapping)> {
-        self.check_not_recording("a buffer map (the host uses the bytes)")?;
+        self.check_not_capturing("a buffer map (the host uses the bytes)")?;
         ensure!(!flags.is_empty(), InvalidValue, "a buffer map for neither reading nor writing");
         ensure!(
             !(flags.contains(MapFlags::WRITE_INVALIDATE_REGION) && flags.intersects(MapFlags::READ | MapFlags::WRITE)),
@@ -712,7 +656,7 @@ impl Queue {
     /// when it was made for writing. The returned event completes when the
     /// buffer holds them; the mapping's memory is released after it.
     pub fn unmap_buffer(&self, mut mapping: BufferMapping, wait: &[&Event]) -> Result<Event> {
-        self.check_not_recording("a buffer unmap")?;
+        self.check_not_capturing("a buffer unmap")?;
         mapping.buffer.check_context(&self.inner.context)?;
         let mut after: SmallVec<[&Event; 8]> = SmallVec::from_slice(wait);
         after.push(&mapping.ready);
@@ -760,7 +704,7 @@ impl Queue {
     /// info on any queue, profiling or not: its start and end are the device
     /// time at which it ran, on the clock of
     /// [`Device::global_timestamps`](crate::Device::global_timestamps).
-    /// `InvalidOperation` on a queue recording into a graph.
+    /// `GraphCaptureUnsupported` on a capturing queue.
     ///
     /// ```
     /// use ur_core::{Context, Queue, QueueProperties};
@@ -774,7 +718,7 @@ impl Queue {
     /// ```
     #[tracing::instrument(level = "trace", skip_all)]
     pub fn enqueue_timestamp(&self, wait: &[&Event]) -> Result<Event> {
-        self.check_not_recording("a timestamp recording")?;
+        self.check_not_capturing("a timestamp recording")?;
         let resolved = resolve_wait_list(self.inner.context.id(), wait)?;
         // SAFETY: the events were checked to belong to this queue's context.
         let event = unsafe { self.inner.imp.enqueue_timestamp(&as_refs(&resolved))? };
@@ -792,12 +736,11 @@ impl Queue {
     /// commands wait for the task. The returned event completes when the task
     /// has returned, or reports `AdapterSpecific` if it panicked.
     ///
-    /// A task that runs once cannot be recorded into a graph: on a recording
-    /// queue this is `InvalidOperation`; record
-    /// [`enqueue_host_fn`](Self::enqueue_host_fn) instead.
+    /// A task that runs once cannot be captured: on a capturing queue this is
+    /// `GraphCaptureUnsupported`.
     #[tracing::instrument(level = "debug", skip_all)]
     pub fn enqueue_host_task(&self, wait: &[&Event], task: impl FnOnce() + Send + 'static) -> Result<Event> {
-        self.check_not_recording("`enqueue_host_task` (a task that runs once; record `enqueue_host_fn`)")?;
+        self.check_not_capturing("`enqueue_host_task` (a task that runs once)")?;
         let start = self.eager_events_wait(wait)?;
         let done = UserEvent::new(&self.inner.context)?;
         let finished = done.event().clone();
@@ -823,10 +766,13 @@ impl Queue {
         Ok(finished)
     }
 
-    /// Submits an executable graph (`urEnqueueGraphExp`, `queue::ext_oneapi_graph`);
-    /// see the graph's [`EnqueueGraph`] implementation.
-    pub fn enqueue_graph(&self, graph: &impl EnqueueGraph, wait: &[&Event]) -> Result<Event> {
-        graph.enqueue_on(self, wait)
+    /// Submits an executable graph of UR's graph capture (`urEnqueueGraphExp`):
+    /// its command buffer runs after `wait`; a capturing queue captures it.
+    /// `InvalidQueue` for a graph of another context.
+    #[tracing::instrument(level = "debug", skip_all, fields(graph = graph.graph_id()))]
+    pub fn enqueue_graph(&self, graph: &crate::ExecutableGraph, wait: &[&Event]) -> Result<Event> {
+        graph.check_queue(self)?;
+        self.submit_op(Op::Graph(graph.clone()), wait)
     }
 
     /// Submits a finalized command buffer (`urEnqueueCommandBufferExp`).
@@ -835,7 +781,7 @@ impl Queue {
     /// queues; an update made after this call does not affect this submission.
     #[tracing::instrument(level = "debug", skip_all)]
     pub fn enqueue_command_buffer(&self, command_buffer: &CommandBuffer, wait: &[&Event]) -> Result<Event> {
-        self.check_not_recording("a command-buffer enqueue (add an executable graph with `enqueue_graph`)")?;
+        self.check_not_capturing("a command-buffer enqueue (add an executable graph with `enqueue_graph`)")?;
         let resolved = resolve_wait_list(self.inner.context.id(), wait)?;
         self.execute_command_buffer(command_buffer, &resolved)
     }
@@ -852,10 +798,10 @@ impl Queue {
     }
 
     /// Blocks until everything submitted to this queue has completed;
-    /// `InvalidOperation` on a queue recording into a graph.
+    /// `GraphCaptureUnsupported` on a capturing queue.
     #[tracing::instrument(level = "debug", skip_all)]
     pub fn finish(&self) -> Result<()> {
-        self.check_not_recording("`finish` (a host wait)")?;
+        self.check_not_capturing("`finish` (a host wait)")?;
         interop::check_not_in_host_command("`finish`")?;
         let result = self.inner.imp.finish();
         self.inner.in_flight.lock().retain(|(e, _)| !e.status().is_terminal());

@@ -5,7 +5,6 @@
 //! executable graphs enqueued many times, and the errors of misuse. UR's
 //! `test/conformance/exp_graph` is the model.
 
-use ur::graph::{FinalizeProperties, GraphProperties};
 use ur::{CapturedGraph, Context, Event, KernelArg, KernelLaunch, Queue, QueueProperties};
 
 use super::graph_common::{Diamond, MINUS_ONE, ONE};
@@ -30,7 +29,6 @@ pub(super) fn cases() -> Vec<crate::Case> {
         merge_attempt,
         captured_events_stay_in_their_capture,
         executable_graph_inside_a_capture,
-        capture_and_recording_exclude_each_other,
         dropping_the_capturing_queue,
         native_command_captured,
         native_command_in_a_fork => Requires::OUT_OF_ORDER,
@@ -406,23 +404,6 @@ fn executable_graph_inside_a_capture(env: &Env) -> CaseResult {
         queue.enqueue_graph(&exec, &[])?.wait()?;
         check_eq!(read::<u32>(&queue, b.ptr(), N)?, vec![2u32; N], "run {run}: zero, two increments, the copy");
     }
-    Ok(())
-}
-
-/// A queue records a SYCL graph or captures, never both.
-fn capture_and_recording_exclude_each_other(env: &Env) -> CaseResult {
-    let queue = env.queue()?;
-    let graph = ur::graph::Graph::new(env.context(), env.device(), GraphProperties::default())?;
-    graph.begin_recording(&queue)?;
-    check_err!(queue.begin_capture(), InvalidOperation);
-    check_err!(queue.end_capture(), CommandListNotCapturing);
-    check!(!queue.is_capturing(), "recording is not capturing");
-    graph.end_recording();
-    queue.begin_capture()?;
-    check_err!(graph.begin_recording(&queue), InvalidOperation);
-    let captured = queue.end_capture()?;
-    check!(captured.is_empty());
-    graph.finalize(FinalizeProperties::default())?;
     Ok(())
 }
 

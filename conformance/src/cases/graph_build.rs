@@ -5,13 +5,14 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use ur::graph::{ExecutionOrder, FinalizeProperties, Graph, GraphProperties, NodeProperties, NodeType};
 use ur::{
-    Context, EventStatus, KernelArg, MigrationFlags, Queue, QueueProperties, RectLayout, RectOffset, RectRegion,
-    UserEvent, UsmAdvice,
+    Context, EventStatus, KernelArg, MigrationFlags, QueueProperties, RectLayout, RectOffset, RectRegion, UserEvent,
+    UsmAdvice,
 };
+use ur_runtime::Queue;
+use ur_runtime::graph::{ExecutionOrder, FinalizeProperties, Graph, GraphProperties, NodeProperties, NodeType};
 
-use super::graph_common::{Diamond, SETTLE, kernel_node, new_graph};
+use super::graph_common::{Diamond, SETTLE, kernel_node, new_graph, sycl_queue, sycl_queue_with};
 use crate::harness::{CaseError, CaseResult, Env, read, read_buffer, write};
 use crate::{Requires, cases, check, check_eq, check_err};
 
@@ -46,7 +47,7 @@ const N: usize = 256;
 
 /// The diamond of the Codeplay proposal, executed three times.
 fn diamond(env: &Env) -> CaseResult {
-    let queue = env.queue()?;
+    let queue = sycl_queue(env)?;
     let d = Diamond::new(env, N)?;
     d.init(&queue)?;
     let graph = new_graph(env)?;
@@ -70,7 +71,7 @@ fn diamond(env: &Env) -> CaseResult {
 
 /// The same diamond with edges made after the nodes, in any order.
 fn diamond_with_make_edge(env: &Env) -> CaseResult {
-    let queue = env.queue()?;
+    let queue = sycl_queue(env)?;
     let d = Diamond::new(env, N)?;
     d.init(&queue)?;
     let graph = new_graph(env)?;
@@ -98,7 +99,7 @@ fn diamond_with_make_edge(env: &Env) -> CaseResult {
 /// An empty node made with `depends_on_all_leaves` joins independent
 /// branches; the command after it sees every branch's result.
 fn empty_node_joins_all_leaves(env: &Env) -> CaseResult {
-    let queue = env.queue()?;
+    let queue = sycl_queue(env)?;
     let parts = env.usm_u32(4 * 64)?;
     let out = env.usm_u32(4 * 64)?;
     let graph = new_graph(env)?;
@@ -167,7 +168,7 @@ fn node_queries(env: &Env) -> CaseResult {
 
 /// Every memory command of the handler, in one graph, run twice.
 fn every_memory_command(env: &Env) -> CaseResult {
-    let queue = env.queue()?;
+    let queue = sycl_queue(env)?;
     let usm = env.usm_u32(64)?;
     let back = env.usm_u32(64)?;
     let a = env.buffer(256)?;
@@ -207,7 +208,7 @@ fn every_memory_command(env: &Env) -> CaseResult {
 /// A graph can grow after finalize and be finalized again; each
 /// executable graph keeps its own topology.
 fn finalize_again_after_adding(env: &Env) -> CaseResult {
-    let queue = env.queue()?;
+    let queue = sycl_queue(env)?;
     let mem = env.usm_u32(16)?;
     let kernel = env.kernel("increment")?;
     let graph = new_graph(env)?;
@@ -229,14 +230,14 @@ fn finalize_again_after_adding(env: &Env) -> CaseResult {
 /// graph never overlap (two overlapping read-modify-writes of an element
 /// would lose increments), so the count is exact.
 fn submissions_never_overlap(env: &Env) -> CaseResult {
-    let (q1, q2) = (env.queue()?, env.queue()?);
+    let (q1, q2) = (sycl_queue(env)?, sycl_queue(env)?);
     let mem = env.usm_u32(1024)?;
     write(&q1, mem.ptr(), &[0u32; 1024])?;
     let kernel = env.kernel("increment")?;
     let graph = new_graph(env)?;
-    let mut prev: Vec<ur::graph::Node> = Vec::new();
+    let mut prev: Vec<ur_runtime::graph::Node> = Vec::new();
     for _ in 0..4 {
-        let deps: Vec<&ur::graph::Node> = prev.iter().collect();
+        let deps: Vec<&ur_runtime::graph::Node> = prev.iter().collect();
         // SAFETY: 1024 items, 1024 elements.
         let node = unsafe { kernel_node(&graph, &kernel, &[1024], &[KernelArg::Pointer(mem.ptr())], &deps)? };
         prev = vec![node];
@@ -247,21 +248,21 @@ fn submissions_never_overlap(env: &Env) -> CaseResult {
         let q = if i % 2 == 0 { &q1 } else { &q2 };
         events.push(q.enqueue_graph(&exec, &[])?);
     }
-    ur::Event::wait_all(&events.iter().collect::<Vec<_>>())?;
+    ur_runtime::Event::wait_all(&events.iter().collect::<Vec<_>>())?;
     check_eq!(read::<u32>(&q1, mem.ptr(), 1024)?, vec![80u32; 1024]);
     Ok(())
 }
 
 /// A submission waits for its wait list; its event completes after it.
 fn wait_events_gate_the_graph(env: &Env) -> CaseResult {
-    let queue = env.queue()?;
+    let queue = sycl_queue(env)?;
     let d = Diamond::new(env, N)?;
     d.init(&queue)?;
     let graph = new_graph(env)?;
     d.add_to(&graph)?;
     let exec = graph.finalize(FinalizeProperties::default())?;
     let gate = UserEvent::new(env.context())?;
-    let run = queue.enqueue_graph(&exec, &[gate.event()])?;
+    let run = queue.enqueue_graph(&exec, &[&gate.event().clone().into()])?;
     std::thread::sleep(SETTLE);
     check!(!run.status().is_terminal(), "the graph ran before its wait event completed");
     gate.complete()?;
@@ -273,7 +274,7 @@ fn wait_events_gate_the_graph(env: &Env) -> CaseResult {
 /// On an in-order queue the graph runs after what came before and before
 /// what comes after.
 fn in_order_queue_orders_around_the_graph(env: &Env) -> CaseResult {
-    let queue = env.queue()?;
+    let queue = sycl_queue(env)?;
     let mem = env.usm_u32(N)?;
     let out = env.usm_u32(N)?;
     let kernel = env.kernel("increment")?;
@@ -282,7 +283,7 @@ fn in_order_queue_orders_around_the_graph(env: &Env) -> CaseResult {
     unsafe { kernel_node(&graph, &kernel, &[N], &[KernelArg::Pointer(mem.ptr())], &[])? };
     let exec = graph.finalize(FinalizeProperties::default())?;
     let gate = UserEvent::new(env.context())?;
-    queue.usm_fill(mem.ptr(), &41u32.to_le_bytes(), N * 4, &[gate.event()])?;
+    queue.usm_fill(mem.ptr(), &41u32.to_le_bytes(), N * 4, &[&gate.event().clone().into()])?;
     queue.enqueue_graph(&exec, &[])?;
     let copy = queue.usm_memcpy(out.ptr(), mem.ptr(), N * 4, &[])?;
     std::thread::sleep(SETTLE);
@@ -418,13 +419,13 @@ fn cycle_check_scales_to_100k_nodes(env: &Env) -> CaseResult {
     check_err!(graph.make_edge(&nodes[NODES / 2], &nodes[NODES / 2 + 7]), InvalidGraph);
     check_eq!(graph.root_nodes(), vec![nodes[NODES - 1].clone()]);
     let exec = graph.finalize(FinalizeProperties::default())?;
-    env.queue()?.enqueue_graph(&exec, &[])?.wait()?;
+    sycl_queue(env)?.enqueue_graph(&exec, &[])?.wait()?;
     Ok(())
 }
 
 /// Depth-first and breadth-first orders give the same results and partitions.
 fn execution_orders(env: &Env) -> CaseResult {
-    let queue = env.queue()?;
+    let queue = sycl_queue(env)?;
     let d = Diamond::new(env, N)?;
     let graph = new_graph(env)?;
     d.add_to(&graph)?;
@@ -443,12 +444,12 @@ fn execution_orders(env: &Env) -> CaseResult {
 /// A partition that is one chain gets an in-order command buffer, unless
 /// profiling is on; a diamond does not.
 fn in_order_hint(env: &Env) -> CaseResult {
-    let queue = env.queue()?;
+    let queue = sycl_queue(env)?;
     let mem = env.usm_u32(N)?;
     write(&queue, mem.ptr(), &vec![0u32; N])?;
     let kernel = env.kernel("increment")?;
     let graph = new_graph(env)?;
-    let mut prev: Vec<ur::graph::Node> = Vec::new();
+    let mut prev: Vec<ur_runtime::graph::Node> = Vec::new();
     for _ in 0..5 {
         // SAFETY: N items, N elements.
         let node = unsafe {
@@ -471,7 +472,7 @@ fn in_order_hint(env: &Env) -> CaseResult {
 
 /// Submission events have timestamps only with `enable_profiling`.
 fn profiling_property(env: &Env) -> CaseResult {
-    let queue = env.queue_with(QueueProperties { out_of_order: false, profiling: true })?;
+    let queue = sycl_queue_with(env, QueueProperties { out_of_order: false, profiling: true })?;
     let d = Diamond::new(env, N)?;
     d.init(&queue)?;
     let graph = new_graph(env)?;
@@ -516,7 +517,7 @@ fn objects_of_another_context(env: &Env) -> CaseResult {
     let foreign =
         Graph::new(&other, env.device(), GraphProperties::default())?.finalize(FinalizeProperties::default())?;
     check_err!(graph.add(|h| h.subgraph(&foreign), NodeProperties::new()), InvalidContext);
-    let from_queue = Graph::from_queue(&env.queue()?, GraphProperties::default())?;
+    let from_queue = Graph::from_queue(&sycl_queue(env)?, GraphProperties::default())?;
     check!(from_queue.context() == env.context() && from_queue.device() == env.device());
     Ok(())
 }
@@ -548,7 +549,7 @@ fn print_graph_writes_dot(env: &Env) -> CaseResult {
 
 /// Dropping every handle while an execution runs is safe.
 fn drop_while_executing(env: &Env) -> CaseResult {
-    let queue = env.queue()?;
+    let queue = sycl_queue(env)?;
     let d = Diamond::new(env, N)?;
     d.init(&queue)?;
     let gate = UserEvent::new(env.context())?;
@@ -556,7 +557,7 @@ fn drop_while_executing(env: &Env) -> CaseResult {
         let graph = new_graph(env)?;
         d.add_to(&graph)?;
         let exec = graph.finalize(FinalizeProperties::default())?;
-        queue.enqueue_graph(&exec, &[gate.event()])?
+        queue.enqueue_graph(&exec, &[&gate.event().clone().into()])?
     };
     gate.complete()?;
     run.wait()?;
@@ -568,7 +569,7 @@ fn drop_while_executing(env: &Env) -> CaseResult {
 fn threads_build_and_submit(env: &Env) -> CaseResult {
     const THREADS: usize = 8;
     const PER_THREAD: usize = 50;
-    let queue = env.queue()?;
+    let queue = sycl_queue(env)?;
     let counters = env.usm_u32(THREADS)?;
     write(&queue, counters.ptr(), &[0u32; THREADS])?;
     let kernel = env.kernel("increment")?;
@@ -579,9 +580,9 @@ fn threads_build_and_submit(env: &Env) -> CaseResult {
             let (graph, kernel, failures) = (&graph, &kernel, &failures);
             let ptr = counters.ptr().byte_add(t * 4);
             s.spawn(move || {
-                let mut prev: Option<ur::graph::Node> = None;
+                let mut prev: Option<ur_runtime::graph::Node> = None;
                 for _ in 0..PER_THREAD {
-                    let deps: Vec<&ur::graph::Node> = prev.iter().collect();
+                    let deps: Vec<&ur_runtime::graph::Node> = prev.iter().collect();
                     // SAFETY: one item increments this thread's own counter.
                     match unsafe { kernel_node(graph, kernel, &[1], &[KernelArg::Pointer(ptr)], &deps) } {
                         Ok(n) => prev = Some(n),
@@ -602,7 +603,7 @@ fn threads_build_and_submit(env: &Env) -> CaseResult {
         for _ in 0..4 {
             let (exec, events, env) = (&exec, &events, &env);
             s.spawn(move || {
-                let q = env.queue().ok();
+                let q = sycl_queue(env).ok();
                 for _ in 0..5 {
                     if let Some(e) = q.as_ref().and_then(|q| q.enqueue_graph(&**exec, &[]).ok()) {
                         events.lock().unwrap().push(e);
@@ -613,7 +614,7 @@ fn threads_build_and_submit(env: &Env) -> CaseResult {
     });
     let events = events.into_inner().unwrap();
     check_eq!(events.len(), 20);
-    ur::Event::wait_all(&events.iter().collect::<Vec<_>>())?;
+    ur_runtime::Event::wait_all(&events.iter().collect::<Vec<_>>())?;
     check_eq!(read::<u32>(&queue, counters.ptr(), THREADS)?, vec![(20 * PER_THREAD) as u32; THREADS]);
     Ok(())
 }

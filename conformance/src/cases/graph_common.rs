@@ -3,10 +3,26 @@
 
 use std::time::{Duration, Instant};
 
-use ur::graph::{Graph, GraphProperties, Node, NodeProperties};
-use ur::{Kernel, KernelArg, KernelLaunch, Queue, UsmAllocation, UsmKind};
+use ur::{Kernel, KernelArg, KernelLaunch, QueueProperties, UsmAllocation, UsmKind};
+use ur_runtime::Queue;
+use ur_runtime::graph::{Graph, GraphProperties, Node, NodeProperties};
 
-use crate::harness::{CaseError, Env, read, write};
+use crate::harness::{CaseError, Env, HostIo, read, write};
+
+/// A new in-order SYCL queue (which can record) on the case's device.
+pub(super) fn sycl_queue(env: &Env) -> Result<Queue, CaseError> {
+    Ok(Queue::from_core(env.queue()?))
+}
+
+/// A new SYCL queue with these properties.
+pub(super) fn sycl_queue_with(env: &Env, properties: QueueProperties) -> Result<Queue, CaseError> {
+    Ok(Queue::from_core(env.queue_with(properties)?))
+}
+
+/// A new out-of-order SYCL queue.
+pub(super) fn sycl_ooo_queue(env: &Env) -> Result<Queue, CaseError> {
+    Ok(Queue::from_core(env.ooo_queue()?))
+}
 
 /// Long enough for work that ignored a dependency to have run.
 pub(super) const SETTLE: Duration = Duration::from_millis(30);
@@ -129,7 +145,7 @@ impl Diamond {
     }
 
     /// The initial contents: A[i] = i, B[i] = 10 i, C[i] = 100 i.
-    pub(super) fn init(&self, queue: &Queue) -> Result<(), CaseError> {
+    pub(super) fn init(&self, queue: &impl HostIo) -> Result<(), CaseError> {
         let a: Vec<u32> = (0..self.n as u32).collect();
         let bc: Vec<u32> = (0..self.n as u32).map(|i| 10 * i).chain((0..self.n as u32).map(|i| 100 * i)).collect();
         write(queue, self.a.ptr(), &a)?;
@@ -152,7 +168,7 @@ impl Diamond {
     }
 
     /// Compares the device's A, B and C with the model after `runs` executions.
-    pub(super) fn check(&self, queue: &Queue, runs: usize) -> Result<(), CaseError> {
+    pub(super) fn check(&self, queue: &impl HostIo, runs: usize) -> Result<(), CaseError> {
         let (a, b, c) = self.model(runs);
         let got_a = read::<u32>(queue, self.a.ptr(), self.n)?;
         let got_bc = read::<u32>(queue, self.bc.ptr(), 2 * self.n)?;
@@ -218,7 +234,7 @@ impl Diamond {
 }
 
 /// A host USM allocation of `count` `u32`s, zeroed, with its host address.
-pub(super) fn host_u32(env: &Env, queue: &Queue, count: usize) -> Result<(UsmAllocation, usize), CaseError> {
+pub(super) fn host_u32(env: &Env, queue: &impl HostIo, count: usize) -> Result<(UsmAllocation, usize), CaseError> {
     let alloc = env.usm(UsmKind::Host, count * 4)?;
     write(queue, alloc.ptr(), &vec![0u32; count])?;
     let addr = host_addr(&alloc)?;

@@ -5,11 +5,11 @@
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
-use ur::graph::{FinalizeProperties, NodeProperties, NodeType};
 use ur::{KernelArg, UserEvent, UsmKind};
+use ur_runtime::graph::{FinalizeProperties, NodeProperties, NodeType};
 
 use super::graph_common::{
-    Diamond, ONE, SETTLE, eventually, host_addr, host_get, host_set, host_u32, kernel_node, new_graph,
+    Diamond, ONE, SETTLE, eventually, host_addr, host_get, host_set, host_u32, kernel_node, new_graph, sycl_queue,
 };
 use crate::harness::{CaseError, CaseResult, Env, read};
 use crate::{Requires, cases, check, check_eq, check_err};
@@ -32,7 +32,7 @@ const N: usize = 64;
 /// The diamond with its right branch (`C -= A`) as a host task: three
 /// partitions (top and left, the host task, the bottom).
 fn diamond_with_a_host_task(env: &Env) -> CaseResult {
-    let queue = env.queue()?;
+    let queue = sycl_queue(env)?;
     let d = Diamond::new_in(env, N, UsmKind::Host)?;
     d.init(&queue)?;
     let (a, c) = (host_addr(&d.a)?, host_addr(&d.bc)? + N * 4);
@@ -73,7 +73,7 @@ fn diamond_with_a_host_task(env: &Env) -> CaseResult {
 /// A host task sees what the kernel before it wrote, and the kernel after
 /// it sees what it wrote, at every execution.
 fn host_task_between_kernels(env: &Env) -> CaseResult {
-    let queue = env.queue()?;
+    let queue = sycl_queue(env)?;
     let (mem, addr) = host_u32(env, &queue, N)?;
     let kernel = env.kernel("increment")?;
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -121,7 +121,7 @@ fn host_task_between_kernels(env: &Env) -> CaseResult {
 /// make_edge(E, HT1)
 /// ```
 fn make_edge_moves_a_host_task_after_its_new_dependency(env: &Env) -> CaseResult {
-    let queue = env.queue()?;
+    let queue = sycl_queue(env)?;
     let (mem, addr) = host_u32(env, &queue, 8)?;
     let m = |i: usize| mem.ptr().byte_add(i * 4);
     let graph = new_graph(env)?;
@@ -165,7 +165,7 @@ fn make_edge_moves_a_host_task_after_its_new_dependency(env: &Env) -> CaseResult
 /// for the second's, which only works if neither branch waits for the
 /// other (the multi-root case of the DPC++ design).
 fn independent_branches_run_concurrently(env: &Env) -> CaseResult {
-    let queue = env.queue()?;
+    let queue = sycl_queue(env)?;
     let mem = env.usm_u32(2 * N)?;
     let flag = Arc::new(AtomicBool::new(false));
     let waited = Arc::new(AtomicU32::new(0));
@@ -206,13 +206,13 @@ fn independent_branches_run_concurrently(env: &Env) -> CaseResult {
 
 /// A graph of host tasks only runs them in order, every time.
 fn host_tasks_only(env: &Env) -> CaseResult {
-    let queue = env.queue()?;
+    let queue = sycl_queue(env)?;
     let order = Arc::new(Mutex::new(Vec::new()));
     let graph = new_graph(env)?;
-    let mut prev: Vec<ur::graph::Node> = Vec::new();
+    let mut prev: Vec<ur_runtime::graph::Node> = Vec::new();
     for i in 0..3u32 {
         let log = order.clone();
-        let deps: Vec<&ur::graph::Node> = prev.iter().collect();
+        let deps: Vec<&ur_runtime::graph::Node> = prev.iter().collect();
         let node = graph.add(
             move |h| {
                 h.host_task(move || {
@@ -236,7 +236,7 @@ fn host_tasks_only(env: &Env) -> CaseResult {
 /// the nodes after it still run (dependencies order, they do not
 /// propagate failure), and the next submission runs afresh.
 fn panicking_host_task_fails_the_event(env: &Env) -> CaseResult {
-    let queue = env.queue()?;
+    let queue = sycl_queue(env)?;
     let mem = env.usm_u32(N)?;
     let graph = new_graph(env)?;
     let fill = graph.add(|h| h.fill(mem.ptr(), &[1], N * 4), NodeProperties::new())?;
@@ -260,7 +260,7 @@ fn panicking_host_task_fails_the_event(env: &Env) -> CaseResult {
 
 /// Host tasks of a gated submission wait for the gate.
 fn host_task_waits_for_the_submission(env: &Env) -> CaseResult {
-    let queue = env.queue()?;
+    let queue = sycl_queue(env)?;
     let ran = Arc::new(AtomicU32::new(0));
     let graph = new_graph(env)?;
     let counter = ran.clone();
@@ -274,7 +274,7 @@ fn host_task_waits_for_the_submission(env: &Env) -> CaseResult {
     )?;
     let exec = graph.finalize(FinalizeProperties::default())?;
     let gate = UserEvent::new(env.context())?;
-    let event = queue.enqueue_graph(&exec, &[gate.event()])?;
+    let event = queue.enqueue_graph(&exec, &[&gate.event().clone().into()])?;
     std::thread::sleep(SETTLE);
     check_eq!(ran.load(Ordering::SeqCst), 0, "the host task ran before the submission's wait list completed");
     gate.complete()?;
@@ -286,7 +286,7 @@ fn host_task_waits_for_the_submission(env: &Env) -> CaseResult {
 /// `enqueue_host_fn` on a recording queue records a host task that runs
 /// at every replay, between the commands recorded around it.
 fn recorded_host_tasks(env: &Env) -> CaseResult {
-    let queue = env.queue()?;
+    let queue = sycl_queue(env)?;
     let (mem, addr) = host_u32(env, &queue, 4)?;
     let seen = Arc::new(Mutex::new(Vec::new()));
     let graph = new_graph(env)?;
@@ -302,7 +302,7 @@ fn recorded_host_tasks(env: &Env) -> CaseResult {
     })?;
     queue.usm_memcpy(mem.ptr().byte_add(4), mem.ptr(), 4, &[])?;
     graph.end_recording();
-    check_eq!(ur::graph::Node::from_event(&task)?.node_type(), NodeType::HostTask);
+    check_eq!(ur_runtime::graph::Node::from_event(&task)?.node_type(), NodeType::HostTask);
     let exec = graph.finalize(FinalizeProperties::default())?;
     queue.enqueue_graph(&exec, &[])?;
     queue.enqueue_graph(&exec, &[])?.wait()?;

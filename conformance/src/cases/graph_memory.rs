@@ -4,10 +4,10 @@
 //! reuse (two allocations whose lifetimes cannot overlap share memory, and
 //! the saving is reported); the restrictions the specification names.
 
-use ur::graph::{FinalizeProperties, Graph, Node, NodeProperties, NodeType};
 use ur::{KernelArg, KernelLaunch, UsmKind, UsmPtr};
+use ur_runtime::graph::{FinalizeProperties, Graph, Node, NodeProperties, NodeType};
 
-use super::graph_common::{kernel_node, new_graph};
+use super::graph_common::{kernel_node, new_graph, sycl_queue};
 use crate::harness::{CaseError, CaseResult, Env, read};
 use crate::{cases, check, check_eq, check_err};
 
@@ -59,7 +59,7 @@ unsafe fn fill_then_copy(
 /// A kernel writes a graph-owned allocation between its malloc and free
 /// nodes, another copies it out; the graph needs at least its size.
 fn graph_owned_allocation(env: &Env) -> CaseResult {
-    let queue = env.queue()?;
+    let queue = sycl_queue(env)?;
     let out = env.usm_u32(N)?;
     let graph = new_graph(env)?;
     let (m, ptr) = malloc(&graph, BYTES, &[])?;
@@ -85,7 +85,7 @@ fn graph_owned_allocation(env: &Env) -> CaseResult {
 /// bytes; C, on a branch not ordered after any free, gets its own memory.
 /// Every execution still computes the right values.
 fn lifetimes_that_do_not_overlap_share_memory(env: &Env) -> CaseResult {
-    let queue = env.queue()?;
+    let queue = sycl_queue(env)?;
     let outs = [env.usm_u32(N)?, env.usm_u32(N)?, env.usm_u32(N)?];
     let graph = new_graph(env)?;
     let (ma, a) = malloc(&graph, BYTES, &[])?;
@@ -125,7 +125,7 @@ fn lifetimes_that_do_not_overlap_share_memory(env: &Env) -> CaseResult {
 /// `async_malloc` and `async_free` on a recording in-order queue: the second
 /// allocation follows the first one's free and reuses its memory.
 fn recorded_allocations(env: &Env) -> CaseResult {
-    let queue = env.queue()?;
+    let queue = sycl_queue(env)?;
     let out = env.usm_u32(2 * N)?;
     let fill = env.kernel("fill")?;
     let graph = Graph::from_queue(&queue, Default::default())?;
@@ -133,7 +133,7 @@ fn recorded_allocations(env: &Env) -> CaseResult {
     let mut ptrs = Vec::new();
     for (i, value) in [11u32, 12].into_iter().enumerate() {
         let (ptr, event) = queue.async_malloc(UsmKind::Device, BYTES, &[])?;
-        check_eq!(ur::graph::Node::from_event(&event)?.node_type(), NodeType::AsyncMalloc);
+        check_eq!(ur_runtime::graph::Node::from_event(&event)?.node_type(), NodeType::AsyncMalloc);
         let args = [KernelArg::Pointer(ptr), KernelArg::value(&value)];
         // SAFETY: N items of the N-element allocation, before its free.
         unsafe { queue.launch_kernel(&KernelLaunch::new(&fill, &[N], &args), &[])? };
@@ -156,7 +156,7 @@ fn recorded_allocations(env: &Env) -> CaseResult {
 /// graph's own allocations and only once, no eager `async_malloc`, one
 /// executable graph at a time, no use as a sub-graph, no whole-graph update.
 fn allocation_errors(env: &Env) -> CaseResult {
-    let queue = env.queue()?;
+    let queue = sycl_queue(env)?;
     let foreign = env.usm_u32(N)?;
     let graph = new_graph(env)?;
     for kind in [UsmKind::Host, UsmKind::Shared] {

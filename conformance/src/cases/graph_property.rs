@@ -14,10 +14,10 @@ use std::cell::Cell;
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
-use ur::graph::{ExecutionOrder, FinalizeProperties, Graph, GraphProperties, Node, NodeProperties};
 use ur::{KernelArg, KernelLaunch, UrError, UsmKind, UsmKinds, UsmPtr};
+use ur_runtime::graph::{ExecutionOrder, FinalizeProperties, Graph, GraphProperties, Node, NodeProperties};
 
-use super::graph_common::{host_addr, host_get, host_set};
+use super::graph_common::{host_addr, host_get, host_set, sycl_queue};
 use crate::harness::{CaseError, CaseResult, Env, read};
 use crate::{cases, check};
 
@@ -161,7 +161,7 @@ fn check_program(env: &Env, program: &Program, mutant: bool) -> CaseResult {
     let host_tasks = env.device().info().usm.contains(UsmKinds::HOST);
     let specs = resolve(program, host_tasks);
     let n = specs.len();
-    let queue = env.queue()?;
+    let queue = sycl_queue(env)?;
     let mem = env.usm(if host_tasks { UsmKind::Host } else { UsmKind::Device }, (n + 1) * M * 4)?;
     let cell = |i: usize| -> UsmPtr { mem.ptr().byte_add(i * M * 4) };
     let input_cell = cell(n);

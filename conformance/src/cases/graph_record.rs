@@ -6,13 +6,15 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use ur::graph::{FinalizeProperties, Graph, GraphProperties, Node, NodeProperties, NodeType, QueueState};
 use ur::{
-    AppendOptions, CommandBufferDesc, Context, EventStatus, KernelArg, KernelLaunch, MigrationFlags, Queue,
-    QueueProperties, UsmAdvice, UsmKind,
+    CommandBufferDesc, Context, EventStatus, KernelArg, KernelLaunch, MigrationFlags, QueueProperties, UsmAdvice,
+    UsmKind,
 };
+use ur_runtime::Queue;
+use ur_runtime::QueueState;
+use ur_runtime::graph::{FinalizeProperties, Graph, GraphProperties, Node, NodeProperties, NodeType};
 
-use super::graph_common::{Diamond, MINUS_ONE, ONE, new_graph};
+use super::graph_common::{Diamond, MINUS_ONE, ONE, new_graph, sycl_ooo_queue, sycl_queue};
 use crate::harness::{CaseError, CaseResult, Env, read, read_buffer, write};
 use crate::{Requires, cases, check, check_eq, check_err};
 
@@ -31,6 +33,7 @@ pub(super) fn cases() -> Vec<crate::Case> {
         recording_state_errors,
         dropping_the_graph_ends_recording,
         begin_and_end_several_queues,
+        capture_and_recording_exclude_each_other,
     ]
 }
 
@@ -43,7 +46,7 @@ fn pred_set(node: &Node) -> HashSet<usize> {
 /// The diamond recorded from two in-order queues: the right branch waits
 /// on the top's event from the other queue, the bottom on the right's.
 fn diamond_from_two_queues(env: &Env) -> CaseResult {
-    let (q1, q2) = (env.queue()?, env.queue()?);
+    let (q1, q2) = (sycl_queue(env)?, sycl_queue(env)?);
     let d = Diamond::new(env, N)?;
     d.init(&q1)?;
     let graph = new_graph(env)?;
@@ -86,7 +89,7 @@ fn diamond_from_two_queues(env: &Env) -> CaseResult {
 
 /// Every command of an in-order queue depends on the one before.
 fn in_order_queue_records_a_chain(env: &Env) -> CaseResult {
-    let queue = env.queue()?;
+    let queue = sycl_queue(env)?;
     let mem = env.usm_u32(N)?;
     let out = env.usm_u32(N)?;
     let graph = Graph::from_queue(&queue, GraphProperties::default())?;
@@ -112,7 +115,7 @@ fn in_order_queue_records_a_chain(env: &Env) -> CaseResult {
 
 /// On an out-of-order queue only wait lists make edges.
 fn out_of_order_queue_records_wait_lists(env: &Env) -> CaseResult {
-    let queue = env.ooo_queue()?;
+    let queue = sycl_ooo_queue(env)?;
     let (a, b, out) = (env.usm_u32(N)?, env.usm_u32(N)?, env.usm_u32(2 * N)?);
     let graph = new_graph(env)?;
     graph.begin_recording(&queue)?;
@@ -127,9 +130,9 @@ fn out_of_order_queue_records_wait_lists(env: &Env) -> CaseResult {
     check_eq!(Node::from_event(&cb)?.predecessors(), vec![nb, na]);
     check_eq!(graph.root_nodes().len(), 2);
     let exec = graph.finalize(FinalizeProperties::default())?;
-    env.queue()?.enqueue_graph(&exec, &[])?.wait()?;
+    sycl_queue(env)?.enqueue_graph(&exec, &[])?.wait()?;
     let expected: Vec<u32> = [vec![5u32; N], vec![6u32; N]].concat();
-    check_eq!(read::<u32>(&env.queue()?, out.ptr(), 2 * N)?, expected);
+    check_eq!(read::<u32>(&sycl_queue(env)?, out.ptr(), 2 * N)?, expected);
     Ok(())
 }
 
@@ -137,7 +140,7 @@ fn out_of_order_queue_records_wait_lists(env: &Env) -> CaseResult {
 /// own queue, and only that queue's later commands wait for it; with a wait
 /// list it waits for those events.
 fn barriers(env: &Env) -> CaseResult {
-    let (q1, q2) = (env.ooo_queue()?, env.ooo_queue()?);
+    let (q1, q2) = (sycl_ooo_queue(env)?, sycl_ooo_queue(env)?);
     let mem = env.usm_u32(8 * 16)?;
     let part = |i: usize| mem.ptr().byte_add(i * 64);
     let graph = new_graph(env)?;
@@ -151,7 +154,7 @@ fn barriers(env: &Env) -> CaseResult {
     let bar2 = q1.barrier(&[&c])?;
     let f = q1.usm_memcpy(part(5), part(2), 64, &[])?;
     graph.end_recording();
-    let node = |e: &ur::Event| Node::from_event(e);
+    let node = |e: &ur_runtime::Event| Node::from_event(e);
     let (na, nb, nc, nbar, nd, ne, nbar2, nf) =
         (node(&a)?, node(&b)?, node(&c)?, node(&bar)?, node(&d)?, node(&e)?, node(&bar2)?, node(&f)?);
     check_eq!(nbar.node_type(), NodeType::Barrier);
@@ -161,7 +164,7 @@ fn barriers(env: &Env) -> CaseResult {
     check_eq!(pred_set(&nbar2), HashSet::from([nc.index(), nbar.index()]));
     check_eq!(nf.predecessors(), vec![nbar2]);
     let exec = graph.finalize(FinalizeProperties::default())?;
-    let q = env.queue()?;
+    let q = sycl_queue(env)?;
     q.enqueue_graph(&exec, &[])?.wait()?;
     let got = read::<u32>(&q, mem.ptr(), 6 * 16)?;
     let expected: Vec<u32> = [1, 2, 3, 1, 3, 3].iter().flat_map(|v| std::iter::repeat_n(*v, 16)).collect();
@@ -172,7 +175,7 @@ fn barriers(env: &Env) -> CaseResult {
 /// An executing queue that waits on an event of a recording queue starts
 /// recording into the same graph, until `end_recording`.
 fn transitive_recording(env: &Env) -> CaseResult {
-    let (q1, q2) = (env.queue()?, env.queue()?);
+    let (q1, q2) = (sycl_queue(env)?, sycl_queue(env)?);
     let mem = env.usm_u32(N)?;
     let graph = new_graph(env)?;
     graph.begin_recording(&q1)?;
@@ -198,7 +201,7 @@ fn transitive_recording(env: &Env) -> CaseResult {
 
 /// Every submitting queue method records a node of the right type.
 fn every_operation_records(env: &Env) -> CaseResult {
-    let queue = env.queue()?;
+    let queue = sycl_queue(env)?;
     let (mem, copy, back) = (env.usm_u32(16)?, env.usm_u32(16)?, env.usm_u32(16)?);
     let buf = env.buffer(64)?;
     let buf2 = env.buffer(64)?;
@@ -267,7 +270,7 @@ fn every_operation_records(env: &Env) -> CaseResult {
 
 /// Record once, replay with new inputs: `Z = 3 X + Y`.
 fn replay_with_new_inputs(env: &Env) -> CaseResult {
-    let queue = env.queue()?;
+    let queue = sycl_queue(env)?;
     let (x, y, z) = (env.usm_u32(N)?, env.usm_u32(N)?, env.usm_u32(N)?);
     let saxpy = env.kernel("saxpy")?;
     let graph = new_graph(env)?;
@@ -292,7 +295,7 @@ fn replay_with_new_inputs(env: &Env) -> CaseResult {
 
 /// Recorded nodes and explicitly added ones mix in one graph.
 fn recorded_and_explicit_nodes(env: &Env) -> CaseResult {
-    let queue = env.queue()?;
+    let queue = sycl_queue(env)?;
     let (a, b) = (env.usm_u32(N)?, env.usm_u32(N)?);
     let graph = new_graph(env)?;
     graph.begin_recording(&queue)?;
@@ -310,14 +313,14 @@ fn recorded_and_explicit_nodes(env: &Env) -> CaseResult {
 /// A recorded event stands for a node: waiting for it, or for a recording
 /// queue, is an error; nothing executes.
 fn recorded_events_do_not_execute(env: &Env) -> CaseResult {
-    let queue = env.queue()?;
+    let queue = sycl_queue(env)?;
     let mem = env.usm_u32(4)?;
     write(&queue, mem.ptr(), &[1u32; 4])?;
     let graph = new_graph(env)?;
     graph.begin_recording(&queue)?;
     let event = queue.usm_fill(mem.ptr(), &[0], 16, &[])?;
     check_err!(event.wait(), InvalidOperation);
-    check_err!(ur::Event::wait_all(&[&event]), InvalidOperation);
+    check_err!(ur_runtime::Event::wait_all(&[&event]), InvalidOperation);
     check!(!event.status().is_terminal());
     check_err!(event.profiling_info(), ProfilingInfoNotAvailable);
     check_err!(queue.finish(), InvalidOperation);
@@ -339,7 +342,7 @@ fn recorded_events_do_not_execute(env: &Env) -> CaseResult {
 /// executing queue after the recording ended, not in another graph, not in
 /// command buffers; a recording queue waits only for recorded events.
 fn recorded_events_stay_in_their_graph(env: &Env) -> CaseResult {
-    let (queue, other) = (env.queue()?, env.queue()?);
+    let (queue, other) = (sycl_queue(env)?, sycl_queue(env)?);
     let mem = env.usm_u32(4)?;
     let eager = other.usm_fill(mem.ptr(), &[3], 16, &[])?;
     eager.wait()?;
@@ -349,16 +352,10 @@ fn recorded_events_stay_in_their_graph(env: &Env) -> CaseResult {
     check_err!(queue.usm_fill(mem.ptr(), &[1], 16, &[&eager]), InvalidEventWaitList);
     // A command buffer cannot wait for it, even while it records.
     check_err!(other.enqueue_command_buffer(&finalized(env)?, &[&recorded]), InvalidEventWaitList);
-    if env.device().info().command_buffer.events {
-        let cb = env.command_buffer(CommandBufferDesc::default())?;
-        let waits = [&recorded];
-        check_err!(
-            cb.append_usm_fill(mem.ptr(), &[1], 16, AppendOptions::new().wait_events(&waits)),
-            InvalidEventWaitList
-        );
-    }
+    // Nor can a command buffer's wait list hold it: a recorded event is no
+    // ur-core event, which the types enforce.
     // Nor a queue recording into another graph.
-    let third = env.queue()?;
+    let third = sycl_queue(env)?;
     let graph2 = new_graph(env)?;
     graph2.begin_recording(&third)?;
     check_err!(third.usm_fill(mem.ptr(), &[1], 16, &[&recorded]), InvalidEventWaitList);
@@ -384,7 +381,7 @@ fn finalized(env: &Env) -> Result<ur::CommandBuffer, CaseError> {
 
 /// The state errors of recording.
 fn recording_state_errors(env: &Env) -> CaseResult {
-    let (queue, other) = (env.queue()?, env.queue()?);
+    let (queue, other) = (sycl_queue(env)?, sycl_queue(env)?);
     let graph = new_graph(env)?;
     let graph2 = new_graph(env)?;
     check_err!(queue.recording_graph(), InvalidOperation);
@@ -412,7 +409,7 @@ fn recording_state_errors(env: &Env) -> CaseResult {
 /// Recording ends when the last copy of the graph drops; a copy from the
 /// queue counts.
 fn dropping_the_graph_ends_recording(env: &Env) -> CaseResult {
-    let queue = env.queue()?;
+    let queue = sycl_queue(env)?;
     let mem = env.usm_u32(4)?;
     let graph = new_graph(env)?;
     graph.begin_recording(&queue)?;
@@ -430,7 +427,7 @@ fn dropping_the_graph_ends_recording(env: &Env) -> CaseResult {
 }
 
 fn begin_and_end_several_queues(env: &Env) -> CaseResult {
-    let (q1, q2, q3) = (env.queue()?, env.queue()?, env.queue()?);
+    let (q1, q2, q3) = (sycl_queue(env)?, sycl_queue(env)?, sycl_queue(env)?);
     let graph = new_graph(env)?;
     let other = new_graph(env)?;
     other.begin_recording(&q3)?;
@@ -443,5 +440,22 @@ fn begin_and_end_several_queues(env: &Env) -> CaseResult {
     check_eq!((q1.recording_state(), q2.recording_state()), (QueueState::Executing, QueueState::Executing));
     check_eq!(q3.recording_state(), QueueState::Recording);
     other.end_recording();
+    Ok(())
+}
+
+/// A queue records a SYCL graph or captures, never both.
+fn capture_and_recording_exclude_each_other(env: &Env) -> CaseResult {
+    let queue = sycl_queue(env)?;
+    let graph = new_graph(env)?;
+    graph.begin_recording(&queue)?;
+    check_err!(queue.begin_capture(), InvalidOperation);
+    check_err!(queue.end_capture(), CommandListNotCapturing);
+    check!(!queue.is_capturing(), "recording is not capturing");
+    graph.end_recording();
+    queue.begin_capture()?;
+    check_err!(graph.begin_recording(&queue), InvalidOperation);
+    let captured = queue.end_capture()?;
+    check!(captured.is_empty());
+    graph.finalize(FinalizeProperties::default())?;
     Ok(())
 }

@@ -6,10 +6,11 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use ur::graph::{Executable, FinalizeProperties, Graph, NodeProperties, NodeType};
-use ur::{Context, KernelArg, KernelLaunch, Queue, QueueProperties, UsmAllocation, UsmKind};
+use ur::{Context, KernelArg, KernelLaunch, QueueProperties, UsmAllocation, UsmKind};
+use ur_runtime::Queue;
+use ur_runtime::graph::{Executable, FinalizeProperties, Graph, NodeProperties, NodeType};
 
-use super::graph_common::{host_addr, host_get, kernel_node, new_graph};
+use super::graph_common::{host_addr, host_get, kernel_node, new_graph, sycl_queue};
 use crate::harness::{CaseResult, Env, read, write};
 use crate::{Requires, cases, check, check_eq, check_err};
 
@@ -45,7 +46,7 @@ fn run(queue: &Queue, exec: &Graph<Executable>) -> CaseResult {
 /// The specification's example: a fill, the sub-graph, a copy after it;
 /// the sub-graph's nodes run between them at every execution.
 fn subgraph_node(env: &Env) -> CaseResult {
-    let queue = env.queue()?;
+    let queue = sycl_queue(env)?;
     let (a, b) = (env.usm_u32(N)?, env.usm_u32(N)?);
     let sub = inc_double(env, &a)?;
     let copy_add = env.kernel("copy_add")?;
@@ -75,7 +76,7 @@ fn subgraph_node(env: &Env) -> CaseResult {
 /// The same sub-graph twice in a chain inside a middle graph, which is a
 /// sub-graph of the outer one: four applications of `(A + 1) * 2` per run.
 fn subgraph_twice_and_nested(env: &Env) -> CaseResult {
-    let queue = env.queue()?;
+    let queue = sycl_queue(env)?;
     let a = env.usm_u32(N)?;
     let sub = inc_double(env, &a)?;
     let middle = new_graph(env)?;
@@ -98,7 +99,7 @@ fn subgraph_twice_and_nested(env: &Env) -> CaseResult {
 /// Submitting an executable graph to a recording queue records a sub-graph
 /// node; an in-order queue orders it between its neighbours.
 fn recorded_subgraph(env: &Env) -> CaseResult {
-    let queue = env.queue()?;
+    let queue = sycl_queue(env)?;
     let (a, b) = (env.usm_u32(N)?, env.usm_u32(N)?);
     let sub = inc_double(env, &a)?;
     let cpy = env.kernel("cpy_and_mult")?;
@@ -110,7 +111,7 @@ fn recorded_subgraph(env: &Env) -> CaseResult {
     // SAFETY: N items of N-element allocations.
     unsafe { queue.launch_kernel(&KernelLaunch::new(&cpy, &[N], &args), &[])? };
     graph.end_recording();
-    let node = ur::graph::Node::from_event(&node_event)?;
+    let node = ur_runtime::graph::Node::from_event(&node_event)?;
     check_eq!(node.node_type(), NodeType::Subgraph);
     check_eq!(node.successors().len(), 1);
     let exec = graph.finalize(FinalizeProperties::default())?;
@@ -124,7 +125,7 @@ fn recorded_subgraph(env: &Env) -> CaseResult {
 /// around it; the host task runs once per outer execution, after the
 /// kernel before the sub-graph and before the kernel after it.
 fn subgraph_with_a_host_task(env: &Env) -> CaseResult {
-    let queue = env.queue()?;
+    let queue = sycl_queue(env)?;
     let a = env.usm(UsmKind::Host, 4 * N)?;
     let addr = host_addr(&a)?;
     let increment = env.kernel("increment")?;
@@ -175,7 +176,7 @@ fn subgraph_errors(env: &Env) -> CaseResult {
     let foreign = foreign.finalize(FinalizeProperties::default())?;
     let graph = new_graph(env)?;
     check_err!(graph.add(|h| h.subgraph(&foreign), NodeProperties::new()), InvalidContext);
-    let queue = env.queue()?;
+    let queue = sycl_queue(env)?;
     check_err!(queue.enqueue_graph(&foreign, &[]), InvalidQueue);
     graph.begin_recording(&queue)?;
     check_err!(queue.enqueue_graph(&foreign, &[]), InvalidQueue);

@@ -8,13 +8,14 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use ur::graph::{
+use ur::{Context, KernelArg, KernelLaunch, UsmAllocation, UsmKind};
+use ur_runtime::Queue;
+use ur_runtime::graph::{
     CommandGroupFn, DynamicCommandGroup, DynamicParameter, FinalizeProperties, Graph, Handler, Node, NodeProperties,
     NodeType,
 };
-use ur::{Context, KernelArg, KernelLaunch, Queue, UsmAllocation, UsmKind};
 
-use super::graph_common::{Diamond, kernel_node, new_graph};
+use super::graph_common::{Diamond, kernel_node, new_graph, sycl_queue};
 use crate::harness::{CaseResult, Env, read, write};
 use crate::{cases, check_eq, check_err};
 
@@ -38,7 +39,7 @@ fn updatable() -> FinalizeProperties {
     FinalizeProperties { updatable: true, ..FinalizeProperties::default() }
 }
 
-fn run(queue: &Queue, exec: &Graph<ur::graph::Executable>) -> CaseResult {
+fn run(queue: &Queue, exec: &Graph<ur_runtime::graph::Executable>) -> CaseResult {
     queue.enqueue_graph(exec, &[])?.wait()?;
     Ok(())
 }
@@ -85,7 +86,7 @@ unsafe fn fill_node(
 /// executable update still use the old ones; a new finalize sees the change
 /// without any update.
 fn dynamic_parameter_reaches_every_registered_node(env: &Env) -> CaseResult {
-    let queue = env.queue()?;
+    let queue = sycl_queue(env)?;
     let (a, b) = (env.usm_u32(N)?, env.usm_u32(N)?);
     zero(&queue, &[&a, &b])?;
     let (fill, increment) = (env.kernel("fill")?, env.kernel("increment")?);
@@ -179,7 +180,7 @@ fn dynamic_parameter_errors(env: &Env) -> CaseResult {
 /// increment; a dynamic parameter of the first command group follows its
 /// updates too.
 fn dynamic_command_group_of_kernels(env: &Env) -> CaseResult {
-    let queue = env.queue()?;
+    let queue = sycl_queue(env)?;
     let (mem, src) = (env.usm_u32(N)?, env.usm_u32(N)?);
     write(&queue, src.ptr(), &(0..N as u32).collect::<Vec<_>>())?;
     zero(&queue, &[&mem])?;
@@ -231,7 +232,7 @@ fn dynamic_command_group_of_kernels(env: &Env) -> CaseResult {
 
 /// A dynamic command group of host tasks: the active one runs.
 fn dynamic_command_group_of_host_tasks(env: &Env) -> CaseResult {
-    let queue = env.queue()?;
+    let queue = sycl_queue(env)?;
     let counters: Arc<[AtomicU32; 2]> = Arc::new([AtomicU32::new(0), AtomicU32::new(0)]);
     let graph = new_graph(env)?;
     let (c0, c1) = (counters.clone(), counters.clone());
@@ -292,7 +293,7 @@ fn dynamic_command_group_errors(env: &Env) -> CaseResult {
     check_err!(group.set_active_index(2), InvalidValue);
     check_eq!(group.active_index(), 0);
     check_err!(other.add_dynamic(&group, NodeProperties::new()), InvalidGraph);
-    let queue = env.queue()?;
+    let queue = sycl_queue(env)?;
     graph.begin_recording(&queue)?;
     check_err!(graph.add_dynamic(&group, NodeProperties::new()), InvalidOperation);
     graph.end_recording();
@@ -304,7 +305,7 @@ fn dynamic_command_group_errors(env: &Env) -> CaseResult {
 /// elements a fill writes, at the executable graph's next update; a new
 /// range of another dimension and a node without a kernel are refused.
 fn node_range_updates(env: &Env) -> CaseResult {
-    let queue = env.queue()?;
+    let queue = sycl_queue(env)?;
     let (mem, scratch) = (env.usm_u32(N)?, env.usm_u32(N)?);
     zero(&queue, &[&mem])?;
     let fill = env.kernel("fill")?;
@@ -382,7 +383,7 @@ fn update_errors(env: &Env) -> CaseResult {
 /// second graph of the same shape over other allocations: later executions
 /// change only the second diamond's memory.
 fn whole_graph_update(env: &Env) -> CaseResult {
-    let queue = env.queue()?;
+    let queue = sycl_queue(env)?;
     let (d1, d2) = (Diamond::new(env, N)?, Diamond::new(env, N)?);
     d1.init(&queue)?;
     d2.init(&queue)?;
@@ -404,13 +405,13 @@ fn whole_graph_update(env: &Env) -> CaseResult {
 /// types `InvalidOperation`, from another context `InvalidContext`; a
 /// refused update leaves the executable graph as it was.
 fn whole_graph_update_checks_topology(env: &Env) -> CaseResult {
-    let queue = env.queue()?;
+    let queue = sycl_queue(env)?;
     let (mem, other_mem) = (env.usm_u32(N)?, env.usm_u32(N)?);
     zero(&queue, &[&mem, &other_mem])?;
     let (fill, increment) = (env.kernel("fill")?, env.kernel("increment")?);
     // A fill, then an increment and an empty node after it.
     let build = |ctx: &Context, target: &UsmAllocation, kernels: [&ur::Kernel; 2], chain: bool| -> ur::Result<Graph> {
-        let graph = Graph::new(ctx, env.device(), ur::graph::GraphProperties::default())?;
+        let graph = Graph::new(ctx, env.device(), ur_runtime::graph::GraphProperties::default())?;
         let args = [KernelArg::Pointer(target.ptr()), KernelArg::value(&2u32)];
         let launch = |k: &ur::Kernel, a: &[KernelArg<'_>], deps: &[&Node]| {
             let launch = KernelLaunch::new(k, &[N], a);
@@ -432,7 +433,7 @@ fn whole_graph_update_checks_topology(env: &Env) -> CaseResult {
     check_err!(exec.update_from(&extra), InvalidGraph);
     check_err!(exec.update_from(&build(ctx, &other_mem, [&fill, &increment], false)?), InvalidGraph);
     check_err!(exec.update_from(&build(ctx, &other_mem, [&increment, &increment], true)?), InvalidGraph);
-    let swapped = Graph::new(ctx, env.device(), ur::graph::GraphProperties::default())?;
+    let swapped = Graph::new(ctx, env.device(), ur_runtime::graph::GraphProperties::default())?;
     let host = swapped.add(|h| h.host_task(|| {}), NodeProperties::new())?;
     let k = [KernelArg::Pointer(other_mem.ptr())];
     // SAFETY: N items of the N-element allocation.

@@ -6,11 +6,11 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use crate::context::Context;
-use crate::error::Result;
-use crate::launch::{ArgValue, KernelArg, check_local_memory};
-use crate::program::Kernel;
-use crate::{ensure, err};
+use ur_core::context::Context;
+use ur_core::error::Result;
+use ur_core::launch::{ArgValue, KernelArg, check_local_memory};
+use ur_core::program::Kernel;
+use ur_core::{ensure, err};
 
 use super::handler::{Handler, Pending};
 use super::modifiable::{GraphShared, GraphState};
@@ -108,7 +108,8 @@ fn same_kind(a: &ArgValue, b: &ArgValue) -> bool {
 ///
 /// ```
 /// use ur_core::*;
-/// use ur_core::graph::*;
+/// use ur_runtime::graph::*;
+/// use ur_runtime::Queue;
 /// # fn demo(ctx: &Context, graph: &Graph<Modifiable>, kernel: &Kernel, a: &UsmAllocation, b: &UsmAllocation)
 /// #     -> Result<()> {
 /// let ptr = DynamicParameter::new(graph, KernelArg::Pointer(a.ptr()))?;
@@ -257,7 +258,8 @@ pub type CommandGroupFn<'a> = Box<dyn FnOnce(&mut Handler) -> Result<()> + 'a>;
 ///
 /// ```
 /// use ur_core::*;
-/// use ur_core::graph::*;
+/// use ur_runtime::graph::*;
+/// use ur_runtime::Queue;
 /// # let device = ur_adapter_cpu::default_device();
 /// # let ctx = Context::new(&device)?;
 /// let graph = Graph::new(&ctx, &device, GraphProperties::default())?;

@@ -2,12 +2,12 @@
 
 use std::sync::Arc;
 
-use crate::command::Command;
-use crate::error::Result;
-use crate::launch::KernelLaunch;
-use crate::memory::{MemBuffer, MigrationFlags, UsmAdvice, UsmKind, UsmPtr};
-use crate::rect::{RectLayout, RectRegion};
-use crate::{ensure, err};
+use ur_core::command::Command;
+use ur_core::error::Result;
+use ur_core::launch::KernelLaunch;
+use ur_core::memory::{MemBuffer, MigrationFlags, UsmAdvice, UsmKind, UsmPtr};
+use ur_core::rect::{RectLayout, RectRegion};
+use ur_core::{ensure, err};
 
 use super::dynamic::DynamicParameter;
 use super::modifiable::GraphShared;
@@ -48,7 +48,8 @@ impl Pending {
 ///
 /// ```
 /// use ur_core::*;
-/// use ur_core::graph::*;
+/// use ur_runtime::graph::*;
+/// use ur_runtime::Queue;
 /// # let device = ur_adapter_cpu::default_device();
 /// let ctx = Context::new(&device)?;
 /// let graph = Graph::new(&ctx, &device, GraphProperties::default())?;

@@ -17,10 +17,10 @@
 
 use std::sync::Arc;
 
-use crate::context::Context;
-use crate::error::Result;
-use crate::memory::{UsmAllocation, UsmKind, UsmPtr};
-use crate::{ensure, err};
+use ur_core::context::Context;
+use ur_core::error::Result;
+use ur_core::memory::{UsmAllocation, UsmKind, UsmPtr};
+use ur_core::{ensure, err};
 
 /// Allocation sizes are rounded up to this, which keeps every pointer the
 /// pool hands out aligned for any element type.

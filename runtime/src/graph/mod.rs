@@ -9,13 +9,14 @@
 //! [`Queue::enqueue_graph`](crate::Queue::enqueue_graph) submits any number
 //! of times; the modifiable graph can grow and be finalized again.
 //!
-//! UR's graph capture (`urQueueBeginGraphCaptureExp`: [`Queue::begin_capture`](crate::Queue::begin_capture),
-//! [`CapturedGraph`](crate::CapturedGraph)) is not built on these graphs:
-//! see [`crate::capture`].
+//! UR's graph capture (`urQueueBeginGraphCaptureExp`: [`Queue::begin_capture`](ur_core::Queue::begin_capture),
+//! [`CapturedGraph`](ur_core::CapturedGraph)) is not built on these graphs:
+//! see [`ur_core::capture`].
 //!
 //! ```
 //! use ur_core::*;
-//! use ur_core::graph::*;
+//! use ur_runtime::graph::*;
+//! use ur_runtime::Queue;
 //! # let device = ur_adapter_cpu::default_device();
 //! let ctx = Context::new(&device)?;
 //! let queue = Queue::new(&ctx, QueueProperties::default())?;
@@ -41,7 +42,7 @@
 //! (contracted, or kept as *join* no-op commands when that saves edges), and
 //! the result is split into partitions at host tasks (see
 //! [`partition`](self#partitions)). Each device partition becomes one
-//! [`CommandBuffer`](crate::CommandBuffer) (updatable when the graph is and
+//! [`CommandBuffer`](ur_core::CommandBuffer) (updatable when the graph is and
 //! the device can update, in-order when the partition is a chain and
 //! profiling is off), appended in the chosen [`ExecutionOrder`]. A
 //! submission enqueues the partitions with events between them only where
@@ -111,8 +112,8 @@
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
-use crate::device::UsmKinds;
-use crate::memory::UsmKind;
+use ur_core::device::UsmKinds;
+use ur_core::memory::UsmKind;
 
 mod dot;
 mod dynamic;
@@ -131,8 +132,7 @@ pub use handler::Handler;
 pub use memory::MemoryStats;
 pub use node::{Node, NodeType};
 pub use partition::ExecutionOrder;
-pub use record::QueueState;
-pub(crate) use record::refuse_while_recording;
+pub use record::RecordedEvent;
 
 static NEXT_EXEC_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -184,7 +184,8 @@ pub struct FinalizeProperties {
 /// Properties of an added node: its dependencies.
 ///
 /// ```
-/// # use ur_core::graph::*;
+/// # use ur_runtime::graph::*;
+/// # use ur_runtime::Queue;
 /// # fn demo(graph: &Graph, a: &Node, b: &Node) -> ur_core::Result<()> {
 /// let join = graph.add_empty(NodeProperties::new().depends_on(&[a, b]))?;
 /// let after_everything = graph.add_empty(NodeProperties::new().depends_on_all_leaves())?;

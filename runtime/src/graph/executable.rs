@@ -11,19 +11,19 @@ use std::sync::atomic::Ordering;
 use parking_lot::Mutex;
 use smallvec::SmallVec;
 
-use crate::command::Command;
-use crate::command_buffer::{
+use ur_core::command::Command;
+use ur_core::command_buffer::{
     AppendOptions, CommandBuffer, CommandBufferDesc, CommandHandle, KernelLaunchUpdate, LocalSizeUpdate, SyncPoint,
 };
-use crate::context::Context;
-use crate::device::{CommandBufferSupport, Device, UpdateCapabilities};
-use crate::error::{Result, UrError};
-use crate::event::Event;
-use crate::launch::{ArgValue, KernelArg};
-use crate::memory::{MigrationFlags, UsmAllocation, UsmKind};
-use crate::program::Kernel;
-use crate::queue::{Queue, QueueProperties};
-use crate::{ensure, err};
+use ur_core::context::Context;
+use ur_core::device::{CommandBufferSupport, Device, UpdateCapabilities};
+use ur_core::error::{Result, UrError};
+use ur_core::event::Event;
+use ur_core::launch::{ArgValue, KernelArg};
+use ur_core::memory::{MigrationFlags, UsmAllocation, UsmKind};
+use ur_core::program::Kernel;
+use ur_core::queue::{Queue, QueueProperties};
+use ur_core::{ensure, err};
 
 use super::dynamic::GroupOp;
 use super::memory::MemoryStats;

@@ -9,12 +9,12 @@ use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
 
-use crate::context::Context;
-use crate::device::Device;
-use crate::error::Result;
-use crate::memory::{UsmKind, UsmPtr};
 use crate::queue::Queue;
-use crate::{ensure, err};
+use ur_core::context::Context;
+use ur_core::device::Device;
+use ur_core::error::Result;
+use ur_core::memory::{UsmKind, UsmPtr};
+use ur_core::{ensure, err};
 
 use super::dynamic::{DynamicCommandGroup, GroupState, ParamState, Target};
 use super::executable::ExecInner;
@@ -238,7 +238,8 @@ impl Graph<Modifiable> {
     ///
     /// ```
     /// use ur_core::*;
-    /// use ur_core::graph::*;
+    /// use ur_runtime::graph::*;
+    /// use ur_runtime::Queue;
     /// # let device = ur_adapter_cpu::default_device();
     /// let ctx = Context::new(&device)?;
     /// let graph = Graph::new(&ctx, &device, GraphProperties::default())?;
@@ -349,7 +350,8 @@ impl Graph<Modifiable> {
     ///
     /// ```
     /// use ur_core::*;
-    /// use ur_core::graph::*;
+    /// use ur_runtime::graph::*;
+    /// use ur_runtime::Queue;
     /// # let device = ur_adapter_cpu::default_device();
     /// # let ctx = Context::new(&device)?;
     /// let graph = Graph::new(&ctx, &device, GraphProperties::default())?;
@@ -507,7 +509,8 @@ impl Graph<Modifiable> {
     ///
     /// ```no_run
     /// # use ur_core::*;
-    /// # use ur_core::graph::*;
+    /// # use ur_runtime::graph::*;
+    /// # use ur_runtime::Queue;
     /// # fn demo(graph: &Graph<Modifiable>) -> Result<()> {
     /// graph.print_graph("graph.dot", true)?; // then: dot -Tsvg graph.dot -o graph.svg
     /// # Ok(()) }

@@ -1,6 +1,5 @@
-//! Queue recording ("record & replay"): the hook by which a queue's
-//! submissions become nodes of a graph, and the queue methods of the graph
-//! extension.
+//! Queue recording ("record & replay"): how a [`Queue`]'s submissions
+//! become nodes of a graph.
 //!
 //! A queue has a [`RecordingSlot`]. While it holds a graph, every submitting
 //! method of the queue records a node instead of executing, and returns a
@@ -21,39 +20,24 @@
 //! recorded the event still records; otherwise the event is outside its
 //! recording scope and the wait list is `InvalidEventWaitList`.
 //!
-//! The check costs the eager path one branch on an atomic flag; an event
-//! of the wait list that turns out to be a recorded event is found when the
-//! wait list is resolved, on the error path.
+//! The check costs the eager path one branch on an atomic flag and a look at
+//! each event of the wait list (which is either an ur-core event or a
+//! recorded one).
 
-use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::Mutex;
+use ur_core::{Command, KernelCommand, LocalSizeOrigin, Result, UrError, UsmKind, UsmPtr, ensure, err};
 
-use crate::adapter::EventImpl;
-use crate::capture::Op;
-use crate::command::Command;
-use crate::error::{Result, UrError};
-use crate::event::{Event, EventStatus, ProfilingInfo};
-use crate::memory::{UsmKind, UsmPtr};
-use crate::queue::{EnqueueGraph, Queue, WeakQueue};
-use crate::{ensure, err};
+use crate::queue::{Event, Queue, WeakQueue};
 
 use super::modifiable::{GraphShared, GraphState, is_ancestor};
-use super::node::{HostFn, KernelSpec, NodeKind};
+use super::node::{KernelSpec, NodeKind};
 use super::{Executable, Graph, Modifiable};
 
-/// Whether a queue executes its submissions or records them into a graph
-/// (`queue_state`).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub enum QueueState {
-    /// Submissions execute.
-    Executing,
-    /// Submissions become nodes of a graph.
-    Recording,
-}
+pub(crate) use super::node::HostFn;
 
 /// The graph a queue records into, if any.
 #[derive(Default)]
@@ -87,85 +71,84 @@ pub(crate) struct QueueRecord {
     leaves: Vec<u32>,
 }
 
-/// An operation a queue either executes or records: one of ur-core's, or
-/// one only the graph layer has.
+/// An operation a recording queue records: a command validated as for a
+/// command buffer, or one only graphs have.
 pub(crate) enum Recordable {
-    Core(Op),
+    Command(Command),
+    Kernel(KernelCommand, LocalSizeOrigin),
+    Wait { barrier: bool },
     HostTask(HostFn),
     Subgraph(Graph<Executable>),
     Malloc { kind: UsmKind, size: usize },
     Free(UsmPtr),
 }
 
-impl From<Op> for Recordable {
-    fn from(op: Op) -> Recordable {
-        Recordable::Core(op)
-    }
-}
-
-impl Recordable {
-    /// What a capture, which cannot hold it, calls it.
-    pub(crate) fn describe(&self) -> &'static str {
-        match self {
-            Recordable::Core(_) => "a command",
-            Recordable::HostTask(_) => "a host task",
-            Recordable::Subgraph(_) => "an executable graph of the graph layer",
-            Recordable::Malloc { .. } | Recordable::Free(_) => "a graph-owned allocation",
-        }
-    }
-}
-
 /// The event a recording queue returns: it names a node and never completes.
-pub(crate) struct RecordedEvent {
+#[derive(Clone)]
+pub struct RecordedEvent {
     pub(crate) graph: Arc<GraphShared>,
     pub(crate) node: u32,
     /// The queue that recorded it.
     queue: usize,
 }
 
-impl EventImpl for RecordedEvent {
-    fn status(&self) -> EventStatus {
-        EventStatus::Queued
-    }
-
-    fn wait(&self) -> Result<()> {
-        Err(err!(
+impl RecordedEvent {
+    /// The error of a host wait on it.
+    pub(crate) fn wait_error(&self) -> UrError {
+        err!(
             InvalidOperation,
             "host wait on the event of node {} recorded into graph #{}: recorded commands do not execute",
             self.node,
             self.graph.id
-        ))
+        )
     }
 
-    fn profiling(&self) -> Option<ProfilingInfo> {
-        None
+    /// The error of it in the wait list of work that executes.
+    pub(crate) fn outside_recording(&self) -> UrError {
+        err!(
+            InvalidEventWaitList,
+            "the wait list holds the event of node {} recorded into graph #{}; it is usable only in that graph's \
+             recording",
+            self.node,
+            self.graph.id
+        )
+    }
+
+    /// The pointer of the allocation node it stands for, if it is one.
+    pub(crate) fn allocation(&self) -> Option<UsmPtr> {
+        match self.graph.state.lock().nodes[self.node as usize].kind {
+            NodeKind::AsyncMalloc { ptr, .. } => Some(ptr),
+            _ => None,
+        }
     }
 }
 
-/// The recorded event behind `event`, if it is one.
-pub(crate) fn recorded(event: &Event) -> Option<&RecordedEvent> {
-    let any: &dyn Any = &**event.imp();
-    any.downcast_ref::<RecordedEvent>()
+impl fmt::Debug for RecordedEvent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RecordedEvent").field("graph", &self.graph.id).field("node", &self.node).finish()
+    }
 }
 
-/// Records `op` from `queue`, which records (or did, a moment ago).
-pub(crate) fn submit(queue: &Queue, op: Recordable, wait: &[&Event]) -> Result<Event> {
+/// Records what `op` builds from `queue`; gives `op` back when the queue
+/// does not record (any more).
+pub(crate) fn submit<F: FnOnce() -> Result<Recordable>>(
+    queue: &Queue,
+    op: F,
+    wait: &[&Event],
+) -> std::result::Result<Result<Event>, F> {
     let slot = queue.recording_slot();
     let guard = slot.graph.lock();
-    let Some(graph) = guard.clone() else {
-        // Recording ended since the caller looked: execute.
-        drop(guard);
-        return queue.submit_op(op, wait);
-    };
-    let mut state = graph.state.lock();
-    add(&graph, &mut state, queue, op, wait)
+    let Some(graph) = guard.clone() else { return Err(op) };
+    Ok(op().and_then(|op| {
+        let mut state = graph.state.lock();
+        add(&graph, &mut state, queue, op, wait)
+    }))
 }
 
-/// After an eager wait list failed with `error`: when it holds an event
-/// recorded by a queue that still records, `queue` starts recording into
-/// that graph and `op` is recorded; otherwise the error stands.
-pub(crate) fn submit_transitively(queue: &Queue, op: Recordable, wait: &[&Event], error: UrError) -> Result<Event> {
-    let Some(rec) = wait.iter().find_map(|e| recorded(e)) else { return Err(error) };
+/// Before executable work waiting on `rec`: when the queue that recorded it
+/// still records, `queue` starts recording into that graph (transitive
+/// recording); otherwise `InvalidEventWaitList`.
+pub(crate) fn begin_transitively(queue: &Queue, rec: &RecordedEvent) -> Result<()> {
     let graph = rec.graph.clone();
     {
         let state = graph.state.lock();
@@ -179,26 +162,7 @@ pub(crate) fn submit_transitively(queue: &Queue, op: Recordable, wait: &[&Event]
     }
     begin(&graph, queue).map_err(|e| e.in_context("transitive recording"))?;
     tracing::debug!(graph = graph.id, "queue records transitively");
-    submit(queue, op, wait)
-}
-
-/// Executes `op` eagerly after the resolved wait list.
-pub(crate) fn execute(queue: &Queue, op: Recordable, resolved: &[Arc<dyn EventImpl>]) -> Result<Event> {
-    match op {
-        Recordable::Core(op) => queue.execute_op(op, resolved),
-        Recordable::HostTask(task) => {
-            let events: Vec<Event> = resolved.iter().map(|e| Event::from_imp(e.clone(), queue.context())).collect();
-            queue.enqueue_host_task(&events.iter().collect::<Vec<_>>(), move || task())
-        }
-        Recordable::Subgraph(graph) => {
-            let events: Vec<Event> = resolved.iter().map(|e| Event::from_imp(e.clone(), queue.context())).collect();
-            graph.run(queue, &events.iter().collect::<Vec<_>>())
-        }
-        Recordable::Malloc { .. } | Recordable::Free(_) => Err(err!(
-            InvalidOperation,
-            "async_malloc and async_free are only recorded: the queue does not record into a graph"
-        )),
-    }
+    Ok(())
 }
 
 /// Adds the node of `op` recorded from `queue`.
@@ -215,7 +179,7 @@ fn add(
     };
     let mut deps = Vec::with_capacity(wait.len() + 1);
     for (i, e) in wait.iter().enumerate() {
-        let Some(rec) = recorded(e) else {
+        let Some(rec) = e.recorded() else {
             return Err(err!(
                 InvalidEventWaitList,
                 "event {i} of the wait list was not recorded into graph #{}: a queue recording into a graph waits \
@@ -234,7 +198,7 @@ fn add(
         deps.push(rec.node);
     }
     let qrec = &state.recording[qi];
-    if matches!(op, Recordable::Core(Op::Wait { barrier: true })) && wait.is_empty() {
+    if matches!(op, Recordable::Wait { barrier: true }) && wait.is_empty() {
         deps.extend_from_slice(&qrec.leaves);
     }
     if qrec.in_order {
@@ -244,25 +208,10 @@ fn add(
     }
     let index = state.nodes.len() as u32;
     let kind = match op {
-        Recordable::Core(Op::Command(Command::Native(_))) => {
-            return Err(err!(
-                InvalidOperation,
-                "a native command on a queue recording into graph #{}: graphs have no native-command node",
-                graph.id
-            ));
-        }
-        Recordable::Core(Op::Graph(_)) => {
-            return Err(err!(
-                InvalidOperation,
-                "an executable graph of UR's capture on a queue recording into graph #{}: record the commands \
-                 instead",
-                graph.id
-            ));
-        }
-        Recordable::Core(Op::Command(command)) => NodeKind::Memory(command),
-        Recordable::Core(Op::Kernel(kernel, origin)) => NodeKind::Kernel(KernelSpec::new(kernel, origin)),
-        Recordable::Core(Op::Wait { barrier: true }) => NodeKind::Barrier,
-        Recordable::Core(Op::Wait { barrier: false }) => NodeKind::Empty,
+        Recordable::Command(command) => NodeKind::Memory(command),
+        Recordable::Kernel(kernel, origin) => NodeKind::Kernel(KernelSpec::new(kernel, origin)),
+        Recordable::Wait { barrier: true } => NodeKind::Barrier,
+        Recordable::Wait { barrier: false } => NodeKind::Empty,
         Recordable::HostTask(task) => NodeKind::HostTask(task),
         Recordable::Subgraph(sub) => {
             super::executable::check_subgraph(graph, &sub)?;
@@ -297,7 +246,7 @@ fn add(
     if barrier {
         qrec.barrier = Some(index);
     }
-    Ok(Event::from_imp(Arc::new(RecordedEvent { graph: graph.clone(), node: index, queue: key }), &graph.context))
+    Ok(Event::Recorded(RecordedEvent { graph: graph.clone(), node: index, queue: key }))
 }
 
 /// The error of an operation a recording queue cannot record: `what` names
@@ -404,77 +353,15 @@ pub(crate) fn end_all(graph: &GraphShared) {
     }
 }
 
-/// The queue methods of the graph extension.
-impl Queue {
-    /// Whether the queue records into a graph (`ext_oneapi_get_state`). In
-    /// multi-threaded code the answer may be stale at once.
-    pub fn recording_state(&self) -> QueueState {
-        if self.recording_slot().is_active() { QueueState::Recording } else { QueueState::Executing }
-    }
-
-    /// The graph the queue records into (`ext_oneapi_get_graph`): a copy of
-    /// the application's graph; `InvalidOperation` when it does not record.
-    pub fn recording_graph(&self) -> Result<Graph<Modifiable>> {
-        let graph = self
-            .recording_slot()
-            .graph()
-            .ok_or_else(|| err!(InvalidOperation, "the queue does not record into a graph"))?;
-        let handle =
-            graph.handle.upgrade().ok_or_else(|| err!(InvalidOperation, "graph #{} is being dropped", graph.id))?;
-        Ok(Graph(Modifiable { handle }))
-    }
-
-    /// Runs `task` on a host thread after `wait` (and, on an in-order queue,
-    /// after everything before), like [`enqueue_host_task`](Self::enqueue_host_task);
-    /// since `task` can run more than once, a recording queue records it as
-    /// a host-task node.
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use std::sync::atomic::{AtomicU32, Ordering};
-    /// use ur_core::*;
-    /// use ur_core::graph::*;
-    /// # let device = ur_adapter_cpu::default_device();
-    /// # let ctx = Context::new(&device)?;
-    /// let queue = Queue::new(&ctx, QueueProperties::default())?;
-    /// let graph = Graph::from_queue(&queue, GraphProperties::default())?;
-    /// let runs = Arc::new(AtomicU32::new(0));
-    /// graph.begin_recording(&queue)?;
-    /// let counter = runs.clone();
-    /// queue.enqueue_host_fn(&[], move || {
-    ///     counter.fetch_add(1, Ordering::SeqCst);
-    /// })?;
-    /// graph.end_recording();
-    /// let exec = graph.finalize(FinalizeProperties::default())?;
-    /// queue.enqueue_graph(&exec, &[])?;
-    /// queue.enqueue_graph(&exec, &[])?.wait()?;
-    /// assert_eq!(runs.load(Ordering::SeqCst), 2);
-    /// # Ok::<(), UrError>(())
-    /// ```
-    #[tracing::instrument(level = "debug", skip_all)]
-    pub fn enqueue_host_fn(&self, wait: &[&Event], task: impl Fn() + Send + Sync + 'static) -> Result<Event> {
-        self.submit_op(Recordable::HostTask(Arc::new(task)), wait)
-    }
-
-    /// Records a graph-owned allocation (`async_malloc(queue, ...)`) and
-    /// returns its pointer and the node's event. Only while recording
-    /// (`InvalidOperation` otherwise); see [`Handler::async_malloc`](super::Handler::async_malloc).
-    pub fn async_malloc(&self, kind: UsmKind, size: usize, wait: &[&Event]) -> Result<(UsmPtr, Event)> {
-        let event = self.submit_op(Recordable::Malloc { kind, size }, wait)?;
-        let ptr = recorded(&event)
-            .and_then(|r| match r.graph.state.lock().nodes[r.node as usize].kind {
-                NodeKind::AsyncMalloc { ptr, .. } => Some(ptr),
-                _ => None,
-            })
-            .ok_or_else(|| err!(Unknown, "async_malloc recorded no allocation"))?;
-        Ok((ptr, event))
-    }
-
-    /// Records the release of a graph-owned allocation (`async_free(queue, ...)`).
-    /// Only while recording; see [`Handler::async_free`](super::Handler::async_free).
-    pub fn async_free(&self, ptr: UsmPtr, wait: &[&Event]) -> Result<Event> {
-        self.submit_op(Recordable::Free(ptr), wait)
-    }
+/// The graph `queue` records into (`ext_oneapi_get_graph`).
+pub(crate) fn recording_graph(queue: &Queue) -> Result<Graph<Modifiable>> {
+    let graph = queue
+        .recording_slot()
+        .graph()
+        .ok_or_else(|| err!(InvalidOperation, "the queue does not record into a graph"))?;
+    let handle =
+        graph.handle.upgrade().ok_or_else(|| err!(InvalidOperation, "graph #{} is being dropped", graph.id))?;
+    Ok(Graph(Modifiable { handle }))
 }
 
 /// Forgets a queue being dropped (`key` is its identity) in the graph it
@@ -482,26 +369,6 @@ impl Queue {
 pub(crate) fn queue_dropped(slot: &RecordingSlot, key: usize) {
     let Some(graph) = slot.graph.lock().take() else { return };
     graph.state.lock().recording.retain(|r| r.key != key);
-}
-
-/// `queue::ext_oneapi_graph`: executions of one graph never overlap: each
-/// starts after the previous one ended. On an in-order queue the graph runs
-/// after what was submitted before and before what is submitted after, but
-/// its nodes keep their own order. A recording queue records the graph as a
-/// sub-graph node (`InvalidOperation` for a graph with graph-owned
-/// allocations); a capturing queue refuses it (`GraphCaptureUnsupported`).
-/// `InvalidQueue` for a queue of another context or device.
-///
-/// The returned event completes when every partition of the graph has;
-/// it reports the first failure of a partition (a panicking kernel or
-/// host task), and profiling timestamps only for graphs finalized with
-/// [`FinalizeProperties::enable_profiling`](super::FinalizeProperties::enable_profiling).
-impl EnqueueGraph for Graph<Executable> {
-    #[tracing::instrument(level = "debug", skip_all, fields(graph = self.id()))]
-    fn enqueue_on(&self, queue: &Queue, wait: &[&Event]) -> Result<Event> {
-        self.check_queue(queue)?;
-        queue.submit_op(Recordable::Subgraph(self.clone()), wait)
-    }
 }
 
 impl fmt::Debug for QueueRecord {

@@ -3,7 +3,7 @@
 //! finalized, run, updated, and written as DOT.
 //!
 //! ```sh
-//! cargo run -p ur-core --example graph_guide -- docs/images
+//! cargo run -p ur-runtime --example graph_guide -- docs/images
 //! dot -Tsvg docs/images/graph-guide.dot -o docs/images/graph-guide.svg
 //! dot -Tsvg docs/images/graph-guide-exec.dot -o docs/images/graph-guide-exec.svg
 //! ```
@@ -12,11 +12,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use ur_core::graph::{DynamicParameter, FinalizeProperties, Graph, GraphProperties, NodeProperties};
 use ur_core::{
     ArgKind, Context, Kernel, KernelArg, KernelLaunch, KernelSignature, NativeKernel, Program, ProgramBundle,
-    ProgramSource, Queue, QueueProperties, UsmAllocation, UsmKind, WorkGroup,
+    ProgramSource, QueueProperties, UsmAllocation, UsmKind, WorkGroup,
 };
+use ur_runtime::Queue;
+use ur_runtime::graph::{DynamicParameter, FinalizeProperties, Graph, GraphProperties, NodeProperties};
 
 const N: usize = 1024;
 

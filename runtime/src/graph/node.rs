@@ -5,19 +5,19 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use crate::command::Command;
-use crate::context::Context;
-use crate::error::Result;
-use crate::event::Event;
-use crate::launch::{ArgValue, KernelArg, KernelCommand, KernelLaunch, LocalSizeOrigin, check_dims, to_3d};
-use crate::memory::UsmPtr;
-use crate::program::{ArgKind, Kernel};
-use crate::{ensure, err};
+use ur_core::command::Command;
+use ur_core::context::Context;
+use ur_core::error::Result;
+use ur_core::launch::{ArgValue, KernelArg, KernelCommand, KernelLaunch, LocalSizeOrigin, check_dims, to_3d};
+use ur_core::memory::UsmPtr;
+use ur_core::program::{ArgKind, Kernel};
+use ur_core::{ensure, err};
 
 use super::Executable;
 use super::Graph;
 use super::modifiable::{GraphShared, GraphState};
 use super::topo::Adjacency;
+use crate::queue::Event;
 
 /// A host task's body: run on a host thread at every execution of the graph.
 pub(crate) type HostFn = Arc<dyn Fn() + Send + Sync>;
@@ -223,7 +223,8 @@ impl Adjacency for [NodeData] {
 ///
 /// ```
 /// use ur_core::*;
-/// use ur_core::graph::*;
+/// use ur_runtime::graph::*;
+/// use ur_runtime::Queue;
 /// # let device = ur_adapter_cpu::default_device();
 /// let ctx = Context::new(&device)?;
 /// let graph = Graph::new(&ctx, &device, GraphProperties::default())?;
@@ -272,7 +273,8 @@ impl Node {
     /// The node a recording queue created when it returned `event`
     /// (`node::get_node_from_event`); `InvalidEvent` for any other event.
     pub fn from_event(event: &Event) -> Result<Node> {
-        let recorded = super::record::recorded(event)
+        let recorded = event
+            .recorded()
             .ok_or_else(|| err!(InvalidEvent, "the event was not returned by a queue recording into a graph"))?;
         Ok(recorded.graph.node(recorded.node))
     }

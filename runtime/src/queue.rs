@@ -1,0 +1,671 @@
+//! SYCL's queue: an [`ur_core::Queue`] that can also record into a graph
+//! ([`crate::graph`]), and its events, which are either ur-core events or
+//! *recorded events* standing for graph nodes.
+//!
+//! While a queue records (`begin_recording`, see [`crate::graph::record`]),
+//! its submitting methods add nodes instead of executing; otherwise they
+//! forward to the ur-core queue. The check costs the eager path one load of
+//! an atomic flag. Recording and UR's graph capture exclude each other: the
+//! capture methods here refuse a recording queue, and recording refuses a
+//! capturing one.
+//!
+//! Methods not listed here ([`Queue::core`]) run on the ur-core queue
+//! directly and are never recorded.
+
+use std::fmt;
+use std::sync::Arc;
+
+use smallvec::SmallVec;
+use ur_core::{
+    CapturedGraph, Command, CommandBuffer, Context, Device, EventStatus, KernelLaunch, MemBuffer, MigrationFlags,
+    NativeScope, ProfilingInfo, QueueProperties, RectLayout, RectRegion, Result, UsmAdvice, UsmKind, UsmPtr, err,
+};
+
+use crate::graph::record::{self, Recordable, RecordedEvent, RecordingSlot};
+use crate::graph::{Executable, Graph, Modifiable};
+
+/// Whether a queue executes its submissions or records them into a graph
+/// (`queue_state`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum QueueState {
+    /// Submissions execute.
+    Executing,
+    /// Submissions become nodes of a graph.
+    Recording,
+}
+
+/// The event of a submission to a [`Queue`]: an ur-core event, or the event
+/// of a node recorded into a graph, which never completes and stands for
+/// the node in the wait lists of the same recording.
+#[derive(Clone)]
+pub enum Event {
+    /// The event of executed work.
+    Core(ur_core::Event),
+    /// The event of a recorded node.
+    Recorded(RecordedEvent),
+}
+
+impl Event {
+    /// Blocks until the event completes; `InvalidOperation` for a recorded
+    /// event (recorded commands do not execute).
+    pub fn wait(&self) -> Result<()> {
+        match self {
+            Event::Core(e) => e.wait(),
+            Event::Recorded(r) => Err(r.wait_error()),
+        }
+    }
+
+    /// Waits for every event; the first error, after all were waited for.
+    pub fn wait_all(events: &[&Event]) -> Result<()> {
+        let mut first = None;
+        for e in events {
+            if let Err(error) = e.wait() {
+                first.get_or_insert(error);
+            }
+        }
+        first.map_or(Ok(()), Err)
+    }
+
+    /// Current status; a recorded event stays `Queued`.
+    pub fn status(&self) -> EventStatus {
+        match self {
+            Event::Core(e) => e.status(),
+            Event::Recorded(_) => EventStatus::Queued,
+        }
+    }
+
+    /// Profiling timestamps (`ProfilingInfoNotAvailable` for a recorded event).
+    pub fn profiling_info(&self) -> Result<ProfilingInfo> {
+        match self {
+            Event::Core(e) => e.profiling_info(),
+            Event::Recorded(_) => Err(err!(ProfilingInfoNotAvailable, "a recorded event has no timestamps")),
+        }
+    }
+
+    /// The ur-core event, unless this one was recorded.
+    pub fn core(&self) -> Option<&ur_core::Event> {
+        match self {
+            Event::Core(e) => Some(e),
+            Event::Recorded(_) => None,
+        }
+    }
+
+    /// The recorded event, if this is one.
+    pub(crate) fn recorded(&self) -> Option<&RecordedEvent> {
+        match self {
+            Event::Core(_) => None,
+            Event::Recorded(r) => Some(r),
+        }
+    }
+}
+
+impl From<ur_core::Event> for Event {
+    fn from(event: ur_core::Event) -> Event {
+        Event::Core(event)
+    }
+}
+
+impl fmt::Debug for Event {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Event::Core(e) => e.fmt(f),
+            Event::Recorded(r) => r.fmt(f),
+        }
+    }
+}
+
+/// The ur-core events of a wait list, or the first recorded event in it.
+fn core_events<'a>(wait: &[&'a Event]) -> std::result::Result<SmallVec<[&'a ur_core::Event; 8]>, &'a RecordedEvent> {
+    wait.iter()
+        .map(|e| match e {
+            Event::Core(c) => Ok(c),
+            Event::Recorded(r) => Err(r),
+        })
+        .collect()
+}
+
+/// A graph [`Queue::enqueue_graph`] submits: an executable graph of this
+/// crate, or one of UR's graph capture.
+pub trait SubmitGraph {
+    /// Submits the graph on `queue` after `wait` (or records it where
+    /// `queue` records).
+    fn submit_on(&self, queue: &Queue, wait: &[&Event]) -> Result<Event>;
+}
+
+/// A SYCL queue over an [`ur_core::Queue`]. Clone retains.
+#[derive(Clone)]
+pub struct Queue {
+    inner: Arc<QueueInner>,
+}
+
+pub(crate) struct QueueInner {
+    core: ur_core::Queue,
+    /// The graph this queue records into, if any.
+    recording: RecordingSlot,
+}
+
+impl Drop for QueueInner {
+    fn drop(&mut self) {
+        record::queue_dropped(&self.recording, self as *const QueueInner as usize);
+    }
+}
+
+/// A queue handle that does not keep the queue alive (held by the graphs it
+/// records into).
+#[derive(Clone)]
+pub(crate) struct WeakQueue(std::sync::Weak<QueueInner>);
+
+impl WeakQueue {
+    /// The queue, unless it was dropped.
+    pub(crate) fn upgrade(&self) -> Option<Queue> {
+        self.0.upgrade().map(|inner| Queue { inner })
+    }
+}
+
+impl Queue {
+    /// Creates a queue (see [`ur_core::Queue::new`]).
+    pub fn new(context: &Context, properties: QueueProperties) -> Result<Queue> {
+        Ok(Queue::from_core(ur_core::Queue::new(context, properties)?))
+    }
+
+    /// A SYCL queue over `core`. Work submitted to `core` directly is not
+    /// recorded.
+    pub fn from_core(core: ur_core::Queue) -> Queue {
+        Queue { inner: Arc::new(QueueInner { core, recording: RecordingSlot::default() }) }
+    }
+
+    /// The ur-core queue: its methods execute (or capture), never record.
+    pub fn core(&self) -> &ur_core::Queue {
+        &self.inner.core
+    }
+
+    /// The queue's context.
+    pub fn context(&self) -> &Context {
+        self.inner.core.context()
+    }
+
+    /// The queue's device.
+    pub fn device(&self) -> &Device {
+        self.inner.core.device()
+    }
+
+    /// The properties it was created with.
+    pub fn properties(&self) -> QueueProperties {
+        self.inner.core.properties()
+    }
+
+    /// Whether both handles are the same queue.
+    pub fn same_queue(&self, other: &Queue) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// Whether the queue records into a graph (`ext_oneapi_get_state`). In
+    /// multi-threaded code the answer may be stale at once.
+    pub fn recording_state(&self) -> QueueState {
+        if self.inner.recording.is_active() { QueueState::Recording } else { QueueState::Executing }
+    }
+
+    /// The graph the queue records into (`ext_oneapi_get_graph`): a copy of
+    /// the application's graph; `InvalidOperation` when it does not record.
+    pub fn recording_graph(&self) -> Result<Graph<Modifiable>> {
+        record::recording_graph(self)
+    }
+
+    /// Its recording state, for the graph layer.
+    pub(crate) fn recording_slot(&self) -> &RecordingSlot {
+        &self.inner.recording
+    }
+
+    /// The queue's identity while it lives (graphs key recording queues by it).
+    pub(crate) fn key(&self) -> usize {
+        Arc::as_ptr(&self.inner) as usize
+    }
+
+    /// A handle that does not keep the queue alive.
+    pub(crate) fn downgrade(&self) -> WeakQueue {
+        WeakQueue(Arc::downgrade(&self.inner))
+    }
+
+    /// Records what `record` builds when the queue records (or starts
+    /// recording because `wait` holds a recorded event of a recording
+    /// queue); otherwise runs `eager` on the ur-core queue.
+    pub(crate) fn submit(
+        &self,
+        wait: &[&Event],
+        record: impl FnOnce() -> Result<Recordable>,
+        eager: impl FnOnce(&ur_core::Queue, &[&ur_core::Event]) -> Result<ur_core::Event>,
+    ) -> Result<Event> {
+        let record = if self.inner.recording.is_active() {
+            match record::submit(self, record, wait) {
+                Ok(result) => return result,
+                // Recording ended since the flag was read: execute.
+                Err(record) => record,
+            }
+        } else {
+            record
+        };
+        match core_events(wait) {
+            Ok(core) => eager(&self.inner.core, &core).map(Event::Core),
+            Err(rec) => {
+                record::begin_transitively(self, rec)?;
+                record::submit(self, record, wait).unwrap_or_else(|_| {
+                    Err(err!(InvalidEventWaitList, "the wait list holds a recorded event; the queue stopped recording"))
+                })
+            }
+        }
+    }
+
+    /// `InvalidOperation` when the queue records: `what` cannot be recorded.
+    fn refuse_while_recording(&self, what: &str) -> Result<()> {
+        if self.inner.recording.is_active() {
+            record::refuse_while_recording(self, what)?;
+        }
+        Ok(())
+    }
+
+    /// The ur-core events of a wait list for an operation that is never
+    /// recorded: `InvalidEventWaitList` for a recorded event.
+    fn eager_wait<'a>(&self, wait: &[&'a Event]) -> Result<SmallVec<[&'a ur_core::Event; 8]>> {
+        core_events(wait).map_err(|r| r.outside_recording())
+    }
+
+    /// Launches a kernel ([`ur_core::Queue::launch_kernel`]), or records a
+    /// kernel node.
+    ///
+    /// # Safety
+    /// As for [`ur_core::Queue::launch_kernel`]; while recording, at every
+    /// execution of the graphs made from the graph.
+    pub unsafe fn launch_kernel(&self, launch: &KernelLaunch<'_>, wait: &[&Event]) -> Result<Event> {
+        self.submit(
+            wait,
+            || {
+                let (command, origin) = launch.resolve(self.context())?;
+                Ok(Recordable::Kernel(command, origin))
+            },
+            // SAFETY: the caller's contract.
+            |q, w| unsafe { q.launch_kernel(launch, w) },
+        )
+    }
+
+    /// Copies between USM allocations.
+    pub fn usm_memcpy(&self, dst: UsmPtr, src: UsmPtr, size: usize, wait: &[&Event]) -> Result<Event> {
+        self.submit(
+            wait,
+            || Ok(Recordable::Command(Command::usm_copy(self.context(), dst, src, size)?)),
+            |q, w| q.usm_memcpy(dst, src, size, w),
+        )
+    }
+
+    /// Fills `size` bytes of USM with a 1- to 256-byte pattern.
+    pub fn usm_fill(&self, dst: UsmPtr, pattern: &[u8], size: usize, wait: &[&Event]) -> Result<Event> {
+        self.submit(
+            wait,
+            || Ok(Recordable::Command(Command::usm_fill(self.context(), dst, pattern, size)?)),
+            |q, w| q.usm_fill(dst, pattern, size, w),
+        )
+    }
+
+    /// Prefetches USM.
+    pub fn usm_prefetch(&self, ptr: UsmPtr, size: usize, flags: MigrationFlags, wait: &[&Event]) -> Result<Event> {
+        self.submit(
+            wait,
+            || Ok(Recordable::Command(Command::usm_prefetch(self.context(), ptr, size, flags)?)),
+            |q, w| q.usm_prefetch(ptr, size, flags, w),
+        )
+    }
+
+    /// Gives advice about USM.
+    pub fn usm_advise(&self, ptr: UsmPtr, size: usize, advice: UsmAdvice) -> Result<Event> {
+        self.submit(
+            &[],
+            || Ok(Recordable::Command(Command::usm_advise(self.context(), ptr, size, advice)?)),
+            |q, _| q.usm_advise(ptr, size, advice),
+        )
+    }
+
+    /// Copies between buffers.
+    pub fn copy_buffer(
+        &self,
+        src: &MemBuffer,
+        dst: &MemBuffer,
+        src_offset: usize,
+        dst_offset: usize,
+        size: usize,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        self.submit(
+            wait,
+            || Ok(Recordable::Command(Command::buffer_copy(self.context(), src, dst, src_offset, dst_offset, size)?)),
+            |q, w| q.copy_buffer(src, dst, src_offset, dst_offset, size, w),
+        )
+    }
+
+    /// Copies a rect between buffers.
+    pub fn copy_buffer_rect(
+        &self,
+        src: &MemBuffer,
+        dst: &MemBuffer,
+        src_layout: RectLayout,
+        dst_layout: RectLayout,
+        region: RectRegion,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        self.submit(
+            wait,
+            || {
+                let command = Command::buffer_copy_rect(self.context(), src, dst, src_layout, dst_layout, region)?;
+                Ok(Recordable::Command(command))
+            },
+            |q, w| q.copy_buffer_rect(src, dst, src_layout, dst_layout, region, w),
+        )
+    }
+
+    /// Fills `size` bytes of a buffer from `offset` with a 1- to 256-byte pattern.
+    pub fn fill_buffer(
+        &self,
+        buffer: &MemBuffer,
+        pattern: &[u8],
+        offset: usize,
+        size: usize,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        self.submit(
+            wait,
+            || Ok(Recordable::Command(Command::buffer_fill(self.context(), buffer, pattern, offset, size)?)),
+            |q, w| q.fill_buffer(buffer, pattern, offset, size, w),
+        )
+    }
+
+    /// Reads `size` bytes of a buffer from `offset` into USM.
+    pub fn read_buffer_to_usm(
+        &self,
+        buffer: &MemBuffer,
+        offset: usize,
+        size: usize,
+        dst: UsmPtr,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        self.submit(
+            wait,
+            || Ok(Recordable::Command(Command::buffer_read_to_usm(self.context(), buffer, offset, size, dst)?)),
+            |q, w| q.read_buffer_to_usm(buffer, offset, size, dst, w),
+        )
+    }
+
+    /// Writes `size` bytes of USM into a buffer from `offset`.
+    pub fn write_buffer_from_usm(
+        &self,
+        buffer: &MemBuffer,
+        offset: usize,
+        size: usize,
+        src: UsmPtr,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        self.submit(
+            wait,
+            || Ok(Recordable::Command(Command::buffer_write_from_usm(self.context(), buffer, offset, size, src)?)),
+            |q, w| q.write_buffer_from_usm(buffer, offset, size, src, w),
+        )
+    }
+
+    /// Copies host bytes into USM, blocking; `InvalidOperation` while recording.
+    pub fn write_usm(&self, dst: UsmPtr, data: &[u8], wait: &[&Event]) -> Result<()> {
+        self.refuse_while_recording("a blocking transfer")?;
+        self.inner.core.write_usm(dst, data, &self.eager_wait(wait)?)
+    }
+
+    /// Copies USM into host bytes, blocking; `InvalidOperation` while recording.
+    pub fn read_usm(&self, src: UsmPtr, out: &mut [u8], wait: &[&Event]) -> Result<()> {
+        self.refuse_while_recording("a blocking transfer")?;
+        self.inner.core.read_usm(src, out, &self.eager_wait(wait)?)
+    }
+
+    /// Reads a buffer into a host slice, blocking; `InvalidOperation` while recording.
+    pub fn read_buffer(&self, buffer: &MemBuffer, offset: usize, out: &mut [u8], wait: &[&Event]) -> Result<()> {
+        self.refuse_while_recording("a blocking transfer")?;
+        self.inner.core.read_buffer(buffer, offset, out, &self.eager_wait(wait)?)
+    }
+
+    /// Writes a host slice into a buffer, blocking; `InvalidOperation` while recording.
+    pub fn write_buffer(&self, buffer: &MemBuffer, offset: usize, data: &[u8], wait: &[&Event]) -> Result<()> {
+        self.refuse_while_recording("a blocking transfer")?;
+        self.inner.core.write_buffer(buffer, offset, data, &self.eager_wait(wait)?)
+    }
+
+    /// An event completing when all of `wait` have; while recording, an
+    /// empty node after them.
+    pub fn events_wait(&self, wait: &[&Event]) -> Result<Event> {
+        self.submit(wait, || Ok(Recordable::Wait { barrier: false }), |q, w| q.events_wait(w))
+    }
+
+    /// A barrier (see [`ur_core::Queue::barrier`]); while recording, a
+    /// barrier node: with an empty wait list, after the nodes recorded from
+    /// this queue that no later node of it depends on.
+    pub fn barrier(&self, wait: &[&Event]) -> Result<Event> {
+        self.submit(wait, || Ok(Recordable::Wait { barrier: true }), |q, w| q.barrier(w))
+    }
+
+    /// Records the device's time ([`ur_core::Queue::enqueue_timestamp`]);
+    /// `InvalidOperation` while recording.
+    pub fn enqueue_timestamp(&self, wait: &[&Event]) -> Result<Event> {
+        self.refuse_while_recording("a timestamp recording")?;
+        self.inner.core.enqueue_timestamp(&self.eager_wait(wait)?).map(Event::Core)
+    }
+
+    /// Runs `task` once on a host thread ([`ur_core::Queue::enqueue_host_task`]).
+    /// A task that runs once cannot be recorded into a graph: on a recording
+    /// queue this is `InvalidOperation`; record
+    /// [`enqueue_host_fn`](Self::enqueue_host_fn) instead.
+    pub fn enqueue_host_task(&self, wait: &[&Event], task: impl FnOnce() + Send + 'static) -> Result<Event> {
+        self.refuse_while_recording("`enqueue_host_task` (a task that runs once; record `enqueue_host_fn`)")?;
+        self.inner.core.enqueue_host_task(&self.eager_wait(wait)?, task).map(Event::Core)
+    }
+
+    /// Runs `task` on a host thread after `wait` (and, on an in-order queue,
+    /// after everything before), like [`enqueue_host_task`](Self::enqueue_host_task);
+    /// since `task` can run more than once, a recording queue records it as
+    /// a host-task node. A capturing queue refuses it (`GraphCaptureUnsupported`).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicU32, Ordering};
+    /// use ur_core::{Context, QueueProperties, UrError};
+    /// use ur_runtime::Queue;
+    /// use ur_runtime::graph::*;
+    /// # let device = ur_adapter_cpu::default_device();
+    /// # let ctx = Context::new(&device)?;
+    /// let queue = Queue::new(&ctx, QueueProperties::default())?;
+    /// let graph = Graph::from_queue(&queue, GraphProperties::default())?;
+    /// let runs = Arc::new(AtomicU32::new(0));
+    /// graph.begin_recording(&queue)?;
+    /// let counter = runs.clone();
+    /// queue.enqueue_host_fn(&[], move || {
+    ///     counter.fetch_add(1, Ordering::SeqCst);
+    /// })?;
+    /// graph.end_recording();
+    /// let exec = graph.finalize(FinalizeProperties::default())?;
+    /// queue.enqueue_graph(&exec, &[])?;
+    /// queue.enqueue_graph(&exec, &[])?.wait()?;
+    /// assert_eq!(runs.load(Ordering::SeqCst), 2);
+    /// # Ok::<(), UrError>(())
+    /// ```
+    #[tracing::instrument(level = "debug", skip_all)]
+    pub fn enqueue_host_fn(&self, wait: &[&Event], task: impl Fn() + Send + Sync + 'static) -> Result<Event> {
+        let task: record::HostFn = Arc::new(task);
+        let recorded = task.clone();
+        self.submit(
+            wait,
+            move || Ok(Recordable::HostTask(recorded)),
+            |q, w| {
+                q.refuse_capture("a host task")?;
+                q.enqueue_host_task(w, move || task())
+            },
+        )
+    }
+
+    /// Records a graph-owned allocation (`async_malloc(queue, ...)`) and
+    /// returns its pointer and the node's event. Only while recording
+    /// (`InvalidOperation` otherwise); see [`Handler::async_malloc`](crate::graph::Handler::async_malloc).
+    pub fn async_malloc(&self, kind: UsmKind, size: usize, wait: &[&Event]) -> Result<(UsmPtr, Event)> {
+        let event = self.submit(wait, || Ok(Recordable::Malloc { kind, size }), |q, _| only_recorded(q))?;
+        let ptr = event
+            .recorded()
+            .and_then(RecordedEvent::allocation)
+            .ok_or_else(|| err!(Unknown, "async_malloc recorded no allocation"))?;
+        Ok((ptr, event))
+    }
+
+    /// Records the release of a graph-owned allocation (`async_free(queue, ...)`).
+    /// Only while recording; see [`Handler::async_free`](crate::graph::Handler::async_free).
+    pub fn async_free(&self, ptr: UsmPtr, wait: &[&Event]) -> Result<Event> {
+        self.submit(wait, || Ok(Recordable::Free(ptr)), |q, _| only_recorded(q))
+    }
+
+    /// Submits an executable graph (`queue::ext_oneapi_graph`,
+    /// `urEnqueueGraphExp`); see the graph's [`SubmitGraph`] implementation.
+    pub fn enqueue_graph(&self, graph: &impl SubmitGraph, wait: &[&Event]) -> Result<Event> {
+        graph.submit_on(self, wait)
+    }
+
+    /// Submits a finalized command buffer; `InvalidOperation` while recording.
+    pub fn enqueue_command_buffer(&self, command_buffer: &CommandBuffer, wait: &[&Event]) -> Result<Event> {
+        self.refuse_while_recording("a command-buffer enqueue (add an executable graph with `enqueue_graph`)")?;
+        self.inner.core.enqueue_command_buffer(command_buffer, &self.eager_wait(wait)?).map(Event::Core)
+    }
+
+    /// Enqueues a native command ([`ur_core::Queue::enqueue_native_command`]);
+    /// a recording queue refuses it (`InvalidOperation`: graphs have no
+    /// native-command node).
+    ///
+    /// # Safety
+    /// As for [`ur_core::Queue::enqueue_native_command`].
+    pub unsafe fn enqueue_native_command(
+        &self,
+        mems: &[&MemBuffer],
+        wait: &[&Event],
+        callback: impl Fn(&NativeScope<'_>) + Send + Sync + 'static,
+    ) -> Result<Event> {
+        self.refuse_while_recording("a native command")?;
+        let wait = self.eager_wait(wait)?;
+        // SAFETY: the caller's contract.
+        unsafe { self.inner.core.enqueue_native_command(mems, &wait, callback) }.map(Event::Core)
+    }
+
+    /// [`ur_core::Queue::enqueue_native_command_now`]; a recording queue
+    /// refuses it (`InvalidOperation`).
+    ///
+    /// # Safety
+    /// As for [`ur_core::Queue::enqueue_native_command_now`].
+    pub unsafe fn enqueue_native_command_now<'a>(
+        &self,
+        mems: &[&MemBuffer],
+        wait: &[&Event],
+        callback: impl Fn(&NativeScope<'_>) + Send + Sync + 'a,
+    ) -> Result<Event> {
+        self.refuse_while_recording("a native command")?;
+        let wait = self.eager_wait(wait)?;
+        // SAFETY: the caller's contract.
+        unsafe { self.inner.core.enqueue_native_command_now(mems, &wait, callback) }.map(Event::Core)
+    }
+
+    /// Blocks until everything submitted has completed; `InvalidOperation`
+    /// on a recording queue.
+    pub fn finish(&self) -> Result<()> {
+        self.refuse_while_recording("`finish` (a host wait)")?;
+        self.inner.core.finish()
+    }
+
+    /// Makes sure everything submitted will start.
+    pub fn flush(&self) -> Result<()> {
+        self.inner.core.flush()
+    }
+
+    /// `InvalidOperation` when the queue records into a graph: a queue
+    /// records or captures, never both.
+    fn check_can_capture(&self) -> Result<()> {
+        ur_core::ensure!(
+            !self.inner.recording.is_active(),
+            InvalidOperation,
+            "the queue records into a graph of the graph layer; end that recording before capturing"
+        );
+        Ok(())
+    }
+
+    /// [`ur_core::Queue::begin_capture`]; `InvalidOperation` while recording.
+    pub fn begin_capture(&self) -> Result<()> {
+        self.check_can_capture()?;
+        self.inner.core.begin_capture()
+    }
+
+    /// [`ur_core::Queue::begin_capture_into`]; `InvalidOperation` while recording.
+    pub fn begin_capture_into(&self, graph: &CapturedGraph) -> Result<()> {
+        self.check_can_capture()?;
+        self.inner.core.begin_capture_into(graph)
+    }
+
+    /// [`ur_core::Queue::end_capture`].
+    pub fn end_capture(&self) -> Result<CapturedGraph> {
+        self.inner.core.end_capture()
+    }
+
+    /// [`ur_core::Queue::is_capturing`].
+    pub fn is_capturing(&self) -> bool {
+        self.inner.core.is_capturing()
+    }
+
+    /// [`ur_core::Queue::capture_graph`].
+    pub fn capture_graph(&self) -> Result<CapturedGraph> {
+        self.inner.core.capture_graph()
+    }
+}
+
+/// The eager side of operations that exist only in a recording: refused
+/// on a capturing queue (which it invalidates), `InvalidOperation` otherwise.
+fn only_recorded(queue: &ur_core::Queue) -> Result<ur_core::Event> {
+    queue.refuse_capture("a graph-owned allocation")?;
+    Err(err!(InvalidOperation, "async_malloc and async_free are only recorded: the queue does not record into a graph"))
+}
+
+/// `queue::ext_oneapi_graph`: executions of one graph never overlap: each
+/// starts after the previous one ended. On an in-order queue the graph runs
+/// after what was submitted before and before what is submitted after, but
+/// its nodes keep their own order. A recording queue records the graph as a
+/// sub-graph node (`InvalidOperation` for a graph with graph-owned
+/// allocations); a capturing queue refuses it (`GraphCaptureUnsupported`).
+/// `InvalidQueue` for a queue of another context or device.
+///
+/// The returned event completes when every partition of the graph has;
+/// it reports the first failure of a partition (a panicking kernel or
+/// host task), and profiling timestamps only for graphs finalized with
+/// [`FinalizeProperties::enable_profiling`](crate::graph::FinalizeProperties::enable_profiling).
+impl SubmitGraph for Graph<Executable> {
+    #[tracing::instrument(level = "debug", skip_all, fields(graph = self.id()))]
+    fn submit_on(&self, queue: &Queue, wait: &[&Event]) -> Result<Event> {
+        self.check_queue(queue.core())?;
+        queue.submit(
+            wait,
+            || Ok(Recordable::Subgraph(self.clone())),
+            |q, w| {
+                q.refuse_capture("an executable graph of the graph layer")?;
+                self.run(q, w)
+            },
+        )
+    }
+}
+
+/// `urEnqueueGraphExp` ([`ur_core::Queue::enqueue_graph`]); a recording
+/// queue refuses it (`InvalidOperation`: record the commands instead).
+impl SubmitGraph for ur_core::ExecutableGraph {
+    fn submit_on(&self, queue: &Queue, wait: &[&Event]) -> Result<Event> {
+        if queue.recording_state() == QueueState::Recording {
+            record::refuse_while_recording(queue, "an executable graph of UR's capture (record the commands instead)")?;
+        }
+        queue.core().enqueue_graph(self, &queue.eager_wait(wait)?).map(Event::Core)
+    }
+}
+
+impl fmt::Debug for Queue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Queue").field("core", &self.inner.core).field("state", &self.recording_state()).finish()
+    }
+}
