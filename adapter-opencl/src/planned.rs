@@ -7,7 +7,9 @@
 //! commands end the buffer, which have signal events or status words. A
 //! submission, on the application's queue `Q`:
 //! 1. a marker after the submission's wait list and the previous submission
-//!    of this buffer (submissions stay in order across queues);
+//!    of this buffer (submissions stay in order across queues); on an
+//!    in-order `Q` without profiling, the first command waits for those
+//!    itself instead;
 //! 2. every command, in append order (a topological order), enqueued
 //!    directly with the adapter's eager form of the command. On an in-order
 //!    `Q` the queue's order is the dependencies; on an out-of-order `Q` each
@@ -104,22 +106,35 @@ impl CommandBufferImpl for PlannedCommandBuffer {
         if let Some(previous) = &self.previous {
             start.push(previous.retain());
         }
-        // SAFETY: the application's queue and events of this context.
-        let first = unsafe { exec::marker(&self.shared, q, &start)? };
-        // Events of commands that something waits for, by command number.
-        let mut events: Vec<Option<RawEvent>> = Vec::with_capacity(self.records.len());
+        // On an in-order queue without profiling the first command takes the
+        // start's wait list itself and its event starts the submission: a
+        // marker there would be one more command per submission, which is
+        // what a one-command replay would lose to an eager launch by.
+        let fused_start = in_order && !queue.profiling && !self.records.is_empty();
+        let mut first = if fused_start {
+            None
+        } else {
+            // SAFETY: the application's queue and events of this context.
+            Some(unsafe { exec::marker(&self.shared, q, &start)? })
+        };
+        // Events of commands that a later command waits for, by command number.
+        let mut events: Vec<Option<RawEvent>> = Vec::with_capacity(if in_order { 0 } else { self.records.len() });
         let mut ends = WaitList::default();
         let mut last = None;
         let mut checks = Vec::new();
-        for (index, record) in self.records.iter().enumerate() {
+        for record in &self.records {
             let mut wait = WaitList::default();
-            if !in_order {
-                if record.deps.is_empty() {
-                    wait.push(first.retain());
-                }
-                for d in &record.deps {
-                    let event = events[*d as usize].as_ref().expect("dependencies keep their events");
-                    wait.push(event.retain());
+            match &first {
+                None => std::mem::swap(&mut wait, &mut start),
+                Some(_) if in_order => {}
+                Some(first) => {
+                    if record.deps.is_empty() {
+                        wait.push(first.retain());
+                    }
+                    for d in &record.deps {
+                        let event = events[*d as usize].as_ref().expect("dependencies keep their events");
+                        wait.push(event.retain());
+                    }
                 }
             }
             for e in &record.wait_events {
@@ -140,17 +155,20 @@ impl CommandBufferImpl for PlannedCommandBuffer {
                     signal.set_current(wrapped);
                 }
             }
-            let is_last = index + 1 == self.records.len();
-            if !in_order && !record.has_dependents {
-                ends.push(event.retain());
+            if first.is_none() {
+                first = Some(event.retain());
             }
-            if is_last && in_order {
+            if in_order {
+                // The queue orders everything: only the last event is kept.
                 last = Some(event);
-                events.push(None);
             } else {
-                events.push((!in_order && record.has_dependents).then_some(event));
+                if !record.has_dependents {
+                    ends.push(event.retain());
+                }
+                events.push(record.has_dependents.then_some(event));
             }
         }
+        let first = first.expect("a marker or the first command");
         let last = match last {
             Some(last) => last,
             None => {
