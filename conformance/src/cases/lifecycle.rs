@@ -135,6 +135,8 @@ fn updatable_creation(env: &Env) -> CaseResult {
     Ok(())
 }
 
+/// The native object, which software and pre-planned buffers lack, and the
+/// replay path the device reports for it.
 fn native_handle(env: &Env) -> CaseResult {
     let cb = env.command_buffer(CommandBufferDesc::default())?;
     cb.finalize()?;
@@ -145,6 +147,9 @@ fn native_handle(env: &Env) -> CaseResult {
         _ => check_err!(cb.native_handle(), UnsupportedFeature),
     }
     check_eq!(cb.support(), env.device().info().command_buffer.support);
+    // Only the software command buffer reports the software replay path.
+    let software = env.device().info().command_buffer.replay_path == ur::ReplayPath::Software;
+    check_eq!(software, cb.support() == CommandBufferSupport::Emulated);
     Ok(())
 }
 
