@@ -194,13 +194,7 @@ impl CommandBufferImpl for PlannedCommandBuffer {
     }
 
     unsafe fn update_signal_event(&mut self, command: u32) -> Result<Arc<dyn EventImpl>> {
-        let record = &mut self.records[command as usize];
-        if record.signal.is_none() {
-            return Err(err!(InvalidOperation, "command {command} has no signal event"));
-        }
-        let signal = ClEvent::signal();
-        record.signal = Some(signal.clone());
-        Ok(signal)
+        ClEvent::renew_signal(&mut self.records[command as usize].signal, command)
     }
 
     unsafe fn update_wait_events(&mut self, command: u32, events: &[Event]) -> Result<()> {
