@@ -95,6 +95,7 @@ impl DeviceImpl for CpuDevice {
                 update: UpdateCapabilities::all(),
                 events: true,
                 subgraphs: false,
+                replay_path: ur_core::ReplayPath::Driver,
             },
             vendor_id: host::cpu_vendor_id().unwrap_or(0),
             device_id: None,

@@ -442,6 +442,7 @@ impl DeviceShared {
                 events: true,
                 // Native commands' child command buffers: child-graph nodes.
                 subgraphs: true,
+                replay_path: ur_core::ReplayPath::Driver,
             },
             vendor_id: NVIDIA_VENDOR_ID,
             // The driver API has no PCI device id (its PCI_DEVICE_ID

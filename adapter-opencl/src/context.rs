@@ -6,7 +6,8 @@ use std::sync::{Arc, OnceLock};
 use cl3::types::{cl_bitfield, cl_command_queue};
 use ur_core::adapter::{BufferImpl, CommandBufferImpl, ContextImpl, ProgramImpl, QueueImpl, UserEventImpl, UsmImpl};
 use ur_core::{
-    CommandBufferDesc, MemFlags, NativeHandle, ProgramBundle, QueueProperties, Result, SourceForm, UsmKind, err,
+    CommandBufferDesc, MemFlags, NativeHandle, ProgramBundle, QueueProperties, ReplayPath, Result, SourceForm, UsmKind,
+    err,
 };
 
 use crate::command_buffer::ClCommandBuffer;
@@ -15,6 +16,7 @@ use crate::device::DeviceShared;
 use crate::event::{ClEvent, RawEvent};
 use crate::helpers::Helpers;
 use crate::memory::{ClBuffer, ClUsm};
+use crate::planned::PlannedCommandBuffer;
 use crate::program::ClProgram;
 use crate::queue::ClQueue;
 
@@ -160,7 +162,10 @@ impl ContextImpl for ClContext {
     }
 
     unsafe fn command_buffer_create(&self, desc: &CommandBufferDesc) -> Result<Box<dyn CommandBufferImpl>> {
-        Ok(Box::new(ClCommandBuffer::new(self.shared.clone(), *desc)?))
+        match self.shared.device.replay {
+            ReplayPath::Planned => Ok(Box::new(PlannedCommandBuffer::new(self.shared.clone(), *desc))),
+            _ => Ok(Box::new(ClCommandBuffer::new(self.shared.clone(), *desc)?)),
+        }
     }
 
     fn user_event_create(&self) -> Result<Arc<dyn UserEventImpl>> {

@@ -254,6 +254,17 @@ impl ClEvent {
         Arc::new(ClEvent { kind: Kind::Submission { first, last, profiling, checks } })
     }
 
+    /// A new signal event in `slot`, the signal event of command-buffer
+    /// command `command` (`InvalidOperation` if it was appended without one).
+    pub(crate) fn renew_signal(slot: &mut Option<Arc<ClEvent>>, command: u32) -> Result<Arc<dyn EventImpl>> {
+        if slot.is_none() {
+            return Err(ur_core::err!(InvalidOperation, "command {command} has no signal event"));
+        }
+        let signal = ClEvent::signal();
+        *slot = Some(signal.clone());
+        Ok(signal)
+    }
+
     /// Points a signal event at its command's latest execution.
     pub(crate) fn set_current(&self, event: Arc<ClEvent>) {
         if let Kind::Signal { current } = &self.kind {

@@ -38,6 +38,11 @@ impl ClQueue {
         self.queue.get()
     }
 
+    /// Whether commands run in enqueue order.
+    pub(crate) fn in_order(&self) -> bool {
+        self.in_order
+    }
+
     /// Submits what was just enqueued.
     pub(crate) fn flush_raw(&self) -> Result<()> {
         cl3::command_queue::flush(self.raw()).cl("clFlush")

@@ -63,7 +63,7 @@ pub use context::{Context, ContextId};
 pub use device::{
     AtomicCaps, BinaryTarget, CacheType, CommandBufferCaps, CommandBufferSupport, Device, DeviceId, DeviceInfo,
     DeviceType, FpCapabilities, FpConfigs, GlobalMemCache, LocalMemType, MemoryHardware, MemoryOrders, MemoryScopes,
-    SubGroups, UpdateCapabilities, UsmKinds, VectorWidths, capability_extensions,
+    ReplayPath, SubGroups, UpdateCapabilities, UsmKinds, VectorWidths, capability_extensions,
 };
 pub use error::{Detail, Result, UrError};
 pub use event::{Event, EventStatus, ProfilingInfo, UserEvent};

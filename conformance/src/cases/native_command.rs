@@ -557,7 +557,10 @@ fn command_buffer_handle_inside_callback(env: &Env) -> CaseResult {
     check!(!seen.is_empty(), "the callback never ran");
     // Where each backend's native command-buffer work goes (software command
     // buffers: the queue running the submission).
-    let native = cb.support() == ur::CommandBufferSupport::Native;
+    // Pre-planned buffers (OpenCL's planned replay path) run native commands
+    // on the queue, as software ones do.
+    let native = cb.support() == ur::CommandBufferSupport::Native
+        && env.device().info().command_buffer.replay_path != ur::ReplayPath::Planned;
     let recording = |t: &NativeTarget| matches!(t, NativeTarget::Recording(_));
     let queue_target = |t: &NativeTarget| matches!(t, NativeTarget::Queue(_));
     for (target, _) in &seen {
