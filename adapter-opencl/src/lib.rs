@@ -41,6 +41,7 @@ mod ffi;
 mod helpers;
 pub mod info;
 mod memory;
+mod native_segment;
 mod one_launch;
 mod plan;
 mod program;
