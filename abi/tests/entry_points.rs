@@ -142,7 +142,11 @@ const BACKEND_NOTES: &[(&str, &str, &str)] = &[
     ("urEnqueueTimestampRecordingExp", "cuda", "two timing events"),
     ("urEnqueueNativeCommandExp", "cpu", "the call waits for the wait list, then runs the callback"),
     ("urCommandBufferAppendNativeCommandExp", "cpu", "the callback runs at each execution"),
-    ("urCommandBufferAppendNativeCommandExp", "opencl", "the callback runs once, into a `cl_command_buffer_khr` of its own"),
+    (
+        "urCommandBufferAppendNativeCommandExp",
+        "opencl",
+        "the callback runs once, into a `cl_command_buffer_khr` of its own",
+    ),
     ("urCommandBufferAppendNativeCommandExp", "vulkan", "the callback runs at finalize"),
     ("urCommandBufferAppendNativeCommandExp", "cuda", "stream capture, or the child's `CUgraph`"),
 ];

@@ -378,12 +378,12 @@ impl CommandBufferImpl for ClCommandBuffer {
                             wait.add(downcast::<ClEvent>(&*resolved as &dyn Any, "a wait event")?);
                         }
                     }
-                    // SAFETY: the command was validated for this context when
-                    // appended or updated; raw host memory in it is valid at
-                    // every execution (the append's contract).
                     let (event, status) = match &record.native {
                         // SAFETY: events of this context.
                         Some(native) => (unsafe { native.enqueue(&wait)? }, None),
+                        // SAFETY: the command was validated for this context when
+                        // appended or updated; raw host memory in it is valid at
+                        // every execution (the append's contract).
                         None => unsafe { exec::enqueue(&self.shared, internal, &record.command, &wait)? },
                     };
                     let wrapped = ClEvent::checked(event.retain(), step_profiling, status);

@@ -30,6 +30,7 @@
 //! extension version.
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod adopt;
 mod clock;
 mod command_buffer;
 mod context;

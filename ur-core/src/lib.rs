@@ -26,6 +26,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod adapter;
+pub mod adopt;
 pub mod clock;
 pub mod command;
 pub mod command_buffer;
@@ -49,6 +50,7 @@ pub mod selector;
 mod software;
 pub mod spirv;
 
+pub use adopt::{AdoptedBuffer, Ownership};
 pub use clock::{Timestamps, host_clock_ns};
 pub use command::{Command, CommandKind, MAX_PATTERN_SIZE, Pattern};
 pub use command_buffer::{
