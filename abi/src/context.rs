@@ -38,6 +38,11 @@ struct ExtendedDeleter {
 unsafe impl Send for ExtendedDeleter {}
 
 impl Context {
+    /// A context handle's value for a ur-core context of `device`.
+    pub(crate) fn from_core(context: ur_core::Context, device: DeviceRef) -> Context {
+        Context { context, device, usm: Mutex::default(), deleter: Mutex::new(None) }
+    }
+
     /// The ur-core context.
     pub(crate) fn core(&self) -> &ur_core::Context {
         &self.context
