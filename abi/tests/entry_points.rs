@@ -141,15 +141,11 @@ const BACKEND_NOTES: &[(&str, &str, &str)] = &[
     ("urDeviceCreateWithNativeHandle", "cpu", "`UNSUPPORTED_FEATURE`: no native object"),
     ("urDeviceCreateWithNativeHandle", "cuda", "the `CUdevice` ordinal"),
     ("urContextCreateWithNativeHandle", "cpu", "`UNSUPPORTED_FEATURE`: no native object"),
-    ("urContextCreateWithNativeHandle", "vulkan", "`UNSUPPORTED_FEATURE`: the `VkDevice` is the adapter's own"),
+    ("urContextCreateWithNativeHandle", "vulkan", "the device's `VkDevice` only, not owned"),
     ("urContextCreateWithNativeHandle", "cuda", "the primary `CUcontext` only, not owned"),
     ("urQueueCreateWithNativeHandle", "cpu", "`UNSUPPORTED_FEATURE`: no native object"),
-    (
-        "urQueueCreateWithNativeHandle",
-        "vulkan",
-        "`UNSUPPORTED_FEATURE`: a `VkQueue` lacks the adapter's submission state",
-    ),
-    ("urQueueCreateWithNativeHandle", "cuda", "`UNSUPPORTED_FEATURE`: streams carry the adapter's own tracking"),
+    ("urQueueCreateWithNativeHandle", "vulkan", "a `VkQueue` of the device: in order, no profiling"),
+    ("urQueueCreateWithNativeHandle", "cuda", "a `CUstream` of the primary context: in order, no profiling"),
     ("urMemBufferCreateWithNativeHandle", "cpu", "a live buffer's host address"),
     ("urMemBufferCreateWithNativeHandle", "opencl", "read-write root `cl_mem` only"),
     (

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use cudarc::driver::sys;
 use parking_lot::Mutex;
 use ur_core::adapter::{EventImpl, QueueImpl};
-use ur_core::{Backend, Command, NativeCommand, NativeHandle, NativeTarget, QueueProperties, Result};
+use ur_core::{Backend, Command, NativeCommand, NativeHandle, NativeTarget, Ownership, QueueProperties, Result};
 
 use crate::device::{DeviceShared, now_ns};
 use crate::driver::{CuEvent, Query, Stream};
@@ -32,6 +32,8 @@ pub(crate) struct CudaQueue {
     out_of_order: bool,
     pub(crate) profiling: bool,
     state: Mutex<QueueState>,
+    /// For a queue adopted from a `CUstream`, who destroys the stream.
+    adopted: Option<Ownership>,
 }
 
 #[derive(Default)]
@@ -64,7 +66,15 @@ impl CudaQueue {
             out_of_order: properties.out_of_order,
             profiling: properties.profiling,
             state: Mutex::new(state),
+            adopted: None,
         })
+    }
+
+    /// An in-order queue without profiling over an adopted stream of the
+    /// device's primary context (checked by the caller).
+    pub(crate) fn adopt(dev: Arc<DeviceShared>, stream: Stream, ownership: Ownership) -> CudaQueue {
+        let state = QueueState { streams: vec![stream], last: vec![None], ..QueueState::default() };
+        CudaQueue { dev, out_of_order: false, profiling: false, state: Mutex::new(state), adopted: Some(ownership) }
     }
 
     /// Submits work: picks a stream, makes it wait for `wait` (and the
@@ -244,7 +254,12 @@ impl QueueImpl for CudaQueue {
 impl Drop for CudaQueue {
     fn drop(&mut self) {
         for stream in self.state.get_mut().streams.drain(..) {
-            self.dev.return_stream(stream);
+            match self.adopted {
+                None => self.dev.return_stream(stream),
+                // The application's stream: not destroyed here.
+                Some(Ownership::Shared) => std::mem::forget(stream),
+                Some(Ownership::Transferred) => drop(stream),
+            }
         }
     }
 }

@@ -5,8 +5,8 @@
 //! |---|---|---|---|---|
 //! | [`Platform`] (looked up) | unsupported | `cl_platform_id` | `VkInstance` | unsupported |
 //! | [`Device`] (looked up) | unsupported | `cl_device_id` | `VkPhysicalDevice` | `CUdevice` ordinal |
-//! | [`Context`] | unsupported | `cl_context` holding the device | unsupported | the device's primary `CUcontext` |
-//! | [`Queue`] | unsupported | `cl_command_queue` of the context and device | unsupported | unsupported |
+//! | [`Context`] | unsupported | `cl_context` holding the device | the device's `VkDevice` | the device's primary `CUcontext` |
+//! | [`Queue`] | unsupported | `cl_command_queue` of the context and device | a `VkQueue` of the device's | a `CUstream` of the primary context |
 //! | [`MemBuffer`] | a live buffer's host address | `cl_mem` of the context (not a sub-buffer) | unsupported | unsupported |
 //! | [`Event`] | unsupported | `cl_event` of the context | unsupported | unsupported |
 //! | programs, kernels | unsupported | unsupported | unsupported | unsupported |
@@ -17,25 +17,31 @@
 //! objects sharing the native one: a round trip `native_handle()` →
 //! `from_native` gives a working object over the same driver object.
 //!
+//! Every context of a Vulkan or CUDA device is over the device's one
+//! `VkDevice` or primary `CUcontext`, so that is the one adopted, and its
+//! ownership cannot be handed over (`UnsupportedFeature`: the adapter
+//! created it). An adopted `VkQueue` or `CUstream` becomes an in-order
+//! queue without profiling (neither carries such properties); a `VkQueue`
+//! is never destroyed, a `CUstream` is destroyed with the queue only when
+//! its ownership was handed over. CUDA's default streams are not adopted.
+//!
 //! Unsupported cases are `UnsupportedFeature`, for these reasons: the CPU
 //! adapter hands out no native platform, device, context, queue or event;
-//! Vulkan has no native event, its queues carry the adapter's own
-//! submission state (timeline semaphores, command pools) that a bare
-//! `VkQueue` lacks, a `VkBuffer` alone gives neither its memory nor its
-//! device address, and a `VkDevice` was created with extensions and
-//! features the adapter must choose itself; CUDA's streams and events are
-//! the adapter's own objects, with its profiling and completion tracking,
-//! and memory is USM there (a `CUdeviceptr` names no allocation size);
-//! programs and kernels carry kernel signatures that ur-core reads from
-//! the code it is given ([`crate::ProgramBundle::from_il`]), which a
-//! built native program does not return on every driver.
+//! Vulkan has no native event, and a `VkBuffer` alone gives neither its
+//! memory nor its device address; CUDA's events are the adapter's own
+//! objects, with its timing and completion tracking, and its memory is USM
+//! (a `CUdeviceptr` names no allocation size); programs and kernels carry
+//! kernel signatures that ur-core reads from the code it is given
+//! ([`crate::ProgramBundle::from_il`]), which a built native program does
+//! not return on every driver.
 //!
 //! A native handle that is not an object of this context or device is an
 //! error (`InvalidQueue`, `InvalidMemObject`, `InvalidEvent`,
 //! `InvalidContext`): the CPU adapter checks the value against its live
 //! buffers, OpenCL asks the driver (`clGet*Info` of the object's context
-//! and device) and compares. OpenCL can only ask about a live object of
-//! the right type, which is why adoption is `unsafe`.
+//! and device) and compares, Vulkan compares with its own handles, CUDA
+//! asks `cuStreamGetCtx`. OpenCL and CUDA can only ask about a live object
+//! of the right type, which is why adoption is `unsafe`.
 
 use std::sync::Arc;
 

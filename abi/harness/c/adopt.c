@@ -9,7 +9,8 @@
  *   count through libOpenCL);
  * - the CPU adopts its buffers by host address (an address of no live
  *   buffer is INVALID_MEM_OBJECT);
- * - CUDA adopts its primary context; Vulkan finds platforms and devices only.
+ * - Vulkan and CUDA adopt their queues (VkQueue, CUstream: in order, without
+ *   profiling) and the device's one context (VkDevice, primary CUcontext).
  * Programs and kernels are adopted nowhere.
  * urt: also without layers */
 #include <dlfcn.h>
@@ -78,7 +79,7 @@ static void platform_and_device(urt_env *env) {
 static void context(urt_env *env) {
   ur_native_handle_t native = STAND_IN;
   ur_context_handle_t adopted = NULL;
-  bool adopts = is_opencl(env) || env->backend == UR_BACKEND_CUDA;
+  bool adopts = env->backend != UR_BACKEND_NATIVE_CPU;
   urContextGetNativeHandle(env->context, &native);
   ur_context_native_properties_t props = {UR_STRUCTURE_TYPE_CONTEXT_NATIVE_PROPERTIES, NULL, false};
   ur_result_t r = urContextCreateWithNativeHandle(native, env->adapter, 1, &env->device, &props, &adopted);
@@ -125,7 +126,7 @@ static void queue(urt_env *env) {
   urQueueGetNativeHandle(env->queue, NULL, &native);
   ur_queue_native_properties_t props = {UR_STRUCTURE_TYPE_QUEUE_NATIVE_PROPERTIES, NULL, false};
   ur_result_t r = urQueueCreateWithNativeHandle(native, env->context, env->device, &props, &adopted);
-  if (!is_opencl(env)) {
+  if (env->backend == UR_BACKEND_NATIVE_CPU) {
     URT_RESULT(UR_RESULT_ERROR_UNSUPPORTED_FEATURE, r);
     return;
   }
@@ -142,6 +143,10 @@ static void queue(urt_env *env) {
   /* The queue it shares its native queue with still works. */
   if (mem) fill_read(env, env->queue, mem, 6);
   if (mem) URT_OK(urMemRelease(mem));
+  URT_RESULT(UR_RESULT_ERROR_INVALID_NULL_POINTER,
+             urQueueCreateWithNativeHandle(native, env->context, NULL, NULL, NULL));
+  URT_RESULT(UR_RESULT_ERROR_INVALID_NULL_HANDLE, urQueueCreateWithNativeHandle(0, env->context, NULL, NULL, &adopted));
+  if (!is_opencl(env)) return;
 
   /* Ownership handed over: the adopted queue releases the reference the
    * application took for it. */
@@ -174,9 +179,6 @@ static void queue(urt_env *env) {
   }
   if (other_queue) URT_OK(urQueueRelease(other_queue));
   if (other) URT_OK(urContextRelease(other));
-  URT_RESULT(UR_RESULT_ERROR_INVALID_NULL_POINTER,
-             urQueueCreateWithNativeHandle(native, env->context, NULL, NULL, NULL));
-  URT_RESULT(UR_RESULT_ERROR_INVALID_NULL_HANDLE, urQueueCreateWithNativeHandle(0, env->context, NULL, NULL, &adopted));
 }
 
 static void mem(urt_env *env) {

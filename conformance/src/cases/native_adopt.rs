@@ -5,8 +5,8 @@
 //! are not of the context or device are errors.
 //!
 //! What each backend adopts: OpenCL queues, buffers, events and contexts;
-//! the CPU its buffers (by host address); CUDA its primary context; Vulkan
-//! nothing.
+//! the CPU its buffers (by host address); Vulkan and CUDA their queues
+//! (`VkQueue`, `CUstream`) and the device's one context.
 
 use ur::{Backend, Context, Event, MemBuffer, MemFlags, NativeHandle, Ownership, Queue, UserEvent};
 
@@ -36,7 +36,9 @@ enum Kind {
 fn adopts(env: &Env, kind: Kind) -> bool {
     matches!(
         (env.device().backend(), kind),
-        (Backend::OpenCl, _) | (Backend::Cpu, Kind::Buffer) | (Backend::Cuda, Kind::Context)
+        (Backend::OpenCl, _)
+            | (Backend::Cpu, Kind::Buffer)
+            | (Backend::Vulkan | Backend::Cuda, Kind::Context | Kind::Queue)
     )
 }
 
@@ -48,9 +50,8 @@ fn handle_or_stand_in(handle: ur::Result<NativeHandle>) -> NativeHandle {
 
 const WORDS: usize = 64;
 
-/// A queue adopted from the native queue runs commands, in the same native
-/// queue: work enqueued on either is ordered with the other on an in-order
-/// queue.
+/// A queue adopted from the native queue runs commands in it, alongside
+/// the queue it was taken from.
 fn queue_round_trip(env: &Env) -> CaseResult {
     let queue = env.queue()?;
     let native = handle_or_stand_in(queue.native_handle());
@@ -62,9 +63,10 @@ fn queue_round_trip(env: &Env) -> CaseResult {
     }
     let adopted = adopted?;
     check_eq!(adopted.native_handle()?, native, "the adopted queue is the same native queue");
+    // A VkQueue or CUstream carries no properties: in order, no profiling.
     check_eq!(adopted.properties(), queue.properties());
     let buf = env.buffer(WORDS * 4)?;
-    queue.fill_buffer(&buf, &1u32.to_le_bytes(), 0, WORDS * 4, &[])?;
+    queue.fill_buffer(&buf, &1u32.to_le_bytes(), 0, WORDS * 4, &[])?.wait()?;
     adopted.fill_buffer(&buf, &2u32.to_le_bytes(), 0, WORDS * 2, &[])?;
     adopted.finish()?;
     let mut expected = vec![2u32; WORDS / 2];
@@ -185,7 +187,9 @@ fn foreign_objects(env: &Env) -> CaseResult {
     let other_buf = MemBuffer::new(&other, MemFlags::READ_WRITE, 64)?;
     let other_event = other_queue.fill_buffer(&other_buf, &[1], 0, 64, &[])?;
     other_event.wait()?;
-    if adopts(env, Kind::Queue) {
+    // Vulkan and CUDA contexts of a device share its VkDevice or primary
+    // context, so there a queue of another context is one of this context's.
+    if env.device().backend() == Backend::OpenCl {
         // SAFETY: a live queue of the backend.
         let adopted =
             unsafe { Queue::from_native(env.context(), None, other_queue.native_handle()?, Ownership::Shared) };
@@ -215,10 +219,19 @@ fn foreign_objects(env: &Env) -> CaseResult {
             );
         }
     }
-    if env.device().backend() == Backend::Cuda {
-        // SAFETY: compared with the primary context's handle, never used.
+    if matches!(env.device().backend(), Backend::Cuda | Backend::Vulkan) {
+        // SAFETY: compared with the device's VkDevice or primary context, never used.
         let adopted = unsafe { Context::from_native(env.device(), NativeHandle(0x1000), Ownership::Shared) };
         check_err!(adopted, InvalidContext);
+        // SAFETY: the context's own, whose ownership stays with the adapter.
+        let adopted =
+            unsafe { Context::from_native(env.device(), env.context().native_handle()?, Ownership::Transferred) };
+        check_err!(adopted, UnsupportedFeature);
+    }
+    if env.device().backend() == Backend::Vulkan {
+        // SAFETY: compared with the device's VkQueues, never used.
+        let adopted = unsafe { Queue::from_native(env.context(), None, NativeHandle(0x1000), Ownership::Shared) };
+        check_err!(adopted, InvalidQueue);
     }
     Ok(())
 }
