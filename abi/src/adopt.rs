@@ -13,11 +13,11 @@ use std::sync::Arc;
 use ur_core::{NativeHandle, Ownership, ensure, err};
 
 use crate::adapter::Adapter;
-use crate::context::Context;
+use crate::context::{Context, the_one_device};
 use crate::device::Device;
 use crate::entry::guard;
 use crate::event::emit_unqueued;
-use crate::handle::{Handle, get_list};
+use crate::handle::Handle;
 use crate::info::write_out;
 use crate::mem::Mem;
 use crate::queue::Queue;
@@ -153,16 +153,7 @@ pub(crate) unsafe extern "C" fn urContextCreateWithNativeHandle(
             "an adopted context needs its device: ur-rs contexts hold one device, which is not read from the native context"
         );
         // SAFETY: `devices` holds `num_devices` handles per the contract.
-        let list = unsafe { get_list::<Device>(devices, num_devices, || err!(InvalidSize, "no device given"))? };
-        let [device] = list.as_slice() else {
-            return Err(err!(
-                UnsupportedFeature,
-                "a context of {} devices: ur-rs contexts hold one device",
-                list.len()
-            ));
-        };
-        // SAFETY: checked above to be a live device handle.
-        let device = unsafe { Handle::<Device>::arc(device.raw_of())? };
+        let device = unsafe { the_one_device(num_devices, devices)? };
         // SAFETY: UR's contract: a native context of the adapter's backend.
         let core = unsafe { ur_core::Context::from_native(device.value.core(), native(handle), ownership)? };
         // SAFETY: checked non-null, writable per the contract.
