@@ -19,6 +19,7 @@
 //!
 //! "Unsupported" is `UnsupportedFeature`. Handles stay owned by ur-rs: they
 //! are valid while the object lives and must not be released by the caller.
+//! The reverse, objects adopted from native handles, is [`crate::adopt`].
 //!
 //! # Native commands
 //!
