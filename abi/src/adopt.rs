@@ -16,7 +16,7 @@ use crate::adapter::Adapter;
 use crate::context::{Context, the_one_device};
 use crate::device::Device;
 use crate::entry::guard;
-use crate::event::emit_unqueued;
+use crate::event::{emit, emit_unqueued};
 use crate::handle::Handle;
 use crate::info::write_out;
 use crate::mem::Mem;
@@ -227,9 +227,23 @@ pub(crate) unsafe extern "C" fn urEventCreateWithNativeHandle(
         let ownership = unsafe { ownership(properties)? };
         // SAFETY: UR's contract: a native event of the context's backend.
         let core = unsafe { ur_core::Event::from_native(context.value.core(), native(handle), ownership)? };
-        // An adopted event stands for no command of UR's.
-        // SAFETY: checked non-null, writable per the contract.
-        unsafe { emit_unqueued(out, core, &context, ur_command_t::UR_COMMAND_EVENTS_WAIT) };
+        // An adopted event stands for no command of UR's. Its queue, where
+        // the backend names one, is adopted too, for UR_EVENT_INFO_COMMAND_QUEUE.
+        let command = ur_command_t::UR_COMMAND_EVENTS_WAIT;
+        let queue = core.adopted_native_queue().and_then(|q| {
+            // SAFETY: the driver's answer for the event: a live native queue of its context.
+            let adopted = unsafe { ur_core::Queue::from_native(context.value.core(), None, q, Ownership::Shared) };
+            adopted.map_err(|e| tracing::debug!(error = %e, "the adopted event's queue is not adopted")).ok()
+        });
+        match queue {
+            Some(queue) => {
+                let queue = Handle::internal(Queue::from_core(queue, context.clone()));
+                // SAFETY: checked non-null, writable per the contract.
+                unsafe { emit(out, core, &queue, command) };
+            }
+            // SAFETY: checked non-null, writable per the contract.
+            None => unsafe { emit_unqueued(out, core, &context, command) },
+        }
         Ok(())
     })
 }

@@ -334,6 +334,13 @@ pub trait EventImpl: Any + Send + Sync {
     fn native_handle(&self) -> Result<NativeHandle> {
         Err(crate::err!(UnsupportedFeature, "this event has no native handle"))
     }
+
+    /// For an event adopted from a native handle, the native queue its
+    /// command was enqueued on, where the backend tells (OpenCL); `None`
+    /// otherwise.
+    fn adopted_native_queue(&self) -> Option<NativeHandle> {
+        None
+    }
 }
 
 /// An event the host completes, like OpenCL's user events.

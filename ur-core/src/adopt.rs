@@ -207,4 +207,12 @@ impl Event {
         let imp: Arc<_> = unsafe { context.imp().event_from_native(handle, ownership)? };
         Ok(Event::from_imp(imp, context))
     }
+
+    /// For an event adopted with [`Event::from_native`], the native queue
+    /// its command was enqueued on, where the backend tells (OpenCL's
+    /// `CL_EVENT_COMMAND_QUEUE`; `None` for a user event): a queue of the
+    /// event's context, which [`Queue::from_native`] adopts.
+    pub fn adopted_native_queue(&self) -> Option<NativeHandle> {
+        self.imp().adopted_native_queue()
+    }
 }

@@ -255,6 +255,13 @@ static void event(urt_env *env) {
     ur_context_handle_t ctx = NULL;
     URT_OK(urEventGetInfo(adopted, UR_EVENT_INFO_CONTEXT, sizeof ctx, &ctx, NULL));
     URT_CHECK(ctx == env->context, "the adopted event's context");
+    /* Its queue is the native queue's, adopted too. */
+    ur_queue_handle_t its_queue = NULL;
+    URT_OK(urEventGetInfo(adopted, UR_EVENT_INFO_COMMAND_QUEUE, sizeof its_queue, &its_queue, NULL));
+    ur_native_handle_t queue_native = 0, its_native = 1;
+    URT_OK(urQueueGetNativeHandle(env->queue, NULL, &queue_native));
+    if (its_queue) URT_OK(urQueueGetNativeHandle(its_queue, NULL, &its_native));
+    URT_CHECK(its_native == queue_native, "the adopted event's queue is the command's native queue");
     ur_queue_handle_t second = NULL;
     URT_OK(urQueueCreate(env->context, env->device, NULL, &second));
     uint32_t words[WORDS];
