@@ -156,7 +156,11 @@ impl DeviceImpl for CpuDevice {
     }
 
     fn create_context(self: Arc<Self>) -> Result<Arc<dyn ContextImpl>> {
-        Ok(Arc::new(CpuContext { pool: self.pool.clone(), max_work_group_size: MAX_WORK_GROUP }))
+        Ok(Arc::new(CpuContext {
+            pool: self.pool.clone(),
+            max_work_group_size: MAX_WORK_GROUP,
+            buffers: Default::default(),
+        }))
     }
 }
 

@@ -16,7 +16,7 @@ use cudarc::driver::sys;
 use parking_lot::Mutex;
 use smallvec::SmallVec;
 use ur_core::adapter::{EventImpl, QueueImpl};
-use ur_core::{Backend, Command, NativeCommand, NativeHandle, NativeTarget, QueueProperties, Result};
+use ur_core::{Backend, Command, NativeCommand, NativeHandle, NativeTarget, Ownership, QueueProperties, Result};
 
 use crate::command_buffer::{ExecGraph, native_graph};
 use crate::device::{DeviceShared, now_ns};
@@ -38,6 +38,8 @@ pub(crate) struct QueueCore {
     out_of_order: bool,
     pub(crate) profiling: bool,
     state: Mutex<QueueState>,
+    /// For a queue adopted from a `CUstream`, who destroys the stream.
+    adopted: Option<Ownership>,
 }
 
 #[derive(Default)]
@@ -301,7 +303,12 @@ impl QueueCore {
 impl Drop for QueueCore {
     fn drop(&mut self) {
         for stream in self.state.get_mut().streams.drain(..) {
-            self.dev.return_stream(stream);
+            match self.adopted {
+                None => self.dev.return_stream(stream),
+                // The application's stream: not destroyed here.
+                Some(Ownership::Shared) => std::mem::forget(stream),
+                Some(Ownership::Transferred) => drop(stream),
+            }
         }
     }
 }
@@ -318,8 +325,23 @@ impl CudaQueue {
                 out_of_order: properties.out_of_order,
                 profiling: properties.profiling,
                 state: Mutex::new(state),
+                adopted: None,
             }),
         })
+    }
+
+    /// An in-order queue without profiling over an adopted stream of the
+    /// device's primary context (checked by the caller).
+    pub(crate) fn adopt(dev: Arc<DeviceShared>, stream: Stream, ownership: Ownership) -> CudaQueue {
+        let state = QueueState { streams: vec![stream], last: vec![None], ..QueueState::default() };
+        let core = QueueCore {
+            dev,
+            out_of_order: false,
+            profiling: false,
+            state: Mutex::new(state),
+            adopted: Some(ownership),
+        };
+        CudaQueue { core: Arc::new(core) }
     }
 
     /// The queue's state, for command-buffer submissions.

@@ -4,10 +4,12 @@
 use std::sync::{Arc, OnceLock};
 
 use cl3::types::{cl_bitfield, cl_command_queue};
-use ur_core::adapter::{BufferImpl, CommandBufferImpl, ContextImpl, ProgramImpl, QueueImpl, UserEventImpl, UsmImpl};
+use ur_core::adapter::{
+    BufferImpl, CommandBufferImpl, ContextImpl, EventImpl, ProgramImpl, QueueImpl, UserEventImpl, UsmImpl,
+};
 use ur_core::{
-    CommandBufferDesc, MemFlags, NativeHandle, ProgramBundle, QueueProperties, ReplayPath, Result, SourceForm, UsmKind,
-    err,
+    AdoptedBuffer, CommandBufferDesc, MemFlags, NativeHandle, Ownership, ProgramBundle, QueueProperties, ReplayPath,
+    Result, SourceForm, UsmKind, err,
 };
 
 use crate::command_buffer::ClCommandBuffer;
@@ -93,6 +95,12 @@ impl ClContext {
     pub(crate) fn new(device: Arc<DeviceShared>) -> Result<ClContext> {
         let context =
             opencl3::context::Context::from_device(&opencl3::device::Device::new(device.id)).cl("clCreateContext")?;
+        ClContext::with_context(device, context)
+    }
+
+    /// A context of this adapter over `context`, which holds the device
+    /// (one made here, or an adopted one).
+    pub(crate) fn with_context(device: Arc<DeviceShared>, context: opencl3::context::Context) -> Result<ClContext> {
         let mut properties = 0;
         if device.out_of_order {
             properties |= CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE;
@@ -170,5 +178,24 @@ impl ContextImpl for ClContext {
 
     fn user_event_create(&self) -> Result<Arc<dyn UserEventImpl>> {
         Ok(ClEvent::user(self.shared.context.get())?)
+    }
+
+    unsafe fn queue_from_native(
+        &self,
+        handle: NativeHandle,
+        ownership: Ownership,
+    ) -> Result<(Box<dyn QueueImpl>, QueueProperties)> {
+        // SAFETY: forwarded from the trait's contract.
+        unsafe { crate::adopt::queue(&self.shared, handle, ownership) }
+    }
+
+    unsafe fn buffer_from_native(&self, handle: NativeHandle, ownership: Ownership) -> Result<AdoptedBuffer> {
+        // SAFETY: forwarded from the trait's contract.
+        unsafe { crate::adopt::buffer(&self.shared, handle, ownership) }
+    }
+
+    unsafe fn event_from_native(&self, handle: NativeHandle, ownership: Ownership) -> Result<Arc<dyn EventImpl>> {
+        // SAFETY: forwarded from the trait's contract.
+        unsafe { crate::adopt::event(&self.shared, handle, ownership) }
     }
 }

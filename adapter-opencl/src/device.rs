@@ -444,6 +444,15 @@ impl DeviceImpl for ClDevice {
     fn create_context(self: Arc<Self>) -> Result<Arc<dyn ContextImpl>> {
         Ok(Arc::new(ClContext::new(self.shared.clone())?))
     }
+
+    unsafe fn context_from_native(
+        self: Arc<Self>,
+        handle: NativeHandle,
+        ownership: ur_core::Ownership,
+    ) -> Result<Arc<dyn ContextImpl>> {
+        // SAFETY: forwarded from the trait's contract.
+        Ok(Arc::new(unsafe { crate::adopt::context(self.shared.clone(), handle, ownership)? }))
+    }
 }
 
 #[cfg(test)]

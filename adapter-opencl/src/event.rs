@@ -284,6 +284,15 @@ impl ClEvent {
 }
 
 impl EventImpl for ClEvent {
+    /// `CL_EVENT_COMMAND_QUEUE` of a command's event (null for user events).
+    fn adopted_native_queue(&self) -> Option<ur_core::NativeHandle> {
+        let Kind::Command { raw, .. } = &self.kind else { return None };
+        match cl3::event::get_event_info(raw.get(), cl3::event::CL_EVENT_COMMAND_QUEUE) {
+            Ok(cl3::info_type::InfoType::Ptr(queue)) if queue != 0 => Some(ur_core::NativeHandle(queue as u64)),
+            _ => None,
+        }
+    }
+
     /// The `cl_event`: of the command, of the user event, of a signal
     /// event's latest execution, or of a submission's last marker.
     fn native_handle(&self) -> Result<ur_core::NativeHandle> {

@@ -32,6 +32,7 @@
 //! extension version.
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod adopt;
 mod clock;
 mod command_buffer;
 mod context;
@@ -43,6 +44,7 @@ mod ffi;
 mod helpers;
 pub mod info;
 mod memory;
+mod native_segment;
 mod one_launch;
 mod plan;
 mod planned;

@@ -28,6 +28,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod adapter;
+pub mod adopt;
 pub mod capture;
 pub mod clock;
 pub mod command;
@@ -52,6 +53,7 @@ pub mod selector;
 mod software;
 pub mod spirv;
 
+pub use adopt::{AdoptedBuffer, Ownership};
 pub use capture::{CapturedGraph, ExecutableGraph};
 pub use clock::{Timestamps, host_clock_ns};
 pub use command::{Command, CommandKind, MAX_PATTERN_SIZE, Pattern};
