@@ -38,6 +38,11 @@ struct ExtendedDeleter {
 unsafe impl Send for ExtendedDeleter {}
 
 impl Context {
+    /// A context handle's value for a ur-core context of `device`.
+    pub(crate) fn from_core(context: ur_core::Context, device: DeviceRef) -> Context {
+        Context { context, device, usm: Mutex::default(), deleter: Mutex::new(None) }
+    }
+
     /// The ur-core context.
     pub(crate) fn core(&self) -> &ur_core::Context {
         &self.context
@@ -97,21 +102,26 @@ pub(crate) unsafe extern "C" fn urContextCreate(
         ensure!(!devices.is_null(), InvalidNullPointer, "phDevices is null");
         ensure!(!context.is_null(), InvalidNullPointer, "phContext is null");
         // SAFETY: `devices` holds `num_devices` handles per the contract.
-        let list = unsafe { get_list::<Device>(devices, num_devices, || err!(InvalidSize, "no device given"))? };
-        let [device] = list.as_slice() else {
-            return Err(err!(
-                UnsupportedFeature,
-                "a context of {} devices: ur-rs contexts hold one device",
-                list.len()
-            ));
-        };
-        // SAFETY: checked above to be a live device handle.
-        let device = unsafe { Handle::<Device>::arc(device.raw_of())? };
+        let device = unsafe { the_one_device(num_devices, devices)? };
         let core = ur_core::Context::new(device.value.core())?;
-        let value = Context { context: core, device, usm: Mutex::default(), deleter: Mutex::new(None) };
         // SAFETY: checked non-null, writable per the contract.
-        unsafe { write_out(context, Handle::create(value), "phContext") }
+        unsafe { write_out(context, Handle::create(Context::from_core(core, device)), "phContext") }
     })
+}
+
+/// The one device of a context's devices list (ur-rs contexts hold one:
+/// several are `UNSUPPORTED_FEATURE`).
+///
+/// # Safety
+/// `devices` holds `num_devices` device handles.
+pub(crate) unsafe fn the_one_device(num_devices: u32, devices: *const ur_device_handle_t) -> AbiResult<DeviceRef> {
+    // SAFETY: forwarded.
+    let list = unsafe { get_list::<Device>(devices, num_devices, || err!(InvalidSize, "no device given"))? };
+    let [device] = list.as_slice() else {
+        return Err(err!(UnsupportedFeature, "a context of {} devices: ur-rs contexts hold one device", list.len()));
+    };
+    // SAFETY: checked above to be a live device handle.
+    unsafe { Handle::<Device>::arc(device.raw_of()) }
 }
 
 /// # Safety

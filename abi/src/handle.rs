@@ -123,6 +123,12 @@ impl<T: Object> Handle<T> {
         Arc::new(Self::with_lifetime(value, Lifetime::Counted, 1))
     }
 
+    /// A handle only the library holds (the application has no reference
+    /// to release): an adopted event's queue.
+    pub(crate) fn internal(value: T) -> Arc<Handle<T>> {
+        Arc::new(Self::with_lifetime(value, Lifetime::Counted, 0))
+    }
+
     /// The adapter's handle: counted from zero, kept for the process.
     pub fn new_root(value: T) -> Arc<Handle<T>> {
         Arc::new(Self::with_lifetime(value, Lifetime::Root, 0))

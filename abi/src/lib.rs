@@ -46,6 +46,7 @@ pub mod info;
 pub mod tables;
 
 mod adapter;
+mod adopt;
 mod capture;
 mod command_buffer;
 mod context;

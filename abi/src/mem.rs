@@ -47,6 +47,12 @@ unsafe impl Send for HostMemory {}
 unsafe impl Sync for HostMemory {}
 
 impl Mem {
+    /// A memory handle's value for a root buffer of `context` with no lent
+    /// host memory (an adopted one).
+    pub(crate) fn from_core(buffer: MemBuffer, context: ContextRef) -> Mem {
+        Mem { buffer, context, host: None, mappings: Mutex::default() }
+    }
+
     /// The ur-core buffer.
     pub(crate) fn core(&self) -> &MemBuffer {
         &self.buffer

@@ -22,6 +22,20 @@ pub struct Queue {
 }
 
 impl Queue {
+    /// A queue handle's value for a ur-core queue of `context`, with the
+    /// flags of its properties (an adopted queue).
+    pub(crate) fn from_core(queue: ur_core::Queue, context: ContextRef) -> Queue {
+        let props = queue.properties();
+        let mut flags = 0;
+        if props.out_of_order {
+            flags |= ur_queue_flag_t::UR_QUEUE_FLAG_OUT_OF_ORDER_EXEC_MODE_ENABLE.0;
+        }
+        if props.profiling {
+            flags |= ur_queue_flag_t::UR_QUEUE_FLAG_PROFILING_ENABLE.0;
+        }
+        Queue { queue, context, flags }
+    }
+
     /// The ur-core queue.
     pub(crate) fn core(&self) -> &ur_core::Queue {
         &self.queue

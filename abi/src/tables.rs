@@ -9,8 +9,8 @@ use std::sync::OnceLock;
 
 use crate::sys::*;
 use crate::{
-    adapter, command_buffer, context, device, device_info, enqueue, event, kernel, mem, native, platform, program,
-    queue, timestamp, usm, usm_2d,
+    adapter, adopt, command_buffer, context, device, device_info, enqueue, event, kernel, mem, native, platform,
+    program, queue, timestamp, usm, usm_2d,
 };
 
 /// The complete dispatch table every handle points to.
@@ -100,7 +100,7 @@ fn build() -> ur_dditable_t {
             pfnGet: Some(platform::urPlatformGet),
             pfnGetInfo: Some(platform::urPlatformGetInfo),
             pfnGetNativeHandle: Some(native::urPlatformGetNativeHandle),
-            pfnCreateWithNativeHandle: unsupported(),
+            pfnCreateWithNativeHandle: Some(adopt::urPlatformCreateWithNativeHandle),
             pfnGetApiVersion: Some(platform::urPlatformGetApiVersion),
             pfnGetBackendOption: Some(platform::urPlatformGetBackendOption),
         },
@@ -110,7 +110,7 @@ fn build() -> ur_dditable_t {
             pfnRelease: Some(context::urContextRelease),
             pfnGetInfo: Some(context::urContextGetInfo),
             pfnGetNativeHandle: Some(native::urContextGetNativeHandle),
-            pfnCreateWithNativeHandle: unsupported(),
+            pfnCreateWithNativeHandle: Some(adopt::urContextCreateWithNativeHandle),
             pfnSetExtendedDeleter: Some(context::urContextSetExtendedDeleter),
         },
         Event: ur_event_dditable_t {
@@ -120,7 +120,7 @@ fn build() -> ur_dditable_t {
             pfnRetain: Some(event::urEventRetain),
             pfnRelease: Some(event::urEventRelease),
             pfnGetNativeHandle: Some(native::urEventGetNativeHandle),
-            pfnCreateWithNativeHandle: unsupported(),
+            pfnCreateWithNativeHandle: Some(adopt::urEventCreateWithNativeHandle),
             pfnSetCallback: Some(event::urEventSetCallback),
         },
         EventExp: ur_event_exp_dditable_t { pfnCreateExp: unsupported() },
@@ -167,7 +167,7 @@ fn build() -> ur_dditable_t {
             pfnRetain: Some(queue::urQueueRetain),
             pfnRelease: Some(queue::urQueueRelease),
             pfnGetNativeHandle: Some(native::urQueueGetNativeHandle),
-            pfnCreateWithNativeHandle: unsupported(),
+            pfnCreateWithNativeHandle: Some(adopt::urQueueCreateWithNativeHandle),
             pfnFinish: Some(queue::urQueueFinish),
             pfnFlush: Some(queue::urQueueFlush),
         },
@@ -193,7 +193,7 @@ fn build() -> ur_dditable_t {
             pfnRelease: Some(mem::urMemRelease),
             pfnBufferPartition: Some(mem::urMemBufferPartition),
             pfnGetNativeHandle: Some(native::urMemGetNativeHandle),
-            pfnBufferCreateWithNativeHandle: unsupported(),
+            pfnBufferCreateWithNativeHandle: Some(adopt::urMemBufferCreateWithNativeHandle),
             pfnImageCreateWithNativeHandle: unsupported(),
             pfnGetInfo: Some(mem::urMemGetInfo),
             pfnImageGetInfo: unsupported(),
@@ -372,7 +372,7 @@ fn build() -> ur_dditable_t {
             pfnPartition: unsupported(),
             pfnSelectBinary: Some(device::urDeviceSelectBinary),
             pfnGetNativeHandle: Some(native::urDeviceGetNativeHandle),
-            pfnCreateWithNativeHandle: unsupported(),
+            pfnCreateWithNativeHandle: Some(adopt::urDeviceCreateWithNativeHandle),
             pfnGetGlobalTimestamps: Some(device::urDeviceGetGlobalTimestamps),
         },
         DeviceExp: ur_device_exp_dditable_t { pfnWaitExp: unsupported() },

@@ -1,9 +1,15 @@
 //! Contexts: allocation, programs, queues and command buffers.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Weak};
+
+use parking_lot::Mutex;
 
 use ur_core::adapter::{BufferImpl, CommandBufferImpl, ContextImpl, ProgramImpl, QueueImpl, UserEventImpl, UsmImpl};
-use ur_core::{CommandBufferDesc, MemFlags, ProgramBundle, QueueProperties, Result, SourceForm, UsmKind};
+use ur_core::{
+    AdoptedBuffer, CommandBufferDesc, MemFlags, NativeHandle, Ownership, ProgramBundle, QueueProperties, Result,
+    SourceForm, UsmKind, err,
+};
 
 use crate::command_buffer::CpuCommandBuffer;
 use crate::event::CpuEvent;
@@ -12,9 +18,15 @@ use crate::pool::Pool;
 use crate::program::CpuProgram;
 use crate::queue::CpuQueue;
 
+/// Buffers by host address: their memory (not kept alive), size and flags.
+type LiveBuffers = HashMap<u64, (Weak<HostBlock>, usize, MemFlags)>;
+
 pub(crate) struct CpuContext {
     pub(crate) pool: Arc<Pool>,
     pub(crate) max_work_group_size: usize,
+    /// The context's buffers by native handle (their host address), with
+    /// their size and flags: the only values `buffer_from_native` adopts.
+    pub(crate) buffers: Mutex<LiveBuffers>,
 }
 
 impl ContextImpl for CpuContext {
@@ -22,14 +34,32 @@ impl ContextImpl for CpuContext {
         Ok(Box::new(CpuUsm(HostBlock::new(size, align)?)))
     }
 
-    unsafe fn buffer_create(&self, _flags: MemFlags, size: usize, init: Option<&[u8]>) -> Result<Box<dyn BufferImpl>> {
+    unsafe fn buffer_create(&self, flags: MemFlags, size: usize, init: Option<&[u8]>) -> Result<Box<dyn BufferImpl>> {
         let block = HostBlock::new(size, 0)?;
         if let Some(init) = init {
             // SAFETY: the block has `size` bytes and `init` has exactly `size`
             // bytes (the trait's contract); a fresh block cannot overlap it.
             unsafe { std::ptr::copy_nonoverlapping(init.as_ptr(), block.ptr(), size) };
         }
+        let block = Arc::new(block);
+        let mut buffers = self.buffers.lock();
+        buffers.retain(|_, (live, _, _)| live.strong_count() > 0);
+        buffers.insert(block.ptr() as u64, (Arc::downgrade(&block), size, flags));
         Ok(Box::new(CpuBuffer(block)))
+    }
+
+    /// A buffer's native handle is its host address: adopting one shares the
+    /// memory of the live buffer of this context at that address (ownership
+    /// means nothing for memory that is reference-counted here).
+    unsafe fn buffer_from_native(&self, handle: NativeHandle, _ownership: Ownership) -> Result<AdoptedBuffer> {
+        let buffers = self.buffers.lock();
+        let (block, size, flags) = buffers
+            .get(&handle.0)
+            .and_then(|(block, size, flags)| Some((block.upgrade()?, *size, *flags)))
+            .ok_or_else(|| {
+                err!(InvalidMemObject, "{handle:?} is not the host address of a live buffer of this context")
+            })?;
+        Ok(AdoptedBuffer { imp: Box::new(CpuBuffer(block)), size, flags })
     }
 
     unsafe fn program_create(

@@ -95,6 +95,7 @@ impl DeviceImpl for CpuDevice {
                 update: UpdateCapabilities::all(),
                 events: true,
                 subgraphs: false,
+                replay_path: ur_core::ReplayPath::Driver,
             },
             vendor_id: host::cpu_vendor_id().unwrap_or(0),
             device_id: None,
@@ -155,7 +156,11 @@ impl DeviceImpl for CpuDevice {
     }
 
     fn create_context(self: Arc<Self>) -> Result<Arc<dyn ContextImpl>> {
-        Ok(Arc::new(CpuContext { pool: self.pool.clone(), max_work_group_size: MAX_WORK_GROUP }))
+        Ok(Arc::new(CpuContext {
+            pool: self.pool.clone(),
+            max_work_group_size: MAX_WORK_GROUP,
+            buffers: Default::default(),
+        }))
     }
 }
 

@@ -2,6 +2,7 @@
 
 use std::alloc::{Layout, alloc_zeroed, dealloc};
 use std::ptr::NonNull;
+use std::sync::Arc;
 
 use ur_core::adapter::{BufferImpl, UsmImpl};
 use ur_core::{Result, err};
@@ -60,7 +61,8 @@ impl UsmImpl for CpuUsm {
 }
 
 /// A memory buffer.
-pub(crate) struct CpuBuffer(pub(crate) HostBlock);
+/// Its memory is shared with the buffers adopted from its native handle.
+pub(crate) struct CpuBuffer(pub(crate) Arc<HostBlock>);
 
 impl BufferImpl for CpuBuffer {
     /// The host address of the buffer's first byte: what native host work

@@ -51,6 +51,30 @@ impl ContextImpl for CudaContext {
         Ok(Box::new(CudaQueue::new(self.dev.clone(), properties)?))
     }
 
+    /// A `CUstream` of the device's primary context: an in-order queue
+    /// without profiling over it (a stream carries no such property).
+    unsafe fn queue_from_native(
+        &self,
+        handle: ur_core::NativeHandle,
+        ownership: ur_core::Ownership,
+    ) -> Result<(Box<dyn QueueImpl>, QueueProperties)> {
+        // CU_STREAM_LEGACY and CU_STREAM_PER_THREAD name default streams,
+        // whose synchronising modes ur-rs does not offer.
+        if handle.0 <= 2 {
+            return Err(ur_core::err!(UnsupportedFeature, "CUDA's default streams are not adopted"));
+        }
+        let raw = handle.0 as cudarc::driver::sys::CUstream;
+        self.dev.bind()?;
+        let mut ctx: cudarc::driver::sys::CUcontext = std::ptr::null_mut();
+        // SAFETY: a live stream (the trait's contract); writes one handle.
+        unsafe { crate::driver::cu!(cuStreamGetCtx(raw, &mut ctx))? };
+        if ctx != self.dev.ctx.0 {
+            return Err(ur_core::err!(InvalidQueue, "the CUstream belongs to another CUDA context"));
+        }
+        let stream = crate::driver::Stream::from_raw(raw);
+        Ok((Box::new(CudaQueue::adopt(self.dev.clone(), stream, ownership)), QueueProperties::default()))
+    }
+
     unsafe fn command_buffer_create(&self, desc: &CommandBufferDesc) -> Result<Box<dyn CommandBufferImpl>> {
         Ok(Box::new(CudaCommandBuffer::new(self.dev.clone(), *desc)?))
     }

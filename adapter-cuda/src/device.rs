@@ -113,6 +113,26 @@ impl DeviceImpl for CudaDevice {
     fn create_context(self: Arc<Self>) -> Result<Arc<dyn ContextImpl>> {
         Ok(Arc::new(CudaContext::new(self.shared.clone())))
     }
+
+    /// Every context of the device is over its primary context, so that is
+    /// the only `CUcontext` adopted; the adapter holds its own reference to
+    /// it and takes over none (`Ownership::Transferred` is refused).
+    unsafe fn context_from_native(
+        self: Arc<Self>,
+        handle: ur_core::NativeHandle,
+        ownership: ur_core::Ownership,
+    ) -> Result<Arc<dyn ContextImpl>> {
+        if handle.0 != self.shared.ctx.0 as u64 {
+            return Err(ur_core::err!(InvalidContext, "{handle:?} is not the device's primary CUDA context"));
+        }
+        if ownership == ur_core::Ownership::Transferred {
+            return Err(ur_core::err!(
+                UnsupportedFeature,
+                "the primary context is held by the device: its ownership cannot be handed over"
+            ));
+        }
+        Ok(Arc::new(CudaContext::new(self.shared.clone())))
+    }
 }
 
 /// Limits and features read once from the device.
@@ -442,6 +462,7 @@ impl DeviceShared {
                 events: true,
                 // Native commands' child command buffers: child-graph nodes.
                 subgraphs: true,
+                replay_path: ur_core::ReplayPath::Driver,
             },
             vendor_id: NVIDIA_VENDOR_ID,
             // The driver API has no PCI device id (its PCI_DEVICE_ID

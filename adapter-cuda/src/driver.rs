@@ -264,6 +264,11 @@ impl Stream {
         Ok(Stream(raw))
     }
 
+    /// An adopted stream, destroyed when dropped.
+    pub(crate) fn from_raw(raw: sys::CUstream) -> Stream {
+        Stream(raw)
+    }
+
     pub(crate) fn raw(&self) -> sys::CUstream {
         self.0
     }

@@ -18,6 +18,11 @@
 //!
 //! The returned event spans the two markers.
 //!
+//! A native command (`urCommandBufferAppendNativeCommandExp`) is an eager
+//! step whose work its callback recorded, once, at the append, into a
+//! command-buffer of its own ([`crate::native_segment`]): instances recorded
+//! anew never call it again.
+//!
 //! Recorded commands are *instances*: the first is recorded while appending;
 //! an update of a recorded kernel command bumps the version, and the next
 //! enqueue records a new instance from the updated commands (submissions in
@@ -40,6 +45,7 @@ use crate::device::NativeCommandBuffers;
 use crate::event::{ClEvent, RawEvent, WaitList};
 use crate::exec;
 use crate::ffi::{CL_COMMAND_BUFFER_SIMULTANEOUS_USE_KHR, cl_command_buffer_khr, cl_sync_point_khr};
+use crate::native_segment::NativeSegment;
 use crate::one_launch::{self, RecordedKernels};
 use crate::plan::{Placement, Planner, StepKind};
 use crate::program::ClKernel;
@@ -54,6 +60,8 @@ struct Record {
     deps: SmallVec<[u32; 4]>,
     wait_events: Vec<Event>,
     signal: Option<Arc<ClEvent>>,
+    /// A native command's work, recorded once at the append.
+    native: Option<NativeSegment>,
 }
 
 /// One `cl_command_buffer_khr`.
@@ -275,10 +283,14 @@ impl CommandBufferImpl for ClCommandBuffer {
             || alternatives
                 .iter()
                 .any(|k| downcast::<ClKernel>(k.imp() as &dyn Any, "a kernel").is_ok_and(|kernel| kernel.status_abi));
-        // Native commands are recorded between barriers; without barriers,
-        // the callback enqueues on the internal queue at each submission.
-        let native_eager = matches!(command, Command::Native(_)) && !self.native().api.has_barrier();
-        let eager = signal || !wait_events.is_empty() || exec::uses_host_memory(command) || status_word || native_eager;
+        // A native command's callback runs once, here, into a command-buffer
+        // of its own, which every submission enqueues as an eager step.
+        let native = match command {
+            Command::Native(native) => Some(NativeSegment::record(&self.shared, native)?),
+            _ => None,
+        };
+        let eager =
+            signal || !wait_events.is_empty() || exec::uses_host_memory(command) || status_word || native.is_some();
         let placement = self.planner.decide(deps, eager);
         if !matches!(placement, Placement::NewEager(_)) {
             let step = placement.step();
@@ -295,6 +307,7 @@ impl CommandBufferImpl for ClCommandBuffer {
             deps: SmallVec::from_slice(deps),
             wait_events: wait_events.to_vec(),
             signal: signal.clone(),
+            native,
         });
         Ok(signal.map(|s| s as Arc<dyn EventImpl>))
     }
@@ -365,10 +378,14 @@ impl CommandBufferImpl for ClCommandBuffer {
                             wait.add(downcast::<ClEvent>(&*resolved as &dyn Any, "a wait event")?);
                         }
                     }
-                    // SAFETY: the command was validated for this context when
-                    // appended or updated; raw host memory in it is valid at
-                    // every execution (the append's contract).
-                    let (event, status) = unsafe { exec::enqueue(&self.shared, internal, &record.command, &wait)? };
+                    let (event, status) = match &record.native {
+                        // SAFETY: events of this context.
+                        Some(native) => (unsafe { native.enqueue(&wait)? }, None),
+                        // SAFETY: the command was validated for this context when
+                        // appended or updated; raw host memory in it is valid at
+                        // every execution (the append's contract).
+                        None => unsafe { exec::enqueue(&self.shared, internal, &record.command, &wait)? },
+                    };
                     let wrapped = ClEvent::checked(event.retain(), step_profiling, status);
                     if wrapped.has_status() {
                         checks.push(wrapped.clone());

@@ -4,9 +4,12 @@
 use std::sync::{Arc, OnceLock};
 
 use cl3::types::{cl_bitfield, cl_command_queue};
-use ur_core::adapter::{BufferImpl, CommandBufferImpl, ContextImpl, ProgramImpl, QueueImpl, UserEventImpl, UsmImpl};
+use ur_core::adapter::{
+    BufferImpl, CommandBufferImpl, ContextImpl, EventImpl, ProgramImpl, QueueImpl, UserEventImpl, UsmImpl,
+};
 use ur_core::{
-    CommandBufferDesc, MemFlags, NativeHandle, ProgramBundle, QueueProperties, Result, SourceForm, UsmKind, err,
+    AdoptedBuffer, CommandBufferDesc, MemFlags, NativeHandle, Ownership, ProgramBundle, QueueProperties, ReplayPath,
+    Result, SourceForm, UsmKind, err,
 };
 
 use crate::command_buffer::ClCommandBuffer;
@@ -15,6 +18,7 @@ use crate::device::DeviceShared;
 use crate::event::{ClEvent, RawEvent};
 use crate::helpers::Helpers;
 use crate::memory::{ClBuffer, ClUsm};
+use crate::planned::PlannedCommandBuffer;
 use crate::program::ClProgram;
 use crate::queue::ClQueue;
 
@@ -91,6 +95,12 @@ impl ClContext {
     pub(crate) fn new(device: Arc<DeviceShared>) -> Result<ClContext> {
         let context =
             opencl3::context::Context::from_device(&opencl3::device::Device::new(device.id)).cl("clCreateContext")?;
+        ClContext::with_context(device, context)
+    }
+
+    /// A context of this adapter over `context`, which holds the device
+    /// (one made here, or an adopted one).
+    pub(crate) fn with_context(device: Arc<DeviceShared>, context: opencl3::context::Context) -> Result<ClContext> {
         let mut properties = 0;
         if device.out_of_order {
             properties |= CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE;
@@ -160,10 +170,32 @@ impl ContextImpl for ClContext {
     }
 
     unsafe fn command_buffer_create(&self, desc: &CommandBufferDesc) -> Result<Box<dyn CommandBufferImpl>> {
-        Ok(Box::new(ClCommandBuffer::new(self.shared.clone(), *desc)?))
+        match self.shared.device.replay {
+            ReplayPath::Planned => Ok(Box::new(PlannedCommandBuffer::new(self.shared.clone(), *desc))),
+            _ => Ok(Box::new(ClCommandBuffer::new(self.shared.clone(), *desc)?)),
+        }
     }
 
     fn user_event_create(&self) -> Result<Arc<dyn UserEventImpl>> {
         Ok(ClEvent::user(self.shared.context.get())?)
+    }
+
+    unsafe fn queue_from_native(
+        &self,
+        handle: NativeHandle,
+        ownership: Ownership,
+    ) -> Result<(Box<dyn QueueImpl>, QueueProperties)> {
+        // SAFETY: forwarded from the trait's contract.
+        unsafe { crate::adopt::queue(&self.shared, handle, ownership) }
+    }
+
+    unsafe fn buffer_from_native(&self, handle: NativeHandle, ownership: Ownership) -> Result<AdoptedBuffer> {
+        // SAFETY: forwarded from the trait's contract.
+        unsafe { crate::adopt::buffer(&self.shared, handle, ownership) }
+    }
+
+    unsafe fn event_from_native(&self, handle: NativeHandle, ownership: Ownership) -> Result<Arc<dyn EventImpl>> {
+        // SAFETY: forwarded from the trait's contract.
+        unsafe { crate::adopt::event(&self.shared, handle, ownership) }
     }
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use cl3::types::{cl_bitfield, cl_device_id, cl_platform_id, cl_uint};
 use ur_core::adapter::{ContextImpl, DeviceImpl, PlatformImpl};
 use ur_core::{
-    CommandBufferCaps, CommandBufferSupport, DeviceInfo, DeviceType, NativeHandle, Result, Timestamps,
+    CommandBufferCaps, CommandBufferSupport, DeviceInfo, DeviceType, NativeHandle, ReplayPath, Result, Timestamps,
     UpdateCapabilities, UsmKinds,
 };
 
@@ -158,6 +158,41 @@ fn command_buffer_plan(
     })
 }
 
+/// The variable that forces a replay path: `driver` (where the device's
+/// `cl_khr_command_buffer` is usable) or `planned`.
+pub const REPLAY_ENV: &str = "UR_OPENCL_REPLAY";
+
+/// How a device's command buffers replay, and why: the rule of
+/// docs/opencl.md, "Replay path".
+///
+/// - `forced` ([`REPLAY_ENV`]) wins where it can be honoured;
+/// - without a usable `cl_khr_command_buffer`, the adapter's pre-planned
+///   eager submission;
+/// - on PoCL's CPU devices, the same: their `clEnqueueCommandBufferKHR`
+///   creates every recorded command anew at each enqueue (the eager
+///   launches' cost and more), with a completion command waiting for all of
+///   them, and recording appends to a singly linked list (O(N) per command);
+/// - elsewhere, the driver's command buffer.
+pub fn replay_path(
+    platform_version: &str,
+    cpu: bool,
+    native: bool,
+    forced: Option<&str>,
+) -> (ReplayPath, &'static str) {
+    match forced.map(str::trim) {
+        Some("driver") if native => return (ReplayPath::Driver, "forced by UR_OPENCL_REPLAY"),
+        Some("planned") => return (ReplayPath::Planned, "forced by UR_OPENCL_REPLAY"),
+        _ => {}
+    }
+    if !native {
+        (ReplayPath::Planned, "no usable cl_khr_command_buffer")
+    } else if cpu && platform_version.contains("PoCL") {
+        (ReplayPath::Planned, "PoCL's CPU devices re-create every recorded command at each enqueue")
+    } else {
+        (ReplayPath::Driver, "the driver's cl_khr_command_buffer")
+    }
+}
+
 /// The USM mechanism of a device, with the entry points it needs.
 pub(crate) enum Usm {
     /// Intel's extension.
@@ -179,6 +214,8 @@ pub(crate) struct DeviceShared {
     pub(crate) id: cl_device_id,
     pub(crate) usm: Usm,
     pub(crate) command_buffers: Option<NativeCommandBuffers>,
+    /// What command buffers replay ([`replay_path`]).
+    pub(crate) replay: ReplayPath,
     pub(crate) out_of_order: bool,
     /// PoCL's CPU devices before 7.0: see [`crate::one_launch`].
     pub(crate) one_launch_per_kernel: bool,
@@ -341,11 +378,12 @@ impl ClDevice {
             tracing::debug!(device = %name, version = %cb.plan.version, plan = ?cb.plan, "native command buffers");
         }
         let out_of_order = reported.queue_properties & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE != 0;
-        let decided = info::Decided {
-            usm: plan.usm.kinds(),
-            out_of_order,
-            command_buffer: command_buffer_caps(command_buffers.is_some()),
-        };
+        let cpu = device.dev_type().is_ok_and(|t| t & cl3::device::CL_DEVICE_TYPE_CPU != 0);
+        let forced = std::env::var(REPLAY_ENV).ok();
+        let (replay, why) = replay_path(platform_version, cpu, command_buffers.is_some(), forced.as_deref());
+        tracing::info!(device = %name, replay = replay.name(), reason = why, "OpenCL command-buffer replay path");
+        let decided =
+            info::Decided { usm: plan.usm.kinds(), out_of_order, command_buffer: command_buffer_caps(replay) };
         let (info, il_path) = info::device_info(&device, name, decided)?;
         let one_launch_per_kernel = one_launch::affected(platform_version, info.device_type == DeviceType::Cpu);
         if one_launch_per_kernel {
@@ -356,6 +394,7 @@ impl ClDevice {
                 id,
                 usm,
                 command_buffers,
+                replay,
                 out_of_order,
                 one_launch_per_kernel,
                 il_path,
@@ -366,21 +405,21 @@ impl ClDevice {
     }
 }
 
-/// The command-buffer capabilities of a device with (`native`) or without
-/// usable `cl_khr_command_buffer`.
-fn command_buffer_caps(native: bool) -> CommandBufferCaps {
-    if native {
-        // Every update and per-command events: updates re-record (see
-        // command_buffer.rs), events split the buffer into segments.
-        CommandBufferCaps {
+/// The command-buffer capabilities of a device replaying through `replay`.
+/// Both of this adapter's paths offer every update and per-command events:
+/// the driver path re-records on update and splits the buffer into segments
+/// at events (see command_buffer.rs); the planned path enqueues from its
+/// record (see planned.rs).
+fn command_buffer_caps(replay: ReplayPath) -> CommandBufferCaps {
+    match replay {
+        ReplayPath::Driver | ReplayPath::Planned => CommandBufferCaps {
             support: CommandBufferSupport::Native,
             update: UpdateCapabilities::all(),
             events: true,
             subgraphs: false,
-        }
-    } else {
-        // ur-core's software command buffer, over this adapter's queues.
-        CommandBufferCaps::EMULATED
+            replay_path: replay,
+        },
+        ReplayPath::Software => CommandBufferCaps::EMULATED,
     }
 }
 
@@ -404,6 +443,15 @@ impl DeviceImpl for ClDevice {
 
     fn create_context(self: Arc<Self>) -> Result<Arc<dyn ContextImpl>> {
         Ok(Arc::new(ClContext::new(self.shared.clone())?))
+    }
+
+    unsafe fn context_from_native(
+        self: Arc<Self>,
+        handle: NativeHandle,
+        ownership: ur_core::Ownership,
+    ) -> Result<Arc<dyn ContextImpl>> {
+        // SAFETY: forwarded from the trait's contract.
+        Ok(Arc::new(unsafe { crate::adopt::context(self.shared.clone(), handle, ownership)? }))
     }
 }
 
@@ -464,17 +512,38 @@ mod tests {
         assert_eq!(p.usm, UsmPlan::SvmCoarse);
         assert_eq!(p.usm.kinds(), UsmKinds::DEVICE);
         assert!(p.command_buffer.is_err());
-        let caps = command_buffer_caps(p.command_buffer.is_ok());
-        assert_eq!(caps.support, CommandBufferSupport::Emulated);
-        assert_eq!(caps, CommandBufferCaps::EMULATED);
+        let (replay, _) = replay_path("OpenCL 3.0 CUDA 13.0.98", false, p.command_buffer.is_ok(), None);
+        assert_eq!(replay, ReplayPath::Planned);
+        // Forcing the driver path is not honoured without the extension.
+        let (replay, _) = replay_path("OpenCL 3.0 CUDA 13.0.98", false, false, Some("driver"));
+        assert_eq!(replay, ReplayPath::Planned);
+        let caps = command_buffer_caps(replay);
+        assert_eq!(caps.support, CommandBufferSupport::Native);
+        assert_eq!(caps.replay_path, ReplayPath::Planned);
     }
 
     #[test]
-    fn native_devices_report_every_update_and_events() {
-        let caps = command_buffer_caps(true);
-        assert_eq!(caps.support, CommandBufferSupport::Native);
-        assert_eq!(caps.update, UpdateCapabilities::all());
-        assert!(caps.events);
+    fn pocl_cpu_devices_replay_planned_others_their_driver() {
+        let pocl = "OpenCL 3.0 PoCL 3.1+debian  Linux, None+Asserts, RELOC";
+        assert_eq!(replay_path(pocl, true, true, None).0, ReplayPath::Planned);
+        assert_eq!(replay_path(pocl, false, true, None).0, ReplayPath::Driver);
+        assert_eq!(replay_path(pocl, true, true, Some("driver")).0, ReplayPath::Driver);
+        assert_eq!(replay_path("OpenCL 3.0 Intel", false, true, None).0, ReplayPath::Driver);
+        assert_eq!(replay_path("OpenCL 3.0 Intel", false, true, Some("planned")).0, ReplayPath::Planned);
+        // An unknown value is ignored.
+        assert_eq!(replay_path(pocl, true, true, Some("fast")).0, ReplayPath::Planned);
+    }
+
+    #[test]
+    fn both_paths_report_every_update_and_events() {
+        for replay in [ReplayPath::Driver, ReplayPath::Planned] {
+            let caps = command_buffer_caps(replay);
+            assert_eq!(caps.support, CommandBufferSupport::Native);
+            assert_eq!(caps.update, UpdateCapabilities::all());
+            assert!(caps.events);
+            assert_eq!(caps.replay_path, replay);
+        }
+        assert_eq!(command_buffer_caps(ReplayPath::Software), CommandBufferCaps::EMULATED);
     }
 
     #[test]

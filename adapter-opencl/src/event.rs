@@ -254,6 +254,17 @@ impl ClEvent {
         Arc::new(ClEvent { kind: Kind::Submission { first, last, profiling, checks } })
     }
 
+    /// A new signal event in `slot`, the signal event of command-buffer
+    /// command `command` (`InvalidOperation` if it was appended without one).
+    pub(crate) fn renew_signal(slot: &mut Option<Arc<ClEvent>>, command: u32) -> Result<Arc<dyn EventImpl>> {
+        if slot.is_none() {
+            return Err(ur_core::err!(InvalidOperation, "command {command} has no signal event"));
+        }
+        let signal = ClEvent::signal();
+        *slot = Some(signal.clone());
+        Ok(signal)
+    }
+
     /// Points a signal event at its command's latest execution.
     pub(crate) fn set_current(&self, event: Arc<ClEvent>) {
         if let Kind::Signal { current } = &self.kind {
@@ -273,6 +284,15 @@ impl ClEvent {
 }
 
 impl EventImpl for ClEvent {
+    /// `CL_EVENT_COMMAND_QUEUE` of a command's event (null for user events).
+    fn adopted_native_queue(&self) -> Option<ur_core::NativeHandle> {
+        let Kind::Command { raw, .. } = &self.kind else { return None };
+        match cl3::event::get_event_info(raw.get(), cl3::event::CL_EVENT_COMMAND_QUEUE) {
+            Ok(cl3::info_type::InfoType::Ptr(queue)) if queue != 0 => Some(ur_core::NativeHandle(queue as u64)),
+            _ => None,
+        }
+    }
+
     /// The `cl_event`: of the command, of the user event, of a signal
     /// event's latest execution, or of a submission's last marker.
     fn native_handle(&self) -> Result<ur_core::NativeHandle> {

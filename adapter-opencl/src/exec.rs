@@ -124,28 +124,6 @@ unsafe fn native_command(queue: cl_command_queue, native: &NativeCommand, wait: 
     result.map(|()| after)
 }
 
-/// A native command recorded into `buffer`: a barrier after `deps` (after
-/// every earlier command when there are none), the callback (which records
-/// its commands into `buffer`, behind the barrier), then a barrier after
-/// everything recorded before, whose sync point is the command's.
-///
-/// # Safety
-/// `buffer` is recording, `deps` are its sync points, and the table has
-/// barriers.
-unsafe fn record_native(
-    api: &CommandBufferApi,
-    buffer: cl_command_buffer_khr,
-    native: &NativeCommand,
-    deps: &[cl_sync_point_khr],
-) -> Result<cl_sync_point_khr> {
-    // SAFETY: per the contract.
-    unsafe { api.barrier(buffer, deps) }.cl("clCommandBarrierWithWaitListKHR")?;
-    // SAFETY: the target is recording, ordered by the barriers around it.
-    unsafe { native.invoke(Backend::OpenCl, NativeTarget::Recording(NativeHandle(buffer as u64)))? };
-    // SAFETY: per the contract; no sync points: every earlier command.
-    unsafe { api.barrier(buffer, &[]) }.cl("clCommandBarrierWithWaitListKHR")
-}
-
 /// Whether a marker on `queue` must be a kernel: on an out-of-order queue
 /// (see [`marker`]) or a profiling one (NVIDIA's OpenCL gives markers no
 /// timestamps, and a submission's profiling spans its first and last).
@@ -570,7 +548,8 @@ pub(crate) unsafe fn record(
     // its own sync points.
     unsafe {
         match command {
-            Command::Native(native) => record_native(api, buffer, native, deps).map(|p| (p, None)),
+            // Native commands have command-buffers of their own (`native_segment`).
+            Command::Native(_) => Err(err!(Unknown, "a native command cannot be recorded among other commands")),
             Command::KernelLaunch(k) if k.range.global_size.contains(&0) => recorded(h.noop(&target)?),
             Command::KernelLaunch(k) => recorded(launch_kernel(shared, &target, k)?.0),
             Command::UsmPrefetch { .. } | Command::UsmAdvise { .. } => recorded(h.noop(&target)?),

@@ -34,8 +34,6 @@ pub(crate) const CL_DEVICE_COMMAND_BUFFER_SUPPORTED_QUEUE_PROPERTIES_KHR: cl_uin
 pub(crate) const CL_COMMAND_BUFFER_CAPABILITY_SIMULTANEOUS_USE_KHR: cl_bitfield = 1 << 2;
 pub(crate) const CL_COMMAND_BUFFER_CAPABILITY_OUT_OF_ORDER_KHR: cl_bitfield = 1 << 3;
 pub(crate) const CL_COMMAND_BUFFER_FLAGS_KHR: cl_properties = 0x1293;
-/// `CL_INVALID_OPERATION`: an entry point the platform lacks.
-const CL_INVALID_OPERATION: cl_int = -59;
 pub(crate) const CL_COMMAND_BUFFER_SIMULTANEOUS_USE_KHR: cl_bitfield = 1 << 0;
 
 pub(crate) const CL_DEVICE_HOST_MEM_CAPABILITIES_INTEL: cl_uint = 0x4190;
@@ -121,14 +119,6 @@ mod legacy {
         sync_point: *mut cl_sync_point_khr,
         mutable_handle: *mut cl_mutable_command_khr,
     ) -> cl_int;
-    pub(super) type Barrier = unsafe extern "system" fn(
-        command_buffer: cl_command_buffer_khr,
-        command_queue: cl_command_queue,
-        num_sync_points_in_wait_list: cl_uint,
-        sync_point_wait_list: *const cl_sync_point_khr,
-        sync_point: *mut cl_sync_point_khr,
-        mutable_handle: *mut cl_mutable_command_khr,
-    ) -> cl_int;
     pub(super) type SvmMemcpy = unsafe extern "system" fn(
         command_buffer: cl_command_buffer_khr,
         command_queue: cl_command_queue,
@@ -204,15 +194,6 @@ mod props {
         sync_point: *mut cl_sync_point_khr,
         mutable_handle: *mut cl_mutable_command_khr,
     ) -> cl_int;
-    pub(super) type Barrier = unsafe extern "system" fn(
-        command_buffer: cl_command_buffer_khr,
-        command_queue: cl_command_queue,
-        properties: *const cl_properties,
-        num_sync_points_in_wait_list: cl_uint,
-        sync_point_wait_list: *const cl_sync_point_khr,
-        sync_point: *mut cl_sync_point_khr,
-        mutable_handle: *mut cl_mutable_command_khr,
-    ) -> cl_int;
     pub(super) type SvmMemcpy = unsafe extern "system" fn(
         command_buffer: cl_command_buffer_khr,
         command_queue: cl_command_queue,
@@ -247,7 +228,6 @@ enum Recording {
         fill: legacy::FillBuffer,
         svm_memcpy: Option<legacy::SvmMemcpy>,
         svm_fill: Option<legacy::SvmMemFill>,
-        barrier: Option<legacy::Barrier>,
     },
     Properties {
         copy: props::CopyBuffer,
@@ -255,7 +235,6 @@ enum Recording {
         fill: props::FillBuffer,
         svm_memcpy: Option<props::SvmMemcpy>,
         svm_fill: Option<props::SvmMemFill>,
-        barrier: Option<props::Barrier>,
     },
 }
 
@@ -339,7 +318,6 @@ impl CommandBufferApi {
                     fill: resolve(lookup, c"clCommandFillBufferKHR")?,
                     svm_memcpy: if abi.svm_commands { resolve(lookup, c"clCommandSVMMemcpyKHR").ok() } else { None },
                     svm_fill: if abi.svm_commands { resolve(lookup, c"clCommandSVMMemFillKHR").ok() } else { None },
-                    barrier: resolve(lookup, c"clCommandBarrierWithWaitListKHR").ok(),
                 },
                 RecordShape::Properties => Recording::Properties {
                     copy: resolve(lookup, c"clCommandCopyBufferKHR")?,
@@ -347,7 +325,6 @@ impl CommandBufferApi {
                     fill: resolve(lookup, c"clCommandFillBufferKHR")?,
                     svm_memcpy: resolve(lookup, c"clCommandSVMMemcpyKHR").ok(),
                     svm_fill: resolve(lookup, c"clCommandSVMMemFillKHR").ok(),
-                    barrier: resolve(lookup, c"clCommandBarrierWithWaitListKHR").ok(),
                 },
             };
             Ok(CommandBufferApi {
@@ -367,45 +344,6 @@ impl CommandBufferApi {
             Recording::Legacy { svm_memcpy, .. } => svm_memcpy.is_some(),
             Recording::Properties { svm_memcpy, .. } => svm_memcpy.is_some(),
         }
-    }
-
-    /// Whether barriers can be recorded (native commands need them).
-    pub(crate) fn has_barrier(&self) -> bool {
-        match &self.recording {
-            Recording::Legacy { barrier, .. } => barrier.is_some(),
-            Recording::Properties { barrier, .. } => barrier.is_some(),
-        }
-    }
-
-    /// `clCommandBarrierWithWaitListKHR`, when the platform has it (see
-    /// [`has_barrier`](Self::has_barrier)): waits for `deps`, or for every
-    /// command recorded before when `deps` is empty; commands recorded after
-    /// it wait for it.
-    ///
-    /// # Safety
-    /// `buffer` is a recording command-buffer of this table's device; `deps`
-    /// are its sync points.
-    pub(crate) unsafe fn barrier(
-        &self,
-        buffer: cl_command_buffer_khr,
-        deps: &[cl_sync_point_khr],
-    ) -> Result<cl_sync_point_khr, cl_int> {
-        let (n, list) = sync_list(deps);
-        let mut point = 0;
-        let (null, no_handle): (cl_command_queue, *mut cl_mutable_command_khr) = (ptr::null_mut(), ptr::null_mut());
-        // SAFETY: per the contract.
-        let status = unsafe {
-            match &self.recording {
-                Recording::Legacy { barrier: Some(barrier), .. } => {
-                    barrier(buffer, null, n, list, &mut point, no_handle)
-                }
-                Recording::Properties { barrier: Some(barrier), .. } => {
-                    barrier(buffer, null, ptr::null(), n, list, &mut point, no_handle)
-                }
-                _ => return Err(CL_INVALID_OPERATION),
-            }
-        };
-        sync_point(status, point)
     }
 
     /// Whether the SVM fill command can be recorded.

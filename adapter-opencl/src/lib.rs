@@ -23,13 +23,16 @@
 //!   function-pointer types of that version): every command, all six update
 //!   capabilities and per-command events, with wait and signal events and
 //!   raw host memory as eager steps between native segments, and updates
-//!   re-recording at the next enqueue. Other devices (NVIDIA's OpenCL) get
-//!   ur-core's software command buffer.
+//!   re-recording at the next enqueue. Where that is slower than enqueueing
+//!   the commands (PoCL's CPU devices) or absent (NVIDIA's OpenCL), command
+//!   buffers are pre-planned eager submissions instead (`planned.rs`); the
+//!   rule is `replay_path`, reported as `CommandBufferCaps::replay_path`.
 //!
 //! `docs/opencl.md` in the repository has the mechanism of every command per
 //! extension version.
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod adopt;
 mod clock;
 mod command_buffer;
 mod context;
@@ -41,8 +44,10 @@ mod ffi;
 mod helpers;
 pub mod info;
 mod memory;
+mod native_segment;
 mod one_launch;
 mod plan;
+mod planned;
 mod program;
 mod queue;
 mod spir;
@@ -54,7 +59,7 @@ use ur_core::Backend;
 use ur_core::adapter::{AdapterFactory, PlatformImpl};
 
 pub use conv::cl_error;
-pub use device::{CommandBufferPlan, Plan, Reported, UsmPlan, plan};
+pub use device::{CommandBufferPlan, Plan, REPLAY_ENV, Reported, UsmPlan, plan, replay_path};
 
 /// `CL_PLATFORM_NOT_FOUND_KHR`: the ICD loader found no driver.
 const CL_PLATFORM_NOT_FOUND_KHR: i32 = -1001;

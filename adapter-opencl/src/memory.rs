@@ -231,6 +231,11 @@ impl ClBuffer {
         Ok(ClBuffer { buffer })
     }
 
+    /// A buffer over an adopted `cl_mem`, whose reference it owns.
+    pub(crate) fn adopt(mem: cl_mem) -> ClBuffer {
+        ClBuffer { buffer: opencl3::memory::Buffer::new(mem) }
+    }
+
     pub(crate) fn mem(&self) -> cl_mem {
         self.buffer.get()
     }

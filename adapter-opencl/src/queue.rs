@@ -34,8 +34,26 @@ impl ClQueue {
         Ok(ClQueue { shared, queue, profiling: properties.profiling, in_order: !properties.out_of_order })
     }
 
+    /// A queue over an adopted `cl_command_queue` of the context's device,
+    /// whose reference it owns.
+    pub(crate) fn adopt(
+        shared: Arc<Shared>,
+        raw: cl3::types::cl_command_queue,
+        properties: QueueProperties,
+    ) -> ClQueue {
+        // Work-item dimensions are only used by opencl3's launch helpers, which
+        // this adapter does not call.
+        let queue = opencl3::command_queue::CommandQueue::new(raw, 3);
+        ClQueue { shared, queue, profiling: properties.profiling, in_order: !properties.out_of_order }
+    }
+
     pub(crate) fn raw(&self) -> cl3::types::cl_command_queue {
         self.queue.get()
+    }
+
+    /// Whether commands run in enqueue order.
+    pub(crate) fn in_order(&self) -> bool {
+        self.in_order
     }
 
     /// Submits what was just enqueued.

@@ -58,6 +58,23 @@ impl ContextImpl for VulkanContext {
         Ok(Box::new(VkQueue::new(self.rt.clone(), properties)?))
     }
 
+    /// A `VkQueue` of the device's lanes (compared, never called): a new
+    /// in-order queue without profiling submitting to it (a `VkQueue` has
+    /// no such properties, and Vulkan queues are never destroyed, so
+    /// ownership changes nothing).
+    unsafe fn queue_from_native(
+        &self,
+        handle: ur_core::NativeHandle,
+        _ownership: ur_core::Ownership,
+    ) -> Result<(Box<dyn QueueImpl>, QueueProperties)> {
+        let lane = self
+            .rt
+            .lane_of(handle.0)
+            .ok_or_else(|| ur_core::err!(InvalidQueue, "{handle:?} is not a VkQueue of this context's device"))?;
+        let properties = QueueProperties::default();
+        Ok((Box::new(VkQueue::on_lane(self.rt.clone(), lane, properties)?), properties))
+    }
+
     unsafe fn command_buffer_create(&self, desc: &CommandBufferDesc) -> Result<Box<dyn CommandBufferImpl>> {
         Ok(Box::new(VkCommandBuffer::new(self.rt.clone(), *desc)?))
     }

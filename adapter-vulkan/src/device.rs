@@ -463,4 +463,26 @@ impl DeviceImpl for VulkanDevice {
         let max_group = self.info.limits.max_compute_work_group_invocations as usize;
         Ok(Arc::new(VulkanContext::new(self.runtime()?, max_group)))
     }
+
+    /// Every context of the device is over the device's one `VkDevice`, so
+    /// that is the only one adopted (compared, never called); the adapter
+    /// created it and takes over no ownership of it.
+    unsafe fn context_from_native(
+        self: Arc<Self>,
+        handle: ur_core::NativeHandle,
+        ownership: ur_core::Ownership,
+    ) -> Result<Arc<dyn ContextImpl>> {
+        let rt = self.runtime()?;
+        if handle.0 != vk::Handle::as_raw(rt.gpu.device.handle()) {
+            return Err(ur_core::err!(InvalidContext, "{handle:?} is not this device's VkDevice"));
+        }
+        if ownership == ur_core::Ownership::Transferred {
+            return Err(ur_core::err!(
+                UnsupportedFeature,
+                "the VkDevice is the adapter's own: its ownership cannot be handed over"
+            ));
+        }
+        let max_group = self.info.limits.max_compute_work_group_invocations as usize;
+        Ok(Arc::new(VulkanContext::new(rt, max_group)))
+    }
 }

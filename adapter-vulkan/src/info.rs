@@ -141,6 +141,7 @@ pub(crate) fn device_info(i: &PhysicalInfo) -> DeviceInfo {
             update: UPDATE_CAPS,
             events: true,
             subgraphs: false,
+            replay_path: ur_core::ReplayPath::Driver,
         },
         vendor_id: d.vendor_id,
         device_id: Some(d.device_id),

@@ -93,6 +93,11 @@ impl Sink for ArenaSink<'_> {
 impl VkQueue {
     pub(crate) fn new(rt: Arc<Runtime>, properties: QueueProperties) -> Result<VkQueue> {
         let lane = rt.next_lane();
+        VkQueue::on_lane(rt, lane, properties)
+    }
+
+    /// A queue submitting through `lane`.
+    pub(crate) fn on_lane(rt: Arc<Runtime>, lane: Arc<Lane>, properties: QueueProperties) -> Result<VkQueue> {
         let pool = Pool::new(rt.gpu.clone())?;
         let queries = properties.profiling.then(|| Queries::new(rt.gpu.clone()));
         tracing::debug!(lane = lane.index(), ?properties, "Vulkan queue created");

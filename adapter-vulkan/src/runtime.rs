@@ -371,6 +371,11 @@ impl Runtime {
         }))
     }
 
+    /// The first lane submitting to the `VkQueue` whose raw handle is `raw`.
+    pub(crate) fn lane_of(&self, raw: u64) -> Option<Arc<Lane>> {
+        self.lanes.iter().find(|l| vk::Handle::as_raw(l.raw_queue()) == raw).cloned()
+    }
+
     /// The lane for a new queue: round robin over the lanes.
     pub(crate) fn next_lane(&self) -> Arc<Lane> {
         let i = self.next_lane.fetch_add(1, Ordering::Relaxed);

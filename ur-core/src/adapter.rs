@@ -17,6 +17,7 @@
 use std::any::Any;
 use std::sync::Arc;
 
+use crate::adopt::{AdoptedBuffer, Ownership};
 use crate::clock::Timestamps;
 use crate::command::Command;
 use crate::command_buffer::CommandBufferDesc;
@@ -73,6 +74,21 @@ pub trait DeviceImpl: Any + Send + Sync {
     /// where the backend has none.
     fn native_handle(&self) -> Result<NativeHandle> {
         Err(crate::err!(UnsupportedFeature, "this device has no native handle"))
+    }
+
+    /// Adopts a native context of this device (see [`crate::adopt`]):
+    /// `InvalidContext` when it is not one of this device's.
+    ///
+    /// # Safety
+    /// `handle` is non-null and, on backends whose checks dereference it,
+    /// a live native context of the backend's type.
+    unsafe fn context_from_native(
+        self: Arc<Self>,
+        handle: NativeHandle,
+        ownership: Ownership,
+    ) -> Result<Arc<dyn ContextImpl>> {
+        let _ = (handle, ownership);
+        Err(crate::err!(UnsupportedFeature, "this backend does not adopt native contexts"))
     }
 }
 
@@ -131,6 +147,41 @@ pub trait ContextImpl: Any + Send + Sync {
     /// where the backend has none.
     fn native_handle(&self) -> Result<NativeHandle> {
         Err(crate::err!(UnsupportedFeature, "this context has no native handle"))
+    }
+
+    /// Adopts a native queue of this context (see [`crate::adopt`]), with
+    /// the properties it was created with: `InvalidQueue` when it is not one
+    /// of this context's device and context.
+    ///
+    /// # Safety
+    /// As for [`DeviceImpl::context_from_native`], for a native queue.
+    unsafe fn queue_from_native(
+        &self,
+        handle: NativeHandle,
+        ownership: Ownership,
+    ) -> Result<(Box<dyn QueueImpl>, QueueProperties)> {
+        let _ = (handle, ownership);
+        Err(crate::err!(UnsupportedFeature, "this backend does not adopt native queues"))
+    }
+
+    /// Adopts a native memory object of this context (see [`crate::adopt`]):
+    /// `InvalidMemObject` when it is not one of this context's.
+    ///
+    /// # Safety
+    /// As for [`DeviceImpl::context_from_native`], for a native buffer.
+    unsafe fn buffer_from_native(&self, handle: NativeHandle, ownership: Ownership) -> Result<AdoptedBuffer> {
+        let _ = (handle, ownership);
+        Err(crate::err!(UnsupportedFeature, "this backend does not adopt native buffers"))
+    }
+
+    /// Adopts a native event of this context (see [`crate::adopt`]):
+    /// `InvalidEvent` when it is not one of this context's.
+    ///
+    /// # Safety
+    /// As for [`DeviceImpl::context_from_native`], for a native event.
+    unsafe fn event_from_native(&self, handle: NativeHandle, ownership: Ownership) -> Result<Arc<dyn EventImpl>> {
+        let _ = (handle, ownership);
+        Err(crate::err!(UnsupportedFeature, "this backend does not adopt native events"))
     }
 }
 
@@ -282,6 +333,13 @@ pub trait EventImpl: Any + Send + Sync {
     /// where the backend has none.
     fn native_handle(&self) -> Result<NativeHandle> {
         Err(crate::err!(UnsupportedFeature, "this event has no native handle"))
+    }
+
+    /// For an event adopted from a native handle, the native queue its
+    /// command was enqueued on, where the backend tells (OpenCL); `None`
+    /// otherwise.
+    fn adopted_native_queue(&self) -> Option<NativeHandle> {
+        None
     }
 }
 

@@ -37,14 +37,19 @@ impl Context {
     #[tracing::instrument(level = "debug", fields(device = %device))]
     pub fn new(device: &Device) -> Result<Context> {
         let imp = device.inner.imp.clone().create_context()?;
-        Ok(Context {
+        Ok(Context::from_imp(device, imp))
+    }
+
+    /// Wraps an adapter context of `device` (a new identity).
+    pub(crate) fn from_imp(device: &Device, imp: Arc<dyn ContextImpl>) -> Context {
+        Context {
             inner: Arc::new(ContextInner {
                 id: ContextId(NEXT_CONTEXT_ID.fetch_add(1, Ordering::Relaxed)),
                 device: device.clone(),
                 imp,
                 tracker: Arc::default(),
             }),
-        })
+        }
     }
 
     /// The context's device (the view it was created from).

@@ -78,6 +78,39 @@ pub struct CommandBufferCaps {
     pub events: bool,
     /// Whether command buffers can be appended into other command buffers.
     pub subgraphs: bool,
+    /// What an enqueue of a command buffer submits.
+    pub replay_path: ReplayPath,
+}
+
+/// What an enqueue of a command buffer submits (`CommandBufferCaps::replay_path`).
+///
+/// A device reporting [`CommandBufferSupport::Native`] replays either a
+/// driver object or the adapter's own plan; which one is decided per device
+/// by the adapter (see docs/opencl.md, "Replay path", for OpenCL's rule).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ReplayPath {
+    /// The driver's recorded object (a CUDA graph exec, a
+    /// `cl_khr_command_buffer`, Vulkan command buffers, the CPU adapter's
+    /// pre-built DAG), enqueued once per submission.
+    Driver,
+    /// The adapter's pre-planned eager submission: each command enqueued on
+    /// its own at every replay, with dependencies resolved at finalize. Used
+    /// where it is faster than the driver's command buffer, or where the
+    /// driver has none.
+    Planned,
+    /// ur-core's software command buffer ([`CommandBufferSupport::Emulated`]).
+    Software,
+}
+
+impl ReplayPath {
+    /// `driver`, `planned` or `software`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReplayPath::Driver => "driver",
+            ReplayPath::Planned => "planned",
+            ReplayPath::Software => "software",
+        }
+    }
 }
 
 impl CommandBufferCaps {
@@ -88,6 +121,7 @@ impl CommandBufferCaps {
         update: UpdateCapabilities::all(),
         events: true,
         subgraphs: false,
+        replay_path: ReplayPath::Software,
     };
 }
 

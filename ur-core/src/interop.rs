@@ -19,6 +19,7 @@
 //!
 //! "Unsupported" is `UnsupportedFeature`. Handles stay owned by ur-rs: they
 //! are valid while the object lives and must not be released by the caller.
+//! The reverse, objects adopted from native handles, is [`crate::adopt`].
 //!
 //! # Native commands
 //!
@@ -30,14 +31,15 @@
 //! |---|---|---|
 //! | CPU | [`NativeTarget::Host`]: the callback *is* the work | when its dependencies have completed, on a worker thread, at each execution (`Queue::enqueue_native_command_now`: on the calling thread, which waits for them) |
 //! | OpenCL, eager | [`NativeTarget::Queue`]: the `cl_command_queue`, between two barriers | at the enqueue call |
-//! | OpenCL, command buffer | [`NativeTarget::Recording`]: the `cl_command_buffer_khr` being recorded, between two `clCommandBarrierWithWaitListKHR` | at the append, again when an instance is recorded anew (after an update, or where a pending buffer cannot be enqueued again); without barriers on the platform, as eager, at each submission |
+//! | OpenCL, command buffer | [`NativeTarget::Recording`]: a `cl_command_buffer_khr` of the command's own, which every submission enqueues after the command's dependencies | once, at the append (instances recorded anew after updates reuse its work) |
 //! | Vulkan | [`NativeTarget::Recording`]: a `VkCommandBuffer` in the recording state | eager: at the call; command buffers: at finalize, again when an update makes the buffer re-recorded (at the next enqueue) |
 //! | CUDA, eager | [`NativeTarget::Queue`]: a `CUstream` of its own, after a marker of the queue | at the enqueue call |
 //! | CUDA, command buffer | [`NativeTarget::Queue`]: a `CUstream` capturing into the buffer's graph after the command's dependencies; with a child command buffer, [`NativeTarget::Recording`]: the child's `CUgraph`, then added as a child-graph node | at the append |
 //! | software command buffers | as the backend's eager native command | at each submission |
 //!
-//! A callback may thus run several times: the data it uses must stay valid
-//! for as long as the command may run.
+//! A callback may thus run several times (CPU, Vulkan after a re-recording
+//! update, software command buffers): the data it uses must stay valid for
+//! as long as the command may run.
 //!
 //! Work the callback puts on the target runs after the command's
 //! dependencies and before anything that depends on the command. Inside the

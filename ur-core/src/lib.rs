@@ -28,6 +28,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod adapter;
+pub mod adopt;
 pub mod capture;
 pub mod clock;
 pub mod command;
@@ -51,6 +52,7 @@ pub mod selector;
 mod software;
 pub mod spirv;
 
+pub use adopt::{AdoptedBuffer, Ownership};
 pub use capture::{CapturedGraph, ExecutableGraph};
 pub use clock::{Timestamps, host_clock_ns};
 pub use command::{Command, CommandKind, MAX_PATTERN_SIZE, Pattern};
@@ -62,7 +64,7 @@ pub use context::{Context, ContextId};
 pub use device::{
     AtomicCaps, BinaryTarget, CacheType, CommandBufferCaps, CommandBufferSupport, Device, DeviceId, DeviceInfo,
     DeviceType, FpCapabilities, FpConfigs, GlobalMemCache, LocalMemType, MemoryHardware, MemoryOrders, MemoryScopes,
-    SubGroups, UpdateCapabilities, UsmKinds, VectorWidths, capability_extensions,
+    ReplayPath, SubGroups, UpdateCapabilities, UsmKinds, VectorWidths, capability_extensions,
 };
 pub use error::{Detail, Result, UrError};
 pub use event::{Event, EventStatus, ProfilingInfo, UserEvent};

@@ -380,10 +380,15 @@ impl MemBuffer {
         // SAFETY: size is non-zero and within the device limit; `init`, when
         // present, is exactly `size` bytes.
         let imp = unsafe { context.imp().buffer_create(flags, size, init)? };
+        Ok(MemBuffer::from_root(context, flags, size, imp))
+    }
+
+    /// Wraps an adapter buffer of `context` as a root buffer.
+    pub(crate) fn from_root(context: &Context, flags: MemFlags, size: usize, imp: Box<dyn BufferImpl>) -> MemBuffer {
         let id = NEXT_BUFFER_ID.fetch_add(1, Ordering::Relaxed);
         let align = (context.device().info().mem_base_addr_align_bits / 8).max(1) as usize;
         let storage = Storage::Root(imp);
-        Ok(MemBuffer { inner: Arc::new(BufferInner { id, storage, size, flags, context: context.id(), align }) })
+        MemBuffer { inner: Arc::new(BufferInner { id, storage, size, flags, context: context.id(), align }) }
     }
 
     /// Creates a sub-buffer over `[origin, origin + size)` of this buffer

@@ -111,7 +111,12 @@ impl Queue {
         );
         // SAFETY: the properties were checked against the device's capabilities.
         let imp = unsafe { context.imp().queue_create(properties)? };
-        Ok(Queue {
+        Ok(Queue::from_imp(context, properties, imp))
+    }
+
+    /// Wraps an adapter queue of `context`.
+    pub(crate) fn from_imp(context: &Context, properties: QueueProperties, imp: Box<dyn QueueImpl>) -> Queue {
+        Queue {
             inner: Arc::new(QueueInner {
                 context: context.clone(),
                 properties,
@@ -119,7 +124,7 @@ impl Queue {
                 in_flight: Mutex::default(),
                 capture: CaptureSlot::default(),
             }),
-        })
+        }
     }
 
     /// The queue's context.

@@ -5,7 +5,9 @@
  * - OpenCL: clEnqueueFillBuffer (libOpenCL, opened with dlopen) on the
  *   cl_command_queue urQueueGetNativeHandle answers inside the callback, and
  *   clCommandFillBufferKHR into the cl_command_buffer_khr
- *   urCommandBufferGetNativeHandleExp answers, on the buffer's cl_mem;
+ *   urCommandBufferGetNativeHandleExp answers (the queue, with
+ *   clEnqueueFillBuffer, where command buffers are pre-planned eager
+ *   submissions), on the buffer's cl_mem;
  * - Vulkan: vkCmdFillBuffer (libvulkan) into the VkCommandBuffer they answer,
  *   on the buffer's VkBuffer;
  * - CUDA: cuMemsetD32Async (libcuda) on the CUstream, on the CUdeviceptr.
@@ -291,10 +293,20 @@ static void command_buffer(urt_env *env, bool in_order) {
   ur_mem_handle_t mem = words_buffer(env, 0), out = words_buffer(env, 0);
   ur_exp_command_buffer_handle_t cb = urt_command_buffer(env, false, in_order);
   /* OpenCL's target is the cl_command_buffer_khr being recorded where the
-   * driver has cl_khr_command_buffer, else (NVIDIA: ur-core's software
-   * command buffer) the queue at each submission (Vulkan's the
-   * VkCommandBuffer, which vkCmdFillBuffer takes as it is). */
-  bool recorded = env->backend == UR_BACKEND_OPENCL && has_extension(env, "cl_khr_command_buffer");
+   * device replays its driver's command buffers, else (pre-planned eager
+   * replay: PoCL's CPU devices, NVIDIA) the queue at each submission, and
+   * such a buffer has no native handle (Vulkan's the VkCommandBuffer, which
+   * vkCmdFillBuffer takes as it is). */
+  bool recorded = false;
+  if (env->backend == UR_BACKEND_OPENCL && has_extension(env, "cl_khr_command_buffer")) {
+    ur_exp_command_buffer_handle_t probe = urt_command_buffer(env, false, false);
+    ur_native_handle_t handle = 0;
+    URT_OK(urCommandBufferFinalizeExp(probe));
+    ur_result_t r = urCommandBufferGetNativeHandleExp(probe, &handle);
+    URT_CHECK(r == UR_RESULT_SUCCESS || r == UR_RESULT_ERROR_UNSUPPORTED_FEATURE, "native handle: %d", r);
+    recorded = r == UR_RESULT_SUCCESS;
+    URT_OK(urCommandBufferReleaseExp(probe));
+  }
   fill_job job = {env, mem, cb, 0, WORDS / 2, 0xA5u, recorded, 0, 0};
   uint32_t eleven = 0x11;
   ur_exp_command_buffer_sync_point_t filled = 0, native = 0;

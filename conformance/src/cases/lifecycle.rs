@@ -135,14 +135,21 @@ fn updatable_creation(env: &Env) -> CaseResult {
     Ok(())
 }
 
+/// The native object, which software and pre-planned buffers lack, and the
+/// replay path the device reports for it.
 fn native_handle(env: &Env) -> CaseResult {
     let cb = env.command_buffer(CommandBufferDesc::default())?;
     cb.finalize()?;
+    // A pre-planned buffer (OpenCL's planned replay path) has no driver object.
+    let planned = env.device().info().command_buffer.replay_path == ur::ReplayPath::Planned;
     match cb.support() {
-        CommandBufferSupport::Native => check!(cb.native_handle()?.0 != 0),
-        CommandBufferSupport::Emulated => check_err!(cb.native_handle(), UnsupportedFeature),
+        CommandBufferSupport::Native if !planned => check!(cb.native_handle()?.0 != 0),
+        _ => check_err!(cb.native_handle(), UnsupportedFeature),
     }
     check_eq!(cb.support(), env.device().info().command_buffer.support);
+    // Only the software command buffer reports the software replay path.
+    let software = env.device().info().command_buffer.replay_path == ur::ReplayPath::Software;
+    check_eq!(software, cb.support() == CommandBufferSupport::Emulated);
     Ok(())
 }
 

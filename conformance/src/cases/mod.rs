@@ -23,6 +23,7 @@ mod kernel_event_sync;
 mod large;
 mod lifecycle;
 mod memory_errors;
+mod native_adopt;
 mod native_command;
 mod objects;
 mod programs;
@@ -69,6 +70,7 @@ pub fn all() -> Vec<Case> {
         eager::cases,
         user_events::cases,
         native_command::cases,
+        native_adopt::cases,
         property::cases,
         stress::cases,
         large::cases,

@@ -26,7 +26,7 @@ use ur::{
     NativeTarget, UserEvent,
 };
 
-use crate::harness::{CaseError, CaseResult, Env, read_buffer};
+use crate::harness::{CaseError, CaseResult, Env, read, read_buffer};
 use crate::{Requires, cases, check, check_eq, check_err};
 
 pub(super) fn cases() -> Vec<crate::Case> {
@@ -41,6 +41,7 @@ pub(super) fn cases() -> Vec<crate::Case> {
         enqueue_panic_is_an_error,
         enqueue_misuse,
         append_fills_at_each_replay,
+        append_callback_runs_once => Requires::update(ur::UpdateCapabilities::KERNEL_ARGUMENTS),
         append_orders_with_sync_points,
         command_buffer_handle_inside_callback,
         append_misuse,
@@ -514,6 +515,67 @@ fn append_fills_at_each_replay(env: &Env) -> CaseResult {
     Ok(())
 }
 
+/// UR calls an appended native command's callback once, in the append:
+/// updates and replays (several in flight, as the OpenCL adapter keeps an
+/// instance per pending submission on some devices) reuse the work it
+/// recorded. Exceptions, documented in `ur_core::interop`: Vulkan records
+/// at finalize; where the callback's host work is the command (the CPU) or
+/// the buffer is a software one, it runs at each submission.
+fn append_callback_runs_once(env: &Env) -> CaseResult {
+    const N: usize = 32;
+    let queue = env.queue()?;
+    let (buf, out) = (words(env, 0)?, words(env, 0)?);
+    let target = env.usm_u32(N)?;
+    let kernel = env.kernel("fill")?;
+    let cb = env.updatable_command_buffer()?;
+    let args = [ur::KernelArg::Pointer(target.ptr()), ur::KernelArg::value(&5u32)];
+    // SAFETY: fill writes 32 u32s into a 32-u32 allocation.
+    let launch =
+        unsafe { cb.append_kernel_launch(&ur::KernelLaunch::new(&kernel, &[N], &args), &[], AppendOptions::new())? };
+    let handle =
+        launch.command.ok_or_else(|| CaseError::Fail("an updatable command buffer returned no handle".into()))?;
+    let calls = Arc::new(AtomicU32::new(0));
+    let (b, counter) = (buf.clone(), calls.clone());
+    // SAFETY: the callback fills the buffer, which the closure keeps alive.
+    let native = unsafe {
+        cb.append_native_command(None, &[launch.sync_point], move |s| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            native_fill(s, &b, 0, WORDS, 0x77);
+        })?
+    };
+    cb.append_buffer_copy(&buf, &out, 0, 0, WORDS * 4, AppendOptions::new().after(&[native]))?;
+    cb.finalize()?;
+    let once = match env.device().backend() {
+        Backend::Cpu => false,
+        _ => cb.support() == ur::CommandBufferSupport::Native,
+    };
+    let mut submissions = 0u32;
+    let check_calls = |submissions: u32, when: &str| -> CaseResult {
+        let expected = if once { 1 } else { submissions };
+        check_eq!(calls.load(Ordering::SeqCst), expected, "callback calls {when}");
+        Ok(())
+    };
+    check_calls(0, "after finalize")?;
+    for value in [5u32, 9] {
+        if value == 9 {
+            // SAFETY: the same 32 u32s, a new value.
+            unsafe {
+                cb.update_kernel_launches(&[ur::KernelLaunchUpdate::new(&handle).arg(1, ur::KernelArg::value(&value))])?
+            };
+        }
+        // Several submissions in flight, then one waited for.
+        let events = (0..3).map(|_| queue.enqueue_command_buffer(&cb, &[])).collect::<Result<Vec<_>, _>>()?;
+        submissions += 3;
+        for event in events {
+            event.wait()?;
+        }
+        check_eq!(read::<u32>(&queue, target.ptr(), N)?, vec![value; N], "the kernel's value");
+        check_eq!(read_buffer::<u32>(&queue, &out, 0, WORDS)?, vec![0x77u32; WORDS], "the native fill");
+        check_calls(submissions, &format!("after {submissions} submissions"))?;
+    }
+    Ok(())
+}
+
 /// Sync points order native work both ways: two native commands on
 /// overlapping ranges, each after the other's predecessor.
 fn append_orders_with_sync_points(env: &Env) -> CaseResult {
@@ -557,7 +619,10 @@ fn command_buffer_handle_inside_callback(env: &Env) -> CaseResult {
     check!(!seen.is_empty(), "the callback never ran");
     // Where each backend's native command-buffer work goes (software command
     // buffers: the queue running the submission).
-    let native = cb.support() == ur::CommandBufferSupport::Native;
+    // Pre-planned buffers (OpenCL's planned replay path) run native commands
+    // on the queue, as software ones do.
+    let native = cb.support() == ur::CommandBufferSupport::Native
+        && env.device().info().command_buffer.replay_path != ur::ReplayPath::Planned;
     let recording = |t: &NativeTarget| matches!(t, NativeTarget::Recording(_));
     let queue_target = |t: &NativeTarget| matches!(t, NativeTarget::Queue(_));
     for (target, _) in &seen {

@@ -1,0 +1,168 @@
+//! Adopting native OpenCL objects (`ur*CreateWithNativeHandle`, see
+//! `ur_core::adopt`): the driver is asked which context and device an
+//! object belongs to, and anything not of this context and device is
+//! refused. A shared handle is retained, so that the adopted object and
+//! the application each release their own reference.
+
+use std::sync::Arc;
+
+use cl3::info_type::InfoType;
+use cl3::types::{cl_command_queue, cl_context, cl_event, cl_int, cl_mem};
+use ur_core::adapter::{BufferImpl, EventImpl, QueueImpl};
+use ur_core::{AdoptedBuffer, MemFlags, NativeHandle, Ownership, QueueProperties, Result, UrError, err};
+
+use crate::context::{CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, CL_QUEUE_PROFILING_ENABLE, ClContext, Shared};
+use crate::conv::ClResultExt;
+use crate::device::DeviceShared;
+use crate::event::{ClEvent, RawEvent};
+use crate::memory::ClBuffer;
+use crate::queue::ClQueue;
+
+const CL_QUEUE_ON_DEVICE: u64 = 1 << 2;
+const CL_MEM_OBJECT_BUFFER: u32 = 0x10F0;
+const CL_MEM_READ_WRITE: u64 = 1 << 0;
+const CL_MEM_ALLOC_HOST_PTR: u64 = 1 << 4;
+
+/// A pointer-valued answer of a `clGet*Info` query.
+fn ptr(answer: std::result::Result<InfoType, cl_int>, what: &str) -> Result<isize> {
+    match answer.cl(what)? {
+        InfoType::Ptr(p) => Ok(p),
+        other => Err(err!(Unknown, "{what}: unexpected answer {other:?}")),
+    }
+}
+
+/// Takes a reference of our own unless the caller's is handed over.
+fn keep(ownership: Ownership, retain: impl FnOnce() -> std::result::Result<(), cl_int>, what: &str) -> Result<()> {
+    match ownership {
+        Ownership::Shared => retain().cl(what),
+        Ownership::Transferred => Ok(()),
+    }
+}
+
+/// Adopts a `cl_context` that holds `device`.
+///
+/// # Safety
+/// `handle` is a live `cl_context`.
+pub(crate) unsafe fn context(
+    device: Arc<DeviceShared>,
+    handle: NativeHandle,
+    ownership: Ownership,
+) -> Result<ClContext> {
+    let raw = handle.0 as cl_context;
+    let devices = match cl3::context::get_context_info(raw, cl3::context::CL_CONTEXT_DEVICES).cl("clGetContextInfo")? {
+        InfoType::VecIntPtr(devices) => devices,
+        other => return Err(err!(Unknown, "clGetContextInfo(CL_CONTEXT_DEVICES): unexpected answer {other:?}")),
+    };
+    if !devices.contains(&(device.id as isize)) {
+        return Err(err!(InvalidContext, "the native context does not hold the device {}", device.info.name));
+    }
+    // SAFETY: a live context (the contract).
+    keep(ownership, || unsafe { cl3::context::retain_context(raw) }, "clRetainContext")?;
+    let ids: Vec<_> = devices.iter().map(|d| *d as cl3::types::cl_device_id).collect();
+    ClContext::with_context(device, opencl3::context::Context::new(raw, &ids))
+}
+
+/// Adopts a host-side `cl_command_queue` of this context and device.
+///
+/// # Safety
+/// `handle` is a live `cl_command_queue`.
+pub(crate) unsafe fn queue(
+    shared: &Arc<Shared>,
+    handle: NativeHandle,
+    ownership: Ownership,
+) -> Result<(Box<dyn QueueImpl>, QueueProperties)> {
+    let raw = handle.0 as cl_command_queue;
+    let info = |name| cl3::command_queue::get_command_queue_info(raw, name);
+    let context = ptr(info(cl3::command_queue::CL_QUEUE_CONTEXT), "clGetCommandQueueInfo(CL_QUEUE_CONTEXT)")?;
+    let device = ptr(info(cl3::command_queue::CL_QUEUE_DEVICE), "clGetCommandQueueInfo(CL_QUEUE_DEVICE)")?;
+    if context != shared.context.get() as isize || device != shared.device.id as isize {
+        return Err(err!(InvalidQueue, "the native queue belongs to another context or device"));
+    }
+    let flags = match info(cl3::command_queue::CL_QUEUE_PROPERTIES).cl("clGetCommandQueueInfo(CL_QUEUE_PROPERTIES)")? {
+        InfoType::Ulong(flags) => flags,
+        other => return Err(err!(Unknown, "clGetCommandQueueInfo(CL_QUEUE_PROPERTIES): unexpected answer {other:?}")),
+    };
+    if flags & CL_QUEUE_ON_DEVICE != 0 {
+        return Err(err!(UnsupportedFeature, "device-side queues are not adopted (UR has none)"));
+    }
+    let properties = QueueProperties {
+        out_of_order: flags & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE != 0,
+        profiling: flags & CL_QUEUE_PROFILING_ENABLE != 0,
+    };
+    // SAFETY: a live queue (the contract).
+    keep(ownership, || unsafe { cl3::command_queue::retain_command_queue(raw) }, "clRetainCommandQueue")?;
+    Ok((Box::new(ClQueue::adopt(shared.clone(), raw, properties)), properties))
+}
+
+/// Adopts a root `cl_mem` buffer of this context that kernels may read and
+/// write.
+///
+/// # Safety
+/// `handle` is a live `cl_mem`.
+pub(crate) unsafe fn buffer(shared: &Shared, handle: NativeHandle, ownership: Ownership) -> Result<AdoptedBuffer> {
+    let raw = handle.0 as cl_mem;
+    let info = |name| cl3::memory::get_mem_object_info(raw, name);
+    let invalid = |why: &str| -> UrError { err!(InvalidMemObject, "the native memory object {why}") };
+    if ptr(info(cl3::memory::CL_MEM_CONTEXT), "clGetMemObjectInfo(CL_MEM_CONTEXT)")? != shared.context.get() as isize {
+        return Err(invalid("belongs to another context"));
+    }
+    if !matches!(
+        info(cl3::memory::CL_MEM_TYPE).cl("clGetMemObjectInfo(CL_MEM_TYPE)")?,
+        InfoType::Uint(CL_MEM_OBJECT_BUFFER)
+    ) {
+        return Err(invalid("is not a buffer"));
+    }
+    if ptr(info(cl3::memory::CL_MEM_ASSOCIATED_MEMOBJECT), "clGetMemObjectInfo(CL_MEM_ASSOCIATED_MEMOBJECT)")? != 0 {
+        return Err(err!(
+            UnsupportedFeature,
+            "a sub-buffer is not adopted: ur-core sub-buffers are views of adopted roots"
+        ));
+    }
+    let InfoType::Size(size) = info(cl3::memory::CL_MEM_SIZE).cl("clGetMemObjectInfo(CL_MEM_SIZE)")? else {
+        return Err(err!(Unknown, "clGetMemObjectInfo(CL_MEM_SIZE): unexpected answer"));
+    };
+    let InfoType::Ulong(cl_flags) = info(cl3::memory::CL_MEM_FLAGS).cl("clGetMemObjectInfo(CL_MEM_FLAGS)")? else {
+        return Err(err!(Unknown, "clGetMemObjectInfo(CL_MEM_FLAGS): unexpected answer"));
+    };
+    // The adapter's own copy and fill kernels write any buffer, whatever the
+    // access the application declared, so a read- or write-only object
+    // would be used against its flags.
+    if cl_flags & CL_MEM_READ_WRITE == 0 {
+        return Err(err!(
+            UnsupportedFeature,
+            "only CL_MEM_READ_WRITE buffers are adopted: the adapter's copy kernels read and write every buffer"
+        ));
+    }
+    let mut flags = MemFlags::READ_WRITE;
+    if cl_flags & CL_MEM_ALLOC_HOST_PTR != 0 {
+        flags |= MemFlags::ALLOC_HOST_POINTER;
+    }
+    // SAFETY: a live memory object (the contract).
+    keep(ownership, || unsafe { cl3::memory::retain_mem_object(raw) }, "clRetainMemObject")?;
+    let imp: Box<dyn BufferImpl> = Box::new(ClBuffer::adopt(raw));
+    Ok(AdoptedBuffer { imp, size, flags })
+}
+
+/// Adopts a `cl_event` of this context; it has profiling information when
+/// its queue profiles.
+///
+/// # Safety
+/// `handle` is a live `cl_event`.
+pub(crate) unsafe fn event(shared: &Shared, handle: NativeHandle, ownership: Ownership) -> Result<Arc<dyn EventImpl>> {
+    let raw = handle.0 as cl_event;
+    let info = |name| cl3::event::get_event_info(raw, name);
+    if ptr(info(cl3::event::CL_EVENT_CONTEXT), "clGetEventInfo(CL_EVENT_CONTEXT)")? != shared.context.get() as isize {
+        return Err(err!(InvalidEvent, "the native event belongs to another context"));
+    }
+    let queue = ptr(info(cl3::event::CL_EVENT_COMMAND_QUEUE), "clGetEventInfo(CL_EVENT_COMMAND_QUEUE)")?;
+    let profiling = queue != 0
+        && matches!(
+            cl3::command_queue::get_command_queue_info(queue as cl_command_queue, cl3::command_queue::CL_QUEUE_PROPERTIES),
+            Ok(InfoType::Ulong(flags)) if flags & CL_QUEUE_PROFILING_ENABLE != 0
+        );
+    // SAFETY: a live event (the contract).
+    keep(ownership, || unsafe { cl3::event::retain_event(raw) }, "clRetainEvent")?;
+    // SAFETY: a reference this event now owns.
+    let raw = unsafe { RawEvent::from_raw(raw) };
+    Ok(ClEvent::command(raw, profiling))
+}
