@@ -161,6 +161,9 @@ impl Queue {
     /// except blocking ones on the CPU (`InvalidOperation`). A queue recording
     /// into a SYCL graph or capturing a UR graph refuses native commands, as
     /// it refuses host waits (the graph layer has no native-command node).
+    /// The callback runs once and is dropped as soon as it has run (on the
+    /// CPU, by a thread of its own: it may hold the queue's last handle), so
+    /// a callback holding its own queue forms no cycle.
     ///
     /// # Safety
     /// The native work is unchecked: it must only touch memory that stays
@@ -175,7 +178,7 @@ impl Queue {
     ) -> Result<Event> {
         let mems = self.native_mems(mems)?;
         let resolved = resolve_wait_list(self.inner.context.id(), wait)?;
-        let native = NativeCommand::new(Arc::new(callback), mems, Owner::Queue(self.key()), None);
+        let native = NativeCommand::new(interop::run_once(callback), mems, Owner::Queue(self.key()), None);
         self.execute(Command::Native(native), &resolved)
     }
 
