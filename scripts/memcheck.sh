@@ -85,8 +85,9 @@ fi
 
 if [[ $what == all || $what == unit ]]; then
     # Each raw-pointer path of our `unsafe` code has a unit test; the test
-    # binaries run under memcheck, one thread each so that the report names
-    # the test. Names: crate:test-target:filter.
+    # binaries (the dev profile's, which `cargo test` has built in CI) run
+    # under memcheck, one thread each so that the report names the test.
+    # Names: crate:test-target:filter.
     units=(
         "ur-adapter-cpu:c_table:"          # the CPU kernel table: ABI reads, calls, argument arrays
         "ur-adapter-cpu:raw_paths:"        # CPU kernel argument packing, rect copies, fills, USM copies
@@ -96,11 +97,11 @@ if [[ $what == all || $what == unit ]]; then
     for unit in "${units[@]}"; do
         IFS=: read -r crate target filter <<<"$unit"
         if [[ $target == lib ]]; then sel=(--lib); else sel=(--test "$target"); fi
-        exe=$(cargo test --release -p "$crate" "${sel[@]}" --no-run --message-format=json 2>/dev/null |
+        exe=$(cargo test -p "$crate" "${sel[@]}" --no-run --message-format=json 2>/dev/null |
             sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -1)
         if [[ -z $exe ]]; then
             echo "memcheck: cannot build the tests of $crate ($target)" >&2
-            cargo test --release -p "$crate" "${sel[@]}" --no-run
+            cargo test -p "$crate" "${sel[@]}" --no-run
             exit 1
         fi
         check "unit-$crate-$target" "$exe" --test-threads 1 $filter
