@@ -91,7 +91,7 @@ if [[ $what == all || $what == unit ]]; then
     units=(
         "ur-adapter-cpu:c_table:"          # the CPU kernel table: ABI reads, calls, argument arrays
         "ur-adapter-cpu:raw_paths:"        # CPU kernel argument packing, rect copies, fills, USM copies
-        "ur-abi:lib:info::tests"           # the info-query size protocol's writes
+        "ur-abi:lib:info::tests --skip device_info" # the info-query size protocol's writes
         "ur-adapter-vulkan:raw_paths:"     # host-mapped status words, staging rect copies
     )
     for unit in "${units[@]}"; do
