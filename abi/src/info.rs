@@ -240,10 +240,8 @@ mod tests {
         unsafe { write_out(raw.as_mut_ptr().add(1).cast::<u64>(), 0x0102_0304_0506_0708, "out") }.unwrap();
         assert_eq!(raw[1..], 0x0102_0304_0506_0708u64.to_ne_bytes());
         // SAFETY: a null required out-parameter is refused before any write.
-        assert!(matches!(
-            unsafe { write_out(std::ptr::null_mut::<u32>(), 1, "out") },
-            Err(UrError::InvalidNullPointer(_))
-        ));
+        let null = unsafe { write_out(std::ptr::null_mut::<u32>(), 1, "out") };
+        assert!(matches!(null, Err(UrError::InvalidNullPointer(_))));
 
         let items = [10u32, 11, 12];
         let mut two = vec![0u32; 2].into_boxed_slice();
