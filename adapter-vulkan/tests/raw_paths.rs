@@ -7,14 +7,14 @@
 //! lavapipe); without one they are listed ignored with the reason, and fail
 //! when run anyway or when `UR_RS_REQUIRE_DEVICES` names `vulkan`.
 
+mod common;
+
 use std::borrow::Cow;
 
-use libtest_mimic::{Arguments, Failed, Trial};
-use ur_adapter_vulkan::VulkanAdapterFactory;
 use ur_core::{
-    AdapterEntry, AppendOptions, ArgKind, CommandBuffer, CommandBufferDesc, Context, Device, DeviceSelector, Kernel,
-    KernelArg, KernelLaunch, KernelSignature, Loader, MemBuffer, MemFlags, Program, ProgramBundle, ProgramSource,
-    Queue, QueueProperties, RectLayout, RectOffset, RectRegion, SpirvModule, UsmAllocation, UsmKind,
+    AppendOptions, ArgKind, CommandBuffer, CommandBufferDesc, Context, Device, Kernel, KernelArg, KernelLaunch,
+    KernelSignature, MemBuffer, MemFlags, Program, ProgramBundle, ProgramSource, Queue, QueueProperties, RectLayout,
+    RectOffset, RectRegion, SpirvModule, UsmAllocation, UsmKind,
 };
 
 /// `saxpy_local(LA: local, LB: local, Z, A: u32, X, Y)` of the conformance
@@ -22,42 +22,12 @@ use ur_core::{
 static SAXPY_LOCAL_SPV: &[u8] =
     include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/../conformance/src/kernels/vulkan/saxpy_local.spv"));
 
-type Test = fn(&Device);
-
 fn main() {
-    let args = Arguments::from_args();
-    let loader = Loader::load(&[AdapterEntry::Compiled(&VulkanAdapterFactory)], DeviceSelector::all());
-    let device = loader.devices().into_iter().next();
-    let required = std::env::var("UR_RS_REQUIRE_DEVICES").is_ok_and(|v| v.split(',').any(|d| d.trim() == "vulkan"));
-    let absent: Vec<&str> = loader.absent().iter().map(|a| a.reason.as_str()).collect();
-    let reason = format!("no Vulkan device ({})", absent.join("; "));
-    if device.is_none() {
-        println!("Vulkan device tests ignored: {reason}");
-    }
-    let tests: [(&str, Test); 3] = [
+    common::run(&[
         ("eager_status_words", eager_status_words),
         ("command_buffer_status_words", command_buffer_status_words),
         ("staging_copies_stay_inside_host_slices", staging_copies_stay_inside_host_slices),
-    ];
-    let trials = tests
-        .into_iter()
-        .map(|(name, test)| match &device {
-            Some(device) => {
-                let device = device.clone();
-                Trial::test(name, move || {
-                    test(&device);
-                    Ok(())
-                })
-            }
-            // Run anyway, or required here, it fails: it ran nothing.
-            None => {
-                let reason = reason.clone();
-                Trial::test(name, move || Err(Failed::from(format!("cannot run here: {reason}"))))
-                    .with_ignored_flag(!required)
-            }
-        })
-        .collect();
-    libtest_mimic::run(&args, trials).exit();
+    ]);
 }
 
 const N: usize = 64;
