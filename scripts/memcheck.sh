@@ -61,7 +61,7 @@ check() {
     if ((rc != 0)) || [[ ${errors:-1} != 0 ]]; then
         failed+=("$name")
         tail -n 30 "$logs/$name.out"
-        grep -v '^==[0-9]*== *by 0x[0-9A-F]*: \(call_once\|do_call\|catch_unwind\|UnknownInlinedFun\)' "$log" | head -n 400
+        grep -v '^==[0-9]*== *by 0x[0-9A-F]*: \(call_once\|do_call\|catch_unwind\|UnknownInlinedFun\)' "$log" | head -n 400 || true
     fi
 }
 
