@@ -32,8 +32,8 @@ fi
 
 # Errors exit with 97 (a failing case exits 1, no device 2); leaks count as
 # errors only when definite: a "possibly lost" block is a pointer into an
-# object that worker threads still running at exit hold (rayon's pool, the
-# drivers' threads), not a leak.
+# object that threads still running at exit hold (the CPU adapter's workers,
+# the drivers' threads), not a leak.
 vg=(valgrind --tool=memcheck --error-exitcode=97 --leak-check=full --errors-for-leak-kinds=definite
     --show-leak-kinds=definite --track-origins=no --num-callers=40 --gen-suppressions=all -s
     --suppressions="$root/scripts/memcheck.supp")
