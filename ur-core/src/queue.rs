@@ -185,7 +185,10 @@ impl Queue {
     /// [`CommandBuffer::append_native_command`]'s rules, so the callback runs
     /// when that backend's command buffers call it); a queue recording into a
     /// graph of the graph layer refuses it (`InvalidOperation`: the graph
-    /// layer has no native-command node).
+    /// layer has no native-command node). Executed, the callback runs once and
+    /// is dropped as soon as it has run (on the CPU, by a thread of its own:
+    /// it may hold the queue's last handle), so a callback holding its own
+    /// queue forms no cycle.
     ///
     /// # Safety
     /// The native work is unchecked: it must only touch memory that stays
@@ -199,7 +202,11 @@ impl Queue {
         callback: impl Fn(&NativeScope<'_>) + Send + Sync + 'static,
     ) -> Result<Event> {
         let mems = self.native_mems(mems)?;
-        let native = NativeCommand::new(Arc::new(callback), mems, Owner::Queue(self.key()), None);
+        // A captured callback runs at each execution where the backend calls
+        // it per run; an executed one runs once and must not outlive its run.
+        let captured = self.inner.capture.is_active() || wait.iter().any(|e| capture::is_captured(e));
+        let callback: Arc<interop::NativeFn> = if captured { Arc::new(callback) } else { interop::run_once(callback) };
+        let native = NativeCommand::new(callback, mems, Owner::Queue(self.key()), None);
         self.submit(Command::Native(native), wait)
     }
 
