@@ -431,7 +431,7 @@ impl UserEventImpl for CudaUserEvent {
 /// Whether work waiting for `event` may wait for the host: `event` is a user
 /// event not yet complete, or a command that waited for one and has not run.
 pub(crate) fn is_held(event: &dyn EventImpl) -> bool {
-    let any = event as &dyn Any;
+    let any = ur_core::adapter::unwrap_object(event as &dyn Any);
     if let Some(e) = any.downcast_ref::<CudaEvent>() {
         return e.is_held();
     }
@@ -440,7 +440,7 @@ pub(crate) fn is_held(event: &dyn EventImpl) -> bool {
 
 /// Makes `stream` wait for `event` (an event of this adapter).
 pub(crate) fn stream_wait(stream: sys::CUstream, event: &dyn EventImpl) -> Result<()> {
-    let any = event as &dyn Any;
+    let any = ur_core::adapter::unwrap_object(event as &dyn Any);
     if let Some(e) = any.downcast_ref::<CudaEvent>() {
         return driver::stream_wait_event(stream, e.end().raw());
     }
@@ -452,7 +452,7 @@ pub(crate) fn stream_wait(stream: sys::CUstream, event: &dyn EventImpl) -> Resul
 
 /// The CUDA event a graph's event-wait node waits on to wait for `event`.
 pub(crate) fn graph_wait_event(event: &dyn EventImpl) -> Result<sys::CUevent> {
-    let any = event as &dyn Any;
+    let any = ur_core::adapter::unwrap_object(event as &dyn Any);
     if let Some(e) = any.downcast_ref::<CudaEvent>() {
         return Ok(e.end().raw());
     }

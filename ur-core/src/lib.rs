@@ -34,6 +34,8 @@ pub mod cpu_table;
 pub mod device;
 pub mod error;
 pub mod event;
+#[cfg(feature = "fault-injection")]
+pub mod faults;
 pub mod graph;
 pub mod interop;
 pub mod launch;
