@@ -19,7 +19,10 @@
 //! - the **graph layer** ([`graph`]): SYCL's `command_graph` (explicit
 //!   building, queue recording, host tasks, sub-graphs, updates,
 //!   graph-owned memory, DOT output) on top of the public API, so it runs on
-//!   every adapter.
+//!   every adapter;
+//! - with the cargo feature `fault-injection`, for tests, the **fault
+//!   injector** ([`faults`]): a wrapper around an adapter that fails chosen
+//!   calls as a driver would and counts each context's live adapter objects.
 //!
 //! Applications usually depend on the `ur` crate, which re-exports this one
 //! and registers the adapters its features compile in.
