@@ -378,7 +378,7 @@ pub fn downcast<'a, T: Any>(object: &'a dyn Any, what: &str) -> Result<&'a T> {
 
 /// The adapter's own object behind `object`: `object` itself, except for
 /// the objects of a device wrapped for fault injection (feature
-/// `fault-injection`, [`crate::faults`]), which are seen through. Adapters
+/// `fault-injection`, `ur_core::faults`), which are seen through. Adapters
 /// that downcast without [`downcast`] call this first.
 pub fn unwrap_object(object: &dyn Any) -> &dyn Any {
     #[cfg(feature = "fault-injection")]

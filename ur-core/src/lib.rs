@@ -21,7 +21,7 @@
 //!   graph-owned memory, DOT output) on top of the public API, so it runs on
 //!   every adapter;
 //! - with the cargo feature `fault-injection`, for tests, the **fault
-//!   injector** ([`faults`]): a wrapper around an adapter that fails chosen
+//!   injector** (module `faults`): a wrapper around an adapter that fails chosen
 //!   calls as a driver would and counts each context's live adapter objects.
 //!
 //! Applications usually depend on the `ur` crate, which re-exports this one
