@@ -157,14 +157,18 @@ fn settle(fx: &Fixture, want: LiveObjects) -> LiveObjects {
     }
 }
 
-/// Whether a failure of `kind` may leave the caller's run unaffected, its
-/// results exact: a wait that orders host work (a host task's start) failed
-/// after the event it waited for had ended, so the order held; or a queue's
-/// `finish` at its release (an executable graph's worker queue), which a
-/// drop cannot return (ur-core logs it). Every other kind must reach the
-/// caller.
-fn absorbable(kind: CallKind) -> bool {
-    matches!(kind, CallKind::EventWait | CallKind::Finish)
+/// Whether a failure of `kind`, on the thread named `thread`, may leave the
+/// caller's run unaffected, its results exact: a host task's wait for its
+/// dependencies (on its `ur-host-task` thread) that failed after they had
+/// ended, so the order held; or a queue's `finish` at its release (an
+/// executable graph's worker queue), which a drop cannot return (ur-core logs
+/// it). Every other failure must reach the caller.
+fn absorbable(kind: CallKind, thread: Option<&str>) -> bool {
+    match kind {
+        CallKind::EventWait => thread == Some("ur-host-task"),
+        CallKind::Finish => true,
+        _ => false,
+    }
 }
 
 /// Whether `got` is the injected error `fired`: same code, same message
@@ -220,7 +224,7 @@ fn sweep(device: &Device, name: &str, scenario: Scenario) -> Result<(), Failed> 
             match (&fired, result) {
                 (None, Ok(())) => not_reached += 1,
                 (None, Err(e)) => problems.push(format!("{at}: not reached, yet the run failed: {e}")),
-                (Some(_), Ok(())) if absorbable(kind) => {
+                (Some(_), Ok(())) if absorbable(kind, injector.fired_on().as_deref()) => {
                     tally.injected += 1;
                     tally.absorbed += 1;
                 }

@@ -163,6 +163,8 @@ struct Armed {
     /// Calls of the fault's kind since it was armed.
     seen: u64,
     fired: Option<UrError>,
+    /// The name of the thread the fault fired on.
+    fired_on: Option<String>,
 }
 
 const CALL_KINDS: usize = 21;
@@ -184,7 +186,7 @@ impl FaultInjector {
 
     /// Arms `fault`, replacing any armed one; its count starts now.
     pub fn arm(&self, fault: Fault) {
-        *self.inner.state.lock() = Armed { fault: Some(fault), seen: 0, fired: None };
+        *self.inner.state.lock() = Armed { fault: Some(fault), seen: 0, fired: None, fired_on: None };
     }
 
     /// Disarms and returns the error injected since [`arm`](Self::arm), if one was.
@@ -192,6 +194,14 @@ impl FaultInjector {
         let mut state = self.inner.state.lock();
         state.fault = None;
         state.fired.take()
+    }
+
+    /// The name of the thread the last injected fault fired on (`None` for
+    /// an unnamed thread, or before any fired): tells a failure in a worker
+    /// thread of the runtime (a host task's `ur-host-task`) from one in the
+    /// caller's.
+    pub fn fired_on(&self) -> Option<String> {
+        self.inner.state.lock().fired_on.clone()
     }
 
     /// Calls of `kind` made so far through this injector (injected ones included).
@@ -220,6 +230,7 @@ impl FaultInjector {
         state.fault = None;
         let error = (fault.error)(Detail::msg(format!("{INJECTED} {kind} (call {} of its kind)", fault.nth)));
         state.fired = Some(error.clone());
+        state.fired_on = std::thread::current().name().map(str::to_owned);
         // Where the call came from, with RUST_BACKTRACE=1: what to look at
         // when an injected failure does not reach the caller.
         tracing::debug!(%kind, nth = fault.nth, backtrace = %std::backtrace::Backtrace::capture(), "fault injected");

@@ -49,6 +49,7 @@ fn a_failed_wait_does_not_start_a_host_task_early() {
     let e = done.wait().unwrap_err();
     assert!(matches!(e, UrError::DeviceLost(_)) && injected(&e, CallKind::EventWait), "{e}");
     assert!(!ran.load(Ordering::SeqCst), "the task ran before its dependency ended");
+    assert_eq!(injector.fired_on().as_deref(), Some("ur-host-task"));
     gate.complete().unwrap();
     queue.finish().unwrap();
     assert!(!ran.load(Ordering::SeqCst));
