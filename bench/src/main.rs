@@ -8,6 +8,7 @@
 //! nothing here asserts a timing.
 
 mod alloc;
+mod buffers;
 mod kernels;
 mod raw;
 mod report;
@@ -37,7 +38,7 @@ struct Cli {
     #[arg(long, default_value = "target/bench")]
     out: PathBuf,
     /// Only these benchmark groups (submission, raw, finalize, update, cpu_per_node,
-    /// submit_graph, sin_kernel_graph, perf_scaling); repeatable.
+    /// submit_graph, sin_kernel_graph, perf_scaling, buffers); repeatable.
     #[arg(long)]
     only: Vec<String>,
     /// Leave out the emulated (software command buffer) view of native devices.
@@ -173,6 +174,9 @@ fn main() -> ExitCode {
         // Results of the one-worker child belong to the native view's table.
         text += &report::device_tables(&own, &device.to_string(), &notes, &skipped);
         records.extend(own);
+    }
+    if wanted("buffers") {
+        text += &buffers::run(plan.repeats, cli.quick, &mut records);
     }
     print!("{text}");
     if let Err(e) = std::fs::create_dir_all(&cli.out) {
