@@ -219,7 +219,8 @@ impl Run {
         for &index in &self.graph.waiting {
             let node = &self.graph.nodes[index as usize];
             for event in node.wait_events.iter().filter_map(Event::resolve) {
-                let Some(event) = (&*event as &dyn Any).downcast_ref::<CpuEvent>() else {
+                let Some(event) = ur_core::adapter::unwrap_object(&*event as &dyn Any).downcast_ref::<CpuEvent>()
+                else {
                     self.fail(ur_core::err!(
                         InvalidEvent,
                         "a wait event of command {index} belongs to another adapter"

@@ -365,9 +365,12 @@ impl CommandBufferImpl for ClCommandBuffer {
                         Ok(unsafe { RawEvent::from_raw(event) })
                     };
                     match &segment.kernels {
-                        Some(kernels) => {
-                            one_launch::enqueue_exclusive(&kernels.borrow().names, wait.handles(), enqueue)?
-                        }
+                        Some(kernels) => one_launch::enqueue_exclusive(
+                            self.shared.context.get(),
+                            &kernels.borrow().names,
+                            wait.handles(),
+                            enqueue,
+                        )?,
                         None => enqueue(wait.handles())?,
                     }
                 }

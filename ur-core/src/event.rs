@@ -155,6 +155,17 @@ impl Event {
             .map_err(|e| crate::err!(OutOfResources, "cannot start an event-callback thread: {e}"))
     }
 
+    /// Waits as a wait list does, for the host work that must start after
+    /// this event: the event's own failure is not returned (wait lists order,
+    /// they do not propagate failure), but a wait that failed before the
+    /// event ended is, since what waits must then not start.
+    pub(crate) fn wait_to_order(&self) -> Result<()> {
+        match self.wait() {
+            Err(e) if !self.status().is_terminal() => Err(e),
+            _ => Ok(()),
+        }
+    }
+
     /// Whether both handles are the same event.
     pub fn same_event(&self, other: &Event) -> bool {
         Arc::ptr_eq(&self.imp, &other.imp)
@@ -211,6 +222,12 @@ impl UserEvent {
     /// if it was already completed.
     pub fn fail(&self, message: impl Into<String>) -> Result<()> {
         self.finish(Err(UrError::AdapterSpecific(crate::error::Detail::msg(message.into()))))
+    }
+
+    /// Fails the event with `error` itself, keeping its code;
+    /// `InvalidOperation` if it was already completed.
+    pub(crate) fn fail_with(&self, error: UrError) -> Result<()> {
+        self.finish(Err(error))
     }
 
     fn finish(&self, result: Result<()>) -> Result<()> {

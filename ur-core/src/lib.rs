@@ -21,7 +21,10 @@
 //! - the **graph layer** ([`graph`]): SYCL's `command_graph` (explicit
 //!   building, queue recording, host tasks, sub-graphs, updates,
 //!   graph-owned memory, DOT output) on top of the public API, so it runs on
-//!   every adapter.
+//!   every adapter;
+//! - with the cargo feature `fault-injection`, for tests, the **fault
+//!   injector** (module `faults`): a wrapper around an adapter that fails chosen
+//!   calls as a driver would and counts each context's live adapter objects.
 //!
 //! Applications usually depend on the `ur` crate, which re-exports this one
 //! and registers the adapters its features compile in.
@@ -38,6 +41,8 @@ pub mod cpu_table;
 pub mod device;
 pub mod error;
 pub mod event;
+#[cfg(feature = "fault-injection")]
+pub mod faults;
 pub mod graph;
 pub mod interop;
 pub mod launch;
