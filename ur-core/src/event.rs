@@ -55,12 +55,13 @@ pub struct ProfilingInfo {
 pub struct Event {
     imp: Arc<dyn EventImpl>,
     context: ContextId,
+    _live: crate::live::Live<{ crate::live::EVENT }>,
 }
 
 impl Event {
     /// Wraps an adapter event of `context`.
     pub fn from_imp(imp: Arc<dyn EventImpl>, context: &Context) -> Event {
-        Event { imp, context: context.id() }
+        Event { imp, context: context.id(), _live: crate::live::Live::new() }
     }
 
     /// Blocks until the command completes; returns the command's error if it failed.
@@ -119,7 +120,7 @@ impl Event {
         }
         if let Some(span) = any.downcast_ref::<SpanEvent>() {
             // A graph's span may end in a software command buffer's span.
-            return Event { imp: span.last.clone(), context: self.context }.resolve();
+            return Event { imp: span.last.clone(), context: self.context, _live: crate::live::Live::new() }.resolve();
         }
         Some(self.imp.clone())
     }

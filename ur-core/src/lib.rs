@@ -37,6 +37,7 @@ pub mod event;
 pub mod graph;
 pub mod interop;
 pub mod launch;
+pub mod live;
 pub mod loader;
 pub mod memory;
 pub mod native;
@@ -66,6 +67,7 @@ pub use event::{Event, EventStatus, ProfilingInfo, UserEvent};
 pub use graph::CapturedGraph;
 pub use interop::{NativeCommand, NativeFn, NativeScope, NativeTarget};
 pub use launch::{ArgValue, KernelArg, KernelCommand, KernelLaunch};
+pub use live::{LiveObjects, live_objects};
 pub use loader::{AbsentAdapter, AdapterEntry, Loader};
 pub use memory::{
     BufferMapping, HostPtr, MapFlags, MemBuffer, MemFlags, MemLoc, MigrationFlags, UsmAdvice, UsmAllocation, UsmKind,

@@ -66,6 +66,7 @@ struct QueueInner {
     in_flight: Mutex<VecDeque<(Arc<dyn EventImpl>, KeepAlive)>>,
     /// The graph this queue records into, if any.
     recording: RecordingSlot,
+    _live: crate::live::Live<{ crate::live::QUEUE }>,
 }
 
 /// A queue handle that does not keep the queue alive (held by the graphs it
@@ -116,6 +117,7 @@ impl Queue {
                 imp,
                 in_flight: Mutex::default(),
                 recording: RecordingSlot::default(),
+                _live: crate::live::Live::new(),
             }),
         })
     }
