@@ -20,7 +20,7 @@ use ur::{
     LiveObjects, SyncPoint, UpdateCapabilities, UrError, UsmAllocation, UsmKind, UsmPtr,
 };
 
-use crate::suites::Target;
+use crate::suites::{Target, resident_bytes};
 
 /// Every this many submissions is the graph's; the others the command buffer's.
 const GRAPH_EVERY: u64 = 4;
@@ -72,13 +72,6 @@ impl Sample {
             l.kernels
         )
     }
-}
-
-/// Resident set of this process in bytes (`/proc/self/statm`, Linux).
-fn resident_bytes() -> Option<u64> {
-    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
-    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
-    Some(pages * 4096)
 }
 
 /// The updatable command buffer of the workload and its first kernel's handle.
