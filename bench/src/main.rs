@@ -12,6 +12,7 @@ mod buffers;
 mod kernels;
 mod raw;
 mod report;
+mod soak;
 mod stats;
 mod suites;
 
@@ -38,12 +39,15 @@ struct Cli {
     #[arg(long, default_value = "target/bench")]
     out: PathBuf,
     /// Only these benchmark groups (submission, raw, finalize, update, cpu_per_node,
-    /// submit_graph, sin_kernel_graph, perf_scaling, buffers); repeatable.
+    /// submit_graph, sin_kernel_graph, perf_scaling, buffers, soak); repeatable.
     #[arg(long)]
     only: Vec<String>,
     /// Leave out the emulated (software command buffer) view of native devices.
     #[arg(long)]
     no_emulated: bool,
+    /// Submissions of the soak group, which runs only when `--only soak` names it.
+    #[arg(long, default_value_t = 1_000_000)]
+    soak_submissions: u64,
     /// Internal: measure the CPU adapter's per-node overhead in this process and
     /// print JSON records (used to run it with one worker).
     #[arg(long, hide = true)]
@@ -170,6 +174,9 @@ fn main() -> ExitCode {
         }
         if wanted("perf_scaling") {
             note("perf_scaling", suites::perf_scaling(&target, r, &plan.scaling, &mut own).map_err(|e| e.to_string()));
+        }
+        if cli.only.iter().any(|o| o == "soak") {
+            note("soak", soak::run(&target, cli.soak_submissions));
         }
         // Results of the one-worker child belong to the native view's table.
         text += &report::device_tables(&own, &device.to_string(), &notes, &skipped);

@@ -235,7 +235,7 @@ pub fn finalize(t: &Target, repeats: Repeats, sizes: &[usize], out: &mut Vec<Rec
 }
 
 /// Resident memory of this process (Linux), for memory per command.
-fn resident_bytes() -> Option<u64> {
+pub(crate) fn resident_bytes() -> Option<u64> {
     let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
     let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
     Some(pages * 4096)

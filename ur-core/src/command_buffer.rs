@@ -250,6 +250,7 @@ struct CommandBufferInner {
     desc: CommandBufferDesc,
     support: CommandBufferSupport,
     state: Mutex<State>,
+    _live: crate::live::Live<{ crate::live::COMMAND_BUFFER }>,
 }
 
 struct State {
@@ -301,6 +302,7 @@ impl CommandBuffer {
                 desc,
                 support: caps.support,
                 state: Mutex::new(State { finalized: false, records: Vec::new(), imp }),
+                _live: crate::live::Live::new(),
             }),
         })
     }

@@ -29,6 +29,7 @@ struct ContextInner {
     device: Device,
     imp: Arc<dyn ContextImpl>,
     tracker: Arc<AllocationTracker>,
+    _live: crate::live::Live<{ crate::live::CONTEXT }>,
 }
 
 impl Context {
@@ -48,6 +49,7 @@ impl Context {
                 device: device.clone(),
                 imp,
                 tracker: Arc::default(),
+                _live: crate::live::Live::new(),
             }),
         }
     }

@@ -55,6 +55,7 @@ pub struct ProfilingInfo {
 pub struct Event {
     imp: Arc<dyn EventImpl>,
     context: ContextId,
+    _live: crate::live::Live<{ crate::live::EVENT }>,
 }
 
 impl Event {
@@ -71,12 +72,12 @@ impl Event {
         );
         let parts = parts.iter().map(|p| p.imp.clone()).collect();
         let imp = Arc::new(SpanEvent { first: first.imp.clone(), last: last.imp.clone(), profiled, parts });
-        Ok(Event { imp, context: first.context })
+        Ok(Event { imp, context: first.context, _live: crate::live::Live::new() })
     }
 
     /// Wraps an adapter event of `context`.
     pub fn from_imp(imp: Arc<dyn EventImpl>, context: &Context) -> Event {
-        Event { imp, context: context.id() }
+        Event { imp, context: context.id(), _live: crate::live::Live::new() }
     }
 
     /// Blocks until the command completes; returns the command's error if it failed.
@@ -135,7 +136,7 @@ impl Event {
         }
         if let Some(span) = any.downcast_ref::<SpanEvent>() {
             // A graph's span may end in a software command buffer's span.
-            return Event { imp: span.last.clone(), context: self.context }.resolve();
+            return Event { imp: span.last.clone(), context: self.context, _live: crate::live::Live::new() }.resolve();
         }
         Some(self.imp.clone())
     }

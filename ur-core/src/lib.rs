@@ -46,6 +46,7 @@ pub mod faults;
 pub mod graph;
 pub mod interop;
 pub mod launch;
+pub mod live;
 pub mod loader;
 pub mod memory;
 pub mod native;
@@ -76,6 +77,7 @@ pub use error::{Detail, Result, UrError};
 pub use event::{Event, EventStatus, ProfilingInfo, UserEvent};
 pub use interop::{NativeCommand, NativeFn, NativeScope, NativeTarget};
 pub use launch::{ArgValue, KernelArg, KernelCommand, KernelLaunch, LocalSizeOrigin};
+pub use live::{LiveObjects, live_objects};
 pub use loader::{AbsentAdapter, AdapterEntry, Loader};
 pub use memory::{
     BufferMapping, HostPtr, MapFlags, MemBuffer, MemFlags, MemLoc, MigrationFlags, UsmAdvice, UsmAllocation, UsmKind,

@@ -80,6 +80,7 @@ struct QueueInner {
     recording: RecordingSlot,
     /// The UR graph this queue captures into, if any.
     capture: CaptureSlot,
+    _live: crate::live::Live<{ crate::live::QUEUE }>,
 }
 
 /// A queue handle that does not keep the queue alive (held by the graphs it
@@ -137,6 +138,7 @@ impl Queue {
                 in_flight: Mutex::default(),
                 recording: RecordingSlot::default(),
                 capture: CaptureSlot::default(),
+                _live: crate::live::Live::new(),
             }),
         }
     }
