@@ -90,6 +90,11 @@ impl Plan {
 }
 
 fn main() -> ExitCode {
+    // Diagnostics (what an update re-recorded, ...) with UR_LOG, as for ur-conformance.
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_env("UR_LOG"))
+        .with_writer(std::io::stderr)
+        .init();
     let cli = Cli::parse();
     let plan = Plan::new(cli.quick);
     if let Some(variant) = &cli.child_per_node {
@@ -172,7 +177,9 @@ fn main() -> ExitCode {
         };
         let ok = |r: Result<(), UrError>| r.map(|()| None).map_err(|e| e.to_string());
         group("submission", &mut |out| ok(suites::submission(&target, r, &plan.submission, out)));
-        group("raw", &mut |out| suites::raw(&target, r, &plan.submission, out).map(|m| Some(format!("raw baseline: {m}"))));
+        group("raw", &mut |out| {
+            suites::raw(&target, r, &plan.submission, out).map(|m| Some(format!("raw baseline: {m}")))
+        });
         group("finalize", &mut |out| ok(suites::finalize(&target, r, &plan.finalize, out)));
         group("update", &mut |out| suites::update(&target, r, &plan.update, out).map(|()| None));
         if device.backend() == Backend::Cpu {
@@ -187,7 +194,9 @@ fn main() -> ExitCode {
             });
         }
         group("submit_graph", &mut |out| ok(suites::submit_graph(&target, r, &plan.submit_graph, out)));
-        group("sin_kernel_graph", &mut |out| suites::sin_kernel_graph(&target, r, &plan.sin_kernel_graph, out).map(|()| None));
+        group("sin_kernel_graph", &mut |out| {
+            suites::sin_kernel_graph(&target, r, &plan.sin_kernel_graph, out).map(|()| None)
+        });
         group("perf_scaling", &mut |out| ok(suites::perf_scaling(&target, r, &plan.scaling, out)));
         emit(&report::device_notes(&notes, &skipped));
     }
