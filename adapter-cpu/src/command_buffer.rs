@@ -4,10 +4,10 @@
 //! update never reaches a submission in flight. An update costs what it
 //! changes, however large the graph: it edits the graph in place when no run
 //! holds it, and otherwise queues the change, which the next enqueue applies
-//! (copying the graph first only if a run still holds it then). A run starts when its wait list, the previous run
-//! of the same buffer and the queue's ordering allow; then every node whose
-//! counter (predecessors plus unfinished wait events) reaches zero runs. A
-//! worker that finishes a node runs the first successor it makes ready itself
+//! (copying the graph first only if a run still holds it then). A run starts
+//! when its wait list, the previous run of the same buffer and the queue's
+//! ordering allow; then every node whose counter (predecessors plus
+//! unfinished wait events) reaches zero runs. A worker that finishes a node runs the first successor it makes ready itself
 //! and hands the others to the pool, so chains run without scheduling.
 //!
 //! When a node fails (a kernel panics), the rest of the run is skipped and
@@ -22,11 +22,11 @@ use parking_lot::Mutex;
 use smallvec::SmallVec;
 use ur_core::adapter::{CommandBufferImpl, EventImpl, KernelUpdate, QueueImpl, downcast};
 use ur_core::event::execution_error;
-use ur_core::{Backend, Command, CommandBufferDesc, Event, Kernel, NativeHandle, Result, UrError};
+use ur_core::{Backend, Command, CommandBufferDesc, Event, Kernel, NativeHandle, NativeKernelFn, Result, UrError};
 
 use crate::event::CpuEvent;
 use crate::exec;
-use crate::pool::Pool;
+use crate::pool::{Pool, RawTask, Task};
 use crate::queue::{CpuQueue, cpu_events};
 
 #[derive(Clone)]
@@ -38,6 +38,8 @@ struct Node {
     signal: Option<Arc<CpuEvent>>,
     /// Ready as soon as its one predecessor finishes: no counter to decrement.
     sole_predecessor: bool,
+    /// The kernel's function, looked up at finalize and update.
+    func: Option<NativeKernelFn>,
 }
 
 #[derive(Clone, Default)]
@@ -50,6 +52,9 @@ struct Graph {
     roots: Vec<u32>,
     /// Nodes with wait events.
     waiting: Vec<u32>,
+    /// Nodes with signal events (fixed once finalized: an update may only
+    /// replace the event of a command appended with one).
+    signals: Vec<u32>,
 }
 
 impl Graph {
@@ -59,9 +64,14 @@ impl Graph {
         self.initial_counters.clear();
         self.roots.clear();
         self.waiting.clear();
+        self.signals.clear();
         for (index, node) in self.nodes.iter_mut().enumerate() {
+            if node.signal.is_some() {
+                self.signals.push(index as u32);
+            }
             let waits = !node.wait_events.is_empty();
             node.sole_predecessor = node.predecessors == 1 && !waits;
+            node.func = exec::kernel_fn(&node.command);
             self.initial_counters.push(node.predecessors + u32::from(waits));
             if waits {
                 self.waiting.push(index as u32);
@@ -82,7 +92,10 @@ enum Change {
 impl Change {
     fn apply(self, node: &mut Node) {
         match self {
-            Change::Command(command) => node.command = command,
+            Change::Command(command) => {
+                node.func = exec::kernel_fn(&command);
+                node.command = command;
+            }
             Change::Signal(signal) => node.signal = Some(signal),
             Change::WaitEvents(events) => node.wait_events = events,
         }
@@ -169,6 +182,7 @@ impl CommandBufferImpl for CpuCommandBuffer {
             wait_events: wait_events.to_vec(),
             signal: signal.clone(),
             sole_predecessor: false,
+            func: None,
         });
         Ok(signal.map(|s| s as Arc<dyn EventImpl>))
     }
@@ -184,7 +198,17 @@ impl CommandBufferImpl for CpuCommandBuffer {
         cpu_events(wait)?;
         self.apply_pending();
         let done = CpuEvent::pending(queue.profiling());
-        let generations = self.graph.nodes.iter().map(|n| n.signal.as_ref().map_or(0, |s| s.rearm())).collect();
+        // Only nodes with signal events read their generation: a graph
+        // without them pays no pass over its nodes here.
+        let mut generations = Vec::new();
+        if !self.graph.signals.is_empty() {
+            generations.resize(self.graph.nodes.len(), 0);
+            for &index in &self.graph.signals {
+                if let Some(signal) = &self.graph.nodes[index as usize].signal {
+                    generations[index as usize] = signal.rearm();
+                }
+            }
+        }
         let run = Arc::new(Run {
             graph: self.graph.clone(),
             generations,
@@ -227,10 +251,16 @@ impl CommandBufferImpl for CpuCommandBuffer {
     }
 }
 
+/// The `list` of a span of the roots.
+const ROOTS: u32 = u32::MAX;
+/// The `list` of a span that is one node made ready by a wait event.
+const READY: u32 = u32::MAX - 1;
+
 /// One execution of a graph snapshot.
 struct Run {
     graph: Arc<Graph>,
-    /// The generation each node's signal event was armed with.
+    /// The generation each node's signal event was armed with (empty when
+    /// no node has one).
     generations: Vec<u64>,
     counters: Box<[AtomicU32]>,
     remaining: AtomicUsize,
@@ -249,7 +279,6 @@ impl Run {
             self.done.finish(1, Ok(()));
             return;
         }
-        let mut ready: SmallVec<[u32; 8]> = SmallVec::from_slice(&self.graph.roots);
         for &index in &self.graph.waiting {
             let node = &self.graph.nodes[index as usize];
             for event in node.wait_events.iter().filter_map(Event::resolve) {
@@ -267,29 +296,67 @@ impl Run {
                 }
             }
             // Drop the count that held the node back while registering.
-            if self.counters[index as usize].fetch_sub(1, Ordering::AcqRel) == 1 {
-                ready.push(index);
-            }
+            self.release(index);
         }
-        self.run_ready(ready);
+        let roots = self.graph.roots.len() as u32;
+        self.run_span(ROOTS, 0, roots);
     }
 
     /// One dependency of `index` completed.
     fn release(self: &Arc<Self>, index: u32) {
         if self.counters[index as usize].fetch_sub(1, Ordering::AcqRel) == 1 {
-            let run = self.clone();
-            self.pool.spawn(move || run.run_chain(index));
+            self.spawn_span(READY, index, index + 1);
         }
     }
 
-    fn run_ready(self: &Arc<Self>, ready: SmallVec<[u32; 8]>) {
-        let mut ready = ready.into_iter();
-        let Some(first) = ready.next() else { return };
-        for index in ready {
-            let run = self.clone();
-            self.pool.spawn(move || run.run_chain(index));
+    /// Hands a span to the pool; the task holds a reference to the run.
+    fn spawn_span(self: &Arc<Self>, list: u32, lo: u32, hi: u32) {
+        let data = Arc::into_raw(self.clone()).cast::<()>();
+        self.pool.push(Task::Raw(RawTask { run: Run::span_task, data, a: list, b: lo, c: hi }));
+    }
+
+    /// # Safety
+    /// `data` is a reference to a `Run` leaked by [`Run::spawn_span`], used once.
+    unsafe fn span_task(data: *const (), list: u32, lo: u32, hi: u32) {
+        // SAFETY: from `Arc::into_raw` in `spawn_span`, reclaimed only here.
+        let run = unsafe { Arc::from_raw(data.cast::<Run>()) };
+        run.run_span(list, lo, hi);
+    }
+
+    /// The nodes of a span: the roots (`ROOTS`), one ready node (`READY`),
+    /// or the successors of node `list`, each released here. A long span is
+    /// split in halves handed to the pool, down to a few spans per worker,
+    /// so that a wide DAG costs a few tasks per worker instead of one per
+    /// node; each ready node then runs its chain on this worker.
+    fn run_span(self: &Arc<Self>, list: u32, lo: u32, mut hi: u32) {
+        let nodes: &[u32] = match list {
+            ROOTS => &self.graph.roots,
+            READY => &[],
+            node => &self.graph.nodes[node as usize].successors,
+        };
+        let grain = (nodes.len() / (self.pool.threads() * 4)).max(1) as u32;
+        while hi - lo > grain {
+            let mid = lo + (hi - lo) / 2;
+            self.spawn_span(list, mid, hi);
+            hi = mid;
         }
-        self.run_chain(first);
+        let mut finished = 0;
+        for i in lo..hi {
+            let index = match list {
+                ROOTS => nodes[i as usize],
+                READY => i,
+                _ => {
+                    let s = nodes[i as usize];
+                    let successor = &self.graph.nodes[s as usize];
+                    if !successor.sole_predecessor && self.counters[s as usize].fetch_sub(1, Ordering::AcqRel) != 1 {
+                        continue;
+                    }
+                    s
+                }
+            };
+            finished += self.run_chain(index);
+        }
+        self.account(finished);
     }
 
     fn fail(&self, error: UrError) {
@@ -297,12 +364,22 @@ impl Run {
         self.failed.store(true, Ordering::Release);
     }
 
-    /// Runs `index`, then keeps running the first successor it makes ready.
-    fn run_chain(self: &Arc<Self>, mut index: u32) {
+    /// Counts `finished` nodes done; the last completes the run.
+    fn account(&self, finished: usize) {
+        // Nodes are counted per task: one atomic operation however many ran.
+        if finished > 0 && self.remaining.fetch_sub(finished, Ordering::AcqRel) == finished {
+            let failure = self.failure.lock().take();
+            self.done.finish(1, failure.map_or(Ok(()), Err));
+        }
+    }
+
+    /// Runs `index`, then keeps running the first successor it makes ready;
+    /// returns how many nodes ran.
+    fn run_chain(self: &Arc<Self>, mut index: u32) -> usize {
         let mut finished = 0;
         loop {
             let node = &self.graph.nodes[index as usize];
-            let generation = self.generations[index as usize];
+            let generation = if node.signal.is_some() { self.generations[index as usize] } else { 0 };
             if let Some(signal) = &node.signal {
                 signal.start(generation);
             }
@@ -311,7 +388,7 @@ impl Run {
                 Some(error) => Err(execution_error(Backend::Cpu, format!("skipped after an earlier failure: {error}"))),
                 // SAFETY: the command was validated when appended (or updated),
                 // and every predecessor and wait event has completed.
-                None => unsafe { exec::execute(&node.command) },
+                None => unsafe { exec::execute_with(&node.command, node.func) },
             };
             if let Err(error) = &result {
                 self.fail(error.clone());
@@ -320,27 +397,19 @@ impl Run {
                 signal.finish(generation, result);
             }
             finished += 1;
-            let mut next = None;
-            for &s in &node.successors {
-                let successor = &self.graph.nodes[s as usize];
-                if successor.sole_predecessor || self.counters[s as usize].fetch_sub(1, Ordering::AcqRel) == 1 {
-                    if next.is_none() {
-                        next = Some(s);
-                    } else {
-                        let run = self.clone();
-                        self.pool.spawn(move || run.run_chain(s));
-                    }
-                }
+            // The first successor is released here; more than one, the rest
+            // go to the pool as a span.
+            let Some(&first) = node.successors.first() else { break };
+            if node.successors.len() > 1 {
+                self.spawn_span(index, 1, node.successors.len() as u32);
             }
-            match next {
-                Some(n) => index = n,
-                None => break,
+            let successor = &self.graph.nodes[first as usize];
+            if successor.sole_predecessor || self.counters[first as usize].fetch_sub(1, Ordering::AcqRel) == 1 {
+                index = first;
+            } else {
+                break;
             }
         }
-        // Nodes are counted per chain: one atomic operation however long it was.
-        if self.remaining.fetch_sub(finished, Ordering::AcqRel) == finished {
-            let failure = self.failure.lock().take();
-            self.done.finish(1, failure.map_or(Ok(()), Err));
-        }
+        finished
     }
 }

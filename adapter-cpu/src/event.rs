@@ -10,7 +10,8 @@
 //! signal events start at target 0 (complete before the first execution).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 use ur_core::adapter::{EventImpl, UserEventImpl};
@@ -21,8 +22,16 @@ use crate::pool::now_ns;
 /// Work to run once some events have completed.
 pub(crate) type Continuation = Box<dyn FnOnce() + Send>;
 
+/// How long a host thread waiting for an event polls it (yielding between
+/// looks, see `pool::IDLE`) before it sleeps on the condition variable: a
+/// wake-up through the kernel costs microseconds, more than most short
+/// submissions take.
+const WAIT_POLL: Duration = Duration::from_micros(50);
+
 pub(crate) struct CpuEvent {
     state: Mutex<State>,
+    /// `State::done`, readable without the lock for waiters that poll.
+    done: AtomicU64,
     completed: Condvar,
     profiling: bool,
 }
@@ -55,6 +64,7 @@ impl CpuEvent {
                 times: ProfilingInfo { queued: now, submit: now, start: 0, end: 0 },
                 waiters: Vec::new(),
             }),
+            done: AtomicU64::new(0),
             completed: Condvar::new(),
             profiling,
         })
@@ -115,6 +125,7 @@ impl CpuEvent {
         let waiters = {
             let mut s = self.state.lock();
             s.done = s.done.max(generation);
+            self.done.store(s.done, Ordering::Release);
             if s.target == generation {
                 s.running = false;
                 s.error = result.err();
@@ -162,6 +173,15 @@ impl EventImpl for CpuEvent {
     }
 
     fn wait(&self) -> Result<(), UrError> {
+        let target = self.state.lock().target;
+        let start = Instant::now();
+        while self.done.load(Ordering::Acquire) < target {
+            let waited = start.elapsed();
+            if waited > WAIT_POLL {
+                break;
+            }
+            std::thread::yield_now();
+        }
         let mut s = self.state.lock();
         while !s.is_done() {
             self.completed.wait(&mut s);

@@ -5,17 +5,17 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr;
 use std::sync::atomic::{AtomicI32, Ordering};
 
-use rayon::prelude::*;
 use smallvec::SmallVec;
 use ur_core::adapter::downcast;
 use ur_core::event::execution_error;
 use ur_core::rect::for_each_row;
 use ur_core::{
-    ArgValue, Backend, Command, KernelCommand, MemBuffer, MemLoc, NativeArg, NativeTarget, Result, UsmRef, WorkGroup,
-    err,
+    ArgValue, Backend, Command, KernelCommand, MemBuffer, MemLoc, NativeArg, NativeKernelFn, NativeTarget, Result,
+    UsmRef, WorkGroup, err,
 };
 
 use crate::memory::CpuBuffer;
+use crate::pool::parallel_for;
 use crate::program::CpuKernel;
 
 /// Alignment of each local-memory argument inside a group's scratch memory.
@@ -29,9 +29,27 @@ const LOCAL_ALIGN: usize = 64;
 /// `command` satisfies the invariants of [`Command`] (the front end validated
 /// it) and every command it must follow has completed.
 pub(crate) unsafe fn execute(command: &Command) -> Result<()> {
+    // SAFETY: forwarded; no function was looked up.
+    unsafe { execute_with(command, None) }
+}
+
+/// The function of a kernel command of this adapter, looked up once (when a
+/// command buffer is finalized or updated) instead of at every execution.
+pub(crate) fn kernel_fn(command: &Command) -> Option<NativeKernelFn> {
+    match command {
+        Command::KernelLaunch(k) => (k.kernel.imp() as &dyn Any).downcast_ref::<CpuKernel>().map(|k| k.func),
+        _ => None,
+    }
+}
+
+/// [`execute`], with the kernel's function when it was looked up already.
+///
+/// # Safety
+/// As for [`execute`]; `func`, if given, is [`kernel_fn`] of `command`.
+pub(crate) unsafe fn execute_with(command: &Command, func: Option<NativeKernelFn>) -> Result<()> {
     match catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: forwarded from this function's contract.
-        unsafe { execute_inner(command) }
+        unsafe { execute_inner(command, func) }
     })) {
         Ok(result) => result,
         Err(payload) => {
@@ -45,15 +63,15 @@ pub(crate) unsafe fn execute(command: &Command) -> Result<()> {
 }
 
 /// # Safety
-/// As for [`execute`].
-unsafe fn execute_inner(command: &Command) -> Result<()> {
+/// As for [`execute_with`].
+unsafe fn execute_inner(command: &Command, func: Option<NativeKernelFn>) -> Result<()> {
     // SAFETY: for every copy and fill below, the front end checked each range
     // against its allocation, buffer or host slice, that the two sides of a
     // copy do not overlap, and that fill sizes are multiples of the pattern;
     // ordering makes the memory not concurrently used by other commands.
     unsafe {
         match command {
-            Command::KernelLaunch(k) => run_kernel(k)?,
+            Command::KernelLaunch(k) => run_kernel(k, func)?,
             Command::UsmMemcpy { dst, src, size } => ptr::copy_nonoverlapping(loc_ptr(src)?, loc_ptr(dst)?, *size),
             Command::UsmFill { dst, pattern, size } => fill(usm_ptr(dst)?, pattern, *size),
             // Host memory needs no migration and takes no advice: ordered no-ops.
@@ -166,10 +184,13 @@ impl<'a> SharedArgs<'a> {
 }
 
 /// # Safety
-/// As for [`execute`]: the launch's geometry and arguments were validated.
-unsafe fn run_kernel(launch: &KernelCommand) -> Result<()> {
-    let kernel = downcast::<CpuKernel>(launch.kernel.imp() as &dyn Any, "a kernel")?;
-    let range = launch.range;
+/// As for [`execute_with`]: the launch's geometry and arguments were validated.
+unsafe fn run_kernel(launch: &KernelCommand, func: Option<NativeKernelFn>) -> Result<()> {
+    let func = match func {
+        Some(func) => func,
+        None => downcast::<CpuKernel>(launch.kernel.imp() as &dyn Any, "a kernel")?.func,
+    };
+    let range = &launch.range;
     if range.global_size.contains(&0) {
         return Ok(());
     }
@@ -190,7 +211,6 @@ unsafe fn run_kernel(launch: &KernelCommand) -> Result<()> {
             }
         });
     }
-    let func = kernel.func;
     // The first non-zero code a C kernel returned; later groups still run,
     // as they would on a device.
     let status = AtomicI32::new(0);
@@ -202,14 +222,20 @@ unsafe fn run_kernel(launch: &KernelCommand) -> Result<()> {
             let _ = status.compare_exchange(0, code, Ordering::Relaxed, Ordering::Relaxed);
         }
     };
-    let groups = range.total_groups();
+    // One group exactly when the global size is the local size: no
+    // divisions on the path of the smallest launches.
+    let groups = if range.global_size == range.local_size { 1 } else { range.total_groups() };
     if scratch_len == 0 {
         // No local memory: every group sees the same arguments.
         if groups == 1 {
-            call(&WorkGroup::new(&range, [0; 3], &template));
+            call(&WorkGroup::new(range, [0; 3], &template));
         } else {
             let shared = SharedArgs(template);
-            (0..groups).into_par_iter().for_each(|g| call(&WorkGroup::new(&range, range.group_id(g), shared.args())));
+            parallel_for(groups, &|chunk| {
+                for g in chunk {
+                    call(&WorkGroup::new(range, range.group_id(g), shared.args()));
+                }
+            });
         }
         return kernel_status(launch, &status);
     }
@@ -226,12 +252,17 @@ unsafe fn run_kernel(launch: &KernelCommand) -> Result<()> {
                 *p = unsafe { base.add(offset) };
             }
         }
-        call(&WorkGroup::new(&range, range.group_id(group), &args));
+        call(&WorkGroup::new(range, range.group_id(group), &args));
     };
     if groups == 1 {
         run_group(0, &mut Scratch::default());
     } else {
-        (0..groups).into_par_iter().for_each_init(Scratch::default, |scratch, g| run_group(g, scratch));
+        parallel_for(groups, &|chunk| {
+            let mut scratch = Scratch::default();
+            for g in chunk {
+                run_group(g, &mut scratch);
+            }
+        });
     }
     kernel_status(launch, &status)
 }

@@ -1,30 +1,317 @@
 //! The persistent worker pool and the clock of profiling timestamps.
+//!
+//! Modelled on the schedulers of Taskflow and dispenso: each worker owns a
+//! LIFO deque (what it spawns, it runs next, hot in cache) that idle workers
+//! steal from in batches; host threads hand work in through a shared
+//! injector. A worker out of work keeps looking for a while before it parks, so that
+//! work arriving shortly after (the next replay, the next command of a
+//! queue) starts without a thread wake-up, which costs microseconds.
+//! Tasks never block on other tasks: dependencies are continuations
+//! ([`crate::event`]), and [`parallel_for`] runs other tasks while it waits.
+
+use std::any::Any;
+use std::cell::Cell;
+use std::ops::Range;
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering, fence};
+use std::time::{Duration, Instant};
+
+use crossbeam_deque::{Injector, Steal, Stealer, Worker};
+use parking_lot::{Condvar, Mutex};
+
+/// Work queued as a closure (commands of queues, replay starts).
+pub(crate) type Job = Box<dyn FnOnce() + Send>;
+
+/// How long an idle worker keeps looking for work before it parks. It
+/// yields between looks rather than spinning on `pause`: on a loaded machine
+/// a spinning worker takes the core from the very thread that would give it
+/// work (measured: 100 µs per handoff instead of 4), while on an idle one
+/// `sched_yield` returns at once.
+const IDLE: Duration = Duration::from_micros(100);
+
+/// A unit of work. `Raw` runs a function on a pointer and three numbers
+/// without allocating: the command-buffer executor's spans of nodes.
+pub(crate) enum Task {
+    Job(Job),
+    Raw(RawTask),
+}
+
+/// A function and what it works on, run once by a worker.
+pub(crate) struct RawTask {
+    /// Called exactly once with `data` and the three numbers.
+    pub(crate) run: unsafe fn(data: *const (), a: u32, b: u32, c: u32),
+    pub(crate) data: *const (),
+    pub(crate) a: u32,
+    pub(crate) b: u32,
+    pub(crate) c: u32,
+}
+
+// SAFETY: whoever builds a RawTask promises (see `RawTask::run`'s users) that
+// `data` may be used from any thread until `run` has been called.
+unsafe impl Send for RawTask {}
+
+impl Task {
+    fn run(self) {
+        // Tasks catch kernel panics themselves; anything else reaching here
+        // is a bug in this crate, logged rather than killing the worker.
+        let result = catch_unwind(AssertUnwindSafe(|| match self {
+            Task::Job(job) => job(),
+            // SAFETY: the builder of the task made `data` valid for one call.
+            Task::Raw(t) => unsafe { (t.run)(t.data, t.a, t.b, t.c) },
+        }));
+        if result.is_err() {
+            tracing::error!("a CPU adapter task panicked outside kernel code");
+        }
+    }
+}
+
+struct Shared {
+    injector: Injector<Task>,
+    stealers: Box<[Stealer<Task>]>,
+    /// Workers parked, or about to park, on `wake`.
+    sleepers: AtomicUsize,
+    lock: Mutex<()>,
+    wake: Condvar,
+    shutdown: AtomicBool,
+}
+
+impl Shared {
+    /// Wakes a parked worker, if any, after work was queued.
+    fn notify(&self) {
+        // Pairs with the fence in `park`: either this sees the sleeper, or
+        // the sleeper's last look sees the work.
+        fence(Ordering::SeqCst);
+        if self.sleepers.load(Ordering::Relaxed) > 0 {
+            let _guard = self.lock.lock();
+            self.wake.notify_one();
+        }
+    }
+
+    fn has_work(&self) -> bool {
+        !self.injector.is_empty() || self.stealers.iter().any(|s| !s.is_empty())
+    }
+}
+
+/// A worker thread's own state, reachable through [`LOCAL`] while it runs.
+struct Local {
+    shared: Arc<Shared>,
+    deque: Worker<Task>,
+    index: usize,
+}
+
+impl Local {
+    /// Own work first (newest first), then the injector, then other workers.
+    fn find(&self) -> Option<Task> {
+        if let Some(task) = self.deque.pop() {
+            return Some(task);
+        }
+        loop {
+            let mut retry = false;
+            match self.shared.injector.steal_batch_and_pop(&self.deque) {
+                Steal::Success(task) => return Some(task),
+                Steal::Retry => retry = true,
+                Steal::Empty => {}
+            }
+            let n = self.shared.stealers.len();
+            for k in 1..n {
+                match self.shared.stealers[(self.index + k) % n].steal_batch_and_pop(&self.deque) {
+                    Steal::Success(task) => return Some(task),
+                    Steal::Retry => retry = true,
+                    Steal::Empty => {}
+                }
+            }
+            if !retry {
+                return None;
+            }
+        }
+    }
+
+    /// Spins, then yields, looking for work; `None` once idle long enough to park.
+    fn find_spinning(&self) -> Option<Task> {
+        let start = Instant::now();
+        loop {
+            if let Some(task) = self.find() {
+                return Some(task);
+            }
+            let idle = start.elapsed();
+            if idle > IDLE || self.shared.shutdown.load(Ordering::Relaxed) {
+                return None;
+            }
+            std::thread::yield_now();
+        }
+    }
+
+    fn park(&self) {
+        let shared = &self.shared;
+        let mut guard = shared.lock.lock();
+        shared.sleepers.fetch_add(1, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        if !shared.has_work() && !shared.shutdown.load(Ordering::Relaxed) {
+            shared.wake.wait(&mut guard);
+        }
+        shared.sleepers.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    fn main_loop(&self) {
+        while !self.shared.shutdown.load(Ordering::Relaxed) {
+            match self.find_spinning() {
+                Some(task) => task.run(),
+                None => self.park(),
+            }
+        }
+    }
+}
+
+thread_local! {
+    /// The worker state of this thread, null on threads outside any pool.
+    static LOCAL: Cell<*const Local> = const { Cell::new(std::ptr::null()) };
+}
+
+/// Runs `f` with this thread's worker state, if it is a worker of `shared`.
+fn with_local<R>(shared: Option<&Arc<Shared>>, f: impl FnOnce(Option<&Local>) -> R) -> R {
+    let local = LOCAL.with(Cell::get);
+    // SAFETY: LOCAL points to the `Local` on the stack of this thread's
+    // worker loop while that loop runs, and is null otherwise.
+    let local = unsafe { local.as_ref() };
+    f(local.filter(|l| shared.is_none_or(|s| Arc::ptr_eq(&l.shared, s))))
+}
 
 /// Workers that run commands, command-buffer nodes and work-groups.
 pub(crate) struct Pool {
-    workers: rayon::ThreadPool,
+    shared: Arc<Shared>,
+    threads: usize,
 }
 
 impl Pool {
     pub(crate) fn new(threads: usize) -> Result<Pool, String> {
-        let workers = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .thread_name(|i| format!("ur-cpu-{i}"))
-            // Tasks catch kernel panics themselves; anything else reaching here
-            // is a bug in this crate, logged rather than aborting the process.
-            .panic_handler(|_| tracing::error!("a CPU adapter task panicked outside kernel code"))
-            .build()
-            .map_err(|e| format!("cannot start the worker pool: {e}"))?;
-        Ok(Pool { workers })
+        let deques: Vec<Worker<Task>> = (0..threads).map(|_| Worker::new_lifo()).collect();
+        let shared = Arc::new(Shared {
+            injector: Injector::new(),
+            stealers: deques.iter().map(Worker::stealer).collect(),
+            sleepers: AtomicUsize::new(0),
+            lock: Mutex::new(()),
+            wake: Condvar::new(),
+            shutdown: AtomicBool::new(false),
+        });
+        for (index, deque) in deques.into_iter().enumerate() {
+            let shared = shared.clone();
+            std::thread::Builder::new()
+                .name(format!("ur-cpu-{index}"))
+                .spawn(move || {
+                    let local = Local { shared, deque, index };
+                    LOCAL.with(|l| l.set(&local));
+                    local.main_loop();
+                    LOCAL.with(|l| l.set(std::ptr::null()));
+                })
+                .map_err(|e| format!("cannot start the worker pool: {e}"))?;
+        }
+        Ok(Pool { shared, threads })
     }
 
     pub(crate) fn threads(&self) -> usize {
-        self.workers.current_num_threads()
+        self.threads
     }
 
     /// Runs `task` on a worker, without waiting for it.
     pub(crate) fn spawn(&self, task: impl FnOnce() + Send + 'static) {
-        self.workers.spawn(task);
+        self.push(Task::Job(Box::new(task)));
+    }
+
+    /// Queues `task`: on this worker's own deque when called from one of the
+    /// pool's workers, else on the injector.
+    pub(crate) fn push(&self, task: Task) {
+        with_local(Some(&self.shared), |local| match local {
+            Some(local) => local.deque.push(task),
+            None => self.shared.injector.push(task),
+        });
+        self.shared.notify();
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        self.shared.shutdown.store(true, Ordering::SeqCst);
+        let _guard = self.shared.lock.lock();
+        self.shared.wake.notify_all();
+    }
+}
+
+/// Calls `body` on chunks that cover `0..n`, in parallel on the pool of the
+/// calling worker (on the calling thread alone elsewhere), and returns when
+/// all have returned. While waiting, the caller runs other tasks, so this
+/// never blocks a worker. A panic in `body` is resumed on the caller.
+pub(crate) fn parallel_for(n: usize, body: &(dyn Fn(Range<usize>) + Sync)) {
+    with_local(None, |local| {
+        let helpers = local.map_or(0, |l| l.shared.stealers.len() - 1).min(n.saturating_sub(1));
+        let Some(local) = local.filter(|_| helpers > 0) else {
+            return body(0..n);
+        };
+        // Chunks claimed one at a time: a few per worker balance the load.
+        let chunks = n.min((helpers + 1) * 4);
+        let job = ForJob {
+            body,
+            n,
+            chunks,
+            next: AtomicUsize::new(0),
+            // The helpers still to return: each holds a pointer to `job`.
+            pending: AtomicUsize::new(helpers),
+            panic: Mutex::new(None),
+        };
+        let data = std::ptr::from_ref(&job).cast::<()>();
+        for _ in 0..helpers {
+            local.deque.push(Task::Raw(RawTask { run: ForJob::help, data, a: 0, b: 0, c: 0 }));
+        }
+        local.shared.notify();
+        job.work();
+        // `job` lives on this stack: wait until no helper can touch it.
+        // Yielding, not spinning: the helper still running may be waiting
+        // for this very core.
+        while job.pending.load(Ordering::Acquire) > 0 {
+            match local.find() {
+                Some(task) => task.run(),
+                None => std::thread::yield_now(),
+            }
+        }
+        if let Some(payload) = job.panic.into_inner() {
+            resume_unwind(payload);
+        }
+    })
+}
+
+/// A [`parallel_for`] in progress.
+struct ForJob<'a> {
+    body: &'a (dyn Fn(Range<usize>) + Sync),
+    n: usize,
+    chunks: usize,
+    next: AtomicUsize,
+    pending: AtomicUsize,
+    panic: Mutex<Option<Box<dyn Any + Send>>>,
+}
+
+impl ForJob<'_> {
+    /// Claims and runs chunks until none are left.
+    fn work(&self) {
+        loop {
+            let chunk = self.next.fetch_add(1, Ordering::Relaxed);
+            if chunk >= self.chunks {
+                return;
+            }
+            let range = chunk * self.n / self.chunks..(chunk + 1) * self.n / self.chunks;
+            if let Err(payload) = catch_unwind(AssertUnwindSafe(|| (self.body)(range))) {
+                self.panic.lock().get_or_insert(payload);
+            }
+        }
+    }
+
+    /// # Safety
+    /// `data` points to a live `ForJob` whose `pending` counts this call.
+    unsafe fn help(data: *const (), _: u32, _: u32, _: u32) {
+        // SAFETY: the caller of `parallel_for` keeps the job alive until
+        // `pending` reaches zero, which happens only below.
+        let job = unsafe { &*data.cast::<ForJob<'_>>() };
+        job.work();
+        job.pending.fetch_sub(1, Ordering::Release);
     }
 }
 
@@ -32,4 +319,94 @@ impl Pool {
 /// clock and the host's are one (`urDeviceGetGlobalTimestamps`).
 pub(crate) fn now_ns() -> u64 {
     ur_core::host_clock_ns()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicU32;
+    use std::sync::mpsc;
+
+    use super::*;
+
+    /// Runs `f` on a worker of a pool of `threads` and returns its result.
+    fn on_worker<R: Send + 'static>(threads: usize, f: impl FnOnce() -> R + Send + 'static) -> R {
+        let pool = Pool::new(threads).unwrap();
+        let (tx, rx) = mpsc::channel();
+        pool.spawn(move || tx.send(f()).unwrap());
+        rx.recv_timeout(Duration::from_secs(30)).expect("the task ran")
+    }
+
+    #[test]
+    fn parallel_for_covers_every_index_once() {
+        for (threads, n) in [(1, 1000), (4, 1), (4, 3), (4, 1000), (4, 100_003)] {
+            let hits = on_worker(threads, move || {
+                let hits: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(0)).collect();
+                parallel_for(n, &|chunk| {
+                    for i in chunk {
+                        hits[i].fetch_add(1, Ordering::Relaxed);
+                    }
+                });
+                hits.into_iter().map(AtomicU32::into_inner).collect::<Vec<_>>()
+            });
+            assert!(hits.iter().all(|&h| h == 1), "{threads} workers, n = {n}");
+        }
+    }
+
+    #[test]
+    fn nested_parallel_for_completes() {
+        let total = on_worker(3, || {
+            let total = AtomicUsize::new(0);
+            parallel_for(8, &|outer| {
+                for _ in outer {
+                    parallel_for(100, &|inner| {
+                        total.fetch_add(inner.len(), Ordering::Relaxed);
+                    });
+                }
+            });
+            total.into_inner()
+        });
+        assert_eq!(total, 800);
+    }
+
+    #[test]
+    fn a_panic_in_a_chunk_reaches_the_caller_after_all_chunks() {
+        let (caught, ran) = on_worker(4, || {
+            let ran = AtomicUsize::new(0);
+            let caught = catch_unwind(AssertUnwindSafe(|| {
+                parallel_for(64, &|chunk| {
+                    ran.fetch_add(chunk.len(), Ordering::Relaxed);
+                    if chunk.contains(&63) {
+                        panic!("chunk with 63");
+                    }
+                })
+            }));
+            (caught.is_err(), ran.into_inner())
+        });
+        assert!(caught);
+        assert_eq!(ran, 64);
+    }
+
+    #[test]
+    fn outside_a_worker_parallel_for_runs_on_the_caller() {
+        let sum = AtomicUsize::new(0);
+        parallel_for(10, &|chunk| {
+            sum.fetch_add(chunk.sum::<usize>(), Ordering::Relaxed);
+        });
+        assert_eq!(sum.into_inner(), 45);
+    }
+
+    #[test]
+    fn parked_workers_wake_for_new_work() {
+        let pool = Pool::new(2).unwrap();
+        // Long enough for every worker to give up polling and park.
+        std::thread::sleep(IDLE * 20);
+        let (tx, rx) = mpsc::channel();
+        for i in 0..100 {
+            let tx = tx.clone();
+            pool.spawn(move || tx.send(i).unwrap());
+        }
+        let mut got: Vec<i32> = (0..100).map(|_| rx.recv_timeout(Duration::from_secs(30)).unwrap()).collect();
+        got.sort();
+        assert_eq!(got, (0..100).collect::<Vec<_>>());
+    }
 }

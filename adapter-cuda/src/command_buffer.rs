@@ -26,11 +26,12 @@
 //! the executable graph in place (`cuGraphExecKernelNodeSetParams_v2` for
 //! arguments, sizes, offset and kernel; `cuGraphNodeSetEnabled` for launches
 //! that become empty or not; the event-node setters for events), one driver
-//! call per changed node. The template graph only matters when the
-//! executable graph must be brought up to date from it (the rare update the
-//! driver refuses in place, applied with `cuGraphExecUpdate_v2` or, failing
-//! that, a new instantiation): kernel updates reach the template then, not
-//! at each update.
+//! call per changed node. The template graph only matters when an
+//! executable graph is made from it (the rare update the driver refuses in
+//! place, applied with `cuGraphExecUpdate_v2` or, failing that, a new
+//! instantiation; a new instantiation while launches held on the host keep
+//! the current one): kernel updates reach the template then, not at each
+//! update.
 //!
 //! Graphs have no prefetch or advice node: prefetch is an ordered no-op
 //! inside a graph (eager prefetch migrates), and advice, which CUDA does not
@@ -52,13 +53,13 @@ use ur_core::{
 
 use crate::conv::{CopyPlan, HostJob, host_job_kept};
 use crate::conv::{copy_1d, copy_rect, fill_plan};
-use crate::device::{DeviceShared, Release, Word, WordKind};
+use crate::device::{DeviceShared, Release, Word};
 use crate::driver::{self, cu};
-use crate::event::{Check, CudaEvent, RING_SLOTS, RunStatus, StatusRing, graph_wait_event};
+use crate::event::{CudaEvent, RING_SLOTS, RunStatus, StatusRing, graph_wait_event};
 use crate::exec;
 use crate::memory::{Loc, buffer_loc, mem_loc, usm_loc};
 use crate::program::LaunchParams;
-use crate::queue::{CudaQueue, Order};
+use crate::queue::{CudaQueue, Launch, Order, Work};
 
 type Node = sys::CUgraphNode;
 
@@ -111,9 +112,12 @@ impl RunStatusNode {
     /// ring rather than waiting: launches made keep the parameters they were
     /// launched with, so pending submissions still write the old ring, which
     /// their statuses keep alive.
-    fn make_room(&mut self, dev: &Arc<DeviceShared>, ctx: sys::CUcontext, exec: sys::CUgraphExec) -> Result<()> {
+    ///
+    /// Returns the new ring the collector must write to, when one is needed.
+    fn make_room(&mut self, dev: &Arc<DeviceShared>) -> Result<Option<Arc<StatusRing>>> {
         while let Some((status, event)) = self.pending.front() {
-            if !matches!(event.end().query(), Ok(driver::Query::Ready)) {
+            // A held submission has not run.
+            if !event.is_done() {
                 break;
             }
             status.harvest();
@@ -126,21 +130,11 @@ impl RunStatusNode {
             .iter()
             .find(|(status, _)| Arc::ptr_eq(status.ring(), &self.ring))
             .is_some_and(|(status, _)| status.ordinal() + u64::from(RING_SLOTS) <= self.submitted);
-        if let (true, Some(node)) = (slot_taken, self.node) {
-            let ring = Arc::new(StatusRing::new(dev)?);
-            with_collector_params(dev, ctx, self.word.addr, ring.addr, |params| {
-                // SAFETY: the executable graph and its template are alive and
-                // have this kernel node; the parameters match the collector.
-                unsafe {
-                    cu!(cuGraphExecKernelNodeSetParams_v2(exec, node, params))?;
-                    cu!(cuGraphKernelNodeSetParams_v2(node, params))
-                }
-            })?;
+        if slot_taken && self.node.is_some() {
             tracing::debug!(slots = RING_SLOTS, "status ring full of pending submissions: a new ring");
-            self.ring = ring;
-            self.submitted = 0;
+            return Ok(Some(Arc::new(StatusRing::new(dev)?)));
         }
-        Ok(())
+        Ok(None)
     }
 }
 
@@ -173,11 +167,102 @@ fn with_collector_params<T>(
     f(&params)
 }
 
+/// An executable graph, destroyed when the last holder (its buffer, or a
+/// held launch of it) lets go; launches already issued finish first (driver
+/// contract of `cuGraphExecDestroy`).
+pub(crate) struct ExecGraph {
+    dev: Arc<DeviceShared>,
+    raw: sys::CUgraphExec,
+}
+
+// SAFETY: executable graph handles may be used from any thread; launches of
+// one are serialised by the queues that hold it.
+unsafe impl Send for ExecGraph {}
+// SAFETY: as for Send.
+unsafe impl Sync for ExecGraph {}
+
+impl ExecGraph {
+    fn new(dev: &Arc<DeviceShared>, raw: sys::CUgraphExec) -> Arc<ExecGraph> {
+        Arc::new(ExecGraph { dev: dev.clone(), raw })
+    }
+
+    pub(crate) fn raw(&self) -> sys::CUgraphExec {
+        self.raw
+    }
+}
+
+impl Drop for ExecGraph {
+    fn drop(&mut self) {
+        self.dev.release(Release::GraphExec(self.raw));
+    }
+}
+
+/// Captures a native command's work, done by its callback now, into `graph`
+/// after `deps`; returns an empty node after the last nodes it captured
+/// (after `deps` when it captured none).
+fn capture_native(dev: &DeviceShared, graph: sys::CUgraph, native: &NativeCommand, deps: &[Node]) -> Result<Node> {
+    let stream = dev.take_stream()?;
+    let raw = stream.raw();
+    let mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;
+    // SAFETY: the graph is alive, `deps` are nodes of it, and the stream
+    // is not capturing (it was idle).
+    unsafe { cu!(cuStreamBeginCaptureToGraph(raw, graph, deps.as_ptr(), ptr::null(), deps.len(), mode))? };
+    // SAFETY: work enqueued on the stream is captured into the graph after
+    // `deps`; the empty node below follows it.
+    let result = unsafe { native.invoke(Backend::Cuda, NativeTarget::Queue(NativeHandle(raw as u64))) };
+    let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    let (mut id, mut captured_into, mut leaves, mut count) = (0u64, ptr::null_mut(), ptr::null(), 0usize);
+    // SAFETY: out-parameters of the right types; the node array is the
+    // driver's, copied before the capture ends.
+    let info = unsafe {
+        cu!(cuStreamGetCaptureInfo_v2(raw, &mut status, &mut id, &mut captured_into, &mut leaves, &mut count))
+    };
+    let last: Vec<Node> = if info.is_ok() && !leaves.is_null() {
+        // SAFETY: the driver returned `count` nodes at `leaves`.
+        unsafe { std::slice::from_raw_parts(leaves, count) }.to_vec()
+    } else {
+        Vec::new()
+    };
+    let mut captured: sys::CUgraph = ptr::null_mut();
+    // SAFETY: the stream is capturing into this graph.
+    let end = unsafe { cu!(cuStreamEndCapture(raw, &mut captured)) };
+    dev.return_stream(stream);
+    result?;
+    info?;
+    end?;
+    let last = if last.is_empty() { deps } else { &last[..] };
+    let mut node: Node = ptr::null_mut();
+    // SAFETY: the graph is alive; `last` are nodes of it.
+    unsafe { cu!(cuGraphAddEmptyNode(&mut node, graph, last.as_ptr(), last.len()))? };
+    Ok(node)
+}
+
+/// A native command of a queue whose dependencies are held back on the host:
+/// its callback runs now, its work is captured into a graph of its own, and
+/// the command is that graph's launch once the dependencies allow.
+pub(crate) fn native_graph(dev: &Arc<DeviceShared>, native: &NativeCommand) -> Result<Arc<ExecGraph>> {
+    dev.bind()?;
+    let mut graph: sys::CUgraph = ptr::null_mut();
+    // SAFETY: writes a new, empty graph; flags must be 0.
+    unsafe { cu!(cuGraphCreate(&mut graph, 0))? };
+    let exec = capture_native(dev, graph, native, &[]).and_then(|_| {
+        let mut exec: sys::CUgraphExec = ptr::null_mut();
+        // SAFETY: the graph is complete; writes a new executable graph.
+        unsafe { cu!(cuGraphInstantiateWithFlags(&mut exec, graph, 0))? };
+        Ok(ExecGraph::new(dev, exec))
+    });
+    // The executable graph does not need its template.
+    dev.release(Release::Graph(graph));
+    exec
+}
+
 pub(crate) struct CudaCommandBuffer {
     dev: Arc<DeviceShared>,
     desc: CommandBufferDesc,
     graph: sys::CUgraph,
-    exec: Option<sys::CUgraphExec>,
+    /// Shared with held launches, which launch it as it was when enqueued:
+    /// a change while they hold it goes to a new instantiation.
+    exec: Option<Arc<ExecGraph>>,
     commands: Vec<Cmd>,
     /// Advice, applied at each enqueue.
     advice: Vec<(UsmRef, usize, UsmAdvice)>,
@@ -249,35 +334,7 @@ impl CudaCommandBuffer {
             unsafe { cu!(cuGraphAddChildGraphNode(&mut node, self.graph, deps.as_ptr(), deps.len(), graph))? };
             return Ok(node);
         }
-        let stream = self.dev.take_stream()?;
-        let raw = stream.raw();
-        let mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;
-        // SAFETY: the graph is alive, `deps` are nodes of it, and the stream
-        // is not capturing (it was idle).
-        unsafe { cu!(cuStreamBeginCaptureToGraph(raw, self.graph, deps.as_ptr(), ptr::null(), deps.len(), mode))? };
-        // SAFETY: work enqueued on the stream is captured into the graph after
-        // `deps`; the empty node below follows it.
-        let result = unsafe { native.invoke(Backend::Cuda, NativeTarget::Queue(NativeHandle(raw as u64))) };
-        let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
-        let (mut id, mut graph, mut leaves, mut count) = (0u64, ptr::null_mut(), ptr::null(), 0usize);
-        // SAFETY: out-parameters of the right types; the node array is the
-        // driver's, copied before the capture ends.
-        let info =
-            unsafe { cu!(cuStreamGetCaptureInfo_v2(raw, &mut status, &mut id, &mut graph, &mut leaves, &mut count)) };
-        let last: Vec<Node> = if info.is_ok() && !leaves.is_null() {
-            // SAFETY: the driver returned `count` nodes at `leaves`.
-            unsafe { std::slice::from_raw_parts(leaves, count) }.to_vec()
-        } else {
-            Vec::new()
-        };
-        let mut captured: sys::CUgraph = ptr::null_mut();
-        // SAFETY: the stream is capturing into this graph.
-        let end = unsafe { cu!(cuStreamEndCapture(raw, &mut captured)) };
-        self.dev.return_stream(stream);
-        result?;
-        info?;
-        end?;
-        self.add_empty(&last)
+        capture_native(&self.dev, self.graph, native, deps)
     }
 
     fn add_event_record(&self, deps: &[Node], event: sys::CUevent) -> Result<Node> {
@@ -346,7 +403,7 @@ impl CudaCommandBuffer {
     fn run_word(&mut self) -> Result<u64> {
         if self.run.is_none() {
             let ring = Arc::new(StatusRing::new(&self.dev)?);
-            let word = self.dev.word(WordKind::Status)?;
+            let word = self.dev.status_word()?;
             self.run = Some(RunStatusNode { word, node: None, ring, submitted: 0, pending: VecDeque::new() });
         }
         Ok(self.run.as_ref().expect("just set").word.addr)
@@ -410,14 +467,29 @@ impl CudaCommandBuffer {
     /// The CUDA event a wait node waits on for `event`, and what keeps it alive.
     fn wait_target(&self, event: &Event) -> Result<(sys::CUevent, Option<Arc<dyn EventImpl>>)> {
         match event.resolve() {
-            Some(imp) => Ok((graph_wait_event(&*imp)?, Some(imp))),
+            Some(imp) => Ok((graph_wait_event(&self.dev, &*imp)?, Some(imp))),
             // Nothing to wait for (yet): an event that is always complete.
             None => Ok((self.dev.complete.raw(), None)),
         }
     }
 
     fn exec(&self) -> sys::CUgraphExec {
-        self.exec.expect("the front end only calls this on finalized buffers")
+        self.exec.as_ref().expect("the front end only calls this on finalized buffers").raw()
+    }
+
+    /// The executable graph, to change in place: a new instantiation (of the
+    /// template, brought up to date first) when held launches still
+    /// hold the current one, so that they launch what was enqueued.
+    fn writable_exec(&mut self) -> Result<sys::CUgraphExec> {
+        let exec = self.exec.as_ref().expect("the front end only calls this on finalized buffers");
+        // Only this buffer adds holders (under `&mut self`), so a count of
+        // one stays one.
+        if Arc::strong_count(exec) > 1 {
+            tracing::debug!("executable graph held by launches not yet issued: changes go to a new instantiation");
+            let fresh = self.instantiate()?;
+            self.exec = Some(ExecGraph::new(&self.dev, fresh));
+        }
+        Ok(self.exec())
     }
 
     /// Gives the template graph the kernel parameters updates gave the
@@ -435,7 +507,9 @@ impl CudaCommandBuffer {
         Ok(())
     }
 
-    fn instantiate(&self) -> Result<sys::CUgraphExec> {
+    /// A new executable graph of the template, brought up to date first.
+    fn instantiate(&mut self) -> Result<sys::CUgraphExec> {
+        self.sync_template()?;
         let mut exec: sys::CUgraphExec = ptr::null_mut();
         // SAFETY: the graph is complete; writes a new executable graph.
         unsafe { cu!(cuGraphInstantiateWithFlags(&mut exec, self.graph, 0))? };
@@ -467,9 +541,8 @@ impl CudaCommandBuffer {
         }
         tracing::debug!(result = ?info.result, "executable graph re-instantiated");
         let fresh = self.instantiate()?;
-        self.exec = Some(fresh);
         // Submissions of the old one still run; the driver frees it after them.
-        self.dev.release(Release::GraphExec(exec));
+        self.exec = Some(ExecGraph::new(&self.dev, fresh));
         Ok(())
     }
 }
@@ -538,20 +611,45 @@ impl CommandBufferImpl for CudaCommandBuffer {
             })?;
             self.run.as_mut().expect("checked").node = Some(node);
         }
-        self.exec = Some(self.instantiate()?);
+        let exec = self.instantiate()?;
+        self.exec = Some(ExecGraph::new(&self.dev, exec));
         tracing::debug!(commands = self.commands.len(), kernels = self.run.is_some(), "CUDA graph instantiated");
         Ok(())
     }
 
     unsafe fn enqueue(&mut self, queue: &dyn QueueImpl, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
-        let queue = downcast::<CudaQueue>(queue as &dyn Any, "the queue")?;
-        let exec = self.exec();
+        let queue = downcast::<CudaQueue>(queue as &dyn Any, "the queue")?.core();
         self.dev.bind()?;
         for (mem, size, advice) in &self.advice {
             exec::advise(&self.dev, mem, *size, *advice)?;
         }
+        // This submission's slot in the status ring, in a new ring when the
+        // current one is full of pending submissions.
+        let new_ring = match self.run.as_mut() {
+            Some(run) => run.make_room(&self.dev)?,
+            None => None,
+        };
+        if let Some(ring) = new_ring {
+            let exec = self.writable_exec()?;
+            let ctx = self.ctx();
+            let run = self.run.as_mut().expect("a ring belongs to a run");
+            let node = run.node.expect("a ring is only replaced once finalized");
+            with_collector_params(&self.dev, ctx, run.word.addr, ring.addr, |params| {
+                // SAFETY: the executable graph and its template are alive and
+                // have this kernel node; the parameters match the collector.
+                unsafe {
+                    cu!(cuGraphExecKernelNodeSetParams_v2(exec, node, params))?;
+                    cu!(cuGraphKernelNodeSetParams_v2(node, params))
+                }
+            })?;
+            run.ring = ring;
+            run.submitted = 0;
+        }
+        let status = self.run.as_ref().map(|run| Arc::new(RunStatus::new(run.ring.clone(), run.submitted)));
+        let mut signals = Vec::new();
         for signal in self.commands.iter().filter_map(|c| c.signal.as_ref()) {
             signal.event.arm(queue.profiling);
+            signals.push(signal.event.clone());
         }
         // CUDA orders launches of one executable graph, but an update may
         // have replaced it: order on the previous submission explicitly.
@@ -560,21 +658,15 @@ impl CommandBufferImpl for CudaCommandBuffer {
         if let Some(previous) = &previous {
             waits.push(&**previous);
         }
-        // This submission's slot in the status ring.
-        let ctx = self.ctx();
-        let status = match self.run.as_mut() {
-            Some(run) => {
-                run.make_room(&self.dev, ctx, exec)?;
-                Some(Arc::new(RunStatus::new(run.ring.clone(), run.submitted)))
-            }
-            None => None,
-        };
-        let event = queue.submit(&waits, Order::Normal, |stream| {
-            // SAFETY: the executable graph is alive and of this context; the
-            // stream is the queue's.
-            unsafe { cu!(cuGraphLaunch(exec, stream))? };
-            Ok(status.clone().map(Check::Run))
-        })?;
+        // The events the graph's wait nodes wait on: the launch is held on
+        // the host while any of them is (a user event, or held work).
+        let node_waits: SmallVec<[&dyn EventImpl; 8]> =
+            self.commands.iter().flat_map(|c| &c.waits).filter_map(|w| w.event.as_deref()).collect();
+        let exec = self.exec.clone().expect("the front end only enqueues finalized buffers");
+        let launch = Launch { exec, status: status.clone(), signals };
+        // SAFETY: the graph's memory is held by the commands' records, kept
+        // alive by the front end until the submission completes.
+        let event = unsafe { queue.submit(&waits, &node_waits, Order::Normal, queue.profiling, Work::Launch(launch))? };
         if let (Some(run), Some(status)) = (self.run.as_mut(), status) {
             run.submitted += 1;
             run.pending.push_back((status, event.clone()));
@@ -592,7 +684,7 @@ impl CommandBufferImpl for CudaCommandBuffer {
         for u in updates {
             prepared.push((u.command as usize, LaunchParams::new(&self.dev, u.launch, status)?));
         }
-        let (exec, ctx) = (self.exec(), self.ctx());
+        let (exec, ctx) = (self.writable_exec()?, self.ctx());
         let mut in_place = true;
         for (index, mut params) in prepared {
             let kernel = self.commands[index].kernel.as_mut().expect("the front end names kernel commands");
@@ -625,7 +717,7 @@ impl CommandBufferImpl for CudaCommandBuffer {
 
     unsafe fn update_signal_event(&mut self, command: u32) -> Result<Arc<dyn EventImpl>> {
         self.dev.bind()?;
-        let exec = self.exec();
+        let exec = self.writable_exec()?;
         let event = Arc::new(CudaEvent::signal(&self.dev, self.desc.profiling)?);
         let signal = self.commands[command as usize].signal.as_mut().expect("the front end checked the signal event");
         let mut pairs = vec![(signal.record, event.end().raw())];
@@ -647,7 +739,7 @@ impl CommandBufferImpl for CudaCommandBuffer {
 
     unsafe fn update_wait_events(&mut self, command: u32, events: &[Event]) -> Result<()> {
         self.dev.bind()?;
-        let exec = self.exec();
+        let exec = self.writable_exec()?;
         let targets = events.iter().map(|e| self.wait_target(e)).collect::<Result<Vec<_>>>()?;
         let cmd = &mut self.commands[command as usize];
         for (wait, (target, keep)) in cmd.waits.iter_mut().zip(targets) {
@@ -665,7 +757,7 @@ impl CommandBufferImpl for CudaCommandBuffer {
     }
 
     fn native_handle(&self) -> Result<NativeHandle> {
-        Ok(NativeHandle(self.exec.map_or(self.graph as u64, |e| e as u64)))
+        Ok(NativeHandle(self.exec.as_ref().map_or(self.graph as u64, |e| e.raw() as u64)))
     }
 }
 
@@ -673,12 +765,10 @@ impl Drop for CudaCommandBuffer {
     fn drop(&mut self) {
         // The front end drops a buffer only once its submissions completed, so
         // nothing runs the host nodes or writes the status words any more.
-        if let Some(exec) = self.exec.take() {
-            self.dev.release(Release::GraphExec(exec));
-        }
+        self.exec = None;
         self.dev.release(Release::Graph(self.graph));
         if let Some(run) = self.run.take() {
-            self.dev.free_word(WordKind::Status, run.word);
+            self.dev.free_word(run.word);
         }
     }
 }

@@ -1,6 +1,6 @@
 //! The CUDA platform, its devices, and the state each device shares among
 //! its contexts: the primary context, an internal stream, the timing base,
-//! pools of host-mapped words, and deferred releases.
+//! a pool of host-mapped status words, and the work held back on the host.
 
 use std::collections::HashMap;
 use std::ffi::{CString, c_void};
@@ -8,7 +8,7 @@ use std::ptr;
 use std::sync::Arc;
 
 use cudarc::driver::sys;
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 use ur_core::adapter::{ContextImpl, DeviceImpl, PlatformImpl};
 use ur_core::clock::bracket_narrowest;
 use ur_core::{
@@ -19,7 +19,9 @@ use ur_core::{
 
 use crate::context::CudaContext;
 use crate::driver::{Ctx, CuEvent, Stream, cu};
+use crate::hold::Held;
 use crate::nvrtc;
+use crate::queue::Job;
 
 /// `CU_DEVICE_CPU`: the host, as a prefetch or advice target.
 pub(crate) const DEVICE_CPU: sys::CUdevice = -1;
@@ -129,7 +131,8 @@ pub(crate) struct Limits {
     pub(crate) compute_capability: (i32, i32),
 }
 
-/// A resource whose release may synchronise the device.
+/// A resource whose release may wait for the device (which only ever waits
+/// for work already issued, see `hold`).
 pub(crate) enum Release {
     DeviceMemory(sys::CUdeviceptr),
     HostMemory(*mut c_void),
@@ -140,16 +143,6 @@ pub(crate) enum Release {
 
 // SAFETY: the handles are plain driver handles, usable from any thread.
 unsafe impl Send for Release {}
-
-#[derive(Default)]
-struct Gate {
-    /// User events not yet complete that device work waits on.
-    waited: usize,
-    /// Module loads under way; no new user-event wait starts meanwhile.
-    loading: usize,
-    /// Releases held back while `waited` is non-zero.
-    deferred: Vec<Release>,
-}
 
 /// The kernel that ends every command buffer with kernels: it moves the
 /// buffer's status word into the submission's slot of the buffer's status
@@ -192,8 +185,7 @@ pub(crate) struct StatusCollector {
 }
 
 impl StatusCollector {
-    /// Loads it into the bound context, while no user event can hold the
-    /// device (the device is being opened).
+    /// Loads it into the bound context.
     fn load() -> Result<StatusCollector> {
         let ptx = std::ffi::CString::new(STATUS_COLLECTOR_PTX).expect("no NUL in the PTX");
         let mut module: sys::CUmodule = ptr::null_mut();
@@ -215,15 +207,6 @@ impl StatusCollector {
 const POOLED_STREAMS: usize = 64;
 /// Streams made when the device opens: enough for eight out-of-order queues.
 const PREWARMED_STREAMS: usize = 32;
-
-/// Which pool a word comes from.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub(crate) enum WordKind {
-    /// User-event words: only ever increase, so a stale waiter is always released.
-    UserEvent,
-    /// Kernel status words: zeroed for each use.
-    Status,
-}
 
 /// A 32-bit word of host memory mapped for the device.
 #[derive(Copy, Clone, Debug)]
@@ -281,16 +264,14 @@ pub(crate) struct DeviceShared {
     /// Never recorded, so always complete: stands for "nothing to wait for"
     /// where a graph node needs an event.
     pub(crate) complete: CuEvent,
-    gate: Mutex<Gate>,
-    /// Signalled whenever `waited` or `loading` falls.
-    gate_changed: Condvar,
+    /// Work held back on the host until the events it waits for allow.
+    pub(crate) held: Held<Job>,
     /// Idle streams for reuse, each with an event recorded when it was
     /// returned: it is idle once that event has completed.
     stream_pool: Mutex<Vec<(Stream, CuEvent)>>,
-    user_words: Mutex<WordPool>,
     status_words: Mutex<WordPool>,
     /// Status words whose kernel may still run, with the event that says when not.
-    retiring: Mutex<Vec<(Word, CuEvent)>>,
+    retiring: Mutex<Vec<(Word, Arc<CuEvent>)>>,
     /// Events without timing for reuse: every submission records one, and
     /// creating and destroying one costs more than recording it again.
     event_pool: Mutex<Vec<CuEvent>>,
@@ -526,8 +507,7 @@ impl DeviceShared {
         internal.synchronize()?;
         let base_ns = now_ns();
         let complete = CuEvent::new(false)?;
-        // Streams made now rather than while a user event holds device work
-        // (creating one may then wait for it).
+        // Streams made now: creating one may wait for the device.
         let mut stream_pool = Vec::with_capacity(PREWARMED_STREAMS);
         for _ in 0..PREWARMED_STREAMS {
             stream_pool.push((Stream::new()?, CuEvent::new(false)?));
@@ -543,10 +523,8 @@ impl DeviceShared {
             base,
             base_ns,
             complete,
-            gate: Mutex::default(),
-            gate_changed: Condvar::new(),
+            held: Held::default(),
             stream_pool: Mutex::new(stream_pool),
-            user_words: Mutex::default(),
             status_words: Mutex::default(),
             retiring: Mutex::default(),
             event_pool: Mutex::default(),
@@ -586,22 +564,9 @@ impl DeviceShared {
         Ok(Timestamps { device, host })
     }
 
-    /// Releases `resource` now, or once no device work waits on a user event:
-    /// freeing memory or unloading a module may wait for the whole device,
-    /// which would never finish while a stream waits for a user event that
-    /// the same thread completes later.
+    /// Releases `resource`. Freeing memory or unloading a module may wait
+    /// for the device, which never waits for the host (see `hold`).
     pub(crate) fn release(&self, resource: Release) {
-        {
-            let mut gate = self.gate.lock();
-            if gate.waited > 0 {
-                gate.deferred.push(resource);
-                return;
-            }
-        }
-        self.release_now(resource);
-    }
-
-    fn release_now(&self, resource: Release) {
         if let Err(e) = self.bind() {
             tracing::warn!(error = %e, "cannot bind the CUDA context to release a resource");
             return;
@@ -621,66 +586,6 @@ impl DeviceShared {
         if let Err(e) = result {
             tracing::warn!(error = %e, "CUDA release failed");
         }
-    }
-
-    /// Device work is about to wait on a user event: waits while a module
-    /// loads (see [`DeviceShared::load_module`]).
-    pub(crate) fn gate_enter(&self) {
-        let mut gate = self.gate.lock();
-        while gate.loading > 0 {
-            self.gate_changed.wait(&mut gate);
-        }
-        gate.waited += 1;
-    }
-
-    /// A user event that device work waited on completed (or its wait was
-    /// never issued).
-    pub(crate) fn gate_leave(&self) {
-        let deferred = {
-            let mut gate = self.gate.lock();
-            gate.waited -= 1;
-            if gate.waited > 0 {
-                return;
-            }
-            self.gate_changed.notify_all();
-            std::mem::take(&mut gate.deferred)
-        };
-        if !deferred.is_empty() {
-            tracing::debug!(count = deferred.len(), "deferred CUDA releases run");
-        }
-        for resource in deferred {
-            self.release_now(resource);
-        }
-    }
-
-    /// Runs `load` (a `cuModuleLoadDataEx`) once no device work waits on a
-    /// user event, and keeps new user-event waits from starting until it
-    /// returns.
-    ///
-    /// Loading a module waits for every stream of the context to drain (seen
-    /// on CUDA 13 / driver 580), inside the driver: a stream held by a user
-    /// event would make it wait until the host completes the event, and
-    /// meanwhile other threads' driver calls, among them those of the thread
-    /// about to complete the event, could wait for the loader: a deadlock.
-    /// Waiting here, outside the driver, leaves the host free to complete it.
-    pub(crate) fn load_module<T>(&self, load: impl FnOnce() -> T) -> T {
-        {
-            let mut gate = self.gate.lock();
-            if gate.waited > 0 {
-                tracing::debug!(waited = gate.waited, "module load waits for user events that hold device work");
-            }
-            while gate.waited > 0 {
-                self.gate_changed.wait(&mut gate);
-            }
-            gate.loading += 1;
-        }
-        let result = load();
-        let mut gate = self.gate.lock();
-        gate.loading -= 1;
-        if gate.loading == 0 {
-            self.gate_changed.notify_all();
-        }
-        result
     }
 
     /// A stream of this device: an idle one from the pool, or a new one.
@@ -737,17 +642,10 @@ impl DeviceShared {
         Ok((host.cast(), dev))
     }
 
-    /// A word of the `kind` pool. Status words start at 0; user-event words
-    /// keep the last value written.
-    pub(crate) fn word(&self, kind: WordKind) -> Result<Word> {
-        if kind == WordKind::Status {
-            self.sweep_retiring();
-        }
-        let pool = match kind {
-            WordKind::UserEvent => &self.user_words,
-            WordKind::Status => &self.status_words,
-        };
-        let mut pool = pool.lock();
+    /// A kernel status word, zeroed.
+    pub(crate) fn status_word(&self) -> Result<Word> {
+        self.sweep_retiring();
+        let mut pool = self.status_words.lock();
         if pool.free.is_empty() {
             let (host, dev) = self.pinned_mapped(WORDS_PER_PAGE as usize)?;
             let page = pool.pages.len() as u32;
@@ -759,27 +657,22 @@ impl DeviceShared {
         let (host, dev) = pool.pages[page as usize];
         // SAFETY: `index` is within the page's WORDS_PER_PAGE words.
         let word = Word { slot, host: unsafe { host.add(index as usize) }, addr: dev + u64::from(index) * 4 };
-        if kind == WordKind::Status {
-            word.write(0);
-        }
+        word.write(0);
         Ok(word)
     }
 
-    /// Returns a word to its pool; the device no longer touches it.
-    pub(crate) fn free_word(&self, kind: WordKind, word: Word) {
-        match kind {
-            WordKind::UserEvent => self.user_words.lock().free.push(word.slot),
-            WordKind::Status => self.status_words.lock().free.push(word.slot),
-        }
+    /// Returns a status word to its pool; the device no longer touches it.
+    pub(crate) fn free_word(&self, word: Word) {
+        self.status_words.lock().free.push(word.slot);
     }
 
     /// Returns a status word once `event` (after the kernel that may write
     /// it) has completed.
-    pub(crate) fn retire_status_word(&self, word: Word, event: CuEvent) {
+    pub(crate) fn retire_status_word(&self, word: Word, event: Arc<CuEvent>) {
         match event.query() {
             Ok(crate::driver::Query::Pending) => self.retiring.lock().push((word, event)),
             _ => {
-                self.free_word(WordKind::Status, word);
+                self.free_word(word);
                 self.recycle_event(event);
             }
         }
@@ -795,9 +688,11 @@ impl DeviceShared {
 
     /// Keeps an event for reuse once nothing will wait on it again: waits
     /// already issued keep what its last record was, and recording it again
-    /// only affects later waits.
-    pub(crate) fn recycle_event(&self, event: CuEvent) {
+    /// only affects later waits. One that held work will still wait on is
+    /// left to them (and destroyed by the last).
+    pub(crate) fn recycle_event(&self, event: Arc<CuEvent>) {
         const KEPT: usize = 256;
+        let Ok(event) = Arc::try_unwrap(event) else { return };
         let mut pool = self.event_pool.lock();
         if !event.is_timing() && pool.len() < KEPT {
             pool.push(event);
@@ -805,7 +700,7 @@ impl DeviceShared {
     }
 
     fn sweep_retiring(&self) {
-        let done: Vec<(Word, CuEvent)> = {
+        let done: Vec<(Word, Arc<CuEvent>)> = {
             let mut retiring = self.retiring.lock();
             if retiring.is_empty() {
                 return;
@@ -816,7 +711,7 @@ impl DeviceShared {
             done
         };
         for (w, event) in done {
-            self.free_word(WordKind::Status, w);
+            self.free_word(w);
             self.recycle_event(event);
         }
     }
@@ -825,18 +720,12 @@ impl DeviceShared {
 impl Drop for DeviceShared {
     fn drop(&mut self) {
         let _ = self.bind();
-        let deferred = std::mem::take(&mut self.gate.get_mut().deferred);
-        for resource in deferred {
-            self.release_now(resource);
-        }
         // SAFETY: loaded in `open`; no graph that uses it runs any more.
         let _ = unsafe { sys::cuModuleUnload(self.collector.module) };
-        for pool in [self.user_words.get_mut(), self.status_words.get_mut()] {
-            for (host, _) in pool.pages.drain(..) {
-                // SAFETY: allocated by cuMemHostAlloc in `word`, freed once; the
-                // device is going away, so nothing waits on these words any more.
-                let _ = unsafe { sys::cuMemFreeHost(host.cast()) };
-            }
+        for (host, _) in self.status_words.get_mut().pages.drain(..) {
+            // SAFETY: allocated by cuMemHostAlloc in `status_word`, freed once;
+            // the device is going away, so no kernel writes these words any more.
+            let _ = unsafe { sys::cuMemFreeHost(host.cast()) };
         }
     }
 }

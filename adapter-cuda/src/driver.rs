@@ -43,7 +43,6 @@ const REQUIRED_SYMBOLS: &[&str] = &[
     "cuStreamDestroy_v2",
     "cuStreamSynchronize",
     "cuStreamWaitEvent",
-    "cuStreamWaitValue32_v2",
     "cuLaunchHostFunc",
     "cuEventCreate",
     "cuEventDestroy_v2",

@@ -7,27 +7,25 @@
 //! them; never recorded, they are complete, as a signal event must be before
 //! the first enqueue.
 //!
-//! CUDA has no host-signalled event, so a [`CudaUserEvent`] is a word of
-//! pinned, device-mapped host memory: a stream that must wait for it waits
-//! with `cuStreamWaitValue32` until the host writes the event's target value;
-//! a graph node that must wait for it waits on a CUDA event recorded, on a
-//! stream of its own, after such a wait. Words only ever increase (each user
-//! of a word waits for one more than the last value), so a wait left over
-//! from an earlier user is always released.
+//! CUDA has no host-signalled event, and device work must never wait for
+//! the host (see `hold`), so a [`CudaUserEvent`] lives on the host only: work
+//! that waits for it is held back until it completes. A held command's
+//! event reports `Queued`, blocks waiters on the host until the command is
+//! issued, and has no timestamps before.
 
 use std::any::Any;
-use std::ffi::c_void;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use cudarc::driver::sys;
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 use ur_core::adapter::{EventImpl, UserEventImpl};
 use ur_core::event::execution_error;
 use ur_core::{Backend, EventStatus, ProfilingInfo, Result, UrError, err};
 
-use crate::device::{DeviceShared, Word, WordKind, now_ns};
-use crate::driver::{self, CuEvent, Query, cu};
+use crate::device::{DeviceShared, Word, now_ns};
+use crate::driver::{CuEvent, Query};
+use crate::hold::{Dep, Gate};
 
 /// Where an event learns whether its kernels reported a failure.
 pub(crate) enum Check {
@@ -124,51 +122,51 @@ impl RunStatus {
     }
 }
 
-/// An event recorded on a stream.
+/// An event recorded on a stream: a command's, or a command-buffer signal
+/// event's.
 pub(crate) struct CudaEvent {
     dev: Arc<DeviceShared>,
-    /// Recorded after the command. `None` only while dropping.
-    end: Option<CuEvent>,
+    /// Recorded after the command; shared with held submissions that will
+    /// wait on it. `None` only while dropping.
+    end: Option<Arc<CuEvent>>,
     /// Recorded before the command, for profiling.
     start: Option<CuEvent>,
     /// Host times of queueing and submission, on profiling queues.
     times: Mutex<Option<(u64, u64)>>,
-    check: Option<Check>,
-    /// Whether the command waited, perhaps through other commands, for a
-    /// user event that was not complete when it was submitted.
-    host_gated: bool,
+    /// What to check once complete, set when the command is issued.
+    check: OnceLock<Check>,
+    /// While the command is held back on the host (see `hold`): the gate
+    /// that opens when it is issued.
+    held: Mutex<Option<Arc<Gate>>>,
 }
 
 impl CudaEvent {
-    /// An event for a command about to be submitted: `start`, when given, is
-    /// already recorded; `end` is recorded by the caller after the command.
-    pub(crate) fn new(
-        dev: Arc<DeviceShared>,
-        end: CuEvent,
-        start: Option<CuEvent>,
-        times: Option<(u64, u64)>,
-        check: Option<Check>,
-    ) -> CudaEvent {
-        CudaEvent { dev, end: Some(end), start, times: Mutex::new(times), check, host_gated: false }
+    /// An event for a command about to be submitted, its CUDA events created
+    /// (not recorded): with `profiling`, timing ones and a start event.
+    pub(crate) fn new(dev: &Arc<DeviceShared>, profiling: bool) -> Result<CudaEvent> {
+        let (end, start) =
+            if profiling { (CuEvent::new(true)?, Some(CuEvent::new(true)?)) } else { (dev.plain_event()?, None) };
+        Ok(CudaEvent::of(dev, end, start))
     }
 
-    /// Marks the command as waiting for a user event (see [`is_held`]).
-    pub(crate) fn held_by_host(mut self, gated: bool) -> CudaEvent {
-        self.host_gated = gated;
-        self
-    }
-
-    /// Whether the command may still be waiting for the host.
-    pub(crate) fn is_held(&self) -> bool {
-        self.host_gated && !matches!(self.end().query(), Ok(Query::Ready))
+    fn of(dev: &Arc<DeviceShared>, end: CuEvent, start: Option<CuEvent>) -> CudaEvent {
+        CudaEvent {
+            dev: dev.clone(),
+            end: Some(Arc::new(end)),
+            start,
+            times: Mutex::new(None),
+            check: OnceLock::new(),
+            held: Mutex::new(None),
+        }
     }
 
     /// A command-buffer signal event: recorded by graph nodes at each
     /// execution, complete until then. With `profiling`, both its events time.
     pub(crate) fn signal(dev: &Arc<DeviceShared>, profiling: bool) -> Result<CudaEvent> {
         dev.bind()?;
+        // New events, never recorded (a pooled one may still be pending).
         let start = if profiling { Some(CuEvent::new(true)?) } else { None };
-        Ok(CudaEvent::new(dev.clone(), CuEvent::new(profiling)?, start, None, None))
+        Ok(CudaEvent::of(dev, CuEvent::new(profiling)?, start))
     }
 
     /// The event recorded after the command.
@@ -181,15 +179,60 @@ impl CudaEvent {
         self.start.as_ref()
     }
 
+    /// The command was issued: its host times (on profiling queues) and what
+    /// to check once complete.
+    pub(crate) fn issued(&self, times: Option<(u64, u64)>, check: Option<Check>) {
+        *self.times.lock() = times;
+        if let Some(check) = check {
+            let _ = self.check.set(check);
+        }
+    }
+
+    /// The command is held back on the host until `gate` opens.
+    pub(crate) fn hold(&self, gate: Arc<Gate>) {
+        *self.held.lock() = Some(gate);
+    }
+
+    /// The gate of a command still held back, if it is.
+    pub(crate) fn held_gate(&self) -> Option<Arc<Gate>> {
+        self.held.lock().as_ref().filter(|g| !g.is_open()).cloned()
+    }
+
+    /// The dependency on this event: its gate while held, and, when `device`,
+    /// its end event for the waiting stream.
+    pub(crate) fn dep(&self, device: bool) -> Dep {
+        Dep { gate: self.held_gate(), end: device.then(|| self.end.clone().expect("alive")) }
+    }
+
+    /// Issued and complete.
+    pub(crate) fn is_done(&self) -> bool {
+        self.held_gate().is_none() && matches!(self.end().query(), Ok(Query::Ready))
+    }
+
     /// Starts a new execution of a signal event, timed when the queue profiles.
     pub(crate) fn arm(&self, queue_profiling: bool) {
         let now = now_ns();
         *self.times.lock() = (queue_profiling && self.start.is_some()).then_some((now, now));
     }
 
+    /// A signal event's execution was issued at `now` (after being held).
+    pub(crate) fn submitted_at(&self, now: u64) {
+        if let Some((_, submit)) = self.times.lock().as_mut() {
+            *submit = now;
+        }
+    }
+
+    /// The outcome of issuing the command, once issued: `None` while held.
+    fn issue_outcome(&self) -> Option<Result<()>> {
+        match self.held.lock().as_ref() {
+            Some(gate) => gate.result(),
+            None => Some(Ok(())),
+        }
+    }
+
     /// The failure its kernels reported, once complete.
     fn failure(&self) -> Option<String> {
-        match self.check.as_ref()? {
+        match self.check.get()? {
             Check::Kernel(word, name) => match word.read() {
                 0 => None,
                 code => Some(format!("kernel `{name}` reported failure code {code}")),
@@ -209,6 +252,11 @@ impl EventImpl for CudaEvent {
     }
 
     fn status(&self) -> EventStatus {
+        match self.issue_outcome() {
+            None => return EventStatus::Queued,
+            Some(Err(_)) => return EventStatus::Error,
+            Some(Ok(())) => {}
+        }
         match self.end().query() {
             Ok(Query::Ready) if self.failure().is_some() => EventStatus::Error,
             Ok(Query::Ready) => EventStatus::Complete,
@@ -221,6 +269,11 @@ impl EventImpl for CudaEvent {
     }
 
     fn wait(&self) -> Result<()> {
+        // A held command is waited for on the host until it is issued.
+        let gate = self.held.lock().clone();
+        if let Some(gate) = gate {
+            gate.wait()?;
+        }
         self.end().synchronize()?;
         match self.failure() {
             Some(message) => Err(execution_error(Backend::Cuda, message)),
@@ -229,6 +282,9 @@ impl EventImpl for CudaEvent {
     }
 
     fn profiling(&self) -> Option<ProfilingInfo> {
+        if !matches!(self.issue_outcome(), Some(Ok(()))) {
+            return None;
+        }
         let (queued, submit) = (*self.times.lock())?;
         let start_event = self.start.as_ref()?;
         if self.end().query().ok()? != Query::Ready {
@@ -256,151 +312,36 @@ impl Drop for CudaEvent {
     }
 }
 
-struct UserState {
-    result: Option<Result<()>>,
-    /// Device work waits on the word (the device's gate counts the event).
-    device_waits: bool,
-}
-
-struct UserInner {
-    dev: Arc<DeviceShared>,
-    word: Word,
-    target: u32,
-    state: Mutex<UserState>,
-    completed: Condvar,
-}
-
-/// An event the host completes.
+/// An event the host completes. It never reaches the device: work that
+/// waits for it is held back on the host until it completes (see `hold`).
 pub(crate) struct CudaUserEvent {
-    inner: Arc<UserInner>,
-    /// For graph nodes: recorded on its own stream once the word is written.
-    gated: Mutex<Option<CuEvent>>,
-}
-
-/// `CUDA_ERROR_NOT_SUPPORTED`: stream memory operations unavailable.
-const NOT_SUPPORTED: u32 = 801;
-
-/// Runs on the driver's callback thread when a stream cannot wait on memory:
-/// blocks that stream until the user event completes.
-unsafe extern "C" fn block_until_complete(data: *mut c_void) {
-    // SAFETY: `data` is an `Arc<UserInner>` leaked by `UserInner::device_wait` for this call.
-    let inner = unsafe { Arc::from_raw(data.cast::<UserInner>()) };
-    let mut state = inner.state.lock();
-    while state.result.is_none() {
-        inner.completed.wait(&mut state);
-    }
-}
-
-impl UserInner {
-    /// Makes `stream` wait until the event completes.
-    fn device_wait(self: &Arc<Self>, stream: sys::CUstream) -> Result<()> {
-        let mut state = self.state.lock();
-        if state.result.is_some() {
-            return Ok(());
-        }
-        // Counted before the wait is issued, so that no module load starts
-        // while the stream may be held (see `DeviceShared::load_module`).
-        let entered = !state.device_waits;
-        if entered {
-            self.dev.gate_enter();
-            state.device_waits = true;
-        }
-        let issued = self.issue_wait(stream);
-        if issued.is_err() && entered {
-            state.device_waits = false;
-            self.dev.gate_leave();
-        }
-        issued
-    }
-
-    fn issue_wait(self: &Arc<Self>, stream: sys::CUstream) -> Result<()> {
-        let flags = sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32;
-        // SAFETY: the word is device-mapped host memory that lives as long as
-        // the device; the stream is alive.
-        let result = unsafe { sys::cuStreamWaitValue32_v2(stream, self.word.addr, self.target, flags) };
-        if result as u32 != NOT_SUPPORTED {
-            return driver::check(result, "cuStreamWaitValue32_v2");
-        }
-        tracing::debug!("stream memory operations unsupported: user event waits through a host function");
-        let data = Arc::into_raw(self.clone()).cast_mut().cast::<c_void>();
-        // SAFETY: the callback takes back the leaked Arc exactly once.
-        if let Err(e) = unsafe { cu!(cuLaunchHostFunc(stream, Some(block_until_complete), data)) } {
-            // SAFETY: the callback was not enqueued; reclaim the Arc.
-            drop(unsafe { Arc::from_raw(data.cast::<UserInner>()) });
-            return Err(e);
-        }
-        Ok(())
-    }
-
-    fn finish(&self, result: Result<()>) {
-        let device_waits = {
-            let mut state = self.state.lock();
-            if state.result.is_some() {
-                return;
-            }
-            state.result = Some(result);
-            // Whatever the outcome, waiters only order: release them.
-            self.word.write(self.target);
-            std::mem::take(&mut state.device_waits)
-        };
-        self.completed.notify_all();
-        if device_waits {
-            self.dev.gate_leave();
-        }
-    }
-}
-
-impl Drop for UserInner {
-    fn drop(&mut self) {
-        // Nothing can wait any more once the last handle is gone, but make
-        // sure no stream stays blocked on the word.
-        self.finish(Err(err!(InvalidOperation, "user event dropped")));
-        self.dev.free_word(WordKind::UserEvent, self.word);
-    }
+    dev: Arc<DeviceShared>,
+    gate: Arc<Gate>,
 }
 
 impl CudaUserEvent {
-    pub(crate) fn new(dev: &Arc<DeviceShared>) -> Result<CudaUserEvent> {
-        let word = dev.word(WordKind::UserEvent)?;
-        let target = word.read().wrapping_add(1);
-        Ok(CudaUserEvent {
-            inner: Arc::new(UserInner {
-                dev: dev.clone(),
-                word,
-                target,
-                state: Mutex::new(UserState { result: None, device_waits: false }),
-                completed: Condvar::new(),
-            }),
-            gated: Mutex::new(None),
-        })
+    pub(crate) fn new(dev: &Arc<DeviceShared>) -> CudaUserEvent {
+        CudaUserEvent { dev: dev.clone(), gate: Gate::new() }
     }
 
-    /// A CUDA event that completes once this event has, for graph nodes.
-    fn gated_event(&self) -> Result<sys::CUevent> {
-        let mut gated = self.gated.lock();
-        if let Some(e) = gated.as_ref() {
-            return Ok(e.raw());
+    fn finish(&self, result: Result<()>) {
+        // Whatever the outcome, waiters only order: held work goes on.
+        if self.gate.open(result) {
+            self.dev.held.release();
         }
-        let dev = &self.inner.dev;
-        dev.bind()?;
-        let event = CuEvent::new(false)?;
-        if self.inner.state.lock().result.is_none() {
-            // The stream goes back to the pool right away: it is reused only
-            // once its work (the wait, then the record) has run.
-            let stream = dev.take_stream()?;
-            let waited = self.inner.device_wait(stream.raw()).and_then(|()| event.record(stream.raw()));
-            dev.return_stream(stream);
-            waited?;
-        }
-        let raw = event.raw();
-        *gated = Some(event);
-        Ok(raw)
+    }
+}
+
+impl Drop for CudaUserEvent {
+    fn drop(&mut self) {
+        // Nothing can complete it any more: release what waits for it.
+        self.finish(Err(err!(InvalidOperation, "user event dropped")));
     }
 }
 
 impl EventImpl for CudaUserEvent {
     fn status(&self) -> EventStatus {
-        match &self.inner.state.lock().result {
+        match self.gate.result() {
             None => EventStatus::Submitted,
             Some(Ok(())) => EventStatus::Complete,
             Some(Err(_)) => EventStatus::Error,
@@ -408,13 +349,7 @@ impl EventImpl for CudaUserEvent {
     }
 
     fn wait(&self) -> Result<()> {
-        let mut state = self.inner.state.lock();
-        loop {
-            if let Some(result) = &state.result {
-                return result.clone();
-            }
-            self.inner.completed.wait(&mut state);
-        }
+        self.gate.wait()
     }
 
     fn profiling(&self) -> Option<ProfilingInfo> {
@@ -424,40 +359,33 @@ impl EventImpl for CudaUserEvent {
 
 impl UserEventImpl for CudaUserEvent {
     fn complete(&self, result: Result<()>) {
-        self.inner.finish(result);
+        self.finish(result);
     }
 }
 
-/// Whether work waiting for `event` may wait for the host: `event` is a user
-/// event not yet complete, or a command that waited for one and has not run.
-pub(crate) fn is_held(event: &dyn EventImpl) -> bool {
+/// The dependency of a submission on `event` (an event of this adapter);
+/// with `device`, its stream waits for the event's device work.
+pub(crate) fn dep(event: &dyn EventImpl, device: bool) -> Result<Dep> {
     let any = event as &dyn Any;
     if let Some(e) = any.downcast_ref::<CudaEvent>() {
-        return e.is_held();
-    }
-    any.downcast_ref::<CudaUserEvent>().is_some_and(|u| !u.status().is_terminal())
-}
-
-/// Makes `stream` wait for `event` (an event of this adapter).
-pub(crate) fn stream_wait(stream: sys::CUstream, event: &dyn EventImpl) -> Result<()> {
-    let any = event as &dyn Any;
-    if let Some(e) = any.downcast_ref::<CudaEvent>() {
-        return driver::stream_wait_event(stream, e.end().raw());
+        return Ok(e.dep(device));
     }
     if let Some(u) = any.downcast_ref::<CudaUserEvent>() {
-        return u.inner.device_wait(stream);
+        return Ok(Dep { gate: (!u.gate.is_open()).then(|| u.gate.clone()), end: None });
     }
     Err(wrong_adapter())
 }
 
-/// The CUDA event a graph's event-wait node waits on to wait for `event`.
-pub(crate) fn graph_wait_event(event: &dyn EventImpl) -> Result<sys::CUevent> {
+/// The CUDA event a graph's event-wait node waits on to wait for `event`:
+/// for a user event, one that is always complete, the launch being held on
+/// the host until the user event is (see `CudaCommandBuffer::enqueue`).
+pub(crate) fn graph_wait_event(dev: &DeviceShared, event: &dyn EventImpl) -> Result<sys::CUevent> {
     let any = event as &dyn Any;
     if let Some(e) = any.downcast_ref::<CudaEvent>() {
         return Ok(e.end().raw());
     }
-    if let Some(u) = any.downcast_ref::<CudaUserEvent>() {
-        return u.gated_event();
+    if any.downcast_ref::<CudaUserEvent>().is_some() {
+        return Ok(dev.complete.raw());
     }
     Err(wrong_adapter())
 }

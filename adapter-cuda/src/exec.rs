@@ -6,7 +6,7 @@ use cudarc::driver::sys;
 use ur_core::{Command, MigrationFlags, Result, UsmAdvice, UsmRef};
 
 use crate::conv::{CopyPlan, HostJob, Memset, copy_1d, copy_rect, fill_plan, host_job_once};
-use crate::device::{DEVICE_CPU, DeviceShared, WordKind};
+use crate::device::{DEVICE_CPU, DeviceShared};
 use crate::driver::cu;
 use crate::event::Check;
 use crate::memory::{Loc, buffer_loc, is_managed, mem_loc, usm_loc};
@@ -26,20 +26,20 @@ pub(crate) unsafe fn issue(dev: &Arc<DeviceShared>, stream: sys::CUstream, comma
     unsafe {
         match command {
             Command::KernelLaunch(k) => {
-                let word = dev.word(WordKind::Status)?;
+                let word = dev.status_word()?;
                 let mut params = match LaunchParams::new(dev, k, word.addr) {
                     Ok(p) => p,
                     Err(e) => {
-                        dev.free_word(WordKind::Status, word);
+                        dev.free_word(word);
                         return Err(e);
                     }
                 };
                 if params.empty {
-                    dev.free_word(WordKind::Status, word);
+                    dev.free_word(word);
                     return Ok(None);
                 }
                 if let Err(e) = params.launch(stream) {
-                    dev.free_word(WordKind::Status, word);
+                    dev.free_word(word);
                     return Err(e);
                 }
                 return Ok(Some(Check::Kernel(word, params.name.clone())));

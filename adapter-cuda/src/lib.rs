@@ -7,8 +7,12 @@
 //! - every device the driver reports is a device of the one platform; all
 //!   contexts of a device share its primary CUDA context;
 //! - queues are non-blocking streams (several for out-of-order queues);
-//!   events are CUDA events, with timing on profiling queues; user events are
-//!   host-mapped words that streams wait on with `cuStreamWaitValue32`;
+//!   events are CUDA events, with timing on profiling queues; user events
+//!   live on the host: the device never waits for the host, so work that
+//!   waits (perhaps through other work) for a user event not yet complete is
+//!   held back on the host and issued when it completes (`hold.rs`), and
+//!   driver calls that wait for the device (module loads, frees) can never
+//!   wait for the host;
 //! - USM is `cuMemAlloc` (device), pinned mapped host memory (host) and
 //!   managed memory (shared); buffers are device (or pinned host) memory;
 //! - programs are PTX, or CUDA C compiled at run time with NVRTC (loaded at
@@ -27,6 +31,7 @@ mod device;
 mod driver;
 mod event;
 mod exec;
+mod hold;
 mod memory;
 mod nvrtc;
 mod program;

@@ -165,9 +165,11 @@ impl CudaProgram {
             values.push(registers as usize as *mut c_void);
         }
         let mut raw: sys::CUmodule = ptr::null_mut();
+        // Loading may wait for the device, which never waits for the host
+        // (see `hold`).
         // SAFETY: `ptx` is NUL-terminated PTX; the options name writable log
         // buffers of the given sizes and plain values; both arrays have `keys.len()` entries.
-        let result = dev.load_module(|| unsafe {
+        let result = unsafe {
             sys::cuModuleLoadDataEx(
                 &mut raw,
                 ptx.as_ptr().cast(),
@@ -175,7 +177,7 @@ impl CudaProgram {
                 keys.as_mut_ptr(),
                 values.as_mut_ptr(),
             )
-        });
+        };
         let text = |buffer: &[u8]| {
             std::ffi::CStr::from_bytes_until_nul(buffer).map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
         };

@@ -1,15 +1,15 @@
 //! Queues: an in-order queue is one stream; an out-of-order queue spreads its
 //! commands over several streams, each command waiting only for its wait
-//! list and the last barrier. A stream whose last command waits (perhaps
-//! through other commands) for a user event the host has not completed is
-//! *held*: an out-of-order queue puts independent work on another stream,
-//! adding streams when all are held, so that work never queues behind a
-//! host task or user event it does not depend on.
+//! list and the last barrier.
 //!
 //! Every submission records an event after its work (and, on profiling
-//! queues, one before it). Wait lists become `cuStreamWaitEvent` for CUDA
-//! events and `cuStreamWaitValue32` for user events.
+//! queues, one before it). Wait lists become `cuStreamWaitEvent`s on issued
+//! work. A submission that depends, directly or through other submissions,
+//! on a user event not yet complete is held back on the host and issued when
+//! that event completes (see `hold`): streams never wait for the host, so an
+//! out-of-order queue's streams never block on work they do not depend on.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use cudarc::driver::sys;
@@ -17,17 +17,22 @@ use parking_lot::Mutex;
 use ur_core::adapter::{EventImpl, QueueImpl};
 use ur_core::{Backend, Command, NativeCommand, NativeHandle, NativeTarget, QueueProperties, Result};
 
+use crate::command_buffer::{ExecGraph, native_graph};
 use crate::device::{DeviceShared, now_ns};
-use crate::driver::{CuEvent, Query, Stream};
-use crate::event::{Check, CudaEvent, is_held, stream_wait};
+use crate::driver::{Query, Stream, cu, stream_wait_event};
+use crate::event::{Check, CudaEvent, RunStatus, dep};
 use crate::exec;
+use crate::hold::{Dep, Gate, HeldJob};
 
-/// Streams an out-of-order queue starts with.
+/// Streams an out-of-order queue has.
 const OUT_OF_ORDER_STREAMS: usize = 4;
-/// Streams an out-of-order queue may grow to while its streams are held.
-const MAX_OUT_OF_ORDER_STREAMS: usize = 16;
 
 pub(crate) struct CudaQueue {
+    core: Arc<QueueCore>,
+}
+
+/// A queue's state, shared with its held submissions.
+pub(crate) struct QueueCore {
     pub(crate) dev: Arc<DeviceShared>,
     out_of_order: bool,
     pub(crate) profiling: bool,
@@ -39,10 +44,14 @@ struct QueueState {
     streams: Vec<Stream>,
     /// Round-robin position among the streams.
     next: usize,
-    /// The last event recorded on each stream.
+    /// The last event issued on each stream.
     last: Vec<Option<Arc<CudaEvent>>>,
+    /// The newest submission of an in-order queue, issued or held.
+    tail: Option<Arc<CudaEvent>>,
     /// The last barrier of an out-of-order queue.
     barrier: Option<Arc<CudaEvent>>,
+    /// Submissions held back on the host that may not be issued yet.
+    held: Vec<Arc<CudaEvent>>,
 }
 
 /// What a submission waits for before its work.
@@ -53,6 +62,235 @@ pub(crate) enum Order {
     Barrier,
 }
 
+/// What a submission does on its stream.
+pub(crate) enum Work<'a> {
+    /// Nothing: a marker, a barrier or a timestamp recording.
+    Marker,
+    /// An eager command.
+    Command(Cow<'a, Command>),
+    /// A launch of an executable graph.
+    Launch(Launch),
+}
+
+/// A graph launch: a command buffer's submission, or a native command
+/// captured while held.
+pub(crate) struct Launch {
+    pub(crate) exec: Arc<ExecGraph>,
+    /// The submission's slot in its buffer's status ring.
+    pub(crate) status: Option<Arc<RunStatus>>,
+    /// The buffer's signal events, recorded by the graph.
+    pub(crate) signals: Vec<Arc<CudaEvent>>,
+}
+
+impl Work<'_> {
+    fn into_owned(self) -> Work<'static> {
+        match self {
+            Work::Marker => Work::Marker,
+            Work::Command(c) => Work::Command(Cow::Owned(c.into_owned())),
+            Work::Launch(l) => Work::Launch(l),
+        }
+    }
+
+    /// Issues the work on `stream`; returns what its event checks once complete.
+    ///
+    /// # Safety
+    /// As for [`exec::issue`].
+    unsafe fn issue(self, dev: &Arc<DeviceShared>, stream: sys::CUstream) -> Result<Option<Check>> {
+        match self {
+            Work::Marker => Ok(None),
+            // SAFETY: forwarded from the caller.
+            Work::Command(command) => unsafe { exec::issue(dev, stream, &command) },
+            Work::Launch(launch) => {
+                // SAFETY: the executable graph is alive (the launch holds it)
+                // and of this context; the stream is the queue's.
+                unsafe { cu!(cuGraphLaunch(launch.exec.raw(), stream))? };
+                let now = now_ns();
+                for signal in &launch.signals {
+                    signal.submitted_at(now);
+                }
+                Ok(launch.status.map(Check::Run))
+            }
+        }
+    }
+}
+
+/// A submission held back on the host (see `hold`).
+pub(crate) struct Job {
+    queue: Arc<QueueCore>,
+    deps: Vec<Dep>,
+    work: Work<'static>,
+    event: Arc<CudaEvent>,
+    gate: Arc<Gate>,
+    queued: u64,
+}
+
+// Jobs move to whichever thread opens the gate they wait for.
+const _: fn() = || {
+    fn send<T: Send>() {}
+    send::<Job>();
+};
+
+impl HeldJob for Job {
+    fn deps(&self) -> &[Dep] {
+        &self.deps
+    }
+
+    fn gate(&self) -> &Gate {
+        &self.gate
+    }
+
+    /// Issues the job now that its dependencies allow, and opens its gate
+    /// with the outcome (a failure is its event's).
+    fn issue(self) {
+        let Job { queue, deps, work, event, gate, queued } = self;
+        let result = queue.dev.bind().and_then(|()| {
+            let mut state = queue.state.lock();
+            // SAFETY: as when the job was held: the front end keeps the
+            // command's memory valid until its event completes.
+            unsafe { queue.issue_locked(&mut state, &deps, work, &event, queued) }
+        });
+        if let Err(e) = &result {
+            tracing::warn!(error = %e, "issuing held CUDA work failed");
+        }
+        gate.open(result);
+    }
+}
+
+impl QueueCore {
+    /// Submits work after `wait` (its stream waits for them) and `host_only`
+    /// (events it must not be issued before, whose device work it does not
+    /// wait for itself) and the queue's order: issued now when everything
+    /// it depends on is issued, else held back until it is. Returns the
+    /// work's event.
+    ///
+    /// # Safety
+    /// As for [`exec::issue`] for a command; the work's memory stays valid
+    /// until the event completes.
+    pub(crate) unsafe fn submit(
+        self: &Arc<Self>,
+        wait: &[&dyn EventImpl],
+        host_only: &[&dyn EventImpl],
+        order: Order,
+        profiling: bool,
+        work: Work<'_>,
+    ) -> Result<Arc<CudaEvent>> {
+        self.dev.bind()?;
+        let mut deps = Vec::with_capacity(wait.len() + host_only.len() + 1);
+        for event in wait {
+            deps.push(dep(*event, true)?);
+        }
+        for event in host_only {
+            deps.push(dep(*event, false)?);
+        }
+        let event = Arc::new(CudaEvent::new(&self.dev, profiling)?);
+        let queued = now_ns();
+        let mut state = self.state.lock();
+        state.held.retain(|e| e.held_gate().is_some());
+        match order {
+            Order::Barrier => {
+                for last in state.last.iter().flatten() {
+                    deps.push(last.dep(true));
+                }
+                for held in &state.held {
+                    deps.push(held.dep(true));
+                }
+            }
+            Order::Normal => {
+                if let Some(barrier) = &state.barrier {
+                    deps.push(barrier.dep(true));
+                }
+            }
+        }
+        // An in-order queue's one stream orders its submissions once issued.
+        if let Some(tail) = &state.tail {
+            deps.push(tail.dep(false));
+        }
+        let mut held = self.dev.held.lock();
+        let is_held = !deps.iter().all(Dep::is_open);
+        if is_held {
+            let gate = Gate::new();
+            event.hold(gate.clone());
+            if let Work::Launch(launch) = &work {
+                // The signal events stand for this execution from now on.
+                for signal in &launch.signals {
+                    signal.hold(gate.clone());
+                }
+            }
+            // Only held work owns its command (a clone).
+            held.push(Job { queue: self.clone(), deps, work: work.into_owned(), event: event.clone(), gate, queued });
+            drop(held);
+        } else {
+            drop(held);
+            // SAFETY: forwarded from this function's contract.
+            unsafe { self.issue_locked(&mut state, &deps, work, &event, queued)? };
+        }
+        if !self.out_of_order {
+            state.tail = Some(event.clone());
+        } else if matches!(order, Order::Barrier) {
+            state.barrier = Some(event.clone());
+        }
+        if is_held {
+            tracing::trace!("CUDA submission held back on the host");
+            state.held.push(event.clone());
+        }
+        Ok(event)
+    }
+
+    /// Issues work on a stream of the queue after `deps`, records its events
+    /// and makes it the stream's last.
+    ///
+    /// # Safety
+    /// As for [`submit`](Self::submit); the context is bound.
+    unsafe fn issue_locked(
+        &self,
+        state: &mut QueueState,
+        deps: &[Dep],
+        work: Work<'_>,
+        event: &Arc<CudaEvent>,
+        queued: u64,
+    ) -> Result<()> {
+        let index = self.pick_stream(state);
+        let stream = state.streams[index].raw();
+        for end in deps.iter().filter_map(|d| d.end.as_ref()) {
+            stream_wait_event(stream, end.raw())?;
+        }
+        if let Some(start) = event.start() {
+            start.record(stream)?;
+        }
+        // SAFETY: forwarded from the caller.
+        let check = unsafe { work.issue(&self.dev, stream)? };
+        event.end().record(stream)?;
+        let times = event.start().is_some().then(|| (queued, now_ns().max(queued)));
+        event.issued(times, check);
+        state.last[index] = Some(event.clone());
+        Ok(())
+    }
+
+    /// The stream for the next submission: the only one of an in-order
+    /// queue; on an out-of-order queue, an idle stream if there is one, else
+    /// the next in turn.
+    fn pick_stream(&self, state: &mut QueueState) -> usize {
+        if !self.out_of_order {
+            return 0;
+        }
+        let n = state.streams.len();
+        let index = (0..n)
+            .map(|k| (state.next + k) % n)
+            .find(|i| state.last[*i].as_ref().is_none_or(|e| matches!(e.end().query(), Ok(Query::Ready))))
+            .unwrap_or(state.next % n);
+        state.next = (index + 1) % n;
+        index
+    }
+}
+
+impl Drop for QueueCore {
+    fn drop(&mut self) {
+        for stream in self.state.get_mut().streams.drain(..) {
+            self.dev.return_stream(stream);
+        }
+    }
+}
+
 impl CudaQueue {
     pub(crate) fn new(dev: Arc<DeviceShared>, properties: QueueProperties) -> Result<CudaQueue> {
         dev.bind()?;
@@ -60,137 +298,64 @@ impl CudaQueue {
         let streams = (0..count).map(|_| dev.take_stream()).collect::<Result<Vec<_>>>()?;
         let state = QueueState { streams, last: vec![None; count], ..QueueState::default() };
         Ok(CudaQueue {
-            dev,
-            out_of_order: properties.out_of_order,
-            profiling: properties.profiling,
-            state: Mutex::new(state),
+            core: Arc::new(QueueCore {
+                dev,
+                out_of_order: properties.out_of_order,
+                profiling: properties.profiling,
+                state: Mutex::new(state),
+            }),
         })
     }
 
-    /// Submits work: picks a stream, makes it wait for `wait` (and the
-    /// queue's ordering), runs `work` on it and records the returned event.
-    /// `work` returns what the event checks on completion.
-    pub(crate) fn submit(
-        &self,
-        wait: &[&dyn EventImpl],
-        order: Order,
-        work: impl FnOnce(sys::CUstream) -> Result<Option<Check>>,
-    ) -> Result<Arc<CudaEvent>> {
-        self.submit_timed(wait, order, self.profiling, work)
+    /// The queue's state, for command-buffer submissions.
+    pub(crate) fn core(&self) -> &Arc<QueueCore> {
+        &self.core
     }
 
-    /// [`submit`](Self::submit), with timing events when `profiling`
-    /// (timestamp recordings time on any queue).
-    fn submit_timed(
-        &self,
-        wait: &[&dyn EventImpl],
-        order: Order,
-        profiling: bool,
-        work: impl FnOnce(sys::CUstream) -> Result<Option<Check>>,
-    ) -> Result<Arc<CudaEvent>> {
-        self.dev.bind()?;
-        let mut state = self.state.lock();
-        let index = self.pick_stream(&mut state);
-        let stream = state.streams[index].raw();
-        let mut held = state.last[index].as_ref().is_some_and(|e| e.is_held());
-        for event in wait {
-            held |= is_held(*event);
-            stream_wait(stream, *event)?;
-        }
-        match order {
-            Order::Barrier => {
-                for (i, last) in state.last.iter().enumerate() {
-                    if let (true, Some(last)) = (i != index, last) {
-                        held |= last.is_held();
-                        crate::driver::stream_wait_event(stream, last.end().raw())?;
-                    }
-                }
-            }
-            Order::Normal => {
-                if let Some(barrier) = &state.barrier {
-                    held |= barrier.is_held();
-                    crate::driver::stream_wait_event(stream, barrier.end().raw())?;
-                }
-            }
-        }
-        let queued = now_ns();
-        let start = if profiling {
-            let start = CuEvent::new(true)?;
-            start.record(stream)?;
-            Some(start)
-        } else {
-            None
-        };
-        let check = work(stream)?;
-        let end = if profiling { CuEvent::new(true)? } else { self.dev.plain_event()? };
-        end.record(stream)?;
-        let times = profiling.then_some((queued, queued));
-        let event = Arc::new(CudaEvent::new(self.dev.clone(), end, start, times, check).held_by_host(held));
-        state.last[index] = Some(event.clone());
-        if matches!(order, Order::Barrier) && state.streams.len() > 1 {
-            state.barrier = Some(event.clone());
-        }
-        Ok(event)
+    /// [`QueueCore::submit`] with the queue's profiling and no host-only
+    /// dependencies.
+    ///
+    /// # Safety
+    /// As for [`QueueCore::submit`].
+    unsafe fn submit(&self, wait: &[&dyn EventImpl], order: Order, work: Work<'_>) -> Result<Arc<CudaEvent>> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.core.submit(wait, &[], order, self.core.profiling, work) }
     }
 
-    /// The stream for the next submission: the only one of an in-order
-    /// queue. On an out-of-order queue, an idle stream if there is one, else
-    /// one that is not held, else a pooled stream added to the queue (up to
-    /// [`MAX_OUT_OF_ORDER_STREAMS`]), else the next in turn.
-    fn pick_stream(&self, state: &mut QueueState) -> usize {
-        if !self.out_of_order {
-            return 0;
-        }
-        let n = state.streams.len();
-        let order = |k: usize| (state.next + k) % n;
-        let idle = (0..n)
-            .map(order)
-            .find(|i| state.last[*i].as_ref().is_none_or(|e| matches!(e.end().query(), Ok(Query::Ready))));
-        let free = || (0..n).map(order).find(|i| state.last[*i].as_ref().is_none_or(|e| !e.is_held()));
-        // A new stream only from the pool: creating one may wait for the
-        // device, which a held stream keeps busy.
-        let grown = || (n < MAX_OUT_OF_ORDER_STREAMS).then(|| self.dev.take_pooled_stream()).flatten();
-        let index = match idle.or_else(free) {
-            Some(index) => index,
-            None => match grown() {
-                Some(stream) => {
-                    tracing::debug!(streams = n + 1, "every stream of the out-of-order queue is held: one more");
-                    state.streams.push(stream);
-                    state.last.push(None);
-                    n
-                }
-                None => state.next % n,
-            },
-        };
-        state.next = (index + 1) % state.streams.len();
-        index
-    }
-}
-
-impl CudaQueue {
     /// A native command: a marker after `wait` and the queue's order, a
     /// stream of its own waiting for the marker on which the callback
     /// enqueues its work, and a final submission after that stream, whose
     /// event is the command's. The callback runs without the queue's lock,
-    /// so it may call the queue's methods.
+    /// so it may call the queue's methods. When the marker is held back on
+    /// the host, the callback's work is captured into a graph instead, and
+    /// the command is that graph's launch, held like any other submission.
     ///
     /// # Safety
     /// As for [`QueueImpl::enqueue`].
     unsafe fn native_command(&self, native: &NativeCommand, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
-        let marker = self.submit(wait, Order::Normal, |_| Ok(None))?;
-        let stream = self.dev.take_stream()?;
+        let dev = &self.core.dev;
+        // SAFETY: a marker touches no memory.
+        let marker = unsafe { self.submit(wait, Order::Normal, Work::Marker)? };
+        if marker.held_gate().is_some() {
+            let exec = native_graph(dev, native)?;
+            let launch = Launch { exec, status: None, signals: Vec::new() };
+            // SAFETY: the graph holds the native work, whose memory the
+            // command's contract keeps valid until its event completes.
+            return Ok(unsafe { self.submit(&[&*marker], Order::Normal, Work::Launch(launch))? });
+        }
+        let stream = dev.take_stream()?;
         let raw = stream.raw();
-        stream_wait(raw, &*marker)?;
+        stream_wait_event(raw, marker.end().raw())?;
         // SAFETY: the stream waits for the command's dependencies, and the
         // final submission below waits for the stream.
         let result = unsafe { native.invoke(Backend::Cuda, NativeTarget::Queue(NativeHandle(raw as u64))) };
-        self.dev.bind()?;
-        let end = self.dev.plain_event()?;
-        end.record(raw)?;
-        let work = CudaEvent::new(self.dev.clone(), end, None, None, None);
-        self.dev.return_stream(stream);
+        dev.bind()?;
+        let work = CudaEvent::new(dev, false)?;
+        work.end().record(raw)?;
+        dev.return_stream(stream);
         result?;
-        Ok(self.submit(&[&work], Order::Normal, |_| Ok(None))?)
+        // SAFETY: a marker touches no memory.
+        Ok(unsafe { self.submit(&[&work], Order::Normal, Work::Marker)? })
     }
 }
 
@@ -200,31 +365,39 @@ impl QueueImpl for CudaQueue {
             // SAFETY: forwarded from this function's contract.
             return unsafe { self.native_command(native, wait) };
         }
-        let dev = self.dev.clone();
         // SAFETY: the command was validated for this queue's context, its raw
         // host memory stays valid until its event completes (the trait's
-        // contract), and `submit` bound the context.
-        let event = self.submit(wait, Order::Normal, |stream| unsafe { exec::issue(&dev, stream, command) })?;
-        Ok(event)
+        // contract), and `submit` binds the context.
+        Ok(unsafe { self.submit(wait, Order::Normal, Work::Command(Cow::Borrowed(command)))? })
     }
 
     unsafe fn enqueue_wait(&self, wait: &[&dyn EventImpl], barrier: bool) -> Result<Arc<dyn EventImpl>> {
         let order = if barrier { Order::Barrier } else { Order::Normal };
-        Ok(self.submit(wait, order, |_| Ok(None))?)
+        // SAFETY: a marker touches no memory.
+        Ok(unsafe { self.submit(wait, order, Work::Marker)? })
     }
 
     unsafe fn enqueue_timestamp(&self, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
         // Two timing events with nothing between them: the device time at
         // which the stream reached this point.
-        Ok(self.submit_timed(wait, Order::Normal, true, |_| Ok(None))?)
+        // SAFETY: a marker touches no memory.
+        Ok(unsafe { self.core.submit(wait, &[], Order::Normal, true, Work::Marker)? })
     }
 
     fn finish(&self) -> Result<()> {
-        // The last event of each stream, taken under the lock and waited for
-        // outside it, so that other threads can go on submitting.
-        let lasts: Vec<Arc<CudaEvent>> = self.state.lock().last.iter().flatten().cloned().collect();
-        for last in lasts {
-            last.end().synchronize()?;
+        // The last event of each stream and the held submissions, taken under
+        // the lock and waited for outside it, so that other threads can go on
+        // submitting (and complete the user events held work waits for).
+        let events: Vec<Arc<CudaEvent>> = {
+            let state = self.core.state.lock();
+            state.last.iter().flatten().chain(&state.held).cloned().collect()
+        };
+        for event in events {
+            // A command's own failure is its event's, not finish's.
+            if let Some(gate) = event.held_gate() {
+                let _ = gate.wait();
+            }
+            event.end().synchronize()?;
         }
         Ok(())
     }
@@ -237,14 +410,6 @@ impl QueueImpl for CudaQueue {
     /// The `CUstream` of the queue's first stream (an out-of-order queue
     /// has several; native commands get a stream of their own, the target).
     fn native_handle(&self) -> Result<NativeHandle> {
-        Ok(NativeHandle(self.state.lock().streams[0].raw() as u64))
-    }
-}
-
-impl Drop for CudaQueue {
-    fn drop(&mut self) {
-        for stream in self.state.get_mut().streams.drain(..) {
-            self.dev.return_stream(stream);
-        }
+        Ok(NativeHandle(self.core.state.lock().streams[0].raw() as u64))
     }
 }

@@ -1,8 +1,8 @@
 //! Tests of the CUDA adapter the conformance suite cannot reach: the
 //! driver-absent path, the PTX path, the kernel ABI check, kernel-reported
-//! failures in command buffers, empty launches enabled by updates, frees
-//! while a user event holds a stream, and what the device reports about
-//! itself.
+//! failures in command buffers, empty launches enabled by updates, program
+//! loads and frees while a user event gates work, and what the device
+//! reports about itself.
 //!
 //! Without a CUDA driver (CI), the device tests are listed ignored and the
 //! reason ("no CUDA driver ...") is printed; without NVRTC, so are the tests
@@ -106,7 +106,7 @@ fn main() {
         ("kernel_failure_is_reported_by_command_buffer_submissions", Needs::Nvrtc, kernel_failure_in_graph),
         ("empty_launch_updated_to_a_real_one_runs", Needs::Device, empty_launch_update),
         ("statuses_of_many_pending_submissions_stay_their_own", Needs::Nvrtc, many_pending_submissions),
-        ("frees_do_not_wait_for_user_events", Needs::Device, frees_while_gated),
+        ("program_loads_and_frees_while_a_user_event_gates_work", Needs::Device, loads_and_frees_while_gated),
         ("native_handle_is_the_graph_then_the_executable_graph", Needs::Device, native_handle),
         ("every_device_runs_work", Needs::Device, every_device),
         ("device_information_and_clock", Needs::Device, device_information),
@@ -354,64 +354,108 @@ fn empty_launch_update(device: &Device) -> Result<(), String> {
     Ok(())
 }
 
-/// Freeing memory or unloading a module may wait for the whole device, and
-/// loading one does; a stream held by a user event the same thread completes
-/// later must not turn that into a deadlock.
-fn frees_while_gated(device: &Device) -> Result<(), String> {
-    // The step reached, so that a deadlock says where it happened.
+/// Fails the process when `done` is not set within 60 s, naming the last
+/// step reached: a deadlock is reported rather than hanging the run.
+fn watchdog(test: &'static str) -> (Arc<AtomicBool>, impl Fn(&'static str)) {
     let step: Arc<Mutex<&'static str>> = Arc::new(Mutex::new("start"));
     let done = Arc::new(AtomicBool::new(false));
-    let (watchdog, last_step) = (done.clone(), step.clone());
+    let (watched, last_step) = (done.clone(), step.clone());
     std::thread::spawn(move || {
         std::thread::sleep(Duration::from_secs(60));
-        if !watchdog.load(Ordering::SeqCst) {
+        if !watched.load(Ordering::SeqCst) {
             let at = *last_step.lock().unwrap_or_else(|e| e.into_inner());
-            eprintln!("frees_do_not_wait_for_user_events: deadlocked (60 s) at step `{at}`");
+            eprintln!("{test}: deadlocked (60 s) at step `{at}`");
             std::process::exit(3);
         }
     });
-    let reached = |name: &'static str| *step.lock().unwrap_or_else(|e| e.into_inner()) = name;
+    (done, move |name: &'static str| *step.lock().unwrap_or_else(|e| e.into_inner()) = name)
+}
+
+/// A user program's sequence that deadlocked while streams waited for user
+/// events on the device (issue 16): work gated by a user event (eager, on
+/// another queue through its event, in order behind it, and a command-buffer
+/// launch whose graph waits for it), then, from the same thread and while
+/// the event is unset, program loads (in this adapter instance and in a
+/// second one on the same primary context, which loads its own module too),
+/// frees of every kind and a command buffer built and dropped. Completing the
+/// event then runs the held work, with its results checked.
+fn loads_and_frees_while_gated(device: &Device) -> Result<(), String> {
+    let (done, reached) = watchdog("program_loads_and_frees_while_a_user_event_gates_work");
     let context = Context::new(device).map_err(ur)?;
     let queue = Queue::new(&context, QueueProperties::default()).map_err(ur)?;
-    let mem = UsmAllocation::new(&context, UsmKind::Device, 64).map_err(ur)?;
+    let other = Queue::new(&context, QueueProperties { out_of_order: true, profiling: true }).map_err(ur)?;
+    let [mem, copy, graph_out] = [0; 3].map(|_| UsmAllocation::new(&context, UsmKind::Device, 64).map_err(ur));
+    let (mem, copy, graph_out) = (mem?, copy?, graph_out?);
     let gate = UserEvent::new(&context).map_err(ur)?;
     let held = queue.usm_fill(mem.ptr(), &[9], 64, &[gate.event()]).map_err(ur)?;
-    reached("allocations and frees while held");
+    // Held through `held`, on another queue: it must wait for the fill.
+    let copied = other.usm_memcpy(copy.ptr(), mem.ptr(), 64, &[&held]).map_err(ur)?;
+    let cb = CommandBuffer::new(&context, device, CommandBufferDesc::default()).map_err(ur)?;
+    let waits = [gate.event()];
+    cb.append_usm_fill(graph_out.ptr(), &[5], 64, AppendOptions::new().wait_events(&waits)).map_err(ur)?;
+    cb.finalize().map_err(ur)?;
+    let launched = other.enqueue_command_buffer(&cb, &[]).map_err(ur)?;
+
+    reached("program build while gated");
+    let program = set_program(&context, vec![ArgKind::Global, ArgKind::Value(4)])?;
+    let kernel = Kernel::new(&program, "set_plus_offset").map_err(ur)?;
+    let out = UsmAllocation::new(&context, UsmKind::Device, 16 * 4).map_err(ur)?;
+    let v = 40u32;
+    let args = [KernelArg::Pointer(out.ptr()), KernelArg::value(&v)];
+    // SAFETY: 16 items write 16 u32s; in order behind the held fill.
+    let kernel_run = unsafe { queue.launch_kernel(&KernelLaunch::new(&kernel, &[16], &args), &[]) }.map_err(ur)?;
+
+    reached("allocations and frees while gated");
     for kind in [UsmKind::Device, UsmKind::Host, UsmKind::Shared] {
         if let Ok(a) = UsmAllocation::new(&context, kind, 1 << 20) {
             drop(a);
         }
     }
     drop(MemBuffer::new(&context, MemFlags::READ_WRITE, 4096).map_err(ur)?);
-    reached("program build started");
-    // Loading a module waits for the device (driver 580): it waits for the
-    // user event, outside the driver, so this thread's driver calls below
-    // still go through and it can complete the event.
-    let loader_context = context.clone();
-    let loading =
-        std::thread::spawn(move || set_program(&loader_context, vec![ArgKind::Global, ArgKind::Value(4)]).map(drop));
-    reached("command buffer create");
-    let cb = CommandBuffer::new(&context, device, CommandBufferDesc::default()).map_err(ur)?;
-    reached("command buffer append");
-    cb.append_usm_fill(mem.ptr(), &[1], 64, AppendOptions::new()).map_err(ur)?;
-    reached("command buffer finalize");
-    cb.finalize().map_err(ur)?;
-    reached("command buffer drop");
-    drop(cb);
-    if held.status().is_terminal() {
-        return Err("the fill ran before its user event".into());
+    reached("program unload while gated");
+    let unloaded = set_program(&context, vec![ArgKind::Global, ArgKind::Value(4)])?;
+    drop(unloaded);
+    reached("command buffer built and dropped while gated");
+    let scratch = CommandBuffer::new(&context, device, CommandBufferDesc::default()).map_err(ur)?;
+    scratch.append_usm_fill(out.ptr(), &[1], 4, AppendOptions::new()).map_err(ur)?;
+    scratch.finalize().map_err(ur)?;
+    drop(scratch);
+    reached("second adapter instance loads a program while gated");
+    {
+        let loader = Loader::load(&[AdapterEntry::Compiled(&CudaAdapterFactory)], DeviceSelector::all());
+        let second = loader.devices().into_iter().next().ok_or("a second adapter instance found no device")?;
+        let second_context = Context::new(&second).map_err(ur)?;
+        drop(set_program(&second_context, vec![ArgKind::Global, ArgKind::Value(4)])?);
+    }
+
+    for (what, event) in [("fill", &held), ("copy", &copied), ("launch", &launched), ("kernel", &kernel_run)] {
+        if event.status() != EventStatus::Queued {
+            return Err(format!("the {what} is {:?} before its user event completed", event.status()));
+        }
     }
     reached("user event complete");
     gate.complete().map_err(ur)?;
-    reached("held fill wait");
-    held.wait().map_err(ur)?;
-    reached("program build join");
-    loading.join().map_err(|_| "the program build panicked".to_string())??;
+    reached("held work wait");
+    for event in [&held, &copied, &launched, &kernel_run] {
+        event.wait().map_err(ur)?;
+    }
+    let profile = copied.profiling_info().map_err(ur)?;
+    if !(profile.queued <= profile.submit && profile.submit <= profile.start && profile.start <= profile.end) {
+        return Err(format!("held copy's times out of order: {profile:?}"));
+    }
+    reached("results");
+    let mut bytes = [0u8; 64];
+    for (what, alloc, value) in [("fill", &mem, 9u8), ("copy", &copy, 9), ("command buffer", &graph_out, 5)] {
+        queue.read_usm(alloc.ptr(), &mut bytes, &[]).map_err(ur)?;
+        if bytes != [value; 64] {
+            return Err(format!("{what}: got {bytes:?}"));
+        }
+    }
+    let expected: Vec<u32> = (0..16).map(|i| 40 + i).collect();
+    let got = read_u32(&queue, &out, 16)?;
     done.store(true, Ordering::SeqCst);
-    let mut out = [0u8; 64];
-    queue.read_usm(mem.ptr(), &mut out, &[]).map_err(ur)?;
-    if out != [9u8; 64] {
-        return Err(format!("got {out:?}"));
+    if got != expected {
+        return Err(format!("kernel: got {got:?}"));
     }
     Ok(())
 }
