@@ -44,15 +44,25 @@ const REBUILD_OVER_UPDATE: f64 = 100.0;
 
 fn update_goal(l: &Lookup<'_>) -> Option<Assessment> {
     let sizes = l.sizes("update");
-    let update = |n| l.get("update", "chain", "update", "ns", n);
     let (first, last) = (*sizes.first()?, *sizes.last()?);
+    // The call's own cost: the second update of a pair where measured (the
+    // first also carries the preceding replay's clean-up on few-core machines).
+    let variant =
+        if l.get("update", "chain", "update_again", "ns", first).is_some() { "update_again" } else { "update" };
+    let update = |n| l.get("update", "chain", variant, "ns", n);
     let (lo, hi) = (update(first)?, update(last)?);
     let spread = hi.median / lo.median.max(1e-9);
     let mut now = format!(
-        "update {:.2} µs at N = {first}, {:.2} µs at N = {last} ({spread:.1}x)",
+        "{variant} {:.2} µs at N = {first}, {:.2} µs at N = {last} ({spread:.1}x)",
         lo.median / 1e3,
         hi.median / 1e3
     );
+    if let (Some(a), Some(b)) =
+        (l.get("update", "chain", "update", "ns", first), l.get("update", "chain", "update", "ns", last))
+        && variant != "update"
+    {
+        let _ = write!(now, " (first update after a replay: {:.2} to {:.2} µs)", a.median / 1e3, b.median / 1e3);
+    }
     let mut met = spread <= FLAT && last >= 10_000 && first <= 10;
     match (update(1000), l.get("update", "chain", "rebuild", "ns", 1000)) {
         (Some(u), Some(r)) => {
@@ -114,6 +124,9 @@ mod tests {
             rec("update", 10, 1000.0),
             rec("update", 1000, 1000.0),
             rec("update", 10_000, update_at_10k),
+            rec("update_again", 10, 1000.0),
+            rec("update_again", 1000, 1000.0),
+            rec("update_again", 10_000, update_at_10k),
             rec("rebuild", 1000, rebuild_at_1k),
             rec("replay", 1000, 5000.0),
             rec("replay_after_update", 1000, 5000.0),

@@ -173,20 +173,22 @@ fn tables(records: &[Record], device: &str, group: &str) -> String {
     if wants("update") && !l.sizes("update").is_empty() {
         let _ = writeln!(
             out,
-            "One kernel argument changed in an N-kernel chain: the update call alone, the replay that follows it, \
-             a replay without update, and rebuilding (create, append, finalize); µs.\n"
+            "One kernel argument changed in an N-kernel chain: the update call alone right after a replay, \
+             a second update right after it, the replay that follows them, a replay without update, and \
+             rebuilding (create, append, finalize); µs.\n"
         );
         let _ = writeln!(
             out,
-            "| N | update | replay after update | replay | rebuild | rebuild / update | replay after update / replay |"
+            "| N | update | update again | replay after update | replay | rebuild | rebuild / update | replay after update / replay |"
         );
-        let _ = writeln!(out, "|---|---|---|---|---|---|---|");
+        let _ = writeln!(out, "|---|---|---|---|---|---|---|---|");
         for n in l.sizes("update") {
             let g = |v| l.get("update", "chain", v, "ns", n);
             let _ = writeln!(
                 out,
-                "| {n} | {} | {} | {} | {} | {} | {} |",
+                "| {n} | {} | {} | {} | {} | {} | {} | {} |",
                 cell(g("update"), 1e3),
+                cell(g("update_again"), 1e3),
                 cell(g("replay_after_update"), 1e3),
                 cell(g("replay"), 1e3),
                 cell(g("rebuild"), 1e3),
