@@ -157,7 +157,7 @@ fn main() -> ExitCode {
         let r = plan.repeats;
         let name = device.to_string();
         // Runs one group, then prints its table and saves every record so far.
-        let mut group = |group: &str, run: &mut dyn FnMut(&mut Vec<Record>) -> Result<Option<String>, String>| {
+        let mut group = |group: &str, run: &mut GroupRun<'_>| {
             if !wanted(group) {
                 return;
             }
@@ -209,6 +209,10 @@ fn main() -> ExitCode {
     }
     ExitCode::SUCCESS
 }
+
+/// One benchmark group: adds its records, returns a note for the device's
+/// notes, or why it measured nothing.
+type GroupRun<'a> = dyn FnMut(&mut Vec<Record>) -> Result<Option<String>, String> + 'a;
 
 /// Writes every record so far, through a temporary file so that the file is
 /// never half written.
