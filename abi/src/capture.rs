@@ -18,8 +18,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::sync::{Arc, LazyLock, Weak};
 
 use parking_lot::Mutex;
-use ur_core::graph::ExecutableGraph;
-use ur_core::{CapturedGraph, ensure};
+use ur_core::{CapturedGraph, ExecutableGraph, ensure};
 
 use crate::context::{Context, ContextRef};
 use crate::entry::guard;

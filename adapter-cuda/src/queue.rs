@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use cudarc::driver::sys;
 use parking_lot::Mutex;
+use smallvec::SmallVec;
 use ur_core::adapter::{EventImpl, QueueImpl};
 use ur_core::{Backend, Command, NativeCommand, NativeHandle, NativeTarget, QueueProperties, Result};
 
@@ -175,7 +176,7 @@ impl QueueCore {
         work: Work<'_>,
     ) -> Result<Arc<CudaEvent>> {
         self.dev.bind()?;
-        let mut deps = Vec::with_capacity(wait.len() + host_only.len() + 1);
+        let mut deps: SmallVec<[Dep; 4]> = SmallVec::new();
         for event in wait {
             deps.push(dep(*event, true)?);
         }
@@ -205,8 +206,11 @@ impl QueueCore {
         if let Some(tail) = &state.tail {
             deps.push(tail.dep(false));
         }
-        let mut held = self.dev.held.lock();
-        let is_held = !deps.iter().all(Dep::is_open);
+        // Dependencies without a gate were issued when looked up and stay
+        // so: the submission is issued now without the device's held lock,
+        // which only orders a decision to hold against a gate opening.
+        let mut held = (!deps.iter().all(|d| d.gate.is_none())).then(|| self.dev.held.lock());
+        let is_held = held.is_some() && !deps.iter().all(Dep::is_open);
         if is_held {
             let gate = Gate::new();
             event.hold(gate.clone());
@@ -217,8 +221,15 @@ impl QueueCore {
                 }
             }
             // Only held work owns its command (a clone).
-            held.push(Job { queue: self.clone(), deps, work: work.into_owned(), event: event.clone(), gate, queued });
-            drop(held);
+            let job = Job {
+                queue: self.clone(),
+                deps: deps.into_vec(),
+                work: work.into_owned(),
+                event: event.clone(),
+                gate,
+                queued,
+            };
+            held.take().expect("held work took the lock").push(job);
         } else {
             drop(held);
             // SAFETY: forwarded from this function's contract.
@@ -251,7 +262,11 @@ impl QueueCore {
     ) -> Result<()> {
         let index = self.pick_stream(state);
         let stream = state.streams[index].raw();
-        for end in deps.iter().filter_map(|d| d.end.as_ref()) {
+        // The stream's own last event is already ordered before this work
+        // (an in-order queue's previous submission, a buffer's previous
+        // replay on the same queue): waiting on it again only costs a call.
+        let last = state.last[index].as_ref().map(|e| e.end().raw());
+        for end in deps.iter().filter_map(|d| d.end.as_ref()).filter(|e| Some(e.raw()) != last) {
             stream_wait_event(stream, end.raw())?;
         }
         if let Some(start) = event.start() {

@@ -8,6 +8,7 @@
 //! nothing here asserts a timing.
 
 mod alloc;
+mod buffers;
 mod goals;
 mod kernels;
 mod raw;
@@ -39,7 +40,7 @@ struct Cli {
     #[arg(long, default_value = "target/bench")]
     out: PathBuf,
     /// Only these benchmark groups (submission, raw, finalize, update, cpu_per_node,
-    /// submit_graph, sin_kernel_graph, perf_scaling); repeatable.
+    /// submit_graph, sin_kernel_graph, perf_scaling, buffers); repeatable.
     #[arg(long)]
     only: Vec<String>,
     /// Leave out the emulated (software command buffer) view of native devices.
@@ -199,6 +200,12 @@ fn main() -> ExitCode {
         });
         group("perf_scaling", &mut |out| ok(suites::perf_scaling(&target, r, &plan.scaling, out)));
         emit(&report::device_notes(&notes, &skipped));
+    }
+    if wanted("buffers") {
+        emit(&buffers::run(plan.repeats, cli.quick, &mut records));
+        if let Err(e) = save(&records, &json) {
+            eprintln!("ur-bench: cannot write {}: {e}", json.display());
+        }
     }
     emit(&goals::summary(&records));
     eprintln!("ur-bench: wrote {}", json.display());

@@ -21,9 +21,16 @@ fn quick_run_writes_every_group() {
     let json = std::fs::read_to_string(out.join("results.json")).expect("results.json");
     let records: Vec<serde_json::Value> = serde_json::from_str(&json).expect("JSON array");
     let groups: BTreeSet<&str> = records.iter().filter_map(|r| r["benchmark"].as_str()).collect();
-    for group in
-        ["submission", "finalize", "update", "cpu_per_node", "submit_graph", "sin_kernel_graph", "perf_scaling"]
-    {
+    for group in [
+        "submission",
+        "finalize",
+        "update",
+        "cpu_per_node",
+        "submit_graph",
+        "sin_kernel_graph",
+        "perf_scaling",
+        "buffers",
+    ] {
         assert!(groups.contains(group), "no {group} records in {groups:?}");
     }
     let variants: BTreeSet<&str> = records

@@ -122,8 +122,33 @@ fn main() -> ExitCode {
             rows.push(Row { device: name.clone(), case: case.name.clone(), outcome });
         }
     }
+    // One buffer used on every selected device at once, when there are several.
+    let selected = loader.devices();
+    if selected.len() > 1 {
+        for case in cases::buffers::cross_cases() {
+            if !(cli.filter.is_empty() || cli.filter.iter().any(|f| case.name.contains(f.as_str()))) {
+                continue;
+            }
+            let outcome = case.run(&selected);
+            if cli.format == Format::Json {
+                let (status, reason) = match &outcome {
+                    Outcome::Pass => ("pass", None),
+                    Outcome::Skip(r) => ("skip", Some(r.as_str())),
+                    Outcome::Fail(m) => ("fail", Some(m.as_str())),
+                };
+                let row = JsonRow { backend: "cross", device: "cross", case: case.name, status, reason };
+                emit(&(serde_json::to_string(&row).expect("a row of strings serializes") + "\n"));
+            }
+            rows.push(Row { device: "cross".into(), case: case.name.into(), outcome });
+        }
+    }
     if cli.format == Format::Table {
         emit(&matrix(&devices, &cases, &rows));
+        let cross: Vec<&Row> = rows.iter().filter(|r| r.device == "cross").collect();
+        if !cross.is_empty() {
+            let passed = cross.iter().filter(|r| r.outcome == Outcome::Pass).count();
+            emit(&format!("cross (all selected devices): {passed} of {} passed\n", cross.len()));
+        }
     }
     if rows.iter().any(|r| matches!(r.outcome, Outcome::Fail(_))) { ExitCode::FAILURE } else { ExitCode::SUCCESS }
 }

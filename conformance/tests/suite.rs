@@ -42,5 +42,17 @@ fn main() {
             trials.push(trial.with_ignored_flag(skip));
         }
     }
+    // One buffer used on every selected device at once, when there are several.
+    let selected = loader.devices();
+    if selected.len() > 1 {
+        for case in cases::buffers::cross_cases() {
+            let devices = selected.clone();
+            trials.push(Trial::test(format!("[cross] {}", case.name), move || match case.run(&devices) {
+                Outcome::Pass => Ok(()),
+                Outcome::Skip(reason) => Err(Failed::from(format!("ran nothing: {reason}"))),
+                Outcome::Fail(message) => Err(Failed::from(message)),
+            }));
+        }
+    }
     libtest_mimic::run(&args, trials).exit();
 }

@@ -275,7 +275,73 @@ fn ranges_overlap(a: usize, b: usize, size_a: usize, size_b: usize) -> bool {
 }
 
 /// Builders of validated commands, shared by queues and command buffers.
+/// The public ones take no raw host memory, so the commands they build are
+/// safe to keep and append to command buffers of their context
+/// ([`CommandBuffer::append_command`](crate::CommandBuffer::append_command)).
 impl Command {
+    /// A copy of `size` bytes between USM allocations of `context`
+    /// (`InvalidSize`, out of bounds or in no allocation, `OverlappingRegions`).
+    pub fn usm_copy(context: &Context, dst: UsmPtr, src: UsmPtr, size: usize) -> Result<Command> {
+        Command::usm_memcpy(context, HostSide::Usm(dst), HostSide::Usm(src), size)
+    }
+
+    /// A read of `size` bytes of `buffer` from `offset` into USM of `context`.
+    pub fn buffer_read_to_usm(
+        context: &Context,
+        buffer: &MemBuffer,
+        offset: usize,
+        size: usize,
+        dst: UsmPtr,
+    ) -> Result<Command> {
+        Command::buffer_read(context, buffer, offset, size, HostSide::Usm(dst))
+    }
+
+    /// A write of `size` bytes of USM of `context` into `buffer` at `offset`.
+    pub fn buffer_write_from_usm(
+        context: &Context,
+        buffer: &MemBuffer,
+        offset: usize,
+        size: usize,
+        src: UsmPtr,
+    ) -> Result<Command> {
+        Command::buffer_write(context, buffer, offset, size, HostSide::Usm(src))
+    }
+
+    /// `InvalidContext` unless every memory object the command holds is of
+    /// `context`; `InvalidValue` for a kernel launch, whose fields anyone can
+    /// set (kernel launches are validated from a [`KernelLaunch`](crate::KernelLaunch)).
+    pub(crate) fn check_appendable(&self, context: &Context) -> Result<()> {
+        let usm = |r: &UsmRef| r.belongs_to(context);
+        let loc = |l: &MemLoc| !matches!(l, MemLoc::Usm(r) if !r.belongs_to(context));
+        let ok = match self {
+            Command::KernelLaunch(_) => {
+                return Err(crate::err!(
+                    InvalidValue,
+                    "a kernel launch is appended from a KernelLaunch (append_kernel_launch), which validates it"
+                ));
+            }
+            Command::UsmMemcpy { dst, src, .. } => loc(dst) && loc(src),
+            Command::UsmFill { dst, .. } => usm(dst),
+            Command::UsmPrefetch { mem, .. } | Command::UsmAdvise { mem, .. } => usm(mem),
+            Command::BufferCopy { src, dst, .. } | Command::BufferCopyRect { src, dst, .. } => {
+                src.check_context(context).and(dst.check_context(context)).is_ok()
+            }
+            Command::BufferRead { buffer, dst: other, .. }
+            | Command::BufferWrite { buffer, src: other, .. }
+            | Command::BufferReadRect { buffer, dst: other, .. }
+            | Command::BufferWriteRect { buffer, src: other, .. } => {
+                buffer.check_context(context).is_ok() && loc(other)
+            }
+            Command::BufferFill { buffer, .. } => buffer.check_context(context).is_ok(),
+            Command::Native(native) => {
+                native.mems().iter().all(|m| m.check_context(context).is_ok())
+                    && native.child().is_none_or(|c| c.context() == context)
+            }
+        };
+        crate::ensure!(ok, InvalidContext, "a {} command of another context", self.kind());
+        Ok(())
+    }
+
     pub(crate) fn usm_memcpy(context: &Context, dst: HostSide, src: HostSide, size: usize) -> Result<Command> {
         ensure!(size != 0, InvalidSize, "USM memcpy of 0 bytes");
         let dst = dst.resolve(context, size, "USM memcpy destination")?;
@@ -295,26 +361,30 @@ impl Command {
         Ok(Command::UsmMemcpy { dst, src, size })
     }
 
-    pub(crate) fn usm_fill(context: &Context, dst: UsmPtr, pattern: &[u8], size: usize) -> Result<Command> {
+    /// A fill of `size` bytes of USM of `context` with a 1- to 256-byte pattern.
+    pub fn usm_fill(context: &Context, dst: UsmPtr, pattern: &[u8], size: usize) -> Result<Command> {
         let pattern = check_pattern(pattern, size)?;
         let dst = context.find_usm(dst, size)?;
         Ok(Command::UsmFill { dst, pattern, size })
     }
 
-    pub(crate) fn usm_prefetch(context: &Context, mem: UsmPtr, size: usize, flags: MigrationFlags) -> Result<Command> {
+    /// A migration hint over `size` bytes of USM of `context`.
+    pub fn usm_prefetch(context: &Context, mem: UsmPtr, size: usize, flags: MigrationFlags) -> Result<Command> {
         ensure!(size != 0, InvalidSize, "USM prefetch of 0 bytes");
         ensure!(flags.bits().count_ones() <= 1, InvalidEnumeration, "prefetch flags {flags:?} name both directions");
         let mem = context.find_usm(mem, size)?;
         Ok(Command::UsmPrefetch { mem, size, flags })
     }
 
-    pub(crate) fn usm_advise(context: &Context, mem: UsmPtr, size: usize, advice: UsmAdvice) -> Result<Command> {
+    /// Advice over `size` bytes of USM of `context`.
+    pub fn usm_advise(context: &Context, mem: UsmPtr, size: usize, advice: UsmAdvice) -> Result<Command> {
         ensure!(size != 0, InvalidSize, "USM advise of 0 bytes");
         let mem = context.find_usm(mem, size)?;
         Ok(Command::UsmAdvise { mem, size, advice })
     }
 
-    pub(crate) fn buffer_copy(
+    /// A copy of `size` bytes between buffers of `context`.
+    pub fn buffer_copy(
         context: &Context,
         src: &MemBuffer,
         dst: &MemBuffer,
@@ -336,7 +406,8 @@ impl Command {
         Ok(Command::BufferCopy { src, dst, src_offset, dst_offset, size })
     }
 
-    pub(crate) fn buffer_copy_rect(
+    /// A rect copy between buffers of `context`.
+    pub fn buffer_copy_rect(
         context: &Context,
         src: &MemBuffer,
         dst: &MemBuffer,
@@ -420,7 +491,8 @@ impl Command {
         Ok(Command::BufferWriteRect { buffer, buffer_layout, host_layout, region, src })
     }
 
-    pub(crate) fn buffer_fill(
+    /// A fill of `size` bytes of a buffer of `context` from `offset` with a 1- to 256-byte pattern.
+    pub fn buffer_fill(
         context: &Context,
         buffer: &MemBuffer,
         pattern: &[u8],

@@ -53,7 +53,7 @@ use crate::event::{Event, as_refs, check_events};
 use crate::interop::{self, NativeCommand, NativeScope, Owner};
 use crate::launch::{
     ArgValue, KernelArg, KernelCommand, KernelLaunch, LocalSizeOrigin, check_dims, check_local_memory, resolve_arg,
-    resolve_args, resolve_range, to_3d,
+    resolve_range, to_3d,
 };
 use crate::memory::{MemBuffer, MigrationFlags, UsmAdvice, UsmPtr};
 use crate::program::Kernel;
@@ -270,30 +270,6 @@ struct KernelRecord {
     original: Kernel,
     alternatives: Vec<Kernel>,
     local_origin: LocalSizeOrigin,
-}
-
-/// Validates a kernel launch for `context`.
-pub(crate) fn resolve_kernel_launch(
-    context: &Context,
-    launch: &KernelLaunch<'_>,
-) -> Result<(KernelCommand, LocalSizeOrigin)> {
-    let kernel = launch.kernel;
-    ensure!(
-        kernel.program().context() == context,
-        InvalidKernel,
-        "kernel `{}` belongs to another context",
-        kernel.name()
-    );
-    let work_dim = check_dims(
-        launch.global_size.len(),
-        &[("local size", launch.local_size), ("global offset", launch.global_offset)],
-    )?;
-    let args = resolve_args(context, kernel, launch.args)?;
-    let global = to_3d(launch.global_size, 1);
-    let offset = launch.global_offset.map_or([0; 3], |o| to_3d(o, 0));
-    let local = launch.local_size.map(|l| to_3d(l, 1));
-    let (range, origin) = resolve_range(context.device().info(), kernel, work_dim, global, offset, local)?;
-    Ok((KernelCommand { kernel: kernel.clone(), range, args }, origin))
 }
 
 impl CommandBuffer {
@@ -519,12 +495,12 @@ impl CommandBuffer {
         alternatives: &[&Kernel],
         opts: AppendOptions<'_>,
     ) -> Result<Appended> {
-        let (command, local_origin) = resolve_kernel_launch(&self.inner.context, launch)?;
+        let (command, local_origin) = launch.resolve(&self.inner.context)?;
         // SAFETY: the caller's contract is this function's.
         unsafe { self.append_kernel_command(command, local_origin, alternatives, opts) }
     }
 
-    /// Appends a kernel launch validated by [`resolve_kernel_launch`] for
+    /// Appends a kernel launch validated by [`KernelLaunch::resolve`] for
     /// this buffer's context (the graph layer keeps launches in that form).
     ///
     /// # Safety
@@ -571,10 +547,27 @@ impl CommandBuffer {
         self.append(Command::KernelLaunch(command), Some(record), &opts)
     }
 
-    /// Appends a memory command validated by a [`Command`] builder for this
-    /// buffer's context (the graph layer keeps its nodes in that form).
-    pub(crate) fn append_command(&self, command: Command, opts: AppendOptions<'_>) -> Result<Appended> {
-        debug_assert!(command.as_kernel().is_none(), "kernel launches go through append_kernel_command");
+    /// Appends a command built by one of [`Command`]'s public builders
+    /// (memory commands kept in validated form); `InvalidContext` for one
+    /// of another context, `InvalidValue` for a kernel launch (appended with
+    /// [`append_kernel_launch`](Self::append_kernel_launch)).
+    ///
+    /// ```
+    /// use ur_core::*;
+    /// # let device = ur_adapter_cpu::default_device();
+    /// let ctx = Context::new(&device)?;
+    /// let buf = UsmAllocation::new(&ctx, UsmKind::Device, 64)?;
+    /// let fill = Command::usm_fill(&ctx, buf.ptr(), &[7], 64)?;
+    /// let cb = CommandBuffer::new(&ctx, &device, CommandBufferDesc::default())?;
+    /// cb.append_command(fill.clone(), AppendOptions::new())?;
+    ///
+    /// let other = Context::new(&device)?;
+    /// let foreign = CommandBuffer::new(&other, &device, CommandBufferDesc::default())?;
+    /// assert!(matches!(foreign.append_command(fill, AppendOptions::new()), Err(UrError::InvalidContext(_))));
+    /// # Ok::<(), UrError>(())
+    /// ```
+    pub fn append_command(&self, command: Command, opts: AppendOptions<'_>) -> Result<Appended> {
+        command.check_appendable(&self.inner.context)?;
         self.append(command, None, &opts)
     }
 

@@ -58,6 +58,22 @@ pub struct Event {
 }
 
 impl Event {
+    /// An event for work that starts when `first` does and ends when `last`
+    /// does (its status and profiling interval span both; with `profiled`
+    /// false it reports no timestamps), and that reports the first failure
+    /// among `parts`, which `last` is ordered after: the event of a
+    /// submission made of several commands. The events must share a context.
+    pub fn span(first: &Event, last: &Event, parts: &[Event], profiled: bool) -> Result<Event> {
+        ensure!(
+            first.context == last.context && parts.iter().all(|p| p.context == first.context),
+            InvalidEvent,
+            "a span of events of several contexts"
+        );
+        let parts = parts.iter().map(|p| p.imp.clone()).collect();
+        let imp = Arc::new(SpanEvent { first: first.imp.clone(), last: last.imp.clone(), profiled, parts });
+        Ok(Event { imp, context: first.context })
+    }
+
     /// Wraps an adapter event of `context`.
     pub fn from_imp(imp: Arc<dyn EventImpl>, context: &Context) -> Event {
         Event { imp, context: context.id() }
@@ -230,9 +246,11 @@ pub(crate) fn resolve_wait_list(context: ContextId, events: &[&Event]) -> Result
     Ok(out)
 }
 
-/// A recorded event stands for a graph node: only a queue recording into
-/// that graph can wait for it.
+/// A recorded event stands for a graph node, a captured event for a
+/// captured command: only a queue recording into that graph (capturing into
+/// it) can wait for it.
 fn check_not_recorded(event: &Event, i: usize) -> Result<()> {
+    crate::capture::check_not_captured(event, i)?;
     if let Some(r) = crate::graph::record::recorded(event) {
         return Err(crate::err!(
             InvalidEventWaitList,

@@ -113,14 +113,15 @@ pub struct KernelCommand {
 
 /// Converts sizes given as a slice of 1 to 3 entries into the 3D form,
 /// padding with `fill`.
-pub(crate) fn to_3d(values: &[usize], fill: usize) -> [usize; 3] {
+pub fn to_3d(values: &[usize], fill: usize) -> [usize; 3] {
     let mut out = [fill; 3];
     out[..values.len()].copy_from_slice(values);
     out
 }
 
-/// Checks a work dimension and that each size list has that many entries.
-pub(crate) fn check_dims(work_dim: usize, lists: &[(&str, Option<&[usize]>)]) -> Result<u32> {
+/// Checks a work dimension (1 to 3, else `InvalidWorkDimension`) and that
+/// each named size list has that many entries; gives the dimension.
+pub fn check_dims(work_dim: usize, lists: &[(&str, Option<&[usize]>)]) -> Result<u32> {
     ensure!((1..=3).contains(&work_dim), InvalidWorkDimension, "work dimension {work_dim} is not 1, 2 or 3");
     for (name, list) in lists {
         if let Some(list) = list {
@@ -154,8 +155,9 @@ pub(crate) fn resolve_args(context: &Context, kernel: &Kernel, args: &[KernelArg
     Ok(out)
 }
 
-/// Checks the local-memory arguments together fit the device's local memory.
-pub(crate) fn check_local_memory(info: &DeviceInfo, kernel: &Kernel, args: &[ArgValue]) -> Result<()> {
+/// Checks the local-memory arguments together fit the device's local memory
+/// (`OutOfResources` otherwise).
+pub fn check_local_memory(info: &DeviceInfo, kernel: &Kernel, args: &[ArgValue]) -> Result<()> {
     let total: usize = args.iter().map(|a| if let ArgValue::Local(n) = a { *n } else { 0 }).sum();
     ensure!(
         total as u64 <= info.local_mem_size,
@@ -213,11 +215,81 @@ pub(crate) fn resolve_arg(
     })
 }
 
-/// How the local size of a launch was decided; updates need to know.
+/// How the local size of a launch was decided: command-buffer updates that
+/// change the global size choose the local size again only where the
+/// implementation chose it.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub(crate) enum LocalSizeOrigin {
+pub enum LocalSizeOrigin {
+    /// The launch gave its local size.
     User,
+    /// The implementation chose it.
     Implementation,
+}
+
+impl KernelLaunch<'_> {
+    /// Validates the launch for `context` (kernel of that context, work
+    /// dimensions, arguments against the kernel's signature, sizes against
+    /// the device's and kernel's limits) and gives the command queues and
+    /// command buffers run, with how its local size was decided.
+    pub fn resolve(&self, context: &Context) -> Result<(KernelCommand, LocalSizeOrigin)> {
+        let kernel = self.kernel;
+        check_kernel_context(context, kernel)?;
+        let work_dim = check_dims(
+            self.global_size.len(),
+            &[("local size", self.local_size), ("global offset", self.global_offset)],
+        )?;
+        let args = resolve_args(context, kernel, self.args)?;
+        let global = to_3d(self.global_size, 1);
+        let offset = self.global_offset.map_or([0; 3], |o| to_3d(o, 0));
+        let local = self.local_size.map(|l| to_3d(l, 1));
+        let (range, origin) = resolve_range(context.device().info(), kernel, work_dim, global, offset, local)?;
+        Ok((KernelCommand { kernel: kernel.clone(), range, args }, origin))
+    }
+}
+
+impl KernelCommand {
+    /// A launch of `kernel` with `args` and a geometry in 3D form (`work_dim`
+    /// used dimensions; `local` `None` lets the implementation choose),
+    /// validated for `context` as [`KernelLaunch::resolve`] validates: for
+    /// launches kept in resolved form ([`ArgValue::as_arg`] gives their
+    /// arguments back) and launched again with other arguments or another range.
+    pub fn new(
+        context: &Context,
+        kernel: &Kernel,
+        work_dim: u32,
+        global: [usize; 3],
+        offset: [usize; 3],
+        local: Option<[usize; 3]>,
+        args: &[KernelArg<'_>],
+    ) -> Result<(KernelCommand, LocalSizeOrigin)> {
+        check_kernel_context(context, kernel)?;
+        let args = resolve_args(context, kernel, args)?;
+        let (range, origin) = resolve_range(context.device().info(), kernel, work_dim, global, offset, local)?;
+        Ok((KernelCommand { kernel: kernel.clone(), range, args }, origin))
+    }
+}
+
+/// `InvalidKernel` for a kernel of another context.
+fn check_kernel_context(context: &Context, kernel: &Kernel) -> Result<()> {
+    ensure!(
+        kernel.program().context() == context,
+        InvalidKernel,
+        "kernel `{}` belongs to another context",
+        kernel.name()
+    );
+    Ok(())
+}
+
+impl ArgValue {
+    /// The argument as an application gives it.
+    pub fn as_arg(&self) -> KernelArg<'_> {
+        match self {
+            ArgValue::Value(bytes) => KernelArg::Value(bytes),
+            ArgValue::Pointer(p) => KernelArg::Pointer(*p),
+            ArgValue::MemObj(b) => KernelArg::MemObj(b),
+            ArgValue::Local(n) => KernelArg::Local(*n),
+        }
+    }
 }
 
 /// Validates geometry and builds the ND-range, choosing the local size when

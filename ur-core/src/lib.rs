@@ -13,6 +13,8 @@
 //!   crates implement, whose methods trust what the front end validated;
 //! - the **software command buffer**, which gives every adapter the whole
 //!   command-buffer API over its eager queue operations;
+//! - UR's **graph capture** ([`capture`]): a capturing queue appends its
+//!   enqueues to a command buffer, which instantiation finalizes;
 //! - the **loader** ([`Loader`]) and **selector** ([`selector`]), which open
 //!   the compiled-in adapters and pick devices with the
 //!   `ONEAPI_DEVICE_SELECTOR` grammar;
@@ -26,6 +28,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod adapter;
+pub mod capture;
 pub mod clock;
 pub mod command;
 pub mod command_buffer;
@@ -49,6 +52,7 @@ pub mod selector;
 mod software;
 pub mod spirv;
 
+pub use capture::{CapturedGraph, ExecutableGraph};
 pub use clock::{Timestamps, host_clock_ns};
 pub use command::{Command, CommandKind, MAX_PATTERN_SIZE, Pattern};
 pub use command_buffer::{
@@ -63,9 +67,8 @@ pub use device::{
 };
 pub use error::{Detail, Result, UrError};
 pub use event::{Event, EventStatus, ProfilingInfo, UserEvent};
-pub use graph::CapturedGraph;
 pub use interop::{NativeCommand, NativeFn, NativeScope, NativeTarget};
-pub use launch::{ArgValue, KernelArg, KernelCommand, KernelLaunch};
+pub use launch::{ArgValue, KernelArg, KernelCommand, KernelLaunch, LocalSizeOrigin};
 pub use loader::{AbsentAdapter, AdapterEntry, Loader};
 pub use memory::{
     BufferMapping, HostPtr, MapFlags, MemBuffer, MemFlags, MemLoc, MigrationFlags, UsmAdvice, UsmAllocation, UsmKind,
@@ -76,6 +79,6 @@ pub use native::{
 };
 pub use platform::{Backend, Platform};
 pub use program::{ArgKind, Kernel, KernelSignature, Program, ProgramBundle, ProgramSource, SourceForm, SpirvModule};
-pub use queue::{Queue, QueueProperties};
+pub use queue::{EnqueueGraph, Queue, QueueProperties};
 pub use rect::{RectLayout, RectOffset, RectRegion};
 pub use selector::DeviceSelector;

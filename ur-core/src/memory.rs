@@ -245,6 +245,11 @@ impl UsmRef {
     pub(crate) fn same_allocation(&self, other: &UsmRef) -> bool {
         Arc::ptr_eq(&self.alloc, &other.alloc)
     }
+
+    /// Whether the allocation is one of `context`'s.
+    pub(crate) fn belongs_to(&self, context: &Context) -> bool {
+        std::ptr::eq(self.alloc.tracker.as_ptr(), Arc::as_ptr(context.tracker()))
+    }
 }
 
 impl fmt::Debug for UsmRef {
@@ -525,7 +530,8 @@ impl MemBuffer {
         Arc::strong_count(&self.inner)
     }
 
-    pub(crate) fn check_context(&self, context: &Context) -> Result<()> {
+    /// `InvalidMemObject` for a buffer of another context than `context`.
+    pub fn check_context(&self, context: &Context) -> Result<()> {
         ensure!(self.inner.context == context.id(), InvalidMemObject, "memory buffer of another context");
         Ok(())
     }
@@ -542,7 +548,8 @@ impl MemBuffer {
         Ok(())
     }
 
-    pub(crate) fn same_buffer(&self, other: &MemBuffer) -> bool {
+    /// Whether both handles are the same buffer.
+    pub fn same_buffer(&self, other: &MemBuffer) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
     }
 }

@@ -6,9 +6,11 @@
 //! touch; kernel launches are `unsafe` because device code may touch any
 //! address.
 //!
-//! A queue can record into a graph instead of executing
-//! ([`crate::graph`]): its submitting methods then add nodes and return
-//! recorded events. The eager path pays one check of an atomic flag for it.
+//! A queue can capture into a graph instead of executing ([`crate::capture`],
+//! UR's graph capture): its enqueues then append to the capture's command
+//! buffer and return captured events. The eager path pays one check of an
+//! atomic flag for it. A queue can also record into a graph of the graph
+//! layer ([`crate::graph`]), at the price of a second flag.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -19,10 +21,12 @@ use parking_lot::Mutex;
 use smallvec::SmallVec;
 
 use crate::adapter::{EventImpl, QueueImpl};
+use crate::capture::{self, CaptureSlot, Op};
 use crate::command::{Command, HostSide};
 use crate::command_buffer::CommandBuffer;
 use crate::context::Context;
 use crate::device::Device;
+use crate::ensure;
 use crate::error::Result;
 use crate::error::panic_message;
 use crate::event::{Event, UserEvent, as_refs, resolve_wait_list};
@@ -31,9 +35,17 @@ use crate::interop::{self, NativeCommand, NativeHandle, NativeScope, NativeTarge
 use crate::launch::KernelLaunch;
 use crate::memory::{BufferMapping, MapFlags, MappedMemory, MemBuffer, MigrationFlags, UsmAdvice, UsmPtr};
 use crate::rect::{RectLayout, RectRegion};
-use crate::{command_buffer, ensure};
 
 mod usm_2d;
+
+/// A graph [`Queue::enqueue_graph`] submits: UR's
+/// [`ExecutableGraph`](crate::ExecutableGraph) or an executable graph of the
+/// graph layer.
+pub trait EnqueueGraph {
+    /// Submits the graph on `queue` after `wait` (or records or captures it
+    /// where `queue` does).
+    fn enqueue_on(&self, queue: &Queue, wait: &[&Event]) -> Result<Event>;
+}
 
 /// How a queue runs its commands.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
@@ -66,6 +78,8 @@ struct QueueInner {
     in_flight: Mutex<VecDeque<(Arc<dyn EventImpl>, KeepAlive)>>,
     /// The graph this queue records into, if any.
     recording: RecordingSlot,
+    /// The UR graph this queue captures into, if any.
+    capture: CaptureSlot,
 }
 
 /// A queue handle that does not keep the queue alive (held by the graphs it
@@ -83,6 +97,7 @@ impl WeakQueue {
 impl Drop for QueueInner {
     fn drop(&mut self) {
         record::queue_dropped(&self.recording, self as *const QueueInner as usize);
+        capture::queue_dropped(&self.capture, self as *const QueueInner as usize);
         if let Err(e) = self.imp.finish() {
             tracing::warn!(error = %e, "queue finish on drop failed");
         }
@@ -116,6 +131,7 @@ impl Queue {
                 imp,
                 in_flight: Mutex::default(),
                 recording: RecordingSlot::default(),
+                capture: CaptureSlot::default(),
             }),
         })
     }
@@ -158,9 +174,13 @@ impl Queue {
     /// queue, everything before); the returned event completes when that
     /// work has. `mems` are buffers the work uses: kept alive until then and
     /// listed in the scope. Queue methods may be called from the callback,
-    /// except blocking ones on the CPU (`InvalidOperation`). A queue recording
-    /// into a SYCL graph or capturing a UR graph refuses native commands, as
-    /// it refuses host waits (the graph layer has no native-command node).
+    /// except blocking ones on the CPU (`InvalidOperation`). A capturing queue
+    /// captures the command ([`crate::capture`]: it is appended to the
+    /// capture's command buffer with
+    /// [`CommandBuffer::append_native_command`]'s rules, so the callback runs
+    /// when that backend's command buffers call it); a queue recording into a
+    /// graph of the graph layer refuses it (`InvalidOperation`: the graph
+    /// layer has no native-command node).
     ///
     /// # Safety
     /// The native work is unchecked: it must only touch memory that stays
@@ -174,15 +194,16 @@ impl Queue {
         callback: impl Fn(&NativeScope<'_>) + Send + Sync + 'static,
     ) -> Result<Event> {
         let mems = self.native_mems(mems)?;
-        let resolved = resolve_wait_list(self.inner.context.id(), wait)?;
         let native = NativeCommand::new(Arc::new(callback), mems, Owner::Queue(self.key()), None);
-        self.execute(Command::Native(native), &resolved)
+        self.submit(Command::Native(native), wait)
     }
 
-    /// What every native command checks: not while recording, its buffers
-    /// of this queue's context.
+    /// What every native command checks: not while recording into a graph of
+    /// the graph layer, its buffers of this queue's context.
     fn native_mems(&self, mems: &[&MemBuffer]) -> Result<Vec<MemBuffer>> {
-        self.check_not_recording("a native command")?;
+        if self.inner.recording.is_active() {
+            crate::graph::refuse_while_recording(self, "a native command")?;
+        }
         for mem in mems {
             mem.check_context(&self.inner.context)?;
         }
@@ -196,7 +217,10 @@ impl Queue {
     /// to a native queue, the adapter calls it during the enqueue as always;
     /// on the CPU, whose native work is the callback itself, this blocks until
     /// the wait list (and, in order, everything before) has completed, then
-    /// calls it on this thread, and returns its completed event.
+    /// calls it on this thread, and returns its completed event. A callback
+    /// that does not outlive the call cannot be captured: on a capturing
+    /// queue this is `GraphCaptureUnsupported` (use
+    /// [`enqueue_native_command`](Self::enqueue_native_command)).
     ///
     /// # Safety
     /// As for [`enqueue_native_command`](Self::enqueue_native_command), for
@@ -207,6 +231,9 @@ impl Queue {
         wait: &[&Event],
         callback: impl Fn(&NativeScope<'_>) + Send + Sync + 'a,
     ) -> Result<Event> {
+        if self.inner.capture.is_active() {
+            capture::refuse(self, "a native command whose callback must run before its enqueue returns")?;
+        }
         let mems = self.native_mems(mems)?;
         if !self.inner.imp.native_commands_at_enqueue() {
             interop::check_not_in_host_command("a native command that runs now")?;
@@ -241,6 +268,22 @@ impl Queue {
         &self.inner.recording
     }
 
+    /// Its capture state.
+    pub(crate) fn capture_slot(&self) -> &CaptureSlot {
+        &self.inner.capture
+    }
+
+    /// `InvalidOperation` when the queue records into a graph of the graph
+    /// layer: a queue records or captures, never both.
+    pub(crate) fn check_can_capture(&self) -> Result<()> {
+        crate::ensure!(
+            !self.inner.recording.is_active(),
+            InvalidOperation,
+            "the queue records into a graph of the graph layer; end that recording before capturing"
+        );
+        Ok(())
+    }
+
     /// The queue's identity while it lives (graphs key recording queues by it).
     pub(crate) fn key(&self) -> usize {
         Arc::as_ptr(&self.inner) as usize
@@ -252,18 +295,45 @@ impl Queue {
     }
 
     fn submit(&self, command: Command, wait: &[&Event]) -> Result<Event> {
-        self.submit_op(Recordable::Command(command), wait)
+        self.submit_op(Op::Command(command), wait)
     }
 
-    /// Executes `op`, or records it when the queue records into a graph (or
-    /// starts recording because `wait` holds a recorded event).
-    fn submit_op(&self, op: Recordable, wait: &[&Event]) -> Result<Event> {
+    /// Executes `op`, or captures it when the queue captures (or joins a
+    /// capture because `wait` holds a captured event), or records it when
+    /// the queue records into a graph (or starts recording because `wait`
+    /// holds a recorded event).
+    pub(crate) fn submit_op(&self, op: impl Into<Recordable>, wait: &[&Event]) -> Result<Event> {
+        let op = op.into();
+        if self.inner.capture.is_active() {
+            return match op {
+                Recordable::Core(op) => capture::submit(self, op, wait),
+                op => {
+                    capture::refuse(self, op.describe())?;
+                    self.submit_op(op, wait)
+                }
+            };
+        }
         if self.inner.recording.is_active() {
             return record::submit(self, op, wait);
         }
         match resolve_wait_list(self.inner.context.id(), wait) {
             Ok(resolved) => record::execute(self, op, &resolved),
-            Err(e) => record::submit_transitively(self, op, wait, e),
+            Err(e) => match op {
+                Recordable::Core(op) if wait.iter().any(|e| capture::is_captured(e)) => {
+                    capture::submit_joining(self, op, wait, e)
+                }
+                op => record::submit_transitively(self, op, wait, e),
+            },
+        }
+    }
+
+    /// Executes `op` after the resolved wait list.
+    pub(crate) fn execute_op(&self, op: Op, resolved: &[Arc<dyn EventImpl>]) -> Result<Event> {
+        match op {
+            Op::Command(command) => self.execute(command, resolved),
+            Op::Kernel(kernel, _) => self.execute(Command::KernelLaunch(kernel), resolved),
+            Op::Wait { barrier } => self.marker(resolved, barrier),
+            Op::Graph(graph) => self.execute_graph(&graph, resolved),
         }
     }
 
@@ -281,6 +351,9 @@ impl Queue {
     /// `InvalidOperation` while the queue records into a graph;
     /// `GraphCaptureUnsupported` (which invalidates the capture) while it captures.
     fn check_not_recording(&self, what: &str) -> Result<()> {
+        if self.inner.capture.is_active() {
+            return capture::refuse(self, what);
+        }
         if self.inner.recording.is_active() {
             return crate::graph::refuse_while_recording(self, what);
         }
@@ -320,8 +393,8 @@ impl Queue {
     /// allocated, and not used by the host, until the returned event completes.
     #[tracing::instrument(level = "trace", skip_all, fields(kernel = launch.kernel.name()))]
     pub unsafe fn launch_kernel(&self, launch: &KernelLaunch<'_>, wait: &[&Event]) -> Result<Event> {
-        let (command, origin) = command_buffer::resolve_kernel_launch(&self.inner.context, launch)?;
-        self.submit_op(Recordable::Kernel(command, origin), wait)
+        let (command, origin) = launch.resolve(&self.inner.context)?;
+        self.submit_op(Op::Kernel(command, origin), wait)
     }
 
     /// Copies `size` bytes between USM allocations of this context.
@@ -671,7 +744,7 @@ impl Queue {
     }
 
     fn wait_marker(&self, wait: &[&Event], barrier: bool) -> Result<Event> {
-        self.submit_op(Recordable::Wait { barrier }, wait)
+        self.submit_op(Op::Wait { barrier }, wait)
     }
 
     /// A marker (or barrier) after the resolved wait list, never recorded.
@@ -708,8 +781,8 @@ impl Queue {
         Ok(Event::from_imp(event, &self.inner.context))
     }
 
-    /// [`events_wait`](Self::events_wait) that never records, for the graph
-    /// layer's own submissions.
+    /// [`events_wait`](Self::events_wait) that never records or captures, for
+    /// the queue's own host-side orderings.
     pub(crate) fn eager_events_wait(&self, wait: &[&Event]) -> Result<Event> {
         self.marker(&resolve_wait_list(self.inner.context.id(), wait)?, false)
     }
@@ -750,6 +823,12 @@ impl Queue {
         Ok(finished)
     }
 
+    /// Submits an executable graph (`urEnqueueGraphExp`, `queue::ext_oneapi_graph`);
+    /// see the graph's [`EnqueueGraph`] implementation.
+    pub fn enqueue_graph(&self, graph: &impl EnqueueGraph, wait: &[&Event]) -> Result<Event> {
+        graph.enqueue_on(self, wait)
+    }
+
     /// Submits a finalized command buffer (`urEnqueueCommandBufferExp`).
     ///
     /// Submissions of one command buffer run in submission order, also across
@@ -758,7 +837,16 @@ impl Queue {
     pub fn enqueue_command_buffer(&self, command_buffer: &CommandBuffer, wait: &[&Event]) -> Result<Event> {
         self.check_not_recording("a command-buffer enqueue (add an executable graph with `enqueue_graph`)")?;
         let resolved = resolve_wait_list(self.inner.context.id(), wait)?;
-        let event = command_buffer.enqueue_on(self, &resolved)?;
+        self.execute_command_buffer(command_buffer, &resolved)
+    }
+
+    /// Enqueues a finalized command buffer after the resolved wait list.
+    pub(crate) fn execute_command_buffer(
+        &self,
+        command_buffer: &CommandBuffer,
+        resolved: &[Arc<dyn EventImpl>],
+    ) -> Result<Event> {
+        let event = command_buffer.enqueue_on(self, resolved)?;
         self.track(event.clone(), KeepAlive::CommandBuffer(command_buffer.clone()));
         Ok(Event::from_imp(event, &self.inner.context))
     }

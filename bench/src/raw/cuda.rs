@@ -1,7 +1,13 @@
 //! The CUDA baseline: a CUDA graph of kernel nodes, built and launched with
 //! the driver API through cudarc's `sys` bindings.
+//!
+//! It is compared like with like against a replay: its kernel has the
+//! parameter block of the adapter's `empty` (the 32-byte `ur_launch` of the
+//! CUDA kernel ABI, docs/cuda.md) on one thread, and each launch records an
+//! event that the wait synchronizes on, as a replay's returned event does,
+//! instead of synchronizing the whole stream.
 
-use std::ffi::{CStr, c_char};
+use std::ffi::{CStr, CString, c_char, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr;
 
@@ -9,15 +15,31 @@ use cudarc::driver::sys;
 
 use super::RawGraph;
 
-/// A kernel that does nothing, with no parameters; the driver JIT-compiles it.
-const EMPTY_PTX: &CStr = c".version 6.0
-.target sm_70
-.address_size 64
-.visible .entry empty()
-{
-    ret;
+/// A kernel that does nothing, taking a `ur_launch` (three u64 offsets and a
+/// status pointer) as the adapter's `empty` does, in PTX for the device's own
+/// architecture (the adapter's NVRTC compiles for `compute_XY` of the
+/// device); the driver JIT-compiles it.
+fn empty_ptx(major: i32, minor: i32) -> CString {
+    // The lowest PTX ISA that knows the target (PTX ISA notes, "Release History").
+    let (isa, target) = match (major, minor) {
+        (12.., _) => ("8.7", format!("sm_{major}{minor}")),
+        (10.., _) => ("8.6", format!("sm_{major}{minor}")),
+        (9.., _) | (8, 9..) => ("7.8", format!("sm_{major}{minor}")),
+        (8, 7..) => ("7.4", format!("sm_{major}{minor}")),
+        (8, 6) => ("7.1", "sm_86".into()),
+        (8, _) => ("7.0", "sm_80".into()),
+        (7, 5..) => ("6.3", "sm_75".into()),
+        _ => ("6.0", "sm_70".into()),
+    };
+    let text = format!(
+        ".version {isa}\n.target {target}\n.address_size 64\n\
+         .visible .entry empty(.param .align 8 .b8 launch[32])\n{{\n    ret;\n}}\n"
+    );
+    CString::new(text).expect("no NUL in the PTX")
 }
-";
+
+/// The bytes of the kernel's `ur_launch` parameter: no offset, no status word.
+const LAUNCH_BYTES: usize = 32;
 
 /// Turns a driver status into the error text of `what`.
 fn check(status: sys::CUresult, what: &str) -> Result<(), String> {
@@ -32,6 +54,10 @@ pub struct CudaGraph {
     stream: sys::CUstream,
     module: sys::CUmodule,
     function: sys::CUfunction,
+    /// Recorded after each launch; what `wait` synchronizes on.
+    done: sys::CUevent,
+    /// The kernels' parameter block, read when nodes are added.
+    launch: [u64; LAUNCH_BYTES / 8],
     graph: Option<(sys::CUgraph, sys::CUgraphExec)>,
 }
 
@@ -71,12 +97,25 @@ impl CudaGraph {
                     stream: ptr::null_mut(),
                     module: ptr::null_mut(),
                     function: ptr::null_mut(),
+                    done: ptr::null_mut(),
+                    launch: [0; LAUNCH_BYTES / 8],
                     graph: None,
                 };
                 check(sys::cuCtxSetCurrent(context), "cuCtxSetCurrent")?;
                 let flags = sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32;
                 check(sys::cuStreamCreate(&mut graph.stream, flags), "cuStreamCreate")?;
-                check(sys::cuModuleLoadData(&mut graph.module, EMPTY_PTX.as_ptr().cast()), "cuModuleLoadData")?;
+                let timing = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32;
+                check(sys::cuEventCreate(&mut graph.done, timing), "cuEventCreate")?;
+                let attribute = |a| {
+                    let mut value = 0;
+                    check(sys::cuDeviceGetAttribute(&mut value, a, device), "cuDeviceGetAttribute").map(|()| value)
+                };
+                use sys::CUdevice_attribute::{
+                    CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR as MAJOR,
+                    CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR as MINOR,
+                };
+                let ptx = empty_ptx(attribute(MAJOR)?, attribute(MINOR)?);
+                check(sys::cuModuleLoadData(&mut graph.module, ptx.as_ptr().cast()), "cuModuleLoadData")?;
                 check(
                     sys::cuModuleGetFunction(&mut graph.function, graph.module, c"empty".as_ptr()),
                     "cuModuleGetFunction",
@@ -106,14 +145,14 @@ impl CudaGraph {
 
 impl RawGraph for CudaGraph {
     fn mechanism(&self) -> String {
-        "CUDA graph of kernel nodes, cuGraphLaunch".into()
+        "CUDA graph of kernel nodes, cuGraphLaunch + cuEventRecord, cuEventSynchronize".into()
     }
 
     fn build(&mut self, preds: &[Vec<usize>]) -> Result<(), String> {
         self.current()?;
         self.wait()?;
         self.destroy_graph();
-        let params = sys::CUDA_KERNEL_NODE_PARAMS {
+        let mut params = sys::CUDA_KERNEL_NODE_PARAMS {
             func: self.function,
             gridDimX: 1,
             gridDimY: 1,
@@ -128,8 +167,11 @@ impl RawGraph for CudaGraph {
             ctx: ptr::null_mut(),
         };
         let mut graph = ptr::null_mut();
+        let mut args: [*mut c_void; 1] = [self.launch.as_mut_ptr().cast()];
+        params.kernelParams = args.as_mut_ptr();
         // SAFETY: out-pointers are valid; dependencies are nodes of `graph`
-        // made earlier in this loop (`preds` is in topological order).
+        // made earlier in this loop (`preds` is in topological order); the
+        // parameter block outlives the calls, which copy it.
         unsafe {
             check(sys::cuGraphCreate(&mut graph, 0), "cuGraphCreate")?;
             let mut nodes: Vec<sys::CUgraphNode> = Vec::with_capacity(preds.len());
@@ -155,13 +197,18 @@ impl RawGraph for CudaGraph {
 
     fn launch(&mut self) -> Result<(), String> {
         let (_, exec) = self.graph.ok_or("no graph was built")?;
-        // SAFETY: `exec` is a live executable graph of this context.
-        check(unsafe { sys::cuGraphLaunch(exec, self.stream) }, "cuGraphLaunch")
+        // SAFETY: `exec` is a live executable graph of this context; the
+        // event and the stream live until drop.
+        unsafe {
+            check(sys::cuGraphLaunch(exec, self.stream), "cuGraphLaunch")?;
+            check(sys::cuEventRecord(self.done, self.stream), "cuEventRecord")
+        }
     }
 
     fn wait(&mut self) -> Result<(), String> {
-        // SAFETY: the stream lives until drop.
-        check(unsafe { sys::cuStreamSynchronize(self.stream) }, "cuStreamSynchronize")
+        // An event never recorded is complete, so the first wait returns at once.
+        // SAFETY: the event lives until drop.
+        check(unsafe { sys::cuEventSynchronize(self.done) }, "cuEventSynchronize")
     }
 }
 
@@ -172,6 +219,9 @@ impl Drop for CudaGraph {
         self.destroy_graph();
         // SAFETY: the handles were made in `open` and nothing uses them now.
         unsafe {
+            if !self.done.is_null() {
+                sys::cuEventDestroy_v2(self.done);
+            }
             if !self.module.is_null() {
                 sys::cuModuleUnload(self.module);
             }
@@ -180,5 +230,17 @@ impl Drop for CudaGraph {
             }
             sys::cuDevicePrimaryCtxRelease_v2(self.device);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn ptx_targets_the_device() {
+        let ptx = super::empty_ptx(9, 0).into_string().unwrap();
+        assert!(ptx.starts_with(".version 7.8\n.target sm_90\n"), "{ptx}");
+        assert!(ptx.contains(".entry empty(.param .align 8 .b8 launch[32])"), "{ptx}");
+        let old = super::empty_ptx(6, 1).into_string().unwrap();
+        assert!(old.starts_with(".version 6.0\n.target sm_70\n"), "{old}");
     }
 }

@@ -3,7 +3,7 @@
 //!
 //! | backend | baseline |
 //! |---|---|
-//! | CUDA | a CUDA graph of kernel nodes (`cuGraphAddKernelNode`, `cuGraphInstantiateWithFlags`, `cuGraphLaunch`) |
+//! | CUDA | a CUDA graph of kernel nodes (`cuGraphAddKernelNode`, `cuGraphInstantiateWithFlags`, `cuGraphLaunch`), the adapter's kernel parameter block, completion by `cuEventRecord` and `cuEventSynchronize` as a replay's event |
 //! | OpenCL with `cl_khr_command_buffer` | a command buffer of `clCommandNDRangeKernelKHR` with sync points, `clEnqueueCommandBufferKHR` |
 //! | OpenCL without it | `clEnqueueNDRangeKernel` per node on an in-order queue (the best the device offers) |
 //! | Vulkan | one pre-recorded primary command buffer: dispatches with a pipeline barrier between dependency levels, `vkQueueSubmit` with a fence |

@@ -9,6 +9,7 @@ use ur::graph::{FinalizeProperties, GraphProperties};
 use ur::{CapturedGraph, Context, Event, KernelArg, KernelLaunch, Queue, QueueProperties};
 
 use super::graph_common::{Diamond, MINUS_ONE, ONE};
+use super::native_command::{WORDS, native_fill, words};
 use crate::harness::{CaseResult, Env, read, read_buffer, write};
 use crate::{Requires, cases, check, check_eq, check_err};
 
@@ -31,6 +32,9 @@ pub(super) fn cases() -> Vec<crate::Case> {
         executable_graph_inside_a_capture,
         capture_and_recording_exclude_each_other,
         dropping_the_capturing_queue,
+        native_command_captured,
+        native_command_in_a_fork => Requires::OUT_OF_ORDER,
+        native_command_now_invalidates,
     ]
 }
 
@@ -437,5 +441,79 @@ fn dropping_the_capturing_queue(env: &Env) -> CaseResult {
     let queue = env.queue()?;
     queue.enqueue_graph(&graph.instantiate()?, &[])?.wait()?;
     check_eq!(read::<u8>(&queue, mem.ptr(), N * 4)?, vec![6u8; N * 4]);
+    Ok(())
+}
+
+/// A native command enqueued while capturing is captured between the
+/// commands around it: its work is done at every execution of the graph
+/// (twice instantiated: each executable graph does it), never during the capture.
+fn native_command_captured(env: &Env) -> CaseResult {
+    let queue = env.queue()?;
+    let (buf, out) = (words(env, 0)?, words(env, 0)?);
+    queue.begin_capture()?;
+    queue.fill_buffer(&buf, &0x11u32.to_le_bytes(), 0, WORDS * 4, &[])?;
+    let b = buf.clone();
+    // SAFETY: the callback fills the buffer, which the closure keeps alive.
+    let native =
+        unsafe { queue.enqueue_native_command(&[&buf], &[], move |s| native_fill(s, &b, 0, WORDS / 2, 0xA5))? };
+    check_eq!(native.status(), ur::EventStatus::Queued, "a captured native command has not run");
+    queue.copy_buffer(&buf, &out, 0, 0, WORDS * 4, &[])?;
+    let graph = queue.end_capture()?;
+    check_eq!(graph.node_count(), 3);
+    check_eq!(read_buffer::<u32>(&queue, &buf, 0, WORDS)?, vec![0u32; WORDS], "nothing ran during the capture");
+    let mut expected = vec![0xA5u32; WORDS / 2];
+    expected.extend(vec![0x11u32; WORDS / 2]);
+    for (i, exec) in [graph.instantiate()?, graph.instantiate()?].iter().enumerate() {
+        for run in 0..2 {
+            queue.fill_buffer(&out, &0u32.to_le_bytes(), 0, WORDS * 4, &[])?;
+            queue.fill_buffer(&buf, &0u32.to_le_bytes(), 0, WORDS * 4, &[])?;
+            queue.enqueue_graph(exec, &[])?.wait()?;
+            check_eq!(read_buffer::<u32>(&queue, &out, 0, WORDS)?, expected, "executable {i}, run {run}");
+        }
+    }
+    Ok(())
+}
+
+/// A native command on a queue that joined a capture, ordered by captured
+/// events only (out-of-order queues), joined back by the origin.
+fn native_command_in_a_fork(env: &Env) -> CaseResult {
+    let (q1, q2) = (env.ooo_queue()?, env.ooo_queue()?);
+    let (buf, out) = (words(env, 0)?, words(env, 0)?);
+    q1.begin_capture()?;
+    let fill = q1.fill_buffer(&buf, &0x22u32.to_le_bytes(), 0, WORDS * 4, &[])?;
+    let b = buf.clone();
+    // SAFETY: the callback fills the buffer, which the closure keeps alive.
+    let native = unsafe {
+        q2.enqueue_native_command(&[&buf], &[&fill], move |s| native_fill(s, &b, WORDS / 4, WORDS / 4, 0x5A))?
+    };
+    check!(q2.is_capturing(), "the queue of the native command joined the capture");
+    q1.copy_buffer(&buf, &out, 0, 0, WORDS * 4, &[&native])?;
+    let exec = q1.end_capture()?.instantiate()?;
+    let mut expected = vec![0x22u32; WORDS];
+    expected[WORDS / 4..WORDS / 2].fill(0x5A);
+    for run in 0..2 {
+        q1.fill_buffer(&out, &0u32.to_le_bytes(), 0, WORDS * 4, &[])?.wait()?;
+        q1.enqueue_graph(&exec, &[])?.wait()?;
+        check_eq!(read_buffer::<u32>(&q1, &out, 0, WORDS)?, expected, "run {run}");
+    }
+    Ok(())
+}
+
+/// `enqueue_native_command_now`, whose callback must have run when the call
+/// returns (UR's `urEnqueueNativeCommandExp` contract), cannot be captured:
+/// `GraphCaptureUnsupported`, and the capture is invalidated; nothing ran.
+fn native_command_now_invalidates(env: &Env) -> CaseResult {
+    let queue = env.queue()?;
+    let ran = std::sync::atomic::AtomicU32::new(0);
+    queue.begin_capture()?;
+    // SAFETY: the callback only counts.
+    let result = unsafe {
+        queue.enqueue_native_command_now(&[], &[], |_| {
+            ran.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        })
+    };
+    check_err!(result, GraphCaptureUnsupported);
+    check_err!(queue.end_capture(), GraphCaptureInvalidated);
+    check_eq!(ran.load(std::sync::atomic::Ordering::SeqCst), 0);
     Ok(())
 }

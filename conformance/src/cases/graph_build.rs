@@ -604,7 +604,7 @@ fn threads_build_and_submit(env: &Env) -> CaseResult {
             s.spawn(move || {
                 let q = env.queue().ok();
                 for _ in 0..5 {
-                    if let Some(e) = q.as_ref().and_then(|q| q.enqueue_graph(exec, &[]).ok()) {
+                    if let Some(e) = q.as_ref().and_then(|q| q.enqueue_graph(&**exec, &[]).ok()) {
                         events.lock().unwrap().push(e);
                     }
                 }

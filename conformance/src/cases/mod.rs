@@ -2,6 +2,7 @@
 
 use crate::harness::Case;
 
+pub mod buffers;
 mod capture;
 mod commands;
 mod copy_fill;
@@ -81,6 +82,7 @@ pub fn all() -> Vec<Case> {
         graph_memory::cases,
         graph_property::cases,
         capture::cases,
+        buffers::cases,
     ];
     groups.iter().flat_map(|g| g()).collect()
 }

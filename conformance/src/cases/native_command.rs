@@ -53,7 +53,7 @@ pub(super) fn cases() -> Vec<crate::Case> {
 const SETTLE: Duration = Duration::from_millis(30);
 
 /// Words of the buffers the cases fill.
-const WORDS: usize = 256;
+pub(super) const WORDS: usize = 256;
 
 type ClFill = unsafe extern "C" fn(
     *mut c_void,
@@ -157,7 +157,7 @@ fn cuda() -> &'static libloading::Library {
 /// Fills `words` 32-bit words of `buffer` from word `first` with `value`,
 /// with the backend's own API on the scope's target. Panics on a driver
 /// error: the command then fails with the message.
-fn native_fill(scope: &NativeScope<'_>, buffer: &MemBuffer, first: usize, words: usize, value: u32) {
+pub(super) fn native_fill(scope: &NativeScope<'_>, buffer: &MemBuffer, first: usize, words: usize, value: u32) {
     let handle = buffer.native_handle().expect("the buffer's native handle").0;
     let (offset, size) = (first * 4, words * 4);
     match (scope.backend(), scope.target()) {
@@ -313,7 +313,7 @@ fn cl_record_fill(cb: u64, mem: u64, offset: usize, size: usize, value: u32) {
     assert_eq!(code, 0, "clCommandFillBufferKHR");
 }
 
-fn words(env: &Env, value: u32) -> Result<MemBuffer, CaseError> {
+pub(super) fn words(env: &Env, value: u32) -> Result<MemBuffer, CaseError> {
     env.buffer_with(&[value; WORDS])
 }
 

@@ -11,7 +11,6 @@ use std::sync::atomic::Ordering;
 use parking_lot::Mutex;
 use smallvec::SmallVec;
 
-use crate::adapter::EventImpl;
 use crate::command::Command;
 use crate::command_buffer::{
     AppendOptions, CommandBuffer, CommandBufferDesc, CommandHandle, KernelLaunchUpdate, LocalSizeUpdate, SyncPoint,
@@ -19,7 +18,7 @@ use crate::command_buffer::{
 use crate::context::Context;
 use crate::device::{CommandBufferSupport, Device, UpdateCapabilities};
 use crate::error::{Result, UrError};
-use crate::event::{Event, SpanEvent};
+use crate::event::Event;
 use crate::launch::{ArgValue, KernelArg};
 use crate::memory::{MigrationFlags, UsmAllocation, UsmKind};
 use crate::program::Kernel;
@@ -357,12 +356,12 @@ fn build_partition(context: &Context, props: &FinalizeProperties, st: &mut ExecS
         let opts = AppendOptions::new().after(&after);
         let appended = match &node.op {
             FlatOp::Kernel { spec, alternatives } => {
-                let (command, origin) = spec.resolve(context).map_err(|e| e.in_context(&kernel_name(node, spec)))?;
                 let alternatives: Vec<&Kernel> = if switch { alternatives.iter().collect() } else { Vec::new() };
-                // SAFETY: the launch was validated for this context when its node
-                // was added or updated (and again just now); the application
-                // vouched for what the kernel touches when it launched it.
-                unsafe { cb.append_kernel_command(command, origin, &alternatives, opts)? }
+                let args: Vec<KernelArg<'_>> = spec.args.iter().map(ArgValue::as_arg).collect();
+                // SAFETY: the application vouched for what the kernel touches
+                // when it added or updated the node; the launch is validated again.
+                unsafe { cb.append_kernel_launch(&spec.launch(&args), &alternatives, opts) }
+                    .map_err(|e| e.in_context(&kernel_name(node, spec)))?
             }
             FlatOp::Command(command) => cb.append_command(command.clone(), opts)?,
             FlatOp::Join => {
@@ -430,15 +429,6 @@ fn same_arg(a: &ArgValue, b: &ArgValue) -> bool {
     }
 }
 
-fn arg_ref(value: &ArgValue) -> KernelArg<'_> {
-    match value {
-        ArgValue::Value(bytes) => KernelArg::Value(bytes),
-        ArgValue::Pointer(p) => KernelArg::Pointer(*p),
-        ArgValue::MemObj(b) => KernelArg::MemObj(b),
-        ArgValue::Local(n) => KernelArg::Local(*n),
-    }
-}
-
 impl Diff {
     /// What changes from `old` to `new`, or `None` when nothing does.
     fn new(old: &KernelSpec, new: &KernelSpec, handle: Option<CommandHandle>) -> Option<Diff> {
@@ -467,7 +457,7 @@ impl Diff {
     fn update<'a>(&'a self, handle: &'a CommandHandle) -> KernelLaunchUpdate<'a> {
         let mut update = KernelLaunchUpdate::new(handle);
         update.new_kernel = self.kernel.as_ref();
-        update.args = self.args.iter().map(|(i, v)| (*i, arg_ref(v))).collect();
+        update.args = self.args.iter().map(|(i, v)| (*i, v.as_arg())).collect();
         update.global_size = self.global.as_deref();
         update.global_offset = self.offset.as_deref();
         update.local_size = match &self.local {
@@ -561,7 +551,6 @@ impl Graph<Executable> {
     /// One execution on `queue` after `wait` (resolved already).
     pub(crate) fn run(&self, queue: &Queue, wait: &[&Event]) -> Result<Event> {
         let inner = self.inner();
-        let context = self.context();
         let mut st = inner.state.lock();
         let previous = st.last.clone();
         let mut waits: SmallVec<[&Event; 8]> = wait.iter().copied().collect();
@@ -572,9 +561,9 @@ impl Graph<Executable> {
         let event = if single {
             let cb = st.parts[0].cb.as_ref().expect("device partitions have a command buffer");
             let event = queue.enqueue_command_buffer(cb, &waits)?;
-            if inner.props.enable_profiling { event } else { span(&event, &event, false, Vec::new(), context) }
+            if inner.props.enable_profiling { event } else { Event::span(&event, &event, &[], false)? }
         } else {
-            let start = queue.eager_events_wait(&waits)?;
+            let start = queue.events_wait(&waits)?;
             let worker = st.worker.clone().unwrap_or_else(|| queue.clone());
             let mut done: Vec<Option<Event>> = vec![None; st.parts.len()];
             for &index in &st.submit_order {
@@ -603,9 +592,8 @@ impl Graph<Executable> {
             if leaves.is_empty() {
                 leaves.push(&start);
             }
-            let end = queue.eager_events_wait(&leaves)?;
-            let parts = done.iter().map(|e| e.imp().clone()).collect();
-            span(&start, &end, inner.props.enable_profiling, parts, context)
+            let end = queue.events_wait(&leaves)?;
+            Event::span(&start, &end, &done, inner.props.enable_profiling)?
         };
         st.last = Some(event.clone());
         Ok(event)
@@ -885,13 +873,6 @@ fn submission_order(parts: &[Part]) -> Vec<u32> {
     // never has a greater depth than its successor.
     order.sort_by_key(|i| depth[*i as usize]);
     order
-}
-
-fn span(first: &Event, last: &Event, profiled: bool, parts: Vec<Arc<dyn EventImpl>>, context: &Context) -> Event {
-    Event::from_imp(
-        Arc::new(SpanEvent { first: first.imp().clone(), last: last.imp().clone(), profiled, parts }),
-        context,
-    )
 }
 
 impl fmt::Debug for Graph<Executable> {

@@ -2,8 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::command::{Command, HostSide};
-use crate::command_buffer::resolve_kernel_launch;
+use crate::command::Command;
 use crate::error::Result;
 use crate::launch::KernelLaunch;
 use crate::memory::{MemBuffer, MigrationFlags, UsmAdvice, UsmKind, UsmPtr};
@@ -124,7 +123,8 @@ impl Handler {
     /// at every execution of every executable graph that holds the node:
     /// pointer arguments must stay valid for as long as those graphs may run.
     pub unsafe fn launch(&mut self, launch: &KernelLaunch<'_>) -> Result<()> {
-        let (command, origin) = resolve_kernel_launch(&self.graph.context, launch)
+        let (command, origin) = launch
+            .resolve(&self.graph.context)
             .map_err(|e| e.in_context(&format!("command group of graph #{}", self.graph.id)))?;
         self.set(Pending::Kernel(KernelSpec::new(command, origin)))
     }
@@ -143,7 +143,7 @@ impl Handler {
     /// Records a USM copy of `size` bytes.
     pub fn memcpy(&mut self, dst: UsmPtr, src: UsmPtr, size: usize) -> Result<()> {
         let ctx = &self.graph.context;
-        self.command(Command::usm_memcpy(ctx, HostSide::Usm(dst), HostSide::Usm(src), size))
+        self.command(Command::usm_copy(ctx, dst, src, size))
     }
 
     /// Records a fill of `size` bytes with one byte (`handler::memset`).
@@ -197,12 +197,12 @@ impl Handler {
 
     /// Records a read of a buffer into USM.
     pub fn read_buffer(&mut self, buffer: &MemBuffer, offset: usize, size: usize, dst: UsmPtr) -> Result<()> {
-        self.command(Command::buffer_read(&self.graph.context, buffer, offset, size, HostSide::Usm(dst)))
+        self.command(Command::buffer_read_to_usm(&self.graph.context, buffer, offset, size, dst))
     }
 
     /// Records a write of USM into a buffer.
     pub fn write_buffer(&mut self, buffer: &MemBuffer, offset: usize, size: usize, src: UsmPtr) -> Result<()> {
-        self.command(Command::buffer_write(&self.graph.context, buffer, offset, size, HostSide::Usm(src)))
+        self.command(Command::buffer_write_from_usm(&self.graph.context, buffer, offset, size, src))
     }
 
     /// Records a host task: `task` runs on a host thread at every execution,

@@ -10,9 +10,8 @@
 //! of times; the modifiable graph can grow and be finalized again.
 //!
 //! UR's graph capture (`urQueueBeginGraphCaptureExp`: [`Queue::begin_capture`](crate::Queue::begin_capture),
-//! [`CapturedGraph`]) is built on the same queue recording, with UR's
-//! rules and result codes; see [`CapturedGraph`] and the `capture` module's
-//! notes in `docs/graph.md`.
+//! [`CapturedGraph`](crate::CapturedGraph)) is not built on these graphs:
+//! see [`crate::capture`].
 //!
 //! ```
 //! use ur_core::*;
@@ -115,7 +114,6 @@ use std::sync::atomic::AtomicU64;
 use crate::device::UsmKinds;
 use crate::memory::UsmKind;
 
-mod capture;
 mod dot;
 mod dynamic;
 mod executable;
@@ -127,8 +125,6 @@ mod partition;
 pub(crate) mod record;
 mod topo;
 
-pub use capture::CapturedGraph;
-pub(crate) use capture::refuse_while_recording;
 pub use dynamic::{CommandGroupFn, DynamicCommandGroup, DynamicParameter};
 pub use executable::PartitionInfo;
 pub use handler::Handler;
@@ -136,6 +132,7 @@ pub use memory::MemoryStats;
 pub use node::{Node, NodeType};
 pub use partition::ExecutionOrder;
 pub use record::QueueState;
+pub(crate) use record::refuse_while_recording;
 
 static NEXT_EXEC_ID: AtomicU64 = AtomicU64::new(1);
 

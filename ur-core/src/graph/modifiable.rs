@@ -55,8 +55,6 @@ pub(crate) struct GraphState {
     /// The executable graph made from this one while it holds allocation
     /// nodes: only one may exist at a time.
     pub(crate) alloc_exec: Weak<ExecInner>,
-    /// The UR capture that records into the graph, while one does.
-    pub(crate) capture: Option<super::capture::CaptureSession>,
 }
 
 /// The users' handle: when its last copy drops, recording ends.

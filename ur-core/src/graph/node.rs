@@ -9,7 +9,7 @@ use crate::command::Command;
 use crate::context::Context;
 use crate::error::Result;
 use crate::event::Event;
-use crate::launch::{ArgValue, KernelCommand, LocalSizeOrigin, check_dims, check_local_memory, resolve_range, to_3d};
+use crate::launch::{ArgValue, KernelArg, KernelCommand, KernelLaunch, LocalSizeOrigin, check_dims, to_3d};
 use crate::memory::UsmPtr;
 use crate::program::{ArgKind, Kernel};
 use crate::{ensure, err};
@@ -101,10 +101,27 @@ impl KernelSpec {
 
     /// Validates the spec for `context`'s device and gives the launch.
     pub(crate) fn resolve(&self, context: &Context) -> Result<(KernelCommand, LocalSizeOrigin)> {
-        let info = context.device().info();
-        let (range, origin) = resolve_range(info, &self.kernel, self.work_dim, self.global, self.offset, self.local)?;
-        check_local_memory(info, &self.kernel, &self.args)?;
-        Ok((KernelCommand { kernel: self.kernel.clone(), range, args: self.args.clone() }, origin))
+        KernelCommand::new(
+            context,
+            &self.kernel,
+            self.work_dim,
+            self.global,
+            self.offset,
+            self.local,
+            &self.args.iter().map(ArgValue::as_arg).collect::<Vec<_>>(),
+        )
+    }
+
+    /// The launch of the spec, with `args` (its arguments, as [`ArgValue::as_arg`] gives them).
+    pub(crate) fn launch<'a>(&'a self, args: &'a [KernelArg<'a>]) -> KernelLaunch<'a> {
+        let dim = self.work_dim as usize;
+        KernelLaunch {
+            kernel: &self.kernel,
+            global_size: &self.global[..dim],
+            local_size: self.local.as_ref().map(|l| &l[..dim]),
+            global_offset: Some(&self.offset[..dim]),
+            args,
+        }
     }
 
     /// The used part of the global size.

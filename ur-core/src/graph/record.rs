@@ -33,12 +33,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use parking_lot::Mutex;
 
 use crate::adapter::EventImpl;
+use crate::capture::Op;
 use crate::command::Command;
 use crate::error::{Result, UrError};
-use crate::event::{Event, EventStatus, ProfilingInfo, resolve_wait_list};
-use crate::launch::{KernelCommand, LocalSizeOrigin};
+use crate::event::{Event, EventStatus, ProfilingInfo};
 use crate::memory::{UsmKind, UsmPtr};
-use crate::queue::{Queue, WeakQueue};
+use crate::queue::{EnqueueGraph, Queue, WeakQueue};
 use crate::{ensure, err};
 
 use super::modifiable::{GraphShared, GraphState, is_ancestor};
@@ -60,9 +60,6 @@ pub enum QueueState {
 pub(crate) struct RecordingSlot {
     active: AtomicBool,
     graph: Mutex<Option<Arc<GraphShared>>>,
-    /// The graph a UR capture begun on this queue records into, kept alive
-    /// until the capture ends (the application may hold no handle to it).
-    pub(crate) capture_owner: Mutex<Option<Graph<Modifiable>>>,
 }
 
 impl RecordingSlot {
@@ -90,15 +87,32 @@ pub(crate) struct QueueRecord {
     leaves: Vec<u32>,
 }
 
-/// An operation a queue either executes or records.
+/// An operation a queue either executes or records: one of ur-core's, or
+/// one only the graph layer has.
 pub(crate) enum Recordable {
-    Command(Command),
-    Kernel(KernelCommand, LocalSizeOrigin),
-    Wait { barrier: bool },
+    Core(Op),
     HostTask(HostFn),
     Subgraph(Graph<Executable>),
     Malloc { kind: UsmKind, size: usize },
     Free(UsmPtr),
+}
+
+impl From<Op> for Recordable {
+    fn from(op: Op) -> Recordable {
+        Recordable::Core(op)
+    }
+}
+
+impl Recordable {
+    /// What a capture, which cannot hold it, calls it.
+    pub(crate) fn describe(&self) -> &'static str {
+        match self {
+            Recordable::Core(_) => "a command",
+            Recordable::HostTask(_) => "a host task",
+            Recordable::Subgraph(_) => "an executable graph of the graph layer",
+            Recordable::Malloc { .. } | Recordable::Free(_) => "a graph-owned allocation",
+        }
+    }
 }
 
 /// The event a recording queue returns: it names a node and never completes.
@@ -115,9 +129,6 @@ impl EventImpl for RecordedEvent {
     }
 
     fn wait(&self) -> Result<()> {
-        if let Some(session) = self.graph.state.lock().capture.as_mut() {
-            return Err(session.refuse(&format!("a host wait on the event of captured node {}", self.node)));
-        }
         Err(err!(
             InvalidOperation,
             "host wait on the event of node {} recorded into graph #{}: recorded commands do not execute",
@@ -137,18 +148,6 @@ pub(crate) fn recorded(event: &Event) -> Option<&RecordedEvent> {
     any.downcast_ref::<RecordedEvent>()
 }
 
-/// Submits `op` on `queue`: recorded while the queue records, else executed
-/// (or recorded transitively).
-pub(crate) fn submit_op(queue: &Queue, op: Recordable, wait: &[&Event]) -> Result<Event> {
-    if queue.recording_slot().is_active() {
-        return submit(queue, op, wait);
-    }
-    match resolve_wait_list(queue.context().id(), wait) {
-        Ok(resolved) => execute(queue, op, &resolved),
-        Err(e) => submit_transitively(queue, op, wait, e),
-    }
-}
-
 /// Records `op` from `queue`, which records (or did, a moment ago).
 pub(crate) fn submit(queue: &Queue, op: Recordable, wait: &[&Event]) -> Result<Event> {
     let slot = queue.recording_slot();
@@ -156,12 +155,8 @@ pub(crate) fn submit(queue: &Queue, op: Recordable, wait: &[&Event]) -> Result<E
     let Some(graph) = guard.clone() else {
         // Recording ended since the caller looked: execute.
         drop(guard);
-        return match resolve_wait_list(queue.context().id(), wait) {
-            Ok(resolved) => execute(queue, op, &resolved),
-            Err(e) => submit_transitively(queue, op, wait, e),
-        };
+        return queue.submit_op(op, wait);
     };
-    super::capture::check_merge(&graph, wait)?;
     let mut state = graph.state.lock();
     add(&graph, &mut state, queue, op, wait)
 }
@@ -190,9 +185,7 @@ pub(crate) fn submit_transitively(queue: &Queue, op: Recordable, wait: &[&Event]
 /// Executes `op` eagerly after the resolved wait list.
 pub(crate) fn execute(queue: &Queue, op: Recordable, resolved: &[Arc<dyn EventImpl>]) -> Result<Event> {
     match op {
-        Recordable::Command(command) => queue.execute(command, resolved),
-        Recordable::Kernel(kernel, _) => queue.execute(Command::KernelLaunch(kernel), resolved),
-        Recordable::Wait { barrier } => queue.marker(resolved, barrier),
+        Recordable::Core(op) => queue.execute_op(op, resolved),
         Recordable::HostTask(task) => {
             let events: Vec<Event> = resolved.iter().map(|e| Event::from_imp(e.clone(), queue.context())).collect();
             queue.enqueue_host_task(&events.iter().collect::<Vec<_>>(), move || task())
@@ -220,9 +213,6 @@ fn add(
     let Some(qi) = state.recording.iter().position(|r| r.key == key) else {
         return Err(err!(Unknown, "the queue's recording slot names graph #{}, which does not list it", graph.id));
     };
-    if let Some(session) = &state.capture {
-        session.check_valid(graph.id)?;
-    }
     let mut deps = Vec::with_capacity(wait.len() + 1);
     for (i, e) in wait.iter().enumerate() {
         let Some(rec) = recorded(e) else {
@@ -244,7 +234,7 @@ fn add(
         deps.push(rec.node);
     }
     let qrec = &state.recording[qi];
-    if matches!(op, Recordable::Wait { barrier: true }) && wait.is_empty() {
+    if matches!(op, Recordable::Core(Op::Wait { barrier: true })) && wait.is_empty() {
         deps.extend_from_slice(&qrec.leaves);
     }
     if qrec.in_order {
@@ -254,10 +244,25 @@ fn add(
     }
     let index = state.nodes.len() as u32;
     let kind = match op {
-        Recordable::Command(command) => NodeKind::Memory(command),
-        Recordable::Kernel(kernel, origin) => NodeKind::Kernel(KernelSpec::new(kernel, origin)),
-        Recordable::Wait { barrier: true } => NodeKind::Barrier,
-        Recordable::Wait { barrier: false } => NodeKind::Empty,
+        Recordable::Core(Op::Command(Command::Native(_))) => {
+            return Err(err!(
+                InvalidOperation,
+                "a native command on a queue recording into graph #{}: graphs have no native-command node",
+                graph.id
+            ));
+        }
+        Recordable::Core(Op::Graph(_)) => {
+            return Err(err!(
+                InvalidOperation,
+                "an executable graph of UR's capture on a queue recording into graph #{}: record the commands \
+                 instead",
+                graph.id
+            ));
+        }
+        Recordable::Core(Op::Command(command)) => NodeKind::Memory(command),
+        Recordable::Core(Op::Kernel(kernel, origin)) => NodeKind::Kernel(KernelSpec::new(kernel, origin)),
+        Recordable::Core(Op::Wait { barrier: true }) => NodeKind::Barrier,
+        Recordable::Core(Op::Wait { barrier: false }) => NodeKind::Empty,
         Recordable::HostTask(task) => NodeKind::HostTask(task),
         Recordable::Subgraph(sub) => {
             super::executable::check_subgraph(graph, &sub)?;
@@ -295,6 +300,17 @@ fn add(
     Ok(Event::from_imp(Arc::new(RecordedEvent { graph: graph.clone(), node: index, queue: key }), &graph.context))
 }
 
+/// The error of an operation a recording queue cannot record: `what` names
+/// it. `Ok` when the queue stopped recording meanwhile.
+pub(crate) fn refuse_while_recording(queue: &Queue, what: &str) -> Result<()> {
+    let Some(graph) = queue.recording_slot().graph() else { return Ok(()) };
+    Err(err!(
+        InvalidOperation,
+        "{what} on a queue recording into graph #{}: nothing executes while it records",
+        graph.id
+    ))
+}
+
 /// The checks of `begin_recording` that do not change anything.
 pub(crate) fn check_can_begin(graph: &GraphShared, queue: &Queue) -> Result<()> {
     ensure!(
@@ -312,6 +328,7 @@ pub(crate) fn check_can_begin(graph: &GraphShared, queue: &Queue) -> Result<()> 
             other.id
         ));
     }
+    ensure!(!queue.is_capturing(), InvalidOperation, "the queue captures a UR graph; end the capture before recording");
     Ok(())
 }
 
@@ -436,32 +453,14 @@ impl Queue {
     /// ```
     #[tracing::instrument(level = "debug", skip_all)]
     pub fn enqueue_host_fn(&self, wait: &[&Event], task: impl Fn() + Send + Sync + 'static) -> Result<Event> {
-        submit_op(self, Recordable::HostTask(Arc::new(task)), wait)
-    }
-
-    /// Submits an executable graph (`queue::ext_oneapi_graph`). Executions of
-    /// one graph never overlap: each starts after the previous one ended. On
-    /// an in-order queue the graph runs after what was submitted before and
-    /// before what is submitted after, but its nodes keep their own order. A
-    /// recording queue records the graph as a sub-graph node (`InvalidOperation`
-    /// for a graph with graph-owned allocations). `InvalidQueue` for a queue
-    /// of another context or device.
-    ///
-    /// The returned event completes when every partition of the graph has;
-    /// it reports the first failure of a partition (a panicking kernel or
-    /// host task), and profiling timestamps only for graphs finalized with
-    /// [`FinalizeProperties::enable_profiling`](super::FinalizeProperties::enable_profiling).
-    #[tracing::instrument(level = "debug", skip_all, fields(graph = graph.id()))]
-    pub fn enqueue_graph(&self, graph: &Graph<Executable>, wait: &[&Event]) -> Result<Event> {
-        graph.check_queue(self)?;
-        submit_op(self, Recordable::Subgraph(graph.clone()), wait)
+        self.submit_op(Recordable::HostTask(Arc::new(task)), wait)
     }
 
     /// Records a graph-owned allocation (`async_malloc(queue, ...)`) and
     /// returns its pointer and the node's event. Only while recording
     /// (`InvalidOperation` otherwise); see [`Handler::async_malloc`](super::Handler::async_malloc).
     pub fn async_malloc(&self, kind: UsmKind, size: usize, wait: &[&Event]) -> Result<(UsmPtr, Event)> {
-        let event = submit_op(self, Recordable::Malloc { kind, size }, wait)?;
+        let event = self.submit_op(Recordable::Malloc { kind, size }, wait)?;
         let ptr = recorded(&event)
             .and_then(|r| match r.graph.state.lock().nodes[r.node as usize].kind {
                 NodeKind::AsyncMalloc { ptr, .. } => Some(ptr),
@@ -474,31 +473,34 @@ impl Queue {
     /// Records the release of a graph-owned allocation (`async_free(queue, ...)`).
     /// Only while recording; see [`Handler::async_free`](super::Handler::async_free).
     pub fn async_free(&self, ptr: UsmPtr, wait: &[&Event]) -> Result<Event> {
-        submit_op(self, Recordable::Free(ptr), wait)
+        self.submit_op(Recordable::Free(ptr), wait)
     }
 }
 
-/// A node recorded from a queue other than `origin` that no node recorded
-/// from `origin` comes after: a fork of a capture never joined back.
-pub(crate) fn unjoined_fork(state: &GraphState, origin: usize) -> Option<u32> {
-    let joins: &[u32] = state.recording.iter().find(|r| r.key == origin).map_or(&[], |r| &r.leaves);
-    state
-        .recording
-        .iter()
-        .filter(|r| r.key != origin)
-        .flat_map(|r| r.leaves.iter().copied())
-        .find(|leaf| !is_ancestor(&state.nodes, &state.topo, *leaf, joins, true))
-}
-
 /// Forgets a queue being dropped (`key` is its identity) in the graph it
-/// records into: a capture it began ends, unfinished.
+/// records into.
 pub(crate) fn queue_dropped(slot: &RecordingSlot, key: usize) {
     let Some(graph) = slot.graph.lock().take() else { return };
-    let mut state = graph.state.lock();
-    state.recording.retain(|r| r.key != key);
-    if state.capture.as_ref().is_some_and(|c| c.origin == key) {
-        state.capture = None;
-        tracing::debug!(graph = graph.id, "the capturing queue was dropped: capture abandoned");
+    graph.state.lock().recording.retain(|r| r.key != key);
+}
+
+/// `queue::ext_oneapi_graph`: executions of one graph never overlap: each
+/// starts after the previous one ended. On an in-order queue the graph runs
+/// after what was submitted before and before what is submitted after, but
+/// its nodes keep their own order. A recording queue records the graph as a
+/// sub-graph node (`InvalidOperation` for a graph with graph-owned
+/// allocations); a capturing queue refuses it (`GraphCaptureUnsupported`).
+/// `InvalidQueue` for a queue of another context or device.
+///
+/// The returned event completes when every partition of the graph has;
+/// it reports the first failure of a partition (a panicking kernel or
+/// host task), and profiling timestamps only for graphs finalized with
+/// [`FinalizeProperties::enable_profiling`](super::FinalizeProperties::enable_profiling).
+impl EnqueueGraph for Graph<Executable> {
+    #[tracing::instrument(level = "debug", skip_all, fields(graph = self.id()))]
+    fn enqueue_on(&self, queue: &Queue, wait: &[&Event]) -> Result<Event> {
+        self.check_queue(queue)?;
+        queue.submit_op(Recordable::Subgraph(self.clone()), wait)
     }
 }
 
