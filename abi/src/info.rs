@@ -169,3 +169,91 @@ pub unsafe fn enumerate<H: Copy>(items: &[H], num_entries: u32, out: *mut H, cou
     unsafe { write_opt(count, items.len() as u32) };
     Ok(())
 }
+
+/// The protocol's writes, into heap buffers sized exactly to what each call
+/// may write: a byte past them is an invalid write that valgrind reports
+/// (`scripts/memcheck.sh` runs these tests under memcheck).
+#[cfg(test)]
+mod tests {
+    use std::ffi::c_void;
+
+    use ur_core::UrError;
+
+    use super::*;
+
+    /// A buffer of exactly `n` bytes on the heap, filled with a marker.
+    fn exact(n: usize) -> Box<[u8]> {
+        vec![0xAB; n].into_boxed_slice()
+    }
+
+    #[test]
+    fn size_only_writes_the_size() {
+        let mut size = Box::new(0usize);
+        // SAFETY: no value buffer; the size return is writable.
+        let out = unsafe { InfoOut::new(0, std::ptr::null_mut(), &mut *size) }.unwrap();
+        out.string("pocl").unwrap();
+        assert_eq!(*size, 5);
+    }
+
+    #[test]
+    fn an_exact_buffer_gets_the_whole_answer() {
+        let mut value = exact(5);
+        let mut size = Box::new(0usize);
+        // SAFETY: both are writable for the sizes given.
+        let out = unsafe { InfoOut::new(5, value.as_mut_ptr().cast::<c_void>(), &mut *size) }.unwrap();
+        out.string("pocl").unwrap();
+        assert_eq!((&*value, *size), (&b"pocl\0"[..], 5));
+
+        let mut values = exact(3 * 8);
+        // SAFETY: as above, without a size return.
+        let out = unsafe { InfoOut::new(24, values.as_mut_ptr().cast::<c_void>(), std::ptr::null_mut()) }.unwrap();
+        out.array(&[1u64, 2, 3]).unwrap();
+        let got: Vec<u64> = values.chunks(8).map(|c| u64::from_ne_bytes(c.try_into().unwrap())).collect();
+        assert_eq!(got, [1, 2, 3]);
+    }
+
+    #[test]
+    fn a_short_buffer_is_invalid_size_and_untouched() {
+        let mut value = exact(4);
+        let mut size = Box::new(0usize);
+        // SAFETY: both are writable for the sizes given.
+        let out = unsafe { InfoOut::new(4, value.as_mut_ptr().cast::<c_void>(), &mut *size) }.unwrap();
+        assert!(matches!(out.string("pocl"), Err(UrError::InvalidSize(_))));
+        assert_eq!((&*value, *size), (&[0xAB; 4][..], 5), "the size is still answered");
+    }
+
+    #[test]
+    fn a_larger_buffer_keeps_its_tail() {
+        let mut value = exact(8);
+        // SAFETY: writable for 8 bytes.
+        let out = unsafe { InfoOut::new(8, value.as_mut_ptr().cast::<c_void>(), std::ptr::null_mut()) }.unwrap();
+        out.value(7u32).unwrap();
+        assert_eq!(&value[..4], 7u32.to_ne_bytes());
+        assert_eq!(&value[4..], [0xAB; 4]);
+    }
+
+    #[test]
+    fn out_parameters_and_enumerations_write_in_bounds() {
+        // An unaligned out-parameter: one byte into a buffer.
+        let mut raw = exact(1 + size_of::<u64>());
+        // SAFETY: the 8 bytes after the first are writable.
+        unsafe { write_out(raw.as_mut_ptr().add(1).cast::<u64>(), 0x0102_0304_0506_0708, "out") }.unwrap();
+        assert_eq!(raw[1..], 0x0102_0304_0506_0708u64.to_ne_bytes());
+        // SAFETY: a null required out-parameter is refused before any write.
+        let null = unsafe { write_out(std::ptr::null_mut::<u32>(), 1, "out") };
+        assert!(matches!(null, Err(UrError::InvalidNullPointer(_))));
+
+        let items = [10u32, 11, 12];
+        let mut two = vec![0u32; 2].into_boxed_slice();
+        let mut count = Box::new(0u32);
+        // SAFETY: room for 2 handles and the count.
+        unsafe { enumerate(&items, 2, two.as_mut_ptr(), &mut *count) }.unwrap();
+        assert_eq!((&*two, *count), (&[10, 11][..], 3));
+
+        // SAFETY: the list holds 3 readable elements.
+        let list = unsafe { optional_list(items.as_ptr(), 3, "list") }.unwrap();
+        assert_eq!(list, items);
+        // SAFETY: a count of 0 reads nothing, whatever the pointer.
+        assert!(unsafe { optional_list(8 as *const u32, 0, "list") }.unwrap().is_empty());
+    }
+}

@@ -1,11 +1,13 @@
 //! Native command buffers: a pre-built DAG run with dependency counters.
 //!
 //! Each enqueue creates a run over an immutable snapshot of the graph, so an
-//! update (which copies the graph only if a run still holds it) never reaches
-//! a submission in flight. A run starts when its wait list, the previous run
-//! of the same buffer and the queue's ordering allow; then every node whose
-//! counter (predecessors plus unfinished wait events) reaches zero runs. A
-//! worker that finishes a node runs the first successor it makes ready itself
+//! update never reaches a submission in flight. An update costs what it
+//! changes, however large the graph: it edits the graph in place when no run
+//! holds it, and otherwise queues the change, which the next enqueue applies
+//! (copying the graph first only if a run still holds it then). A run starts
+//! when its wait list, the previous run of the same buffer and the queue's
+//! ordering allow; then every node whose counter (predecessors plus
+//! unfinished wait events) reaches zero runs. A worker that finishes a node runs the first successor it makes ready itself
 //! and hands the others to the pool, so chains run without scheduling.
 //!
 //! When a node fails (a kernel panics), the rest of the run is skipped and
@@ -14,6 +16,7 @@
 use std::any::Any;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use smallvec::SmallVec;
@@ -79,22 +82,83 @@ impl Graph {
     }
 }
 
+/// An update of one node.
+enum Change {
+    Command(Command),
+    Signal(Arc<CpuEvent>),
+    WaitEvents(Vec<Event>),
+}
+
+impl Change {
+    fn apply(self, node: &mut Node) {
+        match self {
+            Change::Command(command) => {
+                node.func = exec::kernel_fn(&command);
+                node.command = command;
+            }
+            Change::Signal(signal) => node.signal = Some(signal),
+            Change::WaitEvents(events) => node.wait_events = events,
+        }
+    }
+}
+
 pub(crate) struct CpuCommandBuffer {
     pool: Arc<Pool>,
     graph: Arc<Graph>,
+    /// Updates made while a run held the graph, in order, for the next enqueue.
+    pending: Vec<(u32, Change)>,
     previous: Option<Arc<CpuEvent>>,
     profiling: bool,
 }
 
 impl CpuCommandBuffer {
     pub(crate) fn new(pool: Arc<Pool>, desc: CommandBufferDesc) -> CpuCommandBuffer {
-        CpuCommandBuffer { pool, graph: Arc::default(), previous: None, profiling: desc.profiling }
+        CpuCommandBuffer { pool, graph: Arc::default(), pending: Vec::new(), previous: None, profiling: desc.profiling }
     }
 
-    fn node_mut(&mut self, index: u32) -> &mut Node {
-        &mut Arc::make_mut(&mut self.graph).nodes[index as usize]
+    /// Applies `change` to node `index` now if no run holds the graph, else
+    /// at the next enqueue: copying the graph here would make an update cost
+    /// the whole graph.
+    fn change(&mut self, index: u32, change: Change) {
+        match Arc::get_mut(&mut self.graph) {
+            Some(graph) => {
+                for (i, earlier) in self.pending.drain(..) {
+                    earlier.apply(&mut graph.nodes[i as usize]);
+                }
+                change.apply(&mut graph.nodes[index as usize]);
+            }
+            None => self.pending.push((index, change)),
+        }
+    }
+
+    /// Applies the queued updates before a run takes its snapshot.
+    fn apply_pending(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        // A run completes its event before its worker lets go of the graph:
+        // once the previous run is done, its hold ends within moments, so
+        // wait for that rather than copy the whole graph. A run still going
+        // (an enqueue behind one in flight) is worth the copy.
+        if self.previous.as_ref().is_some_and(|p| p.is_done()) {
+            let start = Instant::now();
+            while Arc::get_mut(&mut self.graph).is_none() && start.elapsed() < RELEASE_WAIT {
+                std::thread::yield_now();
+            }
+        }
+        if Arc::get_mut(&mut self.graph).is_none() {
+            tracing::debug!(nodes = self.graph.nodes.len(), "a run still holds the graph: updates copy it");
+        }
+        let graph = Arc::make_mut(&mut self.graph);
+        for (i, change) in self.pending.drain(..) {
+            change.apply(&mut graph.nodes[i as usize]);
+        }
     }
 }
+
+/// How long an enqueue with pending updates waits for a completed run to
+/// release the graph before copying it.
+const RELEASE_WAIT: Duration = Duration::from_micros(200);
 
 impl CommandBufferImpl for CpuCommandBuffer {
     unsafe fn append(
@@ -132,6 +196,7 @@ impl CommandBufferImpl for CpuCommandBuffer {
     unsafe fn enqueue(&mut self, queue: &dyn QueueImpl, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
         let queue = downcast::<CpuQueue>(queue as &dyn Any, "the queue")?;
         cpu_events(wait)?;
+        self.apply_pending();
         let done = CpuEvent::pending(queue.profiling());
         // Only nodes with signal events read their generation: a graph
         // without them pays no pass over its nodes here.
@@ -165,21 +230,19 @@ impl CommandBufferImpl for CpuCommandBuffer {
 
     unsafe fn update_kernel_launches(&mut self, updates: &[KernelUpdate<'_>]) -> Result<()> {
         for u in updates {
-            let node = self.node_mut(u.command);
-            node.command = Command::KernelLaunch(u.launch.clone());
-            node.func = exec::kernel_fn(&node.command);
+            self.change(u.command, Change::Command(Command::KernelLaunch(u.launch.clone())));
         }
         Ok(())
     }
 
     unsafe fn update_signal_event(&mut self, command: u32) -> Result<Arc<dyn EventImpl>> {
         let signal = CpuEvent::signal(self.profiling);
-        self.node_mut(command).signal = Some(signal.clone());
+        self.change(command, Change::Signal(signal.clone()));
         Ok(signal)
     }
 
     unsafe fn update_wait_events(&mut self, command: u32, events: &[Event]) -> Result<()> {
-        self.node_mut(command).wait_events = events.to_vec();
+        self.change(command, Change::WaitEvents(events.to_vec()));
         Ok(())
     }
 
@@ -219,7 +282,8 @@ impl Run {
         for &index in &self.graph.waiting {
             let node = &self.graph.nodes[index as usize];
             for event in node.wait_events.iter().filter_map(Event::resolve) {
-                let Some(event) = (&*event as &dyn Any).downcast_ref::<CpuEvent>() else {
+                let Some(event) = ur_core::adapter::unwrap_object(&*event as &dyn Any).downcast_ref::<CpuEvent>()
+                else {
                     self.fail(ur_core::err!(
                         InvalidEvent,
                         "a wait event of command {index} belongs to another adapter"

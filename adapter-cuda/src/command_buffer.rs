@@ -25,10 +25,13 @@
 //! the wait list and the previous submission of the buffer. Updates change
 //! the executable graph in place (`cuGraphExecKernelNodeSetParams_v2` for
 //! arguments, sizes, offset and kernel; `cuGraphNodeSetEnabled` for launches
-//! that become empty or not; the event-node setters for events), and the
-//! template graph alike, so that the rare update the driver refuses in place
-//! is applied with `cuGraphExecUpdate_v2` or, failing that, a new
-//! instantiation.
+//! that become empty or not; the event-node setters for events), one driver
+//! call per changed node. The template graph only matters when an
+//! executable graph is made from it (the rare update the driver refuses in
+//! place, applied with `cuGraphExecUpdate_v2` or, failing that, a new
+//! instantiation; a new instantiation while launches held on the host keep
+//! the current one): kernel updates reach the template then, not at each
+//! update.
 //!
 //! Graphs have no prefetch or advice node: prefetch is an ordered no-op
 //! inside a graph (eager prefetch migrates), and advice, which CUDA does not
@@ -64,6 +67,8 @@ struct KernelNode {
     node: Node,
     params: LaunchParams,
     enabled: bool,
+    /// Updated in the executable graph, not yet in the template.
+    stale: bool,
 }
 
 struct WaitNode {
@@ -269,6 +274,9 @@ pub(crate) struct CudaCommandBuffer {
     previous: Option<Arc<CudaEvent>>,
     /// Events replaced by updates, kept while the graph may still use them.
     replaced: Vec<Arc<dyn EventImpl>>,
+    /// Commands whose kernel parameters changed in the executable graph but
+    /// not yet in the template.
+    stale_template: Vec<usize>,
 }
 
 // SAFETY: graph handles may be used from any thread; the front end
@@ -293,6 +301,7 @@ impl CudaCommandBuffer {
             run: None,
             previous: None,
             replaced: Vec::new(),
+            stale_template: Vec::new(),
         })
     }
 
@@ -415,7 +424,7 @@ impl CudaCommandBuffer {
                     cu!(cuGraphAddKernelNode_v2(&mut node, self.graph, deps.as_ptr(), deps.len(), &node_params))?
                 };
                 let enabled = !params.empty;
-                return Ok((node, Some(KernelNode { node, params, enabled })));
+                return Ok((node, Some(KernelNode { node, params, enabled, stale: false })));
             }
             Command::UsmMemcpy { dst, src, size } => {
                 self.add_memcpy(deps, copy_1d(mem_loc(dst)?, mem_loc(src)?, *size))?
@@ -469,7 +478,7 @@ impl CudaCommandBuffer {
     }
 
     /// The executable graph, to change in place: a new instantiation (of the
-    /// template, which holds every change so far) when held launches still
+    /// template, brought up to date first) when held launches still
     /// hold the current one, so that they launch what was enqueued.
     fn writable_exec(&mut self) -> Result<sys::CUgraphExec> {
         let exec = self.exec.as_ref().expect("the front end only calls this on finalized buffers");
@@ -483,7 +492,24 @@ impl CudaCommandBuffer {
         Ok(self.exec())
     }
 
-    fn instantiate(&self) -> Result<sys::CUgraphExec> {
+    /// Gives the template graph the kernel parameters updates gave the
+    /// executable graph, before the executable graph is made from it again.
+    fn sync_template(&mut self) -> Result<()> {
+        let ctx = self.ctx();
+        for index in std::mem::take(&mut self.stale_template) {
+            let kernel = self.commands[index].kernel.as_mut().expect("only kernel commands are stale");
+            kernel.stale = false;
+            let node_params = kernel.params.node_params(ctx);
+            // SAFETY: a kernel node of the template; the parameters hold one
+            // value per kernel parameter, copied by the driver.
+            unsafe { cu!(cuGraphKernelNodeSetParams_v2(kernel.node, &node_params))? };
+        }
+        Ok(())
+    }
+
+    /// A new executable graph of the template, brought up to date first.
+    fn instantiate(&mut self) -> Result<sys::CUgraphExec> {
+        self.sync_template()?;
         let mut exec: sys::CUgraphExec = ptr::null_mut();
         // SAFETY: the graph is complete; writes a new executable graph.
         unsafe { cu!(cuGraphInstantiateWithFlags(&mut exec, self.graph, 0))? };
@@ -497,6 +523,7 @@ impl CudaCommandBuffer {
     /// Brings the executable graph up to date with the template when an
     /// update could not be applied in place.
     fn refresh_exec(&mut self) -> Result<()> {
+        self.sync_template()?;
         let exec = self.exec();
         let mut info = sys::CUgraphExecUpdateResultInfo {
             result: sys::CUgraphExecUpdateResult::CU_GRAPH_EXEC_UPDATE_SUCCESS,
@@ -584,7 +611,8 @@ impl CommandBufferImpl for CudaCommandBuffer {
             })?;
             self.run.as_mut().expect("checked").node = Some(node);
         }
-        self.exec = Some(ExecGraph::new(&self.dev, self.instantiate()?));
+        let exec = self.instantiate()?;
+        self.exec = Some(ExecGraph::new(&self.dev, exec));
         tracing::debug!(commands = self.commands.len(), kernels = self.run.is_some(), "CUDA graph instantiated");
         Ok(())
     }
@@ -661,10 +689,9 @@ impl CommandBufferImpl for CudaCommandBuffer {
         for (index, mut params) in prepared {
             let kernel = self.commands[index].kernel.as_mut().expect("the front end names kernel commands");
             let node_params = params.node_params(ctx);
-            // SAFETY: the node is a kernel node of the template and of `exec`;
-            // the parameters hold one value per kernel parameter.
-            unsafe { cu!(cuGraphKernelNodeSetParams_v2(kernel.node, &node_params))? };
-            // SAFETY: as above; only later launches see the change (driver contract).
+            // SAFETY: the node is a kernel node of the graph `exec` was made
+            // from; the parameters hold one value per kernel parameter; only
+            // later launches see the change (driver contract).
             let result = unsafe { sys::cuGraphExecKernelNodeSetParams_v2(exec, kernel.node, &node_params) };
             if result != sys::CUresult::CUDA_SUCCESS {
                 tracing::debug!(error = %driver::error_name(result), "kernel node not updatable in place");
@@ -677,6 +704,10 @@ impl CommandBufferImpl for CudaCommandBuffer {
             }
             kernel.params = params;
             kernel.enabled = enabled;
+            if !kernel.stale {
+                kernel.stale = true;
+                self.stale_template.push(index);
+            }
         }
         if !in_place {
             self.refresh_exec()?;

@@ -32,6 +32,7 @@
 
 use std::any::Any;
 use std::cell::RefCell;
+use std::rc::Rc;
 use std::sync::Arc;
 
 use cl3::types::cl_event;
@@ -55,6 +56,10 @@ use crate::queue::ClQueue;
 /// idle (only on devices that cannot enqueue a pending command-buffer).
 const MAX_INSTANCES: usize = 8;
 
+/// Most commands in a native step of an updatable buffer: what an update
+/// re-records (see [`Planner::with_step_limit`]).
+pub(crate) const UPDATABLE_STEP_LIMIT: usize = 32;
+
 struct Record {
     command: Command,
     deps: SmallVec<[u32; 4]>,
@@ -64,127 +69,97 @@ struct Record {
     native: Option<NativeSegment>,
 }
 
-/// One `cl_command_buffer_khr`.
+/// One `cl_command_buffer_khr`: the recording of one native step. Instances
+/// of successive versions share the segments of steps no update touched.
 struct Segment {
+    shared: Arc<Shared>,
     handle: cl_command_buffer_khr,
     /// Its kernel launches, tracked on devices that need one shape per
     /// kernel at a time ([`crate::one_launch`]).
     kernels: Option<RefCell<RecordedKernels>>,
+    /// The sync point of each command recorded, in the step's order.
+    sync: Vec<cl_sync_point_khr>,
+    /// The kernel objects its launches were recorded from.
+    cl_kernels: Vec<opencl3::kernel::Kernel>,
+}
+
+// SAFETY: the handle is only used under the front end's per-buffer lock;
+// OpenCL objects may be used from any thread.
+unsafe impl Send for Segment {}
+
+impl Segment {
+    fn native(&self) -> &NativeCommandBuffers {
+        self.shared.device.command_buffers.as_ref().expect("native command buffers")
+    }
+
+    /// A new, empty `cl_command_buffer_khr` on the internal queue.
+    fn new(shared: &Arc<Shared>) -> Result<Segment> {
+        let native = shared.device.command_buffers.as_ref().expect("native command buffers");
+        let flags = if native.plan.simultaneous_use_flag { CL_COMMAND_BUFFER_SIMULTANEOUS_USE_KHR } else { 0 };
+        // SAFETY: the internal queue belongs to the device the table was resolved for.
+        let handle = unsafe { native.api.create(shared.internal_queue(), flags) }.cl("clCreateCommandBufferKHR")?;
+        let kernels = shared.device.one_launch_per_kernel.then(RefCell::default);
+        Ok(Segment { shared: shared.clone(), handle, kernels, sync: Vec::new(), cl_kernels: Vec::new() })
+    }
+
+    /// Records the step's next command after the step's commands at
+    /// `positions` (its same-step dependencies).
+    fn record(&mut self, command: &Command, positions: &[usize]) -> Result<()> {
+        let deps: SmallVec<[cl_sync_point_khr; 4]> = positions.iter().map(|p| self.sync[*p]).collect();
+        // SAFETY: the command was validated for this context and needs no
+        // host memory (it is in a native step); the segment is recording and
+        // the sync points are its own.
+        let (point, kernel) = unsafe {
+            exec::record(&self.shared, &self.native().api, self.handle, command, &deps, self.kernels.as_ref())?
+        };
+        self.cl_kernels.extend(kernel);
+        self.sync.push(point);
+        Ok(())
+    }
+
+    fn finalize(&self) -> Result<()> {
+        // SAFETY: a recording command-buffer of this table.
+        unsafe { self.native().api.finalize(self.handle) }.cl("clFinalizeCommandBufferKHR")
+    }
+}
+
+impl Drop for Segment {
+    fn drop(&mut self) {
+        // SAFETY: this segment owns the handle; it is not pending (segments
+        // are dropped with the last instance holding them, when idle, or with
+        // their buffer after its last submission).
+        if let Err(code) = unsafe { self.native().api.release(self.handle) } {
+            tracing::error!(code, "clReleaseCommandBufferKHR failed");
+        }
+    }
 }
 
 /// The native steps of one version of the commands, recorded.
 struct Instance {
-    shared: Arc<Shared>,
     version: u64,
-    /// By step number; `None` for eager steps.
-    segments: Vec<Option<Segment>>,
-    /// Each command's sync point in its segment.
-    sync: Vec<cl_sync_point_khr>,
+    /// By step number; `None` for eager steps. Shared (`Rc`) with the
+    /// instances of other versions where the step did not change.
+    segments: Vec<Option<Rc<Segment>>>,
     /// The join of the latest submission that used this instance.
     last: Option<RawEvent>,
     /// Commands replaced by updates while this instance was recorded with
     /// them: their memory objects stay alive as long as the instance.
     retired: Vec<Command>,
-    /// The kernel objects its launches were recorded from.
-    kernels: Vec<opencl3::kernel::Kernel>,
-    finalized: bool,
 }
 
 // SAFETY: the command-buffer handles are only used under the front end's
-// per-buffer lock; OpenCL objects may be used from any thread.
+// per-buffer lock; OpenCL objects may be used from any thread. The `Rc`s of
+// a segment are all held by the instances of one buffer, which move between
+// threads together and are only touched under that lock.
 unsafe impl Send for Instance {}
 
 impl Instance {
-    fn new(shared: Arc<Shared>, version: u64) -> Instance {
-        Instance {
-            shared,
-            version,
-            segments: Vec::new(),
-            sync: Vec::new(),
-            last: None,
-            retired: Vec::new(),
-            kernels: Vec::new(),
-            finalized: false,
-        }
-    }
-
-    fn native(&self) -> &NativeCommandBuffers {
-        self.shared.device.command_buffers.as_ref().expect("native command buffers")
+    fn new(version: u64) -> Instance {
+        Instance { version, segments: Vec::new(), last: None, retired: Vec::new() }
     }
 
     fn is_idle(&self) -> bool {
         self.last.as_ref().is_none_or(RawEvent::is_done)
-    }
-
-    /// A new, empty `cl_command_buffer_khr` on the internal queue.
-    fn create_segment(&self) -> Result<Segment> {
-        let native = self.native();
-        let flags = if native.plan.simultaneous_use_flag { CL_COMMAND_BUFFER_SIMULTANEOUS_USE_KHR } else { 0 };
-        // SAFETY: the internal queue belongs to the device the table was resolved for.
-        let handle =
-            unsafe { native.api.create(self.shared.internal_queue(), flags) }.cl("clCreateCommandBufferKHR")?;
-        let kernels = self.shared.device.one_launch_per_kernel.then(RefCell::default);
-        Ok(Segment { handle, kernels })
-    }
-
-    /// Records command `index` into step `step`'s segment (created on first
-    /// use), after its dependencies of the same step.
-    fn record(&mut self, step: u32, index: u32, command: &Command, same_step_deps: &[u32]) -> Result<()> {
-        let step = step as usize;
-        if self.segments.len() <= step {
-            self.segments.resize_with(step + 1, || None);
-        }
-        let created = self.segments[step].is_none();
-        if created {
-            self.segments[step] = Some(self.create_segment()?);
-        }
-        let segment = self.segments[step].as_ref().expect("just created");
-        let deps: SmallVec<[cl_sync_point_khr; 4]> = same_step_deps.iter().map(|d| self.sync[*d as usize]).collect();
-        // SAFETY: the command was validated for this context and needs no
-        // host memory (it is in a native step); the segment is recording and
-        // the sync points are its own.
-        let point = unsafe {
-            exec::record(&self.shared, &self.native().api, segment.handle, command, &deps, segment.kernels.as_ref())
-        };
-        match point {
-            Ok((point, kernel)) => {
-                self.kernels.extend(kernel);
-                if self.sync.len() <= index as usize {
-                    self.sync.resize(index as usize + 1, 0);
-                }
-                self.sync[index as usize] = point;
-                Ok(())
-            }
-            Err(e) => {
-                if created {
-                    self.segments[step] = None;
-                }
-                Err(e)
-            }
-        }
-    }
-
-    fn finalize(&mut self) -> Result<()> {
-        let native = self.shared.device.command_buffers.as_ref().expect("native command buffers");
-        for segment in self.segments.iter().flatten() {
-            // SAFETY: a recording command-buffer of this table.
-            unsafe { native.api.finalize(segment.handle) }.cl("clFinalizeCommandBufferKHR")?;
-        }
-        self.finalized = true;
-        Ok(())
-    }
-}
-
-impl Drop for Instance {
-    fn drop(&mut self) {
-        let Some(native) = self.shared.device.command_buffers.as_ref() else { return };
-        for segment in self.segments.iter().flatten() {
-            // SAFETY: this instance owns the handle; it is not pending (instances
-            // are dropped when idle, or with their buffer after its last submission).
-            if let Err(code) = unsafe { native.api.release(segment.handle) } {
-                tracing::error!(code, "clReleaseCommandBufferKHR failed");
-            }
-        }
     }
 }
 
@@ -196,11 +171,13 @@ pub(crate) struct ClCommandBuffer {
     planner: Planner,
     instances: Vec<Instance>,
     version: u64,
+    /// Per step, the version that last changed it (updates of its commands).
+    step_version: Vec<u64>,
     /// The join of the latest submission.
     previous: Option<RawEvent>,
     /// An empty, finalized command-buffer standing for one without native
     /// steps, so that it still has a native handle.
-    placeholder: Option<Instance>,
+    placeholder: Option<Segment>,
 }
 
 impl ClCommandBuffer {
@@ -208,14 +185,15 @@ impl ClCommandBuffer {
         if shared.device.command_buffers.is_none() {
             return Err(err!(UnsupportedFeature, "the device has no native command buffers"));
         }
-        let first = Instance::new(shared.clone(), 0);
+        let planner = if desc.updatable { Planner::with_step_limit(UPDATABLE_STEP_LIMIT) } else { Planner::default() };
         Ok(ClCommandBuffer {
             shared,
             desc,
             records: Vec::new(),
-            planner: Planner::default(),
-            instances: vec![first],
+            planner,
+            instances: vec![Instance::new(0)],
             version: 0,
+            step_version: Vec::new(),
             previous: None,
             placeholder: None,
         })
@@ -225,23 +203,57 @@ impl ClCommandBuffer {
         self.shared.device.command_buffers.as_ref().expect("native command buffers")
     }
 
-    /// Commands of `index`'s step that it depends on.
-    fn same_step_deps(&self, step: u32, deps: &[u32]) -> SmallVec<[u32; 4]> {
-        deps.iter().copied().filter(|d| self.planner.step_of(*d) == step).collect()
+    /// Positions, in step `step`, of the dependencies of a command that are
+    /// in that step (commands of a step are in append order).
+    fn same_step_positions(&self, step: u32, deps: &[u32]) -> SmallVec<[usize; 4]> {
+        let commands = &self.planner.steps()[step as usize].commands;
+        deps.iter()
+            .filter(|d| self.planner.step_of(**d) == step)
+            .filter_map(|d| commands.binary_search(d).ok())
+            .collect()
     }
 
-    /// Records every native command of the current version into a new instance.
-    fn build_instance(&self) -> Result<Instance> {
-        let mut instance = Instance::new(self.shared.clone(), self.version);
-        for (index, record) in self.records.iter().enumerate() {
-            let step = self.planner.step_of(index as u32);
-            if self.planner.steps()[step as usize].kind == StepKind::Native {
-                let deps = self.same_step_deps(step, &record.deps);
-                instance.record(step, index as u32, &record.command, &deps)?;
-            }
+    /// Records native step `step` of the current commands into a new segment.
+    fn record_step(&self, step: u32) -> Result<Segment> {
+        let mut segment = Segment::new(&self.shared)?;
+        for &index in &self.planner.steps()[step as usize].commands {
+            let record = &self.records[index as usize];
+            segment.record(&record.command, &self.same_step_positions(step, &record.deps))?;
         }
-        instance.finalize()?;
-        tracing::debug!(version = self.version, commands = self.records.len(), "OpenCL command buffer re-recorded");
+        segment.finalize()?;
+        Ok(segment)
+    }
+
+    /// Records the current version into a new instance. Steps no update
+    /// touched since `base` was recorded are shared with it, when its
+    /// segments may be enqueued while it is pending or it is idle; the
+    /// others are recorded again.
+    fn build_instance(&self, base: Option<&Instance>) -> Result<Instance> {
+        let mut instance = Instance::new(self.version);
+        let mut recorded = 0usize;
+        for (step, info) in self.planner.steps().iter().enumerate() {
+            if info.kind != StepKind::Native {
+                instance.segments.push(None);
+                continue;
+            }
+            let reuse = base
+                .filter(|b| self.step_version[step] <= b.version)
+                .and_then(|b| b.segments.get(step).cloned().flatten());
+            let segment = match reuse {
+                Some(segment) => segment,
+                None => {
+                    recorded += info.commands.len();
+                    Rc::new(self.record_step(step as u32)?)
+                }
+            };
+            instance.segments.push(Some(segment));
+        }
+        tracing::debug!(
+            version = self.version,
+            commands = self.records.len(),
+            recorded,
+            "OpenCL command buffer re-recorded (changed steps only)"
+        );
         Ok(instance)
     }
 
@@ -249,22 +261,30 @@ impl ClCommandBuffer {
     fn instance_for_submission(&mut self) -> Result<usize> {
         let version = self.version;
         let reuse_pending = !self.native().plan.instance_per_pending_submission;
-        self.instances.retain(|i| i.version == version || !i.is_idle());
-        if let Some(i) = self.instances.iter().position(|i| i.version == version && (reuse_pending || i.is_idle())) {
-            return Ok(i);
-        }
-        let current: Vec<usize> = (0..self.instances.len()).filter(|i| self.instances[*i].version == version).collect();
-        if current.len() >= MAX_INSTANCES {
-            // Every instance is pending: wait for the one submitted first.
-            let oldest = current[0];
-            if let Some(last) = &self.instances[oldest].last {
-                last.wait().cl("waiting for an earlier submission of the command buffer")?;
+        let usable = |i: &Instance| i.version == version && (reuse_pending || i.is_idle());
+        if !self.instances.iter().any(usable) {
+            let current: Vec<usize> =
+                (0..self.instances.len()).filter(|i| self.instances[*i].version == version).collect();
+            if current.len() >= MAX_INSTANCES {
+                // Every instance is pending: wait for the one submitted first.
+                if let Some(last) = &self.instances[current[0]].last {
+                    last.wait().cl("waiting for an earlier submission of the command buffer")?;
+                }
+            } else {
+                // The newest older version is the base: its segments are those
+                // of the steps updated least recently.
+                let base = self
+                    .instances
+                    .iter()
+                    .filter(|i| i.version < version && (reuse_pending || i.is_idle()))
+                    .max_by_key(|i| i.version);
+                let instance = self.build_instance(base)?;
+                self.instances.push(instance);
             }
-            return Ok(oldest);
         }
-        let instance = self.build_instance()?;
-        self.instances.push(instance);
-        Ok(self.instances.len() - 1)
+        self.instances.retain(|i| i.version == version || !i.is_idle());
+        let found = self.instances.iter().position(usable);
+        found.ok_or_else(|| err!(Unknown, "no instance of the command buffer is free after waiting for one"))
     }
 }
 
@@ -277,7 +297,6 @@ impl CommandBufferImpl for ClCommandBuffer {
         wait_events: &[Event],
         signal: bool,
     ) -> Result<Option<Arc<dyn EventImpl>>> {
-        let index = self.records.len() as u32;
         // Kernels with a status word need one per launch: enqueued, not recorded.
         let status_word = exec::has_status_word(command)
             || alternatives
@@ -294,11 +313,26 @@ impl CommandBufferImpl for ClCommandBuffer {
         let placement = self.planner.decide(deps, eager);
         if !matches!(placement, Placement::NewEager(_)) {
             let step = placement.step();
-            let same_step: SmallVec<[u32; 4]> = match placement {
-                Placement::Join(_) => self.same_step_deps(step, deps),
+            let positions: SmallVec<[usize; 4]> = match placement {
+                Placement::Join(_) => self.same_step_positions(step, deps),
                 _ => SmallVec::new(),
             };
-            self.instances[0].record(step, index, command, &same_step)?;
+            let first = &mut self.instances[0];
+            if first.segments.len() <= step as usize {
+                first.segments.resize_with(step as usize + 1, || None);
+            }
+            let created = first.segments[step as usize].is_none();
+            if created {
+                first.segments[step as usize] = Some(Rc::new(Segment::new(&self.shared)?));
+            }
+            let slot = first.segments[step as usize].as_mut().expect("just created");
+            let segment = Rc::get_mut(slot).expect("segments are shared only after finalize");
+            if let Err(e) = segment.record(command, &positions) {
+                if created {
+                    first.segments[step as usize] = None;
+                }
+                return Err(e);
+            }
         }
         self.planner.apply(placement, deps);
         let signal = signal.then(ClEvent::signal);
@@ -313,10 +347,14 @@ impl CommandBufferImpl for ClCommandBuffer {
     }
 
     fn finalize(&mut self) -> Result<()> {
-        self.instances[0].finalize()?;
+        for segment in self.instances[0].segments.iter().flatten() {
+            segment.finalize()?;
+        }
+        let steps = self.planner.steps().len();
+        self.instances[0].segments.resize_with(steps, || None);
+        self.step_version = vec![0; steps];
         if self.instances[0].segments.iter().all(Option::is_none) {
-            let mut placeholder = Instance::new(self.shared.clone(), 0);
-            placeholder.segments.push(Some(placeholder.create_segment()?));
+            let placeholder = Segment::new(&self.shared)?;
             placeholder.finalize()?;
             self.placeholder = Some(placeholder);
         }
@@ -365,9 +403,12 @@ impl CommandBufferImpl for ClCommandBuffer {
                         Ok(unsafe { RawEvent::from_raw(event) })
                     };
                     match &segment.kernels {
-                        Some(kernels) => {
-                            one_launch::enqueue_exclusive(&kernels.borrow().names, wait.handles(), enqueue)?
-                        }
+                        Some(kernels) => one_launch::enqueue_exclusive(
+                            self.shared.context.get(),
+                            &kernels.borrow().names,
+                            wait.handles(),
+                            enqueue,
+                        )?,
                         None => enqueue(wait.handles())?,
                     }
                 }
@@ -417,7 +458,7 @@ impl CommandBufferImpl for ClCommandBuffer {
     }
 
     unsafe fn update_kernel_launches(&mut self, updates: &[KernelUpdate<'_>]) -> Result<()> {
-        let mut rerecord = false;
+        let mut changed: SmallVec<[u32; 4]> = SmallVec::new();
         for u in updates {
             let step = self.planner.step_of(u.command);
             let old = std::mem::replace(
@@ -425,15 +466,18 @@ impl CommandBufferImpl for ClCommandBuffer {
                 Command::KernelLaunch(u.launch.clone()),
             );
             if self.planner.steps()[step as usize].kind == StepKind::Native {
-                rerecord = true;
+                changed.push(step);
                 for instance in &mut self.instances {
                     instance.retired.push(old.clone());
                 }
             }
         }
-        if rerecord {
+        if !changed.is_empty() {
             self.version += 1;
-            tracing::debug!(version = self.version, "kernel update: the next enqueue re-records");
+            for step in changed {
+                self.step_version[step as usize] = self.version;
+            }
+            tracing::debug!(version = self.version, "kernel update: the next enqueue re-records the changed steps");
         }
         Ok(())
     }
@@ -456,9 +500,9 @@ impl CommandBufferImpl for ClCommandBuffer {
     fn native_handle(&self) -> Result<NativeHandle> {
         let current = self.instances.iter().find(|i| i.version == self.version).or(self.instances.first());
         let handle = current
-            .and_then(|i| i.segments.iter().flatten().next())
-            .or_else(|| self.placeholder.as_ref().and_then(|p| p.segments.iter().flatten().next()))
-            .map(|s| s.handle as u64);
+            .and_then(|i| i.segments.iter().flatten().next().map(|s| s.handle))
+            .or_else(|| self.placeholder.as_ref().map(|p| p.handle))
+            .map(|h| h as u64);
         handle.map(NativeHandle).ok_or_else(|| err!(InvalidOperation, "the command buffer has no native object yet"))
     }
 }

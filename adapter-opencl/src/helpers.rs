@@ -130,10 +130,10 @@ impl Helpers {
 
 /// Where a launch goes.
 pub(crate) enum Target<'a> {
-    /// Enqueued on a queue after the events of a wait list; `one_launch`:
-    /// also after the previous launch of the kernel (see
-    /// [`crate::one_launch`]).
-    Queue { queue: cl_command_queue, wait: &'a WaitList, one_launch: bool },
+    /// Enqueued on a queue after the events of a wait list; `one_launch`
+    /// (the queue's context): also after the previous launch of the kernel
+    /// (see [`crate::one_launch`]).
+    Queue { queue: cl_command_queue, wait: &'a WaitList, one_launch: Option<cl3::types::cl_context> },
     /// Recorded into a command-buffer after sync points; with `kernels`, also
     /// after the segment's previous command of the kernel.
     Record {
@@ -147,7 +147,7 @@ pub(crate) enum Target<'a> {
 impl<'a> Target<'a> {
     /// Enqueued on `queue` of `shared`'s context after `wait`.
     pub(crate) fn queue(shared: &Shared, queue: cl_command_queue, wait: &'a WaitList) -> Target<'a> {
-        Target::Queue { queue, wait, one_launch: shared.device.one_launch_per_kernel }
+        Target::Queue { queue, wait, one_launch: shared.device.one_launch_per_kernel.then(|| shared.context.get()) }
     }
 }
 
@@ -195,8 +195,8 @@ pub(crate) unsafe fn launch(
                 // SAFETY: a successful enqueue returns a new reference.
                 Ok(unsafe { RawEvent::from_raw(event) })
             };
-            let event = if *one_launch {
-                one_launch::enqueue_exclusive(&[name], wait.handles(), enqueue)?
+            let event = if let Some(context) = *one_launch {
+                one_launch::enqueue_exclusive(context, &[name], wait.handles(), enqueue)?
             } else {
                 enqueue(wait.handles())?
             };

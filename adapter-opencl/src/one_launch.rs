@@ -34,15 +34,19 @@ use ur_core::Result;
 use crate::event::RawEvent;
 use crate::ffi::cl_sync_point_khr;
 
-/// The last launch of each kernel on affected devices.
-static LAST_LAUNCH: Mutex<Option<HashMap<String, RawEvent>>> = Mutex::new(None);
+/// The last launch of each kernel on affected devices, with its context.
+static LAST_LAUNCH: Mutex<Option<HashMap<String, (usize, RawEvent)>>> = Mutex::new(None);
 
 /// Enqueues something that runs `kernels` after `wait` and the last launch
 /// of each of them, and makes its event their last launch.
 ///
 /// `enqueue` gets the complete wait list and returns the enqueued event. The
-/// lock is held across it, so that launches chain in one order.
+/// lock is held across it, so that launches chain in one order. A last
+/// launch of another context (the chain is process-wide, as PoCL's cache is)
+/// cannot be in an OpenCL wait list of this one (`CL_INVALID_CONTEXT`): the
+/// host waits for it instead.
 pub(crate) fn enqueue_exclusive<S: AsRef<str>>(
+    context: cl3::types::cl_context,
     kernels: &[S],
     wait: &[cl_event],
     enqueue: impl FnOnce(&[cl_event]) -> Result<RawEvent>,
@@ -54,8 +58,13 @@ pub(crate) fn enqueue_exclusive<S: AsRef<str>>(
     let last = guard.get_or_insert_with(HashMap::new);
     let mut full: SmallVec<[cl_event; 8]> = SmallVec::from_slice(wait);
     for name in kernels {
-        if let Some(event) = last.get(name.as_ref()).filter(|e| !e.is_done()) {
-            full.push(event.get());
+        if let Some((owner, event)) = last.get(name.as_ref()).filter(|(_, e)| !e.is_done()) {
+            if *owner == context as usize {
+                full.push(event.get());
+            } else if let Err(code) = event.wait() {
+                // A failed launch has ended too: only its end matters here.
+                tracing::debug!(code, "PoCL: the last launch of another context failed");
+            }
         }
     }
     if full.len() > wait.len() {
@@ -63,10 +72,11 @@ pub(crate) fn enqueue_exclusive<S: AsRef<str>>(
     }
     let event = enqueue(&full)?;
     for name in kernels {
+        let entry = (context as usize, event.retain());
         match last.get_mut(name.as_ref()) {
-            Some(previous) => *previous = event.retain(),
+            Some(previous) => *previous = entry,
             None => {
-                last.insert(name.as_ref().to_owned(), event.retain());
+                last.insert(name.as_ref().to_owned(), entry);
             }
         }
     }

@@ -14,6 +14,11 @@
 //! - any other command joins the open native step if every step it depends
 //!   on is that step or one created before it; otherwise it opens a new one.
 //!
+//! A planner may also cap native steps at a number of commands
+//! ([`Planner::with_step_limit`]): a full step is closed and the next command
+//! opens a new one. Updatable buffers use it so that an update re-records one
+//! small step rather than every command.
+//!
 //! Steps are numbered in creation order and a step only ever depends on
 //! lower-numbered steps, so enqueueing them in order is a topological order.
 //! A buffer whose commands need no eager step is a single native step: one
@@ -67,9 +72,16 @@ pub(crate) struct Planner {
     steps: Vec<Step>,
     step_of: Vec<u32>,
     open: Option<u32>,
+    /// Most commands in a native step; `None`: no limit.
+    step_limit: Option<usize>,
 }
 
 impl Planner {
+    /// A planner whose native steps hold at most `limit` commands.
+    pub(crate) fn with_step_limit(limit: usize) -> Planner {
+        Planner { step_limit: Some(limit.max(1)), ..Planner::default() }
+    }
+
     /// Decides where a command with these dependencies (earlier commands'
     /// numbers) goes, without changing anything.
     pub(crate) fn decide(&self, deps: &[u32], eager: bool) -> Placement {
@@ -78,7 +90,12 @@ impl Planner {
             return Placement::NewEager(next);
         }
         match self.open {
-            Some(open) if deps.iter().all(|d| self.step_of[*d as usize] <= open) => Placement::Join(open),
+            Some(open)
+                if deps.iter().all(|d| self.step_of[*d as usize] <= open)
+                    && self.step_limit.is_none_or(|limit| self.steps[open as usize].commands.len() < limit) =>
+            {
+                Placement::Join(open)
+            }
             _ => Placement::NewNative(next),
         }
     }
@@ -136,6 +153,28 @@ mod tests {
         for (i, s) in p.steps().iter().enumerate() {
             assert!(s.deps.iter().all(|d| (*d as usize) < i), "step {i} depends on a later step: {s:?}");
         }
+    }
+
+    #[test]
+    fn a_step_limit_splits_native_steps() {
+        let mut p = Planner::with_step_limit(2);
+        let chain: [&[u32]; 5] = [&[], &[0], &[1], &[2], &[3]];
+        for deps in chain {
+            let d = p.decide(deps, false);
+            p.apply(d, deps);
+        }
+        check_topological(&p);
+        let commands: Vec<&[u32]> = p.steps().iter().map(|s| s.commands.as_slice()).collect();
+        assert_eq!(commands, [&[0, 1][..], &[2, 3], &[4]]);
+        assert_eq!(p.steps()[1].deps.as_slice(), &[0]);
+        assert_eq!(p.steps()[2].deps.as_slice(), &[1]);
+        assert!(p.steps()[0].has_dependents && !p.steps()[2].has_dependents);
+        // The open step has room: it takes the next command.
+        assert_eq!(p.decide(&[], false), Placement::Join(2));
+        let d = p.decide(&[], false);
+        p.apply(d, &[]);
+        // Now it is full: the next opens a new step.
+        assert_eq!(p.decide(&[], false), Placement::NewNative(3));
     }
 
     #[test]

@@ -40,8 +40,11 @@
 //! blocks, and nothing is re-recorded. A new local size, new local-memory
 //! sizes or another kernel need another pipeline: only the secondary holding
 //! the command is recorded again (into a new command buffer: submissions in
-//! flight keep the old one). Submissions in flight keep a snapshot of the
-//! commands, so memory an update stops referring to outlives them.
+//! flight keep the old one). An update costs what it changes: it touches
+//! the updated commands' blocks and records, nothing per command of the
+//! buffer. The commands it replaces are kept until the buffer's submissions
+//! in flight have completed, so memory an update stops referring to outlives
+//! them (the front end keeps the buffer itself alive until then).
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -148,8 +151,10 @@ pub(crate) struct VkCommandBuffer {
     rt: Arc<Runtime>,
     desc: CommandBufferDesc,
     pool: Arc<Pool>,
-    /// The commands, shared with submissions in flight (updates copy on write).
-    commands: Arc<Vec<Command>>,
+    commands: Vec<Command>,
+    /// Commands replaced by updates while a submission may still use them;
+    /// dropped once the latest submission has completed.
+    retired: Vec<Command>,
     nodes: Vec<Node>,
     /// Signal events of this buffer by address, with their command.
     signals: HashMap<usize, u32>,
@@ -209,7 +214,8 @@ impl VkCommandBuffer {
             rt,
             desc,
             pool,
-            commands: Arc::default(),
+            commands: Vec::new(),
+            retired: Vec::new(),
             nodes: Vec::new(),
             signals: HashMap::new(),
             built: None,
@@ -475,7 +481,7 @@ impl CommandBufferImpl for VkCommandBuffer {
         if let Some(s) = &signal {
             self.signals.insert(Arc::as_ptr(s).cast::<()>() as usize, index);
         }
-        Arc::make_mut(&mut self.commands).push(command.clone());
+        self.commands.push(command.clone());
         self.nodes.push(Node {
             deps: SmallVec::from_slice(deps),
             wait_events: wait_events.to_vec(),
@@ -495,6 +501,10 @@ impl CommandBufferImpl for VkCommandBuffer {
         let mut first_deps: SmallVec<[Arc<EventCore>; 4]> = SmallVec::new();
         for e in wait {
             first_deps.extend(core_of(*e)?);
+        }
+        if self.previous.as_ref().is_none_or(|p| p.is_done()) {
+            // Submissions of a buffer run in order: none is left that could use them.
+            self.retired.clear();
         }
         self.refresh()?;
         let params = self.take_dirty_params()?;
@@ -556,7 +566,7 @@ impl CommandBufferImpl for VkCommandBuffer {
                 }
                 Ok(())
             })?;
-            let mut keep: Keep = vec![Box::new(self.commands.clone())];
+            let mut keep: Keep = Vec::with_capacity(stage.chunks.len() + 1 + built.staging.len());
             keep.extend(
                 stage.chunks.iter().map(|c| Box::new(c.secondary.clone()) as Box<dyn std::any::Any + Send + Sync>),
             );
@@ -611,10 +621,12 @@ impl CommandBufferImpl for VkCommandBuffer {
 
     unsafe fn update_kernel_launches(&mut self, updates: &[KernelUpdate<'_>]) -> Result<()> {
         let built = self.built.as_mut().expect("updates come after finalize");
-        let commands = Arc::make_mut(&mut self.commands);
         for u in updates {
             let i = u.command as usize;
-            commands[i] = Command::KernelLaunch(u.launch.clone());
+            let old = std::mem::replace(&mut self.commands[i], Command::KernelLaunch(u.launch.clone()));
+            if self.previous.as_ref().is_some_and(|p| !p.is_done()) {
+                self.retired.push(old);
+            }
             let placed = &mut built.placed[i];
             let mut staging = Vec::new();
             let mut sink = CbSink {

@@ -4,14 +4,14 @@
 //! one the tests are listed ignored with the reason, and fail when run anyway
 //! (`--include-ignored`) or when `UR_RS_REQUIRE_DEVICES` names `vulkan`.
 
+mod common;
+
 use std::borrow::Cow;
 
-use libtest_mimic::{Arguments, Failed, Trial};
-use ur_adapter_vulkan::VulkanAdapterFactory;
 use ur_core::{
-    AdapterEntry, ArgKind, CommandBufferSupport, Context, Device, DeviceSelector, Kernel, KernelArg, KernelLaunch,
-    KernelSignature, Loader, NativeKernel, Program, ProgramBundle, ProgramSource, Queue, QueueProperties, SourceForm,
-    SpirvModule, UrError, UsmAllocation, UsmKind, WorkGroup,
+    ArgKind, CommandBufferSupport, Context, Device, Kernel, KernelArg, KernelLaunch, KernelSignature, NativeKernel,
+    Program, ProgramBundle, ProgramSource, Queue, QueueProperties, SourceForm, SpirvModule, UrError, UsmAllocation,
+    UsmKind, WorkGroup,
 };
 
 /// `increment(P)`: `P[gid0] += 1`, the conformance library's SPIR-V.
@@ -22,19 +22,8 @@ fn words(bytes: &[u8]) -> Vec<u32> {
     bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
 }
 
-type Test = fn(&Device);
-
 fn main() {
-    let args = Arguments::from_args();
-    let loader = Loader::load(&[AdapterEntry::Compiled(&VulkanAdapterFactory)], DeviceSelector::all());
-    let device = loader.devices().into_iter().next();
-    let required = std::env::var("UR_RS_REQUIRE_DEVICES").is_ok_and(|v| v.split(',').any(|d| d.trim() == "vulkan"));
-    let absent: Vec<&str> = loader.absent().iter().map(|a| a.reason.as_str()).collect();
-    let reason = format!("no Vulkan device ({})", absent.join("; "));
-    if device.is_none() {
-        println!("Vulkan device tests ignored: {reason}");
-    }
-    let tests: [(&str, Test); 5] = [
+    common::run(&[
         ("devices_report_what_the_adapter_implements", devices_report_what_the_adapter_implements),
         ("spirv_is_chosen_from_a_bundle_of_several_forms", spirv_is_chosen_from_a_bundle_of_several_forms),
         ("a_bundle_without_spirv_is_an_invalid_binary", a_bundle_without_spirv_is_an_invalid_binary),
@@ -46,26 +35,7 @@ fn main() {
             "a_declared_kernel_without_a_module_is_an_invalid_kernel_name",
             a_declared_kernel_without_a_module_is_an_invalid_kernel_name,
         ),
-    ];
-    let trials = tests
-        .into_iter()
-        .map(|(name, test)| match &device {
-            Some(device) => {
-                let device = device.clone();
-                Trial::test(name, move || {
-                    test(&device);
-                    Ok(())
-                })
-            }
-            // Run anyway, or required here, it fails: it ran nothing.
-            None => {
-                let reason = reason.clone();
-                Trial::test(name, move || Err(Failed::from(format!("cannot run here: {reason}"))))
-                    .with_ignored_flag(!required)
-            }
-        })
-        .collect();
-    libtest_mimic::run(&args, trials).exit();
+    ]);
 }
 
 fn spirv(kernel: &'static str, words: Vec<u32>) -> ProgramSource {

@@ -9,22 +9,25 @@
 
 mod alloc;
 mod buffers;
+mod goals;
 mod kernels;
 mod raw;
 mod report;
+mod soak;
 mod stats;
 mod suites;
 
 #[global_allocator]
 static ALLOCATOR: alloc::Counting = alloc::Counting;
 
-use std::path::PathBuf;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 use clap::Parser;
 use stats::Repeats;
 use suites::{Record, Target};
-use ur::{Backend, CommandBufferSupport, Device};
+use ur::{Backend, CommandBufferSupport, Device, UrError};
 
 /// Benchmarks of the ur-rs command-buffer API on every selected device
 /// (UR_DEVICE_SELECTOR / ONEAPI_DEVICE_SELECTOR choose them).
@@ -38,12 +41,15 @@ struct Cli {
     #[arg(long, default_value = "target/bench")]
     out: PathBuf,
     /// Only these benchmark groups (submission, raw, finalize, update, cpu_per_node,
-    /// submit_graph, sin_kernel_graph, perf_scaling, buffers); repeatable.
+    /// submit_graph, sin_kernel_graph, perf_scaling, buffers, soak); repeatable.
     #[arg(long)]
     only: Vec<String>,
     /// Leave out the emulated (software command buffer) view of native devices.
     #[arg(long)]
     no_emulated: bool,
+    /// Submissions of the soak group, which runs only when `--only soak` names it.
+    #[arg(long, default_value_t = 1_000_000)]
+    soak_submissions: u64,
     /// Internal: measure the CPU adapter's per-node overhead in this process and
     /// print JSON records (used to run it with one worker).
     #[arg(long, hide = true)]
@@ -68,7 +74,7 @@ impl Plan {
                 repeats: Repeats { warmup: 1, samples: 5 },
                 submission: vec![1, 4, 10],
                 finalize: vec![10, 100],
-                update: vec![10],
+                update: vec![10, 100],
                 per_node: 64,
                 submit_graph: vec![4],
                 sin_kernel_graph: vec![5],
@@ -79,7 +85,7 @@ impl Plan {
             repeats: Repeats { warmup: 5, samples: 50 },
             submission: vec![1, 4, 10, 100, 1000],
             finalize: vec![100, 1000, 10000],
-            update: vec![10, 100, 1000],
+            update: vec![10, 100, 1000, 10000],
             per_node: 1024,
             submit_graph: vec![4, 10, 32],
             sin_kernel_graph: vec![5, 100],
@@ -89,6 +95,11 @@ impl Plan {
 }
 
 fn main() -> ExitCode {
+    // Diagnostics (what an update re-recorded, ...) with UR_LOG, as for ur-conformance.
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_env("UR_LOG"))
+        .with_writer(std::io::stderr)
+        .init();
     let cli = Cli::parse();
     let plan = Plan::new(cli.quick);
     if let Some(variant) = &cli.child_per_node {
@@ -112,91 +123,116 @@ fn main() -> ExitCode {
     }
     if devices.is_empty() {
         eprintln!("ur-bench: the selector `{}` selects no device", loader.selector());
+        for absent in loader.absent() {
+            eprintln!("  {}: {}", absent.backend, absent.reason);
+        }
         return ExitCode::from(2);
     }
-    let mut records: Vec<Record> = Vec::new();
-    let mut text = String::from("## Results\n\n");
-    for device in &devices {
-        eprintln!("ur-bench: {device} ({})", device.info().name);
-        let target = match Target::new(device) {
-            Ok(t) => t,
-            Err(e) => {
-                text += &format!("### `{device}`\n\nnot measured: {e}\n\n");
-                continue;
-            }
-        };
-        let mut skipped: Vec<(String, String)> = Vec::new();
-        let mut notes: Vec<String> = Vec::new();
-        let mut own: Vec<Record> = Vec::new();
-        let mut note = |group: &str, result: Result<(), String>| {
-            if let Err(why) = result {
-                skipped.push((group.to_string(), why));
-            }
-        };
-        let r = plan.repeats;
-        if wanted("submission") {
-            note("submission", suites::submission(&target, r, &plan.submission, &mut own).map_err(|e| e.to_string()));
-        }
-        if wanted("raw") {
-            match suites::raw(&target, r, &plan.submission, &mut own) {
-                Ok(mechanism) => notes.push(format!("raw baseline: {mechanism}")),
-                Err(why) => note("raw", Err(why)),
-            }
-        }
-        if wanted("finalize") {
-            note("finalize", suites::finalize(&target, r, &plan.finalize, &mut own).map_err(|e| e.to_string()));
-        }
-        if wanted("update") {
-            note("update", suites::update(&target, r, &plan.update, &mut own));
-        }
-        if wanted("cpu_per_node") && device.backend() == Backend::Cpu {
-            let all = format!("{} workers", device.info().max_compute_units);
-            note(
-                "cpu_per_node",
-                suites::per_node(&target, r, plan.per_node, &all, &mut own).map_err(|e| e.to_string()),
-            );
-            if !device.is_emulated() {
-                note("cpu_per_node (1 worker)", single_worker(&cli, &mut own));
-            }
-        }
-        if wanted("submit_graph") {
-            note(
-                "submit_graph",
-                suites::submit_graph(&target, r, &plan.submit_graph, &mut own).map_err(|e| e.to_string()),
-            );
-        }
-        if wanted("sin_kernel_graph") {
-            note("sin_kernel_graph", suites::sin_kernel_graph(&target, r, &plan.sin_kernel_graph, &mut own));
-        }
-        if wanted("perf_scaling") {
-            note("perf_scaling", suites::perf_scaling(&target, r, &plan.scaling, &mut own).map_err(|e| e.to_string()));
-        }
-        // Results of the one-worker child belong to the native view's table.
-        text += &report::device_tables(&own, &device.to_string(), &notes, &skipped);
-        records.extend(own);
-    }
-    if wanted("buffers") {
-        text += &buffers::run(plan.repeats, cli.quick, &mut records);
-    }
-    print!("{text}");
     if let Err(e) = std::fs::create_dir_all(&cli.out) {
         eprintln!("ur-bench: cannot create {}: {e}", cli.out.display());
         return ExitCode::FAILURE;
     }
     let json = cli.out.join("results.json");
-    let written = serde_json::to_string_pretty(&records)
-        .map_err(|e| e.to_string())
-        .and_then(|body| std::fs::write(&json, body).map_err(|e| e.to_string()));
-    match written {
-        Ok(()) => eprintln!("ur-bench: wrote {}", json.display()),
-        Err(e) => eprintln!("ur-bench: cannot write {}: {e}", json.display()),
+    // Tables go out as each group finishes and results.json is rewritten
+    // after each group, so that a run cut short keeps what it measured.
+    let emit = |text: &str| {
+        let mut stdout = std::io::stdout().lock();
+        let _ = stdout.write_all(text.as_bytes());
+        let _ = stdout.flush();
+    };
+    emit("## Results\n\n");
+    let mut records: Vec<Record> = Vec::new();
+    for device in &devices {
+        // This device's records start here.
+        let first = records.len();
+        eprintln!("ur-bench: {device} ({})", device.info().name);
+        emit(&report::device_heading(&device.to_string(), &device.info().name));
+        let target = match Target::new(device) {
+            Ok(t) => t,
+            Err(e) => {
+                emit(&format!("not measured: {e}\n\n"));
+                continue;
+            }
+        };
+        let mut skipped: Vec<(String, String)> = Vec::new();
+        let mut notes: Vec<String> = Vec::new();
+        let r = plan.repeats;
+        let name = device.to_string();
+        // Runs one group, then prints its table and saves every record so far.
+        let mut group = |group: &str, run: &mut GroupRun<'_>| {
+            if !wanted(group) {
+                return;
+            }
+            match run(&mut records) {
+                Ok(note) => notes.extend(note),
+                Err(why) => skipped.push((group.to_string(), why)),
+            }
+            let table = match group {
+                // The submission table gains the raw columns: print it once, after raw.
+                "submission" if wanted("raw") => String::new(),
+                _ => report::group_table(&records[first..], &name, group),
+            };
+            emit(&table);
+            if let Err(e) = save(&records, &json) {
+                eprintln!("ur-bench: cannot write {}: {e}", json.display());
+            }
+        };
+        let ok = |r: Result<(), UrError>| r.map(|()| None).map_err(|e| e.to_string());
+        group("submission", &mut |out| ok(suites::submission(&target, r, &plan.submission, out)));
+        group("raw", &mut |out| {
+            suites::raw(&target, r, &plan.submission, out).map(|m| Some(format!("raw baseline: {m}")))
+        });
+        group("finalize", &mut |out| ok(suites::finalize(&target, r, &plan.finalize, out)));
+        group("update", &mut |out| suites::update(&target, r, &plan.update, out).map(|()| None));
+        if device.backend() == Backend::Cpu {
+            let all = format!("{} workers", device.info().max_compute_units);
+            group("cpu_per_node", &mut |out| {
+                suites::per_node(&target, r, plan.per_node, &all, out).map_err(|e| e.to_string())?;
+                if device.is_emulated() {
+                    return Ok(None);
+                }
+                // Results of the one-worker child belong to the native view's table.
+                single_worker(&cli, out).map(|()| None).map_err(|e| format!("1 worker: {e}"))
+            });
+        }
+        group("submit_graph", &mut |out| ok(suites::submit_graph(&target, r, &plan.submit_graph, out)));
+        group("sin_kernel_graph", &mut |out| {
+            suites::sin_kernel_graph(&target, r, &plan.sin_kernel_graph, out).map(|()| None)
+        });
+        group("perf_scaling", &mut |out| ok(suites::perf_scaling(&target, r, &plan.scaling, out)));
+        // The soak runs only when named: it takes minutes and prints its own rows.
+        if cli.only.iter().any(|o| o == "soak") {
+            group("soak", &mut |_| soak::run(&target, cli.soak_submissions).map(|()| None));
+        }
+        emit(&report::device_notes(&notes, &skipped));
     }
+    if wanted("buffers") {
+        emit(&buffers::run(plan.repeats, cli.quick, &mut records));
+        if let Err(e) = save(&records, &json) {
+            eprintln!("ur-bench: cannot write {}: {e}", json.display());
+        }
+    }
+    emit(&goals::summary(&records));
+    eprintln!("ur-bench: wrote {}", json.display());
     let svg = cli.out.join("perf_scaling.svg");
     match report::plot_scaling(&records, &svg) {
         Ok(()) => eprintln!("ur-bench: wrote {}", svg.display()),
         Err(e) => eprintln!("ur-bench: cannot plot {}: {e}", svg.display()),
     }
     ExitCode::SUCCESS
+}
+
+/// One benchmark group: adds its records, returns a note for the device's
+/// notes, or why it measured nothing.
+type GroupRun<'a> = dyn FnMut(&mut Vec<Record>) -> Result<Option<String>, String> + 'a;
+
+/// Writes every record so far, through a temporary file so that the file is
+/// never half written.
+fn save(records: &[Record], path: &Path) -> Result<(), String> {
+    let body = serde_json::to_string_pretty(records).map_err(|e| e.to_string())?;
+    let partial = path.with_extension("json.partial");
+    std::fs::write(&partial, body).map_err(|e| e.to_string())?;
+    std::fs::rename(&partial, path).map_err(|e| e.to_string())
 }
 
 /// Runs the per-node measurement in a child process whose CPU adapter has one

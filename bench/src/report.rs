@@ -8,13 +8,19 @@ use plotters::prelude::*;
 use crate::stats::Summary;
 use crate::suites::Record;
 
-struct Lookup<'a> {
+pub struct Lookup<'a> {
     records: &'a [Record],
     device: &'a str,
 }
 
-impl Lookup<'_> {
-    fn get(&self, benchmark: &str, shape: &str, variant: &str, metric: &str, n: usize) -> Option<&Summary> {
+impl<'a> Lookup<'a> {
+    /// The records of `device` among `records`.
+    pub fn new(records: &'a [Record], device: &'a str) -> Lookup<'a> {
+        Lookup { records, device }
+    }
+
+    /// One figure.
+    pub fn get(&self, benchmark: &str, shape: &str, variant: &str, metric: &str, n: usize) -> Option<&Summary> {
         self.records
             .iter()
             .find(|r| {
@@ -28,7 +34,8 @@ impl Lookup<'_> {
             .map(|r| &r.summary)
     }
 
-    fn sizes(&self, benchmark: &str) -> Vec<usize> {
+    /// The sizes measured in `benchmark`, ascending.
+    pub fn sizes(&self, benchmark: &str) -> Vec<usize> {
         let mut n: Vec<usize> =
             self.records.iter().filter(|r| r.device == self.device && r.benchmark == benchmark).map(|r| r.n).collect();
         n.sort_unstable();
@@ -37,10 +44,20 @@ impl Lookup<'_> {
     }
 }
 
-/// `median (p10–p90)` in a unit chosen for the magnitude.
+/// Marks a figure (or a ratio of figures) whose p10–p90 spread exceeds
+/// [`crate::stats::NOISY_SPREAD`]: its median alone may mislead.
+pub const NOISY: &str = "†";
+
+/// `median (p10–p90)` in a unit chosen for the magnitude, flagged when noisy.
 fn cell(s: Option<&Summary>, scale: f64) -> String {
     match s {
-        Some(s) => format!("{} ({}–{})", num(s.median / scale), num(s.p10 / scale), num(s.p90 / scale)),
+        Some(s) => format!(
+            "{} ({}–{}){}",
+            num(s.median / scale),
+            num(s.p10 / scale),
+            num(s.p90 / scale),
+            if s.is_noisy() { NOISY } else { "" }
+        ),
         None => "—".into(),
     }
 }
@@ -55,21 +72,56 @@ fn num(x: f64) -> String {
     }
 }
 
-fn ratio(a: Option<&Summary>, b: Option<&Summary>) -> String {
+/// `a / b` of the medians, flagged when either figure is noisy.
+pub fn ratio(a: Option<&Summary>, b: Option<&Summary>) -> String {
     match (a, b) {
-        (Some(a), Some(b)) if b.median > 0.0 => format!("{:.1}x", a.median / b.median),
+        (Some(a), Some(b)) if b.median > 0.0 => {
+            let flag = if a.is_noisy() || b.is_noisy() { NOISY } else { "" };
+            format!("{:.1}x{flag}", a.median / b.median)
+        }
         _ => "—".into(),
     }
 }
 
-/// The tables of one device.
-pub fn device_tables(records: &[Record], device: &str, notes: &[String], skipped: &[(String, String)]) -> String {
+/// The heading of one device's tables.
+pub fn device_heading(device: &str, name: &str) -> String {
+    format!("### `{device}` — {name}\n\n")
+}
+
+/// The table of one benchmark group of one device (empty if it has no
+/// figures), with a note under it when a figure in it is noisy.
+pub fn group_table(records: &[Record], device: &str, group: &str) -> String {
+    let mut out = tables(records, device, group);
+    if out.contains(NOISY) {
+        out += &format!(
+            "{NOISY} p10–p90 spread over {}x: the median alone may mislead; run again before citing it.\n\n",
+            crate::stats::NOISY_SPREAD
+        );
+    }
+    out
+}
+
+/// The notes and the groups left out, under a device's tables.
+pub fn device_notes(notes: &[String], skipped: &[(String, String)]) -> String {
+    let mut out = String::new();
+    for note in notes {
+        let _ = writeln!(out, "- {note}");
+    }
+    for (what, why) in skipped {
+        let _ = writeln!(out, "- `{what}` not measured: {why}");
+    }
+    if !skipped.is_empty() || !notes.is_empty() {
+        out.push('\n');
+    }
+    out
+}
+
+fn tables(records: &[Record], device: &str, group: &str) -> String {
     let l = Lookup { records, device };
     let mut out = String::new();
-    let name = records.iter().find(|r| r.device == device).map_or("", |r| r.device_name.as_str());
-    let _ = writeln!(out, "### `{device}` — {name}\n");
+    let wants = |g: &str| g == group || (group == "raw" && g == "submission");
 
-    if !l.sizes("submission").is_empty() {
+    if wants("submission") && !l.sizes("submission").is_empty() {
         let _ = writeln!(
             out,
             "Submission of N trivial kernels, ns per node: host time to submit, wall time to completion; median (p10–p90).\n"
@@ -98,7 +150,7 @@ pub fn device_tables(records: &[Record], device: &str, notes: &[String], skipped
         }
         out.push('\n');
     }
-    if !l.sizes("finalize").is_empty() {
+    if wants("finalize") && !l.sizes("finalize").is_empty() {
         let _ = writeln!(
             out,
             "Building (create, append, finalize) a chain of N kernels, ns per node; memory per command \
@@ -118,21 +170,35 @@ pub fn device_tables(records: &[Record], device: &str, notes: &[String], skipped
         }
         out.push('\n');
     }
-    if !l.sizes("update").is_empty() {
+    if wants("update") && !l.sizes("update").is_empty() {
         let _ = writeln!(
             out,
-            "One kernel argument changed in an N-kernel buffer, then replayed, against rebuilding it; µs.\n"
+            "One kernel argument changed in an N-kernel chain: the update call alone right after a replay, \
+             a second update right after it, the replay that follows them, a replay without update, and \
+             rebuilding (create, append, finalize); µs.\n"
         );
-        let _ = writeln!(out, "| N | update + replay | rebuild + replay | rebuild / update |");
-        let _ = writeln!(out, "|---|---|---|---|");
+        let _ = writeln!(
+            out,
+            "| N | update | update again | replay after update | replay | rebuild | rebuild / update | replay after update / replay |"
+        );
+        let _ = writeln!(out, "|---|---|---|---|---|---|---|---|");
         for n in l.sizes("update") {
-            let u = l.get("update", "chain", "update_and_replay", "ns", n);
-            let r = l.get("update", "chain", "rebuild_and_replay", "ns", n);
-            let _ = writeln!(out, "| {n} | {} | {} | {} |", cell(u, 1e3), cell(r, 1e3), ratio(r, u));
+            let g = |v| l.get("update", "chain", v, "ns", n);
+            let _ = writeln!(
+                out,
+                "| {n} | {} | {} | {} | {} | {} | {} | {} |",
+                cell(g("update"), 1e3),
+                cell(g("update_again"), 1e3),
+                cell(g("replay_after_update"), 1e3),
+                cell(g("replay"), 1e3),
+                cell(g("rebuild"), 1e3),
+                ratio(g("rebuild"), g("update")),
+                ratio(g("replay_after_update"), g("replay")),
+            );
         }
         out.push('\n');
     }
-    if !l.sizes("cpu_per_node").is_empty() {
+    if wants("cpu_per_node") && !l.sizes("cpu_per_node").is_empty() {
         let _ = writeln!(out, "Replay overhead per node of trivial kernels (CPU adapter), ns.\n");
         let variants: Vec<String> = {
             let mut v: Vec<String> = records
@@ -155,7 +221,7 @@ pub fn device_tables(records: &[Record], device: &str, notes: &[String], skipped
         }
         out.push('\n');
     }
-    if !l.sizes("submit_graph").is_empty() {
+    if wants("submit_graph") && !l.sizes("submit_graph").is_empty() {
         let _ = writeln!(
             out,
             "SubmitGraph: a chain of k trivial kernels submitted 100 times in a row; µs per submission.\n"
@@ -175,7 +241,7 @@ pub fn device_tables(records: &[Record], device: &str, notes: &[String], skipped
         }
         out.push('\n');
     }
-    if !l.sizes("sin_kernel_graph").is_empty() {
+    if wants("sin_kernel_graph") && !l.sizes("sin_kernel_graph").is_empty() {
         let _ =
             writeln!(out, "SinKernelGraph: k kernels computing sin over 64K floats in sequence; µs per execution.\n");
         let _ = writeln!(out, "| kernels | graph | eager | speedup |");
@@ -187,7 +253,7 @@ pub fn device_tables(records: &[Record], device: &str, notes: &[String], skipped
         }
         out.push('\n');
     }
-    if !l.sizes("perf_scaling").is_empty() {
+    if wants("perf_scaling") && !l.sizes("perf_scaling").is_empty() {
         let _ = writeln!(out, "Chains of empty kernels (cudaGraphsPerfScaling shape): wall time per node, ns.\n");
         let _ = writeln!(out, "| length | replay | eager | speedup |");
         let _ = writeln!(out, "|---|---|---|---|");
@@ -196,15 +262,6 @@ pub fn device_tables(records: &[Record], device: &str, notes: &[String], skipped
             let e = l.get("perf_scaling", "chain", "eager", "wall_ns_per_node", n);
             let _ = writeln!(out, "| {n} | {} | {} | {} |", cell(r, 1.0), cell(e, 1.0), ratio(e, r));
         }
-        out.push('\n');
-    }
-    for note in notes {
-        let _ = writeln!(out, "- {note}");
-    }
-    for (what, why) in skipped {
-        let _ = writeln!(out, "- `{what}` not measured: {why}");
-    }
-    if !skipped.is_empty() || !notes.is_empty() {
         out.push('\n');
     }
     out

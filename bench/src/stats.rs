@@ -5,6 +5,9 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+/// The p90 / p10 ratio above which a figure is flagged in the tables.
+pub const NOISY_SPREAD: f64 = 2.0;
+
 /// How many times to run a measurement.
 #[derive(Copy, Clone, Debug)]
 pub struct Repeats {
@@ -44,6 +47,12 @@ impl Summary {
         samples.sort_by(f64::total_cmp);
         let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
         Some(Summary { median: at(0.5), p10: at(0.1), p90: at(0.9), samples: samples.len() })
+    }
+
+    /// Whether the spread is too wide for the median to be trusted alone:
+    /// the 90th percentile exceeds [`NOISY_SPREAD`] times the 10th.
+    pub fn is_noisy(&self) -> bool {
+        self.p90 > self.p10 * NOISY_SPREAD
     }
 
     /// The summary divided by `n` (per node, per command).
@@ -89,6 +98,9 @@ mod tests {
         assert_eq!((s.p10, s.median, s.p90, s.samples), (2.0, 6.0, 10.0, 11));
         assert_eq!(s.per(2).median, 3.0);
         assert!(Summary::of(Vec::new()).is_none());
+        assert!(s.is_noisy(), "p90 = 10 is 5x p10 = 2");
+        let tight = Summary::of((10..=20).map(f64::from).collect()).unwrap();
+        assert!(!tight.is_noisy(), "p90 = 19 is under 2x p10 = 11");
     }
 
     #[test]

@@ -642,14 +642,7 @@ impl SubmitGraph for Graph<Executable> {
     #[tracing::instrument(level = "debug", skip_all, fields(graph = self.id()))]
     fn submit_on(&self, queue: &Queue, wait: &[&Event]) -> Result<Event> {
         self.check_queue(queue.core())?;
-        queue.submit(
-            wait,
-            || Ok(Recordable::Subgraph(self.clone())),
-            |q, w| {
-                q.refuse_capture("an executable graph of the graph layer")?;
-                self.run(q, w)
-            },
-        )
+        queue.submit(wait, || Ok(Recordable::Subgraph(self.clone())), |q, w| self.enqueue_on(q, w))
     }
 }
 

@@ -429,5 +429,17 @@ pub trait CommandBufferImpl: Any + Send {
 /// front end let objects of two adapters meet: reported as `InvalidValue`
 /// rather than a panic.
 pub fn downcast<'a, T: Any>(object: &'a dyn Any, what: &str) -> Result<&'a T> {
-    object.downcast_ref::<T>().ok_or_else(|| crate::err!(InvalidValue, "{what} belongs to another adapter"))
+    unwrap_object(object)
+        .downcast_ref::<T>()
+        .ok_or_else(|| crate::err!(InvalidValue, "{what} belongs to another adapter"))
+}
+
+/// The adapter's own object behind `object`: `object` itself, except for
+/// the objects of a device wrapped for fault injection (feature
+/// `fault-injection`, `ur_core::faults`), which are seen through. Adapters
+/// that downcast without [`downcast`] call this first.
+pub fn unwrap_object(object: &dyn Any) -> &dyn Any {
+    #[cfg(feature = "fault-injection")]
+    let object = crate::faults::peel(object);
+    object
 }

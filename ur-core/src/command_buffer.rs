@@ -250,6 +250,7 @@ struct CommandBufferInner {
     desc: CommandBufferDesc,
     support: CommandBufferSupport,
     state: Mutex<State>,
+    _live: crate::live::Live<{ crate::live::COMMAND_BUFFER }>,
 }
 
 struct State {
@@ -301,6 +302,7 @@ impl CommandBuffer {
                 desc,
                 support: caps.support,
                 state: Mutex::new(State { finalized: false, records: Vec::new(), imp }),
+                _live: crate::live::Live::new(),
             }),
         })
     }
@@ -836,7 +838,12 @@ impl CommandBuffer {
         ensure!(state.finalized, InvalidOperation, "enqueue of a command buffer that is not finalized");
         // SAFETY: finalized, the queue is of this context (so of this adapter),
         // and the wait events were resolved from events of this context.
-        unsafe { state.imp.enqueue(queue.imp(), &as_refs(wait)) }
+        let result = unsafe { state.imp.enqueue(queue.imp(), &as_refs(wait)) };
+        if result.is_err() {
+            drop(state);
+            queue.hold_after_failed_submission(self);
+        }
+        result
     }
 
     fn check_updatable(&self, state: &State) -> Result<()> {

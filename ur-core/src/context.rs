@@ -29,6 +29,7 @@ struct ContextInner {
     device: Device,
     imp: Arc<dyn ContextImpl>,
     tracker: Arc<AllocationTracker>,
+    _live: crate::live::Live<{ crate::live::CONTEXT }>,
 }
 
 impl Context {
@@ -48,6 +49,7 @@ impl Context {
                 device: device.clone(),
                 imp,
                 tracker: Arc::default(),
+                _live: crate::live::Live::new(),
             }),
         }
     }
@@ -83,6 +85,15 @@ impl Context {
     /// Number of USM allocations of this context still alive.
     pub fn live_usm_allocations(&self) -> usize {
         self.inner.tracker.live_allocations()
+    }
+
+    /// The adapter objects of this context still alive, by kind, when its
+    /// device was wrapped for fault injection
+    /// ([`FaultInjector::wrap_device`](crate::faults::FaultInjector::wrap_device));
+    /// `None` otherwise.
+    #[cfg(feature = "fault-injection")]
+    pub fn live_objects(&self) -> Option<crate::faults::LiveObjects> {
+        crate::faults::live_objects(&*self.inner.imp)
     }
 
     /// Number of handles to this context (objects that hold it included).

@@ -55,6 +55,7 @@ pub struct ProfilingInfo {
 pub struct Event {
     imp: Arc<dyn EventImpl>,
     context: ContextId,
+    _live: crate::live::Live<{ crate::live::EVENT }>,
 }
 
 impl Event {
@@ -71,12 +72,12 @@ impl Event {
         );
         let parts = parts.iter().map(|p| p.imp.clone()).collect();
         let imp = Arc::new(SpanEvent { first: first.imp.clone(), last: last.imp.clone(), profiled, parts });
-        Ok(Event { imp, context: first.context })
+        Ok(Event { imp, context: first.context, _live: crate::live::Live::new() })
     }
 
     /// Wraps an adapter event of `context`.
     pub fn from_imp(imp: Arc<dyn EventImpl>, context: &Context) -> Event {
-        Event { imp, context: context.id() }
+        Event { imp, context: context.id(), _live: crate::live::Live::new() }
     }
 
     /// Blocks until the command completes; returns the command's error if it failed.
@@ -135,7 +136,7 @@ impl Event {
         }
         if let Some(span) = any.downcast_ref::<SpanEvent>() {
             // A graph's span may end in a software command buffer's span.
-            return Event { imp: span.last.clone(), context: self.context }.resolve();
+            return Event { imp: span.last.clone(), context: self.context, _live: crate::live::Live::new() }.resolve();
         }
         Some(self.imp.clone())
     }
@@ -153,6 +154,17 @@ impl Event {
             })
             .map(drop)
             .map_err(|e| crate::err!(OutOfResources, "cannot start an event-callback thread: {e}"))
+    }
+
+    /// Waits as a wait list does, for the host work that must start after
+    /// this event: the event's own failure is not returned (wait lists order,
+    /// they do not propagate failure), but a wait that failed before the
+    /// event ended is, since what waits must then not start.
+    pub(crate) fn wait_to_order(&self) -> Result<()> {
+        match self.wait() {
+            Err(e) if !self.status().is_terminal() => Err(e),
+            _ => Ok(()),
+        }
     }
 
     /// Whether both handles are the same event.
@@ -211,6 +223,12 @@ impl UserEvent {
     /// if it was already completed.
     pub fn fail(&self, message: impl Into<String>) -> Result<()> {
         self.finish(Err(UrError::AdapterSpecific(crate::error::Detail::msg(message.into()))))
+    }
+
+    /// Fails the event with `error` itself, keeping its code;
+    /// `InvalidOperation` if it was already completed.
+    pub(crate) fn fail_with(&self, error: UrError) -> Result<()> {
+        self.finish(Err(error))
     }
 
     fn finish(&self, result: Result<()>) -> Result<()> {

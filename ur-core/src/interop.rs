@@ -54,7 +54,7 @@
 use std::cell::RefCell;
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock, mpsc};
 
 use parking_lot::Mutex;
 
@@ -155,6 +155,69 @@ impl Drop for Borrowed<'_> {
     fn drop(&mut self) {
         let callback = self.slot.lock().take();
         drop(callback);
+    }
+}
+
+/// The callback of a queue's native command, which runs once: it is dropped
+/// as soon as it has run rather than with the command, which the queue keeps
+/// until a later call prunes it. A callback holding a handle of its own queue
+/// (a natural thing to do) would otherwise form a cycle through the queue's
+/// in-flight list and leak the queue when no later call comes.
+pub(crate) fn run_once(callback: impl Fn(&NativeScope<'_>) + Send + Sync + 'static) -> Arc<NativeFn> {
+    let slot: Mutex<Option<Box<NativeFn>>> = Mutex::new(Some(Box::new(callback)));
+    Arc::new(move |scope: &NativeScope<'_>| {
+        let Some(callback) = slot.lock().take() else { return };
+        // Dropped on unwind too: a panic is reported by `invoke`.
+        let spent = SpentCallback(Some(callback), scope.target());
+        if let Some(callback) = &spent.0 {
+            callback(scope);
+        }
+    })
+}
+
+/// Drops a spent callback where that cannot deadlock.
+struct SpentCallback(Option<Box<NativeFn>>, NativeTarget);
+
+impl Drop for SpentCallback {
+    fn drop(&mut self) {
+        let Some(callback) = self.0.take() else { return };
+        if self.1 != NativeTarget::Host {
+            // Run on the enqueuing thread, which holds the queue.
+            return drop(callback);
+        }
+        // On a CPU queue's worker the callback may hold the queue's last
+        // handle, whose drop finishes the queue: waiting here for the very
+        // command this worker runs. The reaper thread drops it instead.
+        reap(callback);
+    }
+}
+
+/// Hands `spent` to a thread that drops what it is given, one at a time;
+/// where that thread cannot be started, drops it here (logged).
+fn reap(spent: Box<NativeFn>) {
+    static REAPER: OnceLock<Option<mpsc::Sender<Box<NativeFn>>>> = OnceLock::new();
+    let reaper = REAPER.get_or_init(|| {
+        let (send, receive) = mpsc::channel::<Box<NativeFn>>();
+        let started = std::thread::Builder::new().name("ur-native-reaper".into()).spawn(move || {
+            for spent in receive {
+                drop(spent);
+            }
+        });
+        match started {
+            Ok(_) => Some(send),
+            Err(e) => {
+                tracing::warn!(error = %e, "no thread to drop spent native callbacks: dropping them on the worker");
+                None
+            }
+        }
+    });
+    match reaper {
+        Some(send) => {
+            if let Err(mpsc::SendError(spent)) = send.send(spent) {
+                drop(spent);
+            }
+        }
+        None => drop(spent),
     }
 }
 

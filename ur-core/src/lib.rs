@@ -18,6 +18,9 @@
 //! - the **loader** ([`Loader`]) and **selector** ([`selector`]), which open
 //!   the compiled-in adapters and pick devices with the
 //!   `ONEAPI_DEVICE_SELECTOR` grammar;
+//! - with the cargo feature `fault-injection`, for tests, the **fault
+//!   injector** (module `faults`): a wrapper around an adapter that fails chosen
+//!   calls as a driver would and counts each context's live adapter objects.
 //!
 //! SYCL's `command_graph` (explicit building, queue recording, host tasks,
 //! sub-graphs, updates, graph-owned memory) is not here: it lives in the
@@ -38,8 +41,11 @@ pub mod cpu_table;
 pub mod device;
 pub mod error;
 pub mod event;
+#[cfg(feature = "fault-injection")]
+pub mod faults;
 pub mod interop;
 pub mod launch;
+pub mod live;
 pub mod loader;
 pub mod memory;
 pub mod native;
@@ -70,6 +76,7 @@ pub use error::{Detail, Result, UrError};
 pub use event::{Event, EventStatus, ProfilingInfo, UserEvent};
 pub use interop::{NativeCommand, NativeFn, NativeScope, NativeTarget};
 pub use launch::{ArgValue, KernelArg, KernelCommand, KernelLaunch, LocalSizeOrigin};
+pub use live::{LiveObjects, live_objects};
 pub use loader::{AbsentAdapter, AdapterEntry, Loader};
 pub use memory::{
     BufferMapping, HostPtr, MapFlags, MemBuffer, MemFlags, MemLoc, MigrationFlags, UsmAdvice, UsmAllocation, UsmKind,

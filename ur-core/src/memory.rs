@@ -100,6 +100,7 @@ pub struct UsmInner {
     size: usize,
     kind: UsmKind,
     tracker: Weak<AllocationTracker>,
+    _live: crate::live::Live<{ crate::live::USM }>,
 }
 
 impl UsmAllocation {
@@ -131,7 +132,14 @@ impl UsmAllocation {
         let imp = unsafe { context.imp().usm_alloc(kind, size, align)? };
         let address = imp.address();
         let tracker = context.tracker();
-        let inner = Arc::new(UsmInner { imp, address, size, kind, tracker: Arc::downgrade(tracker) });
+        let inner = Arc::new(UsmInner {
+            imp,
+            address,
+            size,
+            kind,
+            tracker: Arc::downgrade(tracker),
+            _live: crate::live::Live::new(),
+        });
         tracker.insert(&inner);
         Ok(UsmAllocation { inner })
     }

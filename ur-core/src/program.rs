@@ -291,6 +291,7 @@ struct ProgramInner {
     options: String,
     given: Option<Arc<[u8]>>,
     imp: Box<dyn ProgramImpl>,
+    _live: crate::live::Live<{ crate::live::PROGRAM }>,
 }
 
 impl Program {
@@ -336,6 +337,7 @@ impl Program {
                 options: options.to_string(),
                 given: bundle.given.clone(),
                 imp,
+                _live: crate::live::Live::new(),
             }),
         })
     }
@@ -416,6 +418,7 @@ struct KernelInner {
     max_work_group_size: usize,
     compile_size: Option<[usize; 3]>,
     imp: Box<dyn KernelImpl>,
+    _live: crate::live::Live<{ crate::live::KERNEL }>,
 }
 
 impl Kernel {
@@ -438,6 +441,7 @@ impl Kernel {
                 max_work_group_size,
                 compile_size,
                 imp,
+                _live: crate::live::Live::new(),
             }),
         })
     }

@@ -68,6 +68,7 @@ struct QueueInner {
     in_flight: Mutex<VecDeque<(Arc<dyn EventImpl>, KeepAlive)>>,
     /// The UR graph this queue captures into, if any.
     capture: CaptureSlot,
+    _live: crate::live::Live<{ crate::live::QUEUE }>,
 }
 
 /// A queue handle that does not keep the queue alive (held by the captures
@@ -123,6 +124,7 @@ impl Queue {
                 imp,
                 in_flight: Mutex::default(),
                 capture: CaptureSlot::default(),
+                _live: crate::live::Live::new(),
             }),
         }
     }
@@ -169,7 +171,10 @@ impl Queue {
     /// captures the command ([`crate::capture`]: it is appended to the
     /// capture's command buffer with
     /// [`CommandBuffer::append_native_command`]'s rules, so the callback runs
-    /// when that backend's command buffers call it).
+    /// when that backend's command buffers call it). Executed, the callback
+    /// runs once and is dropped as soon as it has run (on the CPU, by a thread
+    /// of its own: it may hold the queue's last handle), so a callback holding
+    /// its own queue forms no cycle.
     ///
     /// # Safety
     /// The native work is unchecked: it must only touch memory that stays
@@ -183,7 +188,11 @@ impl Queue {
         callback: impl Fn(&NativeScope<'_>) + Send + Sync + 'static,
     ) -> Result<Event> {
         let mems = self.native_mems(mems)?;
-        let native = NativeCommand::new(Arc::new(callback), mems, Owner::Queue(self.key()), None);
+        // A captured callback runs at each execution where the backend calls
+        // it per run; an executed one runs once and must not outlive its run.
+        let captured = self.inner.capture.is_active() || wait.iter().any(|e| capture::is_captured(e));
+        let callback: Arc<interop::NativeFn> = if captured { Arc::new(callback) } else { interop::run_once(callback) };
+        let native = NativeCommand::new(callback, mems, Owner::Queue(self.key()), None);
         self.submit(Command::Native(native), wait)
     }
 
@@ -223,8 +232,9 @@ impl Queue {
         if !self.inner.imp.native_commands_at_enqueue() {
             interop::check_not_in_host_command("a native command that runs now")?;
             let start = self.eager_events_wait(wait)?;
-            // Wait lists order, they do not propagate failure.
-            let _ = start.wait();
+            // Wait lists order, they do not propagate failure; a wait that
+            // failed before the dependencies ended must not run the command.
+            start.wait_to_order()?;
             let native = interop::Borrowed::new(callback);
             let command = NativeCommand::new(native.shared(), mems, Owner::Queue(self.key()), None);
             // SAFETY: the host is the CPU's target, and the command's
@@ -323,6 +333,23 @@ impl Queue {
             let _ = self.inner.imp.finish();
         }
         result
+    }
+
+    /// Keeps `command_buffer` alive until everything submitted to this
+    /// queue so far has completed, after its adapter's enqueue failed: part
+    /// of the submission may already run (the software command buffer
+    /// submits command by command) and use memory the caller, seeing the
+    /// error, releases. A barrier marks the point; if even that cannot be
+    /// enqueued, the buffer is leaked rather than freed under running work.
+    pub(crate) fn hold_after_failed_submission(&self, command_buffer: &CommandBuffer) {
+        // SAFETY: an empty wait list.
+        match unsafe { self.inner.imp.enqueue_wait(&[], true) } {
+            Ok(fence) => self.track(fence, KeepAlive::CommandBuffer(command_buffer.clone())),
+            Err(e) => {
+                tracing::warn!(error = %e, "no barrier after a failed command-buffer submission; the buffer is leaked");
+                std::mem::forget(command_buffer.clone());
+            }
+        }
     }
 
     fn track(&self, event: Arc<dyn EventImpl>, keep: KeepAlive) {
@@ -757,11 +784,15 @@ impl Queue {
             .name("ur-host-task".into())
             .spawn(move || {
                 // The task runs after its dependencies whether they succeeded
-                // or not: wait lists order, they do not propagate failure.
-                let _ = start.wait();
-                let outcome = match catch_unwind(AssertUnwindSafe(task)) {
-                    Ok(()) => done.complete(),
-                    Err(payload) => done.fail(format!("host task panicked: {}", panic_message(&*payload))),
+                // or not: wait lists order, they do not propagate failure. A
+                // wait that failed before they ended (a driver failure) fails
+                // the task's event with that error instead of running it early.
+                let outcome = match start.wait_to_order() {
+                    Err(e) => done.fail_with(e),
+                    Ok(()) => match catch_unwind(AssertUnwindSafe(task)) {
+                        Ok(()) => done.complete(),
+                        Err(payload) => done.fail(format!("host task panicked: {}", panic_message(&*payload))),
+                    },
                 };
                 if let Err(e) = outcome {
                     tracing::error!(error = %e, "host task event");

@@ -42,12 +42,14 @@ struct Recorded {
 pub(crate) struct SoftwareCommandBuffer {
     backend: Backend,
     commands: Vec<Recorded>,
-    previous: Option<Arc<dyn EventImpl>>,
+    /// What the next submission waits for: the previous one's join, or,
+    /// when it failed halfway, every part of it that was submitted.
+    previous: Vec<Arc<dyn EventImpl>>,
 }
 
 impl SoftwareCommandBuffer {
     pub(crate) fn new(backend: Backend) -> SoftwareCommandBuffer {
-        SoftwareCommandBuffer { backend, commands: Vec::new(), previous: None }
+        SoftwareCommandBuffer { backend, commands: Vec::new(), previous: Vec::new() }
     }
 }
 
@@ -82,44 +84,19 @@ impl CommandBufferImpl for SoftwareCommandBuffer {
     unsafe fn enqueue(&mut self, queue: &dyn QueueImpl, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
         let marker = {
             let mut start: SmallVec<[&dyn EventImpl; 8]> = SmallVec::from_slice(wait);
-            start.extend(self.previous.as_deref());
+            start.extend(self.previous.iter().map(|e| &**e));
             // SAFETY: the wait events are events of this context (the trait's
-            // contract), the previous submission's join is this queue's adapter's.
+            // contract), the previous submission's events are this queue's adapter's.
             unsafe { queue.enqueue_wait(&start, false)? }
         };
         let mut done: Vec<Arc<dyn EventImpl>> = Vec::with_capacity(self.commands.len());
-        let mut leaves: SmallVec<[Arc<dyn EventImpl>; 8]> = SmallVec::new();
-        for rec in &self.commands {
-            let resolved: SmallVec<[Arc<dyn EventImpl>; 4]> =
-                rec.wait_events.iter().filter_map(Event::resolve).collect();
-            let event = {
-                let mut list: SmallVec<[&dyn EventImpl; 8]> = rec.deps.iter().map(|d| &*done[*d as usize]).collect();
-                if rec.deps.is_empty() {
-                    list.push(&*marker);
-                }
-                list.extend(resolved.iter().map(|e| &**e));
-                // SAFETY: the command was validated for this context when it was
-                // appended or updated; the events are this adapter's, resolved now.
-                unsafe { queue.enqueue(&rec.command, &list)? }
-            };
-            if let Some(signal) = &rec.signal {
-                signal.set(event.clone());
-            }
-            if rec.leaf {
-                leaves.push(event.clone());
-            }
-            done.push(event);
+        // SAFETY: the caller's contract; the marker was just returned by this queue.
+        let result = unsafe { self.submit(queue, &marker, &mut done) };
+        if result.is_err() {
+            // Submitted parts run anyway: the next submission comes after them.
+            self.previous = std::iter::once(marker).chain(done).collect();
         }
-        let join = {
-            let mut ends: SmallVec<[&dyn EventImpl; 8]> = leaves.iter().map(|e| &**e).collect();
-            if ends.is_empty() {
-                ends.push(&*marker);
-            }
-            // SAFETY: the events were just returned by this queue.
-            unsafe { queue.enqueue_wait(&ends, false)? }
-        };
-        self.previous = Some(join.clone());
-        Ok(Arc::new(SpanEvent { first: marker, last: join, profiled: true, parts: Vec::new() }))
+        result
     }
 
     unsafe fn update_kernel_launches(&mut self, updates: &[KernelUpdate<'_>]) -> Result<()> {
@@ -144,5 +121,52 @@ impl CommandBufferImpl for SoftwareCommandBuffer {
 
     fn native_handle(&self) -> Result<NativeHandle> {
         Err(err!(UnsupportedFeature, "a software command buffer has no native handle"))
+    }
+}
+
+impl SoftwareCommandBuffer {
+    /// Submits the commands after `marker`, pushing each one's event on
+    /// `done`, then the join; returns the submission's event.
+    ///
+    /// # Safety
+    /// As for [`CommandBufferImpl::enqueue`]; `marker` is an event of `queue`.
+    unsafe fn submit(
+        &mut self,
+        queue: &dyn QueueImpl,
+        marker: &Arc<dyn EventImpl>,
+        done: &mut Vec<Arc<dyn EventImpl>>,
+    ) -> Result<Arc<dyn EventImpl>> {
+        let mut leaves: SmallVec<[Arc<dyn EventImpl>; 8]> = SmallVec::new();
+        for rec in &self.commands {
+            let resolved: SmallVec<[Arc<dyn EventImpl>; 4]> =
+                rec.wait_events.iter().filter_map(Event::resolve).collect();
+            let event = {
+                let mut list: SmallVec<[&dyn EventImpl; 8]> = rec.deps.iter().map(|d| &*done[*d as usize]).collect();
+                if rec.deps.is_empty() {
+                    list.push(&**marker);
+                }
+                list.extend(resolved.iter().map(|e| &**e));
+                // SAFETY: the command was validated for this context when it was
+                // appended or updated; the events are this adapter's, resolved now.
+                unsafe { queue.enqueue(&rec.command, &list)? }
+            };
+            if let Some(signal) = &rec.signal {
+                signal.set(event.clone());
+            }
+            if rec.leaf {
+                leaves.push(event.clone());
+            }
+            done.push(event);
+        }
+        let join = {
+            let mut ends: SmallVec<[&dyn EventImpl; 8]> = leaves.iter().map(|e| &**e).collect();
+            if ends.is_empty() {
+                ends.push(&**marker);
+            }
+            // SAFETY: the events were just returned by this queue.
+            unsafe { queue.enqueue_wait(&ends, false)? }
+        };
+        self.previous = vec![join.clone()];
+        Ok(Arc::new(SpanEvent { first: marker.clone(), last: join, profiled: true, parts: Vec::new() }))
     }
 }

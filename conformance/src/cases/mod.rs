@@ -39,6 +39,7 @@ mod update_events;
 mod update_invalid;
 mod update_kernel_handle;
 mod update_ndrange;
+mod update_scale;
 mod user_events;
 mod usm_2d;
 
@@ -67,6 +68,7 @@ pub fn all() -> Vec<Case> {
         update_kernel_handle::cases,
         update_invalid::cases,
         update_events::cases,
+        update_scale::cases,
         eager::cases,
         user_events::cases,
         native_command::cases,

@@ -548,6 +548,17 @@ impl Graph<Executable> {
         Ok(())
     }
 
+    /// Submits the graph on an ur-core queue, which never records, after
+    /// `wait`: what [`Queue::enqueue_graph`](crate::Queue::enqueue_graph)
+    /// does on an executing queue. A capturing queue refuses it
+    /// (`GraphCaptureUnsupported`); `InvalidQueue` for a queue of another
+    /// context or device.
+    pub fn enqueue_on(&self, queue: &Queue, wait: &[&Event]) -> Result<Event> {
+        self.check_queue(queue)?;
+        queue.refuse_capture("an executable graph of the graph layer")?;
+        self.run(queue, wait)
+    }
+
     /// One execution on `queue` after `wait` (resolved already).
     pub(crate) fn run(&self, queue: &Queue, wait: &[&Event]) -> Result<Event> {
         let inner = self.inner();

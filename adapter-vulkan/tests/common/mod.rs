@@ -1,0 +1,43 @@
+//! The harness of the adapter's device tests: each test runs on the first
+//! Vulkan device; without one the tests are listed ignored with the reason,
+//! and fail when run anyway (`--include-ignored`) or when
+//! `UR_RS_REQUIRE_DEVICES` names `vulkan`.
+
+use libtest_mimic::{Arguments, Failed, Trial};
+use ur_adapter_vulkan::VulkanAdapterFactory;
+use ur_core::{AdapterEntry, Device, DeviceSelector, Loader};
+
+/// A device test.
+pub type Test = fn(&Device);
+
+/// Runs `tests` (name, test) on the first Vulkan device and exits.
+pub fn run(tests: &[(&'static str, Test)]) -> ! {
+    let args = Arguments::from_args();
+    let loader = Loader::load(&[AdapterEntry::Compiled(&VulkanAdapterFactory)], DeviceSelector::all());
+    let device = loader.devices().into_iter().next();
+    let required = std::env::var("UR_RS_REQUIRE_DEVICES").is_ok_and(|v| v.split(',').any(|d| d.trim() == "vulkan"));
+    let absent: Vec<&str> = loader.absent().iter().map(|a| a.reason.as_str()).collect();
+    let reason = format!("no Vulkan device ({})", absent.join("; "));
+    if device.is_none() {
+        println!("Vulkan device tests ignored: {reason}");
+    }
+    let trials = tests
+        .iter()
+        .map(|&(name, test)| match &device {
+            Some(device) => {
+                let device = device.clone();
+                Trial::test(name, move || {
+                    test(&device);
+                    Ok(())
+                })
+            }
+            // Run anyway, or required here, it fails: it ran nothing.
+            None => {
+                let reason = reason.clone();
+                Trial::test(name, move || Err(Failed::from(format!("cannot run here: {reason}"))))
+                    .with_ignored_flag(!required)
+            }
+        })
+        .collect();
+    libtest_mimic::run(&args, trials).exit()
+}

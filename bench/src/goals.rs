@@ -1,0 +1,152 @@
+//! The summary table `goal | now | device` printed at the end of a run: one
+//! row per goal of issue 15 and device where the run measured what the goal
+//! needs.
+//!
+//! A goal is a name, its target in words and a function that reads the
+//! records of one device; adding a goal is adding an entry to [`GOALS`].
+
+use std::fmt::Write as _;
+
+use crate::report::{Lookup, ratio};
+use crate::suites::Record;
+
+/// What a goal's assessment says about one device.
+pub struct Assessment {
+    /// The figures that decide the goal, in words.
+    pub now: String,
+    /// Whether the figures meet the goal.
+    pub met: bool,
+}
+
+/// One goal of the summary table.
+pub struct Goal {
+    /// Short name, e.g. `1. update`.
+    pub name: &'static str,
+    /// The target, in words.
+    pub target: &'static str,
+    /// Reads one device's records; `None` when the run did not measure what
+    /// the goal needs on that device.
+    pub assess: fn(&Lookup<'_>) -> Option<Assessment>,
+}
+
+/// The goals, in the issue's order.
+pub const GOALS: &[Goal] = &[Goal {
+    name: "1. update",
+    target: "update call O(changed): flat (within 2x) from N = 10 to 10,000; ≥ 100x cheaper than a rebuild at N = 1000",
+    assess: update_goal,
+}];
+
+/// Highest update time over lowest across the sizes measured, at most this
+/// for the update to count as flat.
+const FLAT: f64 = 2.0;
+/// Rebuild over update at N = 1000, at least this.
+const REBUILD_OVER_UPDATE: f64 = 100.0;
+
+fn update_goal(l: &Lookup<'_>) -> Option<Assessment> {
+    let sizes = l.sizes("update");
+    let (first, last) = (*sizes.first()?, *sizes.last()?);
+    // The call's own cost: the second update of a pair where measured (the
+    // first also carries the preceding replay's clean-up on few-core machines).
+    let variant =
+        if l.get("update", "chain", "update_again", "ns", first).is_some() { "update_again" } else { "update" };
+    let update = |n| l.get("update", "chain", variant, "ns", n);
+    let (lo, hi) = (update(first)?, update(last)?);
+    let spread = hi.median / lo.median.max(1e-9);
+    let mut now = format!(
+        "{variant} {:.2} µs at N = {first}, {:.2} µs at N = {last} ({spread:.1}x)",
+        lo.median / 1e3,
+        hi.median / 1e3
+    );
+    if let (Some(a), Some(b)) =
+        (l.get("update", "chain", "update", "ns", first), l.get("update", "chain", "update", "ns", last))
+        && variant != "update"
+    {
+        let _ = write!(now, " (first update after a replay: {:.2} to {:.2} µs)", a.median / 1e3, b.median / 1e3);
+    }
+    let mut met = spread <= FLAT && last >= 10_000 && first <= 10;
+    match (update(1000), l.get("update", "chain", "rebuild", "ns", 1000)) {
+        (Some(u), Some(r)) => {
+            let _ = write!(now, "; rebuild / update at N = 1000: {}", ratio(Some(r), Some(u)));
+            met &= r.median >= REBUILD_OVER_UPDATE * u.median;
+            let after = l.get("update", "chain", "replay_after_update", "ns", 1000);
+            let plain = l.get("update", "chain", "replay", "ns", 1000);
+            let _ = write!(now, "; replay after update / replay: {}", ratio(after, plain));
+        }
+        _ => {
+            now += "; N = 1000 not measured";
+            met = false;
+        }
+    }
+    Some(Assessment { now, met })
+}
+
+/// The summary table over every device of `records`, in the order they were measured.
+pub fn summary(records: &[Record]) -> String {
+    let mut devices: Vec<&str> = Vec::new();
+    for r in records {
+        if !devices.contains(&r.device.as_str()) {
+            devices.push(&r.device);
+        }
+    }
+    let mut out = String::from("## Summary: issue 15 goals\n\n| goal | now | device |\n|---|---|---|\n");
+    for goal in GOALS {
+        for device in &devices {
+            let Some(a) = (goal.assess)(&Lookup::new(records, device)) else { continue };
+            let verdict = if a.met { "met" } else { "not met" };
+            let _ = writeln!(out, "| {} ({}) | {verdict}: {} | `{device}` |", goal.name, goal.target, a.now);
+        }
+    }
+    out.push('\n');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::Summary;
+
+    fn rec(variant: &str, n: usize, median: f64) -> Record {
+        Record {
+            device: "cpu:0".into(),
+            backend: "cpu".into(),
+            device_name: "test".into(),
+            benchmark: "update".into(),
+            shape: "chain".into(),
+            variant: variant.into(),
+            metric: "ns".into(),
+            n,
+            summary: Summary { median, p10: median, p90: median, samples: 1 },
+        }
+    }
+
+    fn records(update_at_10k: f64, rebuild_at_1k: f64) -> Vec<Record> {
+        vec![
+            rec("update", 10, 1000.0),
+            rec("update", 1000, 1000.0),
+            rec("update", 10_000, update_at_10k),
+            rec("update_again", 10, 1000.0),
+            rec("update_again", 1000, 1000.0),
+            rec("update_again", 10_000, update_at_10k),
+            rec("rebuild", 1000, rebuild_at_1k),
+            rec("replay", 1000, 5000.0),
+            rec("replay_after_update", 1000, 5000.0),
+        ]
+    }
+
+    #[test]
+    fn flat_and_cheap_updates_meet_goal_1() {
+        let all = records(1500.0, 200_000.0);
+        let a = update_goal(&Lookup::new(&all, "cpu:0")).unwrap();
+        assert!(a.met, "{}", a.now);
+        assert!(summary(&all).contains("| 1. update"));
+    }
+
+    #[test]
+    fn growing_or_expensive_updates_do_not() {
+        let growing = records(5000.0, 200_000.0);
+        assert!(!update_goal(&Lookup::new(&growing, "cpu:0")).unwrap().met);
+        let expensive = records(1500.0, 50_000.0);
+        assert!(!update_goal(&Lookup::new(&expensive, "cpu:0")).unwrap().met);
+        assert!(update_goal(&Lookup::new(&expensive, "vulkan:0")).is_none());
+    }
+}

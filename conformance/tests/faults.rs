@@ -1,0 +1,270 @@
+//! The fault sweep (issue 16, part 1): each scenario runs once per adapter
+//! call it makes, with that call failing as a driver's would (out of device
+//! or host memory, out of resources, device lost; see
+//! `ur::faults::CallKind::driver_error`), on the first device of cpu, OpenCL
+//! (PoCL) and Vulkan (lavapipe), native and emulated views. Each time:
+//! the caller gets the injected error (same code, message naming the failed
+//! call); no panic; no hang (each run under a timeout); every adapter object
+//! the run made is released (the context's live objects are back to what
+//! they were); the same context, queue and device then run the scenario
+//! correctly. The figures (calls injected, failures surfaced, leaks, hangs)
+//! are printed per trial and in total. An absent device is listed ignored
+//! with the reason, or fails when `UR_RS_REQUIRE_DEVICES` names its backend.
+
+#[path = "faults/capture.rs"]
+mod capture;
+#[path = "faults/command_buffer.rs"]
+mod command_buffer;
+mod support;
+#[path = "faults/sycl_graph.rs"]
+mod sycl_graph;
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use libtest_mimic::{Arguments, Failed, Trial};
+use parking_lot::Mutex;
+use ur::faults::{CallKind, Fault, FaultInjector, LiveObjects};
+use ur::{CommandBufferSupport, Device, UrError};
+
+use support::{Failure, Fixture};
+
+type Scenario = fn(&Fixture) -> Result<(), Failure>;
+
+/// The scenarios swept, by name.
+const SCENARIOS: [(&str, Scenario); 3] = [
+    ("command_buffer", command_buffer::scenario),
+    ("sycl_graph", sycl_graph::scenario),
+    ("capture", capture::scenario),
+];
+
+/// Set (to anything) to print each injection before its run: what to look
+/// at when a run crashes the process.
+const TRACE_ENV: &str = "UR_FAULTS_TRACE";
+/// How long one run may take before it counts as a hang (2 cores, shared).
+const TIMEOUT: Duration = Duration::from_secs(60);
+/// How long released objects may take to be dropped by adapter threads.
+const SETTLE: Duration = Duration::from_secs(5);
+
+/// The sweep's figures.
+#[derive(Copy, Clone, Debug, Default)]
+struct Tally {
+    /// Runs in which the armed fault was injected.
+    injected: u64,
+    /// Of those, runs whose caller got the injected error.
+    surfaced: u64,
+    /// Of those, runs where the failed call could not matter and the
+    /// results were exact (see [`absorbable`]).
+    absorbed: u64,
+    /// Runs that left adapter objects alive.
+    leaks: u64,
+    /// Runs that did not end within the timeout.
+    hangs: u64,
+    /// Runs that panicked.
+    panics: u64,
+}
+
+impl Tally {
+    fn add(&mut self, other: &Tally) {
+        self.injected += other.injected;
+        self.surfaced += other.surfaced;
+        self.absorbed += other.absorbed;
+        self.leaks += other.leaks;
+        self.hangs += other.hangs;
+        self.panics += other.panics;
+    }
+}
+
+impl std::fmt::Display for Tally {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} calls injected, {} failures surfaced, {} absorbed, {} leaks, {} hangs, {} panics",
+            self.injected, self.surfaced, self.absorbed, self.leaks, self.hangs, self.panics
+        )
+    }
+}
+
+static TOTAL: Mutex<Tally> = Mutex::new(Tally { injected: 0, surfaced: 0, absorbed: 0, leaks: 0, hangs: 0, panics: 0 });
+
+fn main() {
+    let args = Arguments::from_args();
+    ur_conformance::quiet_adapter_worker_panics();
+    let mut trials = Vec::new();
+    for (backend, device) in support::devices() {
+        match device {
+            Ok(device) => {
+                let mut views = vec![device.clone()];
+                if device.info().command_buffer.support == CommandBufferSupport::Native {
+                    views.push(device.emulated());
+                }
+                for view in views {
+                    for (name, scenario) in SCENARIOS {
+                        let view = view.clone();
+                        trials.push(Trial::test(format!("[{view}] faults::{name}"), move || {
+                            sweep(&view, name, scenario)
+                        }));
+                    }
+                }
+            }
+            Err(reason) => {
+                for (name, _) in SCENARIOS {
+                    trials.push(support::absent_trial(format!("[{backend}] faults::{name}"), backend, &reason));
+                }
+            }
+        }
+    }
+    let conclusion = libtest_mimic::run(&args, trials);
+    eprintln!("fault sweep, all trials run: {}", TOTAL.lock());
+    conclusion.exit();
+}
+
+/// How a run ended.
+enum Run {
+    Done(Result<(), Failure>),
+    Panicked(String),
+    Hung,
+}
+
+/// Runs `scenario` on a thread of its own, under [`TIMEOUT`].
+fn run_timed(fx: &Arc<Fixture>, scenario: Scenario) -> Run {
+    let (tx, rx) = mpsc::channel();
+    let fixture = fx.clone();
+    std::thread::spawn(move || {
+        let result = catch_unwind(AssertUnwindSafe(|| scenario(&fixture)));
+        let _ = tx.send(result.map_err(|p| ur::error::panic_message(&*p)));
+    });
+    match rx.recv_timeout(TIMEOUT) {
+        Ok(Ok(result)) => Run::Done(result),
+        Ok(Err(message)) => Run::Panicked(message),
+        Err(_) => Run::Hung,
+    }
+}
+
+/// The context's live objects once they are `want`, or what they are after
+/// [`SETTLE`] (adapter threads may drop their last handles a little after
+/// the queue finishes).
+fn settle(fx: &Fixture, want: LiveObjects) -> LiveObjects {
+    let start = Instant::now();
+    loop {
+        let now = fx.context.live_objects().expect("the fixture's device is wrapped");
+        if now == want || start.elapsed() > SETTLE {
+            return now;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Whether a failure of `kind`, on the thread named `thread`, may leave the
+/// caller's run unaffected, its results exact: a host task's wait for its
+/// dependencies (on its `ur-host-task` thread) that failed after they had
+/// ended, so the order held; or a queue's `finish` at its release (an
+/// executable graph's worker queue), which a drop cannot return (ur-core logs
+/// it). Every other failure must reach the caller.
+fn absorbable(kind: CallKind, thread: Option<&str>) -> bool {
+    match kind {
+        CallKind::EventWait => thread == Some("ur-host-task"),
+        CallKind::Finish => true,
+        _ => false,
+    }
+}
+
+/// Whether `got` is the injected error `fired`: same code, same message
+/// (the front end may put the step before it).
+fn is_injected(got: &UrError, fired: &UrError) -> bool {
+    got.ur_code() == fired.ur_code() && got.detail().message.contains(&*fired.detail().message)
+}
+
+fn sweep(device: &Device, name: &str, scenario: Scenario) -> Result<(), Failed> {
+    let injector = FaultInjector::new();
+    let fx = Arc::new(Fixture::new(&injector.wrap_device(device)).map_err(|e| format!("fixture: {e}"))?);
+    let before = injector.all_calls();
+    match run_timed(&fx, scenario) {
+        Run::Done(Ok(())) => {}
+        Run::Done(Err(e)) => return Err(format!("the scenario fails without faults: {e}").into()),
+        Run::Panicked(m) => return Err(format!("the scenario panics without faults: {m}").into()),
+        Run::Hung => return Err("the scenario hangs without faults".into()),
+    }
+    let made: Vec<_> = before.iter().zip(injector.all_calls()).map(|(&(kind, b), (_, a))| (kind, a - b)).collect();
+    fx.queue.finish().map_err(|e| format!("finish: {e}"))?;
+    let baseline = settle(&fx, LiveObjects::default());
+
+    let mut tally = Tally::default();
+    let mut problems = Vec::new();
+    // Calls of a clean run armed as faults that were then never
+    // made: the count of a kind can vary between runs (waits on events that
+    // had already ended are not always made).
+    let mut not_reached = 0u64;
+    for &(kind, calls) in &made {
+        for nth in 1..=calls {
+            let at = format!("{kind} call {nth}");
+            if std::env::var_os(TRACE_ENV).is_some() {
+                eprintln!("[{device}] injecting: {at}");
+            }
+            injector.arm(Fault::new(kind, nth));
+            let run = run_timed(&fx, scenario);
+            let fired = injector.disarm();
+            let result = match run {
+                Run::Done(result) => result,
+                Run::Panicked(m) => {
+                    tally.panics += 1;
+                    problems.push(format!("{at}: panicked: {m}"));
+                    continue;
+                }
+                Run::Hung => {
+                    // The hung run still holds the fixture: nothing after
+                    // it would be meaningful.
+                    tally.hangs += 1;
+                    problems.push(format!("{at}: no end after {TIMEOUT:?}"));
+                    break;
+                }
+            };
+            match (&fired, result) {
+                (None, Ok(())) => not_reached += 1,
+                (None, Err(e)) => problems.push(format!("{at}: not reached, yet the run failed: {e}")),
+                (Some(_), Ok(())) if absorbable(kind, injector.fired_on().as_deref()) => {
+                    tally.injected += 1;
+                    tally.absorbed += 1;
+                }
+                (Some(fired), Ok(())) => {
+                    tally.injected += 1;
+                    problems.push(format!("{at}: the injected {} was swallowed", fired.ur_name()));
+                }
+                (Some(fired), Err(Failure::Ur(e))) if is_injected(&e, fired) => {
+                    tally.injected += 1;
+                    tally.surfaced += 1;
+                }
+                (Some(fired), Err(e)) => {
+                    tally.injected += 1;
+                    problems.push(format!("{at}: injected {fired}; the caller got {e}"));
+                }
+            }
+            if let Err(e) = fx.queue.finish() {
+                problems.push(format!("{at}: the queue does not finish afterwards: {e}"));
+            }
+            let live = settle(&fx, baseline);
+            if live != baseline {
+                tally.leaks += 1;
+                problems.push(format!("{at}: live objects {live:?}, {baseline:?} before"));
+            }
+            match run_timed(&fx, scenario) {
+                Run::Done(Ok(())) => {}
+                Run::Done(Err(e)) => problems.push(format!("{at}: the next run without faults fails: {e}")),
+                Run::Panicked(m) => problems.push(format!("{at}: the next run without faults panics: {m}")),
+                Run::Hung => {
+                    tally.hangs += 1;
+                    problems.push(format!("{at}: the next run without faults hangs"));
+                    break;
+                }
+            }
+        }
+    }
+    let calls: u64 = made.iter().map(|(_, n)| n).sum();
+    eprintln!(
+        "[{device}] faults::{name}: {calls} adapter calls in a clean run, {not_reached} not reached again; {tally}"
+    );
+    TOTAL.lock().add(&tally);
+    if problems.is_empty() { Ok(()) } else { Err(problems.join("\n").into()) }
+}

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Runs the conformance suite (a subset on OpenCL and Vulkan) and the unit
+# tests of the raw-pointer paths under valgrind memcheck, on the CPU adapter,
+# PoCL (opencl) and lavapipe (vulkan). Fails on any invalid read or write, use
+# of uninitialised memory, bad free, or definite leak that the suppression
+# file (scripts/memcheck.supp: driver and loader noise only) does not cover.
+# Part of CI (.ci/run); see docs/reliability.md, "Memory checking".
+#
+#   scripts/memcheck.sh               # build, then every run below
+#   scripts/memcheck.sh suite         # only the suite runs
+#   scripts/memcheck.sh unit          # only the unit tests
+#
+# Environment:
+#   MEMCHECK_BACKENDS  backends of the suite runs (default: cpu opencl vulkan)
+#   MEMCHECK_LOGS      folder of the valgrind logs (default target/memcheck)
+#
+# Every run prints its counts (errors, definite leaks, suppressions used);
+# a failing run prints its valgrind log's error reports, each with the
+# suppression valgrind would write for it.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+what=${1:-all}
+backends=${MEMCHECK_BACKENDS:-cpu opencl vulkan}
+logs=${MEMCHECK_LOGS:-$root/target/memcheck}
+mkdir -p "$logs"
+
+if ! command -v valgrind >/dev/null; then
+    echo "memcheck: valgrind is not installed (apt-get install valgrind)" >&2
+    exit 2
+fi
+
+# Errors exit with 97 (a failing case exits 1, no device 2); leaks count as
+# errors only when definite: a "possibly lost" block is a pointer into an
+# object that threads still running at exit hold (the CPU adapter's workers,
+# the drivers' threads), not a leak.
+vg=(valgrind --tool=memcheck --error-exitcode=97 --leak-check=full --errors-for-leak-kinds=definite
+    --show-leak-kinds=definite --track-origins=no --num-callers=40 --gen-suppressions=all -s
+    --suppressions="$root/scripts/memcheck.supp")
+
+# The suite's groups run on OpenCL and Vulkan: command buffers and their
+# updates, events, copies and rects, USM, kernels, SYCL-graph capture and
+# native commands (the CPU runs all of them, natively and emulated).
+groups=(lifecycle:: commands:: update:: update_events:: event_sync:: kernel_event_sync:: copy:: fill:: read::
+    write:: rect:: usm_2d:: enqueue:: capture:: native_command:: graph_build:: graph_host_task::)
+
+failed=()
+
+# Runs "$@" under memcheck, logging to $logs/$name.log, and prints its counts.
+check() {
+    local name=$1
+    shift
+    local log="$logs/$name.log" start=$SECONDS rc=0
+    "${vg[@]}" --log-file="$log" "$@" >"$logs/$name.out" 2>&1 || rc=$?
+    local errors leaked used
+    errors=$(sed -n 's/.*ERROR SUMMARY: \([0-9]*\) errors.*/\1/p' "$log" | tail -1)
+    leaked=$(sed -n 's/.*definitely lost: \([0-9,]*\) bytes in \([0-9,]*\) blocks.*/\1 bytes in \2 blocks/p' "$log" | tail -1)
+    used=$(sed -n 's/.*used_suppression: *\([0-9]*\) \([^ ]*\) .*/\2 x\1/p' "$log" | paste -sd, -)
+    printf 'memcheck %-22s rc %-3s %4ss  errors %s  definitely lost %s  suppressed: %s\n' \
+        "$name" "$rc" $((SECONDS - start)) "${errors:-?}" "${leaked:-0 bytes}" "${used:-none}"
+    if ((rc != 0)) || [[ ${errors:-1} != 0 ]]; then
+        failed+=("$name")
+        tail -n 30 "$logs/$name.out"
+        grep -v '^==[0-9]*== *by 0x[0-9A-F]*: \(call_once\|do_call\|catch_unwind\|UnknownInlinedFun\)' "$log" | head -n 400 || true
+    fi
+}
+
+if [[ $what == all || $what == suite ]]; then
+    cargo build --release -p ur-conformance
+    suite=target/release/ur-conformance
+    for backend in $backends; do
+        case $backend in
+            # The whole suite, on the adapter and on ur-core's software command buffers.
+            cpu) UR_DEVICE_SELECTOR='cpu:*' check suite-cpu "$suite" ;;
+            *)
+                filters=()
+                for g in "${groups[@]}"; do filters+=(--filter "$g"); done
+                # hwloc (in PoCL) cannot read the CPU's topology under valgrind and
+                # says so on every start: the device works without it.
+                UR_DEVICE_SELECTOR="$backend:*" UR_CONFORMANCE_EMULATED=none check "suite-$backend" "$suite" "${filters[@]}"
+                ;;
+        esac
+    done
+fi
+
+if [[ $what == all || $what == unit ]]; then
+    # Each raw-pointer path of our `unsafe` code has a unit test; the test
+    # binaries (the dev profile's, which `cargo test` has built in CI) run
+    # under memcheck, one thread each so that the report names the test.
+    # Names: crate:test-target:filter.
+    units=(
+        "ur-adapter-cpu:c_table:"          # the CPU kernel table: ABI reads, calls, argument arrays
+        "ur-adapter-cpu:raw_paths:"        # CPU kernel argument packing, rect copies, fills, USM copies
+        "ur-abi:lib:info::tests --skip device_info" # the info-query size protocol's writes
+        "ur-adapter-vulkan:raw_paths:"     # host-mapped status words, staging rect copies
+    )
+    for unit in "${units[@]}"; do
+        IFS=: read -r crate target filter <<<"$unit"
+        if [[ $target == lib ]]; then sel=(--lib); else sel=(--test "$target"); fi
+        exe=$(cargo test -p "$crate" "${sel[@]}" --no-run --message-format=json 2>/dev/null |
+            sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -1)
+        if [[ -z $exe ]]; then
+            echo "memcheck: cannot build the tests of $crate ($target)" >&2
+            cargo test -p "$crate" "${sel[@]}" --no-run
+            exit 1
+        fi
+        check "unit-$crate-$target" "$exe" --test-threads 1 $filter
+    done
+fi
+
+if ((${#failed[@]})); then
+    echo "memcheck: failed: ${failed[*]} (logs in $logs)" >&2
+    exit 1
+fi
+echo "memcheck: no errors, no definite leak"

@@ -1,0 +1,731 @@
+//! Fault injection, for tests (cargo feature `fault-injection`): a wrapper
+//! around any adapter's objects that makes the Nth adapter call of a chosen
+//! kind fail with the error a driver would give, and that counts the adapter
+//! objects each context holds alive.
+//!
+//! [`FaultInjector::wrap_device`] gives a view of a device whose contexts,
+//! and everything made from them (allocations, programs, kernels, queues,
+//! events, command buffers), are wrapped. Every fallible adapter call
+//! ([`CallKind`]) goes through [`FaultInjector`] first: it is counted per
+//! kind, and when it is the call a [`Fault`] names, it fails without
+//! reaching the driver, with an error whose message names the call
+//! (`injected fault in ContextImpl::usm_alloc (call 3 of its kind)`).
+//! [`Context::live_objects`](crate::Context::live_objects) counts the
+//! wrapped objects still alive, so a test can check that a scenario that
+//! failed halfway released everything it made.
+//!
+//! Adapters downcast the objects the front end passes back to them; wrapped
+//! objects are seen through by [`crate::adapter::downcast`] and
+//! [`crate::adapter::unwrap_object`], so adapters need nothing else to run
+//! wrapped. Wait lists and queues given to wrapped calls are unwrapped before
+//! they reach the adapter, so the adapter's own calls on them are neither
+//! counted nor injected.
+
+use std::any::Any;
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicIsize, AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+
+use crate::adapter::{
+    BufferImpl, CommandBufferImpl, ContextImpl, DeviceImpl, EventImpl, KernelImpl, KernelUpdate, ProgramImpl,
+    QueueImpl, UserEventImpl, UsmImpl,
+};
+use crate::clock::Timestamps;
+use crate::command::Command;
+use crate::command_buffer::CommandBufferDesc;
+use crate::device::{Device, DeviceInfo};
+use crate::error::{Detail, Result, UrError};
+use crate::event::{Event, EventStatus, ProfilingInfo};
+use crate::interop::NativeHandle;
+use crate::memory::{MemFlags, UsmKind};
+use crate::program::{Kernel, KernelSignature, ProgramBundle, SourceForm};
+use crate::queue::QueueProperties;
+
+macro_rules! call_kinds {
+    ($( $(#[$doc:meta])* $kind:ident => $name:literal, $error:ident; )*) => {
+        /// A fallible adapter call that faults can be injected into.
+        #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum CallKind {
+            $( $(#[$doc])* $kind, )*
+        }
+
+        impl CallKind {
+            /// Every kind, in declaration order.
+            pub const ALL: &'static [CallKind] = &[$(CallKind::$kind,)*];
+
+            /// The adapter trait method, such as `QueueImpl::enqueue`.
+            pub fn name(self) -> &'static str {
+                match self { $(CallKind::$kind => $name,)* }
+            }
+
+            /// The error a driver gives most often for this call: out of
+            /// device memory for allocations, out of host memory for objects
+            /// the driver builds on the host, out of resources for
+            /// submissions, device lost for waits.
+            pub fn driver_error(self) -> fn(Detail) -> UrError {
+                match self { $(CallKind::$kind => UrError::$error,)* }
+            }
+        }
+    };
+}
+
+call_kinds! {
+    /// `DeviceImpl::create_context`.
+    ContextCreate => "DeviceImpl::create_context", OutOfHostMemory;
+    /// `ContextImpl::usm_alloc`.
+    UsmAlloc => "ContextImpl::usm_alloc", OutOfDeviceMemory;
+    /// `ContextImpl::buffer_create`.
+    BufferCreate => "ContextImpl::buffer_create", OutOfDeviceMemory;
+    /// `BufferImpl::sub_buffer`.
+    SubBuffer => "BufferImpl::sub_buffer", OutOfResources;
+    /// `ContextImpl::program_create`.
+    ProgramCreate => "ContextImpl::program_create", OutOfHostMemory;
+    /// `ProgramImpl::create_kernel`.
+    KernelCreate => "ProgramImpl::create_kernel", OutOfHostMemory;
+    /// `ContextImpl::queue_create`.
+    QueueCreate => "ContextImpl::queue_create", OutOfResources;
+    /// `ContextImpl::command_buffer_create`.
+    CommandBufferCreate => "ContextImpl::command_buffer_create", OutOfHostMemory;
+    /// `ContextImpl::user_event_create`.
+    UserEventCreate => "ContextImpl::user_event_create", OutOfHostMemory;
+    /// `QueueImpl::enqueue`.
+    Enqueue => "QueueImpl::enqueue", OutOfResources;
+    /// `QueueImpl::enqueue_wait`.
+    EnqueueWait => "QueueImpl::enqueue_wait", OutOfResources;
+    /// `QueueImpl::enqueue_timestamp`.
+    EnqueueTimestamp => "QueueImpl::enqueue_timestamp", OutOfResources;
+    /// `QueueImpl::finish`.
+    Finish => "QueueImpl::finish", DeviceLost;
+    /// `QueueImpl::flush`.
+    Flush => "QueueImpl::flush", DeviceLost;
+    /// `EventImpl::wait`.
+    EventWait => "EventImpl::wait", DeviceLost;
+    /// `CommandBufferImpl::append`.
+    Append => "CommandBufferImpl::append", OutOfResources;
+    /// `CommandBufferImpl::finalize`.
+    Finalize => "CommandBufferImpl::finalize", OutOfResources;
+    /// `CommandBufferImpl::enqueue`.
+    CommandBufferEnqueue => "CommandBufferImpl::enqueue", OutOfResources;
+    /// `CommandBufferImpl::update_kernel_launches`.
+    UpdateKernelLaunches => "CommandBufferImpl::update_kernel_launches", OutOfResources;
+    /// `CommandBufferImpl::update_signal_event`.
+    UpdateSignalEvent => "CommandBufferImpl::update_signal_event", OutOfResources;
+    /// `CommandBufferImpl::update_wait_events`.
+    UpdateWaitEvents => "CommandBufferImpl::update_wait_events", OutOfResources;
+}
+
+impl fmt::Display for CallKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One injected failure: call number `nth` (from 1, counted from when the
+/// fault is armed) of `kind` fails with `error`.
+#[derive(Copy, Clone, Debug)]
+pub struct Fault {
+    /// The kind of call that fails.
+    pub kind: CallKind,
+    /// Which call of that kind fails, from 1.
+    pub nth: u64,
+    /// The error it fails with (a variant constructor, such as `UrError::DeviceLost`).
+    pub error: fn(Detail) -> UrError,
+}
+
+impl Fault {
+    /// Call `nth` of `kind` fails with the kind's [`driver_error`](CallKind::driver_error).
+    pub fn new(kind: CallKind, nth: u64) -> Fault {
+        Fault { kind, nth, error: kind.driver_error() }
+    }
+}
+
+/// The text every injected error's message starts with.
+pub const INJECTED: &str = "injected fault in";
+
+/// Counts adapter calls per kind and fails the one an armed [`Fault`] names.
+/// Cheap to clone; clones share their counts.
+#[derive(Clone, Default)]
+pub struct FaultInjector {
+    inner: Arc<InjectorInner>,
+}
+
+#[derive(Default)]
+struct InjectorInner {
+    calls: [AtomicU64; CALL_KINDS],
+    state: Mutex<Armed>,
+}
+
+#[derive(Default)]
+struct Armed {
+    fault: Option<Fault>,
+    /// Calls of the fault's kind since it was armed.
+    seen: u64,
+    fired: Option<UrError>,
+    /// The name of the thread the fault fired on.
+    fired_on: Option<String>,
+}
+
+const CALL_KINDS: usize = 21;
+const _: () = assert!(CallKind::ALL.len() == CALL_KINDS);
+
+impl FaultInjector {
+    /// An injector with no fault armed.
+    pub fn new() -> FaultInjector {
+        FaultInjector::default()
+    }
+
+    /// A view of `device` whose contexts and their objects go through this
+    /// injector. An emulated view stays emulated.
+    pub fn wrap_device(&self, device: &Device) -> Device {
+        let imp: Arc<dyn DeviceImpl> = Arc::new(FaultyDevice { inner: device.imp().clone(), injector: self.clone() });
+        let wrapped = Device::new(imp, device.id());
+        if device.is_emulated() { wrapped.emulated() } else { wrapped }
+    }
+
+    /// Arms `fault`, replacing any armed one; its count starts now.
+    pub fn arm(&self, fault: Fault) {
+        *self.inner.state.lock() = Armed { fault: Some(fault), seen: 0, fired: None, fired_on: None };
+    }
+
+    /// Disarms and returns the error injected since [`arm`](Self::arm), if one was.
+    pub fn disarm(&self) -> Option<UrError> {
+        let mut state = self.inner.state.lock();
+        state.fault = None;
+        state.fired.take()
+    }
+
+    /// The name of the thread the last injected fault fired on (`None` for
+    /// an unnamed thread, or before any fired): tells a failure in a worker
+    /// thread of the runtime (a host task's `ur-host-task`) from one in the
+    /// caller's.
+    pub fn fired_on(&self) -> Option<String> {
+        self.inner.state.lock().fired_on.clone()
+    }
+
+    /// Calls of `kind` made so far through this injector (injected ones included).
+    pub fn calls(&self, kind: CallKind) -> u64 {
+        self.inner.calls[kind as usize].load(Ordering::Relaxed)
+    }
+
+    /// Calls of every kind made so far, indexed like [`CallKind::ALL`].
+    pub fn all_calls(&self) -> Vec<(CallKind, u64)> {
+        CallKind::ALL.iter().map(|&k| (k, self.calls(k))).collect()
+    }
+
+    /// Counts a call of `kind`; fails it when it is the armed fault's.
+    fn enter(&self, kind: CallKind) -> Result<()> {
+        self.inner.calls[kind as usize].fetch_add(1, Ordering::Relaxed);
+        let mut state = self.inner.state.lock();
+        let Some(fault) = state.fault.filter(|f| f.kind == kind) else {
+            return Ok(());
+        };
+        state.seen += 1;
+        if state.seen != fault.nth {
+            return Ok(());
+        }
+        // One failure per arming: the calls after it run, as after a
+        // transient driver failure.
+        state.fault = None;
+        let error = (fault.error)(Detail::msg(format!("{INJECTED} {kind} (call {} of its kind)", fault.nth)));
+        state.fired = Some(error.clone());
+        state.fired_on = std::thread::current().name().map(str::to_owned);
+        // Where the call came from, with RUST_BACKTRACE=1: what to look at
+        // when an injected failure does not reach the caller.
+        tracing::debug!(%kind, nth = fault.nth, backtrace = %std::backtrace::Backtrace::capture(), "fault injected");
+        Err(error)
+    }
+}
+
+impl fmt::Debug for FaultInjector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FaultInjector").field("fault", &self.inner.state.lock().fault).finish()
+    }
+}
+
+/// Adapter objects of one context that are still alive, by kind: the
+/// objects the front end holds (or dropped but the adapter has not yet
+/// released, which never happens: the wrapper is released with the handle).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct LiveObjects {
+    /// USM allocations.
+    pub usm: isize,
+    /// Memory buffers and sub-buffers.
+    pub buffers: isize,
+    /// Bytes of USM allocations and (root) buffers.
+    pub bytes: isize,
+    /// Programs.
+    pub programs: isize,
+    /// Kernels.
+    pub kernels: isize,
+    /// Queues.
+    pub queues: isize,
+    /// Events, user events included.
+    pub events: isize,
+    /// Native command buffers.
+    pub command_buffers: isize,
+}
+
+impl LiveObjects {
+    /// All objects, bytes left out.
+    pub fn total(&self) -> isize {
+        self.usm + self.buffers + self.programs + self.kernels + self.queues + self.events + self.command_buffers
+    }
+}
+
+#[derive(Default)]
+struct Live {
+    usm: AtomicIsize,
+    buffers: AtomicIsize,
+    bytes: AtomicIsize,
+    programs: AtomicIsize,
+    kernels: AtomicIsize,
+    queues: AtomicIsize,
+    events: AtomicIsize,
+    command_buffers: AtomicIsize,
+}
+
+impl Live {
+    fn snapshot(&self) -> LiveObjects {
+        let get = |a: &AtomicIsize| a.load(Ordering::SeqCst);
+        LiveObjects {
+            usm: get(&self.usm),
+            buffers: get(&self.buffers),
+            bytes: get(&self.bytes),
+            programs: get(&self.programs),
+            kernels: get(&self.kernels),
+            queues: get(&self.queues),
+            events: get(&self.events),
+            command_buffers: get(&self.command_buffers),
+        }
+    }
+}
+
+/// What every object of one wrapped context shares.
+struct Shared {
+    injector: FaultInjector,
+    live: Live,
+}
+
+/// One live object of a kind: counted while it exists.
+struct Count {
+    shared: Arc<Shared>,
+    field: fn(&Live) -> &AtomicIsize,
+    bytes: isize,
+}
+
+impl Count {
+    fn new(shared: &Arc<Shared>, field: fn(&Live) -> &AtomicIsize, bytes: usize) -> Count {
+        let bytes = bytes as isize;
+        field(&shared.live).fetch_add(1, Ordering::SeqCst);
+        shared.live.bytes.fetch_add(bytes, Ordering::SeqCst);
+        Count { shared: shared.clone(), field, bytes }
+    }
+
+    fn enter(&self, kind: CallKind) -> Result<()> {
+        self.shared.injector.enter(kind)
+    }
+}
+
+impl Drop for Count {
+    fn drop(&mut self) {
+        (self.field)(&self.shared.live).fetch_sub(1, Ordering::SeqCst);
+        self.shared.live.bytes.fetch_sub(self.bytes, Ordering::SeqCst);
+    }
+}
+
+/// The live objects of `context`'s adapter context when it is wrapped.
+pub(crate) fn live_objects(context: &dyn ContextImpl) -> Option<LiveObjects> {
+    (context as &dyn Any).downcast_ref::<FaultyContext>().map(|c| c.shared.live.snapshot())
+}
+
+/// The adapter's own object behind a wrapped one; other objects unchanged.
+pub(crate) fn peel(object: &dyn Any) -> &dyn Any {
+    if let Some(e) = object.downcast_ref::<FaultyEvent>() {
+        return &*e.inner as &dyn Any;
+    }
+    if let Some(e) = object.downcast_ref::<FaultyUserEvent>() {
+        return &*e.inner as &dyn Any;
+    }
+    if let Some(b) = object.downcast_ref::<FaultyBuffer>() {
+        return &*b.inner as &dyn Any;
+    }
+    if let Some(u) = object.downcast_ref::<FaultyUsm>() {
+        return &*u.inner as &dyn Any;
+    }
+    if let Some(k) = object.downcast_ref::<FaultyKernel>() {
+        return &*k.inner as &dyn Any;
+    }
+    if let Some(q) = object.downcast_ref::<FaultyQueue>() {
+        return &*q.inner as &dyn Any;
+    }
+    if let Some(p) = object.downcast_ref::<FaultyProgram>() {
+        return &*p.inner as &dyn Any;
+    }
+    if let Some(c) = object.downcast_ref::<FaultyContext>() {
+        return &*c.inner as &dyn Any;
+    }
+    if let Some(d) = object.downcast_ref::<FaultyDevice>() {
+        return &*d.inner as &dyn Any;
+    }
+    object
+}
+
+/// The adapter's event behind a wrapped one, for wait lists.
+fn inner_event(event: &dyn EventImpl) -> &dyn EventImpl {
+    let any = event as &dyn Any;
+    if let Some(e) = any.downcast_ref::<FaultyEvent>() {
+        return &*e.inner;
+    }
+    if let Some(e) = any.downcast_ref::<FaultyUserEvent>() {
+        return &*e.inner;
+    }
+    event
+}
+
+fn inner_events<'a>(wait: &[&'a dyn EventImpl]) -> Vec<&'a dyn EventImpl> {
+    wait.iter().map(|e| inner_event(*e)).collect()
+}
+
+fn wrap_event(shared: &Arc<Shared>, inner: Arc<dyn EventImpl>) -> Arc<dyn EventImpl> {
+    Arc::new(FaultyEvent { inner, count: Count::new(shared, |l| &l.events, 0) })
+}
+
+struct FaultyDevice {
+    inner: Arc<dyn DeviceImpl>,
+    injector: FaultInjector,
+}
+
+impl DeviceImpl for FaultyDevice {
+    fn info(&self) -> DeviceInfo {
+        self.inner.info()
+    }
+
+    fn free_memory(&self) -> Result<Option<u64>> {
+        self.inner.free_memory()
+    }
+
+    fn timestamps(&self) -> Result<Timestamps> {
+        self.inner.timestamps()
+    }
+
+    fn create_context(self: Arc<Self>) -> Result<Arc<dyn ContextImpl>> {
+        self.injector.enter(CallKind::ContextCreate)?;
+        let inner = self.inner.clone().create_context()?;
+        let shared = Arc::new(Shared { injector: self.injector.clone(), live: Live::default() });
+        Ok(Arc::new(FaultyContext { inner, shared }))
+    }
+
+    fn native_handle(&self) -> Result<NativeHandle> {
+        self.inner.native_handle()
+    }
+}
+
+struct FaultyContext {
+    inner: Arc<dyn ContextImpl>,
+    shared: Arc<Shared>,
+}
+
+impl FaultyContext {
+    fn enter(&self, kind: CallKind) -> Result<()> {
+        self.shared.injector.enter(kind)
+    }
+}
+
+impl ContextImpl for FaultyContext {
+    unsafe fn usm_alloc(&self, kind: UsmKind, size: usize, align: usize) -> Result<Box<dyn UsmImpl>> {
+        self.enter(CallKind::UsmAlloc)?;
+        // SAFETY: the caller's guarantees, passed on unchanged.
+        let inner = unsafe { self.inner.usm_alloc(kind, size, align)? };
+        Ok(Box::new(FaultyUsm { inner, _count: Count::new(&self.shared, |l| &l.usm, size) }))
+    }
+
+    unsafe fn buffer_create(&self, flags: MemFlags, size: usize, init: Option<&[u8]>) -> Result<Box<dyn BufferImpl>> {
+        self.enter(CallKind::BufferCreate)?;
+        // SAFETY: the caller's guarantees, passed on unchanged.
+        let inner = unsafe { self.inner.buffer_create(flags, size, init)? };
+        Ok(Box::new(FaultyBuffer { inner, count: Count::new(&self.shared, |l| &l.buffers, size) }))
+    }
+
+    unsafe fn program_create(
+        &self,
+        bundle: &ProgramBundle,
+        form: SourceForm,
+        options: &str,
+    ) -> Result<Box<dyn ProgramImpl>> {
+        self.enter(CallKind::ProgramCreate)?;
+        // SAFETY: the caller's guarantees, passed on unchanged.
+        let inner = unsafe { self.inner.program_create(bundle, form, options)? };
+        Ok(Box::new(FaultyProgram { inner, count: Count::new(&self.shared, |l| &l.programs, 0) }))
+    }
+
+    unsafe fn queue_create(&self, properties: QueueProperties) -> Result<Box<dyn QueueImpl>> {
+        self.enter(CallKind::QueueCreate)?;
+        // SAFETY: the caller's guarantees, passed on unchanged.
+        let inner = unsafe { self.inner.queue_create(properties)? };
+        Ok(Box::new(FaultyQueue { inner, count: Count::new(&self.shared, |l| &l.queues, 0) }))
+    }
+
+    unsafe fn command_buffer_create(&self, desc: &CommandBufferDesc) -> Result<Box<dyn CommandBufferImpl>> {
+        self.enter(CallKind::CommandBufferCreate)?;
+        // SAFETY: the caller's guarantees, passed on unchanged.
+        let inner = unsafe { self.inner.command_buffer_create(desc)? };
+        Ok(Box::new(FaultyCommandBuffer { inner, count: Count::new(&self.shared, |l| &l.command_buffers, 0) }))
+    }
+
+    fn user_event_create(&self) -> Result<Arc<dyn UserEventImpl>> {
+        self.enter(CallKind::UserEventCreate)?;
+        let inner = self.inner.user_event_create()?;
+        Ok(Arc::new(FaultyUserEvent { inner, _count: Count::new(&self.shared, |l| &l.events, 0) }))
+    }
+
+    fn native_handle(&self) -> Result<NativeHandle> {
+        self.inner.native_handle()
+    }
+}
+
+struct FaultyUsm {
+    inner: Box<dyn UsmImpl>,
+    _count: Count,
+}
+
+impl UsmImpl for FaultyUsm {
+    fn address(&self) -> u64 {
+        self.inner.address()
+    }
+
+    fn host_ptr(&self) -> Option<*mut u8> {
+        self.inner.host_ptr()
+    }
+}
+
+struct FaultyBuffer {
+    inner: Box<dyn BufferImpl>,
+    count: Count,
+}
+
+impl BufferImpl for FaultyBuffer {
+    unsafe fn sub_buffer(&self, offset: usize, size: usize, flags: MemFlags) -> Result<Option<Box<dyn BufferImpl>>> {
+        self.count.enter(CallKind::SubBuffer)?;
+        // SAFETY: the caller's guarantees, passed on unchanged.
+        let sub = unsafe { self.inner.sub_buffer(offset, size, flags)? };
+        Ok(sub.map(|inner| -> Box<dyn BufferImpl> {
+            Box::new(FaultyBuffer { inner, count: Count::new(&self.count.shared, |l| &l.buffers, 0) })
+        }))
+    }
+
+    fn native_handle(&self) -> Result<NativeHandle> {
+        self.inner.native_handle()
+    }
+}
+
+struct FaultyProgram {
+    inner: Box<dyn ProgramImpl>,
+    count: Count,
+}
+
+impl ProgramImpl for FaultyProgram {
+    unsafe fn create_kernel(&self, signature: &KernelSignature) -> Result<Box<dyn KernelImpl>> {
+        self.count.enter(CallKind::KernelCreate)?;
+        // SAFETY: the caller's guarantees, passed on unchanged.
+        let inner = unsafe { self.inner.create_kernel(signature)? };
+        Ok(Box::new(FaultyKernel { inner, _count: Count::new(&self.count.shared, |l| &l.kernels, 0) }))
+    }
+
+    fn build_log(&self) -> String {
+        self.inner.build_log()
+    }
+
+    fn binary(&self) -> Option<Vec<u8>> {
+        self.inner.binary()
+    }
+}
+
+struct FaultyKernel {
+    inner: Box<dyn KernelImpl>,
+    _count: Count,
+}
+
+impl KernelImpl for FaultyKernel {
+    fn max_work_group_size(&self) -> usize {
+        self.inner.max_work_group_size()
+    }
+
+    fn compile_work_group_size(&self) -> Option<[usize; 3]> {
+        self.inner.compile_work_group_size()
+    }
+
+    fn local_mem_size(&self) -> usize {
+        self.inner.local_mem_size()
+    }
+
+    fn private_mem_size(&self) -> usize {
+        self.inner.private_mem_size()
+    }
+
+    fn preferred_work_group_size_multiple(&self) -> Option<usize> {
+        self.inner.preferred_work_group_size_multiple()
+    }
+}
+
+struct FaultyQueue {
+    inner: Box<dyn QueueImpl>,
+    count: Count,
+}
+
+impl QueueImpl for FaultyQueue {
+    unsafe fn enqueue(&self, command: &Command, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
+        self.count.enter(CallKind::Enqueue)?;
+        // SAFETY: the caller's guarantees; the wait list holds the same events, unwrapped.
+        let event = unsafe { self.inner.enqueue(command, &inner_events(wait))? };
+        Ok(wrap_event(&self.count.shared, event))
+    }
+
+    unsafe fn enqueue_wait(&self, wait: &[&dyn EventImpl], barrier: bool) -> Result<Arc<dyn EventImpl>> {
+        self.count.enter(CallKind::EnqueueWait)?;
+        // SAFETY: as for `enqueue`.
+        let event = unsafe { self.inner.enqueue_wait(&inner_events(wait), barrier)? };
+        Ok(wrap_event(&self.count.shared, event))
+    }
+
+    unsafe fn enqueue_timestamp(&self, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
+        self.count.enter(CallKind::EnqueueTimestamp)?;
+        // SAFETY: as for `enqueue`.
+        let event = unsafe { self.inner.enqueue_timestamp(&inner_events(wait))? };
+        Ok(wrap_event(&self.count.shared, event))
+    }
+
+    fn finish(&self) -> Result<()> {
+        self.count.enter(CallKind::Finish)?;
+        self.inner.finish()
+    }
+
+    fn flush(&self) -> Result<()> {
+        self.count.enter(CallKind::Flush)?;
+        self.inner.flush()
+    }
+
+    fn native_commands_at_enqueue(&self) -> bool {
+        self.inner.native_commands_at_enqueue()
+    }
+
+    fn native_handle(&self) -> Result<NativeHandle> {
+        self.inner.native_handle()
+    }
+}
+
+struct FaultyEvent {
+    inner: Arc<dyn EventImpl>,
+    count: Count,
+}
+
+impl EventImpl for FaultyEvent {
+    fn status(&self) -> EventStatus {
+        self.inner.status()
+    }
+
+    fn wait(&self) -> Result<()> {
+        self.count.enter(CallKind::EventWait)?;
+        self.inner.wait()
+    }
+
+    fn profiling(&self) -> Option<ProfilingInfo> {
+        self.inner.profiling()
+    }
+
+    fn native_handle(&self) -> Result<NativeHandle> {
+        self.inner.native_handle()
+    }
+}
+
+struct FaultyUserEvent {
+    inner: Arc<dyn UserEventImpl>,
+    _count: Count,
+}
+
+impl EventImpl for FaultyUserEvent {
+    fn status(&self) -> EventStatus {
+        self.inner.status()
+    }
+
+    fn wait(&self) -> Result<()> {
+        // A user event's wait is the host's own: nothing a driver fails.
+        self.inner.wait()
+    }
+
+    fn profiling(&self) -> Option<ProfilingInfo> {
+        self.inner.profiling()
+    }
+
+    fn native_handle(&self) -> Result<NativeHandle> {
+        self.inner.native_handle()
+    }
+}
+
+impl UserEventImpl for FaultyUserEvent {
+    fn complete(&self, result: Result<()>) {
+        self.inner.complete(result)
+    }
+}
+
+struct FaultyCommandBuffer {
+    inner: Box<dyn CommandBufferImpl>,
+    count: Count,
+}
+
+impl CommandBufferImpl for FaultyCommandBuffer {
+    unsafe fn append(
+        &mut self,
+        command: &Command,
+        alternatives: &[Kernel],
+        deps: &[u32],
+        wait_events: &[Event],
+        signal: bool,
+    ) -> Result<Option<Arc<dyn EventImpl>>> {
+        self.count.enter(CallKind::Append)?;
+        // SAFETY: the caller's guarantees, passed on unchanged.
+        let event = unsafe { self.inner.append(command, alternatives, deps, wait_events, signal)? };
+        Ok(event.map(|e| wrap_event(&self.count.shared, e)))
+    }
+
+    fn finalize(&mut self) -> Result<()> {
+        self.count.enter(CallKind::Finalize)?;
+        self.inner.finalize()
+    }
+
+    unsafe fn enqueue(&mut self, queue: &dyn QueueImpl, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
+        self.count.enter(CallKind::CommandBufferEnqueue)?;
+        let queue = match (queue as &dyn Any).downcast_ref::<FaultyQueue>() {
+            Some(q) => &*q.inner,
+            None => queue,
+        };
+        // SAFETY: the caller's guarantees; the queue and the wait list are
+        // the same objects, unwrapped.
+        let event = unsafe { self.inner.enqueue(queue, &inner_events(wait))? };
+        Ok(wrap_event(&self.count.shared, event))
+    }
+
+    unsafe fn update_kernel_launches(&mut self, updates: &[KernelUpdate<'_>]) -> Result<()> {
+        self.count.enter(CallKind::UpdateKernelLaunches)?;
+        // SAFETY: the caller's guarantees, passed on unchanged.
+        unsafe { self.inner.update_kernel_launches(updates) }
+    }
+
+    unsafe fn update_signal_event(&mut self, command: u32) -> Result<Arc<dyn EventImpl>> {
+        self.count.enter(CallKind::UpdateSignalEvent)?;
+        // SAFETY: the caller's guarantees, passed on unchanged.
+        let event = unsafe { self.inner.update_signal_event(command)? };
+        Ok(wrap_event(&self.count.shared, event))
+    }
+
+    unsafe fn update_wait_events(&mut self, command: u32, events: &[Event]) -> Result<()> {
+        self.count.enter(CallKind::UpdateWaitEvents)?;
+        // SAFETY: the caller's guarantees, passed on unchanged.
+        unsafe { self.inner.update_wait_events(command, events) }
+    }
+
+    fn native_handle(&self) -> Result<NativeHandle> {
+        self.inner.native_handle()
+    }
+}
