@@ -550,7 +550,8 @@ fn append_fills_at_each_replay(env: &Env) -> CaseResult {
 /// instance per pending submission on some devices) reuse the work it
 /// recorded. Exceptions, documented in `ur_core::interop`: Vulkan records
 /// at finalize; where the callback's host work is the command (the CPU) or
-/// the buffer is a software one, it runs at each submission.
+/// the buffer is a software one or replayed as planned eager submissions
+/// (OpenCL), it runs at each submission.
 fn append_callback_runs_once(env: &Env) -> CaseResult {
     const N: usize = 32;
     let queue = env.queue()?;
@@ -575,9 +576,15 @@ fn append_callback_runs_once(env: &Env) -> CaseResult {
     };
     cb.append_buffer_copy(&buf, &out, 0, 0, WORDS * 4, AppendOptions::new().after(&[native]))?;
     cb.finalize()?;
+    // A planned replay (OpenCL where it beats the driver's command buffer)
+    // enqueues each command anew, the native one included, like a software
+    // buffer.
     let once = match env.device().backend() {
         Backend::Cpu => false,
-        _ => cb.support() == ur::CommandBufferSupport::Native,
+        _ => {
+            cb.support() == ur::CommandBufferSupport::Native
+                && env.device().info().command_buffer.replay_path == ur::ReplayPath::Driver
+        }
     };
     let mut submissions = 0u32;
     let check_calls = |submissions: u32, when: &str| -> CaseResult {
