@@ -341,6 +341,14 @@ impl Arena {
             return Ok(Slice { alloc: Arc::new(alloc), offset: 0 });
         }
         let mut s = self.state.lock();
+        // Nothing uses the current chunk any more: start it over, so that a
+        // steady stream of small slices (a command buffer's status words and
+        // argument updates, each submission) stays in the pages it already
+        // touched instead of walking through fresh chunks (issue 16: resident
+        // memory grew by the chunk size times the chunks kept).
+        if s.current.as_ref().is_some_and(|c| Arc::strong_count(c) == 1) {
+            s.used = 0;
+        }
         let offset = s.used.next_multiple_of(SLICE_ALIGN);
         if let Some(current) = &s.current
             && offset + len <= CHUNK
