@@ -99,6 +99,9 @@ impl AdapterFactory for VulkanAdapterFactory {
     }
 }
 
+#[doc(hidden)]
+pub use memory::arena_high_water;
+
 /// The SPIR-V of the adapter's internal shaders, for tests that check it is
 /// current: `(GLSL file name, SPIR-V bytes)`.
 #[doc(hidden)]

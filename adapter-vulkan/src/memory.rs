@@ -18,6 +18,7 @@
 use std::any::Any;
 use std::ptr::NonNull;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use ash::vk;
 use parking_lot::Mutex;
@@ -328,6 +329,17 @@ impl Slice {
 /// Alignment of arena slices: enough for any argument block.
 const SLICE_ALIGN: u64 = 64;
 
+/// The furthest byte of any arena chunk handed out so far, over every
+/// device of the process: memory the driver has had to make resident.
+static ARENA_HIGH_WATER: AtomicU64 = AtomicU64::new(0);
+
+/// The furthest byte of any arena chunk handed out so far, in this process:
+/// a repeated workload whose slices are released between submissions must
+/// leave it where it is (the regression test of issue 16 reads it).
+pub fn arena_high_water() -> u64 {
+    ARENA_HIGH_WATER.load(Ordering::Relaxed)
+}
+
 impl Arena {
     pub(crate) fn new(gpu: Arc<Gpu>) -> Arena {
         Arena { gpu, state: Mutex::default() }
@@ -341,12 +353,21 @@ impl Arena {
             return Ok(Slice { alloc: Arc::new(alloc), offset: 0 });
         }
         let mut s = self.state.lock();
+        // Nothing uses the current chunk any more: start it over, so that a
+        // steady stream of small slices (a command buffer's status words and
+        // argument updates, each submission) stays in the pages it already
+        // touched instead of walking through fresh chunks (issue 16: resident
+        // memory grew by the chunk size times the chunks kept).
+        if s.current.as_ref().is_some_and(|c| Arc::strong_count(c) == 1) {
+            s.used = 0;
+        }
         let offset = s.used.next_multiple_of(SLICE_ALIGN);
         if let Some(current) = &s.current
             && offset + len <= CHUNK
         {
             let slice = Slice { alloc: current.clone(), offset };
             s.used = offset + len;
+            ARENA_HIGH_WATER.fetch_max(s.used, Ordering::Relaxed);
             return Ok(slice);
         }
         if let Some(old) = s.current.take() {
@@ -365,6 +386,7 @@ impl Arena {
         });
         s.current = Some(chunk.clone());
         s.used = len;
+        ARENA_HIGH_WATER.fetch_max(len, Ordering::Relaxed);
         Ok(Slice { alloc: chunk, offset: 0 })
     }
 }
