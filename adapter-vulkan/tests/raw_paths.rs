@@ -9,18 +9,10 @@
 
 mod common;
 
-use std::borrow::Cow;
-
 use ur_core::{
-    AppendOptions, ArgKind, CommandBuffer, CommandBufferDesc, Context, Device, Kernel, KernelArg, KernelLaunch,
-    KernelSignature, MemBuffer, MemFlags, Program, ProgramBundle, ProgramSource, Queue, QueueProperties, RectLayout,
-    RectOffset, RectRegion, SpirvModule, UsmAllocation, UsmKind,
+    AppendOptions, CommandBuffer, CommandBufferDesc, Context, Device, Kernel, KernelArg, KernelLaunch, MemBuffer,
+    MemFlags, Queue, QueueProperties, RectLayout, RectOffset, RectRegion, UsmAllocation, UsmKind,
 };
-
-/// `saxpy_local(LA: local, LB: local, Z, A: u32, X, Y)` of the conformance
-/// library: fails through its status word when LA or LB is too small.
-static SAXPY_LOCAL_SPV: &[u8] =
-    include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/../conformance/src/kernels/vulkan/saxpy_local.spv"));
 
 fn main() {
     common::run(&[
@@ -45,13 +37,7 @@ struct Fixture {
 fn fixture(device: &Device) -> Fixture {
     let context = Context::new(device).unwrap();
     let queue = Queue::new(&context, QueueProperties::default()).unwrap();
-    let words = SAXPY_LOCAL_SPV.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
-    let (l, g) = (ArgKind::Local, ArgKind::Global);
-    let bundle =
-        ProgramBundle::new().kernel(KernelSignature::new("saxpy_local", [l, l, g, ArgKind::Value(4), g, g])).source(
-            ProgramSource::SpirV(vec![SpirvModule { kernel: Cow::Borrowed("saxpy_local"), words: Cow::Owned(words) }]),
-        );
-    let kernel = Kernel::new(&Program::new(&context, &bundle).unwrap(), "saxpy_local").unwrap();
+    let kernel = common::saxpy_local(&context);
     let usm = |values: &[u32]| {
         let a = UsmAllocation::new(&context, UsmKind::Device, N * 4).unwrap();
         let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();

@@ -10,17 +10,10 @@
 
 mod common;
 
-use std::borrow::Cow;
-
 use ur_core::{
-    AppendOptions, ArgKind, CommandBuffer, CommandBufferDesc, Context, Device, Kernel, KernelArg, KernelLaunch,
-    KernelSignature, Program, ProgramBundle, ProgramSource, Queue, QueueProperties, SpirvModule, UsmAllocation,
-    UsmKind,
+    AppendOptions, CommandBuffer, CommandBufferDesc, Context, Device, KernelArg, KernelLaunch, Queue, QueueProperties,
+    UsmAllocation, UsmKind,
 };
-
-/// `saxpy_local(LA: local, LB: local, Z, A: u32, X, Y)` of the conformance library.
-static SAXPY_LOCAL_SPV: &[u8] =
-    include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/../conformance/src/kernels/vulkan/saxpy_local.spv"));
 
 const N: usize = 64;
 const LOCAL: usize = 16;
@@ -39,13 +32,7 @@ fn main() {
 fn repeated_submissions_reuse_arena_memory(device: &Device) {
     let context = Context::new(device).unwrap();
     let queue = Queue::new(&context, QueueProperties::default()).unwrap();
-    let words = SAXPY_LOCAL_SPV.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
-    let (l, g) = (ArgKind::Local, ArgKind::Global);
-    let bundle =
-        ProgramBundle::new().kernel(KernelSignature::new("saxpy_local", [l, l, g, ArgKind::Value(4), g, g])).source(
-            ProgramSource::SpirV(vec![SpirvModule { kernel: Cow::Borrowed("saxpy_local"), words: Cow::Owned(words) }]),
-        );
-    let kernel = Kernel::new(&Program::new(&context, &bundle).unwrap(), "saxpy_local").unwrap();
+    let kernel = common::saxpy_local(&context);
     let usm = || UsmAllocation::new(&context, UsmKind::Device, N * 4).unwrap();
     let (z, x, y) = (usm(), usm(), usm());
     let a = 2u32;

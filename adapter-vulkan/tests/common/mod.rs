@@ -4,8 +4,13 @@
 //! `UR_RS_REQUIRE_DEVICES` names `vulkan`.
 
 use libtest_mimic::{Arguments, Failed, Trial};
+use std::borrow::Cow;
 use ur_adapter_vulkan::VulkanAdapterFactory;
-use ur_core::{AdapterEntry, Device, DeviceSelector, Loader};
+
+use ur_core::{
+    AdapterEntry, ArgKind, Context, Device, DeviceSelector, Kernel, KernelSignature, Loader, Program, ProgramBundle,
+    ProgramSource, SpirvModule,
+};
 
 /// A device test.
 pub type Test = fn(&Device);
@@ -40,4 +45,20 @@ pub fn run(tests: &[(&'static str, Test)]) -> ! {
         })
         .collect();
     libtest_mimic::run(&args, trials).exit()
+}
+
+/// `saxpy_local(LA: local, LB: local, Z, A: u32, X, Y)` of the conformance
+/// library, built for `context`: fails through its status word when LA or LB
+/// is too small.
+#[allow(dead_code)] // Not every test binary launches it.
+pub fn saxpy_local(context: &Context) -> Kernel {
+    static SPV: &[u8] =
+        include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/../conformance/src/kernels/vulkan/saxpy_local.spv"));
+    let words = SPV.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+    let (l, g) = (ArgKind::Local, ArgKind::Global);
+    let bundle =
+        ProgramBundle::new().kernel(KernelSignature::new("saxpy_local", [l, l, g, ArgKind::Value(4), g, g])).source(
+            ProgramSource::SpirV(vec![SpirvModule { kernel: Cow::Borrowed("saxpy_local"), words: Cow::Owned(words) }]),
+        );
+    Kernel::new(&Program::new(context, &bundle).unwrap(), "saxpy_local").unwrap()
 }
