@@ -6,7 +6,7 @@
 //! second one. ur-core USM belongs to one context, so the buffer keeps one
 //! allocation per context and moves data between them as between devices:
 //! as a peer copy where the device is its own peer (`Device::peer_access`:
-//! the CPU and CUDA), else through its host allocation. [`cross_cases`] do
+//! CPU, CUDA, Vulkan), else through its host allocation. [`cross_cases`] do
 //! the same across the selected devices, backends mixed; the
 //! `multi_device` section goes through every pair.
 
