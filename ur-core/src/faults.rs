@@ -420,6 +420,19 @@ impl DeviceImpl for FaultyDevice {
     fn native_handle(&self) -> Result<NativeHandle> {
         self.inner.native_handle()
     }
+
+    // The adapter sees through a wrapped peer (`downcast` peels it).
+    fn peer_access(&self, peer: &dyn DeviceImpl) -> Result<crate::PeerAccess> {
+        self.inner.peer_access(peer)
+    }
+
+    fn enable_peer_access(&self, peer: &dyn DeviceImpl) -> Result<()> {
+        self.inner.enable_peer_access(peer)
+    }
+
+    fn disable_peer_access(&self, peer: &dyn DeviceImpl) -> Result<()> {
+        self.inner.disable_peer_access(peer)
+    }
 }
 
 struct FaultyContext {
@@ -593,6 +606,13 @@ impl QueueImpl for FaultyQueue {
         self.count.enter(CallKind::EnqueueTimestamp)?;
         // SAFETY: as for `enqueue`.
         let event = unsafe { self.inner.enqueue_timestamp(&inner_events(wait))? };
+        Ok(wrap_event(&self.count.shared, event))
+    }
+
+    unsafe fn usm_copy_peer(&self, command: &Command, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
+        self.count.enter(CallKind::Enqueue)?;
+        // SAFETY: as for `enqueue`.
+        let event = unsafe { self.inner.usm_copy_peer(command, &inner_events(wait))? };
         Ok(wrap_event(&self.count.shared, event))
     }
 
