@@ -6,6 +6,7 @@
 //! `command_graph` ([`graph`]).
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod aspect;
 pub mod buffer;
 pub mod graph;
 pub mod queue;

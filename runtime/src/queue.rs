@@ -66,19 +66,22 @@ impl Event {
         first.map_or(Ok(()), Err)
     }
 
-    /// Current status; a recorded event stays `Queued`.
-    pub fn status(&self) -> EventStatus {
+    /// Current status (`info::event::command_execution_status`); for a
+    /// recorded event `InvalidOperation`, the specification's `invalid`
+    /// (8.10.1: recorded commands have no execution status).
+    pub fn status(&self) -> Result<EventStatus> {
         match self {
-            Event::Core(e) => e.status(),
-            Event::Recorded(_) => EventStatus::Queued,
+            Event::Core(e) => Ok(e.status()),
+            Event::Recorded(r) => Err(r.query_error("an execution-status query")),
         }
     }
 
-    /// Profiling timestamps (`ProfilingInfoNotAvailable` for a recorded event).
+    /// Profiling timestamps (`get_profiling_info`); for a recorded event
+    /// `InvalidOperation`, the specification's `invalid` (8.10.1).
     pub fn profiling_info(&self) -> Result<ProfilingInfo> {
         match self {
             Event::Core(e) => e.profiling_info(),
-            Event::Recorded(_) => Err(err!(ProfilingInfoNotAvailable, "a recorded event has no timestamps")),
+            Event::Recorded(r) => Err(r.query_error("a profiling query")),
         }
     }
 
@@ -209,6 +212,12 @@ impl Queue {
     /// the application's graph; `InvalidOperation` when it does not record.
     pub fn recording_graph(&self) -> Result<Graph<Modifiable>> {
         record::recording_graph(self)
+    }
+
+    /// The `begin_recording` properties the queue records with
+    /// (inherited when it records transitively); `None` when it does not record.
+    pub fn recording_properties(&self) -> Option<crate::graph::RecordingProperties> {
+        record::recording_properties(self)
     }
 
     /// Its recording state, for the graph layer.
@@ -534,21 +543,39 @@ impl Queue {
     }
 
     /// Enqueues a native command ([`ur_core::Queue::enqueue_native_command`]);
-    /// a recording queue refuses it (`InvalidOperation`: graphs have no
-    /// native-command node).
+    /// a recording queue records a native-command node
+    /// ([`Handler::native_command`](crate::graph::Handler::native_command)).
+    /// A recorded native command takes no memory buffers (the native command
+    /// of a command buffer has none in its scope): non-empty `mems` while
+    /// recording is `UnsupportedFeature`; reach the buffers' native handles
+    /// from the callback instead.
     ///
     /// # Safety
-    /// As for [`ur_core::Queue::enqueue_native_command`].
+    /// As for [`ur_core::Queue::enqueue_native_command`]; while recording, as
+    /// for [`Handler::native_command`](crate::graph::Handler::native_command).
     pub unsafe fn enqueue_native_command(
         &self,
         mems: &[&MemBuffer],
         wait: &[&Event],
         callback: impl Fn(&NativeScope<'_>) + Send + Sync + 'static,
     ) -> Result<Event> {
-        self.refuse_while_recording("a native command")?;
-        let wait = self.eager_wait(wait)?;
-        // SAFETY: the caller's contract.
-        unsafe { self.inner.core.enqueue_native_command(mems, &wait, callback) }.map(Event::Core)
+        let callback = Arc::new(callback);
+        let recorded = callback.clone();
+        self.submit(
+            wait,
+            || {
+                ur_core::ensure!(
+                    mems.is_empty(),
+                    UnsupportedFeature,
+                    "a recorded native command takes no memory buffers ({} given): use their native handles in the \
+                     callback",
+                    mems.len()
+                );
+                Ok(Recordable::Native(recorded))
+            },
+            // SAFETY: the caller's contract.
+            |q, w| unsafe { q.enqueue_native_command(mems, w, move |scope| callback(scope)) },
+        )
     }
 
     /// [`ur_core::Queue::enqueue_native_command_now`]; a recording queue

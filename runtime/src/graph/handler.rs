@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use ur_core::command::Command;
 use ur_core::error::Result;
+use ur_core::interop::NativeScope;
 use ur_core::launch::KernelLaunch;
 use ur_core::memory::{MemBuffer, MigrationFlags, UsmAdvice, UsmKind, UsmPtr};
 use ur_core::rect::{RectLayout, RectRegion};
@@ -11,7 +12,7 @@ use ur_core::{ensure, err};
 
 use super::dynamic::DynamicParameter;
 use super::modifiable::GraphShared;
-use super::node::{HostFn, KernelSpec, NodeType, command_type};
+use super::node::{HostFn, KernelSpec, NativeFn, NodeType, command_type};
 use super::{Executable, Graph, Node};
 
 /// The one command a command group recorded.
@@ -22,6 +23,7 @@ pub(crate) enum Pending {
     Subgraph(Graph<Executable>),
     Malloc { alloc: u32, ptr: UsmPtr, size: usize },
     Free { alloc: u32, ptr: UsmPtr },
+    Native(NativeFn),
 }
 
 impl Pending {
@@ -33,6 +35,7 @@ impl Pending {
             Pending::Subgraph(_) => NodeType::Subgraph,
             Pending::Malloc { .. } => NodeType::AsyncMalloc,
             Pending::Free { .. } => NodeType::AsyncFree,
+            Pending::Native(_) => NodeType::NativeCommand,
         }
     }
 }
@@ -211,6 +214,25 @@ impl Handler {
     /// split the graph into partitions (see [`crate::graph`]).
     pub fn host_task(&mut self, task: impl Fn() + Send + Sync + 'static) -> Result<()> {
         self.set(Pending::Host(Arc::new(task)))
+    }
+
+    /// Records a native command (`ext_codeplay_enqueue_native_command` in a
+    /// graph, 8.11.2 of the newer revision): a node whose `callback` does
+    /// backend-native work. Finalize appends it to its partition's command
+    /// buffer ([`CommandBuffer::append_native_command`](ur_core::CommandBuffer::append_native_command)),
+    /// so the callback runs where and when ur-core runs a command buffer's
+    /// native command on the device ([`ur_core::interop`]: at finalize on
+    /// OpenCL and Vulkan, which record into the graph's native command
+    /// buffer, [`NativeTarget::Recording`](ur_core::NativeTarget::Recording);
+    /// at each execution on the CPU and on emulated command buffers). Its
+    /// work runs after the node's dependencies and before its successors.
+    ///
+    /// # Safety
+    /// The native work is unchecked: everything it touches must stay valid
+    /// for as long as executable graphs holding the node may run, and it must
+    /// leave the native objects as it found them.
+    pub unsafe fn native_command(&mut self, callback: impl Fn(&NativeScope<'_>) + Send + Sync + 'static) -> Result<()> {
+        self.set(Pending::Native(Arc::new(callback)))
     }
 
     /// Records an executable graph as a sub-graph (`handler::ext_oneapi_graph`):

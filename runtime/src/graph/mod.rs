@@ -123,6 +123,7 @@ mod memory;
 mod modifiable;
 mod node;
 mod partition;
+mod props;
 pub(crate) mod record;
 mod topo;
 
@@ -132,6 +133,7 @@ pub use handler::Handler;
 pub use memory::MemoryStats;
 pub use node::{Node, NodeType};
 pub use partition::ExecutionOrder;
+pub use props::{GraphProperty, RecordingProperties};
 pub use record::RecordedEvent;
 
 static NEXT_EXEC_ID: AtomicU64 = AtomicU64::new(1);
