@@ -23,6 +23,7 @@ use ur_core::{
 
 use crate::graph::record::{self, Recordable, RecordedEvent, RecordingSlot};
 use crate::graph::{Executable, Graph, Modifiable};
+use crate::pool::MemoryPool;
 
 /// Whether a queue executes its submissions or records them into a graph
 /// (`queue_state`).
@@ -516,18 +517,49 @@ impl Queue {
     /// returns its pointer and the node's event. Only while recording
     /// (`InvalidOperation` otherwise); see [`Handler::async_malloc`](crate::graph::Handler::async_malloc).
     pub fn async_malloc(&self, kind: UsmKind, size: usize, wait: &[&Event]) -> Result<(UsmPtr, Event)> {
-        let event = self.submit(wait, || Ok(Recordable::Malloc { kind, size }), |q, _| only_recorded(q))?;
-        let ptr = event
-            .recorded()
-            .and_then(RecordedEvent::allocation)
-            .ok_or_else(|| err!(Unknown, "async_malloc recorded no allocation"))?;
-        Ok((ptr, event))
+        let event =
+            self.submit(wait, || Ok(Recordable::Malloc { kind, size, zero_init: false }), |q, _| only_recorded(q))?;
+        recorded_allocation(event)
     }
 
-    /// Records the release of a graph-owned allocation (`async_free(queue, ...)`).
-    /// Only while recording; see [`Handler::async_free`](crate::graph::Handler::async_free).
+    /// `async_malloc_from_pool(queue, size, pool)`: while recording, a
+    /// graph-owned allocation of the pool's kind, zeroed at each finalize
+    /// when the pool has `zero_init` (see [`Handler::async_malloc_from_pool`](crate::graph::Handler::async_malloc_from_pool));
+    /// otherwise an allocation from the pool, usable (and zeroed, with
+    /// `zero_init`) when the returned event completes (see [`crate::pool`]).
+    /// `InvalidContext` / `InvalidQueue` for a pool of another context.
+    pub fn async_malloc_from_pool(&self, size: usize, pool: &MemoryPool, wait: &[&Event]) -> Result<(UsmPtr, Event)> {
+        let zero_init = pool.properties().zero_init;
+        let mut eager = None;
+        let event = self.submit(
+            wait,
+            || {
+                pool.check_for_graph(self.context())?;
+                Ok(Recordable::Malloc { kind: pool.alloc_kind(), size, zero_init })
+            },
+            |q, w| {
+                let (ptr, ready) = pool.allocate_eager(q, size, w)?;
+                eager = Some(ptr);
+                Ok(ready)
+            },
+        )?;
+        match eager {
+            Some(ptr) => Ok((ptr, event)),
+            None => recorded_allocation(event),
+        }
+    }
+
+    /// `async_free(queue, ptr)`: while recording, the release of a
+    /// graph-owned allocation (see [`Handler::async_free`](crate::graph::Handler::async_free));
+    /// otherwise the return of an eager [`async_malloc_from_pool`](Self::async_malloc_from_pool)
+    /// allocation to its pool after `wait` (`InvalidOperation` for a
+    /// pointer no pool handed out).
     pub fn async_free(&self, ptr: UsmPtr, wait: &[&Event]) -> Result<Event> {
-        self.submit(wait, || Ok(Recordable::Free(ptr)), |q, _| only_recorded(q))
+        self.submit(
+            wait,
+            || Ok(Recordable::Free(ptr)),
+            |q, w| MemoryPool::free_eager(q, ptr, w).unwrap_or_else(|| only_recorded(q)),
+        )
     }
 
     /// Submits an executable graph (`queue::ext_oneapi_graph`,
@@ -644,6 +676,15 @@ impl Queue {
     pub fn capture_graph(&self) -> Result<CapturedGraph> {
         self.inner.core.capture_graph()
     }
+}
+
+/// The pointer of a recorded allocation node's event.
+fn recorded_allocation(event: Event) -> Result<(UsmPtr, Event)> {
+    let ptr = event
+        .recorded()
+        .and_then(RecordedEvent::allocation)
+        .ok_or_else(|| err!(Unknown, "async_malloc recorded no allocation"))?;
+    Ok((ptr, event))
 }
 
 /// The eager side of operations that exist only in a recording: refused

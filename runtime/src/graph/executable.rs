@@ -161,6 +161,7 @@ pub(crate) fn finalize(shared: &Arc<GraphShared>, props: FinalizeProperties) -> 
     }
     let (flat, signatures) = snapshot(shared, &state);
     let built = build(shared, &state, flat, &props)?;
+    state.pool.zero_initialize(&shared.context)?;
     let inner = Arc::new(ExecInner {
         id: super::NEXT_EXEC_ID.fetch_add(1, Ordering::Relaxed),
         source: shared.clone(),

@@ -14,6 +14,7 @@ use super::dynamic::DynamicParameter;
 use super::modifiable::GraphShared;
 use super::node::{HostFn, KernelSpec, NativeFn, NodeType, command_type};
 use super::{Executable, Graph, Node};
+use crate::pool::MemoryPool;
 
 /// The one command a command group recorded.
 pub(crate) enum Pending {
@@ -262,6 +263,22 @@ impl Handler {
     /// otherwise). Memory freed by an `async_free` that this node is ordered
     /// after is reused (see [`crate::graph`]).
     pub fn async_malloc(&mut self, kind: UsmKind, size: usize) -> Result<UsmPtr> {
+        self.malloc(kind, size, false)
+    }
+
+    /// Records a graph-owned allocation from `pool` (`async_malloc_from_pool`):
+    /// as [`async_malloc`](Self::async_malloc), of the pool's kind (device
+    /// only: `InvalidValue` otherwise). The graph allocates from its own
+    /// pool (8.4.3); of `pool`'s properties it honours the kind and
+    /// `zero_init` (the allocation's memory is zeroed at each finalize, not
+    /// before each execution) and ignores the rest, as the specification
+    /// says. `InvalidContext` for a pool of another context or device.
+    pub fn async_malloc_from_pool(&mut self, size: usize, pool: &MemoryPool) -> Result<UsmPtr> {
+        pool.check_for_graph(&self.graph.context)?;
+        self.malloc(pool.alloc_kind(), size, pool.properties().zero_init)
+    }
+
+    fn malloc(&mut self, kind: UsmKind, size: usize, zero_init: bool) -> Result<UsmPtr> {
         ensure!(
             !self.in_group,
             InvalidValue,
@@ -275,7 +292,7 @@ impl Handler {
                 existing.node_type()
             ));
         }
-        let (alloc, ptr) = self.graph.allocate(kind, size, &self.deps)?;
+        let (alloc, ptr) = self.graph.allocate(kind, size, zero_init, &self.deps)?;
         self.pending = Some(Pending::Malloc { alloc, ptr, size });
         Ok(ptr)
     }
@@ -298,8 +315,7 @@ impl Handler {
     /// Releases what an abandoned command group took (its allocation).
     pub(crate) fn abandon(self) {
         if let Some(Pending::Malloc { alloc, .. }) = self.pending {
-            let mut state = self.graph.state.lock();
-            let _ = state.pool.free(alloc, None);
+            self.graph.state.lock().pool.abandon(alloc);
         }
     }
 }

@@ -221,7 +221,7 @@ impl<'a> NodeProperties<'a> {
 }
 
 /// The device capability bit of a USM kind.
-fn usm_flag(kind: UsmKind) -> UsmKinds {
+pub(crate) fn usm_flag(kind: UsmKind) -> UsmKinds {
     match kind {
         UsmKind::Host => UsmKinds::HOST,
         UsmKind::Device => UsmKinds::DEVICE,

@@ -93,11 +93,11 @@ impl GraphShared {
     }
 
     /// Places a graph-owned allocation for a node that will depend on `deps`.
-    pub(crate) fn allocate(&self, kind: UsmKind, size: usize, deps: &[u32]) -> Result<(u32, UsmPtr)> {
+    pub(crate) fn allocate(&self, kind: UsmKind, size: usize, zero_init: bool, deps: &[u32]) -> Result<(u32, UsmPtr)> {
         let mut state = self.state.lock();
         let prune = !self.props.no_cycle_check;
         let GraphState { pool, nodes, topo, .. } = &mut *state;
-        pool.allocate(&self.context, kind, size, |free| is_ancestor(nodes, topo, free, deps, prune))
+        pool.allocate(&self.context, kind, size, zero_init, |free| is_ancestor(nodes, topo, free, deps, prune))
     }
 
     /// The allocation `ptr` starts, not yet freed.

@@ -82,7 +82,7 @@ pub(crate) enum Recordable {
     Wait { barrier: bool },
     HostTask(HostFn),
     Subgraph(Graph<Executable>),
-    Malloc { kind: UsmKind, size: usize },
+    Malloc { kind: UsmKind, size: usize, zero_init: bool },
     Free(UsmPtr),
     Native(NativeFn),
 }
@@ -236,11 +236,11 @@ fn add(
             super::executable::check_subgraph(graph, &sub)?;
             NodeKind::Subgraph(sub)
         }
-        Recordable::Malloc { kind, size } => {
+        Recordable::Malloc { kind, size, zero_init } => {
             let prune = !graph.props.no_cycle_check;
             let GraphState { pool, nodes, topo, .. } = &mut *state;
-            let (alloc, ptr) =
-                pool.allocate(&graph.context, kind, size, |free| is_ancestor(nodes, topo, free, &deps, prune))?;
+            let (alloc, ptr) = pool
+                .allocate(&graph.context, kind, size, zero_init, |free| is_ancestor(nodes, topo, free, &deps, prune))?;
             NodeKind::AsyncMalloc { alloc, ptr, size }
         }
         Recordable::Free(ptr) => {
