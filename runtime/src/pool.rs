@@ -8,8 +8,10 @@
 //! block that fits, after the free that released it, or a new block; the
 //! returned event completes when the memory is usable (zeroed first when the
 //! pool has `zero_init`). `async_free` returns the block to the pool after
-//! its wait list. The pool's blocks are released when it is dropped: the
-//! application keeps the pool alive while allocations from it are in use.
+//! its wait list. The pool's blocks are released when it is dropped (after
+//! the commands that freed blocks have completed): the application keeps the
+//! pool alive while allocations from it are in use; an allocation still
+//! handed out then is released with the pool.
 //!
 //! In a graph (recording, or [`Handler::async_malloc_from_pool`](crate::graph::Handler::async_malloc_from_pool))
 //! the allocation comes from the graph's own pool; only the pool's kind and
