@@ -102,6 +102,12 @@ fn pool_eager_reuse_and_errors(env: &Env) -> CaseResult {
     let other = Context::new(env.device())?;
     let foreign = MemoryPool::new(&other, env.device(), UsmKind::Device, MemoryPoolProperties::default())?;
     check_err!(queue.async_malloc_from_pool(16, &foreign, &[]), InvalidQueue);
+    // A pool dropped with an allocation handed out releases it: freeing it
+    // afterwards is a pointer no pool gave.
+    let (r, ready) = queue.async_malloc_from_pool(16, &pool, &[])?;
+    ready.wait()?;
+    drop(pool);
+    check_err!(queue.async_free(r, &[]), InvalidOperation);
     Ok(())
 }
 
