@@ -18,7 +18,7 @@ use ur_runtime::graph::{
 };
 use ur_runtime::{MemoryPool, MemoryPoolProperties, Queue, QueueState};
 
-use super::graph_common::{new_graph, sycl_queue, sycl_queue_with};
+use super::graph_common::{SETTLE, new_graph, sycl_queue, sycl_queue_with};
 use super::native_command::{WORDS, native_fill, words};
 use crate::harness::{CaseResult, Env, read, read_buffer, write};
 use crate::kernels::saxpy_local_reference;
@@ -31,6 +31,7 @@ pub(super) fn cases() -> Vec<crate::Case> {
         pool_zero_init_in_graph,
         pool_zero_init_recorded,
         pool_zero_init_gets_fresh_memory,
+        pool_zero_init_after_the_previous_execution,
         pool_in_graph_errors,
         device_aspects,
         begin_recording_properties,
@@ -200,6 +201,45 @@ fn pool_zero_init_gets_fresh_memory(env: &Env) -> CaseResult {
     let exec = graph.finalize(FinalizeProperties::default())?;
     run(&queue, &exec)?;
     check_eq!(read::<u32>(&queue, out.ptr(), N)?, vec![0u32; N]);
+    Ok(())
+}
+
+/// Finalizing again zeroes memory a dropped executable graph's pending
+/// execution still uses: the zeros wait for that execution (finalize blocks
+/// until then), and the new graph's first execution runs after it.
+fn pool_zero_init_after_the_previous_execution(env: &Env) -> CaseResult {
+    let queue = sycl_queue(env)?;
+    let pool = zero_pool(env)?;
+    let out = env.usm_u32(N)?;
+    let graph = new_graph(env)?;
+    let mut ptr = None;
+    let alloc = graph.add(
+        |h| {
+            ptr = Some(h.async_malloc_from_pool(N * 4, &pool)?);
+            Ok(())
+        },
+        NodeProperties::new(),
+    )?;
+    let p = ptr.ok_or_else(|| crate::harness::CaseError::Fail("no pointer".into()))?;
+    let copy = graph.add(|h| h.memcpy(out.ptr(), p, N * 4), NodeProperties::new().depends_on(&[&alloc]))?;
+    let fill = graph.add(|h| h.fill(p, &7u32.to_le_bytes(), N * 4), NodeProperties::new().depends_on(&[&copy]))?;
+    graph.add(|h| h.async_free(p), NodeProperties::new().depends_on(&[&fill]))?;
+    let exec = graph.finalize(FinalizeProperties::default())?;
+    run(&queue, &exec)?;
+    let gate = ur::UserEvent::new(env.context())?;
+    let held = queue.enqueue_graph(&exec, &[&ur_runtime::Event::Core(gate.event().clone())])?;
+    drop(exec);
+    let again = graph.clone();
+    let finalizing = std::thread::spawn(move || again.finalize(FinalizeProperties::default()));
+    std::thread::sleep(SETTLE);
+    let early = finalizing.is_finished();
+    gate.complete()?;
+    let exec = finalizing.join().map_err(|_| crate::harness::CaseError::Fail("finalize panicked".into()))??;
+    check!(!early, "finalize zeroed memory a pending execution still used");
+    held.wait()?;
+    check_eq!(read::<u32>(&queue, out.ptr(), N)?, vec![7u32; N], "the held execution read its own data");
+    run(&queue, &exec)?;
+    check_eq!(read::<u32>(&queue, out.ptr(), N)?, vec![0u32; N], "zeroed after it");
     Ok(())
 }
 

@@ -85,6 +85,9 @@ pub(crate) struct ExecInner {
     memory: MemoryStats,
     /// The pool's chunks: kernels reach graph-owned memory through plain pointers.
     _chunks: Vec<Arc<UsmAllocation>>,
+    /// With allocations: where the last execution's event is left for the
+    /// next executable graph of the same memory.
+    runs: Option<super::memory::RunSlot>,
     pub(crate) state: Mutex<ExecState>,
 }
 
@@ -160,8 +163,12 @@ pub(crate) fn finalize(shared: &Arc<GraphShared>, props: FinalizeProperties) -> 
         );
     }
     let (flat, signatures) = snapshot(shared, &state);
-    let built = build(shared, &state, flat, &props)?;
-    state.pool.zero_initialize(&shared.context)?;
+    let mut built = build(shared, &state, flat, &props)?;
+    // The memory is the previous executable graph's: zero it, and run, only
+    // after that graph's last execution.
+    let previous = state.pool.last_run();
+    state.pool.zero_initialize(&shared.context, previous.as_ref())?;
+    built.last = previous;
     let inner = Arc::new(ExecInner {
         id: super::NEXT_EXEC_ID.fetch_add(1, Ordering::Relaxed),
         source: shared.clone(),
@@ -170,6 +177,7 @@ pub(crate) fn finalize(shared: &Arc<GraphShared>, props: FinalizeProperties) -> 
         has_allocations,
         memory: state.pool.stats(),
         _chunks: state.pool.chunks().to_vec(),
+        runs: has_allocations.then(|| state.pool.run_slot()),
         state: Mutex::new(built),
     });
     if has_allocations {
@@ -627,6 +635,9 @@ impl Graph<Executable> {
             Event::span(&start, &end, &done, inner.props.enable_profiling)?
         };
         st.last = Some(event.clone());
+        if let Some(runs) = &inner.runs {
+            *runs.lock() = Some(event.clone());
+        }
         Ok(event)
     }
 

@@ -181,7 +181,12 @@ pub(crate) struct GraphPool {
     /// The `zero_init` allocations (number, pointer, size): zeroed at each
     /// finalize.
     zero_init: Vec<(u32, UsmPtr, usize)>,
+    /// The last execution of an executable graph made from this one.
+    runs: RunSlot,
 }
+
+/// Where executable graphs leave their last execution's event.
+pub(crate) type RunSlot = Arc<parking_lot::Mutex<Option<ur_core::event::Event>>>;
 
 impl GraphPool {
     /// Allocates `size` bytes of device memory for a node ordered after the
@@ -232,15 +237,30 @@ impl GraphPool {
     /// Writes zeros to every `zero_init` allocation (each finalize, 8.4.3:
     /// "the allocated memory is zero-initialized" then, and not again
     /// before or during executions). Blocks until the zeros are written.
-    pub(crate) fn zero_initialize(&self, context: &Context) -> Result<()> {
+    /// The zeros are written after `after` (the previous executable graph's
+    /// last execution, which used the same memory).
+    pub(crate) fn zero_initialize(&self, context: &Context, after: Option<&ur_core::event::Event>) -> Result<()> {
         if self.zero_init.is_empty() {
             return Ok(());
         }
         let queue = ur_core::queue::Queue::new(context, ur_core::queue::QueueProperties::default())?;
+        let wait: Vec<&ur_core::event::Event> = after.into_iter().collect();
         for (_, ptr, size) in &self.zero_init {
-            queue.usm_fill(*ptr, &[0], *size, &[])?;
+            queue.usm_fill(*ptr, &[0], *size, &wait)?;
         }
         queue.finish()
+    }
+
+    /// The slot executable graphs of this pool's memory leave their last
+    /// execution in.
+    pub(crate) fn run_slot(&self) -> RunSlot {
+        self.runs.clone()
+    }
+
+    /// The last execution of an executable graph of this pool's memory, if
+    /// it may not have completed.
+    pub(crate) fn last_run(&self) -> Option<ur_core::event::Event> {
+        self.runs.lock().clone().filter(|e| !e.status().is_terminal())
     }
 
     /// The allocation whose first byte is `ptr`.
