@@ -10,7 +10,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use ur::{Context, KernelArg, KernelLaunch, QueueProperties, UsmKind, UsmKinds};
+use ur::{Context, KernelArg, KernelLaunch, QueueProperties, UsmAllocation, UsmKind, UsmKinds};
 use ur_runtime::aspect::{Aspect, FULL_GRAPH_UPDATES, device_has};
 use ur_runtime::graph::{
     CommandGroupFn, DynamicCommandGroup, DynamicParameter, Executable, FinalizeProperties, Graph, GraphProperty,
@@ -20,7 +20,7 @@ use ur_runtime::{MemoryPool, MemoryPoolProperties, Queue, QueueState};
 
 use super::graph_common::{SETTLE, new_graph, sycl_queue, sycl_queue_with};
 use super::native_command::{WORDS, native_fill, words};
-use crate::harness::{CaseResult, Env, read, read_buffer, write};
+use crate::harness::{CaseError, CaseResult, Env, read, read_buffer, write};
 use crate::kernels::saxpy_local_reference;
 use crate::{cases, check, check_eq, check_err};
 
@@ -46,7 +46,7 @@ pub(super) fn cases() -> Vec<crate::Case> {
 
 const N: usize = 64;
 
-fn zero_pool(env: &Env) -> Result<MemoryPool, crate::harness::CaseError> {
+fn zero_pool(env: &Env) -> Result<MemoryPool, CaseError> {
     let props = MemoryPoolProperties { zero_init: true, ..MemoryPoolProperties::default() };
     Ok(MemoryPool::new(env.context(), env.device(), UsmKind::Device, props)?)
 }
@@ -112,6 +112,25 @@ fn pool_eager_reuse_and_errors(env: &Env) -> CaseResult {
     Ok(())
 }
 
+/// A graph that allocates N words from `pool`, copies them into `out`,
+/// fills them with 7 and frees them.
+fn copy_then_fill(env: &Env, pool: &MemoryPool, out: &UsmAllocation) -> Result<Graph, CaseError> {
+    let graph = new_graph(env)?;
+    let mut ptr = None;
+    let alloc = graph.add(
+        |h| {
+            ptr = Some(h.async_malloc_from_pool(N * 4, pool)?);
+            Ok(())
+        },
+        NodeProperties::new(),
+    )?;
+    let p = ptr.ok_or_else(|| CaseError::Fail("no pointer".into()))?;
+    let copy = graph.add(|h| h.memcpy(out.ptr(), p, N * 4), NodeProperties::new().depends_on(&[&alloc]))?;
+    let fill = graph.add(|h| h.fill(p, &7u32.to_le_bytes(), N * 4), NodeProperties::new().depends_on(&[&copy]))?;
+    graph.add(|h| h.async_free(p), NodeProperties::new().depends_on(&[&fill]))?;
+    Ok(graph)
+}
+
 /// 8.4.3: a graph's `zero_init` allocation is zeroed at each finalize and
 /// not before later executions: the first run reads zeros, the second what
 /// the first wrote; a new finalize zeroes it again.
@@ -119,20 +138,8 @@ fn pool_zero_init_in_graph(env: &Env) -> CaseResult {
     let queue = sycl_queue(env)?;
     let pool = zero_pool(env)?;
     let out = env.usm_u32(N)?;
-    let graph = new_graph(env)?;
-    let mut ptr = None;
-    let alloc = graph.add(
-        |h| {
-            ptr = Some(h.async_malloc_from_pool(N * 4, &pool)?);
-            Ok(())
-        },
-        NodeProperties::new(),
-    )?;
-    check_eq!(alloc.node_type(), NodeType::AsyncMalloc);
-    let p = ptr.ok_or_else(|| crate::harness::CaseError::Fail("no pointer".into()))?;
-    let copy = graph.add(|h| h.memcpy(out.ptr(), p, N * 4), NodeProperties::new().depends_on(&[&alloc]))?;
-    let fill = graph.add(|h| h.fill(p, &7u32.to_le_bytes(), N * 4), NodeProperties::new().depends_on(&[&copy]))?;
-    graph.add(|h| h.async_free(p), NodeProperties::new().depends_on(&[&fill]))?;
+    let graph = copy_then_fill(env, &pool, &out)?;
+    check_eq!(graph.nodes()[0].node_type(), NodeType::AsyncMalloc);
     check_eq!(pool.reserved_size_current(), 0, "a graph allocates from its own pool");
     let exec = graph.finalize(FinalizeProperties::default())?;
     run(&queue, &exec)?;
@@ -183,7 +190,7 @@ fn pool_zero_init_gets_fresh_memory(env: &Env) -> CaseResult {
         },
         NodeProperties::new(),
     )?;
-    let pa = first.ok_or_else(|| crate::harness::CaseError::Fail("no pointer".into()))?;
+    let pa = first.ok_or_else(|| CaseError::Fail("no pointer".into()))?;
     let fill = graph.add(|h| h.fill(pa, &5u32.to_le_bytes(), N * 4), NodeProperties::new().depends_on(&[&a]))?;
     let free = graph.add(|h| h.async_free(pa), NodeProperties::new().depends_on(&[&fill]))?;
     let mut second = None;
@@ -194,7 +201,7 @@ fn pool_zero_init_gets_fresh_memory(env: &Env) -> CaseResult {
         },
         NodeProperties::new().depends_on(&[&free]),
     )?;
-    let pb = second.ok_or_else(|| crate::harness::CaseError::Fail("no pointer".into()))?;
+    let pb = second.ok_or_else(|| CaseError::Fail("no pointer".into()))?;
     check!(pb != pa, "a zero_init allocation took freed memory");
     graph.add(|h| h.memcpy(out.ptr(), pb, N * 4), NodeProperties::new().depends_on(&[&b]))?;
     check_eq!(graph.memory_stats().required_bytes, 2 * N * 4);
@@ -211,19 +218,7 @@ fn pool_zero_init_after_the_previous_execution(env: &Env) -> CaseResult {
     let queue = sycl_queue(env)?;
     let pool = zero_pool(env)?;
     let out = env.usm_u32(N)?;
-    let graph = new_graph(env)?;
-    let mut ptr = None;
-    let alloc = graph.add(
-        |h| {
-            ptr = Some(h.async_malloc_from_pool(N * 4, &pool)?);
-            Ok(())
-        },
-        NodeProperties::new(),
-    )?;
-    let p = ptr.ok_or_else(|| crate::harness::CaseError::Fail("no pointer".into()))?;
-    let copy = graph.add(|h| h.memcpy(out.ptr(), p, N * 4), NodeProperties::new().depends_on(&[&alloc]))?;
-    let fill = graph.add(|h| h.fill(p, &7u32.to_le_bytes(), N * 4), NodeProperties::new().depends_on(&[&copy]))?;
-    graph.add(|h| h.async_free(p), NodeProperties::new().depends_on(&[&fill]))?;
+    let graph = copy_then_fill(env, &pool, &out)?;
     let exec = graph.finalize(FinalizeProperties::default())?;
     run(&queue, &exec)?;
     let gate = ur::UserEvent::new(env.context())?;
@@ -234,7 +229,7 @@ fn pool_zero_init_after_the_previous_execution(env: &Env) -> CaseResult {
     std::thread::sleep(SETTLE);
     let early = finalizing.is_finished();
     gate.complete()?;
-    let exec = finalizing.join().map_err(|_| crate::harness::CaseError::Fail("finalize panicked".into()))??;
+    let exec = finalizing.join().map_err(|_| CaseError::Fail("finalize panicked".into()))??;
     check!(!early, "finalize zeroed memory a pending execution still used");
     held.wait()?;
     check_eq!(read::<u32>(&queue, out.ptr(), N)?, vec![7u32; N], "the held execution read its own data");
@@ -520,7 +515,7 @@ fn update_host_task_nodes(env: &Env) -> CaseResult {
     let counters: Arc<[AtomicU32; 3]> = Arc::new([AtomicU32::new(0), AtomicU32::new(0), AtomicU32::new(0)]);
     let counts = || [0, 1, 2].map(|i| counters[i].load(Ordering::SeqCst));
     let mem = env.usm_u32(4)?;
-    let build = |slot: usize| -> Result<(Graph, Node), crate::harness::CaseError> {
+    let build = |slot: usize| -> Result<(Graph, Node), CaseError> {
         let graph = new_graph(env)?;
         let before = graph.add_empty(NodeProperties::new())?;
         let c = counters.clone();
