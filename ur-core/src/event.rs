@@ -159,20 +159,18 @@ impl Event {
     }
 
     /// Runs `callback` with the final status (complete or failed) once the
-    /// command has ended, on a thread of its own (`urEventSetCallback`).
+    /// command has ended, on a host thread of the front end's
+    /// (`ur-event-callback`, reused between callbacks) that waits for it
+    /// (`urEventSetCallback`).
     pub fn on_complete(&self, callback: impl FnOnce(EventStatus) + Send + 'static) -> Result<()> {
         let event = self.clone();
-        std::thread::Builder::new()
-            .name("ur-event-callback".into())
-            .spawn(move || {
-                // The status, not the error, is what the callback reports;
-                // a failed wait must not run it before the command has ended
-                // (a bridged dependency would release its dependents early).
-                let _ = event.wait_ended();
-                callback(event.status());
-            })
-            .map(drop)
-            .map_err(|e| crate::err!(OutOfResources, "cannot start an event-callback thread: {e}"))
+        crate::host_threads::CALLBACKS.run(move || {
+            // The status, not the error, is what the callback reports;
+            // a failed wait must not run it before the command has ended
+            // (a bridged dependency would release its dependents early).
+            let _ = event.wait_ended();
+            callback(event.status());
+        })
     }
 
     /// Waits as a wait list does, for the host work that must start after
