@@ -64,10 +64,10 @@ pub(crate) struct Gpu {
 
 impl Drop for Gpu {
     fn drop(&mut self) {
+        let start = std::time::Instant::now();
         // SAFETY: every object created from the device holds an `Arc` of this
         // value, so all are gone; waiting for idleness covers work submitted
         // by objects dropped while it ran.
-        let start = std::time::Instant::now();
         unsafe {
             let _ = self.device.device_wait_idle();
             let idle = start.elapsed();
