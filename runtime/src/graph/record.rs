@@ -34,7 +34,8 @@ use ur_core::{Command, KernelCommand, LocalSizeOrigin, Result, UrError, UsmKind,
 use crate::queue::{Event, Queue, WeakQueue};
 
 use super::modifiable::{GraphShared, GraphState, is_ancestor};
-use super::node::{KernelSpec, NodeKind};
+use super::node::{KernelSpec, NativeFn, NodeKind};
+use super::props::RecordingProperties;
 use super::{Executable, Graph, Modifiable};
 
 pub(crate) use super::node::HostFn;
@@ -69,6 +70,8 @@ pub(crate) struct QueueRecord {
     barrier: Option<u32>,
     /// Nodes recorded from the queue that no later node of it depends on.
     leaves: Vec<u32>,
+    /// Its `begin_recording` property list.
+    pub(crate) props: RecordingProperties,
 }
 
 /// An operation a recording queue records: a command validated as for a
@@ -79,8 +82,9 @@ pub(crate) enum Recordable {
     Wait { barrier: bool },
     HostTask(HostFn),
     Subgraph(Graph<Executable>),
-    Malloc { kind: UsmKind, size: usize },
+    Malloc { kind: UsmKind, size: usize, zero_init: bool },
     Free(UsmPtr),
+    Native(NativeFn),
 }
 
 /// The event a recording queue returns: it names a node and never completes.
@@ -98,6 +102,16 @@ impl RecordedEvent {
         err!(
             InvalidOperation,
             "host wait on the event of node {} recorded into graph #{}: recorded commands do not execute",
+            self.node,
+            self.graph.id
+        )
+    }
+
+    /// The error of a status or profiling query (`what`) on it.
+    pub(crate) fn query_error(&self, what: &str) -> UrError {
+        err!(
+            InvalidOperation,
+            "{what} on the event of node {} recorded into graph #{}: recorded commands do not execute",
             self.node,
             self.graph.id
         )
@@ -150,17 +164,21 @@ pub(crate) fn submit<F: FnOnce() -> Result<Recordable>>(
 /// recording); otherwise `InvalidEventWaitList`.
 pub(crate) fn begin_transitively(queue: &Queue, rec: &RecordedEvent) -> Result<()> {
     let graph = rec.graph.clone();
-    {
+    let props = {
         let state = graph.state.lock();
-        ensure!(
-            state.recording.iter().any(|r| r.key == rec.queue),
-            InvalidEventWaitList,
-            "the wait list holds the event of {}, whose queue no longer records: a recorded event is only usable \
-             while its queue records into its graph",
-            state.describe(&graph, rec.node)
-        );
-    }
-    begin(&graph, queue).map_err(|e| e.in_context("transitive recording"))?;
+        let Some(from) = state.recording.iter().find(|r| r.key == rec.queue) else {
+            return Err(err!(
+                InvalidEventWaitList,
+                "the wait list holds the event of {}, whose queue no longer records: a recorded event is only \
+                 usable while its queue records into its graph",
+                state.describe(&graph, rec.node)
+            ));
+        };
+        // 8.4.6: the queue inherits the recording properties of the queue
+        // whose event made it record.
+        from.props
+    };
+    begin(&graph, queue, props).map_err(|e| e.in_context("transitive recording"))?;
     tracing::debug!(graph = graph.id, "queue records transitively");
     Ok(())
 }
@@ -213,15 +231,16 @@ fn add(
         Recordable::Wait { barrier: true } => NodeKind::Barrier,
         Recordable::Wait { barrier: false } => NodeKind::Empty,
         Recordable::HostTask(task) => NodeKind::HostTask(task),
+        Recordable::Native(callback) => NodeKind::Native(callback),
         Recordable::Subgraph(sub) => {
             super::executable::check_subgraph(graph, &sub)?;
             NodeKind::Subgraph(sub)
         }
-        Recordable::Malloc { kind, size } => {
+        Recordable::Malloc { kind, size, zero_init } => {
             let prune = !graph.props.no_cycle_check;
             let GraphState { pool, nodes, topo, .. } = &mut *state;
-            let (alloc, ptr) =
-                pool.allocate(&graph.context, kind, size, |free| is_ancestor(nodes, topo, free, &deps, prune))?;
+            let (alloc, ptr) = pool
+                .allocate(&graph.context, kind, size, zero_init, |free| is_ancestor(nodes, topo, free, &deps, prune))?;
             NodeKind::AsyncMalloc { alloc, ptr, size }
         }
         Recordable::Free(ptr) => {
@@ -282,7 +301,7 @@ pub(crate) fn check_can_begin(graph: &GraphShared, queue: &Queue) -> Result<()> 
 }
 
 /// Starts recording `queue` into `graph`.
-pub(crate) fn begin(graph: &Arc<GraphShared>, queue: &Queue) -> Result<()> {
+pub(crate) fn begin(graph: &Arc<GraphShared>, queue: &Queue, props: RecordingProperties) -> Result<()> {
     check_can_begin(graph, queue)?;
     let slot = queue.recording_slot();
     let mut guard = slot.graph.lock();
@@ -296,6 +315,7 @@ pub(crate) fn begin(graph: &Arc<GraphShared>, queue: &Queue) -> Result<()> {
         last: None,
         barrier: None,
         leaves: Vec::new(),
+        props,
     });
     *guard = Some(graph.clone());
     slot.active.store(true, Ordering::Release);
@@ -362,6 +382,13 @@ pub(crate) fn recording_graph(queue: &Queue) -> Result<Graph<Modifiable>> {
     let handle =
         graph.handle.upgrade().ok_or_else(|| err!(InvalidOperation, "graph #{} is being dropped", graph.id))?;
     Ok(Graph(Modifiable { handle }))
+}
+
+/// The `begin_recording` properties `queue` records with, if it records.
+pub(crate) fn recording_properties(queue: &Queue) -> Option<RecordingProperties> {
+    let graph = queue.recording_slot().graph()?;
+    let key = queue.key();
+    graph.state.lock().recording.iter().find(|r| r.key == key).map(|r| r.props)
 }
 
 /// Forgets a queue being dropped (`key` is its identity) in the graph it
