@@ -9,8 +9,10 @@
 pub mod buffer;
 pub mod graph;
 pub mod queue;
+mod queue_group;
 
 pub use buffer::{
     AccessMode, AccessRange, Accessor, Buffer, BufferProperties, CommandGroup, HostAccessor, TransferStats,
 };
 pub use queue::{Event, Queue, QueueState, SubmitGraph};
+pub use queue_group::QueueGroup;

@@ -29,6 +29,7 @@ mod alloc;
 pub mod deps;
 mod exec;
 pub mod geometry;
+pub(crate) mod graph;
 pub mod host;
 pub mod pages;
 pub mod plan;
@@ -90,6 +91,9 @@ pub(crate) struct State {
     /// The context of the user's allocation a buffer was built over: the
     /// only one it may be used in.
     bound: Option<Context>,
+    /// The graphs that recorded commands using the buffer: a host accessor
+    /// is refused while one of them is still being recorded (graph::buffers).
+    pub(crate) recorders: Vec<graph::Recorder>,
 }
 
 impl State {
@@ -104,6 +108,7 @@ impl State {
             final_data: None,
             write_back: true,
             bound: None,
+            recorders: Vec::new(),
         }
     }
 
@@ -137,6 +142,11 @@ impl State {
 
     pub(crate) fn device_ptr(&self, loc: Loc) -> UsmPtr {
         self.allocs[loc - 1].ptr()
+    }
+
+    /// Whether dropping the buffer would write its data back to final data.
+    pub(crate) fn writes_back(&self) -> bool {
+        self.final_data.is_some() && self.write_back
     }
 }
 

@@ -84,6 +84,8 @@ pub(crate) struct ExecInner {
     /// The pool's chunks: kernels reach graph-owned memory through plain pointers.
     _chunks: Vec<Arc<UsmAllocation>>,
     pub(crate) state: Mutex<ExecState>,
+    /// The accessors of its nodes, in the order their data is made current.
+    pub(crate) buffers: Mutex<Vec<super::buffers::NodeUse>>,
 }
 
 pub(crate) struct ExecState {
@@ -141,7 +143,7 @@ pub(crate) fn check_subgraph(parent: &GraphShared, sub: &Graph<Executable>) -> R
         inner.id,
         parent.id
     );
-    Ok(())
+    super::buffers::check_subgraph(parent, sub)
 }
 
 /// The finalize of `shared` (see [`Graph::finalize`]).
@@ -168,6 +170,7 @@ pub(crate) fn finalize(shared: &Arc<GraphShared>, props: FinalizeProperties) -> 
         memory: state.pool.stats(),
         _chunks: state.pool.chunks().to_vec(),
         state: Mutex::new(built),
+        buffers: Mutex::new(state.accesses_in_order()),
     });
     if has_allocations {
         state.alloc_exec = Arc::downgrade(&inner);
@@ -559,8 +562,9 @@ impl Graph<Executable> {
         self.run(queue, wait)
     }
 
-    /// One execution on `queue` after `wait` (resolved already).
-    pub(crate) fn run(&self, queue: &Queue, wait: &[&Event]) -> Result<Event> {
+    /// One execution on `queue` after `wait` (resolved already), its
+    /// buffers' data current (see [`run`](Self::run)).
+    pub(crate) fn run_graph(&self, queue: &Queue, wait: &[&Event]) -> Result<Event> {
         let inner = self.inner();
         let mut st = inner.state.lock();
         let previous = st.last.clone();
@@ -675,7 +679,9 @@ impl Graph<Executable> {
                 changes.push((node.index, change));
             }
         }
-        self.apply(changes, false)
+        self.apply(changes, false)?;
+        self.refresh_accesses(nodes);
+        Ok(())
     }
 
     /// Updates every node from `source`, a modifiable graph topologically
@@ -694,6 +700,7 @@ impl Graph<Executable> {
         self.check_updatable()?;
         let inner = self.inner();
         let src = source.shared();
+        super::buffers::check_whole_update(self, src)?;
         ensure!(
             src.context == inner.source.context,
             InvalidContext,

@@ -93,6 +93,11 @@ pub struct RecordedEvent {
 }
 
 impl RecordedEvent {
+    /// The event of `node` of `graph`, as recorded from the queue `queue` (its key).
+    pub(crate) fn new(graph: Arc<GraphShared>, node: u32, queue: usize) -> RecordedEvent {
+        RecordedEvent { graph, node, queue }
+    }
+
     /// The error of a host wait on it.
     pub(crate) fn wait_error(&self) -> UrError {
         err!(
