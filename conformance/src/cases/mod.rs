@@ -3,6 +3,7 @@
 use crate::harness::Case;
 
 pub mod buffers;
+mod graph_buffers;
 mod capture;
 mod commands;
 mod copy_fill;
@@ -85,6 +86,7 @@ pub fn all() -> Vec<Case> {
         graph_property::cases,
         capture::cases,
         buffers::cases,
+        graph_buffers::cases,
     ];
     groups.iter().flat_map(|g| g()).collect()
 }
