@@ -53,7 +53,14 @@ fn preds(node: &Node) -> Vec<usize> {
 }
 
 /// A node filling elements `[first, first + count)` with `value` through an accessor.
-fn fill_node(graph: &Graph, buffer: &Buffer, mode: AccessMode, first: usize, count: usize, value: u32) -> ur::Result<Node> {
+fn fill_node(
+    graph: &Graph,
+    buffer: &Buffer,
+    mode: AccessMode,
+    first: usize,
+    count: usize,
+    value: u32,
+) -> ur::Result<Node> {
     graph.add(
         |h| {
             let acc = h.access(buffer, mode, AccessRange::new(&[first], &[count]))?;
@@ -141,12 +148,17 @@ fn replay_moves_only_outdated(env: &Env) -> CaseResult {
     read_node(&graph, &buffer, &out, 0, N)?;
     let exec = graph.finalize(FinalizeProperties::default())?;
     let queue = env.queue()?;
-    let expect = |k: u32| -> Vec<u32> { data.iter().enumerate().map(|(i, v)| if i < 2 * PAGE { v + k } else { *v }).collect() };
+    let expect =
+        |k: u32| -> Vec<u32> { data.iter().enumerate().map(|(i, v)| if i < 2 * PAGE { v + k } else { *v }).collect() };
     let before = buffer.stats();
     run(&queue, &exec)?;
     check_eq!(read::<u32>(&queue, out.ptr(), N)?, expect(1), "first execution");
     // Pages 0-1 for the kernel, then 2-3 for the read (0-1 are current by then).
-    check_eq!(moved(before, buffer.stats()), (2, 4, N as u64 * 4, 0), "copies, pages, bytes, via host: first execution");
+    check_eq!(
+        moved(before, buffer.stats()),
+        (2, 4, N as u64 * 4, 0),
+        "copies, pages, bytes, via host: first execution"
+    );
     let before = buffer.stats();
     run(&queue, &exec)?;
     check_eq!(read::<u32>(&queue, out.ptr(), N)?, expect(2), "replay");
@@ -191,7 +203,10 @@ fn property_and_write_back_errors(env: &Env) -> CaseResult {
     graph.begin_recording(&queue)?;
     let mut cg = queue.command_group();
     let acc = cg.access(&written_back, AccessMode::Read, AccessRange::all())?;
-    check_err!(cg.submit(&[], |q, w| q.usm_prefetch(acc.ptr(), 4, ur::MigrationFlags::HOST_TO_DEVICE, w)), InvalidOperation);
+    check_err!(
+        cg.submit(&[], |q, w| q.usm_prefetch(acc.ptr(), 4, ur::MigrationFlags::HOST_TO_DEVICE, w)),
+        InvalidOperation
+    );
     graph.end_recording();
     check_eq!(graph.node_count(), 0);
     written_back.set_write_back(false);
@@ -290,7 +305,10 @@ fn dynamic_buffer_update(env: &Env) -> CaseResult {
     let queue = env.queue()?;
     run(&queue, &exec)?;
     check_err!(param.update_buffer(&Buffer::new(4, &[N + 1], &buffer_props())?), InvalidBufferSize);
-    check_err!(param.update_buffer(&Buffer::new(4, &[N], &BufferProperties { page: Some(vec![8]) })?), InvalidBufferSize);
+    check_err!(
+        param.update_buffer(&Buffer::new(4, &[N], &BufferProperties { page: Some(vec![8]) })?),
+        InvalidBufferSize
+    );
     let pointer = DynamicParameter::new(&graph, KernelArg::Pointer(env.usm_u32(N)?.ptr()))?;
     check_err!(pointer.update_buffer(&second), InvalidValue);
     param.update_buffer(&second)?;
@@ -328,7 +346,10 @@ fn bad_input(env: &Env) -> CaseResult {
     check_err!(fill_node(&graph, &buffer, AccessMode::Write, N - 1, 2, 0), InvalidValue);
     check_err!(fill_node(&graph, &buffer, AccessMode::Write, N, 1, 0), InvalidValue);
     check_err!(
-        graph.add(|h| h.access(&buffer, AccessMode::Read, AccessRange::new(&[0, 0], &[1, 1])).map(|_| ()), NodeProperties::new()),
+        graph.add(
+            |h| h.access(&buffer, AccessMode::Read, AccessRange::new(&[0, 0], &[1, 1])).map(|_| ()),
+            NodeProperties::new()
+        ),
         InvalidWorkDimension
     );
     check_eq!(graph.node_count(), 0);
@@ -345,7 +366,8 @@ fn bad_input(env: &Env) -> CaseResult {
     let other = Graph::new(env.context(), env.device(), GraphProperties::default())?;
     let param = DynamicParameter::with_buffer(&graph, &buffer)?;
     check_err!(
-        other.add(|h| h.access_dynamic(&param, AccessMode::Read, AccessRange::all()).map(|_| ()), NodeProperties::new()),
+        other
+            .add(|h| h.access_dynamic(&param, AccessMode::Read, AccessRange::all()).map(|_| ()), NodeProperties::new()),
         InvalidGraph
     );
     fill_node(&graph, &buffer, AccessMode::WriteNoInit, 0, N, 1)?;

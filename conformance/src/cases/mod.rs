@@ -3,7 +3,6 @@
 use crate::harness::Case;
 
 pub mod buffers;
-mod graph_buffers;
 mod capture;
 mod commands;
 mod copy_fill;
@@ -11,6 +10,7 @@ mod device;
 mod eager;
 mod enqueue;
 mod event_sync;
+mod graph_buffers;
 mod graph_build;
 mod graph_common;
 mod graph_host_task;
