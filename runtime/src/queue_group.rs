@@ -11,7 +11,7 @@ use ur_core::{Result, err};
 
 use crate::buffer::graph::{self as bg, GraphAccess};
 use crate::buffer::{AccessMode, AccessRange, Accessor, Buffer, CommandGroup};
-use crate::queue::{Event, Queue};
+use crate::queue::{Event, Queue, QueueState};
 
 /// A command group of a [`Queue`]: accessors, then one command.
 ///
@@ -56,10 +56,17 @@ impl QueueGroup<'_> {
     /// command waits for conflicting work on any device; on a recording
     /// queue the command is recorded with edges from the earlier nodes whose
     /// accessors conflict (the graph's buffer rules apply, see
-    /// [`Handler::access`](crate::graph::Handler::access)). A recorded event
-    /// in `wait` of an executing queue is `InvalidEventWaitList`.
+    /// [`Handler::access`](crate::graph::Handler::access)). An executing
+    /// queue given a recorded event in `wait` starts recording into its
+    /// graph (transitive recording), or refuses it (`InvalidEventWaitList`)
+    /// when the queue that recorded it no longer records.
     pub fn submit(self, wait: &[&Event], launch: impl FnOnce(&Queue, &[&Event]) -> Result<Event>) -> Result<Event> {
         let queue = self.queue;
+        if queue.recording_state() == QueueState::Executing
+            && let Some(rec) = wait.iter().find_map(|e| e.recorded())
+        {
+            crate::graph::record::begin_transitively(queue, rec)?;
+        }
         if let Some(graph) = queue.recording_slot().graph() {
             let declared = self.declared.into_iter().map(|(a, _)| a).collect();
             return crate::graph::buffers::record(graph, queue, declared, wait, launch);

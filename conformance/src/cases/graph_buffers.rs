@@ -243,6 +243,13 @@ fn recording_with_accessors(env: &Env) -> CaseResult {
     check_eq!(r, vec![Node::from_event(&e0)?.index(), Node::from_event(&e3)?.index()]);
     check_err!(buffer.host_access(AccessMode::Read, AccessRange::all()), InvalidOperation);
     check!(unrelated.host_access(AccessMode::Read, AccessRange::all()).is_ok(), "a buffer the graph does not use");
+    // An executing queue waiting on a recorded event records transitively.
+    let second = sycl_ooo_queue(env)?;
+    let mut cg = second.command_group();
+    let acc = cg.access(&unrelated, AccessMode::WriteNoInit, AccessRange::all())?;
+    let joined = cg.submit(&[&e0], |q, w| q.usm_fill(acc.ptr(), &[4], N * 4, w))?;
+    check_eq!(second.recording_state(), ur_runtime::QueueState::Recording, "transitive recording");
+    check_eq!(preds(&Node::from_event(&joined)?), vec![Node::from_event(&e0)?.index()]);
     graph.end_recording();
     check_eq!(buffer.stats(), TransferStats::default(), "nothing moved while recording");
     check_eq!(host_read(&buffer, 0, N)?, data, "nothing ran while recording");
@@ -253,6 +260,7 @@ fn recording_with_accessors(env: &Env) -> CaseResult {
     expected[3 * PAGE..].fill(13);
     check_eq!(read::<u32>(queue.core(), out.ptr(), N)?, expected);
     check_eq!(host_read(&buffer, 0, N)?, expected);
+    check_eq!(host_read(&unrelated, 0, N)?, vec![0x0404_0404; N], "the transitively recorded node ran");
     Ok(())
 }
 
