@@ -344,16 +344,47 @@ pub(crate) fn check_subgraph(parent: &GraphShared, sub: &Graph<Executable>) -> R
     Ok(())
 }
 
-/// `UnsupportedFeature` for a whole-graph update of graphs with accessors.
-pub(crate) fn check_whole_update(exec: &Graph<Executable>, source: &GraphShared) -> Result<()> {
+/// The buffers a whole-graph update from `source` gives `exec`'s accessors,
+/// in their order: every node must have as many accessors as in `exec`,
+/// each of the same mode and pages on a buffer of the same shape (the
+/// buffer may be another one), else `InvalidGraph` (not topologically
+/// identical). Checked before anything changes.
+pub(crate) fn match_whole_update(exec: &Graph<Executable>, source: &GraphShared) -> Result<Vec<Buffer>> {
+    let theirs = source.state.lock().buffers.uses.clone();
+    let ours = exec.0.inner.buffers.lock().clone();
     ensure!(
-        exec.0.inner.buffers.lock().is_empty() && source.state.lock().buffers.uses.is_empty(),
-        UnsupportedFeature,
-        "whole-graph update of graphs that use buffers (executable graph #{}, graph #{}); update the nodes instead",
+        theirs.len() == ours.len(),
+        InvalidGraph,
+        "graph #{} has {} accessors, executable graph #{} {}: not topologically identical",
+        source.id,
+        theirs.len(),
         exec.id(),
-        source.id
+        ours.len()
     );
-    Ok(())
+    let mut seen: HashMap<u32, usize> = HashMap::new();
+    let mut out = Vec::with_capacity(ours.len());
+    for u in &ours {
+        let k = seen.entry(u.node).or_insert(0);
+        let t = theirs.iter().filter(|t| t.node == u.node).nth(*k);
+        *k += 1;
+        let same = t.is_some_and(|t| {
+            t.access.mode == u.access.mode
+                && t.access.pages == u.access.pages
+                && bg::same_shape(&t.access.buffer, &u.access.buffer)
+        });
+        ensure!(
+            same,
+            InvalidGraph,
+            "accessor {} of node {} differs between graph #{} and executable graph #{} (another mode, range or \
+             buffer shape): not topologically identical",
+            *k - 1,
+            u.node,
+            source.id,
+            exec.id()
+        );
+        out.push(t.expect("checked above").access.buffer.clone());
+    }
+    Ok(out)
 }
 
 impl Graph<Executable> {
@@ -367,6 +398,14 @@ impl Graph<Executable> {
         }
         let accesses: Vec<GraphAccess> = uses.iter().map(|u| u.access.clone()).collect();
         bg::submit(&accesses, queue, wait, |w| self.run_graph(queue, w))
+    }
+
+    /// After a whole-graph update: the accessors take `buffers` (from
+    /// [`match_whole_update`], in their order).
+    pub(crate) fn replace_buffers(&self, buffers: Vec<Buffer>) {
+        for (u, b) in self.0.inner.buffers.lock().iter_mut().zip(buffers) {
+            u.access.buffer = b;
+        }
     }
 
     /// After an update of `nodes`: their accessors take the buffers their

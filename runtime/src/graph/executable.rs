@@ -700,7 +700,7 @@ impl Graph<Executable> {
         self.check_updatable()?;
         let inner = self.inner();
         let src = source.shared();
-        super::buffers::check_whole_update(self, src)?;
+        let buffers = super::buffers::match_whole_update(self, src)?;
         ensure!(
             src.context == inner.source.context,
             InvalidContext,
@@ -768,7 +768,9 @@ impl Graph<Executable> {
                 }
             }
         }
-        self.apply(changes, true)
+        self.apply(changes, true)?;
+        self.replace_buffers(buffers);
+        Ok(())
     }
 
     /// Applies changes of source nodes; `whole` keeps each kernel function
