@@ -26,6 +26,7 @@ pub(super) fn cases() -> Vec<crate::Case> {
         eager_command_groups_on_the_sycl_queue,
         dynamic_buffer_update,
         whole_graph_update_replaces_buffers,
+        subgraph_accessors,
         lifetime_extended,
         bad_input,
     ]
@@ -365,6 +366,49 @@ fn whole_graph_update_replaces_buffers(env: &Env) -> CaseResult {
     Ok(())
 }
 
+/// An executable graph with accessors as a sub-graph, added explicitly and
+/// recorded: its accessors give the sub-graph node its edges and move data
+/// at the parent's executions.
+fn subgraph_accessors(env: &Env) -> CaseResult {
+    let data: Vec<u32> = (0..N as u32).collect();
+    let buffer = Buffer::from_host_with(&data, &[N], &buffer_props())?;
+    let child = buffer_graph(env)?;
+    fill_node(&child, &buffer, AccessMode::Write, 0, 2 * PAGE, 3)?;
+    let child = child.finalize(FinalizeProperties::default())?;
+    let mut expected = data.clone();
+    expected[..2 * PAGE].fill(3);
+    let queue = sycl_ooo_queue(env)?;
+
+    let parent = buffer_graph(env)?;
+    let (out, side) = (env.usm_u32(N)?, env.usm_u32(N)?);
+    let sub = parent.add(|h| h.subgraph(&child), NodeProperties::new())?;
+    let other_pages = read_node(&parent, &buffer, &side, 2 * PAGE, 2 * PAGE)?;
+    let all = read_node(&parent, &buffer, &out, 0, N)?;
+    check_eq!(preds(&other_pages), Vec::<usize>::new(), "pages the sub-graph does not write");
+    check_eq!(preds(&all), vec![sub.index()], "after the sub-graph's write");
+    let exec = parent.finalize(FinalizeProperties::default())?;
+    let before = buffer.stats();
+    queue.enqueue_graph(&exec, &[])?.wait()?;
+    check_eq!(moved(before, buffer.stats()), (2, 4, N as u64 * 4, 0), "pages 0-1 for the sub-graph, 2-3 for the read");
+    check_eq!(read::<u32>(queue.core(), out.ptr(), N)?, expected);
+    let before = buffer.stats();
+    queue.enqueue_graph(&exec, &[])?.wait()?;
+    check_eq!(moved(before, buffer.stats()), (0, 0, 0, 0), "replay");
+
+    let recorded = buffer_graph(env)?;
+    recorded.begin_recording(&queue)?;
+    let sub = queue.enqueue_graph(&child, &[])?;
+    let mut cg = queue.command_group();
+    let acc = cg.access(&buffer, AccessMode::Read, AccessRange::all())?;
+    let reader = cg.submit(&[], |q, w| q.usm_memcpy(side.ptr(), acc.ptr(), N * 4, w))?;
+    check_err!(buffer.host_access(AccessMode::Read, AccessRange::all()), InvalidOperation);
+    recorded.end_recording();
+    check_eq!(preds(&Node::from_event(&reader)?), vec![Node::from_event(&sub)?.index()]);
+    queue.enqueue_graph(&recorded.finalize(FinalizeProperties::default())?, &[])?.wait()?;
+    check_eq!(read::<u32>(queue.core(), side.ptr(), N)?, expected);
+    Ok(())
+}
+
 /// The graph keeps the buffers it uses alive: the application's handles
 /// and the modifiable graph may go before the executable graph runs.
 fn lifetime_extended(env: &Env) -> CaseResult {
@@ -415,8 +459,8 @@ fn bad_input(env: &Env) -> CaseResult {
     );
     fill_node(&graph, &buffer, AccessMode::WriteNoInit, 0, N, 1)?;
     let exec = graph.finalize(FinalizeProperties { updatable: true, ..Default::default() })?;
-    let parent = buffer_graph(env)?;
-    check_err!(parent.add(|h| h.subgraph(&exec), NodeProperties::new()), UnsupportedFeature);
+    let plain = Graph::new(env.context(), env.device(), GraphProperties::default())?;
+    check_err!(plain.add(|h| h.subgraph(&exec), NodeProperties::new()), InvalidOperation);
     run(&env.queue()?, &exec)?;
     check_eq!(host_read(&buffer, 0, N)?, vec![1; N], "the graph still works");
     Ok(())

@@ -14,20 +14,23 @@
 //! The graph's submission waits for the transfers and for the earlier uses
 //! its accessors conflict with, and is recorded as a use of their pages.
 
+use std::sync::Arc;
+
 use parking_lot::MutexGuard;
 use ur_core::{Event, Queue, Result, ensure, err};
 
 use super::alloc::{Dep, wait_list};
 use super::geometry::{PageBox, PageGrid};
 use super::plan::plan;
-use super::{AccessMode, AccessRange, Accessor, Buffer, State, exec};
+use super::{AccessMode, AccessRange, Accessor, Buffer, Shared, State, exec};
 
 /// A graph that recorded commands using a buffer, as the buffer sees it:
 /// `recording` says whether a queue still records into it (`None` once the
 /// graph is gone).
+#[derive(Clone)]
 pub(crate) struct Recorder {
     pub(crate) graph: u64,
-    pub(crate) recording: Box<dyn Fn() -> Option<bool> + Send>,
+    pub(crate) recording: Arc<dyn Fn() -> Option<bool> + Send + Sync>,
 }
 
 /// One accessor of a graph node.
@@ -43,23 +46,34 @@ pub(crate) struct GraphAccess {
 
 /// `InvalidOperation` when a graph that recorded commands using the buffer
 /// is being recorded (the host accessor the caller is taking).
-pub(crate) fn check_not_recorded(state: &mut State) -> Result<()> {
-    state.recorders.retain(|r| (r.recording)().is_some());
-    if let Some(r) = state.recorders.iter().find(|r| (r.recording)() == Some(true)) {
-        return Err(err!(
-            InvalidOperation,
-            "a host accessor of a buffer used by commands recorded into graph #{}, which is still being recorded",
-            r.graph
-        ));
+pub(crate) fn check_not_recorded(shared: &Shared) -> Result<()> {
+    // The probes take graph locks: call them with no buffer lock held.
+    let recorders = shared.recorders.lock().clone();
+    let mut gone = Vec::new();
+    for r in &recorders {
+        match (r.recording)() {
+            None => gone.push(r.graph),
+            Some(false) => {}
+            Some(true) => {
+                return Err(err!(
+                    InvalidOperation,
+                    "a host accessor of a buffer used by commands recorded into graph #{}, which is still being \
+                     recorded",
+                    r.graph
+                ));
+            }
+        }
     }
+    shared.recorders.lock().retain(|r| !gone.contains(&r.graph));
     Ok(())
 }
 
-/// Notes that graph `recorder.graph` recorded a command using `buffer`.
+/// Notes that graph `recorder.graph` recorded a command using `buffer`
+/// (takes only the buffer's recorder list lock).
 pub(crate) fn add_recorder(buffer: &Buffer, recorder: Recorder) {
-    let mut state = buffer.shared.state.lock();
-    if !state.recorders.iter().any(|r| r.graph == recorder.graph) {
-        state.recorders.push(recorder);
+    let mut recorders = buffer.shared.recorders.lock();
+    if !recorders.iter().any(|r| r.graph == recorder.graph) {
+        recorders.push(recorder);
     }
 }
 

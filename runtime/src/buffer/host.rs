@@ -42,8 +42,8 @@ impl Buffer {
     /// conflicting host accessor still alive is `InvalidOperation` (waiting
     /// for it would never end on this thread).
     pub fn host_access(&self, mode: AccessMode, range: AccessRange) -> Result<HostAccessor> {
+        graph::check_not_recorded(&self.shared)?;
         let mut state = self.shared.state.lock();
-        graph::check_not_recorded(&mut state)?;
         let grid = state.grid;
         let (_, span) = self.page_box(&grid, &range)?;
         let pages = grid.byte_span_box(span.0, span.1);

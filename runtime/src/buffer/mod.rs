@@ -91,9 +91,6 @@ pub(crate) struct State {
     /// The context of the user's allocation a buffer was built over: the
     /// only one it may be used in.
     bound: Option<Context>,
-    /// The graphs that recorded commands using the buffer: a host accessor
-    /// is refused while one of them is still being recorded (graph::buffers).
-    pub(crate) recorders: Vec<graph::Recorder>,
 }
 
 impl State {
@@ -108,7 +105,6 @@ impl State {
             final_data: None,
             write_back: true,
             bound: None,
-            recorders: Vec::new(),
         }
     }
 
@@ -153,6 +149,10 @@ impl State {
 pub(crate) struct Shared {
     pub(crate) id: u64,
     pub(crate) state: Mutex<State>,
+    /// The graphs that recorded commands using the buffer: a host accessor
+    /// is refused while one of them is still being recorded. A lock of its
+    /// own, so that a graph can note itself while holding its own lock.
+    pub(crate) recorders: Mutex<Vec<graph::Recorder>>,
 }
 
 impl Drop for Shared {
@@ -188,7 +188,11 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 impl Buffer {
     fn with_state(state: State) -> Buffer {
         let view = state.grid;
-        let shared = Arc::new(Shared { id: NEXT_ID.fetch_add(1, Ordering::Relaxed), state: Mutex::new(state) });
+        let shared = Arc::new(Shared {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            state: Mutex::new(state),
+            recorders: Mutex::new(Vec::new()),
+        });
         Buffer { shared, view }
     }
 

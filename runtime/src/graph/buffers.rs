@@ -34,6 +34,7 @@ use crate::queue::{Event, Queue};
 use super::dynamic::DynamicParameter;
 use super::handler::Handler;
 use super::modifiable::{GraphShared, GraphState};
+use super::node::NodeKind;
 use super::partition::{ExecutionOrder, topological_order};
 use super::record::RecordedEvent;
 use super::{Executable, Graph, Modifiable, Node};
@@ -111,10 +112,13 @@ impl GraphBuffers {
 }
 
 impl GraphState {
-    /// The accessors of `shared` for a new node: the nodes it must depend
-    /// on are added to `deps`, the accessors are kept for [`register_accesses`](Self::register_accesses).
-    pub(crate) fn take_accesses(&self, handler: &mut Handler) -> Vec<PendingAccess> {
-        let pending = std::mem::take(&mut handler.accesses);
+    /// The accessors of a new node holding `kind` (a sub-graph's included):
+    /// the nodes it must depend on are added to the handler's dependencies, the accessors are kept for [`register_accesses`](Self::register_accesses).
+    pub(crate) fn take_accesses(&self, handler: &mut Handler, kind: &NodeKind) -> Vec<PendingAccess> {
+        let mut pending = std::mem::take(&mut handler.accesses);
+        if let NodeKind::Subgraph(sub) = kind {
+            pending.extend(subgraph_accesses(sub));
+        }
         handler.deps.extend(self.buffers.conflicts(&pending));
         pending
     }
@@ -159,7 +163,7 @@ fn recorder(graph: &Arc<GraphShared>) -> Recorder {
     let weak = Arc::downgrade(graph);
     Recorder {
         graph: graph.id,
-        recording: Box::new(move || weak.upgrade().map(|g| !g.state.lock().recording.is_empty())),
+        recording: Arc::new(move || weak.upgrade().map(|g| !g.state.lock().recording.is_empty())),
     }
 }
 
@@ -331,17 +335,38 @@ pub(crate) fn record(
     Ok(event)
 }
 
-/// `UnsupportedFeature` for an executable graph with accessors as a
-/// sub-graph (its accessors would have to move into the parent's).
+/// An executable graph with accessors as a sub-graph: the parent uses
+/// buffers too, so it needs the property.
 pub(crate) fn check_subgraph(parent: &GraphShared, sub: &Graph<Executable>) -> Result<()> {
-    ensure!(
-        sub.0.inner.buffers.lock().is_empty(),
-        UnsupportedFeature,
-        "executable graph #{} uses buffers and cannot be a sub-graph of graph #{}",
-        sub.id(),
-        parent.id
-    );
-    Ok(())
+    if sub.0.inner.buffers.lock().is_empty() {
+        return Ok(());
+    }
+    check_property(parent).map_err(|e| e.in_context(&format!("executable graph #{} uses buffers", sub.id())))
+}
+
+/// The accessors a sub-graph node brings: the executable graph's, in its
+/// order (they run as if inlined where the node is).
+fn subgraph_accesses(sub: &Graph<Executable>) -> Vec<PendingAccess> {
+    sub.0.inner.buffers.lock().iter().map(|u| PendingAccess { access: u.access.clone(), param: None }).collect()
+}
+
+/// For a node recorded into `graph` holding `kind`: when it is a sub-graph
+/// with accessors, the nodes they conflict with join `deps`, the buffers
+/// note the recording graph, and the accessors are returned for
+/// [`GraphState::register_accesses`].
+pub(crate) fn recorded_subgraph(
+    graph: &Arc<GraphShared>,
+    state: &GraphState,
+    kind: &NodeKind,
+    deps: &mut Vec<u32>,
+) -> Vec<PendingAccess> {
+    let NodeKind::Subgraph(sub) = kind else { return Vec::new() };
+    let accesses = subgraph_accesses(sub);
+    deps.extend(state.buffers.conflicts(&accesses));
+    for a in &accesses {
+        bg::add_recorder(&a.access.buffer, recorder(graph));
+    }
+    accesses
 }
 
 /// The buffers a whole-graph update from `source` gives `exec`'s accessors,

@@ -168,7 +168,7 @@ impl GraphShared {
         if let NodeKind::AsyncFree { alloc, .. } = kind {
             state.pool.free(alloc, Some(index))?;
         }
-        let accesses = state.take_accesses(handler);
+        let accesses = state.take_accesses(handler, &kind);
         let deps = std::mem::take(&mut handler.deps);
         let index = state.commit(kind, deps, None);
         state.register_accesses(index, accesses);

@@ -236,7 +236,9 @@ fn add(
         }
     };
     let barrier = matches!(kind, NodeKind::Barrier);
+    let accesses = super::buffers::recorded_subgraph(graph, state, &kind, &mut deps);
     let index = state.commit(kind, deps, Some(key));
+    state.register_accesses(index, accesses);
     let GraphState { recording, nodes, .. } = &mut *state;
     let qrec = &mut recording[qi];
     let preds = &nodes[index as usize].preds;
