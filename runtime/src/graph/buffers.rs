@@ -113,7 +113,8 @@ impl GraphBuffers {
 
 impl GraphState {
     /// The accessors of a new node holding `kind` (a sub-graph's included):
-    /// the nodes it must depend on are added to the handler's dependencies, the accessors are kept for [`register_accesses`](Self::register_accesses).
+    /// the nodes it must depend on are added to the handler's dependencies,
+    /// the accessors are kept for [`register_accesses`](Self::register_accesses).
     pub(crate) fn take_accesses(&self, handler: &mut Handler, kind: &NodeKind) -> Vec<PendingAccess> {
         let mut pending = std::mem::take(&mut handler.accesses);
         if let NodeKind::Subgraph(sub) = kind {
