@@ -48,7 +48,7 @@ fn second(device: &Device) -> Result<Queue, CaseError> {
 }
 
 /// Copies, pages, bytes and copies through the host moved between two snapshots.
-fn moved(before: TransferStats, after: TransferStats) -> (u64, u64, u64, u64) {
+pub(super) fn moved(before: TransferStats, after: TransferStats) -> (u64, u64, u64, u64) {
     (
         after.copies - before.copies,
         after.pages - before.pages,
@@ -72,7 +72,7 @@ fn fill(
 }
 
 /// The elements `[first, first + count)` as the host sees them.
-fn host_read(buffer: &Buffer, first: usize, count: usize) -> Result<Vec<u32>, CaseError> {
+pub(super) fn host_read(buffer: &Buffer, first: usize, count: usize) -> Result<Vec<u32>, CaseError> {
     Ok(buffer.host_access(AccessMode::Read, AccessRange::new(&[first], &[count]))?.to_vec::<u32>()?)
 }
 
@@ -345,6 +345,10 @@ pub fn cross_cases() -> Vec<CrossCase> {
     vec![
         CrossCase { name: "buffers_cross::data_follows", body: data_follows },
         CrossCase { name: "buffers_cross::overlap_moves_as_one_copy", body: cross_overlap },
+        CrossCase {
+            name: "buffers_cross::graph_and_eager_share_a_buffer",
+            body: super::graph_buffers::cross_graph_and_eager,
+        },
     ]
 }
 

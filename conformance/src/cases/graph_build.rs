@@ -315,7 +315,8 @@ fn cycles_are_refused(env: &Env) -> CaseResult {
 }
 
 fn no_cycle_check_defers_to_finalize(env: &Env) -> CaseResult {
-    let graph = Graph::new(env.context(), env.device(), GraphProperties { no_cycle_check: true })?;
+    let graph =
+        Graph::new(env.context(), env.device(), GraphProperties { no_cycle_check: true, ..Default::default() })?;
     let a = graph.add_empty(NodeProperties::new())?;
     let b = graph.add_empty(NodeProperties::new().depends_on(&[&a]))?;
     graph.make_edge(&b, &a)?;

@@ -10,6 +10,7 @@ mod device;
 mod eager;
 mod enqueue;
 mod event_sync;
+mod graph_buffers;
 mod graph_build;
 mod graph_common;
 mod graph_host_task;
@@ -87,6 +88,7 @@ pub fn all() -> Vec<Case> {
         graph_spec::cases,
         capture::cases,
         buffers::cases,
+        graph_buffers::cases,
     ];
     groups.iter().flat_map(|g| g()).collect()
 }

@@ -89,6 +89,8 @@ pub(crate) struct ExecInner {
     /// next executable graph of the same memory.
     runs: Option<super::memory::RunSlot>,
     pub(crate) state: Mutex<ExecState>,
+    /// The accessors of its nodes, in the order their data is made current.
+    pub(crate) buffers: Mutex<Vec<super::buffers::NodeUse>>,
 }
 
 pub(crate) struct ExecState {
@@ -146,7 +148,7 @@ pub(crate) fn check_subgraph(parent: &GraphShared, sub: &Graph<Executable>) -> R
         inner.id,
         parent.id
     );
-    Ok(())
+    super::buffers::check_subgraph(parent, sub)
 }
 
 /// The finalize of `shared` (see [`Graph::finalize`]).
@@ -179,6 +181,7 @@ pub(crate) fn finalize(shared: &Arc<GraphShared>, props: FinalizeProperties) -> 
         _chunks: state.pool.chunks().to_vec(),
         runs: has_allocations.then(|| state.pool.run_slot()),
         state: Mutex::new(built),
+        buffers: Mutex::new(state.accesses_in_order()),
     });
     if has_allocations {
         state.alloc_exec = Arc::downgrade(&inner);
@@ -587,8 +590,9 @@ impl Graph<Executable> {
         self.run(queue, wait)
     }
 
-    /// One execution on `queue` after `wait` (resolved already).
-    pub(crate) fn run(&self, queue: &Queue, wait: &[&Event]) -> Result<Event> {
+    /// One execution on `queue` after `wait` (resolved already), its
+    /// buffers' data current (see [`run`](Self::run)).
+    pub(crate) fn run_graph(&self, queue: &Queue, wait: &[&Event]) -> Result<Event> {
         let inner = self.inner();
         let mut st = inner.state.lock();
         let previous = st.last.clone();
@@ -706,7 +710,9 @@ impl Graph<Executable> {
                 changes.push((node.index, change));
             }
         }
-        self.apply(changes, false)
+        self.apply(changes, false)?;
+        self.refresh_accesses(nodes);
+        Ok(())
     }
 
     /// Updates every node from `source`, a modifiable graph topologically
@@ -725,6 +731,7 @@ impl Graph<Executable> {
         self.check_updatable()?;
         let inner = self.inner();
         let src = source.shared();
+        let buffers = super::buffers::match_whole_update(self, src)?;
         ensure!(
             src.context == inner.source.context,
             InvalidContext,
@@ -792,7 +799,9 @@ impl Graph<Executable> {
                 }
             }
         }
-        self.apply(changes, true)
+        self.apply(changes, true)?;
+        self.replace_buffers(buffers);
+        Ok(())
     }
 
     /// Applies changes of source nodes; `whole` keeps each kernel function

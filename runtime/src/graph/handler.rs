@@ -79,11 +79,13 @@ pub struct Handler {
     pub(crate) dynamic_args: Vec<(usize, DynamicParameter)>,
     /// Evaluating a command group of a dynamic command group.
     pub(crate) in_group: bool,
+    /// Accessors declared with [`access`](Self::access).
+    pub(crate) accesses: Vec<super::buffers::PendingAccess>,
 }
 
 impl Handler {
     pub(crate) fn new(graph: Arc<GraphShared>, deps: Vec<u32>, in_group: bool) -> Handler {
-        Handler { graph, deps, pending: None, dynamic_args: Vec::new(), in_group }
+        Handler { graph, deps, pending: None, dynamic_args: Vec::new(), in_group, accesses: Vec::new() }
     }
 
     fn set(&mut self, pending: Pending) -> Result<()> {

@@ -135,6 +135,7 @@ use std::sync::atomic::AtomicU64;
 use ur_core::device::UsmKinds;
 use ur_core::memory::UsmKind;
 
+pub(crate) mod buffers;
 mod dot;
 mod dynamic;
 mod executable;
@@ -188,6 +189,16 @@ pub struct GraphProperties {
     /// Skip the cycle check of `make_edge` (`property::graph::no_cycle_check`);
     /// a cycle is then found at finalize, as `InvalidGraph`.
     pub no_cycle_check: bool,
+    /// The application keeps every buffer the graph uses alive while the
+    /// graph lives (`property::graph::assume_buffer_outlives_graph`): a graph
+    /// without it refuses accessors (`InvalidOperation`). The graph holds
+    /// the buffers it uses anyway (see docs/buffers.md).
+    pub assume_buffer_outlives_graph: bool,
+    /// The host data of buffers outlives the graph
+    /// (`property::graph::assume_data_outlives_buffer`). Buffers built from
+    /// host data copy it in their constructor, so a graph never copies host
+    /// data and this property changes nothing here.
+    pub assume_data_outlives_buffer: bool,
 }
 
 /// Properties given to [`Graph::finalize`].

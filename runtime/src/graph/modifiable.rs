@@ -56,6 +56,8 @@ pub(crate) struct GraphState {
     /// The executable graph made from this one while it holds allocation
     /// nodes: only one may exist at a time.
     pub(crate) alloc_exec: Weak<ExecInner>,
+    /// The buffers its nodes access.
+    pub(crate) buffers: super::buffers::GraphBuffers,
 }
 
 /// The users' handle: when its last copy drops, recording ends.
@@ -168,8 +170,10 @@ impl GraphShared {
         if let NodeKind::AsyncFree { alloc, .. } = kind {
             state.pool.free(alloc, Some(index))?;
         }
+        let accesses = state.take_accesses(handler, &kind);
         let deps = std::mem::take(&mut handler.deps);
         let index = state.commit(kind, deps, None);
+        state.register_accesses(index, accesses);
         for (arg, param) in &dynamic {
             state.params[param.id as usize].regs.push((Target::Node(index), *arg));
         }

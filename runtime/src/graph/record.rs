@@ -97,6 +97,11 @@ pub struct RecordedEvent {
 }
 
 impl RecordedEvent {
+    /// The event of `node` of `graph`, as recorded from the queue `queue` (its key).
+    pub(crate) fn new(graph: Arc<GraphShared>, node: u32, queue: usize) -> RecordedEvent {
+        RecordedEvent { graph, node, queue }
+    }
+
     /// The error of a host wait on it.
     pub(crate) fn wait_error(&self) -> UrError {
         err!(
@@ -250,7 +255,9 @@ fn add(
         }
     };
     let barrier = matches!(kind, NodeKind::Barrier);
+    let accesses = super::buffers::recorded_subgraph(graph, state, &kind, &mut deps);
     let index = state.commit(kind, deps, Some(key));
+    state.register_accesses(index, accesses);
     let GraphState { recording, nodes, .. } = &mut *state;
     let qrec = &mut recording[qi];
     let preds = &nodes[index as usize].preds;
