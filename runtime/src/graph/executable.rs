@@ -29,7 +29,7 @@ use super::dynamic::GroupOp;
 use super::memory::MemoryStats;
 use super::modifiable::{GraphShared, GraphState};
 use super::node::{HostFn, KernelSpec, NodeKind, NodeType};
-use super::partition::{Part, is_chain, lower_empties, partition, topological_order};
+use super::partition::{Part, is_chain, lower_empties, partition_placed, topological_order};
 use super::{Executable, FinalizeProperties, Graph, Modifiable, Node};
 
 /// A node of the finalized graph.
@@ -53,6 +53,8 @@ pub(crate) struct FlatNode {
     pub(crate) preds: Vec<u32>,
     /// The node of the source graph (`None` inside inlined sub-graphs).
     pub(crate) origin: Option<u32>,
+    /// The device it runs on (an index of the graph's devices).
+    pub(crate) device: u16,
 }
 
 /// What whole-graph update compares, per node of the source graph.
@@ -64,6 +66,8 @@ struct Signature {
 /// A partition of an executable graph.
 pub(crate) struct Partition {
     pub(crate) host: bool,
+    /// The device whose queue runs it (an index of the graph's devices).
+    pub(crate) device: u16,
     pub(crate) members: Vec<u32>,
     pub(crate) preds: Vec<u32>,
     /// Whether no partition waits for it.
@@ -105,6 +109,9 @@ pub(crate) struct ExecState {
     worker: Option<Queue>,
     /// The allocation join commands prefetch one byte of.
     scratch: Option<UsmAllocation>,
+    /// A queue of each other device of a multi-device graph that runs its
+    /// partitions (index 0, the graph's own device, is `None`: see `worker`).
+    device_queues: Vec<Option<Queue>>,
 }
 
 /// How one partition was built, for [`Graph::partitions`].
@@ -122,13 +129,25 @@ pub struct PartitionInfo {
     pub in_order: bool,
     /// Native or emulated command buffer; `None` for a host task.
     pub support: Option<CommandBufferSupport>,
+    /// The device it runs on: an index of the graph's devices, 0 for the
+    /// graph's own (see [`Graph::devices`](super::Graph::devices)).
+    pub device: usize,
 }
 
-/// The checks of adding `sub` as a sub-graph of `parent`.
-pub(crate) fn check_subgraph(parent: &GraphShared, sub: &Graph<Executable>) -> Result<()> {
+/// The checks of adding `sub` as a sub-graph of `parent`; gives the device
+/// of `parent` it runs on.
+pub(crate) fn check_subgraph(parent: &GraphShared, sub: &Graph<Executable>) -> Result<u16> {
     let inner = &sub.0.inner;
     ensure!(
-        inner.source.context == parent.context,
+        !inner.source.devices.is_multi(),
+        UnsupportedFeature,
+        "executable graph #{} is a multi-device graph and cannot be a sub-graph of graph #{}",
+        inner.id,
+        parent.id
+    );
+    let device = parent.devices.index_of_context(&inner.source.context);
+    ensure!(
+        device.is_some(),
         InvalidContext,
         "executable graph #{} belongs to another context than graph #{}",
         inner.id,
@@ -141,7 +160,7 @@ pub(crate) fn check_subgraph(parent: &GraphShared, sub: &Graph<Executable>) -> R
         inner.id,
         parent.id
     );
-    Ok(())
+    Ok(device.unwrap_or(0))
 }
 
 /// The finalize of `shared` (see [`Graph::finalize`]).
@@ -157,7 +176,7 @@ pub(crate) fn finalize(shared: &Arc<GraphShared>, props: FinalizeProperties) -> 
             shared.id
         );
     }
-    let (flat, signatures) = snapshot(shared, &state);
+    let (flat, signatures) = snapshot(shared, &state)?;
     let built = build(shared, &state, flat, &props)?;
     let inner = Arc::new(ExecInner {
         id: super::NEXT_EXEC_ID.fetch_add(1, Ordering::Relaxed),
@@ -177,7 +196,7 @@ pub(crate) fn finalize(shared: &Arc<GraphShared>, props: FinalizeProperties) -> 
 }
 
 /// The graph's nodes as finalize sees them, sub-graphs inlined.
-fn snapshot(shared: &GraphShared, state: &GraphState) -> (Vec<FlatNode>, Vec<Signature>) {
+fn snapshot(shared: &GraphShared, state: &GraphState) -> Result<(Vec<FlatNode>, Vec<Signature>)> {
     let n = state.nodes.len();
     // Where each node's flat nodes start, and the flat node its successors wait for.
     let mut exit = vec![0u32; n];
@@ -189,6 +208,9 @@ fn snapshot(shared: &GraphShared, state: &GraphState) -> (Vec<FlatNode>, Vec<Sig
             exit[i] = count + 1 + child.len() as u32;
             count += child.len() as u32 + 2;
             children[i] = Some(child);
+        } else if state.placed.cross(i as u32).is_some() {
+            exit[i] = count + 2;
+            count += 3;
         } else {
             exit[i] = count;
             count += 1;
@@ -198,11 +220,16 @@ fn snapshot(shared: &GraphShared, state: &GraphState) -> (Vec<FlatNode>, Vec<Sig
     for (i, node) in state.nodes.iter().enumerate() {
         let preds: Vec<u32> = node.preds.iter().map(|p| exit[*p as usize]).collect();
         let origin = Some(i as u32);
+        let device = state.placed.device(i as u32);
+        if let Some(copy) = state.placed.cross(i as u32) {
+            flat.extend(copy.lower(&shared.devices, preds, flat.len() as u32, i as u32)?);
+            continue;
+        }
         let op = match &node.kind {
             NodeKind::Subgraph(_) => {
                 let child = children[i].take().unwrap_or_default();
                 let entry = flat.len() as u32;
-                flat.push(FlatNode { op: FlatOp::Empty, preds, origin: None });
+                flat.push(FlatNode { op: FlatOp::Empty, preds, origin: None, device });
                 let base = entry + 1;
                 let mut has_succ = vec![false; child.len()];
                 for c in &child {
@@ -213,14 +240,14 @@ fn snapshot(shared: &GraphShared, state: &GraphState) -> (Vec<FlatNode>, Vec<Sig
                 for c in child {
                     let preds =
                         if c.preds.is_empty() { vec![entry] } else { c.preds.iter().map(|p| p + base).collect() };
-                    flat.push(FlatNode { op: c.op, preds, origin: None });
+                    flat.push(FlatNode { op: c.op, preds, origin: None, device });
                 }
                 let mut leaves: Vec<u32> =
                     (0..has_succ.len() as u32).filter(|c| !has_succ[*c as usize]).map(|c| c + base).collect();
                 if leaves.is_empty() {
                     leaves.push(entry);
                 }
-                flat.push(FlatNode { op: FlatOp::Empty, preds: leaves, origin: None });
+                flat.push(FlatNode { op: FlatOp::Empty, preds: leaves, origin: None, device });
                 continue;
             }
             NodeKind::Empty | NodeKind::Barrier | NodeKind::AsyncMalloc { .. } | NodeKind::AsyncFree { .. } => {
@@ -237,7 +264,7 @@ fn snapshot(shared: &GraphShared, state: &GraphState) -> (Vec<FlatNode>, Vec<Sig
                 }
             }
         };
-        flat.push(FlatNode { op, preds, origin });
+        flat.push(FlatNode { op, preds, origin, device });
     }
     let signatures = (0..n as u32)
         .map(|i| {
@@ -247,7 +274,7 @@ fn snapshot(shared: &GraphShared, state: &GraphState) -> (Vec<FlatNode>, Vec<Sig
         })
         .collect();
     tracing::trace!(graph = shared.id, flat = flat.len(), "snapshot");
-    (flat, signatures)
+    Ok((flat, signatures))
 }
 
 /// Lowers, partitions and builds the command buffers of a snapshot.
@@ -277,7 +304,8 @@ fn build(
     }
     let host: Vec<bool> = nodes.iter().map(|n| matches!(n.op, FlatOp::Host(_))).collect();
     let identity: Vec<u32> = (0..nodes.len() as u32).collect();
-    let (parts, part_of) = partition(&lowered.preds, &host, &identity);
+    let device: Vec<u16> = nodes.iter().map(|n| n.device).collect();
+    let (parts, part_of) = partition_placed(&lowered.preds, &host, &device, &identity);
     let mut slot_of = vec![0u32; nodes.len()];
     for part in &parts {
         for (i, m) in part.members.iter().enumerate() {
@@ -292,6 +320,10 @@ fn build(
     }
     let context = &shared.context;
     let info = context.device().info();
+    let used: BTreeSet<u16> = parts.iter().map(|p| p.device).collect();
+    let device_queues = (0..used.last().map_or(1, |d| *d + 1))
+        .map(|d| if d > 0 && used.contains(&d) { shared.devices.worker(d).map(Some) } else { Ok(None) })
+        .collect::<Result<Vec<_>>>()?;
     let worker = if parts.len() > 1 && info.out_of_order_queues {
         Some(Queue::new(context, QueueProperties { out_of_order: true, profiling: false })?)
     } else {
@@ -307,6 +339,7 @@ fn build(
         last: None,
         worker,
         scratch: None,
+        device_queues,
     };
     let mut waited = vec![false; parts.len()];
     for part in &parts {
@@ -318,6 +351,7 @@ fn build(
         let in_order = !part.host && !props.enable_profiling && is_chain(&part.members, &lowered.preds, &st.part_of);
         st.parts.push(Partition {
             host: part.host,
+            device: part.device,
             members: part.members,
             preds: part.preds,
             leaf: !waited[index],
@@ -326,7 +360,7 @@ fn build(
             handles: Vec::new(),
         });
         if !part.host {
-            build_partition(context, props, &mut st, index)?;
+            build_partition(shared.devices.context(part.device), props, &mut st, index)?;
         }
     }
     Ok(st)
@@ -532,6 +566,7 @@ impl Graph<Executable> {
                 depends_on: p.preds.iter().map(|x| *x as usize).collect(),
                 in_order: p.in_order,
                 support: p.cb.as_ref().map(CommandBuffer::support),
+                device: p.device as usize,
             })
             .collect()
     }
@@ -568,7 +603,7 @@ impl Graph<Executable> {
         if let Some(p) = previous.as_ref().filter(|p| !p.status().is_terminal()) {
             waits.push(p);
         }
-        let single = st.parts.len() == 1 && !st.parts[0].host;
+        let single = st.parts.len() == 1 && !st.parts[0].host && st.parts[0].device == 0;
         let event = if single {
             let cb = st.parts[0].cb.as_ref().expect("device partitions have a command buffer");
             let event = queue.enqueue_command_buffer(cb, &waits)?;
@@ -576,14 +611,31 @@ impl Graph<Executable> {
         } else {
             let start = queue.events_wait(&waits)?;
             let worker = st.worker.clone().unwrap_or_else(|| queue.clone());
+            let devices = &inner.source.devices;
             let mut done: Vec<Option<Event>> = vec![None; st.parts.len()];
             for &index in &st.submit_order {
                 let part = &st.parts[index as usize];
                 let event = {
-                    let pw: SmallVec<[&Event; 4]> = if part.preds.is_empty() {
-                        SmallVec::from_slice(&[&start])
+                    // Events of other devices' partitions wait through bridges.
+                    let on = part.device;
+                    let bridged = |e: &Event, from: u16| {
+                        if from == on { Ok(e.clone()) } else { super::multi_device::bridge(e, devices.context(on)) }
+                    };
+                    let owned: SmallVec<[Event; 4]> = if part.preds.is_empty() {
+                        SmallVec::from_elem(bridged(&start, 0)?, 1)
                     } else {
-                        part.preds.iter().map(|p| done[*p as usize].as_ref().expect("predecessors go first")).collect()
+                        part.preds
+                            .iter()
+                            .map(|p| {
+                                let e = done[*p as usize].as_ref().expect("predecessors go first");
+                                bridged(e, st.parts[*p as usize].device)
+                            })
+                            .collect::<Result<_>>()?
+                    };
+                    let pw: SmallVec<[&Event; 4]> = owned.iter().collect();
+                    let worker = match st.device_queues.get(on as usize) {
+                        Some(Some(q)) => q,
+                        _ => &worker,
                     };
                     if part.host {
                         let FlatOp::Host(task) = &st.nodes[part.members[0] as usize].op else {
@@ -598,7 +650,16 @@ impl Graph<Executable> {
                 };
                 done[index as usize] = Some(event);
             }
-            let done: Vec<Event> = done.into_iter().map(|e| e.expect("every partition is submitted")).collect();
+            // The span reports every partition's failure: those of other
+            // devices through bridges into the submitting queue's context.
+            let done: Vec<Event> = done
+                .into_iter()
+                .zip(&st.parts)
+                .map(|(e, p)| {
+                    let e = e.expect("every partition is submitted");
+                    if p.device == 0 { Ok(e) } else { super::multi_device::bridge(&e, queue.context()) }
+                })
+                .collect::<Result<_>>()?;
             let mut leaves: Vec<&Event> = st.parts.iter().zip(&done).filter(|(p, _)| p.leaf).map(|(_, e)| e).collect();
             if leaves.is_empty() {
                 leaves.push(&start);
@@ -768,7 +829,6 @@ impl Graph<Executable> {
     /// (whole-graph update cannot switch kernels).
     fn apply(&self, changes: Vec<(u32, Change)>, whole: bool) -> Result<()> {
         let inner = self.inner();
-        let context = self.context();
         let mut st = inner.state.lock();
         // Validate everything first.
         let mut resolved: Vec<(u32, Change)> = Vec::with_capacity(changes.len());
@@ -789,7 +849,11 @@ impl Graph<Executable> {
                         );
                         spec.kernel = old.kernel.clone();
                     }
-                    spec.resolve(context).map_err(|e| e.in_context(&format!("update of kernel node {origin}")))?;
+                    let on = st.nodes[at as usize].device;
+                    let devices = &inner.source.devices;
+                    spec.resolve(devices.context(on))
+                        .and_then(|_| devices.check_kernel(inner.source.id, on, &spec))
+                        .map_err(|e| e.in_context(&format!("update of kernel node {origin}")))?;
                     Change::Kernel(spec)
                 }
                 (Change::Host(task), FlatOp::Host(_)) => Change::Host(task),
@@ -845,7 +909,8 @@ impl Graph<Executable> {
         }
         for p in rebuild {
             tracing::debug!(exec = inner.id, partition = p, "rebuilding a partition for an update");
-            build_partition(context, &inner.props, &mut st, p as usize)?;
+            let on = st.parts[p as usize].device;
+            build_partition(inner.source.devices.context(on), &inner.props, &mut st, p as usize)?;
         }
         Ok(())
     }
@@ -903,7 +968,7 @@ mod tests {
     use super::*;
 
     fn part(host: bool, preds: &[u32]) -> Part {
-        Part { host, members: Vec::new(), preds: preds.to_vec() }
+        Part { host, device: 0, members: Vec::new(), preds: preds.to_vec() }
     }
 
     #[test]

@@ -112,7 +112,7 @@
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
-use ur_core::device::UsmKinds;
+use ur_core::device::{Device, UsmKinds};
 use ur_core::memory::UsmKind;
 
 mod dot;
@@ -121,6 +121,7 @@ mod executable;
 mod handler;
 mod memory;
 mod modifiable;
+mod multi_device;
 mod node;
 mod partition;
 pub(crate) mod record;
@@ -197,6 +198,9 @@ pub struct NodeProperties<'a> {
     pub depends_on: &'a [&'a Node],
     /// Run after every current leaf of the graph (`property::node::depends_on_all_leaves`).
     pub depends_on_all_leaves: bool,
+    /// The device the node runs on, one of a multi-device graph's; `None`:
+    /// the graph's own (see [`multi-device graphs`](self#multi-device-graphs)).
+    pub device: Option<&'a Device>,
 }
 
 impl<'a> NodeProperties<'a> {
@@ -208,6 +212,13 @@ impl<'a> NodeProperties<'a> {
     /// Runs after these nodes.
     pub fn depends_on(mut self, nodes: &'a [&'a Node]) -> NodeProperties<'a> {
         self.depends_on = nodes;
+        self
+    }
+
+    /// Runs on `device`, one of the graph's devices (`InvalidDevice` at
+    /// `add` otherwise).
+    pub fn on_device(mut self, device: &'a Device) -> NodeProperties<'a> {
+        self.device = Some(device);
         self
     }
 

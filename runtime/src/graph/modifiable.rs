@@ -20,6 +20,7 @@ use super::dynamic::{DynamicCommandGroup, GroupState, ParamState, Target};
 use super::executable::ExecInner;
 use super::handler::{Handler, Pending};
 use super::memory::{GraphPool, MemoryStats};
+use super::multi_device::{Devices, Placement};
 use super::node::{NodeData, NodeKind};
 use super::record::{self, QueueRecord};
 use super::topo::TopoOrder;
@@ -32,6 +33,8 @@ static NEXT_GRAPH_ID: AtomicU64 = AtomicU64::new(1);
 pub(crate) struct GraphShared {
     pub(crate) id: u64,
     pub(crate) context: Context,
+    /// Its devices (the context's first): see [`super::multi_device`].
+    pub(crate) devices: Devices,
     pub(crate) props: GraphProperties,
     pub(crate) state: Mutex<GraphState>,
     /// The users' handle, while one exists: queues recording into the graph
@@ -55,6 +58,8 @@ pub(crate) struct GraphState {
     /// The executable graph made from this one while it holds allocation
     /// nodes: only one may exist at a time.
     pub(crate) alloc_exec: Weak<ExecInner>,
+    /// The device of each node, in multi-device graphs.
+    pub(crate) placed: Placement,
 }
 
 /// The users' handle: when its last copy drops, recording ends.
@@ -166,8 +171,15 @@ impl GraphShared {
         if let NodeKind::AsyncFree { alloc, .. } = kind {
             state.pool.free(alloc, Some(index))?;
         }
+        if let NodeKind::Kernel(spec) = &kind {
+            self.devices.check_kernel(self.id, handler.device.unwrap_or(0), spec)?;
+        }
         let deps = std::mem::take(&mut handler.deps);
         let index = state.commit(kind, deps, None);
+        state.placed.place(index, handler.device.unwrap_or(0));
+        if let Some(copy) = handler.cross.take() {
+            state.placed.set_cross(index, copy);
+        }
         for (arg, param) in &dynamic {
             state.params[param.id as usize].regs.push((Target::Node(index), *arg));
         }
@@ -252,16 +264,22 @@ impl Graph<Modifiable> {
     #[tracing::instrument(level = "debug", skip(context, device), fields(device = %device))]
     pub fn new(context: &Context, device: &Device, props: GraphProperties) -> Result<Graph<Modifiable>> {
         ensure!(context.device() == device, InvalidDevice, "{device} is not the device of the context");
+        Ok(Graph::create(Devices::single(context), props))
+    }
+
+    /// A graph over `devices`, the first the graph's own.
+    pub(crate) fn create(devices: Devices, props: GraphProperties) -> Graph<Modifiable> {
         let handle = Arc::new_cyclic(|weak| ModifiableHandle {
             shared: Arc::new(GraphShared {
                 id: NEXT_GRAPH_ID.fetch_add(1, Ordering::Relaxed),
-                context: context.clone(),
+                context: devices.context(0).clone(),
+                devices,
                 props,
                 state: Mutex::new(GraphState::default()),
                 handle: weak.clone(),
             }),
         });
-        Ok(Graph(Modifiable { handle }))
+        Graph(Modifiable { handle })
     }
 
     /// A graph for the queue's context and device (`command_graph(queue, properties)`).
@@ -305,6 +323,9 @@ impl Graph<Modifiable> {
             shared.prop_deps(&state, &props)?
         };
         let mut handler = Handler::new(shared.clone(), deps, false);
+        if let Some(device) = props.device {
+            handler.device = Some(shared.devices.index_of(shared.id, device)?);
+        }
         let result = cgf(&mut handler).and_then(|()| shared.commit(&mut handler));
         if result.is_err() {
             handler.abandon();
