@@ -125,7 +125,7 @@ fn main() -> ExitCode {
     // One buffer used on every selected device at once, when there are several.
     let selected = loader.devices();
     if selected.len() > 1 {
-        for case in cases::buffers::cross_cases() {
+        for case in cases::buffers::cross_cases().into_iter().chain(cases::graph_multi_device::cases()) {
             if !(cli.filter.is_empty() || cli.filter.iter().any(|f| case.name.contains(f.as_str()))) {
                 continue;
             }

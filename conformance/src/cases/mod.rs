@@ -14,6 +14,7 @@ mod graph_build;
 mod graph_common;
 mod graph_host_task;
 mod graph_memory;
+pub mod graph_multi_device;
 mod graph_property;
 mod graph_record;
 mod graph_subgraph;
