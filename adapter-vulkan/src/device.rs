@@ -459,6 +459,20 @@ impl DeviceImpl for VulkanDevice {
         crate::clock::timestamps(&*self.runtime()?)
     }
 
+    /// No peer path: each context's memory is of one `VkDevice`, and
+    /// another physical device could reach it only as one logical device of
+    /// a device group (`vkEnumeratePhysicalDeviceGroups`), which this
+    /// adapter does not create (it makes one `VkDevice` per physical device),
+    /// or through external memory imported on another physical device, which
+    /// NVIDIA's driver does not allow between GPUs. Buffers move such data
+    /// through the host instead.
+    fn peer_access(&self, _peer: &dyn DeviceImpl) -> Result<ur_core::PeerAccess> {
+        Err(ur_core::err!(
+            UnsupportedFeature,
+            "Vulkan: USM of one VkDevice is not addressable from another (no multi-device group or cross-device external memory)"
+        ))
+    }
+
     fn create_context(self: Arc<Self>) -> Result<Arc<dyn ContextImpl>> {
         let max_group = self.info.limits.max_compute_work_group_invocations as usize;
         Ok(Arc::new(VulkanContext::new(self.runtime()?, max_group)))
