@@ -137,8 +137,9 @@ impl<'a> Pipeline<'a> {
             }
         }
         let exec = graph.finalize(FinalizeProperties::default())?;
-        let cross_bytes = if two { 2 * half * 4 } else { 0 };
-        Ok(Pipeline { sides, halves, half, repeats, exec, cross_bytes, peer_bytes: 0 })
+        let traffic = exec.cross_device_traffic();
+        let cross_bytes = (traffic.peer_bytes + traffic.staged_bytes) as usize;
+        Ok(Pipeline { sides, halves, half, repeats, exec, cross_bytes, peer_bytes: traffic.peer_bytes as usize })
     }
 
     /// The input of half `d`.

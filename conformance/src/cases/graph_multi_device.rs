@@ -125,7 +125,13 @@ fn explicit_add_on_device(devices: &[Device]) -> CaseResult {
         parts.iter().any(|p| p.device == 0 && !p.host_task) && parts.iter().any(|p| p.device == 1 && !p.host_task),
         "{parts:?}"
     );
-    check!(parts.iter().any(|p| p.host_task), "the staging copy is a host task: {parts:?}");
+    let traffic = exec.cross_device_traffic();
+    check_eq!(traffic.peer_bytes + traffic.staged_bytes, (N * 4) as u64);
+    if traffic.peer_bytes > 0 {
+        check!(parts.iter().any(|p| p.peer_copy), "a peer copy is a partition of its own: {parts:?}");
+    } else {
+        check!(parts.iter().any(|p| p.host_task), "the staging copy is a host task: {parts:?}");
+    }
     for round in 0..3 {
         write(a.queue.core(), ya.ptr(), &[0u32; N])?;
         a.queue.enqueue_graph(&exec, &[])?.wait()?;
@@ -195,6 +201,10 @@ fn cross_device_copies(devices: &[Device]) -> CaseResult {
     check_eq!(there.device(), b.device().clone());
     check_eq!(back.device(), a.device().clone());
     let exec = g.finalize(FinalizeProperties::default())?;
+    let traffic = exec.cross_device_traffic();
+    check_eq!(traffic.peer_bytes + traffic.staged_bytes, (N * 4 + half) as u64);
+    let peer = a.device().peer_access(b.device())?.supported || b.device().peer_access(a.device())?.supported;
+    check_eq!(traffic.peer_bytes > 0, peer, "peer copies exactly where the devices are peers");
     a.queue.enqueue_graph(&exec, &[])?.wait()?;
     check_eq!(b.read(&xb)?, data);
     let mut expected = vec![0u32; N];

@@ -275,6 +275,7 @@ pub(crate) fn executable(id: u64, source: u64, st: &ExecState, verbose: bool) ->
                     (super::node::command_type(c), summary, if verbose { details } else { Vec::new() })
                 }
                 FlatOp::Host(_) => (NodeType::HostTask, String::new(), Vec::new()),
+                FlatOp::PeerCopy { size, .. } => (NodeType::Memcpy, format!("peer copy of {size} bytes"), Vec::new()),
                 FlatOp::Join | FlatOp::Empty => (NodeType::Empty, "join".to_string(), Vec::new()),
             };
             node_line(&mut out, &format!("c{m}"), &format!("{origin}: {ty}"), &summary, &details, ty, "    ");

@@ -20,7 +20,7 @@ use ur_core::device::{CommandBufferSupport, Device, UpdateCapabilities};
 use ur_core::error::{Result, UrError};
 use ur_core::event::Event;
 use ur_core::launch::{ArgValue, KernelArg};
-use ur_core::memory::{MigrationFlags, UsmAllocation, UsmKind};
+use ur_core::memory::{MigrationFlags, UsmAllocation, UsmKind, UsmPtr};
 use ur_core::program::Kernel;
 use ur_core::queue::{Queue, QueueProperties};
 use ur_core::{ensure, err};
@@ -28,6 +28,7 @@ use ur_core::{ensure, err};
 use super::dynamic::GroupOp;
 use super::memory::MemoryStats;
 use super::modifiable::{GraphShared, GraphState};
+use super::multi_device::{CrossDeviceTraffic, Route};
 use super::node::{HostFn, KernelSpec, NodeKind, NodeType};
 use super::partition::{Part, is_chain, lower_empties, partition_placed, topological_order};
 use super::{Executable, FinalizeProperties, Graph, Modifiable, Node};
@@ -45,6 +46,15 @@ pub(crate) enum FlatOp {
     Empty,
     /// A no-op device command that orders many predecessors before many successors.
     Join,
+    /// A cross-device copy between peers (`Queue::usm_copy_peer`), a
+    /// partition of its own on the queue of the node's device.
+    PeerCopy {
+        dst: UsmPtr,
+        src: UsmPtr,
+        size: usize,
+        /// The other device's index: its events need no bridge.
+        peer: u16,
+    },
 }
 
 #[derive(Clone)]
@@ -85,6 +95,8 @@ pub(crate) struct ExecInner {
     signatures: Vec<Signature>,
     pub(crate) has_allocations: bool,
     memory: MemoryStats,
+    /// What its cross-device copies move per execution.
+    pub(crate) traffic: CrossDeviceTraffic,
     /// The pool's chunks: kernels reach graph-owned memory through plain pointers.
     _chunks: Vec<Arc<UsmAllocation>>,
     pub(crate) state: Mutex<ExecState>,
@@ -129,6 +141,8 @@ pub struct PartitionInfo {
     pub in_order: bool,
     /// Native or emulated command buffer; `None` for a host task.
     pub support: Option<CommandBufferSupport>,
+    /// A peer-to-peer copy of a multi-device graph (not a host task, no command buffer).
+    pub peer_copy: bool,
     /// The device it runs on: an index of the graph's devices, 0 for the
     /// graph's own (see [`Graph::devices`](super::Graph::devices)).
     pub device: usize,
@@ -176,7 +190,8 @@ pub(crate) fn finalize(shared: &Arc<GraphShared>, props: FinalizeProperties) -> 
             shared.id
         );
     }
-    let (flat, signatures) = snapshot(shared, &state)?;
+    let mut traffic = CrossDeviceTraffic::default();
+    let (flat, signatures) = snapshot(shared, &state, &mut traffic)?;
     let built = build(shared, &state, flat, &props)?;
     let inner = Arc::new(ExecInner {
         id: super::NEXT_EXEC_ID.fetch_add(1, Ordering::Relaxed),
@@ -185,6 +200,7 @@ pub(crate) fn finalize(shared: &Arc<GraphShared>, props: FinalizeProperties) -> 
         signatures,
         has_allocations,
         memory: state.pool.stats(),
+        traffic,
         _chunks: state.pool.chunks().to_vec(),
         state: Mutex::new(built),
     });
@@ -196,11 +212,16 @@ pub(crate) fn finalize(shared: &Arc<GraphShared>, props: FinalizeProperties) -> 
 }
 
 /// The graph's nodes as finalize sees them, sub-graphs inlined.
-fn snapshot(shared: &GraphShared, state: &GraphState) -> Result<(Vec<FlatNode>, Vec<Signature>)> {
+fn snapshot(
+    shared: &GraphShared,
+    state: &GraphState,
+    traffic: &mut CrossDeviceTraffic,
+) -> Result<(Vec<FlatNode>, Vec<Signature>)> {
     let n = state.nodes.len();
     // Where each node's flat nodes start, and the flat node its successors wait for.
     let mut exit = vec![0u32; n];
     let mut children: Vec<Option<Vec<FlatNode>>> = vec![None; n];
+    let mut routes: Vec<Option<Route>> = vec![None; n];
     let mut count = 0u32;
     for (i, node) in state.nodes.iter().enumerate() {
         if let NodeKind::Subgraph(g) = &node.kind {
@@ -208,9 +229,11 @@ fn snapshot(shared: &GraphShared, state: &GraphState) -> Result<(Vec<FlatNode>, 
             exit[i] = count + 1 + child.len() as u32;
             count += child.len() as u32 + 2;
             children[i] = Some(child);
-        } else if state.placed.cross(i as u32).is_some() {
-            exit[i] = count + 2;
-            count += 3;
+        } else if let Some(copy) = state.placed.cross(i as u32) {
+            let route = copy.route(&shared.devices)?;
+            exit[i] = count + route.nodes() - 1;
+            count += route.nodes();
+            routes[i] = Some(route);
         } else {
             exit[i] = count;
             count += 1;
@@ -221,8 +244,8 @@ fn snapshot(shared: &GraphShared, state: &GraphState) -> Result<(Vec<FlatNode>, 
         let preds: Vec<u32> = node.preds.iter().map(|p| exit[*p as usize]).collect();
         let origin = Some(i as u32);
         let device = state.placed.device(i as u32);
-        if let Some(copy) = state.placed.cross(i as u32) {
-            flat.extend(copy.lower(&shared.devices, preds, flat.len() as u32, i as u32)?);
+        if let (Some(copy), Some(route)) = (state.placed.cross(i as u32), routes[i]) {
+            flat.extend(copy.lower(&shared.devices, route, preds, flat.len() as u32, i as u32, traffic)?);
             continue;
         }
         let op = match &node.kind {
@@ -302,7 +325,8 @@ fn build(
         }
         nodes.push(node);
     }
-    let host: Vec<bool> = nodes.iter().map(|n| matches!(n.op, FlatOp::Host(_))).collect();
+    // Peer copies run on queues as host tasks do: partitions of their own.
+    let host: Vec<bool> = nodes.iter().map(|n| matches!(n.op, FlatOp::Host(_) | FlatOp::PeerCopy { .. })).collect();
     let identity: Vec<u32> = (0..nodes.len() as u32).collect();
     let device: Vec<u16> = nodes.iter().map(|n| n.device).collect();
     let (parts, part_of) = partition_placed(&lowered.preds, &host, &device, &identity);
@@ -405,7 +429,7 @@ fn build_partition(context: &Context, props: &FinalizeProperties, st: &mut ExecS
                 let ptr = st.scratch.as_ref().map(UsmAllocation::ptr).expect("just made");
                 cb.append_usm_prefetch(ptr, 1, MigrationFlags::HOST_TO_DEVICE, opts)?
             }
-            FlatOp::Host(_) | FlatOp::Empty => {
+            FlatOp::Host(_) | FlatOp::Empty | FlatOp::PeerCopy { .. } => {
                 return Err(err!(Unknown, "a host task or empty node in a command-buffer partition"));
             }
         };
@@ -561,7 +585,8 @@ impl Graph<Executable> {
         st.parts
             .iter()
             .map(|p| PartitionInfo {
-                host_task: p.host,
+                host_task: p.host && !matches!(st.nodes[p.members[0] as usize].op, FlatOp::PeerCopy { .. }),
+                peer_copy: p.host && matches!(st.nodes[p.members[0] as usize].op, FlatOp::PeerCopy { .. }),
                 nodes: p.members.len(),
                 depends_on: p.preds.iter().map(|x| *x as usize).collect(),
                 in_order: p.in_order,
@@ -628,7 +653,12 @@ impl Graph<Executable> {
                             .iter()
                             .map(|p| {
                                 let e = done[*p as usize].as_ref().expect("predecessors go first");
-                                bridged(e, st.parts[*p as usize].device)
+                                let from = st.parts[*p as usize].device;
+                                // A peer copy waits for events of both its devices' contexts.
+                                match &st.nodes[part.members[0] as usize].op {
+                                    FlatOp::PeerCopy { peer, .. } if part.host && *peer == from => Ok(e.clone()),
+                                    _ => bridged(e, from),
+                                }
                             })
                             .collect::<Result<_>>()?
                     };
@@ -637,7 +667,11 @@ impl Graph<Executable> {
                         Some(Some(q)) => q,
                         _ => &worker,
                     };
-                    if part.host {
+                    if let (true, FlatOp::PeerCopy { dst, src, size, .. }) =
+                        (part.host, &st.nodes[part.members[0] as usize].op)
+                    {
+                        worker.usm_copy_peer(*dst, *src, *size, &pw)?
+                    } else if part.host {
                         let FlatOp::Host(task) = &st.nodes[part.members[0] as usize].op else {
                             return Err(err!(Unknown, "a host partition without a host task"));
                         };

@@ -74,6 +74,20 @@
 //! draw device memory from the graph's pool; memory freed by a node that
 //! another allocation is ordered after is reused ([`MemoryStats`]).
 //!
+//! # Multi-device graphs
+//!
+//! [`Graph::new_multi_device`] makes a graph over several devices (one
+//! context each, the first the graph's own); a node is placed with
+//! [`NodeProperties::on_device`], by the queue that recorded it (a queue of
+//! any of the devices may record), or, for a sub-graph, on its executable
+//! graph's device. Finalize makes one partition per device (and level), each
+//! a command buffer of that device's context; partitions of different
+//! devices wait for each other through host-side bridges, and one event of
+//! the submitting queue's context spans the whole execution. A `memcpy`
+//! between USM of two of the devices is a cross-device copy node (through
+//! host staging). Updates and sub-graphs work on every device. See
+//! `multi_device.rs` and `docs/graph.md`.
+//!
 //! # Errors
 //!
 //! | misuse | error |
@@ -94,6 +108,9 @@
 //! | finalize of a graph with allocations while its executable graph exists; such a graph as a sub-graph | `InvalidOperation` |
 //! | `begin_recording` on a recording queue; `end_recording` of a queue recording into another graph | `InvalidOperation` |
 //! | a queue or sub-graph of another context or device | `InvalidQueue`, `InvalidContext` |
+//! | a node placed on a device the graph was not made for; a sub-graph node placed on another device than its graph's; a multi-device graph given one device twice | `InvalidDevice` |
+//! | a kernel given USM of another of the graph's devices | `InvalidContext` |
+//! | graph-owned allocations on another device than the graph's own; a multi-device executable graph as a sub-graph; cross-device staging on a device with neither host nor shared USM | `UnsupportedFeature` |
 //! | a host wait on a recorded event or on a recording queue; a blocking transfer on a recording queue | `InvalidOperation` |
 //! | a recorded event outside its graph's recording; an event of no graph in a recording queue's wait list | `InvalidEventWaitList` |
 //! | `Node::from_event` of an event no recording queue returned | `InvalidEvent` |
@@ -131,6 +148,7 @@ pub use dynamic::{CommandGroupFn, DynamicCommandGroup, DynamicParameter};
 pub use executable::PartitionInfo;
 pub use handler::Handler;
 pub use memory::MemoryStats;
+pub use multi_device::CrossDeviceTraffic;
 pub use node::{Node, NodeType};
 pub use partition::ExecutionOrder;
 pub use record::RecordedEvent;

@@ -24,13 +24,18 @@
 //! context, which spans every partition and reports the first failure.
 //!
 //! A [`Handler::memcpy`](super::Handler::memcpy) between USM of two of the
-//! graph's devices is a *cross-device copy node*: finalize lowers it into a
-//! copy from the source into a host-visible staging allocation of the source
-//! context (in a partition of the source device), a host copy between the two
-//! staging allocations (a host-task partition), and a copy from a staging
-//! allocation of the destination context into the destination (in a
-//! partition of the destination device). Each executable graph has staging
-//! allocations of its own.
+//! graph's devices is a *cross-device copy node*. Where one device can reach
+//! the other's memory ([`Device::peer_access`]; CUDA devices of one host, the
+//! CPU adapter's devices), finalize enables peer access and makes it a peer
+//! copy ([`Queue::usm_copy_peer`]) on a queue of that device, destination
+//! first: a partition of its own, which waits for events of both devices
+//! without bridges. Otherwise it is lowered into a copy from the source into
+//! a host-visible staging allocation of the source context (in a partition of
+//! the source device), a host copy between the two staging allocations (a
+//! host-task partition), and a copy from a staging allocation of the
+//! destination context into the destination (in a partition of the
+//! destination device). Each executable graph has staging allocations of its
+//! own; [`Graph::cross_device_traffic`] tells the bytes each way moves.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -48,7 +53,7 @@ use ur_core::{ensure, err};
 use super::executable::{FlatNode, FlatOp};
 use super::modifiable::GraphShared;
 use super::node::KernelSpec;
-use super::{Graph, GraphProperties, Modifiable, Node};
+use super::{Executable, Graph, GraphProperties, Modifiable, Node};
 
 /// The devices of a graph: one context each, the graph's own first.
 pub(crate) struct Devices {
@@ -105,10 +110,13 @@ impl Devices {
                 continue;
             }
             if let Some((owner, _)) = self.owner(*ptr, 1) {
+                if self.context(on).device().peer_access_enabled(self.context(owner).device()) {
+                    continue;
+                }
                 return Err(err!(
                     InvalidContext,
                     "argument {i} of kernel `{}` on {} in graph #{graph} is USM of {}, which that device cannot \
-                     reach: copy it with a cross-device memcpy node first",
+                     reach (no peer access enabled): copy it with a cross-device memcpy node first",
                     spec.kernel.name(),
                     self.context(on).device(),
                     self.context(owner).device()
@@ -160,22 +168,106 @@ pub(crate) struct CrossCopy {
     size: usize,
 }
 
+/// How finalize lowers a cross-device copy.
+#[derive(Copy, Clone, Debug)]
+pub(crate) enum Route {
+    /// A peer copy on a queue of this device (an index of the graph's).
+    Peer(u16),
+    /// Through host staging.
+    Staged,
+}
+
+impl Route {
+    /// The flat nodes it becomes.
+    pub(crate) fn nodes(self) -> u32 {
+        match self {
+            Route::Peer(_) => 1,
+            Route::Staged => 3,
+        }
+    }
+}
+
+/// The bytes the cross-device copies of an executable graph move at each
+/// execution ([`Graph::cross_device_traffic`]).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct CrossDeviceTraffic {
+    /// Copied peer to peer.
+    pub peer_bytes: u64,
+    /// Copied through host staging (each byte crosses into and out of the host).
+    pub staged_bytes: u64,
+}
+
 impl CrossCopy {
+    /// The route of the copy: peer where the destination's device, else the
+    /// source's, can reach the other's memory (peer access is enabled here);
+    /// else through the host. A failed peer query or enable is logged and
+    /// falls back to staging.
+    pub(crate) fn route(&self, devices: &Devices) -> Result<Route> {
+        for (on, other) in [(self.dst_dev, self.src_dev), (self.src_dev, self.dst_dev)] {
+            let (device, peer) = (devices.context(on).device(), devices.context(other).device());
+            match device.peer_access(peer) {
+                Ok(access) if access.supported => {}
+                Ok(_) => continue,
+                Err(e) => {
+                    tracing::warn!(%device, %peer, error = %e, "peer query failed; the copy goes through the host");
+                    continue;
+                }
+            }
+            if device.peer_access_enabled(peer) {
+                return Ok(Route::Peer(on));
+            }
+            match device.enable_peer_access(peer) {
+                Ok(()) => return Ok(Route::Peer(on)),
+                Err(e) => tracing::warn!(%device, %peer, error = %e, "peer access not enabled"),
+            }
+        }
+        Ok(Route::Staged)
+    }
+
     /// The node's command, for queries and DOT output only: finalize lowers
     /// the node (see [`lower`](Self::lower)) and never appends it.
     pub(crate) fn command(&self) -> Command {
         Command::UsmMemcpy { dst: MemLoc::Usm(self.dst.clone()), src: MemLoc::Usm(self.src.clone()), size: self.size }
     }
 
-    /// The three flat nodes of the copy, after `preds`: device to staging
-    /// (source device), staging to staging (host), staging to device
-    /// (destination device). The last one is the node's exit.
-    pub(crate) fn lower(&self, devices: &Devices, preds: Vec<u32>, first: u32, origin: u32) -> Result<[FlatNode; 3]> {
+    /// The flat nodes of the copy along `route`, after `preds`, the first
+    /// numbered `first`; the last one is the node's exit.
+    pub(crate) fn lower(
+        &self,
+        devices: &Devices,
+        route: Route,
+        preds: Vec<u32>,
+        first: u32,
+        origin: u32,
+        traffic: &mut CrossDeviceTraffic,
+    ) -> Result<Vec<FlatNode>> {
+        let (dst, src) = (UsmPtr::from_addr(self.dst.address()), UsmPtr::from_addr(self.src.address()));
+        if let Route::Peer(on) = route {
+            traffic.peer_bytes += self.size as u64;
+            let peer = if on == self.dst_dev { self.src_dev } else { self.dst_dev };
+            let op = FlatOp::PeerCopy { dst, src, size: self.size, peer };
+            return Ok(vec![FlatNode { op, preds, origin: Some(origin), device: on }]);
+        }
+        traffic.staged_bytes += self.size as u64;
+        self.staged(devices, preds, first, origin, dst, src)
+    }
+
+    /// Device to staging (source device), staging to staging (host),
+    /// staging to device (destination device).
+    fn staged(
+        &self,
+        devices: &Devices,
+        preds: Vec<u32>,
+        first: u32,
+        origin: u32,
+        dst: UsmPtr,
+        src: UsmPtr,
+    ) -> Result<Vec<FlatNode>> {
         let (src_ctx, dst_ctx) = (devices.context(self.src_dev), devices.context(self.dst_dev));
         let stage_src = staging(src_ctx, self.size)?;
         let stage_dst = staging(dst_ctx, self.size)?;
-        let out = Command::usm_copy(src_ctx, stage_src.ptr(), UsmPtr::from_addr(self.src.address()), self.size)?;
-        let back = Command::usm_copy(dst_ctx, UsmPtr::from_addr(self.dst.address()), stage_dst.ptr(), self.size)?;
+        let out = Command::usm_copy(src_ctx, stage_src.ptr(), src, self.size)?;
+        let back = Command::usm_copy(dst_ctx, dst, stage_dst.ptr(), self.size)?;
         let (from, to) = (host_ptr(&stage_src)?, host_ptr(&stage_dst)?);
         let size = self.size;
         let (keep_src, keep_dst) = (Arc::new(stage_src), Arc::new(stage_dst));
@@ -187,7 +279,7 @@ impl CrossCopy {
             // out of `to`, so nothing else touches them meanwhile.
             unsafe { std::ptr::copy_nonoverlapping(from.get(), to.get(), size) }
         };
-        Ok([
+        Ok(vec![
             FlatNode { op: FlatOp::Command(out), preds, origin: None, device: self.src_dev },
             FlatNode { op: FlatOp::Host(Arc::new(host)), preds: vec![first], origin: None, device: self.dst_dev },
             FlatNode { op: FlatOp::Command(back), preds: vec![first + 1], origin: Some(origin), device: self.dst_dev },
@@ -316,6 +408,14 @@ impl Graph<Modifiable> {
     /// The devices the graph was made for, its own first.
     pub fn devices(&self) -> Vec<Device> {
         self.shared().devices.devices()
+    }
+}
+
+impl Graph<Executable> {
+    /// The bytes its cross-device copy nodes move at each execution, peer to
+    /// peer and through host staging.
+    pub fn cross_device_traffic(&self) -> CrossDeviceTraffic {
+        self.0.inner.traffic
     }
 }
 
