@@ -215,7 +215,7 @@ fn main() -> ExitCode {
         }
     }
     if wanted("multi_device") {
-        emit(&multi_device::run(loader.devices(), plan.repeats, cli.quick, &mut records));
+        emit(&multi_device::run(&loader.devices(), plan.repeats, cli.quick, &mut records));
         if let Err(e) = save(&records, &json) {
             eprintln!("ur-bench: cannot write {}: {e}", json.display());
         }

@@ -7,8 +7,8 @@
 
 use ur::{Context, Device, Kernel, KernelArg, KernelLaunch, Program, QueueProperties};
 use ur::{UsmAllocation, UsmKind, UsmKinds};
-use ur_runtime::Queue;
-use ur_runtime::graph::{DynamicParameter, FinalizeProperties, Graph, GraphProperties, NodeProperties};
+use ur_runtime::graph::{DynamicParameter, FinalizeProperties, Graph, GraphProperties, Node, NodeProperties};
+use ur_runtime::{Event, Queue};
 
 use super::buffers::CrossCase;
 use crate::harness::{CaseError, CaseResult, read, write};
@@ -57,6 +57,21 @@ impl Side {
     }
 }
 
+/// Adds a launch of `kernel` over `N` items.
+fn add_launch(g: &Graph, kernel: &Kernel, args: &[KernelArg<'_>], props: NodeProperties<'_>) -> ur::Result<Node> {
+    let launch = KernelLaunch::new(kernel, &[N], args);
+    // SAFETY: every allocation of these cases holds N u32s, and the library's
+    // kernels touch element i of their pointers for item i < N (a range update
+    // only shrinks it).
+    g.add(|h| unsafe { h.launch(&launch) }, props)
+}
+
+/// Records a launch of `kernel` over `N` items.
+fn record_launch(q: &Queue, kernel: &Kernel, args: &[KernelArg<'_>], wait: &[&Event]) -> ur::Result<Event> {
+    // SAFETY: as for `add_launch`.
+    unsafe { q.launch_kernel(&KernelLaunch::new(kernel, &[N], args), wait) }
+}
+
 fn two(devices: &[Device]) -> Result<(Side, Side), CaseError> {
     match devices {
         [a, b, ..] => Ok((Side::new(a)?, Side::new(b)?)),
@@ -90,31 +105,14 @@ fn explicit_add_on_device(devices: &[Device]) -> CaseResult {
     let (xa, ya, xb) = (a.usm()?, a.usm()?, b.usm()?);
     let g = graph(&a, &b)?;
     let on_b = NodeProperties::new().on_device(b.device());
-    // SAFETY (all launches): every allocation holds N u32s, each launch covers N items.
-    let f0 = g.add(
-        |h| unsafe {
-            h.launch(&KernelLaunch::new(&fill_a, &[N], &[KernelArg::Pointer(xa.ptr()), KernelArg::value(&4u32)]))
-        },
-        NodeProperties::new(),
-    )?;
-    let f1 = g.add(
-        |h| unsafe {
-            h.launch(&KernelLaunch::new(&fill_b, &[N], &[KernelArg::Pointer(xb.ptr()), KernelArg::value(&10u32)]))
-        },
-        on_b,
-    )?;
+    let f0 = add_launch(&g, &fill_a, &[KernelArg::Pointer(xa.ptr()), KernelArg::value(&4u32)], NodeProperties::new())?;
+    let f1 = add_launch(&g, &fill_b, &[KernelArg::Pointer(xb.ptr()), KernelArg::value(&10u32)], on_b)?;
     let deps = [&f1];
-    let i1 = g.add(
-        |h| unsafe { h.launch(&KernelLaunch::new(&inc_b, &[N], &[KernelArg::Pointer(xb.ptr())])) },
-        on_b.depends_on(&deps),
-    )?;
+    let i1 = add_launch(&g, &inc_b, &[KernelArg::Pointer(xb.ptr())], on_b.depends_on(&deps))?;
     let deps = [&i1];
     let copy = g.add(|h| h.memcpy(ya.ptr(), xb.ptr(), N * 4), NodeProperties::new().depends_on(&deps))?;
     let deps = [&copy, &f0];
-    g.add(
-        |h| unsafe { h.launch(&KernelLaunch::new(&inc_a, &[N], &[KernelArg::Pointer(ya.ptr())])) },
-        NodeProperties::new().depends_on(&deps),
-    )?;
+    add_launch(&g, &inc_a, &[KernelArg::Pointer(ya.ptr())], NodeProperties::new().depends_on(&deps))?;
     check_eq!(f0.device(), a.device().clone());
     check_eq!(i1.device(), b.device().clone());
     check_eq!(copy.device(), a.device().clone(), "a cross-device copy is on its destination's device");
@@ -153,22 +151,11 @@ fn recording_two_queues(devices: &[Device]) -> CaseResult {
     let (qa, qb) =
         (Queue::new(&a.context, QueueProperties::default())?, Queue::new(&b.context, QueueProperties::default())?);
     g.begin_recording_all(&[&qa, &qb])?;
-    // SAFETY (all launches): N items over N-element allocations.
-    let eb = unsafe {
-        qb.launch_kernel(
-            &KernelLaunch::new(&fill_b, &[N], &[KernelArg::Pointer(xb.ptr()), KernelArg::value(&7u32)]),
-            &[],
-        )?
-    };
-    let eb = unsafe { qb.launch_kernel(&KernelLaunch::new(&inc_b, &[N], &[KernelArg::Pointer(xb.ptr())]), &[&eb])? };
-    let ea = unsafe {
-        qa.launch_kernel(
-            &KernelLaunch::new(&fill_a, &[N], &[KernelArg::Pointer(xa.ptr()), KernelArg::value(&3u32)]),
-            &[&eb],
-        )?
-    };
+    let eb = record_launch(&qb, &fill_b, &[KernelArg::Pointer(xb.ptr()), KernelArg::value(&7u32)], &[])?;
+    let eb = record_launch(&qb, &inc_b, &[KernelArg::Pointer(xb.ptr())], &[&eb])?;
+    let ea = record_launch(&qa, &fill_a, &[KernelArg::Pointer(xa.ptr()), KernelArg::value(&3u32)], &[&eb])?;
     g.end_recording();
-    let (na, nb) = (ur_runtime::graph::Node::from_event(&ea)?, ur_runtime::graph::Node::from_event(&eb)?);
+    let (na, nb) = (Node::from_event(&ea)?, Node::from_event(&eb)?);
     check_eq!(na.device(), a.device().clone());
     check_eq!(nb.device(), b.device().clone());
     check_eq!(na.predecessors(), vec![nb.clone()]);
@@ -235,11 +222,7 @@ fn update_on_second_device(devices: &[Device]) -> CaseResult {
     let deps = [&fill];
     let copy = g.add(|h| h.memcpy(ya.ptr(), xb.ptr(), N * 4), NodeProperties::new().depends_on(&deps))?;
     let deps = [&copy];
-    // SAFETY: N items over N elements.
-    g.add(
-        |h| unsafe { h.launch(&KernelLaunch::new(&inc_a, &[N], &[KernelArg::Pointer(ya.ptr())])) },
-        NodeProperties::new().depends_on(&deps),
-    )?;
+    add_launch(&g, &inc_a, &[KernelArg::Pointer(ya.ptr())], NodeProperties::new().depends_on(&deps))?;
     let exec = g.finalize(FinalizeProperties { updatable: true, ..Default::default() })?;
     write(b.queue.core(), xb.ptr(), &[0u32; N])?;
     a.queue.enqueue_graph(&exec, &[])?.wait()?;
@@ -264,16 +247,9 @@ fn subgraph_on_second_device(devices: &[Device]) -> CaseResult {
     let inc_b = b.kernel("increment")?;
     let (xb, ya) = (b.usm()?, a.usm()?);
     let sub = Graph::new(&b.context, b.device(), GraphProperties::default())?;
-    // SAFETY: N items over N elements.
-    let first = sub.add(
-        |h| unsafe { h.launch(&KernelLaunch::new(&inc_b, &[N], &[KernelArg::Pointer(xb.ptr())])) },
-        NodeProperties::new(),
-    )?;
+    let first = add_launch(&sub, &inc_b, &[KernelArg::Pointer(xb.ptr())], NodeProperties::new())?;
     let deps = [&first];
-    sub.add(
-        |h| unsafe { h.launch(&KernelLaunch::new(&inc_b, &[N], &[KernelArg::Pointer(xb.ptr())])) },
-        NodeProperties::new().depends_on(&deps),
-    )?;
+    add_launch(&sub, &inc_b, &[KernelArg::Pointer(xb.ptr())], NodeProperties::new().depends_on(&deps))?;
     let sub = sub.finalize(FinalizeProperties::default())?;
     let g = graph(&a, &b)?;
     let node = g.add(|h| h.subgraph(&sub), NodeProperties::new())?;
@@ -307,9 +283,7 @@ fn errors(devices: &[Device]) -> CaseResult {
     let g = graph(&a, &b)?;
     // A kernel on the second device given USM of the first.
     let on_b = NodeProperties::new().on_device(b.device());
-    // SAFETY: refused before anything runs.
-    let unreachable =
-        g.add(|h| unsafe { h.launch(&KernelLaunch::new(&inc_b, &[N], &[KernelArg::Pointer(xa.ptr())])) }, on_b);
+    let unreachable = add_launch(&g, &inc_b, &[KernelArg::Pointer(xa.ptr())], on_b);
     check_err!(unreachable, InvalidContext);
     check_eq!(g.node_count(), 0, "a refused node is not added");
     // Graph-owned memory lives on the graph's own device only.

@@ -285,7 +285,9 @@ pub(crate) fn partition_placed(
     for v in 0..n {
         group_device[group[v] as usize] = device[v];
     }
-    let mut by_key: HashMap<(u32, u16, &[u32], &[u32]), u32> = HashMap::new();
+    // (level, device, predecessors, successors) of a group.
+    type GroupKey<'a> = (u32, u16, &'a [u32], &'a [u32]);
+    let mut by_key: HashMap<GroupKey<'_>, u32> = HashMap::new();
     for g in 0..groups as usize {
         if group_host[g] {
             continue;
