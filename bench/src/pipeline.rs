@@ -116,7 +116,7 @@ impl<'a> Pipeline<'a> {
             let (from, to) = (&halves[d], &halves[1 - d]);
             let deps = [&stage1[d]];
             let copy = graph.add(
-                |h| h.memcpy(to.recv.ptr(), from.mid.ptr(), half * 4),
+                |h| h.memcpy_across(sides[1 - d].device(), to.recv.ptr(), sides[d].device(), from.mid.ptr(), half * 4),
                 NodeProperties::new().on_device(sides[1 - d].device()).depends_on(&deps),
             )?;
             exchanged.push(copy);

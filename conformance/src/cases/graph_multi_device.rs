@@ -110,7 +110,10 @@ fn explicit_add_on_device(devices: &[Device]) -> CaseResult {
     let deps = [&f1];
     let i1 = add_launch(&g, &inc_b, &[KernelArg::Pointer(xb.ptr())], on_b.depends_on(&deps))?;
     let deps = [&i1];
-    let copy = g.add(|h| h.memcpy(ya.ptr(), xb.ptr(), N * 4), NodeProperties::new().depends_on(&deps))?;
+    let copy = g.add(
+        |h| h.memcpy_across(a.device(), ya.ptr(), b.device(), xb.ptr(), N * 4),
+        NodeProperties::new().depends_on(&deps),
+    )?;
     let deps = [&copy, &f0];
     add_launch(&g, &inc_a, &[KernelArg::Pointer(ya.ptr())], NodeProperties::new().depends_on(&deps))?;
     check_eq!(f0.device(), a.device().clone());
@@ -160,7 +163,10 @@ fn recording_two_queues(devices: &[Device]) -> CaseResult {
     check_eq!(nb.device(), b.device().clone());
     check_eq!(na.predecessors(), vec![nb.clone()]);
     let deps = [&na, &nb];
-    g.add(|h| h.memcpy(ya.ptr(), xb.ptr(), N * 4), NodeProperties::new().depends_on(&deps))?;
+    g.add(
+        |h| h.memcpy_across(a.device(), ya.ptr(), b.device(), xb.ptr(), N * 4),
+        NodeProperties::new().depends_on(&deps),
+    )?;
     let exec = g.finalize(FinalizeProperties::default())?;
     for _ in 0..2 {
         a.queue.enqueue_graph(&exec, &[])?.wait()?;
@@ -181,9 +187,12 @@ fn cross_device_copies(devices: &[Device]) -> CaseResult {
     write(a.queue.core(), ya.ptr(), &[0u32; N])?;
     let g = graph(&a, &b)?;
     let half = N / 2 * 4;
-    let there = g.add(|h| h.memcpy(xb.ptr(), xa.ptr(), N * 4), NodeProperties::new())?;
+    let there = g.add(|h| h.memcpy_across(b.device(), xb.ptr(), a.device(), xa.ptr(), N * 4), NodeProperties::new())?;
     let deps = [&there];
-    let back = g.add(|h| h.memcpy(ya.ptr().byte_add(half), xb.ptr(), half), NodeProperties::new().depends_on(&deps))?;
+    let back = g.add(
+        |h| h.memcpy_across(a.device(), ya.ptr().byte_add(half), b.device(), xb.ptr(), half),
+        NodeProperties::new().depends_on(&deps),
+    )?;
     check_eq!(there.node_type(), ur_runtime::graph::NodeType::Memcpy);
     check_eq!(there.device(), b.device().clone());
     check_eq!(back.device(), a.device().clone());
@@ -220,7 +229,10 @@ fn update_on_second_device(devices: &[Device]) -> CaseResult {
         NodeProperties::new().on_device(b.device()),
     )?;
     let deps = [&fill];
-    let copy = g.add(|h| h.memcpy(ya.ptr(), xb.ptr(), N * 4), NodeProperties::new().depends_on(&deps))?;
+    let copy = g.add(
+        |h| h.memcpy_across(a.device(), ya.ptr(), b.device(), xb.ptr(), N * 4),
+        NodeProperties::new().depends_on(&deps),
+    )?;
     let deps = [&copy];
     add_launch(&g, &inc_a, &[KernelArg::Pointer(ya.ptr())], NodeProperties::new().depends_on(&deps))?;
     let exec = g.finalize(FinalizeProperties { updatable: true, ..Default::default() })?;
@@ -256,7 +268,10 @@ fn subgraph_on_second_device(devices: &[Device]) -> CaseResult {
     check_eq!(node.device(), b.device().clone());
     check_err!(g.add(|h| h.subgraph(&sub), NodeProperties::new().on_device(a.device())), InvalidDevice);
     let deps = [&node];
-    g.add(|h| h.memcpy(ya.ptr(), xb.ptr(), N * 4), NodeProperties::new().depends_on(&deps))?;
+    g.add(
+        |h| h.memcpy_across(a.device(), ya.ptr(), b.device(), xb.ptr(), N * 4),
+        NodeProperties::new().depends_on(&deps),
+    )?;
     let exec = g.finalize(FinalizeProperties::default())?;
     write(b.queue.core(), xb.ptr(), &[1u32; N])?;
     a.queue.enqueue_graph(&exec, &[])?.wait()?;
@@ -284,8 +299,13 @@ fn errors(devices: &[Device]) -> CaseResult {
     // A kernel on the second device given USM of the first.
     let on_b = NodeProperties::new().on_device(b.device());
     let unreachable = add_launch(&g, &inc_b, &[KernelArg::Pointer(xa.ptr())], on_b);
-    check_err!(unreachable, InvalidContext);
-    check_eq!(g.node_count(), 0, "a refused node is not added");
+    if b.device().peer_access_enabled(a.device()) {
+        // Peer access (enabled by earlier peer copies) lets the kernel reach it.
+        check!(unreachable.is_ok(), "{unreachable:?}");
+    } else {
+        check_err!(unreachable, InvalidContext);
+        check_eq!(g.node_count(), 0, "a refused node is not added");
+    }
     // Graph-owned memory lives on the graph's own device only.
     check_err!(g.add(|h| h.async_malloc(UsmKind::Device, 64).map(drop), on_b), UnsupportedFeature);
     // A multi-device executable graph is no sub-graph.

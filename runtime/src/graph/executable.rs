@@ -52,8 +52,6 @@ pub(crate) enum FlatOp {
         dst: UsmPtr,
         src: UsmPtr,
         size: usize,
-        /// The other device's index: its events need no bridge.
-        peer: u16,
     },
 }
 
@@ -653,12 +651,10 @@ impl Graph<Executable> {
                             .iter()
                             .map(|p| {
                                 let e = done[*p as usize].as_ref().expect("predecessors go first");
-                                let from = st.parts[*p as usize].device;
-                                // A peer copy waits for events of both its devices' contexts.
-                                match &st.nodes[part.members[0] as usize].op {
-                                    FlatOp::PeerCopy { peer, .. } if part.host && *peer == from => Ok(e.clone()),
-                                    _ => bridged(e, from),
-                                }
+                                // Also a peer copy waits for its peer's events through
+                                // a bridge: given directly, the copy overtook them on
+                                // two CUDA GPUs (docs/multi-device.md).
+                                bridged(e, st.parts[*p as usize].device)
                             })
                             .collect::<Result<_>>()?
                     };

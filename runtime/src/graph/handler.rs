@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use ur_core::command::Command;
 use ur_core::context::Context;
+use ur_core::device::Device;
 use ur_core::error::Result;
 use ur_core::launch::KernelLaunch;
 use ur_core::memory::{MemBuffer, MigrationFlags, UsmAdvice, UsmKind, UsmPtr};
@@ -157,12 +158,46 @@ impl Handler {
     /// the USM of two of its devices too (a cross-device copy, see
     /// [`crate::graph`]).
     pub fn memcpy(&mut self, dst: UsmPtr, src: UsmPtr, size: usize) -> Result<()> {
-        if let Some(copy) = self.graph.devices.cross_copy(dst, src, size)? {
-            self.set(Pending::Memory(copy.command()))?;
-            self.cross = Some(copy);
-            return Ok(());
+        let on = self.device.unwrap_or(0);
+        if let Some(copy) = self.graph.devices.cross_copy(on, dst, src, size)? {
+            return self.set_cross(copy);
         }
         self.command(Command::usm_copy(self.context(), dst, src, size))
+    }
+
+    /// Records a copy of `size` bytes from `src`, USM of `src_device`, to
+    /// `dst`, USM of `dst_device`, both devices of a multi-device graph: a
+    /// cross-device copy (see [`crate::graph`]) where they differ, a plain
+    /// copy (on that device) where they are one. Where USM addresses are per
+    /// device (Vulkan), this is how to name a copy's devices.
+    /// `InvalidDevice` for a device the graph was not made for.
+    pub fn memcpy_across(
+        &mut self,
+        dst_device: &Device,
+        dst: UsmPtr,
+        src_device: &Device,
+        src: UsmPtr,
+        size: usize,
+    ) -> Result<()> {
+        let devices = &self.graph.devices;
+        let (d, s) = (devices.index_of(self.graph.id, dst_device)?, devices.index_of(self.graph.id, src_device)?);
+        if let Some(copy) = devices.copy_between(d, dst, s, src, size)? {
+            return self.set_cross(copy);
+        }
+        ensure!(
+            self.device.is_none_or(|on| on == d),
+            InvalidDevice,
+            "a copy within {dst_device} placed on another device of graph #{}",
+            self.graph.id
+        );
+        self.device = Some(d);
+        self.command(Command::usm_copy(self.context(), dst, src, size))
+    }
+
+    fn set_cross(&mut self, copy: CrossCopy) -> Result<()> {
+        self.set(Pending::Memory(copy.command()))?;
+        self.cross = Some(copy);
+        Ok(())
     }
 
     /// Records a fill of `size` bytes with one byte (`handler::memset`).

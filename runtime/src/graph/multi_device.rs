@@ -28,8 +28,8 @@
 //! the other's memory ([`Device::peer_access`]; CUDA devices of one host, the
 //! CPU adapter's devices), finalize enables peer access and makes it a peer
 //! copy ([`Queue::usm_copy_peer`]) on a queue of that device, destination
-//! first: a partition of its own, which waits for events of both devices
-//! without bridges. Otherwise it is lowered into a copy from the source into
+//! first: a partition of its own, waiting for the other device's partitions
+//! through bridges like any partition. Otherwise it is lowered into a copy from the source into
 //! a host-visible staging allocation of the source context (in a partition of
 //! the source device), a host copy between the two staging allocations (a
 //! host-task partition), and a copy from a staging allocation of the
@@ -129,18 +129,63 @@ impl Devices {
     /// The cross-device copy of a `memcpy` placed on device `on`, where
     /// `src` and `dst` lie in different devices' USM; `None` for a copy
     /// inside one context, which the caller validates as usual.
-    pub(crate) fn cross_copy(&self, dst: UsmPtr, src: UsmPtr, size: usize) -> Result<Option<CrossCopy>> {
+    ///
+    /// USM addresses need not be unique across contexts (Vulkan's buffer
+    /// device addresses are per device): a copy whose two ranges both lie in
+    /// allocations of the node's context `on` is a copy in that context, and
+    /// a range that lies in allocations of several other contexts is
+    /// `InvalidValue` (name the devices with [`Handler::memcpy_across`](super::Handler::memcpy_across)).
+    pub(crate) fn cross_copy(&self, on: u16, dst: UsmPtr, src: UsmPtr, size: usize) -> Result<Option<CrossCopy>> {
         if !self.is_multi() {
             return Ok(None);
         }
-        let (Some((dst_dev, dst_ref)), Some((src_dev, src_ref))) = (self.owner(dst, size), self.owner(src, size))
-        else {
+        let local = |ptr| self.context(on).find_usm(ptr, size.max(1)).is_ok();
+        if local(dst) && local(src) {
+            return Ok(None);
+        }
+        let owners = |ptr: UsmPtr| -> Vec<(u16, UsmRef)> {
+            self.contexts
+                .iter()
+                .enumerate()
+                .filter_map(|(i, c)| c.find_usm(ptr, size.max(1)).ok().map(|r| (i as u16, r)))
+                .collect()
+        };
+        let (mut dsts, mut srcs) = (owners(dst), owners(src));
+        ensure!(
+            dsts.len() <= 1 && srcs.len() <= 1,
+            InvalidValue,
+            "memcpy from {src:?} to {dst:?}: an address lies in allocations of several of the graph's devices; name \
+             them with memcpy_across"
+        );
+        let (Some((dst_dev, dst_ref)), Some((src_dev, src_ref))) = (dsts.pop(), srcs.pop()) else {
             return Ok(None);
         };
         if dst_dev == src_dev {
             return Ok(None);
         }
         ensure!(size > 0, InvalidSize, "a cross-device memcpy of 0 bytes");
+        Ok(Some(CrossCopy { src_dev, dst_dev, dst: dst_ref, src: src_ref, size }))
+    }
+
+    /// The copy of `size` bytes from `src`, USM of device `src_dev`, to
+    /// `dst`, USM of device `dst_dev`: a cross-device copy, or `None` for one
+    /// device (validated by the caller in its context).
+    pub(crate) fn copy_between(
+        &self,
+        dst_dev: u16,
+        dst: UsmPtr,
+        src_dev: u16,
+        src: UsmPtr,
+        size: usize,
+    ) -> Result<Option<CrossCopy>> {
+        if dst_dev == src_dev {
+            return Ok(None);
+        }
+        ensure!(size > 0, InvalidSize, "a cross-device memcpy of 0 bytes");
+        let find = |dev: u16, ptr: UsmPtr, what: &str| {
+            self.context(dev).find_usm(ptr, size).map_err(|e| e.in_context(&format!("{what} of a cross-device memcpy")))
+        };
+        let (dst_ref, src_ref) = (find(dst_dev, dst, "the destination")?, find(src_dev, src, "the source")?);
         Ok(Some(CrossCopy { src_dev, dst_dev, dst: dst_ref, src: src_ref, size }))
     }
 
@@ -244,8 +289,7 @@ impl CrossCopy {
         let (dst, src) = (UsmPtr::from_addr(self.dst.address()), UsmPtr::from_addr(self.src.address()));
         if let Route::Peer(on) = route {
             traffic.peer_bytes += self.size as u64;
-            let peer = if on == self.dst_dev { self.src_dev } else { self.dst_dev };
-            let op = FlatOp::PeerCopy { dst, src, size: self.size, peer };
+            let op = FlatOp::PeerCopy { dst, src, size: self.size };
             return Ok(vec![FlatNode { op, preds, origin: Some(origin), device: on }]);
         }
         traffic.staged_bytes += self.size as u64;
