@@ -459,14 +459,20 @@ impl DeviceImpl for VulkanDevice {
         crate::clock::timestamps(&*self.runtime()?)
     }
 
-    /// No peer path: each context's memory is of one `VkDevice`, and
-    /// another physical device could reach it only as one logical device of
-    /// a device group (`vkEnumeratePhysicalDeviceGroups`), which this
-    /// adapter does not create (it makes one `VkDevice` per physical device),
-    /// or through external memory imported on another physical device, which
-    /// NVIDIA's driver does not allow between GPUs. Buffers move such data
-    /// through the host instead.
-    fn peer_access(&self, _peer: &dyn DeviceImpl) -> Result<ur_core::PeerAccess> {
+    /// Every context of a device is over the device's one `VkDevice`, so
+    /// two contexts of the same device share their USM (a copy between them
+    /// is an ordinary copy on that device). Another physical device has no
+    /// path: it could use this device's buffer addresses only inside one
+    /// logical device of a device group (`vkEnumeratePhysicalDeviceGroups`),
+    /// which this adapter does not create (one `VkDevice` per physical
+    /// device), or through external memory imported on another physical
+    /// device, which NVIDIA's driver does not allow between GPUs. Buffers
+    /// move such data through the host instead.
+    fn peer_access(&self, peer: &dyn DeviceImpl) -> Result<ur_core::PeerAccess> {
+        let peer = ur_core::adapter::downcast::<VulkanDevice>(peer as &dyn std::any::Any, "the peer device")?;
+        if std::ptr::eq(self, peer) {
+            return Ok(ur_core::PeerAccess { supported: true, atomics: true });
+        }
         Err(ur_core::err!(
             UnsupportedFeature,
             "Vulkan: USM of one VkDevice is not addressable from another (no multi-device group or cross-device external memory)"

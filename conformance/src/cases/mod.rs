@@ -24,6 +24,7 @@ mod kernel_event_sync;
 mod large;
 mod lifecycle;
 mod memory_errors;
+pub mod multi_device;
 mod native_adopt;
 mod native_command;
 mod objects;
