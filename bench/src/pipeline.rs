@@ -9,7 +9,7 @@
 //! Shared by the bench group and `examples/pipeline.rs` (included by path).
 
 use ur::{Context, Device, Kernel, KernelArg, KernelLaunch, Program, QueueProperties, Result};
-use ur::{UsmAllocation, UsmKind, UsmKinds, err};
+use ur::{UsmAllocation, err};
 use ur_runtime::Queue;
 use ur_runtime::graph::{ExecutableGraph, FinalizeProperties, Graph, GraphProperties, Node, NodeProperties};
 
@@ -43,13 +43,8 @@ impl Side {
 
     /// `count` `u32`s of the first USM kind the device has (device, shared, host).
     fn alloc(&self, count: usize) -> Result<UsmAllocation> {
-        let usm = self.device().info().usm;
-        let kind =
-            [(UsmKinds::DEVICE, UsmKind::Device), (UsmKinds::SHARED, UsmKind::Shared), (UsmKinds::HOST, UsmKind::Host)]
-                .into_iter()
-                .find(|(flag, _)| usm.contains(*flag))
-                .map(|(_, kind)| kind)
-                .ok_or_else(|| err!(UnsupportedFeature, "{} has no USM", self.device()))?;
+        let kind = ur_conformance::cases::graph_multi_device::first_usm_kind(self.device())
+            .ok_or_else(|| err!(UnsupportedFeature, "{} has no USM", self.device()))?;
         UsmAllocation::new(&self.context, kind, count * 4)
     }
 }

@@ -42,13 +42,8 @@ impl Side {
 
     /// `N` `u32`s of the first USM kind the device has (device, shared, host).
     fn usm(&self) -> Result<UsmAllocation, CaseError> {
-        let usm = self.device().info().usm;
         let kind =
-            [(UsmKinds::DEVICE, UsmKind::Device), (UsmKinds::SHARED, UsmKind::Shared), (UsmKinds::HOST, UsmKind::Host)]
-                .into_iter()
-                .find(|(flag, _)| usm.contains(*flag))
-                .map(|(_, kind)| kind)
-                .ok_or_else(|| CaseError::Skip(format!("{} has no USM", self.device())))?;
+            first_usm_kind(self.device()).ok_or_else(|| CaseError::Skip(format!("{} has no USM", self.device())))?;
         Ok(UsmAllocation::new(&self.context, kind, N * 4)?)
     }
 
@@ -83,7 +78,17 @@ fn graph(a: &Side, b: &Side) -> Result<Graph, CaseError> {
     Ok(Graph::new_multi_device(&[&a.context, &b.context], GraphProperties::default())?)
 }
 
-/// The cases, for the cross section.
+/// The first USM kind `device` offers, of device, shared and host: what
+/// the multi-device graph cases and the pipeline benchmark allocate.
+pub fn first_usm_kind(device: &Device) -> Option<UsmKind> {
+    let usm = device.info().usm;
+    [(UsmKinds::DEVICE, UsmKind::Device), (UsmKinds::SHARED, UsmKind::Shared), (UsmKinds::HOST, UsmKind::Host)]
+        .into_iter()
+        .find(|(flag, _)| usm.contains(*flag))
+        .map(|(_, kind)| kind)
+}
+
+/// The cases, for the multi-device section.
 pub fn cases() -> Vec<CrossCase> {
     vec![
         CrossCase { name: "graph_multi_device::explicit_add_on_device", body: explicit_add_on_device },
