@@ -124,11 +124,9 @@ fn main() -> ExitCode {
     }
     // Sections run once over every selected device together, when there
     // are several: `cross` (one buffer on all of them) and `multi_device`
-    // (every pair: buffer transfers, peer copies, concurrent work; graphs
-    // over the first two devices).
+    // (every pair: buffer transfers, peer copies, concurrent work).
     let selected = loader.devices();
-    let multi_device = cases::multi_device::cases().into_iter().chain(cases::graph_multi_device::cases()).collect();
-    let sections = [("cross", cases::buffers::cross_cases()), ("multi_device", multi_device)];
+    let sections = [("cross", cases::buffers::cross_cases()), ("multi_device", cases::multi_device::cases())];
     let mut section_rows: Vec<(&str, usize, usize, usize)> = Vec::new();
     if selected.len() > 1 {
         for (section, section_cases) in &sections {
