@@ -7,7 +7,9 @@
 
 use ur::{Context, Device, Kernel, KernelArg, KernelLaunch, Program, QueueProperties};
 use ur::{UsmAllocation, UsmKind, UsmKinds};
-use ur_runtime::graph::{DynamicParameter, FinalizeProperties, Graph, GraphProperties, Node, NodeProperties};
+use ur_runtime::graph::{
+    DynamicCommandGroup, DynamicParameter, FinalizeProperties, Graph, GraphProperties, Node, NodeProperties,
+};
 use ur_runtime::{Event, Queue};
 
 use super::buffers::CrossCase;
@@ -313,6 +315,13 @@ fn errors(devices: &[Device]) -> CaseResult {
     }
     // Graph-owned memory lives on the graph's own device only.
     check_err!(g.add(|h| h.async_malloc(UsmKind::Device, 64).map(drop), on_b), UnsupportedFeature);
+    // Dynamic command groups too.
+    let inc_a = a.kernel("increment")?;
+    let (global, args) = ([N], [KernelArg::Pointer(xa.ptr())]);
+    let launch = KernelLaunch::new(&inc_a, &global, &args);
+    // SAFETY: N items over N elements of `xa` (never run: refused at add).
+    let group = DynamicCommandGroup::new(&g, vec![Box::new(|h| unsafe { h.launch(&launch) })])?;
+    check_err!(g.add_dynamic(&group, on_b), UnsupportedFeature);
     // A multi-device executable graph is no sub-graph.
     let exec = g.finalize(FinalizeProperties::default())?;
     let other = graph(&a, &b)?;

@@ -111,7 +111,7 @@
 //! | a node placed on a device the graph was not made for; a sub-graph node placed on another device than its graph's; a multi-device graph given one device twice | `InvalidDevice` |
 //! | a kernel given USM of another of the graph's devices without peer access enabled | `InvalidContext` |
 //! | a multi-device `memcpy` whose address lies in allocations of several other devices (use `memcpy_across`) | `InvalidValue` |
-//! | graph-owned allocations on another device than the graph's own; a multi-device executable graph as a sub-graph; cross-device staging on a device with neither host nor shared USM | `UnsupportedFeature` |
+//! | graph-owned allocations or a dynamic command group on another device than the graph's own; a multi-device executable graph as a sub-graph; cross-device staging on a device with neither host nor shared USM | `UnsupportedFeature` |
 //! | a host wait on a recorded event or on a recording queue; a blocking transfer on a recording queue | `InvalidOperation` |
 //! | a recorded event outside its graph's recording; an event of no graph in a recording queue's wait list | `InvalidEventWaitList` |
 //! | `Node::from_event` of an event no recording queue returned | `InvalidEvent` |

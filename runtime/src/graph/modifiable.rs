@@ -353,6 +353,14 @@ impl Graph<Modifiable> {
             group.graph.id,
             shared.id
         );
+        if let Some(device) = props.device {
+            ensure!(
+                shared.devices.index_of(shared.id, device)? == 0,
+                UnsupportedFeature,
+                "dynamic command groups of multi-device graph #{} run on its own device only, not {device}",
+                shared.id
+            );
+        }
         let mut state = shared.state.lock();
         shared.check_not_recording(&state, "explicit add to")?;
         let mut deps = shared.prop_deps(&state, &props)?;
