@@ -354,8 +354,11 @@ fn answer(handle: &Handle<Device>, name: ur_device_info_t, out: InfoOut) -> AbiR
         I::UR_DEVICE_INFO_GRAPH_RECORD_AND_REPLAY_SUPPORT_EXP => out.bool(true),
         // Every backend records timestamps (`Queue::enqueue_timestamp`).
         I::UR_DEVICE_INFO_TIMESTAMP_RECORDING_SUPPORT_EXP => out.bool(true),
+        // The urUsmP2P*Exp entry points answer for every device; which
+        // pairs are peers is their answer (ur-core's `Device::peer_access`).
+        I::UR_DEVICE_INFO_USM_P2P_SUPPORT_EXP => out.bool(true),
         // Not offered: urEventCreateExp, urEnqueueUSM*AllocExp,
-        // urUSMHostAllocRegisterExp, per-event profiling, urUSMEnablePeerAccessExp,
+        // urUSMHostAllocRegisterExp, per-event profiling,
         // urProgramBuildExp for several devices, urDeviceWaitExp,
         // urProgramDynamicLinkExp, urUSMContextMemcpyExp,
         // urMemoryExportAllocExportableMemoryExp, the IPC handles, low-power
@@ -364,7 +367,6 @@ fn answer(handle: &Handle<Device>, name: ur_device_info_t, out: InfoOut) -> AbiR
         | I::UR_DEVICE_INFO_ASYNC_USM_ALLOCATIONS_SUPPORT_EXP
         | I::UR_DEVICE_INFO_USM_HOST_ALLOC_REGISTER_SUPPORT_EXP
         | I::UR_DEVICE_INFO_PER_EVENT_PROFILING_SUPPORT_EXP
-        | I::UR_DEVICE_INFO_USM_P2P_SUPPORT_EXP
         | I::UR_DEVICE_INFO_MULTI_DEVICE_COMPILE_SUPPORT_EXP
         | I::UR_DEVICE_INFO_DEVICE_WAIT_SUPPORT_EXP
         | I::UR_DEVICE_INFO_DYNAMIC_LINK_SUPPORT_EXP

@@ -64,6 +64,7 @@ mod queue;
 mod timestamp;
 mod usm;
 mod usm_2d;
+mod usm_p2p;
 
 pub use adapter::register_factory;
 

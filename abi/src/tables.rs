@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 use crate::sys::*;
 use crate::{
     adapter, adopt, command_buffer, context, device, device_info, enqueue, event, kernel, mem, native, platform,
-    program, queue, timestamp, usm, usm_2d,
+    program, queue, timestamp, usm, usm_2d, usm_p2p,
 };
 
 /// The complete dispatch table every handle points to.
@@ -351,9 +351,9 @@ fn build() -> ur_dditable_t {
             pfnExportMemoryHandleExp: unsupported(),
         },
         UsmP2PExp: ur_usm_p2p_exp_dditable_t {
-            pfnEnablePeerAccessExp: unsupported(),
-            pfnDisablePeerAccessExp: unsupported(),
-            pfnPeerAccessGetInfoExp: unsupported(),
+            pfnEnablePeerAccessExp: Some(usm_p2p::urUsmP2PEnablePeerAccessExp),
+            pfnDisablePeerAccessExp: Some(usm_p2p::urUsmP2PDisablePeerAccessExp),
+            pfnPeerAccessGetInfoExp: Some(usm_p2p::urUsmP2PPeerAccessGetInfoExp),
         },
         VirtualMem: ur_virtual_mem_dditable_t {
             pfnGranularityGetInfo: unsupported(),

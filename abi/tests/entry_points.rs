@@ -63,7 +63,6 @@ const UNSUPPORTED_WHY: &[(&str, &str)] = &[
     ("urEnqueueReleaseExternalSemaphore", "no external semaphores"),
     ("urPhysicalMem", "no virtual memory (`VIRTUAL_MEMORY_SUPPORT` false)"),
     ("urVirtualMem", "no virtual memory (`VIRTUAL_MEMORY_SUPPORT` false)"),
-    ("urUsmP2P", "one device per platform is exposed to peers: see the multi-GPU issue"),
     ("urEnqueueDeviceGlobalVariable", "no device globals: programs come from IL or binaries without them"),
     ("urEnqueueReadHostPipe", "no host pipes"),
     ("urEnqueueWriteHostPipe", "no host pipes"),
@@ -108,6 +107,12 @@ const UNSUPPORTED_WHY: &[(&str, &str)] = &[
 
 /// What one backend does differently for an implemented entry point.
 const BACKEND_NOTES: &[(&str, &str, &str)] = &[
+    ("urUsmP2PPeerAccessGetInfoExp", "cpu", "its device is its own peer (host memory)"),
+    ("urUsmP2PPeerAccessGetInfoExp", "opencl", "no pair is peers (USM belongs to one `cl_context`)"),
+    ("urUsmP2PPeerAccessGetInfoExp", "vulkan", "a device is its own peer (one `VkDevice`); two devices are not"),
+    ("urUsmP2PPeerAccessGetInfoExp", "cuda", "`cuDeviceCanAccessPeer`, atomics `cuDeviceGetP2PAttribute`"),
+    ("urUsmP2PEnablePeerAccessExp", "cuda", "`cuCtxEnablePeerAccess` between primary contexts"),
+    ("urUsmP2PDisablePeerAccessExp", "cuda", "`cuCtxDisablePeerAccess`"),
     ("urProgramCreateWithIL", "cpu", "`INVALID_BINARY`: takes a C kernel table through `CreateWithBinary`"),
     ("urProgramCreateWithIL", "opencl", "OpenCL-flavour SPIR-V"),
     ("urProgramCreateWithIL", "vulkan", "GLCompute SPIR-V with ur-rs's kernel ABI"),

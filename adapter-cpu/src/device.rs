@@ -155,6 +155,22 @@ impl DeviceImpl for CpuDevice {
         Ok(Timestamps { device: now, host: now })
     }
 
+    /// Every CPU device's memory is the process's host memory, which any
+    /// of them reads, writes and updates atomically.
+    fn peer_access(&self, peer: &dyn DeviceImpl) -> Result<ur_core::PeerAccess> {
+        ur_core::adapter::downcast::<CpuDevice>(peer as &dyn std::any::Any, "the peer device")?;
+        Ok(ur_core::PeerAccess { supported: true, atomics: true })
+    }
+
+    /// Nothing to enable: host memory is shared already.
+    fn enable_peer_access(&self, _peer: &dyn DeviceImpl) -> Result<()> {
+        Ok(())
+    }
+
+    fn disable_peer_access(&self, _peer: &dyn DeviceImpl) -> Result<()> {
+        Ok(())
+    }
+
     fn create_context(self: Arc<Self>) -> Result<Arc<dyn ContextImpl>> {
         Ok(Arc::new(CpuContext {
             pool: self.pool.clone(),

@@ -108,6 +108,13 @@ impl QueueImpl for CpuQueue {
         Ok(event)
     }
 
+    /// Both sides are host memory and every CPU context's events are
+    /// `CpuEvent`s, so a peer copy is an ordinary copy.
+    unsafe fn usm_copy_peer(&self, command: &Command, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
+        // SAFETY: forwarded from the trait's contract.
+        unsafe { self.enqueue(command, wait) }
+    }
+
     unsafe fn enqueue_wait(&self, wait: &[&dyn EventImpl], barrier: bool) -> Result<Arc<dyn EventImpl>> {
         let event = CpuEvent::pending(self.profiling);
         let done = event.clone();

@@ -114,6 +114,50 @@ impl DeviceImpl for CudaDevice {
         Ok(Arc::new(CudaContext::new(self.shared.clone())))
     }
 
+    /// `cuDeviceCanAccessPeer` from this device to `peer`, and the native
+    /// atomics `cuDeviceGetP2PAttribute` reports for that direction. The
+    /// same device always reaches its own memory.
+    fn peer_access(&self, peer: &dyn DeviceImpl) -> Result<ur_core::PeerAccess> {
+        let peer = cuda_device(peer)?;
+        if peer.shared.device == self.shared.device {
+            return Ok(ur_core::PeerAccess { supported: true, atomics: true });
+        }
+        let (mut can, mut atomics) = (0, 0);
+        // SAFETY: writes one flag for two valid devices.
+        unsafe { cu!(cuDeviceCanAccessPeer(&mut can, self.shared.device, peer.shared.device))? };
+        if can != 0 {
+            let attribute = sys::CUdevice_P2PAttribute::CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED;
+            // SAFETY: writes one attribute for two valid devices.
+            unsafe { cu!(cuDeviceGetP2PAttribute(&mut atomics, attribute, self.shared.device, peer.shared.device))? };
+        } else {
+            tracing::debug!(device = self.shared.device, peer = peer.shared.device, "cuDeviceCanAccessPeer: no");
+        }
+        Ok(ur_core::PeerAccess { supported: can != 0, atomics: can != 0 && atomics != 0 })
+    }
+
+    /// `cuCtxEnablePeerAccess` from this device's primary context to the
+    /// peer's (access is per context pair; every context here is the
+    /// primary one). Already enabled, by this adapter or another user of
+    /// the primary contexts, counts as done.
+    fn enable_peer_access(&self, peer: &dyn DeviceImpl) -> Result<()> {
+        let peer = cuda_device(peer)?;
+        self.shared.bind()?;
+        // SAFETY: the peer's primary context is retained by the peer device;
+        // this device's is current.
+        let result = unsafe { sys::cuCtxEnablePeerAccess(peer.shared.ctx.0, 0) };
+        if result == sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED {
+            return Ok(());
+        }
+        crate::driver::check(result, "cuCtxEnablePeerAccess")
+    }
+
+    fn disable_peer_access(&self, peer: &dyn DeviceImpl) -> Result<()> {
+        let peer = cuda_device(peer)?;
+        self.shared.bind()?;
+        // SAFETY: as for `enable_peer_access`.
+        unsafe { cu!(cuCtxDisablePeerAccess(peer.shared.ctx.0)) }
+    }
+
     /// Every context of the device is over its primary context, so that is
     /// the only `CUcontext` adopted; the adapter holds its own reference to
     /// it and takes over none (`Ownership::Transferred` is refused).
@@ -133,6 +177,11 @@ impl DeviceImpl for CudaDevice {
         }
         Ok(Arc::new(CudaContext::new(self.shared.clone())))
     }
+}
+
+/// The CUDA device behind a device object of this adapter.
+fn cuda_device(device: &dyn DeviceImpl) -> Result<&CudaDevice> {
+    ur_core::adapter::downcast::<CudaDevice>(device as &dyn std::any::Any, "the peer device")
 }
 
 /// Limits and features read once from the device.

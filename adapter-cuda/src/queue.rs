@@ -408,6 +408,16 @@ impl QueueImpl for CudaQueue {
         Ok(unsafe { self.submit(wait, Order::Normal, Work::Command(Cow::Borrowed(command)))? })
     }
 
+    /// Unified addressing names every allocation of every device, so the
+    /// copy is the eager `cuMemcpyAsync` on this queue's stream, which goes
+    /// over the peer link once access is enabled. Events of the peer's
+    /// contexts are `CudaEvent`s too: streams wait for events of any device.
+    unsafe fn usm_copy_peer(&self, command: &Command, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
+        // SAFETY: forwarded from the trait's contract; both sides are device
+        // addresses of live allocations.
+        unsafe { self.enqueue(command, wait) }
+    }
+
     unsafe fn enqueue_wait(&self, wait: &[&dyn EventImpl], barrier: bool) -> Result<Arc<dyn EventImpl>> {
         let order = if barrier { Order::Barrier } else { Order::Normal };
         // SAFETY: a marker touches no memory.

@@ -441,6 +441,17 @@ impl DeviceImpl for ClDevice {
         self.clock.timestamps()
     }
 
+    /// No peer path: USM and SVM pointers are valid only in the `cl_context`
+    /// they were allocated in, and every context of this adapter is its own
+    /// `cl_context` of one device (two devices of a platform could share one
+    /// only if a ur-core context held both).
+    fn peer_access(&self, _peer: &dyn DeviceImpl) -> Result<ur_core::PeerAccess> {
+        Err(ur_core::err!(
+            UnsupportedFeature,
+            "OpenCL: USM of one cl_context is not usable in another, and each context holds one device"
+        ))
+    }
+
     fn create_context(self: Arc<Self>) -> Result<Arc<dyn ContextImpl>> {
         Ok(Arc::new(ClContext::new(self.shared.clone())?))
     }

@@ -461,6 +461,26 @@ impl DeviceImpl for VulkanDevice {
         crate::clock::timestamps(&*self.runtime()?)
     }
 
+    /// Every context of a device is over the device's one `VkDevice`, so
+    /// two contexts of the same device share their USM (a copy between them
+    /// is an ordinary copy on that device). Another physical device has no
+    /// path: it could use this device's buffer addresses only inside one
+    /// logical device of a device group (`vkEnumeratePhysicalDeviceGroups`),
+    /// which this adapter does not create (one `VkDevice` per physical
+    /// device), or through external memory imported on another physical
+    /// device, which NVIDIA's driver does not allow between GPUs. Buffers
+    /// move such data through the host instead.
+    fn peer_access(&self, peer: &dyn DeviceImpl) -> Result<ur_core::PeerAccess> {
+        let peer = ur_core::adapter::downcast::<VulkanDevice>(peer as &dyn std::any::Any, "the peer device")?;
+        if std::ptr::eq(self, peer) {
+            return Ok(ur_core::PeerAccess { supported: true, atomics: true });
+        }
+        Err(ur_core::err!(
+            UnsupportedFeature,
+            "Vulkan: USM of one VkDevice is not addressable from another (no multi-device group or cross-device external memory)"
+        ))
+    }
+
     fn create_context(self: Arc<Self>) -> Result<Arc<dyn ContextImpl>> {
         let max_group = self.info.limits.max_compute_work_group_invocations as usize;
         Ok(Arc::new(VulkanContext::new(self.runtime()?, max_group)))

@@ -169,6 +169,14 @@ impl VkQueue {
 }
 
 impl QueueImpl for VkQueue {
+    /// Only asked for two contexts of this queue's device (the one pair
+    /// `peer_access` supports), whose allocations and events are of the
+    /// same `VkDevice`: an ordinary copy.
+    unsafe fn usm_copy_peer(&self, command: &Command, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
+        // SAFETY: forwarded from the trait's contract.
+        unsafe { self.enqueue(command, wait) }
+    }
+
     unsafe fn enqueue(&self, command: &Command, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
         let mut deps: SmallVec<[Arc<EventCore>; 4]> = cores_of(wait)?.into_iter().collect();
         let mut sink = ArenaSink::new(&self.rt);

@@ -11,6 +11,8 @@ mod alloc;
 mod buffers;
 mod goals;
 mod kernels;
+mod multi_device;
+mod pipeline;
 mod raw;
 mod report;
 mod soak;
@@ -208,6 +210,12 @@ fn main() -> ExitCode {
     }
     if wanted("buffers") {
         emit(&buffers::run(plan.repeats, cli.quick, &mut records));
+        if let Err(e) = save(&records, &json) {
+            eprintln!("ur-bench: cannot write {}: {e}", json.display());
+        }
+    }
+    if wanted("multi_device") {
+        emit(&multi_device::run(&loader.devices(), plan.repeats, cli.quick, &mut records));
         if let Err(e) = save(&records, &json) {
             eprintln!("ur-bench: cannot write {}: {e}", json.display());
         }

@@ -122,32 +122,49 @@ fn main() -> ExitCode {
             rows.push(Row { device: name.clone(), case: case.name.clone(), outcome });
         }
     }
-    // One buffer used on every selected device at once, when there are several.
+    // Sections run once over every selected device together, when there
+    // are several: `cross` (one buffer on all of them) and `multi_device`
+    // (every pair: buffer transfers, peer copies, concurrent work).
     let selected = loader.devices();
+    let sections = [("cross", cases::buffers::cross_cases()), ("multi_device", cases::multi_device::cases())];
+    let mut section_rows: Vec<(&str, usize, usize, usize)> = Vec::new();
     if selected.len() > 1 {
-        for case in cases::buffers::cross_cases() {
-            if !(cli.filter.is_empty() || cli.filter.iter().any(|f| case.name.contains(f.as_str()))) {
-                continue;
+        for (section, section_cases) in &sections {
+            let (mut pass, mut fail, mut skip) = (0, 0, 0);
+            for case in section_cases {
+                if !(cli.filter.is_empty() || cli.filter.iter().any(|f| case.name.contains(f.as_str()))) {
+                    continue;
+                }
+                let outcome = case.run(&selected);
+                match &outcome {
+                    Outcome::Pass => pass += 1,
+                    Outcome::Fail(_) => fail += 1,
+                    Outcome::Skip(_) => skip += 1,
+                }
+                if cli.format == Format::Json {
+                    let (status, reason) = match &outcome {
+                        Outcome::Pass => ("pass", None),
+                        Outcome::Skip(r) => ("skip", Some(r.as_str())),
+                        Outcome::Fail(m) => ("fail", Some(m.as_str())),
+                    };
+                    let row = JsonRow { backend: section, device: section, case: case.name, status, reason };
+                    emit(&(serde_json::to_string(&row).expect("a row of strings serializes") + "\n"));
+                }
+                rows.push(Row { device: (*section).into(), case: case.name.into(), outcome });
             }
-            let outcome = case.run(&selected);
-            if cli.format == Format::Json {
-                let (status, reason) = match &outcome {
-                    Outcome::Pass => ("pass", None),
-                    Outcome::Skip(r) => ("skip", Some(r.as_str())),
-                    Outcome::Fail(m) => ("fail", Some(m.as_str())),
-                };
-                let row = JsonRow { backend: "cross", device: "cross", case: case.name, status, reason };
-                emit(&(serde_json::to_string(&row).expect("a row of strings serializes") + "\n"));
+            if pass + fail + skip > 0 {
+                section_rows.push((section, pass, fail, skip));
             }
-            rows.push(Row { device: "cross".into(), case: case.name.into(), outcome });
         }
     }
     if cli.format == Format::Table {
         emit(&matrix(&devices, &cases, &rows));
-        let cross: Vec<&Row> = rows.iter().filter(|r| r.device == "cross").collect();
-        if !cross.is_empty() {
-            let passed = cross.iter().filter(|r| r.outcome == Outcome::Pass).count();
-            emit(&format!("cross (all selected devices): {passed} of {} passed\n", cross.len()));
+        let names: Vec<String> = selected.iter().map(ToString::to_string).collect();
+        for (section, pass, fail, skip) in section_rows {
+            emit(&format!(
+                "{section} (all selected devices: {}): {pass} passed, {fail} failed, {skip} skipped\n",
+                names.join(", ")
+            ));
         }
     }
     if rows.iter().any(|r| matches!(r.outcome, Outcome::Fail(_))) { ExitCode::FAILURE } else { ExitCode::SUCCESS }

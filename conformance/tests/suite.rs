@@ -42,16 +42,27 @@ fn main() {
             trials.push(trial.with_ignored_flag(skip));
         }
     }
-    // One buffer used on every selected device at once, when there are several.
+    // Sections over every selected device at once, when there are several:
+    // `[cross]` (one buffer on all) and `[multi_device]` (every pair).
     let selected = loader.devices();
     if selected.len() > 1 {
-        for case in cases::buffers::cross_cases() {
-            let devices = selected.clone();
-            trials.push(Trial::test(format!("[cross] {}", case.name), move || match case.run(&devices) {
-                Outcome::Pass => Ok(()),
-                Outcome::Skip(reason) => Err(Failed::from(format!("ran nothing: {reason}"))),
-                Outcome::Fail(message) => Err(Failed::from(message)),
-            }));
+        // USM peer copies need a pair with peer access (CUDA GPUs); ignored
+        // where none is selected, as a case whose requirement is missing.
+        let any_peer = selected
+            .iter()
+            .any(|a| selected.iter().any(|b| a != b && a.peer_access(b).is_ok_and(|access| access.supported)));
+        let sections = [("cross", cases::buffers::cross_cases()), ("multi_device", cases::multi_device::cases())];
+        for (section, section_cases) in sections {
+            for case in section_cases {
+                let devices = selected.clone();
+                let ignored = case.name == "multi_device::usm_peer_copy" && !any_peer;
+                let trial = Trial::test(format!("[{section}] {}", case.name), move || match case.run(&devices) {
+                    Outcome::Pass => Ok(()),
+                    Outcome::Skip(reason) => Err(Failed::from(format!("ran nothing: {reason}"))),
+                    Outcome::Fail(message) => Err(Failed::from(message)),
+                });
+                trials.push(trial.with_ignored_flag(ignored));
+            }
         }
     }
     libtest_mimic::run(&args, trials).exit();

@@ -27,6 +27,7 @@ use crate::event::{Event, EventStatus, ProfilingInfo};
 use crate::interop::NativeHandle;
 use crate::launch::KernelCommand;
 use crate::memory::{MemFlags, UsmKind};
+use crate::peer::PeerAccess;
 use crate::platform::Backend;
 use crate::program::{Kernel, KernelSignature, ProgramBundle, SourceForm};
 use crate::queue::QueueProperties;
@@ -74,6 +75,30 @@ pub trait DeviceImpl: Any + Send + Sync {
     /// where the backend has none.
     fn native_handle(&self) -> Result<NativeHandle> {
         Err(crate::err!(UnsupportedFeature, "this device has no native handle"))
+    }
+
+    /// Whether queues and kernels of this device can use USM memory allocated
+    /// on `peer`, a device of the same adapter (this one included), once
+    /// enabled. `UnsupportedFeature`, the default, with the reason, where the
+    /// adapter has no peer path; the front end reports it as not supported.
+    fn peer_access(&self, peer: &dyn DeviceImpl) -> Result<PeerAccess> {
+        let _ = peer;
+        Err(crate::err!(UnsupportedFeature, "this adapter has no peer access between devices"))
+    }
+
+    /// Enables this device's access to memory of `peer`. Called once per
+    /// pair until disabled, only for pairs [`peer_access`](Self::peer_access)
+    /// supports, never for the same device.
+    fn enable_peer_access(&self, peer: &dyn DeviceImpl) -> Result<()> {
+        let _ = peer;
+        Err(crate::err!(UnsupportedFeature, "this adapter has no peer access between devices"))
+    }
+
+    /// Disables what [`enable_peer_access`](Self::enable_peer_access)
+    /// enabled; only called for an enabled pair.
+    fn disable_peer_access(&self, peer: &dyn DeviceImpl) -> Result<()> {
+        let _ = peer;
+        Err(crate::err!(UnsupportedFeature, "this adapter has no peer access between devices"))
     }
 
     /// Adopts a native context of this device (see [`crate::adopt`]):
@@ -299,6 +324,21 @@ pub trait QueueImpl: Any + Send + Sync {
     /// # Safety
     /// As for [`QueueImpl::enqueue`]: the events belong to this adapter and context.
     unsafe fn enqueue_timestamp(&self, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>>;
+
+    /// Executes a [`Command::UsmMemcpy`] one of whose sides is USM of a
+    /// context on another device of this adapter (a peer copy), after the
+    /// events of `wait`, like [`enqueue`](Self::enqueue). `UnsupportedFeature`,
+    /// the default, where the adapter has no peer path.
+    ///
+    /// # Safety
+    /// As for [`enqueue`](Self::enqueue), except that one side belongs to a
+    /// context of a device for which [`DeviceImpl::peer_access`] answered
+    /// supported and peer access from this queue's device was enabled, and
+    /// that the events of `wait` belong to either of the two contexts.
+    unsafe fn usm_copy_peer(&self, command: &Command, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
+        let _ = (command, wait);
+        Err(crate::err!(UnsupportedFeature, "this adapter has no peer copies"))
+    }
 
     /// Blocks until everything submitted has completed.
     fn finish(&self) -> Result<()>;

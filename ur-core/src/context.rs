@@ -43,7 +43,7 @@ impl Context {
 
     /// Wraps an adapter context of `device` (a new identity).
     pub(crate) fn from_imp(device: &Device, imp: Arc<dyn ContextImpl>) -> Context {
-        Context {
+        let context = Context {
             inner: Arc::new(ContextInner {
                 id: ContextId(NEXT_CONTEXT_ID.fetch_add(1, Ordering::Relaxed)),
                 device: device.clone(),
@@ -51,7 +51,9 @@ impl Context {
                 tracker: Arc::default(),
                 _live: crate::live::Live::new(),
             }),
-        }
+        };
+        crate::peer::register(&context);
+        context
     }
 
     /// The context's device (the view it was created from).

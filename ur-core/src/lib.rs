@@ -50,6 +50,7 @@ pub mod live;
 pub mod loader;
 pub mod memory;
 pub mod native;
+pub mod peer;
 pub mod platform;
 pub mod program;
 pub mod ptx;
@@ -86,6 +87,7 @@ pub use memory::{
 pub use native::{
     CGroup, CKernelFn, NativeArg, NativeKernel, NativeKernelFn, NdRange, RustKernelFn, WorkGroup, WorkItem,
 };
+pub use peer::PeerAccess;
 pub use platform::{Backend, Platform};
 pub use program::{ArgKind, Kernel, KernelSignature, Program, ProgramBundle, ProgramSource, SourceForm, SpirvModule};
 pub use queue::{Queue, QueueProperties};

@@ -313,11 +313,22 @@ impl Queue {
 
     /// `GraphCaptureUnsupported` (which invalidates the capture) while the
     /// queue captures.
-    fn check_not_capturing(&self, what: &str) -> Result<()> {
+    pub(crate) fn check_not_capturing(&self, what: &str) -> Result<()> {
         if self.inner.capture.is_active() {
             return capture::refuse(self, what);
         }
         Ok(())
+    }
+
+    /// Executes a peer copy built and checked by [`Queue::usm_copy_peer`],
+    /// keeping both allocations alive until it completes.
+    pub(crate) fn execute_peer_copy(&self, command: Command, resolved: &[Arc<dyn EventImpl>]) -> Result<Event> {
+        // SAFETY: `usm_copy_peer` found each side in its allocation, one of
+        // this context and one of a peer context whose access it checked is
+        // enabled; the wait events belong to one of the two contexts.
+        let event = unsafe { self.inner.imp.usm_copy_peer(&command, &as_refs(resolved))? };
+        self.track(event.clone(), KeepAlive::Command(command));
+        Ok(Event::from_imp(event, &self.inner.context))
     }
 
     /// Blocking calls never record: their host memory is borrowed for the call.

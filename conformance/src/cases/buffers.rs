@@ -4,9 +4,11 @@
 //!
 //! Per-device cases use the device through two contexts: the suite's and a
 //! second one. ur-core USM belongs to one context, so the buffer keeps one
-//! allocation per context and moves data between them as between devices
-//! (through its host allocation). [`cross_cases`] do the same across the
-//! selected devices, backends mixed.
+//! allocation per context and moves data between them as between devices:
+//! as a peer copy where the device is its own peer (`Device::peer_access`:
+//! CPU, CUDA, Vulkan), else through its host allocation. [`cross_cases`] do
+//! the same across the selected devices, backends mixed; the
+//! `multi_device` section goes through every pair.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -36,14 +38,14 @@ pub(super) fn cases() -> Vec<crate::Case> {
 const SETTLE: Duration = Duration::from_millis(30);
 
 /// Elements per page in the 1D cases.
-const PAGE: usize = 16;
+pub(super) const PAGE: usize = 16;
 
-fn page_props(page: &[usize]) -> BufferProperties {
+pub(super) fn page_props(page: &[usize]) -> BufferProperties {
     BufferProperties { page: Some(page.to_vec()) }
 }
 
 /// A second context of the case's device, with a queue.
-fn second(device: &Device) -> Result<Queue, CaseError> {
+pub(super) fn second(device: &Device) -> Result<Queue, CaseError> {
     Ok(Queue::new(&Context::new(device)?, QueueProperties::default())?)
 }
 
@@ -58,7 +60,7 @@ pub(super) fn moved(before: TransferStats, after: TransferStats) -> (u64, u64, u
 }
 
 /// Fills elements `[first, first + count)` of a u32 buffer with `value` on `queue`.
-fn fill(
+pub(super) fn fill(
     queue: &Queue,
     buffer: &Buffer,
     mode: AccessMode,
@@ -77,7 +79,7 @@ pub(super) fn host_read(buffer: &Buffer, first: usize, count: usize) -> Result<V
 }
 
 /// UR-surface reads of the buffer on `queue`'s device: what a kernel there sees.
-fn device_read(queue: &Queue, buffer: &Buffer, first: usize, count: usize) -> Result<Vec<u32>, CaseError> {
+pub(super) fn device_read(queue: &Queue, buffer: &Buffer, first: usize, count: usize) -> Result<Vec<u32>, CaseError> {
     let mut cg = CommandGroup::new(queue);
     let acc = cg.access(buffer, AccessMode::Read, AccessRange::new(&[first], &[count]))?;
     let out = Arc::new(Mutex::new(vec![0u32; count]));
@@ -111,11 +113,20 @@ fn overlap_moves_as_one_copy(env: &Env) -> CaseResult {
         [vec![1; 2 * PAGE], vec![7; 2 * PAGE]].concat(),
         "pages 2-5 on the second allocation"
     );
-    check_eq!(moved(before, buffer.stats()), (1, 2, 2 * PAGE as u64 * 4, 1), "copies, pages, bytes, via host");
-    // The host holds pages 2-3 from that copy; 0-1 and 4-5 come from each side.
+    // Two contexts of one device: a peer copy where the device is its own peer.
+    let peer = u64::from(a.device().peer_access(b.device())?.supported);
+    check_eq!(moved(before, buffer.stats()), (1, 2, 2 * PAGE as u64 * 4, 1 - peer), "copies, pages, bytes, via host");
+    check_eq!(buffer.stats().peer - before.peer, peer, "peer copies");
     let before = buffer.stats();
     check_eq!(host_read(&buffer, 0, 6 * PAGE)?, [vec![1; 4 * PAGE], vec![7; 2 * PAGE]].concat());
-    check_eq!(moved(before, buffer.stats()), (2, 4, 4 * PAGE as u64 * 4, 0));
+    if peer == 1 {
+        // The peer copy left the host as it was: 0-1 come from the first
+        // allocation, 2-5 from the second, which is the first holding them.
+        check_eq!(moved(before, buffer.stats()), (2, 6, 6 * PAGE as u64 * 4, 0));
+    } else {
+        // The host holds pages 2-3 from that copy; 0-1 and 4-5 come from each side.
+        check_eq!(moved(before, buffer.stats()), (2, 4, 4 * PAGE as u64 * 4, 0));
+    }
     // Everything read is current everywhere it was read: nothing moves again.
     let before = buffer.stats();
     device_read(&b, &buffer, 2 * PAGE, 4 * PAGE)?;
@@ -398,6 +409,8 @@ fn cross_overlap(devices: &[Device]) -> CaseResult {
     fill(a, &buffer, AccessMode::WriteNoInit, 0, 4 * PAGE, 1)?;
     check_eq!(buffer.stats(), TransferStats::default());
     check_eq!(device_read(b, &buffer, 2 * PAGE, 4 * PAGE)?, [vec![1; 2 * PAGE], vec![7; 2 * PAGE]].concat());
-    check_eq!(moved(TransferStats::default(), buffer.stats()), (1, 2, 2 * PAGE as u64 * 4, 1));
+    let peer = u64::from(crate::cases::multi_device::peers(b.device(), a.device())?);
+    check_eq!(moved(TransferStats::default(), buffer.stats()), (1, 2, 2 * PAGE as u64 * 4, 1 - peer));
+    check_eq!(buffer.stats().peer, peer, "peer copies");
     Ok(())
 }

@@ -1,12 +1,14 @@
 //! Executing planned transfers on ur-core queues, and the buffer's end.
 //!
-//! Every transfer has the host allocation on one side: a device side is the
-//! buffer's USM allocation of one context, and ur-core copies between USM of
-//! a context and host memory. A transfer between two devices is therefore a
-//! copy into the host allocation on the source's queue and one out of it on
-//! the target's, the second waiting for the first through a bridged event.
+//! A transfer between the host allocation and a device is one ur-core copy
+//! between USM of a context and host memory. A transfer between two devices
+//! is a peer copy ([`Queue::usm_copy_peer`]) where one device has peer access
+//! to the other (enabled on first need), on the queue of the device that
+//! has it; otherwise a copy into the host allocation on the source's queue
+//! and one out of it on the target's, the second waiting for the first
+//! through a bridged event.
 
-use ur_core::{Event, Result};
+use ur_core::{Event, Queue, Result, UrError};
 
 use super::State;
 use super::alloc::{Dep, wait_list};
@@ -19,19 +21,89 @@ use super::plan::{Transfer, apply, plan};
 /// them as uses and updates the page state.
 pub(crate) fn enqueue(state: &mut State, transfers: &[Transfer]) -> Result<()> {
     for t in transfers {
-        if t.via_host() {
-            hop(state, t.src, HOST, &t.pages)?;
-            hop(state, HOST, t.dst, &t.pages)?;
-            state.stats.via_host += 1;
+        let bytes = state.grid.rect(&t.pages).bytes() as u64;
+        let peer = if t.via_host() { peer_route(state, t.src, t.dst) } else { None };
+        if let Some(on) = peer {
+            peer_copy(state, on, t.src, t.dst, &t.pages)?;
+            state.stats.peer += 1;
+            state.stats.peer_bytes += bytes;
+            // Straight to the target: the host allocation stays as it was.
+            state.map.mark_current(t.dst, &t.pages);
         } else {
-            hop(state, t.src, t.dst, &t.pages)?;
+            if t.via_host() {
+                hop(state, t.src, HOST, &t.pages)?;
+                hop(state, HOST, t.dst, &t.pages)?;
+                state.stats.via_host += 1;
+            } else {
+                hop(state, t.src, t.dst, &t.pages)?;
+            }
+            apply(&mut state.map, std::slice::from_ref(t), t.dst, &t.pages, false);
         }
         state.stats.copies += 1;
         state.stats.pages += t.pages.pages() as u64;
-        state.stats.bytes += state.grid.rect(&t.pages).bytes() as u64;
-        apply(&mut state.map, std::slice::from_ref(t), t.dst, &t.pages, false);
+        state.stats.bytes += bytes;
     }
     Ok(())
+}
+
+/// The device location whose queue can copy directly between the
+/// allocations of `src` and `dst`: the target's device if it has peer access
+/// to the source's, else the source's if it has access to the target's;
+/// access is enabled here, the first time it is needed. `None` (through the
+/// host) where neither has, or enabling failed.
+fn peer_route(state: &State, src: Loc, dst: Loc) -> Option<Loc> {
+    let device = |loc: Loc| state.allocs[loc - 1].context.device();
+    for (on, other) in [(dst, src), (src, dst)] {
+        let (command, peer) = (device(on), device(other));
+        let supported = match command.peer_access(peer) {
+            Ok(access) => access.supported,
+            Err(e) => {
+                tracing::warn!(%command, %peer, error = %e, "peer query failed; the buffer copies through the host");
+                false
+            }
+        };
+        if !supported {
+            continue;
+        }
+        match command.enable_peer_access(peer) {
+            Ok(()) => return Some(on),
+            Err(e) => tracing::warn!(%command, %peer, error = %e, "peer access not enabled; trying the other way"),
+        }
+    }
+    None
+}
+
+/// One peer copy of `pages` from the allocation of `src` to that of `dst`,
+/// on the queue of `on` (one of the two), after the uses it conflicts with.
+/// A rect whose rows are not contiguous is one copy per row: ur-core's peer
+/// copy is linear.
+fn peer_copy(state: &mut State, on: Loc, src: Loc, dst: Loc, pages: &PageBox) -> Result<()> {
+    let queue = state.allocs[on - 1].queue()?;
+    let deps: Vec<Dep> = state
+        .deps
+        .conflicts(pages, UseKind::Read { loc: src })
+        .chain(state.deps.conflicts(pages, UseKind::Fill { to: dst }))
+        .map(|u| u.token.clone())
+        .collect();
+    let wait = wait_list(&queue, &deps)?;
+    let wait: Vec<&Event> = wait.iter().collect();
+    let (dst_ptr, src_ptr) = (state.device_ptr(dst), state.device_ptr(src));
+    let rect = state.grid.rect(pages);
+    let mut events = Vec::new();
+    let mut failed = None;
+    'pieces: for (offset, rows, bytes) in rect.pieces() {
+        for row in 0..rows {
+            let at = offset + row * rect.row_pitch;
+            match queue.usm_copy_peer(dst_ptr.byte_add(at), src_ptr.byte_add(at), bytes, &wait) {
+                Ok(event) => events.push(event),
+                Err(e) => {
+                    failed = Some(e);
+                    break 'pieces;
+                }
+            }
+        }
+    }
+    record_pieces(state, &queue, pages, src, dst, events, failed)
 }
 
 /// One copy between the host allocation and a device allocation, after the
@@ -75,21 +147,35 @@ fn hop(state: &mut State, src: Loc, dst: Loc, pages: &PageBox) -> Result<()> {
             }
         }
     }
+    record_pieces(state, &queue, pages, src, dst, events, failed)
+}
+
+/// Records the pieces of one transfer of `pages` from `src` to `dst` as
+/// uses: joined into one event when every piece was enqueued; when a piece
+/// (`failed`) or the join failed, each enqueued piece, which may still run,
+/// so that later uses and the buffer's end wait for it.
+fn record_pieces(
+    state: &mut State,
+    queue: &Queue,
+    pages: &PageBox,
+    src: Loc,
+    dst: Loc,
+    events: Vec<Event>,
+    failed: Option<UrError>,
+) -> Result<()> {
     state.stats.commands += events.len() as u64;
     let joined = match failed {
         None if events.len() == 1 => Ok(events[0].clone()),
         None => queue.events_wait(&events.iter().collect::<Vec<_>>()),
         Some(e) => Err(e),
     };
-    // When a piece or the join failed, the pieces already enqueued may still
-    // run: later uses, and the buffer's end, wait for each of them.
     let (tokens, result) = match joined {
         Ok(event) => (vec![event], Ok(())),
         Err(e) => (events, Err(e)),
     };
     for event in tokens {
-        state.deps.record(*pages, UseKind::Read { loc: src }, Dep::of(&queue, event.clone()));
-        state.deps.record(*pages, UseKind::Fill { to: dst }, Dep::of(&queue, event));
+        state.deps.record(*pages, UseKind::Read { loc: src }, Dep::of(queue, event.clone()));
+        state.deps.record(*pages, UseKind::Fill { to: dst }, Dep::of(queue, event));
     }
     result
 }

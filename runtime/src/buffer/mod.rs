@@ -58,9 +58,15 @@ pub struct TransferStats {
     pub pages: u64,
     /// Bytes those copies moved.
     pub bytes: u64,
-    /// Copies between two device allocations, which go through the host
-    /// allocation (two backend transfers each).
+    /// Copies between two device allocations that went through the host
+    /// allocation (two backend transfers each): the devices are no peers.
     pub via_host: u64,
+    /// Copies between two device allocations that went directly, as peer
+    /// copies (`Queue::usm_copy_peer`), one device having peer access to the
+    /// other (`Device::peer_access`).
+    pub peer: u64,
+    /// Bytes those peer copies moved.
+    pub peer_bytes: u64,
     /// Backend commands issued: a copy of a rect whose rows are not
     /// contiguous is one 2D copy per slice.
     pub commands: u64,

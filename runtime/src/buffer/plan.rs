@@ -22,10 +22,11 @@ pub struct Transfer {
 }
 
 impl Transfer {
-    /// Whether the copy goes through the host allocation: allocations of
-    /// different contexts cannot copy between each other, so a device to
-    /// device transfer reads into the host allocation and writes from it,
-    /// leaving the host up to date too.
+    /// Whether the copy is between two device allocations, which goes
+    /// through the host allocation (reading into it and writing from it,
+    /// leaving the host up to date too) unless one device has peer access to
+    /// the other: execution then makes it one peer copy and marks only the
+    /// target current, not applying it with [`apply`].
     pub fn via_host(&self) -> bool {
         self.src != HOST && self.dst != HOST
     }

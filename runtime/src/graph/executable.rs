@@ -20,7 +20,7 @@ use ur_core::device::{CommandBufferSupport, Device, UpdateCapabilities};
 use ur_core::error::{Result, UrError};
 use ur_core::event::Event;
 use ur_core::launch::{ArgValue, KernelArg};
-use ur_core::memory::{MigrationFlags, UsmAllocation, UsmKind};
+use ur_core::memory::{MigrationFlags, UsmAllocation, UsmKind, UsmPtr};
 use ur_core::program::Kernel;
 use ur_core::queue::{Queue, QueueProperties};
 use ur_core::{ensure, err};
@@ -28,8 +28,9 @@ use ur_core::{ensure, err};
 use super::dynamic::GroupOp;
 use super::memory::MemoryStats;
 use super::modifiable::{GraphShared, GraphState};
+use super::multi_device::{CrossDeviceTraffic, Route};
 use super::node::{HostFn, KernelSpec, NativeFn, NodeKind, NodeType};
-use super::partition::{Part, is_chain, lower_empties, partition, topological_order};
+use super::partition::{Part, is_chain, lower_empties, partition_placed, topological_order};
 use super::{Executable, FinalizeProperties, Graph, Modifiable, Node};
 
 /// A node of the finalized graph.
@@ -47,6 +48,13 @@ pub(crate) enum FlatOp {
     Empty,
     /// A no-op device command that orders many predecessors before many successors.
     Join,
+    /// A cross-device copy between peers (`Queue::usm_copy_peer`), a
+    /// partition of its own on the queue of the node's device.
+    PeerCopy {
+        dst: UsmPtr,
+        src: UsmPtr,
+        size: usize,
+    },
 }
 
 #[derive(Clone)]
@@ -55,6 +63,8 @@ pub(crate) struct FlatNode {
     pub(crate) preds: Vec<u32>,
     /// The node of the source graph (`None` inside inlined sub-graphs).
     pub(crate) origin: Option<u32>,
+    /// The device it runs on (an index of the graph's devices).
+    pub(crate) device: u16,
 }
 
 /// What whole-graph update compares, per node of the source graph.
@@ -66,6 +76,8 @@ struct Signature {
 /// A partition of an executable graph.
 pub(crate) struct Partition {
     pub(crate) host: bool,
+    /// The device whose queue runs it (an index of the graph's devices).
+    pub(crate) device: u16,
     pub(crate) members: Vec<u32>,
     pub(crate) preds: Vec<u32>,
     /// Whether no partition waits for it.
@@ -83,6 +95,8 @@ pub(crate) struct ExecInner {
     signatures: Vec<Signature>,
     pub(crate) has_allocations: bool,
     memory: MemoryStats,
+    /// What its cross-device copies move per execution.
+    pub(crate) traffic: CrossDeviceTraffic,
     /// The pool's chunks: kernels reach graph-owned memory through plain pointers.
     _chunks: Vec<Arc<UsmAllocation>>,
     /// With allocations: where the last execution's event is left for the
@@ -112,6 +126,9 @@ pub(crate) struct ExecState {
     worker: Option<Queue>,
     /// The allocation join commands prefetch one byte of.
     scratch: Option<UsmAllocation>,
+    /// A queue of each other device of a multi-device graph that runs its
+    /// partitions (index 0, the graph's own device, is `None`: see `worker`).
+    device_queues: Vec<Option<Queue>>,
 }
 
 /// How one partition was built, for [`Graph::partitions`].
@@ -129,13 +146,27 @@ pub struct PartitionInfo {
     pub in_order: bool,
     /// Native or emulated command buffer; `None` for a host task.
     pub support: Option<CommandBufferSupport>,
+    /// A peer-to-peer copy of a multi-device graph (not a host task, no command buffer).
+    pub peer_copy: bool,
+    /// The device it runs on: an index of the graph's devices, 0 for the
+    /// graph's own (see [`Graph::devices`](super::Graph::devices)).
+    pub device: usize,
 }
 
-/// The checks of adding `sub` as a sub-graph of `parent`.
-pub(crate) fn check_subgraph(parent: &GraphShared, sub: &Graph<Executable>) -> Result<()> {
+/// The checks of adding `sub` as a sub-graph of `parent`; gives the device
+/// of `parent` it runs on.
+pub(crate) fn check_subgraph(parent: &GraphShared, sub: &Graph<Executable>) -> Result<u16> {
     let inner = &sub.0.inner;
     ensure!(
-        inner.source.context == parent.context,
+        !inner.source.devices.is_multi(),
+        UnsupportedFeature,
+        "executable graph #{} is a multi-device graph and cannot be a sub-graph of graph #{}",
+        inner.id,
+        parent.id
+    );
+    let device = parent.devices.index_of_context(&inner.source.context);
+    ensure!(
+        device.is_some(),
         InvalidContext,
         "executable graph #{} belongs to another context than graph #{}",
         inner.id,
@@ -148,7 +179,8 @@ pub(crate) fn check_subgraph(parent: &GraphShared, sub: &Graph<Executable>) -> R
         inner.id,
         parent.id
     );
-    super::buffers::check_subgraph(parent, sub)
+    super::buffers::check_subgraph(parent, sub)?;
+    Ok(device.unwrap_or(0))
 }
 
 /// The finalize of `shared` (see [`Graph::finalize`]).
@@ -164,7 +196,8 @@ pub(crate) fn finalize(shared: &Arc<GraphShared>, props: FinalizeProperties) -> 
             shared.id
         );
     }
-    let (flat, signatures) = snapshot(shared, &state);
+    let mut traffic = CrossDeviceTraffic::default();
+    let (flat, signatures) = snapshot(shared, &state, &mut traffic)?;
     let mut built = build(shared, &state, flat, &props)?;
     // The memory is the previous executable graph's: zero it, and run, only
     // after that graph's last execution.
@@ -178,6 +211,7 @@ pub(crate) fn finalize(shared: &Arc<GraphShared>, props: FinalizeProperties) -> 
         signatures,
         has_allocations,
         memory: state.pool.stats(),
+        traffic,
         _chunks: state.pool.chunks().to_vec(),
         runs: has_allocations.then(|| state.pool.run_slot()),
         state: Mutex::new(built),
@@ -191,11 +225,16 @@ pub(crate) fn finalize(shared: &Arc<GraphShared>, props: FinalizeProperties) -> 
 }
 
 /// The graph's nodes as finalize sees them, sub-graphs inlined.
-fn snapshot(shared: &GraphShared, state: &GraphState) -> (Vec<FlatNode>, Vec<Signature>) {
+fn snapshot(
+    shared: &GraphShared,
+    state: &GraphState,
+    traffic: &mut CrossDeviceTraffic,
+) -> Result<(Vec<FlatNode>, Vec<Signature>)> {
     let n = state.nodes.len();
     // Where each node's flat nodes start, and the flat node its successors wait for.
     let mut exit = vec![0u32; n];
     let mut children: Vec<Option<Vec<FlatNode>>> = vec![None; n];
+    let mut routes: Vec<Option<Route>> = vec![None; n];
     let mut count = 0u32;
     for (i, node) in state.nodes.iter().enumerate() {
         if let NodeKind::Subgraph(g) = &node.kind {
@@ -203,6 +242,11 @@ fn snapshot(shared: &GraphShared, state: &GraphState) -> (Vec<FlatNode>, Vec<Sig
             exit[i] = count + 1 + child.len() as u32;
             count += child.len() as u32 + 2;
             children[i] = Some(child);
+        } else if let Some(copy) = state.placed.cross(i as u32) {
+            let route = copy.route(&shared.devices)?;
+            exit[i] = count + route.nodes() - 1;
+            count += route.nodes();
+            routes[i] = Some(route);
         } else {
             exit[i] = count;
             count += 1;
@@ -212,11 +256,16 @@ fn snapshot(shared: &GraphShared, state: &GraphState) -> (Vec<FlatNode>, Vec<Sig
     for (i, node) in state.nodes.iter().enumerate() {
         let preds: Vec<u32> = node.preds.iter().map(|p| exit[*p as usize]).collect();
         let origin = Some(i as u32);
+        let device = state.placed.device(i as u32);
+        if let (Some(copy), Some(route)) = (state.placed.cross(i as u32), routes[i]) {
+            flat.extend(copy.lower(&shared.devices, route, preds, flat.len() as u32, i as u32, traffic)?);
+            continue;
+        }
         let op = match &node.kind {
             NodeKind::Subgraph(_) => {
                 let child = children[i].take().unwrap_or_default();
                 let entry = flat.len() as u32;
-                flat.push(FlatNode { op: FlatOp::Empty, preds, origin: None });
+                flat.push(FlatNode { op: FlatOp::Empty, preds, origin: None, device });
                 let base = entry + 1;
                 let mut has_succ = vec![false; child.len()];
                 for c in &child {
@@ -227,14 +276,14 @@ fn snapshot(shared: &GraphShared, state: &GraphState) -> (Vec<FlatNode>, Vec<Sig
                 for c in child {
                     let preds =
                         if c.preds.is_empty() { vec![entry] } else { c.preds.iter().map(|p| p + base).collect() };
-                    flat.push(FlatNode { op: c.op, preds, origin: None });
+                    flat.push(FlatNode { op: c.op, preds, origin: None, device });
                 }
                 let mut leaves: Vec<u32> =
                     (0..has_succ.len() as u32).filter(|c| !has_succ[*c as usize]).map(|c| c + base).collect();
                 if leaves.is_empty() {
                     leaves.push(entry);
                 }
-                flat.push(FlatNode { op: FlatOp::Empty, preds: leaves, origin: None });
+                flat.push(FlatNode { op: FlatOp::Empty, preds: leaves, origin: None, device });
                 continue;
             }
             NodeKind::Empty | NodeKind::Barrier | NodeKind::AsyncMalloc { .. } | NodeKind::AsyncFree { .. } => {
@@ -252,7 +301,7 @@ fn snapshot(shared: &GraphShared, state: &GraphState) -> (Vec<FlatNode>, Vec<Sig
                 }
             }
         };
-        flat.push(FlatNode { op, preds, origin });
+        flat.push(FlatNode { op, preds, origin, device });
     }
     let signatures = (0..n as u32)
         .map(|i| {
@@ -262,7 +311,7 @@ fn snapshot(shared: &GraphShared, state: &GraphState) -> (Vec<FlatNode>, Vec<Sig
         })
         .collect();
     tracing::trace!(graph = shared.id, flat = flat.len(), "snapshot");
-    (flat, signatures)
+    Ok((flat, signatures))
 }
 
 /// Lowers, partitions and builds the command buffers of a snapshot.
@@ -290,9 +339,11 @@ fn build(
         }
         nodes.push(node);
     }
-    let host: Vec<bool> = nodes.iter().map(|n| matches!(n.op, FlatOp::Host(_))).collect();
+    // Peer copies run on queues as host tasks do: partitions of their own.
+    let host: Vec<bool> = nodes.iter().map(|n| matches!(n.op, FlatOp::Host(_) | FlatOp::PeerCopy { .. })).collect();
     let identity: Vec<u32> = (0..nodes.len() as u32).collect();
-    let (parts, part_of) = partition(&lowered.preds, &host, &identity);
+    let device: Vec<u16> = nodes.iter().map(|n| n.device).collect();
+    let (parts, part_of) = partition_placed(&lowered.preds, &host, &device, &identity);
     let mut slot_of = vec![0u32; nodes.len()];
     for part in &parts {
         for (i, m) in part.members.iter().enumerate() {
@@ -307,6 +358,10 @@ fn build(
     }
     let context = &shared.context;
     let info = context.device().info();
+    let used: BTreeSet<u16> = parts.iter().map(|p| p.device).collect();
+    let device_queues = (0..used.last().map_or(1, |d| *d + 1))
+        .map(|d| if d > 0 && used.contains(&d) { shared.devices.worker(d).map(Some) } else { Ok(None) })
+        .collect::<Result<Vec<_>>>()?;
     let worker = if parts.len() > 1 && info.out_of_order_queues {
         Some(Queue::new(context, QueueProperties { out_of_order: true, profiling: false })?)
     } else {
@@ -322,6 +377,7 @@ fn build(
         last: None,
         worker,
         scratch: None,
+        device_queues,
     };
     let mut waited = vec![false; parts.len()];
     for part in &parts {
@@ -333,6 +389,7 @@ fn build(
         let in_order = !part.host && !props.enable_profiling && is_chain(&part.members, &lowered.preds, &st.part_of);
         st.parts.push(Partition {
             host: part.host,
+            device: part.device,
             members: part.members,
             preds: part.preds,
             leaf: !waited[index],
@@ -341,7 +398,7 @@ fn build(
             handles: Vec::new(),
         });
         if !part.host {
-            build_partition(context, props, &mut st, index)?;
+            build_partition(shared.devices.context(part.device), props, &mut st, index)?;
         }
     }
     Ok(st)
@@ -395,7 +452,7 @@ fn build_partition(context: &Context, props: &FinalizeProperties, st: &mut ExecS
                 let ptr = st.scratch.as_ref().map(UsmAllocation::ptr).expect("just made");
                 cb.append_usm_prefetch(ptr, 1, MigrationFlags::HOST_TO_DEVICE, opts)?
             }
-            FlatOp::Host(_) | FlatOp::Empty => {
+            FlatOp::Host(_) | FlatOp::Empty | FlatOp::PeerCopy { .. } => {
                 return Err(err!(Unknown, "a host task or empty node in a command-buffer partition"));
             }
         };
@@ -558,11 +615,13 @@ impl Graph<Executable> {
         st.parts
             .iter()
             .map(|p| PartitionInfo {
-                host_task: p.host,
+                host_task: p.host && !matches!(st.nodes[p.members[0] as usize].op, FlatOp::PeerCopy { .. }),
+                peer_copy: p.host && matches!(st.nodes[p.members[0] as usize].op, FlatOp::PeerCopy { .. }),
                 nodes: p.members.len(),
                 depends_on: p.preds.iter().map(|x| *x as usize).collect(),
                 in_order: p.in_order,
                 support: p.cb.as_ref().map(CommandBuffer::support),
+                device: p.device as usize,
             })
             .collect()
     }
@@ -600,7 +659,7 @@ impl Graph<Executable> {
         if let Some(p) = previous.as_ref().filter(|p| !p.status().is_terminal()) {
             waits.push(p);
         }
-        let single = st.parts.len() == 1 && !st.parts[0].host;
+        let single = st.parts.len() == 1 && !st.parts[0].host && st.parts[0].device == 0;
         let event = if single {
             let cb = st.parts[0].cb.as_ref().expect("device partitions have a command buffer");
             let event = queue.enqueue_command_buffer(cb, &waits)?;
@@ -608,16 +667,40 @@ impl Graph<Executable> {
         } else {
             let start = queue.events_wait(&waits)?;
             let worker = st.worker.clone().unwrap_or_else(|| queue.clone());
+            let devices = &inner.source.devices;
             let mut done: Vec<Option<Event>> = vec![None; st.parts.len()];
             for &index in &st.submit_order {
                 let part = &st.parts[index as usize];
                 let event = {
-                    let pw: SmallVec<[&Event; 4]> = if part.preds.is_empty() {
-                        SmallVec::from_slice(&[&start])
-                    } else {
-                        part.preds.iter().map(|p| done[*p as usize].as_ref().expect("predecessors go first")).collect()
+                    // Events of other devices' partitions wait through bridges.
+                    let on = part.device;
+                    let bridged = |e: &Event, from: u16| {
+                        if from == on { Ok(e.clone()) } else { super::multi_device::bridge(e, devices.context(on)) }
                     };
-                    if part.host {
+                    let owned: SmallVec<[Event; 4]> = if part.preds.is_empty() {
+                        SmallVec::from_elem(bridged(&start, 0)?, 1)
+                    } else {
+                        part.preds
+                            .iter()
+                            .map(|p| {
+                                let e = done[*p as usize].as_ref().expect("predecessors go first");
+                                // Also a peer copy waits for its peer's events through
+                                // a bridge: given directly, the copy overtook them on
+                                // two CUDA GPUs (docs/multi-device.md).
+                                bridged(e, st.parts[*p as usize].device)
+                            })
+                            .collect::<Result<_>>()?
+                    };
+                    let pw: SmallVec<[&Event; 4]> = owned.iter().collect();
+                    let worker = match st.device_queues.get(on as usize) {
+                        Some(Some(q)) => q,
+                        _ => &worker,
+                    };
+                    if let (true, FlatOp::PeerCopy { dst, src, size, .. }) =
+                        (part.host, &st.nodes[part.members[0] as usize].op)
+                    {
+                        worker.usm_copy_peer(*dst, *src, *size, &pw)?
+                    } else if part.host {
                         let FlatOp::Host(task) = &st.nodes[part.members[0] as usize].op else {
                             return Err(err!(Unknown, "a host partition without a host task"));
                         };
@@ -630,7 +713,16 @@ impl Graph<Executable> {
                 };
                 done[index as usize] = Some(event);
             }
-            let done: Vec<Event> = done.into_iter().map(|e| e.expect("every partition is submitted")).collect();
+            // The span reports every partition's failure: those of other
+            // devices through bridges into the submitting queue's context.
+            let done: Vec<Event> = done
+                .into_iter()
+                .zip(&st.parts)
+                .map(|(e, p)| {
+                    let e = e.expect("every partition is submitted");
+                    if p.device == 0 { Ok(e) } else { super::multi_device::bridge(&e, queue.context()) }
+                })
+                .collect::<Result<_>>()?;
             let mut leaves: Vec<&Event> = st.parts.iter().zip(&done).filter(|(p, _)| p.leaf).map(|(_, e)| e).collect();
             if leaves.is_empty() {
                 leaves.push(&start);
@@ -808,7 +900,6 @@ impl Graph<Executable> {
     /// (whole-graph update cannot switch kernels).
     fn apply(&self, changes: Vec<(u32, Change)>, whole: bool) -> Result<()> {
         let inner = self.inner();
-        let context = self.context();
         let mut st = inner.state.lock();
         // Validate everything first.
         let mut resolved: Vec<(u32, Change)> = Vec::with_capacity(changes.len());
@@ -829,7 +920,11 @@ impl Graph<Executable> {
                         );
                         spec.kernel = old.kernel.clone();
                     }
-                    spec.resolve(context).map_err(|e| e.in_context(&format!("update of kernel node {origin}")))?;
+                    let on = st.nodes[at as usize].device;
+                    let devices = &inner.source.devices;
+                    spec.resolve(devices.context(on))
+                        .and_then(|_| devices.check_kernel(inner.source.id, on, &spec))
+                        .map_err(|e| e.in_context(&format!("update of kernel node {origin}")))?;
                     Change::Kernel(spec)
                 }
                 (Change::Host(task), FlatOp::Host(_)) => Change::Host(task),
@@ -885,7 +980,8 @@ impl Graph<Executable> {
         }
         for p in rebuild {
             tracing::debug!(exec = inner.id, partition = p, "rebuilding a partition for an update");
-            build_partition(context, &inner.props, &mut st, p as usize)?;
+            let on = st.parts[p as usize].device;
+            build_partition(inner.source.devices.context(on), &inner.props, &mut st, p as usize)?;
         }
         Ok(())
     }
@@ -943,7 +1039,7 @@ mod tests {
     use super::*;
 
     fn part(host: bool, preds: &[u32]) -> Part {
-        Part { host, members: Vec::new(), preds: preds.to_vec() }
+        Part { host, device: 0, members: Vec::new(), preds: preds.to_vec() }
     }
 
     #[test]

@@ -230,18 +230,38 @@ fn add(
         deps.extend(qrec.barrier);
     }
     let index = state.nodes.len() as u32;
+    let device = graph.devices.index_of_context(queue.context()).unwrap_or(0);
     let kind = match op {
         Recordable::Command(command) => NodeKind::Memory(command),
-        Recordable::Kernel(kernel, origin) => NodeKind::Kernel(KernelSpec::new(kernel, origin)),
+        Recordable::Kernel(kernel, origin) => {
+            let spec = KernelSpec::new(kernel, origin);
+            graph.devices.check_kernel(graph.id, device, &spec)?;
+            NodeKind::Kernel(spec)
+        }
         Recordable::Wait { barrier: true } => NodeKind::Barrier,
         Recordable::Wait { barrier: false } => NodeKind::Empty,
         Recordable::HostTask(task) => NodeKind::HostTask(task),
         Recordable::Native(callback) => NodeKind::Native(callback),
         Recordable::Subgraph(sub) => {
-            super::executable::check_subgraph(graph, &sub)?;
+            let on = super::executable::check_subgraph(graph, &sub)?;
+            ensure!(
+                on == device,
+                InvalidQueue,
+                "executable graph #{} runs on {}, recorded by a queue of {}",
+                sub.id(),
+                sub.device(),
+                queue.device()
+            );
             NodeKind::Subgraph(sub)
         }
         Recordable::Malloc { kind, size, zero_init } => {
+            ensure!(
+                device == 0,
+                UnsupportedFeature,
+                "graph-owned allocations of multi-device graph #{} are made on its own device only, not {}",
+                graph.id,
+                queue.device()
+            );
             let prune = !graph.props.no_cycle_check;
             let GraphState { pool, nodes, topo, .. } = &mut *state;
             let (alloc, ptr) = pool
@@ -258,6 +278,7 @@ fn add(
     let accesses = super::buffers::recorded_subgraph(graph, state, &kind, &mut deps);
     let index = state.commit(kind, deps, Some(key));
     state.register_accesses(index, accesses);
+    state.placed.place(index, device);
     let GraphState { recording, nodes, .. } = &mut *state;
     let qrec = &mut recording[qi];
     let preds = &nodes[index as usize].preds;
@@ -289,7 +310,7 @@ pub(crate) fn refuse_while_recording(queue: &Queue, what: &str) -> Result<()> {
 /// The checks of `begin_recording` that do not change anything.
 pub(crate) fn check_can_begin(graph: &GraphShared, queue: &Queue) -> Result<()> {
     ensure!(
-        queue.context() == &graph.context && queue.device() == graph.device(),
+        graph.devices.index_of_context(queue.context()).is_some(),
         InvalidQueue,
         "a queue of {} cannot record into graph #{} of {}",
         queue.device(),

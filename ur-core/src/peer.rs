@@ -1,0 +1,241 @@
+//! Peer access between devices (UR's `urUsmP2P*Exp`, `UR_EXP_USM_P2P`) and
+//! copies between USM allocations of contexts on two devices.
+//!
+//! A context holds one device. Memory of a context on a *peer* device can be
+//! reached from a queue of this device only where the backend lets one device
+//! access another's memory (CUDA peer access) and the application enabled it
+//! ([`Device::enable_peer_access`]), which UR makes explicit and directional:
+//! enabling `a -> b` lets queues and kernels of `a` use memory allocated on `b`.
+//!
+//! The front end keeps the enabled pairs and checks every peer copy against
+//! them; adapters only answer whether the pair can be enabled, do it, and copy.
+
+use std::sync::{Arc, Weak};
+
+use parking_lot::Mutex;
+use smallvec::SmallVec;
+
+use crate::adapter::{DeviceImpl, EventImpl};
+use crate::command::Command;
+use crate::context::{Context, ContextId};
+use crate::device::Device;
+use crate::error::{Result, UrError};
+use crate::event::{Event, resolve_wait_list};
+use crate::memory::{AllocationTracker, MemLoc, UsmPtr, UsmRef};
+use crate::queue::Queue;
+use crate::{ensure, err};
+
+/// Whether a device can use memory of a peer device
+/// (`urUsmP2PPeerAccessGetInfoExp`).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct PeerAccess {
+    /// Queues of the device can copy to and from, and its kernels read and
+    /// write, USM device memory allocated in a context of the peer, once
+    /// enabled (`UR_EXP_PEER_INFO_UR_PEER_ACCESS_SUPPORTED`).
+    pub supported: bool,
+    /// Atomic operations of its kernels on that memory are atomic
+    /// (`UR_EXP_PEER_INFO_UR_PEER_ATOMICS_SUPPORTED`).
+    pub atomics: bool,
+}
+
+impl PeerAccess {
+    /// Neither access nor atomics.
+    pub const NONE: PeerAccess = PeerAccess { supported: false, atomics: false };
+}
+
+type DeviceRef = Weak<dyn DeviceImpl>;
+
+/// The enabled `(command device, peer device)` pairs, by the adapters'
+/// device objects (shared by a device's native and emulated views).
+static ENABLED: Mutex<Vec<(DeviceRef, DeviceRef)>> = Mutex::new(Vec::new());
+
+/// The live contexts, so that the other side of a peer copy can be found
+/// from its address alone, as UR's copy takes it.
+static CONTEXTS: Mutex<Vec<Registered>> = Mutex::new(Vec::new());
+
+struct Registered {
+    id: ContextId,
+    device: Device,
+    tracker: Weak<AllocationTracker>,
+}
+
+/// Makes `context`'s allocations findable by peer copies.
+pub(crate) fn register(context: &Context) {
+    let mut contexts = CONTEXTS.lock();
+    contexts.retain(|c| c.tracker.strong_count() > 0);
+    contexts.push(Registered {
+        id: context.id(),
+        device: context.device().clone(),
+        tracker: Arc::downgrade(context.tracker()),
+    });
+}
+
+fn same_imp(a: &DeviceRef, b: &Arc<dyn DeviceImpl>) -> bool {
+    std::ptr::addr_eq(a.as_ptr(), Arc::as_ptr(b))
+}
+
+fn is_enabled(command: &Device, peer: &Device) -> bool {
+    ENABLED.lock().iter().any(|(c, p)| same_imp(c, command.imp()) && same_imp(p, peer.imp()))
+}
+
+/// Same physical device (either view).
+fn same_physical(a: &Device, b: &Device) -> bool {
+    Arc::ptr_eq(a.imp(), b.imp())
+}
+
+impl Device {
+    /// Whether a queue on this device can copy to and from (and its kernels
+    /// use) USM memory allocated in a context of `peer`, once
+    /// [`enable_peer_access`](Device::enable_peer_access) was called
+    /// (`urUsmP2PPeerAccessGetInfoExp`). Devices of different backends never
+    /// are peers; the adapter answers for two devices of its own, the same
+    /// device included. Where the adapter has no peer path, the answer is
+    /// `supported: false` and the reason is logged at debug level.
+    pub fn peer_access(&self, peer: &Device) -> Result<PeerAccess> {
+        if self.backend() != peer.backend() {
+            tracing::debug!(device = %self, peer = %peer, "different backends share no memory");
+            return Ok(PeerAccess::NONE);
+        }
+        match self.imp().peer_access(&**peer.imp()) {
+            Ok(access) => Ok(access),
+            Err(UrError::UnsupportedFeature(detail)) => {
+                tracing::debug!(device = %self, peer = %peer, reason = %detail, "no peer access");
+                Ok(PeerAccess::NONE)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Lets queues and kernels of this device use memory allocated on `peer`
+    /// (`urUsmP2PEnablePeerAccessExp`); enabling an enabled pair again
+    /// succeeds. `UnsupportedFeature` where [`peer_access`](Device::peer_access)
+    /// says the pair is not supported.
+    #[tracing::instrument(level = "debug", fields(device = %self, peer = %peer))]
+    pub fn enable_peer_access(&self, peer: &Device) -> Result<()> {
+        let access = self.peer_access(peer)?;
+        ensure!(access.supported, UnsupportedFeature, "{self} cannot access memory of {peer}");
+        if same_physical(self, peer) || is_enabled(self, peer) {
+            return Ok(());
+        }
+        self.imp().enable_peer_access(&**peer.imp())?;
+        let mut enabled = ENABLED.lock();
+        enabled.retain(|(c, p)| c.strong_count() > 0 && p.strong_count() > 0);
+        enabled.push((Arc::downgrade(self.imp()), Arc::downgrade(peer.imp())));
+        Ok(())
+    }
+
+    /// Withdraws what [`enable_peer_access`](Device::enable_peer_access)
+    /// granted (`urUsmP2PDisablePeerAccessExp`). `UnsupportedFeature` for an
+    /// unsupported pair; `InvalidOperation` when access was not enabled.
+    /// Peer copies already submitted are not waited for: the caller orders
+    /// them before the call, as with the driver's own call.
+    #[tracing::instrument(level = "debug", fields(device = %self, peer = %peer))]
+    pub fn disable_peer_access(&self, peer: &Device) -> Result<()> {
+        let access = self.peer_access(peer)?;
+        ensure!(access.supported, UnsupportedFeature, "{self} cannot access memory of {peer}");
+        if same_physical(self, peer) {
+            return Ok(());
+        }
+        ensure!(is_enabled(self, peer), InvalidOperation, "peer access from {self} to {peer} is not enabled");
+        self.imp().disable_peer_access(&**peer.imp())?;
+        ENABLED.lock().retain(|(c, p)| !(same_imp(c, self.imp()) && same_imp(p, peer.imp())));
+        Ok(())
+    }
+
+    /// Whether [`enable_peer_access`](Device::enable_peer_access) made `peer`'s
+    /// memory usable here (always for the same physical device).
+    pub fn peer_access_enabled(&self, peer: &Device) -> bool {
+        same_physical(self, peer) || is_enabled(self, peer)
+    }
+}
+
+/// The allocation holding `[ptr, ptr + size)` in a context other than
+/// `own`, of `backend`: `InvalidValue` when none or several hold it.
+fn find_foreign(own: &Context, ptr: UsmPtr, size: usize) -> Result<(UsmRef, ContextId, Device)> {
+    let candidates: Vec<(ContextId, Device, Arc<AllocationTracker>)> = CONTEXTS
+        .lock()
+        .iter()
+        .filter(|c| c.id != own.id() && c.device.backend() == own.device().backend())
+        .filter_map(|c| c.tracker.upgrade().map(|t| (c.id, c.device.clone(), t)))
+        .collect();
+    let mut found = None;
+    for (id, device, tracker) in candidates {
+        match tracker.find(ptr, size) {
+            Ok(usm) => {
+                ensure!(
+                    found.is_none(),
+                    InvalidValue,
+                    "{ptr:?} lies in USM allocations of several contexts of {}",
+                    own.device().backend()
+                );
+                found = Some((usm, id, device));
+            }
+            // A range that starts inside an allocation and leaves it.
+            Err(e @ UrError::InvalidSize(_)) => return Err(e),
+            Err(_) => {}
+        }
+    }
+    found.ok_or_else(|| {
+        err!(InvalidValue, "{ptr:?} is neither in a USM allocation of this context nor of another {} context", {
+            own.device().backend()
+        })
+    })
+}
+
+impl Queue {
+    /// Copies `size` bytes between a USM allocation of this queue's context
+    /// and one of a context on a peer device, for which peer access from this
+    /// queue's device was enabled ([`Device::enable_peer_access`]). Either side
+    /// may be the local one; the copy runs on this queue.
+    ///
+    /// Errors: `InvalidSize` for 0 bytes or a range leaving its allocation;
+    /// `InvalidValue` when neither or both sides are in this context, or the
+    /// other side is in no context of this backend; `UnsupportedFeature` when
+    /// the devices are not peers; `InvalidOperation` when peer access is not
+    /// enabled; `InvalidEventWaitList` for an event of neither context. Events
+    /// of both contexts may be waited for: the adapters with peer copies
+    /// (CUDA, the CPU) wait for events of any of their contexts.
+    #[tracing::instrument(level = "trace", skip(self, wait))]
+    pub fn usm_copy_peer(&self, dst: UsmPtr, src: UsmPtr, size: usize, wait: &[&Event]) -> Result<Event> {
+        ensure!(size != 0, InvalidSize, "a peer copy of 0 bytes");
+        self.check_not_capturing("a peer copy")?;
+        let own = self.context();
+        let dst_local = own.find_usm(dst, size);
+        let src_local = own.find_usm(src, size);
+        let (dst_ref, src_ref, peer_ctx, peer_dev) = match (dst_local, src_local) {
+            (Ok(_), Ok(_)) => {
+                return Err(err!(InvalidValue, "both sides of the peer copy are in this context: use usm_memcpy"));
+            }
+            (Err(e @ UrError::InvalidSize(_)), _) | (_, Err(e @ UrError::InvalidSize(_))) => return Err(e),
+            (Ok(d), Err(_)) => {
+                let (s, ctx, dev) = find_foreign(own, src, size)?;
+                (d, s, ctx, dev)
+            }
+            (Err(_), Ok(s)) => {
+                let (d, ctx, dev) = find_foreign(own, dst, size)?;
+                (d, s, ctx, dev)
+            }
+            (Err(_), Err(_)) => {
+                return Err(err!(InvalidValue, "neither side of the peer copy is in a USM allocation of this context"));
+            }
+        };
+        let device = self.device();
+        let access = device.peer_access(&peer_dev)?;
+        ensure!(access.supported, UnsupportedFeature, "{device} cannot access memory of {peer_dev}");
+        ensure!(
+            device.peer_access_enabled(&peer_dev),
+            InvalidOperation,
+            "peer access from {device} to {peer_dev} is not enabled"
+        );
+        let mut resolved: SmallVec<[Arc<dyn EventImpl>; 4]> = SmallVec::new();
+        for (i, event) in wait.iter().enumerate() {
+            let one = [*event];
+            let events = resolve_wait_list(own.id(), &one)
+                .or_else(|_| resolve_wait_list(peer_ctx, &one))
+                .map_err(|_| err!(InvalidEventWaitList, "event {i} belongs to neither context of the peer copy"))?;
+            resolved.extend(events);
+        }
+        let command = Command::UsmMemcpy { dst: MemLoc::Usm(dst_ref), src: MemLoc::Usm(src_ref), size };
+        self.execute_peer_copy(command, &resolved)
+    }
+}
