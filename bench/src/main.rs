@@ -10,6 +10,7 @@
 mod alloc;
 mod buffers;
 mod goals;
+mod graph;
 mod kernels;
 mod raw;
 mod report;
@@ -41,7 +42,7 @@ struct Cli {
     #[arg(long, default_value = "target/bench")]
     out: PathBuf,
     /// Only these benchmark groups (submission, raw, finalize, update, cpu_per_node,
-    /// submit_graph, sin_kernel_graph, perf_scaling, buffers, soak); repeatable.
+    /// submit_graph, sin_kernel_graph, perf_scaling, graph, buffers, soak); repeatable.
     #[arg(long)]
     only: Vec<String>,
     /// Leave out the emulated (software command buffer) view of native devices.
@@ -65,6 +66,7 @@ struct Plan {
     submit_graph: Vec<usize>,
     sin_kernel_graph: Vec<usize>,
     scaling: Vec<usize>,
+    graph: graph::Sizes,
 }
 
 impl Plan {
@@ -79,6 +81,7 @@ impl Plan {
                 submit_graph: vec![4],
                 sin_kernel_graph: vec![5],
                 scaling: vec![1, 8, 64],
+                graph: graph::Sizes { build: vec![100, 1000], replay: vec![1, 10], replay_samples: 20 },
             };
         }
         Plan {
@@ -90,6 +93,11 @@ impl Plan {
             submit_graph: vec![4, 10, 32],
             sin_kernel_graph: vec![5, 100],
             scaling: vec![1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096],
+            graph: graph::Sizes {
+                build: vec![100, 1000, 10_000, 100_000],
+                replay: vec![1, 10, 100, 1000],
+                replay_samples: 200,
+            },
         }
     }
 }
@@ -200,6 +208,7 @@ fn main() -> ExitCode {
             suites::sin_kernel_graph(&target, r, &plan.sin_kernel_graph, out).map(|()| None)
         });
         group("perf_scaling", &mut |out| ok(suites::perf_scaling(&target, r, &plan.scaling, out)));
+        group("graph", &mut |out| ok(graph::run(&target, &plan.graph, out)));
         // The soak runs only when named: it takes minutes and prints its own rows.
         if cli.only.iter().any(|o| o == "soak") {
             group("soak", &mut |_| soak::run(&target, cli.soak_submissions).map(|()| None));
