@@ -99,6 +99,9 @@ pub(crate) struct ExecState {
     by_origin: Vec<Option<u32>>,
     /// The previous submission, which the next one waits for.
     last: Option<Event>,
+    /// The queue of the previous submission when it is in-order: a
+    /// one-partition submission there follows it without waiting for it.
+    last_in_order: Option<Queue>,
     /// An out-of-order queue of the graph's context that runs the partitions
     /// of multi-partition graphs (`None`: the device has none; the submission
     /// queue runs them).
@@ -305,6 +308,7 @@ fn build(
         submit_order: submission_order(&parts),
         by_origin,
         last: None,
+        last_in_order: None,
         worker,
         scratch: None,
     };
@@ -562,17 +566,28 @@ impl Graph<Executable> {
     /// One execution on `queue` after `wait` (resolved already).
     pub(crate) fn run(&self, queue: &Queue, wait: &[&Event]) -> Result<Event> {
         let inner = self.inner();
+        // Held across the submission: submissions of one graph never overlap,
+        // so each must see the previous one's event.
         let mut st = inner.state.lock();
-        let previous = st.last.clone();
+        let single = st.parts.len() == 1 && !st.parts[0].host;
+        // One command buffer on the in-order queue of the previous submission
+        // follows it anyway: no wait, and no status query.
+        let follows = single && st.last_in_order.as_ref().is_some_and(|q| q.same_queue(queue));
+        let previous = if follows { None } else { st.last.clone() };
         let mut waits: SmallVec<[&Event; 8]> = wait.iter().copied().collect();
         if let Some(p) = previous.as_ref().filter(|p| !p.status().is_terminal()) {
             waits.push(p);
         }
-        let single = st.parts.len() == 1 && !st.parts[0].host;
         let event = if single {
             let cb = st.parts[0].cb.as_ref().expect("device partitions have a command buffer");
             let event = queue.enqueue_command_buffer(cb, &waits)?;
-            if inner.props.enable_profiling { event } else { Event::span(&event, &event, &[], false)? }
+            // Without `enable_profiling` the event reports no timestamps; only
+            // a profiling queue's event has any to hide.
+            if inner.props.enable_profiling || !queue.properties().profiling {
+                event
+            } else {
+                Event::span(&event, &event, &[], false)?
+            }
         } else {
             let start = queue.events_wait(&waits)?;
             let worker = st.worker.clone().unwrap_or_else(|| queue.clone());
@@ -607,6 +622,12 @@ impl Graph<Executable> {
             Event::span(&start, &end, &done, inner.props.enable_profiling)?
         };
         st.last = Some(event.clone());
+        let in_order = single && !queue.properties().out_of_order;
+        match (&st.last_in_order, in_order) {
+            (Some(q), true) if q.same_queue(queue) => {}
+            (_, true) => st.last_in_order = Some(queue.clone()),
+            (_, false) => st.last_in_order = None,
+        }
         Ok(event)
     }
 
