@@ -29,7 +29,7 @@ use super::dynamic::GroupOp;
 use super::memory::MemoryStats;
 use super::modifiable::{GraphShared, GraphState};
 use super::node::{HostFn, KernelSpec, NodeKind, NodeType};
-use super::partition::{Part, is_chain, lower_empties, partition, topological_order};
+use super::partition::{Lowered, Part, is_chain, lower_empties, partition, topological_order};
 use super::{Executable, FinalizeProperties, Graph, Modifiable, Node};
 
 /// A node of the finalized graph.
@@ -260,7 +260,10 @@ fn build(
     flat: Vec<FlatNode>,
     props: &FinalizeProperties,
 ) -> Result<ExecState> {
-    let preds: Vec<Vec<u32>> = flat.iter().map(|f| f.preds.clone()).collect();
+    let start = std::time::Instant::now();
+    let mut flat = flat;
+    // The lists move out of the snapshot: `lowered` gives the nodes new ones.
+    let preds: Vec<Vec<u32>> = flat.iter_mut().map(|f| std::mem::take(&mut f.preds)).collect();
     let order = topological_order(&preds, props.order).map_err(|v| {
         let at =
             flat[v as usize].origin.map_or_else(|| "an inlined sub-graph".to_string(), |o| state.describe(shared, o));
@@ -268,19 +271,38 @@ fn build(
     })?;
     let empty: Vec<bool> = flat.iter().map(|f| matches!(f.op, FlatOp::Empty)).collect();
     let lowered = lower_empties(&preds, &empty, &order);
-    let mut slots: Vec<Option<FlatNode>> = flat.into_iter().map(Some).collect();
-    let mut nodes = Vec::with_capacity(lowered.original.len());
-    for (new, orig) in lowered.original.iter().enumerate() {
-        let mut node = slots[*orig as usize].take().expect("each node is kept once");
-        node.preds = lowered.preds[new].clone();
-        if matches!(node.op, FlatOp::Empty) {
-            node.op = FlatOp::Join;
-        }
-        nodes.push(node);
-    }
-    let host: Vec<bool> = nodes.iter().map(|n| matches!(n.op, FlatOp::Host(_))).collect();
-    let identity: Vec<u32> = (0..nodes.len() as u32).collect();
+    drop(preds);
+    let host: Vec<bool> = lowered.original.iter().map(|o| matches!(flat[*o as usize].op, FlatOp::Host(_))).collect();
+    let identity: Vec<u32> = (0..host.len() as u32).collect();
     let (parts, part_of) = partition(&lowered.preds, &host, &identity);
+    let in_order: Vec<bool> = parts
+        .iter()
+        .map(|part| !part.host && !props.enable_profiling && is_chain(&part.members, &lowered.preds, &part_of))
+        .collect();
+    let Lowered { preds: mut new_preds, original, .. } = lowered;
+    let nodes = if original.iter().enumerate().all(|(i, o)| *o as usize == i) && original.len() == flat.len() {
+        // Nothing contracted nor reordered (graphs without empty nodes
+        // added in a topological order): the snapshot's nodes stay in place.
+        for (node, preds) in flat.iter_mut().zip(new_preds) {
+            node.preds = preds;
+            if matches!(node.op, FlatOp::Empty) {
+                node.op = FlatOp::Join;
+            }
+        }
+        flat
+    } else {
+        let mut slots: Vec<Option<FlatNode>> = flat.into_iter().map(Some).collect();
+        let mut nodes = Vec::with_capacity(original.len());
+        for (new, orig) in original.iter().enumerate() {
+            let mut node = slots[*orig as usize].take().expect("each node is kept once");
+            node.preds = std::mem::take(&mut new_preds[new]);
+            if matches!(node.op, FlatOp::Empty) {
+                node.op = FlatOp::Join;
+            }
+            nodes.push(node);
+        }
+        nodes
+    };
     let mut slot_of = vec![0u32; nodes.len()];
     for part in &parts {
         for (i, m) in part.members.iter().enumerate() {
@@ -312,6 +334,7 @@ fn build(
         worker,
         scratch: None,
     };
+    let layer = start.elapsed();
     let mut waited = vec![false; parts.len()];
     for part in &parts {
         for p in &part.preds {
@@ -319,13 +342,12 @@ fn build(
         }
     }
     for (index, part) in parts.into_iter().enumerate() {
-        let in_order = !part.host && !props.enable_profiling && is_chain(&part.members, &lowered.preds, &st.part_of);
         st.parts.push(Partition {
             host: part.host,
             members: part.members,
             preds: part.preds,
             leaf: !waited[index],
-            in_order,
+            in_order: in_order[index],
             cb: None,
             handles: Vec::new(),
         });
@@ -333,6 +355,15 @@ fn build(
             build_partition(context, props, &mut st, index)?;
         }
     }
+    // What finalize costs in this layer against the command buffers' own
+    // appends and finalize (issue 15, goal 6).
+    tracing::debug!(
+        graph = shared.id,
+        nodes = st.nodes.len(),
+        layer_us = layer.as_micros() as u64,
+        command_buffers_us = (start.elapsed() - layer).as_micros() as u64,
+        "finalize timing"
+    );
     Ok(st)
 }
 
