@@ -51,6 +51,10 @@ struct Cli {
     /// Submissions of the soak group, which runs only when `--only soak` names it.
     #[arg(long, default_value_t = 1_000_000)]
     soak_submissions: u64,
+    /// Node counts of the graph group's build and finalize figures (default
+    /// 100, 1000, 10000, 100000), e.g. `--graph-build 100,1000`; `0` for none.
+    #[arg(long, value_delimiter = ',')]
+    graph_build: Option<Vec<usize>>,
     /// Internal: measure the CPU adapter's per-node overhead in this process and
     /// print JSON records (used to run it with one worker).
     #[arg(long, hide = true)]
@@ -109,7 +113,10 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
-    let plan = Plan::new(cli.quick);
+    let mut plan = Plan::new(cli.quick);
+    if let Some(sizes) = &cli.graph_build {
+        plan.graph.build = sizes.iter().copied().filter(|n| *n > 0).collect();
+    }
     if let Some(variant) = &cli.child_per_node {
         return child_per_node(&plan, variant);
     }
