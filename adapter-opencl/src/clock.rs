@@ -91,37 +91,38 @@ impl DeviceClock {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use ur_core::clock::bracket;
-
-    use super::*;
-
+/// Test hook (`tests/clock.rs`): on every OpenCL device here, timestamps
+/// advance on the device and host clocks, and a marker's timestamp (the
+/// fallback) falls between two readings of whichever clock the device uses.
+/// The number of devices checked (none without a driver), or the first
+/// disagreement.
+#[doc(hidden)]
+pub fn check_clock_paths() -> std::result::Result<usize, String> {
     const CL_DEVICE_TYPE_ALL: cl3::types::cl_device_type = 0xFFFF_FFFF;
-
-    /// On every OpenCL device: timestamps advance on the device and host
-    /// clocks, and a marker's timestamp (the fallback) falls between two
-    /// readings of whichever clock the device uses.
-    #[test]
-    fn device_timestamps_advance_and_markers_agree() {
-        let Ok(platforms) = opencl3::platform::get_platforms() else { return eprintln!("skipped: no OpenCL") };
-        for platform in platforms {
-            for id in platform.get_devices(CL_DEVICE_TYPE_ALL).unwrap_or_default() {
-                let clock = DeviceClock::new(id);
-                let first = clock.timestamps().expect("timestamps");
-                let (end, host) = bracket(|| {
-                    let markers = clock.markers()?;
-                    // SAFETY: an empty wait list on a live queue.
-                    let m = unsafe { markers.queue.enqueue_marker_with_wait_list(&[]) }.cl("marker")?;
-                    m.wait().cl("wait")?;
-                    m.profiling_command_end().cl("end")
-                })
-                .expect("marker timestamp");
-                let marker = Timestamps { device: end, host };
-                let last = clock.timestamps().expect("timestamps");
-                assert!(first.device <= marker.device && marker.device <= last.device, "{first:?} {marker:?} {last:?}");
-                assert!(first.host <= marker.host && marker.host <= last.host, "{first:?} {marker:?} {last:?}");
+    let platforms = opencl3::platform::get_platforms().map_err(|e| format!("no OpenCL platform: {e}"))?;
+    let mut checked = 0;
+    for platform in platforms {
+        for id in platform.get_devices(CL_DEVICE_TYPE_ALL).unwrap_or_default() {
+            let clock = DeviceClock::new(id);
+            let first = clock.timestamps().map_err(|e| format!("timestamps: {e}"))?;
+            let (end, host) = ur_core::clock::bracket(|| {
+                let markers = clock.markers()?;
+                // SAFETY: an empty wait list on a live queue.
+                let m = unsafe { markers.queue.enqueue_marker_with_wait_list(&[]) }.cl("marker")?;
+                m.wait().cl("wait")?;
+                m.profiling_command_end().cl("end")
+            })
+            .map_err(|e| format!("marker timestamp: {e}"))?;
+            let marker = Timestamps { device: end, host };
+            let last = clock.timestamps().map_err(|e| format!("timestamps: {e}"))?;
+            if !(first.device <= marker.device && marker.device <= last.device) {
+                return Err(format!("device times out of order: {first:?} {marker:?} {last:?}"));
             }
+            if !(first.host <= marker.host && marker.host <= last.host) {
+                return Err(format!("host times out of order: {first:?} {marker:?} {last:?}"));
+            }
+            checked += 1;
         }
     }
+    Ok(checked)
 }

@@ -58,6 +58,8 @@ use std::sync::Arc;
 use ur_core::Backend;
 use ur_core::adapter::{AdapterFactory, PlatformImpl};
 
+#[doc(hidden)]
+pub use clock::check_clock_paths;
 pub use conv::cl_error;
 pub use device::{CommandBufferPlan, Plan, REPLAY_ENV, Reported, UsmPlan, plan, replay_path};
 

@@ -63,9 +63,11 @@ impl Instance {
 
 impl Drop for Instance {
     fn drop(&mut self) {
+        let start = std::time::Instant::now();
         // SAFETY: every object created from the instance holds an `Arc` of it,
         // so this runs after all of them are destroyed.
         unsafe { self.raw.destroy_instance(None) };
+        tracing::debug!(took = ?start.elapsed(), "Vulkan instance destroyed");
     }
 }
 

@@ -100,6 +100,8 @@ impl AdapterFactory for VulkanAdapterFactory {
 }
 
 #[doc(hidden)]
+pub use clock::check_clock_paths;
+#[doc(hidden)]
 pub use memory::arena_high_water;
 
 /// The SPIR-V of the adapter's internal shaders, for tests that check it is

@@ -64,13 +64,17 @@ pub(crate) struct Gpu {
 
 impl Drop for Gpu {
     fn drop(&mut self) {
+        let start = std::time::Instant::now();
         // SAFETY: every object created from the device holds an `Arc` of this
         // value, so all are gone; waiting for idleness covers work submitted
         // by objects dropped while it ran.
         unsafe {
             let _ = self.device.device_wait_idle();
+            let idle = start.elapsed();
             self.device.destroy_pipeline_layout(self.layout, None);
             self.device.destroy_device(None);
+            // What a slow exit after a long run spends its time in.
+            tracing::debug!(?idle, total = ?start.elapsed(), "Vulkan device destroyed");
         }
     }
 }
@@ -403,11 +407,13 @@ impl Drop for Runtime {
             lane.wake.notify_all();
         }
         let current = std::thread::current().id();
+        let start = std::time::Instant::now();
         for handle in self.reapers.lock().drain(..) {
             // The last handle may be dropped by a completion thread itself.
             if handle.thread().id() != current {
                 let _ = handle.join();
             }
         }
+        tracing::debug!(joined = ?start.elapsed(), "Vulkan completion threads stopped");
     }
 }

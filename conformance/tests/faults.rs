@@ -8,9 +8,13 @@
 //! the run made is released (the context's live objects are back to what
 //! they were); the same context, queue and device then run the scenario
 //! correctly. The figures (calls injected, failures surfaced, leaks, hangs)
-//! are printed per trial and in total. An absent device is listed ignored
+//! are printed per trial and in total. The buffer scenario runs on two
+//! devices at once, each in its own context, with faults injected into the
+//! calls of both. An absent device is listed ignored
 //! with the reason, or fails when `UR_RS_REQUIRE_DEVICES` names its backend.
 
+#[path = "faults/buffer_devices.rs"]
+mod buffer_devices;
 #[path = "faults/capture.rs"]
 mod capture;
 #[path = "faults/command_buffer.rs"]
@@ -31,14 +35,18 @@ use ur::{CommandBufferSupport, Device, UrError};
 
 use support::{Failure, Fixture};
 
-type Scenario = fn(&Fixture) -> Result<(), Failure>;
+/// A scenario, given one fixture per device of its trial.
+type Scenario = fn(&[Fixture]) -> Result<(), Failure>;
 
-/// The scenarios swept, by name.
+/// The scenarios swept on one device, by name.
 const SCENARIOS: [(&str, Scenario); 3] = [
-    ("command_buffer", command_buffer::scenario),
-    ("sycl_graph", sycl_graph::scenario),
-    ("capture", capture::scenario),
+    ("command_buffer", |fx| command_buffer::scenario(&fx[0])),
+    ("sycl_graph", |fx| sycl_graph::scenario(&fx[0])),
+    ("capture", |fx| capture::scenario(&fx[0])),
 ];
+
+/// The scenario swept on two devices (of two backends) at once.
+const BUFFER_DEVICES: (&str, Scenario) = ("buffer_devices", |fx| buffer_devices::scenario(&fx[0], &fx[1]));
 
 /// Set (to anything) to print each injection before its run: what to look
 /// at when a run crashes the process.
@@ -93,7 +101,8 @@ fn main() {
     let args = Arguments::from_args();
     ur_conformance::quiet_adapter_worker_panics();
     let mut trials = Vec::new();
-    for (backend, device) in support::devices() {
+    let devices = support::devices();
+    for (backend, device) in devices.iter().cloned() {
         match device {
             Ok(device) => {
                 let mut views = vec![device.clone()];
@@ -104,7 +113,7 @@ fn main() {
                     for (name, scenario) in SCENARIOS {
                         let view = view.clone();
                         trials.push(Trial::test(format!("[{view}] faults::{name}"), move || {
-                            sweep(&view, name, scenario)
+                            sweep(&[view], name, scenario)
                         }));
                     }
                 }
@@ -114,6 +123,21 @@ fn main() {
                     trials.push(support::absent_trial(format!("[{backend}] faults::{name}"), backend, &reason));
                 }
             }
+        }
+    }
+    // Each backend's device with the next one's, in a ring: every device
+    // is once the first (written first) and once the second.
+    for (i, (backend, first)) in devices.iter().enumerate() {
+        let (peer, second) = &devices[(i + 1) % devices.len()];
+        let (name, scenario) = BUFFER_DEVICES;
+        let title = format!("[{backend} -> {peer}] faults::{name}");
+        match (first, second) {
+            (Ok(first), Ok(second)) => {
+                let pair = [first.clone(), second.clone()];
+                trials.push(Trial::test(title, move || sweep(&pair, name, scenario)));
+            }
+            (Err(reason), _) => trials.push(support::absent_trial(title, *backend, reason)),
+            (_, Err(reason)) => trials.push(support::absent_trial(title, *peer, reason)),
         }
     }
     let conclusion = libtest_mimic::run(&args, trials);
@@ -129,7 +153,7 @@ enum Run {
 }
 
 /// Runs `scenario` on a thread of its own, under [`TIMEOUT`].
-fn run_timed(fx: &Arc<Fixture>, scenario: Scenario) -> Run {
+fn run_timed(fx: &Arc<Vec<Fixture>>, scenario: Scenario) -> Run {
     let (tx, rx) = mpsc::channel();
     let fixture = fx.clone();
     std::thread::spawn(move || {
@@ -143,13 +167,14 @@ fn run_timed(fx: &Arc<Fixture>, scenario: Scenario) -> Run {
     }
 }
 
-/// The context's live objects once they are `want`, or what they are after
-/// [`SETTLE`] (adapter threads may drop their last handles a little after
-/// the queue finishes).
-fn settle(fx: &Fixture, want: LiveObjects) -> LiveObjects {
+/// The live objects of the fixtures' contexts once they are `want`, or
+/// what they are after [`SETTLE`] (adapter threads may drop their last
+/// handles a little after the queue finishes).
+fn settle(fx: &[Fixture], want: &[LiveObjects]) -> Vec<LiveObjects> {
     let start = Instant::now();
     loop {
-        let now = fx.context.live_objects().expect("the fixture's device is wrapped");
+        let now: Vec<_> =
+            fx.iter().map(|f| f.context.live_objects().expect("the fixture's device is wrapped")).collect();
         if now == want || start.elapsed() > SETTLE {
             return now;
         }
@@ -160,12 +185,15 @@ fn settle(fx: &Fixture, want: LiveObjects) -> LiveObjects {
 /// Whether a failure of `kind`, on the thread named `thread`, may leave the
 /// caller's run unaffected, its results exact: a host task's wait for its
 /// dependencies (on its `ur-host-task` thread) that failed after they had
-/// ended, so the order held; or a queue's `finish` at its release (an
+/// ended, so the order held; an event callback's wait (on its
+/// `ur-event-callback` thread: a buffer's dependency on another context's
+/// event), which reports the event's status, not the wait's error, and
+/// runs the callback only once the event has ended; or a queue's `finish` at its release (an
 /// executable graph's worker queue), which a drop cannot return (ur-core logs
 /// it). Every other failure must reach the caller.
 fn absorbable(kind: CallKind, thread: Option<&str>) -> bool {
     match kind {
-        CallKind::EventWait => thread == Some("ur-host-task"),
+        CallKind::EventWait => matches!(thread, Some("ur-host-task" | "ur-event-callback")),
         CallKind::Finish => true,
         _ => false,
     }
@@ -177,9 +205,18 @@ fn is_injected(got: &UrError, fired: &UrError) -> bool {
     got.ur_code() == fired.ur_code() && got.detail().message.contains(&*fired.detail().message)
 }
 
-fn sweep(device: &Device, name: &str, scenario: Scenario) -> Result<(), Failed> {
+/// Sweeps `scenario` over the adapter calls it makes on `devices` (one
+/// fixture each, all wrapped by one injector, so that call `n` of a kind is
+/// counted across them).
+fn sweep(devices: &[Device], name: &str, scenario: Scenario) -> Result<(), Failed> {
     let injector = FaultInjector::new();
-    let fx = Arc::new(Fixture::new(&injector.wrap_device(device)).map_err(|e| format!("fixture: {e}"))?);
+    let fx = devices
+        .iter()
+        .map(|d| Fixture::new(&injector.wrap_device(d)))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("fixture: {e}"))?;
+    let fx = Arc::new(fx);
+    let device = fx.iter().map(|f| f.device.to_string()).collect::<Vec<_>>().join(" -> ");
     let before = injector.all_calls();
     match run_timed(&fx, scenario) {
         Run::Done(Ok(())) => {}
@@ -188,8 +225,10 @@ fn sweep(device: &Device, name: &str, scenario: Scenario) -> Result<(), Failed> 
         Run::Hung => return Err("the scenario hangs without faults".into()),
     }
     let made: Vec<_> = before.iter().zip(injector.all_calls()).map(|(&(kind, b), (_, a))| (kind, a - b)).collect();
-    fx.queue.finish().map_err(|e| format!("finish: {e}"))?;
-    let baseline = settle(&fx, LiveObjects::default());
+    for f in fx.iter() {
+        f.queue.finish().map_err(|e| format!("finish: {e}"))?;
+    }
+    let baseline = settle(&fx, &vec![LiveObjects::default(); fx.len()]);
 
     let mut tally = Tally::default();
     let mut problems = Vec::new();
@@ -241,10 +280,12 @@ fn sweep(device: &Device, name: &str, scenario: Scenario) -> Result<(), Failed> 
                     problems.push(format!("{at}: injected {fired}; the caller got {e}"));
                 }
             }
-            if let Err(e) = fx.queue.finish() {
-                problems.push(format!("{at}: the queue does not finish afterwards: {e}"));
+            for f in fx.iter() {
+                if let Err(e) = f.queue.finish() {
+                    problems.push(format!("{at}: the queue of {} does not finish afterwards: {e}", f.device));
+                }
             }
-            let live = settle(&fx, baseline);
+            let live = settle(&fx, &baseline);
             if live != baseline {
                 tally.leaks += 1;
                 problems.push(format!("{at}: live objects {live:?}, {baseline:?} before"));

@@ -6,11 +6,14 @@
 //! `command_graph` ([`graph`]).
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod aspect;
 pub mod buffer;
 pub mod graph;
+pub mod pool;
 pub mod queue;
 
 pub use buffer::{
     AccessMode, AccessRange, Accessor, Buffer, BufferProperties, CommandGroup, HostAccessor, TransferStats,
 };
+pub use pool::{MemoryPool, MemoryPoolProperties};
 pub use queue::{Event, Queue, QueueState, SubmitGraph};

@@ -23,6 +23,7 @@ use ur_core::{
 
 use crate::graph::record::{self, Recordable, RecordedEvent, RecordingSlot};
 use crate::graph::{Executable, Graph, Modifiable};
+use crate::pool::MemoryPool;
 
 /// Whether a queue executes its submissions or records them into a graph
 /// (`queue_state`).
@@ -66,19 +67,22 @@ impl Event {
         first.map_or(Ok(()), Err)
     }
 
-    /// Current status; a recorded event stays `Queued`.
-    pub fn status(&self) -> EventStatus {
+    /// Current status (`info::event::command_execution_status`); for a
+    /// recorded event `InvalidOperation`, the specification's `invalid`
+    /// (8.10.1: recorded commands have no execution status).
+    pub fn status(&self) -> Result<EventStatus> {
         match self {
-            Event::Core(e) => e.status(),
-            Event::Recorded(_) => EventStatus::Queued,
+            Event::Core(e) => Ok(e.status()),
+            Event::Recorded(r) => Err(r.query_error("an execution-status query")),
         }
     }
 
-    /// Profiling timestamps (`ProfilingInfoNotAvailable` for a recorded event).
+    /// Profiling timestamps (`get_profiling_info`); for a recorded event
+    /// `InvalidOperation`, the specification's `invalid` (8.10.1).
     pub fn profiling_info(&self) -> Result<ProfilingInfo> {
         match self {
             Event::Core(e) => e.profiling_info(),
-            Event::Recorded(_) => Err(err!(ProfilingInfoNotAvailable, "a recorded event has no timestamps")),
+            Event::Recorded(r) => Err(r.query_error("a profiling query")),
         }
     }
 
@@ -209,6 +213,12 @@ impl Queue {
     /// the application's graph; `InvalidOperation` when it does not record.
     pub fn recording_graph(&self) -> Result<Graph<Modifiable>> {
         record::recording_graph(self)
+    }
+
+    /// The `begin_recording` properties the queue records with
+    /// (inherited when it records transitively); `None` when it does not record.
+    pub fn recording_properties(&self) -> Option<crate::graph::RecordingProperties> {
+        record::recording_properties(self)
     }
 
     /// Its recording state, for the graph layer.
@@ -507,18 +517,49 @@ impl Queue {
     /// returns its pointer and the node's event. Only while recording
     /// (`InvalidOperation` otherwise); see [`Handler::async_malloc`](crate::graph::Handler::async_malloc).
     pub fn async_malloc(&self, kind: UsmKind, size: usize, wait: &[&Event]) -> Result<(UsmPtr, Event)> {
-        let event = self.submit(wait, || Ok(Recordable::Malloc { kind, size }), |q, _| only_recorded(q))?;
-        let ptr = event
-            .recorded()
-            .and_then(RecordedEvent::allocation)
-            .ok_or_else(|| err!(Unknown, "async_malloc recorded no allocation"))?;
-        Ok((ptr, event))
+        let event =
+            self.submit(wait, || Ok(Recordable::Malloc { kind, size, zero_init: false }), |q, _| only_recorded(q))?;
+        recorded_allocation(event)
     }
 
-    /// Records the release of a graph-owned allocation (`async_free(queue, ...)`).
-    /// Only while recording; see [`Handler::async_free`](crate::graph::Handler::async_free).
+    /// `async_malloc_from_pool(queue, size, pool)`: while recording, a
+    /// graph-owned allocation of the pool's kind, zeroed at each finalize
+    /// when the pool has `zero_init` (see [`Handler::async_malloc_from_pool`](crate::graph::Handler::async_malloc_from_pool));
+    /// otherwise an allocation from the pool, usable (and zeroed, with
+    /// `zero_init`) when the returned event completes (see [`crate::pool`]).
+    /// `InvalidContext` / `InvalidQueue` for a pool of another context.
+    pub fn async_malloc_from_pool(&self, size: usize, pool: &MemoryPool, wait: &[&Event]) -> Result<(UsmPtr, Event)> {
+        let zero_init = pool.properties().zero_init;
+        let mut eager = None;
+        let event = self.submit(
+            wait,
+            || {
+                pool.check_for_graph(self.context())?;
+                Ok(Recordable::Malloc { kind: pool.alloc_kind(), size, zero_init })
+            },
+            |q, w| {
+                let (ptr, ready) = pool.allocate_eager(q, size, w)?;
+                eager = Some(ptr);
+                Ok(ready)
+            },
+        )?;
+        match eager {
+            Some(ptr) => Ok((ptr, event)),
+            None => recorded_allocation(event),
+        }
+    }
+
+    /// `async_free(queue, ptr)`: while recording, the release of a
+    /// graph-owned allocation (see [`Handler::async_free`](crate::graph::Handler::async_free));
+    /// otherwise the return of an eager [`async_malloc_from_pool`](Self::async_malloc_from_pool)
+    /// allocation to its pool after `wait` (`InvalidOperation` for a
+    /// pointer no pool handed out).
     pub fn async_free(&self, ptr: UsmPtr, wait: &[&Event]) -> Result<Event> {
-        self.submit(wait, || Ok(Recordable::Free(ptr)), |q, _| only_recorded(q))
+        self.submit(
+            wait,
+            || Ok(Recordable::Free(ptr)),
+            |q, w| MemoryPool::free_eager(q, ptr, w).unwrap_or_else(|| only_recorded(q)),
+        )
     }
 
     /// Submits an executable graph (`queue::ext_oneapi_graph`,
@@ -534,21 +575,39 @@ impl Queue {
     }
 
     /// Enqueues a native command ([`ur_core::Queue::enqueue_native_command`]);
-    /// a recording queue refuses it (`InvalidOperation`: graphs have no
-    /// native-command node).
+    /// a recording queue records a native-command node
+    /// ([`Handler::native_command`](crate::graph::Handler::native_command)).
+    /// A recorded native command takes no memory buffers (the native command
+    /// of a command buffer has none in its scope): non-empty `mems` while
+    /// recording is `UnsupportedFeature`; reach the buffers' native handles
+    /// from the callback instead.
     ///
     /// # Safety
-    /// As for [`ur_core::Queue::enqueue_native_command`].
+    /// As for [`ur_core::Queue::enqueue_native_command`]; while recording, as
+    /// for [`Handler::native_command`](crate::graph::Handler::native_command).
     pub unsafe fn enqueue_native_command(
         &self,
         mems: &[&MemBuffer],
         wait: &[&Event],
         callback: impl Fn(&NativeScope<'_>) + Send + Sync + 'static,
     ) -> Result<Event> {
-        self.refuse_while_recording("a native command")?;
-        let wait = self.eager_wait(wait)?;
-        // SAFETY: the caller's contract.
-        unsafe { self.inner.core.enqueue_native_command(mems, &wait, callback) }.map(Event::Core)
+        let callback = Arc::new(callback);
+        let recorded = callback.clone();
+        self.submit(
+            wait,
+            || {
+                ur_core::ensure!(
+                    mems.is_empty(),
+                    UnsupportedFeature,
+                    "a recorded native command takes no memory buffers ({} given): use their native handles in the \
+                     callback",
+                    mems.len()
+                );
+                Ok(Recordable::Native(recorded))
+            },
+            // SAFETY: the caller's contract.
+            |q, w| unsafe { q.enqueue_native_command(mems, w, move |scope| callback(scope)) },
+        )
     }
 
     /// [`ur_core::Queue::enqueue_native_command_now`]; a recording queue
@@ -617,6 +676,15 @@ impl Queue {
     pub fn capture_graph(&self) -> Result<CapturedGraph> {
         self.inner.core.capture_graph()
     }
+}
+
+/// The pointer of a recorded allocation node's event.
+fn recorded_allocation(event: Event) -> Result<(UsmPtr, Event)> {
+    let ptr = event
+        .recorded()
+        .and_then(RecordedEvent::allocation)
+        .ok_or_else(|| err!(Unknown, "async_malloc recorded no allocation"))?;
+    Ok((ptr, event))
 }
 
 /// The eager side of operations that exist only in a recording: refused

@@ -85,6 +85,23 @@ impl Event {
         self.imp.wait()
     }
 
+    /// Waits until the command has ended (complete or failed), also when the
+    /// wait itself fails before that (a transient driver failure): the
+    /// status is then polled until it is terminal. Returns the wait's
+    /// error, if any. For what must not go on while the command may still
+    /// run: freeing the memory it writes, a callback promised at its end.
+    pub fn wait_ended(&self) -> Result<()> {
+        let result = self.wait();
+        if result.is_err() {
+            let mut pause = std::time::Duration::from_micros(50);
+            while !self.status().is_terminal() {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(std::time::Duration::from_millis(5));
+            }
+        }
+        result
+    }
+
     /// Waits for all events; returns the first error after all have ended.
     pub fn wait_all(events: &[&Event]) -> Result<()> {
         let mut first = None;
@@ -142,18 +159,18 @@ impl Event {
     }
 
     /// Runs `callback` with the final status (complete or failed) once the
-    /// command has ended, on a thread of its own (`urEventSetCallback`).
+    /// command has ended, on a host thread of the front end's
+    /// (`ur-event-callback`, reused between callbacks) that waits for it
+    /// (`urEventSetCallback`).
     pub fn on_complete(&self, callback: impl FnOnce(EventStatus) + Send + 'static) -> Result<()> {
         let event = self.clone();
-        std::thread::Builder::new()
-            .name("ur-event-callback".into())
-            .spawn(move || {
-                // The status, not the error, is what the callback reports.
-                let _ = event.wait();
-                callback(event.status());
-            })
-            .map(drop)
-            .map_err(|e| crate::err!(OutOfResources, "cannot start an event-callback thread: {e}"))
+        crate::host_threads::CALLBACKS.run(move || {
+            // The status, not the error, is what the callback reports;
+            // a failed wait must not run it before the command has ended
+            // (a bridged dependency would release its dependents early).
+            let _ = event.wait_ended();
+            callback(event.status());
+        })
     }
 
     /// Waits as a wait list does, for the host work that must start after

@@ -43,6 +43,7 @@ pub mod error;
 pub mod event;
 #[cfg(feature = "fault-injection")]
 pub mod faults;
+mod host_threads;
 pub mod interop;
 pub mod launch;
 pub mod live;

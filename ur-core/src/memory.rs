@@ -732,7 +732,7 @@ impl Drop for BufferMapping {
         // Dropped without an unmap: the map's read may still be writing into
         // the memory about to be freed.
         if self.memory.is_some() {
-            let _ = self.ready.wait();
+            let _ = self.ready.wait_ended();
         }
     }
 }

@@ -780,25 +780,24 @@ impl Queue {
             // Later commands of an in-order queue wait for the task.
             self.eager_events_wait(&[&finished])?;
         }
-        std::thread::Builder::new()
-            .name("ur-host-task".into())
-            .spawn(move || {
-                // The task runs after its dependencies whether they succeeded
-                // or not: wait lists order, they do not propagate failure. A
-                // wait that failed before they ended (a driver failure) fails
-                // the task's event with that error instead of running it early.
-                let outcome = match start.wait_to_order() {
-                    Err(e) => done.fail_with(e),
-                    Ok(()) => match catch_unwind(AssertUnwindSafe(task)) {
-                        Ok(()) => done.complete(),
-                        Err(payload) => done.fail(format!("host task panicked: {}", panic_message(&*payload))),
-                    },
-                };
-                if let Err(e) = outcome {
-                    tracing::error!(error = %e, "host task event");
-                }
-            })
-            .map_err(|e| crate::err!(OutOfResources, "cannot start a host-task thread: {e}"))?;
+        // On a thread reused from earlier host tasks (`ur-host-task`): drivers
+        // keep state per thread that called them (see `host_threads`).
+        crate::host_threads::HOST_TASKS.run(move || {
+            // The task runs after its dependencies whether they succeeded
+            // or not: wait lists order, they do not propagate failure. A
+            // wait that failed before they ended (a driver failure) fails
+            // the task's event with that error instead of running it early.
+            let outcome = match start.wait_to_order() {
+                Err(e) => done.fail_with(e),
+                Ok(()) => match catch_unwind(AssertUnwindSafe(task)) {
+                    Ok(()) => done.complete(),
+                    Err(payload) => done.fail(format!("host task panicked: {}", panic_message(&*payload))),
+                },
+            };
+            if let Err(e) = outcome {
+                tracing::error!(error = %e, "host task event");
+            }
+        })?;
         Ok(finished)
     }
 

@@ -55,6 +55,31 @@ fn a_failed_wait_does_not_start_a_host_task_early() {
     assert!(!ran.load(Ordering::SeqCst));
 }
 
+/// Regression (fault sweep, buffers moving between devices): an event
+/// callback ran as soon as its wait failed, before the event had ended, with
+/// a status that was not final. A buffer bridges a dependency on another
+/// context's event with a callback, so the copy into the second device ran
+/// before the copy out of the first had ended (stale data). The callback
+/// now runs once the event has ended, with its final status.
+#[test]
+fn a_failed_wait_does_not_run_an_event_callback_early() {
+    let injector = FaultInjector::new();
+    let device = injector.wrap_device(&ur_adapter_cpu::default_device());
+    let ctx = Context::new(&device).unwrap();
+    let queue = Queue::new(&ctx, Default::default()).unwrap();
+    let gate = UserEvent::new(&ctx).unwrap();
+    // A queue's event: a user event's wait is the host's, never injected.
+    let after = queue.events_wait(&[gate.event()]).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    injector.arm(Fault::new(CallKind::EventWait, 1));
+    after.on_complete(move |status| tx.send(status).unwrap()).unwrap();
+    assert!(rx.recv_timeout(Duration::from_millis(300)).is_err(), "the callback ran before the event ended");
+    assert!(injector.disarm().is_some_and(|e| injected(&e, CallKind::EventWait)));
+    assert_eq!(injector.fired_on().as_deref(), Some("ur-event-callback"));
+    gate.complete().unwrap();
+    assert_eq!(rx.recv_timeout(Duration::from_secs(10)).unwrap(), ur_core::EventStatus::Complete);
+}
+
 /// Regression: a software command buffer whose submission failed halfway
 /// forgot the part it had submitted: the next submission did not wait for
 /// it, and nothing kept the buffer's commands (and the memory they use)

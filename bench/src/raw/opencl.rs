@@ -267,29 +267,3 @@ impl Drop for ClGraph {
         }
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Every OpenCL device here runs a fork-join through the baseline (CI
-    /// has PoCL, so at least one does there).
-    #[test]
-    fn fork_join_on_every_device() {
-        let platforms = cl3::platform::get_platform_ids().unwrap_or_default();
-        for device in
-            platforms.iter().flat_map(|&p| cl3::device::get_device_ids(p, CL_DEVICE_TYPE_ALL).unwrap_or_default())
-        {
-            let name: String = cl3::device::get_device_info(device, cl3::device::CL_DEVICE_NAME).unwrap().into();
-            let mut graph = ClGraph::open(name.trim_end_matches('\0')).unwrap();
-            for _ in 0..2 {
-                graph.build(&[vec![], vec![0], vec![0], vec![1, 2]]).unwrap();
-                graph.launch().unwrap();
-                graph.wait().unwrap();
-                graph.launch().unwrap();
-                graph.wait().unwrap();
-            }
-            eprintln!("{name}: {}", graph.mechanism());
-        }
-    }
-}

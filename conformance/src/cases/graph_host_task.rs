@@ -251,7 +251,7 @@ fn panicking_host_task_fails_the_event(env: &Env) -> CaseResult {
             other => return Err(CaseError::Fail(format!("expected AdapterSpecific, got {other:?}"))),
         };
         check!(err.to_string().contains("graph host task failure"), "{err}");
-        check_eq!(event.status(), ur::EventStatus::Error);
+        check_eq!(event.status()?, ur::EventStatus::Error);
         check_eq!(read::<u8>(&queue, mem.ptr(), N * 4)?, vec![2u8; N * 4]);
     }
     check_err!(queue.enqueue_graph(&exec, &[])?.wait(), AdapterSpecific);

@@ -16,6 +16,7 @@ mod graph_host_task;
 mod graph_memory;
 mod graph_property;
 mod graph_record;
+mod graph_spec;
 mod graph_subgraph;
 mod graph_update;
 mod in_order;
@@ -83,6 +84,7 @@ pub fn all() -> Vec<Case> {
         graph_update::cases,
         graph_memory::cases,
         graph_property::cases,
+        graph_spec::cases,
         capture::cases,
         buffers::cases,
     ];

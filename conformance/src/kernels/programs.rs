@@ -170,56 +170,6 @@ pub fn bundle_for(forms: &[SourceForm], kernel: &str) -> Option<Result<ProgramBu
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
-    use std::process::Command;
-
-    /// The committed binaries are what `regenerate.sh` makes, when the tools
-    /// recorded in tools.txt are installed (CI installs clang-15,
-    /// llvm-spirv-15 and glslang-tools); otherwise the test says why it
-    /// checked nothing.
-    #[test]
-    fn binaries_are_current() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/kernels/programs");
-        let recorded = std::fs::read_to_string(dir.join("tools.txt")).expect("tools.txt");
-        let version = |tool: &str, arg: &str| -> Option<String> {
-            let out = Command::new(tool).arg(arg).output().ok()?;
-            out.status.success().then(|| String::from_utf8_lossy(&out.stdout).lines().next().unwrap_or("").to_string())
-        };
-        let found = [
-            version("clang-15", "--version"),
-            version("llvm-spirv-15", "--version"),
-            version("glslangValidator", "--version"),
-        ];
-        let Some(found) = found.into_iter().collect::<Option<Vec<_>>>() else {
-            eprintln!("skipped: clang-15, llvm-spirv-15 or glslangValidator is missing; the binaries were not checked");
-            return;
-        };
-        if found.join("\n").trim() != recorded.trim() {
-            eprintln!("skipped: the tools here are {found:?}, the binaries were made with {recorded:?}");
-            return;
-        }
-        let base = std::env::temp_dir().join(format!("ur-conformance-programs-{}", std::process::id()));
-        let copy = base.join("programs");
-        // The GLSL includes the Vulkan library's ABI header from ../vulkan.
-        std::fs::create_dir_all(base.join("vulkan")).expect("a temporary directory");
-        std::fs::copy(dir.join("../vulkan/ur_abi.glsl"), base.join("vulkan/ur_abi.glsl")).expect("ur_abi.glsl");
-        std::fs::create_dir_all(&copy).expect("a temporary directory");
-        let mut files: Vec<_> = std::fs::read_dir(&dir).expect("the directory").filter_map(|e| e.ok()).collect();
-        files.sort_by_key(|e| e.file_name());
-        for entry in &files {
-            std::fs::copy(entry.path(), copy.join(entry.file_name())).expect("copying a kernel file");
-        }
-        let out = Command::new("bash").arg(copy.join("regenerate.sh")).output().expect("bash runs");
-        let stale: Vec<String> = files
-            .iter()
-            .filter(|e| std::fs::read(e.path()).ok() != std::fs::read(copy.join(e.file_name())).ok())
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect();
-        let _ = std::fs::remove_dir_all(&base);
-        assert!(out.status.success(), "regenerate.sh failed: {}", String::from_utf8_lossy(&out.stderr));
-        assert!(stale.is_empty(), "stale committed files {stale:?}; run src/kernels/programs/regenerate.sh");
-    }
-
     /// The Vulkan library's signatures, declared by hand, are what the reader
     /// finds in its SPIR-V.
     #[test]

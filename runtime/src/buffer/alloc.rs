@@ -185,6 +185,15 @@ impl Dep {
         }
     }
 
+    /// [`wait_host`](Self::wait_host), but an event's wait that fails
+    /// returns only once the event has ended ([`Event::wait_ended`]).
+    pub(crate) fn wait_ended(&self) -> Result<()> {
+        match self {
+            Dep::Event { event, .. } => event.wait_ended(),
+            Dep::Host(_) => self.wait_host(),
+        }
+    }
+
     /// Blocks the host until the dependency is done. A live host accessor
     /// would never be released while the caller waits (it is the thread that
     /// holds it), so it is `InvalidOperation`.

@@ -6,7 +6,7 @@
 //! copy into the host allocation on the source's queue and one out of it on
 //! the target's, the second waiting for the first through a bridged event.
 
-use ur_core::{Event, Queue, Result};
+use ur_core::{Event, Result};
 
 use super::State;
 use super::alloc::{Dep, wait_list};
@@ -53,6 +53,7 @@ fn hop(state: &mut State, src: Loc, dst: Loc, pages: &PageBox) -> Result<()> {
     let (dst_ptr, src_ptr) = if src == HOST { (dev, host) } else { (host, dev) };
     let rect = state.grid.rect(pages);
     let mut events = Vec::new();
+    let mut failed = None;
     for (offset, rows, bytes) in rect.pieces() {
         let (d, s) = (dst_ptr.wrapping_add(offset), src_ptr.wrapping_add(offset).cast_const());
         // SAFETY: the host side is the buffer's host allocation, which has
@@ -61,48 +62,71 @@ fn hop(state: &mut State, src: Loc, dst: Loc, pages: &PageBox) -> Result<()> {
         // page grid). The device side is resolved and checked by ur-core.
         let event = unsafe {
             if rows == 1 {
-                queue.usm_memcpy_host(d, s, bytes, &wait)?
+                queue.usm_memcpy_host(d, s, bytes, &wait)
             } else {
-                queue.usm_memcpy_2d(d, rect.row_pitch, s, rect.row_pitch, bytes, rows, &wait)?
+                queue.usm_memcpy_2d(d, rect.row_pitch, s, rect.row_pitch, bytes, rows, &wait)
             }
         };
-        events.push(event);
+        match event {
+            Ok(event) => events.push(event),
+            Err(e) => {
+                failed = Some(e);
+                break;
+            }
+        }
     }
     state.stats.commands += events.len() as u64;
-    let event = join(&queue, events)?;
-    state.deps.record(*pages, UseKind::Read { loc: src }, Dep::of(&queue, event.clone()));
-    state.deps.record(*pages, UseKind::Fill { to: dst }, Dep::of(&queue, event));
-    Ok(())
-}
-
-/// One event for several.
-pub(crate) fn join(queue: &Queue, mut events: Vec<Event>) -> Result<Event> {
-    if events.len() == 1 {
-        return Ok(events.pop().expect("one event"));
+    let joined = match failed {
+        None if events.len() == 1 => Ok(events[0].clone()),
+        None => queue.events_wait(&events.iter().collect::<Vec<_>>()),
+        Some(e) => Err(e),
+    };
+    // When a piece or the join failed, the pieces already enqueued may still
+    // run: later uses, and the buffer's end, wait for each of them.
+    let (tokens, result) = match joined {
+        Ok(event) => (vec![event], Ok(())),
+        Err(e) => (events, Err(e)),
+    };
+    for event in tokens {
+        state.deps.record(*pages, UseKind::Read { loc: src }, Dep::of(&queue, event.clone()));
+        state.deps.record(*pages, UseKind::Fill { to: dst }, Dep::of(&queue, event));
     }
-    let refs: Vec<&Event> = events.iter().collect();
-    queue.events_wait(&refs)
+    result
 }
 
 /// Waits for every use of the buffer and, when the buffer has final data to
 /// write back, makes the host allocation current.
 pub(crate) fn finish(state: &mut State) -> Result<()> {
+    let mut first_error = wait_ended(state).err();
+    if state.final_data.is_some() && state.write_back && state.map.initialized() {
+        let written = state.host_mem().map(drop).and_then(|()| {
+            let all = state.grid.all();
+            let transfers = plan(&state.map, HOST, &all, false);
+            enqueue(state, &transfers)
+        });
+        // What of the write-back was enqueued is waited for, also when a
+        // part of it failed.
+        let waited = wait_ended(state);
+        if let Err(e) = written.and(waited) {
+            first_error.get_or_insert(e);
+        }
+    }
+    first_error.map_or(Ok(()), Err)
+}
+
+/// Waits until every use of the buffer has ended, and forgets them; the
+/// first failed wait's error. The buffer's memory may be freed after this:
+/// a wait that fails does not end it before the work that uses the memory
+/// has ([`Dep::wait_ended`]).
+fn wait_ended(state: &mut State) -> Result<()> {
+    // What has ended needs no wait (nor a wait that could fail).
+    state.deps.prune(Dep::is_done);
     let mut first_error = None;
     for u in state.deps.uses() {
-        if let Err(e) = u.token.wait_host() {
+        if let Err(e) = u.token.wait_ended() {
             first_error.get_or_insert(e);
         }
     }
     state.deps.prune(|_| true);
-    if state.final_data.is_some() && state.write_back && state.map.initialized() {
-        state.host_mem()?;
-        let all = state.grid.all();
-        let transfers = plan(&state.map, HOST, &all, false);
-        enqueue(state, &transfers)?;
-        for u in state.deps.uses() {
-            u.token.wait_host()?;
-        }
-        state.deps.prune(|_| true);
-    }
     first_error.map_or(Ok(()), Err)
 }

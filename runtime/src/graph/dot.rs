@@ -46,6 +46,7 @@ fn style(ty: NodeType) -> &'static str {
             "shape=box, style=filled, fillcolor=\"#d9ead3\""
         }
         NodeType::HostTask => "shape=hexagon, style=filled, fillcolor=\"#fce5cd\"",
+        NodeType::NativeCommand => "shape=octagon, style=filled, fillcolor=\"#d0e0e3\"",
         NodeType::Subgraph => "shape=box3d, style=filled, fillcolor=\"#ead1dc\"",
         NodeType::AsyncMalloc | NodeType::AsyncFree => "shape=cylinder, style=filled, fillcolor=\"#fff2cc\"",
         NodeType::Empty | NodeType::Barrier => "shape=ellipse, style=dashed",
@@ -190,7 +191,7 @@ pub(crate) fn modifiable(shared: &GraphShared, state: &GraphState, verbose: bool
                 let (summary, details) = command_text(c);
                 (summary, if verbose { details } else { Vec::new() })
             }
-            NodeKind::HostTask(_) => (String::new(), Vec::new()),
+            NodeKind::HostTask(_) | NodeKind::Native(_) => (String::new(), Vec::new()),
             NodeKind::Subgraph(g) => (format!("executable graph #{} ({} nodes)", g.id(), g.node_count()), Vec::new()),
             NodeKind::Dynamic(g) => {
                 let group = &state.groups[*g as usize];
@@ -275,6 +276,7 @@ pub(crate) fn executable(id: u64, source: u64, st: &ExecState, verbose: bool) ->
                     (super::node::command_type(c), summary, if verbose { details } else { Vec::new() })
                 }
                 FlatOp::Host(_) => (NodeType::HostTask, String::new(), Vec::new()),
+                FlatOp::Native(_) => (NodeType::NativeCommand, String::new(), Vec::new()),
                 FlatOp::Join | FlatOp::Empty => (NodeType::Empty, "join".to_string(), Vec::new()),
             };
             node_line(&mut out, &format!("c{m}"), &format!("{origin}: {ty}"), &summary, &details, ty, "    ");

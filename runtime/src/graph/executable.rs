@@ -28,7 +28,7 @@ use ur_core::{ensure, err};
 use super::dynamic::GroupOp;
 use super::memory::MemoryStats;
 use super::modifiable::{GraphShared, GraphState};
-use super::node::{HostFn, KernelSpec, NodeKind, NodeType};
+use super::node::{HostFn, KernelSpec, NativeFn, NodeKind, NodeType};
 use super::partition::{Lowered, Part, is_chain, lower_empties, partition, topological_order};
 use super::{Executable, FinalizeProperties, Graph, Modifiable, Node};
 
@@ -41,6 +41,8 @@ pub(crate) enum FlatOp {
     },
     Command(Command),
     Host(HostFn),
+    /// A native command: appended with `append_native_command`.
+    Native(NativeFn),
     /// No command (lowered away or made a join).
     Empty,
     /// A no-op device command that orders many predecessors before many successors.
@@ -83,6 +85,9 @@ pub(crate) struct ExecInner {
     memory: MemoryStats,
     /// The pool's chunks: kernels reach graph-owned memory through plain pointers.
     _chunks: Vec<Arc<UsmAllocation>>,
+    /// With allocations: where the last execution's event is left for the
+    /// next executable graph of the same memory.
+    runs: Option<super::memory::RunSlot>,
     pub(crate) state: Mutex<ExecState>,
 }
 
@@ -161,7 +166,12 @@ pub(crate) fn finalize(shared: &Arc<GraphShared>, props: FinalizeProperties) -> 
         );
     }
     let (flat, signatures) = snapshot(shared, &state);
-    let built = build(shared, &state, flat, &props)?;
+    let mut built = build(shared, &state, flat, &props)?;
+    // The memory is the previous executable graph's: zero it, and run, only
+    // after that graph's last execution.
+    let previous = state.pool.last_run();
+    state.pool.zero_initialize(&shared.context, previous.as_ref())?;
+    built.last = previous;
     let inner = Arc::new(ExecInner {
         id: super::NEXT_EXEC_ID.fetch_add(1, Ordering::Relaxed),
         source: shared.clone(),
@@ -170,6 +180,7 @@ pub(crate) fn finalize(shared: &Arc<GraphShared>, props: FinalizeProperties) -> 
         has_allocations,
         memory: state.pool.stats(),
         _chunks: state.pool.chunks().to_vec(),
+        runs: has_allocations.then(|| state.pool.run_slot()),
         state: Mutex::new(built),
     });
     if has_allocations {
@@ -232,6 +243,7 @@ fn snapshot(shared: &GraphShared, state: &GraphState) -> (Vec<FlatNode>, Vec<Sig
             NodeKind::Kernel(spec) => FlatOp::Kernel { spec: spec.clone(), alternatives: Vec::new() },
             NodeKind::Memory(command) => FlatOp::Command(command.clone()),
             NodeKind::HostTask(task) => FlatOp::Host(task.clone()),
+            NodeKind::Native(callback) => FlatOp::Native(callback.clone()),
             NodeKind::Dynamic(g) => {
                 let group = &state.groups[*g as usize];
                 match group.active_op() {
@@ -399,6 +411,15 @@ fn build_partition(context: &Context, props: &FinalizeProperties, st: &mut ExecS
                     .map_err(|e| e.in_context(&kernel_name(node, spec)))?
             }
             FlatOp::Command(command) => cb.append_command(command.clone(), opts)?,
+            FlatOp::Native(callback) => {
+                let callback = callback.clone();
+                // SAFETY: the application vouched for the native work when it
+                // added the node (`Handler::native_command`); the graph keeps
+                // the callback for as long as the command buffer lives.
+                let sync_point = unsafe { cb.append_native_command(None, &after, move |scope| callback(scope)) }
+                    .map_err(|e| e.in_context(&native_name(node)))?;
+                ur_core::command_buffer::Appended { sync_point, event: None, command: None }
+            }
             FlatOp::Join => {
                 if st.scratch.is_none() {
                     st.scratch = Some(scratch(context)?);
@@ -418,6 +439,13 @@ fn build_partition(context: &Context, props: &FinalizeProperties, st: &mut ExecS
     part.cb = Some(cb);
     part.handles = handles;
     Ok(())
+}
+
+fn native_name(node: &FlatNode) -> String {
+    match node.origin {
+        Some(o) => format!("native-command node {o}"),
+        None => "a native command of an inlined sub-graph".to_string(),
+    }
 }
 
 fn kernel_name(node: &FlatNode, spec: &KernelSpec) -> String {
@@ -658,6 +686,9 @@ impl Graph<Executable> {
             (Some(q), true) if q.same_queue(queue) => {}
             (_, true) => st.last_in_order = Some(queue.clone()),
             (_, false) => st.last_in_order = None,
+        }
+        if let Some(runs) = &inner.runs {
+            *runs.lock() = Some(event.clone());
         }
         Ok(event)
     }

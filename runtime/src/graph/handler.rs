@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use ur_core::command::Command;
 use ur_core::error::Result;
+use ur_core::interop::NativeScope;
 use ur_core::launch::KernelLaunch;
 use ur_core::memory::{MemBuffer, MigrationFlags, UsmAdvice, UsmKind, UsmPtr};
 use ur_core::rect::{RectLayout, RectRegion};
@@ -11,8 +12,9 @@ use ur_core::{ensure, err};
 
 use super::dynamic::DynamicParameter;
 use super::modifiable::GraphShared;
-use super::node::{HostFn, KernelSpec, NodeType, command_type};
+use super::node::{HostFn, KernelSpec, NativeFn, NodeType, command_type};
 use super::{Executable, Graph, Node};
+use crate::pool::MemoryPool;
 
 /// The one command a command group recorded.
 pub(crate) enum Pending {
@@ -22,6 +24,7 @@ pub(crate) enum Pending {
     Subgraph(Graph<Executable>),
     Malloc { alloc: u32, ptr: UsmPtr, size: usize },
     Free { alloc: u32, ptr: UsmPtr },
+    Native(NativeFn),
 }
 
 impl Pending {
@@ -33,6 +36,7 @@ impl Pending {
             Pending::Subgraph(_) => NodeType::Subgraph,
             Pending::Malloc { .. } => NodeType::AsyncMalloc,
             Pending::Free { .. } => NodeType::AsyncFree,
+            Pending::Native(_) => NodeType::NativeCommand,
         }
     }
 }
@@ -213,6 +217,25 @@ impl Handler {
         self.set(Pending::Host(Arc::new(task)))
     }
 
+    /// Records a native command (`ext_codeplay_enqueue_native_command` in a
+    /// graph, 8.11.2 of the newer revision): a node whose `callback` does
+    /// backend-native work. Finalize appends it to its partition's command
+    /// buffer ([`CommandBuffer::append_native_command`](ur_core::CommandBuffer::append_native_command)),
+    /// so the callback runs where and when ur-core runs a command buffer's
+    /// native command on the device ([`ur_core::interop`]: at finalize on
+    /// OpenCL and Vulkan, which record into the graph's native command
+    /// buffer, [`NativeTarget::Recording`](ur_core::NativeTarget::Recording);
+    /// at each execution on the CPU and on emulated command buffers). Its
+    /// work runs after the node's dependencies and before its successors.
+    ///
+    /// # Safety
+    /// The native work is unchecked: everything it touches must stay valid
+    /// for as long as executable graphs holding the node may run, and it must
+    /// leave the native objects as it found them.
+    pub unsafe fn native_command(&mut self, callback: impl Fn(&NativeScope<'_>) + Send + Sync + 'static) -> Result<()> {
+        self.set(Pending::Native(Arc::new(callback)))
+    }
+
     /// Records an executable graph as a sub-graph (`handler::ext_oneapi_graph`):
     /// its nodes run as if inlined, after this node's dependencies and before
     /// its successors. The executable graph itself is not changed.
@@ -240,6 +263,22 @@ impl Handler {
     /// otherwise). Memory freed by an `async_free` that this node is ordered
     /// after is reused (see [`crate::graph`]).
     pub fn async_malloc(&mut self, kind: UsmKind, size: usize) -> Result<UsmPtr> {
+        self.malloc(kind, size, false)
+    }
+
+    /// Records a graph-owned allocation from `pool` (`async_malloc_from_pool`):
+    /// as [`async_malloc`](Self::async_malloc), of the pool's kind (device
+    /// only: `InvalidValue` otherwise). The graph allocates from its own
+    /// pool (8.4.3); of `pool`'s properties it honours the kind and
+    /// `zero_init` (the allocation's memory is zeroed at each finalize, not
+    /// before each execution) and ignores the rest, as the specification
+    /// says. `InvalidContext` for a pool of another context or device.
+    pub fn async_malloc_from_pool(&mut self, size: usize, pool: &MemoryPool) -> Result<UsmPtr> {
+        pool.check_for_graph(&self.graph.context)?;
+        self.malloc(pool.alloc_kind(), size, pool.properties().zero_init)
+    }
+
+    fn malloc(&mut self, kind: UsmKind, size: usize, zero_init: bool) -> Result<UsmPtr> {
         ensure!(
             !self.in_group,
             InvalidValue,
@@ -253,7 +292,7 @@ impl Handler {
                 existing.node_type()
             ));
         }
-        let (alloc, ptr) = self.graph.allocate(kind, size, &self.deps)?;
+        let (alloc, ptr) = self.graph.allocate(kind, size, zero_init, &self.deps)?;
         self.pending = Some(Pending::Malloc { alloc, ptr, size });
         Ok(ptr)
     }
@@ -276,8 +315,7 @@ impl Handler {
     /// Releases what an abandoned command group took (its allocation).
     pub(crate) fn abandon(self) {
         if let Some(Pending::Malloc { alloc, .. }) = self.pending {
-            let mut state = self.graph.state.lock();
-            let _ = state.pool.free(alloc, None);
+            self.graph.state.lock().pool.abandon(alloc);
         }
     }
 }

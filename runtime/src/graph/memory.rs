@@ -70,13 +70,22 @@ pub(crate) struct PoolPlan {
 impl PoolPlan {
     /// Places an allocation of `requested` bytes. `reusable(free_node)` says
     /// whether the new allocation's node is ordered after `free_node`.
-    pub(crate) fn allocate(&mut self, requested: usize, mut reusable: impl FnMut(u32) -> bool) -> Placement {
+    pub(crate) fn allocate(&mut self, requested: usize, reusable: impl FnMut(u32) -> bool) -> Placement {
+        self.allocate_where(requested, reusable, true)
+    }
+
+    fn allocate_where(
+        &mut self,
+        requested: usize,
+        mut reusable: impl FnMut(u32) -> bool,
+        reuse_unused: bool,
+    ) -> Placement {
         let size = requested.div_ceil(POOL_ALIGN).max(1) * POOL_ALIGN;
         let best = self
             .released
             .iter()
             .enumerate()
-            .filter(|(_, r)| r.size >= size && r.freed_by.is_none_or(&mut reusable))
+            .filter(|(_, r)| r.size >= size && r.freed_by.map_or(reuse_unused, &mut reusable))
             .min_by_key(|(_, r)| r.size)
             .map(|(i, _)| i);
         let alloc = self.allocs.len() as u32;
@@ -98,6 +107,13 @@ impl PoolPlan {
         };
         self.allocs.push(AllocRecord { chunk, offset, size, requested, freed: false });
         Placement { alloc, chunk, offset, new_chunk }
+    }
+
+    /// Places an allocation of `requested` bytes in a chunk of its own, which
+    /// no earlier allocation used (a `zero_init` allocation: the zeros
+    /// written at finalize must be what it reads first).
+    pub(crate) fn allocate_fresh(&mut self, requested: usize) -> Placement {
+        self.allocate_where(requested, |_| false, false)
     }
 
     /// Releases allocation `alloc` after node `free_node` (`None`: the
@@ -162,16 +178,26 @@ pub(crate) struct GraphPool {
     chunks: Vec<Arc<UsmAllocation>>,
     /// The pointer of each allocation, by allocation number.
     pointers: Vec<UsmPtr>,
+    /// The `zero_init` allocations (number, pointer, size): zeroed at each
+    /// finalize.
+    zero_init: Vec<(u32, UsmPtr, usize)>,
+    /// The last execution of an executable graph made from this one.
+    runs: RunSlot,
 }
+
+/// Where executable graphs leave their last execution's event.
+pub(crate) type RunSlot = Arc<parking_lot::Mutex<Option<ur_core::event::Event>>>;
 
 impl GraphPool {
     /// Allocates `size` bytes of device memory for a node ordered after the
-    /// free nodes for which `reusable` holds.
+    /// free nodes for which `reusable` holds; a `zero_init` allocation gets
+    /// memory no other allocation used before it, zeroed at each finalize.
     pub(crate) fn allocate(
         &mut self,
         context: &Context,
         kind: UsmKind,
         size: usize,
+        zero_init: bool,
         reusable: impl FnMut(u32) -> bool,
     ) -> Result<(u32, UsmPtr)> {
         ensure!(
@@ -180,7 +206,7 @@ impl GraphPool {
             "graph-owned allocations are device allocations only, {kind:?} was asked for"
         );
         ensure!(size != 0, InvalidUsmSize, "graph-owned allocation of 0 bytes");
-        let placement = self.plan.allocate(size, reusable);
+        let placement = if zero_init { self.plan.allocate_fresh(size) } else { self.plan.allocate(size, reusable) };
         if placement.new_chunk {
             let bytes = self.plan.chunks[placement.chunk as usize];
             match UsmAllocation::new(context, UsmKind::Device, bytes) {
@@ -195,7 +221,46 @@ impl GraphPool {
         }
         let ptr = self.chunks[placement.chunk as usize].ptr().byte_add(placement.offset);
         self.pointers.push(ptr);
+        if zero_init {
+            self.zero_init.push((placement.alloc, ptr, size));
+        }
         Ok((placement.alloc, ptr))
+    }
+
+    /// Forgets an allocation whose node was never added (`free` with no node
+    /// follows).
+    pub(crate) fn abandon(&mut self, alloc: u32) {
+        self.zero_init.retain(|(a, _, _)| *a != alloc);
+        let _ = self.free(alloc, None);
+    }
+
+    /// Writes zeros to every `zero_init` allocation (each finalize, 8.4.3:
+    /// "the allocated memory is zero-initialized" then, and not again
+    /// before or during executions). Blocks until the zeros are written.
+    /// The zeros are written after `after` (the previous executable graph's
+    /// last execution, which used the same memory).
+    pub(crate) fn zero_initialize(&self, context: &Context, after: Option<&ur_core::event::Event>) -> Result<()> {
+        if self.zero_init.is_empty() {
+            return Ok(());
+        }
+        let queue = ur_core::queue::Queue::new(context, ur_core::queue::QueueProperties::default())?;
+        let wait: Vec<&ur_core::event::Event> = after.into_iter().collect();
+        for (_, ptr, size) in &self.zero_init {
+            queue.usm_fill(*ptr, &[0], *size, &wait)?;
+        }
+        queue.finish()
+    }
+
+    /// The slot executable graphs of this pool's memory leave their last
+    /// execution in.
+    pub(crate) fn run_slot(&self) -> RunSlot {
+        self.runs.clone()
+    }
+
+    /// The last execution of an executable graph of this pool's memory, if
+    /// it may not have completed.
+    pub(crate) fn last_run(&self) -> Option<ur_core::event::Event> {
+        self.runs.lock().clone().filter(|e| !e.status().is_terminal())
     }
 
     /// The allocation whose first byte is `ptr`.
@@ -285,6 +350,19 @@ mod tests {
         let e = plan.allocate(1024, |f| f == 10);
         assert_eq!((d.chunk, d.offset, e.chunk, e.offset), (big.chunk, 0, big.chunk, 1024));
         assert_eq!(plan.required(), 4096 + 512);
+    }
+
+    #[test]
+    fn fresh_allocations_never_reuse() {
+        let mut plan = PoolPlan::default();
+        let a = plan.allocate(1024, |_| true);
+        plan.free(a.alloc, None).unwrap();
+        let b = plan.allocate_fresh(1024);
+        assert!(b.new_chunk);
+        assert_ne!(a.chunk, b.chunk);
+        // The unused range is still there for others.
+        let c = plan.allocate(1024, |_| false);
+        assert_eq!(c.chunk, a.chunk);
     }
 
     #[test]

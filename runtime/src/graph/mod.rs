@@ -73,6 +73,22 @@
 //! [`Queue::async_malloc`](crate::Queue::async_malloc) while recording)
 //! draw device memory from the graph's pool; memory freed by a node that
 //! another allocation is ordered after is reused ([`MemoryStats`]).
+//! [`Handler::async_malloc_from_pool`] takes the kind and `zero_init` of a
+//! [`MemoryPool`](crate::MemoryPool): a `zero_init` allocation gets memory
+//! of its own, zeroed at each finalize (not before each execution).
+//!
+//! # Native commands
+//!
+//! [`Handler::native_command`] (and [`Queue::enqueue_native_command`](crate::Queue::enqueue_native_command)
+//! while recording) adds a native-command node (8.11.2 of the newer
+//! revision), appended to its partition's command buffer with
+//! [`CommandBuffer::append_native_command`](ur_core::CommandBuffer::append_native_command).
+//!
+//! # Device aspects
+//!
+//! Whether a device has `ext_oneapi_graph` or `ext_oneapi_limited_graph`
+//! is [`crate::aspect::device_has`]; this layer runs every API, update
+//! included, on both.
 //!
 //! # Errors
 //!
@@ -93,6 +109,10 @@
 //! | an allocation that is not of device memory, `async_free` of a pointer not allocated by the graph or freed twice | `InvalidValue` |
 //! | finalize of a graph with allocations while its executable graph exists; such a graph as a sub-graph | `InvalidOperation` |
 //! | `begin_recording` on a recording queue; `end_recording` of a queue recording into another graph | `InvalidOperation` |
+//! | a `begin_recording` property other than `assume_data_outlives_buffer` | `InvalidValue` |
+//! | a status or profiling query on a recorded event | `InvalidOperation` |
+//! | `async_malloc_from_pool` of a pool of another context | `InvalidContext` |
+//! | a recorded native command with memory buffers | `UnsupportedFeature` |
 //! | a queue or sub-graph of another context or device | `InvalidQueue`, `InvalidContext` |
 //! | a host wait on a recorded event or on a recording queue; a blocking transfer on a recording queue | `InvalidOperation` |
 //! | a recorded event outside its graph's recording; an event of no graph in a recording queue's wait list | `InvalidEventWaitList` |
@@ -123,6 +143,7 @@ mod memory;
 mod modifiable;
 mod node;
 mod partition;
+mod props;
 pub(crate) mod record;
 mod topo;
 
@@ -132,6 +153,7 @@ pub use handler::Handler;
 pub use memory::MemoryStats;
 pub use node::{Node, NodeType};
 pub use partition::ExecutionOrder;
+pub use props::{GraphProperty, RecordingProperties};
 pub use record::RecordedEvent;
 
 static NEXT_EXEC_ID: AtomicU64 = AtomicU64::new(1);
@@ -219,7 +241,7 @@ impl<'a> NodeProperties<'a> {
 }
 
 /// The device capability bit of a USM kind.
-fn usm_flag(kind: UsmKind) -> UsmKinds {
+pub(crate) fn usm_flag(kind: UsmKind) -> UsmKinds {
     match kind {
         UsmKind::Host => UsmKinds::HOST,
         UsmKind::Device => UsmKinds::DEVICE,

@@ -21,6 +21,7 @@ use super::executable::ExecInner;
 use super::handler::{Handler, Pending};
 use super::memory::{GraphPool, MemoryStats};
 use super::node::{NodeData, NodeKind};
+use super::props::{GraphProperty, RecordingProperties};
 use super::record::{self, QueueRecord};
 use super::topo::TopoOrder;
 use super::{Executable, FinalizeProperties, Graph, GraphProperties, Modifiable, Node, NodeProperties};
@@ -92,11 +93,11 @@ impl GraphShared {
     }
 
     /// Places a graph-owned allocation for a node that will depend on `deps`.
-    pub(crate) fn allocate(&self, kind: UsmKind, size: usize, deps: &[u32]) -> Result<(u32, UsmPtr)> {
+    pub(crate) fn allocate(&self, kind: UsmKind, size: usize, zero_init: bool, deps: &[u32]) -> Result<(u32, UsmPtr)> {
         let mut state = self.state.lock();
         let prune = !self.props.no_cycle_check;
         let GraphState { pool, nodes, topo, .. } = &mut *state;
-        pool.allocate(&self.context, kind, size, |free| is_ancestor(nodes, topo, free, deps, prune))
+        pool.allocate(&self.context, kind, size, zero_init, |free| is_ancestor(nodes, topo, free, deps, prune))
     }
 
     /// The allocation `ptr` starts, not yet freed.
@@ -151,6 +152,7 @@ impl GraphShared {
             Some(Pending::Subgraph(g)) => NodeKind::Subgraph(g),
             Some(Pending::Malloc { alloc, ptr, size }) => NodeKind::AsyncMalloc { alloc, ptr, size },
             Some(Pending::Free { alloc, ptr }) => NodeKind::AsyncFree { alloc, ptr },
+            Some(Pending::Native(callback)) => NodeKind::Native(callback),
         };
         if !dynamic.is_empty() && !matches!(kind, NodeKind::Kernel(_)) {
             // Put an allocation back for `abandon`.
@@ -459,16 +461,33 @@ impl Graph<Modifiable> {
     /// (into any graph), `InvalidQueue` for a queue of another context or device.
     #[tracing::instrument(level = "debug", skip_all, fields(graph = self.id()))]
     pub fn begin_recording(&self, queue: &Queue) -> Result<()> {
-        record::begin(self.shared(), queue)
+        record::begin(self.shared(), queue, RecordingProperties::default())
+    }
+
+    /// `begin_recording(queue, propList)`: as [`begin_recording`](Self::begin_recording),
+    /// with a property list checked by [`RecordingProperties::from_list`]
+    /// (`InvalidValue` for a property that does not belong there, and then
+    /// the queue does not record).
+    #[tracing::instrument(level = "debug", skip_all, fields(graph = self.id()))]
+    pub fn begin_recording_with(&self, queue: &Queue, props: &[GraphProperty]) -> Result<()> {
+        record::begin(self.shared(), queue, RecordingProperties::from_list(props)?)
     }
 
     /// Starts recording several queues; checks them all first.
     #[tracing::instrument(level = "debug", skip_all, fields(graph = self.id()))]
     pub fn begin_recording_all(&self, queues: &[&Queue]) -> Result<()> {
+        self.begin_recording_all_with(queues, &[])
+    }
+
+    /// Starts recording several queues with one property list; checks the
+    /// list and the queues first.
+    #[tracing::instrument(level = "debug", skip_all, fields(graph = self.id()))]
+    pub fn begin_recording_all_with(&self, queues: &[&Queue], props: &[GraphProperty]) -> Result<()> {
+        let props = RecordingProperties::from_list(props)?;
         for q in queues {
             record::check_can_begin(self.shared(), q)?;
         }
-        queues.iter().try_for_each(|q| record::begin(self.shared(), q))
+        queues.iter().try_for_each(|q| record::begin(self.shared(), q, props))
     }
 
     /// Ends recording on every queue recording into this graph (`end_recording()`).

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use ur_core::command::Command;
 use ur_core::context::Context;
 use ur_core::error::Result;
+use ur_core::interop::NativeScope;
 use ur_core::launch::{ArgValue, KernelArg, KernelCommand, KernelLaunch, LocalSizeOrigin, check_dims, to_3d};
 use ur_core::memory::UsmPtr;
 use ur_core::program::{ArgKind, Kernel};
@@ -21,6 +22,10 @@ use crate::queue::Event;
 
 /// A host task's body: run on a host thread at every execution of the graph.
 pub(crate) type HostFn = Arc<dyn Fn() + Send + Sync>;
+
+/// A native command's callback (`ext_codeplay_enqueue_native_command` in a
+/// graph): it records or does backend-native work where its scope says.
+pub(crate) type NativeFn = Arc<dyn Fn(&NativeScope<'_>) + Send + Sync>;
 
 /// The kind of command a node holds (`sycl::ext::oneapi::experimental::node_type`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -50,6 +55,9 @@ pub enum NodeType {
     AsyncMalloc,
     /// The release of a graph-owned allocation (`async_free`).
     AsyncFree,
+    /// A native command (`node_type::native_command` of the newer revision,
+    /// 8.11.2).
+    NativeCommand,
 }
 
 impl fmt::Display for NodeType {
@@ -67,6 +75,7 @@ impl fmt::Display for NodeType {
             NodeType::HostTask => "host_task",
             NodeType::AsyncMalloc => "async_malloc",
             NodeType::AsyncFree => "async_free",
+            NodeType::NativeCommand => "native_command",
         })
     }
 }
@@ -179,6 +188,8 @@ pub(crate) enum NodeKind {
         alloc: u32,
         ptr: UsmPtr,
     },
+    /// A native command, appended to its partition's command buffer.
+    Native(NativeFn),
 }
 
 /// The type of a memory command's node.
@@ -353,6 +364,7 @@ impl GraphState {
             },
             NodeKind::AsyncMalloc { .. } => NodeType::AsyncMalloc,
             NodeKind::AsyncFree { .. } => NodeType::AsyncFree,
+            NodeKind::Native(_) => NodeType::NativeCommand,
         }
     }
 

@@ -34,7 +34,8 @@ use ur_core::{Command, KernelCommand, LocalSizeOrigin, Result, UrError, UsmKind,
 use crate::queue::{Event, Queue, WeakQueue};
 
 use super::modifiable::{GraphShared, GraphState, is_ancestor};
-use super::node::{KernelSpec, NodeKind};
+use super::node::{KernelSpec, NativeFn, NodeKind};
+use super::props::RecordingProperties;
 use super::{Executable, Graph, Modifiable};
 
 pub(crate) use super::node::HostFn;
@@ -75,6 +76,8 @@ pub(crate) struct QueueRecord {
     leaves: Vec<u32>,
     /// The length of `leaves` after it was last pruned.
     pruned_len: usize,
+    /// Its `begin_recording` property list.
+    pub(crate) props: RecordingProperties,
 }
 
 impl QueueRecord {
@@ -94,8 +97,9 @@ pub(crate) enum Recordable {
     Wait { barrier: bool },
     HostTask(HostFn),
     Subgraph(Graph<Executable>),
-    Malloc { kind: UsmKind, size: usize },
+    Malloc { kind: UsmKind, size: usize, zero_init: bool },
     Free(UsmPtr),
+    Native(NativeFn),
 }
 
 /// The event a recording queue returns: it names a node and never completes.
@@ -113,6 +117,16 @@ impl RecordedEvent {
         err!(
             InvalidOperation,
             "host wait on the event of node {} recorded into graph #{}: recorded commands do not execute",
+            self.node,
+            self.graph.id
+        )
+    }
+
+    /// The error of a status or profiling query (`what`) on it.
+    pub(crate) fn query_error(&self, what: &str) -> UrError {
+        err!(
+            InvalidOperation,
+            "{what} on the event of node {} recorded into graph #{}: recorded commands do not execute",
             self.node,
             self.graph.id
         )
@@ -165,17 +179,21 @@ pub(crate) fn submit<F: FnOnce() -> Result<Recordable>>(
 /// recording); otherwise `InvalidEventWaitList`.
 pub(crate) fn begin_transitively(queue: &Queue, rec: &RecordedEvent) -> Result<()> {
     let graph = rec.graph.clone();
-    {
+    let props = {
         let state = graph.state.lock();
-        ensure!(
-            state.recording.iter().any(|r| r.key == rec.queue),
-            InvalidEventWaitList,
-            "the wait list holds the event of {}, whose queue no longer records: a recorded event is only usable \
-             while its queue records into its graph",
-            state.describe(&graph, rec.node)
-        );
-    }
-    begin(&graph, queue).map_err(|e| e.in_context("transitive recording"))?;
+        let Some(from) = state.recording.iter().find(|r| r.key == rec.queue) else {
+            return Err(err!(
+                InvalidEventWaitList,
+                "the wait list holds the event of {}, whose queue no longer records: a recorded event is only \
+                 usable while its queue records into its graph",
+                state.describe(&graph, rec.node)
+            ));
+        };
+        // 8.4.6: the queue inherits the recording properties of the queue
+        // whose event made it record.
+        from.props
+    };
+    begin(&graph, queue, props).map_err(|e| e.in_context("transitive recording"))?;
     tracing::debug!(graph = graph.id, "queue records transitively");
     Ok(())
 }
@@ -233,15 +251,16 @@ fn add(
         Recordable::Wait { barrier: true } => NodeKind::Barrier,
         Recordable::Wait { barrier: false } => NodeKind::Empty,
         Recordable::HostTask(task) => NodeKind::HostTask(task),
+        Recordable::Native(callback) => NodeKind::Native(callback),
         Recordable::Subgraph(sub) => {
             super::executable::check_subgraph(graph, &sub)?;
             NodeKind::Subgraph(sub)
         }
-        Recordable::Malloc { kind, size } => {
+        Recordable::Malloc { kind, size, zero_init } => {
             let prune = !graph.props.no_cycle_check;
             let GraphState { pool, nodes, topo, .. } = &mut *state;
-            let (alloc, ptr) =
-                pool.allocate(&graph.context, kind, size, |free| is_ancestor(nodes, topo, free, &deps, prune))?;
+            let (alloc, ptr) = pool
+                .allocate(&graph.context, kind, size, zero_init, |free| is_ancestor(nodes, topo, free, &deps, prune))?;
             NodeKind::AsyncMalloc { alloc, ptr, size }
         }
         Recordable::Free(ptr) => {
@@ -306,7 +325,7 @@ pub(crate) fn check_can_begin(graph: &GraphShared, queue: &Queue) -> Result<()> 
 }
 
 /// Starts recording `queue` into `graph`.
-pub(crate) fn begin(graph: &Arc<GraphShared>, queue: &Queue) -> Result<()> {
+pub(crate) fn begin(graph: &Arc<GraphShared>, queue: &Queue, props: RecordingProperties) -> Result<()> {
     check_can_begin(graph, queue)?;
     let slot = queue.recording_slot();
     let mut guard = slot.graph.lock();
@@ -321,6 +340,7 @@ pub(crate) fn begin(graph: &Arc<GraphShared>, queue: &Queue) -> Result<()> {
         barrier: None,
         leaves: Vec::new(),
         pruned_len: 0,
+        props,
     });
     *guard = Some(graph.clone());
     slot.active.store(true, Ordering::Release);
@@ -387,6 +407,13 @@ pub(crate) fn recording_graph(queue: &Queue) -> Result<Graph<Modifiable>> {
     let handle =
         graph.handle.upgrade().ok_or_else(|| err!(InvalidOperation, "graph #{} is being dropped", graph.id))?;
     Ok(Graph(Modifiable { handle }))
+}
+
+/// The `begin_recording` properties `queue` records with, if it records.
+pub(crate) fn recording_properties(queue: &Queue) -> Option<RecordingProperties> {
+    let graph = queue.recording_slot().graph()?;
+    let key = queue.key();
+    graph.state.lock().recording.iter().find(|r| r.key == key).map(|r| r.props)
 }
 
 /// Forgets a queue being dropped (`key` is its identity) in the graph it
