@@ -30,7 +30,7 @@ use super::memory::MemoryStats;
 use super::modifiable::{GraphShared, GraphState};
 use super::multi_device::{CrossDeviceTraffic, Route};
 use super::node::{HostFn, KernelSpec, NativeFn, NodeKind, NodeType};
-use super::partition::{Part, is_chain, lower_empties, partition_placed, topological_order};
+use super::partition::{Lowered, Part, is_chain, lower_empties, partition_placed, topological_order};
 use super::{Executable, FinalizeProperties, Graph, Modifiable, Node};
 
 /// A node of the finalized graph.
@@ -120,6 +120,9 @@ pub(crate) struct ExecState {
     by_origin: Vec<Option<u32>>,
     /// The previous submission, which the next one waits for.
     last: Option<Event>,
+    /// The queue of the previous submission when it is in-order: a
+    /// one-partition submission there follows it without waiting for it.
+    last_in_order: Option<Queue>,
     /// An out-of-order queue of the graph's context that runs the partitions
     /// of multi-partition graphs (`None`: the device has none; the submission
     /// queue runs them).
@@ -321,7 +324,10 @@ fn build(
     flat: Vec<FlatNode>,
     props: &FinalizeProperties,
 ) -> Result<ExecState> {
-    let preds: Vec<Vec<u32>> = flat.iter().map(|f| f.preds.clone()).collect();
+    let start = std::time::Instant::now();
+    let mut flat = flat;
+    // The lists move out of the snapshot: `lowered` gives the nodes new ones.
+    let preds: Vec<Vec<u32>> = flat.iter_mut().map(|f| std::mem::take(&mut f.preds)).collect();
     let order = topological_order(&preds, props.order).map_err(|v| {
         let at =
             flat[v as usize].origin.map_or_else(|| "an inlined sub-graph".to_string(), |o| state.describe(shared, o));
@@ -329,21 +335,44 @@ fn build(
     })?;
     let empty: Vec<bool> = flat.iter().map(|f| matches!(f.op, FlatOp::Empty)).collect();
     let lowered = lower_empties(&preds, &empty, &order);
-    let mut slots: Vec<Option<FlatNode>> = flat.into_iter().map(Some).collect();
-    let mut nodes = Vec::with_capacity(lowered.original.len());
-    for (new, orig) in lowered.original.iter().enumerate() {
-        let mut node = slots[*orig as usize].take().expect("each node is kept once");
-        node.preds = lowered.preds[new].clone();
-        if matches!(node.op, FlatOp::Empty) {
-            node.op = FlatOp::Join;
-        }
-        nodes.push(node);
-    }
+    drop(preds);
     // Peer copies run on queues as host tasks do: partitions of their own.
-    let host: Vec<bool> = nodes.iter().map(|n| matches!(n.op, FlatOp::Host(_) | FlatOp::PeerCopy { .. })).collect();
-    let identity: Vec<u32> = (0..nodes.len() as u32).collect();
-    let device: Vec<u16> = nodes.iter().map(|n| n.device).collect();
+    let host: Vec<bool> = lowered
+        .original
+        .iter()
+        .map(|o| matches!(flat[*o as usize].op, FlatOp::Host(_) | FlatOp::PeerCopy { .. }))
+        .collect();
+    let device: Vec<u16> = lowered.original.iter().map(|o| flat[*o as usize].device).collect();
+    let identity: Vec<u32> = (0..host.len() as u32).collect();
     let (parts, part_of) = partition_placed(&lowered.preds, &host, &device, &identity);
+    let in_order: Vec<bool> = parts
+        .iter()
+        .map(|part| !part.host && !props.enable_profiling && is_chain(&part.members, &lowered.preds, &part_of))
+        .collect();
+    let Lowered { preds: mut new_preds, original, .. } = lowered;
+    let nodes = if original.iter().enumerate().all(|(i, o)| *o as usize == i) && original.len() == flat.len() {
+        // Nothing contracted nor reordered (graphs without empty nodes
+        // added in a topological order): the snapshot's nodes stay in place.
+        for (node, preds) in flat.iter_mut().zip(new_preds) {
+            node.preds = preds;
+            if matches!(node.op, FlatOp::Empty) {
+                node.op = FlatOp::Join;
+            }
+        }
+        flat
+    } else {
+        let mut slots: Vec<Option<FlatNode>> = flat.into_iter().map(Some).collect();
+        let mut nodes = Vec::with_capacity(original.len());
+        for (new, orig) in original.iter().enumerate() {
+            let mut node = slots[*orig as usize].take().expect("each node is kept once");
+            node.preds = std::mem::take(&mut new_preds[new]);
+            if matches!(node.op, FlatOp::Empty) {
+                node.op = FlatOp::Join;
+            }
+            nodes.push(node);
+        }
+        nodes
+    };
     let mut slot_of = vec![0u32; nodes.len()];
     for part in &parts {
         for (i, m) in part.members.iter().enumerate() {
@@ -375,10 +404,12 @@ fn build(
         submit_order: submission_order(&parts),
         by_origin,
         last: None,
+        last_in_order: None,
         worker,
         scratch: None,
         device_queues,
     };
+    let layer = start.elapsed();
     let mut waited = vec![false; parts.len()];
     for part in &parts {
         for p in &part.preds {
@@ -386,14 +417,13 @@ fn build(
         }
     }
     for (index, part) in parts.into_iter().enumerate() {
-        let in_order = !part.host && !props.enable_profiling && is_chain(&part.members, &lowered.preds, &st.part_of);
         st.parts.push(Partition {
             host: part.host,
             device: part.device,
             members: part.members,
             preds: part.preds,
             leaf: !waited[index],
-            in_order,
+            in_order: in_order[index],
             cb: None,
             handles: Vec::new(),
         });
@@ -401,6 +431,15 @@ fn build(
             build_partition(shared.devices.context(part.device), props, &mut st, index)?;
         }
     }
+    // What finalize costs in this layer against the command buffers' own
+    // appends and finalize (issue 15, goal 6).
+    tracing::debug!(
+        graph = shared.id,
+        nodes = st.nodes.len(),
+        layer_us = layer.as_micros() as u64,
+        command_buffers_us = (start.elapsed() - layer).as_micros() as u64,
+        "finalize timing"
+    );
     Ok(st)
 }
 
@@ -653,17 +692,28 @@ impl Graph<Executable> {
     /// buffers' data current (see [`run`](Self::run)).
     pub(crate) fn run_graph(&self, queue: &Queue, wait: &[&Event]) -> Result<Event> {
         let inner = self.inner();
+        // Held across the submission: submissions of one graph never overlap,
+        // so each must see the previous one's event.
         let mut st = inner.state.lock();
-        let previous = st.last.clone();
+        let single = st.parts.len() == 1 && !st.parts[0].host && st.parts[0].device == 0;
+        // One command buffer on the in-order queue of the previous submission
+        // follows it anyway: no wait, and no status query.
+        let follows = single && st.last_in_order.as_ref().is_some_and(|q| q.same_queue(queue));
+        let previous = if follows { None } else { st.last.clone() };
         let mut waits: SmallVec<[&Event; 8]> = wait.iter().copied().collect();
         if let Some(p) = previous.as_ref().filter(|p| !p.status().is_terminal()) {
             waits.push(p);
         }
-        let single = st.parts.len() == 1 && !st.parts[0].host && st.parts[0].device == 0;
         let event = if single {
             let cb = st.parts[0].cb.as_ref().expect("device partitions have a command buffer");
             let event = queue.enqueue_command_buffer(cb, &waits)?;
-            if inner.props.enable_profiling { event } else { Event::span(&event, &event, &[], false)? }
+            // Without `enable_profiling` the event reports no timestamps; only
+            // a profiling queue's event has any to hide.
+            if inner.props.enable_profiling || !queue.properties().profiling {
+                event
+            } else {
+                Event::span(&event, &event, &[], false)?
+            }
         } else {
             let start = queue.events_wait(&waits)?;
             let worker = st.worker.clone().unwrap_or_else(|| queue.clone());
@@ -731,6 +781,12 @@ impl Graph<Executable> {
             Event::span(&start, &end, &done, inner.props.enable_profiling)?
         };
         st.last = Some(event.clone());
+        let in_order = single && !queue.properties().out_of_order;
+        match (&st.last_in_order, in_order) {
+            (Some(q), true) if q.same_queue(queue) => {}
+            (_, true) => st.last_in_order = Some(queue.clone()),
+            (_, false) => st.last_in_order = None,
+        }
         if let Some(runs) = &inner.runs {
             *runs.lock() = Some(event.clone());
         }

@@ -412,7 +412,11 @@ impl Graph<Modifiable> {
         shared.check_not_recording(&state, "make_edge in")?;
         let (s, d) = (src.index, dest.index);
         ensure!(s != d, InvalidGraph, "make_edge from {} to itself", state.describe(shared, s));
-        if state.nodes[d as usize].preds.contains(&s) {
+        // Search the shorter list: a join with many predecessors gets each of
+        // them by `make_edge` (O(N²) over its predecessor list).
+        let (from, to) = (&state.nodes[s as usize], &state.nodes[d as usize]);
+        let exists = if from.succs.len() < to.preds.len() { from.succs.contains(&d) } else { to.preds.contains(&s) };
+        if exists {
             return Ok(());
         }
         if !shared.props.no_cycle_check {
