@@ -110,6 +110,9 @@ pub(crate) struct Lane {
     reached: AtomicU64,
     fifo: Mutex<Fifo>,
     wake: Condvar,
+    /// Held while finishing submissions, so that they finish in value order
+    /// whichever thread finishes them.
+    finishing: Mutex<()>,
 }
 
 #[derive(Default)]
@@ -199,14 +202,43 @@ impl Lane {
         }
     }
 
-    /// The completion thread: finishes submissions in value order.
-    fn reap(self: Arc<Self>) {
+    /// Waits until the timeline reaches `value`, then finishes every
+    /// submission of the lane up to it that no other thread has finished:
+    /// a host thread waiting for an event does this itself, as it would
+    /// wait on a fence, so that the wait costs no wake-up of the completion
+    /// thread and then of the waiter. A failed wait leaves the work to the
+    /// completion thread, which reports the failure.
+    pub(crate) fn finish_through(&self, value: u64) {
+        if self.wait_value(value).is_ok() {
+            self.reached.fetch_max(value, Ordering::AcqRel);
+            self.finish_reached(value, Ok(()));
+        }
+    }
+
+    /// Finishes the submissions up to `value`, oldest first, with `result`.
+    fn finish_reached(&self, value: u64, result: Result<()>) {
+        let _order = self.finishing.lock();
         loop {
             let item = {
                 let mut fifo = self.fifo.lock();
+                match fifo.items.front() {
+                    Some(item) if item.value <= value => fifo.items.pop_front().expect("a front item"),
+                    _ => return,
+                }
+            };
+            item.completion.finish(result.clone());
+        }
+    }
+
+    /// The completion thread: finishes submissions in value order (those a
+    /// waiting host thread has not finished first).
+    fn reap(self: Arc<Self>) {
+        loop {
+            let value = {
+                let mut fifo = self.fifo.lock();
                 loop {
-                    if let Some(item) = fifo.items.pop_front() {
-                        break item;
+                    if let Some(item) = fifo.items.front() {
+                        break item.value;
                     }
                     if fifo.stop {
                         return;
@@ -214,13 +246,13 @@ impl Lane {
                     self.wake.wait(&mut fifo);
                 }
             };
-            let result = self.wait_value(item.value);
+            let result = self.wait_value(value);
             if result.is_ok() {
-                self.reached.fetch_max(item.value, Ordering::AcqRel);
+                self.reached.fetch_max(value, Ordering::AcqRel);
             } else {
-                tracing::error!(lane = self.index, value = item.value, "waiting for a submission failed");
+                tracing::error!(lane = self.index, value, "waiting for a submission failed");
             }
-            item.completion.finish(result);
+            self.finish_reached(value, result);
         }
     }
 }
@@ -333,6 +365,7 @@ impl Runtime {
                 reached: AtomicU64::new(0),
                 fifo: Mutex::default(),
                 wake: Condvar::new(),
+                finishing: Mutex::new(()),
             }));
         }
         let mut reapers = Vec::with_capacity(lanes.len());
