@@ -59,6 +59,15 @@ impl Pool {
         self.record_level(false, &begin, f)
     }
 
+    /// Records a primary command buffer to be submitted again and again
+    /// (never while pending: the caller tracks that).
+    pub(crate) fn record_reusable(
+        self: &Arc<Self>,
+        f: impl FnOnce(vk::CommandBuffer) -> Result<()>,
+    ) -> Result<PooledCmd> {
+        self.record_level(false, &vk::CommandBufferBeginInfo::default(), f)
+    }
+
     /// Records a secondary command buffer that may be executed by several
     /// pending primaries at once (repeated submissions of a command buffer).
     pub(crate) fn record_secondary(
