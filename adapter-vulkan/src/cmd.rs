@@ -184,6 +184,33 @@ pub(crate) fn host_barrier(gpu: &Gpu, cb: vk::CommandBuffer) {
     );
 }
 
+/// Orders a transfer that reads results (kernel status words) after all
+/// work recorded before it.
+pub(crate) fn results_barrier(gpu: &Gpu, cb: vk::CommandBuffer) {
+    memory_barrier(
+        gpu,
+        cb,
+        WORK,
+        vk::PipelineStageFlags::TRANSFER,
+        vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE,
+        vk::AccessFlags::TRANSFER_READ,
+    );
+}
+
+/// [`host_barrier`] and, in the same barrier, lets transfers after it
+/// overwrite what transfers before it read (clearing the status words just
+/// copied out).
+pub(crate) fn host_and_transfer_barrier(gpu: &Gpu, cb: vk::CommandBuffer) {
+    memory_barrier(
+        gpu,
+        cb,
+        WORK,
+        vk::PipelineStageFlags::TRANSFER | vk::PipelineStageFlags::HOST,
+        vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE,
+        vk::AccessFlags::TRANSFER_WRITE | vk::AccessFlags::HOST_READ,
+    );
+}
+
 /// How a dispatch gets its work-group counts.
 #[derive(Copy, Clone, Debug)]
 pub(crate) enum Groups {

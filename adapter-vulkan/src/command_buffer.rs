@@ -55,7 +55,10 @@ use smallvec::SmallVec;
 use ur_core::adapter::{CommandBufferImpl, EventImpl, KernelUpdate, QueueImpl, downcast};
 use ur_core::{Command, CommandBufferDesc, Event, Kernel, NativeHandle, Result, err};
 
-use crate::cmd::{GpuOp, Groups, Pool, host_barrier, level_barrier, params_barrier, record_ops};
+use crate::cmd::{
+    GpuOp, Groups, Pool, host_and_transfer_barrier, host_barrier, level_barrier, params_barrier, record_ops,
+    results_barrier,
+};
 use crate::event::{EventCore, RunEvent, SignalEvent, VkEvent, core_of};
 use crate::lower::{Block, Lowered, Sink, Staging, block_bytes, host_sides, lower};
 use crate::memory::{Allocation, MemKind, Slice};
@@ -762,7 +765,9 @@ fn copy_params(gpu: &Gpu, cb: vk::CommandBuffer, slice: &Slice, live: vk::Buffer
 
 /// Records a stage's work into a primary: its secondaries, then the copy of
 /// its status words to `(buffer, offset)` and their clearing for the next
-/// submission.
+/// submission; every write before the clearing is visible to the host once
+/// the submission has completed. Two barriers after the kernels where the
+/// stage has status words, one where it has none.
 fn record_stage(
     gpu: &Gpu,
     cb: vk::CommandBuffer,
@@ -772,16 +777,19 @@ fn record_stage(
     // SAFETY: recording a primary; the secondaries are executable and were
     // recorded for simultaneous use.
     unsafe { gpu.device.cmd_execute_commands(cb, secondaries) };
-    if let Some((words, (out, offset))) = status {
-        level_barrier(gpu, cb, true);
-        let region = [vk::BufferCopy { src_offset: words.first, dst_offset: offset, size: words.bytes }];
-        // SAFETY: recording; the ranges lie in their buffers; the barriers
-        // order the copy after the kernels and the clear after the copy.
-        unsafe {
-            gpu.device.cmd_copy_buffer(cb, words.buffer, out, &region);
-            level_barrier(gpu, cb, true);
-            gpu.device.cmd_fill_buffer(cb, words.buffer, words.first, words.bytes, 0);
-        }
+    let Some((words, (out, offset))) = status else {
+        host_barrier(gpu, cb);
+        return;
+    };
+    results_barrier(gpu, cb);
+    let region = [vk::BufferCopy { src_offset: words.first, dst_offset: offset, size: words.bytes }];
+    // SAFETY: recording; the ranges lie in their buffers; the barriers order
+    // the copy after the kernels and the clear after the copy (and the
+    // clear writes nothing the host reads).
+    unsafe {
+        gpu.device.cmd_copy_buffer(cb, words.buffer, out, &region);
+        host_and_transfer_barrier(gpu, cb);
+        gpu.device.cmd_fill_buffer(cb, words.buffer, words.first, words.bytes, 0);
     }
 }
 
@@ -815,7 +823,6 @@ fn reusable_primary(
     let target = status_out.as_ref().map(|(a, _)| (a.buffer(), 0));
     let cmd = pool.record_reusable(|cb| {
         record_stage(gpu, cb, &raw, status.zip(target));
-        host_barrier(gpu, cb);
         Ok(())
     })?;
     let primary = Arc::new(Primary { cmd, status_out, _secondaries: secondaries });
