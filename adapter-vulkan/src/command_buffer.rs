@@ -24,11 +24,16 @@
 //! of at most [`CHUNK`] commands, recorded with `SIMULTANEOUS_USE`, so that
 //! a submission may be pending while the next one is recorded and submitted.
 //!
-//! **Enqueue** records, per stage, a primary command buffer that (first
-//! stage only) copies changed argument blocks from a host-visible snapshot
-//! into the parameter buffer, then executes the stage's secondaries, then
-//! copies the stage's status words out for the completion thread to check
-//! and clears them for the next submission. The
+//! **Enqueue** submits, per stage, a primary command buffer that executes
+//! the stage's secondaries, then copies the stage's status words out for
+//! the completion check and clears them for the next submission. The
+//! primary is recorded once and resubmitted while nothing changes, as an
+//! application resubmits a pre-recorded command buffer: each stage keeps a
+//! few ([`REUSABLE`]), each with its own status-word copy, and a submission
+//! holds the one it uses until it completes. Changed argument blocks are
+//! copied from a host-visible snapshot into the parameter buffer by a small
+//! command buffer submitted before the primary (first stage only). The
+//! host does nothing per command at an enqueue. The
 //! first stage waits for the enqueue's wait list, the queue's order, the
 //! previous submission of this buffer (so submissions stay in order, across
 //! queues too) and the wait events of its commands, resolved now; each later
