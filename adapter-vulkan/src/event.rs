@@ -161,11 +161,12 @@ impl EventCore {
 
     /// Blocks until the event is complete.
     ///
-    /// Once the event is submitted, the waiting thread waits on its lane's
-    /// timeline semaphore itself, as a host waits on a fence, and finishes
-    /// the lane's completed submissions up to it (see
-    /// [`Lane::finish_through`](crate::runtime::Lane::finish_through))
-    /// instead of sleeping until the completion thread has woken and done so.
+    /// Once the event is submitted, the waiting thread first polls its
+    /// lane's timeline for a short while and, once it is reached, finishes
+    /// the lane's completed submissions itself (see
+    /// [`Lane::finish_if_reached_soon`](crate::runtime::Lane::finish_if_reached_soon)),
+    /// as a host spins on a fence before it sleeps; then it sleeps until the
+    /// completion thread has finished the event.
     pub(crate) fn wait(&self) -> Result<()> {
         let mut s = self.state.lock();
         let mut waited = false;
@@ -179,7 +180,7 @@ impl EventCore {
                 }
             };
             waited = true;
-            MutexGuard::unlocked(&mut s, || point.lane.finish_through(point.value));
+            MutexGuard::unlocked(&mut s, || point.lane.finish_if_reached_soon(point.value));
         }
     }
 

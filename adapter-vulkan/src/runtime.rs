@@ -20,6 +20,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use ash::vk;
 use parking_lot::{Condvar, Mutex};
@@ -35,6 +36,9 @@ use crate::profiling::Queries;
 use crate::program::Pipeline;
 use crate::submit::{Completion, Submission, schedule};
 
+/// How long a host thread waiting for an event polls its lane's timeline
+/// before it sleeps until the completion thread has finished the event.
+const POLL: Duration = Duration::from_millis(1);
 /// Queues of the family the adapter uses at most; UR queues are spread over them.
 const MAX_HW_QUEUES: u32 = 4;
 /// Lanes at least: with one hardware queue, two lanes (two timelines on it)
@@ -60,6 +64,10 @@ pub(crate) struct Gpu {
     /// `vkGetCalibratedTimestampsEXT`, where the device calibrates its clock
     /// against the host's.
     pub(crate) calibrated: Option<ash::ext::calibrated_timestamps::Device>,
+    /// Whether a host thread waiting for an event polls the timeline first:
+    /// not on a CPU device (lavapipe), whose work runs on the host's cores
+    /// that the poll would take.
+    pub(crate) host_polls: bool,
 }
 
 impl Drop for Gpu {
@@ -202,17 +210,45 @@ impl Lane {
         }
     }
 
-    /// Waits until the timeline reaches `value`, then finishes every
-    /// submission of the lane up to it that no other thread has finished:
-    /// a host thread waiting for an event does this itself, as it would
-    /// wait on a fence, so that the wait costs no wake-up of the completion
-    /// thread and then of the waiter. A failed wait leaves the work to the
-    /// completion thread, which reports the failure.
-    pub(crate) fn finish_through(&self, value: u64) {
-        if self.wait_value(value).is_ok() {
-            self.reached.fetch_max(value, Ordering::AcqRel);
-            self.finish_reached(value, Ok(()));
+    /// Polls the timeline for up to [`POLL`]; once it has reached `value`,
+    /// finishes every submission of the lane up to it that no other thread
+    /// has finished. A host thread waiting for an event does this first, as
+    /// a driver's fence wait spins before it sleeps, so that a short
+    /// submission costs no wake-up of the completion thread and then of the
+    /// waiter. It polls (`vkGetSemaphoreCounterValue`) rather than blocking
+    /// in `vkWaitSemaphores` beside the completion thread: with two threads
+    /// blocked on one semaphore, NVIDIA's driver (580) woke one of them
+    /// about 10 ms late, often. A CPU device is not polled (see
+    /// [`Gpu::host_polls`]). Returns whether it finished `value`; if not,
+    /// the completion thread will.
+    pub(crate) fn finish_if_reached_soon(&self, value: u64) -> bool {
+        if !self.gpu.host_polls {
+            return false;
         }
+        let start = Instant::now();
+        let mut polls = 0u32;
+        loop {
+            // SAFETY: the semaphore lives as long as the lane.
+            match unsafe { self.gpu.device.get_semaphore_counter_value(self.timeline) } {
+                Ok(reached) if reached >= value => break,
+                Ok(_) => {}
+                // The completion thread's wait reports the failure.
+                Err(_) => return false,
+            }
+            if start.elapsed() >= POLL {
+                return false;
+            }
+            polls += 1;
+            // Let other threads have the core now and then.
+            if polls.is_multiple_of(16) {
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+        self.reached.fetch_max(value, Ordering::AcqRel);
+        self.finish_reached(value, Ok(()));
+        true
     }
 
     /// Finishes the submissions up to `value`, oldest first, with `result`.
@@ -340,6 +376,7 @@ impl Runtime {
             timestamp_period: f64::from(info.limits.timestamp_period),
             timestamp_mask: if info.timestamp_bits >= 64 { u64::MAX } else { (1u64 << info.timestamp_bits) - 1 },
             calibrated,
+            host_polls: info.device_type != vk::PhysicalDeviceType::CPU,
         });
 
         let hw: Vec<Arc<HwQueue>> = (0..hw_count)
