@@ -59,6 +59,15 @@ impl Pool {
         self.record_level(false, &begin, f)
     }
 
+    /// Records a primary command buffer to be submitted again and again
+    /// (never while pending: the caller tracks that).
+    pub(crate) fn record_reusable(
+        self: &Arc<Self>,
+        f: impl FnOnce(vk::CommandBuffer) -> Result<()>,
+    ) -> Result<PooledCmd> {
+        self.record_level(false, &vk::CommandBufferBeginInfo::default(), f)
+    }
+
     /// Records a secondary command buffer that may be executed by several
     /// pending primaries at once (repeated submissions of a command buffer).
     pub(crate) fn record_secondary(
@@ -172,6 +181,33 @@ pub(crate) fn host_barrier(gpu: &Gpu, cb: vk::CommandBuffer) {
         vk::PipelineStageFlags::HOST,
         vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE,
         vk::AccessFlags::HOST_READ,
+    );
+}
+
+/// Orders a transfer that reads results (kernel status words) after all
+/// work recorded before it.
+pub(crate) fn results_barrier(gpu: &Gpu, cb: vk::CommandBuffer) {
+    memory_barrier(
+        gpu,
+        cb,
+        WORK,
+        vk::PipelineStageFlags::TRANSFER,
+        vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE,
+        vk::AccessFlags::TRANSFER_READ,
+    );
+}
+
+/// [`host_barrier`] and, in the same barrier, lets transfers after it
+/// overwrite what transfers before it read (clearing the status words just
+/// copied out).
+pub(crate) fn host_and_transfer_barrier(gpu: &Gpu, cb: vk::CommandBuffer) {
+    memory_barrier(
+        gpu,
+        cb,
+        WORK,
+        vk::PipelineStageFlags::TRANSFER | vk::PipelineStageFlags::HOST,
+        vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE,
+        vk::AccessFlags::TRANSFER_WRITE | vk::AccessFlags::HOST_READ,
     );
 }
 

@@ -24,11 +24,16 @@
 //! of at most [`CHUNK`] commands, recorded with `SIMULTANEOUS_USE`, so that
 //! a submission may be pending while the next one is recorded and submitted.
 //!
-//! **Enqueue** records, per stage, a primary command buffer that (first
-//! stage only) copies changed argument blocks from a host-visible snapshot
-//! into the parameter buffer, then executes the stage's secondaries, then
-//! copies the stage's status words out for the completion thread to check
-//! and clears them for the next submission. The
+//! **Enqueue** submits, per stage, a primary command buffer that executes
+//! the stage's secondaries, then copies the stage's status words out for
+//! the completion check and clears them for the next submission. The
+//! primary is recorded once and resubmitted while nothing changes, as an
+//! application resubmits a pre-recorded command buffer: each stage keeps a
+//! few ([`REUSABLE`]), each with its own status-word copy, and a submission
+//! holds the one it uses until it completes. Changed argument blocks are
+//! copied from a host-visible snapshot into the parameter buffer by a small
+//! command buffer submitted before the primary (first stage only). The
+//! host does nothing per command at an enqueue. The
 //! first stage waits for the enqueue's wait list, the queue's order, the
 //! previous submission of this buffer (so submissions stay in order, across
 //! queues too) and the wait events of its commands, resolved now; each later
@@ -55,14 +60,17 @@ use smallvec::SmallVec;
 use ur_core::adapter::{CommandBufferImpl, EventImpl, KernelUpdate, QueueImpl, downcast};
 use ur_core::{Command, CommandBufferDesc, Event, Kernel, NativeHandle, Result, err};
 
-use crate::cmd::{GpuOp, Groups, Pool, level_barrier, params_barrier, record_ops};
+use crate::cmd::{
+    GpuOp, Groups, Pool, host_and_transfer_barrier, host_barrier, level_barrier, params_barrier, record_ops,
+    results_barrier,
+};
 use crate::event::{EventCore, RunEvent, SignalEvent, VkEvent, core_of};
 use crate::lower::{Block, Lowered, Sink, Staging, block_bytes, host_sides, lower};
 use crate::memory::{Allocation, MemKind, Slice};
 use crate::program::{Pipeline, VkKernel};
 use crate::queue::VkQueue;
 use crate::runtime::{Gpu, Runtime};
-use crate::submit::{HostCopy, Keep, StagingPtr, StatusCheck, Submission, schedule};
+use crate::submit::{HostCopy, KernelNames, Launches, StagingPtr, StatusCheck, Submission, schedule};
 
 /// Commands per secondary command buffer: what an update that needs
 /// re-recording records again.
@@ -107,9 +115,26 @@ struct Stage {
     post: Vec<HostCopy>,
     /// The stage's kernel commands, whose status words are the slots from
     /// `first_slot` on, in this order.
-    kernels: Vec<u32>,
+    kernels: Arc<[u32]>,
     first_slot: u32,
+    /// Primaries recorded for this stage's submissions, reused by the next
+    /// submission once the one using them has completed.
+    primaries: Vec<Arc<Primary>>,
 }
+
+/// A stage's primary command buffer, recorded once and submitted again and
+/// again while nothing changes, as an application pre-records one.
+struct Primary {
+    cmd: crate::cmd::PooledCmd,
+    /// Where the submission copies the stage's status words out to (its
+    /// own, since the words are checked after the next may have started).
+    status_out: Option<(Allocation, StagingPtr)>,
+    _secondaries: Vec<Arc<Secondary>>,
+}
+
+/// Reusable primaries kept per stage: submissions beyond this many in flight
+/// at once record one-time primaries.
+const REUSABLE: usize = 4;
 
 /// A command's lowered form and place.
 struct Placed {
@@ -158,6 +183,10 @@ pub(crate) struct VkCommandBuffer {
     nodes: Vec<Node>,
     /// Signal events of this buffer by address, with their command.
     signals: HashMap<usize, u32>,
+    /// The commands with a signal event.
+    signalling: Vec<u32>,
+    /// Each command's kernel name, for the messages of failed kernels.
+    names: Arc<KernelNames>,
     built: Option<Built>,
     /// Plan and record everything again at the next enqueue.
     replan: bool,
@@ -218,6 +247,8 @@ impl VkCommandBuffer {
             retired: Vec::new(),
             nodes: Vec::new(),
             signals: HashMap::new(),
+            signalling: Vec::new(),
+            names: Arc::default(),
             built: None,
             replan: false,
             previous: None,
@@ -298,13 +329,15 @@ impl VkCommandBuffer {
         let mut slot_of = vec![None; n];
         for (s, stage) in stages.iter_mut().enumerate() {
             stage.first_slot = slots;
+            let mut kernels = Vec::new();
             for i in 0..n {
                 if stage_of[i] as usize == s && self.commands[i].as_kernel().is_some() {
-                    stage.kernels.push(i as u32);
+                    kernels.push(i as u32);
                     slot_of[i] = Some(slots);
                     slots += 1;
                 }
             }
+            stage.kernels = kernels.into();
         }
         let status = if slots > 0 {
             let alloc = Allocation::new(&self.rt.gpu, u64::from(slots) * 4, MemKind::Device)?;
@@ -420,9 +453,12 @@ impl VkCommandBuffer {
             let built = self.built.as_ref().expect("built");
             let range = built.stages[s].chunks[c].range.clone();
             let secondary = self.record_chunk(&built.stages[s], &built.placed, range)?;
-            let chunk = &mut self.built.as_mut().expect("built").stages[s].chunks[c];
-            chunk.secondary = secondary;
-            chunk.dirty = false;
+            let stage = &mut self.built.as_mut().expect("built").stages[s];
+            stage.chunks[c].secondary = secondary;
+            stage.chunks[c].dirty = false;
+            // Primaries that execute the old secondary are recorded again
+            // (submissions in flight keep theirs until they complete).
+            stage.primaries.clear();
             tracing::debug!(stage = s, chunk = c, "secondary command buffer recorded again");
         }
         Ok(())
@@ -481,6 +517,10 @@ impl CommandBufferImpl for VkCommandBuffer {
         if let Some(s) = &signal {
             self.signals.insert(Arc::as_ptr(s).cast::<()>() as usize, index);
         }
+        if signal.is_some() {
+            self.signalling.push(index);
+        }
+        self.names.lock().push(command.as_kernel().map_or_else(|| Arc::from(""), |k| Arc::from(k.kernel.name())));
         self.commands.push(command.clone());
         self.nodes.push(Node {
             deps: SmallVec::from_slice(deps),
@@ -508,7 +548,7 @@ impl CommandBufferImpl for VkCommandBuffer {
         }
         self.refresh()?;
         let params = self.take_dirty_params()?;
-        let built = self.built.as_ref().expect("finalized");
+        let built = self.built.as_mut().expect("finalized");
         // Wait events resolve now, before this submission moves any signal event on.
         let mut stage_deps: Vec<SmallVec<[Arc<EventCore>; 4]>> = Vec::with_capacity(built.stages.len());
         for stage in &built.stages {
@@ -527,65 +567,74 @@ impl CommandBufferImpl for VkCommandBuffer {
         // Record every primary before ordering the queue: a failure must not
         // leave the queue waiting for a submission that never happens.
         let gpu = &self.rt.gpu;
+        let live = built.params.live.as_ref().map(|l| l.buffer());
         let mut subs = Vec::with_capacity(built.stages.len());
-        for (s, stage) in built.stages.iter().enumerate() {
+        for (s, stage) in built.stages.iter_mut().enumerate() {
             let span = queue.span()?;
-            let secondaries: SmallVec<[vk::CommandBuffer; 8]> =
-                stage.chunks.iter().map(|c| c.secondary.cmd.raw()).collect();
-            let copy = if s == 0 { params.as_ref() } else { None };
-            let live = built.params.live.as_ref().map(|l| l.buffer());
+            let copy = if s == 0 { params.as_ref().zip(live) } else { None };
             // The stage's status words, copied out for the completion thread.
             let words = stage.kernels.len() as u64 * 4;
-            let status_out = match &built.status {
-                Some(st) if words > 0 => Some((st.buffer(), self.rt.arena.alloc(words)?)),
-                _ => None,
-            };
-            let first_word = u64::from(stage.first_slot) * 4;
-            let cmd = queue.record(span.as_ref(), |cb| {
-                if let (Some((slice, regions)), Some(live)) = (copy, live) {
-                    // SAFETY: recording; the regions lie in the snapshot and in
-                    // the parameter buffer, which no earlier submission of this
-                    // buffer still reads (this one waits for the previous).
-                    unsafe { gpu.device.cmd_copy_buffer(cb, slice.buffer(), live, regions) };
-                    params_barrier(gpu, cb);
-                }
-                // SAFETY: recording a primary; the secondaries are executable
-                // and were recorded for simultaneous use.
-                unsafe { gpu.device.cmd_execute_commands(cb, &secondaries) };
-                if let Some((status, out)) = &status_out {
-                    level_barrier(gpu, cb, true);
-                    let region = [vk::BufferCopy { src_offset: first_word, dst_offset: out.offset(), size: words }];
-                    // SAFETY: recording; the ranges lie in their buffers; the
-                    // barriers order the copy after the kernels and the clear
-                    // after the copy.
-                    unsafe {
-                        gpu.device.cmd_copy_buffer(cb, *status, out.buffer(), &region);
-                        level_barrier(gpu, cb, true);
-                        gpu.device.cmd_fill_buffer(cb, *status, first_word, words, 0);
+            let status = built.status.as_ref().filter(|_| words > 0).map(|st| StatusWords {
+                buffer: st.buffer(),
+                first: u64::from(stage.first_slot) * 4,
+                bytes: words,
+            });
+            let mut sub = Submission::new(queue.lane.clone(), events[s].clone());
+            // Timestamps differ per submission: a profiling queue records
+            // the primary each time.
+            let reusable = if span.is_none() { reusable_primary(gpu, &self.pool, stage, status)? } else { None };
+            let words_out = match reusable {
+                Some(primary) => {
+                    if let Some(((slice, regions), live)) = copy {
+                        // Before the reused primary, in the same submission.
+                        sub.cmd = Some(self.pool.record(|cb| {
+                            copy_params(gpu, cb, slice, live, regions);
+                            Ok(())
+                        })?);
                     }
+                    sub.reused = Some(primary.cmd.raw());
+                    let out = primary.status_out.as_ref().map(|(_, ptr)| *ptr);
+                    sub.keep.push(Box::new(primary));
+                    out
                 }
-                Ok(())
-            })?;
-            let mut keep: Keep = Vec::with_capacity(stage.chunks.len() + 1 + built.staging.len());
-            keep.extend(
-                stage.chunks.iter().map(|c| Box::new(c.secondary.clone()) as Box<dyn std::any::Any + Send + Sync>),
-            );
-            keep.extend(built.params.live.iter().map(|l| Box::new(l.clone()) as Box<dyn std::any::Any + Send + Sync>));
-            keep.extend(built.staging.iter().map(|a| Box::new(a.clone()) as Box<dyn std::any::Any + Send + Sync>));
-            let mut sub = Submission::new(queue.lane.clone(), events[s].clone()).with_cmd(cmd);
-            sub.queries = span;
-            sub.keep = keep;
+                None => {
+                    let out = status.map(|_| self.rt.arena.alloc(words)).transpose()?;
+                    let secondaries: SmallVec<[vk::CommandBuffer; 8]> =
+                        stage.chunks.iter().map(|c| c.secondary.cmd.raw()).collect();
+                    let target = out.as_ref().map(|o| (o.buffer(), o.offset()));
+                    sub.cmd = Some(queue.record(span.as_ref(), |cb| {
+                        if let Some(((slice, regions), live)) = copy {
+                            copy_params(gpu, cb, slice, live, regions);
+                        }
+                        record_stage(gpu, cb, &secondaries, status.zip(target));
+                        Ok(())
+                    })?);
+                    sub.queries = span;
+                    sub.keep.extend(
+                        stage
+                            .chunks
+                            .iter()
+                            .map(|c| Box::new(c.secondary.clone()) as Box<dyn std::any::Any + Send + Sync>),
+                    );
+                    out.map(|o| {
+                        let ptr = StagingPtr(o.ptr());
+                        sub.keep.push(Box::new(o));
+                        ptr
+                    })
+                }
+            };
+            sub.keep
+                .extend(built.params.live.iter().map(|l| Box::new(l.clone()) as Box<dyn std::any::Any + Send + Sync>));
+            sub.keep.extend(built.staging.iter().map(|a| Box::new(a.clone()) as Box<dyn std::any::Any + Send + Sync>));
             sub.pre = stage.pre.clone();
             sub.post = stage.post.clone();
             sub.deps = std::mem::take(&mut stage_deps[s]);
-            if let Some((_, out)) = status_out {
-                for (k, &i) in stage.kernels.iter().enumerate() {
-                    let name = self.commands[i as usize].as_kernel().map_or("?", |c| c.kernel.name());
-                    // SAFETY: word k of the slice, which has one per kernel of the stage.
-                    let word = StagingPtr(unsafe { out.ptr().add(4 * k) });
-                    sub.checks.push(StatusCheck { word, what: format!("kernel `{name}` (command {i})") });
-                }
-                sub.keep.push(Box::new(out));
+            if let Some(words) = words_out {
+                sub.checks.push(StatusCheck {
+                    words,
+                    count: stage.kernels.len(),
+                    what: Launches::Commands { commands: stage.kernels.clone(), names: self.names.clone() },
+                });
             }
             if s > 0 {
                 sub.inherit = Some(events[s - 1].clone());
@@ -603,9 +652,9 @@ impl CommandBufferImpl for VkCommandBuffer {
             let before = events[s - 1].clone();
             subs[s].deps.push(before);
         }
-        for (i, node) in self.nodes.iter().enumerate() {
-            if let Some(signal) = &node.signal {
-                signal.set(events[built.placed[i].stage as usize].clone());
+        for &i in &self.signalling {
+            if let Some(signal) = &self.nodes[i as usize].signal {
+                signal.set(events[built.placed[i as usize].stage as usize].clone());
             }
         }
         for sub in subs {
@@ -639,6 +688,12 @@ impl CommandBufferImpl for VkCommandBuffer {
                 indirect: self.desc.updatable,
             };
             let lowered = crate::lower::lower_kernel(&self.rt.gpu, u.launch, &mut sink)?;
+            let name = u.launch.kernel.name();
+            let mut names = self.names.lock();
+            if &*names[i] != name {
+                names[i] = Arc::from(name);
+            }
+            drop(names);
             if let Some(offset) = placed.block {
                 built.params.dirty.push((offset, self.nodes[i].block_bytes));
             }
@@ -692,6 +747,93 @@ impl CommandBufferImpl for VkCommandBuffer {
         // Every stage has at least one secondary.
         Ok(NativeHandle(ash::vk::Handle::as_raw(built.stages[0].chunks[0].secondary.cmd.raw())))
     }
+}
+
+/// A stage's status words in the buffer's status memory.
+#[derive(Copy, Clone)]
+struct StatusWords {
+    buffer: vk::Buffer,
+    /// Offset of the stage's first word.
+    first: u64,
+    bytes: u64,
+}
+
+/// Copies the changed argument blocks from their snapshot into the
+/// parameter buffer and makes them visible to what follows.
+fn copy_params(gpu: &Gpu, cb: vk::CommandBuffer, slice: &Slice, live: vk::Buffer, regions: &[vk::BufferCopy]) {
+    // SAFETY: recording; the regions lie in the snapshot and in the parameter
+    // buffer, which no earlier submission of this buffer still reads (this
+    // one waits for the previous).
+    unsafe { gpu.device.cmd_copy_buffer(cb, slice.buffer(), live, regions) };
+    params_barrier(gpu, cb);
+}
+
+/// Records a stage's work into a primary: its secondaries, then the copy of
+/// its status words to `(buffer, offset)` and their clearing for the next
+/// submission; every write before the clearing is visible to the host once
+/// the submission has completed. Two barriers after the kernels where the
+/// stage has status words, one where it has none.
+fn record_stage(
+    gpu: &Gpu,
+    cb: vk::CommandBuffer,
+    secondaries: &[vk::CommandBuffer],
+    status: Option<(StatusWords, (vk::Buffer, u64))>,
+) {
+    // SAFETY: recording a primary; the secondaries are executable and were
+    // recorded for simultaneous use.
+    unsafe { gpu.device.cmd_execute_commands(cb, secondaries) };
+    let Some((words, (out, offset))) = status else {
+        host_barrier(gpu, cb);
+        return;
+    };
+    results_barrier(gpu, cb);
+    let region = [vk::BufferCopy { src_offset: words.first, dst_offset: offset, size: words.bytes }];
+    // SAFETY: recording; the ranges lie in their buffers; the barriers order
+    // the copy after the kernels and the clear after the copy (and the
+    // clear writes nothing the host reads).
+    unsafe {
+        gpu.device.cmd_copy_buffer(cb, words.buffer, out, &region);
+        host_and_transfer_barrier(gpu, cb);
+        gpu.device.cmd_fill_buffer(cb, words.buffer, words.first, words.bytes, 0);
+    }
+}
+
+/// A primary of `stage` that no submission uses now, recorded if none is
+/// and fewer than [`REUSABLE`] exist; `None` when all are in use.
+fn reusable_primary(
+    gpu: &Arc<Gpu>,
+    pool: &Arc<Pool>,
+    stage: &mut Stage,
+    status: Option<StatusWords>,
+) -> Result<Option<Arc<Primary>>> {
+    // A submission holds its primary until it has completed.
+    if let Some(p) = stage.primaries.iter().find(|p| Arc::strong_count(p) == 1) {
+        // Pairs with the release of the completed submission's drop.
+        std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
+        return Ok(Some(p.clone()));
+    }
+    if stage.primaries.len() >= REUSABLE {
+        return Ok(None);
+    }
+    let status_out = match status {
+        Some(words) => {
+            let alloc = Allocation::new(gpu, words.bytes, MemKind::Host)?;
+            let ptr = alloc.mapped().ok_or_else(|| err!(Unknown, "status memory is not mapped"))?;
+            Some((alloc, StagingPtr(ptr)))
+        }
+        None => None,
+    };
+    let secondaries: Vec<Arc<Secondary>> = stage.chunks.iter().map(|c| c.secondary.clone()).collect();
+    let raw: SmallVec<[vk::CommandBuffer; 8]> = secondaries.iter().map(|s| s.cmd.raw()).collect();
+    let target = status_out.as_ref().map(|(a, _)| (a.buffer(), 0));
+    let cmd = pool.record_reusable(|cb| {
+        record_stage(gpu, cb, &raw, status.zip(target));
+        Ok(())
+    })?;
+    let primary = Arc::new(Primary { cmd, status_out, _secondaries: secondaries });
+    stage.primaries.push(primary.clone());
+    tracing::debug!(primaries = stage.primaries.len(), "primary command buffer recorded for reuse");
+    Ok(Some(primary))
 }
 
 /// Whether two lowerings of a kernel command record the same commands (only

@@ -3,8 +3,9 @@
 //! An [`EventCore`] goes through these phases:
 //! - `Queued`: held back on the host (a dependency is a user event, or work
 //!   that is itself held back);
-//! - `Submitted`: submitted, with host-side work (a copy into host memory)
-//!   still to run after the device part;
+//! - `Submitted(point)`: submitted, with host-side work (a copy into host
+//!   memory, kernel status words to check) still to run once the lane's
+//!   timeline reaches `point`;
 //! - `Device(point)`: submitted; it completes when its lane's timeline
 //!   reaches `point`, and other submissions may wait for that value;
 //! - `Done`: complete, with an error if it failed.
@@ -26,7 +27,7 @@ use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, MutexGuard};
 use ur_core::adapter::{EventImpl, UserEventImpl};
 use ur_core::{EventStatus, ProfilingInfo, Result, UrError, err};
 
@@ -37,7 +38,7 @@ pub(crate) type Waiter = Box<dyn FnOnce() + Send>;
 
 enum Phase {
     Queued,
-    Submitted,
+    Submitted(Point),
     Device(Point),
     Done(Option<UrError>),
 }
@@ -105,7 +106,7 @@ impl EventCore {
             return Vec::new();
         }
         if host_work {
-            s.phase = Phase::Submitted;
+            s.phase = Phase::Submitted(point);
             Vec::new()
         } else {
             s.phase = Phase::Device(point);
@@ -152,20 +153,34 @@ impl EventCore {
     pub(crate) fn status(&self) -> EventStatus {
         match &self.state.lock().phase {
             Phase::Queued => EventStatus::Queued,
-            Phase::Submitted | Phase::Device(_) => EventStatus::Submitted,
+            Phase::Submitted(_) | Phase::Device(_) => EventStatus::Submitted,
             Phase::Done(None) => EventStatus::Complete,
             Phase::Done(Some(_)) => EventStatus::Error,
         }
     }
 
     /// Blocks until the event is complete.
+    ///
+    /// Once the event is submitted, the waiting thread first polls its
+    /// lane's timeline for a short while and, once it is reached, finishes
+    /// the lane's completed submissions itself (see
+    /// [`Lane::finish_if_reached_soon`](crate::runtime::Lane::finish_if_reached_soon)),
+    /// as a host spins on a fence before it sleeps; then it sleeps until the
+    /// completion thread has finished the event.
     pub(crate) fn wait(&self) -> Result<()> {
         let mut s = self.state.lock();
+        let mut waited = false;
         loop {
-            if let Phase::Done(e) = &s.phase {
-                return e.clone().map_or(Ok(()), Err);
-            }
-            self.done.wait(&mut s);
+            let point = match &s.phase {
+                Phase::Done(e) => return e.clone().map_or(Ok(()), Err),
+                Phase::Submitted(p) | Phase::Device(p) if !waited => p.clone(),
+                _ => {
+                    self.done.wait(&mut s);
+                    continue;
+                }
+            };
+            waited = true;
+            MutexGuard::unlocked(&mut s, || point.lane.finish_if_reached_soon(point.value));
         }
     }
 

@@ -20,7 +20,7 @@ use crate::event::{EventCore, VkEvent, cores_of};
 use crate::lower::{Block, Sink, Staging, lower};
 use crate::profiling::{Queries, QuerySpan};
 use crate::runtime::{Lane, Runtime};
-use crate::submit::{Keep, StagingPtr, StatusCheck, Submission, schedule};
+use crate::submit::{Keep, Launches, StagingPtr, StatusCheck, Submission, schedule};
 
 /// Outstanding events kept before a sweep of completed ones.
 const SWEEP_AT: usize = 4096;
@@ -84,7 +84,11 @@ impl Sink for ArenaSink<'_> {
         let slice = self.rt.arena.alloc(4)?;
         slice.write(&0u32.to_le_bytes());
         let address = slice.address();
-        self.checks.push(StatusCheck { word: StagingPtr(slice.ptr()), what: format!("kernel `{kernel}`") });
+        self.checks.push(StatusCheck {
+            words: StagingPtr(slice.ptr()),
+            count: 1,
+            what: Launches::One(format!("kernel `{kernel}`")),
+        });
         self.keep.push(Box::new(slice));
         Ok(address)
     }

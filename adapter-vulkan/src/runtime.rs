@@ -20,6 +20,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use ash::vk;
 use parking_lot::{Condvar, Mutex};
@@ -35,6 +36,9 @@ use crate::profiling::Queries;
 use crate::program::Pipeline;
 use crate::submit::{Completion, Submission, schedule};
 
+/// How long a host thread waiting for an event polls its lane's timeline
+/// before it sleeps until the completion thread has finished the event.
+const POLL: Duration = Duration::from_millis(1);
 /// Queues of the family the adapter uses at most; UR queues are spread over them.
 const MAX_HW_QUEUES: u32 = 4;
 /// Lanes at least: with one hardware queue, two lanes (two timelines on it)
@@ -60,6 +64,10 @@ pub(crate) struct Gpu {
     /// `vkGetCalibratedTimestampsEXT`, where the device calibrates its clock
     /// against the host's.
     pub(crate) calibrated: Option<ash::ext::calibrated_timestamps::Device>,
+    /// Whether a host thread waiting for an event polls the timeline first:
+    /// not on a CPU device (lavapipe), whose work runs on the host's cores
+    /// that the poll would take.
+    pub(crate) host_polls: bool,
 }
 
 impl Drop for Gpu {
@@ -114,6 +122,9 @@ pub(crate) struct Lane {
     reached: AtomicU64,
     fifo: Mutex<Fifo>,
     wake: Condvar,
+    /// Held while finishing submissions, so that they finish in value order
+    /// whichever thread finishes them.
+    finishing: Mutex<()>,
 }
 
 #[derive(Default)]
@@ -203,14 +214,71 @@ impl Lane {
         }
     }
 
-    /// The completion thread: finishes submissions in value order.
-    fn reap(self: Arc<Self>) {
+    /// Polls the timeline for up to [`POLL`]; once it has reached `value`,
+    /// finishes every submission of the lane up to it that no other thread
+    /// has finished. A host thread waiting for an event does this first, as
+    /// a driver's fence wait spins before it sleeps, so that a short
+    /// submission costs no wake-up of the completion thread and then of the
+    /// waiter. It polls (`vkGetSemaphoreCounterValue`) rather than blocking
+    /// in `vkWaitSemaphores` beside the completion thread: with two threads
+    /// blocked on one semaphore, NVIDIA's driver (580) woke one of them
+    /// about 10 ms late, often. A CPU device is not polled (see
+    /// [`Gpu::host_polls`]). Returns whether it finished `value`; if not,
+    /// the completion thread will.
+    pub(crate) fn finish_if_reached_soon(&self, value: u64) -> bool {
+        if !self.gpu.host_polls {
+            return false;
+        }
+        let start = Instant::now();
+        let mut polls = 0u32;
+        loop {
+            // SAFETY: the semaphore lives as long as the lane.
+            match unsafe { self.gpu.device.get_semaphore_counter_value(self.timeline) } {
+                Ok(reached) if reached >= value => break,
+                Ok(_) => {}
+                // The completion thread's wait reports the failure.
+                Err(_) => return false,
+            }
+            if start.elapsed() >= POLL {
+                return false;
+            }
+            polls += 1;
+            // Let other threads have the core now and then.
+            if polls.is_multiple_of(16) {
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+        self.reached.fetch_max(value, Ordering::AcqRel);
+        self.finish_reached(value, Ok(()));
+        true
+    }
+
+    /// Finishes the submissions up to `value`, oldest first, with `result`.
+    fn finish_reached(&self, value: u64, result: Result<()>) {
+        let _order = self.finishing.lock();
         loop {
             let item = {
                 let mut fifo = self.fifo.lock();
+                match fifo.items.front() {
+                    Some(item) if item.value <= value => fifo.items.pop_front().expect("a front item"),
+                    _ => return,
+                }
+            };
+            item.completion.finish(result.clone());
+        }
+    }
+
+    /// The completion thread: finishes submissions in value order (those a
+    /// waiting host thread has not finished first).
+    fn reap(self: Arc<Self>) {
+        loop {
+            let value = {
+                let mut fifo = self.fifo.lock();
                 loop {
-                    if let Some(item) = fifo.items.pop_front() {
-                        break item;
+                    if let Some(item) = fifo.items.front() {
+                        break item.value;
                     }
                     if fifo.stop {
                         return;
@@ -218,13 +286,13 @@ impl Lane {
                     self.wake.wait(&mut fifo);
                 }
             };
-            let result = self.wait_value(item.value);
+            let result = self.wait_value(value);
             if result.is_ok() {
-                self.reached.fetch_max(item.value, Ordering::AcqRel);
+                self.reached.fetch_max(value, Ordering::AcqRel);
             } else {
-                tracing::error!(lane = self.index, value = item.value, "waiting for a submission failed");
+                tracing::error!(lane = self.index, value, "waiting for a submission failed");
             }
-            item.completion.finish(result);
+            self.finish_reached(value, result);
         }
     }
 }
@@ -312,6 +380,7 @@ impl Runtime {
             timestamp_period: f64::from(info.limits.timestamp_period),
             timestamp_mask: if info.timestamp_bits >= 64 { u64::MAX } else { (1u64 << info.timestamp_bits) - 1 },
             calibrated,
+            host_polls: info.device_type != vk::PhysicalDeviceType::CPU,
         });
 
         let hw: Vec<Arc<HwQueue>> = (0..hw_count)
@@ -337,6 +406,7 @@ impl Runtime {
                 reached: AtomicU64::new(0),
                 fifo: Mutex::default(),
                 wake: Condvar::new(),
+                finishing: Mutex::new(()),
             }));
         }
         let mut reapers = Vec::with_capacity(lanes.len());

@@ -67,25 +67,51 @@ impl HostCopy {
     }
 }
 
-/// A launch's status word, checked once the launch has completed: a kernel
-/// that set it failed.
+/// Status words of launches, checked once they have completed: a kernel
+/// that set its word failed.
 pub(crate) struct StatusCheck {
-    pub(crate) word: StagingPtr,
-    /// The launch, for the error message.
-    pub(crate) what: String,
+    /// The first of `count` consecutive 4-byte words.
+    pub(crate) words: StagingPtr,
+    pub(crate) count: usize,
+    /// Which launch each word belongs to, for the error message.
+    pub(crate) what: Launches,
 }
 
+/// The launches of a [`StatusCheck`]'s words.
+pub(crate) enum Launches {
+    /// One eager launch (one word).
+    One(String),
+    /// Kernel commands of a command buffer: word `k` is command
+    /// `commands[k]`. The message is made only on failure, so that a
+    /// submission costs nothing per kernel on the host.
+    Commands { commands: Arc<[u32]>, names: Arc<KernelNames> },
+}
+
+/// The current kernel name of each command of a command buffer (empty for
+/// other commands); an update that switches a command's kernel renames it.
+pub(crate) type KernelNames = Mutex<Vec<Arc<str>>>;
+
 impl StatusCheck {
-    /// The launch's failure, if its kernel reported one.
+    /// The failure of the first launch whose kernel reported one.
     ///
     /// # Safety
-    /// The word is live mapped memory the completed launch wrote (if at all).
+    /// The words are live mapped memory the completed launches wrote (if at all).
     unsafe fn failure(&self) -> Option<UrError> {
-        // SAFETY: forwarded; the word is 4-byte aligned.
-        let code = unsafe { self.word.0.cast::<u32>().read_volatile() };
-        (code != 0).then(|| {
-            ur_core::event::execution_error(ur_core::Backend::Vulkan, format!("{} failed with code {code}", self.what))
-        })
+        let words = self.words.0.cast::<u32>();
+        let (k, code) = (0..self.count).find_map(|k| {
+            // SAFETY: forwarded; word `k` lies in the checked range, 4-byte aligned.
+            let code = unsafe { words.add(k).read_volatile() };
+            (code != 0).then_some((k, code))
+        })?;
+        let what = match &self.what {
+            Launches::One(what) => what.clone(),
+            Launches::Commands { commands, names } => {
+                let i = commands[k];
+                let name = names.lock().get(i as usize).cloned().unwrap_or_else(|| "?".into());
+                format!("kernel `{name}` (command {i})")
+            }
+        };
+        Some(ur_core::event::execution_error(ur_core::Backend::Vulkan, format!("{what} failed with code {code}")))
     }
 }
 
@@ -149,6 +175,9 @@ pub(crate) struct Submission {
     /// Copies from host memory into staging, made once `deps` are complete.
     pub(crate) pre: Vec<HostCopy>,
     pub(crate) cmd: Option<PooledCmd>,
+    /// A reusable primary command buffer submitted after `cmd`, kept alive
+    /// (and not pending elsewhere) by what `keep` holds.
+    pub(crate) reused: Option<vk::CommandBuffer>,
     pub(crate) post: Vec<HostCopy>,
     pub(crate) queries: Option<QuerySpan>,
     pub(crate) keep: Keep,
@@ -165,6 +194,7 @@ impl Submission {
             deps: SmallVec::new(),
             pre: Vec::new(),
             cmd: None,
+            reused: None,
             post: Vec::new(),
             queries: None,
             keep: Vec::new(),
@@ -229,7 +259,8 @@ fn launch(mut sub: Submission) {
     }
     let wait_values: SmallVec<[(vk::Semaphore, u64); 4]> =
         waits.iter().map(|p| (p.lane.semaphore(), p.value)).collect();
-    let cmds: SmallVec<[vk::CommandBuffer; 1]> = sub.cmd.as_ref().map(PooledCmd::raw).into_iter().collect();
+    let cmds: SmallVec<[vk::CommandBuffer; 2]> =
+        sub.cmd.as_ref().map(PooledCmd::raw).into_iter().chain(sub.reused).collect();
     // The lanes waited on stay alive (with their semaphores) until this completes.
     sub.keep.push(Box::new(waits));
     let completion = Completion {

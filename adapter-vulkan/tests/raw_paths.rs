@@ -94,8 +94,9 @@ fn eager_status_words(device: &Device) {
 }
 
 /// A command buffer's status words, one per kernel command, copied out of
-/// the stage for the completion thread: the failing command fails each
-/// submission, the good one's results arrive.
+/// the stage for the completion check: the failing command fails each
+/// submission (named, with its kernel, in the error), the good one's
+/// results arrive.
 fn command_buffer_status_words(device: &Device) {
     let f = fixture(device);
     let (a, b) = (3u32, 4u32);
@@ -111,11 +112,23 @@ fn command_buffer_status_words(device: &Device) {
     // SAFETY: as above.
     unsafe { bad.append_kernel_launch(&launch(&f.kernel, &bad_short), &[], AppendOptions::new()) }.unwrap();
     bad.finalize().unwrap();
-    for _ in 0..2 {
-        assert!(f.queue.enqueue_command_buffer(&bad, &[]).unwrap().wait().is_err(), "the failing command");
+    // More rounds than a stage keeps reusable primaries: each round reuses
+    // one, and the words the failing round set are clear for the next.
+    for _ in 0..6 {
+        let error = f.queue.enqueue_command_buffer(&bad, &[]).unwrap().wait().expect_err("the failing command");
+        let message = error.to_string();
+        assert!(message.contains("kernel `saxpy_local` (command 1)"), "{message}");
         f.queue.enqueue_command_buffer(&good, &[]).unwrap().wait().unwrap();
         assert_eq!(f.z(), expected(3));
     }
+    // More submissions in flight at once than reusable primaries: the rest
+    // record one-time primaries, and every one reports the failure.
+    let burst: Vec<_> = (0..6).map(|_| f.queue.enqueue_command_buffer(&bad, &[]).unwrap()).collect();
+    for event in burst {
+        assert!(event.wait().is_err(), "a submission of the burst");
+    }
+    f.queue.enqueue_command_buffer(&good, &[]).unwrap().wait().unwrap();
+    assert_eq!(f.z(), expected(3));
 }
 
 /// The host extent of a rect: the last byte of its last row.

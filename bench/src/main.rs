@@ -10,7 +10,10 @@
 mod alloc;
 mod buffers;
 mod goals;
+mod graph;
 mod kernels;
+mod multi_device;
+mod pipeline;
 mod raw;
 mod report;
 mod soak;
@@ -41,7 +44,7 @@ struct Cli {
     #[arg(long, default_value = "target/bench")]
     out: PathBuf,
     /// Only these benchmark groups (submission, raw, finalize, update, cpu_per_node,
-    /// submit_graph, sin_kernel_graph, perf_scaling, buffers, soak); repeatable.
+    /// submit_graph, sin_kernel_graph, perf_scaling, graph, buffers, soak); repeatable.
     #[arg(long)]
     only: Vec<String>,
     /// Leave out the emulated (software command buffer) view of native devices.
@@ -50,6 +53,10 @@ struct Cli {
     /// Submissions of the soak group, which runs only when `--only soak` names it.
     #[arg(long, default_value_t = 1_000_000)]
     soak_submissions: u64,
+    /// Node counts of the graph group's build and finalize figures (default
+    /// 100, 1000, 10000, 100000), e.g. `--graph-build 100,1000`; `0` for none.
+    #[arg(long, value_delimiter = ',')]
+    graph_build: Option<Vec<usize>>,
     /// Internal: measure the CPU adapter's per-node overhead in this process and
     /// print JSON records (used to run it with one worker).
     #[arg(long, hide = true)]
@@ -65,6 +72,7 @@ struct Plan {
     submit_graph: Vec<usize>,
     sin_kernel_graph: Vec<usize>,
     scaling: Vec<usize>,
+    graph: graph::Sizes,
 }
 
 impl Plan {
@@ -79,6 +87,7 @@ impl Plan {
                 submit_graph: vec![4],
                 sin_kernel_graph: vec![5],
                 scaling: vec![1, 8, 64],
+                graph: graph::Sizes { build: vec![100, 1000], replay: vec![1, 10], replay_samples: 20 },
             };
         }
         Plan {
@@ -90,6 +99,11 @@ impl Plan {
             submit_graph: vec![4, 10, 32],
             sin_kernel_graph: vec![5, 100],
             scaling: vec![1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096],
+            graph: graph::Sizes {
+                build: vec![100, 1000, 10_000, 100_000],
+                replay: vec![1, 10, 100, 1000],
+                replay_samples: 200,
+            },
         }
     }
 }
@@ -101,7 +115,10 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
-    let plan = Plan::new(cli.quick);
+    let mut plan = Plan::new(cli.quick);
+    if let Some(sizes) = &cli.graph_build {
+        plan.graph.build = sizes.iter().copied().filter(|n| *n > 0).collect();
+    }
     if let Some(variant) = &cli.child_per_node {
         return child_per_node(&plan, variant);
     }
@@ -200,6 +217,7 @@ fn main() -> ExitCode {
             suites::sin_kernel_graph(&target, r, &plan.sin_kernel_graph, out).map(|()| None)
         });
         group("perf_scaling", &mut |out| ok(suites::perf_scaling(&target, r, &plan.scaling, out)));
+        group("graph", &mut |out| ok(graph::run(&target, &plan.graph, out)));
         // The soak runs only when named: it takes minutes and prints its own rows.
         if cli.only.iter().any(|o| o == "soak") {
             group("soak", &mut |_| soak::run(&target, cli.soak_submissions).map(|()| None));
@@ -208,6 +226,12 @@ fn main() -> ExitCode {
     }
     if wanted("buffers") {
         emit(&buffers::run(plan.repeats, cli.quick, &mut records));
+        if let Err(e) = save(&records, &json) {
+            eprintln!("ur-bench: cannot write {}: {e}", json.display());
+        }
+    }
+    if wanted("multi_device") {
+        emit(&multi_device::run(&loader.devices(), plan.repeats, cli.quick, &mut records));
         if let Err(e) = save(&records, &json) {
             eprintln!("ur-bench: cannot write {}: {e}", json.display());
         }

@@ -62,6 +62,11 @@ fn cell(s: Option<&Summary>, scale: f64) -> String {
     }
 }
 
+/// [`cell`] for other modules' tables: `scale` divides nanoseconds.
+pub fn cell_in(s: Option<&Summary>, scale: f64) -> String {
+    cell(s, scale)
+}
+
 fn num(x: f64) -> String {
     if x >= 100.0 {
         format!("{x:.0}")
@@ -121,6 +126,9 @@ fn tables(records: &[Record], device: &str, group: &str) -> String {
     let mut out = String::new();
     let wants = |g: &str| g == group || (group == "raw" && g == "submission");
 
+    if wants("graph") {
+        out += &crate::graph::table(&l);
+    }
     if wants("submission") && !l.sizes("submission").is_empty() {
         let _ = writeln!(
             out,

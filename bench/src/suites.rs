@@ -69,7 +69,15 @@ impl Target {
         })
     }
 
-    fn record(&self, benchmark: &str, shape: &str, variant: &str, metric: &str, n: usize, summary: Summary) -> Record {
+    pub(crate) fn record(
+        &self,
+        benchmark: &str,
+        shape: &str,
+        variant: &str,
+        metric: &str,
+        n: usize,
+        summary: Summary,
+    ) -> Record {
         Record {
             device: self.device.to_string(),
             backend: self.device.backend().name().to_string(),
@@ -105,7 +113,7 @@ impl Shape {
     }
 
     /// The predecessors of node `i` of an `n`-node graph.
-    fn deps(self, i: usize, n: usize) -> Vec<usize> {
+    pub(crate) fn deps(self, i: usize, n: usize) -> Vec<usize> {
         match self {
             Shape::Chain => i.checked_sub(1).into_iter().collect(),
             Shape::ForkJoin if n < 3 => i.checked_sub(1).into_iter().collect(),

@@ -11,9 +11,11 @@ pub mod buffer;
 pub mod graph;
 pub mod pool;
 pub mod queue;
+mod queue_group;
 
 pub use buffer::{
     AccessMode, AccessRange, Accessor, Buffer, BufferProperties, CommandGroup, HostAccessor, TransferStats,
 };
 pub use pool::{MemoryPool, MemoryPoolProperties};
 pub use queue::{Event, Queue, QueueState, SubmitGraph};
+pub use queue_group::QueueGroup;

@@ -356,6 +356,10 @@ pub fn cross_cases() -> Vec<CrossCase> {
     vec![
         CrossCase { name: "buffers_cross::data_follows", body: data_follows },
         CrossCase { name: "buffers_cross::overlap_moves_as_one_copy", body: cross_overlap },
+        CrossCase {
+            name: "buffers_cross::graph_and_eager_share_a_buffer",
+            body: super::graph_buffers::cross_graph_and_eager,
+        },
     ]
 }
 

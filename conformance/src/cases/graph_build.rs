@@ -12,7 +12,7 @@ use ur::{
 use ur_runtime::Queue;
 use ur_runtime::graph::{ExecutionOrder, FinalizeProperties, Graph, GraphProperties, NodeProperties, NodeType};
 
-use super::graph_common::{Diamond, SETTLE, kernel_node, new_graph, sycl_queue, sycl_queue_with};
+use super::graph_common::{Diamond, SETTLE, kernel_node, new_graph, sycl_ooo_queue, sycl_queue, sycl_queue_with};
 use crate::harness::{CaseError, CaseResult, Env, read, read_buffer, write};
 use crate::{Requires, cases, check, check_eq, check_err};
 
@@ -25,6 +25,7 @@ pub(super) fn cases() -> Vec<crate::Case> {
         every_memory_command,
         finalize_again_after_adding,
         submissions_never_overlap,
+        back_to_back_submissions_then_another_queue,
         wait_events_gate_the_graph,
         in_order_queue_orders_around_the_graph,
         cycles_are_refused,
@@ -253,6 +254,31 @@ fn submissions_never_overlap(env: &Env) -> CaseResult {
     Ok(())
 }
 
+/// Ten submissions back to back on one in-order queue (which follow each
+/// other without waiting on events), then ten on a second queue and five on
+/// an out-of-order one: each waits for the previous, so no increment is lost.
+fn back_to_back_submissions_then_another_queue(env: &Env) -> CaseResult {
+    let (q1, q2) = (sycl_queue(env)?, sycl_queue(env)?);
+    let q3 = if env.device().info().out_of_order_queues { sycl_ooo_queue(env)? } else { sycl_queue(env)? };
+    let mem = env.usm_u32(1024)?;
+    write(&q1, mem.ptr(), &[0u32; 1024])?;
+    let kernel = env.kernel("increment")?;
+    let graph = new_graph(env)?;
+    // SAFETY: 1024 items, 1024 elements.
+    let first = unsafe { kernel_node(&graph, &kernel, &[1024], &[KernelArg::Pointer(mem.ptr())], &[])? };
+    // SAFETY: as above.
+    unsafe { kernel_node(&graph, &kernel, &[1024], &[KernelArg::Pointer(mem.ptr())], &[&first])? };
+    let exec = graph.finalize(FinalizeProperties::default())?;
+    check_eq!(exec.partitions().len(), 1);
+    let mut events = Vec::new();
+    for q in std::iter::repeat_n(&q1, 10).chain(std::iter::repeat_n(&q2, 10)).chain(std::iter::repeat_n(&q3, 5)) {
+        events.push(q.enqueue_graph(&exec, &[])?);
+    }
+    ur_runtime::Event::wait_all(&events.iter().collect::<Vec<_>>())?;
+    check_eq!(read::<u32>(&q1, mem.ptr(), 1024)?, vec![50u32; 1024]);
+    Ok(())
+}
+
 /// A submission waits for its wait list; its event completes after it.
 fn wait_events_gate_the_graph(env: &Env) -> CaseResult {
     let queue = sycl_queue(env)?;
@@ -315,7 +341,8 @@ fn cycles_are_refused(env: &Env) -> CaseResult {
 }
 
 fn no_cycle_check_defers_to_finalize(env: &Env) -> CaseResult {
-    let graph = Graph::new(env.context(), env.device(), GraphProperties { no_cycle_check: true })?;
+    let graph =
+        Graph::new(env.context(), env.device(), GraphProperties { no_cycle_check: true, ..Default::default() })?;
     let a = graph.add_empty(NodeProperties::new())?;
     let b = graph.add_empty(NodeProperties::new().depends_on(&[&a]))?;
     graph.make_edge(&b, &a)?;

@@ -169,7 +169,11 @@ fn check_program(env: &Env, program: &Program, mutant: bool) -> CaseResult {
     let addr = if host_tasks { host_addr(&mem)? } else { 0 };
     let (fill, copy_add, saxpy) = (env.kernel("fill")?, env.kernel("copy_add")?, env.kernel("saxpy")?);
 
-    let graph = Graph::new(env.context(), env.device(), GraphProperties { no_cycle_check: program.no_cycle_check })?;
+    let graph = Graph::new(
+        env.context(),
+        env.device(),
+        GraphProperties { no_cycle_check: program.no_cycle_check, ..Default::default() },
+    )?;
     let mut nodes: Vec<Node> = Vec::with_capacity(n);
     for (i, s) in specs.iter().enumerate() {
         let deps: Vec<&Node> = s.preds.iter().map(|p| &nodes[*p]).collect();

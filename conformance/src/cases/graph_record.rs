@@ -21,6 +21,7 @@ pub(super) fn cases() -> Vec<crate::Case> {
         in_order_queue_records_a_chain,
         out_of_order_queue_records_wait_lists => Requires::OUT_OF_ORDER,
         barriers => Requires::OUT_OF_ORDER,
+        barrier_after_many_commands => Requires::OUT_OF_ORDER,
         transitive_recording,
         every_operation_records,
         replay_with_new_inputs,
@@ -166,6 +167,44 @@ fn barriers(env: &Env) -> CaseResult {
     let got = read::<u32>(&q, mem.ptr(), 6 * 16)?;
     let expected: Vec<u32> = [1, 2, 3, 1, 3, 3].iter().flat_map(|v| std::iter::repeat_n(*v, 16)).collect();
     check_eq!(got, expected);
+    Ok(())
+}
+
+/// A barrier after a hundred commands (more than the queue's leaf list
+/// holds before it is pruned) waits for exactly the commands of its queue
+/// that no later command of that queue waits for: a successor recorded from
+/// another queue does not count.
+fn barrier_after_many_commands(env: &Env) -> CaseResult {
+    let (q1, q2) = (sycl_ooo_queue(env)?, sycl_ooo_queue(env)?);
+    let mem = env.usm_u32(4)?;
+    let fill = |q: &Queue, wait: &[&ur_runtime::Event]| q.usm_fill(mem.ptr(), &[0u8; 4], 16, wait);
+    let graph = new_graph(env)?;
+    graph.begin_recording_all(&[&q1, &q2])?;
+    let mut leaves = HashSet::new();
+    for i in 0..100 {
+        let a = fill(&q1, &[])?;
+        match i % 3 {
+            0 => {
+                let b = fill(&q1, &[&a])?;
+                leaves.insert(Node::from_event(&b)?.index());
+            }
+            1 => {
+                fill(&q2, &[&a])?;
+                leaves.insert(Node::from_event(&a)?.index());
+            }
+            _ => {
+                leaves.insert(Node::from_event(&a)?.index());
+            }
+        }
+    }
+    let bar = Node::from_event(&q1.barrier(&[])?)?;
+    check_eq!(pred_set(&bar), leaves);
+    let next = Node::from_event(&q1.barrier(&[])?)?;
+    check_eq!(next.predecessors(), vec![bar], "after a barrier it is the only leaf");
+    graph.end_recording();
+    let q = sycl_queue(env)?;
+    q.enqueue_graph(&graph.finalize(FinalizeProperties::default())?, &[])?.wait()?;
+    check_eq!(read::<u32>(&q, mem.ptr(), 4)?, vec![0u32; 4]);
     Ok(())
 }
 

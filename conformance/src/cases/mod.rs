@@ -10,10 +10,12 @@ mod device;
 mod eager;
 mod enqueue;
 mod event_sync;
+mod graph_buffers;
 mod graph_build;
 mod graph_common;
 mod graph_host_task;
 mod graph_memory;
+pub mod graph_multi_device;
 mod graph_property;
 mod graph_record;
 mod graph_spec;
@@ -88,6 +90,7 @@ pub fn all() -> Vec<Case> {
         graph_spec::cases,
         capture::cases,
         buffers::cases,
+        graph_buffers::cases,
     ];
     groups.iter().flat_map(|g| g()).collect()
 }

@@ -19,13 +19,15 @@ use super::buffers::{CrossCase, PAGE, device_read, fill, host_read, moved, page_
 use crate::harness::{CaseError, CaseResult, read, write};
 use crate::{check, check_eq, check_err};
 
-/// The section's cases.
+/// The section's cases, the multi-device graph cases included.
 pub fn cases() -> Vec<CrossCase> {
-    vec![
+    let mut cases = vec![
         CrossCase { name: "multi_device::buffer_pairs", body: buffer_pairs },
         CrossCase { name: "multi_device::usm_peer_copy", body: usm_peer_copy },
         CrossCase { name: "multi_device::concurrent_halves", body: concurrent_halves },
-    ]
+    ];
+    cases.extend(super::graph_multi_device::cases());
+    cases
 }
 
 /// Whether a buffer moves data between allocations of `a` and `b` as a

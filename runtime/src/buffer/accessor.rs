@@ -106,6 +106,12 @@ pub struct Accessor {
 }
 
 impl Accessor {
+    /// An accessor of a declared access: `base` is the allocation's first
+    /// byte, `first_byte` the offset of the range's first element.
+    pub(crate) fn declared(base: UsmPtr, first_byte: usize, pages: PageBox, mode: AccessMode) -> Accessor {
+        Accessor { base, first_byte, pages, mode }
+    }
+
     /// The buffer's first byte on the device (kernels index the whole
     /// buffer: an accessor's range says what is up to date, not where the
     /// data starts). Valid as a USM pointer while the buffer lives.

@@ -103,7 +103,7 @@ fn peer_copy(state: &mut State, on: Loc, src: Loc, dst: Loc, pages: &PageBox) ->
             }
         }
     }
-    record_pieces(state, &queue, pages, (src, dst), events, failed)
+    record_pieces(state, &queue, pages, src, dst, events, failed)
 }
 
 /// One copy between the host allocation and a device allocation, after the
@@ -147,17 +147,19 @@ fn hop(state: &mut State, src: Loc, dst: Loc, pages: &PageBox) -> Result<()> {
             }
         }
     }
-    record_pieces(state, &queue, pages, (src, dst), events, failed)
+    record_pieces(state, &queue, pages, src, dst, events, failed)
 }
 
-/// Records the pieces of one copy of `pages` from `src` to `dst` enqueued on
-/// `queue` as uses (a read of the source, a fill of the target), joined into
-/// one event, and counts them; `failed` is the error that stopped the pieces.
+/// Records the pieces of one transfer of `pages` from `src` to `dst` as
+/// uses: joined into one event when every piece was enqueued; when a piece
+/// (`failed`) or the join failed, each enqueued piece, which may still run,
+/// so that later uses and the buffer's end wait for it.
 fn record_pieces(
     state: &mut State,
     queue: &Queue,
     pages: &PageBox,
-    (src, dst): (Loc, Loc),
+    src: Loc,
+    dst: Loc,
     events: Vec<Event>,
     failed: Option<UrError>,
 ) -> Result<()> {
@@ -167,8 +169,6 @@ fn record_pieces(
         None => queue.events_wait(&events.iter().collect::<Vec<_>>()),
         Some(e) => Err(e),
     };
-    // When a piece or the join failed, the pieces already enqueued may still
-    // run: later uses, and the buffer's end, wait for each of them.
     let (tokens, result) = match joined {
         Ok(event) => (vec![event], Ok(())),
         Err(e) => (events, Err(e)),

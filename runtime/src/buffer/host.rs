@@ -6,11 +6,11 @@ use ur_core::{Result, ensure, err};
 
 use super::alloc::{Dep, HostRelease};
 use super::deps::UseKind;
-use super::exec;
 use super::geometry::PageBox;
 use super::pages::HOST;
 use super::plan::plan;
 use super::{AccessMode, AccessRange, Buffer, Shared};
+use super::{exec, graph};
 
 /// The bytes of a buffer from an access's first element to its last, in
 /// the host allocation. Taking it waits for the work it conflicts with and
@@ -42,6 +42,7 @@ impl Buffer {
     /// conflicting host accessor still alive is `InvalidOperation` (waiting
     /// for it would never end on this thread).
     pub fn host_access(&self, mode: AccessMode, range: AccessRange) -> Result<HostAccessor> {
+        graph::check_not_recorded(&self.shared)?;
         let mut state = self.shared.state.lock();
         let grid = state.grid;
         let (_, span) = self.page_box(&grid, &range)?;

@@ -29,6 +29,7 @@ mod alloc;
 pub mod deps;
 mod exec;
 pub mod geometry;
+pub(crate) mod graph;
 pub mod host;
 pub mod pages;
 pub mod plan;
@@ -144,11 +145,20 @@ impl State {
     pub(crate) fn device_ptr(&self, loc: Loc) -> UsmPtr {
         self.allocs[loc - 1].ptr()
     }
+
+    /// Whether dropping the buffer would write its data back to final data.
+    pub(crate) fn writes_back(&self) -> bool {
+        self.final_data.is_some() && self.write_back
+    }
 }
 
 pub(crate) struct Shared {
     pub(crate) id: u64,
     pub(crate) state: Mutex<State>,
+    /// The graphs that recorded commands using the buffer: a host accessor
+    /// is refused while one of them is still being recorded. A lock of its
+    /// own, so that a graph can note itself while holding its own lock.
+    pub(crate) recorders: Mutex<Vec<graph::Recorder>>,
 }
 
 impl Drop for Shared {
@@ -184,7 +194,11 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 impl Buffer {
     fn with_state(state: State) -> Buffer {
         let view = state.grid;
-        let shared = Arc::new(Shared { id: NEXT_ID.fetch_add(1, Ordering::Relaxed), state: Mutex::new(state) });
+        let shared = Arc::new(Shared {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            state: Mutex::new(state),
+            recorders: Mutex::new(Vec::new()),
+        });
         Buffer { shared, view }
     }
 

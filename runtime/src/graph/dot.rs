@@ -277,6 +277,7 @@ pub(crate) fn executable(id: u64, source: u64, st: &ExecState, verbose: bool) ->
                 }
                 FlatOp::Host(_) => (NodeType::HostTask, String::new(), Vec::new()),
                 FlatOp::Native(_) => (NodeType::NativeCommand, String::new(), Vec::new()),
+                FlatOp::PeerCopy { size, .. } => (NodeType::Memcpy, format!("peer copy of {size} bytes"), Vec::new()),
                 FlatOp::Join | FlatOp::Empty => (NodeType::Empty, "join".to_string(), Vec::new()),
             };
             node_line(&mut out, &format!("c{m}"), &format!("{origin}: {ty}"), &summary, &details, ty, "    ");

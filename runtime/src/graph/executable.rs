@@ -20,7 +20,7 @@ use ur_core::device::{CommandBufferSupport, Device, UpdateCapabilities};
 use ur_core::error::{Result, UrError};
 use ur_core::event::Event;
 use ur_core::launch::{ArgValue, KernelArg};
-use ur_core::memory::{MigrationFlags, UsmAllocation, UsmKind};
+use ur_core::memory::{MigrationFlags, UsmAllocation, UsmKind, UsmPtr};
 use ur_core::program::Kernel;
 use ur_core::queue::{Queue, QueueProperties};
 use ur_core::{ensure, err};
@@ -28,8 +28,9 @@ use ur_core::{ensure, err};
 use super::dynamic::GroupOp;
 use super::memory::MemoryStats;
 use super::modifiable::{GraphShared, GraphState};
+use super::multi_device::{CrossDeviceTraffic, Route};
 use super::node::{HostFn, KernelSpec, NativeFn, NodeKind, NodeType};
-use super::partition::{Part, is_chain, lower_empties, partition, topological_order};
+use super::partition::{Lowered, Part, is_chain, lower_empties, partition_placed, topological_order};
 use super::{Executable, FinalizeProperties, Graph, Modifiable, Node};
 
 /// A node of the finalized graph.
@@ -47,6 +48,13 @@ pub(crate) enum FlatOp {
     Empty,
     /// A no-op device command that orders many predecessors before many successors.
     Join,
+    /// A cross-device copy between peers (`Queue::usm_copy_peer`), a
+    /// partition of its own on the queue of the node's device.
+    PeerCopy {
+        dst: UsmPtr,
+        src: UsmPtr,
+        size: usize,
+    },
 }
 
 #[derive(Clone)]
@@ -55,6 +63,8 @@ pub(crate) struct FlatNode {
     pub(crate) preds: Vec<u32>,
     /// The node of the source graph (`None` inside inlined sub-graphs).
     pub(crate) origin: Option<u32>,
+    /// The device it runs on (an index of the graph's devices).
+    pub(crate) device: u16,
 }
 
 /// What whole-graph update compares, per node of the source graph.
@@ -66,6 +76,8 @@ struct Signature {
 /// A partition of an executable graph.
 pub(crate) struct Partition {
     pub(crate) host: bool,
+    /// The device whose queue runs it (an index of the graph's devices).
+    pub(crate) device: u16,
     pub(crate) members: Vec<u32>,
     pub(crate) preds: Vec<u32>,
     /// Whether no partition waits for it.
@@ -83,12 +95,16 @@ pub(crate) struct ExecInner {
     signatures: Vec<Signature>,
     pub(crate) has_allocations: bool,
     memory: MemoryStats,
+    /// What its cross-device copies move per execution.
+    pub(crate) traffic: CrossDeviceTraffic,
     /// The pool's chunks: kernels reach graph-owned memory through plain pointers.
     _chunks: Vec<Arc<UsmAllocation>>,
     /// With allocations: where the last execution's event is left for the
     /// next executable graph of the same memory.
     runs: Option<super::memory::RunSlot>,
     pub(crate) state: Mutex<ExecState>,
+    /// The accessors of its nodes, in the order their data is made current.
+    pub(crate) buffers: Mutex<Vec<super::buffers::NodeUse>>,
 }
 
 pub(crate) struct ExecState {
@@ -104,12 +120,18 @@ pub(crate) struct ExecState {
     by_origin: Vec<Option<u32>>,
     /// The previous submission, which the next one waits for.
     last: Option<Event>,
+    /// The queue of the previous submission when it is in-order: a
+    /// one-partition submission there follows it without waiting for it.
+    last_in_order: Option<Queue>,
     /// An out-of-order queue of the graph's context that runs the partitions
     /// of multi-partition graphs (`None`: the device has none; the submission
     /// queue runs them).
     worker: Option<Queue>,
     /// The allocation join commands prefetch one byte of.
     scratch: Option<UsmAllocation>,
+    /// A queue of each other device of a multi-device graph that runs its
+    /// partitions (index 0, the graph's own device, is `None`: see `worker`).
+    device_queues: Vec<Option<Queue>>,
 }
 
 /// How one partition was built, for [`Graph::partitions`].
@@ -127,13 +149,27 @@ pub struct PartitionInfo {
     pub in_order: bool,
     /// Native or emulated command buffer; `None` for a host task.
     pub support: Option<CommandBufferSupport>,
+    /// A peer-to-peer copy of a multi-device graph (not a host task, no command buffer).
+    pub peer_copy: bool,
+    /// The device it runs on: an index of the graph's devices, 0 for the
+    /// graph's own (see [`Graph::devices`](super::Graph::devices)).
+    pub device: usize,
 }
 
-/// The checks of adding `sub` as a sub-graph of `parent`.
-pub(crate) fn check_subgraph(parent: &GraphShared, sub: &Graph<Executable>) -> Result<()> {
+/// The checks of adding `sub` as a sub-graph of `parent`; gives the device
+/// of `parent` it runs on.
+pub(crate) fn check_subgraph(parent: &GraphShared, sub: &Graph<Executable>) -> Result<u16> {
     let inner = &sub.0.inner;
     ensure!(
-        inner.source.context == parent.context,
+        !inner.source.devices.is_multi(),
+        UnsupportedFeature,
+        "executable graph #{} is a multi-device graph and cannot be a sub-graph of graph #{}",
+        inner.id,
+        parent.id
+    );
+    let device = parent.devices.index_of_context(&inner.source.context);
+    ensure!(
+        device.is_some(),
         InvalidContext,
         "executable graph #{} belongs to another context than graph #{}",
         inner.id,
@@ -146,7 +182,8 @@ pub(crate) fn check_subgraph(parent: &GraphShared, sub: &Graph<Executable>) -> R
         inner.id,
         parent.id
     );
-    Ok(())
+    super::buffers::check_subgraph(parent, sub)?;
+    Ok(device.unwrap_or(0))
 }
 
 /// The finalize of `shared` (see [`Graph::finalize`]).
@@ -162,7 +199,8 @@ pub(crate) fn finalize(shared: &Arc<GraphShared>, props: FinalizeProperties) -> 
             shared.id
         );
     }
-    let (flat, signatures) = snapshot(shared, &state);
+    let mut traffic = CrossDeviceTraffic::default();
+    let (flat, signatures) = snapshot(shared, &state, &mut traffic)?;
     let mut built = build(shared, &state, flat, &props)?;
     // The memory is the previous executable graph's: zero it, and run, only
     // after that graph's last execution.
@@ -176,9 +214,11 @@ pub(crate) fn finalize(shared: &Arc<GraphShared>, props: FinalizeProperties) -> 
         signatures,
         has_allocations,
         memory: state.pool.stats(),
+        traffic,
         _chunks: state.pool.chunks().to_vec(),
         runs: has_allocations.then(|| state.pool.run_slot()),
         state: Mutex::new(built),
+        buffers: Mutex::new(state.accesses_in_order()),
     });
     if has_allocations {
         state.alloc_exec = Arc::downgrade(&inner);
@@ -188,11 +228,16 @@ pub(crate) fn finalize(shared: &Arc<GraphShared>, props: FinalizeProperties) -> 
 }
 
 /// The graph's nodes as finalize sees them, sub-graphs inlined.
-fn snapshot(shared: &GraphShared, state: &GraphState) -> (Vec<FlatNode>, Vec<Signature>) {
+fn snapshot(
+    shared: &GraphShared,
+    state: &GraphState,
+    traffic: &mut CrossDeviceTraffic,
+) -> Result<(Vec<FlatNode>, Vec<Signature>)> {
     let n = state.nodes.len();
     // Where each node's flat nodes start, and the flat node its successors wait for.
     let mut exit = vec![0u32; n];
     let mut children: Vec<Option<Vec<FlatNode>>> = vec![None; n];
+    let mut routes: Vec<Option<Route>> = vec![None; n];
     let mut count = 0u32;
     for (i, node) in state.nodes.iter().enumerate() {
         if let NodeKind::Subgraph(g) = &node.kind {
@@ -200,6 +245,11 @@ fn snapshot(shared: &GraphShared, state: &GraphState) -> (Vec<FlatNode>, Vec<Sig
             exit[i] = count + 1 + child.len() as u32;
             count += child.len() as u32 + 2;
             children[i] = Some(child);
+        } else if let Some(copy) = state.placed.cross(i as u32) {
+            let route = copy.route(&shared.devices)?;
+            exit[i] = count + route.nodes() - 1;
+            count += route.nodes();
+            routes[i] = Some(route);
         } else {
             exit[i] = count;
             count += 1;
@@ -209,11 +259,16 @@ fn snapshot(shared: &GraphShared, state: &GraphState) -> (Vec<FlatNode>, Vec<Sig
     for (i, node) in state.nodes.iter().enumerate() {
         let preds: Vec<u32> = node.preds.iter().map(|p| exit[*p as usize]).collect();
         let origin = Some(i as u32);
+        let device = state.placed.device(i as u32);
+        if let (Some(copy), Some(route)) = (state.placed.cross(i as u32), routes[i]) {
+            flat.extend(copy.lower(&shared.devices, route, preds, flat.len() as u32, i as u32, traffic)?);
+            continue;
+        }
         let op = match &node.kind {
             NodeKind::Subgraph(_) => {
                 let child = children[i].take().unwrap_or_default();
                 let entry = flat.len() as u32;
-                flat.push(FlatNode { op: FlatOp::Empty, preds, origin: None });
+                flat.push(FlatNode { op: FlatOp::Empty, preds, origin: None, device });
                 let base = entry + 1;
                 let mut has_succ = vec![false; child.len()];
                 for c in &child {
@@ -224,14 +279,14 @@ fn snapshot(shared: &GraphShared, state: &GraphState) -> (Vec<FlatNode>, Vec<Sig
                 for c in child {
                     let preds =
                         if c.preds.is_empty() { vec![entry] } else { c.preds.iter().map(|p| p + base).collect() };
-                    flat.push(FlatNode { op: c.op, preds, origin: None });
+                    flat.push(FlatNode { op: c.op, preds, origin: None, device });
                 }
                 let mut leaves: Vec<u32> =
                     (0..has_succ.len() as u32).filter(|c| !has_succ[*c as usize]).map(|c| c + base).collect();
                 if leaves.is_empty() {
                     leaves.push(entry);
                 }
-                flat.push(FlatNode { op: FlatOp::Empty, preds: leaves, origin: None });
+                flat.push(FlatNode { op: FlatOp::Empty, preds: leaves, origin: None, device });
                 continue;
             }
             NodeKind::Empty | NodeKind::Barrier | NodeKind::AsyncMalloc { .. } | NodeKind::AsyncFree { .. } => {
@@ -249,7 +304,7 @@ fn snapshot(shared: &GraphShared, state: &GraphState) -> (Vec<FlatNode>, Vec<Sig
                 }
             }
         };
-        flat.push(FlatNode { op, preds, origin });
+        flat.push(FlatNode { op, preds, origin, device });
     }
     let signatures = (0..n as u32)
         .map(|i| {
@@ -259,7 +314,7 @@ fn snapshot(shared: &GraphShared, state: &GraphState) -> (Vec<FlatNode>, Vec<Sig
         })
         .collect();
     tracing::trace!(graph = shared.id, flat = flat.len(), "snapshot");
-    (flat, signatures)
+    Ok((flat, signatures))
 }
 
 /// Lowers, partitions and builds the command buffers of a snapshot.
@@ -269,7 +324,10 @@ fn build(
     flat: Vec<FlatNode>,
     props: &FinalizeProperties,
 ) -> Result<ExecState> {
-    let preds: Vec<Vec<u32>> = flat.iter().map(|f| f.preds.clone()).collect();
+    let start = std::time::Instant::now();
+    let mut flat = flat;
+    // The lists move out of the snapshot: `lowered` gives the nodes new ones.
+    let preds: Vec<Vec<u32>> = flat.iter_mut().map(|f| std::mem::take(&mut f.preds)).collect();
     let order = topological_order(&preds, props.order).map_err(|v| {
         let at =
             flat[v as usize].origin.map_or_else(|| "an inlined sub-graph".to_string(), |o| state.describe(shared, o));
@@ -277,19 +335,44 @@ fn build(
     })?;
     let empty: Vec<bool> = flat.iter().map(|f| matches!(f.op, FlatOp::Empty)).collect();
     let lowered = lower_empties(&preds, &empty, &order);
-    let mut slots: Vec<Option<FlatNode>> = flat.into_iter().map(Some).collect();
-    let mut nodes = Vec::with_capacity(lowered.original.len());
-    for (new, orig) in lowered.original.iter().enumerate() {
-        let mut node = slots[*orig as usize].take().expect("each node is kept once");
-        node.preds = lowered.preds[new].clone();
-        if matches!(node.op, FlatOp::Empty) {
-            node.op = FlatOp::Join;
+    drop(preds);
+    // Peer copies run on queues as host tasks do: partitions of their own.
+    let host: Vec<bool> = lowered
+        .original
+        .iter()
+        .map(|o| matches!(flat[*o as usize].op, FlatOp::Host(_) | FlatOp::PeerCopy { .. }))
+        .collect();
+    let device: Vec<u16> = lowered.original.iter().map(|o| flat[*o as usize].device).collect();
+    let identity: Vec<u32> = (0..host.len() as u32).collect();
+    let (parts, part_of) = partition_placed(&lowered.preds, &host, &device, &identity);
+    let in_order: Vec<bool> = parts
+        .iter()
+        .map(|part| !part.host && !props.enable_profiling && is_chain(&part.members, &lowered.preds, &part_of))
+        .collect();
+    let Lowered { preds: mut new_preds, original, .. } = lowered;
+    let nodes = if original.iter().enumerate().all(|(i, o)| *o as usize == i) && original.len() == flat.len() {
+        // Nothing contracted nor reordered (graphs without empty nodes
+        // added in a topological order): the snapshot's nodes stay in place.
+        for (node, preds) in flat.iter_mut().zip(new_preds) {
+            node.preds = preds;
+            if matches!(node.op, FlatOp::Empty) {
+                node.op = FlatOp::Join;
+            }
         }
-        nodes.push(node);
-    }
-    let host: Vec<bool> = nodes.iter().map(|n| matches!(n.op, FlatOp::Host(_))).collect();
-    let identity: Vec<u32> = (0..nodes.len() as u32).collect();
-    let (parts, part_of) = partition(&lowered.preds, &host, &identity);
+        flat
+    } else {
+        let mut slots: Vec<Option<FlatNode>> = flat.into_iter().map(Some).collect();
+        let mut nodes = Vec::with_capacity(original.len());
+        for (new, orig) in original.iter().enumerate() {
+            let mut node = slots[*orig as usize].take().expect("each node is kept once");
+            node.preds = std::mem::take(&mut new_preds[new]);
+            if matches!(node.op, FlatOp::Empty) {
+                node.op = FlatOp::Join;
+            }
+            nodes.push(node);
+        }
+        nodes
+    };
     let mut slot_of = vec![0u32; nodes.len()];
     for part in &parts {
         for (i, m) in part.members.iter().enumerate() {
@@ -304,6 +387,10 @@ fn build(
     }
     let context = &shared.context;
     let info = context.device().info();
+    let used: BTreeSet<u16> = parts.iter().map(|p| p.device).collect();
+    let device_queues = (0..used.last().map_or(1, |d| *d + 1))
+        .map(|d| if d > 0 && used.contains(&d) { shared.devices.worker(d).map(Some) } else { Ok(None) })
+        .collect::<Result<Vec<_>>>()?;
     let worker = if parts.len() > 1 && info.out_of_order_queues {
         Some(Queue::new(context, QueueProperties { out_of_order: true, profiling: false })?)
     } else {
@@ -317,9 +404,12 @@ fn build(
         submit_order: submission_order(&parts),
         by_origin,
         last: None,
+        last_in_order: None,
         worker,
         scratch: None,
+        device_queues,
     };
+    let layer = start.elapsed();
     let mut waited = vec![false; parts.len()];
     for part in &parts {
         for p in &part.preds {
@@ -327,20 +417,29 @@ fn build(
         }
     }
     for (index, part) in parts.into_iter().enumerate() {
-        let in_order = !part.host && !props.enable_profiling && is_chain(&part.members, &lowered.preds, &st.part_of);
         st.parts.push(Partition {
             host: part.host,
+            device: part.device,
             members: part.members,
             preds: part.preds,
             leaf: !waited[index],
-            in_order,
+            in_order: in_order[index],
             cb: None,
             handles: Vec::new(),
         });
         if !part.host {
-            build_partition(context, props, &mut st, index)?;
+            build_partition(shared.devices.context(part.device), props, &mut st, index)?;
         }
     }
+    // What finalize costs in this layer against the command buffers' own
+    // appends and finalize (issue 15, goal 6).
+    tracing::debug!(
+        graph = shared.id,
+        nodes = st.nodes.len(),
+        layer_us = layer.as_micros() as u64,
+        command_buffers_us = (start.elapsed() - layer).as_micros() as u64,
+        "finalize timing"
+    );
     Ok(st)
 }
 
@@ -392,7 +491,7 @@ fn build_partition(context: &Context, props: &FinalizeProperties, st: &mut ExecS
                 let ptr = st.scratch.as_ref().map(UsmAllocation::ptr).expect("just made");
                 cb.append_usm_prefetch(ptr, 1, MigrationFlags::HOST_TO_DEVICE, opts)?
             }
-            FlatOp::Host(_) | FlatOp::Empty => {
+            FlatOp::Host(_) | FlatOp::Empty | FlatOp::PeerCopy { .. } => {
                 return Err(err!(Unknown, "a host task or empty node in a command-buffer partition"));
             }
         };
@@ -555,11 +654,13 @@ impl Graph<Executable> {
         st.parts
             .iter()
             .map(|p| PartitionInfo {
-                host_task: p.host,
+                host_task: p.host && !matches!(st.nodes[p.members[0] as usize].op, FlatOp::PeerCopy { .. }),
+                peer_copy: p.host && matches!(st.nodes[p.members[0] as usize].op, FlatOp::PeerCopy { .. }),
                 nodes: p.members.len(),
                 depends_on: p.preds.iter().map(|x| *x as usize).collect(),
                 in_order: p.in_order,
                 support: p.cb.as_ref().map(CommandBuffer::support),
+                device: p.device as usize,
             })
             .collect()
     }
@@ -587,33 +688,69 @@ impl Graph<Executable> {
         self.run(queue, wait)
     }
 
-    /// One execution on `queue` after `wait` (resolved already).
-    pub(crate) fn run(&self, queue: &Queue, wait: &[&Event]) -> Result<Event> {
+    /// One execution on `queue` after `wait` (resolved already), its
+    /// buffers' data current (see [`run`](Self::run)).
+    pub(crate) fn run_graph(&self, queue: &Queue, wait: &[&Event]) -> Result<Event> {
         let inner = self.inner();
+        // Held across the submission: submissions of one graph never overlap,
+        // so each must see the previous one's event.
         let mut st = inner.state.lock();
-        let previous = st.last.clone();
+        let single = st.parts.len() == 1 && !st.parts[0].host && st.parts[0].device == 0;
+        // One command buffer on the in-order queue of the previous submission
+        // follows it anyway: no wait, and no status query.
+        let follows = single && st.last_in_order.as_ref().is_some_and(|q| q.same_queue(queue));
+        let previous = if follows { None } else { st.last.clone() };
         let mut waits: SmallVec<[&Event; 8]> = wait.iter().copied().collect();
         if let Some(p) = previous.as_ref().filter(|p| !p.status().is_terminal()) {
             waits.push(p);
         }
-        let single = st.parts.len() == 1 && !st.parts[0].host;
         let event = if single {
             let cb = st.parts[0].cb.as_ref().expect("device partitions have a command buffer");
             let event = queue.enqueue_command_buffer(cb, &waits)?;
-            if inner.props.enable_profiling { event } else { Event::span(&event, &event, &[], false)? }
+            // Without `enable_profiling` the event reports no timestamps; only
+            // a profiling queue's event has any to hide.
+            if inner.props.enable_profiling || !queue.properties().profiling {
+                event
+            } else {
+                Event::span(&event, &event, &[], false)?
+            }
         } else {
             let start = queue.events_wait(&waits)?;
             let worker = st.worker.clone().unwrap_or_else(|| queue.clone());
+            let devices = &inner.source.devices;
             let mut done: Vec<Option<Event>> = vec![None; st.parts.len()];
             for &index in &st.submit_order {
                 let part = &st.parts[index as usize];
                 let event = {
-                    let pw: SmallVec<[&Event; 4]> = if part.preds.is_empty() {
-                        SmallVec::from_slice(&[&start])
-                    } else {
-                        part.preds.iter().map(|p| done[*p as usize].as_ref().expect("predecessors go first")).collect()
+                    // Events of other devices' partitions wait through bridges.
+                    let on = part.device;
+                    let bridged = |e: &Event, from: u16| {
+                        if from == on { Ok(e.clone()) } else { super::multi_device::bridge(e, devices.context(on)) }
                     };
-                    if part.host {
+                    let owned: SmallVec<[Event; 4]> = if part.preds.is_empty() {
+                        SmallVec::from_elem(bridged(&start, 0)?, 1)
+                    } else {
+                        part.preds
+                            .iter()
+                            .map(|p| {
+                                let e = done[*p as usize].as_ref().expect("predecessors go first");
+                                // Also a peer copy waits for its peer's events through
+                                // a bridge: given directly, the copy overtook them on
+                                // two CUDA GPUs (docs/multi-device.md).
+                                bridged(e, st.parts[*p as usize].device)
+                            })
+                            .collect::<Result<_>>()?
+                    };
+                    let pw: SmallVec<[&Event; 4]> = owned.iter().collect();
+                    let worker = match st.device_queues.get(on as usize) {
+                        Some(Some(q)) => q,
+                        _ => &worker,
+                    };
+                    if let (true, FlatOp::PeerCopy { dst, src, size, .. }) =
+                        (part.host, &st.nodes[part.members[0] as usize].op)
+                    {
+                        worker.usm_copy_peer(*dst, *src, *size, &pw)?
+                    } else if part.host {
                         let FlatOp::Host(task) = &st.nodes[part.members[0] as usize].op else {
                             return Err(err!(Unknown, "a host partition without a host task"));
                         };
@@ -626,7 +763,16 @@ impl Graph<Executable> {
                 };
                 done[index as usize] = Some(event);
             }
-            let done: Vec<Event> = done.into_iter().map(|e| e.expect("every partition is submitted")).collect();
+            // The span reports every partition's failure: those of other
+            // devices through bridges into the submitting queue's context.
+            let done: Vec<Event> = done
+                .into_iter()
+                .zip(&st.parts)
+                .map(|(e, p)| {
+                    let e = e.expect("every partition is submitted");
+                    if p.device == 0 { Ok(e) } else { super::multi_device::bridge(&e, queue.context()) }
+                })
+                .collect::<Result<_>>()?;
             let mut leaves: Vec<&Event> = st.parts.iter().zip(&done).filter(|(p, _)| p.leaf).map(|(_, e)| e).collect();
             if leaves.is_empty() {
                 leaves.push(&start);
@@ -635,6 +781,12 @@ impl Graph<Executable> {
             Event::span(&start, &end, &done, inner.props.enable_profiling)?
         };
         st.last = Some(event.clone());
+        let in_order = single && !queue.properties().out_of_order;
+        match (&st.last_in_order, in_order) {
+            (Some(q), true) if q.same_queue(queue) => {}
+            (_, true) => st.last_in_order = Some(queue.clone()),
+            (_, false) => st.last_in_order = None,
+        }
         if let Some(runs) = &inner.runs {
             *runs.lock() = Some(event.clone());
         }
@@ -706,7 +858,9 @@ impl Graph<Executable> {
                 changes.push((node.index, change));
             }
         }
-        self.apply(changes, false)
+        self.apply(changes, false)?;
+        self.refresh_accesses(nodes);
+        Ok(())
     }
 
     /// Updates every node from `source`, a modifiable graph topologically
@@ -725,6 +879,7 @@ impl Graph<Executable> {
         self.check_updatable()?;
         let inner = self.inner();
         let src = source.shared();
+        let buffers = super::buffers::match_whole_update(self, src)?;
         ensure!(
             src.context == inner.source.context,
             InvalidContext,
@@ -792,14 +947,15 @@ impl Graph<Executable> {
                 }
             }
         }
-        self.apply(changes, true)
+        self.apply(changes, true)?;
+        self.replace_buffers(buffers);
+        Ok(())
     }
 
     /// Applies changes of source nodes; `whole` keeps each kernel function
     /// (whole-graph update cannot switch kernels).
     fn apply(&self, changes: Vec<(u32, Change)>, whole: bool) -> Result<()> {
         let inner = self.inner();
-        let context = self.context();
         let mut st = inner.state.lock();
         // Validate everything first.
         let mut resolved: Vec<(u32, Change)> = Vec::with_capacity(changes.len());
@@ -820,7 +976,11 @@ impl Graph<Executable> {
                         );
                         spec.kernel = old.kernel.clone();
                     }
-                    spec.resolve(context).map_err(|e| e.in_context(&format!("update of kernel node {origin}")))?;
+                    let on = st.nodes[at as usize].device;
+                    let devices = &inner.source.devices;
+                    spec.resolve(devices.context(on))
+                        .and_then(|_| devices.check_kernel(inner.source.id, on, &spec))
+                        .map_err(|e| e.in_context(&format!("update of kernel node {origin}")))?;
                     Change::Kernel(spec)
                 }
                 (Change::Host(task), FlatOp::Host(_)) => Change::Host(task),
@@ -876,7 +1036,8 @@ impl Graph<Executable> {
         }
         for p in rebuild {
             tracing::debug!(exec = inner.id, partition = p, "rebuilding a partition for an update");
-            build_partition(context, &inner.props, &mut st, p as usize)?;
+            let on = st.parts[p as usize].device;
+            build_partition(inner.source.devices.context(on), &inner.props, &mut st, p as usize)?;
         }
         Ok(())
     }
@@ -934,7 +1095,7 @@ mod tests {
     use super::*;
 
     fn part(host: bool, preds: &[u32]) -> Part {
-        Part { host, members: Vec::new(), preds: preds.to_vec() }
+        Part { host, device: 0, members: Vec::new(), preds: preds.to_vec() }
     }
 
     #[test]

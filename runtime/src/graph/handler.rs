@@ -3,6 +3,8 @@
 use std::sync::Arc;
 
 use ur_core::command::Command;
+use ur_core::context::Context;
+use ur_core::device::Device;
 use ur_core::error::Result;
 use ur_core::interop::NativeScope;
 use ur_core::launch::KernelLaunch;
@@ -12,6 +14,7 @@ use ur_core::{ensure, err};
 
 use super::dynamic::DynamicParameter;
 use super::modifiable::GraphShared;
+use super::multi_device::CrossCopy;
 use super::node::{HostFn, KernelSpec, NativeFn, NodeType, command_type};
 use super::{Executable, Graph, Node};
 use crate::pool::MemoryPool;
@@ -79,11 +82,32 @@ pub struct Handler {
     pub(crate) dynamic_args: Vec<(usize, DynamicParameter)>,
     /// Evaluating a command group of a dynamic command group.
     pub(crate) in_group: bool,
+    /// Accessors declared with [`access`](Self::access).
+    pub(crate) accesses: Vec<super::buffers::PendingAccess>,
+    /// The device the node runs on (an index of the graph's devices), where
+    /// named; else the graph's own.
+    pub(crate) device: Option<u16>,
+    /// The cross-device copy recorded, if the command is one.
+    pub(crate) cross: Option<CrossCopy>,
 }
 
 impl Handler {
     pub(crate) fn new(graph: Arc<GraphShared>, deps: Vec<u32>, in_group: bool) -> Handler {
-        Handler { graph, deps, pending: None, dynamic_args: Vec::new(), in_group }
+        Handler {
+            graph,
+            deps,
+            pending: None,
+            dynamic_args: Vec::new(),
+            in_group,
+            accesses: Vec::new(),
+            device: None,
+            cross: None,
+        }
+    }
+
+    /// The context of the node's device, which validates its commands.
+    fn context(&self) -> &Context {
+        self.graph.devices.context(self.device.unwrap_or(0))
     }
 
     fn set(&mut self, pending: Pending) -> Result<()> {
@@ -129,7 +153,7 @@ impl Handler {
     /// pointer arguments must stay valid for as long as those graphs may run.
     pub unsafe fn launch(&mut self, launch: &KernelLaunch<'_>) -> Result<()> {
         let (command, origin) = launch
-            .resolve(&self.graph.context)
+            .resolve(self.context())
             .map_err(|e| e.in_context(&format!("command group of graph #{}", self.graph.id)))?;
         self.set(Pending::Kernel(KernelSpec::new(command, origin)))
     }
@@ -145,30 +169,70 @@ impl Handler {
         Ok(())
     }
 
-    /// Records a USM copy of `size` bytes.
+    /// Records a USM copy of `size` bytes; in a multi-device graph, between
+    /// the USM of two of its devices too (a cross-device copy, see
+    /// [`crate::graph`]).
     pub fn memcpy(&mut self, dst: UsmPtr, src: UsmPtr, size: usize) -> Result<()> {
-        let ctx = &self.graph.context;
-        self.command(Command::usm_copy(ctx, dst, src, size))
+        let on = self.device.unwrap_or(0);
+        if let Some(copy) = self.graph.devices.cross_copy(on, dst, src, size)? {
+            return self.set_cross(copy);
+        }
+        self.command(Command::usm_copy(self.context(), dst, src, size))
+    }
+
+    /// Records a copy of `size` bytes from `src`, USM of `src_device`, to
+    /// `dst`, USM of `dst_device`, both devices of a multi-device graph: a
+    /// cross-device copy (see [`crate::graph`]) where they differ, a plain
+    /// copy (on that device) where they are one. Where USM addresses are per
+    /// device (Vulkan), this is how to name a copy's devices.
+    /// `InvalidDevice` for a device the graph was not made for.
+    pub fn memcpy_across(
+        &mut self,
+        dst_device: &Device,
+        dst: UsmPtr,
+        src_device: &Device,
+        src: UsmPtr,
+        size: usize,
+    ) -> Result<()> {
+        let devices = &self.graph.devices;
+        let (d, s) = (devices.index_of(self.graph.id, dst_device)?, devices.index_of(self.graph.id, src_device)?);
+        if let Some(copy) = devices.copy_between(d, dst, s, src, size)? {
+            return self.set_cross(copy);
+        }
+        ensure!(
+            self.device.is_none_or(|on| on == d),
+            InvalidDevice,
+            "a copy within {dst_device} placed on another device of graph #{}",
+            self.graph.id
+        );
+        self.device = Some(d);
+        self.command(Command::usm_copy(self.context(), dst, src, size))
+    }
+
+    fn set_cross(&mut self, copy: CrossCopy) -> Result<()> {
+        self.set(Pending::Memory(copy.command()))?;
+        self.cross = Some(copy);
+        Ok(())
     }
 
     /// Records a fill of `size` bytes with one byte (`handler::memset`).
     pub fn memset(&mut self, dst: UsmPtr, value: u8, size: usize) -> Result<()> {
-        self.command(Command::usm_fill(&self.graph.context, dst, &[value], size))
+        self.command(Command::usm_fill(self.context(), dst, &[value], size))
     }
 
     /// Records a fill of `size` bytes with a 1- to 256-byte pattern (`handler::fill`).
     pub fn fill(&mut self, dst: UsmPtr, pattern: &[u8], size: usize) -> Result<()> {
-        self.command(Command::usm_fill(&self.graph.context, dst, pattern, size))
+        self.command(Command::usm_fill(self.context(), dst, pattern, size))
     }
 
     /// Records a USM prefetch.
     pub fn prefetch(&mut self, ptr: UsmPtr, size: usize, flags: MigrationFlags) -> Result<()> {
-        self.command(Command::usm_prefetch(&self.graph.context, ptr, size, flags))
+        self.command(Command::usm_prefetch(self.context(), ptr, size, flags))
     }
 
     /// Records USM advice.
     pub fn mem_advise(&mut self, ptr: UsmPtr, size: usize, advice: UsmAdvice) -> Result<()> {
-        self.command(Command::usm_advise(&self.graph.context, ptr, size, advice))
+        self.command(Command::usm_advise(self.context(), ptr, size, advice))
     }
 
     /// Records a copy between buffers.
@@ -180,7 +244,7 @@ impl Handler {
         dst_offset: usize,
         size: usize,
     ) -> Result<()> {
-        self.command(Command::buffer_copy(&self.graph.context, src, dst, src_offset, dst_offset, size))
+        self.command(Command::buffer_copy(self.context(), src, dst, src_offset, dst_offset, size))
     }
 
     /// Records a rect copy between buffers.
@@ -192,22 +256,22 @@ impl Handler {
         dst_layout: RectLayout,
         region: RectRegion,
     ) -> Result<()> {
-        self.command(Command::buffer_copy_rect(&self.graph.context, src, dst, src_layout, dst_layout, region))
+        self.command(Command::buffer_copy_rect(self.context(), src, dst, src_layout, dst_layout, region))
     }
 
     /// Records a buffer fill with a 1- to 256-byte pattern.
     pub fn fill_buffer(&mut self, buffer: &MemBuffer, pattern: &[u8], offset: usize, size: usize) -> Result<()> {
-        self.command(Command::buffer_fill(&self.graph.context, buffer, pattern, offset, size))
+        self.command(Command::buffer_fill(self.context(), buffer, pattern, offset, size))
     }
 
     /// Records a read of a buffer into USM.
     pub fn read_buffer(&mut self, buffer: &MemBuffer, offset: usize, size: usize, dst: UsmPtr) -> Result<()> {
-        self.command(Command::buffer_read_to_usm(&self.graph.context, buffer, offset, size, dst))
+        self.command(Command::buffer_read_to_usm(self.context(), buffer, offset, size, dst))
     }
 
     /// Records a write of USM into a buffer.
     pub fn write_buffer(&mut self, buffer: &MemBuffer, offset: usize, size: usize, src: UsmPtr) -> Result<()> {
-        self.command(Command::buffer_write_from_usm(&self.graph.context, buffer, offset, size, src))
+        self.command(Command::buffer_write_from_usm(self.context(), buffer, offset, size, src))
     }
 
     /// Records a host task: `task` runs on a host thread at every execution,
@@ -240,7 +304,16 @@ impl Handler {
     /// its nodes run as if inlined, after this node's dependencies and before
     /// its successors. The executable graph itself is not changed.
     pub fn subgraph(&mut self, graph: &Graph<Executable>) -> Result<()> {
-        super::executable::check_subgraph(&self.graph, graph)?;
+        let on = super::executable::check_subgraph(&self.graph, graph)?;
+        ensure!(
+            self.device.is_none_or(|d| d == on),
+            InvalidDevice,
+            "executable graph #{} runs on {}, the node is placed on another device of graph #{}",
+            graph.id(),
+            graph.device(),
+            self.graph.id
+        );
+        self.device = Some(on);
         self.set(Pending::Subgraph(graph.clone()))
     }
 
@@ -292,6 +365,12 @@ impl Handler {
                 existing.node_type()
             ));
         }
+        ensure!(
+            self.device.is_none_or(|d| d == 0),
+            UnsupportedFeature,
+            "graph-owned allocations of multi-device graph #{} are made on its own device only",
+            self.graph.id
+        );
         let (alloc, ptr) = self.graph.allocate(kind, size, zero_init, &self.deps)?;
         self.pending = Some(Pending::Malloc { alloc, ptr, size });
         Ok(ptr)

@@ -90,6 +90,20 @@
 //! is [`crate::aspect::device_has`]; this layer runs every API, update
 //! included, on both.
 //!
+//! # Multi-device graphs
+//!
+//! [`Graph::new_multi_device`] makes a graph over several devices (one
+//! context each, the first the graph's own); a node is placed with
+//! [`NodeProperties::on_device`], by the queue that recorded it (a queue of
+//! any of the devices may record), or, for a sub-graph, on its executable
+//! graph's device. Finalize makes one partition per device (and level), each
+//! a command buffer of that device's context; partitions of different
+//! devices wait for each other through host-side bridges, and one event of
+//! the submitting queue's context spans the whole execution. A `memcpy`
+//! between USM of two of the devices is a cross-device copy node (through
+//! host staging). Updates and sub-graphs work on every device. See
+//! `multi_device.rs` and `docs/graph.md`.
+//!
 //! # Errors
 //!
 //! | misuse | error |
@@ -114,6 +128,10 @@
 //! | `async_malloc_from_pool` of a pool of another context | `InvalidContext` |
 //! | a recorded native command with memory buffers | `UnsupportedFeature` |
 //! | a queue or sub-graph of another context or device | `InvalidQueue`, `InvalidContext` |
+//! | a node placed on a device the graph was not made for; a sub-graph node placed on another device than its graph's; a multi-device graph given one device twice | `InvalidDevice` |
+//! | a kernel given USM of another of the graph's devices without peer access enabled | `InvalidContext` |
+//! | a multi-device `memcpy` whose address lies in allocations of several other devices (use `memcpy_across`) | `InvalidValue` |
+//! | graph-owned allocations or a dynamic command group on another device than the graph's own; a multi-device executable graph as a sub-graph; cross-device staging on a device with neither host nor shared USM | `UnsupportedFeature` |
 //! | a host wait on a recorded event or on a recording queue; a blocking transfer on a recording queue | `InvalidOperation` |
 //! | a recorded event outside its graph's recording; an event of no graph in a recording queue's wait list | `InvalidEventWaitList` |
 //! | `Node::from_event` of an event no recording queue returned | `InvalidEvent` |
@@ -132,15 +150,17 @@
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
-use ur_core::device::UsmKinds;
+use ur_core::device::{Device, UsmKinds};
 use ur_core::memory::UsmKind;
 
+pub(crate) mod buffers;
 mod dot;
 mod dynamic;
 mod executable;
 mod handler;
 mod memory;
 mod modifiable;
+mod multi_device;
 mod node;
 mod partition;
 mod props;
@@ -151,6 +171,7 @@ pub use dynamic::{CommandGroupFn, DynamicCommandGroup, DynamicParameter};
 pub use executable::PartitionInfo;
 pub use handler::Handler;
 pub use memory::MemoryStats;
+pub use multi_device::CrossDeviceTraffic;
 pub use node::{Node, NodeType};
 pub use partition::ExecutionOrder;
 pub use props::{GraphProperty, RecordingProperties};
@@ -188,6 +209,16 @@ pub struct GraphProperties {
     /// Skip the cycle check of `make_edge` (`property::graph::no_cycle_check`);
     /// a cycle is then found at finalize, as `InvalidGraph`.
     pub no_cycle_check: bool,
+    /// The application keeps every buffer the graph uses alive while the
+    /// graph lives (`property::graph::assume_buffer_outlives_graph`): a graph
+    /// without it refuses accessors (`InvalidOperation`). The graph holds
+    /// the buffers it uses anyway (see docs/buffers.md).
+    pub assume_buffer_outlives_graph: bool,
+    /// The host data of buffers outlives the graph
+    /// (`property::graph::assume_data_outlives_buffer`). Buffers built from
+    /// host data copy it in their constructor, so a graph never copies host
+    /// data and this property changes nothing here.
+    pub assume_data_outlives_buffer: bool,
 }
 
 /// Properties given to [`Graph::finalize`].
@@ -219,6 +250,9 @@ pub struct NodeProperties<'a> {
     pub depends_on: &'a [&'a Node],
     /// Run after every current leaf of the graph (`property::node::depends_on_all_leaves`).
     pub depends_on_all_leaves: bool,
+    /// The device the node runs on, one of a multi-device graph's; `None`:
+    /// the graph's own (see [`multi-device graphs`](self#multi-device-graphs)).
+    pub device: Option<&'a Device>,
 }
 
 impl<'a> NodeProperties<'a> {
@@ -230,6 +264,13 @@ impl<'a> NodeProperties<'a> {
     /// Runs after these nodes.
     pub fn depends_on(mut self, nodes: &'a [&'a Node]) -> NodeProperties<'a> {
         self.depends_on = nodes;
+        self
+    }
+
+    /// Runs on `device`, one of the graph's devices (`InvalidDevice` at
+    /// `add` otherwise).
+    pub fn on_device(mut self, device: &'a Device) -> NodeProperties<'a> {
+        self.device = Some(device);
         self
     }
 

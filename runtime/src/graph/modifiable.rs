@@ -20,6 +20,7 @@ use super::dynamic::{DynamicCommandGroup, GroupState, ParamState, Target};
 use super::executable::ExecInner;
 use super::handler::{Handler, Pending};
 use super::memory::{GraphPool, MemoryStats};
+use super::multi_device::{Devices, Placement};
 use super::node::{NodeData, NodeKind};
 use super::props::{GraphProperty, RecordingProperties};
 use super::record::{self, QueueRecord};
@@ -33,6 +34,8 @@ static NEXT_GRAPH_ID: AtomicU64 = AtomicU64::new(1);
 pub(crate) struct GraphShared {
     pub(crate) id: u64,
     pub(crate) context: Context,
+    /// Its devices (the context's first): see [`super::multi_device`].
+    pub(crate) devices: Devices,
     pub(crate) props: GraphProperties,
     pub(crate) state: Mutex<GraphState>,
     /// The users' handle, while one exists: queues recording into the graph
@@ -56,6 +59,10 @@ pub(crate) struct GraphState {
     /// The executable graph made from this one while it holds allocation
     /// nodes: only one may exist at a time.
     pub(crate) alloc_exec: Weak<ExecInner>,
+    /// The buffers its nodes access.
+    pub(crate) buffers: super::buffers::GraphBuffers,
+    /// The device of each node, in multi-device graphs.
+    pub(crate) placed: Placement,
 }
 
 /// The users' handle: when its last copy drops, recording ends.
@@ -168,8 +175,17 @@ impl GraphShared {
         if let NodeKind::AsyncFree { alloc, .. } = kind {
             state.pool.free(alloc, Some(index))?;
         }
+        if let NodeKind::Kernel(spec) = &kind {
+            self.devices.check_kernel(self.id, handler.device.unwrap_or(0), spec)?;
+        }
+        let accesses = state.take_accesses(handler, &kind);
         let deps = std::mem::take(&mut handler.deps);
         let index = state.commit(kind, deps, None);
+        state.register_accesses(index, accesses);
+        state.placed.place(index, handler.device.unwrap_or(0));
+        if let Some(copy) = handler.cross.take() {
+            state.placed.set_cross(index, copy);
+        }
         for (arg, param) in &dynamic {
             state.params[param.id as usize].regs.push((Target::Node(index), *arg));
         }
@@ -254,16 +270,22 @@ impl Graph<Modifiable> {
     #[tracing::instrument(level = "debug", skip(context, device), fields(device = %device))]
     pub fn new(context: &Context, device: &Device, props: GraphProperties) -> Result<Graph<Modifiable>> {
         ensure!(context.device() == device, InvalidDevice, "{device} is not the device of the context");
+        Ok(Graph::create(Devices::single(context), props))
+    }
+
+    /// A graph over `devices`, the first the graph's own.
+    pub(crate) fn create(devices: Devices, props: GraphProperties) -> Graph<Modifiable> {
         let handle = Arc::new_cyclic(|weak| ModifiableHandle {
             shared: Arc::new(GraphShared {
                 id: NEXT_GRAPH_ID.fetch_add(1, Ordering::Relaxed),
-                context: context.clone(),
+                context: devices.context(0).clone(),
+                devices,
                 props,
                 state: Mutex::new(GraphState::default()),
                 handle: weak.clone(),
             }),
         });
-        Ok(Graph(Modifiable { handle }))
+        Graph(Modifiable { handle })
     }
 
     /// A graph for the queue's context and device (`command_graph(queue, properties)`).
@@ -307,6 +329,9 @@ impl Graph<Modifiable> {
             shared.prop_deps(&state, &props)?
         };
         let mut handler = Handler::new(shared.clone(), deps, false);
+        if let Some(device) = props.device {
+            handler.device = Some(shared.devices.index_of(shared.id, device)?);
+        }
         let result = cgf(&mut handler).and_then(|()| shared.commit(&mut handler));
         if result.is_err() {
             handler.abandon();
@@ -334,6 +359,14 @@ impl Graph<Modifiable> {
             group.graph.id,
             shared.id
         );
+        if let Some(device) = props.device {
+            ensure!(
+                shared.devices.index_of(shared.id, device)? == 0,
+                UnsupportedFeature,
+                "dynamic command groups of multi-device graph #{} run on its own device only, not {device}",
+                shared.id
+            );
+        }
         let mut state = shared.state.lock();
         shared.check_not_recording(&state, "explicit add to")?;
         let mut deps = shared.prop_deps(&state, &props)?;
@@ -379,7 +412,11 @@ impl Graph<Modifiable> {
         shared.check_not_recording(&state, "make_edge in")?;
         let (s, d) = (src.index, dest.index);
         ensure!(s != d, InvalidGraph, "make_edge from {} to itself", state.describe(shared, s));
-        if state.nodes[d as usize].preds.contains(&s) {
+        // Search the shorter list: a join with many predecessors gets each of
+        // them by `make_edge` (O(N²) over its predecessor list).
+        let (from, to) = (&state.nodes[s as usize], &state.nodes[d as usize]);
+        let exists = if from.succs.len() < to.preds.len() { from.succs.contains(&d) } else { to.preds.contains(&s) };
+        if exists {
             return Ok(());
         }
         if !shared.props.no_cycle_check {

@@ -326,6 +326,7 @@ impl Node {
         let graph = &self.graph;
         let mut state = graph.state.lock();
         let name = state.describe(graph, self.index);
+        let context = graph.devices.context(state.placed.device(self.index));
         let spec = state.kernel_spec_mut(self.index).ok_or_else(|| {
             err!(InvalidCommandHandle, "{name} is not a kernel node: only kernel ranges can be updated")
         })?;
@@ -342,7 +343,7 @@ impl Node {
         if let Some(o) = offset {
             new.offset = to_3d(o, 0);
         }
-        new.resolve(&graph.context).map_err(|e| e.in_context(&name))?;
+        new.resolve(context).map_err(|e| e.in_context(&name))?;
         *spec = new;
         Ok(())
     }

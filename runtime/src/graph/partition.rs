@@ -139,6 +139,34 @@ pub(crate) struct Lowered {
 /// the others stay, to become joins. `order` is a topological order of `preds`.
 pub(crate) fn lower_empties(preds: &[Vec<u32>], empty: &[bool], order: &[u32]) -> Lowered {
     let n = preds.len();
+    if empty.contains(&true) {
+        return lower_some_empties(preds, empty, order);
+    }
+    // Nothing to contract: every node is kept, renumbered in `order`, with
+    // its predecessors as the general case gives them (sorted by original
+    // number, then renumbered), at one allocation per node instead of three.
+    let mut renumber = vec![None; n];
+    for (i, v) in order.iter().enumerate() {
+        renumber[*v as usize] = Some(i as u32);
+    }
+    let preds = order
+        .iter()
+        .map(|v| {
+            let mut ps = preds[*v as usize].clone();
+            ps.sort_unstable();
+            ps.dedup();
+            for p in &mut ps {
+                *p = renumber[*p as usize].expect("every node is kept");
+            }
+            ps
+        })
+        .collect();
+    Lowered { renumber, preds, original: order.to_vec() }
+}
+
+/// [`lower_empties`] of a graph with empty nodes.
+fn lower_some_empties(preds: &[Vec<u32>], empty: &[bool], order: &[u32]) -> Lowered {
+    let n = preds.len();
     let mut succ_count = vec![0usize; n];
     for ps in preds {
         for p in ps {
@@ -185,6 +213,8 @@ pub(crate) fn lower_empties(preds: &[Vec<u32>], empty: &[bool], order: &[u32]) -
 pub(crate) struct Part {
     /// Whether this is a host-task partition.
     pub(crate) host: bool,
+    /// The device of its nodes (multi-device graphs; else 0).
+    pub(crate) device: u16,
     /// The nodes, in execution order.
     pub(crate) members: Vec<u32>,
     /// The partitions it waits for (smaller numbers).
@@ -194,13 +224,27 @@ pub(crate) struct Part {
 /// Splits a DAG into partitions (see the module docs). `order` is a
 /// topological order; partitions are numbered in a topological order of the
 /// partition graph and their members listed in `order`.
+#[cfg(test)]
 pub(crate) fn partition(preds: &[Vec<u32>], host: &[bool], order: &[u32]) -> (Vec<Part>, Vec<u32>) {
+    partition_placed(preds, host, &vec![0; preds.len()], order)
+}
+
+/// [`partition`] of nodes placed on devices: an edge between device nodes of
+/// two devices separates levels as a host task does, and partitions hold the
+/// nodes of one device.
+pub(crate) fn partition_placed(
+    preds: &[Vec<u32>],
+    host: &[bool],
+    device: &[u16],
+    order: &[u32],
+) -> (Vec<Part>, Vec<u32>) {
     let n = preds.len();
     // Levels.
     let mut level = vec![0u32; n];
     for &v in order {
-        level[v as usize] =
-            preds[v as usize].iter().map(|p| level[*p as usize] + host[*p as usize] as u32).max().unwrap_or(0);
+        let vu = v as usize;
+        let step = |p: usize| host[p] || (!host[vu] && device[p] != device[vu]);
+        level[vu] = preds[vu].iter().map(|p| level[*p as usize] + step(*p as usize) as u32).max().unwrap_or(0);
     }
     // Components of device nodes within a level (union-find).
     let mut parent: Vec<u32> = (0..n as u32).collect();
@@ -216,7 +260,7 @@ pub(crate) fn partition(preds: &[Vec<u32>], host: &[bool], order: &[u32]) -> (Ve
             continue;
         }
         for &p in &preds[v] {
-            if !host[p as usize] && level[p as usize] == level[v] {
+            if !host[p as usize] && level[p as usize] == level[v] && device[p as usize] == device[v] {
                 let (a, b) = (find(&mut parent, p), find(&mut parent, v as u32));
                 if a != b {
                     parent[a.max(b) as usize] = a.min(b);
@@ -265,12 +309,18 @@ pub(crate) fn partition(preds: &[Vec<u32>], host: &[bool], order: &[u32]) -> (Ve
         group_host[group[v] as usize] = host[v];
     }
     let mut merged: Vec<u32> = (0..groups).collect();
-    let mut by_key: HashMap<(u32, &[u32], &[u32]), u32> = HashMap::new();
+    let mut group_device = vec![0u16; groups as usize];
+    for v in 0..n {
+        group_device[group[v] as usize] = device[v];
+    }
+    // (level, device, predecessors, successors) of a group.
+    type GroupKey<'a> = (u32, u16, &'a [u32], &'a [u32]);
+    let mut by_key: HashMap<GroupKey<'_>, u32> = HashMap::new();
     for g in 0..groups as usize {
         if group_host[g] {
             continue;
         }
-        let key = (group_level[g], &group_preds[g][..], &group_succs[g][..]);
+        let key = (group_level[g], group_device[g], &group_preds[g][..], &group_succs[g][..]);
         merged[g] = *by_key.entry(key).or_insert(g as u32);
     }
     // Partition graph over merged groups, then a topological numbering that
@@ -319,10 +369,11 @@ pub(crate) fn partition(preds: &[Vec<u32>], host: &[bool], order: &[u32]) -> (Ve
             }
         }
     }
-    let mut parts: Vec<Part> = vec![Part { host: false, members: Vec::new(), preds: Vec::new() }; k];
+    let mut parts: Vec<Part> = vec![Part { host: false, device: 0, members: Vec::new(), preds: Vec::new() }; k];
     for (r, ps) in pp.iter().enumerate() {
         let part = &mut parts[number[r] as usize];
         part.host = group_host[first_seen[r] as usize];
+        part.device = group_device[first_seen[r] as usize];
         part.preds = ps.iter().map(|p| number[*p as usize]).collect();
         part.preds.sort_unstable();
     }
@@ -410,6 +461,17 @@ mod tests {
         assert_eq!(low.preds[n8], vec![low.renumber[4].unwrap()]);
         assert_eq!(low.preds[e as usize].len(), 3);
         assert_eq!(low.original.len(), 8);
+    }
+
+    #[test]
+    fn without_empties_the_fast_path_matches_the_general_one() {
+        // 0 -> 2, 1 -> 2, 0 -> 3, 2 -> 3, with duplicate and unsorted lists.
+        let preds = vec![vec![], vec![], vec![1, 0, 1], vec![2, 0]];
+        let empty = [false; 4];
+        for order in [ExecutionOrder::DepthFirst, ExecutionOrder::BreadthFirst] {
+            let order = topological_order(&preds, order).unwrap();
+            assert_eq!(lower_empties(&preds, &empty, &order), lower_some_empties(&preds, &empty, &order));
+        }
     }
 
     #[test]

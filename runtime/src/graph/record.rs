@@ -68,10 +68,25 @@ pub(crate) struct QueueRecord {
     last: Option<u32>,
     /// The newest barrier recorded from the queue.
     barrier: Option<u32>,
-    /// Nodes recorded from the queue that no later node of it depends on.
+    /// Nodes recorded from the queue that no later node of it depends on,
+    /// among others: every node is added when recorded and the ones a later
+    /// node of the queue depends on are dropped only when a barrier needs the
+    /// list. Pruning at each node instead costs O(leaves) per node, O(N²)
+    /// for a wide fork recorded from an out-of-order queue.
     leaves: Vec<u32>,
+    /// The length of `leaves` after it was last pruned.
+    pruned_len: usize,
     /// Its `begin_recording` property list.
     pub(crate) props: RecordingProperties,
+}
+
+impl QueueRecord {
+    /// Drops the nodes of `leaves` that a later node of the queue depends on.
+    fn prune_leaves(&mut self, nodes: &[super::node::NodeData]) {
+        let key = Some(self.key);
+        self.leaves.retain(|l| !nodes[*l as usize].succs.iter().any(|s| nodes[*s as usize].queue == key));
+        self.pruned_len = self.leaves.len();
+    }
 }
 
 /// An operation a recording queue records: a command validated as for a
@@ -97,6 +112,11 @@ pub struct RecordedEvent {
 }
 
 impl RecordedEvent {
+    /// The event of `node` of `graph`, as recorded from the queue `queue` (its key).
+    pub(crate) fn new(graph: Arc<GraphShared>, node: u32, queue: usize) -> RecordedEvent {
+        RecordedEvent { graph, node, queue }
+    }
+
     /// The error of a host wait on it.
     pub(crate) fn wait_error(&self) -> UrError {
         err!(
@@ -215,8 +235,13 @@ fn add(
         );
         deps.push(rec.node);
     }
-    let qrec = &state.recording[qi];
-    if matches!(op, Recordable::Wait { barrier: true }) && wait.is_empty() {
+    let GraphState { recording, nodes, .. } = &mut *state;
+    let qrec = &mut recording[qi];
+    let barrier_on_leaves = matches!(op, Recordable::Wait { barrier: true }) && wait.is_empty();
+    if barrier_on_leaves {
+        // `leaves` holds candidates (see `QueueRecord::leaves`): drop those a
+        // later node of this queue depends on.
+        qrec.prune_leaves(nodes);
         deps.extend_from_slice(&qrec.leaves);
     }
     if qrec.in_order {
@@ -225,18 +250,38 @@ fn add(
         deps.extend(qrec.barrier);
     }
     let index = state.nodes.len() as u32;
+    let device = graph.devices.index_of_context(queue.context()).unwrap_or(0);
     let kind = match op {
         Recordable::Command(command) => NodeKind::Memory(command),
-        Recordable::Kernel(kernel, origin) => NodeKind::Kernel(KernelSpec::new(kernel, origin)),
+        Recordable::Kernel(kernel, origin) => {
+            let spec = KernelSpec::new(kernel, origin);
+            graph.devices.check_kernel(graph.id, device, &spec)?;
+            NodeKind::Kernel(spec)
+        }
         Recordable::Wait { barrier: true } => NodeKind::Barrier,
         Recordable::Wait { barrier: false } => NodeKind::Empty,
         Recordable::HostTask(task) => NodeKind::HostTask(task),
         Recordable::Native(callback) => NodeKind::Native(callback),
         Recordable::Subgraph(sub) => {
-            super::executable::check_subgraph(graph, &sub)?;
+            let on = super::executable::check_subgraph(graph, &sub)?;
+            ensure!(
+                on == device,
+                InvalidQueue,
+                "executable graph #{} runs on {}, recorded by a queue of {}",
+                sub.id(),
+                sub.device(),
+                queue.device()
+            );
             NodeKind::Subgraph(sub)
         }
         Recordable::Malloc { kind, size, zero_init } => {
+            ensure!(
+                device == 0,
+                UnsupportedFeature,
+                "graph-owned allocations of multi-device graph #{} are made on its own device only, not {}",
+                graph.id,
+                queue.device()
+            );
             let prune = !graph.props.no_cycle_check;
             let GraphState { pool, nodes, topo, .. } = &mut *state;
             let (alloc, ptr) = pool
@@ -250,17 +295,24 @@ fn add(
         }
     };
     let barrier = matches!(kind, NodeKind::Barrier);
+    let accesses = super::buffers::recorded_subgraph(graph, state, &kind, &mut deps);
     let index = state.commit(kind, deps, Some(key));
-    let GraphState { recording, nodes, .. } = &mut *state;
-    let qrec = &mut recording[qi];
-    let preds = &nodes[index as usize].preds;
-    if preds.len() > 16 {
-        let preds: std::collections::HashSet<u32> = preds.iter().copied().collect();
-        qrec.leaves.retain(|l| !preds.contains(l));
-    } else {
-        qrec.leaves.retain(|l| !preds.contains(l));
+    state.register_accesses(index, accesses);
+    state.placed.place(index, device);
+    let qrec = &mut state.recording[qi];
+    if barrier_on_leaves {
+        // It depends on every leaf of the queue.
+        qrec.leaves.clear();
+        qrec.pruned_len = 0;
     }
     qrec.leaves.push(index);
+    if qrec.leaves.len() >= 2 * qrec.pruned_len.max(32) {
+        // Pruned when it doubles: amortized O(1) per node, and memory in
+        // proportion to the true leaves.
+        let GraphState { recording, nodes, .. } = &mut *state;
+        recording[qi].prune_leaves(nodes);
+    }
+    let qrec = &mut state.recording[qi];
     qrec.last = Some(index);
     if barrier {
         qrec.barrier = Some(index);
@@ -282,7 +334,7 @@ pub(crate) fn refuse_while_recording(queue: &Queue, what: &str) -> Result<()> {
 /// The checks of `begin_recording` that do not change anything.
 pub(crate) fn check_can_begin(graph: &GraphShared, queue: &Queue) -> Result<()> {
     ensure!(
-        queue.context() == &graph.context && queue.device() == graph.device(),
+        graph.devices.index_of_context(queue.context()).is_some(),
         InvalidQueue,
         "a queue of {} cannot record into graph #{} of {}",
         queue.device(),
@@ -315,6 +367,7 @@ pub(crate) fn begin(graph: &Arc<GraphShared>, queue: &Queue, props: RecordingPro
         last: None,
         barrier: None,
         leaves: Vec::new(),
+        pruned_len: 0,
         props,
     });
     *guard = Some(graph.clone());

@@ -1,0 +1,112 @@
+//! The `multi_device` group (issue 17): the two-stage [`pipeline`](crate::pipeline)
+//! as one multi-device graph over the first two selected devices, against
+//! the same work as a single-device graph on the first; replay of the
+//! finalized graphs, each execution waited for. Exact results are checked
+//! before timing. Figures are only meaningful on two GPUs: on the CPU
+//! machine the "devices" share the host's cores and memory.
+
+use std::fmt::Write as _;
+use std::time::Instant;
+
+use ur::Device;
+
+use crate::pipeline::{Pipeline, Side};
+use crate::stats::{Repeats, Summary, measure};
+use crate::suites::Record;
+
+fn record(devices: &str, names: &str, variant: &str, metric: &str, n: usize, summary: Summary) -> Record {
+    Record {
+        device: devices.into(),
+        backend: "multi".into(),
+        device_name: names.into(),
+        benchmark: "multi_device".into(),
+        shape: "pipeline".into(),
+        variant: variant.into(),
+        metric: metric.into(),
+        n,
+        summary,
+    }
+}
+
+fn ms(ns: f64) -> String {
+    format!("{:.3}", ns / 1e6)
+}
+
+/// Runs the group over the first two of `devices`; the table, or why nothing ran.
+pub fn run(devices: &[Device], repeats: Repeats, quick: bool, out: &mut Vec<Record>) -> String {
+    let mut text = String::from("### `multi_device` (two-stage pipeline as one graph)\n\n");
+    let [a, b, ..] = devices else {
+        text += "not measured: needs two selected devices (UR_DEVICE_SELECTOR)\n\n";
+        return text;
+    };
+    match measure_all(a, b, repeats, quick, out) {
+        Ok(table) => text += &table,
+        Err(e) => {
+            let _ = writeln!(text, "not measured: {e}\n");
+        }
+    }
+    text
+}
+
+fn measure_all(
+    a: &Device,
+    b: &Device,
+    repeats: Repeats,
+    quick: bool,
+    out: &mut Vec<Record>,
+) -> Result<String, ur::UrError> {
+    let (sa, sb) = (Side::new(a)?, Side::new(b)?);
+    let devices = format!("{a} + {b}");
+    let names = format!("{} + {}", a.info().name, b.info().name);
+    let sizes: &[usize] = if quick { &[1 << 16, 1 << 20] } else { &[1 << 16, 1 << 20, 1 << 24] };
+    let stage_repeats = 4;
+    let mut text = format!(
+        "Devices: {devices} ({names}); each stage a kernel and {stage_repeats} increments per half; ms per execution, \
+         median (p10-p90)\n\n| elements | one device ({a}) | two devices | speed-up | bytes peer-to-peer | bytes through the \
+         host |\n|---:|---:|---:|---:|---:|---:|\n"
+    );
+    for &n in sizes {
+        let half = n / 2;
+        let one = Pipeline::new([&sa, &sa], half, stage_repeats)?;
+        let two = Pipeline::new([&sa, &sb], half, stage_repeats)?;
+        for p in [&one, &two] {
+            p.load()?;
+            p.run()?;
+            p.check()?;
+        }
+        let r = repeats.scaled(n / 4096);
+        let time = |p: &Pipeline<'_>| {
+            measure(r, || {
+                let start = Instant::now();
+                p.run()?;
+                Ok::<_, ur::UrError>([start.elapsed()])
+            })
+        };
+        let [t1] = time(&one)?;
+        let [t2] = time(&two)?;
+        // Results after the timed replays too.
+        two.check()?;
+        let staged = two.cross_bytes - two.peer_bytes;
+        let _ = writeln!(
+            text,
+            "| {n} | {} ({}-{}) | {} ({}-{}) | {:.2}x | {} | {} |",
+            ms(t1.median),
+            ms(t1.p10),
+            ms(t1.p90),
+            ms(t2.median),
+            ms(t2.p10),
+            ms(t2.p90),
+            t1.median / t2.median,
+            two.peer_bytes,
+            staged
+        );
+        out.push(record(&devices, &names, "one device", "ns", n, t1));
+        out.push(record(&devices, &names, "two devices", "ns", n, t2));
+        let one_figure = |v: usize| Summary { median: v as f64, p10: v as f64, p90: v as f64, samples: 1 };
+        out.push(record(&devices, &names, "peer", "bytes_per_execution", n, one_figure(two.peer_bytes)));
+        out.push(record(&devices, &names, "host staged", "bytes_per_execution", n, one_figure(staged)));
+    }
+    text += "\nBytes through the host cross it twice (device to host staging, host staging to device). Results are \
+             checked exactly against the host before and after timing.\n\n";
+    Ok(text)
+}
