@@ -46,6 +46,25 @@ fn main() {
     // SAFETY: `empty` touches no memory.
     let one = median(2000 * scale, || unsafe { queue.launch_kernel(&launch, &[]) }.unwrap().wait().unwrap());
     println!("one kernel, enqueue to completion: {one:?}");
+    // The submitting thread's share: the enqueue call alone.
+    let mut host: Vec<Duration> = (0..2000 * scale)
+        .map(|_| {
+            let start = Instant::now();
+            // SAFETY: as above.
+            let event = unsafe { queue.launch_kernel(&launch, &[]) }.unwrap();
+            let host = start.elapsed();
+            event.wait().unwrap();
+            host
+        })
+        .collect();
+    host.sort();
+    println!("one kernel, the enqueue call alone: {:?}", host[host.len() / 2]);
+    let cb = CommandBuffer::new(&context, &device, CommandBufferDesc::default()).unwrap();
+    // SAFETY: as above.
+    unsafe { cb.append_kernel_launch(&launch, &[], AppendOptions::new()) }.unwrap();
+    cb.finalize().unwrap();
+    let one = median(2000 * scale, || queue.enqueue_command_buffer(&cb, &[]).unwrap().wait().unwrap());
+    println!("one-node command buffer, enqueue to completion: {one:?}");
 
     const N: u32 = 1024;
     for (shape, chain) in [("chain", true), ("wide", false)] {

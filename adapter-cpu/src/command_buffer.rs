@@ -72,6 +72,10 @@ struct Graph {
     /// Nodes with signal events (fixed once finalized: an update may only
     /// replace the event of a command appended with one).
     signals: Vec<u32>,
+    /// Nodes whose command does not run on one thread
+    /// ([`exec::single_threaded`]); while there are none, the host thread
+    /// waiting for a run may run it.
+    multi_threaded: usize,
 }
 
 impl Graph {
@@ -83,6 +87,7 @@ impl Graph {
         self.waiting.clear();
         self.signals.clear();
         self.steps.clear();
+        self.multi_threaded = 0;
         for (index, node) in self.nodes.iter_mut().enumerate() {
             if node.signal.is_some() {
                 self.signals.push(index as u32);
@@ -90,6 +95,7 @@ impl Graph {
             let waits = !node.wait_events.is_empty();
             node.sole_predecessor = node.predecessors == 1 && !waits;
             node.func = exec::kernel_fn(&node.command);
+            self.multi_threaded += usize::from(!exec::single_threaded(&node.command));
             self.steps.push(Step { direct: None, next: NO_NEXT });
             self.initial_counters.push(node.predecessors + u32::from(waits));
             if waits {
@@ -125,6 +131,8 @@ enum Change {
 impl Change {
     fn apply(self, graph: &mut Graph, index: u32) {
         let node = &mut graph.nodes[index as usize];
+        let multi_threaded = |node: &Node| usize::from(!exec::single_threaded(&node.command));
+        let before = multi_threaded(node);
         match self {
             Change::Command(command) => {
                 node.func = exec::kernel_fn(&command);
@@ -133,8 +141,10 @@ impl Change {
             Change::Signal(signal) => node.signal = Some(signal),
             Change::WaitEvents(events) => node.wait_events = events,
         }
+        let after = multi_threaded(node);
         // Before finalize there are no steps; `plan` makes them.
         if graph.steps.len() == graph.nodes.len() {
+            graph.multi_threaded = graph.multi_threaded + after - before;
             graph.restep(index as usize);
         }
     }
@@ -261,7 +271,13 @@ impl CommandBufferImpl for CpuCommandBuffer {
         let mut deps: SmallVec<[&dyn EventImpl; 8]> = SmallVec::from_slice(wait);
         deps.extend(previous.as_deref().map(|e| e as &dyn EventImpl));
         let pool = queue.pool().clone();
-        queue.schedule(&deps, &done, false, Box::new(move || pool.spawn(move || run.start())))?;
+        let claimable = self.graph.multi_threaded == 0;
+        let event = done.clone();
+        let start = move || {
+            let job = Box::new(move || run.start());
+            if claimable { event.spawn_claimable(&pool, job) } else { pool.spawn(job) }
+        };
+        queue.schedule(&deps, &done, false, Box::new(start))?;
         self.previous = Some(done.clone());
         Ok(done)
     }

@@ -9,15 +9,16 @@
 //! waits for (`target`) has completed. One-shot events wait for generation 1;
 //! signal events start at target 0 (complete before the first execution).
 
-use std::sync::Arc;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 use ur_core::adapter::{EventImpl, UserEventImpl};
 use ur_core::{EventStatus, ProfilingInfo, UrError};
 
-use crate::pool::now_ns;
+use crate::pool::{Job, Pool, now_ns};
 
 /// Work to run once some events have completed.
 pub(crate) type Continuation = Box<dyn FnOnce() + Send>;
@@ -34,7 +35,15 @@ pub(crate) struct CpuEvent {
     done: AtomicU64,
     completed: Condvar,
     profiling: bool,
+    /// The job that completes this event while no worker has taken it, for
+    /// a host thread that waits for the event to run itself
+    /// ([`CpuEvent::spawn_claimable`]). Weak: a job dropped unrun with the
+    /// pool must not keep the event alive through its own closure.
+    claim: Mutex<Weak<Claim>>,
 }
+
+/// A job that whichever thread takes it first runs.
+type Claim = Mutex<Option<Job>>;
 
 struct State {
     target: u64,
@@ -67,6 +76,7 @@ impl CpuEvent {
             done: AtomicU64::new(0),
             completed: Condvar::new(),
             profiling,
+            claim: Mutex::new(Weak::new()),
         })
     }
 
@@ -148,6 +158,28 @@ impl CpuEvent {
         }
     }
 
+    /// Hands `job`, which completes this event, to `pool`; a host thread
+    /// that waits for the event before a worker has taken the job runs it
+    /// itself, saving both thread handoffs (dispenso's and Taskflow's
+    /// caller-runs). Only for jobs that run on one thread anyway: on a host
+    /// thread a launch's work-groups would not be spread over the pool.
+    pub(crate) fn spawn_claimable(&self, pool: &Pool, job: Job) {
+        let slot: Arc<Claim> = Arc::new(Mutex::new(Some(job)));
+        *self.claim.lock() = Arc::downgrade(&slot);
+        pool.spawn(move || {
+            let job = slot.lock().take();
+            if let Some(job) = job {
+                job();
+            }
+        });
+    }
+
+    /// The job of [`CpuEvent::spawn_claimable`], unless a worker took it.
+    fn claim(&self) -> Option<Job> {
+        let slot = std::mem::take(&mut *self.claim.lock()).upgrade()?;
+        slot.lock().take()
+    }
+
     /// Runs `work` once the event is complete: now, on this thread, if it
     /// already is.
     pub(crate) fn on_complete(&self, work: Continuation) {
@@ -174,6 +206,14 @@ impl EventImpl for CpuEvent {
 
     fn wait(&self) -> Result<(), UrError> {
         let target = self.state.lock().target;
+        if self.done.load(Ordering::Acquire) < target
+            && let Some(job) = self.claim()
+        {
+            // As on a worker: kernel panics are caught inside the job.
+            if catch_unwind(AssertUnwindSafe(job)).is_err() {
+                tracing::error!("a CPU adapter job panicked outside kernel code");
+            }
+        }
         let start = Instant::now();
         while self.done.load(Ordering::Acquire) < target {
             let waited = start.elapsed();

@@ -44,6 +44,19 @@ pub(crate) fn kernel_fn(command: &Command) -> Option<NativeKernelFn> {
     }
 }
 
+/// Whether `command` runs on one thread anyway (no work-groups to spread
+/// over the pool), so that the host thread waiting for it may run it
+/// ([`crate::event::CpuEvent::spawn_claimable`]). Native host callbacks
+/// stay on the workers: their code may expect not to run on the caller's
+/// thread.
+pub(crate) fn single_threaded(command: &Command) -> bool {
+    match command {
+        Command::KernelLaunch(k) => k.range.global_size == k.range.local_size,
+        Command::Native(_) => false,
+        _ => true,
+    }
+}
+
 /// The function of a kernel command that runs as one work-group with no
 /// local memory: such a launch needs no group loop and no scratch memory,
 /// only a call ([`run_direct`]). Most command-buffer nodes are of this kind,

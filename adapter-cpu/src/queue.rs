@@ -12,7 +12,7 @@ use ur_core::{Command, QueueProperties, Result};
 
 use crate::event::{Continuation, CpuEvent, after_all};
 use crate::exec;
-use crate::pool::Pool;
+use crate::pool::{Job, Pool};
 
 /// Outstanding events kept before a full sweep of completed ones.
 const SWEEP_AT: usize = 4096;
@@ -95,14 +95,17 @@ impl QueueImpl for CpuQueue {
     unsafe fn enqueue(&self, command: &Command, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
         let event = CpuEvent::pending(self.profiling);
         let (pool, command, done) = (self.pool.clone(), command.clone(), event.clone());
+        let claimable = exec::single_threaded(&command);
         let start: Continuation = Box::new(move || {
-            pool.spawn(move || {
+            let event = done.clone();
+            let job: Job = Box::new(move || {
                 done.start(1);
                 // SAFETY: the command was validated by the front end (the
                 // trait's contract), and it runs after its dependencies.
                 let result = unsafe { exec::execute(&command) };
                 done.finish(1, result);
-            })
+            });
+            if claimable { event.spawn_claimable(&pool, job) } else { pool.spawn(job) }
         });
         self.schedule(wait, &event, false, start)?;
         Ok(event)
