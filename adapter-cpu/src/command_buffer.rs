@@ -274,8 +274,11 @@ impl CommandBufferImpl for CpuCommandBuffer {
         let claimable = self.graph.multi_threaded == 0;
         let event = done.clone();
         let start = move || {
-            let job = Box::new(move || run.start());
-            if claimable { event.spawn_claimable(&pool, job) } else { pool.spawn(job) }
+            if claimable {
+                event.spawn_claimable(&pool, Box::new(move |_| run.start()))
+            } else {
+                pool.spawn(move || run.start())
+            }
         };
         queue.schedule(&deps, &done, false, Box::new(start))?;
         self.previous = Some(done.clone());

@@ -10,9 +10,9 @@ use smallvec::SmallVec;
 use ur_core::adapter::{EventImpl, QueueImpl, downcast};
 use ur_core::{Command, QueueProperties, Result};
 
-use crate::event::{Continuation, CpuEvent, after_all};
+use crate::event::{Continuation, CpuEvent, EventJob, after_all};
 use crate::exec;
-use crate::pool::{Job, Pool};
+use crate::pool::Pool;
 
 /// Outstanding events kept before a full sweep of completed ones.
 const SWEEP_AT: usize = 4096;
@@ -97,15 +97,14 @@ impl QueueImpl for CpuQueue {
         let (pool, command, done) = (self.pool.clone(), command.clone(), event.clone());
         let claimable = exec::single_threaded(&command);
         let start: Continuation = Box::new(move || {
-            let event = done.clone();
-            let job: Job = Box::new(move || {
+            let job: EventJob = Box::new(move |done| {
                 done.start(1);
                 // SAFETY: the command was validated by the front end (the
                 // trait's contract), and it runs after its dependencies.
                 let result = unsafe { exec::execute(&command) };
                 done.finish(1, result);
             });
-            if claimable { event.spawn_claimable(&pool, job) } else { pool.spawn(job) }
+            if claimable { done.spawn_claimable(&pool, job) } else { pool.spawn(move || job(&done)) }
         });
         self.schedule(wait, &event, false, start)?;
         Ok(event)
