@@ -63,8 +63,11 @@ pub(crate) fn single_threaded(command: &Command) -> bool {
 /// so the executor decides it once, at finalize and update.
 pub(crate) fn direct_fn(command: &Command) -> Option<NativeKernelFn> {
     match command {
+        // An empty launch (a zero global size) runs no group: not a call.
         Command::KernelLaunch(k)
-            if k.range.global_size == k.range.local_size && !k.args.iter().any(|a| matches!(a, ArgValue::Local(_))) =>
+            if k.range.global_size == k.range.local_size
+                && !k.range.global_size.contains(&0)
+                && !k.args.iter().any(|a| matches!(a, ArgValue::Local(_))) =>
         {
             kernel_fn(command)
         }
