@@ -46,6 +46,32 @@ fn main() {
     // SAFETY: `empty` touches no memory.
     let one = median(2000 * scale, || unsafe { queue.launch_kernel(&launch, &[]) }.unwrap().wait().unwrap());
     println!("one kernel, enqueue to completion: {one:?}");
+    // The submitting thread's share: the enqueue call alone.
+    let mut host: Vec<Duration> = (0..2000 * scale)
+        .map(|_| {
+            let start = Instant::now();
+            // SAFETY: as above.
+            let event = unsafe { queue.launch_kernel(&launch, &[]) }.unwrap();
+            let host = start.elapsed();
+            event.wait().unwrap();
+            host
+        })
+        .collect();
+    host.sort();
+    println!("one kernel, the enqueue call alone: {:?}", host[host.len() / 2]);
+    let cb = CommandBuffer::new(&context, &device, CommandBufferDesc::default()).unwrap();
+    // SAFETY: as above.
+    unsafe { cb.append_kernel_launch(&launch, &[], AppendOptions::new()) }.unwrap();
+    cb.finalize().unwrap();
+    let one = median(2000 * scale, || queue.enqueue_command_buffer(&cb, &[]).unwrap().wait().unwrap());
+    println!("one-node command buffer, enqueue to completion: {one:?}");
+    let one = median(2000 * scale, || {
+        let event = queue.enqueue_command_buffer(&cb, &[]).unwrap();
+        while !event.status().is_terminal() {
+            std::thread::yield_now();
+        }
+    });
+    println!("one-node command buffer, run by a worker: {one:?}");
 
     const N: u32 = 1024;
     for (shape, chain) in [("chain", true), ("wide", false)] {
@@ -60,5 +86,13 @@ fn main() {
         cb.finalize().unwrap();
         let t = median(500 * scale, || queue.enqueue_command_buffer(&cb, &[]).unwrap().wait().unwrap());
         println!("{N}-node {shape}: {:.1} ns/node", t.as_nanos() as f64 / f64::from(N));
+        // Polling the status instead of waiting leaves the replay to the workers.
+        let t = median(500 * scale, || {
+            let event = queue.enqueue_command_buffer(&cb, &[]).unwrap();
+            while !event.status().is_terminal() {
+                std::thread::yield_now();
+            }
+        });
+        println!("{N}-node {shape}, run by the workers: {:.1} ns/node", t.as_nanos() as f64 / f64::from(N));
     }
 }

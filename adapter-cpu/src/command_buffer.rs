@@ -42,9 +42,26 @@ struct Node {
     func: Option<NativeKernelFn>,
 }
 
+/// What running a node takes, decided at finalize and update and kept apart
+/// from the nodes so that a replay walks a small array.
+#[derive(Clone, Copy)]
+struct Step {
+    /// The function of a kernel that runs as a direct call
+    /// ([`exec::direct_fn`]), when the node has no signal event.
+    direct: Option<NativeKernelFn>,
+    /// The node to run next on the same thread with no counting: the only
+    /// successor, when this node is its only predecessor; else [`NO_NEXT`].
+    next: u32,
+}
+
+/// The `next` of a node whose successors are not a chain's next link.
+const NO_NEXT: u32 = u32::MAX;
+
 #[derive(Clone, Default)]
 struct Graph {
     nodes: Vec<Node>,
+    /// One per node.
+    steps: Vec<Step>,
     /// Each node's counter at the start of a run: its predecessors, plus one
     /// for nodes with wait events, held until their events are registered.
     initial_counters: Vec<u32>,
@@ -55,6 +72,10 @@ struct Graph {
     /// Nodes with signal events (fixed once finalized: an update may only
     /// replace the event of a command appended with one).
     signals: Vec<u32>,
+    /// Nodes whose command does not run on one thread
+    /// ([`exec::single_threaded`]); while there are none, the host thread
+    /// waiting for a run may run it.
+    multi_threaded: usize,
 }
 
 impl Graph {
@@ -65,6 +86,8 @@ impl Graph {
         self.roots.clear();
         self.waiting.clear();
         self.signals.clear();
+        self.steps.clear();
+        self.multi_threaded = 0;
         for (index, node) in self.nodes.iter_mut().enumerate() {
             if node.signal.is_some() {
                 self.signals.push(index as u32);
@@ -72,6 +95,8 @@ impl Graph {
             let waits = !node.wait_events.is_empty();
             node.sole_predecessor = node.predecessors == 1 && !waits;
             node.func = exec::kernel_fn(&node.command);
+            self.multi_threaded += usize::from(!exec::single_threaded(&node.command));
+            self.steps.push(Step { direct: None, next: NO_NEXT });
             self.initial_counters.push(node.predecessors + u32::from(waits));
             if waits {
                 self.waiting.push(index as u32);
@@ -79,6 +104,20 @@ impl Graph {
                 self.roots.push(index as u32);
             }
         }
+        for index in 0..self.nodes.len() {
+            self.restep(index);
+        }
+    }
+
+    /// Derives node `index`'s step (after finalize, or an update of it).
+    fn restep(&mut self, index: usize) {
+        let node = &self.nodes[index];
+        let direct = if node.signal.is_none() { exec::direct_fn(&node.command) } else { None };
+        let next = match node.successors.as_slice() {
+            &[only] if self.nodes[only as usize].sole_predecessor => only,
+            _ => NO_NEXT,
+        };
+        self.steps[index] = Step { direct, next };
     }
 }
 
@@ -90,7 +129,10 @@ enum Change {
 }
 
 impl Change {
-    fn apply(self, node: &mut Node) {
+    fn apply(self, graph: &mut Graph, index: u32) {
+        let node = &mut graph.nodes[index as usize];
+        let multi_threaded = |node: &Node| usize::from(!exec::single_threaded(&node.command));
+        let before = multi_threaded(node);
         match self {
             Change::Command(command) => {
                 node.func = exec::kernel_fn(&command);
@@ -98,6 +140,12 @@ impl Change {
             }
             Change::Signal(signal) => node.signal = Some(signal),
             Change::WaitEvents(events) => node.wait_events = events,
+        }
+        let after = multi_threaded(node);
+        // Before finalize there are no steps; `plan` makes them.
+        if graph.steps.len() == graph.nodes.len() {
+            graph.multi_threaded = graph.multi_threaded + after - before;
+            graph.restep(index as usize);
         }
     }
 }
@@ -123,9 +171,9 @@ impl CpuCommandBuffer {
         match Arc::get_mut(&mut self.graph) {
             Some(graph) => {
                 for (i, earlier) in self.pending.drain(..) {
-                    earlier.apply(&mut graph.nodes[i as usize]);
+                    earlier.apply(graph, i);
                 }
-                change.apply(&mut graph.nodes[index as usize]);
+                change.apply(graph, index);
             }
             None => self.pending.push((index, change)),
         }
@@ -151,7 +199,7 @@ impl CpuCommandBuffer {
         }
         let graph = Arc::make_mut(&mut self.graph);
         for (i, change) in self.pending.drain(..) {
-            change.apply(&mut graph.nodes[i as usize]);
+            change.apply(graph, i);
         }
     }
 }
@@ -223,7 +271,16 @@ impl CommandBufferImpl for CpuCommandBuffer {
         let mut deps: SmallVec<[&dyn EventImpl; 8]> = SmallVec::from_slice(wait);
         deps.extend(previous.as_deref().map(|e| e as &dyn EventImpl));
         let pool = queue.pool().clone();
-        queue.schedule(&deps, &done, false, Box::new(move || pool.spawn(move || run.start())))?;
+        let claimable = self.graph.multi_threaded == 0;
+        let event = done.clone();
+        let start = move || {
+            if claimable {
+                event.spawn_claimable(&pool, Box::new(move |_| run.start()))
+            } else {
+                pool.spawn(move || run.start())
+            }
+        };
+        queue.schedule(&deps, &done, false, Box::new(start))?;
         self.previous = Some(done.clone());
         Ok(done)
     }
@@ -375,29 +432,28 @@ impl Run {
     }
 
     /// Runs `index`, then keeps running the first successor it makes ready;
-    /// returns how many nodes ran.
+    /// returns how many nodes ran. A chain's links ([`Step::next`]) and
+    /// direct kernel calls take no atomic operation and no queue.
     fn run_chain(self: &Arc<Self>, mut index: u32) -> usize {
         let mut finished = 0;
         loop {
+            let step = self.graph.steps[index as usize];
             let node = &self.graph.nodes[index as usize];
-            let generation = if node.signal.is_some() { self.generations[index as usize] } else { 0 };
-            if let Some(signal) = &node.signal {
-                signal.start(generation);
-            }
-            let failed = if self.failed.load(Ordering::Acquire) { self.failure.lock().clone() } else { None };
-            let result = match failed {
-                Some(error) => Err(execution_error(Backend::Cpu, format!("skipped after an earlier failure: {error}"))),
-                // SAFETY: the command was validated when appended (or updated),
-                // and every predecessor and wait event has completed.
-                None => unsafe { exec::execute_with(&node.command, node.func) },
-            };
-            if let Err(error) = &result {
-                self.fail(error.clone());
-            }
-            if let Some(signal) = &node.signal {
-                signal.finish(generation, result);
-            }
             finished += 1;
+            match (step.direct, &node.command) {
+                (Some(func), Command::KernelLaunch(launch)) if !self.failed.load(Ordering::Acquire) => {
+                    // SAFETY: validated when appended (or updated); every
+                    // predecessor and wait event has completed.
+                    if let Err(error) = unsafe { exec::run_direct(launch, func) } {
+                        self.fail(error);
+                    }
+                }
+                _ => self.run_node(index, node),
+            }
+            if step.next != NO_NEXT {
+                index = step.next;
+                continue;
+            }
             // The first successor is released here; more than one, the rest
             // go to the pool as a span.
             let Some(&first) = node.successors.first() else { break };
@@ -412,5 +468,27 @@ impl Run {
             }
         }
         finished
+    }
+
+    /// Runs node `index` the general way: its signal event, any command,
+    /// and skipping after an earlier failure.
+    fn run_node(&self, index: u32, node: &Node) {
+        let generation = if node.signal.is_some() { self.generations[index as usize] } else { 0 };
+        if let Some(signal) = &node.signal {
+            signal.start(generation);
+        }
+        let failed = if self.failed.load(Ordering::Acquire) { self.failure.lock().clone() } else { None };
+        let result = match failed {
+            Some(error) => Err(execution_error(Backend::Cpu, format!("skipped after an earlier failure: {error}"))),
+            // SAFETY: the command was validated when appended (or updated),
+            // and every predecessor and wait event has completed.
+            None => unsafe { exec::execute_with(&node.command, node.func) },
+        };
+        if let Err(error) = &result {
+            self.fail(error.clone());
+        }
+        if let Some(signal) = &node.signal {
+            signal.finish(generation, result);
+        }
     }
 }

@@ -44,6 +44,60 @@ pub(crate) fn kernel_fn(command: &Command) -> Option<NativeKernelFn> {
     }
 }
 
+/// Whether `command` runs on one thread anyway (no work-groups to spread
+/// over the pool), so that the host thread waiting for it may run it
+/// ([`crate::event::CpuEvent::spawn_claimable`]). Native host callbacks
+/// stay on the workers: their code may expect not to run on the caller's
+/// thread.
+pub(crate) fn single_threaded(command: &Command) -> bool {
+    match command {
+        Command::KernelLaunch(k) => k.range.global_size == k.range.local_size,
+        Command::Native(_) => false,
+        _ => true,
+    }
+}
+
+/// The function of a kernel command that runs as one work-group with no
+/// local memory: such a launch needs no group loop and no scratch memory,
+/// only a call ([`run_direct`]). Most command-buffer nodes are of this kind,
+/// so the executor decides it once, at finalize and update.
+pub(crate) fn direct_fn(command: &Command) -> Option<NativeKernelFn> {
+    match command {
+        // An empty launch (a zero global size) runs no group: not a call.
+        Command::KernelLaunch(k)
+            if k.range.global_size == k.range.local_size
+                && !k.range.global_size.contains(&0)
+                && !k.args.iter().any(|a| matches!(a, ArgValue::Local(_))) =>
+        {
+            kernel_fn(command)
+        }
+        _ => None,
+    }
+}
+
+/// Runs a launch that [`direct_fn`] accepted, calling `func` once for its
+/// only work-group. Errors as for [`execute`].
+///
+/// # Safety
+/// As for [`execute`]; `func` is [`direct_fn`] of `launch`'s command.
+#[inline]
+pub(crate) unsafe fn run_direct(launch: &KernelCommand, func: NativeKernelFn) -> Result<()> {
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        let mut args = SmallVec::new();
+        // SAFETY: forwarded from this function's contract.
+        unsafe { native_args(launch, &mut args) }?;
+        // SAFETY: as in `run_kernel`: the kernel table's promise, checked
+        // against the launch by the front end.
+        Ok(unsafe { func.call(&WorkGroup::new(&launch.range, [0; 3], &args)) })
+    }));
+    match outcome {
+        Ok(Ok(Ok(()))) => Ok(()),
+        Ok(Ok(Err(code))) => Err(kernel_error(launch, code)),
+        Ok(Err(error)) => Err(error),
+        Err(payload) => Err(panicked(&format!("kernel `{}`", launch.kernel.name()), &*payload)),
+    }
+}
+
 /// [`execute`], with the kernel's function when it was looked up already.
 ///
 /// # Safety
@@ -59,9 +113,15 @@ pub(crate) unsafe fn execute_with(command: &Command, func: Option<NativeKernelFn
                 Command::KernelLaunch(k) => format!("kernel `{}`", k.kernel.name()),
                 other => format!("{} command", other.kind()),
             };
-            Err(execution_error(Backend::Cpu, format!("{what} panicked: {}", ur_core::error::panic_message(&*payload))))
+            Err(panicked(&what, &*payload))
         }
     }
+}
+
+/// The error of a command (`what`) whose code panicked.
+#[cold]
+fn panicked(what: &str, payload: &(dyn Any + Send)) -> ur_core::UrError {
+    execution_error(Backend::Cpu, format!("{what} panicked: {}", ur_core::error::panic_message(payload)))
 }
 
 /// # Safety
@@ -196,22 +256,17 @@ unsafe fn run_kernel(launch: &KernelCommand, func: Option<NativeKernelFn>) -> Re
     if range.global_size.contains(&0) {
         return Ok(());
     }
+    let mut template = SmallVec::new();
+    // SAFETY: forwarded from this function's contract.
+    unsafe { native_args(launch, &mut template) }?;
     // Offsets of local-memory arguments in a group's scratch, and its size.
     let mut local_offsets: SmallVec<[usize; 8]> = SmallVec::new();
     let mut scratch_len = 0;
-    let mut template: SmallVec<[NativeArg<'_>; 8]> = SmallVec::new();
-    for arg in &launch.args {
-        template.push(match arg {
-            ArgValue::Value(bytes) => NativeArg::Value(bytes),
-            ArgValue::Pointer(p) => NativeArg::Pointer(p.addr() as *mut u8),
-            // SAFETY: a sub-buffer's offset lies inside its root buffer.
-            ArgValue::MemObj(b) => NativeArg::Pointer(unsafe { buffer_ptr(b)?.add(b.offset()) }),
-            ArgValue::Local(size) => {
-                local_offsets.push(scratch_len);
-                scratch_len += size.next_multiple_of(LOCAL_ALIGN);
-                NativeArg::Local(ptr::null_mut(), *size)
-            }
-        });
+    for arg in &template {
+        if let NativeArg::Local(_, size) = arg {
+            local_offsets.push(scratch_len);
+            scratch_len += size.next_multiple_of(LOCAL_ALIGN);
+        }
     }
     // The first non-zero code a C kernel returned; later groups still run,
     // as they would on a device.
@@ -269,14 +324,41 @@ unsafe fn run_kernel(launch: &KernelCommand, func: Option<NativeKernelFn>) -> Re
     kernel_status(launch, &status)
 }
 
+/// The arguments of a launch as its kernel sees them; local-memory
+/// arguments are null here, for each group to point into its scratch.
+///
+/// # Safety
+/// The launch was validated (its memory objects are this adapter's).
+#[inline]
+unsafe fn native_args<'a>(launch: &'a KernelCommand, out: &mut SmallVec<[NativeArg<'a>; 8]>) -> Result<()> {
+    // A plain loop: collecting through `Result` moves the whole small
+    // vector several times, which costs more than an empty kernel's call.
+    for arg in &launch.args {
+        out.push(match arg {
+            ArgValue::Value(bytes) => NativeArg::Value(bytes),
+            ArgValue::Pointer(p) => NativeArg::Pointer(p.addr() as *mut u8),
+            // SAFETY: a sub-buffer's offset lies inside its root buffer.
+            ArgValue::MemObj(b) => NativeArg::Pointer(unsafe { buffer_ptr(b)?.add(b.offset()) }),
+            ArgValue::Local(size) => NativeArg::Local(ptr::null_mut(), *size),
+        });
+    }
+    Ok(())
+}
+
 /// The launch's result from the code its C kernel returned.
 fn kernel_status(launch: &KernelCommand, status: &AtomicI32) -> Result<()> {
     match status.load(Ordering::Relaxed) {
         0 => Ok(()),
-        code => Err(ur_core::UrError::AdapterSpecific(ur_core::Detail::native(
-            Backend::Cpu,
-            code.into(),
-            format!("kernel `{}` returned {code}", launch.kernel.name()),
-        ))),
+        code => Err(kernel_error(launch, code)),
     }
+}
+
+/// The error of a launch whose C kernel returned `code` (non-zero).
+#[cold]
+fn kernel_error(launch: &KernelCommand, code: i32) -> ur_core::UrError {
+    ur_core::UrError::AdapterSpecific(ur_core::Detail::native(
+        Backend::Cpu,
+        code.into(),
+        format!("kernel `{}` returned {code}", launch.kernel.name()),
+    ))
 }

@@ -10,7 +10,7 @@ use smallvec::SmallVec;
 use ur_core::adapter::{EventImpl, QueueImpl, downcast};
 use ur_core::{Command, QueueProperties, Result};
 
-use crate::event::{Continuation, CpuEvent, after_all};
+use crate::event::{Continuation, CpuEvent, EventJob, after_all};
 use crate::exec;
 use crate::pool::Pool;
 
@@ -95,14 +95,16 @@ impl QueueImpl for CpuQueue {
     unsafe fn enqueue(&self, command: &Command, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
         let event = CpuEvent::pending(self.profiling);
         let (pool, command, done) = (self.pool.clone(), command.clone(), event.clone());
+        let claimable = exec::single_threaded(&command);
         let start: Continuation = Box::new(move || {
-            pool.spawn(move || {
+            let job: EventJob = Box::new(move |done| {
                 done.start(1);
                 // SAFETY: the command was validated by the front end (the
                 // trait's contract), and it runs after its dependencies.
                 let result = unsafe { exec::execute(&command) };
                 done.finish(1, result);
-            })
+            });
+            if claimable { done.spawn_claimable(&pool, job) } else { pool.spawn(move || job(&done)) }
         });
         self.schedule(wait, &event, false, start)?;
         Ok(event)

@@ -37,6 +37,11 @@ pub const GOALS: &[Goal] = &[
         assess: update_goal,
     },
     Goal {
+        name: "5. CPU executor",
+        target: "≤ 10 ns/node on a 1024-chain with 1 worker, ≤ 100 ns/node on a 1024-wide DAG with all workers, ≤ 3 µs from enqueue to completion of one kernel",
+        assess: cpu_executor_goal,
+    },
+    Goal {
         name: "6. graph layer",
         target: "build + finalize of a 100,000-node graph ≤ 1 s; replay within 5% of the same command buffer enqueued directly",
         assess: crate::graph::goal,
@@ -83,6 +88,47 @@ fn update_goal(l: &Lookup<'_>) -> Option<Assessment> {
             now += "; N = 1000 not measured";
             met = false;
         }
+    }
+    Some(Assessment { now, met })
+}
+
+/// Goal 5 thresholds: chain and wide ns per node, one kernel in ns.
+const CHAIN_NS: f64 = 10.0;
+const WIDE_NS: f64 = 100.0;
+const ONE_KERNEL_NS: f64 = 3000.0;
+
+fn cpu_executor_goal(l: &Lookup<'_>) -> Option<Assessment> {
+    // The one-worker figures come from the native view's child process only.
+    let n = *l.sizes("cpu_per_node").last()?;
+    let per_node = |shape, variant| l.get("cpu_per_node", shape, variant, "ns_per_node", n);
+    let chain = per_node("chain", "1 worker")?;
+    let all = l.variants("cpu_per_node").into_iter().find(|v| v.ends_with(" workers"))?;
+    let wide = per_node("wide", all);
+    let mut now = format!("chain {:.1} ns/node (1 worker, N = {n})", chain.median);
+    let mut met = n >= 1024 && chain.median <= CHAIN_NS;
+    if let Some(w) = per_node("chain", "1 worker, workers run") {
+        let _ = write!(now, " ({:.1} when a worker runs it)", w.median);
+    }
+    match wide {
+        Some(w) => {
+            let _ = write!(now, "; wide {:.1} ns/node ({all})", w.median);
+            met &= w.median <= WIDE_NS;
+        }
+        None => met = false,
+    }
+    match l.get("submission", "chain", "replay", "wall_ns_per_node", 1) {
+        Some(one) => {
+            let _ = write!(now, "; one-node buffer {:.2} µs", one.median / 1e3);
+            met &= one.median <= ONE_KERNEL_NS;
+        }
+        None => {
+            now += "; one kernel not measured (--only submission)";
+            met = false;
+        }
+    }
+    if let Some(eager) = l.get("submission", "chain", "eager", "wall_ns_per_node", 1) {
+        let _ = write!(now, ", eager kernel {:.2} µs", eager.median / 1e3);
+        met &= eager.median <= ONE_KERNEL_NS;
     }
     Some(Assessment { now, met })
 }
@@ -146,6 +192,33 @@ mod tests {
         let a = update_goal(&Lookup::new(&all, "cpu:0")).unwrap();
         assert!(a.met, "{}", a.now);
         assert!(summary(&all).contains("| 1. update"));
+    }
+
+    fn cpu(benchmark: &str, shape: &str, variant: &str, metric: &str, n: usize, median: f64) -> Record {
+        Record { benchmark: benchmark.into(), shape: shape.into(), metric: metric.into(), ..rec(variant, n, median) }
+    }
+
+    fn cpu_records(chain: f64, one_kernel: f64) -> Vec<Record> {
+        vec![
+            cpu("cpu_per_node", "chain", "1 worker", "ns_per_node", 1024, chain),
+            cpu("cpu_per_node", "wide", "16 workers", "ns_per_node", 1024, 30.0),
+            cpu("submission", "chain", "replay", "wall_ns_per_node", 1, one_kernel),
+            cpu("submission", "chain", "eager", "wall_ns_per_node", 1, one_kernel),
+        ]
+    }
+
+    #[test]
+    fn cpu_executor_goal_needs_every_figure_under_its_bound() {
+        let fast = cpu_records(8.0, 1000.0);
+        let a = cpu_executor_goal(&Lookup::new(&fast, "cpu:0")).unwrap();
+        assert!(a.met, "{}", a.now);
+        let slow_chain = cpu_records(12.0, 1000.0);
+        assert!(!cpu_executor_goal(&Lookup::new(&slow_chain, "cpu:0")).unwrap().met);
+        let slow_kernel = cpu_records(8.0, 3500.0);
+        assert!(!cpu_executor_goal(&Lookup::new(&slow_kernel, "cpu:0")).unwrap().met);
+        let no_submission: Vec<Record> = fast.into_iter().filter(|r| r.benchmark == "cpu_per_node").collect();
+        assert!(!cpu_executor_goal(&Lookup::new(&no_submission, "cpu:0")).unwrap().met);
+        assert!(cpu_executor_goal(&Lookup::new(&no_submission, "vulkan:0")).is_none());
     }
 
     #[test]

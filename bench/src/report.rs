@@ -34,6 +34,19 @@ impl<'a> Lookup<'a> {
             .map(|r| &r.summary)
     }
 
+    /// The variants measured in `benchmark`, sorted.
+    pub fn variants(&self, benchmark: &str) -> Vec<&'a str> {
+        let mut v: Vec<&str> = self
+            .records
+            .iter()
+            .filter(|r| r.device == self.device && r.benchmark == benchmark)
+            .map(|r| r.variant.as_str())
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
     /// The sizes measured in `benchmark`, ascending.
     pub fn sizes(&self, benchmark: &str) -> Vec<usize> {
         let mut n: Vec<usize> =

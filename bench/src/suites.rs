@@ -328,6 +328,10 @@ pub fn update(t: &Target, repeats: Repeats, sizes: &[usize], out: &mut Vec<Recor
 
 /// Issue item 5 — host overhead per node of replaying a chain and a wide DAG
 /// of trivial kernels (the CPU adapter's figure; run with 1 and all workers).
+/// Measured twice: enqueue then `wait` (the waiting thread may run the
+/// replay itself, as the CPU adapter's caller-runs does), and enqueue then
+/// polling the status until it is complete, which leaves the replay to the
+/// workers (variant `<variant>, workers run`).
 pub fn per_node(t: &Target, repeats: Repeats, n: usize, variant: &str, out: &mut Vec<Record>) -> Result<(), UrError> {
     for shape in [Shape::Chain, Shape::Wide] {
         let cb = build(t, shape, n, CommandBufferDesc::default())?;
@@ -336,6 +340,18 @@ pub fn per_node(t: &Target, repeats: Repeats, n: usize, variant: &str, out: &mut
             Ok::<_, UrError>([d])
         })?;
         out.push(t.record("cpu_per_node", shape.name(), variant, "ns_per_node", n, wall.per(n)));
+        let [wall] = measure(repeats, || {
+            let (_, d) = time(|| {
+                let event = t.queue.enqueue_command_buffer(&cb, &[])?;
+                while !event.status().is_terminal() {
+                    std::thread::yield_now();
+                }
+                event.wait()
+            })?;
+            Ok::<_, UrError>([d])
+        })?;
+        let workers = format!("{variant}, workers run");
+        out.push(t.record("cpu_per_node", shape.name(), &workers, "ns_per_node", n, wall.per(n)));
     }
     Ok(())
 }

@@ -58,6 +58,7 @@ impl NativeKernelFn {
     /// # Safety
     /// A C entry point must be valid to call with this group's arguments, as
     /// its kernel table promised.
+    #[inline]
     pub unsafe fn call(&self, group: &WorkGroup<'_>) -> std::result::Result<(), i32> {
         match self {
             NativeKernelFn::Rust(f) => {
