@@ -480,6 +480,7 @@ pub(super) fn cross_graph_and_eager(devices: &[Device]) -> CaseResult {
     // page 0 with 5 (read_write: the page must be current first).
     fill_node(&graph, &buffer, AccessMode::ReadWrite, 0, PAGE, 5)?;
     let exec = graph.finalize(FinalizeProperties::default())?;
+    let peers = crate::cases::multi_device::peers(&devices[0], &devices[1])?;
     let before = buffer.stats();
     exec.enqueue_on(&graph_queue, &[])?.wait()?;
     check_eq!(moved(before, buffer.stats()).1, 1, "page 0 from the host");
@@ -491,7 +492,12 @@ pub(super) fn cross_graph_and_eager(devices: &[Device]) -> CaseResult {
         let before = buffer.stats();
         exec.enqueue_on(&graph_queue, &[])?.wait()?;
         let (copies, pages, _, via_host) = moved(before, buffer.stats());
-        check_eq!((copies, pages, via_host), (1, 1, 1), "round {round}: page 0, device to device through the host");
+        let peer = u64::from(peers);
+        check_eq!(
+            (copies, pages, via_host, buffer.stats().peer - before.peer),
+            (1, 1, 1 - peer, peer),
+            "round {round}: page 0, device to device (peer copy where the devices are peers, else through the host)"
+        );
         let expected = [vec![5; PAGE], vec![100 + round; PAGE], vec![0; 2 * PAGE]].concat();
         check_eq!(host_read(&buffer, 0, N)?, expected, "round {round}");
     }

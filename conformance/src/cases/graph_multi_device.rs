@@ -76,6 +76,29 @@ fn two(devices: &[Device]) -> Result<(Side, Side), CaseError> {
     }
 }
 
+/// The device of `a` and `b` that cannot stage a copy between them: none
+/// where they are peers, else one with neither host nor shared USM.
+fn cannot_stage<'d>(a: &'d Device, b: &'d Device) -> Result<Option<&'d Device>, CaseError> {
+    if crate::cases::multi_device::peers(a, b)? {
+        return Ok(None);
+    }
+    let host_visible = UsmKinds::HOST | UsmKinds::SHARED;
+    Ok([a, b].into_iter().find(|d| !d.info().usm.intersects(host_visible)))
+}
+
+/// [`two`], for cases that copy between the devices: skipped where a copy
+/// cannot be staged (`errors` checks that such a copy is refused).
+fn two_copying(devices: &[Device]) -> Result<(Side, Side), CaseError> {
+    if let [a, b, ..] = devices
+        && let Some(lacking) = cannot_stage(a, b)?
+    {
+        return Err(CaseError::Skip(format!(
+            "{lacking} has neither host nor shared USM to stage copies between devices that are not peers"
+        )));
+    }
+    two(devices)
+}
+
 fn graph(a: &Side, b: &Side) -> Result<Graph, CaseError> {
     Ok(Graph::new_multi_device(&[&a.context, &b.context], GraphProperties::default())?)
 }
@@ -106,7 +129,7 @@ pub fn cases() -> Vec<CrossCase> {
 /// to the first and incremented there: one partition per device (and the
 /// staging host task), exact results at every replay.
 fn explicit_add_on_device(devices: &[Device]) -> CaseResult {
-    let (a, b) = two(devices)?;
+    let (a, b) = two_copying(devices)?;
     let (fill_a, fill_b, inc_a, inc_b) =
         (a.kernel("fill")?, b.kernel("fill")?, a.kernel("increment")?, b.kernel("increment")?);
     let (xa, ya, xb) = (a.usm()?, a.usm()?, b.usm()?);
@@ -153,7 +176,7 @@ fn explicit_add_on_device(devices: &[Device]) -> CaseResult {
 /// A queue of each device records into one graph; the first device's work
 /// waits for the second's through a recorded event.
 fn recording_two_queues(devices: &[Device]) -> CaseResult {
-    let (a, b) = two(devices)?;
+    let (a, b) = two_copying(devices)?;
     let (fill_a, fill_b) = (a.kernel("fill")?, b.kernel("fill")?);
     let inc_b = b.kernel("increment")?;
     let (xa, xb, ya) = (a.usm()?, b.usm()?, a.usm()?);
@@ -186,7 +209,7 @@ fn recording_two_queues(devices: &[Device]) -> CaseResult {
 
 /// Copies in both directions, of part of an allocation, chained.
 fn cross_device_copies(devices: &[Device]) -> CaseResult {
-    let (a, b) = two(devices)?;
+    let (a, b) = two_copying(devices)?;
     let (xa, xb, ya) = (a.usm()?, b.usm()?, a.usm()?);
     let data: Vec<u32> = (0..N as u32).map(|i| i * 3 + 1).collect();
     write(a.queue.core(), xa.ptr(), &data)?;
@@ -219,7 +242,7 @@ fn cross_device_copies(devices: &[Device]) -> CaseResult {
 /// A kernel on the second device with a dynamic value and a range update:
 /// the executable graph follows both.
 fn update_on_second_device(devices: &[Device]) -> CaseResult {
-    let (a, b) = two(devices)?;
+    let (a, b) = two_copying(devices)?;
     let fill_b = b.kernel("fill")?;
     let inc_a = a.kernel("increment")?;
     let (xb, ya) = (b.usm()?, a.usm()?);
@@ -262,7 +285,7 @@ fn update_on_second_device(devices: &[Device]) -> CaseResult {
 /// A single-device executable graph of the second device as a sub-graph:
 /// placed there, inlined, replayed.
 fn subgraph_on_second_device(devices: &[Device]) -> CaseResult {
-    let (a, b) = two(devices)?;
+    let (a, b) = two_copying(devices)?;
     let inc_b = b.kernel("increment")?;
     let (xb, ya) = (b.usm()?, a.usm()?);
     let sub = Graph::new(&b.context, b.device(), GraphProperties::default())?;
@@ -328,5 +351,14 @@ fn errors(devices: &[Device]) -> CaseResult {
     check_err!(other.add(|h| h.subgraph(&exec), NodeProperties::new()), UnsupportedFeature);
     // Submission on a queue of the second device: the graph's own device submits.
     check_err!(b.queue.enqueue_graph(&exec, &[]), InvalidQueue);
+    // A copy between devices that can neither reach each other nor stage it.
+    if cannot_stage(a.device(), b.device())?.is_some() {
+        let xb = b.usm()?;
+        let g = graph(&a, &b)?;
+        let copy = g
+            .add(|h| h.memcpy_across(a.device(), xa.ptr(), b.device(), xb.ptr(), N * 4), NodeProperties::new())
+            .and_then(|_| g.finalize(FinalizeProperties::default()).map(drop));
+        check_err!(copy, UnsupportedFeature);
+    }
     Ok(())
 }
