@@ -14,7 +14,9 @@
 //! - with a signal event, an event-record node after the body.
 //!
 //! Later commands depend on the body's last node; in-order buffers get the
-//! previous command as their only dependency from the front end. A buffer
+//! previous command as their only dependency from the front end. Those
+//! edges between commands reach the driver in one call at finalize (see
+//! `edges.rs`), except a native command's, given at its capture. A buffer
 //! with kernels ends with a kernel node that moves the status word its
 //! kernels report failures to (see the kernel ABI in `program.rs`) into the
 //! submission's slot of the buffer's status ring, and clears it; an enqueue
