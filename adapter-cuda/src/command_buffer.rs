@@ -673,7 +673,11 @@ impl CommandBufferImpl for CudaCommandBuffer {
             // A graph to launch needs a node.
             self.add_empty(&[])?;
         }
+        // Timed, so that a slow finalize on a GPU machine says which step.
+        let start = std::time::Instant::now();
+        let edges = self.edges.get_mut().arrays().0.len();
         self.link_pending()?;
+        let linked = start.elapsed();
         if let Some((word, ring)) = self.run.as_ref().map(|r| (r.word.addr, r.ring.addr)) {
             let leaves: Vec<Node> = self.commands.iter().filter(|c| !c.has_successors).map(|c| c.exit).collect();
             let mut node: Node = ptr::null_mut();
@@ -684,9 +688,18 @@ impl CommandBufferImpl for CudaCommandBuffer {
             })?;
             self.run.as_mut().expect("checked").node = Some(node);
         }
+        let before_instantiate = start.elapsed();
         let exec = self.instantiate()?;
         self.exec = Some(ExecGraph::new(&self.dev, exec));
-        tracing::debug!(commands = self.commands.len(), kernels = self.run.is_some(), "CUDA graph instantiated");
+        tracing::debug!(
+            commands = self.commands.len(),
+            edges,
+            kernels = self.run.is_some(),
+            link_us = linked.as_micros() as u64,
+            collector_us = (before_instantiate - linked).as_micros() as u64,
+            instantiate_us = (start.elapsed() - before_instantiate).as_micros() as u64,
+            "CUDA graph instantiated"
+        );
         Ok(())
     }
 
