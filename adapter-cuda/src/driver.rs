@@ -102,6 +102,7 @@ const REQUIRED_SYMBOLS: &[&str] = &[
     "cuStreamGetCaptureInfo_v2",
     "cuStreamEndCapture",
     "cuGraphAddChildGraphNode",
+    "cuGraphAddDependencies",
 ];
 
 static OPENED: AtomicBool = AtomicBool::new(false);

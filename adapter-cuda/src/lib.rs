@@ -29,6 +29,7 @@ mod context;
 mod conv;
 mod device;
 mod driver;
+mod edges;
 mod event;
 mod exec;
 mod hold;
