@@ -79,13 +79,7 @@ fn peer_route(state: &State, src: Loc, dst: Loc) -> Option<Loc> {
 /// copy is linear.
 fn peer_copy(state: &mut State, on: Loc, src: Loc, dst: Loc, pages: &PageBox) -> Result<()> {
     let queue = state.allocs[on - 1].queue()?;
-    let deps: Vec<Dep> = state
-        .deps
-        .conflicts(pages, UseKind::Read { loc: src })
-        .chain(state.deps.conflicts(pages, UseKind::Fill { to: dst }))
-        .map(|u| u.token.clone())
-        .collect();
-    let wait = wait_list(&queue, &deps)?;
+    let wait = conflicting(state, &queue, src, dst, pages)?;
     let wait: Vec<&Event> = wait.iter().collect();
     let (dst_ptr, src_ptr) = (state.device_ptr(dst), state.device_ptr(src));
     let rect = state.grid.rect(pages);
@@ -112,13 +106,7 @@ fn peer_copy(state: &mut State, on: Loc, src: Loc, dst: Loc, pages: &PageBox) ->
 fn hop(state: &mut State, src: Loc, dst: Loc, pages: &PageBox) -> Result<()> {
     let device = if src == HOST { dst } else { src };
     let queue = state.allocs[device - 1].queue()?;
-    let deps: Vec<Dep> = state
-        .deps
-        .conflicts(pages, UseKind::Read { loc: src })
-        .chain(state.deps.conflicts(pages, UseKind::Fill { to: dst }))
-        .map(|u| u.token.clone())
-        .collect();
-    let wait = wait_list(&queue, &deps)?;
+    let wait = conflicting(state, &queue, src, dst, pages)?;
     let wait: Vec<&Event> = wait.iter().collect();
     let host = state.host_mem()?.ptr();
     let dev = state.device_ptr(device).addr() as *mut u8;
@@ -148,6 +136,19 @@ fn hop(state: &mut State, src: Loc, dst: Loc, pages: &PageBox) -> Result<()> {
         }
     }
     record_pieces(state, &queue, pages, src, dst, events, failed)
+}
+
+/// What a transfer of `pages` from `src` to `dst` on `queue` waits for:
+/// the uses it conflicts with (writers of the pages, and copies into the
+/// source or the target), as events `queue` can wait on.
+fn conflicting(state: &State, queue: &Queue, src: Loc, dst: Loc, pages: &PageBox) -> Result<Vec<Event>> {
+    let deps: Vec<Dep> = state
+        .deps
+        .conflicts(pages, UseKind::Read { loc: src })
+        .chain(state.deps.conflicts(pages, UseKind::Fill { to: dst }))
+        .map(|u| u.token.clone())
+        .collect();
+    wait_list(queue, &deps)
 }
 
 /// Records the pieces of one transfer of `pages` from `src` to `dst` as
