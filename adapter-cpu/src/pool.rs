@@ -5,11 +5,7 @@
 //! steal from in batches; host threads hand work in through a shared
 //! injector. A worker out of work keeps looking for a while before it parks, so that
 //! work arriving shortly after (the next replay, the next command of a
-//! queue) starts without a thread wake-up, which costs microseconds. As in
-//! Taskflow, at most [`MAX_SPINNERS`] workers look at a time and the rest
-//! park: every look scans the injector and all deques, so with every idle
-//! worker looking, the cost of a push to the submitting thread (its atomics
-//! contended by the lookers) grew with the worker count.
+//! queue) starts without a thread wake-up, which costs microseconds.
 //! Tasks never block on other tasks: dependencies are continuations
 //! ([`crate::event`]), and [`parallel_for`] runs other tasks while it waits.
 
@@ -33,12 +29,6 @@ pub(crate) type Job = Box<dyn FnOnce() + Send>;
 /// work (measured: 100 µs per handoff instead of 4), while on an idle one
 /// `sched_yield` returns at once.
 const IDLE: Duration = Duration::from_micros(100);
-
-/// Idle workers allowed to look for work at once; the others park. Two, not
-/// one: a worker that has just finished a task can take over looking while
-/// the one that found the next task runs it, so an eager chain rarely needs
-/// a wake-up.
-const MAX_SPINNERS: usize = 2;
 
 /// A unit of work. `Raw` runs a function on a pointer and three numbers
 /// without allocating: the command-buffer executor's spans of nodes.
@@ -81,44 +71,21 @@ struct Shared {
     stealers: Box<[Stealer<Task>]>,
     /// Workers parked, or about to park, on `wake`.
     sleepers: AtomicUsize,
-    /// Workers looking for work in [`Local::find_spinning`], at most
-    /// [`MAX_SPINNERS`].
-    spinners: AtomicUsize,
     lock: Mutex<()>,
     wake: Condvar,
     shutdown: AtomicBool,
 }
 
 impl Shared {
-    /// Wakes a parked worker after work was queued, unless a worker is
-    /// looking for work (it will find this work, see `Local::park`).
+    /// Wakes a parked worker, if any, after work was queued.
     fn notify(&self) {
-        // Pairs with the fence in `park`: either this sees the spinner stop
-        // and the sleeper, or the sleeper's last look sees the work.
+        // Pairs with the fence in `park`: either this sees the sleeper, or
+        // the sleeper's last look sees the work.
         fence(Ordering::SeqCst);
-        if self.spinners.load(Ordering::Relaxed) == 0 {
-            self.wake_one();
-        }
-    }
-
-    fn wake_one(&self) {
         if self.sleepers.load(Ordering::Relaxed) > 0 {
             let _guard = self.lock.lock();
             self.wake.notify_one();
         }
-    }
-
-    /// Becomes one of the workers looking for work, if fewer than
-    /// [`MAX_SPINNERS`] are.
-    fn try_spin(&self) -> bool {
-        let mut n = self.spinners.load(Ordering::Relaxed);
-        while n < MAX_SPINNERS {
-            match self.spinners.compare_exchange_weak(n, n + 1, Ordering::SeqCst, Ordering::Relaxed) {
-                Ok(_) => return true,
-                Err(now) => n = now,
-            }
-        }
-        false
     }
 
     fn has_work(&self) -> bool {
@@ -160,28 +127,19 @@ impl Local {
         }
     }
 
-    /// Looks for work, yielding between looks, as one of the spinners;
-    /// `None` once idle long enough to park.
+    /// Spins, then yields, looking for work; `None` once idle long enough to park.
     fn find_spinning(&self) -> Option<Task> {
         let start = Instant::now();
-        let found = loop {
+        loop {
             if let Some(task) = self.find() {
-                break Some(task);
+                return Some(task);
             }
             let idle = start.elapsed();
             if idle > IDLE || self.shared.shutdown.load(Ordering::Relaxed) {
-                break None;
+                return None;
             }
             std::thread::yield_now();
-        };
-        // The last spinner to find work wakes a sleeper to look in its
-        // place (Taskflow's rule): pushes skip the wake-up while a worker
-        // spins, so work that came with this task, or just after it, still
-        // spreads over the pool, one worker at a time.
-        if self.shared.spinners.fetch_sub(1, Ordering::SeqCst) == 1 && found.is_some() {
-            self.shared.wake_one();
         }
-        found
     }
 
     fn park(&self) {
@@ -196,22 +154,8 @@ impl Local {
     }
 
     fn main_loop(&self) {
-        // A worker just woken looks as a spinner first, so that if it finds
-        // work it wakes the next one: the wake-ups chain until the pool has
-        // either enough workers or a spinner to spare.
-        let mut woken = false;
         while !self.shared.shutdown.load(Ordering::Relaxed) {
-            let found = if woken && self.shared.try_spin() {
-                self.find_spinning()
-            } else {
-                match self.find() {
-                    Some(task) => Some(task),
-                    None if self.shared.try_spin() => self.find_spinning(),
-                    None => None,
-                }
-            };
-            woken = found.is_none();
-            match found {
+            match self.find_spinning() {
                 Some(task) => task.run(),
                 None => self.park(),
             }
@@ -246,7 +190,6 @@ impl Pool {
             injector: Injector::new(),
             stealers: deques.iter().map(Worker::stealer).collect(),
             sleepers: AtomicUsize::new(0),
-            spinners: AtomicUsize::new(0),
             lock: Mutex::new(()),
             wake: Condvar::new(),
             shutdown: AtomicBool::new(false),
@@ -450,51 +393,6 @@ mod tests {
             sum.fetch_add(chunk.sum::<usize>(), Ordering::Relaxed);
         });
         assert_eq!(sum.into_inner(), 45);
-    }
-
-    /// Work pushed while a worker spins wakes no one, so the wake-ups must
-    /// chain from the spinner that finds it: eight tasks that each wait for
-    /// all eight to run at once finish only if every parked worker woke.
-    #[test]
-    fn one_push_from_the_host_spreads_over_every_parked_worker() {
-        let threads = 8;
-        let pool = Pool::new(threads).unwrap();
-        for round in 0..3 {
-            // Long enough for the workers beyond the spinners to park.
-            std::thread::sleep(IDLE * 20);
-            let barrier = Arc::new(std::sync::Barrier::new(threads));
-            let (tx, rx) = mpsc::channel();
-            for _ in 0..threads {
-                let (barrier, tx) = (barrier.clone(), tx.clone());
-                pool.spawn(move || {
-                    barrier.wait();
-                    tx.send(()).unwrap();
-                });
-            }
-            for _ in 0..threads {
-                rx.recv_timeout(Duration::from_secs(30)).unwrap_or_else(|_| panic!("round {round}: a worker slept"));
-            }
-        }
-    }
-
-    #[test]
-    fn at_most_max_spinners_look_for_work() {
-        let pool = Pool::new(8).unwrap();
-        let most = Arc::new(AtomicUsize::new(0));
-        let (tx, rx) = mpsc::channel();
-        for _ in 0..2000 {
-            let (most, tx, shared) = (most.clone(), tx.clone(), pool.shared.clone());
-            pool.spawn(move || {
-                most.fetch_max(shared.spinners.load(Ordering::SeqCst), Ordering::Relaxed);
-                tx.send(()).unwrap();
-            });
-            std::thread::yield_now();
-        }
-        for _ in 0..2000 {
-            rx.recv_timeout(Duration::from_secs(30)).unwrap();
-        }
-        let most = most.load(Ordering::Relaxed);
-        assert!((1..=MAX_SPINNERS).contains(&most), "{most} spinners");
     }
 
     #[test]
