@@ -14,9 +14,7 @@
 //! - with a signal event, an event-record node after the body.
 //!
 //! Later commands depend on the body's last node; in-order buffers get the
-//! previous command as their only dependency from the front end. Those
-//! edges between commands reach the driver in one call at finalize (see
-//! `edges.rs`), except a native command's, given at its capture. A buffer
+//! previous command as their only dependency from the front end. A buffer
 //! with kernels ends with a kernel node that moves the status word its
 //! kernels report failures to (see the kernel ABI in `program.rs`) into the
 //! submission's slot of the buffer's status ring, and clears it; an enqueue
@@ -46,7 +44,6 @@ use std::ptr;
 use std::sync::Arc;
 
 use cudarc::driver::sys;
-use parking_lot::Mutex;
 use smallvec::SmallVec;
 use ur_core::adapter::{CommandBufferImpl, EventImpl, KernelUpdate, QueueImpl, downcast};
 use ur_core::{
@@ -58,7 +55,6 @@ use crate::conv::{CopyPlan, HostJob, host_job_kept};
 use crate::conv::{copy_1d, copy_rect, fill_plan};
 use crate::device::{DeviceShared, Release, Word};
 use crate::driver::{self, cu};
-use crate::edges::PendingEdges;
 use crate::event::{CudaEvent, RING_SLOTS, RunStatus, StatusRing, graph_wait_event};
 use crate::exec;
 use crate::memory::{Loc, buffer_loc, mem_loc, usm_loc};
@@ -268,11 +264,6 @@ pub(crate) struct CudaCommandBuffer {
     /// a change while they hold it goes to a new instantiation.
     exec: Option<Arc<ExecGraph>>,
     commands: Vec<Cmd>,
-    /// Dependencies between commands, given to the driver at finalize (see
-    /// `edges.rs`: linking them node by node is quadratic on a fork), or
-    /// when the graph is handed out before (`native_handle`, which takes
-    /// `&self`, hence the lock).
-    edges: Mutex<PendingEdges<Node>>,
     /// Advice, applied at each enqueue.
     advice: Vec<(UsmRef, usize, UsmAdvice)>,
     /// Host work (fills of pinned host memory, host-to-host copies) run by
@@ -305,7 +296,6 @@ impl CudaCommandBuffer {
             graph,
             exec: None,
             commands: Vec::new(),
-            edges: Mutex::new(PendingEdges::new()),
             advice: Vec::new(),
             host_jobs: Vec::new(),
             run: None,
@@ -317,21 +307,6 @@ impl CudaCommandBuffer {
 
     fn ctx(&self) -> sys::CUcontext {
         self.dev.ctx.0
-    }
-
-    /// Gives the driver the dependencies appended since the last call, in
-    /// one call: before instantiation, and before anything outside the
-    /// buffer (a parent's child-graph node) reads the graph.
-    fn link_pending(&self) -> Result<()> {
-        let mut edges = self.edges.lock();
-        let (from, to) = edges.arrays();
-        if !from.is_empty() {
-            // SAFETY: the graph is alive; `from` and `to` are nodes of it, of
-            // equal lengths, each edge once and none given before.
-            unsafe { cu!(cuGraphAddDependencies(self.graph, from.as_ptr(), to.as_ptr(), from.len()))? };
-        }
-        edges.clear();
-        Ok(())
     }
 
     fn add_empty(&self, deps: &[Node]) -> Result<Node> {
@@ -354,9 +329,6 @@ impl CudaCommandBuffer {
             // SAFETY: the target is the child's graph, which the node below
             // copies after the callback, ordered after `deps`.
             unsafe { native.invoke(Backend::Cuda, NativeTarget::Recording(NativeHandle(graph as u64)))? };
-            // The child's dependencies appended during the callback, if any,
-            // reach its graph before the copy.
-            child.native_handle()?;
             let mut node: Node = ptr::null_mut();
             // SAFETY: both graphs are alive; `deps` are nodes of this one.
             unsafe { cu!(cuGraphAddChildGraphNode(&mut node, self.graph, deps.as_ptr(), deps.len(), graph))? };
@@ -398,16 +370,8 @@ impl CudaCommandBuffer {
         Ok(node)
     }
 
-    /// Nodes that fill `size` bytes at `dst` with `pattern`; returns the
-    /// last, and puts those made after `deps` into `entries`.
-    fn add_fill(
-        &mut self,
-        deps: &[Node],
-        dst: Loc,
-        pattern: &[u8],
-        size: usize,
-        entries: &mut SmallVec<[Node; 4]>,
-    ) -> Result<Node> {
+    /// Nodes that fill `size` bytes at `dst` with `pattern`; returns the last.
+    fn add_fill(&mut self, deps: &[Node], dst: Loc, pattern: &[u8], size: usize) -> Result<Node> {
         match dst {
             Loc::Device(addr) => {
                 let mut nodes: SmallVec<[Node; 4]> = SmallVec::new();
@@ -427,7 +391,6 @@ impl CudaCommandBuffer {
                     };
                     nodes.push(node);
                 }
-                entries.extend_from_slice(&nodes);
                 if nodes.len() == 1 { Ok(nodes[0]) } else { self.add_empty(&nodes) }
             }
             Loc::Host(ptr) => {
@@ -446,16 +409,9 @@ impl CudaCommandBuffer {
         Ok(self.run.as_ref().expect("just set").word.addr)
     }
 
-    /// The command's own nodes after `deps`; returns the last node, for
-    /// kernels the kernel node, and the nodes made after `deps` (none for
-    /// native commands, whose capture needs `deps` to be their
-    /// predecessors already).
-    fn add_body(
-        &mut self,
-        command: &Command,
-        deps: &[Node],
-    ) -> Result<(Node, Option<KernelNode>, SmallVec<[Node; 4]>)> {
-        let mut entries = SmallVec::new();
+    /// The command's own nodes after `deps`; returns the last node and, for
+    /// kernels, the kernel node.
+    fn add_body(&mut self, command: &Command, deps: &[Node]) -> Result<(Node, Option<KernelNode>)> {
         let node = match command {
             Command::KernelLaunch(k) => {
                 let status = self.run_word()?;
@@ -468,20 +424,14 @@ impl CudaCommandBuffer {
                     cu!(cuGraphAddKernelNode_v2(&mut node, self.graph, deps.as_ptr(), deps.len(), &node_params))?
                 };
                 let enabled = !params.empty;
-                return Ok((
-                    node,
-                    Some(KernelNode { node, params, enabled, stale: false }),
-                    SmallVec::from_slice(&[node]),
-                ));
+                return Ok((node, Some(KernelNode { node, params, enabled, stale: false })));
             }
             Command::UsmMemcpy { dst, src, size } => {
                 self.add_memcpy(deps, copy_1d(mem_loc(dst)?, mem_loc(src)?, *size))?
             }
-            Command::UsmFill { dst, pattern, size } => {
-                self.add_fill(deps, usm_loc(dst)?, pattern, *size, &mut entries)?
-            }
+            Command::UsmFill { dst, pattern, size } => self.add_fill(deps, usm_loc(dst)?, pattern, *size)?,
             Command::UsmPrefetch { .. } => self.add_empty(deps)?,
-            Command::Native(native) => return Ok((self.add_native(native, deps)?, None, entries)),
+            Command::Native(native) => self.add_native(native, deps)?,
             Command::UsmAdvise { mem, size, advice } => {
                 self.advice.push((mem.clone(), *size, *advice));
                 self.add_empty(deps)?
@@ -508,13 +458,10 @@ impl CudaCommandBuffer {
                 copy_rect(buffer_loc(buffer, 0)?, buffer_layout, mem_loc(src)?, host_layout, region),
             )?,
             Command::BufferFill { buffer, pattern, offset, size } => {
-                self.add_fill(deps, buffer_loc(buffer, *offset)?, pattern, *size, &mut entries)?
+                self.add_fill(deps, buffer_loc(buffer, *offset)?, pattern, *size)?
             }
         };
-        if entries.is_empty() {
-            entries.push(node);
-        }
-        Ok((node, None, entries))
+        Ok((node, None))
     }
 
     /// The CUDA event a wait node waits on for `event`, and what keeps it alive.
@@ -610,21 +557,14 @@ impl CommandBufferImpl for CudaCommandBuffer {
         signal: bool,
     ) -> Result<Option<Arc<dyn EventImpl>>> {
         self.dev.bind()?;
-        // The command's first nodes follow the commands of `deps`: they are
-        // made without predecessors and linked to `preds` at finalize, in one
-        // driver call for the whole buffer (see `edges.rs`). `entry` is what
-        // the command's next node follows inside the command; empty while
-        // that node is one of its first.
-        let preds: SmallVec<[Node; 8]> = deps.iter().map(|d| self.commands[*d as usize].exit).collect();
-        let mut entry: SmallVec<[Node; 8]> = SmallVec::new();
+        let mut entry: SmallVec<[Node; 8]> = deps.iter().map(|d| self.commands[*d as usize].exit).collect();
         let mut waits = Vec::with_capacity(wait_events.len());
         for event in wait_events {
             let (target, keep) = self.wait_target(event)?;
             let mut node: Node = ptr::null_mut();
-            // SAFETY: the graph is alive, and the event is kept alive by
-            // `keep` (or is the device's own).
-            unsafe { cu!(cuGraphAddEventWaitNode(&mut node, self.graph, ptr::null(), 0, target))? };
-            self.edges.get_mut().link(&preds, node);
+            // SAFETY: the graph is alive, `entry` holds nodes of it, and the
+            // event is kept alive by `keep` (or is the device's own).
+            unsafe { cu!(cuGraphAddEventWaitNode(&mut node, self.graph, entry.as_ptr(), entry.len(), target))? };
             waits.push(WaitNode { node, event: keep });
         }
         if !waits.is_empty() {
@@ -635,24 +575,12 @@ impl CommandBufferImpl for CudaCommandBuffer {
         let start = match signal_event.as_ref().and_then(|e| e.start()) {
             Some(start) => {
                 let node = self.add_event_record(&entry, start.raw())?;
-                if entry.is_empty() {
-                    self.edges.get_mut().link(&preds, node);
-                }
                 entry = SmallVec::from_slice(&[node]);
                 Some(node)
             }
             None => None,
         };
-        let first = entry.is_empty();
-        // A native command is captured after its predecessors, so it gets
-        // them now (and reports no nodes to link).
-        let body_deps = if first && matches!(command, Command::Native(_)) { &preds } else { &entry };
-        let (exit, kernel, entries) = self.add_body(command, body_deps)?;
-        if first {
-            for node in entries {
-                self.edges.get_mut().link(&preds, node);
-            }
-        }
+        let (exit, kernel) = self.add_body(command, &entry)?;
         let signal = match signal_event {
             Some(event) => {
                 Some(SignalNodes { record: self.add_event_record(&[exit], event.end().raw())?, start, event })
@@ -673,11 +601,6 @@ impl CommandBufferImpl for CudaCommandBuffer {
             // A graph to launch needs a node.
             self.add_empty(&[])?;
         }
-        // Timed, so that a slow finalize on a GPU machine says which step.
-        let start = std::time::Instant::now();
-        let edges = self.edges.get_mut().arrays().0.len();
-        self.link_pending()?;
-        let linked = start.elapsed();
         if let Some((word, ring)) = self.run.as_ref().map(|r| (r.word.addr, r.ring.addr)) {
             let leaves: Vec<Node> = self.commands.iter().filter(|c| !c.has_successors).map(|c| c.exit).collect();
             let mut node: Node = ptr::null_mut();
@@ -688,18 +611,9 @@ impl CommandBufferImpl for CudaCommandBuffer {
             })?;
             self.run.as_mut().expect("checked").node = Some(node);
         }
-        let before_instantiate = start.elapsed();
         let exec = self.instantiate()?;
         self.exec = Some(ExecGraph::new(&self.dev, exec));
-        tracing::debug!(
-            commands = self.commands.len(),
-            edges,
-            kernels = self.run.is_some(),
-            link_us = linked.as_micros() as u64,
-            collector_us = (before_instantiate - linked).as_micros() as u64,
-            instantiate_us = (start.elapsed() - before_instantiate).as_micros() as u64,
-            "CUDA graph instantiated"
-        );
+        tracing::debug!(commands = self.commands.len(), kernels = self.run.is_some(), "CUDA graph instantiated");
         Ok(())
     }
 
@@ -843,10 +757,6 @@ impl CommandBufferImpl for CudaCommandBuffer {
     }
 
     fn native_handle(&self) -> Result<NativeHandle> {
-        if self.exec.is_none() {
-            // The graph handed out has every dependency appended so far.
-            self.link_pending()?;
-        }
         Ok(NativeHandle(self.exec.as_ref().map_or(self.graph as u64, |e| e.raw() as u64)))
     }
 }

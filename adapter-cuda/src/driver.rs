@@ -102,7 +102,6 @@ const REQUIRED_SYMBOLS: &[&str] = &[
     "cuStreamGetCaptureInfo_v2",
     "cuStreamEndCapture",
     "cuGraphAddChildGraphNode",
-    "cuGraphAddDependencies",
 ];
 
 static OPENED: AtomicBool = AtomicBool::new(false);

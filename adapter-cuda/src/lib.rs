@@ -29,7 +29,6 @@ mod context;
 mod conv;
 mod device;
 mod driver;
-mod edges;
 mod event;
 mod exec;
 mod hold;
