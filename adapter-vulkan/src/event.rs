@@ -28,6 +28,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
+use ur_core::adapter::toolbox::OrderedEvent;
 use ur_core::adapter::{EventImpl, UserEventImpl};
 use ur_core::{EventStatus, ProfilingInfo, Result, UrError, err};
 
@@ -229,6 +230,17 @@ pub(crate) fn run_waiters(waiters: Vec<Waiter>) {
     let _reset = Reset;
     while let Some(waiter) = TRAMPOLINE.with(|t| t.borrow_mut().as_mut().and_then(VecDeque::pop_front)) {
         waiter();
+    }
+}
+
+impl OrderedEvent for EventCore {
+    fn is_done(&self) -> bool {
+        EventCore::is_done(self)
+    }
+
+    fn wait_ended(&self) {
+        // The error is the event's to report.
+        let _ = EventCore::wait(self);
     }
 }
 

@@ -483,3 +483,5 @@ pub fn unwrap_object(object: &dyn Any) -> &dyn Any {
     let object = crate::faults::peel(object);
     object
 }
+
+pub mod toolbox;

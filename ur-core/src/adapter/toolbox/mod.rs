@@ -1,0 +1,11 @@
+//! What several adapters need and would otherwise each write: the adapter
+//! toolbox. It sits at the adapter interface's layer: it builds on ur-core's
+//! plain types and the adapter traits, never on the front end, so adapters
+//! (and the front end's software command buffer) may use it freely.
+//!
+//! - [`QueueOrder`]: the in-order / barrier bookkeeping of a queue whose
+//!   commands are ordered on the host (the CPU and Vulkan adapters).
+
+mod order;
+
+pub use order::{OrderedEvent, QueueOrder};
