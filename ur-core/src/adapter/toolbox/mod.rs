@@ -4,8 +4,13 @@
 //! (and the front end's software command buffer) may use it freely.
 //!
 //! - [`QueueOrder`]: the in-order / barrier bookkeeping of a queue whose
-//!   commands are ordered on the host (the CPU and Vulkan adapters).
+//!   commands are ordered on the host (the CPU and Vulkan adapters);
+//! - [`ForwardingEvent`]: an event that stands for the latest execution of a
+//!   recorded command, re-pointed at each enqueue (the software command
+//!   buffer and the Vulkan adapter's signal events).
 
+mod forward;
 mod order;
 
+pub use forward::ForwardingEvent;
 pub use order::{OrderedEvent, QueueOrder};
