@@ -7,9 +7,12 @@
 //!   commands are ordered on the host (the CPU and Vulkan adapters);
 //! - [`ForwardingEvent`]: an event that stands for the latest execution of a
 //!   recorded command, re-pointed at each enqueue (the software command
-//!   buffer and the Vulkan adapter's signal events).
+//!   buffer and the Vulkan adapter's signal events);
+//! - [`fresh`]: whether committed SPIR-V is what its GLSL compiles to today,
+//!   for the repository's tests of committed kernel binaries.
 
 mod forward;
+pub mod fresh;
 mod order;
 
 pub use forward::ForwardingEvent;
