@@ -26,12 +26,12 @@
 
 mod command_buffer;
 mod context;
-mod conv;
 mod device;
 mod driver;
 mod event;
 mod exec;
 mod hold;
+mod lower;
 mod memory;
 mod nvrtc;
 mod program;
