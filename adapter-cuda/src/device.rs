@@ -148,7 +148,7 @@ impl DeviceImpl for CudaDevice {
         if result == sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED {
             return Ok(());
         }
-        crate::driver::check(result, "cuCtxEnablePeerAccess")
+        crate::conv::check(result, "cuCtxEnablePeerAccess")
     }
 
     fn disable_peer_access(&self, peer: &dyn DeviceImpl) -> Result<()> {

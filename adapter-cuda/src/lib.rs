@@ -26,6 +26,7 @@
 
 mod command_buffer;
 mod context;
+mod conv;
 mod device;
 mod driver;
 mod event;
