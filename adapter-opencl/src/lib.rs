@@ -46,11 +46,11 @@ pub mod info;
 mod memory;
 mod native_segment;
 mod one_launch;
-mod plan;
 mod planned;
 mod program;
 mod queue;
 mod spir;
+mod steps;
 pub mod version;
 
 use std::sync::Arc;
