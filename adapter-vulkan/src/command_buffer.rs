@@ -69,7 +69,7 @@ use crate::lower::{Block, Lowered, Sink, Staging, block_bytes, host_sides, lower
 use crate::memory::{Allocation, MemKind, Slice};
 use crate::program::{Pipeline, VkKernel};
 use crate::queue::VkQueue;
-use crate::runtime::{Gpu, Runtime};
+use crate::runtime::{DeviceShared, Gpu};
 use crate::submit::{HostCopy, KernelNames, Launches, StagingPtr, StatusCheck, Submission, schedule};
 
 /// Commands per secondary command buffer: what an update that needs
@@ -173,7 +173,7 @@ struct Built {
 }
 
 pub(crate) struct VkCommandBuffer {
-    rt: Arc<Runtime>,
+    rt: Arc<DeviceShared>,
     desc: CommandBufferDesc,
     pool: Arc<Pool>,
     commands: Vec<Command>,
@@ -237,7 +237,7 @@ impl Sink for CbSink<'_> {
 }
 
 impl VkCommandBuffer {
-    pub(crate) fn new(rt: Arc<Runtime>, desc: CommandBufferDesc) -> Result<VkCommandBuffer> {
+    pub(crate) fn new(rt: Arc<DeviceShared>, desc: CommandBufferDesc) -> Result<VkCommandBuffer> {
         let pool = Pool::new(rt.gpu.clone())?;
         Ok(VkCommandBuffer {
             rt,

@@ -18,11 +18,11 @@ use crate::cmd::{Pool, PooledCmd, host_barrier, record_ops};
 use crate::event::{EventCore, VkEvent, cores_of};
 use crate::lower::{Block, Sink, Staging, lower};
 use crate::profiling::{Queries, QuerySpan};
-use crate::runtime::{Lane, Runtime};
+use crate::runtime::{DeviceShared, Lane};
 use crate::submit::{Keep, Launches, StagingPtr, StatusCheck, Submission, schedule};
 
 pub(crate) struct VkQueue {
-    pub(crate) rt: Arc<Runtime>,
+    pub(crate) rt: Arc<DeviceShared>,
     pub(crate) lane: Arc<Lane>,
     pool: Arc<Pool>,
     queries: Option<Arc<Queries>>,
@@ -34,13 +34,13 @@ pub(crate) struct VkQueue {
 
 /// Argument blocks and staging of eager commands, from the runtime's arena.
 pub(crate) struct ArenaSink<'a> {
-    rt: &'a Runtime,
+    rt: &'a DeviceShared,
     pub(crate) keep: Keep,
     pub(crate) checks: Vec<StatusCheck>,
 }
 
 impl<'a> ArenaSink<'a> {
-    pub(crate) fn new(rt: &'a Runtime) -> ArenaSink<'a> {
+    pub(crate) fn new(rt: &'a DeviceShared) -> ArenaSink<'a> {
         ArenaSink { rt, keep: Vec::new(), checks: Vec::new() }
     }
 }
@@ -80,13 +80,13 @@ impl Sink for ArenaSink<'_> {
 }
 
 impl VkQueue {
-    pub(crate) fn new(rt: Arc<Runtime>, properties: QueueProperties) -> Result<VkQueue> {
+    pub(crate) fn new(rt: Arc<DeviceShared>, properties: QueueProperties) -> Result<VkQueue> {
         let lane = rt.next_lane();
         VkQueue::on_lane(rt, lane, properties)
     }
 
     /// A queue submitting through `lane`.
-    pub(crate) fn on_lane(rt: Arc<Runtime>, lane: Arc<Lane>, properties: QueueProperties) -> Result<VkQueue> {
+    pub(crate) fn on_lane(rt: Arc<DeviceShared>, lane: Arc<Lane>, properties: QueueProperties) -> Result<VkQueue> {
         let pool = Pool::new(rt.gpu.clone())?;
         let queries = properties.profiling.then(|| Queries::new(rt.gpu.clone()));
         tracing::debug!(lane = lane.index(), ?properties, "Vulkan queue created");
