@@ -43,6 +43,7 @@ mod exec;
 mod ffi;
 mod helpers;
 pub mod info;
+mod launch;
 mod memory;
 mod native_segment;
 mod one_launch;
