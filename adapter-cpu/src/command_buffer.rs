@@ -1,5 +1,8 @@
 //! Native command buffers: a pre-built DAG run with dependency counters.
 //!
+//! Appends build the DAG ([`CpuCommandBuffer`], the recording); finalize
+//! plans it and returns [`CpuExecutable`], which runs and updates it.
+//!
 //! Each enqueue creates a run over an immutable snapshot of the graph, so an
 //! update never reaches a submission in flight. An update costs what it
 //! changes, however large the graph: it edits the graph in place when no run

@@ -23,7 +23,9 @@
 //! command-buffer of its own ([`crate::native_segment`]): instances recorded
 //! anew never call it again.
 //!
-//! Recorded commands are *instances*: the first is recorded while appending;
+//! Recorded commands are *instances*: the first is recorded while appending
+//! (the recording type, [`ClCommandBuffer`], holds its segments; finalize
+//! finalizes them and returns [`ClExecutable`], which holds the instances);
 //! an update of a recorded kernel command bumps the version, and the next
 //! enqueue records a new instance from the updated commands (submissions in
 //! flight keep theirs). Where a pending command-buffer cannot be enqueued
