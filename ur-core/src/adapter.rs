@@ -17,20 +17,29 @@
 use std::any::Any;
 use std::sync::Arc;
 
-use crate::adopt::{AdoptedBuffer, Ownership};
-use crate::clock::Timestamps;
 use crate::command::Command;
-use crate::command_buffer::CommandBufferDesc;
-use crate::device::DeviceInfo;
-use crate::error::Result;
-use crate::event::{Event, EventStatus, ProfilingInfo};
-use crate::interop::NativeHandle;
+use crate::event::Event;
 use crate::launch::KernelCommand;
-use crate::memory::{MemFlags, UsmKind};
-use crate::peer::PeerAccess;
-use crate::platform::Backend;
-use crate::program::{Kernel, KernelSignature, ProgramBundle, SourceForm};
-use crate::queue::QueueProperties;
+use crate::program::Kernel;
+use crate::types::backend::Backend;
+use crate::types::clock::Timestamps;
+use crate::types::desc::{CommandBufferDesc, PeerAccess, QueueProperties};
+use crate::types::device::DeviceInfo;
+use crate::types::error::Result;
+use crate::types::event::{EventStatus, ProfilingInfo};
+use crate::types::interop::{NativeHandle, Ownership};
+use crate::types::memory::{MemFlags, UsmKind};
+use crate::types::program::{KernelSignature, ProgramBundle, SourceForm};
+
+/// A native buffer an adapter adopted, with what it reads about it.
+pub struct AdoptedBuffer {
+    /// The adapter's buffer over the native memory.
+    pub imp: Box<dyn BufferImpl>,
+    /// Its size in bytes (non-zero).
+    pub size: usize,
+    /// Its access mode (exactly one) and host allocation.
+    pub flags: MemFlags,
+}
 
 /// Opens one backend's driver.
 pub trait AdapterFactory: Send + Sync {

@@ -60,19 +60,8 @@ use crate::program::Kernel;
 use crate::queue::Queue;
 use crate::rect::{RectLayout, RectRegion};
 use crate::software::SoftwareCommandBuffer;
+pub use crate::types::desc::CommandBufferDesc;
 use crate::{ensure, err};
-
-/// Properties of a command buffer (`ur_exp_command_buffer_desc_t`).
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub struct CommandBufferDesc {
-    /// Commands can be updated after finalize; appends return command handles.
-    pub updatable: bool,
-    /// Every command runs after the previous one; sync points still name
-    /// commands but add no ordering.
-    pub in_order: bool,
-    /// Submissions and signal events record profiling timestamps (on profiling queues).
-    pub profiling: bool,
-}
 
 /// Names a command of one command buffer for later appends of that buffer to
 /// wait on (`ur_exp_command_buffer_sync_point_t`).

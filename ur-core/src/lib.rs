@@ -30,35 +30,33 @@
 //! and registers the adapters its features compile in.
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod types;
+
 pub mod adapter;
 pub mod adopt;
 pub mod capture;
-pub mod clock;
 pub mod command;
 pub mod command_buffer;
 pub mod context;
-pub mod cpu_table;
 pub mod device;
-pub mod error;
 pub mod event;
 #[cfg(feature = "fault-injection")]
 pub mod faults;
 mod host_threads;
 pub mod interop;
 pub mod launch;
-pub mod live;
 pub mod loader;
 pub mod memory;
-pub mod native;
 pub mod peer;
 pub mod platform;
 pub mod program;
-pub mod ptx;
 pub mod queue;
-pub mod rect;
 pub mod selector;
 mod software;
-pub mod spirv;
+
+// The modules of the types layer keep their paths at the crate root
+// (`ur_core::error::UrError`, `ur_core::rect::RectLayout`, ...).
+pub use types::{clock, cpu_table, error, live, native, ptx, rect, spirv};
 
 pub use adopt::{AdoptedBuffer, Ownership};
 pub use capture::{CapturedGraph, ExecutableGraph};

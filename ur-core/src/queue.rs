@@ -34,17 +34,9 @@ use crate::interop::{self, NativeCommand, NativeHandle, NativeScope, NativeTarge
 use crate::launch::KernelLaunch;
 use crate::memory::{BufferMapping, MapFlags, MappedMemory, MemBuffer, MigrationFlags, UsmAdvice, UsmPtr};
 use crate::rect::{RectLayout, RectRegion};
+pub use crate::types::desc::QueueProperties;
 
 mod usm_2d;
-
-/// How a queue runs its commands.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub struct QueueProperties {
-    /// Commands may run in any order their wait lists allow (default: in order).
-    pub out_of_order: bool,
-    /// Events record profiling timestamps.
-    pub profiling: bool,
-}
 
 /// A queue. Clone retains; dropping the last handle waits for its commands.
 #[derive(Clone)]
