@@ -13,11 +13,12 @@ use std::fmt;
 use smallvec::SmallVec;
 
 use crate::context::Context;
-use crate::error::{Result, UrError};
 use crate::interop::NativeCommand;
 use crate::launch::KernelCommand;
-use crate::memory::{HostPtr, MemBuffer, MemLoc, MigrationFlags, UsmAdvice, UsmPtr, UsmRef};
-use crate::rect::{RectLayout, RectRegion};
+use crate::memory::{MemBuffer, MemLoc, UsmRef};
+use crate::types::error::{Result, UrError};
+use crate::types::memory::{HostPtr, MigrationFlags, UsmAdvice, UsmPtr};
+use crate::types::rect::{RectLayout, RectRegion};
 use crate::{ensure, err};
 
 /// A fill pattern: 1 to [`MAX_PATTERN_SIZE`] bytes.

@@ -7,11 +7,13 @@ use bytemuck::NoUninit;
 use smallvec::SmallVec;
 
 use crate::context::Context;
-use crate::device::DeviceInfo;
-use crate::error::Result;
-use crate::memory::{MemBuffer, UsmPtr};
-use crate::native::NdRange;
-use crate::program::{ArgKind, Kernel, SourceForm};
+use crate::memory::MemBuffer;
+use crate::program::Kernel;
+use crate::types::device::DeviceInfo;
+use crate::types::error::Result;
+use crate::types::memory::UsmPtr;
+use crate::types::native::NdRange;
+use crate::types::program::{ArgKind, SourceForm};
 use crate::{ensure, err};
 
 /// One kernel argument as the application passes it.

@@ -23,11 +23,11 @@ use smallvec::SmallVec;
 
 use crate::adapter::{CommandBufferImpl, EventImpl, KernelUpdate, QueueImpl};
 use crate::command::Command;
-use crate::command_buffer::NativeHandle;
-use crate::error::Result;
 use crate::event::{Event, ForwardingEvent, SpanEvent};
-use crate::platform::Backend;
 use crate::program::Kernel;
+use crate::types::backend::Backend;
+use crate::types::error::Result;
+use crate::types::interop::NativeHandle;
 use crate::{ensure, err};
 
 struct Recorded {
