@@ -18,9 +18,8 @@ use std::any::Any;
 use std::sync::Arc;
 
 use crate::command::Command;
-use crate::event::Event;
 use crate::launch::KernelCommand;
-use crate::program::Kernel;
+use crate::objects::{Event, Kernel};
 use crate::types::backend::Backend;
 use crate::types::clock::Timestamps;
 use crate::types::desc::{CommandBufferDesc, PeerAccess, QueueProperties};

@@ -15,7 +15,7 @@ use smallvec::SmallVec;
 use crate::context::Context;
 use crate::interop::NativeCommand;
 use crate::launch::KernelCommand;
-use crate::memory::{MemBuffer, MemLoc, UsmRef};
+use crate::objects::{MemBuffer, MemLoc, UsmRef};
 use crate::types::error::{Result, UrError};
 use crate::types::memory::{HostPtr, MigrationFlags, UsmAdvice, UsmPtr};
 use crate::types::rect::{RectLayout, RectRegion};

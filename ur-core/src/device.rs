@@ -6,6 +6,8 @@ use std::sync::Arc;
 use crate::adapter::DeviceImpl;
 use crate::clock::Timestamps;
 use crate::error::Result;
+pub use crate::objects::Device;
+pub(crate) use crate::objects::DeviceInner;
 use crate::platform::Backend;
 pub use crate::types::device::*;
 use crate::{ensure, err};
@@ -14,25 +16,6 @@ use crate::{ensure, err};
 /// `preference` that any of `targets` is for.
 fn select_binary<S: AsRef<str>>(preference: &[BinaryTarget], targets: &[S]) -> Option<usize> {
     preference.iter().find_map(|wanted| targets.iter().position(|t| t.as_ref() == wanted.name()))
-}
-
-/// A device of a platform. Cheap to clone.
-///
-/// A device may be viewed as [`emulated`](Device::emulated): contexts made
-/// from that view build every command buffer with ur-core's software command
-/// buffer, whatever the adapter offers natively. The conformance suite runs
-/// both views so that both paths are tested on every run.
-#[derive(Clone)]
-pub struct Device {
-    pub(crate) inner: Arc<DeviceInner>,
-}
-
-pub(crate) struct DeviceInner {
-    pub(crate) imp: Arc<dyn DeviceImpl>,
-    pub(crate) info: DeviceInfo,
-    pub(crate) id: DeviceId,
-    /// For an emulated view, the native view it was made from.
-    pub(crate) native: Option<Arc<DeviceInner>>,
 }
 
 impl Device {

@@ -13,15 +13,8 @@ use crate::adapter::{EventImpl, UserEventImpl};
 use crate::context::{Context, ContextId};
 use crate::ensure;
 use crate::error::{Result, UrError};
+pub use crate::objects::Event;
 pub use crate::types::event::{EventStatus, ProfilingInfo};
-
-/// An event. Clone retains, drop releases.
-#[derive(Clone)]
-pub struct Event {
-    imp: Arc<dyn EventImpl>,
-    context: ContextId,
-    _live: crate::live::Live<{ crate::live::EVENT }>,
-}
 
 impl Event {
     /// An event for work that starts when `first` does and ends when `last`

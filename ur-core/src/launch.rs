@@ -7,8 +7,7 @@ use bytemuck::NoUninit;
 use smallvec::SmallVec;
 
 use crate::context::Context;
-use crate::memory::MemBuffer;
-use crate::program::Kernel;
+use crate::objects::{Kernel, MemBuffer};
 use crate::types::device::DeviceInfo;
 use crate::types::error::Result;
 use crate::types::memory::UsmPtr;

@@ -47,6 +47,7 @@ pub mod interop;
 pub mod launch;
 pub mod loader;
 pub mod memory;
+mod objects;
 pub mod peer;
 pub mod platform;
 pub mod program;

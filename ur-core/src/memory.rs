@@ -6,16 +6,16 @@
 //! context is `InvalidValue`. Commands hold their allocations alive, so memory
 //! is never freed under a command buffer or a command in flight.
 
-use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
-
-use parking_lot::RwLock;
 
 use crate::adapter::{BufferImpl, UsmImpl};
-use crate::context::{Context, ContextId};
+use crate::context::Context;
 use crate::error::Result;
+pub(crate) use crate::objects::AllocationTracker;
+use crate::objects::{BufferInner, Storage};
+pub use crate::objects::{MemBuffer, MemLoc, UsmInner, UsmRef};
 pub use crate::types::memory::*;
 use crate::{ensure, err};
 
@@ -30,16 +30,6 @@ use crate::{ensure, err};
 /// ```
 pub struct UsmAllocation {
     inner: Arc<UsmInner>,
-}
-
-/// The shared part of a USM allocation: what commands hold alive.
-pub struct UsmInner {
-    imp: Box<dyn UsmImpl>,
-    address: u64,
-    size: usize,
-    kind: UsmKind,
-    tracker: Weak<AllocationTracker>,
-    _live: crate::live::Live<{ crate::live::USM }>,
 }
 
 impl UsmAllocation {
@@ -155,13 +145,6 @@ impl Drop for UsmInner {
     }
 }
 
-/// A validated position inside a USM allocation, holding it alive.
-#[derive(Clone)]
-pub struct UsmRef {
-    alloc: Arc<UsmInner>,
-    offset: usize,
-}
-
 impl UsmRef {
     /// The allocation.
     pub fn alloc(&self) -> &UsmInner {
@@ -205,12 +188,6 @@ impl fmt::Debug for UsmRef {
     }
 }
 
-/// The USM allocations of one context, by address.
-#[derive(Default)]
-pub(crate) struct AllocationTracker {
-    by_address: RwLock<BTreeMap<u64, Weak<UsmInner>>>,
-}
-
 impl AllocationTracker {
     fn insert(&self, alloc: &Arc<UsmInner>) {
         self.by_address.write().insert(alloc.address, Arc::downgrade(alloc));
@@ -247,44 +224,6 @@ impl AllocationTracker {
 static NEXT_BUFFER_ID: AtomicU64 = AtomicU64::new(1);
 
 const ACCESS: MemFlags = MemFlags::READ_WRITE.union(MemFlags::READ_ONLY).union(MemFlags::WRITE_ONLY);
-
-/// A memory buffer (`ur_mem_handle_t`): device memory addressed by handle and
-/// offset. Clone retains, drop releases.
-///
-/// A buffer is either a root buffer, which owns its memory, or a sub-buffer
-/// ([`MemBuffer::partition`], `urMemBufferPartition`): a view of a region
-/// of a root buffer, which it holds alive. A sub-buffer is usable wherever a
-/// buffer is; its offsets and sizes are checked against the view, and the
-/// commands adapters receive name the root buffer at absolute offsets.
-#[derive(Clone)]
-pub struct MemBuffer {
-    inner: Arc<BufferInner>,
-}
-
-struct BufferInner {
-    id: u64,
-    storage: Storage,
-    size: usize,
-    flags: MemFlags,
-    context: ContextId,
-    /// The device's base address alignment in bytes: sub-buffer origins are
-    /// multiples of it.
-    align: usize,
-}
-
-enum Storage {
-    /// A buffer owning its memory.
-    Root(Box<dyn BufferImpl>),
-    /// A region of a root buffer.
-    View {
-        /// The root buffer (never itself a view).
-        parent: MemBuffer,
-        /// Where the region starts in the parent.
-        offset: usize,
-        /// The adapter's own object for the region, where it needs one.
-        native: Option<Box<dyn BufferImpl>>,
-    },
-}
 
 impl MemBuffer {
     /// Creates a buffer of `size` bytes (zero-initialised on every adapter).
@@ -502,16 +441,6 @@ impl fmt::Debug for MemBuffer {
             ),
         }
     }
-}
-
-/// Host-side memory of a read, write or USM copy: a USM allocation, or raw
-/// host memory.
-#[derive(Clone, Debug)]
-pub enum MemLoc {
-    /// A position in a USM allocation of the command's context.
-    Usm(UsmRef),
-    /// Host memory outside any allocation.
-    Host(HostPtr),
 }
 
 impl MemLoc {

@@ -16,24 +16,10 @@ use std::sync::Arc;
 use crate::adapter::{KernelImpl, ProgramImpl};
 use crate::context::Context;
 use crate::error::Result;
+pub use crate::objects::{Kernel, Program};
+use crate::objects::{KernelInner, ProgramInner};
 pub use crate::types::program::*;
 use crate::{ensure, err};
-
-/// A program built for a context. Clone retains, drop releases.
-#[derive(Clone)]
-pub struct Program {
-    inner: Arc<ProgramInner>,
-}
-
-struct ProgramInner {
-    context: Context,
-    signatures: Vec<KernelSignature>,
-    form: SourceForm,
-    options: String,
-    given: Option<Arc<[u8]>>,
-    imp: Box<dyn ProgramImpl>,
-    _live: crate::live::Live<{ crate::live::PROGRAM }>,
-}
 
 impl Program {
     /// Builds the bundle for the context's device, from the first form in the
@@ -144,22 +130,6 @@ fn list<T: fmt::Display>(items: &[T]) -> String {
         return "no source".into();
     }
     items.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
-}
-
-/// A kernel of a program. Clone retains, drop releases; clones are the same
-/// kernel for alternative-kernel checks.
-#[derive(Clone)]
-pub struct Kernel {
-    inner: Arc<KernelInner>,
-}
-
-struct KernelInner {
-    program: Program,
-    signature: KernelSignature,
-    max_work_group_size: usize,
-    compile_size: Option<[usize; 3]>,
-    imp: Box<dyn KernelImpl>,
-    _live: crate::live::Live<{ crate::live::KERNEL }>,
 }
 
 impl Kernel {

@@ -29,10 +29,12 @@ const LAYERS: &[(&str, usize)] = &[
     ("ptx", 0),
     ("rect", 0),
     ("spirv", 0),
-    // The traits adapters implement and the commands they are given.
+    // The traits adapters implement, the commands they are given and the
+    // definitions of the objects inside them.
     ("adapter", 1),
     ("command", 1),
     ("launch", 1),
+    ("objects", 1),
     // The validating API, the software command buffer, graph capture and
     // the fault-injecting wrapper adapter.
     ("adopt", 2),
@@ -57,15 +59,10 @@ const LAYERS: &[(&str, usize)] = &[
 
 /// Upward imports that remain: (importing module, imported module, why).
 const KNOWN: &[(&str, &str, &str)] = &[
-    ("adapter", "event", "CommandBufferImpl::append and update_wait_events take front-end Events"),
-    ("adapter", "program", "CommandBufferImpl::append takes the alternative kernels as front-end Kernels"),
     ("adapter", "faults", "unwrap_object sees through the fault-injection wrappers (feature fault-injection)"),
     ("command", "context", "the validating command builders still live in command.rs"),
     ("command", "interop", "Command::Native holds a NativeCommand, whose child is a front-end CommandBuffer"),
-    ("command", "memory", "commands hold MemBuffer, UsmRef and MemLoc, defined beside their constructors"),
     ("launch", "context", "resolving kernel arguments checks them against the context"),
-    ("launch", "memory", "ArgValue holds front-end MemBuffers"),
-    ("launch", "program", "KernelCommand holds a front-end Kernel"),
 ];
 
 /// One `crate::` reference of a module to another.

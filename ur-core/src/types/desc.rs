@@ -40,3 +40,7 @@ pub struct QueueProperties {
     /// Events record profiling timestamps.
     pub profiling: bool,
 }
+
+/// Identity of a context, for checks that objects belong together.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ContextId(pub(crate) u64);
