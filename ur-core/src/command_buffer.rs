@@ -45,7 +45,8 @@ use parking_lot::Mutex;
 use smallvec::SmallVec;
 
 use crate::adapter::{CommandBufferImpl, EventImpl, KernelUpdate};
-use crate::command::{Command, HostSide, expect_kernel};
+use crate::command::Command;
+use crate::command::build::{HostSide, expect_kernel};
 use crate::context::Context;
 use crate::device::{CommandBufferSupport, Device, UpdateCapabilities};
 use crate::error::Result;

@@ -22,7 +22,8 @@ use smallvec::SmallVec;
 
 use crate::adapter::{EventImpl, QueueImpl};
 use crate::capture::{self, CaptureSlot, Op};
-use crate::command::{Command, HostSide};
+use crate::command::Command;
+use crate::command::build::HostSide;
 use crate::command_buffer::CommandBuffer;
 use crate::context::Context;
 use crate::device::Device;

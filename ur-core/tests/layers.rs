@@ -14,9 +14,9 @@ use std::path::{Path, PathBuf};
 /// The layers, bottom first.
 const LAYER_NAMES: [&str; 4] = ["types", "adapter interface", "front end", "loader"];
 
-/// Each top-level module of ur-core and its layer (an index into
-/// [`LAYER_NAMES`]). Submodules (`types::device`, `queue::usm_2d`) share
-/// their top-level module's layer.
+/// Each module of ur-core and its layer (an index into [`LAYER_NAMES`]). A
+/// submodule not listed (`types::device`, `queue::usm_2d`) shares its
+/// parent's layer.
 const LAYERS: &[(&str, usize)] = &[
     // Plain types, errors and readers of kernel code. `clock` ... `spirv`
     // are the crate root's names for modules of `types`.
@@ -35,6 +35,8 @@ const LAYERS: &[(&str, usize)] = &[
     ("command", 1),
     ("launch", 1),
     ("objects", 1),
+    // The validating builders of commands, a front-end child of `command`.
+    ("command::build", 2),
     // The validating API, the software command buffer, graph capture and
     // the fault-injecting wrapper adapter.
     ("adopt", 2),
@@ -60,7 +62,6 @@ const LAYERS: &[(&str, usize)] = &[
 /// Upward imports that remain: (importing module, imported module, why).
 const KNOWN: &[(&str, &str, &str)] = &[
     ("adapter", "faults", "unwrap_object sees through the fault-injection wrappers (feature fault-injection)"),
-    ("command", "context", "the validating command builders still live in command.rs"),
     ("command", "interop", "Command::Native holds a NativeCommand, whose child is a front-end CommandBuffer"),
     ("launch", "context", "resolving kernel arguments checks them against the context"),
 ];
@@ -89,14 +90,17 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The top-level module a file belongs to; `None` for the crate root.
+/// The module a file holds (`queue`, `types::device`); `None` for the
+/// crate root.
 fn module_of(file: &Path) -> Option<String> {
-    let relative = file.strip_prefix(src_dir()).expect("a file under src");
-    let first = relative.components().next()?.as_os_str().to_str()?.to_string();
-    match first.strip_suffix(".rs") {
-        Some("lib") => None,
-        Some(stem) => Some(stem.to_string()),
-        None => Some(first),
+    let relative = file.strip_prefix(src_dir()).expect("a file under src").with_extension("");
+    let mut path: Vec<&str> = relative.iter().map(|c| c.to_str().expect("a UTF-8 file name")).collect();
+    if path.last() == Some(&"mod") {
+        path.pop();
+    }
+    match path.as_slice() {
+        ["lib"] => None,
+        _ => Some(path.join("::")),
     }
 }
 
@@ -105,9 +109,9 @@ fn code_lines(text: &str) -> Vec<(usize, &str)> {
     text.lines().enumerate().filter(|(_, l)| !l.trim_start().starts_with("//")).map(|(i, l)| (i + 1, l)).collect()
 }
 
-/// The first path segment of every `crate::` reference in `code`, with the
-/// byte offset where the reference starts: `crate::a::B` gives `a`,
-/// `crate::{a, b::C}` gives `a` and `b`.
+/// The path of every `crate::` reference in `code`, with the byte offset
+/// where the reference starts: `crate::a::B` gives `a::B`,
+/// `crate::{a, b::C}` gives `a` and `b::C`.
 fn crate_references(code: &str) -> Vec<(usize, String)> {
     let bytes = code.as_bytes();
     let mut found = Vec::new();
@@ -127,9 +131,9 @@ fn crate_references(code: &str) -> Vec<(usize, String)> {
                     '{' => depth += 1,
                     '}' | ',' if depth == 1 => {
                         let segment = code[segment_start..at + i].trim();
-                        let head = segment.split("::").next().and_then(|h| h.split_whitespace().next()).unwrap_or("");
-                        if !head.is_empty() && head != "self" {
-                            found.push((start, head.to_string()));
+                        let path = ident_path(segment.split_whitespace().next().unwrap_or(""));
+                        if !path.is_empty() && path != "self" {
+                            found.push((start, path));
                         }
                         segment_start = at + i + 1;
                         if c == '}' {
@@ -141,11 +145,31 @@ fn crate_references(code: &str) -> Vec<(usize, String)> {
                 }
             }
         } else {
-            let name: String = code[at..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
-            found.push((start, name));
+            found.push((start, ident_path(&code[at..])));
         }
     }
     found
+}
+
+/// The leading `a::b::C` of `text`, up to the first character that is not
+/// part of a path of identifiers.
+fn ident_path(text: &str) -> String {
+    let path: String = text.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == ':').collect();
+    path.trim_end_matches(':').to_string()
+}
+
+/// The module a reference names: the longest leading part of its path that
+/// [`LAYERS`] lists, else what the crate root re-exports under its first
+/// segment (an item or an exported macro).
+fn target(path: &str, items: &BTreeMap<String, String>, macros: &BTreeMap<String, String>) -> Option<String> {
+    let segments: Vec<&str> = path.split("::").collect();
+    for len in (1..=segments.len()).rev() {
+        let candidate = segments[..len].join("::");
+        if LAYERS.iter().any(|(m, _)| *m == candidate) {
+            return Some(candidate);
+        }
+    }
+    items.get(segments[0]).or_else(|| macros.get(segments[0])).cloned()
 }
 
 /// What the crate root re-exports, item → module: `pub use module::{A, B};`
@@ -182,8 +206,15 @@ fn macros(files: &[(PathBuf, String)]) -> BTreeMap<String, String> {
     found
 }
 
+/// The layer of `module`, or of its nearest listed parent.
 fn layer(module: &str) -> Option<usize> {
-    LAYERS.iter().find(|(m, _)| *m == module).map(|(_, l)| *l)
+    let mut path = module;
+    loop {
+        if let Some((_, l)) = LAYERS.iter().find(|(m, _)| *m == path) {
+            return Some(*l);
+        }
+        path = &path[..path.rfind("::")?];
+    }
 }
 
 /// Every reference between two different top-level modules, and the
@@ -215,11 +246,7 @@ fn imports() -> (Vec<Import>, Vec<String>) {
         for (offset, name) in crate_references(&code) {
             let index = starts.partition_point(|(s, _, _)| *s <= offset) - 1;
             let (_, line, text) = starts[index];
-            let to = if layer(&name).is_some() {
-                Some(name.clone())
-            } else {
-                items.get(&name).or_else(|| macros.get(&name)).cloned()
-            };
+            let to = target(&name, &items, &macros);
             match to {
                 Some(to) if to != from => {
                     imports.push(Import { from: from.clone(), to, file: file.clone(), line, code: text.trim().into() })
@@ -286,7 +313,11 @@ fn the_types_layer_imports_nothing_above_it() {
 fn references_are_read_from_grouped_and_plain_paths() {
     let code = "use crate::a::B;\nuse crate::{c, d::E, self, i as _};\nlet x = $crate::f::g!();\nmy_crate::h;\n";
     let names: Vec<String> = crate_references(code).into_iter().map(|(_, n)| n).collect();
-    assert_eq!(names, ["a", "c", "d", "i", "f"]);
+    assert_eq!(names, ["a::B", "c", "d::E", "i", "f::g"]);
+    let none = BTreeMap::new();
+    assert_eq!(target("command::build::HostSide", &none, &none).as_deref(), Some("command::build"));
+    assert_eq!(target("command::Command", &none, &none).as_deref(), Some("command"));
+    assert_eq!(target("types::device::DeviceInfo", &none, &none).as_deref(), Some("types"));
     let items = root_items("pub use a::{B, C as D};\npub use d::E;\n// pub use x::Y;\npub mod z;\n");
     assert_eq!(items.get("D").map(String::as_str), Some("a"));
     assert_eq!(items.get("E").map(String::as_str), Some("d"));
