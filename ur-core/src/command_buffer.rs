@@ -52,9 +52,10 @@ use crate::device::{CommandBufferSupport, Device, UpdateCapabilities};
 use crate::error::Result;
 use crate::event::{Event, as_refs, check_events};
 use crate::interop::{self, NativeCommand, NativeScope, Owner};
+use crate::launch::resolve::resolve_arg;
 use crate::launch::{
-    ArgValue, KernelArg, KernelCommand, KernelLaunch, LocalSizeOrigin, check_dims, check_local_memory, resolve_arg,
-    resolve_range, to_3d,
+    ArgValue, KernelArg, KernelCommand, KernelLaunch, LocalSizeOrigin, check_dims, check_local_memory, resolve_range,
+    to_3d,
 };
 use crate::memory::{MemBuffer, MigrationFlags, UsmAdvice, UsmPtr};
 use crate::program::Kernel;

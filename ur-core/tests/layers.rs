@@ -37,6 +37,8 @@ const LAYERS: &[(&str, usize)] = &[
     ("objects", 1),
     // The validating builders of commands, a front-end child of `command`.
     ("command::build", 2),
+    // Validating a launch for a context, a front-end child of `launch`.
+    ("launch::resolve", 2),
     // The validating API, the software command buffer, graph capture and
     // the fault-injecting wrapper adapter.
     ("adopt", 2),
@@ -63,7 +65,6 @@ const LAYERS: &[(&str, usize)] = &[
 const KNOWN: &[(&str, &str, &str)] = &[
     ("adapter", "faults", "unwrap_object sees through the fault-injection wrappers (feature fault-injection)"),
     ("command", "interop", "Command::Native holds a NativeCommand, whose child is a front-end CommandBuffer"),
-    ("launch", "context", "resolving kernel arguments checks them against the context"),
 ];
 
 /// One `crate::` reference of a module to another.
