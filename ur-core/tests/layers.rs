@@ -62,10 +62,8 @@ const LAYERS: &[(&str, usize)] = &[
 ];
 
 /// Upward imports that remain: (importing module, imported module, why).
-const KNOWN: &[(&str, &str, &str)] = &[
-    ("adapter", "faults", "unwrap_object sees through the fault-injection wrappers (feature fault-injection)"),
-    ("command", "interop", "Command::Native holds a NativeCommand, whose child is a front-end CommandBuffer"),
-];
+const KNOWN: &[(&str, &str, &str)] =
+    &[("command", "interop", "Command::Native holds a NativeCommand, whose child is a front-end CommandBuffer")];
 
 /// One `crate::` reference of a module to another.
 struct Import {
