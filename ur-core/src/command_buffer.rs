@@ -46,34 +46,25 @@ use parking_lot::Mutex;
 use smallvec::SmallVec;
 
 use crate::adapter::{EventImpl, ExecutableCommandBufferImpl, KernelUpdate, RecordingCommandBufferImpl};
-use crate::command::{Command, HostSide, expect_kernel};
+use crate::command::Command;
+use crate::command::build::{HostSide, expect_kernel};
 use crate::context::Context;
 use crate::device::{CommandBufferSupport, Device, UpdateCapabilities};
 use crate::error::Result;
 use crate::event::{Event, as_refs, check_events};
 use crate::interop::{self, NativeCommand, NativeScope, Owner};
+use crate::launch::resolve::resolve_arg;
 use crate::launch::{
-    ArgValue, KernelArg, KernelCommand, KernelLaunch, LocalSizeOrigin, check_dims, check_local_memory, resolve_arg,
-    resolve_range, to_3d,
+    ArgValue, KernelArg, KernelCommand, KernelLaunch, LocalSizeOrigin, check_dims, check_local_memory, resolve_range,
+    to_3d,
 };
 use crate::memory::{MemBuffer, MigrationFlags, UsmAdvice, UsmPtr};
 use crate::program::Kernel;
 use crate::queue::Queue;
 use crate::rect::{RectLayout, RectRegion};
 use crate::software::SoftwareCommandBuffer;
+pub use crate::types::desc::CommandBufferDesc;
 use crate::{ensure, err};
-
-/// Properties of a command buffer (`ur_exp_command_buffer_desc_t`).
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub struct CommandBufferDesc {
-    /// Commands can be updated after finalize; appends return command handles.
-    pub updatable: bool,
-    /// Every command runs after the previous one; sync points still name
-    /// commands but add no ordering.
-    pub in_order: bool,
-    /// Submissions and signal events record profiling timestamps (on profiling queues).
-    pub profiling: bool,
-}
 
 /// Names a command of one command buffer for later appends of that buffer to
 /// wait on (`ur_exp_command_buffer_sync_point_t`).

@@ -179,6 +179,7 @@ impl FaultInjector {
     /// A view of `device` whose contexts and their objects go through this
     /// injector. An emulated view stays emulated.
     pub fn wrap_device(&self, device: &Device) -> Device {
+        crate::adapter::see_through(peel);
         let imp: Arc<dyn DeviceImpl> = Arc::new(FaultyDevice { inner: device.imp().clone(), injector: self.clone() });
         let wrapped = Device::new(imp, device.id());
         if device.is_emulated() { wrapped.emulated() } else { wrapped }

@@ -66,37 +66,7 @@ use crate::error::{Result, panic_message};
 use crate::event::execution_error;
 use crate::memory::MemBuffer;
 use crate::platform::Backend;
-
-/// A backend's native object, as the integer value of its handle or pointer
-/// (see the [module documentation](self) for what each object's handle is).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub struct NativeHandle(pub u64);
-
-/// Where a native command's callback puts its work.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub enum NativeTarget {
-    /// CPU: no native queue; the callback's own host work is the command.
-    Host,
-    /// A native queue to enqueue on: `cl_command_queue` (OpenCL), `CUstream` (CUDA).
-    Queue(NativeHandle),
-    /// A native command buffer in the recording state: a `VkCommandBuffer`
-    /// (Vulkan; outside a render pass, and what it binds is not inherited by
-    /// later commands), a `cl_command_buffer_khr` (OpenCL; record with
-    /// `clCommand*KHR` without sync points: barriers order the commands), or
-    /// the `CUgraph` of a native command's child command buffer (CUDA; add
-    /// nodes to it).
-    Recording(NativeHandle),
-}
-
-impl NativeTarget {
-    /// The target's native handle, `None` for [`NativeTarget::Host`].
-    pub fn handle(self) -> Option<NativeHandle> {
-        match self {
-            NativeTarget::Host => None,
-            NativeTarget::Queue(h) | NativeTarget::Recording(h) => Some(h),
-        }
-    }
-}
+pub use crate::types::interop::{NativeHandle, NativeTarget};
 
 /// What a native command's callback is given.
 pub struct NativeScope<'a> {

@@ -25,11 +25,11 @@ use crate::adapter::{
     EventImpl, ExecutableCommandBufferImpl, FinalizeFailed, KernelUpdate, QueueImpl, RecordingCommandBufferImpl,
 };
 use crate::command::Command;
-use crate::command_buffer::NativeHandle;
-use crate::error::Result;
 use crate::event::{Event, ForwardingEvent, SpanEvent};
-use crate::platform::Backend;
 use crate::program::Kernel;
+use crate::types::backend::Backend;
+use crate::types::error::Result;
+use crate::types::interop::NativeHandle;
 use crate::{ensure, err};
 
 struct Recorded {
