@@ -6,7 +6,7 @@ use parking_lot::Mutex;
 
 use crate::adapter::EventImpl;
 use crate::error::Result;
-use crate::event::{EventStatus, ProfilingInfo};
+use crate::types::event::{EventStatus, ProfilingInfo};
 
 /// A command-buffer command's signal event: the event of the command's
 /// latest execution, re-pointed at each enqueue, and complete before the
