@@ -57,6 +57,7 @@ pub mod ptx;
 pub mod queue;
 pub mod rect;
 pub mod selector;
+pub mod shared_usm;
 mod software;
 pub mod spirv;
 

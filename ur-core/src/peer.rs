@@ -204,7 +204,10 @@ impl Queue {
         let src_local = own.find_usm(src, size);
         let (dst_ref, src_ref, peer_ctx, peer_dev) = match (dst_local, src_local) {
             (Ok(_), Ok(_)) => {
-                return Err(err!(InvalidValue, "both sides of the peer copy are in this context: use usm_memcpy"));
+                return Err(err!(
+                    InvalidValue,
+                    "both sides of the peer copy are usable in this context (its own or joined USM): use usm_memcpy"
+                ));
             }
             (Err(e @ UrError::InvalidSize(_)), _) | (_, Err(e @ UrError::InvalidSize(_))) => return Err(e),
             (Ok(d), Err(_)) => {
