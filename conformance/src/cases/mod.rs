@@ -35,6 +35,7 @@ mod property;
 mod read_write;
 mod rect;
 mod regression;
+mod shared_usm;
 mod stress;
 mod sub_buffer;
 mod timestamp;
@@ -60,6 +61,7 @@ pub fn all() -> Vec<Case> {
         read_write::cases,
         rect::cases,
         memory_errors::cases,
+        shared_usm::cases,
         sub_buffer::cases,
         usm_2d::cases,
         enqueue::cases,
