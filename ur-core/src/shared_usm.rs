@@ -5,7 +5,7 @@
 //! context that allocated it (`InvalidValue` elsewhere). Where two contexts
 //! hold the same device and the adapter says that device's memory is one
 //! address space for all its contexts (the device is its own peer,
-//! [`Device::peer_access`]: the CPU's host memory, CUDA's primary context,
+//! [`Device::peer_access`](crate::Device::peer_access): the CPU's host memory, CUDA's primary context,
 //! Vulkan's one `VkDevice` per device), the contexts can be joined: from then
 //! on either context's USM commands, command buffers and kernels accept the
 //! other's pointers, still checked against the allocation that holds them.
