@@ -2,6 +2,7 @@
 
 use crate::harness::Case;
 
+mod async_alloc;
 pub mod buffers;
 mod capture;
 mod commands;
@@ -90,6 +91,7 @@ pub fn all() -> Vec<Case> {
         graph_memory::cases,
         graph_property::cases,
         graph_spec::cases,
+        async_alloc::cases,
         capture::cases,
         buffers::cases,
         graph_buffers::cases,
