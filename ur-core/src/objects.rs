@@ -116,6 +116,9 @@ pub struct UsmRef {
 #[derive(Default)]
 pub(crate) struct AllocationTracker {
     pub(crate) by_address: RwLock<BTreeMap<u64, Weak<UsmInner>>>,
+    /// The trackers of the contexts joined with this one
+    /// ([`Context::share_usm_with`]).
+    pub(crate) joined: RwLock<Vec<Weak<AllocationTracker>>>,
 }
 
 /// A memory buffer (`ur_mem_handle_t`): device memory addressed by handle and

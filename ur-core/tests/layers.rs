@@ -55,6 +55,7 @@ const LAYERS: &[(&str, usize)] = &[
     ("platform", 2),
     ("program", 2),
     ("queue", 2),
+    ("shared_usm", 2),
     ("software", 2),
     // Opening adapters and choosing devices.
     ("loader", 3),
