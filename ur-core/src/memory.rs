@@ -7,8 +7,8 @@
 //! is never freed under a command buffer or a command in flight.
 
 use std::fmt;
-use std::sync::{Arc, Weak};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
 
 use crate::adapter::{BufferImpl, UsmImpl};
 use crate::context::Context;
