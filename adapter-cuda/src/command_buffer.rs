@@ -14,8 +14,13 @@
 //! - with a signal event, an event-record node after the body.
 //!
 //! Later commands depend on the body's last node; in-order buffers get the
-//! previous command as their only dependency from the front end. A buffer
-//! with kernels ends with a kernel node that moves the status word its
+//! previous command as their only dependency from the front end. No node
+//! gets more than about 64 of those edges: wide forks go through relays,
+//! wide joins through join nodes (see `fan.rs`; the driver's build is
+//! quadratic in a node's degree). A buffer
+//! with kernels that may report a status (`program::may_report`: the kernel,
+//! or an alternative an update may switch to, names its `ur_launch`) ends
+//! with a kernel node that moves the status word its
 //! kernels report failures to (see the kernel ABI in `program.rs`) into the
 //! submission's slot of the buffer's status ring, and clears it; an enqueue
 //! copies finished submissions' statuses out of the ring before their slots
@@ -57,8 +62,9 @@ use crate::device::{DeviceShared, Release, Word};
 use crate::driver::{self, cu};
 use crate::event::{CudaEvent, RING_SLOTS, RunStatus, StatusRing, graph_wait_event};
 use crate::exec;
+use crate::fan::{FanOut, fan_in};
 use crate::memory::{Loc, buffer_loc, mem_loc, usm_loc};
-use crate::program::LaunchParams;
+use crate::program::{CudaKernel, LaunchParams};
 use crate::queue::{CudaQueue, Launch, Order, Work};
 
 type Node = sys::CUgraphNode;
@@ -84,14 +90,20 @@ struct SignalNodes {
 }
 
 struct Cmd {
-    /// The node later commands depend on.
+    /// The node the command ends with.
     exit: Node,
+    /// Where later commands attach: `exit`, or a relay after it.
+    fan: FanOut<Node>,
     /// Whether a later command depends on it.
     has_successors: bool,
     kernel: Option<KernelNode>,
     waits: Vec<WaitNode>,
     signal: Option<SignalNodes>,
 }
+
+/// Pending submissions of a buffer at which an enqueue harvests the
+/// finished ones' statuses (see `RunStatusNode::make_room`).
+const HARVEST_AT: usize = RING_SLOTS as usize / 2;
 
 /// The status word the kernels of one buffer report failures to, the node
 /// that collects it at the end of each submission, and where it goes.
@@ -115,13 +127,17 @@ impl RunStatusNode {
     ///
     /// Returns the new ring the collector must write to, when one is needed.
     fn make_room(&mut self, dev: &Arc<DeviceShared>) -> Result<Option<Arc<StatusRing>>> {
-        while let Some((status, event)) = self.pending.front() {
+        // A status stays readable in its slot until the slot is needed
+        // again, so finished submissions are harvested in batches, not
+        // looked up (a driver call each) at every enqueue. Submissions of
+        // one buffer finish in order (each waits for the previous one), so
+        // the finished ones are a prefix, found in a few queries.
+        if self.pending.len() >= HARVEST_AT {
             // A held submission has not run.
-            if !event.is_done() {
-                break;
+            let done = self.pending.partition_point(|(_, event)| event.is_done());
+            for (status, _) in self.pending.drain(..done) {
+                status.harvest();
             }
-            status.harvest();
-            self.pending.pop_front();
         }
         // Submissions of one buffer run in order, so the pending ones are the
         // latest, and the first of the current ring has its oldest slot.
@@ -165,6 +181,14 @@ fn with_collector_params<T>(
         ctx,
     };
     f(&params)
+}
+
+/// An empty node of `graph` after `deps`.
+fn empty_node(graph: sys::CUgraph, deps: &[Node]) -> Result<Node> {
+    let mut node: Node = ptr::null_mut();
+    // SAFETY: the graph is alive (its buffer's); `deps` are nodes of it.
+    unsafe { cu!(cuGraphAddEmptyNode(&mut node, graph, deps.as_ptr(), deps.len()))? };
+    Ok(node)
 }
 
 /// An executable graph, destroyed when the last holder (its buffer, or a
@@ -277,6 +301,18 @@ pub(crate) struct CudaCommandBuffer {
     /// Commands whose kernel parameters changed in the executable graph but
     /// not yet in the template.
     stale_template: Vec<usize>,
+    /// What the build cost so far, for finalize's debug log.
+    build: BuildCost,
+}
+
+/// Time in `append` and the empty nodes that bound degrees (see `fan.rs`):
+/// what finalize logs at debug level, so that a slow build says where its
+/// time went.
+#[derive(Default)]
+struct BuildCost {
+    append: std::time::Duration,
+    relays: usize,
+    joins: usize,
 }
 
 // SAFETY: graph handles may be used from any thread; the front end
@@ -302,6 +338,7 @@ impl CudaCommandBuffer {
             previous: None,
             replaced: Vec::new(),
             stale_template: Vec::new(),
+            build: BuildCost::default(),
         })
     }
 
@@ -310,10 +347,28 @@ impl CudaCommandBuffer {
     }
 
     fn add_empty(&self, deps: &[Node]) -> Result<Node> {
-        let mut node: Node = ptr::null_mut();
-        // SAFETY: the graph is alive; `deps` are nodes of it.
-        unsafe { cu!(cuGraphAddEmptyNode(&mut node, self.graph, deps.as_ptr(), deps.len()))? };
-        Ok(node)
+        empty_node(self.graph, deps)
+    }
+
+    /// The node a new successor of command `index` depends on (its exit, or
+    /// a relay after it: see `fan.rs`).
+    fn source(&mut self, index: usize) -> Result<Node> {
+        let graph = self.graph;
+        let relays = &mut self.build.relays;
+        self.commands[index].fan.source(|hub| {
+            *relays += 1;
+            empty_node(graph, &[hub])
+        })
+    }
+
+    /// `deps` reduced to at most `MAX_DEGREE` nodes through join nodes.
+    fn bounded(&mut self, deps: SmallVec<[Node; 8]>) -> Result<SmallVec<[Node; 8]>> {
+        let graph = self.graph;
+        let joins = &mut self.build.joins;
+        fan_in(deps, |group| {
+            *joins += 1;
+            empty_node(graph, group)
+        })
     }
 
     /// A native command: the callback's work, captured from a stream of its
@@ -411,11 +466,24 @@ impl CudaCommandBuffer {
 
     /// The command's own nodes after `deps`; returns the last node and, for
     /// kernels, the kernel node.
-    fn add_body(&mut self, command: &Command, deps: &[Node]) -> Result<(Node, Option<KernelNode>)> {
+    /// The status collector is made only for kernels that may report a
+    /// status, or whose `alternatives` (which updates may switch to) may.
+    fn add_body(
+        &mut self,
+        command: &Command,
+        alternatives: &[Kernel],
+        deps: &[Node],
+    ) -> Result<(Node, Option<KernelNode>)> {
         let node = match command {
             Command::KernelLaunch(k) => {
-                let status = self.run_word()?;
-                let mut params = LaunchParams::new(&self.dev, k, status)?;
+                let mut params = LaunchParams::new(&self.dev, k, 0)?;
+                let mut reports = params.reports;
+                for alternative in alternatives {
+                    reports |= CudaKernel::of_reports(alternative)?;
+                }
+                if reports {
+                    params.set_status(self.run_word()?);
+                }
                 let node_params = params.node_params(self.ctx());
                 let mut node: Node = ptr::null_mut();
                 // SAFETY: as for `add_empty`; the parameters hold one value per
@@ -545,19 +613,25 @@ impl CudaCommandBuffer {
         self.exec = Some(ExecGraph::new(&self.dev, fresh));
         Ok(())
     }
-}
 
-impl CommandBufferImpl for CudaCommandBuffer {
-    unsafe fn append(
+    /// [`CommandBufferImpl::append`], timed by the caller.
+    ///
+    /// # Safety
+    /// As for [`CommandBufferImpl::append`].
+    unsafe fn append_timed(
         &mut self,
         command: &Command,
-        _alternatives: &[Kernel],
+        alternatives: &[Kernel],
         deps: &[u32],
         wait_events: &[Event],
         signal: bool,
     ) -> Result<Option<Arc<dyn EventImpl>>> {
         self.dev.bind()?;
-        let mut entry: SmallVec<[Node; 8]> = deps.iter().map(|d| self.commands[*d as usize].exit).collect();
+        let mut preds: SmallVec<[Node; 8]> = SmallVec::with_capacity(deps.len());
+        for d in deps {
+            preds.push(self.source(*d as usize)?);
+        }
+        let mut entry = self.bounded(preds)?;
         let mut waits = Vec::with_capacity(wait_events.len());
         for event in wait_events {
             let (target, keep) = self.wait_target(event)?;
@@ -580,7 +654,7 @@ impl CommandBufferImpl for CudaCommandBuffer {
             }
             None => None,
         };
-        let (exit, kernel) = self.add_body(command, &entry)?;
+        let (exit, kernel) = self.add_body(command, alternatives, &entry)?;
         let signal = match signal_event {
             Some(event) => {
                 Some(SignalNodes { record: self.add_event_record(&[exit], event.end().raw())?, start, event })
@@ -591,18 +665,38 @@ impl CommandBufferImpl for CudaCommandBuffer {
             self.commands[*d as usize].has_successors = true;
         }
         let event = signal.as_ref().map(|s| s.event.clone() as Arc<dyn EventImpl>);
-        self.commands.push(Cmd { exit, has_successors: false, kernel, waits, signal });
+        self.commands.push(Cmd { exit, fan: FanOut::new(exit), has_successors: false, kernel, waits, signal });
         Ok(event)
+    }
+}
+
+impl CommandBufferImpl for CudaCommandBuffer {
+    unsafe fn append(
+        &mut self,
+        command: &Command,
+        alternatives: &[Kernel],
+        deps: &[u32],
+        wait_events: &[Event],
+        signal: bool,
+    ) -> Result<Option<Arc<dyn EventImpl>>> {
+        let started = std::time::Instant::now();
+        // SAFETY: forwarded from this function's contract.
+        let appended = unsafe { self.append_timed(command, alternatives, deps, wait_events, signal) };
+        self.build.append += started.elapsed();
+        appended
     }
 
     fn finalize(&mut self) -> Result<()> {
         self.dev.bind()?;
+        let started = std::time::Instant::now();
         if self.commands.is_empty() {
             // A graph to launch needs a node.
             self.add_empty(&[])?;
         }
         if let Some((word, ring)) = self.run.as_ref().map(|r| (r.word.addr, r.ring.addr)) {
-            let leaves: Vec<Node> = self.commands.iter().filter(|c| !c.has_successors).map(|c| c.exit).collect();
+            let leaves: SmallVec<[Node; 8]> =
+                self.commands.iter().filter(|c| !c.has_successors).map(|c| c.exit).collect();
+            let leaves = self.bounded(leaves)?;
             let mut node: Node = ptr::null_mut();
             with_collector_params(&self.dev, self.ctx(), word, ring, |params| {
                 // SAFETY: the graph is alive, `leaves` are its nodes; the
@@ -611,12 +705,21 @@ impl CommandBufferImpl for CudaCommandBuffer {
             })?;
             self.run.as_mut().expect("checked").node = Some(node);
         }
+        let collected = started.elapsed();
         let exec = self.instantiate()?;
         self.exec = Some(ExecGraph::new(&self.dev, exec));
-        tracing::debug!(commands = self.commands.len(), kernels = self.run.is_some(), "CUDA graph instantiated");
+        tracing::debug!(
+            commands = self.commands.len(),
+            kernels = self.run.is_some(),
+            append_us = self.build.append.as_micros() as u64,
+            relays = self.build.relays,
+            joins = self.build.joins,
+            collector_us = collected.as_micros() as u64,
+            instantiate_us = (started.elapsed() - collected).as_micros() as u64,
+            "CUDA graph instantiated"
+        );
         Ok(())
     }
-
     unsafe fn enqueue(&mut self, queue: &dyn QueueImpl, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
         let queue = downcast::<CudaQueue>(queue as &dyn Any, "the queue")?.core();
         self.dev.bind()?;
@@ -677,7 +780,9 @@ impl CommandBufferImpl for CudaCommandBuffer {
 
     unsafe fn update_kernel_launches(&mut self, updates: &[KernelUpdate<'_>]) -> Result<()> {
         self.dev.bind()?;
-        let status = self.run_word()?;
+        // Kernels that may report (or may become one that does) made the
+        // word at append; the others never read it.
+        let status = self.run.as_ref().map_or(0, |run| run.word.addr);
         // Everything that can fail for reasons of the launch itself fails
         // before anything changes.
         let mut prepared = Vec::with_capacity(updates.len());

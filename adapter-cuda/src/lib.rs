@@ -31,6 +31,7 @@ mod device;
 mod driver;
 mod event;
 mod exec;
+mod fan;
 mod hold;
 mod memory;
 mod nvrtc;
