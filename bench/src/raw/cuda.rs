@@ -10,6 +10,7 @@
 use std::ffi::{CStr, CString, c_char, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr;
+use std::time::{Duration, Instant};
 
 use cudarc::driver::sys;
 
@@ -143,6 +144,169 @@ impl CudaGraph {
     }
 }
 
+/// The costs of one raw build, for the `cuda_build` group.
+pub struct BuildCost {
+    /// Adding the nodes with their dependencies (and any relays and joins).
+    pub add: Duration,
+    /// `cuGraphInstantiateWithFlags`.
+    pub instantiate: Duration,
+    /// The first launch to completion (uploads included).
+    pub first_launch: Duration,
+    /// A later launch to completion.
+    pub launch: Duration,
+}
+
+/// A node's predecessors given as they are, or with degrees bounded as the
+/// adapter bounds them (adapter-cuda `fan.rs`: a relay after each 63
+/// successors of a node, empty join nodes over groups of `bound`
+/// predecessors).
+fn bounded_deps(
+    graph: sys::CUgraph,
+    preds: &[usize],
+    hubs: &mut [(sys::CUgraphNode, usize)],
+    bound: Option<usize>,
+) -> Result<Vec<sys::CUgraphNode>, String> {
+    let empty = |deps: &[sys::CUgraphNode]| {
+        let mut node = ptr::null_mut();
+        // SAFETY: `deps` are nodes of the live `graph`.
+        check(unsafe { sys::cuGraphAddEmptyNode(&mut node, graph, deps.as_ptr(), deps.len()) }, "cuGraphAddEmptyNode")
+            .map(|()| node)
+    };
+    let Some(d) = bound else { return Ok(preds.iter().map(|&p| hubs[p].0).collect()) };
+    let mut deps = Vec::with_capacity(preds.len());
+    for &p in preds {
+        let (hub, used) = &mut hubs[p];
+        if *used + 1 >= d {
+            *hub = empty(&[*hub])?;
+            *used = 0;
+        }
+        *used += 1;
+        deps.push(*hub);
+    }
+    while deps.len() > d {
+        deps = deps.chunks(d).map(|c| if c.len() == 1 { Ok(c[0]) } else { empty(c) }).collect::<Result<_, _>>()?;
+    }
+    Ok(deps)
+}
+
+impl CudaGraph {
+    /// Builds the graph of `preds` (replacing the current one), with node
+    /// degrees bounded to `bound` if given, and times each step and two
+    /// launches.
+    pub fn build_timed(&mut self, preds: &[Vec<usize>], bound: Option<usize>) -> Result<BuildCost, String> {
+        self.current()?;
+        self.wait()?;
+        self.destroy_graph();
+        let mut args: [*mut c_void; 1] = [self.launch.as_mut_ptr().cast()];
+        let params = self.kernel_params(args.as_mut_ptr());
+        let start = Instant::now();
+        let mut graph = ptr::null_mut();
+        // SAFETY: out-pointer valid; flags 0.
+        check(unsafe { sys::cuGraphCreate(&mut graph, 0) }, "cuGraphCreate")?;
+        let mut hubs: Vec<(sys::CUgraphNode, usize)> = Vec::with_capacity(preds.len());
+        let added = (|| {
+            for p in preds {
+                let deps = bounded_deps(graph, p, &mut hubs, bound)?;
+                let mut node = ptr::null_mut();
+                // SAFETY: `deps` are nodes of `graph`; the parameters outlive the call, which copies them.
+                let status =
+                    unsafe { sys::cuGraphAddKernelNode_v2(&mut node, graph, deps.as_ptr(), deps.len(), &params) };
+                check(status, "cuGraphAddKernelNode")?;
+                hubs.push((node, 0));
+            }
+            Ok::<_, String>(())
+        })();
+        if let Err(e) = added {
+            // SAFETY: the graph is not instantiated or used elsewhere.
+            unsafe { sys::cuGraphDestroy(graph) };
+            return Err(e);
+        }
+        let add = start.elapsed();
+        let mut exec = ptr::null_mut();
+        // SAFETY: the graph is complete.
+        if let Err(e) = check(unsafe { sys::cuGraphInstantiateWithFlags(&mut exec, graph, 0) }, "cuGraphInstantiate") {
+            // SAFETY: as above.
+            unsafe { sys::cuGraphDestroy(graph) };
+            return Err(e);
+        }
+        let instantiate = start.elapsed() - add;
+        self.graph = Some((graph, exec));
+        let mut run = || {
+            let start = Instant::now();
+            self.launch()?;
+            self.wait()?;
+            Ok::<_, String>(start.elapsed())
+        };
+        let first_launch = run()?;
+        let launch = run()?;
+        Ok(BuildCost { add, instantiate, first_launch, launch })
+    }
+
+    /// Kernel node parameters of the empty kernel with `args` as its parameters.
+    fn kernel_params(&self, args: *mut *mut c_void) -> sys::CUDA_KERNEL_NODE_PARAMS {
+        sys::CUDA_KERNEL_NODE_PARAMS {
+            func: self.function,
+            gridDimX: 1,
+            gridDimY: 1,
+            gridDimZ: 1,
+            blockDimX: 1,
+            blockDimY: 1,
+            blockDimZ: 1,
+            sharedMemBytes: 0,
+            kernelParams: args,
+            extra: ptr::null_mut(),
+            kern: ptr::null_mut(),
+            ctx: ptr::null_mut(),
+        }
+    }
+
+    /// Host time of one call of each driver entry point a replay makes,
+    /// in ns (median of `iterations` calls), on a built one-node graph:
+    /// `cuGraphLaunch` + `cuEventRecord` (waiting after each), `cuEventQuery`
+    /// of a complete event, `cuCtxGetCurrent`, `cuCtxSetCurrent`.
+    pub fn call_costs(&mut self, iterations: usize) -> Result<Vec<(&'static str, f64)>, String> {
+        self.build(&[vec![]])?;
+        let (_, exec) = self.graph.ok_or("no graph was built")?;
+        let median = |mut v: Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        let (mut launch, mut record, mut query, mut get, mut set) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..iterations {
+            // SAFETY: live handles of this context, made in `open` and `build`.
+            unsafe {
+                let t0 = Instant::now();
+                check(sys::cuGraphLaunch(exec, self.stream), "cuGraphLaunch")?;
+                let t1 = Instant::now();
+                check(sys::cuEventRecord(self.done, self.stream), "cuEventRecord")?;
+                let t2 = Instant::now();
+                check(sys::cuEventSynchronize(self.done), "cuEventSynchronize")?;
+                let t3 = Instant::now();
+                let _ = sys::cuEventQuery(self.done);
+                let t4 = Instant::now();
+                let mut ctx = ptr::null_mut();
+                check(sys::cuCtxGetCurrent(&mut ctx), "cuCtxGetCurrent")?;
+                let t5 = Instant::now();
+                check(sys::cuCtxSetCurrent(self.context), "cuCtxSetCurrent")?;
+                let t6 = Instant::now();
+                launch.push((t1 - t0).as_nanos() as f64);
+                record.push((t2 - t1).as_nanos() as f64);
+                query.push((t4 - t3).as_nanos() as f64);
+                get.push((t5 - t4).as_nanos() as f64);
+                set.push((t6 - t5).as_nanos() as f64);
+            }
+        }
+        Ok(vec![
+            ("cuGraphLaunch (1 kernel node)", median(launch)),
+            ("cuEventRecord", median(record)),
+            ("cuEventQuery (complete)", median(query)),
+            ("cuCtxGetCurrent", median(get)),
+            ("cuCtxSetCurrent", median(set)),
+        ])
+    }
+}
+
 impl RawGraph for CudaGraph {
     fn mechanism(&self) -> String {
         "CUDA graph of kernel nodes, cuGraphLaunch + cuEventRecord, cuEventSynchronize".into()
@@ -152,23 +316,9 @@ impl RawGraph for CudaGraph {
         self.current()?;
         self.wait()?;
         self.destroy_graph();
-        let mut params = sys::CUDA_KERNEL_NODE_PARAMS {
-            func: self.function,
-            gridDimX: 1,
-            gridDimY: 1,
-            gridDimZ: 1,
-            blockDimX: 1,
-            blockDimY: 1,
-            blockDimZ: 1,
-            sharedMemBytes: 0,
-            kernelParams: ptr::null_mut(),
-            extra: ptr::null_mut(),
-            kern: ptr::null_mut(),
-            ctx: ptr::null_mut(),
-        };
         let mut graph = ptr::null_mut();
         let mut args: [*mut c_void; 1] = [self.launch.as_mut_ptr().cast()];
-        params.kernelParams = args.as_mut_ptr();
+        let params = self.kernel_params(args.as_mut_ptr());
         // SAFETY: out-pointers are valid; dependencies are nodes of `graph`
         // made earlier in this loop (`preds` is in topological order); the
         // parameter block outlives the calls, which copy it.
