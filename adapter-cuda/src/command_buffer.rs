@@ -148,6 +148,7 @@ impl RunStatusNode {
             .is_some_and(|(status, _)| status.ordinal() + u64::from(RING_SLOTS) <= self.submitted);
         if slot_taken && self.node.is_some() {
             tracing::debug!(slots = RING_SLOTS, "status ring full of pending submissions: a new ring");
+            dev.bind()?;
             return Ok(Some(Arc::new(StatusRing::new(dev)?)));
         }
         Ok(None)
@@ -722,7 +723,12 @@ impl CommandBufferImpl for CudaCommandBuffer {
     }
     unsafe fn enqueue(&mut self, queue: &dyn QueueImpl, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
         let queue = downcast::<CudaQueue>(queue as &dyn Any, "the queue")?.core();
-        self.dev.bind()?;
+        // The context is bound where this call makes driver objects or gives
+        // advice; the submission binds it before the launch (one query of
+        // the current context less per replay).
+        if !self.advice.is_empty() {
+            self.dev.bind()?;
+        }
         for (mem, size, advice) in &self.advice {
             exec::advise(&self.dev, mem, *size, *advice)?;
         }

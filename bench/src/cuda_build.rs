@@ -18,7 +18,7 @@
 //!   `cuGraphLaunch` + `cuEventRecord` on the same device.
 
 use std::fmt::Write as _;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use ur::{Backend, CommandBufferDesc};
 
@@ -41,28 +41,36 @@ fn samples(n: usize) -> usize {
     if n <= 1000 { 5 } else { 3 }
 }
 
-/// Runs the group on a CUDA device; returns its Markdown tables.
-pub fn run(t: &Target, sizes: &[usize], out: &mut Vec<Record>) -> Result<String, String> {
+/// A series (one shape and way, growing N) stops once a build takes longer
+/// than this: the quadratic ones would take minutes at the next size.
+const SERIES_LIMIT: Duration = Duration::from_secs(4);
+
+/// Runs the group on a CUDA device, handing each table row to `emit` as
+/// it is measured (a run cut short keeps what it printed).
+pub fn run(t: &Target, sizes: &[usize], out: &mut Vec<Record>, emit: &dyn Fn(&str)) -> Result<(), String> {
     if t.device.backend() != Backend::Cuda || t.device.is_emulated() {
         return Err("CUDA native devices only".into());
     }
     let mut raw = crate::raw::CudaGraph::open(&t.device.info().name)?;
-    let mut text = String::from(
+    replay_host(t, &mut raw, out, emit)?;
+    emit(
         "CUDA graph build, raw driver calls: ms to add nodes / to instantiate, µs of the first / a later launch \
          (median of 3-5 builds)\n\n| shape | degrees | N | add ms | instantiate ms | first launch µs | launch µs |\n\
          |---|---|---|---|---|---|---|\n",
     );
     for shape in ["fork_join", "fan_out", "fan_in", "chain"] {
-        for &n in sizes {
-            for (name, bound) in [("direct", None), ("bounded", Some(64))] {
-                // Quadratic in the driver: left out where it would take minutes.
-                if bound.is_none() && n > 10_000 && shape != "chain" {
-                    continue;
-                }
+        for (name, bound) in [("direct", None), ("bounded", Some(64))] {
+            for &n in sizes {
                 let preds: Vec<Vec<usize>> = (0..n).map(|i| deps(shape, i, n)).collect();
                 let mut costs = Vec::new();
+                let mut slow = false;
                 for _ in 0..samples(n) {
-                    costs.push(raw.build_timed(&preds, bound)?);
+                    let cost = raw.build_timed(&preds, bound)?;
+                    slow |= cost.add + cost.instantiate > SERIES_LIMIT;
+                    costs.push(cost);
+                    if slow {
+                        break;
+                    }
                 }
                 let med = |f: &dyn Fn(&crate::raw::BuildCost) -> f64| {
                     Summary::of(costs.iter().map(f).collect()).expect("samples")
@@ -71,38 +79,67 @@ pub fn run(t: &Target, sizes: &[usize], out: &mut Vec<Record>) -> Result<String,
                 let inst = med(&|c| c.instantiate.as_nanos() as f64);
                 let first = med(&|c| c.first_launch.as_nanos() as f64);
                 let launch = med(&|c| c.launch.as_nanos() as f64);
-                let _ = writeln!(
-                    text,
-                    "| {shape} | {name} | {n} | {:.2} | {:.2} | {:.1} | {:.1} |",
+                emit(&format!(
+                    "| {shape} | {name} | {n} | {:.2} | {:.2} | {:.1} | {:.1} |\n",
                     add.median / 1e6,
                     inst.median / 1e6,
                     first.median / 1e3,
                     launch.median / 1e3
-                );
+                ));
                 let variant = format!("raw_{name}");
                 out.push(t.record("cuda_build", shape, &variant, "add_ns", n, add));
                 out.push(t.record("cuda_build", shape, &variant, "instantiate_ns", n, inst));
                 out.push(t.record("cuda_build", shape, &variant, "launch_ns", n, launch));
+                if slow {
+                    emit(&format!(
+                        "| {shape} | {name} | larger N | not measured: a build took over {SERIES_LIMIT:?} | | | |\n"
+                    ));
+                    break;
+                }
             }
         }
     }
-    text += "\nur-core command buffer of the same kernels: ms to create, append and finalize\n\n\
-             | shape | N | build + finalize ms |\n|---|---|---|\n";
+    emit(
+        "\nur-core command buffer of the same kernels: ms to create, append and finalize\n\n\
+         | shape | N | build + finalize ms |\n|---|---|---|\n",
+    );
     for shape in [Shape::Chain, Shape::ForkJoin] {
         for &n in sizes {
-            let [total] = measure(Repeats { warmup: 1, samples: samples(n) }, || {
+            let mut slow = false;
+            let [total] = measure(Repeats { warmup: 0, samples: samples(n) }, || {
+                if slow {
+                    return Ok([Duration::ZERO]);
+                }
                 let start = Instant::now();
                 let cb = crate::suites::build(t, shape, n, CommandBufferDesc::default())?;
                 let elapsed = start.elapsed();
                 drop(cb);
+                slow = elapsed > SERIES_LIMIT;
                 Ok::<_, ur::UrError>([elapsed])
             })
             .map_err(|e| e.to_string())?;
-            let _ = writeln!(text, "| {} | {n} | {:.2} |", shape.name(), total.median / 1e6);
+            emit(&format!("| {} | {n} | {:.2} |\n", shape.name(), total.median / 1e6));
             out.push(t.record("cuda_build", shape.name(), "ur", "build_finalize_ns", n, total));
+            if slow {
+                emit(&format!("| {} | larger N | not measured: a build took over {SERIES_LIMIT:?} |\n", shape.name()));
+                break;
+            }
         }
     }
-    text += "\nReplay host time: driver calls alone (median ns of 20,000)\n\n| call | ns |\n|---|---|\n";
+    emit("\n");
+    Ok(())
+}
+
+/// The driver calls of a replay timed alone, and a one-kernel replay
+/// through ur-core against raw `cuGraphLaunch` + `cuEventRecord`.
+fn replay_host(
+    t: &Target,
+    raw: &mut crate::raw::CudaGraph,
+    out: &mut Vec<Record>,
+    emit: &dyn Fn(&str),
+) -> Result<(), String> {
+    let mut text =
+        String::from("Replay host time: driver calls alone (median ns of 20,000)\n\n| call | ns |\n|---|---|\n");
     for (call, ns) in raw.call_costs(20_000)? {
         let _ = writeln!(text, "| {call} | {ns:.0} |");
     }
@@ -139,9 +176,10 @@ pub fn run(t: &Target, sizes: &[usize], out: &mut Vec<Record>) -> Result<String,
         raw_host.p90 / 1e3,
         raw_wall.median / 1e3
     );
+    emit(&text);
     out.push(t.record("cuda_build", "chain", "replay", "host_ns", 1, host));
     out.push(t.record("cuda_build", "chain", "replay", "wall_ns", 1, wall));
     out.push(t.record("cuda_build", "chain", "raw", "host_ns", 1, raw_host));
     out.push(t.record("cuda_build", "chain", "raw", "wall_ns", 1, raw_wall));
-    Ok(text)
+    Ok(())
 }

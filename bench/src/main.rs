@@ -224,11 +224,7 @@ fn main() -> ExitCode {
         // Runs only when named: CUDA build and replay breakdowns (goals 2, 6).
         #[cfg(feature = "cuda")]
         if cli.only.iter().any(|o| o == "cuda_build") {
-            group("cuda_build", &mut |out| {
-                let text = cuda_build::run(&target, &plan.graph.build, out)?;
-                emit(&text);
-                Ok(None)
-            });
+            group("cuda_build", &mut |out| cuda_build::run(&target, &plan.graph.build, out, &emit).map(|()| None));
         }
         // The soak runs only when named: it takes minutes and prints its own rows.
         if cli.only.iter().any(|o| o == "soak") {
