@@ -42,8 +42,15 @@ fn samples(n: usize) -> usize {
 }
 
 /// A series (one shape and way, growing N) stops once a build takes longer
-/// than this: the quadratic ones would take minutes at the next size.
-const SERIES_LIMIT: Duration = Duration::from_secs(4);
+/// than this, or would at the next size if it grew linearly: the quadratic
+/// ones would take minutes.
+const SERIES_LIMIT: Duration = Duration::from_secs(3);
+
+/// Whether a build of `n` nodes would exceed [`SERIES_LIMIT`] if the last
+/// one (`last` nodes in `took`) grew linearly.
+fn too_slow(last: Option<(usize, Duration)>, n: usize) -> bool {
+    last.is_some_and(|(m, took)| took.as_secs_f64() * n as f64 / m.max(1) as f64 > SERIES_LIMIT.as_secs_f64())
+}
 
 /// Runs the group on a CUDA device, handing each table row to `emit` as
 /// it is measured (a run cut short keeps what it printed).
@@ -60,7 +67,12 @@ pub fn run(t: &Target, sizes: &[usize], out: &mut Vec<Record>, emit: &dyn Fn(&st
     );
     for shape in ["fork_join", "fan_out", "fan_in", "chain"] {
         for (name, bound) in [("direct", None), ("bounded", Some(64))] {
+            let mut last = None;
             for &n in sizes {
+                if too_slow(last, n) {
+                    emit(&format!("| {shape} | {name} | {n} | not measured: over {SERIES_LIMIT:?} expected | | | |\n"));
+                    break;
+                }
                 let preds: Vec<Vec<usize>> = (0..n).map(|i| deps(shape, i, n)).collect();
                 let mut costs = Vec::new();
                 let mut slow = false;
@@ -79,6 +91,7 @@ pub fn run(t: &Target, sizes: &[usize], out: &mut Vec<Record>, emit: &dyn Fn(&st
                 let inst = med(&|c| c.instantiate.as_nanos() as f64);
                 let first = med(&|c| c.first_launch.as_nanos() as f64);
                 let launch = med(&|c| c.launch.as_nanos() as f64);
+                last = Some((n, Duration::from_nanos((add.median + inst.median) as u64)));
                 emit(&format!(
                     "| {shape} | {name} | {n} | {:.2} | {:.2} | {:.1} | {:.1} |\n",
                     add.median / 1e6,
@@ -104,7 +117,12 @@ pub fn run(t: &Target, sizes: &[usize], out: &mut Vec<Record>, emit: &dyn Fn(&st
          | shape | N | build + finalize ms |\n|---|---|---|\n",
     );
     for shape in [Shape::Chain, Shape::ForkJoin] {
+        let mut last = None;
         for &n in sizes {
+            if too_slow(last, n) {
+                emit(&format!("| {} | {n} | not measured: over {SERIES_LIMIT:?} expected |\n", shape.name()));
+                break;
+            }
             let mut slow = false;
             let [total] = measure(Repeats { warmup: 0, samples: samples(n) }, || {
                 if slow {
@@ -118,6 +136,7 @@ pub fn run(t: &Target, sizes: &[usize], out: &mut Vec<Record>, emit: &dyn Fn(&st
                 Ok::<_, ur::UrError>([elapsed])
             })
             .map_err(|e| e.to_string())?;
+            last = Some((n, Duration::from_nanos(total.median as u64)));
             emit(&format!("| {} | {n} | {:.2} |\n", shape.name(), total.median / 1e6));
             out.push(t.record("cuda_build", shape.name(), "ur", "build_finalize_ns", n, total));
             if slow {
