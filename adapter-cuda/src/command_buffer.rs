@@ -14,10 +14,7 @@
 //! - with a signal event, an event-record node after the body.
 //!
 //! Later commands depend on the body's last node; in-order buffers get the
-//! previous command as their only dependency from the front end. No node
-//! gets more than about 64 of those edges: wide forks go through relays,
-//! wide joins through join nodes (see `fan.rs`; the driver's build is
-//! quadratic in a node's degree). A buffer
+//! previous command as their only dependency from the front end. A buffer
 //! with kernels that may report a status (`program::may_report`: the kernel,
 //! or an alternative an update may switch to, names its `ur_launch`) ends
 //! with a kernel node that moves the status word its
@@ -62,7 +59,6 @@ use crate::device::{DeviceShared, Release, Word};
 use crate::driver::{self, cu};
 use crate::event::{CudaEvent, RING_SLOTS, RunStatus, StatusRing, graph_wait_event};
 use crate::exec;
-use crate::fan::{FanOut, fan_in};
 use crate::memory::{Loc, buffer_loc, mem_loc, usm_loc};
 use crate::program::{CudaKernel, LaunchParams};
 use crate::queue::{CudaQueue, Launch, Order, Work};
@@ -90,10 +86,8 @@ struct SignalNodes {
 }
 
 struct Cmd {
-    /// The node the command ends with.
+    /// The node later commands depend on.
     exit: Node,
-    /// Where later commands attach: `exit`, or a relay after it.
-    fan: FanOut<Node>,
     /// Whether a later command depends on it.
     has_successors: bool,
     kernel: Option<KernelNode>,
@@ -306,14 +300,12 @@ pub(crate) struct CudaCommandBuffer {
     build: BuildCost,
 }
 
-/// Time in `append` and the empty nodes that bound degrees (see `fan.rs`):
-/// what finalize logs at debug level, so that a slow build says where its
-/// time went.
+/// Time in `append`: what finalize logs at debug level with its own
+/// steps, so that a slow build says where its time went (a wide graph's is
+/// the driver's instantiation, docs/performance.md, goal 6).
 #[derive(Default)]
 struct BuildCost {
     append: std::time::Duration,
-    relays: usize,
-    joins: usize,
 }
 
 // SAFETY: graph handles may be used from any thread; the front end
@@ -349,27 +341,6 @@ impl CudaCommandBuffer {
 
     fn add_empty(&self, deps: &[Node]) -> Result<Node> {
         empty_node(self.graph, deps)
-    }
-
-    /// The node a new successor of command `index` depends on (its exit, or
-    /// a relay after it: see `fan.rs`).
-    fn source(&mut self, index: usize) -> Result<Node> {
-        let graph = self.graph;
-        let relays = &mut self.build.relays;
-        self.commands[index].fan.source(|hub| {
-            *relays += 1;
-            empty_node(graph, &[hub])
-        })
-    }
-
-    /// `deps` reduced to at most `MAX_DEGREE` nodes through join nodes.
-    fn bounded(&mut self, deps: SmallVec<[Node; 8]>) -> Result<SmallVec<[Node; 8]>> {
-        let graph = self.graph;
-        let joins = &mut self.build.joins;
-        fan_in(deps, |group| {
-            *joins += 1;
-            empty_node(graph, group)
-        })
     }
 
     /// A native command: the callback's work, captured from a stream of its
@@ -628,11 +599,7 @@ impl CudaCommandBuffer {
         signal: bool,
     ) -> Result<Option<Arc<dyn EventImpl>>> {
         self.dev.bind()?;
-        let mut preds: SmallVec<[Node; 8]> = SmallVec::with_capacity(deps.len());
-        for d in deps {
-            preds.push(self.source(*d as usize)?);
-        }
-        let mut entry = self.bounded(preds)?;
+        let mut entry: SmallVec<[Node; 8]> = deps.iter().map(|d| self.commands[*d as usize].exit).collect();
         let mut waits = Vec::with_capacity(wait_events.len());
         for event in wait_events {
             let (target, keep) = self.wait_target(event)?;
@@ -666,7 +633,7 @@ impl CudaCommandBuffer {
             self.commands[*d as usize].has_successors = true;
         }
         let event = signal.as_ref().map(|s| s.event.clone() as Arc<dyn EventImpl>);
-        self.commands.push(Cmd { exit, fan: FanOut::new(exit), has_successors: false, kernel, waits, signal });
+        self.commands.push(Cmd { exit, has_successors: false, kernel, waits, signal });
         Ok(event)
     }
 }
@@ -695,9 +662,7 @@ impl CommandBufferImpl for CudaCommandBuffer {
             self.add_empty(&[])?;
         }
         if let Some((word, ring)) = self.run.as_ref().map(|r| (r.word.addr, r.ring.addr)) {
-            let leaves: SmallVec<[Node; 8]> =
-                self.commands.iter().filter(|c| !c.has_successors).map(|c| c.exit).collect();
-            let leaves = self.bounded(leaves)?;
+            let leaves: Vec<Node> = self.commands.iter().filter(|c| !c.has_successors).map(|c| c.exit).collect();
             let mut node: Node = ptr::null_mut();
             with_collector_params(&self.dev, self.ctx(), word, ring, |params| {
                 // SAFETY: the graph is alive, `leaves` are its nodes; the
@@ -713,8 +678,6 @@ impl CommandBufferImpl for CudaCommandBuffer {
             commands = self.commands.len(),
             kernels = self.run.is_some(),
             append_us = self.build.append.as_micros() as u64,
-            relays = self.build.relays,
-            joins = self.build.joins,
             collector_us = collected.as_micros() as u64,
             instantiate_us = (started.elapsed() - collected).as_micros() as u64,
             "CUDA graph instantiated"

@@ -31,7 +31,6 @@ mod device;
 mod driver;
 mod event;
 mod exec;
-mod fan;
 mod hold;
 mod memory;
 mod nvrtc;

@@ -6,13 +6,15 @@
 //!   (`cuGraphAddKernelNode_v2` with each node's dependency array, then
 //!   `cuGraphInstantiateWithFlags`), in four shapes (chain; fork-join; a
 //!   fan-out: one root and N - 1 nodes after it; a fan-in: N - 1
-//!   independent nodes and one after them all), with node degrees as given
-//!   (`direct`) or bounded to 64 the way the adapter bounds them
-//!   (`bounded`: relays and join nodes, adapter-cuda `fan.rs`): ms to add
-//!   the nodes, to instantiate, and µs of the first and of a later launch.
-//!   Then the same chain and fork-join as ur-core command buffers (create,
-//!   append, finalize): the adapter logs its own split at debug level
-//!   (`UR_LOG=ur_adapter_cuda=debug`: append, relays, joins, instantiate).
+//!   independent nodes and one after them all), with dependencies
+//!   as given (`direct`) or in at most [`LANES`] lanes (`lanes`: a node
+//!   also follows the oldest node without successors once there are that
+//!   many, a candidate against instantiation's growth with the graph's
+//!   width): ms to add the nodes, to instantiate, and µs of the first and
+//!   of a later launch. Then the same chain and fork-join as ur-core
+//!   command buffers (create, append, finalize): the adapter logs its own
+//!   split at debug level (`UR_LOG=ur_adapter_cuda=debug`: append,
+//!   collector, instantiate).
 //! - **Replay host time**: the driver calls one replay makes, each timed
 //!   alone, and a one-kernel replay through ur-core against raw
 //!   `cuGraphLaunch` + `cuEventRecord` on the same device.
@@ -35,6 +37,10 @@ fn deps(shape: &str, i: usize, n: usize) -> Vec<usize> {
         _ => Shape::ForkJoin.deps(i, n),
     }
 }
+
+/// Branches side by side in the `lanes` builds: what an H100 runs at once
+/// (128 concurrent kernels).
+const LANES: usize = 128;
 
 /// Samples of a build of `n` nodes.
 fn samples(n: usize) -> usize {
@@ -62,11 +68,11 @@ pub fn run(t: &Target, sizes: &[usize], out: &mut Vec<Record>, emit: &dyn Fn(&st
     replay_host(t, &mut raw, out, emit)?;
     emit(
         "CUDA graph build, raw driver calls: ms to add nodes / to instantiate, µs of the first / a later launch \
-         (median of 3-5 builds)\n\n| shape | degrees | N | add ms | instantiate ms | first launch µs | launch µs |\n\
+         (median of 3-5 builds)\n\n| shape | built | N | add ms | instantiate ms | first launch µs | launch µs |\n\
          |---|---|---|---|---|---|---|\n",
     );
     for shape in ["fork_join", "fan_out", "fan_in", "chain"] {
-        for (name, bound) in [("direct", None), ("bounded", Some(64))] {
+        for (name, lanes) in [("direct", None), ("lanes", Some(LANES))] {
             let mut last = None;
             for &n in sizes {
                 if too_slow(last, n) {
@@ -77,7 +83,7 @@ pub fn run(t: &Target, sizes: &[usize], out: &mut Vec<Record>, emit: &dyn Fn(&st
                 let mut costs = Vec::new();
                 let mut slow = false;
                 for _ in 0..samples(n) {
-                    let cost = raw.build_timed(&preds, bound)?;
+                    let cost = raw.build_timed(&preds, lanes)?;
                     slow |= cost.add + cost.instantiate > SERIES_LIMIT;
                     costs.push(cost);
                     if slow {

@@ -156,44 +156,57 @@ pub struct BuildCost {
     pub launch: Duration,
 }
 
-/// A node's predecessors given as they are, or with degrees bounded as the
-/// adapter bounds them (adapter-cuda `fan.rs`: a relay after each 63
-/// successors of a node, empty join nodes over groups of `bound`
-/// predecessors).
-fn bounded_deps(
-    graph: sys::CUgraph,
-    preds: &[usize],
-    hubs: &mut [(sys::CUgraphNode, usize)],
-    bound: Option<usize>,
-) -> Result<Vec<sys::CUgraphNode>, String> {
-    let empty = |deps: &[sys::CUgraphNode]| {
-        let mut node = ptr::null_mut();
-        // SAFETY: `deps` are nodes of the live `graph`.
-        check(unsafe { sys::cuGraphAddEmptyNode(&mut node, graph, deps.as_ptr(), deps.len()) }, "cuGraphAddEmptyNode")
-            .map(|()| node)
-    };
-    let Some(d) = bound else { return Ok(preds.iter().map(|&p| hubs[p].0).collect()) };
-    let mut deps = Vec::with_capacity(preds.len());
-    for &p in preds {
-        let (hub, used) = &mut hubs[p];
-        if *used + 1 >= d {
-            *hub = empty(&[*hub])?;
-            *used = 0;
+/// The graph's width bounded by lanes: once `lanes` nodes have no
+/// successor yet, a new node also follows the oldest of them, so that at
+/// most `lanes` branches run side by side (orders only added, never lost).
+/// A candidate against the driver's instantiation, which grows with the
+/// square of a graph's width (docs/performance.md, goal 6).
+struct Lanes {
+    lanes: usize,
+    has_successor: Vec<bool>,
+    /// Nodes in the order made; those with successors are skipped lazily.
+    leaves: std::collections::VecDeque<usize>,
+    live: usize,
+}
+
+impl Lanes {
+    fn new(lanes: usize) -> Lanes {
+        Lanes { lanes, has_successor: Vec::new(), leaves: Default::default(), live: 0 }
+    }
+
+    /// The predecessors of the next node: `preds`, and the oldest leaf when
+    /// the lanes are full.
+    fn deps(&mut self, preds: &[usize]) -> Vec<usize> {
+        let mut deps = preds.to_vec();
+        for &p in preds {
+            self.mark(p);
         }
-        *used += 1;
-        deps.push(*hub);
+        while self.live >= self.lanes {
+            let Some(oldest) = self.leaves.pop_front() else { break };
+            if !self.has_successor[oldest] {
+                self.mark(oldest);
+                deps.push(oldest);
+            }
+        }
+        let node = self.has_successor.len();
+        self.has_successor.push(false);
+        self.leaves.push_back(node);
+        self.live += 1;
+        deps
     }
-    while deps.len() > d {
-        deps = deps.chunks(d).map(|c| if c.len() == 1 { Ok(c[0]) } else { empty(c) }).collect::<Result<_, _>>()?;
+
+    fn mark(&mut self, node: usize) {
+        if !std::mem::replace(&mut self.has_successor[node], true) {
+            self.live -= 1;
+        }
     }
-    Ok(deps)
 }
 
 impl CudaGraph {
-    /// Builds the graph of `preds` (replacing the current one), with node
-    /// degrees bounded to `bound` if given, and times each step and two
+    /// Builds the graph of `preds` (replacing the current one), in at most
+    /// `lanes` lanes if given (see [`Lanes`]), and times each step and two
     /// launches.
-    pub fn build_timed(&mut self, preds: &[Vec<usize>], bound: Option<usize>) -> Result<BuildCost, String> {
+    pub fn build_timed(&mut self, preds: &[Vec<usize>], lanes: Option<usize>) -> Result<BuildCost, String> {
         self.current()?;
         self.wait()?;
         self.destroy_graph();
@@ -203,16 +216,20 @@ impl CudaGraph {
         let mut graph = ptr::null_mut();
         // SAFETY: out-pointer valid; flags 0.
         check(unsafe { sys::cuGraphCreate(&mut graph, 0) }, "cuGraphCreate")?;
-        let mut hubs: Vec<(sys::CUgraphNode, usize)> = Vec::with_capacity(preds.len());
+        let mut nodes: Vec<sys::CUgraphNode> = Vec::with_capacity(preds.len());
+        let mut lanes = lanes.map(Lanes::new);
         let added = (|| {
             for p in preds {
-                let deps = bounded_deps(graph, p, &mut hubs, bound)?;
+                let deps: Vec<sys::CUgraphNode> = match lanes.as_mut() {
+                    Some(lanes) => lanes.deps(p).into_iter().map(|d| nodes[d]).collect(),
+                    None => p.iter().map(|&d| nodes[d]).collect(),
+                };
                 let mut node = ptr::null_mut();
                 // SAFETY: `deps` are nodes of `graph`; the parameters outlive the call, which copies them.
                 let status =
                     unsafe { sys::cuGraphAddKernelNode_v2(&mut node, graph, deps.as_ptr(), deps.len(), &params) };
                 check(status, "cuGraphAddKernelNode")?;
-                hubs.push((node, 0));
+                nodes.push(node);
             }
             Ok::<_, String>(())
         })();
@@ -385,6 +402,19 @@ impl Drop for CudaGraph {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn lanes_bound_the_leaves_and_keep_every_order() {
+        let mut lanes = super::Lanes::new(2);
+        // A fork of five after node 0.
+        assert_eq!(lanes.deps(&[]), Vec::<usize>::new());
+        assert_eq!(lanes.deps(&[0]), vec![0]);
+        assert_eq!(lanes.deps(&[0]), vec![0]);
+        // Two leaves (1, 2): the next also follows the oldest.
+        assert_eq!(lanes.deps(&[0]), vec![0, 1]);
+        assert_eq!(lanes.deps(&[0]), vec![0, 2]);
+        assert_eq!(lanes.live, 2);
+    }
+
     #[test]
     fn ptx_targets_the_device() {
         let ptx = super::empty_ptx(9, 0).into_string().unwrap();
