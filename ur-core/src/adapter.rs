@@ -11,7 +11,8 @@
 //! platforms and devices, contexts that allocate memory and build programs,
 //! queues that execute every [`Command`] eagerly, events, and, when its
 //! devices report [`CommandBufferSupport::Native`](crate::CommandBufferSupport),
-//! a native [`CommandBufferImpl`]. Devices without native command buffers get
+//! a native command buffer in two phases ([`RecordingCommandBufferImpl`],
+//! finalized into an [`ExecutableCommandBufferImpl`]). Devices without native command buffers get
 //! ur-core's software command buffer, built on the queue's eager operations.
 
 use std::any::Any;
@@ -161,7 +162,7 @@ pub trait ContextImpl: Any + Send + Sync {
     /// Only called for devices that report native command buffers; an
     /// updatable buffer is only asked for when the device reports update
     /// capabilities.
-    unsafe fn command_buffer_create(&self, desc: &CommandBufferDesc) -> Result<Box<dyn CommandBufferImpl>>;
+    unsafe fn command_buffer_create(&self, desc: &CommandBufferDesc) -> Result<Box<dyn RecordingCommandBufferImpl>>;
 
     /// Creates an event that the host completes ([`UserEventImpl::complete`]),
     /// usable in every wait list of this context: eager commands, command-buffer
@@ -390,7 +391,7 @@ pub trait UserEventImpl: EventImpl {
     fn complete(&self, result: Result<()>);
 }
 
-/// One kernel command's new state, for [`CommandBufferImpl::update_kernel_launches`].
+/// One kernel command's new state, for [`ExecutableCommandBufferImpl::update_kernel_launches`].
 #[derive(Clone, Copy, Debug)]
 pub struct KernelUpdate<'a> {
     /// Index of the command in append order.
@@ -399,12 +400,14 @@ pub struct KernelUpdate<'a> {
     pub launch: &'a KernelCommand,
 }
 
-/// A native command buffer.
+/// A native command buffer being recorded: the first of its two phases.
 ///
 /// The front end serialises all calls on one buffer, so methods take
 /// `&mut self`. Commands are numbered in append order from 0; a sync point is
-/// the number of the command that produced it.
-pub trait CommandBufferImpl: Any + Send {
+/// the number of the command that produced it. [`finalize`](Self::finalize)
+/// turns it into the second phase, an [`ExecutableCommandBufferImpl`], which
+/// alone can be enqueued, updated and asked for its native object.
+pub trait RecordingCommandBufferImpl: Any + Send {
     /// Records `command` as number `self.len()`, after the commands in `deps`
     /// and the events in `wait_events`. Returns the command's signal event when
     /// `signal` is set: an event that completes each time the command has run,
@@ -413,10 +416,10 @@ pub trait CommandBufferImpl: Any + Send {
     /// # Safety
     /// `command` was validated for this buffer's context; `deps` are distinct
     /// numbers of commands already recorded (for in-order buffers, exactly the
-    /// previous command); `wait_events` are events of this context; the
-    /// buffer is not finalized; `alternatives` are kernels of this context
-    /// that `update_kernel_launches` may switch a kernel command to, and only
-    /// given for kernel commands of updatable buffers.
+    /// previous command); `wait_events` are events of this context;
+    /// `alternatives` are kernels of this context that
+    /// [`ExecutableCommandBufferImpl::update_kernel_launches`] may switch a
+    /// kernel command to, and only given for kernel commands of updatable buffers.
     unsafe fn append(
         &mut self,
         command: &Command,
@@ -426,32 +429,64 @@ pub trait CommandBufferImpl: Any + Send {
         signal: bool,
     ) -> Result<Option<Arc<dyn EventImpl>>>;
 
-    /// Makes the buffer ready to enqueue; called once.
-    fn finalize(&mut self) -> Result<()>;
+    /// Makes the buffer ready to enqueue. On failure the recording comes
+    /// back unchanged in [`FinalizeFailed`], so that the buffer can still be
+    /// released, or finalized again.
+    fn finalize(self: Box<Self>) -> std::result::Result<Box<dyn ExecutableCommandBufferImpl>, FinalizeFailed>;
 
+    /// The native object this buffer records into, for the adapter's own
+    /// use when this buffer is the child of another buffer's native command
+    /// (devices that report `CommandBufferCaps::subgraphs`: CUDA's `CUgraph`).
+    /// `UnsupportedFeature`, the default, elsewhere. Not the buffer's native
+    /// handle, which only the executable phase has.
+    fn recording_target(&self) -> Result<NativeHandle> {
+        Err(crate::err!(UnsupportedFeature, "this command buffer does not nest in others"))
+    }
+}
+
+/// A failed [`RecordingCommandBufferImpl::finalize`]: the error, and the
+/// recording, unchanged.
+pub struct FinalizeFailed {
+    /// Why finalize failed.
+    pub error: crate::error::UrError,
+    /// The recording, as it was before the call.
+    pub recording: Box<dyn RecordingCommandBufferImpl>,
+}
+
+impl FinalizeFailed {
+    /// A failure of `recording`'s finalize with `error`.
+    pub fn new(error: crate::error::UrError, recording: Box<dyn RecordingCommandBufferImpl>) -> FinalizeFailed {
+        FinalizeFailed { error, recording }
+    }
+}
+
+/// A finalized native command buffer: the second phase, returned by
+/// [`RecordingCommandBufferImpl::finalize`]. Enqueues, updates and the native
+/// handle live here; the front end serialises all calls.
+pub trait ExecutableCommandBufferImpl: Any + Send {
     /// Submits one execution after the events of `wait` and after every
     /// earlier submission of this buffer (on any queue), returning the event
     /// of its completion. Updates made after this call never affect it.
     ///
     /// # Safety
-    /// The buffer is finalized; `queue` is a queue of this adapter and context;
-    /// `wait` are events of this context.
+    /// `queue` is a queue of this adapter and context; `wait` are events of
+    /// this context.
     unsafe fn enqueue(&mut self, queue: &dyn QueueImpl, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>>;
 
     /// Replaces kernel commands' launches for the next enqueues.
     ///
     /// # Safety
-    /// The buffer is finalized and updatable; each entry names a kernel
-    /// command, at most once; each launch is complete and valid, its kernel the
-    /// command's original kernel or one of its alternatives; the device
-    /// reports every capability the change needs.
+    /// The buffer is updatable; each entry names a kernel command, at most
+    /// once; each launch is complete and valid, its kernel the command's
+    /// original kernel or one of its alternatives; the device reports every
+    /// capability the change needs.
     unsafe fn update_kernel_launches(&mut self, updates: &[KernelUpdate<'_>]) -> Result<()>;
 
     /// Gives `command` a new signal event for the next enqueues.
     ///
     /// # Safety
-    /// The buffer is finalized and updatable; the command was appended with a
-    /// signal event; the device reports the EVENTS capability.
+    /// The buffer is updatable; the command was appended with a signal
+    /// event; the device reports the EVENTS capability.
     unsafe fn update_signal_event(&mut self, command: u32) -> Result<Arc<dyn EventImpl>>;
 
     /// Replaces `command`'s wait events for the next enqueues.
@@ -461,7 +496,13 @@ pub trait CommandBufferImpl: Any + Send {
     /// command was appended with, all of this context.
     unsafe fn update_wait_events(&mut self, command: u32, events: &[Event]) -> Result<()>;
 
-    /// The native object behind the buffer.
+    /// The native object that an enqueue submits, the one meaning of
+    /// `urCommandBufferGetNativeHandleExp` on every backend: the CPU plan's
+    /// address, OpenCL's `cl_command_buffer_khr` (the first one, where a
+    /// buffer is recorded as several), Vulkan's `VkCommandBuffer` (the first
+    /// secondary), CUDA's `CUgraphExec`. `UnsupportedFeature` where there is
+    /// no driver object (software and pre-planned buffers). Before finalize
+    /// there is no executable object: the front end answers `InvalidOperation`.
     fn native_handle(&self) -> Result<NativeHandle>;
 }
 

@@ -668,9 +668,18 @@ impl fmt::Debug for Device {
     }
 }
 
+/// The label every listing names a device view by (the conformance matrix,
+/// bench tables, selector listings, error messages): the selector identity,
+/// then `emulated` when the view's command buffers are ur-core's software
+/// command buffer, an emulated view's or those of a device with no native
+/// ones (`cpu:0`, `cpu:0 emulated`).
 impl fmt::Display for Device {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.is_emulated() { write!(f, "{} emulated", self.inner.id) } else { write!(f, "{}", self.inner.id) }
+        write!(f, "{}", self.inner.id)?;
+        if self.inner.info.command_buffer.support == CommandBufferSupport::Emulated {
+            f.write_str(" emulated")?;
+        }
+        Ok(())
     }
 }
 

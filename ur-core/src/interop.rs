@@ -15,9 +15,12 @@
 //! | [`Queue`](crate::Queue) | unsupported | `cl_command_queue` | `VkQueue` | `CUstream` |
 //! | [`MemBuffer`](crate::MemBuffer) | host address of its bytes | `cl_mem` | `VkBuffer` (from offset 0) | `CUdeviceptr` |
 //! | [`Event`](crate::Event) | unsupported | `cl_event` | unsupported | `CUevent` (of the completion) |
-//! | [`CommandBuffer`](crate::CommandBuffer) | the graph's address | `cl_command_buffer_khr` | `VkCommandBuffer` | `CUgraphExec` |
+//! | [`CommandBuffer`](crate::CommandBuffer), once finalized | the plan's address | `cl_command_buffer_khr` | `VkCommandBuffer` | `CUgraphExec` |
 //!
-//! "Unsupported" is `UnsupportedFeature`. Handles stay owned by ur-rs: they
+//! "Unsupported" is `UnsupportedFeature`. A command buffer's handle is the
+//! executable object an enqueue submits ([`ExecutableCommandBufferImpl::native_handle`](crate::adapter::ExecutableCommandBufferImpl::native_handle)):
+//! before finalize there is none, and every backend answers `InvalidOperation`;
+//! software and pre-planned buffers answer `UnsupportedFeature`. Handles stay owned by ur-rs: they
 //! are valid while the object lives and must not be released by the caller.
 //! The reverse, objects adopted from native handles, is [`crate::adopt`].
 //!
@@ -272,6 +275,13 @@ impl NativeCommand {
     /// node; inside the callback its `native_handle()` is the target too.
     pub fn child(&self) -> Option<&CommandBuffer> {
         self.child.as_ref()
+    }
+
+    /// The native object the child command buffer records into, which the
+    /// adapter gives the callback as its target (CUDA: the child's `CUgraph`);
+    /// `None` without a child.
+    pub fn child_target(&self) -> Option<Result<NativeHandle>> {
+        self.child.as_ref().map(CommandBuffer::recording_target)
     }
 
     /// The memory buffers the command was enqueued with.

@@ -35,7 +35,10 @@ use crate::launch::KernelLaunch;
 use crate::memory::{BufferMapping, MapFlags, MappedMemory, MemBuffer, MigrationFlags, UsmAdvice, UsmPtr};
 use crate::rect::{RectLayout, RectRegion};
 
+mod slot;
 mod usm_2d;
+
+pub use slot::{QueueSlot, QueueSlotGuard};
 
 /// How a queue runs its commands.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
