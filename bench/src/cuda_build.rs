@@ -13,8 +13,8 @@
 //!   width): ms to add the nodes, to instantiate, and µs of the first and
 //!   of a later launch. Then the same chain and fork-join as ur-core
 //!   command buffers (create, append, finalize): the adapter logs its own
-//!   split at debug level (`UR_LOG=ur_adapter_cuda=debug`: append,
-//!   collector, instantiate).
+//!   split at debug level (`UR_LOG=ur_adapter_cuda=debug`: the appends,
+//!   then the collector and instantiation).
 //! - **Replay host time**: the driver calls one replay makes, each timed
 //!   alone, and a one-kernel replay through ur-core against raw
 //!   `cuGraphLaunch` + `cuEventRecord` on the same device.
