@@ -59,6 +59,7 @@ pub mod platform;
 pub mod program;
 pub mod queue;
 pub mod selector;
+pub mod shared_usm;
 mod software;
 
 // The modules of the types layer keep their paths at the crate root
