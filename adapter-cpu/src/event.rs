@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
+use ur_core::adapter::toolbox::OrderedEvent;
 use ur_core::adapter::{EventImpl, UserEventImpl};
 use ur_core::{EventStatus, ProfilingInfo, UrError};
 
@@ -242,6 +243,17 @@ impl EventImpl for CpuEvent {
     fn profiling(&self) -> Option<ProfilingInfo> {
         let s = self.state.lock();
         (self.profiling && s.is_done() && s.target > 0).then_some(s.times)
+    }
+}
+
+impl OrderedEvent for CpuEvent {
+    fn is_done(&self) -> bool {
+        CpuEvent::is_done(self)
+    }
+
+    fn wait_ended(&self) {
+        // The error is the event's to report.
+        let _ = self.wait();
     }
 }
 

@@ -2,11 +2,10 @@
 //! on in-order queues, the previous command have completed.
 
 use std::any::Any;
-use std::collections::VecDeque;
 use std::sync::Arc;
 
-use parking_lot::Mutex;
 use smallvec::SmallVec;
+use ur_core::adapter::toolbox::QueueOrder;
 use ur_core::adapter::{EventImpl, QueueImpl, downcast};
 use ur_core::{Command, QueueProperties, Result};
 
@@ -14,24 +13,10 @@ use crate::event::{Continuation, CpuEvent, EventJob, after_all};
 use crate::exec;
 use crate::pool::Pool;
 
-/// Outstanding events kept before a full sweep of completed ones.
-const SWEEP_AT: usize = 4096;
-
 pub(crate) struct CpuQueue {
     pool: Arc<Pool>,
-    in_order: bool,
     profiling: bool,
-    tail: Mutex<Tail>,
-}
-
-#[derive(Default)]
-struct Tail {
-    /// The newest command of an in-order queue.
-    last: Option<Arc<CpuEvent>>,
-    /// The newest barrier of an out-of-order queue.
-    barrier: Option<Arc<CpuEvent>>,
-    /// Commands not known to be complete, oldest first.
-    outstanding: VecDeque<Arc<CpuEvent>>,
+    order: QueueOrder<CpuEvent>,
 }
 
 /// Downcasts a wait list to this adapter's events.
@@ -41,7 +26,7 @@ pub(crate) fn cpu_events<'a>(wait: &[&'a dyn EventImpl]) -> Result<SmallVec<[&'a
 
 impl CpuQueue {
     pub(crate) fn new(pool: Arc<Pool>, properties: QueueProperties) -> CpuQueue {
-        CpuQueue { pool, in_order: !properties.out_of_order, profiling: properties.profiling, tail: Mutex::default() }
+        CpuQueue { pool, profiling: properties.profiling, order: QueueOrder::new(!properties.out_of_order) }
     }
 
     pub(crate) fn profiling(&self) -> bool {
@@ -61,30 +46,10 @@ impl CpuQueue {
         barrier: bool,
         start: Continuation,
     ) -> Result<()> {
-        let mut owned: SmallVec<[Arc<CpuEvent>; 8]> = SmallVec::new();
+        // Declared first: `deps` borrows from it.
+        let owned;
         let mut deps = cpu_events(wait)?;
-        {
-            let mut tail = self.tail.lock();
-            while tail.outstanding.front().is_some_and(|e| e.is_done()) {
-                tail.outstanding.pop_front();
-            }
-            if tail.outstanding.len() >= SWEEP_AT {
-                tail.outstanding.retain(|e| !e.is_done());
-            }
-            if barrier {
-                owned.extend(tail.outstanding.iter().cloned());
-            } else if self.in_order {
-                owned.extend(tail.last.clone());
-            } else {
-                owned.extend(tail.barrier.clone());
-            }
-            if self.in_order {
-                tail.last = Some(event.clone());
-            } else if barrier {
-                tail.barrier = Some(event.clone());
-            }
-            tail.outstanding.push_back(event.clone());
-        }
+        owned = self.order.order(event, barrier);
         deps.extend(owned.iter().map(|e| &**e));
         after_all(&deps, start);
         Ok(())
@@ -141,12 +106,7 @@ impl QueueImpl for CpuQueue {
     }
 
     fn finish(&self) -> Result<()> {
-        let outstanding: Vec<Arc<CpuEvent>> = self.tail.lock().outstanding.iter().cloned().collect();
-        for e in &outstanding {
-            // A command's own failure is reported by its event, not by finish.
-            let _ = e.wait();
-        }
-        self.tail.lock().outstanding.retain(|e| !e.is_done());
+        self.order.finish();
         Ok(())
     }
 

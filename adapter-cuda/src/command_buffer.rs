@@ -56,12 +56,12 @@ use ur_core::{
     UsmRef, err,
 };
 
-use crate::conv::{CopyPlan, HostJob, host_job_kept};
-use crate::conv::{copy_1d, copy_rect, fill_plan};
 use crate::device::{DeviceShared, Release, Word};
 use crate::driver::{self, cu};
 use crate::event::{CudaEvent, RING_SLOTS, RunStatus, StatusRing, graph_wait_event};
 use crate::exec;
+use crate::lower::{CopyPlan, HostJob, host_job_kept};
+use crate::lower::{copy_1d, copy_rect, fill_plan};
 use crate::memory::{Loc, buffer_loc, mem_loc, usm_loc};
 use crate::program::{CudaKernel, LaunchParams};
 use crate::queue::{CudaQueue, Launch, Order, Work};

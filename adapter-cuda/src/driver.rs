@@ -1,5 +1,5 @@
-//! The CUDA driver as this adapter calls it: opening it, mapping its errors,
-//! binding contexts to threads, and owning its handles.
+//! The CUDA driver as this adapter calls it: opening it, naming its errors
+//! (`conv` maps them), binding contexts to threads, and owning its handles.
 //!
 //! Every driver call goes through cudarc's `sys` bindings, which resolve each
 //! entry point lazily from `libcuda` (the `dynamic-loading` feature): nothing
@@ -15,7 +15,9 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use cudarc::driver::sys;
-use ur_core::{Backend, Detail, Result, UrError};
+use ur_core::Result;
+
+use crate::conv::cu_error;
 
 /// The reason the loader prints when `libcuda` cannot be loaded; CI (no GPU)
 /// sees this one.
@@ -166,57 +168,12 @@ pub(crate) fn error_name(result: sys::CUresult) -> String {
     format!("CUresult {code}")
 }
 
-/// The `UrError` variant closest to a `CUresult` code.
-pub(crate) fn variant_for(code: u32) -> fn(Detail) -> UrError {
-    match code {
-        // CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_INVALID_HANDLE
-        1 | 400 => UrError::InvalidValue,
-        // CUDA_ERROR_OUT_OF_MEMORY
-        2 => UrError::OutOfDeviceMemory,
-        // CUDA_ERROR_NOT_INITIALIZED, CUDA_ERROR_DEINITIALIZED, CUDA_ERROR_STUB_LIBRARY
-        3 | 4 | 34 => UrError::Uninitialized,
-        // CUDA_ERROR_NO_DEVICE, CUDA_ERROR_INVALID_DEVICE
-        100 | 101 => UrError::InvalidDevice,
-        // CUDA_ERROR_INVALID_IMAGE, CUDA_ERROR_NO_BINARY_FOR_GPU, CUDA_ERROR_INVALID_PTX,
-        // CUDA_ERROR_UNSUPPORTED_PTX_VERSION, CUDA_ERROR_JIT_COMPILER_NOT_FOUND
-        200 | 209 | 218 | 222 | 221 => UrError::InvalidBinary,
-        // CUDA_ERROR_INVALID_CONTEXT, CUDA_ERROR_CONTEXT_IS_DESTROYED
-        201 | 709 => UrError::InvalidContext,
-        // CUDA_ERROR_NOT_FOUND
-        500 => UrError::InvalidKernelName,
-        // CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, CUDA_ERROR_TOO_MANY_PEERS
-        701 | 711 => UrError::OutOfResources,
-        // CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED / NOT_REGISTERED
-        712 | 713 => UrError::InvalidValue,
-        // CUDA_ERROR_NOT_PERMITTED, CUDA_ERROR_ILLEGAL_STATE
-        800 | 401 => UrError::InvalidOperation,
-        // CUDA_ERROR_NOT_SUPPORTED
-        801 => UrError::UnsupportedFeature,
-        // CUDA_ERROR_ECC_UNCORRECTABLE, CUDA_ERROR_DEVICE_UNAVAILABLE, CUDA_ERROR_DEVICE_NOT_LICENSED
-        214 | 46 | 102 => UrError::DeviceLost,
-        // Everything else, kernel faults included (CUDA_ERROR_ILLEGAL_ADDRESS,
-        // CUDA_ERROR_LAUNCH_FAILED, ...): the detail names the code.
-        _ => UrError::AdapterSpecific,
-    }
-}
-
-/// The error for a failed driver call `what`.
-pub(crate) fn error(result: sys::CUresult, what: &str) -> UrError {
-    let code = result as u32;
-    variant_for(code)(Detail::native(Backend::Cuda, i64::from(code), format!("{what} failed: {}", error_name(result))))
-}
-
-/// `Ok` for `CUDA_SUCCESS`, else the mapped error naming the call.
-pub(crate) fn check(result: sys::CUresult, what: &str) -> Result<()> {
-    if result == sys::CUresult::CUDA_SUCCESS { Ok(()) } else { Err(error(result, what)) }
-}
-
 /// Calls a driver entry point and maps its result:
 /// `cu!(cuStreamSynchronize(stream))`. The caller's `unsafe` block states why
 /// the arguments are valid.
 macro_rules! cu {
     ($name:ident($($arg:expr),* $(,)?)) => {
-        $crate::driver::check(cudarc::driver::sys::$name($($arg),*), stringify!($name))
+        $crate::conv::check(cudarc::driver::sys::$name($($arg),*), stringify!($name))
     };
 }
 pub(crate) use cu;
@@ -349,7 +306,7 @@ impl CuEvent {
         match unsafe { sys::cuEventQuery(self.raw) } {
             sys::CUresult::CUDA_SUCCESS => Ok(Query::Ready),
             sys::CUresult::CUDA_ERROR_NOT_READY => Ok(Query::Pending),
-            other => Err(error(other, "cuEventQuery")),
+            other => Err(cu_error(other, "cuEventQuery")),
         }
     }
 
@@ -380,39 +337,4 @@ pub(crate) fn stream_wait_event(stream: sys::CUstream, event: sys::CUevent) -> R
     // SAFETY: both handles are alive and of contexts of one device (callers pass
     // this adapter's objects of one context).
     unsafe { cu!(cuStreamWaitEvent(stream, event, 0)) }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn codes_map_to_the_closest_variant() {
-        type IsExpected = fn(&UrError) -> bool;
-        let cases: [(u32, IsExpected); 8] = [
-            (1, |e| matches!(e, UrError::InvalidValue(_))),
-            (2, |e| matches!(e, UrError::OutOfDeviceMemory(_))),
-            (3, |e| matches!(e, UrError::Uninitialized(_))),
-            (218, |e| matches!(e, UrError::InvalidBinary(_))),
-            (500, |e| matches!(e, UrError::InvalidKernelName(_))),
-            (701, |e| matches!(e, UrError::OutOfResources(_))),
-            (801, |e| matches!(e, UrError::UnsupportedFeature(_))),
-            (700, |e| matches!(e, UrError::AdapterSpecific(_))),
-        ];
-        for (code, is_expected) in cases {
-            let e = variant_for(code)(Detail::native(Backend::Cuda, i64::from(code), "x"));
-            assert!(is_expected(&e), "code {code} gave {e:?}");
-            assert_eq!(e.detail().native_code, Some(i64::from(code)));
-            assert_eq!(e.detail().backend, Some(Backend::Cuda));
-        }
-    }
-
-    #[test]
-    fn error_names_the_call_and_code() {
-        let e = error(sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY, "cuMemAlloc_v2");
-        assert!(matches!(e, UrError::OutOfDeviceMemory(_)));
-        let text = e.to_string();
-        assert!(text.contains("cuMemAlloc_v2 failed"), "{text}");
-        assert!(text.contains("cuda: native code 2"), "{text}");
-    }
 }

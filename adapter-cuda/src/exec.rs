@@ -5,10 +5,10 @@ use std::sync::Arc;
 use cudarc::driver::sys;
 use ur_core::{Command, MigrationFlags, Result, UsmAdvice, UsmRef};
 
-use crate::conv::{CopyPlan, HostJob, Memset, copy_1d, copy_rect, fill_plan, host_job_once};
 use crate::device::{DEVICE_CPU, DeviceShared};
 use crate::driver::cu;
 use crate::event::Check;
+use crate::lower::{CopyPlan, HostJob, Memset, copy_1d, copy_rect, fill_plan, host_job_once};
 use crate::memory::{Loc, buffer_loc, is_managed, mem_loc, usm_loc};
 use crate::program::LaunchParams;
 

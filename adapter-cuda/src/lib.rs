@@ -32,6 +32,7 @@ mod driver;
 mod event;
 mod exec;
 mod hold;
+mod lower;
 mod memory;
 mod nvrtc;
 mod program;

@@ -46,6 +46,7 @@ use ur_core::{
     ArgKind, ArgValue, KernelCommand, KernelSignature, ProgramBundle, ProgramSource, Result, SourceForm, err,
 };
 
+use crate::conv;
 use crate::device::{DeviceShared, Release};
 use crate::driver::{self, cu, has_symbol};
 use crate::memory::cuda_buffer;
@@ -183,10 +184,10 @@ impl CudaProgram {
         };
         if result != sys::CUresult::CUDA_SUCCESS {
             let log = text(&log);
-            let mut e = driver::error(result, "cuModuleLoadDataEx");
+            let mut e = conv::cu_error(result, "cuModuleLoadDataEx");
             if !log.is_empty() {
                 let detail = e.detail().clone();
-                e = driver::variant_for(result as u32)(ur_core::Detail {
+                e = conv::variant_for(result as u32)(ur_core::Detail {
                     message: format!("{}: {log}", detail.message).into(),
                     ..detail
                 });
@@ -252,7 +253,7 @@ impl ProgramImpl for CudaProgram {
             sys::CUresult::CUDA_ERROR_NOT_FOUND => {
                 return Err(err!(InvalidKernelName, "the program's module has no kernel `{}`", signature.name));
             }
-            other => return Err(driver::error(other, "cuModuleGetFunction")),
+            other => return Err(conv::cu_error(other, "cuModuleGetFunction")),
         }
         check_parameters(func, signature, self.plain)?;
         let attribute = |a| -> Result<i32> {

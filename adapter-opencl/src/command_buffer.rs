@@ -1,6 +1,6 @@
 //! Native command buffers on `cl_khr_command_buffer`.
 //!
-//! The recorded commands are partitioned into steps ([`crate::plan`]): native
+//! The recorded commands are partitioned into steps ([`crate::steps`]): native
 //! steps are `cl_command_buffer_khr`s, eager steps (commands with wait or
 //! signal events, or on raw host memory) are enqueued on their own at each
 //! submission. A buffer without such commands is one `cl_command_buffer_khr`
@@ -53,9 +53,9 @@ use crate::exec;
 use crate::ffi::{CL_COMMAND_BUFFER_SIMULTANEOUS_USE_KHR, cl_command_buffer_khr, cl_sync_point_khr};
 use crate::native_segment::NativeSegment;
 use crate::one_launch::{self, RecordedKernels};
-use crate::plan::{Placement, Planner, StepKind};
 use crate::program::ClKernel;
 use crate::queue::ClQueue;
+use crate::steps::{Placement, Planner, StepKind};
 
 /// Instances kept for one version before an enqueue waits for one to become
 /// idle (only on devices that cannot enqueue a pending command-buffer).

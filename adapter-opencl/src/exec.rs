@@ -30,7 +30,8 @@ use crate::conv::ClResultExt;
 use crate::device::Usm;
 use crate::event::{RawEvent, StatusWord, WaitList};
 use crate::ffi::{CommandBufferApi, cl_command_buffer_khr, cl_sync_point_khr};
-use crate::helpers::{self, Launched, Ptr, Side, Target};
+use crate::helpers::Side;
+use crate::launch::{self, Launched, Ptr, Recorded, Target};
 use crate::memory::{ClBuffer, ClUsm};
 use crate::one_launch::RecordedKernels;
 use crate::program::ClKernel;
@@ -154,7 +155,7 @@ pub(crate) unsafe fn marker(shared: &Shared, queue: cl_command_queue, wait: &Wai
     if marker_is_a_kernel(queue) {
         let target = Target::queue(shared, queue, wait);
         // SAFETY: a valid queue and wait list.
-        return event(unsafe { shared.helpers.noop(&target)? });
+        return unsafe { shared.helpers.noop(&target)? }.into_event();
     }
     let complete = [shared.complete.get()];
     let (n, list) = if wait.is_empty() { (1, complete.as_ptr()) } else { (wait.len() as u32, wait.as_ptr()) };
@@ -204,11 +205,11 @@ unsafe fn launch_kernel(
         // kernel creation).
         unsafe {
             match arg {
-                ArgValue::Value(bytes) => helpers::set_value(raw, i, bytes)?,
-                ArgValue::Pointer(p) if p.is_null() => helpers::set_ptr(device_usm, raw, i, Ptr::Null)?,
-                ArgValue::Pointer(p) => helpers::set_ptr(device_usm, raw, i, Ptr::Usm(p.addr() as *mut c_void))?,
-                ArgValue::MemObj(b) => helpers::set_ptr(device_usm, raw, i, Ptr::Mem(kernel_mem(b)?))?,
-                ArgValue::Local(size) => helpers::set_local(raw, i, *size)?,
+                ArgValue::Value(bytes) => launch::set_value(raw, i, bytes)?,
+                ArgValue::Pointer(p) if p.is_null() => launch::set_ptr(device_usm, raw, i, Ptr::Null)?,
+                ArgValue::Pointer(p) => launch::set_ptr(device_usm, raw, i, Ptr::Usm(p.addr() as *mut c_void))?,
+                ArgValue::MemObj(b) => launch::set_ptr(device_usm, raw, i, Ptr::Mem(kernel_mem(b)?))?,
+                ArgValue::Local(size) => launch::set_local(raw, i, *size)?,
             }
         }
     }
@@ -217,11 +218,11 @@ unsafe fn launch_kernel(
         // SAFETY: the status ABI (checked at kernel creation): a global
         // pointer, then one ulong per local argument.
         unsafe {
-            helpers::set_ptr(device_usm, raw, i, Ptr::Mem(status.mem()))?;
+            launch::set_ptr(device_usm, raw, i, Ptr::Mem(status.mem()))?;
             for arg in &k.args {
                 if let ArgValue::Local(size) = arg {
                     i += 1;
-                    helpers::set_value(raw, i, &(*size as u64).to_ne_bytes())?;
+                    launch::set_value(raw, i, &(*size as u64).to_ne_bytes())?;
                 }
             }
         }
@@ -229,28 +230,9 @@ unsafe fn launch_kernel(
     let r = &k.range;
     // SAFETY: every argument is set; the front end checked the geometry
     // (global sizes non-zero here, divisible by the local sizes, within limits).
-    let launched = unsafe {
-        helpers::launch(target, raw, &kernel.name, r.work_dim, r.global_offset, r.global_size, r.local_size)?
-    };
+    let launched =
+        unsafe { launch::launch(target, raw, &kernel.name, r.work_dim, r.global_offset, r.global_size, r.local_size)? };
     Ok((launched, status))
-}
-
-fn event(launched: Launched) -> Result<RawEvent> {
-    match launched {
-        Launched::Event(e) => Ok(e),
-        Launched::SyncPoint(..) => Err(err!(Unknown, "an enqueue produced a sync point")),
-    }
-}
-
-/// A recorded command: its sync point, and the kernel object it was recorded
-/// from when it is a launch (to keep alive with the command-buffer).
-pub(crate) type Recorded = (cl_sync_point_khr, Option<opencl3::kernel::Kernel>);
-
-fn recorded(launched: Launched) -> Result<Recorded> {
-    match launched {
-        Launched::SyncPoint(p, kernel) => Ok((p, kernel)),
-        Launched::Event(_) => Err(err!(Unknown, "a recording produced an event")),
-    }
 }
 
 /// Enqueues `command` on `queue` after `wait`; returns its event, and the
@@ -269,7 +251,7 @@ pub(crate) unsafe fn enqueue(
     // SAFETY: forwarded from this function's contract.
     match unsafe { enqueue_raw(shared, queue, command, wait) }? {
         Enqueued::Plain(event) => Ok((event, None)),
-        Enqueued::Kernel(launched, status) => Ok((event(launched)?, status)),
+        Enqueued::Kernel(launched, status) => Ok((launched.into_event()?, status)),
     }
 }
 
@@ -550,9 +532,9 @@ pub(crate) unsafe fn record(
         match command {
             // Native commands have command-buffers of their own (`native_segment`).
             Command::Native(_) => Err(err!(Unknown, "a native command cannot be recorded among other commands")),
-            Command::KernelLaunch(k) if k.range.global_size.contains(&0) => recorded(h.noop(&target)?),
-            Command::KernelLaunch(k) => recorded(launch_kernel(shared, &target, k)?.0),
-            Command::UsmPrefetch { .. } | Command::UsmAdvise { .. } => recorded(h.noop(&target)?),
+            Command::KernelLaunch(k) if k.range.global_size.contains(&0) => h.noop(&target)?.into_recorded(),
+            Command::KernelLaunch(k) => launch_kernel(shared, &target, k)?.0.into_recorded(),
+            Command::UsmPrefetch { .. } | Command::UsmAdvise { .. } => h.noop(&target)?.into_recorded(),
             Command::UsmMemcpy { dst: MemLoc::Usm(dst), src: MemLoc::Usm(src), size }
                 if svm && api.has_svm_memcpy() =>
             {
@@ -588,7 +570,7 @@ pub(crate) unsafe fn record(
             other if uses_host_memory(other) => {
                 Err(err!(Unknown, "a {} command on raw host memory cannot be recorded", other.kind()))
             }
-            other => recorded(helper_command(shared, &target, other)?),
+            other => helper_command(shared, &target, other)?.into_recorded(),
         }
     }
 }

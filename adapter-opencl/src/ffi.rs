@@ -6,7 +6,8 @@
 //! command-buffer recording functions changed shape in 0.9.5 (a `properties`
 //! argument after the queue), so they are kept as one of two typed tables
 //! and called through uniform methods; [`crate::version`] says which table a
-//! device's version needs.
+//! device's version needs. Both tables, their types and calls are generated
+//! from one list of the entry points (`recording_entry_points!`).
 
 #![allow(non_camel_case_types)]
 
@@ -72,170 +73,204 @@ type CommandNdRange = unsafe extern "system" fn(
     mutable_handle: *mut cl_mutable_command_khr,
 ) -> cl_int;
 
-/// Recording entry points of 0.9.0 to 0.9.4.
-mod legacy {
-    use super::*;
-
-    pub(super) type CopyBuffer = unsafe extern "system" fn(
-        command_buffer: cl_command_buffer_khr,
-        command_queue: cl_command_queue,
-        src_buffer: cl_mem,
-        dst_buffer: cl_mem,
-        src_offset: usize,
-        dst_offset: usize,
-        size: usize,
-        num_sync_points_in_wait_list: cl_uint,
-        sync_point_wait_list: *const cl_sync_point_khr,
-        sync_point: *mut cl_sync_point_khr,
-        mutable_handle: *mut cl_mutable_command_khr,
-    ) -> cl_int;
-    pub(super) type CopyBufferRect = unsafe extern "system" fn(
-        command_buffer: cl_command_buffer_khr,
-        command_queue: cl_command_queue,
-        src_buffer: cl_mem,
-        dst_buffer: cl_mem,
-        src_origin: *const usize,
-        dst_origin: *const usize,
-        region: *const usize,
-        src_row_pitch: usize,
-        src_slice_pitch: usize,
-        dst_row_pitch: usize,
-        dst_slice_pitch: usize,
-        num_sync_points_in_wait_list: cl_uint,
-        sync_point_wait_list: *const cl_sync_point_khr,
-        sync_point: *mut cl_sync_point_khr,
-        mutable_handle: *mut cl_mutable_command_khr,
-    ) -> cl_int;
-    pub(super) type FillBuffer = unsafe extern "system" fn(
-        command_buffer: cl_command_buffer_khr,
-        command_queue: cl_command_queue,
-        buffer: cl_mem,
-        pattern: *const c_void,
-        pattern_size: usize,
-        offset: usize,
-        size: usize,
-        num_sync_points_in_wait_list: cl_uint,
-        sync_point_wait_list: *const cl_sync_point_khr,
-        sync_point: *mut cl_sync_point_khr,
-        mutable_handle: *mut cl_mutable_command_khr,
-    ) -> cl_int;
-    pub(super) type SvmMemcpy = unsafe extern "system" fn(
-        command_buffer: cl_command_buffer_khr,
-        command_queue: cl_command_queue,
-        dst_ptr: *mut c_void,
-        src_ptr: *const c_void,
-        size: usize,
-        num_sync_points_in_wait_list: cl_uint,
-        sync_point_wait_list: *const cl_sync_point_khr,
-        sync_point: *mut cl_sync_point_khr,
-        mutable_handle: *mut cl_mutable_command_khr,
-    ) -> cl_int;
-    pub(super) type SvmMemFill = unsafe extern "system" fn(
-        command_buffer: cl_command_buffer_khr,
-        command_queue: cl_command_queue,
-        svm_ptr: *mut c_void,
-        pattern: *const c_void,
-        pattern_size: usize,
-        size: usize,
-        num_sync_points_in_wait_list: cl_uint,
-        sync_point_wait_list: *const cl_sync_point_khr,
-        sync_point: *mut cl_sync_point_khr,
-        mutable_handle: *mut cl_mutable_command_khr,
-    ) -> cl_int;
+/// The function-pointer type of a recording entry point in one
+/// [`RecordShape`]: the command-buffer and the queue, then the shape's own
+/// parameters (`properties` from 0.9.5), the command's parameters, and last
+/// the sync-point wait list, the new sync point and the mutable handle.
+macro_rules! record_fn {
+    ([$($shape_params:tt)*]; $($arg:ident: $ty:ty),*) => {
+        unsafe extern "system" fn(
+            command_buffer: cl_command_buffer_khr,
+            command_queue: cl_command_queue,
+            $($shape_params)*
+            $($arg: $ty,)*
+            num_sync_points_in_wait_list: cl_uint,
+            sync_point_wait_list: *const cl_sync_point_khr,
+            sync_point: *mut cl_sync_point_khr,
+            mutable_handle: *mut cl_mutable_command_khr,
+        ) -> cl_int
+    };
 }
 
-/// Recording entry points of 0.9.5 and later: `properties` after the queue.
-mod props {
-    use super::*;
-
-    pub(super) type CopyBuffer = unsafe extern "system" fn(
-        command_buffer: cl_command_buffer_khr,
-        command_queue: cl_command_queue,
-        properties: *const cl_properties,
-        src_buffer: cl_mem,
-        dst_buffer: cl_mem,
-        src_offset: usize,
-        dst_offset: usize,
-        size: usize,
-        num_sync_points_in_wait_list: cl_uint,
-        sync_point_wait_list: *const cl_sync_point_khr,
-        sync_point: *mut cl_sync_point_khr,
-        mutable_handle: *mut cl_mutable_command_khr,
-    ) -> cl_int;
-    pub(super) type CopyBufferRect = unsafe extern "system" fn(
-        command_buffer: cl_command_buffer_khr,
-        command_queue: cl_command_queue,
-        properties: *const cl_properties,
-        src_buffer: cl_mem,
-        dst_buffer: cl_mem,
-        src_origin: *const usize,
-        dst_origin: *const usize,
-        region: *const usize,
-        src_row_pitch: usize,
-        src_slice_pitch: usize,
-        dst_row_pitch: usize,
-        dst_slice_pitch: usize,
-        num_sync_points_in_wait_list: cl_uint,
-        sync_point_wait_list: *const cl_sync_point_khr,
-        sync_point: *mut cl_sync_point_khr,
-        mutable_handle: *mut cl_mutable_command_khr,
-    ) -> cl_int;
-    pub(super) type FillBuffer = unsafe extern "system" fn(
-        command_buffer: cl_command_buffer_khr,
-        command_queue: cl_command_queue,
-        properties: *const cl_properties,
-        buffer: cl_mem,
-        pattern: *const c_void,
-        pattern_size: usize,
-        offset: usize,
-        size: usize,
-        num_sync_points_in_wait_list: cl_uint,
-        sync_point_wait_list: *const cl_sync_point_khr,
-        sync_point: *mut cl_sync_point_khr,
-        mutable_handle: *mut cl_mutable_command_khr,
-    ) -> cl_int;
-    pub(super) type SvmMemcpy = unsafe extern "system" fn(
-        command_buffer: cl_command_buffer_khr,
-        command_queue: cl_command_queue,
-        properties: *const cl_properties,
-        dst_ptr: *mut c_void,
-        src_ptr: *const c_void,
-        size: usize,
-        num_sync_points_in_wait_list: cl_uint,
-        sync_point_wait_list: *const cl_sync_point_khr,
-        sync_point: *mut cl_sync_point_khr,
-        mutable_handle: *mut cl_mutable_command_khr,
-    ) -> cl_int;
-    pub(super) type SvmMemFill = unsafe extern "system" fn(
-        command_buffer: cl_command_buffer_khr,
-        command_queue: cl_command_queue,
-        properties: *const cl_properties,
-        svm_ptr: *mut c_void,
-        pattern: *const c_void,
-        pattern_size: usize,
-        size: usize,
-        num_sync_points_in_wait_list: cl_uint,
-        sync_point_wait_list: *const cl_sync_point_khr,
-        sync_point: *mut cl_sync_point_khr,
-        mutable_handle: *mut cl_mutable_command_khr,
-    ) -> cl_int;
+/// Calls a recording entry point of one shape. The queue is NULL (the base
+/// extension records to the command-buffer's own queue and requires NULL),
+/// and so are the properties and the mutable handle.
+macro_rules! record_call {
+    ([$($shape_values:tt)*]; $f:expr, $buffer:expr, ($($arg:expr),*), $n:expr, $list:expr, $point:expr) => {
+        $f($buffer, ptr::null_mut(), $($shape_values)* $($arg,)* $n, $list, $point, ptr::null_mut())
+    };
 }
 
+/// Records a command through `call`, which gets the wait list's length and
+/// pointer and the new sync point's location.
+fn record_with(
+    deps: &[cl_sync_point_khr],
+    call: impl FnOnce(cl_uint, *const cl_sync_point_khr, *mut cl_sync_point_khr) -> cl_int,
+) -> Result<cl_sync_point_khr, cl_int> {
+    let (n, list) = sync_list(deps);
+    let mut point = 0;
+    let status = call(n, list, &mut point);
+    sync_point(status, point)
+}
+
+/// One shape's module of the recording entry points: their types, a table
+/// of them, its lookup, and a call per entry point that takes the
+/// command's own arguments and a sync-point wait list and returns the new
+/// sync point.
+macro_rules! shape_table {
+    (
+        $shape:ident, $doc:literal, $params:tt, $values:tt;
+        required { $($req:ident: $req_ty:ident = $req_name:literal ($($ra:ident: $rt:ty),* $(,)?);)* }
+        optional { $($opt:ident: $opt_ty:ident = $opt_name:literal ($($oa:ident: $ot:ty),* $(,)?);)* }
+    ) => {
+        #[doc = $doc]
+        mod $shape {
+            use super::*;
+
+            $(pub(super) type $req_ty = record_fn!($params; $($ra: $rt),*);)*
+            $(pub(super) type $opt_ty = record_fn!($params; $($oa: $ot),*);)*
+
+            /// The entry points of a platform; an optional one is `None`
+            /// before the version that added it or where the platform lacks it.
+            pub(super) struct Table {
+                $(pub(super) $req: $req_ty,)*
+                $(pub(super) $opt: Option<$opt_ty>,)*
+            }
+
+            impl Table {
+                /// Looks the entry points up, the optional ones only when `optional`.
+                ///
+                /// # Safety
+                /// `lookup` returns entry points declared as in this shape.
+                pub(super) unsafe fn resolve(lookup: Lookup<'_>, optional: bool) -> Result<Table, String> {
+                    // SAFETY: each type is the entry point's declaration in
+                    // this shape (contract).
+                    unsafe {
+                        Ok(Table {
+                            $($req: resolve(lookup, $req_name)?,)*
+                            $($opt: if optional { resolve(lookup, $opt_name).ok() } else { None },)*
+                        })
+                    }
+                }
+
+                $(
+                    /// Records the command.
+                    ///
+                    /// # Safety
+                    /// As for the `CommandBufferApi` method that calls it.
+                    #[allow(clippy::too_many_arguments)]
+                    pub(super) unsafe fn $req(
+                        &self,
+                        buffer: cl_command_buffer_khr,
+                        $($ra: $rt,)*
+                        deps: &[cl_sync_point_khr],
+                    ) -> Result<cl_sync_point_khr, cl_int> {
+                        // SAFETY: forwarded from the contract.
+                        record_with(deps, |n, list, point| unsafe {
+                            record_call!($values; (self.$req), buffer, ($($ra),*), n, list, point)
+                        })
+                    }
+                )*
+
+                $(
+                    /// Records the command; `CL_INVALID_OPERATION` where the
+                    /// entry point is absent.
+                    ///
+                    /// # Safety
+                    /// As for the `CommandBufferApi` method that calls it.
+                    #[allow(clippy::too_many_arguments)]
+                    pub(super) unsafe fn $opt(
+                        &self,
+                        buffer: cl_command_buffer_khr,
+                        $($oa: $ot,)*
+                        deps: &[cl_sync_point_khr],
+                    ) -> Result<cl_sync_point_khr, cl_int> {
+                        const INVALID_OPERATION: cl_int = -59;
+                        let Some(f) = self.$opt else { return Err(INVALID_OPERATION) };
+                        // SAFETY: forwarded from the contract.
+                        record_with(deps, |n, list, point| unsafe {
+                            record_call!($values; f, buffer, ($($oa),*), n, list, point)
+                        })
+                    }
+                )*
+            }
+        }
+    };
+}
+
+/// The recording entry points, listed once for both shapes: field, type,
+/// C name and the command's own parameters.
+macro_rules! recording_entry_points {
+    ($($list:tt)*) => {
+        shape_table!(legacy, "Recording entry points of 0.9.0 to 0.9.4.", [], []; $($list)*);
+        shape_table!(
+            props,
+            "Recording entry points of 0.9.5 and later: `properties` after the queue.",
+            [properties: *const cl_properties,],
+            [ptr::null(),];
+            $($list)*
+        );
+    };
+}
+
+recording_entry_points! {
+    required {
+        copy: CopyBuffer = c"clCommandCopyBufferKHR" (
+            src_buffer: cl_mem,
+            dst_buffer: cl_mem,
+            src_offset: usize,
+            dst_offset: usize,
+            size: usize,
+        );
+        copy_rect: CopyBufferRect = c"clCommandCopyBufferRectKHR" (
+            src_buffer: cl_mem,
+            dst_buffer: cl_mem,
+            src_origin: *const usize,
+            dst_origin: *const usize,
+            region: *const usize,
+            src_row_pitch: usize,
+            src_slice_pitch: usize,
+            dst_row_pitch: usize,
+            dst_slice_pitch: usize,
+        );
+        fill: FillBuffer = c"clCommandFillBufferKHR" (
+            buffer: cl_mem,
+            pattern: *const c_void,
+            pattern_size: usize,
+            offset: usize,
+            size: usize,
+        );
+    }
+    optional {
+        svm_memcpy: SvmMemcpy = c"clCommandSVMMemcpyKHR" (
+            dst_ptr: *mut c_void,
+            src_ptr: *const c_void,
+            size: usize,
+        );
+        svm_fill: SvmMemFill = c"clCommandSVMMemFillKHR" (
+            svm_ptr: *mut c_void,
+            pattern: *const c_void,
+            pattern_size: usize,
+            size: usize,
+        );
+    }
+}
+
+/// The recording entry points in the shape of the device's version.
 enum Recording {
-    Legacy {
-        copy: legacy::CopyBuffer,
-        copy_rect: legacy::CopyBufferRect,
-        fill: legacy::FillBuffer,
-        svm_memcpy: Option<legacy::SvmMemcpy>,
-        svm_fill: Option<legacy::SvmMemFill>,
-    },
-    Properties {
-        copy: props::CopyBuffer,
-        copy_rect: props::CopyBufferRect,
-        fill: props::FillBuffer,
-        svm_memcpy: Option<props::SvmMemcpy>,
-        svm_fill: Option<props::SvmMemFill>,
-    },
+    Legacy(legacy::Table),
+    Properties(props::Table),
+}
+
+/// Evaluates `$body` with `$t` bound to the table of whichever shape
+/// `$recording` has (both shapes have the same fields and calls).
+macro_rules! with_table {
+    ($recording:expr, |$t:ident| $body:expr) => {
+        match $recording {
+            Recording::Legacy($t) => $body,
+            Recording::Properties($t) => $body,
+        }
+    };
 }
 
 /// Looks up an extension entry point of `platform`.
@@ -312,20 +347,8 @@ impl CommandBufferApi {
         // that entry point in the selected version (contract).
         unsafe {
             let recording = match abi.shape {
-                RecordShape::Legacy => Recording::Legacy {
-                    copy: resolve(lookup, c"clCommandCopyBufferKHR")?,
-                    copy_rect: resolve(lookup, c"clCommandCopyBufferRectKHR")?,
-                    fill: resolve(lookup, c"clCommandFillBufferKHR")?,
-                    svm_memcpy: if abi.svm_commands { resolve(lookup, c"clCommandSVMMemcpyKHR").ok() } else { None },
-                    svm_fill: if abi.svm_commands { resolve(lookup, c"clCommandSVMMemFillKHR").ok() } else { None },
-                },
-                RecordShape::Properties => Recording::Properties {
-                    copy: resolve(lookup, c"clCommandCopyBufferKHR")?,
-                    copy_rect: resolve(lookup, c"clCommandCopyBufferRectKHR")?,
-                    fill: resolve(lookup, c"clCommandFillBufferKHR")?,
-                    svm_memcpy: resolve(lookup, c"clCommandSVMMemcpyKHR").ok(),
-                    svm_fill: resolve(lookup, c"clCommandSVMMemFillKHR").ok(),
-                },
+                RecordShape::Legacy => Recording::Legacy(legacy::Table::resolve(lookup, abi.svm_commands)?),
+                RecordShape::Properties => Recording::Properties(props::Table::resolve(lookup, abi.svm_commands)?),
             };
             Ok(CommandBufferApi {
                 create: resolve(lookup, c"clCreateCommandBufferKHR")?,
@@ -340,18 +363,12 @@ impl CommandBufferApi {
 
     /// Whether the SVM copy command can be recorded.
     pub(crate) fn has_svm_memcpy(&self) -> bool {
-        match &self.recording {
-            Recording::Legacy { svm_memcpy, .. } => svm_memcpy.is_some(),
-            Recording::Properties { svm_memcpy, .. } => svm_memcpy.is_some(),
-        }
+        with_table!(&self.recording, |t| t.svm_memcpy.is_some())
     }
 
     /// Whether the SVM fill command can be recorded.
     pub(crate) fn has_svm_fill(&self) -> bool {
-        match &self.recording {
-            Recording::Legacy { svm_fill, .. } => svm_fill.is_some(),
-            Recording::Properties { svm_fill, .. } => svm_fill.is_some(),
-        }
+        with_table!(&self.recording, |t| t.svm_fill.is_some())
     }
 
     /// `clCreateCommandBufferKHR` on one queue.
@@ -421,32 +438,8 @@ impl CommandBufferApi {
         size: usize,
         deps: &[cl_sync_point_khr],
     ) -> Result<cl_sync_point_khr, cl_int> {
-        let (n, list) = sync_list(deps);
-        let mut point = 0;
-        let (null, no_handle): (cl_command_queue, *mut cl_mutable_command_khr) = (ptr::null_mut(), ptr::null_mut());
         // SAFETY: per the contract.
-        let status = unsafe {
-            match &self.recording {
-                Recording::Legacy { copy, .. } => {
-                    copy(buffer, null, src, dst, src_offset, dst_offset, size, n, list, &mut point, no_handle)
-                }
-                Recording::Properties { copy, .. } => copy(
-                    buffer,
-                    null,
-                    ptr::null(),
-                    src,
-                    dst,
-                    src_offset,
-                    dst_offset,
-                    size,
-                    n,
-                    list,
-                    &mut point,
-                    no_handle,
-                ),
-            }
-        };
-        sync_point(status, point)
+        unsafe { with_table!(&self.recording, |t| t.copy(buffer, src, dst, src_offset, dst_offset, size, deps)) }
     }
 
     /// `clCommandCopyBufferRectKHR`; origins and region in bytes, rows, slices;
@@ -467,38 +460,10 @@ impl CommandBufferApi {
         dst_pitches: [usize; 2],
         deps: &[cl_sync_point_khr],
     ) -> Result<cl_sync_point_khr, cl_int> {
-        let (n, list) = sync_list(deps);
-        let mut point = 0;
-        let (null, no_handle): (cl_command_queue, *mut cl_mutable_command_khr) = (ptr::null_mut(), ptr::null_mut());
         let (so, dof, r) = (src_origin.as_ptr(), dst_origin.as_ptr(), region.as_ptr());
         let ([srp, ssp], [drp, dsp]) = (src_pitches, dst_pitches);
         // SAFETY: per the contract; the three arrays outlive the call.
-        let status = unsafe {
-            match &self.recording {
-                Recording::Legacy { copy_rect, .. } => {
-                    copy_rect(buffer, null, src, dst, so, dof, r, srp, ssp, drp, dsp, n, list, &mut point, no_handle)
-                }
-                Recording::Properties { copy_rect, .. } => copy_rect(
-                    buffer,
-                    null,
-                    ptr::null(),
-                    src,
-                    dst,
-                    so,
-                    dof,
-                    r,
-                    srp,
-                    ssp,
-                    drp,
-                    dsp,
-                    n,
-                    list,
-                    &mut point,
-                    no_handle,
-                ),
-            }
-        };
-        sync_point(status, point)
+        unsafe { with_table!(&self.recording, |t| t.copy_rect(buffer, src, dst, so, dof, r, srp, ssp, drp, dsp, deps)) }
     }
 
     /// `clCommandFillBufferKHR`; the pattern is 1 to 128 bytes, a power of two.
@@ -514,22 +479,9 @@ impl CommandBufferApi {
         size: usize,
         deps: &[cl_sync_point_khr],
     ) -> Result<cl_sync_point_khr, cl_int> {
-        let (n, list) = sync_list(deps);
-        let mut point = 0;
-        let (null, no_handle): (cl_command_queue, *mut cl_mutable_command_khr) = (ptr::null_mut(), ptr::null_mut());
         let (p, len) = (pattern.as_ptr().cast::<c_void>(), pattern.len());
         // SAFETY: per the contract; the pattern is copied by the call.
-        let status = unsafe {
-            match &self.recording {
-                Recording::Legacy { fill, .. } => {
-                    fill(buffer, null, mem, p, len, offset, size, n, list, &mut point, no_handle)
-                }
-                Recording::Properties { fill, .. } => {
-                    fill(buffer, null, ptr::null(), mem, p, len, offset, size, n, list, &mut point, no_handle)
-                }
-            }
-        };
-        sync_point(status, point)
+        unsafe { with_table!(&self.recording, |t| t.fill(buffer, mem, p, len, offset, size, deps)) }
     }
 
     /// `clCommandSVMMemcpyKHR`, when the version has it (see [`has_svm_memcpy`](Self::has_svm_memcpy)).
@@ -545,23 +497,8 @@ impl CommandBufferApi {
         size: usize,
         deps: &[cl_sync_point_khr],
     ) -> Result<cl_sync_point_khr, cl_int> {
-        let (n, list) = sync_list(deps);
-        let mut point = 0;
-        let (null, no_handle): (cl_command_queue, *mut cl_mutable_command_khr) = (ptr::null_mut(), ptr::null_mut());
-        const INVALID_OPERATION: cl_int = -59;
         // SAFETY: per the contract.
-        let status = unsafe {
-            match &self.recording {
-                Recording::Legacy { svm_memcpy: Some(f), .. } => {
-                    f(buffer, null, dst, src, size, n, list, &mut point, no_handle)
-                }
-                Recording::Properties { svm_memcpy: Some(f), .. } => {
-                    f(buffer, null, ptr::null(), dst, src, size, n, list, &mut point, no_handle)
-                }
-                _ => INVALID_OPERATION,
-            }
-        };
-        sync_point(status, point)
+        unsafe { with_table!(&self.recording, |t| t.svm_memcpy(buffer, dst, src, size, deps)) }
     }
 
     /// `clCommandSVMMemFillKHR`, when the version has it (see [`has_svm_fill`](Self::has_svm_fill)).
@@ -577,24 +514,9 @@ impl CommandBufferApi {
         size: usize,
         deps: &[cl_sync_point_khr],
     ) -> Result<cl_sync_point_khr, cl_int> {
-        let (n, list) = sync_list(deps);
-        let mut point = 0;
-        let (null, no_handle): (cl_command_queue, *mut cl_mutable_command_khr) = (ptr::null_mut(), ptr::null_mut());
         let (p, len) = (pattern.as_ptr().cast::<c_void>(), pattern.len());
-        const INVALID_OPERATION: cl_int = -59;
         // SAFETY: per the contract.
-        let status = unsafe {
-            match &self.recording {
-                Recording::Legacy { svm_fill: Some(f), .. } => {
-                    f(buffer, null, dst, p, len, size, n, list, &mut point, no_handle)
-                }
-                Recording::Properties { svm_fill: Some(f), .. } => {
-                    f(buffer, null, ptr::null(), dst, p, len, size, n, list, &mut point, no_handle)
-                }
-                _ => INVALID_OPERATION,
-            }
-        };
-        sync_point(status, point)
+        unsafe { with_table!(&self.recording, |t| t.svm_fill(buffer, dst, p, len, size, deps)) }
     }
 
     /// `clCommandNDRangeKernelKHR`, with the kernel's arguments as currently

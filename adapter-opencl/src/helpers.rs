@@ -1,6 +1,5 @@
-//! The adapter's own kernels, built once per context, and the way every
-//! kernel (the application's and these) is launched: eagerly on a queue or
-//! recorded into a command-buffer.
+//! The adapter's own kernels, built once per context and launched through
+//! [`crate::launch`] like the application's.
 //!
 //! OpenCL has no command for copies between a buffer and USM, for rect
 //! copies to and from USM, for fills whose pattern is not a power of two up
@@ -8,22 +7,12 @@
 //! copies and fills. These kernels do them, and since a kernel can be
 //! recorded, such commands stay inside native command-buffers.
 
-use std::ffi::c_void;
-use std::ptr;
-
-use std::cell::RefCell;
-
-use cl3::types::{cl_command_queue, cl_event, cl_kernel, cl_mem};
 use parking_lot::Mutex;
-use smallvec::SmallVec;
 use ur_core::Result;
 
-use crate::context::Shared;
 use crate::conv::ClResultExt;
 use crate::device::Usm;
-use crate::event::{RawEvent, WaitList};
-use crate::ffi::{CommandBufferApi, cl_command_buffer_khr, cl_sync_point_khr};
-use crate::one_launch::{self, RecordedKernels};
+use crate::launch::{Launched, Ptr, Target, launch, set_ptr, set_value};
 
 /// OpenCL C of the helper kernels. Copies and fills work on bytes, 16 per
 /// work-item (`vload16`/`vstore16` need only byte alignment); every kernel
@@ -126,158 +115,6 @@ impl Helpers {
             _program: program,
         })
     }
-}
-
-/// Where a launch goes.
-pub(crate) enum Target<'a> {
-    /// Enqueued on a queue after the events of a wait list; `one_launch`
-    /// (the queue's context): also after the previous launch of the kernel
-    /// (see [`crate::one_launch`]).
-    Queue { queue: cl_command_queue, wait: &'a WaitList, one_launch: Option<cl3::types::cl_context> },
-    /// Recorded into a command-buffer after sync points; with `kernels`, also
-    /// after the segment's previous command of the kernel.
-    Record {
-        api: &'a CommandBufferApi,
-        buffer: cl_command_buffer_khr,
-        deps: &'a [cl_sync_point_khr],
-        kernels: Option<&'a RefCell<RecordedKernels>>,
-    },
-}
-
-impl<'a> Target<'a> {
-    /// Enqueued on `queue` of `shared`'s context after `wait`.
-    pub(crate) fn queue(shared: &Shared, queue: cl_command_queue, wait: &'a WaitList) -> Target<'a> {
-        Target::Queue { queue, wait, one_launch: shared.device.one_launch_per_kernel.then(|| shared.context.get()) }
-    }
-}
-
-/// What a launch produced.
-pub(crate) enum Launched {
-    /// The event of an enqueued command.
-    Event(RawEvent),
-    /// The sync point of a recorded command, and the kernel object it was
-    /// recorded from, which must live as long as the command-buffer.
-    SyncPoint(cl_sync_point_khr, Option<opencl3::kernel::Kernel>),
-}
-
-/// Launches `kernel` with its arguments as currently set.
-///
-/// # Safety
-/// Every argument of `kernel` is set; the sizes are valid for it (global a
-/// multiple of local, no zero size); the target's handles are valid.
-pub(crate) unsafe fn launch(
-    target: &Target<'_>,
-    kernel: cl_kernel,
-    name: &str,
-    work_dim: u32,
-    offset: [usize; 3],
-    global: [usize; 3],
-    local: [usize; 3],
-) -> Result<Launched> {
-    match target {
-        Target::Queue { queue, wait, one_launch } => {
-            let enqueue = |wait: &[cl_event]| {
-                let list = if wait.is_empty() { ptr::null() } else { wait.as_ptr() };
-                // SAFETY: per the contract; the arrays outlive the call.
-                let event = unsafe {
-                    cl3::command_queue::enqueue_nd_range_kernel(
-                        *queue,
-                        kernel,
-                        work_dim,
-                        offset.as_ptr(),
-                        global.as_ptr(),
-                        local.as_ptr(),
-                        wait.len() as u32,
-                        list,
-                    )
-                }
-                .cl("clEnqueueNDRangeKernel")?;
-                // SAFETY: a successful enqueue returns a new reference.
-                Ok(unsafe { RawEvent::from_raw(event) })
-            };
-            let event = if let Some(context) = *one_launch {
-                one_launch::enqueue_exclusive(context, &[name], wait.handles(), enqueue)?
-            } else {
-                enqueue(wait.handles())?
-            };
-            Ok(Launched::Event(event))
-        }
-        Target::Record { api, buffer, deps, kernels } => {
-            // Each recorded launch gets its own copy of the kernel and its
-            // arguments: PoCL 3.1 reads a recorded kernel's arguments when the
-            // command-buffer runs, not when it was recorded, so a kernel
-            // recorded twice with different arguments would run twice with the
-            // last ones. Where cloning is not available (before OpenCL 2.1),
-            // the kernel itself is recorded, as the extension specifies.
-            let clone = cl3::kernel::clone_kernel(kernel).ok().map(opencl3::kernel::Kernel::new);
-            let recorded = clone.as_ref().map_or(kernel, |k| k.get());
-            let mut all_deps: SmallVec<[cl_sync_point_khr; 8]> = SmallVec::from_slice(deps);
-            if let Some(kernels) = kernels {
-                all_deps.extend(kernels.borrow().extra_dep(name));
-            }
-            // SAFETY: per the contract; a clone has the same arguments set.
-            let point = unsafe { api.nd_range(*buffer, recorded, work_dim, &offset, &global, &local, &all_deps) }
-                .cl("clCommandNDRangeKernelKHR")?;
-            if let Some(kernels) = kernels {
-                kernels.borrow_mut().recorded(name, point);
-            }
-            Ok(Launched::SyncPoint(point, clone))
-        }
-    }
-}
-
-/// A global-memory pointer argument.
-#[derive(Copy, Clone, Debug)]
-pub(crate) enum Ptr {
-    /// A buffer (offsets are separate arguments).
-    Mem(cl_mem),
-    /// A USM address.
-    Usm(*mut c_void),
-    /// NULL.
-    Null,
-}
-
-/// Sets a pointer argument.
-///
-/// # Safety
-/// `index` is a global-pointer argument of `kernel`; a USM address belongs to
-/// the kernel's context (through `usm`'s mechanism).
-pub(crate) unsafe fn set_ptr(usm: &Usm, kernel: cl_kernel, index: u32, value: Ptr) -> Result<()> {
-    // SAFETY: for each call, the argument is a global pointer (contract); a
-    // cl_mem is passed by address with its size, NULL as a null cl_mem.
-    unsafe {
-        match value {
-            Ptr::Mem(mem) => cl3::kernel::set_kernel_arg(kernel, index, size_of::<cl_mem>(), (&raw const mem).cast())
-                .cl("clSetKernelArg (buffer)"),
-            Ptr::Null => cl3::kernel::set_kernel_arg(kernel, index, size_of::<cl_mem>(), ptr::null())
-                .cl("clSetKernelArg (null pointer)"),
-            Ptr::Usm(p) => match usm {
-                Usm::Intel(api) => api.set_arg(kernel, index, p).cl("clSetKernelArgMemPointerINTEL"),
-                Usm::Svm => cl3::kernel::set_kernel_arg_svm_pointer(kernel, index, p.cast_const())
-                    .cl("clSetKernelArgSVMPointer"),
-                Usm::None => Err(ur_core::err!(UnsupportedFeature, "the device has no USM")),
-            },
-        }
-    }
-}
-
-/// Sets a by-value argument.
-///
-/// # Safety
-/// `index` is a by-value argument of `kernel` of `bytes.len()` bytes.
-pub(crate) unsafe fn set_value(kernel: cl_kernel, index: u32, bytes: &[u8]) -> Result<()> {
-    // SAFETY: per the contract; OpenCL copies the value.
-    unsafe { cl3::kernel::set_kernel_arg(kernel, index, bytes.len(), bytes.as_ptr().cast()) }
-        .cl("clSetKernelArg (value)")
-}
-
-/// Sets a local-memory argument.
-///
-/// # Safety
-/// `index` is a local-memory argument of `kernel`; `size` is non-zero.
-pub(crate) unsafe fn set_local(kernel: cl_kernel, index: u32, size: usize) -> Result<()> {
-    // SAFETY: per the contract; local arguments take a size and NULL.
-    unsafe { cl3::kernel::set_kernel_arg(kernel, index, size, ptr::null()) }.cl("clSetKernelArg (local)")
 }
 
 fn rounded(n: usize, group: usize) -> usize {

@@ -43,14 +43,15 @@ mod exec;
 mod ffi;
 mod helpers;
 pub mod info;
+mod launch;
 mod memory;
 mod native_segment;
 mod one_launch;
-mod plan;
 mod planned;
 mod program;
 mod queue;
 mod spir;
+mod steps;
 pub mod version;
 
 use std::sync::Arc;

@@ -13,7 +13,8 @@ use crate::conv::ClResultExt;
 use crate::device::Usm;
 use crate::event::{RawEvent, WaitList};
 use crate::ffi::IntelKind;
-use crate::helpers::{Launched, Ptr, Side, Target};
+use crate::helpers::Side;
+use crate::launch::{Launched, Ptr, Target};
 
 const CL_MEM_READ_WRITE: cl_bitfield = 1 << 0;
 const CL_MEM_ALLOC_HOST_PTR: cl_bitfield = 1 << 4;

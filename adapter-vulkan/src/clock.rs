@@ -18,7 +18,7 @@ use ur_core::{Result, Timestamps, err};
 
 use crate::conv::VkResultExt;
 use crate::device::Instance;
-use crate::runtime::Runtime;
+use crate::runtime::DeviceShared;
 
 /// The host time domain matching ur-core's host clock, where Vulkan has one.
 #[cfg(unix)]
@@ -42,19 +42,19 @@ pub(crate) fn calibrateable(instance: &Instance, physical: vk::PhysicalDevice) -
 }
 
 /// A device timestamp and the host time of it.
-pub(crate) fn timestamps(rt: &Runtime) -> Result<Timestamps> {
+pub(crate) fn timestamps(rt: &DeviceShared) -> Result<Timestamps> {
     match (&rt.gpu.calibrated, HOST_DOMAIN) {
         (Some(calibrated), Some(host)) => calibrated_pair(rt, calibrated, host),
         _ => submitted_timestamp(rt),
     }
 }
 
-fn device_ns(rt: &Runtime, ticks: u64) -> u64 {
+fn device_ns(rt: &DeviceShared, ticks: u64) -> u64 {
     ((ticks & rt.gpu.timestamp_mask) as f64 * rt.gpu.timestamp_period) as u64
 }
 
 fn calibrated_pair(
-    rt: &Runtime,
+    rt: &DeviceShared,
     calibrated: &ash::ext::calibrated_timestamps::Device,
     host: vk::TimeDomainEXT,
 ) -> Result<Timestamps> {
@@ -70,7 +70,7 @@ fn calibrated_pair(
 }
 
 /// The device time of a timestamp written by a submission of its own.
-pub(crate) fn submitted_timestamp(rt: &Runtime) -> Result<Timestamps> {
+pub(crate) fn submitted_timestamp(rt: &DeviceShared) -> Result<Timestamps> {
     if rt.gpu.timestamp_mask == 0 {
         return Err(err!(UnsupportedFeature, "the device's queue family has no timestamps"));
     }
@@ -96,7 +96,7 @@ pub fn check_clock_paths() -> std::result::Result<usize, String> {
     let platform = crate::device::VulkanPlatform::new()?;
     for device in &platform.devices {
         let name = &device.info.name;
-        let rt = device.runtime().map_err(|e| format!("{name}: {e}"))?;
+        let rt = device.shared().map_err(|e| format!("{name}: {e}"))?;
         let start = ur_core::host_clock_ns();
         let first = timestamps(&rt).map_err(|e| format!("{name}: {e}"))?;
         let submitted = submitted_timestamp(&rt).map_err(|e| format!("{name}: {e}"))?;

@@ -74,7 +74,7 @@ use crate::lower::{Block, Lowered, Sink, Staging, block_bytes, host_sides, lower
 use crate::memory::{Allocation, MemKind, Slice};
 use crate::program::{Pipeline, VkKernel};
 use crate::queue::VkQueue;
-use crate::runtime::{Gpu, Runtime};
+use crate::runtime::{DeviceShared, Gpu};
 use crate::submit::{HostCopy, KernelNames, Launches, StagingPtr, StatusCheck, Submission, schedule};
 
 /// Commands per secondary command buffer: what an update that needs
@@ -179,7 +179,7 @@ struct Built {
 
 /// What was appended, in both phases: the commands and their nodes.
 struct Recorded {
-    rt: Arc<Runtime>,
+    rt: Arc<DeviceShared>,
     desc: CommandBufferDesc,
     pool: Arc<Pool>,
     commands: Vec<Command>,
@@ -279,7 +279,7 @@ impl Sink for CbSink<'_> {
 }
 
 impl VkCommandBuffer {
-    pub(crate) fn new(rt: Arc<Runtime>, desc: CommandBufferDesc) -> Result<VkCommandBuffer> {
+    pub(crate) fn new(rt: Arc<DeviceShared>, desc: CommandBufferDesc) -> Result<VkCommandBuffer> {
         let pool = Pool::new(rt.gpu.clone())?;
         Ok(VkCommandBuffer {
             recorded: Recorded {

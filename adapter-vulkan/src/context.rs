@@ -13,15 +13,15 @@ use crate::event::VkEvent;
 use crate::memory::{MemKind, VkMemBuffer, VkUsm};
 use crate::program::VkProgram;
 use crate::queue::VkQueue;
-use crate::runtime::Runtime;
+use crate::runtime::DeviceShared;
 
 pub(crate) struct VulkanContext {
-    rt: Arc<Runtime>,
+    rt: Arc<DeviceShared>,
     max_group: usize,
 }
 
 impl VulkanContext {
-    pub(crate) fn new(rt: Arc<Runtime>, max_group: usize) -> VulkanContext {
+    pub(crate) fn new(rt: Arc<DeviceShared>, max_group: usize) -> VulkanContext {
         VulkanContext { rt, max_group }
     }
 }

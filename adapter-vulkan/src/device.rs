@@ -14,7 +14,7 @@ use ur_core::{DeviceInfo, Result, Timestamps, UpdateCapabilities};
 
 use crate::context::VulkanContext;
 use crate::conv::{vendor_name, version_string};
-use crate::runtime::Runtime;
+use crate::runtime::DeviceShared;
 
 /// The lowest device API version the adapter uses (timeline semaphores,
 /// buffer device addresses and 8-bit storage are core from 1.2).
@@ -418,21 +418,21 @@ impl PlatformImpl for VulkanPlatform {
 pub(crate) struct VulkanDevice {
     instance: Arc<Instance>,
     pub(crate) info: PhysicalInfo,
-    runtime: Mutex<Option<Arc<Runtime>>>,
+    shared: Mutex<Option<Arc<DeviceShared>>>,
 }
 
 impl VulkanDevice {
     fn new(instance: Arc<Instance>, info: PhysicalInfo) -> VulkanDevice {
-        VulkanDevice { instance, info, runtime: Mutex::new(None) }
+        VulkanDevice { instance, info, shared: Mutex::new(None) }
     }
 
-    /// The device's runtime, created on first use.
-    pub(crate) fn runtime(&self) -> Result<Arc<Runtime>> {
-        let mut slot = self.runtime.lock();
+    /// The state the device shares among its contexts, created on first use.
+    pub(crate) fn shared(&self) -> Result<Arc<DeviceShared>> {
+        let mut slot = self.shared.lock();
         if let Some(rt) = &*slot {
             return Ok(rt.clone());
         }
-        let rt = Runtime::new(self.instance.clone(), &self.info)?;
+        let rt = DeviceShared::new(self.instance.clone(), &self.info)?;
         *slot = Some(rt.clone());
         Ok(rt)
     }
@@ -458,7 +458,7 @@ impl DeviceImpl for VulkanDevice {
     }
 
     fn timestamps(&self) -> Result<Timestamps> {
-        crate::clock::timestamps(&*self.runtime()?)
+        crate::clock::timestamps(&*self.shared()?)
     }
 
     /// Every context of a device is over the device's one `VkDevice`, so
@@ -483,7 +483,7 @@ impl DeviceImpl for VulkanDevice {
 
     fn create_context(self: Arc<Self>) -> Result<Arc<dyn ContextImpl>> {
         let max_group = self.info.limits.max_compute_work_group_invocations as usize;
-        Ok(Arc::new(VulkanContext::new(self.runtime()?, max_group)))
+        Ok(Arc::new(VulkanContext::new(self.shared()?, max_group)))
     }
 
     /// Every context of the device is over the device's one `VkDevice`, so
@@ -494,7 +494,7 @@ impl DeviceImpl for VulkanDevice {
         handle: ur_core::NativeHandle,
         ownership: ur_core::Ownership,
     ) -> Result<Arc<dyn ContextImpl>> {
-        let rt = self.runtime()?;
+        let rt = self.shared()?;
         if handle.0 != vk::Handle::as_raw(rt.gpu.device.handle()) {
             return Err(ur_core::err!(InvalidContext, "{handle:?} is not this device's VkDevice"));
         }

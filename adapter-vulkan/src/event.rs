@@ -28,6 +28,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
+use ur_core::adapter::toolbox::{ForwardingEvent, OrderedEvent};
 use ur_core::adapter::{EventImpl, UserEventImpl};
 use ur_core::{EventStatus, ProfilingInfo, Result, UrError, err};
 
@@ -232,6 +233,32 @@ pub(crate) fn run_waiters(waiters: Vec<Waiter>) {
     }
 }
 
+// What a signal event forwards to: the core of an execution's event.
+impl EventImpl for EventCore {
+    fn status(&self) -> EventStatus {
+        EventCore::status(self)
+    }
+
+    fn wait(&self) -> Result<()> {
+        EventCore::wait(self)
+    }
+
+    fn profiling(&self) -> Option<ProfilingInfo> {
+        EventCore::profiling(self)
+    }
+}
+
+impl OrderedEvent for EventCore {
+    fn is_done(&self) -> bool {
+        EventCore::is_done(self)
+    }
+
+    fn wait_ended(&self) {
+        // The error is the event's to report.
+        let _ = EventCore::wait(self);
+    }
+}
+
 /// An event of a command, a submission or a user event.
 #[derive(Clone)]
 pub(crate) struct VkEvent(pub(crate) Arc<EventCore>);
@@ -265,35 +292,7 @@ impl UserEventImpl for VkEvent {
 
 /// A command-buffer command's signal event: the event of the command's
 /// latest execution, complete before the first.
-#[derive(Default)]
-pub(crate) struct SignalEvent {
-    current: Mutex<Option<Arc<EventCore>>>,
-}
-
-impl SignalEvent {
-    /// Points the event at a new execution.
-    pub(crate) fn set(&self, event: Arc<EventCore>) {
-        *self.current.lock() = Some(event);
-    }
-
-    fn current(&self) -> Option<Arc<EventCore>> {
-        self.current.lock().clone()
-    }
-}
-
-impl EventImpl for SignalEvent {
-    fn status(&self) -> EventStatus {
-        self.current().map_or(EventStatus::Complete, |e| e.status())
-    }
-
-    fn wait(&self) -> Result<()> {
-        self.current().map_or(Ok(()), |e| e.wait())
-    }
-
-    fn profiling(&self) -> Option<ProfilingInfo> {
-        self.current().and_then(|e| e.profiling())
-    }
-}
+pub(crate) type SignalEvent = ForwardingEvent<EventCore>;
 
 /// A command-buffer submission split into several device submissions (one
 /// per stage, see `command_buffer`): from the first stage's start to the

@@ -24,7 +24,7 @@ use ur_core::{Command, KernelCommand, MemLoc, Result};
 use crate::cmd::{GpuOp, Groups, fits_one_dispatch};
 use crate::memory::{mem_buffer, usm_location};
 use crate::program::{Pipeline, VkKernel, group_counts};
-use crate::runtime::{Gpu, Runtime};
+use crate::runtime::{DeviceShared, Gpu};
 use crate::shaders::{FillPlan, plan_fill};
 use crate::submit::{HostCopy, Keep, StagingPtr};
 
@@ -176,7 +176,7 @@ struct FillAt<'a> {
     size: u64,
 }
 
-fn fill(out: &mut Lowered, rt: &Runtime, sink: &mut dyn Sink, f: FillAt<'_>) -> Result<()> {
+fn fill(out: &mut Lowered, rt: &DeviceShared, sink: &mut dyn Sink, f: FillAt<'_>) -> Result<()> {
     let FillAt { buffer, offset, address, pattern, size } = f;
     match plan_fill(address, offset, pattern, size, rt.fill_group, rt.gpu.max_groups[0]) {
         FillPlan::Word(word) => out.ops.push(GpuOp::Fill { dst: buffer, offset, size, word }),
@@ -214,7 +214,7 @@ pub(crate) fn lower_kernel(gpu: &Gpu, launch: &KernelCommand, sink: &mut dyn Sin
 }
 
 /// Lowers `command`.
-pub(crate) fn lower(rt: &Runtime, command: &Command, sink: &mut dyn Sink) -> Result<Lowered> {
+pub(crate) fn lower(rt: &DeviceShared, command: &Command, sink: &mut dyn Sink) -> Result<Lowered> {
     let mut out = Lowered::default();
     match command {
         Command::KernelLaunch(k) => return lower_kernel(&rt.gpu, k, sink),

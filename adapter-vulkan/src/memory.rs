@@ -26,7 +26,7 @@ use ur_core::adapter::{BufferImpl, UsmImpl, downcast};
 use ur_core::{MemBuffer, Result, UsmRef, err};
 
 use crate::conv::VkResultExt;
-use crate::runtime::{Gpu, Runtime};
+use crate::runtime::{DeviceShared, Gpu};
 
 /// Where an allocation lives.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -150,7 +150,7 @@ impl Allocation {
 
     /// Zeroes `[offset, offset + len)`: on the host where mapped, else with a
     /// device fill.
-    pub(crate) fn zero(&self, rt: &Runtime, offset: u64, len: u64) -> Result<()> {
+    pub(crate) fn zero(&self, rt: &DeviceShared, offset: u64, len: u64) -> Result<()> {
         if let Some(p) = self.mapped() {
             // SAFETY: the range lies in the mapping, which no command uses yet.
             unsafe { std::ptr::write_bytes(p.add(offset as usize), 0, len as usize) };
@@ -167,7 +167,7 @@ impl Allocation {
     }
 
     /// Writes `data` at `offset`: on the host where mapped, else through staging.
-    fn upload(&self, rt: &Runtime, offset: u64, data: &[u8]) -> Result<()> {
+    fn upload(&self, rt: &DeviceShared, offset: u64, data: &[u8]) -> Result<()> {
         if let Some(p) = self.mapped() {
             // SAFETY: the range lies in the mapping, which no command uses yet.
             unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), p.add(offset as usize), data.len()) };
@@ -210,7 +210,7 @@ pub(crate) struct VkUsm {
 impl VkUsm {
     /// Allocates `size` bytes of `kind` memory whose address is a multiple of
     /// `align` (a power of two, 0 for the default), zeroed.
-    pub(crate) fn new(rt: &Runtime, kind: MemKind, size: u64, align: u64) -> Result<VkUsm> {
+    pub(crate) fn new(rt: &DeviceShared, kind: MemKind, size: u64, align: u64) -> Result<VkUsm> {
         let align = align.max(DEFAULT_USM_ALIGN);
         let mut alloc = Allocation::with_fallback(&rt.gpu, size, kind)?;
         if !alloc.address().is_multiple_of(align) {
@@ -244,7 +244,7 @@ pub(crate) struct VkMemBuffer {
 
 impl VkMemBuffer {
     /// A buffer of `size` bytes holding `init`, or zeroes.
-    pub(crate) fn new(rt: &Runtime, kind: MemKind, size: u64, init: Option<&[u8]>) -> Result<VkMemBuffer> {
+    pub(crate) fn new(rt: &DeviceShared, kind: MemKind, size: u64, init: Option<&[u8]>) -> Result<VkMemBuffer> {
         let alloc = Allocation::with_fallback(&rt.gpu, size, kind)?;
         match init {
             Some(data) => alloc.upload(rt, 0, data)?,

@@ -6,12 +6,11 @@
 //! wait list, are timeline-semaphore waits in `vkQueueSubmit` (or host-side
 //! holds for events not yet submitted, such as user events).
 
-use std::collections::VecDeque;
 use std::sync::{Arc, OnceLock};
 
 use ash::vk;
-use parking_lot::Mutex;
 use smallvec::SmallVec;
+use ur_core::adapter::toolbox::QueueOrder;
 use ur_core::adapter::{EventImpl, QueueImpl};
 use ur_core::{Command, QueueProperties, Result};
 
@@ -19,43 +18,29 @@ use crate::cmd::{Pool, PooledCmd, host_barrier, record_ops};
 use crate::event::{EventCore, VkEvent, cores_of};
 use crate::lower::{Block, Sink, Staging, lower};
 use crate::profiling::{Queries, QuerySpan};
-use crate::runtime::{Lane, Runtime};
+use crate::runtime::{DeviceShared, Lane};
 use crate::submit::{Keep, Launches, StagingPtr, StatusCheck, Submission, schedule};
 
-/// Outstanding events kept before a sweep of completed ones.
-const SWEEP_AT: usize = 4096;
-
 pub(crate) struct VkQueue {
-    pub(crate) rt: Arc<Runtime>,
+    pub(crate) rt: Arc<DeviceShared>,
     pub(crate) lane: Arc<Lane>,
     pool: Arc<Pool>,
     queries: Option<Arc<Queries>>,
     /// Timestamp queries of timestamp recordings on a queue that does not
     /// profile, made on first use.
     stamps: OnceLock<Arc<Queries>>,
-    in_order: bool,
-    tail: Mutex<Tail>,
-}
-
-#[derive(Default)]
-struct Tail {
-    /// The newest command of an in-order queue.
-    last: Option<Arc<EventCore>>,
-    /// The newest barrier of an out-of-order queue.
-    barrier: Option<Arc<EventCore>>,
-    /// Commands not known to be complete, oldest first.
-    outstanding: VecDeque<Arc<EventCore>>,
+    ordering: QueueOrder<EventCore>,
 }
 
 /// Argument blocks and staging of eager commands, from the runtime's arena.
 pub(crate) struct ArenaSink<'a> {
-    rt: &'a Runtime,
+    rt: &'a DeviceShared,
     pub(crate) keep: Keep,
     pub(crate) checks: Vec<StatusCheck>,
 }
 
 impl<'a> ArenaSink<'a> {
-    pub(crate) fn new(rt: &'a Runtime) -> ArenaSink<'a> {
+    pub(crate) fn new(rt: &'a DeviceShared) -> ArenaSink<'a> {
         ArenaSink { rt, keep: Vec::new(), checks: Vec::new() }
     }
 }
@@ -95,45 +80,24 @@ impl Sink for ArenaSink<'_> {
 }
 
 impl VkQueue {
-    pub(crate) fn new(rt: Arc<Runtime>, properties: QueueProperties) -> Result<VkQueue> {
+    pub(crate) fn new(rt: Arc<DeviceShared>, properties: QueueProperties) -> Result<VkQueue> {
         let lane = rt.next_lane();
         VkQueue::on_lane(rt, lane, properties)
     }
 
     /// A queue submitting through `lane`.
-    pub(crate) fn on_lane(rt: Arc<Runtime>, lane: Arc<Lane>, properties: QueueProperties) -> Result<VkQueue> {
+    pub(crate) fn on_lane(rt: Arc<DeviceShared>, lane: Arc<Lane>, properties: QueueProperties) -> Result<VkQueue> {
         let pool = Pool::new(rt.gpu.clone())?;
         let queries = properties.profiling.then(|| Queries::new(rt.gpu.clone()));
         tracing::debug!(lane = lane.index(), ?properties, "Vulkan queue created");
-        let in_order = !properties.out_of_order;
-        Ok(VkQueue { rt, lane, pool, queries, stamps: OnceLock::new(), in_order, tail: Mutex::default() })
+        let ordering = QueueOrder::new(!properties.out_of_order);
+        Ok(VkQueue { rt, lane, pool, queries, stamps: OnceLock::new(), ordering })
     }
 
     /// Makes `out` the queue's newest command and returns what it must wait
     /// for to keep the queue's order.
     pub(crate) fn order(&self, out: &Arc<EventCore>, barrier: bool) -> SmallVec<[Arc<EventCore>; 2]> {
-        let mut deps = SmallVec::new();
-        let mut tail = self.tail.lock();
-        while tail.outstanding.front().is_some_and(|e| e.is_done()) {
-            tail.outstanding.pop_front();
-        }
-        if tail.outstanding.len() >= SWEEP_AT {
-            tail.outstanding.retain(|e| !e.is_done());
-        }
-        if barrier {
-            deps.extend(tail.outstanding.iter().cloned());
-        } else if self.in_order {
-            deps.extend(tail.last.clone());
-        } else {
-            deps.extend(tail.barrier.clone());
-        }
-        if self.in_order {
-            tail.last = Some(out.clone());
-        } else if barrier {
-            tail.barrier = Some(out.clone());
-        }
-        tail.outstanding.push_back(out.clone());
-        deps
+        self.ordering.order(out, barrier)
     }
 
     /// A timestamp pair for a submission of this queue, when it profiles.
@@ -250,12 +214,7 @@ impl QueueImpl for VkQueue {
     }
 
     fn finish(&self) -> Result<()> {
-        let outstanding: Vec<Arc<EventCore>> = self.tail.lock().outstanding.iter().cloned().collect();
-        for e in &outstanding {
-            // A command's own failure is reported by its event, not by finish.
-            let _ = e.wait();
-        }
-        self.tail.lock().outstanding.retain(|e| !e.is_done());
+        self.ordering.finish();
         Ok(())
     }
 

@@ -305,8 +305,10 @@ impl Drop for Lane {
     }
 }
 
-/// A started device: the logical device, its lanes and shared resources.
-pub(crate) struct Runtime {
+/// What every context of a started device shares (the name the CUDA and
+/// OpenCL adapters give the same state): the logical device, its lanes and
+/// shared resources.
+pub(crate) struct DeviceShared {
     pub(crate) gpu: Arc<Gpu>,
     lanes: Vec<Arc<Lane>>,
     next_lane: AtomicUsize,
@@ -323,9 +325,9 @@ pub(crate) struct Runtime {
     pub(crate) clock_queries: Arc<Queries>,
 }
 
-impl Runtime {
+impl DeviceShared {
     /// Creates the logical device, its lanes and their threads.
-    pub(crate) fn new(instance: Arc<Instance>, info: &PhysicalInfo) -> Result<Arc<Runtime>> {
+    pub(crate) fn new(instance: Arc<Instance>, info: &PhysicalInfo) -> Result<Arc<DeviceShared>> {
         let hw_count = info.family_queues.clamp(1, MAX_HW_QUEUES);
         let priorities = vec![1.0f32; hw_count as usize];
         let queue_info =
@@ -432,7 +434,7 @@ impl Runtime {
             family = info.family,
             "Vulkan device started"
         );
-        Ok(Arc::new(Runtime {
+        Ok(Arc::new(DeviceShared {
             arena: Arena::new(gpu.clone()),
             gpu,
             lanes,
@@ -470,7 +472,7 @@ impl Runtime {
     }
 }
 
-impl Drop for Runtime {
+impl Drop for DeviceShared {
     fn drop(&mut self) {
         for lane in &self.lanes {
             lane.fifo.lock().stop = true;

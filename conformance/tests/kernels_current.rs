@@ -9,10 +9,11 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use libtest_mimic::Arguments;
+use ur_core::adapter::toolbox::fresh::{missing_tools, spirv_is_current};
 
 fn main() {
     let args = Arguments::from_args();
@@ -45,57 +46,18 @@ fn main() {
     libtest_mimic::run(&args, trials).exit();
 }
 
-/// The first line of `tool arg`'s output, or `None` when it does not run.
-fn version(tool: &str, arg: &str) -> Option<String> {
-    let out = Command::new(tool).arg(arg).output().ok()?;
-    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).lines().next().unwrap_or("").to_string())
-}
+/// Where the tools come from.
+const INSTALL: &str = "Debian: glslang-tools, clang-15, llvm-spirv-15";
 
-/// Why the check cannot run here: a tool is missing, or the tools' versions
-/// (first lines of their version output, one per line) are not the ones
-/// `recorded` names.
+/// Why the check cannot run here (see [`missing_tools`]).
 fn missing(tools: &[(&str, &str)], recorded: &Path) -> Option<String> {
-    let mut found = Vec::new();
-    for &(tool, arg) in tools {
-        match version(tool, arg) {
-            Some(v) => found.push(v),
-            None => return Some(format!("{tool} is not installed (Debian: glslang-tools, clang-15, llvm-spirv-15)")),
-        }
-    }
-    // A missing record is not a reason to skip: the file belongs to the
-    // repository, and the check fails on it.
-    let recorded = std::fs::read_to_string(recorded).ok()?;
-    let found = found.join("\n");
-    (found.trim() != recorded.trim())
-        .then(|| format!("the tools here are `{}`, the files were made with `{}`", found.trim(), recorded.trim()))
-}
-
-/// The SPIR-V glslangValidator makes of the compute shader `source`, as the
-/// `regenerate.sh` scripts call it, with `include` as an include directory.
-fn compile_glsl(source: &Path, include: Option<&Path>) -> Result<Vec<u8>, String> {
-    let name = source.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-    let out: PathBuf = std::env::temp_dir().join(format!("ur-conformance-{}-{name}.spv", std::process::id()));
-    let mut command = Command::new("glslangValidator");
-    command.args(["-V", "--target-env", "vulkan1.2"]);
-    if let Some(dir) = include {
-        command.arg(format!("-I{}", dir.display()));
-    }
-    let status =
-        command.arg(source).arg("-o").arg(&out).output().map_err(|e| format!("glslangValidator does not run: {e}"))?;
-    if !status.status.success() {
-        return Err(format!("{name} does not compile: {}", String::from_utf8_lossy(&status.stdout)));
-    }
-    let fresh = std::fs::read(&out).map_err(|e| format!("the compiled SPIR-V: {e}"));
-    let _ = std::fs::remove_file(&out);
-    fresh
+    missing_tools(tools, recorded, INSTALL)
 }
 
 fn vulkan_spirv_is_current(dir: &Path) -> Result<(), String> {
     std::fs::read_to_string(dir.join("glslang-version.txt")).map_err(|e| format!("glslang-version.txt: {e}"))?;
     for (_, file, committed) in ur_conformance::kernels::vulkan::SOURCES {
-        if compile_glsl(&dir.join(file), None)? != committed {
-            return Err(format!("{file}: the committed SPIR-V is stale; run src/kernels/vulkan/regenerate.sh"));
-        }
+        spirv_is_current(&dir.join(file), None, committed, "src/kernels/vulkan/regenerate.sh")?;
     }
     Ok(())
 }
@@ -105,10 +67,7 @@ fn vulkan_spirv_is_current(dir: &Path) -> Result<(), String> {
 fn bench_spirv_is_current(dir: &Path, library: &Path) -> Result<(), String> {
     std::fs::read_to_string(dir.join("glslang-version.txt")).map_err(|e| format!("glslang-version.txt: {e}"))?;
     let committed = std::fs::read(dir.join("sin_f32.spv")).map_err(|e| format!("sin_f32.spv: {e}"))?;
-    if compile_glsl(&dir.join("sin_f32.comp"), Some(library))? != committed {
-        return Err("bench/src/kernels/sin_f32.spv is stale: run bench/src/kernels/regenerate.sh".into());
-    }
-    Ok(())
+    spirv_is_current(&dir.join("sin_f32.comp"), Some(library), &committed, "bench/src/kernels/regenerate.sh")
 }
 
 fn program_binaries_are_current(dir: &Path) -> Result<(), String> {

@@ -547,3 +547,5 @@ static SEE_THROUGH: std::sync::OnceLock<fn(&dyn Any) -> &dyn Any> = std::sync::O
 pub(crate) fn see_through(peel: fn(&dyn Any) -> &dyn Any) {
     let _ = SEE_THROUGH.set(peel);
 }
+
+pub mod toolbox;

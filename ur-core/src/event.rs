@@ -6,7 +6,6 @@ use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use parking_lot::Mutex;
 use smallvec::SmallVec;
 
 use crate::adapter::{EventImpl, UserEventImpl};
@@ -257,36 +256,9 @@ pub(crate) fn check_events(context: ContextId, events: &[&Event], what: &str) ->
         .collect()
 }
 
-/// An event that stands for the latest execution of a software
-/// command-buffer command: re-pointed at each enqueue, complete before the first.
-#[derive(Default)]
-pub(crate) struct ForwardingEvent {
-    current: Mutex<Option<Arc<dyn EventImpl>>>,
-}
-
-impl ForwardingEvent {
-    pub(crate) fn set(&self, event: Arc<dyn EventImpl>) {
-        *self.current.lock() = Some(event);
-    }
-
-    fn current(&self) -> Option<Arc<dyn EventImpl>> {
-        self.current.lock().clone()
-    }
-}
-
-impl EventImpl for ForwardingEvent {
-    fn status(&self) -> EventStatus {
-        self.current().map_or(EventStatus::Complete, |e| e.status())
-    }
-
-    fn wait(&self) -> Result<()> {
-        self.current().map_or(Ok(()), |e| e.wait())
-    }
-
-    fn profiling(&self) -> Option<ProfilingInfo> {
-        self.current().and_then(|e| e.profiling())
-    }
-}
+/// A software command-buffer command's signal event (see the toolbox's
+/// [`ForwardingEvent`](crate::adapter::toolbox::ForwardingEvent)).
+pub(crate) type ForwardingEvent = crate::adapter::toolbox::ForwardingEvent<dyn EventImpl>;
 
 /// The event of a software command-buffer or graph submission: from a
 /// marker that completes when the submission may start to the join of its

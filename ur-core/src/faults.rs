@@ -12,7 +12,11 @@
 //! (`injected fault in ContextImpl::usm_alloc (call 3 of its kind)`).
 //! [`Context::live_objects`](crate::Context::live_objects) counts the
 //! wrapped objects still alive, so a test can check that a scenario that
-//! failed halfway released everything it made.
+//! failed halfway released everything it made. These are adapter objects of
+//! one context, which may outlive their front-end handles (a command buffer
+//! kept by a submission in flight); [`crate::live`] counts front-end handles
+//! process-wide in every build, for long runs. `docs/reliability.md` ("Two
+//! counters, and why both") compares them.
 //!
 //! Adapters downcast the objects the front end passes back to them; wrapped
 //! objects are seen through by [`crate::adapter::downcast`] and

@@ -32,16 +32,11 @@ pub fn absent_trial(name: String, backend: Backend, reason: &str) -> Trial {
     Trial::test(name, move || Err(Failed::from(why))).with_ignored_flag(true)
 }
 
-/// Whether `UR_RS_REQUIRE_TOOLS=1` (set by CI, which installs them) says
-/// the tools a check needs (glslangValidator, clang-15, llvm-spirv-15, of
-/// the versions that made the committed files) must be here.
-pub fn tools_required() -> bool {
-    std::env::var_os("UR_RS_REQUIRE_TOOLS").is_some_and(|v| v == "1")
-}
-
 /// The trial `name` running `check`, or, when `missing` says why it cannot
 /// run here, listed ignored with the reason (failing if run anyway), or
-/// failing when [`tools_required`].
+/// failing when `UR_RS_REQUIRE_TOOLS=1` (set by CI, which installs the
+/// tools: glslangValidator, clang-15, llvm-spirv-15, of the versions that
+/// made the committed files).
 pub fn tool_trial(
     name: &str,
     missing: Option<String>,
@@ -49,7 +44,7 @@ pub fn tool_trial(
 ) -> Trial {
     match missing {
         None => Trial::test(name, move || check().map_err(Failed::from)),
-        Some(why) if tools_required() => {
+        Some(why) if ur_core::adapter::toolbox::fresh::tools_required() => {
             Trial::test(name, move || Err(Failed::from(format!("UR_RS_REQUIRE_TOOLS=1 but {why}"))))
         }
         Some(why) => {

@@ -12,6 +12,13 @@
 //! The counts are global (all contexts, all adapters) and cost one relaxed
 //! atomic add per creation and per drop.
 //!
+//! These are not the fault injector's counts (`faults::LiveObjects`, feature
+//! `fault-injection`): those count the *adapter* objects behind one wrapped
+//! context, which may outlive their front-end handles, to check that a
+//! failed scenario released everything; these count front-end handles in
+//! every build, to show a long run does not accumulate them.
+//! `docs/reliability.md` ("Two counters, and why both") compares them.
+//!
 //! [`Event`]: crate::Event
 
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1,0 +1,246 @@
+//! What a CUDA device is and can do, read once when it opens: its
+//! [`DeviceInfo`] and the [`Limits`] the adapter checks commands against.
+
+use cudarc::driver::sys;
+use ur_core::{
+    AtomicCaps, BinaryTarget, CacheType, CommandBufferCaps, CommandBufferSupport, DeviceInfo, DeviceType,
+    FpCapabilities, FpConfigs, GlobalMemCache, LocalMemType, MemoryHardware, MemoryOrders, MemoryScopes, Result,
+    SourceForm, SubGroups, UpdateCapabilities, UsmKinds, VectorWidths, capability_extensions,
+};
+
+use crate::driver::cu;
+use crate::nvrtc;
+
+/// Limits and features read once from the device.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct Limits {
+    /// Largest grid per dimension.
+    pub(crate) max_grid: [u32; 3],
+    /// Dynamic shared memory a block may opt into.
+    pub(crate) shared_optin: u32,
+    /// Managed (shared USM) allocations.
+    pub(crate) managed: bool,
+    /// Device and host may access managed memory concurrently (prefetch and
+    /// advice apply).
+    pub(crate) concurrent_managed: bool,
+    /// Compute capability.
+    pub(crate) compute_capability: (i32, i32),
+}
+
+/// The information and limits of `device`, whose primary context is bound
+/// to the calling thread (the printf FIFO size is a limit of the context);
+/// `driver_version` is the platform's.
+pub(super) fn query(device: sys::CUdevice, driver_version: &str) -> Result<(DeviceInfo, Limits)> {
+    use sys::CUdevice_attribute as A;
+    let mut name = [0 as std::ffi::c_char; 256];
+    // SAFETY: the buffer holds 256 bytes; the driver writes a NUL-terminated name.
+    unsafe { cu!(cuDeviceGetName(name.as_mut_ptr(), name.len() as i32, device))? };
+    // SAFETY: NUL-terminated by the driver (the buffer is large enough).
+    let name = unsafe { std::ffi::CStr::from_ptr(name.as_ptr()) }.to_string_lossy().into_owned();
+    let mut total = 0usize;
+    // SAFETY: writes the device's memory size.
+    unsafe { cu!(cuDeviceTotalMem_v2(&mut total, device))? };
+    let get = |a| attribute(device, a);
+    if get(A::CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING)? == 0 {
+        return Err(ur_core::err!(UnsupportedFeature, "{name} has no unified addressing"));
+    }
+    let limits = Limits {
+        max_grid: [
+            get(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)? as u32,
+            get(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)? as u32,
+            get(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)? as u32,
+        ],
+        shared_optin: get(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)? as u32,
+        managed: get(A::CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY)? != 0,
+        concurrent_managed: get(A::CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS)? != 0,
+        compute_capability: (
+            get(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
+            get(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
+        ),
+    };
+    let mut usm = UsmKinds::DEVICE;
+    if get(A::CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY)? != 0 {
+        usm |= UsmKinds::HOST;
+    }
+    if limits.managed {
+        usm |= UsmKinds::SHARED;
+    }
+    // CUDA C needs NVRTC; without it PTX comes first, and a CUDA C-only
+    // program fails with the reason NVRTC is missing.
+    let source_forms = if nvrtc::available() {
+        vec![SourceForm::CudaC, SourceForm::Ptx]
+    } else {
+        vec![SourceForm::Ptx, SourceForm::CudaC]
+    };
+    let cc = limits.compute_capability;
+    let warp = get(A::CU_DEVICE_ATTRIBUTE_WARP_SIZE)? as u32;
+    let max_threads = get(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?;
+    let optional = |a| get(a).ok().filter(|v| *v > 0).map(|v| v as u32);
+    let memory_clock_khz = optional(A::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE);
+    let bus_width = optional(A::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH);
+    let fp = fp_configs(cc);
+    let atomics = atomic_caps(cc);
+    let integrated = get(A::CU_DEVICE_ATTRIBUTE_INTEGRATED)? != 0;
+    let mut uuid = sys::CUuuid_st { bytes: [0; 16] };
+    // SAFETY: writes the 16 bytes of the device's UUID.
+    let uuid = unsafe { cu!(cuDeviceGetUuid_v2(&mut uuid, device)) }.ok().map(|()| uuid.bytes.map(|b| b as u8));
+    let mut printf_fifo = 0usize;
+    // SAFETY: writes one limit of the bound context.
+    let printf_fifo = unsafe { cu!(cuCtxGetLimit(&mut printf_fifo, sys::CUlimit::CU_LIMIT_PRINTF_FIFO_SIZE)) }
+        .map_or(0, |()| printf_fifo);
+    let info = DeviceInfo {
+        name,
+        vendor: "NVIDIA Corporation".into(),
+        driver_version: driver_version.into(),
+        device_type: DeviceType::Gpu,
+        max_compute_units: get(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
+        max_work_group_size: max_threads as usize,
+        max_work_item_sizes: [
+            get(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)? as usize,
+            get(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y)? as usize,
+            get(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)? as usize,
+        ],
+        global_mem_size: total as u64,
+        // Shared memory every block gets without opting in; kernels opt
+        // into more, which leaves room for the alignment of local arguments.
+        local_mem_size: get(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)? as u64,
+        max_mem_alloc_size: total as u64,
+        usm,
+        // Unified virtual addressing: host and managed memory have one address.
+        usm_host_addressable: true,
+        queue_profiling: true,
+        out_of_order_queues: true,
+        source_forms,
+        command_buffer: CommandBufferCaps {
+            support: CommandBufferSupport::Native,
+            update: UpdateCapabilities::all(),
+            events: true,
+            // Native commands' child command buffers: child-graph nodes.
+            subgraphs: true,
+            replay_path: ur_core::ReplayPath::Driver,
+        },
+        vendor_id: NVIDIA_VENDOR_ID,
+        // The driver API has no PCI device id (its PCI_DEVICE_ID
+        // attribute is the device number on the bus).
+        device_id: None,
+        uuid,
+        pci_address: pci_address(device),
+        ip_version: Some((cc.0 * 10 + cc.1) as u32),
+        version: format!("{}.{}", cc.0, cc.1),
+        extensions: capability_extensions(&fp, &atomics),
+        // PTX arrives as an `nvptx64` binary, not as an IL.
+        il_version: None,
+        binary_targets: vec![BinaryTarget::Nvptx64],
+        integrated_gpu: integrated,
+        host_unified_memory: integrated,
+        max_clock_mhz: optional(A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE).map(|khz| khz / 1000),
+        memory_hardware: MemoryHardware {
+            clock_mhz: memory_clock_khz.map(|khz| khz / 1000),
+            bus_width,
+            // Double data rate: two transfers of the bus width per clock.
+            bandwidth: memory_clock_khz
+                .zip(bus_width)
+                .map(|(khz, bits)| u64::from(khz) * 1000 * 2 * u64::from(bits) / 8),
+        },
+        // NVIDIA GPUs cache global memory in L1 and L2 in 128-byte lines
+        // (CUDA C++ Programming Guide, "Global Memory").
+        global_mem_cache: GlobalMemCache {
+            kind: CacheType::ReadWrite,
+            line_size: Some(128),
+            size: optional(A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE).map(u64::from),
+        },
+        // cuMemAlloc aligns every allocation to at least 256 bytes.
+        mem_base_addr_align_bits: 256 * 8,
+        max_constant_buffer_size: get(A::CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY)? as u64,
+        // Read-only data is passed as ordinary global pointers: no count limit.
+        max_constant_args: u32::MAX,
+        // Kernel parameters are limited to 4 KiB, of which the adapter's
+        // hidden launch parameter takes its share.
+        max_parameter_size: 4096 - crate::program::LAUNCH_INFO_SIZE,
+        local_mem_type: LocalMemType::Local,
+        error_correction: get(A::CU_DEVICE_ATTRIBUTE_ECC_ENABLED).is_ok_and(|ecc| ecc != 0),
+        max_work_groups: limits.max_grid.map(|g| g as usize),
+        max_registers_per_work_group: optional(A::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK),
+        preferred_vector_widths: VectorWidths::scalar(!fp.half.is_empty(), true),
+        native_vector_widths: VectorWidths::scalar(!fp.half.is_empty(), true),
+        fp,
+        // Warps: each makes progress of its own.
+        sub_groups: SubGroups {
+            sizes: vec![warp],
+            max_per_work_group: (max_threads as u32).div_ceil(warp.max(1)),
+            independent_forward_progress: true,
+        },
+        atomics,
+        // cuEventElapsedTime's resolution is about half a microsecond.
+        profiling_timer_resolution_ns: 500,
+        printf_buffer_size: printf_fifo,
+        native_bfloat16_conversions: cc.0 >= 8,
+    };
+    Ok((info, limits))
+}
+
+fn attribute(device: sys::CUdevice, attribute: sys::CUdevice_attribute) -> Result<i32> {
+    let mut value = 0;
+    // SAFETY: writes one attribute of a valid device.
+    unsafe { cu!(cuDeviceGetAttribute(&mut value, attribute, device))? };
+    Ok(value)
+}
+
+/// The PCI vendor id of NVIDIA.
+const NVIDIA_VENDOR_ID: u32 = 0x10DE;
+
+/// `domain:bus:device.function` from the device's PCI attributes.
+fn pci_address(device: sys::CUdevice) -> Option<String> {
+    use sys::CUdevice_attribute as A;
+    let get = |a| attribute(device, a).ok();
+    let domain = get(A::CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID)?;
+    let bus = get(A::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID)?;
+    let slot = get(A::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID)?;
+    Some(format!("{domain:04x}:{bus:02x}:{slot:02x}.0"))
+}
+
+/// IEEE arithmetic in every rounding mode (PTX's `.rn`, `.rz`, `.rm`, `.rp`)
+/// with denormals, and correctly rounded division and square root in 32 and
+/// 64 bits; `half` arithmetic from compute capability 5.3.
+pub(crate) fn fp_configs(cc: (i32, i32)) -> FpConfigs {
+    let ieee = FpCapabilities::ROUND_TO_NEAREST
+        | FpCapabilities::ROUND_TO_ZERO
+        | FpCapabilities::ROUND_TO_INF
+        | FpCapabilities::INF_NAN
+        | FpCapabilities::DENORM
+        | FpCapabilities::FMA;
+    let full = ieee | FpCapabilities::CORRECTLY_ROUNDED_DIVIDE_SQRT;
+    FpConfigs { half: if cc >= (5, 3) { ieee } else { FpCapabilities::empty() }, single: full, double: full }
+}
+
+/// PTX's memory model (compute capability 7.0): every order, sequential
+/// consistency included, at every scope; before it, no sequentially
+/// consistent operations.
+pub(crate) fn atomic_caps(cc: (i32, i32)) -> AtomicCaps {
+    let mut orders = MemoryOrders::RELAXED | MemoryOrders::ACQUIRE | MemoryOrders::RELEASE | MemoryOrders::ACQ_REL;
+    orders.set(MemoryOrders::SEQ_CST, cc.0 >= 7);
+    let mut scopes = MemoryScopes::all();
+    scopes.set(MemoryScopes::SYSTEM, cc.0 >= 6);
+    AtomicCaps { int64: true, memory_orders: orders, memory_scopes: scopes, fence_orders: orders, fence_scopes: scopes }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capabilities_by_compute_capability() {
+        let volta = atomic_caps((7, 0));
+        assert!(volta.memory_orders.contains(MemoryOrders::SEQ_CST));
+        assert_eq!(volta.memory_scopes, MemoryScopes::all());
+        let maxwell = atomic_caps((5, 2));
+        assert!(!maxwell.memory_orders.contains(MemoryOrders::SEQ_CST));
+        assert!(!maxwell.memory_scopes.contains(MemoryScopes::SYSTEM));
+        assert!(fp_configs((5, 2)).half.is_empty());
+        assert!(!fp_configs((5, 3)).half.is_empty());
+        let ampere = fp_configs((8, 6));
+        assert!(ampere.single.contains(FpCapabilities::CORRECTLY_ROUNDED_DIVIDE_SQRT));
+        assert_eq!(ampere.single, ampere.double);
+        assert!(!ampere.half.contains(FpCapabilities::CORRECTLY_ROUNDED_DIVIDE_SQRT));
+    }
+}

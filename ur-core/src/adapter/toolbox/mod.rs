@@ -1,0 +1,19 @@
+//! What several adapters need and would otherwise each write: the adapter
+//! toolbox. It sits at the adapter interface's layer: it builds on ur-core's
+//! plain types and the adapter traits, never on the front end, so adapters
+//! (and the front end's software command buffer) may use it freely.
+//!
+//! - [`QueueOrder`]: the in-order / barrier bookkeeping of a queue whose
+//!   commands are ordered on the host (the CPU and Vulkan adapters);
+//! - [`ForwardingEvent`]: an event that stands for the latest execution of a
+//!   recorded command, re-pointed at each enqueue (the software command
+//!   buffer and the Vulkan adapter's signal events);
+//! - [`fresh`]: whether committed SPIR-V is what its GLSL compiles to today,
+//!   for the repository's tests of committed kernel binaries.
+
+mod forward;
+pub mod fresh;
+mod order;
+
+pub use forward::ForwardingEvent;
+pub use order::{OrderedEvent, QueueOrder};
