@@ -59,6 +59,7 @@ pub mod rect;
 pub mod selector;
 mod software;
 pub mod spirv;
+mod typed_usm;
 
 pub use adopt::{AdoptedBuffer, Ownership};
 pub use capture::{CapturedGraph, ExecutableGraph};
