@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use smallvec::SmallVec;
+use ur_core::adapter::EventBacking;
 use ur_core::adapter::{CommandBufferImpl, EventImpl, KernelUpdate, QueueImpl, downcast};
 use ur_core::event::execution_error;
 use ur_core::{Backend, Command, CommandBufferDesc, Event, Kernel, NativeHandle, NativeKernelFn, Result, UrError};
@@ -338,7 +339,7 @@ impl Run {
         }
         for &index in &self.graph.waiting {
             let node = &self.graph.nodes[index as usize];
-            for event in node.wait_events.iter().filter_map(Event::resolve) {
+            for event in node.wait_events.iter().filter_map(EventBacking::resolve) {
                 let Some(event) = ur_core::adapter::unwrap_object(&*event as &dyn Any).downcast_ref::<CpuEvent>()
                 else {
                     self.fail(ur_core::err!(

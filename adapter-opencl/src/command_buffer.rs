@@ -37,6 +37,7 @@ use std::sync::Arc;
 
 use cl3::types::cl_event;
 use smallvec::SmallVec;
+use ur_core::adapter::{Backing, EventBacking};
 use ur_core::adapter::{CommandBufferImpl, EventImpl, KernelUpdate, QueueImpl, downcast};
 use ur_core::{Command, CommandBufferDesc, Event, Kernel, NativeHandle, Result, err};
 

@@ -20,6 +20,7 @@ use std::sync::Arc;
 
 use cl3::types::{cl_command_queue, cl_mem};
 use ur_core::adapter::downcast;
+use ur_core::adapter::{Backing, BufferBacking};
 use ur_core::{
     ArgValue, Backend, Command, KernelCommand, MemBuffer, MemLoc, NativeCommand, NativeHandle, NativeTarget, Result,
     UsmRef, err,
@@ -457,7 +458,7 @@ fn usm_beside_buffer(shared: &Shared, r: &UsmRef, offset: usize) -> Result<Side>
     if !matches!(shared.device.usm, Usm::Svm) {
         return Ok(Side { ptr: Ptr::Usm(usm(r)), offset });
     }
-    let allocation = downcast::<ClUsm>(r.alloc().imp() as &dyn Any, "a USM allocation")?;
+    let allocation = downcast::<ClUsm>(r.imp() as &dyn Any, "a USM allocation")?;
     let (buffer, at) = allocation.as_buffer()?;
     Ok(Side { ptr: Ptr::Mem(buffer), offset: at + r.offset() + offset })
 }

@@ -57,6 +57,7 @@ use std::sync::Arc;
 
 use ash::vk;
 use smallvec::SmallVec;
+use ur_core::adapter::{Backing, EventBacking};
 use ur_core::adapter::{CommandBufferImpl, EventImpl, KernelUpdate, QueueImpl, downcast};
 use ur_core::{Command, CommandBufferDesc, Event, Kernel, NativeHandle, Result, err};
 

@@ -18,6 +18,7 @@ use std::sync::Arc;
 
 use ash::vk;
 use smallvec::SmallVec;
+use ur_core::adapter::Backing;
 use ur_core::rect::for_each_row;
 use ur_core::{Command, KernelCommand, MemLoc, Result};
 

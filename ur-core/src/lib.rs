@@ -32,6 +32,7 @@
 
 pub mod adapter;
 pub mod adopt;
+mod backing;
 pub mod capture;
 pub mod clock;
 pub mod command;

@@ -376,8 +376,13 @@ impl Program {
     }
 
     /// The adapter's program.
-    pub fn imp(&self) -> &dyn ProgramImpl {
+    pub(crate) fn imp(&self) -> &dyn ProgramImpl {
         &*self.inner.imp
+    }
+
+    /// Whether both handles name the same program object.
+    pub fn same_program(&self, other: &Program) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
     }
 }
 
@@ -498,7 +503,7 @@ impl Kernel {
     }
 
     /// The adapter's kernel.
-    pub fn imp(&self) -> &dyn KernelImpl {
+    pub(crate) fn imp(&self) -> &dyn KernelImpl {
         &*self.inner.imp
     }
 

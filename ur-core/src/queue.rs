@@ -145,7 +145,7 @@ impl Queue {
     }
 
     /// The adapter's queue.
-    pub fn imp(&self) -> &dyn QueueImpl {
+    pub(crate) fn imp(&self) -> &dyn QueueImpl {
         &*self.inner.imp
     }
 
