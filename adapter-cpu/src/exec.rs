@@ -6,8 +6,8 @@ use std::ptr;
 use std::sync::atomic::{AtomicI32, Ordering};
 
 use smallvec::SmallVec;
-use ur_core::adapter::Backing;
 use ur_core::adapter::downcast;
+use ur_core::adapter::{Backing, NativeBacking};
 use ur_core::event::execution_error;
 use ur_core::rect::for_each_row;
 use ur_core::{

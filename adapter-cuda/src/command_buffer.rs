@@ -45,8 +45,8 @@ use std::sync::Arc;
 
 use cudarc::driver::sys;
 use smallvec::SmallVec;
-use ur_core::adapter::EventBacking;
 use ur_core::adapter::{CommandBufferImpl, EventImpl, KernelUpdate, QueueImpl, downcast};
+use ur_core::adapter::{EventBacking, NativeBacking};
 use ur_core::{
     Backend, Command, CommandBufferDesc, Event, Kernel, NativeCommand, NativeHandle, NativeTarget, Result, UsmAdvice,
     UsmRef,

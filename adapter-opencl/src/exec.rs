@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use cl3::types::{cl_command_queue, cl_mem};
 use ur_core::adapter::downcast;
-use ur_core::adapter::{Backing, BufferBacking};
+use ur_core::adapter::{Backing, BufferBacking, NativeBacking};
 use ur_core::{
     ArgValue, Backend, Command, KernelCommand, MemBuffer, MemLoc, NativeCommand, NativeHandle, NativeTarget, Result,
     UsmRef, err,

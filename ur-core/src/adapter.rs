@@ -32,7 +32,7 @@ use crate::platform::Backend;
 use crate::program::{Kernel, KernelSignature, ProgramBundle, SourceForm};
 use crate::queue::QueueProperties;
 
-pub use crate::backing::{Backing, BufferBacking, EventBacking};
+pub use crate::backing::{Backing, BufferBacking, EventBacking, NativeBacking};
 
 /// Opens one backend's driver.
 pub trait AdapterFactory: Send + Sync {
@@ -226,7 +226,7 @@ pub trait BufferImpl: Any + Send + Sync {
     /// of this buffer, where its kernels cannot address a sub-buffer as this
     /// buffer's storage plus `offset` (OpenCL: a `cl_mem` from
     /// `clCreateSubBuffer`). `None`, the default, means they can: kernel
-    /// arguments of the sub-buffer then get [`Backing::imp`](crate::adapter::Backing::imp)
+    /// arguments of the sub-buffer then get [`Backing::imp`]
     /// and [`MemBuffer::offset`](crate::MemBuffer::offset). Memory commands never
     /// see sub-buffers: the front end gives them the root buffer and absolute offsets.
     ///

@@ -2,16 +2,20 @@
 //! the ABI crate and white-box tests reach through, and applications never
 //! need.
 //!
-//! These accessors are traits rather than inherent methods so that the
-//! public types document only the application's API: a crate sees them
-//! after `use ur_core::adapter::{Backing, EventBacking, BufferBacking}`.
+//! These accessors are traits rather than inherent methods, and their
+//! implementations are hidden from the documentation, so that the public
+//! types document only the application's API: a crate sees them after
+//! `use ur_core::adapter::{Backing, EventBacking, BufferBacking}`.
 
 use std::sync::Arc;
 
+use crate::Backend;
 use crate::adapter::{BufferImpl, ContextImpl, DeviceImpl, EventImpl, KernelImpl, ProgramImpl, QueueImpl, UsmImpl};
 use crate::context::Context;
 use crate::device::Device;
+use crate::error::Result;
 use crate::event::Event;
+use crate::interop::{NativeCommand, NativeTarget};
 use crate::memory::{MemBuffer, UsmRef};
 use crate::program::{Kernel, Program};
 use crate::queue::Queue;
@@ -28,6 +32,7 @@ pub trait Backing {
 /// Implements [`Backing`] by the type's crate-private `imp` accessor.
 macro_rules! backing {
     ($($ty:ty => $imp:ty;)*) => {$(
+        #[doc(hidden)]
         impl Backing for $ty {
             type Imp = $imp;
             fn imp(&self) -> &$imp {
@@ -48,6 +53,7 @@ backing! {
 }
 
 /// A USM position's allocation, as its adapter made it.
+#[doc(hidden)]
 impl Backing for UsmRef {
     type Imp = dyn UsmImpl;
     fn imp(&self) -> &dyn UsmImpl {
@@ -65,6 +71,7 @@ pub trait EventBacking {
     fn resolve(&self) -> Option<Arc<dyn EventImpl>>;
 }
 
+#[doc(hidden)]
 impl EventBacking for Event {
     fn resolve(&self) -> Option<Arc<dyn EventImpl>> {
         Event::resolve(self)
@@ -78,8 +85,29 @@ pub trait BufferBacking {
     fn sub_buffer_imp(&self) -> Option<&dyn BufferImpl>;
 }
 
+#[doc(hidden)]
 impl BufferBacking for MemBuffer {
     fn sub_buffer_imp(&self) -> Option<&dyn BufferImpl> {
         MemBuffer::sub_buffer_imp(self)
+    }
+}
+
+/// What adapters do with native commands.
+pub trait NativeBacking {
+    /// Runs the callback with `target`. Adapters call it where the backend's
+    /// native work goes (see [`crate::interop`]); a panic of the callback is
+    /// returned as an execution error.
+    ///
+    /// # Safety
+    /// `target` is the backend's documented target, valid for the call, and
+    /// ordered after the command's dependencies and before its dependents.
+    unsafe fn invoke(&self, backend: Backend, target: NativeTarget) -> Result<()>;
+}
+
+#[doc(hidden)]
+impl NativeBacking for NativeCommand {
+    unsafe fn invoke(&self, backend: Backend, target: NativeTarget) -> Result<()> {
+        // SAFETY: the caller keeps the same contract.
+        unsafe { NativeCommand::invoke(self, backend, target) }
     }
 }

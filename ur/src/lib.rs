@@ -25,6 +25,8 @@
 pub use ur_core::cpu_table;
 /// Errors: [`UrError`], named after UR's result codes, and its helpers.
 pub use ur_core::error;
+/// Native handles and native commands: what each backend's native objects are.
+pub use ur_core::interop;
 pub use ur_core::{
     AbsentAdapter, AdapterEntry, AdoptedBuffer, AppendOptions, Appended, ArgKind, ArgValue, AtomicCaps, Backend,
     BinaryTarget, BufferMapping, CGroup, CKernelFn, CacheType, CapturedGraph, Command, CommandBuffer,
