@@ -310,14 +310,14 @@ unsafe fn enqueue_raw(
             Command::UsmPrefetch { .. } | Command::UsmAdvise { .. } => {
                 return marker(shared, queue, wait).map(Enqueued::Plain);
             }
-            Command::UsmMemcpy { dst, src, size } => match device_usm {
+            Command::UsmMemcpy { dst, src, size, .. } => match device_usm {
                 Usm::Intel(api) => {
                     api.memcpy(queue, loc(dst), loc(src), *size, wait.handles()).cl("clEnqueueMemcpyINTEL")?
                 }
                 _ => cl3::command_queue::enqueue_svm_mem_cpy(queue, CL_FALSE, loc(dst), loc(src), *size, n, list)
                     .cl("clEnqueueSVMMemcpy")?,
             },
-            Command::UsmFill { dst, pattern, size } if native_svm_fill(device_usm, dst, pattern) => {
+            Command::UsmFill { dst, pattern, size, .. } if native_svm_fill(device_usm, dst, pattern) => {
                 cl3::command_queue::enqueue_svm_mem_fill(
                     queue,
                     usm(dst),
@@ -329,23 +329,25 @@ unsafe fn enqueue_raw(
                 )
                 .cl("clEnqueueSVMMemFill")?
             }
-            Command::UsmFill { dst, pattern, size } => {
+            Command::UsmFill { dst, pattern, size, .. } => {
                 let launched =
                     h.fill(device_usm, &target, Side { ptr: Ptr::Usm(usm(dst)), offset: 0 }, pattern, *size)?;
                 return Ok(Enqueued::Kernel(launched, None));
             }
-            Command::BufferCopy { src, dst, src_offset, dst_offset, size } => cl3::command_queue::enqueue_copy_buffer(
-                queue,
-                mem(src)?,
-                mem(dst)?,
-                *src_offset,
-                *dst_offset,
-                *size,
-                n,
-                list,
-            )
-            .cl("clEnqueueCopyBuffer")?,
-            Command::BufferCopyRect { src, dst, src_layout, dst_layout, region } => {
+            Command::BufferCopy { src, dst, src_offset, dst_offset, size, .. } => {
+                cl3::command_queue::enqueue_copy_buffer(
+                    queue,
+                    mem(src)?,
+                    mem(dst)?,
+                    *src_offset,
+                    *dst_offset,
+                    *size,
+                    n,
+                    list,
+                )
+                .cl("clEnqueueCopyBuffer")?
+            }
+            Command::BufferCopyRect { src, dst, src_layout, dst_layout, region, .. } => {
                 let (so, dof, r) = (origin(src_layout), origin(dst_layout), extent(region));
                 let ([srp, ssp], [drp, dsp]) = (pitches(src_layout), pitches(dst_layout));
                 cl3::command_queue::enqueue_copy_buffer_rect(
@@ -364,7 +366,7 @@ unsafe fn enqueue_raw(
                 )
                 .cl("clEnqueueCopyBufferRect")?
             }
-            Command::BufferRead { buffer, offset, size, dst: MemLoc::Host(host) } => {
+            Command::BufferRead { buffer, offset, size, dst: MemLoc::Host(host), .. } => {
                 cl3::command_queue::enqueue_read_buffer(
                     queue,
                     mem(buffer)?,
@@ -377,7 +379,7 @@ unsafe fn enqueue_raw(
                 )
                 .cl("clEnqueueReadBuffer")?
             }
-            Command::BufferWrite { buffer, offset, size, src: MemLoc::Host(host) } => {
+            Command::BufferWrite { buffer, offset, size, src: MemLoc::Host(host), .. } => {
                 cl3::command_queue::enqueue_write_buffer(
                     queue,
                     mem(buffer)?,
@@ -390,7 +392,7 @@ unsafe fn enqueue_raw(
                 )
                 .cl("clEnqueueWriteBuffer")?
             }
-            Command::BufferReadRect { buffer, buffer_layout, host_layout, region, dst: MemLoc::Host(host) } => {
+            Command::BufferReadRect { buffer, buffer_layout, host_layout, region, dst: MemLoc::Host(host), .. } => {
                 let (bo, ho, r) = (origin(buffer_layout), origin(host_layout), extent(region));
                 let ([brp, bsp], [hrp, hsp]) = (pitches(buffer_layout), pitches(host_layout));
                 cl3::command_queue::enqueue_read_buffer_rect(
@@ -410,7 +412,9 @@ unsafe fn enqueue_raw(
                 )
                 .cl("clEnqueueReadBufferRect")?
             }
-            Command::BufferWriteRect { buffer, buffer_layout, host_layout, region, src: MemLoc::Host(host) } => {
+            Command::BufferWriteRect {
+                buffer, buffer_layout, host_layout, region, src: MemLoc::Host(host), ..
+            } => {
                 let (bo, ho, r) = (origin(buffer_layout), origin(host_layout), extent(region));
                 let ([brp, bsp], [hrp, hsp]) = (pitches(buffer_layout), pitches(host_layout));
                 cl3::command_queue::enqueue_write_buffer_rect(
@@ -430,7 +434,7 @@ unsafe fn enqueue_raw(
                 )
                 .cl("clEnqueueWriteBufferRect")?
             }
-            Command::BufferFill { buffer, pattern, offset, size } if native_pattern(pattern) => {
+            Command::BufferFill { buffer, pattern, offset, size, .. } if native_pattern(pattern) => {
                 cl3::command_queue::enqueue_fill_buffer(
                     queue,
                     mem(buffer)?,
@@ -474,21 +478,21 @@ unsafe fn helper_command(shared: &Shared, target: &Target<'_>, command: &Command
     // SAFETY: the command's ranges are valid and do not overlap (front end).
     unsafe {
         match command {
-            Command::BufferRead { buffer, offset, size, dst: MemLoc::Usm(dst) } => h.copy(
+            Command::BufferRead { buffer, offset, size, dst: MemLoc::Usm(dst), .. } => h.copy(
                 device_usm,
                 target,
                 usm_beside_buffer(shared, dst, 0)?,
                 Side { ptr: Ptr::Mem(mem(buffer)?), offset: *offset },
                 *size,
             ),
-            Command::BufferWrite { buffer, offset, size, src: MemLoc::Usm(src) } => h.copy(
+            Command::BufferWrite { buffer, offset, size, src: MemLoc::Usm(src), .. } => h.copy(
                 device_usm,
                 target,
                 Side { ptr: Ptr::Mem(mem(buffer)?), offset: *offset },
                 usm_beside_buffer(shared, src, 0)?,
                 *size,
             ),
-            Command::BufferReadRect { buffer, buffer_layout, host_layout, region, dst: MemLoc::Usm(dst) } => h
+            Command::BufferReadRect { buffer, buffer_layout, host_layout, region, dst: MemLoc::Usm(dst), .. } => h
                 .copy_rect(
                     device_usm,
                     target,
@@ -498,7 +502,7 @@ unsafe fn helper_command(shared: &Shared, target: &Target<'_>, command: &Command
                     pitches(buffer_layout),
                     extent(region),
                 ),
-            Command::BufferWriteRect { buffer, buffer_layout, host_layout, region, src: MemLoc::Usm(src) } => h
+            Command::BufferWriteRect { buffer, buffer_layout, host_layout, region, src: MemLoc::Usm(src), .. } => h
                 .copy_rect(
                     device_usm,
                     target,
@@ -508,13 +512,13 @@ unsafe fn helper_command(shared: &Shared, target: &Target<'_>, command: &Command
                     pitches(host_layout),
                     extent(region),
                 ),
-            Command::BufferFill { buffer, pattern, offset, size } => {
+            Command::BufferFill { buffer, pattern, offset, size, .. } => {
                 h.fill(device_usm, target, Side { ptr: Ptr::Mem(mem(buffer)?), offset: *offset }, pattern, *size)
             }
-            Command::UsmFill { dst, pattern, size } => {
+            Command::UsmFill { dst, pattern, size, .. } => {
                 h.fill(device_usm, target, Side { ptr: Ptr::Usm(usm(dst)), offset: 0 }, pattern, *size)
             }
-            Command::UsmMemcpy { dst: MemLoc::Usm(dst), src: MemLoc::Usm(src), size } => h.copy(
+            Command::UsmMemcpy { dst: MemLoc::Usm(dst), src: MemLoc::Usm(src), size, .. } => h.copy(
                 device_usm,
                 target,
                 Side { ptr: Ptr::Usm(usm(dst)), offset: 0 },
@@ -554,21 +558,21 @@ pub(crate) unsafe fn record(
             Command::KernelLaunch(k) if k.range.global_size.contains(&0) => recorded(h.noop(&target)?),
             Command::KernelLaunch(k) => recorded(launch_kernel(shared, &target, k)?.0),
             Command::UsmPrefetch { .. } | Command::UsmAdvise { .. } => recorded(h.noop(&target)?),
-            Command::UsmMemcpy { dst: MemLoc::Usm(dst), src: MemLoc::Usm(src), size }
+            Command::UsmMemcpy { dst: MemLoc::Usm(dst), src: MemLoc::Usm(src), size, .. }
                 if svm && api.has_svm_memcpy() =>
             {
                 api.svm_memcpy(buffer, usm(dst), usm(src), *size, deps).cl("clCommandSVMMemcpyKHR").map(|p| (p, None))
             }
-            Command::UsmFill { dst, pattern, size }
+            Command::UsmFill { dst, pattern, size, .. }
                 if api.has_svm_fill() && native_svm_fill(device_usm, dst, pattern) =>
             {
                 api.svm_fill(buffer, usm(dst), pattern, *size, deps).cl("clCommandSVMMemFillKHR").map(|p| (p, None))
             }
-            Command::BufferCopy { src, dst, src_offset, dst_offset, size } => api
+            Command::BufferCopy { src, dst, src_offset, dst_offset, size, .. } => api
                 .copy_buffer(buffer, mem(src)?, mem(dst)?, *src_offset, *dst_offset, *size, deps)
                 .cl("clCommandCopyBufferKHR")
                 .map(|p| (p, None)),
-            Command::BufferCopyRect { src, dst, src_layout, dst_layout, region } => api
+            Command::BufferCopyRect { src, dst, src_layout, dst_layout, region, .. } => api
                 .copy_buffer_rect(
                     buffer,
                     mem(src)?,
@@ -582,7 +586,7 @@ pub(crate) unsafe fn record(
                 )
                 .cl("clCommandCopyBufferRectKHR")
                 .map(|p| (p, None)),
-            Command::BufferFill { buffer: b, pattern, offset, size } if native_pattern(pattern) => api
+            Command::BufferFill { buffer: b, pattern, offset, size, .. } if native_pattern(pattern) => api
                 .fill_buffer(buffer, mem(b)?, pattern, *offset, *size, deps)
                 .cl("clCommandFillBufferKHR")
                 .map(|p| (p, None)),
