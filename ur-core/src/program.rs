@@ -150,6 +150,7 @@ pub struct ProgramBundle {
     sources: Vec<ProgramSource>,
     given: Option<Arc<[u8]>>,
     plain_abi: bool,
+    label: Option<&'static str>,
 }
 
 impl ProgramBundle {
@@ -167,6 +168,14 @@ impl ProgramBundle {
     /// Adds the kernels' code in one form.
     pub fn source(mut self, source: ProgramSource) -> ProgramBundle {
         self.sources.push(source);
+        self
+    }
+
+    /// Names the programs built from this bundle, for diagnostics: the label
+    /// is shown in the tracing spans of their build and kernel creation
+    /// ([`Program::label`]).
+    pub fn with_label(mut self, label: &'static str) -> ProgramBundle {
+        self.label = Some(label);
         self
     }
 
@@ -252,6 +261,7 @@ impl ProgramBundle {
                 sources: vec![ProgramSource::Native(code)],
                 given: Some(bytes.into()),
                 plain_abi: true,
+                label: None,
             });
         }
         if spirv::is_spirv(bytes) {
@@ -266,6 +276,7 @@ impl ProgramBundle {
                 sources: vec![ProgramSource::Ptx(Cow::Owned(text.to_string()))],
                 given: Some(bytes.into()),
                 plain_abi: true,
+                label: None,
             });
         }
         let head: Vec<String> = bytes.iter().take(4).map(|b| format!("{b:02x}")).collect();
@@ -290,6 +301,7 @@ struct ProgramInner {
     form: SourceForm,
     options: String,
     given: Option<Arc<[u8]>>,
+    label: Option<&'static str>,
     imp: Box<dyn ProgramImpl>,
     _live: crate::live::Live<{ crate::live::PROGRAM }>,
 }
@@ -304,7 +316,7 @@ impl Program {
     /// As [`new`](Self::new), passing `options` to the driver's compiler:
     /// OpenCL build options, PTX JIT where meaningful. Backends without a
     /// compiler taking options ignore them (with a debug trace).
-    #[tracing::instrument(level = "debug", skip_all, fields(device = %context.device()))]
+    #[tracing::instrument(level = "debug", skip_all, fields(device = %context.device(), label = bundle.label))]
     pub fn with_options(context: &Context, bundle: &ProgramBundle, options: &str) -> Result<Program> {
         ensure!(!options.contains('\0'), InvalidValue, "build options contain a NUL byte");
         for (i, k) in bundle.kernels.iter().enumerate() {
@@ -336,6 +348,7 @@ impl Program {
                 form,
                 options: options.to_string(),
                 given: bundle.given.clone(),
+                label: bundle.label,
                 imp,
                 _live: crate::live::Live::new(),
             }),
@@ -378,6 +391,11 @@ impl Program {
     /// The adapter's program.
     pub(crate) fn imp(&self) -> &dyn ProgramImpl {
         &*self.inner.imp
+    }
+
+    /// The label of the bundle it was built from ([`ProgramBundle::with_label`]).
+    pub fn label(&self) -> Option<&'static str> {
+        self.inner.label
     }
 
     /// Whether both handles name the same program object.
@@ -429,7 +447,7 @@ struct KernelInner {
 impl Kernel {
     /// The kernel `name` of `program`; `InvalidKernelName` if the bundle did
     /// not declare it or its source lacks it.
-    #[tracing::instrument(level = "debug", skip(program))]
+    #[tracing::instrument(level = "debug", skip(program), fields(label = program.label()))]
     pub fn new(program: &Program, name: &str) -> Result<Kernel> {
         let Some(signature) = program.inner.signatures.iter().find(|s| s.name == name) else {
             return Err(err!(InvalidKernelName, "the program declares no kernel `{name}`"));
