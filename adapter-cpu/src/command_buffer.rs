@@ -1,5 +1,8 @@
 //! Native command buffers: a pre-built DAG run with dependency counters.
 //!
+//! Appends build the DAG ([`CpuCommandBuffer`], the recording); finalize
+//! plans it and returns [`CpuExecutable`], which runs and updates it.
+//!
 //! Each enqueue creates a run over an immutable snapshot of the graph, so an
 //! update never reaches a submission in flight. An update costs what it
 //! changes, however large the graph: it edits the graph in place when no run
@@ -21,7 +24,10 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 use smallvec::SmallVec;
 use ur_core::adapter::EventBacking;
-use ur_core::adapter::{CommandBufferImpl, EventImpl, KernelUpdate, QueueImpl, downcast};
+use ur_core::adapter::{
+    EventImpl, ExecutableCommandBufferImpl, FinalizeFailed, KernelUpdate, QueueImpl, RecordingCommandBufferImpl,
+    downcast,
+};
 use ur_core::event::execution_error;
 use ur_core::{Backend, Command, CommandBufferDesc, Event, Kernel, NativeHandle, NativeKernelFn, Result, UrError};
 
@@ -143,15 +149,28 @@ impl Change {
             Change::WaitEvents(events) => node.wait_events = events,
         }
         let after = multi_threaded(node);
-        // Before finalize there are no steps; `plan` makes them.
-        if graph.steps.len() == graph.nodes.len() {
-            graph.multi_threaded = graph.multi_threaded + after - before;
-            graph.restep(index as usize);
-        }
+        // Only a finalized (planned) graph is updated: its steps exist.
+        graph.multi_threaded = graph.multi_threaded + after - before;
+        graph.restep(index as usize);
     }
 }
 
+/// A CPU command buffer being recorded: the graph, not yet planned.
 pub(crate) struct CpuCommandBuffer {
+    pool: Arc<Pool>,
+    graph: Graph,
+    profiling: bool,
+}
+
+impl CpuCommandBuffer {
+    pub(crate) fn new(pool: Arc<Pool>, desc: CommandBufferDesc) -> CpuCommandBuffer {
+        CpuCommandBuffer { pool, graph: Graph::default(), profiling: desc.profiling }
+    }
+}
+
+/// A finalized CPU command buffer: the planned graph, which each run
+/// snapshots.
+struct CpuExecutable {
     pool: Arc<Pool>,
     graph: Arc<Graph>,
     /// Updates made while a run held the graph, in order, for the next enqueue.
@@ -160,11 +179,7 @@ pub(crate) struct CpuCommandBuffer {
     profiling: bool,
 }
 
-impl CpuCommandBuffer {
-    pub(crate) fn new(pool: Arc<Pool>, desc: CommandBufferDesc) -> CpuCommandBuffer {
-        CpuCommandBuffer { pool, graph: Arc::default(), pending: Vec::new(), previous: None, profiling: desc.profiling }
-    }
-
+impl CpuExecutable {
     /// Applies `change` to node `index` now if no run holds the graph, else
     /// at the next enqueue: copying the graph here would make an update cost
     /// the whole graph.
@@ -209,7 +224,7 @@ impl CpuCommandBuffer {
 /// release the graph before copying it.
 const RELEASE_WAIT: Duration = Duration::from_micros(200);
 
-impl CommandBufferImpl for CpuCommandBuffer {
+impl RecordingCommandBufferImpl for CpuCommandBuffer {
     unsafe fn append(
         &mut self,
         command: &Command,
@@ -218,7 +233,7 @@ impl CommandBufferImpl for CpuCommandBuffer {
         wait_events: &[Event],
         signal: bool,
     ) -> Result<Option<Arc<dyn EventImpl>>> {
-        let graph = Arc::make_mut(&mut self.graph);
+        let graph = &mut self.graph;
         let index = graph.nodes.len() as u32;
         for d in deps {
             graph.nodes[*d as usize].successors.push(index);
@@ -236,12 +251,15 @@ impl CommandBufferImpl for CpuCommandBuffer {
         Ok(signal.map(|s| s as Arc<dyn EventImpl>))
     }
 
-    fn finalize(&mut self) -> Result<()> {
-        Arc::make_mut(&mut self.graph).plan();
-        tracing::debug!(nodes = self.graph.nodes.len(), roots = self.graph.roots.len(), "CPU command buffer finalized");
-        Ok(())
+    fn finalize(self: Box<Self>) -> std::result::Result<Box<dyn ExecutableCommandBufferImpl>, FinalizeFailed> {
+        let CpuCommandBuffer { pool, mut graph, profiling } = *self;
+        graph.plan();
+        tracing::debug!(nodes = graph.nodes.len(), roots = graph.roots.len(), "CPU command buffer finalized");
+        Ok(Box::new(CpuExecutable { pool, graph: Arc::new(graph), pending: Vec::new(), previous: None, profiling }))
     }
+}
 
+impl ExecutableCommandBufferImpl for CpuExecutable {
     unsafe fn enqueue(&mut self, queue: &dyn QueueImpl, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
         let queue = downcast::<CpuQueue>(queue as &dyn Any, "the queue")?;
         cpu_events(wait)?;

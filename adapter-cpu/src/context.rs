@@ -5,7 +5,9 @@ use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
 
-use ur_core::adapter::{BufferImpl, CommandBufferImpl, ContextImpl, ProgramImpl, QueueImpl, UserEventImpl, UsmImpl};
+use ur_core::adapter::{
+    BufferImpl, ContextImpl, ProgramImpl, QueueImpl, RecordingCommandBufferImpl, UserEventImpl, UsmImpl,
+};
 use ur_core::{
     AdoptedBuffer, CommandBufferDesc, MemFlags, NativeHandle, Ownership, ProgramBundle, QueueProperties, Result,
     SourceForm, UsmKind, err,
@@ -76,7 +78,7 @@ impl ContextImpl for CpuContext {
         Ok(Box::new(CpuQueue::new(self.pool.clone(), properties)))
     }
 
-    unsafe fn command_buffer_create(&self, desc: &CommandBufferDesc) -> Result<Box<dyn CommandBufferImpl>> {
+    unsafe fn command_buffer_create(&self, desc: &CommandBufferDesc) -> Result<Box<dyn RecordingCommandBufferImpl>> {
         Ok(Box::new(CpuCommandBuffer::new(self.pool.clone(), *desc)))
     }
 

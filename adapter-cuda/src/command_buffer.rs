@@ -45,11 +45,14 @@ use std::sync::Arc;
 
 use cudarc::driver::sys;
 use smallvec::SmallVec;
-use ur_core::adapter::{CommandBufferImpl, EventImpl, KernelUpdate, QueueImpl, downcast};
 use ur_core::adapter::{EventBacking, NativeBacking};
+use ur_core::adapter::{
+    EventImpl, ExecutableCommandBufferImpl, FinalizeFailed, KernelUpdate, QueueImpl, RecordingCommandBufferImpl,
+    downcast,
+};
 use ur_core::{
     Backend, Command, CommandBufferDesc, Event, Kernel, NativeCommand, NativeHandle, NativeTarget, Result, UsmAdvice,
-    UsmRef,
+    UsmRef, err,
 };
 
 use crate::conv::{CopyPlan, HostJob, host_job_kept};
@@ -94,11 +97,11 @@ struct Cmd {
     signal: Option<SignalNodes>,
 }
 
-/// The status word the kernels of one buffer report failures to, the node
-/// that collects it at the end of each submission, and where it goes.
+/// The status word the kernels of one buffer report failures to, and where
+/// the node that collects it at the end of each submission (added at
+/// finalize: [`CudaExecutable::collector`]) puts it.
 struct RunStatusNode {
     word: Word,
-    node: Option<Node>,
     ring: Arc<StatusRing>,
     /// Submissions enqueued with the current ring.
     submitted: u64,
@@ -131,7 +134,7 @@ impl RunStatusNode {
             .iter()
             .find(|(status, _)| Arc::ptr_eq(status.ring(), &self.ring))
             .is_some_and(|(status, _)| status.ordinal() + u64::from(RING_SLOTS) <= self.submitted);
-        if slot_taken && self.node.is_some() {
+        if slot_taken {
             tracing::debug!(slots = RING_SLOTS, "status ring full of pending submissions: a new ring");
             return Ok(Some(Arc::new(StatusRing::new(dev)?)));
         }
@@ -257,13 +260,11 @@ pub(crate) fn native_graph(dev: &Arc<DeviceShared>, native: &NativeCommand) -> R
     exec
 }
 
-pub(crate) struct CudaCommandBuffer {
+/// The template graph and each command's nodes in it, in both phases.
+struct Template {
     dev: Arc<DeviceShared>,
     desc: CommandBufferDesc,
     graph: sys::CUgraph,
-    /// Shared with held launches, which launch it as it was when enqueued:
-    /// a change while they hold it goes to a new instantiation.
-    exec: Option<Arc<ExecGraph>>,
     commands: Vec<Cmd>,
     /// Advice, applied at each enqueue.
     advice: Vec<(UsmRef, usize, UsmAdvice)>,
@@ -271,10 +272,8 @@ pub(crate) struct CudaCommandBuffer {
     /// host nodes; boxed so that each keeps the address its node was given.
     #[allow(clippy::vec_box)]
     host_jobs: Vec<Box<HostJob>>,
+    /// Set by the first kernel command.
     run: Option<RunStatusNode>,
-    previous: Option<Arc<CudaEvent>>,
-    /// Events replaced by updates, kept while the graph may still use them.
-    replaced: Vec<Arc<dyn EventImpl>>,
     /// Commands whose kernel parameters changed in the executable graph but
     /// not yet in the template.
     stale_template: Vec<usize>,
@@ -283,7 +282,30 @@ pub(crate) struct CudaCommandBuffer {
 // SAFETY: graph handles may be used from any thread; the front end
 // serialises every call on one buffer. Raw pointers inside (host fills) are
 // owned by the buffer.
-unsafe impl Send for CudaCommandBuffer {}
+unsafe impl Send for Template {}
+
+/// A command buffer being recorded: nodes are added to the template graph
+/// at each append.
+pub(crate) struct CudaCommandBuffer {
+    template: Template,
+}
+
+/// A finalized command buffer: the template and its executable graph.
+struct CudaExecutable {
+    /// Shared with held launches, which launch it as it was when enqueued:
+    /// a change while they hold it goes to a new instantiation. Declared
+    /// before the template, so that it is released before the graph.
+    exec: Arc<ExecGraph>,
+    template: Template,
+    /// The node collecting the status word, where the buffer has kernels.
+    collector: Option<Node>,
+    previous: Option<Arc<CudaEvent>>,
+    /// Events replaced by updates, kept while the graph may still use them.
+    replaced: Vec<Arc<dyn EventImpl>>,
+}
+
+// SAFETY: as for `Template`; the collector is a node handle of its graph.
+unsafe impl Send for CudaExecutable {}
 
 impl CudaCommandBuffer {
     pub(crate) fn new(dev: Arc<DeviceShared>, desc: CommandBufferDesc) -> Result<CudaCommandBuffer> {
@@ -291,21 +313,44 @@ impl CudaCommandBuffer {
         let mut graph: sys::CUgraph = ptr::null_mut();
         // SAFETY: writes a new, empty graph; flags must be 0.
         unsafe { cu!(cuGraphCreate(&mut graph, 0))? };
-        Ok(CudaCommandBuffer {
+        let template = Template {
             dev,
             desc,
             graph,
-            exec: None,
             commands: Vec::new(),
             advice: Vec::new(),
             host_jobs: Vec::new(),
             run: None,
-            previous: None,
-            replaced: Vec::new(),
             stale_template: Vec::new(),
-        })
+        };
+        Ok(CudaCommandBuffer { template })
     }
 
+    /// Adds what ends the graph (a node to launch where it has none, the
+    /// status collector where it has kernels), and instantiates it.
+    fn finish_graph(&mut self) -> Result<(sys::CUgraphExec, Option<Node>)> {
+        let t = &mut self.template;
+        t.dev.bind()?;
+        if t.commands.is_empty() {
+            // A graph to launch needs a node.
+            t.add_empty(&[])?;
+        }
+        let mut collector = None;
+        if let Some((word, ring)) = t.run.as_ref().map(|r| (r.word.addr, r.ring.addr)) {
+            let leaves: Vec<Node> = t.commands.iter().filter(|c| !c.has_successors).map(|c| c.exit).collect();
+            let mut node: Node = ptr::null_mut();
+            with_collector_params(&t.dev, t.ctx(), word, ring, |params| {
+                // SAFETY: the graph is alive, `leaves` are its nodes; the
+                // collector takes two u64 and a u32 parameter, given by `params`.
+                unsafe { cu!(cuGraphAddKernelNode_v2(&mut node, t.graph, leaves.as_ptr(), leaves.len(), params)) }
+            })?;
+            collector = Some(node);
+        }
+        Ok((t.instantiate()?, collector))
+    }
+}
+
+impl Template {
     fn ctx(&self) -> sys::CUcontext {
         self.dev.ctx.0
     }
@@ -324,9 +369,9 @@ impl CudaCommandBuffer {
     /// graph instead (its target), which then becomes a child-graph node
     /// after `deps` (the driver copies the graph into the node).
     fn add_native(&self, native: &NativeCommand, deps: &[Node]) -> Result<Node> {
-        if let Some(child) = native.child() {
-            // The child is not finalized (front end): its handle is its CUgraph.
-            let graph = child.native_handle()?.0 as sys::CUgraph;
+        if let Some(child) = native.child_target() {
+            // The child is not finalized (front end): it records into its CUgraph.
+            let graph = child?.0 as sys::CUgraph;
             // SAFETY: the target is the child's graph, which the node below
             // copies after the callback, ordered after `deps`.
             unsafe { native.invoke(Backend::Cuda, NativeTarget::Recording(NativeHandle(graph as u64)))? };
@@ -402,12 +447,12 @@ impl CudaCommandBuffer {
 
     /// The word kernels of this buffer report failures to.
     fn run_word(&mut self) -> Result<u64> {
-        if self.run.is_none() {
-            let ring = Arc::new(StatusRing::new(&self.dev)?);
-            let word = self.dev.status_word()?;
-            self.run = Some(RunStatusNode { word, node: None, ring, submitted: 0, pending: VecDeque::new() });
+        if let Some(run) = &self.run {
+            return Ok(run.word.addr);
         }
-        Ok(self.run.as_ref().expect("just set").word.addr)
+        let ring = Arc::new(StatusRing::new(&self.dev)?);
+        let word = self.dev.status_word()?;
+        Ok(self.run.insert(RunStatusNode { word, ring, submitted: 0, pending: VecDeque::new() }).word.addr)
     }
 
     /// The command's own nodes after `deps`; returns the last node and, for
@@ -474,25 +519,6 @@ impl CudaCommandBuffer {
         }
     }
 
-    fn exec(&self) -> sys::CUgraphExec {
-        self.exec.as_ref().expect("the front end only calls this on finalized buffers").raw()
-    }
-
-    /// The executable graph, to change in place: a new instantiation (of the
-    /// template, brought up to date first) when held launches still
-    /// hold the current one, so that they launch what was enqueued.
-    fn writable_exec(&mut self) -> Result<sys::CUgraphExec> {
-        let exec = self.exec.as_ref().expect("the front end only calls this on finalized buffers");
-        // Only this buffer adds holders (under `&mut self`), so a count of
-        // one stays one.
-        if Arc::strong_count(exec) > 1 {
-            tracing::debug!("executable graph held by launches not yet issued: changes go to a new instantiation");
-            let fresh = self.instantiate()?;
-            self.exec = Some(ExecGraph::new(&self.dev, fresh));
-        }
-        Ok(self.exec())
-    }
-
     /// Gives the template graph the kernel parameters updates gave the
     /// executable graph, before the executable graph is made from it again.
     fn sync_template(&mut self) -> Result<()> {
@@ -520,35 +546,51 @@ impl CudaCommandBuffer {
         }
         Ok(exec)
     }
+}
+
+impl CudaExecutable {
+    /// The executable graph, to change in place: a new instantiation (of the
+    /// template, brought up to date first) when held launches still
+    /// hold the current one, so that they launch what was enqueued.
+    fn writable_exec(&mut self) -> Result<sys::CUgraphExec> {
+        // Only this buffer adds holders (under `&mut self`), so a count of
+        // one stays one.
+        if Arc::strong_count(&self.exec) > 1 {
+            tracing::debug!("executable graph held by launches not yet issued: changes go to a new instantiation");
+            let fresh = self.template.instantiate()?;
+            self.exec = ExecGraph::new(&self.template.dev, fresh);
+        }
+        Ok(self.exec.raw())
+    }
 
     /// Brings the executable graph up to date with the template when an
     /// update could not be applied in place.
     fn refresh_exec(&mut self) -> Result<()> {
-        self.sync_template()?;
-        let exec = self.exec();
+        self.template.sync_template()?;
+        let exec = self.exec.raw();
         let mut info = sys::CUgraphExecUpdateResultInfo {
             result: sys::CUgraphExecUpdateResult::CU_GRAPH_EXEC_UPDATE_SUCCESS,
             errorNode: ptr::null_mut(),
             errorFromNode: ptr::null_mut(),
         };
         // SAFETY: `exec` was instantiated from `graph`, whose topology is unchanged.
-        if unsafe { sys::cuGraphExecUpdate_v2(exec, self.graph, &mut info) } == sys::CUresult::CUDA_SUCCESS {
+        if unsafe { sys::cuGraphExecUpdate_v2(exec, self.template.graph, &mut info) } == sys::CUresult::CUDA_SUCCESS {
             tracing::debug!("executable graph updated with cuGraphExecUpdate_v2");
-            for kernel in self.commands.iter().filter_map(|c| c.kernel.as_ref()) {
+            for kernel in self.template.commands.iter().filter_map(|c| c.kernel.as_ref()) {
                 // SAFETY: kernel nodes of the graph `exec` was made from.
                 unsafe { cu!(cuGraphNodeSetEnabled(exec, kernel.node, u32::from(kernel.enabled)))? };
             }
             return Ok(());
         }
         tracing::debug!(result = ?info.result, "executable graph re-instantiated");
-        let fresh = self.instantiate()?;
+        let fresh = self.template.instantiate()?;
         // Submissions of the old one still run; the driver frees it after them.
-        self.exec = Some(ExecGraph::new(&self.dev, fresh));
+        self.exec = ExecGraph::new(&self.template.dev, fresh);
         Ok(())
     }
 }
 
-impl CommandBufferImpl for CudaCommandBuffer {
+impl RecordingCommandBufferImpl for CudaCommandBuffer {
     unsafe fn append(
         &mut self,
         command: &Command,
@@ -557,85 +599,86 @@ impl CommandBufferImpl for CudaCommandBuffer {
         wait_events: &[Event],
         signal: bool,
     ) -> Result<Option<Arc<dyn EventImpl>>> {
-        self.dev.bind()?;
-        let mut entry: SmallVec<[Node; 8]> = deps.iter().map(|d| self.commands[*d as usize].exit).collect();
+        let this = &mut self.template;
+        this.dev.bind()?;
+        let mut entry: SmallVec<[Node; 8]> = deps.iter().map(|d| this.commands[*d as usize].exit).collect();
         let mut waits = Vec::with_capacity(wait_events.len());
         for event in wait_events {
-            let (target, keep) = self.wait_target(event)?;
+            let (target, keep) = this.wait_target(event)?;
             let mut node: Node = ptr::null_mut();
             // SAFETY: the graph is alive, `entry` holds nodes of it, and the
             // event is kept alive by `keep` (or is the device's own).
-            unsafe { cu!(cuGraphAddEventWaitNode(&mut node, self.graph, entry.as_ptr(), entry.len(), target))? };
+            unsafe { cu!(cuGraphAddEventWaitNode(&mut node, this.graph, entry.as_ptr(), entry.len(), target))? };
             waits.push(WaitNode { node, event: keep });
         }
         if !waits.is_empty() {
             entry = waits.iter().map(|w| w.node).collect();
         }
         let signal_event =
-            if signal { Some(Arc::new(CudaEvent::signal(&self.dev, self.desc.profiling)?)) } else { None };
+            if signal { Some(Arc::new(CudaEvent::signal(&this.dev, this.desc.profiling)?)) } else { None };
         let start = match signal_event.as_ref().and_then(|e| e.start()) {
             Some(start) => {
-                let node = self.add_event_record(&entry, start.raw())?;
+                let node = this.add_event_record(&entry, start.raw())?;
                 entry = SmallVec::from_slice(&[node]);
                 Some(node)
             }
             None => None,
         };
-        let (exit, kernel) = self.add_body(command, &entry)?;
+        let (exit, kernel) = this.add_body(command, &entry)?;
         let signal = match signal_event {
             Some(event) => {
-                Some(SignalNodes { record: self.add_event_record(&[exit], event.end().raw())?, start, event })
+                Some(SignalNodes { record: this.add_event_record(&[exit], event.end().raw())?, start, event })
             }
             None => None,
         };
         for d in deps {
-            self.commands[*d as usize].has_successors = true;
+            this.commands[*d as usize].has_successors = true;
         }
         let event = signal.as_ref().map(|s| s.event.clone() as Arc<dyn EventImpl>);
-        self.commands.push(Cmd { exit, has_successors: false, kernel, waits, signal });
+        this.commands.push(Cmd { exit, has_successors: false, kernel, waits, signal });
         Ok(event)
     }
 
-    fn finalize(&mut self) -> Result<()> {
-        self.dev.bind()?;
-        if self.commands.is_empty() {
-            // A graph to launch needs a node.
-            self.add_empty(&[])?;
-        }
-        if let Some((word, ring)) = self.run.as_ref().map(|r| (r.word.addr, r.ring.addr)) {
-            let leaves: Vec<Node> = self.commands.iter().filter(|c| !c.has_successors).map(|c| c.exit).collect();
-            let mut node: Node = ptr::null_mut();
-            with_collector_params(&self.dev, self.ctx(), word, ring, |params| {
-                // SAFETY: the graph is alive, `leaves` are its nodes; the
-                // collector takes two u64 and a u32 parameter, given by `params`.
-                unsafe { cu!(cuGraphAddKernelNode_v2(&mut node, self.graph, leaves.as_ptr(), leaves.len(), params)) }
-            })?;
-            self.run.as_mut().expect("checked").node = Some(node);
-        }
-        let exec = self.instantiate()?;
-        self.exec = Some(ExecGraph::new(&self.dev, exec));
-        tracing::debug!(commands = self.commands.len(), kernels = self.run.is_some(), "CUDA graph instantiated");
-        Ok(())
+    fn finalize(mut self: Box<Self>) -> std::result::Result<Box<dyn ExecutableCommandBufferImpl>, FinalizeFailed> {
+        let (exec, collector) = match self.finish_graph() {
+            Ok(done) => done,
+            Err(error) => return Err(FinalizeFailed::new(error, self)),
+        };
+        let template = self.template;
+        let exec = ExecGraph::new(&template.dev, exec);
+        tracing::debug!(
+            commands = template.commands.len(),
+            kernels = template.run.is_some(),
+            "CUDA graph instantiated"
+        );
+        Ok(Box::new(CudaExecutable { exec, template, collector, previous: None, replaced: Vec::new() }))
     }
 
+    fn recording_target(&self) -> Result<NativeHandle> {
+        Ok(NativeHandle(self.template.graph as u64))
+    }
+}
+
+impl ExecutableCommandBufferImpl for CudaExecutable {
     unsafe fn enqueue(&mut self, queue: &dyn QueueImpl, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
         let queue = downcast::<CudaQueue>(queue as &dyn Any, "the queue")?.core();
-        self.dev.bind()?;
-        for (mem, size, advice) in &self.advice {
-            exec::advise(&self.dev, mem, *size, *advice)?;
+        self.template.dev.bind()?;
+        for (mem, size, advice) in &self.template.advice {
+            exec::advise(&self.template.dev, mem, *size, *advice)?;
         }
         // This submission's slot in the status ring, in a new ring when the
         // current one is full of pending submissions.
-        let new_ring = match self.run.as_mut() {
-            Some(run) => run.make_room(&self.dev)?,
-            None => None,
+        let new_ring = match (self.template.run.as_mut(), self.collector) {
+            (Some(run), Some(node)) => run.make_room(&self.template.dev)?.map(|ring| (ring, node)),
+            _ => None,
         };
-        if let Some(ring) = new_ring {
+        if let Some((ring, node)) = new_ring {
             let exec = self.writable_exec()?;
-            let ctx = self.ctx();
-            let run = self.run.as_mut().expect("a ring belongs to a run");
-            let node = run.node.expect("a ring is only replaced once finalized");
-            with_collector_params(&self.dev, ctx, run.word.addr, ring.addr, |params| {
+            let ctx = self.template.ctx();
+            let t = &mut self.template;
+            // A new ring comes only from the run above.
+            let Some(run) = t.run.as_mut() else { return Err(err!(Unknown, "a status ring without a run")) };
+            with_collector_params(&t.dev, ctx, run.word.addr, ring.addr, |params| {
                 // SAFETY: the executable graph and its template are alive and
                 // have this kernel node; the parameters match the collector.
                 unsafe {
@@ -646,9 +689,9 @@ impl CommandBufferImpl for CudaCommandBuffer {
             run.ring = ring;
             run.submitted = 0;
         }
-        let status = self.run.as_ref().map(|run| Arc::new(RunStatus::new(run.ring.clone(), run.submitted)));
+        let status = self.template.run.as_ref().map(|run| Arc::new(RunStatus::new(run.ring.clone(), run.submitted)));
         let mut signals = Vec::new();
-        for signal in self.commands.iter().filter_map(|c| c.signal.as_ref()) {
+        for signal in self.template.commands.iter().filter_map(|c| c.signal.as_ref()) {
             signal.event.arm(queue.profiling);
             signals.push(signal.event.clone());
         }
@@ -662,13 +705,13 @@ impl CommandBufferImpl for CudaCommandBuffer {
         // The events the graph's wait nodes wait on: the launch is held on
         // the host while any of them is (a user event, or held work).
         let node_waits: SmallVec<[&dyn EventImpl; 8]> =
-            self.commands.iter().flat_map(|c| &c.waits).filter_map(|w| w.event.as_deref()).collect();
-        let exec = self.exec.clone().expect("the front end only enqueues finalized buffers");
+            self.template.commands.iter().flat_map(|c| &c.waits).filter_map(|w| w.event.as_deref()).collect();
+        let exec = self.exec.clone();
         let launch = Launch { exec, status: status.clone(), signals };
         // SAFETY: the graph's memory is held by the commands' records, kept
         // alive by the front end until the submission completes.
         let event = unsafe { queue.submit(&waits, &node_waits, Order::Normal, queue.profiling, Work::Launch(launch))? };
-        if let (Some(run), Some(status)) = (self.run.as_mut(), status) {
+        if let (Some(run), Some(status)) = (self.template.run.as_mut(), status) {
             run.submitted += 1;
             run.pending.push_back((status, event.clone()));
         }
@@ -677,18 +720,18 @@ impl CommandBufferImpl for CudaCommandBuffer {
     }
 
     unsafe fn update_kernel_launches(&mut self, updates: &[KernelUpdate<'_>]) -> Result<()> {
-        self.dev.bind()?;
-        let status = self.run_word()?;
+        self.template.dev.bind()?;
+        let status = self.template.run_word()?;
         // Everything that can fail for reasons of the launch itself fails
         // before anything changes.
         let mut prepared = Vec::with_capacity(updates.len());
         for u in updates {
-            prepared.push((u.command as usize, LaunchParams::new(&self.dev, u.launch, status)?));
+            prepared.push((u.command as usize, LaunchParams::new(&self.template.dev, u.launch, status)?));
         }
-        let (exec, ctx) = (self.writable_exec()?, self.ctx());
+        let (exec, ctx) = (self.writable_exec()?, self.template.ctx());
         let mut in_place = true;
         for (index, mut params) in prepared {
-            let kernel = self.commands[index].kernel.as_mut().expect("the front end names kernel commands");
+            let kernel = self.template.commands[index].kernel.as_mut().expect("the front end names kernel commands");
             let node_params = params.node_params(ctx);
             // SAFETY: the node is a kernel node of the graph `exec` was made
             // from; the parameters hold one value per kernel parameter; only
@@ -707,7 +750,7 @@ impl CommandBufferImpl for CudaCommandBuffer {
             kernel.enabled = enabled;
             if !kernel.stale {
                 kernel.stale = true;
-                self.stale_template.push(index);
+                self.template.stale_template.push(index);
             }
         }
         if !in_place {
@@ -717,10 +760,11 @@ impl CommandBufferImpl for CudaCommandBuffer {
     }
 
     unsafe fn update_signal_event(&mut self, command: u32) -> Result<Arc<dyn EventImpl>> {
-        self.dev.bind()?;
+        self.template.dev.bind()?;
         let exec = self.writable_exec()?;
-        let event = Arc::new(CudaEvent::signal(&self.dev, self.desc.profiling)?);
-        let signal = self.commands[command as usize].signal.as_mut().expect("the front end checked the signal event");
+        let event = Arc::new(CudaEvent::signal(&self.template.dev, self.template.desc.profiling)?);
+        let signal =
+            self.template.commands[command as usize].signal.as_mut().expect("the front end checked the signal event");
         let mut pairs = vec![(signal.record, event.end().raw())];
         if let (Some(node), Some(start)) = (signal.start, event.start()) {
             pairs.push((node, start.raw()));
@@ -739,10 +783,10 @@ impl CommandBufferImpl for CudaCommandBuffer {
     }
 
     unsafe fn update_wait_events(&mut self, command: u32, events: &[Event]) -> Result<()> {
-        self.dev.bind()?;
+        self.template.dev.bind()?;
         let exec = self.writable_exec()?;
-        let targets = events.iter().map(|e| self.wait_target(e)).collect::<Result<Vec<_>>>()?;
-        let cmd = &mut self.commands[command as usize];
+        let targets = events.iter().map(|e| self.template.wait_target(e)).collect::<Result<Vec<_>>>()?;
+        let cmd = &mut self.template.commands[command as usize];
         for (wait, (target, keep)) in cmd.waits.iter_mut().zip(targets) {
             // SAFETY: the node is an event-wait node of the template and of
             // `exec`; the event is kept alive by `keep`.
@@ -758,15 +802,15 @@ impl CommandBufferImpl for CudaCommandBuffer {
     }
 
     fn native_handle(&self) -> Result<NativeHandle> {
-        Ok(NativeHandle(self.exec.as_ref().map_or(self.graph as u64, |e| e.raw() as u64)))
+        Ok(NativeHandle(self.exec.raw() as u64))
     }
 }
 
-impl Drop for CudaCommandBuffer {
+impl Drop for Template {
     fn drop(&mut self) {
         // The front end drops a buffer only once its submissions completed, so
-        // nothing runs the host nodes or writes the status words any more.
-        self.exec = None;
+        // nothing runs the host nodes or writes the status words any more; an
+        // executable graph was released before (see `CudaExecutable::exec`).
         self.dev.release(Release::Graph(self.graph));
         if let Some(run) = self.run.take() {
             self.dev.free_word(run.word);

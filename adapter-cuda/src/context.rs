@@ -4,7 +4,9 @@
 
 use std::sync::Arc;
 
-use ur_core::adapter::{BufferImpl, CommandBufferImpl, ContextImpl, ProgramImpl, QueueImpl, UserEventImpl, UsmImpl};
+use ur_core::adapter::{
+    BufferImpl, ContextImpl, ProgramImpl, QueueImpl, RecordingCommandBufferImpl, UserEventImpl, UsmImpl,
+};
 use ur_core::{CommandBufferDesc, MemFlags, ProgramBundle, QueueProperties, Result, SourceForm, UsmKind};
 
 use crate::command_buffer::CudaCommandBuffer;
@@ -75,7 +77,7 @@ impl ContextImpl for CudaContext {
         Ok((Box::new(CudaQueue::adopt(self.dev.clone(), stream, ownership)), QueueProperties::default()))
     }
 
-    unsafe fn command_buffer_create(&self, desc: &CommandBufferDesc) -> Result<Box<dyn CommandBufferImpl>> {
+    unsafe fn command_buffer_create(&self, desc: &CommandBufferDesc) -> Result<Box<dyn RecordingCommandBufferImpl>> {
         Ok(Box::new(CudaCommandBuffer::new(self.dev.clone(), *desc)?))
     }
 

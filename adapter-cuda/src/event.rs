@@ -378,7 +378,7 @@ pub(crate) fn dep(event: &dyn EventImpl, device: bool) -> Result<Dep> {
 
 /// The CUDA event a graph's event-wait node waits on to wait for `event`:
 /// for a user event, one that is always complete, the launch being held on
-/// the host until the user event is (see `CudaCommandBuffer::enqueue`).
+/// the host until the user event is (see `CudaExecutable::enqueue`).
 pub(crate) fn graph_wait_event(dev: &DeviceShared, event: &dyn EventImpl) -> Result<sys::CUevent> {
     let any = ur_core::adapter::unwrap_object(event as &dyn Any);
     if let Some(e) = any.downcast_ref::<CudaEvent>() {

@@ -23,7 +23,9 @@
 //! command-buffer of its own ([`crate::native_segment`]): instances recorded
 //! anew never call it again.
 //!
-//! Recorded commands are *instances*: the first is recorded while appending;
+//! Recorded commands are *instances*: the first is recorded while appending
+//! (the recording type, [`ClCommandBuffer`], holds its segments; finalize
+//! finalizes them and returns [`ClExecutable`], which holds the instances);
 //! an update of a recorded kernel command bumps the version, and the next
 //! enqueue records a new instance from the updated commands (submissions in
 //! flight keep theirs). Where a pending command-buffer cannot be enqueued
@@ -38,7 +40,10 @@ use std::sync::Arc;
 use cl3::types::cl_event;
 use smallvec::SmallVec;
 use ur_core::adapter::{Backing, EventBacking};
-use ur_core::adapter::{CommandBufferImpl, EventImpl, KernelUpdate, QueueImpl, downcast};
+use ur_core::adapter::{
+    EventImpl, ExecutableCommandBufferImpl, FinalizeFailed, KernelUpdate, QueueImpl, RecordingCommandBufferImpl,
+    downcast,
+};
 use ur_core::{Command, CommandBufferDesc, Event, Kernel, NativeHandle, Result, err};
 
 use crate::context::Shared;
@@ -164,12 +169,25 @@ impl Instance {
     }
 }
 
-/// A native command buffer.
-pub(crate) struct ClCommandBuffer {
+/// The commands of a buffer and their partition into steps, in both phases.
+struct Commands {
     shared: Arc<Shared>,
     desc: CommandBufferDesc,
     records: Vec<Record>,
     planner: Planner,
+}
+
+/// A native command buffer being recorded: its first instance is recorded
+/// as commands are appended.
+pub(crate) struct ClCommandBuffer {
+    commands: Commands,
+    /// By step number, the first instance's segments; `None` for eager steps.
+    segments: Vec<Option<Segment>>,
+}
+
+/// A finalized native command buffer.
+struct ClExecutable {
+    commands: Commands,
     instances: Vec<Instance>,
     version: u64,
     /// Per step, the version that last changed it (updates of its commands).
@@ -187,23 +205,27 @@ impl ClCommandBuffer {
             return Err(err!(UnsupportedFeature, "the device has no native command buffers"));
         }
         let planner = if desc.updatable { Planner::with_step_limit(UPDATABLE_STEP_LIMIT) } else { Planner::default() };
-        Ok(ClCommandBuffer {
-            shared,
-            desc,
-            records: Vec::new(),
-            planner,
-            instances: vec![Instance::new(0)],
-            version: 0,
-            step_version: Vec::new(),
-            previous: None,
-            placeholder: None,
-        })
+        Ok(ClCommandBuffer { commands: Commands { shared, desc, records: Vec::new(), planner }, segments: Vec::new() })
     }
 
-    fn native(&self) -> &NativeCommandBuffers {
-        self.shared.device.command_buffers.as_ref().expect("native command buffers")
+    /// Finalizes the first instance's segments, and makes the placeholder
+    /// where there are none.
+    fn finish_recording(&mut self) -> Result<Option<Segment>> {
+        for segment in self.segments.iter().flatten() {
+            segment.finalize()?;
+        }
+        let steps = self.commands.planner.steps().len();
+        self.segments.resize_with(steps, || None);
+        if self.segments.iter().any(Option::is_some) {
+            return Ok(None);
+        }
+        let placeholder = Segment::new(&self.commands.shared)?;
+        placeholder.finalize()?;
+        Ok(Some(placeholder))
     }
+}
 
+impl Commands {
     /// Positions, in step `step`, of the dependencies of a command that are
     /// in that step (commands of a step are in append order).
     fn same_step_positions(&self, step: u32, deps: &[u32]) -> SmallVec<[usize; 4]> {
@@ -224,6 +246,12 @@ impl ClCommandBuffer {
         segment.finalize()?;
         Ok(segment)
     }
+}
+
+impl ClExecutable {
+    fn native(&self) -> &NativeCommandBuffers {
+        self.commands.shared.device.command_buffers.as_ref().expect("native command buffers")
+    }
 
     /// Records the current version into a new instance. Steps no update
     /// touched since `base` was recorded are shared with it, when its
@@ -232,7 +260,7 @@ impl ClCommandBuffer {
     fn build_instance(&self, base: Option<&Instance>) -> Result<Instance> {
         let mut instance = Instance::new(self.version);
         let mut recorded = 0usize;
-        for (step, info) in self.planner.steps().iter().enumerate() {
+        for (step, info) in self.commands.planner.steps().iter().enumerate() {
             if info.kind != StepKind::Native {
                 instance.segments.push(None);
                 continue;
@@ -244,14 +272,14 @@ impl ClCommandBuffer {
                 Some(segment) => segment,
                 None => {
                     recorded += info.commands.len();
-                    Rc::new(self.record_step(step as u32)?)
+                    Rc::new(self.commands.record_step(step as u32)?)
                 }
             };
             instance.segments.push(Some(segment));
         }
         tracing::debug!(
             version = self.version,
-            commands = self.records.len(),
+            commands = self.commands.records.len(),
             recorded,
             "OpenCL command buffer re-recorded (changed steps only)"
         );
@@ -289,7 +317,7 @@ impl ClCommandBuffer {
     }
 }
 
-impl CommandBufferImpl for ClCommandBuffer {
+impl RecordingCommandBufferImpl for ClCommandBuffer {
     unsafe fn append(
         &mut self,
         command: &Command,
@@ -298,6 +326,7 @@ impl CommandBufferImpl for ClCommandBuffer {
         wait_events: &[Event],
         signal: bool,
     ) -> Result<Option<Arc<dyn EventImpl>>> {
+        let commands = &mut self.commands;
         // Kernels with a status word need one per launch: enqueued, not recorded.
         let status_word = exec::has_status_word(command)
             || alternatives
@@ -306,38 +335,36 @@ impl CommandBufferImpl for ClCommandBuffer {
         // A native command's callback runs once, here, into a command-buffer
         // of its own, which every submission enqueues as an eager step.
         let native = match command {
-            Command::Native(native) => Some(NativeSegment::record(&self.shared, native)?),
+            Command::Native(native) => Some(NativeSegment::record(&commands.shared, native)?),
             _ => None,
         };
         let eager =
             signal || !wait_events.is_empty() || exec::uses_host_memory(command) || status_word || native.is_some();
-        let placement = self.planner.decide(deps, eager);
+        let placement = commands.planner.decide(deps, eager);
         if !matches!(placement, Placement::NewEager(_)) {
             let step = placement.step();
             let positions: SmallVec<[usize; 4]> = match placement {
-                Placement::Join(_) => self.same_step_positions(step, deps),
+                Placement::Join(_) => commands.same_step_positions(step, deps),
                 _ => SmallVec::new(),
             };
-            let first = &mut self.instances[0];
-            if first.segments.len() <= step as usize {
-                first.segments.resize_with(step as usize + 1, || None);
+            if self.segments.len() <= step as usize {
+                self.segments.resize_with(step as usize + 1, || None);
             }
-            let created = first.segments[step as usize].is_none();
-            if created {
-                first.segments[step as usize] = Some(Rc::new(Segment::new(&self.shared)?));
+            let slot = &mut self.segments[step as usize];
+            let (mut segment, created) = match slot.take() {
+                Some(segment) => (segment, false),
+                None => (Segment::new(&commands.shared)?, true),
+            };
+            let recorded = segment.record(command, &positions);
+            // A segment created for this command goes when its first command fails.
+            if recorded.is_ok() || !created {
+                *slot = Some(segment);
             }
-            let slot = first.segments[step as usize].as_mut().expect("just created");
-            let segment = Rc::get_mut(slot).expect("segments are shared only after finalize");
-            if let Err(e) = segment.record(command, &positions) {
-                if created {
-                    first.segments[step as usize] = None;
-                }
-                return Err(e);
-            }
+            recorded?;
         }
-        self.planner.apply(placement, deps);
+        commands.planner.apply(placement, deps);
         let signal = signal.then(ClEvent::signal);
-        self.records.push(Record {
+        commands.records.push(Record {
             command: command.clone(),
             deps: SmallVec::from_slice(deps),
             wait_events: wait_events.to_vec(),
@@ -347,28 +374,33 @@ impl CommandBufferImpl for ClCommandBuffer {
         Ok(signal.map(|s| s as Arc<dyn EventImpl>))
     }
 
-    fn finalize(&mut self) -> Result<()> {
-        for segment in self.instances[0].segments.iter().flatten() {
-            segment.finalize()?;
-        }
-        let steps = self.planner.steps().len();
-        self.instances[0].segments.resize_with(steps, || None);
-        self.step_version = vec![0; steps];
-        if self.instances[0].segments.iter().all(Option::is_none) {
-            let placeholder = Segment::new(&self.shared)?;
-            placeholder.finalize()?;
-            self.placeholder = Some(placeholder);
-        }
-        let steps = self.planner.steps();
+    fn finalize(mut self: Box<Self>) -> std::result::Result<Box<dyn ExecutableCommandBufferImpl>, FinalizeFailed> {
+        let placeholder = match self.finish_recording() {
+            Ok(placeholder) => placeholder,
+            Err(error) => return Err(FinalizeFailed::new(error, self)),
+        };
+        let ClCommandBuffer { commands, segments } = *self;
+        let steps = commands.planner.steps();
         tracing::debug!(
-            commands = self.records.len(),
+            commands = commands.records.len(),
             native_steps = steps.iter().filter(|s| s.kind == StepKind::Native).count(),
             eager_steps = steps.iter().filter(|s| s.kind == StepKind::Eager).count(),
             "OpenCL command buffer finalized"
         );
-        Ok(())
+        let mut first = Instance::new(0);
+        first.segments = segments.into_iter().map(|s| s.map(Rc::new)).collect();
+        Ok(Box::new(ClExecutable {
+            step_version: vec![0; steps.len()],
+            commands,
+            instances: vec![first],
+            version: 0,
+            previous: None,
+            placeholder,
+        }))
     }
+}
 
+impl ExecutableCommandBufferImpl for ClExecutable {
     unsafe fn enqueue(&mut self, queue: &dyn QueueImpl, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
         let queue = downcast::<ClQueue>(queue as &dyn Any, "the queue")?;
         let mut start = WaitList::new(wait)?;
@@ -376,12 +408,12 @@ impl CommandBufferImpl for ClCommandBuffer {
             start.push(previous.retain());
         }
         // SAFETY: the application's queue and events of this context.
-        let first = unsafe { exec::marker(&self.shared, queue.raw(), &start)? };
+        let first = unsafe { exec::marker(&self.commands.shared, queue.raw(), &start)? };
         queue.flush_raw()?;
         let instance = self.instance_for_submission()?;
-        let internal = self.shared.internal_queue();
-        let step_profiling = queue.profiling && self.desc.profiling;
-        let steps = self.planner.steps();
+        let internal = self.commands.shared.internal_queue();
+        let step_profiling = queue.profiling && self.commands.desc.profiling;
+        let steps = self.commands.planner.steps();
         let mut done: Vec<RawEvent> = Vec::with_capacity(steps.len());
         let mut checks = Vec::new();
         for step in steps {
@@ -405,7 +437,7 @@ impl CommandBufferImpl for ClCommandBuffer {
                     };
                     match &segment.kernels {
                         Some(kernels) => one_launch::enqueue_exclusive(
-                            self.shared.context.get(),
+                            self.commands.shared.context.get(),
                             &kernels.borrow().names,
                             wait.handles(),
                             enqueue,
@@ -414,7 +446,7 @@ impl CommandBufferImpl for ClCommandBuffer {
                     }
                 }
                 StepKind::Eager => {
-                    let record = &self.records[step.commands[0] as usize];
+                    let record = &self.commands.records[step.commands[0] as usize];
                     for e in &record.wait_events {
                         if let Some(resolved) = e.resolve() {
                             wait.add(downcast::<ClEvent>(&*resolved as &dyn Any, "a wait event")?);
@@ -426,7 +458,7 @@ impl CommandBufferImpl for ClCommandBuffer {
                         // SAFETY: the command was validated for this context when
                         // appended or updated; raw host memory in it is valid at
                         // every execution (the append's contract).
-                        None => unsafe { exec::enqueue(&self.shared, internal, &record.command, &wait)? },
+                        None => unsafe { exec::enqueue(&self.commands.shared, internal, &record.command, &wait)? },
                     };
                     let wrapped = ClEvent::checked(event.retain(), step_profiling, status);
                     if wrapped.has_status() {
@@ -451,7 +483,7 @@ impl CommandBufferImpl for ClCommandBuffer {
             ends.push(first.retain());
         }
         // SAFETY: the application's queue and events of this context.
-        let last = unsafe { exec::marker(&self.shared, queue.raw(), &ends)? };
+        let last = unsafe { exec::marker(&self.commands.shared, queue.raw(), &ends)? };
         queue.flush_raw()?;
         self.instances[instance].last = Some(last.retain());
         self.previous = Some(last.retain());
@@ -461,12 +493,12 @@ impl CommandBufferImpl for ClCommandBuffer {
     unsafe fn update_kernel_launches(&mut self, updates: &[KernelUpdate<'_>]) -> Result<()> {
         let mut changed: SmallVec<[u32; 4]> = SmallVec::new();
         for u in updates {
-            let step = self.planner.step_of(u.command);
+            let step = self.commands.planner.step_of(u.command);
             let old = std::mem::replace(
-                &mut self.records[u.command as usize].command,
+                &mut self.commands.records[u.command as usize].command,
                 Command::KernelLaunch(u.launch.clone()),
             );
-            if self.planner.steps()[step as usize].kind == StepKind::Native {
+            if self.commands.planner.steps()[step as usize].kind == StepKind::Native {
                 changed.push(step);
                 for instance in &mut self.instances {
                     instance.retired.push(old.clone());
@@ -485,7 +517,7 @@ impl CommandBufferImpl for ClCommandBuffer {
 
     unsafe fn update_signal_event(&mut self, command: u32) -> Result<Arc<dyn EventImpl>> {
         let signal = ClEvent::signal();
-        let record = &mut self.records[command as usize];
+        let record = &mut self.commands.records[command as usize];
         if record.signal.is_none() {
             return Err(err!(InvalidOperation, "command {command} has no signal event"));
         }
@@ -494,7 +526,7 @@ impl CommandBufferImpl for ClCommandBuffer {
     }
 
     unsafe fn update_wait_events(&mut self, command: u32, events: &[Event]) -> Result<()> {
-        self.records[command as usize].wait_events = events.to_vec();
+        self.commands.records[command as usize].wait_events = events.to_vec();
         Ok(())
     }
 

@@ -5,7 +5,7 @@ use std::sync::{Arc, OnceLock};
 
 use cl3::types::{cl_bitfield, cl_command_queue};
 use ur_core::adapter::{
-    BufferImpl, CommandBufferImpl, ContextImpl, EventImpl, ProgramImpl, QueueImpl, UserEventImpl, UsmImpl,
+    BufferImpl, ContextImpl, EventImpl, ProgramImpl, QueueImpl, RecordingCommandBufferImpl, UserEventImpl, UsmImpl,
 };
 use ur_core::{
     AdoptedBuffer, CommandBufferDesc, MemFlags, NativeHandle, Ownership, ProgramBundle, QueueProperties, ReplayPath,
@@ -169,7 +169,7 @@ impl ContextImpl for ClContext {
         Ok(Box::new(ClQueue::new(self.shared.clone(), properties)?))
     }
 
-    unsafe fn command_buffer_create(&self, desc: &CommandBufferDesc) -> Result<Box<dyn CommandBufferImpl>> {
+    unsafe fn command_buffer_create(&self, desc: &CommandBufferDesc) -> Result<Box<dyn RecordingCommandBufferImpl>> {
         match self.shared.device.replay {
             ReplayPath::Planned => Ok(Box::new(PlannedCommandBuffer::new(self.shared.clone(), *desc))),
             _ => Ok(Box::new(ClCommandBuffer::new(self.shared.clone(), *desc)?)),

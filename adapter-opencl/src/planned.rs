@@ -32,7 +32,10 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 use ur_core::adapter::EventBacking;
-use ur_core::adapter::{CommandBufferImpl, EventImpl, KernelUpdate, QueueImpl, downcast};
+use ur_core::adapter::{
+    EventImpl, ExecutableCommandBufferImpl, FinalizeFailed, KernelUpdate, QueueImpl, RecordingCommandBufferImpl,
+    downcast,
+};
 use ur_core::{Command, CommandBufferDesc, Event, Kernel, NativeHandle, Result, err};
 
 use crate::context::Shared;
@@ -49,8 +52,15 @@ struct Record {
     has_dependents: bool,
 }
 
-/// A command buffer replayed as pre-planned eager submissions.
+/// A command buffer replayed as pre-planned eager submissions, being recorded.
 pub(crate) struct PlannedCommandBuffer {
+    shared: Arc<Shared>,
+    desc: CommandBufferDesc,
+    records: Vec<Record>,
+}
+
+/// A finalized [`PlannedCommandBuffer`]: the planned record.
+struct PlannedExecutable {
     shared: Arc<Shared>,
     desc: CommandBufferDesc,
     records: Vec<Record>,
@@ -60,11 +70,11 @@ pub(crate) struct PlannedCommandBuffer {
 
 impl PlannedCommandBuffer {
     pub(crate) fn new(shared: Arc<Shared>, desc: CommandBufferDesc) -> PlannedCommandBuffer {
-        PlannedCommandBuffer { shared, desc, records: Vec::new(), previous: None }
+        PlannedCommandBuffer { shared, desc, records: Vec::new() }
     }
 }
 
-impl CommandBufferImpl for PlannedCommandBuffer {
+impl RecordingCommandBufferImpl for PlannedCommandBuffer {
     unsafe fn append(
         &mut self,
         command: &Command,
@@ -84,20 +94,23 @@ impl CommandBufferImpl for PlannedCommandBuffer {
         Ok(signal.map(|s| s as Arc<dyn EventImpl>))
     }
 
-    fn finalize(&mut self) -> Result<()> {
-        for i in 0..self.records.len() {
-            for d in self.records[i].deps.clone() {
-                self.records[d as usize].has_dependents = true;
+    fn finalize(self: Box<Self>) -> std::result::Result<Box<dyn ExecutableCommandBufferImpl>, FinalizeFailed> {
+        let PlannedCommandBuffer { shared, desc, mut records } = *self;
+        for i in 0..records.len() {
+            for d in records[i].deps.clone() {
+                records[d as usize].has_dependents = true;
             }
         }
         tracing::debug!(
-            commands = self.records.len(),
+            commands = records.len(),
             replay = "planned",
             "OpenCL command buffer finalized for pre-planned eager replay"
         );
-        Ok(())
+        Ok(Box::new(PlannedExecutable { shared, desc, records, previous: None }))
     }
+}
 
+impl ExecutableCommandBufferImpl for PlannedExecutable {
     unsafe fn enqueue(&mut self, queue: &dyn QueueImpl, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
         let queue = downcast::<ClQueue>(queue as &dyn Any, "the queue")?;
         let q = queue.raw();

@@ -1,7 +1,9 @@
 //! Native command buffers: secondary command buffers recorded at finalize,
 //! executed by a small primary command buffer at each enqueue.
 //!
-//! **Finalize** plans the recorded DAG:
+//! **Finalize** turns the recording ([`VkCommandBuffer`], which only collects
+//! the commands) into the executable buffer ([`VkExecutable`]) by planning
+//! the recorded DAG, one named step of [`Recorded::build`] per item below:
 //! - *dependencies*: the sync points of each command, plus its wait events
 //!   that are signal events of earlier commands of the same buffer (those
 //!   order commands of one execution, like sync points);
@@ -58,7 +60,10 @@ use std::sync::Arc;
 use ash::vk;
 use smallvec::SmallVec;
 use ur_core::adapter::{Backing, EventBacking};
-use ur_core::adapter::{CommandBufferImpl, EventImpl, KernelUpdate, QueueImpl, downcast};
+use ur_core::adapter::{
+    EventImpl, ExecutableCommandBufferImpl, FinalizeFailed, KernelUpdate, QueueImpl, RecordingCommandBufferImpl,
+    downcast,
+};
 use ur_core::{Command, CommandBufferDesc, Event, Kernel, NativeHandle, Result, err};
 
 use crate::cmd::{
@@ -173,14 +178,12 @@ struct Built {
     staging: Vec<Arc<Allocation>>,
 }
 
-pub(crate) struct VkCommandBuffer {
+/// What was appended, in both phases: the commands and their nodes.
+struct Recorded {
     rt: Arc<Runtime>,
     desc: CommandBufferDesc,
     pool: Arc<Pool>,
     commands: Vec<Command>,
-    /// Commands replaced by updates while a submission may still use them;
-    /// dropped once the latest submission has completed.
-    retired: Vec<Command>,
     nodes: Vec<Node>,
     /// Signal events of this buffer by address, with their command.
     signals: HashMap<usize, u32>,
@@ -188,10 +191,49 @@ pub(crate) struct VkCommandBuffer {
     signalling: Vec<u32>,
     /// Each command's kernel name, for the messages of failed kernels.
     names: Arc<KernelNames>,
-    built: Option<Built>,
+}
+
+/// A command buffer being recorded: appends only collect the commands;
+/// finalize plans and records them ([`Recorded::build`]).
+pub(crate) struct VkCommandBuffer {
+    recorded: Recorded,
+}
+
+/// A finalized command buffer: the commands and what finalize built from them.
+struct VkExecutable {
+    recorded: Recorded,
+    built: Built,
+    /// Commands replaced by updates while a submission may still use them;
+    /// dropped once the latest submission has completed.
+    retired: Vec<Command>,
     /// Plan and record everything again at the next enqueue.
     replan: bool,
     previous: Option<Arc<EventCore>>,
+}
+
+/// Where planning puts each command: its stage and level, and its
+/// dependencies (sync points plus waits on earlier signal events) and
+/// other wait events.
+struct Layout {
+    stage_of: Vec<u32>,
+    level: Vec<u32>,
+    deps: Vec<(SmallVec<[u32; 4]>, Vec<Event>)>,
+    stage_count: usize,
+}
+
+/// Each kernel command's status word.
+struct Slots {
+    /// Its number in the status memory, by command.
+    slot_of: Vec<Option<u32>>,
+    /// The status memory; `None` without kernels.
+    status: Option<Arc<Allocation>>,
+}
+
+/// Where each command's argument block lies in the parameter buffer.
+struct Blocks {
+    offsets: Vec<Option<usize>>,
+    total: usize,
+    params: Params,
 }
 
 fn event_key(e: &Arc<dyn EventImpl>) -> usize {
@@ -241,21 +283,21 @@ impl VkCommandBuffer {
     pub(crate) fn new(rt: Arc<Runtime>, desc: CommandBufferDesc) -> Result<VkCommandBuffer> {
         let pool = Pool::new(rt.gpu.clone())?;
         Ok(VkCommandBuffer {
-            rt,
-            desc,
-            pool,
-            commands: Vec::new(),
-            retired: Vec::new(),
-            nodes: Vec::new(),
-            signals: HashMap::new(),
-            signalling: Vec::new(),
-            names: Arc::default(),
-            built: None,
-            replan: false,
-            previous: None,
+            recorded: Recorded {
+                rt,
+                desc,
+                pool,
+                commands: Vec::new(),
+                nodes: Vec::new(),
+                signals: HashMap::new(),
+                signalling: Vec::new(),
+                names: Arc::default(),
+            },
         })
     }
+}
 
+impl Recorded {
     /// Dependencies of command `i`: its sync points plus waits on signal
     /// events of earlier commands; and its other wait events.
     fn dependencies(&self, i: usize) -> (SmallVec<[u32; 4]>, Vec<Event>) {
@@ -277,8 +319,29 @@ impl VkCommandBuffer {
         (deps, external)
     }
 
-    /// Plans and records everything.
+    /// Plans and records everything, in four steps: stages and levels,
+    /// argument blocks, status words, then lowering and recording.
     fn build(&self) -> Result<Built> {
+        let mut layout = self.layout();
+        let mut blocks = self.argument_blocks()?;
+        let mut stages: Vec<Stage> = (0..layout.stage_count).map(|_| Stage::default()).collect();
+        let words = self.status_words(&layout, &mut stages)?;
+        let deps = std::mem::take(&mut layout.deps);
+        let (mut placed, staging) = self.lower_all(deps, &layout, &mut blocks, &words, &mut stages)?;
+        self.record_stages(&layout, &mut stages, &mut placed)?;
+        tracing::debug!(
+            commands = self.nodes.len(),
+            stages = layout.stage_count,
+            levels = layout.level.iter().max().map_or(0, |l| l + 1),
+            param_bytes = blocks.total,
+            "Vulkan command buffer planned"
+        );
+        Ok(Built { stages, placed, params: blocks.params, status: words.status, staging })
+    }
+
+    /// Each command's dependencies, stage and level (see the module
+    /// documentation).
+    fn layout(&self) -> Layout {
         let n = self.nodes.len();
         let mut stage_of = vec![0u32; n];
         let mut level = vec![0u32; n];
@@ -304,9 +367,12 @@ impl VkCommandBuffer {
             placed_deps.push((deps, external));
         }
         let stage_count = stage_of.iter().max().map_or(1, |s| s + 1) as usize;
+        Layout { stage_of, level, deps: placed_deps, stage_count }
+    }
 
-        // Argument blocks.
-        let mut offsets = vec![None; n];
+    /// Reserves each command's argument block in one parameter buffer.
+    fn argument_blocks(&self) -> Result<Blocks> {
+        let mut offsets = vec![None; self.nodes.len()];
         let mut total = 0usize;
         for (i, node) in self.nodes.iter().enumerate() {
             if node.block_bytes > 0 {
@@ -323,18 +389,21 @@ impl VkCommandBuffer {
         if total > 0 {
             params.dirty.push((0, total));
         }
+        Ok(Blocks { offsets, total, params })
+    }
 
-        // Status words: contiguous per stage.
-        let mut stages: Vec<Stage> = (0..stage_count).map(|_| Stage::default()).collect();
+    /// Gives every kernel command a status word, contiguous per stage:
+    /// each command's slot, and the zeroed words.
+    fn status_words(&self, layout: &Layout, stages: &mut [Stage]) -> Result<Slots> {
         let mut slots = 0u32;
-        let mut slot_of = vec![None; n];
+        let mut slot_of = vec![None; self.nodes.len()];
         for (s, stage) in stages.iter_mut().enumerate() {
             stage.first_slot = slots;
             let mut kernels = Vec::new();
-            for i in 0..n {
-                if stage_of[i] as usize == s && self.commands[i].as_kernel().is_some() {
+            for (i, slot) in slot_of.iter_mut().enumerate() {
+                if layout.stage_of[i] as usize == s && self.commands[i].as_kernel().is_some() {
                     kernels.push(i as u32);
-                    slot_of[i] = Some(slots);
+                    *slot = Some(slots);
                     slots += 1;
                 }
             }
@@ -347,11 +416,24 @@ impl VkCommandBuffer {
         } else {
             None
         };
+        Ok(Slots { slot_of, status })
+    }
 
-        // Lowering.
+    /// Lowers every command into its stage, writing argument blocks into the
+    /// shadow and staging raw host memory.
+    fn lower_all(
+        &self,
+        deps: Vec<(SmallVec<[u32; 4]>, Vec<Event>)>,
+        layout: &Layout,
+        blocks: &mut Blocks,
+        words: &Slots,
+        stages: &mut [Stage],
+    ) -> Result<(Vec<Placed>, Vec<Arc<Allocation>>)> {
+        let (stage_of, offsets, params) = (&layout.stage_of, &blocks.offsets, &mut blocks.params);
+        let (slot_of, status) = (&words.slot_of, &words.status);
         let mut staging = Vec::new();
-        let mut placed = Vec::with_capacity(n);
-        for (i, (deps, external)) in placed_deps.into_iter().enumerate() {
+        let mut placed = Vec::with_capacity(deps.len());
+        for (i, (deps, external)) in deps.into_iter().enumerate() {
             let status_word = slot_of[i].zip(status.as_ref()).map(|(slot, st)| st.address() + u64::from(slot) * 4);
             let mut sink = CbSink {
                 gpu: &self.rt.gpu,
@@ -380,10 +462,16 @@ impl VkCommandBuffer {
                 pipelines,
             });
         }
+        Ok((placed, staging))
+    }
 
-        // Recording order and chunks.
+    /// Orders each stage's commands by level and records them into
+    /// secondaries of at most [`CHUNK`] commands.
+    fn record_stages(&self, layout: &Layout, stages: &mut [Stage], placed: &mut [Placed]) -> Result<()> {
+        let n = self.nodes.len() as u32;
+        let level = &layout.level;
         for (s, stage) in stages.iter_mut().enumerate() {
-            let mut order: Vec<u32> = (0..n as u32).filter(|i| stage_of[*i as usize] as usize == s).collect();
+            let mut order: Vec<u32> = (0..n).filter(|i| layout.stage_of[*i as usize] as usize == s).collect();
             order.sort_by_key(|i| (level[*i as usize], *i));
             stage.barrier_before =
                 (0..order.len()).map(|p| p > 0 && level[order[p] as usize] != level[order[p - 1] as usize]).collect();
@@ -396,7 +484,7 @@ impl VkCommandBuffer {
                 for p in start..end {
                     placed[stage.order[p] as usize].chunk = chunk;
                 }
-                let secondary = self.record_chunk(stage, &placed, start..end)?;
+                let secondary = self.record_chunk(stage, placed, start..end)?;
                 stage.chunks.push(Chunk { range: start..end, secondary, dirty: false });
                 start = end;
                 if start >= positions {
@@ -404,14 +492,7 @@ impl VkCommandBuffer {
                 }
             }
         }
-        tracing::debug!(
-            commands = n,
-            stages = stage_count,
-            levels = level.iter().max().map_or(0, |l| l + 1),
-            param_bytes = total,
-            "Vulkan command buffer planned"
-        );
-        Ok(Built { stages, placed, params, status, staging })
+        Ok(())
     }
 
     fn record_chunk(&self, stage: &Stage, placed: &[Placed], range: Range<usize>) -> Result<Arc<Secondary>> {
@@ -433,15 +514,17 @@ impl VkCommandBuffer {
         pipelines.dedup_by_key(|p| p.raw());
         Ok(Arc::new(Secondary { cmd, _pipelines: pipelines }))
     }
+}
 
+impl VkExecutable {
     /// Brings the recording up to date with updates.
     fn refresh(&mut self) -> Result<()> {
-        if self.built.is_none() || self.replan {
-            self.built = Some(self.build()?);
+        if self.replan {
+            self.built = self.recorded.build()?;
             self.replan = false;
             return Ok(());
         }
-        let built = self.built.as_mut().expect("built above");
+        let built = &mut self.built;
         let mut jobs = Vec::new();
         for (s, stage) in built.stages.iter().enumerate() {
             for (c, chunk) in stage.chunks.iter().enumerate() {
@@ -451,10 +534,9 @@ impl VkCommandBuffer {
             }
         }
         for (s, c) in jobs {
-            let built = self.built.as_ref().expect("built");
             let range = built.stages[s].chunks[c].range.clone();
-            let secondary = self.record_chunk(&built.stages[s], &built.placed, range)?;
-            let stage = &mut self.built.as_mut().expect("built").stages[s];
+            let secondary = self.recorded.record_chunk(&built.stages[s], &built.placed, range)?;
+            let stage = &mut built.stages[s];
             stage.chunks[c].secondary = secondary;
             stage.chunks[c].dirty = false;
             // Primaries that execute the old secondary are recorded again
@@ -467,8 +549,7 @@ impl VkCommandBuffer {
 
     /// The changed argument blocks, staged for the next submission to copy.
     fn take_dirty_params(&mut self) -> Result<Option<(Slice, Vec<vk::BufferCopy>)>> {
-        let built = self.built.as_mut().expect("finalized");
-        let params = &mut built.params;
+        let params = &mut self.built.params;
         if params.dirty.is_empty() {
             return Ok(None);
         }
@@ -482,7 +563,7 @@ impl VkCommandBuffer {
         }
         params.dirty.clear();
         let bytes: usize = merged.iter().map(|m| m.1).sum();
-        let slice = self.rt.arena.alloc(bytes as u64)?;
+        let slice = self.recorded.rt.arena.alloc(bytes as u64)?;
         let mut regions = Vec::with_capacity(merged.len());
         let mut at = 0;
         for (o, l) in merged {
@@ -499,7 +580,7 @@ impl VkCommandBuffer {
     }
 }
 
-impl CommandBufferImpl for VkCommandBuffer {
+impl RecordingCommandBufferImpl for VkCommandBuffer {
     unsafe fn append(
         &mut self,
         command: &Command,
@@ -508,22 +589,23 @@ impl CommandBufferImpl for VkCommandBuffer {
         wait_events: &[Event],
         signal: bool,
     ) -> Result<Option<Arc<dyn EventImpl>>> {
+        let this = &mut self.recorded;
         let mut bytes = block_bytes(command)?;
         for alt in alternatives {
             let kernel = downcast::<VkKernel>(alt.imp() as &dyn std::any::Any, "a kernel")?;
             bytes = bytes.max(kernel.layout.size() as usize);
         }
-        let index = self.nodes.len() as u32;
+        let index = this.nodes.len() as u32;
         let signal = signal.then(|| Arc::new(SignalEvent::default()));
         if let Some(s) = &signal {
-            self.signals.insert(Arc::as_ptr(s).cast::<()>() as usize, index);
+            this.signals.insert(Arc::as_ptr(s).cast::<()>() as usize, index);
         }
         if signal.is_some() {
-            self.signalling.push(index);
+            this.signalling.push(index);
         }
-        self.names.lock().push(command.as_kernel().map_or_else(|| Arc::from(""), |k| Arc::from(k.kernel.name())));
-        self.commands.push(command.clone());
-        self.nodes.push(Node {
+        this.names.lock().push(command.as_kernel().map_or_else(|| Arc::from(""), |k| Arc::from(k.kernel.name())));
+        this.commands.push(command.clone());
+        this.nodes.push(Node {
             deps: SmallVec::from_slice(deps),
             wait_events: wait_events.to_vec(),
             signal: signal.clone(),
@@ -532,11 +614,22 @@ impl CommandBufferImpl for VkCommandBuffer {
         Ok(signal.map(|s| s as Arc<dyn EventImpl>))
     }
 
-    fn finalize(&mut self) -> Result<()> {
-        self.built = Some(self.build()?);
-        Ok(())
+    fn finalize(self: Box<Self>) -> std::result::Result<Box<dyn ExecutableCommandBufferImpl>, FinalizeFailed> {
+        let built = match self.recorded.build() {
+            Ok(built) => built,
+            Err(error) => return Err(FinalizeFailed::new(error, self)),
+        };
+        Ok(Box::new(VkExecutable {
+            recorded: self.recorded,
+            built,
+            retired: Vec::new(),
+            replan: false,
+            previous: None,
+        }))
     }
+}
 
+impl ExecutableCommandBufferImpl for VkExecutable {
     unsafe fn enqueue(&mut self, queue: &dyn QueueImpl, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
         let queue = downcast::<VkQueue>(queue as &dyn std::any::Any, "the queue")?;
         let mut first_deps: SmallVec<[Arc<EventCore>; 4]> = SmallVec::new();
@@ -549,7 +642,8 @@ impl CommandBufferImpl for VkCommandBuffer {
         }
         self.refresh()?;
         let params = self.take_dirty_params()?;
-        let built = self.built.as_mut().expect("finalized");
+        let recorded = &self.recorded;
+        let built = &mut self.built;
         // Wait events resolve now, before this submission moves any signal event on.
         let mut stage_deps: Vec<SmallVec<[Arc<EventCore>; 4]>> = Vec::with_capacity(built.stages.len());
         for stage in &built.stages {
@@ -567,7 +661,7 @@ impl CommandBufferImpl for VkCommandBuffer {
         let last = events.last().expect("at least one stage").clone();
         // Record every primary before ordering the queue: a failure must not
         // leave the queue waiting for a submission that never happens.
-        let gpu = &self.rt.gpu;
+        let gpu = &recorded.rt.gpu;
         let live = built.params.live.as_ref().map(|l| l.buffer());
         let mut subs = Vec::with_capacity(built.stages.len());
         for (s, stage) in built.stages.iter_mut().enumerate() {
@@ -583,12 +677,12 @@ impl CommandBufferImpl for VkCommandBuffer {
             let mut sub = Submission::new(queue.lane.clone(), events[s].clone());
             // Timestamps differ per submission: a profiling queue records
             // the primary each time.
-            let reusable = if span.is_none() { reusable_primary(gpu, &self.pool, stage, status)? } else { None };
+            let reusable = if span.is_none() { reusable_primary(gpu, &recorded.pool, stage, status)? } else { None };
             let words_out = match reusable {
                 Some(primary) => {
                     if let Some(((slice, regions), live)) = copy {
                         // Before the reused primary, in the same submission.
-                        sub.cmd = Some(self.pool.record(|cb| {
+                        sub.cmd = Some(recorded.pool.record(|cb| {
                             copy_params(gpu, cb, slice, live, regions);
                             Ok(())
                         })?);
@@ -599,7 +693,7 @@ impl CommandBufferImpl for VkCommandBuffer {
                     out
                 }
                 None => {
-                    let out = status.map(|_| self.rt.arena.alloc(words)).transpose()?;
+                    let out = status.map(|_| recorded.rt.arena.alloc(words)).transpose()?;
                     let secondaries: SmallVec<[vk::CommandBuffer; 8]> =
                         stage.chunks.iter().map(|c| c.secondary.cmd.raw()).collect();
                     let target = out.as_ref().map(|o| (o.buffer(), o.offset()));
@@ -634,7 +728,7 @@ impl CommandBufferImpl for VkCommandBuffer {
                 sub.checks.push(StatusCheck {
                     words,
                     count: stage.kernels.len(),
-                    what: Launches::Commands { commands: stage.kernels.clone(), names: self.names.clone() },
+                    what: Launches::Commands { commands: stage.kernels.clone(), names: recorded.names.clone() },
                 });
             }
             if s > 0 {
@@ -653,8 +747,8 @@ impl CommandBufferImpl for VkCommandBuffer {
             let before = events[s - 1].clone();
             subs[s].deps.push(before);
         }
-        for &i in &self.signalling {
-            if let Some(signal) = &self.nodes[i as usize].signal {
+        for &i in &recorded.signalling {
+            if let Some(signal) = &recorded.nodes[i as usize].signal {
                 signal.set(events[built.placed[i as usize].stage as usize].clone());
             }
         }
@@ -670,33 +764,33 @@ impl CommandBufferImpl for VkCommandBuffer {
     }
 
     unsafe fn update_kernel_launches(&mut self, updates: &[KernelUpdate<'_>]) -> Result<()> {
-        let built = self.built.as_mut().expect("updates come after finalize");
+        let (recorded, built) = (&mut self.recorded, &mut self.built);
         for u in updates {
             let i = u.command as usize;
-            let old = std::mem::replace(&mut self.commands[i], Command::KernelLaunch(u.launch.clone()));
+            let old = std::mem::replace(&mut recorded.commands[i], Command::KernelLaunch(u.launch.clone()));
             if self.previous.as_ref().is_some_and(|p| !p.is_done()) {
                 self.retired.push(old);
             }
             let placed = &mut built.placed[i];
             let mut staging = Vec::new();
             let mut sink = CbSink {
-                gpu: &self.rt.gpu,
+                gpu: &recorded.rt.gpu,
                 live: built.params.live.as_ref(),
                 shadow: &mut built.params.shadow,
                 block: placed.block,
                 status: placed.status,
                 staging: &mut staging,
-                indirect: self.desc.updatable,
+                indirect: recorded.desc.updatable,
             };
-            let lowered = crate::lower::lower_kernel(&self.rt.gpu, u.launch, &mut sink)?;
+            let lowered = crate::lower::lower_kernel(&recorded.rt.gpu, u.launch, &mut sink)?;
             let name = u.launch.kernel.name();
-            let mut names = self.names.lock();
+            let mut names = recorded.names.lock();
             if &*names[i] != name {
                 names[i] = Arc::from(name);
             }
             drop(names);
             if let Some(offset) = placed.block {
-                built.params.dirty.push((offset, self.nodes[i].block_bytes));
+                built.params.dirty.push((offset, recorded.nodes[i].block_bytes));
             }
             if !same_recording(&placed.ops, &lowered.ops) {
                 built.stages[placed.stage as usize].chunks[placed.chunk as usize].dirty = true;
@@ -709,19 +803,20 @@ impl CommandBufferImpl for VkCommandBuffer {
 
     unsafe fn update_signal_event(&mut self, command: u32) -> Result<Arc<dyn EventImpl>> {
         let signal = Arc::new(SignalEvent::default());
-        let node = &mut self.nodes[command as usize];
+        let recorded = &mut self.recorded;
+        let node = &mut recorded.nodes[command as usize];
         if let Some(old) = node.signal.replace(signal.clone()) {
-            self.signals.remove(&(Arc::as_ptr(&old).cast::<()>() as usize));
+            recorded.signals.remove(&(Arc::as_ptr(&old).cast::<()>() as usize));
         }
-        self.signals.insert(Arc::as_ptr(&signal).cast::<()>() as usize, command);
+        recorded.signals.insert(Arc::as_ptr(&signal).cast::<()>() as usize, command);
         Ok(signal)
     }
 
     unsafe fn update_wait_events(&mut self, command: u32, events: &[Event]) -> Result<()> {
         let i = command as usize;
-        self.nodes[i].wait_events = events.to_vec();
-        let (deps, external) = self.dependencies(i);
-        let built = self.built.as_mut().expect("updates come after finalize");
+        self.recorded.nodes[i].wait_events = events.to_vec();
+        let (deps, external) = self.recorded.dependencies(i);
+        let built = &mut self.built;
         let placed = &mut built.placed[i];
         if placed.deps != deps {
             // The command now waits on another command of this buffer (or no
@@ -741,12 +836,8 @@ impl CommandBufferImpl for VkCommandBuffer {
     }
 
     fn native_handle(&self) -> Result<NativeHandle> {
-        let built = self
-            .built
-            .as_ref()
-            .ok_or_else(|| err!(InvalidOperation, "the command buffer has no native handle before finalize"))?;
         // Every stage has at least one secondary.
-        Ok(NativeHandle(ash::vk::Handle::as_raw(built.stages[0].chunks[0].secondary.cmd.raw())))
+        Ok(NativeHandle(ash::vk::Handle::as_raw(self.built.stages[0].chunks[0].secondary.cmd.raw())))
     }
 }
 
@@ -860,6 +951,10 @@ fn same_recording(a: &[GpuOp], b: &[GpuOp]) -> bool {
 
 impl std::fmt::Debug for VkCommandBuffer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("VkCommandBuffer").field("commands", &self.nodes.len()).field("desc", &self.desc).finish()
+        let recorded = &self.recorded;
+        f.debug_struct("VkCommandBuffer")
+            .field("commands", &recorded.nodes.len())
+            .field("desc", &recorded.desc)
+            .finish()
     }
 }

@@ -3,7 +3,9 @@
 
 use std::sync::Arc;
 
-use ur_core::adapter::{BufferImpl, CommandBufferImpl, ContextImpl, ProgramImpl, QueueImpl, UserEventImpl, UsmImpl};
+use ur_core::adapter::{
+    BufferImpl, ContextImpl, ProgramImpl, QueueImpl, RecordingCommandBufferImpl, UserEventImpl, UsmImpl,
+};
 use ur_core::{CommandBufferDesc, MemFlags, ProgramBundle, QueueProperties, Result, SourceForm, UsmKind};
 
 use crate::command_buffer::VkCommandBuffer;
@@ -75,7 +77,7 @@ impl ContextImpl for VulkanContext {
         Ok((Box::new(VkQueue::on_lane(self.rt.clone(), lane, properties)?), properties))
     }
 
-    unsafe fn command_buffer_create(&self, desc: &CommandBufferDesc) -> Result<Box<dyn CommandBufferImpl>> {
+    unsafe fn command_buffer_create(&self, desc: &CommandBufferDesc) -> Result<Box<dyn RecordingCommandBufferImpl>> {
         Ok(Box::new(VkCommandBuffer::new(self.rt.clone(), *desc)?))
     }
 

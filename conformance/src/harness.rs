@@ -102,14 +102,15 @@ impl Requires {
         let cb = info.command_buffer;
         let missing_update = self.update - cb.update;
         if !missing_update.is_empty() {
-            return Some(format!("device lacks command-buffer update capability {missing_update:?}"));
+            let what = flag_words(missing_update.iter_names());
+            return Some(format!("device lacks command-buffer update of {what}"));
         }
         if self.events && !cb.events {
             return Some("device lacks command-buffer event support".into());
         }
         let missing_usm = self.usm - info.usm;
         if !missing_usm.is_empty() {
-            return Some(format!("device lacks USM kind {missing_usm:?}"));
+            return Some(format!("device lacks {} USM", flag_words(missing_usm.iter_names())));
         }
         if self.out_of_order && !info.out_of_order_queues {
             return Some("device lacks out-of-order queues".into());
@@ -118,6 +119,17 @@ impl Requires {
             return Some("device lacks queue profiling".into());
         }
         None
+    }
+}
+
+/// Flag names as words for people: `LOCAL_WORK_SIZE` and `EVENTS` give
+/// "local work size and events".
+pub fn flag_words<'a, F>(names: impl Iterator<Item = (&'a str, F)>) -> String {
+    let words: Vec<String> = names.map(|(name, _)| name.to_lowercase().replace('_', " ")).collect();
+    match words.split_last() {
+        None => "nothing".into(),
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
     }
 }
 
@@ -455,4 +467,20 @@ macro_rules! cases {
                 $(.requires($req))?
         ),*]
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_read_as_words() {
+        assert_eq!(flag_words(UsmKinds::HOST.iter_names()), "host");
+        assert_eq!(flag_words((UsmKinds::HOST | UsmKinds::SHARED).iter_names()), "host and shared");
+        let update = UpdateCapabilities::KERNEL_ARGUMENTS
+            | UpdateCapabilities::LOCAL_WORK_SIZE
+            | UpdateCapabilities::GLOBAL_WORK_OFFSET;
+        assert_eq!(flag_words(update.iter_names()), "kernel arguments, local work size and global work offset");
+        assert_eq!(flag_words(UsmKinds::empty().iter_names()), "nothing");
+    }
 }

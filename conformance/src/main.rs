@@ -9,7 +9,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, ValueEnum};
 use serde::Serialize;
-use ur::{Device, Loader};
+use ur::{CommandBufferSupport, Device, Loader};
+use ur_conformance::harness::flag_words;
 use ur_conformance::{Case, Outcome, cases, devices_under_test, run_case};
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -175,15 +176,17 @@ fn header(loader: &Loader, devices: &[Device], cases: usize) -> String {
     for device in devices {
         let info = device.info();
         let cb = info.command_buffer;
-        let update: Vec<&str> = cb.update.iter_names().map(|(name, _)| name).collect();
-        let update = if update.is_empty() { "none".to_string() } else { update.join("|") };
+        let update = if cb.update.is_empty() { "none".to_string() } else { flag_words(cb.update.iter_names()) };
         let events = if cb.events { "yes" } else { "no" };
+        let support = match cb.support {
+            CommandBufferSupport::Native => "native",
+            CommandBufferSupport::Emulated => "software",
+        };
         let _ = writeln!(
             out,
-            "  {:<20} {} [{:?} command buffers; updates: {update}; events: {events}]",
+            "  {:<20} {} [{support} command buffers; updates: {update}; events: {events}]",
             device.to_string(),
             info.name,
-            cb.support
         );
     }
     for absent in loader.absent() {

@@ -67,7 +67,7 @@ impl QueueGroup<'_> {
         {
             crate::graph::record::begin_transitively(queue, rec)?;
         }
-        if let Some(graph) = queue.recording_slot().graph() {
+        if let Some(graph) = queue.recording_slot().occupant() {
             let declared = self.declared.into_iter().map(|(a, _)| a).collect();
             return crate::graph::buffers::record(graph, queue, declared, wait, launch);
         }

@@ -11,28 +11,35 @@
 //! platforms and devices, contexts that allocate memory and build programs,
 //! queues that execute every [`Command`] eagerly, events, and, when its
 //! devices report [`CommandBufferSupport::Native`](crate::CommandBufferSupport),
-//! a native [`CommandBufferImpl`]. Devices without native command buffers get
+//! a native command buffer in two phases ([`RecordingCommandBufferImpl`],
+//! finalized into an [`ExecutableCommandBufferImpl`]). Devices without native command buffers get
 //! ur-core's software command buffer, built on the queue's eager operations.
 
 use std::any::Any;
 use std::sync::Arc;
 
-use crate::adopt::{AdoptedBuffer, Ownership};
-use crate::clock::Timestamps;
 use crate::command::Command;
-use crate::command_buffer::CommandBufferDesc;
-use crate::device::DeviceInfo;
-use crate::error::Result;
-use crate::event::{Event, EventStatus, ProfilingInfo};
-use crate::interop::NativeHandle;
 use crate::launch::KernelCommand;
-use crate::memory::{MemFlags, UsmKind};
-use crate::peer::PeerAccess;
-use crate::platform::Backend;
-use crate::program::{Kernel, KernelSignature, ProgramBundle, SourceForm};
-use crate::queue::QueueProperties;
+use crate::objects::{Event, Kernel};
+use crate::types::backend::Backend;
+use crate::types::clock::Timestamps;
+use crate::types::desc::{CommandBufferDesc, PeerAccess, QueueProperties};
+use crate::types::device::DeviceInfo;
+use crate::types::error::Result;
+use crate::types::event::{EventStatus, ProfilingInfo};
+use crate::types::interop::{NativeHandle, NativeTarget, Ownership};
+use crate::types::memory::{MemFlags, UsmKind};
+use crate::types::program::{KernelSignature, ProgramBundle, SourceForm};
 
-pub use crate::backing::{Backing, BufferBacking, EventBacking, NativeBacking};
+/// A native buffer an adapter adopted, with what it reads about it.
+pub struct AdoptedBuffer {
+    /// The adapter's buffer over the native memory.
+    pub imp: Box<dyn BufferImpl>,
+    /// Its size in bytes (non-zero).
+    pub size: usize,
+    /// Its access mode (exactly one) and host allocation.
+    pub flags: MemFlags,
+}
 
 /// Opens one backend's driver.
 pub trait AdapterFactory: Send + Sync {
@@ -163,7 +170,7 @@ pub trait ContextImpl: Any + Send + Sync {
     /// Only called for devices that report native command buffers; an
     /// updatable buffer is only asked for when the device reports update
     /// capabilities.
-    unsafe fn command_buffer_create(&self, desc: &CommandBufferDesc) -> Result<Box<dyn CommandBufferImpl>>;
+    unsafe fn command_buffer_create(&self, desc: &CommandBufferDesc) -> Result<Box<dyn RecordingCommandBufferImpl>>;
 
     /// Creates an event that the host completes ([`UserEventImpl::complete`]),
     /// usable in every wait list of this context: eager commands, command-buffer
@@ -392,7 +399,7 @@ pub trait UserEventImpl: EventImpl {
     fn complete(&self, result: Result<()>);
 }
 
-/// One kernel command's new state, for [`CommandBufferImpl::update_kernel_launches`].
+/// One kernel command's new state, for [`ExecutableCommandBufferImpl::update_kernel_launches`].
 #[derive(Clone, Copy, Debug)]
 pub struct KernelUpdate<'a> {
     /// Index of the command in append order.
@@ -401,12 +408,14 @@ pub struct KernelUpdate<'a> {
     pub launch: &'a KernelCommand,
 }
 
-/// A native command buffer.
+/// A native command buffer being recorded: the first of its two phases.
 ///
 /// The front end serialises all calls on one buffer, so methods take
 /// `&mut self`. Commands are numbered in append order from 0; a sync point is
-/// the number of the command that produced it.
-pub trait CommandBufferImpl: Any + Send {
+/// the number of the command that produced it. [`finalize`](Self::finalize)
+/// turns it into the second phase, an [`ExecutableCommandBufferImpl`], which
+/// alone can be enqueued, updated and asked for its native object.
+pub trait RecordingCommandBufferImpl: Any + Send {
     /// Records `command` as number `self.len()`, after the commands in `deps`
     /// and the events in `wait_events`. Returns the command's signal event when
     /// `signal` is set: an event that completes each time the command has run,
@@ -415,10 +424,10 @@ pub trait CommandBufferImpl: Any + Send {
     /// # Safety
     /// `command` was validated for this buffer's context; `deps` are distinct
     /// numbers of commands already recorded (for in-order buffers, exactly the
-    /// previous command); `wait_events` are events of this context; the
-    /// buffer is not finalized; `alternatives` are kernels of this context
-    /// that `update_kernel_launches` may switch a kernel command to, and only
-    /// given for kernel commands of updatable buffers.
+    /// previous command); `wait_events` are events of this context;
+    /// `alternatives` are kernels of this context that
+    /// [`ExecutableCommandBufferImpl::update_kernel_launches`] may switch a
+    /// kernel command to, and only given for kernel commands of updatable buffers.
     unsafe fn append(
         &mut self,
         command: &Command,
@@ -428,32 +437,64 @@ pub trait CommandBufferImpl: Any + Send {
         signal: bool,
     ) -> Result<Option<Arc<dyn EventImpl>>>;
 
-    /// Makes the buffer ready to enqueue; called once.
-    fn finalize(&mut self) -> Result<()>;
+    /// Makes the buffer ready to enqueue. On failure the recording comes
+    /// back unchanged in [`FinalizeFailed`], so that the buffer can still be
+    /// released, or finalized again.
+    fn finalize(self: Box<Self>) -> std::result::Result<Box<dyn ExecutableCommandBufferImpl>, FinalizeFailed>;
 
+    /// The native object this buffer records into, for the adapter's own
+    /// use when this buffer is the child of another buffer's native command
+    /// (devices that report `CommandBufferCaps::subgraphs`: CUDA's `CUgraph`).
+    /// `UnsupportedFeature`, the default, elsewhere. Not the buffer's native
+    /// handle, which only the executable phase has.
+    fn recording_target(&self) -> Result<NativeHandle> {
+        Err(crate::err!(UnsupportedFeature, "this command buffer does not nest in others"))
+    }
+}
+
+/// A failed [`RecordingCommandBufferImpl::finalize`]: the error, and the
+/// recording, unchanged.
+pub struct FinalizeFailed {
+    /// Why finalize failed.
+    pub error: crate::error::UrError,
+    /// The recording, as it was before the call.
+    pub recording: Box<dyn RecordingCommandBufferImpl>,
+}
+
+impl FinalizeFailed {
+    /// A failure of `recording`'s finalize with `error`.
+    pub fn new(error: crate::error::UrError, recording: Box<dyn RecordingCommandBufferImpl>) -> FinalizeFailed {
+        FinalizeFailed { error, recording }
+    }
+}
+
+/// A finalized native command buffer: the second phase, returned by
+/// [`RecordingCommandBufferImpl::finalize`]. Enqueues, updates and the native
+/// handle live here; the front end serialises all calls.
+pub trait ExecutableCommandBufferImpl: Any + Send {
     /// Submits one execution after the events of `wait` and after every
     /// earlier submission of this buffer (on any queue), returning the event
     /// of its completion. Updates made after this call never affect it.
     ///
     /// # Safety
-    /// The buffer is finalized; `queue` is a queue of this adapter and context;
-    /// `wait` are events of this context.
+    /// `queue` is a queue of this adapter and context; `wait` are events of
+    /// this context.
     unsafe fn enqueue(&mut self, queue: &dyn QueueImpl, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>>;
 
     /// Replaces kernel commands' launches for the next enqueues.
     ///
     /// # Safety
-    /// The buffer is finalized and updatable; each entry names a kernel
-    /// command, at most once; each launch is complete and valid, its kernel the
-    /// command's original kernel or one of its alternatives; the device
-    /// reports every capability the change needs.
+    /// The buffer is updatable; each entry names a kernel command, at most
+    /// once; each launch is complete and valid, its kernel the command's
+    /// original kernel or one of its alternatives; the device reports every
+    /// capability the change needs.
     unsafe fn update_kernel_launches(&mut self, updates: &[KernelUpdate<'_>]) -> Result<()>;
 
     /// Gives `command` a new signal event for the next enqueues.
     ///
     /// # Safety
-    /// The buffer is finalized and updatable; the command was appended with a
-    /// signal event; the device reports the EVENTS capability.
+    /// The buffer is updatable; the command was appended with a signal
+    /// event; the device reports the EVENTS capability.
     unsafe fn update_signal_event(&mut self, command: u32) -> Result<Arc<dyn EventImpl>>;
 
     /// Replaces `command`'s wait events for the next enqueues.
@@ -463,7 +504,13 @@ pub trait CommandBufferImpl: Any + Send {
     /// command was appended with, all of this context.
     unsafe fn update_wait_events(&mut self, command: u32, events: &[Event]) -> Result<()>;
 
-    /// The native object behind the buffer.
+    /// The native object that an enqueue submits, the one meaning of
+    /// `urCommandBufferGetNativeHandleExp` on every backend: the CPU plan's
+    /// address, OpenCL's `cl_command_buffer_khr` (the first one, where a
+    /// buffer is recorded as several), Vulkan's `VkCommandBuffer` (the first
+    /// secondary), CUDA's `CUgraphExec`. `UnsupportedFeature` where there is
+    /// no driver object (software and pre-planned buffers). Before finalize
+    /// there is no executable object: the front end answers `InvalidOperation`.
     fn native_handle(&self) -> Result<NativeHandle>;
 }
 
@@ -482,6 +529,62 @@ pub fn downcast<'a, T: Any>(object: &'a dyn Any, what: &str) -> Result<&'a T> {
 /// that downcast without [`downcast`] call this first.
 pub fn unwrap_object(object: &dyn Any) -> &dyn Any {
     #[cfg(feature = "fault-injection")]
-    let object = crate::faults::peel(object);
+    if let Some(peel) = SEE_THROUGH.get() {
+        return peel(object);
+    }
     object
+}
+
+/// How [`unwrap_object`] sees through wrapped objects, set by the fault
+/// injector when it first wraps a device: the wrapper sits above this
+/// interface, which therefore cannot name it.
+#[cfg(feature = "fault-injection")]
+static SEE_THROUGH: std::sync::OnceLock<fn(&dyn Any) -> &dyn Any> = std::sync::OnceLock::new();
+
+/// Makes [`unwrap_object`] see through the objects `peel` unwraps; the
+/// first registration stays.
+#[cfg(feature = "fault-injection")]
+pub(crate) fn see_through(peel: fn(&dyn Any) -> &dyn Any) {
+    let _ = SEE_THROUGH.set(peel);
+}
+
+// The accessors of the front end's objects that adapters, the ABI crate
+// and white-box tests use; ur-core implements them (module `backing`).
+
+/// A front-end object's adapter object.
+pub trait Backing {
+    /// The adapter object's type (a trait object of [`crate::adapter`]).
+    type Imp: ?Sized;
+
+    /// The adapter object this front-end object wraps, as the adapter made it.
+    fn imp(&self) -> &Self::Imp;
+}
+
+/// What adapters need of events beyond their adapter object.
+pub trait EventBacking {
+    /// The adapter event that waiting on this event means waiting on now, or
+    /// `None` when there is nothing to wait for (a command-buffer signal event
+    /// before the first enqueue). Adapters call this when they use a wait
+    /// event, so that signal events of software command buffers resolve to
+    /// their latest execution.
+    fn resolve(&self) -> Option<Arc<dyn EventImpl>>;
+}
+
+/// What adapters need of memory buffers beyond their adapter object.
+pub trait BufferBacking {
+    /// The adapter's own object for a sub-buffer, where it made one
+    /// ([`BufferImpl::sub_buffer`]); `None` for a root buffer.
+    fn sub_buffer_imp(&self) -> Option<&dyn BufferImpl>;
+}
+
+/// What adapters do with native commands.
+pub trait NativeBacking {
+    /// Runs the callback with `target`. Adapters call it where the backend's
+    /// native work goes (see [`crate::interop`]); a panic of the callback is
+    /// returned as an execution error.
+    ///
+    /// # Safety
+    /// `target` is the backend's documented target, valid for the call, and
+    /// ordered after the command's dependencies and before its dependents.
+    unsafe fn invoke(&self, backend: Backend, target: NativeTarget) -> Result<()>;
 }

@@ -45,46 +45,17 @@
 
 use std::sync::Arc;
 
-use crate::adapter::BufferImpl;
+pub use crate::adapter::AdoptedBuffer;
 use crate::context::Context;
 use crate::device::Device;
 use crate::ensure;
 use crate::error::{Result, UrError};
 use crate::event::Event;
 use crate::interop::NativeHandle;
-use crate::memory::{MemBuffer, MemFlags};
+use crate::memory::MemBuffer;
 use crate::platform::Platform;
 use crate::queue::Queue;
-
-/// Who releases the native object once its adopted object is dropped
-/// (UR's `isNativeHandleOwned`).
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub enum Ownership {
-    /// The caller keeps its reference; the adopted object takes one of its
-    /// own (`clRetain*`) where the backend counts references.
-    #[default]
-    Shared,
-    /// The caller's reference is handed over: dropping the adopted object
-    /// releases it.
-    Transferred,
-}
-
-impl Ownership {
-    /// From UR's `isNativeHandleOwned`.
-    pub fn from_owned(owned: bool) -> Ownership {
-        if owned { Ownership::Transferred } else { Ownership::Shared }
-    }
-}
-
-/// A native buffer an adapter adopted, with what it reads about it.
-pub struct AdoptedBuffer {
-    /// The adapter's buffer over the native memory.
-    pub imp: Box<dyn BufferImpl>,
-    /// Its size in bytes (non-zero).
-    pub size: usize,
-    /// Its access mode (exactly one) and host allocation.
-    pub flags: MemFlags,
-}
+pub use crate::types::interop::Ownership;
 
 /// `InvalidNullHandle` for 0, which no adopted object is.
 fn non_null(handle: NativeHandle, what: &str) -> Result<()> {

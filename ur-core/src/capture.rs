@@ -49,7 +49,7 @@
 use std::fmt::{self, Write as _};
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 use smallvec::SmallVec;
@@ -61,7 +61,7 @@ use crate::context::Context;
 use crate::error::{Result, UrError};
 use crate::event::{Event, EventStatus, ProfilingInfo};
 use crate::launch::{KernelCommand, LocalSizeOrigin};
-use crate::queue::{Queue, WeakQueue};
+use crate::queue::{Queue, QueueSlot, WeakQueue};
 use crate::{ensure, err};
 
 static NEXT_GRAPH_ID: AtomicU64 = AtomicU64::new(1);
@@ -111,33 +111,17 @@ pub(crate) struct Node {
 }
 
 /// The graph a queue captures into, if any: the queue's one hook for capture.
-#[derive(Default)]
-pub(crate) struct CaptureSlot {
-    active: AtomicBool,
-    graph: Mutex<Option<Arc<GraphInner>>>,
-}
+pub(crate) type CaptureSlot = QueueSlot<GraphInner>;
 
-impl CaptureSlot {
-    /// Whether the queue captures: the one check of the eager path.
-    #[inline]
-    pub(crate) fn is_active(&self) -> bool {
-        self.active.load(Ordering::Acquire)
-    }
-
-    fn graph(&self) -> Option<Arc<GraphInner>> {
-        self.graph.lock().clone()
-    }
-
-    fn clear(&self, graph: u64) {
-        let mut guard = self.graph.lock();
-        if guard.as_ref().is_some_and(|g| g.id == graph) {
-            self.active.store(false, Ordering::Release);
-            *guard = None;
-        }
+/// Empties `slot` when it holds graph `graph`.
+fn clear_slot(slot: &CaptureSlot, graph: u64) {
+    let mut guard = slot.lock();
+    if guard.occupant().is_some_and(|g| g.id == graph) {
+        guard.take();
     }
 }
 
-struct GraphInner {
+pub(crate) struct GraphInner {
     id: u64,
     context: Context,
     state: Mutex<GraphState>,
@@ -324,9 +308,8 @@ fn new_buffer(context: &Context) -> Result<CommandBuffer> {
 
 /// Captures `op` from `queue`, whose capture slot was seen active.
 pub(crate) fn submit(queue: &Queue, op: Op, wait: &[&Event]) -> Result<Event> {
-    let slot = queue.capture_slot();
-    let guard = slot.graph.lock();
-    let Some(graph) = guard.clone() else {
+    let mut guard = queue.capture_slot().lock();
+    let Some(graph) = guard.occupant().cloned() else {
         // The capture ended since the caller looked: execute.
         drop(guard);
         return queue.submit_op(op, wait);
@@ -337,9 +320,8 @@ pub(crate) fn submit(queue: &Queue, op: Op, wait: &[&Event]) -> Result<Event> {
     let Some(qi) = state.session.as_ref().and_then(|s| s.queues.iter().position(|q| q.key == key)) else {
         // The queue that began the capture was dropped: this fork executes again.
         drop(state);
-        slot.active.store(false, Ordering::Release);
+        guard.take();
         drop(guard);
-        *slot.graph.lock() = None;
         return queue.submit_op(op, wait);
     };
     let GraphState { nodes, lowered, session } = &mut *state;
@@ -448,20 +430,18 @@ fn check_queue(graph: &GraphInner, queue: &Queue) -> Result<()> {
 }
 
 fn set_slot(queue: &Queue, graph: &Arc<GraphInner>) -> Result<()> {
-    let slot = queue.capture_slot();
-    let mut guard = slot.graph.lock();
-    if let Some(other) = &*guard {
+    let mut guard = queue.capture_slot().lock();
+    if let Some(other) = guard.occupant() {
         return Err(err!(InvalidOperation, "the queue already captures into graph #{}", other.id));
     }
-    *guard = Some(graph.clone());
-    slot.active.store(true, Ordering::Release);
+    guard.set(graph.clone());
     Ok(())
 }
 
 /// The error of an operation a capturing queue cannot capture: `what` names
 /// it; it invalidates the capture. `Ok` when the queue stopped capturing meanwhile.
 pub(crate) fn refuse(queue: &Queue, what: &str) -> Result<()> {
-    let Some(graph) = queue.capture_slot().graph() else { return Ok(()) };
+    let Some(graph) = queue.capture_slot().occupant() else { return Ok(()) };
     match graph.state.lock().session.as_mut() {
         Some(session) => Err(session.refuse(what)),
         None => Ok(()),
@@ -472,7 +452,7 @@ pub(crate) fn refuse(queue: &Queue, what: &str) -> Result<()> {
 /// takes part in: a capture it began ends, unfinished; the graph keeps what
 /// was captured.
 pub(crate) fn queue_dropped(slot: &CaptureSlot, key: usize) {
-    let Some(graph) = slot.graph.lock().take() else { return };
+    let Some(graph) = slot.lock().take() else { return };
     let mut state = graph.state.lock();
     let Some(session) = state.session.as_mut() else { return };
     session.queues.retain(|q| q.key != key);
@@ -686,7 +666,7 @@ impl Queue {
     pub fn begin_capture_into(&self, graph: &CapturedGraph) -> Result<()> {
         let inner = &graph.inner;
         check_queue(inner, self)?;
-        if let Some(other) = self.capture_slot().graph() {
+        if let Some(other) = self.capture_slot().occupant() {
             return Err(err!(InvalidOperation, "the queue already captures into graph #{}", other.id));
         }
         {
@@ -729,12 +709,12 @@ impl Queue {
     #[tracing::instrument(level = "debug", skip_all)]
     pub fn end_capture(&self) -> Result<CapturedGraph> {
         let slot = self.capture_slot();
-        let graph = slot.graph().ok_or_else(|| err!(CommandListNotCapturing, "the queue does not capture"))?;
+        let graph = slot.occupant().ok_or_else(|| err!(CommandListNotCapturing, "the queue does not capture"))?;
         let (outcome, queues) = {
             let mut state = graph.state.lock();
             let Some(session) = &state.session else {
                 drop(state);
-                slot.clear(graph.id);
+                clear_slot(slot, graph.id);
                 return Err(err!(CommandListNotCapturing, "the capture into graph #{} was abandoned", graph.id));
             };
             ensure!(
@@ -758,7 +738,7 @@ impl Queue {
         };
         for q in queues {
             if let Some(queue) = q.queue.upgrade() {
-                queue.capture_slot().clear(graph.id);
+                clear_slot(queue.capture_slot(), graph.id);
             }
         }
         outcome?;
@@ -781,7 +761,7 @@ impl Queue {
     /// begun a capture or joined one.
     pub fn is_capturing(&self) -> bool {
         self.capture_slot().is_active()
-            && self.capture_slot().graph().is_some_and(|g| {
+            && self.capture_slot().occupant().is_some_and(|g| {
                 g.state.lock().session.as_ref().is_some_and(|s| s.queues.iter().any(|q| q.key == self.key()))
             })
     }
@@ -790,7 +770,8 @@ impl Queue {
     /// `InvalidOperation` when it does not capture.
     pub fn capture_graph(&self) -> Result<CapturedGraph> {
         ensure!(self.is_capturing(), InvalidOperation, "the queue does not capture");
-        let inner = self.capture_slot().graph().ok_or_else(|| err!(InvalidOperation, "the queue does not capture"))?;
+        let inner =
+            self.capture_slot().occupant().ok_or_else(|| err!(InvalidOperation, "the queue does not capture"))?;
         Ok(CapturedGraph { inner })
     }
 

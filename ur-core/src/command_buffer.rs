@@ -13,6 +13,7 @@
 //! |---|---|
 //! | append after finalize, finalize twice | `InvalidOperation` |
 //! | update before finalize, or of a buffer that is not updatable | `InvalidOperation` |
+//! | enqueue or native handle before finalize | `InvalidOperation` |
 //! | a sync point of another buffer, or one not yet issued | `InvalidSyncPointWaitList` |
 //! | a command handle of another buffer, or of a non-kernel command for a kernel update | `InvalidCommandHandle` |
 //! | an update or event feature the device lacks | `UnsupportedFeature` |
@@ -44,46 +45,26 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use parking_lot::Mutex;
 use smallvec::SmallVec;
 
-use crate::adapter::{CommandBufferImpl, EventImpl, KernelUpdate};
-use crate::command::{Command, HostSide, expect_kernel};
+use crate::adapter::{EventImpl, ExecutableCommandBufferImpl, KernelUpdate, RecordingCommandBufferImpl};
+use crate::command::Command;
+use crate::command::build::{HostSide, expect_kernel};
 use crate::context::Context;
 use crate::device::{CommandBufferSupport, Device, UpdateCapabilities};
 use crate::error::Result;
 use crate::event::{Event, as_refs, check_events};
 use crate::interop::{self, NativeCommand, NativeScope, Owner};
+use crate::launch::resolve::resolve_arg;
 use crate::launch::{
-    ArgValue, KernelArg, KernelCommand, KernelLaunch, LocalSizeOrigin, check_dims, check_local_memory, resolve_arg,
-    resolve_range, to_3d,
+    ArgValue, KernelArg, KernelCommand, KernelLaunch, LocalSizeOrigin, check_dims, check_local_memory, resolve_range,
+    to_3d,
 };
 use crate::memory::{MemBuffer, MigrationFlags, UsmAdvice, UsmPtr};
 use crate::program::Kernel;
 use crate::queue::Queue;
 use crate::rect::{RectLayout, RectRegion};
 use crate::software::SoftwareCommandBuffer;
+pub use crate::types::desc::CommandBufferDesc;
 use crate::{ensure, err};
-
-/// Properties of a command buffer (`ur_exp_command_buffer_desc_t`).
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub struct CommandBufferDesc {
-    /// Commands can be updated after finalize; appends return command handles.
-    pub updatable: bool,
-    /// Every command runs after the previous one; sync points still name
-    /// commands but add no ordering.
-    pub in_order: bool,
-    /// Submissions and signal events record profiling timestamps (on profiling queues).
-    pub profiling: bool,
-    /// A name for diagnostics, shown in the tracing spans of the buffer's
-    /// operations (create, append, finalize, enqueue, update); no meaning to
-    /// UR. A `&'static str` keeps the descriptor `Copy`.
-    pub label: Option<&'static str>,
-}
-
-impl CommandBufferDesc {
-    /// This descriptor with `label` as its [`label`](Self::label).
-    pub fn with_label(self, label: &'static str) -> CommandBufferDesc {
-        CommandBufferDesc { label: Some(label), ..self }
-    }
-}
 
 /// Names a command of one command buffer for later appends of that buffer to
 /// wait on (`ur_exp_command_buffer_sync_point_t`).
@@ -265,9 +246,37 @@ struct CommandBufferInner {
 }
 
 struct State {
-    finalized: bool,
     records: Vec<Record>,
-    imp: Box<dyn CommandBufferImpl>,
+    phase: Phase,
+}
+
+/// The adapter's command buffer, in the phase it is in.
+enum Phase {
+    Recording(Box<dyn RecordingCommandBufferImpl>),
+    Executable(Box<dyn ExecutableCommandBufferImpl>),
+    /// Only while `finalize` moves the recording into the adapter's
+    /// finalize: seen afterwards only if that call panicked.
+    Finalizing,
+}
+
+impl State {
+    fn recording(&mut self, what: &str) -> Result<&mut dyn RecordingCommandBufferImpl> {
+        match &mut self.phase {
+            Phase::Recording(imp) => Ok(&mut **imp),
+            _ => Err(err!(InvalidOperation, "{what} a finalized command buffer")),
+        }
+    }
+
+    fn executable(&mut self, what: &str) -> Result<&mut dyn ExecutableCommandBufferImpl> {
+        match &mut self.phase {
+            Phase::Executable(imp) => Ok(&mut **imp),
+            _ => Err(err!(InvalidOperation, "{what} a command buffer that is not finalized")),
+        }
+    }
+
+    fn is_finalized(&self) -> bool {
+        matches!(self.phase, Phase::Executable(_))
+    }
 }
 
 /// What the front end remembers of each command, to validate updates.
@@ -297,7 +306,7 @@ impl CommandBuffer {
             UnsupportedFeature,
             "{device} cannot update command buffers"
         );
-        let imp: Box<dyn CommandBufferImpl> = match caps.support {
+        let imp: Box<dyn RecordingCommandBufferImpl> = match caps.support {
             CommandBufferSupport::Native => {
                 // SAFETY: the device reports native command buffers, and update
                 // capabilities when the buffer is updatable.
@@ -312,7 +321,7 @@ impl CommandBuffer {
                 context: context.clone(),
                 desc,
                 support: caps.support,
-                state: Mutex::new(State { finalized: false, records: Vec::new(), imp }),
+                state: Mutex::new(State { records: Vec::new(), phase: Phase::Recording(imp) }),
                 _live: crate::live::Live::new(),
             }),
         })
@@ -356,7 +365,7 @@ impl CommandBuffer {
 
     /// Whether it has been finalized.
     pub fn is_finalized(&self) -> bool {
-        self.inner.state.lock().finalized
+        self.inner.state.lock().is_finalized()
     }
 
     /// Number of commands recorded.
@@ -369,17 +378,26 @@ impl CommandBuffer {
         self.len() == 0
     }
 
-    /// The native object (`urCommandBufferGetNativeHandleExp`);
-    /// `UnsupportedFeature` for software command buffers. Inside the callback
-    /// of a native command of this buffer, that command's target (see
-    /// [`crate::interop`]), found without taking the buffer's lock.
+    /// The native object (`urCommandBufferGetNativeHandleExp`): the
+    /// executable object an enqueue submits (see [`crate::interop`] for each
+    /// backend's), so `InvalidOperation` before finalize on every device;
+    /// `UnsupportedFeature` for software and pre-planned buffers. Inside the
+    /// callback of a native command of this buffer, that command's target,
+    /// found without taking the buffer's lock.
     pub fn native_handle(&self) -> Result<NativeHandle> {
         if let Some(target) = interop::running_target(Owner::CommandBuffer(self.inner.id)) {
             return target
                 .handle()
                 .ok_or_else(|| err!(UnsupportedFeature, "a CPU native command has no native object to record into"));
         }
-        self.inner.state.lock().imp.native_handle()
+        self.inner.state.lock().executable("the native handle of")?.native_handle()
+    }
+
+    /// The native object a child of a native command records into
+    /// ([`RecordingCommandBufferImpl::recording_target`]); `InvalidOperation`
+    /// once finalized.
+    pub(crate) fn recording_target(&self) -> Result<NativeHandle> {
+        self.inner.state.lock().recording("a recording target of")?.recording_target()
     }
 
     /// Appends a native command (`urCommandBufferAppendNativeCommandExp`):
@@ -438,10 +456,23 @@ impl CommandBuffer {
     #[tracing::instrument(level = "debug", skip(self), fields(label = self.label()))]
     pub fn finalize(&self) -> Result<()> {
         let mut state = self.inner.state.lock();
-        ensure!(!state.finalized, InvalidOperation, "the command buffer is already finalized");
-        state.imp.finalize()?;
-        state.finalized = true;
-        Ok(())
+        let recording = match std::mem::replace(&mut state.phase, Phase::Finalizing) {
+            Phase::Recording(imp) => imp,
+            other => {
+                state.phase = other;
+                return Err(err!(InvalidOperation, "the command buffer is already finalized"));
+            }
+        };
+        match recording.finalize() {
+            Ok(executable) => {
+                state.phase = Phase::Executable(executable);
+                Ok(())
+            }
+            Err(failed) => {
+                state.phase = Phase::Recording(failed.recording);
+                Err(failed.error)
+            }
+        }
     }
 
     fn append(&self, command: Command, kernel: Option<KernelRecord>, opts: &AppendOptions<'_>) -> Result<Appended> {
@@ -449,7 +480,7 @@ impl CommandBuffer {
         let ctx = &self.inner.context;
         let caps = ctx.device().info().command_buffer;
         let mut state = self.inner.state.lock();
-        ensure!(!state.finalized, InvalidOperation, "append to a finalized command buffer");
+        state.recording("append to")?;
         let count = state.records.len() as u32;
         let mut deps: SmallVec<[u32; 4]> = SmallVec::new();
         for sp in opts.sync_points {
@@ -485,9 +516,11 @@ impl CommandBuffer {
         let alternatives = kernel.as_ref().map_or(&[][..], |k| &k.alternatives[..]);
         // SAFETY: the command was validated for this context, deps name earlier
         // commands (or the previous one for in-order buffers), the events are of
-        // this context, the buffer is not finalized, and alternatives are only
-        // present on updatable buffers (checked by `append_kernel_launch`).
-        let signal = unsafe { state.imp.append(&command, alternatives, &deps, &wait_events, opts.signal_event)? };
+        // this context, and alternatives are only present on updatable
+        // buffers (checked by `append_kernel_launch`).
+        let signal = unsafe {
+            state.recording("append to")?.append(&command, alternatives, &deps, &wait_events, opts.signal_event)?
+        };
         let event = match (opts.signal_event, signal) {
             (true, Some(e)) => Some(Event::from_imp(e, ctx)),
             (true, None) => return Err(err!(Unknown, "the adapter returned no signal event")),
@@ -851,10 +884,10 @@ impl CommandBuffer {
             "the queue belongs to another context than the command buffer"
         );
         let mut state = self.inner.state.lock();
-        ensure!(state.finalized, InvalidOperation, "enqueue of a command buffer that is not finalized");
-        // SAFETY: finalized, the queue is of this context (so of this adapter),
-        // and the wait events were resolved from events of this context.
-        let result = unsafe { state.imp.enqueue(queue.imp(), &as_refs(wait)) };
+        let imp = state.executable("enqueue of")?;
+        // SAFETY: the queue is of this context (so of this adapter), and the
+        // wait events were resolved from events of this context.
+        let result = unsafe { imp.enqueue(queue.imp(), &as_refs(wait)) };
         if result.is_err() {
             drop(state);
             queue.hold_after_failed_submission(self);
@@ -864,7 +897,7 @@ impl CommandBuffer {
 
     fn check_updatable(&self, state: &State) -> Result<()> {
         ensure!(self.inner.desc.updatable, InvalidOperation, "the command buffer is not updatable");
-        ensure!(state.finalized, InvalidOperation, "update of a command buffer that is not finalized");
+        ensure!(state.is_finalized(), InvalidOperation, "update of a command buffer that is not finalized");
         Ok(())
     }
 
@@ -910,7 +943,7 @@ impl CommandBuffer {
         // and is a kernel command, each launch was validated against its kernel
         // (the original or a registered alternative) and the device's
         // capabilities were checked for every change.
-        unsafe { state.imp.update_kernel_launches(&adapter_updates)? };
+        unsafe { state.executable("update of")?.update_kernel_launches(&adapter_updates)? };
         for (index, launch, origin) in pending {
             let record = &mut state.records[index as usize];
             record.command = Command::KernelLaunch(launch);
@@ -946,7 +979,7 @@ impl CommandBuffer {
         );
         // SAFETY: finalized, updatable, the command has a signal event and the
         // device reports the EVENTS capability.
-        let event = unsafe { state.imp.update_signal_event(index)? };
+        let event = unsafe { state.executable("update of")?.update_signal_event(index)? };
         Ok(Event::from_imp(event, &self.inner.context))
     }
 
@@ -966,7 +999,7 @@ impl CommandBuffer {
         let events = check_events(self.inner.context.id(), events, "wait-event update")?;
         // SAFETY: as for update_signal_event; the count matches and the events
         // are of this context.
-        unsafe { state.imp.update_wait_events(index, &events) }
+        unsafe { state.executable("update of")?.update_wait_events(index, &events) }
     }
 }
 

@@ -8,29 +8,11 @@ use crate::adapter::ContextImpl;
 use crate::device::Device;
 use crate::error::Result;
 use crate::memory::{AllocationTracker, UsmPtr, UsmRef};
-
-/// Identity of a context, for checks that objects belong together.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub struct ContextId(u64);
+pub use crate::objects::Context;
+use crate::objects::ContextInner;
+pub use crate::types::desc::ContextId;
 
 static NEXT_CONTEXT_ID: AtomicU64 = AtomicU64::new(1);
-
-/// A context on one device. Clone retains, drop releases.
-///
-/// Objects of different contexts never mix: passing a buffer, event, kernel
-/// or queue of another context is an error naming the object.
-#[derive(Clone)]
-pub struct Context {
-    inner: Arc<ContextInner>,
-}
-
-struct ContextInner {
-    id: ContextId,
-    device: Device,
-    imp: Arc<dyn ContextImpl>,
-    tracker: Arc<AllocationTracker>,
-    _live: crate::live::Live<{ crate::live::CONTEXT }>,
-}
 
 impl Context {
     /// Creates a context on `device`. A context made from an

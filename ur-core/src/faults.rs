@@ -29,8 +29,8 @@ use std::sync::atomic::{AtomicIsize, AtomicU64, Ordering};
 use parking_lot::Mutex;
 
 use crate::adapter::{
-    BufferImpl, CommandBufferImpl, ContextImpl, DeviceImpl, EventImpl, KernelImpl, KernelUpdate, ProgramImpl,
-    QueueImpl, UserEventImpl, UsmImpl,
+    BufferImpl, ContextImpl, DeviceImpl, EventImpl, ExecutableCommandBufferImpl, FinalizeFailed, KernelImpl,
+    KernelUpdate, ProgramImpl, QueueImpl, RecordingCommandBufferImpl, UserEventImpl, UsmImpl,
 };
 use crate::clock::Timestamps;
 use crate::command::Command;
@@ -102,18 +102,18 @@ call_kinds! {
     Flush => "QueueImpl::flush", DeviceLost;
     /// `EventImpl::wait`.
     EventWait => "EventImpl::wait", DeviceLost;
-    /// `CommandBufferImpl::append`.
-    Append => "CommandBufferImpl::append", OutOfResources;
-    /// `CommandBufferImpl::finalize`.
-    Finalize => "CommandBufferImpl::finalize", OutOfResources;
-    /// `CommandBufferImpl::enqueue`.
-    CommandBufferEnqueue => "CommandBufferImpl::enqueue", OutOfResources;
-    /// `CommandBufferImpl::update_kernel_launches`.
-    UpdateKernelLaunches => "CommandBufferImpl::update_kernel_launches", OutOfResources;
-    /// `CommandBufferImpl::update_signal_event`.
-    UpdateSignalEvent => "CommandBufferImpl::update_signal_event", OutOfResources;
-    /// `CommandBufferImpl::update_wait_events`.
-    UpdateWaitEvents => "CommandBufferImpl::update_wait_events", OutOfResources;
+    /// `RecordingCommandBufferImpl::append`.
+    Append => "RecordingCommandBufferImpl::append", OutOfResources;
+    /// `RecordingCommandBufferImpl::finalize`.
+    Finalize => "RecordingCommandBufferImpl::finalize", OutOfResources;
+    /// `ExecutableCommandBufferImpl::enqueue`.
+    CommandBufferEnqueue => "ExecutableCommandBufferImpl::enqueue", OutOfResources;
+    /// `ExecutableCommandBufferImpl::update_kernel_launches`.
+    UpdateKernelLaunches => "ExecutableCommandBufferImpl::update_kernel_launches", OutOfResources;
+    /// `ExecutableCommandBufferImpl::update_signal_event`.
+    UpdateSignalEvent => "ExecutableCommandBufferImpl::update_signal_event", OutOfResources;
+    /// `ExecutableCommandBufferImpl::update_wait_events`.
+    UpdateWaitEvents => "ExecutableCommandBufferImpl::update_wait_events", OutOfResources;
 }
 
 impl fmt::Display for CallKind {
@@ -179,6 +179,7 @@ impl FaultInjector {
     /// A view of `device` whose contexts and their objects go through this
     /// injector. An emulated view stays emulated.
     pub fn wrap_device(&self, device: &Device) -> Device {
+        crate::adapter::see_through(peel);
         let imp: Arc<dyn DeviceImpl> = Arc::new(FaultyDevice { inner: device.imp().clone(), injector: self.clone() });
         let wrapped = Device::new(imp, device.id());
         if device.is_emulated() { wrapped.emulated() } else { wrapped }
@@ -480,7 +481,7 @@ impl ContextImpl for FaultyContext {
         Ok(Box::new(FaultyQueue { inner, count: Count::new(&self.shared, |l| &l.queues, 0) }))
     }
 
-    unsafe fn command_buffer_create(&self, desc: &CommandBufferDesc) -> Result<Box<dyn CommandBufferImpl>> {
+    unsafe fn command_buffer_create(&self, desc: &CommandBufferDesc) -> Result<Box<dyn RecordingCommandBufferImpl>> {
         self.enter(CallKind::CommandBufferCreate)?;
         // SAFETY: the caller's guarantees, passed on unchanged.
         let inner = unsafe { self.inner.command_buffer_create(desc)? };
@@ -690,11 +691,18 @@ impl UserEventImpl for FaultyUserEvent {
 }
 
 struct FaultyCommandBuffer {
-    inner: Box<dyn CommandBufferImpl>,
+    inner: Box<dyn RecordingCommandBufferImpl>,
     count: Count,
 }
 
-impl CommandBufferImpl for FaultyCommandBuffer {
+/// A finalized [`FaultyCommandBuffer`], which keeps its count of live
+/// command buffers.
+struct FaultyExecutable {
+    inner: Box<dyn ExecutableCommandBufferImpl>,
+    count: Count,
+}
+
+impl RecordingCommandBufferImpl for FaultyCommandBuffer {
     unsafe fn append(
         &mut self,
         command: &Command,
@@ -709,11 +717,26 @@ impl CommandBufferImpl for FaultyCommandBuffer {
         Ok(event.map(|e| wrap_event(&self.count.shared, e)))
     }
 
-    fn finalize(&mut self) -> Result<()> {
-        self.count.enter(CallKind::Finalize)?;
-        self.inner.finalize()
+    fn finalize(self: Box<Self>) -> std::result::Result<Box<dyn ExecutableCommandBufferImpl>, FinalizeFailed> {
+        if let Err(error) = self.count.enter(CallKind::Finalize) {
+            return Err(FinalizeFailed::new(error, self));
+        }
+        let FaultyCommandBuffer { inner, count } = *self;
+        match inner.finalize() {
+            Ok(inner) => Ok(Box::new(FaultyExecutable { inner, count })),
+            Err(failed) => {
+                let recording = Box::new(FaultyCommandBuffer { inner: failed.recording, count });
+                Err(FinalizeFailed::new(failed.error, recording))
+            }
+        }
     }
 
+    fn recording_target(&self) -> Result<NativeHandle> {
+        self.inner.recording_target()
+    }
+}
+
+impl ExecutableCommandBufferImpl for FaultyExecutable {
     unsafe fn enqueue(&mut self, queue: &dyn QueueImpl, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
         self.count.enter(CallKind::CommandBufferEnqueue)?;
         let queue = match (queue as &dyn Any).downcast_ref::<FaultyQueue>() {

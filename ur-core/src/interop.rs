@@ -15,9 +15,12 @@
 //! | [`Queue`](crate::Queue) | unsupported | `cl_command_queue` | `VkQueue` | `CUstream` |
 //! | [`MemBuffer`](crate::MemBuffer) | host address of its bytes | `cl_mem` | `VkBuffer` (from offset 0) | `CUdeviceptr` |
 //! | [`Event`](crate::Event) | unsupported | `cl_event` | unsupported | `CUevent` (of the completion) |
-//! | [`CommandBuffer`](crate::CommandBuffer) | the graph's address | `cl_command_buffer_khr` | `VkCommandBuffer` | `CUgraphExec` |
+//! | [`CommandBuffer`](crate::CommandBuffer), once finalized | the plan's address | `cl_command_buffer_khr` | `VkCommandBuffer` | `CUgraphExec` |
 //!
-//! "Unsupported" is `UnsupportedFeature`. Handles stay owned by ur-rs: they
+//! "Unsupported" is `UnsupportedFeature`. A command buffer's handle is the
+//! executable object an enqueue submits ([`ExecutableCommandBufferImpl::native_handle`](crate::adapter::ExecutableCommandBufferImpl::native_handle)):
+//! before finalize there is none, and every backend answers `InvalidOperation`;
+//! software and pre-planned buffers answer `UnsupportedFeature`. Handles stay owned by ur-rs: they
 //! are valid while the object lives and must not be released by the caller.
 //! The reverse, objects adopted from native handles, is [`crate::adopt`].
 //!
@@ -63,37 +66,7 @@ use crate::error::{Result, panic_message};
 use crate::event::execution_error;
 use crate::memory::MemBuffer;
 use crate::platform::Backend;
-
-/// A backend's native object, as the integer value of its handle or pointer
-/// (see the [module documentation](self) for what each object's handle is).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub struct NativeHandle(pub u64);
-
-/// Where a native command's callback puts its work.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub enum NativeTarget {
-    /// CPU: no native queue; the callback's own host work is the command.
-    Host,
-    /// A native queue to enqueue on: `cl_command_queue` (OpenCL), `CUstream` (CUDA).
-    Queue(NativeHandle),
-    /// A native command buffer in the recording state: a `VkCommandBuffer`
-    /// (Vulkan; outside a render pass, and what it binds is not inherited by
-    /// later commands), a `cl_command_buffer_khr` (OpenCL; record with
-    /// `clCommand*KHR` without sync points: barriers order the commands), or
-    /// the `CUgraph` of a native command's child command buffer (CUDA; add
-    /// nodes to it).
-    Recording(NativeHandle),
-}
-
-impl NativeTarget {
-    /// The target's native handle, `None` for [`NativeTarget::Host`].
-    pub fn handle(self) -> Option<NativeHandle> {
-        match self {
-            NativeTarget::Host => None,
-            NativeTarget::Queue(h) | NativeTarget::Recording(h) => Some(h),
-        }
-    }
-}
+pub use crate::types::interop::{NativeHandle, NativeTarget};
 
 /// What a native command's callback is given.
 pub struct NativeScope<'a> {
@@ -272,6 +245,13 @@ impl NativeCommand {
     /// node; inside the callback its `native_handle()` is the target too.
     pub fn child(&self) -> Option<&CommandBuffer> {
         self.child.as_ref()
+    }
+
+    /// The native object the child command buffer records into, which the
+    /// adapter gives the callback as its target (CUDA: the child's `CUgraph`);
+    /// `None` without a child.
+    pub fn child_target(&self) -> Option<Result<NativeHandle>> {
+        self.child.as_ref().map(CommandBuffer::recording_target)
     }
 
     /// The memory buffers the command was enqueued with.

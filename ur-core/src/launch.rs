@@ -6,24 +6,25 @@
 use bytemuck::NoUninit;
 use smallvec::SmallVec;
 
-use crate::context::Context;
-use crate::device::DeviceInfo;
-use crate::error::Result;
-use crate::memory::{MemBuffer, UsmPtr};
-use crate::native::NdRange;
-use crate::program::{ArgKind, Kernel, SourceForm};
-use crate::{ensure, err};
+use crate::ensure;
+use crate::objects::{Kernel, MemBuffer};
+use crate::types::device::DeviceInfo;
+use crate::types::error::Result;
+use crate::types::memory::UsmPtr;
+use crate::types::native::NdRange;
+
+pub(crate) mod resolve;
 
 /// One kernel argument as the application passes it.
 #[derive(Copy, Clone, Debug)]
 pub enum KernelArg<'a> {
     /// The bytes of a value argument.
     Value(&'a [u8]),
-    /// A USM pointer (null allowed) for a [`ArgKind::Global`] argument.
+    /// A USM pointer (null allowed) for a [`ArgKind::Global`](crate::ArgKind::Global) argument.
     Pointer(UsmPtr),
-    /// A memory buffer for a [`ArgKind::Global`] argument.
+    /// A memory buffer for a [`ArgKind::Global`](crate::ArgKind::Global) argument.
     MemObj(&'a MemBuffer),
-    /// The size in bytes of a [`ArgKind::Local`] argument.
+    /// The size in bytes of a [`ArgKind::Local`](crate::ArgKind::Local) argument.
     Local(usize),
 }
 
@@ -137,25 +138,6 @@ pub fn check_dims(work_dim: usize, lists: &[(&str, Option<&[usize]>)]) -> Result
     Ok(work_dim as u32)
 }
 
-/// Resolves and validates an application's arguments against `kernel`'s signature.
-pub(crate) fn resolve_args(context: &Context, kernel: &Kernel, args: &[KernelArg<'_>]) -> Result<Vec<ArgValue>> {
-    let kinds = &kernel.signature().args;
-    ensure!(
-        args.len() == kinds.len(),
-        InvalidKernelArgumentIndex,
-        "kernel `{}` takes {} arguments, {} given",
-        kernel.name(),
-        kinds.len(),
-        args.len()
-    );
-    let mut out = Vec::with_capacity(args.len());
-    for (index, (kind, arg)) in kinds.iter().zip(args).enumerate() {
-        out.push(resolve_arg(context, kernel, index, *kind, arg)?);
-    }
-    check_local_memory(context.device().info(), kernel, &out)?;
-    Ok(out)
-}
-
 /// Checks the local-memory arguments together fit the device's local memory
 /// (`OutOfResources` otherwise).
 pub fn check_local_memory(info: &DeviceInfo, kernel: &Kernel, args: &[ArgValue]) -> Result<()> {
@@ -170,52 +152,6 @@ pub fn check_local_memory(info: &DeviceInfo, kernel: &Kernel, args: &[ArgValue])
     Ok(())
 }
 
-/// Resolves one argument at `index` of `kernel`.
-pub(crate) fn resolve_arg(
-    context: &Context,
-    kernel: &Kernel,
-    index: usize,
-    kind: ArgKind,
-    arg: &KernelArg<'_>,
-) -> Result<ArgValue> {
-    let name = kernel.name();
-    Ok(match (kind, arg) {
-        (ArgKind::Global, KernelArg::Pointer(p)) => ArgValue::Pointer(*p),
-        (ArgKind::Global, KernelArg::MemObj(b)) => {
-            b.check_context(context)?;
-            ArgValue::MemObj((*b).clone())
-        }
-        (ArgKind::Value(size), KernelArg::Value(bytes)) => {
-            ensure!(
-                bytes.len() == size,
-                InvalidKernelArgumentSize,
-                "argument {index} of `{name}` is a {size}-byte value, {} bytes given",
-                bytes.len()
-            );
-            ArgValue::Value(SmallVec::from_slice(bytes))
-        }
-        // Code read from PTX or from a Vulkan argument block often cannot
-        // say whether 8 bytes are a pointer or an integer.
-        (ArgKind::Value(8), KernelArg::Pointer(p)) => ArgValue::Value(SmallVec::from_slice(&p.addr().to_le_bytes())),
-        // For the same reason a buffer there passes its device address, in
-        // the forms whose pointers are plain 64-bit addresses (OpenCL's
-        // buffers are objects, never an integer's bits).
-        (ArgKind::Value(8), KernelArg::MemObj(b))
-            if matches!(kernel.program().form(), SourceForm::Ptx | SourceForm::CudaC | SourceForm::SpirV) =>
-        {
-            b.check_context(context)?;
-            ArgValue::MemObj((*b).clone())
-        }
-        (ArgKind::Local, KernelArg::Local(size)) => {
-            ensure!(*size != 0, InvalidKernelArgumentSize, "local-memory argument {index} of `{name}` has size 0");
-            ArgValue::Local(*size)
-        }
-        (kind, arg) => {
-            return Err(err!(InvalidValue, "argument {index} of `{name}` is declared {kind:?}, given {arg:?}"));
-        }
-    })
-}
-
 /// How the local size of a launch was decided: command-buffer updates that
 /// change the global size choose the local size again only where the
 /// implementation chose it.
@@ -225,60 +161,6 @@ pub enum LocalSizeOrigin {
     User,
     /// The implementation chose it.
     Implementation,
-}
-
-impl KernelLaunch<'_> {
-    /// Validates the launch for `context` (kernel of that context, work
-    /// dimensions, arguments against the kernel's signature, sizes against
-    /// the device's and kernel's limits) and gives the command queues and
-    /// command buffers run, with how its local size was decided.
-    pub fn resolve(&self, context: &Context) -> Result<(KernelCommand, LocalSizeOrigin)> {
-        let kernel = self.kernel;
-        check_kernel_context(context, kernel)?;
-        let work_dim = check_dims(
-            self.global_size.len(),
-            &[("local size", self.local_size), ("global offset", self.global_offset)],
-        )?;
-        let args = resolve_args(context, kernel, self.args)?;
-        let global = to_3d(self.global_size, 1);
-        let offset = self.global_offset.map_or([0; 3], |o| to_3d(o, 0));
-        let local = self.local_size.map(|l| to_3d(l, 1));
-        let (range, origin) = resolve_range(context.device().info(), kernel, work_dim, global, offset, local)?;
-        Ok((KernelCommand { kernel: kernel.clone(), range, args }, origin))
-    }
-}
-
-impl KernelCommand {
-    /// A launch of `kernel` with `args` and a geometry in 3D form (`work_dim`
-    /// used dimensions; `local` `None` lets the implementation choose),
-    /// validated for `context` as [`KernelLaunch::resolve`] validates: for
-    /// launches kept in resolved form ([`ArgValue::as_arg`] gives their
-    /// arguments back) and launched again with other arguments or another range.
-    pub fn new(
-        context: &Context,
-        kernel: &Kernel,
-        work_dim: u32,
-        global: [usize; 3],
-        offset: [usize; 3],
-        local: Option<[usize; 3]>,
-        args: &[KernelArg<'_>],
-    ) -> Result<(KernelCommand, LocalSizeOrigin)> {
-        check_kernel_context(context, kernel)?;
-        let args = resolve_args(context, kernel, args)?;
-        let (range, origin) = resolve_range(context.device().info(), kernel, work_dim, global, offset, local)?;
-        Ok((KernelCommand { kernel: kernel.clone(), range, args }, origin))
-    }
-}
-
-/// `InvalidKernel` for a kernel of another context.
-fn check_kernel_context(context: &Context, kernel: &Kernel) -> Result<()> {
-    ensure!(
-        kernel.program().context() == context,
-        InvalidKernel,
-        "kernel `{}` belongs to another context",
-        kernel.name()
-    );
-    Ok(())
 }
 
 impl ArgValue {

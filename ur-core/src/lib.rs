@@ -4,23 +4,29 @@
 //! command-buffer interface over several backends (a CPU thread pool,
 //! OpenCL, Vulkan, CUDA), modelled on UR's `urCommandBuffer*Exp` API.
 //!
-//! Layers, top to bottom:
-//! - the **public API** ([`Context`], [`Queue`], [`UsmAllocation`],
-//!   [`MemBuffer`], [`Program`], [`Kernel`], [`Event`], [`CommandBuffer`]):
-//!   safe types that validate every call once, for every backend, and return
-//!   [`UrError`] variants named after UR's result codes;
-//! - the **adapter interface** ([`adapter`]): object-safe traits adapter
-//!   crates implement, whose methods trust what the front end validated;
-//! - the **software command buffer**, which gives every adapter the whole
-//!   command-buffer API over its eager queue operations;
-//! - UR's **graph capture** ([`capture`]): a capturing queue appends its
-//!   enqueues to a command buffer, which instantiation finalizes;
+//! Layers, top to bottom (a module imports only modules of its own layer
+//! or below: the test `tests/layers.rs` holds the table, and
+//! docs/architecture.md draws it):
 //! - the **loader** ([`Loader`]) and **selector** ([`selector`]), which open
 //!   the compiled-in adapters and pick devices with the
 //!   `ONEAPI_DEVICE_SELECTOR` grammar;
-//! - with the cargo feature `fault-injection`, for tests, the **fault
-//!   injector** (module `faults`): a wrapper around an adapter that fails chosen
-//!   calls as a driver would and counts each context's live adapter objects.
+//! - the **front end**: the public API ([`Context`], [`Queue`],
+//!   [`UsmAllocation`], [`MemBuffer`], [`Program`], [`Kernel`], [`Event`],
+//!   [`CommandBuffer`]), safe types that validate every call once, for every
+//!   backend, and return [`UrError`] variants named after UR's result codes;
+//!   beside it the **software command buffer**, which gives every adapter the
+//!   whole command-buffer API over its eager queue operations, UR's **graph
+//!   capture** ([`capture`]): a capturing queue appends its enqueues to a
+//!   command buffer, which instantiation finalizes, and, with the cargo
+//!   feature `fault-injection`, for tests, the **fault injector** (module
+//!   `faults`): a wrapper around an adapter that fails chosen calls as a
+//!   driver would and counts each context's live adapter objects;
+//! - the **adapter interface** ([`adapter`], [`command`], [`launch`]):
+//!   object-safe traits adapter crates implement, whose methods trust what
+//!   the front end validated, and the commands they are given (the objects
+//!   inside them are defined there too, their behaviour in the front end);
+//! - the **types** ([`types`]): plain descriptor and info types, errors and
+//!   readers of kernel code.
 //!
 //! SYCL's `command_graph` (explicit building, queue recording, host tasks,
 //! sub-graphs, updates, graph-owned memory) is not here: it lives in the
@@ -30,37 +36,36 @@
 //! and registers the adapters its features compile in.
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod types;
+
 pub mod adapter;
 pub mod adopt;
 mod backing;
 pub mod capture;
-pub mod clock;
 pub mod command;
 pub mod command_buffer;
 pub mod context;
-pub mod cpu_table;
 pub mod device;
-pub mod error;
 pub mod event;
 #[cfg(feature = "fault-injection")]
 pub mod faults;
 mod host_threads;
 pub mod interop;
 pub mod launch;
-pub mod live;
 pub mod loader;
 pub mod memory;
-pub mod native;
+mod objects;
 pub mod peer;
 pub mod platform;
 pub mod program;
-pub mod ptx;
 pub mod queue;
-pub mod rect;
 pub mod selector;
 mod software;
-pub mod spirv;
 mod typed_usm;
+
+// The modules of the types layer keep their paths at the crate root
+// (`ur_core::error::UrError`, `ur_core::rect::RectLayout`, ...).
+pub use types::{clock, cpu_table, error, live, native, ptx, rect, spirv};
 
 pub use adopt::{AdoptedBuffer, Ownership};
 pub use capture::{CapturedGraph, ExecutableGraph};

@@ -6,79 +6,18 @@
 //! context is `InvalidValue`. Commands hold their allocations alive, so memory
 //! is never freed under a command buffer or a command in flight.
 
-use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
-
-use bitflags::bitflags;
-use parking_lot::RwLock;
 
 use crate::adapter::{BufferImpl, UsmImpl};
-use crate::context::{Context, ContextId};
-use crate::device::UsmKinds;
+use crate::context::Context;
 use crate::error::Result;
+pub(crate) use crate::objects::AllocationTracker;
+use crate::objects::{BufferInner, Storage};
+pub use crate::objects::{MemBuffer, MemLoc, UsmInner, UsmRef};
+pub use crate::types::memory::*;
 use crate::{ensure, err};
-
-/// The kind of a USM allocation.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub enum UsmKind {
-    /// Host memory the device can access.
-    Host,
-    /// Device memory.
-    Device,
-    /// Memory accessible from host and device, migrated by the driver.
-    Shared,
-}
-
-impl UsmKind {
-    fn flag(self) -> UsmKinds {
-        match self {
-            UsmKind::Host => UsmKinds::HOST,
-            UsmKind::Device => UsmKinds::DEVICE,
-            UsmKind::Shared => UsmKinds::SHARED,
-        }
-    }
-}
-
-/// A USM address as device code sees it: a host pointer on the CPU adapter, a
-/// `CUdeviceptr` on CUDA, a buffer device address on Vulkan, an SVM/USM
-/// pointer on OpenCL. Kernel pointer arguments are `UsmPtr`s.
-#[derive(Copy, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[repr(transparent)]
-pub struct UsmPtr(u64);
-
-impl UsmPtr {
-    /// The null pointer; accepted as a kernel pointer argument.
-    pub const NULL: UsmPtr = UsmPtr(0);
-
-    /// A pointer from a raw address.
-    pub const fn from_addr(addr: u64) -> UsmPtr {
-        UsmPtr(addr)
-    }
-
-    /// The raw address.
-    pub const fn addr(self) -> u64 {
-        self.0
-    }
-
-    /// Whether this is the null pointer.
-    pub const fn is_null(self) -> bool {
-        self.0 == 0
-    }
-
-    /// The pointer `bytes` further on. Never fails: validity is checked when
-    /// the pointer is used.
-    pub const fn byte_add(self, bytes: usize) -> UsmPtr {
-        UsmPtr(self.0.wrapping_add(bytes as u64))
-    }
-}
-
-impl fmt::Debug for UsmPtr {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "UsmPtr({:#x})", self.0)
-    }
-}
 
 /// A USM allocation, freed when dropped and no command uses it any more.
 ///
@@ -91,16 +30,6 @@ impl fmt::Debug for UsmPtr {
 /// ```
 pub struct UsmAllocation {
     inner: Arc<UsmInner>,
-}
-
-/// The shared part of a USM allocation: what commands hold alive.
-pub struct UsmInner {
-    imp: Box<dyn UsmImpl>,
-    address: u64,
-    size: usize,
-    kind: UsmKind,
-    tracker: Weak<AllocationTracker>,
-    _live: crate::live::Live<{ crate::live::USM }>,
 }
 
 impl UsmAllocation {
@@ -216,13 +145,6 @@ impl Drop for UsmInner {
     }
 }
 
-/// A validated position inside a USM allocation, holding it alive.
-#[derive(Clone)]
-pub struct UsmRef {
-    alloc: Arc<UsmInner>,
-    offset: usize,
-}
-
 impl UsmRef {
     /// The allocation.
     pub(crate) fn alloc(&self) -> &UsmInner {
@@ -271,12 +193,6 @@ impl fmt::Debug for UsmRef {
     }
 }
 
-/// The USM allocations of one context, by address.
-#[derive(Default)]
-pub(crate) struct AllocationTracker {
-    by_address: RwLock<BTreeMap<u64, Weak<UsmInner>>>,
-}
-
 impl AllocationTracker {
     fn insert(&self, alloc: &Arc<UsmInner>) {
         self.by_address.write().insert(alloc.address, Arc::downgrade(alloc));
@@ -310,62 +226,9 @@ impl AllocationTracker {
     }
 }
 
-bitflags! {
-    /// How a memory buffer may be used (`ur_mem_flags_t`, the access part).
-    #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
-    pub struct MemFlags: u32 {
-        /// Kernels read and write it (the default).
-        const READ_WRITE = 1 << 0;
-        /// Kernels only write it.
-        const WRITE_ONLY = 1 << 1;
-        /// Kernels only read it.
-        const READ_ONLY = 1 << 2;
-        /// Allocate it in host-accessible memory.
-        const ALLOC_HOST_POINTER = 1 << 4;
-    }
-}
-
 static NEXT_BUFFER_ID: AtomicU64 = AtomicU64::new(1);
 
 const ACCESS: MemFlags = MemFlags::READ_WRITE.union(MemFlags::READ_ONLY).union(MemFlags::WRITE_ONLY);
-
-/// A memory buffer (`ur_mem_handle_t`): device memory addressed by handle and
-/// offset. Clone retains, drop releases.
-///
-/// A buffer is either a root buffer, which owns its memory, or a sub-buffer
-/// ([`MemBuffer::partition`], `urMemBufferPartition`): a view of a region
-/// of a root buffer, which it holds alive. A sub-buffer is usable wherever a
-/// buffer is; its offsets and sizes are checked against the view, and the
-/// commands adapters receive name the root buffer at absolute offsets.
-#[derive(Clone)]
-pub struct MemBuffer {
-    inner: Arc<BufferInner>,
-}
-
-struct BufferInner {
-    id: u64,
-    storage: Storage,
-    size: usize,
-    flags: MemFlags,
-    context: ContextId,
-    /// The device's base address alignment in bytes: sub-buffer origins are
-    /// multiples of it.
-    align: usize,
-}
-
-enum Storage {
-    /// A buffer owning its memory.
-    Root(Box<dyn BufferImpl>),
-    /// A region of a root buffer.
-    View {
-        /// The root buffer (never itself a view).
-        parent: MemBuffer,
-        /// Where the region starts in the parent.
-        offset: usize,
-        /// The adapter's own object for the region, where it needs one.
-        native: Option<Box<dyn BufferImpl>>,
-    },
-}
 
 impl MemBuffer {
     /// Creates a buffer of `size` bytes (zero-initialised on every adapter).
@@ -585,86 +448,6 @@ impl fmt::Debug for MemBuffer {
     }
 }
 
-bitflags! {
-    /// Direction of a USM prefetch (`ur_usm_migration_flags_t`).
-    #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
-    pub struct MigrationFlags: u32 {
-        /// Towards the device.
-        const HOST_TO_DEVICE = 1 << 0;
-        /// Towards the host.
-        const DEVICE_TO_HOST = 1 << 1;
-    }
-}
-
-bitflags! {
-    /// Advice about a USM range (`ur_usm_advice_flags_t`).
-    #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
-    pub struct UsmAdvice: u32 {
-        /// Mostly read.
-        const SET_READ_MOSTLY = 1 << 0;
-        /// Undo `SET_READ_MOSTLY`.
-        const CLEAR_READ_MOSTLY = 1 << 1;
-        /// Prefer the device's memory.
-        const SET_PREFERRED_LOCATION = 1 << 2;
-        /// Undo `SET_PREFERRED_LOCATION`.
-        const CLEAR_PREFERRED_LOCATION = 1 << 3;
-        /// Expect non-atomic access from the device.
-        const SET_NON_ATOMIC_MOSTLY = 1 << 4;
-        /// Undo `SET_NON_ATOMIC_MOSTLY`.
-        const CLEAR_NON_ATOMIC_MOSTLY = 1 << 5;
-        /// Keep it coarse-grained.
-        const BIAS_CACHED = 1 << 6;
-        /// Keep it fine-grained.
-        const BIAS_UNCACHED = 1 << 7;
-        /// Prefer host memory.
-        const SET_PREFERRED_LOCATION_HOST = 1 << 10;
-        /// Undo `SET_PREFERRED_LOCATION_HOST`.
-        const CLEAR_PREFERRED_LOCATION_HOST = 1 << 11;
-        /// The device will access the range.
-        const SET_ACCESSED_BY_DEVICE = 1 << 12;
-        /// Undo `SET_ACCESSED_BY_DEVICE`.
-        const CLEAR_ACCESSED_BY_DEVICE = 1 << 13;
-        /// The host will access the range.
-        const SET_ACCESSED_BY_HOST = 1 << 14;
-        /// Undo `SET_ACCESSED_BY_HOST`.
-        const CLEAR_ACCESSED_BY_HOST = 1 << 15;
-        /// Host and device need not see each other's writes coherently.
-        const SET_NON_COHERENT_MEMORY = 1 << 16;
-        /// Undo `SET_NON_COHERENT_MEMORY`.
-        const CLEAR_NON_COHERENT_MEMORY = 1 << 17;
-    }
-}
-
-/// A raw host address in a command. Only `unsafe` entry points and blocking
-/// calls (which keep the borrow for their whole duration) create one.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct HostPtr(pub(crate) *mut u8);
-
-// SAFETY: a HostPtr is only an address; the entry points that create one make
-// the caller guarantee that the memory stays valid and unaliased while the
-// command may run, on whichever thread runs it.
-unsafe impl Send for HostPtr {}
-// SAFETY: as for Send: sharing the address is harmless, access is governed by
-// the creating entry point's contract.
-unsafe impl Sync for HostPtr {}
-
-impl HostPtr {
-    /// The address.
-    pub fn as_ptr(self) -> *mut u8 {
-        self.0
-    }
-}
-
-/// Host-side memory of a read, write or USM copy: a USM allocation, or raw
-/// host memory.
-#[derive(Clone, Debug)]
-pub enum MemLoc {
-    /// A position in a USM allocation of the command's context.
-    Usm(UsmRef),
-    /// Host memory outside any allocation.
-    Host(HostPtr),
-}
-
 impl MemLoc {
     /// A host address for this location, where one exists (raw host memory,
     /// and USM with a host mapping).
@@ -673,21 +456,6 @@ impl MemLoc {
             MemLoc::Usm(r) => r.host_ptr(),
             MemLoc::Host(h) => Some(h.0),
         }
-    }
-}
-
-bitflags! {
-    /// What a buffer mapping is for (`ur_map_flags_t`).
-    #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
-    pub struct MapFlags: u32 {
-        /// The host reads the mapped bytes: they are the buffer's when the map completes.
-        const READ = 1 << 0;
-        /// The host writes the mapped bytes: unmapping writes them back. Also
-        /// brings the buffer's bytes, so that a partial write keeps the rest.
-        const WRITE = 1 << 1;
-        /// The host overwrites every mapped byte: nothing is read, unmapping
-        /// writes them back.
-        const WRITE_INVALIDATE_REGION = 1 << 2;
     }
 }
 

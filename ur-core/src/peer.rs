@@ -23,25 +23,8 @@ use crate::error::{Result, UrError};
 use crate::event::{Event, resolve_wait_list};
 use crate::memory::{AllocationTracker, MemLoc, UsmPtr, UsmRef};
 use crate::queue::Queue;
+pub use crate::types::desc::PeerAccess;
 use crate::{ensure, err};
-
-/// Whether a device can use memory of a peer device
-/// (`urUsmP2PPeerAccessGetInfoExp`).
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub struct PeerAccess {
-    /// Queues of the device can copy to and from, and its kernels read and
-    /// write, USM device memory allocated in a context of the peer, once
-    /// enabled (`UR_EXP_PEER_INFO_UR_PEER_ACCESS_SUPPORTED`).
-    pub supported: bool,
-    /// Atomic operations of its kernels on that memory are atomic
-    /// (`UR_EXP_PEER_INFO_UR_PEER_ATOMICS_SUPPORTED`).
-    pub atomics: bool,
-}
-
-impl PeerAccess {
-    /// Neither access nor atomics.
-    pub const NONE: PeerAccess = PeerAccess { supported: false, atomics: false };
-}
 
 type DeviceRef = Weak<dyn DeviceImpl>;
 

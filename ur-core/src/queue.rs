@@ -22,7 +22,8 @@ use smallvec::SmallVec;
 
 use crate::adapter::{EventImpl, QueueImpl};
 use crate::capture::{self, CaptureSlot, Op};
-use crate::command::{Command, HostSide};
+use crate::command::Command;
+use crate::command::build::HostSide;
 use crate::command_buffer::CommandBuffer;
 use crate::context::Context;
 use crate::device::Device;
@@ -34,17 +35,12 @@ use crate::interop::{self, NativeCommand, NativeHandle, NativeScope, NativeTarge
 use crate::launch::KernelLaunch;
 use crate::memory::{BufferMapping, MapFlags, MappedMemory, MemBuffer, MigrationFlags, UsmAdvice, UsmPtr};
 use crate::rect::{RectLayout, RectRegion};
+pub use crate::types::desc::QueueProperties;
 
+mod slot;
 mod usm_2d;
 
-/// How a queue runs its commands.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub struct QueueProperties {
-    /// Commands may run in any order their wait lists allow (default: in order).
-    pub out_of_order: bool,
-    /// Events record profiling timestamps.
-    pub profiling: bool,
-}
+pub use slot::{QueueSlot, QueueSlotGuard};
 
 /// A queue. Clone retains; dropping the last handle waits for its commands.
 #[derive(Clone)]

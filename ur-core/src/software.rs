@@ -21,13 +21,15 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use crate::adapter::{CommandBufferImpl, EventImpl, KernelUpdate, QueueImpl};
+use crate::adapter::{
+    EventImpl, ExecutableCommandBufferImpl, FinalizeFailed, KernelUpdate, QueueImpl, RecordingCommandBufferImpl,
+};
 use crate::command::Command;
-use crate::command_buffer::NativeHandle;
-use crate::error::Result;
 use crate::event::{Event, ForwardingEvent, SpanEvent};
-use crate::platform::Backend;
 use crate::program::Kernel;
+use crate::types::backend::Backend;
+use crate::types::error::Result;
+use crate::types::interop::NativeHandle;
 use crate::{ensure, err};
 
 struct Recorded {
@@ -39,8 +41,14 @@ struct Recorded {
     leaf: bool,
 }
 
+/// A software command buffer being recorded.
 pub(crate) struct SoftwareCommandBuffer {
     backend: Backend,
+    commands: Vec<Recorded>,
+}
+
+/// A finalized software command buffer: the record, replayed at each enqueue.
+struct SoftwareExecutable {
     commands: Vec<Recorded>,
     /// What the next submission waits for: the previous one's join, or,
     /// when it failed halfway, every part of it that was submitted.
@@ -49,11 +57,11 @@ pub(crate) struct SoftwareCommandBuffer {
 
 impl SoftwareCommandBuffer {
     pub(crate) fn new(backend: Backend) -> SoftwareCommandBuffer {
-        SoftwareCommandBuffer { backend, commands: Vec::new(), previous: Vec::new() }
+        SoftwareCommandBuffer { backend, commands: Vec::new() }
     }
 }
 
-impl CommandBufferImpl for SoftwareCommandBuffer {
+impl RecordingCommandBufferImpl for SoftwareCommandBuffer {
     unsafe fn append(
         &mut self,
         command: &Command,
@@ -76,11 +84,13 @@ impl CommandBufferImpl for SoftwareCommandBuffer {
         Ok(signal.map(|s| s as Arc<dyn EventImpl>))
     }
 
-    fn finalize(&mut self) -> Result<()> {
+    fn finalize(self: Box<Self>) -> std::result::Result<Box<dyn ExecutableCommandBufferImpl>, FinalizeFailed> {
         tracing::debug!(backend = %self.backend, commands = self.commands.len(), "software command buffer finalized");
-        Ok(())
+        Ok(Box::new(SoftwareExecutable { commands: self.commands, previous: Vec::new() }))
     }
+}
 
+impl ExecutableCommandBufferImpl for SoftwareExecutable {
     unsafe fn enqueue(&mut self, queue: &dyn QueueImpl, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
         let marker = {
             let mut start: SmallVec<[&dyn EventImpl; 8]> = SmallVec::from_slice(wait);
@@ -124,12 +134,12 @@ impl CommandBufferImpl for SoftwareCommandBuffer {
     }
 }
 
-impl SoftwareCommandBuffer {
+impl SoftwareExecutable {
     /// Submits the commands after `marker`, pushing each one's event on
     /// `done`, then the join; returns the submission's event.
     ///
     /// # Safety
-    /// As for [`CommandBufferImpl::enqueue`]; `marker` is an event of `queue`.
+    /// As for [`ExecutableCommandBufferImpl::enqueue`]; `marker` is an event of `queue`.
     unsafe fn submit(
         &mut self,
         queue: &dyn QueueImpl,

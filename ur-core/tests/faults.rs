@@ -121,3 +121,35 @@ fn a_submission_that_failed_halfway_is_waited_for_and_kept_alive() {
     }
     assert_eq!(ctx.live_objects().unwrap().usm, 0);
 }
+
+/// A failed finalize hands the recording back unchanged: the buffer is not
+/// finalized, still takes appends, finalizes on a second try and runs every
+/// command, and stays counted as one live command buffer throughout. (The
+/// software command buffer of emulated views has no adapter finalize to fail.)
+#[test]
+fn a_failed_finalize_leaves_the_recording_usable() {
+    let injector = FaultInjector::new();
+    let device = injector.wrap_device(&ur_adapter_cpu::default_device());
+    let ctx = Context::new(&device).unwrap();
+    let queue = Queue::new(&ctx, Default::default()).unwrap();
+    let buf = UsmAllocation::new(&ctx, UsmKind::Shared, 64).unwrap();
+    let cb = CommandBuffer::new(&ctx, &device, Default::default()).unwrap();
+    let fill = cb.append_usm_fill(buf.ptr(), &[1], 64, AppendOptions::new()).unwrap();
+    injector.arm(Fault::new(CallKind::Finalize, 1));
+    let e = cb.finalize().unwrap_err();
+    assert!(matches!(e, UrError::OutOfResources(_)) && injected(&e, CallKind::Finalize), "{e}");
+    assert!(!cb.is_finalized());
+    assert!(matches!(cb.native_handle(), Err(UrError::InvalidOperation(_))));
+    assert!(matches!(queue.enqueue_command_buffer(&cb, &[]), Err(UrError::InvalidOperation(_))));
+    assert_eq!(ctx.live_objects().unwrap().command_buffers, 1);
+    cb.append_usm_fill(buf.ptr(), &[2], 32, AppendOptions::new().after(&[fill.sync_point])).unwrap();
+    cb.finalize().unwrap();
+    assert!(matches!(cb.finalize(), Err(UrError::InvalidOperation(_))));
+    queue.enqueue_command_buffer(&cb, &[]).unwrap().wait().unwrap();
+    let mut out = [0u8; 64];
+    queue.read_usm(buf.ptr(), &mut out, &[]).unwrap();
+    assert_eq!((out[0], out[31], out[32], out[63]), (2, 2, 1, 1));
+    assert_eq!(ctx.live_objects().unwrap().command_buffers, 1);
+    drop(cb);
+    assert_eq!(ctx.live_objects().unwrap().command_buffers, 0);
+}

@@ -10,14 +10,12 @@
 //! predecessors' cells, so any execution that respects the edges computes
 //! the model's values, whatever order the implementation picks.
 
-use std::cell::Cell;
-
 use proptest::prelude::*;
-use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
 use ur::{KernelArg, KernelLaunch, UrError, UsmKind, UsmKinds, UsmPtr};
 use ur_runtime::graph::{ExecutionOrder, FinalizeProperties, Graph, GraphProperties, Node, NodeProperties};
 
 use super::graph_common::{host_addr, host_get, host_set, sycl_queue};
+use super::prop_runner;
 use crate::harness::{CaseError, CaseResult, Env, read};
 use crate::{cases, check};
 
@@ -322,34 +320,23 @@ fn program() -> impl Strategy<Value = Program> {
 /// Runs `graphs` generated programs from `seed`; a failure names the seed
 /// and the shrunk program.
 fn run_property(env: &Env, seed: u64, graphs: u32, mutant: bool) -> Result<(), String> {
-    let config = Config {
-        cases: graphs,
-        failure_persistence: None,
-        max_shrink_iters: if mutant { 40 } else { 1000 },
-        ..Config::default()
-    };
-    let mut seed_bytes = [0u8; 32];
-    seed_bytes[..8].copy_from_slice(&seed.to_le_bytes());
-    let mut runner = TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes));
-    let generated = Cell::new(0u32);
-    let result = runner.run(&program(), |p| {
-        generated.set(generated.get() + 1);
-        check_program(env, &p, mutant).map_err(|e| {
-            TestCaseError::fail(match e {
-                CaseError::Fail(m) | CaseError::Skip(m) => m,
-            })
+    let max_shrink = if mutant { 40 } else { 1000 };
+    let result = prop_runner::run(seed, graphs, max_shrink, &program(), |p| {
+        check_program(env, &p, mutant).map_err(|e| match e {
+            CaseError::Fail(m) | CaseError::Skip(m) => m,
         })
     });
     match result {
         Ok(()) => Ok(()),
-        Err(TestError::Fail(reason, minimal)) => Err(format!(
-            "random-graph property failed (ChaCha seed {seed:#x}, {} programs run; rerun the case to reproduce): \
-             {reason}\nminimal program: {minimal:?}",
-            generated.get()
+        Err(Ok(failure)) => Err(format!(
+            "random-graph property failed (ChaCha seed {seed:#x}, {} programs run{}; rerun the case to reproduce): \
+             {}\nminimal program: {:?}",
+            failure.runs,
+            failure.shrink_note(),
+            failure.reason,
+            failure.minimal
         )),
-        Err(TestError::Abort(reason)) => {
-            Err(format!("random-graph property aborted (ChaCha seed {seed:#x}): {reason}"))
-        }
+        Err(Err(reason)) => Err(format!("random-graph property aborted (ChaCha seed {seed:#x}): {reason}")),
     }
 }
 

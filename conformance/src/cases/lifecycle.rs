@@ -135,10 +135,16 @@ fn updatable_creation(env: &Env) -> CaseResult {
     Ok(())
 }
 
-/// The native object, which software and pre-planned buffers lack, and the
-/// replay path the device reports for it.
+/// The native object: the executable object an enqueue submits, so none
+/// before finalize on every device (`InvalidOperation`), and none at all for
+/// software and pre-planned buffers; and the replay path the device reports
+/// for it.
 fn native_handle(env: &Env) -> CaseResult {
     let cb = env.command_buffer(CommandBufferDesc::default())?;
+    check_err!(cb.native_handle(), InvalidOperation);
+    let buffer = MemBuffer::new(env.context(), MemFlags::READ_WRITE, 64)?;
+    cb.append_buffer_fill(&buffer, &[1], 0, 64, AppendOptions::new())?;
+    check_err!(cb.native_handle(), InvalidOperation);
     cb.finalize()?;
     // A pre-planned buffer (OpenCL's planned replay path) has no driver object.
     let planned = env.device().info().command_buffer.replay_path == ur::ReplayPath::Planned;

@@ -31,6 +31,7 @@ mod native_adopt;
 mod native_command;
 mod objects;
 mod programs;
+mod prop_runner;
 mod property;
 mod read_write;
 mod rect;

@@ -488,8 +488,11 @@ fn queue_methods_inside_callback(env: &Env) -> CaseResult {
 /// and the queue goes on.
 fn enqueue_panic_is_an_error(env: &Env) -> CaseResult {
     let queue = env.queue()?;
-    // SAFETY: the callback does no native work.
-    let failed = match unsafe { queue.enqueue_native_command(&[], &[], |_| panic!("native work failed")) } {
+    let enqueued = crate::expecting_panics(|| {
+        // SAFETY: the callback does no native work.
+        unsafe { queue.enqueue_native_command(&[], &[], |_| panic!("native work failed")) }
+    });
+    let failed = match enqueued {
         Err(_) => true,
         Ok(event) => event.wait().is_err(),
     };

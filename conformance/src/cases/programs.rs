@@ -25,8 +25,10 @@ pub(super) fn cases() -> Vec<crate::Case> {
 fn load(env: &Env, kernel: &str, options: &str) -> Result<(Program, Kernel), CaseError> {
     let forms = &env.device().info().source_forms;
     let Some(bundle) = programs::bundle_for(forms, kernel) else {
+        let forms: Vec<String> = forms.iter().map(ToString::to_string).collect();
         return Err(CaseError::Skip(format!(
-            "no form of `{kernel}` given as bytes is one the device builds ({forms:?})"
+            "no form of `{kernel}` given as bytes is one the device builds ({})",
+            forms.join(", ")
         )));
     };
     let program = Program::with_options(env.context(), &bundle?, options)?;

@@ -8,14 +8,13 @@
 //! The dependency tracker ([`Hazards`]) and the program runner
 //! ([`check_program`]) are shared with the `large` group.
 
-use std::cell::Cell;
 use std::fmt;
 use std::ops::Range;
 
 use proptest::prelude::*;
-use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
 use ur::{AppendOptions, CommandBufferDesc, KernelArg, KernelLaunch, SyncPoint, UsmAllocation};
 
+use super::prop_runner;
 use crate::harness::{CaseError, CaseResult, Env, fill_reference, read, write};
 use crate::{cases, check};
 
@@ -344,38 +343,25 @@ fn program(in_order: bool) -> impl Strategy<Value = Program> {
 /// Runs `programs` generated programs from `seed`; on failure the message
 /// names the seed, the first failing program's number and the shrunk program.
 fn run_property(env: &Env, seed: u64, in_order: bool, programs: u32, mutant: bool) -> Result<(), String> {
-    let config = Config {
-        cases: programs,
-        failure_persistence: None,
-        // Each shrink step runs a program; a mutant only needs to be caught.
-        max_shrink_iters: if mutant { 40 } else { 2000 },
-        ..Config::default()
-    };
-    let mut seed_bytes = [0u8; 32];
-    seed_bytes[..8].copy_from_slice(&seed.to_le_bytes());
-    let mut runner = TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes));
-    let generated = Cell::new(0u32);
-    let first_failure = Cell::new(None);
-    let result = runner.run(&program(in_order), |p| {
-        generated.set(generated.get() + 1);
-        check_program(env, &p, ALLOCS, ELEMS, mutant).map_err(|e| {
-            if first_failure.get().is_none() {
-                first_failure.set(Some(generated.get()));
-            }
-            TestCaseError::fail(match e {
-                CaseError::Fail(m) | CaseError::Skip(m) => m,
-            })
+    // Each shrink step runs a program; a mutant only needs to be caught.
+    let max_shrink = if mutant { 40 } else { 2000 };
+    let result = prop_runner::run(seed, programs, max_shrink, &program(in_order), |p| {
+        check_program(env, &p, ALLOCS, ELEMS, mutant).map_err(|e| match e {
+            CaseError::Fail(m) | CaseError::Skip(m) => m,
         })
     });
     match result {
         Ok(()) => Ok(()),
-        Err(TestError::Fail(reason, minimal)) => Err(format!(
+        Err(Ok(failure)) => Err(format!(
             "random-DAG property failed (ChaCha seed {seed:#x}, in_order {in_order}; \
              first failure at generated program {} of {programs}; rerun the case to \
-             reproduce): {reason}\nminimal program: {minimal}",
-            first_failure.get().unwrap_or(0)
+             reproduce){}: {}\nminimal program: {}",
+            failure.first_failure,
+            failure.shrink_note(),
+            failure.reason,
+            failure.minimal
         )),
-        Err(TestError::Abort(reason)) => Err(format!("random-DAG property aborted (ChaCha seed {seed:#x}): {reason}")),
+        Err(Err(reason)) => Err(format!("random-DAG property aborted (ChaCha seed {seed:#x}): {reason}")),
     }
 }
 

@@ -238,15 +238,31 @@ pub(crate) fn partition_placed(
     device: &[u16],
     order: &[u32],
 ) -> (Vec<Part>, Vec<u32>) {
-    let n = preds.len();
-    // Levels.
-    let mut level = vec![0u32; n];
+    let level = levels(preds, host, device, order);
+    let component = level_components(preds, host, device, &level);
+    let groups = Groups::new(preds, host, device, order, &level, &component);
+    let merged = groups.merge_same_neighbours();
+    number_partitions(&groups, &merged, order)
+}
+
+/// Each node's level: the largest number of steps (host tasks, device
+/// changes between device nodes) on a path from a root to it.
+fn levels(preds: &[Vec<u32>], host: &[bool], device: &[u16], order: &[u32]) -> Vec<u32> {
+    let mut level = vec![0u32; preds.len()];
     for &v in order {
         let vu = v as usize;
         let step = |p: usize| host[p] || (!host[vu] && device[p] != device[vu]);
         level[vu] = preds[vu].iter().map(|p| level[*p as usize] + step(*p as usize) as u32).max().unwrap_or(0);
     }
-    // Components of device nodes within a level (union-find).
+    level
+}
+
+/// For each node, the representative of its weakly connected component
+/// among the edges between device nodes of one level and one device (a
+/// host task is its own).
+fn level_components(preds: &[Vec<u32>], host: &[bool], device: &[u16], level: &[u32]) -> Vec<u32> {
+    let n = preds.len();
+    // Union-find; the smaller node becomes the root.
     let mut parent: Vec<u32> = (0..n as u32).collect();
     fn find(parent: &mut [u32], mut x: u32) -> u32 {
         while parent[x as usize] != x {
@@ -268,75 +284,120 @@ pub(crate) fn partition_placed(
             }
         }
     }
-    // Candidate groups: one per host task, one per component.
-    let mut group = vec![0u32; n];
-    let mut group_of_root: HashMap<u32, u32> = HashMap::new();
-    let mut groups = 0u32;
-    for &v in order {
-        let key = if host[v as usize] { v } else { find(&mut parent, v) };
-        let next = groups;
-        let g = if host[v as usize] {
-            groups += 1;
-            next
-        } else {
-            *group_of_root.entry(key).or_insert_with(|| {
-                groups += 1;
+    (0..n as u32).map(|v| find(&mut parent, v)).collect()
+}
+
+/// The candidate partitions: one per host task, one per component, and the
+/// edges between them.
+struct Groups {
+    /// Each node's group.
+    of: Vec<u32>,
+    /// Groups, numbered by first appearance in the execution order.
+    count: u32,
+    /// Each group's predecessor and successor groups, sorted.
+    preds: Vec<Vec<u32>>,
+    succs: Vec<Vec<u32>>,
+    level: Vec<u32>,
+    host: Vec<bool>,
+    device: Vec<u16>,
+}
+
+impl Groups {
+    fn new(
+        preds: &[Vec<u32>],
+        host: &[bool],
+        device: &[u16],
+        order: &[u32],
+        level: &[u32],
+        component: &[u32],
+    ) -> Groups {
+        let n = preds.len();
+        let mut of = vec![0u32; n];
+        let mut group_of_root: HashMap<u32, u32> = HashMap::new();
+        let mut count = 0u32;
+        for &v in order {
+            let next = count;
+            let g = if host[v as usize] {
+                count += 1;
                 next
-            })
-        };
-        group[v as usize] = g;
-    }
-    let mut group_preds: Vec<Vec<u32>> = vec![Vec::new(); groups as usize];
-    let mut group_succs: Vec<Vec<u32>> = vec![Vec::new(); groups as usize];
-    for v in 0..n {
-        for &p in &preds[v] {
-            let (gp, gv) = (group[p as usize], group[v]);
-            if gp != gv {
-                group_preds[gv as usize].push(gp);
-                group_succs[gp as usize].push(gv);
+            } else {
+                *group_of_root.entry(component[v as usize]).or_insert_with(|| {
+                    count += 1;
+                    next
+                })
+            };
+            of[v as usize] = g;
+        }
+        let mut group_preds: Vec<Vec<u32>> = vec![Vec::new(); count as usize];
+        let mut group_succs: Vec<Vec<u32>> = vec![Vec::new(); count as usize];
+        for v in 0..n {
+            for &p in &preds[v] {
+                let (gp, gv) = (of[p as usize], of[v]);
+                if gp != gv {
+                    group_preds[gv as usize].push(gp);
+                    group_succs[gp as usize].push(gv);
+                }
             }
         }
-    }
-    for list in group_preds.iter_mut().chain(group_succs.iter_mut()) {
-        list.sort_unstable();
-        list.dedup();
-    }
-    // Merge device groups of one level with the same neighbours.
-    let mut group_level = vec![0u32; groups as usize];
-    let mut group_host = vec![false; groups as usize];
-    for v in 0..n {
-        group_level[group[v] as usize] = level[v];
-        group_host[group[v] as usize] = host[v];
-    }
-    let mut merged: Vec<u32> = (0..groups).collect();
-    let mut group_device = vec![0u16; groups as usize];
-    for v in 0..n {
-        group_device[group[v] as usize] = device[v];
-    }
-    // (level, device, predecessors, successors) of a group.
-    type GroupKey<'a> = (u32, u16, &'a [u32], &'a [u32]);
-    let mut by_key: HashMap<GroupKey<'_>, u32> = HashMap::new();
-    for g in 0..groups as usize {
-        if group_host[g] {
-            continue;
+        for list in group_preds.iter_mut().chain(group_succs.iter_mut()) {
+            list.sort_unstable();
+            list.dedup();
         }
-        let key = (group_level[g], group_device[g], &group_preds[g][..], &group_succs[g][..]);
-        merged[g] = *by_key.entry(key).or_insert(g as u32);
+        let mut group_level = vec![0u32; count as usize];
+        let mut group_host = vec![false; count as usize];
+        let mut group_device = vec![0u16; count as usize];
+        for v in 0..n {
+            let g = of[v] as usize;
+            group_level[g] = level[v];
+            group_host[g] = host[v];
+            group_device[g] = device[v];
+        }
+        Groups {
+            of,
+            count,
+            preds: group_preds,
+            succs: group_succs,
+            level: group_level,
+            host: group_host,
+            device: group_device,
+        }
     }
-    // Partition graph over merged groups, then a topological numbering that
-    // follows the first appearance of each partition in `order`.
+
+    /// For each group, the group it merges into: device groups of one level
+    /// and one device with the same neighbours merge into the first of them.
+    fn merge_same_neighbours(&self) -> Vec<u32> {
+        let mut merged: Vec<u32> = (0..self.count).collect();
+        // (level, device, predecessors, successors) of a group.
+        type GroupKey<'a> = (u32, u16, &'a [u32], &'a [u32]);
+        let mut by_key: HashMap<GroupKey<'_>, u32> = HashMap::new();
+        for (g, into) in merged.iter_mut().enumerate() {
+            if self.host[g] {
+                continue;
+            }
+            let key = (self.level[g], self.device[g], &self.preds[g][..], &self.succs[g][..]);
+            *into = *by_key.entry(key).or_insert(g as u32);
+        }
+        merged
+    }
+}
+
+/// The partitions of merged groups, numbered in a topological order of the
+/// partition graph that follows the first appearance of each partition in
+/// `order` (Kahn's algorithm, smallest first appearance first), with their
+/// members; and each node's partition.
+fn number_partitions(groups: &Groups, merged: &[u32], order: &[u32]) -> (Vec<Part>, Vec<u32>) {
     let mut first_seen: Vec<u32> = Vec::new();
-    let mut seen = vec![false; groups as usize];
+    let mut seen = vec![false; groups.count as usize];
     for &v in order {
-        let m = merged[group[v as usize] as usize];
+        let m = merged[groups.of[v as usize] as usize];
         if !std::mem::replace(&mut seen[m as usize], true) {
             first_seen.push(m);
         }
     }
     let mut part_preds: HashMap<u32, Vec<u32>> = HashMap::new();
-    for g in 0..groups as usize {
+    for g in 0..groups.count as usize {
         let m = merged[g];
-        for p in &group_preds[g] {
+        for p in &groups.preds[g] {
             let mp = merged[*p as usize];
             if mp != m {
                 part_preds.entry(m).or_default().push(mp);
@@ -352,7 +413,6 @@ pub(crate) fn partition_placed(
         pp[r].sort_unstable();
         pp[r].dedup();
     }
-    // Kahn's algorithm with the smallest first appearance first.
     let mut remaining: Vec<usize> = pp.iter().map(Vec::len).collect();
     let ps = successors(&pp);
     let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<u32>> =
@@ -372,14 +432,14 @@ pub(crate) fn partition_placed(
     let mut parts: Vec<Part> = vec![Part { host: false, device: 0, members: Vec::new(), preds: Vec::new() }; k];
     for (r, ps) in pp.iter().enumerate() {
         let part = &mut parts[number[r] as usize];
-        part.host = group_host[first_seen[r] as usize];
-        part.device = group_device[first_seen[r] as usize];
+        part.host = groups.host[first_seen[r] as usize];
+        part.device = groups.device[first_seen[r] as usize];
         part.preds = ps.iter().map(|p| number[*p as usize]).collect();
         part.preds.sort_unstable();
     }
-    let mut part_of = vec![0u32; n];
+    let mut part_of = vec![0u32; groups.of.len()];
     for &v in order {
-        let p = number[rank[&merged[group[v as usize] as usize]]];
+        let p = number[rank[&merged[groups.of[v as usize] as usize]]];
         part_of[v as usize] = p;
         parts[p as usize].members.push(v);
     }

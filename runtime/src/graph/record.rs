@@ -26,9 +26,8 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
-use parking_lot::Mutex;
+use ur_core::queue::QueueSlot;
 use ur_core::{Command, KernelCommand, LocalSizeOrigin, Result, UrError, UsmKind, UsmPtr, ensure, err};
 
 use crate::queue::{Event, Queue, WeakQueue};
@@ -41,23 +40,7 @@ use super::{Executable, Graph, Modifiable};
 pub(crate) use super::node::HostFn;
 
 /// The graph a queue records into, if any.
-#[derive(Default)]
-pub(crate) struct RecordingSlot {
-    active: AtomicBool,
-    graph: Mutex<Option<Arc<GraphShared>>>,
-}
-
-impl RecordingSlot {
-    /// Whether the queue records: the one check of the eager path.
-    #[inline]
-    pub(crate) fn is_active(&self) -> bool {
-        self.active.load(Ordering::Acquire)
-    }
-
-    pub(crate) fn graph(&self) -> Option<Arc<GraphShared>> {
-        self.graph.lock().clone()
-    }
-}
+pub(crate) type RecordingSlot = QueueSlot<GraphShared>;
 
 /// A queue recording into a graph, as the graph sees it.
 pub(crate) struct QueueRecord {
@@ -170,9 +153,8 @@ pub(crate) fn submit<F: FnOnce() -> Result<Recordable>>(
     op: F,
     wait: &[&Event],
 ) -> std::result::Result<Result<Event>, F> {
-    let slot = queue.recording_slot();
-    let guard = slot.graph.lock();
-    let Some(graph) = guard.clone() else { return Err(op) };
+    let guard = queue.recording_slot().lock();
+    let Some(graph) = guard.occupant().cloned() else { return Err(op) };
     Ok(op().and_then(|op| {
         let mut state = graph.state.lock();
         add(&graph, &mut state, queue, op, wait)
@@ -323,7 +305,7 @@ fn add(
 /// The error of an operation a recording queue cannot record: `what` names
 /// it. `Ok` when the queue stopped recording meanwhile.
 pub(crate) fn refuse_while_recording(queue: &Queue, what: &str) -> Result<()> {
-    let Some(graph) = queue.recording_slot().graph() else { return Ok(()) };
+    let Some(graph) = queue.recording_slot().occupant() else { return Ok(()) };
     Err(err!(
         InvalidOperation,
         "{what} on a queue recording into graph #{}: nothing executes while it records",
@@ -341,7 +323,7 @@ pub(crate) fn check_can_begin(graph: &GraphShared, queue: &Queue) -> Result<()> 
         graph.id,
         graph.device()
     );
-    if let Some(other) = queue.recording_slot().graph() {
+    if let Some(other) = queue.recording_slot().occupant() {
         return Err(err!(
             InvalidOperation,
             "the queue already records into graph #{}; end that recording first",
@@ -355,9 +337,8 @@ pub(crate) fn check_can_begin(graph: &GraphShared, queue: &Queue) -> Result<()> 
 /// Starts recording `queue` into `graph`.
 pub(crate) fn begin(graph: &Arc<GraphShared>, queue: &Queue, props: RecordingProperties) -> Result<()> {
     check_can_begin(graph, queue)?;
-    let slot = queue.recording_slot();
-    let mut guard = slot.graph.lock();
-    if let Some(other) = &*guard {
+    let mut guard = queue.recording_slot().lock();
+    if let Some(other) = guard.occupant() {
         return Err(err!(InvalidOperation, "the queue already records into graph #{}", other.id));
     }
     graph.state.lock().recording.push(QueueRecord {
@@ -370,15 +351,14 @@ pub(crate) fn begin(graph: &Arc<GraphShared>, queue: &Queue, props: RecordingPro
         pruned_len: 0,
         props,
     });
-    *guard = Some(graph.clone());
-    slot.active.store(true, Ordering::Release);
+    guard.set(graph.clone());
     tracing::debug!(graph = graph.id, "queue records");
     Ok(())
 }
 
 /// The checks of `end_recording(queue)` that do not change anything.
 pub(crate) fn check_can_end(graph: &GraphShared, queue: &Queue) -> Result<()> {
-    match queue.recording_slot().graph() {
+    match queue.recording_slot().occupant() {
         Some(other) if other.id != graph.id => Err(err!(
             InvalidOperation,
             "end_recording of graph #{} on a queue that records into graph #{}",
@@ -391,9 +371,8 @@ pub(crate) fn check_can_end(graph: &GraphShared, queue: &Queue) -> Result<()> {
 
 /// Ends recording `queue` into `graph`; nothing when it does not record.
 pub(crate) fn end(graph: &GraphShared, queue: &Queue) -> Result<()> {
-    let slot = queue.recording_slot();
-    let mut guard = slot.graph.lock();
-    match &*guard {
+    let mut guard = queue.recording_slot().lock();
+    match guard.occupant() {
         None => Ok(()),
         Some(other) if other.id != graph.id => Err(err!(
             InvalidOperation,
@@ -402,8 +381,7 @@ pub(crate) fn end(graph: &GraphShared, queue: &Queue) -> Result<()> {
             other.id
         )),
         Some(_) => {
-            slot.active.store(false, Ordering::Release);
-            *guard = None;
+            guard.take();
             let key = queue.key();
             graph.state.lock().recording.retain(|r| r.key != key);
             tracing::debug!(graph = graph.id, "queue stops recording");
@@ -430,7 +408,7 @@ pub(crate) fn end_all(graph: &GraphShared) {
 pub(crate) fn recording_graph(queue: &Queue) -> Result<Graph<Modifiable>> {
     let graph = queue
         .recording_slot()
-        .graph()
+        .occupant()
         .ok_or_else(|| err!(InvalidOperation, "the queue does not record into a graph"))?;
     let handle =
         graph.handle.upgrade().ok_or_else(|| err!(InvalidOperation, "graph #{} is being dropped", graph.id))?;
@@ -439,7 +417,7 @@ pub(crate) fn recording_graph(queue: &Queue) -> Result<Graph<Modifiable>> {
 
 /// The `begin_recording` properties `queue` records with, if it records.
 pub(crate) fn recording_properties(queue: &Queue) -> Option<RecordingProperties> {
-    let graph = queue.recording_slot().graph()?;
+    let graph = queue.recording_slot().occupant()?;
     let key = queue.key();
     graph.state.lock().recording.iter().find(|r| r.key == key).map(|r| r.props)
 }
@@ -447,7 +425,7 @@ pub(crate) fn recording_properties(queue: &Queue) -> Option<RecordingProperties>
 /// Forgets a queue being dropped (`key` is its identity) in the graph it
 /// records into.
 pub(crate) fn queue_dropped(slot: &RecordingSlot, key: usize) {
-    let Some(graph) = slot.graph.lock().take() else { return };
+    let Some(graph) = slot.lock().take() else { return };
     graph.state.lock().recording.retain(|r| r.key != key);
 }
 

@@ -7,7 +7,8 @@
 use smallvec::SmallVec;
 
 use super::Queue;
-use crate::command::{Command, HostSide};
+use crate::command::Command;
+use crate::command::build::HostSide;
 use crate::error::{Result, UrError};
 use crate::event::Event;
 use crate::memory::UsmPtr;

@@ -6,7 +6,7 @@
 //! region's height. The front end resolves pitches before adapters see them.
 
 use crate::ensure;
-use crate::error::Result;
+use crate::types::error::Result;
 
 /// The origin of a rect side (`ur_rect_offset_t`).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]

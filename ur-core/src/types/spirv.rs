@@ -26,8 +26,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::error::Result;
-use crate::program::{ArgKind, KernelSignature};
+use crate::types::error::Result;
+use crate::types::program::{ArgKind, KernelSignature};
 use crate::{ensure, err};
 
 /// The SPIR-V magic number.
@@ -616,7 +616,7 @@ mod tests {
 
     #[test]
     fn reads_opencl_kernels() {
-        let entries = entry_points(include_bytes!("../../conformance/src/kernels/programs/opencl.spv")).unwrap();
+        let entries = entry_points(include_bytes!("../../../conformance/src/kernels/programs/opencl.spv")).unwrap();
         assert_eq!(entries.len(), 3);
         assert!(entries.iter().all(|e| e.model == ExecutionModel::Kernel));
         let k = signature(&entries, "scale_add");
@@ -641,20 +641,20 @@ mod tests {
             assert_eq!(entries[0].model, ExecutionModel::GlCompute);
             entries[0].signature.clone()
         };
-        let k = one(include_bytes!("../../conformance/src/kernels/programs/scale_add.spv"));
+        let k = one(include_bytes!("../../../conformance/src/kernels/programs/scale_add.spv"));
         assert_eq!(k.name, "scale_add");
         assert_eq!(
             k.args,
             vec![ArgKind::Global, ArgKind::Global, ArgKind::Value(4), ArgKind::Value(8), ArgKind::Value(8)]
         );
         assert_eq!(k.reqd_work_group_size, None, "the local size is left to specialization constants");
-        let k = one(include_bytes!("../../conformance/src/kernels/programs/group_sum.spv"));
+        let k = one(include_bytes!("../../../conformance/src/kernels/programs/group_sum.spv"));
         assert_eq!(k.args, vec![ArgKind::Global, ArgKind::Global, ArgKind::Local]);
-        let k = one(include_bytes!("../../conformance/src/kernels/programs/fixed_size.spv"));
+        let k = one(include_bytes!("../../../conformance/src/kernels/programs/fixed_size.spv"));
         assert_eq!(k.args, vec![ArgKind::Global]);
         assert_eq!(k.reqd_work_group_size, Some([4, 1, 1]));
         // Local arguments first, and a 4-byte value between pointers.
-        let k = one(include_bytes!("../../conformance/src/kernels/vulkan/saxpy_local.spv"));
+        let k = one(include_bytes!("../../../conformance/src/kernels/vulkan/saxpy_local.spv"));
         assert_eq!(
             k.args,
             vec![ArgKind::Local, ArgKind::Local, ArgKind::Global, ArgKind::Value(4), ArgKind::Global, ArgKind::Global]
@@ -665,9 +665,9 @@ mod tests {
     #[test]
     fn corrupt_modules_do_not_panic() {
         let modules: [&[u8]; 3] = [
-            include_bytes!("../../conformance/src/kernels/programs/opencl.spv"),
-            include_bytes!("../../conformance/src/kernels/programs/scale_add.spv"),
-            include_bytes!("../../conformance/src/kernels/programs/group_sum.spv"),
+            include_bytes!("../../../conformance/src/kernels/programs/opencl.spv"),
+            include_bytes!("../../../conformance/src/kernels/programs/scale_add.spv"),
+            include_bytes!("../../../conformance/src/kernels/programs/group_sum.spv"),
         ];
         let mut seed = 0x2545_f491_4f6c_dd1du64;
         let mut next = move || {

@@ -9,9 +9,9 @@
 
 use std::ffi::{CStr, c_char};
 
-use crate::error::Result;
-use crate::native::{CKernelFn, NativeKernel};
-use crate::program::{ArgKind, KernelSignature};
+use crate::types::error::Result;
+use crate::types::native::{CKernelFn, NativeKernel};
+use crate::types::program::{ArgKind, KernelSignature};
 use crate::{ensure, err};
 
 /// `UR_RS_CPU_MAGIC`: the table's first four bytes, in native byte order.

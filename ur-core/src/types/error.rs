@@ -8,7 +8,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use crate::platform::Backend;
+use crate::types::backend::Backend;
 
 /// Result type of every fallible API call.
 pub type Result<T, E = UrError> = std::result::Result<T, E>;

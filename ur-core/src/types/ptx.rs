@@ -8,8 +8,8 @@
 //! why launches accept a pointer for any 8-byte value argument. A `.reqntid`
 //! directive is the kernel's required work-group size.
 
-use crate::error::Result;
-use crate::program::{ArgKind, KernelSignature};
+use crate::types::error::Result;
+use crate::types::program::{ArgKind, KernelSignature};
 use crate::{ensure, err};
 
 /// Whether `bytes` look like PTX text: a `.version` directive before any
@@ -180,7 +180,7 @@ mod tests {
 
     #[test]
     fn reads_plain_kernels() {
-        let k = entry_points(include_bytes!("../../conformance/src/kernels/programs/cuda.ptx")).unwrap();
+        let k = entry_points(include_bytes!("../../../conformance/src/kernels/programs/cuda.ptx")).unwrap();
         assert_eq!(k[0].name, "scale_add");
         assert_eq!(
             k[0].args,
@@ -193,7 +193,7 @@ mod tests {
     /// Corrupted PTX is an error or a reading, never a panic.
     #[test]
     fn corrupt_ptx_does_not_panic() {
-        let text = include_bytes!("../../conformance/src/kernels/programs/cuda.ptx");
+        let text = include_bytes!("../../../conformance/src/kernels/programs/cuda.ptx");
         let alphabet = b"().,[]{}/* \n.param.entry.reqntid0123456789x\xc3\xa9";
         let mut seed = 0x9e37_79b9_7f4a_7c15u64;
         let mut next = move || {
@@ -215,7 +215,7 @@ mod tests {
 
     #[test]
     fn reads_the_committed_library() {
-        let k = entry_points(include_bytes!("../../conformance/src/kernels/library.ptx")).unwrap();
+        let k = entry_points(include_bytes!("../../../conformance/src/kernels/library.ptx")).unwrap();
         let saxpy = k.iter().find(|k| k.name == "saxpy").expect("saxpy");
         // Three pointers and a float in the source, then the hidden launch record.
         assert_eq!(

@@ -1,0 +1,377 @@
+//! Finalize: the snapshot of the modifiable graph, its lowering and
+//! partitioning, and one command buffer per device partition.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use parking_lot::Mutex;
+use smallvec::SmallVec;
+
+use ur_core::command_buffer::{AppendOptions, CommandBuffer, CommandBufferDesc, SyncPoint};
+use ur_core::context::Context;
+use ur_core::device::UpdateCapabilities;
+use ur_core::error::Result;
+use ur_core::launch::{ArgValue, KernelArg};
+use ur_core::memory::{MigrationFlags, UsmAllocation, UsmKind};
+use ur_core::program::Kernel;
+use ur_core::queue::{Queue, QueueProperties};
+use ur_core::{ensure, err};
+
+use super::run::submission_order;
+use super::{ExecInner, ExecState, FlatNode, FlatOp, Partition, Signature};
+use crate::graph::dynamic::GroupOp;
+use crate::graph::modifiable::{GraphShared, GraphState};
+use crate::graph::multi_device::{CrossDeviceTraffic, Route};
+use crate::graph::node::{KernelSpec, NodeKind};
+use crate::graph::partition::{Lowered, is_chain, lower_empties, partition_placed, topological_order};
+use crate::graph::{Executable, FinalizeProperties, Graph};
+
+/// The finalize of `shared` (see [`Graph::finalize`]).
+pub(crate) fn finalize(shared: &Arc<GraphShared>, props: FinalizeProperties) -> Result<Graph<Executable>> {
+    let mut state = shared.state.lock();
+    let has_allocations = state.allocation_nodes();
+    if has_allocations {
+        ensure!(
+            state.alloc_exec.upgrade().is_none(),
+            InvalidOperation,
+            "graph #{} holds graph-owned allocations and an executable graph made from it still exists: only one \
+             may exist at a time",
+            shared.id
+        );
+    }
+    let mut traffic = CrossDeviceTraffic::default();
+    let (flat, signatures) = snapshot(shared, &state, &mut traffic)?;
+    let mut built = build(shared, &state, flat, &props)?;
+    // The memory is the previous executable graph's: zero it, and run, only
+    // after that graph's last execution.
+    let previous = state.pool.last_run();
+    state.pool.zero_initialize(&shared.context, previous.as_ref())?;
+    built.last = previous;
+    let inner = Arc::new(ExecInner {
+        id: crate::graph::NEXT_EXEC_ID.fetch_add(1, Ordering::Relaxed),
+        source: shared.clone(),
+        props,
+        signatures,
+        has_allocations,
+        memory: state.pool.stats(),
+        traffic,
+        _chunks: state.pool.chunks().to_vec(),
+        runs: has_allocations.then(|| state.pool.run_slot()),
+        state: Mutex::new(built),
+        buffers: Mutex::new(state.accesses_in_order()),
+    });
+    if has_allocations {
+        state.alloc_exec = Arc::downgrade(&inner);
+    }
+    tracing::debug!(graph = shared.id, exec = inner.id, partitions = inner.state.lock().parts.len(), "graph finalized");
+    Ok(Graph(Executable { inner }))
+}
+
+/// The graph's nodes as finalize sees them, sub-graphs inlined.
+fn snapshot(
+    shared: &GraphShared,
+    state: &GraphState,
+    traffic: &mut CrossDeviceTraffic,
+) -> Result<(Vec<FlatNode>, Vec<Signature>)> {
+    let n = state.nodes.len();
+    // Where each node's flat nodes start, and the flat node its successors wait for.
+    let mut exit = vec![0u32; n];
+    let mut children: Vec<Option<Vec<FlatNode>>> = vec![None; n];
+    let mut routes: Vec<Option<Route>> = vec![None; n];
+    let mut count = 0u32;
+    for (i, node) in state.nodes.iter().enumerate() {
+        if let NodeKind::Subgraph(g) = &node.kind {
+            let child = g.0.inner.state.lock().nodes.clone();
+            exit[i] = count + 1 + child.len() as u32;
+            count += child.len() as u32 + 2;
+            children[i] = Some(child);
+        } else if let Some(copy) = state.placed.cross(i as u32) {
+            let route = copy.route(&shared.devices)?;
+            exit[i] = count + route.nodes() - 1;
+            count += route.nodes();
+            routes[i] = Some(route);
+        } else {
+            exit[i] = count;
+            count += 1;
+        }
+    }
+    let mut flat = Vec::with_capacity(count as usize);
+    for (i, node) in state.nodes.iter().enumerate() {
+        let preds: Vec<u32> = node.preds.iter().map(|p| exit[*p as usize]).collect();
+        let origin = Some(i as u32);
+        let device = state.placed.device(i as u32);
+        if let (Some(copy), Some(route)) = (state.placed.cross(i as u32), routes[i]) {
+            flat.extend(copy.lower(&shared.devices, route, preds, flat.len() as u32, i as u32, traffic)?);
+            continue;
+        }
+        let op = match &node.kind {
+            NodeKind::Subgraph(_) => {
+                let child = children[i].take().unwrap_or_default();
+                let entry = flat.len() as u32;
+                flat.push(FlatNode { op: FlatOp::Empty, preds, origin: None, device });
+                let base = entry + 1;
+                let mut has_succ = vec![false; child.len()];
+                for c in &child {
+                    for p in &c.preds {
+                        has_succ[*p as usize] = true;
+                    }
+                }
+                for c in child {
+                    let preds =
+                        if c.preds.is_empty() { vec![entry] } else { c.preds.iter().map(|p| p + base).collect() };
+                    flat.push(FlatNode { op: c.op, preds, origin: None, device });
+                }
+                let mut leaves: Vec<u32> =
+                    (0..has_succ.len() as u32).filter(|c| !has_succ[*c as usize]).map(|c| c + base).collect();
+                if leaves.is_empty() {
+                    leaves.push(entry);
+                }
+                flat.push(FlatNode { op: FlatOp::Empty, preds: leaves, origin: None, device });
+                continue;
+            }
+            NodeKind::Empty | NodeKind::Barrier | NodeKind::AsyncMalloc { .. } | NodeKind::AsyncFree { .. } => {
+                FlatOp::Empty
+            }
+            NodeKind::Kernel(spec) => FlatOp::Kernel { spec: spec.clone(), alternatives: Vec::new() },
+            NodeKind::Memory(command) => FlatOp::Command(command.clone()),
+            NodeKind::HostTask(task) => FlatOp::Host(task.clone()),
+            NodeKind::Native(callback) => FlatOp::Native(callback.clone()),
+            NodeKind::Dynamic(g) => {
+                let group = &state.groups[*g as usize];
+                match group.active_op() {
+                    GroupOp::Kernel(spec) => FlatOp::Kernel { spec: spec.clone(), alternatives: group.alternatives() },
+                    GroupOp::Host(task) => FlatOp::Host(task.clone()),
+                }
+            }
+        };
+        flat.push(FlatNode { op, preds, origin, device });
+    }
+    let signatures = (0..n as u32)
+        .map(|i| {
+            let mut preds = state.nodes[i as usize].preds.clone();
+            preds.sort_unstable();
+            Signature { ty: state.node_type(i), preds }
+        })
+        .collect();
+    tracing::trace!(graph = shared.id, flat = flat.len(), "snapshot");
+    Ok((flat, signatures))
+}
+
+/// Lowers, partitions and builds the command buffers of a snapshot.
+fn build(
+    shared: &GraphShared,
+    state: &GraphState,
+    flat: Vec<FlatNode>,
+    props: &FinalizeProperties,
+) -> Result<ExecState> {
+    let start = std::time::Instant::now();
+    let mut flat = flat;
+    // The lists move out of the snapshot: `lowered` gives the nodes new ones.
+    let preds: Vec<Vec<u32>> = flat.iter_mut().map(|f| std::mem::take(&mut f.preds)).collect();
+    let order = topological_order(&preds, props.order).map_err(|v| {
+        let at =
+            flat[v as usize].origin.map_or_else(|| "an inlined sub-graph".to_string(), |o| state.describe(shared, o));
+        err!(InvalidGraph, "graph #{} has a cycle through {at} (it was created with no_cycle_check)", shared.id)
+    })?;
+    let empty: Vec<bool> = flat.iter().map(|f| matches!(f.op, FlatOp::Empty)).collect();
+    let lowered = lower_empties(&preds, &empty, &order);
+    drop(preds);
+    // Peer copies run on queues as host tasks do: partitions of their own.
+    let host: Vec<bool> = lowered
+        .original
+        .iter()
+        .map(|o| matches!(flat[*o as usize].op, FlatOp::Host(_) | FlatOp::PeerCopy { .. }))
+        .collect();
+    let device: Vec<u16> = lowered.original.iter().map(|o| flat[*o as usize].device).collect();
+    let identity: Vec<u32> = (0..host.len() as u32).collect();
+    let (parts, part_of) = partition_placed(&lowered.preds, &host, &device, &identity);
+    let in_order: Vec<bool> = parts
+        .iter()
+        .map(|part| !part.host && !props.enable_profiling && is_chain(&part.members, &lowered.preds, &part_of))
+        .collect();
+    let Lowered { preds: mut new_preds, original, .. } = lowered;
+    let nodes = if original.iter().enumerate().all(|(i, o)| *o as usize == i) && original.len() == flat.len() {
+        // Nothing contracted nor reordered (graphs without empty nodes
+        // added in a topological order): the snapshot's nodes stay in place.
+        for (node, preds) in flat.iter_mut().zip(new_preds) {
+            node.preds = preds;
+            if matches!(node.op, FlatOp::Empty) {
+                node.op = FlatOp::Join;
+            }
+        }
+        flat
+    } else {
+        let mut slots: Vec<Option<FlatNode>> = flat.into_iter().map(Some).collect();
+        let mut nodes = Vec::with_capacity(original.len());
+        for (new, orig) in original.iter().enumerate() {
+            let mut node = slots[*orig as usize].take().expect("each node is kept once");
+            node.preds = std::mem::take(&mut new_preds[new]);
+            if matches!(node.op, FlatOp::Empty) {
+                node.op = FlatOp::Join;
+            }
+            nodes.push(node);
+        }
+        nodes
+    };
+    let mut slot_of = vec![0u32; nodes.len()];
+    for part in &parts {
+        for (i, m) in part.members.iter().enumerate() {
+            slot_of[*m as usize] = i as u32;
+        }
+    }
+    let mut by_origin = vec![None; state.nodes.len()];
+    for (i, node) in nodes.iter().enumerate() {
+        if let Some(o) = node.origin {
+            by_origin[o as usize] = Some(i as u32);
+        }
+    }
+    let context = &shared.context;
+    let info = context.device().info();
+    let used: BTreeSet<u16> = parts.iter().map(|p| p.device).collect();
+    let device_queues = (0..used.last().map_or(1, |d| *d + 1))
+        .map(|d| if d > 0 && used.contains(&d) { shared.devices.worker(d).map(Some) } else { Ok(None) })
+        .collect::<Result<Vec<_>>>()?;
+    let worker = if parts.len() > 1 && info.out_of_order_queues {
+        Some(Queue::new(context, QueueProperties { out_of_order: true, profiling: false })?)
+    } else {
+        None
+    };
+    let mut st = ExecState {
+        nodes,
+        part_of,
+        slot_of,
+        parts: Vec::with_capacity(parts.len()),
+        submit_order: submission_order(&parts),
+        by_origin,
+        last: None,
+        last_in_order: None,
+        worker,
+        scratch: None,
+        device_queues,
+    };
+    let layer = start.elapsed();
+    let mut waited = vec![false; parts.len()];
+    for part in &parts {
+        for p in &part.preds {
+            waited[*p as usize] = true;
+        }
+    }
+    for (index, part) in parts.into_iter().enumerate() {
+        st.parts.push(Partition {
+            host: part.host,
+            device: part.device,
+            members: part.members,
+            preds: part.preds,
+            leaf: !waited[index],
+            in_order: in_order[index],
+            cb: None,
+            handles: Vec::new(),
+        });
+        if !part.host {
+            build_partition(shared.devices.context(part.device), props, &mut st, index)?;
+        }
+    }
+    // What finalize costs in this layer against the command buffers' own
+    // appends and finalize (issue 15, goal 6).
+    tracing::debug!(
+        graph = shared.id,
+        nodes = st.nodes.len(),
+        layer_us = layer.as_micros() as u64,
+        command_buffers_us = (start.elapsed() - layer).as_micros() as u64,
+        "finalize timing"
+    );
+    Ok(st)
+}
+
+/// Records partition `index` into a new command buffer.
+pub(super) fn build_partition(
+    context: &Context,
+    props: &FinalizeProperties,
+    st: &mut ExecState,
+    index: usize,
+) -> Result<()> {
+    let caps = context.device().info().command_buffer;
+    let part = &st.parts[index];
+    let desc = CommandBufferDesc {
+        updatable: props.updatable && !caps.update.is_empty(),
+        in_order: part.in_order,
+        profiling: props.enable_profiling,
+        ..CommandBufferDesc::default()
+    };
+    let switch = desc.updatable && caps.update.contains(UpdateCapabilities::KERNEL_HANDLE);
+    let cb = CommandBuffer::new(context, context.device(), desc)?;
+    let mut points: Vec<SyncPoint> = Vec::with_capacity(part.members.len());
+    let mut handles = Vec::with_capacity(part.members.len());
+    for &m in &part.members {
+        let node = &st.nodes[m as usize];
+        let after: SmallVec<[SyncPoint; 4]> = node
+            .preds
+            .iter()
+            .filter(|p| st.part_of[**p as usize] == index as u32)
+            .map(|p| points[st.slot_of[*p as usize] as usize])
+            .collect();
+        let opts = AppendOptions::new().after(&after);
+        let appended = match &node.op {
+            FlatOp::Kernel { spec, alternatives } => {
+                let alternatives: Vec<&Kernel> = if switch { alternatives.iter().collect() } else { Vec::new() };
+                let args: Vec<KernelArg<'_>> = spec.args.iter().map(ArgValue::as_arg).collect();
+                // SAFETY: the application vouched for what the kernel touches
+                // when it added or updated the node; the launch is validated again.
+                unsafe { cb.append_kernel_launch(&spec.launch(&args), &alternatives, opts) }
+                    .map_err(|e| e.in_context(&kernel_name(node, spec)))?
+            }
+            FlatOp::Command(command) => cb.append_command(command.clone(), opts)?,
+            FlatOp::Native(callback) => {
+                let callback = callback.clone();
+                // SAFETY: the application vouched for the native work when it
+                // added the node (`Handler::native_command`); the graph keeps
+                // the callback for as long as the command buffer lives.
+                let sync_point = unsafe { cb.append_native_command(None, &after, move |scope| callback(scope)) }
+                    .map_err(|e| e.in_context(&native_name(node)))?;
+                ur_core::command_buffer::Appended { sync_point, event: None, command: None }
+            }
+            FlatOp::Join => {
+                if st.scratch.is_none() {
+                    st.scratch = Some(scratch(context)?);
+                }
+                let ptr = st.scratch.as_ref().map(UsmAllocation::ptr).expect("just made");
+                cb.append_usm_prefetch(ptr, 1, MigrationFlags::HOST_TO_DEVICE, opts)?
+            }
+            FlatOp::Host(_) | FlatOp::Empty | FlatOp::PeerCopy { .. } => {
+                return Err(err!(Unknown, "a host task or empty node in a command-buffer partition"));
+            }
+        };
+        points.push(appended.sync_point);
+        handles.push(appended.command);
+    }
+    cb.finalize()?;
+    let part = &mut st.parts[index];
+    part.cb = Some(cb);
+    part.handles = handles;
+    Ok(())
+}
+
+fn native_name(node: &FlatNode) -> String {
+    match node.origin {
+        Some(o) => format!("native-command node {o}"),
+        None => "a native command of an inlined sub-graph".to_string(),
+    }
+}
+
+fn kernel_name(node: &FlatNode, spec: &KernelSpec) -> String {
+    match node.origin {
+        Some(o) => format!("kernel node {o} (`{}`)", spec.kernel.name()),
+        None => format!("kernel `{}` of an inlined sub-graph", spec.kernel.name()),
+    }
+}
+
+/// A small allocation of the first USM kind the device has.
+fn scratch(context: &Context) -> Result<UsmAllocation> {
+    let usm = context.device().info().usm;
+    let kind = [UsmKind::Device, UsmKind::Shared, UsmKind::Host]
+        .into_iter()
+        .find(|k| usm.contains(crate::graph::usm_flag(*k)))
+        .ok_or_else(|| err!(UnsupportedFeature, "{} has no USM for graph join commands", context.device()))?;
+    UsmAllocation::new(context, kind, 64)
+}

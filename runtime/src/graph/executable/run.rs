@@ -1,0 +1,183 @@
+//! Submission: one execution of the executable graph on a queue.
+
+use smallvec::SmallVec;
+
+use ur_core::err;
+use ur_core::error::Result;
+use ur_core::event::Event;
+use ur_core::queue::Queue;
+
+use super::FlatOp;
+use crate::graph::partition::Part;
+use crate::graph::{Executable, Graph};
+
+impl Graph<Executable> {
+    /// Submits the graph on an ur-core queue, which never records, after
+    /// `wait`: what [`Queue::enqueue_graph`](crate::Queue::enqueue_graph)
+    /// does on an executing queue. A capturing queue refuses it
+    /// (`GraphCaptureUnsupported`); `InvalidQueue` for a queue of another
+    /// context or device.
+    pub fn enqueue_on(&self, queue: &Queue, wait: &[&Event]) -> Result<Event> {
+        self.check_queue(queue)?;
+        queue.refuse_capture("an executable graph of the graph layer")?;
+        self.run(queue, wait)
+    }
+
+    /// One execution on `queue` after `wait` (resolved already), its
+    /// buffers' data current (see [`run`](Self::run)).
+    pub(crate) fn run_graph(&self, queue: &Queue, wait: &[&Event]) -> Result<Event> {
+        let inner = self.inner();
+        // Held across the submission: submissions of one graph never overlap,
+        // so each must see the previous one's event.
+        let mut st = inner.state.lock();
+        let single = st.parts.len() == 1 && !st.parts[0].host && st.parts[0].device == 0;
+        // One command buffer on the in-order queue of the previous submission
+        // follows it anyway: no wait, and no status query.
+        let follows = single && st.last_in_order.as_ref().is_some_and(|q| q.same_queue(queue));
+        let previous = if follows { None } else { st.last.clone() };
+        let mut waits: SmallVec<[&Event; 8]> = wait.iter().copied().collect();
+        if let Some(p) = previous.as_ref().filter(|p| !p.status().is_terminal()) {
+            waits.push(p);
+        }
+        let event = if single {
+            let cb = st.parts[0].cb.as_ref().expect("device partitions have a command buffer");
+            let event = queue.enqueue_command_buffer(cb, &waits)?;
+            // Without `enable_profiling` the event reports no timestamps; only
+            // a profiling queue's event has any to hide.
+            if inner.props.enable_profiling || !queue.properties().profiling {
+                event
+            } else {
+                Event::span(&event, &event, &[], false)?
+            }
+        } else {
+            let start = queue.events_wait(&waits)?;
+            let worker = st.worker.clone().unwrap_or_else(|| queue.clone());
+            let devices = &inner.source.devices;
+            let mut done: Vec<Option<Event>> = vec![None; st.parts.len()];
+            for &index in &st.submit_order {
+                let part = &st.parts[index as usize];
+                let event = {
+                    // Events of other devices' partitions wait through bridges.
+                    let on = part.device;
+                    let bridged = |e: &Event, from: u16| {
+                        if from == on {
+                            Ok(e.clone())
+                        } else {
+                            crate::graph::multi_device::bridge(e, devices.context(on))
+                        }
+                    };
+                    let owned: SmallVec<[Event; 4]> = if part.preds.is_empty() {
+                        SmallVec::from_elem(bridged(&start, 0)?, 1)
+                    } else {
+                        part.preds
+                            .iter()
+                            .map(|p| {
+                                let e = done[*p as usize].as_ref().expect("predecessors go first");
+                                // Also a peer copy waits for its peer's events through
+                                // a bridge: given directly, the copy overtook them on
+                                // two CUDA GPUs (docs/multi-device.md).
+                                bridged(e, st.parts[*p as usize].device)
+                            })
+                            .collect::<Result<_>>()?
+                    };
+                    let pw: SmallVec<[&Event; 4]> = owned.iter().collect();
+                    let worker = match st.device_queues.get(on as usize) {
+                        Some(Some(q)) => q,
+                        _ => &worker,
+                    };
+                    if let (true, FlatOp::PeerCopy { dst, src, size, .. }) =
+                        (part.host, &st.nodes[part.members[0] as usize].op)
+                    {
+                        worker.usm_copy_peer(*dst, *src, *size, &pw)?
+                    } else if part.host {
+                        let FlatOp::Host(task) = &st.nodes[part.members[0] as usize].op else {
+                            return Err(err!(Unknown, "a host partition without a host task"));
+                        };
+                        let task = task.clone();
+                        worker.enqueue_host_task(&pw, move || task())?
+                    } else {
+                        let cb = part.cb.as_ref().expect("device partitions have a command buffer");
+                        worker.enqueue_command_buffer(cb, &pw)?
+                    }
+                };
+                done[index as usize] = Some(event);
+            }
+            // The span reports every partition's failure: those of other
+            // devices through bridges into the submitting queue's context.
+            let done: Vec<Event> = done
+                .into_iter()
+                .zip(&st.parts)
+                .map(|(e, p)| {
+                    let e = e.expect("every partition is submitted");
+                    if p.device == 0 { Ok(e) } else { crate::graph::multi_device::bridge(&e, queue.context()) }
+                })
+                .collect::<Result<_>>()?;
+            let mut leaves: Vec<&Event> = st.parts.iter().zip(&done).filter(|(p, _)| p.leaf).map(|(_, e)| e).collect();
+            if leaves.is_empty() {
+                leaves.push(&start);
+            }
+            let end = queue.events_wait(&leaves)?;
+            Event::span(&start, &end, &done, inner.props.enable_profiling)?
+        };
+        st.last = Some(event.clone());
+        let in_order = single && !queue.properties().out_of_order;
+        match (&st.last_in_order, in_order) {
+            (Some(q), true) if q.same_queue(queue) => {}
+            (_, true) => st.last_in_order = Some(queue.clone()),
+            (_, false) => st.last_in_order = None,
+        }
+        if let Some(runs) = &inner.runs {
+            *runs.lock() = Some(event.clone());
+        }
+        Ok(event)
+    }
+}
+
+/// The order partitions are submitted in: a topological order in which
+/// every partition that waits, directly or not, for fewer host tasks comes
+/// first. A device partition that waits for a host task is then submitted
+/// after the independent work, so that a queue which runs its commands in
+/// submission order (NVIDIA's OpenCL, whatever the out-of-order property
+/// says) cannot hold independent branches behind it, one of which the host
+/// task may be waiting for.
+pub(super) fn submission_order(parts: &[Part]) -> Vec<u32> {
+    // Host tasks on the longest path before each partition; partitions are
+    // numbered topologically, so predecessors are already counted.
+    let mut depth = vec![0u32; parts.len()];
+    for (i, part) in parts.iter().enumerate() {
+        depth[i] =
+            part.preds.iter().map(|p| depth[*p as usize] + u32::from(parts[*p as usize].host)).max().unwrap_or(0);
+    }
+    let mut order: Vec<u32> = (0..parts.len() as u32).collect();
+    // Stable: equal depths keep their topological order, and a predecessor
+    // never has a greater depth than its successor.
+    order.sort_by_key(|i| depth[*i as usize]);
+    order
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn part(host: bool, preds: &[u32]) -> Part {
+        Part { host, device: 0, members: Vec::new(), preds: preds.to_vec() }
+    }
+
+    #[test]
+    fn work_after_host_tasks_is_submitted_last() {
+        // Two branches, each device -> host task -> device, numbered branch
+        // by branch: the partitions after the host tasks go last.
+        let parts = [
+            part(false, &[]),
+            part(true, &[0]),
+            part(false, &[1]),
+            part(false, &[]),
+            part(true, &[3]),
+            part(false, &[4]),
+        ];
+        assert_eq!(submission_order(&parts), vec![0, 1, 3, 4, 2, 5]);
+        // Without host tasks the order is the partitions' own.
+        let plain = [part(false, &[]), part(false, &[0]), part(false, &[]), part(false, &[1, 2])];
+        assert_eq!(submission_order(&plain), vec![0, 1, 2, 3]);
+    }
+}
