@@ -15,7 +15,9 @@
 //!
 //! Later commands depend on the body's last node; in-order buffers get the
 //! previous command as their only dependency from the front end. A buffer
-//! with kernels ends with a kernel node that moves the status word its
+//! with kernels that may report a status (`program::may_report`: the kernel,
+//! or an alternative an update may switch to, names its `ur_launch`) ends
+//! with a kernel node that moves the status word its
 //! kernels report failures to (see the kernel ABI in `program.rs`) into the
 //! submission's slot of the buffer's status ring, and clears it; an enqueue
 //! copies finished submissions' statuses out of the ring before their slots
@@ -62,7 +64,7 @@ use crate::driver::{self, cu};
 use crate::event::{CudaEvent, RING_SLOTS, RunStatus, StatusRing, graph_wait_event};
 use crate::exec;
 use crate::memory::{Loc, buffer_loc, mem_loc, usm_loc};
-use crate::program::LaunchParams;
+use crate::program::{CudaKernel, LaunchParams};
 use crate::queue::{CudaQueue, Launch, Order, Work};
 
 type Node = sys::CUgraphNode;
@@ -97,6 +99,10 @@ struct Cmd {
     signal: Option<SignalNodes>,
 }
 
+/// Pending submissions of a buffer at which an enqueue harvests the
+/// finished ones' statuses (see `RunStatusNode::make_room`).
+const HARVEST_AT: usize = RING_SLOTS as usize / 2;
+
 /// The status word the kernels of one buffer report failures to, and where
 /// the node that collects it at the end of each submission (added at
 /// finalize: [`CudaExecutable::collector`]) puts it.
@@ -119,13 +125,17 @@ impl RunStatusNode {
     ///
     /// Returns the new ring the collector must write to, when one is needed.
     fn make_room(&mut self, dev: &Arc<DeviceShared>) -> Result<Option<Arc<StatusRing>>> {
-        while let Some((status, event)) = self.pending.front() {
+        // A status stays readable in its slot until the slot is needed
+        // again, so finished submissions are harvested in batches, not
+        // looked up (a driver call each) at every enqueue. Submissions of
+        // one buffer finish in order (each waits for the previous one), so
+        // the finished ones are a prefix, found in a few queries.
+        if self.pending.len() >= HARVEST_AT {
             // A held submission has not run.
-            if !event.is_done() {
-                break;
+            let done = self.pending.partition_point(|(_, event)| event.is_done());
+            for (status, _) in self.pending.drain(..done) {
+                status.harvest();
             }
-            status.harvest();
-            self.pending.pop_front();
         }
         // Submissions of one buffer run in order, so the pending ones are the
         // latest, and the first of the current ring has its oldest slot.
@@ -136,6 +146,7 @@ impl RunStatusNode {
             .is_some_and(|(status, _)| status.ordinal() + u64::from(RING_SLOTS) <= self.submitted);
         if slot_taken {
             tracing::debug!(slots = RING_SLOTS, "status ring full of pending submissions: a new ring");
+            dev.bind()?;
             return Ok(Some(Arc::new(StatusRing::new(dev)?)));
         }
         Ok(None)
@@ -288,6 +299,8 @@ unsafe impl Send for Template {}
 /// at each append.
 pub(crate) struct CudaCommandBuffer {
     template: Template,
+    /// Time spent in `append`, for finalize's debug log.
+    append_time: std::time::Duration,
 }
 
 /// A finalized command buffer: the template and its executable graph.
@@ -323,7 +336,7 @@ impl CudaCommandBuffer {
             run: None,
             stale_template: Vec::new(),
         };
-        Ok(CudaCommandBuffer { template })
+        Ok(CudaCommandBuffer { template, append_time: std::time::Duration::ZERO })
     }
 
     /// Adds what ends the graph (a node to launch where it has none, the
@@ -457,11 +470,24 @@ impl Template {
 
     /// The command's own nodes after `deps`; returns the last node and, for
     /// kernels, the kernel node.
-    fn add_body(&mut self, command: &Command, deps: &[Node]) -> Result<(Node, Option<KernelNode>)> {
+    /// The status collector is made only for kernels that may report a
+    /// status, or whose `alternatives` (which updates may switch to) may.
+    fn add_body(
+        &mut self,
+        command: &Command,
+        alternatives: &[Kernel],
+        deps: &[Node],
+    ) -> Result<(Node, Option<KernelNode>)> {
         let node = match command {
             Command::KernelLaunch(k) => {
-                let status = self.run_word()?;
-                let mut params = LaunchParams::new(&self.dev, k, status)?;
+                let mut params = LaunchParams::new(&self.dev, k, 0)?;
+                let mut reports = params.reports;
+                for alternative in alternatives {
+                    reports |= CudaKernel::of_reports(alternative)?;
+                }
+                if reports {
+                    params.set_status(self.run_word()?);
+                }
                 let node_params = params.node_params(self.ctx());
                 let mut node: Node = ptr::null_mut();
                 // SAFETY: as for `add_empty`; the parameters hold one value per
@@ -594,7 +620,52 @@ impl RecordingCommandBufferImpl for CudaCommandBuffer {
     unsafe fn append(
         &mut self,
         command: &Command,
-        _alternatives: &[Kernel],
+        alternatives: &[Kernel],
+        deps: &[u32],
+        wait_events: &[Event],
+        signal: bool,
+    ) -> Result<Option<Arc<dyn EventImpl>>> {
+        let started = std::time::Instant::now();
+        // SAFETY: forwarded from this function's contract.
+        let appended = unsafe { self.append_untimed(command, alternatives, deps, wait_events, signal) };
+        self.append_time += started.elapsed();
+        appended
+    }
+
+    fn finalize(mut self: Box<Self>) -> std::result::Result<Box<dyn ExecutableCommandBufferImpl>, FinalizeFailed> {
+        let started = std::time::Instant::now();
+        let (exec, collector) = match self.finish_graph() {
+            Ok(done) => done,
+            Err(error) => return Err(FinalizeFailed::new(error, self)),
+        };
+        let template = self.template;
+        let exec = ExecGraph::new(&template.dev, exec);
+        // Where a slow build went: appends, then the collector and the
+        // driver's instantiation (a wide graph's, docs/performance.md goal 6).
+        tracing::debug!(
+            commands = template.commands.len(),
+            kernels = template.run.is_some(),
+            append_us = self.append_time.as_micros() as u64,
+            finish_us = started.elapsed().as_micros() as u64,
+            "CUDA graph instantiated"
+        );
+        Ok(Box::new(CudaExecutable { exec, template, collector, previous: None, replaced: Vec::new() }))
+    }
+
+    fn recording_target(&self) -> Result<NativeHandle> {
+        Ok(NativeHandle(self.template.graph as u64))
+    }
+}
+
+impl CudaCommandBuffer {
+    /// [`RecordingCommandBufferImpl::append`], timed by the caller.
+    ///
+    /// # Safety
+    /// As for [`RecordingCommandBufferImpl::append`].
+    unsafe fn append_untimed(
+        &mut self,
+        command: &Command,
+        alternatives: &[Kernel],
         deps: &[u32],
         wait_events: &[Event],
         signal: bool,
@@ -624,7 +695,7 @@ impl RecordingCommandBufferImpl for CudaCommandBuffer {
             }
             None => None,
         };
-        let (exit, kernel) = this.add_body(command, &entry)?;
+        let (exit, kernel) = this.add_body(command, alternatives, &entry)?;
         let signal = match signal_event {
             Some(event) => {
                 Some(SignalNodes { record: this.add_event_record(&[exit], event.end().raw())?, start, event })
@@ -638,31 +709,17 @@ impl RecordingCommandBufferImpl for CudaCommandBuffer {
         this.commands.push(Cmd { exit, has_successors: false, kernel, waits, signal });
         Ok(event)
     }
-
-    fn finalize(mut self: Box<Self>) -> std::result::Result<Box<dyn ExecutableCommandBufferImpl>, FinalizeFailed> {
-        let (exec, collector) = match self.finish_graph() {
-            Ok(done) => done,
-            Err(error) => return Err(FinalizeFailed::new(error, self)),
-        };
-        let template = self.template;
-        let exec = ExecGraph::new(&template.dev, exec);
-        tracing::debug!(
-            commands = template.commands.len(),
-            kernels = template.run.is_some(),
-            "CUDA graph instantiated"
-        );
-        Ok(Box::new(CudaExecutable { exec, template, collector, previous: None, replaced: Vec::new() }))
-    }
-
-    fn recording_target(&self) -> Result<NativeHandle> {
-        Ok(NativeHandle(self.template.graph as u64))
-    }
 }
 
 impl ExecutableCommandBufferImpl for CudaExecutable {
     unsafe fn enqueue(&mut self, queue: &dyn QueueImpl, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
         let queue = downcast::<CudaQueue>(queue as &dyn Any, "the queue")?.core();
-        self.template.dev.bind()?;
+        // The context is bound where this call makes driver objects or gives
+        // advice; the submission binds it before the launch (one query of
+        // the current context less per replay).
+        if !self.template.advice.is_empty() {
+            self.template.dev.bind()?;
+        }
         for (mem, size, advice) in &self.template.advice {
             exec::advise(&self.template.dev, mem, *size, *advice)?;
         }
@@ -721,7 +778,9 @@ impl ExecutableCommandBufferImpl for CudaExecutable {
 
     unsafe fn update_kernel_launches(&mut self, updates: &[KernelUpdate<'_>]) -> Result<()> {
         self.template.dev.bind()?;
-        let status = self.template.run_word()?;
+        // Kernels that may report (or may become one that does) made the
+        // word at append; the others never read it.
+        let status = self.template.run.as_ref().map_or(0, |run| run.word.addr);
         // Everything that can fail for reasons of the launch itself fails
         // before anything changes.
         let mut prepared = Vec::with_capacity(updates.len());

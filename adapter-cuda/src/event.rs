@@ -138,6 +138,13 @@ pub(crate) struct CudaEvent {
     /// While the command is held back on the host (see `hold`): the gate
     /// that opens when it is issued.
     held: Mutex<Option<Arc<Gate>>>,
+    /// Seen complete once issued. A command's event is recorded once, so it
+    /// stays complete and later status queries need no driver call (the
+    /// front end asks at each submission whether its oldest command is
+    /// done). Never set for signal events, which each execution records again.
+    done: AtomicBool,
+    /// Records once: `done` may be set.
+    once: bool,
 }
 
 impl CudaEvent {
@@ -146,10 +153,10 @@ impl CudaEvent {
     pub(crate) fn new(dev: &Arc<DeviceShared>, profiling: bool) -> Result<CudaEvent> {
         let (end, start) =
             if profiling { (CuEvent::new(true)?, Some(CuEvent::new(true)?)) } else { (dev.plain_event()?, None) };
-        Ok(CudaEvent::of(dev, end, start))
+        Ok(CudaEvent::of(dev, end, start, true))
     }
 
-    fn of(dev: &Arc<DeviceShared>, end: CuEvent, start: Option<CuEvent>) -> CudaEvent {
+    fn of(dev: &Arc<DeviceShared>, end: CuEvent, start: Option<CuEvent>, once: bool) -> CudaEvent {
         CudaEvent {
             dev: dev.clone(),
             end: Some(Arc::new(end)),
@@ -157,6 +164,8 @@ impl CudaEvent {
             times: Mutex::new(None),
             check: OnceLock::new(),
             held: Mutex::new(None),
+            done: AtomicBool::new(false),
+            once,
         }
     }
 
@@ -166,7 +175,7 @@ impl CudaEvent {
         dev.bind()?;
         // New events, never recorded (a pooled one may still be pending).
         let start = if profiling { Some(CuEvent::new(true)?) } else { None };
-        Ok(CudaEvent::of(dev, CuEvent::new(profiling)?, start))
+        Ok(CudaEvent::of(dev, CuEvent::new(profiling)?, start, false))
     }
 
     /// The event recorded after the command.
@@ -206,7 +215,26 @@ impl CudaEvent {
 
     /// Issued and complete.
     pub(crate) fn is_done(&self) -> bool {
-        self.held_gate().is_none() && matches!(self.end().query(), Ok(Query::Ready))
+        self.held_gate().is_none() && self.end_ready()
+    }
+
+    /// Whether the end event has completed; the command was issued.
+    fn end_ready(&self) -> bool {
+        if self.done.load(Ordering::Acquire) {
+            return true;
+        }
+        let ready = matches!(self.end().query(), Ok(Query::Ready));
+        if ready {
+            self.saw_done();
+        }
+        ready
+    }
+
+    /// The command was issued and its end event has completed.
+    fn saw_done(&self) {
+        if self.once {
+            self.done.store(true, Ordering::Release);
+        }
     }
 
     /// Starts a new execution of a signal event, timed when the queue profiles.
@@ -257,7 +285,11 @@ impl EventImpl for CudaEvent {
             Some(Err(_)) => return EventStatus::Error,
             Some(Ok(())) => {}
         }
-        match self.end().query() {
+        let query = if self.done.load(Ordering::Acquire) { Ok(Query::Ready) } else { self.end().query() };
+        if matches!(query, Ok(Query::Ready)) {
+            self.saw_done();
+        }
+        match query {
             Ok(Query::Ready) if self.failure().is_some() => EventStatus::Error,
             Ok(Query::Ready) => EventStatus::Complete,
             Ok(Query::Pending) => match self.start.as_ref().map(CuEvent::query) {
@@ -274,7 +306,10 @@ impl EventImpl for CudaEvent {
         if let Some(gate) = gate {
             gate.wait()?;
         }
-        self.end().synchronize()?;
+        if !self.done.load(Ordering::Acquire) {
+            self.end().synchronize()?;
+            self.saw_done();
+        }
         match self.failure() {
             Some(message) => Err(execution_error(Backend::Cuda, message)),
             None => Ok(()),

@@ -275,12 +275,14 @@ impl ProgramImpl for CudaProgram {
         if let Err(e) = opted {
             tracing::debug!(error = %e, "kernel keeps the default dynamic shared memory limit");
         }
+        let reports = !self.plain && may_report(self.ptx.to_str().unwrap_or(""), &signature.name);
         Ok(Box::new(CudaKernel {
             _module: self.module.clone(),
             func: Func(func),
             name: signature.name.to_string().into(),
             max_threads,
             plain: self.plain,
+            reports,
             static_shared: static_shared as usize,
             private,
         }))
@@ -312,8 +314,63 @@ pub(crate) struct CudaKernel {
     max_threads: usize,
     /// No hidden `ur_launch` parameter.
     plain: bool,
+    /// May store a status (see [`may_report`]).
+    reports: bool,
     static_shared: usize,
     private: usize,
+}
+
+impl CudaKernel {
+    /// Whether a launch of `kernel` (of this adapter) may store a status.
+    pub(crate) fn of_reports(kernel: &ur_core::Kernel) -> Result<bool> {
+        Ok(downcast::<CudaKernel>(kernel.imp() as &dyn Any, "a kernel")?.reports)
+    }
+}
+
+/// Whether the entry `name` of `ptx` may read its last parameter (the
+/// hidden `ur_launch`, which holds the status pointer): the body names that
+/// parameter anywhere. A kernel that never names it cannot reach its
+/// status word, so it cannot report a failure. Anything that does not
+/// parse as expected counts as reporting.
+pub(crate) fn may_report(ptx: &str, name: &str) -> bool {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '$';
+    let entry = ptx.match_indices(".entry").find_map(|(at, _)| {
+        let rest = ptx[at + ".entry".len()..].trim_start();
+        let after = rest.strip_prefix(name)?;
+        after.trim_start().strip_prefix('(')
+    });
+    let Some(rest) = entry else { return true };
+    let Some(close) = rest.find(')') else { return true };
+    let Some(last) = rest[..close].rsplit(',').next() else { return true };
+    // `.param .align 8 .b8 NAME[32]`: the parameter's name is the last word, before its size.
+    let Some(param) = last.split('[').next().and_then(|d| d.split_whitespace().last()) else { return true };
+    if param.is_empty() || !param.chars().all(ident) {
+        return true;
+    }
+    let body = &rest[close + 1..];
+    let Some(open) = body.find('{') else { return true };
+    let mut depth = 0usize;
+    let mut end = None;
+    for (i, c) in body[open..].char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    end = Some(open + i);
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    let Some(end) = end else { return true };
+    let body = &body[open..end];
+    body.match_indices(param).any(|(at, _)| {
+        let before = body[..at].chars().next_back().is_none_or(|c| !ident(c));
+        let after = body[at + param.len()..].chars().next().is_none_or(|c| !ident(c));
+        before && after
+    })
 }
 
 impl KernelImpl for CudaKernel {
@@ -345,6 +402,8 @@ pub(crate) struct LaunchParams {
     offsets: SmallVec<[usize; 8]>,
     /// Byte offset of the status pointer inside `storage`; `None` for plain kernels.
     status_at: Option<usize>,
+    /// The kernel may store a status (see [`may_report`]).
+    pub(crate) reports: bool,
     pointers: Vec<*mut c_void>,
 }
 
@@ -435,6 +494,7 @@ impl LaunchParams {
             storage,
             offsets,
             status_at,
+            reports: kernel.reports,
             pointers: Vec::new(),
         };
         params.set_status(status);
@@ -496,7 +556,21 @@ impl LaunchParams {
 
 #[cfg(test)]
 mod tests {
-    use super::jit_options;
+    use super::{jit_options, may_report};
+
+    #[test]
+    fn kernels_that_never_name_their_launch_info_cannot_report() {
+        let ptx = include_str!("../../conformance/src/kernels/library.ptx");
+        assert!(!may_report(ptx, "empty"));
+        let reporting = ".visible .entry k(\n\t.param .u64 k_param_0,\n\t.param .align 8 .b8 k_param_1[32]\n)\n{\n\tmov.b64 %rd2, k_param_1;\n\tld.u64 %rd1, [%rd2+24];\n\tret;\n}\n";
+        assert!(may_report(reporting, "k"));
+        // A name that only extends the launch info's is not it.
+        let other =
+            ".entry k(.param .u64 k_param_0, .param .align 8 .b8 k_param_1[32])\n{ ld.param.u64 %rd1, [k_param_10]; }";
+        assert!(!may_report(other, "k"));
+        assert!(may_report(ptx, "no_such_kernel"));
+        assert!(may_report(".entry k(.param .b8 p[32])", "k"), "no body");
+    }
 
     #[test]
     fn build_options_become_jit_options() {

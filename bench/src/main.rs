@@ -9,6 +9,8 @@
 
 mod alloc;
 mod buffers;
+#[cfg(feature = "cuda")]
+mod cuda_build;
 mod goals;
 mod graph;
 mod kernels;
@@ -44,7 +46,8 @@ struct Cli {
     #[arg(long, default_value = "target/bench")]
     out: PathBuf,
     /// Only these benchmark groups (submission, raw, finalize, update, cpu_per_node,
-    /// submit_graph, sin_kernel_graph, perf_scaling, graph, buffers, soak); repeatable.
+    /// submit_graph, sin_kernel_graph, perf_scaling, graph, buffers, soak,
+    /// cuda_build); repeatable. soak and cuda_build run only when named.
     #[arg(long)]
     only: Vec<String>,
     /// Leave out the emulated (software command buffer) view of native devices.
@@ -218,6 +221,11 @@ fn main() -> ExitCode {
         });
         group("perf_scaling", &mut |out| ok(suites::perf_scaling(&target, r, &plan.scaling, out)));
         group("graph", &mut |out| ok(graph::run(&target, &plan.graph, out)));
+        // Runs only when named: CUDA build and replay breakdowns (goals 2, 6).
+        #[cfg(feature = "cuda")]
+        if cli.only.iter().any(|o| o == "cuda_build") {
+            group("cuda_build", &mut |out| cuda_build::run(&target, &plan.graph.build, out, &emit).map(|()| None));
+        }
         // The soak runs only when named: it takes minutes and prints its own rows.
         if cli.only.iter().any(|o| o == "soak") {
             group("soak", &mut |_| soak::run(&target, cli.soak_submissions).map(|()| None));

@@ -13,6 +13,20 @@
 //! pool alive while allocations from it are in use; an allocation still
 //! handed out then is released with the pool.
 //!
+//! Freed blocks are kept for reuse up to the pool's *threshold*
+//! (`initial_threshold`, `set_new_threshold`; without one, all of them):
+//! at each allocation and free, blocks whose free has completed are
+//! released, largest first, while the pool holds more than the threshold.
+//! [`MemoryPool::trim_to`] releases them down to a size at once. A block
+//! whose free is still pending is never released early.
+//!
+//! Eager [`Queue::async_malloc`](crate::Queue::async_malloc) allocates from
+//! the *default pool* of the queue's context and kind
+//! ([`MemoryPool::default_pool`]): one per context and kind, made at first
+//! use, without properties, kept while the context is used elsewhere (it is
+//! released at a later default-pool lookup once only default pools hold the
+//! context).
+//!
 //! In a graph (recording, or [`Handler::async_malloc_from_pool`](crate::graph::Handler::async_malloc_from_pool))
 //! the allocation comes from the graph's own pool; only the pool's kind and
 //! `zero_init` matter there (8.4.3 of the graph specification).
@@ -56,6 +70,15 @@ pub struct MemoryPoolProperties {
     /// The most bytes the pool may hold at once (`maximum_size`); `None`:
     /// no limit. An allocation beyond it is `OutOfResources`. Ignored in graphs.
     pub maximum_size: Option<usize>,
+    /// The bytes of freed blocks the pool keeps for reuse
+    /// (`initial_threshold`, the pool's first [`threshold`](MemoryPool::threshold));
+    /// `None`: every freed block is kept. Ignored in graphs.
+    pub initial_threshold: Option<usize>,
+    /// A hint that kernels only read allocations of the pool (`read_only`).
+    /// Kept and reported; none of the adapters has memory of its own for
+    /// read-only data, so it places nothing differently (logged at debug
+    /// level when a pool is made with it). Ignored in graphs.
+    pub read_only: bool,
 }
 
 /// A memory pool. Clones share the pool.
@@ -71,13 +94,46 @@ struct PoolInner {
     state: Mutex<PoolState>,
 }
 
-#[derive(Default)]
 struct PoolState {
     /// Blocks handed out, by address.
     live: HashMap<u64, Arc<UsmAllocation>>,
     /// Blocks returned, with the event after which they may be reused.
     free: Vec<(Arc<UsmAllocation>, Event)>,
     reserved: usize,
+    reserved_high: usize,
+    used: usize,
+    used_high: usize,
+    threshold: usize,
+}
+
+impl PoolState {
+    fn new(threshold: usize) -> PoolState {
+        PoolState {
+            live: HashMap::new(),
+            free: Vec::new(),
+            reserved: 0,
+            reserved_high: 0,
+            used: 0,
+            used_high: 0,
+            threshold,
+        }
+    }
+
+    /// Releases free blocks whose free has completed, largest first, while
+    /// the pool holds more than `keep` bytes.
+    fn release_down_to(&mut self, keep: usize) {
+        self.free.sort_by_key(|(b, _)| std::cmp::Reverse(b.size()));
+        let mut i = 0;
+        while self.reserved > keep && i < self.free.len() {
+            if self.free[i].1.status().is_terminal() {
+                let (block, _) = self.free.remove(i);
+                self.reserved -= block.size();
+                tracing::debug!(bytes = block.size(), reserved = self.reserved, "memory pool releases a block");
+            } else {
+                i += 1;
+            }
+        }
+    }
 }
 
 /// The pool of each eager allocation, by context and address
@@ -85,6 +141,9 @@ struct PoolState {
 type Registry = HashMap<(ContextId, u64), Weak<PoolInner>>;
 
 static REGISTRY: LazyLock<Mutex<Registry>> = LazyLock::new(Mutex::default);
+
+/// The default pools ([`MemoryPool::default_pool`]).
+static DEFAULTS: Mutex<Vec<MemoryPool>> = Mutex::new(Vec::new());
 
 impl MemoryPool {
     /// A pool of `kind` memory for `device` in `context`
@@ -99,7 +158,44 @@ impl MemoryPool {
             "{device} cannot allocate {kind:?} USM: no memory pool of that kind"
         );
         ensure!(props.maximum_size != Some(0), InvalidValue, "a memory pool with a maximum size of 0 bytes");
-        Ok(MemoryPool { inner: Arc::new(PoolInner { context: context.clone(), kind, props, state: Mutex::default() }) })
+        if props.read_only {
+            tracing::debug!(%device, "read_only memory pool: a hint none of the adapters acts on");
+        }
+        let state = Mutex::new(PoolState::new(props.initial_threshold.unwrap_or(usize::MAX)));
+        Ok(MemoryPool { inner: Arc::new(PoolInner { context: context.clone(), kind, props, state }) })
+    }
+
+    /// The default pool of `kind` for `device` in `context`
+    /// (`context::ext_oneapi_get_default_memory_pool`), which eager
+    /// [`Queue::async_malloc`](crate::Queue::async_malloc) allocates from:
+    /// the same pool for every call with the same context and kind, made at
+    /// the first, without properties. Errors as [`new`](Self::new).
+    pub fn default_pool(context: &Context, device: &Device, kind: UsmKind) -> Result<MemoryPool> {
+        let mut defaults = DEFAULTS.lock();
+        // Pools whose context only default pools still hold (one handle
+        // each): nobody can ask for them again. Dropped after the lock (a
+        // pool's drop waits for its frees).
+        let all = std::mem::take(&mut *defaults);
+        let only_pools = |c: &Context| c.reference_count() <= all.iter().filter(|p| p.context() == c).count();
+        let (gone, kept): (Vec<MemoryPool>, Vec<MemoryPool>) =
+            all.iter().cloned().partition(|p| only_pools(p.context()));
+        drop(all);
+        *defaults = kept;
+        let found = defaults.iter().find(|p| p.context() == context && p.alloc_kind() == kind).cloned();
+        let pool = match found {
+            Some(pool) => {
+                ensure!(context.device() == device, InvalidDevice, "{device} is not the device of the context");
+                pool
+            }
+            None => {
+                let pool = MemoryPool::new(context, device, kind, MemoryPoolProperties::default())?;
+                defaults.push(pool.clone());
+                pool
+            }
+        };
+        drop(defaults);
+        drop(gone);
+        Ok(pool)
     }
 
     /// The context.
@@ -129,7 +225,55 @@ impl MemoryPool {
 
     /// Bytes handed out and not yet freed (`used_size_current`).
     pub fn used_size_current(&self) -> usize {
-        self.inner.state.lock().live.values().map(|b| b.size()).sum()
+        self.inner.state.lock().used
+    }
+
+    /// The most bytes the pool held at once since it was made or this was
+    /// reset (`reserved_size_high`).
+    pub fn reserved_size_high(&self) -> usize {
+        self.inner.state.lock().reserved_high
+    }
+
+    /// The most bytes handed out at once since the pool was made or this was
+    /// reset (`used_size_high`).
+    pub fn used_size_high(&self) -> usize {
+        self.inner.state.lock().used_high
+    }
+
+    /// Sets [`reserved_size_high`](Self::reserved_size_high) to the current
+    /// reservation (`reset_reserved_size_high`).
+    pub fn reset_reserved_size_high(&self) {
+        let mut state = self.inner.state.lock();
+        state.reserved_high = state.reserved;
+    }
+
+    /// Sets [`used_size_high`](Self::used_size_high) to the bytes handed out
+    /// now (`reset_used_size_high`).
+    pub fn reset_used_size_high(&self) {
+        let mut state = self.inner.state.lock();
+        state.used_high = state.used;
+    }
+
+    /// The bytes of freed blocks the pool keeps for reuse (`get_threshold`;
+    /// `usize::MAX` for a pool made without `initial_threshold`).
+    pub fn threshold(&self) -> usize {
+        self.inner.state.lock().threshold
+    }
+
+    /// Sets the [`threshold`](Self::threshold) (`set_new_threshold`) and
+    /// releases what it no longer keeps.
+    pub fn set_new_threshold(&self, threshold: usize) {
+        let mut state = self.inner.state.lock();
+        state.threshold = threshold;
+        state.release_down_to(threshold);
+    }
+
+    /// Releases free blocks, largest first, until the pool holds at most
+    /// `min_bytes_to_keep` bytes or no free block whose free has completed
+    /// is left (`trim_to`). Blocks handed out, and blocks whose free is
+    /// still pending, stay.
+    pub fn trim_to(&self, min_bytes_to_keep: usize) {
+        self.inner.state.lock().release_down_to(min_bytes_to_keep);
     }
 
     /// `InvalidContext` unless the pool may serve a graph of `context`.
@@ -158,6 +302,8 @@ impl MemoryPool {
         ensure!(size != 0, InvalidUsmSize, "async_malloc_from_pool of 0 bytes");
         queue.refuse_capture("an allocation from a memory pool")?;
         let mut state = inner.state.lock();
+        let threshold = state.threshold;
+        state.release_down_to(threshold);
         let reuse = state
             .free
             .iter()
@@ -181,6 +327,7 @@ impl MemoryPool {
                 }
                 let block = Arc::new(UsmAllocation::new(&inner.context, inner.kind, size)?);
                 state.reserved += size;
+                state.reserved_high = state.reserved_high.max(state.reserved);
                 (block, None)
             }
         };
@@ -204,6 +351,8 @@ impl MemoryPool {
             }
         };
         let ptr = block.ptr();
+        state.used += block.size();
+        state.used_high = state.used_high.max(state.used);
         state.live.insert(ptr.addr(), block);
         REGISTRY.lock().insert((inner.context.id(), ptr.addr()), Arc::downgrade(inner));
         Ok((ptr, ready))
@@ -223,7 +372,10 @@ impl MemoryPool {
             let freed = queue.events_wait(wait)?;
             state.live.remove(&ptr.addr());
             REGISTRY.lock().remove(&key);
+            state.used -= block.size();
             state.free.push((block, freed.clone()));
+            let threshold = state.threshold;
+            state.release_down_to(threshold);
             Ok(freed)
         })())
     }

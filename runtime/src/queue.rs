@@ -513,13 +513,40 @@ impl Queue {
         )
     }
 
-    /// Records a graph-owned allocation (`async_malloc(queue, ...)`) and
-    /// returns its pointer and the node's event. Only while recording
-    /// (`InvalidOperation` otherwise); see [`Handler::async_malloc`](crate::graph::Handler::async_malloc).
+    /// `async_malloc(queue, kind, size)`: while recording, a graph-owned
+    /// allocation, returning its pointer and the node's event (see
+    /// [`Handler::async_malloc`](crate::graph::Handler::async_malloc));
+    /// otherwise an allocation from the default pool of the queue's context
+    /// and `kind` ([`MemoryPool::default_pool`]), usable when the returned
+    /// event completes, given back with [`async_free`](Self::async_free).
     pub fn async_malloc(&self, kind: UsmKind, size: usize, wait: &[&Event]) -> Result<(UsmPtr, Event)> {
-        let event =
-            self.submit(wait, || Ok(Recordable::Malloc { kind, size, zero_init: false }), |q, _| only_recorded(q))?;
-        recorded_allocation(event)
+        self.malloc_via(
+            size,
+            wait,
+            || Ok(Recordable::Malloc { kind, size, zero_init: false }),
+            |q| MemoryPool::default_pool(q.context(), q.device(), kind),
+        )
+    }
+
+    /// `record` while recording; otherwise `size` bytes from the pool
+    /// `pool` gives, eagerly on this queue after `wait`.
+    fn malloc_via(
+        &self,
+        size: usize,
+        wait: &[&Event],
+        record: impl FnOnce() -> Result<Recordable>,
+        pool: impl FnOnce(&ur_core::Queue) -> Result<MemoryPool>,
+    ) -> Result<(UsmPtr, Event)> {
+        let mut eager = None;
+        let event = self.submit(wait, record, |q, w| {
+            let (ptr, ready) = pool(q)?.allocate_eager(q, size, w)?;
+            eager = Some(ptr);
+            Ok(ready)
+        })?;
+        match eager {
+            Some(ptr) => Ok((ptr, event)),
+            None => recorded_allocation(event),
+        }
     }
 
     /// `async_malloc_from_pool(queue, size, pool)`: while recording, a
@@ -530,30 +557,23 @@ impl Queue {
     /// `InvalidContext` / `InvalidQueue` for a pool of another context.
     pub fn async_malloc_from_pool(&self, size: usize, pool: &MemoryPool, wait: &[&Event]) -> Result<(UsmPtr, Event)> {
         let zero_init = pool.properties().zero_init;
-        let mut eager = None;
-        let event = self.submit(
+        self.malloc_via(
+            size,
             wait,
             || {
                 pool.check_for_graph(self.context())?;
                 Ok(Recordable::Malloc { kind: pool.alloc_kind(), size, zero_init })
             },
-            |q, w| {
-                let (ptr, ready) = pool.allocate_eager(q, size, w)?;
-                eager = Some(ptr);
-                Ok(ready)
-            },
-        )?;
-        match eager {
-            Some(ptr) => Ok((ptr, event)),
-            None => recorded_allocation(event),
-        }
+            |_| Ok(pool.clone()),
+        )
     }
 
     /// `async_free(queue, ptr)`: while recording, the release of a
     /// graph-owned allocation (see [`Handler::async_free`](crate::graph::Handler::async_free));
-    /// otherwise the return of an eager [`async_malloc_from_pool`](Self::async_malloc_from_pool)
-    /// allocation to its pool after `wait` (`InvalidOperation` for a
-    /// pointer no pool handed out).
+    /// otherwise the return of an eager [`async_malloc`](Self::async_malloc) or
+    /// [`async_malloc_from_pool`](Self::async_malloc_from_pool) allocation to
+    /// its pool after `wait` (`InvalidOperation` for a pointer no pool
+    /// handed out).
     pub fn async_free(&self, ptr: UsmPtr, wait: &[&Event]) -> Result<Event> {
         self.submit(
             wait,

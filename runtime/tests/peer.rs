@@ -1,5 +1,6 @@
-//! Buffers between two contexts of the CPU device, which is its own peer:
-//! device-to-device transfers are peer copies, one per row of a rect whose
+//! Buffers between two contexts of the CPU device, which is its own peer,
+//! with allocation sharing off (one allocation per context, as two devices
+//! would have): device-to-device transfers are peer copies, one per row of a rect whose
 //! rows are not contiguous, and leave the host allocation outdated.
 
 use ur_core::{Context, Queue, QueueProperties};
@@ -17,6 +18,7 @@ fn a_rect_moves_as_one_peer_copy_per_row() {
     let (rows, cols) = (16, 64);
     let props = BufferProperties { page: Some(vec![4, 16]) };
     let buffer = Buffer::new(4, &[rows, cols], &props).unwrap();
+    buffer.set_share_allocations(false);
     let mut cg = CommandGroup::new(&a);
     let acc = cg.access(&buffer, AccessMode::WriteNoInit, AccessRange::all()).unwrap();
     let data: Vec<u32> = (0..(rows * cols) as u32).collect();

@@ -12,8 +12,8 @@ use std::fmt;
 
 use smallvec::SmallVec;
 
-use crate::interop::NativeCommand;
 use crate::launch::KernelCommand;
+use crate::objects::NativeCommand;
 use crate::objects::{MemBuffer, MemLoc, UsmRef};
 use crate::types::memory::{MigrationFlags, UsmAdvice};
 use crate::types::rect::{RectLayout, RectRegion};

@@ -59,11 +59,12 @@ impl Context {
         self.inner.imp.native_handle()
     }
 
-    /// Resolves `[ptr, ptr + size)` to the USM allocation of this context that
-    /// holds it: `InvalidValue` when no allocation holds `ptr`, `InvalidSize`
-    /// when the range leaves it.
+    /// Resolves `[ptr, ptr + size)` to the USM allocation of this context, or
+    /// of a context joined with it ([`share_usm_with`](Context::share_usm_with)),
+    /// that holds it: `InvalidValue` when no allocation holds `ptr`,
+    /// `InvalidSize` when the range leaves it.
     pub fn find_usm(&self, ptr: UsmPtr, size: usize) -> Result<UsmRef> {
-        self.inner.tracker.find(ptr, size)
+        self.inner.tracker.find_joined(ptr, size)
     }
 
     /// Number of USM allocations of this context still alive.

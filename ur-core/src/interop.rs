@@ -65,15 +65,10 @@ use crate::command_buffer::CommandBuffer;
 use crate::error::{Result, panic_message};
 use crate::event::execution_error;
 use crate::memory::MemBuffer;
+pub use crate::objects::{NativeCommand, NativeFn, NativeScope};
+pub(crate) use crate::objects::{NestedCommandBuffer, Owner};
 use crate::platform::Backend;
 pub use crate::types::interop::{NativeHandle, NativeTarget};
-
-/// What a native command's callback is given.
-pub struct NativeScope<'a> {
-    backend: Backend,
-    target: NativeTarget,
-    mems: &'a [MemBuffer],
-}
 
 impl NativeScope<'_> {
     /// The backend.
@@ -91,9 +86,6 @@ impl NativeScope<'_> {
         self.mems
     }
 }
-
-/// The callback of a native command.
-pub type NativeFn = dyn Fn(&NativeScope<'_>) + Send + Sync;
 
 /// A callback borrowing data for `'a`, shared with a [`NativeCommand`] that
 /// may outlive `'a`: dropping the `Borrowed` takes the callback out, so that
@@ -194,26 +186,6 @@ fn reap(spent: Box<NativeFn>) {
     }
 }
 
-/// Whose native command it is: `native_handle()` of that object returns the
-/// target while the callback runs.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Owner {
-    /// A queue, by its key.
-    Queue(usize),
-    /// A command buffer, by its id.
-    CommandBuffer(u64),
-}
-
-/// A validated native command: the callback, the buffers it uses (kept alive
-/// while it may run), its owner, and a command buffer's child.
-#[derive(Clone)]
-pub struct NativeCommand {
-    callback: Arc<NativeFn>,
-    mems: Vec<MemBuffer>,
-    owner: Owner,
-    child: Option<CommandBuffer>,
-}
-
 thread_local! {
     /// The native commands whose callbacks run on this thread, innermost last.
     static RUNNING: RefCell<Vec<(Owner, NativeTarget)>> = const { RefCell::new(Vec::new()) };
@@ -235,6 +207,7 @@ impl NativeCommand {
         owner: Owner,
         child: Option<CommandBuffer>,
     ) -> NativeCommand {
+        let child = child.map(|c| Arc::new(c) as Arc<dyn NestedCommandBuffer>);
         NativeCommand { callback, mems, owner, child }
     }
 
@@ -244,14 +217,14 @@ impl NativeCommand {
     /// native object is the target) and adds it to the parent as a child
     /// node; inside the callback its `native_handle()` is the target too.
     pub fn child(&self) -> Option<&CommandBuffer> {
-        self.child.as_ref()
+        self.child.as_ref().and_then(|child| child.as_any().downcast_ref())
     }
 
     /// The native object the child command buffer records into, which the
     /// adapter gives the callback as its target (CUDA: the child's `CUgraph`);
     /// `None` without a child.
     pub fn child_target(&self) -> Option<Result<NativeHandle>> {
-        self.child.as_ref().map(CommandBuffer::recording_target)
+        self.child.as_ref().map(|child| child.recording_target())
     }
 
     /// The memory buffers the command was enqueued with.
@@ -287,6 +260,20 @@ impl fmt::Debug for NativeCommand {
             .field("owner", &self.owner)
             .field("child", &self.child.is_some())
             .finish()
+    }
+}
+
+impl NestedCommandBuffer for CommandBuffer {
+    fn id(&self) -> u64 {
+        CommandBuffer::id(self)
+    }
+
+    fn recording_target(&self) -> Result<NativeHandle> {
+        CommandBuffer::recording_target(self)
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 }
 

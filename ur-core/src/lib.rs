@@ -60,6 +60,7 @@ pub mod platform;
 pub mod program;
 pub mod queue;
 pub mod selector;
+pub mod shared_usm;
 mod software;
 mod typed_usm;
 

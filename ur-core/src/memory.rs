@@ -7,8 +7,8 @@
 //! is never freed under a command buffer or a command in flight.
 
 use std::fmt;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
 
 use crate::adapter::{BufferImpl, UsmImpl};
 use crate::context::Context;
@@ -181,9 +181,12 @@ impl UsmRef {
         Arc::ptr_eq(&self.alloc, &other.alloc)
     }
 
-    /// Whether the allocation is one of `context`'s.
+    /// Whether `context` accepts the allocation: one of its own, or of a
+    /// context joined with it ([`Context::share_usm_with`]).
     pub(crate) fn belongs_to(&self, context: &Context) -> bool {
-        std::ptr::eq(self.alloc.tracker.as_ptr(), Arc::as_ptr(context.tracker()))
+        let tracker = context.tracker();
+        let of = |t: &AllocationTracker| std::ptr::eq(self.alloc.tracker.as_ptr(), t);
+        of(tracker) || tracker.joined().iter().any(|t| of(t))
     }
 }
 
@@ -223,6 +226,33 @@ impl AllocationTracker {
 
     pub(crate) fn live_allocations(&self) -> usize {
         self.by_address.read().len()
+    }
+
+    /// The live trackers joined with this one.
+    pub(crate) fn joined(&self) -> Vec<Arc<AllocationTracker>> {
+        self.joined.read().iter().filter_map(Weak::upgrade).collect()
+    }
+
+    pub(crate) fn set_joined(&self, others: Vec<Weak<AllocationTracker>>) {
+        *self.joined.write() = others;
+    }
+
+    /// [`find`](Self::find) here, then in the joined trackers: the one
+    /// allocation that holds `ptr` (the joined contexts share one address
+    /// space, so at most one does). A range leaving the allocation that
+    /// holds its start stays `InvalidSize`.
+    pub(crate) fn find_joined(&self, ptr: UsmPtr, size: usize) -> Result<UsmRef> {
+        let own = self.find(ptr, size);
+        if !matches!(own, Err(crate::UrError::InvalidValue(_))) {
+            return own;
+        }
+        for other in self.joined() {
+            match other.find(ptr, size) {
+                Err(crate::UrError::InvalidValue(_)) => {}
+                found => return found,
+            }
+        }
+        own
     }
 }
 

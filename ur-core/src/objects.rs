@@ -14,8 +14,11 @@ use std::sync::{Arc, Weak};
 use parking_lot::RwLock;
 
 use crate::adapter::{BufferImpl, ContextImpl, DeviceImpl, EventImpl, KernelImpl, ProgramImpl, UsmImpl};
+use crate::error::Result;
+use crate::types::backend::Backend;
 use crate::types::desc::ContextId;
 use crate::types::device::{DeviceId, DeviceInfo};
+use crate::types::interop::{NativeHandle, NativeTarget};
 use crate::types::memory::{HostPtr, MemFlags, UsmKind};
 use crate::types::program::{KernelSignature, SourceForm};
 
@@ -117,6 +120,9 @@ pub struct UsmRef {
 #[derive(Default)]
 pub(crate) struct AllocationTracker {
     pub(crate) by_address: RwLock<BTreeMap<u64, Weak<UsmInner>>>,
+    /// The trackers of the contexts joined with this one
+    /// ([`Context::share_usm_with`]).
+    pub(crate) joined: RwLock<Vec<Weak<AllocationTracker>>>,
 }
 
 /// A memory buffer (`ur_mem_handle_t`): device memory addressed by handle and
@@ -165,4 +171,47 @@ pub enum MemLoc {
     Usm(UsmRef),
     /// Host memory outside any allocation.
     Host(HostPtr),
+}
+
+/// What a native command's callback is given.
+pub struct NativeScope<'a> {
+    pub(crate) backend: Backend,
+    pub(crate) target: NativeTarget,
+    pub(crate) mems: &'a [MemBuffer],
+}
+
+/// The callback of a native command.
+pub type NativeFn = dyn Fn(&NativeScope<'_>) + Send + Sync;
+
+/// Whose native command it is: `native_handle()` of that object returns the
+/// target while the callback runs.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Owner {
+    /// A queue, by its key.
+    Queue(usize),
+    /// A command buffer, by its id.
+    CommandBuffer(u64),
+}
+
+/// A validated native command: the callback, the buffers it uses (kept alive
+/// while it may run), its owner, and a command buffer's child.
+#[derive(Clone)]
+pub struct NativeCommand {
+    pub(crate) callback: Arc<NativeFn>,
+    pub(crate) mems: Vec<MemBuffer>,
+    pub(crate) owner: Owner,
+    pub(crate) child: Option<Arc<dyn NestedCommandBuffer>>,
+}
+
+/// The child command buffer of a native command, as the layers below the
+/// front end hold it: the front end's `CommandBuffer` implements it (in
+/// `interop`), so that a command can own its child without this layer
+/// naming the front end.
+pub(crate) trait NestedCommandBuffer: Send + Sync {
+    /// The buffer's identity, the owner of the callback's target.
+    fn id(&self) -> u64;
+    /// The native object the child records into.
+    fn recording_target(&self) -> Result<NativeHandle>;
+    /// The front end's `CommandBuffer` behind it.
+    fn as_any(&self) -> &dyn std::any::Any;
 }

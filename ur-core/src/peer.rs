@@ -169,7 +169,9 @@ impl Queue {
     /// Copies `size` bytes between a USM allocation of this queue's context
     /// and one of a context on a peer device, for which peer access from this
     /// queue's device was enabled ([`Device::enable_peer_access`]). Either side
-    /// may be the local one; the copy runs on this queue.
+    /// may be the local one; the copy runs on this queue. A context joined
+    /// with this one ([`Context::share_usm_with`]) is another context here,
+    /// of the same device (its own peer).
     ///
     /// Errors: `InvalidSize` for 0 bytes or a range leaving its allocation;
     /// `InvalidValue` when neither or both sides are in this context, or the
@@ -183,8 +185,10 @@ impl Queue {
         ensure!(size != 0, InvalidSize, "a peer copy of 0 bytes");
         self.check_not_capturing("a peer copy")?;
         let own = self.context();
-        let dst_local = own.find_usm(dst, size);
-        let src_local = own.find_usm(src, size);
+        // This context's own allocations only: memory of a context joined
+        // with it (`Context::share_usm_with`) is the peer side, found below.
+        let dst_local = own.tracker().find(dst, size);
+        let src_local = own.tracker().find(src, size);
         let (dst_ref, src_ref, peer_ctx, peer_dev) = match (dst_local, src_local) {
             (Ok(_), Ok(_)) => {
                 return Err(err!(InvalidValue, "both sides of the peer copy are in this context: use usm_memcpy"));

@@ -364,9 +364,10 @@ impl Queue {
         while in_flight.front().is_some_and(|(e, _)| e.status().is_terminal()) {
             in_flight.pop_front();
         }
-        if !event.status().is_terminal() {
-            in_flight.push_back((event, keep));
-        }
+        // Not asked whether it is already complete: a status query costs a
+        // driver call on GPU backends (a CUDA replay's host time, issue 15
+        // goal 2), and a complete one leaves at the next submission or finish.
+        in_flight.push_back((event, keep));
     }
 
     /// Launches a kernel (`urEnqueueKernelLaunch` with explicit arguments).

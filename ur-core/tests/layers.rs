@@ -56,6 +56,7 @@ const LAYERS: &[(&str, usize)] = &[
     ("platform", 2),
     ("program", 2),
     ("queue", 2),
+    ("shared_usm", 2),
     ("software", 2),
     ("typed_usm", 2),
     // Opening adapters and choosing devices.
@@ -64,8 +65,7 @@ const LAYERS: &[(&str, usize)] = &[
 ];
 
 /// Upward imports that remain: (importing module, imported module, why).
-const KNOWN: &[(&str, &str, &str)] =
-    &[("command", "interop", "Command::Native holds a NativeCommand, whose child is a front-end CommandBuffer")];
+const KNOWN: &[(&str, &str, &str)] = &[];
 
 /// One `crate::` reference of a module to another.
 struct Import {

@@ -10,6 +10,7 @@
 use std::ffi::{CStr, CString, c_char, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr;
+use std::time::{Duration, Instant};
 
 use cudarc::driver::sys;
 
@@ -143,6 +144,186 @@ impl CudaGraph {
     }
 }
 
+/// The costs of one raw build, for the `cuda_build` group.
+pub struct BuildCost {
+    /// Adding the nodes with their dependencies (and any relays and joins).
+    pub add: Duration,
+    /// `cuGraphInstantiateWithFlags`.
+    pub instantiate: Duration,
+    /// The first launch to completion (uploads included).
+    pub first_launch: Duration,
+    /// A later launch to completion.
+    pub launch: Duration,
+}
+
+/// The graph's width bounded by lanes: once `lanes` nodes have no
+/// successor yet, a new node also follows the oldest of them, so that at
+/// most `lanes` branches run side by side (orders only added, never lost).
+/// A candidate against the driver's instantiation, which grows with the
+/// square of a graph's width (docs/performance.md, goal 6).
+struct Lanes {
+    lanes: usize,
+    has_successor: Vec<bool>,
+    /// Nodes in the order made; those with successors are skipped lazily.
+    leaves: std::collections::VecDeque<usize>,
+    live: usize,
+}
+
+impl Lanes {
+    fn new(lanes: usize) -> Lanes {
+        Lanes { lanes, has_successor: Vec::new(), leaves: Default::default(), live: 0 }
+    }
+
+    /// The predecessors of the next node: `preds`, and the oldest leaf when
+    /// the lanes are full.
+    fn deps(&mut self, preds: &[usize]) -> Vec<usize> {
+        let mut deps = preds.to_vec();
+        for &p in preds {
+            self.mark(p);
+        }
+        while self.live >= self.lanes {
+            let Some(oldest) = self.leaves.pop_front() else { break };
+            if !self.has_successor[oldest] {
+                self.mark(oldest);
+                deps.push(oldest);
+            }
+        }
+        let node = self.has_successor.len();
+        self.has_successor.push(false);
+        self.leaves.push_back(node);
+        self.live += 1;
+        deps
+    }
+
+    fn mark(&mut self, node: usize) {
+        if !std::mem::replace(&mut self.has_successor[node], true) {
+            self.live -= 1;
+        }
+    }
+}
+
+impl CudaGraph {
+    /// Builds the graph of `preds` (replacing the current one), in at most
+    /// `lanes` lanes if given (see [`Lanes`]), and times each step and two
+    /// launches.
+    pub fn build_timed(&mut self, preds: &[Vec<usize>], lanes: Option<usize>) -> Result<BuildCost, String> {
+        self.current()?;
+        self.wait()?;
+        self.destroy_graph();
+        let mut args: [*mut c_void; 1] = [self.launch.as_mut_ptr().cast()];
+        let params = self.kernel_params(args.as_mut_ptr());
+        let start = Instant::now();
+        let mut graph = ptr::null_mut();
+        // SAFETY: out-pointer valid; flags 0.
+        check(unsafe { sys::cuGraphCreate(&mut graph, 0) }, "cuGraphCreate")?;
+        let mut nodes: Vec<sys::CUgraphNode> = Vec::with_capacity(preds.len());
+        let mut lanes = lanes.map(Lanes::new);
+        let added = (|| {
+            for p in preds {
+                let deps: Vec<sys::CUgraphNode> = match lanes.as_mut() {
+                    Some(lanes) => lanes.deps(p).into_iter().map(|d| nodes[d]).collect(),
+                    None => p.iter().map(|&d| nodes[d]).collect(),
+                };
+                let mut node = ptr::null_mut();
+                // SAFETY: `deps` are nodes of `graph`; the parameters outlive the call, which copies them.
+                let status =
+                    unsafe { sys::cuGraphAddKernelNode_v2(&mut node, graph, deps.as_ptr(), deps.len(), &params) };
+                check(status, "cuGraphAddKernelNode")?;
+                nodes.push(node);
+            }
+            Ok::<_, String>(())
+        })();
+        if let Err(e) = added {
+            // SAFETY: the graph is not instantiated or used elsewhere.
+            unsafe { sys::cuGraphDestroy(graph) };
+            return Err(e);
+        }
+        let add = start.elapsed();
+        let mut exec = ptr::null_mut();
+        // SAFETY: the graph is complete.
+        if let Err(e) = check(unsafe { sys::cuGraphInstantiateWithFlags(&mut exec, graph, 0) }, "cuGraphInstantiate") {
+            // SAFETY: as above.
+            unsafe { sys::cuGraphDestroy(graph) };
+            return Err(e);
+        }
+        let instantiate = start.elapsed() - add;
+        self.graph = Some((graph, exec));
+        let mut run = || {
+            let start = Instant::now();
+            self.launch()?;
+            self.wait()?;
+            Ok::<_, String>(start.elapsed())
+        };
+        let first_launch = run()?;
+        let launch = run()?;
+        Ok(BuildCost { add, instantiate, first_launch, launch })
+    }
+
+    /// Kernel node parameters of the empty kernel with `args` as its parameters.
+    fn kernel_params(&self, args: *mut *mut c_void) -> sys::CUDA_KERNEL_NODE_PARAMS {
+        sys::CUDA_KERNEL_NODE_PARAMS {
+            func: self.function,
+            gridDimX: 1,
+            gridDimY: 1,
+            gridDimZ: 1,
+            blockDimX: 1,
+            blockDimY: 1,
+            blockDimZ: 1,
+            sharedMemBytes: 0,
+            kernelParams: args,
+            extra: ptr::null_mut(),
+            kern: ptr::null_mut(),
+            ctx: ptr::null_mut(),
+        }
+    }
+
+    /// Host time of one call of each driver entry point a replay makes,
+    /// in ns (median of `iterations` calls), on a built one-node graph:
+    /// `cuGraphLaunch` + `cuEventRecord` (waiting after each), `cuEventQuery`
+    /// of a complete event, `cuCtxGetCurrent`, `cuCtxSetCurrent`.
+    pub fn call_costs(&mut self, iterations: usize) -> Result<Vec<(&'static str, f64)>, String> {
+        self.build(&[vec![]])?;
+        let (_, exec) = self.graph.ok_or("no graph was built")?;
+        let median = |mut v: Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        let (mut launch, mut record, mut query, mut get, mut set) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..iterations {
+            // SAFETY: live handles of this context, made in `open` and `build`.
+            unsafe {
+                let t0 = Instant::now();
+                check(sys::cuGraphLaunch(exec, self.stream), "cuGraphLaunch")?;
+                let t1 = Instant::now();
+                check(sys::cuEventRecord(self.done, self.stream), "cuEventRecord")?;
+                let t2 = Instant::now();
+                check(sys::cuEventSynchronize(self.done), "cuEventSynchronize")?;
+                let t3 = Instant::now();
+                let _ = sys::cuEventQuery(self.done);
+                let t4 = Instant::now();
+                let mut ctx = ptr::null_mut();
+                check(sys::cuCtxGetCurrent(&mut ctx), "cuCtxGetCurrent")?;
+                let t5 = Instant::now();
+                check(sys::cuCtxSetCurrent(self.context), "cuCtxSetCurrent")?;
+                let t6 = Instant::now();
+                launch.push((t1 - t0).as_nanos() as f64);
+                record.push((t2 - t1).as_nanos() as f64);
+                query.push((t4 - t3).as_nanos() as f64);
+                get.push((t5 - t4).as_nanos() as f64);
+                set.push((t6 - t5).as_nanos() as f64);
+            }
+        }
+        Ok(vec![
+            ("cuGraphLaunch (1 kernel node)", median(launch)),
+            ("cuEventRecord", median(record)),
+            ("cuEventQuery (complete)", median(query)),
+            ("cuCtxGetCurrent", median(get)),
+            ("cuCtxSetCurrent", median(set)),
+        ])
+    }
+}
+
 impl RawGraph for CudaGraph {
     fn mechanism(&self) -> String {
         "CUDA graph of kernel nodes, cuGraphLaunch + cuEventRecord, cuEventSynchronize".into()
@@ -152,23 +333,9 @@ impl RawGraph for CudaGraph {
         self.current()?;
         self.wait()?;
         self.destroy_graph();
-        let mut params = sys::CUDA_KERNEL_NODE_PARAMS {
-            func: self.function,
-            gridDimX: 1,
-            gridDimY: 1,
-            gridDimZ: 1,
-            blockDimX: 1,
-            blockDimY: 1,
-            blockDimZ: 1,
-            sharedMemBytes: 0,
-            kernelParams: ptr::null_mut(),
-            extra: ptr::null_mut(),
-            kern: ptr::null_mut(),
-            ctx: ptr::null_mut(),
-        };
         let mut graph = ptr::null_mut();
         let mut args: [*mut c_void; 1] = [self.launch.as_mut_ptr().cast()];
-        params.kernelParams = args.as_mut_ptr();
+        let params = self.kernel_params(args.as_mut_ptr());
         // SAFETY: out-pointers are valid; dependencies are nodes of `graph`
         // made earlier in this loop (`preds` is in topological order); the
         // parameter block outlives the calls, which copy it.
@@ -235,6 +402,19 @@ impl Drop for CudaGraph {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn lanes_bound_the_leaves_and_keep_every_order() {
+        let mut lanes = super::Lanes::new(2);
+        // A fork of five after node 0.
+        assert_eq!(lanes.deps(&[]), Vec::<usize>::new());
+        assert_eq!(lanes.deps(&[0]), vec![0]);
+        assert_eq!(lanes.deps(&[0]), vec![0]);
+        // Two leaves (1, 2): the next also follows the oldest.
+        assert_eq!(lanes.deps(&[0]), vec![0, 1]);
+        assert_eq!(lanes.deps(&[0]), vec![0, 2]);
+        assert_eq!(lanes.live, 2);
+    }
+
     #[test]
     fn ptx_targets_the_device() {
         let ptx = super::empty_ptx(9, 0).into_string().unwrap();

@@ -17,6 +17,8 @@
 
 #[cfg(feature = "cuda")]
 mod cuda;
+#[cfg(feature = "cuda")]
+pub use cuda::{BuildCost, CudaGraph};
 #[cfg(feature = "opencl")]
 mod opencl;
 #[cfg(feature = "vulkan")]

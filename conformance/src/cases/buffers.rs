@@ -3,12 +3,17 @@
 //! accessors, write-back and bad input.
 //!
 //! Per-device cases use the device through two contexts: the suite's and a
-//! second one. ur-core USM belongs to one context, so the buffer keeps one
-//! allocation per context and moves data between them as between devices:
-//! as a peer copy where the device is its own peer (`Device::peer_access`:
-//! CPU, CUDA, Vulkan), else through its host allocation. [`cross_cases`] do
-//! the same across the selected devices, backends mixed; the
-//! `multi_device` section goes through every pair.
+//! second one. Where the device's contexts can share USM
+//! (`Context::share_usm_with`: CPU, CUDA, Vulkan) the buffer has one
+//! allocation for both, and nothing moves between them
+//! (`contexts_of_one_device_share`); elsewhere (OpenCL), and in the cases
+//! that turn sharing off to test transfers on one device
+//! (`Buffer::set_share_allocations(false)`), it keeps one allocation per
+//! context and moves data between them as between devices: as a peer copy
+//! where the device is its own peer (`Device::peer_access`), else through
+//! its host allocation. [`cross_cases`] do the same across the selected
+//! devices, backends mixed; the `multi_device` section goes through every
+//! pair.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,6 +33,7 @@ pub(super) fn cases() -> Vec<crate::Case> {
         host_accessor_orders_work,
         rect_moves_one_box,
         write_back_on_drop,
+        contexts_of_one_device_share,
         device_pointer_is_usm,
         reinterpret_shares_data,
         bad_input,
@@ -95,10 +101,12 @@ pub(super) fn device_read(queue: &Queue, buffer: &Buffer, first: usize, count: u
 
 /// The example: pages 0-3 written on one allocation, pages 2-5 read
 /// on another that holds pages 4-5 already: exactly pages 2-3 move, as one copy.
-/// A kernel of the suite's library reads them through the accessor.
+/// A kernel of the suite's library reads them through the accessor. Two
+/// allocations of one device (sharing off), as two devices would have.
 fn overlap_moves_as_one_copy(env: &Env) -> CaseResult {
     let (a, b) = (env.queue()?, second(env.device())?);
     let buffer = Buffer::new(4, &[8 * PAGE], &page_props(&[PAGE]))?;
+    buffer.set_share_allocations(false);
     fill(&b, &buffer, AccessMode::WriteNoInit, 4 * PAGE, 2 * PAGE, 7)?;
     let kernel = env.kernel("fill")?;
     let mut cg = CommandGroup::new(&a);
@@ -269,6 +277,54 @@ fn write_back_on_drop(env: &Env) -> CaseResult {
     Ok(())
 }
 
+/// Two contexts of one device: where they can share USM
+/// (`Context::share_usm_with`) the buffer has one allocation for both (one
+/// pointer, and nothing moves between them, only from the host); elsewhere,
+/// or with sharing off, two, and the data moves between them.
+fn contexts_of_one_device_share(env: &Env) -> CaseResult {
+    let (a, b) = (env.queue()?, second(env.device())?);
+    let shareable = match env.context().check_can_share_usm_with(b.context()) {
+        Ok(()) => true,
+        Err(ur::UrError::UnsupportedFeature(_)) => false,
+        Err(e) => return Err(CaseError::Fail(format!("check_can_share_usm_with gave {e:?}"))),
+    };
+    let page_bytes = PAGE as u64 * 4;
+    for share in [true, false] {
+        let data: Vec<u32> = (0..4 * PAGE as u32).collect();
+        let buffer = Buffer::from_host_with(&data, &[4 * PAGE], &page_props(&[PAGE]))?;
+        buffer.set_share_allocations(share);
+        let shared = share && shareable;
+        // Pages 0-1 from the host to `a`, written there.
+        fill(&a, &buffer, AccessMode::Write, 0, 2 * PAGE, 6)?;
+        check_eq!(moved(TransferStats::default(), buffer.stats()), (1, 2, 2 * page_bytes, 0), "share {share}");
+        let before = buffer.stats();
+        let mut expected = [vec![6; 2 * PAGE], data[2 * PAGE..].to_vec()].concat();
+        check_eq!(device_read(&b, &buffer, 0, 4 * PAGE)?, expected, "share {share}: data on the second context");
+        let (pa, pb) = (buffer.device_ptr(&a)?, buffer.device_ptr(&b)?);
+        check_eq!(pa == pb, shared, "share {share}: one pointer exactly where shared");
+        if shared {
+            // Only pages 2-3 come, from the host; 0-1 are where `a` wrote them.
+            check_eq!(moved(before, buffer.stats()), (1, 2, 2 * page_bytes, 0), "share {share}: from the host only");
+            check_eq!(buffer.stats().peer, 0, "no peer copy");
+            check!(a.context().shares_usm_with(b.context()), "the buffer joined the contexts");
+        } else {
+            check_eq!(moved(before, buffer.stats()).1, 4, "share {share}: pages 0-1 from `a`, 2-3 from the host");
+        }
+        // A write on `b`, then one on `a` of the same pages: ordered, last wins.
+        fill(&b, &buffer, AccessMode::Write, PAGE, 2 * PAGE, 8)?;
+        fill(&a, &buffer, AccessMode::ReadWrite, 2 * PAGE, PAGE, 9)?;
+        expected[PAGE..3 * PAGE].fill(8);
+        expected[2 * PAGE..3 * PAGE].fill(9);
+        let before = buffer.stats();
+        check_eq!(device_read(&a, &buffer, 0, 4 * PAGE)?, expected, "share {share}: data on the first context");
+        if shared {
+            check_eq!(moved(before, buffer.stats()), (0, 0, 0, 0), "share {share}: nothing moves between them");
+        }
+        check_eq!(host_read(&buffer, 0, 4 * PAGE)?, expected, "share {share}: data on the host");
+    }
+    Ok(())
+}
+
 /// A device pointer of a buffer is a USM pointer of its context, the same
 /// one every time and the one accessors use.
 fn device_pointer_is_usm(env: &Env) -> CaseResult {
@@ -323,9 +379,19 @@ fn bad_input(env: &Env) -> CaseResult {
     crate::harness::write(&a, usm.ptr(), &[2u32; 16])?;
     check_err!(Buffer::from_usm(env.context(), usm.ptr(), 4, &[17], &none), InvalidSize);
     let over = Buffer::from_usm(env.context(), usm.ptr(), 4, &[16], &none)?;
+    // Another context of the device can use the user's allocation only by
+    // sharing it; with sharing off, or where it cannot share, it is refused.
+    let can_share = env.context().check_can_share_usm_with(b.context()).is_ok();
+    over.set_share_allocations(false);
     let mut cg = CommandGroup::new(&b);
     check_err!(cg.access(&over, AccessMode::Read, AccessRange::all()), InvalidDevice);
     check_err!(over.device_ptr(&b), InvalidDevice);
+    over.set_share_allocations(true);
+    if can_share {
+        check_eq!(over.device_ptr(&b)?, usm.ptr(), "the second context shares the user's allocation");
+    } else {
+        check_err!(over.device_ptr(&b), InvalidDevice);
+    }
     check_eq!(over.device_ptr(&a)?, usm.ptr());
     check_eq!(host_read(&over, 0, 16)?, vec![2; 16], "the user's allocation's data");
     Ok(())

@@ -27,6 +27,7 @@ pub(super) fn cases() -> Vec<crate::Case> {
         dynamic_buffer_update,
         whole_graph_update_replaces_buffers,
         subgraph_accessors,
+        dynamic_group_accessors,
         lifetime_extended,
         bad_input,
     ]
@@ -426,6 +427,74 @@ fn lifetime_extended(env: &Env) -> CaseResult {
     Ok(())
 }
 
+/// A command group of `increment` over `target`, also declaring `extra`
+/// accessors (read-only), for a dynamic command group.
+fn increment_group<'a>(
+    kernel: &'a ur::Kernel,
+    target: &'a Buffer,
+    extra: &'a [&'a Buffer],
+) -> ur_runtime::graph::CommandGroupFn<'a> {
+    Box::new(move |h: &mut Handler| {
+        for b in extra {
+            h.access(b, AccessMode::Read, AccessRange::all())?;
+        }
+        let acc = h.access(target, AccessMode::ReadWrite, AccessRange::all())?;
+        // SAFETY: N work-items over the N-element allocation.
+        unsafe { h.launch(&KernelLaunch::new(kernel, &[N], &[KernelArg::Pointer(acc.ptr())])) }
+    })
+}
+
+/// Accessors in a dynamic command group: every command group's accessors
+/// make the node's edges (identical ones, else `InvalidGraph`), and only the
+/// active command group's move data, also after `set_active_index` and an
+/// update of the executable graph.
+fn dynamic_group_accessors(env: &Env) -> CaseResult {
+    let graph = buffer_graph(env)?;
+    let a = Buffer::from_host_with(&[1u32; N], &[N], &buffer_props())?;
+    let b = Buffer::from_host_with(&[10u32; N], &[N], &buffer_props())?;
+    let increment = env.kernel("increment")?;
+    let write_a = fill_node(&graph, &a, AccessMode::WriteNoInit, 0, N, 5)?;
+    // Command group 1 increments `b` but reads `a` too: the same edge from `write_a`.
+    let group = DynamicCommandGroup::new(
+        &graph,
+        vec![increment_group(&increment, &a, &[]), increment_group(&increment, &b, &[&a])],
+    )?;
+    let node = graph.add_dynamic(&group, NodeProperties::new())?;
+    check_eq!(preds(&node), vec![write_a.index()], "edges from the accessors");
+    // Every command group's accessors make edges for later nodes.
+    let out = UsmAllocation::new(env.context(), ur::UsmKind::Device, N * 4)?;
+    let reads_b = read_node(&graph, &b, &out, 0, N)?;
+    check_eq!(preds(&reads_b), vec![node.index()], "command group 1 writes b");
+    let exec = graph.finalize(FinalizeProperties { updatable: true, ..Default::default() })?;
+    let queue = env.queue()?;
+    run(&queue, &exec)?;
+    check_eq!(host_read(&a, 0, N)?, vec![6; N], "command group 0 incremented a");
+    check_eq!(host_read(&b, 0, N)?, vec![10; N]);
+    group.set_active_index(1)?;
+    exec.update(&node)?;
+    run(&queue, &exec)?;
+    check_eq!(host_read(&b, 0, N)?, vec![11; N], "command group 1 incremented b");
+    check_eq!(host_read(&a, 0, N)?, vec![5; N], "a only written by the first node");
+    check_eq!(read::<u32>(&queue, out.ptr(), N)?, vec![11; N]);
+    group.set_active_index(0)?;
+    exec.update(&node)?;
+    run(&queue, &exec)?;
+    check_eq!(host_read(&a, 0, N)?, vec![6; N]);
+    check_eq!(host_read(&b, 0, N)?, vec![11; N], "b untouched again");
+    // Command groups whose accessors would make different edges.
+    let unequal = DynamicCommandGroup::new(
+        &graph,
+        vec![
+            increment_group(&increment, &a, &[]),
+            increment_group(&increment, &Buffer::new(4, &[N], &buffer_props())?, &[]),
+        ],
+    )?;
+    let count = graph.node_count();
+    check_err!(graph.add_dynamic(&unequal, NodeProperties::new()), InvalidGraph);
+    check_eq!(graph.node_count(), count, "nothing added");
+    Ok(())
+}
+
 /// Bad input inside graphs: typed errors, nothing added.
 fn bad_input(env: &Env) -> CaseResult {
     let graph = buffer_graph(env)?;
@@ -440,16 +509,6 @@ fn bad_input(env: &Env) -> CaseResult {
         InvalidWorkDimension
     );
     check_eq!(graph.node_count(), 0);
-    let increment = env.kernel("increment")?;
-    let in_group = DynamicCommandGroup::new(
-        &graph,
-        vec![Box::new(|h: &mut Handler| {
-            let acc = h.access(&buffer, AccessMode::ReadWrite, AccessRange::all())?;
-            // SAFETY: N work-items over the N-element allocation.
-            unsafe { h.launch(&KernelLaunch::new(&increment, &[N], &[KernelArg::Pointer(acc.ptr())])) }
-        })],
-    );
-    check_err!(in_group, UnsupportedFeature);
     let other = Graph::new(env.context(), env.device(), GraphProperties::default())?;
     let param = DynamicParameter::with_buffer(&graph, &buffer)?;
     check_err!(

@@ -432,7 +432,10 @@ fn recording_state_errors(env: &Env) -> CaseResult {
     check_err!(graph.add(|h| h.host_task(|| {}), NodeProperties::new()), InvalidOperation);
     check_err!(graph.make_edge(&node, &node), InvalidOperation);
     check_err!(queue.async_free(ur::UsmPtr::from_addr(64), &[]), InvalidValue);
-    check_err!(other.async_malloc(UsmKind::Device, 64, &[]), InvalidOperation);
+    // A queue that does not record allocates eagerly (`async_alloc`), not into the graph.
+    let (eager, ready) = other.async_malloc(UsmKind::Device, 64, &[])?;
+    ready.wait()?;
+    other.async_free(eager, &[])?.wait()?;
     let foreign = Queue::new(&Context::new(env.device())?, QueueProperties::default())?;
     check_err!(graph.begin_recording(&foreign), InvalidQueue);
     check_eq!(graph.node_count(), 1);

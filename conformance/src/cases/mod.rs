@@ -2,6 +2,7 @@
 
 use crate::harness::Case;
 
+mod async_alloc;
 pub mod buffers;
 mod capture;
 mod commands;
@@ -36,6 +37,7 @@ mod property;
 mod read_write;
 mod rect;
 mod regression;
+mod shared_usm;
 mod stress;
 mod sub_buffer;
 mod timestamp;
@@ -61,6 +63,7 @@ pub fn all() -> Vec<Case> {
         read_write::cases,
         rect::cases,
         memory_errors::cases,
+        shared_usm::cases,
         sub_buffer::cases,
         usm_2d::cases,
         enqueue::cases,
@@ -89,6 +92,7 @@ pub fn all() -> Vec<Case> {
         graph_memory::cases,
         graph_property::cases,
         graph_spec::cases,
+        async_alloc::cases,
         capture::cases,
         buffers::cases,
         graph_buffers::cases,

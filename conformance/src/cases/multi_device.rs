@@ -8,7 +8,8 @@
 //! - USM peer copies (`Queue::usm_copy_peer`) in both directions for every
 //!   pair that supports them, and the typed errors for every pair that does
 //!   not (skipped, with the answers, when no pair does);
-//! - work on two devices on disjoint halves of one buffer runs at the same time.
+//! - work on two devices on disjoint halves of one buffer runs at the same time;
+//! - contexts of two devices cannot join their USM (`Context::share_usm_with`).
 
 use std::time::{Duration, Instant};
 
@@ -25,6 +26,7 @@ pub fn cases() -> Vec<CrossCase> {
         CrossCase { name: "multi_device::buffer_pairs", body: buffer_pairs },
         CrossCase { name: "multi_device::usm_peer_copy", body: usm_peer_copy },
         CrossCase { name: "multi_device::concurrent_halves", body: concurrent_halves },
+        CrossCase { name: "multi_device::usm_sharing_needs_one_device", body: usm_sharing_needs_one_device },
     ];
     cases.extend(super::graph_multi_device::cases());
     cases
@@ -171,6 +173,25 @@ fn concurrent_halves(devices: &[Device]) -> CaseResult {
         let before = buffer.stats();
         check_eq!(host_read(&buffer, 0, n)?, [vec![1; n / 2], vec![2; n / 2]].concat(), "{pair}");
         check_eq!(moved(before, buffer.stats()), (2, 8, n as u64 * 4, 0), "{pair}: one copy per half");
+    }
+    Ok(())
+}
+
+/// Contexts of two different devices never join their USM
+/// (`Context::share_usm_with` is `InvalidDevice`, peers or not), and a
+/// buffer keeps an allocation per device.
+fn usm_sharing_needs_one_device(devices: &[Device]) -> CaseResult {
+    for (i, j) in ordered_pairs(devices.len()) {
+        let pair = format!("{} -> {}", devices[i], devices[j]);
+        let (a, b) = (Context::new(&devices[i])?, Context::new(&devices[j])?);
+        check_err!(a.check_can_share_usm_with(&b), InvalidDevice);
+        check_err!(a.share_usm_with(&b), InvalidDevice);
+        check!(!a.shares_usm_with(&b), "{pair}: joined after a refusal");
+        let (qa, qb) = (Queue::new(&a, QueueProperties::default())?, Queue::new(&b, QueueProperties::default())?);
+        let buffer = Buffer::new(4, &[PAGE], &page_props(&[PAGE]))?;
+        // Each context's pointer is its own allocation's.
+        check!(a.find_usm(buffer.device_ptr(&qa)?, PAGE * 4).is_ok(), "{pair}: the first device's allocation");
+        check!(b.find_usm(buffer.device_ptr(&qb)?, PAGE * 4).is_ok(), "{pair}: the second device's allocation");
     }
     Ok(())
 }

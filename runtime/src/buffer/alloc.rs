@@ -1,13 +1,15 @@
 //! The allocations of a buffer: one host allocation and one USM allocation
-//! per context the buffer is used in, each of the buffer's full size, made
+//! per device the buffer is used on, each of the buffer's full size, made
 //! lazily and kept until the buffer is dropped.
 //!
 //! ur-core contexts hold one device, and a USM pointer belongs to one
-//! context, so the allocation is shared by everything that uses the buffer
-//! through the same context (every queue of it); devices of different
-//! contexts get allocations of their own, also when they are the same
-//! hardware (a device and its emulated view, or the CPU seen by the CPU
-//! adapter and by PoCL), since neither can use the other's USM.
+//! context, so an allocation serves the context that made it (every queue of
+//! it) and the contexts of the same device joined with it
+//! ([`Context::share_usm_with`]): where the device's adapter makes the
+//! device's memory one address space (CPU, CUDA, Vulkan), a second context of
+//! the device (a device and its emulated view, two contexts a user made) is
+//! joined at its first use and shares the allocation. Elsewhere (OpenCL, or
+//! a buffer whose sharing was turned off) each context gets its own.
 
 use std::sync::Arc;
 
@@ -59,9 +61,34 @@ pub(crate) struct DeviceAlloc {
     pub(crate) context: Context,
     pub(crate) mem: DeviceMem,
     pub(crate) queue: Option<Queue>,
+    /// Other contexts of the device, joined with `context`, that use this
+    /// allocation as theirs.
+    pub(crate) sharers: Vec<Context>,
 }
 
 impl DeviceAlloc {
+    /// Whether `context` uses this allocation.
+    pub(crate) fn serves(&self, context: &Context) -> bool {
+        self.context == *context || self.sharers.contains(context)
+    }
+
+    /// Joins `context` to the allocation where its USM can be one address
+    /// space with the allocation's context ([`Context::share_usm_with`]);
+    /// whether it was.
+    pub(crate) fn try_share(&mut self, context: &Context) -> bool {
+        match self.context.share_usm_with(context) {
+            Ok(()) => {
+                tracing::debug!(device = %context.device(), "buffer allocation shared by a second context of its device");
+                self.sharers.push(context.clone());
+                true
+            }
+            Err(e) => {
+                tracing::debug!(device = %context.device(), reason = %e, "buffer allocation not shared");
+                false
+            }
+        }
+    }
+
     pub(crate) fn ptr(&self) -> UsmPtr {
         match &self.mem {
             DeviceMem::Owned(a) => a.ptr(),
@@ -96,7 +123,7 @@ impl DeviceAlloc {
         };
         tracing::debug!(device = %context.device(), ?kind, bytes, "buffer allocation");
         let mem = DeviceMem::Owned(UsmAllocation::new(&context, kind, bytes)?);
-        Ok(DeviceAlloc { context, mem, queue: Some(queue.clone()) })
+        Ok(DeviceAlloc { context, mem, queue: Some(queue.clone()), sharers: Vec::new() })
     }
 }
 

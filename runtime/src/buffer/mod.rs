@@ -1,8 +1,9 @@
 //! SYCL buffers with AdaptiveCpp's page-tracked multi-device model
 //! (docs/buffers.md).
 //!
-//! A [`Buffer`] has a fixed size and one allocation per context it is used
-//! in, made lazily through ur-core USM. Its range is a 3D grid of pages; for
+//! A [`Buffer`] has a fixed size and one allocation per device it is used
+//! on (per context where contexts of one device cannot share USM), made
+//! lazily through ur-core USM. Its range is a 3D grid of pages; for
 //! every allocation each page is up to date or outdated ([`pages`]).
 //! Accessors declared by a [`CommandGroup`] or taken as a [`HostAccessor`]
 //! move only the outdated pages of their range, as few rect copies as
@@ -95,8 +96,11 @@ pub(crate) struct State {
     final_data: Option<FinalData>,
     write_back: bool,
     /// The context of the user's allocation a buffer was built over: the
-    /// only one it may be used in.
+    /// only one it may be used in (with the contexts that share its USM).
     bound: Option<Context>,
+    /// Whether a context of a device already holding an allocation shares
+    /// it where it can ([`Buffer::set_share_allocations`]).
+    share: bool,
 }
 
 impl State {
@@ -111,16 +115,24 @@ impl State {
             final_data: None,
             write_back: true,
             bound: None,
+            share: true,
         }
     }
 
     /// The location of `queue`'s context, allocating it at first use.
     pub(crate) fn location(&mut self, queue: &Queue) -> Result<Loc> {
         let context = queue.context();
-        if let Some(i) = self.allocs.iter().position(|a| a.context == *context) {
+        if let Some(i) = self.allocs.iter().position(|a| a.serves(context)) {
             if self.allocs[i].queue.is_none() {
                 self.allocs[i].queue = Some(queue.clone());
             }
+            return Ok(i + 1);
+        }
+        // Another context of a device that holds an allocation: one
+        // location, where the two contexts can share USM.
+        if self.share
+            && let Some(i) = self.allocs.iter_mut().position(|a| a.try_share(context))
+        {
             return Ok(i + 1);
         }
         if let Some(bound) = &self.bound {
@@ -254,7 +266,8 @@ impl Buffer {
         let grid = PageGrid::new(elem_size, range, properties.page.as_deref())?;
         let usm = context.find_usm(ptr, grid.bytes())?;
         let mut state = State::new(grid);
-        let alloc = DeviceAlloc { context: context.clone(), mem: DeviceMem::User(usm), queue: None };
+        let alloc =
+            DeviceAlloc { context: context.clone(), mem: DeviceMem::User(usm), queue: None, sharers: Vec::new() };
         state.allocs.push(alloc);
         let loc = state.map.add_location();
         state.map.mark_written(loc, &grid.all());
@@ -272,6 +285,16 @@ impl Buffer {
     /// Turns the write-back to the final data on or off.
     pub fn set_write_back(&self, enabled: bool) {
         self.shared.state.lock().write_back = enabled;
+    }
+
+    /// Whether a context first using the buffer on a device that already
+    /// holds an allocation of it (through another context) shares that
+    /// allocation, where the two contexts can share USM
+    /// ([`Context::share_usm_with`], which the buffer calls): on by default.
+    /// Off, every context gets an allocation of its own and data moves
+    /// between them as between devices. Affects later first uses only.
+    pub fn set_share_allocations(&self, enabled: bool) {
+        self.shared.state.lock().share = enabled;
     }
 
     /// The same storage seen as `range` elements of `elem_size` bytes

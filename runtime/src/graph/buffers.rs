@@ -46,9 +46,13 @@ pub(crate) struct NodeUse {
     pub(crate) access: GraphAccess,
     /// The dynamic parameter whose buffer it accesses.
     pub(crate) param: Option<u32>,
+    /// For a node of a dynamic command group: the command group that
+    /// declared it (it moves data only while that one is active).
+    pub(crate) cg: Option<usize>,
 }
 
 /// An accessor declared by a command group not yet added.
+#[derive(Clone)]
 pub(crate) struct PendingAccess {
     access: GraphAccess,
     param: Option<u32>,
@@ -88,15 +92,16 @@ impl GraphBuffers {
         nodes
     }
 
-    /// Records the accessors of a new node.
-    fn register(&mut self, node: u32, pending: Vec<PendingAccess>) {
+    /// Records the accessors of a new node (declared by command group `cg`
+    /// of its dynamic command group, if it is made from one).
+    fn register(&mut self, node: u32, pending: Vec<PendingAccess>, cg: Option<usize>) {
         for p in pending {
             let tracker = self
                 .trackers
                 .entry(p.access.buffer.shared.id)
                 .or_insert_with(|| DepTracker::new(p.access.grid.pages()));
             tracker.record(p.access.pages, use_kind(p.access.mode), node);
-            self.uses.push(NodeUse { node, access: p.access, param: p.param });
+            self.uses.push(NodeUse { node, access: p.access, param: p.param, cg });
         }
     }
 
@@ -126,11 +131,60 @@ impl GraphState {
 
     /// Keeps the accessors of node `index`.
     pub(crate) fn register_accesses(&mut self, index: u32, pending: Vec<PendingAccess>) {
-        self.buffers.register(index, pending);
+        self.buffers.register(index, pending, None);
     }
 
-    /// The accessors in a topological order of their nodes (the order a
-    /// submission makes their data current in).
+    /// The edges and accessors of a node of dynamic command group `group`:
+    /// every command group's accessors must make the same edges (the
+    /// topology may not change with the active index: `InvalidGraph`
+    /// otherwise), which are added to `deps`. Returns them, by command group,
+    /// for [`register_group_accesses`](Self::register_group_accesses).
+    pub(crate) fn group_accesses(&self, group: u32, deps: &mut Vec<u32>) -> Result<Vec<Vec<PendingAccess>>> {
+        let per_cg = self.groups[group as usize].accesses.clone();
+        let mut edges: Option<Vec<u32>> = None;
+        for (cg, pending) in per_cg.iter().enumerate() {
+            let mut mine = self.buffers.conflicts(pending);
+            mine.sort_unstable();
+            mine.dedup();
+            match &edges {
+                None => edges = Some(mine),
+                Some(first) => ensure!(
+                    *first == mine,
+                    InvalidGraph,
+                    "the accessors of command group {cg} of a dynamic command group make edges from nodes \
+                     {mine:?}, those of command group 0 from {first:?}: the topology would change with the active index"
+                ),
+            }
+        }
+        deps.extend(edges.unwrap_or_default());
+        Ok(per_cg)
+    }
+
+    /// Keeps the accessors of node `index` of a dynamic command group: all
+    /// of them make edges for later nodes; those of the active command group
+    /// move data.
+    pub(crate) fn register_group_accesses(&mut self, index: u32, per_cg: Vec<Vec<PendingAccess>>) {
+        for (cg, pending) in per_cg.into_iter().enumerate() {
+            self.buffers.register(index, pending, Some(cg));
+        }
+    }
+
+    /// Whether `u` moves data now: not an accessor of an inactive command
+    /// group of a dynamic command group.
+    fn is_active(&self, u: &NodeUse) -> bool {
+        match (u.cg, &self.nodes[u.node as usize].kind) {
+            (Some(cg), NodeKind::Dynamic(g)) => self.groups[*g as usize].active == cg,
+            _ => true,
+        }
+    }
+
+    /// The accessors that move data now, in the order nodes were added.
+    pub(crate) fn active_uses(&self) -> Vec<NodeUse> {
+        self.buffers.uses.iter().filter(|u| self.is_active(u)).cloned().collect()
+    }
+
+    /// The accessors that move data now, in a topological order of their
+    /// nodes (the order a submission makes their data current in).
     pub(crate) fn accesses_in_order(&self) -> Vec<NodeUse> {
         if self.buffers.uses.is_empty() {
             return Vec::new();
@@ -142,7 +196,7 @@ impl GraphState {
         for (r, n) in order.iter().enumerate() {
             rank[*n as usize] = r;
         }
-        let mut uses = self.buffers.uses.clone();
+        let mut uses = self.active_uses();
         uses.sort_by_key(|u| rank[u.node as usize]);
         uses
     }
@@ -191,8 +245,10 @@ impl Handler {
     ///
     /// `InvalidOperation` when the graph lacks
     /// [`assume_buffer_outlives_graph`](super::GraphProperties::assume_buffer_outlives_graph)
-    /// or the buffer writes back; the range's errors as for any accessor;
-    /// `UnsupportedFeature` in a dynamic command group.
+    /// or the buffer writes back; the range's errors as for any accessor.
+    /// In a dynamic command group, every command group's accessors make the
+    /// node's edges (they must make the same ones), and those of the active
+    /// command group move data.
     pub fn access(&mut self, buffer: &Buffer, mode: AccessMode, range: AccessRange) -> Result<Accessor> {
         self.declare_access(buffer, mode, &range, None)
     }
@@ -227,12 +283,6 @@ impl Handler {
         range: &AccessRange,
         param: Option<u32>,
     ) -> Result<Accessor> {
-        ensure!(
-            !self.in_group,
-            UnsupportedFeature,
-            "accessors in dynamic command groups (graph #{}) are not supported",
-            self.graph.id
-        );
         let (access, accessor) = declare(&self.graph, buffer, mode, range)?;
         self.accesses.push(PendingAccess { access, param });
         Ok(accessor)
@@ -332,7 +382,7 @@ pub(crate) fn record(
     for p in &pending {
         bg::add_recorder(&p.access.buffer, recorder(&graph));
     }
-    graph.state.lock().buffers.register(node, pending);
+    graph.state.lock().buffers.register(node, pending, None);
     Ok(event)
 }
 
@@ -376,7 +426,7 @@ pub(crate) fn recorded_subgraph(
 /// buffer may be another one), else `InvalidGraph` (not topologically
 /// identical). Checked before anything changes.
 pub(crate) fn match_whole_update(exec: &Graph<Executable>, source: &GraphShared) -> Result<Vec<Buffer>> {
-    let theirs = source.state.lock().buffers.uses.clone();
+    let theirs = source.state.lock().active_uses();
     let ours = exec.0.inner.buffers.lock().clone();
     ensure!(
         theirs.len() == ours.len(),
@@ -436,15 +486,17 @@ impl Graph<Executable> {
 
     /// After an update of `nodes`: their accessors take the buffers their
     /// source nodes now use (a dynamic parameter's new buffer).
+    /// A node of a dynamic command group takes the accessors of the
+    /// command group active now.
     pub(crate) fn refresh_accesses(&self, nodes: &[&Node]) {
         let source = self.0.inner.source.state.lock();
         let mut uses = self.0.inner.buffers.lock();
         for node in nodes {
-            let new = source.buffers.uses.iter().filter(|u| u.node == node.index);
-            let old = uses.iter_mut().filter(|u| u.node == node.index);
-            for (o, n) in old.zip(new) {
-                o.access.buffer = n.access.buffer.clone();
-            }
+            let new: Vec<NodeUse> = source.active_uses().into_iter().filter(|u| u.node == node.index).collect();
+            let at = uses.iter().position(|u| u.node == node.index).unwrap_or(uses.len());
+            uses.retain(|u| u.node != node.index);
+            let at = at.min(uses.len());
+            uses.splice(at..at, new);
         }
     }
 }

@@ -46,6 +46,8 @@ pub(crate) struct GroupState {
     pub(crate) deps: Vec<u32>,
     /// The nodes made from it.
     pub(crate) nodes: Vec<u32>,
+    /// The accessors each command group declared.
+    pub(crate) accesses: Vec<Vec<super::buffers::PendingAccess>>,
 }
 
 impl GroupState {
@@ -291,6 +293,7 @@ impl DynamicCommandGroup {
             shared.id
         );
         let mut evaluated = Vec::with_capacity(cgfs.len());
+        let mut accesses = Vec::with_capacity(cgfs.len());
         for (i, cgf) in cgfs.into_iter().enumerate() {
             let mut handler = Handler::new(shared.clone(), Vec::new(), true);
             cgf(&mut handler)?;
@@ -311,6 +314,7 @@ impl DynamicCommandGroup {
                 }
             };
             evaluated.push((op, deps, std::mem::take(&mut handler.dynamic_args)));
+            accesses.push(std::mem::take(&mut handler.accesses));
         }
         let host = matches!(evaluated[0].0, GroupOp::Host(_));
         for (i, (op, deps, _)) in evaluated.iter().enumerate() {
@@ -350,7 +354,7 @@ impl DynamicCommandGroup {
             }
             cgs.push(op);
         }
-        state.groups.push(GroupState { cgs, active: 0, deps: group_deps, nodes: Vec::new() });
+        state.groups.push(GroupState { cgs, active: 0, deps: group_deps, nodes: Vec::new(), accesses });
         for (param, target, arg) in regs {
             state.params[param as usize].regs.push((target, arg));
         }

@@ -371,7 +371,9 @@ impl Graph<Modifiable> {
         shared.check_not_recording(&state, "explicit add to")?;
         let mut deps = shared.prop_deps(&state, &props)?;
         deps.extend_from_slice(&state.groups[group.id as usize].deps);
+        let accesses = state.group_accesses(group.id, &mut deps)?;
         let index = state.commit(NodeKind::Dynamic(group.id), deps, None);
+        state.register_group_accesses(index, accesses);
         state.groups[group.id as usize].nodes.push(index);
         Ok(shared.node(index))
     }

@@ -1,0 +1,210 @@
+//! The `cuda_build` group (issue 15, goals 2 and 6, CUDA only): where the
+//! time of a CUDA command buffer's build and of a one-kernel replay goes,
+//! against the driver alone.
+//!
+//! - **Build**: graphs of N empty kernels built with raw driver calls
+//!   (`cuGraphAddKernelNode_v2` with each node's dependency array, then
+//!   `cuGraphInstantiateWithFlags`), in four shapes (chain; fork-join; a
+//!   fan-out: one root and N - 1 nodes after it; a fan-in: N - 1
+//!   independent nodes and one after them all), with dependencies
+//!   as given (`direct`) or in at most [`LANES`] lanes (`lanes`: a node
+//!   also follows the oldest node without successors once there are that
+//!   many, a candidate against instantiation's growth with the graph's
+//!   width): ms to add the nodes, to instantiate, and µs of the first and
+//!   of a later launch. Then the same chain and fork-join as ur-core
+//!   command buffers (create, append, finalize): the adapter logs its own
+//!   split at debug level (`UR_LOG=ur_adapter_cuda=debug`: the appends,
+//!   then the collector and instantiation).
+//! - **Replay host time**: the driver calls one replay makes, each timed
+//!   alone, and a one-kernel replay through ur-core against raw
+//!   `cuGraphLaunch` + `cuEventRecord` on the same device.
+
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+use ur::{Backend, CommandBufferDesc};
+
+use crate::stats::{Repeats, Summary, measure};
+use crate::suites::{Record, Shape, Target};
+
+/// The predecessors of node `i` of an `n`-node graph of `shape`.
+fn deps(shape: &str, i: usize, n: usize) -> Vec<usize> {
+    match shape {
+        "fan_out" if i > 0 => vec![0],
+        "fan_in" if i == n - 1 => (0..n - 1).collect(),
+        "fan_out" | "fan_in" => Vec::new(),
+        "chain" => Shape::Chain.deps(i, n),
+        _ => Shape::ForkJoin.deps(i, n),
+    }
+}
+
+/// Branches side by side in the `lanes` builds: what an H100 runs at once
+/// (128 concurrent kernels).
+const LANES: usize = 128;
+
+/// Samples of a build of `n` nodes.
+fn samples(n: usize) -> usize {
+    if n <= 1000 { 5 } else { 3 }
+}
+
+/// A series (one shape and way, growing N) stops once a build takes longer
+/// than this, or would at the next size if it grew linearly: the quadratic
+/// ones would take minutes.
+const SERIES_LIMIT: Duration = Duration::from_secs(3);
+
+/// Whether a build of `n` nodes would exceed [`SERIES_LIMIT`] if the last
+/// one (`last` nodes in `took`) grew linearly.
+fn too_slow(last: Option<(usize, Duration)>, n: usize) -> bool {
+    last.is_some_and(|(m, took)| took.as_secs_f64() * n as f64 / m.max(1) as f64 > SERIES_LIMIT.as_secs_f64())
+}
+
+/// Runs the group on a CUDA device, handing each table row to `emit` as
+/// it is measured (a run cut short keeps what it printed).
+pub fn run(t: &Target, sizes: &[usize], out: &mut Vec<Record>, emit: &dyn Fn(&str)) -> Result<(), String> {
+    if t.device.backend() != Backend::Cuda || t.device.is_emulated() {
+        return Err("CUDA native devices only".into());
+    }
+    let mut raw = crate::raw::CudaGraph::open(&t.device.info().name)?;
+    replay_host(t, &mut raw, out, emit)?;
+    emit(
+        "CUDA graph build, raw driver calls: ms to add nodes / to instantiate, µs of the first / a later launch \
+         (median of 3-5 builds)\n\n| shape | built | N | add ms | instantiate ms | first launch µs | launch µs |\n\
+         |---|---|---|---|---|---|---|\n",
+    );
+    for shape in ["fork_join", "fan_out", "fan_in", "chain"] {
+        for (name, lanes) in [("direct", None), ("lanes", Some(LANES))] {
+            let mut last = None;
+            for &n in sizes {
+                if too_slow(last, n) {
+                    emit(&format!("| {shape} | {name} | {n} | not measured: over {SERIES_LIMIT:?} expected | | | |\n"));
+                    break;
+                }
+                let preds: Vec<Vec<usize>> = (0..n).map(|i| deps(shape, i, n)).collect();
+                let mut costs = Vec::new();
+                let mut slow = false;
+                for _ in 0..samples(n) {
+                    let cost = raw.build_timed(&preds, lanes)?;
+                    slow |= cost.add + cost.instantiate > SERIES_LIMIT;
+                    costs.push(cost);
+                    if slow {
+                        break;
+                    }
+                }
+                let med = |f: &dyn Fn(&crate::raw::BuildCost) -> f64| {
+                    Summary::of(costs.iter().map(f).collect()).expect("samples")
+                };
+                let add = med(&|c| c.add.as_nanos() as f64);
+                let inst = med(&|c| c.instantiate.as_nanos() as f64);
+                let first = med(&|c| c.first_launch.as_nanos() as f64);
+                let launch = med(&|c| c.launch.as_nanos() as f64);
+                last = Some((n, Duration::from_nanos((add.median + inst.median) as u64)));
+                emit(&format!(
+                    "| {shape} | {name} | {n} | {:.2} | {:.2} | {:.1} | {:.1} |\n",
+                    add.median / 1e6,
+                    inst.median / 1e6,
+                    first.median / 1e3,
+                    launch.median / 1e3
+                ));
+                let variant = format!("raw_{name}");
+                out.push(t.record("cuda_build", shape, &variant, "add_ns", n, add));
+                out.push(t.record("cuda_build", shape, &variant, "instantiate_ns", n, inst));
+                out.push(t.record("cuda_build", shape, &variant, "launch_ns", n, launch));
+                if slow {
+                    emit(&format!(
+                        "| {shape} | {name} | larger N | not measured: a build took over {SERIES_LIMIT:?} | | | |\n"
+                    ));
+                    break;
+                }
+            }
+        }
+    }
+    emit(
+        "\nur-core command buffer of the same kernels: ms to create, append and finalize\n\n\
+         | shape | N | build + finalize ms |\n|---|---|---|\n",
+    );
+    for shape in [Shape::Chain, Shape::ForkJoin] {
+        let mut last = None;
+        for &n in sizes {
+            if too_slow(last, n) {
+                emit(&format!("| {} | {n} | not measured: over {SERIES_LIMIT:?} expected |\n", shape.name()));
+                break;
+            }
+            let mut slow = false;
+            let [total] = measure(Repeats { warmup: 0, samples: samples(n) }, || {
+                if slow {
+                    return Ok([Duration::ZERO]);
+                }
+                let start = Instant::now();
+                let cb = crate::suites::build(t, shape, n, CommandBufferDesc::default())?;
+                let elapsed = start.elapsed();
+                drop(cb);
+                slow = elapsed > SERIES_LIMIT;
+                Ok::<_, ur::UrError>([elapsed])
+            })
+            .map_err(|e| e.to_string())?;
+            last = Some((n, Duration::from_nanos(total.median as u64)));
+            emit(&format!("| {} | {n} | {:.2} |\n", shape.name(), total.median / 1e6));
+            out.push(t.record("cuda_build", shape.name(), "ur", "build_finalize_ns", n, total));
+            if slow {
+                emit(&format!("| {} | larger N | not measured: a build took over {SERIES_LIMIT:?} |\n", shape.name()));
+                break;
+            }
+        }
+    }
+    emit("\n");
+    Ok(())
+}
+
+/// The driver calls of a replay timed alone, and a one-kernel replay
+/// through ur-core against raw `cuGraphLaunch` + `cuEventRecord`.
+fn replay_host(
+    t: &Target,
+    raw: &mut crate::raw::CudaGraph,
+    out: &mut Vec<Record>,
+    emit: &dyn Fn(&str),
+) -> Result<(), String> {
+    let mut text =
+        String::from("Replay host time: driver calls alone (median ns of 20,000)\n\n| call | ns |\n|---|---|\n");
+    for (call, ns) in raw.call_costs(20_000)? {
+        let _ = writeln!(text, "| {call} | {ns:.0} |");
+    }
+    // One kernel, submitted and waited for one at a time, as the submission group does.
+    let cb = crate::suites::build(t, Shape::Chain, 1, CommandBufferDesc::default()).map_err(|e| e.to_string())?;
+    let repeats = Repeats { warmup: 1000, samples: 20_000 };
+    let [host, wall] = measure(repeats, || {
+        let start = Instant::now();
+        let event = t.queue.enqueue_command_buffer(&cb, &[])?;
+        let host = start.elapsed();
+        event.wait()?;
+        Ok::<_, ur::UrError>([host, start.elapsed()])
+    })
+    .map_err(|e| e.to_string())?;
+    raw.build(&[vec![]])?;
+    use crate::raw::RawGraph as _;
+    let [raw_host, raw_wall] = measure(repeats, || {
+        let start = Instant::now();
+        raw.launch()?;
+        let host = start.elapsed();
+        raw.wait()?;
+        Ok::<_, String>([host, start.elapsed()])
+    })?;
+    let _ = write!(
+        text,
+        "\nOne-kernel replay, 20,000 submissions: host {:.2} µs (p10-p90 {:.2}-{:.2}), wall {:.2} µs; \
+         raw host {:.2} µs ({:.2}-{:.2}), wall {:.2} µs\n\n",
+        host.median / 1e3,
+        host.p10 / 1e3,
+        host.p90 / 1e3,
+        wall.median / 1e3,
+        raw_host.median / 1e3,
+        raw_host.p10 / 1e3,
+        raw_host.p90 / 1e3,
+        raw_wall.median / 1e3
+    );
+    emit(&text);
+    out.push(t.record("cuda_build", "chain", "replay", "host_ns", 1, host));
+    out.push(t.record("cuda_build", "chain", "replay", "wall_ns", 1, wall));
+    out.push(t.record("cuda_build", "chain", "raw", "host_ns", 1, raw_host));
+    out.push(t.record("cuda_build", "chain", "raw", "wall_ns", 1, raw_wall));
+    Ok(())
+}
