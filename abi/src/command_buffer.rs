@@ -76,6 +76,7 @@ pub(crate) unsafe extern "C" fn urCommandBufferCreateExp(
             updatable: d.isUpdatable != 0,
             in_order: d.isInOrder != 0,
             profiling: d.enableProfiling != 0,
+            ..CommandBufferDesc::default()
         });
         let buffer = ur_core::CommandBuffer::new(context.value.core(), device.value.core(), desc)?;
         let value = CommandBuffer { buffer, context: context.to_arc(), commands: Mutex::default() };

@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use smallvec::SmallVec;
+use ur_core::adapter::EventBacking;
 use ur_core::adapter::{
     EventImpl, ExecutableCommandBufferImpl, FinalizeFailed, KernelUpdate, QueueImpl, RecordingCommandBufferImpl,
     downcast,
@@ -356,7 +357,7 @@ impl Run {
         }
         for &index in &self.graph.waiting {
             let node = &self.graph.nodes[index as usize];
-            for event in node.wait_events.iter().filter_map(Event::resolve) {
+            for event in node.wait_events.iter().filter_map(EventBacking::resolve) {
                 let Some(event) = ur_core::adapter::unwrap_object(&*event as &dyn Any).downcast_ref::<CpuEvent>()
                 else {
                     self.fail(ur_core::err!(

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 
 use smallvec::SmallVec;
 use ur_core::adapter::downcast;
+use ur_core::adapter::{Backing, NativeBacking};
 use ur_core::event::execution_error;
 use ur_core::rect::for_each_row;
 use ur_core::{
@@ -134,34 +135,34 @@ unsafe fn execute_inner(command: &Command, func: Option<NativeKernelFn>) -> Resu
     unsafe {
         match command {
             Command::KernelLaunch(k) => run_kernel(k, func)?,
-            Command::UsmMemcpy { dst, src, size } => ptr::copy_nonoverlapping(loc_ptr(src)?, loc_ptr(dst)?, *size),
-            Command::UsmFill { dst, pattern, size } => fill(usm_ptr(dst)?, pattern, *size),
+            Command::UsmMemcpy { dst, src, size, .. } => ptr::copy_nonoverlapping(loc_ptr(src)?, loc_ptr(dst)?, *size),
+            Command::UsmFill { dst, pattern, size, .. } => fill(usm_ptr(dst)?, pattern, *size),
             // Host memory needs no migration and takes no advice: ordered no-ops.
             Command::UsmPrefetch { .. } | Command::UsmAdvise { .. } => {}
-            Command::BufferCopy { src, dst, src_offset, dst_offset, size } => {
+            Command::BufferCopy { src, dst, src_offset, dst_offset, size, .. } => {
                 ptr::copy_nonoverlapping(buffer_ptr(src)?.add(*src_offset), buffer_ptr(dst)?.add(*dst_offset), *size)
             }
-            Command::BufferCopyRect { src, dst, src_layout, dst_layout, region } => {
+            Command::BufferCopyRect { src, dst, src_layout, dst_layout, region, .. } => {
                 let (s, d) = (buffer_ptr(src)?, buffer_ptr(dst)?);
                 for_each_row(src_layout, dst_layout, region, |so, doff, n| {
                     ptr::copy_nonoverlapping(s.add(so), d.add(doff), n)
                 });
             }
-            Command::BufferRead { buffer, offset, size, dst } => {
+            Command::BufferRead { buffer, offset, size, dst, .. } => {
                 ptr::copy_nonoverlapping(buffer_ptr(buffer)?.add(*offset), loc_ptr(dst)?, *size)
             }
-            Command::BufferWrite { buffer, offset, size, src } => {
+            Command::BufferWrite { buffer, offset, size, src, .. } => {
                 ptr::copy_nonoverlapping(loc_ptr(src)?, buffer_ptr(buffer)?.add(*offset), *size)
             }
-            Command::BufferReadRect { buffer, buffer_layout, host_layout, region, dst } => {
+            Command::BufferReadRect { buffer, buffer_layout, host_layout, region, dst, .. } => {
                 let (b, h) = (buffer_ptr(buffer)?, loc_ptr(dst)?);
                 for_each_row(buffer_layout, host_layout, region, |bo, ho, n| ptr::copy(b.add(bo), h.add(ho), n));
             }
-            Command::BufferWriteRect { buffer, buffer_layout, host_layout, region, src } => {
+            Command::BufferWriteRect { buffer, buffer_layout, host_layout, region, src, .. } => {
                 let (b, h) = (buffer_ptr(buffer)?, loc_ptr(src)?);
                 for_each_row(host_layout, buffer_layout, region, |ho, bo, n| ptr::copy(h.add(ho), b.add(bo), n));
             }
-            Command::BufferFill { buffer, pattern, offset, size } => {
+            Command::BufferFill { buffer, pattern, offset, size, .. } => {
                 fill(buffer_ptr(buffer)?.add(*offset), pattern, *size)
             }
             // The CPU has no native queue: the callback's host work is the

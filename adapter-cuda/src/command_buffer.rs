@@ -47,6 +47,7 @@ use std::sync::Arc;
 
 use cudarc::driver::sys;
 use smallvec::SmallVec;
+use ur_core::adapter::{EventBacking, NativeBacking};
 use ur_core::adapter::{
     EventImpl, ExecutableCommandBufferImpl, FinalizeFailed, KernelUpdate, QueueImpl, RecordingCommandBufferImpl,
     downcast,
@@ -497,38 +498,38 @@ impl Template {
                 let enabled = !params.empty;
                 return Ok((node, Some(KernelNode { node, params, enabled, stale: false })));
             }
-            Command::UsmMemcpy { dst, src, size } => {
+            Command::UsmMemcpy { dst, src, size, .. } => {
                 self.add_memcpy(deps, copy_1d(mem_loc(dst)?, mem_loc(src)?, *size))?
             }
-            Command::UsmFill { dst, pattern, size } => self.add_fill(deps, usm_loc(dst)?, pattern, *size)?,
+            Command::UsmFill { dst, pattern, size, .. } => self.add_fill(deps, usm_loc(dst)?, pattern, *size)?,
             Command::UsmPrefetch { .. } => self.add_empty(deps)?,
             Command::Native(native) => self.add_native(native, deps)?,
-            Command::UsmAdvise { mem, size, advice } => {
+            Command::UsmAdvise { mem, size, advice, .. } => {
                 self.advice.push((mem.clone(), *size, *advice));
                 self.add_empty(deps)?
             }
-            Command::BufferCopy { src, dst, src_offset, dst_offset, size } => {
+            Command::BufferCopy { src, dst, src_offset, dst_offset, size, .. } => {
                 self.add_memcpy(deps, copy_1d(buffer_loc(dst, *dst_offset)?, buffer_loc(src, *src_offset)?, *size))?
             }
-            Command::BufferCopyRect { src, dst, src_layout, dst_layout, region } => self.add_memcpy(
+            Command::BufferCopyRect { src, dst, src_layout, dst_layout, region, .. } => self.add_memcpy(
                 deps,
                 copy_rect(buffer_loc(dst, 0)?, dst_layout, buffer_loc(src, 0)?, src_layout, region),
             )?,
-            Command::BufferRead { buffer, offset, size, dst } => {
+            Command::BufferRead { buffer, offset, size, dst, .. } => {
                 self.add_memcpy(deps, copy_1d(mem_loc(dst)?, buffer_loc(buffer, *offset)?, *size))?
             }
-            Command::BufferWrite { buffer, offset, size, src } => {
+            Command::BufferWrite { buffer, offset, size, src, .. } => {
                 self.add_memcpy(deps, copy_1d(buffer_loc(buffer, *offset)?, mem_loc(src)?, *size))?
             }
-            Command::BufferReadRect { buffer, buffer_layout, host_layout, region, dst } => self.add_memcpy(
+            Command::BufferReadRect { buffer, buffer_layout, host_layout, region, dst, .. } => self.add_memcpy(
                 deps,
                 copy_rect(mem_loc(dst)?, host_layout, buffer_loc(buffer, 0)?, buffer_layout, region),
             )?,
-            Command::BufferWriteRect { buffer, buffer_layout, host_layout, region, src } => self.add_memcpy(
+            Command::BufferWriteRect { buffer, buffer_layout, host_layout, region, src, .. } => self.add_memcpy(
                 deps,
                 copy_rect(buffer_loc(buffer, 0)?, buffer_layout, mem_loc(src)?, host_layout, region),
             )?,
-            Command::BufferFill { buffer, pattern, offset, size } => {
+            Command::BufferFill { buffer, pattern, offset, size, .. } => {
                 self.add_fill(deps, buffer_loc(buffer, *offset)?, pattern, *size)?
             }
         };

@@ -44,29 +44,29 @@ pub(crate) unsafe fn issue(dev: &Arc<DeviceShared>, stream: sys::CUstream, comma
                 }
                 return Ok(Some(Check::Kernel(word, params.name.clone())));
             }
-            Command::UsmMemcpy { dst, src, size } => copy(stream, mem_loc(dst)?, mem_loc(src)?, *size)?,
-            Command::UsmFill { dst, pattern, size } => fill(stream, usm_loc(dst)?, pattern, *size)?,
-            Command::UsmPrefetch { mem, size, flags } => prefetch(dev, stream, mem, *size, *flags)?,
-            Command::UsmAdvise { mem, size, advice } => advise(dev, mem, *size, *advice)?,
-            Command::BufferCopy { src, dst, src_offset, dst_offset, size } => {
+            Command::UsmMemcpy { dst, src, size, .. } => copy(stream, mem_loc(dst)?, mem_loc(src)?, *size)?,
+            Command::UsmFill { dst, pattern, size, .. } => fill(stream, usm_loc(dst)?, pattern, *size)?,
+            Command::UsmPrefetch { mem, size, flags, .. } => prefetch(dev, stream, mem, *size, *flags)?,
+            Command::UsmAdvise { mem, size, advice, .. } => advise(dev, mem, *size, *advice)?,
+            Command::BufferCopy { src, dst, src_offset, dst_offset, size, .. } => {
                 copy(stream, buffer_loc(dst, *dst_offset)?, buffer_loc(src, *src_offset)?, *size)?
             }
-            Command::BufferCopyRect { src, dst, src_layout, dst_layout, region } => {
+            Command::BufferCopyRect { src, dst, src_layout, dst_layout, region, .. } => {
                 copy_plan(stream, copy_rect(buffer_loc(dst, 0)?, dst_layout, buffer_loc(src, 0)?, src_layout, region))?
             }
-            Command::BufferRead { buffer, offset, size, dst } => {
+            Command::BufferRead { buffer, offset, size, dst, .. } => {
                 copy(stream, mem_loc(dst)?, buffer_loc(buffer, *offset)?, *size)?
             }
-            Command::BufferWrite { buffer, offset, size, src } => {
+            Command::BufferWrite { buffer, offset, size, src, .. } => {
                 copy(stream, buffer_loc(buffer, *offset)?, mem_loc(src)?, *size)?
             }
-            Command::BufferReadRect { buffer, buffer_layout, host_layout, region, dst } => {
+            Command::BufferReadRect { buffer, buffer_layout, host_layout, region, dst, .. } => {
                 copy_plan(stream, copy_rect(mem_loc(dst)?, host_layout, buffer_loc(buffer, 0)?, buffer_layout, region))?
             }
-            Command::BufferWriteRect { buffer, buffer_layout, host_layout, region, src } => {
+            Command::BufferWriteRect { buffer, buffer_layout, host_layout, region, src, .. } => {
                 copy_plan(stream, copy_rect(buffer_loc(buffer, 0)?, buffer_layout, mem_loc(src)?, host_layout, region))?
             }
-            Command::BufferFill { buffer, pattern, offset, size } => {
+            Command::BufferFill { buffer, pattern, offset, size, .. } => {
                 fill(stream, buffer_loc(buffer, *offset)?, pattern, *size)?
             }
             // Queues issue native commands themselves (`CudaQueue::native_command`),

@@ -17,6 +17,7 @@ use std::ptr;
 use std::sync::Arc;
 
 use cudarc::driver::sys;
+use ur_core::adapter::Backing as _;
 use ur_core::adapter::{BufferImpl, UsmImpl, downcast};
 use ur_core::{MemBuffer, MemFlags, MemLoc, Result, UsmKind, UsmRef, err};
 
@@ -238,7 +239,7 @@ pub(crate) fn buffer_loc(buffer: &MemBuffer, offset: usize) -> Result<Loc> {
 
 /// Where a USM position lives.
 pub(crate) fn usm_loc(usm: &UsmRef) -> Result<Loc> {
-    let imp = downcast::<CudaUsm>(usm.alloc().imp() as &dyn Any, "a USM allocation")?;
+    let imp = downcast::<CudaUsm>(usm.imp() as &dyn Any, "a USM allocation")?;
     Ok(imp.allocation.loc(usm.offset()))
 }
 
@@ -252,5 +253,5 @@ pub(crate) fn mem_loc(loc: &MemLoc) -> Result<Loc> {
 
 /// Whether a USM position is managed memory (prefetch and advice apply).
 pub(crate) fn is_managed(usm: &UsmRef) -> bool {
-    usm.alloc().kind() == UsmKind::Shared
+    usm.kind() == UsmKind::Shared
 }

@@ -41,6 +41,7 @@ use std::sync::Arc;
 
 use cudarc::driver::sys;
 use smallvec::SmallVec;
+use ur_core::adapter::Backing;
 use ur_core::adapter::{KernelImpl, ProgramImpl, downcast};
 use ur_core::{
     ArgKind, ArgValue, KernelCommand, KernelSignature, ProgramBundle, ProgramSource, Result, SourceForm, err,

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use cudarc::driver::sys;
 use parking_lot::Mutex;
 use smallvec::SmallVec;
+use ur_core::adapter::NativeBacking;
 use ur_core::adapter::{EventImpl, QueueImpl};
 use ur_core::{Backend, Command, NativeCommand, NativeHandle, NativeTarget, Ownership, QueueProperties, Result};
 

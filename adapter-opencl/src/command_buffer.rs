@@ -39,6 +39,7 @@ use std::sync::Arc;
 
 use cl3::types::cl_event;
 use smallvec::SmallVec;
+use ur_core::adapter::{Backing, EventBacking};
 use ur_core::adapter::{
     EventImpl, ExecutableCommandBufferImpl, FinalizeFailed, KernelUpdate, QueueImpl, RecordingCommandBufferImpl,
     downcast,

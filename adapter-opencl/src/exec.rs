@@ -20,6 +20,7 @@ use std::sync::Arc;
 
 use cl3::types::{cl_command_queue, cl_mem};
 use ur_core::adapter::downcast;
+use ur_core::adapter::{Backing, BufferBacking, NativeBacking};
 use ur_core::{
     ArgValue, Backend, Command, KernelCommand, MemBuffer, MemLoc, NativeCommand, NativeHandle, NativeTarget, Result,
     UsmRef, err,
@@ -291,14 +292,14 @@ unsafe fn enqueue_raw(
             Command::UsmPrefetch { .. } | Command::UsmAdvise { .. } => {
                 return marker(shared, queue, wait).map(Enqueued::Plain);
             }
-            Command::UsmMemcpy { dst, src, size } => match device_usm {
+            Command::UsmMemcpy { dst, src, size, .. } => match device_usm {
                 Usm::Intel(api) => {
                     api.memcpy(queue, loc(dst), loc(src), *size, wait.handles()).cl("clEnqueueMemcpyINTEL")?
                 }
                 _ => cl3::command_queue::enqueue_svm_mem_cpy(queue, CL_FALSE, loc(dst), loc(src), *size, n, list)
                     .cl("clEnqueueSVMMemcpy")?,
             },
-            Command::UsmFill { dst, pattern, size } if native_svm_fill(device_usm, dst, pattern) => {
+            Command::UsmFill { dst, pattern, size, .. } if native_svm_fill(device_usm, dst, pattern) => {
                 cl3::command_queue::enqueue_svm_mem_fill(
                     queue,
                     usm(dst),
@@ -310,23 +311,25 @@ unsafe fn enqueue_raw(
                 )
                 .cl("clEnqueueSVMMemFill")?
             }
-            Command::UsmFill { dst, pattern, size } => {
+            Command::UsmFill { dst, pattern, size, .. } => {
                 let launched =
                     h.fill(device_usm, &target, Side { ptr: Ptr::Usm(usm(dst)), offset: 0 }, pattern, *size)?;
                 return Ok(Enqueued::Kernel(launched, None));
             }
-            Command::BufferCopy { src, dst, src_offset, dst_offset, size } => cl3::command_queue::enqueue_copy_buffer(
-                queue,
-                mem(src)?,
-                mem(dst)?,
-                *src_offset,
-                *dst_offset,
-                *size,
-                n,
-                list,
-            )
-            .cl("clEnqueueCopyBuffer")?,
-            Command::BufferCopyRect { src, dst, src_layout, dst_layout, region } => {
+            Command::BufferCopy { src, dst, src_offset, dst_offset, size, .. } => {
+                cl3::command_queue::enqueue_copy_buffer(
+                    queue,
+                    mem(src)?,
+                    mem(dst)?,
+                    *src_offset,
+                    *dst_offset,
+                    *size,
+                    n,
+                    list,
+                )
+                .cl("clEnqueueCopyBuffer")?
+            }
+            Command::BufferCopyRect { src, dst, src_layout, dst_layout, region, .. } => {
                 let (so, dof, r) = (origin(src_layout), origin(dst_layout), extent(region));
                 let ([srp, ssp], [drp, dsp]) = (pitches(src_layout), pitches(dst_layout));
                 cl3::command_queue::enqueue_copy_buffer_rect(
@@ -345,7 +348,7 @@ unsafe fn enqueue_raw(
                 )
                 .cl("clEnqueueCopyBufferRect")?
             }
-            Command::BufferRead { buffer, offset, size, dst: MemLoc::Host(host) } => {
+            Command::BufferRead { buffer, offset, size, dst: MemLoc::Host(host), .. } => {
                 cl3::command_queue::enqueue_read_buffer(
                     queue,
                     mem(buffer)?,
@@ -358,7 +361,7 @@ unsafe fn enqueue_raw(
                 )
                 .cl("clEnqueueReadBuffer")?
             }
-            Command::BufferWrite { buffer, offset, size, src: MemLoc::Host(host) } => {
+            Command::BufferWrite { buffer, offset, size, src: MemLoc::Host(host), .. } => {
                 cl3::command_queue::enqueue_write_buffer(
                     queue,
                     mem(buffer)?,
@@ -371,7 +374,7 @@ unsafe fn enqueue_raw(
                 )
                 .cl("clEnqueueWriteBuffer")?
             }
-            Command::BufferReadRect { buffer, buffer_layout, host_layout, region, dst: MemLoc::Host(host) } => {
+            Command::BufferReadRect { buffer, buffer_layout, host_layout, region, dst: MemLoc::Host(host), .. } => {
                 let (bo, ho, r) = (origin(buffer_layout), origin(host_layout), extent(region));
                 let ([brp, bsp], [hrp, hsp]) = (pitches(buffer_layout), pitches(host_layout));
                 cl3::command_queue::enqueue_read_buffer_rect(
@@ -391,7 +394,9 @@ unsafe fn enqueue_raw(
                 )
                 .cl("clEnqueueReadBufferRect")?
             }
-            Command::BufferWriteRect { buffer, buffer_layout, host_layout, region, src: MemLoc::Host(host) } => {
+            Command::BufferWriteRect {
+                buffer, buffer_layout, host_layout, region, src: MemLoc::Host(host), ..
+            } => {
                 let (bo, ho, r) = (origin(buffer_layout), origin(host_layout), extent(region));
                 let ([brp, bsp], [hrp, hsp]) = (pitches(buffer_layout), pitches(host_layout));
                 cl3::command_queue::enqueue_write_buffer_rect(
@@ -411,7 +416,7 @@ unsafe fn enqueue_raw(
                 )
                 .cl("clEnqueueWriteBufferRect")?
             }
-            Command::BufferFill { buffer, pattern, offset, size } if native_pattern(pattern) => {
+            Command::BufferFill { buffer, pattern, offset, size, .. } if native_pattern(pattern) => {
                 cl3::command_queue::enqueue_fill_buffer(
                     queue,
                     mem(buffer)?,
@@ -439,7 +444,7 @@ fn usm_beside_buffer(shared: &Shared, r: &UsmRef, offset: usize) -> Result<Side>
     if !matches!(shared.device.usm, Usm::Svm) {
         return Ok(Side { ptr: Ptr::Usm(usm(r)), offset });
     }
-    let allocation = downcast::<ClUsm>(r.alloc().imp() as &dyn Any, "a USM allocation")?;
+    let allocation = downcast::<ClUsm>(r.imp() as &dyn Any, "a USM allocation")?;
     let (buffer, at) = allocation.as_buffer()?;
     Ok(Side { ptr: Ptr::Mem(buffer), offset: at + r.offset() + offset })
 }
@@ -455,21 +460,21 @@ unsafe fn helper_command(shared: &Shared, target: &Target<'_>, command: &Command
     // SAFETY: the command's ranges are valid and do not overlap (front end).
     unsafe {
         match command {
-            Command::BufferRead { buffer, offset, size, dst: MemLoc::Usm(dst) } => h.copy(
+            Command::BufferRead { buffer, offset, size, dst: MemLoc::Usm(dst), .. } => h.copy(
                 device_usm,
                 target,
                 usm_beside_buffer(shared, dst, 0)?,
                 Side { ptr: Ptr::Mem(mem(buffer)?), offset: *offset },
                 *size,
             ),
-            Command::BufferWrite { buffer, offset, size, src: MemLoc::Usm(src) } => h.copy(
+            Command::BufferWrite { buffer, offset, size, src: MemLoc::Usm(src), .. } => h.copy(
                 device_usm,
                 target,
                 Side { ptr: Ptr::Mem(mem(buffer)?), offset: *offset },
                 usm_beside_buffer(shared, src, 0)?,
                 *size,
             ),
-            Command::BufferReadRect { buffer, buffer_layout, host_layout, region, dst: MemLoc::Usm(dst) } => h
+            Command::BufferReadRect { buffer, buffer_layout, host_layout, region, dst: MemLoc::Usm(dst), .. } => h
                 .copy_rect(
                     device_usm,
                     target,
@@ -479,7 +484,7 @@ unsafe fn helper_command(shared: &Shared, target: &Target<'_>, command: &Command
                     pitches(buffer_layout),
                     extent(region),
                 ),
-            Command::BufferWriteRect { buffer, buffer_layout, host_layout, region, src: MemLoc::Usm(src) } => h
+            Command::BufferWriteRect { buffer, buffer_layout, host_layout, region, src: MemLoc::Usm(src), .. } => h
                 .copy_rect(
                     device_usm,
                     target,
@@ -489,13 +494,13 @@ unsafe fn helper_command(shared: &Shared, target: &Target<'_>, command: &Command
                     pitches(host_layout),
                     extent(region),
                 ),
-            Command::BufferFill { buffer, pattern, offset, size } => {
+            Command::BufferFill { buffer, pattern, offset, size, .. } => {
                 h.fill(device_usm, target, Side { ptr: Ptr::Mem(mem(buffer)?), offset: *offset }, pattern, *size)
             }
-            Command::UsmFill { dst, pattern, size } => {
+            Command::UsmFill { dst, pattern, size, .. } => {
                 h.fill(device_usm, target, Side { ptr: Ptr::Usm(usm(dst)), offset: 0 }, pattern, *size)
             }
-            Command::UsmMemcpy { dst: MemLoc::Usm(dst), src: MemLoc::Usm(src), size } => h.copy(
+            Command::UsmMemcpy { dst: MemLoc::Usm(dst), src: MemLoc::Usm(src), size, .. } => h.copy(
                 device_usm,
                 target,
                 Side { ptr: Ptr::Usm(usm(dst)), offset: 0 },
@@ -535,21 +540,21 @@ pub(crate) unsafe fn record(
             Command::KernelLaunch(k) if k.range.global_size.contains(&0) => h.noop(&target)?.into_recorded(),
             Command::KernelLaunch(k) => launch_kernel(shared, &target, k)?.0.into_recorded(),
             Command::UsmPrefetch { .. } | Command::UsmAdvise { .. } => h.noop(&target)?.into_recorded(),
-            Command::UsmMemcpy { dst: MemLoc::Usm(dst), src: MemLoc::Usm(src), size }
+            Command::UsmMemcpy { dst: MemLoc::Usm(dst), src: MemLoc::Usm(src), size, .. }
                 if svm && api.has_svm_memcpy() =>
             {
                 api.svm_memcpy(buffer, usm(dst), usm(src), *size, deps).cl("clCommandSVMMemcpyKHR").map(|p| (p, None))
             }
-            Command::UsmFill { dst, pattern, size }
+            Command::UsmFill { dst, pattern, size, .. }
                 if api.has_svm_fill() && native_svm_fill(device_usm, dst, pattern) =>
             {
                 api.svm_fill(buffer, usm(dst), pattern, *size, deps).cl("clCommandSVMMemFillKHR").map(|p| (p, None))
             }
-            Command::BufferCopy { src, dst, src_offset, dst_offset, size } => api
+            Command::BufferCopy { src, dst, src_offset, dst_offset, size, .. } => api
                 .copy_buffer(buffer, mem(src)?, mem(dst)?, *src_offset, *dst_offset, *size, deps)
                 .cl("clCommandCopyBufferKHR")
                 .map(|p| (p, None)),
-            Command::BufferCopyRect { src, dst, src_layout, dst_layout, region } => api
+            Command::BufferCopyRect { src, dst, src_layout, dst_layout, region, .. } => api
                 .copy_buffer_rect(
                     buffer,
                     mem(src)?,
@@ -563,7 +568,7 @@ pub(crate) unsafe fn record(
                 )
                 .cl("clCommandCopyBufferRectKHR")
                 .map(|p| (p, None)),
-            Command::BufferFill { buffer: b, pattern, offset, size } if native_pattern(pattern) => api
+            Command::BufferFill { buffer: b, pattern, offset, size, .. } if native_pattern(pattern) => api
                 .fill_buffer(buffer, mem(b)?, pattern, *offset, *size, deps)
                 .cl("clCommandFillBufferKHR")
                 .map(|p| (p, None)),

@@ -10,6 +10,7 @@
 use std::cell::RefCell;
 use std::sync::Arc;
 
+use ur_core::adapter::NativeBacking;
 use ur_core::{Backend, NativeCommand, NativeHandle, NativeTarget, Result};
 
 use crate::context::Shared;

@@ -31,6 +31,7 @@ use std::any::Any;
 use std::sync::Arc;
 
 use smallvec::SmallVec;
+use ur_core::adapter::EventBacking;
 use ur_core::adapter::{
     EventImpl, ExecutableCommandBufferImpl, FinalizeFailed, KernelUpdate, QueueImpl, RecordingCommandBufferImpl,
     downcast,

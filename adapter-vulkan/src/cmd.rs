@@ -5,6 +5,7 @@ use std::sync::Arc;
 use ash::vk;
 use parking_lot::Mutex;
 use ur_core::NativeCommand;
+use ur_core::adapter::NativeBacking;
 use ur_core::{Backend, NativeHandle, NativeTarget, Result};
 
 use crate::conv::VkResultExt;

@@ -59,6 +59,7 @@ use std::sync::Arc;
 
 use ash::vk;
 use smallvec::SmallVec;
+use ur_core::adapter::{Backing, EventBacking};
 use ur_core::adapter::{
     EventImpl, ExecutableCommandBufferImpl, FinalizeFailed, KernelUpdate, QueueImpl, RecordingCommandBufferImpl,
     downcast,

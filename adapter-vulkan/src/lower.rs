@@ -18,6 +18,7 @@ use std::sync::Arc;
 
 use ash::vk;
 use smallvec::SmallVec;
+use ur_core::adapter::Backing;
 use ur_core::rect::for_each_row;
 use ur_core::{Command, KernelCommand, MemLoc, Result};
 
@@ -219,16 +220,16 @@ pub(crate) fn lower(rt: &DeviceShared, command: &Command, sink: &mut dyn Sink) -
     match command {
         Command::KernelLaunch(k) => return lower_kernel(&rt.gpu, k, sink),
         Command::Native(native) => out.ops.push(GpuOp::Native(native.clone())),
-        Command::UsmMemcpy { dst, src, size } => {
+        Command::UsmMemcpy { dst, src, size, .. } => {
             copy_rows(&mut out, sink, side(src)?, side(dst)?, std::iter::once((0, 0, *size)))?;
         }
-        Command::UsmFill { dst, pattern, size } => {
+        Command::UsmFill { dst, pattern, size, .. } => {
             let (buffer, offset) = usm_location(dst)?;
             let at = FillAt { buffer, offset, address: dst.address(), pattern, size: *size as u64 };
             fill(&mut out, rt, sink, at)?;
         }
         Command::UsmPrefetch { .. } | Command::UsmAdvise { .. } => {}
-        Command::BufferCopy { src, dst, src_offset, dst_offset, size } => {
+        Command::BufferCopy { src, dst, src_offset, dst_offset, size, .. } => {
             let (s, d) = (mem_buffer(src)?.alloc.buffer(), mem_buffer(dst)?.alloc.buffer());
             copy_rows(
                 &mut out,
@@ -238,30 +239,30 @@ pub(crate) fn lower(rt: &DeviceShared, command: &Command, sink: &mut dyn Sink) -
                 std::iter::once((*src_offset, *dst_offset, *size)),
             )?;
         }
-        Command::BufferCopyRect { src, dst, src_layout, dst_layout, region } => {
+        Command::BufferCopyRect { src, dst, src_layout, dst_layout, region, .. } => {
             let (s, d) = (mem_buffer(src)?.alloc.buffer(), mem_buffer(dst)?.alloc.buffer());
             let rows = rect_rows(src_layout, dst_layout, region);
             copy_rows(&mut out, sink, Side::Device(s, 0), Side::Device(d, 0), rows.into_iter())?;
         }
-        Command::BufferRead { buffer, offset, size, dst } => {
+        Command::BufferRead { buffer, offset, size, dst, .. } => {
             let b = mem_buffer(buffer)?.alloc.buffer();
             copy_rows(&mut out, sink, Side::Device(b, 0), side(dst)?, std::iter::once((*offset, 0, *size)))?;
         }
-        Command::BufferWrite { buffer, offset, size, src } => {
+        Command::BufferWrite { buffer, offset, size, src, .. } => {
             let b = mem_buffer(buffer)?.alloc.buffer();
             copy_rows(&mut out, sink, side(src)?, Side::Device(b, 0), std::iter::once((0, *offset, *size)))?;
         }
-        Command::BufferReadRect { buffer, buffer_layout, host_layout, region, dst } => {
+        Command::BufferReadRect { buffer, buffer_layout, host_layout, region, dst, .. } => {
             let b = mem_buffer(buffer)?.alloc.buffer();
             let rows = rect_rows(buffer_layout, host_layout, region);
             copy_rows(&mut out, sink, Side::Device(b, 0), side(dst)?, rows.into_iter())?;
         }
-        Command::BufferWriteRect { buffer, buffer_layout, host_layout, region, src } => {
+        Command::BufferWriteRect { buffer, buffer_layout, host_layout, region, src, .. } => {
             let b = mem_buffer(buffer)?.alloc.buffer();
             let rows = rect_rows(host_layout, buffer_layout, region);
             copy_rows(&mut out, sink, side(src)?, Side::Device(b, 0), rows.into_iter())?;
         }
-        Command::BufferFill { buffer, pattern, offset, size } => {
+        Command::BufferFill { buffer, pattern, offset, size, .. } => {
             let alloc = &mem_buffer(buffer)?.alloc;
             let address = alloc.address() + *offset as u64;
             let at = FillAt { buffer: alloc.buffer(), offset: *offset as u64, address, pattern, size: *size as u64 };
@@ -289,11 +290,11 @@ pub(crate) fn block_bytes(command: &Command) -> Result<usize> {
             let kernel = ur_core::adapter::downcast::<VkKernel>(k.kernel.imp() as &dyn std::any::Any, "a kernel")?;
             kernel.layout.size() as usize
         }
-        Command::UsmFill { dst, pattern, size } => {
+        Command::UsmFill { dst, pattern, size, .. } => {
             let (_, offset) = usm_location(dst)?;
             crate::shaders::fill_block_bytes(dst.address(), offset, pattern, *size as u64)
         }
-        Command::BufferFill { buffer, pattern, offset, size } => {
+        Command::BufferFill { buffer, pattern, offset, size, .. } => {
             let alloc = &mem_buffer(buffer)?.alloc;
             crate::shaders::fill_block_bytes(alloc.address() + *offset as u64, *offset as u64, pattern, *size as u64)
         }

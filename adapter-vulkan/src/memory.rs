@@ -22,6 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use ash::vk;
 use parking_lot::Mutex;
+use ur_core::adapter::Backing;
 use ur_core::adapter::{BufferImpl, UsmImpl, downcast};
 use ur_core::{MemBuffer, Result, UsmRef, err};
 
@@ -263,7 +264,7 @@ impl BufferImpl for VkMemBuffer {
 
 /// The buffer and offset of a USM position.
 pub(crate) fn usm_location(r: &UsmRef) -> Result<(vk::Buffer, u64)> {
-    let usm = downcast::<VkUsm>(r.alloc().imp() as &dyn Any, "a USM allocation")?;
+    let usm = downcast::<VkUsm>(r.imp() as &dyn Any, "a USM allocation")?;
     Ok((usm.alloc.buffer(), usm.offset + r.offset() as u64))
 }
 

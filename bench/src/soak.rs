@@ -239,9 +239,7 @@ pub fn run(t: &Target, submissions: u64) -> Result<(), String> {
 
     // The work really ran: the host task once per graph submission, and the
     // command buffer's copies carry the last updated value.
-    let mut out = vec![0u8; ELEMENTS * 4];
-    t.queue.read_usm(back.ptr(), &mut out, &[]).map_err(e)?;
-    let first = u32::from_le_bytes([out[0], out[1], out[2], out[3]]);
+    let first = t.queue.clone_dtoh_range::<u32>(back.ptr(), 1, &[]).map_err(e)?[0];
     let ran = runs.load(Ordering::Relaxed);
     say(&format!(
         "\n{submissions} submissions in {seconds:.1} s ({:.0}/s): {graph_runs} graph submissions, {ran} host-task runs; \

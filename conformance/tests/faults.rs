@@ -1,7 +1,7 @@
 //! The fault sweep (issue 16, part 1): each scenario runs once per adapter
 //! call it makes, with that call failing as a driver's would (out of device
 //! or host memory, out of resources, device lost; see
-//! `ur::faults::CallKind::driver_error`), on the first device of cpu, OpenCL
+//! `ur_core::faults::CallKind::driver_error`), on the first device of cpu, OpenCL
 //! (PoCL) and Vulkan (lavapipe), native and emulated views. Each time:
 //! the caller gets the injected error (same code, message naming the failed
 //! call); no panic; no hang (each run under a timeout); every adapter object
@@ -30,8 +30,8 @@ use std::time::{Duration, Instant};
 
 use libtest_mimic::{Arguments, Failed, Trial};
 use parking_lot::Mutex;
-use ur::faults::{CallKind, Fault, FaultInjector, LiveObjects};
 use ur::{CommandBufferSupport, Device, UrError};
+use ur_core::faults::{CallKind, Fault, FaultInjector, LiveObjects};
 
 use support::{Failure, Fixture};
 

@@ -127,9 +127,8 @@ fn main() -> ur_core::Result<()> {
     unsafe { left_out.update(KernelArg::Pointer(b2.ptr()))? };
     exec.update(&left)?;
     queue.enqueue_graph(&exec, &[])?.wait()?;
-    let mut first = [0u8; 4];
-    queue.read_usm(b2.ptr(), &mut first, &[])?;
-    println!("after the update the left branch writes B2: B2[0] = {}", u32::from_le_bytes(first));
+    let first: Vec<u32> = queue.core().clone_dtoh_range(b2.ptr(), 1, &[])?;
+    println!("after the update the left branch writes B2: B2[0] = {}", first[0]);
 
     println!("partitions: {:#?}", exec.partitions());
     graph.print_graph(out_dir.join("graph-guide.dot"), true)?;

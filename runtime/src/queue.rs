@@ -727,7 +727,7 @@ fn only_recorded(queue: &ur_core::Queue) -> Result<ur_core::Event> {
 /// host task), and profiling timestamps only for graphs finalized with
 /// [`FinalizeProperties::enable_profiling`](crate::graph::FinalizeProperties::enable_profiling).
 impl SubmitGraph for Graph<Executable> {
-    #[tracing::instrument(level = "debug", skip_all, fields(graph = self.id()))]
+    #[tracing::instrument(level = "debug", skip_all, fields(graph = self.id(), label = self.label()))]
     fn submit_on(&self, queue: &Queue, wait: &[&Event]) -> Result<Event> {
         self.check_queue(queue.core())?;
         queue.submit(wait, || Ok(Recordable::Subgraph(self.clone())), |q, w| self.enqueue_on(q, w))

@@ -27,7 +27,7 @@ use crate::types::desc::{CommandBufferDesc, PeerAccess, QueueProperties};
 use crate::types::device::DeviceInfo;
 use crate::types::error::Result;
 use crate::types::event::{EventStatus, ProfilingInfo};
-use crate::types::interop::{NativeHandle, Ownership};
+use crate::types::interop::{NativeHandle, NativeTarget, Ownership};
 use crate::types::memory::{MemFlags, UsmKind};
 use crate::types::program::{KernelSignature, ProgramBundle, SourceForm};
 
@@ -233,7 +233,7 @@ pub trait BufferImpl: Any + Send + Sync {
     /// of this buffer, where its kernels cannot address a sub-buffer as this
     /// buffer's storage plus `offset` (OpenCL: a `cl_mem` from
     /// `clCreateSubBuffer`). `None`, the default, means they can: kernel
-    /// arguments of the sub-buffer then get [`MemBuffer::imp`](crate::MemBuffer::imp)
+    /// arguments of the sub-buffer then get [`Backing::imp`]
     /// and [`MemBuffer::offset`](crate::MemBuffer::offset). Memory commands never
     /// see sub-buffers: the front end gives them the root buffer and absolute offsets.
     ///
@@ -546,6 +546,47 @@ static SEE_THROUGH: std::sync::OnceLock<fn(&dyn Any) -> &dyn Any> = std::sync::O
 #[cfg(feature = "fault-injection")]
 pub(crate) fn see_through(peel: fn(&dyn Any) -> &dyn Any) {
     let _ = SEE_THROUGH.set(peel);
+}
+
+// The accessors of the front end's objects that adapters, the ABI crate
+// and white-box tests use; ur-core implements them (module `backing`).
+
+/// A front-end object's adapter object.
+pub trait Backing {
+    /// The adapter object's type (a trait object of [`crate::adapter`]).
+    type Imp: ?Sized;
+
+    /// The adapter object this front-end object wraps, as the adapter made it.
+    fn imp(&self) -> &Self::Imp;
+}
+
+/// What adapters need of events beyond their adapter object.
+pub trait EventBacking {
+    /// The adapter event that waiting on this event means waiting on now, or
+    /// `None` when there is nothing to wait for (a command-buffer signal event
+    /// before the first enqueue). Adapters call this when they use a wait
+    /// event, so that signal events of software command buffers resolve to
+    /// their latest execution.
+    fn resolve(&self) -> Option<Arc<dyn EventImpl>>;
+}
+
+/// What adapters need of memory buffers beyond their adapter object.
+pub trait BufferBacking {
+    /// The adapter's own object for a sub-buffer, where it made one
+    /// ([`BufferImpl::sub_buffer`]); `None` for a root buffer.
+    fn sub_buffer_imp(&self) -> Option<&dyn BufferImpl>;
+}
+
+/// What adapters do with native commands.
+pub trait NativeBacking {
+    /// Runs the callback with `target`. Adapters call it where the backend's
+    /// native work goes (see [`crate::interop`]); a panic of the callback is
+    /// returned as an execution error.
+    ///
+    /// # Safety
+    /// `target` is the backend's documented target, valid for the call, and
+    /// ordered after the command's dependencies and before its dependents.
+    unsafe fn invoke(&self, backend: Backend, target: NativeTarget) -> Result<()>;
 }
 
 pub mod toolbox;

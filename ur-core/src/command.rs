@@ -32,6 +32,35 @@ pub const MAX_PATTERN_SIZE: usize = 256;
 /// Every [`MemBuffer`] in a command is a root buffer and every buffer offset
 /// and rect origin is absolute in it: a command made for a sub-buffer names
 /// its parent, with the sub-buffer's offset added.
+///
+/// Only ur-core's validating builders make commands: every variant's fields
+/// are `#[non_exhaustive]` (and [`KernelCommand`] and [`NativeCommand`]
+/// cannot be built elsewhere), so other crates read and match them, with
+/// `..` in patterns, but cannot construct them:
+///
+/// ```compile_fail,E0639
+/// # use ur_core::{Command, MemLoc};
+/// fn forged(dst: MemLoc, src: MemLoc) -> Command {
+///     Command::UsmMemcpy { dst, src, size: usize::MAX } // error: non-exhaustive variant
+/// }
+/// ```
+///
+/// ```compile_fail,E0639
+/// # use ur_core::{ArgValue, Command, Kernel, KernelCommand, NdRange};
+/// fn forged(kernel: Kernel, range: NdRange, args: Vec<ArgValue>) -> Command {
+///     Command::KernelLaunch(KernelCommand { kernel, range, args }) // error: non-exhaustive struct
+/// }
+/// ```
+///
+/// ```
+/// # use ur_core::Command;
+/// fn bytes(command: &Command) -> Option<usize> {
+///     match command {
+///         Command::UsmMemcpy { size, .. } | Command::UsmFill { size, .. } => Some(*size),
+///         _ => None,
+///     }
+/// }
+/// ```
 #[derive(Clone, Debug)]
 pub enum Command {
     /// A kernel launch (see [`KernelCommand`] for its invariants).
@@ -39,6 +68,7 @@ pub enum Command {
     /// Copy `size` (> 0) bytes. At least one side is USM; both ranges lie in
     /// their allocations (or in host memory the caller vouched for); the
     /// ranges do not overlap.
+    #[non_exhaustive]
     UsmMemcpy {
         /// Destination.
         dst: MemLoc,
@@ -49,6 +79,7 @@ pub enum Command {
     },
     /// Repeat `pattern` over `size` bytes; `size` is a non-zero multiple of
     /// the pattern's length, and the range lies in its allocation.
+    #[non_exhaustive]
     UsmFill {
         /// Start of the range.
         dst: UsmRef,
@@ -58,6 +89,7 @@ pub enum Command {
         size: usize,
     },
     /// A migration hint over `size` (> 0) bytes inside one allocation.
+    #[non_exhaustive]
     UsmPrefetch {
         /// Start of the range.
         mem: UsmRef,
@@ -67,6 +99,7 @@ pub enum Command {
         flags: MigrationFlags,
     },
     /// Advice over `size` (> 0) bytes inside one allocation.
+    #[non_exhaustive]
     UsmAdvise {
         /// Start of the range.
         mem: UsmRef,
@@ -77,6 +110,7 @@ pub enum Command {
     },
     /// Copy between buffers; both ranges in bounds, not overlapping when the
     /// buffers are the same.
+    #[non_exhaustive]
     BufferCopy {
         /// Source buffer.
         src: MemBuffer,
@@ -91,6 +125,7 @@ pub enum Command {
     },
     /// Rect copy between buffers; layouts resolved (non-zero pitches) and in
     /// bounds.
+    #[non_exhaustive]
     BufferCopyRect {
         /// Source buffer.
         src: MemBuffer,
@@ -104,6 +139,7 @@ pub enum Command {
         region: RectRegion,
     },
     /// Read `size` (> 0) bytes of a buffer into host-side memory.
+    #[non_exhaustive]
     BufferRead {
         /// The buffer.
         buffer: MemBuffer,
@@ -115,6 +151,7 @@ pub enum Command {
         dst: MemLoc,
     },
     /// Write `size` (> 0) bytes of host-side memory into a buffer.
+    #[non_exhaustive]
     BufferWrite {
         /// The buffer.
         buffer: MemBuffer,
@@ -127,6 +164,7 @@ pub enum Command {
     },
     /// Rect read; both layouts resolved and in bounds (the host layout
     /// relative to `dst`).
+    #[non_exhaustive]
     BufferReadRect {
         /// The buffer.
         buffer: MemBuffer,
@@ -140,6 +178,7 @@ pub enum Command {
         dst: MemLoc,
     },
     /// Rect write; as [`Command::BufferReadRect`] in the other direction.
+    #[non_exhaustive]
     BufferWriteRect {
         /// The buffer.
         buffer: MemBuffer,
@@ -154,6 +193,7 @@ pub enum Command {
     },
     /// Repeat `pattern` over `size` bytes of a buffer from `offset`; both
     /// multiples of the pattern's length, in bounds.
+    #[non_exhaustive]
     BufferFill {
         /// The buffer.
         buffer: MemBuffer,

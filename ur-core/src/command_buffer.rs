@@ -297,7 +297,7 @@ impl CommandBuffer {
     /// Creates a command buffer (`urCommandBufferCreateExp`). `device` must
     /// be the context's device; an updatable buffer needs a device with update
     /// capabilities (`UnsupportedFeature` otherwise).
-    #[tracing::instrument(level = "debug", skip(context, device), fields(device = %device))]
+    #[tracing::instrument(level = "debug", skip(context, device), fields(device = %device, label = desc.label))]
     pub fn new(context: &Context, device: &Device, desc: CommandBufferDesc) -> Result<CommandBuffer> {
         ensure!(context.device() == device, InvalidDevice, "{device} is not the device of the context");
         let caps = device.info().command_buffer;
@@ -345,6 +345,11 @@ impl CommandBuffer {
     /// The descriptor it was created with (`UR_EXP_COMMAND_BUFFER_INFO_DESCRIPTOR`).
     pub fn descriptor(&self) -> CommandBufferDesc {
         self.inner.desc
+    }
+
+    /// The descriptor's label, for diagnostics.
+    pub fn label(&self) -> Option<&'static str> {
+        self.inner.desc.label
     }
 
     /// Native or software (`emulated`) implementation.
@@ -413,7 +418,7 @@ impl CommandBuffer {
     /// The native work is unchecked: everything it touches must stay valid
     /// for as long as the buffer may be enqueued, and it must leave the native
     /// objects as it found them.
-    #[tracing::instrument(level = "debug", skip_all)]
+    #[tracing::instrument(level = "debug", skip_all, fields(label = self.label()))]
     pub unsafe fn append_native_command(
         &self,
         child: Option<&CommandBuffer>,
@@ -448,7 +453,7 @@ impl CommandBuffer {
     }
 
     /// Finalizes the buffer; `InvalidOperation` the second time.
-    #[tracing::instrument(level = "debug", skip(self))]
+    #[tracing::instrument(level = "debug", skip(self), fields(label = self.label()))]
     pub fn finalize(&self) -> Result<()> {
         let mut state = self.inner.state.lock();
         let recording = match std::mem::replace(&mut state.phase, Phase::Finalizing) {
@@ -471,7 +476,7 @@ impl CommandBuffer {
     }
 
     fn append(&self, command: Command, kernel: Option<KernelRecord>, opts: &AppendOptions<'_>) -> Result<Appended> {
-        let _span = tracing::debug_span!("append", kind = %command.kind()).entered();
+        let _span = tracing::debug_span!("append", kind = %command.kind(), label = self.label()).entered();
         let ctx = &self.inner.context;
         let caps = ctx.device().info().command_buffer;
         let mut state = self.inner.state.lock();
@@ -534,7 +539,7 @@ impl CommandBuffer {
     /// The kernel may read and write any memory its arguments let it reach, at
     /// every execution: pointer arguments must stay valid for as long as the
     /// buffer may be enqueued with them.
-    #[tracing::instrument(level = "debug", skip_all, fields(kernel = launch.kernel.name()))]
+    #[tracing::instrument(level = "debug", skip_all, fields(kernel = launch.kernel.name(), label = self.label()))]
     pub unsafe fn append_kernel_launch(
         &self,
         launch: &KernelLaunch<'_>,
@@ -909,7 +914,7 @@ impl CommandBuffer {
     /// # Safety
     /// As for [`append_kernel_launch`](Self::append_kernel_launch): the updated
     /// kernels may touch any memory their new arguments let them reach.
-    #[tracing::instrument(level = "debug", skip_all, fields(updates = updates.len()))]
+    #[tracing::instrument(level = "debug", skip_all, fields(updates = updates.len(), label = self.label()))]
     pub unsafe fn update_kernel_launches(&self, updates: &[KernelLaunchUpdate<'_>]) -> Result<()> {
         ensure!(!updates.is_empty(), InvalidSize, "empty list of kernel updates");
         let ctx = &self.inner.context;
@@ -963,7 +968,7 @@ impl CommandBuffer {
     /// Gives a command a new signal event for the next enqueues
     /// (`urCommandBufferUpdateSignalEventExp`); the command must have been
     /// appended with one.
-    #[tracing::instrument(level = "debug", skip_all, fields(command = handle.index))]
+    #[tracing::instrument(level = "debug", skip_all, fields(command = handle.index, label = self.label()))]
     pub fn update_signal_event(&self, handle: &CommandHandle) -> Result<Event> {
         let mut state = self.inner.state.lock();
         let index = self.check_event_update(&state, handle)?;
@@ -980,7 +985,7 @@ impl CommandBuffer {
 
     /// Replaces a command's wait events for the next enqueues
     /// (`urCommandBufferUpdateWaitEventsExp`); the count must match the append's.
-    #[tracing::instrument(level = "debug", skip_all, fields(command = handle.index))]
+    #[tracing::instrument(level = "debug", skip_all, fields(command = handle.index, label = self.label()))]
     pub fn update_wait_events(&self, handle: &CommandHandle, events: &[&Event]) -> Result<()> {
         let mut state = self.inner.state.lock();
         let index = self.check_event_update(&state, handle)?;

@@ -49,7 +49,7 @@ impl Context {
     }
 
     /// The adapter's context.
-    pub fn imp(&self) -> &Arc<dyn ContextImpl> {
+    pub(crate) fn imp(&self) -> &Arc<dyn ContextImpl> {
         &self.inner.imp
     }
 

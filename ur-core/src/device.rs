@@ -108,7 +108,7 @@ impl Device {
     }
 
     /// The adapter's object, for adapters and tests of adapters.
-    pub fn imp(&self) -> &Arc<dyn DeviceImpl> {
+    pub(crate) fn imp(&self) -> &Arc<dyn DeviceImpl> {
         &self.inner.imp
     }
 

@@ -33,7 +33,7 @@ impl Event {
     }
 
     /// Wraps an adapter event of `context`.
-    pub fn from_imp(imp: Arc<dyn EventImpl>, context: &Context) -> Event {
+    pub(crate) fn from_imp(imp: Arc<dyn EventImpl>, context: &Context) -> Event {
         Event { imp, context: context.id(), _live: crate::live::Live::new() }
     }
 
@@ -94,7 +94,7 @@ impl Event {
     }
 
     /// The event object passed to adapters.
-    pub fn imp(&self) -> &Arc<dyn EventImpl> {
+    pub(crate) fn imp(&self) -> &Arc<dyn EventImpl> {
         &self.imp
     }
 
@@ -103,7 +103,7 @@ impl Event {
     /// before the first enqueue). Adapters call this when they use a wait
     /// event, so that signal events of software command buffers resolve to
     /// their latest execution.
-    pub fn resolve(&self) -> Option<Arc<dyn EventImpl>> {
+    pub(crate) fn resolve(&self) -> Option<Arc<dyn EventImpl>> {
         let any: &dyn Any = &*self.imp;
         if let Some(forwarding) = any.downcast_ref::<ForwardingEvent>() {
             return forwarding.current();

@@ -239,7 +239,7 @@ impl NativeCommand {
     /// # Safety
     /// `target` is the backend's documented target, valid for the call, and
     /// ordered after the command's dependencies and before its dependents.
-    pub unsafe fn invoke(&self, backend: Backend, target: NativeTarget) -> Result<()> {
+    pub(crate) unsafe fn invoke(&self, backend: Backend, target: NativeTarget) -> Result<()> {
         RUNNING.with(|r| r.borrow_mut().push((self.owner, target)));
         let _running = Running;
         let _child = self.child.as_ref().map(|child| {

@@ -101,6 +101,7 @@ impl<'a> KernelLaunch<'a> {
 
 /// A validated kernel launch, as adapters execute it.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct KernelCommand {
     /// The kernel (of the command's context).
     pub kernel: Kernel,

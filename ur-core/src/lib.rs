@@ -40,6 +40,7 @@ pub mod types;
 
 pub mod adapter;
 pub mod adopt;
+mod backing;
 pub mod capture;
 pub mod command;
 pub mod command_buffer;
@@ -61,6 +62,7 @@ pub mod queue;
 pub mod selector;
 pub mod shared_usm;
 mod software;
+mod typed_usm;
 
 // The modules of the types layer keep their paths at the crate root
 // (`ur_core::error::UrError`, `ur_core::rect::RectLayout`, ...).

@@ -147,8 +147,13 @@ impl Drop for UsmInner {
 
 impl UsmRef {
     /// The allocation.
-    pub fn alloc(&self) -> &UsmInner {
+    pub(crate) fn alloc(&self) -> &UsmInner {
         &self.alloc
+    }
+
+    /// The allocation's kind.
+    pub fn kind(&self) -> UsmKind {
+        self.alloc.kind
     }
 
     /// The byte offset into the allocation.
@@ -375,14 +380,14 @@ impl MemBuffer {
 
     /// The adapter's buffer holding the bytes: a sub-buffer's is its root
     /// buffer's, which it starts [`offset`](Self::offset) bytes into.
-    pub fn imp(&self) -> &dyn BufferImpl {
+    pub(crate) fn imp(&self) -> &dyn BufferImpl {
         match &self.inner.storage {
             Storage::Root(imp) => &**imp,
             Storage::View { parent, .. } => parent.imp(),
         }
     }
 
-    /// Where this buffer starts in [`imp`](Self::imp): 0 for a root buffer.
+    /// Where this buffer starts in its root buffer: 0 for a root buffer.
     pub fn offset(&self) -> usize {
         match &self.inner.storage {
             Storage::Root(_) => 0,
@@ -400,7 +405,7 @@ impl MemBuffer {
 
     /// The adapter's own object for a sub-buffer, where it made one
     /// ([`BufferImpl::sub_buffer`]).
-    pub fn sub_buffer_imp(&self) -> Option<&dyn BufferImpl> {
+    pub(crate) fn sub_buffer_imp(&self) -> Option<&dyn BufferImpl> {
         match &self.inner.storage {
             Storage::View { native: Some(native), .. } => Some(&**native),
             _ => None,

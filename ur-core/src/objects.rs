@@ -70,6 +70,7 @@ pub(crate) struct ProgramInner {
     pub(crate) form: SourceForm,
     pub(crate) options: String,
     pub(crate) given: Option<Arc<[u8]>>,
+    pub(crate) label: Option<&'static str>,
     pub(crate) imp: Box<dyn ProgramImpl>,
     pub(crate) _live: crate::live::Live<{ crate::live::PROGRAM }>,
 }

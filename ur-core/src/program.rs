@@ -31,7 +31,7 @@ impl Program {
     /// As [`new`](Self::new), passing `options` to the driver's compiler:
     /// OpenCL build options, PTX JIT where meaningful. Backends without a
     /// compiler taking options ignore them (with a debug trace).
-    #[tracing::instrument(level = "debug", skip_all, fields(device = %context.device()))]
+    #[tracing::instrument(level = "debug", skip_all, fields(device = %context.device(), label = bundle.label()))]
     pub fn with_options(context: &Context, bundle: &ProgramBundle, options: &str) -> Result<Program> {
         ensure!(!options.contains('\0'), InvalidValue, "build options contain a NUL byte");
         for (i, k) in bundle.kernels.iter().enumerate() {
@@ -63,6 +63,7 @@ impl Program {
                 form,
                 options: options.to_string(),
                 given: bundle.given.clone(),
+                label: bundle.label(),
                 imp,
                 _live: crate::live::Live::new(),
             }),
@@ -103,8 +104,18 @@ impl Program {
     }
 
     /// The adapter's program.
-    pub fn imp(&self) -> &dyn ProgramImpl {
+    pub(crate) fn imp(&self) -> &dyn ProgramImpl {
         &*self.inner.imp
+    }
+
+    /// The label of the bundle it was built from ([`ProgramBundle::with_label`]).
+    pub fn label(&self) -> Option<&'static str> {
+        self.inner.label
+    }
+
+    /// Whether both handles name the same program object.
+    pub fn same_program(&self, other: &Program) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
     }
 }
 
@@ -135,7 +146,7 @@ fn list<T: fmt::Display>(items: &[T]) -> String {
 impl Kernel {
     /// The kernel `name` of `program`; `InvalidKernelName` if the bundle did
     /// not declare it or its source lacks it.
-    #[tracing::instrument(level = "debug", skip(program))]
+    #[tracing::instrument(level = "debug", skip(program), fields(label = program.label()))]
     pub fn new(program: &Program, name: &str) -> Result<Kernel> {
         let Some(signature) = program.inner.signatures.iter().find(|s| s.name == name) else {
             return Err(err!(InvalidKernelName, "the program declares no kernel `{name}`"));
@@ -209,7 +220,7 @@ impl Kernel {
     }
 
     /// The adapter's kernel.
-    pub fn imp(&self) -> &dyn KernelImpl {
+    pub(crate) fn imp(&self) -> &dyn KernelImpl {
         &*self.inner.imp
     }
 

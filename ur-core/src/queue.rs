@@ -141,7 +141,7 @@ impl Queue {
     }
 
     /// The adapter's queue.
-    pub fn imp(&self) -> &dyn QueueImpl {
+    pub(crate) fn imp(&self) -> &dyn QueueImpl {
         &*self.inner.imp
     }
 
@@ -822,7 +822,7 @@ impl Queue {
     ///
     /// Submissions of one command buffer run in submission order, also across
     /// queues; an update made after this call does not affect this submission.
-    #[tracing::instrument(level = "debug", skip_all)]
+    #[tracing::instrument(level = "debug", skip_all, fields(label = command_buffer.label()))]
     pub fn enqueue_command_buffer(&self, command_buffer: &CommandBuffer, wait: &[&Event]) -> Result<Event> {
         self.check_not_capturing("a command-buffer enqueue (add an executable graph with `enqueue_graph`)")?;
         let resolved = resolve_wait_list(self.inner.context.id(), wait)?;

@@ -42,6 +42,7 @@ const LAYERS: &[(&str, usize)] = &[
     // The validating API, the software command buffer, graph capture and
     // the fault-injecting wrapper adapter.
     ("adopt", 2),
+    ("backing", 2),
     ("capture", 2),
     ("command_buffer", 2),
     ("context", 2),
@@ -57,6 +58,7 @@ const LAYERS: &[(&str, usize)] = &[
     ("queue", 2),
     ("shared_usm", 2),
     ("software", 2),
+    ("typed_usm", 2),
     // Opening adapters and choosing devices.
     ("loader", 3),
     ("selector", 3),

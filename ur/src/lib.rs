@@ -1,7 +1,9 @@
 //! # ur
 //!
-//! The crate applications depend on: everything of [`ur_core`], plus the
-//! adapters this build compiles in, registered with the loader.
+//! The crate applications depend on: the application's API of [`ur_core`]
+//! (not its adapter interface), plus the adapters this build compiles in,
+//! registered with the loader. `use ur::prelude::*` brings what a common
+//! program names.
 //!
 //! The CPU adapter is always compiled in. The OpenCL, Vulkan and CUDA
 //! adapters are compiled in by the cargo features `opencl`, `vulkan` and
@@ -16,7 +18,33 @@
 //! ```
 #![deny(unsafe_op_in_unsafe_fn)]
 
-pub use ur_core::*;
+// The application's API, item by item: the adapter interface
+// (`ur_core::adapter`), the fault injector and the modules of adapter helpers
+// stay in ur-core, for adapter crates and tests.
+/// Kernels of the CPU adapter as tables of C functions.
+pub use ur_core::cpu_table;
+/// Errors: [`UrError`], named after UR's result codes, and its helpers.
+pub use ur_core::error;
+/// Native handles and native commands: what each backend's native objects are.
+pub use ur_core::interop;
+pub use ur_core::{
+    AbsentAdapter, AdapterEntry, AppendOptions, Appended, ArgKind, ArgValue, AtomicCaps, Backend, BinaryTarget,
+    BufferMapping, CGroup, CKernelFn, CacheType, CapturedGraph, Command, CommandBuffer, CommandBufferCaps,
+    CommandBufferDesc, CommandBufferSupport, CommandHandle, CommandKind, Context, ContextId, Detail, Device, DeviceId,
+    DeviceInfo, DeviceSelector, DeviceType, Event, EventStatus, ExecutableGraph, FpCapabilities, FpConfigs,
+    GlobalMemCache, HostPtr, Kernel, KernelArg, KernelCommand, KernelLaunch, KernelLaunchUpdate, KernelSignature,
+    LiveObjects, Loader, LocalMemType, LocalSizeOrigin, LocalSizeUpdate, MAX_PATTERN_SIZE, MapFlags, MemBuffer,
+    MemFlags, MemLoc, MemoryHardware, MemoryOrders, MemoryScopes, MigrationFlags, NativeArg, NativeCommand, NativeFn,
+    NativeHandle, NativeKernel, NativeKernelFn, NativeScope, NativeTarget, NdRange, Ownership, Pattern, PeerAccess,
+    Platform, ProfilingInfo, Program, ProgramBundle, ProgramSource, Queue, QueueProperties, RectLayout, RectOffset,
+    RectRegion, ReplayPath, Result, RustKernelFn, SourceForm, SpirvModule, SubGroups, SyncPoint, Timestamps,
+    UpdateCapabilities, UrError, UserEvent, UsmAdvice, UsmAllocation, UsmKind, UsmKinds, UsmPtr, UsmRef, VectorWidths,
+    WorkGroup, WorkItem, capability_extensions, host_clock_ns, live_objects,
+};
+#[doc(hidden)]
+pub use ur_core::{ensure, err};
+
+pub mod prelude;
 
 use ur_adapter_cpu::CpuAdapterFactory;
 

@@ -92,31 +92,31 @@ fn kernel_details(spec: &KernelSpec, dynamic: &[(usize, u32)]) -> Vec<String> {
 /// A one-line summary and detail lines of a memory command.
 fn command_text(c: &Command) -> (String, Vec<String>) {
     match c {
-        Command::UsmMemcpy { dst, src, size } => {
+        Command::UsmMemcpy { dst, src, size, .. } => {
             (format!("{size} bytes"), vec![format!("dst {}", loc(dst)), format!("src {}", loc(src))])
         }
-        Command::UsmFill { dst, pattern, size } => (
+        Command::UsmFill { dst, pattern, size, .. } => (
             format!("{size} bytes"),
             vec![format!("dst {:#x}", dst.address()), format!("pattern {:02x?}", &pattern[..])],
         ),
-        Command::UsmPrefetch { mem, size, flags } => {
+        Command::UsmPrefetch { mem, size, flags, .. } => {
             (format!("{size} bytes"), vec![format!("ptr {:#x}", mem.address()), format!("{flags:?}")])
         }
-        Command::UsmAdvise { mem, size, advice } => {
+        Command::UsmAdvise { mem, size, advice, .. } => {
             (format!("{size} bytes"), vec![format!("ptr {:#x}", mem.address()), format!("{advice:?}")])
         }
-        Command::BufferCopy { src, dst, src_offset, dst_offset, size } => (
+        Command::BufferCopy { src, dst, src_offset, dst_offset, size, .. } => (
             format!("buffer copy, {size} bytes"),
             vec![format!("dst {dst:?} + {dst_offset}"), format!("src {src:?} + {src_offset}")],
         ),
         Command::BufferCopyRect { src, dst, region, .. } => {
             ("buffer rect copy".into(), vec![format!("dst {dst:?}"), format!("src {src:?}"), format!("{region:?}")])
         }
-        Command::BufferRead { buffer, offset, size, dst } => (
+        Command::BufferRead { buffer, offset, size, dst, .. } => (
             format!("buffer read, {size} bytes"),
             vec![format!("src {buffer:?} + {offset}"), format!("dst {}", loc(dst))],
         ),
-        Command::BufferWrite { buffer, offset, size, src } => (
+        Command::BufferWrite { buffer, offset, size, src, .. } => (
             format!("buffer write, {size} bytes"),
             vec![format!("dst {buffer:?} + {offset}"), format!("src {}", loc(src))],
         ),
@@ -128,7 +128,7 @@ fn command_text(c: &Command) -> (String, Vec<String>) {
             "buffer rect write".into(),
             vec![format!("dst {buffer:?}"), format!("src {}", loc(src)), format!("{region:?}")],
         ),
-        Command::BufferFill { buffer, pattern, offset, size } => (
+        Command::BufferFill { buffer, pattern, offset, size, .. } => (
             format!("buffer fill, {size} bytes"),
             vec![format!("dst {buffer:?} + {offset}"), format!("pattern {:02x?}", &pattern[..])],
         ),

@@ -210,7 +210,7 @@ impl Handler {
     }
 
     fn set_cross(&mut self, copy: CrossCopy) -> Result<()> {
-        self.set(Pending::Memory(copy.command()))?;
+        self.set(Pending::Memory(copy.command()?))?;
         self.cross = Some(copy);
         Ok(())
     }

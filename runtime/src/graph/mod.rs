@@ -158,6 +158,7 @@ mod dot;
 mod dynamic;
 mod executable;
 mod handler;
+mod label;
 mod memory;
 mod modifiable;
 mod multi_device;
@@ -219,6 +220,9 @@ pub struct GraphProperties {
     /// host data copy it in their constructor, so a graph never copies host
     /// data and this property changes nothing here.
     pub assume_data_outlives_buffer: bool,
+    /// A name for diagnostics, shown in the tracing spans of the graph's
+    /// creation, finalize and submissions ([`GraphProperties::with_label`]).
+    pub label: Option<&'static str>,
 }
 
 /// Properties given to [`Graph::finalize`].

@@ -267,7 +267,7 @@ impl Graph<Modifiable> {
     /// queue.enqueue_graph(&exec, &[])?.wait()?;
     /// # Ok::<(), UrError>(())
     /// ```
-    #[tracing::instrument(level = "debug", skip(context, device), fields(device = %device))]
+    #[tracing::instrument(level = "debug", skip(context, device), fields(device = %device, label = props.label))]
     pub fn new(context: &Context, device: &Device, props: GraphProperties) -> Result<Graph<Modifiable>> {
         ensure!(context.device() == device, InvalidDevice, "{device} is not the device of the context");
         Ok(Graph::create(Devices::single(context), props))
@@ -446,7 +446,7 @@ impl Graph<Modifiable> {
     /// `InvalidGraph` for a cycle (possible with `no_cycle_check`),
     /// `InvalidOperation` when the graph holds allocation nodes and an
     /// executable graph made from it still exists.
-    #[tracing::instrument(level = "debug", skip_all, fields(graph = self.id()))]
+    #[tracing::instrument(level = "debug", skip_all, fields(graph = self.id(), label = self.label()))]
     pub fn finalize(&self, props: FinalizeProperties) -> Result<Graph<Executable>> {
         super::executable::finalize(self.shared(), props)
     }

@@ -46,7 +46,7 @@ use ur_core::device::Device;
 use ur_core::error::Result;
 use ur_core::event::{Event, EventStatus, UserEvent};
 use ur_core::launch::ArgValue;
-use ur_core::memory::{MemLoc, UsmAllocation, UsmKind, UsmPtr, UsmRef};
+use ur_core::memory::{UsmAllocation, UsmKind, UsmPtr, UsmRef};
 use ur_core::queue::{Queue, QueueProperties};
 use ur_core::{ensure, err};
 
@@ -271,8 +271,8 @@ impl CrossCopy {
 
     /// The node's command, for queries and DOT output only: finalize lowers
     /// the node (see [`lower`](Self::lower)) and never appends it.
-    pub(crate) fn command(&self) -> Command {
-        Command::UsmMemcpy { dst: MemLoc::Usm(self.dst.clone()), src: MemLoc::Usm(self.src.clone()), size: self.size }
+    pub(crate) fn command(&self) -> Result<Command> {
+        Command::usm_copy_between(&self.dst, &self.src, self.size)
     }
 
     /// The flat nodes of the copy along `route`, after `preds`, the first

@@ -72,6 +72,29 @@ impl Command {
         Command::usm_memcpy(context, HostSide::Usm(dst), HostSide::Usm(src), size)
     }
 
+    /// A copy of `size` bytes between two USM positions, which may lie in
+    /// allocations of different contexts (a copy between devices, as
+    /// [`Queue::usm_copy_peer`](crate::Queue::usm_copy_peer) executes it):
+    /// `InvalidSize` for 0 bytes or a range past either allocation's end,
+    /// `OverlappingRegions` for overlapping ranges of one allocation.
+    pub fn usm_copy_between(dst: &UsmRef, src: &UsmRef, size: usize) -> Result<Command> {
+        ensure!(size != 0, InvalidSize, "USM copy of 0 bytes");
+        for (side, r) in [("destination", dst), ("source", src)] {
+            ensure!(
+                size <= r.remaining(),
+                InvalidSize,
+                "USM copy {side} has {} bytes to its allocation's end, the copy {size}",
+                r.remaining()
+            );
+        }
+        ensure!(
+            !(dst.same_allocation(src) && ranges_overlap(dst.offset(), src.offset(), size, size)),
+            OverlappingRegions,
+            "USM copy source and destination overlap"
+        );
+        Ok(Command::UsmMemcpy { dst: MemLoc::Usm(dst.clone()), src: MemLoc::Usm(src.clone()), size })
+    }
+
     /// A read of `size` bytes of `buffer` from `offset` into USM of `context`.
     pub fn buffer_read_to_usm(
         context: &Context,

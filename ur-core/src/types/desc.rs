@@ -30,6 +30,17 @@ pub struct CommandBufferDesc {
     pub in_order: bool,
     /// Submissions and signal events record profiling timestamps (on profiling queues).
     pub profiling: bool,
+    /// A name for diagnostics, shown in the tracing spans of the buffer's
+    /// operations (create, append, finalize, enqueue, update); no meaning to
+    /// UR. A `&'static str` keeps the descriptor `Copy`.
+    pub label: Option<&'static str>,
+}
+
+impl CommandBufferDesc {
+    /// This descriptor with `label` as its [`label`](Self::label).
+    pub fn with_label(self, label: &'static str) -> CommandBufferDesc {
+        CommandBufferDesc { label: Some(label), ..self }
+    }
 }
 
 /// How a queue runs its commands.

@@ -36,7 +36,7 @@ impl Detail {
     }
 
     /// A detail produced by an adapter without a native code.
-    pub fn adapter(backend: Backend, message: impl Into<Cow<'static, str>>) -> Self {
+    pub(crate) fn adapter(backend: Backend, message: impl Into<Cow<'static, str>>) -> Self {
         Detail { message: message.into(), backend: Some(backend), native_code: None }
     }
 }

@@ -181,7 +181,8 @@ pub struct WorkGroup<'a> {
 }
 
 impl<'a> WorkGroup<'a> {
-    /// A work-group of `range` with the given id and arguments. Adapters build these.
+    /// A work-group of `range` with the given id and arguments. Adapters build
+    /// these; a test of a kernel function may too.
     pub fn new(range: &'a NdRange, group_id: [usize; 3], args: &'a [NativeArg<'a>]) -> WorkGroup<'a> {
         WorkGroup { range, group_id, args }
     }

@@ -139,6 +139,7 @@ pub struct ProgramBundle {
     sources: Vec<ProgramSource>,
     pub(crate) given: Option<Arc<[u8]>>,
     plain_abi: bool,
+    label: Option<&'static str>,
 }
 
 impl ProgramBundle {
@@ -157,6 +158,19 @@ impl ProgramBundle {
     pub fn source(mut self, source: ProgramSource) -> ProgramBundle {
         self.sources.push(source);
         self
+    }
+
+    /// Names the programs built from this bundle, for diagnostics: the label
+    /// is shown in the tracing spans of their build and kernel creation
+    /// (`Program::label`).
+    pub fn with_label(mut self, label: &'static str) -> ProgramBundle {
+        self.label = Some(label);
+        self
+    }
+
+    /// The label given by [`with_label`](Self::with_label).
+    pub fn label(&self) -> Option<&'static str> {
+        self.label
     }
 
     /// The declared kernels.
@@ -241,6 +255,7 @@ impl ProgramBundle {
                 sources: vec![ProgramSource::Native(code)],
                 given: Some(bytes.into()),
                 plain_abi: true,
+                label: None,
             });
         }
         if spirv::is_spirv(bytes) {
@@ -255,6 +270,7 @@ impl ProgramBundle {
                 sources: vec![ProgramSource::Ptx(Cow::Owned(text.to_string()))],
                 given: Some(bytes.into()),
                 plain_abi: true,
+                label: None,
             });
         }
         let head: Vec<String> = bytes.iter().take(4).map(|b| format!("{b:02x}")).collect();

@@ -297,6 +297,7 @@ pub(super) fn build_partition(
         updatable: props.updatable && !caps.update.is_empty(),
         in_order: part.in_order,
         profiling: props.enable_profiling,
+        ..CommandBufferDesc::default()
     };
     let switch = desc.updatable && caps.update.contains(UpdateCapabilities::KERNEL_HANDLE);
     let cb = CommandBuffer::new(context, context.device(), desc)?;

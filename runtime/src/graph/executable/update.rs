@@ -84,7 +84,7 @@ impl Diff {
 /// Whether a whole-graph update may put `new` where `old` runs: the same
 /// kernel, or one of the same name from the same program.
 fn same_kernel_function(old: &Kernel, new: &Kernel) -> bool {
-    old.same_kernel(new) || (old.name() == new.name() && std::ptr::addr_eq(old.program().imp(), new.program().imp()))
+    old.same_kernel(new) || (old.name() == new.name() && old.program().same_program(new.program()))
 }
 
 impl Graph<Executable> {
