@@ -222,6 +222,13 @@ impl VkUsm {
                 .map_err(|e| err!(UnsupportedAlignment, "cannot align {size} bytes to {align}: {e}"))?;
         }
         let offset = alloc.address().next_multiple_of(align) - alloc.address();
+        tracing::trace!(
+            device = ?rt.gpu.device.handle(),
+            address = format_args!("{:#x}", alloc.address() + offset),
+            size,
+            ?kind,
+            "USM allocation"
+        );
         alloc.zero(rt, offset, size)?;
         Ok(VkUsm { alloc, offset })
     }

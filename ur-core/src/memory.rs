@@ -70,6 +70,7 @@ impl UsmAllocation {
             _live: crate::live::Live::new(),
         });
         tracker.insert(&inner);
+        tracing::trace!(context = ?context.id(), address = format_args!("{address:#x}"), size, ?kind, "USM allocation tracked");
         Ok(UsmAllocation { inner })
     }
 
