@@ -18,7 +18,7 @@ use ur_core::{Result, Timestamps, err};
 
 use crate::conv::VkResultExt;
 use crate::device::Instance;
-use crate::runtime::DeviceShared;
+use crate::shared::DeviceShared;
 
 /// The host time domain matching ur-core's host clock, where Vulkan has one.
 #[cfg(unix)]

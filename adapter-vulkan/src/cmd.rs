@@ -9,7 +9,7 @@ use ur_core::adapter::NativeBacking;
 use ur_core::{Backend, NativeHandle, NativeTarget, Result};
 
 use crate::conv::VkResultExt;
-use crate::runtime::Gpu;
+use crate::shared::Gpu;
 
 /// A command pool. Recording holds its lock: Vulkan requires a pool to be
 /// externally synchronised while any of its command buffers records.

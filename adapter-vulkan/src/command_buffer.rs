@@ -75,7 +75,7 @@ use crate::lower::{Block, Lowered, Sink, Staging, block_bytes, host_sides, lower
 use crate::memory::{Allocation, MemKind, Slice};
 use crate::program::{Pipeline, VkKernel};
 use crate::queue::VkQueue;
-use crate::runtime::{DeviceShared, Gpu};
+use crate::shared::{DeviceShared, Gpu};
 use crate::submit::{HostCopy, KernelNames, Launches, StagingPtr, StatusCheck, Submission, schedule};
 
 /// Commands per secondary command buffer: what an update that needs

@@ -13,7 +13,7 @@ use crate::event::VkEvent;
 use crate::memory::{MemKind, VkMemBuffer, VkUsm};
 use crate::program::VkProgram;
 use crate::queue::VkQueue;
-use crate::runtime::DeviceShared;
+use crate::shared::DeviceShared;
 
 pub(crate) struct VulkanContext {
     rt: Arc<DeviceShared>,

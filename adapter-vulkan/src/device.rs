@@ -14,7 +14,7 @@ use ur_core::{DeviceInfo, Result, Timestamps, UpdateCapabilities};
 
 use crate::context::VulkanContext;
 use crate::conv::{vendor_name, version_string};
-use crate::runtime::DeviceShared;
+use crate::shared::DeviceShared;
 
 /// The lowest device API version the adapter uses (timeline semaphores,
 /// buffer device addresses and 8-bit storage are core from 1.2).

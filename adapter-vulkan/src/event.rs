@@ -32,7 +32,7 @@ use ur_core::adapter::toolbox::{ForwardingEvent, OrderedEvent};
 use ur_core::adapter::{EventImpl, UserEventImpl};
 use ur_core::{EventStatus, ProfilingInfo, Result, UrError, err};
 
-use crate::runtime::Point;
+use crate::shared::Point;
 
 /// Work to run when an event moves on.
 pub(crate) type Waiter = Box<dyn FnOnce() + Send>;
@@ -165,7 +165,7 @@ impl EventCore {
     /// Once the event is submitted, the waiting thread first polls its
     /// lane's timeline for a short while and, once it is reached, finishes
     /// the lane's completed submissions itself (see
-    /// [`Lane::finish_if_reached_soon`](crate::runtime::Lane::finish_if_reached_soon)),
+    /// [`Lane::finish_if_reached_soon`](crate::shared::Lane::finish_if_reached_soon)),
     /// as a host spins on a fence before it sleeps; then it sleeps until the
     /// completion thread has finished the event.
     pub(crate) fn wait(&self) -> Result<()> {

@@ -68,8 +68,8 @@ mod memory;
 mod profiling;
 mod program;
 mod queue;
-mod runtime;
 mod shaders;
+mod shared;
 mod submit;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};

@@ -25,8 +25,8 @@ use ur_core::{Command, KernelCommand, MemLoc, Result};
 use crate::cmd::{GpuOp, Groups, fits_one_dispatch};
 use crate::memory::{mem_buffer, usm_location};
 use crate::program::{Pipeline, VkKernel, group_counts};
-use crate::runtime::{DeviceShared, Gpu};
 use crate::shaders::{FillPlan, plan_fill};
+use crate::shared::{DeviceShared, Gpu};
 use crate::submit::{HostCopy, Keep, StagingPtr};
 
 /// Where an argument block (kernel arguments, fill parameters) went.

@@ -27,7 +27,7 @@ use ur_core::adapter::{BufferImpl, UsmImpl, downcast};
 use ur_core::{MemBuffer, Result, UsmRef, err};
 
 use crate::conv::VkResultExt;
-use crate::runtime::{DeviceShared, Gpu};
+use crate::shared::{DeviceShared, Gpu};
 
 /// Where an allocation lives.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

@@ -12,7 +12,7 @@ use parking_lot::Mutex;
 use ur_core::{ProfilingInfo, Result};
 
 use crate::conv::VkResultExt;
-use crate::runtime::Gpu;
+use crate::shared::Gpu;
 
 /// Queries per pool (two per submission).
 const PER_POOL: u32 = 256;

@@ -47,7 +47,7 @@ use ur_core::{ArgKind, ArgValue, KernelCommand, KernelSignature, NdRange, Progra
 
 use crate::conv::{VkResultExt, vk_error};
 use crate::memory::mem_buffer;
-use crate::runtime::Gpu;
+use crate::shared::Gpu;
 
 /// Bytes of the argument block's header.
 pub(crate) const HEADER_BYTES: u32 = 64;

@@ -18,7 +18,7 @@ use crate::cmd::{Pool, PooledCmd, host_barrier, record_ops};
 use crate::event::{EventCore, VkEvent, cores_of};
 use crate::lower::{Block, Sink, Staging, lower};
 use crate::profiling::{Queries, QuerySpan};
-use crate::runtime::{DeviceShared, Lane};
+use crate::shared::{DeviceShared, Lane};
 use crate::submit::{Keep, Launches, StagingPtr, StatusCheck, Submission, schedule};
 
 pub(crate) struct VkQueue {

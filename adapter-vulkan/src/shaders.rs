@@ -10,7 +10,7 @@ use std::sync::Arc;
 use ur_core::Result;
 
 use crate::program::{Pipeline, internal_module};
-use crate::runtime::Gpu;
+use crate::shared::Gpu;
 
 /// `shaders/fill.comp`, compiled by `shaders/regenerate.sh`.
 pub(crate) static FILL_SPV: &[u8] = include_bytes!("../shaders/fill.spv");

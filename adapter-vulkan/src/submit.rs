@@ -21,7 +21,7 @@ use ur_core::{HostPtr, ProfilingInfo, Result, UrError};
 use crate::cmd::PooledCmd;
 use crate::event::{EventCore, run_waiters};
 use crate::profiling::QuerySpan;
-use crate::runtime::{Lane, Point};
+use crate::shared::{Lane, Point};
 
 /// Host memory staged through host-visible memory: rows of
 /// `(host offset, staging offset, length)`.
