@@ -101,7 +101,7 @@ impl Segment {
     /// A new, empty `cl_command_buffer_khr` on the internal queue.
     fn new(shared: &Arc<Shared>) -> Result<Segment> {
         let native = shared.device.command_buffers.as_ref().expect("native command buffers");
-        let flags = if native.plan.simultaneous_use_flag { CL_COMMAND_BUFFER_SIMULTANEOUS_USE_KHR } else { 0 };
+        let flags = if native.setup.simultaneous_use_flag { CL_COMMAND_BUFFER_SIMULTANEOUS_USE_KHR } else { 0 };
         // SAFETY: the internal queue belongs to the device the table was resolved for.
         let handle = unsafe { native.api.create(shared.internal_queue(), flags) }.cl("clCreateCommandBufferKHR")?;
         let kernels = shared.device.one_launch_per_kernel.then(RefCell::default);
@@ -289,7 +289,7 @@ impl ClExecutable {
     /// The instance the next submission uses.
     fn instance_for_submission(&mut self) -> Result<usize> {
         let version = self.version;
-        let reuse_pending = !self.native().plan.instance_per_pending_submission;
+        let reuse_pending = !self.native().setup.instance_per_pending_submission;
         let usable = |i: &Instance| i.version == version && (reuse_pending || i.is_idle());
         if !self.instances.iter().any(usable) {
             let current: Vec<usize> =

@@ -106,10 +106,10 @@ impl ClContext {
             properties |= CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE;
         }
         if let Some(cb) = &device.command_buffers {
-            if !cb.plan.out_of_order {
+            if !cb.setup.out_of_order {
                 properties &= !CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE;
             }
-            if cb.plan.profiling_queue {
+            if cb.setup.profiling_queue {
                 properties |= CL_QUEUE_PROFILING_ENABLE;
             }
         }

@@ -1,9 +1,9 @@
 //! Platforms and devices, and the decisions made once per device: which USM
 //! mechanism, and whether (and through which ABI) command buffers are native.
 //!
-//! The decisions are a pure function ([`plan`]) of what the device reports
+//! The decisions are a pure function ([`setup`]) of what the device reports
 //! ([`Reported`]), unit-tested with constructed inputs; discovery only
-//! queries the driver and resolves the entry points the plan asks for.
+//! queries the driver and resolves the entry points the setup asks for.
 
 use std::sync::Arc;
 
@@ -29,7 +29,7 @@ const CL_DEVICE_SVM_COARSE_GRAIN_BUFFER: cl_bitfield = 1 << 0;
 const CL_DEVICE_SVM_FINE_GRAIN_BUFFER: cl_bitfield = 1 << 1;
 const CL_DEVICE_SVM_CAPABILITIES: cl_uint = 0x1053;
 
-/// What a device reports that the plan depends on.
+/// What a device reports that the setup depends on.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Reported {
     /// `CL_DEVICE_EXTENSIONS_WITH_VERSION`, parsed (empty before OpenCL 3.0).
@@ -51,7 +51,7 @@ pub struct Reported {
 
 /// How USM is implemented on a device.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum UsmPlan {
+pub enum UsmSetup {
     /// `cl_intel_unified_shared_memory`, with these kinds.
     Intel(UsmKinds),
     /// SVM with fine-grained buffers: host and shared USM are fine-grained
@@ -65,21 +65,21 @@ pub enum UsmPlan {
     None,
 }
 
-impl UsmPlan {
-    /// The kinds a device with this plan allocates.
+impl UsmSetup {
+    /// The kinds a device with this setup allocates.
     pub fn kinds(self) -> UsmKinds {
         match self {
-            UsmPlan::Intel(kinds) => kinds,
-            UsmPlan::SvmFine => UsmKinds::all(),
-            UsmPlan::SvmCoarse => UsmKinds::DEVICE,
-            UsmPlan::None => UsmKinds::empty(),
+            UsmSetup::Intel(kinds) => kinds,
+            UsmSetup::SvmFine => UsmKinds::all(),
+            UsmSetup::SvmCoarse => UsmKinds::DEVICE,
+            UsmSetup::None => UsmKinds::empty(),
         }
     }
 }
 
 /// How native command buffers are used on a device.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct CommandBufferPlan {
+pub struct CommandBufferSetup {
     /// The extension version the device reports.
     pub version: ExtVersion,
     /// The ABI row for it.
@@ -99,15 +99,15 @@ pub struct CommandBufferPlan {
 
 /// Everything decided for one device.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct Plan {
+pub struct DeviceSetup {
     /// USM mechanism.
-    pub usm: UsmPlan,
+    pub usm: UsmSetup,
     /// Native command buffers, or `Err` with the reason they are emulated.
-    pub command_buffer: std::result::Result<CommandBufferPlan, &'static str>,
+    pub command_buffer: std::result::Result<CommandBufferSetup, &'static str>,
 }
 
 /// Decides, from what a device reports, how USM and command buffers are done.
-pub fn plan(reported: &Reported) -> Plan {
+pub fn setup(reported: &Reported) -> DeviceSetup {
     let has = |name| version::extension_version(&reported.extensions, name);
     let access = |caps: cl_bitfield| caps & ffi::CL_UNIFIED_SHARED_MEMORY_ACCESS_INTEL != 0;
     let usm = if has(version::USM_EXTENSION).is_some() {
@@ -115,21 +115,21 @@ pub fn plan(reported: &Reported) -> Plan {
         kinds.set(UsmKinds::HOST, access(reported.intel_usm[0]));
         kinds.set(UsmKinds::DEVICE, access(reported.intel_usm[1]));
         kinds.set(UsmKinds::SHARED, access(reported.intel_usm[2]));
-        UsmPlan::Intel(kinds)
+        UsmSetup::Intel(kinds)
     } else if reported.svm & CL_DEVICE_SVM_FINE_GRAIN_BUFFER != 0 {
-        UsmPlan::SvmFine
+        UsmSetup::SvmFine
     } else if reported.svm & CL_DEVICE_SVM_COARSE_GRAIN_BUFFER != 0 {
-        UsmPlan::SvmCoarse
+        UsmSetup::SvmCoarse
     } else {
-        UsmPlan::None
+        UsmSetup::None
     };
-    Plan { usm, command_buffer: command_buffer_plan(reported, has(version::COMMAND_BUFFER_EXTENSION)) }
+    DeviceSetup { usm, command_buffer: command_buffer_plan(reported, has(version::COMMAND_BUFFER_EXTENSION)) }
 }
 
 fn command_buffer_plan(
     reported: &Reported,
     version: Option<ExtVersion>,
-) -> std::result::Result<CommandBufferPlan, &'static str> {
+) -> std::result::Result<CommandBufferSetup, &'static str> {
     let version = version.ok_or("the device does not report cl_khr_command_buffer")?;
     let abi = version::select_abi(version)
         .ok_or("the device's cl_khr_command_buffer version is not one this adapter knows")?;
@@ -148,7 +148,7 @@ fn command_buffer_plan(
     };
     let simultaneous =
         reported.command_buffer_capabilities & ffi::CL_COMMAND_BUFFER_CAPABILITY_SIMULTANEOUS_USE_KHR != 0;
-    Ok(CommandBufferPlan {
+    Ok(CommandBufferSetup {
         version,
         abi,
         simultaneous_use_flag: abi.pending_state && simultaneous,
@@ -197,7 +197,7 @@ pub fn replay_path(
 pub(crate) enum Usm {
     /// Intel's extension.
     Intel(IntelUsmApi),
-    /// SVM (which kinds are fine-grained is in the device's [`UsmPlan`]).
+    /// SVM (which kinds are fine-grained is in the device's [`UsmSetup`]).
     Svm,
     /// No USM.
     None,
@@ -205,7 +205,7 @@ pub(crate) enum Usm {
 
 /// Native command-buffer support of a device.
 pub(crate) struct NativeCommandBuffers {
-    pub(crate) plan: CommandBufferPlan,
+    pub(crate) setup: CommandBufferSetup,
     pub(crate) api: CommandBufferApi,
 }
 
@@ -339,31 +339,31 @@ impl ClDevice {
         let device = opencl3::device::Device::new(id);
         let name = device.name().map_err(|e| format!("CL_DEVICE_NAME: {}", e.0))?;
         let reported = reported(id, &device);
-        let mut plan = plan(&reported);
-        let usm = match plan.usm {
+        let mut setup = setup(&reported);
+        let usm = match setup.usm {
             // SAFETY: the platform is valid and this device reports the extension.
-            UsmPlan::Intel(_) => match unsafe { IntelUsmApi::resolve(platform) } {
+            UsmSetup::Intel(_) => match unsafe { IntelUsmApi::resolve(platform) } {
                 Ok(api) => Usm::Intel(api),
                 Err(reason) => {
                     tracing::warn!(device = %name, %reason, "cl_intel_unified_shared_memory unusable; using SVM");
                     let svm_only = Reported { extensions: Vec::new(), ..reported.clone() };
-                    plan.usm = self::plan(&svm_only).usm;
-                    match plan.usm {
-                        UsmPlan::SvmFine => Usm::Svm,
-                        UsmPlan::SvmCoarse => Usm::Svm,
+                    setup.usm = self::setup(&svm_only).usm;
+                    match setup.usm {
+                        UsmSetup::SvmFine => Usm::Svm,
+                        UsmSetup::SvmCoarse => Usm::Svm,
                         _ => Usm::None,
                     }
                 }
             },
-            UsmPlan::SvmFine => Usm::Svm,
-            UsmPlan::SvmCoarse => Usm::Svm,
-            UsmPlan::None => Usm::None,
+            UsmSetup::SvmFine => Usm::Svm,
+            UsmSetup::SvmCoarse => Usm::Svm,
+            UsmSetup::None => Usm::None,
         };
-        let command_buffers = match plan.command_buffer {
+        let command_buffers = match setup.command_buffer {
             // SAFETY: the platform is valid and `abi` was selected for the
             // version its device reports.
             Ok(cb) => match unsafe { CommandBufferApi::resolve(platform, cb.abi) } {
-                Ok(api) => Some(NativeCommandBuffers { plan: cb, api }),
+                Ok(api) => Some(NativeCommandBuffers { setup: cb, api }),
                 Err(reason) => {
                     tracing::info!(device = %name, %reason, "command buffers emulated");
                     None
@@ -375,7 +375,7 @@ impl ClDevice {
             }
         };
         if let Some(cb) = &command_buffers {
-            tracing::debug!(device = %name, version = %cb.plan.version, plan = ?cb.plan, "native command buffers");
+            tracing::debug!(device = %name, version = %cb.setup.version, setup = ?cb.setup, "native command buffers");
         }
         let out_of_order = reported.queue_properties & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE != 0;
         let cpu = device.dev_type().is_ok_and(|t| t & cl3::device::CL_DEVICE_TYPE_CPU != 0);
@@ -383,7 +383,7 @@ impl ClDevice {
         let (replay, why) = replay_path(platform_version, cpu, command_buffers.is_some(), forced.as_deref());
         tracing::info!(device = %name, replay = replay.name(), reason = why, "OpenCL command-buffer replay path");
         let decided =
-            info::Decided { usm: plan.usm.kinds(), out_of_order, command_buffer: command_buffer_caps(replay) };
+            info::Decided { usm: setup.usm.kinds(), out_of_order, command_buffer: command_buffer_caps(replay) };
         let (info, il_path) = info::device_info(&device, name, decided)?;
         let one_launch_per_kernel = one_launch::affected(platform_version, info.device_type == DeviceType::Cpu);
         if one_launch_per_kernel {
@@ -489,8 +489,8 @@ mod tests {
         let mut r = with_extensions(&[(CB, ExtVersion::new(0, 9, 0))]);
         r.svm = CL_DEVICE_SVM_COARSE_GRAIN_BUFFER | CL_DEVICE_SVM_FINE_GRAIN_BUFFER;
         r.command_buffer_capabilities = 1 | SIMULTANEOUS | OOO_CAP;
-        let p = plan(&r);
-        assert_eq!(p.usm, UsmPlan::SvmFine);
+        let p = setup(&r);
+        assert_eq!(p.usm, UsmSetup::SvmFine);
         assert_eq!(p.usm.kinds(), UsmKinds::all());
         let cb = p.command_buffer.unwrap();
         assert_eq!(cb.abi.shape, version::RecordShape::Legacy);
@@ -507,8 +507,8 @@ mod tests {
         r.svm = CL_DEVICE_SVM_COARSE_GRAIN_BUFFER | CL_DEVICE_SVM_FINE_GRAIN_BUFFER;
         r.intel_usm = [1, 1, 1];
         r.command_buffer_capabilities = SIMULTANEOUS | OOO_CAP;
-        let p = plan(&r);
-        assert_eq!(p.usm, UsmPlan::Intel(UsmKinds::all()));
+        let p = setup(&r);
+        assert_eq!(p.usm, UsmSetup::Intel(UsmKinds::all()));
         let cb = p.command_buffer.unwrap();
         assert_eq!(cb.abi.shape, version::RecordShape::Legacy);
         assert!(cb.abi.svm_commands);
@@ -519,8 +519,8 @@ mod tests {
     fn nvidia_opencl() {
         let mut r = with_extensions(&[("cl_khr_fp64", ExtVersion::new(1, 0, 0))]);
         r.svm = CL_DEVICE_SVM_COARSE_GRAIN_BUFFER;
-        let p = plan(&r);
-        assert_eq!(p.usm, UsmPlan::SvmCoarse);
+        let p = setup(&r);
+        assert_eq!(p.usm, UsmSetup::SvmCoarse);
         assert_eq!(p.usm.kinds(), UsmKinds::DEVICE);
         assert!(p.command_buffer.is_err());
         let (replay, _) = replay_path("OpenCL 3.0 CUDA 13.0.98", false, p.command_buffer.is_ok(), None);
@@ -561,8 +561,8 @@ mod tests {
     fn intel_kinds_follow_access_bits() {
         let mut r = with_extensions(&[(version::USM_EXTENSION, ExtVersion::new(1, 1, 0))]);
         r.intel_usm = [0, 1, 0b10];
-        assert_eq!(plan(&r).usm, UsmPlan::Intel(UsmKinds::DEVICE));
-        assert_eq!(plan(&Reported::default()).usm, UsmPlan::None);
+        assert_eq!(setup(&r).usm, UsmSetup::Intel(UsmKinds::DEVICE));
+        assert_eq!(setup(&Reported::default()).usm, UsmSetup::None);
     }
 
     #[test]
@@ -571,15 +571,15 @@ mod tests {
         let mut r = with_extensions(&[(CB, ExtVersion::new(0, 9, 7))]);
         r.command_buffer_capabilities = SIMULTANEOUS;
         r.command_buffer_supported_queue_properties = Some(CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE);
-        let cb = plan(&r).command_buffer.unwrap();
+        let cb = setup(&r).command_buffer.unwrap();
         assert_eq!(cb.abi.shape, version::RecordShape::Properties);
         assert!(cb.out_of_order && cb.simultaneous_use_flag);
         r.command_buffer_supported_queue_properties = Some(0);
-        assert!(!plan(&r).command_buffer.unwrap().out_of_order);
+        assert!(!setup(&r).command_buffer.unwrap().out_of_order);
         // 0.9.8: no pending state, so neither the flag nor extra instances.
         let mut r = with_extensions(&[(CB, ExtVersion::new(0, 9, 8))]);
         r.command_buffer_capabilities = 0;
-        let cb = plan(&r).command_buffer.unwrap();
+        let cb = setup(&r).command_buffer.unwrap();
         assert!(!cb.simultaneous_use_flag && !cb.instance_per_pending_submission);
     }
 
@@ -587,20 +587,20 @@ mod tests {
     fn without_simultaneous_use_instances_multiply() {
         let mut r = with_extensions(&[(CB, ExtVersion::new(0, 9, 2))]);
         r.command_buffer_capabilities = OOO_CAP;
-        let cb = plan(&r).command_buffer.unwrap();
+        let cb = setup(&r).command_buffer.unwrap();
         assert!(!cb.simultaneous_use_flag && cb.instance_per_pending_submission);
     }
 
     #[test]
     fn emulated_when_unknown_or_unsatisfiable() {
-        assert!(plan(&with_extensions(&[(CB, ExtVersion::new(1, 0, 0))])).command_buffer.is_err());
+        assert!(setup(&with_extensions(&[(CB, ExtVersion::new(1, 0, 0))])).command_buffer.is_err());
         let mut r = with_extensions(&[(CB, ExtVersion::new(0, 9, 0))]);
         r.command_buffer_required_queue_properties = 1 << 7;
-        assert!(plan(&r).command_buffer.is_err());
+        assert!(setup(&r).command_buffer.is_err());
         r.command_buffer_required_queue_properties = CL_QUEUE_PROFILING_ENABLE;
-        assert!(plan(&r).command_buffer.unwrap().profiling_queue);
+        assert!(setup(&r).command_buffer.unwrap().profiling_queue);
         r.command_buffer_required_queue_properties = CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE;
         r.queue_properties = 0;
-        assert!(plan(&r).command_buffer.is_err());
+        assert!(setup(&r).command_buffer.is_err());
     }
 }

@@ -62,7 +62,7 @@ use ur_core::adapter::{AdapterFactory, PlatformImpl};
 #[doc(hidden)]
 pub use clock::check_clock_paths;
 pub use conv::cl_error;
-pub use device::{CommandBufferPlan, Plan, REPLAY_ENV, Reported, UsmPlan, plan, replay_path};
+pub use device::{CommandBufferSetup, DeviceSetup, REPLAY_ENV, Reported, UsmSetup, replay_path, setup};
 
 /// `CL_PLATFORM_NOT_FOUND_KHR`: the ICD loader found no driver.
 const CL_PLATFORM_NOT_FOUND_KHR: i32 = -1001;

@@ -38,7 +38,7 @@ impl NativeSegment {
     pub(crate) fn record(shared: &Arc<Shared>, native: &NativeCommand) -> Result<NativeSegment> {
         let api = &native_buffers(shared).api;
         let flags =
-            if native_buffers(shared).plan.simultaneous_use_flag { CL_COMMAND_BUFFER_SIMULTANEOUS_USE_KHR } else { 0 };
+            if native_buffers(shared).setup.simultaneous_use_flag { CL_COMMAND_BUFFER_SIMULTANEOUS_USE_KHR } else { 0 };
         // SAFETY: the internal queue belongs to the device the table was resolved for.
         let handle = unsafe { api.create(shared.internal_queue(), flags) }.cl("clCreateCommandBufferKHR")?;
         // Owns the handle from here, so that an error below releases it.
@@ -57,7 +57,7 @@ impl NativeSegment {
     /// `wait` holds valid events of the context.
     pub(crate) unsafe fn enqueue(&self, wait: &WaitList) -> Result<RawEvent> {
         let native = native_buffers(&self.shared);
-        if native.plan.instance_per_pending_submission
+        if native.setup.instance_per_pending_submission
             && let Some(last) = self.last.borrow().as_ref()
             && !last.is_done()
         {
