@@ -179,15 +179,9 @@ fn replay_host(
         Ok::<_, ur::UrError>([host, start.elapsed()])
     })
     .map_err(|e| e.to_string())?;
-    raw.build(&[vec![]])?;
     use crate::raw::RawGraph as _;
-    let [raw_host, raw_wall] = measure(repeats, || {
-        let start = Instant::now();
-        raw.launch()?;
-        let host = start.elapsed();
-        raw.wait()?;
-        Ok::<_, String>([host, start.elapsed()])
-    })?;
+    raw.build(&[vec![]])?;
+    let [raw_host, raw_wall] = crate::suites::timed_raw_launches(raw, repeats)?;
     let _ = write!(
         text,
         "\nOne-kernel replay, 20,000 submissions: host {:.2} µs (p10-p90 {:.2}-{:.2}), wall {:.2} µs; \

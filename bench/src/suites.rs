@@ -202,13 +202,7 @@ pub fn raw(t: &Target, repeats: Repeats, sizes: &[usize], out: &mut Vec<Record>)
         for &n in sizes {
             let preds: Vec<Vec<usize>> = (0..n).map(|i| shape.deps(i, n)).collect();
             raw.build(&preds)?;
-            let [host, wall] = measure(repeats.scaled(n), || {
-                let start = Instant::now();
-                raw.launch()?;
-                let host = start.elapsed();
-                raw.wait()?;
-                Ok::<_, String>([host, start.elapsed()])
-            })?;
+            let [host, wall] = timed_raw_launches(&mut *raw, repeats.scaled(n))?;
             out.push(t.record("submission", shape.name(), "raw", "host_ns_per_node", n, host.per(n)));
             out.push(t.record("submission", shape.name(), "raw", "wall_ns_per_node", n, wall.per(n)));
         }
@@ -452,4 +446,16 @@ pub fn perf_scaling(t: &Target, repeats: Repeats, lengths: &[usize], out: &mut V
         out.push(t.record("perf_scaling", "chain", "eager", "wall_ns_per_node", n, eager.per(n)));
     }
     Ok(())
+}
+
+/// Launches a raw baseline and waits, `repeats` times: the host time of
+/// each launch call and the wall time to completion.
+pub(crate) fn timed_raw_launches(raw: &mut dyn crate::raw::RawGraph, repeats: Repeats) -> Result<[Summary; 2], String> {
+    measure(repeats, || {
+        let start = Instant::now();
+        raw.launch()?;
+        let host = start.elapsed();
+        raw.wait()?;
+        Ok::<_, String>([host, start.elapsed()])
+    })
 }
