@@ -134,16 +134,31 @@ impl Device {
 
 /// The allocation holding `[ptr, ptr + size)` in a context other than
 /// `own`, of `backend`: `InvalidValue` when none or several hold it.
+///
+/// A context joined with `own` ([`Context::share_usm_with`]) shares its
+/// address space, so an allocation found there is the answer. Other
+/// contexts may be of other devices, whose address spaces are their own:
+/// the same address can lie in allocations of two GPUs, so a range that
+/// overruns one context's allocation (`InvalidSize`) is the answer only
+/// when no other context holds the whole range.
 fn find_foreign(own: &Context, ptr: UsmPtr, size: usize) -> Result<(UsmRef, ContextId, Device)> {
-    let candidates: Vec<(ContextId, Device, Arc<AllocationTracker>)> = CONTEXTS
+    let joined = own.tracker().joined();
+    let mut candidates: Vec<(ContextId, Device, Arc<AllocationTracker>, bool)> = CONTEXTS
         .lock()
         .iter()
         .filter(|c| c.id != own.id() && c.device.backend() == own.device().backend())
         .filter_map(|c| c.tracker.upgrade().map(|t| (c.id, c.device.clone(), t)))
+        .map(|(id, device, tracker)| {
+            let is_joined = joined.iter().any(|j| Arc::ptr_eq(j, &tracker));
+            (id, device, tracker, is_joined)
+        })
         .collect();
+    candidates.sort_by_key(|c| !c.3);
     let mut found = None;
-    for (id, device, tracker) in candidates {
+    let mut overrun = None;
+    for (id, device, tracker, is_joined) in candidates {
         match tracker.find(ptr, size) {
+            Ok(usm) if is_joined => return Ok((usm, id, device)),
             Ok(usm) => {
                 ensure!(
                     found.is_none(),
@@ -153,16 +168,23 @@ fn find_foreign(own: &Context, ptr: UsmPtr, size: usize) -> Result<(UsmRef, Cont
                 );
                 found = Some((usm, id, device));
             }
-            // A range that starts inside an allocation and leaves it.
-            Err(e @ UrError::InvalidSize(_)) => return Err(e),
+            // A range that starts inside an allocation and leaves it: final
+            // in a joined context, which shares this one's address space.
+            Err(e @ UrError::InvalidSize(_)) if is_joined => return Err(e),
+            Err(e @ UrError::InvalidSize(_)) => {
+                overrun.get_or_insert(e);
+            }
             Err(_) => {}
         }
     }
-    found.ok_or_else(|| {
+    if let Some(found) = found {
+        return Ok(found);
+    }
+    Err(overrun.unwrap_or_else(|| {
         err!(InvalidValue, "{ptr:?} is neither in a USM allocation of this context nor of another {} context", {
             own.device().backend()
         })
-    })
+    }))
 }
 
 impl Queue {
