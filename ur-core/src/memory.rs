@@ -247,7 +247,9 @@ impl AllocationTracker {
         if !matches!(own, Err(crate::UrError::InvalidValue(_))) {
             return own;
         }
-        for other in self.joined() {
+        // Read in place: a joined context's pointer is looked up at every
+        // command that names it, so no list is collected per lookup.
+        for other in self.joined.read().iter().filter_map(Weak::upgrade) {
             match other.find(ptr, size) {
                 Err(crate::UrError::InvalidValue(_)) => {}
                 found => return found,
