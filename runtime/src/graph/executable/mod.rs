@@ -252,9 +252,11 @@ impl Graph<Executable> {
             .collect()
     }
 
+    /// `InvalidQueue` for a queue of another context. A context has one
+    /// device, so the context decides the device too.
     pub(crate) fn check_queue(&self, queue: &Queue) -> Result<()> {
         ensure!(
-            queue.context() == self.context() && queue.device() == self.device(),
+            queue.context() == self.context(),
             InvalidQueue,
             "executable graph #{} of {} submitted to a queue of {}",
             self.id(),
