@@ -58,6 +58,11 @@ const WOKEN: Duration = Duration::from_micros(50);
 pub(crate) enum Task {
     Job(Job),
     Raw(RawTask),
+    /// A piece of a burst (a span of graph nodes, a `parallel_for` helper):
+    /// the worker that runs it may look for more beyond [`LOOKERS`]
+    /// afterwards, since the rest of the burst, or the next one, is likely
+    /// to follow.
+    Burst(RawTask),
 }
 
 /// A function and what it works on, run once by a worker.
@@ -75,13 +80,17 @@ pub(crate) struct RawTask {
 unsafe impl Send for RawTask {}
 
 impl Task {
+    fn is_burst(&self) -> bool {
+        matches!(self, Task::Burst(_))
+    }
+
     fn run(self) {
         // Tasks catch kernel panics themselves; anything else reaching here
         // is a bug in this crate, logged rather than killing the worker.
         let result = catch_unwind(AssertUnwindSafe(|| match self {
             Task::Job(job) => job(),
             // SAFETY: the builder of the task made `data` valid for one call.
-            Task::Raw(t) => unsafe { (t.run)(t.data, t.a, t.b, t.c) },
+            Task::Raw(t) | Task::Burst(t) => unsafe { (t.run)(t.data, t.a, t.b, t.c) },
         }));
         if result.is_err() {
             tracing::error!("a CPU adapter task panicked outside kernel code");
@@ -224,16 +233,20 @@ impl Local {
     }
 
     fn main_loop(&self) {
-        let woken_look = self.shared.tune.woken;
-        let mut woken = false;
+        let grace_look = self.shared.tune.woken;
+        // Set once woken and after each piece of a burst: the workers of a
+        // burst stay with it (its other pieces, the next replay's roots, the
+        // next fork) instead of parking between its waves, while a stream
+        // of single pushes is left to the lookers.
+        let mut grace = false;
         while !self.shared.shutdown.load(Ordering::Relaxed) {
             let mut found = None;
-            if woken {
+            if grace {
                 // Woken for work, maybe a burst whose span is still being
                 // split: look for it as a looker beyond the limit, so that
                 // finding it passes the wake-up on when more is queued.
                 self.shared.lookers.fetch_add(1, Ordering::SeqCst);
-                found = self.look_as_looker(woken_look);
+                found = self.look_as_looker(grace_look);
             }
             let found = match found {
                 Some(task) => Some(task),
@@ -243,10 +256,15 @@ impl Local {
                     None => None,
                 },
             };
-            woken = found.is_none();
             match found {
-                Some(task) => task.run(),
-                None => self.park(),
+                Some(task) => {
+                    grace = task.is_burst();
+                    task.run();
+                }
+                None => {
+                    self.park();
+                    grace = true;
+                }
             }
         }
     }
@@ -355,7 +373,7 @@ pub(crate) fn parallel_for(n: usize, body: &(dyn Fn(Range<usize>) + Sync)) {
         };
         let data = std::ptr::from_ref(&job).cast::<()>();
         for _ in 0..helpers {
-            local.deque.push(Task::Raw(RawTask { run: ForJob::help, data, a: 0, b: 0, c: 0 }));
+            local.deque.push(Task::Burst(RawTask { run: ForJob::help, data, a: 0, b: 0, c: 0 }));
         }
         local.shared.notify_burst(helpers);
         job.work();
