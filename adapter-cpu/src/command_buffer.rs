@@ -392,11 +392,7 @@ impl Run {
     fn spawn_span(self: &Arc<Self>, list: u32, lo: u32, hi: u32) {
         let data = Arc::into_raw(self.clone()).cast::<()>();
         let pieces = (hi - lo).div_ceil(self.grain(list)) as usize;
-        let task = RawTask { run: Run::span_task, data, a: list, b: lo, c: hi };
-        // A node made ready by a wait event is a single push; spans of the
-        // graph's own nodes are its bursts.
-        let task = if list == READY { Task::Raw(task) } else { Task::Burst(task) };
-        self.pool.push_burst(task, pieces);
+        self.pool.push_burst(Task::Raw(RawTask { run: Run::span_task, data, a: list, b: lo, c: hi }), pieces);
     }
 
     /// The nodes of span list `list` (see [`Run::run_span`]).

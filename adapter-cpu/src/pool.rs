@@ -14,9 +14,9 @@
 //! (Taskflow's rule), so a stream of eager submissions is met by one or two
 //! lookers instead of every idle worker scanning the queues against the
 //! submitting thread. A burst (a span of `k` pieces: a command-buffer run's
-//! roots, a fork's successors) wakes up to `k` parked workers at once, which
-//! then look for [`WOKEN`] before they may park again, so that a wide graph
-//! ramps up in one step rather than one woken worker at a time.
+//! roots, a fork's successors) wakes up to `k` parked workers at once, so
+//! that a wide graph ramps up in one step rather than one woken worker at a
+//! time.
 
 use std::any::Any;
 use std::cell::Cell;
@@ -49,20 +49,11 @@ const IDLE: Duration = Duration::from_micros(100);
 /// host with as many workers as cores, it shared a core with one).
 const LOOKERS: usize = 2;
 
-/// How long a worker woken for a burst looks for work before it may park
-/// again: the span it was woken for may still be being split.
-const WOKEN: Duration = Duration::from_micros(50);
-
 /// A unit of work. `Raw` runs a function on a pointer and three numbers
 /// without allocating: the command-buffer executor's spans of nodes.
 pub(crate) enum Task {
     Job(Job),
     Raw(RawTask),
-    /// A piece of a burst (a span of graph nodes, a `parallel_for` helper):
-    /// the worker that runs it may look for more beyond [`LOOKERS`]
-    /// afterwards, since the rest of the burst, or the next one, is likely
-    /// to follow.
-    Burst(RawTask),
 }
 
 /// A function and what it works on, run once by a worker.
@@ -80,17 +71,13 @@ pub(crate) struct RawTask {
 unsafe impl Send for RawTask {}
 
 impl Task {
-    fn is_burst(&self) -> bool {
-        matches!(self, Task::Burst(_))
-    }
-
     fn run(self) {
         // Tasks catch kernel panics themselves; anything else reaching here
         // is a bug in this crate, logged rather than killing the worker.
         let result = catch_unwind(AssertUnwindSafe(|| match self {
             Task::Job(job) => job(),
             // SAFETY: the builder of the task made `data` valid for one call.
-            Task::Raw(t) | Task::Burst(t) => unsafe { (t.run)(t.data, t.a, t.b, t.c) },
+            Task::Raw(t) => unsafe { (t.run)(t.data, t.a, t.b, t.c) },
         }));
         if result.is_err() {
             tracing::error!("a CPU adapter task panicked outside kernel code");
@@ -102,40 +89,19 @@ struct Shared {
     injector: Injector<Task>,
     stealers: Box<[Stealer<Task>]>,
     sleepers: Sleepers,
-    /// Workers looking for work in [`Local::look`], at most `tune.lookers`.
+    /// Workers looking for work in [`Local::look`]: at most [`LOOKERS`]
+    /// by choice, plus workers just woken.
     lookers: AtomicUsize,
     shutdown: AtomicBool,
-    tune: Tune,
-}
-
-/// The scheduler's constants, overridable for measurements (see
-/// [`Tune::from_env`]).
-#[derive(Clone, Copy, Debug)]
-struct Tune {
-    lookers: usize,
-    woken: Duration,
-    burst: bool,
-}
-
-impl Tune {
-    /// `UR_CPU_LOOKERS`, `UR_CPU_WOKEN_US` and `UR_CPU_BURST` (0 or 1)
-    /// override [`LOOKERS`], [`WOKEN`] and burst wake-ups.
-    fn from_env() -> Tune {
-        let var = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
-        Tune {
-            lookers: var("UR_CPU_LOOKERS").map_or(LOOKERS, |v| v as usize),
-            woken: var("UR_CPU_WOKEN_US").map_or(WOKEN, Duration::from_micros),
-            burst: var("UR_CPU_BURST").is_none_or(|v| v != 0),
-        }
-    }
 }
 
 impl Shared {
     /// One task was queued: wakes a parked worker unless one is looking (it
     /// will find the task, or wake a sleeper when it finds another).
     fn notify(&self) {
-        // Pairs with `Local::stop_looking` and `Sleepers::park`: either this
-        // sees the looker (or the sleeper), or it sees the task.
+        // Pairs with the end of `Local::look_as_looker` (a looker that stops
+        // then parks, and checks the queues there) and `Sleepers::park`:
+        // either this sees the looker or the sleeper, or it sees the task.
         fence(Ordering::SeqCst);
         if self.lookers.load(Ordering::Relaxed) == 0 {
             self.sleepers.wake(1);
@@ -146,17 +112,15 @@ impl Shared {
     /// task just queued): wakes up to `n` parked workers whether or not one
     /// is looking.
     fn notify_burst(&self, n: usize) {
-        if n <= 1 || !self.tune.burst {
+        if n <= 1 {
             return self.notify();
         }
         self.sleepers.wake(n);
     }
 
-    /// Becomes one of the lookers, if fewer than `tune.lookers` are.
+    /// Becomes one of the lookers, if fewer than [`LOOKERS`] are.
     fn try_look(&self) -> bool {
-        self.lookers
-            .fetch_update(Ordering::SeqCst, Ordering::Relaxed, |n| (n < self.tune.lookers).then_some(n + 1))
-            .is_ok()
+        self.lookers.fetch_update(Ordering::SeqCst, Ordering::Relaxed, |n| (n < LOOKERS).then_some(n + 1)).is_ok()
     }
 
     fn has_work(&self) -> bool {
@@ -233,38 +197,28 @@ impl Local {
     }
 
     fn main_loop(&self) {
-        let grace_look = self.shared.tune.woken;
-        // Set once woken and after each piece of a burst: the workers of a
-        // burst stay with it (its other pieces, the next replay's roots, the
-        // next fork) instead of parking between its waves, while a stream
-        // of single pushes is left to the lookers.
-        let mut grace = false;
+        let mut woken = false;
         while !self.shared.shutdown.load(Ordering::Relaxed) {
-            let mut found = None;
-            if grace {
-                // Woken for work, maybe a burst whose span is still being
-                // split: look for it as a looker beyond the limit, so that
-                // finding it passes the wake-up on when more is queued.
+            let found = if woken {
+                // A worker just woken looks once as a looker, whatever their
+                // number, so that finding work with more still queued passes
+                // the wake-up on (see `look_as_looker`). Looking longer, or
+                // after each piece of a burst, measured no better on the
+                // 16-core host (docs/performance.md, goal 5).
                 self.shared.lookers.fetch_add(1, Ordering::SeqCst);
-                found = self.look_as_looker(grace_look);
-            }
+                self.look_as_looker(Duration::ZERO)
+            } else {
+                self.find()
+            };
             let found = match found {
                 Some(task) => Some(task),
-                None => match self.find() {
-                    Some(task) => Some(task),
-                    None if self.shared.try_look() => self.look_as_looker(IDLE),
-                    None => None,
-                },
+                None if self.shared.try_look() => self.look_as_looker(IDLE),
+                None => None,
             };
+            woken = found.is_none();
             match found {
-                Some(task) => {
-                    grace = task.is_burst();
-                    task.run();
-                }
-                None => {
-                    self.park();
-                    grace = true;
-                }
+                Some(task) => task.run(),
+                None => self.park(),
             }
         }
     }
@@ -299,9 +253,7 @@ impl Pool {
             sleepers: Sleepers::new(),
             lookers: AtomicUsize::new(0),
             shutdown: AtomicBool::new(false),
-            tune: Tune::from_env(),
         });
-        tracing::debug!(threads, tune = ?shared.tune, "CPU worker pool");
         for (index, deque) in deques.into_iter().enumerate() {
             let shared = shared.clone();
             std::thread::Builder::new()
@@ -373,7 +325,7 @@ pub(crate) fn parallel_for(n: usize, body: &(dyn Fn(Range<usize>) + Sync)) {
         };
         let data = std::ptr::from_ref(&job).cast::<()>();
         for _ in 0..helpers {
-            local.deque.push(Task::Burst(RawTask { run: ForJob::help, data, a: 0, b: 0, c: 0 }));
+            local.deque.push(Task::Raw(RawTask { run: ForJob::help, data, a: 0, b: 0, c: 0 }));
         }
         local.shared.notify_burst(helpers);
         job.work();
