@@ -167,6 +167,13 @@ impl ExecutableCommandBufferImpl for PlannedExecutable {
         if let Some(previous) = self.previous.as_ref().filter(|_| !same_queue) {
             start.add(previous);
         }
+        // Taken before anything is enqueued, so that a failure leaves no
+        // submission half made.
+        let held = match (in_order, same_queue) {
+            // SAFETY: the application's queue, valid during the call.
+            (true, false) => Some(unsafe { HeldQueue::retain(q)? }),
+            _ => None,
+        };
         // On an in-order queue without profiling the first command takes the
         // start's wait list itself and its event starts the submission: a
         // marker there would be one more command per submission, which is
@@ -250,11 +257,8 @@ impl ExecutableCommandBufferImpl for PlannedExecutable {
         queue.flush_raw()?;
         let submission = ClEvent::submission(first, last, queue.profiling, checks);
         self.previous = Some(submission.clone());
-        if !in_order {
-            self.previous_queue = None;
-        } else if !same_queue {
-            // SAFETY: the application's queue, valid during the call.
-            self.previous_queue = Some(unsafe { HeldQueue::retain(q)? });
+        if !same_queue {
+            self.previous_queue = held;
         }
         Ok(submission)
     }
