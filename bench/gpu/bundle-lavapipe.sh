@@ -6,11 +6,11 @@
 #
 #   bench/gpu/bundle-lavapipe.sh OUT.tar.xz
 #
-# On the GPU machine, from the directory holding the archive:
-#   mkdir -p /tmp/lvp && tar -xJf lavapipe.tar.xz -C /tmp/lvp
-#   export LD_LIBRARY_PATH=/tmp/lvp/lib:$LD_LIBRARY_PATH
-#   export VK_DRIVER_FILES=$VK_DRIVER_FILES:/tmp/lvp/lvp_icd.json
+# Carry the archive (about 40 MB; a device call carries at most 64 MiB in
+# all) and, on the GPU machine:
+#   source bench/gpu/use-lavapipe.sh PATH/lavapipe.tar.xz
 #   vulkaninfo --summary      # lists llvmpipe beside the GPU
+#   UR_DEVICE_SELECTOR=vulkan:cpu ur-bench --only submission --only raw --no-emulated
 #
 # The C and C++ runtimes (libc, libm, libstdc++, libgcc_s, the dynamic
 # loader) are left out: the host's are newer and backward compatible. The
