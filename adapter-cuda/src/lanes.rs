@@ -30,8 +30,8 @@
 use std::collections::VecDeque;
 
 /// The most branches side by side before lane edges order them: what an
-/// H100 (and every GPU of compute capability 7.0 to 9.0) runs at once, 128
-/// concurrent kernels.
+/// H100 (compute capability 9.0) runs at once, 128 resident grids per
+/// device (the CUDA programming guide's limit of concurrent kernels).
 pub const LANES: usize = 128;
 
 /// Each node's order and the graph's leaves, for [`Lanes::plan`].
