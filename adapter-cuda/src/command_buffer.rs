@@ -14,7 +14,10 @@
 //! - with a signal event, an event-record node after the body.
 //!
 //! Later commands depend on the body's last node; in-order buffers get the
-//! previous command as their only dependency from the front end. A buffer
+//! previous command as their only dependency from the front end. A graph
+//! wider than the GPU runs at once gets lane edges and loses implied ones
+//! (`lanes.rs`): the driver's instantiation grows with the square of a
+//! graph's width. A buffer
 //! with kernels that may report a status (`program::may_report`: the kernel,
 //! or an alternative an update may switch to, names its `ur_launch`) ends
 //! with a kernel node that moves the status word its
@@ -61,6 +64,7 @@ use crate::device::{DeviceShared, Release, Word};
 use crate::driver::{self, cu};
 use crate::event::{CudaEvent, RING_SLOTS, RunStatus, StatusRing, graph_wait_event};
 use crate::exec;
+use crate::lanes::Lanes;
 use crate::lower::{CopyPlan, HostJob, host_job_kept};
 use crate::lower::{copy_1d, copy_rect, fill_plan};
 use crate::memory::{Loc, buffer_loc, mem_loc, usm_loc};
@@ -92,8 +96,6 @@ struct SignalNodes {
 struct Cmd {
     /// The node later commands depend on.
     exit: Node,
-    /// Whether a later command depends on it.
-    has_successors: bool,
     kernel: Option<KernelNode>,
     waits: Vec<WaitNode>,
     signal: Option<SignalNodes>,
@@ -288,6 +290,10 @@ struct Template {
     /// Commands whose kernel parameters changed in the executable graph but
     /// not yet in the template.
     stale_template: Vec<usize>,
+    /// Which commands each command's nodes follow, by sync point: the
+    /// declared ones while the graph is no wider than the GPU runs at
+    /// once, lane edges and no implied edge once it is (`lanes.rs`).
+    lanes: Lanes,
 }
 
 // SAFETY: graph handles may be used from any thread; the front end
@@ -335,6 +341,7 @@ impl CudaCommandBuffer {
             host_jobs: Vec::new(),
             run: None,
             stale_template: Vec::new(),
+            lanes: Lanes::default(),
         };
         Ok(CudaCommandBuffer { template, append_time: std::time::Duration::ZERO })
     }
@@ -350,7 +357,8 @@ impl CudaCommandBuffer {
         }
         let mut collector = None;
         if let Some((word, ring)) = t.run.as_ref().map(|r| (r.word.addr, r.ring.addr)) {
-            let leaves: Vec<Node> = t.commands.iter().filter(|c| !c.has_successors).map(|c| c.exit).collect();
+            let leaves: Vec<Node> =
+                t.commands.iter().enumerate().filter(|(i, _)| t.lanes.is_leaf(*i)).map(|(_, c)| c.exit).collect();
             let mut node: Node = ptr::null_mut();
             with_collector_params(&t.dev, t.ctx(), word, ring, |params| {
                 // SAFETY: the graph is alive, `leaves` are its nodes; the
@@ -642,9 +650,12 @@ impl RecordingCommandBufferImpl for CudaCommandBuffer {
         let exec = ExecGraph::new(&template.dev, exec);
         // Where a slow build went: appends, then the collector and the
         // driver's instantiation (a wide graph's, docs/performance.md goal 6).
+        let lanes = template.lanes.stats();
         tracing::debug!(
             commands = template.commands.len(),
             kernels = template.run.is_some(),
+            lane_edges = lanes.lane_edges,
+            dropped_edges = lanes.dropped_edges,
             append_us = self.append_time.as_micros() as u64,
             finish_us = started.elapsed().as_micros() as u64,
             "CUDA graph instantiated"
@@ -672,7 +683,11 @@ impl CudaCommandBuffer {
     ) -> Result<Option<Arc<dyn EventImpl>>> {
         let this = &mut self.template;
         this.dev.bind()?;
-        let mut entry: SmallVec<[Node; 8]> = deps.iter().map(|d| this.commands[*d as usize].exit).collect();
+        if !wait_events.is_empty() {
+            this.lanes.stop_lanes();
+        }
+        let plan = this.lanes.plan(deps);
+        let mut entry: SmallVec<[Node; 8]> = plan.edges.iter().map(|d| this.commands[*d as usize].exit).collect();
         let mut waits = Vec::with_capacity(wait_events.len());
         for event in wait_events {
             let (target, keep) = this.wait_target(event)?;
@@ -702,11 +717,9 @@ impl CudaCommandBuffer {
             }
             None => None,
         };
-        for d in deps {
-            this.commands[*d as usize].has_successors = true;
-        }
+        this.lanes.commit(deps, &plan);
         let event = signal.as_ref().map(|s| s.event.clone() as Arc<dyn EventImpl>);
-        this.commands.push(Cmd { exit, has_successors: false, kernel, waits, signal });
+        this.commands.push(Cmd { exit, kernel, waits, signal });
         Ok(event)
     }
 }

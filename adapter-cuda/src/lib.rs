@@ -32,6 +32,7 @@ mod driver;
 mod event;
 mod exec;
 mod hold;
+pub mod lanes;
 mod lower;
 mod memory;
 mod nvrtc;

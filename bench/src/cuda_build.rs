@@ -7,11 +7,14 @@
 //!   `cuGraphInstantiateWithFlags`), in four shapes (chain; fork-join; a
 //!   fan-out: one root and N - 1 nodes after it; a fan-in: N - 1
 //!   independent nodes and one after them all), with dependencies
-//!   as given (`direct`) or in at most [`LANES`] lanes (`lanes`: a node
+//!   as given (`direct`), in at most [`LANES`] lanes (`lanes`: a node
 //!   also follows the oldest node without successors once there are that
-//!   many, a candidate against instantiation's growth with the graph's
-//!   width): ms to add the nodes, to instantiate, and µs of the first and
-//!   of a later launch. Then the same chain and fork-join as ur-core
+//!   many), or as the CUDA adapter gives them (`lanes_pruned`: lanes, and
+//!   once the graph had a lane edge, no edge that another dependency of the
+//!   node implies; `ur_adapter_cuda::lanes`): ms to add the nodes, to
+//!   instantiate, and µs of the first and of a later launch. (Dropping
+//!   implied edges alone changes none of the four shapes: none has an
+//!   edge another implies.) Then the same chain and fork-join as ur-core
 //!   command buffers (create, append, finalize): the adapter logs its own
 //!   split at debug level (`UR_LOG=ur_adapter_cuda=debug`: the appends,
 //!   then the collector and instantiation).
@@ -24,6 +27,7 @@ use std::time::{Duration, Instant};
 
 use ur::{Backend, CommandBufferDesc};
 
+use crate::raw::Deps;
 use crate::stats::{Repeats, Summary, measure};
 use crate::suites::{Record, Shape, Target};
 
@@ -38,9 +42,8 @@ fn deps(shape: &str, i: usize, n: usize) -> Vec<usize> {
     }
 }
 
-/// Branches side by side in the `lanes` builds: what an H100 runs at once
-/// (128 concurrent kernels).
-const LANES: usize = 128;
+/// Branches side by side in the `lanes` builds: the CUDA adapter's.
+const LANES: usize = ur_adapter_cuda::lanes::LANES;
 
 /// Samples of a build of `n` nodes.
 fn samples(n: usize) -> usize {
@@ -48,14 +51,29 @@ fn samples(n: usize) -> usize {
 }
 
 /// A series (one shape and way, growing N) stops once a build takes longer
-/// than this, or would at the next size if it grew linearly: the quadratic
-/// ones would take minutes.
+/// than this, or would at the next size: the quadratic ones would take
+/// minutes.
 const SERIES_LIMIT: Duration = Duration::from_secs(3);
 
-/// Whether a build of `n` nodes would exceed [`SERIES_LIMIT`] if the last
-/// one (`last` nodes in `took`) grew linearly.
-fn too_slow(last: Option<(usize, Duration)>, n: usize) -> bool {
-    last.is_some_and(|(m, took)| took.as_secs_f64() * n as f64 / m.max(1) as f64 > SERIES_LIMIT.as_secs_f64())
+/// The builds of a series so far: nodes and time.
+#[derive(Default)]
+struct Series(Vec<(usize, Duration)>);
+
+impl Series {
+    /// Whether a build of `n` nodes would exceed [`SERIES_LIMIT`], grown
+    /// from the last build as the last two grew (at least linearly: a
+    /// quadratic series is caught before it takes half a minute).
+    fn too_slow(&self, n: usize) -> bool {
+        let Some(&(m, took)) = self.0.last() else { return false };
+        let ratio = n as f64 / m.max(1) as f64;
+        let exponent = match self.0.iter().rev().nth(1) {
+            Some(&(k, before)) if m > k && !before.is_zero() => {
+                (took.as_secs_f64() / before.as_secs_f64()).ln() / (m as f64 / k as f64).ln()
+            }
+            _ => 1.0,
+        };
+        took.as_secs_f64() * ratio.powf(exponent.clamp(1.0, 2.0)) > SERIES_LIMIT.as_secs_f64()
+    }
 }
 
 /// Runs the group on a CUDA device, handing each table row to `emit` as
@@ -72,10 +90,12 @@ pub fn run(t: &Target, sizes: &[usize], out: &mut Vec<Record>, emit: &dyn Fn(&st
          |---|---|---|---|---|---|---|\n",
     );
     for shape in ["fork_join", "fan_out", "fan_in", "chain"] {
-        for (name, lanes) in [("direct", None), ("lanes", Some(LANES))] {
-            let mut last = None;
+        for (name, how) in
+            [("direct", Deps::Direct), ("lanes", Deps::Lanes(LANES)), ("lanes_pruned", Deps::LanesPruned(LANES))]
+        {
+            let mut series = Series::default();
             for &n in sizes {
-                if too_slow(last, n) {
+                if series.too_slow(n) {
                     emit(&format!("| {shape} | {name} | {n} | not measured: over {SERIES_LIMIT:?} expected | | | |\n"));
                     break;
                 }
@@ -83,7 +103,7 @@ pub fn run(t: &Target, sizes: &[usize], out: &mut Vec<Record>, emit: &dyn Fn(&st
                 let mut costs = Vec::new();
                 let mut slow = false;
                 for _ in 0..samples(n) {
-                    let cost = raw.build_timed(&preds, lanes)?;
+                    let cost = raw.build_timed(&preds, how)?;
                     slow |= cost.add + cost.instantiate > SERIES_LIMIT;
                     costs.push(cost);
                     if slow {
@@ -97,7 +117,7 @@ pub fn run(t: &Target, sizes: &[usize], out: &mut Vec<Record>, emit: &dyn Fn(&st
                 let inst = med(&|c| c.instantiate.as_nanos() as f64);
                 let first = med(&|c| c.first_launch.as_nanos() as f64);
                 let launch = med(&|c| c.launch.as_nanos() as f64);
-                last = Some((n, Duration::from_nanos((add.median + inst.median) as u64)));
+                series.0.push((n, Duration::from_nanos((add.median + inst.median) as u64)));
                 emit(&format!(
                     "| {shape} | {name} | {n} | {:.2} | {:.2} | {:.1} | {:.1} |\n",
                     add.median / 1e6,
@@ -123,9 +143,9 @@ pub fn run(t: &Target, sizes: &[usize], out: &mut Vec<Record>, emit: &dyn Fn(&st
          | shape | N | build + finalize ms |\n|---|---|---|\n",
     );
     for shape in [Shape::Chain, Shape::ForkJoin] {
-        let mut last = None;
+        let mut series = Series::default();
         for &n in sizes {
-            if too_slow(last, n) {
+            if series.too_slow(n) {
                 emit(&format!("| {} | {n} | not measured: over {SERIES_LIMIT:?} expected |\n", shape.name()));
                 break;
             }
@@ -142,7 +162,7 @@ pub fn run(t: &Target, sizes: &[usize], out: &mut Vec<Record>, emit: &dyn Fn(&st
                 Ok::<_, ur::UrError>([elapsed])
             })
             .map_err(|e| e.to_string())?;
-            last = Some((n, Duration::from_nanos(total.median as u64)));
+            series.0.push((n, Duration::from_nanos(total.median as u64)));
             emit(&format!("| {} | {n} | {:.2} |\n", shape.name(), total.median / 1e6));
             out.push(t.record("cuda_build", shape.name(), "ur", "build_finalize_ns", n, total));
             if slow {

@@ -13,6 +13,7 @@ use std::ptr;
 use std::time::{Duration, Instant};
 
 use cudarc::driver::sys;
+use ur_adapter_cuda::lanes::Lanes;
 
 use super::RawGraph;
 
@@ -156,57 +157,24 @@ pub struct BuildCost {
     pub launch: Duration,
 }
 
-/// The graph's width bounded by lanes: once `lanes` nodes have no
-/// successor yet, a new node also follows the oldest of them, so that at
-/// most `lanes` branches run side by side (orders only added, never lost).
-/// A candidate against the driver's instantiation, which grows with the
-/// square of a graph's width (docs/performance.md, goal 6).
-struct Lanes {
-    lanes: usize,
-    has_successor: Vec<bool>,
-    /// Nodes in the order made; those with successors are skipped lazily.
-    leaves: std::collections::VecDeque<usize>,
-    live: usize,
-}
-
-impl Lanes {
-    fn new(lanes: usize) -> Lanes {
-        Lanes { lanes, has_successor: Vec::new(), leaves: Default::default(), live: 0 }
-    }
-
-    /// The predecessors of the next node: `preds`, and the oldest leaf when
-    /// the lanes are full.
-    fn deps(&mut self, preds: &[usize]) -> Vec<usize> {
-        let mut deps = preds.to_vec();
-        for &p in preds {
-            self.mark(p);
-        }
-        while self.live >= self.lanes {
-            let Some(oldest) = self.leaves.pop_front() else { break };
-            if !self.has_successor[oldest] {
-                self.mark(oldest);
-                deps.push(oldest);
-            }
-        }
-        let node = self.has_successor.len();
-        self.has_successor.push(false);
-        self.leaves.push_back(node);
-        self.live += 1;
-        deps
-    }
-
-    fn mark(&mut self, node: usize) {
-        if !std::mem::replace(&mut self.has_successor[node], true) {
-            self.live -= 1;
-        }
-    }
+/// How a raw build gives each node its dependencies.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Deps {
+    /// As given.
+    Direct,
+    /// As given, plus the lane edges of the CUDA adapter's planner
+    /// (`ur_adapter_cuda::lanes`: at most that many branches side by side),
+    /// no edge dropped.
+    Lanes(usize),
+    /// What the CUDA adapter gives a graph: lane edges, and once the graph
+    /// had one, no edge that another dependency of the node implies.
+    LanesPruned(usize),
 }
 
 impl CudaGraph {
-    /// Builds the graph of `preds` (replacing the current one), in at most
-    /// `lanes` lanes if given (see [`Lanes`]), and times each step and two
-    /// launches.
-    pub fn build_timed(&mut self, preds: &[Vec<usize>], lanes: Option<usize>) -> Result<BuildCost, String> {
+    /// Builds the graph of `preds` (replacing the current one) with the
+    /// dependencies `how` says, and times each step and two launches.
+    pub fn build_timed(&mut self, preds: &[Vec<usize>], how: Deps) -> Result<BuildCost, String> {
         self.current()?;
         self.wait()?;
         self.destroy_graph();
@@ -217,11 +185,26 @@ impl CudaGraph {
         // SAFETY: out-pointer valid; flags 0.
         check(unsafe { sys::cuGraphCreate(&mut graph, 0) }, "cuGraphCreate")?;
         let mut nodes: Vec<sys::CUgraphNode> = Vec::with_capacity(preds.len());
-        let mut lanes = lanes.map(Lanes::new);
+        let mut lanes = match how {
+            Deps::Direct => None,
+            Deps::Lanes(lanes) | Deps::LanesPruned(lanes) => Some(Lanes::new(lanes)),
+        };
+        let pruned = matches!(how, Deps::LanesPruned(_));
         let added = (|| {
+            let mut declared = Vec::new();
             for p in preds {
                 let deps: Vec<sys::CUgraphNode> = match lanes.as_mut() {
-                    Some(lanes) => lanes.deps(p).into_iter().map(|d| nodes[d]).collect(),
+                    Some(lanes) => {
+                        declared.clear();
+                        declared.extend(p.iter().map(|&d| d as u32));
+                        let plan = lanes.plan(&declared);
+                        lanes.commit(&declared, &plan);
+                        if pruned {
+                            plan.edges.iter().map(|&d| nodes[d as usize]).collect()
+                        } else {
+                            p.iter().copied().chain(plan.lane.map(|l| l as usize)).map(|d| nodes[d]).collect()
+                        }
+                    }
                     None => p.iter().map(|&d| nodes[d]).collect(),
                 };
                 let mut node = ptr::null_mut();
@@ -402,19 +385,6 @@ impl Drop for CudaGraph {
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn lanes_bound_the_leaves_and_keep_every_order() {
-        let mut lanes = super::Lanes::new(2);
-        // A fork of five after node 0.
-        assert_eq!(lanes.deps(&[]), Vec::<usize>::new());
-        assert_eq!(lanes.deps(&[0]), vec![0]);
-        assert_eq!(lanes.deps(&[0]), vec![0]);
-        // Two leaves (1, 2): the next also follows the oldest.
-        assert_eq!(lanes.deps(&[0]), vec![0, 1]);
-        assert_eq!(lanes.deps(&[0]), vec![0, 2]);
-        assert_eq!(lanes.live, 2);
-    }
-
     #[test]
     fn ptx_targets_the_device() {
         let ptx = super::empty_ptx(9, 0).into_string().unwrap();

@@ -18,7 +18,7 @@
 #[cfg(feature = "cuda")]
 mod cuda;
 #[cfg(feature = "cuda")]
-pub use cuda::{BuildCost, CudaGraph};
+pub use cuda::{BuildCost, CudaGraph, Deps};
 #[cfg(feature = "opencl")]
 mod opencl;
 #[cfg(feature = "vulkan")]

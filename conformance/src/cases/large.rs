@@ -3,7 +3,8 @@
 //! host model, and one update of 10,000 kernel commands.
 
 use ur::{
-    AppendOptions, CommandBufferDesc, KernelArg, KernelLaunch, KernelLaunchUpdate, SyncPoint, UpdateCapabilities,
+    AppendOptions, CommandBufferDesc, EventStatus, KernelArg, KernelLaunch, KernelLaunchUpdate, SyncPoint,
+    UpdateCapabilities,
 };
 
 use super::property::{Op, Program, Step, check_program};
@@ -15,6 +16,7 @@ pub(super) fn cases() -> Vec<crate::Case> {
         chain_10000,
         chain_10000_in_order,
         wide_10000,
+        wide_with_events => Requires::EVENTS,
         random_dag_10000,
         update_10000_kernels => Requires::update(UpdateCapabilities::KERNEL_ARGUMENTS),
     ]
@@ -90,6 +92,60 @@ fn wide_10000(env: &Env) -> CaseResult {
         write(&queue, dst.ptr(), &zeros)?;
         queue.enqueue_command_buffer(&cb, &[])?.wait()?;
         let got = read::<u32>(&queue, dst.ptr(), COMMANDS)?;
+        check_eq!(
+            first_difference(&got, &expected),
+            None,
+            "enqueue {round}: (index, device, expected) of the first wrong element"
+        );
+    }
+    Ok(())
+}
+
+/// 1000 independent single-element writes, a tenth of them with a signal
+/// event and the middle one a copy that waits on an eager fill of another
+/// queue, then a copy of the whole allocation after all of them; run twice.
+/// Wider than a GPU runs at once: the CUDA adapter orders such a graph's
+/// branches in lanes (docs/cuda.md), which must keep every result and event.
+fn wide_with_events(env: &Env) -> CaseResult {
+    const WIDE: usize = 1000;
+    let (src, dst, staged) = (env.usm_u32(WIDE)?, env.usm_u32(WIDE)?, env.usm_u32(1)?);
+    let (queue, other) = (env.queue()?, env.queue()?);
+    let cb = env.command_buffer(CommandBufferDesc::default())?;
+    let mut writes = Vec::with_capacity(WIDE);
+    let mut signals = Vec::new();
+    let mut staging = None;
+    for i in 0..WIDE {
+        let (at, value) = (src.ptr().byte_add(i * 4), wide_value(i).to_le_bytes());
+        let appended = if i == WIDE / 2 {
+            let staged_event = &*staging.insert(other.usm_fill(staged.ptr(), &value, 4, &[])?);
+            cb.append_usm_memcpy(at, staged.ptr(), 4, AppendOptions::new().wait_events(&[staged_event]))?
+        } else if i % 10 == 7 {
+            let appended = cb.append_usm_fill(at, &value, 4, AppendOptions::new().signal_event())?;
+            signals.push((i, super::event_sync::signal_of(&appended)?));
+            appended
+        } else {
+            cb.append_usm_fill(at, &value, 4, AppendOptions::new())?
+        };
+        writes.push(appended.sync_point);
+    }
+    cb.append_usm_memcpy(dst.ptr(), src.ptr(), WIDE * 4, AppendOptions::new().after(&writes))?;
+    cb.finalize()?;
+    let expected: Vec<u32> = (0..WIDE).map(wide_value).collect();
+    let zeros = vec![0u32; WIDE];
+    for round in 1..=2 {
+        write(&queue, src.ptr(), &zeros)?;
+        write(&queue, dst.ptr(), &zeros)?;
+        let done = queue.enqueue_command_buffer(&cb, &[])?;
+        for (i, signal) in &signals {
+            let mut got = [0u8; 4];
+            other.read_usm(src.ptr().byte_add(i * 4), &mut got, &[signal])?;
+            check_eq!(u32::from_le_bytes(got), expected[*i], "enqueue {round}: element {i} after its signal event");
+        }
+        done.wait()?;
+        for (i, signal) in &signals {
+            check_eq!(signal.status(), EventStatus::Complete, "enqueue {round}: signal event of write {i}");
+        }
+        let got = read::<u32>(&queue, dst.ptr(), WIDE)?;
         check_eq!(
             first_difference(&got, &expected),
             None,
