@@ -81,6 +81,34 @@ pub fn measure<const K: usize, E>(
     Ok(samples.map(|s| Summary::of(s).expect("at least one sample")))
 }
 
+/// Runs several measurements in one loop, one sample of each per round, the
+/// order rotated each round (round `i` starts with body `i mod m`), so that a
+/// machine's drift (clocks, other load) falls on every body alike and their
+/// ratios compare like with like. Returns one summary set per body, in order.
+pub fn measure_interleaved<const K: usize, E>(
+    repeats: Repeats,
+    bodies: &mut [&mut dyn FnMut() -> Result<[Duration; K], E>],
+) -> Result<Vec<[Summary; K]>, E> {
+    let m = bodies.len();
+    for _ in 0..repeats.warmup {
+        for body in bodies.iter_mut() {
+            body()?;
+        }
+    }
+    let mut samples: Vec<[Vec<f64>; K]> =
+        (0..m).map(|_| std::array::from_fn(|_| Vec::with_capacity(repeats.samples))).collect();
+    for round in 0..repeats.samples {
+        for k in 0..m {
+            let which = (round + k) % m;
+            let durations = bodies[which]()?;
+            for (figure, d) in durations.iter().enumerate() {
+                samples[which][figure].push(d.as_nanos() as f64);
+            }
+        }
+    }
+    Ok(samples.into_iter().map(|s| s.map(|v| Summary::of(v).expect("at least one sample"))).collect())
+}
+
 /// Times `f`.
 pub fn time<T, E>(f: impl FnOnce() -> Result<T, E>) -> Result<(T, Duration), E> {
     let start = Instant::now();
@@ -101,6 +129,24 @@ mod tests {
         assert!(s.is_noisy(), "p90 = 10 is 5x p10 = 2");
         let tight = Summary::of((10..=20).map(f64::from).collect()).unwrap();
         assert!(!tight.is_noisy(), "p90 = 19 is under 2x p10 = 11");
+    }
+
+    #[test]
+    fn interleaved_rounds_rotate_the_order() {
+        let order = std::cell::RefCell::new(Vec::new());
+        let (mut a, mut b) = (
+            || {
+                order.borrow_mut().push('a');
+                Ok::<_, ()>([Duration::from_nanos(1)])
+            },
+            || {
+                order.borrow_mut().push('b');
+                Ok::<_, ()>([Duration::from_nanos(3)])
+            },
+        );
+        let out = measure_interleaved(Repeats { warmup: 1, samples: 3 }, &mut [&mut a, &mut b]).unwrap();
+        assert_eq!(order.into_inner().into_iter().collect::<String>(), "ababbaab");
+        assert_eq!((out[0][0].median, out[0][0].samples, out[1][0].median), (1.0, 3, 3.0));
     }
 
     #[test]

@@ -9,7 +9,7 @@ use ur::{
     UsmKind,
 };
 
-use crate::stats::{Repeats, Summary, measure, time};
+use crate::stats::{Repeats, Summary, measure, measure_interleaved, time};
 
 /// One figure of one benchmark on one device.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -164,50 +164,55 @@ fn submit_eager(t: &Target, shape: Shape, n: usize) -> Result<Event, UrError> {
     }
 }
 
-/// Issue item 1 — replay against eager submission: host time to submit and
-/// wall time to completion, per node.
-pub fn submission(t: &Target, repeats: Repeats, sizes: &[usize], out: &mut Vec<Record>) -> Result<(), UrError> {
+/// Issue items 1 and 2 — replay against eager submission and, given `raw`,
+/// against the same graph built with the backend's own API (see
+/// [`crate::raw`]): host time to submit and wall time to completion, per
+/// node. The variants of one shape and size are sampled in one loop, one
+/// sample each per round in rotated order ([`measure_interleaved`]), so
+/// their ratios do not carry the machine's drift between two phases.
+pub fn submission(
+    t: &Target,
+    repeats: Repeats,
+    sizes: &[usize],
+    mut raw: Option<&mut (dyn crate::raw::RawGraph + 'static)>,
+    out: &mut Vec<Record>,
+) -> Result<(), String> {
+    let e = |e: UrError| e.to_string();
     for shape in [Shape::Chain, Shape::ForkJoin] {
         for &n in sizes {
-            let r = repeats.scaled(n);
-            let [host, wall] = measure(r, || {
+            let cb = build(t, shape, n, CommandBufferDesc::default()).map_err(e)?;
+            let mut eager = || {
                 let start = Instant::now();
-                let last = submit_eager(t, shape, n)?;
+                let last = submit_eager(t, shape, n).map_err(e)?;
                 let host = start.elapsed();
-                last.wait()?;
-                Ok::<_, UrError>([host, start.elapsed()])
-            })?;
-            out.push(t.record("submission", shape.name(), "eager", "host_ns_per_node", n, host.per(n)));
-            out.push(t.record("submission", shape.name(), "eager", "wall_ns_per_node", n, wall.per(n)));
-            let cb = build(t, shape, n, CommandBufferDesc::default())?;
-            let [host, wall] = measure(r, || {
+                last.wait().map_err(e)?;
+                Ok::<_, String>([host, start.elapsed()])
+            };
+            let mut replay = || {
                 let start = Instant::now();
-                let event = t.queue.enqueue_command_buffer(&cb, &[])?;
+                let event = t.queue.enqueue_command_buffer(&cb, &[]).map_err(e)?;
                 let host = start.elapsed();
-                event.wait()?;
-                Ok::<_, UrError>([host, start.elapsed()])
-            })?;
-            out.push(t.record("submission", shape.name(), "replay", "host_ns_per_node", n, host.per(n)));
-            out.push(t.record("submission", shape.name(), "replay", "wall_ns_per_node", n, wall.per(n)));
+                event.wait().map_err(e)?;
+                Ok::<_, String>([host, start.elapsed()])
+            };
+            let mut variants = vec!["eager", "replay"];
+            let summaries = match raw.as_deref_mut() {
+                Some(raw) => {
+                    let preds: Vec<Vec<usize>> = (0..n).map(|i| shape.deps(i, n)).collect();
+                    raw.build(&preds)?;
+                    let mut raw_launch = || timed_raw_launch(raw);
+                    variants.push("raw");
+                    measure_interleaved(repeats.scaled(n), &mut [&mut eager, &mut replay, &mut raw_launch])?
+                }
+                None => measure_interleaved(repeats.scaled(n), &mut [&mut eager, &mut replay])?,
+            };
+            for (variant, [host, wall]) in variants.into_iter().zip(summaries) {
+                out.push(t.record("submission", shape.name(), variant, "host_ns_per_node", n, host.per(n)));
+                out.push(t.record("submission", shape.name(), variant, "wall_ns_per_node", n, wall.per(n)));
+            }
         }
     }
     Ok(())
-}
-
-/// Issue item 2 — the same graphs built and replayed with the backend's own
-/// API in this process (see [`crate::raw`]); returns what the baseline uses.
-pub fn raw(t: &Target, repeats: Repeats, sizes: &[usize], out: &mut Vec<Record>) -> Result<String, String> {
-    let mut raw = crate::raw::open(&t.device)?;
-    for shape in [Shape::Chain, Shape::ForkJoin] {
-        for &n in sizes {
-            let preds: Vec<Vec<usize>> = (0..n).map(|i| shape.deps(i, n)).collect();
-            raw.build(&preds)?;
-            let [host, wall] = timed_raw_launches(&mut *raw, repeats.scaled(n))?;
-            out.push(t.record("submission", shape.name(), "raw", "host_ns_per_node", n, host.per(n)));
-            out.push(t.record("submission", shape.name(), "raw", "wall_ns_per_node", n, wall.per(n)));
-        }
-    }
-    Ok(raw.mechanism())
 }
 
 /// Issue item 3 — finalize cost per node (create, append, finalize) and memory per command.
@@ -451,11 +456,14 @@ pub fn perf_scaling(t: &Target, repeats: Repeats, lengths: &[usize], out: &mut V
 /// Launches a raw baseline and waits, `repeats` times: the host time of
 /// each launch call and the wall time to completion.
 pub(crate) fn timed_raw_launches(raw: &mut dyn crate::raw::RawGraph, repeats: Repeats) -> Result<[Summary; 2], String> {
-    measure(repeats, || {
-        let start = Instant::now();
-        raw.launch()?;
-        let host = start.elapsed();
-        raw.wait()?;
-        Ok::<_, String>([host, start.elapsed()])
-    })
+    measure(repeats, || timed_raw_launch(raw))
+}
+
+/// One raw launch: host time to return from it and wall time to completion.
+fn timed_raw_launch(raw: &mut dyn crate::raw::RawGraph) -> Result<[std::time::Duration; 2], String> {
+    let start = Instant::now();
+    raw.launch()?;
+    let host = start.elapsed();
+    raw.wait()?;
+    Ok([host, start.elapsed()])
 }
