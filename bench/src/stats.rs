@@ -23,6 +23,16 @@ impl Repeats {
         let samples = (self.samples * 100 / work.max(100)).max(5).min(self.samples);
         Repeats { warmup: self.warmup.min(samples), samples }
     }
+
+    /// As [`scaled`](Self::scaled), and also more samples below 100 units
+    /// of work (100x at 1): every figure then takes about the same number
+    /// of nodes. The smallest measurements are the cheapest and the
+    /// noisiest (a few µs against the machine's jitter), and their medians
+    /// need the samples.
+    pub fn per_work(self, work: usize) -> Repeats {
+        let samples = (self.samples * 100 / work.max(1)).max(5);
+        Repeats { warmup: self.warmup.min(samples), samples }
+    }
 }
 
 /// The summary of one figure's samples, in nanoseconds.
@@ -147,6 +157,16 @@ mod tests {
         let out = measure_interleaved(Repeats { warmup: 1, samples: 3 }, &mut [&mut a, &mut b]).unwrap();
         assert_eq!(order.into_inner().into_iter().collect::<String>(), "ababbaab");
         assert_eq!((out[0][0].median, out[0][0].samples, out[1][0].median), (1.0, 3, 3.0));
+    }
+
+    #[test]
+    fn repeats_per_work_grow_below_100() {
+        let r = Repeats { warmup: 5, samples: 50 };
+        assert_eq!(r.per_work(1).samples, 5000);
+        assert_eq!(r.per_work(10).samples, 500);
+        assert_eq!(r.per_work(100).samples, 50);
+        assert_eq!(r.per_work(1000).samples, 5);
+        assert_eq!(r.per_work(100_000).samples, 5);
     }
 
     #[test]

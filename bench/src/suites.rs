@@ -196,9 +196,9 @@ pub fn submission(
                     raw.build(&preds)?;
                     let mut raw_launch = || timed_raw_launch(raw);
                     variants.push("raw");
-                    measure_interleaved(repeats.scaled(n), &mut [&mut eager, &mut replay, &mut raw_launch])?
+                    measure_interleaved(repeats.per_work(n), &mut [&mut eager, &mut replay, &mut raw_launch])?
                 }
-                None => measure_interleaved(repeats.scaled(n), &mut [&mut eager, &mut replay])?,
+                None => measure_interleaved(repeats.per_work(n), &mut [&mut eager, &mut replay])?,
             };
             for (variant, [host, wall]) in variants.into_iter().zip(summaries) {
                 out.push(t.record("submission", shape.name(), variant, "host_ns_per_node", n, host.per(n)));
