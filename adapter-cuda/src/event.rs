@@ -361,6 +361,14 @@ impl Drop for CudaEvent {
     fn drop(&mut self) {
         let Some(end) = self.end.take() else { return };
         match self.check.take() {
+            // Seen complete (by a wait or a status query): the kernel no
+            // longer writes its word, which goes back at once, without the
+            // query that otherwise falls on whoever drops the event (the
+            // front end's next submission, issue 15 goal 2).
+            Some(Check::Kernel(word, _)) if *self.done.get_mut() => {
+                self.dev.free_word(word);
+                self.dev.recycle_event(end);
+            }
             // The kernel may still write its status word: the word goes back
             // to the pool once the event says the kernel is done.
             Some(Check::Kernel(word, _)) => self.dev.retire_status_word(word, end),
