@@ -24,14 +24,16 @@ impl Repeats {
         Repeats { warmup: self.warmup.min(samples), samples }
     }
 
-    /// As [`scaled`](Self::scaled), and also more samples below 100 units
-    /// of work (100x at 1): every figure then takes about the same number
-    /// of nodes. The smallest measurements are the cheapest and the
-    /// noisiest (a few µs against the machine's jitter), and their medians
-    /// need the samples.
+    /// As [`scaled`](Self::scaled), and also more samples and warm-up
+    /// rounds below 100 units of work (100x at 1): every figure then takes
+    /// about the same number of nodes. The smallest measurements are the
+    /// cheapest and the noisiest (a few µs against the machine's jitter),
+    /// and their medians need the samples; the first figure of a process
+    /// also needs the warm-up (pools and the driver's state still growing).
     pub fn per_work(self, work: usize) -> Repeats {
-        let samples = (self.samples * 100 / work.max(1)).max(5);
-        Repeats { warmup: self.warmup.min(samples), samples }
+        let scale = |k: usize| (k * 100 / work.max(1)).max(1);
+        let samples = scale(self.samples).max(5);
+        Repeats { warmup: scale(self.warmup).max(self.warmup).min(samples), samples }
     }
 }
 
@@ -162,7 +164,8 @@ mod tests {
     #[test]
     fn repeats_per_work_grow_below_100() {
         let r = Repeats { warmup: 5, samples: 50 };
-        assert_eq!(r.per_work(1).samples, 5000);
+        assert_eq!((r.per_work(1).samples, r.per_work(1).warmup), (5000, 500));
+        assert_eq!(r.per_work(1000).warmup, 5);
         assert_eq!(r.per_work(10).samples, 500);
         assert_eq!(r.per_work(100).samples, 50);
         assert_eq!(r.per_work(1000).samples, 5);
