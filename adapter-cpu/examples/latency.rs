@@ -59,6 +59,23 @@ fn main() {
         .collect();
     host.sort();
     println!("one kernel, the enqueue call alone: {:?}", host[host.len() / 2]);
+    // Eager submission: the host's share of each kernel of an in-order
+    // stream of 1000, which the workers run while the host enqueues.
+    let mut host: Vec<Duration> = (0..20 * scale)
+        .map(|_| {
+            let start = Instant::now();
+            let mut last = None;
+            for _ in 0..1000 {
+                // SAFETY: as above.
+                last = Some(unsafe { queue.launch_kernel(&launch, &[]) }.unwrap());
+            }
+            let host = start.elapsed() / 1000;
+            last.expect("1000 launches").wait().unwrap();
+            host
+        })
+        .collect();
+    host.sort();
+    println!("eager chain of 1000, host time per kernel: {:?}", host[host.len() / 2]);
     let cb = CommandBuffer::new(&context, &device, CommandBufferDesc::default()).unwrap();
     // SAFETY: as above.
     unsafe { cb.append_kernel_launch(&launch, &[], AppendOptions::new()) }.unwrap();

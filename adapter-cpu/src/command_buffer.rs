@@ -386,10 +386,28 @@ impl Run {
         }
     }
 
-    /// Hands a span to the pool; the task holds a reference to the run.
+    /// Hands a span to the pool; the task holds a reference to the run. A
+    /// span that will split into several pieces wakes as many parked
+    /// workers at once.
     fn spawn_span(self: &Arc<Self>, list: u32, lo: u32, hi: u32) {
         let data = Arc::into_raw(self.clone()).cast::<()>();
-        self.pool.push(Task::Raw(RawTask { run: Run::span_task, data, a: list, b: lo, c: hi }));
+        let pieces = (hi - lo).div_ceil(self.grain(list)) as usize;
+        self.pool.push_burst(Task::Raw(RawTask { run: Run::span_task, data, a: list, b: lo, c: hi }), pieces);
+    }
+
+    /// The nodes of span list `list` (see [`Run::run_span`]).
+    fn span_nodes(&self, list: u32) -> &[u32] {
+        match list {
+            ROOTS => &self.graph.roots,
+            READY => &[],
+            node => &self.graph.nodes[node as usize].successors,
+        }
+    }
+
+    /// The length under which a span of `list` runs without splitting: a
+    /// few spans per worker.
+    fn grain(&self, list: u32) -> u32 {
+        (self.span_nodes(list).len() / (self.pool.threads() * 4)).max(1) as u32
     }
 
     /// # Safety
@@ -406,12 +424,8 @@ impl Run {
     /// so that a wide DAG costs a few tasks per worker instead of one per
     /// node; each ready node then runs its chain on this worker.
     fn run_span(self: &Arc<Self>, list: u32, lo: u32, mut hi: u32) {
-        let nodes: &[u32] = match list {
-            ROOTS => &self.graph.roots,
-            READY => &[],
-            node => &self.graph.nodes[node as usize].successors,
-        };
-        let grain = (nodes.len() / (self.pool.threads() * 4)).max(1) as u32;
+        let nodes = self.span_nodes(list);
+        let grain = self.grain(list);
         while hi - lo > grain {
             let mid = lo + (hi - lo) / 2;
             self.spawn_span(list, mid, hi);

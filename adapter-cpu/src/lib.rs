@@ -30,6 +30,7 @@ mod memory;
 mod pool;
 mod program;
 mod queue;
+mod sleep;
 
 use std::sync::Arc;
 

@@ -3,11 +3,20 @@
 //! Modelled on the schedulers of Taskflow and dispenso: each worker owns a
 //! LIFO deque (what it spawns, it runs next, hot in cache) that idle workers
 //! steal from in batches; host threads hand work in through a shared
-//! injector. A worker out of work keeps looking for a while before it parks, so that
-//! work arriving shortly after (the next replay, the next command of a
-//! queue) starts without a thread wake-up, which costs microseconds.
-//! Tasks never block on other tasks: dependencies are continuations
-//! ([`crate::event`]), and [`parallel_for`] runs other tasks while it waits.
+//! injector. Tasks never block on other tasks: dependencies are
+//! continuations ([`crate::event`]), and [`parallel_for`] runs other tasks
+//! while it waits.
+//!
+//! Idle workers: at most [`LOOKERS`] keep looking for work (yielding between
+//! looks) for [`IDLE`] before they park; the others park at once
+//! ([`crate::sleep`]). A single push wakes a parked worker only when none is
+//! looking, and the last looker to find work wakes one to look in its place
+//! (Taskflow's rule), so a stream of eager submissions is met by one or two
+//! lookers instead of every idle worker scanning the queues against the
+//! submitting thread. A burst (a span of `k` pieces: a command-buffer run's
+//! roots, a fork's successors) wakes up to `k` parked workers at once, so
+//! that a wide graph ramps up in one step rather than one woken worker at a
+//! time.
 
 use std::any::Any;
 use std::cell::Cell;
@@ -18,17 +27,28 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering, fence};
 use std::time::{Duration, Instant};
 
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
+
+use crate::sleep::Sleepers;
 
 /// Work queued as a closure (commands of queues, replay starts).
 pub(crate) type Job = Box<dyn FnOnce() + Send>;
 
-/// How long an idle worker keeps looking for work before it parks. It
+/// How long an idle looker keeps looking for work before it parks. It
 /// yields between looks rather than spinning on `pause`: on a loaded machine
 /// a spinning worker takes the core from the very thread that would give it
 /// work (measured: 100 µs per handoff instead of 4), while on an idle one
 /// `sched_yield` returns at once.
 const IDLE: Duration = Duration::from_micros(100);
+
+/// Idle workers that may look for work at once; the others park. Two, not
+/// one: a worker that has just finished a task can take over looking while
+/// the other runs the task it found, so an eager stream rarely needs a
+/// wake-up. Every look scans the injector and all deques: with every idle
+/// worker looking, the submitting thread's pushes meet that traffic, and
+/// with as many workers as cores it shares a core with one (the likely
+/// cause of eager kernels costing the host 3.7-6 µs on a 32-core host).
+const LOOKERS: usize = 2;
 
 /// A unit of work. `Raw` runs a function on a pointer and three numbers
 /// without allocating: the command-buffer executor's spans of nodes.
@@ -69,23 +89,39 @@ impl Task {
 struct Shared {
     injector: Injector<Task>,
     stealers: Box<[Stealer<Task>]>,
-    /// Workers parked, or about to park, on `wake`.
-    sleepers: AtomicUsize,
-    lock: Mutex<()>,
-    wake: Condvar,
+    sleepers: Sleepers,
+    /// Workers looking for work in [`Local::look`]: at most [`LOOKERS`]
+    /// by choice, plus workers just woken.
+    lookers: AtomicUsize,
     shutdown: AtomicBool,
 }
 
 impl Shared {
-    /// Wakes a parked worker, if any, after work was queued.
+    /// One task was queued: wakes a parked worker unless one is looking (it
+    /// will find the task, or wake a sleeper when it finds another).
     fn notify(&self) {
-        // Pairs with the fence in `park`: either this sees the sleeper, or
-        // the sleeper's last look sees the work.
+        // Pairs with the end of `Local::look_as_looker` (a looker that stops
+        // then parks, and checks the queues there) and `Sleepers::park`:
+        // either this sees the looker or the sleeper, or it sees the task.
         fence(Ordering::SeqCst);
-        if self.sleepers.load(Ordering::Relaxed) > 0 {
-            let _guard = self.lock.lock();
-            self.wake.notify_one();
+        if self.lookers.load(Ordering::Relaxed) == 0 {
+            self.sleepers.wake(1);
         }
+    }
+
+    /// `n` pieces of work were queued at once (or will be, split from the
+    /// task just queued): wakes up to `n` parked workers whether or not one
+    /// is looking.
+    fn notify_burst(&self, n: usize) {
+        if n <= 1 {
+            return self.notify();
+        }
+        self.sleepers.wake(n);
+    }
+
+    /// Becomes one of the lookers, if fewer than [`LOOKERS`] are.
+    fn try_look(&self) -> bool {
+        self.lookers.fetch_update(Ordering::SeqCst, Ordering::Relaxed, |n| (n < LOOKERS).then_some(n + 1)).is_ok()
     }
 
     fn has_work(&self) -> bool {
@@ -127,35 +163,61 @@ impl Local {
         }
     }
 
-    /// Spins, then yields, looking for work; `None` once idle long enough to park.
-    fn find_spinning(&self) -> Option<Task> {
+    /// Looks for work for up to `limit`, yielding between looks; `None` if
+    /// none came (or the pool shuts down).
+    fn look(&self, limit: Duration) -> Option<Task> {
         let start = Instant::now();
         loop {
             if let Some(task) = self.find() {
                 return Some(task);
             }
-            let idle = start.elapsed();
-            if idle > IDLE || self.shared.shutdown.load(Ordering::Relaxed) {
+            if start.elapsed() > limit || self.shared.shutdown.load(Ordering::Relaxed) {
                 return None;
             }
             std::thread::yield_now();
         }
     }
 
+    /// Looks for work for up to `limit` as one of the lookers (counted in
+    /// `lookers` by the caller), then stops being one.
+    fn look_as_looker(&self, limit: Duration) -> Option<Task> {
+        let found = self.look(limit);
+        // The last looker to find work wakes a sleeper to look in its place
+        // (Taskflow's rule): pushes skip the wake-up while a worker looks,
+        // so work queued with this task, or just after it, would otherwise
+        // wait for this task to finish.
+        if self.shared.lookers.fetch_sub(1, Ordering::SeqCst) == 1 && found.is_some() && self.shared.has_work() {
+            self.shared.sleepers.wake(1);
+        }
+        found
+    }
+
     fn park(&self) {
         let shared = &self.shared;
-        let mut guard = shared.lock.lock();
-        shared.sleepers.fetch_add(1, Ordering::SeqCst);
-        fence(Ordering::SeqCst);
-        if !shared.has_work() && !shared.shutdown.load(Ordering::Relaxed) {
-            shared.wake.wait(&mut guard);
-        }
-        shared.sleepers.fetch_sub(1, Ordering::SeqCst);
+        shared.sleepers.park(|| !shared.has_work() && !shared.shutdown.load(Ordering::Relaxed));
     }
 
     fn main_loop(&self) {
+        let mut woken = false;
         while !self.shared.shutdown.load(Ordering::Relaxed) {
-            match self.find_spinning() {
+            let found = if woken {
+                // A worker just woken looks once as a looker, whatever their
+                // number, so that finding work with more still queued passes
+                // the wake-up on (see `look_as_looker`). Looking longer, or
+                // after each piece of a burst, measured no better on the
+                // 16-core host (docs/performance.md, goal 5).
+                self.shared.lookers.fetch_add(1, Ordering::SeqCst);
+                self.look_as_looker(Duration::ZERO)
+            } else {
+                self.find()
+            };
+            let found = match found {
+                Some(task) => Some(task),
+                None if self.shared.try_look() => self.look_as_looker(IDLE),
+                None => None,
+            };
+            woken = found.is_none();
+            match found {
                 Some(task) => task.run(),
                 None => self.park(),
             }
@@ -189,9 +251,8 @@ impl Pool {
         let shared = Arc::new(Shared {
             injector: Injector::new(),
             stealers: deques.iter().map(Worker::stealer).collect(),
-            sleepers: AtomicUsize::new(0),
-            lock: Mutex::new(()),
-            wake: Condvar::new(),
+            sleepers: Sleepers::new(),
+            lookers: AtomicUsize::new(0),
             shutdown: AtomicBool::new(false),
         });
         for (index, deque) in deques.into_iter().enumerate() {
@@ -221,19 +282,24 @@ impl Pool {
     /// Queues `task`: on this worker's own deque when called from one of the
     /// pool's workers, else on the injector.
     pub(crate) fn push(&self, task: Task) {
+        self.push_burst(task, 1);
+    }
+
+    /// Queues `task`, which is (or will split into) `pieces` pieces of work
+    /// that can run at once: wakes up to that many parked workers.
+    pub(crate) fn push_burst(&self, task: Task, pieces: usize) {
         with_local(Some(&self.shared), |local| match local {
             Some(local) => local.deque.push(task),
             None => self.shared.injector.push(task),
         });
-        self.shared.notify();
+        self.shared.notify_burst(pieces);
     }
 }
 
 impl Drop for Pool {
     fn drop(&mut self) {
         self.shared.shutdown.store(true, Ordering::SeqCst);
-        let _guard = self.shared.lock.lock();
-        self.shared.wake.notify_all();
+        self.shared.sleepers.wake_all();
     }
 }
 
@@ -262,7 +328,7 @@ pub(crate) fn parallel_for(n: usize, body: &(dyn Fn(Range<usize>) + Sync)) {
         for _ in 0..helpers {
             local.deque.push(Task::Raw(RawTask { run: ForJob::help, data, a: 0, b: 0, c: 0 }));
         }
-        local.shared.notify();
+        local.shared.notify_burst(helpers);
         job.work();
         // `job` lives on this stack: wait until no helper can touch it.
         // Yielding, not spinning: the helper still running may be waiting
@@ -393,6 +459,94 @@ mod tests {
             sum.fetch_add(chunk.sum::<usize>(), Ordering::Relaxed);
         });
         assert_eq!(sum.into_inner(), 45);
+    }
+
+    /// Tasks that each wait for all of them to run at once finish only if
+    /// every parked worker woke: single pushes from the host skip the
+    /// wake-up while a worker looks, so the wake-ups must pass on.
+    #[test]
+    fn pushes_from_the_host_reach_every_parked_worker() {
+        let threads = 8;
+        let pool = Pool::new(threads).unwrap();
+        for round in 0..3 {
+            // Long enough for every worker to park.
+            std::thread::sleep(IDLE * 20);
+            let barrier = Arc::new(std::sync::Barrier::new(threads));
+            let (tx, rx) = mpsc::channel();
+            for _ in 0..threads {
+                let (barrier, tx) = (barrier.clone(), tx.clone());
+                pool.spawn(move || {
+                    barrier.wait();
+                    tx.send(()).unwrap();
+                });
+            }
+            for _ in 0..threads {
+                rx.recv_timeout(Duration::from_secs(30)).unwrap_or_else(|_| panic!("round {round}: a worker slept"));
+            }
+        }
+    }
+
+    /// A burst of `k` wakes `k` parked workers in one step, and they run
+    /// the burst's pieces at once, even though its task reaches the pool
+    /// as one (split by whoever takes it).
+    #[test]
+    fn a_burst_wakes_as_many_workers_as_it_has_pieces() {
+        let threads = 8;
+        let pool = Arc::new(Pool::new(threads).unwrap());
+        std::thread::sleep(IDLE * 20);
+        let barrier = Arc::new(std::sync::Barrier::new(threads));
+        let (tx, rx) = mpsc::channel();
+        let (inner, b, t) = (pool.clone(), barrier.clone(), tx.clone());
+        let split = move || {
+            // Split on a worker, as a span is: pushes with no wake-up of
+            // their own, so only the burst's wake-ups can start them.
+            with_local(Some(&inner.shared), |local| {
+                let local = local.expect("on a worker");
+                for _ in 1..threads {
+                    let (b, t) = (b.clone(), t.clone());
+                    local.deque.push(Task::Job(Box::new(move || {
+                        b.wait();
+                        t.send(()).unwrap();
+                    })));
+                }
+            });
+            b.wait();
+            t.send(()).unwrap();
+        };
+        pool.push_burst(Task::Job(Box::new(split)), threads);
+        for _ in 0..threads {
+            rx.recv_timeout(Duration::from_secs(30)).expect("every piece ran at once");
+        }
+    }
+
+    /// `wake(n)` wakes `n` of the parked threads, not one and not all.
+    #[test]
+    fn sleepers_wake_as_many_as_asked() {
+        let sleepers = Arc::new(Sleepers::new());
+        let woke = Arc::new(AtomicUsize::new(0));
+        let threads: Vec<_> = (0..6)
+            .map(|_| {
+                let (sleepers, woke) = (sleepers.clone(), woke.clone());
+                std::thread::spawn(move || {
+                    sleepers.park(|| true);
+                    woke.fetch_add(1, Ordering::SeqCst);
+                })
+            })
+            .collect();
+        while sleepers.parked() < 6 {
+            std::thread::yield_now();
+        }
+        // Every thread has counted itself; let each reach its wait.
+        std::thread::sleep(Duration::from_millis(100));
+        sleepers.wake(2);
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(woke.load(Ordering::SeqCst), 2);
+        assert_eq!(sleepers.parked(), 4);
+        sleepers.wake(10);
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(woke.load(Ordering::SeqCst), 6);
     }
 
     #[test]

@@ -487,7 +487,7 @@ impl ExecutableCommandBufferImpl for ClExecutable {
         queue.flush_raw()?;
         self.instances[instance].last = Some(last.retain());
         self.previous = Some(last.retain());
-        Ok(ClEvent::submission(first, last, queue.profiling, checks))
+        Ok(ClEvent::submission(Some(first), last, queue.profiling, checks))
     }
 
     unsafe fn update_kernel_launches(&mut self, updates: &[KernelUpdate<'_>]) -> Result<()> {

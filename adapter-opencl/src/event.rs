@@ -211,8 +211,11 @@ enum Kind {
     Signal { current: Mutex<Option<Arc<ClEvent>>> },
     /// A command-buffer submission, from the marker that starts it to the
     /// marker that joins its last commands; `checks` are the events of its
-    /// kernel launches with status words, whose failures it reports.
-    Submission { first: RawEvent, last: RawEvent, profiling: bool, checks: Vec<Arc<ClEvent>> },
+    /// kernel launches with status words, whose failures it reports. `first`
+    /// is `None` where one command both starts and ends the submission: a
+    /// second reference to it would cost a retain and a release per
+    /// submission that an eager launch does not pay.
+    Submission { first: Option<RawEvent>, last: RawEvent, profiling: bool, checks: Vec<Arc<ClEvent>> },
 }
 
 impl ClEvent {
@@ -244,9 +247,10 @@ impl ClEvent {
         Arc::new(ClEvent { kind: Kind::Signal { current: Mutex::new(None) } })
     }
 
-    /// The event of a command-buffer submission.
+    /// The event of a command-buffer submission; `first` is `None` where one
+    /// command is the whole submission.
     pub(crate) fn submission(
-        first: RawEvent,
+        first: Option<RawEvent>,
         last: RawEvent,
         profiling: bool,
         checks: Vec<Arc<ClEvent>>,
@@ -326,7 +330,7 @@ impl EventImpl for ClEvent {
             Kind::Submission { first, last, checks, .. } => match status_of(last.execution_status()) {
                 EventStatus::Complete if checks.iter().any(|c| c.status() == EventStatus::Error) => EventStatus::Error,
                 s if s.is_terminal() => s,
-                _ if first.is_done() => EventStatus::Running,
+                _ if first.as_ref().unwrap_or(last).is_done() => EventStatus::Running,
                 s => s,
             },
         }
@@ -364,7 +368,7 @@ impl EventImpl for ClEvent {
             Kind::Command { raw, profiling: true, .. } if raw.is_done() => raw.timestamps(),
             Kind::Signal { current } => current.lock().as_ref().and_then(|e| e.profiling()),
             Kind::Submission { first, last, profiling: true, .. } if last.is_done() => {
-                let (first, last) = (first.timestamps()?, last.timestamps()?);
+                let (first, last) = (first.as_ref().unwrap_or(last).timestamps()?, last.timestamps()?);
                 Some(ProfilingInfo { queued: first.queued, submit: first.submit, start: first.end, end: last.end })
             }
             _ => None,

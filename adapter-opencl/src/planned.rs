@@ -9,7 +9,9 @@
 //! 1. a marker after the submission's wait list and the previous submission
 //!    of this buffer (submissions stay in order across queues); on an
 //!    in-order `Q` without profiling, the first command waits for those
-//!    itself instead;
+//!    itself instead. The previous submission is left out of the list where
+//!    it was made on the same in-order `Q`, whose order already puts it
+//!    first (an eager launch waits for nothing either);
 //! 2. every command, in append order (a topological order), enqueued
 //!    directly with the adapter's eager form of the command. On an in-order
 //!    `Q` the queue's order is the dependencies; on an out-of-order `Q` each
@@ -21,7 +23,10 @@
 //!
 //! Unlike ur-core's software command buffer, nothing is validated or
 //! wrapped per command at replay, events are only kept where something
-//! waits for them, and `Q` is flushed once, not per command.
+//! waits for them, and `Q` is flushed once, not per command. A one-command
+//! submission on an in-order queue makes the OpenCL calls of one eager launch
+//! and no more (issue 15, goal 4): no marker, no wait list, no extra event
+//! references.
 //!
 //! A planned buffer has no `cl_command_buffer_khr`: its native handle is
 //! `UnsupportedFeature`. Native commands run at each submission with `Q` as
@@ -29,6 +34,8 @@
 
 use std::any::Any;
 use std::sync::Arc;
+
+use cl3::types::cl_command_queue;
 
 use smallvec::SmallVec;
 use ur_core::adapter::EventBacking;
@@ -39,6 +46,7 @@ use ur_core::adapter::{
 use ur_core::{Command, CommandBufferDesc, Event, Kernel, NativeHandle, Result, err};
 
 use crate::context::Shared;
+use crate::conv::ClResultExt;
 use crate::event::{ClEvent, RawEvent, WaitList};
 use crate::exec;
 use crate::queue::ClQueue;
@@ -64,8 +72,43 @@ struct PlannedExecutable {
     shared: Arc<Shared>,
     desc: CommandBufferDesc,
     records: Vec<Record>,
-    /// The join of the latest submission.
-    previous: Option<RawEvent>,
+    /// The latest submission's event (held as the event, not as a second
+    /// reference to its `cl_event`, which would cost a retain and a release
+    /// per submission).
+    previous: Option<Arc<ClEvent>>,
+    /// The in-order queue the latest submission was made on, if it was one.
+    previous_queue: Option<HeldQueue>,
+}
+
+/// A reference to a `cl_command_queue`, released on drop. Holding it keeps
+/// the handle from being reused by another queue, so that comparing handles
+/// tells the same queue.
+struct HeldQueue(cl_command_queue);
+
+// SAFETY: OpenCL command-queue handles may be retained, compared and
+// released from any thread.
+unsafe impl Send for HeldQueue {}
+
+impl HeldQueue {
+    /// A new reference to `queue`.
+    ///
+    /// # Safety
+    /// `queue` is a valid command queue.
+    unsafe fn retain(queue: cl_command_queue) -> Result<HeldQueue> {
+        // SAFETY: a valid queue (the caller's contract); the new reference is
+        // released on drop.
+        unsafe { cl3::command_queue::retain_command_queue(queue) }.cl("clRetainCommandQueue")?;
+        Ok(HeldQueue(queue))
+    }
+}
+
+impl Drop for HeldQueue {
+    fn drop(&mut self) {
+        // SAFETY: this value owns one reference to a valid queue.
+        if let Err(code) = unsafe { cl3::command_queue::release_command_queue(self.0) } {
+            tracing::error!(code, "clReleaseCommandQueue failed");
+        }
+    }
 }
 
 impl PlannedCommandBuffer {
@@ -106,7 +149,7 @@ impl RecordingCommandBufferImpl for PlannedCommandBuffer {
             replay = "planned",
             "OpenCL command buffer finalized for pre-planned eager replay"
         );
-        Ok(Box::new(PlannedExecutable { shared, desc, records, previous: None }))
+        Ok(Box::new(PlannedExecutable { shared, desc, records, previous: None, previous_queue: None }))
     }
 }
 
@@ -117,33 +160,49 @@ impl ExecutableCommandBufferImpl for PlannedExecutable {
         let in_order = queue.in_order();
         let profiling = queue.profiling && self.desc.profiling;
         let mut start = WaitList::new(wait)?;
-        if let Some(previous) = &self.previous {
-            start.push(previous.retain());
+        // The same in-order queue already runs this submission after the
+        // previous one: waiting for it would be one more event in the first
+        // command's wait list than an eager launch has.
+        let same_queue = in_order && self.previous_queue.as_ref().is_some_and(|held| held.0 == q);
+        if let Some(previous) = self.previous.as_ref().filter(|_| !same_queue) {
+            start.add(previous);
         }
+        // Taken before anything is enqueued, so that a failure leaves no
+        // submission half made.
+        let held = match (in_order, same_queue) {
+            // SAFETY: the application's queue, valid during the call.
+            (true, false) => Some(unsafe { HeldQueue::retain(q)? }),
+            _ => None,
+        };
         // On an in-order queue without profiling the first command takes the
         // start's wait list itself and its event starts the submission: a
         // marker there would be one more command per submission, which is
         // what a one-command replay would lose to an eager launch by.
         let fused_start = in_order && !queue.profiling && !self.records.is_empty();
-        let mut first = if fused_start {
+        let marker = if fused_start {
             None
         } else {
             // SAFETY: the application's queue and events of this context.
             Some(unsafe { exec::marker(&self.shared, q, &start)? })
         };
+        // The first command's event where it starts the submission and is
+        // not also its last.
+        let mut first_command = None;
         // Events of commands that a later command waits for, by command number.
         let mut events: Vec<Option<RawEvent>> = Vec::with_capacity(if in_order { 0 } else { self.records.len() });
         let mut ends = WaitList::default();
         let mut last = None;
         let mut checks = Vec::new();
-        for record in &self.records {
+        for (i, record) in self.records.iter().enumerate() {
             let mut wait = WaitList::default();
-            match &first {
-                None => std::mem::swap(&mut wait, &mut start),
+            match &marker {
+                None if i == 0 => std::mem::swap(&mut wait, &mut start),
+                // A fused start is on an in-order queue, whose order is the dependencies.
+                None => {}
                 Some(_) if in_order => {}
-                Some(first) => {
+                Some(marker) => {
                     if record.deps.is_empty() {
-                        wait.push(first.retain());
+                        wait.push(marker.retain());
                     }
                     for d in &record.deps {
                         let event = events[*d as usize].as_ref().expect("dependencies keep their events");
@@ -169,8 +228,8 @@ impl ExecutableCommandBufferImpl for PlannedExecutable {
                     signal.set_current(wrapped);
                 }
             }
-            if first.is_none() {
-                first = Some(event.retain());
+            if i == 0 && marker.is_none() && self.records.len() > 1 {
+                first_command = Some(event.retain());
             }
             if in_order {
                 // The queue orders everything: only the last event is kept.
@@ -182,20 +241,26 @@ impl ExecutableCommandBufferImpl for PlannedExecutable {
                 events.push(record.has_dependents.then_some(event));
             }
         }
-        let first = first.expect("a marker or the first command");
+        // `None` only where the one command is the whole submission.
+        let first = marker.or(first_command);
         let last = match last {
             Some(last) => last,
             None => {
+                let marker = first.as_ref().expect("without a fused start there is a marker");
                 if ends.is_empty() {
-                    ends.push(first.retain());
+                    ends.push(marker.retain());
                 }
                 // SAFETY: the application's queue and events of this context.
                 unsafe { exec::marker(&self.shared, q, &ends)? }
             }
         };
         queue.flush_raw()?;
-        self.previous = Some(last.retain());
-        Ok(ClEvent::submission(first, last, queue.profiling, checks))
+        let submission = ClEvent::submission(first, last, queue.profiling, checks);
+        self.previous = Some(submission.clone());
+        if !same_queue {
+            self.previous_queue = held;
+        }
+        Ok(submission)
     }
 
     unsafe fn update_kernel_launches(&mut self, updates: &[KernelUpdate<'_>]) -> Result<()> {

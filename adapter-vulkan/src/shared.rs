@@ -66,7 +66,8 @@ pub(crate) struct Gpu {
     pub(crate) calibrated: Option<ash::ext::calibrated_timestamps::Device>,
     /// Whether a host thread waiting for an event polls the timeline first:
     /// not on a CPU device (lavapipe), whose work runs on the host's cores
-    /// that the poll would take.
+    /// that the poll would take; there the waiting thread sleeps in
+    /// `vkWaitSemaphores` itself.
     pub(crate) host_polls: bool,
 }
 
@@ -223,11 +224,22 @@ impl Lane {
     /// in `vkWaitSemaphores` beside the completion thread: with two threads
     /// blocked on one semaphore, NVIDIA's driver (580) woke one of them
     /// about 10 ms late, often. A CPU device is not polled (see
-    /// [`Gpu::host_polls`]). Returns whether it finished `value`; if not,
-    /// the completion thread will.
+    /// [`Gpu::host_polls`]): there the waiting thread sleeps in
+    /// `vkWaitSemaphores` until the value is reached, which takes no core
+    /// from the device's work and spares the two wake-ups (the completion
+    /// thread's, then the waiter's) of leaving the finish to the completion
+    /// thread: a raw fence wait has one (issue 15, goal 3 on lavapipe).
+    /// Returns whether it finished `value`; if not, the completion thread
+    /// will.
     pub(crate) fn finish_if_reached_soon(&self, value: u64) -> bool {
         if !self.gpu.host_polls {
-            return false;
+            // A failed wait is the completion thread's to report.
+            if self.wait_value(value).is_err() {
+                return false;
+            }
+            self.reached.fetch_max(value, Ordering::AcqRel);
+            self.finish_reached(value, Ok(()));
+            return true;
         }
         let start = Instant::now();
         let mut polls = 0u32;

@@ -17,8 +17,8 @@
 //!   then the collector and instantiation).
 //! - **Replay host time**: the driver calls one replay makes, each timed
 //!   alone, and a one-kernel replay through ur-core against raw
-//!   `cuGraphLaunch` + `cuEventRecord` on the same device, sampled in one
-//!   loop in alternating order.
+//!   `cuGraphLaunch` + `cuEventRecord` on the same device, interleaved in
+//!   one loop (`measure_interleaved`).
 
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
@@ -170,7 +170,7 @@ fn replay_host(
         let _ = writeln!(text, "| {call} | {ns:.0} |");
     }
     // One kernel, submitted and waited for one at a time, as the submission
-    // group does, replay and raw sampled in one loop in alternating order
+    // group does, replay and raw interleaved in one loop
     // (`measure_interleaved`), so that the machine's drift falls on both.
     let cb = crate::suites::build(t, Shape::Chain, 1, CommandBufferDesc::default()).map_err(|e| e.to_string())?;
     use crate::raw::RawGraph as _;

@@ -93,10 +93,22 @@ pub fn measure<const K: usize, E>(
     Ok(samples.map(|s| Summary::of(s).expect("at least one sample")))
 }
 
-/// Runs several measurements in one loop, one sample of each per round, the
-/// order rotated each round (round `i` starts with body `i mod m`), so that a
-/// machine's drift (clocks, other load) falls on every body alike and their
-/// ratios compare like with like. Returns one summary set per body, in order.
+/// Samples of one body taken back to back in a round of
+/// [`measure_interleaved`].
+pub const BLOCK: usize = 10;
+
+/// Runs of a body thrown away at the start of each of its blocks: the first
+/// runs after another body pay for the switch (on NVIDIA a raw baseline with a
+/// context of its own makes the GPU switch contexts, which cost the next
+/// sample of either side 100-150 µs in the H100 runs).
+pub const SETTLE: usize = 2;
+
+/// Runs several measurements in one loop, in rounds: each round runs every
+/// body for a block of [`BLOCK`] samples after [`SETTLE`] unrecorded runs,
+/// the order rotated each round (round `i` starts with body `i mod m`), so
+/// that a machine's drift (clocks, other load) falls on every body alike
+/// and their ratios compare like with like. Returns one summary set per
+/// body, in order.
 pub fn measure_interleaved<const K: usize, E>(
     repeats: Repeats,
     bodies: &mut [&mut dyn FnMut() -> Result<[Duration; K], E>],
@@ -109,14 +121,22 @@ pub fn measure_interleaved<const K: usize, E>(
     }
     let mut samples: Vec<[Vec<f64>; K]> =
         (0..m).map(|_| std::array::from_fn(|_| Vec::with_capacity(repeats.samples))).collect();
-    for round in 0..repeats.samples {
+    let mut round = 0;
+    while samples[0][0].len() < repeats.samples {
+        let block = BLOCK.min(repeats.samples - samples[0][0].len());
         for k in 0..m {
             let which = (round + k) % m;
-            let durations = bodies[which]()?;
-            for (figure, d) in durations.iter().enumerate() {
-                samples[which][figure].push(d.as_nanos() as f64);
+            for _ in 0..SETTLE {
+                bodies[which]()?;
+            }
+            for _ in 0..block {
+                let durations = bodies[which]()?;
+                for (figure, d) in durations.iter().enumerate() {
+                    samples[which][figure].push(d.as_nanos() as f64);
+                }
             }
         }
+        round += 1;
     }
     Ok(samples.into_iter().map(|s| s.map(|v| Summary::of(v).expect("at least one sample"))).collect())
 }
@@ -144,8 +164,8 @@ mod tests {
     }
 
     #[test]
-    fn interleaved_rounds_rotate_the_order() {
-        let order = std::cell::RefCell::new(Vec::new());
+    fn interleaved_rounds_rotate_blocks() {
+        let order = std::cell::RefCell::new(String::new());
         let (mut a, mut b) = (
             || {
                 order.borrow_mut().push('a');
@@ -156,9 +176,15 @@ mod tests {
                 Ok::<_, ()>([Duration::from_nanos(3)])
             },
         );
-        let out = measure_interleaved(Repeats { warmup: 1, samples: 3 }, &mut [&mut a, &mut b]).unwrap();
-        assert_eq!(order.into_inner().into_iter().collect::<String>(), "ababbaab");
-        assert_eq!((out[0][0].median, out[0][0].samples, out[1][0].median), (1.0, 3, 3.0));
+        let samples = BLOCK + 1;
+        let out = measure_interleaved(Repeats { warmup: 1, samples }, &mut [&mut a, &mut b]).unwrap();
+        let block = |c: char, n: usize| c.to_string().repeat(SETTLE + n);
+        let expected = ["ab".to_string(), block('a', BLOCK), block('b', BLOCK), block('b', 1), block('a', 1)].concat();
+        assert_eq!(order.into_inner(), expected);
+        assert_eq!(
+            (out[0][0].median, out[0][0].samples, out[1][0].median, out[1][0].samples),
+            (1.0, samples, 3.0, samples)
+        );
     }
 
     #[test]

@@ -239,7 +239,23 @@ impl Queue {
     /// Records what `record` builds when the queue records (or starts
     /// recording because `wait` holds a recorded event of a recording
     /// queue); otherwise runs `eager` on the ur-core queue.
+    #[inline]
     pub(crate) fn submit(
+        &self,
+        wait: &[&Event],
+        record: impl FnOnce() -> Result<Recordable>,
+        eager: impl FnOnce(&ur_core::Queue, &[&ur_core::Event]) -> Result<ur_core::Event>,
+    ) -> Result<Event> {
+        // The common case, no wait list on a queue that does not record,
+        // goes straight to ur-core (a graph's replay, issue 15 goal 6).
+        if wait.is_empty() && !self.inner.recording.is_active() {
+            return eager(&self.inner.core, &[]).map(Event::Core);
+        }
+        self.submit_slow(wait, record, eager)
+    }
+
+    /// [`submit`](Self::submit) with a wait list or while recording.
+    fn submit_slow(
         &self,
         wait: &[&Event],
         record: impl FnOnce() -> Result<Recordable>,
@@ -730,7 +746,7 @@ impl SubmitGraph for Graph<Executable> {
     #[tracing::instrument(level = "debug", skip_all, fields(graph = self.id(), label = self.label()))]
     fn submit_on(&self, queue: &Queue, wait: &[&Event]) -> Result<Event> {
         self.check_queue(queue.core())?;
-        queue.submit(wait, || Ok(Recordable::Subgraph(self.clone())), |q, w| self.enqueue_on(q, w))
+        queue.submit(wait, || Ok(Recordable::Subgraph(self.clone())), |q, w| self.enqueue_checked(q, w))
     }
 }
 

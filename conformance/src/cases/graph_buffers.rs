@@ -14,7 +14,7 @@ use ur_runtime::{AccessMode, AccessRange, Buffer, BufferProperties, Queue, Trans
 
 use super::buffers::{host_read, moved};
 use super::graph_common::sycl_ooo_queue;
-use crate::harness::{CaseError, CaseResult, Env, read};
+use crate::harness::{CaseError, CaseResult, Env, read, write};
 use crate::{cases, check, check_eq, check_err};
 
 pub(super) fn cases() -> Vec<crate::Case> {
@@ -28,6 +28,7 @@ pub(super) fn cases() -> Vec<crate::Case> {
         whole_graph_update_replaces_buffers,
         subgraph_accessors,
         dynamic_group_accessors,
+        dynamic_group_gains_accessors,
         lifetime_extended,
         bad_input,
     ]
@@ -492,6 +493,36 @@ fn dynamic_group_accessors(env: &Env) -> CaseResult {
     let count = graph.node_count();
     check_err!(graph.add_dynamic(&unequal, NodeProperties::new()), InvalidGraph);
     check_eq!(graph.node_count(), count, "nothing added");
+    Ok(())
+}
+
+/// A graph whose only accessor belongs to an inactive command group has
+/// none at finalize, and its submissions skip the accessor list; once an
+/// update makes that group active, each submission makes the buffer's data
+/// current and records its use again.
+fn dynamic_group_gains_accessors(env: &Env) -> CaseResult {
+    let graph = buffer_graph(env)?;
+    let b = Buffer::from_host_with(&[10u32; N], &[N], &buffer_props())?;
+    let usm = env.usm_u32(N)?;
+    let queue = env.queue()?;
+    write(&queue, usm.ptr(), &[0u32; N])?;
+    let increment = env.kernel("increment")?;
+    let plain: ur_runtime::graph::CommandGroupFn<'_> = Box::new(|h: &mut Handler| {
+        // SAFETY: N work-items over the N-element allocation.
+        unsafe { h.launch(&KernelLaunch::new(&increment, &[N], &[KernelArg::Pointer(usm.ptr())])) }
+    });
+    let group = DynamicCommandGroup::new(&graph, vec![plain, increment_group(&increment, &b, &[])])?;
+    let node = graph.add_dynamic(&group, NodeProperties::new())?;
+    let exec = graph.finalize(FinalizeProperties { updatable: true, ..Default::default() })?;
+    run(&queue, &exec)?;
+    check_eq!(read::<u32>(&queue, usm.ptr(), N)?, vec![1u32; N]);
+    group.set_active_index(1)?;
+    exec.update(&node)?;
+    run(&queue, &exec)?;
+    check_eq!(host_read(&b, 0, N)?, vec![11; N], "the command group with the accessor incremented b");
+    run(&queue, &exec)?;
+    check_eq!(host_read(&b, 0, N)?, vec![12; N], "the host's data moved back for the next submission");
+    check_eq!(read::<u32>(&queue, usm.ptr(), N)?, vec![1u32; N], "the first group ran once");
     Ok(())
 }
 

@@ -4,13 +4,16 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
 
 use ur::{
     Context, EventStatus, KernelArg, MigrationFlags, QueueProperties, RectLayout, RectOffset, RectRegion, UserEvent,
-    UsmAdvice,
+    UsmAdvice, UsmAllocation,
 };
 use ur_runtime::Queue;
-use ur_runtime::graph::{ExecutionOrder, FinalizeProperties, Graph, GraphProperties, NodeProperties, NodeType};
+use ur_runtime::graph::{
+    Executable, ExecutionOrder, FinalizeProperties, Graph, GraphProperties, NodeProperties, NodeType,
+};
 
 use super::graph_common::{Diamond, SETTLE, kernel_node, new_graph, sycl_ooo_queue, sycl_queue, sycl_queue_with};
 use crate::harness::{CaseError, CaseResult, Env, read, read_buffer, write};
@@ -26,6 +29,7 @@ pub(super) fn cases() -> Vec<crate::Case> {
         finalize_again_after_adding,
         submissions_never_overlap,
         back_to_back_submissions_then_another_queue,
+        another_queue_waits_for_the_graph_only,
         wait_events_gate_the_graph,
         in_order_queue_orders_around_the_graph,
         cycles_are_refused,
@@ -279,6 +283,55 @@ fn back_to_back_submissions_then_another_queue(env: &Env) -> CaseResult {
     Ok(())
 }
 
+/// A finalized graph of one node incrementing the `N` elements of `mem`.
+fn increment_graph(env: &Env, mem: &UsmAllocation) -> Result<Graph<Executable>, CaseError> {
+    let kernel = env.kernel("increment")?;
+    let graph = new_graph(env)?;
+    // SAFETY: N items, N elements.
+    unsafe { kernel_node(&graph, &kernel, &[N], &[KernelArg::Pointer(mem.ptr())], &[])? };
+    Ok(graph.finalize(FinalizeProperties::default())?)
+}
+
+/// A submission on another queue waits for the graph's previous submission
+/// on an in-order queue (a one-partition graph leaves that to its command
+/// buffer, whose submissions run one at a time across queues): held back
+/// there behind a gated fill, it holds the other queue's submission too. And
+/// it waits for nothing else of that queue: a command submitted there after
+/// the graph, held back by a second gate, does not hold it.
+fn another_queue_waits_for_the_graph_only(env: &Env) -> CaseResult {
+    let (q1, q2) = (sycl_queue(env)?, sycl_queue(env)?);
+    let mem = env.usm_u32(N)?;
+    let other = env.usm_u32(N)?;
+    write(&q1, mem.ptr(), &[0u32; N])?;
+    let exec = increment_graph(env, &mem)?;
+    let gate = UserEvent::new(env.context())?;
+    q1.usm_fill(mem.ptr(), &10u32.to_le_bytes(), N * 4, &[&gate.event().clone().into()])?;
+    q1.enqueue_graph(&exec, &[])?;
+    q1.enqueue_graph(&exec, &[])?;
+    let second = q2.enqueue_graph(&exec, &[])?;
+    std::thread::sleep(SETTLE);
+    let overtook = second.status()?.is_terminal();
+    gate.complete()?;
+    check!(!overtook, "a submission on another queue overtook the graph's previous one");
+    second.wait()?;
+    check_eq!(read::<u32>(&q2, mem.ptr(), N)?, vec![13u32; N]);
+    q1.enqueue_graph(&exec, &[])?;
+    let later = UserEvent::new(env.context())?;
+    q1.usm_fill(other.ptr(), &1u32.to_le_bytes(), N * 4, &[&later.event().clone().into()])?;
+    let third = q2.enqueue_graph(&exec, &[])?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !third.status()?.is_terminal() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let ended = third.status()?.is_terminal();
+    later.complete()?;
+    q1.finish()?;
+    check!(ended, "the graph's submission waited for a command submitted after its previous one on that queue");
+    third.wait()?;
+    check_eq!(read::<u32>(&q2, mem.ptr(), N)?, vec![15u32; N]);
+    Ok(())
+}
+
 /// A submission waits for its wait list; its event completes after it.
 fn wait_events_gate_the_graph(env: &Env) -> CaseResult {
     let queue = sycl_queue(env)?;
@@ -303,11 +356,7 @@ fn in_order_queue_orders_around_the_graph(env: &Env) -> CaseResult {
     let queue = sycl_queue(env)?;
     let mem = env.usm_u32(N)?;
     let out = env.usm_u32(N)?;
-    let kernel = env.kernel("increment")?;
-    let graph = new_graph(env)?;
-    // SAFETY: N items, N elements.
-    unsafe { kernel_node(&graph, &kernel, &[N], &[KernelArg::Pointer(mem.ptr())], &[])? };
-    let exec = graph.finalize(FinalizeProperties::default())?;
+    let exec = increment_graph(env, &mem)?;
     let gate = UserEvent::new(env.context())?;
     queue.usm_fill(mem.ptr(), &41u32.to_le_bytes(), N * 4, &[&gate.event().clone().into()])?;
     queue.enqueue_graph(&exec, &[])?;

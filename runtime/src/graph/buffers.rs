@@ -22,6 +22,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use parking_lot::Mutex;
 use ur_core::{KernelArg, QueueProperties, Result, ensure, err};
@@ -466,13 +467,23 @@ pub(crate) fn match_whole_update(exec: &Graph<Executable>, source: &GraphShared)
 impl Graph<Executable> {
     /// One execution; with accessors, their data is made current first
     /// and the execution is recorded as their use.
+    #[inline]
     pub(crate) fn run(&self, queue: &ur_core::Queue, wait: &[&ur_core::Event]) -> Result<ur_core::Event> {
-        let uses = self.0.inner.buffers.lock();
-        if uses.is_empty() {
-            drop(uses);
+        // The flag spares a graph without accessors this lock.
+        if self.0.inner.uses_buffers.load(Ordering::Acquire) {
+            self.run_with_buffers(queue, wait)
+        } else {
+            self.run_graph(queue, wait)
+        }
+    }
+
+    /// [`run`](Self::run) of a graph with accessors.
+    #[inline(never)]
+    fn run_with_buffers(&self, queue: &ur_core::Queue, wait: &[&ur_core::Event]) -> Result<ur_core::Event> {
+        let accesses: Vec<GraphAccess> = self.0.inner.buffers.lock().iter().map(|u| u.access.clone()).collect();
+        if accesses.is_empty() {
             return self.run_graph(queue, wait);
         }
-        let accesses: Vec<GraphAccess> = uses.iter().map(|u| u.access.clone()).collect();
         bg::submit(&accesses, queue, wait, |w| self.run_graph(queue, w))
     }
 
@@ -498,5 +509,6 @@ impl Graph<Executable> {
             let at = at.min(uses.len());
             uses.splice(at..at, new);
         }
+        self.0.inner.uses_buffers.store(!uses.is_empty(), Ordering::Release);
     }
 }

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::Mutex;
 use smallvec::SmallVec;
@@ -48,6 +48,7 @@ pub(crate) fn finalize(shared: &Arc<GraphShared>, props: FinalizeProperties) -> 
     let previous = state.pool.last_run();
     state.pool.zero_initialize(&shared.context, previous.as_ref())?;
     built.last = previous;
+    let buffers = state.accesses_in_order();
     let inner = Arc::new(ExecInner {
         id: crate::graph::NEXT_EXEC_ID.fetch_add(1, Ordering::Relaxed),
         source: shared.clone(),
@@ -59,7 +60,8 @@ pub(crate) fn finalize(shared: &Arc<GraphShared>, props: FinalizeProperties) -> 
         _chunks: state.pool.chunks().to_vec(),
         runs: has_allocations.then(|| state.pool.run_slot()),
         state: Mutex::new(built),
-        buffers: Mutex::new(state.accesses_in_order()),
+        uses_buffers: AtomicBool::new(!buffers.is_empty()),
+        buffers: Mutex::new(buffers),
     });
     if has_allocations {
         state.alloc_exec = Arc::downgrade(&inner);
@@ -245,7 +247,6 @@ fn build(
         submit_order: submission_order(&parts),
         by_origin,
         last: None,
-        last_in_order: None,
         worker,
         scratch: None,
         device_queues,

@@ -9,6 +9,7 @@ mod update;
 use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use parking_lot::Mutex;
 
@@ -103,6 +104,9 @@ pub(crate) struct ExecInner {
     pub(crate) state: Mutex<ExecState>,
     /// The accessors of its nodes, in the order their data is made current.
     pub(crate) buffers: Mutex<Vec<super::buffers::NodeUse>>,
+    /// Whether `buffers` is non-empty, written under its lock: a submission
+    /// without accessors reads this instead of taking a second lock.
+    pub(crate) uses_buffers: AtomicBool,
 }
 
 pub(crate) struct ExecState {
@@ -116,11 +120,12 @@ pub(crate) struct ExecState {
     submit_order: Vec<u32>,
     /// The node standing for each source node, when one does.
     by_origin: Vec<Option<u32>>,
-    /// The previous submission, which the next one waits for.
+    /// The previous submission, which the next one waits for: of a graph of
+    /// several partitions, or, before a graph's first submission, the last
+    /// one of the previous executable graph of its graph-owned memory. A
+    /// one-partition graph keeps none of its own: its command buffer orders
+    /// its submissions (see `run_single`).
     last: Option<Event>,
-    /// The queue of the previous submission when it is in-order: a
-    /// one-partition submission there follows it without waiting for it.
-    last_in_order: Option<Queue>,
     /// An out-of-order queue of the graph's context that runs the partitions
     /// of multi-partition graphs (`None`: the device has none; the submission
     /// queue runs them).
@@ -247,9 +252,11 @@ impl Graph<Executable> {
             .collect()
     }
 
+    /// `InvalidQueue` for a queue of another context. A context has one
+    /// device, so the context decides the device too.
     pub(crate) fn check_queue(&self, queue: &Queue) -> Result<()> {
         ensure!(
-            queue.context() == self.context() && queue.device() == self.device(),
+            queue.context() == self.context(),
             InvalidQueue,
             "executable graph #{} of {} submitted to a queue of {}",
             self.id(),

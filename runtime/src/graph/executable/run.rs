@@ -7,7 +7,7 @@ use ur_core::error::Result;
 use ur_core::event::Event;
 use ur_core::queue::Queue;
 
-use super::FlatOp;
+use super::{ExecState, FlatOp};
 use crate::graph::partition::Part;
 use crate::graph::{Executable, Graph};
 
@@ -19,116 +19,136 @@ impl Graph<Executable> {
     /// context or device.
     pub fn enqueue_on(&self, queue: &Queue, wait: &[&Event]) -> Result<Event> {
         self.check_queue(queue)?;
+        self.enqueue_checked(queue, wait)
+    }
+
+    /// [`enqueue_on`](Self::enqueue_on) for a queue [`check_queue`](Self::check_queue) accepted.
+    #[inline]
+    pub(crate) fn enqueue_checked(&self, queue: &Queue, wait: &[&Event]) -> Result<Event> {
         queue.refuse_capture("an executable graph of the graph layer")?;
         self.run(queue, wait)
     }
 
     /// One execution on `queue` after `wait` (resolved already), its
     /// buffers' data current (see [`run`](Self::run)).
+    #[inline]
     pub(crate) fn run_graph(&self, queue: &Queue, wait: &[&Event]) -> Result<Event> {
         let inner = self.inner();
-        // Held across the submission: submissions of one graph never overlap,
-        // so each must see the previous one's event.
+        // Held across the submission: submissions of one graph are made one
+        // at a time (each after the previous one, which a graph of several
+        // partitions waits for by its event), and none sees half an update.
         let mut st = inner.state.lock();
         let single = st.parts.len() == 1 && !st.parts[0].host && st.parts[0].device == 0;
-        // One command buffer on the in-order queue of the previous submission
-        // follows it anyway: no wait, and no status query.
-        let follows = single && st.last_in_order.as_ref().is_some_and(|q| q.same_queue(queue));
-        let previous = if follows { None } else { st.last.clone() };
-        let mut waits: SmallVec<[&Event; 8]> = wait.iter().copied().collect();
-        if let Some(p) = previous.as_ref().filter(|p| !p.status().is_terminal()) {
-            waits.push(p);
-        }
-        let event = if single {
-            let cb = st.parts[0].cb.as_ref().expect("device partitions have a command buffer");
-            let event = queue.enqueue_command_buffer(cb, &waits)?;
-            // Without `enable_profiling` the event reports no timestamps; only
-            // a profiling queue's event has any to hide.
-            if inner.props.enable_profiling || !queue.properties().profiling {
-                event
-            } else {
-                Event::span(&event, &event, &[], false)?
-            }
-        } else {
-            let start = queue.events_wait(&waits)?;
-            let worker = st.worker.clone().unwrap_or_else(|| queue.clone());
-            let devices = &inner.source.devices;
-            let mut done: Vec<Option<Event>> = vec![None; st.parts.len()];
-            for &index in &st.submit_order {
-                let part = &st.parts[index as usize];
-                let event = {
-                    // Events of other devices' partitions wait through bridges.
-                    let on = part.device;
-                    let bridged = |e: &Event, from: u16| {
-                        if from == on {
-                            Ok(e.clone())
-                        } else {
-                            crate::graph::multi_device::bridge(e, devices.context(on))
-                        }
-                    };
-                    let owned: SmallVec<[Event; 4]> = if part.preds.is_empty() {
-                        SmallVec::from_elem(bridged(&start, 0)?, 1)
-                    } else {
-                        part.preds
-                            .iter()
-                            .map(|p| {
-                                let e = done[*p as usize].as_ref().expect("predecessors go first");
-                                // Also a peer copy waits for its peer's events through
-                                // a bridge: given directly, the copy overtook them on
-                                // two CUDA GPUs (docs/multi-device.md).
-                                bridged(e, st.parts[*p as usize].device)
-                            })
-                            .collect::<Result<_>>()?
-                    };
-                    let pw: SmallVec<[&Event; 4]> = owned.iter().collect();
-                    let worker = match st.device_queues.get(on as usize) {
-                        Some(Some(q)) => q,
-                        _ => &worker,
-                    };
-                    if let (true, FlatOp::PeerCopy { dst, src, size, .. }) =
-                        (part.host, &st.nodes[part.members[0] as usize].op)
-                    {
-                        worker.usm_copy_peer(*dst, *src, *size, &pw)?
-                    } else if part.host {
-                        let FlatOp::Host(task) = &st.nodes[part.members[0] as usize].op else {
-                            return Err(err!(Unknown, "a host partition without a host task"));
-                        };
-                        let task = task.clone();
-                        worker.enqueue_host_task(&pw, move || task())?
-                    } else {
-                        let cb = part.cb.as_ref().expect("device partitions have a command buffer");
-                        worker.enqueue_command_buffer(cb, &pw)?
-                    }
-                };
-                done[index as usize] = Some(event);
-            }
-            // The span reports every partition's failure: those of other
-            // devices through bridges into the submitting queue's context.
-            let done: Vec<Event> = done
-                .into_iter()
-                .zip(&st.parts)
-                .map(|(e, p)| {
-                    let e = e.expect("every partition is submitted");
-                    if p.device == 0 { Ok(e) } else { crate::graph::multi_device::bridge(&e, queue.context()) }
-                })
-                .collect::<Result<_>>()?;
-            let mut leaves: Vec<&Event> = st.parts.iter().zip(&done).filter(|(p, _)| p.leaf).map(|(_, e)| e).collect();
-            if leaves.is_empty() {
-                leaves.push(&start);
-            }
-            let end = queue.events_wait(&leaves)?;
-            Event::span(&start, &end, &done, inner.props.enable_profiling)?
-        };
-        st.last = Some(event.clone());
-        let in_order = single && !queue.properties().out_of_order;
-        match (&st.last_in_order, in_order) {
-            (Some(q), true) if q.same_queue(queue) => {}
-            (_, true) => st.last_in_order = Some(queue.clone()),
-            (_, false) => st.last_in_order = None,
-        }
+        let event =
+            if single { self.run_single(&mut st, queue, wait)? } else { self.run_partitions(&mut st, queue, wait)? };
         if let Some(runs) = &inner.runs {
             *runs.lock() = Some(event.clone());
         }
+        Ok(event)
+    }
+
+    /// A graph of one device partition: its command buffer. Submissions of
+    /// one command buffer run one at a time in submission order, across
+    /// queues too (ur-core's contract; the conformance group `enqueue`), so
+    /// each follows the previous one without the graph keeping its event,
+    /// querying its status or putting it in the wait list. Only a first
+    /// submission may wait here, for the last run of the previous executable
+    /// graph of the same graph-owned memory.
+    #[inline]
+    fn run_single(&self, st: &mut ExecState, queue: &Queue, wait: &[&Event]) -> Result<Event> {
+        let cb = st.parts[0].cb.as_ref().expect("device partitions have a command buffer");
+        let event = match st.last.as_ref().filter(|e| !e.status().is_terminal()) {
+            None => queue.enqueue_command_buffer(cb, wait)?,
+            Some(previous) => {
+                let waits: SmallVec<[&Event; 8]> = wait.iter().copied().chain([previous]).collect();
+                queue.enqueue_command_buffer(cb, &waits)?
+            }
+        };
+        st.last = None;
+        // Without `enable_profiling` the event reports no timestamps; only
+        // a profiling queue's event has any to hide.
+        if self.inner().props.enable_profiling || !queue.properties().profiling {
+            Ok(event)
+        } else {
+            Event::span(&event, &event, &[], false)
+        }
+    }
+
+    /// A graph of several partitions (or a host task, or another device's
+    /// partition): each partition after its predecessors, the first after
+    /// `wait` and the previous submission; one span event for all. Out of
+    /// line, so that the one-partition path keeps a small frame.
+    #[inline(never)]
+    fn run_partitions(&self, st: &mut ExecState, queue: &Queue, wait: &[&Event]) -> Result<Event> {
+        let inner = self.inner();
+        let previous = st.last.as_ref().filter(|e| !e.status().is_terminal());
+        let waits: SmallVec<[&Event; 8]> = wait.iter().copied().chain(previous).collect();
+        let start = queue.events_wait(&waits)?;
+        drop(waits);
+        let worker = st.worker.clone().unwrap_or_else(|| queue.clone());
+        let devices = &inner.source.devices;
+        let mut done: Vec<Option<Event>> = vec![None; st.parts.len()];
+        for &index in &st.submit_order {
+            let part = &st.parts[index as usize];
+            let event = {
+                // Events of other devices' partitions wait through bridges.
+                let on = part.device;
+                let bridged = |e: &Event, from: u16| {
+                    if from == on { Ok(e.clone()) } else { crate::graph::multi_device::bridge(e, devices.context(on)) }
+                };
+                let owned: SmallVec<[Event; 4]> = if part.preds.is_empty() {
+                    SmallVec::from_elem(bridged(&start, 0)?, 1)
+                } else {
+                    part.preds
+                        .iter()
+                        .map(|p| {
+                            let e = done[*p as usize].as_ref().expect("predecessors go first");
+                            // Also a peer copy waits for its peer's events through
+                            // a bridge: given directly, the copy overtook them on
+                            // two CUDA GPUs (docs/multi-device.md).
+                            bridged(e, st.parts[*p as usize].device)
+                        })
+                        .collect::<Result<_>>()?
+                };
+                let pw: SmallVec<[&Event; 4]> = owned.iter().collect();
+                let worker = match st.device_queues.get(on as usize) {
+                    Some(Some(q)) => q,
+                    _ => &worker,
+                };
+                if let (true, FlatOp::PeerCopy { dst, src, size, .. }) =
+                    (part.host, &st.nodes[part.members[0] as usize].op)
+                {
+                    worker.usm_copy_peer(*dst, *src, *size, &pw)?
+                } else if part.host {
+                    let FlatOp::Host(task) = &st.nodes[part.members[0] as usize].op else {
+                        return Err(err!(Unknown, "a host partition without a host task"));
+                    };
+                    let task = task.clone();
+                    worker.enqueue_host_task(&pw, move || task())?
+                } else {
+                    let cb = part.cb.as_ref().expect("device partitions have a command buffer");
+                    worker.enqueue_command_buffer(cb, &pw)?
+                }
+            };
+            done[index as usize] = Some(event);
+        }
+        // The span reports every partition's failure: those of other
+        // devices through bridges into the submitting queue's context.
+        let done: Vec<Event> = done
+            .into_iter()
+            .zip(&st.parts)
+            .map(|(e, p)| {
+                let e = e.expect("every partition is submitted");
+                if p.device == 0 { Ok(e) } else { crate::graph::multi_device::bridge(&e, queue.context()) }
+            })
+            .collect::<Result<_>>()?;
+        let mut leaves: Vec<&Event> = st.parts.iter().zip(&done).filter(|(p, _)| p.leaf).map(|(_, e)| e).collect();
+        if leaves.is_empty() {
+            leaves.push(&start);
+        }
+        let end = queue.events_wait(&leaves)?;
+        let event = Event::span(&start, &end, &done, inner.props.enable_profiling)?;
+        st.last = Some(event.clone());
         Ok(event)
     }
 }
