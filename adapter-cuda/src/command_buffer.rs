@@ -46,7 +46,7 @@ use std::any::Any;
 use std::collections::VecDeque;
 use std::ffi::c_void;
 use std::ptr;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use cudarc::driver::sys;
 use smallvec::SmallVec;
@@ -69,7 +69,7 @@ use crate::lower::{CopyPlan, HostJob, host_job_kept};
 use crate::lower::{copy_1d, copy_rect, fill_plan};
 use crate::memory::{Loc, buffer_loc, mem_loc, usm_loc};
 use crate::program::{CudaKernel, LaunchParams};
-use crate::queue::{CudaQueue, Launch, Order, Work};
+use crate::queue::{CudaQueue, Launch, Order, QueueCore, Work};
 
 type Node = sys::CUgraphNode;
 
@@ -319,8 +319,16 @@ struct CudaExecutable {
     /// The node collecting the status word, where the buffer has kernels.
     collector: Option<Node>,
     previous: Option<Arc<CudaEvent>>,
+    /// The queue of the previous submission: on the same in-order queue,
+    /// its one stream already orders the next after it. A weak handle, so
+    /// that the address cannot belong to another queue while kept.
+    previous_queue: Weak<QueueCore>,
     /// Events replaced by updates, kept while the graph may still use them.
     replaced: Vec<Arc<dyn EventImpl>>,
+    /// The commands with signal events, and those with wait events: fixed
+    /// at finalize, so that an enqueue visits only them (not every command).
+    signalling: Vec<usize>,
+    waiting: Vec<usize>,
 }
 
 // SAFETY: as for `Template`; the collector is a node handle of its graph.
@@ -660,7 +668,21 @@ impl RecordingCommandBufferImpl for CudaCommandBuffer {
             finish_us = started.elapsed().as_micros() as u64,
             "CUDA graph instantiated"
         );
-        Ok(Box::new(CudaExecutable { exec, template, collector, previous: None, replaced: Vec::new() }))
+        let which = |has: fn(&Cmd) -> bool| -> Vec<usize> {
+            template.commands.iter().enumerate().filter(|(_, c)| has(c)).map(|(i, _)| i).collect()
+        };
+        let signalling = which(|c| c.signal.is_some());
+        let waiting = which(|c| !c.waits.is_empty());
+        Ok(Box::new(CudaExecutable {
+            exec,
+            template,
+            collector,
+            previous: None,
+            previous_queue: Weak::new(),
+            replaced: Vec::new(),
+            signalling,
+            waiting,
+        }))
     }
 
     fn recording_target(&self) -> Result<NativeHandle> {
@@ -761,13 +783,18 @@ impl ExecutableCommandBufferImpl for CudaExecutable {
         }
         let status = self.template.run.as_ref().map(|run| Arc::new(RunStatus::new(run.ring.clone(), run.submitted)));
         let mut signals = Vec::new();
-        for signal in self.template.commands.iter().filter_map(|c| c.signal.as_ref()) {
+        let commands = &self.template.commands;
+        for signal in self.signalling.iter().filter_map(|&i| commands[i].signal.as_ref()) {
             signal.event.arm(queue.profiling);
             signals.push(signal.event.clone());
         }
         // CUDA orders launches of one executable graph, but an update may
-        // have replaced it: order on the previous submission explicitly.
-        let previous = self.previous.clone();
+        // have replaced it, and another queue's stream is not ordered with
+        // this one: order on the previous submission explicitly, unless it
+        // went to this same in-order queue, whose one stream (and, for held
+        // work, the queue's tail) already orders this one after it.
+        let same_stream = queue.in_order() && ptr::eq(self.previous_queue.as_ptr(), Arc::as_ptr(queue));
+        let previous = if same_stream { None } else { self.previous.clone() };
         let mut waits: SmallVec<[&dyn EventImpl; 8]> = SmallVec::from_slice(wait);
         if let Some(previous) = &previous {
             waits.push(&**previous);
@@ -775,7 +802,7 @@ impl ExecutableCommandBufferImpl for CudaExecutable {
         // The events the graph's wait nodes wait on: the launch is held on
         // the host while any of them is (a user event, or held work).
         let node_waits: SmallVec<[&dyn EventImpl; 8]> =
-            self.template.commands.iter().flat_map(|c| &c.waits).filter_map(|w| w.event.as_deref()).collect();
+            self.waiting.iter().flat_map(|&i| &commands[i].waits).filter_map(|w| w.event.as_deref()).collect();
         let exec = self.exec.clone();
         let launch = Launch { exec, status: status.clone(), signals };
         // SAFETY: the graph's memory is held by the commands' records, kept
@@ -786,6 +813,9 @@ impl ExecutableCommandBufferImpl for CudaExecutable {
             run.pending.push_back((status, event.clone()));
         }
         self.previous = Some(event.clone());
+        if !ptr::eq(self.previous_queue.as_ptr(), Arc::as_ptr(queue)) {
+            self.previous_queue = Arc::downgrade(queue);
+        }
         Ok(event)
     }
 

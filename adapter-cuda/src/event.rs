@@ -138,6 +138,12 @@ pub(crate) struct CudaEvent {
     /// While the command is held back on the host (see `hold`): the gate
     /// that opens when it is issued.
     held: Mutex<Option<Arc<Gate>>>,
+    /// Whether `held` was ever set. Most submissions are never held, and
+    /// their status, waits and dependencies then read this flag instead of
+    /// locking `held` (four uncontended locks per replay, issue 15 goal 2).
+    /// Set after `held`, under the same lock, so that a reader seeing it
+    /// finds the gate.
+    ever_held: AtomicBool,
     /// Seen complete once issued. A command's event is recorded once, so it
     /// stays complete and later status queries need no driver call (the
     /// front end asks at each submission whether its oldest command is
@@ -151,19 +157,23 @@ impl CudaEvent {
     /// An event for a command about to be submitted, its CUDA events created
     /// (not recorded): with `profiling`, timing ones and a start event.
     pub(crate) fn new(dev: &Arc<DeviceShared>, profiling: bool) -> Result<CudaEvent> {
-        let (end, start) =
-            if profiling { (CuEvent::new(true)?, Some(CuEvent::new(true)?)) } else { (dev.plain_event()?, None) };
+        let (end, start) = if profiling {
+            (Arc::new(CuEvent::new(true)?), Some(CuEvent::new(true)?))
+        } else {
+            (dev.plain_event()?, None)
+        };
         Ok(CudaEvent::of(dev, end, start, true))
     }
 
-    fn of(dev: &Arc<DeviceShared>, end: CuEvent, start: Option<CuEvent>, once: bool) -> CudaEvent {
+    fn of(dev: &Arc<DeviceShared>, end: Arc<CuEvent>, start: Option<CuEvent>, once: bool) -> CudaEvent {
         CudaEvent {
             dev: dev.clone(),
-            end: Some(Arc::new(end)),
+            end: Some(end),
             start,
             times: Mutex::new(None),
             check: OnceLock::new(),
             held: Mutex::new(None),
+            ever_held: AtomicBool::new(false),
             done: AtomicBool::new(false),
             once,
         }
@@ -175,7 +185,7 @@ impl CudaEvent {
         dev.bind()?;
         // New events, never recorded (a pooled one may still be pending).
         let start = if profiling { Some(CuEvent::new(true)?) } else { None };
-        Ok(CudaEvent::of(dev, CuEvent::new(profiling)?, start, false))
+        Ok(CudaEvent::of(dev, Arc::new(CuEvent::new(profiling)?), start, false))
     }
 
     /// The event recorded after the command.
@@ -191,7 +201,10 @@ impl CudaEvent {
     /// The command was issued: its host times (on profiling queues) and what
     /// to check once complete.
     pub(crate) fn issued(&self, times: Option<(u64, u64)>, check: Option<Check>) {
-        *self.times.lock() = times;
+        // A command's event starts without times: only profiling sets them.
+        if times.is_some() {
+            *self.times.lock() = times;
+        }
         if let Some(check) = check {
             let _ = self.check.set(check);
         }
@@ -199,12 +212,22 @@ impl CudaEvent {
 
     /// The command is held back on the host until `gate` opens.
     pub(crate) fn hold(&self, gate: Arc<Gate>) {
-        *self.held.lock() = Some(gate);
+        let mut held = self.held.lock();
+        *held = Some(gate);
+        self.ever_held.store(true, Ordering::Release);
+    }
+
+    /// The gate it was last held back with, if it ever was.
+    fn gate(&self) -> Option<Arc<Gate>> {
+        if !self.ever_held.load(Ordering::Acquire) {
+            return None;
+        }
+        self.held.lock().clone()
     }
 
     /// The gate of a command still held back, if it is.
     pub(crate) fn held_gate(&self) -> Option<Arc<Gate>> {
-        self.held.lock().as_ref().filter(|g| !g.is_open()).cloned()
+        self.gate().filter(|g| !g.is_open())
     }
 
     /// The dependency on this event: its gate while held, and, when `device`,
@@ -252,7 +275,7 @@ impl CudaEvent {
 
     /// The outcome of issuing the command, once issued: `None` while held.
     fn issue_outcome(&self) -> Option<Result<()>> {
-        match self.held.lock().as_ref() {
+        match self.gate() {
             Some(gate) => gate.result(),
             None => Some(Ok(())),
         }
@@ -302,8 +325,7 @@ impl EventImpl for CudaEvent {
 
     fn wait(&self) -> Result<()> {
         // A held command is waited for on the host until it is issued.
-        let gate = self.held.lock().clone();
-        if let Some(gate) = gate {
+        if let Some(gate) = self.gate() {
             gate.wait()?;
         }
         if !self.done.load(Ordering::Acquire) {
@@ -339,6 +361,14 @@ impl Drop for CudaEvent {
     fn drop(&mut self) {
         let Some(end) = self.end.take() else { return };
         match self.check.take() {
+            // Seen complete (by a wait or a status query): the kernel no
+            // longer writes its word, which goes back at once, without the
+            // query that otherwise falls on whoever drops the event (the
+            // front end's next submission, issue 15 goal 2).
+            Some(Check::Kernel(word, _)) if *self.done.get_mut() => {
+                self.dev.free_word(word);
+                self.dev.recycle_event(end);
+            }
             // The kernel may still write its status word: the word goes back
             // to the pool once the event says the kernel is done.
             Some(Check::Kernel(word, _)) => self.dev.retire_status_word(word, end),

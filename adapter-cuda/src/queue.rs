@@ -108,9 +108,12 @@ impl Work<'_> {
                 // SAFETY: the executable graph is alive (the launch holds it)
                 // and of this context; the stream is the queue's.
                 unsafe { cu!(cuGraphLaunch(launch.exec.raw(), stream))? };
-                let now = now_ns();
-                for signal in &launch.signals {
-                    signal.submitted_at(now);
+                // A clock read only for signal events, which time executions.
+                if !launch.signals.is_empty() {
+                    let now = now_ns();
+                    for signal in &launch.signals {
+                        signal.submitted_at(now);
+                    }
                 }
                 Ok(launch.status.map(Check::Run))
             }
@@ -161,6 +164,11 @@ impl HeldJob for Job {
 }
 
 impl QueueCore {
+    /// Whether the queue runs its submissions in order, on one stream.
+    pub(crate) fn in_order(&self) -> bool {
+        !self.out_of_order
+    }
+
     /// Submits work after `wait` (its stream waits for them) and `host_only`
     /// (events it must not be issued before, whose device work it does not
     /// wait for itself) and the queue's order: issued now when everything
@@ -187,7 +195,8 @@ impl QueueCore {
             deps.push(dep(*event, false)?);
         }
         let event = Arc::new(CudaEvent::new(&self.dev, profiling)?);
-        let queued = now_ns();
+        // Host times are only reported on profiling queues: no clock read otherwise.
+        let queued = if profiling { now_ns() } else { 0 };
         let mut state = self.state.lock();
         state.held.retain(|e| e.held_gate().is_some());
         match order {

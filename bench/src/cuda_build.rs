@@ -20,7 +20,8 @@
 //!   then the collector and instantiation).
 //! - **Replay host time**: the driver calls one replay makes, each timed
 //!   alone, and a one-kernel replay through ur-core against raw
-//!   `cuGraphLaunch` + `cuEventRecord` on the same device.
+//!   `cuGraphLaunch` + `cuEventRecord` on the same device, interleaved in
+//!   one loop (`measure_interleaved`).
 
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
@@ -28,7 +29,7 @@ use std::time::{Duration, Instant};
 use ur::{Backend, CommandBufferDesc};
 
 use crate::raw::Deps;
-use crate::stats::{Repeats, Summary, measure};
+use crate::stats::{Repeats, Summary, measure, measure_interleaved};
 use crate::suites::{Record, Shape, Target};
 
 /// The predecessors of node `i` of an `n`-node graph of `shape`.
@@ -188,32 +189,35 @@ fn replay_host(
     for (call, ns) in raw.call_costs(20_000)? {
         let _ = writeln!(text, "| {call} | {ns:.0} |");
     }
-    // One kernel, submitted and waited for one at a time, as the submission group does.
+    // One kernel, submitted and waited for one at a time, as the submission
+    // group does, replay and raw interleaved in one loop
+    // (`measure_interleaved`), so that the machine's drift falls on both.
     let cb = crate::suites::build(t, Shape::Chain, 1, CommandBufferDesc::default()).map_err(|e| e.to_string())?;
-    let repeats = Repeats { warmup: 1000, samples: 20_000 };
-    let [host, wall] = measure(repeats, || {
-        let start = Instant::now();
-        let event = t.queue.enqueue_command_buffer(&cb, &[])?;
-        let host = start.elapsed();
-        event.wait()?;
-        Ok::<_, ur::UrError>([host, start.elapsed()])
-    })
-    .map_err(|e| e.to_string())?;
     use crate::raw::RawGraph as _;
     raw.build(&[vec![]])?;
-    let [raw_host, raw_wall] = crate::suites::timed_raw_launches(raw, repeats)?;
+    let repeats = Repeats { warmup: 1000, samples: 20_000 };
+    let mut replay = || crate::suites::timed_replay(t, &cb);
+    let mut raw_launch = || crate::suites::timed_raw_launch(raw);
+    let summaries = measure_interleaved(repeats, &mut [&mut replay, &mut raw_launch])?;
+    let [[host, wall], [raw_host, raw_wall]] = summaries[..] else { return Err("two variants measured".into()) };
     let _ = write!(
         text,
-        "\nOne-kernel replay, 20,000 submissions: host {:.2} µs (p10-p90 {:.2}-{:.2}), wall {:.2} µs; \
-         raw host {:.2} µs ({:.2}-{:.2}), wall {:.2} µs\n\n",
+        "\nOne-kernel replay, 20,000 submissions interleaved with as many raw launches: host {:.2} µs \
+         (p10-p90 {:.2}-{:.2}), wall {:.2} µs ({:.2}-{:.2}); raw host {:.2} µs ({:.2}-{:.2}), wall {:.2} µs \
+         ({:.2}-{:.2}); replay / raw wall {:.2}x\n\n",
         host.median / 1e3,
         host.p10 / 1e3,
         host.p90 / 1e3,
         wall.median / 1e3,
+        wall.p10 / 1e3,
+        wall.p90 / 1e3,
         raw_host.median / 1e3,
         raw_host.p10 / 1e3,
         raw_host.p90 / 1e3,
-        raw_wall.median / 1e3
+        raw_wall.median / 1e3,
+        raw_wall.p10 / 1e3,
+        raw_wall.p90 / 1e3,
+        wall.median / raw_wall.median
     );
     emit(&text);
     out.push(t.record("cuda_build", "chain", "replay", "host_ns", 1, host));

@@ -23,6 +23,18 @@ impl Repeats {
         let samples = (self.samples * 100 / work.max(100)).max(5).min(self.samples);
         Repeats { warmup: self.warmup.min(samples), samples }
     }
+
+    /// As [`scaled`](Self::scaled), and also more samples and warm-up
+    /// rounds below 100 units of work (100x at 1): every figure then takes
+    /// about the same number of nodes. The smallest measurements are the
+    /// cheapest and the noisiest (a few µs against the machine's jitter),
+    /// and their medians need the samples; the first figure of a process
+    /// also needs the warm-up (pools and the driver's state still growing).
+    pub fn per_work(self, work: usize) -> Repeats {
+        let scale = |k: usize| (k * 100 / work.max(1)).max(1);
+        let samples = scale(self.samples).max(5);
+        Repeats { warmup: scale(self.warmup).max(self.warmup).min(samples), samples }
+    }
 }
 
 /// The summary of one figure's samples, in nanoseconds.
@@ -173,6 +185,17 @@ mod tests {
             (out[0][0].median, out[0][0].samples, out[1][0].median, out[1][0].samples),
             (1.0, samples, 3.0, samples)
         );
+    }
+
+    #[test]
+    fn repeats_per_work_grow_below_100() {
+        let r = Repeats { warmup: 5, samples: 50 };
+        assert_eq!((r.per_work(1).samples, r.per_work(1).warmup), (5000, 500));
+        assert_eq!(r.per_work(1000).warmup, 5);
+        assert_eq!(r.per_work(10).samples, 500);
+        assert_eq!(r.per_work(100).samples, 50);
+        assert_eq!(r.per_work(1000).samples, 5);
+        assert_eq!(r.per_work(100_000).samples, 5);
     }
 
     #[test]

@@ -188,13 +188,7 @@ pub fn submission(
                 last.wait().map_err(e)?;
                 Ok::<_, String>([host, start.elapsed()])
             };
-            let mut replay = || {
-                let start = Instant::now();
-                let event = t.queue.enqueue_command_buffer(&cb, &[]).map_err(e)?;
-                let host = start.elapsed();
-                event.wait().map_err(e)?;
-                Ok::<_, String>([host, start.elapsed()])
-            };
+            let mut replay = || timed_replay(t, &cb);
             let mut variants = vec!["eager", "replay"];
             let summaries = match raw.as_deref_mut() {
                 Some(raw) => {
@@ -202,9 +196,9 @@ pub fn submission(
                     raw.build(&preds)?;
                     let mut raw_launch = || timed_raw_launch(raw);
                     variants.push("raw");
-                    measure_interleaved(repeats.scaled(n), &mut [&mut eager, &mut replay, &mut raw_launch])?
+                    measure_interleaved(repeats.per_work(n), &mut [&mut eager, &mut replay, &mut raw_launch])?
                 }
-                None => measure_interleaved(repeats.scaled(n), &mut [&mut eager, &mut replay])?,
+                None => measure_interleaved(repeats.per_work(n), &mut [&mut eager, &mut replay])?,
             };
             for (variant, [host, wall]) in variants.into_iter().zip(summaries) {
                 out.push(t.record("submission", shape.name(), variant, "host_ns_per_node", n, host.per(n)));
@@ -453,14 +447,19 @@ pub fn perf_scaling(t: &Target, repeats: Repeats, lengths: &[usize], out: &mut V
     Ok(())
 }
 
-/// Launches a raw baseline and waits, `repeats` times: the host time of
-/// each launch call and the wall time to completion.
-pub(crate) fn timed_raw_launches(raw: &mut dyn crate::raw::RawGraph, repeats: Repeats) -> Result<[Summary; 2], String> {
-    measure(repeats, || timed_raw_launch(raw))
+/// One replay of `cb` on the target's queue: host time to return from the
+/// enqueue and wall time to completion.
+pub(crate) fn timed_replay(t: &Target, cb: &CommandBuffer) -> Result<[std::time::Duration; 2], String> {
+    let e = |e: UrError| e.to_string();
+    let start = Instant::now();
+    let event = t.queue.enqueue_command_buffer(cb, &[]).map_err(e)?;
+    let host = start.elapsed();
+    event.wait().map_err(e)?;
+    Ok([host, start.elapsed()])
 }
 
 /// One raw launch: host time to return from it and wall time to completion.
-fn timed_raw_launch(raw: &mut dyn crate::raw::RawGraph) -> Result<[std::time::Duration; 2], String> {
+pub(crate) fn timed_raw_launch(raw: &mut dyn crate::raw::RawGraph) -> Result<[std::time::Duration; 2], String> {
     let start = Instant::now();
     raw.launch()?;
     let host = start.elapsed();

@@ -162,7 +162,7 @@ pub(crate) struct DeviceShared {
     retiring: Mutex<Vec<(Word, Arc<CuEvent>)>>,
     /// Events without timing for reuse: every submission records one, and
     /// creating and destroying one costs more than recording it again.
-    event_pool: Mutex<Vec<CuEvent>>,
+    event_pool: Mutex<Vec<Arc<CuEvent>>>,
     /// PTX compiled from CUDA C, by source and architecture.
     pub(crate) ptx_cache: Mutex<PtxCache>,
     /// Ends command buffers with kernels.
@@ -379,10 +379,10 @@ impl DeviceShared {
     }
 
     /// An event without timing of the bound context: a pooled one or a new one.
-    pub(crate) fn plain_event(&self) -> Result<CuEvent> {
+    pub(crate) fn plain_event(&self) -> Result<Arc<CuEvent>> {
         match self.event_pool.lock().pop() {
             Some(event) => Ok(event),
-            None => CuEvent::new(false),
+            None => Ok(Arc::new(CuEvent::new(false)?)),
         }
     }
 
@@ -390,9 +390,13 @@ impl DeviceShared {
     /// already issued keep what its last record was, and recording it again
     /// only affects later waits. One that held work will still wait on is
     /// left to them (and destroyed by the last).
-    pub(crate) fn recycle_event(&self, event: Arc<CuEvent>) {
+    pub(crate) fn recycle_event(&self, mut event: Arc<CuEvent>) {
         const KEPT: usize = 256;
-        let Ok(event) = Arc::try_unwrap(event) else { return };
+        // Kept with its `Arc`, so that a submission's event costs no
+        // allocation for it.
+        if Arc::get_mut(&mut event).is_none() {
+            return;
+        }
         let mut pool = self.event_pool.lock();
         if !event.is_timing() && pool.len() < KEPT {
             pool.push(event);
