@@ -37,6 +37,21 @@ pub const GOALS: &[Goal] = &[
         assess: update_goal,
     },
     Goal {
+        name: "2. CUDA replay",
+        target: "wall time within 1.1x of raw `cuGraphLaunch` at N = 1 and within 1.05x from N = 4; host time per submission within 1 µs of raw",
+        assess: cuda_replay_goal,
+    },
+    Goal {
+        name: "3. Vulkan replay",
+        target: "within 1.15x of the raw pre-recorded command buffer at every N and shape on a GPU, 1.3x on lavapipe",
+        assess: vulkan_replay_goal,
+    },
+    Goal {
+        name: "4. OpenCL replay",
+        target: "replay never slower than eager submission (wall time), at every N and shape; within 2% is a tie",
+        assess: opencl_replay_goal,
+    },
+    Goal {
         name: "5. CPU executor",
         target: "≤ 10 ns/node on a 1024-chain with 1 worker, ≤ 100 ns/node on a 1024-wide DAG with all workers, ≤ 3 µs from enqueue to completion of one kernel",
         assess: cpu_executor_goal,
@@ -89,6 +104,112 @@ fn update_goal(l: &Lookup<'_>) -> Option<Assessment> {
             met = false;
         }
     }
+    Some(Assessment { now, met })
+}
+
+/// One cell of the submission table: replay against another variant.
+struct Cell {
+    shape: &'static str,
+    n: usize,
+    /// Replay wall time over the other variant's.
+    wall: f64,
+    /// Replay host time minus the other's, per submission, ns.
+    host_over: f64,
+    /// Either figure's spread is wide.
+    noisy: bool,
+}
+
+/// Replay against `other` (`raw`, `eager`) at every measured size and shape
+/// of the native view of a device of `backend`; `None` where not measured.
+fn replay_cells(l: &Lookup<'_>, backend: &str, other: &str) -> Option<Vec<Cell>> {
+    let first = l.any()?;
+    if first.backend != backend || first.device.ends_with("emulated") {
+        return None;
+    }
+    let mut cells = Vec::new();
+    for shape in ["chain", "fork_join"] {
+        for n in l.sizes("submission") {
+            let get = |variant, metric| l.get("submission", shape, variant, metric, n);
+            let (Some(rw), Some(ow), Some(rh), Some(oh)) = (
+                get("replay", "wall_ns_per_node"),
+                get(other, "wall_ns_per_node"),
+                get("replay", "host_ns_per_node"),
+                get(other, "host_ns_per_node"),
+            ) else {
+                continue;
+            };
+            cells.push(Cell {
+                shape,
+                n,
+                wall: rw.median / ow.median.max(1e-9),
+                host_over: (rh.median - oh.median) * n as f64,
+                noisy: rw.is_noisy() || ow.is_noisy(),
+            });
+        }
+    }
+    (!cells.is_empty()).then_some(cells)
+}
+
+/// The cell with the highest wall ratio, in words.
+fn worst_wall(cells: &[&Cell]) -> String {
+    match cells.iter().max_by(|a, b| a.wall.total_cmp(&b.wall)) {
+        Some(c) => {
+            let flag = if c.noisy { crate::report::NOISY } else { "" };
+            format!("{:.3}x{flag} ({}, N = {})", c.wall, c.shape, c.n)
+        }
+        None => "not measured".into(),
+    }
+}
+
+/// Goal 2 bounds: replay over raw wall time at N = 1 and from N = 4, and
+/// host time over raw per submission, ns.
+const CUDA_WALL_AT_1: f64 = 1.1;
+const CUDA_WALL_FROM_4: f64 = 1.05;
+const CUDA_HOST_OVER_NS: f64 = 1000.0;
+
+fn cuda_replay_goal(l: &Lookup<'_>) -> Option<Assessment> {
+    let cells = replay_cells(l, "cuda", "raw")?;
+    let at_1: Vec<&Cell> = cells.iter().filter(|c| c.n == 1).collect();
+    let from_4: Vec<&Cell> = cells.iter().filter(|c| c.n >= 4).collect();
+    let host = cells.iter().map(|c| c.host_over).fold(f64::MIN, f64::max);
+    let met = at_1.iter().all(|c| c.wall <= CUDA_WALL_AT_1)
+        && from_4.iter().all(|c| c.wall <= CUDA_WALL_FROM_4)
+        && host <= CUDA_HOST_OVER_NS
+        && !at_1.is_empty();
+    let now = format!(
+        "replay / raw wall: worst at N = 1 {}, from N = 4 {}; host over raw: at most {:+.2} µs per submission",
+        worst_wall(&at_1),
+        worst_wall(&from_4),
+        host / 1e3
+    );
+    Some(Assessment { now, met })
+}
+
+/// Goal 3 bounds: replay over the raw command buffer, on a GPU and on lavapipe.
+const VULKAN_WALL: f64 = 1.15;
+const LAVAPIPE_WALL: f64 = 1.3;
+
+fn vulkan_replay_goal(l: &Lookup<'_>) -> Option<Assessment> {
+    let cells = replay_cells(l, "vulkan", "raw")?;
+    let lavapipe = l.any().is_some_and(|r| r.device_name.contains("llvmpipe"));
+    let bound = if lavapipe { LAVAPIPE_WALL } else { VULKAN_WALL };
+    let all: Vec<&Cell> = cells.iter().collect();
+    let met = all.iter().all(|c| c.wall <= bound);
+    let now = format!("replay / raw wall: worst {} (bound {bound}x)", worst_wall(&all));
+    Some(Assessment { now, met })
+}
+
+/// Goal 4: replay over eager wall time up to which the two count as a tie.
+/// Where both make the same driver calls (a one-command buffer, PoCL's
+/// native replay) their medians differ by a percent either way between runs,
+/// while the p10-p90 spread of either is 10-30%.
+const OPENCL_TIE: f64 = 1.02;
+
+fn opencl_replay_goal(l: &Lookup<'_>) -> Option<Assessment> {
+    let cells = replay_cells(l, "opencl", "eager")?;
+    let all: Vec<&Cell> = cells.iter().collect();
+    let met = all.iter().all(|c| c.wall <= OPENCL_TIE);
+    let now = format!("replay / eager wall: worst {}", worst_wall(&all));
     Some(Assessment { now, met })
 }
 
@@ -205,6 +326,52 @@ mod tests {
             cpu("submission", "chain", "replay", "wall_ns_per_node", 1, one_kernel),
             cpu("submission", "chain", "eager", "wall_ns_per_node", 1, one_kernel),
         ]
+    }
+
+    /// A native `backend` device's submission table: replay at `replay_wall`
+    /// times the other variant's wall time in every cell, host 500 ns over.
+    fn submission_records(backend: &str, name: &str, other: &str, replay_wall: f64) -> Vec<Record> {
+        let mut out = Vec::new();
+        for shape in ["chain", "fork_join"] {
+            for n in [1, 4, 1000] {
+                let fig = |variant: &str, metric: &str, median: f64| Record {
+                    device: format!("{backend}:0"),
+                    backend: backend.into(),
+                    device_name: name.into(),
+                    benchmark: "submission".into(),
+                    shape: shape.into(),
+                    metric: metric.into(),
+                    ..rec(variant, n, median)
+                };
+                out.push(fig("replay", "wall_ns_per_node", 1000.0 * replay_wall));
+                out.push(fig(other, "wall_ns_per_node", 1000.0));
+                out.push(fig("replay", "host_ns_per_node", 1000.0 + 500.0 / n as f64));
+                out.push(fig(other, "host_ns_per_node", 1000.0));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn replay_goals_read_their_backend_and_bound() {
+        let assess = |goal: fn(&Lookup<'_>) -> Option<Assessment>, records: &[Record], device: &str| {
+            goal(&Lookup::new(records, device)).map(|a| a.met)
+        };
+        let cuda = submission_records("cuda", "H100", "raw", 1.04);
+        assert_eq!(assess(cuda_replay_goal, &cuda, "cuda:0"), Some(true));
+        assert_eq!(assess(vulkan_replay_goal, &cuda, "cuda:0"), None, "goal 3 is Vulkan's");
+        let slow = submission_records("cuda", "H100", "raw", 1.07);
+        assert_eq!(assess(cuda_replay_goal, &slow, "cuda:0"), Some(false), "1.07x from N = 4");
+        let gpu = submission_records("vulkan", "H100", "raw", 1.2);
+        assert_eq!(assess(vulkan_replay_goal, &gpu, "vulkan:0"), Some(false));
+        let lavapipe = submission_records("vulkan", "llvmpipe (LLVM 15.0.6, 256 bits)", "raw", 1.2);
+        assert_eq!(assess(vulkan_replay_goal, &lavapipe, "vulkan:0"), Some(true), "lavapipe's bound is 1.3x");
+        let losing = submission_records("opencl", "PoCL", "eager", 1.05);
+        assert_eq!(assess(opencl_replay_goal, &losing, "opencl:0"), Some(false));
+        let tie = submission_records("opencl", "PoCL", "eager", 1.01);
+        assert_eq!(assess(opencl_replay_goal, &tie, "opencl:0"), Some(true));
+        let winning = submission_records("opencl", "PoCL", "eager", 0.5);
+        assert_eq!(assess(opencl_replay_goal, &winning, "opencl:0"), Some(true));
     }
 
     #[test]

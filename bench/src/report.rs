@@ -47,6 +47,11 @@ impl<'a> Lookup<'a> {
         v
     }
 
+    /// One record of the device (its backend and name are on every record).
+    pub fn any(&self) -> Option<&'a Record> {
+        self.records.iter().find(|r| r.device == self.device)
+    }
+
     /// The sizes measured in `benchmark`, ascending.
     pub fn sizes(&self, benchmark: &str) -> Vec<usize> {
         let mut n: Vec<usize> =
