@@ -200,21 +200,22 @@ fn tables(records: &[Record], device: &str, group: &str) -> String {
         let _ = writeln!(
             out,
             "One kernel argument changed in an N-kernel chain: the update call alone right after a replay, \
-             a second update right after it, the replay that follows them, a replay without update, and \
+             a second update right after it, that second update with the replay's clean-up ended (10 ms after it), the replay that follows them, a replay without update, and \
              rebuilding (create, append, finalize); µs.\n"
         );
         let _ = writeln!(
             out,
-            "| N | update | update again | replay after update | replay | rebuild | rebuild / update | replay after update / replay |"
+            "| N | update | update again | update again, settled | replay after update | replay | rebuild | rebuild / update | replay after update / replay |"
         );
-        let _ = writeln!(out, "|---|---|---|---|---|---|---|---|");
+        let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|");
         for n in l.sizes("update") {
             let g = |v| l.get("update", "chain", v, "ns", n);
             let _ = writeln!(
                 out,
-                "| {n} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {n} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 cell(g("update"), 1e3),
                 cell(g("update_again"), 1e3),
+                cell(g("update_settled"), 1e3),
                 cell(g("replay_after_update"), 1e3),
                 cell(g("replay"), 1e3),
                 cell(g("rebuild"), 1e3),

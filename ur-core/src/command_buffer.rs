@@ -921,29 +921,41 @@ impl CommandBuffer {
         let caps = ctx.device().info().command_buffer.update;
         let mut state = self.inner.state.lock();
         self.check_updatable(&state)?;
-        // New state per touched command, in first-touch order.
-        let mut pending: Vec<(u32, KernelCommand, LocalSizeOrigin)> = Vec::new();
-        let mut slot_of: HashMap<u32, usize> = HashMap::new();
+        // New state per touched command, in first-touch order, kept off the
+        // heap for the usual one-command update: where other threads free
+        // into the allocator at the same time (a replay's clean-up, ours or
+        // the driver's), each allocation is what the call pays most for
+        // (docs/performance.md, goal 1).
+        let mut pending: SmallVec<[(u32, KernelCommand, LocalSizeOrigin); 1]> = SmallVec::new();
+        let mut slots = Slots::default();
         for update in updates {
             let index = self.check_handle(update.command)?;
             let record = &state.records[index as usize];
-            let current_cmd = expect_kernel(&record.command)?;
+            let recorded = expect_kernel(&record.command)?;
             let kernel_record = record.kernel.as_ref().expect("kernel commands have a kernel record");
-            let slot = *slot_of.entry(index).or_insert_with(|| {
-                pending.push((index, current_cmd.clone(), kernel_record.local_origin));
-                pending.len() - 1
-            });
-            let (_, current, origin) = &pending[slot];
-            let merged = merge_update(ctx, caps, kernel_record, current, *origin, update)?;
-            (pending[slot].1, pending[slot].2) = merged;
+            match slots.find(&pending, index) {
+                Some(slot) => {
+                    let (_, current, origin) = &pending[slot];
+                    let merged = merge_update(ctx, caps, kernel_record, current, *origin, update)?;
+                    (pending[slot].1, pending[slot].2) = merged;
+                }
+                None => {
+                    let (launch, origin) =
+                        merge_update(ctx, caps, kernel_record, recorded, kernel_record.local_origin, update)?;
+                    pending.push((index, launch, origin));
+                    slots.pushed(&pending);
+                }
+            }
         }
-        let adapter_updates: Vec<KernelUpdate<'_>> =
+        let adapter_updates: SmallVec<[KernelUpdate<'_>; 1]> =
             pending.iter().map(|(index, launch, _)| KernelUpdate { command: *index, launch }).collect();
         // SAFETY: finalized and updatable (checked), each command appears once
         // and is a kernel command, each launch was validated against its kernel
         // (the original or a registered alternative) and the device's
         // capabilities were checked for every change.
         unsafe { state.executable("update of")?.update_kernel_launches(&adapter_updates)? };
+        // The views borrow `pending`, whose entries move into the records.
+        drop(adapter_updates);
         for (index, launch, origin) in pending {
             let record = &mut state.records[index as usize];
             record.command = Command::KernelLaunch(launch);
@@ -1000,6 +1012,40 @@ impl CommandBuffer {
         // SAFETY: as for update_signal_event; the count matches and the events
         // are of this context.
         unsafe { state.executable("update of")?.update_wait_events(index, &events) }
+    }
+}
+
+/// Finds the pending entry of a command during one update call: a scan
+/// while few commands are touched (no allocation), a map once many are, so
+/// that an update of every command stays linear.
+#[derive(Default)]
+struct Slots {
+    map: Option<HashMap<u32, usize>>,
+}
+
+impl Slots {
+    /// Commands scanned before the map is built.
+    const SCAN: usize = 8;
+
+    fn find<T>(&self, pending: &[(u32, T, LocalSizeOrigin)], index: u32) -> Option<usize> {
+        match &self.map {
+            Some(map) => map.get(&index).copied(),
+            None => pending.iter().position(|(i, ..)| *i == index),
+        }
+    }
+
+    /// Records the entry just pushed at the end of `pending`.
+    fn pushed<T>(&mut self, pending: &[(u32, T, LocalSizeOrigin)]) {
+        let last = pending.len() - 1;
+        match &mut self.map {
+            Some(map) => {
+                map.insert(pending[last].0, last);
+            }
+            None if pending.len() > Self::SCAN => {
+                self.map = Some(pending.iter().enumerate().map(|(slot, (i, ..))| (*i, slot)).collect());
+            }
+            None => {}
+        }
     }
 }
 
@@ -1086,27 +1132,38 @@ fn merge_update(
 
     // Arguments.
     let kinds = &kernel.signature().args;
-    let mut args: Vec<Option<ArgValue>> =
-        if switched { vec![None; kinds.len()] } else { current.args.iter().cloned().map(Some).collect() };
-    for (index, arg) in &update.args {
+    let resolve = |index: usize, arg| {
         ensure!(
-            *index < kinds.len(),
+            index < kinds.len(),
             InvalidKernelArgumentIndex,
             "argument index {index} of `{}`, which takes {}",
             kernel.name(),
             kinds.len()
         );
-        args[*index] = Some(resolve_arg(ctx, &kernel, *index, kinds[*index], arg)?);
-    }
-    let args = args
-        .into_iter()
-        .enumerate()
-        .map(|(i, a)| {
-            a.ok_or_else(|| {
-                err!(InvalidKernelArgumentIndex, "switching to `{}` leaves its argument {i} unset", kernel.name())
+        resolve_arg(ctx, &kernel, index, kinds[index], arg)
+    };
+    let args = if switched {
+        let mut args: Vec<Option<ArgValue>> = vec![None; kinds.len()];
+        for (index, arg) in &update.args {
+            args[*index] = Some(resolve(*index, arg)?);
+        }
+        args.into_iter()
+            .enumerate()
+            .map(|(i, a)| {
+                a.ok_or_else(|| {
+                    err!(InvalidKernelArgumentIndex, "switching to `{}` leaves its argument {i} unset", kernel.name())
+                })
             })
-        })
-        .collect::<Result<Vec<_>>>()?;
+            .collect::<Result<Vec<_>>>()?
+    } else {
+        // Same kernel: the current arguments (one per declared argument)
+        // with the changed ones replaced, in one allocation.
+        let mut args = current.args.clone();
+        for (index, arg) in &update.args {
+            args[*index] = resolve(*index, arg)?;
+        }
+        args
+    };
     check_local_memory(device.info(), &kernel, &args)?;
     Ok((KernelCommand { kernel, range, args }, origin))
 }

@@ -18,6 +18,7 @@ pub(super) fn cases() -> Vec<crate::Case> {
         one_in_a_long_chain => ARGS,
         several_steps_then_back => ARGS,
         while_a_submission_waits => ARGS,
+        many_commands_each_twice_in_one_call => ARGS,
     ]
 }
 
@@ -105,6 +106,19 @@ fn several_steps_then_back(env: &Env) -> CaseResult {
     chain.run_and_check("two more updated in two calls")?;
     chain.set(&[(0, FIRST), (33, FIRST), (40, FIRST), (70, FIRST), (LEN - 1, FIRST)])?;
     chain.run_and_check("every updated command set back")
+}
+
+/// Twenty commands, each given twice in one call, the second time with its
+/// final value: the last update of a command wins however many commands the
+/// call touches (the front end looks commands up differently for a few and
+/// for many).
+fn many_commands_each_twice_in_one_call(env: &Env) -> CaseResult {
+    let mut chain = Chain::new(env)?;
+    let touched: Vec<usize> = (0..20).map(|k| k * 5 + 1).collect();
+    let mut updates: Vec<(usize, u32)> = touched.iter().map(|&i| (i, 1000 + i as u32)).collect();
+    updates.extend(touched.iter().rev().map(|&i| (i, 2000 + i as u32)));
+    chain.set(&updates)?;
+    chain.run_and_check("each command's second update in the call")
 }
 
 /// An update made while a submission waits reaches the next submission only.
