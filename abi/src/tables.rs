@@ -13,8 +13,18 @@ use crate::{
     program, queue, timestamp, usm, usm_2d, usm_p2p,
 };
 
-/// The complete dispatch table every handle points to.
+/// The complete dispatch table every handle points to: each slot the
+/// generated checking wrapper of its entry point (`checks.rs`), which tests
+/// the header's mechanical `@returns` conditions and then calls the slot of
+/// [`implementations`].
 pub fn dispatch_table() -> &'static ur_dditable_t {
+    static TABLE: OnceLock<ur_dditable_t> = OnceLock::new();
+    TABLE.get_or_init(crate::checks::table)
+}
+
+/// The entry points behind the checks: this crate's implementation or
+/// [`unsupported`] in every slot.
+pub(crate) fn implementations() -> &'static ur_dditable_t {
     static TABLE: OnceLock<ur_dditable_t> = OnceLock::new();
     TABLE.get_or_init(build)
 }
