@@ -40,13 +40,19 @@ static void urt_reset(void) {
 
 static void *urt_storage(void) { return urt_slot[urt_next_slot++]; }
 
-static void urt_expect(const char *fn, const char *cond, ur_result_t expected, ur_result_t got) {
-  if (got == expected) {
+/* `due`: the code of the first condition that holds, evaluated by the C
+ * compiler from the header's own text in the checks' order (a cross-check
+ * of the generator's choice of arguments); `got`: the library's answer. */
+static void urt_expect(const char *fn, const char *cond, ur_result_t expected, ur_result_t due, ur_result_t got) {
+  if (due != expected) {
+    urt_failed++;
+    printf("not ok %s: the case for `%s` meets a condition of code %d first\n", fn, cond, (int)due);
+  } else if (got != expected) {
+    urt_failed++;
+    printf("not ok %s: `%s` returned %d, expected %d\n", fn, cond, (int)got, (int)expected);
+  } else {
     urt_passed++;
-    return;
   }
-  urt_failed++;
-  printf("not ok %s: `%s` returned %d, expected %d\n", fn, cond, (int)got, (int)expected);
   fflush(stdout);
 }
 
@@ -72,6 +78,11 @@ static ur_event_handle_t urt_h_ur_event_handle;
 static ur_exp_command_buffer_handle_t urt_h_ur_exp_command_buffer_handle;
 static ur_exp_command_buffer_command_handle_t urt_h_ur_exp_command_buffer_command_handle;
 
+static ur_result_t urt_due_urAdapterGet(uint32_t NumEntries, ur_adapter_handle_t * phAdapters, uint32_t * pNumAdapters) {
+  if (NumEntries == 0 && phAdapters != NULL) return UR_RESULT_ERROR_INVALID_SIZE;
+  return UR_RESULT_SUCCESS;
+}
+
 static void test_urAdapterGet(void) {
   {
     urt_reset();
@@ -85,8 +96,13 @@ static void test_urAdapterGet(void) {
       for (int i = 0; i < 16; i++) ((uint32_t *)s)[i] = 1;
       urt_ptr = s; }
     uint32_t * a_pNumAdapters = (uint32_t *)urt_ptr;
-    urt_expect("urAdapterGet", "NumEntries == 0 && phAdapters != NULL", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Adapter.pfnGet(a_NumEntries, a_phAdapters, a_pNumAdapters));
+    urt_expect("urAdapterGet", "NumEntries == 0 && phAdapters != NULL", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urAdapterGet(a_NumEntries, a_phAdapters, a_pNumAdapters), urt_ddi.Adapter.pfnGet(a_NumEntries, a_phAdapters, a_pNumAdapters));
   }
+}
+
+static ur_result_t urt_due_urAdapterRelease(ur_adapter_handle_t hAdapter) {
+  if (NULL == hAdapter) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urAdapterRelease(void) {
@@ -94,8 +110,13 @@ static void test_urAdapterRelease(void) {
     urt_reset();
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_adapter_handle_t a_hAdapter = NULL;
-    urt_expect("urAdapterRelease", "NULL == hAdapter", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Adapter.pfnRelease(a_hAdapter));
+    urt_expect("urAdapterRelease", "NULL == hAdapter", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urAdapterRelease(a_hAdapter), urt_ddi.Adapter.pfnRelease(a_hAdapter));
   }
+}
+
+static ur_result_t urt_due_urAdapterRetain(ur_adapter_handle_t hAdapter) {
+  if (NULL == hAdapter) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urAdapterRetain(void) {
@@ -103,8 +124,15 @@ static void test_urAdapterRetain(void) {
     urt_reset();
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_adapter_handle_t a_hAdapter = NULL;
-    urt_expect("urAdapterRetain", "NULL == hAdapter", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Adapter.pfnRetain(a_hAdapter));
+    urt_expect("urAdapterRetain", "NULL == hAdapter", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urAdapterRetain(a_hAdapter), urt_ddi.Adapter.pfnRetain(a_hAdapter));
   }
+}
+
+static ur_result_t urt_due_urAdapterGetLastError(ur_adapter_handle_t hAdapter, const char * * ppMessage, int32_t * pError) {
+  if (NULL == ppMessage) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == pError) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hAdapter) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urAdapterGetLastError(void) {
@@ -117,7 +145,7 @@ static void test_urAdapterGetLastError(void) {
       for (int i = 0; i < 16; i++) ((int32_t *)s)[i] = 1;
       urt_ptr = s; }
     int32_t * a_pError = (int32_t *)urt_ptr;
-    urt_expect("urAdapterGetLastError", "NULL == ppMessage", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Adapter.pfnGetLastError(a_hAdapter, a_ppMessage, a_pError));
+    urt_expect("urAdapterGetLastError", "NULL == ppMessage", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urAdapterGetLastError(a_hAdapter, a_ppMessage, a_pError), urt_ddi.Adapter.pfnGetLastError(a_hAdapter, a_ppMessage, a_pError));
   }
   {
     urt_reset();
@@ -127,7 +155,7 @@ static void test_urAdapterGetLastError(void) {
       urt_ptr = s; }
     const char * * a_ppMessage = (const char * *)urt_ptr;
     int32_t * a_pError = NULL;
-    urt_expect("urAdapterGetLastError", "NULL == pError", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Adapter.pfnGetLastError(a_hAdapter, a_ppMessage, a_pError));
+    urt_expect("urAdapterGetLastError", "NULL == pError", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urAdapterGetLastError(a_hAdapter, a_ppMessage, a_pError), urt_ddi.Adapter.pfnGetLastError(a_hAdapter, a_ppMessage, a_pError));
   }
   {
     urt_reset();
@@ -140,8 +168,17 @@ static void test_urAdapterGetLastError(void) {
       for (int i = 0; i < 16; i++) ((int32_t *)s)[i] = 1;
       urt_ptr = s; }
     int32_t * a_pError = (int32_t *)urt_ptr;
-    urt_expect("urAdapterGetLastError", "NULL == hAdapter", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Adapter.pfnGetLastError(a_hAdapter, a_ppMessage, a_pError));
+    urt_expect("urAdapterGetLastError", "NULL == hAdapter", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urAdapterGetLastError(a_hAdapter, a_ppMessage, a_pError), urt_ddi.Adapter.pfnGetLastError(a_hAdapter, a_ppMessage, a_pError));
   }
+}
+
+static ur_result_t urt_due_urAdapterGetInfo(ur_adapter_handle_t hAdapter, ur_adapter_info_t propName, size_t propSize, void * pPropValue, size_t * pPropSizeRet) {
+  if (propSize != 0 && pPropValue == NULL) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (pPropValue == NULL && pPropSizeRet == NULL) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hAdapter) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_ADAPTER_INFO_VERSION < propName) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  if (propSize == 0 && pPropValue != NULL) return UR_RESULT_ERROR_INVALID_SIZE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urAdapterGetInfo(void) {
@@ -156,7 +193,7 @@ static void test_urAdapterGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urAdapterGetInfo", "propSize != 0 && pPropValue == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Adapter.pfnGetInfo(a_hAdapter, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urAdapterGetInfo", "propSize != 0 && pPropValue == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urAdapterGetInfo(a_hAdapter, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Adapter.pfnGetInfo(a_hAdapter, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -166,7 +203,7 @@ static void test_urAdapterGetInfo(void) {
     size_t a_propSize = (size_t)1u;
     void * a_pPropValue = NULL;
     size_t * a_pPropSizeRet = NULL;
-    urt_expect("urAdapterGetInfo", "pPropValue == NULL && pPropSizeRet == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Adapter.pfnGetInfo(a_hAdapter, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urAdapterGetInfo", "pPropValue == NULL && pPropSizeRet == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urAdapterGetInfo(a_hAdapter, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Adapter.pfnGetInfo(a_hAdapter, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -181,7 +218,7 @@ static void test_urAdapterGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urAdapterGetInfo", "NULL == hAdapter", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Adapter.pfnGetInfo(a_hAdapter, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urAdapterGetInfo", "NULL == hAdapter", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urAdapterGetInfo(a_hAdapter, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Adapter.pfnGetInfo(a_hAdapter, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -196,7 +233,7 @@ static void test_urAdapterGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urAdapterGetInfo", "::UR_ADAPTER_INFO_VERSION < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.Adapter.pfnGetInfo(a_hAdapter, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urAdapterGetInfo", "::UR_ADAPTER_INFO_VERSION < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urAdapterGetInfo(a_hAdapter, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Adapter.pfnGetInfo(a_hAdapter, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -211,8 +248,15 @@ static void test_urAdapterGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urAdapterGetInfo", "propSize == 0 && pPropValue != NULL", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Adapter.pfnGetInfo(a_hAdapter, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urAdapterGetInfo", "propSize == 0 && pPropValue != NULL", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urAdapterGetInfo(a_hAdapter, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Adapter.pfnGetInfo(a_hAdapter, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
+}
+
+static ur_result_t urt_due_urAdapterSetLoggerCallback(ur_adapter_handle_t hAdapter, ur_logger_callback_t pfnLoggerCallback, void * pUserData, ur_logger_level_t level) {
+  if (NULL == pfnLoggerCallback) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hAdapter) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_LOGGER_LEVEL_QUIET < level) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urAdapterSetLoggerCallback(void) {
@@ -225,7 +269,7 @@ static void test_urAdapterSetLoggerCallback(void) {
       urt_ptr = s; }
     void * a_pUserData = (void *)urt_ptr;
     ur_logger_level_t a_level = (ur_logger_level_t)0u;
-    urt_expect("urAdapterSetLoggerCallback", "NULL == pfnLoggerCallback", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Adapter.pfnSetLoggerCallback(a_hAdapter, a_pfnLoggerCallback, a_pUserData, a_level));
+    urt_expect("urAdapterSetLoggerCallback", "NULL == pfnLoggerCallback", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urAdapterSetLoggerCallback(a_hAdapter, a_pfnLoggerCallback, a_pUserData, a_level), urt_ddi.Adapter.pfnSetLoggerCallback(a_hAdapter, a_pfnLoggerCallback, a_pUserData, a_level));
   }
   {
     urt_reset();
@@ -236,7 +280,7 @@ static void test_urAdapterSetLoggerCallback(void) {
       urt_ptr = s; }
     void * a_pUserData = (void *)urt_ptr;
     ur_logger_level_t a_level = (ur_logger_level_t)0u;
-    urt_expect("urAdapterSetLoggerCallback", "NULL == hAdapter", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Adapter.pfnSetLoggerCallback(a_hAdapter, a_pfnLoggerCallback, a_pUserData, a_level));
+    urt_expect("urAdapterSetLoggerCallback", "NULL == hAdapter", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urAdapterSetLoggerCallback(a_hAdapter, a_pfnLoggerCallback, a_pUserData, a_level), urt_ddi.Adapter.pfnSetLoggerCallback(a_hAdapter, a_pfnLoggerCallback, a_pUserData, a_level));
   }
   {
     urt_reset();
@@ -247,8 +291,14 @@ static void test_urAdapterSetLoggerCallback(void) {
       urt_ptr = s; }
     void * a_pUserData = (void *)urt_ptr;
     ur_logger_level_t a_level = (ur_logger_level_t)5u;
-    urt_expect("urAdapterSetLoggerCallback", "::UR_LOGGER_LEVEL_QUIET < level", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.Adapter.pfnSetLoggerCallback(a_hAdapter, a_pfnLoggerCallback, a_pUserData, a_level));
+    urt_expect("urAdapterSetLoggerCallback", "::UR_LOGGER_LEVEL_QUIET < level", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urAdapterSetLoggerCallback(a_hAdapter, a_pfnLoggerCallback, a_pUserData, a_level), urt_ddi.Adapter.pfnSetLoggerCallback(a_hAdapter, a_pfnLoggerCallback, a_pUserData, a_level));
   }
+}
+
+static ur_result_t urt_due_urAdapterSetLoggerCallbackLevel(ur_adapter_handle_t hAdapter, ur_logger_level_t level) {
+  if (NULL == hAdapter) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_LOGGER_LEVEL_QUIET < level) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urAdapterSetLoggerCallbackLevel(void) {
@@ -257,15 +307,22 @@ static void test_urAdapterSetLoggerCallbackLevel(void) {
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_adapter_handle_t a_hAdapter = NULL;
     ur_logger_level_t a_level = (ur_logger_level_t)0u;
-    urt_expect("urAdapterSetLoggerCallbackLevel", "NULL == hAdapter", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Adapter.pfnSetLoggerCallbackLevel(a_hAdapter, a_level));
+    urt_expect("urAdapterSetLoggerCallbackLevel", "NULL == hAdapter", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urAdapterSetLoggerCallbackLevel(a_hAdapter, a_level), urt_ddi.Adapter.pfnSetLoggerCallbackLevel(a_hAdapter, a_level));
   }
   {
     urt_reset();
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_adapter_handle_t a_hAdapter = urt_h_ur_adapter_handle;
     ur_logger_level_t a_level = (ur_logger_level_t)5u;
-    urt_expect("urAdapterSetLoggerCallbackLevel", "::UR_LOGGER_LEVEL_QUIET < level", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.Adapter.pfnSetLoggerCallbackLevel(a_hAdapter, a_level));
+    urt_expect("urAdapterSetLoggerCallbackLevel", "::UR_LOGGER_LEVEL_QUIET < level", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urAdapterSetLoggerCallbackLevel(a_hAdapter, a_level), urt_ddi.Adapter.pfnSetLoggerCallbackLevel(a_hAdapter, a_level));
   }
+}
+
+static ur_result_t urt_due_urPlatformGet(ur_adapter_handle_t hAdapter, uint32_t NumEntries, ur_platform_handle_t * phPlatforms, uint32_t * pNumPlatforms) {
+  if (NULL == hAdapter) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NumEntries == 0 && phPlatforms != NULL) return UR_RESULT_ERROR_INVALID_SIZE;
+  if (pNumPlatforms == NULL && phPlatforms == NULL) return UR_RESULT_ERROR_INVALID_VALUE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urPlatformGet(void) {
@@ -282,7 +339,7 @@ static void test_urPlatformGet(void) {
       for (int i = 0; i < 16; i++) ((uint32_t *)s)[i] = 1;
       urt_ptr = s; }
     uint32_t * a_pNumPlatforms = (uint32_t *)urt_ptr;
-    urt_expect("urPlatformGet", "NULL == hAdapter", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Platform.pfnGet(a_hAdapter, a_NumEntries, a_phPlatforms, a_pNumPlatforms));
+    urt_expect("urPlatformGet", "NULL == hAdapter", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urPlatformGet(a_hAdapter, a_NumEntries, a_phPlatforms, a_pNumPlatforms), urt_ddi.Platform.pfnGet(a_hAdapter, a_NumEntries, a_phPlatforms, a_pNumPlatforms));
   }
   {
     urt_reset();
@@ -297,7 +354,7 @@ static void test_urPlatformGet(void) {
       for (int i = 0; i < 16; i++) ((uint32_t *)s)[i] = 1;
       urt_ptr = s; }
     uint32_t * a_pNumPlatforms = (uint32_t *)urt_ptr;
-    urt_expect("urPlatformGet", "NumEntries == 0 && phPlatforms != NULL", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Platform.pfnGet(a_hAdapter, a_NumEntries, a_phPlatforms, a_pNumPlatforms));
+    urt_expect("urPlatformGet", "NumEntries == 0 && phPlatforms != NULL", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urPlatformGet(a_hAdapter, a_NumEntries, a_phPlatforms, a_pNumPlatforms), urt_ddi.Platform.pfnGet(a_hAdapter, a_NumEntries, a_phPlatforms, a_pNumPlatforms));
   }
   {
     urt_reset();
@@ -306,8 +363,17 @@ static void test_urPlatformGet(void) {
     uint32_t a_NumEntries = (uint32_t)1u;
     ur_platform_handle_t * a_phPlatforms = NULL;
     uint32_t * a_pNumPlatforms = NULL;
-    urt_expect("urPlatformGet", "pNumPlatforms == NULL && phPlatforms == NULL", UR_RESULT_ERROR_INVALID_VALUE, urt_ddi.Platform.pfnGet(a_hAdapter, a_NumEntries, a_phPlatforms, a_pNumPlatforms));
+    urt_expect("urPlatformGet", "pNumPlatforms == NULL && phPlatforms == NULL", UR_RESULT_ERROR_INVALID_VALUE, urt_due_urPlatformGet(a_hAdapter, a_NumEntries, a_phPlatforms, a_pNumPlatforms), urt_ddi.Platform.pfnGet(a_hAdapter, a_NumEntries, a_phPlatforms, a_pNumPlatforms));
   }
+}
+
+static ur_result_t urt_due_urPlatformGetInfo(ur_platform_handle_t hPlatform, ur_platform_info_t propName, size_t propSize, void * pPropValue, size_t * pPropSizeRet) {
+  if (propSize != 0 && pPropValue == NULL) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (pPropValue == NULL && pPropSizeRet == NULL) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hPlatform) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_PLATFORM_INFO_ADAPTER < propName) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  if (propSize == 0 && pPropValue != NULL) return UR_RESULT_ERROR_INVALID_SIZE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urPlatformGetInfo(void) {
@@ -322,7 +388,7 @@ static void test_urPlatformGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urPlatformGetInfo", "propSize != 0 && pPropValue == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Platform.pfnGetInfo(a_hPlatform, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urPlatformGetInfo", "propSize != 0 && pPropValue == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urPlatformGetInfo(a_hPlatform, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Platform.pfnGetInfo(a_hPlatform, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -332,7 +398,7 @@ static void test_urPlatformGetInfo(void) {
     size_t a_propSize = (size_t)1u;
     void * a_pPropValue = NULL;
     size_t * a_pPropSizeRet = NULL;
-    urt_expect("urPlatformGetInfo", "pPropValue == NULL && pPropSizeRet == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Platform.pfnGetInfo(a_hPlatform, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urPlatformGetInfo", "pPropValue == NULL && pPropSizeRet == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urPlatformGetInfo(a_hPlatform, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Platform.pfnGetInfo(a_hPlatform, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -347,7 +413,7 @@ static void test_urPlatformGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urPlatformGetInfo", "NULL == hPlatform", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Platform.pfnGetInfo(a_hPlatform, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urPlatformGetInfo", "NULL == hPlatform", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urPlatformGetInfo(a_hPlatform, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Platform.pfnGetInfo(a_hPlatform, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -362,7 +428,7 @@ static void test_urPlatformGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urPlatformGetInfo", "::UR_PLATFORM_INFO_ADAPTER < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.Platform.pfnGetInfo(a_hPlatform, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urPlatformGetInfo", "::UR_PLATFORM_INFO_ADAPTER < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urPlatformGetInfo(a_hPlatform, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Platform.pfnGetInfo(a_hPlatform, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -377,8 +443,14 @@ static void test_urPlatformGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urPlatformGetInfo", "propSize == 0 && pPropValue != NULL", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Platform.pfnGetInfo(a_hPlatform, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urPlatformGetInfo", "propSize == 0 && pPropValue != NULL", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urPlatformGetInfo(a_hPlatform, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Platform.pfnGetInfo(a_hPlatform, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
+}
+
+static ur_result_t urt_due_urPlatformGetApiVersion(ur_platform_handle_t hPlatform, ur_api_version_t * pVersion) {
+  if (NULL == pVersion) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hPlatform) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urPlatformGetApiVersion(void) {
@@ -387,7 +459,7 @@ static void test_urPlatformGetApiVersion(void) {
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_platform_handle_t a_hPlatform = urt_h_ur_platform_handle;
     ur_api_version_t * a_pVersion = NULL;
-    urt_expect("urPlatformGetApiVersion", "NULL == pVersion", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Platform.pfnGetApiVersion(a_hPlatform, a_pVersion));
+    urt_expect("urPlatformGetApiVersion", "NULL == pVersion", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urPlatformGetApiVersion(a_hPlatform, a_pVersion), urt_ddi.Platform.pfnGetApiVersion(a_hPlatform, a_pVersion));
   }
   {
     urt_reset();
@@ -396,8 +468,14 @@ static void test_urPlatformGetApiVersion(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     ur_api_version_t * a_pVersion = (ur_api_version_t *)urt_ptr;
-    urt_expect("urPlatformGetApiVersion", "NULL == hPlatform", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Platform.pfnGetApiVersion(a_hPlatform, a_pVersion));
+    urt_expect("urPlatformGetApiVersion", "NULL == hPlatform", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urPlatformGetApiVersion(a_hPlatform, a_pVersion), urt_ddi.Platform.pfnGetApiVersion(a_hPlatform, a_pVersion));
   }
+}
+
+static ur_result_t urt_due_urPlatformGetNativeHandle(ur_platform_handle_t hPlatform, ur_native_handle_t * phNativePlatform) {
+  if (NULL == phNativePlatform) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hPlatform) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urPlatformGetNativeHandle(void) {
@@ -406,7 +484,7 @@ static void test_urPlatformGetNativeHandle(void) {
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_platform_handle_t a_hPlatform = urt_h_ur_platform_handle;
     ur_native_handle_t * a_phNativePlatform = NULL;
-    urt_expect("urPlatformGetNativeHandle", "NULL == phNativePlatform", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Platform.pfnGetNativeHandle(a_hPlatform, a_phNativePlatform));
+    urt_expect("urPlatformGetNativeHandle", "NULL == phNativePlatform", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urPlatformGetNativeHandle(a_hPlatform, a_phNativePlatform), urt_ddi.Platform.pfnGetNativeHandle(a_hPlatform, a_phNativePlatform));
   }
   {
     urt_reset();
@@ -416,8 +494,14 @@ static void test_urPlatformGetNativeHandle(void) {
       for (int i = 0; i < 16; i++) ((ur_native_handle_t *)s)[i] = 1;
       urt_ptr = s; }
     ur_native_handle_t * a_phNativePlatform = (ur_native_handle_t *)urt_ptr;
-    urt_expect("urPlatformGetNativeHandle", "NULL == hPlatform", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Platform.pfnGetNativeHandle(a_hPlatform, a_phNativePlatform));
+    urt_expect("urPlatformGetNativeHandle", "NULL == hPlatform", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urPlatformGetNativeHandle(a_hPlatform, a_phNativePlatform), urt_ddi.Platform.pfnGetNativeHandle(a_hPlatform, a_phNativePlatform));
   }
+}
+
+static ur_result_t urt_due_urPlatformCreateWithNativeHandle(ur_native_handle_t hNativePlatform, ur_adapter_handle_t hAdapter, const ur_platform_native_properties_t * pProperties, ur_platform_handle_t * phPlatform) {
+  if (NULL == phPlatform) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hAdapter) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urPlatformCreateWithNativeHandle(void) {
@@ -431,7 +515,7 @@ static void test_urPlatformCreateWithNativeHandle(void) {
       urt_ptr = s; }
     const ur_platform_native_properties_t * a_pProperties = (const ur_platform_native_properties_t *)urt_ptr;
     ur_platform_handle_t * a_phPlatform = NULL;
-    urt_expect("urPlatformCreateWithNativeHandle", "NULL == phPlatform", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Platform.pfnCreateWithNativeHandle(a_hNativePlatform, a_hAdapter, a_pProperties, a_phPlatform));
+    urt_expect("urPlatformCreateWithNativeHandle", "NULL == phPlatform", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urPlatformCreateWithNativeHandle(a_hNativePlatform, a_hAdapter, a_pProperties, a_phPlatform), urt_ddi.Platform.pfnCreateWithNativeHandle(a_hNativePlatform, a_hAdapter, a_pProperties, a_phPlatform));
   }
   {
     urt_reset();
@@ -446,8 +530,15 @@ static void test_urPlatformCreateWithNativeHandle(void) {
       urt_fill_handles(s, (void *)urt_h_ur_platform_handle);
       urt_ptr = s; }
     ur_platform_handle_t * a_phPlatform = (ur_platform_handle_t *)urt_ptr;
-    urt_expect("urPlatformCreateWithNativeHandle", "NULL == hAdapter", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Platform.pfnCreateWithNativeHandle(a_hNativePlatform, a_hAdapter, a_pProperties, a_phPlatform));
+    urt_expect("urPlatformCreateWithNativeHandle", "NULL == hAdapter", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urPlatformCreateWithNativeHandle(a_hNativePlatform, a_hAdapter, a_pProperties, a_phPlatform), urt_ddi.Platform.pfnCreateWithNativeHandle(a_hNativePlatform, a_hAdapter, a_pProperties, a_phPlatform));
   }
+}
+
+static ur_result_t urt_due_urPlatformGetBackendOption(ur_platform_handle_t hPlatform, const char * pFrontendOption, const char * * ppPlatformOption) {
+  if (NULL == pFrontendOption) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == ppPlatformOption) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hPlatform) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urPlatformGetBackendOption(void) {
@@ -459,7 +550,7 @@ static void test_urPlatformGetBackendOption(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     const char * * a_ppPlatformOption = (const char * *)urt_ptr;
-    urt_expect("urPlatformGetBackendOption", "NULL == pFrontendOption", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Platform.pfnGetBackendOption(a_hPlatform, a_pFrontendOption, a_ppPlatformOption));
+    urt_expect("urPlatformGetBackendOption", "NULL == pFrontendOption", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urPlatformGetBackendOption(a_hPlatform, a_pFrontendOption, a_ppPlatformOption), urt_ddi.Platform.pfnGetBackendOption(a_hPlatform, a_pFrontendOption, a_ppPlatformOption));
   }
   {
     urt_reset();
@@ -469,7 +560,7 @@ static void test_urPlatformGetBackendOption(void) {
       urt_ptr = s; }
     const char * a_pFrontendOption = (const char *)urt_ptr;
     const char * * a_ppPlatformOption = NULL;
-    urt_expect("urPlatformGetBackendOption", "NULL == ppPlatformOption", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Platform.pfnGetBackendOption(a_hPlatform, a_pFrontendOption, a_ppPlatformOption));
+    urt_expect("urPlatformGetBackendOption", "NULL == ppPlatformOption", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urPlatformGetBackendOption(a_hPlatform, a_pFrontendOption, a_ppPlatformOption), urt_ddi.Platform.pfnGetBackendOption(a_hPlatform, a_pFrontendOption, a_ppPlatformOption));
   }
   {
     urt_reset();
@@ -481,8 +572,16 @@ static void test_urPlatformGetBackendOption(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     const char * * a_ppPlatformOption = (const char * *)urt_ptr;
-    urt_expect("urPlatformGetBackendOption", "NULL == hPlatform", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Platform.pfnGetBackendOption(a_hPlatform, a_pFrontendOption, a_ppPlatformOption));
+    urt_expect("urPlatformGetBackendOption", "NULL == hPlatform", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urPlatformGetBackendOption(a_hPlatform, a_pFrontendOption, a_ppPlatformOption), urt_ddi.Platform.pfnGetBackendOption(a_hPlatform, a_pFrontendOption, a_ppPlatformOption));
   }
+}
+
+static ur_result_t urt_due_urDeviceGet(ur_platform_handle_t hPlatform, ur_device_type_t DeviceType, uint32_t NumEntries, ur_device_handle_t * phDevices, uint32_t * pNumDevices) {
+  if (NumEntries > 0 && phDevices == NULL) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hPlatform) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_DEVICE_TYPE_CUSTOM < DeviceType) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  if (NumEntries == 0 && phDevices != NULL) return UR_RESULT_ERROR_INVALID_SIZE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urDeviceGet(void) {
@@ -497,7 +596,7 @@ static void test_urDeviceGet(void) {
       for (int i = 0; i < 16; i++) ((uint32_t *)s)[i] = 1;
       urt_ptr = s; }
     uint32_t * a_pNumDevices = (uint32_t *)urt_ptr;
-    urt_expect("urDeviceGet", "NumEntries > 0 && phDevices == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Device.pfnGet(a_hPlatform, a_DeviceType, a_NumEntries, a_phDevices, a_pNumDevices));
+    urt_expect("urDeviceGet", "NumEntries > 0 && phDevices == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urDeviceGet(a_hPlatform, a_DeviceType, a_NumEntries, a_phDevices, a_pNumDevices), urt_ddi.Device.pfnGet(a_hPlatform, a_DeviceType, a_NumEntries, a_phDevices, a_pNumDevices));
   }
   {
     urt_reset();
@@ -513,7 +612,7 @@ static void test_urDeviceGet(void) {
       for (int i = 0; i < 16; i++) ((uint32_t *)s)[i] = 1;
       urt_ptr = s; }
     uint32_t * a_pNumDevices = (uint32_t *)urt_ptr;
-    urt_expect("urDeviceGet", "NULL == hPlatform", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Device.pfnGet(a_hPlatform, a_DeviceType, a_NumEntries, a_phDevices, a_pNumDevices));
+    urt_expect("urDeviceGet", "NULL == hPlatform", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urDeviceGet(a_hPlatform, a_DeviceType, a_NumEntries, a_phDevices, a_pNumDevices), urt_ddi.Device.pfnGet(a_hPlatform, a_DeviceType, a_NumEntries, a_phDevices, a_pNumDevices));
   }
   {
     urt_reset();
@@ -529,7 +628,7 @@ static void test_urDeviceGet(void) {
       for (int i = 0; i < 16; i++) ((uint32_t *)s)[i] = 1;
       urt_ptr = s; }
     uint32_t * a_pNumDevices = (uint32_t *)urt_ptr;
-    urt_expect("urDeviceGet", "::UR_DEVICE_TYPE_CUSTOM < DeviceType", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.Device.pfnGet(a_hPlatform, a_DeviceType, a_NumEntries, a_phDevices, a_pNumDevices));
+    urt_expect("urDeviceGet", "::UR_DEVICE_TYPE_CUSTOM < DeviceType", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urDeviceGet(a_hPlatform, a_DeviceType, a_NumEntries, a_phDevices, a_pNumDevices), urt_ddi.Device.pfnGet(a_hPlatform, a_DeviceType, a_NumEntries, a_phDevices, a_pNumDevices));
   }
   {
     urt_reset();
@@ -545,8 +644,17 @@ static void test_urDeviceGet(void) {
       for (int i = 0; i < 16; i++) ((uint32_t *)s)[i] = 1;
       urt_ptr = s; }
     uint32_t * a_pNumDevices = (uint32_t *)urt_ptr;
-    urt_expect("urDeviceGet", "NumEntries == 0 && phDevices != NULL", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Device.pfnGet(a_hPlatform, a_DeviceType, a_NumEntries, a_phDevices, a_pNumDevices));
+    urt_expect("urDeviceGet", "NumEntries == 0 && phDevices != NULL", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urDeviceGet(a_hPlatform, a_DeviceType, a_NumEntries, a_phDevices, a_pNumDevices), urt_ddi.Device.pfnGet(a_hPlatform, a_DeviceType, a_NumEntries, a_phDevices, a_pNumDevices));
   }
+}
+
+static ur_result_t urt_due_urDeviceGetInfo(ur_device_handle_t hDevice, ur_device_info_t propName, size_t propSize, void * pPropValue, size_t * pPropSizeRet) {
+  if (propSize != 0 && pPropValue == NULL) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (pPropValue == NULL && pPropSizeRet == NULL) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_DEVICE_INFO_ENQUEUE_HOST_TASK_SUPPORT_EXP < propName) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  if (propSize == 0 && pPropValue != NULL) return UR_RESULT_ERROR_INVALID_SIZE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urDeviceGetInfo(void) {
@@ -561,7 +669,7 @@ static void test_urDeviceGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urDeviceGetInfo", "propSize != 0 && pPropValue == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Device.pfnGetInfo(a_hDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urDeviceGetInfo", "propSize != 0 && pPropValue == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urDeviceGetInfo(a_hDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Device.pfnGetInfo(a_hDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -571,7 +679,7 @@ static void test_urDeviceGetInfo(void) {
     size_t a_propSize = (size_t)1u;
     void * a_pPropValue = NULL;
     size_t * a_pPropSizeRet = NULL;
-    urt_expect("urDeviceGetInfo", "pPropValue == NULL && pPropSizeRet == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Device.pfnGetInfo(a_hDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urDeviceGetInfo", "pPropValue == NULL && pPropSizeRet == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urDeviceGetInfo(a_hDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Device.pfnGetInfo(a_hDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -586,7 +694,7 @@ static void test_urDeviceGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urDeviceGetInfo", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Device.pfnGetInfo(a_hDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urDeviceGetInfo", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urDeviceGetInfo(a_hDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Device.pfnGetInfo(a_hDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -601,7 +709,7 @@ static void test_urDeviceGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urDeviceGetInfo", "::UR_DEVICE_INFO_ENQUEUE_HOST_TASK_SUPPORT_EXP < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.Device.pfnGetInfo(a_hDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urDeviceGetInfo", "::UR_DEVICE_INFO_ENQUEUE_HOST_TASK_SUPPORT_EXP < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urDeviceGetInfo(a_hDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Device.pfnGetInfo(a_hDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -616,8 +724,13 @@ static void test_urDeviceGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urDeviceGetInfo", "propSize == 0 && pPropValue != NULL", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Device.pfnGetInfo(a_hDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urDeviceGetInfo", "propSize == 0 && pPropValue != NULL", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urDeviceGetInfo(a_hDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Device.pfnGetInfo(a_hDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
+}
+
+static ur_result_t urt_due_urDeviceRetain(ur_device_handle_t hDevice) {
+  if (NULL == hDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urDeviceRetain(void) {
@@ -625,8 +738,13 @@ static void test_urDeviceRetain(void) {
     urt_reset();
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_device_handle_t a_hDevice = NULL;
-    urt_expect("urDeviceRetain", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Device.pfnRetain(a_hDevice));
+    urt_expect("urDeviceRetain", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urDeviceRetain(a_hDevice), urt_ddi.Device.pfnRetain(a_hDevice));
   }
+}
+
+static ur_result_t urt_due_urDeviceRelease(ur_device_handle_t hDevice) {
+  if (NULL == hDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urDeviceRelease(void) {
@@ -634,8 +752,15 @@ static void test_urDeviceRelease(void) {
     urt_reset();
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_device_handle_t a_hDevice = NULL;
-    urt_expect("urDeviceRelease", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Device.pfnRelease(a_hDevice));
+    urt_expect("urDeviceRelease", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urDeviceRelease(a_hDevice), urt_ddi.Device.pfnRelease(a_hDevice));
   }
+}
+
+static ur_result_t urt_due_urDevicePartition(ur_device_handle_t hDevice, const ur_device_partition_properties_t * pProperties, uint32_t NumDevices, ur_device_handle_t * phSubDevices, uint32_t * pNumDevicesRet) {
+  if (NULL == pProperties) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == pProperties->pProperties) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urDevicePartition(void) {
@@ -653,7 +778,7 @@ static void test_urDevicePartition(void) {
       for (int i = 0; i < 16; i++) ((uint32_t *)s)[i] = 1;
       urt_ptr = s; }
     uint32_t * a_pNumDevicesRet = (uint32_t *)urt_ptr;
-    urt_expect("urDevicePartition", "NULL == pProperties", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Device.pfnPartition(a_hDevice, a_pProperties, a_NumDevices, a_phSubDevices, a_pNumDevicesRet));
+    urt_expect("urDevicePartition", "NULL == pProperties", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urDevicePartition(a_hDevice, a_pProperties, a_NumDevices, a_phSubDevices, a_pNumDevicesRet), urt_ddi.Device.pfnPartition(a_hDevice, a_pProperties, a_NumDevices, a_phSubDevices, a_pNumDevicesRet));
   }
   {
     urt_reset();
@@ -673,7 +798,7 @@ static void test_urDevicePartition(void) {
       urt_ptr = s; }
     uint32_t * a_pNumDevicesRet = (uint32_t *)urt_ptr;
     *((const ur_device_partition_property_t * *)&((a_pProperties)->pProperties)) = NULL;
-    urt_expect("urDevicePartition", "NULL == pProperties->pProperties", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Device.pfnPartition(a_hDevice, a_pProperties, a_NumDevices, a_phSubDevices, a_pNumDevicesRet));
+    urt_expect("urDevicePartition", "NULL == pProperties->pProperties", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urDevicePartition(a_hDevice, a_pProperties, a_NumDevices, a_phSubDevices, a_pNumDevicesRet), urt_ddi.Device.pfnPartition(a_hDevice, a_pProperties, a_NumDevices, a_phSubDevices, a_pNumDevicesRet));
   }
   {
     urt_reset();
@@ -695,8 +820,16 @@ static void test_urDevicePartition(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     *((const ur_device_partition_property_t * *)&((a_pProperties)->pProperties)) = (const ur_device_partition_property_t *)urt_ptr;
-    urt_expect("urDevicePartition", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Device.pfnPartition(a_hDevice, a_pProperties, a_NumDevices, a_phSubDevices, a_pNumDevicesRet));
+    urt_expect("urDevicePartition", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urDevicePartition(a_hDevice, a_pProperties, a_NumDevices, a_phSubDevices, a_pNumDevicesRet), urt_ddi.Device.pfnPartition(a_hDevice, a_pProperties, a_NumDevices, a_phSubDevices, a_pNumDevicesRet));
   }
+}
+
+static ur_result_t urt_due_urDeviceSelectBinary(ur_device_handle_t hDevice, const ur_device_binary_t * pBinaries, uint32_t NumBinaries, uint32_t * pSelectedBinary) {
+  if (NULL == pBinaries) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == pSelectedBinary) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NumBinaries == 0) return UR_RESULT_ERROR_INVALID_SIZE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urDeviceSelectBinary(void) {
@@ -710,7 +843,7 @@ static void test_urDeviceSelectBinary(void) {
       for (int i = 0; i < 16; i++) ((uint32_t *)s)[i] = 1;
       urt_ptr = s; }
     uint32_t * a_pSelectedBinary = (uint32_t *)urt_ptr;
-    urt_expect("urDeviceSelectBinary", "NULL == pBinaries", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Device.pfnSelectBinary(a_hDevice, a_pBinaries, a_NumBinaries, a_pSelectedBinary));
+    urt_expect("urDeviceSelectBinary", "NULL == pBinaries", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urDeviceSelectBinary(a_hDevice, a_pBinaries, a_NumBinaries, a_pSelectedBinary), urt_ddi.Device.pfnSelectBinary(a_hDevice, a_pBinaries, a_NumBinaries, a_pSelectedBinary));
   }
   {
     urt_reset();
@@ -722,7 +855,7 @@ static void test_urDeviceSelectBinary(void) {
     const ur_device_binary_t * a_pBinaries = (const ur_device_binary_t *)urt_ptr;
     uint32_t a_NumBinaries = (uint32_t)1u;
     uint32_t * a_pSelectedBinary = NULL;
-    urt_expect("urDeviceSelectBinary", "NULL == pSelectedBinary", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Device.pfnSelectBinary(a_hDevice, a_pBinaries, a_NumBinaries, a_pSelectedBinary));
+    urt_expect("urDeviceSelectBinary", "NULL == pSelectedBinary", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urDeviceSelectBinary(a_hDevice, a_pBinaries, a_NumBinaries, a_pSelectedBinary), urt_ddi.Device.pfnSelectBinary(a_hDevice, a_pBinaries, a_NumBinaries, a_pSelectedBinary));
   }
   {
     urt_reset();
@@ -737,7 +870,7 @@ static void test_urDeviceSelectBinary(void) {
       for (int i = 0; i < 16; i++) ((uint32_t *)s)[i] = 1;
       urt_ptr = s; }
     uint32_t * a_pSelectedBinary = (uint32_t *)urt_ptr;
-    urt_expect("urDeviceSelectBinary", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Device.pfnSelectBinary(a_hDevice, a_pBinaries, a_NumBinaries, a_pSelectedBinary));
+    urt_expect("urDeviceSelectBinary", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urDeviceSelectBinary(a_hDevice, a_pBinaries, a_NumBinaries, a_pSelectedBinary), urt_ddi.Device.pfnSelectBinary(a_hDevice, a_pBinaries, a_NumBinaries, a_pSelectedBinary));
   }
   {
     urt_reset();
@@ -752,8 +885,14 @@ static void test_urDeviceSelectBinary(void) {
       for (int i = 0; i < 16; i++) ((uint32_t *)s)[i] = 1;
       urt_ptr = s; }
     uint32_t * a_pSelectedBinary = (uint32_t *)urt_ptr;
-    urt_expect("urDeviceSelectBinary", "NumBinaries == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Device.pfnSelectBinary(a_hDevice, a_pBinaries, a_NumBinaries, a_pSelectedBinary));
+    urt_expect("urDeviceSelectBinary", "NumBinaries == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urDeviceSelectBinary(a_hDevice, a_pBinaries, a_NumBinaries, a_pSelectedBinary), urt_ddi.Device.pfnSelectBinary(a_hDevice, a_pBinaries, a_NumBinaries, a_pSelectedBinary));
   }
+}
+
+static ur_result_t urt_due_urDeviceGetNativeHandle(ur_device_handle_t hDevice, ur_native_handle_t * phNativeDevice) {
+  if (NULL == phNativeDevice) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urDeviceGetNativeHandle(void) {
@@ -762,7 +901,7 @@ static void test_urDeviceGetNativeHandle(void) {
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_device_handle_t a_hDevice = urt_h_ur_device_handle;
     ur_native_handle_t * a_phNativeDevice = NULL;
-    urt_expect("urDeviceGetNativeHandle", "NULL == phNativeDevice", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Device.pfnGetNativeHandle(a_hDevice, a_phNativeDevice));
+    urt_expect("urDeviceGetNativeHandle", "NULL == phNativeDevice", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urDeviceGetNativeHandle(a_hDevice, a_phNativeDevice), urt_ddi.Device.pfnGetNativeHandle(a_hDevice, a_phNativeDevice));
   }
   {
     urt_reset();
@@ -772,8 +911,14 @@ static void test_urDeviceGetNativeHandle(void) {
       for (int i = 0; i < 16; i++) ((ur_native_handle_t *)s)[i] = 1;
       urt_ptr = s; }
     ur_native_handle_t * a_phNativeDevice = (ur_native_handle_t *)urt_ptr;
-    urt_expect("urDeviceGetNativeHandle", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Device.pfnGetNativeHandle(a_hDevice, a_phNativeDevice));
+    urt_expect("urDeviceGetNativeHandle", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urDeviceGetNativeHandle(a_hDevice, a_phNativeDevice), urt_ddi.Device.pfnGetNativeHandle(a_hDevice, a_phNativeDevice));
   }
+}
+
+static ur_result_t urt_due_urDeviceCreateWithNativeHandle(ur_native_handle_t hNativeDevice, ur_adapter_handle_t hAdapter, const ur_device_native_properties_t * pProperties, ur_device_handle_t * phDevice) {
+  if (NULL == phDevice) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hAdapter) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urDeviceCreateWithNativeHandle(void) {
@@ -787,7 +932,7 @@ static void test_urDeviceCreateWithNativeHandle(void) {
       urt_ptr = s; }
     const ur_device_native_properties_t * a_pProperties = (const ur_device_native_properties_t *)urt_ptr;
     ur_device_handle_t * a_phDevice = NULL;
-    urt_expect("urDeviceCreateWithNativeHandle", "NULL == phDevice", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Device.pfnCreateWithNativeHandle(a_hNativeDevice, a_hAdapter, a_pProperties, a_phDevice));
+    urt_expect("urDeviceCreateWithNativeHandle", "NULL == phDevice", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urDeviceCreateWithNativeHandle(a_hNativeDevice, a_hAdapter, a_pProperties, a_phDevice), urt_ddi.Device.pfnCreateWithNativeHandle(a_hNativeDevice, a_hAdapter, a_pProperties, a_phDevice));
   }
   {
     urt_reset();
@@ -802,8 +947,13 @@ static void test_urDeviceCreateWithNativeHandle(void) {
       urt_fill_handles(s, (void *)urt_h_ur_device_handle);
       urt_ptr = s; }
     ur_device_handle_t * a_phDevice = (ur_device_handle_t *)urt_ptr;
-    urt_expect("urDeviceCreateWithNativeHandle", "NULL == hAdapter", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Device.pfnCreateWithNativeHandle(a_hNativeDevice, a_hAdapter, a_pProperties, a_phDevice));
+    urt_expect("urDeviceCreateWithNativeHandle", "NULL == hAdapter", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urDeviceCreateWithNativeHandle(a_hNativeDevice, a_hAdapter, a_pProperties, a_phDevice), urt_ddi.Device.pfnCreateWithNativeHandle(a_hNativeDevice, a_hAdapter, a_pProperties, a_phDevice));
   }
+}
+
+static ur_result_t urt_due_urDeviceGetGlobalTimestamps(ur_device_handle_t hDevice, uint64_t * pDeviceTimestamp, uint64_t * pHostTimestamp) {
+  if (NULL == hDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urDeviceGetGlobalTimestamps(void) {
@@ -819,8 +969,16 @@ static void test_urDeviceGetGlobalTimestamps(void) {
       for (int i = 0; i < 16; i++) ((uint64_t *)s)[i] = 1;
       urt_ptr = s; }
     uint64_t * a_pHostTimestamp = (uint64_t *)urt_ptr;
-    urt_expect("urDeviceGetGlobalTimestamps", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Device.pfnGetGlobalTimestamps(a_hDevice, a_pDeviceTimestamp, a_pHostTimestamp));
+    urt_expect("urDeviceGetGlobalTimestamps", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urDeviceGetGlobalTimestamps(a_hDevice, a_pDeviceTimestamp, a_pHostTimestamp), urt_ddi.Device.pfnGetGlobalTimestamps(a_hDevice, a_pDeviceTimestamp, a_pHostTimestamp));
   }
+}
+
+static ur_result_t urt_due_urContextCreate(uint32_t DeviceCount, const ur_device_handle_t * phDevices, const ur_context_properties_t * pProperties, ur_context_handle_t * phContext) {
+  if (NULL == phDevices) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == phContext) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL != pProperties && UR_CONTEXT_FLAGS_MASK & pProperties->flags) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  if (DeviceCount == 0) return UR_RESULT_ERROR_INVALID_SIZE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urContextCreate(void) {
@@ -837,7 +995,7 @@ static void test_urContextCreate(void) {
       urt_fill_handles(s, (void *)urt_h_ur_context_handle);
       urt_ptr = s; }
     ur_context_handle_t * a_phContext = (ur_context_handle_t *)urt_ptr;
-    urt_expect("urContextCreate", "NULL == phDevices", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Context.pfnCreate(a_DeviceCount, a_phDevices, a_pProperties, a_phContext));
+    urt_expect("urContextCreate", "NULL == phDevices", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urContextCreate(a_DeviceCount, a_phDevices, a_pProperties, a_phContext), urt_ddi.Context.pfnCreate(a_DeviceCount, a_phDevices, a_pProperties, a_phContext));
   }
   {
     urt_reset();
@@ -852,7 +1010,7 @@ static void test_urContextCreate(void) {
       urt_ptr = s; }
     const ur_context_properties_t * a_pProperties = (const ur_context_properties_t *)urt_ptr;
     ur_context_handle_t * a_phContext = NULL;
-    urt_expect("urContextCreate", "NULL == phContext", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Context.pfnCreate(a_DeviceCount, a_phDevices, a_pProperties, a_phContext));
+    urt_expect("urContextCreate", "NULL == phContext", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urContextCreate(a_DeviceCount, a_phDevices, a_pProperties, a_phContext), urt_ddi.Context.pfnCreate(a_DeviceCount, a_phDevices, a_pProperties, a_phContext));
   }
   {
     urt_reset();
@@ -871,7 +1029,7 @@ static void test_urContextCreate(void) {
       urt_ptr = s; }
     ur_context_handle_t * a_phContext = (ur_context_handle_t *)urt_ptr;
     *((ur_context_flags_t *)&((a_pProperties)->flags)) = (ur_context_flags_t)2u;
-    urt_expect("urContextCreate", "NULL != pProperties && ::UR_CONTEXT_FLAGS_MASK & pProperties->flags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.Context.pfnCreate(a_DeviceCount, a_phDevices, a_pProperties, a_phContext));
+    urt_expect("urContextCreate", "NULL != pProperties && ::UR_CONTEXT_FLAGS_MASK & pProperties->flags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urContextCreate(a_DeviceCount, a_phDevices, a_pProperties, a_phContext), urt_ddi.Context.pfnCreate(a_DeviceCount, a_phDevices, a_pProperties, a_phContext));
   }
   {
     urt_reset();
@@ -889,8 +1047,13 @@ static void test_urContextCreate(void) {
       urt_fill_handles(s, (void *)urt_h_ur_context_handle);
       urt_ptr = s; }
     ur_context_handle_t * a_phContext = (ur_context_handle_t *)urt_ptr;
-    urt_expect("urContextCreate", "DeviceCount == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Context.pfnCreate(a_DeviceCount, a_phDevices, a_pProperties, a_phContext));
+    urt_expect("urContextCreate", "DeviceCount == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urContextCreate(a_DeviceCount, a_phDevices, a_pProperties, a_phContext), urt_ddi.Context.pfnCreate(a_DeviceCount, a_phDevices, a_pProperties, a_phContext));
   }
+}
+
+static ur_result_t urt_due_urContextRetain(ur_context_handle_t hContext) {
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urContextRetain(void) {
@@ -898,8 +1061,13 @@ static void test_urContextRetain(void) {
     urt_reset();
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_context_handle_t a_hContext = NULL;
-    urt_expect("urContextRetain", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Context.pfnRetain(a_hContext));
+    urt_expect("urContextRetain", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urContextRetain(a_hContext), urt_ddi.Context.pfnRetain(a_hContext));
   }
+}
+
+static ur_result_t urt_due_urContextRelease(ur_context_handle_t hContext) {
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urContextRelease(void) {
@@ -907,8 +1075,17 @@ static void test_urContextRelease(void) {
     urt_reset();
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_context_handle_t a_hContext = NULL;
-    urt_expect("urContextRelease", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Context.pfnRelease(a_hContext));
+    urt_expect("urContextRelease", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urContextRelease(a_hContext), urt_ddi.Context.pfnRelease(a_hContext));
   }
+}
+
+static ur_result_t urt_due_urContextGetInfo(ur_context_handle_t hContext, ur_context_info_t propName, size_t propSize, void * pPropValue, size_t * pPropSizeRet) {
+  if (propSize != 0 && pPropValue == NULL) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (pPropValue == NULL && pPropSizeRet == NULL) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_CONTEXT_INFO_USM_FILL2D_SUPPORT < propName) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  if (propSize == 0 && pPropValue != NULL) return UR_RESULT_ERROR_INVALID_SIZE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urContextGetInfo(void) {
@@ -923,7 +1100,7 @@ static void test_urContextGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urContextGetInfo", "propSize != 0 && pPropValue == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Context.pfnGetInfo(a_hContext, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urContextGetInfo", "propSize != 0 && pPropValue == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urContextGetInfo(a_hContext, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Context.pfnGetInfo(a_hContext, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -933,7 +1110,7 @@ static void test_urContextGetInfo(void) {
     size_t a_propSize = (size_t)1u;
     void * a_pPropValue = NULL;
     size_t * a_pPropSizeRet = NULL;
-    urt_expect("urContextGetInfo", "pPropValue == NULL && pPropSizeRet == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Context.pfnGetInfo(a_hContext, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urContextGetInfo", "pPropValue == NULL && pPropSizeRet == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urContextGetInfo(a_hContext, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Context.pfnGetInfo(a_hContext, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -948,7 +1125,7 @@ static void test_urContextGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urContextGetInfo", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Context.pfnGetInfo(a_hContext, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urContextGetInfo", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urContextGetInfo(a_hContext, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Context.pfnGetInfo(a_hContext, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -963,7 +1140,7 @@ static void test_urContextGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urContextGetInfo", "::UR_CONTEXT_INFO_USM_FILL2D_SUPPORT < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.Context.pfnGetInfo(a_hContext, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urContextGetInfo", "::UR_CONTEXT_INFO_USM_FILL2D_SUPPORT < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urContextGetInfo(a_hContext, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Context.pfnGetInfo(a_hContext, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -978,8 +1155,14 @@ static void test_urContextGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urContextGetInfo", "propSize == 0 && pPropValue != NULL", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Context.pfnGetInfo(a_hContext, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urContextGetInfo", "propSize == 0 && pPropValue != NULL", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urContextGetInfo(a_hContext, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Context.pfnGetInfo(a_hContext, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
+}
+
+static ur_result_t urt_due_urContextGetNativeHandle(ur_context_handle_t hContext, ur_native_handle_t * phNativeContext) {
+  if (NULL == phNativeContext) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urContextGetNativeHandle(void) {
@@ -988,7 +1171,7 @@ static void test_urContextGetNativeHandle(void) {
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_context_handle_t a_hContext = urt_h_ur_context_handle;
     ur_native_handle_t * a_phNativeContext = NULL;
-    urt_expect("urContextGetNativeHandle", "NULL == phNativeContext", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Context.pfnGetNativeHandle(a_hContext, a_phNativeContext));
+    urt_expect("urContextGetNativeHandle", "NULL == phNativeContext", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urContextGetNativeHandle(a_hContext, a_phNativeContext), urt_ddi.Context.pfnGetNativeHandle(a_hContext, a_phNativeContext));
   }
   {
     urt_reset();
@@ -998,8 +1181,14 @@ static void test_urContextGetNativeHandle(void) {
       for (int i = 0; i < 16; i++) ((ur_native_handle_t *)s)[i] = 1;
       urt_ptr = s; }
     ur_native_handle_t * a_phNativeContext = (ur_native_handle_t *)urt_ptr;
-    urt_expect("urContextGetNativeHandle", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Context.pfnGetNativeHandle(a_hContext, a_phNativeContext));
+    urt_expect("urContextGetNativeHandle", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urContextGetNativeHandle(a_hContext, a_phNativeContext), urt_ddi.Context.pfnGetNativeHandle(a_hContext, a_phNativeContext));
   }
+}
+
+static ur_result_t urt_due_urContextCreateWithNativeHandle(ur_native_handle_t hNativeContext, ur_adapter_handle_t hAdapter, uint32_t numDevices, const ur_device_handle_t * phDevices, const ur_context_native_properties_t * pProperties, ur_context_handle_t * phContext) {
+  if (NULL == phContext) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hAdapter) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urContextCreateWithNativeHandle(void) {
@@ -1018,7 +1207,7 @@ static void test_urContextCreateWithNativeHandle(void) {
       urt_ptr = s; }
     const ur_context_native_properties_t * a_pProperties = (const ur_context_native_properties_t *)urt_ptr;
     ur_context_handle_t * a_phContext = NULL;
-    urt_expect("urContextCreateWithNativeHandle", "NULL == phContext", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Context.pfnCreateWithNativeHandle(a_hNativeContext, a_hAdapter, a_numDevices, a_phDevices, a_pProperties, a_phContext));
+    urt_expect("urContextCreateWithNativeHandle", "NULL == phContext", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urContextCreateWithNativeHandle(a_hNativeContext, a_hAdapter, a_numDevices, a_phDevices, a_pProperties, a_phContext), urt_ddi.Context.pfnCreateWithNativeHandle(a_hNativeContext, a_hAdapter, a_numDevices, a_phDevices, a_pProperties, a_phContext));
   }
   {
     urt_reset();
@@ -1038,8 +1227,14 @@ static void test_urContextCreateWithNativeHandle(void) {
       urt_fill_handles(s, (void *)urt_h_ur_context_handle);
       urt_ptr = s; }
     ur_context_handle_t * a_phContext = (ur_context_handle_t *)urt_ptr;
-    urt_expect("urContextCreateWithNativeHandle", "NULL == hAdapter", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Context.pfnCreateWithNativeHandle(a_hNativeContext, a_hAdapter, a_numDevices, a_phDevices, a_pProperties, a_phContext));
+    urt_expect("urContextCreateWithNativeHandle", "NULL == hAdapter", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urContextCreateWithNativeHandle(a_hNativeContext, a_hAdapter, a_numDevices, a_phDevices, a_pProperties, a_phContext), urt_ddi.Context.pfnCreateWithNativeHandle(a_hNativeContext, a_hAdapter, a_numDevices, a_phDevices, a_pProperties, a_phContext));
   }
+}
+
+static ur_result_t urt_due_urContextSetExtendedDeleter(ur_context_handle_t hContext, ur_context_extended_deleter_t pfnDeleter, void * pUserData) {
+  if (NULL == pfnDeleter) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urContextSetExtendedDeleter(void) {
@@ -1051,7 +1246,7 @@ static void test_urContextSetExtendedDeleter(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * a_pUserData = (void *)urt_ptr;
-    urt_expect("urContextSetExtendedDeleter", "NULL == pfnDeleter", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Context.pfnSetExtendedDeleter(a_hContext, a_pfnDeleter, a_pUserData));
+    urt_expect("urContextSetExtendedDeleter", "NULL == pfnDeleter", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urContextSetExtendedDeleter(a_hContext, a_pfnDeleter, a_pUserData), urt_ddi.Context.pfnSetExtendedDeleter(a_hContext, a_pfnDeleter, a_pUserData));
   }
   {
     urt_reset();
@@ -1061,8 +1256,25 @@ static void test_urContextSetExtendedDeleter(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * a_pUserData = (void *)urt_ptr;
-    urt_expect("urContextSetExtendedDeleter", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Context.pfnSetExtendedDeleter(a_hContext, a_pfnDeleter, a_pUserData));
+    urt_expect("urContextSetExtendedDeleter", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urContextSetExtendedDeleter(a_hContext, a_pfnDeleter, a_pUserData), urt_ddi.Context.pfnSetExtendedDeleter(a_hContext, a_pfnDeleter, a_pUserData));
   }
+}
+
+static ur_result_t urt_due_urMemImageCreate(ur_context_handle_t hContext, ur_mem_flags_t flags, const ur_image_format_t * pImageFormat, const ur_image_desc_t * pImageDesc, void * pHost, ur_mem_handle_t * phMem) {
+  if (NULL == pImageFormat) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == pImageDesc) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == phMem) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_MEM_FLAGS_MASK & flags) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  if (pImageDesc && UR_STRUCTURE_TYPE_IMAGE_DESC != pImageDesc->stype) return UR_RESULT_ERROR_INVALID_IMAGE_FORMAT_DESCRIPTOR;
+  if (pImageDesc && UR_MEM_TYPE_IMAGE1D_ARRAY < pImageDesc->type) return UR_RESULT_ERROR_INVALID_IMAGE_FORMAT_DESCRIPTOR;
+  if (pImageDesc && pImageDesc->numMipLevel != 0) return UR_RESULT_ERROR_INVALID_IMAGE_FORMAT_DESCRIPTOR;
+  if (pImageDesc && pImageDesc->numSamples != 0) return UR_RESULT_ERROR_INVALID_IMAGE_FORMAT_DESCRIPTOR;
+  if (pImageDesc && pImageDesc->rowPitch != 0 && pHost == NULL) return UR_RESULT_ERROR_INVALID_IMAGE_FORMAT_DESCRIPTOR;
+  if (pImageDesc && pImageDesc->slicePitch != 0 && pHost == NULL) return UR_RESULT_ERROR_INVALID_IMAGE_FORMAT_DESCRIPTOR;
+  if (pHost == NULL && (flags & (UR_MEM_FLAG_USE_HOST_POINTER | UR_MEM_FLAG_ALLOC_COPY_HOST_POINTER)) != 0) return UR_RESULT_ERROR_INVALID_HOST_PTR;
+  if (pHost != NULL && (flags & (UR_MEM_FLAG_USE_HOST_POINTER | UR_MEM_FLAG_ALLOC_COPY_HOST_POINTER)) == 0) return UR_RESULT_ERROR_INVALID_HOST_PTR;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urMemImageCreate(void) {
@@ -1081,7 +1293,7 @@ static void test_urMemImageCreate(void) {
       urt_fill_handles(s, (void *)urt_h_ur_mem_handle);
       urt_ptr = s; }
     ur_mem_handle_t * a_phMem = (ur_mem_handle_t *)urt_ptr;
-    urt_expect("urMemImageCreate", "NULL == pImageFormat", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Mem.pfnImageCreate(a_hContext, a_flags, a_pImageFormat, a_pImageDesc, a_pHost, a_phMem));
+    urt_expect("urMemImageCreate", "NULL == pImageFormat", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urMemImageCreate(a_hContext, a_flags, a_pImageFormat, a_pImageDesc, a_pHost, a_phMem), urt_ddi.Mem.pfnImageCreate(a_hContext, a_flags, a_pImageFormat, a_pImageDesc, a_pHost, a_phMem));
   }
   {
     urt_reset();
@@ -1097,7 +1309,7 @@ static void test_urMemImageCreate(void) {
       urt_fill_handles(s, (void *)urt_h_ur_mem_handle);
       urt_ptr = s; }
     ur_mem_handle_t * a_phMem = (ur_mem_handle_t *)urt_ptr;
-    urt_expect("urMemImageCreate", "NULL == pImageDesc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Mem.pfnImageCreate(a_hContext, a_flags, a_pImageFormat, a_pImageDesc, a_pHost, a_phMem));
+    urt_expect("urMemImageCreate", "NULL == pImageDesc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urMemImageCreate(a_hContext, a_flags, a_pImageFormat, a_pImageDesc, a_pHost, a_phMem), urt_ddi.Mem.pfnImageCreate(a_hContext, a_flags, a_pImageFormat, a_pImageDesc, a_pHost, a_phMem));
   }
   {
     urt_reset();
@@ -1113,7 +1325,7 @@ static void test_urMemImageCreate(void) {
     const ur_image_desc_t * a_pImageDesc = (const ur_image_desc_t *)urt_ptr;
     void * a_pHost = NULL;
     ur_mem_handle_t * a_phMem = NULL;
-    urt_expect("urMemImageCreate", "NULL == phMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Mem.pfnImageCreate(a_hContext, a_flags, a_pImageFormat, a_pImageDesc, a_pHost, a_phMem));
+    urt_expect("urMemImageCreate", "NULL == phMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urMemImageCreate(a_hContext, a_flags, a_pImageFormat, a_pImageDesc, a_pHost, a_phMem), urt_ddi.Mem.pfnImageCreate(a_hContext, a_flags, a_pImageFormat, a_pImageDesc, a_pHost, a_phMem));
   }
   {
     urt_reset();
@@ -1132,7 +1344,7 @@ static void test_urMemImageCreate(void) {
       urt_fill_handles(s, (void *)urt_h_ur_mem_handle);
       urt_ptr = s; }
     ur_mem_handle_t * a_phMem = (ur_mem_handle_t *)urt_ptr;
-    urt_expect("urMemImageCreate", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Mem.pfnImageCreate(a_hContext, a_flags, a_pImageFormat, a_pImageDesc, a_pHost, a_phMem));
+    urt_expect("urMemImageCreate", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urMemImageCreate(a_hContext, a_flags, a_pImageFormat, a_pImageDesc, a_pHost, a_phMem), urt_ddi.Mem.pfnImageCreate(a_hContext, a_flags, a_pImageFormat, a_pImageDesc, a_pHost, a_phMem));
   }
   {
     urt_reset();
@@ -1151,7 +1363,7 @@ static void test_urMemImageCreate(void) {
       urt_fill_handles(s, (void *)urt_h_ur_mem_handle);
       urt_ptr = s; }
     ur_mem_handle_t * a_phMem = (ur_mem_handle_t *)urt_ptr;
-    urt_expect("urMemImageCreate", "::UR_MEM_FLAGS_MASK & flags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.Mem.pfnImageCreate(a_hContext, a_flags, a_pImageFormat, a_pImageDesc, a_pHost, a_phMem));
+    urt_expect("urMemImageCreate", "::UR_MEM_FLAGS_MASK & flags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urMemImageCreate(a_hContext, a_flags, a_pImageFormat, a_pImageDesc, a_pHost, a_phMem), urt_ddi.Mem.pfnImageCreate(a_hContext, a_flags, a_pImageFormat, a_pImageDesc, a_pHost, a_phMem));
   }
   {
     urt_reset();
@@ -1171,7 +1383,7 @@ static void test_urMemImageCreate(void) {
       urt_ptr = s; }
     ur_mem_handle_t * a_phMem = (ur_mem_handle_t *)urt_ptr;
     *((ur_structure_type_t *)&((a_pImageDesc)->stype)) = (ur_structure_type_t)0u;
-    urt_expect("urMemImageCreate", "pImageDesc && UR_STRUCTURE_TYPE_IMAGE_DESC != pImageDesc->stype", UR_RESULT_ERROR_INVALID_IMAGE_FORMAT_DESCRIPTOR, urt_ddi.Mem.pfnImageCreate(a_hContext, a_flags, a_pImageFormat, a_pImageDesc, a_pHost, a_phMem));
+    urt_expect("urMemImageCreate", "pImageDesc && UR_STRUCTURE_TYPE_IMAGE_DESC != pImageDesc->stype", UR_RESULT_ERROR_INVALID_IMAGE_FORMAT_DESCRIPTOR, urt_due_urMemImageCreate(a_hContext, a_flags, a_pImageFormat, a_pImageDesc, a_pHost, a_phMem), urt_ddi.Mem.pfnImageCreate(a_hContext, a_flags, a_pImageFormat, a_pImageDesc, a_pHost, a_phMem));
   }
   {
     urt_reset();
@@ -1191,7 +1403,7 @@ static void test_urMemImageCreate(void) {
       urt_ptr = s; }
     ur_mem_handle_t * a_phMem = (ur_mem_handle_t *)urt_ptr;
     *((ur_mem_type_t *)&((a_pImageDesc)->type)) = (ur_mem_type_t)5u;
-    urt_expect("urMemImageCreate", "pImageDesc && UR_MEM_TYPE_IMAGE1D_ARRAY < pImageDesc->type", UR_RESULT_ERROR_INVALID_IMAGE_FORMAT_DESCRIPTOR, urt_ddi.Mem.pfnImageCreate(a_hContext, a_flags, a_pImageFormat, a_pImageDesc, a_pHost, a_phMem));
+    urt_expect("urMemImageCreate", "pImageDesc && UR_MEM_TYPE_IMAGE1D_ARRAY < pImageDesc->type", UR_RESULT_ERROR_INVALID_IMAGE_FORMAT_DESCRIPTOR, urt_due_urMemImageCreate(a_hContext, a_flags, a_pImageFormat, a_pImageDesc, a_pHost, a_phMem), urt_ddi.Mem.pfnImageCreate(a_hContext, a_flags, a_pImageFormat, a_pImageDesc, a_pHost, a_phMem));
   }
   {
     urt_reset();
@@ -1211,7 +1423,7 @@ static void test_urMemImageCreate(void) {
       urt_ptr = s; }
     ur_mem_handle_t * a_phMem = (ur_mem_handle_t *)urt_ptr;
     *((uint32_t *)&((a_pImageDesc)->numMipLevel)) = (uint32_t)1u;
-    urt_expect("urMemImageCreate", "pImageDesc && pImageDesc->numMipLevel != 0", UR_RESULT_ERROR_INVALID_IMAGE_FORMAT_DESCRIPTOR, urt_ddi.Mem.pfnImageCreate(a_hContext, a_flags, a_pImageFormat, a_pImageDesc, a_pHost, a_phMem));
+    urt_expect("urMemImageCreate", "pImageDesc && pImageDesc->numMipLevel != 0", UR_RESULT_ERROR_INVALID_IMAGE_FORMAT_DESCRIPTOR, urt_due_urMemImageCreate(a_hContext, a_flags, a_pImageFormat, a_pImageDesc, a_pHost, a_phMem), urt_ddi.Mem.pfnImageCreate(a_hContext, a_flags, a_pImageFormat, a_pImageDesc, a_pHost, a_phMem));
   }
   {
     urt_reset();
@@ -1231,7 +1443,7 @@ static void test_urMemImageCreate(void) {
       urt_ptr = s; }
     ur_mem_handle_t * a_phMem = (ur_mem_handle_t *)urt_ptr;
     *((uint32_t *)&((a_pImageDesc)->numSamples)) = (uint32_t)1u;
-    urt_expect("urMemImageCreate", "pImageDesc && pImageDesc->numSamples != 0", UR_RESULT_ERROR_INVALID_IMAGE_FORMAT_DESCRIPTOR, urt_ddi.Mem.pfnImageCreate(a_hContext, a_flags, a_pImageFormat, a_pImageDesc, a_pHost, a_phMem));
+    urt_expect("urMemImageCreate", "pImageDesc && pImageDesc->numSamples != 0", UR_RESULT_ERROR_INVALID_IMAGE_FORMAT_DESCRIPTOR, urt_due_urMemImageCreate(a_hContext, a_flags, a_pImageFormat, a_pImageDesc, a_pHost, a_phMem), urt_ddi.Mem.pfnImageCreate(a_hContext, a_flags, a_pImageFormat, a_pImageDesc, a_pHost, a_phMem));
   }
   {
     urt_reset();
@@ -1251,7 +1463,7 @@ static void test_urMemImageCreate(void) {
       urt_ptr = s; }
     ur_mem_handle_t * a_phMem = (ur_mem_handle_t *)urt_ptr;
     *((size_t *)&((a_pImageDesc)->rowPitch)) = (size_t)1u;
-    urt_expect("urMemImageCreate", "pImageDesc && pImageDesc->rowPitch != 0 && pHost == nullptr", UR_RESULT_ERROR_INVALID_IMAGE_FORMAT_DESCRIPTOR, urt_ddi.Mem.pfnImageCreate(a_hContext, a_flags, a_pImageFormat, a_pImageDesc, a_pHost, a_phMem));
+    urt_expect("urMemImageCreate", "pImageDesc && pImageDesc->rowPitch != 0 && pHost == nullptr", UR_RESULT_ERROR_INVALID_IMAGE_FORMAT_DESCRIPTOR, urt_due_urMemImageCreate(a_hContext, a_flags, a_pImageFormat, a_pImageDesc, a_pHost, a_phMem), urt_ddi.Mem.pfnImageCreate(a_hContext, a_flags, a_pImageFormat, a_pImageDesc, a_pHost, a_phMem));
   }
   {
     urt_reset();
@@ -1271,7 +1483,7 @@ static void test_urMemImageCreate(void) {
       urt_ptr = s; }
     ur_mem_handle_t * a_phMem = (ur_mem_handle_t *)urt_ptr;
     *((size_t *)&((a_pImageDesc)->slicePitch)) = (size_t)1u;
-    urt_expect("urMemImageCreate", "pImageDesc && pImageDesc->slicePitch != 0 && pHost == nullptr", UR_RESULT_ERROR_INVALID_IMAGE_FORMAT_DESCRIPTOR, urt_ddi.Mem.pfnImageCreate(a_hContext, a_flags, a_pImageFormat, a_pImageDesc, a_pHost, a_phMem));
+    urt_expect("urMemImageCreate", "pImageDesc && pImageDesc->slicePitch != 0 && pHost == nullptr", UR_RESULT_ERROR_INVALID_IMAGE_FORMAT_DESCRIPTOR, urt_due_urMemImageCreate(a_hContext, a_flags, a_pImageFormat, a_pImageDesc, a_pHost, a_phMem), urt_ddi.Mem.pfnImageCreate(a_hContext, a_flags, a_pImageFormat, a_pImageDesc, a_pHost, a_phMem));
   }
   {
     urt_reset();
@@ -1290,7 +1502,7 @@ static void test_urMemImageCreate(void) {
       urt_fill_handles(s, (void *)urt_h_ur_mem_handle);
       urt_ptr = s; }
     ur_mem_handle_t * a_phMem = (ur_mem_handle_t *)urt_ptr;
-    urt_expect("urMemImageCreate", "pHost == NULL && (flags & (UR_MEM_FLAG_USE_HOST_POINTER | UR_MEM_FLAG_ALLOC_COPY_HOST_POINTER)) != 0", UR_RESULT_ERROR_INVALID_HOST_PTR, urt_ddi.Mem.pfnImageCreate(a_hContext, a_flags, a_pImageFormat, a_pImageDesc, a_pHost, a_phMem));
+    urt_expect("urMemImageCreate", "pHost == NULL && (flags & (UR_MEM_FLAG_USE_HOST_POINTER | UR_MEM_FLAG_ALLOC_COPY_HOST_POINTER)) != 0", UR_RESULT_ERROR_INVALID_HOST_PTR, urt_due_urMemImageCreate(a_hContext, a_flags, a_pImageFormat, a_pImageDesc, a_pHost, a_phMem), urt_ddi.Mem.pfnImageCreate(a_hContext, a_flags, a_pImageFormat, a_pImageDesc, a_pHost, a_phMem));
   }
   {
     urt_reset();
@@ -1311,8 +1523,19 @@ static void test_urMemImageCreate(void) {
       urt_fill_handles(s, (void *)urt_h_ur_mem_handle);
       urt_ptr = s; }
     ur_mem_handle_t * a_phMem = (ur_mem_handle_t *)urt_ptr;
-    urt_expect("urMemImageCreate", "pHost != NULL && (flags & (UR_MEM_FLAG_USE_HOST_POINTER | UR_MEM_FLAG_ALLOC_COPY_HOST_POINTER)) == 0", UR_RESULT_ERROR_INVALID_HOST_PTR, urt_ddi.Mem.pfnImageCreate(a_hContext, a_flags, a_pImageFormat, a_pImageDesc, a_pHost, a_phMem));
+    urt_expect("urMemImageCreate", "pHost != NULL && (flags & (UR_MEM_FLAG_USE_HOST_POINTER | UR_MEM_FLAG_ALLOC_COPY_HOST_POINTER)) == 0", UR_RESULT_ERROR_INVALID_HOST_PTR, urt_due_urMemImageCreate(a_hContext, a_flags, a_pImageFormat, a_pImageDesc, a_pHost, a_phMem), urt_ddi.Mem.pfnImageCreate(a_hContext, a_flags, a_pImageFormat, a_pImageDesc, a_pHost, a_phMem));
   }
+}
+
+static ur_result_t urt_due_urMemBufferCreate(ur_context_handle_t hContext, ur_mem_flags_t flags, size_t size, const ur_buffer_properties_t * pProperties, ur_mem_handle_t * phBuffer) {
+  if (NULL == phBuffer) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_MEM_FLAGS_MASK & flags) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  if (size == 0) return UR_RESULT_ERROR_INVALID_BUFFER_SIZE;
+  if (pProperties == NULL && (flags & (UR_MEM_FLAG_USE_HOST_POINTER | UR_MEM_FLAG_ALLOC_COPY_HOST_POINTER)) != 0) return UR_RESULT_ERROR_INVALID_HOST_PTR;
+  if (pProperties != NULL && pProperties->pHost == NULL && (flags & (UR_MEM_FLAG_USE_HOST_POINTER | UR_MEM_FLAG_ALLOC_COPY_HOST_POINTER)) != 0) return UR_RESULT_ERROR_INVALID_HOST_PTR;
+  if (pProperties != NULL && pProperties->pHost != NULL && (flags & (UR_MEM_FLAG_USE_HOST_POINTER | UR_MEM_FLAG_ALLOC_COPY_HOST_POINTER)) == 0) return UR_RESULT_ERROR_INVALID_HOST_PTR;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urMemBufferCreate(void) {
@@ -1327,7 +1550,7 @@ static void test_urMemBufferCreate(void) {
       urt_ptr = s; }
     const ur_buffer_properties_t * a_pProperties = (const ur_buffer_properties_t *)urt_ptr;
     ur_mem_handle_t * a_phBuffer = NULL;
-    urt_expect("urMemBufferCreate", "NULL == phBuffer", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Mem.pfnBufferCreate(a_hContext, a_flags, a_size, a_pProperties, a_phBuffer));
+    urt_expect("urMemBufferCreate", "NULL == phBuffer", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urMemBufferCreate(a_hContext, a_flags, a_size, a_pProperties, a_phBuffer), urt_ddi.Mem.pfnBufferCreate(a_hContext, a_flags, a_size, a_pProperties, a_phBuffer));
   }
   {
     urt_reset();
@@ -1343,7 +1566,7 @@ static void test_urMemBufferCreate(void) {
       urt_fill_handles(s, (void *)urt_h_ur_mem_handle);
       urt_ptr = s; }
     ur_mem_handle_t * a_phBuffer = (ur_mem_handle_t *)urt_ptr;
-    urt_expect("urMemBufferCreate", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Mem.pfnBufferCreate(a_hContext, a_flags, a_size, a_pProperties, a_phBuffer));
+    urt_expect("urMemBufferCreate", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urMemBufferCreate(a_hContext, a_flags, a_size, a_pProperties, a_phBuffer), urt_ddi.Mem.pfnBufferCreate(a_hContext, a_flags, a_size, a_pProperties, a_phBuffer));
   }
   {
     urt_reset();
@@ -1359,7 +1582,7 @@ static void test_urMemBufferCreate(void) {
       urt_fill_handles(s, (void *)urt_h_ur_mem_handle);
       urt_ptr = s; }
     ur_mem_handle_t * a_phBuffer = (ur_mem_handle_t *)urt_ptr;
-    urt_expect("urMemBufferCreate", "::UR_MEM_FLAGS_MASK & flags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.Mem.pfnBufferCreate(a_hContext, a_flags, a_size, a_pProperties, a_phBuffer));
+    urt_expect("urMemBufferCreate", "::UR_MEM_FLAGS_MASK & flags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urMemBufferCreate(a_hContext, a_flags, a_size, a_pProperties, a_phBuffer), urt_ddi.Mem.pfnBufferCreate(a_hContext, a_flags, a_size, a_pProperties, a_phBuffer));
   }
   {
     urt_reset();
@@ -1375,7 +1598,7 @@ static void test_urMemBufferCreate(void) {
       urt_fill_handles(s, (void *)urt_h_ur_mem_handle);
       urt_ptr = s; }
     ur_mem_handle_t * a_phBuffer = (ur_mem_handle_t *)urt_ptr;
-    urt_expect("urMemBufferCreate", "size == 0", UR_RESULT_ERROR_INVALID_BUFFER_SIZE, urt_ddi.Mem.pfnBufferCreate(a_hContext, a_flags, a_size, a_pProperties, a_phBuffer));
+    urt_expect("urMemBufferCreate", "size == 0", UR_RESULT_ERROR_INVALID_BUFFER_SIZE, urt_due_urMemBufferCreate(a_hContext, a_flags, a_size, a_pProperties, a_phBuffer), urt_ddi.Mem.pfnBufferCreate(a_hContext, a_flags, a_size, a_pProperties, a_phBuffer));
   }
   {
     urt_reset();
@@ -1388,7 +1611,7 @@ static void test_urMemBufferCreate(void) {
       urt_fill_handles(s, (void *)urt_h_ur_mem_handle);
       urt_ptr = s; }
     ur_mem_handle_t * a_phBuffer = (ur_mem_handle_t *)urt_ptr;
-    urt_expect("urMemBufferCreate", "pProperties == NULL && (flags & (UR_MEM_FLAG_USE_HOST_POINTER | UR_MEM_FLAG_ALLOC_COPY_HOST_POINTER)) != 0", UR_RESULT_ERROR_INVALID_HOST_PTR, urt_ddi.Mem.pfnBufferCreate(a_hContext, a_flags, a_size, a_pProperties, a_phBuffer));
+    urt_expect("urMemBufferCreate", "pProperties == NULL && (flags & (UR_MEM_FLAG_USE_HOST_POINTER | UR_MEM_FLAG_ALLOC_COPY_HOST_POINTER)) != 0", UR_RESULT_ERROR_INVALID_HOST_PTR, urt_due_urMemBufferCreate(a_hContext, a_flags, a_size, a_pProperties, a_phBuffer), urt_ddi.Mem.pfnBufferCreate(a_hContext, a_flags, a_size, a_pProperties, a_phBuffer));
   }
   {
     urt_reset();
@@ -1404,7 +1627,7 @@ static void test_urMemBufferCreate(void) {
       urt_fill_handles(s, (void *)urt_h_ur_mem_handle);
       urt_ptr = s; }
     ur_mem_handle_t * a_phBuffer = (ur_mem_handle_t *)urt_ptr;
-    urt_expect("urMemBufferCreate", "pProperties != NULL && pProperties->pHost == NULL && (flags & (UR_MEM_FLAG_USE_HOST_POINTER | UR_MEM_FLAG_ALLOC_COPY_HOST_POINTER)) != 0", UR_RESULT_ERROR_INVALID_HOST_PTR, urt_ddi.Mem.pfnBufferCreate(a_hContext, a_flags, a_size, a_pProperties, a_phBuffer));
+    urt_expect("urMemBufferCreate", "pProperties != NULL && pProperties->pHost == NULL && (flags & (UR_MEM_FLAG_USE_HOST_POINTER | UR_MEM_FLAG_ALLOC_COPY_HOST_POINTER)) != 0", UR_RESULT_ERROR_INVALID_HOST_PTR, urt_due_urMemBufferCreate(a_hContext, a_flags, a_size, a_pProperties, a_phBuffer), urt_ddi.Mem.pfnBufferCreate(a_hContext, a_flags, a_size, a_pProperties, a_phBuffer));
   }
   {
     urt_reset();
@@ -1423,8 +1646,13 @@ static void test_urMemBufferCreate(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     *((void * *)&((a_pProperties)->pHost)) = (void *)urt_ptr;
-    urt_expect("urMemBufferCreate", "pProperties != NULL && pProperties->pHost != NULL && (flags & (UR_MEM_FLAG_USE_HOST_POINTER | UR_MEM_FLAG_ALLOC_COPY_HOST_POINTER)) == 0", UR_RESULT_ERROR_INVALID_HOST_PTR, urt_ddi.Mem.pfnBufferCreate(a_hContext, a_flags, a_size, a_pProperties, a_phBuffer));
+    urt_expect("urMemBufferCreate", "pProperties != NULL && pProperties->pHost != NULL && (flags & (UR_MEM_FLAG_USE_HOST_POINTER | UR_MEM_FLAG_ALLOC_COPY_HOST_POINTER)) == 0", UR_RESULT_ERROR_INVALID_HOST_PTR, urt_due_urMemBufferCreate(a_hContext, a_flags, a_size, a_pProperties, a_phBuffer), urt_ddi.Mem.pfnBufferCreate(a_hContext, a_flags, a_size, a_pProperties, a_phBuffer));
   }
+}
+
+static ur_result_t urt_due_urMemRetain(ur_mem_handle_t hMem) {
+  if (NULL == hMem) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urMemRetain(void) {
@@ -1432,8 +1660,13 @@ static void test_urMemRetain(void) {
     urt_reset();
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_mem_handle_t a_hMem = NULL;
-    urt_expect("urMemRetain", "NULL == hMem", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Mem.pfnRetain(a_hMem));
+    urt_expect("urMemRetain", "NULL == hMem", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urMemRetain(a_hMem), urt_ddi.Mem.pfnRetain(a_hMem));
   }
+}
+
+static ur_result_t urt_due_urMemRelease(ur_mem_handle_t hMem) {
+  if (NULL == hMem) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urMemRelease(void) {
@@ -1441,8 +1674,18 @@ static void test_urMemRelease(void) {
     urt_reset();
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_mem_handle_t a_hMem = NULL;
-    urt_expect("urMemRelease", "NULL == hMem", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Mem.pfnRelease(a_hMem));
+    urt_expect("urMemRelease", "NULL == hMem", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urMemRelease(a_hMem), urt_ddi.Mem.pfnRelease(a_hMem));
   }
+}
+
+static ur_result_t urt_due_urMemBufferPartition(ur_mem_handle_t hBuffer, ur_mem_flags_t flags, ur_buffer_create_type_t bufferCreateType, const ur_buffer_region_t * pRegion, ur_mem_handle_t * phMem) {
+  if (NULL == pRegion) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == phMem) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hBuffer) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_MEM_FLAGS_MASK & flags) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  if (UR_BUFFER_CREATE_TYPE_REGION < bufferCreateType) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  if (pRegion && pRegion->size == 0) return UR_RESULT_ERROR_INVALID_BUFFER_SIZE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urMemBufferPartition(void) {
@@ -1457,7 +1700,7 @@ static void test_urMemBufferPartition(void) {
       urt_fill_handles(s, (void *)urt_h_ur_mem_handle);
       urt_ptr = s; }
     ur_mem_handle_t * a_phMem = (ur_mem_handle_t *)urt_ptr;
-    urt_expect("urMemBufferPartition", "NULL == pRegion", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Mem.pfnBufferPartition(a_hBuffer, a_flags, a_bufferCreateType, a_pRegion, a_phMem));
+    urt_expect("urMemBufferPartition", "NULL == pRegion", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urMemBufferPartition(a_hBuffer, a_flags, a_bufferCreateType, a_pRegion, a_phMem), urt_ddi.Mem.pfnBufferPartition(a_hBuffer, a_flags, a_bufferCreateType, a_pRegion, a_phMem));
   }
   {
     urt_reset();
@@ -1471,7 +1714,7 @@ static void test_urMemBufferPartition(void) {
     const ur_buffer_region_t * a_pRegion = (const ur_buffer_region_t *)urt_ptr;
     ur_mem_handle_t * a_phMem = NULL;
     *((size_t *)&((a_pRegion)->size)) = (size_t)1u;
-    urt_expect("urMemBufferPartition", "NULL == phMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Mem.pfnBufferPartition(a_hBuffer, a_flags, a_bufferCreateType, a_pRegion, a_phMem));
+    urt_expect("urMemBufferPartition", "NULL == phMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urMemBufferPartition(a_hBuffer, a_flags, a_bufferCreateType, a_pRegion, a_phMem), urt_ddi.Mem.pfnBufferPartition(a_hBuffer, a_flags, a_bufferCreateType, a_pRegion, a_phMem));
   }
   {
     urt_reset();
@@ -1488,7 +1731,7 @@ static void test_urMemBufferPartition(void) {
       urt_ptr = s; }
     ur_mem_handle_t * a_phMem = (ur_mem_handle_t *)urt_ptr;
     *((size_t *)&((a_pRegion)->size)) = (size_t)1u;
-    urt_expect("urMemBufferPartition", "NULL == hBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Mem.pfnBufferPartition(a_hBuffer, a_flags, a_bufferCreateType, a_pRegion, a_phMem));
+    urt_expect("urMemBufferPartition", "NULL == hBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urMemBufferPartition(a_hBuffer, a_flags, a_bufferCreateType, a_pRegion, a_phMem), urt_ddi.Mem.pfnBufferPartition(a_hBuffer, a_flags, a_bufferCreateType, a_pRegion, a_phMem));
   }
   {
     urt_reset();
@@ -1505,7 +1748,7 @@ static void test_urMemBufferPartition(void) {
       urt_ptr = s; }
     ur_mem_handle_t * a_phMem = (ur_mem_handle_t *)urt_ptr;
     *((size_t *)&((a_pRegion)->size)) = (size_t)1u;
-    urt_expect("urMemBufferPartition", "::UR_MEM_FLAGS_MASK & flags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.Mem.pfnBufferPartition(a_hBuffer, a_flags, a_bufferCreateType, a_pRegion, a_phMem));
+    urt_expect("urMemBufferPartition", "::UR_MEM_FLAGS_MASK & flags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urMemBufferPartition(a_hBuffer, a_flags, a_bufferCreateType, a_pRegion, a_phMem), urt_ddi.Mem.pfnBufferPartition(a_hBuffer, a_flags, a_bufferCreateType, a_pRegion, a_phMem));
   }
   {
     urt_reset();
@@ -1522,7 +1765,7 @@ static void test_urMemBufferPartition(void) {
       urt_ptr = s; }
     ur_mem_handle_t * a_phMem = (ur_mem_handle_t *)urt_ptr;
     *((size_t *)&((a_pRegion)->size)) = (size_t)1u;
-    urt_expect("urMemBufferPartition", "::UR_BUFFER_CREATE_TYPE_REGION < bufferCreateType", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.Mem.pfnBufferPartition(a_hBuffer, a_flags, a_bufferCreateType, a_pRegion, a_phMem));
+    urt_expect("urMemBufferPartition", "::UR_BUFFER_CREATE_TYPE_REGION < bufferCreateType", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urMemBufferPartition(a_hBuffer, a_flags, a_bufferCreateType, a_pRegion, a_phMem), urt_ddi.Mem.pfnBufferPartition(a_hBuffer, a_flags, a_bufferCreateType, a_pRegion, a_phMem));
   }
   {
     urt_reset();
@@ -1539,8 +1782,14 @@ static void test_urMemBufferPartition(void) {
       urt_ptr = s; }
     ur_mem_handle_t * a_phMem = (ur_mem_handle_t *)urt_ptr;
     *((size_t *)&((a_pRegion)->size)) = (size_t)0u;
-    urt_expect("urMemBufferPartition", "pRegion && pRegion->size == 0", UR_RESULT_ERROR_INVALID_BUFFER_SIZE, urt_ddi.Mem.pfnBufferPartition(a_hBuffer, a_flags, a_bufferCreateType, a_pRegion, a_phMem));
+    urt_expect("urMemBufferPartition", "pRegion && pRegion->size == 0", UR_RESULT_ERROR_INVALID_BUFFER_SIZE, urt_due_urMemBufferPartition(a_hBuffer, a_flags, a_bufferCreateType, a_pRegion, a_phMem), urt_ddi.Mem.pfnBufferPartition(a_hBuffer, a_flags, a_bufferCreateType, a_pRegion, a_phMem));
   }
+}
+
+static ur_result_t urt_due_urMemGetNativeHandle(ur_mem_handle_t hMem, ur_device_handle_t hDevice, ur_native_handle_t * phNativeMem) {
+  if (NULL == phNativeMem) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hMem) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urMemGetNativeHandle(void) {
@@ -1550,7 +1799,7 @@ static void test_urMemGetNativeHandle(void) {
     ur_mem_handle_t a_hMem = urt_h_ur_mem_handle;
     ur_device_handle_t a_hDevice = urt_h_ur_device_handle;
     ur_native_handle_t * a_phNativeMem = NULL;
-    urt_expect("urMemGetNativeHandle", "NULL == phNativeMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Mem.pfnGetNativeHandle(a_hMem, a_hDevice, a_phNativeMem));
+    urt_expect("urMemGetNativeHandle", "NULL == phNativeMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urMemGetNativeHandle(a_hMem, a_hDevice, a_phNativeMem), urt_ddi.Mem.pfnGetNativeHandle(a_hMem, a_hDevice, a_phNativeMem));
   }
   {
     urt_reset();
@@ -1561,8 +1810,14 @@ static void test_urMemGetNativeHandle(void) {
       for (int i = 0; i < 16; i++) ((ur_native_handle_t *)s)[i] = 1;
       urt_ptr = s; }
     ur_native_handle_t * a_phNativeMem = (ur_native_handle_t *)urt_ptr;
-    urt_expect("urMemGetNativeHandle", "NULL == hMem", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Mem.pfnGetNativeHandle(a_hMem, a_hDevice, a_phNativeMem));
+    urt_expect("urMemGetNativeHandle", "NULL == hMem", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urMemGetNativeHandle(a_hMem, a_hDevice, a_phNativeMem), urt_ddi.Mem.pfnGetNativeHandle(a_hMem, a_hDevice, a_phNativeMem));
   }
+}
+
+static ur_result_t urt_due_urMemBufferCreateWithNativeHandle(ur_native_handle_t hNativeMem, ur_context_handle_t hContext, const ur_mem_native_properties_t * pProperties, ur_mem_handle_t * phMem) {
+  if (NULL == phMem) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urMemBufferCreateWithNativeHandle(void) {
@@ -1576,7 +1831,7 @@ static void test_urMemBufferCreateWithNativeHandle(void) {
       urt_ptr = s; }
     const ur_mem_native_properties_t * a_pProperties = (const ur_mem_native_properties_t *)urt_ptr;
     ur_mem_handle_t * a_phMem = NULL;
-    urt_expect("urMemBufferCreateWithNativeHandle", "NULL == phMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Mem.pfnBufferCreateWithNativeHandle(a_hNativeMem, a_hContext, a_pProperties, a_phMem));
+    urt_expect("urMemBufferCreateWithNativeHandle", "NULL == phMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urMemBufferCreateWithNativeHandle(a_hNativeMem, a_hContext, a_pProperties, a_phMem), urt_ddi.Mem.pfnBufferCreateWithNativeHandle(a_hNativeMem, a_hContext, a_pProperties, a_phMem));
   }
   {
     urt_reset();
@@ -1591,8 +1846,16 @@ static void test_urMemBufferCreateWithNativeHandle(void) {
       urt_fill_handles(s, (void *)urt_h_ur_mem_handle);
       urt_ptr = s; }
     ur_mem_handle_t * a_phMem = (ur_mem_handle_t *)urt_ptr;
-    urt_expect("urMemBufferCreateWithNativeHandle", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Mem.pfnBufferCreateWithNativeHandle(a_hNativeMem, a_hContext, a_pProperties, a_phMem));
+    urt_expect("urMemBufferCreateWithNativeHandle", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urMemBufferCreateWithNativeHandle(a_hNativeMem, a_hContext, a_pProperties, a_phMem), urt_ddi.Mem.pfnBufferCreateWithNativeHandle(a_hNativeMem, a_hContext, a_pProperties, a_phMem));
   }
+}
+
+static ur_result_t urt_due_urMemImageCreateWithNativeHandle(ur_native_handle_t hNativeMem, ur_context_handle_t hContext, const ur_image_format_t * pImageFormat, const ur_image_desc_t * pImageDesc, const ur_mem_native_properties_t * pProperties, ur_mem_handle_t * phMem) {
+  if (NULL == pImageFormat) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == pImageDesc) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == phMem) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urMemImageCreateWithNativeHandle(void) {
@@ -1614,7 +1877,7 @@ static void test_urMemImageCreateWithNativeHandle(void) {
       urt_fill_handles(s, (void *)urt_h_ur_mem_handle);
       urt_ptr = s; }
     ur_mem_handle_t * a_phMem = (ur_mem_handle_t *)urt_ptr;
-    urt_expect("urMemImageCreateWithNativeHandle", "NULL == pImageFormat", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Mem.pfnImageCreateWithNativeHandle(a_hNativeMem, a_hContext, a_pImageFormat, a_pImageDesc, a_pProperties, a_phMem));
+    urt_expect("urMemImageCreateWithNativeHandle", "NULL == pImageFormat", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urMemImageCreateWithNativeHandle(a_hNativeMem, a_hContext, a_pImageFormat, a_pImageDesc, a_pProperties, a_phMem), urt_ddi.Mem.pfnImageCreateWithNativeHandle(a_hNativeMem, a_hContext, a_pImageFormat, a_pImageDesc, a_pProperties, a_phMem));
   }
   {
     urt_reset();
@@ -1633,7 +1896,7 @@ static void test_urMemImageCreateWithNativeHandle(void) {
       urt_fill_handles(s, (void *)urt_h_ur_mem_handle);
       urt_ptr = s; }
     ur_mem_handle_t * a_phMem = (ur_mem_handle_t *)urt_ptr;
-    urt_expect("urMemImageCreateWithNativeHandle", "NULL == pImageDesc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Mem.pfnImageCreateWithNativeHandle(a_hNativeMem, a_hContext, a_pImageFormat, a_pImageDesc, a_pProperties, a_phMem));
+    urt_expect("urMemImageCreateWithNativeHandle", "NULL == pImageDesc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urMemImageCreateWithNativeHandle(a_hNativeMem, a_hContext, a_pImageFormat, a_pImageDesc, a_pProperties, a_phMem), urt_ddi.Mem.pfnImageCreateWithNativeHandle(a_hNativeMem, a_hContext, a_pImageFormat, a_pImageDesc, a_pProperties, a_phMem));
   }
   {
     urt_reset();
@@ -1652,7 +1915,7 @@ static void test_urMemImageCreateWithNativeHandle(void) {
       urt_ptr = s; }
     const ur_mem_native_properties_t * a_pProperties = (const ur_mem_native_properties_t *)urt_ptr;
     ur_mem_handle_t * a_phMem = NULL;
-    urt_expect("urMemImageCreateWithNativeHandle", "NULL == phMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Mem.pfnImageCreateWithNativeHandle(a_hNativeMem, a_hContext, a_pImageFormat, a_pImageDesc, a_pProperties, a_phMem));
+    urt_expect("urMemImageCreateWithNativeHandle", "NULL == phMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urMemImageCreateWithNativeHandle(a_hNativeMem, a_hContext, a_pImageFormat, a_pImageDesc, a_pProperties, a_phMem), urt_ddi.Mem.pfnImageCreateWithNativeHandle(a_hNativeMem, a_hContext, a_pImageFormat, a_pImageDesc, a_pProperties, a_phMem));
   }
   {
     urt_reset();
@@ -1674,8 +1937,17 @@ static void test_urMemImageCreateWithNativeHandle(void) {
       urt_fill_handles(s, (void *)urt_h_ur_mem_handle);
       urt_ptr = s; }
     ur_mem_handle_t * a_phMem = (ur_mem_handle_t *)urt_ptr;
-    urt_expect("urMemImageCreateWithNativeHandle", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Mem.pfnImageCreateWithNativeHandle(a_hNativeMem, a_hContext, a_pImageFormat, a_pImageDesc, a_pProperties, a_phMem));
+    urt_expect("urMemImageCreateWithNativeHandle", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urMemImageCreateWithNativeHandle(a_hNativeMem, a_hContext, a_pImageFormat, a_pImageDesc, a_pProperties, a_phMem), urt_ddi.Mem.pfnImageCreateWithNativeHandle(a_hNativeMem, a_hContext, a_pImageFormat, a_pImageDesc, a_pProperties, a_phMem));
   }
+}
+
+static ur_result_t urt_due_urMemGetInfo(ur_mem_handle_t hMemory, ur_mem_info_t propName, size_t propSize, void * pPropValue, size_t * pPropSizeRet) {
+  if (propSize != 0 && pPropValue == NULL) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (pPropValue == NULL && pPropSizeRet == NULL) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hMemory) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_MEM_INFO_REFERENCE_COUNT < propName) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  if (propSize == 0 && pPropValue != NULL) return UR_RESULT_ERROR_INVALID_SIZE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urMemGetInfo(void) {
@@ -1690,7 +1962,7 @@ static void test_urMemGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urMemGetInfo", "propSize != 0 && pPropValue == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Mem.pfnGetInfo(a_hMemory, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urMemGetInfo", "propSize != 0 && pPropValue == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urMemGetInfo(a_hMemory, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Mem.pfnGetInfo(a_hMemory, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -1700,7 +1972,7 @@ static void test_urMemGetInfo(void) {
     size_t a_propSize = (size_t)1u;
     void * a_pPropValue = NULL;
     size_t * a_pPropSizeRet = NULL;
-    urt_expect("urMemGetInfo", "pPropValue == NULL && pPropSizeRet == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Mem.pfnGetInfo(a_hMemory, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urMemGetInfo", "pPropValue == NULL && pPropSizeRet == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urMemGetInfo(a_hMemory, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Mem.pfnGetInfo(a_hMemory, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -1715,7 +1987,7 @@ static void test_urMemGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urMemGetInfo", "NULL == hMemory", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Mem.pfnGetInfo(a_hMemory, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urMemGetInfo", "NULL == hMemory", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urMemGetInfo(a_hMemory, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Mem.pfnGetInfo(a_hMemory, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -1730,7 +2002,7 @@ static void test_urMemGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urMemGetInfo", "::UR_MEM_INFO_REFERENCE_COUNT < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.Mem.pfnGetInfo(a_hMemory, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urMemGetInfo", "::UR_MEM_INFO_REFERENCE_COUNT < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urMemGetInfo(a_hMemory, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Mem.pfnGetInfo(a_hMemory, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -1745,8 +2017,17 @@ static void test_urMemGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urMemGetInfo", "propSize == 0 && pPropValue != NULL", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Mem.pfnGetInfo(a_hMemory, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urMemGetInfo", "propSize == 0 && pPropValue != NULL", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urMemGetInfo(a_hMemory, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Mem.pfnGetInfo(a_hMemory, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
+}
+
+static ur_result_t urt_due_urMemImageGetInfo(ur_mem_handle_t hMemory, ur_image_info_t propName, size_t propSize, void * pPropValue, size_t * pPropSizeRet) {
+  if (propSize != 0 && pPropValue == NULL) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (pPropValue == NULL && pPropSizeRet == NULL) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hMemory) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_IMAGE_INFO_NUM_SAMPLES < propName) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  if (propSize == 0 && pPropValue != NULL) return UR_RESULT_ERROR_INVALID_SIZE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urMemImageGetInfo(void) {
@@ -1761,7 +2042,7 @@ static void test_urMemImageGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urMemImageGetInfo", "propSize != 0 && pPropValue == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Mem.pfnImageGetInfo(a_hMemory, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urMemImageGetInfo", "propSize != 0 && pPropValue == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urMemImageGetInfo(a_hMemory, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Mem.pfnImageGetInfo(a_hMemory, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -1771,7 +2052,7 @@ static void test_urMemImageGetInfo(void) {
     size_t a_propSize = (size_t)1u;
     void * a_pPropValue = NULL;
     size_t * a_pPropSizeRet = NULL;
-    urt_expect("urMemImageGetInfo", "pPropValue == NULL && pPropSizeRet == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Mem.pfnImageGetInfo(a_hMemory, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urMemImageGetInfo", "pPropValue == NULL && pPropSizeRet == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urMemImageGetInfo(a_hMemory, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Mem.pfnImageGetInfo(a_hMemory, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -1786,7 +2067,7 @@ static void test_urMemImageGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urMemImageGetInfo", "NULL == hMemory", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Mem.pfnImageGetInfo(a_hMemory, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urMemImageGetInfo", "NULL == hMemory", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urMemImageGetInfo(a_hMemory, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Mem.pfnImageGetInfo(a_hMemory, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -1801,7 +2082,7 @@ static void test_urMemImageGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urMemImageGetInfo", "::UR_IMAGE_INFO_NUM_SAMPLES < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.Mem.pfnImageGetInfo(a_hMemory, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urMemImageGetInfo", "::UR_IMAGE_INFO_NUM_SAMPLES < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urMemImageGetInfo(a_hMemory, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Mem.pfnImageGetInfo(a_hMemory, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -1816,8 +2097,17 @@ static void test_urMemImageGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urMemImageGetInfo", "propSize == 0 && pPropValue != NULL", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Mem.pfnImageGetInfo(a_hMemory, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urMemImageGetInfo", "propSize == 0 && pPropValue != NULL", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urMemImageGetInfo(a_hMemory, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Mem.pfnImageGetInfo(a_hMemory, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
+}
+
+static ur_result_t urt_due_urSamplerCreate(ur_context_handle_t hContext, const ur_sampler_desc_t * pDesc, ur_sampler_handle_t * phSampler) {
+  if (NULL == pDesc) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == phSampler) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_SAMPLER_ADDRESSING_MODE_MIRRORED_REPEAT < pDesc->addressingMode) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  if (UR_SAMPLER_FILTER_MODE_LINEAR < pDesc->filterMode) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urSamplerCreate(void) {
@@ -1830,7 +2120,7 @@ static void test_urSamplerCreate(void) {
       urt_fill_handles(s, (void *)(ur_sampler_handle_t)urt_standin);
       urt_ptr = s; }
     ur_sampler_handle_t * a_phSampler = (ur_sampler_handle_t *)urt_ptr;
-    urt_expect("urSamplerCreate", "NULL == pDesc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Sampler.pfnCreate(a_hContext, a_pDesc, a_phSampler));
+    urt_expect("urSamplerCreate", "NULL == pDesc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urSamplerCreate(a_hContext, a_pDesc, a_phSampler), urt_ddi.Sampler.pfnCreate(a_hContext, a_pDesc, a_phSampler));
   }
   {
     urt_reset();
@@ -1841,7 +2131,7 @@ static void test_urSamplerCreate(void) {
       urt_ptr = s; }
     const ur_sampler_desc_t * a_pDesc = (const ur_sampler_desc_t *)urt_ptr;
     ur_sampler_handle_t * a_phSampler = NULL;
-    urt_expect("urSamplerCreate", "NULL == phSampler", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Sampler.pfnCreate(a_hContext, a_pDesc, a_phSampler));
+    urt_expect("urSamplerCreate", "NULL == phSampler", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urSamplerCreate(a_hContext, a_pDesc, a_phSampler), urt_ddi.Sampler.pfnCreate(a_hContext, a_pDesc, a_phSampler));
   }
   {
     urt_reset();
@@ -1855,7 +2145,7 @@ static void test_urSamplerCreate(void) {
       urt_fill_handles(s, (void *)(ur_sampler_handle_t)urt_standin);
       urt_ptr = s; }
     ur_sampler_handle_t * a_phSampler = (ur_sampler_handle_t *)urt_ptr;
-    urt_expect("urSamplerCreate", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Sampler.pfnCreate(a_hContext, a_pDesc, a_phSampler));
+    urt_expect("urSamplerCreate", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urSamplerCreate(a_hContext, a_pDesc, a_phSampler), urt_ddi.Sampler.pfnCreate(a_hContext, a_pDesc, a_phSampler));
   }
   {
     urt_reset();
@@ -1870,7 +2160,7 @@ static void test_urSamplerCreate(void) {
       urt_ptr = s; }
     ur_sampler_handle_t * a_phSampler = (ur_sampler_handle_t *)urt_ptr;
     *((ur_sampler_addressing_mode_t *)&((a_pDesc)->addressingMode)) = (ur_sampler_addressing_mode_t)5u;
-    urt_expect("urSamplerCreate", "::UR_SAMPLER_ADDRESSING_MODE_MIRRORED_REPEAT < pDesc->addressingMode", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.Sampler.pfnCreate(a_hContext, a_pDesc, a_phSampler));
+    urt_expect("urSamplerCreate", "::UR_SAMPLER_ADDRESSING_MODE_MIRRORED_REPEAT < pDesc->addressingMode", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urSamplerCreate(a_hContext, a_pDesc, a_phSampler), urt_ddi.Sampler.pfnCreate(a_hContext, a_pDesc, a_phSampler));
   }
   {
     urt_reset();
@@ -1885,8 +2175,13 @@ static void test_urSamplerCreate(void) {
       urt_ptr = s; }
     ur_sampler_handle_t * a_phSampler = (ur_sampler_handle_t *)urt_ptr;
     *((ur_sampler_filter_mode_t *)&((a_pDesc)->filterMode)) = (ur_sampler_filter_mode_t)2u;
-    urt_expect("urSamplerCreate", "::UR_SAMPLER_FILTER_MODE_LINEAR < pDesc->filterMode", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.Sampler.pfnCreate(a_hContext, a_pDesc, a_phSampler));
+    urt_expect("urSamplerCreate", "::UR_SAMPLER_FILTER_MODE_LINEAR < pDesc->filterMode", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urSamplerCreate(a_hContext, a_pDesc, a_phSampler), urt_ddi.Sampler.pfnCreate(a_hContext, a_pDesc, a_phSampler));
   }
+}
+
+static ur_result_t urt_due_urSamplerRetain(ur_sampler_handle_t hSampler) {
+  if (NULL == hSampler) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urSamplerRetain(void) {
@@ -1894,8 +2189,13 @@ static void test_urSamplerRetain(void) {
     urt_reset();
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_sampler_handle_t a_hSampler = NULL;
-    urt_expect("urSamplerRetain", "NULL == hSampler", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Sampler.pfnRetain(a_hSampler));
+    urt_expect("urSamplerRetain", "NULL == hSampler", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urSamplerRetain(a_hSampler), urt_ddi.Sampler.pfnRetain(a_hSampler));
   }
+}
+
+static ur_result_t urt_due_urSamplerRelease(ur_sampler_handle_t hSampler) {
+  if (NULL == hSampler) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urSamplerRelease(void) {
@@ -1903,8 +2203,17 @@ static void test_urSamplerRelease(void) {
     urt_reset();
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_sampler_handle_t a_hSampler = NULL;
-    urt_expect("urSamplerRelease", "NULL == hSampler", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Sampler.pfnRelease(a_hSampler));
+    urt_expect("urSamplerRelease", "NULL == hSampler", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urSamplerRelease(a_hSampler), urt_ddi.Sampler.pfnRelease(a_hSampler));
   }
+}
+
+static ur_result_t urt_due_urSamplerGetInfo(ur_sampler_handle_t hSampler, ur_sampler_info_t propName, size_t propSize, void * pPropValue, size_t * pPropSizeRet) {
+  if (propSize != 0 && pPropValue == NULL) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (pPropValue == NULL && pPropSizeRet == NULL) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hSampler) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_SAMPLER_INFO_FILTER_MODE < propName) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  if (propSize == 0 && pPropValue != NULL) return UR_RESULT_ERROR_INVALID_SIZE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urSamplerGetInfo(void) {
@@ -1919,7 +2228,7 @@ static void test_urSamplerGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urSamplerGetInfo", "propSize != 0 && pPropValue == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Sampler.pfnGetInfo(a_hSampler, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urSamplerGetInfo", "propSize != 0 && pPropValue == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urSamplerGetInfo(a_hSampler, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Sampler.pfnGetInfo(a_hSampler, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -1929,7 +2238,7 @@ static void test_urSamplerGetInfo(void) {
     size_t a_propSize = (size_t)1u;
     void * a_pPropValue = NULL;
     size_t * a_pPropSizeRet = NULL;
-    urt_expect("urSamplerGetInfo", "pPropValue == NULL && pPropSizeRet == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Sampler.pfnGetInfo(a_hSampler, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urSamplerGetInfo", "pPropValue == NULL && pPropSizeRet == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urSamplerGetInfo(a_hSampler, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Sampler.pfnGetInfo(a_hSampler, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -1944,7 +2253,7 @@ static void test_urSamplerGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urSamplerGetInfo", "NULL == hSampler", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Sampler.pfnGetInfo(a_hSampler, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urSamplerGetInfo", "NULL == hSampler", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urSamplerGetInfo(a_hSampler, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Sampler.pfnGetInfo(a_hSampler, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -1959,7 +2268,7 @@ static void test_urSamplerGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urSamplerGetInfo", "::UR_SAMPLER_INFO_FILTER_MODE < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.Sampler.pfnGetInfo(a_hSampler, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urSamplerGetInfo", "::UR_SAMPLER_INFO_FILTER_MODE < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urSamplerGetInfo(a_hSampler, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Sampler.pfnGetInfo(a_hSampler, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -1974,8 +2283,14 @@ static void test_urSamplerGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urSamplerGetInfo", "propSize == 0 && pPropValue != NULL", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Sampler.pfnGetInfo(a_hSampler, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urSamplerGetInfo", "propSize == 0 && pPropValue != NULL", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urSamplerGetInfo(a_hSampler, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Sampler.pfnGetInfo(a_hSampler, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
+}
+
+static ur_result_t urt_due_urSamplerGetNativeHandle(ur_sampler_handle_t hSampler, ur_native_handle_t * phNativeSampler) {
+  if (NULL == phNativeSampler) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hSampler) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urSamplerGetNativeHandle(void) {
@@ -1984,7 +2299,7 @@ static void test_urSamplerGetNativeHandle(void) {
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_sampler_handle_t a_hSampler = (ur_sampler_handle_t)urt_standin;
     ur_native_handle_t * a_phNativeSampler = NULL;
-    urt_expect("urSamplerGetNativeHandle", "NULL == phNativeSampler", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Sampler.pfnGetNativeHandle(a_hSampler, a_phNativeSampler));
+    urt_expect("urSamplerGetNativeHandle", "NULL == phNativeSampler", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urSamplerGetNativeHandle(a_hSampler, a_phNativeSampler), urt_ddi.Sampler.pfnGetNativeHandle(a_hSampler, a_phNativeSampler));
   }
   {
     urt_reset();
@@ -1994,8 +2309,14 @@ static void test_urSamplerGetNativeHandle(void) {
       for (int i = 0; i < 16; i++) ((ur_native_handle_t *)s)[i] = 1;
       urt_ptr = s; }
     ur_native_handle_t * a_phNativeSampler = (ur_native_handle_t *)urt_ptr;
-    urt_expect("urSamplerGetNativeHandle", "NULL == hSampler", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Sampler.pfnGetNativeHandle(a_hSampler, a_phNativeSampler));
+    urt_expect("urSamplerGetNativeHandle", "NULL == hSampler", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urSamplerGetNativeHandle(a_hSampler, a_phNativeSampler), urt_ddi.Sampler.pfnGetNativeHandle(a_hSampler, a_phNativeSampler));
   }
+}
+
+static ur_result_t urt_due_urSamplerCreateWithNativeHandle(ur_native_handle_t hNativeSampler, ur_context_handle_t hContext, const ur_sampler_native_properties_t * pProperties, ur_sampler_handle_t * phSampler) {
+  if (NULL == phSampler) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urSamplerCreateWithNativeHandle(void) {
@@ -2009,7 +2330,7 @@ static void test_urSamplerCreateWithNativeHandle(void) {
       urt_ptr = s; }
     const ur_sampler_native_properties_t * a_pProperties = (const ur_sampler_native_properties_t *)urt_ptr;
     ur_sampler_handle_t * a_phSampler = NULL;
-    urt_expect("urSamplerCreateWithNativeHandle", "NULL == phSampler", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Sampler.pfnCreateWithNativeHandle(a_hNativeSampler, a_hContext, a_pProperties, a_phSampler));
+    urt_expect("urSamplerCreateWithNativeHandle", "NULL == phSampler", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urSamplerCreateWithNativeHandle(a_hNativeSampler, a_hContext, a_pProperties, a_phSampler), urt_ddi.Sampler.pfnCreateWithNativeHandle(a_hNativeSampler, a_hContext, a_pProperties, a_phSampler));
   }
   {
     urt_reset();
@@ -2024,8 +2345,17 @@ static void test_urSamplerCreateWithNativeHandle(void) {
       urt_fill_handles(s, (void *)(ur_sampler_handle_t)urt_standin);
       urt_ptr = s; }
     ur_sampler_handle_t * a_phSampler = (ur_sampler_handle_t *)urt_ptr;
-    urt_expect("urSamplerCreateWithNativeHandle", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Sampler.pfnCreateWithNativeHandle(a_hNativeSampler, a_hContext, a_pProperties, a_phSampler));
+    urt_expect("urSamplerCreateWithNativeHandle", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urSamplerCreateWithNativeHandle(a_hNativeSampler, a_hContext, a_pProperties, a_phSampler), urt_ddi.Sampler.pfnCreateWithNativeHandle(a_hNativeSampler, a_hContext, a_pProperties, a_phSampler));
   }
+}
+
+static ur_result_t urt_due_urUSMHostAlloc(ur_context_handle_t hContext, const ur_usm_desc_t * pUSMDesc, ur_usm_pool_handle_t pool, size_t size, void * * ppMem) {
+  if (NULL == ppMem) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL != pUSMDesc && UR_USM_ADVICE_FLAGS_MASK & pUSMDesc->hints) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  if (pUSMDesc && pUSMDesc->align != 0 && ((pUSMDesc->align & (pUSMDesc->align-1)) != 0)) return UR_RESULT_ERROR_INVALID_VALUE;
+  if (size == 0) return UR_RESULT_ERROR_INVALID_USM_SIZE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urUSMHostAlloc(void) {
@@ -2040,7 +2370,7 @@ static void test_urUSMHostAlloc(void) {
     ur_usm_pool_handle_t a_pool = (ur_usm_pool_handle_t)urt_standin;
     size_t a_size = (size_t)1u;
     void * * a_ppMem = NULL;
-    urt_expect("urUSMHostAlloc", "NULL == ppMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.USM.pfnHostAlloc(a_hContext, a_pUSMDesc, a_pool, a_size, a_ppMem));
+    urt_expect("urUSMHostAlloc", "NULL == ppMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urUSMHostAlloc(a_hContext, a_pUSMDesc, a_pool, a_size, a_ppMem), urt_ddi.USM.pfnHostAlloc(a_hContext, a_pUSMDesc, a_pool, a_size, a_ppMem));
   }
   {
     urt_reset();
@@ -2055,7 +2385,7 @@ static void test_urUSMHostAlloc(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * * a_ppMem = (void * *)urt_ptr;
-    urt_expect("urUSMHostAlloc", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.USM.pfnHostAlloc(a_hContext, a_pUSMDesc, a_pool, a_size, a_ppMem));
+    urt_expect("urUSMHostAlloc", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urUSMHostAlloc(a_hContext, a_pUSMDesc, a_pool, a_size, a_ppMem), urt_ddi.USM.pfnHostAlloc(a_hContext, a_pUSMDesc, a_pool, a_size, a_ppMem));
   }
   {
     urt_reset();
@@ -2071,7 +2401,7 @@ static void test_urUSMHostAlloc(void) {
       urt_ptr = s; }
     void * * a_ppMem = (void * *)urt_ptr;
     *((ur_usm_advice_flags_t *)&((a_pUSMDesc)->hints)) = (ur_usm_advice_flags_t)131072u;
-    urt_expect("urUSMHostAlloc", "NULL != pUSMDesc && ::UR_USM_ADVICE_FLAGS_MASK & pUSMDesc->hints", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.USM.pfnHostAlloc(a_hContext, a_pUSMDesc, a_pool, a_size, a_ppMem));
+    urt_expect("urUSMHostAlloc", "NULL != pUSMDesc && ::UR_USM_ADVICE_FLAGS_MASK & pUSMDesc->hints", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urUSMHostAlloc(a_hContext, a_pUSMDesc, a_pool, a_size, a_ppMem), urt_ddi.USM.pfnHostAlloc(a_hContext, a_pUSMDesc, a_pool, a_size, a_ppMem));
   }
   {
     urt_reset();
@@ -2087,7 +2417,7 @@ static void test_urUSMHostAlloc(void) {
       urt_ptr = s; }
     void * * a_ppMem = (void * *)urt_ptr;
     *((uint32_t *)&((a_pUSMDesc)->align)) = (uint32_t)3u;
-    urt_expect("urUSMHostAlloc", "pUSMDesc && pUSMDesc->align != 0 && ((pUSMDesc->align & (pUSMDesc->align-1)) != 0)", UR_RESULT_ERROR_INVALID_VALUE, urt_ddi.USM.pfnHostAlloc(a_hContext, a_pUSMDesc, a_pool, a_size, a_ppMem));
+    urt_expect("urUSMHostAlloc", "pUSMDesc && pUSMDesc->align != 0 && ((pUSMDesc->align & (pUSMDesc->align-1)) != 0)", UR_RESULT_ERROR_INVALID_VALUE, urt_due_urUSMHostAlloc(a_hContext, a_pUSMDesc, a_pool, a_size, a_ppMem), urt_ddi.USM.pfnHostAlloc(a_hContext, a_pUSMDesc, a_pool, a_size, a_ppMem));
   }
   {
     urt_reset();
@@ -2102,8 +2432,18 @@ static void test_urUSMHostAlloc(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * * a_ppMem = (void * *)urt_ptr;
-    urt_expect("urUSMHostAlloc", "size == 0", UR_RESULT_ERROR_INVALID_USM_SIZE, urt_ddi.USM.pfnHostAlloc(a_hContext, a_pUSMDesc, a_pool, a_size, a_ppMem));
+    urt_expect("urUSMHostAlloc", "size == 0", UR_RESULT_ERROR_INVALID_USM_SIZE, urt_due_urUSMHostAlloc(a_hContext, a_pUSMDesc, a_pool, a_size, a_ppMem), urt_ddi.USM.pfnHostAlloc(a_hContext, a_pUSMDesc, a_pool, a_size, a_ppMem));
   }
+}
+
+static ur_result_t urt_due_urUSMDeviceAlloc(ur_context_handle_t hContext, ur_device_handle_t hDevice, const ur_usm_desc_t * pUSMDesc, ur_usm_pool_handle_t pool, size_t size, void * * ppMem) {
+  if (NULL == ppMem) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL != pUSMDesc && UR_USM_ADVICE_FLAGS_MASK & pUSMDesc->hints) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  if (pUSMDesc && pUSMDesc->align != 0 && ((pUSMDesc->align & (pUSMDesc->align-1)) != 0)) return UR_RESULT_ERROR_INVALID_VALUE;
+  if (size == 0) return UR_RESULT_ERROR_INVALID_USM_SIZE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urUSMDeviceAlloc(void) {
@@ -2119,7 +2459,7 @@ static void test_urUSMDeviceAlloc(void) {
     ur_usm_pool_handle_t a_pool = (ur_usm_pool_handle_t)urt_standin;
     size_t a_size = (size_t)1u;
     void * * a_ppMem = NULL;
-    urt_expect("urUSMDeviceAlloc", "NULL == ppMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.USM.pfnDeviceAlloc(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_size, a_ppMem));
+    urt_expect("urUSMDeviceAlloc", "NULL == ppMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urUSMDeviceAlloc(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_size, a_ppMem), urt_ddi.USM.pfnDeviceAlloc(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_size, a_ppMem));
   }
   {
     urt_reset();
@@ -2135,7 +2475,7 @@ static void test_urUSMDeviceAlloc(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * * a_ppMem = (void * *)urt_ptr;
-    urt_expect("urUSMDeviceAlloc", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.USM.pfnDeviceAlloc(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_size, a_ppMem));
+    urt_expect("urUSMDeviceAlloc", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urUSMDeviceAlloc(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_size, a_ppMem), urt_ddi.USM.pfnDeviceAlloc(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_size, a_ppMem));
   }
   {
     urt_reset();
@@ -2151,7 +2491,7 @@ static void test_urUSMDeviceAlloc(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * * a_ppMem = (void * *)urt_ptr;
-    urt_expect("urUSMDeviceAlloc", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.USM.pfnDeviceAlloc(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_size, a_ppMem));
+    urt_expect("urUSMDeviceAlloc", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urUSMDeviceAlloc(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_size, a_ppMem), urt_ddi.USM.pfnDeviceAlloc(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_size, a_ppMem));
   }
   {
     urt_reset();
@@ -2168,7 +2508,7 @@ static void test_urUSMDeviceAlloc(void) {
       urt_ptr = s; }
     void * * a_ppMem = (void * *)urt_ptr;
     *((ur_usm_advice_flags_t *)&((a_pUSMDesc)->hints)) = (ur_usm_advice_flags_t)131072u;
-    urt_expect("urUSMDeviceAlloc", "NULL != pUSMDesc && ::UR_USM_ADVICE_FLAGS_MASK & pUSMDesc->hints", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.USM.pfnDeviceAlloc(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_size, a_ppMem));
+    urt_expect("urUSMDeviceAlloc", "NULL != pUSMDesc && ::UR_USM_ADVICE_FLAGS_MASK & pUSMDesc->hints", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urUSMDeviceAlloc(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_size, a_ppMem), urt_ddi.USM.pfnDeviceAlloc(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_size, a_ppMem));
   }
   {
     urt_reset();
@@ -2185,7 +2525,7 @@ static void test_urUSMDeviceAlloc(void) {
       urt_ptr = s; }
     void * * a_ppMem = (void * *)urt_ptr;
     *((uint32_t *)&((a_pUSMDesc)->align)) = (uint32_t)3u;
-    urt_expect("urUSMDeviceAlloc", "pUSMDesc && pUSMDesc->align != 0 && ((pUSMDesc->align & (pUSMDesc->align-1)) != 0)", UR_RESULT_ERROR_INVALID_VALUE, urt_ddi.USM.pfnDeviceAlloc(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_size, a_ppMem));
+    urt_expect("urUSMDeviceAlloc", "pUSMDesc && pUSMDesc->align != 0 && ((pUSMDesc->align & (pUSMDesc->align-1)) != 0)", UR_RESULT_ERROR_INVALID_VALUE, urt_due_urUSMDeviceAlloc(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_size, a_ppMem), urt_ddi.USM.pfnDeviceAlloc(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_size, a_ppMem));
   }
   {
     urt_reset();
@@ -2201,8 +2541,18 @@ static void test_urUSMDeviceAlloc(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * * a_ppMem = (void * *)urt_ptr;
-    urt_expect("urUSMDeviceAlloc", "size == 0", UR_RESULT_ERROR_INVALID_USM_SIZE, urt_ddi.USM.pfnDeviceAlloc(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_size, a_ppMem));
+    urt_expect("urUSMDeviceAlloc", "size == 0", UR_RESULT_ERROR_INVALID_USM_SIZE, urt_due_urUSMDeviceAlloc(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_size, a_ppMem), urt_ddi.USM.pfnDeviceAlloc(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_size, a_ppMem));
   }
+}
+
+static ur_result_t urt_due_urUSMSharedAlloc(ur_context_handle_t hContext, ur_device_handle_t hDevice, const ur_usm_desc_t * pUSMDesc, ur_usm_pool_handle_t pool, size_t size, void * * ppMem) {
+  if (NULL == ppMem) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL != pUSMDesc && UR_USM_ADVICE_FLAGS_MASK & pUSMDesc->hints) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  if (pUSMDesc && pUSMDesc->align != 0 && ((pUSMDesc->align & (pUSMDesc->align-1)) != 0)) return UR_RESULT_ERROR_INVALID_VALUE;
+  if (size == 0) return UR_RESULT_ERROR_INVALID_USM_SIZE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urUSMSharedAlloc(void) {
@@ -2218,7 +2568,7 @@ static void test_urUSMSharedAlloc(void) {
     ur_usm_pool_handle_t a_pool = (ur_usm_pool_handle_t)urt_standin;
     size_t a_size = (size_t)1u;
     void * * a_ppMem = NULL;
-    urt_expect("urUSMSharedAlloc", "NULL == ppMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.USM.pfnSharedAlloc(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_size, a_ppMem));
+    urt_expect("urUSMSharedAlloc", "NULL == ppMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urUSMSharedAlloc(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_size, a_ppMem), urt_ddi.USM.pfnSharedAlloc(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_size, a_ppMem));
   }
   {
     urt_reset();
@@ -2234,7 +2584,7 @@ static void test_urUSMSharedAlloc(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * * a_ppMem = (void * *)urt_ptr;
-    urt_expect("urUSMSharedAlloc", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.USM.pfnSharedAlloc(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_size, a_ppMem));
+    urt_expect("urUSMSharedAlloc", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urUSMSharedAlloc(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_size, a_ppMem), urt_ddi.USM.pfnSharedAlloc(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_size, a_ppMem));
   }
   {
     urt_reset();
@@ -2250,7 +2600,7 @@ static void test_urUSMSharedAlloc(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * * a_ppMem = (void * *)urt_ptr;
-    urt_expect("urUSMSharedAlloc", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.USM.pfnSharedAlloc(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_size, a_ppMem));
+    urt_expect("urUSMSharedAlloc", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urUSMSharedAlloc(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_size, a_ppMem), urt_ddi.USM.pfnSharedAlloc(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_size, a_ppMem));
   }
   {
     urt_reset();
@@ -2267,7 +2617,7 @@ static void test_urUSMSharedAlloc(void) {
       urt_ptr = s; }
     void * * a_ppMem = (void * *)urt_ptr;
     *((ur_usm_advice_flags_t *)&((a_pUSMDesc)->hints)) = (ur_usm_advice_flags_t)131072u;
-    urt_expect("urUSMSharedAlloc", "NULL != pUSMDesc && ::UR_USM_ADVICE_FLAGS_MASK & pUSMDesc->hints", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.USM.pfnSharedAlloc(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_size, a_ppMem));
+    urt_expect("urUSMSharedAlloc", "NULL != pUSMDesc && ::UR_USM_ADVICE_FLAGS_MASK & pUSMDesc->hints", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urUSMSharedAlloc(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_size, a_ppMem), urt_ddi.USM.pfnSharedAlloc(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_size, a_ppMem));
   }
   {
     urt_reset();
@@ -2284,7 +2634,7 @@ static void test_urUSMSharedAlloc(void) {
       urt_ptr = s; }
     void * * a_ppMem = (void * *)urt_ptr;
     *((uint32_t *)&((a_pUSMDesc)->align)) = (uint32_t)3u;
-    urt_expect("urUSMSharedAlloc", "pUSMDesc && pUSMDesc->align != 0 && ((pUSMDesc->align & (pUSMDesc->align-1)) != 0)", UR_RESULT_ERROR_INVALID_VALUE, urt_ddi.USM.pfnSharedAlloc(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_size, a_ppMem));
+    urt_expect("urUSMSharedAlloc", "pUSMDesc && pUSMDesc->align != 0 && ((pUSMDesc->align & (pUSMDesc->align-1)) != 0)", UR_RESULT_ERROR_INVALID_VALUE, urt_due_urUSMSharedAlloc(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_size, a_ppMem), urt_ddi.USM.pfnSharedAlloc(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_size, a_ppMem));
   }
   {
     urt_reset();
@@ -2300,8 +2650,14 @@ static void test_urUSMSharedAlloc(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * * a_ppMem = (void * *)urt_ptr;
-    urt_expect("urUSMSharedAlloc", "size == 0", UR_RESULT_ERROR_INVALID_USM_SIZE, urt_ddi.USM.pfnSharedAlloc(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_size, a_ppMem));
+    urt_expect("urUSMSharedAlloc", "size == 0", UR_RESULT_ERROR_INVALID_USM_SIZE, urt_due_urUSMSharedAlloc(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_size, a_ppMem), urt_ddi.USM.pfnSharedAlloc(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_size, a_ppMem));
   }
+}
+
+static ur_result_t urt_due_urUSMFree(ur_context_handle_t hContext, void * pMem) {
+  if (NULL == pMem) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urUSMFree(void) {
@@ -2310,7 +2666,7 @@ static void test_urUSMFree(void) {
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_context_handle_t a_hContext = urt_h_ur_context_handle;
     void * a_pMem = NULL;
-    urt_expect("urUSMFree", "NULL == pMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.USM.pfnFree(a_hContext, a_pMem));
+    urt_expect("urUSMFree", "NULL == pMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urUSMFree(a_hContext, a_pMem), urt_ddi.USM.pfnFree(a_hContext, a_pMem));
   }
   {
     urt_reset();
@@ -2319,8 +2675,15 @@ static void test_urUSMFree(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * a_pMem = (void *)urt_ptr;
-    urt_expect("urUSMFree", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.USM.pfnFree(a_hContext, a_pMem));
+    urt_expect("urUSMFree", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urUSMFree(a_hContext, a_pMem), urt_ddi.USM.pfnFree(a_hContext, a_pMem));
   }
+}
+
+static ur_result_t urt_due_urUSMGetMemAllocInfo(ur_context_handle_t hContext, const void * pMem, ur_usm_alloc_info_t propName, size_t propSize, void * pPropValue, size_t * pPropSizeRet) {
+  if (NULL == pMem) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_USM_ALLOC_INFO_POOL < propName) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urUSMGetMemAllocInfo(void) {
@@ -2338,7 +2701,7 @@ static void test_urUSMGetMemAllocInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urUSMGetMemAllocInfo", "NULL == pMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.USM.pfnGetMemAllocInfo(a_hContext, a_pMem, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urUSMGetMemAllocInfo", "NULL == pMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urUSMGetMemAllocInfo(a_hContext, a_pMem, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.USM.pfnGetMemAllocInfo(a_hContext, a_pMem, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -2356,7 +2719,7 @@ static void test_urUSMGetMemAllocInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urUSMGetMemAllocInfo", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.USM.pfnGetMemAllocInfo(a_hContext, a_pMem, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urUSMGetMemAllocInfo", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urUSMGetMemAllocInfo(a_hContext, a_pMem, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.USM.pfnGetMemAllocInfo(a_hContext, a_pMem, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -2374,8 +2737,16 @@ static void test_urUSMGetMemAllocInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urUSMGetMemAllocInfo", "::UR_USM_ALLOC_INFO_POOL < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.USM.pfnGetMemAllocInfo(a_hContext, a_pMem, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urUSMGetMemAllocInfo", "::UR_USM_ALLOC_INFO_POOL < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urUSMGetMemAllocInfo(a_hContext, a_pMem, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.USM.pfnGetMemAllocInfo(a_hContext, a_pMem, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
+}
+
+static ur_result_t urt_due_urUSMPoolCreate(ur_context_handle_t hContext, ur_usm_pool_desc_t * pPoolDesc, ur_usm_pool_handle_t * ppPool) {
+  if (NULL == pPoolDesc) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == ppPool) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_USM_POOL_FLAGS_MASK & pPoolDesc->flags) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urUSMPoolCreate(void) {
@@ -2388,7 +2759,7 @@ static void test_urUSMPoolCreate(void) {
       urt_fill_handles(s, (void *)(ur_usm_pool_handle_t)urt_standin);
       urt_ptr = s; }
     ur_usm_pool_handle_t * a_ppPool = (ur_usm_pool_handle_t *)urt_ptr;
-    urt_expect("urUSMPoolCreate", "NULL == pPoolDesc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.USM.pfnPoolCreate(a_hContext, a_pPoolDesc, a_ppPool));
+    urt_expect("urUSMPoolCreate", "NULL == pPoolDesc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urUSMPoolCreate(a_hContext, a_pPoolDesc, a_ppPool), urt_ddi.USM.pfnPoolCreate(a_hContext, a_pPoolDesc, a_ppPool));
   }
   {
     urt_reset();
@@ -2399,7 +2770,7 @@ static void test_urUSMPoolCreate(void) {
       urt_ptr = s; }
     ur_usm_pool_desc_t * a_pPoolDesc = (ur_usm_pool_desc_t *)urt_ptr;
     ur_usm_pool_handle_t * a_ppPool = NULL;
-    urt_expect("urUSMPoolCreate", "NULL == ppPool", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.USM.pfnPoolCreate(a_hContext, a_pPoolDesc, a_ppPool));
+    urt_expect("urUSMPoolCreate", "NULL == ppPool", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urUSMPoolCreate(a_hContext, a_pPoolDesc, a_ppPool), urt_ddi.USM.pfnPoolCreate(a_hContext, a_pPoolDesc, a_ppPool));
   }
   {
     urt_reset();
@@ -2413,7 +2784,7 @@ static void test_urUSMPoolCreate(void) {
       urt_fill_handles(s, (void *)(ur_usm_pool_handle_t)urt_standin);
       urt_ptr = s; }
     ur_usm_pool_handle_t * a_ppPool = (ur_usm_pool_handle_t *)urt_ptr;
-    urt_expect("urUSMPoolCreate", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.USM.pfnPoolCreate(a_hContext, a_pPoolDesc, a_ppPool));
+    urt_expect("urUSMPoolCreate", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urUSMPoolCreate(a_hContext, a_pPoolDesc, a_ppPool), urt_ddi.USM.pfnPoolCreate(a_hContext, a_pPoolDesc, a_ppPool));
   }
   {
     urt_reset();
@@ -2428,8 +2799,13 @@ static void test_urUSMPoolCreate(void) {
       urt_ptr = s; }
     ur_usm_pool_handle_t * a_ppPool = (ur_usm_pool_handle_t *)urt_ptr;
     *((ur_usm_pool_flags_t *)&((a_pPoolDesc)->flags)) = (ur_usm_pool_flags_t)8u;
-    urt_expect("urUSMPoolCreate", "::UR_USM_POOL_FLAGS_MASK & pPoolDesc->flags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.USM.pfnPoolCreate(a_hContext, a_pPoolDesc, a_ppPool));
+    urt_expect("urUSMPoolCreate", "::UR_USM_POOL_FLAGS_MASK & pPoolDesc->flags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urUSMPoolCreate(a_hContext, a_pPoolDesc, a_ppPool), urt_ddi.USM.pfnPoolCreate(a_hContext, a_pPoolDesc, a_ppPool));
   }
+}
+
+static ur_result_t urt_due_urUSMPoolRetain(ur_usm_pool_handle_t pPool) {
+  if (NULL == pPool) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urUSMPoolRetain(void) {
@@ -2437,8 +2813,13 @@ static void test_urUSMPoolRetain(void) {
     urt_reset();
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_usm_pool_handle_t a_pPool = NULL;
-    urt_expect("urUSMPoolRetain", "NULL == pPool", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.USM.pfnPoolRetain(a_pPool));
+    urt_expect("urUSMPoolRetain", "NULL == pPool", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urUSMPoolRetain(a_pPool), urt_ddi.USM.pfnPoolRetain(a_pPool));
   }
+}
+
+static ur_result_t urt_due_urUSMPoolRelease(ur_usm_pool_handle_t pPool) {
+  if (NULL == pPool) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urUSMPoolRelease(void) {
@@ -2446,8 +2827,17 @@ static void test_urUSMPoolRelease(void) {
     urt_reset();
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_usm_pool_handle_t a_pPool = NULL;
-    urt_expect("urUSMPoolRelease", "NULL == pPool", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.USM.pfnPoolRelease(a_pPool));
+    urt_expect("urUSMPoolRelease", "NULL == pPool", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urUSMPoolRelease(a_pPool), urt_ddi.USM.pfnPoolRelease(a_pPool));
   }
+}
+
+static ur_result_t urt_due_urUSMPoolGetInfo(ur_usm_pool_handle_t hPool, ur_usm_pool_info_t propName, size_t propSize, void * pPropValue, size_t * pPropSizeRet) {
+  if (propSize != 0 && pPropValue == NULL) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (pPropValue == NULL && pPropSizeRet == NULL) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hPool) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_USM_POOL_INFO_USED_HIGH_EXP < propName) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  if (propSize == 0 && pPropValue != NULL) return UR_RESULT_ERROR_INVALID_SIZE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urUSMPoolGetInfo(void) {
@@ -2462,7 +2852,7 @@ static void test_urUSMPoolGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urUSMPoolGetInfo", "propSize != 0 && pPropValue == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.USM.pfnPoolGetInfo(a_hPool, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urUSMPoolGetInfo", "propSize != 0 && pPropValue == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urUSMPoolGetInfo(a_hPool, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.USM.pfnPoolGetInfo(a_hPool, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -2472,7 +2862,7 @@ static void test_urUSMPoolGetInfo(void) {
     size_t a_propSize = (size_t)1u;
     void * a_pPropValue = NULL;
     size_t * a_pPropSizeRet = NULL;
-    urt_expect("urUSMPoolGetInfo", "pPropValue == NULL && pPropSizeRet == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.USM.pfnPoolGetInfo(a_hPool, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urUSMPoolGetInfo", "pPropValue == NULL && pPropSizeRet == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urUSMPoolGetInfo(a_hPool, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.USM.pfnPoolGetInfo(a_hPool, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -2487,7 +2877,7 @@ static void test_urUSMPoolGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urUSMPoolGetInfo", "NULL == hPool", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.USM.pfnPoolGetInfo(a_hPool, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urUSMPoolGetInfo", "NULL == hPool", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urUSMPoolGetInfo(a_hPool, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.USM.pfnPoolGetInfo(a_hPool, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -2502,7 +2892,7 @@ static void test_urUSMPoolGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urUSMPoolGetInfo", "::UR_USM_POOL_INFO_USED_HIGH_EXP < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.USM.pfnPoolGetInfo(a_hPool, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urUSMPoolGetInfo", "::UR_USM_POOL_INFO_USED_HIGH_EXP < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urUSMPoolGetInfo(a_hPool, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.USM.pfnPoolGetInfo(a_hPool, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -2517,8 +2907,17 @@ static void test_urUSMPoolGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urUSMPoolGetInfo", "propSize == 0 && pPropValue != NULL", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.USM.pfnPoolGetInfo(a_hPool, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urUSMPoolGetInfo", "propSize == 0 && pPropValue != NULL", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urUSMPoolGetInfo(a_hPool, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.USM.pfnPoolGetInfo(a_hPool, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
+}
+
+static ur_result_t urt_due_urVirtualMemGranularityGetInfo(ur_context_handle_t hContext, ur_device_handle_t hDevice, size_t allocationSize, ur_virtual_mem_granularity_info_t propName, size_t propSize, void * pPropValue, size_t * pPropSizeRet) {
+  if (propSize != 0 && pPropValue == NULL) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (pPropValue == NULL && pPropSizeRet == NULL) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_VIRTUAL_MEM_GRANULARITY_INFO_RECOMMENDED < propName) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  if (propSize == 0 && pPropValue != NULL) return UR_RESULT_ERROR_INVALID_SIZE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urVirtualMemGranularityGetInfo(void) {
@@ -2535,7 +2934,7 @@ static void test_urVirtualMemGranularityGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urVirtualMemGranularityGetInfo", "propSize != 0 && pPropValue == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.VirtualMem.pfnGranularityGetInfo(a_hContext, a_hDevice, a_allocationSize, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urVirtualMemGranularityGetInfo", "propSize != 0 && pPropValue == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urVirtualMemGranularityGetInfo(a_hContext, a_hDevice, a_allocationSize, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.VirtualMem.pfnGranularityGetInfo(a_hContext, a_hDevice, a_allocationSize, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -2547,7 +2946,7 @@ static void test_urVirtualMemGranularityGetInfo(void) {
     size_t a_propSize = (size_t)1u;
     void * a_pPropValue = NULL;
     size_t * a_pPropSizeRet = NULL;
-    urt_expect("urVirtualMemGranularityGetInfo", "pPropValue == NULL && pPropSizeRet == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.VirtualMem.pfnGranularityGetInfo(a_hContext, a_hDevice, a_allocationSize, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urVirtualMemGranularityGetInfo", "pPropValue == NULL && pPropSizeRet == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urVirtualMemGranularityGetInfo(a_hContext, a_hDevice, a_allocationSize, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.VirtualMem.pfnGranularityGetInfo(a_hContext, a_hDevice, a_allocationSize, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -2564,7 +2963,7 @@ static void test_urVirtualMemGranularityGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urVirtualMemGranularityGetInfo", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.VirtualMem.pfnGranularityGetInfo(a_hContext, a_hDevice, a_allocationSize, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urVirtualMemGranularityGetInfo", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urVirtualMemGranularityGetInfo(a_hContext, a_hDevice, a_allocationSize, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.VirtualMem.pfnGranularityGetInfo(a_hContext, a_hDevice, a_allocationSize, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -2581,7 +2980,7 @@ static void test_urVirtualMemGranularityGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urVirtualMemGranularityGetInfo", "::UR_VIRTUAL_MEM_GRANULARITY_INFO_RECOMMENDED < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.VirtualMem.pfnGranularityGetInfo(a_hContext, a_hDevice, a_allocationSize, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urVirtualMemGranularityGetInfo", "::UR_VIRTUAL_MEM_GRANULARITY_INFO_RECOMMENDED < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urVirtualMemGranularityGetInfo(a_hContext, a_hDevice, a_allocationSize, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.VirtualMem.pfnGranularityGetInfo(a_hContext, a_hDevice, a_allocationSize, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -2598,8 +2997,14 @@ static void test_urVirtualMemGranularityGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urVirtualMemGranularityGetInfo", "propSize == 0 && pPropValue != NULL", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.VirtualMem.pfnGranularityGetInfo(a_hContext, a_hDevice, a_allocationSize, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urVirtualMemGranularityGetInfo", "propSize == 0 && pPropValue != NULL", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urVirtualMemGranularityGetInfo(a_hContext, a_hDevice, a_allocationSize, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.VirtualMem.pfnGranularityGetInfo(a_hContext, a_hDevice, a_allocationSize, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
+}
+
+static ur_result_t urt_due_urVirtualMemReserve(ur_context_handle_t hContext, const void * pStart, size_t size, void * * ppStart) {
+  if (NULL == ppStart) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urVirtualMemReserve(void) {
@@ -2612,7 +3017,7 @@ static void test_urVirtualMemReserve(void) {
     const void * a_pStart = (const void *)urt_ptr;
     size_t a_size = (size_t)1u;
     void * * a_ppStart = NULL;
-    urt_expect("urVirtualMemReserve", "NULL == ppStart", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.VirtualMem.pfnReserve(a_hContext, a_pStart, a_size, a_ppStart));
+    urt_expect("urVirtualMemReserve", "NULL == ppStart", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urVirtualMemReserve(a_hContext, a_pStart, a_size, a_ppStart), urt_ddi.VirtualMem.pfnReserve(a_hContext, a_pStart, a_size, a_ppStart));
   }
   {
     urt_reset();
@@ -2625,8 +3030,14 @@ static void test_urVirtualMemReserve(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * * a_ppStart = (void * *)urt_ptr;
-    urt_expect("urVirtualMemReserve", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.VirtualMem.pfnReserve(a_hContext, a_pStart, a_size, a_ppStart));
+    urt_expect("urVirtualMemReserve", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urVirtualMemReserve(a_hContext, a_pStart, a_size, a_ppStart), urt_ddi.VirtualMem.pfnReserve(a_hContext, a_pStart, a_size, a_ppStart));
   }
+}
+
+static ur_result_t urt_due_urVirtualMemFree(ur_context_handle_t hContext, const void * pStart, size_t size) {
+  if (NULL == pStart) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urVirtualMemFree(void) {
@@ -2636,7 +3047,7 @@ static void test_urVirtualMemFree(void) {
     ur_context_handle_t a_hContext = urt_h_ur_context_handle;
     const void * a_pStart = NULL;
     size_t a_size = (size_t)1u;
-    urt_expect("urVirtualMemFree", "NULL == pStart", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.VirtualMem.pfnFree(a_hContext, a_pStart, a_size));
+    urt_expect("urVirtualMemFree", "NULL == pStart", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urVirtualMemFree(a_hContext, a_pStart, a_size), urt_ddi.VirtualMem.pfnFree(a_hContext, a_pStart, a_size));
   }
   {
     urt_reset();
@@ -2646,8 +3057,16 @@ static void test_urVirtualMemFree(void) {
       urt_ptr = s; }
     const void * a_pStart = (const void *)urt_ptr;
     size_t a_size = (size_t)1u;
-    urt_expect("urVirtualMemFree", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.VirtualMem.pfnFree(a_hContext, a_pStart, a_size));
+    urt_expect("urVirtualMemFree", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urVirtualMemFree(a_hContext, a_pStart, a_size), urt_ddi.VirtualMem.pfnFree(a_hContext, a_pStart, a_size));
   }
+}
+
+static ur_result_t urt_due_urVirtualMemMap(ur_context_handle_t hContext, const void * pStart, size_t size, ur_physical_mem_handle_t hPhysicalMem, size_t offset, ur_virtual_mem_access_flags_t flags) {
+  if (NULL == pStart) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hPhysicalMem) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_VIRTUAL_MEM_ACCESS_FLAGS_MASK & flags) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urVirtualMemMap(void) {
@@ -2660,7 +3079,7 @@ static void test_urVirtualMemMap(void) {
     ur_physical_mem_handle_t a_hPhysicalMem = (ur_physical_mem_handle_t)urt_standin;
     size_t a_offset = (size_t)1u;
     ur_virtual_mem_access_flags_t a_flags = (ur_virtual_mem_access_flags_t)0u;
-    urt_expect("urVirtualMemMap", "NULL == pStart", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.VirtualMem.pfnMap(a_hContext, a_pStart, a_size, a_hPhysicalMem, a_offset, a_flags));
+    urt_expect("urVirtualMemMap", "NULL == pStart", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urVirtualMemMap(a_hContext, a_pStart, a_size, a_hPhysicalMem, a_offset, a_flags), urt_ddi.VirtualMem.pfnMap(a_hContext, a_pStart, a_size, a_hPhysicalMem, a_offset, a_flags));
   }
   {
     urt_reset();
@@ -2673,7 +3092,7 @@ static void test_urVirtualMemMap(void) {
     ur_physical_mem_handle_t a_hPhysicalMem = (ur_physical_mem_handle_t)urt_standin;
     size_t a_offset = (size_t)1u;
     ur_virtual_mem_access_flags_t a_flags = (ur_virtual_mem_access_flags_t)0u;
-    urt_expect("urVirtualMemMap", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.VirtualMem.pfnMap(a_hContext, a_pStart, a_size, a_hPhysicalMem, a_offset, a_flags));
+    urt_expect("urVirtualMemMap", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urVirtualMemMap(a_hContext, a_pStart, a_size, a_hPhysicalMem, a_offset, a_flags), urt_ddi.VirtualMem.pfnMap(a_hContext, a_pStart, a_size, a_hPhysicalMem, a_offset, a_flags));
   }
   {
     urt_reset();
@@ -2686,7 +3105,7 @@ static void test_urVirtualMemMap(void) {
     ur_physical_mem_handle_t a_hPhysicalMem = NULL;
     size_t a_offset = (size_t)1u;
     ur_virtual_mem_access_flags_t a_flags = (ur_virtual_mem_access_flags_t)0u;
-    urt_expect("urVirtualMemMap", "NULL == hPhysicalMem", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.VirtualMem.pfnMap(a_hContext, a_pStart, a_size, a_hPhysicalMem, a_offset, a_flags));
+    urt_expect("urVirtualMemMap", "NULL == hPhysicalMem", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urVirtualMemMap(a_hContext, a_pStart, a_size, a_hPhysicalMem, a_offset, a_flags), urt_ddi.VirtualMem.pfnMap(a_hContext, a_pStart, a_size, a_hPhysicalMem, a_offset, a_flags));
   }
   {
     urt_reset();
@@ -2699,8 +3118,14 @@ static void test_urVirtualMemMap(void) {
     ur_physical_mem_handle_t a_hPhysicalMem = (ur_physical_mem_handle_t)urt_standin;
     size_t a_offset = (size_t)1u;
     ur_virtual_mem_access_flags_t a_flags = (ur_virtual_mem_access_flags_t)8u;
-    urt_expect("urVirtualMemMap", "::UR_VIRTUAL_MEM_ACCESS_FLAGS_MASK & flags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.VirtualMem.pfnMap(a_hContext, a_pStart, a_size, a_hPhysicalMem, a_offset, a_flags));
+    urt_expect("urVirtualMemMap", "::UR_VIRTUAL_MEM_ACCESS_FLAGS_MASK & flags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urVirtualMemMap(a_hContext, a_pStart, a_size, a_hPhysicalMem, a_offset, a_flags), urt_ddi.VirtualMem.pfnMap(a_hContext, a_pStart, a_size, a_hPhysicalMem, a_offset, a_flags));
   }
+}
+
+static ur_result_t urt_due_urVirtualMemUnmap(ur_context_handle_t hContext, const void * pStart, size_t size) {
+  if (NULL == pStart) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urVirtualMemUnmap(void) {
@@ -2710,7 +3135,7 @@ static void test_urVirtualMemUnmap(void) {
     ur_context_handle_t a_hContext = urt_h_ur_context_handle;
     const void * a_pStart = NULL;
     size_t a_size = (size_t)1u;
-    urt_expect("urVirtualMemUnmap", "NULL == pStart", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.VirtualMem.pfnUnmap(a_hContext, a_pStart, a_size));
+    urt_expect("urVirtualMemUnmap", "NULL == pStart", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urVirtualMemUnmap(a_hContext, a_pStart, a_size), urt_ddi.VirtualMem.pfnUnmap(a_hContext, a_pStart, a_size));
   }
   {
     urt_reset();
@@ -2720,8 +3145,15 @@ static void test_urVirtualMemUnmap(void) {
       urt_ptr = s; }
     const void * a_pStart = (const void *)urt_ptr;
     size_t a_size = (size_t)1u;
-    urt_expect("urVirtualMemUnmap", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.VirtualMem.pfnUnmap(a_hContext, a_pStart, a_size));
+    urt_expect("urVirtualMemUnmap", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urVirtualMemUnmap(a_hContext, a_pStart, a_size), urt_ddi.VirtualMem.pfnUnmap(a_hContext, a_pStart, a_size));
   }
+}
+
+static ur_result_t urt_due_urVirtualMemSetAccess(ur_context_handle_t hContext, const void * pStart, size_t size, ur_virtual_mem_access_flags_t flags) {
+  if (NULL == pStart) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_VIRTUAL_MEM_ACCESS_FLAGS_MASK & flags) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urVirtualMemSetAccess(void) {
@@ -2732,7 +3164,7 @@ static void test_urVirtualMemSetAccess(void) {
     const void * a_pStart = NULL;
     size_t a_size = (size_t)1u;
     ur_virtual_mem_access_flags_t a_flags = (ur_virtual_mem_access_flags_t)0u;
-    urt_expect("urVirtualMemSetAccess", "NULL == pStart", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.VirtualMem.pfnSetAccess(a_hContext, a_pStart, a_size, a_flags));
+    urt_expect("urVirtualMemSetAccess", "NULL == pStart", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urVirtualMemSetAccess(a_hContext, a_pStart, a_size, a_flags), urt_ddi.VirtualMem.pfnSetAccess(a_hContext, a_pStart, a_size, a_flags));
   }
   {
     urt_reset();
@@ -2743,7 +3175,7 @@ static void test_urVirtualMemSetAccess(void) {
     const void * a_pStart = (const void *)urt_ptr;
     size_t a_size = (size_t)1u;
     ur_virtual_mem_access_flags_t a_flags = (ur_virtual_mem_access_flags_t)0u;
-    urt_expect("urVirtualMemSetAccess", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.VirtualMem.pfnSetAccess(a_hContext, a_pStart, a_size, a_flags));
+    urt_expect("urVirtualMemSetAccess", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urVirtualMemSetAccess(a_hContext, a_pStart, a_size, a_flags), urt_ddi.VirtualMem.pfnSetAccess(a_hContext, a_pStart, a_size, a_flags));
   }
   {
     urt_reset();
@@ -2754,8 +3186,15 @@ static void test_urVirtualMemSetAccess(void) {
     const void * a_pStart = (const void *)urt_ptr;
     size_t a_size = (size_t)1u;
     ur_virtual_mem_access_flags_t a_flags = (ur_virtual_mem_access_flags_t)8u;
-    urt_expect("urVirtualMemSetAccess", "::UR_VIRTUAL_MEM_ACCESS_FLAGS_MASK & flags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.VirtualMem.pfnSetAccess(a_hContext, a_pStart, a_size, a_flags));
+    urt_expect("urVirtualMemSetAccess", "::UR_VIRTUAL_MEM_ACCESS_FLAGS_MASK & flags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urVirtualMemSetAccess(a_hContext, a_pStart, a_size, a_flags), urt_ddi.VirtualMem.pfnSetAccess(a_hContext, a_pStart, a_size, a_flags));
   }
+}
+
+static ur_result_t urt_due_urVirtualMemGetInfo(ur_context_handle_t hContext, const void * pStart, size_t size, ur_virtual_mem_info_t propName, size_t propSize, void * pPropValue, size_t * pPropSizeRet) {
+  if (NULL == pStart) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_VIRTUAL_MEM_INFO_ACCESS_MODE < propName) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urVirtualMemGetInfo(void) {
@@ -2774,7 +3213,7 @@ static void test_urVirtualMemGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urVirtualMemGetInfo", "NULL == pStart", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.VirtualMem.pfnGetInfo(a_hContext, a_pStart, a_size, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urVirtualMemGetInfo", "NULL == pStart", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urVirtualMemGetInfo(a_hContext, a_pStart, a_size, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.VirtualMem.pfnGetInfo(a_hContext, a_pStart, a_size, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -2793,7 +3232,7 @@ static void test_urVirtualMemGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urVirtualMemGetInfo", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.VirtualMem.pfnGetInfo(a_hContext, a_pStart, a_size, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urVirtualMemGetInfo", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urVirtualMemGetInfo(a_hContext, a_pStart, a_size, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.VirtualMem.pfnGetInfo(a_hContext, a_pStart, a_size, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -2812,8 +3251,16 @@ static void test_urVirtualMemGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urVirtualMemGetInfo", "::UR_VIRTUAL_MEM_INFO_ACCESS_MODE < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.VirtualMem.pfnGetInfo(a_hContext, a_pStart, a_size, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urVirtualMemGetInfo", "::UR_VIRTUAL_MEM_INFO_ACCESS_MODE < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urVirtualMemGetInfo(a_hContext, a_pStart, a_size, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.VirtualMem.pfnGetInfo(a_hContext, a_pStart, a_size, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
+}
+
+static ur_result_t urt_due_urPhysicalMemCreate(ur_context_handle_t hContext, ur_device_handle_t hDevice, size_t size, const ur_physical_mem_properties_t * pProperties, ur_physical_mem_handle_t * phPhysicalMem) {
+  if (NULL == phPhysicalMem) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL != pProperties && UR_PHYSICAL_MEM_FLAGS_MASK & pProperties->flags) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urPhysicalMemCreate(void) {
@@ -2828,7 +3275,7 @@ static void test_urPhysicalMemCreate(void) {
       urt_ptr = s; }
     const ur_physical_mem_properties_t * a_pProperties = (const ur_physical_mem_properties_t *)urt_ptr;
     ur_physical_mem_handle_t * a_phPhysicalMem = NULL;
-    urt_expect("urPhysicalMemCreate", "NULL == phPhysicalMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.PhysicalMem.pfnCreate(a_hContext, a_hDevice, a_size, a_pProperties, a_phPhysicalMem));
+    urt_expect("urPhysicalMemCreate", "NULL == phPhysicalMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urPhysicalMemCreate(a_hContext, a_hDevice, a_size, a_pProperties, a_phPhysicalMem), urt_ddi.PhysicalMem.pfnCreate(a_hContext, a_hDevice, a_size, a_pProperties, a_phPhysicalMem));
   }
   {
     urt_reset();
@@ -2844,7 +3291,7 @@ static void test_urPhysicalMemCreate(void) {
       urt_fill_handles(s, (void *)(ur_physical_mem_handle_t)urt_standin);
       urt_ptr = s; }
     ur_physical_mem_handle_t * a_phPhysicalMem = (ur_physical_mem_handle_t *)urt_ptr;
-    urt_expect("urPhysicalMemCreate", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.PhysicalMem.pfnCreate(a_hContext, a_hDevice, a_size, a_pProperties, a_phPhysicalMem));
+    urt_expect("urPhysicalMemCreate", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urPhysicalMemCreate(a_hContext, a_hDevice, a_size, a_pProperties, a_phPhysicalMem), urt_ddi.PhysicalMem.pfnCreate(a_hContext, a_hDevice, a_size, a_pProperties, a_phPhysicalMem));
   }
   {
     urt_reset();
@@ -2860,7 +3307,7 @@ static void test_urPhysicalMemCreate(void) {
       urt_fill_handles(s, (void *)(ur_physical_mem_handle_t)urt_standin);
       urt_ptr = s; }
     ur_physical_mem_handle_t * a_phPhysicalMem = (ur_physical_mem_handle_t *)urt_ptr;
-    urt_expect("urPhysicalMemCreate", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.PhysicalMem.pfnCreate(a_hContext, a_hDevice, a_size, a_pProperties, a_phPhysicalMem));
+    urt_expect("urPhysicalMemCreate", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urPhysicalMemCreate(a_hContext, a_hDevice, a_size, a_pProperties, a_phPhysicalMem), urt_ddi.PhysicalMem.pfnCreate(a_hContext, a_hDevice, a_size, a_pProperties, a_phPhysicalMem));
   }
   {
     urt_reset();
@@ -2877,8 +3324,13 @@ static void test_urPhysicalMemCreate(void) {
       urt_ptr = s; }
     ur_physical_mem_handle_t * a_phPhysicalMem = (ur_physical_mem_handle_t *)urt_ptr;
     *((ur_physical_mem_flags_t *)&((a_pProperties)->flags)) = (ur_physical_mem_flags_t)1u;
-    urt_expect("urPhysicalMemCreate", "NULL != pProperties && ::UR_PHYSICAL_MEM_FLAGS_MASK & pProperties->flags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.PhysicalMem.pfnCreate(a_hContext, a_hDevice, a_size, a_pProperties, a_phPhysicalMem));
+    urt_expect("urPhysicalMemCreate", "NULL != pProperties && ::UR_PHYSICAL_MEM_FLAGS_MASK & pProperties->flags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urPhysicalMemCreate(a_hContext, a_hDevice, a_size, a_pProperties, a_phPhysicalMem), urt_ddi.PhysicalMem.pfnCreate(a_hContext, a_hDevice, a_size, a_pProperties, a_phPhysicalMem));
   }
+}
+
+static ur_result_t urt_due_urPhysicalMemRetain(ur_physical_mem_handle_t hPhysicalMem) {
+  if (NULL == hPhysicalMem) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urPhysicalMemRetain(void) {
@@ -2886,8 +3338,13 @@ static void test_urPhysicalMemRetain(void) {
     urt_reset();
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_physical_mem_handle_t a_hPhysicalMem = NULL;
-    urt_expect("urPhysicalMemRetain", "NULL == hPhysicalMem", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.PhysicalMem.pfnRetain(a_hPhysicalMem));
+    urt_expect("urPhysicalMemRetain", "NULL == hPhysicalMem", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urPhysicalMemRetain(a_hPhysicalMem), urt_ddi.PhysicalMem.pfnRetain(a_hPhysicalMem));
   }
+}
+
+static ur_result_t urt_due_urPhysicalMemRelease(ur_physical_mem_handle_t hPhysicalMem) {
+  if (NULL == hPhysicalMem) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urPhysicalMemRelease(void) {
@@ -2895,8 +3352,14 @@ static void test_urPhysicalMemRelease(void) {
     urt_reset();
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_physical_mem_handle_t a_hPhysicalMem = NULL;
-    urt_expect("urPhysicalMemRelease", "NULL == hPhysicalMem", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.PhysicalMem.pfnRelease(a_hPhysicalMem));
+    urt_expect("urPhysicalMemRelease", "NULL == hPhysicalMem", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urPhysicalMemRelease(a_hPhysicalMem), urt_ddi.PhysicalMem.pfnRelease(a_hPhysicalMem));
   }
+}
+
+static ur_result_t urt_due_urPhysicalMemGetInfo(ur_physical_mem_handle_t hPhysicalMem, ur_physical_mem_info_t propName, size_t propSize, void * pPropValue, size_t * pPropSizeRet) {
+  if (NULL == hPhysicalMem) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_PHYSICAL_MEM_INFO_REFERENCE_COUNT < propName) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urPhysicalMemGetInfo(void) {
@@ -2913,7 +3376,7 @@ static void test_urPhysicalMemGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urPhysicalMemGetInfo", "NULL == hPhysicalMem", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.PhysicalMem.pfnGetInfo(a_hPhysicalMem, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urPhysicalMemGetInfo", "NULL == hPhysicalMem", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urPhysicalMemGetInfo(a_hPhysicalMem, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.PhysicalMem.pfnGetInfo(a_hPhysicalMem, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -2928,8 +3391,18 @@ static void test_urPhysicalMemGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urPhysicalMemGetInfo", "::UR_PHYSICAL_MEM_INFO_REFERENCE_COUNT < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.PhysicalMem.pfnGetInfo(a_hPhysicalMem, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urPhysicalMemGetInfo", "::UR_PHYSICAL_MEM_INFO_REFERENCE_COUNT < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urPhysicalMemGetInfo(a_hPhysicalMem, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.PhysicalMem.pfnGetInfo(a_hPhysicalMem, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
+}
+
+static ur_result_t urt_due_urProgramCreateWithIL(ur_context_handle_t hContext, const void * pIL, size_t length, const ur_program_properties_t * pProperties, ur_program_handle_t * phProgram) {
+  if (NULL == pIL) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == phProgram) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL != pProperties && pProperties->count > 0 && NULL == pProperties->pMetadatas) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL != pProperties && NULL != pProperties->pMetadatas && pProperties->count == 0) return UR_RESULT_ERROR_INVALID_SIZE;
+  if (length == 0) return UR_RESULT_ERROR_INVALID_SIZE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urProgramCreateWithIL(void) {
@@ -2947,7 +3420,7 @@ static void test_urProgramCreateWithIL(void) {
       urt_fill_handles(s, (void *)(ur_program_handle_t)urt_standin);
       urt_ptr = s; }
     ur_program_handle_t * a_phProgram = (ur_program_handle_t *)urt_ptr;
-    urt_expect("urProgramCreateWithIL", "NULL == pIL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Program.pfnCreateWithIL(a_hContext, a_pIL, a_length, a_pProperties, a_phProgram));
+    urt_expect("urProgramCreateWithIL", "NULL == pIL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urProgramCreateWithIL(a_hContext, a_pIL, a_length, a_pProperties, a_phProgram), urt_ddi.Program.pfnCreateWithIL(a_hContext, a_pIL, a_length, a_pProperties, a_phProgram));
   }
   {
     urt_reset();
@@ -2962,7 +3435,7 @@ static void test_urProgramCreateWithIL(void) {
       urt_ptr = s; }
     const ur_program_properties_t * a_pProperties = (const ur_program_properties_t *)urt_ptr;
     ur_program_handle_t * a_phProgram = NULL;
-    urt_expect("urProgramCreateWithIL", "NULL == phProgram", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Program.pfnCreateWithIL(a_hContext, a_pIL, a_length, a_pProperties, a_phProgram));
+    urt_expect("urProgramCreateWithIL", "NULL == phProgram", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urProgramCreateWithIL(a_hContext, a_pIL, a_length, a_pProperties, a_phProgram), urt_ddi.Program.pfnCreateWithIL(a_hContext, a_pIL, a_length, a_pProperties, a_phProgram));
   }
   {
     urt_reset();
@@ -2981,7 +3454,7 @@ static void test_urProgramCreateWithIL(void) {
       urt_ptr = s; }
     ur_program_handle_t * a_phProgram = (ur_program_handle_t *)urt_ptr;
     *((uint32_t *)&((a_pProperties)->count)) = (uint32_t)1u;
-    urt_expect("urProgramCreateWithIL", "NULL != pProperties && pProperties->count > 0 && NULL == pProperties->pMetadatas", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Program.pfnCreateWithIL(a_hContext, a_pIL, a_length, a_pProperties, a_phProgram));
+    urt_expect("urProgramCreateWithIL", "NULL != pProperties && pProperties->count > 0 && NULL == pProperties->pMetadatas", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urProgramCreateWithIL(a_hContext, a_pIL, a_length, a_pProperties, a_phProgram), urt_ddi.Program.pfnCreateWithIL(a_hContext, a_pIL, a_length, a_pProperties, a_phProgram));
   }
   {
     urt_reset();
@@ -2999,7 +3472,7 @@ static void test_urProgramCreateWithIL(void) {
       urt_fill_handles(s, (void *)(ur_program_handle_t)urt_standin);
       urt_ptr = s; }
     ur_program_handle_t * a_phProgram = (ur_program_handle_t *)urt_ptr;
-    urt_expect("urProgramCreateWithIL", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Program.pfnCreateWithIL(a_hContext, a_pIL, a_length, a_pProperties, a_phProgram));
+    urt_expect("urProgramCreateWithIL", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urProgramCreateWithIL(a_hContext, a_pIL, a_length, a_pProperties, a_phProgram), urt_ddi.Program.pfnCreateWithIL(a_hContext, a_pIL, a_length, a_pProperties, a_phProgram));
   }
   {
     urt_reset();
@@ -3020,7 +3493,7 @@ static void test_urProgramCreateWithIL(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     *((const ur_program_metadata_t * *)&((a_pProperties)->pMetadatas)) = (const ur_program_metadata_t *)urt_ptr;
-    urt_expect("urProgramCreateWithIL", "NULL != pProperties && NULL != pProperties->pMetadatas && pProperties->count == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Program.pfnCreateWithIL(a_hContext, a_pIL, a_length, a_pProperties, a_phProgram));
+    urt_expect("urProgramCreateWithIL", "NULL != pProperties && NULL != pProperties->pMetadatas && pProperties->count == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urProgramCreateWithIL(a_hContext, a_pIL, a_length, a_pProperties, a_phProgram), urt_ddi.Program.pfnCreateWithIL(a_hContext, a_pIL, a_length, a_pProperties, a_phProgram));
   }
   {
     urt_reset();
@@ -3038,8 +3511,20 @@ static void test_urProgramCreateWithIL(void) {
       urt_fill_handles(s, (void *)(ur_program_handle_t)urt_standin);
       urt_ptr = s; }
     ur_program_handle_t * a_phProgram = (ur_program_handle_t *)urt_ptr;
-    urt_expect("urProgramCreateWithIL", "length == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Program.pfnCreateWithIL(a_hContext, a_pIL, a_length, a_pProperties, a_phProgram));
+    urt_expect("urProgramCreateWithIL", "length == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urProgramCreateWithIL(a_hContext, a_pIL, a_length, a_pProperties, a_phProgram), urt_ddi.Program.pfnCreateWithIL(a_hContext, a_pIL, a_length, a_pProperties, a_phProgram));
   }
+}
+
+static ur_result_t urt_due_urProgramCreateWithBinary(ur_context_handle_t hContext, uint32_t numDevices, ur_device_handle_t * phDevices, size_t * pLengths, const uint8_t * * ppBinaries, const ur_program_properties_t * pProperties, ur_program_handle_t * phProgram) {
+  if (NULL == phDevices) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == pLengths) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == ppBinaries) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == phProgram) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL != pProperties && pProperties->count > 0 && NULL == pProperties->pMetadatas) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL != pProperties && NULL != pProperties->pMetadatas && pProperties->count == 0) return UR_RESULT_ERROR_INVALID_SIZE;
+  if (numDevices == 0) return UR_RESULT_ERROR_INVALID_SIZE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urProgramCreateWithBinary(void) {
@@ -3064,7 +3549,7 @@ static void test_urProgramCreateWithBinary(void) {
       urt_fill_handles(s, (void *)(ur_program_handle_t)urt_standin);
       urt_ptr = s; }
     ur_program_handle_t * a_phProgram = (ur_program_handle_t *)urt_ptr;
-    urt_expect("urProgramCreateWithBinary", "NULL == phDevices", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Program.pfnCreateWithBinary(a_hContext, a_numDevices, a_phDevices, a_pLengths, a_ppBinaries, a_pProperties, a_phProgram));
+    urt_expect("urProgramCreateWithBinary", "NULL == phDevices", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urProgramCreateWithBinary(a_hContext, a_numDevices, a_phDevices, a_pLengths, a_ppBinaries, a_pProperties, a_phProgram), urt_ddi.Program.pfnCreateWithBinary(a_hContext, a_numDevices, a_phDevices, a_pLengths, a_ppBinaries, a_pProperties, a_phProgram));
   }
   {
     urt_reset();
@@ -3087,7 +3572,7 @@ static void test_urProgramCreateWithBinary(void) {
       urt_fill_handles(s, (void *)(ur_program_handle_t)urt_standin);
       urt_ptr = s; }
     ur_program_handle_t * a_phProgram = (ur_program_handle_t *)urt_ptr;
-    urt_expect("urProgramCreateWithBinary", "NULL == pLengths", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Program.pfnCreateWithBinary(a_hContext, a_numDevices, a_phDevices, a_pLengths, a_ppBinaries, a_pProperties, a_phProgram));
+    urt_expect("urProgramCreateWithBinary", "NULL == pLengths", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urProgramCreateWithBinary(a_hContext, a_numDevices, a_phDevices, a_pLengths, a_ppBinaries, a_pProperties, a_phProgram), urt_ddi.Program.pfnCreateWithBinary(a_hContext, a_numDevices, a_phDevices, a_pLengths, a_ppBinaries, a_pProperties, a_phProgram));
   }
   {
     urt_reset();
@@ -3111,7 +3596,7 @@ static void test_urProgramCreateWithBinary(void) {
       urt_fill_handles(s, (void *)(ur_program_handle_t)urt_standin);
       urt_ptr = s; }
     ur_program_handle_t * a_phProgram = (ur_program_handle_t *)urt_ptr;
-    urt_expect("urProgramCreateWithBinary", "NULL == ppBinaries", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Program.pfnCreateWithBinary(a_hContext, a_numDevices, a_phDevices, a_pLengths, a_ppBinaries, a_pProperties, a_phProgram));
+    urt_expect("urProgramCreateWithBinary", "NULL == ppBinaries", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urProgramCreateWithBinary(a_hContext, a_numDevices, a_phDevices, a_pLengths, a_ppBinaries, a_pProperties, a_phProgram), urt_ddi.Program.pfnCreateWithBinary(a_hContext, a_numDevices, a_phDevices, a_pLengths, a_ppBinaries, a_pProperties, a_phProgram));
   }
   {
     urt_reset();
@@ -3134,7 +3619,7 @@ static void test_urProgramCreateWithBinary(void) {
       urt_ptr = s; }
     const ur_program_properties_t * a_pProperties = (const ur_program_properties_t *)urt_ptr;
     ur_program_handle_t * a_phProgram = NULL;
-    urt_expect("urProgramCreateWithBinary", "NULL == phProgram", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Program.pfnCreateWithBinary(a_hContext, a_numDevices, a_phDevices, a_pLengths, a_ppBinaries, a_pProperties, a_phProgram));
+    urt_expect("urProgramCreateWithBinary", "NULL == phProgram", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urProgramCreateWithBinary(a_hContext, a_numDevices, a_phDevices, a_pLengths, a_ppBinaries, a_pProperties, a_phProgram), urt_ddi.Program.pfnCreateWithBinary(a_hContext, a_numDevices, a_phDevices, a_pLengths, a_ppBinaries, a_pProperties, a_phProgram));
   }
   {
     urt_reset();
@@ -3161,7 +3646,7 @@ static void test_urProgramCreateWithBinary(void) {
       urt_ptr = s; }
     ur_program_handle_t * a_phProgram = (ur_program_handle_t *)urt_ptr;
     *((uint32_t *)&((a_pProperties)->count)) = (uint32_t)1u;
-    urt_expect("urProgramCreateWithBinary", "NULL != pProperties && pProperties->count > 0 && NULL == pProperties->pMetadatas", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Program.pfnCreateWithBinary(a_hContext, a_numDevices, a_phDevices, a_pLengths, a_ppBinaries, a_pProperties, a_phProgram));
+    urt_expect("urProgramCreateWithBinary", "NULL != pProperties && pProperties->count > 0 && NULL == pProperties->pMetadatas", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urProgramCreateWithBinary(a_hContext, a_numDevices, a_phDevices, a_pLengths, a_ppBinaries, a_pProperties, a_phProgram), urt_ddi.Program.pfnCreateWithBinary(a_hContext, a_numDevices, a_phDevices, a_pLengths, a_ppBinaries, a_pProperties, a_phProgram));
   }
   {
     urt_reset();
@@ -3187,7 +3672,7 @@ static void test_urProgramCreateWithBinary(void) {
       urt_fill_handles(s, (void *)(ur_program_handle_t)urt_standin);
       urt_ptr = s; }
     ur_program_handle_t * a_phProgram = (ur_program_handle_t *)urt_ptr;
-    urt_expect("urProgramCreateWithBinary", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Program.pfnCreateWithBinary(a_hContext, a_numDevices, a_phDevices, a_pLengths, a_ppBinaries, a_pProperties, a_phProgram));
+    urt_expect("urProgramCreateWithBinary", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urProgramCreateWithBinary(a_hContext, a_numDevices, a_phDevices, a_pLengths, a_ppBinaries, a_pProperties, a_phProgram), urt_ddi.Program.pfnCreateWithBinary(a_hContext, a_numDevices, a_phDevices, a_pLengths, a_ppBinaries, a_pProperties, a_phProgram));
   }
   {
     urt_reset();
@@ -3216,7 +3701,7 @@ static void test_urProgramCreateWithBinary(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     *((const ur_program_metadata_t * *)&((a_pProperties)->pMetadatas)) = (const ur_program_metadata_t *)urt_ptr;
-    urt_expect("urProgramCreateWithBinary", "NULL != pProperties && NULL != pProperties->pMetadatas && pProperties->count == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Program.pfnCreateWithBinary(a_hContext, a_numDevices, a_phDevices, a_pLengths, a_ppBinaries, a_pProperties, a_phProgram));
+    urt_expect("urProgramCreateWithBinary", "NULL != pProperties && NULL != pProperties->pMetadatas && pProperties->count == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urProgramCreateWithBinary(a_hContext, a_numDevices, a_phDevices, a_pLengths, a_ppBinaries, a_pProperties, a_phProgram), urt_ddi.Program.pfnCreateWithBinary(a_hContext, a_numDevices, a_phDevices, a_pLengths, a_ppBinaries, a_pProperties, a_phProgram));
   }
   {
     urt_reset();
@@ -3242,8 +3727,14 @@ static void test_urProgramCreateWithBinary(void) {
       urt_fill_handles(s, (void *)(ur_program_handle_t)urt_standin);
       urt_ptr = s; }
     ur_program_handle_t * a_phProgram = (ur_program_handle_t *)urt_ptr;
-    urt_expect("urProgramCreateWithBinary", "numDevices == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Program.pfnCreateWithBinary(a_hContext, a_numDevices, a_phDevices, a_pLengths, a_ppBinaries, a_pProperties, a_phProgram));
+    urt_expect("urProgramCreateWithBinary", "numDevices == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urProgramCreateWithBinary(a_hContext, a_numDevices, a_phDevices, a_pLengths, a_ppBinaries, a_pProperties, a_phProgram), urt_ddi.Program.pfnCreateWithBinary(a_hContext, a_numDevices, a_phDevices, a_pLengths, a_ppBinaries, a_pProperties, a_phProgram));
   }
+}
+
+static ur_result_t urt_due_urProgramBuild(ur_context_handle_t hContext, ur_program_handle_t hProgram, const char * pOptions) {
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hProgram) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urProgramBuild(void) {
@@ -3255,7 +3746,7 @@ static void test_urProgramBuild(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     const char * a_pOptions = (const char *)urt_ptr;
-    urt_expect("urProgramBuild", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Program.pfnBuild(a_hContext, a_hProgram, a_pOptions));
+    urt_expect("urProgramBuild", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urProgramBuild(a_hContext, a_hProgram, a_pOptions), urt_ddi.Program.pfnBuild(a_hContext, a_hProgram, a_pOptions));
   }
   {
     urt_reset();
@@ -3265,8 +3756,14 @@ static void test_urProgramBuild(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     const char * a_pOptions = (const char *)urt_ptr;
-    urt_expect("urProgramBuild", "NULL == hProgram", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Program.pfnBuild(a_hContext, a_hProgram, a_pOptions));
+    urt_expect("urProgramBuild", "NULL == hProgram", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urProgramBuild(a_hContext, a_hProgram, a_pOptions), urt_ddi.Program.pfnBuild(a_hContext, a_hProgram, a_pOptions));
   }
+}
+
+static ur_result_t urt_due_urProgramCompile(ur_context_handle_t hContext, ur_program_handle_t hProgram, const char * pOptions) {
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hProgram) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urProgramCompile(void) {
@@ -3278,7 +3775,7 @@ static void test_urProgramCompile(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     const char * a_pOptions = (const char *)urt_ptr;
-    urt_expect("urProgramCompile", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Program.pfnCompile(a_hContext, a_hProgram, a_pOptions));
+    urt_expect("urProgramCompile", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urProgramCompile(a_hContext, a_hProgram, a_pOptions), urt_ddi.Program.pfnCompile(a_hContext, a_hProgram, a_pOptions));
   }
   {
     urt_reset();
@@ -3288,8 +3785,16 @@ static void test_urProgramCompile(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     const char * a_pOptions = (const char *)urt_ptr;
-    urt_expect("urProgramCompile", "NULL == hProgram", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Program.pfnCompile(a_hContext, a_hProgram, a_pOptions));
+    urt_expect("urProgramCompile", "NULL == hProgram", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urProgramCompile(a_hContext, a_hProgram, a_pOptions), urt_ddi.Program.pfnCompile(a_hContext, a_hProgram, a_pOptions));
   }
+}
+
+static ur_result_t urt_due_urProgramLink(ur_context_handle_t hContext, uint32_t count, const ur_program_handle_t * phPrograms, const char * pOptions, ur_program_handle_t * phProgram) {
+  if (NULL == phPrograms) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == phProgram) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (count == 0) return UR_RESULT_ERROR_INVALID_SIZE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urProgramLink(void) {
@@ -3306,7 +3811,7 @@ static void test_urProgramLink(void) {
       urt_fill_handles(s, (void *)(ur_program_handle_t)urt_standin);
       urt_ptr = s; }
     ur_program_handle_t * a_phProgram = (ur_program_handle_t *)urt_ptr;
-    urt_expect("urProgramLink", "NULL == phPrograms", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Program.pfnLink(a_hContext, a_count, a_phPrograms, a_pOptions, a_phProgram));
+    urt_expect("urProgramLink", "NULL == phPrograms", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urProgramLink(a_hContext, a_count, a_phPrograms, a_pOptions, a_phProgram), urt_ddi.Program.pfnLink(a_hContext, a_count, a_phPrograms, a_pOptions, a_phProgram));
   }
   {
     urt_reset();
@@ -3321,7 +3826,7 @@ static void test_urProgramLink(void) {
       urt_ptr = s; }
     const char * a_pOptions = (const char *)urt_ptr;
     ur_program_handle_t * a_phProgram = NULL;
-    urt_expect("urProgramLink", "NULL == phProgram", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Program.pfnLink(a_hContext, a_count, a_phPrograms, a_pOptions, a_phProgram));
+    urt_expect("urProgramLink", "NULL == phProgram", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urProgramLink(a_hContext, a_count, a_phPrograms, a_pOptions, a_phProgram), urt_ddi.Program.pfnLink(a_hContext, a_count, a_phPrograms, a_pOptions, a_phProgram));
   }
   {
     urt_reset();
@@ -3339,7 +3844,7 @@ static void test_urProgramLink(void) {
       urt_fill_handles(s, (void *)(ur_program_handle_t)urt_standin);
       urt_ptr = s; }
     ur_program_handle_t * a_phProgram = (ur_program_handle_t *)urt_ptr;
-    urt_expect("urProgramLink", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Program.pfnLink(a_hContext, a_count, a_phPrograms, a_pOptions, a_phProgram));
+    urt_expect("urProgramLink", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urProgramLink(a_hContext, a_count, a_phPrograms, a_pOptions, a_phProgram), urt_ddi.Program.pfnLink(a_hContext, a_count, a_phPrograms, a_pOptions, a_phProgram));
   }
   {
     urt_reset();
@@ -3357,8 +3862,13 @@ static void test_urProgramLink(void) {
       urt_fill_handles(s, (void *)(ur_program_handle_t)urt_standin);
       urt_ptr = s; }
     ur_program_handle_t * a_phProgram = (ur_program_handle_t *)urt_ptr;
-    urt_expect("urProgramLink", "count == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Program.pfnLink(a_hContext, a_count, a_phPrograms, a_pOptions, a_phProgram));
+    urt_expect("urProgramLink", "count == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urProgramLink(a_hContext, a_count, a_phPrograms, a_pOptions, a_phProgram), urt_ddi.Program.pfnLink(a_hContext, a_count, a_phPrograms, a_pOptions, a_phProgram));
   }
+}
+
+static ur_result_t urt_due_urProgramRetain(ur_program_handle_t hProgram) {
+  if (NULL == hProgram) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urProgramRetain(void) {
@@ -3366,8 +3876,13 @@ static void test_urProgramRetain(void) {
     urt_reset();
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_program_handle_t a_hProgram = NULL;
-    urt_expect("urProgramRetain", "NULL == hProgram", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Program.pfnRetain(a_hProgram));
+    urt_expect("urProgramRetain", "NULL == hProgram", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urProgramRetain(a_hProgram), urt_ddi.Program.pfnRetain(a_hProgram));
   }
+}
+
+static ur_result_t urt_due_urProgramRelease(ur_program_handle_t hProgram) {
+  if (NULL == hProgram) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urProgramRelease(void) {
@@ -3375,8 +3890,16 @@ static void test_urProgramRelease(void) {
     urt_reset();
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_program_handle_t a_hProgram = NULL;
-    urt_expect("urProgramRelease", "NULL == hProgram", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Program.pfnRelease(a_hProgram));
+    urt_expect("urProgramRelease", "NULL == hProgram", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urProgramRelease(a_hProgram), urt_ddi.Program.pfnRelease(a_hProgram));
   }
+}
+
+static ur_result_t urt_due_urProgramGetFunctionPointer(ur_device_handle_t hDevice, ur_program_handle_t hProgram, const char * pFunctionName, void * * ppFunctionPointer) {
+  if (NULL == pFunctionName) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == ppFunctionPointer) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hProgram) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urProgramGetFunctionPointer(void) {
@@ -3389,7 +3912,7 @@ static void test_urProgramGetFunctionPointer(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * * a_ppFunctionPointer = (void * *)urt_ptr;
-    urt_expect("urProgramGetFunctionPointer", "NULL == pFunctionName", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Program.pfnGetFunctionPointer(a_hDevice, a_hProgram, a_pFunctionName, a_ppFunctionPointer));
+    urt_expect("urProgramGetFunctionPointer", "NULL == pFunctionName", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urProgramGetFunctionPointer(a_hDevice, a_hProgram, a_pFunctionName, a_ppFunctionPointer), urt_ddi.Program.pfnGetFunctionPointer(a_hDevice, a_hProgram, a_pFunctionName, a_ppFunctionPointer));
   }
   {
     urt_reset();
@@ -3400,7 +3923,7 @@ static void test_urProgramGetFunctionPointer(void) {
       urt_ptr = s; }
     const char * a_pFunctionName = (const char *)urt_ptr;
     void * * a_ppFunctionPointer = NULL;
-    urt_expect("urProgramGetFunctionPointer", "NULL == ppFunctionPointer", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Program.pfnGetFunctionPointer(a_hDevice, a_hProgram, a_pFunctionName, a_ppFunctionPointer));
+    urt_expect("urProgramGetFunctionPointer", "NULL == ppFunctionPointer", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urProgramGetFunctionPointer(a_hDevice, a_hProgram, a_pFunctionName, a_ppFunctionPointer), urt_ddi.Program.pfnGetFunctionPointer(a_hDevice, a_hProgram, a_pFunctionName, a_ppFunctionPointer));
   }
   {
     urt_reset();
@@ -3413,7 +3936,7 @@ static void test_urProgramGetFunctionPointer(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * * a_ppFunctionPointer = (void * *)urt_ptr;
-    urt_expect("urProgramGetFunctionPointer", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Program.pfnGetFunctionPointer(a_hDevice, a_hProgram, a_pFunctionName, a_ppFunctionPointer));
+    urt_expect("urProgramGetFunctionPointer", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urProgramGetFunctionPointer(a_hDevice, a_hProgram, a_pFunctionName, a_ppFunctionPointer), urt_ddi.Program.pfnGetFunctionPointer(a_hDevice, a_hProgram, a_pFunctionName, a_ppFunctionPointer));
   }
   {
     urt_reset();
@@ -3426,8 +3949,16 @@ static void test_urProgramGetFunctionPointer(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * * a_ppFunctionPointer = (void * *)urt_ptr;
-    urt_expect("urProgramGetFunctionPointer", "NULL == hProgram", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Program.pfnGetFunctionPointer(a_hDevice, a_hProgram, a_pFunctionName, a_ppFunctionPointer));
+    urt_expect("urProgramGetFunctionPointer", "NULL == hProgram", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urProgramGetFunctionPointer(a_hDevice, a_hProgram, a_pFunctionName, a_ppFunctionPointer), urt_ddi.Program.pfnGetFunctionPointer(a_hDevice, a_hProgram, a_pFunctionName, a_ppFunctionPointer));
   }
+}
+
+static ur_result_t urt_due_urProgramGetGlobalVariablePointer(ur_device_handle_t hDevice, ur_program_handle_t hProgram, const char * pGlobalVariableName, size_t * pGlobalVariableSizeRet, void * * ppGlobalVariablePointerRet) {
+  if (NULL == pGlobalVariableName) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == ppGlobalVariablePointerRet) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hProgram) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urProgramGetGlobalVariablePointer(void) {
@@ -3444,7 +3975,7 @@ static void test_urProgramGetGlobalVariablePointer(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * * a_ppGlobalVariablePointerRet = (void * *)urt_ptr;
-    urt_expect("urProgramGetGlobalVariablePointer", "NULL == pGlobalVariableName", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Program.pfnGetGlobalVariablePointer(a_hDevice, a_hProgram, a_pGlobalVariableName, a_pGlobalVariableSizeRet, a_ppGlobalVariablePointerRet));
+    urt_expect("urProgramGetGlobalVariablePointer", "NULL == pGlobalVariableName", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urProgramGetGlobalVariablePointer(a_hDevice, a_hProgram, a_pGlobalVariableName, a_pGlobalVariableSizeRet, a_ppGlobalVariablePointerRet), urt_ddi.Program.pfnGetGlobalVariablePointer(a_hDevice, a_hProgram, a_pGlobalVariableName, a_pGlobalVariableSizeRet, a_ppGlobalVariablePointerRet));
   }
   {
     urt_reset();
@@ -3459,7 +3990,7 @@ static void test_urProgramGetGlobalVariablePointer(void) {
       urt_ptr = s; }
     size_t * a_pGlobalVariableSizeRet = (size_t *)urt_ptr;
     void * * a_ppGlobalVariablePointerRet = NULL;
-    urt_expect("urProgramGetGlobalVariablePointer", "NULL == ppGlobalVariablePointerRet", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Program.pfnGetGlobalVariablePointer(a_hDevice, a_hProgram, a_pGlobalVariableName, a_pGlobalVariableSizeRet, a_ppGlobalVariablePointerRet));
+    urt_expect("urProgramGetGlobalVariablePointer", "NULL == ppGlobalVariablePointerRet", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urProgramGetGlobalVariablePointer(a_hDevice, a_hProgram, a_pGlobalVariableName, a_pGlobalVariableSizeRet, a_ppGlobalVariablePointerRet), urt_ddi.Program.pfnGetGlobalVariablePointer(a_hDevice, a_hProgram, a_pGlobalVariableName, a_pGlobalVariableSizeRet, a_ppGlobalVariablePointerRet));
   }
   {
     urt_reset();
@@ -3476,7 +4007,7 @@ static void test_urProgramGetGlobalVariablePointer(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * * a_ppGlobalVariablePointerRet = (void * *)urt_ptr;
-    urt_expect("urProgramGetGlobalVariablePointer", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Program.pfnGetGlobalVariablePointer(a_hDevice, a_hProgram, a_pGlobalVariableName, a_pGlobalVariableSizeRet, a_ppGlobalVariablePointerRet));
+    urt_expect("urProgramGetGlobalVariablePointer", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urProgramGetGlobalVariablePointer(a_hDevice, a_hProgram, a_pGlobalVariableName, a_pGlobalVariableSizeRet, a_ppGlobalVariablePointerRet), urt_ddi.Program.pfnGetGlobalVariablePointer(a_hDevice, a_hProgram, a_pGlobalVariableName, a_pGlobalVariableSizeRet, a_ppGlobalVariablePointerRet));
   }
   {
     urt_reset();
@@ -3493,8 +4024,17 @@ static void test_urProgramGetGlobalVariablePointer(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * * a_ppGlobalVariablePointerRet = (void * *)urt_ptr;
-    urt_expect("urProgramGetGlobalVariablePointer", "NULL == hProgram", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Program.pfnGetGlobalVariablePointer(a_hDevice, a_hProgram, a_pGlobalVariableName, a_pGlobalVariableSizeRet, a_ppGlobalVariablePointerRet));
+    urt_expect("urProgramGetGlobalVariablePointer", "NULL == hProgram", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urProgramGetGlobalVariablePointer(a_hDevice, a_hProgram, a_pGlobalVariableName, a_pGlobalVariableSizeRet, a_ppGlobalVariablePointerRet), urt_ddi.Program.pfnGetGlobalVariablePointer(a_hDevice, a_hProgram, a_pGlobalVariableName, a_pGlobalVariableSizeRet, a_ppGlobalVariablePointerRet));
   }
+}
+
+static ur_result_t urt_due_urProgramGetInfo(ur_program_handle_t hProgram, ur_program_info_t propName, size_t propSize, void * pPropValue, size_t * pPropSizeRet) {
+  if (propSize != 0 && pPropValue == NULL) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (pPropValue == NULL && pPropSizeRet == NULL) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hProgram) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_PROGRAM_INFO_KERNEL_NAMES < propName) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  if (propSize == 0 && pPropValue != NULL) return UR_RESULT_ERROR_INVALID_SIZE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urProgramGetInfo(void) {
@@ -3509,7 +4049,7 @@ static void test_urProgramGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urProgramGetInfo", "propSize != 0 && pPropValue == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Program.pfnGetInfo(a_hProgram, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urProgramGetInfo", "propSize != 0 && pPropValue == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urProgramGetInfo(a_hProgram, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Program.pfnGetInfo(a_hProgram, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -3519,7 +4059,7 @@ static void test_urProgramGetInfo(void) {
     size_t a_propSize = (size_t)1u;
     void * a_pPropValue = NULL;
     size_t * a_pPropSizeRet = NULL;
-    urt_expect("urProgramGetInfo", "pPropValue == NULL && pPropSizeRet == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Program.pfnGetInfo(a_hProgram, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urProgramGetInfo", "pPropValue == NULL && pPropSizeRet == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urProgramGetInfo(a_hProgram, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Program.pfnGetInfo(a_hProgram, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -3534,7 +4074,7 @@ static void test_urProgramGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urProgramGetInfo", "NULL == hProgram", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Program.pfnGetInfo(a_hProgram, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urProgramGetInfo", "NULL == hProgram", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urProgramGetInfo(a_hProgram, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Program.pfnGetInfo(a_hProgram, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -3549,7 +4089,7 @@ static void test_urProgramGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urProgramGetInfo", "::UR_PROGRAM_INFO_KERNEL_NAMES < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.Program.pfnGetInfo(a_hProgram, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urProgramGetInfo", "::UR_PROGRAM_INFO_KERNEL_NAMES < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urProgramGetInfo(a_hProgram, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Program.pfnGetInfo(a_hProgram, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -3564,8 +4104,15 @@ static void test_urProgramGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urProgramGetInfo", "propSize == 0 && pPropValue != NULL", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Program.pfnGetInfo(a_hProgram, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urProgramGetInfo", "propSize == 0 && pPropValue != NULL", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urProgramGetInfo(a_hProgram, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Program.pfnGetInfo(a_hProgram, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
+}
+
+static ur_result_t urt_due_urProgramGetBuildInfo(ur_program_handle_t hProgram, ur_device_handle_t hDevice, ur_program_build_info_t propName, size_t propSize, void * pPropValue, size_t * pPropSizeRet) {
+  if (NULL == hProgram) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_PROGRAM_BUILD_INFO_BINARY_TYPE < propName) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urProgramGetBuildInfo(void) {
@@ -3583,7 +4130,7 @@ static void test_urProgramGetBuildInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urProgramGetBuildInfo", "NULL == hProgram", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Program.pfnGetBuildInfo(a_hProgram, a_hDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urProgramGetBuildInfo", "NULL == hProgram", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urProgramGetBuildInfo(a_hProgram, a_hDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Program.pfnGetBuildInfo(a_hProgram, a_hDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -3599,7 +4146,7 @@ static void test_urProgramGetBuildInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urProgramGetBuildInfo", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Program.pfnGetBuildInfo(a_hProgram, a_hDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urProgramGetBuildInfo", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urProgramGetBuildInfo(a_hProgram, a_hDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Program.pfnGetBuildInfo(a_hProgram, a_hDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -3615,8 +4162,15 @@ static void test_urProgramGetBuildInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urProgramGetBuildInfo", "::UR_PROGRAM_BUILD_INFO_BINARY_TYPE < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.Program.pfnGetBuildInfo(a_hProgram, a_hDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urProgramGetBuildInfo", "::UR_PROGRAM_BUILD_INFO_BINARY_TYPE < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urProgramGetBuildInfo(a_hProgram, a_hDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Program.pfnGetBuildInfo(a_hProgram, a_hDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
+}
+
+static ur_result_t urt_due_urProgramSetSpecializationConstants(ur_program_handle_t hProgram, uint32_t count, const ur_specialization_constant_info_t * pSpecConstants) {
+  if (NULL == pSpecConstants) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hProgram) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (count == 0) return UR_RESULT_ERROR_INVALID_SIZE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urProgramSetSpecializationConstants(void) {
@@ -3626,7 +4180,7 @@ static void test_urProgramSetSpecializationConstants(void) {
     ur_program_handle_t a_hProgram = (ur_program_handle_t)urt_standin;
     uint32_t a_count = (uint32_t)1u;
     const ur_specialization_constant_info_t * a_pSpecConstants = NULL;
-    urt_expect("urProgramSetSpecializationConstants", "NULL == pSpecConstants", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Program.pfnSetSpecializationConstants(a_hProgram, a_count, a_pSpecConstants));
+    urt_expect("urProgramSetSpecializationConstants", "NULL == pSpecConstants", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urProgramSetSpecializationConstants(a_hProgram, a_count, a_pSpecConstants), urt_ddi.Program.pfnSetSpecializationConstants(a_hProgram, a_count, a_pSpecConstants));
   }
   {
     urt_reset();
@@ -3636,7 +4190,7 @@ static void test_urProgramSetSpecializationConstants(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     const ur_specialization_constant_info_t * a_pSpecConstants = (const ur_specialization_constant_info_t *)urt_ptr;
-    urt_expect("urProgramSetSpecializationConstants", "NULL == hProgram", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Program.pfnSetSpecializationConstants(a_hProgram, a_count, a_pSpecConstants));
+    urt_expect("urProgramSetSpecializationConstants", "NULL == hProgram", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urProgramSetSpecializationConstants(a_hProgram, a_count, a_pSpecConstants), urt_ddi.Program.pfnSetSpecializationConstants(a_hProgram, a_count, a_pSpecConstants));
   }
   {
     urt_reset();
@@ -3646,8 +4200,14 @@ static void test_urProgramSetSpecializationConstants(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     const ur_specialization_constant_info_t * a_pSpecConstants = (const ur_specialization_constant_info_t *)urt_ptr;
-    urt_expect("urProgramSetSpecializationConstants", "count == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Program.pfnSetSpecializationConstants(a_hProgram, a_count, a_pSpecConstants));
+    urt_expect("urProgramSetSpecializationConstants", "count == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urProgramSetSpecializationConstants(a_hProgram, a_count, a_pSpecConstants), urt_ddi.Program.pfnSetSpecializationConstants(a_hProgram, a_count, a_pSpecConstants));
   }
+}
+
+static ur_result_t urt_due_urProgramGetNativeHandle(ur_program_handle_t hProgram, ur_native_handle_t * phNativeProgram) {
+  if (NULL == phNativeProgram) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hProgram) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urProgramGetNativeHandle(void) {
@@ -3656,7 +4216,7 @@ static void test_urProgramGetNativeHandle(void) {
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_program_handle_t a_hProgram = (ur_program_handle_t)urt_standin;
     ur_native_handle_t * a_phNativeProgram = NULL;
-    urt_expect("urProgramGetNativeHandle", "NULL == phNativeProgram", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Program.pfnGetNativeHandle(a_hProgram, a_phNativeProgram));
+    urt_expect("urProgramGetNativeHandle", "NULL == phNativeProgram", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urProgramGetNativeHandle(a_hProgram, a_phNativeProgram), urt_ddi.Program.pfnGetNativeHandle(a_hProgram, a_phNativeProgram));
   }
   {
     urt_reset();
@@ -3666,8 +4226,14 @@ static void test_urProgramGetNativeHandle(void) {
       for (int i = 0; i < 16; i++) ((ur_native_handle_t *)s)[i] = 1;
       urt_ptr = s; }
     ur_native_handle_t * a_phNativeProgram = (ur_native_handle_t *)urt_ptr;
-    urt_expect("urProgramGetNativeHandle", "NULL == hProgram", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Program.pfnGetNativeHandle(a_hProgram, a_phNativeProgram));
+    urt_expect("urProgramGetNativeHandle", "NULL == hProgram", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urProgramGetNativeHandle(a_hProgram, a_phNativeProgram), urt_ddi.Program.pfnGetNativeHandle(a_hProgram, a_phNativeProgram));
   }
+}
+
+static ur_result_t urt_due_urProgramCreateWithNativeHandle(ur_native_handle_t hNativeProgram, ur_context_handle_t hContext, const ur_program_native_properties_t * pProperties, ur_program_handle_t * phProgram) {
+  if (NULL == phProgram) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urProgramCreateWithNativeHandle(void) {
@@ -3681,7 +4247,7 @@ static void test_urProgramCreateWithNativeHandle(void) {
       urt_ptr = s; }
     const ur_program_native_properties_t * a_pProperties = (const ur_program_native_properties_t *)urt_ptr;
     ur_program_handle_t * a_phProgram = NULL;
-    urt_expect("urProgramCreateWithNativeHandle", "NULL == phProgram", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Program.pfnCreateWithNativeHandle(a_hNativeProgram, a_hContext, a_pProperties, a_phProgram));
+    urt_expect("urProgramCreateWithNativeHandle", "NULL == phProgram", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urProgramCreateWithNativeHandle(a_hNativeProgram, a_hContext, a_pProperties, a_phProgram), urt_ddi.Program.pfnCreateWithNativeHandle(a_hNativeProgram, a_hContext, a_pProperties, a_phProgram));
   }
   {
     urt_reset();
@@ -3696,8 +4262,17 @@ static void test_urProgramCreateWithNativeHandle(void) {
       urt_fill_handles(s, (void *)(ur_program_handle_t)urt_standin);
       urt_ptr = s; }
     ur_program_handle_t * a_phProgram = (ur_program_handle_t *)urt_ptr;
-    urt_expect("urProgramCreateWithNativeHandle", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Program.pfnCreateWithNativeHandle(a_hNativeProgram, a_hContext, a_pProperties, a_phProgram));
+    urt_expect("urProgramCreateWithNativeHandle", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urProgramCreateWithNativeHandle(a_hNativeProgram, a_hContext, a_pProperties, a_phProgram), urt_ddi.Program.pfnCreateWithNativeHandle(a_hNativeProgram, a_hContext, a_pProperties, a_phProgram));
   }
+}
+
+static ur_result_t urt_due_urQueueGetInfo(ur_queue_handle_t hQueue, ur_queue_info_t propName, size_t propSize, void * pPropValue, size_t * pPropSizeRet) {
+  if (propSize != 0 && pPropValue == NULL) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (pPropValue == NULL && pPropSizeRet == NULL) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hQueue) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_QUEUE_INFO_EMPTY < propName) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  if (propSize == 0 && pPropValue != NULL) return UR_RESULT_ERROR_INVALID_SIZE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urQueueGetInfo(void) {
@@ -3712,7 +4287,7 @@ static void test_urQueueGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urQueueGetInfo", "propSize != 0 && pPropValue == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Queue.pfnGetInfo(a_hQueue, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urQueueGetInfo", "propSize != 0 && pPropValue == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urQueueGetInfo(a_hQueue, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Queue.pfnGetInfo(a_hQueue, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -3722,7 +4297,7 @@ static void test_urQueueGetInfo(void) {
     size_t a_propSize = (size_t)1u;
     void * a_pPropValue = NULL;
     size_t * a_pPropSizeRet = NULL;
-    urt_expect("urQueueGetInfo", "pPropValue == NULL && pPropSizeRet == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Queue.pfnGetInfo(a_hQueue, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urQueueGetInfo", "pPropValue == NULL && pPropSizeRet == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urQueueGetInfo(a_hQueue, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Queue.pfnGetInfo(a_hQueue, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -3737,7 +4312,7 @@ static void test_urQueueGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urQueueGetInfo", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Queue.pfnGetInfo(a_hQueue, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urQueueGetInfo", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urQueueGetInfo(a_hQueue, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Queue.pfnGetInfo(a_hQueue, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -3752,7 +4327,7 @@ static void test_urQueueGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urQueueGetInfo", "::UR_QUEUE_INFO_EMPTY < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.Queue.pfnGetInfo(a_hQueue, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urQueueGetInfo", "::UR_QUEUE_INFO_EMPTY < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urQueueGetInfo(a_hQueue, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Queue.pfnGetInfo(a_hQueue, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -3767,8 +4342,18 @@ static void test_urQueueGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urQueueGetInfo", "propSize == 0 && pPropValue != NULL", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Queue.pfnGetInfo(a_hQueue, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urQueueGetInfo", "propSize == 0 && pPropValue != NULL", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urQueueGetInfo(a_hQueue, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Queue.pfnGetInfo(a_hQueue, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
+}
+
+static ur_result_t urt_due_urQueueCreate(ur_context_handle_t hContext, ur_device_handle_t hDevice, const ur_queue_properties_t * pProperties, ur_queue_handle_t * phQueue) {
+  if (NULL == phQueue) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL != pProperties && UR_QUEUE_FLAGS_MASK & pProperties->flags) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  if (pProperties != NULL && pProperties->flags & UR_QUEUE_FLAG_PRIORITY_HIGH && pProperties->flags & UR_QUEUE_FLAG_PRIORITY_LOW) return UR_RESULT_ERROR_INVALID_QUEUE_PROPERTIES;
+  if (pProperties != NULL && pProperties->flags & UR_QUEUE_FLAG_SUBMISSION_BATCHED && pProperties->flags & UR_QUEUE_FLAG_SUBMISSION_IMMEDIATE) return UR_RESULT_ERROR_INVALID_QUEUE_PROPERTIES;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urQueueCreate(void) {
@@ -3782,7 +4367,7 @@ static void test_urQueueCreate(void) {
       urt_ptr = s; }
     const ur_queue_properties_t * a_pProperties = (const ur_queue_properties_t *)urt_ptr;
     ur_queue_handle_t * a_phQueue = NULL;
-    urt_expect("urQueueCreate", "NULL == phQueue", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Queue.pfnCreate(a_hContext, a_hDevice, a_pProperties, a_phQueue));
+    urt_expect("urQueueCreate", "NULL == phQueue", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urQueueCreate(a_hContext, a_hDevice, a_pProperties, a_phQueue), urt_ddi.Queue.pfnCreate(a_hContext, a_hDevice, a_pProperties, a_phQueue));
   }
   {
     urt_reset();
@@ -3797,7 +4382,7 @@ static void test_urQueueCreate(void) {
       urt_fill_handles(s, (void *)urt_h_ur_queue_handle);
       urt_ptr = s; }
     ur_queue_handle_t * a_phQueue = (ur_queue_handle_t *)urt_ptr;
-    urt_expect("urQueueCreate", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Queue.pfnCreate(a_hContext, a_hDevice, a_pProperties, a_phQueue));
+    urt_expect("urQueueCreate", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urQueueCreate(a_hContext, a_hDevice, a_pProperties, a_phQueue), urt_ddi.Queue.pfnCreate(a_hContext, a_hDevice, a_pProperties, a_phQueue));
   }
   {
     urt_reset();
@@ -3812,7 +4397,7 @@ static void test_urQueueCreate(void) {
       urt_fill_handles(s, (void *)urt_h_ur_queue_handle);
       urt_ptr = s; }
     ur_queue_handle_t * a_phQueue = (ur_queue_handle_t *)urt_ptr;
-    urt_expect("urQueueCreate", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Queue.pfnCreate(a_hContext, a_hDevice, a_pProperties, a_phQueue));
+    urt_expect("urQueueCreate", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urQueueCreate(a_hContext, a_hDevice, a_pProperties, a_phQueue), urt_ddi.Queue.pfnCreate(a_hContext, a_hDevice, a_pProperties, a_phQueue));
   }
   {
     urt_reset();
@@ -3828,7 +4413,7 @@ static void test_urQueueCreate(void) {
       urt_ptr = s; }
     ur_queue_handle_t * a_phQueue = (ur_queue_handle_t *)urt_ptr;
     *((ur_queue_flags_t *)&((a_pProperties)->flags)) = (ur_queue_flags_t)4096u;
-    urt_expect("urQueueCreate", "NULL != pProperties && ::UR_QUEUE_FLAGS_MASK & pProperties->flags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.Queue.pfnCreate(a_hContext, a_hDevice, a_pProperties, a_phQueue));
+    urt_expect("urQueueCreate", "NULL != pProperties && ::UR_QUEUE_FLAGS_MASK & pProperties->flags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urQueueCreate(a_hContext, a_hDevice, a_pProperties, a_phQueue), urt_ddi.Queue.pfnCreate(a_hContext, a_hDevice, a_pProperties, a_phQueue));
   }
   {
     urt_reset();
@@ -3844,7 +4429,7 @@ static void test_urQueueCreate(void) {
       urt_ptr = s; }
     ur_queue_handle_t * a_phQueue = (ur_queue_handle_t *)urt_ptr;
     *((ur_queue_flags_t *)&((a_pProperties)->flags)) = (ur_queue_flags_t)127u;
-    urt_expect("urQueueCreate", "pProperties != NULL && pProperties->flags & UR_QUEUE_FLAG_PRIORITY_HIGH && pProperties->flags & UR_QUEUE_FLAG_PRIORITY_LOW", UR_RESULT_ERROR_INVALID_QUEUE_PROPERTIES, urt_ddi.Queue.pfnCreate(a_hContext, a_hDevice, a_pProperties, a_phQueue));
+    urt_expect("urQueueCreate", "pProperties != NULL && pProperties->flags & UR_QUEUE_FLAG_PRIORITY_HIGH && pProperties->flags & UR_QUEUE_FLAG_PRIORITY_LOW", UR_RESULT_ERROR_INVALID_QUEUE_PROPERTIES, urt_due_urQueueCreate(a_hContext, a_hDevice, a_pProperties, a_phQueue), urt_ddi.Queue.pfnCreate(a_hContext, a_hDevice, a_pProperties, a_phQueue));
   }
   {
     urt_reset();
@@ -3860,8 +4445,13 @@ static void test_urQueueCreate(void) {
       urt_ptr = s; }
     ur_queue_handle_t * a_phQueue = (ur_queue_handle_t *)urt_ptr;
     *((ur_queue_flags_t *)&((a_pProperties)->flags)) = (ur_queue_flags_t)480u;
-    urt_expect("urQueueCreate", "pProperties != NULL && pProperties->flags & UR_QUEUE_FLAG_SUBMISSION_BATCHED && pProperties->flags & UR_QUEUE_FLAG_SUBMISSION_IMMEDIATE", UR_RESULT_ERROR_INVALID_QUEUE_PROPERTIES, urt_ddi.Queue.pfnCreate(a_hContext, a_hDevice, a_pProperties, a_phQueue));
+    urt_expect("urQueueCreate", "pProperties != NULL && pProperties->flags & UR_QUEUE_FLAG_SUBMISSION_BATCHED && pProperties->flags & UR_QUEUE_FLAG_SUBMISSION_IMMEDIATE", UR_RESULT_ERROR_INVALID_QUEUE_PROPERTIES, urt_due_urQueueCreate(a_hContext, a_hDevice, a_pProperties, a_phQueue), urt_ddi.Queue.pfnCreate(a_hContext, a_hDevice, a_pProperties, a_phQueue));
   }
+}
+
+static ur_result_t urt_due_urQueueRetain(ur_queue_handle_t hQueue) {
+  if (NULL == hQueue) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urQueueRetain(void) {
@@ -3869,8 +4459,13 @@ static void test_urQueueRetain(void) {
     urt_reset();
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_queue_handle_t a_hQueue = NULL;
-    urt_expect("urQueueRetain", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Queue.pfnRetain(a_hQueue));
+    urt_expect("urQueueRetain", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urQueueRetain(a_hQueue), urt_ddi.Queue.pfnRetain(a_hQueue));
   }
+}
+
+static ur_result_t urt_due_urQueueRelease(ur_queue_handle_t hQueue) {
+  if (NULL == hQueue) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urQueueRelease(void) {
@@ -3878,8 +4473,14 @@ static void test_urQueueRelease(void) {
     urt_reset();
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_queue_handle_t a_hQueue = NULL;
-    urt_expect("urQueueRelease", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Queue.pfnRelease(a_hQueue));
+    urt_expect("urQueueRelease", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urQueueRelease(a_hQueue), urt_ddi.Queue.pfnRelease(a_hQueue));
   }
+}
+
+static ur_result_t urt_due_urQueueGetNativeHandle(ur_queue_handle_t hQueue, ur_queue_native_desc_t * pDesc, ur_native_handle_t * phNativeQueue) {
+  if (NULL == phNativeQueue) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hQueue) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urQueueGetNativeHandle(void) {
@@ -3892,7 +4493,7 @@ static void test_urQueueGetNativeHandle(void) {
       urt_ptr = s; }
     ur_queue_native_desc_t * a_pDesc = (ur_queue_native_desc_t *)urt_ptr;
     ur_native_handle_t * a_phNativeQueue = NULL;
-    urt_expect("urQueueGetNativeHandle", "NULL == phNativeQueue", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Queue.pfnGetNativeHandle(a_hQueue, a_pDesc, a_phNativeQueue));
+    urt_expect("urQueueGetNativeHandle", "NULL == phNativeQueue", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urQueueGetNativeHandle(a_hQueue, a_pDesc, a_phNativeQueue), urt_ddi.Queue.pfnGetNativeHandle(a_hQueue, a_pDesc, a_phNativeQueue));
   }
   {
     urt_reset();
@@ -3906,8 +4507,14 @@ static void test_urQueueGetNativeHandle(void) {
       for (int i = 0; i < 16; i++) ((ur_native_handle_t *)s)[i] = 1;
       urt_ptr = s; }
     ur_native_handle_t * a_phNativeQueue = (ur_native_handle_t *)urt_ptr;
-    urt_expect("urQueueGetNativeHandle", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Queue.pfnGetNativeHandle(a_hQueue, a_pDesc, a_phNativeQueue));
+    urt_expect("urQueueGetNativeHandle", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urQueueGetNativeHandle(a_hQueue, a_pDesc, a_phNativeQueue), urt_ddi.Queue.pfnGetNativeHandle(a_hQueue, a_pDesc, a_phNativeQueue));
   }
+}
+
+static ur_result_t urt_due_urQueueCreateWithNativeHandle(ur_native_handle_t hNativeQueue, ur_context_handle_t hContext, ur_device_handle_t hDevice, const ur_queue_native_properties_t * pProperties, ur_queue_handle_t * phQueue) {
+  if (NULL == phQueue) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urQueueCreateWithNativeHandle(void) {
@@ -3922,7 +4529,7 @@ static void test_urQueueCreateWithNativeHandle(void) {
       urt_ptr = s; }
     const ur_queue_native_properties_t * a_pProperties = (const ur_queue_native_properties_t *)urt_ptr;
     ur_queue_handle_t * a_phQueue = NULL;
-    urt_expect("urQueueCreateWithNativeHandle", "NULL == phQueue", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Queue.pfnCreateWithNativeHandle(a_hNativeQueue, a_hContext, a_hDevice, a_pProperties, a_phQueue));
+    urt_expect("urQueueCreateWithNativeHandle", "NULL == phQueue", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urQueueCreateWithNativeHandle(a_hNativeQueue, a_hContext, a_hDevice, a_pProperties, a_phQueue), urt_ddi.Queue.pfnCreateWithNativeHandle(a_hNativeQueue, a_hContext, a_hDevice, a_pProperties, a_phQueue));
   }
   {
     urt_reset();
@@ -3938,8 +4545,13 @@ static void test_urQueueCreateWithNativeHandle(void) {
       urt_fill_handles(s, (void *)urt_h_ur_queue_handle);
       urt_ptr = s; }
     ur_queue_handle_t * a_phQueue = (ur_queue_handle_t *)urt_ptr;
-    urt_expect("urQueueCreateWithNativeHandle", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Queue.pfnCreateWithNativeHandle(a_hNativeQueue, a_hContext, a_hDevice, a_pProperties, a_phQueue));
+    urt_expect("urQueueCreateWithNativeHandle", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urQueueCreateWithNativeHandle(a_hNativeQueue, a_hContext, a_hDevice, a_pProperties, a_phQueue), urt_ddi.Queue.pfnCreateWithNativeHandle(a_hNativeQueue, a_hContext, a_hDevice, a_pProperties, a_phQueue));
   }
+}
+
+static ur_result_t urt_due_urQueueFinish(ur_queue_handle_t hQueue) {
+  if (NULL == hQueue) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urQueueFinish(void) {
@@ -3947,8 +4559,13 @@ static void test_urQueueFinish(void) {
     urt_reset();
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_queue_handle_t a_hQueue = NULL;
-    urt_expect("urQueueFinish", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Queue.pfnFinish(a_hQueue));
+    urt_expect("urQueueFinish", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urQueueFinish(a_hQueue), urt_ddi.Queue.pfnFinish(a_hQueue));
   }
+}
+
+static ur_result_t urt_due_urQueueFlush(ur_queue_handle_t hQueue) {
+  if (NULL == hQueue) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urQueueFlush(void) {
@@ -3956,8 +4573,17 @@ static void test_urQueueFlush(void) {
     urt_reset();
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_queue_handle_t a_hQueue = NULL;
-    urt_expect("urQueueFlush", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Queue.pfnFlush(a_hQueue));
+    urt_expect("urQueueFlush", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urQueueFlush(a_hQueue), urt_ddi.Queue.pfnFlush(a_hQueue));
   }
+}
+
+static ur_result_t urt_due_urEventGetInfo(ur_event_handle_t hEvent, ur_event_info_t propName, size_t propSize, void * pPropValue, size_t * pPropSizeRet) {
+  if (propSize != 0 && pPropValue == NULL) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (pPropValue == NULL && pPropSizeRet == NULL) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hEvent) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_EVENT_INFO_REFERENCE_COUNT < propName) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  if (propSize == 0 && pPropValue != NULL) return UR_RESULT_ERROR_INVALID_SIZE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urEventGetInfo(void) {
@@ -3972,7 +4598,7 @@ static void test_urEventGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urEventGetInfo", "propSize != 0 && pPropValue == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Event.pfnGetInfo(a_hEvent, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urEventGetInfo", "propSize != 0 && pPropValue == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urEventGetInfo(a_hEvent, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Event.pfnGetInfo(a_hEvent, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -3982,7 +4608,7 @@ static void test_urEventGetInfo(void) {
     size_t a_propSize = (size_t)1u;
     void * a_pPropValue = NULL;
     size_t * a_pPropSizeRet = NULL;
-    urt_expect("urEventGetInfo", "pPropValue == NULL && pPropSizeRet == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Event.pfnGetInfo(a_hEvent, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urEventGetInfo", "pPropValue == NULL && pPropSizeRet == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urEventGetInfo(a_hEvent, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Event.pfnGetInfo(a_hEvent, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -3997,7 +4623,7 @@ static void test_urEventGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urEventGetInfo", "NULL == hEvent", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Event.pfnGetInfo(a_hEvent, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urEventGetInfo", "NULL == hEvent", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEventGetInfo(a_hEvent, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Event.pfnGetInfo(a_hEvent, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -4012,7 +4638,7 @@ static void test_urEventGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urEventGetInfo", "::UR_EVENT_INFO_REFERENCE_COUNT < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.Event.pfnGetInfo(a_hEvent, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urEventGetInfo", "::UR_EVENT_INFO_REFERENCE_COUNT < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urEventGetInfo(a_hEvent, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Event.pfnGetInfo(a_hEvent, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -4027,8 +4653,15 @@ static void test_urEventGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urEventGetInfo", "propSize == 0 && pPropValue != NULL", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Event.pfnGetInfo(a_hEvent, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urEventGetInfo", "propSize == 0 && pPropValue != NULL", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urEventGetInfo(a_hEvent, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Event.pfnGetInfo(a_hEvent, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
+}
+
+static ur_result_t urt_due_urEventGetProfilingInfo(ur_event_handle_t hEvent, ur_profiling_info_t propName, size_t propSize, void * pPropValue, size_t * pPropSizeRet) {
+  if (NULL == hEvent) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_PROFILING_INFO_COMMAND_COMPLETE < propName) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  if (pPropValue && propSize == 0) return UR_RESULT_ERROR_INVALID_VALUE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urEventGetProfilingInfo(void) {
@@ -4045,7 +4678,7 @@ static void test_urEventGetProfilingInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urEventGetProfilingInfo", "NULL == hEvent", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Event.pfnGetProfilingInfo(a_hEvent, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urEventGetProfilingInfo", "NULL == hEvent", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEventGetProfilingInfo(a_hEvent, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Event.pfnGetProfilingInfo(a_hEvent, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -4060,7 +4693,7 @@ static void test_urEventGetProfilingInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urEventGetProfilingInfo", "::UR_PROFILING_INFO_COMMAND_COMPLETE < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.Event.pfnGetProfilingInfo(a_hEvent, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urEventGetProfilingInfo", "::UR_PROFILING_INFO_COMMAND_COMPLETE < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urEventGetProfilingInfo(a_hEvent, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Event.pfnGetProfilingInfo(a_hEvent, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -4075,8 +4708,14 @@ static void test_urEventGetProfilingInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urEventGetProfilingInfo", "pPropValue && propSize == 0", UR_RESULT_ERROR_INVALID_VALUE, urt_ddi.Event.pfnGetProfilingInfo(a_hEvent, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urEventGetProfilingInfo", "pPropValue && propSize == 0", UR_RESULT_ERROR_INVALID_VALUE, urt_due_urEventGetProfilingInfo(a_hEvent, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Event.pfnGetProfilingInfo(a_hEvent, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
+}
+
+static ur_result_t urt_due_urEventWait(uint32_t numEvents, const ur_event_handle_t * phEventWaitList) {
+  if (NULL == phEventWaitList) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (numEvents == 0) return UR_RESULT_ERROR_INVALID_VALUE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urEventWait(void) {
@@ -4085,7 +4724,7 @@ static void test_urEventWait(void) {
     void *urt_ptr = NULL; (void)urt_ptr;
     uint32_t a_numEvents = (uint32_t)1u;
     const ur_event_handle_t * a_phEventWaitList = NULL;
-    urt_expect("urEventWait", "NULL == phEventWaitList", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Event.pfnWait(a_numEvents, a_phEventWaitList));
+    urt_expect("urEventWait", "NULL == phEventWaitList", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urEventWait(a_numEvents, a_phEventWaitList), urt_ddi.Event.pfnWait(a_numEvents, a_phEventWaitList));
   }
   {
     urt_reset();
@@ -4095,8 +4734,13 @@ static void test_urEventWait(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     const ur_event_handle_t * a_phEventWaitList = (const ur_event_handle_t *)urt_ptr;
-    urt_expect("urEventWait", "numEvents == 0", UR_RESULT_ERROR_INVALID_VALUE, urt_ddi.Event.pfnWait(a_numEvents, a_phEventWaitList));
+    urt_expect("urEventWait", "numEvents == 0", UR_RESULT_ERROR_INVALID_VALUE, urt_due_urEventWait(a_numEvents, a_phEventWaitList), urt_ddi.Event.pfnWait(a_numEvents, a_phEventWaitList));
   }
+}
+
+static ur_result_t urt_due_urEventRetain(ur_event_handle_t hEvent) {
+  if (NULL == hEvent) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urEventRetain(void) {
@@ -4104,8 +4748,13 @@ static void test_urEventRetain(void) {
     urt_reset();
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_event_handle_t a_hEvent = NULL;
-    urt_expect("urEventRetain", "NULL == hEvent", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Event.pfnRetain(a_hEvent));
+    urt_expect("urEventRetain", "NULL == hEvent", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEventRetain(a_hEvent), urt_ddi.Event.pfnRetain(a_hEvent));
   }
+}
+
+static ur_result_t urt_due_urEventRelease(ur_event_handle_t hEvent) {
+  if (NULL == hEvent) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urEventRelease(void) {
@@ -4113,8 +4762,14 @@ static void test_urEventRelease(void) {
     urt_reset();
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_event_handle_t a_hEvent = NULL;
-    urt_expect("urEventRelease", "NULL == hEvent", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Event.pfnRelease(a_hEvent));
+    urt_expect("urEventRelease", "NULL == hEvent", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEventRelease(a_hEvent), urt_ddi.Event.pfnRelease(a_hEvent));
   }
+}
+
+static ur_result_t urt_due_urEventGetNativeHandle(ur_event_handle_t hEvent, ur_native_handle_t * phNativeEvent) {
+  if (NULL == phNativeEvent) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hEvent) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urEventGetNativeHandle(void) {
@@ -4123,7 +4778,7 @@ static void test_urEventGetNativeHandle(void) {
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_event_handle_t a_hEvent = urt_h_ur_event_handle;
     ur_native_handle_t * a_phNativeEvent = NULL;
-    urt_expect("urEventGetNativeHandle", "NULL == phNativeEvent", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Event.pfnGetNativeHandle(a_hEvent, a_phNativeEvent));
+    urt_expect("urEventGetNativeHandle", "NULL == phNativeEvent", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urEventGetNativeHandle(a_hEvent, a_phNativeEvent), urt_ddi.Event.pfnGetNativeHandle(a_hEvent, a_phNativeEvent));
   }
   {
     urt_reset();
@@ -4133,8 +4788,14 @@ static void test_urEventGetNativeHandle(void) {
       for (int i = 0; i < 16; i++) ((ur_native_handle_t *)s)[i] = 1;
       urt_ptr = s; }
     ur_native_handle_t * a_phNativeEvent = (ur_native_handle_t *)urt_ptr;
-    urt_expect("urEventGetNativeHandle", "NULL == hEvent", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Event.pfnGetNativeHandle(a_hEvent, a_phNativeEvent));
+    urt_expect("urEventGetNativeHandle", "NULL == hEvent", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEventGetNativeHandle(a_hEvent, a_phNativeEvent), urt_ddi.Event.pfnGetNativeHandle(a_hEvent, a_phNativeEvent));
   }
+}
+
+static ur_result_t urt_due_urEventCreateWithNativeHandle(ur_native_handle_t hNativeEvent, ur_context_handle_t hContext, const ur_event_native_properties_t * pProperties, ur_event_handle_t * phEvent) {
+  if (NULL == phEvent) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urEventCreateWithNativeHandle(void) {
@@ -4148,7 +4809,7 @@ static void test_urEventCreateWithNativeHandle(void) {
       urt_ptr = s; }
     const ur_event_native_properties_t * a_pProperties = (const ur_event_native_properties_t *)urt_ptr;
     ur_event_handle_t * a_phEvent = NULL;
-    urt_expect("urEventCreateWithNativeHandle", "NULL == phEvent", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Event.pfnCreateWithNativeHandle(a_hNativeEvent, a_hContext, a_pProperties, a_phEvent));
+    urt_expect("urEventCreateWithNativeHandle", "NULL == phEvent", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urEventCreateWithNativeHandle(a_hNativeEvent, a_hContext, a_pProperties, a_phEvent), urt_ddi.Event.pfnCreateWithNativeHandle(a_hNativeEvent, a_hContext, a_pProperties, a_phEvent));
   }
   {
     urt_reset();
@@ -4163,8 +4824,16 @@ static void test_urEventCreateWithNativeHandle(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEventCreateWithNativeHandle", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Event.pfnCreateWithNativeHandle(a_hNativeEvent, a_hContext, a_pProperties, a_phEvent));
+    urt_expect("urEventCreateWithNativeHandle", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEventCreateWithNativeHandle(a_hNativeEvent, a_hContext, a_pProperties, a_phEvent), urt_ddi.Event.pfnCreateWithNativeHandle(a_hNativeEvent, a_hContext, a_pProperties, a_phEvent));
   }
+}
+
+static ur_result_t urt_due_urEventSetCallback(ur_event_handle_t hEvent, ur_execution_info_t execStatus, ur_event_callback_t pfnNotify, void * pUserData) {
+  if (NULL == pfnNotify) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hEvent) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_EXECUTION_INFO_QUEUED < execStatus) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  if (execStatus == UR_EXECUTION_INFO_QUEUED) return UR_RESULT_ERROR_UNSUPPORTED_ENUMERATION;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urEventSetCallback(void) {
@@ -4177,7 +4846,7 @@ static void test_urEventSetCallback(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * a_pUserData = (void *)urt_ptr;
-    urt_expect("urEventSetCallback", "NULL == pfnNotify", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Event.pfnSetCallback(a_hEvent, a_execStatus, a_pfnNotify, a_pUserData));
+    urt_expect("urEventSetCallback", "NULL == pfnNotify", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urEventSetCallback(a_hEvent, a_execStatus, a_pfnNotify, a_pUserData), urt_ddi.Event.pfnSetCallback(a_hEvent, a_execStatus, a_pfnNotify, a_pUserData));
   }
   {
     urt_reset();
@@ -4188,7 +4857,7 @@ static void test_urEventSetCallback(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * a_pUserData = (void *)urt_ptr;
-    urt_expect("urEventSetCallback", "NULL == hEvent", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Event.pfnSetCallback(a_hEvent, a_execStatus, a_pfnNotify, a_pUserData));
+    urt_expect("urEventSetCallback", "NULL == hEvent", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEventSetCallback(a_hEvent, a_execStatus, a_pfnNotify, a_pUserData), urt_ddi.Event.pfnSetCallback(a_hEvent, a_execStatus, a_pfnNotify, a_pUserData));
   }
   {
     urt_reset();
@@ -4199,7 +4868,7 @@ static void test_urEventSetCallback(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * a_pUserData = (void *)urt_ptr;
-    urt_expect("urEventSetCallback", "::UR_EXECUTION_INFO_QUEUED < execStatus", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.Event.pfnSetCallback(a_hEvent, a_execStatus, a_pfnNotify, a_pUserData));
+    urt_expect("urEventSetCallback", "::UR_EXECUTION_INFO_QUEUED < execStatus", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urEventSetCallback(a_hEvent, a_execStatus, a_pfnNotify, a_pUserData), urt_ddi.Event.pfnSetCallback(a_hEvent, a_execStatus, a_pfnNotify, a_pUserData));
   }
   {
     urt_reset();
@@ -4210,8 +4879,15 @@ static void test_urEventSetCallback(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * a_pUserData = (void *)urt_ptr;
-    urt_expect("urEventSetCallback", "execStatus == UR_EXECUTION_INFO_QUEUED", UR_RESULT_ERROR_UNSUPPORTED_ENUMERATION, urt_ddi.Event.pfnSetCallback(a_hEvent, a_execStatus, a_pfnNotify, a_pUserData));
+    urt_expect("urEventSetCallback", "execStatus == UR_EXECUTION_INFO_QUEUED", UR_RESULT_ERROR_UNSUPPORTED_ENUMERATION, urt_due_urEventSetCallback(a_hEvent, a_execStatus, a_pfnNotify, a_pUserData), urt_ddi.Event.pfnSetCallback(a_hEvent, a_execStatus, a_pfnNotify, a_pUserData));
   }
+}
+
+static ur_result_t urt_due_urEnqueueEventsWait(ur_queue_handle_t hQueue, uint32_t numEventsInWaitList, const ur_event_handle_t * phEventWaitList, ur_event_handle_t * phEvent) {
+  if (NULL == hQueue) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (phEventWaitList == NULL && numEventsInWaitList > 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (phEventWaitList != NULL && numEventsInWaitList == 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urEnqueueEventsWait(void) {
@@ -4228,7 +4904,7 @@ static void test_urEnqueueEventsWait(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueEventsWait", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Enqueue.pfnEventsWait(a_hQueue, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueEventsWait", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueEventsWait(a_hQueue, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnEventsWait(a_hQueue, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -4240,7 +4916,7 @@ static void test_urEnqueueEventsWait(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueEventsWait", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.Enqueue.pfnEventsWait(a_hQueue, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueEventsWait", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueEventsWait(a_hQueue, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnEventsWait(a_hQueue, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -4255,8 +4931,15 @@ static void test_urEnqueueEventsWait(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueEventsWait", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.Enqueue.pfnEventsWait(a_hQueue, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueEventsWait", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueEventsWait(a_hQueue, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnEventsWait(a_hQueue, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
+}
+
+static ur_result_t urt_due_urEnqueueEventsWaitWithBarrier(ur_queue_handle_t hQueue, uint32_t numEventsInWaitList, const ur_event_handle_t * phEventWaitList, ur_event_handle_t * phEvent) {
+  if (NULL == hQueue) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (phEventWaitList == NULL && numEventsInWaitList > 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (phEventWaitList != NULL && numEventsInWaitList == 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urEnqueueEventsWaitWithBarrier(void) {
@@ -4273,7 +4956,7 @@ static void test_urEnqueueEventsWaitWithBarrier(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueEventsWaitWithBarrier", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Enqueue.pfnEventsWaitWithBarrier(a_hQueue, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueEventsWaitWithBarrier", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueEventsWaitWithBarrier(a_hQueue, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnEventsWaitWithBarrier(a_hQueue, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -4285,7 +4968,7 @@ static void test_urEnqueueEventsWaitWithBarrier(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueEventsWaitWithBarrier", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.Enqueue.pfnEventsWaitWithBarrier(a_hQueue, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueEventsWaitWithBarrier", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueEventsWaitWithBarrier(a_hQueue, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnEventsWaitWithBarrier(a_hQueue, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -4300,8 +4983,17 @@ static void test_urEnqueueEventsWaitWithBarrier(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueEventsWaitWithBarrier", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.Enqueue.pfnEventsWaitWithBarrier(a_hQueue, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueEventsWaitWithBarrier", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueEventsWaitWithBarrier(a_hQueue, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnEventsWaitWithBarrier(a_hQueue, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
+}
+
+static ur_result_t urt_due_urEnqueueMemBufferRead(ur_queue_handle_t hQueue, ur_mem_handle_t hBuffer, bool blockingRead, size_t offset, size_t size, void * pDst, uint32_t numEventsInWaitList, const ur_event_handle_t * phEventWaitList, ur_event_handle_t * phEvent) {
+  if (NULL == pDst) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hQueue) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hBuffer) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (phEventWaitList == NULL && numEventsInWaitList > 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (phEventWaitList != NULL && numEventsInWaitList == 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urEnqueueMemBufferRead(void) {
@@ -4323,7 +5015,7 @@ static void test_urEnqueueMemBufferRead(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemBufferRead", "NULL == pDst", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Enqueue.pfnMemBufferRead(a_hQueue, a_hBuffer, a_blockingRead, a_offset, a_size, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferRead", "NULL == pDst", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urEnqueueMemBufferRead(a_hQueue, a_hBuffer, a_blockingRead, a_offset, a_size, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferRead(a_hQueue, a_hBuffer, a_blockingRead, a_offset, a_size, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -4345,7 +5037,7 @@ static void test_urEnqueueMemBufferRead(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemBufferRead", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Enqueue.pfnMemBufferRead(a_hQueue, a_hBuffer, a_blockingRead, a_offset, a_size, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferRead", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueMemBufferRead(a_hQueue, a_hBuffer, a_blockingRead, a_offset, a_size, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferRead(a_hQueue, a_hBuffer, a_blockingRead, a_offset, a_size, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -4367,7 +5059,7 @@ static void test_urEnqueueMemBufferRead(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemBufferRead", "NULL == hBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Enqueue.pfnMemBufferRead(a_hQueue, a_hBuffer, a_blockingRead, a_offset, a_size, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferRead", "NULL == hBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueMemBufferRead(a_hQueue, a_hBuffer, a_blockingRead, a_offset, a_size, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferRead(a_hQueue, a_hBuffer, a_blockingRead, a_offset, a_size, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -4386,7 +5078,7 @@ static void test_urEnqueueMemBufferRead(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemBufferRead", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.Enqueue.pfnMemBufferRead(a_hQueue, a_hBuffer, a_blockingRead, a_offset, a_size, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferRead", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueMemBufferRead(a_hQueue, a_hBuffer, a_blockingRead, a_offset, a_size, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferRead(a_hQueue, a_hBuffer, a_blockingRead, a_offset, a_size, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -4408,8 +5100,17 @@ static void test_urEnqueueMemBufferRead(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemBufferRead", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.Enqueue.pfnMemBufferRead(a_hQueue, a_hBuffer, a_blockingRead, a_offset, a_size, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferRead", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueMemBufferRead(a_hQueue, a_hBuffer, a_blockingRead, a_offset, a_size, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferRead(a_hQueue, a_hBuffer, a_blockingRead, a_offset, a_size, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
+}
+
+static ur_result_t urt_due_urEnqueueMemBufferWrite(ur_queue_handle_t hQueue, ur_mem_handle_t hBuffer, bool blockingWrite, size_t offset, size_t size, const void * pSrc, uint32_t numEventsInWaitList, const ur_event_handle_t * phEventWaitList, ur_event_handle_t * phEvent) {
+  if (NULL == pSrc) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hQueue) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hBuffer) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (phEventWaitList == NULL && numEventsInWaitList > 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (phEventWaitList != NULL && numEventsInWaitList == 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urEnqueueMemBufferWrite(void) {
@@ -4431,7 +5132,7 @@ static void test_urEnqueueMemBufferWrite(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemBufferWrite", "NULL == pSrc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Enqueue.pfnMemBufferWrite(a_hQueue, a_hBuffer, a_blockingWrite, a_offset, a_size, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferWrite", "NULL == pSrc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urEnqueueMemBufferWrite(a_hQueue, a_hBuffer, a_blockingWrite, a_offset, a_size, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferWrite(a_hQueue, a_hBuffer, a_blockingWrite, a_offset, a_size, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -4453,7 +5154,7 @@ static void test_urEnqueueMemBufferWrite(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemBufferWrite", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Enqueue.pfnMemBufferWrite(a_hQueue, a_hBuffer, a_blockingWrite, a_offset, a_size, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferWrite", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueMemBufferWrite(a_hQueue, a_hBuffer, a_blockingWrite, a_offset, a_size, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferWrite(a_hQueue, a_hBuffer, a_blockingWrite, a_offset, a_size, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -4475,7 +5176,7 @@ static void test_urEnqueueMemBufferWrite(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemBufferWrite", "NULL == hBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Enqueue.pfnMemBufferWrite(a_hQueue, a_hBuffer, a_blockingWrite, a_offset, a_size, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferWrite", "NULL == hBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueMemBufferWrite(a_hQueue, a_hBuffer, a_blockingWrite, a_offset, a_size, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferWrite(a_hQueue, a_hBuffer, a_blockingWrite, a_offset, a_size, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -4494,7 +5195,7 @@ static void test_urEnqueueMemBufferWrite(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemBufferWrite", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.Enqueue.pfnMemBufferWrite(a_hQueue, a_hBuffer, a_blockingWrite, a_offset, a_size, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferWrite", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueMemBufferWrite(a_hQueue, a_hBuffer, a_blockingWrite, a_offset, a_size, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferWrite(a_hQueue, a_hBuffer, a_blockingWrite, a_offset, a_size, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -4516,8 +5217,24 @@ static void test_urEnqueueMemBufferWrite(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemBufferWrite", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.Enqueue.pfnMemBufferWrite(a_hQueue, a_hBuffer, a_blockingWrite, a_offset, a_size, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferWrite", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueMemBufferWrite(a_hQueue, a_hBuffer, a_blockingWrite, a_offset, a_size, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferWrite(a_hQueue, a_hBuffer, a_blockingWrite, a_offset, a_size, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
+}
+
+static ur_result_t urt_due_urEnqueueMemBufferReadRect(ur_queue_handle_t hQueue, ur_mem_handle_t hBuffer, bool blockingRead, ur_rect_offset_t bufferOrigin, ur_rect_offset_t hostOrigin, ur_rect_region_t region, size_t bufferRowPitch, size_t bufferSlicePitch, size_t hostRowPitch, size_t hostSlicePitch, void * pDst, uint32_t numEventsInWaitList, const ur_event_handle_t * phEventWaitList, ur_event_handle_t * phEvent) {
+  if (NULL == pDst) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hQueue) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hBuffer) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (phEventWaitList == NULL && numEventsInWaitList > 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (phEventWaitList != NULL && numEventsInWaitList == 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (region.width == 0 || region.height == 0 || region.depth == 0) return UR_RESULT_ERROR_INVALID_SIZE;
+  if (bufferRowPitch != 0 && bufferRowPitch < region.width) return UR_RESULT_ERROR_INVALID_SIZE;
+  if (hostRowPitch != 0 && hostRowPitch < region.width) return UR_RESULT_ERROR_INVALID_SIZE;
+  if (bufferSlicePitch != 0 && bufferSlicePitch < region.height * (bufferRowPitch != 0 ? bufferRowPitch : region.width)) return UR_RESULT_ERROR_INVALID_SIZE;
+  if (bufferSlicePitch != 0 && bufferSlicePitch % (bufferRowPitch != 0 ? bufferRowPitch : region.width) != 0) return UR_RESULT_ERROR_INVALID_SIZE;
+  if (hostSlicePitch != 0 && hostSlicePitch < region.height * (hostRowPitch != 0 ? hostRowPitch : region.width)) return UR_RESULT_ERROR_INVALID_SIZE;
+  if (hostSlicePitch != 0 && hostSlicePitch % (hostRowPitch != 0 ? hostRowPitch : region.width) != 0) return UR_RESULT_ERROR_INVALID_SIZE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urEnqueueMemBufferReadRect(void) {
@@ -4556,7 +5273,7 @@ static void test_urEnqueueMemBufferReadRect(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemBufferReadRect", "NULL == pDst", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Enqueue.pfnMemBufferReadRect(a_hQueue, a_hBuffer, a_blockingRead, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferReadRect", "NULL == pDst", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urEnqueueMemBufferReadRect(a_hQueue, a_hBuffer, a_blockingRead, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferReadRect(a_hQueue, a_hBuffer, a_blockingRead, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -4595,7 +5312,7 @@ static void test_urEnqueueMemBufferReadRect(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemBufferReadRect", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Enqueue.pfnMemBufferReadRect(a_hQueue, a_hBuffer, a_blockingRead, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferReadRect", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueMemBufferReadRect(a_hQueue, a_hBuffer, a_blockingRead, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferReadRect(a_hQueue, a_hBuffer, a_blockingRead, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -4634,7 +5351,7 @@ static void test_urEnqueueMemBufferReadRect(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemBufferReadRect", "NULL == hBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Enqueue.pfnMemBufferReadRect(a_hQueue, a_hBuffer, a_blockingRead, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferReadRect", "NULL == hBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueMemBufferReadRect(a_hQueue, a_hBuffer, a_blockingRead, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferReadRect(a_hQueue, a_hBuffer, a_blockingRead, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -4670,7 +5387,7 @@ static void test_urEnqueueMemBufferReadRect(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemBufferReadRect", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.Enqueue.pfnMemBufferReadRect(a_hQueue, a_hBuffer, a_blockingRead, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferReadRect", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueMemBufferReadRect(a_hQueue, a_hBuffer, a_blockingRead, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferReadRect(a_hQueue, a_hBuffer, a_blockingRead, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -4709,7 +5426,7 @@ static void test_urEnqueueMemBufferReadRect(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemBufferReadRect", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.Enqueue.pfnMemBufferReadRect(a_hQueue, a_hBuffer, a_blockingRead, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferReadRect", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueMemBufferReadRect(a_hQueue, a_hBuffer, a_blockingRead, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferReadRect(a_hQueue, a_hBuffer, a_blockingRead, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -4749,7 +5466,7 @@ static void test_urEnqueueMemBufferReadRect(void) {
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
     *((uint64_t *)&((a_region).width)) = (uint64_t)0u;
-    urt_expect("urEnqueueMemBufferReadRect", "region.width == 0 || region.height == 0 || region.depth == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Enqueue.pfnMemBufferReadRect(a_hQueue, a_hBuffer, a_blockingRead, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferReadRect", "region.width == 0 || region.height == 0 || region.depth == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urEnqueueMemBufferReadRect(a_hQueue, a_hBuffer, a_blockingRead, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferReadRect(a_hQueue, a_hBuffer, a_blockingRead, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -4789,7 +5506,7 @@ static void test_urEnqueueMemBufferReadRect(void) {
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
     *((uint64_t *)&((a_region).width)) = (uint64_t)2u;
-    urt_expect("urEnqueueMemBufferReadRect", "bufferRowPitch != 0 && bufferRowPitch < region.width", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Enqueue.pfnMemBufferReadRect(a_hQueue, a_hBuffer, a_blockingRead, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferReadRect", "bufferRowPitch != 0 && bufferRowPitch < region.width", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urEnqueueMemBufferReadRect(a_hQueue, a_hBuffer, a_blockingRead, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferReadRect(a_hQueue, a_hBuffer, a_blockingRead, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -4829,7 +5546,7 @@ static void test_urEnqueueMemBufferReadRect(void) {
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
     *((uint64_t *)&((a_region).width)) = (uint64_t)2u;
-    urt_expect("urEnqueueMemBufferReadRect", "hostRowPitch != 0 && hostRowPitch < region.width", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Enqueue.pfnMemBufferReadRect(a_hQueue, a_hBuffer, a_blockingRead, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferReadRect", "hostRowPitch != 0 && hostRowPitch < region.width", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urEnqueueMemBufferReadRect(a_hQueue, a_hBuffer, a_blockingRead, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferReadRect(a_hQueue, a_hBuffer, a_blockingRead, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -4869,7 +5586,7 @@ static void test_urEnqueueMemBufferReadRect(void) {
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
     *((uint64_t *)&((a_region).height)) = (uint64_t)2u;
-    urt_expect("urEnqueueMemBufferReadRect", "bufferSlicePitch != 0 && bufferSlicePitch < region.height * (bufferRowPitch != 0 ? bufferRowPitch : region.width)", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Enqueue.pfnMemBufferReadRect(a_hQueue, a_hBuffer, a_blockingRead, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferReadRect", "bufferSlicePitch != 0 && bufferSlicePitch < region.height * (bufferRowPitch != 0 ? bufferRowPitch : region.width)", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urEnqueueMemBufferReadRect(a_hQueue, a_hBuffer, a_blockingRead, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferReadRect(a_hQueue, a_hBuffer, a_blockingRead, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -4908,7 +5625,7 @@ static void test_urEnqueueMemBufferReadRect(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemBufferReadRect", "bufferSlicePitch != 0 && bufferSlicePitch % (bufferRowPitch != 0 ? bufferRowPitch : region.width) != 0", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Enqueue.pfnMemBufferReadRect(a_hQueue, a_hBuffer, a_blockingRead, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferReadRect", "bufferSlicePitch != 0 && bufferSlicePitch % (bufferRowPitch != 0 ? bufferRowPitch : region.width) != 0", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urEnqueueMemBufferReadRect(a_hQueue, a_hBuffer, a_blockingRead, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferReadRect(a_hQueue, a_hBuffer, a_blockingRead, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -4948,7 +5665,7 @@ static void test_urEnqueueMemBufferReadRect(void) {
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
     *((uint64_t *)&((a_region).height)) = (uint64_t)2u;
-    urt_expect("urEnqueueMemBufferReadRect", "hostSlicePitch != 0 && hostSlicePitch < region.height * (hostRowPitch != 0 ? hostRowPitch : region.width)", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Enqueue.pfnMemBufferReadRect(a_hQueue, a_hBuffer, a_blockingRead, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferReadRect", "hostSlicePitch != 0 && hostSlicePitch < region.height * (hostRowPitch != 0 ? hostRowPitch : region.width)", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urEnqueueMemBufferReadRect(a_hQueue, a_hBuffer, a_blockingRead, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferReadRect(a_hQueue, a_hBuffer, a_blockingRead, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -4987,8 +5704,24 @@ static void test_urEnqueueMemBufferReadRect(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemBufferReadRect", "hostSlicePitch != 0 && hostSlicePitch % (hostRowPitch != 0 ? hostRowPitch : region.width) != 0", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Enqueue.pfnMemBufferReadRect(a_hQueue, a_hBuffer, a_blockingRead, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferReadRect", "hostSlicePitch != 0 && hostSlicePitch % (hostRowPitch != 0 ? hostRowPitch : region.width) != 0", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urEnqueueMemBufferReadRect(a_hQueue, a_hBuffer, a_blockingRead, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferReadRect(a_hQueue, a_hBuffer, a_blockingRead, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
+}
+
+static ur_result_t urt_due_urEnqueueMemBufferWriteRect(ur_queue_handle_t hQueue, ur_mem_handle_t hBuffer, bool blockingWrite, ur_rect_offset_t bufferOrigin, ur_rect_offset_t hostOrigin, ur_rect_region_t region, size_t bufferRowPitch, size_t bufferSlicePitch, size_t hostRowPitch, size_t hostSlicePitch, void * pSrc, uint32_t numEventsInWaitList, const ur_event_handle_t * phEventWaitList, ur_event_handle_t * phEvent) {
+  if (NULL == pSrc) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hQueue) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hBuffer) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (phEventWaitList == NULL && numEventsInWaitList > 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (phEventWaitList != NULL && numEventsInWaitList == 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (region.width == 0 || region.height == 0 || region.depth == 0) return UR_RESULT_ERROR_INVALID_SIZE;
+  if (bufferRowPitch != 0 && bufferRowPitch < region.width) return UR_RESULT_ERROR_INVALID_SIZE;
+  if (hostRowPitch != 0 && hostRowPitch < region.width) return UR_RESULT_ERROR_INVALID_SIZE;
+  if (bufferSlicePitch != 0 && bufferSlicePitch < region.height * (bufferRowPitch != 0 ? bufferRowPitch : region.width)) return UR_RESULT_ERROR_INVALID_SIZE;
+  if (bufferSlicePitch != 0 && bufferSlicePitch % (bufferRowPitch != 0 ? bufferRowPitch : region.width) != 0) return UR_RESULT_ERROR_INVALID_SIZE;
+  if (hostSlicePitch != 0 && hostSlicePitch < region.height * (hostRowPitch != 0 ? hostRowPitch : region.width)) return UR_RESULT_ERROR_INVALID_SIZE;
+  if (hostSlicePitch != 0 && hostSlicePitch % (hostRowPitch != 0 ? hostRowPitch : region.width) != 0) return UR_RESULT_ERROR_INVALID_SIZE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urEnqueueMemBufferWriteRect(void) {
@@ -5027,7 +5760,7 @@ static void test_urEnqueueMemBufferWriteRect(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemBufferWriteRect", "NULL == pSrc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Enqueue.pfnMemBufferWriteRect(a_hQueue, a_hBuffer, a_blockingWrite, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferWriteRect", "NULL == pSrc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urEnqueueMemBufferWriteRect(a_hQueue, a_hBuffer, a_blockingWrite, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferWriteRect(a_hQueue, a_hBuffer, a_blockingWrite, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -5066,7 +5799,7 @@ static void test_urEnqueueMemBufferWriteRect(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemBufferWriteRect", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Enqueue.pfnMemBufferWriteRect(a_hQueue, a_hBuffer, a_blockingWrite, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferWriteRect", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueMemBufferWriteRect(a_hQueue, a_hBuffer, a_blockingWrite, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferWriteRect(a_hQueue, a_hBuffer, a_blockingWrite, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -5105,7 +5838,7 @@ static void test_urEnqueueMemBufferWriteRect(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemBufferWriteRect", "NULL == hBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Enqueue.pfnMemBufferWriteRect(a_hQueue, a_hBuffer, a_blockingWrite, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferWriteRect", "NULL == hBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueMemBufferWriteRect(a_hQueue, a_hBuffer, a_blockingWrite, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferWriteRect(a_hQueue, a_hBuffer, a_blockingWrite, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -5141,7 +5874,7 @@ static void test_urEnqueueMemBufferWriteRect(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemBufferWriteRect", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.Enqueue.pfnMemBufferWriteRect(a_hQueue, a_hBuffer, a_blockingWrite, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferWriteRect", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueMemBufferWriteRect(a_hQueue, a_hBuffer, a_blockingWrite, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferWriteRect(a_hQueue, a_hBuffer, a_blockingWrite, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -5180,7 +5913,7 @@ static void test_urEnqueueMemBufferWriteRect(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemBufferWriteRect", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.Enqueue.pfnMemBufferWriteRect(a_hQueue, a_hBuffer, a_blockingWrite, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferWriteRect", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueMemBufferWriteRect(a_hQueue, a_hBuffer, a_blockingWrite, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferWriteRect(a_hQueue, a_hBuffer, a_blockingWrite, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -5220,7 +5953,7 @@ static void test_urEnqueueMemBufferWriteRect(void) {
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
     *((uint64_t *)&((a_region).width)) = (uint64_t)0u;
-    urt_expect("urEnqueueMemBufferWriteRect", "region.width == 0 || region.height == 0 || region.depth == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Enqueue.pfnMemBufferWriteRect(a_hQueue, a_hBuffer, a_blockingWrite, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferWriteRect", "region.width == 0 || region.height == 0 || region.depth == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urEnqueueMemBufferWriteRect(a_hQueue, a_hBuffer, a_blockingWrite, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferWriteRect(a_hQueue, a_hBuffer, a_blockingWrite, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -5260,7 +5993,7 @@ static void test_urEnqueueMemBufferWriteRect(void) {
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
     *((uint64_t *)&((a_region).width)) = (uint64_t)2u;
-    urt_expect("urEnqueueMemBufferWriteRect", "bufferRowPitch != 0 && bufferRowPitch < region.width", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Enqueue.pfnMemBufferWriteRect(a_hQueue, a_hBuffer, a_blockingWrite, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferWriteRect", "bufferRowPitch != 0 && bufferRowPitch < region.width", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urEnqueueMemBufferWriteRect(a_hQueue, a_hBuffer, a_blockingWrite, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferWriteRect(a_hQueue, a_hBuffer, a_blockingWrite, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -5300,7 +6033,7 @@ static void test_urEnqueueMemBufferWriteRect(void) {
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
     *((uint64_t *)&((a_region).width)) = (uint64_t)2u;
-    urt_expect("urEnqueueMemBufferWriteRect", "hostRowPitch != 0 && hostRowPitch < region.width", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Enqueue.pfnMemBufferWriteRect(a_hQueue, a_hBuffer, a_blockingWrite, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferWriteRect", "hostRowPitch != 0 && hostRowPitch < region.width", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urEnqueueMemBufferWriteRect(a_hQueue, a_hBuffer, a_blockingWrite, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferWriteRect(a_hQueue, a_hBuffer, a_blockingWrite, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -5340,7 +6073,7 @@ static void test_urEnqueueMemBufferWriteRect(void) {
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
     *((uint64_t *)&((a_region).height)) = (uint64_t)2u;
-    urt_expect("urEnqueueMemBufferWriteRect", "bufferSlicePitch != 0 && bufferSlicePitch < region.height * (bufferRowPitch != 0 ? bufferRowPitch : region.width)", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Enqueue.pfnMemBufferWriteRect(a_hQueue, a_hBuffer, a_blockingWrite, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferWriteRect", "bufferSlicePitch != 0 && bufferSlicePitch < region.height * (bufferRowPitch != 0 ? bufferRowPitch : region.width)", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urEnqueueMemBufferWriteRect(a_hQueue, a_hBuffer, a_blockingWrite, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferWriteRect(a_hQueue, a_hBuffer, a_blockingWrite, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -5379,7 +6112,7 @@ static void test_urEnqueueMemBufferWriteRect(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemBufferWriteRect", "bufferSlicePitch != 0 && bufferSlicePitch % (bufferRowPitch != 0 ? bufferRowPitch : region.width) != 0", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Enqueue.pfnMemBufferWriteRect(a_hQueue, a_hBuffer, a_blockingWrite, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferWriteRect", "bufferSlicePitch != 0 && bufferSlicePitch % (bufferRowPitch != 0 ? bufferRowPitch : region.width) != 0", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urEnqueueMemBufferWriteRect(a_hQueue, a_hBuffer, a_blockingWrite, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferWriteRect(a_hQueue, a_hBuffer, a_blockingWrite, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -5419,7 +6152,7 @@ static void test_urEnqueueMemBufferWriteRect(void) {
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
     *((uint64_t *)&((a_region).height)) = (uint64_t)2u;
-    urt_expect("urEnqueueMemBufferWriteRect", "hostSlicePitch != 0 && hostSlicePitch < region.height * (hostRowPitch != 0 ? hostRowPitch : region.width)", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Enqueue.pfnMemBufferWriteRect(a_hQueue, a_hBuffer, a_blockingWrite, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferWriteRect", "hostSlicePitch != 0 && hostSlicePitch < region.height * (hostRowPitch != 0 ? hostRowPitch : region.width)", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urEnqueueMemBufferWriteRect(a_hQueue, a_hBuffer, a_blockingWrite, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferWriteRect(a_hQueue, a_hBuffer, a_blockingWrite, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -5458,8 +6191,17 @@ static void test_urEnqueueMemBufferWriteRect(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemBufferWriteRect", "hostSlicePitch != 0 && hostSlicePitch % (hostRowPitch != 0 ? hostRowPitch : region.width) != 0", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Enqueue.pfnMemBufferWriteRect(a_hQueue, a_hBuffer, a_blockingWrite, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferWriteRect", "hostSlicePitch != 0 && hostSlicePitch % (hostRowPitch != 0 ? hostRowPitch : region.width) != 0", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urEnqueueMemBufferWriteRect(a_hQueue, a_hBuffer, a_blockingWrite, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferWriteRect(a_hQueue, a_hBuffer, a_blockingWrite, a_bufferOrigin, a_hostOrigin, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
+}
+
+static ur_result_t urt_due_urEnqueueMemBufferCopy(ur_queue_handle_t hQueue, ur_mem_handle_t hBufferSrc, ur_mem_handle_t hBufferDst, size_t srcOffset, size_t dstOffset, size_t size, uint32_t numEventsInWaitList, const ur_event_handle_t * phEventWaitList, ur_event_handle_t * phEvent) {
+  if (NULL == hQueue) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hBufferSrc) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hBufferDst) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (phEventWaitList == NULL && numEventsInWaitList > 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (phEventWaitList != NULL && numEventsInWaitList == 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urEnqueueMemBufferCopy(void) {
@@ -5481,7 +6223,7 @@ static void test_urEnqueueMemBufferCopy(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemBufferCopy", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Enqueue.pfnMemBufferCopy(a_hQueue, a_hBufferSrc, a_hBufferDst, a_srcOffset, a_dstOffset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferCopy", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueMemBufferCopy(a_hQueue, a_hBufferSrc, a_hBufferDst, a_srcOffset, a_dstOffset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferCopy(a_hQueue, a_hBufferSrc, a_hBufferDst, a_srcOffset, a_dstOffset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -5501,7 +6243,7 @@ static void test_urEnqueueMemBufferCopy(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemBufferCopy", "NULL == hBufferSrc", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Enqueue.pfnMemBufferCopy(a_hQueue, a_hBufferSrc, a_hBufferDst, a_srcOffset, a_dstOffset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferCopy", "NULL == hBufferSrc", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueMemBufferCopy(a_hQueue, a_hBufferSrc, a_hBufferDst, a_srcOffset, a_dstOffset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferCopy(a_hQueue, a_hBufferSrc, a_hBufferDst, a_srcOffset, a_dstOffset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -5521,7 +6263,7 @@ static void test_urEnqueueMemBufferCopy(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemBufferCopy", "NULL == hBufferDst", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Enqueue.pfnMemBufferCopy(a_hQueue, a_hBufferSrc, a_hBufferDst, a_srcOffset, a_dstOffset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferCopy", "NULL == hBufferDst", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueMemBufferCopy(a_hQueue, a_hBufferSrc, a_hBufferDst, a_srcOffset, a_dstOffset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferCopy(a_hQueue, a_hBufferSrc, a_hBufferDst, a_srcOffset, a_dstOffset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -5538,7 +6280,7 @@ static void test_urEnqueueMemBufferCopy(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemBufferCopy", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.Enqueue.pfnMemBufferCopy(a_hQueue, a_hBufferSrc, a_hBufferDst, a_srcOffset, a_dstOffset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferCopy", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueMemBufferCopy(a_hQueue, a_hBufferSrc, a_hBufferDst, a_srcOffset, a_dstOffset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferCopy(a_hQueue, a_hBufferSrc, a_hBufferDst, a_srcOffset, a_dstOffset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -5558,8 +6300,24 @@ static void test_urEnqueueMemBufferCopy(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemBufferCopy", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.Enqueue.pfnMemBufferCopy(a_hQueue, a_hBufferSrc, a_hBufferDst, a_srcOffset, a_dstOffset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferCopy", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueMemBufferCopy(a_hQueue, a_hBufferSrc, a_hBufferDst, a_srcOffset, a_dstOffset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferCopy(a_hQueue, a_hBufferSrc, a_hBufferDst, a_srcOffset, a_dstOffset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
+}
+
+static ur_result_t urt_due_urEnqueueMemBufferCopyRect(ur_queue_handle_t hQueue, ur_mem_handle_t hBufferSrc, ur_mem_handle_t hBufferDst, ur_rect_offset_t srcOrigin, ur_rect_offset_t dstOrigin, ur_rect_region_t region, size_t srcRowPitch, size_t srcSlicePitch, size_t dstRowPitch, size_t dstSlicePitch, uint32_t numEventsInWaitList, const ur_event_handle_t * phEventWaitList, ur_event_handle_t * phEvent) {
+  if (NULL == hQueue) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hBufferSrc) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hBufferDst) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (phEventWaitList == NULL && numEventsInWaitList > 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (phEventWaitList != NULL && numEventsInWaitList == 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (region.width == 0 || region.height == 0 || region.depth == 0) return UR_RESULT_ERROR_INVALID_SIZE;
+  if (srcRowPitch != 0 && srcRowPitch < region.width) return UR_RESULT_ERROR_INVALID_SIZE;
+  if (dstRowPitch != 0 && dstRowPitch < region.width) return UR_RESULT_ERROR_INVALID_SIZE;
+  if (srcSlicePitch != 0 && srcSlicePitch < region.height * (srcRowPitch != 0 ? srcRowPitch : region.width)) return UR_RESULT_ERROR_INVALID_SIZE;
+  if (srcSlicePitch != 0 && srcSlicePitch % (srcRowPitch != 0 ? srcRowPitch : region.width) != 0) return UR_RESULT_ERROR_INVALID_SIZE;
+  if (dstSlicePitch != 0 && dstSlicePitch < region.height * (dstRowPitch != 0 ? dstRowPitch : region.width)) return UR_RESULT_ERROR_INVALID_SIZE;
+  if (dstSlicePitch != 0 && dstSlicePitch % (dstRowPitch != 0 ? dstRowPitch : region.width) != 0) return UR_RESULT_ERROR_INVALID_SIZE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urEnqueueMemBufferCopyRect(void) {
@@ -5597,7 +6355,7 @@ static void test_urEnqueueMemBufferCopyRect(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemBufferCopyRect", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Enqueue.pfnMemBufferCopyRect(a_hQueue, a_hBufferSrc, a_hBufferDst, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferCopyRect", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueMemBufferCopyRect(a_hQueue, a_hBufferSrc, a_hBufferDst, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferCopyRect(a_hQueue, a_hBufferSrc, a_hBufferDst, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -5633,7 +6391,7 @@ static void test_urEnqueueMemBufferCopyRect(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemBufferCopyRect", "NULL == hBufferSrc", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Enqueue.pfnMemBufferCopyRect(a_hQueue, a_hBufferSrc, a_hBufferDst, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferCopyRect", "NULL == hBufferSrc", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueMemBufferCopyRect(a_hQueue, a_hBufferSrc, a_hBufferDst, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferCopyRect(a_hQueue, a_hBufferSrc, a_hBufferDst, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -5669,7 +6427,7 @@ static void test_urEnqueueMemBufferCopyRect(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemBufferCopyRect", "NULL == hBufferDst", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Enqueue.pfnMemBufferCopyRect(a_hQueue, a_hBufferSrc, a_hBufferDst, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferCopyRect", "NULL == hBufferDst", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueMemBufferCopyRect(a_hQueue, a_hBufferSrc, a_hBufferDst, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferCopyRect(a_hQueue, a_hBufferSrc, a_hBufferDst, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -5702,7 +6460,7 @@ static void test_urEnqueueMemBufferCopyRect(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemBufferCopyRect", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.Enqueue.pfnMemBufferCopyRect(a_hQueue, a_hBufferSrc, a_hBufferDst, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferCopyRect", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueMemBufferCopyRect(a_hQueue, a_hBufferSrc, a_hBufferDst, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferCopyRect(a_hQueue, a_hBufferSrc, a_hBufferDst, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -5738,7 +6496,7 @@ static void test_urEnqueueMemBufferCopyRect(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemBufferCopyRect", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.Enqueue.pfnMemBufferCopyRect(a_hQueue, a_hBufferSrc, a_hBufferDst, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferCopyRect", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueMemBufferCopyRect(a_hQueue, a_hBufferSrc, a_hBufferDst, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferCopyRect(a_hQueue, a_hBufferSrc, a_hBufferDst, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -5775,7 +6533,7 @@ static void test_urEnqueueMemBufferCopyRect(void) {
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
     *((uint64_t *)&((a_region).width)) = (uint64_t)0u;
-    urt_expect("urEnqueueMemBufferCopyRect", "region.width == 0 || region.height == 0 || region.depth == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Enqueue.pfnMemBufferCopyRect(a_hQueue, a_hBufferSrc, a_hBufferDst, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferCopyRect", "region.width == 0 || region.height == 0 || region.depth == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urEnqueueMemBufferCopyRect(a_hQueue, a_hBufferSrc, a_hBufferDst, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferCopyRect(a_hQueue, a_hBufferSrc, a_hBufferDst, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -5812,7 +6570,7 @@ static void test_urEnqueueMemBufferCopyRect(void) {
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
     *((uint64_t *)&((a_region).width)) = (uint64_t)2u;
-    urt_expect("urEnqueueMemBufferCopyRect", "srcRowPitch != 0 && srcRowPitch < region.width", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Enqueue.pfnMemBufferCopyRect(a_hQueue, a_hBufferSrc, a_hBufferDst, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferCopyRect", "srcRowPitch != 0 && srcRowPitch < region.width", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urEnqueueMemBufferCopyRect(a_hQueue, a_hBufferSrc, a_hBufferDst, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferCopyRect(a_hQueue, a_hBufferSrc, a_hBufferDst, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -5849,7 +6607,7 @@ static void test_urEnqueueMemBufferCopyRect(void) {
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
     *((uint64_t *)&((a_region).width)) = (uint64_t)2u;
-    urt_expect("urEnqueueMemBufferCopyRect", "dstRowPitch != 0 && dstRowPitch < region.width", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Enqueue.pfnMemBufferCopyRect(a_hQueue, a_hBufferSrc, a_hBufferDst, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferCopyRect", "dstRowPitch != 0 && dstRowPitch < region.width", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urEnqueueMemBufferCopyRect(a_hQueue, a_hBufferSrc, a_hBufferDst, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferCopyRect(a_hQueue, a_hBufferSrc, a_hBufferDst, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -5886,7 +6644,7 @@ static void test_urEnqueueMemBufferCopyRect(void) {
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
     *((uint64_t *)&((a_region).height)) = (uint64_t)2u;
-    urt_expect("urEnqueueMemBufferCopyRect", "srcSlicePitch != 0 && srcSlicePitch < region.height * (srcRowPitch != 0 ? srcRowPitch : region.width)", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Enqueue.pfnMemBufferCopyRect(a_hQueue, a_hBufferSrc, a_hBufferDst, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferCopyRect", "srcSlicePitch != 0 && srcSlicePitch < region.height * (srcRowPitch != 0 ? srcRowPitch : region.width)", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urEnqueueMemBufferCopyRect(a_hQueue, a_hBufferSrc, a_hBufferDst, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferCopyRect(a_hQueue, a_hBufferSrc, a_hBufferDst, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -5922,7 +6680,7 @@ static void test_urEnqueueMemBufferCopyRect(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemBufferCopyRect", "srcSlicePitch != 0 && srcSlicePitch % (srcRowPitch != 0 ? srcRowPitch : region.width) != 0", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Enqueue.pfnMemBufferCopyRect(a_hQueue, a_hBufferSrc, a_hBufferDst, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferCopyRect", "srcSlicePitch != 0 && srcSlicePitch % (srcRowPitch != 0 ? srcRowPitch : region.width) != 0", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urEnqueueMemBufferCopyRect(a_hQueue, a_hBufferSrc, a_hBufferDst, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferCopyRect(a_hQueue, a_hBufferSrc, a_hBufferDst, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -5959,7 +6717,7 @@ static void test_urEnqueueMemBufferCopyRect(void) {
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
     *((uint64_t *)&((a_region).height)) = (uint64_t)2u;
-    urt_expect("urEnqueueMemBufferCopyRect", "dstSlicePitch != 0 && dstSlicePitch < region.height * (dstRowPitch != 0 ? dstRowPitch : region.width)", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Enqueue.pfnMemBufferCopyRect(a_hQueue, a_hBufferSrc, a_hBufferDst, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferCopyRect", "dstSlicePitch != 0 && dstSlicePitch < region.height * (dstRowPitch != 0 ? dstRowPitch : region.width)", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urEnqueueMemBufferCopyRect(a_hQueue, a_hBufferSrc, a_hBufferDst, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferCopyRect(a_hQueue, a_hBufferSrc, a_hBufferDst, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -5995,8 +6753,22 @@ static void test_urEnqueueMemBufferCopyRect(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemBufferCopyRect", "dstSlicePitch != 0 && dstSlicePitch % (dstRowPitch != 0 ? dstRowPitch : region.width) != 0", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Enqueue.pfnMemBufferCopyRect(a_hQueue, a_hBufferSrc, a_hBufferDst, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferCopyRect", "dstSlicePitch != 0 && dstSlicePitch % (dstRowPitch != 0 ? dstRowPitch : region.width) != 0", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urEnqueueMemBufferCopyRect(a_hQueue, a_hBufferSrc, a_hBufferDst, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferCopyRect(a_hQueue, a_hBufferSrc, a_hBufferDst, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
+}
+
+static ur_result_t urt_due_urEnqueueMemBufferFill(ur_queue_handle_t hQueue, ur_mem_handle_t hBuffer, const void * pPattern, size_t patternSize, size_t offset, size_t size, uint32_t numEventsInWaitList, const ur_event_handle_t * phEventWaitList, ur_event_handle_t * phEvent) {
+  if (NULL == pPattern) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hQueue) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hBuffer) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (phEventWaitList == NULL && numEventsInWaitList > 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (phEventWaitList != NULL && numEventsInWaitList == 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (patternSize == 0 || size == 0) return UR_RESULT_ERROR_INVALID_SIZE;
+  if (patternSize > size) return UR_RESULT_ERROR_INVALID_SIZE;
+  if ((patternSize & (patternSize - 1)) != 0) return UR_RESULT_ERROR_INVALID_SIZE;
+  if (size % patternSize != 0) return UR_RESULT_ERROR_INVALID_SIZE;
+  if (offset % patternSize != 0) return UR_RESULT_ERROR_INVALID_SIZE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urEnqueueMemBufferFill(void) {
@@ -6018,7 +6790,7 @@ static void test_urEnqueueMemBufferFill(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemBufferFill", "NULL == pPattern", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Enqueue.pfnMemBufferFill(a_hQueue, a_hBuffer, a_pPattern, a_patternSize, a_offset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferFill", "NULL == pPattern", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urEnqueueMemBufferFill(a_hQueue, a_hBuffer, a_pPattern, a_patternSize, a_offset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferFill(a_hQueue, a_hBuffer, a_pPattern, a_patternSize, a_offset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -6040,7 +6812,7 @@ static void test_urEnqueueMemBufferFill(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemBufferFill", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Enqueue.pfnMemBufferFill(a_hQueue, a_hBuffer, a_pPattern, a_patternSize, a_offset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferFill", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueMemBufferFill(a_hQueue, a_hBuffer, a_pPattern, a_patternSize, a_offset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferFill(a_hQueue, a_hBuffer, a_pPattern, a_patternSize, a_offset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -6062,7 +6834,7 @@ static void test_urEnqueueMemBufferFill(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemBufferFill", "NULL == hBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Enqueue.pfnMemBufferFill(a_hQueue, a_hBuffer, a_pPattern, a_patternSize, a_offset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferFill", "NULL == hBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueMemBufferFill(a_hQueue, a_hBuffer, a_pPattern, a_patternSize, a_offset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferFill(a_hQueue, a_hBuffer, a_pPattern, a_patternSize, a_offset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -6081,7 +6853,7 @@ static void test_urEnqueueMemBufferFill(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemBufferFill", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.Enqueue.pfnMemBufferFill(a_hQueue, a_hBuffer, a_pPattern, a_patternSize, a_offset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferFill", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueMemBufferFill(a_hQueue, a_hBuffer, a_pPattern, a_patternSize, a_offset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferFill(a_hQueue, a_hBuffer, a_pPattern, a_patternSize, a_offset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -6103,7 +6875,7 @@ static void test_urEnqueueMemBufferFill(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemBufferFill", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.Enqueue.pfnMemBufferFill(a_hQueue, a_hBuffer, a_pPattern, a_patternSize, a_offset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferFill", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueMemBufferFill(a_hQueue, a_hBuffer, a_pPattern, a_patternSize, a_offset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferFill(a_hQueue, a_hBuffer, a_pPattern, a_patternSize, a_offset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -6125,7 +6897,7 @@ static void test_urEnqueueMemBufferFill(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemBufferFill", "patternSize == 0 || size == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Enqueue.pfnMemBufferFill(a_hQueue, a_hBuffer, a_pPattern, a_patternSize, a_offset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferFill", "patternSize == 0 || size == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urEnqueueMemBufferFill(a_hQueue, a_hBuffer, a_pPattern, a_patternSize, a_offset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferFill(a_hQueue, a_hBuffer, a_pPattern, a_patternSize, a_offset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -6147,7 +6919,7 @@ static void test_urEnqueueMemBufferFill(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemBufferFill", "patternSize > size", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Enqueue.pfnMemBufferFill(a_hQueue, a_hBuffer, a_pPattern, a_patternSize, a_offset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferFill", "patternSize > size", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urEnqueueMemBufferFill(a_hQueue, a_hBuffer, a_pPattern, a_patternSize, a_offset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferFill(a_hQueue, a_hBuffer, a_pPattern, a_patternSize, a_offset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -6169,7 +6941,7 @@ static void test_urEnqueueMemBufferFill(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemBufferFill", "(patternSize & (patternSize - 1)) != 0", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Enqueue.pfnMemBufferFill(a_hQueue, a_hBuffer, a_pPattern, a_patternSize, a_offset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferFill", "(patternSize & (patternSize - 1)) != 0", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urEnqueueMemBufferFill(a_hQueue, a_hBuffer, a_pPattern, a_patternSize, a_offset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferFill(a_hQueue, a_hBuffer, a_pPattern, a_patternSize, a_offset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -6191,7 +6963,7 @@ static void test_urEnqueueMemBufferFill(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemBufferFill", "size % patternSize != 0", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Enqueue.pfnMemBufferFill(a_hQueue, a_hBuffer, a_pPattern, a_patternSize, a_offset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferFill", "size % patternSize != 0", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urEnqueueMemBufferFill(a_hQueue, a_hBuffer, a_pPattern, a_patternSize, a_offset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferFill(a_hQueue, a_hBuffer, a_pPattern, a_patternSize, a_offset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -6213,8 +6985,18 @@ static void test_urEnqueueMemBufferFill(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemBufferFill", "offset % patternSize != 0", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Enqueue.pfnMemBufferFill(a_hQueue, a_hBuffer, a_pPattern, a_patternSize, a_offset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemBufferFill", "offset % patternSize != 0", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urEnqueueMemBufferFill(a_hQueue, a_hBuffer, a_pPattern, a_patternSize, a_offset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemBufferFill(a_hQueue, a_hBuffer, a_pPattern, a_patternSize, a_offset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
+}
+
+static ur_result_t urt_due_urEnqueueMemImageRead(ur_queue_handle_t hQueue, ur_mem_handle_t hImage, bool blockingRead, ur_rect_offset_t origin, ur_rect_region_t region, size_t rowPitch, size_t slicePitch, void * pDst, uint32_t numEventsInWaitList, const ur_event_handle_t * phEventWaitList, ur_event_handle_t * phEvent) {
+  if (NULL == pDst) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hQueue) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hImage) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (phEventWaitList == NULL && numEventsInWaitList > 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (phEventWaitList != NULL && numEventsInWaitList == 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (region.width == 0 || region.height == 0 || region.depth == 0) return UR_RESULT_ERROR_INVALID_SIZE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urEnqueueMemImageRead(void) {
@@ -6246,7 +7028,7 @@ static void test_urEnqueueMemImageRead(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemImageRead", "NULL == pDst", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Enqueue.pfnMemImageRead(a_hQueue, a_hImage, a_blockingRead, a_origin, a_region, a_rowPitch, a_slicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemImageRead", "NULL == pDst", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urEnqueueMemImageRead(a_hQueue, a_hImage, a_blockingRead, a_origin, a_region, a_rowPitch, a_slicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemImageRead(a_hQueue, a_hImage, a_blockingRead, a_origin, a_region, a_rowPitch, a_slicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -6278,7 +7060,7 @@ static void test_urEnqueueMemImageRead(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemImageRead", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Enqueue.pfnMemImageRead(a_hQueue, a_hImage, a_blockingRead, a_origin, a_region, a_rowPitch, a_slicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemImageRead", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueMemImageRead(a_hQueue, a_hImage, a_blockingRead, a_origin, a_region, a_rowPitch, a_slicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemImageRead(a_hQueue, a_hImage, a_blockingRead, a_origin, a_region, a_rowPitch, a_slicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -6310,7 +7092,7 @@ static void test_urEnqueueMemImageRead(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemImageRead", "NULL == hImage", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Enqueue.pfnMemImageRead(a_hQueue, a_hImage, a_blockingRead, a_origin, a_region, a_rowPitch, a_slicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemImageRead", "NULL == hImage", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueMemImageRead(a_hQueue, a_hImage, a_blockingRead, a_origin, a_region, a_rowPitch, a_slicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemImageRead(a_hQueue, a_hImage, a_blockingRead, a_origin, a_region, a_rowPitch, a_slicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -6339,7 +7121,7 @@ static void test_urEnqueueMemImageRead(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemImageRead", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.Enqueue.pfnMemImageRead(a_hQueue, a_hImage, a_blockingRead, a_origin, a_region, a_rowPitch, a_slicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemImageRead", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueMemImageRead(a_hQueue, a_hImage, a_blockingRead, a_origin, a_region, a_rowPitch, a_slicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemImageRead(a_hQueue, a_hImage, a_blockingRead, a_origin, a_region, a_rowPitch, a_slicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -6371,7 +7153,7 @@ static void test_urEnqueueMemImageRead(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemImageRead", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.Enqueue.pfnMemImageRead(a_hQueue, a_hImage, a_blockingRead, a_origin, a_region, a_rowPitch, a_slicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemImageRead", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueMemImageRead(a_hQueue, a_hImage, a_blockingRead, a_origin, a_region, a_rowPitch, a_slicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemImageRead(a_hQueue, a_hImage, a_blockingRead, a_origin, a_region, a_rowPitch, a_slicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -6404,8 +7186,18 @@ static void test_urEnqueueMemImageRead(void) {
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
     *((uint64_t *)&((a_region).width)) = (uint64_t)0u;
-    urt_expect("urEnqueueMemImageRead", "region.width == 0 || region.height == 0 || region.depth == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Enqueue.pfnMemImageRead(a_hQueue, a_hImage, a_blockingRead, a_origin, a_region, a_rowPitch, a_slicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemImageRead", "region.width == 0 || region.height == 0 || region.depth == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urEnqueueMemImageRead(a_hQueue, a_hImage, a_blockingRead, a_origin, a_region, a_rowPitch, a_slicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemImageRead(a_hQueue, a_hImage, a_blockingRead, a_origin, a_region, a_rowPitch, a_slicePitch, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
+}
+
+static ur_result_t urt_due_urEnqueueMemImageWrite(ur_queue_handle_t hQueue, ur_mem_handle_t hImage, bool blockingWrite, ur_rect_offset_t origin, ur_rect_region_t region, size_t rowPitch, size_t slicePitch, void * pSrc, uint32_t numEventsInWaitList, const ur_event_handle_t * phEventWaitList, ur_event_handle_t * phEvent) {
+  if (NULL == pSrc) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hQueue) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hImage) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (phEventWaitList == NULL && numEventsInWaitList > 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (phEventWaitList != NULL && numEventsInWaitList == 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (region.width == 0 || region.height == 0 || region.depth == 0) return UR_RESULT_ERROR_INVALID_SIZE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urEnqueueMemImageWrite(void) {
@@ -6437,7 +7229,7 @@ static void test_urEnqueueMemImageWrite(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemImageWrite", "NULL == pSrc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Enqueue.pfnMemImageWrite(a_hQueue, a_hImage, a_blockingWrite, a_origin, a_region, a_rowPitch, a_slicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemImageWrite", "NULL == pSrc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urEnqueueMemImageWrite(a_hQueue, a_hImage, a_blockingWrite, a_origin, a_region, a_rowPitch, a_slicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemImageWrite(a_hQueue, a_hImage, a_blockingWrite, a_origin, a_region, a_rowPitch, a_slicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -6469,7 +7261,7 @@ static void test_urEnqueueMemImageWrite(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemImageWrite", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Enqueue.pfnMemImageWrite(a_hQueue, a_hImage, a_blockingWrite, a_origin, a_region, a_rowPitch, a_slicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemImageWrite", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueMemImageWrite(a_hQueue, a_hImage, a_blockingWrite, a_origin, a_region, a_rowPitch, a_slicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemImageWrite(a_hQueue, a_hImage, a_blockingWrite, a_origin, a_region, a_rowPitch, a_slicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -6501,7 +7293,7 @@ static void test_urEnqueueMemImageWrite(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemImageWrite", "NULL == hImage", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Enqueue.pfnMemImageWrite(a_hQueue, a_hImage, a_blockingWrite, a_origin, a_region, a_rowPitch, a_slicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemImageWrite", "NULL == hImage", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueMemImageWrite(a_hQueue, a_hImage, a_blockingWrite, a_origin, a_region, a_rowPitch, a_slicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemImageWrite(a_hQueue, a_hImage, a_blockingWrite, a_origin, a_region, a_rowPitch, a_slicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -6530,7 +7322,7 @@ static void test_urEnqueueMemImageWrite(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemImageWrite", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.Enqueue.pfnMemImageWrite(a_hQueue, a_hImage, a_blockingWrite, a_origin, a_region, a_rowPitch, a_slicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemImageWrite", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueMemImageWrite(a_hQueue, a_hImage, a_blockingWrite, a_origin, a_region, a_rowPitch, a_slicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemImageWrite(a_hQueue, a_hImage, a_blockingWrite, a_origin, a_region, a_rowPitch, a_slicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -6562,7 +7354,7 @@ static void test_urEnqueueMemImageWrite(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemImageWrite", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.Enqueue.pfnMemImageWrite(a_hQueue, a_hImage, a_blockingWrite, a_origin, a_region, a_rowPitch, a_slicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemImageWrite", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueMemImageWrite(a_hQueue, a_hImage, a_blockingWrite, a_origin, a_region, a_rowPitch, a_slicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemImageWrite(a_hQueue, a_hImage, a_blockingWrite, a_origin, a_region, a_rowPitch, a_slicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -6595,8 +7387,18 @@ static void test_urEnqueueMemImageWrite(void) {
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
     *((uint64_t *)&((a_region).width)) = (uint64_t)0u;
-    urt_expect("urEnqueueMemImageWrite", "region.width == 0 || region.height == 0 || region.depth == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Enqueue.pfnMemImageWrite(a_hQueue, a_hImage, a_blockingWrite, a_origin, a_region, a_rowPitch, a_slicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemImageWrite", "region.width == 0 || region.height == 0 || region.depth == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urEnqueueMemImageWrite(a_hQueue, a_hImage, a_blockingWrite, a_origin, a_region, a_rowPitch, a_slicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemImageWrite(a_hQueue, a_hImage, a_blockingWrite, a_origin, a_region, a_rowPitch, a_slicePitch, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
+}
+
+static ur_result_t urt_due_urEnqueueMemImageCopy(ur_queue_handle_t hQueue, ur_mem_handle_t hImageSrc, ur_mem_handle_t hImageDst, ur_rect_offset_t srcOrigin, ur_rect_offset_t dstOrigin, ur_rect_region_t region, uint32_t numEventsInWaitList, const ur_event_handle_t * phEventWaitList, ur_event_handle_t * phEvent) {
+  if (NULL == hQueue) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hImageSrc) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hImageDst) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (phEventWaitList == NULL && numEventsInWaitList > 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (phEventWaitList != NULL && numEventsInWaitList == 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (region.width == 0 || region.height == 0 || region.depth == 0) return UR_RESULT_ERROR_INVALID_SIZE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urEnqueueMemImageCopy(void) {
@@ -6630,7 +7432,7 @@ static void test_urEnqueueMemImageCopy(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemImageCopy", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Enqueue.pfnMemImageCopy(a_hQueue, a_hImageSrc, a_hImageDst, a_srcOrigin, a_dstOrigin, a_region, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemImageCopy", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueMemImageCopy(a_hQueue, a_hImageSrc, a_hImageDst, a_srcOrigin, a_dstOrigin, a_region, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemImageCopy(a_hQueue, a_hImageSrc, a_hImageDst, a_srcOrigin, a_dstOrigin, a_region, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -6662,7 +7464,7 @@ static void test_urEnqueueMemImageCopy(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemImageCopy", "NULL == hImageSrc", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Enqueue.pfnMemImageCopy(a_hQueue, a_hImageSrc, a_hImageDst, a_srcOrigin, a_dstOrigin, a_region, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemImageCopy", "NULL == hImageSrc", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueMemImageCopy(a_hQueue, a_hImageSrc, a_hImageDst, a_srcOrigin, a_dstOrigin, a_region, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemImageCopy(a_hQueue, a_hImageSrc, a_hImageDst, a_srcOrigin, a_dstOrigin, a_region, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -6694,7 +7496,7 @@ static void test_urEnqueueMemImageCopy(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemImageCopy", "NULL == hImageDst", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Enqueue.pfnMemImageCopy(a_hQueue, a_hImageSrc, a_hImageDst, a_srcOrigin, a_dstOrigin, a_region, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemImageCopy", "NULL == hImageDst", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueMemImageCopy(a_hQueue, a_hImageSrc, a_hImageDst, a_srcOrigin, a_dstOrigin, a_region, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemImageCopy(a_hQueue, a_hImageSrc, a_hImageDst, a_srcOrigin, a_dstOrigin, a_region, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -6723,7 +7525,7 @@ static void test_urEnqueueMemImageCopy(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemImageCopy", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.Enqueue.pfnMemImageCopy(a_hQueue, a_hImageSrc, a_hImageDst, a_srcOrigin, a_dstOrigin, a_region, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemImageCopy", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueMemImageCopy(a_hQueue, a_hImageSrc, a_hImageDst, a_srcOrigin, a_dstOrigin, a_region, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemImageCopy(a_hQueue, a_hImageSrc, a_hImageDst, a_srcOrigin, a_dstOrigin, a_region, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -6755,7 +7557,7 @@ static void test_urEnqueueMemImageCopy(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemImageCopy", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.Enqueue.pfnMemImageCopy(a_hQueue, a_hImageSrc, a_hImageDst, a_srcOrigin, a_dstOrigin, a_region, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemImageCopy", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueMemImageCopy(a_hQueue, a_hImageSrc, a_hImageDst, a_srcOrigin, a_dstOrigin, a_region, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemImageCopy(a_hQueue, a_hImageSrc, a_hImageDst, a_srcOrigin, a_dstOrigin, a_region, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -6788,8 +7590,18 @@ static void test_urEnqueueMemImageCopy(void) {
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
     *((uint64_t *)&((a_region).width)) = (uint64_t)0u;
-    urt_expect("urEnqueueMemImageCopy", "region.width == 0 || region.height == 0 || region.depth == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Enqueue.pfnMemImageCopy(a_hQueue, a_hImageSrc, a_hImageDst, a_srcOrigin, a_dstOrigin, a_region, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemImageCopy", "region.width == 0 || region.height == 0 || region.depth == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urEnqueueMemImageCopy(a_hQueue, a_hImageSrc, a_hImageDst, a_srcOrigin, a_dstOrigin, a_region, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemImageCopy(a_hQueue, a_hImageSrc, a_hImageDst, a_srcOrigin, a_dstOrigin, a_region, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
+}
+
+static ur_result_t urt_due_urEnqueueMemBufferMap(ur_queue_handle_t hQueue, ur_mem_handle_t hBuffer, bool blockingMap, ur_map_flags_t mapFlags, size_t offset, size_t size, uint32_t numEventsInWaitList, const ur_event_handle_t * phEventWaitList, ur_event_handle_t * phEvent, void * * ppRetMap) {
+  if (NULL == ppRetMap) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hQueue) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hBuffer) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_MAP_FLAGS_MASK & mapFlags) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  if (phEventWaitList == NULL && numEventsInWaitList > 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (phEventWaitList != NULL && numEventsInWaitList == 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urEnqueueMemBufferMap(void) {
@@ -6812,7 +7624,7 @@ static void test_urEnqueueMemBufferMap(void) {
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
     void * * a_ppRetMap = NULL;
-    urt_expect("urEnqueueMemBufferMap", "NULL == ppRetMap", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Enqueue.pfnMemBufferMap(a_hQueue, a_hBuffer, a_blockingMap, a_mapFlags, a_offset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent, a_ppRetMap));
+    urt_expect("urEnqueueMemBufferMap", "NULL == ppRetMap", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urEnqueueMemBufferMap(a_hQueue, a_hBuffer, a_blockingMap, a_mapFlags, a_offset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent, a_ppRetMap), urt_ddi.Enqueue.pfnMemBufferMap(a_hQueue, a_hBuffer, a_blockingMap, a_mapFlags, a_offset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent, a_ppRetMap));
   }
   {
     urt_reset();
@@ -6835,7 +7647,7 @@ static void test_urEnqueueMemBufferMap(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * * a_ppRetMap = (void * *)urt_ptr;
-    urt_expect("urEnqueueMemBufferMap", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Enqueue.pfnMemBufferMap(a_hQueue, a_hBuffer, a_blockingMap, a_mapFlags, a_offset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent, a_ppRetMap));
+    urt_expect("urEnqueueMemBufferMap", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueMemBufferMap(a_hQueue, a_hBuffer, a_blockingMap, a_mapFlags, a_offset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent, a_ppRetMap), urt_ddi.Enqueue.pfnMemBufferMap(a_hQueue, a_hBuffer, a_blockingMap, a_mapFlags, a_offset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent, a_ppRetMap));
   }
   {
     urt_reset();
@@ -6858,7 +7670,7 @@ static void test_urEnqueueMemBufferMap(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * * a_ppRetMap = (void * *)urt_ptr;
-    urt_expect("urEnqueueMemBufferMap", "NULL == hBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Enqueue.pfnMemBufferMap(a_hQueue, a_hBuffer, a_blockingMap, a_mapFlags, a_offset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent, a_ppRetMap));
+    urt_expect("urEnqueueMemBufferMap", "NULL == hBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueMemBufferMap(a_hQueue, a_hBuffer, a_blockingMap, a_mapFlags, a_offset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent, a_ppRetMap), urt_ddi.Enqueue.pfnMemBufferMap(a_hQueue, a_hBuffer, a_blockingMap, a_mapFlags, a_offset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent, a_ppRetMap));
   }
   {
     urt_reset();
@@ -6881,7 +7693,7 @@ static void test_urEnqueueMemBufferMap(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * * a_ppRetMap = (void * *)urt_ptr;
-    urt_expect("urEnqueueMemBufferMap", "::UR_MAP_FLAGS_MASK & mapFlags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.Enqueue.pfnMemBufferMap(a_hQueue, a_hBuffer, a_blockingMap, a_mapFlags, a_offset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent, a_ppRetMap));
+    urt_expect("urEnqueueMemBufferMap", "::UR_MAP_FLAGS_MASK & mapFlags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urEnqueueMemBufferMap(a_hQueue, a_hBuffer, a_blockingMap, a_mapFlags, a_offset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent, a_ppRetMap), urt_ddi.Enqueue.pfnMemBufferMap(a_hQueue, a_hBuffer, a_blockingMap, a_mapFlags, a_offset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent, a_ppRetMap));
   }
   {
     urt_reset();
@@ -6901,7 +7713,7 @@ static void test_urEnqueueMemBufferMap(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * * a_ppRetMap = (void * *)urt_ptr;
-    urt_expect("urEnqueueMemBufferMap", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.Enqueue.pfnMemBufferMap(a_hQueue, a_hBuffer, a_blockingMap, a_mapFlags, a_offset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent, a_ppRetMap));
+    urt_expect("urEnqueueMemBufferMap", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueMemBufferMap(a_hQueue, a_hBuffer, a_blockingMap, a_mapFlags, a_offset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent, a_ppRetMap), urt_ddi.Enqueue.pfnMemBufferMap(a_hQueue, a_hBuffer, a_blockingMap, a_mapFlags, a_offset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent, a_ppRetMap));
   }
   {
     urt_reset();
@@ -6924,8 +7736,17 @@ static void test_urEnqueueMemBufferMap(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * * a_ppRetMap = (void * *)urt_ptr;
-    urt_expect("urEnqueueMemBufferMap", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.Enqueue.pfnMemBufferMap(a_hQueue, a_hBuffer, a_blockingMap, a_mapFlags, a_offset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent, a_ppRetMap));
+    urt_expect("urEnqueueMemBufferMap", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueMemBufferMap(a_hQueue, a_hBuffer, a_blockingMap, a_mapFlags, a_offset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent, a_ppRetMap), urt_ddi.Enqueue.pfnMemBufferMap(a_hQueue, a_hBuffer, a_blockingMap, a_mapFlags, a_offset, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent, a_ppRetMap));
   }
+}
+
+static ur_result_t urt_due_urEnqueueMemUnmap(ur_queue_handle_t hQueue, ur_mem_handle_t hMem, void * pMappedPtr, uint32_t numEventsInWaitList, const ur_event_handle_t * phEventWaitList, ur_event_handle_t * phEvent) {
+  if (NULL == pMappedPtr) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hQueue) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hMem) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (phEventWaitList == NULL && numEventsInWaitList > 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (phEventWaitList != NULL && numEventsInWaitList == 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urEnqueueMemUnmap(void) {
@@ -6944,7 +7765,7 @@ static void test_urEnqueueMemUnmap(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemUnmap", "NULL == pMappedPtr", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Enqueue.pfnMemUnmap(a_hQueue, a_hMem, a_pMappedPtr, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemUnmap", "NULL == pMappedPtr", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urEnqueueMemUnmap(a_hQueue, a_hMem, a_pMappedPtr, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemUnmap(a_hQueue, a_hMem, a_pMappedPtr, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -6963,7 +7784,7 @@ static void test_urEnqueueMemUnmap(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemUnmap", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Enqueue.pfnMemUnmap(a_hQueue, a_hMem, a_pMappedPtr, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemUnmap", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueMemUnmap(a_hQueue, a_hMem, a_pMappedPtr, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemUnmap(a_hQueue, a_hMem, a_pMappedPtr, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -6982,7 +7803,7 @@ static void test_urEnqueueMemUnmap(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemUnmap", "NULL == hMem", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Enqueue.pfnMemUnmap(a_hQueue, a_hMem, a_pMappedPtr, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemUnmap", "NULL == hMem", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueMemUnmap(a_hQueue, a_hMem, a_pMappedPtr, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemUnmap(a_hQueue, a_hMem, a_pMappedPtr, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -6998,7 +7819,7 @@ static void test_urEnqueueMemUnmap(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemUnmap", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.Enqueue.pfnMemUnmap(a_hQueue, a_hMem, a_pMappedPtr, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemUnmap", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueMemUnmap(a_hQueue, a_hMem, a_pMappedPtr, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemUnmap(a_hQueue, a_hMem, a_pMappedPtr, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -7017,8 +7838,20 @@ static void test_urEnqueueMemUnmap(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueMemUnmap", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.Enqueue.pfnMemUnmap(a_hQueue, a_hMem, a_pMappedPtr, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueMemUnmap", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueMemUnmap(a_hQueue, a_hMem, a_pMappedPtr, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnMemUnmap(a_hQueue, a_hMem, a_pMappedPtr, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
+}
+
+static ur_result_t urt_due_urEnqueueUSMFill(ur_queue_handle_t hQueue, void * pMem, size_t patternSize, const void * pPattern, size_t size, uint32_t numEventsInWaitList, const ur_event_handle_t * phEventWaitList, ur_event_handle_t * phEvent) {
+  if (NULL == pMem) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == pPattern) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hQueue) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (patternSize == 0 || size == 0) return UR_RESULT_ERROR_INVALID_SIZE;
+  if (patternSize > size) return UR_RESULT_ERROR_INVALID_SIZE;
+  if (size % patternSize != 0) return UR_RESULT_ERROR_INVALID_SIZE;
+  if (phEventWaitList == NULL && numEventsInWaitList > 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (phEventWaitList != NULL && numEventsInWaitList == 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urEnqueueUSMFill(void) {
@@ -7041,7 +7874,7 @@ static void test_urEnqueueUSMFill(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMFill", "NULL == pMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Enqueue.pfnUSMFill(a_hQueue, a_pMem, a_patternSize, a_pPattern, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueUSMFill", "NULL == pMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urEnqueueUSMFill(a_hQueue, a_pMem, a_patternSize, a_pPattern, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnUSMFill(a_hQueue, a_pMem, a_patternSize, a_pPattern, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -7062,7 +7895,7 @@ static void test_urEnqueueUSMFill(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMFill", "NULL == pPattern", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Enqueue.pfnUSMFill(a_hQueue, a_pMem, a_patternSize, a_pPattern, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueUSMFill", "NULL == pPattern", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urEnqueueUSMFill(a_hQueue, a_pMem, a_patternSize, a_pPattern, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnUSMFill(a_hQueue, a_pMem, a_patternSize, a_pPattern, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -7085,7 +7918,7 @@ static void test_urEnqueueUSMFill(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMFill", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Enqueue.pfnUSMFill(a_hQueue, a_pMem, a_patternSize, a_pPattern, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueUSMFill", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueUSMFill(a_hQueue, a_pMem, a_patternSize, a_pPattern, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnUSMFill(a_hQueue, a_pMem, a_patternSize, a_pPattern, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -7108,7 +7941,7 @@ static void test_urEnqueueUSMFill(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMFill", "patternSize == 0 || size == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Enqueue.pfnUSMFill(a_hQueue, a_pMem, a_patternSize, a_pPattern, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueUSMFill", "patternSize == 0 || size == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urEnqueueUSMFill(a_hQueue, a_pMem, a_patternSize, a_pPattern, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnUSMFill(a_hQueue, a_pMem, a_patternSize, a_pPattern, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -7131,7 +7964,7 @@ static void test_urEnqueueUSMFill(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMFill", "patternSize > size", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Enqueue.pfnUSMFill(a_hQueue, a_pMem, a_patternSize, a_pPattern, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueUSMFill", "patternSize > size", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urEnqueueUSMFill(a_hQueue, a_pMem, a_patternSize, a_pPattern, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnUSMFill(a_hQueue, a_pMem, a_patternSize, a_pPattern, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -7154,7 +7987,7 @@ static void test_urEnqueueUSMFill(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMFill", "size % patternSize != 0", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Enqueue.pfnUSMFill(a_hQueue, a_pMem, a_patternSize, a_pPattern, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueUSMFill", "size % patternSize != 0", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urEnqueueUSMFill(a_hQueue, a_pMem, a_patternSize, a_pPattern, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnUSMFill(a_hQueue, a_pMem, a_patternSize, a_pPattern, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -7174,7 +8007,7 @@ static void test_urEnqueueUSMFill(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMFill", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.Enqueue.pfnUSMFill(a_hQueue, a_pMem, a_patternSize, a_pPattern, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueUSMFill", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueUSMFill(a_hQueue, a_pMem, a_patternSize, a_pPattern, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnUSMFill(a_hQueue, a_pMem, a_patternSize, a_pPattern, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -7197,8 +8030,18 @@ static void test_urEnqueueUSMFill(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMFill", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.Enqueue.pfnUSMFill(a_hQueue, a_pMem, a_patternSize, a_pPattern, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueUSMFill", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueUSMFill(a_hQueue, a_pMem, a_patternSize, a_pPattern, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnUSMFill(a_hQueue, a_pMem, a_patternSize, a_pPattern, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
+}
+
+static ur_result_t urt_due_urEnqueueUSMMemcpy(ur_queue_handle_t hQueue, bool blocking, void * pDst, const void * pSrc, size_t size, uint32_t numEventsInWaitList, const ur_event_handle_t * phEventWaitList, ur_event_handle_t * phEvent) {
+  if (NULL == pDst) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == pSrc) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hQueue) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (size == 0) return UR_RESULT_ERROR_INVALID_SIZE;
+  if (phEventWaitList == NULL && numEventsInWaitList > 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (phEventWaitList != NULL && numEventsInWaitList == 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urEnqueueUSMMemcpy(void) {
@@ -7221,7 +8064,7 @@ static void test_urEnqueueUSMMemcpy(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMMemcpy", "NULL == pDst", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Enqueue.pfnUSMMemcpy(a_hQueue, a_blocking, a_pDst, a_pSrc, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueUSMMemcpy", "NULL == pDst", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urEnqueueUSMMemcpy(a_hQueue, a_blocking, a_pDst, a_pSrc, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnUSMMemcpy(a_hQueue, a_blocking, a_pDst, a_pSrc, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -7242,7 +8085,7 @@ static void test_urEnqueueUSMMemcpy(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMMemcpy", "NULL == pSrc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Enqueue.pfnUSMMemcpy(a_hQueue, a_blocking, a_pDst, a_pSrc, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueUSMMemcpy", "NULL == pSrc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urEnqueueUSMMemcpy(a_hQueue, a_blocking, a_pDst, a_pSrc, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnUSMMemcpy(a_hQueue, a_blocking, a_pDst, a_pSrc, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -7265,7 +8108,7 @@ static void test_urEnqueueUSMMemcpy(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMMemcpy", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Enqueue.pfnUSMMemcpy(a_hQueue, a_blocking, a_pDst, a_pSrc, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueUSMMemcpy", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueUSMMemcpy(a_hQueue, a_blocking, a_pDst, a_pSrc, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnUSMMemcpy(a_hQueue, a_blocking, a_pDst, a_pSrc, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -7288,7 +8131,7 @@ static void test_urEnqueueUSMMemcpy(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMMemcpy", "size == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Enqueue.pfnUSMMemcpy(a_hQueue, a_blocking, a_pDst, a_pSrc, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueUSMMemcpy", "size == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urEnqueueUSMMemcpy(a_hQueue, a_blocking, a_pDst, a_pSrc, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnUSMMemcpy(a_hQueue, a_blocking, a_pDst, a_pSrc, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -7308,7 +8151,7 @@ static void test_urEnqueueUSMMemcpy(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMMemcpy", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.Enqueue.pfnUSMMemcpy(a_hQueue, a_blocking, a_pDst, a_pSrc, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueUSMMemcpy", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueUSMMemcpy(a_hQueue, a_blocking, a_pDst, a_pSrc, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnUSMMemcpy(a_hQueue, a_blocking, a_pDst, a_pSrc, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -7331,8 +8174,18 @@ static void test_urEnqueueUSMMemcpy(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMMemcpy", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.Enqueue.pfnUSMMemcpy(a_hQueue, a_blocking, a_pDst, a_pSrc, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueUSMMemcpy", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueUSMMemcpy(a_hQueue, a_blocking, a_pDst, a_pSrc, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnUSMMemcpy(a_hQueue, a_blocking, a_pDst, a_pSrc, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
+}
+
+static ur_result_t urt_due_urEnqueueUSMPrefetch(ur_queue_handle_t hQueue, const void * pMem, size_t size, ur_usm_migration_flags_t flags, uint32_t numEventsInWaitList, const ur_event_handle_t * phEventWaitList, ur_event_handle_t * phEvent) {
+  if (NULL == pMem) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hQueue) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_USM_MIGRATION_FLAGS_MASK & flags) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  if (size == 0) return UR_RESULT_ERROR_INVALID_SIZE;
+  if (phEventWaitList == NULL && numEventsInWaitList > 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (phEventWaitList != NULL && numEventsInWaitList == 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urEnqueueUSMPrefetch(void) {
@@ -7352,7 +8205,7 @@ static void test_urEnqueueUSMPrefetch(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMPrefetch", "NULL == pMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Enqueue.pfnUSMPrefetch(a_hQueue, a_pMem, a_size, a_flags, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueUSMPrefetch", "NULL == pMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urEnqueueUSMPrefetch(a_hQueue, a_pMem, a_size, a_flags, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnUSMPrefetch(a_hQueue, a_pMem, a_size, a_flags, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -7372,7 +8225,7 @@ static void test_urEnqueueUSMPrefetch(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMPrefetch", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Enqueue.pfnUSMPrefetch(a_hQueue, a_pMem, a_size, a_flags, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueUSMPrefetch", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueUSMPrefetch(a_hQueue, a_pMem, a_size, a_flags, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnUSMPrefetch(a_hQueue, a_pMem, a_size, a_flags, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -7392,7 +8245,7 @@ static void test_urEnqueueUSMPrefetch(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMPrefetch", "::UR_USM_MIGRATION_FLAGS_MASK & flags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.Enqueue.pfnUSMPrefetch(a_hQueue, a_pMem, a_size, a_flags, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueUSMPrefetch", "::UR_USM_MIGRATION_FLAGS_MASK & flags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urEnqueueUSMPrefetch(a_hQueue, a_pMem, a_size, a_flags, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnUSMPrefetch(a_hQueue, a_pMem, a_size, a_flags, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -7412,7 +8265,7 @@ static void test_urEnqueueUSMPrefetch(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMPrefetch", "size == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Enqueue.pfnUSMPrefetch(a_hQueue, a_pMem, a_size, a_flags, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueUSMPrefetch", "size == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urEnqueueUSMPrefetch(a_hQueue, a_pMem, a_size, a_flags, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnUSMPrefetch(a_hQueue, a_pMem, a_size, a_flags, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -7429,7 +8282,7 @@ static void test_urEnqueueUSMPrefetch(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMPrefetch", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.Enqueue.pfnUSMPrefetch(a_hQueue, a_pMem, a_size, a_flags, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueUSMPrefetch", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueUSMPrefetch(a_hQueue, a_pMem, a_size, a_flags, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnUSMPrefetch(a_hQueue, a_pMem, a_size, a_flags, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -7449,8 +8302,16 @@ static void test_urEnqueueUSMPrefetch(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMPrefetch", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.Enqueue.pfnUSMPrefetch(a_hQueue, a_pMem, a_size, a_flags, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueUSMPrefetch", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueUSMPrefetch(a_hQueue, a_pMem, a_size, a_flags, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnUSMPrefetch(a_hQueue, a_pMem, a_size, a_flags, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
+}
+
+static ur_result_t urt_due_urEnqueueUSMAdvise(ur_queue_handle_t hQueue, const void * pMem, size_t size, ur_usm_advice_flags_t advice, ur_event_handle_t * phEvent) {
+  if (NULL == pMem) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hQueue) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_USM_ADVICE_FLAGS_MASK & advice) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  if (size == 0) return UR_RESULT_ERROR_INVALID_SIZE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urEnqueueUSMAdvise(void) {
@@ -7465,7 +8326,7 @@ static void test_urEnqueueUSMAdvise(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMAdvise", "NULL == pMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Enqueue.pfnUSMAdvise(a_hQueue, a_pMem, a_size, a_advice, a_phEvent));
+    urt_expect("urEnqueueUSMAdvise", "NULL == pMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urEnqueueUSMAdvise(a_hQueue, a_pMem, a_size, a_advice, a_phEvent), urt_ddi.Enqueue.pfnUSMAdvise(a_hQueue, a_pMem, a_size, a_advice, a_phEvent));
   }
   {
     urt_reset();
@@ -7480,7 +8341,7 @@ static void test_urEnqueueUSMAdvise(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMAdvise", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Enqueue.pfnUSMAdvise(a_hQueue, a_pMem, a_size, a_advice, a_phEvent));
+    urt_expect("urEnqueueUSMAdvise", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueUSMAdvise(a_hQueue, a_pMem, a_size, a_advice, a_phEvent), urt_ddi.Enqueue.pfnUSMAdvise(a_hQueue, a_pMem, a_size, a_advice, a_phEvent));
   }
   {
     urt_reset();
@@ -7495,7 +8356,7 @@ static void test_urEnqueueUSMAdvise(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMAdvise", "::UR_USM_ADVICE_FLAGS_MASK & advice", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.Enqueue.pfnUSMAdvise(a_hQueue, a_pMem, a_size, a_advice, a_phEvent));
+    urt_expect("urEnqueueUSMAdvise", "::UR_USM_ADVICE_FLAGS_MASK & advice", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urEnqueueUSMAdvise(a_hQueue, a_pMem, a_size, a_advice, a_phEvent), urt_ddi.Enqueue.pfnUSMAdvise(a_hQueue, a_pMem, a_size, a_advice, a_phEvent));
   }
   {
     urt_reset();
@@ -7510,8 +8371,25 @@ static void test_urEnqueueUSMAdvise(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMAdvise", "size == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Enqueue.pfnUSMAdvise(a_hQueue, a_pMem, a_size, a_advice, a_phEvent));
+    urt_expect("urEnqueueUSMAdvise", "size == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urEnqueueUSMAdvise(a_hQueue, a_pMem, a_size, a_advice, a_phEvent), urt_ddi.Enqueue.pfnUSMAdvise(a_hQueue, a_pMem, a_size, a_advice, a_phEvent));
   }
+}
+
+static ur_result_t urt_due_urEnqueueUSMFill2D(ur_queue_handle_t hQueue, void * pMem, size_t pitch, size_t patternSize, const void * pPattern, size_t width, size_t height, uint32_t numEventsInWaitList, const ur_event_handle_t * phEventWaitList, ur_event_handle_t * phEvent) {
+  if (NULL == pMem) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == pPattern) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hQueue) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (pitch == 0) return UR_RESULT_ERROR_INVALID_SIZE;
+  if (pitch < width) return UR_RESULT_ERROR_INVALID_SIZE;
+  if (patternSize == 0) return UR_RESULT_ERROR_INVALID_SIZE;
+  if (patternSize > width * height) return UR_RESULT_ERROR_INVALID_SIZE;
+  if (patternSize != 0 && ((patternSize & (patternSize - 1)) != 0)) return UR_RESULT_ERROR_INVALID_SIZE;
+  if (width == 0) return UR_RESULT_ERROR_INVALID_SIZE;
+  if (height == 0) return UR_RESULT_ERROR_INVALID_SIZE;
+  if (width * height % patternSize != 0) return UR_RESULT_ERROR_INVALID_SIZE;
+  if (phEventWaitList == NULL && numEventsInWaitList > 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (phEventWaitList != NULL && numEventsInWaitList == 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urEnqueueUSMFill2D(void) {
@@ -7536,7 +8414,7 @@ static void test_urEnqueueUSMFill2D(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMFill2D", "NULL == pMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Enqueue.pfnUSMFill2D(a_hQueue, a_pMem, a_pitch, a_patternSize, a_pPattern, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueUSMFill2D", "NULL == pMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urEnqueueUSMFill2D(a_hQueue, a_pMem, a_pitch, a_patternSize, a_pPattern, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnUSMFill2D(a_hQueue, a_pMem, a_pitch, a_patternSize, a_pPattern, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -7559,7 +8437,7 @@ static void test_urEnqueueUSMFill2D(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMFill2D", "NULL == pPattern", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Enqueue.pfnUSMFill2D(a_hQueue, a_pMem, a_pitch, a_patternSize, a_pPattern, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueUSMFill2D", "NULL == pPattern", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urEnqueueUSMFill2D(a_hQueue, a_pMem, a_pitch, a_patternSize, a_pPattern, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnUSMFill2D(a_hQueue, a_pMem, a_pitch, a_patternSize, a_pPattern, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -7584,7 +8462,7 @@ static void test_urEnqueueUSMFill2D(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMFill2D", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Enqueue.pfnUSMFill2D(a_hQueue, a_pMem, a_pitch, a_patternSize, a_pPattern, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueUSMFill2D", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueUSMFill2D(a_hQueue, a_pMem, a_pitch, a_patternSize, a_pPattern, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnUSMFill2D(a_hQueue, a_pMem, a_pitch, a_patternSize, a_pPattern, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -7609,7 +8487,7 @@ static void test_urEnqueueUSMFill2D(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMFill2D", "pitch == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Enqueue.pfnUSMFill2D(a_hQueue, a_pMem, a_pitch, a_patternSize, a_pPattern, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueUSMFill2D", "pitch == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urEnqueueUSMFill2D(a_hQueue, a_pMem, a_pitch, a_patternSize, a_pPattern, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnUSMFill2D(a_hQueue, a_pMem, a_pitch, a_patternSize, a_pPattern, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -7634,7 +8512,7 @@ static void test_urEnqueueUSMFill2D(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMFill2D", "pitch < width", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Enqueue.pfnUSMFill2D(a_hQueue, a_pMem, a_pitch, a_patternSize, a_pPattern, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueUSMFill2D", "pitch < width", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urEnqueueUSMFill2D(a_hQueue, a_pMem, a_pitch, a_patternSize, a_pPattern, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnUSMFill2D(a_hQueue, a_pMem, a_pitch, a_patternSize, a_pPattern, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -7659,7 +8537,7 @@ static void test_urEnqueueUSMFill2D(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMFill2D", "patternSize == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Enqueue.pfnUSMFill2D(a_hQueue, a_pMem, a_pitch, a_patternSize, a_pPattern, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueUSMFill2D", "patternSize == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urEnqueueUSMFill2D(a_hQueue, a_pMem, a_pitch, a_patternSize, a_pPattern, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnUSMFill2D(a_hQueue, a_pMem, a_pitch, a_patternSize, a_pPattern, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -7684,7 +8562,7 @@ static void test_urEnqueueUSMFill2D(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMFill2D", "patternSize > width * height", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Enqueue.pfnUSMFill2D(a_hQueue, a_pMem, a_pitch, a_patternSize, a_pPattern, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueUSMFill2D", "patternSize > width * height", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urEnqueueUSMFill2D(a_hQueue, a_pMem, a_pitch, a_patternSize, a_pPattern, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnUSMFill2D(a_hQueue, a_pMem, a_pitch, a_patternSize, a_pPattern, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -7709,7 +8587,7 @@ static void test_urEnqueueUSMFill2D(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMFill2D", "patternSize != 0 && ((patternSize & (patternSize - 1)) != 0)", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Enqueue.pfnUSMFill2D(a_hQueue, a_pMem, a_pitch, a_patternSize, a_pPattern, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueUSMFill2D", "patternSize != 0 && ((patternSize & (patternSize - 1)) != 0)", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urEnqueueUSMFill2D(a_hQueue, a_pMem, a_pitch, a_patternSize, a_pPattern, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnUSMFill2D(a_hQueue, a_pMem, a_pitch, a_patternSize, a_pPattern, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -7734,7 +8612,7 @@ static void test_urEnqueueUSMFill2D(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMFill2D", "width == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Enqueue.pfnUSMFill2D(a_hQueue, a_pMem, a_pitch, a_patternSize, a_pPattern, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueUSMFill2D", "width == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urEnqueueUSMFill2D(a_hQueue, a_pMem, a_pitch, a_patternSize, a_pPattern, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnUSMFill2D(a_hQueue, a_pMem, a_pitch, a_patternSize, a_pPattern, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -7759,7 +8637,7 @@ static void test_urEnqueueUSMFill2D(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMFill2D", "height == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Enqueue.pfnUSMFill2D(a_hQueue, a_pMem, a_pitch, a_patternSize, a_pPattern, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueUSMFill2D", "height == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urEnqueueUSMFill2D(a_hQueue, a_pMem, a_pitch, a_patternSize, a_pPattern, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnUSMFill2D(a_hQueue, a_pMem, a_pitch, a_patternSize, a_pPattern, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -7784,7 +8662,7 @@ static void test_urEnqueueUSMFill2D(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMFill2D", "width * height % patternSize != 0", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Enqueue.pfnUSMFill2D(a_hQueue, a_pMem, a_pitch, a_patternSize, a_pPattern, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueUSMFill2D", "width * height % patternSize != 0", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urEnqueueUSMFill2D(a_hQueue, a_pMem, a_pitch, a_patternSize, a_pPattern, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnUSMFill2D(a_hQueue, a_pMem, a_pitch, a_patternSize, a_pPattern, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -7806,7 +8684,7 @@ static void test_urEnqueueUSMFill2D(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMFill2D", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.Enqueue.pfnUSMFill2D(a_hQueue, a_pMem, a_pitch, a_patternSize, a_pPattern, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueUSMFill2D", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueUSMFill2D(a_hQueue, a_pMem, a_pitch, a_patternSize, a_pPattern, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnUSMFill2D(a_hQueue, a_pMem, a_pitch, a_patternSize, a_pPattern, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -7831,8 +8709,22 @@ static void test_urEnqueueUSMFill2D(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMFill2D", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.Enqueue.pfnUSMFill2D(a_hQueue, a_pMem, a_pitch, a_patternSize, a_pPattern, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueUSMFill2D", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueUSMFill2D(a_hQueue, a_pMem, a_pitch, a_patternSize, a_pPattern, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnUSMFill2D(a_hQueue, a_pMem, a_pitch, a_patternSize, a_pPattern, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
+}
+
+static ur_result_t urt_due_urEnqueueUSMMemcpy2D(ur_queue_handle_t hQueue, bool blocking, void * pDst, size_t dstPitch, const void * pSrc, size_t srcPitch, size_t width, size_t height, uint32_t numEventsInWaitList, const ur_event_handle_t * phEventWaitList, ur_event_handle_t * phEvent) {
+  if (NULL == pDst) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == pSrc) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hQueue) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (srcPitch == 0) return UR_RESULT_ERROR_INVALID_SIZE;
+  if (dstPitch == 0) return UR_RESULT_ERROR_INVALID_SIZE;
+  if (srcPitch < width) return UR_RESULT_ERROR_INVALID_SIZE;
+  if (dstPitch < width) return UR_RESULT_ERROR_INVALID_SIZE;
+  if (height == 0) return UR_RESULT_ERROR_INVALID_SIZE;
+  if (phEventWaitList == NULL && numEventsInWaitList > 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (phEventWaitList != NULL && numEventsInWaitList == 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urEnqueueUSMMemcpy2D(void) {
@@ -7858,7 +8750,7 @@ static void test_urEnqueueUSMMemcpy2D(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMMemcpy2D", "NULL == pDst", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Enqueue.pfnUSMMemcpy2D(a_hQueue, a_blocking, a_pDst, a_dstPitch, a_pSrc, a_srcPitch, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueUSMMemcpy2D", "NULL == pDst", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urEnqueueUSMMemcpy2D(a_hQueue, a_blocking, a_pDst, a_dstPitch, a_pSrc, a_srcPitch, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnUSMMemcpy2D(a_hQueue, a_blocking, a_pDst, a_dstPitch, a_pSrc, a_srcPitch, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -7882,7 +8774,7 @@ static void test_urEnqueueUSMMemcpy2D(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMMemcpy2D", "NULL == pSrc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Enqueue.pfnUSMMemcpy2D(a_hQueue, a_blocking, a_pDst, a_dstPitch, a_pSrc, a_srcPitch, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueUSMMemcpy2D", "NULL == pSrc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urEnqueueUSMMemcpy2D(a_hQueue, a_blocking, a_pDst, a_dstPitch, a_pSrc, a_srcPitch, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnUSMMemcpy2D(a_hQueue, a_blocking, a_pDst, a_dstPitch, a_pSrc, a_srcPitch, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -7908,7 +8800,7 @@ static void test_urEnqueueUSMMemcpy2D(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMMemcpy2D", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Enqueue.pfnUSMMemcpy2D(a_hQueue, a_blocking, a_pDst, a_dstPitch, a_pSrc, a_srcPitch, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueUSMMemcpy2D", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueUSMMemcpy2D(a_hQueue, a_blocking, a_pDst, a_dstPitch, a_pSrc, a_srcPitch, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnUSMMemcpy2D(a_hQueue, a_blocking, a_pDst, a_dstPitch, a_pSrc, a_srcPitch, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -7934,7 +8826,7 @@ static void test_urEnqueueUSMMemcpy2D(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMMemcpy2D", "srcPitch == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Enqueue.pfnUSMMemcpy2D(a_hQueue, a_blocking, a_pDst, a_dstPitch, a_pSrc, a_srcPitch, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueUSMMemcpy2D", "srcPitch == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urEnqueueUSMMemcpy2D(a_hQueue, a_blocking, a_pDst, a_dstPitch, a_pSrc, a_srcPitch, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnUSMMemcpy2D(a_hQueue, a_blocking, a_pDst, a_dstPitch, a_pSrc, a_srcPitch, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -7960,7 +8852,7 @@ static void test_urEnqueueUSMMemcpy2D(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMMemcpy2D", "dstPitch == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Enqueue.pfnUSMMemcpy2D(a_hQueue, a_blocking, a_pDst, a_dstPitch, a_pSrc, a_srcPitch, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueUSMMemcpy2D", "dstPitch == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urEnqueueUSMMemcpy2D(a_hQueue, a_blocking, a_pDst, a_dstPitch, a_pSrc, a_srcPitch, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnUSMMemcpy2D(a_hQueue, a_blocking, a_pDst, a_dstPitch, a_pSrc, a_srcPitch, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -7986,7 +8878,7 @@ static void test_urEnqueueUSMMemcpy2D(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMMemcpy2D", "srcPitch < width", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Enqueue.pfnUSMMemcpy2D(a_hQueue, a_blocking, a_pDst, a_dstPitch, a_pSrc, a_srcPitch, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueUSMMemcpy2D", "srcPitch < width", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urEnqueueUSMMemcpy2D(a_hQueue, a_blocking, a_pDst, a_dstPitch, a_pSrc, a_srcPitch, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnUSMMemcpy2D(a_hQueue, a_blocking, a_pDst, a_dstPitch, a_pSrc, a_srcPitch, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -8012,7 +8904,7 @@ static void test_urEnqueueUSMMemcpy2D(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMMemcpy2D", "dstPitch < width", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Enqueue.pfnUSMMemcpy2D(a_hQueue, a_blocking, a_pDst, a_dstPitch, a_pSrc, a_srcPitch, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueUSMMemcpy2D", "dstPitch < width", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urEnqueueUSMMemcpy2D(a_hQueue, a_blocking, a_pDst, a_dstPitch, a_pSrc, a_srcPitch, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnUSMMemcpy2D(a_hQueue, a_blocking, a_pDst, a_dstPitch, a_pSrc, a_srcPitch, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -8038,7 +8930,7 @@ static void test_urEnqueueUSMMemcpy2D(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMMemcpy2D", "height == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Enqueue.pfnUSMMemcpy2D(a_hQueue, a_blocking, a_pDst, a_dstPitch, a_pSrc, a_srcPitch, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueUSMMemcpy2D", "height == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urEnqueueUSMMemcpy2D(a_hQueue, a_blocking, a_pDst, a_dstPitch, a_pSrc, a_srcPitch, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnUSMMemcpy2D(a_hQueue, a_blocking, a_pDst, a_dstPitch, a_pSrc, a_srcPitch, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -8061,7 +8953,7 @@ static void test_urEnqueueUSMMemcpy2D(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMMemcpy2D", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.Enqueue.pfnUSMMemcpy2D(a_hQueue, a_blocking, a_pDst, a_dstPitch, a_pSrc, a_srcPitch, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueUSMMemcpy2D", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueUSMMemcpy2D(a_hQueue, a_blocking, a_pDst, a_dstPitch, a_pSrc, a_srcPitch, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnUSMMemcpy2D(a_hQueue, a_blocking, a_pDst, a_dstPitch, a_pSrc, a_srcPitch, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -8087,8 +8979,18 @@ static void test_urEnqueueUSMMemcpy2D(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMMemcpy2D", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.Enqueue.pfnUSMMemcpy2D(a_hQueue, a_blocking, a_pDst, a_dstPitch, a_pSrc, a_srcPitch, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueUSMMemcpy2D", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueUSMMemcpy2D(a_hQueue, a_blocking, a_pDst, a_dstPitch, a_pSrc, a_srcPitch, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnUSMMemcpy2D(a_hQueue, a_blocking, a_pDst, a_dstPitch, a_pSrc, a_srcPitch, a_width, a_height, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
+}
+
+static ur_result_t urt_due_urEnqueueDeviceGlobalVariableWrite(ur_queue_handle_t hQueue, ur_program_handle_t hProgram, const char * name, bool blockingWrite, size_t count, size_t offset, const void * pSrc, uint32_t numEventsInWaitList, const ur_event_handle_t * phEventWaitList, ur_event_handle_t * phEvent) {
+  if (NULL == name) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == pSrc) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hQueue) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hProgram) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (phEventWaitList == NULL && numEventsInWaitList > 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (phEventWaitList != NULL && numEventsInWaitList == 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urEnqueueDeviceGlobalVariableWrite(void) {
@@ -8113,7 +9015,7 @@ static void test_urEnqueueDeviceGlobalVariableWrite(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueDeviceGlobalVariableWrite", "NULL == name", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Enqueue.pfnDeviceGlobalVariableWrite(a_hQueue, a_hProgram, a_name, a_blockingWrite, a_count, a_offset, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueDeviceGlobalVariableWrite", "NULL == name", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urEnqueueDeviceGlobalVariableWrite(a_hQueue, a_hProgram, a_name, a_blockingWrite, a_count, a_offset, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnDeviceGlobalVariableWrite(a_hQueue, a_hProgram, a_name, a_blockingWrite, a_count, a_offset, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -8136,7 +9038,7 @@ static void test_urEnqueueDeviceGlobalVariableWrite(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueDeviceGlobalVariableWrite", "NULL == pSrc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Enqueue.pfnDeviceGlobalVariableWrite(a_hQueue, a_hProgram, a_name, a_blockingWrite, a_count, a_offset, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueDeviceGlobalVariableWrite", "NULL == pSrc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urEnqueueDeviceGlobalVariableWrite(a_hQueue, a_hProgram, a_name, a_blockingWrite, a_count, a_offset, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnDeviceGlobalVariableWrite(a_hQueue, a_hProgram, a_name, a_blockingWrite, a_count, a_offset, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -8161,7 +9063,7 @@ static void test_urEnqueueDeviceGlobalVariableWrite(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueDeviceGlobalVariableWrite", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Enqueue.pfnDeviceGlobalVariableWrite(a_hQueue, a_hProgram, a_name, a_blockingWrite, a_count, a_offset, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueDeviceGlobalVariableWrite", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueDeviceGlobalVariableWrite(a_hQueue, a_hProgram, a_name, a_blockingWrite, a_count, a_offset, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnDeviceGlobalVariableWrite(a_hQueue, a_hProgram, a_name, a_blockingWrite, a_count, a_offset, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -8186,7 +9088,7 @@ static void test_urEnqueueDeviceGlobalVariableWrite(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueDeviceGlobalVariableWrite", "NULL == hProgram", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Enqueue.pfnDeviceGlobalVariableWrite(a_hQueue, a_hProgram, a_name, a_blockingWrite, a_count, a_offset, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueDeviceGlobalVariableWrite", "NULL == hProgram", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueDeviceGlobalVariableWrite(a_hQueue, a_hProgram, a_name, a_blockingWrite, a_count, a_offset, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnDeviceGlobalVariableWrite(a_hQueue, a_hProgram, a_name, a_blockingWrite, a_count, a_offset, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -8208,7 +9110,7 @@ static void test_urEnqueueDeviceGlobalVariableWrite(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueDeviceGlobalVariableWrite", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.Enqueue.pfnDeviceGlobalVariableWrite(a_hQueue, a_hProgram, a_name, a_blockingWrite, a_count, a_offset, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueDeviceGlobalVariableWrite", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueDeviceGlobalVariableWrite(a_hQueue, a_hProgram, a_name, a_blockingWrite, a_count, a_offset, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnDeviceGlobalVariableWrite(a_hQueue, a_hProgram, a_name, a_blockingWrite, a_count, a_offset, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -8233,8 +9135,18 @@ static void test_urEnqueueDeviceGlobalVariableWrite(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueDeviceGlobalVariableWrite", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.Enqueue.pfnDeviceGlobalVariableWrite(a_hQueue, a_hProgram, a_name, a_blockingWrite, a_count, a_offset, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueDeviceGlobalVariableWrite", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueDeviceGlobalVariableWrite(a_hQueue, a_hProgram, a_name, a_blockingWrite, a_count, a_offset, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnDeviceGlobalVariableWrite(a_hQueue, a_hProgram, a_name, a_blockingWrite, a_count, a_offset, a_pSrc, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
+}
+
+static ur_result_t urt_due_urEnqueueDeviceGlobalVariableRead(ur_queue_handle_t hQueue, ur_program_handle_t hProgram, const char * name, bool blockingRead, size_t count, size_t offset, void * pDst, uint32_t numEventsInWaitList, const ur_event_handle_t * phEventWaitList, ur_event_handle_t * phEvent) {
+  if (NULL == name) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == pDst) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hQueue) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hProgram) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (phEventWaitList == NULL && numEventsInWaitList > 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (phEventWaitList != NULL && numEventsInWaitList == 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urEnqueueDeviceGlobalVariableRead(void) {
@@ -8259,7 +9171,7 @@ static void test_urEnqueueDeviceGlobalVariableRead(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueDeviceGlobalVariableRead", "NULL == name", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Enqueue.pfnDeviceGlobalVariableRead(a_hQueue, a_hProgram, a_name, a_blockingRead, a_count, a_offset, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueDeviceGlobalVariableRead", "NULL == name", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urEnqueueDeviceGlobalVariableRead(a_hQueue, a_hProgram, a_name, a_blockingRead, a_count, a_offset, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnDeviceGlobalVariableRead(a_hQueue, a_hProgram, a_name, a_blockingRead, a_count, a_offset, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -8282,7 +9194,7 @@ static void test_urEnqueueDeviceGlobalVariableRead(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueDeviceGlobalVariableRead", "NULL == pDst", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Enqueue.pfnDeviceGlobalVariableRead(a_hQueue, a_hProgram, a_name, a_blockingRead, a_count, a_offset, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueDeviceGlobalVariableRead", "NULL == pDst", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urEnqueueDeviceGlobalVariableRead(a_hQueue, a_hProgram, a_name, a_blockingRead, a_count, a_offset, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnDeviceGlobalVariableRead(a_hQueue, a_hProgram, a_name, a_blockingRead, a_count, a_offset, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -8307,7 +9219,7 @@ static void test_urEnqueueDeviceGlobalVariableRead(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueDeviceGlobalVariableRead", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Enqueue.pfnDeviceGlobalVariableRead(a_hQueue, a_hProgram, a_name, a_blockingRead, a_count, a_offset, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueDeviceGlobalVariableRead", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueDeviceGlobalVariableRead(a_hQueue, a_hProgram, a_name, a_blockingRead, a_count, a_offset, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnDeviceGlobalVariableRead(a_hQueue, a_hProgram, a_name, a_blockingRead, a_count, a_offset, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -8332,7 +9244,7 @@ static void test_urEnqueueDeviceGlobalVariableRead(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueDeviceGlobalVariableRead", "NULL == hProgram", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Enqueue.pfnDeviceGlobalVariableRead(a_hQueue, a_hProgram, a_name, a_blockingRead, a_count, a_offset, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueDeviceGlobalVariableRead", "NULL == hProgram", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueDeviceGlobalVariableRead(a_hQueue, a_hProgram, a_name, a_blockingRead, a_count, a_offset, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnDeviceGlobalVariableRead(a_hQueue, a_hProgram, a_name, a_blockingRead, a_count, a_offset, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -8354,7 +9266,7 @@ static void test_urEnqueueDeviceGlobalVariableRead(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueDeviceGlobalVariableRead", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.Enqueue.pfnDeviceGlobalVariableRead(a_hQueue, a_hProgram, a_name, a_blockingRead, a_count, a_offset, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueDeviceGlobalVariableRead", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueDeviceGlobalVariableRead(a_hQueue, a_hProgram, a_name, a_blockingRead, a_count, a_offset, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnDeviceGlobalVariableRead(a_hQueue, a_hProgram, a_name, a_blockingRead, a_count, a_offset, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -8379,8 +9291,18 @@ static void test_urEnqueueDeviceGlobalVariableRead(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueDeviceGlobalVariableRead", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.Enqueue.pfnDeviceGlobalVariableRead(a_hQueue, a_hProgram, a_name, a_blockingRead, a_count, a_offset, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueDeviceGlobalVariableRead", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueDeviceGlobalVariableRead(a_hQueue, a_hProgram, a_name, a_blockingRead, a_count, a_offset, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnDeviceGlobalVariableRead(a_hQueue, a_hProgram, a_name, a_blockingRead, a_count, a_offset, a_pDst, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
+}
+
+static ur_result_t urt_due_urEnqueueReadHostPipe(ur_queue_handle_t hQueue, ur_program_handle_t hProgram, const char * pipe_symbol, bool blocking, void * pDst, size_t size, uint32_t numEventsInWaitList, const ur_event_handle_t * phEventWaitList, ur_event_handle_t * phEvent) {
+  if (NULL == pipe_symbol) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == pDst) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hQueue) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hProgram) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (phEventWaitList == NULL && numEventsInWaitList > 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (phEventWaitList != NULL && numEventsInWaitList == 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urEnqueueReadHostPipe(void) {
@@ -8404,7 +9326,7 @@ static void test_urEnqueueReadHostPipe(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueReadHostPipe", "NULL == pipe_symbol", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Enqueue.pfnReadHostPipe(a_hQueue, a_hProgram, a_pipe_symbol, a_blocking, a_pDst, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueReadHostPipe", "NULL == pipe_symbol", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urEnqueueReadHostPipe(a_hQueue, a_hProgram, a_pipe_symbol, a_blocking, a_pDst, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnReadHostPipe(a_hQueue, a_hProgram, a_pipe_symbol, a_blocking, a_pDst, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -8426,7 +9348,7 @@ static void test_urEnqueueReadHostPipe(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueReadHostPipe", "NULL == pDst", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Enqueue.pfnReadHostPipe(a_hQueue, a_hProgram, a_pipe_symbol, a_blocking, a_pDst, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueReadHostPipe", "NULL == pDst", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urEnqueueReadHostPipe(a_hQueue, a_hProgram, a_pipe_symbol, a_blocking, a_pDst, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnReadHostPipe(a_hQueue, a_hProgram, a_pipe_symbol, a_blocking, a_pDst, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -8450,7 +9372,7 @@ static void test_urEnqueueReadHostPipe(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueReadHostPipe", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Enqueue.pfnReadHostPipe(a_hQueue, a_hProgram, a_pipe_symbol, a_blocking, a_pDst, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueReadHostPipe", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueReadHostPipe(a_hQueue, a_hProgram, a_pipe_symbol, a_blocking, a_pDst, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnReadHostPipe(a_hQueue, a_hProgram, a_pipe_symbol, a_blocking, a_pDst, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -8474,7 +9396,7 @@ static void test_urEnqueueReadHostPipe(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueReadHostPipe", "NULL == hProgram", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Enqueue.pfnReadHostPipe(a_hQueue, a_hProgram, a_pipe_symbol, a_blocking, a_pDst, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueReadHostPipe", "NULL == hProgram", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueReadHostPipe(a_hQueue, a_hProgram, a_pipe_symbol, a_blocking, a_pDst, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnReadHostPipe(a_hQueue, a_hProgram, a_pipe_symbol, a_blocking, a_pDst, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -8495,7 +9417,7 @@ static void test_urEnqueueReadHostPipe(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueReadHostPipe", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.Enqueue.pfnReadHostPipe(a_hQueue, a_hProgram, a_pipe_symbol, a_blocking, a_pDst, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueReadHostPipe", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueReadHostPipe(a_hQueue, a_hProgram, a_pipe_symbol, a_blocking, a_pDst, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnReadHostPipe(a_hQueue, a_hProgram, a_pipe_symbol, a_blocking, a_pDst, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -8519,8 +9441,18 @@ static void test_urEnqueueReadHostPipe(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueReadHostPipe", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.Enqueue.pfnReadHostPipe(a_hQueue, a_hProgram, a_pipe_symbol, a_blocking, a_pDst, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueReadHostPipe", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueReadHostPipe(a_hQueue, a_hProgram, a_pipe_symbol, a_blocking, a_pDst, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnReadHostPipe(a_hQueue, a_hProgram, a_pipe_symbol, a_blocking, a_pDst, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
+}
+
+static ur_result_t urt_due_urEnqueueWriteHostPipe(ur_queue_handle_t hQueue, ur_program_handle_t hProgram, const char * pipe_symbol, bool blocking, void * pSrc, size_t size, uint32_t numEventsInWaitList, const ur_event_handle_t * phEventWaitList, ur_event_handle_t * phEvent) {
+  if (NULL == pipe_symbol) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == pSrc) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hQueue) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hProgram) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (phEventWaitList == NULL && numEventsInWaitList > 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (phEventWaitList != NULL && numEventsInWaitList == 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urEnqueueWriteHostPipe(void) {
@@ -8544,7 +9476,7 @@ static void test_urEnqueueWriteHostPipe(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueWriteHostPipe", "NULL == pipe_symbol", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Enqueue.pfnWriteHostPipe(a_hQueue, a_hProgram, a_pipe_symbol, a_blocking, a_pSrc, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueWriteHostPipe", "NULL == pipe_symbol", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urEnqueueWriteHostPipe(a_hQueue, a_hProgram, a_pipe_symbol, a_blocking, a_pSrc, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnWriteHostPipe(a_hQueue, a_hProgram, a_pipe_symbol, a_blocking, a_pSrc, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -8566,7 +9498,7 @@ static void test_urEnqueueWriteHostPipe(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueWriteHostPipe", "NULL == pSrc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Enqueue.pfnWriteHostPipe(a_hQueue, a_hProgram, a_pipe_symbol, a_blocking, a_pSrc, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueWriteHostPipe", "NULL == pSrc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urEnqueueWriteHostPipe(a_hQueue, a_hProgram, a_pipe_symbol, a_blocking, a_pSrc, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnWriteHostPipe(a_hQueue, a_hProgram, a_pipe_symbol, a_blocking, a_pSrc, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -8590,7 +9522,7 @@ static void test_urEnqueueWriteHostPipe(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueWriteHostPipe", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Enqueue.pfnWriteHostPipe(a_hQueue, a_hProgram, a_pipe_symbol, a_blocking, a_pSrc, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueWriteHostPipe", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueWriteHostPipe(a_hQueue, a_hProgram, a_pipe_symbol, a_blocking, a_pSrc, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnWriteHostPipe(a_hQueue, a_hProgram, a_pipe_symbol, a_blocking, a_pSrc, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -8614,7 +9546,7 @@ static void test_urEnqueueWriteHostPipe(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueWriteHostPipe", "NULL == hProgram", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Enqueue.pfnWriteHostPipe(a_hQueue, a_hProgram, a_pipe_symbol, a_blocking, a_pSrc, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueWriteHostPipe", "NULL == hProgram", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueWriteHostPipe(a_hQueue, a_hProgram, a_pipe_symbol, a_blocking, a_pSrc, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnWriteHostPipe(a_hQueue, a_hProgram, a_pipe_symbol, a_blocking, a_pSrc, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -8635,7 +9567,7 @@ static void test_urEnqueueWriteHostPipe(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueWriteHostPipe", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.Enqueue.pfnWriteHostPipe(a_hQueue, a_hProgram, a_pipe_symbol, a_blocking, a_pSrc, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueWriteHostPipe", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueWriteHostPipe(a_hQueue, a_hProgram, a_pipe_symbol, a_blocking, a_pSrc, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnWriteHostPipe(a_hQueue, a_hProgram, a_pipe_symbol, a_blocking, a_pSrc, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -8659,8 +9591,22 @@ static void test_urEnqueueWriteHostPipe(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueWriteHostPipe", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.Enqueue.pfnWriteHostPipe(a_hQueue, a_hProgram, a_pipe_symbol, a_blocking, a_pSrc, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueWriteHostPipe", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueWriteHostPipe(a_hQueue, a_hProgram, a_pipe_symbol, a_blocking, a_pSrc, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnWriteHostPipe(a_hQueue, a_hProgram, a_pipe_symbol, a_blocking, a_pSrc, a_size, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
+}
+
+static ur_result_t urt_due_urEnqueueKernelLaunchWithArgsExp(ur_queue_handle_t hQueue, ur_kernel_handle_t hKernel, uint32_t workDim, const size_t * pGlobalWorkOffset, const size_t * pGlobalWorkSize, const size_t * pLocalWorkSize, uint32_t numArgs, const ur_exp_kernel_arg_properties_t * pArgs, const ur_kernel_launch_ext_properties_t * launchPropList, uint32_t numEventsInWaitList, const ur_event_handle_t * phEventWaitList, ur_event_handle_t * phEvent) {
+  if (NULL == pGlobalWorkSize) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (pArgs == NULL && numArgs > 0) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hQueue) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hKernel) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL != pArgs && UR_EXP_KERNEL_ARG_TYPE_SAMPLER < pArgs->type) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  if (NULL != launchPropList && UR_KERNEL_LAUNCH_FLAGS_MASK & launchPropList->flags) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  if (phEventWaitList == NULL && numEventsInWaitList > 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (phEventWaitList != NULL && numEventsInWaitList == 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (pGlobalWorkSize[0] == 0 || (workDim >= 2 && pGlobalWorkSize[1] == 0) || (workDim >= 3 && pGlobalWorkSize[2] == 0)) return UR_RESULT_ERROR_INVALID_WORK_DIMENSION;
+  if (pLocalWorkSize && (pLocalWorkSize[0] == 0 || (workDim >= 2 && pLocalWorkSize[1] == 0) || (workDim >= 3 && pLocalWorkSize[2] == 0))) return UR_RESULT_ERROR_INVALID_WORK_GROUP_SIZE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urEnqueueKernelLaunchWithArgsExp(void) {
@@ -8697,7 +9643,7 @@ static void test_urEnqueueKernelLaunchWithArgsExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueKernelLaunchWithArgsExp", "NULL == pGlobalWorkSize", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.EnqueueExp.pfnKernelLaunchWithArgsExp(a_hQueue, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_launchPropList, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueKernelLaunchWithArgsExp", "NULL == pGlobalWorkSize", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urEnqueueKernelLaunchWithArgsExp(a_hQueue, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_launchPropList, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.EnqueueExp.pfnKernelLaunchWithArgsExp(a_hQueue, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_launchPropList, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -8732,7 +9678,7 @@ static void test_urEnqueueKernelLaunchWithArgsExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueKernelLaunchWithArgsExp", "pArgs == NULL && numArgs > 0", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.EnqueueExp.pfnKernelLaunchWithArgsExp(a_hQueue, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_launchPropList, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueKernelLaunchWithArgsExp", "pArgs == NULL && numArgs > 0", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urEnqueueKernelLaunchWithArgsExp(a_hQueue, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_launchPropList, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.EnqueueExp.pfnKernelLaunchWithArgsExp(a_hQueue, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_launchPropList, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -8770,7 +9716,7 @@ static void test_urEnqueueKernelLaunchWithArgsExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueKernelLaunchWithArgsExp", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.EnqueueExp.pfnKernelLaunchWithArgsExp(a_hQueue, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_launchPropList, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueKernelLaunchWithArgsExp", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueKernelLaunchWithArgsExp(a_hQueue, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_launchPropList, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.EnqueueExp.pfnKernelLaunchWithArgsExp(a_hQueue, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_launchPropList, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -8808,7 +9754,7 @@ static void test_urEnqueueKernelLaunchWithArgsExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueKernelLaunchWithArgsExp", "NULL == hKernel", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.EnqueueExp.pfnKernelLaunchWithArgsExp(a_hQueue, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_launchPropList, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueKernelLaunchWithArgsExp", "NULL == hKernel", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueKernelLaunchWithArgsExp(a_hQueue, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_launchPropList, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.EnqueueExp.pfnKernelLaunchWithArgsExp(a_hQueue, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_launchPropList, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -8847,7 +9793,7 @@ static void test_urEnqueueKernelLaunchWithArgsExp(void) {
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
     *((ur_exp_kernel_arg_type_t *)&((a_pArgs)->type)) = (ur_exp_kernel_arg_type_t)5u;
-    urt_expect("urEnqueueKernelLaunchWithArgsExp", "NULL != pArgs && ::UR_EXP_KERNEL_ARG_TYPE_SAMPLER < pArgs->type", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.EnqueueExp.pfnKernelLaunchWithArgsExp(a_hQueue, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_launchPropList, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueKernelLaunchWithArgsExp", "NULL != pArgs && ::UR_EXP_KERNEL_ARG_TYPE_SAMPLER < pArgs->type", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urEnqueueKernelLaunchWithArgsExp(a_hQueue, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_launchPropList, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.EnqueueExp.pfnKernelLaunchWithArgsExp(a_hQueue, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_launchPropList, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -8886,7 +9832,7 @@ static void test_urEnqueueKernelLaunchWithArgsExp(void) {
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
     *((ur_kernel_launch_flags_t *)&((a_launchPropList)->flags)) = (ur_kernel_launch_flags_t)4u;
-    urt_expect("urEnqueueKernelLaunchWithArgsExp", "NULL != launchPropList && ::UR_KERNEL_LAUNCH_FLAGS_MASK & launchPropList->flags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.EnqueueExp.pfnKernelLaunchWithArgsExp(a_hQueue, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_launchPropList, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueKernelLaunchWithArgsExp", "NULL != launchPropList && ::UR_KERNEL_LAUNCH_FLAGS_MASK & launchPropList->flags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urEnqueueKernelLaunchWithArgsExp(a_hQueue, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_launchPropList, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.EnqueueExp.pfnKernelLaunchWithArgsExp(a_hQueue, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_launchPropList, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -8921,7 +9867,7 @@ static void test_urEnqueueKernelLaunchWithArgsExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueKernelLaunchWithArgsExp", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.EnqueueExp.pfnKernelLaunchWithArgsExp(a_hQueue, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_launchPropList, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueKernelLaunchWithArgsExp", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueKernelLaunchWithArgsExp(a_hQueue, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_launchPropList, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.EnqueueExp.pfnKernelLaunchWithArgsExp(a_hQueue, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_launchPropList, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -8959,7 +9905,7 @@ static void test_urEnqueueKernelLaunchWithArgsExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueKernelLaunchWithArgsExp", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.EnqueueExp.pfnKernelLaunchWithArgsExp(a_hQueue, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_launchPropList, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueKernelLaunchWithArgsExp", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueKernelLaunchWithArgsExp(a_hQueue, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_launchPropList, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.EnqueueExp.pfnKernelLaunchWithArgsExp(a_hQueue, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_launchPropList, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -8998,7 +9944,7 @@ static void test_urEnqueueKernelLaunchWithArgsExp(void) {
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
     *((size_t *)&((a_pGlobalWorkSize)[0])) = (const size_t)0u;
-    urt_expect("urEnqueueKernelLaunchWithArgsExp", "pGlobalWorkSize[0] == 0 || (workDim >= 2 && pGlobalWorkSize[1] == 0) || (workDim >= 3 && pGlobalWorkSize[2] == 0)", UR_RESULT_ERROR_INVALID_WORK_DIMENSION, urt_ddi.EnqueueExp.pfnKernelLaunchWithArgsExp(a_hQueue, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_launchPropList, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueKernelLaunchWithArgsExp", "pGlobalWorkSize[0] == 0 || (workDim >= 2 && pGlobalWorkSize[1] == 0) || (workDim >= 3 && pGlobalWorkSize[2] == 0)", UR_RESULT_ERROR_INVALID_WORK_DIMENSION, urt_due_urEnqueueKernelLaunchWithArgsExp(a_hQueue, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_launchPropList, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.EnqueueExp.pfnKernelLaunchWithArgsExp(a_hQueue, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_launchPropList, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -9037,8 +9983,15 @@ static void test_urEnqueueKernelLaunchWithArgsExp(void) {
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
     *((size_t *)&((a_pLocalWorkSize)[0])) = (const size_t)0u;
-    urt_expect("urEnqueueKernelLaunchWithArgsExp", "pLocalWorkSize && (pLocalWorkSize[0] == 0 || (workDim >= 2 && pLocalWorkSize[1] == 0) || (workDim >= 3 && pLocalWorkSize[2] == 0))", UR_RESULT_ERROR_INVALID_WORK_GROUP_SIZE, urt_ddi.EnqueueExp.pfnKernelLaunchWithArgsExp(a_hQueue, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_launchPropList, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueKernelLaunchWithArgsExp", "pLocalWorkSize && (pLocalWorkSize[0] == 0 || (workDim >= 2 && pLocalWorkSize[1] == 0) || (workDim >= 3 && pLocalWorkSize[2] == 0))", UR_RESULT_ERROR_INVALID_WORK_GROUP_SIZE, urt_due_urEnqueueKernelLaunchWithArgsExp(a_hQueue, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_launchPropList, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.EnqueueExp.pfnKernelLaunchWithArgsExp(a_hQueue, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_launchPropList, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
+}
+
+static ur_result_t urt_due_urKernelCreate(ur_program_handle_t hProgram, const char * pKernelName, ur_kernel_handle_t * phKernel) {
+  if (NULL == pKernelName) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == phKernel) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hProgram) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urKernelCreate(void) {
@@ -9051,7 +10004,7 @@ static void test_urKernelCreate(void) {
       urt_fill_handles(s, (void *)(ur_kernel_handle_t)urt_standin);
       urt_ptr = s; }
     ur_kernel_handle_t * a_phKernel = (ur_kernel_handle_t *)urt_ptr;
-    urt_expect("urKernelCreate", "NULL == pKernelName", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Kernel.pfnCreate(a_hProgram, a_pKernelName, a_phKernel));
+    urt_expect("urKernelCreate", "NULL == pKernelName", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urKernelCreate(a_hProgram, a_pKernelName, a_phKernel), urt_ddi.Kernel.pfnCreate(a_hProgram, a_pKernelName, a_phKernel));
   }
   {
     urt_reset();
@@ -9061,7 +10014,7 @@ static void test_urKernelCreate(void) {
       urt_ptr = s; }
     const char * a_pKernelName = (const char *)urt_ptr;
     ur_kernel_handle_t * a_phKernel = NULL;
-    urt_expect("urKernelCreate", "NULL == phKernel", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Kernel.pfnCreate(a_hProgram, a_pKernelName, a_phKernel));
+    urt_expect("urKernelCreate", "NULL == phKernel", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urKernelCreate(a_hProgram, a_pKernelName, a_phKernel), urt_ddi.Kernel.pfnCreate(a_hProgram, a_pKernelName, a_phKernel));
   }
   {
     urt_reset();
@@ -9074,8 +10027,17 @@ static void test_urKernelCreate(void) {
       urt_fill_handles(s, (void *)(ur_kernel_handle_t)urt_standin);
       urt_ptr = s; }
     ur_kernel_handle_t * a_phKernel = (ur_kernel_handle_t *)urt_ptr;
-    urt_expect("urKernelCreate", "NULL == hProgram", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Kernel.pfnCreate(a_hProgram, a_pKernelName, a_phKernel));
+    urt_expect("urKernelCreate", "NULL == hProgram", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urKernelCreate(a_hProgram, a_pKernelName, a_phKernel), urt_ddi.Kernel.pfnCreate(a_hProgram, a_pKernelName, a_phKernel));
   }
+}
+
+static ur_result_t urt_due_urKernelGetInfo(ur_kernel_handle_t hKernel, ur_kernel_info_t propName, size_t propSize, void * pPropValue, size_t * pPropSizeRet) {
+  if (propSize != 0 && pPropValue == NULL) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (pPropValue == NULL && pPropSizeRet == NULL) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hKernel) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_KERNEL_INFO_SPILL_MEM_SIZE < propName) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  if (propSize == 0 && pPropValue != NULL) return UR_RESULT_ERROR_INVALID_SIZE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urKernelGetInfo(void) {
@@ -9090,7 +10052,7 @@ static void test_urKernelGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urKernelGetInfo", "propSize != 0 && pPropValue == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Kernel.pfnGetInfo(a_hKernel, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urKernelGetInfo", "propSize != 0 && pPropValue == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urKernelGetInfo(a_hKernel, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Kernel.pfnGetInfo(a_hKernel, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -9100,7 +10062,7 @@ static void test_urKernelGetInfo(void) {
     size_t a_propSize = (size_t)1u;
     void * a_pPropValue = NULL;
     size_t * a_pPropSizeRet = NULL;
-    urt_expect("urKernelGetInfo", "pPropValue == NULL && pPropSizeRet == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Kernel.pfnGetInfo(a_hKernel, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urKernelGetInfo", "pPropValue == NULL && pPropSizeRet == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urKernelGetInfo(a_hKernel, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Kernel.pfnGetInfo(a_hKernel, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -9115,7 +10077,7 @@ static void test_urKernelGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urKernelGetInfo", "NULL == hKernel", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Kernel.pfnGetInfo(a_hKernel, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urKernelGetInfo", "NULL == hKernel", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urKernelGetInfo(a_hKernel, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Kernel.pfnGetInfo(a_hKernel, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -9130,7 +10092,7 @@ static void test_urKernelGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urKernelGetInfo", "::UR_KERNEL_INFO_SPILL_MEM_SIZE < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.Kernel.pfnGetInfo(a_hKernel, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urKernelGetInfo", "::UR_KERNEL_INFO_SPILL_MEM_SIZE < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urKernelGetInfo(a_hKernel, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Kernel.pfnGetInfo(a_hKernel, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -9145,8 +10107,15 @@ static void test_urKernelGetInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urKernelGetInfo", "propSize == 0 && pPropValue != NULL", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Kernel.pfnGetInfo(a_hKernel, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urKernelGetInfo", "propSize == 0 && pPropValue != NULL", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urKernelGetInfo(a_hKernel, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Kernel.pfnGetInfo(a_hKernel, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
+}
+
+static ur_result_t urt_due_urKernelGetGroupInfo(ur_kernel_handle_t hKernel, ur_device_handle_t hDevice, ur_kernel_group_info_t propName, size_t propSize, void * pPropValue, size_t * pPropSizeRet) {
+  if (NULL == hKernel) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_KERNEL_GROUP_INFO_COMPILE_MAX_LINEAR_WORK_GROUP_SIZE < propName) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urKernelGetGroupInfo(void) {
@@ -9164,7 +10133,7 @@ static void test_urKernelGetGroupInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urKernelGetGroupInfo", "NULL == hKernel", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Kernel.pfnGetGroupInfo(a_hKernel, a_hDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urKernelGetGroupInfo", "NULL == hKernel", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urKernelGetGroupInfo(a_hKernel, a_hDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Kernel.pfnGetGroupInfo(a_hKernel, a_hDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -9180,7 +10149,7 @@ static void test_urKernelGetGroupInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urKernelGetGroupInfo", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Kernel.pfnGetGroupInfo(a_hKernel, a_hDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urKernelGetGroupInfo", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urKernelGetGroupInfo(a_hKernel, a_hDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Kernel.pfnGetGroupInfo(a_hKernel, a_hDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -9196,8 +10165,15 @@ static void test_urKernelGetGroupInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urKernelGetGroupInfo", "::UR_KERNEL_GROUP_INFO_COMPILE_MAX_LINEAR_WORK_GROUP_SIZE < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.Kernel.pfnGetGroupInfo(a_hKernel, a_hDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urKernelGetGroupInfo", "::UR_KERNEL_GROUP_INFO_COMPILE_MAX_LINEAR_WORK_GROUP_SIZE < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urKernelGetGroupInfo(a_hKernel, a_hDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Kernel.pfnGetGroupInfo(a_hKernel, a_hDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
+}
+
+static ur_result_t urt_due_urKernelGetSubGroupInfo(ur_kernel_handle_t hKernel, ur_device_handle_t hDevice, ur_kernel_sub_group_info_t propName, size_t propSize, void * pPropValue, size_t * pPropSizeRet) {
+  if (NULL == hKernel) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_KERNEL_SUB_GROUP_INFO_SUB_GROUP_SIZE_INTEL < propName) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urKernelGetSubGroupInfo(void) {
@@ -9215,7 +10191,7 @@ static void test_urKernelGetSubGroupInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urKernelGetSubGroupInfo", "NULL == hKernel", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Kernel.pfnGetSubGroupInfo(a_hKernel, a_hDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urKernelGetSubGroupInfo", "NULL == hKernel", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urKernelGetSubGroupInfo(a_hKernel, a_hDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Kernel.pfnGetSubGroupInfo(a_hKernel, a_hDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -9231,7 +10207,7 @@ static void test_urKernelGetSubGroupInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urKernelGetSubGroupInfo", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Kernel.pfnGetSubGroupInfo(a_hKernel, a_hDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urKernelGetSubGroupInfo", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urKernelGetSubGroupInfo(a_hKernel, a_hDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Kernel.pfnGetSubGroupInfo(a_hKernel, a_hDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -9247,8 +10223,13 @@ static void test_urKernelGetSubGroupInfo(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urKernelGetSubGroupInfo", "::UR_KERNEL_SUB_GROUP_INFO_SUB_GROUP_SIZE_INTEL < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.Kernel.pfnGetSubGroupInfo(a_hKernel, a_hDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urKernelGetSubGroupInfo", "::UR_KERNEL_SUB_GROUP_INFO_SUB_GROUP_SIZE_INTEL < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urKernelGetSubGroupInfo(a_hKernel, a_hDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.Kernel.pfnGetSubGroupInfo(a_hKernel, a_hDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
+}
+
+static ur_result_t urt_due_urKernelRetain(ur_kernel_handle_t hKernel) {
+  if (NULL == hKernel) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urKernelRetain(void) {
@@ -9256,8 +10237,13 @@ static void test_urKernelRetain(void) {
     urt_reset();
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_kernel_handle_t a_hKernel = NULL;
-    urt_expect("urKernelRetain", "NULL == hKernel", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Kernel.pfnRetain(a_hKernel));
+    urt_expect("urKernelRetain", "NULL == hKernel", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urKernelRetain(a_hKernel), urt_ddi.Kernel.pfnRetain(a_hKernel));
   }
+}
+
+static ur_result_t urt_due_urKernelRelease(ur_kernel_handle_t hKernel) {
+  if (NULL == hKernel) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urKernelRelease(void) {
@@ -9265,8 +10251,15 @@ static void test_urKernelRelease(void) {
     urt_reset();
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_kernel_handle_t a_hKernel = NULL;
-    urt_expect("urKernelRelease", "NULL == hKernel", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Kernel.pfnRelease(a_hKernel));
+    urt_expect("urKernelRelease", "NULL == hKernel", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urKernelRelease(a_hKernel), urt_ddi.Kernel.pfnRelease(a_hKernel));
   }
+}
+
+static ur_result_t urt_due_urKernelSetExecInfo(ur_kernel_handle_t hKernel, ur_kernel_exec_info_t propName, size_t propSize, const ur_kernel_exec_info_properties_t * pProperties, const void * pPropValue) {
+  if (NULL == pPropValue) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hKernel) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_KERNEL_EXEC_INFO_CACHE_CONFIG < propName) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urKernelSetExecInfo(void) {
@@ -9281,7 +10274,7 @@ static void test_urKernelSetExecInfo(void) {
       urt_ptr = s; }
     const ur_kernel_exec_info_properties_t * a_pProperties = (const ur_kernel_exec_info_properties_t *)urt_ptr;
     const void * a_pPropValue = NULL;
-    urt_expect("urKernelSetExecInfo", "NULL == pPropValue", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Kernel.pfnSetExecInfo(a_hKernel, a_propName, a_propSize, a_pProperties, a_pPropValue));
+    urt_expect("urKernelSetExecInfo", "NULL == pPropValue", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urKernelSetExecInfo(a_hKernel, a_propName, a_propSize, a_pProperties, a_pPropValue), urt_ddi.Kernel.pfnSetExecInfo(a_hKernel, a_propName, a_propSize, a_pProperties, a_pPropValue));
   }
   {
     urt_reset();
@@ -9296,7 +10289,7 @@ static void test_urKernelSetExecInfo(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     const void * a_pPropValue = (const void *)urt_ptr;
-    urt_expect("urKernelSetExecInfo", "NULL == hKernel", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Kernel.pfnSetExecInfo(a_hKernel, a_propName, a_propSize, a_pProperties, a_pPropValue));
+    urt_expect("urKernelSetExecInfo", "NULL == hKernel", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urKernelSetExecInfo(a_hKernel, a_propName, a_propSize, a_pProperties, a_pPropValue), urt_ddi.Kernel.pfnSetExecInfo(a_hKernel, a_propName, a_propSize, a_pProperties, a_pPropValue));
   }
   {
     urt_reset();
@@ -9311,8 +10304,15 @@ static void test_urKernelSetExecInfo(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     const void * a_pPropValue = (const void *)urt_ptr;
-    urt_expect("urKernelSetExecInfo", "::UR_KERNEL_EXEC_INFO_CACHE_CONFIG < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.Kernel.pfnSetExecInfo(a_hKernel, a_propName, a_propSize, a_pProperties, a_pPropValue));
+    urt_expect("urKernelSetExecInfo", "::UR_KERNEL_EXEC_INFO_CACHE_CONFIG < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urKernelSetExecInfo(a_hKernel, a_propName, a_propSize, a_pProperties, a_pPropValue), urt_ddi.Kernel.pfnSetExecInfo(a_hKernel, a_propName, a_propSize, a_pProperties, a_pPropValue));
   }
+}
+
+static ur_result_t urt_due_urKernelSetSpecializationConstants(ur_kernel_handle_t hKernel, uint32_t count, const ur_specialization_constant_info_t * pSpecConstants) {
+  if (NULL == pSpecConstants) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hKernel) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (count == 0) return UR_RESULT_ERROR_INVALID_SIZE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urKernelSetSpecializationConstants(void) {
@@ -9322,7 +10322,7 @@ static void test_urKernelSetSpecializationConstants(void) {
     ur_kernel_handle_t a_hKernel = (ur_kernel_handle_t)urt_standin;
     uint32_t a_count = (uint32_t)1u;
     const ur_specialization_constant_info_t * a_pSpecConstants = NULL;
-    urt_expect("urKernelSetSpecializationConstants", "NULL == pSpecConstants", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Kernel.pfnSetSpecializationConstants(a_hKernel, a_count, a_pSpecConstants));
+    urt_expect("urKernelSetSpecializationConstants", "NULL == pSpecConstants", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urKernelSetSpecializationConstants(a_hKernel, a_count, a_pSpecConstants), urt_ddi.Kernel.pfnSetSpecializationConstants(a_hKernel, a_count, a_pSpecConstants));
   }
   {
     urt_reset();
@@ -9332,7 +10332,7 @@ static void test_urKernelSetSpecializationConstants(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     const ur_specialization_constant_info_t * a_pSpecConstants = (const ur_specialization_constant_info_t *)urt_ptr;
-    urt_expect("urKernelSetSpecializationConstants", "NULL == hKernel", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Kernel.pfnSetSpecializationConstants(a_hKernel, a_count, a_pSpecConstants));
+    urt_expect("urKernelSetSpecializationConstants", "NULL == hKernel", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urKernelSetSpecializationConstants(a_hKernel, a_count, a_pSpecConstants), urt_ddi.Kernel.pfnSetSpecializationConstants(a_hKernel, a_count, a_pSpecConstants));
   }
   {
     urt_reset();
@@ -9342,8 +10342,14 @@ static void test_urKernelSetSpecializationConstants(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     const ur_specialization_constant_info_t * a_pSpecConstants = (const ur_specialization_constant_info_t *)urt_ptr;
-    urt_expect("urKernelSetSpecializationConstants", "count == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.Kernel.pfnSetSpecializationConstants(a_hKernel, a_count, a_pSpecConstants));
+    urt_expect("urKernelSetSpecializationConstants", "count == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urKernelSetSpecializationConstants(a_hKernel, a_count, a_pSpecConstants), urt_ddi.Kernel.pfnSetSpecializationConstants(a_hKernel, a_count, a_pSpecConstants));
   }
+}
+
+static ur_result_t urt_due_urKernelGetNativeHandle(ur_kernel_handle_t hKernel, ur_native_handle_t * phNativeKernel) {
+  if (NULL == phNativeKernel) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hKernel) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urKernelGetNativeHandle(void) {
@@ -9352,7 +10358,7 @@ static void test_urKernelGetNativeHandle(void) {
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_kernel_handle_t a_hKernel = (ur_kernel_handle_t)urt_standin;
     ur_native_handle_t * a_phNativeKernel = NULL;
-    urt_expect("urKernelGetNativeHandle", "NULL == phNativeKernel", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Kernel.pfnGetNativeHandle(a_hKernel, a_phNativeKernel));
+    urt_expect("urKernelGetNativeHandle", "NULL == phNativeKernel", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urKernelGetNativeHandle(a_hKernel, a_phNativeKernel), urt_ddi.Kernel.pfnGetNativeHandle(a_hKernel, a_phNativeKernel));
   }
   {
     urt_reset();
@@ -9362,8 +10368,14 @@ static void test_urKernelGetNativeHandle(void) {
       for (int i = 0; i < 16; i++) ((ur_native_handle_t *)s)[i] = 1;
       urt_ptr = s; }
     ur_native_handle_t * a_phNativeKernel = (ur_native_handle_t *)urt_ptr;
-    urt_expect("urKernelGetNativeHandle", "NULL == hKernel", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Kernel.pfnGetNativeHandle(a_hKernel, a_phNativeKernel));
+    urt_expect("urKernelGetNativeHandle", "NULL == hKernel", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urKernelGetNativeHandle(a_hKernel, a_phNativeKernel), urt_ddi.Kernel.pfnGetNativeHandle(a_hKernel, a_phNativeKernel));
   }
+}
+
+static ur_result_t urt_due_urKernelCreateWithNativeHandle(ur_native_handle_t hNativeKernel, ur_context_handle_t hContext, ur_program_handle_t hProgram, const ur_kernel_native_properties_t * pProperties, ur_kernel_handle_t * phKernel) {
+  if (NULL == phKernel) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urKernelCreateWithNativeHandle(void) {
@@ -9378,7 +10390,7 @@ static void test_urKernelCreateWithNativeHandle(void) {
       urt_ptr = s; }
     const ur_kernel_native_properties_t * a_pProperties = (const ur_kernel_native_properties_t *)urt_ptr;
     ur_kernel_handle_t * a_phKernel = NULL;
-    urt_expect("urKernelCreateWithNativeHandle", "NULL == phKernel", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Kernel.pfnCreateWithNativeHandle(a_hNativeKernel, a_hContext, a_hProgram, a_pProperties, a_phKernel));
+    urt_expect("urKernelCreateWithNativeHandle", "NULL == phKernel", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urKernelCreateWithNativeHandle(a_hNativeKernel, a_hContext, a_hProgram, a_pProperties, a_phKernel), urt_ddi.Kernel.pfnCreateWithNativeHandle(a_hNativeKernel, a_hContext, a_hProgram, a_pProperties, a_phKernel));
   }
   {
     urt_reset();
@@ -9394,8 +10406,17 @@ static void test_urKernelCreateWithNativeHandle(void) {
       urt_fill_handles(s, (void *)(ur_kernel_handle_t)urt_standin);
       urt_ptr = s; }
     ur_kernel_handle_t * a_phKernel = (ur_kernel_handle_t *)urt_ptr;
-    urt_expect("urKernelCreateWithNativeHandle", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Kernel.pfnCreateWithNativeHandle(a_hNativeKernel, a_hContext, a_hProgram, a_pProperties, a_phKernel));
+    urt_expect("urKernelCreateWithNativeHandle", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urKernelCreateWithNativeHandle(a_hNativeKernel, a_hContext, a_hProgram, a_pProperties, a_phKernel), urt_ddi.Kernel.pfnCreateWithNativeHandle(a_hNativeKernel, a_hContext, a_hProgram, a_pProperties, a_phKernel));
   }
+}
+
+static ur_result_t urt_due_urKernelGetSuggestedLocalWorkSize(ur_kernel_handle_t hKernel, ur_queue_handle_t hQueue, uint32_t numWorkDim, const size_t * pGlobalWorkOffset, const size_t * pGlobalWorkSize, size_t * pSuggestedLocalWorkSize) {
+  if (NULL == pGlobalWorkOffset) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == pGlobalWorkSize) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == pSuggestedLocalWorkSize) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hKernel) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hQueue) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urKernelGetSuggestedLocalWorkSize(void) {
@@ -9414,7 +10435,7 @@ static void test_urKernelGetSuggestedLocalWorkSize(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pSuggestedLocalWorkSize = (size_t *)urt_ptr;
-    urt_expect("urKernelGetSuggestedLocalWorkSize", "NULL == pGlobalWorkOffset", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Kernel.pfnGetSuggestedLocalWorkSize(a_hKernel, a_hQueue, a_numWorkDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pSuggestedLocalWorkSize));
+    urt_expect("urKernelGetSuggestedLocalWorkSize", "NULL == pGlobalWorkOffset", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urKernelGetSuggestedLocalWorkSize(a_hKernel, a_hQueue, a_numWorkDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pSuggestedLocalWorkSize), urt_ddi.Kernel.pfnGetSuggestedLocalWorkSize(a_hKernel, a_hQueue, a_numWorkDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pSuggestedLocalWorkSize));
   }
   {
     urt_reset();
@@ -9431,7 +10452,7 @@ static void test_urKernelGetSuggestedLocalWorkSize(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pSuggestedLocalWorkSize = (size_t *)urt_ptr;
-    urt_expect("urKernelGetSuggestedLocalWorkSize", "NULL == pGlobalWorkSize", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Kernel.pfnGetSuggestedLocalWorkSize(a_hKernel, a_hQueue, a_numWorkDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pSuggestedLocalWorkSize));
+    urt_expect("urKernelGetSuggestedLocalWorkSize", "NULL == pGlobalWorkSize", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urKernelGetSuggestedLocalWorkSize(a_hKernel, a_hQueue, a_numWorkDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pSuggestedLocalWorkSize), urt_ddi.Kernel.pfnGetSuggestedLocalWorkSize(a_hKernel, a_hQueue, a_numWorkDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pSuggestedLocalWorkSize));
   }
   {
     urt_reset();
@@ -9448,7 +10469,7 @@ static void test_urKernelGetSuggestedLocalWorkSize(void) {
       urt_ptr = s; }
     const size_t * a_pGlobalWorkSize = (const size_t *)urt_ptr;
     size_t * a_pSuggestedLocalWorkSize = NULL;
-    urt_expect("urKernelGetSuggestedLocalWorkSize", "NULL == pSuggestedLocalWorkSize", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Kernel.pfnGetSuggestedLocalWorkSize(a_hKernel, a_hQueue, a_numWorkDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pSuggestedLocalWorkSize));
+    urt_expect("urKernelGetSuggestedLocalWorkSize", "NULL == pSuggestedLocalWorkSize", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urKernelGetSuggestedLocalWorkSize(a_hKernel, a_hQueue, a_numWorkDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pSuggestedLocalWorkSize), urt_ddi.Kernel.pfnGetSuggestedLocalWorkSize(a_hKernel, a_hQueue, a_numWorkDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pSuggestedLocalWorkSize));
   }
   {
     urt_reset();
@@ -9468,7 +10489,7 @@ static void test_urKernelGetSuggestedLocalWorkSize(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pSuggestedLocalWorkSize = (size_t *)urt_ptr;
-    urt_expect("urKernelGetSuggestedLocalWorkSize", "NULL == hKernel", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Kernel.pfnGetSuggestedLocalWorkSize(a_hKernel, a_hQueue, a_numWorkDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pSuggestedLocalWorkSize));
+    urt_expect("urKernelGetSuggestedLocalWorkSize", "NULL == hKernel", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urKernelGetSuggestedLocalWorkSize(a_hKernel, a_hQueue, a_numWorkDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pSuggestedLocalWorkSize), urt_ddi.Kernel.pfnGetSuggestedLocalWorkSize(a_hKernel, a_hQueue, a_numWorkDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pSuggestedLocalWorkSize));
   }
   {
     urt_reset();
@@ -9488,8 +10509,19 @@ static void test_urKernelGetSuggestedLocalWorkSize(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pSuggestedLocalWorkSize = (size_t *)urt_ptr;
-    urt_expect("urKernelGetSuggestedLocalWorkSize", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Kernel.pfnGetSuggestedLocalWorkSize(a_hKernel, a_hQueue, a_numWorkDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pSuggestedLocalWorkSize));
+    urt_expect("urKernelGetSuggestedLocalWorkSize", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urKernelGetSuggestedLocalWorkSize(a_hKernel, a_hQueue, a_numWorkDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pSuggestedLocalWorkSize), urt_ddi.Kernel.pfnGetSuggestedLocalWorkSize(a_hKernel, a_hQueue, a_numWorkDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pSuggestedLocalWorkSize));
   }
+}
+
+static ur_result_t urt_due_urKernelGetSuggestedLocalWorkSizeWithArgs(ur_kernel_handle_t hKernel, ur_queue_handle_t hQueue, uint32_t numWorkDim, const size_t * pGlobalWorkOffset, const size_t * pGlobalWorkSize, uint32_t numArgs, const ur_exp_kernel_arg_properties_t * pArgs, size_t * pSuggestedLocalWorkSize) {
+  if (NULL == pGlobalWorkOffset) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == pGlobalWorkSize) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == pSuggestedLocalWorkSize) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (pArgs == NULL && numArgs > 0) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hKernel) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hQueue) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL != pArgs && UR_EXP_KERNEL_ARG_TYPE_SAMPLER < pArgs->type) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urKernelGetSuggestedLocalWorkSizeWithArgs(void) {
@@ -9513,7 +10545,7 @@ static void test_urKernelGetSuggestedLocalWorkSizeWithArgs(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pSuggestedLocalWorkSize = (size_t *)urt_ptr;
-    urt_expect("urKernelGetSuggestedLocalWorkSizeWithArgs", "NULL == pGlobalWorkOffset", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Kernel.pfnGetSuggestedLocalWorkSizeWithArgs(a_hKernel, a_hQueue, a_numWorkDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_numArgs, a_pArgs, a_pSuggestedLocalWorkSize));
+    urt_expect("urKernelGetSuggestedLocalWorkSizeWithArgs", "NULL == pGlobalWorkOffset", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urKernelGetSuggestedLocalWorkSizeWithArgs(a_hKernel, a_hQueue, a_numWorkDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_numArgs, a_pArgs, a_pSuggestedLocalWorkSize), urt_ddi.Kernel.pfnGetSuggestedLocalWorkSizeWithArgs(a_hKernel, a_hQueue, a_numWorkDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_numArgs, a_pArgs, a_pSuggestedLocalWorkSize));
   }
   {
     urt_reset();
@@ -9535,7 +10567,7 @@ static void test_urKernelGetSuggestedLocalWorkSizeWithArgs(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pSuggestedLocalWorkSize = (size_t *)urt_ptr;
-    urt_expect("urKernelGetSuggestedLocalWorkSizeWithArgs", "NULL == pGlobalWorkSize", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Kernel.pfnGetSuggestedLocalWorkSizeWithArgs(a_hKernel, a_hQueue, a_numWorkDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_numArgs, a_pArgs, a_pSuggestedLocalWorkSize));
+    urt_expect("urKernelGetSuggestedLocalWorkSizeWithArgs", "NULL == pGlobalWorkSize", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urKernelGetSuggestedLocalWorkSizeWithArgs(a_hKernel, a_hQueue, a_numWorkDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_numArgs, a_pArgs, a_pSuggestedLocalWorkSize), urt_ddi.Kernel.pfnGetSuggestedLocalWorkSizeWithArgs(a_hKernel, a_hQueue, a_numWorkDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_numArgs, a_pArgs, a_pSuggestedLocalWorkSize));
   }
   {
     urt_reset();
@@ -9557,7 +10589,7 @@ static void test_urKernelGetSuggestedLocalWorkSizeWithArgs(void) {
       urt_ptr = s; }
     const ur_exp_kernel_arg_properties_t * a_pArgs = (const ur_exp_kernel_arg_properties_t *)urt_ptr;
     size_t * a_pSuggestedLocalWorkSize = NULL;
-    urt_expect("urKernelGetSuggestedLocalWorkSizeWithArgs", "NULL == pSuggestedLocalWorkSize", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Kernel.pfnGetSuggestedLocalWorkSizeWithArgs(a_hKernel, a_hQueue, a_numWorkDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_numArgs, a_pArgs, a_pSuggestedLocalWorkSize));
+    urt_expect("urKernelGetSuggestedLocalWorkSizeWithArgs", "NULL == pSuggestedLocalWorkSize", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urKernelGetSuggestedLocalWorkSizeWithArgs(a_hKernel, a_hQueue, a_numWorkDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_numArgs, a_pArgs, a_pSuggestedLocalWorkSize), urt_ddi.Kernel.pfnGetSuggestedLocalWorkSizeWithArgs(a_hKernel, a_hQueue, a_numWorkDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_numArgs, a_pArgs, a_pSuggestedLocalWorkSize));
   }
   {
     urt_reset();
@@ -9579,7 +10611,7 @@ static void test_urKernelGetSuggestedLocalWorkSizeWithArgs(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pSuggestedLocalWorkSize = (size_t *)urt_ptr;
-    urt_expect("urKernelGetSuggestedLocalWorkSizeWithArgs", "pArgs == NULL && numArgs > 0", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Kernel.pfnGetSuggestedLocalWorkSizeWithArgs(a_hKernel, a_hQueue, a_numWorkDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_numArgs, a_pArgs, a_pSuggestedLocalWorkSize));
+    urt_expect("urKernelGetSuggestedLocalWorkSizeWithArgs", "pArgs == NULL && numArgs > 0", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urKernelGetSuggestedLocalWorkSizeWithArgs(a_hKernel, a_hQueue, a_numWorkDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_numArgs, a_pArgs, a_pSuggestedLocalWorkSize), urt_ddi.Kernel.pfnGetSuggestedLocalWorkSizeWithArgs(a_hKernel, a_hQueue, a_numWorkDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_numArgs, a_pArgs, a_pSuggestedLocalWorkSize));
   }
   {
     urt_reset();
@@ -9604,7 +10636,7 @@ static void test_urKernelGetSuggestedLocalWorkSizeWithArgs(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pSuggestedLocalWorkSize = (size_t *)urt_ptr;
-    urt_expect("urKernelGetSuggestedLocalWorkSizeWithArgs", "NULL == hKernel", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Kernel.pfnGetSuggestedLocalWorkSizeWithArgs(a_hKernel, a_hQueue, a_numWorkDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_numArgs, a_pArgs, a_pSuggestedLocalWorkSize));
+    urt_expect("urKernelGetSuggestedLocalWorkSizeWithArgs", "NULL == hKernel", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urKernelGetSuggestedLocalWorkSizeWithArgs(a_hKernel, a_hQueue, a_numWorkDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_numArgs, a_pArgs, a_pSuggestedLocalWorkSize), urt_ddi.Kernel.pfnGetSuggestedLocalWorkSizeWithArgs(a_hKernel, a_hQueue, a_numWorkDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_numArgs, a_pArgs, a_pSuggestedLocalWorkSize));
   }
   {
     urt_reset();
@@ -9629,7 +10661,7 @@ static void test_urKernelGetSuggestedLocalWorkSizeWithArgs(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pSuggestedLocalWorkSize = (size_t *)urt_ptr;
-    urt_expect("urKernelGetSuggestedLocalWorkSizeWithArgs", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Kernel.pfnGetSuggestedLocalWorkSizeWithArgs(a_hKernel, a_hQueue, a_numWorkDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_numArgs, a_pArgs, a_pSuggestedLocalWorkSize));
+    urt_expect("urKernelGetSuggestedLocalWorkSizeWithArgs", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urKernelGetSuggestedLocalWorkSizeWithArgs(a_hKernel, a_hQueue, a_numWorkDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_numArgs, a_pArgs, a_pSuggestedLocalWorkSize), urt_ddi.Kernel.pfnGetSuggestedLocalWorkSizeWithArgs(a_hKernel, a_hQueue, a_numWorkDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_numArgs, a_pArgs, a_pSuggestedLocalWorkSize));
   }
   {
     urt_reset();
@@ -9655,8 +10687,17 @@ static void test_urKernelGetSuggestedLocalWorkSizeWithArgs(void) {
       urt_ptr = s; }
     size_t * a_pSuggestedLocalWorkSize = (size_t *)urt_ptr;
     *((ur_exp_kernel_arg_type_t *)&((a_pArgs)->type)) = (ur_exp_kernel_arg_type_t)5u;
-    urt_expect("urKernelGetSuggestedLocalWorkSizeWithArgs", "NULL != pArgs && ::UR_EXP_KERNEL_ARG_TYPE_SAMPLER < pArgs->type", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.Kernel.pfnGetSuggestedLocalWorkSizeWithArgs(a_hKernel, a_hQueue, a_numWorkDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_numArgs, a_pArgs, a_pSuggestedLocalWorkSize));
+    urt_expect("urKernelGetSuggestedLocalWorkSizeWithArgs", "NULL != pArgs && ::UR_EXP_KERNEL_ARG_TYPE_SAMPLER < pArgs->type", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urKernelGetSuggestedLocalWorkSizeWithArgs(a_hKernel, a_hQueue, a_numWorkDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_numArgs, a_pArgs, a_pSuggestedLocalWorkSize), urt_ddi.Kernel.pfnGetSuggestedLocalWorkSizeWithArgs(a_hKernel, a_hQueue, a_numWorkDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_numArgs, a_pArgs, a_pSuggestedLocalWorkSize));
   }
+}
+
+static ur_result_t urt_due_urKernelSuggestMaxCooperativeGroupCount(ur_kernel_handle_t hKernel, ur_device_handle_t hDevice, uint32_t workDim, const size_t * pLocalWorkSize, size_t dynamicSharedMemorySize, uint32_t * pGroupCountRet) {
+  if (NULL == pLocalWorkSize) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == pGroupCountRet) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hKernel) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (workDim < 1 || workDim > 3) return UR_RESULT_ERROR_INVALID_WORK_DIMENSION;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urKernelSuggestMaxCooperativeGroupCount(void) {
@@ -9672,7 +10713,7 @@ static void test_urKernelSuggestMaxCooperativeGroupCount(void) {
       for (int i = 0; i < 16; i++) ((uint32_t *)s)[i] = 1;
       urt_ptr = s; }
     uint32_t * a_pGroupCountRet = (uint32_t *)urt_ptr;
-    urt_expect("urKernelSuggestMaxCooperativeGroupCount", "NULL == pLocalWorkSize", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Kernel.pfnSuggestMaxCooperativeGroupCount(a_hKernel, a_hDevice, a_workDim, a_pLocalWorkSize, a_dynamicSharedMemorySize, a_pGroupCountRet));
+    urt_expect("urKernelSuggestMaxCooperativeGroupCount", "NULL == pLocalWorkSize", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urKernelSuggestMaxCooperativeGroupCount(a_hKernel, a_hDevice, a_workDim, a_pLocalWorkSize, a_dynamicSharedMemorySize, a_pGroupCountRet), urt_ddi.Kernel.pfnSuggestMaxCooperativeGroupCount(a_hKernel, a_hDevice, a_workDim, a_pLocalWorkSize, a_dynamicSharedMemorySize, a_pGroupCountRet));
   }
   {
     urt_reset();
@@ -9686,7 +10727,7 @@ static void test_urKernelSuggestMaxCooperativeGroupCount(void) {
     const size_t * a_pLocalWorkSize = (const size_t *)urt_ptr;
     size_t a_dynamicSharedMemorySize = (size_t)1u;
     uint32_t * a_pGroupCountRet = NULL;
-    urt_expect("urKernelSuggestMaxCooperativeGroupCount", "NULL == pGroupCountRet", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.Kernel.pfnSuggestMaxCooperativeGroupCount(a_hKernel, a_hDevice, a_workDim, a_pLocalWorkSize, a_dynamicSharedMemorySize, a_pGroupCountRet));
+    urt_expect("urKernelSuggestMaxCooperativeGroupCount", "NULL == pGroupCountRet", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urKernelSuggestMaxCooperativeGroupCount(a_hKernel, a_hDevice, a_workDim, a_pLocalWorkSize, a_dynamicSharedMemorySize, a_pGroupCountRet), urt_ddi.Kernel.pfnSuggestMaxCooperativeGroupCount(a_hKernel, a_hDevice, a_workDim, a_pLocalWorkSize, a_dynamicSharedMemorySize, a_pGroupCountRet));
   }
   {
     urt_reset();
@@ -9703,7 +10744,7 @@ static void test_urKernelSuggestMaxCooperativeGroupCount(void) {
       for (int i = 0; i < 16; i++) ((uint32_t *)s)[i] = 1;
       urt_ptr = s; }
     uint32_t * a_pGroupCountRet = (uint32_t *)urt_ptr;
-    urt_expect("urKernelSuggestMaxCooperativeGroupCount", "NULL == hKernel", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Kernel.pfnSuggestMaxCooperativeGroupCount(a_hKernel, a_hDevice, a_workDim, a_pLocalWorkSize, a_dynamicSharedMemorySize, a_pGroupCountRet));
+    urt_expect("urKernelSuggestMaxCooperativeGroupCount", "NULL == hKernel", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urKernelSuggestMaxCooperativeGroupCount(a_hKernel, a_hDevice, a_workDim, a_pLocalWorkSize, a_dynamicSharedMemorySize, a_pGroupCountRet), urt_ddi.Kernel.pfnSuggestMaxCooperativeGroupCount(a_hKernel, a_hDevice, a_workDim, a_pLocalWorkSize, a_dynamicSharedMemorySize, a_pGroupCountRet));
   }
   {
     urt_reset();
@@ -9720,7 +10761,7 @@ static void test_urKernelSuggestMaxCooperativeGroupCount(void) {
       for (int i = 0; i < 16; i++) ((uint32_t *)s)[i] = 1;
       urt_ptr = s; }
     uint32_t * a_pGroupCountRet = (uint32_t *)urt_ptr;
-    urt_expect("urKernelSuggestMaxCooperativeGroupCount", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Kernel.pfnSuggestMaxCooperativeGroupCount(a_hKernel, a_hDevice, a_workDim, a_pLocalWorkSize, a_dynamicSharedMemorySize, a_pGroupCountRet));
+    urt_expect("urKernelSuggestMaxCooperativeGroupCount", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urKernelSuggestMaxCooperativeGroupCount(a_hKernel, a_hDevice, a_workDim, a_pLocalWorkSize, a_dynamicSharedMemorySize, a_pGroupCountRet), urt_ddi.Kernel.pfnSuggestMaxCooperativeGroupCount(a_hKernel, a_hDevice, a_workDim, a_pLocalWorkSize, a_dynamicSharedMemorySize, a_pGroupCountRet));
   }
   {
     urt_reset();
@@ -9737,8 +10778,17 @@ static void test_urKernelSuggestMaxCooperativeGroupCount(void) {
       for (int i = 0; i < 16; i++) ((uint32_t *)s)[i] = 1;
       urt_ptr = s; }
     uint32_t * a_pGroupCountRet = (uint32_t *)urt_ptr;
-    urt_expect("urKernelSuggestMaxCooperativeGroupCount", "workDim < 1 || workDim > 3", UR_RESULT_ERROR_INVALID_WORK_DIMENSION, urt_ddi.Kernel.pfnSuggestMaxCooperativeGroupCount(a_hKernel, a_hDevice, a_workDim, a_pLocalWorkSize, a_dynamicSharedMemorySize, a_pGroupCountRet));
+    urt_expect("urKernelSuggestMaxCooperativeGroupCount", "workDim < 1 || workDim > 3", UR_RESULT_ERROR_INVALID_WORK_DIMENSION, urt_due_urKernelSuggestMaxCooperativeGroupCount(a_hKernel, a_hDevice, a_workDim, a_pLocalWorkSize, a_dynamicSharedMemorySize, a_pGroupCountRet), urt_ddi.Kernel.pfnSuggestMaxCooperativeGroupCount(a_hKernel, a_hDevice, a_workDim, a_pLocalWorkSize, a_dynamicSharedMemorySize, a_pGroupCountRet));
   }
+}
+
+static ur_result_t urt_due_urEnqueueUSMDeviceAllocExp(ur_queue_handle_t hQueue, ur_usm_pool_handle_t pPool, const size_t size, const ur_exp_async_usm_alloc_properties_t * pProperties, uint32_t numEventsInWaitList, const ur_event_handle_t * phEventWaitList, void * * ppMem, ur_event_handle_t * phEvent) {
+  if (NULL == ppMem) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hQueue) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL != pProperties && UR_EXP_ASYNC_USM_ALLOC_FLAGS_MASK & pProperties->flags) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  if (phEventWaitList == NULL && numEventsInWaitList > 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (phEventWaitList != NULL && numEventsInWaitList == 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urEnqueueUSMDeviceAllocExp(void) {
@@ -9762,7 +10812,7 @@ static void test_urEnqueueUSMDeviceAllocExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMDeviceAllocExp", "NULL == ppMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.EnqueueExp.pfnUSMDeviceAllocExp(a_hQueue, a_pPool, a_size, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_ppMem, a_phEvent));
+    urt_expect("urEnqueueUSMDeviceAllocExp", "NULL == ppMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urEnqueueUSMDeviceAllocExp(a_hQueue, a_pPool, a_size, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_ppMem, a_phEvent), urt_ddi.EnqueueExp.pfnUSMDeviceAllocExp(a_hQueue, a_pPool, a_size, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_ppMem, a_phEvent));
   }
   {
     urt_reset();
@@ -9786,7 +10836,7 @@ static void test_urEnqueueUSMDeviceAllocExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMDeviceAllocExp", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.EnqueueExp.pfnUSMDeviceAllocExp(a_hQueue, a_pPool, a_size, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_ppMem, a_phEvent));
+    urt_expect("urEnqueueUSMDeviceAllocExp", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueUSMDeviceAllocExp(a_hQueue, a_pPool, a_size, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_ppMem, a_phEvent), urt_ddi.EnqueueExp.pfnUSMDeviceAllocExp(a_hQueue, a_pPool, a_size, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_ppMem, a_phEvent));
   }
   {
     urt_reset();
@@ -9811,7 +10861,7 @@ static void test_urEnqueueUSMDeviceAllocExp(void) {
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
     *((ur_exp_async_usm_alloc_flags_t *)&((a_pProperties)->flags)) = (ur_exp_async_usm_alloc_flags_t)2u;
-    urt_expect("urEnqueueUSMDeviceAllocExp", "NULL != pProperties && ::UR_EXP_ASYNC_USM_ALLOC_FLAGS_MASK & pProperties->flags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.EnqueueExp.pfnUSMDeviceAllocExp(a_hQueue, a_pPool, a_size, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_ppMem, a_phEvent));
+    urt_expect("urEnqueueUSMDeviceAllocExp", "NULL != pProperties && ::UR_EXP_ASYNC_USM_ALLOC_FLAGS_MASK & pProperties->flags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urEnqueueUSMDeviceAllocExp(a_hQueue, a_pPool, a_size, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_ppMem, a_phEvent), urt_ddi.EnqueueExp.pfnUSMDeviceAllocExp(a_hQueue, a_pPool, a_size, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_ppMem, a_phEvent));
   }
   {
     urt_reset();
@@ -9832,7 +10882,7 @@ static void test_urEnqueueUSMDeviceAllocExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMDeviceAllocExp", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.EnqueueExp.pfnUSMDeviceAllocExp(a_hQueue, a_pPool, a_size, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_ppMem, a_phEvent));
+    urt_expect("urEnqueueUSMDeviceAllocExp", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueUSMDeviceAllocExp(a_hQueue, a_pPool, a_size, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_ppMem, a_phEvent), urt_ddi.EnqueueExp.pfnUSMDeviceAllocExp(a_hQueue, a_pPool, a_size, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_ppMem, a_phEvent));
   }
   {
     urt_reset();
@@ -9856,8 +10906,17 @@ static void test_urEnqueueUSMDeviceAllocExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMDeviceAllocExp", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.EnqueueExp.pfnUSMDeviceAllocExp(a_hQueue, a_pPool, a_size, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_ppMem, a_phEvent));
+    urt_expect("urEnqueueUSMDeviceAllocExp", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueUSMDeviceAllocExp(a_hQueue, a_pPool, a_size, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_ppMem, a_phEvent), urt_ddi.EnqueueExp.pfnUSMDeviceAllocExp(a_hQueue, a_pPool, a_size, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_ppMem, a_phEvent));
   }
+}
+
+static ur_result_t urt_due_urEnqueueUSMSharedAllocExp(ur_queue_handle_t hQueue, ur_usm_pool_handle_t pPool, const size_t size, const ur_exp_async_usm_alloc_properties_t * pProperties, uint32_t numEventsInWaitList, const ur_event_handle_t * phEventWaitList, void * * ppMem, ur_event_handle_t * phEvent) {
+  if (NULL == ppMem) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hQueue) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL != pProperties && UR_EXP_ASYNC_USM_ALLOC_FLAGS_MASK & pProperties->flags) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  if (phEventWaitList == NULL && numEventsInWaitList > 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (phEventWaitList != NULL && numEventsInWaitList == 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urEnqueueUSMSharedAllocExp(void) {
@@ -9881,7 +10940,7 @@ static void test_urEnqueueUSMSharedAllocExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMSharedAllocExp", "NULL == ppMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.EnqueueExp.pfnUSMSharedAllocExp(a_hQueue, a_pPool, a_size, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_ppMem, a_phEvent));
+    urt_expect("urEnqueueUSMSharedAllocExp", "NULL == ppMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urEnqueueUSMSharedAllocExp(a_hQueue, a_pPool, a_size, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_ppMem, a_phEvent), urt_ddi.EnqueueExp.pfnUSMSharedAllocExp(a_hQueue, a_pPool, a_size, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_ppMem, a_phEvent));
   }
   {
     urt_reset();
@@ -9905,7 +10964,7 @@ static void test_urEnqueueUSMSharedAllocExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMSharedAllocExp", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.EnqueueExp.pfnUSMSharedAllocExp(a_hQueue, a_pPool, a_size, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_ppMem, a_phEvent));
+    urt_expect("urEnqueueUSMSharedAllocExp", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueUSMSharedAllocExp(a_hQueue, a_pPool, a_size, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_ppMem, a_phEvent), urt_ddi.EnqueueExp.pfnUSMSharedAllocExp(a_hQueue, a_pPool, a_size, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_ppMem, a_phEvent));
   }
   {
     urt_reset();
@@ -9930,7 +10989,7 @@ static void test_urEnqueueUSMSharedAllocExp(void) {
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
     *((ur_exp_async_usm_alloc_flags_t *)&((a_pProperties)->flags)) = (ur_exp_async_usm_alloc_flags_t)2u;
-    urt_expect("urEnqueueUSMSharedAllocExp", "NULL != pProperties && ::UR_EXP_ASYNC_USM_ALLOC_FLAGS_MASK & pProperties->flags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.EnqueueExp.pfnUSMSharedAllocExp(a_hQueue, a_pPool, a_size, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_ppMem, a_phEvent));
+    urt_expect("urEnqueueUSMSharedAllocExp", "NULL != pProperties && ::UR_EXP_ASYNC_USM_ALLOC_FLAGS_MASK & pProperties->flags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urEnqueueUSMSharedAllocExp(a_hQueue, a_pPool, a_size, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_ppMem, a_phEvent), urt_ddi.EnqueueExp.pfnUSMSharedAllocExp(a_hQueue, a_pPool, a_size, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_ppMem, a_phEvent));
   }
   {
     urt_reset();
@@ -9951,7 +11010,7 @@ static void test_urEnqueueUSMSharedAllocExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMSharedAllocExp", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.EnqueueExp.pfnUSMSharedAllocExp(a_hQueue, a_pPool, a_size, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_ppMem, a_phEvent));
+    urt_expect("urEnqueueUSMSharedAllocExp", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueUSMSharedAllocExp(a_hQueue, a_pPool, a_size, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_ppMem, a_phEvent), urt_ddi.EnqueueExp.pfnUSMSharedAllocExp(a_hQueue, a_pPool, a_size, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_ppMem, a_phEvent));
   }
   {
     urt_reset();
@@ -9975,8 +11034,17 @@ static void test_urEnqueueUSMSharedAllocExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMSharedAllocExp", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.EnqueueExp.pfnUSMSharedAllocExp(a_hQueue, a_pPool, a_size, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_ppMem, a_phEvent));
+    urt_expect("urEnqueueUSMSharedAllocExp", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueUSMSharedAllocExp(a_hQueue, a_pPool, a_size, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_ppMem, a_phEvent), urt_ddi.EnqueueExp.pfnUSMSharedAllocExp(a_hQueue, a_pPool, a_size, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_ppMem, a_phEvent));
   }
+}
+
+static ur_result_t urt_due_urEnqueueUSMHostAllocExp(ur_queue_handle_t hQueue, ur_usm_pool_handle_t pPool, const size_t size, const ur_exp_async_usm_alloc_properties_t * pProperties, uint32_t numEventsInWaitList, const ur_event_handle_t * phEventWaitList, void * * ppMem, ur_event_handle_t * phEvent) {
+  if (NULL == ppMem) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hQueue) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL != pProperties && UR_EXP_ASYNC_USM_ALLOC_FLAGS_MASK & pProperties->flags) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  if (phEventWaitList == NULL && numEventsInWaitList > 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (phEventWaitList != NULL && numEventsInWaitList == 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urEnqueueUSMHostAllocExp(void) {
@@ -10000,7 +11068,7 @@ static void test_urEnqueueUSMHostAllocExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMHostAllocExp", "NULL == ppMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.EnqueueExp.pfnUSMHostAllocExp(a_hQueue, a_pPool, a_size, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_ppMem, a_phEvent));
+    urt_expect("urEnqueueUSMHostAllocExp", "NULL == ppMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urEnqueueUSMHostAllocExp(a_hQueue, a_pPool, a_size, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_ppMem, a_phEvent), urt_ddi.EnqueueExp.pfnUSMHostAllocExp(a_hQueue, a_pPool, a_size, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_ppMem, a_phEvent));
   }
   {
     urt_reset();
@@ -10024,7 +11092,7 @@ static void test_urEnqueueUSMHostAllocExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMHostAllocExp", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.EnqueueExp.pfnUSMHostAllocExp(a_hQueue, a_pPool, a_size, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_ppMem, a_phEvent));
+    urt_expect("urEnqueueUSMHostAllocExp", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueUSMHostAllocExp(a_hQueue, a_pPool, a_size, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_ppMem, a_phEvent), urt_ddi.EnqueueExp.pfnUSMHostAllocExp(a_hQueue, a_pPool, a_size, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_ppMem, a_phEvent));
   }
   {
     urt_reset();
@@ -10049,7 +11117,7 @@ static void test_urEnqueueUSMHostAllocExp(void) {
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
     *((ur_exp_async_usm_alloc_flags_t *)&((a_pProperties)->flags)) = (ur_exp_async_usm_alloc_flags_t)2u;
-    urt_expect("urEnqueueUSMHostAllocExp", "NULL != pProperties && ::UR_EXP_ASYNC_USM_ALLOC_FLAGS_MASK & pProperties->flags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.EnqueueExp.pfnUSMHostAllocExp(a_hQueue, a_pPool, a_size, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_ppMem, a_phEvent));
+    urt_expect("urEnqueueUSMHostAllocExp", "NULL != pProperties && ::UR_EXP_ASYNC_USM_ALLOC_FLAGS_MASK & pProperties->flags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urEnqueueUSMHostAllocExp(a_hQueue, a_pPool, a_size, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_ppMem, a_phEvent), urt_ddi.EnqueueExp.pfnUSMHostAllocExp(a_hQueue, a_pPool, a_size, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_ppMem, a_phEvent));
   }
   {
     urt_reset();
@@ -10070,7 +11138,7 @@ static void test_urEnqueueUSMHostAllocExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMHostAllocExp", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.EnqueueExp.pfnUSMHostAllocExp(a_hQueue, a_pPool, a_size, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_ppMem, a_phEvent));
+    urt_expect("urEnqueueUSMHostAllocExp", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueUSMHostAllocExp(a_hQueue, a_pPool, a_size, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_ppMem, a_phEvent), urt_ddi.EnqueueExp.pfnUSMHostAllocExp(a_hQueue, a_pPool, a_size, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_ppMem, a_phEvent));
   }
   {
     urt_reset();
@@ -10094,8 +11162,16 @@ static void test_urEnqueueUSMHostAllocExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMHostAllocExp", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.EnqueueExp.pfnUSMHostAllocExp(a_hQueue, a_pPool, a_size, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_ppMem, a_phEvent));
+    urt_expect("urEnqueueUSMHostAllocExp", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueUSMHostAllocExp(a_hQueue, a_pPool, a_size, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_ppMem, a_phEvent), urt_ddi.EnqueueExp.pfnUSMHostAllocExp(a_hQueue, a_pPool, a_size, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_ppMem, a_phEvent));
   }
+}
+
+static ur_result_t urt_due_urEnqueueUSMFreeExp(ur_queue_handle_t hQueue, ur_usm_pool_handle_t pPool, void * pMem, uint32_t numEventsInWaitList, const ur_event_handle_t * phEventWaitList, ur_event_handle_t * phEvent) {
+  if (NULL == pMem) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hQueue) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (phEventWaitList == NULL && numEventsInWaitList > 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (phEventWaitList != NULL && numEventsInWaitList == 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urEnqueueUSMFreeExp(void) {
@@ -10114,7 +11190,7 @@ static void test_urEnqueueUSMFreeExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMFreeExp", "NULL == pMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.EnqueueExp.pfnUSMFreeExp(a_hQueue, a_pPool, a_pMem, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueUSMFreeExp", "NULL == pMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urEnqueueUSMFreeExp(a_hQueue, a_pPool, a_pMem, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.EnqueueExp.pfnUSMFreeExp(a_hQueue, a_pPool, a_pMem, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -10133,7 +11209,7 @@ static void test_urEnqueueUSMFreeExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMFreeExp", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.EnqueueExp.pfnUSMFreeExp(a_hQueue, a_pPool, a_pMem, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueUSMFreeExp", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueUSMFreeExp(a_hQueue, a_pPool, a_pMem, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.EnqueueExp.pfnUSMFreeExp(a_hQueue, a_pPool, a_pMem, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -10149,7 +11225,7 @@ static void test_urEnqueueUSMFreeExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMFreeExp", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.EnqueueExp.pfnUSMFreeExp(a_hQueue, a_pPool, a_pMem, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueUSMFreeExp", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueUSMFreeExp(a_hQueue, a_pPool, a_pMem, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.EnqueueExp.pfnUSMFreeExp(a_hQueue, a_pPool, a_pMem, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -10168,8 +11244,17 @@ static void test_urEnqueueUSMFreeExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueUSMFreeExp", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.EnqueueExp.pfnUSMFreeExp(a_hQueue, a_pPool, a_pMem, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueUSMFreeExp", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueUSMFreeExp(a_hQueue, a_pPool, a_pMem, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.EnqueueExp.pfnUSMFreeExp(a_hQueue, a_pPool, a_pMem, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
+}
+
+static ur_result_t urt_due_urUSMPoolCreateExp(ur_context_handle_t hContext, ur_device_handle_t hDevice, ur_usm_pool_desc_t * pPoolDesc, ur_usm_pool_handle_t * pPool) {
+  if (NULL == pPoolDesc) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == pPool) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_USM_POOL_FLAGS_MASK & pPoolDesc->flags) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urUSMPoolCreateExp(void) {
@@ -10183,7 +11268,7 @@ static void test_urUSMPoolCreateExp(void) {
       urt_fill_handles(s, (void *)(ur_usm_pool_handle_t)urt_standin);
       urt_ptr = s; }
     ur_usm_pool_handle_t * a_pPool = (ur_usm_pool_handle_t *)urt_ptr;
-    urt_expect("urUSMPoolCreateExp", "NULL == pPoolDesc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.USMExp.pfnPoolCreateExp(a_hContext, a_hDevice, a_pPoolDesc, a_pPool));
+    urt_expect("urUSMPoolCreateExp", "NULL == pPoolDesc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urUSMPoolCreateExp(a_hContext, a_hDevice, a_pPoolDesc, a_pPool), urt_ddi.USMExp.pfnPoolCreateExp(a_hContext, a_hDevice, a_pPoolDesc, a_pPool));
   }
   {
     urt_reset();
@@ -10195,7 +11280,7 @@ static void test_urUSMPoolCreateExp(void) {
       urt_ptr = s; }
     ur_usm_pool_desc_t * a_pPoolDesc = (ur_usm_pool_desc_t *)urt_ptr;
     ur_usm_pool_handle_t * a_pPool = NULL;
-    urt_expect("urUSMPoolCreateExp", "NULL == pPool", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.USMExp.pfnPoolCreateExp(a_hContext, a_hDevice, a_pPoolDesc, a_pPool));
+    urt_expect("urUSMPoolCreateExp", "NULL == pPool", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urUSMPoolCreateExp(a_hContext, a_hDevice, a_pPoolDesc, a_pPool), urt_ddi.USMExp.pfnPoolCreateExp(a_hContext, a_hDevice, a_pPoolDesc, a_pPool));
   }
   {
     urt_reset();
@@ -10210,7 +11295,7 @@ static void test_urUSMPoolCreateExp(void) {
       urt_fill_handles(s, (void *)(ur_usm_pool_handle_t)urt_standin);
       urt_ptr = s; }
     ur_usm_pool_handle_t * a_pPool = (ur_usm_pool_handle_t *)urt_ptr;
-    urt_expect("urUSMPoolCreateExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.USMExp.pfnPoolCreateExp(a_hContext, a_hDevice, a_pPoolDesc, a_pPool));
+    urt_expect("urUSMPoolCreateExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urUSMPoolCreateExp(a_hContext, a_hDevice, a_pPoolDesc, a_pPool), urt_ddi.USMExp.pfnPoolCreateExp(a_hContext, a_hDevice, a_pPoolDesc, a_pPool));
   }
   {
     urt_reset();
@@ -10225,7 +11310,7 @@ static void test_urUSMPoolCreateExp(void) {
       urt_fill_handles(s, (void *)(ur_usm_pool_handle_t)urt_standin);
       urt_ptr = s; }
     ur_usm_pool_handle_t * a_pPool = (ur_usm_pool_handle_t *)urt_ptr;
-    urt_expect("urUSMPoolCreateExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.USMExp.pfnPoolCreateExp(a_hContext, a_hDevice, a_pPoolDesc, a_pPool));
+    urt_expect("urUSMPoolCreateExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urUSMPoolCreateExp(a_hContext, a_hDevice, a_pPoolDesc, a_pPool), urt_ddi.USMExp.pfnPoolCreateExp(a_hContext, a_hDevice, a_pPoolDesc, a_pPool));
   }
   {
     urt_reset();
@@ -10241,8 +11326,15 @@ static void test_urUSMPoolCreateExp(void) {
       urt_ptr = s; }
     ur_usm_pool_handle_t * a_pPool = (ur_usm_pool_handle_t *)urt_ptr;
     *((ur_usm_pool_flags_t *)&((a_pPoolDesc)->flags)) = (ur_usm_pool_flags_t)8u;
-    urt_expect("urUSMPoolCreateExp", "::UR_USM_POOL_FLAGS_MASK & pPoolDesc->flags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.USMExp.pfnPoolCreateExp(a_hContext, a_hDevice, a_pPoolDesc, a_pPool));
+    urt_expect("urUSMPoolCreateExp", "::UR_USM_POOL_FLAGS_MASK & pPoolDesc->flags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urUSMPoolCreateExp(a_hContext, a_hDevice, a_pPoolDesc, a_pPool), urt_ddi.USMExp.pfnPoolCreateExp(a_hContext, a_hDevice, a_pPoolDesc, a_pPool));
   }
+}
+
+static ur_result_t urt_due_urUSMPoolDestroyExp(ur_context_handle_t hContext, ur_device_handle_t hDevice, ur_usm_pool_handle_t hPool) {
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hPool) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urUSMPoolDestroyExp(void) {
@@ -10252,7 +11344,7 @@ static void test_urUSMPoolDestroyExp(void) {
     ur_context_handle_t a_hContext = NULL;
     ur_device_handle_t a_hDevice = urt_h_ur_device_handle;
     ur_usm_pool_handle_t a_hPool = (ur_usm_pool_handle_t)urt_standin;
-    urt_expect("urUSMPoolDestroyExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.USMExp.pfnPoolDestroyExp(a_hContext, a_hDevice, a_hPool));
+    urt_expect("urUSMPoolDestroyExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urUSMPoolDestroyExp(a_hContext, a_hDevice, a_hPool), urt_ddi.USMExp.pfnPoolDestroyExp(a_hContext, a_hDevice, a_hPool));
   }
   {
     urt_reset();
@@ -10260,7 +11352,7 @@ static void test_urUSMPoolDestroyExp(void) {
     ur_context_handle_t a_hContext = urt_h_ur_context_handle;
     ur_device_handle_t a_hDevice = NULL;
     ur_usm_pool_handle_t a_hPool = (ur_usm_pool_handle_t)urt_standin;
-    urt_expect("urUSMPoolDestroyExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.USMExp.pfnPoolDestroyExp(a_hContext, a_hDevice, a_hPool));
+    urt_expect("urUSMPoolDestroyExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urUSMPoolDestroyExp(a_hContext, a_hDevice, a_hPool), urt_ddi.USMExp.pfnPoolDestroyExp(a_hContext, a_hDevice, a_hPool));
   }
   {
     urt_reset();
@@ -10268,8 +11360,15 @@ static void test_urUSMPoolDestroyExp(void) {
     ur_context_handle_t a_hContext = urt_h_ur_context_handle;
     ur_device_handle_t a_hDevice = urt_h_ur_device_handle;
     ur_usm_pool_handle_t a_hPool = NULL;
-    urt_expect("urUSMPoolDestroyExp", "NULL == hPool", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.USMExp.pfnPoolDestroyExp(a_hContext, a_hDevice, a_hPool));
+    urt_expect("urUSMPoolDestroyExp", "NULL == hPool", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urUSMPoolDestroyExp(a_hContext, a_hDevice, a_hPool), urt_ddi.USMExp.pfnPoolDestroyExp(a_hContext, a_hDevice, a_hPool));
   }
+}
+
+static ur_result_t urt_due_urUSMPoolGetDefaultDevicePoolExp(ur_context_handle_t hContext, ur_device_handle_t hDevice, ur_usm_pool_handle_t * pPool) {
+  if (NULL == pPool) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urUSMPoolGetDefaultDevicePoolExp(void) {
@@ -10279,7 +11378,7 @@ static void test_urUSMPoolGetDefaultDevicePoolExp(void) {
     ur_context_handle_t a_hContext = urt_h_ur_context_handle;
     ur_device_handle_t a_hDevice = urt_h_ur_device_handle;
     ur_usm_pool_handle_t * a_pPool = NULL;
-    urt_expect("urUSMPoolGetDefaultDevicePoolExp", "NULL == pPool", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.USMExp.pfnPoolGetDefaultDevicePoolExp(a_hContext, a_hDevice, a_pPool));
+    urt_expect("urUSMPoolGetDefaultDevicePoolExp", "NULL == pPool", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urUSMPoolGetDefaultDevicePoolExp(a_hContext, a_hDevice, a_pPool), urt_ddi.USMExp.pfnPoolGetDefaultDevicePoolExp(a_hContext, a_hDevice, a_pPool));
   }
   {
     urt_reset();
@@ -10290,7 +11389,7 @@ static void test_urUSMPoolGetDefaultDevicePoolExp(void) {
       urt_fill_handles(s, (void *)(ur_usm_pool_handle_t)urt_standin);
       urt_ptr = s; }
     ur_usm_pool_handle_t * a_pPool = (ur_usm_pool_handle_t *)urt_ptr;
-    urt_expect("urUSMPoolGetDefaultDevicePoolExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.USMExp.pfnPoolGetDefaultDevicePoolExp(a_hContext, a_hDevice, a_pPool));
+    urt_expect("urUSMPoolGetDefaultDevicePoolExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urUSMPoolGetDefaultDevicePoolExp(a_hContext, a_hDevice, a_pPool), urt_ddi.USMExp.pfnPoolGetDefaultDevicePoolExp(a_hContext, a_hDevice, a_pPool));
   }
   {
     urt_reset();
@@ -10301,8 +11400,15 @@ static void test_urUSMPoolGetDefaultDevicePoolExp(void) {
       urt_fill_handles(s, (void *)(ur_usm_pool_handle_t)urt_standin);
       urt_ptr = s; }
     ur_usm_pool_handle_t * a_pPool = (ur_usm_pool_handle_t *)urt_ptr;
-    urt_expect("urUSMPoolGetDefaultDevicePoolExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.USMExp.pfnPoolGetDefaultDevicePoolExp(a_hContext, a_hDevice, a_pPool));
+    urt_expect("urUSMPoolGetDefaultDevicePoolExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urUSMPoolGetDefaultDevicePoolExp(a_hContext, a_hDevice, a_pPool), urt_ddi.USMExp.pfnPoolGetDefaultDevicePoolExp(a_hContext, a_hDevice, a_pPool));
   }
+}
+
+static ur_result_t urt_due_urUSMPoolGetInfoExp(ur_usm_pool_handle_t hPool, ur_usm_pool_info_t propName, void * pPropValue, size_t * pPropSizeRet) {
+  if (pPropValue == NULL && pPropSizeRet == NULL) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hPool) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_USM_POOL_INFO_USED_HIGH_EXP < propName) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urUSMPoolGetInfoExp(void) {
@@ -10313,7 +11419,7 @@ static void test_urUSMPoolGetInfoExp(void) {
     ur_usm_pool_info_t a_propName = (ur_usm_pool_info_t)0u;
     void * a_pPropValue = NULL;
     size_t * a_pPropSizeRet = NULL;
-    urt_expect("urUSMPoolGetInfoExp", "pPropValue == NULL && pPropSizeRet == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.USMExp.pfnPoolGetInfoExp(a_hPool, a_propName, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urUSMPoolGetInfoExp", "pPropValue == NULL && pPropSizeRet == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urUSMPoolGetInfoExp(a_hPool, a_propName, a_pPropValue, a_pPropSizeRet), urt_ddi.USMExp.pfnPoolGetInfoExp(a_hPool, a_propName, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -10327,7 +11433,7 @@ static void test_urUSMPoolGetInfoExp(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urUSMPoolGetInfoExp", "NULL == hPool", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.USMExp.pfnPoolGetInfoExp(a_hPool, a_propName, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urUSMPoolGetInfoExp", "NULL == hPool", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urUSMPoolGetInfoExp(a_hPool, a_propName, a_pPropValue, a_pPropSizeRet), urt_ddi.USMExp.pfnPoolGetInfoExp(a_hPool, a_propName, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -10341,8 +11447,15 @@ static void test_urUSMPoolGetInfoExp(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urUSMPoolGetInfoExp", "::UR_USM_POOL_INFO_USED_HIGH_EXP < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.USMExp.pfnPoolGetInfoExp(a_hPool, a_propName, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urUSMPoolGetInfoExp", "::UR_USM_POOL_INFO_USED_HIGH_EXP < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urUSMPoolGetInfoExp(a_hPool, a_propName, a_pPropValue, a_pPropSizeRet), urt_ddi.USMExp.pfnPoolGetInfoExp(a_hPool, a_propName, a_pPropValue, a_pPropSizeRet));
   }
+}
+
+static ur_result_t urt_due_urUSMPoolSetInfoExp(ur_usm_pool_handle_t hPool, ur_usm_pool_info_t propName, void * pPropValue, size_t propSize) {
+  if (NULL == pPropValue) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hPool) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_USM_POOL_INFO_USED_HIGH_EXP < propName) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urUSMPoolSetInfoExp(void) {
@@ -10353,7 +11466,7 @@ static void test_urUSMPoolSetInfoExp(void) {
     ur_usm_pool_info_t a_propName = (ur_usm_pool_info_t)0u;
     void * a_pPropValue = NULL;
     size_t a_propSize = (size_t)1u;
-    urt_expect("urUSMPoolSetInfoExp", "NULL == pPropValue", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.USMExp.pfnPoolSetInfoExp(a_hPool, a_propName, a_pPropValue, a_propSize));
+    urt_expect("urUSMPoolSetInfoExp", "NULL == pPropValue", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urUSMPoolSetInfoExp(a_hPool, a_propName, a_pPropValue, a_propSize), urt_ddi.USMExp.pfnPoolSetInfoExp(a_hPool, a_propName, a_pPropValue, a_propSize));
   }
   {
     urt_reset();
@@ -10364,7 +11477,7 @@ static void test_urUSMPoolSetInfoExp(void) {
       urt_ptr = s; }
     void * a_pPropValue = (void *)urt_ptr;
     size_t a_propSize = (size_t)1u;
-    urt_expect("urUSMPoolSetInfoExp", "NULL == hPool", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.USMExp.pfnPoolSetInfoExp(a_hPool, a_propName, a_pPropValue, a_propSize));
+    urt_expect("urUSMPoolSetInfoExp", "NULL == hPool", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urUSMPoolSetInfoExp(a_hPool, a_propName, a_pPropValue, a_propSize), urt_ddi.USMExp.pfnPoolSetInfoExp(a_hPool, a_propName, a_pPropValue, a_propSize));
   }
   {
     urt_reset();
@@ -10375,8 +11488,15 @@ static void test_urUSMPoolSetInfoExp(void) {
       urt_ptr = s; }
     void * a_pPropValue = (void *)urt_ptr;
     size_t a_propSize = (size_t)1u;
-    urt_expect("urUSMPoolSetInfoExp", "::UR_USM_POOL_INFO_USED_HIGH_EXP < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.USMExp.pfnPoolSetInfoExp(a_hPool, a_propName, a_pPropValue, a_propSize));
+    urt_expect("urUSMPoolSetInfoExp", "::UR_USM_POOL_INFO_USED_HIGH_EXP < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urUSMPoolSetInfoExp(a_hPool, a_propName, a_pPropValue, a_propSize), urt_ddi.USMExp.pfnPoolSetInfoExp(a_hPool, a_propName, a_pPropValue, a_propSize));
   }
+}
+
+static ur_result_t urt_due_urUSMPoolSetDevicePoolExp(ur_context_handle_t hContext, ur_device_handle_t hDevice, ur_usm_pool_handle_t hPool) {
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hPool) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urUSMPoolSetDevicePoolExp(void) {
@@ -10386,7 +11506,7 @@ static void test_urUSMPoolSetDevicePoolExp(void) {
     ur_context_handle_t a_hContext = NULL;
     ur_device_handle_t a_hDevice = urt_h_ur_device_handle;
     ur_usm_pool_handle_t a_hPool = (ur_usm_pool_handle_t)urt_standin;
-    urt_expect("urUSMPoolSetDevicePoolExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.USMExp.pfnPoolSetDevicePoolExp(a_hContext, a_hDevice, a_hPool));
+    urt_expect("urUSMPoolSetDevicePoolExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urUSMPoolSetDevicePoolExp(a_hContext, a_hDevice, a_hPool), urt_ddi.USMExp.pfnPoolSetDevicePoolExp(a_hContext, a_hDevice, a_hPool));
   }
   {
     urt_reset();
@@ -10394,7 +11514,7 @@ static void test_urUSMPoolSetDevicePoolExp(void) {
     ur_context_handle_t a_hContext = urt_h_ur_context_handle;
     ur_device_handle_t a_hDevice = NULL;
     ur_usm_pool_handle_t a_hPool = (ur_usm_pool_handle_t)urt_standin;
-    urt_expect("urUSMPoolSetDevicePoolExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.USMExp.pfnPoolSetDevicePoolExp(a_hContext, a_hDevice, a_hPool));
+    urt_expect("urUSMPoolSetDevicePoolExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urUSMPoolSetDevicePoolExp(a_hContext, a_hDevice, a_hPool), urt_ddi.USMExp.pfnPoolSetDevicePoolExp(a_hContext, a_hDevice, a_hPool));
   }
   {
     urt_reset();
@@ -10402,8 +11522,15 @@ static void test_urUSMPoolSetDevicePoolExp(void) {
     ur_context_handle_t a_hContext = urt_h_ur_context_handle;
     ur_device_handle_t a_hDevice = urt_h_ur_device_handle;
     ur_usm_pool_handle_t a_hPool = NULL;
-    urt_expect("urUSMPoolSetDevicePoolExp", "NULL == hPool", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.USMExp.pfnPoolSetDevicePoolExp(a_hContext, a_hDevice, a_hPool));
+    urt_expect("urUSMPoolSetDevicePoolExp", "NULL == hPool", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urUSMPoolSetDevicePoolExp(a_hContext, a_hDevice, a_hPool), urt_ddi.USMExp.pfnPoolSetDevicePoolExp(a_hContext, a_hDevice, a_hPool));
   }
+}
+
+static ur_result_t urt_due_urUSMPoolGetDevicePoolExp(ur_context_handle_t hContext, ur_device_handle_t hDevice, ur_usm_pool_handle_t * pPool) {
+  if (NULL == pPool) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urUSMPoolGetDevicePoolExp(void) {
@@ -10413,7 +11540,7 @@ static void test_urUSMPoolGetDevicePoolExp(void) {
     ur_context_handle_t a_hContext = urt_h_ur_context_handle;
     ur_device_handle_t a_hDevice = urt_h_ur_device_handle;
     ur_usm_pool_handle_t * a_pPool = NULL;
-    urt_expect("urUSMPoolGetDevicePoolExp", "NULL == pPool", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.USMExp.pfnPoolGetDevicePoolExp(a_hContext, a_hDevice, a_pPool));
+    urt_expect("urUSMPoolGetDevicePoolExp", "NULL == pPool", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urUSMPoolGetDevicePoolExp(a_hContext, a_hDevice, a_pPool), urt_ddi.USMExp.pfnPoolGetDevicePoolExp(a_hContext, a_hDevice, a_pPool));
   }
   {
     urt_reset();
@@ -10424,7 +11551,7 @@ static void test_urUSMPoolGetDevicePoolExp(void) {
       urt_fill_handles(s, (void *)(ur_usm_pool_handle_t)urt_standin);
       urt_ptr = s; }
     ur_usm_pool_handle_t * a_pPool = (ur_usm_pool_handle_t *)urt_ptr;
-    urt_expect("urUSMPoolGetDevicePoolExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.USMExp.pfnPoolGetDevicePoolExp(a_hContext, a_hDevice, a_pPool));
+    urt_expect("urUSMPoolGetDevicePoolExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urUSMPoolGetDevicePoolExp(a_hContext, a_hDevice, a_pPool), urt_ddi.USMExp.pfnPoolGetDevicePoolExp(a_hContext, a_hDevice, a_pPool));
   }
   {
     urt_reset();
@@ -10435,8 +11562,15 @@ static void test_urUSMPoolGetDevicePoolExp(void) {
       urt_fill_handles(s, (void *)(ur_usm_pool_handle_t)urt_standin);
       urt_ptr = s; }
     ur_usm_pool_handle_t * a_pPool = (ur_usm_pool_handle_t *)urt_ptr;
-    urt_expect("urUSMPoolGetDevicePoolExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.USMExp.pfnPoolGetDevicePoolExp(a_hContext, a_hDevice, a_pPool));
+    urt_expect("urUSMPoolGetDevicePoolExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urUSMPoolGetDevicePoolExp(a_hContext, a_hDevice, a_pPool), urt_ddi.USMExp.pfnPoolGetDevicePoolExp(a_hContext, a_hDevice, a_pPool));
   }
+}
+
+static ur_result_t urt_due_urUSMPoolTrimToExp(ur_context_handle_t hContext, ur_device_handle_t hDevice, ur_usm_pool_handle_t hPool, size_t minBytesToKeep) {
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hPool) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urUSMPoolTrimToExp(void) {
@@ -10447,7 +11581,7 @@ static void test_urUSMPoolTrimToExp(void) {
     ur_device_handle_t a_hDevice = urt_h_ur_device_handle;
     ur_usm_pool_handle_t a_hPool = (ur_usm_pool_handle_t)urt_standin;
     size_t a_minBytesToKeep = (size_t)1u;
-    urt_expect("urUSMPoolTrimToExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.USMExp.pfnPoolTrimToExp(a_hContext, a_hDevice, a_hPool, a_minBytesToKeep));
+    urt_expect("urUSMPoolTrimToExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urUSMPoolTrimToExp(a_hContext, a_hDevice, a_hPool, a_minBytesToKeep), urt_ddi.USMExp.pfnPoolTrimToExp(a_hContext, a_hDevice, a_hPool, a_minBytesToKeep));
   }
   {
     urt_reset();
@@ -10456,7 +11590,7 @@ static void test_urUSMPoolTrimToExp(void) {
     ur_device_handle_t a_hDevice = NULL;
     ur_usm_pool_handle_t a_hPool = (ur_usm_pool_handle_t)urt_standin;
     size_t a_minBytesToKeep = (size_t)1u;
-    urt_expect("urUSMPoolTrimToExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.USMExp.pfnPoolTrimToExp(a_hContext, a_hDevice, a_hPool, a_minBytesToKeep));
+    urt_expect("urUSMPoolTrimToExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urUSMPoolTrimToExp(a_hContext, a_hDevice, a_hPool, a_minBytesToKeep), urt_ddi.USMExp.pfnPoolTrimToExp(a_hContext, a_hDevice, a_hPool, a_minBytesToKeep));
   }
   {
     urt_reset();
@@ -10465,8 +11599,19 @@ static void test_urUSMPoolTrimToExp(void) {
     ur_device_handle_t a_hDevice = urt_h_ur_device_handle;
     ur_usm_pool_handle_t a_hPool = NULL;
     size_t a_minBytesToKeep = (size_t)1u;
-    urt_expect("urUSMPoolTrimToExp", "NULL == hPool", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.USMExp.pfnPoolTrimToExp(a_hContext, a_hDevice, a_hPool, a_minBytesToKeep));
+    urt_expect("urUSMPoolTrimToExp", "NULL == hPool", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urUSMPoolTrimToExp(a_hContext, a_hDevice, a_hPool, a_minBytesToKeep), urt_ddi.USMExp.pfnPoolTrimToExp(a_hContext, a_hDevice, a_hPool, a_minBytesToKeep));
   }
+}
+
+static ur_result_t urt_due_urUSMPitchedAllocExp(ur_context_handle_t hContext, ur_device_handle_t hDevice, const ur_usm_desc_t * pUSMDesc, ur_usm_pool_handle_t pool, size_t widthInBytes, size_t height, size_t elementSizeBytes, void * * ppMem, size_t * pResultPitch) {
+  if (NULL == ppMem) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == pResultPitch) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL != pUSMDesc && UR_USM_ADVICE_FLAGS_MASK & pUSMDesc->hints) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  if (pUSMDesc && pUSMDesc->align != 0 && ((pUSMDesc->align & (pUSMDesc->align-1)) != 0)) return UR_RESULT_ERROR_INVALID_VALUE;
+  if (widthInBytes == 0) return UR_RESULT_ERROR_INVALID_USM_SIZE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urUSMPitchedAllocExp(void) {
@@ -10488,7 +11633,7 @@ static void test_urUSMPitchedAllocExp(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pResultPitch = (size_t *)urt_ptr;
-    urt_expect("urUSMPitchedAllocExp", "NULL == ppMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.USMExp.pfnPitchedAllocExp(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_widthInBytes, a_height, a_elementSizeBytes, a_ppMem, a_pResultPitch));
+    urt_expect("urUSMPitchedAllocExp", "NULL == ppMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urUSMPitchedAllocExp(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_widthInBytes, a_height, a_elementSizeBytes, a_ppMem, a_pResultPitch), urt_ddi.USMExp.pfnPitchedAllocExp(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_widthInBytes, a_height, a_elementSizeBytes, a_ppMem, a_pResultPitch));
   }
   {
     urt_reset();
@@ -10507,7 +11652,7 @@ static void test_urUSMPitchedAllocExp(void) {
       urt_ptr = s; }
     void * * a_ppMem = (void * *)urt_ptr;
     size_t * a_pResultPitch = NULL;
-    urt_expect("urUSMPitchedAllocExp", "NULL == pResultPitch", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.USMExp.pfnPitchedAllocExp(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_widthInBytes, a_height, a_elementSizeBytes, a_ppMem, a_pResultPitch));
+    urt_expect("urUSMPitchedAllocExp", "NULL == pResultPitch", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urUSMPitchedAllocExp(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_widthInBytes, a_height, a_elementSizeBytes, a_ppMem, a_pResultPitch), urt_ddi.USMExp.pfnPitchedAllocExp(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_widthInBytes, a_height, a_elementSizeBytes, a_ppMem, a_pResultPitch));
   }
   {
     urt_reset();
@@ -10529,7 +11674,7 @@ static void test_urUSMPitchedAllocExp(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pResultPitch = (size_t *)urt_ptr;
-    urt_expect("urUSMPitchedAllocExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.USMExp.pfnPitchedAllocExp(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_widthInBytes, a_height, a_elementSizeBytes, a_ppMem, a_pResultPitch));
+    urt_expect("urUSMPitchedAllocExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urUSMPitchedAllocExp(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_widthInBytes, a_height, a_elementSizeBytes, a_ppMem, a_pResultPitch), urt_ddi.USMExp.pfnPitchedAllocExp(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_widthInBytes, a_height, a_elementSizeBytes, a_ppMem, a_pResultPitch));
   }
   {
     urt_reset();
@@ -10551,7 +11696,7 @@ static void test_urUSMPitchedAllocExp(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pResultPitch = (size_t *)urt_ptr;
-    urt_expect("urUSMPitchedAllocExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.USMExp.pfnPitchedAllocExp(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_widthInBytes, a_height, a_elementSizeBytes, a_ppMem, a_pResultPitch));
+    urt_expect("urUSMPitchedAllocExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urUSMPitchedAllocExp(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_widthInBytes, a_height, a_elementSizeBytes, a_ppMem, a_pResultPitch), urt_ddi.USMExp.pfnPitchedAllocExp(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_widthInBytes, a_height, a_elementSizeBytes, a_ppMem, a_pResultPitch));
   }
   {
     urt_reset();
@@ -10574,7 +11719,7 @@ static void test_urUSMPitchedAllocExp(void) {
       urt_ptr = s; }
     size_t * a_pResultPitch = (size_t *)urt_ptr;
     *((ur_usm_advice_flags_t *)&((a_pUSMDesc)->hints)) = (ur_usm_advice_flags_t)131072u;
-    urt_expect("urUSMPitchedAllocExp", "NULL != pUSMDesc && ::UR_USM_ADVICE_FLAGS_MASK & pUSMDesc->hints", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.USMExp.pfnPitchedAllocExp(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_widthInBytes, a_height, a_elementSizeBytes, a_ppMem, a_pResultPitch));
+    urt_expect("urUSMPitchedAllocExp", "NULL != pUSMDesc && ::UR_USM_ADVICE_FLAGS_MASK & pUSMDesc->hints", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urUSMPitchedAllocExp(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_widthInBytes, a_height, a_elementSizeBytes, a_ppMem, a_pResultPitch), urt_ddi.USMExp.pfnPitchedAllocExp(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_widthInBytes, a_height, a_elementSizeBytes, a_ppMem, a_pResultPitch));
   }
   {
     urt_reset();
@@ -10597,7 +11742,7 @@ static void test_urUSMPitchedAllocExp(void) {
       urt_ptr = s; }
     size_t * a_pResultPitch = (size_t *)urt_ptr;
     *((uint32_t *)&((a_pUSMDesc)->align)) = (uint32_t)3u;
-    urt_expect("urUSMPitchedAllocExp", "pUSMDesc && pUSMDesc->align != 0 && ((pUSMDesc->align & (pUSMDesc->align-1)) != 0)", UR_RESULT_ERROR_INVALID_VALUE, urt_ddi.USMExp.pfnPitchedAllocExp(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_widthInBytes, a_height, a_elementSizeBytes, a_ppMem, a_pResultPitch));
+    urt_expect("urUSMPitchedAllocExp", "pUSMDesc && pUSMDesc->align != 0 && ((pUSMDesc->align & (pUSMDesc->align-1)) != 0)", UR_RESULT_ERROR_INVALID_VALUE, urt_due_urUSMPitchedAllocExp(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_widthInBytes, a_height, a_elementSizeBytes, a_ppMem, a_pResultPitch), urt_ddi.USMExp.pfnPitchedAllocExp(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_widthInBytes, a_height, a_elementSizeBytes, a_ppMem, a_pResultPitch));
   }
   {
     urt_reset();
@@ -10619,8 +11764,14 @@ static void test_urUSMPitchedAllocExp(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pResultPitch = (size_t *)urt_ptr;
-    urt_expect("urUSMPitchedAllocExp", "widthInBytes == 0", UR_RESULT_ERROR_INVALID_USM_SIZE, urt_ddi.USMExp.pfnPitchedAllocExp(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_widthInBytes, a_height, a_elementSizeBytes, a_ppMem, a_pResultPitch));
+    urt_expect("urUSMPitchedAllocExp", "widthInBytes == 0", UR_RESULT_ERROR_INVALID_USM_SIZE, urt_due_urUSMPitchedAllocExp(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_widthInBytes, a_height, a_elementSizeBytes, a_ppMem, a_pResultPitch), urt_ddi.USMExp.pfnPitchedAllocExp(a_hContext, a_hDevice, a_pUSMDesc, a_pool, a_widthInBytes, a_height, a_elementSizeBytes, a_ppMem, a_pResultPitch));
   }
+}
+
+static ur_result_t urt_due_urBindlessImagesUnsampledImageHandleDestroyExp(ur_context_handle_t hContext, ur_device_handle_t hDevice, ur_exp_image_native_handle_t hImage) {
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urBindlessImagesUnsampledImageHandleDestroyExp(void) {
@@ -10630,7 +11781,7 @@ static void test_urBindlessImagesUnsampledImageHandleDestroyExp(void) {
     ur_context_handle_t a_hContext = NULL;
     ur_device_handle_t a_hDevice = urt_h_ur_device_handle;
     ur_exp_image_native_handle_t a_hImage = (ur_exp_image_native_handle_t)1u;
-    urt_expect("urBindlessImagesUnsampledImageHandleDestroyExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.BindlessImagesExp.pfnUnsampledImageHandleDestroyExp(a_hContext, a_hDevice, a_hImage));
+    urt_expect("urBindlessImagesUnsampledImageHandleDestroyExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urBindlessImagesUnsampledImageHandleDestroyExp(a_hContext, a_hDevice, a_hImage), urt_ddi.BindlessImagesExp.pfnUnsampledImageHandleDestroyExp(a_hContext, a_hDevice, a_hImage));
   }
   {
     urt_reset();
@@ -10638,8 +11789,14 @@ static void test_urBindlessImagesUnsampledImageHandleDestroyExp(void) {
     ur_context_handle_t a_hContext = urt_h_ur_context_handle;
     ur_device_handle_t a_hDevice = NULL;
     ur_exp_image_native_handle_t a_hImage = (ur_exp_image_native_handle_t)1u;
-    urt_expect("urBindlessImagesUnsampledImageHandleDestroyExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.BindlessImagesExp.pfnUnsampledImageHandleDestroyExp(a_hContext, a_hDevice, a_hImage));
+    urt_expect("urBindlessImagesUnsampledImageHandleDestroyExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urBindlessImagesUnsampledImageHandleDestroyExp(a_hContext, a_hDevice, a_hImage), urt_ddi.BindlessImagesExp.pfnUnsampledImageHandleDestroyExp(a_hContext, a_hDevice, a_hImage));
   }
+}
+
+static ur_result_t urt_due_urBindlessImagesSampledImageHandleDestroyExp(ur_context_handle_t hContext, ur_device_handle_t hDevice, ur_exp_image_native_handle_t hImage) {
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urBindlessImagesSampledImageHandleDestroyExp(void) {
@@ -10649,7 +11806,7 @@ static void test_urBindlessImagesSampledImageHandleDestroyExp(void) {
     ur_context_handle_t a_hContext = NULL;
     ur_device_handle_t a_hDevice = urt_h_ur_device_handle;
     ur_exp_image_native_handle_t a_hImage = (ur_exp_image_native_handle_t)1u;
-    urt_expect("urBindlessImagesSampledImageHandleDestroyExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.BindlessImagesExp.pfnSampledImageHandleDestroyExp(a_hContext, a_hDevice, a_hImage));
+    urt_expect("urBindlessImagesSampledImageHandleDestroyExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urBindlessImagesSampledImageHandleDestroyExp(a_hContext, a_hDevice, a_hImage), urt_ddi.BindlessImagesExp.pfnSampledImageHandleDestroyExp(a_hContext, a_hDevice, a_hImage));
   }
   {
     urt_reset();
@@ -10657,8 +11814,18 @@ static void test_urBindlessImagesSampledImageHandleDestroyExp(void) {
     ur_context_handle_t a_hContext = urt_h_ur_context_handle;
     ur_device_handle_t a_hDevice = NULL;
     ur_exp_image_native_handle_t a_hImage = (ur_exp_image_native_handle_t)1u;
-    urt_expect("urBindlessImagesSampledImageHandleDestroyExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.BindlessImagesExp.pfnSampledImageHandleDestroyExp(a_hContext, a_hDevice, a_hImage));
+    urt_expect("urBindlessImagesSampledImageHandleDestroyExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urBindlessImagesSampledImageHandleDestroyExp(a_hContext, a_hDevice, a_hImage), urt_ddi.BindlessImagesExp.pfnSampledImageHandleDestroyExp(a_hContext, a_hDevice, a_hImage));
   }
+}
+
+static ur_result_t urt_due_urBindlessImagesImageAllocateExp(ur_context_handle_t hContext, ur_device_handle_t hDevice, const ur_image_format_t * pImageFormat, const ur_image_desc_t * pImageDesc, ur_exp_image_mem_native_handle_t * phImageMem) {
+  if (NULL == pImageFormat) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == pImageDesc) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == phImageMem) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (pImageDesc && UR_MEM_TYPE_IMAGE_CUBEMAP_EXP < pImageDesc->type) return UR_RESULT_ERROR_INVALID_IMAGE_FORMAT_DESCRIPTOR;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urBindlessImagesImageAllocateExp(void) {
@@ -10676,7 +11843,7 @@ static void test_urBindlessImagesImageAllocateExp(void) {
       for (int i = 0; i < 16; i++) ((ur_exp_image_mem_native_handle_t *)s)[i] = 1;
       urt_ptr = s; }
     ur_exp_image_mem_native_handle_t * a_phImageMem = (ur_exp_image_mem_native_handle_t *)urt_ptr;
-    urt_expect("urBindlessImagesImageAllocateExp", "NULL == pImageFormat", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.BindlessImagesExp.pfnImageAllocateExp(a_hContext, a_hDevice, a_pImageFormat, a_pImageDesc, a_phImageMem));
+    urt_expect("urBindlessImagesImageAllocateExp", "NULL == pImageFormat", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urBindlessImagesImageAllocateExp(a_hContext, a_hDevice, a_pImageFormat, a_pImageDesc, a_phImageMem), urt_ddi.BindlessImagesExp.pfnImageAllocateExp(a_hContext, a_hDevice, a_pImageFormat, a_pImageDesc, a_phImageMem));
   }
   {
     urt_reset();
@@ -10691,7 +11858,7 @@ static void test_urBindlessImagesImageAllocateExp(void) {
       for (int i = 0; i < 16; i++) ((ur_exp_image_mem_native_handle_t *)s)[i] = 1;
       urt_ptr = s; }
     ur_exp_image_mem_native_handle_t * a_phImageMem = (ur_exp_image_mem_native_handle_t *)urt_ptr;
-    urt_expect("urBindlessImagesImageAllocateExp", "NULL == pImageDesc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.BindlessImagesExp.pfnImageAllocateExp(a_hContext, a_hDevice, a_pImageFormat, a_pImageDesc, a_phImageMem));
+    urt_expect("urBindlessImagesImageAllocateExp", "NULL == pImageDesc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urBindlessImagesImageAllocateExp(a_hContext, a_hDevice, a_pImageFormat, a_pImageDesc, a_phImageMem), urt_ddi.BindlessImagesExp.pfnImageAllocateExp(a_hContext, a_hDevice, a_pImageFormat, a_pImageDesc, a_phImageMem));
   }
   {
     urt_reset();
@@ -10706,7 +11873,7 @@ static void test_urBindlessImagesImageAllocateExp(void) {
       urt_ptr = s; }
     const ur_image_desc_t * a_pImageDesc = (const ur_image_desc_t *)urt_ptr;
     ur_exp_image_mem_native_handle_t * a_phImageMem = NULL;
-    urt_expect("urBindlessImagesImageAllocateExp", "NULL == phImageMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.BindlessImagesExp.pfnImageAllocateExp(a_hContext, a_hDevice, a_pImageFormat, a_pImageDesc, a_phImageMem));
+    urt_expect("urBindlessImagesImageAllocateExp", "NULL == phImageMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urBindlessImagesImageAllocateExp(a_hContext, a_hDevice, a_pImageFormat, a_pImageDesc, a_phImageMem), urt_ddi.BindlessImagesExp.pfnImageAllocateExp(a_hContext, a_hDevice, a_pImageFormat, a_pImageDesc, a_phImageMem));
   }
   {
     urt_reset();
@@ -10724,7 +11891,7 @@ static void test_urBindlessImagesImageAllocateExp(void) {
       for (int i = 0; i < 16; i++) ((ur_exp_image_mem_native_handle_t *)s)[i] = 1;
       urt_ptr = s; }
     ur_exp_image_mem_native_handle_t * a_phImageMem = (ur_exp_image_mem_native_handle_t *)urt_ptr;
-    urt_expect("urBindlessImagesImageAllocateExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.BindlessImagesExp.pfnImageAllocateExp(a_hContext, a_hDevice, a_pImageFormat, a_pImageDesc, a_phImageMem));
+    urt_expect("urBindlessImagesImageAllocateExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urBindlessImagesImageAllocateExp(a_hContext, a_hDevice, a_pImageFormat, a_pImageDesc, a_phImageMem), urt_ddi.BindlessImagesExp.pfnImageAllocateExp(a_hContext, a_hDevice, a_pImageFormat, a_pImageDesc, a_phImageMem));
   }
   {
     urt_reset();
@@ -10742,7 +11909,7 @@ static void test_urBindlessImagesImageAllocateExp(void) {
       for (int i = 0; i < 16; i++) ((ur_exp_image_mem_native_handle_t *)s)[i] = 1;
       urt_ptr = s; }
     ur_exp_image_mem_native_handle_t * a_phImageMem = (ur_exp_image_mem_native_handle_t *)urt_ptr;
-    urt_expect("urBindlessImagesImageAllocateExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.BindlessImagesExp.pfnImageAllocateExp(a_hContext, a_hDevice, a_pImageFormat, a_pImageDesc, a_phImageMem));
+    urt_expect("urBindlessImagesImageAllocateExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urBindlessImagesImageAllocateExp(a_hContext, a_hDevice, a_pImageFormat, a_pImageDesc, a_phImageMem), urt_ddi.BindlessImagesExp.pfnImageAllocateExp(a_hContext, a_hDevice, a_pImageFormat, a_pImageDesc, a_phImageMem));
   }
   {
     urt_reset();
@@ -10761,8 +11928,14 @@ static void test_urBindlessImagesImageAllocateExp(void) {
       urt_ptr = s; }
     ur_exp_image_mem_native_handle_t * a_phImageMem = (ur_exp_image_mem_native_handle_t *)urt_ptr;
     *((ur_mem_type_t *)&((a_pImageDesc)->type)) = (ur_mem_type_t)8193u;
-    urt_expect("urBindlessImagesImageAllocateExp", "pImageDesc && UR_MEM_TYPE_IMAGE_CUBEMAP_EXP < pImageDesc->type", UR_RESULT_ERROR_INVALID_IMAGE_FORMAT_DESCRIPTOR, urt_ddi.BindlessImagesExp.pfnImageAllocateExp(a_hContext, a_hDevice, a_pImageFormat, a_pImageDesc, a_phImageMem));
+    urt_expect("urBindlessImagesImageAllocateExp", "pImageDesc && UR_MEM_TYPE_IMAGE_CUBEMAP_EXP < pImageDesc->type", UR_RESULT_ERROR_INVALID_IMAGE_FORMAT_DESCRIPTOR, urt_due_urBindlessImagesImageAllocateExp(a_hContext, a_hDevice, a_pImageFormat, a_pImageDesc, a_phImageMem), urt_ddi.BindlessImagesExp.pfnImageAllocateExp(a_hContext, a_hDevice, a_pImageFormat, a_pImageDesc, a_phImageMem));
   }
+}
+
+static ur_result_t urt_due_urBindlessImagesImageFreeExp(ur_context_handle_t hContext, ur_device_handle_t hDevice, ur_exp_image_mem_native_handle_t hImageMem) {
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urBindlessImagesImageFreeExp(void) {
@@ -10772,7 +11945,7 @@ static void test_urBindlessImagesImageFreeExp(void) {
     ur_context_handle_t a_hContext = NULL;
     ur_device_handle_t a_hDevice = urt_h_ur_device_handle;
     ur_exp_image_mem_native_handle_t a_hImageMem = (ur_exp_image_mem_native_handle_t)1u;
-    urt_expect("urBindlessImagesImageFreeExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.BindlessImagesExp.pfnImageFreeExp(a_hContext, a_hDevice, a_hImageMem));
+    urt_expect("urBindlessImagesImageFreeExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urBindlessImagesImageFreeExp(a_hContext, a_hDevice, a_hImageMem), urt_ddi.BindlessImagesExp.pfnImageFreeExp(a_hContext, a_hDevice, a_hImageMem));
   }
   {
     urt_reset();
@@ -10780,8 +11953,18 @@ static void test_urBindlessImagesImageFreeExp(void) {
     ur_context_handle_t a_hContext = urt_h_ur_context_handle;
     ur_device_handle_t a_hDevice = NULL;
     ur_exp_image_mem_native_handle_t a_hImageMem = (ur_exp_image_mem_native_handle_t)1u;
-    urt_expect("urBindlessImagesImageFreeExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.BindlessImagesExp.pfnImageFreeExp(a_hContext, a_hDevice, a_hImageMem));
+    urt_expect("urBindlessImagesImageFreeExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urBindlessImagesImageFreeExp(a_hContext, a_hDevice, a_hImageMem), urt_ddi.BindlessImagesExp.pfnImageFreeExp(a_hContext, a_hDevice, a_hImageMem));
   }
+}
+
+static ur_result_t urt_due_urBindlessImagesUnsampledImageCreateExp(ur_context_handle_t hContext, ur_device_handle_t hDevice, ur_exp_image_mem_native_handle_t hImageMem, const ur_image_format_t * pImageFormat, const ur_image_desc_t * pImageDesc, ur_exp_image_native_handle_t * phImage) {
+  if (NULL == pImageFormat) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == pImageDesc) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == phImage) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (pImageDesc && UR_MEM_TYPE_IMAGE_CUBEMAP_EXP < pImageDesc->type) return UR_RESULT_ERROR_INVALID_IMAGE_FORMAT_DESCRIPTOR;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urBindlessImagesUnsampledImageCreateExp(void) {
@@ -10800,7 +11983,7 @@ static void test_urBindlessImagesUnsampledImageCreateExp(void) {
       for (int i = 0; i < 16; i++) ((ur_exp_image_native_handle_t *)s)[i] = 1;
       urt_ptr = s; }
     ur_exp_image_native_handle_t * a_phImage = (ur_exp_image_native_handle_t *)urt_ptr;
-    urt_expect("urBindlessImagesUnsampledImageCreateExp", "NULL == pImageFormat", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.BindlessImagesExp.pfnUnsampledImageCreateExp(a_hContext, a_hDevice, a_hImageMem, a_pImageFormat, a_pImageDesc, a_phImage));
+    urt_expect("urBindlessImagesUnsampledImageCreateExp", "NULL == pImageFormat", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urBindlessImagesUnsampledImageCreateExp(a_hContext, a_hDevice, a_hImageMem, a_pImageFormat, a_pImageDesc, a_phImage), urt_ddi.BindlessImagesExp.pfnUnsampledImageCreateExp(a_hContext, a_hDevice, a_hImageMem, a_pImageFormat, a_pImageDesc, a_phImage));
   }
   {
     urt_reset();
@@ -10816,7 +11999,7 @@ static void test_urBindlessImagesUnsampledImageCreateExp(void) {
       for (int i = 0; i < 16; i++) ((ur_exp_image_native_handle_t *)s)[i] = 1;
       urt_ptr = s; }
     ur_exp_image_native_handle_t * a_phImage = (ur_exp_image_native_handle_t *)urt_ptr;
-    urt_expect("urBindlessImagesUnsampledImageCreateExp", "NULL == pImageDesc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.BindlessImagesExp.pfnUnsampledImageCreateExp(a_hContext, a_hDevice, a_hImageMem, a_pImageFormat, a_pImageDesc, a_phImage));
+    urt_expect("urBindlessImagesUnsampledImageCreateExp", "NULL == pImageDesc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urBindlessImagesUnsampledImageCreateExp(a_hContext, a_hDevice, a_hImageMem, a_pImageFormat, a_pImageDesc, a_phImage), urt_ddi.BindlessImagesExp.pfnUnsampledImageCreateExp(a_hContext, a_hDevice, a_hImageMem, a_pImageFormat, a_pImageDesc, a_phImage));
   }
   {
     urt_reset();
@@ -10832,7 +12015,7 @@ static void test_urBindlessImagesUnsampledImageCreateExp(void) {
       urt_ptr = s; }
     const ur_image_desc_t * a_pImageDesc = (const ur_image_desc_t *)urt_ptr;
     ur_exp_image_native_handle_t * a_phImage = NULL;
-    urt_expect("urBindlessImagesUnsampledImageCreateExp", "NULL == phImage", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.BindlessImagesExp.pfnUnsampledImageCreateExp(a_hContext, a_hDevice, a_hImageMem, a_pImageFormat, a_pImageDesc, a_phImage));
+    urt_expect("urBindlessImagesUnsampledImageCreateExp", "NULL == phImage", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urBindlessImagesUnsampledImageCreateExp(a_hContext, a_hDevice, a_hImageMem, a_pImageFormat, a_pImageDesc, a_phImage), urt_ddi.BindlessImagesExp.pfnUnsampledImageCreateExp(a_hContext, a_hDevice, a_hImageMem, a_pImageFormat, a_pImageDesc, a_phImage));
   }
   {
     urt_reset();
@@ -10851,7 +12034,7 @@ static void test_urBindlessImagesUnsampledImageCreateExp(void) {
       for (int i = 0; i < 16; i++) ((ur_exp_image_native_handle_t *)s)[i] = 1;
       urt_ptr = s; }
     ur_exp_image_native_handle_t * a_phImage = (ur_exp_image_native_handle_t *)urt_ptr;
-    urt_expect("urBindlessImagesUnsampledImageCreateExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.BindlessImagesExp.pfnUnsampledImageCreateExp(a_hContext, a_hDevice, a_hImageMem, a_pImageFormat, a_pImageDesc, a_phImage));
+    urt_expect("urBindlessImagesUnsampledImageCreateExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urBindlessImagesUnsampledImageCreateExp(a_hContext, a_hDevice, a_hImageMem, a_pImageFormat, a_pImageDesc, a_phImage), urt_ddi.BindlessImagesExp.pfnUnsampledImageCreateExp(a_hContext, a_hDevice, a_hImageMem, a_pImageFormat, a_pImageDesc, a_phImage));
   }
   {
     urt_reset();
@@ -10870,7 +12053,7 @@ static void test_urBindlessImagesUnsampledImageCreateExp(void) {
       for (int i = 0; i < 16; i++) ((ur_exp_image_native_handle_t *)s)[i] = 1;
       urt_ptr = s; }
     ur_exp_image_native_handle_t * a_phImage = (ur_exp_image_native_handle_t *)urt_ptr;
-    urt_expect("urBindlessImagesUnsampledImageCreateExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.BindlessImagesExp.pfnUnsampledImageCreateExp(a_hContext, a_hDevice, a_hImageMem, a_pImageFormat, a_pImageDesc, a_phImage));
+    urt_expect("urBindlessImagesUnsampledImageCreateExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urBindlessImagesUnsampledImageCreateExp(a_hContext, a_hDevice, a_hImageMem, a_pImageFormat, a_pImageDesc, a_phImage), urt_ddi.BindlessImagesExp.pfnUnsampledImageCreateExp(a_hContext, a_hDevice, a_hImageMem, a_pImageFormat, a_pImageDesc, a_phImage));
   }
   {
     urt_reset();
@@ -10890,8 +12073,21 @@ static void test_urBindlessImagesUnsampledImageCreateExp(void) {
       urt_ptr = s; }
     ur_exp_image_native_handle_t * a_phImage = (ur_exp_image_native_handle_t *)urt_ptr;
     *((ur_mem_type_t *)&((a_pImageDesc)->type)) = (ur_mem_type_t)8193u;
-    urt_expect("urBindlessImagesUnsampledImageCreateExp", "pImageDesc && UR_MEM_TYPE_IMAGE_CUBEMAP_EXP < pImageDesc->type", UR_RESULT_ERROR_INVALID_IMAGE_FORMAT_DESCRIPTOR, urt_ddi.BindlessImagesExp.pfnUnsampledImageCreateExp(a_hContext, a_hDevice, a_hImageMem, a_pImageFormat, a_pImageDesc, a_phImage));
+    urt_expect("urBindlessImagesUnsampledImageCreateExp", "pImageDesc && UR_MEM_TYPE_IMAGE_CUBEMAP_EXP < pImageDesc->type", UR_RESULT_ERROR_INVALID_IMAGE_FORMAT_DESCRIPTOR, urt_due_urBindlessImagesUnsampledImageCreateExp(a_hContext, a_hDevice, a_hImageMem, a_pImageFormat, a_pImageDesc, a_phImage), urt_ddi.BindlessImagesExp.pfnUnsampledImageCreateExp(a_hContext, a_hDevice, a_hImageMem, a_pImageFormat, a_pImageDesc, a_phImage));
   }
+}
+
+static ur_result_t urt_due_urBindlessImagesSampledImageCreateExp(ur_context_handle_t hContext, ur_device_handle_t hDevice, ur_exp_image_mem_native_handle_t hImageMem, const ur_image_format_t * pImageFormat, const ur_image_desc_t * pImageDesc, const ur_sampler_desc_t * pSamplerDesc, ur_exp_image_native_handle_t * phImage) {
+  if (NULL == pImageFormat) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == pImageDesc) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == pSamplerDesc) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == phImage) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_SAMPLER_ADDRESSING_MODE_MIRRORED_REPEAT < pSamplerDesc->addressingMode) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  if (UR_SAMPLER_FILTER_MODE_LINEAR < pSamplerDesc->filterMode) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  if (pImageDesc && UR_MEM_TYPE_IMAGE_CUBEMAP_EXP < pImageDesc->type) return UR_RESULT_ERROR_INVALID_IMAGE_FORMAT_DESCRIPTOR;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urBindlessImagesSampledImageCreateExp(void) {
@@ -10914,7 +12110,7 @@ static void test_urBindlessImagesSampledImageCreateExp(void) {
       for (int i = 0; i < 16; i++) ((ur_exp_image_native_handle_t *)s)[i] = 1;
       urt_ptr = s; }
     ur_exp_image_native_handle_t * a_phImage = (ur_exp_image_native_handle_t *)urt_ptr;
-    urt_expect("urBindlessImagesSampledImageCreateExp", "NULL == pImageFormat", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.BindlessImagesExp.pfnSampledImageCreateExp(a_hContext, a_hDevice, a_hImageMem, a_pImageFormat, a_pImageDesc, a_pSamplerDesc, a_phImage));
+    urt_expect("urBindlessImagesSampledImageCreateExp", "NULL == pImageFormat", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urBindlessImagesSampledImageCreateExp(a_hContext, a_hDevice, a_hImageMem, a_pImageFormat, a_pImageDesc, a_pSamplerDesc, a_phImage), urt_ddi.BindlessImagesExp.pfnSampledImageCreateExp(a_hContext, a_hDevice, a_hImageMem, a_pImageFormat, a_pImageDesc, a_pSamplerDesc, a_phImage));
   }
   {
     urt_reset();
@@ -10934,7 +12130,7 @@ static void test_urBindlessImagesSampledImageCreateExp(void) {
       for (int i = 0; i < 16; i++) ((ur_exp_image_native_handle_t *)s)[i] = 1;
       urt_ptr = s; }
     ur_exp_image_native_handle_t * a_phImage = (ur_exp_image_native_handle_t *)urt_ptr;
-    urt_expect("urBindlessImagesSampledImageCreateExp", "NULL == pImageDesc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.BindlessImagesExp.pfnSampledImageCreateExp(a_hContext, a_hDevice, a_hImageMem, a_pImageFormat, a_pImageDesc, a_pSamplerDesc, a_phImage));
+    urt_expect("urBindlessImagesSampledImageCreateExp", "NULL == pImageDesc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urBindlessImagesSampledImageCreateExp(a_hContext, a_hDevice, a_hImageMem, a_pImageFormat, a_pImageDesc, a_pSamplerDesc, a_phImage), urt_ddi.BindlessImagesExp.pfnSampledImageCreateExp(a_hContext, a_hDevice, a_hImageMem, a_pImageFormat, a_pImageDesc, a_pSamplerDesc, a_phImage));
   }
   {
     urt_reset();
@@ -10954,7 +12150,7 @@ static void test_urBindlessImagesSampledImageCreateExp(void) {
       for (int i = 0; i < 16; i++) ((ur_exp_image_native_handle_t *)s)[i] = 1;
       urt_ptr = s; }
     ur_exp_image_native_handle_t * a_phImage = (ur_exp_image_native_handle_t *)urt_ptr;
-    urt_expect("urBindlessImagesSampledImageCreateExp", "NULL == pSamplerDesc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.BindlessImagesExp.pfnSampledImageCreateExp(a_hContext, a_hDevice, a_hImageMem, a_pImageFormat, a_pImageDesc, a_pSamplerDesc, a_phImage));
+    urt_expect("urBindlessImagesSampledImageCreateExp", "NULL == pSamplerDesc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urBindlessImagesSampledImageCreateExp(a_hContext, a_hDevice, a_hImageMem, a_pImageFormat, a_pImageDesc, a_pSamplerDesc, a_phImage), urt_ddi.BindlessImagesExp.pfnSampledImageCreateExp(a_hContext, a_hDevice, a_hImageMem, a_pImageFormat, a_pImageDesc, a_pSamplerDesc, a_phImage));
   }
   {
     urt_reset();
@@ -10974,7 +12170,7 @@ static void test_urBindlessImagesSampledImageCreateExp(void) {
       urt_ptr = s; }
     const ur_sampler_desc_t * a_pSamplerDesc = (const ur_sampler_desc_t *)urt_ptr;
     ur_exp_image_native_handle_t * a_phImage = NULL;
-    urt_expect("urBindlessImagesSampledImageCreateExp", "NULL == phImage", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.BindlessImagesExp.pfnSampledImageCreateExp(a_hContext, a_hDevice, a_hImageMem, a_pImageFormat, a_pImageDesc, a_pSamplerDesc, a_phImage));
+    urt_expect("urBindlessImagesSampledImageCreateExp", "NULL == phImage", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urBindlessImagesSampledImageCreateExp(a_hContext, a_hDevice, a_hImageMem, a_pImageFormat, a_pImageDesc, a_pSamplerDesc, a_phImage), urt_ddi.BindlessImagesExp.pfnSampledImageCreateExp(a_hContext, a_hDevice, a_hImageMem, a_pImageFormat, a_pImageDesc, a_pSamplerDesc, a_phImage));
   }
   {
     urt_reset();
@@ -10997,7 +12193,7 @@ static void test_urBindlessImagesSampledImageCreateExp(void) {
       for (int i = 0; i < 16; i++) ((ur_exp_image_native_handle_t *)s)[i] = 1;
       urt_ptr = s; }
     ur_exp_image_native_handle_t * a_phImage = (ur_exp_image_native_handle_t *)urt_ptr;
-    urt_expect("urBindlessImagesSampledImageCreateExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.BindlessImagesExp.pfnSampledImageCreateExp(a_hContext, a_hDevice, a_hImageMem, a_pImageFormat, a_pImageDesc, a_pSamplerDesc, a_phImage));
+    urt_expect("urBindlessImagesSampledImageCreateExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urBindlessImagesSampledImageCreateExp(a_hContext, a_hDevice, a_hImageMem, a_pImageFormat, a_pImageDesc, a_pSamplerDesc, a_phImage), urt_ddi.BindlessImagesExp.pfnSampledImageCreateExp(a_hContext, a_hDevice, a_hImageMem, a_pImageFormat, a_pImageDesc, a_pSamplerDesc, a_phImage));
   }
   {
     urt_reset();
@@ -11020,7 +12216,7 @@ static void test_urBindlessImagesSampledImageCreateExp(void) {
       for (int i = 0; i < 16; i++) ((ur_exp_image_native_handle_t *)s)[i] = 1;
       urt_ptr = s; }
     ur_exp_image_native_handle_t * a_phImage = (ur_exp_image_native_handle_t *)urt_ptr;
-    urt_expect("urBindlessImagesSampledImageCreateExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.BindlessImagesExp.pfnSampledImageCreateExp(a_hContext, a_hDevice, a_hImageMem, a_pImageFormat, a_pImageDesc, a_pSamplerDesc, a_phImage));
+    urt_expect("urBindlessImagesSampledImageCreateExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urBindlessImagesSampledImageCreateExp(a_hContext, a_hDevice, a_hImageMem, a_pImageFormat, a_pImageDesc, a_pSamplerDesc, a_phImage), urt_ddi.BindlessImagesExp.pfnSampledImageCreateExp(a_hContext, a_hDevice, a_hImageMem, a_pImageFormat, a_pImageDesc, a_pSamplerDesc, a_phImage));
   }
   {
     urt_reset();
@@ -11044,7 +12240,7 @@ static void test_urBindlessImagesSampledImageCreateExp(void) {
       urt_ptr = s; }
     ur_exp_image_native_handle_t * a_phImage = (ur_exp_image_native_handle_t *)urt_ptr;
     *((ur_sampler_addressing_mode_t *)&((a_pSamplerDesc)->addressingMode)) = (ur_sampler_addressing_mode_t)5u;
-    urt_expect("urBindlessImagesSampledImageCreateExp", "::UR_SAMPLER_ADDRESSING_MODE_MIRRORED_REPEAT < pSamplerDesc->addressingMode", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.BindlessImagesExp.pfnSampledImageCreateExp(a_hContext, a_hDevice, a_hImageMem, a_pImageFormat, a_pImageDesc, a_pSamplerDesc, a_phImage));
+    urt_expect("urBindlessImagesSampledImageCreateExp", "::UR_SAMPLER_ADDRESSING_MODE_MIRRORED_REPEAT < pSamplerDesc->addressingMode", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urBindlessImagesSampledImageCreateExp(a_hContext, a_hDevice, a_hImageMem, a_pImageFormat, a_pImageDesc, a_pSamplerDesc, a_phImage), urt_ddi.BindlessImagesExp.pfnSampledImageCreateExp(a_hContext, a_hDevice, a_hImageMem, a_pImageFormat, a_pImageDesc, a_pSamplerDesc, a_phImage));
   }
   {
     urt_reset();
@@ -11068,7 +12264,7 @@ static void test_urBindlessImagesSampledImageCreateExp(void) {
       urt_ptr = s; }
     ur_exp_image_native_handle_t * a_phImage = (ur_exp_image_native_handle_t *)urt_ptr;
     *((ur_sampler_filter_mode_t *)&((a_pSamplerDesc)->filterMode)) = (ur_sampler_filter_mode_t)2u;
-    urt_expect("urBindlessImagesSampledImageCreateExp", "::UR_SAMPLER_FILTER_MODE_LINEAR < pSamplerDesc->filterMode", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.BindlessImagesExp.pfnSampledImageCreateExp(a_hContext, a_hDevice, a_hImageMem, a_pImageFormat, a_pImageDesc, a_pSamplerDesc, a_phImage));
+    urt_expect("urBindlessImagesSampledImageCreateExp", "::UR_SAMPLER_FILTER_MODE_LINEAR < pSamplerDesc->filterMode", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urBindlessImagesSampledImageCreateExp(a_hContext, a_hDevice, a_hImageMem, a_pImageFormat, a_pImageDesc, a_pSamplerDesc, a_phImage), urt_ddi.BindlessImagesExp.pfnSampledImageCreateExp(a_hContext, a_hDevice, a_hImageMem, a_pImageFormat, a_pImageDesc, a_pSamplerDesc, a_phImage));
   }
   {
     urt_reset();
@@ -11092,8 +12288,26 @@ static void test_urBindlessImagesSampledImageCreateExp(void) {
       urt_ptr = s; }
     ur_exp_image_native_handle_t * a_phImage = (ur_exp_image_native_handle_t *)urt_ptr;
     *((ur_mem_type_t *)&((a_pImageDesc)->type)) = (ur_mem_type_t)8193u;
-    urt_expect("urBindlessImagesSampledImageCreateExp", "pImageDesc && UR_MEM_TYPE_IMAGE_CUBEMAP_EXP < pImageDesc->type", UR_RESULT_ERROR_INVALID_IMAGE_FORMAT_DESCRIPTOR, urt_ddi.BindlessImagesExp.pfnSampledImageCreateExp(a_hContext, a_hDevice, a_hImageMem, a_pImageFormat, a_pImageDesc, a_pSamplerDesc, a_phImage));
+    urt_expect("urBindlessImagesSampledImageCreateExp", "pImageDesc && UR_MEM_TYPE_IMAGE_CUBEMAP_EXP < pImageDesc->type", UR_RESULT_ERROR_INVALID_IMAGE_FORMAT_DESCRIPTOR, urt_due_urBindlessImagesSampledImageCreateExp(a_hContext, a_hDevice, a_hImageMem, a_pImageFormat, a_pImageDesc, a_pSamplerDesc, a_phImage), urt_ddi.BindlessImagesExp.pfnSampledImageCreateExp(a_hContext, a_hDevice, a_hImageMem, a_pImageFormat, a_pImageDesc, a_pSamplerDesc, a_phImage));
   }
+}
+
+static ur_result_t urt_due_urBindlessImagesImageCopyExp(ur_queue_handle_t hQueue, const void * pSrc, void * pDst, const ur_image_desc_t * pSrcImageDesc, const ur_image_desc_t * pDstImageDesc, const ur_image_format_t * pSrcImageFormat, const ur_image_format_t * pDstImageFormat, ur_exp_image_copy_region_t * pCopyRegion, ur_exp_image_copy_flags_t imageCopyFlags, ur_exp_image_copy_input_types_t imageCopyInputTypes, uint32_t numEventsInWaitList, const ur_event_handle_t * phEventWaitList, ur_event_handle_t * phEvent) {
+  if (NULL == pSrc) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == pDst) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == pSrcImageDesc) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == pDstImageDesc) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == pSrcImageFormat) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == pDstImageFormat) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == pCopyRegion) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hQueue) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_EXP_IMAGE_COPY_FLAGS_MASK & imageCopyFlags) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  if (UR_EXP_IMAGE_COPY_INPUT_TYPES_IMAGE_TO_IMAGE < imageCopyInputTypes) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  if (pSrcImageDesc && UR_MEM_TYPE_IMAGE_CUBEMAP_EXP < pSrcImageDesc->type) return UR_RESULT_ERROR_INVALID_IMAGE_FORMAT_DESCRIPTOR;
+  if (pDstImageDesc && UR_MEM_TYPE_IMAGE_CUBEMAP_EXP < pDstImageDesc->type) return UR_RESULT_ERROR_INVALID_IMAGE_FORMAT_DESCRIPTOR;
+  if (phEventWaitList == NULL && numEventsInWaitList > 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (phEventWaitList != NULL && numEventsInWaitList == 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urBindlessImagesImageCopyExp(void) {
@@ -11134,7 +12348,7 @@ static void test_urBindlessImagesImageCopyExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urBindlessImagesImageCopyExp", "NULL == pSrc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.BindlessImagesExp.pfnImageCopyExp(a_hQueue, a_pSrc, a_pDst, a_pSrcImageDesc, a_pDstImageDesc, a_pSrcImageFormat, a_pDstImageFormat, a_pCopyRegion, a_imageCopyFlags, a_imageCopyInputTypes, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urBindlessImagesImageCopyExp", "NULL == pSrc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urBindlessImagesImageCopyExp(a_hQueue, a_pSrc, a_pDst, a_pSrcImageDesc, a_pDstImageDesc, a_pSrcImageFormat, a_pDstImageFormat, a_pCopyRegion, a_imageCopyFlags, a_imageCopyInputTypes, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.BindlessImagesExp.pfnImageCopyExp(a_hQueue, a_pSrc, a_pDst, a_pSrcImageDesc, a_pDstImageDesc, a_pSrcImageFormat, a_pDstImageFormat, a_pCopyRegion, a_imageCopyFlags, a_imageCopyInputTypes, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -11173,7 +12387,7 @@ static void test_urBindlessImagesImageCopyExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urBindlessImagesImageCopyExp", "NULL == pDst", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.BindlessImagesExp.pfnImageCopyExp(a_hQueue, a_pSrc, a_pDst, a_pSrcImageDesc, a_pDstImageDesc, a_pSrcImageFormat, a_pDstImageFormat, a_pCopyRegion, a_imageCopyFlags, a_imageCopyInputTypes, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urBindlessImagesImageCopyExp", "NULL == pDst", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urBindlessImagesImageCopyExp(a_hQueue, a_pSrc, a_pDst, a_pSrcImageDesc, a_pDstImageDesc, a_pSrcImageFormat, a_pDstImageFormat, a_pCopyRegion, a_imageCopyFlags, a_imageCopyInputTypes, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.BindlessImagesExp.pfnImageCopyExp(a_hQueue, a_pSrc, a_pDst, a_pSrcImageDesc, a_pDstImageDesc, a_pSrcImageFormat, a_pDstImageFormat, a_pCopyRegion, a_imageCopyFlags, a_imageCopyInputTypes, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -11211,7 +12425,7 @@ static void test_urBindlessImagesImageCopyExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urBindlessImagesImageCopyExp", "NULL == pSrcImageDesc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.BindlessImagesExp.pfnImageCopyExp(a_hQueue, a_pSrc, a_pDst, a_pSrcImageDesc, a_pDstImageDesc, a_pSrcImageFormat, a_pDstImageFormat, a_pCopyRegion, a_imageCopyFlags, a_imageCopyInputTypes, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urBindlessImagesImageCopyExp", "NULL == pSrcImageDesc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urBindlessImagesImageCopyExp(a_hQueue, a_pSrc, a_pDst, a_pSrcImageDesc, a_pDstImageDesc, a_pSrcImageFormat, a_pDstImageFormat, a_pCopyRegion, a_imageCopyFlags, a_imageCopyInputTypes, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.BindlessImagesExp.pfnImageCopyExp(a_hQueue, a_pSrc, a_pDst, a_pSrcImageDesc, a_pDstImageDesc, a_pSrcImageFormat, a_pDstImageFormat, a_pCopyRegion, a_imageCopyFlags, a_imageCopyInputTypes, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -11249,7 +12463,7 @@ static void test_urBindlessImagesImageCopyExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urBindlessImagesImageCopyExp", "NULL == pDstImageDesc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.BindlessImagesExp.pfnImageCopyExp(a_hQueue, a_pSrc, a_pDst, a_pSrcImageDesc, a_pDstImageDesc, a_pSrcImageFormat, a_pDstImageFormat, a_pCopyRegion, a_imageCopyFlags, a_imageCopyInputTypes, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urBindlessImagesImageCopyExp", "NULL == pDstImageDesc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urBindlessImagesImageCopyExp(a_hQueue, a_pSrc, a_pDst, a_pSrcImageDesc, a_pDstImageDesc, a_pSrcImageFormat, a_pDstImageFormat, a_pCopyRegion, a_imageCopyFlags, a_imageCopyInputTypes, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.BindlessImagesExp.pfnImageCopyExp(a_hQueue, a_pSrc, a_pDst, a_pSrcImageDesc, a_pDstImageDesc, a_pSrcImageFormat, a_pDstImageFormat, a_pCopyRegion, a_imageCopyFlags, a_imageCopyInputTypes, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -11288,7 +12502,7 @@ static void test_urBindlessImagesImageCopyExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urBindlessImagesImageCopyExp", "NULL == pSrcImageFormat", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.BindlessImagesExp.pfnImageCopyExp(a_hQueue, a_pSrc, a_pDst, a_pSrcImageDesc, a_pDstImageDesc, a_pSrcImageFormat, a_pDstImageFormat, a_pCopyRegion, a_imageCopyFlags, a_imageCopyInputTypes, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urBindlessImagesImageCopyExp", "NULL == pSrcImageFormat", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urBindlessImagesImageCopyExp(a_hQueue, a_pSrc, a_pDst, a_pSrcImageDesc, a_pDstImageDesc, a_pSrcImageFormat, a_pDstImageFormat, a_pCopyRegion, a_imageCopyFlags, a_imageCopyInputTypes, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.BindlessImagesExp.pfnImageCopyExp(a_hQueue, a_pSrc, a_pDst, a_pSrcImageDesc, a_pDstImageDesc, a_pSrcImageFormat, a_pDstImageFormat, a_pCopyRegion, a_imageCopyFlags, a_imageCopyInputTypes, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -11327,7 +12541,7 @@ static void test_urBindlessImagesImageCopyExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urBindlessImagesImageCopyExp", "NULL == pDstImageFormat", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.BindlessImagesExp.pfnImageCopyExp(a_hQueue, a_pSrc, a_pDst, a_pSrcImageDesc, a_pDstImageDesc, a_pSrcImageFormat, a_pDstImageFormat, a_pCopyRegion, a_imageCopyFlags, a_imageCopyInputTypes, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urBindlessImagesImageCopyExp", "NULL == pDstImageFormat", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urBindlessImagesImageCopyExp(a_hQueue, a_pSrc, a_pDst, a_pSrcImageDesc, a_pDstImageDesc, a_pSrcImageFormat, a_pDstImageFormat, a_pCopyRegion, a_imageCopyFlags, a_imageCopyInputTypes, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.BindlessImagesExp.pfnImageCopyExp(a_hQueue, a_pSrc, a_pDst, a_pSrcImageDesc, a_pDstImageDesc, a_pSrcImageFormat, a_pDstImageFormat, a_pCopyRegion, a_imageCopyFlags, a_imageCopyInputTypes, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -11365,7 +12579,7 @@ static void test_urBindlessImagesImageCopyExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urBindlessImagesImageCopyExp", "NULL == pCopyRegion", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.BindlessImagesExp.pfnImageCopyExp(a_hQueue, a_pSrc, a_pDst, a_pSrcImageDesc, a_pDstImageDesc, a_pSrcImageFormat, a_pDstImageFormat, a_pCopyRegion, a_imageCopyFlags, a_imageCopyInputTypes, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urBindlessImagesImageCopyExp", "NULL == pCopyRegion", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urBindlessImagesImageCopyExp(a_hQueue, a_pSrc, a_pDst, a_pSrcImageDesc, a_pDstImageDesc, a_pSrcImageFormat, a_pDstImageFormat, a_pCopyRegion, a_imageCopyFlags, a_imageCopyInputTypes, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.BindlessImagesExp.pfnImageCopyExp(a_hQueue, a_pSrc, a_pDst, a_pSrcImageDesc, a_pDstImageDesc, a_pSrcImageFormat, a_pDstImageFormat, a_pCopyRegion, a_imageCopyFlags, a_imageCopyInputTypes, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -11406,7 +12620,7 @@ static void test_urBindlessImagesImageCopyExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urBindlessImagesImageCopyExp", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.BindlessImagesExp.pfnImageCopyExp(a_hQueue, a_pSrc, a_pDst, a_pSrcImageDesc, a_pDstImageDesc, a_pSrcImageFormat, a_pDstImageFormat, a_pCopyRegion, a_imageCopyFlags, a_imageCopyInputTypes, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urBindlessImagesImageCopyExp", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urBindlessImagesImageCopyExp(a_hQueue, a_pSrc, a_pDst, a_pSrcImageDesc, a_pDstImageDesc, a_pSrcImageFormat, a_pDstImageFormat, a_pCopyRegion, a_imageCopyFlags, a_imageCopyInputTypes, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.BindlessImagesExp.pfnImageCopyExp(a_hQueue, a_pSrc, a_pDst, a_pSrcImageDesc, a_pDstImageDesc, a_pSrcImageFormat, a_pDstImageFormat, a_pCopyRegion, a_imageCopyFlags, a_imageCopyInputTypes, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -11447,7 +12661,7 @@ static void test_urBindlessImagesImageCopyExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urBindlessImagesImageCopyExp", "::UR_EXP_IMAGE_COPY_FLAGS_MASK & imageCopyFlags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.BindlessImagesExp.pfnImageCopyExp(a_hQueue, a_pSrc, a_pDst, a_pSrcImageDesc, a_pDstImageDesc, a_pSrcImageFormat, a_pDstImageFormat, a_pCopyRegion, a_imageCopyFlags, a_imageCopyInputTypes, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urBindlessImagesImageCopyExp", "::UR_EXP_IMAGE_COPY_FLAGS_MASK & imageCopyFlags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urBindlessImagesImageCopyExp(a_hQueue, a_pSrc, a_pDst, a_pSrcImageDesc, a_pDstImageDesc, a_pSrcImageFormat, a_pDstImageFormat, a_pCopyRegion, a_imageCopyFlags, a_imageCopyInputTypes, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.BindlessImagesExp.pfnImageCopyExp(a_hQueue, a_pSrc, a_pDst, a_pSrcImageDesc, a_pDstImageDesc, a_pSrcImageFormat, a_pDstImageFormat, a_pCopyRegion, a_imageCopyFlags, a_imageCopyInputTypes, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -11488,7 +12702,7 @@ static void test_urBindlessImagesImageCopyExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urBindlessImagesImageCopyExp", "::UR_EXP_IMAGE_COPY_INPUT_TYPES_IMAGE_TO_IMAGE < imageCopyInputTypes", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.BindlessImagesExp.pfnImageCopyExp(a_hQueue, a_pSrc, a_pDst, a_pSrcImageDesc, a_pDstImageDesc, a_pSrcImageFormat, a_pDstImageFormat, a_pCopyRegion, a_imageCopyFlags, a_imageCopyInputTypes, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urBindlessImagesImageCopyExp", "::UR_EXP_IMAGE_COPY_INPUT_TYPES_IMAGE_TO_IMAGE < imageCopyInputTypes", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urBindlessImagesImageCopyExp(a_hQueue, a_pSrc, a_pDst, a_pSrcImageDesc, a_pDstImageDesc, a_pSrcImageFormat, a_pDstImageFormat, a_pCopyRegion, a_imageCopyFlags, a_imageCopyInputTypes, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.BindlessImagesExp.pfnImageCopyExp(a_hQueue, a_pSrc, a_pDst, a_pSrcImageDesc, a_pDstImageDesc, a_pSrcImageFormat, a_pDstImageFormat, a_pCopyRegion, a_imageCopyFlags, a_imageCopyInputTypes, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -11530,7 +12744,7 @@ static void test_urBindlessImagesImageCopyExp(void) {
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
     *((ur_mem_type_t *)&((a_pSrcImageDesc)->type)) = (ur_mem_type_t)8193u;
-    urt_expect("urBindlessImagesImageCopyExp", "pSrcImageDesc && UR_MEM_TYPE_IMAGE_CUBEMAP_EXP < pSrcImageDesc->type", UR_RESULT_ERROR_INVALID_IMAGE_FORMAT_DESCRIPTOR, urt_ddi.BindlessImagesExp.pfnImageCopyExp(a_hQueue, a_pSrc, a_pDst, a_pSrcImageDesc, a_pDstImageDesc, a_pSrcImageFormat, a_pDstImageFormat, a_pCopyRegion, a_imageCopyFlags, a_imageCopyInputTypes, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urBindlessImagesImageCopyExp", "pSrcImageDesc && UR_MEM_TYPE_IMAGE_CUBEMAP_EXP < pSrcImageDesc->type", UR_RESULT_ERROR_INVALID_IMAGE_FORMAT_DESCRIPTOR, urt_due_urBindlessImagesImageCopyExp(a_hQueue, a_pSrc, a_pDst, a_pSrcImageDesc, a_pDstImageDesc, a_pSrcImageFormat, a_pDstImageFormat, a_pCopyRegion, a_imageCopyFlags, a_imageCopyInputTypes, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.BindlessImagesExp.pfnImageCopyExp(a_hQueue, a_pSrc, a_pDst, a_pSrcImageDesc, a_pDstImageDesc, a_pSrcImageFormat, a_pDstImageFormat, a_pCopyRegion, a_imageCopyFlags, a_imageCopyInputTypes, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -11572,7 +12786,7 @@ static void test_urBindlessImagesImageCopyExp(void) {
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
     *((ur_mem_type_t *)&((a_pDstImageDesc)->type)) = (ur_mem_type_t)8193u;
-    urt_expect("urBindlessImagesImageCopyExp", "pDstImageDesc && UR_MEM_TYPE_IMAGE_CUBEMAP_EXP < pDstImageDesc->type", UR_RESULT_ERROR_INVALID_IMAGE_FORMAT_DESCRIPTOR, urt_ddi.BindlessImagesExp.pfnImageCopyExp(a_hQueue, a_pSrc, a_pDst, a_pSrcImageDesc, a_pDstImageDesc, a_pSrcImageFormat, a_pDstImageFormat, a_pCopyRegion, a_imageCopyFlags, a_imageCopyInputTypes, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urBindlessImagesImageCopyExp", "pDstImageDesc && UR_MEM_TYPE_IMAGE_CUBEMAP_EXP < pDstImageDesc->type", UR_RESULT_ERROR_INVALID_IMAGE_FORMAT_DESCRIPTOR, urt_due_urBindlessImagesImageCopyExp(a_hQueue, a_pSrc, a_pDst, a_pSrcImageDesc, a_pDstImageDesc, a_pSrcImageFormat, a_pDstImageFormat, a_pCopyRegion, a_imageCopyFlags, a_imageCopyInputTypes, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.BindlessImagesExp.pfnImageCopyExp(a_hQueue, a_pSrc, a_pDst, a_pSrcImageDesc, a_pDstImageDesc, a_pSrcImageFormat, a_pDstImageFormat, a_pCopyRegion, a_imageCopyFlags, a_imageCopyInputTypes, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -11610,7 +12824,7 @@ static void test_urBindlessImagesImageCopyExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urBindlessImagesImageCopyExp", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.BindlessImagesExp.pfnImageCopyExp(a_hQueue, a_pSrc, a_pDst, a_pSrcImageDesc, a_pDstImageDesc, a_pSrcImageFormat, a_pDstImageFormat, a_pCopyRegion, a_imageCopyFlags, a_imageCopyInputTypes, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urBindlessImagesImageCopyExp", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urBindlessImagesImageCopyExp(a_hQueue, a_pSrc, a_pDst, a_pSrcImageDesc, a_pDstImageDesc, a_pSrcImageFormat, a_pDstImageFormat, a_pCopyRegion, a_imageCopyFlags, a_imageCopyInputTypes, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.BindlessImagesExp.pfnImageCopyExp(a_hQueue, a_pSrc, a_pDst, a_pSrcImageDesc, a_pDstImageDesc, a_pSrcImageFormat, a_pDstImageFormat, a_pCopyRegion, a_imageCopyFlags, a_imageCopyInputTypes, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -11651,8 +12865,15 @@ static void test_urBindlessImagesImageCopyExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urBindlessImagesImageCopyExp", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.BindlessImagesExp.pfnImageCopyExp(a_hQueue, a_pSrc, a_pDst, a_pSrcImageDesc, a_pDstImageDesc, a_pSrcImageFormat, a_pDstImageFormat, a_pCopyRegion, a_imageCopyFlags, a_imageCopyInputTypes, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urBindlessImagesImageCopyExp", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urBindlessImagesImageCopyExp(a_hQueue, a_pSrc, a_pDst, a_pSrcImageDesc, a_pDstImageDesc, a_pSrcImageFormat, a_pDstImageFormat, a_pCopyRegion, a_imageCopyFlags, a_imageCopyInputTypes, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.BindlessImagesExp.pfnImageCopyExp(a_hQueue, a_pSrc, a_pDst, a_pSrcImageDesc, a_pDstImageDesc, a_pSrcImageFormat, a_pDstImageFormat, a_pCopyRegion, a_imageCopyFlags, a_imageCopyInputTypes, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
+}
+
+static ur_result_t urt_due_urBindlessImagesImageGetInfoExp(ur_context_handle_t hContext, ur_exp_image_mem_native_handle_t hImageMem, ur_image_info_t propName, void * pPropValue, size_t * pPropSizeRet) {
+  if (pPropValue == NULL && pPropSizeRet == NULL) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_IMAGE_INFO_NUM_SAMPLES < propName) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urBindlessImagesImageGetInfoExp(void) {
@@ -11664,7 +12885,7 @@ static void test_urBindlessImagesImageGetInfoExp(void) {
     ur_image_info_t a_propName = (ur_image_info_t)0u;
     void * a_pPropValue = NULL;
     size_t * a_pPropSizeRet = NULL;
-    urt_expect("urBindlessImagesImageGetInfoExp", "pPropValue == NULL && pPropSizeRet == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.BindlessImagesExp.pfnImageGetInfoExp(a_hContext, a_hImageMem, a_propName, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urBindlessImagesImageGetInfoExp", "pPropValue == NULL && pPropSizeRet == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urBindlessImagesImageGetInfoExp(a_hContext, a_hImageMem, a_propName, a_pPropValue, a_pPropSizeRet), urt_ddi.BindlessImagesExp.pfnImageGetInfoExp(a_hContext, a_hImageMem, a_propName, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -11679,7 +12900,7 @@ static void test_urBindlessImagesImageGetInfoExp(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urBindlessImagesImageGetInfoExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.BindlessImagesExp.pfnImageGetInfoExp(a_hContext, a_hImageMem, a_propName, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urBindlessImagesImageGetInfoExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urBindlessImagesImageGetInfoExp(a_hContext, a_hImageMem, a_propName, a_pPropValue, a_pPropSizeRet), urt_ddi.BindlessImagesExp.pfnImageGetInfoExp(a_hContext, a_hImageMem, a_propName, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -11694,8 +12915,18 @@ static void test_urBindlessImagesImageGetInfoExp(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urBindlessImagesImageGetInfoExp", "::UR_IMAGE_INFO_NUM_SAMPLES < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.BindlessImagesExp.pfnImageGetInfoExp(a_hContext, a_hImageMem, a_propName, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urBindlessImagesImageGetInfoExp", "::UR_IMAGE_INFO_NUM_SAMPLES < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urBindlessImagesImageGetInfoExp(a_hContext, a_hImageMem, a_propName, a_pPropValue, a_pPropSizeRet), urt_ddi.BindlessImagesExp.pfnImageGetInfoExp(a_hContext, a_hImageMem, a_propName, a_pPropValue, a_pPropSizeRet));
   }
+}
+
+static ur_result_t urt_due_urBindlessImagesGetImageMemoryHandleTypeSupportExp(ur_context_handle_t hContext, ur_device_handle_t hDevice, const ur_image_desc_t * pImageDesc, const ur_image_format_t * pImageFormat, ur_exp_image_mem_type_t imageMemHandleType, ur_bool_t * pSupportedRet) {
+  if (NULL == pImageDesc) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == pImageFormat) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == pSupportedRet) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_EXP_IMAGE_MEM_TYPE_OPAQUE_HANDLE < imageMemHandleType) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urBindlessImagesGetImageMemoryHandleTypeSupportExp(void) {
@@ -11712,7 +12943,7 @@ static void test_urBindlessImagesGetImageMemoryHandleTypeSupportExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     ur_bool_t * a_pSupportedRet = (ur_bool_t *)urt_ptr;
-    urt_expect("urBindlessImagesGetImageMemoryHandleTypeSupportExp", "NULL == pImageDesc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.BindlessImagesExp.pfnGetImageMemoryHandleTypeSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet));
+    urt_expect("urBindlessImagesGetImageMemoryHandleTypeSupportExp", "NULL == pImageDesc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urBindlessImagesGetImageMemoryHandleTypeSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet), urt_ddi.BindlessImagesExp.pfnGetImageMemoryHandleTypeSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet));
   }
   {
     urt_reset();
@@ -11728,7 +12959,7 @@ static void test_urBindlessImagesGetImageMemoryHandleTypeSupportExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     ur_bool_t * a_pSupportedRet = (ur_bool_t *)urt_ptr;
-    urt_expect("urBindlessImagesGetImageMemoryHandleTypeSupportExp", "NULL == pImageFormat", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.BindlessImagesExp.pfnGetImageMemoryHandleTypeSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet));
+    urt_expect("urBindlessImagesGetImageMemoryHandleTypeSupportExp", "NULL == pImageFormat", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urBindlessImagesGetImageMemoryHandleTypeSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet), urt_ddi.BindlessImagesExp.pfnGetImageMemoryHandleTypeSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet));
   }
   {
     urt_reset();
@@ -11744,7 +12975,7 @@ static void test_urBindlessImagesGetImageMemoryHandleTypeSupportExp(void) {
     const ur_image_format_t * a_pImageFormat = (const ur_image_format_t *)urt_ptr;
     ur_exp_image_mem_type_t a_imageMemHandleType = (ur_exp_image_mem_type_t)0u;
     ur_bool_t * a_pSupportedRet = NULL;
-    urt_expect("urBindlessImagesGetImageMemoryHandleTypeSupportExp", "NULL == pSupportedRet", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.BindlessImagesExp.pfnGetImageMemoryHandleTypeSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet));
+    urt_expect("urBindlessImagesGetImageMemoryHandleTypeSupportExp", "NULL == pSupportedRet", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urBindlessImagesGetImageMemoryHandleTypeSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet), urt_ddi.BindlessImagesExp.pfnGetImageMemoryHandleTypeSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet));
   }
   {
     urt_reset();
@@ -11762,7 +12993,7 @@ static void test_urBindlessImagesGetImageMemoryHandleTypeSupportExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     ur_bool_t * a_pSupportedRet = (ur_bool_t *)urt_ptr;
-    urt_expect("urBindlessImagesGetImageMemoryHandleTypeSupportExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.BindlessImagesExp.pfnGetImageMemoryHandleTypeSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet));
+    urt_expect("urBindlessImagesGetImageMemoryHandleTypeSupportExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urBindlessImagesGetImageMemoryHandleTypeSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet), urt_ddi.BindlessImagesExp.pfnGetImageMemoryHandleTypeSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet));
   }
   {
     urt_reset();
@@ -11780,7 +13011,7 @@ static void test_urBindlessImagesGetImageMemoryHandleTypeSupportExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     ur_bool_t * a_pSupportedRet = (ur_bool_t *)urt_ptr;
-    urt_expect("urBindlessImagesGetImageMemoryHandleTypeSupportExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.BindlessImagesExp.pfnGetImageMemoryHandleTypeSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet));
+    urt_expect("urBindlessImagesGetImageMemoryHandleTypeSupportExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urBindlessImagesGetImageMemoryHandleTypeSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet), urt_ddi.BindlessImagesExp.pfnGetImageMemoryHandleTypeSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet));
   }
   {
     urt_reset();
@@ -11798,8 +13029,18 @@ static void test_urBindlessImagesGetImageMemoryHandleTypeSupportExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     ur_bool_t * a_pSupportedRet = (ur_bool_t *)urt_ptr;
-    urt_expect("urBindlessImagesGetImageMemoryHandleTypeSupportExp", "::UR_EXP_IMAGE_MEM_TYPE_OPAQUE_HANDLE < imageMemHandleType", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.BindlessImagesExp.pfnGetImageMemoryHandleTypeSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet));
+    urt_expect("urBindlessImagesGetImageMemoryHandleTypeSupportExp", "::UR_EXP_IMAGE_MEM_TYPE_OPAQUE_HANDLE < imageMemHandleType", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urBindlessImagesGetImageMemoryHandleTypeSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet), urt_ddi.BindlessImagesExp.pfnGetImageMemoryHandleTypeSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet));
   }
+}
+
+static ur_result_t urt_due_urBindlessImagesGetImageUnsampledHandleSupportExp(ur_context_handle_t hContext, ur_device_handle_t hDevice, const ur_image_desc_t * pImageDesc, const ur_image_format_t * pImageFormat, ur_exp_image_mem_type_t imageMemHandleType, ur_bool_t * pSupportedRet) {
+  if (NULL == pImageDesc) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == pImageFormat) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == pSupportedRet) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_EXP_IMAGE_MEM_TYPE_OPAQUE_HANDLE < imageMemHandleType) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urBindlessImagesGetImageUnsampledHandleSupportExp(void) {
@@ -11816,7 +13057,7 @@ static void test_urBindlessImagesGetImageUnsampledHandleSupportExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     ur_bool_t * a_pSupportedRet = (ur_bool_t *)urt_ptr;
-    urt_expect("urBindlessImagesGetImageUnsampledHandleSupportExp", "NULL == pImageDesc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.BindlessImagesExp.pfnGetImageUnsampledHandleSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet));
+    urt_expect("urBindlessImagesGetImageUnsampledHandleSupportExp", "NULL == pImageDesc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urBindlessImagesGetImageUnsampledHandleSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet), urt_ddi.BindlessImagesExp.pfnGetImageUnsampledHandleSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet));
   }
   {
     urt_reset();
@@ -11832,7 +13073,7 @@ static void test_urBindlessImagesGetImageUnsampledHandleSupportExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     ur_bool_t * a_pSupportedRet = (ur_bool_t *)urt_ptr;
-    urt_expect("urBindlessImagesGetImageUnsampledHandleSupportExp", "NULL == pImageFormat", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.BindlessImagesExp.pfnGetImageUnsampledHandleSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet));
+    urt_expect("urBindlessImagesGetImageUnsampledHandleSupportExp", "NULL == pImageFormat", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urBindlessImagesGetImageUnsampledHandleSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet), urt_ddi.BindlessImagesExp.pfnGetImageUnsampledHandleSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet));
   }
   {
     urt_reset();
@@ -11848,7 +13089,7 @@ static void test_urBindlessImagesGetImageUnsampledHandleSupportExp(void) {
     const ur_image_format_t * a_pImageFormat = (const ur_image_format_t *)urt_ptr;
     ur_exp_image_mem_type_t a_imageMemHandleType = (ur_exp_image_mem_type_t)0u;
     ur_bool_t * a_pSupportedRet = NULL;
-    urt_expect("urBindlessImagesGetImageUnsampledHandleSupportExp", "NULL == pSupportedRet", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.BindlessImagesExp.pfnGetImageUnsampledHandleSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet));
+    urt_expect("urBindlessImagesGetImageUnsampledHandleSupportExp", "NULL == pSupportedRet", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urBindlessImagesGetImageUnsampledHandleSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet), urt_ddi.BindlessImagesExp.pfnGetImageUnsampledHandleSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet));
   }
   {
     urt_reset();
@@ -11866,7 +13107,7 @@ static void test_urBindlessImagesGetImageUnsampledHandleSupportExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     ur_bool_t * a_pSupportedRet = (ur_bool_t *)urt_ptr;
-    urt_expect("urBindlessImagesGetImageUnsampledHandleSupportExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.BindlessImagesExp.pfnGetImageUnsampledHandleSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet));
+    urt_expect("urBindlessImagesGetImageUnsampledHandleSupportExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urBindlessImagesGetImageUnsampledHandleSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet), urt_ddi.BindlessImagesExp.pfnGetImageUnsampledHandleSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet));
   }
   {
     urt_reset();
@@ -11884,7 +13125,7 @@ static void test_urBindlessImagesGetImageUnsampledHandleSupportExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     ur_bool_t * a_pSupportedRet = (ur_bool_t *)urt_ptr;
-    urt_expect("urBindlessImagesGetImageUnsampledHandleSupportExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.BindlessImagesExp.pfnGetImageUnsampledHandleSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet));
+    urt_expect("urBindlessImagesGetImageUnsampledHandleSupportExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urBindlessImagesGetImageUnsampledHandleSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet), urt_ddi.BindlessImagesExp.pfnGetImageUnsampledHandleSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet));
   }
   {
     urt_reset();
@@ -11902,8 +13143,18 @@ static void test_urBindlessImagesGetImageUnsampledHandleSupportExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     ur_bool_t * a_pSupportedRet = (ur_bool_t *)urt_ptr;
-    urt_expect("urBindlessImagesGetImageUnsampledHandleSupportExp", "::UR_EXP_IMAGE_MEM_TYPE_OPAQUE_HANDLE < imageMemHandleType", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.BindlessImagesExp.pfnGetImageUnsampledHandleSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet));
+    urt_expect("urBindlessImagesGetImageUnsampledHandleSupportExp", "::UR_EXP_IMAGE_MEM_TYPE_OPAQUE_HANDLE < imageMemHandleType", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urBindlessImagesGetImageUnsampledHandleSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet), urt_ddi.BindlessImagesExp.pfnGetImageUnsampledHandleSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet));
   }
+}
+
+static ur_result_t urt_due_urBindlessImagesGetImageSampledHandleSupportExp(ur_context_handle_t hContext, ur_device_handle_t hDevice, const ur_image_desc_t * pImageDesc, const ur_image_format_t * pImageFormat, ur_exp_image_mem_type_t imageMemHandleType, ur_bool_t * pSupportedRet) {
+  if (NULL == pImageDesc) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == pImageFormat) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == pSupportedRet) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_EXP_IMAGE_MEM_TYPE_OPAQUE_HANDLE < imageMemHandleType) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urBindlessImagesGetImageSampledHandleSupportExp(void) {
@@ -11920,7 +13171,7 @@ static void test_urBindlessImagesGetImageSampledHandleSupportExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     ur_bool_t * a_pSupportedRet = (ur_bool_t *)urt_ptr;
-    urt_expect("urBindlessImagesGetImageSampledHandleSupportExp", "NULL == pImageDesc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.BindlessImagesExp.pfnGetImageSampledHandleSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet));
+    urt_expect("urBindlessImagesGetImageSampledHandleSupportExp", "NULL == pImageDesc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urBindlessImagesGetImageSampledHandleSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet), urt_ddi.BindlessImagesExp.pfnGetImageSampledHandleSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet));
   }
   {
     urt_reset();
@@ -11936,7 +13187,7 @@ static void test_urBindlessImagesGetImageSampledHandleSupportExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     ur_bool_t * a_pSupportedRet = (ur_bool_t *)urt_ptr;
-    urt_expect("urBindlessImagesGetImageSampledHandleSupportExp", "NULL == pImageFormat", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.BindlessImagesExp.pfnGetImageSampledHandleSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet));
+    urt_expect("urBindlessImagesGetImageSampledHandleSupportExp", "NULL == pImageFormat", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urBindlessImagesGetImageSampledHandleSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet), urt_ddi.BindlessImagesExp.pfnGetImageSampledHandleSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet));
   }
   {
     urt_reset();
@@ -11952,7 +13203,7 @@ static void test_urBindlessImagesGetImageSampledHandleSupportExp(void) {
     const ur_image_format_t * a_pImageFormat = (const ur_image_format_t *)urt_ptr;
     ur_exp_image_mem_type_t a_imageMemHandleType = (ur_exp_image_mem_type_t)0u;
     ur_bool_t * a_pSupportedRet = NULL;
-    urt_expect("urBindlessImagesGetImageSampledHandleSupportExp", "NULL == pSupportedRet", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.BindlessImagesExp.pfnGetImageSampledHandleSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet));
+    urt_expect("urBindlessImagesGetImageSampledHandleSupportExp", "NULL == pSupportedRet", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urBindlessImagesGetImageSampledHandleSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet), urt_ddi.BindlessImagesExp.pfnGetImageSampledHandleSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet));
   }
   {
     urt_reset();
@@ -11970,7 +13221,7 @@ static void test_urBindlessImagesGetImageSampledHandleSupportExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     ur_bool_t * a_pSupportedRet = (ur_bool_t *)urt_ptr;
-    urt_expect("urBindlessImagesGetImageSampledHandleSupportExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.BindlessImagesExp.pfnGetImageSampledHandleSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet));
+    urt_expect("urBindlessImagesGetImageSampledHandleSupportExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urBindlessImagesGetImageSampledHandleSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet), urt_ddi.BindlessImagesExp.pfnGetImageSampledHandleSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet));
   }
   {
     urt_reset();
@@ -11988,7 +13239,7 @@ static void test_urBindlessImagesGetImageSampledHandleSupportExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     ur_bool_t * a_pSupportedRet = (ur_bool_t *)urt_ptr;
-    urt_expect("urBindlessImagesGetImageSampledHandleSupportExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.BindlessImagesExp.pfnGetImageSampledHandleSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet));
+    urt_expect("urBindlessImagesGetImageSampledHandleSupportExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urBindlessImagesGetImageSampledHandleSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet), urt_ddi.BindlessImagesExp.pfnGetImageSampledHandleSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet));
   }
   {
     urt_reset();
@@ -12006,8 +13257,15 @@ static void test_urBindlessImagesGetImageSampledHandleSupportExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     ur_bool_t * a_pSupportedRet = (ur_bool_t *)urt_ptr;
-    urt_expect("urBindlessImagesGetImageSampledHandleSupportExp", "::UR_EXP_IMAGE_MEM_TYPE_OPAQUE_HANDLE < imageMemHandleType", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.BindlessImagesExp.pfnGetImageSampledHandleSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet));
+    urt_expect("urBindlessImagesGetImageSampledHandleSupportExp", "::UR_EXP_IMAGE_MEM_TYPE_OPAQUE_HANDLE < imageMemHandleType", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urBindlessImagesGetImageSampledHandleSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet), urt_ddi.BindlessImagesExp.pfnGetImageSampledHandleSupportExp(a_hContext, a_hDevice, a_pImageDesc, a_pImageFormat, a_imageMemHandleType, a_pSupportedRet));
   }
+}
+
+static ur_result_t urt_due_urBindlessImagesMipmapGetLevelExp(ur_context_handle_t hContext, ur_device_handle_t hDevice, ur_exp_image_mem_native_handle_t hImageMem, uint32_t mipmapLevel, ur_exp_image_mem_native_handle_t * phImageMem) {
+  if (NULL == phImageMem) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urBindlessImagesMipmapGetLevelExp(void) {
@@ -12019,7 +13277,7 @@ static void test_urBindlessImagesMipmapGetLevelExp(void) {
     ur_exp_image_mem_native_handle_t a_hImageMem = (ur_exp_image_mem_native_handle_t)1u;
     uint32_t a_mipmapLevel = (uint32_t)1u;
     ur_exp_image_mem_native_handle_t * a_phImageMem = NULL;
-    urt_expect("urBindlessImagesMipmapGetLevelExp", "NULL == phImageMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.BindlessImagesExp.pfnMipmapGetLevelExp(a_hContext, a_hDevice, a_hImageMem, a_mipmapLevel, a_phImageMem));
+    urt_expect("urBindlessImagesMipmapGetLevelExp", "NULL == phImageMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urBindlessImagesMipmapGetLevelExp(a_hContext, a_hDevice, a_hImageMem, a_mipmapLevel, a_phImageMem), urt_ddi.BindlessImagesExp.pfnMipmapGetLevelExp(a_hContext, a_hDevice, a_hImageMem, a_mipmapLevel, a_phImageMem));
   }
   {
     urt_reset();
@@ -12032,7 +13290,7 @@ static void test_urBindlessImagesMipmapGetLevelExp(void) {
       for (int i = 0; i < 16; i++) ((ur_exp_image_mem_native_handle_t *)s)[i] = 1;
       urt_ptr = s; }
     ur_exp_image_mem_native_handle_t * a_phImageMem = (ur_exp_image_mem_native_handle_t *)urt_ptr;
-    urt_expect("urBindlessImagesMipmapGetLevelExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.BindlessImagesExp.pfnMipmapGetLevelExp(a_hContext, a_hDevice, a_hImageMem, a_mipmapLevel, a_phImageMem));
+    urt_expect("urBindlessImagesMipmapGetLevelExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urBindlessImagesMipmapGetLevelExp(a_hContext, a_hDevice, a_hImageMem, a_mipmapLevel, a_phImageMem), urt_ddi.BindlessImagesExp.pfnMipmapGetLevelExp(a_hContext, a_hDevice, a_hImageMem, a_mipmapLevel, a_phImageMem));
   }
   {
     urt_reset();
@@ -12045,8 +13303,14 @@ static void test_urBindlessImagesMipmapGetLevelExp(void) {
       for (int i = 0; i < 16; i++) ((ur_exp_image_mem_native_handle_t *)s)[i] = 1;
       urt_ptr = s; }
     ur_exp_image_mem_native_handle_t * a_phImageMem = (ur_exp_image_mem_native_handle_t *)urt_ptr;
-    urt_expect("urBindlessImagesMipmapGetLevelExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.BindlessImagesExp.pfnMipmapGetLevelExp(a_hContext, a_hDevice, a_hImageMem, a_mipmapLevel, a_phImageMem));
+    urt_expect("urBindlessImagesMipmapGetLevelExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urBindlessImagesMipmapGetLevelExp(a_hContext, a_hDevice, a_hImageMem, a_mipmapLevel, a_phImageMem), urt_ddi.BindlessImagesExp.pfnMipmapGetLevelExp(a_hContext, a_hDevice, a_hImageMem, a_mipmapLevel, a_phImageMem));
   }
+}
+
+static ur_result_t urt_due_urBindlessImagesMipmapFreeExp(ur_context_handle_t hContext, ur_device_handle_t hDevice, ur_exp_image_mem_native_handle_t hMem) {
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urBindlessImagesMipmapFreeExp(void) {
@@ -12056,7 +13320,7 @@ static void test_urBindlessImagesMipmapFreeExp(void) {
     ur_context_handle_t a_hContext = NULL;
     ur_device_handle_t a_hDevice = urt_h_ur_device_handle;
     ur_exp_image_mem_native_handle_t a_hMem = (ur_exp_image_mem_native_handle_t)1u;
-    urt_expect("urBindlessImagesMipmapFreeExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.BindlessImagesExp.pfnMipmapFreeExp(a_hContext, a_hDevice, a_hMem));
+    urt_expect("urBindlessImagesMipmapFreeExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urBindlessImagesMipmapFreeExp(a_hContext, a_hDevice, a_hMem), urt_ddi.BindlessImagesExp.pfnMipmapFreeExp(a_hContext, a_hDevice, a_hMem));
   }
   {
     urt_reset();
@@ -12064,8 +13328,17 @@ static void test_urBindlessImagesMipmapFreeExp(void) {
     ur_context_handle_t a_hContext = urt_h_ur_context_handle;
     ur_device_handle_t a_hDevice = NULL;
     ur_exp_image_mem_native_handle_t a_hMem = (ur_exp_image_mem_native_handle_t)1u;
-    urt_expect("urBindlessImagesMipmapFreeExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.BindlessImagesExp.pfnMipmapFreeExp(a_hContext, a_hDevice, a_hMem));
+    urt_expect("urBindlessImagesMipmapFreeExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urBindlessImagesMipmapFreeExp(a_hContext, a_hDevice, a_hMem), urt_ddi.BindlessImagesExp.pfnMipmapFreeExp(a_hContext, a_hDevice, a_hMem));
   }
+}
+
+static ur_result_t urt_due_urBindlessImagesImportExternalMemoryExp(ur_context_handle_t hContext, ur_device_handle_t hDevice, size_t size, ur_exp_external_mem_type_t memHandleType, ur_exp_external_mem_desc_t * pExternalMemDesc, ur_exp_external_mem_handle_t * phExternalMem) {
+  if (NULL == pExternalMemDesc) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == phExternalMem) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_EXP_EXTERNAL_MEM_TYPE_WIN32_NT_DX11_RESOURCE < memHandleType) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urBindlessImagesImportExternalMemoryExp(void) {
@@ -12081,7 +13354,7 @@ static void test_urBindlessImagesImportExternalMemoryExp(void) {
       urt_fill_handles(s, (void *)(ur_exp_external_mem_handle_t)urt_standin);
       urt_ptr = s; }
     ur_exp_external_mem_handle_t * a_phExternalMem = (ur_exp_external_mem_handle_t *)urt_ptr;
-    urt_expect("urBindlessImagesImportExternalMemoryExp", "NULL == pExternalMemDesc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.BindlessImagesExp.pfnImportExternalMemoryExp(a_hContext, a_hDevice, a_size, a_memHandleType, a_pExternalMemDesc, a_phExternalMem));
+    urt_expect("urBindlessImagesImportExternalMemoryExp", "NULL == pExternalMemDesc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urBindlessImagesImportExternalMemoryExp(a_hContext, a_hDevice, a_size, a_memHandleType, a_pExternalMemDesc, a_phExternalMem), urt_ddi.BindlessImagesExp.pfnImportExternalMemoryExp(a_hContext, a_hDevice, a_size, a_memHandleType, a_pExternalMemDesc, a_phExternalMem));
   }
   {
     urt_reset();
@@ -12095,7 +13368,7 @@ static void test_urBindlessImagesImportExternalMemoryExp(void) {
       urt_ptr = s; }
     ur_exp_external_mem_desc_t * a_pExternalMemDesc = (ur_exp_external_mem_desc_t *)urt_ptr;
     ur_exp_external_mem_handle_t * a_phExternalMem = NULL;
-    urt_expect("urBindlessImagesImportExternalMemoryExp", "NULL == phExternalMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.BindlessImagesExp.pfnImportExternalMemoryExp(a_hContext, a_hDevice, a_size, a_memHandleType, a_pExternalMemDesc, a_phExternalMem));
+    urt_expect("urBindlessImagesImportExternalMemoryExp", "NULL == phExternalMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urBindlessImagesImportExternalMemoryExp(a_hContext, a_hDevice, a_size, a_memHandleType, a_pExternalMemDesc, a_phExternalMem), urt_ddi.BindlessImagesExp.pfnImportExternalMemoryExp(a_hContext, a_hDevice, a_size, a_memHandleType, a_pExternalMemDesc, a_phExternalMem));
   }
   {
     urt_reset();
@@ -12112,7 +13385,7 @@ static void test_urBindlessImagesImportExternalMemoryExp(void) {
       urt_fill_handles(s, (void *)(ur_exp_external_mem_handle_t)urt_standin);
       urt_ptr = s; }
     ur_exp_external_mem_handle_t * a_phExternalMem = (ur_exp_external_mem_handle_t *)urt_ptr;
-    urt_expect("urBindlessImagesImportExternalMemoryExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.BindlessImagesExp.pfnImportExternalMemoryExp(a_hContext, a_hDevice, a_size, a_memHandleType, a_pExternalMemDesc, a_phExternalMem));
+    urt_expect("urBindlessImagesImportExternalMemoryExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urBindlessImagesImportExternalMemoryExp(a_hContext, a_hDevice, a_size, a_memHandleType, a_pExternalMemDesc, a_phExternalMem), urt_ddi.BindlessImagesExp.pfnImportExternalMemoryExp(a_hContext, a_hDevice, a_size, a_memHandleType, a_pExternalMemDesc, a_phExternalMem));
   }
   {
     urt_reset();
@@ -12129,7 +13402,7 @@ static void test_urBindlessImagesImportExternalMemoryExp(void) {
       urt_fill_handles(s, (void *)(ur_exp_external_mem_handle_t)urt_standin);
       urt_ptr = s; }
     ur_exp_external_mem_handle_t * a_phExternalMem = (ur_exp_external_mem_handle_t *)urt_ptr;
-    urt_expect("urBindlessImagesImportExternalMemoryExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.BindlessImagesExp.pfnImportExternalMemoryExp(a_hContext, a_hDevice, a_size, a_memHandleType, a_pExternalMemDesc, a_phExternalMem));
+    urt_expect("urBindlessImagesImportExternalMemoryExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urBindlessImagesImportExternalMemoryExp(a_hContext, a_hDevice, a_size, a_memHandleType, a_pExternalMemDesc, a_phExternalMem), urt_ddi.BindlessImagesExp.pfnImportExternalMemoryExp(a_hContext, a_hDevice, a_size, a_memHandleType, a_pExternalMemDesc, a_phExternalMem));
   }
   {
     urt_reset();
@@ -12146,8 +13419,19 @@ static void test_urBindlessImagesImportExternalMemoryExp(void) {
       urt_fill_handles(s, (void *)(ur_exp_external_mem_handle_t)urt_standin);
       urt_ptr = s; }
     ur_exp_external_mem_handle_t * a_phExternalMem = (ur_exp_external_mem_handle_t *)urt_ptr;
-    urt_expect("urBindlessImagesImportExternalMemoryExp", "::UR_EXP_EXTERNAL_MEM_TYPE_WIN32_NT_DX11_RESOURCE < memHandleType", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.BindlessImagesExp.pfnImportExternalMemoryExp(a_hContext, a_hDevice, a_size, a_memHandleType, a_pExternalMemDesc, a_phExternalMem));
+    urt_expect("urBindlessImagesImportExternalMemoryExp", "::UR_EXP_EXTERNAL_MEM_TYPE_WIN32_NT_DX11_RESOURCE < memHandleType", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urBindlessImagesImportExternalMemoryExp(a_hContext, a_hDevice, a_size, a_memHandleType, a_pExternalMemDesc, a_phExternalMem), urt_ddi.BindlessImagesExp.pfnImportExternalMemoryExp(a_hContext, a_hDevice, a_size, a_memHandleType, a_pExternalMemDesc, a_phExternalMem));
   }
+}
+
+static ur_result_t urt_due_urBindlessImagesMapExternalArrayExp(ur_context_handle_t hContext, ur_device_handle_t hDevice, const ur_image_format_t * pImageFormat, const ur_image_desc_t * pImageDesc, ur_exp_external_mem_handle_t hExternalMem, ur_exp_image_mem_native_handle_t * phImageMem) {
+  if (NULL == pImageFormat) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == pImageDesc) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == phImageMem) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hExternalMem) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (pImageDesc && UR_MEM_TYPE_IMAGE_CUBEMAP_EXP < pImageDesc->type) return UR_RESULT_ERROR_INVALID_IMAGE_FORMAT_DESCRIPTOR;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urBindlessImagesMapExternalArrayExp(void) {
@@ -12166,7 +13450,7 @@ static void test_urBindlessImagesMapExternalArrayExp(void) {
       for (int i = 0; i < 16; i++) ((ur_exp_image_mem_native_handle_t *)s)[i] = 1;
       urt_ptr = s; }
     ur_exp_image_mem_native_handle_t * a_phImageMem = (ur_exp_image_mem_native_handle_t *)urt_ptr;
-    urt_expect("urBindlessImagesMapExternalArrayExp", "NULL == pImageFormat", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.BindlessImagesExp.pfnMapExternalArrayExp(a_hContext, a_hDevice, a_pImageFormat, a_pImageDesc, a_hExternalMem, a_phImageMem));
+    urt_expect("urBindlessImagesMapExternalArrayExp", "NULL == pImageFormat", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urBindlessImagesMapExternalArrayExp(a_hContext, a_hDevice, a_pImageFormat, a_pImageDesc, a_hExternalMem, a_phImageMem), urt_ddi.BindlessImagesExp.pfnMapExternalArrayExp(a_hContext, a_hDevice, a_pImageFormat, a_pImageDesc, a_hExternalMem, a_phImageMem));
   }
   {
     urt_reset();
@@ -12182,7 +13466,7 @@ static void test_urBindlessImagesMapExternalArrayExp(void) {
       for (int i = 0; i < 16; i++) ((ur_exp_image_mem_native_handle_t *)s)[i] = 1;
       urt_ptr = s; }
     ur_exp_image_mem_native_handle_t * a_phImageMem = (ur_exp_image_mem_native_handle_t *)urt_ptr;
-    urt_expect("urBindlessImagesMapExternalArrayExp", "NULL == pImageDesc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.BindlessImagesExp.pfnMapExternalArrayExp(a_hContext, a_hDevice, a_pImageFormat, a_pImageDesc, a_hExternalMem, a_phImageMem));
+    urt_expect("urBindlessImagesMapExternalArrayExp", "NULL == pImageDesc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urBindlessImagesMapExternalArrayExp(a_hContext, a_hDevice, a_pImageFormat, a_pImageDesc, a_hExternalMem, a_phImageMem), urt_ddi.BindlessImagesExp.pfnMapExternalArrayExp(a_hContext, a_hDevice, a_pImageFormat, a_pImageDesc, a_hExternalMem, a_phImageMem));
   }
   {
     urt_reset();
@@ -12198,7 +13482,7 @@ static void test_urBindlessImagesMapExternalArrayExp(void) {
     const ur_image_desc_t * a_pImageDesc = (const ur_image_desc_t *)urt_ptr;
     ur_exp_external_mem_handle_t a_hExternalMem = (ur_exp_external_mem_handle_t)urt_standin;
     ur_exp_image_mem_native_handle_t * a_phImageMem = NULL;
-    urt_expect("urBindlessImagesMapExternalArrayExp", "NULL == phImageMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.BindlessImagesExp.pfnMapExternalArrayExp(a_hContext, a_hDevice, a_pImageFormat, a_pImageDesc, a_hExternalMem, a_phImageMem));
+    urt_expect("urBindlessImagesMapExternalArrayExp", "NULL == phImageMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urBindlessImagesMapExternalArrayExp(a_hContext, a_hDevice, a_pImageFormat, a_pImageDesc, a_hExternalMem, a_phImageMem), urt_ddi.BindlessImagesExp.pfnMapExternalArrayExp(a_hContext, a_hDevice, a_pImageFormat, a_pImageDesc, a_hExternalMem, a_phImageMem));
   }
   {
     urt_reset();
@@ -12217,7 +13501,7 @@ static void test_urBindlessImagesMapExternalArrayExp(void) {
       for (int i = 0; i < 16; i++) ((ur_exp_image_mem_native_handle_t *)s)[i] = 1;
       urt_ptr = s; }
     ur_exp_image_mem_native_handle_t * a_phImageMem = (ur_exp_image_mem_native_handle_t *)urt_ptr;
-    urt_expect("urBindlessImagesMapExternalArrayExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.BindlessImagesExp.pfnMapExternalArrayExp(a_hContext, a_hDevice, a_pImageFormat, a_pImageDesc, a_hExternalMem, a_phImageMem));
+    urt_expect("urBindlessImagesMapExternalArrayExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urBindlessImagesMapExternalArrayExp(a_hContext, a_hDevice, a_pImageFormat, a_pImageDesc, a_hExternalMem, a_phImageMem), urt_ddi.BindlessImagesExp.pfnMapExternalArrayExp(a_hContext, a_hDevice, a_pImageFormat, a_pImageDesc, a_hExternalMem, a_phImageMem));
   }
   {
     urt_reset();
@@ -12236,7 +13520,7 @@ static void test_urBindlessImagesMapExternalArrayExp(void) {
       for (int i = 0; i < 16; i++) ((ur_exp_image_mem_native_handle_t *)s)[i] = 1;
       urt_ptr = s; }
     ur_exp_image_mem_native_handle_t * a_phImageMem = (ur_exp_image_mem_native_handle_t *)urt_ptr;
-    urt_expect("urBindlessImagesMapExternalArrayExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.BindlessImagesExp.pfnMapExternalArrayExp(a_hContext, a_hDevice, a_pImageFormat, a_pImageDesc, a_hExternalMem, a_phImageMem));
+    urt_expect("urBindlessImagesMapExternalArrayExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urBindlessImagesMapExternalArrayExp(a_hContext, a_hDevice, a_pImageFormat, a_pImageDesc, a_hExternalMem, a_phImageMem), urt_ddi.BindlessImagesExp.pfnMapExternalArrayExp(a_hContext, a_hDevice, a_pImageFormat, a_pImageDesc, a_hExternalMem, a_phImageMem));
   }
   {
     urt_reset();
@@ -12255,7 +13539,7 @@ static void test_urBindlessImagesMapExternalArrayExp(void) {
       for (int i = 0; i < 16; i++) ((ur_exp_image_mem_native_handle_t *)s)[i] = 1;
       urt_ptr = s; }
     ur_exp_image_mem_native_handle_t * a_phImageMem = (ur_exp_image_mem_native_handle_t *)urt_ptr;
-    urt_expect("urBindlessImagesMapExternalArrayExp", "NULL == hExternalMem", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.BindlessImagesExp.pfnMapExternalArrayExp(a_hContext, a_hDevice, a_pImageFormat, a_pImageDesc, a_hExternalMem, a_phImageMem));
+    urt_expect("urBindlessImagesMapExternalArrayExp", "NULL == hExternalMem", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urBindlessImagesMapExternalArrayExp(a_hContext, a_hDevice, a_pImageFormat, a_pImageDesc, a_hExternalMem, a_phImageMem), urt_ddi.BindlessImagesExp.pfnMapExternalArrayExp(a_hContext, a_hDevice, a_pImageFormat, a_pImageDesc, a_hExternalMem, a_phImageMem));
   }
   {
     urt_reset();
@@ -12275,8 +13559,16 @@ static void test_urBindlessImagesMapExternalArrayExp(void) {
       urt_ptr = s; }
     ur_exp_image_mem_native_handle_t * a_phImageMem = (ur_exp_image_mem_native_handle_t *)urt_ptr;
     *((ur_mem_type_t *)&((a_pImageDesc)->type)) = (ur_mem_type_t)8193u;
-    urt_expect("urBindlessImagesMapExternalArrayExp", "pImageDesc && UR_MEM_TYPE_IMAGE_CUBEMAP_EXP < pImageDesc->type", UR_RESULT_ERROR_INVALID_IMAGE_FORMAT_DESCRIPTOR, urt_ddi.BindlessImagesExp.pfnMapExternalArrayExp(a_hContext, a_hDevice, a_pImageFormat, a_pImageDesc, a_hExternalMem, a_phImageMem));
+    urt_expect("urBindlessImagesMapExternalArrayExp", "pImageDesc && UR_MEM_TYPE_IMAGE_CUBEMAP_EXP < pImageDesc->type", UR_RESULT_ERROR_INVALID_IMAGE_FORMAT_DESCRIPTOR, urt_due_urBindlessImagesMapExternalArrayExp(a_hContext, a_hDevice, a_pImageFormat, a_pImageDesc, a_hExternalMem, a_phImageMem), urt_ddi.BindlessImagesExp.pfnMapExternalArrayExp(a_hContext, a_hDevice, a_pImageFormat, a_pImageDesc, a_hExternalMem, a_phImageMem));
   }
+}
+
+static ur_result_t urt_due_urBindlessImagesMapExternalLinearMemoryExp(ur_context_handle_t hContext, ur_device_handle_t hDevice, uint64_t offset, uint64_t size, ur_exp_external_mem_handle_t hExternalMem, void * * ppRetMem) {
+  if (NULL == ppRetMem) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hExternalMem) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urBindlessImagesMapExternalLinearMemoryExp(void) {
@@ -12289,7 +13581,7 @@ static void test_urBindlessImagesMapExternalLinearMemoryExp(void) {
     uint64_t a_size = (uint64_t)1u;
     ur_exp_external_mem_handle_t a_hExternalMem = (ur_exp_external_mem_handle_t)urt_standin;
     void * * a_ppRetMem = NULL;
-    urt_expect("urBindlessImagesMapExternalLinearMemoryExp", "NULL == ppRetMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.BindlessImagesExp.pfnMapExternalLinearMemoryExp(a_hContext, a_hDevice, a_offset, a_size, a_hExternalMem, a_ppRetMem));
+    urt_expect("urBindlessImagesMapExternalLinearMemoryExp", "NULL == ppRetMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urBindlessImagesMapExternalLinearMemoryExp(a_hContext, a_hDevice, a_offset, a_size, a_hExternalMem, a_ppRetMem), urt_ddi.BindlessImagesExp.pfnMapExternalLinearMemoryExp(a_hContext, a_hDevice, a_offset, a_size, a_hExternalMem, a_ppRetMem));
   }
   {
     urt_reset();
@@ -12302,7 +13594,7 @@ static void test_urBindlessImagesMapExternalLinearMemoryExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * * a_ppRetMem = (void * *)urt_ptr;
-    urt_expect("urBindlessImagesMapExternalLinearMemoryExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.BindlessImagesExp.pfnMapExternalLinearMemoryExp(a_hContext, a_hDevice, a_offset, a_size, a_hExternalMem, a_ppRetMem));
+    urt_expect("urBindlessImagesMapExternalLinearMemoryExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urBindlessImagesMapExternalLinearMemoryExp(a_hContext, a_hDevice, a_offset, a_size, a_hExternalMem, a_ppRetMem), urt_ddi.BindlessImagesExp.pfnMapExternalLinearMemoryExp(a_hContext, a_hDevice, a_offset, a_size, a_hExternalMem, a_ppRetMem));
   }
   {
     urt_reset();
@@ -12315,7 +13607,7 @@ static void test_urBindlessImagesMapExternalLinearMemoryExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * * a_ppRetMem = (void * *)urt_ptr;
-    urt_expect("urBindlessImagesMapExternalLinearMemoryExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.BindlessImagesExp.pfnMapExternalLinearMemoryExp(a_hContext, a_hDevice, a_offset, a_size, a_hExternalMem, a_ppRetMem));
+    urt_expect("urBindlessImagesMapExternalLinearMemoryExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urBindlessImagesMapExternalLinearMemoryExp(a_hContext, a_hDevice, a_offset, a_size, a_hExternalMem, a_ppRetMem), urt_ddi.BindlessImagesExp.pfnMapExternalLinearMemoryExp(a_hContext, a_hDevice, a_offset, a_size, a_hExternalMem, a_ppRetMem));
   }
   {
     urt_reset();
@@ -12328,8 +13620,15 @@ static void test_urBindlessImagesMapExternalLinearMemoryExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * * a_ppRetMem = (void * *)urt_ptr;
-    urt_expect("urBindlessImagesMapExternalLinearMemoryExp", "NULL == hExternalMem", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.BindlessImagesExp.pfnMapExternalLinearMemoryExp(a_hContext, a_hDevice, a_offset, a_size, a_hExternalMem, a_ppRetMem));
+    urt_expect("urBindlessImagesMapExternalLinearMemoryExp", "NULL == hExternalMem", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urBindlessImagesMapExternalLinearMemoryExp(a_hContext, a_hDevice, a_offset, a_size, a_hExternalMem, a_ppRetMem), urt_ddi.BindlessImagesExp.pfnMapExternalLinearMemoryExp(a_hContext, a_hDevice, a_offset, a_size, a_hExternalMem, a_ppRetMem));
   }
+}
+
+static ur_result_t urt_due_urBindlessImagesReleaseExternalMemoryExp(ur_context_handle_t hContext, ur_device_handle_t hDevice, ur_exp_external_mem_handle_t hExternalMem) {
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hExternalMem) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urBindlessImagesReleaseExternalMemoryExp(void) {
@@ -12339,7 +13638,7 @@ static void test_urBindlessImagesReleaseExternalMemoryExp(void) {
     ur_context_handle_t a_hContext = NULL;
     ur_device_handle_t a_hDevice = urt_h_ur_device_handle;
     ur_exp_external_mem_handle_t a_hExternalMem = (ur_exp_external_mem_handle_t)urt_standin;
-    urt_expect("urBindlessImagesReleaseExternalMemoryExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.BindlessImagesExp.pfnReleaseExternalMemoryExp(a_hContext, a_hDevice, a_hExternalMem));
+    urt_expect("urBindlessImagesReleaseExternalMemoryExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urBindlessImagesReleaseExternalMemoryExp(a_hContext, a_hDevice, a_hExternalMem), urt_ddi.BindlessImagesExp.pfnReleaseExternalMemoryExp(a_hContext, a_hDevice, a_hExternalMem));
   }
   {
     urt_reset();
@@ -12347,7 +13646,7 @@ static void test_urBindlessImagesReleaseExternalMemoryExp(void) {
     ur_context_handle_t a_hContext = urt_h_ur_context_handle;
     ur_device_handle_t a_hDevice = NULL;
     ur_exp_external_mem_handle_t a_hExternalMem = (ur_exp_external_mem_handle_t)urt_standin;
-    urt_expect("urBindlessImagesReleaseExternalMemoryExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.BindlessImagesExp.pfnReleaseExternalMemoryExp(a_hContext, a_hDevice, a_hExternalMem));
+    urt_expect("urBindlessImagesReleaseExternalMemoryExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urBindlessImagesReleaseExternalMemoryExp(a_hContext, a_hDevice, a_hExternalMem), urt_ddi.BindlessImagesExp.pfnReleaseExternalMemoryExp(a_hContext, a_hDevice, a_hExternalMem));
   }
   {
     urt_reset();
@@ -12355,8 +13654,15 @@ static void test_urBindlessImagesReleaseExternalMemoryExp(void) {
     ur_context_handle_t a_hContext = urt_h_ur_context_handle;
     ur_device_handle_t a_hDevice = urt_h_ur_device_handle;
     ur_exp_external_mem_handle_t a_hExternalMem = NULL;
-    urt_expect("urBindlessImagesReleaseExternalMemoryExp", "NULL == hExternalMem", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.BindlessImagesExp.pfnReleaseExternalMemoryExp(a_hContext, a_hDevice, a_hExternalMem));
+    urt_expect("urBindlessImagesReleaseExternalMemoryExp", "NULL == hExternalMem", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urBindlessImagesReleaseExternalMemoryExp(a_hContext, a_hDevice, a_hExternalMem), urt_ddi.BindlessImagesExp.pfnReleaseExternalMemoryExp(a_hContext, a_hDevice, a_hExternalMem));
   }
+}
+
+static ur_result_t urt_due_urBindlessImagesFreeMappedLinearMemoryExp(ur_context_handle_t hContext, ur_device_handle_t hDevice, void * pMem) {
+  if (pMem == NULL) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urBindlessImagesFreeMappedLinearMemoryExp(void) {
@@ -12366,7 +13672,7 @@ static void test_urBindlessImagesFreeMappedLinearMemoryExp(void) {
     ur_context_handle_t a_hContext = urt_h_ur_context_handle;
     ur_device_handle_t a_hDevice = urt_h_ur_device_handle;
     void * a_pMem = NULL;
-    urt_expect("urBindlessImagesFreeMappedLinearMemoryExp", "pMem == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.BindlessImagesExp.pfnFreeMappedLinearMemoryExp(a_hContext, a_hDevice, a_pMem));
+    urt_expect("urBindlessImagesFreeMappedLinearMemoryExp", "pMem == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urBindlessImagesFreeMappedLinearMemoryExp(a_hContext, a_hDevice, a_pMem), urt_ddi.BindlessImagesExp.pfnFreeMappedLinearMemoryExp(a_hContext, a_hDevice, a_pMem));
   }
   {
     urt_reset();
@@ -12376,7 +13682,7 @@ static void test_urBindlessImagesFreeMappedLinearMemoryExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * a_pMem = (void *)urt_ptr;
-    urt_expect("urBindlessImagesFreeMappedLinearMemoryExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.BindlessImagesExp.pfnFreeMappedLinearMemoryExp(a_hContext, a_hDevice, a_pMem));
+    urt_expect("urBindlessImagesFreeMappedLinearMemoryExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urBindlessImagesFreeMappedLinearMemoryExp(a_hContext, a_hDevice, a_pMem), urt_ddi.BindlessImagesExp.pfnFreeMappedLinearMemoryExp(a_hContext, a_hDevice, a_pMem));
   }
   {
     urt_reset();
@@ -12386,8 +13692,15 @@ static void test_urBindlessImagesFreeMappedLinearMemoryExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * a_pMem = (void *)urt_ptr;
-    urt_expect("urBindlessImagesFreeMappedLinearMemoryExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.BindlessImagesExp.pfnFreeMappedLinearMemoryExp(a_hContext, a_hDevice, a_pMem));
+    urt_expect("urBindlessImagesFreeMappedLinearMemoryExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urBindlessImagesFreeMappedLinearMemoryExp(a_hContext, a_hDevice, a_pMem), urt_ddi.BindlessImagesExp.pfnFreeMappedLinearMemoryExp(a_hContext, a_hDevice, a_pMem));
   }
+}
+
+static ur_result_t urt_due_urBindlessImagesSupportsImportingHandleTypeExp(ur_device_handle_t hDevice, ur_exp_external_mem_type_t memHandleType, ur_bool_t * pSupportedRet) {
+  if (NULL == pSupportedRet) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_EXP_EXTERNAL_MEM_TYPE_WIN32_NT_DX11_RESOURCE < memHandleType) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urBindlessImagesSupportsImportingHandleTypeExp(void) {
@@ -12397,7 +13710,7 @@ static void test_urBindlessImagesSupportsImportingHandleTypeExp(void) {
     ur_device_handle_t a_hDevice = urt_h_ur_device_handle;
     ur_exp_external_mem_type_t a_memHandleType = (ur_exp_external_mem_type_t)0u;
     ur_bool_t * a_pSupportedRet = NULL;
-    urt_expect("urBindlessImagesSupportsImportingHandleTypeExp", "NULL == pSupportedRet", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.BindlessImagesExp.pfnSupportsImportingHandleTypeExp(a_hDevice, a_memHandleType, a_pSupportedRet));
+    urt_expect("urBindlessImagesSupportsImportingHandleTypeExp", "NULL == pSupportedRet", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urBindlessImagesSupportsImportingHandleTypeExp(a_hDevice, a_memHandleType, a_pSupportedRet), urt_ddi.BindlessImagesExp.pfnSupportsImportingHandleTypeExp(a_hDevice, a_memHandleType, a_pSupportedRet));
   }
   {
     urt_reset();
@@ -12407,7 +13720,7 @@ static void test_urBindlessImagesSupportsImportingHandleTypeExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     ur_bool_t * a_pSupportedRet = (ur_bool_t *)urt_ptr;
-    urt_expect("urBindlessImagesSupportsImportingHandleTypeExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.BindlessImagesExp.pfnSupportsImportingHandleTypeExp(a_hDevice, a_memHandleType, a_pSupportedRet));
+    urt_expect("urBindlessImagesSupportsImportingHandleTypeExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urBindlessImagesSupportsImportingHandleTypeExp(a_hDevice, a_memHandleType, a_pSupportedRet), urt_ddi.BindlessImagesExp.pfnSupportsImportingHandleTypeExp(a_hDevice, a_memHandleType, a_pSupportedRet));
   }
   {
     urt_reset();
@@ -12417,8 +13730,17 @@ static void test_urBindlessImagesSupportsImportingHandleTypeExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     ur_bool_t * a_pSupportedRet = (ur_bool_t *)urt_ptr;
-    urt_expect("urBindlessImagesSupportsImportingHandleTypeExp", "::UR_EXP_EXTERNAL_MEM_TYPE_WIN32_NT_DX11_RESOURCE < memHandleType", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.BindlessImagesExp.pfnSupportsImportingHandleTypeExp(a_hDevice, a_memHandleType, a_pSupportedRet));
+    urt_expect("urBindlessImagesSupportsImportingHandleTypeExp", "::UR_EXP_EXTERNAL_MEM_TYPE_WIN32_NT_DX11_RESOURCE < memHandleType", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urBindlessImagesSupportsImportingHandleTypeExp(a_hDevice, a_memHandleType, a_pSupportedRet), urt_ddi.BindlessImagesExp.pfnSupportsImportingHandleTypeExp(a_hDevice, a_memHandleType, a_pSupportedRet));
   }
+}
+
+static ur_result_t urt_due_urBindlessImagesImportExternalSemaphoreExp(ur_context_handle_t hContext, ur_device_handle_t hDevice, ur_exp_external_semaphore_type_t semHandleType, ur_exp_external_semaphore_desc_t * pExternalSemaphoreDesc, ur_exp_external_semaphore_handle_t * phExternalSemaphore) {
+  if (NULL == pExternalSemaphoreDesc) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == phExternalSemaphore) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_EXP_EXTERNAL_SEMAPHORE_TYPE_WIN32_NT_DX11_FENCE < semHandleType) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urBindlessImagesImportExternalSemaphoreExp(void) {
@@ -12433,7 +13755,7 @@ static void test_urBindlessImagesImportExternalSemaphoreExp(void) {
       urt_fill_handles(s, (void *)(ur_exp_external_semaphore_handle_t)urt_standin);
       urt_ptr = s; }
     ur_exp_external_semaphore_handle_t * a_phExternalSemaphore = (ur_exp_external_semaphore_handle_t *)urt_ptr;
-    urt_expect("urBindlessImagesImportExternalSemaphoreExp", "NULL == pExternalSemaphoreDesc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.BindlessImagesExp.pfnImportExternalSemaphoreExp(a_hContext, a_hDevice, a_semHandleType, a_pExternalSemaphoreDesc, a_phExternalSemaphore));
+    urt_expect("urBindlessImagesImportExternalSemaphoreExp", "NULL == pExternalSemaphoreDesc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urBindlessImagesImportExternalSemaphoreExp(a_hContext, a_hDevice, a_semHandleType, a_pExternalSemaphoreDesc, a_phExternalSemaphore), urt_ddi.BindlessImagesExp.pfnImportExternalSemaphoreExp(a_hContext, a_hDevice, a_semHandleType, a_pExternalSemaphoreDesc, a_phExternalSemaphore));
   }
   {
     urt_reset();
@@ -12446,7 +13768,7 @@ static void test_urBindlessImagesImportExternalSemaphoreExp(void) {
       urt_ptr = s; }
     ur_exp_external_semaphore_desc_t * a_pExternalSemaphoreDesc = (ur_exp_external_semaphore_desc_t *)urt_ptr;
     ur_exp_external_semaphore_handle_t * a_phExternalSemaphore = NULL;
-    urt_expect("urBindlessImagesImportExternalSemaphoreExp", "NULL == phExternalSemaphore", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.BindlessImagesExp.pfnImportExternalSemaphoreExp(a_hContext, a_hDevice, a_semHandleType, a_pExternalSemaphoreDesc, a_phExternalSemaphore));
+    urt_expect("urBindlessImagesImportExternalSemaphoreExp", "NULL == phExternalSemaphore", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urBindlessImagesImportExternalSemaphoreExp(a_hContext, a_hDevice, a_semHandleType, a_pExternalSemaphoreDesc, a_phExternalSemaphore), urt_ddi.BindlessImagesExp.pfnImportExternalSemaphoreExp(a_hContext, a_hDevice, a_semHandleType, a_pExternalSemaphoreDesc, a_phExternalSemaphore));
   }
   {
     urt_reset();
@@ -12462,7 +13784,7 @@ static void test_urBindlessImagesImportExternalSemaphoreExp(void) {
       urt_fill_handles(s, (void *)(ur_exp_external_semaphore_handle_t)urt_standin);
       urt_ptr = s; }
     ur_exp_external_semaphore_handle_t * a_phExternalSemaphore = (ur_exp_external_semaphore_handle_t *)urt_ptr;
-    urt_expect("urBindlessImagesImportExternalSemaphoreExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.BindlessImagesExp.pfnImportExternalSemaphoreExp(a_hContext, a_hDevice, a_semHandleType, a_pExternalSemaphoreDesc, a_phExternalSemaphore));
+    urt_expect("urBindlessImagesImportExternalSemaphoreExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urBindlessImagesImportExternalSemaphoreExp(a_hContext, a_hDevice, a_semHandleType, a_pExternalSemaphoreDesc, a_phExternalSemaphore), urt_ddi.BindlessImagesExp.pfnImportExternalSemaphoreExp(a_hContext, a_hDevice, a_semHandleType, a_pExternalSemaphoreDesc, a_phExternalSemaphore));
   }
   {
     urt_reset();
@@ -12478,7 +13800,7 @@ static void test_urBindlessImagesImportExternalSemaphoreExp(void) {
       urt_fill_handles(s, (void *)(ur_exp_external_semaphore_handle_t)urt_standin);
       urt_ptr = s; }
     ur_exp_external_semaphore_handle_t * a_phExternalSemaphore = (ur_exp_external_semaphore_handle_t *)urt_ptr;
-    urt_expect("urBindlessImagesImportExternalSemaphoreExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.BindlessImagesExp.pfnImportExternalSemaphoreExp(a_hContext, a_hDevice, a_semHandleType, a_pExternalSemaphoreDesc, a_phExternalSemaphore));
+    urt_expect("urBindlessImagesImportExternalSemaphoreExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urBindlessImagesImportExternalSemaphoreExp(a_hContext, a_hDevice, a_semHandleType, a_pExternalSemaphoreDesc, a_phExternalSemaphore), urt_ddi.BindlessImagesExp.pfnImportExternalSemaphoreExp(a_hContext, a_hDevice, a_semHandleType, a_pExternalSemaphoreDesc, a_phExternalSemaphore));
   }
   {
     urt_reset();
@@ -12494,8 +13816,15 @@ static void test_urBindlessImagesImportExternalSemaphoreExp(void) {
       urt_fill_handles(s, (void *)(ur_exp_external_semaphore_handle_t)urt_standin);
       urt_ptr = s; }
     ur_exp_external_semaphore_handle_t * a_phExternalSemaphore = (ur_exp_external_semaphore_handle_t *)urt_ptr;
-    urt_expect("urBindlessImagesImportExternalSemaphoreExp", "::UR_EXP_EXTERNAL_SEMAPHORE_TYPE_WIN32_NT_DX11_FENCE < semHandleType", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.BindlessImagesExp.pfnImportExternalSemaphoreExp(a_hContext, a_hDevice, a_semHandleType, a_pExternalSemaphoreDesc, a_phExternalSemaphore));
+    urt_expect("urBindlessImagesImportExternalSemaphoreExp", "::UR_EXP_EXTERNAL_SEMAPHORE_TYPE_WIN32_NT_DX11_FENCE < semHandleType", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urBindlessImagesImportExternalSemaphoreExp(a_hContext, a_hDevice, a_semHandleType, a_pExternalSemaphoreDesc, a_phExternalSemaphore), urt_ddi.BindlessImagesExp.pfnImportExternalSemaphoreExp(a_hContext, a_hDevice, a_semHandleType, a_pExternalSemaphoreDesc, a_phExternalSemaphore));
   }
+}
+
+static ur_result_t urt_due_urBindlessImagesReleaseExternalSemaphoreExp(ur_context_handle_t hContext, ur_device_handle_t hDevice, ur_exp_external_semaphore_handle_t hExternalSemaphore) {
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hExternalSemaphore) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urBindlessImagesReleaseExternalSemaphoreExp(void) {
@@ -12505,7 +13834,7 @@ static void test_urBindlessImagesReleaseExternalSemaphoreExp(void) {
     ur_context_handle_t a_hContext = NULL;
     ur_device_handle_t a_hDevice = urt_h_ur_device_handle;
     ur_exp_external_semaphore_handle_t a_hExternalSemaphore = (ur_exp_external_semaphore_handle_t)urt_standin;
-    urt_expect("urBindlessImagesReleaseExternalSemaphoreExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.BindlessImagesExp.pfnReleaseExternalSemaphoreExp(a_hContext, a_hDevice, a_hExternalSemaphore));
+    urt_expect("urBindlessImagesReleaseExternalSemaphoreExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urBindlessImagesReleaseExternalSemaphoreExp(a_hContext, a_hDevice, a_hExternalSemaphore), urt_ddi.BindlessImagesExp.pfnReleaseExternalSemaphoreExp(a_hContext, a_hDevice, a_hExternalSemaphore));
   }
   {
     urt_reset();
@@ -12513,7 +13842,7 @@ static void test_urBindlessImagesReleaseExternalSemaphoreExp(void) {
     ur_context_handle_t a_hContext = urt_h_ur_context_handle;
     ur_device_handle_t a_hDevice = NULL;
     ur_exp_external_semaphore_handle_t a_hExternalSemaphore = (ur_exp_external_semaphore_handle_t)urt_standin;
-    urt_expect("urBindlessImagesReleaseExternalSemaphoreExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.BindlessImagesExp.pfnReleaseExternalSemaphoreExp(a_hContext, a_hDevice, a_hExternalSemaphore));
+    urt_expect("urBindlessImagesReleaseExternalSemaphoreExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urBindlessImagesReleaseExternalSemaphoreExp(a_hContext, a_hDevice, a_hExternalSemaphore), urt_ddi.BindlessImagesExp.pfnReleaseExternalSemaphoreExp(a_hContext, a_hDevice, a_hExternalSemaphore));
   }
   {
     urt_reset();
@@ -12521,8 +13850,14 @@ static void test_urBindlessImagesReleaseExternalSemaphoreExp(void) {
     ur_context_handle_t a_hContext = urt_h_ur_context_handle;
     ur_device_handle_t a_hDevice = urt_h_ur_device_handle;
     ur_exp_external_semaphore_handle_t a_hExternalSemaphore = NULL;
-    urt_expect("urBindlessImagesReleaseExternalSemaphoreExp", "NULL == hExternalSemaphore", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.BindlessImagesExp.pfnReleaseExternalSemaphoreExp(a_hContext, a_hDevice, a_hExternalSemaphore));
+    urt_expect("urBindlessImagesReleaseExternalSemaphoreExp", "NULL == hExternalSemaphore", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urBindlessImagesReleaseExternalSemaphoreExp(a_hContext, a_hDevice, a_hExternalSemaphore), urt_ddi.BindlessImagesExp.pfnReleaseExternalSemaphoreExp(a_hContext, a_hDevice, a_hExternalSemaphore));
   }
+}
+
+static ur_result_t urt_due_urBindlessImagesWaitExternalSemaphoreExp(ur_queue_handle_t hQueue, ur_exp_external_semaphore_handle_t hSemaphore, bool hasWaitValue, uint64_t waitValue, uint32_t numEventsInWaitList, const ur_event_handle_t * phEventWaitList, ur_event_handle_t * phEvent) {
+  if (NULL == hQueue) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hSemaphore) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urBindlessImagesWaitExternalSemaphoreExp(void) {
@@ -12542,7 +13877,7 @@ static void test_urBindlessImagesWaitExternalSemaphoreExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urBindlessImagesWaitExternalSemaphoreExp", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.BindlessImagesExp.pfnWaitExternalSemaphoreExp(a_hQueue, a_hSemaphore, a_hasWaitValue, a_waitValue, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urBindlessImagesWaitExternalSemaphoreExp", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urBindlessImagesWaitExternalSemaphoreExp(a_hQueue, a_hSemaphore, a_hasWaitValue, a_waitValue, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.BindlessImagesExp.pfnWaitExternalSemaphoreExp(a_hQueue, a_hSemaphore, a_hasWaitValue, a_waitValue, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -12560,8 +13895,14 @@ static void test_urBindlessImagesWaitExternalSemaphoreExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urBindlessImagesWaitExternalSemaphoreExp", "NULL == hSemaphore", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.BindlessImagesExp.pfnWaitExternalSemaphoreExp(a_hQueue, a_hSemaphore, a_hasWaitValue, a_waitValue, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urBindlessImagesWaitExternalSemaphoreExp", "NULL == hSemaphore", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urBindlessImagesWaitExternalSemaphoreExp(a_hQueue, a_hSemaphore, a_hasWaitValue, a_waitValue, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.BindlessImagesExp.pfnWaitExternalSemaphoreExp(a_hQueue, a_hSemaphore, a_hasWaitValue, a_waitValue, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
+}
+
+static ur_result_t urt_due_urBindlessImagesSignalExternalSemaphoreExp(ur_queue_handle_t hQueue, ur_exp_external_semaphore_handle_t hSemaphore, bool hasSignalValue, uint64_t signalValue, uint32_t numEventsInWaitList, const ur_event_handle_t * phEventWaitList, ur_event_handle_t * phEvent) {
+  if (NULL == hQueue) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hSemaphore) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urBindlessImagesSignalExternalSemaphoreExp(void) {
@@ -12581,7 +13922,7 @@ static void test_urBindlessImagesSignalExternalSemaphoreExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urBindlessImagesSignalExternalSemaphoreExp", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.BindlessImagesExp.pfnSignalExternalSemaphoreExp(a_hQueue, a_hSemaphore, a_hasSignalValue, a_signalValue, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urBindlessImagesSignalExternalSemaphoreExp", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urBindlessImagesSignalExternalSemaphoreExp(a_hQueue, a_hSemaphore, a_hasSignalValue, a_signalValue, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.BindlessImagesExp.pfnSignalExternalSemaphoreExp(a_hQueue, a_hSemaphore, a_hasSignalValue, a_signalValue, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -12599,8 +13940,13 @@ static void test_urBindlessImagesSignalExternalSemaphoreExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urBindlessImagesSignalExternalSemaphoreExp", "NULL == hSemaphore", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.BindlessImagesExp.pfnSignalExternalSemaphoreExp(a_hQueue, a_hSemaphore, a_hasSignalValue, a_signalValue, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urBindlessImagesSignalExternalSemaphoreExp", "NULL == hSemaphore", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urBindlessImagesSignalExternalSemaphoreExp(a_hQueue, a_hSemaphore, a_hasSignalValue, a_signalValue, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.BindlessImagesExp.pfnSignalExternalSemaphoreExp(a_hQueue, a_hSemaphore, a_hasSignalValue, a_signalValue, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
+}
+
+static ur_result_t urt_due_urDeviceWaitExp(ur_device_handle_t hDevice) {
+  if (NULL == hDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urDeviceWaitExp(void) {
@@ -12608,8 +13954,15 @@ static void test_urDeviceWaitExp(void) {
     urt_reset();
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_device_handle_t a_hDevice = NULL;
-    urt_expect("urDeviceWaitExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.DeviceExp.pfnWaitExp(a_hDevice));
+    urt_expect("urDeviceWaitExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urDeviceWaitExp(a_hDevice), urt_ddi.DeviceExp.pfnWaitExp(a_hDevice));
   }
+}
+
+static ur_result_t urt_due_urProgramDynamicLinkExp(ur_context_handle_t hContext, uint32_t count, const ur_program_handle_t * phPrograms) {
+  if (NULL == phPrograms) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (count == 0) return UR_RESULT_ERROR_INVALID_SIZE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urProgramDynamicLinkExp(void) {
@@ -12619,7 +13972,7 @@ static void test_urProgramDynamicLinkExp(void) {
     ur_context_handle_t a_hContext = urt_h_ur_context_handle;
     uint32_t a_count = (uint32_t)1u;
     const ur_program_handle_t * a_phPrograms = NULL;
-    urt_expect("urProgramDynamicLinkExp", "NULL == phPrograms", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.ProgramExp.pfnDynamicLinkExp(a_hContext, a_count, a_phPrograms));
+    urt_expect("urProgramDynamicLinkExp", "NULL == phPrograms", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urProgramDynamicLinkExp(a_hContext, a_count, a_phPrograms), urt_ddi.ProgramExp.pfnDynamicLinkExp(a_hContext, a_count, a_phPrograms));
   }
   {
     urt_reset();
@@ -12630,7 +13983,7 @@ static void test_urProgramDynamicLinkExp(void) {
       urt_fill_handles(s, (void *)(ur_program_handle_t)urt_standin);
       urt_ptr = s; }
     const ur_program_handle_t * a_phPrograms = (const ur_program_handle_t *)urt_ptr;
-    urt_expect("urProgramDynamicLinkExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.ProgramExp.pfnDynamicLinkExp(a_hContext, a_count, a_phPrograms));
+    urt_expect("urProgramDynamicLinkExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urProgramDynamicLinkExp(a_hContext, a_count, a_phPrograms), urt_ddi.ProgramExp.pfnDynamicLinkExp(a_hContext, a_count, a_phPrograms));
   }
   {
     urt_reset();
@@ -12641,8 +13994,16 @@ static void test_urProgramDynamicLinkExp(void) {
       urt_fill_handles(s, (void *)(ur_program_handle_t)urt_standin);
       urt_ptr = s; }
     const ur_program_handle_t * a_phPrograms = (const ur_program_handle_t *)urt_ptr;
-    urt_expect("urProgramDynamicLinkExp", "count == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.ProgramExp.pfnDynamicLinkExp(a_hContext, a_count, a_phPrograms));
+    urt_expect("urProgramDynamicLinkExp", "count == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urProgramDynamicLinkExp(a_hContext, a_count, a_phPrograms), urt_ddi.ProgramExp.pfnDynamicLinkExp(a_hContext, a_count, a_phPrograms));
   }
+}
+
+static ur_result_t urt_due_urEnqueueTimestampRecordingExp(ur_queue_handle_t hQueue, bool blocking, uint32_t numEventsInWaitList, const ur_event_handle_t * phEventWaitList, ur_event_handle_t * phEvent) {
+  if (NULL == phEvent) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hQueue) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (phEventWaitList == NULL && numEventsInWaitList > 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (phEventWaitList != NULL && numEventsInWaitList == 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urEnqueueTimestampRecordingExp(void) {
@@ -12657,7 +14018,7 @@ static void test_urEnqueueTimestampRecordingExp(void) {
       urt_ptr = s; }
     const ur_event_handle_t * a_phEventWaitList = (const ur_event_handle_t *)urt_ptr;
     ur_event_handle_t * a_phEvent = NULL;
-    urt_expect("urEnqueueTimestampRecordingExp", "NULL == phEvent", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.EnqueueExp.pfnTimestampRecordingExp(a_hQueue, a_blocking, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueTimestampRecordingExp", "NULL == phEvent", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urEnqueueTimestampRecordingExp(a_hQueue, a_blocking, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.EnqueueExp.pfnTimestampRecordingExp(a_hQueue, a_blocking, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -12673,7 +14034,7 @@ static void test_urEnqueueTimestampRecordingExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueTimestampRecordingExp", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.EnqueueExp.pfnTimestampRecordingExp(a_hQueue, a_blocking, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueTimestampRecordingExp", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueTimestampRecordingExp(a_hQueue, a_blocking, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.EnqueueExp.pfnTimestampRecordingExp(a_hQueue, a_blocking, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -12686,7 +14047,7 @@ static void test_urEnqueueTimestampRecordingExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueTimestampRecordingExp", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.EnqueueExp.pfnTimestampRecordingExp(a_hQueue, a_blocking, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueTimestampRecordingExp", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueTimestampRecordingExp(a_hQueue, a_blocking, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.EnqueueExp.pfnTimestampRecordingExp(a_hQueue, a_blocking, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -12702,8 +14063,15 @@ static void test_urEnqueueTimestampRecordingExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueTimestampRecordingExp", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.EnqueueExp.pfnTimestampRecordingExp(a_hQueue, a_blocking, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueTimestampRecordingExp", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueTimestampRecordingExp(a_hQueue, a_blocking, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.EnqueueExp.pfnTimestampRecordingExp(a_hQueue, a_blocking, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
+}
+
+static ur_result_t urt_due_urIPCGetMemHandleExp(ur_context_handle_t hContext, void * pMem, void * * ppIPCMemHandleData, size_t * pIPCMemHandleDataSizeRet) {
+  if (NULL == ppIPCMemHandleData) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == pIPCMemHandleDataSizeRet) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urIPCGetMemHandleExp(void) {
@@ -12719,7 +14087,7 @@ static void test_urIPCGetMemHandleExp(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pIPCMemHandleDataSizeRet = (size_t *)urt_ptr;
-    urt_expect("urIPCGetMemHandleExp", "NULL == ppIPCMemHandleData", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.IPCExp.pfnGetMemHandleExp(a_hContext, a_pMem, a_ppIPCMemHandleData, a_pIPCMemHandleDataSizeRet));
+    urt_expect("urIPCGetMemHandleExp", "NULL == ppIPCMemHandleData", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urIPCGetMemHandleExp(a_hContext, a_pMem, a_ppIPCMemHandleData, a_pIPCMemHandleDataSizeRet), urt_ddi.IPCExp.pfnGetMemHandleExp(a_hContext, a_pMem, a_ppIPCMemHandleData, a_pIPCMemHandleDataSizeRet));
   }
   {
     urt_reset();
@@ -12732,7 +14100,7 @@ static void test_urIPCGetMemHandleExp(void) {
       urt_ptr = s; }
     void * * a_ppIPCMemHandleData = (void * *)urt_ptr;
     size_t * a_pIPCMemHandleDataSizeRet = NULL;
-    urt_expect("urIPCGetMemHandleExp", "NULL == pIPCMemHandleDataSizeRet", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.IPCExp.pfnGetMemHandleExp(a_hContext, a_pMem, a_ppIPCMemHandleData, a_pIPCMemHandleDataSizeRet));
+    urt_expect("urIPCGetMemHandleExp", "NULL == pIPCMemHandleDataSizeRet", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urIPCGetMemHandleExp(a_hContext, a_pMem, a_ppIPCMemHandleData, a_pIPCMemHandleDataSizeRet), urt_ddi.IPCExp.pfnGetMemHandleExp(a_hContext, a_pMem, a_ppIPCMemHandleData, a_pIPCMemHandleDataSizeRet));
   }
   {
     urt_reset();
@@ -12748,8 +14116,14 @@ static void test_urIPCGetMemHandleExp(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pIPCMemHandleDataSizeRet = (size_t *)urt_ptr;
-    urt_expect("urIPCGetMemHandleExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.IPCExp.pfnGetMemHandleExp(a_hContext, a_pMem, a_ppIPCMemHandleData, a_pIPCMemHandleDataSizeRet));
+    urt_expect("urIPCGetMemHandleExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urIPCGetMemHandleExp(a_hContext, a_pMem, a_ppIPCMemHandleData, a_pIPCMemHandleDataSizeRet), urt_ddi.IPCExp.pfnGetMemHandleExp(a_hContext, a_pMem, a_ppIPCMemHandleData, a_pIPCMemHandleDataSizeRet));
   }
+}
+
+static ur_result_t urt_due_urIPCPutMemHandleExp(ur_context_handle_t hContext, void * pIPCMemHandleData) {
+  if (NULL == pIPCMemHandleData) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urIPCPutMemHandleExp(void) {
@@ -12758,7 +14132,7 @@ static void test_urIPCPutMemHandleExp(void) {
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_context_handle_t a_hContext = urt_h_ur_context_handle;
     void * a_pIPCMemHandleData = NULL;
-    urt_expect("urIPCPutMemHandleExp", "NULL == pIPCMemHandleData", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.IPCExp.pfnPutMemHandleExp(a_hContext, a_pIPCMemHandleData));
+    urt_expect("urIPCPutMemHandleExp", "NULL == pIPCMemHandleData", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urIPCPutMemHandleExp(a_hContext, a_pIPCMemHandleData), urt_ddi.IPCExp.pfnPutMemHandleExp(a_hContext, a_pIPCMemHandleData));
   }
   {
     urt_reset();
@@ -12767,8 +14141,16 @@ static void test_urIPCPutMemHandleExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * a_pIPCMemHandleData = (void *)urt_ptr;
-    urt_expect("urIPCPutMemHandleExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.IPCExp.pfnPutMemHandleExp(a_hContext, a_pIPCMemHandleData));
+    urt_expect("urIPCPutMemHandleExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urIPCPutMemHandleExp(a_hContext, a_pIPCMemHandleData), urt_ddi.IPCExp.pfnPutMemHandleExp(a_hContext, a_pIPCMemHandleData));
   }
+}
+
+static ur_result_t urt_due_urIPCOpenMemHandleExp(ur_context_handle_t hContext, ur_device_handle_t hDevice, void * pIPCMemHandleData, size_t ipcMemHandleDataSize, void * * ppMem) {
+  if (NULL == pIPCMemHandleData) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == ppMem) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urIPCOpenMemHandleExp(void) {
@@ -12782,7 +14164,7 @@ static void test_urIPCOpenMemHandleExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * * a_ppMem = (void * *)urt_ptr;
-    urt_expect("urIPCOpenMemHandleExp", "NULL == pIPCMemHandleData", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.IPCExp.pfnOpenMemHandleExp(a_hContext, a_hDevice, a_pIPCMemHandleData, a_ipcMemHandleDataSize, a_ppMem));
+    urt_expect("urIPCOpenMemHandleExp", "NULL == pIPCMemHandleData", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urIPCOpenMemHandleExp(a_hContext, a_hDevice, a_pIPCMemHandleData, a_ipcMemHandleDataSize, a_ppMem), urt_ddi.IPCExp.pfnOpenMemHandleExp(a_hContext, a_hDevice, a_pIPCMemHandleData, a_ipcMemHandleDataSize, a_ppMem));
   }
   {
     urt_reset();
@@ -12794,7 +14176,7 @@ static void test_urIPCOpenMemHandleExp(void) {
     void * a_pIPCMemHandleData = (void *)urt_ptr;
     size_t a_ipcMemHandleDataSize = (size_t)1u;
     void * * a_ppMem = NULL;
-    urt_expect("urIPCOpenMemHandleExp", "NULL == ppMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.IPCExp.pfnOpenMemHandleExp(a_hContext, a_hDevice, a_pIPCMemHandleData, a_ipcMemHandleDataSize, a_ppMem));
+    urt_expect("urIPCOpenMemHandleExp", "NULL == ppMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urIPCOpenMemHandleExp(a_hContext, a_hDevice, a_pIPCMemHandleData, a_ipcMemHandleDataSize, a_ppMem), urt_ddi.IPCExp.pfnOpenMemHandleExp(a_hContext, a_hDevice, a_pIPCMemHandleData, a_ipcMemHandleDataSize, a_ppMem));
   }
   {
     urt_reset();
@@ -12808,7 +14190,7 @@ static void test_urIPCOpenMemHandleExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * * a_ppMem = (void * *)urt_ptr;
-    urt_expect("urIPCOpenMemHandleExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.IPCExp.pfnOpenMemHandleExp(a_hContext, a_hDevice, a_pIPCMemHandleData, a_ipcMemHandleDataSize, a_ppMem));
+    urt_expect("urIPCOpenMemHandleExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urIPCOpenMemHandleExp(a_hContext, a_hDevice, a_pIPCMemHandleData, a_ipcMemHandleDataSize, a_ppMem), urt_ddi.IPCExp.pfnOpenMemHandleExp(a_hContext, a_hDevice, a_pIPCMemHandleData, a_ipcMemHandleDataSize, a_ppMem));
   }
   {
     urt_reset();
@@ -12822,8 +14204,14 @@ static void test_urIPCOpenMemHandleExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * * a_ppMem = (void * *)urt_ptr;
-    urt_expect("urIPCOpenMemHandleExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.IPCExp.pfnOpenMemHandleExp(a_hContext, a_hDevice, a_pIPCMemHandleData, a_ipcMemHandleDataSize, a_ppMem));
+    urt_expect("urIPCOpenMemHandleExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urIPCOpenMemHandleExp(a_hContext, a_hDevice, a_pIPCMemHandleData, a_ipcMemHandleDataSize, a_ppMem), urt_ddi.IPCExp.pfnOpenMemHandleExp(a_hContext, a_hDevice, a_pIPCMemHandleData, a_ipcMemHandleDataSize, a_ppMem));
   }
+}
+
+static ur_result_t urt_due_urIPCCloseMemHandleExp(ur_context_handle_t hContext, void * pMem) {
+  if (NULL == pMem) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urIPCCloseMemHandleExp(void) {
@@ -12832,7 +14220,7 @@ static void test_urIPCCloseMemHandleExp(void) {
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_context_handle_t a_hContext = urt_h_ur_context_handle;
     void * a_pMem = NULL;
-    urt_expect("urIPCCloseMemHandleExp", "NULL == pMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.IPCExp.pfnCloseMemHandleExp(a_hContext, a_pMem));
+    urt_expect("urIPCCloseMemHandleExp", "NULL == pMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urIPCCloseMemHandleExp(a_hContext, a_pMem), urt_ddi.IPCExp.pfnCloseMemHandleExp(a_hContext, a_pMem));
   }
   {
     urt_reset();
@@ -12841,8 +14229,16 @@ static void test_urIPCCloseMemHandleExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * a_pMem = (void *)urt_ptr;
-    urt_expect("urIPCCloseMemHandleExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.IPCExp.pfnCloseMemHandleExp(a_hContext, a_pMem));
+    urt_expect("urIPCCloseMemHandleExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urIPCCloseMemHandleExp(a_hContext, a_pMem), urt_ddi.IPCExp.pfnCloseMemHandleExp(a_hContext, a_pMem));
   }
+}
+
+static ur_result_t urt_due_urIPCGetPhysMemHandleExp(ur_context_handle_t hContext, ur_physical_mem_handle_t hPhysMem, void * * ppIPCPhysMemHandleData, size_t * pIPCPhysMemHandleDataSizeRet) {
+  if (NULL == ppIPCPhysMemHandleData) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == pIPCPhysMemHandleDataSizeRet) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hPhysMem) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urIPCGetPhysMemHandleExp(void) {
@@ -12856,7 +14252,7 @@ static void test_urIPCGetPhysMemHandleExp(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pIPCPhysMemHandleDataSizeRet = (size_t *)urt_ptr;
-    urt_expect("urIPCGetPhysMemHandleExp", "NULL == ppIPCPhysMemHandleData", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.IPCExp.pfnGetPhysMemHandleExp(a_hContext, a_hPhysMem, a_ppIPCPhysMemHandleData, a_pIPCPhysMemHandleDataSizeRet));
+    urt_expect("urIPCGetPhysMemHandleExp", "NULL == ppIPCPhysMemHandleData", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urIPCGetPhysMemHandleExp(a_hContext, a_hPhysMem, a_ppIPCPhysMemHandleData, a_pIPCPhysMemHandleDataSizeRet), urt_ddi.IPCExp.pfnGetPhysMemHandleExp(a_hContext, a_hPhysMem, a_ppIPCPhysMemHandleData, a_pIPCPhysMemHandleDataSizeRet));
   }
   {
     urt_reset();
@@ -12867,7 +14263,7 @@ static void test_urIPCGetPhysMemHandleExp(void) {
       urt_ptr = s; }
     void * * a_ppIPCPhysMemHandleData = (void * *)urt_ptr;
     size_t * a_pIPCPhysMemHandleDataSizeRet = NULL;
-    urt_expect("urIPCGetPhysMemHandleExp", "NULL == pIPCPhysMemHandleDataSizeRet", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.IPCExp.pfnGetPhysMemHandleExp(a_hContext, a_hPhysMem, a_ppIPCPhysMemHandleData, a_pIPCPhysMemHandleDataSizeRet));
+    urt_expect("urIPCGetPhysMemHandleExp", "NULL == pIPCPhysMemHandleDataSizeRet", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urIPCGetPhysMemHandleExp(a_hContext, a_hPhysMem, a_ppIPCPhysMemHandleData, a_pIPCPhysMemHandleDataSizeRet), urt_ddi.IPCExp.pfnGetPhysMemHandleExp(a_hContext, a_hPhysMem, a_ppIPCPhysMemHandleData, a_pIPCPhysMemHandleDataSizeRet));
   }
   {
     urt_reset();
@@ -12881,7 +14277,7 @@ static void test_urIPCGetPhysMemHandleExp(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pIPCPhysMemHandleDataSizeRet = (size_t *)urt_ptr;
-    urt_expect("urIPCGetPhysMemHandleExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.IPCExp.pfnGetPhysMemHandleExp(a_hContext, a_hPhysMem, a_ppIPCPhysMemHandleData, a_pIPCPhysMemHandleDataSizeRet));
+    urt_expect("urIPCGetPhysMemHandleExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urIPCGetPhysMemHandleExp(a_hContext, a_hPhysMem, a_ppIPCPhysMemHandleData, a_pIPCPhysMemHandleDataSizeRet), urt_ddi.IPCExp.pfnGetPhysMemHandleExp(a_hContext, a_hPhysMem, a_ppIPCPhysMemHandleData, a_pIPCPhysMemHandleDataSizeRet));
   }
   {
     urt_reset();
@@ -12895,8 +14291,14 @@ static void test_urIPCGetPhysMemHandleExp(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pIPCPhysMemHandleDataSizeRet = (size_t *)urt_ptr;
-    urt_expect("urIPCGetPhysMemHandleExp", "NULL == hPhysMem", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.IPCExp.pfnGetPhysMemHandleExp(a_hContext, a_hPhysMem, a_ppIPCPhysMemHandleData, a_pIPCPhysMemHandleDataSizeRet));
+    urt_expect("urIPCGetPhysMemHandleExp", "NULL == hPhysMem", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urIPCGetPhysMemHandleExp(a_hContext, a_hPhysMem, a_ppIPCPhysMemHandleData, a_pIPCPhysMemHandleDataSizeRet), urt_ddi.IPCExp.pfnGetPhysMemHandleExp(a_hContext, a_hPhysMem, a_ppIPCPhysMemHandleData, a_pIPCPhysMemHandleDataSizeRet));
   }
+}
+
+static ur_result_t urt_due_urIPCPutPhysMemHandleExp(ur_context_handle_t hContext, const void * pIPCPhysMemHandleData) {
+  if (NULL == pIPCPhysMemHandleData) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urIPCPutPhysMemHandleExp(void) {
@@ -12905,7 +14307,7 @@ static void test_urIPCPutPhysMemHandleExp(void) {
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_context_handle_t a_hContext = urt_h_ur_context_handle;
     const void * a_pIPCPhysMemHandleData = NULL;
-    urt_expect("urIPCPutPhysMemHandleExp", "NULL == pIPCPhysMemHandleData", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.IPCExp.pfnPutPhysMemHandleExp(a_hContext, a_pIPCPhysMemHandleData));
+    urt_expect("urIPCPutPhysMemHandleExp", "NULL == pIPCPhysMemHandleData", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urIPCPutPhysMemHandleExp(a_hContext, a_pIPCPhysMemHandleData), urt_ddi.IPCExp.pfnPutPhysMemHandleExp(a_hContext, a_pIPCPhysMemHandleData));
   }
   {
     urt_reset();
@@ -12914,8 +14316,16 @@ static void test_urIPCPutPhysMemHandleExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     const void * a_pIPCPhysMemHandleData = (const void *)urt_ptr;
-    urt_expect("urIPCPutPhysMemHandleExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.IPCExp.pfnPutPhysMemHandleExp(a_hContext, a_pIPCPhysMemHandleData));
+    urt_expect("urIPCPutPhysMemHandleExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urIPCPutPhysMemHandleExp(a_hContext, a_pIPCPhysMemHandleData), urt_ddi.IPCExp.pfnPutPhysMemHandleExp(a_hContext, a_pIPCPhysMemHandleData));
   }
+}
+
+static ur_result_t urt_due_urIPCOpenPhysMemHandleExp(ur_context_handle_t hContext, ur_device_handle_t hDevice, const void * pIPCPhysMemHandleData, size_t ipcPhysMemHandleDataSize, ur_physical_mem_handle_t * phPhysMem) {
+  if (NULL == phPhysMem) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == pIPCPhysMemHandleData) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urIPCOpenPhysMemHandleExp(void) {
@@ -12929,7 +14339,7 @@ static void test_urIPCOpenPhysMemHandleExp(void) {
     const void * a_pIPCPhysMemHandleData = (const void *)urt_ptr;
     size_t a_ipcPhysMemHandleDataSize = (size_t)1u;
     ur_physical_mem_handle_t * a_phPhysMem = NULL;
-    urt_expect("urIPCOpenPhysMemHandleExp", "NULL == phPhysMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.IPCExp.pfnOpenPhysMemHandleExp(a_hContext, a_hDevice, a_pIPCPhysMemHandleData, a_ipcPhysMemHandleDataSize, a_phPhysMem));
+    urt_expect("urIPCOpenPhysMemHandleExp", "NULL == phPhysMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urIPCOpenPhysMemHandleExp(a_hContext, a_hDevice, a_pIPCPhysMemHandleData, a_ipcPhysMemHandleDataSize, a_phPhysMem), urt_ddi.IPCExp.pfnOpenPhysMemHandleExp(a_hContext, a_hDevice, a_pIPCPhysMemHandleData, a_ipcPhysMemHandleDataSize, a_phPhysMem));
   }
   {
     urt_reset();
@@ -12942,7 +14352,7 @@ static void test_urIPCOpenPhysMemHandleExp(void) {
       urt_fill_handles(s, (void *)(ur_physical_mem_handle_t)urt_standin);
       urt_ptr = s; }
     ur_physical_mem_handle_t * a_phPhysMem = (ur_physical_mem_handle_t *)urt_ptr;
-    urt_expect("urIPCOpenPhysMemHandleExp", "NULL == pIPCPhysMemHandleData", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.IPCExp.pfnOpenPhysMemHandleExp(a_hContext, a_hDevice, a_pIPCPhysMemHandleData, a_ipcPhysMemHandleDataSize, a_phPhysMem));
+    urt_expect("urIPCOpenPhysMemHandleExp", "NULL == pIPCPhysMemHandleData", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urIPCOpenPhysMemHandleExp(a_hContext, a_hDevice, a_pIPCPhysMemHandleData, a_ipcPhysMemHandleDataSize, a_phPhysMem), urt_ddi.IPCExp.pfnOpenPhysMemHandleExp(a_hContext, a_hDevice, a_pIPCPhysMemHandleData, a_ipcPhysMemHandleDataSize, a_phPhysMem));
   }
   {
     urt_reset();
@@ -12957,7 +14367,7 @@ static void test_urIPCOpenPhysMemHandleExp(void) {
       urt_fill_handles(s, (void *)(ur_physical_mem_handle_t)urt_standin);
       urt_ptr = s; }
     ur_physical_mem_handle_t * a_phPhysMem = (ur_physical_mem_handle_t *)urt_ptr;
-    urt_expect("urIPCOpenPhysMemHandleExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.IPCExp.pfnOpenPhysMemHandleExp(a_hContext, a_hDevice, a_pIPCPhysMemHandleData, a_ipcPhysMemHandleDataSize, a_phPhysMem));
+    urt_expect("urIPCOpenPhysMemHandleExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urIPCOpenPhysMemHandleExp(a_hContext, a_hDevice, a_pIPCPhysMemHandleData, a_ipcPhysMemHandleDataSize, a_phPhysMem), urt_ddi.IPCExp.pfnOpenPhysMemHandleExp(a_hContext, a_hDevice, a_pIPCPhysMemHandleData, a_ipcPhysMemHandleDataSize, a_phPhysMem));
   }
   {
     urt_reset();
@@ -12972,8 +14382,14 @@ static void test_urIPCOpenPhysMemHandleExp(void) {
       urt_fill_handles(s, (void *)(ur_physical_mem_handle_t)urt_standin);
       urt_ptr = s; }
     ur_physical_mem_handle_t * a_phPhysMem = (ur_physical_mem_handle_t *)urt_ptr;
-    urt_expect("urIPCOpenPhysMemHandleExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.IPCExp.pfnOpenPhysMemHandleExp(a_hContext, a_hDevice, a_pIPCPhysMemHandleData, a_ipcPhysMemHandleDataSize, a_phPhysMem));
+    urt_expect("urIPCOpenPhysMemHandleExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urIPCOpenPhysMemHandleExp(a_hContext, a_hDevice, a_pIPCPhysMemHandleData, a_ipcPhysMemHandleDataSize, a_phPhysMem), urt_ddi.IPCExp.pfnOpenPhysMemHandleExp(a_hContext, a_hDevice, a_pIPCPhysMemHandleData, a_ipcPhysMemHandleDataSize, a_phPhysMem));
   }
+}
+
+static ur_result_t urt_due_urIPCClosePhysMemHandleExp(ur_context_handle_t hContext, ur_physical_mem_handle_t hPhysMem) {
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hPhysMem) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urIPCClosePhysMemHandleExp(void) {
@@ -12982,15 +14398,22 @@ static void test_urIPCClosePhysMemHandleExp(void) {
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_context_handle_t a_hContext = NULL;
     ur_physical_mem_handle_t a_hPhysMem = (ur_physical_mem_handle_t)urt_standin;
-    urt_expect("urIPCClosePhysMemHandleExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.IPCExp.pfnClosePhysMemHandleExp(a_hContext, a_hPhysMem));
+    urt_expect("urIPCClosePhysMemHandleExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urIPCClosePhysMemHandleExp(a_hContext, a_hPhysMem), urt_ddi.IPCExp.pfnClosePhysMemHandleExp(a_hContext, a_hPhysMem));
   }
   {
     urt_reset();
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_context_handle_t a_hContext = urt_h_ur_context_handle;
     ur_physical_mem_handle_t a_hPhysMem = NULL;
-    urt_expect("urIPCClosePhysMemHandleExp", "NULL == hPhysMem", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.IPCExp.pfnClosePhysMemHandleExp(a_hContext, a_hPhysMem));
+    urt_expect("urIPCClosePhysMemHandleExp", "NULL == hPhysMem", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urIPCClosePhysMemHandleExp(a_hContext, a_hPhysMem), urt_ddi.IPCExp.pfnClosePhysMemHandleExp(a_hContext, a_hPhysMem));
   }
+}
+
+static ur_result_t urt_due_urIPCGetEventHandleExp(ur_event_handle_t hEvent, void * * ppIPCEventHandleData, size_t * pIPCEventHandleDataSizeRet) {
+  if (NULL == ppIPCEventHandleData) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == pIPCEventHandleDataSizeRet) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hEvent) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urIPCGetEventHandleExp(void) {
@@ -13003,7 +14426,7 @@ static void test_urIPCGetEventHandleExp(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pIPCEventHandleDataSizeRet = (size_t *)urt_ptr;
-    urt_expect("urIPCGetEventHandleExp", "NULL == ppIPCEventHandleData", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.IPCExp.pfnGetEventHandleExp(a_hEvent, a_ppIPCEventHandleData, a_pIPCEventHandleDataSizeRet));
+    urt_expect("urIPCGetEventHandleExp", "NULL == ppIPCEventHandleData", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urIPCGetEventHandleExp(a_hEvent, a_ppIPCEventHandleData, a_pIPCEventHandleDataSizeRet), urt_ddi.IPCExp.pfnGetEventHandleExp(a_hEvent, a_ppIPCEventHandleData, a_pIPCEventHandleDataSizeRet));
   }
   {
     urt_reset();
@@ -13013,7 +14436,7 @@ static void test_urIPCGetEventHandleExp(void) {
       urt_ptr = s; }
     void * * a_ppIPCEventHandleData = (void * *)urt_ptr;
     size_t * a_pIPCEventHandleDataSizeRet = NULL;
-    urt_expect("urIPCGetEventHandleExp", "NULL == pIPCEventHandleDataSizeRet", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.IPCExp.pfnGetEventHandleExp(a_hEvent, a_ppIPCEventHandleData, a_pIPCEventHandleDataSizeRet));
+    urt_expect("urIPCGetEventHandleExp", "NULL == pIPCEventHandleDataSizeRet", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urIPCGetEventHandleExp(a_hEvent, a_ppIPCEventHandleData, a_pIPCEventHandleDataSizeRet), urt_ddi.IPCExp.pfnGetEventHandleExp(a_hEvent, a_ppIPCEventHandleData, a_pIPCEventHandleDataSizeRet));
   }
   {
     urt_reset();
@@ -13026,8 +14449,14 @@ static void test_urIPCGetEventHandleExp(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pIPCEventHandleDataSizeRet = (size_t *)urt_ptr;
-    urt_expect("urIPCGetEventHandleExp", "NULL == hEvent", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.IPCExp.pfnGetEventHandleExp(a_hEvent, a_ppIPCEventHandleData, a_pIPCEventHandleDataSizeRet));
+    urt_expect("urIPCGetEventHandleExp", "NULL == hEvent", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urIPCGetEventHandleExp(a_hEvent, a_ppIPCEventHandleData, a_pIPCEventHandleDataSizeRet), urt_ddi.IPCExp.pfnGetEventHandleExp(a_hEvent, a_ppIPCEventHandleData, a_pIPCEventHandleDataSizeRet));
   }
+}
+
+static ur_result_t urt_due_urIPCPutEventHandleExp(ur_context_handle_t hContext, void * pIPCEventHandleData) {
+  if (NULL == pIPCEventHandleData) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urIPCPutEventHandleExp(void) {
@@ -13036,7 +14465,7 @@ static void test_urIPCPutEventHandleExp(void) {
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_context_handle_t a_hContext = urt_h_ur_context_handle;
     void * a_pIPCEventHandleData = NULL;
-    urt_expect("urIPCPutEventHandleExp", "NULL == pIPCEventHandleData", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.IPCExp.pfnPutEventHandleExp(a_hContext, a_pIPCEventHandleData));
+    urt_expect("urIPCPutEventHandleExp", "NULL == pIPCEventHandleData", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urIPCPutEventHandleExp(a_hContext, a_pIPCEventHandleData), urt_ddi.IPCExp.pfnPutEventHandleExp(a_hContext, a_pIPCEventHandleData));
   }
   {
     urt_reset();
@@ -13045,8 +14474,15 @@ static void test_urIPCPutEventHandleExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * a_pIPCEventHandleData = (void *)urt_ptr;
-    urt_expect("urIPCPutEventHandleExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.IPCExp.pfnPutEventHandleExp(a_hContext, a_pIPCEventHandleData));
+    urt_expect("urIPCPutEventHandleExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urIPCPutEventHandleExp(a_hContext, a_pIPCEventHandleData), urt_ddi.IPCExp.pfnPutEventHandleExp(a_hContext, a_pIPCEventHandleData));
   }
+}
+
+static ur_result_t urt_due_urIPCOpenEventHandleExp(ur_context_handle_t hContext, const void * pIPCEventHandleData, size_t ipcEventHandleDataSize, ur_event_handle_t * phEvent) {
+  if (NULL == phEvent) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == pIPCEventHandleData) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urIPCOpenEventHandleExp(void) {
@@ -13059,7 +14495,7 @@ static void test_urIPCOpenEventHandleExp(void) {
     const void * a_pIPCEventHandleData = (const void *)urt_ptr;
     size_t a_ipcEventHandleDataSize = (size_t)1u;
     ur_event_handle_t * a_phEvent = NULL;
-    urt_expect("urIPCOpenEventHandleExp", "NULL == phEvent", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.IPCExp.pfnOpenEventHandleExp(a_hContext, a_pIPCEventHandleData, a_ipcEventHandleDataSize, a_phEvent));
+    urt_expect("urIPCOpenEventHandleExp", "NULL == phEvent", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urIPCOpenEventHandleExp(a_hContext, a_pIPCEventHandleData, a_ipcEventHandleDataSize, a_phEvent), urt_ddi.IPCExp.pfnOpenEventHandleExp(a_hContext, a_pIPCEventHandleData, a_ipcEventHandleDataSize, a_phEvent));
   }
   {
     urt_reset();
@@ -13071,7 +14507,7 @@ static void test_urIPCOpenEventHandleExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urIPCOpenEventHandleExp", "NULL == pIPCEventHandleData", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.IPCExp.pfnOpenEventHandleExp(a_hContext, a_pIPCEventHandleData, a_ipcEventHandleDataSize, a_phEvent));
+    urt_expect("urIPCOpenEventHandleExp", "NULL == pIPCEventHandleData", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urIPCOpenEventHandleExp(a_hContext, a_pIPCEventHandleData, a_ipcEventHandleDataSize, a_phEvent), urt_ddi.IPCExp.pfnOpenEventHandleExp(a_hContext, a_pIPCEventHandleData, a_ipcEventHandleDataSize, a_phEvent));
   }
   {
     urt_reset();
@@ -13085,8 +14521,18 @@ static void test_urIPCOpenEventHandleExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urIPCOpenEventHandleExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.IPCExp.pfnOpenEventHandleExp(a_hContext, a_pIPCEventHandleData, a_ipcEventHandleDataSize, a_phEvent));
+    urt_expect("urIPCOpenEventHandleExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urIPCOpenEventHandleExp(a_hContext, a_pIPCEventHandleData, a_ipcEventHandleDataSize, a_phEvent), urt_ddi.IPCExp.pfnOpenEventHandleExp(a_hContext, a_pIPCEventHandleData, a_ipcEventHandleDataSize, a_phEvent));
   }
+}
+
+static ur_result_t urt_due_urMemoryExportAllocExportableMemoryExp(ur_context_handle_t hContext, ur_device_handle_t hDevice, size_t alignment, size_t size, ur_exp_external_mem_type_t handleTypeToExport, void * * ppMem) {
+  if (NULL == ppMem) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_EXP_EXTERNAL_MEM_TYPE_WIN32_NT_DX11_RESOURCE < handleTypeToExport) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  if (alignment != 0 && ((alignment & (alignment-1)) != 0)) return UR_RESULT_ERROR_UNSUPPORTED_ALIGNMENT;
+  if (size == 0) return UR_RESULT_ERROR_INVALID_USM_SIZE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urMemoryExportAllocExportableMemoryExp(void) {
@@ -13099,7 +14545,7 @@ static void test_urMemoryExportAllocExportableMemoryExp(void) {
     size_t a_size = (size_t)1u;
     ur_exp_external_mem_type_t a_handleTypeToExport = (ur_exp_external_mem_type_t)0u;
     void * * a_ppMem = NULL;
-    urt_expect("urMemoryExportAllocExportableMemoryExp", "NULL == ppMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.MemoryExportExp.pfnAllocExportableMemoryExp(a_hContext, a_hDevice, a_alignment, a_size, a_handleTypeToExport, a_ppMem));
+    urt_expect("urMemoryExportAllocExportableMemoryExp", "NULL == ppMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urMemoryExportAllocExportableMemoryExp(a_hContext, a_hDevice, a_alignment, a_size, a_handleTypeToExport, a_ppMem), urt_ddi.MemoryExportExp.pfnAllocExportableMemoryExp(a_hContext, a_hDevice, a_alignment, a_size, a_handleTypeToExport, a_ppMem));
   }
   {
     urt_reset();
@@ -13112,7 +14558,7 @@ static void test_urMemoryExportAllocExportableMemoryExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * * a_ppMem = (void * *)urt_ptr;
-    urt_expect("urMemoryExportAllocExportableMemoryExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.MemoryExportExp.pfnAllocExportableMemoryExp(a_hContext, a_hDevice, a_alignment, a_size, a_handleTypeToExport, a_ppMem));
+    urt_expect("urMemoryExportAllocExportableMemoryExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urMemoryExportAllocExportableMemoryExp(a_hContext, a_hDevice, a_alignment, a_size, a_handleTypeToExport, a_ppMem), urt_ddi.MemoryExportExp.pfnAllocExportableMemoryExp(a_hContext, a_hDevice, a_alignment, a_size, a_handleTypeToExport, a_ppMem));
   }
   {
     urt_reset();
@@ -13125,7 +14571,7 @@ static void test_urMemoryExportAllocExportableMemoryExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * * a_ppMem = (void * *)urt_ptr;
-    urt_expect("urMemoryExportAllocExportableMemoryExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.MemoryExportExp.pfnAllocExportableMemoryExp(a_hContext, a_hDevice, a_alignment, a_size, a_handleTypeToExport, a_ppMem));
+    urt_expect("urMemoryExportAllocExportableMemoryExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urMemoryExportAllocExportableMemoryExp(a_hContext, a_hDevice, a_alignment, a_size, a_handleTypeToExport, a_ppMem), urt_ddi.MemoryExportExp.pfnAllocExportableMemoryExp(a_hContext, a_hDevice, a_alignment, a_size, a_handleTypeToExport, a_ppMem));
   }
   {
     urt_reset();
@@ -13138,7 +14584,7 @@ static void test_urMemoryExportAllocExportableMemoryExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * * a_ppMem = (void * *)urt_ptr;
-    urt_expect("urMemoryExportAllocExportableMemoryExp", "::UR_EXP_EXTERNAL_MEM_TYPE_WIN32_NT_DX11_RESOURCE < handleTypeToExport", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.MemoryExportExp.pfnAllocExportableMemoryExp(a_hContext, a_hDevice, a_alignment, a_size, a_handleTypeToExport, a_ppMem));
+    urt_expect("urMemoryExportAllocExportableMemoryExp", "::UR_EXP_EXTERNAL_MEM_TYPE_WIN32_NT_DX11_RESOURCE < handleTypeToExport", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urMemoryExportAllocExportableMemoryExp(a_hContext, a_hDevice, a_alignment, a_size, a_handleTypeToExport, a_ppMem), urt_ddi.MemoryExportExp.pfnAllocExportableMemoryExp(a_hContext, a_hDevice, a_alignment, a_size, a_handleTypeToExport, a_ppMem));
   }
   {
     urt_reset();
@@ -13151,7 +14597,7 @@ static void test_urMemoryExportAllocExportableMemoryExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * * a_ppMem = (void * *)urt_ptr;
-    urt_expect("urMemoryExportAllocExportableMemoryExp", "alignment != 0 && ((alignment & (alignment-1)) != 0)", UR_RESULT_ERROR_UNSUPPORTED_ALIGNMENT, urt_ddi.MemoryExportExp.pfnAllocExportableMemoryExp(a_hContext, a_hDevice, a_alignment, a_size, a_handleTypeToExport, a_ppMem));
+    urt_expect("urMemoryExportAllocExportableMemoryExp", "alignment != 0 && ((alignment & (alignment-1)) != 0)", UR_RESULT_ERROR_UNSUPPORTED_ALIGNMENT, urt_due_urMemoryExportAllocExportableMemoryExp(a_hContext, a_hDevice, a_alignment, a_size, a_handleTypeToExport, a_ppMem), urt_ddi.MemoryExportExp.pfnAllocExportableMemoryExp(a_hContext, a_hDevice, a_alignment, a_size, a_handleTypeToExport, a_ppMem));
   }
   {
     urt_reset();
@@ -13164,8 +14610,15 @@ static void test_urMemoryExportAllocExportableMemoryExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * * a_ppMem = (void * *)urt_ptr;
-    urt_expect("urMemoryExportAllocExportableMemoryExp", "size == 0", UR_RESULT_ERROR_INVALID_USM_SIZE, urt_ddi.MemoryExportExp.pfnAllocExportableMemoryExp(a_hContext, a_hDevice, a_alignment, a_size, a_handleTypeToExport, a_ppMem));
+    urt_expect("urMemoryExportAllocExportableMemoryExp", "size == 0", UR_RESULT_ERROR_INVALID_USM_SIZE, urt_due_urMemoryExportAllocExportableMemoryExp(a_hContext, a_hDevice, a_alignment, a_size, a_handleTypeToExport, a_ppMem), urt_ddi.MemoryExportExp.pfnAllocExportableMemoryExp(a_hContext, a_hDevice, a_alignment, a_size, a_handleTypeToExport, a_ppMem));
   }
+}
+
+static ur_result_t urt_due_urMemoryExportFreeExportableMemoryExp(ur_context_handle_t hContext, ur_device_handle_t hDevice, void * pMem) {
+  if (NULL == pMem) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urMemoryExportFreeExportableMemoryExp(void) {
@@ -13175,7 +14628,7 @@ static void test_urMemoryExportFreeExportableMemoryExp(void) {
     ur_context_handle_t a_hContext = urt_h_ur_context_handle;
     ur_device_handle_t a_hDevice = urt_h_ur_device_handle;
     void * a_pMem = NULL;
-    urt_expect("urMemoryExportFreeExportableMemoryExp", "NULL == pMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.MemoryExportExp.pfnFreeExportableMemoryExp(a_hContext, a_hDevice, a_pMem));
+    urt_expect("urMemoryExportFreeExportableMemoryExp", "NULL == pMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urMemoryExportFreeExportableMemoryExp(a_hContext, a_hDevice, a_pMem), urt_ddi.MemoryExportExp.pfnFreeExportableMemoryExp(a_hContext, a_hDevice, a_pMem));
   }
   {
     urt_reset();
@@ -13185,7 +14638,7 @@ static void test_urMemoryExportFreeExportableMemoryExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * a_pMem = (void *)urt_ptr;
-    urt_expect("urMemoryExportFreeExportableMemoryExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.MemoryExportExp.pfnFreeExportableMemoryExp(a_hContext, a_hDevice, a_pMem));
+    urt_expect("urMemoryExportFreeExportableMemoryExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urMemoryExportFreeExportableMemoryExp(a_hContext, a_hDevice, a_pMem), urt_ddi.MemoryExportExp.pfnFreeExportableMemoryExp(a_hContext, a_hDevice, a_pMem));
   }
   {
     urt_reset();
@@ -13195,8 +14648,16 @@ static void test_urMemoryExportFreeExportableMemoryExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * a_pMem = (void *)urt_ptr;
-    urt_expect("urMemoryExportFreeExportableMemoryExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.MemoryExportExp.pfnFreeExportableMemoryExp(a_hContext, a_hDevice, a_pMem));
+    urt_expect("urMemoryExportFreeExportableMemoryExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urMemoryExportFreeExportableMemoryExp(a_hContext, a_hDevice, a_pMem), urt_ddi.MemoryExportExp.pfnFreeExportableMemoryExp(a_hContext, a_hDevice, a_pMem));
   }
+}
+
+static ur_result_t urt_due_urMemoryExportExportMemoryHandleExp(ur_context_handle_t hContext, ur_device_handle_t hDevice, ur_exp_external_mem_type_t handleTypeToExport, void * pMem, void * pMemHandleRet) {
+  if (NULL == pMemHandleRet || NULL == pMem) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_EXP_EXTERNAL_MEM_TYPE_WIN32_NT_DX11_RESOURCE < handleTypeToExport) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urMemoryExportExportMemoryHandleExp(void) {
@@ -13210,7 +14671,7 @@ static void test_urMemoryExportExportMemoryHandleExp(void) {
       urt_ptr = s; }
     void * a_pMem = (void *)urt_ptr;
     void * a_pMemHandleRet = NULL;
-    urt_expect("urMemoryExportExportMemoryHandleExp", "NULL == pMemHandleRet || NULL == pMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.MemoryExportExp.pfnExportMemoryHandleExp(a_hContext, a_hDevice, a_handleTypeToExport, a_pMem, a_pMemHandleRet));
+    urt_expect("urMemoryExportExportMemoryHandleExp", "NULL == pMemHandleRet || NULL == pMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urMemoryExportExportMemoryHandleExp(a_hContext, a_hDevice, a_handleTypeToExport, a_pMem, a_pMemHandleRet), urt_ddi.MemoryExportExp.pfnExportMemoryHandleExp(a_hContext, a_hDevice, a_handleTypeToExport, a_pMem, a_pMemHandleRet));
   }
   {
     urt_reset();
@@ -13224,7 +14685,7 @@ static void test_urMemoryExportExportMemoryHandleExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * a_pMemHandleRet = (void *)urt_ptr;
-    urt_expect("urMemoryExportExportMemoryHandleExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.MemoryExportExp.pfnExportMemoryHandleExp(a_hContext, a_hDevice, a_handleTypeToExport, a_pMem, a_pMemHandleRet));
+    urt_expect("urMemoryExportExportMemoryHandleExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urMemoryExportExportMemoryHandleExp(a_hContext, a_hDevice, a_handleTypeToExport, a_pMem, a_pMemHandleRet), urt_ddi.MemoryExportExp.pfnExportMemoryHandleExp(a_hContext, a_hDevice, a_handleTypeToExport, a_pMem, a_pMemHandleRet));
   }
   {
     urt_reset();
@@ -13238,7 +14699,7 @@ static void test_urMemoryExportExportMemoryHandleExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * a_pMemHandleRet = (void *)urt_ptr;
-    urt_expect("urMemoryExportExportMemoryHandleExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.MemoryExportExp.pfnExportMemoryHandleExp(a_hContext, a_hDevice, a_handleTypeToExport, a_pMem, a_pMemHandleRet));
+    urt_expect("urMemoryExportExportMemoryHandleExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urMemoryExportExportMemoryHandleExp(a_hContext, a_hDevice, a_handleTypeToExport, a_pMem, a_pMemHandleRet), urt_ddi.MemoryExportExp.pfnExportMemoryHandleExp(a_hContext, a_hDevice, a_handleTypeToExport, a_pMem, a_pMemHandleRet));
   }
   {
     urt_reset();
@@ -13252,8 +14713,15 @@ static void test_urMemoryExportExportMemoryHandleExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * a_pMemHandleRet = (void *)urt_ptr;
-    urt_expect("urMemoryExportExportMemoryHandleExp", "::UR_EXP_EXTERNAL_MEM_TYPE_WIN32_NT_DX11_RESOURCE < handleTypeToExport", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.MemoryExportExp.pfnExportMemoryHandleExp(a_hContext, a_hDevice, a_handleTypeToExport, a_pMem, a_pMemHandleRet));
+    urt_expect("urMemoryExportExportMemoryHandleExp", "::UR_EXP_EXTERNAL_MEM_TYPE_WIN32_NT_DX11_RESOURCE < handleTypeToExport", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urMemoryExportExportMemoryHandleExp(a_hContext, a_hDevice, a_handleTypeToExport, a_pMem, a_pMemHandleRet), urt_ddi.MemoryExportExp.pfnExportMemoryHandleExp(a_hContext, a_hDevice, a_handleTypeToExport, a_pMem, a_pMemHandleRet));
   }
+}
+
+static ur_result_t urt_due_urProgramBuildExp(ur_program_handle_t hProgram, uint32_t numDevices, ur_device_handle_t * phDevices, ur_exp_program_flags_t flags, const char * pOptions) {
+  if (NULL == phDevices) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hProgram) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_EXP_PROGRAM_FLAGS_MASK & flags) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urProgramBuildExp(void) {
@@ -13267,7 +14735,7 @@ static void test_urProgramBuildExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     const char * a_pOptions = (const char *)urt_ptr;
-    urt_expect("urProgramBuildExp", "NULL == phDevices", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.ProgramExp.pfnBuildExp(a_hProgram, a_numDevices, a_phDevices, a_flags, a_pOptions));
+    urt_expect("urProgramBuildExp", "NULL == phDevices", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urProgramBuildExp(a_hProgram, a_numDevices, a_phDevices, a_flags, a_pOptions), urt_ddi.ProgramExp.pfnBuildExp(a_hProgram, a_numDevices, a_phDevices, a_flags, a_pOptions));
   }
   {
     urt_reset();
@@ -13282,7 +14750,7 @@ static void test_urProgramBuildExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     const char * a_pOptions = (const char *)urt_ptr;
-    urt_expect("urProgramBuildExp", "NULL == hProgram", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.ProgramExp.pfnBuildExp(a_hProgram, a_numDevices, a_phDevices, a_flags, a_pOptions));
+    urt_expect("urProgramBuildExp", "NULL == hProgram", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urProgramBuildExp(a_hProgram, a_numDevices, a_phDevices, a_flags, a_pOptions), urt_ddi.ProgramExp.pfnBuildExp(a_hProgram, a_numDevices, a_phDevices, a_flags, a_pOptions));
   }
   {
     urt_reset();
@@ -13297,8 +14765,15 @@ static void test_urProgramBuildExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     const char * a_pOptions = (const char *)urt_ptr;
-    urt_expect("urProgramBuildExp", "::UR_EXP_PROGRAM_FLAGS_MASK & flags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.ProgramExp.pfnBuildExp(a_hProgram, a_numDevices, a_phDevices, a_flags, a_pOptions));
+    urt_expect("urProgramBuildExp", "::UR_EXP_PROGRAM_FLAGS_MASK & flags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urProgramBuildExp(a_hProgram, a_numDevices, a_phDevices, a_flags, a_pOptions), urt_ddi.ProgramExp.pfnBuildExp(a_hProgram, a_numDevices, a_phDevices, a_flags, a_pOptions));
   }
+}
+
+static ur_result_t urt_due_urProgramCompileExp(ur_program_handle_t hProgram, uint32_t numDevices, ur_device_handle_t * phDevices, ur_exp_program_flags_t flags, const char * pOptions) {
+  if (NULL == phDevices) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hProgram) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_EXP_PROGRAM_FLAGS_MASK & flags) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urProgramCompileExp(void) {
@@ -13312,7 +14787,7 @@ static void test_urProgramCompileExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     const char * a_pOptions = (const char *)urt_ptr;
-    urt_expect("urProgramCompileExp", "NULL == phDevices", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.ProgramExp.pfnCompileExp(a_hProgram, a_numDevices, a_phDevices, a_flags, a_pOptions));
+    urt_expect("urProgramCompileExp", "NULL == phDevices", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urProgramCompileExp(a_hProgram, a_numDevices, a_phDevices, a_flags, a_pOptions), urt_ddi.ProgramExp.pfnCompileExp(a_hProgram, a_numDevices, a_phDevices, a_flags, a_pOptions));
   }
   {
     urt_reset();
@@ -13327,7 +14802,7 @@ static void test_urProgramCompileExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     const char * a_pOptions = (const char *)urt_ptr;
-    urt_expect("urProgramCompileExp", "NULL == hProgram", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.ProgramExp.pfnCompileExp(a_hProgram, a_numDevices, a_phDevices, a_flags, a_pOptions));
+    urt_expect("urProgramCompileExp", "NULL == hProgram", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urProgramCompileExp(a_hProgram, a_numDevices, a_phDevices, a_flags, a_pOptions), urt_ddi.ProgramExp.pfnCompileExp(a_hProgram, a_numDevices, a_phDevices, a_flags, a_pOptions));
   }
   {
     urt_reset();
@@ -13342,8 +14817,18 @@ static void test_urProgramCompileExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     const char * a_pOptions = (const char *)urt_ptr;
-    urt_expect("urProgramCompileExp", "::UR_EXP_PROGRAM_FLAGS_MASK & flags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.ProgramExp.pfnCompileExp(a_hProgram, a_numDevices, a_phDevices, a_flags, a_pOptions));
+    urt_expect("urProgramCompileExp", "::UR_EXP_PROGRAM_FLAGS_MASK & flags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urProgramCompileExp(a_hProgram, a_numDevices, a_phDevices, a_flags, a_pOptions), urt_ddi.ProgramExp.pfnCompileExp(a_hProgram, a_numDevices, a_phDevices, a_flags, a_pOptions));
   }
+}
+
+static ur_result_t urt_due_urProgramLinkExp(ur_context_handle_t hContext, uint32_t numDevices, ur_device_handle_t * phDevices, ur_exp_program_flags_t flags, uint32_t count, const ur_program_handle_t * phPrograms, const char * pOptions, ur_program_handle_t * phProgram) {
+  if (NULL == phDevices) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == phPrograms) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == phProgram) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_EXP_PROGRAM_FLAGS_MASK & flags) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  if (count == 0) return UR_RESULT_ERROR_INVALID_SIZE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urProgramLinkExp(void) {
@@ -13366,7 +14851,7 @@ static void test_urProgramLinkExp(void) {
       urt_fill_handles(s, (void *)(ur_program_handle_t)urt_standin);
       urt_ptr = s; }
     ur_program_handle_t * a_phProgram = (ur_program_handle_t *)urt_ptr;
-    urt_expect("urProgramLinkExp", "NULL == phDevices", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.ProgramExp.pfnLinkExp(a_hContext, a_numDevices, a_phDevices, a_flags, a_count, a_phPrograms, a_pOptions, a_phProgram));
+    urt_expect("urProgramLinkExp", "NULL == phDevices", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urProgramLinkExp(a_hContext, a_numDevices, a_phDevices, a_flags, a_count, a_phPrograms, a_pOptions, a_phProgram), urt_ddi.ProgramExp.pfnLinkExp(a_hContext, a_numDevices, a_phDevices, a_flags, a_count, a_phPrograms, a_pOptions, a_phProgram));
   }
   {
     urt_reset();
@@ -13387,7 +14872,7 @@ static void test_urProgramLinkExp(void) {
       urt_fill_handles(s, (void *)(ur_program_handle_t)urt_standin);
       urt_ptr = s; }
     ur_program_handle_t * a_phProgram = (ur_program_handle_t *)urt_ptr;
-    urt_expect("urProgramLinkExp", "NULL == phPrograms", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.ProgramExp.pfnLinkExp(a_hContext, a_numDevices, a_phDevices, a_flags, a_count, a_phPrograms, a_pOptions, a_phProgram));
+    urt_expect("urProgramLinkExp", "NULL == phPrograms", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urProgramLinkExp(a_hContext, a_numDevices, a_phDevices, a_flags, a_count, a_phPrograms, a_pOptions, a_phProgram), urt_ddi.ProgramExp.pfnLinkExp(a_hContext, a_numDevices, a_phDevices, a_flags, a_count, a_phPrograms, a_pOptions, a_phProgram));
   }
   {
     urt_reset();
@@ -13408,7 +14893,7 @@ static void test_urProgramLinkExp(void) {
       urt_ptr = s; }
     const char * a_pOptions = (const char *)urt_ptr;
     ur_program_handle_t * a_phProgram = NULL;
-    urt_expect("urProgramLinkExp", "NULL == phProgram", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.ProgramExp.pfnLinkExp(a_hContext, a_numDevices, a_phDevices, a_flags, a_count, a_phPrograms, a_pOptions, a_phProgram));
+    urt_expect("urProgramLinkExp", "NULL == phProgram", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urProgramLinkExp(a_hContext, a_numDevices, a_phDevices, a_flags, a_count, a_phPrograms, a_pOptions, a_phProgram), urt_ddi.ProgramExp.pfnLinkExp(a_hContext, a_numDevices, a_phDevices, a_flags, a_count, a_phPrograms, a_pOptions, a_phProgram));
   }
   {
     urt_reset();
@@ -13432,7 +14917,7 @@ static void test_urProgramLinkExp(void) {
       urt_fill_handles(s, (void *)(ur_program_handle_t)urt_standin);
       urt_ptr = s; }
     ur_program_handle_t * a_phProgram = (ur_program_handle_t *)urt_ptr;
-    urt_expect("urProgramLinkExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.ProgramExp.pfnLinkExp(a_hContext, a_numDevices, a_phDevices, a_flags, a_count, a_phPrograms, a_pOptions, a_phProgram));
+    urt_expect("urProgramLinkExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urProgramLinkExp(a_hContext, a_numDevices, a_phDevices, a_flags, a_count, a_phPrograms, a_pOptions, a_phProgram), urt_ddi.ProgramExp.pfnLinkExp(a_hContext, a_numDevices, a_phDevices, a_flags, a_count, a_phPrograms, a_pOptions, a_phProgram));
   }
   {
     urt_reset();
@@ -13456,7 +14941,7 @@ static void test_urProgramLinkExp(void) {
       urt_fill_handles(s, (void *)(ur_program_handle_t)urt_standin);
       urt_ptr = s; }
     ur_program_handle_t * a_phProgram = (ur_program_handle_t *)urt_ptr;
-    urt_expect("urProgramLinkExp", "::UR_EXP_PROGRAM_FLAGS_MASK & flags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.ProgramExp.pfnLinkExp(a_hContext, a_numDevices, a_phDevices, a_flags, a_count, a_phPrograms, a_pOptions, a_phProgram));
+    urt_expect("urProgramLinkExp", "::UR_EXP_PROGRAM_FLAGS_MASK & flags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urProgramLinkExp(a_hContext, a_numDevices, a_phDevices, a_flags, a_count, a_phPrograms, a_pOptions, a_phProgram), urt_ddi.ProgramExp.pfnLinkExp(a_hContext, a_numDevices, a_phDevices, a_flags, a_count, a_phPrograms, a_pOptions, a_phProgram));
   }
   {
     urt_reset();
@@ -13480,8 +14965,16 @@ static void test_urProgramLinkExp(void) {
       urt_fill_handles(s, (void *)(ur_program_handle_t)urt_standin);
       urt_ptr = s; }
     ur_program_handle_t * a_phProgram = (ur_program_handle_t *)urt_ptr;
-    urt_expect("urProgramLinkExp", "count == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.ProgramExp.pfnLinkExp(a_hContext, a_numDevices, a_phDevices, a_flags, a_count, a_phPrograms, a_pOptions, a_phProgram));
+    urt_expect("urProgramLinkExp", "count == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urProgramLinkExp(a_hContext, a_numDevices, a_phDevices, a_flags, a_count, a_phPrograms, a_pOptions, a_phProgram), urt_ddi.ProgramExp.pfnLinkExp(a_hContext, a_numDevices, a_phDevices, a_flags, a_count, a_phPrograms, a_pOptions, a_phProgram));
   }
+}
+
+static ur_result_t urt_due_urUSMContextMemcpyExp(ur_context_handle_t hContext, void * pDst, const void * pSrc, size_t size) {
+  if (NULL == pDst) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == pSrc) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (size == 0) return UR_RESULT_ERROR_INVALID_SIZE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urUSMContextMemcpyExp(void) {
@@ -13494,7 +14987,7 @@ static void test_urUSMContextMemcpyExp(void) {
       urt_ptr = s; }
     const void * a_pSrc = (const void *)urt_ptr;
     size_t a_size = (size_t)1u;
-    urt_expect("urUSMContextMemcpyExp", "NULL == pDst", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.USMExp.pfnContextMemcpyExp(a_hContext, a_pDst, a_pSrc, a_size));
+    urt_expect("urUSMContextMemcpyExp", "NULL == pDst", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urUSMContextMemcpyExp(a_hContext, a_pDst, a_pSrc, a_size), urt_ddi.USMExp.pfnContextMemcpyExp(a_hContext, a_pDst, a_pSrc, a_size));
   }
   {
     urt_reset();
@@ -13505,7 +14998,7 @@ static void test_urUSMContextMemcpyExp(void) {
     void * a_pDst = (void *)urt_ptr;
     const void * a_pSrc = NULL;
     size_t a_size = (size_t)1u;
-    urt_expect("urUSMContextMemcpyExp", "NULL == pSrc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.USMExp.pfnContextMemcpyExp(a_hContext, a_pDst, a_pSrc, a_size));
+    urt_expect("urUSMContextMemcpyExp", "NULL == pSrc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urUSMContextMemcpyExp(a_hContext, a_pDst, a_pSrc, a_size), urt_ddi.USMExp.pfnContextMemcpyExp(a_hContext, a_pDst, a_pSrc, a_size));
   }
   {
     urt_reset();
@@ -13518,7 +15011,7 @@ static void test_urUSMContextMemcpyExp(void) {
       urt_ptr = s; }
     const void * a_pSrc = (const void *)urt_ptr;
     size_t a_size = (size_t)1u;
-    urt_expect("urUSMContextMemcpyExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.USMExp.pfnContextMemcpyExp(a_hContext, a_pDst, a_pSrc, a_size));
+    urt_expect("urUSMContextMemcpyExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urUSMContextMemcpyExp(a_hContext, a_pDst, a_pSrc, a_size), urt_ddi.USMExp.pfnContextMemcpyExp(a_hContext, a_pDst, a_pSrc, a_size));
   }
   {
     urt_reset();
@@ -13531,8 +15024,16 @@ static void test_urUSMContextMemcpyExp(void) {
       urt_ptr = s; }
     const void * a_pSrc = (const void *)urt_ptr;
     size_t a_size = (size_t)0u;
-    urt_expect("urUSMContextMemcpyExp", "size == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.USMExp.pfnContextMemcpyExp(a_hContext, a_pDst, a_pSrc, a_size));
+    urt_expect("urUSMContextMemcpyExp", "size == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urUSMContextMemcpyExp(a_hContext, a_pDst, a_pSrc, a_size), urt_ddi.USMExp.pfnContextMemcpyExp(a_hContext, a_pDst, a_pSrc, a_size));
   }
+}
+
+static ur_result_t urt_due_urUSMHostAllocRegisterExp(ur_context_handle_t hContext, void * pHostMem, size_t size, const ur_exp_usm_host_alloc_register_properties_t * pProperties) {
+  if (NULL == pHostMem) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL != pProperties && UR_EXP_USM_HOST_ALLOC_REGISTER_FLAGS_MASK & pProperties->flags) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  if (size == 0) return UR_RESULT_ERROR_INVALID_VALUE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urUSMHostAllocRegisterExp(void) {
@@ -13546,7 +15047,7 @@ static void test_urUSMHostAllocRegisterExp(void) {
       ((ur_exp_usm_host_alloc_register_properties_t *)s)->stype = UR_STRUCTURE_TYPE_EXP_USM_HOST_ALLOC_REGISTER_PROPERTIES;
       urt_ptr = s; }
     const ur_exp_usm_host_alloc_register_properties_t * a_pProperties = (const ur_exp_usm_host_alloc_register_properties_t *)urt_ptr;
-    urt_expect("urUSMHostAllocRegisterExp", "NULL == pHostMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.USMExp.pfnHostAllocRegisterExp(a_hContext, a_pHostMem, a_size, a_pProperties));
+    urt_expect("urUSMHostAllocRegisterExp", "NULL == pHostMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urUSMHostAllocRegisterExp(a_hContext, a_pHostMem, a_size, a_pProperties), urt_ddi.USMExp.pfnHostAllocRegisterExp(a_hContext, a_pHostMem, a_size, a_pProperties));
   }
   {
     urt_reset();
@@ -13560,7 +15061,7 @@ static void test_urUSMHostAllocRegisterExp(void) {
       ((ur_exp_usm_host_alloc_register_properties_t *)s)->stype = UR_STRUCTURE_TYPE_EXP_USM_HOST_ALLOC_REGISTER_PROPERTIES;
       urt_ptr = s; }
     const ur_exp_usm_host_alloc_register_properties_t * a_pProperties = (const ur_exp_usm_host_alloc_register_properties_t *)urt_ptr;
-    urt_expect("urUSMHostAllocRegisterExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.USMExp.pfnHostAllocRegisterExp(a_hContext, a_pHostMem, a_size, a_pProperties));
+    urt_expect("urUSMHostAllocRegisterExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urUSMHostAllocRegisterExp(a_hContext, a_pHostMem, a_size, a_pProperties), urt_ddi.USMExp.pfnHostAllocRegisterExp(a_hContext, a_pHostMem, a_size, a_pProperties));
   }
   {
     urt_reset();
@@ -13575,7 +15076,7 @@ static void test_urUSMHostAllocRegisterExp(void) {
       urt_ptr = s; }
     const ur_exp_usm_host_alloc_register_properties_t * a_pProperties = (const ur_exp_usm_host_alloc_register_properties_t *)urt_ptr;
     *((ur_exp_usm_host_alloc_register_flags_t *)&((a_pProperties)->flags)) = (ur_exp_usm_host_alloc_register_flags_t)2u;
-    urt_expect("urUSMHostAllocRegisterExp", "NULL != pProperties && ::UR_EXP_USM_HOST_ALLOC_REGISTER_FLAGS_MASK & pProperties->flags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.USMExp.pfnHostAllocRegisterExp(a_hContext, a_pHostMem, a_size, a_pProperties));
+    urt_expect("urUSMHostAllocRegisterExp", "NULL != pProperties && ::UR_EXP_USM_HOST_ALLOC_REGISTER_FLAGS_MASK & pProperties->flags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urUSMHostAllocRegisterExp(a_hContext, a_pHostMem, a_size, a_pProperties), urt_ddi.USMExp.pfnHostAllocRegisterExp(a_hContext, a_pHostMem, a_size, a_pProperties));
   }
   {
     urt_reset();
@@ -13589,8 +15090,14 @@ static void test_urUSMHostAllocRegisterExp(void) {
       ((ur_exp_usm_host_alloc_register_properties_t *)s)->stype = UR_STRUCTURE_TYPE_EXP_USM_HOST_ALLOC_REGISTER_PROPERTIES;
       urt_ptr = s; }
     const ur_exp_usm_host_alloc_register_properties_t * a_pProperties = (const ur_exp_usm_host_alloc_register_properties_t *)urt_ptr;
-    urt_expect("urUSMHostAllocRegisterExp", "size == 0", UR_RESULT_ERROR_INVALID_VALUE, urt_ddi.USMExp.pfnHostAllocRegisterExp(a_hContext, a_pHostMem, a_size, a_pProperties));
+    urt_expect("urUSMHostAllocRegisterExp", "size == 0", UR_RESULT_ERROR_INVALID_VALUE, urt_due_urUSMHostAllocRegisterExp(a_hContext, a_pHostMem, a_size, a_pProperties), urt_ddi.USMExp.pfnHostAllocRegisterExp(a_hContext, a_pHostMem, a_size, a_pProperties));
   }
+}
+
+static ur_result_t urt_due_urUSMHostAllocUnregisterExp(ur_context_handle_t hContext, void * pHostMem) {
+  if (NULL == pHostMem) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urUSMHostAllocUnregisterExp(void) {
@@ -13599,7 +15106,7 @@ static void test_urUSMHostAllocUnregisterExp(void) {
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_context_handle_t a_hContext = urt_h_ur_context_handle;
     void * a_pHostMem = NULL;
-    urt_expect("urUSMHostAllocUnregisterExp", "NULL == pHostMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.USMExp.pfnHostAllocUnregisterExp(a_hContext, a_pHostMem));
+    urt_expect("urUSMHostAllocUnregisterExp", "NULL == pHostMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urUSMHostAllocUnregisterExp(a_hContext, a_pHostMem), urt_ddi.USMExp.pfnHostAllocUnregisterExp(a_hContext, a_pHostMem));
   }
   {
     urt_reset();
@@ -13608,8 +15115,14 @@ static void test_urUSMHostAllocUnregisterExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * a_pHostMem = (void *)urt_ptr;
-    urt_expect("urUSMHostAllocUnregisterExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.USMExp.pfnHostAllocUnregisterExp(a_hContext, a_pHostMem));
+    urt_expect("urUSMHostAllocUnregisterExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urUSMHostAllocUnregisterExp(a_hContext, a_pHostMem), urt_ddi.USMExp.pfnHostAllocUnregisterExp(a_hContext, a_pHostMem));
   }
+}
+
+static ur_result_t urt_due_urUSMImportExp(ur_context_handle_t hContext, void * pMem, size_t size) {
+  if (NULL == pMem) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urUSMImportExp(void) {
@@ -13619,7 +15132,7 @@ static void test_urUSMImportExp(void) {
     ur_context_handle_t a_hContext = urt_h_ur_context_handle;
     void * a_pMem = NULL;
     size_t a_size = (size_t)1u;
-    urt_expect("urUSMImportExp", "NULL == pMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.USMExp.pfnImportExp(a_hContext, a_pMem, a_size));
+    urt_expect("urUSMImportExp", "NULL == pMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urUSMImportExp(a_hContext, a_pMem, a_size), urt_ddi.USMExp.pfnImportExp(a_hContext, a_pMem, a_size));
   }
   {
     urt_reset();
@@ -13629,8 +15142,14 @@ static void test_urUSMImportExp(void) {
       urt_ptr = s; }
     void * a_pMem = (void *)urt_ptr;
     size_t a_size = (size_t)1u;
-    urt_expect("urUSMImportExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.USMExp.pfnImportExp(a_hContext, a_pMem, a_size));
+    urt_expect("urUSMImportExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urUSMImportExp(a_hContext, a_pMem, a_size), urt_ddi.USMExp.pfnImportExp(a_hContext, a_pMem, a_size));
   }
+}
+
+static ur_result_t urt_due_urUSMReleaseExp(ur_context_handle_t hContext, void * pMem) {
+  if (NULL == pMem) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urUSMReleaseExp(void) {
@@ -13639,7 +15158,7 @@ static void test_urUSMReleaseExp(void) {
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_context_handle_t a_hContext = urt_h_ur_context_handle;
     void * a_pMem = NULL;
-    urt_expect("urUSMReleaseExp", "NULL == pMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.USMExp.pfnReleaseExp(a_hContext, a_pMem));
+    urt_expect("urUSMReleaseExp", "NULL == pMem", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urUSMReleaseExp(a_hContext, a_pMem), urt_ddi.USMExp.pfnReleaseExp(a_hContext, a_pMem));
   }
   {
     urt_reset();
@@ -13648,8 +15167,14 @@ static void test_urUSMReleaseExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * a_pMem = (void *)urt_ptr;
-    urt_expect("urUSMReleaseExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.USMExp.pfnReleaseExp(a_hContext, a_pMem));
+    urt_expect("urUSMReleaseExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urUSMReleaseExp(a_hContext, a_pMem), urt_ddi.USMExp.pfnReleaseExp(a_hContext, a_pMem));
   }
+}
+
+static ur_result_t urt_due_urUsmP2PEnablePeerAccessExp(ur_device_handle_t commandDevice, ur_device_handle_t peerDevice) {
+  if (NULL == commandDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == peerDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urUsmP2PEnablePeerAccessExp(void) {
@@ -13658,15 +15183,21 @@ static void test_urUsmP2PEnablePeerAccessExp(void) {
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_device_handle_t a_commandDevice = NULL;
     ur_device_handle_t a_peerDevice = urt_h_ur_device_handle;
-    urt_expect("urUsmP2PEnablePeerAccessExp", "NULL == commandDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.UsmP2PExp.pfnEnablePeerAccessExp(a_commandDevice, a_peerDevice));
+    urt_expect("urUsmP2PEnablePeerAccessExp", "NULL == commandDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urUsmP2PEnablePeerAccessExp(a_commandDevice, a_peerDevice), urt_ddi.UsmP2PExp.pfnEnablePeerAccessExp(a_commandDevice, a_peerDevice));
   }
   {
     urt_reset();
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_device_handle_t a_commandDevice = urt_h_ur_device_handle;
     ur_device_handle_t a_peerDevice = NULL;
-    urt_expect("urUsmP2PEnablePeerAccessExp", "NULL == peerDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.UsmP2PExp.pfnEnablePeerAccessExp(a_commandDevice, a_peerDevice));
+    urt_expect("urUsmP2PEnablePeerAccessExp", "NULL == peerDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urUsmP2PEnablePeerAccessExp(a_commandDevice, a_peerDevice), urt_ddi.UsmP2PExp.pfnEnablePeerAccessExp(a_commandDevice, a_peerDevice));
   }
+}
+
+static ur_result_t urt_due_urUsmP2PDisablePeerAccessExp(ur_device_handle_t commandDevice, ur_device_handle_t peerDevice) {
+  if (NULL == commandDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == peerDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urUsmP2PDisablePeerAccessExp(void) {
@@ -13675,15 +15206,25 @@ static void test_urUsmP2PDisablePeerAccessExp(void) {
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_device_handle_t a_commandDevice = NULL;
     ur_device_handle_t a_peerDevice = urt_h_ur_device_handle;
-    urt_expect("urUsmP2PDisablePeerAccessExp", "NULL == commandDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.UsmP2PExp.pfnDisablePeerAccessExp(a_commandDevice, a_peerDevice));
+    urt_expect("urUsmP2PDisablePeerAccessExp", "NULL == commandDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urUsmP2PDisablePeerAccessExp(a_commandDevice, a_peerDevice), urt_ddi.UsmP2PExp.pfnDisablePeerAccessExp(a_commandDevice, a_peerDevice));
   }
   {
     urt_reset();
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_device_handle_t a_commandDevice = urt_h_ur_device_handle;
     ur_device_handle_t a_peerDevice = NULL;
-    urt_expect("urUsmP2PDisablePeerAccessExp", "NULL == peerDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.UsmP2PExp.pfnDisablePeerAccessExp(a_commandDevice, a_peerDevice));
+    urt_expect("urUsmP2PDisablePeerAccessExp", "NULL == peerDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urUsmP2PDisablePeerAccessExp(a_commandDevice, a_peerDevice), urt_ddi.UsmP2PExp.pfnDisablePeerAccessExp(a_commandDevice, a_peerDevice));
   }
+}
+
+static ur_result_t urt_due_urUsmP2PPeerAccessGetInfoExp(ur_device_handle_t commandDevice, ur_device_handle_t peerDevice, ur_exp_peer_info_t propName, size_t propSize, void * pPropValue, size_t * pPropSizeRet) {
+  if (propSize != 0 && pPropValue == NULL) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (pPropValue == NULL && pPropSizeRet == NULL) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == commandDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == peerDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_EXP_PEER_INFO_UR_PEER_ATOMICS_SUPPORT < propName) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  if (propSize == 0 && pPropValue != NULL) return UR_RESULT_ERROR_INVALID_SIZE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urUsmP2PPeerAccessGetInfoExp(void) {
@@ -13699,7 +15240,7 @@ static void test_urUsmP2PPeerAccessGetInfoExp(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urUsmP2PPeerAccessGetInfoExp", "propSize != 0 && pPropValue == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.UsmP2PExp.pfnPeerAccessGetInfoExp(a_commandDevice, a_peerDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urUsmP2PPeerAccessGetInfoExp", "propSize != 0 && pPropValue == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urUsmP2PPeerAccessGetInfoExp(a_commandDevice, a_peerDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.UsmP2PExp.pfnPeerAccessGetInfoExp(a_commandDevice, a_peerDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -13710,7 +15251,7 @@ static void test_urUsmP2PPeerAccessGetInfoExp(void) {
     size_t a_propSize = (size_t)1u;
     void * a_pPropValue = NULL;
     size_t * a_pPropSizeRet = NULL;
-    urt_expect("urUsmP2PPeerAccessGetInfoExp", "pPropValue == NULL && pPropSizeRet == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.UsmP2PExp.pfnPeerAccessGetInfoExp(a_commandDevice, a_peerDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urUsmP2PPeerAccessGetInfoExp", "pPropValue == NULL && pPropSizeRet == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urUsmP2PPeerAccessGetInfoExp(a_commandDevice, a_peerDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.UsmP2PExp.pfnPeerAccessGetInfoExp(a_commandDevice, a_peerDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -13726,7 +15267,7 @@ static void test_urUsmP2PPeerAccessGetInfoExp(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urUsmP2PPeerAccessGetInfoExp", "NULL == commandDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.UsmP2PExp.pfnPeerAccessGetInfoExp(a_commandDevice, a_peerDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urUsmP2PPeerAccessGetInfoExp", "NULL == commandDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urUsmP2PPeerAccessGetInfoExp(a_commandDevice, a_peerDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.UsmP2PExp.pfnPeerAccessGetInfoExp(a_commandDevice, a_peerDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -13742,7 +15283,7 @@ static void test_urUsmP2PPeerAccessGetInfoExp(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urUsmP2PPeerAccessGetInfoExp", "NULL == peerDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.UsmP2PExp.pfnPeerAccessGetInfoExp(a_commandDevice, a_peerDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urUsmP2PPeerAccessGetInfoExp", "NULL == peerDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urUsmP2PPeerAccessGetInfoExp(a_commandDevice, a_peerDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.UsmP2PExp.pfnPeerAccessGetInfoExp(a_commandDevice, a_peerDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -13758,7 +15299,7 @@ static void test_urUsmP2PPeerAccessGetInfoExp(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urUsmP2PPeerAccessGetInfoExp", "::UR_EXP_PEER_INFO_UR_PEER_ATOMICS_SUPPORT < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.UsmP2PExp.pfnPeerAccessGetInfoExp(a_commandDevice, a_peerDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urUsmP2PPeerAccessGetInfoExp", "::UR_EXP_PEER_INFO_UR_PEER_ATOMICS_SUPPORT < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urUsmP2PPeerAccessGetInfoExp(a_commandDevice, a_peerDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.UsmP2PExp.pfnPeerAccessGetInfoExp(a_commandDevice, a_peerDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -13774,8 +15315,16 @@ static void test_urUsmP2PPeerAccessGetInfoExp(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urUsmP2PPeerAccessGetInfoExp", "propSize == 0 && pPropValue != NULL", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.UsmP2PExp.pfnPeerAccessGetInfoExp(a_commandDevice, a_peerDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urUsmP2PPeerAccessGetInfoExp", "propSize == 0 && pPropValue != NULL", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urUsmP2PPeerAccessGetInfoExp(a_commandDevice, a_peerDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.UsmP2PExp.pfnPeerAccessGetInfoExp(a_commandDevice, a_peerDevice, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
+}
+
+static ur_result_t urt_due_urCommandBufferCreateExp(ur_context_handle_t hContext, ur_device_handle_t hDevice, const ur_exp_command_buffer_desc_t * pCommandBufferDesc, ur_exp_command_buffer_handle_t * phCommandBuffer) {
+  if (NULL == pCommandBufferDesc) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == phCommandBuffer) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urCommandBufferCreateExp(void) {
@@ -13789,7 +15338,7 @@ static void test_urCommandBufferCreateExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_handle_t * a_phCommandBuffer = (ur_exp_command_buffer_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferCreateExp", "NULL == pCommandBufferDesc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.CommandBufferExp.pfnCreateExp(a_hContext, a_hDevice, a_pCommandBufferDesc, a_phCommandBuffer));
+    urt_expect("urCommandBufferCreateExp", "NULL == pCommandBufferDesc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urCommandBufferCreateExp(a_hContext, a_hDevice, a_pCommandBufferDesc, a_phCommandBuffer), urt_ddi.CommandBufferExp.pfnCreateExp(a_hContext, a_hDevice, a_pCommandBufferDesc, a_phCommandBuffer));
   }
   {
     urt_reset();
@@ -13801,7 +15350,7 @@ static void test_urCommandBufferCreateExp(void) {
       urt_ptr = s; }
     const ur_exp_command_buffer_desc_t * a_pCommandBufferDesc = (const ur_exp_command_buffer_desc_t *)urt_ptr;
     ur_exp_command_buffer_handle_t * a_phCommandBuffer = NULL;
-    urt_expect("urCommandBufferCreateExp", "NULL == phCommandBuffer", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.CommandBufferExp.pfnCreateExp(a_hContext, a_hDevice, a_pCommandBufferDesc, a_phCommandBuffer));
+    urt_expect("urCommandBufferCreateExp", "NULL == phCommandBuffer", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urCommandBufferCreateExp(a_hContext, a_hDevice, a_pCommandBufferDesc, a_phCommandBuffer), urt_ddi.CommandBufferExp.pfnCreateExp(a_hContext, a_hDevice, a_pCommandBufferDesc, a_phCommandBuffer));
   }
   {
     urt_reset();
@@ -13816,7 +15365,7 @@ static void test_urCommandBufferCreateExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_handle_t * a_phCommandBuffer = (ur_exp_command_buffer_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferCreateExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.CommandBufferExp.pfnCreateExp(a_hContext, a_hDevice, a_pCommandBufferDesc, a_phCommandBuffer));
+    urt_expect("urCommandBufferCreateExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urCommandBufferCreateExp(a_hContext, a_hDevice, a_pCommandBufferDesc, a_phCommandBuffer), urt_ddi.CommandBufferExp.pfnCreateExp(a_hContext, a_hDevice, a_pCommandBufferDesc, a_phCommandBuffer));
   }
   {
     urt_reset();
@@ -13831,8 +15380,13 @@ static void test_urCommandBufferCreateExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_handle_t * a_phCommandBuffer = (ur_exp_command_buffer_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferCreateExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.CommandBufferExp.pfnCreateExp(a_hContext, a_hDevice, a_pCommandBufferDesc, a_phCommandBuffer));
+    urt_expect("urCommandBufferCreateExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urCommandBufferCreateExp(a_hContext, a_hDevice, a_pCommandBufferDesc, a_phCommandBuffer), urt_ddi.CommandBufferExp.pfnCreateExp(a_hContext, a_hDevice, a_pCommandBufferDesc, a_phCommandBuffer));
   }
+}
+
+static ur_result_t urt_due_urCommandBufferRetainExp(ur_exp_command_buffer_handle_t hCommandBuffer) {
+  if (NULL == hCommandBuffer) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urCommandBufferRetainExp(void) {
@@ -13840,8 +15394,13 @@ static void test_urCommandBufferRetainExp(void) {
     urt_reset();
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_exp_command_buffer_handle_t a_hCommandBuffer = NULL;
-    urt_expect("urCommandBufferRetainExp", "NULL == hCommandBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.CommandBufferExp.pfnRetainExp(a_hCommandBuffer));
+    urt_expect("urCommandBufferRetainExp", "NULL == hCommandBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urCommandBufferRetainExp(a_hCommandBuffer), urt_ddi.CommandBufferExp.pfnRetainExp(a_hCommandBuffer));
   }
+}
+
+static ur_result_t urt_due_urCommandBufferReleaseExp(ur_exp_command_buffer_handle_t hCommandBuffer) {
+  if (NULL == hCommandBuffer) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urCommandBufferReleaseExp(void) {
@@ -13849,8 +15408,13 @@ static void test_urCommandBufferReleaseExp(void) {
     urt_reset();
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_exp_command_buffer_handle_t a_hCommandBuffer = NULL;
-    urt_expect("urCommandBufferReleaseExp", "NULL == hCommandBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.CommandBufferExp.pfnReleaseExp(a_hCommandBuffer));
+    urt_expect("urCommandBufferReleaseExp", "NULL == hCommandBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urCommandBufferReleaseExp(a_hCommandBuffer), urt_ddi.CommandBufferExp.pfnReleaseExp(a_hCommandBuffer));
   }
+}
+
+static ur_result_t urt_due_urCommandBufferFinalizeExp(ur_exp_command_buffer_handle_t hCommandBuffer) {
+  if (NULL == hCommandBuffer) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urCommandBufferFinalizeExp(void) {
@@ -13858,8 +15422,21 @@ static void test_urCommandBufferFinalizeExp(void) {
     urt_reset();
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_exp_command_buffer_handle_t a_hCommandBuffer = NULL;
-    urt_expect("urCommandBufferFinalizeExp", "NULL == hCommandBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.CommandBufferExp.pfnFinalizeExp(a_hCommandBuffer));
+    urt_expect("urCommandBufferFinalizeExp", "NULL == hCommandBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urCommandBufferFinalizeExp(a_hCommandBuffer), urt_ddi.CommandBufferExp.pfnFinalizeExp(a_hCommandBuffer));
   }
+}
+
+static ur_result_t urt_due_urCommandBufferAppendKernelLaunchExp(ur_exp_command_buffer_handle_t hCommandBuffer, ur_kernel_handle_t hKernel, uint32_t workDim, const size_t * pGlobalWorkOffset, const size_t * pGlobalWorkSize, const size_t * pLocalWorkSize, uint32_t numKernelAlternatives, ur_kernel_handle_t * phKernelAlternatives, uint32_t numSyncPointsInWaitList, const ur_exp_command_buffer_sync_point_t * pSyncPointWaitList, uint32_t numEventsInWaitList, const ur_event_handle_t * phEventWaitList, ur_exp_command_buffer_sync_point_t * pSyncPoint, ur_event_handle_t * phEvent, ur_exp_command_buffer_command_handle_t * phCommand) {
+  if (NULL == pGlobalWorkSize) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hCommandBuffer) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hKernel) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (phKernelAlternatives == NULL && numKernelAlternatives > 0) return UR_RESULT_ERROR_INVALID_VALUE;
+  if (phKernelAlternatives != NULL && numKernelAlternatives == 0) return UR_RESULT_ERROR_INVALID_VALUE;
+  if (pSyncPointWaitList == NULL && numSyncPointsInWaitList > 0) return UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP;
+  if (pSyncPointWaitList != NULL && numSyncPointsInWaitList == 0) return UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP;
+  if (phEventWaitList == NULL && numEventsInWaitList > 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (phEventWaitList != NULL && numEventsInWaitList == 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urCommandBufferAppendKernelLaunchExp(void) {
@@ -13905,7 +15482,7 @@ static void test_urCommandBufferAppendKernelLaunchExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendKernelLaunchExp", "NULL == pGlobalWorkSize", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.CommandBufferExp.pfnAppendKernelLaunchExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendKernelLaunchExp", "NULL == pGlobalWorkSize", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urCommandBufferAppendKernelLaunchExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendKernelLaunchExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -13952,7 +15529,7 @@ static void test_urCommandBufferAppendKernelLaunchExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendKernelLaunchExp", "NULL == hCommandBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.CommandBufferExp.pfnAppendKernelLaunchExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendKernelLaunchExp", "NULL == hCommandBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urCommandBufferAppendKernelLaunchExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendKernelLaunchExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -13999,7 +15576,7 @@ static void test_urCommandBufferAppendKernelLaunchExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendKernelLaunchExp", "NULL == hKernel", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.CommandBufferExp.pfnAppendKernelLaunchExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendKernelLaunchExp", "NULL == hKernel", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urCommandBufferAppendKernelLaunchExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendKernelLaunchExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -14043,7 +15620,7 @@ static void test_urCommandBufferAppendKernelLaunchExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendKernelLaunchExp", "phKernelAlternatives == NULL && numKernelAlternatives > 0", UR_RESULT_ERROR_INVALID_VALUE, urt_ddi.CommandBufferExp.pfnAppendKernelLaunchExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendKernelLaunchExp", "phKernelAlternatives == NULL && numKernelAlternatives > 0", UR_RESULT_ERROR_INVALID_VALUE, urt_due_urCommandBufferAppendKernelLaunchExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendKernelLaunchExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -14090,7 +15667,7 @@ static void test_urCommandBufferAppendKernelLaunchExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendKernelLaunchExp", "phKernelAlternatives != NULL && numKernelAlternatives == 0", UR_RESULT_ERROR_INVALID_VALUE, urt_ddi.CommandBufferExp.pfnAppendKernelLaunchExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendKernelLaunchExp", "phKernelAlternatives != NULL && numKernelAlternatives == 0", UR_RESULT_ERROR_INVALID_VALUE, urt_due_urCommandBufferAppendKernelLaunchExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendKernelLaunchExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -14134,7 +15711,7 @@ static void test_urCommandBufferAppendKernelLaunchExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendKernelLaunchExp", "pSyncPointWaitList == NULL && numSyncPointsInWaitList > 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_ddi.CommandBufferExp.pfnAppendKernelLaunchExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendKernelLaunchExp", "pSyncPointWaitList == NULL && numSyncPointsInWaitList > 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_due_urCommandBufferAppendKernelLaunchExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendKernelLaunchExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -14181,7 +15758,7 @@ static void test_urCommandBufferAppendKernelLaunchExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendKernelLaunchExp", "pSyncPointWaitList != NULL && numSyncPointsInWaitList == 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_ddi.CommandBufferExp.pfnAppendKernelLaunchExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendKernelLaunchExp", "pSyncPointWaitList != NULL && numSyncPointsInWaitList == 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_due_urCommandBufferAppendKernelLaunchExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendKernelLaunchExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -14225,7 +15802,7 @@ static void test_urCommandBufferAppendKernelLaunchExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendKernelLaunchExp", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.CommandBufferExp.pfnAppendKernelLaunchExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendKernelLaunchExp", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urCommandBufferAppendKernelLaunchExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendKernelLaunchExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -14272,8 +15849,23 @@ static void test_urCommandBufferAppendKernelLaunchExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendKernelLaunchExp", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.CommandBufferExp.pfnAppendKernelLaunchExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendKernelLaunchExp", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urCommandBufferAppendKernelLaunchExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendKernelLaunchExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
+}
+
+static ur_result_t urt_due_urCommandBufferAppendKernelLaunchWithArgsExp(ur_exp_command_buffer_handle_t hCommandBuffer, ur_kernel_handle_t hKernel, uint32_t workDim, const size_t * pGlobalWorkOffset, const size_t * pGlobalWorkSize, const size_t * pLocalWorkSize, uint32_t numArgs, const ur_exp_kernel_arg_properties_t * pArgs, uint32_t numKernelAlternatives, ur_kernel_handle_t * phKernelAlternatives, uint32_t numSyncPointsInWaitList, const ur_exp_command_buffer_sync_point_t * pSyncPointWaitList, uint32_t numEventsInWaitList, const ur_event_handle_t * phEventWaitList, ur_exp_command_buffer_sync_point_t * pSyncPoint, ur_event_handle_t * phEvent, ur_exp_command_buffer_command_handle_t * phCommand) {
+  if (NULL == pGlobalWorkSize) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (pArgs == NULL && numArgs > 0) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hCommandBuffer) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hKernel) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL != pArgs && UR_EXP_KERNEL_ARG_TYPE_SAMPLER < pArgs->type) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  if (phKernelAlternatives == NULL && numKernelAlternatives > 0) return UR_RESULT_ERROR_INVALID_VALUE;
+  if (phKernelAlternatives != NULL && numKernelAlternatives == 0) return UR_RESULT_ERROR_INVALID_VALUE;
+  if (pSyncPointWaitList == NULL && numSyncPointsInWaitList > 0) return UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP;
+  if (pSyncPointWaitList != NULL && numSyncPointsInWaitList == 0) return UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP;
+  if (phEventWaitList == NULL && numEventsInWaitList > 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (phEventWaitList != NULL && numEventsInWaitList == 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urCommandBufferAppendKernelLaunchWithArgsExp(void) {
@@ -14324,7 +15916,7 @@ static void test_urCommandBufferAppendKernelLaunchWithArgsExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendKernelLaunchWithArgsExp", "NULL == pGlobalWorkSize", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.CommandBufferExp.pfnAppendKernelLaunchWithArgsExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendKernelLaunchWithArgsExp", "NULL == pGlobalWorkSize", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urCommandBufferAppendKernelLaunchWithArgsExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendKernelLaunchWithArgsExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -14373,7 +15965,7 @@ static void test_urCommandBufferAppendKernelLaunchWithArgsExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendKernelLaunchWithArgsExp", "pArgs == NULL && numArgs > 0", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.CommandBufferExp.pfnAppendKernelLaunchWithArgsExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendKernelLaunchWithArgsExp", "pArgs == NULL && numArgs > 0", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urCommandBufferAppendKernelLaunchWithArgsExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendKernelLaunchWithArgsExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -14425,7 +16017,7 @@ static void test_urCommandBufferAppendKernelLaunchWithArgsExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendKernelLaunchWithArgsExp", "NULL == hCommandBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.CommandBufferExp.pfnAppendKernelLaunchWithArgsExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendKernelLaunchWithArgsExp", "NULL == hCommandBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urCommandBufferAppendKernelLaunchWithArgsExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendKernelLaunchWithArgsExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -14477,7 +16069,7 @@ static void test_urCommandBufferAppendKernelLaunchWithArgsExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendKernelLaunchWithArgsExp", "NULL == hKernel", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.CommandBufferExp.pfnAppendKernelLaunchWithArgsExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendKernelLaunchWithArgsExp", "NULL == hKernel", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urCommandBufferAppendKernelLaunchWithArgsExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendKernelLaunchWithArgsExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -14530,7 +16122,7 @@ static void test_urCommandBufferAppendKernelLaunchWithArgsExp(void) {
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
     *((ur_exp_kernel_arg_type_t *)&((a_pArgs)->type)) = (ur_exp_kernel_arg_type_t)5u;
-    urt_expect("urCommandBufferAppendKernelLaunchWithArgsExp", "NULL != pArgs && ::UR_EXP_KERNEL_ARG_TYPE_SAMPLER < pArgs->type", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.CommandBufferExp.pfnAppendKernelLaunchWithArgsExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendKernelLaunchWithArgsExp", "NULL != pArgs && ::UR_EXP_KERNEL_ARG_TYPE_SAMPLER < pArgs->type", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urCommandBufferAppendKernelLaunchWithArgsExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendKernelLaunchWithArgsExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -14579,7 +16171,7 @@ static void test_urCommandBufferAppendKernelLaunchWithArgsExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendKernelLaunchWithArgsExp", "phKernelAlternatives == NULL && numKernelAlternatives > 0", UR_RESULT_ERROR_INVALID_VALUE, urt_ddi.CommandBufferExp.pfnAppendKernelLaunchWithArgsExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendKernelLaunchWithArgsExp", "phKernelAlternatives == NULL && numKernelAlternatives > 0", UR_RESULT_ERROR_INVALID_VALUE, urt_due_urCommandBufferAppendKernelLaunchWithArgsExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendKernelLaunchWithArgsExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -14631,7 +16223,7 @@ static void test_urCommandBufferAppendKernelLaunchWithArgsExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendKernelLaunchWithArgsExp", "phKernelAlternatives != NULL && numKernelAlternatives == 0", UR_RESULT_ERROR_INVALID_VALUE, urt_ddi.CommandBufferExp.pfnAppendKernelLaunchWithArgsExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendKernelLaunchWithArgsExp", "phKernelAlternatives != NULL && numKernelAlternatives == 0", UR_RESULT_ERROR_INVALID_VALUE, urt_due_urCommandBufferAppendKernelLaunchWithArgsExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendKernelLaunchWithArgsExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -14680,7 +16272,7 @@ static void test_urCommandBufferAppendKernelLaunchWithArgsExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendKernelLaunchWithArgsExp", "pSyncPointWaitList == NULL && numSyncPointsInWaitList > 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_ddi.CommandBufferExp.pfnAppendKernelLaunchWithArgsExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendKernelLaunchWithArgsExp", "pSyncPointWaitList == NULL && numSyncPointsInWaitList > 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_due_urCommandBufferAppendKernelLaunchWithArgsExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendKernelLaunchWithArgsExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -14732,7 +16324,7 @@ static void test_urCommandBufferAppendKernelLaunchWithArgsExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendKernelLaunchWithArgsExp", "pSyncPointWaitList != NULL && numSyncPointsInWaitList == 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_ddi.CommandBufferExp.pfnAppendKernelLaunchWithArgsExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendKernelLaunchWithArgsExp", "pSyncPointWaitList != NULL && numSyncPointsInWaitList == 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_due_urCommandBufferAppendKernelLaunchWithArgsExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendKernelLaunchWithArgsExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -14781,7 +16373,7 @@ static void test_urCommandBufferAppendKernelLaunchWithArgsExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendKernelLaunchWithArgsExp", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.CommandBufferExp.pfnAppendKernelLaunchWithArgsExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendKernelLaunchWithArgsExp", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urCommandBufferAppendKernelLaunchWithArgsExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendKernelLaunchWithArgsExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -14833,8 +16425,20 @@ static void test_urCommandBufferAppendKernelLaunchWithArgsExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendKernelLaunchWithArgsExp", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.CommandBufferExp.pfnAppendKernelLaunchWithArgsExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendKernelLaunchWithArgsExp", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urCommandBufferAppendKernelLaunchWithArgsExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendKernelLaunchWithArgsExp(a_hCommandBuffer, a_hKernel, a_workDim, a_pGlobalWorkOffset, a_pGlobalWorkSize, a_pLocalWorkSize, a_numArgs, a_pArgs, a_numKernelAlternatives, a_phKernelAlternatives, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
+}
+
+static ur_result_t urt_due_urCommandBufferAppendUSMMemcpyExp(ur_exp_command_buffer_handle_t hCommandBuffer, void * pDst, const void * pSrc, size_t size, uint32_t numSyncPointsInWaitList, const ur_exp_command_buffer_sync_point_t * pSyncPointWaitList, uint32_t numEventsInWaitList, const ur_event_handle_t * phEventWaitList, ur_exp_command_buffer_sync_point_t * pSyncPoint, ur_event_handle_t * phEvent, ur_exp_command_buffer_command_handle_t * phCommand) {
+  if (NULL == pDst) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == pSrc) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hCommandBuffer) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (size == 0) return UR_RESULT_ERROR_INVALID_SIZE;
+  if (pSyncPointWaitList == NULL && numSyncPointsInWaitList > 0) return UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP;
+  if (pSyncPointWaitList != NULL && numSyncPointsInWaitList == 0) return UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP;
+  if (phEventWaitList == NULL && numEventsInWaitList > 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (phEventWaitList != NULL && numEventsInWaitList == 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urCommandBufferAppendUSMMemcpyExp(void) {
@@ -14869,7 +16473,7 @@ static void test_urCommandBufferAppendUSMMemcpyExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendUSMMemcpyExp", "NULL == pDst", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.CommandBufferExp.pfnAppendUSMMemcpyExp(a_hCommandBuffer, a_pDst, a_pSrc, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendUSMMemcpyExp", "NULL == pDst", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urCommandBufferAppendUSMMemcpyExp(a_hCommandBuffer, a_pDst, a_pSrc, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendUSMMemcpyExp(a_hCommandBuffer, a_pDst, a_pSrc, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -14902,7 +16506,7 @@ static void test_urCommandBufferAppendUSMMemcpyExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendUSMMemcpyExp", "NULL == pSrc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.CommandBufferExp.pfnAppendUSMMemcpyExp(a_hCommandBuffer, a_pDst, a_pSrc, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendUSMMemcpyExp", "NULL == pSrc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urCommandBufferAppendUSMMemcpyExp(a_hCommandBuffer, a_pDst, a_pSrc, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendUSMMemcpyExp(a_hCommandBuffer, a_pDst, a_pSrc, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -14937,7 +16541,7 @@ static void test_urCommandBufferAppendUSMMemcpyExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendUSMMemcpyExp", "NULL == hCommandBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.CommandBufferExp.pfnAppendUSMMemcpyExp(a_hCommandBuffer, a_pDst, a_pSrc, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendUSMMemcpyExp", "NULL == hCommandBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urCommandBufferAppendUSMMemcpyExp(a_hCommandBuffer, a_pDst, a_pSrc, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendUSMMemcpyExp(a_hCommandBuffer, a_pDst, a_pSrc, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -14972,7 +16576,7 @@ static void test_urCommandBufferAppendUSMMemcpyExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendUSMMemcpyExp", "size == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.CommandBufferExp.pfnAppendUSMMemcpyExp(a_hCommandBuffer, a_pDst, a_pSrc, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendUSMMemcpyExp", "size == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urCommandBufferAppendUSMMemcpyExp(a_hCommandBuffer, a_pDst, a_pSrc, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendUSMMemcpyExp(a_hCommandBuffer, a_pDst, a_pSrc, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -15004,7 +16608,7 @@ static void test_urCommandBufferAppendUSMMemcpyExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendUSMMemcpyExp", "pSyncPointWaitList == NULL && numSyncPointsInWaitList > 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_ddi.CommandBufferExp.pfnAppendUSMMemcpyExp(a_hCommandBuffer, a_pDst, a_pSrc, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendUSMMemcpyExp", "pSyncPointWaitList == NULL && numSyncPointsInWaitList > 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_due_urCommandBufferAppendUSMMemcpyExp(a_hCommandBuffer, a_pDst, a_pSrc, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendUSMMemcpyExp(a_hCommandBuffer, a_pDst, a_pSrc, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -15039,7 +16643,7 @@ static void test_urCommandBufferAppendUSMMemcpyExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendUSMMemcpyExp", "pSyncPointWaitList != NULL && numSyncPointsInWaitList == 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_ddi.CommandBufferExp.pfnAppendUSMMemcpyExp(a_hCommandBuffer, a_pDst, a_pSrc, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendUSMMemcpyExp", "pSyncPointWaitList != NULL && numSyncPointsInWaitList == 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_due_urCommandBufferAppendUSMMemcpyExp(a_hCommandBuffer, a_pDst, a_pSrc, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendUSMMemcpyExp(a_hCommandBuffer, a_pDst, a_pSrc, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -15071,7 +16675,7 @@ static void test_urCommandBufferAppendUSMMemcpyExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendUSMMemcpyExp", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.CommandBufferExp.pfnAppendUSMMemcpyExp(a_hCommandBuffer, a_pDst, a_pSrc, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendUSMMemcpyExp", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urCommandBufferAppendUSMMemcpyExp(a_hCommandBuffer, a_pDst, a_pSrc, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendUSMMemcpyExp(a_hCommandBuffer, a_pDst, a_pSrc, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -15106,8 +16710,22 @@ static void test_urCommandBufferAppendUSMMemcpyExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendUSMMemcpyExp", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.CommandBufferExp.pfnAppendUSMMemcpyExp(a_hCommandBuffer, a_pDst, a_pSrc, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendUSMMemcpyExp", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urCommandBufferAppendUSMMemcpyExp(a_hCommandBuffer, a_pDst, a_pSrc, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendUSMMemcpyExp(a_hCommandBuffer, a_pDst, a_pSrc, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
+}
+
+static ur_result_t urt_due_urCommandBufferAppendUSMFillExp(ur_exp_command_buffer_handle_t hCommandBuffer, void * pMemory, const void * pPattern, size_t patternSize, size_t size, uint32_t numSyncPointsInWaitList, const ur_exp_command_buffer_sync_point_t * pSyncPointWaitList, uint32_t numEventsInWaitList, const ur_event_handle_t * phEventWaitList, ur_exp_command_buffer_sync_point_t * pSyncPoint, ur_event_handle_t * phEvent, ur_exp_command_buffer_command_handle_t * phCommand) {
+  if (NULL == pMemory) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == pPattern) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hCommandBuffer) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (patternSize == 0 || size == 0) return UR_RESULT_ERROR_INVALID_SIZE;
+  if (patternSize > size) return UR_RESULT_ERROR_INVALID_SIZE;
+  if (size % patternSize != 0) return UR_RESULT_ERROR_INVALID_SIZE;
+  if (pSyncPointWaitList == NULL && numSyncPointsInWaitList > 0) return UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP;
+  if (pSyncPointWaitList != NULL && numSyncPointsInWaitList == 0) return UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP;
+  if (phEventWaitList == NULL && numEventsInWaitList > 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (phEventWaitList != NULL && numEventsInWaitList == 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urCommandBufferAppendUSMFillExp(void) {
@@ -15143,7 +16761,7 @@ static void test_urCommandBufferAppendUSMFillExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendUSMFillExp", "NULL == pMemory", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.CommandBufferExp.pfnAppendUSMFillExp(a_hCommandBuffer, a_pMemory, a_pPattern, a_patternSize, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendUSMFillExp", "NULL == pMemory", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urCommandBufferAppendUSMFillExp(a_hCommandBuffer, a_pMemory, a_pPattern, a_patternSize, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendUSMFillExp(a_hCommandBuffer, a_pMemory, a_pPattern, a_patternSize, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -15177,7 +16795,7 @@ static void test_urCommandBufferAppendUSMFillExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendUSMFillExp", "NULL == pPattern", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.CommandBufferExp.pfnAppendUSMFillExp(a_hCommandBuffer, a_pMemory, a_pPattern, a_patternSize, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendUSMFillExp", "NULL == pPattern", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urCommandBufferAppendUSMFillExp(a_hCommandBuffer, a_pMemory, a_pPattern, a_patternSize, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendUSMFillExp(a_hCommandBuffer, a_pMemory, a_pPattern, a_patternSize, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -15213,7 +16831,7 @@ static void test_urCommandBufferAppendUSMFillExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendUSMFillExp", "NULL == hCommandBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.CommandBufferExp.pfnAppendUSMFillExp(a_hCommandBuffer, a_pMemory, a_pPattern, a_patternSize, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendUSMFillExp", "NULL == hCommandBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urCommandBufferAppendUSMFillExp(a_hCommandBuffer, a_pMemory, a_pPattern, a_patternSize, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendUSMFillExp(a_hCommandBuffer, a_pMemory, a_pPattern, a_patternSize, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -15249,7 +16867,7 @@ static void test_urCommandBufferAppendUSMFillExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendUSMFillExp", "patternSize == 0 || size == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.CommandBufferExp.pfnAppendUSMFillExp(a_hCommandBuffer, a_pMemory, a_pPattern, a_patternSize, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendUSMFillExp", "patternSize == 0 || size == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urCommandBufferAppendUSMFillExp(a_hCommandBuffer, a_pMemory, a_pPattern, a_patternSize, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendUSMFillExp(a_hCommandBuffer, a_pMemory, a_pPattern, a_patternSize, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -15285,7 +16903,7 @@ static void test_urCommandBufferAppendUSMFillExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendUSMFillExp", "patternSize > size", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.CommandBufferExp.pfnAppendUSMFillExp(a_hCommandBuffer, a_pMemory, a_pPattern, a_patternSize, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendUSMFillExp", "patternSize > size", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urCommandBufferAppendUSMFillExp(a_hCommandBuffer, a_pMemory, a_pPattern, a_patternSize, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendUSMFillExp(a_hCommandBuffer, a_pMemory, a_pPattern, a_patternSize, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -15321,7 +16939,7 @@ static void test_urCommandBufferAppendUSMFillExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendUSMFillExp", "size % patternSize != 0", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.CommandBufferExp.pfnAppendUSMFillExp(a_hCommandBuffer, a_pMemory, a_pPattern, a_patternSize, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendUSMFillExp", "size % patternSize != 0", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urCommandBufferAppendUSMFillExp(a_hCommandBuffer, a_pMemory, a_pPattern, a_patternSize, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendUSMFillExp(a_hCommandBuffer, a_pMemory, a_pPattern, a_patternSize, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -15354,7 +16972,7 @@ static void test_urCommandBufferAppendUSMFillExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendUSMFillExp", "pSyncPointWaitList == NULL && numSyncPointsInWaitList > 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_ddi.CommandBufferExp.pfnAppendUSMFillExp(a_hCommandBuffer, a_pMemory, a_pPattern, a_patternSize, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendUSMFillExp", "pSyncPointWaitList == NULL && numSyncPointsInWaitList > 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_due_urCommandBufferAppendUSMFillExp(a_hCommandBuffer, a_pMemory, a_pPattern, a_patternSize, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendUSMFillExp(a_hCommandBuffer, a_pMemory, a_pPattern, a_patternSize, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -15390,7 +17008,7 @@ static void test_urCommandBufferAppendUSMFillExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendUSMFillExp", "pSyncPointWaitList != NULL && numSyncPointsInWaitList == 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_ddi.CommandBufferExp.pfnAppendUSMFillExp(a_hCommandBuffer, a_pMemory, a_pPattern, a_patternSize, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendUSMFillExp", "pSyncPointWaitList != NULL && numSyncPointsInWaitList == 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_due_urCommandBufferAppendUSMFillExp(a_hCommandBuffer, a_pMemory, a_pPattern, a_patternSize, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendUSMFillExp(a_hCommandBuffer, a_pMemory, a_pPattern, a_patternSize, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -15423,7 +17041,7 @@ static void test_urCommandBufferAppendUSMFillExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendUSMFillExp", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.CommandBufferExp.pfnAppendUSMFillExp(a_hCommandBuffer, a_pMemory, a_pPattern, a_patternSize, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendUSMFillExp", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urCommandBufferAppendUSMFillExp(a_hCommandBuffer, a_pMemory, a_pPattern, a_patternSize, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendUSMFillExp(a_hCommandBuffer, a_pMemory, a_pPattern, a_patternSize, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -15459,8 +17077,19 @@ static void test_urCommandBufferAppendUSMFillExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendUSMFillExp", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.CommandBufferExp.pfnAppendUSMFillExp(a_hCommandBuffer, a_pMemory, a_pPattern, a_patternSize, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendUSMFillExp", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urCommandBufferAppendUSMFillExp(a_hCommandBuffer, a_pMemory, a_pPattern, a_patternSize, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendUSMFillExp(a_hCommandBuffer, a_pMemory, a_pPattern, a_patternSize, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
+}
+
+static ur_result_t urt_due_urCommandBufferAppendMemBufferCopyExp(ur_exp_command_buffer_handle_t hCommandBuffer, ur_mem_handle_t hSrcMem, ur_mem_handle_t hDstMem, size_t srcOffset, size_t dstOffset, size_t size, uint32_t numSyncPointsInWaitList, const ur_exp_command_buffer_sync_point_t * pSyncPointWaitList, uint32_t numEventsInWaitList, const ur_event_handle_t * phEventWaitList, ur_exp_command_buffer_sync_point_t * pSyncPoint, ur_event_handle_t * phEvent, ur_exp_command_buffer_command_handle_t * phCommand) {
+  if (NULL == hCommandBuffer) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hSrcMem) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hDstMem) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (pSyncPointWaitList == NULL && numSyncPointsInWaitList > 0) return UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP;
+  if (pSyncPointWaitList != NULL && numSyncPointsInWaitList == 0) return UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP;
+  if (phEventWaitList == NULL && numEventsInWaitList > 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (phEventWaitList != NULL && numEventsInWaitList == 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urCommandBufferAppendMemBufferCopyExp(void) {
@@ -15495,7 +17124,7 @@ static void test_urCommandBufferAppendMemBufferCopyExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendMemBufferCopyExp", "NULL == hCommandBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.CommandBufferExp.pfnAppendMemBufferCopyExp(a_hCommandBuffer, a_hSrcMem, a_hDstMem, a_srcOffset, a_dstOffset, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendMemBufferCopyExp", "NULL == hCommandBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urCommandBufferAppendMemBufferCopyExp(a_hCommandBuffer, a_hSrcMem, a_hDstMem, a_srcOffset, a_dstOffset, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendMemBufferCopyExp(a_hCommandBuffer, a_hSrcMem, a_hDstMem, a_srcOffset, a_dstOffset, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -15528,7 +17157,7 @@ static void test_urCommandBufferAppendMemBufferCopyExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendMemBufferCopyExp", "NULL == hSrcMem", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.CommandBufferExp.pfnAppendMemBufferCopyExp(a_hCommandBuffer, a_hSrcMem, a_hDstMem, a_srcOffset, a_dstOffset, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendMemBufferCopyExp", "NULL == hSrcMem", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urCommandBufferAppendMemBufferCopyExp(a_hCommandBuffer, a_hSrcMem, a_hDstMem, a_srcOffset, a_dstOffset, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendMemBufferCopyExp(a_hCommandBuffer, a_hSrcMem, a_hDstMem, a_srcOffset, a_dstOffset, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -15561,7 +17190,7 @@ static void test_urCommandBufferAppendMemBufferCopyExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendMemBufferCopyExp", "NULL == hDstMem", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.CommandBufferExp.pfnAppendMemBufferCopyExp(a_hCommandBuffer, a_hSrcMem, a_hDstMem, a_srcOffset, a_dstOffset, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendMemBufferCopyExp", "NULL == hDstMem", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urCommandBufferAppendMemBufferCopyExp(a_hCommandBuffer, a_hSrcMem, a_hDstMem, a_srcOffset, a_dstOffset, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendMemBufferCopyExp(a_hCommandBuffer, a_hSrcMem, a_hDstMem, a_srcOffset, a_dstOffset, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -15591,7 +17220,7 @@ static void test_urCommandBufferAppendMemBufferCopyExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendMemBufferCopyExp", "pSyncPointWaitList == NULL && numSyncPointsInWaitList > 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_ddi.CommandBufferExp.pfnAppendMemBufferCopyExp(a_hCommandBuffer, a_hSrcMem, a_hDstMem, a_srcOffset, a_dstOffset, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendMemBufferCopyExp", "pSyncPointWaitList == NULL && numSyncPointsInWaitList > 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_due_urCommandBufferAppendMemBufferCopyExp(a_hCommandBuffer, a_hSrcMem, a_hDstMem, a_srcOffset, a_dstOffset, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendMemBufferCopyExp(a_hCommandBuffer, a_hSrcMem, a_hDstMem, a_srcOffset, a_dstOffset, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -15624,7 +17253,7 @@ static void test_urCommandBufferAppendMemBufferCopyExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendMemBufferCopyExp", "pSyncPointWaitList != NULL && numSyncPointsInWaitList == 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_ddi.CommandBufferExp.pfnAppendMemBufferCopyExp(a_hCommandBuffer, a_hSrcMem, a_hDstMem, a_srcOffset, a_dstOffset, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendMemBufferCopyExp", "pSyncPointWaitList != NULL && numSyncPointsInWaitList == 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_due_urCommandBufferAppendMemBufferCopyExp(a_hCommandBuffer, a_hSrcMem, a_hDstMem, a_srcOffset, a_dstOffset, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendMemBufferCopyExp(a_hCommandBuffer, a_hSrcMem, a_hDstMem, a_srcOffset, a_dstOffset, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -15654,7 +17283,7 @@ static void test_urCommandBufferAppendMemBufferCopyExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendMemBufferCopyExp", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.CommandBufferExp.pfnAppendMemBufferCopyExp(a_hCommandBuffer, a_hSrcMem, a_hDstMem, a_srcOffset, a_dstOffset, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendMemBufferCopyExp", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urCommandBufferAppendMemBufferCopyExp(a_hCommandBuffer, a_hSrcMem, a_hDstMem, a_srcOffset, a_dstOffset, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendMemBufferCopyExp(a_hCommandBuffer, a_hSrcMem, a_hDstMem, a_srcOffset, a_dstOffset, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -15687,8 +17316,19 @@ static void test_urCommandBufferAppendMemBufferCopyExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendMemBufferCopyExp", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.CommandBufferExp.pfnAppendMemBufferCopyExp(a_hCommandBuffer, a_hSrcMem, a_hDstMem, a_srcOffset, a_dstOffset, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendMemBufferCopyExp", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urCommandBufferAppendMemBufferCopyExp(a_hCommandBuffer, a_hSrcMem, a_hDstMem, a_srcOffset, a_dstOffset, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendMemBufferCopyExp(a_hCommandBuffer, a_hSrcMem, a_hDstMem, a_srcOffset, a_dstOffset, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
+}
+
+static ur_result_t urt_due_urCommandBufferAppendMemBufferWriteExp(ur_exp_command_buffer_handle_t hCommandBuffer, ur_mem_handle_t hBuffer, size_t offset, size_t size, const void * pSrc, uint32_t numSyncPointsInWaitList, const ur_exp_command_buffer_sync_point_t * pSyncPointWaitList, uint32_t numEventsInWaitList, const ur_event_handle_t * phEventWaitList, ur_exp_command_buffer_sync_point_t * pSyncPoint, ur_event_handle_t * phEvent, ur_exp_command_buffer_command_handle_t * phCommand) {
+  if (NULL == pSrc) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hCommandBuffer) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hBuffer) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (pSyncPointWaitList == NULL && numSyncPointsInWaitList > 0) return UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP;
+  if (pSyncPointWaitList != NULL && numSyncPointsInWaitList == 0) return UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP;
+  if (phEventWaitList == NULL && numEventsInWaitList > 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (phEventWaitList != NULL && numEventsInWaitList == 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urCommandBufferAppendMemBufferWriteExp(void) {
@@ -15722,7 +17362,7 @@ static void test_urCommandBufferAppendMemBufferWriteExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendMemBufferWriteExp", "NULL == pSrc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.CommandBufferExp.pfnAppendMemBufferWriteExp(a_hCommandBuffer, a_hBuffer, a_offset, a_size, a_pSrc, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendMemBufferWriteExp", "NULL == pSrc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urCommandBufferAppendMemBufferWriteExp(a_hCommandBuffer, a_hBuffer, a_offset, a_size, a_pSrc, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendMemBufferWriteExp(a_hCommandBuffer, a_hBuffer, a_offset, a_size, a_pSrc, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -15756,7 +17396,7 @@ static void test_urCommandBufferAppendMemBufferWriteExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendMemBufferWriteExp", "NULL == hCommandBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.CommandBufferExp.pfnAppendMemBufferWriteExp(a_hCommandBuffer, a_hBuffer, a_offset, a_size, a_pSrc, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendMemBufferWriteExp", "NULL == hCommandBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urCommandBufferAppendMemBufferWriteExp(a_hCommandBuffer, a_hBuffer, a_offset, a_size, a_pSrc, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendMemBufferWriteExp(a_hCommandBuffer, a_hBuffer, a_offset, a_size, a_pSrc, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -15790,7 +17430,7 @@ static void test_urCommandBufferAppendMemBufferWriteExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendMemBufferWriteExp", "NULL == hBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.CommandBufferExp.pfnAppendMemBufferWriteExp(a_hCommandBuffer, a_hBuffer, a_offset, a_size, a_pSrc, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendMemBufferWriteExp", "NULL == hBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urCommandBufferAppendMemBufferWriteExp(a_hCommandBuffer, a_hBuffer, a_offset, a_size, a_pSrc, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendMemBufferWriteExp(a_hCommandBuffer, a_hBuffer, a_offset, a_size, a_pSrc, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -15821,7 +17461,7 @@ static void test_urCommandBufferAppendMemBufferWriteExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendMemBufferWriteExp", "pSyncPointWaitList == NULL && numSyncPointsInWaitList > 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_ddi.CommandBufferExp.pfnAppendMemBufferWriteExp(a_hCommandBuffer, a_hBuffer, a_offset, a_size, a_pSrc, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendMemBufferWriteExp", "pSyncPointWaitList == NULL && numSyncPointsInWaitList > 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_due_urCommandBufferAppendMemBufferWriteExp(a_hCommandBuffer, a_hBuffer, a_offset, a_size, a_pSrc, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendMemBufferWriteExp(a_hCommandBuffer, a_hBuffer, a_offset, a_size, a_pSrc, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -15855,7 +17495,7 @@ static void test_urCommandBufferAppendMemBufferWriteExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendMemBufferWriteExp", "pSyncPointWaitList != NULL && numSyncPointsInWaitList == 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_ddi.CommandBufferExp.pfnAppendMemBufferWriteExp(a_hCommandBuffer, a_hBuffer, a_offset, a_size, a_pSrc, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendMemBufferWriteExp", "pSyncPointWaitList != NULL && numSyncPointsInWaitList == 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_due_urCommandBufferAppendMemBufferWriteExp(a_hCommandBuffer, a_hBuffer, a_offset, a_size, a_pSrc, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendMemBufferWriteExp(a_hCommandBuffer, a_hBuffer, a_offset, a_size, a_pSrc, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -15886,7 +17526,7 @@ static void test_urCommandBufferAppendMemBufferWriteExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendMemBufferWriteExp", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.CommandBufferExp.pfnAppendMemBufferWriteExp(a_hCommandBuffer, a_hBuffer, a_offset, a_size, a_pSrc, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendMemBufferWriteExp", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urCommandBufferAppendMemBufferWriteExp(a_hCommandBuffer, a_hBuffer, a_offset, a_size, a_pSrc, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendMemBufferWriteExp(a_hCommandBuffer, a_hBuffer, a_offset, a_size, a_pSrc, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -15920,8 +17560,19 @@ static void test_urCommandBufferAppendMemBufferWriteExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendMemBufferWriteExp", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.CommandBufferExp.pfnAppendMemBufferWriteExp(a_hCommandBuffer, a_hBuffer, a_offset, a_size, a_pSrc, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendMemBufferWriteExp", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urCommandBufferAppendMemBufferWriteExp(a_hCommandBuffer, a_hBuffer, a_offset, a_size, a_pSrc, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendMemBufferWriteExp(a_hCommandBuffer, a_hBuffer, a_offset, a_size, a_pSrc, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
+}
+
+static ur_result_t urt_due_urCommandBufferAppendMemBufferReadExp(ur_exp_command_buffer_handle_t hCommandBuffer, ur_mem_handle_t hBuffer, size_t offset, size_t size, void * pDst, uint32_t numSyncPointsInWaitList, const ur_exp_command_buffer_sync_point_t * pSyncPointWaitList, uint32_t numEventsInWaitList, const ur_event_handle_t * phEventWaitList, ur_exp_command_buffer_sync_point_t * pSyncPoint, ur_event_handle_t * phEvent, ur_exp_command_buffer_command_handle_t * phCommand) {
+  if (NULL == pDst) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hCommandBuffer) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hBuffer) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (pSyncPointWaitList == NULL && numSyncPointsInWaitList > 0) return UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP;
+  if (pSyncPointWaitList != NULL && numSyncPointsInWaitList == 0) return UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP;
+  if (phEventWaitList == NULL && numEventsInWaitList > 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (phEventWaitList != NULL && numEventsInWaitList == 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urCommandBufferAppendMemBufferReadExp(void) {
@@ -15955,7 +17606,7 @@ static void test_urCommandBufferAppendMemBufferReadExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendMemBufferReadExp", "NULL == pDst", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.CommandBufferExp.pfnAppendMemBufferReadExp(a_hCommandBuffer, a_hBuffer, a_offset, a_size, a_pDst, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendMemBufferReadExp", "NULL == pDst", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urCommandBufferAppendMemBufferReadExp(a_hCommandBuffer, a_hBuffer, a_offset, a_size, a_pDst, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendMemBufferReadExp(a_hCommandBuffer, a_hBuffer, a_offset, a_size, a_pDst, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -15989,7 +17640,7 @@ static void test_urCommandBufferAppendMemBufferReadExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendMemBufferReadExp", "NULL == hCommandBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.CommandBufferExp.pfnAppendMemBufferReadExp(a_hCommandBuffer, a_hBuffer, a_offset, a_size, a_pDst, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendMemBufferReadExp", "NULL == hCommandBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urCommandBufferAppendMemBufferReadExp(a_hCommandBuffer, a_hBuffer, a_offset, a_size, a_pDst, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendMemBufferReadExp(a_hCommandBuffer, a_hBuffer, a_offset, a_size, a_pDst, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -16023,7 +17674,7 @@ static void test_urCommandBufferAppendMemBufferReadExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendMemBufferReadExp", "NULL == hBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.CommandBufferExp.pfnAppendMemBufferReadExp(a_hCommandBuffer, a_hBuffer, a_offset, a_size, a_pDst, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendMemBufferReadExp", "NULL == hBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urCommandBufferAppendMemBufferReadExp(a_hCommandBuffer, a_hBuffer, a_offset, a_size, a_pDst, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendMemBufferReadExp(a_hCommandBuffer, a_hBuffer, a_offset, a_size, a_pDst, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -16054,7 +17705,7 @@ static void test_urCommandBufferAppendMemBufferReadExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendMemBufferReadExp", "pSyncPointWaitList == NULL && numSyncPointsInWaitList > 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_ddi.CommandBufferExp.pfnAppendMemBufferReadExp(a_hCommandBuffer, a_hBuffer, a_offset, a_size, a_pDst, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendMemBufferReadExp", "pSyncPointWaitList == NULL && numSyncPointsInWaitList > 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_due_urCommandBufferAppendMemBufferReadExp(a_hCommandBuffer, a_hBuffer, a_offset, a_size, a_pDst, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendMemBufferReadExp(a_hCommandBuffer, a_hBuffer, a_offset, a_size, a_pDst, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -16088,7 +17739,7 @@ static void test_urCommandBufferAppendMemBufferReadExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendMemBufferReadExp", "pSyncPointWaitList != NULL && numSyncPointsInWaitList == 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_ddi.CommandBufferExp.pfnAppendMemBufferReadExp(a_hCommandBuffer, a_hBuffer, a_offset, a_size, a_pDst, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendMemBufferReadExp", "pSyncPointWaitList != NULL && numSyncPointsInWaitList == 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_due_urCommandBufferAppendMemBufferReadExp(a_hCommandBuffer, a_hBuffer, a_offset, a_size, a_pDst, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendMemBufferReadExp(a_hCommandBuffer, a_hBuffer, a_offset, a_size, a_pDst, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -16119,7 +17770,7 @@ static void test_urCommandBufferAppendMemBufferReadExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendMemBufferReadExp", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.CommandBufferExp.pfnAppendMemBufferReadExp(a_hCommandBuffer, a_hBuffer, a_offset, a_size, a_pDst, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendMemBufferReadExp", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urCommandBufferAppendMemBufferReadExp(a_hCommandBuffer, a_hBuffer, a_offset, a_size, a_pDst, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendMemBufferReadExp(a_hCommandBuffer, a_hBuffer, a_offset, a_size, a_pDst, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -16153,8 +17804,19 @@ static void test_urCommandBufferAppendMemBufferReadExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendMemBufferReadExp", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.CommandBufferExp.pfnAppendMemBufferReadExp(a_hCommandBuffer, a_hBuffer, a_offset, a_size, a_pDst, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendMemBufferReadExp", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urCommandBufferAppendMemBufferReadExp(a_hCommandBuffer, a_hBuffer, a_offset, a_size, a_pDst, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendMemBufferReadExp(a_hCommandBuffer, a_hBuffer, a_offset, a_size, a_pDst, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
+}
+
+static ur_result_t urt_due_urCommandBufferAppendMemBufferCopyRectExp(ur_exp_command_buffer_handle_t hCommandBuffer, ur_mem_handle_t hSrcMem, ur_mem_handle_t hDstMem, ur_rect_offset_t srcOrigin, ur_rect_offset_t dstOrigin, ur_rect_region_t region, size_t srcRowPitch, size_t srcSlicePitch, size_t dstRowPitch, size_t dstSlicePitch, uint32_t numSyncPointsInWaitList, const ur_exp_command_buffer_sync_point_t * pSyncPointWaitList, uint32_t numEventsInWaitList, const ur_event_handle_t * phEventWaitList, ur_exp_command_buffer_sync_point_t * pSyncPoint, ur_event_handle_t * phEvent, ur_exp_command_buffer_command_handle_t * phCommand) {
+  if (NULL == hCommandBuffer) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hSrcMem) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hDstMem) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (pSyncPointWaitList == NULL && numSyncPointsInWaitList > 0) return UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP;
+  if (pSyncPointWaitList != NULL && numSyncPointsInWaitList == 0) return UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP;
+  if (phEventWaitList == NULL && numEventsInWaitList > 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (phEventWaitList != NULL && numEventsInWaitList == 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urCommandBufferAppendMemBufferCopyRectExp(void) {
@@ -16205,7 +17867,7 @@ static void test_urCommandBufferAppendMemBufferCopyRectExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendMemBufferCopyRectExp", "NULL == hCommandBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.CommandBufferExp.pfnAppendMemBufferCopyRectExp(a_hCommandBuffer, a_hSrcMem, a_hDstMem, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendMemBufferCopyRectExp", "NULL == hCommandBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urCommandBufferAppendMemBufferCopyRectExp(a_hCommandBuffer, a_hSrcMem, a_hDstMem, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendMemBufferCopyRectExp(a_hCommandBuffer, a_hSrcMem, a_hDstMem, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -16254,7 +17916,7 @@ static void test_urCommandBufferAppendMemBufferCopyRectExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendMemBufferCopyRectExp", "NULL == hSrcMem", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.CommandBufferExp.pfnAppendMemBufferCopyRectExp(a_hCommandBuffer, a_hSrcMem, a_hDstMem, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendMemBufferCopyRectExp", "NULL == hSrcMem", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urCommandBufferAppendMemBufferCopyRectExp(a_hCommandBuffer, a_hSrcMem, a_hDstMem, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendMemBufferCopyRectExp(a_hCommandBuffer, a_hSrcMem, a_hDstMem, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -16303,7 +17965,7 @@ static void test_urCommandBufferAppendMemBufferCopyRectExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendMemBufferCopyRectExp", "NULL == hDstMem", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.CommandBufferExp.pfnAppendMemBufferCopyRectExp(a_hCommandBuffer, a_hSrcMem, a_hDstMem, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendMemBufferCopyRectExp", "NULL == hDstMem", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urCommandBufferAppendMemBufferCopyRectExp(a_hCommandBuffer, a_hSrcMem, a_hDstMem, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendMemBufferCopyRectExp(a_hCommandBuffer, a_hSrcMem, a_hDstMem, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -16349,7 +18011,7 @@ static void test_urCommandBufferAppendMemBufferCopyRectExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendMemBufferCopyRectExp", "pSyncPointWaitList == NULL && numSyncPointsInWaitList > 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_ddi.CommandBufferExp.pfnAppendMemBufferCopyRectExp(a_hCommandBuffer, a_hSrcMem, a_hDstMem, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendMemBufferCopyRectExp", "pSyncPointWaitList == NULL && numSyncPointsInWaitList > 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_due_urCommandBufferAppendMemBufferCopyRectExp(a_hCommandBuffer, a_hSrcMem, a_hDstMem, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendMemBufferCopyRectExp(a_hCommandBuffer, a_hSrcMem, a_hDstMem, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -16398,7 +18060,7 @@ static void test_urCommandBufferAppendMemBufferCopyRectExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendMemBufferCopyRectExp", "pSyncPointWaitList != NULL && numSyncPointsInWaitList == 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_ddi.CommandBufferExp.pfnAppendMemBufferCopyRectExp(a_hCommandBuffer, a_hSrcMem, a_hDstMem, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendMemBufferCopyRectExp", "pSyncPointWaitList != NULL && numSyncPointsInWaitList == 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_due_urCommandBufferAppendMemBufferCopyRectExp(a_hCommandBuffer, a_hSrcMem, a_hDstMem, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendMemBufferCopyRectExp(a_hCommandBuffer, a_hSrcMem, a_hDstMem, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -16444,7 +18106,7 @@ static void test_urCommandBufferAppendMemBufferCopyRectExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendMemBufferCopyRectExp", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.CommandBufferExp.pfnAppendMemBufferCopyRectExp(a_hCommandBuffer, a_hSrcMem, a_hDstMem, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendMemBufferCopyRectExp", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urCommandBufferAppendMemBufferCopyRectExp(a_hCommandBuffer, a_hSrcMem, a_hDstMem, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendMemBufferCopyRectExp(a_hCommandBuffer, a_hSrcMem, a_hDstMem, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -16493,8 +18155,19 @@ static void test_urCommandBufferAppendMemBufferCopyRectExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendMemBufferCopyRectExp", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.CommandBufferExp.pfnAppendMemBufferCopyRectExp(a_hCommandBuffer, a_hSrcMem, a_hDstMem, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendMemBufferCopyRectExp", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urCommandBufferAppendMemBufferCopyRectExp(a_hCommandBuffer, a_hSrcMem, a_hDstMem, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendMemBufferCopyRectExp(a_hCommandBuffer, a_hSrcMem, a_hDstMem, a_srcOrigin, a_dstOrigin, a_region, a_srcRowPitch, a_srcSlicePitch, a_dstRowPitch, a_dstSlicePitch, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
+}
+
+static ur_result_t urt_due_urCommandBufferAppendMemBufferWriteRectExp(ur_exp_command_buffer_handle_t hCommandBuffer, ur_mem_handle_t hBuffer, ur_rect_offset_t bufferOffset, ur_rect_offset_t hostOffset, ur_rect_region_t region, size_t bufferRowPitch, size_t bufferSlicePitch, size_t hostRowPitch, size_t hostSlicePitch, void * pSrc, uint32_t numSyncPointsInWaitList, const ur_exp_command_buffer_sync_point_t * pSyncPointWaitList, uint32_t numEventsInWaitList, const ur_event_handle_t * phEventWaitList, ur_exp_command_buffer_sync_point_t * pSyncPoint, ur_event_handle_t * phEvent, ur_exp_command_buffer_command_handle_t * phCommand) {
+  if (NULL == pSrc) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hCommandBuffer) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hBuffer) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (pSyncPointWaitList == NULL && numSyncPointsInWaitList > 0) return UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP;
+  if (pSyncPointWaitList != NULL && numSyncPointsInWaitList == 0) return UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP;
+  if (phEventWaitList == NULL && numEventsInWaitList > 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (phEventWaitList != NULL && numEventsInWaitList == 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urCommandBufferAppendMemBufferWriteRectExp(void) {
@@ -16545,7 +18218,7 @@ static void test_urCommandBufferAppendMemBufferWriteRectExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendMemBufferWriteRectExp", "NULL == pSrc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.CommandBufferExp.pfnAppendMemBufferWriteRectExp(a_hCommandBuffer, a_hBuffer, a_bufferOffset, a_hostOffset, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendMemBufferWriteRectExp", "NULL == pSrc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urCommandBufferAppendMemBufferWriteRectExp(a_hCommandBuffer, a_hBuffer, a_bufferOffset, a_hostOffset, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendMemBufferWriteRectExp(a_hCommandBuffer, a_hBuffer, a_bufferOffset, a_hostOffset, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -16596,7 +18269,7 @@ static void test_urCommandBufferAppendMemBufferWriteRectExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendMemBufferWriteRectExp", "NULL == hCommandBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.CommandBufferExp.pfnAppendMemBufferWriteRectExp(a_hCommandBuffer, a_hBuffer, a_bufferOffset, a_hostOffset, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendMemBufferWriteRectExp", "NULL == hCommandBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urCommandBufferAppendMemBufferWriteRectExp(a_hCommandBuffer, a_hBuffer, a_bufferOffset, a_hostOffset, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendMemBufferWriteRectExp(a_hCommandBuffer, a_hBuffer, a_bufferOffset, a_hostOffset, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -16647,7 +18320,7 @@ static void test_urCommandBufferAppendMemBufferWriteRectExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendMemBufferWriteRectExp", "NULL == hBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.CommandBufferExp.pfnAppendMemBufferWriteRectExp(a_hCommandBuffer, a_hBuffer, a_bufferOffset, a_hostOffset, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendMemBufferWriteRectExp", "NULL == hBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urCommandBufferAppendMemBufferWriteRectExp(a_hCommandBuffer, a_hBuffer, a_bufferOffset, a_hostOffset, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendMemBufferWriteRectExp(a_hCommandBuffer, a_hBuffer, a_bufferOffset, a_hostOffset, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -16695,7 +18368,7 @@ static void test_urCommandBufferAppendMemBufferWriteRectExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendMemBufferWriteRectExp", "pSyncPointWaitList == NULL && numSyncPointsInWaitList > 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_ddi.CommandBufferExp.pfnAppendMemBufferWriteRectExp(a_hCommandBuffer, a_hBuffer, a_bufferOffset, a_hostOffset, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendMemBufferWriteRectExp", "pSyncPointWaitList == NULL && numSyncPointsInWaitList > 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_due_urCommandBufferAppendMemBufferWriteRectExp(a_hCommandBuffer, a_hBuffer, a_bufferOffset, a_hostOffset, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendMemBufferWriteRectExp(a_hCommandBuffer, a_hBuffer, a_bufferOffset, a_hostOffset, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -16746,7 +18419,7 @@ static void test_urCommandBufferAppendMemBufferWriteRectExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendMemBufferWriteRectExp", "pSyncPointWaitList != NULL && numSyncPointsInWaitList == 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_ddi.CommandBufferExp.pfnAppendMemBufferWriteRectExp(a_hCommandBuffer, a_hBuffer, a_bufferOffset, a_hostOffset, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendMemBufferWriteRectExp", "pSyncPointWaitList != NULL && numSyncPointsInWaitList == 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_due_urCommandBufferAppendMemBufferWriteRectExp(a_hCommandBuffer, a_hBuffer, a_bufferOffset, a_hostOffset, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendMemBufferWriteRectExp(a_hCommandBuffer, a_hBuffer, a_bufferOffset, a_hostOffset, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -16794,7 +18467,7 @@ static void test_urCommandBufferAppendMemBufferWriteRectExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendMemBufferWriteRectExp", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.CommandBufferExp.pfnAppendMemBufferWriteRectExp(a_hCommandBuffer, a_hBuffer, a_bufferOffset, a_hostOffset, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendMemBufferWriteRectExp", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urCommandBufferAppendMemBufferWriteRectExp(a_hCommandBuffer, a_hBuffer, a_bufferOffset, a_hostOffset, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendMemBufferWriteRectExp(a_hCommandBuffer, a_hBuffer, a_bufferOffset, a_hostOffset, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -16845,8 +18518,19 @@ static void test_urCommandBufferAppendMemBufferWriteRectExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendMemBufferWriteRectExp", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.CommandBufferExp.pfnAppendMemBufferWriteRectExp(a_hCommandBuffer, a_hBuffer, a_bufferOffset, a_hostOffset, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendMemBufferWriteRectExp", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urCommandBufferAppendMemBufferWriteRectExp(a_hCommandBuffer, a_hBuffer, a_bufferOffset, a_hostOffset, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendMemBufferWriteRectExp(a_hCommandBuffer, a_hBuffer, a_bufferOffset, a_hostOffset, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pSrc, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
+}
+
+static ur_result_t urt_due_urCommandBufferAppendMemBufferReadRectExp(ur_exp_command_buffer_handle_t hCommandBuffer, ur_mem_handle_t hBuffer, ur_rect_offset_t bufferOffset, ur_rect_offset_t hostOffset, ur_rect_region_t region, size_t bufferRowPitch, size_t bufferSlicePitch, size_t hostRowPitch, size_t hostSlicePitch, void * pDst, uint32_t numSyncPointsInWaitList, const ur_exp_command_buffer_sync_point_t * pSyncPointWaitList, uint32_t numEventsInWaitList, const ur_event_handle_t * phEventWaitList, ur_exp_command_buffer_sync_point_t * pSyncPoint, ur_event_handle_t * phEvent, ur_exp_command_buffer_command_handle_t * phCommand) {
+  if (NULL == pDst) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hCommandBuffer) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hBuffer) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (pSyncPointWaitList == NULL && numSyncPointsInWaitList > 0) return UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP;
+  if (pSyncPointWaitList != NULL && numSyncPointsInWaitList == 0) return UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP;
+  if (phEventWaitList == NULL && numEventsInWaitList > 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (phEventWaitList != NULL && numEventsInWaitList == 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urCommandBufferAppendMemBufferReadRectExp(void) {
@@ -16897,7 +18581,7 @@ static void test_urCommandBufferAppendMemBufferReadRectExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendMemBufferReadRectExp", "NULL == pDst", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.CommandBufferExp.pfnAppendMemBufferReadRectExp(a_hCommandBuffer, a_hBuffer, a_bufferOffset, a_hostOffset, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendMemBufferReadRectExp", "NULL == pDst", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urCommandBufferAppendMemBufferReadRectExp(a_hCommandBuffer, a_hBuffer, a_bufferOffset, a_hostOffset, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendMemBufferReadRectExp(a_hCommandBuffer, a_hBuffer, a_bufferOffset, a_hostOffset, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -16948,7 +18632,7 @@ static void test_urCommandBufferAppendMemBufferReadRectExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendMemBufferReadRectExp", "NULL == hCommandBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.CommandBufferExp.pfnAppendMemBufferReadRectExp(a_hCommandBuffer, a_hBuffer, a_bufferOffset, a_hostOffset, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendMemBufferReadRectExp", "NULL == hCommandBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urCommandBufferAppendMemBufferReadRectExp(a_hCommandBuffer, a_hBuffer, a_bufferOffset, a_hostOffset, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendMemBufferReadRectExp(a_hCommandBuffer, a_hBuffer, a_bufferOffset, a_hostOffset, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -16999,7 +18683,7 @@ static void test_urCommandBufferAppendMemBufferReadRectExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendMemBufferReadRectExp", "NULL == hBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.CommandBufferExp.pfnAppendMemBufferReadRectExp(a_hCommandBuffer, a_hBuffer, a_bufferOffset, a_hostOffset, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendMemBufferReadRectExp", "NULL == hBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urCommandBufferAppendMemBufferReadRectExp(a_hCommandBuffer, a_hBuffer, a_bufferOffset, a_hostOffset, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendMemBufferReadRectExp(a_hCommandBuffer, a_hBuffer, a_bufferOffset, a_hostOffset, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -17047,7 +18731,7 @@ static void test_urCommandBufferAppendMemBufferReadRectExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendMemBufferReadRectExp", "pSyncPointWaitList == NULL && numSyncPointsInWaitList > 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_ddi.CommandBufferExp.pfnAppendMemBufferReadRectExp(a_hCommandBuffer, a_hBuffer, a_bufferOffset, a_hostOffset, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendMemBufferReadRectExp", "pSyncPointWaitList == NULL && numSyncPointsInWaitList > 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_due_urCommandBufferAppendMemBufferReadRectExp(a_hCommandBuffer, a_hBuffer, a_bufferOffset, a_hostOffset, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendMemBufferReadRectExp(a_hCommandBuffer, a_hBuffer, a_bufferOffset, a_hostOffset, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -17098,7 +18782,7 @@ static void test_urCommandBufferAppendMemBufferReadRectExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendMemBufferReadRectExp", "pSyncPointWaitList != NULL && numSyncPointsInWaitList == 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_ddi.CommandBufferExp.pfnAppendMemBufferReadRectExp(a_hCommandBuffer, a_hBuffer, a_bufferOffset, a_hostOffset, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendMemBufferReadRectExp", "pSyncPointWaitList != NULL && numSyncPointsInWaitList == 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_due_urCommandBufferAppendMemBufferReadRectExp(a_hCommandBuffer, a_hBuffer, a_bufferOffset, a_hostOffset, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendMemBufferReadRectExp(a_hCommandBuffer, a_hBuffer, a_bufferOffset, a_hostOffset, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -17146,7 +18830,7 @@ static void test_urCommandBufferAppendMemBufferReadRectExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendMemBufferReadRectExp", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.CommandBufferExp.pfnAppendMemBufferReadRectExp(a_hCommandBuffer, a_hBuffer, a_bufferOffset, a_hostOffset, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendMemBufferReadRectExp", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urCommandBufferAppendMemBufferReadRectExp(a_hCommandBuffer, a_hBuffer, a_bufferOffset, a_hostOffset, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendMemBufferReadRectExp(a_hCommandBuffer, a_hBuffer, a_bufferOffset, a_hostOffset, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -17197,8 +18881,19 @@ static void test_urCommandBufferAppendMemBufferReadRectExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendMemBufferReadRectExp", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.CommandBufferExp.pfnAppendMemBufferReadRectExp(a_hCommandBuffer, a_hBuffer, a_bufferOffset, a_hostOffset, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendMemBufferReadRectExp", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urCommandBufferAppendMemBufferReadRectExp(a_hCommandBuffer, a_hBuffer, a_bufferOffset, a_hostOffset, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendMemBufferReadRectExp(a_hCommandBuffer, a_hBuffer, a_bufferOffset, a_hostOffset, a_region, a_bufferRowPitch, a_bufferSlicePitch, a_hostRowPitch, a_hostSlicePitch, a_pDst, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
+}
+
+static ur_result_t urt_due_urCommandBufferAppendMemBufferFillExp(ur_exp_command_buffer_handle_t hCommandBuffer, ur_mem_handle_t hBuffer, const void * pPattern, size_t patternSize, size_t offset, size_t size, uint32_t numSyncPointsInWaitList, const ur_exp_command_buffer_sync_point_t * pSyncPointWaitList, uint32_t numEventsInWaitList, const ur_event_handle_t * phEventWaitList, ur_exp_command_buffer_sync_point_t * pSyncPoint, ur_event_handle_t * phEvent, ur_exp_command_buffer_command_handle_t * phCommand) {
+  if (NULL == pPattern) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hCommandBuffer) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hBuffer) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (pSyncPointWaitList == NULL && numSyncPointsInWaitList > 0) return UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP;
+  if (pSyncPointWaitList != NULL && numSyncPointsInWaitList == 0) return UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP;
+  if (phEventWaitList == NULL && numEventsInWaitList > 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (phEventWaitList != NULL && numEventsInWaitList == 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urCommandBufferAppendMemBufferFillExp(void) {
@@ -17233,7 +18928,7 @@ static void test_urCommandBufferAppendMemBufferFillExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendMemBufferFillExp", "NULL == pPattern", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.CommandBufferExp.pfnAppendMemBufferFillExp(a_hCommandBuffer, a_hBuffer, a_pPattern, a_patternSize, a_offset, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendMemBufferFillExp", "NULL == pPattern", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urCommandBufferAppendMemBufferFillExp(a_hCommandBuffer, a_hBuffer, a_pPattern, a_patternSize, a_offset, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendMemBufferFillExp(a_hCommandBuffer, a_hBuffer, a_pPattern, a_patternSize, a_offset, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -17268,7 +18963,7 @@ static void test_urCommandBufferAppendMemBufferFillExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendMemBufferFillExp", "NULL == hCommandBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.CommandBufferExp.pfnAppendMemBufferFillExp(a_hCommandBuffer, a_hBuffer, a_pPattern, a_patternSize, a_offset, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendMemBufferFillExp", "NULL == hCommandBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urCommandBufferAppendMemBufferFillExp(a_hCommandBuffer, a_hBuffer, a_pPattern, a_patternSize, a_offset, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendMemBufferFillExp(a_hCommandBuffer, a_hBuffer, a_pPattern, a_patternSize, a_offset, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -17303,7 +18998,7 @@ static void test_urCommandBufferAppendMemBufferFillExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendMemBufferFillExp", "NULL == hBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.CommandBufferExp.pfnAppendMemBufferFillExp(a_hCommandBuffer, a_hBuffer, a_pPattern, a_patternSize, a_offset, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendMemBufferFillExp", "NULL == hBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urCommandBufferAppendMemBufferFillExp(a_hCommandBuffer, a_hBuffer, a_pPattern, a_patternSize, a_offset, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendMemBufferFillExp(a_hCommandBuffer, a_hBuffer, a_pPattern, a_patternSize, a_offset, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -17335,7 +19030,7 @@ static void test_urCommandBufferAppendMemBufferFillExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendMemBufferFillExp", "pSyncPointWaitList == NULL && numSyncPointsInWaitList > 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_ddi.CommandBufferExp.pfnAppendMemBufferFillExp(a_hCommandBuffer, a_hBuffer, a_pPattern, a_patternSize, a_offset, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendMemBufferFillExp", "pSyncPointWaitList == NULL && numSyncPointsInWaitList > 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_due_urCommandBufferAppendMemBufferFillExp(a_hCommandBuffer, a_hBuffer, a_pPattern, a_patternSize, a_offset, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendMemBufferFillExp(a_hCommandBuffer, a_hBuffer, a_pPattern, a_patternSize, a_offset, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -17370,7 +19065,7 @@ static void test_urCommandBufferAppendMemBufferFillExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendMemBufferFillExp", "pSyncPointWaitList != NULL && numSyncPointsInWaitList == 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_ddi.CommandBufferExp.pfnAppendMemBufferFillExp(a_hCommandBuffer, a_hBuffer, a_pPattern, a_patternSize, a_offset, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendMemBufferFillExp", "pSyncPointWaitList != NULL && numSyncPointsInWaitList == 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_due_urCommandBufferAppendMemBufferFillExp(a_hCommandBuffer, a_hBuffer, a_pPattern, a_patternSize, a_offset, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendMemBufferFillExp(a_hCommandBuffer, a_hBuffer, a_pPattern, a_patternSize, a_offset, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -17402,7 +19097,7 @@ static void test_urCommandBufferAppendMemBufferFillExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendMemBufferFillExp", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.CommandBufferExp.pfnAppendMemBufferFillExp(a_hCommandBuffer, a_hBuffer, a_pPattern, a_patternSize, a_offset, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendMemBufferFillExp", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urCommandBufferAppendMemBufferFillExp(a_hCommandBuffer, a_hBuffer, a_pPattern, a_patternSize, a_offset, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendMemBufferFillExp(a_hCommandBuffer, a_hBuffer, a_pPattern, a_patternSize, a_offset, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -17437,8 +19132,20 @@ static void test_urCommandBufferAppendMemBufferFillExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendMemBufferFillExp", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.CommandBufferExp.pfnAppendMemBufferFillExp(a_hCommandBuffer, a_hBuffer, a_pPattern, a_patternSize, a_offset, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendMemBufferFillExp", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urCommandBufferAppendMemBufferFillExp(a_hCommandBuffer, a_hBuffer, a_pPattern, a_patternSize, a_offset, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendMemBufferFillExp(a_hCommandBuffer, a_hBuffer, a_pPattern, a_patternSize, a_offset, a_size, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
+}
+
+static ur_result_t urt_due_urCommandBufferAppendUSMPrefetchExp(ur_exp_command_buffer_handle_t hCommandBuffer, const void * pMemory, size_t size, ur_usm_migration_flags_t flags, uint32_t numSyncPointsInWaitList, const ur_exp_command_buffer_sync_point_t * pSyncPointWaitList, uint32_t numEventsInWaitList, const ur_event_handle_t * phEventWaitList, ur_exp_command_buffer_sync_point_t * pSyncPoint, ur_event_handle_t * phEvent, ur_exp_command_buffer_command_handle_t * phCommand) {
+  if (NULL == pMemory) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hCommandBuffer) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_USM_MIGRATION_FLAGS_MASK & flags) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  if (pSyncPointWaitList == NULL && numSyncPointsInWaitList > 0) return UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP;
+  if (pSyncPointWaitList != NULL && numSyncPointsInWaitList == 0) return UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP;
+  if (size == 0) return UR_RESULT_ERROR_INVALID_SIZE;
+  if (phEventWaitList == NULL && numEventsInWaitList > 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (phEventWaitList != NULL && numEventsInWaitList == 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urCommandBufferAppendUSMPrefetchExp(void) {
@@ -17471,7 +19178,7 @@ static void test_urCommandBufferAppendUSMPrefetchExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendUSMPrefetchExp", "NULL == pMemory", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.CommandBufferExp.pfnAppendUSMPrefetchExp(a_hCommandBuffer, a_pMemory, a_size, a_flags, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendUSMPrefetchExp", "NULL == pMemory", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urCommandBufferAppendUSMPrefetchExp(a_hCommandBuffer, a_pMemory, a_size, a_flags, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendUSMPrefetchExp(a_hCommandBuffer, a_pMemory, a_size, a_flags, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -17504,7 +19211,7 @@ static void test_urCommandBufferAppendUSMPrefetchExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendUSMPrefetchExp", "NULL == hCommandBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.CommandBufferExp.pfnAppendUSMPrefetchExp(a_hCommandBuffer, a_pMemory, a_size, a_flags, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendUSMPrefetchExp", "NULL == hCommandBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urCommandBufferAppendUSMPrefetchExp(a_hCommandBuffer, a_pMemory, a_size, a_flags, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendUSMPrefetchExp(a_hCommandBuffer, a_pMemory, a_size, a_flags, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -17537,7 +19244,7 @@ static void test_urCommandBufferAppendUSMPrefetchExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendUSMPrefetchExp", "::UR_USM_MIGRATION_FLAGS_MASK & flags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.CommandBufferExp.pfnAppendUSMPrefetchExp(a_hCommandBuffer, a_pMemory, a_size, a_flags, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendUSMPrefetchExp", "::UR_USM_MIGRATION_FLAGS_MASK & flags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urCommandBufferAppendUSMPrefetchExp(a_hCommandBuffer, a_pMemory, a_size, a_flags, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendUSMPrefetchExp(a_hCommandBuffer, a_pMemory, a_size, a_flags, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -17567,7 +19274,7 @@ static void test_urCommandBufferAppendUSMPrefetchExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendUSMPrefetchExp", "pSyncPointWaitList == NULL && numSyncPointsInWaitList > 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_ddi.CommandBufferExp.pfnAppendUSMPrefetchExp(a_hCommandBuffer, a_pMemory, a_size, a_flags, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendUSMPrefetchExp", "pSyncPointWaitList == NULL && numSyncPointsInWaitList > 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_due_urCommandBufferAppendUSMPrefetchExp(a_hCommandBuffer, a_pMemory, a_size, a_flags, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendUSMPrefetchExp(a_hCommandBuffer, a_pMemory, a_size, a_flags, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -17600,7 +19307,7 @@ static void test_urCommandBufferAppendUSMPrefetchExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendUSMPrefetchExp", "pSyncPointWaitList != NULL && numSyncPointsInWaitList == 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_ddi.CommandBufferExp.pfnAppendUSMPrefetchExp(a_hCommandBuffer, a_pMemory, a_size, a_flags, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendUSMPrefetchExp", "pSyncPointWaitList != NULL && numSyncPointsInWaitList == 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_due_urCommandBufferAppendUSMPrefetchExp(a_hCommandBuffer, a_pMemory, a_size, a_flags, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendUSMPrefetchExp(a_hCommandBuffer, a_pMemory, a_size, a_flags, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -17633,7 +19340,7 @@ static void test_urCommandBufferAppendUSMPrefetchExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendUSMPrefetchExp", "size == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.CommandBufferExp.pfnAppendUSMPrefetchExp(a_hCommandBuffer, a_pMemory, a_size, a_flags, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendUSMPrefetchExp", "size == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urCommandBufferAppendUSMPrefetchExp(a_hCommandBuffer, a_pMemory, a_size, a_flags, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendUSMPrefetchExp(a_hCommandBuffer, a_pMemory, a_size, a_flags, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -17663,7 +19370,7 @@ static void test_urCommandBufferAppendUSMPrefetchExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendUSMPrefetchExp", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.CommandBufferExp.pfnAppendUSMPrefetchExp(a_hCommandBuffer, a_pMemory, a_size, a_flags, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendUSMPrefetchExp", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urCommandBufferAppendUSMPrefetchExp(a_hCommandBuffer, a_pMemory, a_size, a_flags, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendUSMPrefetchExp(a_hCommandBuffer, a_pMemory, a_size, a_flags, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -17696,8 +19403,20 @@ static void test_urCommandBufferAppendUSMPrefetchExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendUSMPrefetchExp", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.CommandBufferExp.pfnAppendUSMPrefetchExp(a_hCommandBuffer, a_pMemory, a_size, a_flags, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendUSMPrefetchExp", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urCommandBufferAppendUSMPrefetchExp(a_hCommandBuffer, a_pMemory, a_size, a_flags, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendUSMPrefetchExp(a_hCommandBuffer, a_pMemory, a_size, a_flags, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
+}
+
+static ur_result_t urt_due_urCommandBufferAppendUSMAdviseExp(ur_exp_command_buffer_handle_t hCommandBuffer, const void * pMemory, size_t size, ur_usm_advice_flags_t advice, uint32_t numSyncPointsInWaitList, const ur_exp_command_buffer_sync_point_t * pSyncPointWaitList, uint32_t numEventsInWaitList, const ur_event_handle_t * phEventWaitList, ur_exp_command_buffer_sync_point_t * pSyncPoint, ur_event_handle_t * phEvent, ur_exp_command_buffer_command_handle_t * phCommand) {
+  if (NULL == pMemory) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hCommandBuffer) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_USM_ADVICE_FLAGS_MASK & advice) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  if (pSyncPointWaitList == NULL && numSyncPointsInWaitList > 0) return UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP;
+  if (pSyncPointWaitList != NULL && numSyncPointsInWaitList == 0) return UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP;
+  if (size == 0) return UR_RESULT_ERROR_INVALID_SIZE;
+  if (phEventWaitList == NULL && numEventsInWaitList > 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (phEventWaitList != NULL && numEventsInWaitList == 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urCommandBufferAppendUSMAdviseExp(void) {
@@ -17730,7 +19449,7 @@ static void test_urCommandBufferAppendUSMAdviseExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendUSMAdviseExp", "NULL == pMemory", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.CommandBufferExp.pfnAppendUSMAdviseExp(a_hCommandBuffer, a_pMemory, a_size, a_advice, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendUSMAdviseExp", "NULL == pMemory", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urCommandBufferAppendUSMAdviseExp(a_hCommandBuffer, a_pMemory, a_size, a_advice, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendUSMAdviseExp(a_hCommandBuffer, a_pMemory, a_size, a_advice, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -17763,7 +19482,7 @@ static void test_urCommandBufferAppendUSMAdviseExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendUSMAdviseExp", "NULL == hCommandBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.CommandBufferExp.pfnAppendUSMAdviseExp(a_hCommandBuffer, a_pMemory, a_size, a_advice, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendUSMAdviseExp", "NULL == hCommandBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urCommandBufferAppendUSMAdviseExp(a_hCommandBuffer, a_pMemory, a_size, a_advice, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendUSMAdviseExp(a_hCommandBuffer, a_pMemory, a_size, a_advice, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -17796,7 +19515,7 @@ static void test_urCommandBufferAppendUSMAdviseExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendUSMAdviseExp", "::UR_USM_ADVICE_FLAGS_MASK & advice", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.CommandBufferExp.pfnAppendUSMAdviseExp(a_hCommandBuffer, a_pMemory, a_size, a_advice, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendUSMAdviseExp", "::UR_USM_ADVICE_FLAGS_MASK & advice", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urCommandBufferAppendUSMAdviseExp(a_hCommandBuffer, a_pMemory, a_size, a_advice, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendUSMAdviseExp(a_hCommandBuffer, a_pMemory, a_size, a_advice, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -17826,7 +19545,7 @@ static void test_urCommandBufferAppendUSMAdviseExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendUSMAdviseExp", "pSyncPointWaitList == NULL && numSyncPointsInWaitList > 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_ddi.CommandBufferExp.pfnAppendUSMAdviseExp(a_hCommandBuffer, a_pMemory, a_size, a_advice, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendUSMAdviseExp", "pSyncPointWaitList == NULL && numSyncPointsInWaitList > 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_due_urCommandBufferAppendUSMAdviseExp(a_hCommandBuffer, a_pMemory, a_size, a_advice, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendUSMAdviseExp(a_hCommandBuffer, a_pMemory, a_size, a_advice, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -17859,7 +19578,7 @@ static void test_urCommandBufferAppendUSMAdviseExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendUSMAdviseExp", "pSyncPointWaitList != NULL && numSyncPointsInWaitList == 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_ddi.CommandBufferExp.pfnAppendUSMAdviseExp(a_hCommandBuffer, a_pMemory, a_size, a_advice, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendUSMAdviseExp", "pSyncPointWaitList != NULL && numSyncPointsInWaitList == 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_due_urCommandBufferAppendUSMAdviseExp(a_hCommandBuffer, a_pMemory, a_size, a_advice, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendUSMAdviseExp(a_hCommandBuffer, a_pMemory, a_size, a_advice, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -17892,7 +19611,7 @@ static void test_urCommandBufferAppendUSMAdviseExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendUSMAdviseExp", "size == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.CommandBufferExp.pfnAppendUSMAdviseExp(a_hCommandBuffer, a_pMemory, a_size, a_advice, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendUSMAdviseExp", "size == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urCommandBufferAppendUSMAdviseExp(a_hCommandBuffer, a_pMemory, a_size, a_advice, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendUSMAdviseExp(a_hCommandBuffer, a_pMemory, a_size, a_advice, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -17922,7 +19641,7 @@ static void test_urCommandBufferAppendUSMAdviseExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendUSMAdviseExp", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.CommandBufferExp.pfnAppendUSMAdviseExp(a_hCommandBuffer, a_pMemory, a_size, a_advice, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendUSMAdviseExp", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urCommandBufferAppendUSMAdviseExp(a_hCommandBuffer, a_pMemory, a_size, a_advice, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendUSMAdviseExp(a_hCommandBuffer, a_pMemory, a_size, a_advice, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
   {
     urt_reset();
@@ -17955,8 +19674,16 @@ static void test_urCommandBufferAppendUSMAdviseExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_exp_command_buffer_command_handle);
       urt_ptr = s; }
     ur_exp_command_buffer_command_handle_t * a_phCommand = (ur_exp_command_buffer_command_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendUSMAdviseExp", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.CommandBufferExp.pfnAppendUSMAdviseExp(a_hCommandBuffer, a_pMemory, a_size, a_advice, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
+    urt_expect("urCommandBufferAppendUSMAdviseExp", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urCommandBufferAppendUSMAdviseExp(a_hCommandBuffer, a_pMemory, a_size, a_advice, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand), urt_ddi.CommandBufferExp.pfnAppendUSMAdviseExp(a_hCommandBuffer, a_pMemory, a_size, a_advice, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_numEventsInWaitList, a_phEventWaitList, a_pSyncPoint, a_phEvent, a_phCommand));
   }
+}
+
+static ur_result_t urt_due_urCommandBufferAppendNativeCommandExp(ur_exp_command_buffer_handle_t hCommandBuffer, ur_exp_command_buffer_native_command_function_t pfnNativeCommand, void * pData, ur_exp_command_buffer_handle_t hChildCommandBuffer, uint32_t numSyncPointsInWaitList, const ur_exp_command_buffer_sync_point_t * pSyncPointWaitList, ur_exp_command_buffer_sync_point_t * pSyncPoint) {
+  if (NULL == pfnNativeCommand) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hCommandBuffer) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (pSyncPointWaitList == NULL && numSyncPointsInWaitList > 0) return UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP;
+  if (pSyncPointWaitList != NULL && numSyncPointsInWaitList == 0) return UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urCommandBufferAppendNativeCommandExp(void) {
@@ -17978,7 +19705,7 @@ static void test_urCommandBufferAppendNativeCommandExp(void) {
       for (int i = 0; i < 16; i++) ((ur_exp_command_buffer_sync_point_t *)s)[i] = 1;
       urt_ptr = s; }
     ur_exp_command_buffer_sync_point_t * a_pSyncPoint = (ur_exp_command_buffer_sync_point_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendNativeCommandExp", "NULL == pfnNativeCommand", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.CommandBufferExp.pfnAppendNativeCommandExp(a_hCommandBuffer, a_pfnNativeCommand, a_pData, a_hChildCommandBuffer, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_pSyncPoint));
+    urt_expect("urCommandBufferAppendNativeCommandExp", "NULL == pfnNativeCommand", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urCommandBufferAppendNativeCommandExp(a_hCommandBuffer, a_pfnNativeCommand, a_pData, a_hChildCommandBuffer, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_pSyncPoint), urt_ddi.CommandBufferExp.pfnAppendNativeCommandExp(a_hCommandBuffer, a_pfnNativeCommand, a_pData, a_hChildCommandBuffer, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_pSyncPoint));
   }
   {
     urt_reset();
@@ -17998,7 +19725,7 @@ static void test_urCommandBufferAppendNativeCommandExp(void) {
       for (int i = 0; i < 16; i++) ((ur_exp_command_buffer_sync_point_t *)s)[i] = 1;
       urt_ptr = s; }
     ur_exp_command_buffer_sync_point_t * a_pSyncPoint = (ur_exp_command_buffer_sync_point_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendNativeCommandExp", "NULL == hCommandBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.CommandBufferExp.pfnAppendNativeCommandExp(a_hCommandBuffer, a_pfnNativeCommand, a_pData, a_hChildCommandBuffer, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_pSyncPoint));
+    urt_expect("urCommandBufferAppendNativeCommandExp", "NULL == hCommandBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urCommandBufferAppendNativeCommandExp(a_hCommandBuffer, a_pfnNativeCommand, a_pData, a_hChildCommandBuffer, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_pSyncPoint), urt_ddi.CommandBufferExp.pfnAppendNativeCommandExp(a_hCommandBuffer, a_pfnNativeCommand, a_pData, a_hChildCommandBuffer, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_pSyncPoint));
   }
   {
     urt_reset();
@@ -18015,7 +19742,7 @@ static void test_urCommandBufferAppendNativeCommandExp(void) {
       for (int i = 0; i < 16; i++) ((ur_exp_command_buffer_sync_point_t *)s)[i] = 1;
       urt_ptr = s; }
     ur_exp_command_buffer_sync_point_t * a_pSyncPoint = (ur_exp_command_buffer_sync_point_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendNativeCommandExp", "pSyncPointWaitList == NULL && numSyncPointsInWaitList > 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_ddi.CommandBufferExp.pfnAppendNativeCommandExp(a_hCommandBuffer, a_pfnNativeCommand, a_pData, a_hChildCommandBuffer, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_pSyncPoint));
+    urt_expect("urCommandBufferAppendNativeCommandExp", "pSyncPointWaitList == NULL && numSyncPointsInWaitList > 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_due_urCommandBufferAppendNativeCommandExp(a_hCommandBuffer, a_pfnNativeCommand, a_pData, a_hChildCommandBuffer, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_pSyncPoint), urt_ddi.CommandBufferExp.pfnAppendNativeCommandExp(a_hCommandBuffer, a_pfnNativeCommand, a_pData, a_hChildCommandBuffer, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_pSyncPoint));
   }
   {
     urt_reset();
@@ -18035,8 +19762,16 @@ static void test_urCommandBufferAppendNativeCommandExp(void) {
       for (int i = 0; i < 16; i++) ((ur_exp_command_buffer_sync_point_t *)s)[i] = 1;
       urt_ptr = s; }
     ur_exp_command_buffer_sync_point_t * a_pSyncPoint = (ur_exp_command_buffer_sync_point_t *)urt_ptr;
-    urt_expect("urCommandBufferAppendNativeCommandExp", "pSyncPointWaitList != NULL && numSyncPointsInWaitList == 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_ddi.CommandBufferExp.pfnAppendNativeCommandExp(a_hCommandBuffer, a_pfnNativeCommand, a_pData, a_hChildCommandBuffer, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_pSyncPoint));
+    urt_expect("urCommandBufferAppendNativeCommandExp", "pSyncPointWaitList != NULL && numSyncPointsInWaitList == 0", UR_RESULT_ERROR_INVALID_COMMAND_BUFFER_SYNC_POINT_WAIT_LIST_EXP, urt_due_urCommandBufferAppendNativeCommandExp(a_hCommandBuffer, a_pfnNativeCommand, a_pData, a_hChildCommandBuffer, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_pSyncPoint), urt_ddi.CommandBufferExp.pfnAppendNativeCommandExp(a_hCommandBuffer, a_pfnNativeCommand, a_pData, a_hChildCommandBuffer, a_numSyncPointsInWaitList, a_pSyncPointWaitList, a_pSyncPoint));
   }
+}
+
+static ur_result_t urt_due_urEnqueueCommandBufferExp(ur_queue_handle_t hQueue, ur_exp_command_buffer_handle_t hCommandBuffer, uint32_t numEventsInWaitList, const ur_event_handle_t * phEventWaitList, ur_event_handle_t * phEvent) {
+  if (NULL == hQueue) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hCommandBuffer) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (phEventWaitList == NULL && numEventsInWaitList > 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (phEventWaitList != NULL && numEventsInWaitList == 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urEnqueueCommandBufferExp(void) {
@@ -18054,7 +19789,7 @@ static void test_urEnqueueCommandBufferExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueCommandBufferExp", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.EnqueueExp.pfnCommandBufferExp(a_hQueue, a_hCommandBuffer, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueCommandBufferExp", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueCommandBufferExp(a_hQueue, a_hCommandBuffer, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.EnqueueExp.pfnCommandBufferExp(a_hQueue, a_hCommandBuffer, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -18070,7 +19805,7 @@ static void test_urEnqueueCommandBufferExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueCommandBufferExp", "NULL == hCommandBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.EnqueueExp.pfnCommandBufferExp(a_hQueue, a_hCommandBuffer, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueCommandBufferExp", "NULL == hCommandBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueCommandBufferExp(a_hQueue, a_hCommandBuffer, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.EnqueueExp.pfnCommandBufferExp(a_hQueue, a_hCommandBuffer, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -18083,7 +19818,7 @@ static void test_urEnqueueCommandBufferExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueCommandBufferExp", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.EnqueueExp.pfnCommandBufferExp(a_hQueue, a_hCommandBuffer, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueCommandBufferExp", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueCommandBufferExp(a_hQueue, a_hCommandBuffer, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.EnqueueExp.pfnCommandBufferExp(a_hQueue, a_hCommandBuffer, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -18099,8 +19834,16 @@ static void test_urEnqueueCommandBufferExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueCommandBufferExp", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.EnqueueExp.pfnCommandBufferExp(a_hQueue, a_hCommandBuffer, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueCommandBufferExp", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueCommandBufferExp(a_hQueue, a_hCommandBuffer, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.EnqueueExp.pfnCommandBufferExp(a_hQueue, a_hCommandBuffer, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
+}
+
+static ur_result_t urt_due_urCommandBufferUpdateKernelLaunchExp(ur_exp_command_buffer_handle_t hCommandBuffer, uint32_t numKernelUpdates, const ur_exp_command_buffer_update_kernel_launch_desc_t * pUpdateKernelLaunch) {
+  if (NULL == pUpdateKernelLaunch) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hCommandBuffer) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == pUpdateKernelLaunch->hCommand) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (numKernelUpdates == 0) return UR_RESULT_ERROR_INVALID_SIZE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urCommandBufferUpdateKernelLaunchExp(void) {
@@ -18110,7 +19853,7 @@ static void test_urCommandBufferUpdateKernelLaunchExp(void) {
     ur_exp_command_buffer_handle_t a_hCommandBuffer = urt_h_ur_exp_command_buffer_handle;
     uint32_t a_numKernelUpdates = (uint32_t)1u;
     const ur_exp_command_buffer_update_kernel_launch_desc_t * a_pUpdateKernelLaunch = NULL;
-    urt_expect("urCommandBufferUpdateKernelLaunchExp", "NULL == pUpdateKernelLaunch", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.CommandBufferExp.pfnUpdateKernelLaunchExp(a_hCommandBuffer, a_numKernelUpdates, a_pUpdateKernelLaunch));
+    urt_expect("urCommandBufferUpdateKernelLaunchExp", "NULL == pUpdateKernelLaunch", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urCommandBufferUpdateKernelLaunchExp(a_hCommandBuffer, a_numKernelUpdates, a_pUpdateKernelLaunch), urt_ddi.CommandBufferExp.pfnUpdateKernelLaunchExp(a_hCommandBuffer, a_numKernelUpdates, a_pUpdateKernelLaunch));
   }
   {
     urt_reset();
@@ -18122,7 +19865,7 @@ static void test_urCommandBufferUpdateKernelLaunchExp(void) {
       urt_ptr = s; }
     const ur_exp_command_buffer_update_kernel_launch_desc_t * a_pUpdateKernelLaunch = (const ur_exp_command_buffer_update_kernel_launch_desc_t *)urt_ptr;
     *((ur_exp_command_buffer_command_handle_t *)&((a_pUpdateKernelLaunch)->hCommand)) = urt_h_ur_exp_command_buffer_command_handle;
-    urt_expect("urCommandBufferUpdateKernelLaunchExp", "NULL == hCommandBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.CommandBufferExp.pfnUpdateKernelLaunchExp(a_hCommandBuffer, a_numKernelUpdates, a_pUpdateKernelLaunch));
+    urt_expect("urCommandBufferUpdateKernelLaunchExp", "NULL == hCommandBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urCommandBufferUpdateKernelLaunchExp(a_hCommandBuffer, a_numKernelUpdates, a_pUpdateKernelLaunch), urt_ddi.CommandBufferExp.pfnUpdateKernelLaunchExp(a_hCommandBuffer, a_numKernelUpdates, a_pUpdateKernelLaunch));
   }
   {
     urt_reset();
@@ -18134,7 +19877,7 @@ static void test_urCommandBufferUpdateKernelLaunchExp(void) {
       urt_ptr = s; }
     const ur_exp_command_buffer_update_kernel_launch_desc_t * a_pUpdateKernelLaunch = (const ur_exp_command_buffer_update_kernel_launch_desc_t *)urt_ptr;
     *((ur_exp_command_buffer_command_handle_t *)&((a_pUpdateKernelLaunch)->hCommand)) = NULL;
-    urt_expect("urCommandBufferUpdateKernelLaunchExp", "NULL == pUpdateKernelLaunch->hCommand", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.CommandBufferExp.pfnUpdateKernelLaunchExp(a_hCommandBuffer, a_numKernelUpdates, a_pUpdateKernelLaunch));
+    urt_expect("urCommandBufferUpdateKernelLaunchExp", "NULL == pUpdateKernelLaunch->hCommand", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urCommandBufferUpdateKernelLaunchExp(a_hCommandBuffer, a_numKernelUpdates, a_pUpdateKernelLaunch), urt_ddi.CommandBufferExp.pfnUpdateKernelLaunchExp(a_hCommandBuffer, a_numKernelUpdates, a_pUpdateKernelLaunch));
   }
   {
     urt_reset();
@@ -18146,8 +19889,14 @@ static void test_urCommandBufferUpdateKernelLaunchExp(void) {
       urt_ptr = s; }
     const ur_exp_command_buffer_update_kernel_launch_desc_t * a_pUpdateKernelLaunch = (const ur_exp_command_buffer_update_kernel_launch_desc_t *)urt_ptr;
     *((ur_exp_command_buffer_command_handle_t *)&((a_pUpdateKernelLaunch)->hCommand)) = urt_h_ur_exp_command_buffer_command_handle;
-    urt_expect("urCommandBufferUpdateKernelLaunchExp", "numKernelUpdates == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.CommandBufferExp.pfnUpdateKernelLaunchExp(a_hCommandBuffer, a_numKernelUpdates, a_pUpdateKernelLaunch));
+    urt_expect("urCommandBufferUpdateKernelLaunchExp", "numKernelUpdates == 0", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urCommandBufferUpdateKernelLaunchExp(a_hCommandBuffer, a_numKernelUpdates, a_pUpdateKernelLaunch), urt_ddi.CommandBufferExp.pfnUpdateKernelLaunchExp(a_hCommandBuffer, a_numKernelUpdates, a_pUpdateKernelLaunch));
   }
+}
+
+static ur_result_t urt_due_urCommandBufferUpdateSignalEventExp(ur_exp_command_buffer_command_handle_t hCommand, ur_event_handle_t * phSignalEvent) {
+  if (NULL == phSignalEvent) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hCommand) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urCommandBufferUpdateSignalEventExp(void) {
@@ -18156,7 +19905,7 @@ static void test_urCommandBufferUpdateSignalEventExp(void) {
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_exp_command_buffer_command_handle_t a_hCommand = urt_h_ur_exp_command_buffer_command_handle;
     ur_event_handle_t * a_phSignalEvent = NULL;
-    urt_expect("urCommandBufferUpdateSignalEventExp", "NULL == phSignalEvent", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.CommandBufferExp.pfnUpdateSignalEventExp(a_hCommand, a_phSignalEvent));
+    urt_expect("urCommandBufferUpdateSignalEventExp", "NULL == phSignalEvent", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urCommandBufferUpdateSignalEventExp(a_hCommand, a_phSignalEvent), urt_ddi.CommandBufferExp.pfnUpdateSignalEventExp(a_hCommand, a_phSignalEvent));
   }
   {
     urt_reset();
@@ -18166,8 +19915,15 @@ static void test_urCommandBufferUpdateSignalEventExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phSignalEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferUpdateSignalEventExp", "NULL == hCommand", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.CommandBufferExp.pfnUpdateSignalEventExp(a_hCommand, a_phSignalEvent));
+    urt_expect("urCommandBufferUpdateSignalEventExp", "NULL == hCommand", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urCommandBufferUpdateSignalEventExp(a_hCommand, a_phSignalEvent), urt_ddi.CommandBufferExp.pfnUpdateSignalEventExp(a_hCommand, a_phSignalEvent));
   }
+}
+
+static ur_result_t urt_due_urCommandBufferUpdateWaitEventsExp(ur_exp_command_buffer_command_handle_t hCommand, uint32_t numEventsInWaitList, const ur_event_handle_t * phEventWaitList) {
+  if (NULL == hCommand) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (phEventWaitList == NULL && numEventsInWaitList > 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (phEventWaitList != NULL && numEventsInWaitList == 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urCommandBufferUpdateWaitEventsExp(void) {
@@ -18180,7 +19936,7 @@ static void test_urCommandBufferUpdateWaitEventsExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     const ur_event_handle_t * a_phEventWaitList = (const ur_event_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferUpdateWaitEventsExp", "NULL == hCommand", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.CommandBufferExp.pfnUpdateWaitEventsExp(a_hCommand, a_numEventsInWaitList, a_phEventWaitList));
+    urt_expect("urCommandBufferUpdateWaitEventsExp", "NULL == hCommand", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urCommandBufferUpdateWaitEventsExp(a_hCommand, a_numEventsInWaitList, a_phEventWaitList), urt_ddi.CommandBufferExp.pfnUpdateWaitEventsExp(a_hCommand, a_numEventsInWaitList, a_phEventWaitList));
   }
   {
     urt_reset();
@@ -18188,7 +19944,7 @@ static void test_urCommandBufferUpdateWaitEventsExp(void) {
     ur_exp_command_buffer_command_handle_t a_hCommand = urt_h_ur_exp_command_buffer_command_handle;
     uint32_t a_numEventsInWaitList = (uint32_t)1u;
     const ur_event_handle_t * a_phEventWaitList = NULL;
-    urt_expect("urCommandBufferUpdateWaitEventsExp", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.CommandBufferExp.pfnUpdateWaitEventsExp(a_hCommand, a_numEventsInWaitList, a_phEventWaitList));
+    urt_expect("urCommandBufferUpdateWaitEventsExp", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urCommandBufferUpdateWaitEventsExp(a_hCommand, a_numEventsInWaitList, a_phEventWaitList), urt_ddi.CommandBufferExp.pfnUpdateWaitEventsExp(a_hCommand, a_numEventsInWaitList, a_phEventWaitList));
   }
   {
     urt_reset();
@@ -18199,8 +19955,17 @@ static void test_urCommandBufferUpdateWaitEventsExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     const ur_event_handle_t * a_phEventWaitList = (const ur_event_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferUpdateWaitEventsExp", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.CommandBufferExp.pfnUpdateWaitEventsExp(a_hCommand, a_numEventsInWaitList, a_phEventWaitList));
+    urt_expect("urCommandBufferUpdateWaitEventsExp", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urCommandBufferUpdateWaitEventsExp(a_hCommand, a_numEventsInWaitList, a_phEventWaitList), urt_ddi.CommandBufferExp.pfnUpdateWaitEventsExp(a_hCommand, a_numEventsInWaitList, a_phEventWaitList));
   }
+}
+
+static ur_result_t urt_due_urCommandBufferGetInfoExp(ur_exp_command_buffer_handle_t hCommandBuffer, ur_exp_command_buffer_info_t propName, size_t propSize, void * pPropValue, size_t * pPropSizeRet) {
+  if (propSize != 0 && pPropValue == NULL) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (pPropValue == NULL && pPropSizeRet == NULL) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hCommandBuffer) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_EXP_COMMAND_BUFFER_INFO_DESCRIPTOR < propName) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  if (propSize == 0 && pPropValue != NULL) return UR_RESULT_ERROR_INVALID_SIZE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urCommandBufferGetInfoExp(void) {
@@ -18215,7 +19980,7 @@ static void test_urCommandBufferGetInfoExp(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urCommandBufferGetInfoExp", "propSize != 0 && pPropValue == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.CommandBufferExp.pfnGetInfoExp(a_hCommandBuffer, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urCommandBufferGetInfoExp", "propSize != 0 && pPropValue == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urCommandBufferGetInfoExp(a_hCommandBuffer, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.CommandBufferExp.pfnGetInfoExp(a_hCommandBuffer, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -18225,7 +19990,7 @@ static void test_urCommandBufferGetInfoExp(void) {
     size_t a_propSize = (size_t)1u;
     void * a_pPropValue = NULL;
     size_t * a_pPropSizeRet = NULL;
-    urt_expect("urCommandBufferGetInfoExp", "pPropValue == NULL && pPropSizeRet == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.CommandBufferExp.pfnGetInfoExp(a_hCommandBuffer, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urCommandBufferGetInfoExp", "pPropValue == NULL && pPropSizeRet == NULL", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urCommandBufferGetInfoExp(a_hCommandBuffer, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.CommandBufferExp.pfnGetInfoExp(a_hCommandBuffer, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -18240,7 +20005,7 @@ static void test_urCommandBufferGetInfoExp(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urCommandBufferGetInfoExp", "NULL == hCommandBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.CommandBufferExp.pfnGetInfoExp(a_hCommandBuffer, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urCommandBufferGetInfoExp", "NULL == hCommandBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urCommandBufferGetInfoExp(a_hCommandBuffer, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.CommandBufferExp.pfnGetInfoExp(a_hCommandBuffer, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -18255,7 +20020,7 @@ static void test_urCommandBufferGetInfoExp(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urCommandBufferGetInfoExp", "::UR_EXP_COMMAND_BUFFER_INFO_DESCRIPTOR < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.CommandBufferExp.pfnGetInfoExp(a_hCommandBuffer, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urCommandBufferGetInfoExp", "::UR_EXP_COMMAND_BUFFER_INFO_DESCRIPTOR < propName", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urCommandBufferGetInfoExp(a_hCommandBuffer, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.CommandBufferExp.pfnGetInfoExp(a_hCommandBuffer, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
   {
     urt_reset();
@@ -18270,8 +20035,14 @@ static void test_urCommandBufferGetInfoExp(void) {
       for (int i = 0; i < 16; i++) ((size_t *)s)[i] = 1;
       urt_ptr = s; }
     size_t * a_pPropSizeRet = (size_t *)urt_ptr;
-    urt_expect("urCommandBufferGetInfoExp", "propSize == 0 && pPropValue != NULL", UR_RESULT_ERROR_INVALID_SIZE, urt_ddi.CommandBufferExp.pfnGetInfoExp(a_hCommandBuffer, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
+    urt_expect("urCommandBufferGetInfoExp", "propSize == 0 && pPropValue != NULL", UR_RESULT_ERROR_INVALID_SIZE, urt_due_urCommandBufferGetInfoExp(a_hCommandBuffer, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet), urt_ddi.CommandBufferExp.pfnGetInfoExp(a_hCommandBuffer, a_propName, a_propSize, a_pPropValue, a_pPropSizeRet));
   }
+}
+
+static ur_result_t urt_due_urCommandBufferGetNativeHandleExp(ur_exp_command_buffer_handle_t hCommandBuffer, ur_native_handle_t * phNativeCommandBuffer) {
+  if (NULL == phNativeCommandBuffer) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hCommandBuffer) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urCommandBufferGetNativeHandleExp(void) {
@@ -18280,7 +20051,7 @@ static void test_urCommandBufferGetNativeHandleExp(void) {
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_exp_command_buffer_handle_t a_hCommandBuffer = urt_h_ur_exp_command_buffer_handle;
     ur_native_handle_t * a_phNativeCommandBuffer = NULL;
-    urt_expect("urCommandBufferGetNativeHandleExp", "NULL == phNativeCommandBuffer", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.CommandBufferExp.pfnGetNativeHandleExp(a_hCommandBuffer, a_phNativeCommandBuffer));
+    urt_expect("urCommandBufferGetNativeHandleExp", "NULL == phNativeCommandBuffer", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urCommandBufferGetNativeHandleExp(a_hCommandBuffer, a_phNativeCommandBuffer), urt_ddi.CommandBufferExp.pfnGetNativeHandleExp(a_hCommandBuffer, a_phNativeCommandBuffer));
   }
   {
     urt_reset();
@@ -18290,8 +20061,17 @@ static void test_urCommandBufferGetNativeHandleExp(void) {
       for (int i = 0; i < 16; i++) ((ur_native_handle_t *)s)[i] = 1;
       urt_ptr = s; }
     ur_native_handle_t * a_phNativeCommandBuffer = (ur_native_handle_t *)urt_ptr;
-    urt_expect("urCommandBufferGetNativeHandleExp", "NULL == hCommandBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.CommandBufferExp.pfnGetNativeHandleExp(a_hCommandBuffer, a_phNativeCommandBuffer));
+    urt_expect("urCommandBufferGetNativeHandleExp", "NULL == hCommandBuffer", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urCommandBufferGetNativeHandleExp(a_hCommandBuffer, a_phNativeCommandBuffer), urt_ddi.CommandBufferExp.pfnGetNativeHandleExp(a_hCommandBuffer, a_phNativeCommandBuffer));
   }
+}
+
+static ur_result_t urt_due_urEnqueueHostTaskExp(ur_queue_handle_t hQueue, ur_exp_host_task_function_t pfnHostTask, void * data, const ur_exp_host_task_properties_t * pProperties, uint32_t numEventsInWaitList, const ur_event_handle_t * phEventWaitList, ur_event_handle_t * phEvent) {
+  if (NULL == pfnHostTask) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hQueue) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL != pProperties && UR_EXP_HOST_TASK_FLAGS_MASK & pProperties->flags) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  if (phEventWaitList == NULL && numEventsInWaitList > 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (phEventWaitList != NULL && numEventsInWaitList == 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urEnqueueHostTaskExp(void) {
@@ -18316,7 +20096,7 @@ static void test_urEnqueueHostTaskExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueHostTaskExp", "NULL == pfnHostTask", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.EnqueueExp.pfnHostTaskExp(a_hQueue, a_pfnHostTask, a_data, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueHostTaskExp", "NULL == pfnHostTask", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urEnqueueHostTaskExp(a_hQueue, a_pfnHostTask, a_data, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.EnqueueExp.pfnHostTaskExp(a_hQueue, a_pfnHostTask, a_data, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -18339,7 +20119,7 @@ static void test_urEnqueueHostTaskExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueHostTaskExp", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.EnqueueExp.pfnHostTaskExp(a_hQueue, a_pfnHostTask, a_data, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueHostTaskExp", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueHostTaskExp(a_hQueue, a_pfnHostTask, a_data, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.EnqueueExp.pfnHostTaskExp(a_hQueue, a_pfnHostTask, a_data, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -18363,7 +20143,7 @@ static void test_urEnqueueHostTaskExp(void) {
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
     *((ur_exp_host_task_flags_t *)&((a_pProperties)->flags)) = (ur_exp_host_task_flags_t)2u;
-    urt_expect("urEnqueueHostTaskExp", "NULL != pProperties && ::UR_EXP_HOST_TASK_FLAGS_MASK & pProperties->flags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.EnqueueExp.pfnHostTaskExp(a_hQueue, a_pfnHostTask, a_data, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueHostTaskExp", "NULL != pProperties && ::UR_EXP_HOST_TASK_FLAGS_MASK & pProperties->flags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urEnqueueHostTaskExp(a_hQueue, a_pfnHostTask, a_data, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.EnqueueExp.pfnHostTaskExp(a_hQueue, a_pfnHostTask, a_data, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -18383,7 +20163,7 @@ static void test_urEnqueueHostTaskExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueHostTaskExp", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.EnqueueExp.pfnHostTaskExp(a_hQueue, a_pfnHostTask, a_data, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueHostTaskExp", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueHostTaskExp(a_hQueue, a_pfnHostTask, a_data, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.EnqueueExp.pfnHostTaskExp(a_hQueue, a_pfnHostTask, a_data, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -18406,8 +20186,16 @@ static void test_urEnqueueHostTaskExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueHostTaskExp", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.EnqueueExp.pfnHostTaskExp(a_hQueue, a_pfnHostTask, a_data, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueHostTaskExp", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueHostTaskExp(a_hQueue, a_pfnHostTask, a_data, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.EnqueueExp.pfnHostTaskExp(a_hQueue, a_pfnHostTask, a_data, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
+}
+
+static ur_result_t urt_due_urEnqueueEventsWaitWithBarrierExt(ur_queue_handle_t hQueue, const ur_exp_enqueue_ext_properties_t * pProperties, uint32_t numEventsInWaitList, const ur_event_handle_t * phEventWaitList, ur_event_handle_t * phEvent) {
+  if (NULL == hQueue) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL != pProperties && UR_EXP_ENQUEUE_EXT_FLAGS_MASK & pProperties->flags) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  if (phEventWaitList == NULL && numEventsInWaitList > 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (phEventWaitList != NULL && numEventsInWaitList == 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urEnqueueEventsWaitWithBarrierExt(void) {
@@ -18428,7 +20216,7 @@ static void test_urEnqueueEventsWaitWithBarrierExt(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueEventsWaitWithBarrierExt", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.Enqueue.pfnEventsWaitWithBarrierExt(a_hQueue, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueEventsWaitWithBarrierExt", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueEventsWaitWithBarrierExt(a_hQueue, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnEventsWaitWithBarrierExt(a_hQueue, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -18448,7 +20236,7 @@ static void test_urEnqueueEventsWaitWithBarrierExt(void) {
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
     *((ur_exp_enqueue_ext_flags_t *)&((a_pProperties)->flags)) = (ur_exp_enqueue_ext_flags_t)1u;
-    urt_expect("urEnqueueEventsWaitWithBarrierExt", "NULL != pProperties && ::UR_EXP_ENQUEUE_EXT_FLAGS_MASK & pProperties->flags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.Enqueue.pfnEventsWaitWithBarrierExt(a_hQueue, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueEventsWaitWithBarrierExt", "NULL != pProperties && ::UR_EXP_ENQUEUE_EXT_FLAGS_MASK & pProperties->flags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urEnqueueEventsWaitWithBarrierExt(a_hQueue, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnEventsWaitWithBarrierExt(a_hQueue, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -18464,7 +20252,7 @@ static void test_urEnqueueEventsWaitWithBarrierExt(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueEventsWaitWithBarrierExt", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.Enqueue.pfnEventsWaitWithBarrierExt(a_hQueue, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueEventsWaitWithBarrierExt", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueEventsWaitWithBarrierExt(a_hQueue, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnEventsWaitWithBarrierExt(a_hQueue, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -18483,8 +20271,15 @@ static void test_urEnqueueEventsWaitWithBarrierExt(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueEventsWaitWithBarrierExt", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.Enqueue.pfnEventsWaitWithBarrierExt(a_hQueue, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueEventsWaitWithBarrierExt", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueEventsWaitWithBarrierExt(a_hQueue, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.Enqueue.pfnEventsWaitWithBarrierExt(a_hQueue, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
+}
+
+static ur_result_t urt_due_urEnqueueNativeCommandExp(ur_queue_handle_t hQueue, ur_exp_enqueue_native_command_function_t pfnNativeEnqueue, void * data, uint32_t numMemsInMemList, const ur_mem_handle_t * phMemList, const ur_exp_enqueue_native_command_properties_t * pProperties, uint32_t numEventsInWaitList, const ur_event_handle_t * phEventWaitList, ur_event_handle_t * phEvent) {
+  if (NULL == pfnNativeEnqueue) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hQueue) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL != pProperties && UR_EXP_ENQUEUE_NATIVE_COMMAND_FLAGS_MASK & pProperties->flags) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urEnqueueNativeCommandExp(void) {
@@ -18514,7 +20309,7 @@ static void test_urEnqueueNativeCommandExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueNativeCommandExp", "NULL == pfnNativeEnqueue", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.EnqueueExp.pfnNativeCommandExp(a_hQueue, a_pfnNativeEnqueue, a_data, a_numMemsInMemList, a_phMemList, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueNativeCommandExp", "NULL == pfnNativeEnqueue", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urEnqueueNativeCommandExp(a_hQueue, a_pfnNativeEnqueue, a_data, a_numMemsInMemList, a_phMemList, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.EnqueueExp.pfnNativeCommandExp(a_hQueue, a_pfnNativeEnqueue, a_data, a_numMemsInMemList, a_phMemList, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -18542,7 +20337,7 @@ static void test_urEnqueueNativeCommandExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueNativeCommandExp", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.EnqueueExp.pfnNativeCommandExp(a_hQueue, a_pfnNativeEnqueue, a_data, a_numMemsInMemList, a_phMemList, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueNativeCommandExp", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueNativeCommandExp(a_hQueue, a_pfnNativeEnqueue, a_data, a_numMemsInMemList, a_phMemList, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.EnqueueExp.pfnNativeCommandExp(a_hQueue, a_pfnNativeEnqueue, a_data, a_numMemsInMemList, a_phMemList, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -18571,8 +20366,17 @@ static void test_urEnqueueNativeCommandExp(void) {
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
     *((ur_exp_enqueue_native_command_flags_t *)&((a_pProperties)->flags)) = (ur_exp_enqueue_native_command_flags_t)2u;
-    urt_expect("urEnqueueNativeCommandExp", "NULL != pProperties && ::UR_EXP_ENQUEUE_NATIVE_COMMAND_FLAGS_MASK & pProperties->flags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.EnqueueExp.pfnNativeCommandExp(a_hQueue, a_pfnNativeEnqueue, a_data, a_numMemsInMemList, a_phMemList, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueNativeCommandExp", "NULL != pProperties && ::UR_EXP_ENQUEUE_NATIVE_COMMAND_FLAGS_MASK & pProperties->flags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urEnqueueNativeCommandExp(a_hQueue, a_pfnNativeEnqueue, a_data, a_numMemsInMemList, a_phMemList, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.EnqueueExp.pfnNativeCommandExp(a_hQueue, a_pfnNativeEnqueue, a_data, a_numMemsInMemList, a_phMemList, a_pProperties, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
+}
+
+static ur_result_t urt_due_urEventCreateExp(ur_context_handle_t hContext, ur_device_handle_t hDevice, const ur_exp_event_desc_t * pEventDesc, ur_event_handle_t * phEvent) {
+  if (NULL == pEventDesc) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == phEvent) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hDevice) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (UR_EXP_EVENT_FLAGS_MASK & pEventDesc->flags) return UR_RESULT_ERROR_INVALID_ENUMERATION;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urEventCreateExp(void) {
@@ -18586,7 +20390,7 @@ static void test_urEventCreateExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEventCreateExp", "NULL == pEventDesc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.EventExp.pfnCreateExp(a_hContext, a_hDevice, a_pEventDesc, a_phEvent));
+    urt_expect("urEventCreateExp", "NULL == pEventDesc", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urEventCreateExp(a_hContext, a_hDevice, a_pEventDesc, a_phEvent), urt_ddi.EventExp.pfnCreateExp(a_hContext, a_hDevice, a_pEventDesc, a_phEvent));
   }
   {
     urt_reset();
@@ -18598,7 +20402,7 @@ static void test_urEventCreateExp(void) {
       urt_ptr = s; }
     const ur_exp_event_desc_t * a_pEventDesc = (const ur_exp_event_desc_t *)urt_ptr;
     ur_event_handle_t * a_phEvent = NULL;
-    urt_expect("urEventCreateExp", "NULL == phEvent", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.EventExp.pfnCreateExp(a_hContext, a_hDevice, a_pEventDesc, a_phEvent));
+    urt_expect("urEventCreateExp", "NULL == phEvent", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urEventCreateExp(a_hContext, a_hDevice, a_pEventDesc, a_phEvent), urt_ddi.EventExp.pfnCreateExp(a_hContext, a_hDevice, a_pEventDesc, a_phEvent));
   }
   {
     urt_reset();
@@ -18613,7 +20417,7 @@ static void test_urEventCreateExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEventCreateExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.EventExp.pfnCreateExp(a_hContext, a_hDevice, a_pEventDesc, a_phEvent));
+    urt_expect("urEventCreateExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEventCreateExp(a_hContext, a_hDevice, a_pEventDesc, a_phEvent), urt_ddi.EventExp.pfnCreateExp(a_hContext, a_hDevice, a_pEventDesc, a_phEvent));
   }
   {
     urt_reset();
@@ -18628,7 +20432,7 @@ static void test_urEventCreateExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEventCreateExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.EventExp.pfnCreateExp(a_hContext, a_hDevice, a_pEventDesc, a_phEvent));
+    urt_expect("urEventCreateExp", "NULL == hDevice", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEventCreateExp(a_hContext, a_hDevice, a_pEventDesc, a_phEvent), urt_ddi.EventExp.pfnCreateExp(a_hContext, a_hDevice, a_pEventDesc, a_phEvent));
   }
   {
     urt_reset();
@@ -18644,8 +20448,14 @@ static void test_urEventCreateExp(void) {
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
     *((ur_exp_event_flags_t *)&((a_pEventDesc)->flags)) = (ur_exp_event_flags_t)4u;
-    urt_expect("urEventCreateExp", "::UR_EXP_EVENT_FLAGS_MASK & pEventDesc->flags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_ddi.EventExp.pfnCreateExp(a_hContext, a_hDevice, a_pEventDesc, a_phEvent));
+    urt_expect("urEventCreateExp", "::UR_EXP_EVENT_FLAGS_MASK & pEventDesc->flags", UR_RESULT_ERROR_INVALID_ENUMERATION, urt_due_urEventCreateExp(a_hContext, a_hDevice, a_pEventDesc, a_phEvent), urt_ddi.EventExp.pfnCreateExp(a_hContext, a_hDevice, a_pEventDesc, a_phEvent));
   }
+}
+
+static ur_result_t urt_due_urGraphCreateExp(ur_context_handle_t hContext, ur_exp_graph_handle_t * phGraph) {
+  if (NULL == phGraph) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hContext) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urGraphCreateExp(void) {
@@ -18654,7 +20464,7 @@ static void test_urGraphCreateExp(void) {
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_context_handle_t a_hContext = urt_h_ur_context_handle;
     ur_exp_graph_handle_t * a_phGraph = NULL;
-    urt_expect("urGraphCreateExp", "NULL == phGraph", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.GraphExp.pfnCreateExp(a_hContext, a_phGraph));
+    urt_expect("urGraphCreateExp", "NULL == phGraph", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urGraphCreateExp(a_hContext, a_phGraph), urt_ddi.GraphExp.pfnCreateExp(a_hContext, a_phGraph));
   }
   {
     urt_reset();
@@ -18664,8 +20474,13 @@ static void test_urGraphCreateExp(void) {
       urt_fill_handles(s, (void *)(ur_exp_graph_handle_t)urt_standin);
       urt_ptr = s; }
     ur_exp_graph_handle_t * a_phGraph = (ur_exp_graph_handle_t *)urt_ptr;
-    urt_expect("urGraphCreateExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.GraphExp.pfnCreateExp(a_hContext, a_phGraph));
+    urt_expect("urGraphCreateExp", "NULL == hContext", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urGraphCreateExp(a_hContext, a_phGraph), urt_ddi.GraphExp.pfnCreateExp(a_hContext, a_phGraph));
   }
+}
+
+static ur_result_t urt_due_urQueueBeginGraphCaptureExp(ur_queue_handle_t hQueue) {
+  if (NULL == hQueue) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urQueueBeginGraphCaptureExp(void) {
@@ -18673,8 +20488,14 @@ static void test_urQueueBeginGraphCaptureExp(void) {
     urt_reset();
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_queue_handle_t a_hQueue = NULL;
-    urt_expect("urQueueBeginGraphCaptureExp", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.QueueExp.pfnBeginGraphCaptureExp(a_hQueue));
+    urt_expect("urQueueBeginGraphCaptureExp", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urQueueBeginGraphCaptureExp(a_hQueue), urt_ddi.QueueExp.pfnBeginGraphCaptureExp(a_hQueue));
   }
+}
+
+static ur_result_t urt_due_urQueueBeginCaptureIntoGraphExp(ur_queue_handle_t hQueue, ur_exp_graph_handle_t hGraph) {
+  if (NULL == hQueue) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hGraph) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urQueueBeginCaptureIntoGraphExp(void) {
@@ -18683,15 +20504,21 @@ static void test_urQueueBeginCaptureIntoGraphExp(void) {
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_queue_handle_t a_hQueue = NULL;
     ur_exp_graph_handle_t a_hGraph = (ur_exp_graph_handle_t)urt_standin;
-    urt_expect("urQueueBeginCaptureIntoGraphExp", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.QueueExp.pfnBeginCaptureIntoGraphExp(a_hQueue, a_hGraph));
+    urt_expect("urQueueBeginCaptureIntoGraphExp", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urQueueBeginCaptureIntoGraphExp(a_hQueue, a_hGraph), urt_ddi.QueueExp.pfnBeginCaptureIntoGraphExp(a_hQueue, a_hGraph));
   }
   {
     urt_reset();
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_queue_handle_t a_hQueue = urt_h_ur_queue_handle;
     ur_exp_graph_handle_t a_hGraph = NULL;
-    urt_expect("urQueueBeginCaptureIntoGraphExp", "NULL == hGraph", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.QueueExp.pfnBeginCaptureIntoGraphExp(a_hQueue, a_hGraph));
+    urt_expect("urQueueBeginCaptureIntoGraphExp", "NULL == hGraph", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urQueueBeginCaptureIntoGraphExp(a_hQueue, a_hGraph), urt_ddi.QueueExp.pfnBeginCaptureIntoGraphExp(a_hQueue, a_hGraph));
   }
+}
+
+static ur_result_t urt_due_urQueueEndGraphCaptureExp(ur_queue_handle_t hQueue, ur_exp_graph_handle_t * phGraph) {
+  if (NULL == phGraph) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hQueue) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urQueueEndGraphCaptureExp(void) {
@@ -18700,7 +20527,7 @@ static void test_urQueueEndGraphCaptureExp(void) {
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_queue_handle_t a_hQueue = urt_h_ur_queue_handle;
     ur_exp_graph_handle_t * a_phGraph = NULL;
-    urt_expect("urQueueEndGraphCaptureExp", "NULL == phGraph", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.QueueExp.pfnEndGraphCaptureExp(a_hQueue, a_phGraph));
+    urt_expect("urQueueEndGraphCaptureExp", "NULL == phGraph", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urQueueEndGraphCaptureExp(a_hQueue, a_phGraph), urt_ddi.QueueExp.pfnEndGraphCaptureExp(a_hQueue, a_phGraph));
   }
   {
     urt_reset();
@@ -18710,8 +20537,14 @@ static void test_urQueueEndGraphCaptureExp(void) {
       urt_fill_handles(s, (void *)(ur_exp_graph_handle_t)urt_standin);
       urt_ptr = s; }
     ur_exp_graph_handle_t * a_phGraph = (ur_exp_graph_handle_t *)urt_ptr;
-    urt_expect("urQueueEndGraphCaptureExp", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.QueueExp.pfnEndGraphCaptureExp(a_hQueue, a_phGraph));
+    urt_expect("urQueueEndGraphCaptureExp", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urQueueEndGraphCaptureExp(a_hQueue, a_phGraph), urt_ddi.QueueExp.pfnEndGraphCaptureExp(a_hQueue, a_phGraph));
   }
+}
+
+static ur_result_t urt_due_urGraphInstantiateGraphExp(ur_exp_graph_handle_t hGraph, ur_exp_executable_graph_handle_t * phExecGraph) {
+  if (NULL == phExecGraph) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hGraph) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urGraphInstantiateGraphExp(void) {
@@ -18720,7 +20553,7 @@ static void test_urGraphInstantiateGraphExp(void) {
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_exp_graph_handle_t a_hGraph = (ur_exp_graph_handle_t)urt_standin;
     ur_exp_executable_graph_handle_t * a_phExecGraph = NULL;
-    urt_expect("urGraphInstantiateGraphExp", "NULL == phExecGraph", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.GraphExp.pfnInstantiateGraphExp(a_hGraph, a_phExecGraph));
+    urt_expect("urGraphInstantiateGraphExp", "NULL == phExecGraph", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urGraphInstantiateGraphExp(a_hGraph, a_phExecGraph), urt_ddi.GraphExp.pfnInstantiateGraphExp(a_hGraph, a_phExecGraph));
   }
   {
     urt_reset();
@@ -18730,8 +20563,16 @@ static void test_urGraphInstantiateGraphExp(void) {
       urt_fill_handles(s, (void *)(ur_exp_executable_graph_handle_t)urt_standin);
       urt_ptr = s; }
     ur_exp_executable_graph_handle_t * a_phExecGraph = (ur_exp_executable_graph_handle_t *)urt_ptr;
-    urt_expect("urGraphInstantiateGraphExp", "NULL == hGraph", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.GraphExp.pfnInstantiateGraphExp(a_hGraph, a_phExecGraph));
+    urt_expect("urGraphInstantiateGraphExp", "NULL == hGraph", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urGraphInstantiateGraphExp(a_hGraph, a_phExecGraph), urt_ddi.GraphExp.pfnInstantiateGraphExp(a_hGraph, a_phExecGraph));
   }
+}
+
+static ur_result_t urt_due_urEnqueueGraphExp(ur_queue_handle_t hQueue, ur_exp_executable_graph_handle_t hGraph, uint32_t numEventsInWaitList, const ur_event_handle_t * phEventWaitList, ur_event_handle_t * phEvent) {
+  if (NULL == hQueue) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (NULL == hGraph) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (phEventWaitList == NULL && numEventsInWaitList > 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  if (phEventWaitList != NULL && numEventsInWaitList == 0) return UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urEnqueueGraphExp(void) {
@@ -18749,7 +20590,7 @@ static void test_urEnqueueGraphExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueGraphExp", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.EnqueueExp.pfnGraphExp(a_hQueue, a_hGraph, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueGraphExp", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueGraphExp(a_hQueue, a_hGraph, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.EnqueueExp.pfnGraphExp(a_hQueue, a_hGraph, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -18765,7 +20606,7 @@ static void test_urEnqueueGraphExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueGraphExp", "NULL == hGraph", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.EnqueueExp.pfnGraphExp(a_hQueue, a_hGraph, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueGraphExp", "NULL == hGraph", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urEnqueueGraphExp(a_hQueue, a_hGraph, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.EnqueueExp.pfnGraphExp(a_hQueue, a_hGraph, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -18778,7 +20619,7 @@ static void test_urEnqueueGraphExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueGraphExp", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.EnqueueExp.pfnGraphExp(a_hQueue, a_hGraph, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueGraphExp", "phEventWaitList == NULL && numEventsInWaitList > 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueGraphExp(a_hQueue, a_hGraph, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.EnqueueExp.pfnGraphExp(a_hQueue, a_hGraph, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
   {
     urt_reset();
@@ -18794,8 +20635,13 @@ static void test_urEnqueueGraphExp(void) {
       urt_fill_handles(s, (void *)urt_h_ur_event_handle);
       urt_ptr = s; }
     ur_event_handle_t * a_phEvent = (ur_event_handle_t *)urt_ptr;
-    urt_expect("urEnqueueGraphExp", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_ddi.EnqueueExp.pfnGraphExp(a_hQueue, a_hGraph, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
+    urt_expect("urEnqueueGraphExp", "phEventWaitList != NULL && numEventsInWaitList == 0", UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urt_due_urEnqueueGraphExp(a_hQueue, a_hGraph, a_numEventsInWaitList, a_phEventWaitList, a_phEvent), urt_ddi.EnqueueExp.pfnGraphExp(a_hQueue, a_hGraph, a_numEventsInWaitList, a_phEventWaitList, a_phEvent));
   }
+}
+
+static ur_result_t urt_due_urGraphDestroyExp(ur_exp_graph_handle_t hGraph) {
+  if (NULL == hGraph) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urGraphDestroyExp(void) {
@@ -18803,8 +20649,13 @@ static void test_urGraphDestroyExp(void) {
     urt_reset();
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_exp_graph_handle_t a_hGraph = NULL;
-    urt_expect("urGraphDestroyExp", "NULL == hGraph", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.GraphExp.pfnDestroyExp(a_hGraph));
+    urt_expect("urGraphDestroyExp", "NULL == hGraph", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urGraphDestroyExp(a_hGraph), urt_ddi.GraphExp.pfnDestroyExp(a_hGraph));
   }
+}
+
+static ur_result_t urt_due_urGraphExecutableGraphDestroyExp(ur_exp_executable_graph_handle_t hExecutableGraph) {
+  if (NULL == hExecutableGraph) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urGraphExecutableGraphDestroyExp(void) {
@@ -18812,8 +20663,14 @@ static void test_urGraphExecutableGraphDestroyExp(void) {
     urt_reset();
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_exp_executable_graph_handle_t a_hExecutableGraph = NULL;
-    urt_expect("urGraphExecutableGraphDestroyExp", "NULL == hExecutableGraph", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.GraphExp.pfnExecutableGraphDestroyExp(a_hExecutableGraph));
+    urt_expect("urGraphExecutableGraphDestroyExp", "NULL == hExecutableGraph", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urGraphExecutableGraphDestroyExp(a_hExecutableGraph), urt_ddi.GraphExp.pfnExecutableGraphDestroyExp(a_hExecutableGraph));
   }
+}
+
+static ur_result_t urt_due_urQueueIsGraphCaptureEnabledExp(ur_queue_handle_t hQueue, bool * pResult) {
+  if (NULL == pResult) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hQueue) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urQueueIsGraphCaptureEnabledExp(void) {
@@ -18822,7 +20679,7 @@ static void test_urQueueIsGraphCaptureEnabledExp(void) {
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_queue_handle_t a_hQueue = urt_h_ur_queue_handle;
     bool * a_pResult = NULL;
-    urt_expect("urQueueIsGraphCaptureEnabledExp", "NULL == pResult", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.QueueExp.pfnIsGraphCaptureEnabledExp(a_hQueue, a_pResult));
+    urt_expect("urQueueIsGraphCaptureEnabledExp", "NULL == pResult", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urQueueIsGraphCaptureEnabledExp(a_hQueue, a_pResult), urt_ddi.QueueExp.pfnIsGraphCaptureEnabledExp(a_hQueue, a_pResult));
   }
   {
     urt_reset();
@@ -18831,8 +20688,14 @@ static void test_urQueueIsGraphCaptureEnabledExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     bool * a_pResult = (bool *)urt_ptr;
-    urt_expect("urQueueIsGraphCaptureEnabledExp", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.QueueExp.pfnIsGraphCaptureEnabledExp(a_hQueue, a_pResult));
+    urt_expect("urQueueIsGraphCaptureEnabledExp", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urQueueIsGraphCaptureEnabledExp(a_hQueue, a_pResult), urt_ddi.QueueExp.pfnIsGraphCaptureEnabledExp(a_hQueue, a_pResult));
   }
+}
+
+static ur_result_t urt_due_urQueueGetGraphExp(ur_queue_handle_t hQueue, ur_exp_graph_handle_t * phGraph) {
+  if (NULL == phGraph) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hQueue) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urQueueGetGraphExp(void) {
@@ -18841,7 +20704,7 @@ static void test_urQueueGetGraphExp(void) {
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_queue_handle_t a_hQueue = urt_h_ur_queue_handle;
     ur_exp_graph_handle_t * a_phGraph = NULL;
-    urt_expect("urQueueGetGraphExp", "NULL == phGraph", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.QueueExp.pfnGetGraphExp(a_hQueue, a_phGraph));
+    urt_expect("urQueueGetGraphExp", "NULL == phGraph", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urQueueGetGraphExp(a_hQueue, a_phGraph), urt_ddi.QueueExp.pfnGetGraphExp(a_hQueue, a_phGraph));
   }
   {
     urt_reset();
@@ -18851,8 +20714,14 @@ static void test_urQueueGetGraphExp(void) {
       urt_fill_handles(s, (void *)(ur_exp_graph_handle_t)urt_standin);
       urt_ptr = s; }
     ur_exp_graph_handle_t * a_phGraph = (ur_exp_graph_handle_t *)urt_ptr;
-    urt_expect("urQueueGetGraphExp", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.QueueExp.pfnGetGraphExp(a_hQueue, a_phGraph));
+    urt_expect("urQueueGetGraphExp", "NULL == hQueue", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urQueueGetGraphExp(a_hQueue, a_phGraph), urt_ddi.QueueExp.pfnGetGraphExp(a_hQueue, a_phGraph));
   }
+}
+
+static ur_result_t urt_due_urGraphIsEmptyExp(ur_exp_graph_handle_t hGraph, bool * pResult) {
+  if (NULL == pResult) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hGraph) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urGraphIsEmptyExp(void) {
@@ -18861,7 +20730,7 @@ static void test_urGraphIsEmptyExp(void) {
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_exp_graph_handle_t a_hGraph = (ur_exp_graph_handle_t)urt_standin;
     bool * a_pResult = NULL;
-    urt_expect("urGraphIsEmptyExp", "NULL == pResult", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.GraphExp.pfnIsEmptyExp(a_hGraph, a_pResult));
+    urt_expect("urGraphIsEmptyExp", "NULL == pResult", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urGraphIsEmptyExp(a_hGraph, a_pResult), urt_ddi.GraphExp.pfnIsEmptyExp(a_hGraph, a_pResult));
   }
   {
     urt_reset();
@@ -18870,8 +20739,14 @@ static void test_urGraphIsEmptyExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     bool * a_pResult = (bool *)urt_ptr;
-    urt_expect("urGraphIsEmptyExp", "NULL == hGraph", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.GraphExp.pfnIsEmptyExp(a_hGraph, a_pResult));
+    urt_expect("urGraphIsEmptyExp", "NULL == hGraph", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urGraphIsEmptyExp(a_hGraph, a_pResult), urt_ddi.GraphExp.pfnIsEmptyExp(a_hGraph, a_pResult));
   }
+}
+
+static ur_result_t urt_due_urGraphGetIdExp(ur_exp_graph_handle_t hGraph, uint64_t * pGraphId) {
+  if (NULL == pGraphId) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hGraph) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urGraphGetIdExp(void) {
@@ -18880,7 +20755,7 @@ static void test_urGraphGetIdExp(void) {
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_exp_graph_handle_t a_hGraph = (ur_exp_graph_handle_t)urt_standin;
     uint64_t * a_pGraphId = NULL;
-    urt_expect("urGraphGetIdExp", "NULL == pGraphId", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.GraphExp.pfnGetIdExp(a_hGraph, a_pGraphId));
+    urt_expect("urGraphGetIdExp", "NULL == pGraphId", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urGraphGetIdExp(a_hGraph, a_pGraphId), urt_ddi.GraphExp.pfnGetIdExp(a_hGraph, a_pGraphId));
   }
   {
     urt_reset();
@@ -18890,8 +20765,14 @@ static void test_urGraphGetIdExp(void) {
       for (int i = 0; i < 16; i++) ((uint64_t *)s)[i] = 1;
       urt_ptr = s; }
     uint64_t * a_pGraphId = (uint64_t *)urt_ptr;
-    urt_expect("urGraphGetIdExp", "NULL == hGraph", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.GraphExp.pfnGetIdExp(a_hGraph, a_pGraphId));
+    urt_expect("urGraphGetIdExp", "NULL == hGraph", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urGraphGetIdExp(a_hGraph, a_pGraphId), urt_ddi.GraphExp.pfnGetIdExp(a_hGraph, a_pGraphId));
   }
+}
+
+static ur_result_t urt_due_urGraphSetDestructionCallbackExp(ur_exp_graph_handle_t hGraph, ur_exp_graph_destruction_callback_t pfnCallback, void * pUserData) {
+  if (NULL == pfnCallback) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hGraph) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urGraphSetDestructionCallbackExp(void) {
@@ -18903,7 +20784,7 @@ static void test_urGraphSetDestructionCallbackExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * a_pUserData = (void *)urt_ptr;
-    urt_expect("urGraphSetDestructionCallbackExp", "NULL == pfnCallback", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.GraphExp.pfnSetDestructionCallbackExp(a_hGraph, a_pfnCallback, a_pUserData));
+    urt_expect("urGraphSetDestructionCallbackExp", "NULL == pfnCallback", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urGraphSetDestructionCallbackExp(a_hGraph, a_pfnCallback, a_pUserData), urt_ddi.GraphExp.pfnSetDestructionCallbackExp(a_hGraph, a_pfnCallback, a_pUserData));
   }
   {
     urt_reset();
@@ -18913,8 +20794,14 @@ static void test_urGraphSetDestructionCallbackExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     void * a_pUserData = (void *)urt_ptr;
-    urt_expect("urGraphSetDestructionCallbackExp", "NULL == hGraph", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.GraphExp.pfnSetDestructionCallbackExp(a_hGraph, a_pfnCallback, a_pUserData));
+    urt_expect("urGraphSetDestructionCallbackExp", "NULL == hGraph", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urGraphSetDestructionCallbackExp(a_hGraph, a_pfnCallback, a_pUserData), urt_ddi.GraphExp.pfnSetDestructionCallbackExp(a_hGraph, a_pfnCallback, a_pUserData));
   }
+}
+
+static ur_result_t urt_due_urGraphDumpContentsExp(ur_exp_graph_handle_t hGraph, const char * filePath) {
+  if (NULL == filePath) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hGraph) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urGraphDumpContentsExp(void) {
@@ -18923,7 +20810,7 @@ static void test_urGraphDumpContentsExp(void) {
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_exp_graph_handle_t a_hGraph = (ur_exp_graph_handle_t)urt_standin;
     const char * a_filePath = NULL;
-    urt_expect("urGraphDumpContentsExp", "NULL == filePath", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.GraphExp.pfnDumpContentsExp(a_hGraph, a_filePath));
+    urt_expect("urGraphDumpContentsExp", "NULL == filePath", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urGraphDumpContentsExp(a_hGraph, a_filePath), urt_ddi.GraphExp.pfnDumpContentsExp(a_hGraph, a_filePath));
   }
   {
     urt_reset();
@@ -18932,8 +20819,14 @@ static void test_urGraphDumpContentsExp(void) {
     { void *s = urt_storage();
       urt_ptr = s; }
     const char * a_filePath = (const char *)urt_ptr;
-    urt_expect("urGraphDumpContentsExp", "NULL == hGraph", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.GraphExp.pfnDumpContentsExp(a_hGraph, a_filePath));
+    urt_expect("urGraphDumpContentsExp", "NULL == hGraph", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urGraphDumpContentsExp(a_hGraph, a_filePath), urt_ddi.GraphExp.pfnDumpContentsExp(a_hGraph, a_filePath));
   }
+}
+
+static ur_result_t urt_due_urGraphGetNativeHandleExp(ur_exp_graph_handle_t hGraph, ur_native_handle_t * phNativeGraph) {
+  if (NULL == phNativeGraph) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hGraph) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urGraphGetNativeHandleExp(void) {
@@ -18942,7 +20835,7 @@ static void test_urGraphGetNativeHandleExp(void) {
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_exp_graph_handle_t a_hGraph = (ur_exp_graph_handle_t)urt_standin;
     ur_native_handle_t * a_phNativeGraph = NULL;
-    urt_expect("urGraphGetNativeHandleExp", "NULL == phNativeGraph", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.GraphExp.pfnGetNativeHandleExp(a_hGraph, a_phNativeGraph));
+    urt_expect("urGraphGetNativeHandleExp", "NULL == phNativeGraph", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urGraphGetNativeHandleExp(a_hGraph, a_phNativeGraph), urt_ddi.GraphExp.pfnGetNativeHandleExp(a_hGraph, a_phNativeGraph));
   }
   {
     urt_reset();
@@ -18952,8 +20845,14 @@ static void test_urGraphGetNativeHandleExp(void) {
       for (int i = 0; i < 16; i++) ((ur_native_handle_t *)s)[i] = 1;
       urt_ptr = s; }
     ur_native_handle_t * a_phNativeGraph = (ur_native_handle_t *)urt_ptr;
-    urt_expect("urGraphGetNativeHandleExp", "NULL == hGraph", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.GraphExp.pfnGetNativeHandleExp(a_hGraph, a_phNativeGraph));
+    urt_expect("urGraphGetNativeHandleExp", "NULL == hGraph", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urGraphGetNativeHandleExp(a_hGraph, a_phNativeGraph), urt_ddi.GraphExp.pfnGetNativeHandleExp(a_hGraph, a_phNativeGraph));
   }
+}
+
+static ur_result_t urt_due_urGraphExecutableGraphGetNativeHandleExp(ur_exp_executable_graph_handle_t hExecutableGraph, ur_native_handle_t * phNativeExecutableGraph) {
+  if (NULL == phNativeExecutableGraph) return UR_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (NULL == hExecutableGraph) return UR_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return UR_RESULT_SUCCESS;
 }
 
 static void test_urGraphExecutableGraphGetNativeHandleExp(void) {
@@ -18962,7 +20861,7 @@ static void test_urGraphExecutableGraphGetNativeHandleExp(void) {
     void *urt_ptr = NULL; (void)urt_ptr;
     ur_exp_executable_graph_handle_t a_hExecutableGraph = (ur_exp_executable_graph_handle_t)urt_standin;
     ur_native_handle_t * a_phNativeExecutableGraph = NULL;
-    urt_expect("urGraphExecutableGraphGetNativeHandleExp", "NULL == phNativeExecutableGraph", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_ddi.GraphExp.pfnExecutableGraphGetNativeHandleExp(a_hExecutableGraph, a_phNativeExecutableGraph));
+    urt_expect("urGraphExecutableGraphGetNativeHandleExp", "NULL == phNativeExecutableGraph", UR_RESULT_ERROR_INVALID_NULL_POINTER, urt_due_urGraphExecutableGraphGetNativeHandleExp(a_hExecutableGraph, a_phNativeExecutableGraph), urt_ddi.GraphExp.pfnExecutableGraphGetNativeHandleExp(a_hExecutableGraph, a_phNativeExecutableGraph));
   }
   {
     urt_reset();
@@ -18972,7 +20871,7 @@ static void test_urGraphExecutableGraphGetNativeHandleExp(void) {
       for (int i = 0; i < 16; i++) ((ur_native_handle_t *)s)[i] = 1;
       urt_ptr = s; }
     ur_native_handle_t * a_phNativeExecutableGraph = (ur_native_handle_t *)urt_ptr;
-    urt_expect("urGraphExecutableGraphGetNativeHandleExp", "NULL == hExecutableGraph", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_ddi.GraphExp.pfnExecutableGraphGetNativeHandleExp(a_hExecutableGraph, a_phNativeExecutableGraph));
+    urt_expect("urGraphExecutableGraphGetNativeHandleExp", "NULL == hExecutableGraph", UR_RESULT_ERROR_INVALID_NULL_HANDLE, urt_due_urGraphExecutableGraphGetNativeHandleExp(a_hExecutableGraph, a_phNativeExecutableGraph), urt_ddi.GraphExp.pfnExecutableGraphGetNativeHandleExp(a_hExecutableGraph, a_phNativeExecutableGraph));
   }
 }
 
