@@ -6261,3 +6261,5 @@ pub(crate) fn table() -> ur_dditable_t {
         },
     }
 }
+
+// Conditions written as expressions that could not be generated:

@@ -286,5 +286,11 @@ pub fn module(spec: &Spec) -> String {
         let _ = writeln!(s, "        }},");
     }
     let _ = writeln!(s, "    }}\n}}");
+    let _ = writeln!(s, "\n// Conditions written as expressions that could not be generated:");
+    for f in spec.functions.iter().filter(|f| f.slot.is_some()) {
+        for (text, why) in plan(spec, f).skipped {
+            let _ = writeln!(s, "// - {}: `{text}`: {why}", f.name);
+        }
+    }
     s
 }
