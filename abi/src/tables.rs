@@ -1,5 +1,6 @@
 //! The dispatch table: every one of UR 0.12's 241 entry points, each slot
-//! either this crate's implementation or [`unsupported`], which returns
+//! the generated check of its `ur_api.h` conditions (`checks.rs`) in front
+//! of this crate's implementation or [`unsupported`], which returns
 //! `UR_RESULT_ERROR_UNSUPPORTED_FEATURE` (every slot is listed in
 //! `docs/abi-entry-points.md`, which a test generates from this file). The
 //! struct literals name every field, so a header that adds an entry point
