@@ -9,6 +9,7 @@
 #   scripts/memcheck.sh               # build, then every run below
 #   scripts/memcheck.sh suite         # only the suite runs
 #   scripts/memcheck.sh unit          # only the unit tests
+#   scripts/memcheck.sh abi           # only the generated argument checks
 #
 # Environment:
 #   MEMCHECK_BACKENDS  backends of the suite runs (default: cpu opencl vulkan)
@@ -106,6 +107,25 @@ if [[ $what == all || $what == unit ]]; then
         fi
         check "unit-$crate-$target" "$exe" --test-threads 1 $filter
     done
+fi
+
+if [[ $what == all || $what == abi ]]; then
+    # The generated argument checks (abi/harness/c/checks.c, docs/abi.md):
+    # every entry point called with each mechanical violation of ur_api.h,
+    # on the cpu library and the OpenCL one over PoCL, directly (no loader).
+    include=${UR_RS_ONEAPI:-$root/.oneapi}/include
+    if [[ -f $include/unified-runtime/ur_api.h ]]; then
+        cargo build -p ur-adapter-rs-cpu -p ur-adapter-rs-opencl
+        ${CC:-cc} -std=c11 -Wall -Werror -O1 -g -I"$include" abi/harness/c/checks.c -o "$logs/abi-checks" -ldl
+        for lib in cpu opencl; do
+            UR_ADAPTERS_FORCE_LOAD="$root/target/debug/libur_adapter_rs_$lib.so" check "abi-checks-$lib" "$logs/abi-checks"
+        done
+    elif [[ ${UR_RS_REQUIRE_ONEAPI:-} == 1 ]]; then
+        echo "memcheck: no UR headers in $include, but UR_RS_REQUIRE_ONEAPI=1" >&2
+        failed+=(abi-checks)
+    else
+        echo "memcheck: no UR headers in $include (scripts/oneapi-venv.sh): the ABI checks are not run" >&2
+    fi
 fi
 
 if ((${#failed[@]})); then

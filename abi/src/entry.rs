@@ -55,6 +55,16 @@ pub(crate) fn last_error() -> Option<(*const std::ffi::c_char, i32)> {
     LAST_ERROR.with(|last| last.borrow().as_ref().map(|e| (e.message.as_ptr(), e.native_code)))
 }
 
+/// The answer of a generated check (`checks.rs`): `code` for a call that
+/// meets `condition` of `entry_point`'s `@returns` list, remembered as this
+/// thread's last error like any other.
+pub(crate) fn reject(entry_point: &'static str, code: ur_result_t, condition: &'static str) -> ur_result_t {
+    tracing::debug!(entry_point, condition, code = code.0, "argument check failed");
+    let message = CString::new(format!("{entry_point}: `{condition}`")).unwrap_or_default();
+    LAST_ERROR.with(|last| *last.borrow_mut() = Some(LastError { message, native_code: code.0 as i32 }));
+    code
+}
+
 /// An entry point ur-rs does not implement, for the table slots of
 /// [`crate::tables`]. Listed in `docs/mapping.md`.
 pub(crate) fn unsupported() -> ur_result_t {

@@ -165,7 +165,8 @@ pub(crate) unsafe extern "C" fn urEventWait(count: u32, events: *const ur_event_
             // A wait refused (on a captured event), not a failed command.
             UrError::GraphCaptureUnsupported(_)
             | UrError::GraphCaptureInvalidated(_)
-            | UrError::InvalidOperation(_) => e,
+            | UrError::InvalidOperation(_)
+            | UrError::InvalidContext(_) => e,
             e => in_wait_list(&e),
         })
     })

@@ -1,5 +1,6 @@
 //! The dispatch table: every one of UR 0.12's 241 entry points, each slot
-//! either this crate's implementation or [`unsupported`], which returns
+//! the generated check of its `ur_api.h` conditions (`checks.rs`) in front
+//! of this crate's implementation or [`unsupported`], which returns
 //! `UR_RESULT_ERROR_UNSUPPORTED_FEATURE` (every slot is listed in
 //! `docs/abi-entry-points.md`, which a test generates from this file). The
 //! struct literals name every field, so a header that adds an entry point
@@ -13,8 +14,18 @@ use crate::{
     program, queue, timestamp, usm, usm_2d, usm_p2p,
 };
 
-/// The complete dispatch table every handle points to.
+/// The complete dispatch table every handle points to: each slot the
+/// generated checking wrapper of its entry point (`checks.rs`), which tests
+/// the header's mechanical `@returns` conditions and then calls the slot of
+/// [`implementations`].
 pub fn dispatch_table() -> &'static ur_dditable_t {
+    static TABLE: OnceLock<ur_dditable_t> = OnceLock::new();
+    TABLE.get_or_init(crate::checks::table)
+}
+
+/// The entry points behind the checks: this crate's implementation or
+/// [`unsupported`] in every slot.
+pub(crate) fn implementations() -> &'static ur_dditable_t {
     static TABLE: OnceLock<ur_dditable_t> = OnceLock::new();
     TABLE.get_or_init(build)
 }

@@ -1,7 +1,9 @@
 //! The checked-in C bindings (`src/bindings.rs`) match the UR headers of the
-//! pinned `intel-sycl-rt` wheel: regenerated here with bindgen and compared.
+//! pinned `intel-sycl-rt` wheel: regenerated here with bindgen and compared;
+//! so do the generated argument checks (`src/checks.rs`) and their C test
+//! (`harness/c/checks.c`), regenerated with `ur-abi-checkgen`.
 //!
-//! `UR_RS_BLESS=1 cargo test -p ur-abi --test bindings` rewrites the file.
+//! `UR_RS_BLESS=1 cargo test -p ur-abi --test bindings` rewrites the files.
 //! Without the wheel's headers or libclang the test is listed ignored with
 //! the reason, unless `UR_RS_REQUIRE_ONEAPI=1` (set by CI) makes that a
 //! failure; run anyway (`--include-ignored`) it fails rather than passing.
@@ -47,44 +49,72 @@ fn oneapi_prefix() -> PathBuf {
     }
 }
 
+/// A test of the headers' generated files.
+type Test = fn(&Path);
+
 fn main() {
     let args = Arguments::from_args();
     let include = oneapi_prefix().join("include/unified-runtime");
     // Decided before the test runs, so that it is listed ignored rather than
     // passing without having checked anything.
-    let missing = if !include.join("ur_ddi.h").is_file() {
-        Some(format!("no UR headers in {} (run scripts/oneapi-venv.sh)", include.display()))
-    } else if let Err(e) = clang_sys::load() {
-        Some(format!("libclang cannot be loaded ({e}); install libclang-dev"))
-    } else {
-        None
-    };
-    let name = "bindings_match_the_wheel_headers";
-    let trial = match missing {
-        None => Trial::test(name, move || {
-            bindings_match_the_wheel_headers(&include);
-            Ok(())
-        }),
-        Some(why) => {
-            let required = std::env::var_os("UR_RS_REQUIRE_ONEAPI").is_some_and(|v| v == "1");
-            println!("ignored {name}: {why}");
-            Trial::test(name, move || {
-                let prefix = if required { "UR_RS_REQUIRE_ONEAPI=1 but " } else { "cannot run here: " };
-                Err(Failed::from(format!("{prefix}{why}")))
-            })
-            .with_ignored_flag(!required)
-        }
-    };
-    libtest_mimic::run(&args, vec![trial]).exit();
+    let no_headers = (!include.join("ur_ddi.h").is_file())
+        .then(|| format!("no UR headers in {} (run scripts/oneapi-venv.sh)", include.display()));
+    let no_clang = clang_sys::load().err().map(|e| format!("libclang cannot be loaded ({e}); install libclang-dev"));
+    // The checks are read from the headers' text: they need no libclang.
+    let tests: [(&str, Test, Option<String>); 2] = [
+        ("bindings_match_the_wheel_headers", bindings_match_the_wheel_headers, no_headers.clone().or(no_clang)),
+        ("checks_match_the_wheel_headers", checks_match_the_wheel_headers, no_headers),
+    ];
+    let trials = tests
+        .into_iter()
+        .map(|(name, test, missing)| match missing {
+            None => {
+                let include = include.clone();
+                Trial::test(name, move || {
+                    test(&include);
+                    Ok(())
+                })
+            }
+            Some(why) => {
+                let required = std::env::var_os("UR_RS_REQUIRE_ONEAPI").is_some_and(|v| v == "1");
+                println!("ignored {name}: {why}");
+                Trial::test(name, move || {
+                    let prefix = if required { "UR_RS_REQUIRE_ONEAPI=1 but " } else { "cannot run here: " };
+                    Err(Failed::from(format!("{prefix}{why}")))
+                })
+                .with_ignored_flag(!required)
+            }
+        })
+        .collect();
+    libtest_mimic::run(&args, trials).exit();
 }
 
 fn bindings_match_the_wheel_headers(include: &Path) {
     let fresh = generate(include).expect("bindgen runs on the wheel's headers");
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/bindings.rs");
+    compare_or_bless("src/bindings.rs", &fresh);
+}
+
+/// Compares (or, blessing, rewrites) a generated file.
+fn compare_or_bless(relative: &str, fresh: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(relative);
     if std::env::var_os("UR_RS_BLESS").is_some_and(|v| v == "1") {
-        std::fs::write(&path, &fresh).expect("writes src/bindings.rs");
+        std::fs::write(&path, fresh).unwrap_or_else(|e| panic!("writes {relative}: {e}"));
         return;
     }
-    let checked_in = std::fs::read_to_string(&path).expect("src/bindings.rs exists");
-    assert!(checked_in == fresh, "src/bindings.rs differs from the wheel's headers: regenerate with UR_RS_BLESS=1");
+    let checked_in = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{relative}: {e}"));
+    assert!(checked_in == fresh, "{relative} differs from the wheel's headers: regenerate with UR_RS_BLESS=1");
+}
+
+fn checks_match_the_wheel_headers(include: &Path) {
+    let read = |name: &str| std::fs::read_to_string(include.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let spec = ur_abi_checkgen::read(&read("ur_api.h"), &read("ur_ddi.h"));
+    let (entries, checks, skipped, prose) = ur_abi_checkgen::counts(&spec);
+    println!(
+        "{entries} entry points, {checks} generated checks, {skipped} expressions left out, {prose} prose conditions"
+    );
+    // Every slot of the dispatch table is an entry point of ur_api.h.
+    let slots: usize = spec.tables.iter().map(|t| t.slots.len()).sum();
+    assert_eq!(entries, slots, "an entry point of ur_ddi.h is missing from ur_api.h's declarations");
+    compare_or_bless("src/checks.rs", &ur_abi_checkgen::rust_module(&spec));
+    compare_or_bless("harness/c/checks.c", &ur_abi_checkgen::c_test(&spec));
 }

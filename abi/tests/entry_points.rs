@@ -186,7 +186,9 @@ fn render(slots: &[Slot]) -> String {
         "# UR 0.12 entry points\n\n\
          Every slot of the dispatch table that each `libur_adapter_rs_<backend>.so`\n\
          hands the loader (`abi/src/tables.rs`): {implemented} of {} implemented; the\n\
-         others answer `UR_RESULT_ERROR_UNSUPPORTED_FEATURE`, for the reason given.\n\
+         others answer `UR_RESULT_ERROR_UNSUPPORTED_FEATURE`, for the reason given,\n\
+         once their arguments pass the checks generated from `ur_api.h` (every slot\n\
+         has them: [abi.md](abi.md#generated-argument-checks)).\n\
          A backend column is empty where that backend does what the entry point\n\
          says. Generated from the table's source by `abi/tests/entry_points.rs`\n\
          (`UR_RS_BLESS=1 cargo test -p ur-abi --test entry_points` rewrites it).\n",

@@ -12,7 +12,7 @@ use std::sync::{Arc, Weak};
 
 use crate::adapter::{BufferImpl, UsmImpl};
 use crate::context::Context;
-use crate::error::Result;
+use crate::error::{Result, UrError};
 pub(crate) use crate::objects::AllocationTracker;
 use crate::objects::{BufferInner, Storage};
 pub use crate::objects::{MemBuffer, MemLoc, UsmInner, UsmRef};
@@ -57,8 +57,20 @@ impl UsmAllocation {
             info.max_mem_alloc_size
         );
         ensure!(align == 0 || align.is_power_of_two(), InvalidValue, "alignment {align} is not a power of two");
+        // UR's code for an alignment the device does not support is
+        // `INVALID_VALUE` (urUSM*Alloc list no other): one beyond the largest
+        // allocation the device makes, or one the adapter cannot give.
+        ensure!(
+            align as u64 <= info.max_mem_alloc_size,
+            InvalidValue,
+            "alignment {align} exceeds the device's largest allocation of {} bytes",
+            info.max_mem_alloc_size
+        );
         // SAFETY: size is non-zero and within the device limit, align is 0 or a power of two.
-        let imp = unsafe { context.imp().usm_alloc(kind, size, align)? };
+        let imp = unsafe { context.imp().usm_alloc(kind, size, align) }.map_err(|e| match e {
+            UrError::UnsupportedAlignment(detail) => UrError::InvalidValue(detail),
+            other => other,
+        })?;
         let address = imp.address();
         let tracker = context.tracker();
         let inner = Arc::new(UsmInner {

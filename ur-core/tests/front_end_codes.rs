@@ -1,0 +1,34 @@
+//! Front-end answers that follow `ur_api.h`'s codes for calls the C ABI
+//! forwards (issue 26): events of several contexts waited for together, and
+//! USM alignments the device does not give.
+
+use ur_core::{Context, Event, Queue, QueueProperties, UrError, UsmAllocation, UsmKind};
+
+#[test]
+fn events_of_two_contexts_are_not_waited_for_together() {
+    let device = ur_adapter_cpu::default_device();
+    let (c1, c2) = (Context::new(&device).unwrap(), Context::new(&device).unwrap());
+    let (q1, q2) =
+        (Queue::new(&c1, QueueProperties::default()).unwrap(), Queue::new(&c2, QueueProperties::default()).unwrap());
+    let (e1, e2) = (q1.events_wait(&[]).unwrap(), q2.events_wait(&[]).unwrap());
+    let mixed = Event::wait_all(&[&e1, &e2]);
+    assert!(matches!(mixed, Err(UrError::InvalidContext(_))), "{mixed:?}");
+    let e3 = q1.events_wait(&[]).unwrap();
+    Event::wait_all(&[&e1, &e3]).unwrap();
+    Event::wait_all(&[]).unwrap();
+}
+
+#[test]
+fn usm_alignments_the_device_does_not_give_are_invalid_values() {
+    let context = Context::new(&ur_adapter_cpu::default_device()).unwrap();
+    let max = context.device().info().max_mem_alloc_size;
+    for align in [3usize, 96] {
+        let r = UsmAllocation::with_alignment(&context, UsmKind::Device, 64, align);
+        assert!(matches!(r, Err(UrError::InvalidValue(_))), "align {align}: {r:?}");
+    }
+    let beyond = (max as usize).saturating_add(1).next_power_of_two();
+    let r = UsmAllocation::with_alignment(&context, UsmKind::Device, 64, beyond);
+    assert!(matches!(r, Err(UrError::InvalidValue(_))), "align {beyond}: {r:?}");
+    let ok = UsmAllocation::with_alignment(&context, UsmKind::Device, 64, 4096).unwrap();
+    assert_eq!(ok.ptr().addr() % 4096, 0);
+}
