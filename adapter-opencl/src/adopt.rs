@@ -261,6 +261,6 @@ pub(crate) unsafe fn kernel(
     let signature = derived_signature(raw, &name)?;
     // SAFETY: a live kernel (the contract).
     keep(ownership, || unsafe { cl3::kernel::retain_kernel(raw) }, "clRetainKernel")?;
-    let imp = ClKernel::new(shared, opencl3::kernel::Kernel::new(raw), &name, false)?;
+    let imp = ClKernel::boxed(shared, opencl3::kernel::Kernel::new(raw), &name, false)?;
     Ok(ur_core::adapter::AdoptedKernel { program: NativeHandle(program as u64), signature, imp })
 }

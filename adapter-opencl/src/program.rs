@@ -227,7 +227,7 @@ impl ProgramImpl for ClProgram {
                 declared + 1 + locals
             ));
         }
-        ClKernel::new(&self.shared, kernel, name, status_abi)
+        ClKernel::boxed(&self.shared, kernel, name, status_abi)
     }
 
     fn build_log(&self) -> String {
@@ -254,7 +254,7 @@ impl ClKernel {
     /// The adapter's kernel over `kernel` (a reference it owns) of a
     /// program of `shared`'s context; `status_abi` when it takes the status
     /// word and local sizes after its arguments.
-    pub(crate) fn new(
+    pub(crate) fn boxed(
         shared: &Shared,
         kernel: opencl3::kernel::Kernel,
         name: &str,
