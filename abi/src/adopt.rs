@@ -5,6 +5,11 @@
 //! Platforms and devices are the library's own handles, found by their
 //! native handle. Other objects are new handles; `isNativeHandleOwned`
 //! hands the caller's reference over (`Ownership::Transferred`).
+//!
+//! Programs are adopted built (`BINARY_TYPE_EXECUTABLE`; building,
+//! compiling or linking one again is `INVALID_OPERATION`), their kernels'
+//! signatures derived from the driver's answers; a kernel adopted without
+//! its program handle gets a new program handle over its native program.
 
 #![allow(non_snake_case)]
 
@@ -19,7 +24,9 @@ use crate::entry::guard;
 use crate::event::{emit, emit_unqueued};
 use crate::handle::Handle;
 use crate::info::write_out;
+use crate::kernel::Kernel;
 use crate::mem::Mem;
+use crate::program::Program;
 use crate::queue::Queue;
 use crate::sys::*;
 
@@ -52,6 +59,8 @@ native_properties! {
     ur_queue_native_properties_t => UR_STRUCTURE_TYPE_QUEUE_NATIVE_PROPERTIES, |p: &Self| p.isNativeHandleOwned;
     ur_mem_native_properties_t => UR_STRUCTURE_TYPE_MEM_NATIVE_PROPERTIES, |p: &Self| p.isNativeHandleOwned;
     ur_event_native_properties_t => UR_STRUCTURE_TYPE_EVENT_NATIVE_PROPERTIES, |p: &Self| p.isNativeHandleOwned;
+    ur_program_native_properties_t => UR_STRUCTURE_TYPE_PROGRAM_NATIVE_PROPERTIES, |p: &Self| p.isNativeHandleOwned;
+    ur_kernel_native_properties_t => UR_STRUCTURE_TYPE_KERNEL_NATIVE_PROPERTIES, |p: &Self| p.isNativeHandleOwned;
 }
 
 /// The ownership `properties` asks for (`Shared` without them), after
@@ -245,5 +254,67 @@ pub(crate) unsafe extern "C" fn urEventCreateWithNativeHandle(
             None => unsafe { emit_unqueued(out, core, &context, command) },
         }
         Ok(())
+    })
+}
+
+/// # Safety
+/// UR's contract for `urProgramCreateWithNativeHandle`.
+pub(crate) unsafe extern "C" fn urProgramCreateWithNativeHandle(
+    handle: ur_native_handle_t,
+    context: ur_context_handle_t,
+    properties: *const ur_program_native_properties_t,
+    out: *mut ur_program_handle_t,
+) -> ur_result_t {
+    guard("urProgramCreateWithNativeHandle", || {
+        // SAFETY: forwarded.
+        let context = unsafe { Handle::<Context>::arc(context)? };
+        ensure!(!out.is_null(), InvalidNullPointer, "phProgram is null");
+        // SAFETY: forwarded.
+        let ownership = unsafe { ownership(properties)? };
+        // SAFETY: UR's contract: a native program of the context's backend.
+        let core = unsafe { ur_core::Program::from_native(context.value.core(), native(handle), ownership)? };
+        // SAFETY: checked non-null, writable per the contract.
+        unsafe { write_out(out, Handle::create(Program::adopted(context, core)), "phProgram") }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urKernelCreateWithNativeHandle`.
+pub(crate) unsafe extern "C" fn urKernelCreateWithNativeHandle(
+    handle: ur_native_handle_t,
+    context: ur_context_handle_t,
+    program: ur_program_handle_t,
+    properties: *const ur_kernel_native_properties_t,
+    out: *mut ur_kernel_handle_t,
+) -> ur_result_t {
+    guard("urKernelCreateWithNativeHandle", || {
+        // SAFETY: forwarded.
+        let context = unsafe { Handle::<Context>::arc(context)? };
+        let program = if program.is_null() {
+            None
+        } else {
+            // SAFETY: forwarded.
+            Some(unsafe { Handle::<Program>::arc(program)? })
+        };
+        ensure!(!out.is_null(), InvalidNullPointer, "phKernel is null");
+        // SAFETY: forwarded.
+        let ownership = unsafe { ownership(properties)? };
+        if let Some(program) = &program {
+            ensure!(
+                Arc::ptr_eq(program.value.context(), &context),
+                InvalidContext,
+                "the program belongs to another context"
+            );
+        }
+        let built = program.as_ref().map(|p| p.value.built()).transpose()?;
+        // SAFETY: UR's contract: a native kernel of the context's backend.
+        let core =
+            unsafe { ur_core::Kernel::from_native(context.value.core(), built.as_ref(), native(handle), ownership)? };
+        let program = match program {
+            Some(program) => program,
+            None => Handle::internal(Program::adopted(context, core.program().clone())),
+        };
+        // SAFETY: checked non-null, writable per the contract.
+        unsafe { write_out(out, Handle::create(Kernel::adopted(core, program)), "phKernel") }
     })
 }

@@ -29,6 +29,11 @@ pub struct Kernel {
 }
 
 impl Kernel {
+    /// A kernel adopted from a native handle, of `program`.
+    pub(crate) fn adopted(kernel: ur_core::Kernel, program: ProgramRef) -> Kernel {
+        Kernel { kernel, program }
+    }
+
     /// The ur-core kernel.
     pub(crate) fn core(&self) -> &ur_core::Kernel {
         &self.kernel

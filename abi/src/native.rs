@@ -21,8 +21,10 @@ use crate::entry::guard;
 use crate::event::{Event, emit, wait_list};
 use crate::handle::{Handle, Object, get_list};
 use crate::info::write_out;
+use crate::kernel::Kernel;
 use crate::mem::Mem;
 use crate::platform::Platform;
+use crate::program::Program;
 use crate::queue::Queue;
 use crate::sys::*;
 
@@ -271,4 +273,30 @@ pub(crate) unsafe extern "C" fn urCommandBufferAppendNativeCommandExp(
             )
         }
     })
+}
+
+/// # Safety
+/// UR's contract for `urProgramGetNativeHandle`.
+pub(crate) unsafe extern "C" fn urProgramGetNativeHandle(
+    program: ur_program_handle_t,
+    out: *mut ur_native_handle_t,
+) -> ur_result_t {
+    // SAFETY: forwarded.
+    unsafe {
+        get_native("urProgramGetNativeHandle", program, out, "phNativeProgram", |p: &Program| {
+            p.built()?.native_handle()
+        })
+    }
+}
+
+/// # Safety
+/// UR's contract for `urKernelGetNativeHandle`.
+pub(crate) unsafe extern "C" fn urKernelGetNativeHandle(
+    kernel: ur_kernel_handle_t,
+    out: *mut ur_native_handle_t,
+) -> ur_result_t {
+    // SAFETY: forwarded.
+    unsafe {
+        get_native("urKernelGetNativeHandle", kernel, out, "phNativeKernel", |k: &Kernel| k.core().native_handle())
+    }
 }

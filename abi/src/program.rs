@@ -35,6 +35,8 @@ pub struct Program {
 enum Input {
     Il(Vec<u8>),
     Binary(Vec<u8>),
+    /// Adopted from a built native program (`urProgramCreateWithNativeHandle`).
+    Native,
 }
 
 /// Where the program stands, as `urProgramGetBuildInfo` reports it.
@@ -50,7 +52,7 @@ impl Program {
     fn new(context: ContextRef, input: Input, bundle: ProgramBundle) -> Program {
         let binary_type = match input {
             Input::Il(_) => ur_program_binary_type_t::UR_PROGRAM_BINARY_TYPE_NONE,
-            Input::Binary(_) => ur_program_binary_type_t::UR_PROGRAM_BINARY_TYPE_EXECUTABLE,
+            Input::Binary(_) | Input::Native => ur_program_binary_type_t::UR_PROGRAM_BINARY_TYPE_EXECUTABLE,
         };
         let state = BuildState {
             status: ur_program_build_status_t::UR_PROGRAM_BUILD_STATUS_NONE,
@@ -60,6 +62,38 @@ impl Program {
             built: None,
         };
         Program { context, input, bundle, state: Mutex::new(state) }
+    }
+
+    /// A program over an adopted native one, built already: its kernels
+    /// are the native program's.
+    pub(crate) fn adopted(context: ContextRef, program: ur_core::Program) -> Program {
+        let adopted = Program::new(context, Input::Native, ProgramBundle::new());
+        {
+            let mut state = adopted.state.lock();
+            state.log = program.build_log();
+            state.status = ur_program_build_status_t::UR_PROGRAM_BUILD_STATUS_SUCCESS;
+            state.built = Some(program);
+        }
+        adopted
+    }
+
+    /// The kernels' signatures: the bundle's, or the adopted program's.
+    fn signatures(&self) -> Vec<ur_core::KernelSignature> {
+        match (&self.input, &self.state.lock().built) {
+            (Input::Native, Some(built)) => built.signatures().to_vec(),
+            _ => self.bundle.signatures().to_vec(),
+        }
+    }
+
+    /// `INVALID_OPERATION` for an adopted program, which its own API built:
+    /// ur-rs has no code of it to build again.
+    fn check_not_adopted(&self, what: &str) -> AbiResult {
+        ensure!(
+            !matches!(self.input, Input::Native),
+            InvalidOperation,
+            "{what} of a program adopted from a native handle, which is built already (its driver's API rebuilds it)"
+        );
+        Ok(())
     }
 
     /// The built program; `INVALID_PROGRAM_EXECUTABLE` before a successful build.
@@ -78,6 +112,7 @@ impl Program {
     /// options and log. A failed build reports `PROGRAM_BUILD_FAILURE` (UR's
     /// code for it) and keeps the driver's message as the build log.
     fn build(&self, options: &str, binary_type: ur_program_binary_type_t) -> AbiResult {
+        self.check_not_adopted("building")?;
         let mut state = self.state.lock();
         state.options = options.to_owned();
         match ur_core::Program::with_options(self.context.value.core(), &self.bundle, options) {
@@ -108,6 +143,7 @@ impl Program {
         let input = match &self.input {
             Input::Il(bytes) => Input::Il(bytes.clone()),
             Input::Binary(bytes) => Input::Binary(bytes.clone()),
+            Input::Native => return Err(err!(InvalidOperation, "linking a program adopted from a native handle")),
         };
         let linked = Program::new(self.context.clone(), input, self.bundle.clone());
         let compile_options = self.state.lock().options.clone();
@@ -264,6 +300,7 @@ pub(crate) unsafe extern "C" fn urProgramBuildExp(
 /// builds: the backends take whole programs, so there is nothing to
 /// compile separately.
 fn compile(program: &Program, options: &str) -> AbiResult {
+    program.check_not_adopted("compiling")?;
     let mut state = program.state.lock();
     state.options = options.to_owned();
     state.status = ur_program_build_status_t::UR_PROGRAM_BUILD_STATUS_SUCCESS;
@@ -414,7 +451,7 @@ pub(crate) unsafe extern "C" fn urProgramGetInfo(
             I::UR_PROGRAM_INFO_DEVICES => out.array(&[p.context.value.device().raw()]),
             I::UR_PROGRAM_INFO_IL => match &p.input {
                 Input::Il(bytes) => out.bytes(bytes),
-                Input::Binary(_) => out.bytes(&[]),
+                Input::Binary(_) | Input::Native => out.bytes(&[]),
             },
             I::UR_PROGRAM_INFO_BINARY_SIZES => out.array(&[binary_of(p)?.len()]),
             I::UR_PROGRAM_INFO_BINARIES => {
@@ -436,9 +473,10 @@ pub(crate) unsafe extern "C" fn urProgramGetInfo(
                 }
                 Ok(())
             }
-            I::UR_PROGRAM_INFO_NUM_KERNELS => out.value(p.bundle.signatures().len()),
+            I::UR_PROGRAM_INFO_NUM_KERNELS => out.value(p.signatures().len()),
             I::UR_PROGRAM_INFO_KERNEL_NAMES => {
-                let names: Vec<&str> = p.bundle.signatures().iter().map(|s| s.name.as_ref()).collect();
+                let signatures = p.signatures();
+                let names: Vec<&str> = signatures.iter().map(|s| s.name.as_ref()).collect();
                 out.string(&names.join(";"))
             }
             other => Err(err!(InvalidEnumeration, "program info {}", other.0)),
@@ -454,6 +492,7 @@ fn binary_of(program: &Program) -> AbiResult<Vec<u8>> {
     match &program.input {
         Input::Binary(bytes) => Ok(bytes.clone()),
         Input::Il(_) => Err(err!(InvalidProgramExecutable, "the program has no binary before it is built")),
+        Input::Native => Err(err!(UnsupportedFeature, "the adopted program's driver returns no binary")),
     }
 }
 

@@ -77,6 +77,26 @@ impl ContextImpl for CudaContext {
         Ok((Box::new(CudaQueue::adopt(self.dev.clone(), stream, ownership)), QueueProperties::default()))
     }
 
+    /// A `CUmodule` loaded in the device's primary context.
+    unsafe fn program_from_native(
+        &self,
+        handle: ur_core::NativeHandle,
+        ownership: ur_core::Ownership,
+    ) -> Result<ur_core::adapter::AdoptedProgram> {
+        // SAFETY: forwarded from the trait's contract.
+        unsafe { crate::program::adopt_module(&self.dev, handle, ownership) }
+    }
+
+    /// A `CUfunction` of a module of the device's primary context.
+    unsafe fn kernel_from_native(
+        &self,
+        handle: ur_core::NativeHandle,
+        _ownership: ur_core::Ownership,
+    ) -> Result<ur_core::adapter::AdoptedKernel> {
+        // SAFETY: forwarded from the trait's contract.
+        unsafe { crate::program::adopt_function(&self.dev, handle) }
+    }
+
     unsafe fn command_buffer_create(&self, desc: &CommandBufferDesc) -> Result<Box<dyn RecordingCommandBufferImpl>> {
         Ok(Box::new(CudaCommandBuffer::new(self.dev.clone(), *desc)?))
     }

@@ -42,9 +42,10 @@ use std::sync::Arc;
 use cudarc::driver::sys;
 use smallvec::SmallVec;
 use ur_core::adapter::Backing;
-use ur_core::adapter::{KernelImpl, ProgramImpl, downcast};
+use ur_core::adapter::{AdoptedKernel, AdoptedProgram, KernelImpl, ProgramImpl, downcast};
 use ur_core::{
-    ArgKind, ArgValue, KernelCommand, KernelSignature, ProgramBundle, ProgramSource, Result, SourceForm, err,
+    ArgKind, ArgValue, KernelCommand, KernelSignature, NativeHandle, Ownership, ProgramBundle, ProgramSource, Result,
+    SourceForm, err,
 };
 
 use crate::conv;
@@ -58,10 +59,12 @@ const LOCAL_ALIGN: usize = 16;
 /// Size of the hidden `ur_launch` parameter.
 pub(crate) const LAUNCH_INFO_SIZE: usize = 32;
 
-/// A loaded module, unloaded when its program and kernels are gone.
+/// A loaded module, unloaded when its program and kernels are gone
+/// (unless adopted without its ownership).
 struct Module {
     dev: Arc<DeviceShared>,
     raw: sys::CUmodule,
+    owned: bool,
 }
 
 // SAFETY: module handles may be used from any thread.
@@ -71,7 +74,9 @@ unsafe impl Sync for Module {}
 
 impl Drop for Module {
     fn drop(&mut self) {
-        self.dev.release(Release::Module(self.raw));
+        if self.owned {
+            self.dev.release(Release::Module(self.raw));
+        }
     }
 }
 
@@ -80,7 +85,8 @@ pub(crate) struct CudaProgram {
     module: Arc<Module>,
     /// The kernels take no hidden `ur_launch` parameter.
     plain: bool,
-    ptx: Arc<CString>,
+    /// The PTX it was loaded from; `None` for an adopted module.
+    ptx: Option<Arc<CString>>,
     log: String,
 }
 
@@ -196,15 +202,123 @@ impl CudaProgram {
             return Err(e);
         }
         let log = [text(&info_log), text(&log)].into_iter().filter(|l| !l.is_empty()).collect::<Vec<_>>().join("\n");
-        Ok(CudaProgram { module: Arc::new(Module { dev: dev.clone(), raw }), plain: bundle.plain_abi(), ptx, log })
+        let module = Arc::new(Module { dev: dev.clone(), raw, owned: true });
+        Ok(CudaProgram { module, plain: bundle.plain_abi(), ptx: Some(ptx), log })
+    }
+
+    /// A program over a loaded `CUmodule` of the primary context, whose
+    /// kernels are plain; it unloads the module only when `owned`.
+    fn adopted(dev: &Arc<DeviceShared>, raw: sys::CUmodule, owned: bool) -> CudaProgram {
+        CudaProgram {
+            module: Arc::new(Module { dev: dev.clone(), raw, owned }),
+            plain: true,
+            ptx: None,
+            log: String::new(),
+        }
     }
 }
 
-/// The parameter size each declared argument kind has in the ABI.
-fn abi_size(kind: ArgKind) -> usize {
+/// The driver entry points adoption needs (CUDA 12.4): to list a module's
+/// kernels, name them and read their parameters.
+const ADOPTION_SYMBOLS: [&str; 5] = [
+    "cuModuleGetFunctionCount",
+    "cuModuleEnumerateFunctions",
+    "cuFuncGetName",
+    "cuFuncGetParamInfo",
+    "cuFuncGetModule",
+];
+
+/// `UnsupportedFeature` when the driver lacks what adoption needs.
+fn check_adoption_symbols() -> Result<()> {
+    match ADOPTION_SYMBOLS.iter().find(|s| !has_symbol(s)) {
+        Some(missing) => Err(err!(
+            UnsupportedFeature,
+            "adopting CUDA modules and functions needs {missing} (CUDA 12.4 drivers): without it a kernel's \
+             parameters cannot be known"
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The name of a function.
+fn function_name(func: sys::CUfunction) -> Result<String> {
+    let mut name: *const std::ffi::c_char = ptr::null();
+    // SAFETY: a live function (the adoption contract); writes one pointer.
+    unsafe { cu!(cuFuncGetName(&mut name, func))? };
+    if name.is_null() {
+        return Err(err!(Unknown, "cuFuncGetName returned no name"));
+    }
+    // SAFETY: the driver's NUL-terminated name, valid while the module is loaded.
+    Ok(unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy().into_owned())
+}
+
+/// The signature of a plain kernel, from its parameter sizes: a value of
+/// each size (8-byte values take pointers and buffers, see
+/// `ur_core::launch`).
+fn derived_signature(func: sys::CUfunction) -> Result<KernelSignature> {
+    let mut args = Vec::new();
+    loop {
+        let (mut offset, mut size) = (0usize, 0usize);
+        // SAFETY: a live function; an index past the last parameter is an error, not UB.
+        match unsafe { sys::cuFuncGetParamInfo(func, args.len(), &mut offset, &mut size) } {
+            sys::CUresult::CUDA_SUCCESS => args.push(ArgKind::Value(size)),
+            sys::CUresult::CUDA_ERROR_INVALID_VALUE => break,
+            other => return Err(conv::cu_error(other, "cuFuncGetParamInfo")),
+        }
+    }
+    Ok(KernelSignature::new(function_name(func)?, args))
+}
+
+/// Adopts a loaded `CUmodule` of the device's primary context: its
+/// functions, with signatures from their parameter sizes.
+///
+/// # Safety
+/// `handle` is a `CUmodule` loaded in the device's primary context.
+pub(crate) unsafe fn adopt_module(
+    dev: &Arc<DeviceShared>,
+    handle: NativeHandle,
+    ownership: Ownership,
+) -> Result<AdoptedProgram> {
+    check_adoption_symbols()?;
+    dev.bind()?;
+    let raw = handle.0 as sys::CUmodule;
+    let mut count = 0u32;
+    // SAFETY: a loaded module (the contract); writes one count.
+    unsafe { cu!(cuModuleGetFunctionCount(&mut count, raw))? };
+    let mut functions: Vec<sys::CUfunction> = vec![ptr::null_mut(); count as usize];
+    // SAFETY: room for `count` handles.
+    unsafe { cu!(cuModuleEnumerateFunctions(functions.as_mut_ptr(), count, raw))? };
+    let kernels = functions.iter().map(|f| derived_signature(*f)).collect::<Result<Vec<_>>>()?;
+    let program = CudaProgram::adopted(dev, raw, ownership == Ownership::Transferred);
+    Ok(AdoptedProgram { imp: Box::new(program), kernels, form: SourceForm::Ptx })
+}
+
+/// Adopts a `CUfunction` of a module of the device's primary context (a
+/// function has no reference count: ownership changes nothing).
+///
+/// # Safety
+/// `handle` is a function of a module loaded in the device's primary context.
+pub(crate) unsafe fn adopt_function(dev: &Arc<DeviceShared>, handle: NativeHandle) -> Result<AdoptedKernel> {
+    check_adoption_symbols()?;
+    dev.bind()?;
+    let func = handle.0 as sys::CUfunction;
+    let mut module: sys::CUmodule = ptr::null_mut();
+    // SAFETY: a live function (the contract); writes one handle.
+    unsafe { cu!(cuFuncGetModule(&mut module, func))? };
+    let signature = derived_signature(func)?;
+    let program = CudaProgram::adopted(dev, module, false);
+    // SAFETY: `signature` is the function's own, read from the module.
+    let imp = unsafe { program.create_kernel(&signature)? };
+    Ok(AdoptedKernel { program: NativeHandle(module as u64), signature, imp })
+}
+
+/// The parameter size each declared argument kind has in the ABI; `None`
+/// for a kind the front end does not know exactly.
+fn abi_size(kind: ArgKind) -> Option<usize> {
     match kind {
-        ArgKind::Global | ArgKind::Local => 8,
-        ArgKind::Value(n) => n,
+        ArgKind::Global | ArgKind::Local => Some(8),
+        ArgKind::Value(n) => Some(n),
+        ArgKind::AnyValue | ArgKind::Unknown => None,
     }
 }
 
@@ -215,7 +329,7 @@ fn check_parameters(func: sys::CUfunction, signature: &KernelSignature, plain: b
         return Ok(());
     }
     let hidden = (!plain).then_some(LAUNCH_INFO_SIZE);
-    let expected: Vec<usize> = signature.args.iter().map(|k| abi_size(*k)).chain(hidden).collect();
+    let expected: Vec<Option<usize>> = signature.args.iter().map(|k| abi_size(*k)).chain(hidden.map(Some)).collect();
     let mut found = Vec::with_capacity(expected.len());
     for index in 0..=expected.len() {
         let (mut offset, mut size) = (0usize, 0usize);
@@ -229,7 +343,8 @@ fn check_parameters(func: sys::CUfunction, signature: &KernelSignature, plain: b
             }
         }
     }
-    if found != expected {
+    let fits = found.len() == expected.len() && found.iter().zip(&expected).all(|(f, e)| e.is_none_or(|e| e == *f));
+    if !fits {
         return Err(err!(
             InvalidValue,
             "kernel `{}` takes parameters of {found:?} bytes; its signature {:?} needs {expected:?} \
@@ -276,7 +391,8 @@ impl ProgramImpl for CudaProgram {
         if let Err(e) = opted {
             tracing::debug!(error = %e, "kernel keeps the default dynamic shared memory limit");
         }
-        let reports = !self.plain && may_report(self.ptx.to_str().unwrap_or(""), &signature.name);
+        let ptx = self.ptx.as_ref().and_then(|p| p.to_str().ok()).unwrap_or("");
+        let reports = !self.plain && may_report(ptx, &signature.name);
         Ok(Box::new(CudaKernel {
             _module: self.module.clone(),
             func: Func(func),
@@ -294,7 +410,12 @@ impl ProgramImpl for CudaProgram {
     }
 
     fn binary(&self) -> Option<Vec<u8>> {
-        Some(self.ptx.as_bytes().to_vec())
+        self.ptx.as_ref().map(|p| p.as_bytes().to_vec())
+    }
+
+    /// The `CUmodule`.
+    fn native_handle(&self) -> Result<NativeHandle> {
+        Ok(NativeHandle(self.module.raw as u64))
     }
 }
 
@@ -377,6 +498,11 @@ pub(crate) fn may_report(ptx: &str, name: &str) -> bool {
 impl KernelImpl for CudaKernel {
     fn max_work_group_size(&self) -> usize {
         self.max_threads
+    }
+
+    /// The `CUfunction`.
+    fn native_handle(&self) -> Result<NativeHandle> {
+        Ok(NativeHandle(self.func.0 as u64))
     }
 
     fn local_mem_size(&self) -> usize {

@@ -1,21 +1,23 @@
 //! Adopting native OpenCL objects (`ur*CreateWithNativeHandle`, see
 //! `ur_core::adopt`): the driver is asked which context and device an
 //! object belongs to, and anything not of this context and device is
-//! refused. A shared handle is retained, so that the adopted object and
+//! refused. Programs and kernels get signatures derived from
+//! `CL_KERNEL_NUM_ARGS` and `clGetKernelArgInfo` (`crate::program`). A shared handle is retained, so that the adopted object and
 //! the application each release their own reference.
 
 use std::sync::Arc;
 
 use cl3::info_type::InfoType;
-use cl3::types::{cl_command_queue, cl_context, cl_event, cl_int, cl_mem};
+use cl3::types::{cl_command_queue, cl_context, cl_event, cl_int, cl_kernel, cl_mem, cl_program};
 use ur_core::adapter::{BufferImpl, EventImpl, QueueImpl};
-use ur_core::{AdoptedBuffer, MemFlags, NativeHandle, Ownership, QueueProperties, Result, UrError, err};
+use ur_core::{AdoptedBuffer, MemFlags, NativeHandle, Ownership, QueueProperties, Result, SourceForm, UrError, err};
 
 use crate::context::{CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, CL_QUEUE_PROFILING_ENABLE, ClContext, Shared};
 use crate::conv::ClResultExt;
 use crate::device::DeviceShared;
 use crate::event::{ClEvent, RawEvent};
 use crate::memory::ClBuffer;
+use crate::program::{AdoptedProgram, ClKernel, ClProgram, derived_signature};
 use crate::queue::ClQueue;
 
 const CL_QUEUE_ON_DEVICE: u64 = 1 << 2;
@@ -165,4 +167,100 @@ pub(crate) unsafe fn event(shared: &Shared, handle: NativeHandle, ownership: Own
     // SAFETY: a reference this event now owns.
     let raw = unsafe { RawEvent::from_raw(raw) };
     Ok(ClEvent::command(raw, profiling))
+}
+
+const CL_PROGRAM_CONTEXT: u32 = 0x1161;
+const CL_PROGRAM_DEVICES: u32 = 0x1163;
+const CL_PROGRAM_KERNEL_NAMES: u32 = 0x1168;
+const CL_PROGRAM_IL: u32 = 0x1169;
+const CL_PROGRAM_BUILD_STATUS: u32 = 0x1181;
+const CL_PROGRAM_BINARY_TYPE: u32 = 0x1184;
+const CL_PROGRAM_BINARY_TYPE_EXECUTABLE: u32 = 0x4;
+const CL_BUILD_SUCCESS: i32 = 0;
+const CL_KERNEL_FUNCTION_NAME: u32 = 0x1190;
+const CL_KERNEL_CONTEXT: u32 = 0x1193;
+const CL_KERNEL_PROGRAM: u32 = 0x1194;
+
+/// The text of a string-valued `clGet*Info` answer, without its NUL.
+fn text(answer: std::result::Result<InfoType, cl_int>, what: &str) -> Result<String> {
+    match answer.cl(what)? {
+        InfoType::VecUchar(bytes) => Ok(String::from_utf8_lossy(&bytes).trim_end_matches('\0').to_string()),
+        other => Err(err!(Unknown, "{what}: unexpected answer {other:?}")),
+    }
+}
+
+/// Adopts a `cl_program` of this context built for its device: its
+/// kernels (`CL_PROGRAM_KERNEL_NAMES`) with signatures derived from the
+/// driver's answers.
+///
+/// # Safety
+/// `handle` is a live `cl_program`.
+pub(crate) unsafe fn program(
+    shared: &Arc<Shared>,
+    handle: NativeHandle,
+    ownership: Ownership,
+) -> Result<ur_core::adapter::AdoptedProgram> {
+    let raw = handle.0 as cl_program;
+    let info = |name| cl3::program::get_program_info(raw, name);
+    if ptr(info(CL_PROGRAM_CONTEXT), "clGetProgramInfo(CL_PROGRAM_CONTEXT)")? != shared.context.get() as isize {
+        return Err(err!(InvalidProgram, "the native program belongs to another context"));
+    }
+    let device = shared.device.id;
+    match info(CL_PROGRAM_DEVICES).cl("clGetProgramInfo(CL_PROGRAM_DEVICES)")? {
+        InfoType::VecIntPtr(devices) if devices.contains(&(device as isize)) => {}
+        _ => return Err(err!(InvalidProgram, "the native program is not for the device {}", shared.device.info.name)),
+    }
+    let build = |name| cl3::program::get_program_build_info(raw, device, name);
+    let status = build(CL_PROGRAM_BUILD_STATUS).cl("clGetProgramBuildInfo(CL_PROGRAM_BUILD_STATUS)")?;
+    let binary_type = build(CL_PROGRAM_BINARY_TYPE).cl("clGetProgramBuildInfo(CL_PROGRAM_BINARY_TYPE)")?;
+    if !matches!(
+        (&status, &binary_type),
+        (&InfoType::Int(CL_BUILD_SUCCESS), &InfoType::Uint(CL_PROGRAM_BINARY_TYPE_EXECUTABLE))
+    ) {
+        return Err(err!(
+            InvalidProgramExecutable,
+            "the native program is not built for the device (build status {status:?}, binary type {binary_type:?}): \
+             programs are adopted once built (clBuildProgram or clLinkProgram)"
+        ));
+    }
+    // SAFETY: a live program (the contract).
+    keep(ownership, || unsafe { cl3::program::retain_program(raw) }, "clRetainProgram")?;
+    // From here the reference is ours and released on every path.
+    let program = ClProgram::adopted(shared.clone(), AdoptedProgram(raw));
+    let names = text(info(CL_PROGRAM_KERNEL_NAMES), "clGetProgramInfo(CL_PROGRAM_KERNEL_NAMES)")?;
+    let kernels = names
+        .split(';')
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .map(|name| derived_signature(program.raw_kernel(name)?.get(), name))
+        .collect::<Result<Vec<_>>>()?;
+    // A program made from IL has its IL (OpenCL 2.1): its kernels are SPIR-V's.
+    let from_il = matches!(info(CL_PROGRAM_IL), Ok(InfoType::VecUchar(il)) if !il.is_empty());
+    let form = if from_il { SourceForm::SpirvKernel } else { SourceForm::OpenClC };
+    tracing::debug!(kernels = kernels.len(), %form, "adopted an OpenCL program");
+    Ok(ur_core::adapter::AdoptedProgram { imp: Box::new(program), kernels, form })
+}
+
+/// Adopts a `cl_kernel` of this context, with a signature derived from the
+/// driver's answers.
+///
+/// # Safety
+/// `handle` is a live `cl_kernel`.
+pub(crate) unsafe fn kernel(
+    shared: &Arc<Shared>,
+    handle: NativeHandle,
+    ownership: Ownership,
+) -> Result<ur_core::adapter::AdoptedKernel> {
+    let raw = handle.0 as cl_kernel;
+    let info = |name| cl3::kernel::get_kernel_info(raw, name);
+    if ptr(info(CL_KERNEL_CONTEXT), "clGetKernelInfo(CL_KERNEL_CONTEXT)")? != shared.context.get() as isize {
+        return Err(err!(InvalidKernel, "the native kernel belongs to another context"));
+    }
+    let program = ptr(info(CL_KERNEL_PROGRAM), "clGetKernelInfo(CL_KERNEL_PROGRAM)")?;
+    let name = text(info(CL_KERNEL_FUNCTION_NAME), "clGetKernelInfo(CL_KERNEL_FUNCTION_NAME)")?;
+    let signature = derived_signature(raw, &name)?;
+    // SAFETY: a live kernel (the contract).
+    keep(ownership, || unsafe { cl3::kernel::retain_kernel(raw) }, "clRetainKernel")?;
+    let imp = ClKernel::boxed(shared, opencl3::kernel::Kernel::new(raw), &name, false)?;
+    Ok(ur_core::adapter::AdoptedKernel { program: NativeHandle(program as u64), signature, imp })
 }

@@ -5,7 +5,8 @@ use std::sync::{Arc, OnceLock};
 
 use cl3::types::{cl_bitfield, cl_command_queue};
 use ur_core::adapter::{
-    BufferImpl, ContextImpl, EventImpl, ProgramImpl, QueueImpl, RecordingCommandBufferImpl, UserEventImpl, UsmImpl,
+    AdoptedKernel, AdoptedProgram, BufferImpl, ContextImpl, EventImpl, ProgramImpl, QueueImpl,
+    RecordingCommandBufferImpl, UserEventImpl, UsmImpl,
 };
 use ur_core::{
     AdoptedBuffer, CommandBufferDesc, MemFlags, NativeHandle, Ownership, ProgramBundle, QueueProperties, ReplayPath,
@@ -197,5 +198,15 @@ impl ContextImpl for ClContext {
     unsafe fn event_from_native(&self, handle: NativeHandle, ownership: Ownership) -> Result<Arc<dyn EventImpl>> {
         // SAFETY: forwarded from the trait's contract.
         unsafe { crate::adopt::event(&self.shared, handle, ownership) }
+    }
+
+    unsafe fn program_from_native(&self, handle: NativeHandle, ownership: Ownership) -> Result<AdoptedProgram> {
+        // SAFETY: forwarded from the trait's contract.
+        unsafe { crate::adopt::program(&self.shared, handle, ownership) }
+    }
+
+    unsafe fn kernel_from_native(&self, handle: NativeHandle, ownership: Ownership) -> Result<AdoptedKernel> {
+        // SAFETY: forwarded from the trait's contract.
+        unsafe { crate::adopt::kernel(&self.shared, handle, ownership) }
     }
 }

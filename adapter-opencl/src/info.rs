@@ -102,10 +102,13 @@ pub fn major_version(version: &str) -> Option<u32> {
     number.split('.').next()?.parse().ok()
 }
 
-/// The UR binary formats of a device with this IL version string and
-/// address width: SPIR-V in the device's address width.
-pub fn binary_targets(il_version: Option<&str>, address_bits: u32) -> Vec<BinaryTarget> {
-    if !crate::spir::lists_spirv(il_version) {
+/// The UR binary formats of a device that builds SPIR-V (`builds_spirv`:
+/// natively or through the translator, see [`crate::spir::il_path`]) and
+/// has this address width: SPIR-V in the device's address width. Decided
+/// from the same path as the source forms and the IL version, so that device
+/// info, `urDeviceSelectBinary` and program creation answer alike.
+pub fn binary_targets(builds_spirv: bool, address_bits: u32) -> Vec<BinaryTarget> {
+    if !builds_spirv {
         return Vec::new();
     }
     vec![if address_bits == 32 { BinaryTarget::Spirv32 } else { BinaryTarget::Spirv64 }]
@@ -268,7 +271,7 @@ pub(crate) fn device_info(
         },
         ip_version: if intel_attributes { uint(id, CL_DEVICE_IP_VERSION_INTEL) } else { None },
         version,
-        binary_targets: binary_targets(il_version.as_deref(), address_bits),
+        binary_targets: binary_targets(il_path.is_some(), address_bits),
         il_version,
         extensions: extensions.clone(),
         integrated_gpu: device_type == DeviceType::Gpu && host_unified_memory,
@@ -376,10 +379,9 @@ mod tests {
         assert_eq!(major_version("OpenCL 3.0 PoCL HSTR: pthread-x86_64"), Some(3));
         assert_eq!(major_version("OpenCL 1.2 CUDA"), Some(1));
         assert_eq!(major_version("3.0"), None);
-        assert_eq!(binary_targets(Some("SPIR-V_1.0 SPIR-V_1.2"), 64), vec![BinaryTarget::Spirv64]);
-        assert_eq!(binary_targets(Some("SPIR-V_1.0"), 32), vec![BinaryTarget::Spirv32]);
-        assert!(binary_targets(None, 64).is_empty());
-        assert!(binary_targets(Some("SPIR_1.2"), 64).is_empty());
+        assert_eq!(binary_targets(true, 64), vec![BinaryTarget::Spirv64]);
+        assert_eq!(binary_targets(true, 32), vec![BinaryTarget::Spirv32]);
+        assert!(binary_targets(false, 64).is_empty());
         let bus: Vec<u8> = [0u32, 0x3b, 0, 1].iter().flat_map(|w| w.to_ne_bytes()).collect();
         assert_eq!(pci_address(&bus).as_deref(), Some("0000:3b:00.1"));
         assert_eq!(pci_address(&bus[..12]), None);

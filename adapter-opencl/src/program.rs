@@ -12,9 +12,10 @@
 use std::ffi::CString;
 use std::sync::Arc;
 
+use cl3::types::{cl_kernel, cl_program};
 use parking_lot::Mutex;
 use ur_core::adapter::{KernelImpl, ProgramImpl};
-use ur_core::{ArgKind, KernelSignature, Result, err};
+use ur_core::{ArgKind, KernelSignature, NativeHandle, Result, err};
 
 use crate::context::Shared;
 use crate::conv::{ClResultExt, cl_error};
@@ -25,8 +26,42 @@ const CL_KERNEL_NUM_ARGS: u32 = 0x1191;
 /// A built program.
 pub(crate) struct ClProgram {
     shared: Arc<Shared>,
-    program: opencl3::program::Program,
+    program: ProgramObject,
     log: String,
+}
+
+/// The `cl_program` of a [`ClProgram`], released with it.
+enum ProgramObject {
+    /// Built by the adapter.
+    Built(opencl3::program::Program),
+    /// Adopted: a reference the adapter holds (see [`crate::adopt`]).
+    Adopted(AdoptedProgram),
+}
+
+impl ProgramObject {
+    fn get(&self) -> cl_program {
+        match self {
+            ProgramObject::Built(p) => p.get(),
+            ProgramObject::Adopted(p) => p.0,
+        }
+    }
+}
+
+/// A reference to an adopted `cl_program`, released on drop.
+pub(crate) struct AdoptedProgram(pub(crate) cl_program);
+
+// SAFETY: OpenCL objects may be used and released from any thread.
+unsafe impl Send for AdoptedProgram {}
+// SAFETY: as for Send.
+unsafe impl Sync for AdoptedProgram {}
+
+impl Drop for AdoptedProgram {
+    fn drop(&mut self) {
+        // SAFETY: the reference this value holds, released once.
+        if let Err(code) = unsafe { cl3::program::release_program(self.0) } {
+            tracing::warn!(code, "clReleaseProgram of an adopted program failed");
+        }
+    }
 }
 
 impl ClProgram {
@@ -76,25 +111,111 @@ impl ClProgram {
             return Err(cl_error(e.0, &format!("clBuildProgram ({what}); build log:\n{log}")));
         }
         tracing::debug!(what, options, "OpenCL program built");
-        Ok(ClProgram { shared, program, log })
+        Ok(ClProgram { shared, program: ProgramObject::Built(program), log })
     }
+
+    /// A program over an adopted reference, with its driver's build log.
+    pub(crate) fn adopted(shared: Arc<Shared>, program: AdoptedProgram) -> ClProgram {
+        let device = shared.device.id;
+        let log = match cl3::program::get_program_build_info(program.0, device, CL_PROGRAM_BUILD_LOG) {
+            Ok(cl3::info_type::InfoType::VecUchar(bytes)) => {
+                String::from_utf8_lossy(&bytes).trim_end_matches('\0').trim().to_string()
+            }
+            _ => String::new(),
+        };
+        ClProgram { shared, program: ProgramObject::Adopted(program), log }
+    }
+}
+
+impl ClProgram {
+    /// A new `cl_kernel` of the program named `name`.
+    pub(crate) fn raw_kernel(&self, name: &str) -> Result<opencl3::kernel::Kernel> {
+        let c_name = CString::new(name).map_err(|_| err!(InvalidKernelName, "kernel name {name:?} contains NUL"))?;
+        match cl3::kernel::create_kernel(self.program.get(), &c_name) {
+            Ok(k) => Ok(opencl3::kernel::Kernel::new(k)),
+            Err(-46) => Err(err!(InvalidKernelName, "the program has no kernel `{name}`")),
+            Err(code) => Err(cl_error(code, "clCreateKernel")),
+        }
+    }
+}
+
+/// The number of arguments of a `cl_kernel` (`CL_KERNEL_NUM_ARGS`).
+pub(crate) fn num_args(kernel: cl_kernel) -> Result<usize> {
+    match cl3::kernel::get_kernel_info(kernel, CL_KERNEL_NUM_ARGS).cl("clGetKernelInfo(CL_KERNEL_NUM_ARGS)")? {
+        cl3::info_type::InfoType::Uint(n) => Ok(n as usize),
+        other => Err(err!(Unknown, "clGetKernelInfo(CL_KERNEL_NUM_ARGS): unexpected answer {other:?}")),
+    }
+}
+
+/// The signature of a kernel the adapter did not build, from what the
+/// driver reports (see `ur_core::adopt`): the argument count, and each
+/// argument's kind where `clGetKernelArgInfo` answers (drivers keep that
+/// information for programs built with `-cl-kernel-arg-info`, some always).
+pub(crate) fn derived_signature(kernel: cl_kernel, name: &str) -> Result<KernelSignature> {
+    let args = (0..num_args(kernel)?).map(|i| arg_kind(kernel, i as u32)).collect::<Vec<_>>();
+    Ok(KernelSignature::new(name.to_string(), args))
+}
+
+const CL_KERNEL_ARG_ADDRESS_QUALIFIER: u32 = 0x1196;
+const CL_KERNEL_ARG_TYPE_NAME: u32 = 0x1198;
+const CL_KERNEL_ARG_ADDRESS_GLOBAL: u32 = 0x119B;
+const CL_KERNEL_ARG_ADDRESS_LOCAL: u32 = 0x119C;
+const CL_KERNEL_ARG_ADDRESS_CONSTANT: u32 = 0x119D;
+const CL_PROGRAM_BUILD_LOG: u32 = 0x1183;
+
+/// What `clGetKernelArgInfo` tells of argument `index`; `Unknown` where it
+/// tells nothing (`CL_KERNEL_ARG_INFO_NOT_AVAILABLE`, or an OpenCL 1.1 driver).
+fn arg_kind(kernel: cl_kernel, index: u32) -> ArgKind {
+    match cl3::kernel::get_kernel_arg_info(kernel, index, CL_KERNEL_ARG_ADDRESS_QUALIFIER) {
+        Ok(cl3::info_type::InfoType::Uint(CL_KERNEL_ARG_ADDRESS_GLOBAL | CL_KERNEL_ARG_ADDRESS_CONSTANT)) => {
+            ArgKind::Global
+        }
+        Ok(cl3::info_type::InfoType::Uint(CL_KERNEL_ARG_ADDRESS_LOCAL)) => ArgKind::Local,
+        Ok(cl3::info_type::InfoType::Uint(_)) => {
+            match cl3::kernel::get_kernel_arg_info(kernel, index, CL_KERNEL_ARG_TYPE_NAME) {
+                Ok(cl3::info_type::InfoType::VecUchar(name)) => {
+                    let name = String::from_utf8_lossy(&name);
+                    value_size(name.trim_end_matches('\0').trim()).map_or(ArgKind::AnyValue, ArgKind::Value)
+                }
+                _ => ArgKind::AnyValue,
+            }
+        }
+        _ => ArgKind::Unknown,
+    }
+}
+
+/// The size of a by-value argument of OpenCL C's builtin scalar or vector
+/// type `name` (`float4`, `uint`, `unsigned int`); `None` for any other
+/// type (structs, typedefs, `size_t`, whose size the front end leaves to
+/// the driver).
+pub fn value_size(name: &str) -> Option<usize> {
+    let name = name.strip_prefix("unsigned ").map_or(name, |rest| rest);
+    let digits = name.trim_start_matches(|c: char| c.is_ascii_alphabetic());
+    let base = &name[..name.len() - digits.len()];
+    let scalar = match base {
+        "char" | "uchar" => 1,
+        "short" | "ushort" | "half" => 2,
+        "int" | "uint" | "float" => 4,
+        "long" | "ulong" | "double" => 8,
+        _ => return None,
+    };
+    let lanes = match digits {
+        "" => 1,
+        "2" => 2,
+        // A 3-component vector takes the room of four.
+        "3" | "4" => 4,
+        "8" => 8,
+        "16" => 16,
+        _ => return None,
+    };
+    Some(scalar * lanes)
 }
 
 impl ProgramImpl for ClProgram {
     unsafe fn create_kernel(&self, signature: &KernelSignature) -> Result<Box<dyn KernelImpl>> {
         let name = &*signature.name;
-        let c_name = CString::new(name).map_err(|_| err!(InvalidKernelName, "kernel name {name:?} contains NUL"))?;
-        let kernel = match cl3::kernel::create_kernel(self.program.get(), &c_name) {
-            Ok(k) => opencl3::kernel::Kernel::new(k),
-            Err(-46) => {
-                return Err(err!(InvalidKernelName, "the program's OpenCL C source has no kernel `{name}`"));
-            }
-            Err(code) => return Err(cl_error(code, "clCreateKernel")),
-        };
-        let args = match cl3::kernel::get_kernel_info(kernel.get(), CL_KERNEL_NUM_ARGS) {
-            Ok(cl3::info_type::InfoType::Uint(n)) => n as usize,
-            _ => signature.args.len(),
-        };
+        let kernel = self.raw_kernel(name)?;
+        let args = num_args(kernel.get()).unwrap_or(signature.args.len());
         let declared = signature.args.len();
         let locals = signature.args.iter().filter(|a| matches!(a, ArgKind::Local)).count();
         let status_abi = args == declared + 1 + locals;
@@ -106,7 +227,40 @@ impl ProgramImpl for ClProgram {
                 declared + 1 + locals
             ));
         }
-        let device = self.shared.device.id;
+        ClKernel::boxed(&self.shared, kernel, name, status_abi)
+    }
+
+    fn build_log(&self) -> String {
+        self.log.clone()
+    }
+
+    fn binary(&self) -> Option<Vec<u8>> {
+        let binaries = match cl3::program::get_program_info(self.program.get(), CL_PROGRAM_BINARIES).ok()? {
+            cl3::info_type::InfoType::VecVecUchar(binaries) => binaries,
+            _ => return None,
+        };
+        binaries.into_iter().next().filter(|b| !b.is_empty())
+    }
+
+    /// The `cl_program`.
+    fn native_handle(&self) -> Result<NativeHandle> {
+        Ok(NativeHandle(self.program.get() as u64))
+    }
+}
+
+const CL_PROGRAM_BINARIES: u32 = 0x1166;
+
+impl ClKernel {
+    /// The adapter's kernel over `kernel` (a reference it owns) of a
+    /// program of `shared`'s context; `status_abi` when it takes the status
+    /// word and local sizes after its arguments.
+    pub(crate) fn boxed(
+        shared: &Shared,
+        kernel: opencl3::kernel::Kernel,
+        name: &str,
+        status_abi: bool,
+    ) -> Result<Box<dyn KernelImpl>> {
+        let device = shared.device.id;
         let max_work_group_size = kernel.get_work_group_size(device).cl("CL_KERNEL_WORK_GROUP_SIZE")?;
         let compile_size = kernel.get_compile_work_group_size(device).ok().and_then(|s| {
             let size: [usize; 3] = [0, 1, 2].map(|d| s.get(d).copied().unwrap_or(0));
@@ -118,21 +272,15 @@ impl ProgramImpl for ClProgram {
             private_mem: kernel.get_private_mem_size(device).map_or(0, |n| n as usize),
             preferred_multiple: kernel.get_work_group_size_multiple(device).ok().filter(|m| *m > 0),
         };
+        let native = kernel.get();
         Ok(Box::new(ClKernel {
             kernel: Mutex::new(kernel),
+            native,
             max_work_group_size,
             status_abi,
             name: name.into(),
             work_group_info,
         }))
-    }
-
-    fn build_log(&self) -> String {
-        self.log.clone()
-    }
-
-    fn binary(&self) -> Option<Vec<u8>> {
-        self.program.get_binaries().ok()?.into_iter().next().filter(|b| !b.is_empty())
     }
 }
 
@@ -149,6 +297,9 @@ struct WorkGroupInfo {
 /// the arguments).
 pub(crate) struct ClKernel {
     pub(crate) kernel: Mutex<opencl3::kernel::Kernel>,
+    /// The `cl_kernel` the lock holds, for its native handle (which needs
+    /// no lock: the handle never changes).
+    native: cl_kernel,
     max_work_group_size: usize,
     /// The kernel declares the status word and local sizes after its arguments.
     pub(crate) status_abi: bool,
@@ -176,5 +327,38 @@ impl KernelImpl for ClKernel {
 
     fn preferred_work_group_size_multiple(&self) -> Option<usize> {
         self.work_group_info.preferred_multiple
+    }
+
+    /// The `cl_kernel`. Launches set its arguments under the kernel's lock,
+    /// so an application that sets arguments on it itself must not launch
+    /// through ur-rs at the same time.
+    fn native_handle(&self) -> Result<NativeHandle> {
+        Ok(NativeHandle(self.native as u64))
+    }
+}
+
+// SAFETY: the raw `cl_kernel` copy is only read as a handle value; the
+// object it names is owned (and released) by the `opencl3` kernel beside it.
+unsafe impl Send for ClKernel {}
+// SAFETY: as for Send.
+unsafe impl Sync for ClKernel {}
+
+#[cfg(test)]
+mod tests {
+    use super::value_size;
+
+    #[test]
+    fn builtin_value_types_have_their_sizes() {
+        assert_eq!(value_size("int"), Some(4));
+        assert_eq!(value_size("unsigned int"), Some(4));
+        assert_eq!(value_size("float4"), Some(16));
+        assert_eq!(value_size("double3"), Some(32));
+        assert_eq!(value_size("uchar16"), Some(16));
+        assert_eq!(value_size("ulong"), Some(8));
+        assert_eq!(value_size("half2"), Some(4));
+        assert_eq!(value_size("size_t"), None);
+        assert_eq!(value_size("struct pair"), None);
+        assert_eq!(value_size("int5"), None);
+        assert_eq!(value_size("float*"), None);
     }
 }

@@ -175,7 +175,9 @@ impl ArgLayout {
                     at += n;
                     Some(at - n)
                 }
-                ArgKind::Local => None,
+                // Refused at kernel creation (`exact_kinds`): the block
+                // cannot be laid out without each argument's kind.
+                ArgKind::Local | ArgKind::AnyValue | ArgKind::Unknown => None,
             })
             .collect();
         ArgLayout { offsets, size: at.next_multiple_of(16) }
@@ -296,6 +298,14 @@ impl ProgramImpl for VkProgram {
         let module = self.modules.get(&*signature.name).ok_or_else(|| {
             err!(InvalidKernelName, "the program's SPIR-V has no module for kernel `{}`", signature.name)
         })?;
+        if let Some(i) = signature.args.iter().position(|k| !k.is_exact()) {
+            return Err(err!(
+                InvalidValue,
+                "argument {i} of `{}` is declared {:?}: the Vulkan kernel ABI lays out each argument by its kind and size",
+                signature.name,
+                signature.args[i]
+            ));
+        }
         Ok(Box::new(VkKernel {
             module: module.clone(),
             layout: ArgLayout::new(&signature.args),

@@ -41,6 +41,30 @@ pub struct AdoptedBuffer {
     pub flags: MemFlags,
 }
 
+/// A built native program an adapter adopted, with the kernels it holds.
+pub struct AdoptedProgram {
+    /// The adapter's program over the native one.
+    pub imp: Box<dyn ProgramImpl>,
+    /// Each kernel of the program, its signature derived from what the
+    /// driver reports (see [`KernelSignature`]): names unique.
+    pub kernels: Vec<KernelSignature>,
+    /// The form of its kernels' code, for the launch rules that depend on
+    /// it (OpenCL: `SpirvKernel` for a program made from IL, else `OpenClC`;
+    /// CUDA: `Ptx`).
+    pub form: SourceForm,
+}
+
+/// A native kernel an adapter adopted.
+pub struct AdoptedKernel {
+    /// The native program the kernel belongs to (OpenCL's
+    /// `CL_KERNEL_PROGRAM`, CUDA's `cuFuncGetModule`).
+    pub program: NativeHandle,
+    /// Its signature, derived from what the driver reports.
+    pub signature: KernelSignature,
+    /// The adapter's kernel over the native one.
+    pub imp: Box<dyn KernelImpl>,
+}
+
 /// Opens one backend's driver.
 pub trait AdapterFactory: Send + Sync {
     /// The backend this factory opens.
@@ -217,6 +241,27 @@ pub trait ContextImpl: Any + Send + Sync {
         let _ = (handle, ownership);
         Err(crate::err!(UnsupportedFeature, "this backend does not adopt native events"))
     }
+
+    /// Adopts a built native program of this context and device (see
+    /// [`crate::adopt`]): `InvalidProgram` when it is not one of theirs,
+    /// `InvalidProgramExecutable` when it is not built for the device.
+    ///
+    /// # Safety
+    /// As for [`DeviceImpl::context_from_native`], for a native program.
+    unsafe fn program_from_native(&self, handle: NativeHandle, ownership: Ownership) -> Result<AdoptedProgram> {
+        let _ = (handle, ownership);
+        Err(crate::err!(UnsupportedFeature, "this backend does not adopt native programs"))
+    }
+
+    /// Adopts a native kernel of this context (see [`crate::adopt`]):
+    /// `InvalidKernel` when it is not one of this context's.
+    ///
+    /// # Safety
+    /// As for [`DeviceImpl::context_from_native`], for a native kernel.
+    unsafe fn kernel_from_native(&self, handle: NativeHandle, ownership: Ownership) -> Result<AdoptedKernel> {
+        let _ = (handle, ownership);
+        Err(crate::err!(UnsupportedFeature, "this backend does not adopt native kernels"))
+    }
 }
 
 /// A USM allocation; dropping it frees the memory.
@@ -272,6 +317,12 @@ pub trait ProgramImpl: Any + Send + Sync {
     fn binary(&self) -> Option<Vec<u8>> {
         None
     }
+
+    /// The native object (OpenCL's `cl_program`, CUDA's `CUmodule`);
+    /// `UnsupportedFeature` where the backend has none.
+    fn native_handle(&self) -> Result<NativeHandle> {
+        Err(crate::err!(UnsupportedFeature, "this program has no native handle"))
+    }
 }
 
 /// A kernel of a built program.
@@ -298,6 +349,12 @@ pub trait KernelImpl: Any + Send + Sync {
     /// The driver's preferred work-group size multiple, if it has one.
     fn preferred_work_group_size_multiple(&self) -> Option<usize> {
         None
+    }
+
+    /// The native object (OpenCL's `cl_kernel`, CUDA's `CUfunction`);
+    /// `UnsupportedFeature` where the backend has none.
+    fn native_handle(&self) -> Result<NativeHandle> {
+        Err(crate::err!(UnsupportedFeature, "this kernel has no native handle"))
     }
 }
 

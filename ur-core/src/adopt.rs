@@ -9,7 +9,8 @@
 //! | [`Queue`] | unsupported | `cl_command_queue` of the context and device | a `VkQueue` of the device's | a `CUstream` of the primary context |
 //! | [`MemBuffer`] | a live buffer's host address | `cl_mem` of the context (not a sub-buffer) | unsupported | unsupported |
 //! | [`Event`] | unsupported | `cl_event` of the context | unsupported | unsupported |
-//! | programs, kernels | unsupported | unsupported | unsupported | unsupported |
+//! | [`Program`] (built) | unsupported | `cl_program` of the context, built for the device | unsupported | `CUmodule` of the primary context |
+//! | [`Kernel`] | unsupported | `cl_kernel` of the context | unsupported | `CUfunction` |
 //!
 //! Platforms and devices are discovered once: adopting one finds the
 //! discovered object whose native handle it is (`InvalidPlatform` /
@@ -30,10 +31,35 @@
 //! Vulkan has no native event, and a `VkBuffer` alone gives neither its
 //! memory nor its device address; CUDA's events are the adapter's own
 //! objects, with its timing and completion tracking, and its memory is USM
-//! (a `CUdeviceptr` names no allocation size); programs and kernels carry
-//! kernel signatures that ur-core reads from the code it is given
-//! ([`crate::ProgramBundle::from_il`]), which a built native program does
-//! not return on every driver.
+//! (a `CUdeviceptr` names no allocation size); the CPU's kernels are Rust
+//! functions or C tables, and Vulkan's pipelines are built per kernel from
+//! the argument layout of a signature that a `VkPipeline` does not give.
+//!
+//! # Adopted programs and kernels
+//!
+//! ur-core checks every launch against its kernel's signature, which it
+//! reads from the code it is given. A native program gives no code, only
+//! what its driver answers, so an adopted kernel's signature is *derived*:
+//! its argument count from the driver (OpenCL `CL_KERNEL_NUM_ARGS`, CUDA
+//! `cuFuncGetParamInfo`), and each argument's kind where the driver tells
+//! it (OpenCL `clGetKernelArgInfo` when the program was built with
+//! `-cl-kernel-arg-info` or the driver keeps it: global, constant and local
+//! address spaces, and the size of builtin scalar and vector types; CUDA
+//! each parameter's size). What the driver does not tell is
+//! [`ArgKind::AnyValue`](crate::ArgKind::AnyValue) or
+//! [`ArgKind::Unknown`](crate::ArgKind::Unknown): for those the launch's own
+//! kinds stand (UR's launches carry them, `ur_exp_kernel_arg_type_t`), and
+//! the driver checks them as it sets the argument. Every other check is
+//! made as for any kernel: the number of arguments, kinds and sizes where
+//! known, the context of buffers, local memory and work-group limits.
+//!
+//! Only built programs are adopted (`InvalidProgramExecutable` otherwise):
+//! their kernels are listed and their signatures derived at adoption. An
+//! adopted kernel belongs to an adopted program, the one given or else the
+//! one its driver names, adopted with it. Adopted kernels are the driver's
+//! plain kernels: none takes the status word of the OpenCL adapter's
+//! kernel ABI nor the CUDA adapter's hidden launch parameter (so a CUDA
+//! one takes no global offset).
 //!
 //! A native handle that is not an object of this context or device is an
 //! error (`InvalidQueue`, `InvalidMemObject`, `InvalidEvent`,
@@ -54,6 +80,7 @@ use crate::event::Event;
 use crate::interop::NativeHandle;
 use crate::memory::MemBuffer;
 use crate::platform::Platform;
+use crate::program::{Kernel, Program};
 use crate::queue::Queue;
 pub use crate::types::interop::Ownership;
 
@@ -185,5 +212,88 @@ impl Event {
     /// event's context, which [`Queue::from_native`] adopts.
     pub fn adopted_native_queue(&self) -> Option<NativeHandle> {
         self.imp().adopted_native_queue()
+    }
+}
+
+impl Program {
+    /// Adopts a built native program of `context`
+    /// (`urProgramCreateWithNativeHandle`): its kernels, with signatures
+    /// derived from the driver's answers (see the [module
+    /// documentation](self)). `InvalidNullHandle` for 0, `InvalidProgram`
+    /// for a program of another context or device,
+    /// `InvalidProgramExecutable` for one not built for the device.
+    ///
+    /// # Safety
+    /// `handle` is 0 or a live native program of the context's backend.
+    #[tracing::instrument(level = "debug", skip(context), fields(device = %context.device()))]
+    pub unsafe fn from_native(context: &Context, handle: NativeHandle, ownership: Ownership) -> Result<Program> {
+        non_null(handle, "program")?;
+        // SAFETY: non-null; the rest is the caller's contract.
+        let adopted = unsafe { context.imp().program_from_native(handle, ownership)? };
+        for (i, k) in adopted.kernels.iter().enumerate() {
+            ensure!(
+                !adopted.kernels[..i].iter().any(|o| o.name == k.name),
+                InvalidProgram,
+                "the native program lists kernel `{}` twice",
+                k.name
+            );
+        }
+        Ok(Program {
+            inner: Arc::new(crate::objects::ProgramInner {
+                context: context.clone(),
+                signatures: adopted.kernels,
+                form: adopted.form,
+                options: String::new(),
+                given: None,
+                label: None,
+                adopted: true,
+                imp: adopted.imp,
+                _live: crate::live::Live::new(),
+            }),
+        })
+    }
+}
+
+impl Kernel {
+    /// Adopts a native kernel of `context` (`urKernelCreateWithNativeHandle`),
+    /// with a signature derived from the driver's answers (see the [module
+    /// documentation](self)). It belongs to `program` when given, which must
+    /// be the native kernel's program (`InvalidProgram` otherwise); without
+    /// one, its native program is adopted too, as [`Program::from_native`]
+    /// adopts a shared program. `InvalidNullHandle` for 0, `InvalidKernel`
+    /// for a kernel of another context, `InvalidContext` for a program of
+    /// another context.
+    ///
+    /// # Safety
+    /// `handle` is 0 or a live native kernel of the context's backend.
+    #[tracing::instrument(level = "debug", skip(context, program), fields(device = %context.device()))]
+    pub unsafe fn from_native(
+        context: &Context,
+        program: Option<&Program>,
+        handle: NativeHandle,
+        ownership: Ownership,
+    ) -> Result<Kernel> {
+        if let Some(program) = program {
+            ensure!(program.context() == context, InvalidContext, "the program belongs to another context");
+        }
+        non_null(handle, "kernel")?;
+        // SAFETY: non-null; the rest is the caller's contract.
+        let adopted = unsafe { context.imp().kernel_from_native(handle, ownership)? };
+        let program = match program {
+            Some(program) => {
+                let native = program.native_handle()?;
+                ensure!(
+                    native == adopted.program,
+                    InvalidProgram,
+                    "the native kernel belongs to program {:?}, not to the given program's {native:?}",
+                    adopted.program
+                );
+                program.clone()
+            }
+            // SAFETY: the driver's answer for a live kernel of this context:
+            // a live program of the same context.
+            None => unsafe { Program::from_native(context, adopted.program, Ownership::Shared)? },
+        };
+        Ok(Kernel::from_parts(&program, adopted.signature, adopted.imp))
     }
 }

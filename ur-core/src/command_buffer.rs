@@ -638,7 +638,10 @@ impl CommandBuffer {
     /// Appends a copy where each side is either a USM pointer of the buffer's
     /// context or, lying in no USM allocation of it, host memory
     /// (`urCommandBufferAppendUSMMemcpyExp`, which accepts both). At least one
-    /// side must be USM.
+    /// side must be USM: a copy between two host memories, which a queue runs
+    /// on the host ([`Queue::usm_memcpy_host`](crate::Queue::usm_memcpy_host)),
+    /// is `UnsupportedFeature` here, because no backend's native command
+    /// buffer holds host work.
     ///
     /// # Safety
     /// A side in no USM allocation must be host memory valid for `size`

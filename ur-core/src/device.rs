@@ -20,7 +20,8 @@ fn select_binary<S: AsRef<str>>(preference: &[BinaryTarget], targets: &[S]) -> O
 
 impl Device {
     pub(crate) fn new(imp: Arc<dyn DeviceImpl>, id: DeviceId) -> Device {
-        let info = imp.info();
+        let mut info = imp.info();
+        info.sub_groups = std::mem::take(&mut info.sub_groups).or_single_items(info.max_work_group_size);
         Device { inner: Arc::new(DeviceInner { imp, info, id, native: None }) }
     }
 
@@ -170,6 +171,16 @@ mod tests {
         assert_eq!(select_binary(&[BinaryTarget::Amdgcn, BinaryTarget::NativeCpu], &given), Some(4));
         assert_eq!(select_binary(&[BinaryTarget::Amdgcn], &given), None);
         assert_eq!(select_binary::<&str>(&[], &given), None);
+    }
+
+    #[test]
+    fn devices_without_sub_groups_run_single_items() {
+        let none = SubGroups::default().or_single_items(256);
+        assert_eq!((none.sizes, none.max_per_work_group), (vec![1], 256));
+        let sized = SubGroups { sizes: vec![16, 8], ..SubGroups::default() }.or_single_items(100);
+        assert_eq!(sized.max_per_work_group, 13);
+        let told = SubGroups { sizes: vec![32], max_per_work_group: 2, independent_forward_progress: true };
+        assert_eq!(told.clone().or_single_items(1024), told);
     }
 
     #[test]

@@ -15,6 +15,8 @@
 //! | [`Queue`](crate::Queue) | unsupported | `cl_command_queue` | `VkQueue` | `CUstream` |
 //! | [`MemBuffer`](crate::MemBuffer) | host address of its bytes | `cl_mem` | `VkBuffer` (from offset 0) | `CUdeviceptr` |
 //! | [`Event`](crate::Event) | unsupported | `cl_event` | unsupported | `CUevent` (of the completion) |
+//! | [`Program`](crate::Program) | unsupported | `cl_program` | unsupported | `CUmodule` |
+//! | [`Kernel`](crate::Kernel) | unsupported | `cl_kernel` | unsupported | `CUfunction` |
 //! | [`CommandBuffer`](crate::CommandBuffer), once finalized | the plan's address | `cl_command_buffer_khr` | `VkCommandBuffer` | `CUgraphExec` |
 //!
 //! "Unsupported" is `UnsupportedFeature`. A command buffer's handle is the

@@ -71,6 +71,8 @@ pub(crate) struct ProgramInner {
     pub(crate) options: String,
     pub(crate) given: Option<Arc<[u8]>>,
     pub(crate) label: Option<&'static str>,
+    /// Adopted from a native program: its signatures are derived.
+    pub(crate) adopted: bool,
     pub(crate) imp: Box<dyn ProgramImpl>,
     pub(crate) _live: crate::live::Live<{ crate::live::PROGRAM }>,
 }

@@ -64,6 +64,7 @@ impl Program {
                 options: options.to_string(),
                 given: bundle.given.clone(),
                 label: bundle.label(),
+                adopted: false,
                 imp,
                 _live: crate::live::Live::new(),
             }),
@@ -98,9 +99,23 @@ impl Program {
         self.inner.form
     }
 
-    /// The declared kernels.
+    /// The declared kernels (derived from the driver's answers for an
+    /// adopted program, [`Program::from_native`]).
     pub fn signatures(&self) -> &[KernelSignature] {
         &self.inner.signatures
+    }
+
+    /// Whether the program was adopted from a native program
+    /// ([`Program::from_native`]) rather than built from a bundle.
+    pub fn is_adopted(&self) -> bool {
+        self.inner.adopted
+    }
+
+    /// The native program behind it (OpenCL's `cl_program`, CUDA's
+    /// `CUmodule`), owned by ur-rs; `UnsupportedFeature` where the backend
+    /// has none (see [`crate::interop`]).
+    pub fn native_handle(&self) -> Result<crate::NativeHandle> {
+        self.inner.imp.native_handle()
     }
 
     /// The adapter's program.
@@ -153,19 +168,24 @@ impl Kernel {
         };
         // SAFETY: `signature` is one the program was created with.
         let imp = unsafe { program.imp().create_kernel(signature)? };
+        Ok(Kernel::from_parts(program, signature.clone(), imp))
+    }
+
+    /// A kernel of `program` from the adapter's kernel and its signature.
+    pub(crate) fn from_parts(program: &Program, signature: KernelSignature, imp: Box<dyn KernelImpl>) -> Kernel {
         let device_max = program.context().device().info().max_work_group_size;
         let max_work_group_size = imp.max_work_group_size().min(device_max).max(1);
         let compile_size = signature.reqd_work_group_size.or_else(|| imp.compile_work_group_size());
-        Ok(Kernel {
+        Kernel {
             inner: Arc::new(KernelInner {
                 program: program.clone(),
-                signature: signature.clone(),
+                signature,
                 max_work_group_size,
                 compile_size,
                 imp,
                 _live: crate::live::Live::new(),
             }),
-        })
+        }
     }
 
     /// The kernel's name.
@@ -181,6 +201,13 @@ impl Kernel {
     /// Its signature.
     pub fn signature(&self) -> &KernelSignature {
         &self.inner.signature
+    }
+
+    /// The native kernel behind it (OpenCL's `cl_kernel`, CUDA's
+    /// `CUfunction`), owned by ur-rs; `UnsupportedFeature` where the backend
+    /// has none.
+    pub fn native_handle(&self) -> Result<crate::NativeHandle> {
+        self.inner.imp.native_handle()
     }
 
     /// The program it belongs to.

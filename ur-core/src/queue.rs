@@ -23,7 +23,7 @@ use smallvec::SmallVec;
 use crate::adapter::{EventImpl, QueueImpl};
 use crate::capture::{self, CaptureSlot, Op};
 use crate::command::Command;
-use crate::command::build::HostSide;
+use crate::command::build::{HostSide, Memcpy};
 use crate::command_buffer::CommandBuffer;
 use crate::context::Context;
 use crate::device::Device;
@@ -391,7 +391,17 @@ impl Queue {
 
     /// Copies `size` bytes where each side is either a USM pointer of this
     /// context or, lying in no USM allocation of it, host memory
-    /// (`urEnqueueUSMMemcpy`, which accepts both). At least one side must be USM.
+    /// (`urEnqueueUSMMemcpy`, which accepts both). A side that starts in an
+    /// allocation must end in it (`InvalidSize`).
+    ///
+    /// When neither side is USM the copy is a host copy, run in queue order
+    /// on a host thread as a host task is: after `wait` (and, on an in-order
+    /// queue, after everything submitted before), and later commands of an
+    /// in-order queue after it; the returned event completes when the bytes
+    /// are copied (it has no profiling information). A capturing queue
+    /// refuses it (`GraphCaptureUnsupported`), as command buffers do
+    /// (`UnsupportedFeature`): no backend's native command buffer can hold
+    /// host work.
     ///
     /// # Safety
     /// A side in no USM allocation must be host memory valid for `size`
@@ -401,7 +411,19 @@ impl Queue {
     #[tracing::instrument(level = "trace", skip(self, wait))]
     pub unsafe fn usm_memcpy_host(&self, dst: *mut u8, src: *const u8, size: usize, wait: &[&Event]) -> Result<Event> {
         let (dst, src) = (HostSide::Raw(dst), HostSide::Raw(src.cast_mut()));
-        self.submit(Command::usm_memcpy(&self.inner.context, dst, src, size)?, wait)
+        match Memcpy::new(&self.inner.context, dst, src, size)? {
+            Memcpy::Command(command) => self.submit(command, wait),
+            Memcpy::HostToHost { dst, src } => {
+                self.check_not_capturing("a copy between two host pointers (a host copy)")?;
+                let copy = move || {
+                    // SAFETY: the caller keeps both ranges valid and unused
+                    // in conflict until the event completes (this function's
+                    // contract); `Memcpy::new` checked that they do not overlap.
+                    unsafe { std::ptr::copy_nonoverlapping(src.as_ptr().cast_const(), dst.as_ptr(), size) }
+                };
+                self.enqueue_host_task(wait, copy)
+            }
+        }
     }
 
     /// Fills `size` bytes of USM with a 1- to 256-byte pattern.

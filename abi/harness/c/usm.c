@@ -1,6 +1,7 @@
 /* USM: allocations of every kind the device offers, alignments, allocation
  * info, fills with patterns of 1 to 256 bytes, copies between device, USM
- * and plain host memory, prefetch and advise. */
+ * and plain host memory (and between two plain host pointers: a host copy
+ * in queue order), prefetch and advise. */
 #include "urt.h"
 
 static void alloc_kinds(urt_env *env) {
@@ -98,6 +99,47 @@ static void fills_and_copies(urt_env *env) {
   free(dst);
 }
 
+/* urEnqueueUSMMemcpy between two plain host pointers, as libsycl's and
+ * dpctl's queue.memcpy of host memory issue it: a host copy ordered like any
+ * command on the in-order queue (after the copy that fills its source,
+ * before the copy that reads its destination), with an event of its own;
+ * refused in a command buffer. */
+static void host_to_host(urt_env *env) {
+  const size_t size = 1 << 20;
+  uint8_t *a = malloc(size), *b = calloc(1, size), *c = calloc(1, size), *d = calloc(1, size);
+  for (size_t i = 0; i < size; i++) a[i] = (uint8_t)(i * 13 + 1);
+  uint8_t *dev = urt_device_alloc(env, size), *dev2 = urt_device_alloc(env, size);
+  URT_OK(urEnqueueUSMMemcpy(env->queue, true, dev, a, size, 0, NULL, NULL));
+  ur_event_handle_t host = NULL, last = NULL;
+  URT_OK(urEnqueueUSMMemcpy(env->queue, false, b, dev, size, 0, NULL, NULL));
+  URT_OK(urEnqueueUSMMemcpy(env->queue, false, c, b, size, 0, NULL, &host));
+  URT_OK(urEnqueueUSMMemcpy(env->queue, false, dev2, c, size, 0, NULL, NULL));
+  URT_OK(urEnqueueUSMMemcpy(env->queue, false, d, dev2, size, 0, NULL, &last));
+  URT_OK(urEventWait(1, &last));
+  URT_CHECK(memcmp(a, d, size) == 0, "device, host, host, device, host in queue order");
+  ur_command_t type = UR_COMMAND_FORCE_UINT32;
+  URT_OK(urEventGetInfo(host, UR_EVENT_INFO_COMMAND_TYPE, sizeof type, &type, NULL));
+  URT_CHECK(type == UR_COMMAND_USM_MEMCPY, "the host copy's event is a USM memcpy's");
+  ur_event_status_t status = UR_EVENT_STATUS_QUEUED;
+  URT_OK(urEventGetInfo(host, UR_EVENT_INFO_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL));
+  URT_CHECK(status == UR_EVENT_STATUS_COMPLETE, "the host copy completed before what followed it");
+  URT_OK(urEnqueueUSMMemcpy(env->queue, true, d, a + 1, size - 1, 0, NULL, NULL));
+  URT_CHECK(memcmp(a + 1, d, size - 1) == 0, "a blocking host copy");
+  URT_RESULT(UR_RESULT_ERROR_OVERLAPPING_REGIONS, urEnqueueUSMMemcpy(env->queue, true, d, d + 8, 64, 0, NULL, NULL));
+  ur_exp_command_buffer_handle_t cb = urt_command_buffer(env, false, true);
+  URT_RESULT(UR_RESULT_ERROR_UNSUPPORTED_FEATURE,
+             urCommandBufferAppendUSMMemcpyExp(cb, b, a, size, 0, NULL, 0, NULL, NULL, NULL, NULL));
+  URT_OK(urCommandBufferReleaseExp(cb));
+  URT_OK(urEventRelease(host));
+  URT_OK(urEventRelease(last));
+  URT_OK(urUSMFree(env->context, dev));
+  URT_OK(urUSMFree(env->context, dev2));
+  free(a);
+  free(b);
+  free(c);
+  free(d);
+}
+
 static void shared_and_host_memory(urt_env *env) {
   if (!urt_usm_supported(env, UR_DEVICE_INFO_USM_SINGLE_SHARED_SUPPORT)) return;
   int *shared = NULL;
@@ -114,6 +156,7 @@ int main(void) {
   urt_init(&env);
   alloc_kinds(&env);
   fills_and_copies(&env);
+  host_to_host(&env);
   shared_and_host_memory(&env);
   urt_fini(&env);
   return urt_done("usm");

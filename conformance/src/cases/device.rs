@@ -4,7 +4,7 @@
 //! (`urDeviceGetGlobalTimestamps`), and binaries are selected by the
 //! formats it runs (`urDeviceSelectBinary`).
 
-use ur::{BinaryTarget, MemoryOrders, QueueProperties, UsmAllocation, UsmKind, UsmKinds, host_clock_ns};
+use ur::{BinaryTarget, MemoryOrders, QueueProperties, SourceForm, UsmAllocation, UsmKind, UsmKinds, host_clock_ns};
 
 use crate::harness::{CaseResult, Env, Requires};
 use crate::{cases, check, check_eq, check_err};
@@ -29,20 +29,21 @@ fn info_is_coherent(env: &Env) -> CaseResult {
         check_eq!(widths.half == 0, info.fp.half.is_empty(), "half vector width {widths:?}");
         check!(widths.char >= 1 && widths.int >= 1 && widths.float >= 1, "vector widths {widths:?}");
     }
+    // Every device runs sub-groups, of one work-item where it has none of
+    // its own: never an empty list or a zero count.
     let sg = &info.sub_groups;
+    check!(!sg.sizes.is_empty(), "no sub-group sizes");
     for size in &sg.sizes {
         check!(*size >= 1 && *size as usize <= info.max_work_group_size, "sub-group size {size}");
     }
-    if !sg.sizes.is_empty() {
-        let smallest = *sg.sizes.iter().min().expect("non-empty") as usize;
-        check!(sg.max_per_work_group >= 1, "sub-groups but none per work-group");
-        check!(
-            sg.max_per_work_group as usize <= info.max_work_group_size.div_ceil(smallest),
-            "{} sub-groups of {smallest} in a work-group of at most {}",
-            sg.max_per_work_group,
-            info.max_work_group_size
-        );
-    }
+    let smallest = sg.sizes.iter().copied().min().unwrap_or(1).max(1) as usize;
+    check!(sg.max_per_work_group >= 1, "no sub-groups per work-group");
+    check!(
+        sg.max_per_work_group as usize <= info.max_work_group_size.div_ceil(smallest),
+        "{} sub-groups of {smallest} in a work-group of at most {}",
+        sg.max_per_work_group,
+        info.max_work_group_size
+    );
     for orders in [info.atomics.memory_orders, info.atomics.fence_orders] {
         check!(orders.contains(MemoryOrders::RELAXED), "atomic orders {orders:?} without relaxed");
     }
@@ -124,10 +125,20 @@ fn global_timestamps_bracket_profiled_commands(env: &Env) -> CaseResult {
 
 /// Among binaries for every UR target, the device takes the first of its
 /// preferred formats; with none of its formats, `InvalidBinary`; with no
-/// binaries, `InvalidSize`.
+/// binaries, `InvalidSize`. What it selects is what it builds: a device
+/// runs `spir`/`spir64` binaries exactly when it builds OpenCL-flavour
+/// SPIR-V, and then reports an IL version naming SPIR-V.
 fn binaries_are_selected_by_what_the_device_runs(env: &Env) -> CaseResult {
     let device = env.device();
-    let preferred = &device.info().binary_targets;
+    let info = device.info();
+    let preferred = &info.binary_targets;
+    let builds_spirv = info.source_forms.contains(&SourceForm::SpirvKernel);
+    let runs_spir = preferred.iter().any(|t| matches!(t, BinaryTarget::Spirv32 | BinaryTarget::Spirv64));
+    check_eq!(runs_spir, builds_spirv, "spir targets {preferred:?} for source forms {:?}", info.source_forms);
+    if builds_spirv {
+        let il = info.il_version.as_deref().unwrap_or("");
+        check!(il.contains("SPIR-V"), "builds SPIR-V with IL version {il:?}");
+    }
     let mut all: Vec<&str> = BinaryTarget::ALL.iter().map(|t| t.name()).collect();
     all.insert(0, "<unknown>");
     match preferred.first() {

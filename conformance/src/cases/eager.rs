@@ -24,6 +24,8 @@ pub(super) fn cases() -> Vec<crate::Case> {
         launch_with_buffer_args,
         usm_fill_patterns,
         usm_memcpy,
+        usm_memcpy_host_pointers,
+        usm_memcpy_between_host_pointers_in_queue_order,
         usm_prefetch_and_advise,
         write_read_usm,
         buffer_write_read,
@@ -213,6 +215,73 @@ fn usm_memcpy(env: &Env) -> CaseResult {
     expected.copy_within(100..164, 0);
     check_eq!(read::<u8>(&queue, b.ptr(), SIZE)?, expected);
     check_err!(queue.usm_memcpy(a.ptr(), a.ptr().byte_add(10), 64, &[]), OverlappingRegions);
+    Ok(())
+}
+
+/// `urEnqueueUSMMemcpy` between USM and plain host memory, both ways: the
+/// side in an allocation is checked against it (a range that starts in it
+/// and leaves it is `InvalidSize`, a host range is the caller's word).
+fn usm_memcpy_host_pointers(env: &Env) -> CaseResult {
+    const SIZE: usize = 256;
+    let usm = env.usm(UsmKind::Device, SIZE)?;
+    let queue = env.queue()?;
+    let src = pattern(SIZE, 47);
+    let mut back = vec![0u8; SIZE];
+    let at = |p: ur::UsmPtr| p.addr() as *mut u8;
+    // SAFETY: `src` and `back` hold SIZE bytes and are not touched by the
+    // host until `down` has completed; failing calls enqueue nothing.
+    unsafe {
+        let up = queue.usm_memcpy_host(at(usm.ptr()), src.as_ptr(), SIZE, &[])?;
+        let down = queue.usm_memcpy_host(back[16..].as_mut_ptr(), at(usm.ptr()), SIZE - 16, &[&up])?;
+        down.wait()?;
+        check_err!(queue.usm_memcpy_host(back.as_mut_ptr(), at(usm.ptr().byte_add(16)), SIZE, &[]), InvalidSize);
+        check_err!(queue.usm_memcpy_host(at(usm.ptr().byte_add(1)), src.as_ptr(), SIZE, &[]), InvalidSize);
+    }
+    check_eq!(&back[16..], &src[..SIZE - 16]);
+    check_eq!(&back[..16], &[0u8; 16][..]);
+    Ok(())
+}
+
+/// `urEnqueueUSMMemcpy` between two plain host pointers (neither in a USM
+/// allocation), as libsycl's `queue.memcpy` of host memory uses it: a host
+/// copy in queue order, after the events it waits on and before the next
+/// command of the in-order queue, with an event like any command's.
+/// Overlapping ranges are `OverlappingRegions`; a command buffer does not
+/// record such a copy (`UnsupportedFeature`).
+fn usm_memcpy_between_host_pointers_in_queue_order(env: &Env) -> CaseResult {
+    const SIZE: usize = 1024;
+    let queue = env.queue()?;
+    let usm = env.usm(UsmKind::Device, SIZE)?;
+    let src = pattern(SIZE, 91);
+    let mut mid = vec![0u8; SIZE];
+    let mut back = vec![0u8; SIZE];
+    let at = |p: ur::UsmPtr| p.addr() as *mut u8;
+    let gate = ur::UserEvent::new(env.context())?;
+    // SAFETY: the three vectors hold SIZE bytes and outlive every copy,
+    // which `down.wait()` (in order after all of them) ends; the host reads
+    // `mid` only while the copy into it waits for the gate.
+    unsafe {
+        let host = queue.usm_memcpy_host(mid.as_mut_ptr(), src.as_ptr(), SIZE, &[gate.event()])?;
+        // In order: these run after the host copy, so they see its bytes.
+        let up = queue.usm_memcpy_host(at(usm.ptr()), mid.as_ptr(), SIZE, &[])?;
+        let down = queue.usm_memcpy_host(back.as_mut_ptr(), at(usm.ptr()), SIZE, &[])?;
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        check!(!host.status().is_terminal(), "the host copy ran before the event it waits on");
+        check!(!up.status().is_terminal(), "the next command overtook the host copy");
+        check!(mid.iter().all(|b| *b == 0), "the host copy wrote before its event");
+        gate.complete()?;
+        down.wait()?;
+        check_eq!(host.status(), EventStatus::Complete);
+        check_eq!(back, src, "the bytes went host, host, USM, host");
+        let blocking = queue.usm_memcpy_host(back.as_mut_ptr(), src.as_ptr().add(1), SIZE - 1, &[])?;
+        blocking.wait()?;
+        check_eq!(&back[..SIZE - 1], &src[1..]);
+        check_err!(queue.usm_memcpy_host(back.as_mut_ptr(), back.as_ptr().add(8), 64, &[]), OverlappingRegions);
+        check_err!(queue.usm_memcpy_host(back.as_mut_ptr(), src.as_ptr(), 0, &[]), InvalidSize);
+        let cb = env.command_buffer(ur::CommandBufferDesc::default())?;
+        let opts = ur::AppendOptions::default();
+        check_err!(cb.append_usm_memcpy_host(mid.as_mut_ptr(), src.as_ptr(), SIZE, opts), UnsupportedFeature);
+    }
     Ok(())
 }
 

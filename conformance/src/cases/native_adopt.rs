@@ -4,13 +4,18 @@
 //! kind of object, `UnsupportedFeature` where it does not, and handles that
 //! are not of the context or device are errors.
 //!
-//! What each backend adopts: OpenCL queues, buffers, events and contexts;
-//! the CPU its buffers (by host address); Vulkan and CUDA their queues
-//! (`VkQueue`, `CUstream`) and the device's one context.
+//! What each backend adopts: OpenCL queues, buffers, events, contexts,
+//! built programs and kernels; the CPU its buffers (by host address);
+//! Vulkan and CUDA their queues (`VkQueue`, `CUstream`) and the device's
+//! one context; CUDA its modules and functions.
 
-use ur::{Backend, Context, Event, MemBuffer, MemFlags, NativeHandle, Ownership, Queue, UserEvent};
+use ur::{
+    Backend, Context, Event, Kernel, KernelArg, KernelLaunch, MemBuffer, MemFlags, NativeHandle, Ownership, Program,
+    Queue, UserEvent,
+};
 
-use crate::harness::{CaseResult, Env, read_buffer};
+use crate::harness::{CaseResult, Env, read, read_buffer, write};
+use crate::kernels::saxpy_reference;
 use crate::{cases, check, check_eq, check_err};
 
 pub(super) fn cases() -> Vec<crate::Case> {
@@ -19,6 +24,7 @@ pub(super) fn cases() -> Vec<crate::Case> {
         buffer_round_trip,
         event_round_trip,
         context_round_trip,
+        program_and_kernel_round_trip,
         null_handles,
         foreign_objects,
     ]
@@ -40,6 +46,90 @@ fn adopts(env: &Env, kind: Kind) -> bool {
             | (Backend::Cpu, Kind::Buffer)
             | (Backend::Vulkan | Backend::Cuda, Kind::Context | Kind::Queue)
     )
+}
+
+/// A program adopted from the library program's native handle lists its
+/// kernels, with signatures derived from the driver: `saxpy`'s argument
+/// count (and each kind the driver tells) is the declared one, on OpenCL.
+/// Its kernels, made by name or adopted from the library kernel's native
+/// kernel with and without the program, compute what the library's does.
+/// CUDA's kernels are adopted as plain kernels, whose parameters include
+/// the adapter's hidden launch parameter (so they are not launched here);
+/// the CPU and Vulkan hand out no native programs.
+fn program_and_kernel_round_trip(env: &Env) -> CaseResult {
+    let program = env.program()?;
+    let native = handle_or_stand_in(program.native_handle());
+    // SAFETY: the handle is the program's own (or a stand-in the backend does not use).
+    let adopted = unsafe { Program::from_native(env.context(), native, Ownership::Shared) };
+    let backend = env.device().backend();
+    if matches!(backend, Backend::Cpu | Backend::Vulkan) {
+        check_err!(adopted, UnsupportedFeature);
+        return Ok(());
+    }
+    let adopted = match adopted {
+        Err(ur::UrError::UnsupportedFeature(why)) if backend == Backend::Cuda => {
+            return Err(crate::CaseError::Skip(format!("the CUDA driver does not adopt modules: {why}")));
+        }
+        other => other?,
+    };
+    check!(adopted.is_adopted() && !program.is_adopted());
+    check_eq!(adopted.native_handle()?, native, "the adopted program is the same native program");
+    for declared in program.signatures() {
+        check!(adopted.signatures().iter().any(|s| s.name == declared.name), "kernel `{}` is listed", declared.name);
+    }
+    let declared = program.signatures().iter().find(|s| s.name == "saxpy").expect("the library declares saxpy");
+    let derived = adopted.signatures().iter().find(|s| s.name == "saxpy").expect("checked above");
+    if backend == Backend::Cuda {
+        check_eq!(derived.args.len(), declared.args.len() + 1, "saxpy's parameters, the hidden one included");
+        return Ok(());
+    }
+    check_eq!(derived.args.len(), declared.args.len(), "saxpy's arguments: {:?}", derived.args);
+    for (kind, declared) in derived.args.iter().zip(&declared.args) {
+        check!(!kind.is_exact() || kind == declared, "derived {kind:?} for declared {declared:?}");
+    }
+
+    const N: usize = 128;
+    let (x, y, z) = (env.usm_u32(N)?, env.usm_u32(N)?, env.usm_u32(N)?);
+    let xs: Vec<u32> = (0..N as u32).map(|i| i * 3 + 1).collect();
+    let ys: Vec<u32> = (0..N as u32).map(|i| i ^ 0x33).collect();
+    let queue = env.queue()?;
+    write(&queue, x.ptr(), &xs)?;
+    write(&queue, y.ptr(), &ys)?;
+    let a = 7u32;
+    let args =
+        [KernelArg::Pointer(z.ptr()), KernelArg::value(&a), KernelArg::Pointer(x.ptr()), KernelArg::Pointer(y.ptr())];
+    let run = |kernel: &Kernel| -> CaseResult {
+        write(&queue, z.ptr(), &[0u32; N])?;
+        // SAFETY: N work-items over N-element X, Y and Z.
+        unsafe { queue.launch_kernel(&KernelLaunch::new(kernel, &[N], &args), &[])? }.wait()?;
+        check_eq!(read::<u32>(&queue, z.ptr(), N)?, saxpy_reference(a, &xs, &ys), "saxpy through {kernel:?}");
+        // The count is still checked.
+        // SAFETY: refused before anything runs.
+        let short = unsafe { queue.launch_kernel(&KernelLaunch::new(kernel, &[N], &args[..3]), &[]) };
+        check_err!(short, InvalidKernelArgumentIndex);
+        Ok(())
+    };
+    run(&Kernel::new(&adopted, "saxpy")?)?;
+    let library = env.kernel("saxpy")?;
+    let native_kernel = library.native_handle()?;
+    // SAFETY: the library kernel's own native kernel, retained by each adoption.
+    let with_program = unsafe { Kernel::from_native(env.context(), Some(&adopted), native_kernel, Ownership::Shared)? };
+    run(&with_program)?;
+    // SAFETY: as above.
+    let alone = unsafe { Kernel::from_native(env.context(), None, native_kernel, Ownership::Shared)? };
+    check_eq!(alone.program().native_handle()?, native, "the kernel's program is its native program");
+    run(&alone)?;
+    let other = Context::new(env.device())?;
+    // SAFETY: as above; the program of another context is refused first.
+    let foreign = unsafe { Kernel::from_native(&other, Some(&adopted), native_kernel, Ownership::Shared) };
+    check_err!(foreign, InvalidContext);
+    // SAFETY: a live kernel of the backend, of another `cl_context`.
+    let foreign = unsafe { Kernel::from_native(&other, None, native_kernel, Ownership::Shared) };
+    check_err!(foreign, InvalidKernel);
+    // SAFETY: a live program of the backend, of another `cl_context`.
+    let foreign = unsafe { Program::from_native(&other, native, Ownership::Shared) };
+    check_err!(foreign, InvalidProgram);
+    Ok(())
 }
 
 /// The object's native handle, or a stand-in where it has none (backends

@@ -2,11 +2,12 @@
 //! queues, and the errors each creation reports.
 
 use ur::{
-    ArgKind, Context, Kernel, KernelSignature, MemBuffer, MemFlags, Program, ProgramBundle, ProgramSource, Queue,
-    QueueProperties, SourceForm, UsmAllocation, UsmKind, UsmKinds,
+    ArgKind, Context, Kernel, KernelArg, KernelLaunch, KernelSignature, MemBuffer, MemFlags, Program, ProgramBundle,
+    ProgramSource, Queue, QueueProperties, SourceForm, UsmAllocation, UsmKind, UsmKinds,
 };
 
 use crate::harness::{CaseResult, Env, read, write};
+use crate::kernels;
 use crate::{cases, check, check_eq, check_err};
 
 pub(super) fn cases() -> Vec<crate::Case> {
@@ -15,6 +16,7 @@ pub(super) fn cases() -> Vec<crate::Case> {
         program_reports_built_form,
         duplicate_kernel_declaration,
         kernel_by_name,
+        kinds_left_to_the_driver,
         usm_sizes_and_alignment,
         usm_kinds,
         buffer_sizes_and_flags,
@@ -69,6 +71,47 @@ fn program_reports_built_form(env: &Env) -> CaseResult {
 fn duplicate_kernel_declaration(env: &Env) -> CaseResult {
     let bundle = crate::kernels::bundle().kernel(KernelSignature::new("fill", [ArgKind::Global]));
     check_err!(Program::new(env.context(), &bundle), InvalidValue);
+    Ok(())
+}
+
+/// A bundle may leave argument kinds to the driver, as adopted kernels'
+/// derived signatures do (`ArgKind::Unknown`, `ArgKind::AnyValue`): `saxpy`
+/// declared so runs with the launch's own kinds, and what can still be
+/// checked is (the count; an `AnyValue` takes bytes, not empty ones). The
+/// Vulkan kernel ABI lays out each argument by kind and size, so there the
+/// kernel is refused (`InvalidValue`).
+fn kinds_left_to_the_driver(env: &Env) -> CaseResult {
+    let loose = KernelSignature::new("saxpy", [ArgKind::Unknown, ArgKind::AnyValue, ArgKind::Global, ArgKind::Unknown]);
+    let signatures = kernels::signatures().into_iter().map(|s| if s.name == "saxpy" { loose.clone() } else { s });
+    let kernel = Program::new(env.context(), &kernels::bundle_with(signatures.collect()))
+        .and_then(|program| Kernel::new(&program, "saxpy"));
+    if env.device().backend() == ur::Backend::Vulkan {
+        check_err!(kernel, InvalidValue);
+        return Ok(());
+    }
+    let kernel = kernel?;
+    check!(!kernel.signature().args[0].is_exact() && kernel.signature().args[2].is_exact());
+    const N: usize = 64;
+    let (x, y, z) = (env.usm_u32(N)?, env.usm_u32(N)?, env.usm_u32(N)?);
+    let xs: Vec<u32> = (0..N as u32).map(|i| i + 5).collect();
+    let ys: Vec<u32> = (0..N as u32).map(|i| i * i).collect();
+    let queue = env.queue()?;
+    write(&queue, x.ptr(), &xs)?;
+    write(&queue, y.ptr(), &ys)?;
+    let a = 9u32;
+    let args =
+        [KernelArg::Pointer(z.ptr()), KernelArg::value(&a), KernelArg::Pointer(x.ptr()), KernelArg::Pointer(y.ptr())];
+    // SAFETY: N work-items over N-element X, Y and Z.
+    unsafe { queue.launch_kernel(&KernelLaunch::new(&kernel, &[N], &args), &[])? }.wait()?;
+    check_eq!(read::<u32>(&queue, z.ptr(), N)?, kernels::saxpy_reference(a, &xs, &ys));
+    // SAFETY: each launch below is refused before anything runs.
+    unsafe {
+        check_err!(queue.launch_kernel(&KernelLaunch::new(&kernel, &[N], &args[..3]), &[]), InvalidKernelArgumentIndex);
+        let pointer_for_value = [args[0], KernelArg::Pointer(x.ptr()), args[2], args[3]];
+        check_err!(queue.launch_kernel(&KernelLaunch::new(&kernel, &[N], &pointer_for_value), &[]), InvalidValue);
+        let empty = [args[0], KernelArg::Value(&[]), args[2], args[3]];
+        check_err!(queue.launch_kernel(&KernelLaunch::new(&kernel, &[N], &empty), &[]), InvalidKernelArgumentSize);
+    }
     Ok(())
 }
 

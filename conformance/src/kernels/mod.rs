@@ -51,8 +51,14 @@ pub fn signatures() -> Vec<KernelSignature> {
 
 /// The library as a program bundle, in every form available.
 pub fn bundle() -> ProgramBundle {
+    bundle_with(signatures())
+}
+
+/// The library's code declared with `signatures` (the library's, some
+/// declared otherwise).
+pub fn bundle_with(signatures: Vec<KernelSignature>) -> ProgramBundle {
     let mut bundle = ProgramBundle::new();
-    for signature in signatures() {
+    for signature in signatures {
         bundle = bundle.kernel(signature);
     }
     bundle

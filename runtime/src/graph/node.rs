@@ -151,6 +151,8 @@ pub(crate) fn check_arg_kind(kernel: &Kernel, index: usize, value: &ArgValue) ->
     );
     match (kinds[index], value) {
         (ArgKind::Global, ArgValue::Pointer(_) | ArgValue::MemObj(_)) | (ArgKind::Local, ArgValue::Local(_)) => Ok(()),
+        // Kinds the driver did not tell (adopted kernels): the value's own.
+        (ArgKind::Unknown, _) | (ArgKind::AnyValue, ArgValue::Value(_)) => Ok(()),
         (ArgKind::Value(n), ArgValue::Value(bytes)) => {
             ensure!(
                 bytes.len() == n,

@@ -61,6 +61,51 @@ fn ranges_overlap(a: usize, b: usize, size_a: usize, size_b: usize) -> bool {
     a < b + size_b && b < a + size_a
 }
 
+/// A USM memcpy (`urEnqueueUSMMemcpy`) once its sides are resolved.
+pub(crate) enum Memcpy {
+    /// At least one side in a USM allocation of the context: a device command.
+    Command(Command),
+    /// Neither side in a USM allocation: host memory the caller vouched for
+    /// on both sides, copied on the host (`size` bytes, not overlapping).
+    HostToHost {
+        /// Destination.
+        dst: HostPtr,
+        /// Source.
+        src: HostPtr,
+    },
+}
+
+impl Memcpy {
+    /// Resolves each side: a side in a USM allocation is checked against
+    /// it (`InvalidSize` for 0 bytes, out of bounds as
+    /// [`Context::find_usm`] says); overlapping ranges are `OverlappingRegions`.
+    pub(crate) fn new(context: &Context, dst: HostSide, src: HostSide, size: usize) -> Result<Memcpy> {
+        ensure!(size != 0, InvalidSize, "USM memcpy of 0 bytes");
+        let dst = dst.resolve(context, size, "USM memcpy destination")?;
+        let src = src.resolve(context, size, "USM memcpy source")?;
+        match (dst, src) {
+            (MemLoc::Host(dst), MemLoc::Host(src)) => {
+                ensure!(
+                    !ranges_overlap(dst.as_ptr() as usize, src.as_ptr() as usize, size, size),
+                    OverlappingRegions,
+                    "USM memcpy source and destination overlap"
+                );
+                Ok(Memcpy::HostToHost { dst, src })
+            }
+            (dst, src) => {
+                if let (MemLoc::Usm(d), MemLoc::Usm(s)) = (&dst, &src) {
+                    ensure!(
+                        !(d.same_allocation(s) && ranges_overlap(d.offset(), s.offset(), size, size)),
+                        OverlappingRegions,
+                        "USM memcpy source and destination overlap"
+                    );
+                }
+                Ok(Memcpy::Command(Command::UsmMemcpy { dst, src, size }))
+            }
+        }
+    }
+}
+
 /// Builders of validated commands, shared by queues and command buffers.
 /// The public ones take no raw host memory, so the commands they build are
 /// safe to keep and append to command buffers of their context
@@ -152,23 +197,20 @@ impl Command {
         Ok(())
     }
 
+    /// A USM memcpy as a device command: a copy between two host memories
+    /// is `UnsupportedFeature` here. Queues run that one on the host
+    /// ([`Memcpy::HostToHost`]); command buffers (and 2D copies) record
+    /// device commands only, and no backend's native command buffer can hold
+    /// a host copy.
     pub(crate) fn usm_memcpy(context: &Context, dst: HostSide, src: HostSide, size: usize) -> Result<Command> {
-        ensure!(size != 0, InvalidSize, "USM memcpy of 0 bytes");
-        let dst = dst.resolve(context, size, "USM memcpy destination")?;
-        let src = src.resolve(context, size, "USM memcpy source")?;
-        ensure!(
-            matches!(dst, MemLoc::Usm(_)) || matches!(src, MemLoc::Usm(_)),
-            InvalidValue,
-            "USM memcpy between two host pointers: neither lies in a USM allocation of this context"
-        );
-        if let (MemLoc::Usm(d), MemLoc::Usm(s)) = (&dst, &src) {
-            ensure!(
-                !(d.same_allocation(s) && ranges_overlap(d.offset(), s.offset(), size, size)),
-                OverlappingRegions,
-                "USM memcpy source and destination overlap"
-            );
+        match Memcpy::new(context, dst, src, size)? {
+            Memcpy::Command(command) => Ok(command),
+            Memcpy::HostToHost { .. } => Err(err!(
+                UnsupportedFeature,
+                "USM memcpy between two host pointers (neither in a USM allocation of this context) is a host \
+                 copy: a queue runs it (urEnqueueUSMMemcpy), a command buffer or a 2D copy does not record it"
+            )),
         }
-        Ok(Command::UsmMemcpy { dst, src, size })
     }
 
     /// A fill of `size` bytes of USM of `context` with a 1- to 256-byte pattern.

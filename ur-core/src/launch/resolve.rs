@@ -40,6 +40,17 @@ pub(crate) fn resolve_arg(
     arg: &KernelArg<'_>,
 ) -> Result<ArgValue> {
     let name = kernel.name();
+    // A kind the driver did not tell is the launch's own: its value's size
+    // or its memory kind; the driver checks it when the argument is set.
+    let kind = match (kind, arg) {
+        (ArgKind::Unknown, KernelArg::Pointer(_) | KernelArg::MemObj(_)) => ArgKind::Global,
+        (ArgKind::Unknown, KernelArg::Local(_)) => ArgKind::Local,
+        (ArgKind::Unknown | ArgKind::AnyValue, KernelArg::Value(bytes)) => {
+            ensure!(!bytes.is_empty(), InvalidKernelArgumentSize, "argument {index} of `{name}` is an empty value");
+            ArgKind::Value(bytes.len())
+        }
+        (kind, _) => kind,
+    };
     Ok(match (kind, arg) {
         (ArgKind::Global, KernelArg::Pointer(p)) => ArgValue::Pointer(*p),
         (ArgKind::Global, KernelArg::MemObj(b)) => {

@@ -283,16 +283,42 @@ pub struct AtomicCaps {
 }
 
 /// Sub-groups.
+///
+/// A device without sub-groups of its own (no `cl_khr_subgroups` or
+/// `cl_intel_required_subgroup_size`, no Vulkan subgroup operations in
+/// compute) runs every work-item as a sub-group of size 1: its kernels see
+/// sub-groups of one item, as SYCL's and UR's own OpenCL adapter define it.
+/// [`Device::info`](crate::Device::info) reports that, never an empty
+/// list or a zero count, which runtimes such as libsycl take for a broken
+/// device ([`SubGroups::or_single_items`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct SubGroups {
-    /// The sub-group sizes kernels may have; empty where the device has no
-    /// sub-groups or does not say.
+    /// The sub-group sizes kernels may have; `[1]` where the device has no
+    /// sub-groups of its own or does not say.
     pub sizes: Vec<u32>,
-    /// Most sub-groups in one work-group.
+    /// Most sub-groups in one work-group: with sub-groups of one item, the
+    /// largest work-group size.
     pub max_per_work_group: u32,
     /// Whether sub-groups of one work-group make independent forward
     /// progress.
     pub independent_forward_progress: bool,
+}
+
+impl SubGroups {
+    /// These sub-groups as a device with work-groups of at most
+    /// `max_work_group_size` items runs them: where no size is reported, one
+    /// of 1 (every work-item its own sub-group); where no count is reported,
+    /// as many as the smallest size fits in the largest work-group.
+    pub fn or_single_items(mut self, max_work_group_size: usize) -> SubGroups {
+        if self.sizes.is_empty() {
+            self.sizes = vec![1];
+        }
+        if self.max_per_work_group == 0 {
+            let smallest = self.sizes.iter().copied().min().unwrap_or(1).max(1) as usize;
+            self.max_per_work_group = u32::try_from(max_work_group_size.max(1).div_ceil(smallest)).unwrap_or(u32::MAX);
+        }
+        self
+    }
 }
 
 /// The memory system as the hardware reports it, where it does.

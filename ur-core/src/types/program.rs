@@ -19,9 +19,35 @@ pub enum ArgKind {
     Value(usize),
     /// Work-group local memory, whose size is given at launch.
     Local,
+    /// A by-value argument whose size only the driver knows: an argument of
+    /// a kernel adopted from a native object whose driver names its address
+    /// space (OpenCL's `clGetKernelArgInfo`: private) but not its type's
+    /// size. A launch gives bytes (not empty); the driver checks their size.
+    AnyValue,
+    /// An argument whose kind only the driver knows: a kernel adopted from a
+    /// native object whose driver reports its argument count but not its
+    /// arguments (OpenCL without `-cl-kernel-arg-info`). Each launch's own
+    /// kind is taken, as UR's launch gives it (`ur_exp_kernel_arg_type_t`),
+    /// and the driver checks it when the argument is set.
+    Unknown,
+}
+
+impl ArgKind {
+    /// Whether the front end knows this argument's kind and size exactly
+    /// (it was declared or read from the kernel's code).
+    pub fn is_exact(self) -> bool {
+        !matches!(self, ArgKind::AnyValue | ArgKind::Unknown)
+    }
 }
 
 /// A kernel's name and argument kinds.
+///
+/// A signature is declared (in a [`ProgramBundle`]), read from the kernel's
+/// code ([`ProgramBundle::from_il`], [`ProgramBundle::from_binary`]), or,
+/// for a kernel adopted from a native object ([`crate::adopt`]), derived
+/// from what the driver reports: the argument count always, each kind
+/// where the driver tells it, else [`ArgKind::AnyValue`] or
+/// [`ArgKind::Unknown`], for which the launch's own kinds stand.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct KernelSignature {
     /// The kernel's name, as in its sources.
