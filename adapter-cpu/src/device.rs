@@ -121,7 +121,7 @@ impl DeviceImpl for CpuDevice {
         let max_alloc = memory.min(isize::MAX as u64);
         let fp = fp_configs();
         let atomics = atomics();
-        let cache = host::last_level_cache();
+        let cache = ur_core::adapter::toolbox::host_cache::last_level_cache();
         let vectors = VectorWidths::of_register(host::simd_bytes(), false, true);
         DeviceInfo {
             name: format!("{} ({} workers)", host::cpu_model().unwrap_or_else(|| "host CPU".into()), self.cpus.len()),
