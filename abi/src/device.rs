@@ -4,10 +4,12 @@
 
 use std::sync::{Arc, Weak};
 
+use parking_lot::Mutex;
+
 use ur_core::{AffinityDomain, AffinityDomains, DeviceType, Partition, PartitionKind, ensure, err};
 
 use crate::entry::{AbiResult, guard};
-use crate::handle::Handle;
+use crate::handle::{Handle, Object};
 use crate::info::{c_str, enumerate, write_opt, write_out};
 use crate::platform::Platform;
 use crate::sys::*;
@@ -176,15 +178,23 @@ unsafe fn partition_of(properties: *const ur_device_partition_properties_t) -> A
         ensure!(list.len() == 1, InvalidValue, "{} properties: this partition type takes one", list.len());
         Ok(list[0].value)
     };
-    // SAFETY (each union read): the union member read is the one `type`
-    // tags, all of them 32-bit integers.
     match kind {
-        P::UR_DEVICE_PARTITION_EQUALLY => Ok(Partition::Equally(unsafe { single()?.equally })),
-        P::UR_DEVICE_PARTITION_BY_COUNTS => {
-            Ok(Partition::ByCounts(list.iter().map(|p| unsafe { p.value.count }).collect()))
+        P::UR_DEVICE_PARTITION_EQUALLY => {
+            let value = single()?;
+            // SAFETY: `type` EQUALLY tags `equally`; every member is a u32.
+            Ok(Partition::Equally(unsafe { value.equally }))
         }
+        P::UR_DEVICE_PARTITION_BY_COUNTS => Ok(Partition::ByCounts(
+            list.iter()
+                // SAFETY: `type` BY_COUNTS tags `count`; every member is a u32.
+                .map(|p| unsafe { p.value.count })
+                .collect(),
+        )),
         P::UR_DEVICE_PARTITION_BY_AFFINITY_DOMAIN => {
-            let flags = unsafe { single()?.affinity_domain };
+            let value = single()?;
+            // SAFETY: `type` BY_AFFINITY_DOMAIN tags `affinity_domain`;
+            // every member is a u32.
+            let flags = unsafe { value.affinity_domain };
             ensure!(
                 flags & ur_device_affinity_domain_flags_t::from(UR_DEVICE_AFFINITY_DOMAIN_FLAGS_MASK) == 0,
                 InvalidEnumeration,
@@ -226,6 +236,23 @@ pub(crate) fn ur_partition_properties(partition: &Partition) -> Vec<ur_device_pa
     }
 }
 
+/// The sub-devices `urDevicePartition` handed out, while any reference
+/// keeps them, so that adopting a sub-device's native handle
+/// (`urDeviceCreateWithNativeHandle`) gives its handle back.
+static SUB_DEVICES: Mutex<Vec<Weak<Handle<Device>>>> = Mutex::new(Vec::new());
+
+/// The handle of a sub-device the application holds whose native handle
+/// is `native`, with one more application reference; `None` if none.
+pub(crate) fn live_sub_device(native: ur_core::NativeHandle) -> Option<ur_device_handle_t> {
+    let live = SUB_DEVICES.lock();
+    let found = live
+        .iter()
+        .filter_map(Weak::upgrade)
+        .find(|d| d.reference_count() > 0 && d.value.device.native_handle().ok() == Some(native))?;
+    found.retain_ref();
+    Some(found.raw())
+}
+
 /// # Safety
 /// UR's contract for `urDevicePartition`.
 pub(crate) unsafe extern "C" fn urDevicePartition(
@@ -250,9 +277,16 @@ pub(crate) unsafe extern "C" fn urDevicePartition(
             for (i, sub) in made.into_iter().take(num_devices as usize).enumerate() {
                 let value =
                     Device { device: sub, platform: handle.value.platform.clone(), parent: Some(handle.to_arc()) };
+                let sub = Handle::new_arc(value);
+                let mut live = SUB_DEVICES.lock();
+                live.retain(|d| d.strong_count() > 0);
+                live.push(Arc::downgrade(&sub));
+                drop(live);
+                // The application's references own the strong count `new_arc` made.
+                let raw = <Device as Object>::to_raw(Arc::into_raw(sub));
                 // SAFETY: `sub_devices` holds `num_devices` writable handles
                 // per the contract, and `i < num_devices`.
-                unsafe { sub_devices.add(i).write(Handle::create(value)) };
+                unsafe { sub_devices.add(i).write(raw) };
             }
         }
         Ok(())

