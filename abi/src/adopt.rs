@@ -136,6 +136,11 @@ pub(crate) unsafe extern "C" fn urDeviceCreateWithNativeHandle(
                 Err(e) => last = Some(e),
             }
         }
+        // A sub-device's native handle gives back the sub-device's handle.
+        if let Some(sub) = crate::device::live_sub_device(native(handle)) {
+            // SAFETY: checked non-null, writable per the contract.
+            return unsafe { write_out(out, sub, "phDevice") };
+        }
         Err(last.unwrap_or_else(|| err!(InvalidDevice, "the adapter has no devices")))
     })
 }

@@ -5,7 +5,7 @@
 //! Three kinds of answers:
 //! - the device's, from ur-core (limits, capabilities, identity);
 //! - the ABI's own, where the question is whether an entry point or a
-//!   feature of UR exists here at all (images, sub-devices, pipes, virtual
+//!   feature of UR exists here at all (images, pipes, virtual
 //!   memory ...: `false`, zero limits, empty lists), each with the reason;
 //! - `UR_RESULT_ERROR_UNSUPPORTED_ENUMERATION`, only for the queries the
 //!   header marks `[optional-query]`, where the device's driver does not tell
@@ -24,7 +24,7 @@ use ur_core::{
     err,
 };
 
-use crate::device::{Device, ur_device_type};
+use crate::device::{Device, ur_device_type, ur_partition_kind, ur_partition_properties};
 use crate::entry::{AbiResult, guard};
 use crate::handle::Handle;
 use crate::info::InfoOut;
@@ -402,13 +402,26 @@ fn answer(handle: &Handle<Device>, name: ur_device_info_t, out: InfoOut) -> AbiR
         // Interop with graphics APIs is not offered; users synchronise.
         I::UR_DEVICE_INFO_PREFERRED_INTEROP_USER_SYNC => out.bool(true),
 
-        // Sub-devices: ur-rs devices do not partition.
-        I::UR_DEVICE_INFO_PARENT_DEVICE => out.value::<ur_device_handle_t>(std::ptr::null_mut()),
-        I::UR_DEVICE_INFO_SUPPORTED_PARTITIONS => out.array::<ur_device_partition_t>(&[]),
-        I::UR_DEVICE_INFO_PARTITION_TYPE => out.array::<ur_device_partition_property_t>(&[]),
-        I::UR_DEVICE_INFO_PARTITION_MAX_SUB_DEVICES => out.value(0u32),
-        I::UR_DEVICE_INFO_PARTITION_AFFINITY_DOMAIN => out.value::<ur_device_affinity_domain_flags_t>(0),
-        I::UR_DEVICE_INFO_BUILD_ON_SUBDEVICE => out.bool(false),
+        // Sub-devices (`urDevicePartition`): what ur-core's device offers,
+        // none on backends that do not partition.
+        I::UR_DEVICE_INFO_PARENT_DEVICE => {
+            out.value::<ur_device_handle_t>(d.parent().map_or(std::ptr::null_mut(), |p| p.raw()))
+        }
+        I::UR_DEVICE_INFO_SUPPORTED_PARTITIONS => {
+            let kinds: Vec<_> = core.partition_support().kinds.iter().map(|k| ur_partition_kind(*k)).collect();
+            out.array(&kinds)
+        }
+        // Empty for a root device, as UR's adapters answer.
+        I::UR_DEVICE_INFO_PARTITION_TYPE => {
+            out.array(&core.partition_type().map(ur_partition_properties).unwrap_or_default())
+        }
+        I::UR_DEVICE_INFO_PARTITION_MAX_SUB_DEVICES => out.value(core.partition_support().max_sub_devices),
+        I::UR_DEVICE_INFO_PARTITION_AFFINITY_DOMAIN => {
+            out.value::<ur_device_affinity_domain_flags_t>(core.partition_support().affinity_domains.bits())
+        }
+        // A context holds one device, so a sub-device's programs are built
+        // for the sub-device itself.
+        I::UR_DEVICE_INFO_BUILD_ON_SUBDEVICE => out.bool(true),
         I::UR_DEVICE_INFO_COMPONENT_DEVICES | I::UR_DEVICE_INFO_COMPOSITE_DEVICE => {
             refused(name, "composite devices are Level Zero's")
         }

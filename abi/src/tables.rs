@@ -380,7 +380,7 @@ fn build() -> ur_dditable_t {
             pfnGetInfo: Some(device_info::urDeviceGetInfo),
             pfnRetain: Some(device::urDeviceRetain),
             pfnRelease: Some(device::urDeviceRelease),
-            pfnPartition: unsupported(),
+            pfnPartition: Some(device::urDevicePartition),
             pfnSelectBinary: Some(device::urDeviceSelectBinary),
             pfnGetNativeHandle: Some(native::urDeviceGetNativeHandle),
             pfnCreateWithNativeHandle: Some(adopt::urDeviceCreateWithNativeHandle),

@@ -99,11 +99,18 @@ const UNSUPPORTED_WHY: &[(&str, &str)] = &[
     ("urDeviceWait", "no device-wide wait: queues and events are waited on"),
     ("urIPC", "no inter-process memory handles"),
     ("urMemoryExport", "no memory export"),
-    ("urDevicePartition", "devices are not partitioned (`PARTITION_PROPERTIES` empty)"),
 ];
 
 /// What one backend does differently for an implemented entry point.
 const BACKEND_NOTES: &[(&str, &str, &str)] = &[
+    (
+        "urDevicePartition",
+        "cpu",
+        "equally, by counts, by the affinity domains `/sys` describes: sub-devices with pinned workers of their own",
+    ),
+    ("urDevicePartition", "opencl", "`clCreateSubDevices`, the partitions the driver lists"),
+    ("urDevicePartition", "vulkan", "`DEVICE_PARTITION_FAILED`: no partitions (`SUPPORTED_PARTITIONS` empty)"),
+    ("urDevicePartition", "cuda", "`DEVICE_PARTITION_FAILED`: no partitions (`SUPPORTED_PARTITIONS` empty)"),
     ("urUsmP2PPeerAccessGetInfoExp", "cpu", "its device is its own peer (host memory)"),
     ("urUsmP2PPeerAccessGetInfoExp", "opencl", "no pair is peers (USM belongs to one `cl_context`)"),
     ("urUsmP2PPeerAccessGetInfoExp", "vulkan", "a device is its own peer (one `VkDevice`); two devices are not"),

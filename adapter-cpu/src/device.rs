@@ -1,18 +1,31 @@
-//! The CPU platform and its one device.
+//! The CPU platform, its one device and the device's sub-devices.
+//!
+//! A compute unit is a worker of the pool. The device's workers stand for
+//! the logical CPUs the process may use (worker `i` for the `i`-th, round
+//! robin when there are more workers than CPUs), so that a partition can
+//! split them by the machine's topology ([`crate::topology`]). A
+//! sub-device has a pool of its own, with one worker per compute unit,
+//! every worker kept to the CPUs of the sub-device's units; it is started
+//! by the first context made on the sub-device, so that partitions that are
+//! only inspected cost no threads.
 
+use std::path::Path;
 use std::sync::Arc;
 
-use ur_core::adapter::{ContextImpl, DeviceImpl, PlatformImpl};
+use parking_lot::Mutex;
+use ur_core::adapter::{ContextImpl, DeviceImpl, PlatformImpl, SubDeviceImpl};
 use ur_core::{
-    AtomicCaps, CacheType, CommandBufferCaps, CommandBufferSupport, DeviceInfo, DeviceType, FpCapabilities, FpConfigs,
-    GlobalMemCache, LocalMemType, MemoryHardware, MemoryOrders, MemoryScopes, Result, SourceForm, SubGroups,
-    Timestamps, UpdateCapabilities, UsmKinds, VectorWidths, capability_extensions,
+    AffinityDomain, AffinityDomains, AtomicCaps, CacheType, CommandBufferCaps, CommandBufferSupport, DeviceInfo,
+    DeviceType, FpCapabilities, FpConfigs, GlobalMemCache, LocalMemType, MemoryHardware, MemoryOrders, MemoryScopes,
+    Partition, PartitionKind, PartitionSupport, Result, SourceForm, SubGroups, Timestamps, UpdateCapabilities,
+    UsmKinds, VectorWidths, capability_extensions, err,
 };
 
 use crate::context::CpuContext;
 use crate::host;
 use crate::memory::DEFAULT_ALIGN;
 use crate::pool::{Pool, now_ns};
+use crate::topology;
 
 /// The variable that sets the number of worker threads.
 pub const THREADS_ENV: &str = "UR_CPU_THREADS";
@@ -39,7 +52,9 @@ impl CpuPlatform {
         };
         let pool = Arc::new(Pool::new(threads)?);
         tracing::debug!(threads, "CPU worker pool started");
-        Ok(CpuPlatform { device: Arc::new(CpuDevice { pool }) })
+        let allowed = topology::allowed_cpus();
+        let cpus = (0..threads).map(|i| allowed[i % allowed.len()]).collect();
+        Ok(CpuPlatform { device: Arc::new(CpuDevice { cpus, pinned: false, pool: Mutex::new(Some(pool)) }) })
     }
 }
 
@@ -57,8 +72,47 @@ impl PlatformImpl for CpuPlatform {
     }
 }
 
+/// The CPU device, or one of its sub-devices.
 pub(crate) struct CpuDevice {
-    pub(crate) pool: Arc<Pool>,
+    /// The logical CPU each compute unit (worker) stands for.
+    cpus: Vec<usize>,
+    /// Whether the workers are kept to `cpus` (sub-devices), or run where
+    /// the system puts them (the device).
+    pinned: bool,
+    /// The workers; a sub-device's start with its first context.
+    pool: Mutex<Option<Arc<Pool>>>,
+}
+
+impl CpuDevice {
+    /// The device's workers, started if they are not yet.
+    fn pool(&self) -> Result<Arc<Pool>> {
+        let mut pool = self.pool.lock();
+        if let Some(pool) = &*pool {
+            return Ok(pool.clone());
+        }
+        let mut cpus = self.cpus.clone();
+        cpus.sort_unstable();
+        cpus.dedup();
+        let started = Pool::pinned(self.cpus.len(), self.pinned.then_some(cpus))
+            .map_err(|e| err!(OutOfResources, "CPU sub-device: {e}"))?;
+        tracing::debug!(cpus = ?self.cpus, "CPU sub-device's workers started");
+        Ok(pool.insert(Arc::new(started)).clone())
+    }
+
+    /// A sub-device of the compute units `units` of this device.
+    fn sub_device(&self, units: impl IntoIterator<Item = usize>, partition: Partition) -> SubDeviceImpl {
+        let cpus = units.into_iter().map(|u| self.cpus[u]).collect();
+        SubDeviceImpl { imp: Arc::new(CpuDevice { cpus, pinned: true, pool: Mutex::new(None) }), partition }
+    }
+
+    /// The affinity domains of this device's units that the machine
+    /// describes, each with its groups of units.
+    fn domains(&self) -> Vec<(AffinityDomain, Vec<Vec<usize>>)> {
+        AffinityDomain::LEVELS
+            .into_iter()
+            .filter_map(|d| Some((d, topology::group_units(Path::new(topology::SYS_CPU), &self.cpus, d)?)))
+            .collect()
+    }
 }
 
 impl DeviceImpl for CpuDevice {
@@ -67,18 +121,14 @@ impl DeviceImpl for CpuDevice {
         let max_alloc = memory.min(isize::MAX as u64);
         let fp = fp_configs();
         let atomics = atomics();
-        let cache = host::last_level_cache();
+        let cache = ur_core::adapter::toolbox::host_cache::last_level_cache();
         let vectors = VectorWidths::of_register(host::simd_bytes(), false, true);
         DeviceInfo {
-            name: format!(
-                "{} ({} workers)",
-                host::cpu_model().unwrap_or_else(|| "host CPU".into()),
-                self.pool.threads()
-            ),
+            name: format!("{} ({} workers)", host::cpu_model().unwrap_or_else(|| "host CPU".into()), self.cpus.len()),
             vendor: "ur-rs".into(),
             driver_version: env!("CARGO_PKG_VERSION").into(),
             device_type: DeviceType::Cpu,
-            max_compute_units: self.pool.threads() as u32,
+            max_compute_units: self.cpus.len() as u32,
             max_work_group_size: MAX_WORK_GROUP,
             max_work_item_sizes: [MAX_WORK_GROUP; 3],
             global_mem_size: memory,
@@ -171,9 +221,60 @@ impl DeviceImpl for CpuDevice {
         Ok(())
     }
 
+    /// Equally and by counts, into at most one sub-device per unit; by the
+    /// affinity domains the machine describes for every unit's CPU (see
+    /// [`crate::topology`]), and by the next one that splits the device
+    /// where one does.
+    fn partition_support(&self) -> PartitionSupport {
+        let domains = self.domains();
+        let mut flags = domains.iter().fold(AffinityDomains::empty(), |f, (d, _)| f | d.flag());
+        if domains.iter().any(|(_, groups)| groups.len() > 1) {
+            flags |= AffinityDomains::NEXT_PARTITIONABLE;
+        }
+        let mut kinds = vec![PartitionKind::Equally, PartitionKind::ByCounts];
+        if !flags.is_empty() {
+            kinds.push(PartitionKind::ByAffinityDomain);
+        }
+        PartitionSupport { kinds, affinity_domains: flags, max_sub_devices: self.cpus.len() as u32 }
+    }
+
+    /// Units are handed out in order: counts take consecutive runs of units,
+    /// an affinity domain takes the units of each of its instances.
+    unsafe fn partition(&self, partition: &Partition) -> Result<Vec<SubDeviceImpl>> {
+        let units = self.cpus.len() as u32;
+        if let Some(counts) = partition.counts(units, units) {
+            let mut start = 0;
+            return Ok(counts
+                .into_iter()
+                .map(|n| {
+                    let range = start..start + n as usize;
+                    start = range.end;
+                    self.sub_device(range, partition.clone())
+                })
+                .collect());
+        }
+        let Partition::ByAffinityDomain(domain) = partition else {
+            return Err(err!(DevicePartitionFailed, "{partition}: not a partition of the CPU device"));
+        };
+        let mut domains = self.domains();
+        let (domain, groups) = match domain {
+            AffinityDomain::NextPartitionable => domains
+                .into_iter()
+                .find(|(_, groups)| groups.len() > 1)
+                .ok_or_else(|| err!(DevicePartitionFailed, "no affinity domain splits this CPU device's units"))?,
+            wanted => {
+                let at = domains.iter().position(|(d, _)| d == wanted).ok_or_else(|| {
+                    err!(DevicePartitionFailed, "the machine does not describe {wanted:?} for every unit's CPU")
+                })?;
+                domains.swap_remove(at)
+            }
+        };
+        Ok(groups.into_iter().map(|g| self.sub_device(g, Partition::ByAffinityDomain(domain))).collect())
+    }
+
     fn create_context(self: Arc<Self>) -> Result<Arc<dyn ContextImpl>> {
         Ok(Arc::new(CpuContext {
-            pool: self.pool.clone(),
+            pool: self.pool()?,
             max_work_group_size: MAX_WORK_GROUP,
             buffers: Default::default(),
         }))

@@ -1,5 +1,5 @@
 //! What the host tells about itself: processor model and vendor, clock,
-//! caches, SIMD width, memory. Linux files (`/proc/cpuinfo`,
+//! SIMD width, memory (its caches: ur-core's `toolbox::host_cache`). Linux files (`/proc/cpuinfo`,
 //! `/proc/meminfo`, `/sys/devices/system/cpu`) and the instruction-set
 //! features the standard library detects; `None` wherever the host does not
 //! say.
@@ -49,58 +49,6 @@ pub(crate) fn available_memory() -> Option<u64> {
 /// Whether an error-correcting memory controller is registered (EDAC).
 pub(crate) fn error_correcting_memory() -> bool {
     Path::new("/sys/devices/system/edac/mc/mc0").exists()
-}
-
-/// The last-level cache of the first processor: size and line size in bytes.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Cache {
-    pub(crate) size: u64,
-    pub(crate) line: u32,
-}
-
-/// The data or unified cache of the highest level the first processor lists.
-pub(crate) fn last_level_cache() -> Option<Cache> {
-    let dir = Path::new("/sys/devices/system/cpu/cpu0/cache");
-    let mut best: Option<(u32, Cache)> = None;
-    for entry in std::fs::read_dir(dir).ok()?.flatten() {
-        let path = entry.path();
-        if !path.file_name().is_some_and(|n| n.to_string_lossy().starts_with("index")) {
-            continue;
-        }
-        let field = |name: &str| read(path.join(name)).map(|s| s.trim().to_string());
-        if field("type").as_deref() == Some("Instruction") {
-            continue;
-        }
-        let (Some(level), Some(size), Some(line)) = (
-            field("level").and_then(|l| l.parse::<u32>().ok()),
-            field("size").and_then(|s| parse_cache_size(&s)),
-            field("coherency_line_size").and_then(|l| l.parse::<u32>().ok()),
-        ) else {
-            continue;
-        };
-        if best.is_none_or(|(l, _)| level > l) {
-            best = Some((level, Cache { size, line }));
-        }
-    }
-    best.map(|(_, cache)| cache)
-}
-
-/// `32768K`, `1M`, `512` (bytes) as sysfs writes cache sizes.
-fn parse_cache_size(text: &str) -> Option<u64> {
-    let text = text.trim();
-    let (digits, unit) = match text.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
-        Some((i, _)) => text.split_at(i),
-        None => (text, ""),
-    };
-    let n: u64 = digits.parse().ok()?;
-    let scale = match unit {
-        "" => 1,
-        "K" => 1 << 10,
-        "M" => 1 << 20,
-        "G" => 1 << 30,
-        _ => return None,
-    };
-    n.checked_mul(scale)
 }
 
 /// The width in bytes of the widest SIMD registers the processor has.
@@ -180,24 +128,12 @@ mod tests {
     }
 
     #[test]
-    fn cache_sizes_as_sysfs_writes_them() {
-        assert_eq!(parse_cache_size("32768K\n"), Some(32 << 20));
-        assert_eq!(parse_cache_size("1M"), Some(1 << 20));
-        assert_eq!(parse_cache_size("512"), Some(512));
-        assert_eq!(parse_cache_size("12Q"), None);
-        assert_eq!(parse_cache_size(""), None);
-    }
-
-    #[test]
     fn this_host() {
         // Whatever the host, the SIMD width is a power of two of at least 8
         // bytes, and memory figures are consistent where present.
         assert!(simd_bytes().is_power_of_two() && simd_bytes() >= 8);
         if let (Some(total), Some(available)) = (total_memory(), available_memory()) {
             assert!(available <= total);
-        }
-        if let Some(cache) = last_level_cache() {
-            assert!(cache.size > 0 && cache.line.is_power_of_two());
         }
     }
 }

@@ -31,6 +31,7 @@ mod pool;
 mod program;
 mod queue;
 mod sleep;
+mod topology;
 
 use std::sync::Arc;
 

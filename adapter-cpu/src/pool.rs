@@ -246,7 +246,14 @@ pub(crate) struct Pool {
 }
 
 impl Pool {
+    /// A pool of `threads` workers that run wherever the system puts them.
     pub(crate) fn new(threads: usize) -> Result<Pool, String> {
+        Pool::pinned(threads, None)
+    }
+
+    /// A pool of `threads` workers, each kept to the logical CPUs `cpus`
+    /// when given (a sub-device's share of the machine).
+    pub(crate) fn pinned(threads: usize, cpus: Option<Vec<usize>>) -> Result<Pool, String> {
         let deques: Vec<Worker<Task>> = (0..threads).map(|_| Worker::new_lifo()).collect();
         let shared = Arc::new(Shared {
             injector: Injector::new(),
@@ -255,11 +262,16 @@ impl Pool {
             lookers: AtomicUsize::new(0),
             shutdown: AtomicBool::new(false),
         });
+        let cpus = cpus.map(Arc::new);
         for (index, deque) in deques.into_iter().enumerate() {
             let shared = shared.clone();
+            let cpus = cpus.clone();
             std::thread::Builder::new()
                 .name(format!("ur-cpu-{index}"))
                 .spawn(move || {
+                    if let Some(cpus) = cpus {
+                        pin_current_thread(&cpus);
+                    }
                     let local = Local { shared, deque, index };
                     LOCAL.with(|l| l.set(&local));
                     local.main_loop();
@@ -301,6 +313,32 @@ impl Drop for Pool {
         self.shared.shutdown.store(true, Ordering::SeqCst);
         self.shared.sleepers.wake_all();
     }
+}
+
+/// Keeps the calling thread to the logical CPUs `cpus`. A failure (CPUs
+/// taken away since they were listed) leaves the thread where it was, with
+/// a warning: the work still runs, on other CPUs.
+#[cfg(target_os = "linux")]
+fn pin_current_thread(cpus: &[usize]) {
+    // SAFETY: `cpu_set_t` is plain bits; zeroed, it is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let capacity = 8 * std::mem::size_of::<libc::cpu_set_t>();
+    for cpu in cpus.iter().filter(|c| **c < capacity) {
+        // SAFETY: `cpu` is below the set's capacity in bits, so the bit
+        // written lies inside `set`.
+        unsafe { libc::CPU_SET(*cpu, &mut set) };
+    }
+    // SAFETY: pid 0 is the calling thread; `set` is a live `cpu_set_t` of
+    // the size passed.
+    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    if rc != 0 {
+        tracing::warn!(?cpus, error = %std::io::Error::last_os_error(), "a CPU sub-device's worker is not pinned");
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn pin_current_thread(cpus: &[usize]) {
+    tracing::debug!(?cpus, "workers are pinned on Linux only");
 }
 
 /// Calls `body` on chunks that cover `0..n`, in parallel on the pool of the
@@ -547,6 +585,23 @@ mod tests {
             t.join().unwrap();
         }
         assert_eq!(woke.load(Ordering::SeqCst), 6);
+    }
+
+    /// A pinned pool's workers run on its CPUs only.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn pinned_workers_run_on_their_cpus() {
+        let cpu = *crate::topology::allowed_cpus().last().expect("a CPU");
+        let pool = Pool::pinned(2, Some(vec![cpu])).unwrap();
+        let (tx, rx) = mpsc::channel();
+        for _ in 0..8 {
+            let tx = tx.clone();
+            // SAFETY: sched_getcpu has no preconditions.
+            pool.spawn(move || tx.send(unsafe { libc::sched_getcpu() }).unwrap());
+        }
+        for _ in 0..8 {
+            assert_eq!(rx.recv_timeout(Duration::from_secs(30)).unwrap(), cpu as i32);
+        }
     }
 
     #[test]

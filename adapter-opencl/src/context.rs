@@ -50,6 +50,16 @@ pub(crate) struct Shared {
     stamps: OnceLock<opencl3::command_queue::CommandQueue>,
 }
 
+impl Drop for Shared {
+    /// The context's entries of the one-launch chain go before the context
+    /// (and, for a sub-device, the device) is released.
+    fn drop(&mut self) {
+        if self.device.one_launch_per_kernel {
+            crate::one_launch::forget_context(self.context.get());
+        }
+    }
+}
+
 impl Shared {
     pub(crate) fn internal_queue(&self) -> cl_command_queue {
         self.internal.get()

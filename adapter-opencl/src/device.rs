@@ -8,10 +8,10 @@
 use std::sync::Arc;
 
 use cl3::types::{cl_bitfield, cl_device_id, cl_platform_id, cl_uint};
-use ur_core::adapter::{ContextImpl, DeviceImpl, PlatformImpl};
+use ur_core::adapter::{ContextImpl, DeviceImpl, PlatformImpl, SubDeviceImpl};
 use ur_core::{
-    CommandBufferCaps, CommandBufferSupport, DeviceInfo, DeviceType, NativeHandle, ReplayPath, Result, Timestamps,
-    UpdateCapabilities, UsmKinds,
+    CommandBufferCaps, CommandBufferSupport, DeviceInfo, DeviceType, NativeHandle, Partition, PartitionSupport,
+    ReplayPath, Result, Timestamps, UpdateCapabilities, UsmKinds, err,
 };
 
 use crate::clock::DeviceClock;
@@ -19,6 +19,7 @@ use crate::context::ClContext;
 use crate::ffi::{self, CommandBufferApi, IntelUsmApi};
 use crate::info;
 use crate::one_launch;
+use crate::partition::{self, OwnedSubDevice};
 use crate::spir::IlPath;
 use crate::version::{self, CommandBufferAbi, ExtVersion};
 
@@ -222,6 +223,9 @@ pub(crate) struct DeviceShared {
     /// How SPIR-V programs reach the driver, `None` where they cannot.
     pub(crate) il_path: Option<IlPath>,
     pub(crate) info: DeviceInfo,
+    /// For a sub-device, its id, released when every context and queue
+    /// holding this is gone.
+    pub(crate) _sub_device: Option<OwnedSubDevice>,
 }
 
 // SAFETY: the device id is an opaque handle usable from any thread; the
@@ -254,7 +258,7 @@ impl ClPlatform {
         };
         let devices: Vec<Arc<ClDevice>> = ids
             .into_iter()
-            .filter_map(|d| match ClDevice::open(id, d, &version) {
+            .filter_map(|d| match ClDevice::open(id, d, &version, None) {
                 Ok(device) => Some(Arc::new(device)),
                 Err(reason) => {
                     tracing::warn!(platform = %name, %reason, "device skipped");
@@ -285,10 +289,14 @@ impl PlatformImpl for ClPlatform {
     }
 }
 
-/// An OpenCL device.
+/// An OpenCL device, or a sub-device of one.
 pub(crate) struct ClDevice {
     shared: Arc<DeviceShared>,
     clock: DeviceClock,
+    /// The platform id as an integer (ids are process-wide and never
+    /// released), for the sub-devices' own setup.
+    platform: usize,
+    platform_version: String,
 }
 
 fn bitfield(id: cl_device_id, name: cl_uint) -> Option<cl_bitfield> {
@@ -331,10 +339,12 @@ fn reported(id: cl_device_id, device: &opencl3::device::Device) -> Reported {
 }
 
 impl ClDevice {
+    /// Opens device `id`, or the sub-device `sub_device` owns.
     fn open(
         platform: cl_platform_id,
         id: cl_device_id,
         platform_version: &str,
+        sub_device: Option<OwnedSubDevice>,
     ) -> std::result::Result<ClDevice, String> {
         let device = opencl3::device::Device::new(id);
         let name = device.name().map_err(|e| format!("CL_DEVICE_NAME: {}", e.0))?;
@@ -399,8 +409,11 @@ impl ClDevice {
                 one_launch_per_kernel,
                 il_path,
                 info,
+                _sub_device: sub_device,
             }),
             clock: DeviceClock::new(id),
+            platform: platform as usize,
+            platform_version: platform_version.to_string(),
         })
     }
 }
@@ -454,6 +467,24 @@ impl DeviceImpl for ClDevice {
 
     fn create_context(self: Arc<Self>) -> Result<Arc<dyn ContextImpl>> {
         Ok(Arc::new(ClContext::new(self.shared.clone())?))
+    }
+
+    fn partition_support(&self) -> PartitionSupport {
+        partition::support(self.shared.id)
+    }
+
+    /// `clCreateSubDevices`; each sub-device is then set up as a device of
+    /// its own.
+    unsafe fn partition(&self, how: &Partition) -> Result<Vec<SubDeviceImpl>> {
+        partition::create(self.shared.id, how)?
+            .into_iter()
+            .map(|owned| {
+                let id = owned.0;
+                let device = ClDevice::open(self.platform as cl_platform_id, id, &self.platform_version, Some(owned))
+                    .map_err(|reason| err!(DevicePartitionFailed, "a sub-device cannot be used: {reason}"))?;
+                Ok(SubDeviceImpl { imp: Arc::new(device), partition: partition::made(id, how) })
+            })
+            .collect()
     }
 
     unsafe fn context_from_native(

@@ -47,6 +47,7 @@ mod launch;
 mod memory;
 mod native_segment;
 mod one_launch;
+mod partition;
 mod planned;
 mod program;
 mod queue;

@@ -83,6 +83,25 @@ pub(crate) fn enqueue_exclusive<S: AsRef<str>>(
     Ok(event)
 }
 
+/// Forgets the last launches of `context`, which is going away: waits for
+/// each (a later launch of the same kernel must still not overlap it) and
+/// releases it while its context and device live. An event kept past them
+/// is released into freed memory on PoCL when the device was a sub-device,
+/// which PoCL frees with its last reference.
+pub(crate) fn forget_context(context: cl3::types::cl_context) {
+    let mut guard = LAST_LAUNCH.lock();
+    let Some(last) = guard.as_mut() else { return };
+    last.retain(|_, (owner, event)| {
+        if *owner != context as usize {
+            return true;
+        }
+        if let Err(code) = event.wait() {
+            tracing::debug!(code, "PoCL: the last launch of a context going away failed");
+        }
+        false
+    });
+}
+
 /// The kernel commands recorded so far into one command-buffer segment.
 #[derive(Debug, Default)]
 pub(crate) struct RecordedKernels {

@@ -1,7 +1,9 @@
 //! A device's [`DeviceInfo`] from what [`inspect`](crate::device::inspect)
 //! read: Vulkan's properties, limits and features, converted by the
-//! functions below. What Vulkan does not report (clocks, caches, error
-//! correction) is `None`, or the answer that claims nothing.
+//! functions below. What Vulkan does not report (clocks, error correction)
+//! is `None`, or the answer that claims nothing; caches are the host's for
+//! CPU implementations and NVIDIA's published figures for its GPUs
+//! ([`global_mem_cache`]).
 
 use ash::vk;
 use ur_core::{
@@ -100,6 +102,37 @@ pub(crate) fn free_memory(instance: &Instance, info: &PhysicalInfo) -> u64 {
         .sum()
 }
 
+/// NVIDIA's PCI vendor id.
+const NVIDIA: u32 = 0x10de;
+
+/// L2 sizes of NVIDIA GPUs by PCI device id, as NVIDIA states them (the
+/// Hopper architecture whitepaper: 50 MB of L2 on GH100 products, which
+/// CUDA's `CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE` reports as 52428800 bytes):
+/// H100 SXM5, H100 PCIe, H200 SXM.
+const NVIDIA_L2: &[(u32, u64)] = &[(0x2330, 50 << 20), (0x2331, 50 << 20), (0x2335, 50 << 20)];
+
+/// The global-memory cache, which Vulkan has no query for (no extension
+/// reports cache sizes): for a CPU implementation (lavapipe), the host's
+/// last-level cache, which caches the memory its shaders read; for NVIDIA
+/// GPUs, 128-byte lines (CUDA C++ Programming Guide, "Global Memory") and
+/// the L2 size of [`NVIDIA_L2`] where the device is listed; elsewhere
+/// nothing is claimed.
+pub(crate) fn global_mem_cache(device_type: vk::PhysicalDeviceType, vendor_id: u32, device_id: u32) -> GlobalMemCache {
+    if device_type == vk::PhysicalDeviceType::CPU {
+        let host = ur_core::adapter::toolbox::host_cache::last_level_cache();
+        return GlobalMemCache {
+            kind: if host.is_some() { CacheType::ReadWrite } else { CacheType::None },
+            line_size: host.map(|c| c.line),
+            size: host.map(|c| c.size),
+        };
+    }
+    if vendor_id == NVIDIA {
+        let size = NVIDIA_L2.iter().find(|(id, _)| *id == device_id).map(|(_, size)| *size);
+        return GlobalMemCache { kind: CacheType::ReadWrite, line_size: Some(128), size };
+    }
+    GlobalMemCache { kind: CacheType::None, line_size: None, size: None }
+}
+
 /// Everything a device reports.
 pub(crate) fn device_info(i: &PhysicalInfo) -> DeviceInfo {
     let l = &i.limits;
@@ -160,7 +193,7 @@ pub(crate) fn device_info(i: &PhysicalInfo) -> DeviceInfo {
         host_unified_memory: integrated || i.device_type == vk::PhysicalDeviceType::CPU,
         max_clock_mhz: None,
         memory_hardware: MemoryHardware::default(),
-        global_mem_cache: GlobalMemCache { kind: CacheType::None, line_size: None, size: None },
+        global_mem_cache: global_mem_cache(i.device_type, d.vendor_id, d.device_id),
         // Storage buffers are aligned to `minStorageBufferOffsetAlignment`,
         // USM to at least as much.
         mem_base_addr_align_bits: (l.min_storage_buffer_offset_alignment.min(DEFAULT_USM_ALIGN) * 8) as u32,
@@ -197,6 +230,19 @@ mod tests {
             denorm_preserve: denorm,
             signed_zero_inf_nan_preserve: inf_nan,
         }
+    }
+
+    #[test]
+    fn caches_are_the_hosts_for_cpus_and_nvidias_figures_for_its_gpus() {
+        let host = ur_core::adapter::toolbox::host_cache::last_level_cache();
+        let cpu = global_mem_cache(vk::PhysicalDeviceType::CPU, 0x10005, 0);
+        assert_eq!((cpu.size, cpu.line_size), (host.map(|c| c.size), host.map(|c| c.line)));
+        let h200 = global_mem_cache(vk::PhysicalDeviceType::DISCRETE_GPU, NVIDIA, 0x2335);
+        assert_eq!((h200.size, h200.line_size), (Some(52_428_800), Some(128)));
+        let unlisted = global_mem_cache(vk::PhysicalDeviceType::DISCRETE_GPU, NVIDIA, 0x1234);
+        assert_eq!((unlisted.size, unlisted.line_size), (None, Some(128)));
+        let other = global_mem_cache(vk::PhysicalDeviceType::DISCRETE_GPU, 0x1002, 0x744c);
+        assert_eq!(other, GlobalMemCache { kind: CacheType::None, line_size: None, size: None });
     }
 
     #[test]

@@ -24,7 +24,7 @@ use crate::objects::{Event, Kernel};
 use crate::types::backend::Backend;
 use crate::types::clock::Timestamps;
 use crate::types::desc::{CommandBufferDesc, PeerAccess, QueueProperties};
-use crate::types::device::DeviceInfo;
+use crate::types::device::{DeviceInfo, Partition, PartitionSupport};
 use crate::types::error::Result;
 use crate::types::event::{EventStatus, ProfilingInfo};
 use crate::types::interop::{NativeHandle, NativeTarget, Ownership};
@@ -91,6 +91,17 @@ pub trait PlatformImpl: Send + Sync {
     }
 }
 
+/// A sub-device an adapter made ([`DeviceImpl::partition`]).
+pub struct SubDeviceImpl {
+    /// The adapter's device; its [`DeviceImpl::info`] gives the sub-device's
+    /// own compute units.
+    pub imp: Arc<dyn DeviceImpl>,
+    /// The partition as the adapter made it: the request, with an affinity
+    /// domain of [`AffinityDomain::NextPartitionable`](crate::AffinityDomain)
+    /// replaced by the level it split along.
+    pub partition: Partition,
+}
+
 /// A device of an adapter.
 pub trait DeviceImpl: Any + Send + Sync {
     /// The device's information; called once, at discovery.
@@ -103,6 +114,26 @@ pub trait DeviceImpl: Any + Send + Sync {
     fn timestamps(&self) -> Result<Timestamps>;
     /// Creates a context on this device.
     fn create_context(self: Arc<Self>) -> Result<Arc<dyn ContextImpl>>;
+
+    /// The partitions this device offers; asked once, at discovery (of a
+    /// root device) or partition (of a sub-device). The default: none, for
+    /// backends that do not partition devices.
+    fn partition_support(&self) -> PartitionSupport {
+        PartitionSupport::default()
+    }
+
+    /// Partitions this device into sub-devices, in the order the partition
+    /// lists them (by counts) or the backend's order. Each call makes new
+    /// sub-devices, which live as long as the returned objects.
+    ///
+    /// # Safety
+    /// `partition` is of a kind [`partition_support`](Self::partition_support)
+    /// offers; `Equally(n)` has `1 <= n <= max_compute_units`; `ByCounts`
+    /// has 1 to `max_sub_devices` non-zero counts summing to at most
+    /// `max_compute_units`; an affinity domain is one the device offers.
+    unsafe fn partition(&self, partition: &Partition) -> Result<Vec<SubDeviceImpl>> {
+        Err(crate::err!(DevicePartitionFailed, "this device does not partition ({partition})"))
+    }
 
     /// The native object (see [`crate::interop`]); `UnsupportedFeature`
     /// where the backend has none.

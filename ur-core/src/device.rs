@@ -3,11 +3,12 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::adapter::DeviceImpl;
+use crate::adapter::{DeviceImpl, SubDeviceImpl};
 use crate::clock::Timestamps;
 use crate::error::Result;
 pub use crate::objects::Device;
 pub(crate) use crate::objects::DeviceInner;
+use crate::objects::SubDeviceOf;
 use crate::platform::Backend;
 pub use crate::types::device::*;
 use crate::{ensure, err};
@@ -18,11 +19,147 @@ fn select_binary<S: AsRef<str>>(preference: &[BinaryTarget], targets: &[S]) -> O
     preference.iter().find_map(|wanted| targets.iter().position(|t| t.as_ref() == wanted.name()))
 }
 
+/// What the adapter reports, with the answers made once for every backend:
+/// a device without sub-groups runs sub-groups of one work-item.
+fn reported_info(imp: &dyn DeviceImpl) -> DeviceInfo {
+    let mut info = imp.info();
+    info.sub_groups = std::mem::take(&mut info.sub_groups).or_single_items(info.max_work_group_size);
+    info
+}
+
 impl Device {
     pub(crate) fn new(imp: Arc<dyn DeviceImpl>, id: DeviceId) -> Device {
-        let mut info = imp.info();
-        info.sub_groups = std::mem::take(&mut info.sub_groups).or_single_items(info.max_work_group_size);
-        Device { inner: Arc::new(DeviceInner { imp, info, id, native: None }) }
+        let info = reported_info(&*imp);
+        let partitions = imp.partition_support();
+        Device { inner: Arc::new(DeviceInner { imp, info, id, native: None, partitions, sub: None }) }
+    }
+
+    /// The partitions the device offers (`UR_DEVICE_INFO_SUPPORTED_PARTITIONS`,
+    /// `PARTITION_AFFINITY_DOMAIN`, `PARTITION_MAX_SUB_DEVICES`): none on
+    /// backends that do not partition devices.
+    pub fn partition_support(&self) -> &PartitionSupport {
+        &self.inner.partitions
+    }
+
+    /// Partitions the device into sub-devices (`urDevicePartition`): devices
+    /// with a [`parent`](Device::parent), of the same backend, on which
+    /// contexts, queues, programs and command buffers work as on the device
+    /// itself, each running its work on its own share of the device. Each
+    /// call makes new sub-devices; they live as long as the returned values
+    /// (and the contexts made on them). Sub-devices of an emulated view are
+    /// emulated views.
+    ///
+    /// `DevicePartitionFailed` for a kind or affinity domain the device does
+    /// not offer (see [`partition_support`](Device::partition_support));
+    /// `InvalidValue` for `Equally(0)` or an empty count list;
+    /// `InvalidDevicePartitionCount` for more compute units than the device
+    /// has (in one sub-device, or counted together), a zero count, or more
+    /// counts than `max_sub_devices`.
+    pub fn partition(&self, partition: &Partition) -> Result<Vec<Device>> {
+        self.check_partition(partition)?;
+        // SAFETY: checked above against what the adapter offers and the
+        // device's compute units.
+        let made = unsafe { self.inner.imp.partition(partition)? };
+        ensure!(!made.is_empty(), DevicePartitionFailed, "{self} made no sub-device ({partition})");
+        let emulated = self.is_emulated();
+        let parent = self.clone();
+        Ok(made
+            .into_iter()
+            .enumerate()
+            .map(|(index, SubDeviceImpl { imp, partition })| {
+                let info = reported_info(&*imp);
+                let partitions = imp.partition_support();
+                let sub = SubDeviceOf { parent: parent.native(), partition, index };
+                let device = Device {
+                    inner: Arc::new(DeviceInner {
+                        imp,
+                        info,
+                        id: self.inner.id,
+                        native: None,
+                        partitions,
+                        sub: Some(sub),
+                    }),
+                };
+                if emulated { device.emulated_view() } else { device }
+            })
+            .collect())
+    }
+
+    /// The front end's checks of a partition, written once for every adapter.
+    fn check_partition(&self, partition: &Partition) -> Result<()> {
+        let support = &self.inner.partitions;
+        let units = self.info().max_compute_units;
+        if !support.offers(partition.kind()) {
+            let offered: Vec<&str> = support.kinds.iter().map(|k| k.name()).collect();
+            return Err(err!(
+                DevicePartitionFailed,
+                "{self} does not partition {}; it partitions {}",
+                partition.kind().name(),
+                if offered.is_empty() { "in no way".to_string() } else { offered.join(", ") }
+            ));
+        }
+        match partition {
+            Partition::Equally(n) => {
+                ensure!(*n > 0, InvalidValue, "a partition into sub-devices of 0 compute units");
+                ensure!(
+                    *n <= units,
+                    InvalidDevicePartitionCount,
+                    "sub-devices of {n} compute units: {self} has {units}"
+                );
+            }
+            Partition::ByCounts(counts) => {
+                ensure!(!counts.is_empty(), InvalidValue, "a partition by counts without counts");
+                ensure!(
+                    counts.iter().all(|c| *c > 0),
+                    InvalidDevicePartitionCount,
+                    "a sub-device of 0 compute units in {counts:?}"
+                );
+                ensure!(
+                    counts.len() <= support.max_sub_devices as usize,
+                    InvalidDevicePartitionCount,
+                    "{} sub-devices: {self} makes at most {}",
+                    counts.len(),
+                    support.max_sub_devices
+                );
+                let total: u64 = counts.iter().map(|c| u64::from(*c)).sum();
+                ensure!(
+                    total <= u64::from(units),
+                    InvalidDevicePartitionCount,
+                    "counts {counts:?} total {total} compute units: {self} has {units}"
+                );
+            }
+            Partition::ByAffinityDomain(domain) => {
+                ensure!(
+                    support.affinity_domains.contains(domain.flag()),
+                    DevicePartitionFailed,
+                    "{self} does not partition by {domain:?}; its affinity domains are {:?}",
+                    support.affinity_domains
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// The device this one was partitioned from (`UR_DEVICE_INFO_PARENT_DEVICE`);
+    /// `None` for a root device. The parent of an emulated sub-device is the
+    /// native view of its parent.
+    pub fn parent(&self) -> Option<&Device> {
+        self.inner.sub.as_ref().map(|s| &s.parent)
+    }
+
+    /// The partition that made this sub-device (`UR_DEVICE_INFO_PARTITION_TYPE`),
+    /// with the level an affinity domain of `NextPartitionable` split along;
+    /// `None` for a root device.
+    pub fn partition_type(&self) -> Option<&Partition> {
+        self.inner.sub.as_ref().map(|s| &s.partition)
+    }
+
+    /// The root device this one was partitioned from, itself for a root device.
+    pub fn root(&self) -> Device {
+        match self.parent() {
+            Some(parent) => parent.root(),
+            None => self.clone(),
+        }
     }
 
     /// The device's information.
@@ -88,6 +225,11 @@ impl Device {
         if self.is_emulated() {
             return self.clone();
         }
+        self.emulated_view()
+    }
+
+    /// The emulated view of this native view.
+    fn emulated_view(&self) -> Device {
         let mut info = self.inner.info.clone();
         info.command_buffer = CommandBufferCaps::EMULATED;
         Device {
@@ -96,6 +238,8 @@ impl Device {
                 info,
                 id: self.inner.id,
                 native: Some(self.inner.clone()),
+                partitions: self.inner.partitions.clone(),
+                sub: self.inner.sub.clone(),
             }),
         }
     }
@@ -126,6 +270,20 @@ impl Device {
     }
 }
 
+impl Device {
+    /// The selector identity, then each sub-device's index in its parent
+    /// (`cpu:0.1`, as `ONEAPI_DEVICE_SELECTOR` writes sub-devices).
+    fn write_path(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.inner.sub {
+            Some(sub) => {
+                sub.parent.write_path(f)?;
+                write!(f, ".{}", sub.index)
+            }
+            None => write!(f, "{}", self.inner.id),
+        }
+    }
+}
+
 impl PartialEq for Device {
     fn eq(&self, other: &Device) -> bool {
         self.same_as(other)
@@ -151,7 +309,7 @@ impl fmt::Debug for Device {
 /// ones (`cpu:0`, `cpu:0 emulated`).
 impl fmt::Display for Device {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.inner.id)?;
+        self.write_path(f)?;
         if self.inner.info.command_buffer.support == CommandBufferSupport::Emulated {
             f.write_str(" emulated")?;
         }

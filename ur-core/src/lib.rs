@@ -78,9 +78,10 @@ pub use command_buffer::{
 };
 pub use context::{Context, ContextId};
 pub use device::{
-    AtomicCaps, BinaryTarget, CacheType, CommandBufferCaps, CommandBufferSupport, Device, DeviceId, DeviceInfo,
-    DeviceType, FpCapabilities, FpConfigs, GlobalMemCache, LocalMemType, MemoryHardware, MemoryOrders, MemoryScopes,
-    ReplayPath, SubGroups, UpdateCapabilities, UsmKinds, VectorWidths, capability_extensions,
+    AffinityDomain, AffinityDomains, AtomicCaps, BinaryTarget, CacheType, CommandBufferCaps, CommandBufferSupport,
+    Device, DeviceId, DeviceInfo, DeviceType, FpCapabilities, FpConfigs, GlobalMemCache, LocalMemType, MemoryHardware,
+    MemoryOrders, MemoryScopes, Partition, PartitionKind, PartitionSupport, ReplayPath, SubGroups, UpdateCapabilities,
+    UsmKinds, VectorWidths, capability_extensions,
 };
 pub use error::{Detail, Result, UrError};
 pub use event::{Event, EventStatus, ProfilingInfo, UserEvent};

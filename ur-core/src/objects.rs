@@ -17,7 +17,7 @@ use crate::adapter::{BufferImpl, ContextImpl, DeviceImpl, EventImpl, KernelImpl,
 use crate::error::Result;
 use crate::types::backend::Backend;
 use crate::types::desc::ContextId;
-use crate::types::device::{DeviceId, DeviceInfo};
+use crate::types::device::{DeviceId, DeviceInfo, Partition, PartitionSupport};
 use crate::types::interop::{NativeHandle, NativeTarget};
 use crate::types::memory::{HostPtr, MemFlags, UsmKind};
 use crate::types::program::{KernelSignature, SourceForm};
@@ -39,6 +39,18 @@ pub(crate) struct DeviceInner {
     pub(crate) id: DeviceId,
     /// For an emulated view, the native view it was made from.
     pub(crate) native: Option<Arc<DeviceInner>>,
+    /// The partitions the adapter offers, asked once.
+    pub(crate) partitions: PartitionSupport,
+    /// For a sub-device, where it came from.
+    pub(crate) sub: Option<SubDeviceOf>,
+}
+
+/// A sub-device's parent, the partition that made it, and its place in it.
+#[derive(Clone)]
+pub(crate) struct SubDeviceOf {
+    pub(crate) parent: Device,
+    pub(crate) partition: Partition,
+    pub(crate) index: usize,
 }
 
 /// A context on one device. Clone retains, drop releases.

@@ -318,10 +318,27 @@ static void coherent_answers(urt_env *env) {
   URT_OK(urDeviceGetInfo(env->device, UR_DEVICE_INFO_EXTENSIONS, sizeof extensions, extensions, NULL));
   URT_CHECK((strstr(extensions, "cl_khr_fp64") != NULL) == (dbl != 0), "fp64 %#x, extensions \"%s\"", dbl, extensions);
 
-  /* No images, no sub-devices. */
+  /* No images; partitions with a sub-device limit where any are listed
+   * (partition.c makes them). */
   URT_CHECK(!urt_device_bool(env, UR_DEVICE_INFO_IMAGE_SUPPORT), "image support");
   URT_OK(urDeviceGetInfo(env->device, UR_DEVICE_INFO_SUPPORTED_PARTITIONS, 0, NULL, &size));
-  URT_CHECK(size == 0, "%zu bytes of partition types", size);
+  URT_CHECK(size % sizeof(ur_device_partition_t) == 0, "%zu bytes of partition types", size);
+  uint32_t max_subs = 0;
+  URT_OK(urDeviceGetInfo(env->device, UR_DEVICE_INFO_PARTITION_MAX_SUB_DEVICES, sizeof max_subs, &max_subs, NULL));
+  URT_CHECK((size == 0) == (max_subs == 0), "%zu bytes of partition types, at most %u sub-devices", size, max_subs);
+
+  /* A cache reported has lines; a CPU device's memory is cached by the
+   * host's caches, whose sizes it knows (dpctl asserts both positive). */
+  ur_device_mem_cache_type_t cache = UR_DEVICE_MEM_CACHE_TYPE_NONE;
+  uint32_t line = 0;
+  uint64_t cache_size = 0;
+  URT_OK(urDeviceGetInfo(env->device, UR_DEVICE_INFO_GLOBAL_MEM_CACHE_TYPE, sizeof cache, &cache, NULL));
+  URT_OK(urDeviceGetInfo(env->device, UR_DEVICE_INFO_GLOBAL_MEM_CACHELINE_SIZE, sizeof line, &line, NULL));
+  URT_OK(urDeviceGetInfo(env->device, UR_DEVICE_INFO_GLOBAL_MEM_CACHE_SIZE, sizeof cache_size, &cache_size, NULL));
+  if (cache != UR_DEVICE_MEM_CACHE_TYPE_NONE) URT_CHECK(line > 0, "a cache of type %d without lines", (int)cache);
+  if (env->type == UR_DEVICE_TYPE_CPU)
+    URT_CHECK(line > 0 && cache_size > 0, "a CPU device's cache: %llu bytes in %u-byte lines",
+              (unsigned long long)cache_size, line);
 
   uint64_t total = 0, free_mem = 0;
   URT_OK(urDeviceGetInfo(env->device, UR_DEVICE_INFO_GLOBAL_MEM_SIZE, sizeof total, &total, NULL));

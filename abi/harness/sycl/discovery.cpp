@@ -35,7 +35,12 @@ int main() {
     auto line = d.get_info<info::global_mem_cache_line_size>();
     ST_CHECK((line & (line - 1)) == 0, "cache line of %u bytes", line);
     for (auto size : d.get_info<info::sub_group_sizes>()) ST_CHECK(size >= 1, "sub-group size %zu", size);
-    ST_CHECK(d.get_info<info::partition_max_sub_devices>() == 0, "sub-devices");
+    // Partitions with a sub-device limit where any are listed. Making
+    // sub-devices through libsycl is left to the C program partition.c: UR
+    // 0.12's validation layer registers no handle urDevicePartition returns,
+    // so libsycl's retains and releases of sub-devices read as errors there.
+    auto partitions = d.get_info<info::partition_properties>();
+    ST_CHECK(partitions.empty() == (d.get_info<info::partition_max_sub_devices>() == 0), "sub-device limit");
     ST_CHECK(!d.has(sycl::aspect::image), "the image aspect");
     bool doubles = !d.get_info<info::double_fp_config>().empty();
     ST_CHECK(d.has(sycl::aspect::fp64) == doubles, "fp64 aspect %d, double config %d", d.has(sycl::aspect::fp64),

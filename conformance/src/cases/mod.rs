@@ -31,6 +31,7 @@ pub mod multi_device;
 mod native_adopt;
 mod native_command;
 mod objects;
+mod partition;
 mod programs;
 mod prop_runner;
 mod property;
@@ -58,6 +59,7 @@ pub fn all() -> Vec<Case> {
         objects::cases,
         programs::cases,
         device::cases,
+        partition::cases,
         timestamp::cases,
         copy_fill::cases,
         read_write::cases,

@@ -539,3 +539,173 @@ impl fmt::Display for DeviceId {
         write!(f, "{}:{}", self.backend, self.index)
     }
 }
+
+/// How a device may be partitioned into sub-devices (`ur_device_partition_t`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum PartitionKind {
+    /// Into as many sub-devices of `n` compute units as fit.
+    Equally,
+    /// Into sub-devices of the listed numbers of compute units.
+    ByCounts,
+    /// Into sub-devices whose compute units share a memory subsystem.
+    ByAffinityDomain,
+}
+
+impl PartitionKind {
+    /// How UR's header and OpenCL's name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            PartitionKind::Equally => "equally",
+            PartitionKind::ByCounts => "by counts",
+            PartitionKind::ByAffinityDomain => "by affinity domain",
+        }
+    }
+}
+
+/// A level of the memory hierarchy that compute units share
+/// (`ur_device_affinity_domain_flag_t`), or the first one that splits the
+/// device.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum AffinityDomain {
+    /// A NUMA node.
+    Numa,
+    /// A level-4 data cache.
+    L4Cache,
+    /// A level-3 data cache.
+    L3Cache,
+    /// A level-2 data cache.
+    L2Cache,
+    /// A level-1 data cache.
+    L1Cache,
+    /// The first of NUMA, L4, L3, L2, L1 along which the device splits into
+    /// more than one sub-device.
+    NextPartitionable,
+}
+
+impl AffinityDomain {
+    /// The domains that name a level, in the order
+    /// [`NextPartitionable`](AffinityDomain::NextPartitionable) tries them.
+    pub const LEVELS: [AffinityDomain; 5] = [
+        AffinityDomain::Numa,
+        AffinityDomain::L4Cache,
+        AffinityDomain::L3Cache,
+        AffinityDomain::L2Cache,
+        AffinityDomain::L1Cache,
+    ];
+
+    /// The domain's flag.
+    pub fn flag(self) -> AffinityDomains {
+        match self {
+            AffinityDomain::Numa => AffinityDomains::NUMA,
+            AffinityDomain::L4Cache => AffinityDomains::L4_CACHE,
+            AffinityDomain::L3Cache => AffinityDomains::L3_CACHE,
+            AffinityDomain::L2Cache => AffinityDomains::L2_CACHE,
+            AffinityDomain::L1Cache => AffinityDomains::L1_CACHE,
+            AffinityDomain::NextPartitionable => AffinityDomains::NEXT_PARTITIONABLE,
+        }
+    }
+
+    /// The domain of a flag holding exactly one domain.
+    pub fn from_flag(flag: AffinityDomains) -> Option<AffinityDomain> {
+        AffinityDomain::LEVELS.into_iter().chain([AffinityDomain::NextPartitionable]).find(|d| d.flag() == flag)
+    }
+
+    /// The cache level (1 to 4) of a cache domain.
+    pub fn cache_level(self) -> Option<u32> {
+        match self {
+            AffinityDomain::L4Cache => Some(4),
+            AffinityDomain::L3Cache => Some(3),
+            AffinityDomain::L2Cache => Some(2),
+            AffinityDomain::L1Cache => Some(1),
+            AffinityDomain::Numa | AffinityDomain::NextPartitionable => None,
+        }
+    }
+}
+
+bitflags! {
+    /// Affinity domains (`ur_device_affinity_domain_flags_t`), bit for bit
+    /// UR's and OpenCL's.
+    #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+    pub struct AffinityDomains: u32 {
+        /// A NUMA node.
+        const NUMA = 1 << 0;
+        /// A level-4 data cache.
+        const L4_CACHE = 1 << 1;
+        /// A level-3 data cache.
+        const L3_CACHE = 1 << 2;
+        /// A level-2 data cache.
+        const L2_CACHE = 1 << 3;
+        /// A level-1 data cache.
+        const L1_CACHE = 1 << 4;
+        /// The next level that splits the device.
+        const NEXT_PARTITIONABLE = 1 << 5;
+    }
+}
+
+/// What partitions a device offers (`UR_DEVICE_INFO_SUPPORTED_PARTITIONS`,
+/// `PARTITION_AFFINITY_DOMAIN`, `PARTITION_MAX_SUB_DEVICES`); the default,
+/// nothing, for devices that do not partition.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct PartitionSupport {
+    /// The kinds of partition offered (empty: none).
+    pub kinds: Vec<PartitionKind>,
+    /// The affinity domains offered, where [`PartitionKind::ByAffinityDomain`] is.
+    pub affinity_domains: AffinityDomains,
+    /// Most sub-devices of one partition (0 where the device does not partition).
+    pub max_sub_devices: u32,
+}
+
+impl PartitionSupport {
+    /// Whether `kind` is offered.
+    pub fn offers(&self, kind: PartitionKind) -> bool {
+        self.kinds.contains(&kind)
+    }
+}
+
+/// One partition of a device (the property list of `urDevicePartition`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Partition {
+    /// Sub-devices of this many compute units each, as many as fit.
+    Equally(u32),
+    /// One sub-device per count, of that many compute units, in order.
+    ByCounts(Vec<u32>),
+    /// One sub-device per instance of the domain that the device's compute
+    /// units share.
+    ByAffinityDomain(AffinityDomain),
+}
+
+impl Partition {
+    /// The partition's kind.
+    pub fn kind(&self) -> PartitionKind {
+        match self {
+            Partition::Equally(_) => PartitionKind::Equally,
+            Partition::ByCounts(_) => PartitionKind::ByCounts,
+            Partition::ByAffinityDomain(_) => PartitionKind::ByAffinityDomain,
+        }
+    }
+
+    /// The compute units of each sub-device of an equal or counted partition
+    /// of `compute_units` units into at most `max_sub_devices`; `None` for
+    /// an affinity partition. For adapters that split compute units
+    /// themselves.
+    pub fn counts(&self, compute_units: u32, max_sub_devices: u32) -> Option<Vec<u32>> {
+        match self {
+            Partition::Equally(n) => {
+                let fits = compute_units.checked_div(*n).unwrap_or(0).min(max_sub_devices);
+                Some(vec![*n; fits as usize])
+            }
+            Partition::ByCounts(counts) => Some(counts.clone()),
+            Partition::ByAffinityDomain(_) => None,
+        }
+    }
+}
+
+impl fmt::Display for Partition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Partition::Equally(n) => write!(f, "equally, {n} compute units each"),
+            Partition::ByCounts(counts) => write!(f, "by counts {counts:?}"),
+            Partition::ByAffinityDomain(domain) => write!(f, "by affinity domain {domain:?}"),
+        }
+    }
+}

@@ -131,6 +131,12 @@ ur_errors! {
     InvalidDevice = 19, "UR_RESULT_ERROR_INVALID_DEVICE", "invalid device";
     /// The device stopped working.
     DeviceLost = 20, "UR_RESULT_ERROR_DEVICE_LOST", "device lost";
+    /// A partition the device does not offer (a kind or affinity domain it
+    /// does not list), or that the driver could not make.
+    DevicePartitionFailed = 23, "UR_RESULT_ERROR_DEVICE_PARTITION_FAILED", "device partition failed";
+    /// Compute-unit counts of a partition that the device cannot give: a
+    /// zero count, more units than it has, more sub-devices than it makes.
+    InvalidDevicePartitionCount = 24, "UR_RESULT_ERROR_INVALID_DEVICE_PARTITION_COUNT", "invalid device partition count";
     /// A work-item size beyond what the device allows.
     InvalidWorkItemSize = 25, "UR_RESULT_ERROR_INVALID_WORK_ITEM_SIZE", "invalid work-item size";
     /// A work dimension other than 1, 2 or 3, or sizes of mismatched lengths.

@@ -8,11 +8,14 @@
 //! - [`ForwardingEvent`]: an event that stands for the latest execution of a
 //!   recorded command, re-pointed at each enqueue (the software command
 //!   buffer and the Vulkan adapter's signal events);
+//! - [`host_cache`]: the host processor's last-level cache, for devices
+//!   whose memory the host's caches cache (the CPU adapter, lavapipe);
 //! - [`fresh`]: whether committed SPIR-V is what its GLSL compiles to today,
 //!   for the repository's tests of committed kernel binaries.
 
 mod forward;
 pub mod fresh;
+pub mod host_cache;
 mod order;
 
 pub use forward::ForwardingEvent;

@@ -1,0 +1,203 @@
+/* Sub-devices (urDevicePartition): where the device lists partitions, each
+ * kind it lists makes sub-devices with a parent, a partition type and their
+ * share of the compute units, counted handles (unlike root devices) that
+ * urDeviceGet does not list, on which a context, a queue and USM work; where
+ * it lists none (Vulkan, CUDA, drivers without partitions), every partition
+ * is DEVICE_PARTITION_FAILED. Misuse gets the header's codes everywhere. */
+#include "urt.h"
+
+/* UR 0.12's leak checker registers no handle urDevicePartition returns, so
+ * retaining and releasing a sub-device, as the spec asks, is reported as
+ * the use of a nonexistent handle: declared to the harness here. */
+static void untracked_device(ur_device_handle_t device) {
+  if (device) printf("urt-untracked %p\n", (void *)device);
+}
+
+static uint32_t info_u32(ur_device_handle_t device, ur_device_info_t query) {
+  uint32_t value = 0;
+  URT_OK(urDeviceGetInfo(device, query, sizeof value, &value, NULL));
+  return value;
+}
+
+static ur_device_partition_properties_t properties_of(const ur_device_partition_property_t *list, size_t n) {
+  ur_device_partition_properties_t p = {UR_STRUCTURE_TYPE_DEVICE_PARTITION_PROPERTIES, NULL, list, n};
+  return p;
+}
+
+static uint32_t root_devices(urt_env *env) {
+  uint32_t count = 0;
+  URT_OK(urDeviceGet(env->platform, UR_DEVICE_TYPE_ALL, 0, NULL, &count));
+  return count;
+}
+
+/* A sub-device runs a fill and a copy in a context and queue of its own. */
+static void use_sub_device(urt_env *env, ur_device_handle_t sub) {
+  ur_context_handle_t context = NULL;
+  ur_queue_handle_t queue = NULL;
+  URT_OK(urContextCreate(1, &sub, NULL, &context));
+  URT_OK(urQueueCreate(context, sub, NULL, &queue));
+  if (!context || !queue) return;
+  ur_device_usm_access_capability_flags_t usm = 0;
+  URT_OK(urDeviceGetInfo(sub, UR_DEVICE_INFO_USM_DEVICE_SUPPORT, sizeof usm, &usm, NULL));
+  if (usm) {
+    void *mem = NULL;
+    URT_OK(urUSMDeviceAlloc(context, sub, NULL, NULL, 256, &mem));
+    uint8_t pattern = 0x5a, host[256] = {0};
+    URT_OK(urEnqueueUSMFill(queue, mem, 1, &pattern, 256, 0, NULL, NULL));
+    URT_OK(urEnqueueUSMMemcpy(queue, true, host, mem, 256, 0, NULL, NULL));
+    for (int i = 0; i < 256; i++) URT_CHECK(host[i] == 0x5a, "byte %d is %#x", i, host[i]);
+    URT_OK(urUSMFree(context, mem));
+  }
+  (void)env;
+  URT_OK(urQueueRelease(queue));
+  URT_OK(urContextRelease(context));
+}
+
+/* Partitions with one property list, checks every sub-device, releases them. */
+static void partition_with(urt_env *env, const ur_device_partition_property_t *list, size_t n, uint32_t units) {
+  ur_device_partition_properties_t props = properties_of(list, n);
+  uint32_t count = 0;
+  URT_OK(urDevicePartition(env->device, &props, 0, NULL, &count));
+  URT_CHECK(count > 0, "partition type %#x made no sub-device", list[0].type);
+  if (count == 0) return;
+  ur_device_handle_t *subs = calloc(count, sizeof *subs);
+  URT_OK(urDevicePartition(env->device, &props, count, subs, NULL));
+  uint32_t total = 0;
+  for (uint32_t i = 0; i < count; i++) {
+    ur_device_handle_t sub = subs[i], parent = NULL;
+    URT_CHECK(sub != NULL, "sub-device %u", i);
+    if (!sub) continue;
+    untracked_device(sub);
+    URT_OK(urDeviceGetInfo(sub, UR_DEVICE_INFO_PARENT_DEVICE, sizeof parent, &parent, NULL));
+    URT_CHECK(parent == env->device, "sub-device %u's parent", i);
+    uint32_t sub_units = info_u32(sub, UR_DEVICE_INFO_MAX_COMPUTE_UNITS);
+    URT_CHECK(sub_units >= 1 && sub_units <= units, "sub-device %u has %u of %u units", i, sub_units, units);
+    total += sub_units;
+    if (list[0].type == UR_DEVICE_PARTITION_BY_COUNTS)
+      URT_CHECK(sub_units == list[i].value.count, "sub-device %u: %u units for a count of %u", i, sub_units,
+                list[i].value.count);
+    if (list[0].type == UR_DEVICE_PARTITION_EQUALLY)
+      URT_CHECK(sub_units == list[0].value.equally, "sub-device %u: %u units", i, sub_units);
+    size_t size = 0;
+    URT_OK(urDeviceGetInfo(sub, UR_DEVICE_INFO_PARTITION_TYPE, 0, NULL, &size));
+    size_t expected = (list[0].type == UR_DEVICE_PARTITION_BY_COUNTS ? n : 1) * sizeof(ur_device_partition_property_t);
+    URT_CHECK(size == expected, "partition type of %zu bytes, expected %zu", size, expected);
+    ur_device_partition_property_t made[8];
+    if (size == expected && size <= sizeof made) {
+      URT_OK(urDeviceGetInfo(sub, UR_DEVICE_INFO_PARTITION_TYPE, size, made, NULL));
+      URT_CHECK(made[0].type == list[0].type, "partition type %#x of %#x", made[0].type, list[0].type);
+      if (list[0].type == UR_DEVICE_PARTITION_BY_AFFINITY_DOMAIN) {
+        ur_device_affinity_domain_flags_t d = made[0].value.affinity_domain;
+        URT_CHECK(d != 0 && (d & (d - 1)) == 0, "affinity domain %#x is one domain", d);
+      }
+    }
+    /* Sub-devices are counted: retain and release change the count. */
+    URT_CHECK(info_u32(sub, UR_DEVICE_INFO_REFERENCE_COUNT) == 1, "a new sub-device's count");
+    URT_OK(urDeviceRetain(sub));
+    URT_CHECK(info_u32(sub, UR_DEVICE_INFO_REFERENCE_COUNT) == 2, "a retained sub-device's count");
+    URT_OK(urDeviceRelease(sub));
+    if (i == 0) use_sub_device(env, sub);
+    /* Its native handle (where the backend has one) adopts as itself. */
+    ur_native_handle_t native = 0;
+    if (urDeviceGetNativeHandle(sub, &native) == UR_RESULT_SUCCESS) {
+      ur_device_handle_t adopted = NULL;
+      URT_OK(urDeviceCreateWithNativeHandle(native, env->adapter, NULL, &adopted));
+      URT_CHECK(adopted == sub, "sub-device %u adopted as %p", i, (void *)adopted);
+      if (adopted) URT_OK(urDeviceRelease(adopted));
+    }
+  }
+  URT_CHECK(total <= units, "%u units handed out of %u", total, units);
+  URT_CHECK(root_devices(env) >= 1, "root devices listed");
+  for (uint32_t i = 0; i < count; i++)
+    if (subs[i]) URT_OK(urDeviceRelease(subs[i]));
+  /* Fewer handles than sub-devices: only those are written. */
+  ur_device_handle_t first[2] = {NULL, NULL};
+  URT_OK(urDevicePartition(env->device, &props, 1, first, NULL));
+  URT_CHECK(first[0] != NULL && first[1] == NULL, "one handle asked, one written");
+  untracked_device(first[0]);
+  if (first[0]) URT_OK(urDeviceRelease(first[0]));
+  free(subs);
+}
+
+int main(void) {
+  urt_env env;
+  urt_init(&env);
+  uint32_t units = info_u32(env.device, UR_DEVICE_INFO_MAX_COMPUTE_UNITS);
+  uint32_t max_subs = info_u32(env.device, UR_DEVICE_INFO_PARTITION_MAX_SUB_DEVICES);
+  ur_device_affinity_domain_flags_t domains = info_u32(env.device, UR_DEVICE_INFO_PARTITION_AFFINITY_DOMAIN);
+  ur_device_handle_t parent = (ur_device_handle_t)&env;
+  URT_OK(urDeviceGetInfo(env.device, UR_DEVICE_INFO_PARENT_DEVICE, sizeof parent, &parent, NULL));
+  URT_CHECK(parent == NULL, "a root device has no parent");
+  size_t size = 1;
+  URT_OK(urDeviceGetInfo(env.device, UR_DEVICE_INFO_PARTITION_TYPE, 0, NULL, &size));
+  URT_CHECK(size == 0, "a root device's partition type has %zu bytes", size);
+  URT_OK(urDeviceGetInfo(env.device, UR_DEVICE_INFO_SUPPORTED_PARTITIONS, 0, NULL, &size));
+  size_t kinds = size / sizeof(ur_device_partition_t);
+  ur_device_partition_t supported[8] = {0};
+  if (kinds > 0 && kinds <= 8) URT_OK(urDeviceGetInfo(env.device, UR_DEVICE_INFO_SUPPORTED_PARTITIONS, size, supported, NULL));
+  bool equally = false, counts = false, affinity = false;
+  for (size_t i = 0; i < kinds; i++) {
+    equally |= supported[i] == UR_DEVICE_PARTITION_EQUALLY;
+    counts |= supported[i] == UR_DEVICE_PARTITION_BY_COUNTS;
+    affinity |= supported[i] == UR_DEVICE_PARTITION_BY_AFFINITY_DOMAIN;
+  }
+  char name[256] = "";
+  URT_OK(urDeviceGetInfo(env.device, UR_DEVICE_INFO_NAME, sizeof name, name, NULL));
+  printf("# %s: %zu partition kinds, %u units, at most %u sub-devices, affinity domains %#x\n", name, kinds, units,
+         max_subs, domains);
+  uint32_t roots = root_devices(&env);
+
+  ur_device_partition_property_t one = {UR_DEVICE_PARTITION_EQUALLY, {.equally = 1}};
+  ur_device_partition_properties_t props = properties_of(&one, 1);
+  ur_device_handle_t sub = NULL;
+  uint32_t count = 0;
+  /* The header's null checks, on every device. */
+  URT_RESULT(UR_RESULT_ERROR_INVALID_NULL_HANDLE, urDevicePartition(NULL, &props, 1, &sub, NULL));
+  URT_RESULT(UR_RESULT_ERROR_INVALID_NULL_POINTER, urDevicePartition(env.device, NULL, 1, &sub, NULL));
+  ur_device_partition_properties_t no_list = properties_of(NULL, 0);
+  URT_RESULT(UR_RESULT_ERROR_INVALID_NULL_POINTER, urDevicePartition(env.device, &no_list, 1, &sub, NULL));
+
+  if (kinds == 0) {
+    URT_CHECK(max_subs == 0 && domains == 0, "no partitions, yet %u sub-devices and domains %#x", max_subs, domains);
+    URT_RESULT(UR_RESULT_ERROR_DEVICE_PARTITION_FAILED, urDevicePartition(env.device, &props, 0, NULL, &count));
+    ur_device_partition_property_t next = {UR_DEVICE_PARTITION_BY_AFFINITY_DOMAIN,
+                                           {.affinity_domain = UR_DEVICE_AFFINITY_DOMAIN_FLAG_NEXT_PARTITIONABLE}};
+    ur_device_partition_properties_t next_props = properties_of(&next, 1);
+    URT_RESULT(UR_RESULT_ERROR_DEVICE_PARTITION_FAILED, urDevicePartition(env.device, &next_props, 0, NULL, &count));
+    urt_fini(&env);
+    return urt_done("partition");
+  }
+  URT_CHECK(max_subs >= 1, "partitions with at most %u sub-devices", max_subs);
+  if (equally) {
+    one.value.equally = units > 1 ? units / 2 : 1;
+    partition_with(&env, &one, 1, units);
+    ur_device_partition_property_t zero = {UR_DEVICE_PARTITION_EQUALLY, {.equally = 0}};
+    ur_device_partition_properties_t zero_props = properties_of(&zero, 1);
+    URT_RESULT(UR_RESULT_ERROR_INVALID_VALUE, urDevicePartition(env.device, &zero_props, 0, NULL, &count));
+  }
+  if (counts) {
+    ur_device_partition_property_t list[2] = {{UR_DEVICE_PARTITION_BY_COUNTS, {.count = 1}},
+                                              {UR_DEVICE_PARTITION_BY_COUNTS, {.count = units - 1}}};
+    partition_with(&env, list, units >= 2 && max_subs >= 2 ? 2 : 1, units);
+    list[1].value.count = units; /* one unit more than the device has */
+    ur_device_partition_properties_t too_many = properties_of(list, 2);
+    URT_RESULT(UR_RESULT_ERROR_INVALID_DEVICE_PARTITION_COUNT, urDevicePartition(env.device, &too_many, 0, NULL, &count));
+    list[1].value.count = 0;
+    URT_RESULT(UR_RESULT_ERROR_INVALID_DEVICE_PARTITION_COUNT, urDevicePartition(env.device, &too_many, 0, NULL, &count));
+  }
+  if (affinity) {
+    for (ur_device_affinity_domain_flags_t d = 1; d <= UR_DEVICE_AFFINITY_DOMAIN_FLAG_NEXT_PARTITIONABLE; d <<= 1) {
+      ur_device_partition_property_t by = {UR_DEVICE_PARTITION_BY_AFFINITY_DOMAIN, {.affinity_domain = d}};
+      if (domains & d) {
+        partition_with(&env, &by, 1, units);
+      } else {
+        ur_device_partition_properties_t p = properties_of(&by, 1);
+        URT_RESULT(UR_RESULT_ERROR_DEVICE_PARTITION_FAILED, urDevicePartition(env.device, &p, 0, NULL, &count));
+      }
+    }
+  }
+  URT_CHECK(root_devices(&env) == roots, "urDeviceGet lists %u devices after partitioning, %u before",
+            root_devices(&env), roots);
+  urt_fini(&env);
+  return urt_done("partition");
+}

@@ -1,0 +1,155 @@
+//! Sub-devices (`urDevicePartition`): on devices that partition, every
+//! partition they offer makes sub-devices with a parent, a partition type
+//! and their share of the compute units, on which contexts, programs,
+//! queues and command buffers work as on the device itself; on devices that
+//! do not (CUDA, Vulkan, drivers that list no partition), every partition
+//! is `DevicePartitionFailed`. The front end's checks of counts hold
+//! everywhere.
+
+use ur::{
+    AffinityDomain, AppendOptions, CommandBuffer, CommandBufferDesc, Context, Device, KernelArg, KernelLaunch,
+    Partition, PartitionKind, Program, Queue, QueueProperties, UsmAllocation, UsmKind,
+};
+
+use crate::harness::{CaseResult, Env, read};
+use crate::{cases, check, check_eq, check_err};
+
+pub(super) fn cases() -> Vec<crate::Case> {
+    cases!["partition";
+        offered_partitions_make_sub_devices,
+        sub_devices_run_kernels_and_command_buffers,
+        counts_are_checked_before_the_adapter,
+    ]
+}
+
+/// One partition of each kind the device offers, sized to make few
+/// sub-devices.
+fn partitions_offered(device: &Device) -> Vec<Partition> {
+    let support = device.partition_support();
+    let units = device.info().max_compute_units;
+    let mut partitions = Vec::new();
+    if support.offers(PartitionKind::Equally) {
+        partitions.push(Partition::Equally((units / 2).max(1)));
+    }
+    if support.offers(PartitionKind::ByCounts) {
+        partitions.push(Partition::ByCounts(if units >= 2 { vec![1, units - 1] } else { vec![1] }));
+    }
+    if support.offers(PartitionKind::ByAffinityDomain) {
+        let domain = AffinityDomain::LEVELS
+            .into_iter()
+            .chain([AffinityDomain::NextPartitionable])
+            .find(|d| support.affinity_domains.contains(d.flag()));
+        partitions.extend(domain.map(Partition::ByAffinityDomain));
+    }
+    partitions
+}
+
+fn offered_partitions_make_sub_devices(env: &Env) -> CaseResult {
+    let device = env.device();
+    let units = device.info().max_compute_units;
+    let support = device.partition_support();
+    check!(device.parent().is_none() && device.partition_type().is_none(), "a root device has no parent");
+    if support.kinds.is_empty() {
+        check_eq!(support.max_sub_devices, 0);
+        check!(support.affinity_domains.is_empty());
+        for partition in [
+            Partition::Equally(1),
+            Partition::ByCounts(vec![1]),
+            Partition::ByAffinityDomain(AffinityDomain::NextPartitionable),
+        ] {
+            check_err!(device.partition(&partition), DevicePartitionFailed);
+        }
+        return Ok(());
+    }
+    check!(support.max_sub_devices >= 1 && support.max_sub_devices <= units.max(1), "{support:?}");
+    for partition in partitions_offered(device) {
+        let subs = device.partition(&partition)?;
+        check!(!subs.is_empty(), "{partition}: no sub-device");
+        check!(subs.len() <= support.max_sub_devices as usize, "{partition}: {} sub-devices", subs.len());
+        let given: Vec<u32> = subs.iter().map(|s| s.info().max_compute_units).collect();
+        match &partition {
+            Partition::Equally(n) => check!(given.iter().all(|g| g == n), "{partition}: {given:?}"),
+            Partition::ByCounts(counts) => check_eq!(&given, counts, "{partition}"),
+            Partition::ByAffinityDomain(_) => {
+                check!(given.iter().sum::<u32>() <= units, "{partition}: {given:?} of {units}")
+            }
+        }
+        for (i, sub) in subs.iter().enumerate() {
+            check_eq!(sub.parent(), Some(&device.native()), "{partition}");
+            check_eq!(sub.root(), device.native(), "{partition}");
+            check_eq!(sub.backend(), device.backend());
+            check_eq!(sub.is_emulated(), device.is_emulated());
+            check!(sub.to_string().starts_with(&format!("{}.{i}", device.id())), "{sub}");
+            let Some(made) = sub.partition_type() else {
+                return Err(crate::CaseError::Fail(format!("{sub} has no partition type")));
+            };
+            check_eq!(made.kind(), partition.kind());
+            if let (Partition::ByAffinityDomain(asked), Partition::ByAffinityDomain(got)) = (&partition, made) {
+                check!(*asked == AffinityDomain::NextPartitionable || got == asked, "{got:?} for {asked:?}");
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A sub-device of one compute unit runs a kernel eagerly and from a
+/// command buffer, in a context and program of its own.
+fn sub_devices_run_kernels_and_command_buffers(env: &Env) -> CaseResult {
+    let device = env.device();
+    let support = device.partition_support();
+    let partition = if support.offers(PartitionKind::ByCounts) {
+        Partition::ByCounts(vec![1])
+    } else if support.offers(PartitionKind::Equally) {
+        Partition::Equally(1)
+    } else {
+        // What a device without partitions answers is the case above.
+        return Ok(());
+    };
+    let sub = device.partition(&partition)?.remove(0);
+    let context = Context::new(&sub)?;
+    let program = Program::new(&context, &crate::kernels::bundle())?;
+    let kernel = ur::Kernel::new(&program, "fill")?;
+    let queue = Queue::new(&context, QueueProperties::default())?;
+    const N: usize = 64;
+    let mem = UsmAllocation::new(&context, UsmKind::Device, N * 4)?;
+    let (eager, recorded) = (5u32, 6u32);
+    let args = [KernelArg::Pointer(mem.ptr()), KernelArg::value(&eager)];
+    // SAFETY: N work-items over an allocation of N u32s.
+    unsafe { queue.launch_kernel(&KernelLaunch::new(&kernel, &[N], &args), &[])?.wait()? };
+    check_eq!(read::<u32>(&queue, mem.ptr(), N)?, vec![eager; N]);
+    let cb = CommandBuffer::new(&context, &sub, CommandBufferDesc::default())?;
+    let args = [KernelArg::Pointer(mem.ptr()), KernelArg::value(&recorded)];
+    // SAFETY: as above.
+    unsafe { cb.append_kernel_launch(&KernelLaunch::new(&kernel, &[N], &args), &[], AppendOptions::new())? };
+    cb.finalize()?;
+    queue.enqueue_command_buffer(&cb, &[])?.wait()?;
+    check_eq!(read::<u32>(&queue, mem.ptr(), N)?, vec![recorded; N]);
+    Ok(())
+}
+
+/// Counts the device cannot give are refused by the front end with UR's
+/// codes, the same on every backend that offers the kind.
+fn counts_are_checked_before_the_adapter(env: &Env) -> CaseResult {
+    let device = env.device();
+    let support = device.partition_support();
+    let units = device.info().max_compute_units;
+    if support.offers(PartitionKind::Equally) {
+        check_err!(device.partition(&Partition::Equally(0)), InvalidValue);
+        check_err!(device.partition(&Partition::Equally(units + 1)), InvalidDevicePartitionCount);
+    } else {
+        check_err!(device.partition(&Partition::Equally(1)), DevicePartitionFailed);
+    }
+    if support.offers(PartitionKind::ByCounts) {
+        check_err!(device.partition(&Partition::ByCounts(vec![])), InvalidValue);
+        check_err!(device.partition(&Partition::ByCounts(vec![1, 0])), InvalidDevicePartitionCount);
+        check_err!(device.partition(&Partition::ByCounts(vec![units, 1])), InvalidDevicePartitionCount);
+    } else {
+        check_err!(device.partition(&Partition::ByCounts(vec![1])), DevicePartitionFailed);
+    }
+    for domain in AffinityDomain::LEVELS.into_iter().chain([AffinityDomain::NextPartitionable]) {
+        if !support.affinity_domains.contains(domain.flag()) {
+            check_err!(device.partition(&Partition::ByAffinityDomain(domain)), DevicePartitionFailed);
+        }
+    }
+    Ok(())
+}

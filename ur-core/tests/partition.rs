@@ -1,0 +1,93 @@
+//! Device partitioning through the front end, on the CPU adapter: the
+//! checks written once in ur-core, and sub-devices that work as devices.
+
+use ur_core::{
+    AffinityDomain, AffinityDomains, Context, Device, Partition, PartitionKind, Queue, QueueProperties, UrError,
+    UsmAllocation, UsmKind,
+};
+
+fn device() -> Device {
+    ur_adapter_cpu::default_device()
+}
+
+#[test]
+fn the_cpu_device_partitions_equally_and_by_counts() {
+    let device = device();
+    let units = device.info().max_compute_units;
+    let support = device.partition_support();
+    assert!(support.offers(PartitionKind::Equally) && support.offers(PartitionKind::ByCounts));
+    assert_eq!(support.max_sub_devices, units);
+    assert!(device.parent().is_none() && device.partition_type().is_none());
+
+    let subs = device.partition(&Partition::Equally(1)).unwrap();
+    assert_eq!(subs.len(), units as usize);
+    for (i, sub) in subs.iter().enumerate() {
+        assert_eq!(sub.info().max_compute_units, 1);
+        assert_eq!(sub.parent(), Some(&device));
+        assert_eq!(sub.partition_type(), Some(&Partition::Equally(1)));
+        assert_eq!(sub.to_string(), format!("{device}.{i}"));
+        assert_eq!(sub.root(), device);
+    }
+    let all = device.partition(&Partition::ByCounts(vec![units])).unwrap();
+    assert_eq!(all.len(), 1);
+    assert_eq!(all[0].info().max_compute_units, units);
+    // Each call makes new sub-devices.
+    assert_ne!(device.partition(&Partition::ByCounts(vec![units])).unwrap()[0], all[0]);
+}
+
+#[test]
+fn partitions_the_device_cannot_give_are_typed_errors() {
+    let device = device();
+    let units = device.info().max_compute_units;
+    let err = |p: Partition| device.partition(&p).map(|_| ()).unwrap_err();
+    assert!(matches!(err(Partition::Equally(0)), UrError::InvalidValue(_)));
+    assert!(matches!(err(Partition::Equally(units + 1)), UrError::InvalidDevicePartitionCount(_)));
+    assert!(matches!(err(Partition::ByCounts(vec![])), UrError::InvalidValue(_)));
+    assert!(matches!(err(Partition::ByCounts(vec![1, 0])), UrError::InvalidDevicePartitionCount(_)));
+    assert!(matches!(err(Partition::ByCounts(vec![units, 1])), UrError::InvalidDevicePartitionCount(_)));
+    assert!(matches!(err(Partition::ByCounts(vec![1; units as usize + 1])), UrError::InvalidDevicePartitionCount(_)));
+    let offered = device.partition_support().affinity_domains;
+    for domain in AffinityDomain::LEVELS.into_iter().chain([AffinityDomain::NextPartitionable]) {
+        let result = device.partition(&Partition::ByAffinityDomain(domain));
+        if offered.contains(domain.flag()) {
+            let subs = result.unwrap();
+            let total: u32 = subs.iter().map(|s| s.info().max_compute_units).sum();
+            assert_eq!(total, units, "{domain:?} hands out every unit once");
+            for sub in &subs {
+                let Some(Partition::ByAffinityDomain(made)) = sub.partition_type() else { panic!("{domain:?}") };
+                // The next partitionable domain is reported as the level it split along.
+                assert_ne!(*made, AffinityDomain::NextPartitionable);
+                assert!(domain == AffinityDomain::NextPartitionable || *made == domain);
+            }
+            if domain == AffinityDomain::NextPartitionable {
+                assert!(subs.len() > 1);
+            }
+        } else {
+            assert!(matches!(result.map(|_| ()).unwrap_err(), UrError::DevicePartitionFailed(_)), "{domain:?}");
+        }
+    }
+    assert_eq!(offered.is_empty(), !device.partition_support().offers(PartitionKind::ByAffinityDomain));
+    assert!(offered.difference(AffinityDomains::all()).is_empty());
+}
+
+#[test]
+fn a_sub_device_runs_work_like_its_parent_and_partitions_again() {
+    let device = device();
+    let sub = device.partition(&Partition::Equally(1)).unwrap().remove(0);
+    let context = Context::new(&sub).unwrap();
+    assert_eq!(context.device(), &sub);
+    let queue = Queue::new(&context, QueueProperties::default()).unwrap();
+    let usm = UsmAllocation::new(&context, UsmKind::Device, 64).unwrap();
+    let filled = queue.usm_fill(usm.ptr(), &[7u8], 64, &[]).unwrap();
+    let mut out = [0u8; 64];
+    queue.read_usm(usm.ptr(), &mut out, &[&filled]).unwrap();
+    assert_eq!(out, [7u8; 64]);
+    let again = sub.partition(&Partition::ByCounts(vec![1])).unwrap();
+    assert_eq!(again[0].parent(), Some(&sub));
+    assert_eq!(again[0].root(), device);
+    assert_eq!(again[0].to_string(), format!("{device}.0.0"));
+    // Sub-devices of an emulated view are emulated views.
+    let emulated = device.emulated().partition(&Partition::Equally(1)).unwrap().remove(0);
+    assert!(emulated.is_emulated());
+    assert_eq!(emulated.parent(), Some(&device));
+}
