@@ -29,7 +29,7 @@ use crate::types::error::Result;
 use crate::types::event::{EventStatus, ProfilingInfo};
 use crate::types::interop::{NativeHandle, NativeTarget, Ownership};
 use crate::types::memory::{MemFlags, UsmKind};
-use crate::types::program::{KernelSignature, ProgramBundle, SourceForm};
+use crate::types::program::{CacheConfig, KernelSignature, ProgramBundle, SourceForm};
 
 /// A native buffer an adapter adopted, with what it reads about it.
 pub struct AdoptedBuffer {
@@ -298,6 +298,13 @@ pub trait KernelImpl: Any + Send + Sync {
     /// The driver's preferred work-group size multiple, if it has one.
     fn preferred_work_group_size_multiple(&self) -> Option<usize> {
         None
+    }
+
+    /// Applies a cache-configuration hint where the backend has such a
+    /// split; `Ok(false)` where it has none (the hint is then only recorded).
+    fn apply_cache_config(&self, config: CacheConfig) -> Result<bool> {
+        let _ = config;
+        Ok(false)
     }
 }
 
