@@ -586,7 +586,7 @@ impl KernelImpl for FaultyKernel {
         self.inner.preferred_work_group_size_multiple()
     }
 
-    fn apply_cache_config(&self, config: crate::CacheConfig) -> Result<bool> {
+    fn apply_cache_config(&self, config: crate::types::program::CacheConfig) -> Result<bool> {
         self.inner.apply_cache_config(config)
     }
 }
