@@ -909,6 +909,14 @@ unsafe fn kernel_update<'a>(
     desc: &'a ur_exp_command_buffer_update_kernel_launch_desc_t,
     command: &'a CommandHandle,
 ) -> AbiResult<KernelLaunchUpdate<'a>> {
+    // The header asks for a valid `newWorkDim` in every descriptor, not
+    // only in those that give new sizes.
+    ensure!(
+        (1..=3).contains(&desc.newWorkDim),
+        InvalidWorkDimension,
+        "newWorkDim {} is not 1, 2 or 3",
+        desc.newWorkDim
+    );
     let mut update = KernelLaunchUpdate::new(command);
     if !desc.hNewKernel.is_null() {
         // SAFETY: forwarded.
@@ -939,8 +947,16 @@ unsafe fn kernel_update<'a>(
         update = update.arg(p.argIndex as usize, KernelArg::Pointer(UsmPtr::from_addr(ptr as u64)));
     }
     for v in values {
-        // SAFETY: forwarded.
-        update = update.arg(v.argIndex as usize, KernelArg::Value(unsafe { value_bytes(v.pNewValueArg, v.argSize)? }));
+        // `pNewValueArg` is optional: without one the argument is local memory
+        // of `argSize` bytes, as `urKernelSetArgLocal` gives it (UR's own
+        // adapters read it so); ur-core checks that the argument is local.
+        let arg = if v.pNewValueArg.is_null() {
+            KernelArg::Local(v.argSize)
+        } else {
+            // SAFETY: forwarded.
+            KernelArg::Value(unsafe { value_bytes(v.pNewValueArg, v.argSize)? })
+        };
+        update = update.arg(v.argIndex as usize, arg);
     }
     let resizes =
         !(desc.pNewGlobalWorkOffset.is_null() && desc.pNewGlobalWorkSize.is_null() && desc.pNewLocalWorkSize.is_null());

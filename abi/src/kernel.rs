@@ -11,7 +11,7 @@
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use ur_core::{KernelArg, KernelLaunch, UsmPtr, ensure, err};
+use ur_core::{CacheConfig, KernelArg, KernelLaunch, UsmPtr, ensure, err};
 
 use crate::device::Device;
 use crate::entry::{AbiResult, guard};
@@ -161,8 +161,11 @@ pub(crate) unsafe extern "C" fn urKernelGetGroupInfo(
             // No kernel of ur-rs declares a maximum of its own.
             I::UR_KERNEL_GROUP_INFO_COMPILE_MAX_WORK_GROUP_SIZE => out.array(&[0usize; 3]),
             I::UR_KERNEL_GROUP_INFO_COMPILE_MAX_LINEAR_WORK_GROUP_SIZE => out.value(0usize),
+            // An optional query (`[optional-query]` in the header), answered
+            // as such: it is defined for custom devices and built-in kernels
+            // only, as in OpenCL.
             I::UR_KERNEL_GROUP_INFO_GLOBAL_WORK_SIZE => Err(err!(
-                InvalidValue,
+                UnsupportedEnumeration,
                 "GLOBAL_WORK_SIZE is defined for custom devices and built-in kernels only, as in OpenCL"
             )),
             other => Err(err!(InvalidEnumeration, "kernel group info {}", other.0)),
@@ -286,7 +289,7 @@ pub(crate) unsafe extern "C" fn urKernelSetExecInfo(
 ) -> ur_result_t {
     guard("urKernelSetExecInfo", || {
         // SAFETY: forwarded.
-        let _kernel = unsafe { Handle::<Kernel>::get(kernel)? };
+        let kernel = unsafe { Handle::<Kernel>::get(kernel)? };
         ensure!(!value.is_null(), InvalidNullPointer, "pPropValue is null");
         use ur_kernel_exec_info_t as I;
         match name {
@@ -297,13 +300,16 @@ pub(crate) unsafe extern "C" fn urKernelSetExecInfo(
             I::UR_KERNEL_EXEC_INFO_CACHE_CONFIG => {
                 ensure!(size == size_of::<ur_kernel_cache_config_t>(), InvalidSize, "propSize {size}");
                 // SAFETY: checked size; readable per the contract.
-                let config = unsafe { *value.cast::<ur_kernel_cache_config_t>() };
-                ensure!(
-                    config == ur_kernel_cache_config_t::UR_KERNEL_CACHE_CONFIG_DEFAULT,
-                    UnsupportedFeature,
-                    "cache configuration {}: ur-rs kernels run with the driver's default split",
-                    config.0
-                );
+                let config = unsafe { value.cast::<ur_kernel_cache_config_t>().read_unaligned() };
+                use ur_kernel_cache_config_t as C;
+                let config = match config {
+                    C::UR_KERNEL_CACHE_CONFIG_DEFAULT => CacheConfig::Default,
+                    C::UR_KERNEL_CACHE_CONFIG_LARGE_SLM => CacheConfig::LargeLocalMemory,
+                    C::UR_KERNEL_CACHE_CONFIG_LARGE_DATA => CacheConfig::LargeData,
+                    other => return Err(err!(InvalidEnumeration, "cache configuration {}", other.0)),
+                };
+                // A hint: applied where the backend has a cache split, recorded elsewhere.
+                kernel.value.core().set_cache_config(config)?;
                 Ok(())
             }
             other => Err(err!(InvalidEnumeration, "kernel exec info {}", other.0)),

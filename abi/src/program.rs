@@ -138,8 +138,13 @@ impl Program {
     }
 
     /// A program made by linking this one alone: the same code, built with
-    /// the compile options followed by the link options.
-    fn link_alone(&self, options: &str) -> AbiResult<Program> {
+    /// the compile options followed by the link options. The program comes
+    /// back even when the build fails, with its log, and the failure is then
+    /// `PROGRAM_LINK_FAILURE` (the header's code for `urProgramLink`: the
+    /// build happens at the link, `urProgramCompile` only records options). A program adopted
+    /// from a native handle has no code to link again: `INVALID_OPERATION`,
+    /// and no program.
+    fn link_alone(&self, options: &str) -> AbiResult<(Program, AbiResult)> {
         let input = match &self.input {
             Input::Il(bytes) => Input::Il(bytes.clone()),
             Input::Binary(bytes) => Input::Binary(bytes.clone()),
@@ -148,8 +153,12 @@ impl Program {
         let linked = Program::new(self.context.clone(), input, self.bundle.clone());
         let compile_options = self.state.lock().options.clone();
         let all = [compile_options.as_str(), options].iter().filter(|o| !o.is_empty()).copied().collect::<Vec<_>>();
-        linked.build(&all.join(" "), ur_program_binary_type_t::UR_PROGRAM_BINARY_TYPE_EXECUTABLE)?;
-        Ok(linked)
+        let built = linked.build(&all.join(" "), ur_program_binary_type_t::UR_PROGRAM_BINARY_TYPE_EXECUTABLE);
+        let result = built.map_err(|e| match e {
+            UrError::ProgramBuildFailure(detail) => UrError::ProgramLinkFailure(detail),
+            other => other,
+        });
+        Ok((linked, result))
     }
 }
 
@@ -356,9 +365,13 @@ unsafe fn link(
     out: *mut ur_program_handle_t,
 ) -> AbiResult {
     ensure!(!out.is_null(), InvalidNullPointer, "phProgram is null");
+    // Whatever fails below leaves no stale handle in the caller's variable
+    // (UR's conformance suites check that `phProgram` is written on errors).
+    // SAFETY: checked non-null, writable per the contract.
+    unsafe { out.write(std::ptr::null_mut()) };
     // SAFETY: forwarded.
     let programs = unsafe { slice(programs, count as usize, || err!(InvalidNullPointer, "phPrograms is null"))? };
-    ensure!(!programs.is_empty(), InvalidValue, "count is 0");
+    ensure!(!programs.is_empty(), InvalidSize, "count is 0");
     ensure!(
         programs.len() == 1,
         UnsupportedFeature,
@@ -370,9 +383,12 @@ unsafe fn link(
     ensure!(std::ptr::eq(context, &*program.value.context), InvalidContext, "the program belongs to another context");
     // SAFETY: forwarded.
     let options = unsafe { options_of(options)? };
-    let linked = program.value.link_alone(options)?;
+    let (linked, result) = program.value.link_alone(options)?;
+    // A failed link still gives its program, for `urProgramGetBuildInfo`'s
+    // log, as the header allows; the caller releases it.
     // SAFETY: checked non-null, writable per the contract.
-    unsafe { write_out(out, Handle::create(linked), "phProgram") }
+    unsafe { write_out(out, Handle::create(linked), "phProgram")? };
+    result
 }
 
 /// # Safety
@@ -484,16 +500,28 @@ pub(crate) unsafe extern "C" fn urProgramGetInfo(
     })
 }
 
-/// The binary `urProgramGetInfo(BINARIES)` returns: the driver's, else the bytes given.
+/// The binary `urProgramGetInfo(BINARIES)` returns: one that
+/// `urProgramCreateWithBinary` takes back. That is the driver's binary where
+/// it is a form ur-core reads kernel signatures from (a CPU kernel table,
+/// PTX, SPIR-V), else the code the program was made from: a driver's own
+/// format (an OpenCL driver's binary) describes no signatures, so it could
+/// not be loaded again.
 fn binary_of(program: &Program) -> AbiResult<Vec<u8>> {
-    if let Some(binary) = program.state.lock().built.as_ref().and_then(|b| b.binary()) {
+    let built = program.state.lock().built.clone();
+    if let Some(binary) = built.as_ref().and_then(ur_core::Program::binary).filter(|b| reloads(b)) {
         return Ok(binary);
     }
     match &program.input {
         Input::Binary(bytes) => Ok(bytes.clone()),
+        Input::Il(bytes) if built.is_some() => Ok(bytes.clone()),
         Input::Il(_) => Err(err!(InvalidProgramExecutable, "the program has no binary before it is built")),
         Input::Native => Err(err!(UnsupportedFeature, "the adopted program's driver returns no binary")),
     }
+}
+
+/// Whether `urProgramCreateWithBinary` reads `bytes` (`ProgramBundle::from_binary`'s forms).
+fn reloads(bytes: &[u8]) -> bool {
+    ur_core::cpu_table::is_table(bytes) || ur_core::ptx::is_ptx(bytes) || ur_core::spirv::is_spirv(bytes)
 }
 
 /// # Safety

@@ -79,6 +79,7 @@ const REQUIRED_SYMBOLS: &[&str] = &[
     "cuModuleGetFunction",
     "cuFuncGetAttribute",
     "cuFuncSetAttribute",
+    "cuFuncSetCacheConfig",
     "cuLaunchKernel",
     "cuGraphCreate",
     "cuGraphDestroy",

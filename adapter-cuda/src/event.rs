@@ -151,6 +151,9 @@ pub(crate) struct CudaEvent {
     done: AtomicBool,
     /// Records once: `done` may be set.
     once: bool,
+    /// A timestamp recording's event, whose times read as
+    /// [`ProfilingInfo::recording`].
+    recording: AtomicBool,
 }
 
 impl CudaEvent {
@@ -176,7 +179,14 @@ impl CudaEvent {
             ever_held: AtomicBool::new(false),
             done: AtomicBool::new(false),
             once,
+            recording: AtomicBool::new(false),
         }
+    }
+
+    /// Marks the event of a timestamp recording: its queued and submit times
+    /// are the call's, its start and end the time the stream reached it.
+    pub(crate) fn mark_recording(&self) {
+        self.recording.store(true, Ordering::Release);
     }
 
     /// A command-buffer signal event: recorded by graph nodes at each
@@ -352,6 +362,9 @@ impl EventImpl for CudaEvent {
         // host's queue and submit times never come after the device's start.
         let start = self.dev.timestamp_ns(start_event).ok()?;
         let end = self.dev.timestamp_ns(self.end()).ok()?.max(start);
+        if self.recording.load(Ordering::Acquire) {
+            return Some(ProfilingInfo::recording(queued, end));
+        }
         let submit = submit.min(start);
         Some(ProfilingInfo { queued: queued.min(submit), submit, start, end })
     }

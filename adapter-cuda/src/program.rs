@@ -44,8 +44,8 @@ use smallvec::SmallVec;
 use ur_core::adapter::Backing;
 use ur_core::adapter::{AdoptedKernel, AdoptedProgram, KernelImpl, ProgramImpl, downcast};
 use ur_core::{
-    ArgKind, ArgValue, KernelCommand, KernelSignature, NativeHandle, Ownership, ProgramBundle, ProgramSource, Result,
-    SourceForm, err,
+    ArgKind, ArgValue, CacheConfig, KernelCommand, KernelSignature, NativeHandle, Ownership, ProgramBundle,
+    ProgramSource, Result, SourceForm, err,
 };
 
 use crate::conv;
@@ -394,7 +394,7 @@ impl ProgramImpl for CudaProgram {
         let ptx = self.ptx.as_ref().and_then(|p| p.to_str().ok()).unwrap_or("");
         let reports = !self.plain && may_report(ptx, &signature.name);
         Ok(Box::new(CudaKernel {
-            _module: self.module.clone(),
+            module: self.module.clone(),
             func: Func(func),
             name: signature.name.to_string().into(),
             max_threads,
@@ -430,7 +430,7 @@ unsafe impl Sync for Func {}
 
 /// A kernel: a function of a loaded module.
 pub(crate) struct CudaKernel {
-    _module: Arc<Module>,
+    module: Arc<Module>,
     pub(crate) func: Func,
     pub(crate) name: Arc<str>,
     max_threads: usize,
@@ -511,6 +511,20 @@ impl KernelImpl for CudaKernel {
 
     fn private_mem_size(&self) -> usize {
         self.private
+    }
+
+    fn apply_cache_config(&self, config: CacheConfig) -> Result<bool> {
+        use sys::CUfunc_cache as C;
+        let cache = match config {
+            CacheConfig::Default => C::CU_FUNC_CACHE_PREFER_NONE,
+            CacheConfig::LargeLocalMemory => C::CU_FUNC_CACHE_PREFER_SHARED,
+            CacheConfig::LargeData => C::CU_FUNC_CACHE_PREFER_L1,
+        };
+        self.module.dev.bind()?;
+        // SAFETY: a live function of the bound context; the driver treats
+        // the value as a preference.
+        unsafe { cu!(cuFuncSetCacheConfig(self.func.0, cache))? };
+        Ok(true)
     }
 }
 

@@ -438,7 +438,9 @@ impl QueueImpl for CudaQueue {
         // Two timing events with nothing between them: the device time at
         // which the stream reached this point.
         // SAFETY: a marker touches no memory.
-        Ok(unsafe { self.core.submit(wait, &[], Order::Normal, true, Work::Marker)? })
+        let event = unsafe { self.core.submit(wait, &[], Order::Normal, true, Work::Marker)? };
+        event.mark_recording();
+        Ok(event)
     }
 
     fn finish(&self) -> Result<()> {

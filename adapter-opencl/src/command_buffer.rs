@@ -86,7 +86,7 @@ struct Segment {
     /// The sync point of each command recorded, in the step's order.
     sync: Vec<cl_sync_point_khr>,
     /// The kernel objects its launches were recorded from.
-    cl_kernels: Vec<opencl3::kernel::Kernel>,
+    kept: Vec<crate::launch::Kept>,
 }
 
 // SAFETY: the handle is only used under the front end's per-buffer lock;
@@ -105,7 +105,7 @@ impl Segment {
         // SAFETY: the internal queue belongs to the device the table was resolved for.
         let handle = unsafe { native.api.create(shared.internal_queue(), flags) }.cl("clCreateCommandBufferKHR")?;
         let kernels = shared.device.one_launch_per_kernel.then(RefCell::default);
-        Ok(Segment { shared: shared.clone(), handle, kernels, sync: Vec::new(), cl_kernels: Vec::new() })
+        Ok(Segment { shared: shared.clone(), handle, kernels, sync: Vec::new(), kept: Vec::new() })
     }
 
     /// Records the step's next command after the step's commands at
@@ -115,10 +115,10 @@ impl Segment {
         // SAFETY: the command was validated for this context and needs no
         // host memory (it is in a native step); the segment is recording and
         // the sync points are its own.
-        let (point, kernel) = unsafe {
+        let (point, kept) = unsafe {
             exec::record(&self.shared, &self.native().api, self.handle, command, &deps, self.kernels.as_ref())?
         };
-        self.cl_kernels.extend(kernel);
+        self.kept.push(kept);
         self.sync.push(point);
         Ok(())
     }

@@ -200,10 +200,23 @@ pub(crate) struct ClEvent {
     kind: Kind,
 }
 
+/// What the profiling times of a command's event are.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Timing {
+    /// None: the queue does not profile.
+    Off,
+    /// The driver's four times.
+    Profiled,
+    /// A timestamp recording's ([`ProfilingInfo::recording`]): the driver's
+    /// queued time (taken in the enqueue call) and end time (the marker ran
+    /// once the work before it had finished).
+    Recording,
+}
+
 enum Kind {
     /// The event of one OpenCL command, with the status word of a kernel
     /// launch that has one.
-    Command { raw: RawEvent, profiling: bool, status: Option<Arc<StatusWord>> },
+    Command { raw: RawEvent, timing: Timing, status: Option<Arc<StatusWord>> },
     /// A user event; `error` is what the host failed it with.
     User { raw: RawEvent, error: Mutex<Option<UrError>> },
     /// A command-buffer command's signal event: the event of its latest
@@ -226,7 +239,13 @@ impl ClEvent {
 
     /// The event of a command that may have a kernel status word.
     pub(crate) fn checked(raw: RawEvent, profiling: bool, status: Option<Arc<StatusWord>>) -> Arc<ClEvent> {
-        Arc::new(ClEvent { kind: Kind::Command { raw, profiling, status } })
+        let timing = if profiling { Timing::Profiled } else { Timing::Off };
+        Arc::new(ClEvent { kind: Kind::Command { raw, timing, status } })
+    }
+
+    /// The event of a timestamp recording's marker on a profiling queue.
+    pub(crate) fn recording(raw: RawEvent) -> Arc<ClEvent> {
+        Arc::new(ClEvent { kind: Kind::Command { raw, timing: Timing::Recording, status: None } })
     }
 
     /// Whether the event carries a kernel status word.
@@ -365,7 +384,10 @@ impl EventImpl for ClEvent {
 
     fn profiling(&self) -> Option<ProfilingInfo> {
         match &self.kind {
-            Kind::Command { raw, profiling: true, .. } if raw.is_done() => raw.timestamps(),
+            Kind::Command { raw, timing: Timing::Profiled, .. } if raw.is_done() => raw.timestamps(),
+            Kind::Command { raw, timing: Timing::Recording, .. } if raw.is_done() => {
+                raw.timestamps().map(|t| ProfilingInfo::recording(t.queued, t.end))
+            }
             Kind::Signal { current } => current.lock().as_ref().and_then(|e| e.profiling()),
             Kind::Submission { first, last, profiling: true, .. } if last.is_done() => {
                 let (first, last) = (first.as_ref().unwrap_or(last).timestamps()?, last.timestamps()?);

@@ -32,7 +32,7 @@ use crate::device::Usm;
 use crate::event::{RawEvent, StatusWord, WaitList};
 use crate::ffi::{CommandBufferApi, cl_command_buffer_khr, cl_sync_point_khr};
 use crate::helpers::Side;
-use crate::launch::{self, Launched, Ptr, Recorded, Target};
+use crate::launch::{self, Kept, Launched, Ptr, Recorded, Target};
 use crate::memory::{ClBuffer, ClUsm};
 use crate::one_launch::RecordedKernels;
 use crate::program::ClKernel;
@@ -312,8 +312,14 @@ unsafe fn enqueue_raw(
                 .cl("clEnqueueSVMMemFill")?
             }
             Command::UsmFill { dst, pattern, size, .. } => {
-                let launched =
-                    h.fill(device_usm, &target, Side { ptr: Ptr::Usm(usm(dst)), offset: 0 }, pattern, *size)?;
+                let launched = h.fill(
+                    &shared.context,
+                    device_usm,
+                    &target,
+                    Side { ptr: Ptr::Usm(usm(dst)), offset: 0 },
+                    pattern,
+                    *size,
+                )?;
                 return Ok(Enqueued::Kernel(launched, None));
             }
             Command::BufferCopy { src, dst, src_offset, dst_offset, size, .. } => {
@@ -494,11 +500,16 @@ unsafe fn helper_command(shared: &Shared, target: &Target<'_>, command: &Command
                     pitches(host_layout),
                     extent(region),
                 ),
-            Command::BufferFill { buffer, pattern, offset, size, .. } => {
-                h.fill(device_usm, target, Side { ptr: Ptr::Mem(mem(buffer)?), offset: *offset }, pattern, *size)
-            }
+            Command::BufferFill { buffer, pattern, offset, size, .. } => h.fill(
+                &shared.context,
+                device_usm,
+                target,
+                Side { ptr: Ptr::Mem(mem(buffer)?), offset: *offset },
+                pattern,
+                *size,
+            ),
             Command::UsmFill { dst, pattern, size, .. } => {
-                h.fill(device_usm, target, Side { ptr: Ptr::Usm(usm(dst)), offset: 0 }, pattern, *size)
+                h.fill(&shared.context, device_usm, target, Side { ptr: Ptr::Usm(usm(dst)), offset: 0 }, pattern, *size)
             }
             Command::UsmMemcpy { dst: MemLoc::Usm(dst), src: MemLoc::Usm(src), size, .. } => h.copy(
                 device_usm,
@@ -543,17 +554,21 @@ pub(crate) unsafe fn record(
             Command::UsmMemcpy { dst: MemLoc::Usm(dst), src: MemLoc::Usm(src), size, .. }
                 if svm && api.has_svm_memcpy() =>
             {
-                api.svm_memcpy(buffer, usm(dst), usm(src), *size, deps).cl("clCommandSVMMemcpyKHR").map(|p| (p, None))
+                api.svm_memcpy(buffer, usm(dst), usm(src), *size, deps)
+                    .cl("clCommandSVMMemcpyKHR")
+                    .map(|p| (p, Kept::default()))
             }
             Command::UsmFill { dst, pattern, size, .. }
                 if api.has_svm_fill() && native_svm_fill(device_usm, dst, pattern) =>
             {
-                api.svm_fill(buffer, usm(dst), pattern, *size, deps).cl("clCommandSVMMemFillKHR").map(|p| (p, None))
+                api.svm_fill(buffer, usm(dst), pattern, *size, deps)
+                    .cl("clCommandSVMMemFillKHR")
+                    .map(|p| (p, Kept::default()))
             }
             Command::BufferCopy { src, dst, src_offset, dst_offset, size, .. } => api
                 .copy_buffer(buffer, mem(src)?, mem(dst)?, *src_offset, *dst_offset, *size, deps)
                 .cl("clCommandCopyBufferKHR")
-                .map(|p| (p, None)),
+                .map(|p| (p, Kept::default())),
             Command::BufferCopyRect { src, dst, src_layout, dst_layout, region, .. } => api
                 .copy_buffer_rect(
                     buffer,
@@ -567,11 +582,11 @@ pub(crate) unsafe fn record(
                     deps,
                 )
                 .cl("clCommandCopyBufferRectKHR")
-                .map(|p| (p, None)),
+                .map(|p| (p, Kept::default())),
             Command::BufferFill { buffer: b, pattern, offset, size, .. } if native_pattern(pattern) => api
                 .fill_buffer(buffer, mem(b)?, pattern, *offset, *size, deps)
                 .cl("clCommandFillBufferKHR")
-                .map(|p| (p, None)),
+                .map(|p| (p, Kept::default())),
             other if uses_host_memory(other) => {
                 Err(err!(Unknown, "a {} command on raw host memory cannot be recorded", other.kind()))
             }

@@ -41,7 +41,7 @@ __kernel void ur_copy_rect(__global uchar* dst, ulong dst_off, ulong dst_row, ul
     dst[dst_off + z * dst_slice + y * dst_row + x] = src[src_off + z * src_slice + y * src_row + x];
 }
 
-__kernel void ur_fill(__global uchar* dst, ulong off, ulong n, uint len, ur_pattern pattern) {
+__kernel void ur_fill(__global uchar* dst, ulong off, ulong n, ulong len, ur_pattern pattern) {
     ulong i = get_global_id(0) * 16;
     if (i >= n) return;
     __global uchar* d = dst + off;
@@ -49,8 +49,20 @@ __kernel void ur_fill(__global uchar* dst, ulong off, ulong n, uint len, ur_patt
     for (ulong k = i; k < end; ++k) d[k] = pattern.b[k % len];
 }
 
+__kernel void ur_fill_from(__global uchar* dst, ulong off, ulong n, ulong len, __global const uchar* pattern) {
+    ulong i = get_global_id(0) * 16;
+    if (i >= n) return;
+    __global uchar* d = dst + off;
+    ulong end = min(i + 16, n);
+    for (ulong k = i; k < end; ++k) d[k] = pattern[k % len];
+}
+
 __kernel void ur_noop(void) {}
 "#;
+
+/// The largest pattern `ur_fill` takes by value (its `ur_pattern`); longer
+/// ones go through `ur_fill_from`.
+const INLINE_PATTERN: usize = 256;
 
 /// Bytes per work-item of `ur_copy` and `ur_fill`.
 const BYTES_PER_ITEM: usize = 16;
@@ -94,6 +106,7 @@ pub(crate) struct Helpers {
     copy: Helper,
     copy_rect: Helper,
     fill: Helper,
+    fill_from: Helper,
     noop: Helper,
     _program: opencl3::program::Program,
 }
@@ -111,9 +124,43 @@ impl Helpers {
             copy: Helper::new(&program, "ur_copy", device)?,
             copy_rect: Helper::new(&program, "ur_copy_rect", device)?,
             fill: Helper::new(&program, "ur_fill", device)?,
+            fill_from: Helper::new(&program, "ur_fill_from", device)?,
             noop: Helper::new(&program, "ur_noop", device)?,
             _program: program,
         })
+    }
+}
+
+/// Launches the fill helper `h` (`ur_fill` or `ur_fill_from`, whose
+/// pointer arguments are `ptrs`): its destination, offset, size and pattern
+/// length, then its pattern argument (index 4), set by `pattern_arg`.
+///
+/// # Safety
+/// `dst` is valid for `n` bytes, a multiple of `len`; `pattern_arg` sets
+/// argument 4 as the kernel declares it.
+#[allow(clippy::too_many_arguments)]
+unsafe fn launch_fill(
+    h: &Helper,
+    usm: &Usm,
+    target: &Target<'_>,
+    ptrs: &[Ptr],
+    dst: Side,
+    len: usize,
+    n: usize,
+    pattern_arg: impl FnOnce(cl3::types::cl_kernel) -> Result<()>,
+) -> Result<Launched> {
+    let kernel = h.for_args(ptrs);
+    let k = kernel.get();
+    // SAFETY: both kernels take (global uchar*, ulong, ulong, ulong, pattern);
+    // the range is valid (contract).
+    unsafe {
+        set_ptr(usm, k, 0, dst.ptr)?;
+        set_value(k, 1, &(dst.offset as u64).to_ne_bytes())?;
+        set_value(k, 2, &(n as u64).to_ne_bytes())?;
+        set_value(k, 3, &(len as u64).to_ne_bytes())?;
+        pattern_arg(k)?;
+        let items = rounded(n.div_ceil(BYTES_PER_ITEM), h.group);
+        launch(target, k, h.name, 1, [0; 3], [items, 1, 1], [h.group, 1, 1])
     }
 }
 
@@ -195,34 +242,51 @@ impl Helpers {
         }
     }
 
-    /// Repeats `pattern` (1 to 256 bytes) over `n` bytes from `dst`.
+    /// Repeats `pattern` over `n` bytes from `dst`. A pattern of up to 256
+    /// bytes is passed by value (`ur_fill`); a longer one is copied into a
+    /// read-only buffer of `context` that the command reads (`ur_fill_from`;
+    /// released after an enqueue, which OpenCL defers until the command has
+    /// run; kept with the command-buffer by a recording).
     ///
     /// # Safety
     /// `dst` is valid for `n` bytes, a multiple of the pattern's length.
     pub(crate) unsafe fn fill(
         &self,
+        context: &opencl3::context::Context,
         usm: &Usm,
         target: &Target<'_>,
         dst: Side,
         pattern: &[u8],
         n: usize,
     ) -> Result<Launched> {
-        let h = &self.fill;
-        let kernel = h.for_args(&[dst.ptr]);
-        let k = kernel.get();
-        let mut block = [0u8; 256];
-        block[..pattern.len()].copy_from_slice(pattern);
-        // SAFETY: the argument kinds match `ur_fill` (the pattern struct is
-        // 256 bytes, alignment 1); the range is valid (contract).
-        unsafe {
-            set_ptr(usm, k, 0, dst.ptr)?;
-            set_value(k, 1, &(dst.offset as u64).to_ne_bytes())?;
-            set_value(k, 2, &(n as u64).to_ne_bytes())?;
-            set_value(k, 3, &(pattern.len() as u32).to_ne_bytes())?;
-            set_value(k, 4, &block)?;
-            let items = rounded(n.div_ceil(BYTES_PER_ITEM), h.group);
-            launch(target, k, h.name, 1, [0; 3], [items, 1, 1], [h.group, 1, 1])
+        if pattern.len() <= INLINE_PATTERN {
+            let mut block = [0u8; INLINE_PATTERN];
+            block[..pattern.len()].copy_from_slice(pattern);
+            // SAFETY: `ur_fill`'s pattern is a 256-byte struct of alignment 1;
+            // the rest is forwarded.
+            return unsafe {
+                launch_fill(&self.fill, usm, target, &[dst.ptr], dst, pattern.len(), n, |k| set_value(k, 4, &block))
+            };
         }
+        // SAFETY: `CL_MEM_COPY_HOST_PTR` copies `pattern.len()` readable bytes now.
+        let source = unsafe {
+            opencl3::memory::Buffer::<u8>::create(
+                context,
+                cl3::memory::CL_MEM_READ_ONLY | cl3::memory::CL_MEM_COPY_HOST_PTR,
+                pattern.len(),
+                pattern.as_ptr().cast_mut().cast(),
+            )
+        }
+        .cl("clCreateBuffer (fill pattern)")?;
+        let from = Ptr::Mem(opencl3::memory::ClMem::get(&source));
+        // SAFETY: `ur_fill_from`'s pattern is a global pointer, given a buffer
+        // of `pattern.len()` bytes; the rest is forwarded.
+        let launched = unsafe {
+            launch_fill(&self.fill_from, usm, target, &[dst.ptr, from], dst, pattern.len(), n, |k| {
+                set_ptr(usm, k, 4, from)
+            })?
+        };
+        Ok(launched.keeping(source))
     }
 
     /// A command that does nothing but order: prefetch and advise, empty

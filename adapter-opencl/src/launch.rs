@@ -44,9 +44,19 @@ impl<'a> Target<'a> {
 pub(crate) enum Launched {
     /// The event of an enqueued command.
     Event(RawEvent),
-    /// The sync point of a recorded command, and the kernel object it was
-    /// recorded from, which must live as long as the command-buffer.
-    SyncPoint(cl_sync_point_khr, Option<opencl3::kernel::Kernel>),
+    /// The sync point of a recorded command, and what must live as long as
+    /// the command-buffer.
+    SyncPoint(cl_sync_point_khr, Kept),
+}
+
+/// What a recorded command needs alive as long as its command-buffer (held,
+/// never read: dropping it releases the objects).
+#[derive(Default)]
+pub(crate) struct Kept {
+    /// The kernel object the command was recorded from.
+    _kernel: Option<opencl3::kernel::Kernel>,
+    /// A buffer the command reads (a fill's long pattern).
+    _memory: Option<opencl3::memory::Buffer<u8>>,
 }
 
 impl Launched {
@@ -58,18 +68,29 @@ impl Launched {
         }
     }
 
-    /// The sync point and kernel object of a recorded launch.
+    /// The sync point and kept objects of a recorded launch.
     pub(crate) fn into_recorded(self) -> Result<Recorded> {
         match self {
-            Launched::SyncPoint(p, kernel) => Ok((p, kernel)),
+            Launched::SyncPoint(p, kept) => Ok((p, kept)),
             Launched::Event(_) => Err(err!(Unknown, "a recording produced an event")),
+        }
+    }
+
+    /// The same launch, keeping `memory` alive as long as a recorded
+    /// command needs it. An enqueued command needs no more than OpenCL
+    /// gives: a buffer released while a command uses it is deleted only
+    /// once the command has finished.
+    pub(crate) fn keeping(self, memory: opencl3::memory::Buffer<u8>) -> Launched {
+        match self {
+            Launched::SyncPoint(p, kept) => Launched::SyncPoint(p, Kept { _memory: Some(memory), ..kept }),
+            event @ Launched::Event(_) => event,
         }
     }
 }
 
-/// A recorded command: its sync point, and the kernel object it was recorded
-/// from when it is a launch (to keep alive with the command-buffer).
-pub(crate) type Recorded = (cl_sync_point_khr, Option<opencl3::kernel::Kernel>);
+/// A recorded command: its sync point, and what it needs alive with the
+/// command-buffer (the kernel object of a launch, a buffer it reads).
+pub(crate) type Recorded = (cl_sync_point_khr, Kept);
 
 /// Launches `kernel` with its arguments as currently set.
 ///
@@ -132,7 +153,7 @@ pub(crate) unsafe fn launch(
             if let Some(kernels) = kernels {
                 kernels.borrow_mut().recorded(name, point);
             }
-            Ok(Launched::SyncPoint(point, clone))
+            Ok(Launched::SyncPoint(point, Kept { _kernel: clone, _memory: None }))
         }
     }
 }

@@ -110,7 +110,9 @@ impl ClUsm {
         let target = Target::queue(&self.shared, self.shared.internal_queue(), &wait);
         let dst = Side { ptr: Ptr::Usm(self.ptr), offset: 0 };
         // SAFETY: `size` bytes from `ptr` belong to this new allocation.
-        let launched = unsafe { self.shared.helpers.fill(&self.shared.device.usm, &target, dst, &[0], size)? };
+        let launched = unsafe {
+            self.shared.helpers.fill(&self.shared.context, &self.shared.device.usm, &target, dst, &[0], size)?
+        };
         let Launched::Event(event) = launched else { return Err(err!(Unknown, "a zero fill produced a sync point")) };
         cl3::command_queue::flush(self.shared.internal_queue()).cl("clFlush")?;
         event.wait().cl("zeroing new USM")

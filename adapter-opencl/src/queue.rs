@@ -119,7 +119,7 @@ impl QueueImpl for ClQueue {
         // SAFETY: a valid queue and wait list, events of this context.
         let stamp = unsafe { exec::marker(&self.shared, stamps, &after)? };
         cl3::command_queue::flush(stamps).cl("clFlush")?;
-        Ok(ClEvent::command(stamp, true))
+        Ok(ClEvent::recording(stamp))
     }
 
     fn finish(&self) -> Result<()> {

@@ -1,4 +1,4 @@
-// The adapter's fill shader: repeats a pattern of 1 to 256 bytes over any
+// The adapter's fill shader: repeats a pattern of any length over any
 // byte range, for the fills vkCmdFillBuffer cannot do (patterns that do not
 // divide 4 bytes, or ranges not aligned to 4 bytes).
 //

@@ -69,6 +69,28 @@ fn calibrated_pair(
     Ok(Timestamps { device: device_ns(rt, values[0]), host: values[1] })
 }
 
+/// The device-clock time now, for the call time of a timestamp recording:
+/// one calibrated sample where the device calibrates against the host clock
+/// (`VK_EXT_calibrated_timestamps`), else the host clock moved by the offset
+/// between the clocks, measured once per device with a submitted timestamp
+/// (exact to the latency of that measurement and the clocks' drift since;
+/// [`ProfilingInfo::recording`](ur_core::ProfilingInfo::recording) bounds
+/// the estimate by the recorded time).
+pub(crate) fn device_now(rt: &DeviceShared) -> Result<u64> {
+    if let (Some(calibrated), Some(host)) = (&rt.gpu.calibrated, HOST_DOMAIN) {
+        return Ok(calibrated_pair(rt, calibrated, host)?.device);
+    }
+    let pair = match rt.clock_pair.get() {
+        Some(pair) => *pair,
+        None => {
+            let measured = submitted_timestamp(rt)?;
+            *rt.clock_pair.get_or_init(|| measured)
+        }
+    };
+    let now = i128::from(ur_core::host_clock_ns()) - i128::from(pair.host) + i128::from(pair.device);
+    Ok(now.clamp(0, i128::from(u64::MAX)) as u64)
+}
+
 /// The device time of a timestamp written by a submission of its own.
 pub(crate) fn submitted_timestamp(rt: &DeviceShared) -> Result<Timestamps> {
     if rt.gpu.timestamp_mask == 0 {

@@ -46,7 +46,7 @@ impl Queries {
             inner.free.extend((0..PER_POOL / 2).rev().map(|i| (pool, i * 2)));
         }
         let (pool, first) = inner.free.pop().expect("a pool was just added");
-        Ok(QuerySpan { owner: self.clone(), pool, first })
+        Ok(QuerySpan { owner: self.clone(), pool, first, call: None })
     }
 }
 
@@ -64,9 +64,19 @@ pub(crate) struct QuerySpan {
     owner: Arc<Queries>,
     pool: vk::QueryPool,
     first: u32,
+    /// For a timestamp recording: the device-clock time of the call.
+    call: Option<u64>,
 }
 
 impl QuerySpan {
+    /// The span of a timestamp recording called at device time `call`: it
+    /// reads as [`ProfilingInfo::recording`], the recorded time being the end
+    /// timestamp (written once the work before it has finished).
+    pub(crate) fn recording(mut self, call: u64) -> QuerySpan {
+        self.call = Some(call);
+        self
+    }
+
     /// Records the reset of the pair and the start timestamp.
     pub(crate) fn begin(&self, cb: vk::CommandBuffer) {
         let device = &self.owner.gpu.device;
@@ -104,7 +114,10 @@ impl QuerySpan {
             return None;
         }
         let ns = |t: u64| ((t & gpu.timestamp_mask) as f64 * gpu.timestamp_period) as u64;
-        Some(crate::submit::times_from(ns(ticks[0]), ns(ticks[1])))
+        match self.call {
+            Some(call) => Some(ProfilingInfo::recording(call, ns(ticks[1]).max(ns(ticks[0])))),
+            None => Some(crate::submit::times_from(ns(ticks[0]), ns(ticks[1]))),
+        }
     }
 }
 

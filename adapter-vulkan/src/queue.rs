@@ -201,8 +201,10 @@ impl QueueImpl for VkQueue {
             Some(queries) => queries,
             None => self.stamps.get_or_init(|| Queries::new(self.rt.gpu.clone())),
         };
-        // An empty command buffer between the pair of timestamp queries.
-        let span = queries.span()?;
+        // An empty command buffer between the pair of timestamp queries,
+        // reported as the header has it: queued and submit at the device time
+        // of this call, start and end at the recorded time.
+        let span = queries.span()?.recording(crate::clock::device_now(&self.rt)?);
         let cmd = self.record(Some(&span), |_| Ok(()))?;
         let out = EventCore::new();
         deps.extend(self.order(&out, false));

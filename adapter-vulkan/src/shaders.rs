@@ -2,7 +2,7 @@
 //! fills use them.
 //!
 //! `vkCmdFillBuffer` writes a 4-byte word over a 4-byte aligned range; every
-//! other fill (patterns of 3, 5, 8 ... 256 bytes, unaligned ranges) runs
+//! other fill (patterns of 3, 5, 8 bytes or more, unaligned ranges) runs
 //! `fill.comp`, whose parameters are built here.
 
 use std::sync::Arc;

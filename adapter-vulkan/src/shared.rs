@@ -335,6 +335,10 @@ pub(crate) struct DeviceShared {
     util: Arc<Pool>,
     /// Timestamp queries of device-clock readings without calibration.
     pub(crate) clock_queries: Arc<Queries>,
+    /// One device-clock reading with its host time, taken on first need,
+    /// from which the device time of a call is estimated where the device
+    /// does not calibrate ([`crate::clock::device_now`]).
+    pub(crate) clock_pair: std::sync::OnceLock<ur_core::Timestamps>,
 }
 
 impl DeviceShared {
@@ -456,6 +460,7 @@ impl DeviceShared {
             fill_group,
             util,
             clock_queries,
+            clock_pair: std::sync::OnceLock::new(),
         }))
     }
 

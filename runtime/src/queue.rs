@@ -322,7 +322,7 @@ impl Queue {
         )
     }
 
-    /// Fills `size` bytes of USM with a 1- to 256-byte pattern.
+    /// Fills `size` bytes of USM with a pattern of any length dividing the size.
     pub fn usm_fill(&self, dst: UsmPtr, pattern: &[u8], size: usize, wait: &[&Event]) -> Result<Event> {
         self.submit(
             wait,
@@ -386,7 +386,7 @@ impl Queue {
         )
     }
 
-    /// Fills `size` bytes of a buffer from `offset` with a 1- to 256-byte pattern.
+    /// Fills `size` bytes of a buffer from `offset` with a pattern of any length dividing the size.
     pub fn fill_buffer(
         &self,
         buffer: &MemBuffer,

@@ -29,7 +29,7 @@ use crate::types::error::Result;
 use crate::types::event::{EventStatus, ProfilingInfo};
 use crate::types::interop::{NativeHandle, NativeTarget, Ownership};
 use crate::types::memory::{MemFlags, UsmKind};
-use crate::types::program::{KernelSignature, ProgramBundle, SourceForm};
+use crate::types::program::{CacheConfig, KernelSignature, ProgramBundle, SourceForm};
 
 /// A native buffer an adapter adopted, with what it reads about it.
 pub struct AdoptedBuffer {
@@ -386,6 +386,13 @@ pub trait KernelImpl: Any + Send + Sync {
     /// `UnsupportedFeature` where the backend has none.
     fn native_handle(&self) -> Result<NativeHandle> {
         Err(crate::err!(UnsupportedFeature, "this kernel has no native handle"))
+    }
+
+    /// Applies a cache-configuration hint where the backend has such a
+    /// split; `Ok(false)` where it has none (the hint is then only recorded).
+    fn apply_cache_config(&self, config: CacheConfig) -> Result<bool> {
+        let _ = config;
+        Ok(false)
     }
 }
 

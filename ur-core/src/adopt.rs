@@ -193,14 +193,22 @@ impl MemBuffer {
 impl Event {
     /// Adopts a native event of `context` (`urEventCreateWithNativeHandle`):
     /// waiting on it, or listing it in a wait list, waits for the native
-    /// event. `InvalidNullHandle` for 0, `InvalidEvent` for an event of
-    /// another context.
+    /// event. `InvalidEvent` for an event of another context.
+    ///
+    /// Handle 0 names no native event, so nothing is left to wait for: it
+    /// gives a new event of the context that is already complete (UR's Level
+    /// Zero adapter does the same; UR's conformance suites adopt 0 to get a
+    /// valid event for their wait-list checks).
     ///
     /// # Safety
     /// `handle` is 0 or a live native event of the context's backend.
     #[tracing::instrument(level = "debug", skip(context), fields(device = %context.device()))]
     pub unsafe fn from_native(context: &Context, handle: NativeHandle, ownership: Ownership) -> Result<Event> {
-        non_null(handle, "event")?;
+        if handle.0 == 0 {
+            let done = crate::UserEvent::new(context)?;
+            done.complete()?;
+            return Ok(done.event().clone());
+        }
         // SAFETY: non-null; the rest is the caller's contract.
         let imp: Arc<_> = unsafe { context.imp().event_from_native(handle, ownership)? };
         Ok(Event::from_imp(imp, context))

@@ -20,12 +20,9 @@ use crate::types::rect::{RectLayout, RectRegion};
 
 pub(crate) mod build;
 
-/// A fill pattern: 1 to [`MAX_PATTERN_SIZE`] bytes.
+/// A fill pattern: one byte or more, of any length (not only powers of
+/// two), dividing the fill's size.
 pub type Pattern = SmallVec<[u8; 16]>;
-
-/// The largest fill pattern, in bytes. Any length from 1 up to this is
-/// accepted, not only powers of two.
-pub const MAX_PATTERN_SIZE: usize = 256;
 
 /// A validated command.
 ///
@@ -83,7 +80,7 @@ pub enum Command {
     UsmFill {
         /// Start of the range.
         dst: UsmRef,
-        /// The pattern (1 to 256 bytes).
+        /// The pattern (one byte or more, dividing the size).
         pattern: Pattern,
         /// Bytes.
         size: usize,
@@ -197,7 +194,7 @@ pub enum Command {
     BufferFill {
         /// The buffer.
         buffer: MemBuffer,
-        /// The pattern (1 to 256 bytes).
+        /// The pattern (one byte or more, dividing the size).
         pattern: Pattern,
         /// Offset into the buffer.
         offset: usize,

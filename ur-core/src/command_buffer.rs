@@ -659,7 +659,7 @@ impl CommandBuffer {
         self.append(command, None, &opts)
     }
 
-    /// Appends a USM fill with a 1- to 256-byte pattern (`urCommandBufferAppendUSMFillExp`).
+    /// Appends a USM fill with a pattern of any length dividing the size (`urCommandBufferAppendUSMFillExp`).
     pub fn append_usm_fill(
         &self,
         dst: UsmPtr,
@@ -867,7 +867,7 @@ impl CommandBuffer {
         self.append(command, None, &opts)
     }
 
-    /// Appends a buffer fill with a 1- to 256-byte pattern (`urCommandBufferAppendMemBufferFillExp`).
+    /// Appends a buffer fill with a pattern of any length dividing the size (`urCommandBufferAppendMemBufferFillExp`).
     pub fn append_buffer_fill(
         &self,
         buffer: &MemBuffer,
@@ -1095,10 +1095,27 @@ fn merge_update(
 
     // Geometry.
     let old = current.range;
-    let work_dim = update.global_size.map_or(old.work_dim as usize, <[usize]>::len);
     let local_given = match update.local_size {
         LocalSizeUpdate::Set(l) => Some(l),
         _ => None,
+    };
+    let work_dim = match update.global_size {
+        Some(global) => global.len(),
+        None => {
+            // An offset or local size of another (valid) dimension changes the
+            // work dimension without a new global size: UR's `INVALID_VALUE`,
+            // as for a change without a new offset below.
+            for (name, list) in [("global offset", update.global_offset), ("local size", local_given)] {
+                let changes = list.is_some_and(|l| (1..=3).contains(&l.len()) && l.len() != old.work_dim as usize);
+                ensure!(
+                    !changes,
+                    InvalidValue,
+                    "the new {name} changes the work dimension from {} without a new global size",
+                    old.work_dim
+                );
+            }
+            old.work_dim as usize
+        }
     };
     let work_dim = check_dims(work_dim, &[("global offset", update.global_offset), ("local size", local_given)])?;
     let dims_changed = work_dim != old.work_dim;

@@ -585,6 +585,10 @@ impl KernelImpl for FaultyKernel {
     fn preferred_work_group_size_multiple(&self) -> Option<usize> {
         self.inner.preferred_work_group_size_multiple()
     }
+
+    fn apply_cache_config(&self, config: crate::types::program::CacheConfig) -> Result<bool> {
+        self.inner.apply_cache_config(config)
+    }
 }
 
 struct FaultyQueue {

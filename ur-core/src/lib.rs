@@ -71,7 +71,7 @@ pub use types::{clock, cpu_table, error, live, native, ptx, rect, spirv};
 pub use adopt::{AdoptedBuffer, Ownership};
 pub use capture::{CapturedGraph, ExecutableGraph};
 pub use clock::{Timestamps, host_clock_ns};
-pub use command::{Command, CommandKind, MAX_PATTERN_SIZE, Pattern};
+pub use command::{Command, CommandKind, Pattern};
 pub use command_buffer::{
     AppendOptions, Appended, CommandBuffer, CommandBufferDesc, CommandHandle, KernelLaunchUpdate, LocalSizeUpdate,
     NativeHandle, SyncPoint,
@@ -98,7 +98,9 @@ pub use native::{
 };
 pub use peer::PeerAccess;
 pub use platform::{Backend, Platform};
-pub use program::{ArgKind, Kernel, KernelSignature, Program, ProgramBundle, ProgramSource, SourceForm, SpirvModule};
+pub use program::{
+    ArgKind, CacheConfig, Kernel, KernelSignature, Program, ProgramBundle, ProgramSource, SourceForm, SpirvModule,
+};
 pub use queue::{Queue, QueueProperties};
 pub use rect::{RectLayout, RectOffset, RectRegion};
 pub use selector::DeviceSelector;

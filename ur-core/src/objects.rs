@@ -102,6 +102,8 @@ pub(crate) struct KernelInner {
     pub(crate) max_work_group_size: usize,
     pub(crate) compile_size: Option<[usize; 3]>,
     pub(crate) imp: Box<dyn KernelImpl>,
+    /// The last cache-configuration hint given.
+    pub(crate) cache_config: parking_lot::Mutex<crate::types::program::CacheConfig>,
     pub(crate) _live: crate::live::Live<{ crate::live::KERNEL }>,
 }
 

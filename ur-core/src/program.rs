@@ -183,6 +183,7 @@ impl Kernel {
                 max_work_group_size,
                 compile_size,
                 imp,
+                cache_config: parking_lot::Mutex::new(CacheConfig::Default),
                 _live: crate::live::Live::new(),
             }),
         }
@@ -244,6 +245,26 @@ impl Kernel {
             let sizes = &self.inner.program.context().device().info().sub_groups.sizes;
             sizes.iter().copied().min().unwrap_or(1) as usize
         })
+    }
+
+    /// Takes a cache-configuration hint for the kernel's later launches
+    /// (`UR_KERNEL_EXEC_INFO_CACHE_CONFIG`). Backends with a split between
+    /// local memory and data cache apply it (CUDA: `cuFuncSetCacheConfig`);
+    /// the others have no such split, and only record it
+    /// ([`Kernel::cache_config`]). Returns whether the backend applied it.
+    pub fn set_cache_config(&self, config: CacheConfig) -> Result<bool> {
+        let mut current = self.inner.cache_config.lock();
+        let applied = self.inner.imp.apply_cache_config(config)?;
+        if !applied {
+            tracing::debug!(kernel = self.name(), ?config, "the backend has no cache split: the hint is recorded");
+        }
+        *current = config;
+        Ok(applied)
+    }
+
+    /// The last cache-configuration hint given ([`CacheConfig::Default`] if none).
+    pub fn cache_config(&self) -> CacheConfig {
+        *self.inner.cache_config.lock()
     }
 
     /// The adapter's kernel.

@@ -426,7 +426,7 @@ impl Queue {
         }
     }
 
-    /// Fills `size` bytes of USM with a 1- to 256-byte pattern.
+    /// Fills `size` bytes of USM with a pattern of any length dividing the size.
     #[tracing::instrument(level = "trace", skip(self, pattern, wait))]
     pub fn usm_fill(&self, dst: UsmPtr, pattern: &[u8], size: usize, wait: &[&Event]) -> Result<Event> {
         self.submit(Command::usm_fill(&self.inner.context, dst, pattern, size)?, wait)
@@ -636,7 +636,7 @@ impl Queue {
         self.submit(Command::buffer_copy_rect(&self.inner.context, src, dst, src_layout, dst_layout, region)?, wait)
     }
 
-    /// Fills `size` bytes of a buffer from `offset` with a 1- to 256-byte pattern.
+    /// Fills `size` bytes of a buffer from `offset` with a pattern of any length dividing the size.
     #[tracing::instrument(level = "trace", skip(self, buffer, pattern, wait))]
     pub fn fill_buffer(
         &self,

@@ -29,17 +29,17 @@ pub use ur_core::error;
 pub use ur_core::interop;
 pub use ur_core::{
     AbsentAdapter, AdapterEntry, AffinityDomain, AffinityDomains, AppendOptions, Appended, ArgKind, ArgValue,
-    AtomicCaps, Backend, BinaryTarget, BufferMapping, CGroup, CKernelFn, CacheType, CapturedGraph, Command,
-    CommandBuffer, CommandBufferCaps, CommandBufferDesc, CommandBufferSupport, CommandHandle, CommandKind, Context,
-    ContextId, Detail, Device, DeviceId, DeviceInfo, DeviceSelector, DeviceType, Event, EventStatus, ExecutableGraph,
-    FpCapabilities, FpConfigs, GlobalMemCache, HostPtr, Kernel, KernelArg, KernelCommand, KernelLaunch,
-    KernelLaunchUpdate, KernelSignature, LiveObjects, Loader, LocalMemType, LocalSizeOrigin, LocalSizeUpdate,
-    MAX_PATTERN_SIZE, MapFlags, MemBuffer, MemFlags, MemLoc, MemoryHardware, MemoryOrders, MemoryScopes,
-    MigrationFlags, NativeArg, NativeCommand, NativeFn, NativeHandle, NativeKernel, NativeKernelFn, NativeScope,
-    NativeTarget, NdRange, Ownership, Partition, PartitionKind, PartitionSupport, Pattern, PeerAccess, Platform,
-    ProfilingInfo, Program, ProgramBundle, ProgramSource, Queue, QueueProperties, RectLayout, RectOffset, RectRegion,
-    ReplayPath, Result, RustKernelFn, SourceForm, SpirvModule, SubGroups, SyncPoint, Timestamps, UpdateCapabilities,
-    UrError, UserEvent, UsmAdvice, UsmAllocation, UsmKind, UsmKinds, UsmPtr, UsmRef, VectorWidths, WorkGroup, WorkItem,
+    AtomicCaps, Backend, BinaryTarget, BufferMapping, CGroup, CKernelFn, CacheConfig, CacheType, CapturedGraph,
+    Command, CommandBuffer, CommandBufferCaps, CommandBufferDesc, CommandBufferSupport, CommandHandle, CommandKind,
+    Context, ContextId, Detail, Device, DeviceId, DeviceInfo, DeviceSelector, DeviceType, Event, EventStatus,
+    ExecutableGraph, FpCapabilities, FpConfigs, GlobalMemCache, HostPtr, Kernel, KernelArg, KernelCommand,
+    KernelLaunch, KernelLaunchUpdate, KernelSignature, LiveObjects, Loader, LocalMemType, LocalSizeOrigin,
+    LocalSizeUpdate, MapFlags, MemBuffer, MemFlags, MemLoc, MemoryHardware, MemoryOrders, MemoryScopes, MigrationFlags,
+    NativeArg, NativeCommand, NativeFn, NativeHandle, NativeKernel, NativeKernelFn, NativeScope, NativeTarget, NdRange,
+    Ownership, Partition, PartitionKind, PartitionSupport, Pattern, PeerAccess, Platform, ProfilingInfo, Program,
+    ProgramBundle, ProgramSource, Queue, QueueProperties, RectLayout, RectOffset, RectRegion, ReplayPath, Result,
+    RustKernelFn, SourceForm, SpirvModule, SubGroups, SyncPoint, Timestamps, UpdateCapabilities, UrError, UserEvent,
+    UsmAdvice, UsmAllocation, UsmKind, UsmKinds, UsmPtr, UsmRef, VectorWidths, WorkGroup, WorkItem,
     capability_extensions, host_clock_ns, live_objects,
 };
 #[doc(hidden)]

@@ -279,7 +279,29 @@ static void event(urt_env *env) {
   URT_OK(urQueueFinish(env->queue));
   URT_OK(urMemRelease(mem));
   URT_RESULT(UR_RESULT_ERROR_INVALID_NULL_POINTER, urEventCreateWithNativeHandle(native, env->context, NULL, NULL));
-  URT_RESULT(UR_RESULT_ERROR_INVALID_NULL_HANDLE, urEventCreateWithNativeHandle(0, env->context, NULL, &adopted));
+  /* Native handle 0 names no native event: an event already complete, on
+   * every library (UR's conformance suites adopt 0 for their wait-list
+   * checks). */
+  adopted = NULL;
+  URT_OK(urEventCreateWithNativeHandle(0, env->context, NULL, &adopted));
+  if (adopted) {
+    ur_event_status_t status = UR_EVENT_STATUS_QUEUED;
+    URT_OK(urEventGetInfo(adopted, UR_EVENT_INFO_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL));
+    URT_CHECK(status == UR_EVENT_STATUS_COMPLETE, "the event adopted from 0 has status %d", status);
+    URT_OK(urEventWait(1, &adopted));
+    void *p = urt_device_alloc(env, 64);
+    uint8_t byte = 9;
+    URT_OK(urEnqueueUSMFill(env->queue, p, 1, &byte, 64, 1, &adopted, NULL));
+    URT_RESULT(UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST, urEnqueueUSMFill(env->queue, p, 1, &byte, 64, 1, NULL, NULL));
+    URT_RESULT(UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST,
+               urEnqueueUSMFill(env->queue, p, 1, &byte, 64, 0, &adopted, NULL));
+    URT_OK(urQueueFinish(env->queue));
+    uint8_t *host = urt_read(env, p, 64);
+    URT_CHECK(urt_repeats(host, 64, &byte, 1), "fill after the event adopted from 0");
+    free(host);
+    URT_OK(urUSMFree(env->context, p));
+    URT_OK(urEventRelease(adopted));
+  }
 }
 
 /* ---- programs and kernels ------------------------------------------------ */

@@ -305,8 +305,10 @@ static void usm_2d(urt_env *env) {
              urEnqueueUSMMemcpy2D(env->queue, true, NULL, DEV_PITCH, src, HOST_PITCH, W, H, 0, NULL, NULL));
   URT_RESULT(UR_RESULT_ERROR_INVALID_SIZE,
              urEnqueueUSMFill2D(env->queue, dev, 8, sizeof pattern, &pattern, 16, H, 0, NULL, NULL));
+  /* 17 x 6 bytes are no multiple of the pattern (the header's condition is
+   * on width * height: a pattern may run on from one row into the next). */
   URT_RESULT(UR_RESULT_ERROR_INVALID_SIZE,
-             urEnqueueUSMFill2D(env->queue, dev, DEV_PITCH, sizeof pattern, &pattern, 18, H, 0, NULL, NULL));
+             urEnqueueUSMFill2D(env->queue, dev, DEV_PITCH, sizeof pattern, &pattern, 17, H, 0, NULL, NULL));
   URT_RESULT(UR_RESULT_ERROR_INVALID_NULL_POINTER,
              urEnqueueUSMFill2D(env->queue, dev, DEV_PITCH, sizeof pattern, NULL, 16, H, 0, NULL, NULL));
   /* UR 0.12's leak checker does not register the events of the 2D calls

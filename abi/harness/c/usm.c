@@ -140,6 +140,66 @@ static void host_to_host(urt_env *env) {
   free(d);
 }
 
+/* Patterns above 256 bytes, as the header allows them: urEnqueueUSMFill and
+ * the command-buffer fills take any length dividing the size,
+ * urEnqueueUSMFill2D a power of two dividing width * height (running on from
+ * one row into the next), the buffer fills powers of two. */
+static void long_patterns(urt_env *env) {
+  enum { SIZE = 6144, PITCH = 320, WIDTH = 256, HEIGHT = 8 };
+  uint8_t pattern[SIZE];
+  for (int i = 0; i < SIZE; i++) pattern[i] = (uint8_t)(i * 13 + i / 256 + 1);
+  uint8_t *dev = urt_device_alloc(env, SIZE);
+  const size_t sizes[] = {384, 1024, 2048, 6144};
+  for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+    URT_OK(urEnqueueUSMFill(env->queue, dev, sizes[s], pattern, SIZE, 0, NULL, NULL));
+    uint8_t *host = urt_read(env, dev, SIZE);
+    URT_CHECK(urt_repeats(host, SIZE, pattern, sizes[s]), "USM fill with a %zu-byte pattern", sizes[s]);
+    free(host);
+  }
+  URT_RESULT(UR_RESULT_ERROR_INVALID_SIZE, urEnqueueUSMFill(env->queue, dev, 4096, pattern, SIZE, 0, NULL, NULL));
+
+  /* 2D: a 1024-byte pattern over rows of 256 bytes, 320 apart. */
+  uint8_t zeros[PITCH * HEIGHT] = {0};
+  URT_OK(urEnqueueUSMMemcpy(env->queue, true, dev, zeros, sizeof zeros, 0, NULL, NULL));
+  URT_OK(urEnqueueUSMFill2D(env->queue, dev, PITCH, 1024, pattern, WIDTH, HEIGHT, 0, NULL, NULL));
+  uint8_t *host = urt_read(env, dev, PITCH * HEIGHT);
+  bool rows = true;
+  for (size_t r = 0; r < HEIGHT; r++) {
+    rows &= memcmp(host + r * PITCH, pattern + (r * WIDTH) % 1024, WIDTH) == 0;
+    for (size_t x = WIDTH; x < PITCH && r + 1 < HEIGHT; x++) rows &= host[r * PITCH + x] == 0;
+  }
+  URT_CHECK(rows, "2D fill with a 1024-byte pattern running on across rows");
+  free(host);
+
+  /* A buffer fill and command-buffer fills. */
+  ur_mem_handle_t buf = NULL;
+  URT_REQUIRE(urMemBufferCreate(env->context, UR_MEM_FLAG_READ_WRITE, SIZE, NULL, &buf));
+  URT_OK(urEnqueueMemBufferFill(env->queue, buf, pattern, 512, 0, SIZE, 0, NULL, NULL));
+  uint8_t out[SIZE];
+  URT_OK(urEnqueueMemBufferRead(env->queue, buf, true, 0, SIZE, out, 0, NULL, NULL));
+  URT_CHECK(urt_repeats(out, SIZE, pattern, 512), "buffer fill with a 512-byte pattern");
+  ur_exp_command_buffer_handle_t cb = urt_command_buffer(env, false, true);
+  URT_OK(urCommandBufferAppendUSMFillExp(cb, dev, pattern, 768, SIZE, 0, NULL, 0, NULL, NULL, NULL, NULL));
+  URT_OK(urCommandBufferAppendMemBufferFillExp(cb, buf, pattern, 1024, 1024, 4096, 0, NULL, 0, NULL, NULL, NULL,
+                                               NULL));
+  URT_OK(urCommandBufferFinalizeExp(cb));
+  for (int run = 0; run < 2; run++) {
+    URT_OK(urEnqueueUSMFill(env->queue, dev, 1, zeros, SIZE, 0, NULL, NULL));
+    URT_OK(urEnqueueCommandBufferExp(env->queue, cb, 0, NULL, NULL));
+    URT_OK(urQueueFinish(env->queue));
+    host = urt_read(env, dev, SIZE);
+    URT_CHECK(urt_repeats(host, SIZE, pattern, 768), "recorded USM fill with a 768-byte pattern, run %d", run);
+    free(host);
+  }
+  URT_OK(urEnqueueMemBufferRead(env->queue, buf, true, 0, SIZE, out, 0, NULL, NULL));
+  URT_CHECK(urt_repeats(out + 1024, 4096, pattern, 1024) && urt_repeats(out, 1024, pattern, 512) &&
+                urt_repeats(out + 5120, 1024, pattern, 512),
+            "recorded buffer fill with a 1024-byte pattern");
+  URT_OK(urCommandBufferReleaseExp(cb));
+  URT_OK(urMemRelease(buf));
+  URT_OK(urUSMFree(env->context, dev));
+}
+
 static void shared_and_host_memory(urt_env *env) {
   if (!urt_usm_supported(env, UR_DEVICE_INFO_USM_SINGLE_SHARED_SUPPORT)) return;
   int *shared = NULL;
@@ -157,6 +217,7 @@ int main(void) {
   alloc_kinds(&env);
   fills_and_copies(&env);
   host_to_host(&env);
+  long_patterns(&env);
   shared_and_host_memory(&env);
   urt_fini(&env);
   return urt_done("usm");

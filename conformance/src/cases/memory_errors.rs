@@ -36,6 +36,7 @@ pub(super) fn cases() -> Vec<crate::Case> {
         buffer_of_other_context,
         overlapping_regions,
         bad_fill_patterns,
+        long_fill_patterns,
         zero_sizes,
         bad_rect_pitches,
     ]
@@ -474,19 +475,19 @@ fn overlapping_regions(env: &Env) -> CaseResult {
 fn bad_fill_patterns(env: &Env) -> CaseResult {
     let mem = env.usm(UsmKind::Device, 1024)?;
     let buffer = env.buffer_with(&[BASE; 1024])?;
-    let too_long = [7u8; 257];
+    let longer_than_size = [7u8; 257];
     let cb = env.command_buffer(CommandBufferDesc::default())?;
     rejects!(cb, cb.append_usm_fill(mem.ptr(), &[], 64, none()), InvalidSize);
-    rejects!(cb, cb.append_usm_fill(mem.ptr(), &too_long, 514, none()), InvalidSize);
+    rejects!(cb, cb.append_usm_fill(mem.ptr(), &longer_than_size, 64, none()), InvalidSize);
     rejects!(cb, cb.append_usm_fill(mem.ptr(), &[1, 2, 3], 64, none()), InvalidSize);
     rejects!(cb, cb.append_usm_fill(mem.ptr(), &[1, 2, 3, 4], 6, none()), InvalidSize);
     rejects!(cb, cb.append_buffer_fill(&buffer, &[], 0, 64, none()), InvalidSize);
-    rejects!(cb, cb.append_buffer_fill(&buffer, &too_long, 0, 514, none()), InvalidSize);
+    rejects!(cb, cb.append_buffer_fill(&buffer, &longer_than_size, 0, 64, none()), InvalidSize);
     rejects!(cb, cb.append_buffer_fill(&buffer, &[1, 2, 3], 0, 64, none()), InvalidSize);
     rejects!(cb, cb.append_buffer_fill(&buffer, &[1, 2, 3, 4], 2, 8, none()), InvalidSize);
     rejects!(cb, cb.append_buffer_fill(&buffer, &[1, 2, 3], 4, 9, none()), InvalidSize);
-    // The limits themselves: a 256-byte pattern, and a 3-byte one at an
-    // offset that is a multiple of 3.
+    // Any length: a 256-byte pattern, and a 3-byte one at an offset that is
+    // a multiple of 3 (patterns above 256 bytes: `long_fill_patterns`).
     let longest = pattern(256, 17);
     cb.append_usm_fill(mem.ptr(), &longest, 1024, none())?;
     cb.append_buffer_fill(&buffer, &longest, 256, 512, none())?;
@@ -498,6 +499,41 @@ fn bad_fill_patterns(env: &Env) -> CaseResult {
     expected[256..768].copy_from_slice(&fill_reference(&longest, 512));
     expected[771..780].copy_from_slice(&fill_reference(&[1, 2, 3], 9));
     check_eq!(read_buffer::<u8>(&queue, &buffer, 0, 1024)?, expected);
+    Ok(())
+}
+
+/// Patterns above 256 bytes, powers of two or not, up to the whole fill
+/// (UR's `urEnqueueUSMFill` and `urEnqueueUSMFill2D` cases go to 64 KiB),
+/// eager and recorded, on USM and buffers.
+fn long_fill_patterns(env: &Env) -> CaseResult {
+    const SIZE: usize = 6144;
+    let mem = env.usm(UsmKind::Device, SIZE)?;
+    let buffer = env.buffer_with(&[BASE; SIZE])?;
+    let queue = env.queue()?;
+    for plen in [384usize, 1024, 2048, 6144] {
+        let pat = pattern(plen, plen as u8);
+        queue.usm_fill(mem.ptr(), &pat, SIZE, &[])?.wait()?;
+        check_eq!(read::<u8>(&queue, mem.ptr(), SIZE)?, fill_reference(&pat, SIZE), "eager USM, {plen} bytes");
+        queue.fill_buffer(&buffer, &pat, 0, SIZE, &[])?.wait()?;
+        check_eq!(
+            read_buffer::<u8>(&queue, &buffer, 0, SIZE)?,
+            fill_reference(&pat, SIZE),
+            "eager buffer, {plen} bytes"
+        );
+    }
+    let cb = env.command_buffer(CommandBufferDesc::default())?;
+    let (usm_pattern, buffer_pattern) = (pattern(768, 3), pattern(1024, 9));
+    cb.append_usm_fill(mem.ptr(), &usm_pattern, SIZE, none())?;
+    cb.append_buffer_fill(&buffer, &buffer_pattern, 1024, 4096, none())?;
+    let queue = run(env, &cb)?;
+    check_eq!(read::<u8>(&queue, mem.ptr(), SIZE)?, fill_reference(&usm_pattern, SIZE), "recorded USM");
+    let mut expected = fill_reference(&pattern(6144, 6144usize as u8), SIZE);
+    expected[1024..5120].copy_from_slice(&fill_reference(&buffer_pattern, 4096));
+    check_eq!(read_buffer::<u8>(&queue, &buffer, 0, SIZE)?, expected, "recorded buffer");
+    // A second replay of the recorded fills still reads their patterns.
+    queue.usm_fill(mem.ptr(), &[0], SIZE, &[])?.wait()?;
+    queue.enqueue_command_buffer(&cb, &[])?.wait()?;
+    check_eq!(read::<u8>(&queue, mem.ptr(), SIZE)?, fill_reference(&usm_pattern, SIZE), "replayed USM");
     Ok(())
 }
 

@@ -10,8 +10,8 @@
 //! one context; CUDA its modules and functions.
 
 use ur::{
-    Backend, Context, Event, Kernel, KernelArg, KernelLaunch, MemBuffer, MemFlags, NativeHandle, Ownership, Program,
-    Queue, UserEvent,
+    Backend, Context, Event, EventStatus, Kernel, KernelArg, KernelLaunch, MemBuffer, MemFlags, NativeHandle,
+    Ownership, Program, Queue, UserEvent,
 };
 
 use crate::harness::{CaseResult, Env, read, read_buffer, write};
@@ -249,17 +249,23 @@ fn context_round_trip(env: &Env) -> CaseResult {
     Ok(())
 }
 
-/// A null native handle is `InvalidNullHandle` for every kind, on every
-/// backend; a device other than the context's is `InvalidDevice`.
+/// A null native handle is `InvalidNullHandle` for every kind but events,
+/// on every backend; a null native event is an event already complete, that
+/// wait lists take; a device other than the context's is `InvalidDevice`.
 fn null_handles(env: &Env) -> CaseResult {
     let null = NativeHandle(0);
-    // SAFETY: null handles, refused before any adapter sees them.
-    unsafe {
+    // SAFETY: null handles, refused (or, for the event, never passed) before
+    // any adapter sees them.
+    let done = unsafe {
         check_err!(Queue::from_native(env.context(), None, null, Ownership::Shared), InvalidNullHandle);
         check_err!(MemBuffer::from_native(env.context(), null, Ownership::Transferred), InvalidNullHandle);
-        check_err!(Event::from_native(env.context(), null, Ownership::Shared), InvalidNullHandle);
         check_err!(Context::from_native(env.device(), null, Ownership::Shared), InvalidNullHandle);
-    }
+        Event::from_native(env.context(), null, Ownership::Shared)?
+    };
+    check_eq!(done.status(), EventStatus::Complete);
+    done.wait()?;
+    let buf = env.buffer(16)?;
+    env.queue()?.fill_buffer(&buf, &[3], 0, 16, &[&done])?.wait()?;
     let other_view = if env.device().is_emulated() { env.device().native() } else { env.device().emulated() };
     let queue = env.queue()?;
     let native = handle_or_stand_in(queue.native_handle());

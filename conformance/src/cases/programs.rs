@@ -5,7 +5,7 @@
 //! SPIR-V of OpenCL kernels, SPIR-V compute shaders of the Vulkan kernel
 //! ABI, or PTX.
 
-use ur::{ArgKind, Kernel, KernelArg, KernelLaunch, Program, ProgramBundle, UsmKind};
+use ur::{ArgKind, CacheConfig, Kernel, KernelArg, KernelLaunch, Program, ProgramBundle, UsmKind};
 
 use crate::harness::{CaseError, CaseResult, Env, read, write};
 use crate::kernels::programs::{self, Params, scale_add_reference};
@@ -17,6 +17,7 @@ pub(super) fn cases() -> Vec<crate::Case> {
         local_memory_argument_from_the_code,
         required_work_group_size_from_the_code,
         build_options_binary_and_kernel_info,
+        cache_config_hints,
         misuse_is_reported,
     ]
 }
@@ -51,7 +52,12 @@ fn scale_add_signature_from_the_code(env: &Env) -> CaseResult {
     check!(is_pointer(args[0]) && is_pointer(args[1]), "{args:?}");
     check_eq!(&args[2..], &[ArgKind::Value(4), ArgKind::Value(8), ArgKind::Value(8)]);
     check_eq!(kernel.compile_work_group_size(), None);
+    scale_add_runs(env, &kernel)
+}
 
+/// Launches `scale_add` with its arguments as read from the code, checking
+/// the results, then with a pointer for its 8-byte count.
+fn scale_add_runs(env: &Env, kernel: &Kernel) -> CaseResult {
     const N: usize = 64;
     let queue = env.queue()?;
     let (dst, src) = (env.usm(UsmKind::Device, N * 4)?, env.usm(UsmKind::Device, N * 4)?);
@@ -67,14 +73,14 @@ fn scale_add_signature_from_the_code(env: &Env) -> CaseResult {
         KernelArg::value(&n),
     ];
     // SAFETY: 64 work-items over allocations of 64 floats.
-    unsafe { queue.launch_kernel(&KernelLaunch::new(&kernel, &[N], &launch_args).local_size(&[16]), &[]) }?.wait()?;
+    unsafe { queue.launch_kernel(&KernelLaunch::new(kernel, &[N], &launch_args).local_size(&[16]), &[]) }?.wait()?;
     check_eq!(read::<f32>(&queue, dst.ptr(), N)?, scale_add_reference(&input, a, p, 60));
 
     // A pointer for the 8-byte count: its address, far above 64, lets every item write.
     let mut launch_args = launch_args;
     launch_args[4] = KernelArg::Pointer(dst.ptr());
     // SAFETY: as above.
-    unsafe { queue.launch_kernel(&KernelLaunch::new(&kernel, &[N], &launch_args).local_size(&[16]), &[]) }?.wait()?;
+    unsafe { queue.launch_kernel(&KernelLaunch::new(kernel, &[N], &launch_args).local_size(&[16]), &[]) }?.wait()?;
     check_eq!(read::<f32>(&queue, dst.ptr(), N)?, scale_add_reference(&input, a, p, N));
     Ok(())
 }
@@ -143,6 +149,23 @@ fn build_options_binary_and_kernel_info(env: &Env) -> CaseResult {
     let multiple = kernel.preferred_work_group_size_multiple();
     check!(multiple >= 1 && multiple <= info.max_work_group_size, "preferred multiple {multiple}");
     check!(kernel.max_work_group_size() >= 1);
+    Ok(())
+}
+
+/// Cache-configuration hints (`UR_KERNEL_EXEC_INFO_CACHE_CONFIG`) are taken
+/// on every backend: applied where it has a split between local memory and
+/// data cache (CUDA), recorded elsewhere; launches run as before.
+fn cache_config_hints(env: &Env) -> CaseResult {
+    let (_program, kernel) = load(env, "scale_add", "")?;
+    check_eq!(kernel.cache_config(), CacheConfig::Default);
+    let applied = kernel.set_cache_config(CacheConfig::LargeLocalMemory)?;
+    check_eq!(applied, env.device().backend() == ur::Backend::Cuda, "applied on {}", env.device());
+    check_eq!(kernel.cache_config(), CacheConfig::LargeLocalMemory);
+    kernel.set_cache_config(CacheConfig::LargeData)?;
+    check_eq!(kernel.cache_config(), CacheConfig::LargeData);
+    scale_add_runs(env, &kernel)?;
+    kernel.set_cache_config(CacheConfig::Default)?;
+    check_eq!(kernel.cache_config(), CacheConfig::Default);
     Ok(())
 }
 

@@ -46,7 +46,16 @@ fn between_global_timestamps(env: &Env) -> CaseResult {
         before.device,
         after.device
     );
-    check!(p.queued <= p.start && p.submit <= p.start && p.start <= p.end, "{p:?}");
+    // The header's relation for a recording (UR's `common_check`): queued
+    // and submit are both the call's time, start and end both the recorded
+    // time, and the call does not come after the recording.
+    check!(p.queued == p.submit && p.start == p.end && p.submit <= p.start, "{p:?}");
+    check!(
+        before.device <= p.submit + SLACK_NS,
+        "called at {} after the device time {} read before",
+        p.submit,
+        before.device
+    );
     Ok(())
 }
 

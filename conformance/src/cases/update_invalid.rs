@@ -183,17 +183,19 @@ fn invalid_dimensions(env: &Env) -> CaseResult {
     );
     // A new dimension keeping a user local size of the old dimension.
     check_err!(f.try_update(&[KernelLaunchUpdate::new(h).global_size(&[8, 8]).global_offset(&[0, 0])]), InvalidValue);
-    // An offset or local size whose length is not the work dimension.
-    check_err!(f.try_update(&[KernelLaunchUpdate::new(h).global_offset(&[0, 0])]), InvalidWorkDimension);
+    // A new dimension given by an offset or a local size alone, without a
+    // new global size (the header: `INVALID_VALUE`, as UR's second half of
+    // `InvalidDimensions` checks).
+    check_err!(f.try_update(&[KernelLaunchUpdate::new(h).global_offset(&[0, 0])]), InvalidValue);
+    check_err!(f.try_update(&[KernelLaunchUpdate::new(h).local_size(LocalSizeUpdate::Set(&[4, 1]))]), InvalidValue);
+    // An offset or local size of more than 3 dimensions, or whose length is
+    // not that of the new global size.
+    check_err!(f.try_update(&[KernelLaunchUpdate::new(h).global_offset(&[0, 0, 0, 0])]), InvalidWorkDimension);
     check_err!(
         f.try_update(&[KernelLaunchUpdate::new(h)
             .global_size(&[8, 8])
             .global_offset(&[0, 0])
             .local_size(LocalSizeUpdate::Set(&[4]))]),
-        InvalidWorkDimension
-    );
-    check_err!(
-        f.try_update(&[KernelLaunchUpdate::new(h).local_size(LocalSizeUpdate::Set(&[4, 1]))]),
         InvalidWorkDimension
     );
     f.unchanged()

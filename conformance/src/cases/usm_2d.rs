@@ -15,6 +15,7 @@ pub(super) fn cases() -> Vec<crate::Case> {
         memcpy_contiguous,
         memcpy_with_host_memory,
         fill_rows,
+        fill_pattern_across_rows,
         misuse,
     ]
 }
@@ -106,6 +107,30 @@ fn fill_rows(env: &Env) -> CaseResult {
     Ok(())
 }
 
+/// Patterns that do not divide the width run on from one row into the
+/// next, as if the rows were contiguous (UR's `urEnqueueUSMFill2D` cases
+/// with a pattern of `width * height` bytes), up to patterns far above 256
+/// bytes.
+fn fill_pattern_across_rows(env: &Env) -> CaseResult {
+    let queue = env.queue()?;
+    // (pitch, width, height, pattern length)
+    for (pitch, width, height, plen) in [(96, 32, 4, 64), (96, 48, 4, 64), (320, 256, 8, 1024), (300, 256, 4, 1024)] {
+        let mem = env.usm(UsmKind::Device, pitch * height)?;
+        let base = pattern(pitch * height, 0x11);
+        write(&queue, mem.ptr(), &base)?;
+        let pat = pattern(plen, 0x5a);
+        queue.usm_fill_2d(mem.ptr(), pitch, &pat, width, height, &[])?.wait()?;
+        let rows = fill_reference(&pat, width * height);
+        let expected = pitched(&base, pitch, &rows, width, width, height);
+        check_eq!(
+            read::<u8>(&queue, mem.ptr(), pitch * height)?,
+            expected,
+            "{plen}-byte pattern over {height} rows of {width} bytes, pitch {pitch}"
+        );
+    }
+    Ok(())
+}
+
 /// Geometry and bounds errors, checked before any row runs.
 fn misuse(env: &Env) -> CaseResult {
     let a = env.usm(UsmKind::Device, 256)?;
@@ -124,7 +149,9 @@ fn misuse(env: &Env) -> CaseResult {
         check_err!(queue.usm_memcpy_2d(pa, 16, pb, 32, 16, 9, &[]), InvalidSize);
         check_err!(queue.usm_memcpy_2d(std::ptr::null_mut(), 16, pb, 16, 16, 2, &[]), InvalidNullPointer);
     }
-    check_err!(queue.usm_fill_2d(a.ptr(), 64, &[1, 2, 3, 4], 30, 2, &[]), InvalidSize);
+    // 30 x 3 bytes are no multiple of 4; a pattern above the whole area.
+    check_err!(queue.usm_fill_2d(a.ptr(), 64, &[1, 2, 3, 4], 30, 3, &[]), InvalidSize);
+    check_err!(queue.usm_fill_2d(a.ptr(), 64, &[5u8; 128], 32, 2, &[]), InvalidSize);
     check_err!(queue.usm_fill_2d(a.ptr(), 64, &[1], 64, 5, &[]), InvalidSize);
     check_err!(queue.usm_fill_2d(a.ptr(), 8, &[1], 16, 2, &[]), InvalidSize);
     check_err!(queue.usm_fill_2d(a.ptr(), 8, &[], 8, 2, &[]), InvalidSize);

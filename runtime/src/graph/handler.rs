@@ -220,7 +220,7 @@ impl Handler {
         self.command(Command::usm_fill(self.context(), dst, &[value], size))
     }
 
-    /// Records a fill of `size` bytes with a 1- to 256-byte pattern (`handler::fill`).
+    /// Records a fill of `size` bytes with a pattern of any length dividing the size (`handler::fill`).
     pub fn fill(&mut self, dst: UsmPtr, pattern: &[u8], size: usize) -> Result<()> {
         self.command(Command::usm_fill(self.context(), dst, pattern, size))
     }
@@ -259,7 +259,7 @@ impl Handler {
         self.command(Command::buffer_copy_rect(self.context(), src, dst, src_layout, dst_layout, region))
     }
 
-    /// Records a buffer fill with a 1- to 256-byte pattern.
+    /// Records a buffer fill with a pattern of any length dividing the size.
     pub fn fill_buffer(&mut self, buffer: &MemBuffer, pattern: &[u8], offset: usize, size: usize) -> Result<()> {
         self.command(Command::buffer_fill(self.context(), buffer, pattern, offset, size))
     }

@@ -1,7 +1,7 @@
 //! The validating builders of [`Command`]s: the front end's half of
 //! `command`, kept apart from the enum so that the adapter interface, which
 //! hands commands to adapters, imports nothing of the front end.
-use super::{Command, MAX_PATTERN_SIZE, Pattern};
+use super::{Command, Pattern};
 use crate::context::Context;
 use crate::launch::KernelCommand;
 use crate::objects::{MemBuffer, MemLoc, UsmRef};
@@ -47,11 +47,7 @@ impl HostSide {
 
 fn check_pattern(pattern: &[u8], size: usize) -> Result<Pattern> {
     let n = pattern.len();
-    ensure!(
-        (1..=MAX_PATTERN_SIZE).contains(&n),
-        InvalidSize,
-        "fill pattern of {n} bytes; patterns have 1 to {MAX_PATTERN_SIZE} bytes"
-    );
+    ensure!(n != 0, InvalidSize, "fill pattern of 0 bytes");
     ensure!(size != 0, InvalidSize, "fill of 0 bytes");
     ensure!(size.is_multiple_of(n), InvalidSize, "fill size {size} is not a multiple of the {n}-byte pattern");
     Ok(Pattern::from_slice(pattern))
@@ -213,7 +209,7 @@ impl Command {
         }
     }
 
-    /// A fill of `size` bytes of USM of `context` with a 1- to 256-byte pattern.
+    /// A fill of `size` bytes of USM of `context` with a pattern of any length dividing the size.
     pub fn usm_fill(context: &Context, dst: UsmPtr, pattern: &[u8], size: usize) -> Result<Command> {
         let pattern = check_pattern(pattern, size)?;
         let dst = context.find_usm(dst, size)?;
@@ -343,7 +339,7 @@ impl Command {
         Ok(Command::BufferWriteRect { buffer, buffer_layout, host_layout, region, src })
     }
 
-    /// A fill of `size` bytes of a buffer of `context` from `offset` with a 1- to 256-byte pattern.
+    /// A fill of `size` bytes of a buffer of `context` from `offset` with a pattern of any length dividing the size.
     pub fn buffer_fill(
         context: &Context,
         buffer: &MemBuffer,

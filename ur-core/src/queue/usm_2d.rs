@@ -72,10 +72,12 @@ impl Queue {
         self.submit_rows(rows, wait)
     }
 
-    /// Fills `height` rows of `width` bytes, `pitch` bytes apart, with a 1- to
-    /// 256-byte pattern that each row starts with (`urEnqueueUSMFill2D`):
-    /// `width` is a multiple of the pattern's length, and the pitched range
-    /// lies in one USM allocation of this context.
+    /// Fills `height` rows of `width` bytes, `pitch` bytes apart, with a
+    /// pattern repeated over the rows as if they were contiguous
+    /// (`urEnqueueUSMFill2D`): its length divides `width * height` and is at
+    /// most that, and the pitched range lies in one USM allocation of this
+    /// context. A pattern that divides `width` starts every row; a longer one
+    /// runs on from one row into the next.
     #[tracing::instrument(level = "trace", skip(self, pattern, wait))]
     pub fn usm_fill_2d(
         &self,
@@ -88,12 +90,29 @@ impl Queue {
     ) -> Result<Event> {
         let context = &self.inner.context;
         let extent = extent(width, height, pitch, "fill")?;
+        let p = pattern.len();
+        ensure!(p != 0, InvalidSize, "fill pattern of 0 bytes");
+        let area = width.checked_mul(height).ok_or_else(|| err!(InvalidSize, "{width} x {height} bytes overflows"))?;
+        ensure!(
+            p <= area && area.is_multiple_of(p),
+            InvalidSize,
+            "a {p}-byte pattern does not divide the {width} x {height} bytes of the fill"
+        );
         context.find_usm(dst, extent)?;
         let rows = if pitch == width {
             vec![Command::usm_fill(context, dst, pattern, extent)?]
-        } else {
+        } else if width.is_multiple_of(p) {
             (0..height)
                 .map(|row| Command::usm_fill(context, dst.byte_add(row * pitch), pattern, width))
+                .collect::<Result<Vec<_>>>()?
+        } else {
+            // Each row is its own `width` bytes of the repetition.
+            (0..height)
+                .map(|row| {
+                    let start = row * width % p;
+                    let bytes: Vec<u8> = (0..width).map(|i| pattern[(start + i) % p]).collect();
+                    Command::usm_fill(context, dst.byte_add(row * pitch), &bytes, width)
+                })
                 .collect::<Result<Vec<_>>>()?
         };
         self.submit_rows(rows, wait)

@@ -35,3 +35,15 @@ pub struct ProfilingInfo {
     /// When it ended.
     pub end: u64,
 }
+
+impl ProfilingInfo {
+    /// The times of a timestamp recording (`urEnqueueTimestampRecordingExp`),
+    /// as the header gives them: queued and submit are both the device-clock
+    /// time of the call, start and end both the time the device recorded.
+    /// The call cannot come after the recording, so a call time estimated
+    /// from another clock is bounded by it.
+    pub fn recording(call: u64, recorded: u64) -> ProfilingInfo {
+        let call = call.min(recorded);
+        ProfilingInfo { queued: call, submit: call, start: recorded, end: recorded }
+    }
+}

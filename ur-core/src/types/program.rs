@@ -40,6 +40,20 @@ impl ArgKind {
     }
 }
 
+/// A kernel's preferred split between local memory and data cache
+/// (`urKernelSetExecInfo(UR_KERNEL_EXEC_INFO_CACHE_CONFIG)`): a hint, which
+/// backends with such a split apply ([`Kernel::set_cache_config`](crate::Kernel::set_cache_config)).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub enum CacheConfig {
+    /// The driver's default split.
+    #[default]
+    Default,
+    /// More work-group local memory (UR's `LARGE_SLM`).
+    LargeLocalMemory,
+    /// More data cache (UR's `LARGE_DATA`).
+    LargeData,
+}
+
 /// A kernel's name and argument kinds.
 ///
 /// A signature is declared (in a [`ProgramBundle`]), read from the kernel's
