@@ -1,0 +1,423 @@
+#!/usr/bin/env python3
+"""Runs the test suites of SYCL clients from PyPI (dpctl, dpnp) on a UR
+adapter configuration, one pytest process per test file, so that a test that
+crashes or hangs the process is recorded as that test's failure and the file
+goes on after it. scripts/clients.sh installs the clients and calls this;
+docs/clients.md describes configurations, results and causes.
+
+  clients.py run    --python PY --config NAME --suite SUITE [--libs DIR] [--out DIR]
+  clients.py report [--out DIR]            # counts per configuration, per-test differences
+  clients.py check  --config NAME --suite SUITE --expect FILE [--out DIR]
+
+Standard library only: it runs under any python3, and drives the clients'
+own interpreter (--python) for probes and tests.
+"""
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+# Platform names as the OpenCL ICDs report them (CL_PLATFORM_NAME).
+POCL = "Portable Computing Language"
+INTEL = "Intel(R) OpenCL"
+
+# name: (our library or None for UR's own OpenCL adapter, selector backend,
+# platform name the selected device must have, or None for any).
+CONFIGS = {
+    "ours-pocl": ("libur_adapter_rs_opencl.so", "opencl", POCL),
+    "ur-pocl": (None, "opencl", POCL),
+    "ours-intel": ("libur_adapter_rs_opencl.so", "opencl", INTEL),
+    "ur-intel": (None, "opencl", INTEL),
+    "ours-cpu": ("libur_adapter_rs_cpu.so", "native_cpu", None),
+    "ours-vulkan": ("libur_adapter_rs_vulkan.so", "offload", None),
+}
+# Pairs compared test by test: ours against UR's adapter on the same device.
+PAIRS = [("ours-pocl", "ur-pocl"), ("ours-intel", "ur-intel")]
+
+# dpnp's basic operations: a subset of its suite (about 6,300 of some 68,000
+# tests in its top-level files, and more in tests/tensor and tests/third_party)
+# that runs in minutes per configuration on 2 cores: array creation from
+# memory, copies, fills, element-wise, logic, bitwise, reductions, searching,
+# sorting, manipulation, ndarray methods, DLPack, and queues (with some oneMKL).
+DPNP_BASIC = [
+    "test_absolute.py",
+    "test_amin_amax.py",
+    "test_arraymanipulation.py",
+    "test_binary_ufuncs.py",
+    "test_bitwise.py",
+    "test_copy.py",
+    "test_counting.py",
+    "test_dlpack.py",
+    "test_fill.py",
+    "test_flat.py",
+    "test_flipping.py",
+    "test_logic.py",
+    "test_memory.py",
+    "test_ndarray.py",
+    "test_outer.py",
+    "test_search.py",
+    "test_sort.py",
+    "test_sycl_queue.py",
+]
+# Suites: the package whose tests/ folder holds them, and the files to run
+# (None: every test_*.py under it).
+SUITES = {
+    "dpctl": ("dpctl", None),
+    "dpnp-basic": ("dpnp", DPNP_BASIC),
+    "dpnp": ("dpnp", None),
+}
+
+FAILING = ("failed", "error", "crashed", "timeout")
+
+
+def site_tests(python, package):
+    out = subprocess.run(
+        [python, "-c", f"import importlib.util as u; print(u.find_spec('{package}').submodule_search_locations[0])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    return Path(out) / "tests"
+
+
+def config_env(python, name, libs, selector=None):
+    lib, backend, _ = CONFIGS[name]
+    env = dict(os.environ)
+    # The intel-opencl-rt wheel's libOpenCL.so.1 (which the UR loader and
+    # libsycl find first, beside them) names libsvml.so and others without a
+    # RUNPATH; with ONEAPI_DEVICE_SELECTOR set it is opened before anything
+    # else has loaded them and fails, whichever adapter runs.
+    venv_lib = str(Path(python).parent.parent / "lib")
+    env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [venv_lib, env.get("LD_LIBRARY_PATH")]))
+    env.pop("UR_ADAPTERS_FORCE_LOAD", None)
+    if lib is not None:
+        path = Path(libs) / lib
+        if not path.is_file():
+            sys.exit(f"clients: {path} does not exist (cargo build --release, or --libs DIR)")
+        env["UR_ADAPTERS_FORCE_LOAD"] = str(path.resolve())
+    env["ONEAPI_DEVICE_SELECTOR"] = selector or f"{backend}:*"
+    return env
+
+
+# Devices by platform: dpctl.get_devices() leaves out devices of backends
+# dpctl has no enumerator for (native_cpu, offload), whose `backend` raises.
+PROBE = """
+import json, dpctl
+out = []
+for p in dpctl.get_platforms():
+    for d in p.get_devices():
+        try:
+            backend = str(d.backend)
+        except Exception as e:
+            backend = repr(e)
+        out.append([p.name, d.name, backend, d.driver_version])
+print(json.dumps(out))
+"""
+
+
+def probe(python, env):
+    p = subprocess.run([python, "-c", PROBE], env=env, capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        return None, p.stderr.strip().splitlines()[-3:]
+    return json.loads(p.stdout.strip().splitlines()[-1]), None
+
+
+def resolve_device(python, name, libs):
+    """The ONEAPI_DEVICE_SELECTOR value that selects this configuration's
+    device, and the device; or None and why not."""
+    _, backend, platform = CONFIGS[name]
+    devices, err = probe(python, config_env(python, name, libs))
+    if devices is None:
+        return None, f"no device: {err}"
+    if platform is None:
+        if not devices:
+            return None, "no device"
+        return f"{backend}:*", devices[0]
+    def meant(d):
+        # Our libraries name their platforms "ur-rs <backend> (<driver's
+        # name>)": that tells which adapter serves the device.
+        ours = d[0].startswith("ur-rs ")
+        return platform in d[0] and ours == (CONFIGS[name][0] is not None)
+
+    for i, d in enumerate(devices):
+        if meant(d):
+            selector = f"{backend}:{i}"
+            # The index counts the backend's devices across platforms; check
+            # that it picks the one meant.
+            picked, err = probe(python, config_env(python, name, libs, selector))
+            if picked and len(picked) == 1 and meant(picked[0]):
+                return selector, picked[0]
+            return None, f"{selector} selects {picked or err}, not {platform}"
+    return None, f"no {platform} device among {devices}"
+
+
+def read_events(path):
+    events = []
+    if path.exists():
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                events.append(json.loads(line))
+            except json.JSONDecodeError:
+                # A line cut by a crash mid-write.
+                pass
+    return events
+
+
+def describe_rc(rc):
+    if rc < 0:
+        try:
+            return f"killed by {signal.Signals(-rc).name}"
+        except ValueError:
+            return f"killed by signal {-rc}"
+    return f"exit status {rc}"
+
+
+def watch(proc, events_path, seen, test_timeout):
+    """Waits for the test process; kills it (and says so) when one test, or
+    the collection or exit, has run longer than test_timeout seconds."""
+    since = time.monotonic()
+    while proc.poll() is None:
+        time.sleep(0.5)
+        events = read_events(events_path)
+        if len(events) > seen:
+            since = time.monotonic()
+        seen = len(events)
+        if time.monotonic() - since > test_timeout:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            return True
+    return False
+
+
+def run_file(python, env, tests_dir, rel, work, test_timeout, results, log):
+    """Runs one test file until every test in it has a result, resuming after
+    a test that crashes or hangs the process."""
+    events_path = work / (rel.replace("/", "_") + ".events")
+    deselect_path = work / (rel.replace("/", "_") + ".deselect")
+    events_path.unlink(missing_ok=True)
+    deselect_path.unlink(missing_ok=True)
+    env = dict(env)
+    env["CLIENTS_EVENTS"] = str(events_path)
+    env["CLIENTS_DESELECT"] = str(deselect_path)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE), env.get("PYTHONPATH")]))
+    done = set()
+    for attempt in range(1, 10000):
+        cmd = [
+            python, "-m", "pytest", "-p", "clients_plugin", "-p", "no:cacheprovider",
+            "-q", "-rN", "--rootdir", str(tests_dir), str(tests_dir / rel),
+        ]
+        log.write(f"\n=== attempt {attempt}: {' '.join(cmd)}\n")
+        log.flush()
+        start_count = len(read_events(events_path))
+        proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=work, start_new_session=True)
+        seen = start_count
+        try:
+            timed_out = watch(proc, events_path, seen, test_timeout)
+        except BaseException:
+            # Interrupted: the test process is in its own session; end it too.
+            os.killpg(proc.pid, signal.SIGKILL)
+            raise
+        rc = proc.returncode
+        pending = None
+        for e in read_events(events_path)[start_count:]:
+            if e["event"] == "start":
+                pending = e["nodeid"]
+            elif e["event"] == "result":
+                results[e["nodeid"]] = {"outcome": e["outcome"], "message": e["message"]}
+                done.add(e["nodeid"])
+                pending = None
+            elif e["event"] == "collect_error":
+                results[e["nodeid"] or rel] = {"outcome": "error", "message": "collection: " + e["message"]}
+        if pending is not None:
+            if timed_out:
+                results[pending] = {"outcome": "timeout", "message": f"no result after {test_timeout} s; process killed"}
+            else:
+                results[pending] = {"outcome": "crashed", "message": f"process ended during the test: {describe_rc(rc)}"}
+            done.add(pending)
+            deselect_path.write_text("".join(n + "\n" for n in sorted(done)), encoding="utf-8")
+            continue
+        if rc not in (0, 1, 5):
+            # Ended with no test running: at collection, or at exit.
+            where = "(process exit)" if done else "(collection)"
+            if timed_out:
+                results[f"{rel}::{where}"] = {"outcome": "timeout", "message": f"no progress for {test_timeout} s; process killed"}
+            else:
+                results[f"{rel}::{where}"] = {"outcome": "crashed", "message": f"{describe_rc(rc)} with no test running; see the log"}
+        return
+
+
+def cmd_run(args):
+    python = args.python
+    out = Path(args.out) / args.config
+    out.mkdir(parents=True, exist_ok=True)
+    package, files = SUITES[args.suite]
+    tests_dir = site_tests(python, package)
+    selector, device = resolve_device(python, args.config, args.libs)
+    record = {
+        "config": args.config,
+        "suite": args.suite,
+        "selector": selector,
+        "device": device,
+        "libs": str(Path(args.libs).resolve()) if CONFIGS[args.config][0] else None,
+        "tests": {},
+    }
+    result_path = out / f"{args.suite}.json"
+    if selector is None:
+        record["unavailable"] = device
+        print(f"clients: {args.config}: {device}", file=sys.stderr)
+        result_path.write_text(json.dumps(record, indent=1), encoding="utf-8")
+        return 0
+    env = config_env(python, args.config, args.libs, selector)
+    if files is None:
+        files = sorted(str(p.relative_to(tests_dir)) for p in tests_dir.rglob("test_*.py"))
+    if args.files:
+        files = [f for f in files if any(sel in f for sel in args.files.split(","))]
+    work = out / f"{args.suite}.work"
+    work.mkdir(exist_ok=True)
+    started = time.monotonic()
+    with open(out / f"{args.suite}.log", "w", encoding="utf-8") as log:
+        for rel in files:
+            t0 = time.monotonic()
+            before = len(record["tests"])
+            run_file(python, env, tests_dir, rel, work, args.test_timeout, record["tests"], log)
+            counts = count(r for n, r in record["tests"].items() if n.startswith(rel))
+            print(f"[{args.config} {args.suite}] {rel}: {len(record['tests']) - before} tests, "
+                  f"{fmt_counts(counts)} ({time.monotonic() - t0:.0f} s)", flush=True)
+            result_path.write_text(json.dumps(record, indent=1), encoding="utf-8")
+    record["seconds"] = round(time.monotonic() - started)
+    result_path.write_text(json.dumps(record, indent=1), encoding="utf-8")
+    return 0
+
+
+def count(records):
+    c = {k: 0 for k in ("passed", "failed", "skipped", "error", "crashed", "timeout", "xfailed", "xpassed")}
+    for r in records:
+        c[r["outcome"]] = c.get(r["outcome"], 0) + 1
+    return c
+
+
+def fmt_counts(c):
+    s = f"{c['passed']} passed, {c['failed'] + c['crashed'] + c['timeout']} failed, {c['skipped'] + c['xfailed']} skipped, {c['error']} error"
+    extra = [f"{c[k]} {k}" for k in ("crashed", "timeout") if c[k]]
+    return s + (f" ({', '.join(extra)})" if extra else "")
+
+
+def load(out):
+    results = {}
+    for path in sorted(Path(out).glob("*/*.json")):
+        rec = json.loads(path.read_text(encoding="utf-8"))
+        results[(rec["config"], rec["suite"])] = rec
+    return results
+
+
+def cmd_report(args):
+    results = load(args.out)
+    suites = sorted({s for _, s in results})
+    for suite in suites:
+        print(f"\n## {suite}\n")
+        print("| configuration | device | passed | failed | skipped | error | crashed | timeout | seconds |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for config in CONFIGS:
+            rec = results.get((config, suite))
+            if rec is None:
+                continue
+            if rec.get("unavailable"):
+                print(f"| {config} | unavailable: {rec['unavailable']} | | | | | | | |")
+                continue
+            c = count(rec["tests"].values())
+            dev = f"{rec['device'][0]} ({rec['selector']})"
+            print(f"| {config} | {dev} | {c['passed']} | {c['failed']} | {c['skipped'] + c['xfailed']} | "
+                  f"{c['error']} | {c['crashed']} | {c['timeout']} | {rec.get('seconds', '')} |")
+        for ours, theirs in PAIRS:
+            a, b = results.get((ours, suite)), results.get((theirs, suite))
+            if not a or not b or a.get("unavailable") or b.get("unavailable"):
+                continue
+            ta, tb = a["tests"], b["tests"]
+            only_ur = sorted(n for n in tb if tb[n]["outcome"] == "passed" and ta.get(n, {}).get("outcome") != "passed")
+            only_us = sorted(n for n in ta if ta[n]["outcome"] == "passed" and tb.get(n, {}).get("outcome") != "passed")
+            print(f"\n### {suite}: {theirs} passes, {ours} does not ({len(only_ur)})\n")
+            for n in only_ur:
+                r = ta.get(n, {"outcome": "missing", "message": ""})
+                print(f"- `{n}`: {r['outcome']}: {first_line(r['message'])}")
+            print(f"\n### {suite}: {ours} passes, {theirs} does not ({len(only_us)})\n")
+            for n in only_us:
+                r = tb.get(n, {"outcome": "missing", "message": ""})
+                print(f"- `{n}`: {r['outcome']}: {first_line(r['message'])}")
+    return 0
+
+
+def first_line(message):
+    """The line of a failure that says what went wrong: pytest's last `E`
+    line, else the last line."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith("E ")]
+    return ((errors or lines or [""])[-1])[:200]
+
+
+def cmd_check(args):
+    """Fails when the configuration fails a test that the expectation file
+    does not list: `nodeid  # cause` lines."""
+    rec = load(args.out).get((args.config, args.suite))
+    if rec is None or rec.get("unavailable"):
+        print(f"clients: no results for {args.config} {args.suite}", file=sys.stderr)
+        return 1
+    expected = {}
+    for line in Path(args.expect).read_text(encoding="utf-8").splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            nodeid, _, cause = line.partition("#")
+            expected[nodeid.strip()] = cause.strip()
+    tests = rec["tests"]
+    failing = {n for n, r in tests.items() if r["outcome"] in FAILING}
+    new = sorted(failing - expected.keys())
+    fixed = sorted(n for n in expected if tests.get(n, {}).get("outcome") == "passed")
+    c = count(tests.values())
+    print(f"clients: {args.config} {args.suite}: {fmt_counts(c)}; {len(failing)} failing, {len(expected)} expected to")
+    for n in fixed:
+        print(f"clients: now passes (remove from {args.expect}): {n}")
+    for n in new:
+        print(f"clients: REGRESSION: {n}: {tests[n]['outcome']}: {first_line(tests[n]['message'])}")
+    if not tests:
+        print("clients: no test ran", file=sys.stderr)
+        return 1
+    return 1 if new else 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    run = sub.add_parser("run")
+    run.add_argument("--python", required=True)
+    run.add_argument("--config", required=True, choices=CONFIGS)
+    run.add_argument("--suite", required=True, choices=SUITES)
+    run.add_argument("--libs", default=str(ROOT / "target" / "release"))
+    run.add_argument("--files", help="comma-separated substrings: run only matching test files")
+    run.add_argument("--test-timeout", type=float, default=300.0)
+    for p in (run, sub.add_parser("report"), check := sub.add_parser("check")):
+        p.add_argument("--out", default=str(ROOT / "target" / "clients"))
+    check.add_argument("--config", required=True, choices=CONFIGS)
+    check.add_argument("--suite", required=True, choices=SUITES)
+    check.add_argument("--expect", required=True)
+    args = ap.parse_args()
+    # A plain kill of the runner raises here, so that it ends its test
+    # process (run in a session of its own) before it goes.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    # Tests run in a work folder: every path absolute (not resolved: a venv's
+    # python is a link whose place names the venv).
+    args.out = os.path.abspath(args.out)
+    if args.cmd == "run":
+        args.python = os.path.abspath(args.python)
+        args.libs = os.path.abspath(args.libs)
+    return {"run": cmd_run, "report": cmd_report, "check": cmd_check}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
