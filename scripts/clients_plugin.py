@@ -8,7 +8,8 @@ Loaded with `-p clients_plugin` (scripts/ on PYTHONPATH). Environment:
 - CLIENTS_DESELECT: a file of node ids, one a line, to leave out (tests that
   already ran before a crash, and the test that crashed).
 
-Events: {"event": "start", "nodeid"} before a test's setup, {"event":
+Events: {"event": "collected", "nodeids"} once the tests to run are known,
+{"event": "start", "nodeid"} before a test's setup, {"event":
 "result", "nodeid", "outcome", "message"} after its teardown, {"event":
 "collect_error", "nodeid", "message"} for a module that does not import.
 """
@@ -51,6 +52,11 @@ def pytest_collection_modifyitems(session, config, items):
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
+
+
+def pytest_collection_finish(session):
+    if _events is not None:
+        _emit({"event": "collected", "nodeids": [item.nodeid for item in session.items]})
 
 
 def pytest_collectreport(report):
