@@ -8,6 +8,7 @@ docs/clients.md describes configurations, results and causes.
   clients.py run    --python PY --config NAME --suite SUITE [--libs DIR] [--out DIR]
   clients.py report [--out DIR]            # counts per configuration, per-test differences
   clients.py check  --config NAME --suite SUITE --expect FILE [--out DIR]
+  clients.py selftest --python PY          # the runner on a file of known outcomes
 
 Standard library only: it runs under any python3, and drives the clients'
 own interpreter (--python) for probes and tests.
@@ -82,14 +83,25 @@ FAILING = ("failed", "error", "crashed", "timeout", "notrun")
 # what the client prints (or, for a crash, which test it was); a difference
 # that none matches is reported as unclassified: a new cause to find.
 CAUSES = [
+    ("C: PoCL 3.1 cannot build the SPIR-V dpctl gives clCreateProgramWithIL itself (no adapter change fixes it)",
+     lambda n, m: "test_create_program_from_spirv_ocl" in n and "_program.pyx:318" in m),
     ("1: native programs not adopted (urProgramCreateWithNativeHandle)",
      lambda n, m: "SyclProgramCompilationError" in m or "test_create_program_from_spirv_ocl" in n),
+    ("2: spir64 images refused on PoCL 3.1 (urDeviceSelectBinary INVALID_BINARY)",
+     lambda n, m: "UR_RESULT_ERROR_INVALID_BINARY" in m),
     ("3: sub-group info 0 on PoCL (MAX_NUM_SUB_GROUPS, SUB_GROUP_SIZES)",
      lambda n, m: "check_max_num_sub_groups" in n),
     ("4: USM memcpy between two host pointers",
      lambda n, m: "SyclQueue.memcpy operation encountered an error" in m),
     ("5: no sub-devices (SUPPORTED_PARTITIONS empty)",
      lambda n, m: "sub-devices" in m.lower() or "SubDeviceCreation" in m or "can not be partitioned" in m),
+    ("6: Vulkan global-memory cache size and line size 0",
+     lambda n, m: "check_global_mem_cache" in n),
+    ("A: dpctl has no enumerator for native_cpu and offload (no adapter change fixes it)",
+     lambda n, m: any(x in m for x in ("Unknown backend type", "'unknown:", "inside platform.backend"))
+     or "test_supported_aspect" in n),
+    ("B: no kernel image for the device: the wheels ship spir64 only (no adapter change fixes it)",
+     lambda n, m: "has no image for the selected device" in m),
 ]
 
 
@@ -248,7 +260,7 @@ def run_file(python, env, tests_dir, rel, work, test_timeout, max_crashes, resul
             os.killpg(proc.pid, signal.SIGKILL)
             raise
         rc = proc.returncode
-        pending = None
+        pending, collect_error = None, False
         for e in read_events(events_path)[start_count:]:
             if e["event"] == "start":
                 pending = e["nodeid"]
@@ -259,6 +271,7 @@ def run_file(python, env, tests_dir, rel, work, test_timeout, max_crashes, resul
             elif e["event"] == "collected" and attempt == 1:
                 collected = set(e["nodeids"])
             elif e["event"] == "collect_error":
+                collect_error = True
                 results[e["nodeid"] or rel] = {"outcome": "error", "message": "collection: " + e["message"]}
         if pending is not None:
             crashes += 1
@@ -275,7 +288,8 @@ def run_file(python, env, tests_dir, rel, work, test_timeout, max_crashes, resul
                 return
             deselect_path.write_text("".join(n + "\n" for n in sorted(done)), encoding="utf-8")
             continue
-        if rc not in (0, 1, 5):
+        # pytest's 2 after a module that does not import: recorded above.
+        if rc not in (0, 1, 5) and not (rc == 2 and collect_error):
             # Ended with no test running: at collection, or at exit.
             where = "(process exit)" if done else "(collection)"
             if timed_out:
@@ -311,16 +325,23 @@ def cmd_run(args):
         files = sorted(str(p.relative_to(tests_dir)) for p in tests_dir.rglob("test_*.py"))
     if args.files:
         files = [f for f in files if any(sel in f for sel in args.files.split(","))]
+        # A run of some files adds to the earlier results of the others.
+        if result_path.exists():
+            earlier = json.loads(result_path.read_text(encoding="utf-8"))
+            if earlier.get("selector") == selector:
+                record["tests"] = {n: r for n, r in earlier["tests"].items()
+                                   if n.split("::")[0] not in files}
+                record["seconds_earlier"] = earlier.get("seconds", 0) + earlier.get("seconds_earlier", 0)
     work = out / f"{args.suite}.work"
     work.mkdir(exist_ok=True)
     started = time.monotonic()
     with open(out / f"{args.suite}.log", "w", encoding="utf-8") as log:
         for rel in files:
             t0 = time.monotonic()
-            before = len(record["tests"])
             run_file(python, env, tests_dir, rel, work, args.test_timeout, args.max_crashes, record["tests"], log)
-            counts = count(r for n, r in record["tests"].items() if n.startswith(rel))
-            print(f"[{args.config} {args.suite}] {rel}: {len(record['tests']) - before} tests, "
+            counts = count(r for n, r in record["tests"].items() if n.split("::")[0] == rel)
+            ran = sum(1 for n in record["tests"] if n.split("::")[0] == rel)
+            print(f"[{args.config} {args.suite}] {rel}: {ran} tests, "
                   f"{fmt_counts(counts)} ({time.monotonic() - t0:.0f} s)", flush=True)
             result_path.write_text(json.dumps(record, indent=1), encoding="utf-8")
     record["seconds"] = round(time.monotonic() - started)
@@ -366,7 +387,7 @@ def cmd_report(args):
             c = count(rec["tests"].values())
             dev = f"{rec['device'][0]} ({rec['selector']})"
             print(f"| {config} | {dev} | {c['passed']} | {c['failed']} | {c['skipped'] + c['xfailed']} | "
-                  f"{c['error']} | {c['crashed']} | {c['timeout']} | {c['notrun']} | {rec.get('seconds', '')} |")
+                  f"{c['error']} | {c['crashed']} | {c['timeout']} | {c['notrun']} | {rec.get('seconds', 0) + rec.get('seconds_earlier', 0)} |")
         for ours, theirs in PAIRS:
             a, b = results.get((ours, suite)), results.get((theirs, suite))
             if not a or not b or a.get("unavailable") or b.get("unavailable"):
@@ -375,21 +396,31 @@ def cmd_report(args):
             only_ur = sorted(n for n in tb if tb[n]["outcome"] == "passed" and ta.get(n, {}).get("outcome") != "passed")
             only_us = sorted(n for n in ta if ta[n]["outcome"] == "passed" and tb.get(n, {}).get("outcome") != "passed")
             print(f"\n### {suite}: {theirs} passes, {ours} does not ({len(only_ur)})\n")
-            by_cause = {}
-            for n in only_ur:
-                r = ta.get(n, {"outcome": "missing", "message": ""})
-                by_cause.setdefault(cause_of(n, r["message"]), []).append((n, r))
-            for cause, tests in sorted(by_cause.items()):
-                print(f"- cause {cause}: {len(tests)}")
-            for cause, tests in sorted(by_cause.items()):
-                print(f"\n#### {cause} ({len(tests)})\n")
-                for n, r in tests:
-                    print(f"- `{n}`: {r['outcome']}: {first_line(r['message'])}")
+            print_by_cause([(n, ta.get(n, {"outcome": "missing", "message": ""})) for n in only_ur])
             print(f"\n### {suite}: {ours} passes, {theirs} does not ({len(only_us)})\n")
             for n in only_us:
                 r = tb.get(n, {"outcome": "missing", "message": ""})
                 print(f"- `{n}`: {r['outcome']}: {first_line(r['message'])}")
+        for config in CONFIGS:
+            rec = results.get((config, suite))
+            if CONFIGS[config][0] is None or not rec or rec.get("unavailable"):
+                continue
+            failing = [(n, r) for n, r in sorted(rec["tests"].items()) if r["outcome"] in FAILING]
+            print(f"\n### {suite}: every test {config} fails ({len(failing)})\n")
+            print_by_cause(failing)
     return 0
+
+
+def print_by_cause(tests):
+    by_cause = {}
+    for n, r in tests:
+        by_cause.setdefault(cause_of(n, r["message"]), []).append((n, r))
+    for cause, group in sorted(by_cause.items()):
+        print(f"- cause {cause}: {len(group)}")
+    for cause, group in sorted(by_cause.items()):
+        print(f"\n#### {cause} ({len(group)})\n")
+        for n, r in group:
+            print(f"- `{n}`: {r['outcome']}: {first_line(r['message'])}")
 
 
 def first_line(message):
@@ -432,6 +463,49 @@ def cmd_check(args):
     return 1 if new else 0
 
 
+SELFTEST = """
+import os, time
+def test_pass(): pass
+def test_abort(): os.abort()
+def test_hang(): time.sleep(600)
+def test_fail(): assert False, "expected"
+def test_abort_again(): os.abort()
+def test_after(): pass
+"""
+
+
+def cmd_selftest(args):
+    """Checks the runner on a file of known outcomes: a crash and a hang are
+    that test's results and the file goes on; a crash limit stops it."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        tests_dir = Path(tmp) / "tests"
+        tests_dir.mkdir()
+        (tests_dir / "test_runner.py").write_text(SELFTEST, encoding="utf-8")
+        want = {
+            "test_runner.py::test_pass": "passed",
+            "test_runner.py::test_abort": "crashed",
+            "test_runner.py::test_hang": "timeout",
+            "test_runner.py::test_fail": "failed",
+            "test_runner.py::test_abort_again": "crashed",
+            "test_runner.py::test_after": "passed",
+        }
+        checks = [(20, want), (2, dict(want, **{n: "notrun" for n in list(want)[3:]}))]
+        ok = True
+        with open(Path(tmp) / "log", "w", encoding="utf-8") as log:
+            for max_crashes, expected in checks:
+                results = {}
+                run_file(args.python, dict(os.environ), tests_dir, "test_runner.py", Path(tmp), 5.0,
+                         max_crashes, results, log)
+                got = {n: r["outcome"] for n, r in results.items()}
+                if got != expected:
+                    ok = False
+                    print(f"clients selftest (max crashes {max_crashes}): got {got}, expected {expected}")
+    print("clients selftest: " + ("runner ok" if ok else "FAILED"))
+    return 0 if ok else 1
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -443,7 +517,9 @@ def main():
     run.add_argument("--files", help="comma-separated substrings: run only matching test files")
     run.add_argument("--test-timeout", type=float, default=300.0)
     run.add_argument("--max-crashes", type=int, default=20, help="per test file; the rest of the file is then not run")
-    for p in (run, sub.add_parser("report"), check := sub.add_parser("check")):
+    selftest = sub.add_parser("selftest")
+    selftest.add_argument("--python", required=True)
+    for p in (run, selftest, sub.add_parser("report"), check := sub.add_parser("check")):
         p.add_argument("--out", default=str(ROOT / "target" / "clients"))
     check.add_argument("--config", required=True, choices=CONFIGS)
     check.add_argument("--suite", required=True, choices=SUITES)
@@ -455,10 +531,10 @@ def main():
     # Tests run in a work folder: every path absolute (not resolved: a venv's
     # python is a link whose place names the venv).
     args.out = os.path.abspath(args.out)
-    if args.cmd == "run":
+    if args.cmd in ("run", "selftest"):
         args.python = os.path.abspath(args.python)
-        args.libs = os.path.abspath(args.libs)
-    return {"run": cmd_run, "report": cmd_report, "check": cmd_check}[args.cmd](args)
+        args.libs = os.path.abspath(getattr(args, "libs", "."))
+    return {"run": cmd_run, "report": cmd_report, "check": cmd_check, "selftest": cmd_selftest}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -59,6 +59,8 @@ all)
     install
     # shellcheck disable=SC1091
     source "${UR_RS_INTEL_OPENCL:-$root/.intel-opencl}/env.sh"
+    # The runner itself first: crashes, hangs and failures recorded as such.
+    python3 scripts/clients.py selftest --python "$venv/bin/python"
     for suite in $suites; do
         for config in $configs; do
             python3 scripts/clients.py run --python "$venv/bin/python" --config "$config" --suite "$suite" \
