@@ -78,10 +78,11 @@ SUITES = {
 
 FAILING = ("failed", "error", "crashed", "timeout", "notrun")
 
-# Known causes of tests that UR's adapter passes and ours does not, as the
-# report groups them (numbers as in docs/clients.md). Each is recognised by
-# what the client prints (or, for a crash, which test it was); a difference
-# that none matches is reported as unclassified: a new cause to find.
+# Known causes of the tests our libraries fail, as the report groups them:
+# numbers are adapter causes, letters limits that no adapter change fixes
+# (both as in docs/clients.md). Each is recognised by what the client prints
+# (or, for a crash, which test it was); a failure that none matches is
+# reported as unclassified: a new cause to find.
 CAUSES = [
     ("C: PoCL 3.1 cannot build the SPIR-V dpctl gives clCreateProgramWithIL itself (no adapter change fixes it)",
      lambda n, m: "test_create_program_from_spirv_ocl" in n and "_program.pyx:318" in m),
