@@ -218,6 +218,23 @@ def describe_rc(rc):
     return f"exit status {rc}"
 
 
+def output_tail(log, start):
+    """The last lines the test process wrote (an abort's reason, as a
+    `terminate called ... what(): ...` pair, is there)."""
+    log.flush()
+    with open(log.name, encoding="utf-8", errors="replace") as f:
+        f.seek(start)
+        lines = [line.rstrip() for line in f.read().splitlines() if line.strip()]
+    # pytest's progress dots and percentages say nothing about the crash, nor
+    # does the Python stack that faulthandler prints after its "Fatal Python
+    # error" line.
+    lines = [line for line in lines if not line.endswith("%]")]
+    fatal = [i for i, line in enumerate(lines) if line.startswith("Fatal Python error")]
+    if fatal:
+        lines = lines[: fatal[0] + 1]
+    return "\n".join(lines[-4:])[-600:]
+
+
 def watch(proc, events_path, seen, test_timeout):
     """Waits for the test process; kills it (and says so) when one test, or
     the collection or exit, has run longer than test_timeout seconds."""
@@ -250,11 +267,15 @@ def run_file(python, env, tests_dir, rel, work, test_timeout, max_crashes, resul
     for attempt in range(1, 10000):
         cmd = [
             python, "-m", "pytest", "-p", "clients_plugin", "-p", "no:cacheprovider",
+            # Output of native code (an abort's `terminate called ...`)
+            # goes to the log; only Python's own output is captured.
+            "--capture=sys",
             "-q", "-rN", "--rootdir", str(tests_dir), str(tests_dir / rel),
         ]
         log.write(f"\n=== attempt {attempt}: {' '.join(cmd)}\n")
         log.flush()
         start_count = len(read_events(events_path))
+        log_start = log.tell()
         proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=work, start_new_session=True)
         seen = start_count
         try:
@@ -282,7 +303,8 @@ def run_file(python, env, tests_dir, rel, work, test_timeout, max_crashes, resul
             if timed_out:
                 results[pending] = {"outcome": "timeout", "message": f"no result after {test_timeout} s; process killed"}
             else:
-                results[pending] = {"outcome": "crashed", "message": f"process ended during the test: {describe_rc(rc)}"}
+                results[pending] = {"outcome": "crashed",
+                                    "message": f"process ended during the test: {describe_rc(rc)}\n" + output_tail(log, log_start)}
             done.add(pending)
             if crashes >= max_crashes:
                 # A file whose every test kills the process would take hours
@@ -299,7 +321,8 @@ def run_file(python, env, tests_dir, rel, work, test_timeout, max_crashes, resul
             if timed_out:
                 results[f"{rel}::{where}"] = {"outcome": "timeout", "message": f"no progress for {test_timeout} s; process killed"}
             else:
-                results[f"{rel}::{where}"] = {"outcome": "crashed", "message": f"{describe_rc(rc)} with no test running; see the log"}
+                results[f"{rel}::{where}"] = {"outcome": "crashed",
+                                              "message": f"{describe_rc(rc)} with no test running\n" + output_tail(log, log_start)}
         return
 
 
@@ -470,7 +493,9 @@ def cmd_check(args):
 SELFTEST = """
 import os, time
 def test_pass(): pass
-def test_abort(): os.abort()
+def test_abort():
+    os.write(2, b"the reason of the abort\\n")
+    os.abort()
 def test_hang(): time.sleep(600)
 def test_fail(): assert False, "expected"
 def test_abort_again(): os.abort()
@@ -506,6 +531,10 @@ def cmd_selftest(args):
                 if got != expected:
                     ok = False
                     print(f"clients selftest (max crashes {max_crashes}): got {got}, expected {expected}")
+                reason = results.get("test_runner.py::test_abort", {}).get("message", "")
+                if "the reason of the abort" not in reason:
+                    ok = False
+                    print(f"clients selftest: a crash's output is not in its message: {reason!r}")
     print("clients selftest: " + ("runner ok" if ok else "FAILED"))
     return 0 if ok else 1
 
