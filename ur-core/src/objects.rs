@@ -123,6 +123,8 @@ pub(crate) struct AllocationTracker {
     /// The trackers of the contexts joined with this one
     /// ([`Context::share_usm_with`]).
     pub(crate) joined: RwLock<Vec<Weak<AllocationTracker>>>,
+    /// The context's queues, which a freed allocation waits for.
+    pub(crate) queues: parking_lot::Mutex<Vec<crate::queue::WeakQueue>>,
 }
 
 /// A memory buffer (`ur_mem_handle_t`): device memory addressed by handle and

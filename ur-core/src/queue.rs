@@ -34,6 +34,7 @@ use crate::event::{Event, UserEvent, as_refs, resolve_wait_list};
 use crate::interop::{self, NativeCommand, NativeHandle, NativeScope, NativeTarget, Owner};
 use crate::launch::KernelLaunch;
 use crate::memory::{BufferMapping, MapFlags, MappedMemory, MemBuffer, MigrationFlags, UsmAdvice, UsmPtr};
+use crate::objects::UsmInner;
 use crate::rect::{RectLayout, RectRegion};
 pub use crate::types::desc::QueueProperties;
 
@@ -55,6 +56,12 @@ enum KeepAlive {
     CommandBuffer(#[allow(dead_code)] CommandBuffer),
     /// An unmapped buffer mapping's host memory, until its write-back is done.
     Mapping(#[allow(dead_code)] MappedMemory, #[allow(dead_code)] Command),
+    /// A host task: nothing to keep, but `finish` waits for it.
+    HostTask,
+    /// A USM allocation the application freed while commands submitted
+    /// before might still use it (kernels name memory by address, so
+    /// nothing else holds it): freed once they have completed.
+    Freed(#[allow(dead_code)] Arc<UsmInner>),
 }
 
 struct QueueInner {
@@ -62,6 +69,9 @@ struct QueueInner {
     properties: QueueProperties,
     imp: Box<dyn QueueImpl>,
     in_flight: Mutex<VecDeque<(Arc<dyn EventImpl>, KeepAlive)>>,
+    /// Held while one of the queue's host tasks runs: they never run at the
+    /// same time (as a driver's host functions on its one callback thread).
+    host_turn: Arc<Mutex<()>>,
     /// The UR graph this queue captures into, if any.
     capture: CaptureSlot,
     _live: crate::live::Live<{ crate::live::QUEUE }>,
@@ -77,6 +87,11 @@ impl WeakQueue {
     pub(crate) fn upgrade(&self) -> Option<Queue> {
         self.0.upgrade().map(|inner| Queue { inner })
     }
+
+    /// Whether the queue was dropped.
+    pub(crate) fn is_dropped(&self) -> bool {
+        self.0.strong_count() == 0
+    }
 }
 
 impl Drop for QueueInner {
@@ -84,6 +99,12 @@ impl Drop for QueueInner {
         capture::queue_dropped(&self.capture, self as *const QueueInner as usize);
         if let Err(e) = self.imp.finish() {
             tracing::warn!(error = %e, "queue finish on drop failed");
+        }
+        // Host tasks are no commands of the adapter's queue.
+        for (event, _) in self.in_flight.get_mut().iter() {
+            if !event.status().is_terminal() {
+                let _ = event.wait();
+            }
         }
     }
 }
@@ -113,16 +134,20 @@ impl Queue {
 
     /// Wraps an adapter queue of `context`.
     pub(crate) fn from_imp(context: &Context, properties: QueueProperties, imp: Box<dyn QueueImpl>) -> Queue {
-        Queue {
+        let queue = Queue {
             inner: Arc::new(QueueInner {
                 context: context.clone(),
                 properties,
                 imp,
                 in_flight: Mutex::default(),
+                host_turn: Arc::default(),
                 capture: CaptureSlot::default(),
                 _live: crate::live::Live::new(),
             }),
-        }
+        };
+        // Freeing USM of the context looks at the queues that may use it.
+        context.tracker().add_queue(queue.downgrade());
+        queue
     }
 
     /// The queue's context.
@@ -361,13 +386,13 @@ impl Queue {
 
     fn track(&self, event: Arc<dyn EventImpl>, keep: KeepAlive) {
         let mut in_flight = self.inner.in_flight.lock();
-        while in_flight.front().is_some_and(|(e, _)| e.status().is_terminal()) {
-            in_flight.pop_front();
-        }
+        let retired = retire_front(&mut in_flight);
         // Not asked whether it is already complete: a status query costs a
         // driver call on GPU backends (a CUDA replay's host time, issue 15
         // goal 2), and a complete one leaves at the next submission or finish.
         in_flight.push_back((event, keep));
+        drop(in_flight);
+        drop(retired);
     }
 
     /// Launches a kernel (`urEnqueueKernelLaunch` with explicit arguments).
@@ -788,6 +813,7 @@ impl Queue {
             // Later commands of an in-order queue wait for the task.
             self.eager_events_wait(&[&finished])?;
         }
+        let turn = self.inner.host_turn.clone();
         // On a thread reused from earlier host tasks (`ur-host-task`): drivers
         // keep state per thread that called them (see `host_threads`).
         crate::host_threads::HOST_TASKS.run(move || {
@@ -797,15 +823,24 @@ impl Queue {
             // the task's event with that error instead of running it early.
             let outcome = match start.wait_to_order() {
                 Err(e) => done.fail_with(e),
-                Ok(()) => match catch_unwind(AssertUnwindSafe(task)) {
-                    Ok(()) => done.complete(),
-                    Err(payload) => done.fail(format!("host task panicked: {}", panic_message(&*payload))),
-                },
+                Ok(()) => {
+                    let ran = {
+                        let _turn = turn.lock();
+                        catch_unwind(AssertUnwindSafe(task))
+                    };
+                    match ran {
+                        Ok(()) => done.complete(),
+                        Err(payload) => done.fail(format!("host task panicked: {}", panic_message(&*payload))),
+                    }
+                }
             };
             if let Err(e) = outcome {
                 tracing::error!(error = %e, "host task event");
             }
         })?;
+        // The adapter's queue knows nothing of the task: `finish` and the
+        // queue's drop wait for it here.
+        self.track(finished.imp().clone(), KeepAlive::HostTask);
         Ok(finished)
     }
 
@@ -847,14 +882,85 @@ impl Queue {
         self.check_not_capturing("`finish` (a host wait)")?;
         interop::check_not_in_host_command("`finish`")?;
         let result = self.inner.imp.finish();
-        self.inner.in_flight.lock().retain(|(e, _)| !e.status().is_terminal());
+        // What is still running now is what the adapter's queue does not
+        // know of (host tasks, and what waits for them): wait for it too.
+        let pending = self.retire_completed();
+        if !pending.is_empty() {
+            // A failed task reports through its event, not through finish.
+            for event in &pending {
+                let _ = event.wait();
+            }
+            self.retire_completed();
+        }
         result
+    }
+
+    /// Drops what completed commands kept (after the lock: what they kept
+    /// may be memory whose release looks at this queue); returns the events
+    /// still running.
+    fn retire_completed(&self) -> SmallVec<[Arc<dyn EventImpl>; 8]> {
+        let mut pending = SmallVec::new();
+        let mut retired = Vec::new();
+        let mut in_flight = self.inner.in_flight.lock();
+        for entry in std::mem::take(&mut *in_flight) {
+            if entry.0.status().is_terminal() {
+                retired.push(entry);
+            } else {
+                pending.push(entry.0.clone());
+                in_flight.push_back(entry);
+            }
+        }
+        drop(in_flight);
+        drop(retired);
+        pending
+    }
+
+    /// Keeps `alloc`, which the application freed, until everything this
+    /// queue was given so far has completed (`urUSMFree`: "wait for
+    /// previously enqueued commands that may be accessing `pMem`"). In order,
+    /// that is the last command in flight; out of order, a marker after all
+    /// of them. Nothing in flight: nothing to keep.
+    pub(crate) fn hold_until_done(&self, alloc: &Arc<UsmInner>) {
+        let mut in_flight = self.inner.in_flight.lock();
+        let retired = retire_front(&mut in_flight);
+        let events: Vec<Arc<dyn EventImpl>> = match (in_flight.len(), self.inner.properties.out_of_order) {
+            (0, _) => Vec::new(),
+            (1, _) | (_, false) => {
+                if let Some(last) = in_flight.back().map(|(e, _)| e.clone()) {
+                    in_flight.push_back((last, KeepAlive::Freed(alloc.clone())));
+                }
+                Vec::new()
+            }
+            _ => in_flight.iter().map(|(e, _)| e.clone()).collect(),
+        };
+        drop(in_flight);
+        drop(retired);
+        if events.is_empty() {
+            return;
+        }
+        // SAFETY: events of this queue.
+        match unsafe { self.inner.imp.enqueue_wait(&as_refs(&events), false) } {
+            Ok(marker) => self.track(marker, KeepAlive::Freed(alloc.clone())),
+            Err(e) => {
+                tracing::warn!(error = %e, "no marker after the commands that may use a freed allocation: waiting");
+                for event in &events {
+                    let _ = event.wait();
+                }
+            }
+        }
     }
 
     /// Makes sure everything submitted will start.
     pub fn flush(&self) -> Result<()> {
         self.inner.imp.flush()
     }
+}
+
+/// Takes the completed commands off the front of `in_flight`, for the caller
+/// to drop once it has let go of the lock.
+fn retire_front(in_flight: &mut VecDeque<(Arc<dyn EventImpl>, KeepAlive)>) -> Vec<(Arc<dyn EventImpl>, KeepAlive)> {
+    let done = in_flight.iter().take_while(|(e, _)| e.status().is_terminal()).count();
+    in_flight.drain(..done).collect()
 }
 
 impl fmt::Debug for Queue {
