@@ -69,9 +69,6 @@ struct QueueInner {
     properties: QueueProperties,
     imp: Box<dyn QueueImpl>,
     in_flight: Mutex<VecDeque<(Arc<dyn EventImpl>, KeepAlive)>>,
-    /// Held while one of the queue's host tasks runs: they never run at the
-    /// same time (as a driver's host functions on its one callback thread).
-    host_turn: Arc<Mutex<()>>,
     /// The UR graph this queue captures into, if any.
     capture: CaptureSlot,
     _live: crate::live::Live<{ crate::live::QUEUE }>,
@@ -100,7 +97,12 @@ impl Drop for QueueInner {
         if let Err(e) = self.imp.finish() {
             tracing::warn!(error = %e, "queue finish on drop failed");
         }
-        // Host tasks are no commands of the adapter's queue.
+        // Host tasks are no commands of the adapter's queue. Dropped by one
+        // of them (its closure held the last handle), the queue cannot wait
+        // for that one: the tasks run on without it.
+        if HOST_TASK_OF.get() == self as *const QueueInner as usize {
+            return;
+        }
         for (event, _) in self.in_flight.get_mut().iter() {
             if !event.status().is_terminal() {
                 let _ = event.wait();
@@ -140,7 +142,6 @@ impl Queue {
                 properties,
                 imp,
                 in_flight: Mutex::default(),
-                host_turn: Arc::default(),
                 capture: CaptureSlot::default(),
                 _live: crate::live::Live::new(),
             }),
@@ -800,6 +801,10 @@ impl Queue {
     /// everything submitted before) has completed. On an in-order queue, later
     /// commands wait for the task. The returned event completes when the task
     /// has returned, or reports `AdapterSpecific` if it panicked.
+    /// [`finish`](Self::finish) and the queue's drop wait for it, out of
+    /// order too; a task calling `finish` on its own queue gets
+    /// `InvalidOperation`. Out of order, ready tasks run at the same time
+    /// (SYCL's host tasks of independent branches may wait for each other).
     ///
     /// A task that runs once cannot be captured: on a capturing queue this is
     /// `GraphCaptureUnsupported`.
@@ -813,7 +818,7 @@ impl Queue {
             // Later commands of an in-order queue wait for the task.
             self.eager_events_wait(&[&finished])?;
         }
-        let turn = self.inner.host_turn.clone();
+        let queue = self.key();
         // On a thread reused from earlier host tasks (`ur-host-task`): drivers
         // keep state per thread that called them (see `host_threads`).
         crate::host_threads::HOST_TASKS.run(move || {
@@ -824,10 +829,9 @@ impl Queue {
             let outcome = match start.wait_to_order() {
                 Err(e) => done.fail_with(e),
                 Ok(()) => {
-                    let ran = {
-                        let _turn = turn.lock();
-                        catch_unwind(AssertUnwindSafe(task))
-                    };
+                    HOST_TASK_OF.set(queue);
+                    let ran = catch_unwind(AssertUnwindSafe(task));
+                    HOST_TASK_OF.set(0);
                     match ran {
                         Ok(()) => done.complete(),
                         Err(payload) => done.fail(format!("host task panicked: {}", panic_message(&*payload))),
@@ -875,12 +879,17 @@ impl Queue {
         Ok(Event::from_imp(event, &self.inner.context))
     }
 
-    /// Blocks until everything submitted to this queue has completed;
-    /// `GraphCaptureUnsupported` on a capturing queue.
+    /// Blocks until everything submitted to this queue has completed, host
+    /// tasks included; `GraphCaptureUnsupported` on a capturing queue.
     #[tracing::instrument(level = "debug", skip_all)]
     pub fn finish(&self) -> Result<()> {
         self.check_not_capturing("`finish` (a host wait)")?;
         interop::check_not_in_host_command("`finish`")?;
+        ensure!(
+            HOST_TASK_OF.get() != self.key(),
+            InvalidOperation,
+            "`finish` inside one of the queue's host tasks would wait for the task itself"
+        );
         let result = self.inner.imp.finish();
         // What is still running now is what the adapter's queue does not
         // know of (host tasks, and what waits for them): wait for it too.
@@ -954,6 +963,11 @@ impl Queue {
     pub fn flush(&self) -> Result<()> {
         self.inner.imp.flush()
     }
+}
+
+thread_local! {
+    /// The queue (its key) whose host task this thread is running, or 0.
+    static HOST_TASK_OF: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// Takes the completed commands off the front of `in_flight`, for the caller
