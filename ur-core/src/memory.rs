@@ -243,9 +243,9 @@ impl AllocationTracker {
     }
 
     /// Registers a queue of the context.
-    pub(crate) fn add_queue(&self, queue: crate::queue::WeakQueue) {
+    pub(crate) fn add_queue(&self, queue: Weak<dyn crate::objects::HoldsFreedMemory>) {
         let mut queues = self.queues.lock();
-        queues.retain(|q| !q.is_dropped());
+        queues.retain(|q| q.strong_count() > 0);
         queues.push(queue);
     }
 
@@ -253,7 +253,7 @@ impl AllocationTracker {
     /// far has completed.
     fn hold_until_done(&self, alloc: &Arc<UsmInner>) {
         // The list is copied: a queue's work may free memory, and reach here.
-        let queues: Vec<_> = self.queues.lock().iter().filter_map(|q| q.upgrade()).collect();
+        let queues: Vec<_> = self.queues.lock().iter().filter_map(Weak::upgrade).collect();
         for queue in queues {
             queue.hold_until_done(alloc);
         }

@@ -34,7 +34,7 @@ use crate::event::{Event, UserEvent, as_refs, resolve_wait_list};
 use crate::interop::{self, NativeCommand, NativeHandle, NativeScope, NativeTarget, Owner};
 use crate::launch::KernelLaunch;
 use crate::memory::{BufferMapping, MapFlags, MappedMemory, MemBuffer, MigrationFlags, UsmAdvice, UsmPtr};
-use crate::objects::UsmInner;
+use crate::objects::{HoldsFreedMemory, UsmInner};
 use crate::rect::{RectLayout, RectRegion};
 pub use crate::types::desc::QueueProperties;
 
@@ -83,11 +83,6 @@ impl WeakQueue {
     /// The queue, unless it was dropped.
     pub(crate) fn upgrade(&self) -> Option<Queue> {
         self.0.upgrade().map(|inner| Queue { inner })
-    }
-
-    /// Whether the queue was dropped.
-    pub(crate) fn is_dropped(&self) -> bool {
-        self.0.strong_count() == 0
     }
 }
 
@@ -147,7 +142,8 @@ impl Queue {
             }),
         };
         // Freeing USM of the context looks at the queues that may use it.
-        context.tracker().add_queue(queue.downgrade());
+        let weak: Weak<QueueInner> = Arc::downgrade(&queue.inner);
+        context.tracker().add_queue(weak);
         queue
     }
 
@@ -386,14 +382,7 @@ impl Queue {
     }
 
     fn track(&self, event: Arc<dyn EventImpl>, keep: KeepAlive) {
-        let mut in_flight = self.inner.in_flight.lock();
-        let retired = retire_front(&mut in_flight);
-        // Not asked whether it is already complete: a status query costs a
-        // driver call on GPU backends (a CUDA replay's host time, issue 15
-        // goal 2), and a complete one leaves at the next submission or finish.
-        in_flight.push_back((event, keep));
-        drop(in_flight);
-        drop(retired);
+        self.inner.track(event, keep);
     }
 
     /// Launches a kernel (`urEnqueueKernelLaunch` with explicit arguments).
@@ -924,15 +913,36 @@ impl Queue {
         pending
     }
 
+    /// Makes sure everything submitted will start.
+    pub fn flush(&self) -> Result<()> {
+        self.inner.imp.flush()
+    }
+}
+
+impl QueueInner {
+    /// Keeps `keep` until `event` has completed.
+    fn track(&self, event: Arc<dyn EventImpl>, keep: KeepAlive) {
+        let mut in_flight = self.in_flight.lock();
+        let retired = retire_front(&mut in_flight);
+        // Not asked whether it is already complete: a status query costs a
+        // driver call on GPU backends (a CUDA replay's host time, issue 15
+        // goal 2), and a complete one leaves at the next submission or finish.
+        in_flight.push_back((event, keep));
+        drop(in_flight);
+        drop(retired);
+    }
+}
+
+impl HoldsFreedMemory for QueueInner {
     /// Keeps `alloc`, which the application freed, until everything this
     /// queue was given so far has completed (`urUSMFree`: "wait for
     /// previously enqueued commands that may be accessing `pMem`"). In order,
     /// that is the last command in flight; out of order, a marker after all
     /// of them. Nothing in flight: nothing to keep.
-    pub(crate) fn hold_until_done(&self, alloc: &Arc<UsmInner>) {
-        let mut in_flight = self.inner.in_flight.lock();
+    fn hold_until_done(&self, alloc: &Arc<UsmInner>) {
+        let mut in_flight = self.in_flight.lock();
         let retired = retire_front(&mut in_flight);
-        let events: Vec<Arc<dyn EventImpl>> = match (in_flight.len(), self.inner.properties.out_of_order) {
+        let events: Vec<Arc<dyn EventImpl>> = match (in_flight.len(), self.properties.out_of_order) {
             (0, _) => Vec::new(),
             (1, _) | (_, false) => {
                 if let Some(last) = in_flight.back().map(|(e, _)| e.clone()) {
@@ -948,7 +958,7 @@ impl Queue {
             return;
         }
         // SAFETY: events of this queue.
-        match unsafe { self.inner.imp.enqueue_wait(&as_refs(&events), false) } {
+        match unsafe { self.imp.enqueue_wait(&as_refs(&events), false) } {
             Ok(marker) => self.track(marker, KeepAlive::Freed(alloc.clone())),
             Err(e) => {
                 tracing::warn!(error = %e, "no marker after the commands that may use a freed allocation: waiting");
@@ -957,11 +967,6 @@ impl Queue {
                 }
             }
         }
-    }
-
-    /// Makes sure everything submitted will start.
-    pub fn flush(&self) -> Result<()> {
-        self.inner.imp.flush()
     }
 }
 
