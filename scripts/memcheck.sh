@@ -9,10 +9,15 @@
 #   scripts/memcheck.sh               # build, then every run below
 #   scripts/memcheck.sh suite         # only the suite runs
 #   scripts/memcheck.sh unit          # only the unit tests
-#   scripts/memcheck.sh abi           # only the generated argument checks
+#   scripts/memcheck.sh abi           # only the C ABI runs: the generated argument checks,
+#                                     # then the C programs through the loader
 #
 # Environment:
 #   MEMCHECK_BACKENDS  backends of the suite runs (default: cpu opencl vulkan)
+#   MEMCHECK_ABI       libraries of the C-program runs (default: cpu opencl,
+#                      the latter on PoCL)
+#   MEMCHECK_ABI_PROFILE  cargo profile of those libraries (default: release;
+#                      `dev` reuses a `cargo test` build)
 #   MEMCHECK_LOGS      folder of the valgrind logs (default target/memcheck)
 #
 # Every run prints its counts (errors, definite leaks, suppressions used);
@@ -125,6 +130,37 @@ if [[ $what == all || $what == abi ]]; then
         failed+=(abi-checks)
     else
         echo "memcheck: no UR headers in $include (scripts/oneapi-venv.sh): the ABI checks are not run" >&2
+    fi
+
+    # C programs of abi/harness/c/ through Intel's UR loader without layers,
+    # so that every misuse reaches the library: released handles of every
+    # kind used again (stale.c), the misuse codes (misuse.c), memory freed
+    # under a waiting kernel (free_in_flight.c) and host tasks against
+    # finish (host_tasks.c). Built as the ABI tests build them.
+    oneapi=$root/.oneapi
+    if [[ ! -e $oneapi/include/unified-runtime/ur_api.h ]]; then
+        echo "memcheck: no UR loader in .oneapi/ (scripts/oneapi-venv.sh): the C programs cannot run" >&2
+        failed+=(abi)
+    else
+        profile=${MEMCHECK_ABI_PROFILE:-release}
+        cargo build --profile "$profile" -p ur-adapter-rs-cpu -p ur-adapter-rs-opencl
+        [[ $profile == dev ]] && out=debug || out=$profile
+        bin=$logs/abi-bin
+        mkdir -p "$bin"
+        programs=(stale misuse free_in_flight host_tasks)
+        for program in "${programs[@]}"; do
+            ${CC:-cc} -std=c11 -Wall -Werror -O1 -g -I"$root/abi/harness/c" -I"$oneapi/include" \
+                -I"$root/adapter-cpu/include" "$root/abi/harness/c/$program.c" -L"$oneapi/lib" \
+                -Wl,-rpath,"$oneapi/lib" -l:libur_loader.so.0 -lpthread -o "$bin/$program"
+        done
+        for library in ${MEMCHECK_ABI:-cpu opencl}; do
+            # opencl:0 is PoCL (Intel's OpenCL runtime, when set up, comes after it).
+            selector=$library:0
+            for program in "${programs[@]}"; do
+                UR_ADAPTERS_FORCE_LOAD="$root/target/$out/libur_adapter_rs_$library.so" URT_REPO="$root" \
+                    UR_DEVICE_SELECTOR=$selector check "abi-$library-$program" "$bin/$program"
+            done
+        done
     fi
 fi
 

@@ -23,7 +23,7 @@ use ur_core::{CapturedGraph, ExecutableGraph, ensure};
 use crate::context::{Context, ContextRef};
 use crate::entry::guard;
 use crate::event::{emit, wait_list};
-use crate::handle::{Handle, Object};
+use crate::handle::Handle;
 use crate::info::write_out;
 use crate::queue::Queue;
 use crate::sys::*;
@@ -67,13 +67,14 @@ fn handle_of(graph: CapturedGraph, context: &ContextRef) -> ur_exp_graph_handle_
     let id = graph.id();
     // The lock is released before `live` drops: its drop may take it.
     let live = GRAPHS.lock().get(&id).and_then(Weak::upgrade);
-    if let Some(live) = live {
+    // A graph the application destroyed while a capture still held it gets
+    // a new handle: the old one names nothing for the application any more.
+    if let Some(live) = live.filter(|h| h.is_live()) {
         return live.raw();
     }
     let handle = Handle::new_arc(Graph { graph, _context: context.clone(), callbacks: Mutex::default() });
     GRAPHS.lock().insert(id, Arc::downgrade(&handle));
-    // The application's reference owns this strong count (`Handle::create`'s convention).
-    Graph::to_raw(Arc::into_raw(handle))
+    Handle::into_raw(handle)
 }
 
 /// # Safety

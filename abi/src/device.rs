@@ -9,7 +9,7 @@ use parking_lot::Mutex;
 use ur_core::{AffinityDomain, AffinityDomains, DeviceType, Partition, PartitionKind, ensure, err};
 
 use crate::entry::{AbiResult, guard};
-use crate::handle::{Handle, Object};
+use crate::handle::Handle;
 use crate::info::{c_str, enumerate, write_opt, write_out};
 use crate::platform::Platform;
 use crate::sys::*;
@@ -283,7 +283,7 @@ pub(crate) unsafe extern "C" fn urDevicePartition(
                 live.push(Arc::downgrade(&sub));
                 drop(live);
                 // The application's references own the strong count `new_arc` made.
-                let raw = <Device as Object>::to_raw(Arc::into_raw(sub));
+                let raw = Handle::into_raw(sub);
                 // SAFETY: `sub_devices` holds `num_devices` writable handles
                 // per the contract, and `i < num_devices`.
                 unsafe { sub_devices.add(i).write(raw) };

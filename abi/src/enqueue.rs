@@ -278,8 +278,10 @@ pub(crate) unsafe extern "C" fn urEnqueueHostTaskExp(
         // SAFETY: forwarded.
         let wait = unsafe { wait_list(events, num_events)? };
         let task = HostTask { function, data };
+        let turn = queue.value.host_turn();
         let done = queue.value.core().enqueue_host_task(&wait, move || {
             let task = task;
+            let _turn = turn.lock();
             // SAFETY: the application enqueued this function with this data.
             unsafe { (task.function)(task.data) };
         })?;

@@ -23,10 +23,12 @@ pub struct Platform {
 impl Platform {
     /// A root handle for `platform` with its selected `devices`.
     pub(crate) fn new(platform: ur_core::Platform, devices: Vec<ur_core::Device>) -> Arc<Handle<Platform>> {
-        Arc::new_cyclic(|me: &Weak<Handle<Platform>>| {
-            let devices = devices.into_iter().map(|d| Arc::new(Handle::fixed(Device::new(d, me.clone())))).collect();
-            Handle::fixed(Platform { platform, devices })
-        })
+        let handle = Arc::new_cyclic(|me: &Weak<Handle<Platform>>| {
+            let devices = devices.into_iter().map(|d| Handle::fixed(Device::new(d, me.clone()))).collect();
+            Handle::unpublished_fixed(Platform { platform, devices })
+        });
+        handle.publish();
+        handle
     }
 
     /// The ur-core platform.

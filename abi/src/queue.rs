@@ -5,6 +5,7 @@
 use std::ffi::c_void;
 use std::sync::Arc;
 
+use parking_lot::Mutex;
 use ur_core::{QueueProperties, ensure, err};
 
 use crate::context::{Context, ContextRef};
@@ -19,6 +20,8 @@ pub struct Queue {
     queue: ur_core::Queue,
     context: ContextRef,
     flags: ur_queue_flags_t,
+    /// Held while one of the queue's `urEnqueueHostTaskExp` functions runs.
+    host_turn: Arc<Mutex<()>>,
 }
 
 impl Queue {
@@ -33,10 +36,19 @@ impl Queue {
         if props.profiling {
             flags |= ur_queue_flag_t::UR_QUEUE_FLAG_PROFILING_ENABLE.0;
         }
-        Queue { queue, context, flags }
+        Queue { queue, context, flags, host_turn: Arc::default() }
     }
 
     /// The ur-core queue.
+    /// Taken while one of the queue's host functions runs: UR's host tasks
+    /// of one queue never run at the same time, out of order included (as
+    /// Level Zero's and CUDA's host functions on the driver's callback
+    /// thread; UR's multithreaded conformance case counts with a plain
+    /// `int` from them). ur-core's host tasks, which SYCL's are, may.
+    pub(crate) fn host_turn(&self) -> Arc<Mutex<()>> {
+        self.host_turn.clone()
+    }
+
     pub(crate) fn core(&self) -> &ur_core::Queue {
         &self.queue
     }
@@ -110,7 +122,7 @@ pub(crate) unsafe extern "C" fn urQueueCreate(
             profiling: flags & ur_queue_flag_t::UR_QUEUE_FLAG_PROFILING_ENABLE.0 != 0,
         };
         let core = ur_core::Queue::new(context.value.core(), props)?;
-        let handle = Handle::create(Queue { queue: core, context, flags });
+        let handle = Handle::create(Queue { queue: core, context, flags, host_turn: Arc::default() });
         // SAFETY: checked non-null, writable per the contract.
         unsafe { write_out(queue, handle, "phQueue") }
     })

@@ -116,6 +116,23 @@ impl UsmAllocation {
     }
 }
 
+impl Drop for UsmAllocation {
+    /// Frees the allocation once nothing uses it: commands that name it
+    /// through a checked reference hold it, and kernels, which reach memory
+    /// by address, are waited for: every queue that may run them (the
+    /// context's, and those of contexts joined with it) keeps the
+    /// allocation until what it was given so far has completed (UR:
+    /// `urUSMFree` waits for previously enqueued commands that may access
+    /// the memory). Without work in flight it is freed here.
+    fn drop(&mut self) {
+        let Some(tracker) = self.inner.tracker.upgrade() else { return };
+        tracker.hold_until_done(&self.inner);
+        for joined in tracker.joined() {
+            joined.hold_until_done(&self.inner);
+        }
+    }
+}
+
 impl fmt::Debug for UsmAllocation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("UsmAllocation")
@@ -235,6 +252,23 @@ impl AllocationTracker {
             size - (alloc.size - offset)
         );
         Ok(UsmRef { alloc, offset })
+    }
+
+    /// Registers a queue of the context.
+    pub(crate) fn add_queue(&self, queue: Weak<dyn crate::objects::HoldsFreedMemory>) {
+        let mut queues = self.queues.lock();
+        queues.retain(|q| q.strong_count() > 0);
+        queues.push(queue);
+    }
+
+    /// Has every live queue of the context keep `alloc` until its work so
+    /// far has completed.
+    fn hold_until_done(&self, alloc: &Arc<UsmInner>) {
+        // The list is copied: a queue's work may free memory, and reach here.
+        let queues: Vec<_> = self.queues.lock().iter().filter_map(Weak::upgrade).collect();
+        for queue in queues {
+            queue.hold_until_done(alloc);
+        }
     }
 
     pub(crate) fn live_allocations(&self) -> usize {

@@ -139,6 +139,15 @@ pub(crate) struct AllocationTracker {
     /// The trackers of the contexts joined with this one
     /// ([`Context::share_usm_with`]).
     pub(crate) joined: RwLock<Vec<Weak<AllocationTracker>>>,
+    /// The context's queues, which a freed allocation waits for.
+    pub(crate) queues: parking_lot::Mutex<Vec<Weak<dyn HoldsFreedMemory>>>,
+}
+
+/// A queue, as a freed USM allocation sees it: it keeps the allocation
+/// until what it was given so far has completed (the front end's queues).
+pub(crate) trait HoldsFreedMemory: Send + Sync {
+    /// Keeps `alloc` until the work submitted so far has completed.
+    fn hold_until_done(&self, alloc: &Arc<UsmInner>);
 }
 
 /// A memory buffer (`ur_mem_handle_t`): device memory addressed by handle and

@@ -34,6 +34,7 @@ use crate::event::{Event, UserEvent, as_refs, resolve_wait_list};
 use crate::interop::{self, NativeCommand, NativeHandle, NativeScope, NativeTarget, Owner};
 use crate::launch::KernelLaunch;
 use crate::memory::{BufferMapping, MapFlags, MappedMemory, MemBuffer, MigrationFlags, UsmAdvice, UsmPtr};
+use crate::objects::{HoldsFreedMemory, UsmInner};
 use crate::rect::{RectLayout, RectRegion};
 pub use crate::types::desc::QueueProperties;
 
@@ -55,6 +56,12 @@ enum KeepAlive {
     CommandBuffer(#[allow(dead_code)] CommandBuffer),
     /// An unmapped buffer mapping's host memory, until its write-back is done.
     Mapping(#[allow(dead_code)] MappedMemory, #[allow(dead_code)] Command),
+    /// A host task: nothing to keep, but `finish` waits for it.
+    HostTask,
+    /// A USM allocation the application freed while commands submitted
+    /// before might still use it (kernels name memory by address, so
+    /// nothing else holds it): freed once they have completed.
+    Freed(#[allow(dead_code)] Arc<UsmInner>),
 }
 
 struct QueueInner {
@@ -85,6 +92,17 @@ impl Drop for QueueInner {
         if let Err(e) = self.imp.finish() {
             tracing::warn!(error = %e, "queue finish on drop failed");
         }
+        // Host tasks are no commands of the adapter's queue. Dropped by one
+        // of them (its closure held the last handle), the queue cannot wait
+        // for that one: the tasks run on without it.
+        if HOST_TASK_OF.get() == self as *const QueueInner as usize {
+            return;
+        }
+        for (event, _) in self.in_flight.get_mut().iter() {
+            if !event.status().is_terminal() {
+                let _ = event.wait();
+            }
+        }
     }
 }
 
@@ -113,7 +131,7 @@ impl Queue {
 
     /// Wraps an adapter queue of `context`.
     pub(crate) fn from_imp(context: &Context, properties: QueueProperties, imp: Box<dyn QueueImpl>) -> Queue {
-        Queue {
+        let queue = Queue {
             inner: Arc::new(QueueInner {
                 context: context.clone(),
                 properties,
@@ -122,7 +140,11 @@ impl Queue {
                 capture: CaptureSlot::default(),
                 _live: crate::live::Live::new(),
             }),
-        }
+        };
+        // Freeing USM of the context looks at the queues that may use it.
+        let weak: Weak<QueueInner> = Arc::downgrade(&queue.inner);
+        context.tracker().add_queue(weak);
+        queue
     }
 
     /// The queue's context.
@@ -360,14 +382,7 @@ impl Queue {
     }
 
     fn track(&self, event: Arc<dyn EventImpl>, keep: KeepAlive) {
-        let mut in_flight = self.inner.in_flight.lock();
-        while in_flight.front().is_some_and(|(e, _)| e.status().is_terminal()) {
-            in_flight.pop_front();
-        }
-        // Not asked whether it is already complete: a status query costs a
-        // driver call on GPU backends (a CUDA replay's host time, issue 15
-        // goal 2), and a complete one leaves at the next submission or finish.
-        in_flight.push_back((event, keep));
+        self.inner.track(event, keep);
     }
 
     /// Launches a kernel (`urEnqueueKernelLaunch` with explicit arguments).
@@ -797,6 +812,10 @@ impl Queue {
     /// everything submitted before) has completed. On an in-order queue, later
     /// commands wait for the task. The returned event completes when the task
     /// has returned, or reports `AdapterSpecific` if it panicked.
+    /// [`finish`](Self::finish) and the queue's drop wait for it, out of
+    /// order too; a task calling `finish` on its own queue gets
+    /// `InvalidOperation`. Out of order, ready tasks run at the same time
+    /// (SYCL's host tasks of independent branches may wait for each other).
     ///
     /// A task that runs once cannot be captured: on a capturing queue this is
     /// `GraphCaptureUnsupported`.
@@ -810,6 +829,7 @@ impl Queue {
             // Later commands of an in-order queue wait for the task.
             self.eager_events_wait(&[&finished])?;
         }
+        let queue = self.key();
         // On a thread reused from earlier host tasks (`ur-host-task`): drivers
         // keep state per thread that called them (see `host_threads`).
         crate::host_threads::HOST_TASKS.run(move || {
@@ -819,15 +839,23 @@ impl Queue {
             // the task's event with that error instead of running it early.
             let outcome = match start.wait_to_order() {
                 Err(e) => done.fail_with(e),
-                Ok(()) => match catch_unwind(AssertUnwindSafe(task)) {
-                    Ok(()) => done.complete(),
-                    Err(payload) => done.fail(format!("host task panicked: {}", panic_message(&*payload))),
-                },
+                Ok(()) => {
+                    HOST_TASK_OF.set(queue);
+                    let ran = catch_unwind(AssertUnwindSafe(task));
+                    HOST_TASK_OF.set(0);
+                    match ran {
+                        Ok(()) => done.complete(),
+                        Err(payload) => done.fail(format!("host task panicked: {}", panic_message(&*payload))),
+                    }
+                }
             };
             if let Err(e) = outcome {
                 tracing::error!(error = %e, "host task event");
             }
         })?;
+        // The adapter's queue knows nothing of the task: `finish` and the
+        // queue's drop wait for it here.
+        self.track(finished.imp().clone(), KeepAlive::HostTask);
         Ok(finished)
     }
 
@@ -862,21 +890,118 @@ impl Queue {
         Ok(Event::from_imp(event, &self.inner.context))
     }
 
-    /// Blocks until everything submitted to this queue has completed;
-    /// `GraphCaptureUnsupported` on a capturing queue.
+    /// Blocks until everything submitted to this queue has completed, host
+    /// tasks included; `GraphCaptureUnsupported` on a capturing queue.
     #[tracing::instrument(level = "debug", skip_all)]
     pub fn finish(&self) -> Result<()> {
         self.check_not_capturing("`finish` (a host wait)")?;
         interop::check_not_in_host_command("`finish`")?;
+        ensure!(
+            HOST_TASK_OF.get() != self.key(),
+            InvalidOperation,
+            "`finish` inside one of the queue's host tasks would wait for the task itself"
+        );
         let result = self.inner.imp.finish();
-        self.inner.in_flight.lock().retain(|(e, _)| !e.status().is_terminal());
+        // What is still running now is what the adapter's queue does not
+        // know of (host tasks, and what waits for them): wait for it too.
+        let pending = self.retire_completed();
+        if !pending.is_empty() {
+            // A failed task reports through its event, not through finish.
+            for event in &pending {
+                let _ = event.wait();
+            }
+            self.retire_completed();
+        }
         result
+    }
+
+    /// Drops what completed commands kept (after the lock: what they kept
+    /// may be memory whose release looks at this queue); returns the events
+    /// still running.
+    fn retire_completed(&self) -> SmallVec<[Arc<dyn EventImpl>; 8]> {
+        let mut pending = SmallVec::new();
+        let mut retired = Vec::new();
+        let mut in_flight = self.inner.in_flight.lock();
+        for entry in std::mem::take(&mut *in_flight) {
+            if entry.0.status().is_terminal() {
+                retired.push(entry);
+            } else {
+                pending.push(entry.0.clone());
+                in_flight.push_back(entry);
+            }
+        }
+        drop(in_flight);
+        drop(retired);
+        pending
     }
 
     /// Makes sure everything submitted will start.
     pub fn flush(&self) -> Result<()> {
         self.inner.imp.flush()
     }
+}
+
+impl QueueInner {
+    /// Keeps `keep` until `event` has completed.
+    fn track(&self, event: Arc<dyn EventImpl>, keep: KeepAlive) {
+        let mut in_flight = self.in_flight.lock();
+        let retired = retire_front(&mut in_flight);
+        // Not asked whether it is already complete: a status query costs a
+        // driver call on GPU backends (a CUDA replay's host time, issue 15
+        // goal 2), and a complete one leaves at the next submission or finish.
+        in_flight.push_back((event, keep));
+        drop(in_flight);
+        drop(retired);
+    }
+}
+
+impl HoldsFreedMemory for QueueInner {
+    /// Keeps `alloc`, which the application freed, until everything this
+    /// queue was given so far has completed (`urUSMFree`: "wait for
+    /// previously enqueued commands that may be accessing `pMem`"). In order,
+    /// that is the last command in flight; out of order, a marker after all
+    /// of them. Nothing in flight: nothing to keep.
+    fn hold_until_done(&self, alloc: &Arc<UsmInner>) {
+        let mut in_flight = self.in_flight.lock();
+        let retired = retire_front(&mut in_flight);
+        let events: Vec<Arc<dyn EventImpl>> = match (in_flight.len(), self.properties.out_of_order) {
+            (0, _) => Vec::new(),
+            (1, _) | (_, false) => {
+                if let Some(last) = in_flight.back().map(|(e, _)| e.clone()) {
+                    in_flight.push_back((last, KeepAlive::Freed(alloc.clone())));
+                }
+                Vec::new()
+            }
+            _ => in_flight.iter().map(|(e, _)| e.clone()).collect(),
+        };
+        drop(in_flight);
+        drop(retired);
+        if events.is_empty() {
+            return;
+        }
+        // SAFETY: events of this queue.
+        match unsafe { self.imp.enqueue_wait(&as_refs(&events), false) } {
+            Ok(marker) => self.track(marker, KeepAlive::Freed(alloc.clone())),
+            Err(e) => {
+                tracing::warn!(error = %e, "no marker after the commands that may use a freed allocation: waiting");
+                for event in &events {
+                    let _ = event.wait();
+                }
+            }
+        }
+    }
+}
+
+thread_local! {
+    /// The queue (its key) whose host task this thread is running, or 0.
+    static HOST_TASK_OF: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Takes the completed commands off the front of `in_flight`, for the caller
+/// to drop once it has let go of the lock.
+fn retire_front(in_flight: &mut VecDeque<(Arc<dyn EventImpl>, KeepAlive)>) -> Vec<(Arc<dyn EventImpl>, KeepAlive)> {
+    let done = in_flight.iter().take_while(|(e, _)| e.status().is_terminal()).count();
+    in_flight.drain(..done).collect()
 }
 
 impl fmt::Debug for Queue {

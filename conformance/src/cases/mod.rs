@@ -22,6 +22,7 @@ mod graph_record;
 mod graph_spec;
 mod graph_subgraph;
 mod graph_update;
+mod in_flight;
 mod in_order;
 mod kernel_event_sync;
 mod large;
@@ -81,6 +82,7 @@ pub fn all() -> Vec<Case> {
         update_scale::cases,
         eager::cases,
         user_events::cases,
+        in_flight::cases,
         native_command::cases,
         native_adopt::cases,
         property::cases,
