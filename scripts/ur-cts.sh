@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the kernel-free suites of UR's own conformance tests (CTS) from a
-# Unified Runtime source tree against the loader and headers of the wheels in
+# Builds the suites of UR's own conformance tests (CTS) from a Unified
+# Runtime source tree against the loader and headers of the wheels in
 # .oneapi/, runs them on our adapter libraries and prints a table. A manual
 # command, not part of CI (see docs/ur-cts.md).
 #
@@ -15,10 +15,17 @@
 #                    (default .oneapi)
 #   UR_CTS_BUILD     build directory (default target/ur-cts)
 #   UR_CTS_SUITES    suites to build/run (default: all below)
-#   UR_CTS_BACKENDS  libraries to run on (default: cpu opencl vulkan)
+#   UR_CTS_BACKENDS  configurations to run on (default: cpu opencl vulkan, and
+#                    intel where .intel-opencl/ exists): a library's backend,
+#                    or intel for the OpenCL library over Intel's OpenCL CPU
+#                    runtime alone (scripts/intel-opencl.sh); opencl runs over
+#                    the system's OpenCL platforms (PoCL here)
+#   UR_RS_INTEL_OPENCL  Intel's runtime (default .intel-opencl)
 #   UR_CTS_LIBS      folder of the libur_adapter_rs_<backend>.so libraries
 #                    (default target/release; .device/bin on the GPU machine)
 #   UR_CTS_JOBS      parallel compile jobs (default 2)
+#   UR_CTS_CXXFLAGS  extra flags for the suites' sources (-O0 builds enqueue and
+#                    exp_command_buffer about twice as fast on a loaded machine)
 #   UR_CTS_TIMEOUT   seconds per suite run (default 600)
 #   UR_CTS_ALSO_RUN_KNOWN_FAILURES
 #                    UR's own switch; default 1 here: UR's known-failure lists
@@ -26,27 +33,42 @@
 #                    cases run too (0 skips them as UR does)
 #
 # The suites are compiled by a small generated CMake project: UR's own
-# CMakeLists of the suites that need no SYCL compiler are included as they are
-# (with UR's add_conformance_*_test functions redefined here), and the
-# kernel-free files of the suites UR builds only with DPC++ (usm,
-# exp_command_buffer) are listed here. Their kernel cases are excluded with
-# gtest filters. Logs and gtest XML go to $UR_CTS_BUILD/results/.
+# CMakeLists of the suites are included as they are (with UR's
+# add_conformance_*_test functions redefined here). The kernel suites load
+# UR's device binaries, which UR builds with DPC++; here they are stand-ins
+# in OpenCL C (scripts/ur-cts-kernels, see its README), compiled to SPIR-V
+# by the run step with clang-15 and llvm-spirv-15, with the
+# kernel_entry_points.h the suites compile in generated from them. Logs and
+# gtest XML go to $UR_CTS_BUILD/results/.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 ur_src=${UR_SRC:-/work/ur-src}
 oneapi=${UR_RS_ONEAPI:-$root/.oneapi}
 build=${UR_CTS_BUILD:-$root/target/ur-cts}
-suites=${UR_CTS_SUITES:-adapter platform device context queue event memory usm exp_command_buffer exp_graph sampler exp_usm_context_memcpy exp_usm_host_mem_register exp_reusable_events}
-backends=${UR_CTS_BACKENDS:-cpu opencl vulkan}
+suites=${UR_CTS_SUITES:-adapter platform device context queue event memory usm exp_command_buffer exp_graph sampler exp_usm_context_memcpy exp_usm_host_mem_register exp_reusable_events enqueue kernel program integration exp_host_task exp_enqueue_kernel_launch_with_args}
+intel=${UR_RS_INTEL_OPENCL:-$root/.intel-opencl}
+backends=${UR_CTS_BACKENDS:-cpu opencl vulkan$([ -d "$intel" ] && echo " intel")}
 libs=${UR_CTS_LIBS:-$root/target/release}
+kernel_src=$root/scripts/ur-cts-kernels
+kernels=$build/kernels
 jobs=${UR_CTS_JOBS:-2}
+cxxflags=${UR_CTS_CXXFLAGS:-}
 timeout_s=${UR_CTS_TIMEOUT:-600}
 export UR_CTS_ALSO_RUN_KNOWN_FAILURES=${UR_CTS_ALSO_RUN_KNOWN_FAILURES:-1}
 
-# Cases that need device binaries (built by UR only with a SYCL compiler).
-declare -A filter=(
-    [usm]='-urUSMFreeDuringExecutionTest.*'
-    [exp_command_buffer]='-urCommandBufferAppendKernelLaunchExpTest.*'
+# Cases excluded by gtest filter, per suite, as negative patterns ("-A:B"; none
+# at present).
+declare -A filter=()
+# Cases run each in a process of their own, after the rest of the suite,
+# because they may take the process down (one that leaves no report counts as
+# failed): urUSMFreeDuringExecutionTest frees memory that a kernel still
+# writes (UR requires urUSMFree to wait for it, docs/ur-cts.md); the
+# kernel-handle update cases release uninitialised handles after a failed
+# setup (UR's fixture), and they and the local-memory update cases free
+# memory under a command buffer still running when they fail midway.
+declare -A isolate=(
+    [usm]='urUSMFreeDuringExecutionTest.*'
+    [exp_command_buffer]='urCommandBufferKernelHandleUpdateTest.*:urCommandBufferValidUpdateParametersTest.*:LocalMemory*'
 )
 
 gen_cmake() {
@@ -79,6 +101,8 @@ function(ur_rs_cts name env)
     add_executable(\${name}-test \${ARGN}
         \${CTS}/source/environment.cpp \${CTS}/source/main.cpp)
     target_compile_definitions(\${name}-test PRIVATE \${env})
+    separate_arguments(extra UNIX_COMMAND "$cxxflags")
+    target_compile_options(\${name}-test PRIVATE \${extra})
     target_link_libraries(\${name}-test PRIVATE uur)
     set_target_properties(\${name}-test PROPERTIES
         RUNTIME_OUTPUT_DIRECTORY \${CMAKE_BINARY_DIR}/bin
@@ -93,36 +117,87 @@ endfunction()
 function(add_conformance_devices_test name)
     ur_rs_cts(\${name} DEVICES_ENVIRONMENT \${ARGN})
 endfunction()
+# The kernel suites: the stand-in kernels' directory and the generated
+# kernel_entry_points.h (which only environment.cpp includes).
+function(add_conformance_kernels_test name)
+    ur_rs_cts(\${name} "KERNELS_ENVIRONMENT;KERNELS_DEFAULT_DIR=\"$kernels\"" \${ARGN})
+    target_include_directories(\${name}-test PRIVATE "$kernels")
+endfunction()
 EOF
     local s
     for s in $suites; do
         case $s in
         adapter | platform | device | context | queue | event | memory | sampler | virtual_memory | \
-            exp_graph | exp_usm_context_memcpy | exp_usm_host_mem_register | exp_reusable_events)
+            exp_graph | exp_usm_context_memcpy | exp_usm_host_mem_register | exp_reusable_events | \
+            enqueue | kernel | program | integration | usm | exp_command_buffer | exp_host_task | \
+            exp_enqueue_kernel_launch_with_args)
             echo "add_subdirectory(\${CTS}/$s $s)" >> "$src/CMakeLists.txt"
-            ;;
-        usm)
-            cat >> "$src/CMakeLists.txt" <<'EOF'
-set(d ${CTS}/usm)
-add_conformance_devices_test(usm ${d}/urUSMDeviceAlloc.cpp ${d}/urUSMFree.cpp
-    ${d}/urUSMGetMemAllocInfo.cpp ${d}/urUSMHostAlloc.cpp ${d}/urUSMPoolCreate.cpp
-    ${d}/urUSMPoolGetInfo.cpp ${d}/urUSMPoolRelease.cpp ${d}/urUSMPoolRetain.cpp
-    ${d}/urUSMSharedAlloc.cpp)
-EOF
-            ;;
-        exp_command_buffer)
-            cat >> "$src/CMakeLists.txt" <<'EOF'
-set(d ${CTS}/exp_command_buffer)
-add_conformance_devices_test(exp_command_buffer ${d}/release.cpp ${d}/retain.cpp
-    ${d}/commands.cpp ${d}/fill.cpp ${d}/event_sync.cpp ${d}/invalid.cpp ${d}/copy.cpp
-    ${d}/read.cpp ${d}/write.cpp ${d}/rect_read.cpp ${d}/rect_write.cpp
-    ${d}/update/event_sync.cpp)
-EOF
             ;;
         *)
             echo "unknown suite $s" >&2
             exit 2
             ;;
+        esac
+    done
+}
+
+# The executable of a suite (UR names one after its API, not its folder).
+exe() {
+    case $1 in
+    exp_enqueue_kernel_launch_with_args) echo exp_kernel_launch_with_args-test ;;
+    *) echo "$1-test" ;;
+    esac
+}
+
+# UR generates kernel_entry_points.h (program name -> kernel names, in the
+# order DPC++ emits them) from DPC++'s integration headers; here it comes from
+# the stand-ins: every "kernel void <name>(" of scripts/ur-cts-kernels/<program>.cl
+# (or OpEntryPoint of <program>.spvasm), in file order. Written only when it changes, so that the suites' objects stay.
+gen_entry_points() {
+    mkdir -p "$kernels"
+    python3 - "$kernel_src" "$kernels/kernel_entry_points.h" <<'EOF'
+import os, re, sys
+src, out = sys.argv[1], sys.argv[2]
+lines = ["// Generated by scripts/ur-cts.sh from scripts/ur-cts-kernels; do not edit.",
+         "#include <map>", "#include <string>", "#include <vector>",
+         "namespace uur {", "namespace device_binaries {",
+         "std::map<std::string, std::vector<std::string>> program_kernel_map = {"]
+for f in sorted(os.listdir(src)):
+    program, ext = os.path.splitext(f)
+    text = open(os.path.join(src, f)).read()
+    if ext == ".cl":
+        names = re.findall(r"^\s*(?:__)?kernel\s+(?:__attribute__\(\(.*?\)\)\s+)?void\s+(\w+)\s*\(",
+                           text, re.M)
+    elif ext == ".spvasm":
+        names = re.findall(r"^\s*OpEntryPoint\s+Kernel\s+%\w+\s+\"(\w+)\"", text, re.M)
+    else:
+        continue
+    lines.append('    {"%s", {%s}},' % (program, ", ".join('"%s"' % n for n in names)))
+lines += ["};", "}", "}", ""]
+text = "\n".join(lines)
+if not os.path.exists(out) or open(out).read() != text:
+    open(out, "w").write(text)
+EOF
+}
+
+# The stand-in kernels, to SPIR-V where UR's KernelsEnvironment loads a
+# program: <kernel directory>/<program>/<triple>.bin.0, triple spir64 for
+# the OpenCL backend. OpenCL C goes through clang-15 (spir64, OpenCL C 2.0)
+# and llvm-spirv-15; SPIR-V assembly through spirv-as. Failures stop the run.
+build_kernels() {
+    local f n out
+    for f in "$kernel_src"/*.cl "$kernel_src"/*.spvasm; do
+        n=$(basename "${f%.*}")
+        out=$kernels/$n/spir64.bin.0
+        mkdir -p "$kernels/$n"
+        [ "$out" -nt "$f" ] && continue
+        case $f in
+        *.cl)
+            clang-15 -c -target spir64-unknown-unknown -cl-std=CL2.0 -O2 -emit-llvm \
+                -o "$kernels/$n/$n.bc" "$f"
+            llvm-spirv-15 --spirv-ext=+SPV_INTEL_inline_assembly "$kernels/$n/$n.bc" -o "$out"
+            ;;
+        *.spvasm) spirv-as --target-env spv1.0 "$f" -o "$out" ;;
         esac
     done
 }
@@ -133,55 +208,129 @@ do_build() {
     test -f "$oneapi/lib/libur_loader.so" ||
         { echo "no UR loader in $oneapi (run scripts/oneapi-venv.sh)" >&2; exit 2; }
     gen_cmake
+    gen_entry_points
     cmake -S "$build/src" -B "$build/obj" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
     local s targets=()
-    for s in $suites; do targets+=("$s-test"); done
+    for s in $suites; do targets+=("$(exe "$s")"); done
     ninja -C "$build/obj" -j "$jobs" "${targets[@]}"
 }
 
-# Prints "passed failed skipped" from a gtest XML report.
+# Prints "passed failed skipped kernel" from gtest XML reports. "kernel"
+# counts the failures whose fixture found no binary format for the platform
+# (UR's GetPlatformTriple knows none for native CPU or the Vulkan library's
+# OFFLOAD backend): cases that need UR's OpenCL SPIR-V kernels, which only
+# the OpenCL library runs.
 count() {
-    python3 - "$1" <<'EOF'
+    python3 - "$@" <<'EOF'
 import sys, xml.etree.ElementTree as ET
-passed = failed = skipped = 0
-for case in ET.parse(sys.argv[1]).iter("testcase"):
-    if case.find("failure") is not None:
-        failed += 1
-    elif case.find("skipped") is not None or case.get("result") == "skipped":
-        skipped += 1
-    elif case.get("status") == "notrun":
-        continue
-    else:
-        passed += 1
-print(passed, failed, skipped)
+passed = failed = skipped = kernel = 0
+for report in sys.argv[1:]:
+    for case in ET.parse(report).iter("testcase"):
+        failures = case.findall("failure")
+        if failures:
+            if any("GetPlatformTriple failed" in (f.get("message") or "") for f in failures):
+                kernel += 1
+            else:
+                failed += 1
+        elif case.find("skipped") is not None or case.get("result") == "skipped":
+            skipped += 1
+        elif case.get("status") == "notrun":
+            continue
+        else:
+            passed += 1
+print(passed, failed, skipped, kernel)
 EOF
 }
 
+# One configuration: the library to load and its OpenCL ICD folder. "intel"
+# is the OpenCL library over Intel's OpenCL CPU runtime alone
+# (scripts/intel-opencl.sh); "opencl" the system's platforms (PoCL here).
+config() {
+    local b=$1
+    vendors=
+    case $b in
+    intel)
+        lib=$libs/libur_adapter_rs_opencl.so
+        vendors=$build/intel-vendors
+        if [ ! -f "$intel/vendors/intel-cpu.icd" ]; then
+            lib="no Intel OpenCL runtime in $intel (scripts/intel-opencl.sh)"
+            return
+        fi
+        mkdir -p "$vendors"
+        cp "$intel/vendors/intel-cpu.icd" "$vendors/"
+        ;;
+    *) lib=$libs/libur_adapter_rs_$b.so ;;
+    esac
+}
+
+# Runs a suite's executable on one configuration; $1: report, $2: log, then
+# gtest arguments.
+run_one() {
+    local xml=$1 log=$2
+    shift 2
+    rm -f "$xml"
+    (
+        if [ -n "$vendors" ]; then export OCL_ICD_VENDORS=$vendors; else unset OCL_ICD_VENDORS; fi
+        UR_ADAPTERS_FORCE_LOAD=$lib exec timeout "$timeout_s" "$build/obj/bin/$(exe "$s")" \
+            --kernel_directory="$kernels" --gtest_output="xml:$xml" "$@"
+    ) >"$log" 2>&1
+}
+
 do_run() {
-    local res=$build/results b s lib log xml rc counts
+    local res=$build/results b s lib vendors log xml rc counts reports note
     mkdir -p "$res"
+    build_kernels
     export LD_LIBRARY_PATH=$oneapi/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-    printf '%-26s %-8s %7s %7s %8s  %s\n' suite backend passed failed skipped note
+    printf '%-26s %-8s %7s %7s %8s %7s  %s\n' suite backend passed failed skipped kernel note
     for s in $suites; do
         for b in $backends; do
-            lib=$libs/libur_adapter_rs_$b.so
+            config "$b"
             log=$res/$s-$b.log
             xml=$res/$s-$b.xml
-            rm -f "$xml"
             if [ ! -f "$lib" ]; then
-                printf '%-26s %-8s %7s %7s %8s  %s\n' "$s" "$b" - - - "no $lib"
+                printf '%-26s %-8s %7s %7s %8s %7s  %s\n' "$s" "$b" - - - - "no $lib"
                 continue
             fi
-            rc=0
-            UR_ADAPTERS_FORCE_LOAD=$lib timeout "$timeout_s" "$build/obj/bin/$s-test" \
-                --gtest_output="xml:$xml" ${filter[$s]:+--gtest_filter="${filter[$s]}"} \
-                >"$log" 2>&1 || rc=$?
+            rc=0 note=
+            local f="${filter[$s]:-}" iso="${isolate[$s]:-}" name crashed=() kernel_crashed=()
+            # (filters are negative patterns, "-A:B"; the isolated cases join them)
+            if [ -n "$iso" ]; then
+                if [ -z "$f" ]; then f="-$iso"; else f="$f:$iso"; fi
+            fi
+            # (2>/dev/null: the shell's own "Aborted" line; the log has the rest)
+            run_one "$xml" "$log" ${f:+--gtest_filter="$f"} 2>/dev/null || rc=$?
+            reports=()
+            [ -f "$xml" ] && reports+=("$xml")
+            if [ -n "$iso" ]; then
+                # Each isolated case alone; one that leaves no report crashed.
+                run_one "$res/$s-$b-isolated-list.xml" "$res/$s-$b-isolated.list" --gtest_list_tests \
+                    --gtest_filter="$iso" || true
+                while read -r name; do
+                    local one=$res/$s-$b-isolated-$((${#crashed[@]} + ${#kernel_crashed[@]}))-${#reports[@]}
+                    run_one "$one.xml" "$one.log" --gtest_filter="$name" 2>/dev/null || true
+                    if [ -f "$one.xml" ]; then
+                        reports+=("$one.xml")
+                    elif grep -q "GetPlatformTriple failed" "$one.log"; then
+                        # UR's fixture crashed cleaning up after the kernel it could not load
+                        kernel_crashed+=("$name")
+                    else
+                        crashed+=("$name")
+                    fi
+                done < <(awk '/^[^ ]/ { suite = $1 } /^  / { print suite $1 }' \
+                    "$res/$s-$b-isolated.list")
+                [ ${#crashed[@]} -gt 0 ] && note="${#crashed[@]} isolated crashed (counted failed)"
+                [ ${#kernel_crashed[@]} -gt 0 ] &&
+                    note="${note:+$note; }${#kernel_crashed[@]} crashed after no kernel (counted kernel)"
+            fi
+            [ "$rc" -gt 1 ] && note="exit $rc${note:+; $note}"
             if [ -f "$xml" ]; then
-                read -r -a counts < <(count "$xml")
-                printf '%-26s %-8s %7s %7s %8s  %s\n' "$s" "$b" "${counts[@]}" \
-                    "$([ "$rc" -gt 1 ] && echo "exit $rc")"
+                read -r -a counts < <(count "${reports[@]}")
+                counts[1]=$((counts[1] + ${#crashed[@]}))
+                counts[3]=$((counts[3] + ${#kernel_crashed[@]}))
+                printf '%-26s %-8s %7s %7s %8s %7s  %s\n' "$s" "$b" "${counts[@]}" "$note"
             else
-                printf '%-26s %-8s %7s %7s %8s  %s\n' "$s" "$b" - - - "exit $rc, no report (see $log)"
+                printf '%-26s %-8s %7s %7s %8s %7s  %s\n' "$s" "$b" - - - - \
+                    "exit $rc, no report (see $log)"
             fi
         done
     done

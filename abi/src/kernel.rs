@@ -158,9 +158,15 @@ pub(crate) unsafe extern "C" fn urKernelGetGroupInfo(
                 out.value(k.preferred_work_group_size_multiple())
             }
             I::UR_KERNEL_GROUP_INFO_PRIVATE_MEM_SIZE => out.value(k.private_mem_size()),
-            // No kernel of ur-rs declares a maximum of its own.
-            I::UR_KERNEL_GROUP_INFO_COMPILE_MAX_WORK_GROUP_SIZE => out.array(&[0usize; 3]),
-            I::UR_KERNEL_GROUP_INFO_COMPILE_MAX_LINEAR_WORK_GROUP_SIZE => out.value(0usize),
+            // A maximum is declared in SPIR-V only (MaxWorkgroupSizeINTEL);
+            // zeros say "unspecified", as UR defines them. The 3-D maximum
+            // bounds the linear size by its product.
+            I::UR_KERNEL_GROUP_INFO_COMPILE_MAX_WORK_GROUP_SIZE => {
+                out.array(&k.signature().max_work_group_size.unwrap_or([0; 3]))
+            }
+            I::UR_KERNEL_GROUP_INFO_COMPILE_MAX_LINEAR_WORK_GROUP_SIZE => {
+                out.value(k.signature().max_work_group_size.map_or(0, |m| m.iter().product::<usize>()))
+            }
             // An optional query (`[optional-query]` in the header), answered
             // as such: it is defined for custom devices and built-in kernels
             // only, as in OpenCL.
@@ -197,9 +203,13 @@ pub(crate) unsafe extern "C" fn urKernelGetSubGroupInfo(
             I::UR_KERNEL_SUB_GROUP_INFO_MAX_NUM_SUB_GROUPS => {
                 out.value(k.max_work_group_size().div_ceil(max_sub_group as usize) as u32)
             }
-            // Zero: the kernel requires neither a number nor a size of sub-groups.
-            I::UR_KERNEL_SUB_GROUP_INFO_COMPILE_NUM_SUB_GROUPS | I::UR_KERNEL_SUB_GROUP_INFO_SUB_GROUP_SIZE_INTEL => {
-                out.value(0u32)
+            // What the kernel's SPIR-V requires (SubgroupsPerWorkgroup,
+            // SubgroupSize); 0 where it declares nothing, as UR defines it.
+            I::UR_KERNEL_SUB_GROUP_INFO_COMPILE_NUM_SUB_GROUPS => {
+                out.value(k.signature().reqd_num_sub_groups.unwrap_or(0))
+            }
+            I::UR_KERNEL_SUB_GROUP_INFO_SUB_GROUP_SIZE_INTEL => {
+                out.value(k.signature().reqd_sub_group_size.unwrap_or(0))
             }
             other => Err(err!(InvalidEnumeration, "kernel sub-group info {}", other.0)),
         }

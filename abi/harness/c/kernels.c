@@ -66,6 +66,53 @@ static void kernel_info(urt_env *env, ur_kernel_handle_t kernel) {
   URT_OK(urKernelGetSubGroupInfo(kernel, env->device, UR_KERNEL_SUB_GROUP_INFO_MAX_SUB_GROUP_SIZE, sizeof max_sg,
                                  &max_sg, NULL));
   URT_CHECK(max_sg >= 1, "max sub-group size %u", max_sg);
+  /* axpb declares no maximum and no sub-group size or number: zeros. */
+  size_t max_wg[3] = {1, 1, 1}, max_linear = 1;
+  URT_OK(urKernelGetGroupInfo(kernel, env->device, UR_KERNEL_GROUP_INFO_COMPILE_MAX_WORK_GROUP_SIZE, sizeof max_wg,
+                              max_wg, NULL));
+  URT_CHECK(max_wg[0] == 0 && max_wg[1] == 0 && max_wg[2] == 0, "declared maximum %zu %zu %zu", max_wg[0],
+            max_wg[1], max_wg[2]);
+  URT_OK(urKernelGetGroupInfo(kernel, env->device, UR_KERNEL_GROUP_INFO_COMPILE_MAX_LINEAR_WORK_GROUP_SIZE,
+                              sizeof max_linear, &max_linear, NULL));
+  URT_CHECK(max_linear == 0, "declared linear maximum %zu", max_linear);
+  uint32_t sg = 1;
+  URT_OK(urKernelGetSubGroupInfo(kernel, env->device, UR_KERNEL_SUB_GROUP_INFO_SUB_GROUP_SIZE_INTEL, sizeof sg, &sg,
+                                 NULL));
+  URT_CHECK(sg == 0, "required sub-group size %u", sg);
+}
+
+/* On OpenCL, a SPIR-V kernel declaring a maximum work-group size and a
+ * sub-group size (kernels/attrs.spvasm) reports them: the library reads them
+ * from the module, whatever the driver tells. */
+static void declared_attributes(urt_env *env) {
+  if (env->backend != UR_BACKEND_OPENCL || !urt_builds_spirv(env)) return;
+  size_t size = 0;
+  uint8_t *data = urt_read_file("abi/harness/c/kernels/attrs.spv", &size);
+  URT_CHECK(data != NULL, "abi/harness/c/kernels/attrs.spv is readable");
+  if (!data) return;
+  ur_program_handle_t program = NULL;
+  URT_REQUIRE(urProgramCreateWithIL(env->context, data, size, NULL, &program));
+  free(data);
+  URT_REQUIRE(urProgramBuild(env->context, program, NULL));
+  ur_kernel_handle_t kernel = NULL;
+  URT_REQUIRE(urKernelCreate(program, "attrs", &kernel));
+  size_t max_wg[3] = {0, 0, 0}, max_linear = 0;
+  URT_OK(urKernelGetGroupInfo(kernel, env->device, UR_KERNEL_GROUP_INFO_COMPILE_MAX_WORK_GROUP_SIZE, sizeof max_wg,
+                              max_wg, NULL));
+  URT_CHECK(max_wg[0] == 2 && max_wg[1] == 4 && max_wg[2] == 8, "declared maximum %zu %zu %zu", max_wg[0], max_wg[1],
+            max_wg[2]);
+  URT_OK(urKernelGetGroupInfo(kernel, env->device, UR_KERNEL_GROUP_INFO_COMPILE_MAX_LINEAR_WORK_GROUP_SIZE,
+                              sizeof max_linear, &max_linear, NULL));
+  URT_CHECK(max_linear == 64, "declared linear maximum %zu", max_linear);
+  uint32_t sg = 0, groups = 1;
+  URT_OK(urKernelGetSubGroupInfo(kernel, env->device, UR_KERNEL_SUB_GROUP_INFO_SUB_GROUP_SIZE_INTEL, sizeof sg, &sg,
+                                 NULL));
+  URT_CHECK(sg == 8, "required sub-group size %u", sg);
+  URT_OK(urKernelGetSubGroupInfo(kernel, env->device, UR_KERNEL_SUB_GROUP_INFO_COMPILE_NUM_SUB_GROUPS, sizeof groups,
+                                 &groups, NULL));
+  URT_CHECK(groups == 0, "required number of sub-groups %u", groups);
+  URT_OK(urKernelRelease(kernel));
+  URT_OK(urProgramRelease(program));
 }
 
 /* Eager launches with USM and buffer arguments, and the launch misuses. */
@@ -214,6 +261,7 @@ int main(void) {
   URT_RESULT(UR_RESULT_ERROR_INVALID_KERNEL_NAME, urKernelCreate(program, "nope", &kernel));
   URT_REQUIRE(urKernelCreate(program, "axpb", &kernel));
   kernel_info(&env, kernel);
+  declared_attributes(&env);
   eager(&env, kernel);
   command_buffer(&env, kernel);
   URT_OK(urKernelRelease(kernel));

@@ -72,12 +72,28 @@ pub struct KernelSignature {
     /// `reqd_work_group_size`, SPIR-V `LocalSize`, PTX `.reqntid`), if any:
     /// launches must use exactly this local size.
     pub reqd_work_group_size: Option<[usize; 3]>,
+    /// The largest work-group size the kernel declares it runs
+    /// (SPIR-V `MaxWorkgroupSizeINTEL`, DPC++'s `max_work_group_size`), if any.
+    pub max_work_group_size: Option<[usize; 3]>,
+    /// The sub-group size the kernel requires (SPIR-V `SubgroupSize`,
+    /// OpenCL C's `intel_reqd_sub_group_size`), if any.
+    pub reqd_sub_group_size: Option<u32>,
+    /// The number of sub-groups per work-group the kernel requires (SPIR-V
+    /// `SubgroupsPerWorkgroup`), if any.
+    pub reqd_num_sub_groups: Option<u32>,
 }
 
 impl KernelSignature {
     /// A signature from a name and argument kinds.
     pub fn new(name: impl Into<Cow<'static, str>>, args: impl Into<Vec<ArgKind>>) -> KernelSignature {
-        KernelSignature { name: name.into(), args: args.into(), reqd_work_group_size: None }
+        KernelSignature {
+            name: name.into(),
+            args: args.into(),
+            reqd_work_group_size: None,
+            max_work_group_size: None,
+            reqd_sub_group_size: None,
+            reqd_num_sub_groups: None,
+        }
     }
 
     /// The same signature requiring work-group size `size`.

@@ -11,7 +11,9 @@
 //!   of their size (member `Offset` and `ArrayStride` decorations where given,
 //!   the C layout otherwise), and a `ByVal` pointer is a value of its pointee's
 //!   size. `LocalSize` / `LocalSizeId` execution modes give the required
-//!   work-group size.
+//!   work-group size, `MaxWorkgroupSizeINTEL` (SPV_INTEL_kernel_attributes) a
+//!   declared maximum, `SubgroupSize` the required sub-group size and
+//!   `SubgroupsPerWorkgroup` the required number of sub-groups.
 //! - **This project's Vulkan compute shaders** (execution model `GLCompute`,
 //!   docs/vulkan.md): the arguments are the members at offset 64 and beyond of
 //!   the argument block that the push constant's `PhysicalStorageBuffer`
@@ -109,6 +111,9 @@ const MODEL_KERNEL: u32 = 6;
 
 // Execution modes.
 const MODE_LOCAL_SIZE: u32 = 17;
+const MODE_SUBGROUP_SIZE: u32 = 35;
+const MODE_SUBGROUPS_PER_WORKGROUP: u32 = 36;
+const MODE_MAX_WORKGROUP_SIZE_INTEL: u32 = 5893;
 const MODE_LOCAL_SIZE_ID: u32 = 38;
 
 // Storage classes.
@@ -180,6 +185,9 @@ struct Module {
     entries: Vec<(u32, u32, String)>,
     local_size: HashMap<u32, [Option<u32>; 3]>,
     local_size_fixed: HashMap<u32, [u64; 3]>,
+    max_size: HashMap<u32, [usize; 3]>,
+    sub_group_size: HashMap<u32, u32>,
+    sub_groups: HashMap<u32, u32>,
     params: HashMap<u32, Vec<(u32, u32)>>,
     /// Pointer types of push-constant variables.
     push_constants: Vec<u32>,
@@ -218,9 +226,24 @@ impl Module {
                 }
                 OP_EXECUTION_MODE => {
                     need(2)?;
-                    if ops[1] == MODE_LOCAL_SIZE {
-                        need(5)?;
-                        m.local_size_fixed.insert(ops[0], [ops[2] as u64, ops[3] as u64, ops[4] as u64]);
+                    match ops[1] {
+                        MODE_LOCAL_SIZE => {
+                            need(5)?;
+                            m.local_size_fixed.insert(ops[0], [ops[2] as u64, ops[3] as u64, ops[4] as u64]);
+                        }
+                        MODE_MAX_WORKGROUP_SIZE_INTEL => {
+                            need(5)?;
+                            m.max_size.insert(ops[0], [ops[2] as usize, ops[3] as usize, ops[4] as usize]);
+                        }
+                        MODE_SUBGROUP_SIZE => {
+                            need(3)?;
+                            m.sub_group_size.insert(ops[0], ops[2]);
+                        }
+                        MODE_SUBGROUPS_PER_WORKGROUP => {
+                            need(3)?;
+                            m.sub_groups.insert(ops[0], ops[2]);
+                        }
+                        _ => {}
                     }
                 }
                 OP_EXECUTION_MODE_ID => {
@@ -583,6 +606,9 @@ pub fn entry_points(bytes: &[u8]) -> Result<Vec<EntryPoint>> {
             ExecutionModel::GlCompute => module.compute_signature(name)?,
         };
         signature.reqd_work_group_size = module.required_size(*func)?;
+        signature.max_work_group_size = module.max_size.get(func).copied();
+        signature.reqd_sub_group_size = module.sub_group_size.get(func).copied();
+        signature.reqd_num_sub_groups = module.sub_groups.get(func).copied();
         out.push(EntryPoint { model, signature });
     }
     ensure!(!out.is_empty(), InvalidBinary, "the SPIR-V module has no Kernel or GLCompute entry point");
@@ -688,6 +714,42 @@ mod tests {
                 let _ = entry_points(&bytes[..cut & !3]);
             }
         }
+    }
+
+    /// A kernel declaring a maximum work-group size, a sub-group size and a
+    /// number of sub-groups (DPC++'s `max_work_group_size` and
+    /// `sub_group_size` properties give the first two).
+    #[test]
+    fn reads_declared_maximum_and_sub_group_size() {
+        let op = |opcode: u32, ops: &[u32]| {
+            let mut w = vec![((ops.len() as u32 + 1) << 16) | opcode];
+            w.extend_from_slice(ops);
+            w
+        };
+        let name = u32::from_le_bytes(*b"k\0\0\0");
+        let mut w = vec![MAGIC, 0x0001_0000, 0, 10, 0];
+        w.extend(op(OP_ENTRY_POINT, &[MODEL_KERNEL, 3, name]));
+        w.extend(op(OP_EXECUTION_MODE, &[3, MODE_MAX_WORKGROUP_SIZE_INTEL, 2, 4, 8]));
+        w.extend(op(OP_EXECUTION_MODE, &[3, MODE_SUBGROUP_SIZE, 8]));
+        w.extend(op(OP_EXECUTION_MODE, &[3, MODE_SUBGROUPS_PER_WORKGROUP, 2]));
+        w.extend(op(OP_TYPE_VOID, &[1]));
+        // OpTypeFunction, the function, OpLabel, OpReturn, OpFunctionEnd.
+        w.extend(op(33, &[2, 1]));
+        w.extend(op(OP_FUNCTION, &[1, 3, 0, 2]));
+        w.extend(op(248, &[4]));
+        w.extend(op(253, &[]));
+        w.extend(op(56, &[]));
+        let entries = entry_points(&bytes(&w)).unwrap();
+        let k = signature(&entries, "k");
+        assert_eq!(k.args, vec![]);
+        assert_eq!(k.max_work_group_size, Some([2, 4, 8]));
+        assert_eq!(k.reqd_sub_group_size, Some(8));
+        assert_eq!(k.reqd_num_sub_groups, Some(2));
+        assert_eq!(k.reqd_work_group_size, None);
+        // Without the modes: nothing declared.
+        let entries = entry_points(include_bytes!("../../../conformance/src/kernels/programs/opencl.spv")).unwrap();
+        let k = signature(&entries, "scale_add");
+        assert_eq!((k.max_work_group_size, k.reqd_sub_group_size, k.reqd_num_sub_groups), (None, None, None));
     }
 
     #[test]
