@@ -56,7 +56,7 @@ fn mem(buffer: &MemBuffer) -> Result<cl_mem> {
 }
 
 /// The `cl_mem` a kernel argument passes: a sub-buffer's own object.
-fn kernel_mem(buffer: &MemBuffer) -> Result<cl_mem> {
+pub(crate) fn kernel_mem(buffer: &MemBuffer) -> Result<cl_mem> {
     match buffer.sub_buffer_imp() {
         Some(sub) => Ok(downcast::<ClBuffer>(sub as &dyn Any, "a memory buffer")?.mem()),
         None => mem(buffer),
@@ -526,8 +526,10 @@ pub(crate) unsafe fn record(
     command: &Command,
     deps: &[cl_sync_point_khr],
     kernels: Option<&RefCell<RecordedKernels>>,
+    updatable: cl3::types::cl_bitfield,
 ) -> Result<Recorded> {
-    let target = Target::Record { api, buffer, deps, kernels };
+    let target = Target::Record { api, buffer, deps, kernels, updatable: 0 };
+    let mutable_target = Target::Record { api, buffer, deps, kernels, updatable };
     let h = &shared.helpers;
     let device_usm = &shared.device.usm;
     let svm = matches!(device_usm, Usm::Svm);
@@ -538,22 +540,22 @@ pub(crate) unsafe fn record(
             // Native commands have command-buffers of their own (`native_segment`).
             Command::Native(_) => Err(err!(Unknown, "a native command cannot be recorded among other commands")),
             Command::KernelLaunch(k) if k.range.global_size.contains(&0) => h.noop(&target)?.into_recorded(),
-            Command::KernelLaunch(k) => launch_kernel(shared, &target, k)?.0.into_recorded(),
+            Command::KernelLaunch(k) => launch_kernel(shared, &mutable_target, k)?.0.into_recorded(),
             Command::UsmPrefetch { .. } | Command::UsmAdvise { .. } => h.noop(&target)?.into_recorded(),
             Command::UsmMemcpy { dst: MemLoc::Usm(dst), src: MemLoc::Usm(src), size, .. }
                 if svm && api.has_svm_memcpy() =>
             {
-                api.svm_memcpy(buffer, usm(dst), usm(src), *size, deps).cl("clCommandSVMMemcpyKHR").map(|p| (p, None))
+                api.svm_memcpy(buffer, usm(dst), usm(src), *size, deps).cl("clCommandSVMMemcpyKHR").map(Recorded::plain)
             }
             Command::UsmFill { dst, pattern, size, .. }
                 if api.has_svm_fill() && native_svm_fill(device_usm, dst, pattern) =>
             {
-                api.svm_fill(buffer, usm(dst), pattern, *size, deps).cl("clCommandSVMMemFillKHR").map(|p| (p, None))
+                api.svm_fill(buffer, usm(dst), pattern, *size, deps).cl("clCommandSVMMemFillKHR").map(Recorded::plain)
             }
             Command::BufferCopy { src, dst, src_offset, dst_offset, size, .. } => api
                 .copy_buffer(buffer, mem(src)?, mem(dst)?, *src_offset, *dst_offset, *size, deps)
                 .cl("clCommandCopyBufferKHR")
-                .map(|p| (p, None)),
+                .map(Recorded::plain),
             Command::BufferCopyRect { src, dst, src_layout, dst_layout, region, .. } => api
                 .copy_buffer_rect(
                     buffer,
@@ -567,11 +569,11 @@ pub(crate) unsafe fn record(
                     deps,
                 )
                 .cl("clCommandCopyBufferRectKHR")
-                .map(|p| (p, None)),
+                .map(Recorded::plain),
             Command::BufferFill { buffer: b, pattern, offset, size, .. } if native_pattern(pattern) => api
                 .fill_buffer(buffer, mem(b)?, pattern, *offset, *size, deps)
                 .cl("clCommandFillBufferKHR")
-                .map(|p| (p, None)),
+                .map(Recorded::plain),
             other if uses_host_memory(other) => {
                 Err(err!(Unknown, "a {} command on raw host memory cannot be recorded", other.kind()))
             }

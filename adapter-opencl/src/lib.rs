@@ -44,6 +44,7 @@ mod ffi;
 mod helpers;
 pub mod info;
 mod launch;
+mod mutable;
 mod memory;
 mod native_segment;
 mod one_launch;
