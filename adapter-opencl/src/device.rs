@@ -653,7 +653,7 @@ mod tests {
         assert_eq!(cb.abi.shape, version::RecordShape::Properties);
         assert!(!cb.abi.pending_state && !cb.simultaneous_use_flag && !cb.instance_per_pending_submission);
         assert_eq!(cb.mutable_fields, MUTABLE_FIELDS, "execution info is never updated");
-        let intel = "OpenCL 3.0 LINUX";
+        let intel = "OpenCL 3.1 LINUX";
         assert_eq!(mutable_dispatch_rule(intel, cb.mutable_fields, None).0, MUTABLE_FIELDS);
         assert_eq!(mutable_dispatch_rule(intel, cb.mutable_fields, Some("off")).0, 0);
         assert_eq!(mutable_dispatch_rule("OpenCL 3.0 PoCL 5.0", cb.mutable_fields, None).0, 0);

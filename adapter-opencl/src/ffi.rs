@@ -1139,7 +1139,8 @@ mod tests {
             assert_eq!(api.copy_buffer(cb, a, b, 1, 2, 3, &deps), Ok(102));
             assert_eq!(api.copy_buffer_rect(cb, a, b, [0; 3], [0; 3], [7, 1, 1], [8, 64], [16, 128], &[]), Ok(100));
             assert_eq!(api.fill_buffer(cb, a, &[1, 2, 3, 4], 4, 64, &deps[..1]), Ok(101));
-            let (point, handle) = api.nd_range(cb, ptr::null_mut(), 1, &[0; 3], &[32, 1, 1], &[8, 1, 1], &deps, 0).unwrap();
+            let (point, handle) =
+                api.nd_range(cb, ptr::null_mut(), 1, &[0; 3], &[32, 1, 1], &[8, 1, 1], &deps, 0).unwrap();
             assert_eq!(point, 102);
             assert!(handle.is_null(), "no mutable handle unless asked for");
             if api.has_svm_memcpy() {
@@ -1275,7 +1276,8 @@ mod tests {
         configs: *const *const c_void,
     ) -> cl_int {
         // SAFETY: `n` types and configurations, each a 0.9.2+ dispatch config.
-        let (types, configs) = unsafe { (std::slice::from_raw_parts(types, n as usize), std::slice::from_raw_parts(configs, n as usize)) };
+        let (types, configs) =
+            unsafe { (std::slice::from_raw_parts(types, n as usize), std::slice::from_raw_parts(configs, n as usize)) };
         let mut out = format!("update cb={} n={n} types={types:?}", cb as usize);
         for c in configs {
             // SAFETY: as above.
@@ -1288,7 +1290,11 @@ mod tests {
             let arg = |a: &MutableArg| format!("{}:{}:{}", a.arg_index, a.arg_size, a.arg_value as usize);
             let size = |p: *const usize| {
                 // SAFETY: NULL or `work_dim` entries.
-                if p.is_null() { "-".to_string() } else { format!("{:?}", unsafe { std::slice::from_raw_parts(p, c.work_dim as usize) }) }
+                if p.is_null() {
+                    "-".to_string()
+                } else {
+                    format!("{:?}", unsafe { std::slice::from_raw_parts(p, c.work_dim as usize) })
+                }
             };
             out += &format!(
                 " [cmd={} dim={} args={:?} svm={:?} exec={} offset={} global={} local={}]",

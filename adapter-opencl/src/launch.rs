@@ -144,10 +144,9 @@ pub(crate) unsafe fn launch(
             }
             // SAFETY: per the contract; a clone has the same arguments set;
             // updatable fields are given only for mutable command-buffers.
-            let (point, mutable) = unsafe {
-                api.nd_range(*buffer, recorded, work_dim, &offset, &global, &local, &all_deps, *updatable)
-            }
-            .cl("clCommandNDRangeKernelKHR")?;
+            let (point, mutable) =
+                unsafe { api.nd_range(*buffer, recorded, work_dim, &offset, &global, &local, &all_deps, *updatable) }
+                    .cl("clCommandNDRangeKernelKHR")?;
             if let Some(kernels) = kernels {
                 kernels.borrow_mut().recorded(name, point);
             }

@@ -275,7 +275,8 @@ mod tests {
         assert!(!mutable_dispatch_known(ExtVersion::new(0, 9, 0)), "linked-list configurations");
         assert!(!mutable_dispatch_known(ExtVersion::new(0, 9, 1)));
         // Intel's OpenCL CPU runtime 2026.2 reports 0.9.3.
-        for v in [ExtVersion::new(0, 9, 2), ExtVersion::new(0, 9, 3), ExtVersion::new(0, 9, 5), ExtVersion::new(1, 0, 0)]
+        for v in
+            [ExtVersion::new(0, 9, 2), ExtVersion::new(0, 9, 3), ExtVersion::new(0, 9, 5), ExtVersion::new(1, 0, 0)]
         {
             assert!(mutable_dispatch_known(v), "{v}");
         }

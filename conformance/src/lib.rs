@@ -114,8 +114,12 @@ pub fn unmet_device_requirements(loader: &Loader, value: &str) -> Vec<String> {
                 && p.devices().iter().any(|d| selected.contains(d))
         });
         if !found {
-            let platforms: Vec<String> =
-                loader.platforms().iter().filter(|p| p.backend() == backend).map(|p| format!("`{}`", p.name())).collect();
+            let platforms: Vec<String> = loader
+                .platforms()
+                .iter()
+                .filter(|p| p.backend() == backend)
+                .map(|p| format!("`{}`", p.name()))
+                .collect();
             let absent = loader.absent().iter().find(|a| a.backend == backend).map(|a| a.reason.to_string());
             unmet.push(format!(
                 "{REQUIRE_DEVICES_ENV} asks for `{item}`, but no selected device matches (platforms of {name}: {}{})",

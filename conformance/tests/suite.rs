@@ -6,7 +6,7 @@
 //! (`CaseError::Skip`), it fails with the reason.
 
 use libtest_mimic::{Arguments, Failed, Trial};
-use ur_conformance::{REQUIRE_DEVICES_ENV, Outcome, cases, devices_under_test, run_case, unmet_device_requirements};
+use ur_conformance::{Outcome, REQUIRE_DEVICES_ENV, cases, devices_under_test, run_case, unmet_device_requirements};
 
 fn main() {
     let args = Arguments::from_args();

@@ -522,7 +522,11 @@ pub fn main(backend: &'static str, library: &'static str) {
     if let (Ok(ready), Ok(required)) = (&setup, std::env::var("UR_RS_REQUIRE_DEVICES")) {
         let unmet = unmet_platforms(backend, &required, &ready.devices);
         if !unmet.is_empty() {
-            eprintln!("ur-abi tests of {backend}: UR_RS_REQUIRE_DEVICES asks for {}, but the library's devices are on {:?}", unmet.join(", "), ready.devices.iter().map(|d| d.platform.as_str()).collect::<Vec<_>>());
+            eprintln!(
+                "ur-abi tests of {backend}: UR_RS_REQUIRE_DEVICES asks for {}, but the library's devices are on {:?}",
+                unmet.join(", "),
+                ready.devices.iter().map(|d| d.platform.as_str()).collect::<Vec<_>>()
+            );
             std::process::exit(1);
         }
     }
@@ -569,7 +573,11 @@ struct Target {
 impl Target {
     /// The library's only device.
     fn only(backend: &str, spirv: bool) -> Target {
-        Target { label: backend.to_string(), selector: None, caps: Capabilities { backend: backend.to_string(), spirv } }
+        Target {
+            label: backend.to_string(),
+            selector: None,
+            caps: Capabilities { backend: backend.to_string(), spirv },
+        }
     }
 }
 
