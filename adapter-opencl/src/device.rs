@@ -262,6 +262,12 @@ pub(crate) struct DeviceShared {
     pub(crate) out_of_order: bool,
     /// PoCL's CPU devices before 7.0: see [`crate::one_launch`].
     pub(crate) one_launch_per_kernel: bool,
+    /// Intel USM pointers go in the SVM recording commands
+    /// (`clCommandSVMMemcpyKHR`, `clCommandSVMMemFillKHR`) rather than the
+    /// helper kernels: Intel USM on a platform other than PoCL (Intel's
+    /// runtimes take USM pointers wherever they take SVM pointers; PoCL 5.0's
+    /// SVM commands are not used with them, untested there).
+    pub(crate) usm_in_svm_commands: bool,
     /// How SPIR-V programs reach the driver, `None` where they cannot.
     pub(crate) il_path: Option<IlPath>,
     pub(crate) info: DeviceInfo,
@@ -452,6 +458,7 @@ impl ClDevice {
                 replay,
                 out_of_order,
                 one_launch_per_kernel,
+                usm_in_svm_commands: matches!(setup.usm, UsmSetup::Intel(_)) && !platform_version.contains("PoCL"),
                 il_path,
                 info,
             }),

@@ -81,7 +81,13 @@ fn native_pattern(pattern: &[u8]) -> bool {
 
 /// SVM fills also need the destination aligned to the pattern.
 fn native_svm_fill(device_usm: &Usm, dst: &UsmRef, pattern: &[u8]) -> bool {
-    matches!(device_usm, Usm::Svm) && native_pattern(pattern) && dst.address().is_multiple_of(pattern.len() as u64)
+    matches!(device_usm, Usm::Svm) && svm_fill_fits(dst, pattern)
+}
+
+/// A pattern and destination that `clEnqueueSVMMemFill` and
+/// `clCommandSVMMemFillKHR` take.
+fn svm_fill_fits(dst: &UsmRef, pattern: &[u8]) -> bool {
+    native_pattern(pattern) && dst.address().is_multiple_of(pattern.len() as u64)
 }
 
 fn origin(layout: &ur_core::RectLayout) -> [usize; 3] {
@@ -532,7 +538,9 @@ pub(crate) unsafe fn record(
     let mutable_target = Target::Record { api, buffer, deps, kernels, updatable };
     let h = &shared.helpers;
     let device_usm = &shared.device.usm;
-    let svm = matches!(device_usm, Usm::Svm);
+    // USM pointers in the SVM recording commands: SVM devices, and Intel's
+    // runtimes with Intel USM (`DeviceShared::usm_in_svm_commands`).
+    let svm = matches!(device_usm, Usm::Svm) || shared.device.usm_in_svm_commands;
     // SAFETY: for every call below, as for `enqueue`, with a recording buffer and
     // its own sync points.
     unsafe {
@@ -548,7 +556,7 @@ pub(crate) unsafe fn record(
                 api.svm_memcpy(buffer, usm(dst), usm(src), *size, deps).cl("clCommandSVMMemcpyKHR").map(Recorded::plain)
             }
             Command::UsmFill { dst, pattern, size, .. }
-                if api.has_svm_fill() && native_svm_fill(device_usm, dst, pattern) =>
+                if svm && api.has_svm_fill() && svm_fill_fits(dst, pattern) =>
             {
                 api.svm_fill(buffer, usm(dst), pattern, *size, deps).cl("clCommandSVMMemFillKHR").map(Recorded::plain)
             }
