@@ -18,6 +18,12 @@
 //!
 //! The returned event spans the two markers.
 //!
+//! From 0.9.8 on (Intel's runtime: 1.0), a buffer that is one native step is
+//! enqueued *directly* on `Q` where the device allows `Q`'s properties for
+//! command-buffer enqueues: one `clEnqueueCommandBufferKHR` on `Q` after the
+//! wait list (and the previous submission, unless it was made on the same
+//! in-order `Q`), whose event is the submission's, as an eager command's.
+//!
 //! A native command (`urCommandBufferAppendNativeCommandExp`) is an eager
 //! step whose work its callback recorded, once, at the append, into a
 //! command-buffer of its own ([`crate::native_segment`]): instances recorded
@@ -66,6 +72,7 @@ use crate::ffi::{
 use crate::mutable::{self, InPlace};
 use crate::native_segment::NativeSegment;
 use crate::one_launch::{self, RecordedKernels};
+use crate::planned::HeldQueue;
 use crate::program::ClKernel;
 use crate::queue::ClQueue;
 use crate::steps::{Placement, Planner, StepKind};
@@ -243,6 +250,9 @@ struct ClExecutable {
     step_version: Vec<u64>,
     /// The join of the latest submission.
     previous: Option<RawEvent>,
+    /// The in-order queue of the latest submission, where it was made
+    /// directly on it (which then orders the next one made there).
+    previous_queue: Option<HeldQueue>,
     /// An empty, finalized command-buffer standing for one without native
     /// steps, so that it still has a native handle.
     placeholder: Option<Segment>,
@@ -378,6 +388,62 @@ impl ClExecutable {
 }
 
 impl ClExecutable {
+    /// Enqueues a buffer of one native step directly on the application's
+    /// queue (see the module documentation), where the device's version and
+    /// queue properties allow; `None` (nothing enqueued) elsewhere.
+    ///
+    /// # Safety
+    /// As for [`ExecutableCommandBufferImpl::enqueue`].
+    unsafe fn enqueue_direct(
+        &mut self,
+        queue: &ClQueue,
+        wait: &[&dyn EventImpl],
+    ) -> Result<Option<Arc<dyn EventImpl>>> {
+        const OUT_OF_ORDER: cl3::types::cl_bitfield = 1 << 0;
+        const PROFILING: cl3::types::cl_bitfield = 1 << 1;
+        let steps = self.commands.planner.steps();
+        let native = self.native();
+        let Some((required, supported)) = native.setup.enqueue_queue_properties else { return Ok(None) };
+        let one_native_step = steps.len() == 1 && steps[0].kind == StepKind::Native;
+        if !one_native_step || self.commands.shared.device.one_launch_per_kernel {
+            return Ok(None);
+        }
+        let mut properties = if queue.in_order() { 0 } else { OUT_OF_ORDER };
+        if queue.profiling {
+            properties |= PROFILING;
+        }
+        if properties & !supported != 0 || required & !properties != 0 {
+            return Ok(None);
+        }
+        let q = queue.raw();
+        let mut list = WaitList::new(wait)?;
+        let same_queue = queue.in_order() && self.previous_queue.as_ref().is_some_and(|held| held.0 == q);
+        if let Some(previous) = self.previous.as_ref().filter(|_| !same_queue) {
+            list.push(previous.retain());
+        }
+        let held = match (queue.in_order(), same_queue) {
+            // SAFETY: the application's queue, valid during the call.
+            (true, false) => Some(unsafe { HeldQueue::retain(q)? }),
+            _ => None,
+        };
+        let instance = self.instance_for_submission()?;
+        let segment = self.instances[instance].segments[0].as_ref().expect("native steps are recorded");
+        // SAFETY: a finalized command-buffer of this table on a queue of its
+        // device and context with properties the device allows; events of
+        // this context.
+        let event = unsafe { self.native().api.enqueue_on(segment.handle, q, list.handles()) }
+            .cl("clEnqueueCommandBufferKHR")?;
+        // SAFETY: a new reference from the enqueue.
+        let event = unsafe { RawEvent::from_raw(event) };
+        queue.flush_raw()?;
+        self.instances[instance].last = Some(event.retain());
+        self.previous = Some(event.retain());
+        if !same_queue {
+            self.previous_queue = held;
+        }
+        Ok(Some(ClEvent::submission(None, event, queue.profiling, Vec::new())))
+    }
+
     /// The instance that updates may change in place, if any: mutable
     /// dispatch is used, no submission of the buffer is in flight, and an
     /// instance of the current version exists. The other instances go (they
@@ -408,7 +474,7 @@ impl ClExecutable {
     unsafe fn update_in_place(&mut self, current: usize, before: Vec<(u32, Command)>) -> Result<SmallVec<[u32; 4]>> {
         let planner = &self.commands.planner;
         let usm = &self.commands.shared.device.usm;
-        let mut per_step: Vec<(u32, Vec<mutable::OwnedUpdate>)> = Vec::new();
+        let mut per_step: Vec<(u32, Vec<Box<mutable::OwnedUpdate>>)> = Vec::new();
         let mut rerecord: SmallVec<[u32; 4]> = SmallVec::new();
         for (index, old) in &before {
             let step = planner.step_of(*index);
@@ -543,6 +609,7 @@ impl RecordingCommandBufferImpl for ClCommandBuffer {
             instances: vec![first],
             version: 0,
             previous: None,
+            previous_queue: None,
             placeholder,
         }))
     }
@@ -551,10 +618,15 @@ impl RecordingCommandBufferImpl for ClCommandBuffer {
 impl ExecutableCommandBufferImpl for ClExecutable {
     unsafe fn enqueue(&mut self, queue: &dyn QueueImpl, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
         let queue = downcast::<ClQueue>(queue as &dyn Any, "the queue")?;
+        // SAFETY: forwarded.
+        if let Some(submission) = unsafe { self.enqueue_direct(queue, wait)? } {
+            return Ok(submission);
+        }
         let mut start = WaitList::new(wait)?;
         if let Some(previous) = &self.previous {
             start.push(previous.retain());
         }
+        self.previous_queue = None;
         // SAFETY: the application's queue and events of this context.
         let first = unsafe { exec::marker(&self.commands.shared, queue.raw(), &start)? };
         queue.flush_raw()?;

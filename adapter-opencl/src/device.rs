@@ -98,6 +98,11 @@ pub struct CommandBufferSetup {
     pub out_of_order: bool,
     /// The recording queue needs profiling enabled.
     pub profiling_queue: bool,
+    /// From 0.9.8 (no pending state), the queue properties
+    /// (`CL_DEVICE_COMMAND_BUFFER_REQUIRED_QUEUE_PROPERTIES_KHR`,
+    /// `..._SUPPORTED_...`) of queues a command-buffer may be enqueued on in
+    /// place of its recording queue; `None` before.
+    pub enqueue_queue_properties: Option<(cl_bitfield, cl_bitfield)>,
     /// The `CL_MUTABLE_DISPATCH_*_KHR` fields that kernel commands of
     /// updatable command-buffers are recorded with, so that updates of them
     /// go through `clUpdateMutableCommandsKHR` (0: updates re-record; see
@@ -163,6 +168,9 @@ fn command_buffer_plan(
         instance_per_pending_submission: abi.pending_state && !simultaneous,
         out_of_order: (ooo_recording && ooo_queues) || required & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE != 0,
         profiling_queue: required & CL_QUEUE_PROFILING_ENABLE != 0,
+        enqueue_queue_properties: (!abi.pending_state)
+            .then(|| reported.command_buffer_supported_queue_properties.map(|supported| (required, supported)))
+            .flatten(),
         mutable_fields: match version::extension_version(&reported.extensions, version::MUTABLE_DISPATCH_EXTENSION) {
             Some(v) if version::mutable_dispatch_known(v) => reported.mutable_dispatch_capabilities & MUTABLE_FIELDS,
             _ => 0,
@@ -660,6 +668,9 @@ mod tests {
         assert_eq!(cb.abi.shape, version::RecordShape::Properties);
         assert!(!cb.abi.pending_state && !cb.simultaneous_use_flag && !cb.instance_per_pending_submission);
         assert_eq!(cb.mutable_fields, MUTABLE_FIELDS, "execution info is never updated");
+        assert_eq!(cb.enqueue_queue_properties, None, "no supported-properties report: not substituted");
+        r.command_buffer_supported_queue_properties = Some(0xf);
+        assert_eq!(setup(&r).command_buffer.unwrap().enqueue_queue_properties, Some((0, 0xf)));
         let intel = "OpenCL 3.1 LINUX";
         assert_eq!(mutable_dispatch_rule(intel, cb.mutable_fields, None).0, MUTABLE_FIELDS);
         assert_eq!(mutable_dispatch_rule(intel, cb.mutable_fields, Some("off")).0, 0);

@@ -555,9 +555,7 @@ pub(crate) unsafe fn record(
             {
                 api.svm_memcpy(buffer, usm(dst), usm(src), *size, deps).cl("clCommandSVMMemcpyKHR").map(Recorded::plain)
             }
-            Command::UsmFill { dst, pattern, size, .. }
-                if svm && api.has_svm_fill() && svm_fill_fits(dst, pattern) =>
-            {
+            Command::UsmFill { dst, pattern, size, .. } if svm && api.has_svm_fill() && svm_fill_fits(dst, pattern) => {
                 api.svm_fill(buffer, usm(dst), pattern, *size, deps).cl("clCommandSVMMemFillKHR").map(Recorded::plain)
             }
             Command::BufferCopy { src, dst, src_offset, dst_offset, size, .. } => api

@@ -552,6 +552,29 @@ impl CommandBufferApi {
         if status == 0 { Ok(event) } else { Err(status) }
     }
 
+    /// `clEnqueueCommandBufferKHR` on `queue` in place of the queue it was
+    /// recorded for (0.9.8 and later: any queue of its device and context
+    /// whose properties the device's command-buffer queue-property queries
+    /// allow).
+    ///
+    /// # Safety
+    /// `buffer` is finalized; `queue` is such a queue; `wait` holds valid
+    /// events of its context.
+    pub(crate) unsafe fn enqueue_on(
+        &self,
+        buffer: cl_command_buffer_khr,
+        queue: cl_command_queue,
+        wait: &[cl_event],
+    ) -> Result<cl_event, cl_int> {
+        let mut event = ptr::null_mut();
+        let mut queue = queue;
+        let list = if wait.is_empty() { ptr::null() } else { wait.as_ptr() };
+        // SAFETY: one queue (contract), a valid wait list of the given length
+        // and a valid event location.
+        let status = unsafe { (self.enqueue)(1, &mut queue, buffer, wait.len() as cl_uint, list, &mut event) };
+        if status == 0 { Ok(event) } else { Err(status) }
+    }
+
     /// `clCommandCopyBufferKHR`.
     ///
     /// # Safety
@@ -1289,12 +1312,12 @@ mod tests {
             let (args, svm) = (list(c.arg_list, c.num_args), list(c.arg_svm_list, c.num_svm_args));
             let arg = |a: &MutableArg| format!("{}:{}:{}", a.arg_index, a.arg_size, a.arg_value as usize);
             let size = |p: *const usize| {
-                // SAFETY: NULL or `work_dim` entries.
                 if p.is_null() {
-                    "-".to_string()
-                } else {
-                    format!("{:?}", unsafe { std::slice::from_raw_parts(p, c.work_dim as usize) })
+                    return "-".to_string();
                 }
+                // SAFETY: not NULL: `work_dim` entries.
+                let sizes = unsafe { std::slice::from_raw_parts(p, c.work_dim as usize) };
+                format!("{sizes:?}")
             };
             out += &format!(
                 " [cmd={} dim={} args={:?} svm={:?} exec={} offset={} global={} local={}]",

@@ -28,7 +28,8 @@ use crate::program::ClKernel;
 pub(crate) struct OwnedUpdate {
     /// The configuration; its `arg_value`s point into the boxes below.
     pub(crate) update: DispatchUpdate,
-    _mems: Vec<Box<cl_mem>>,
+    /// The bytes of value arguments and of buffers' `cl_mem` handles (as
+    /// `clSetKernelArg` takes them: a pointer to the handle).
     _values: Vec<Box<[u8]>>,
 }
 
@@ -53,7 +54,7 @@ pub(crate) enum InPlace {
     /// Nothing it sets changed.
     Unchanged,
     /// This configuration of its mutable dispatch.
-    Update(OwnedUpdate),
+    Update(Box<OwnedUpdate>),
     /// Mutable dispatch cannot express the change: record it again.
     Rerecord,
 }
@@ -94,7 +95,7 @@ pub(crate) fn dispatch_update(
         wants |= CL_MUTABLE_DISPATCH_LOCAL_SIZE_KHR;
         update.local_size = Some(n.local_size);
     }
-    let (mut mems, mut values) = (Vec::new(), Vec::new());
+    let mut values: Vec<Box<[u8]>> = Vec::new();
     for (i, (a, b)) in old.args.iter().zip(&new.args).enumerate() {
         if same_arg(a, b)? {
             continue;
@@ -121,10 +122,13 @@ pub(crate) fn dispatch_update(
                 Usm::None => return Err(err!(UnsupportedFeature, "the device has no USM")),
             },
             ArgValue::MemObj(buffer) => {
-                let mem = Box::new(exec::kernel_mem(buffer)?);
-                let arg_value = (&raw const *mem).cast();
-                update.args.push(MutableArg { arg_index, arg_size: size_of::<cl_mem>(), arg_value });
-                mems.push(mem);
+                let mem: Box<[u8]> = (exec::kernel_mem(buffer)? as usize).to_ne_bytes().into();
+                update.args.push(MutableArg {
+                    arg_index,
+                    arg_size: size_of::<cl_mem>(),
+                    arg_value: mem.as_ptr().cast(),
+                });
+                values.push(mem);
             }
             ArgValue::Local(size) => {
                 update.args.push(MutableArg { arg_index, arg_size: *size, arg_value: ptr::null() });
@@ -136,6 +140,6 @@ pub(crate) fn dispatch_update(
     } else if wants & !fields != 0 {
         InPlace::Rerecord
     } else {
-        InPlace::Update(OwnedUpdate { update, _mems: mems, _values: values })
+        InPlace::Update(Box::new(OwnedUpdate { update, _values: values }))
     })
 }
