@@ -18,6 +18,12 @@
 //!
 //! The returned event spans the two markers.
 //!
+//! From 0.9.8 on (Intel's runtime: 1.0), a buffer that is one native step is
+//! enqueued *directly* on `Q` where the device allows `Q`'s properties for
+//! command-buffer enqueues: one `clEnqueueCommandBufferKHR` on `Q` after the
+//! wait list (and the previous submission, unless it was made on the same
+//! in-order `Q`), whose event is the submission's, as an eager command's.
+//!
 //! A native command (`urCommandBufferAppendNativeCommandExp`) is an eager
 //! step whose work its callback recorded, once, at the append, into a
 //! command-buffer of its own ([`crate::native_segment`]): instances recorded
@@ -31,6 +37,14 @@
 //! flight keep theirs). Where a pending command-buffer cannot be enqueued
 //! again (before 0.9.8 without the simultaneous-use capability), an
 //! enqueue uses an idle instance of the current version or records another.
+//!
+//! Where the device's `cl_khr_command_buffer_mutable_dispatch` is used, the
+//! kernel commands of updatable buffers are recorded as mutable dispatches,
+//! and an update made while no submission of the buffer is in flight changes
+//! the current instance in place (`clUpdateMutableCommandsKHR`, one call per
+//! changed step) instead of bumping the version; what mutable dispatch
+//! cannot express, or an update while a submission is in flight, re-records
+//! as above.
 
 use std::any::Any;
 use std::cell::RefCell;
@@ -51,9 +65,14 @@ use crate::conv::ClResultExt;
 use crate::device::NativeCommandBuffers;
 use crate::event::{ClEvent, RawEvent, WaitList};
 use crate::exec;
-use crate::ffi::{CL_COMMAND_BUFFER_SIMULTANEOUS_USE_KHR, cl_command_buffer_khr, cl_sync_point_khr};
+use crate::ffi::{
+    CL_COMMAND_BUFFER_MUTABLE_KHR, CL_COMMAND_BUFFER_SIMULTANEOUS_USE_KHR, cl_command_buffer_khr,
+    cl_mutable_command_khr, cl_sync_point_khr,
+};
+use crate::mutable::{self, InPlace};
 use crate::native_segment::NativeSegment;
 use crate::one_launch::{self, RecordedKernels};
+use crate::planned::HeldQueue;
 use crate::program::ClKernel;
 use crate::queue::ClQueue;
 use crate::steps::{Placement, Planner, StepKind};
@@ -63,8 +82,16 @@ use crate::steps::{Placement, Planner, StepKind};
 const MAX_INSTANCES: usize = 8;
 
 /// Most commands in a native step of an updatable buffer: what an update
-/// re-records (see [`Planner::with_step_limit`]).
+/// re-records (see [`Planner::with_step_limit`]); not applied where mutable
+/// dispatch updates all of [`ALL_MUTABLE_FIELDS`].
 pub(crate) const UPDATABLE_STEP_LIMIT: usize = 32;
+
+/// Arguments, global size and offset, local size: every field of a kernel
+/// command that an update changes without switching kernels.
+const ALL_MUTABLE_FIELDS: cl3::types::cl_bitfield = crate::ffi::CL_MUTABLE_DISPATCH_ARGUMENTS_KHR
+    | crate::ffi::CL_MUTABLE_DISPATCH_GLOBAL_OFFSET_KHR
+    | crate::ffi::CL_MUTABLE_DISPATCH_GLOBAL_SIZE_KHR
+    | crate::ffi::CL_MUTABLE_DISPATCH_LOCAL_SIZE_KHR;
 
 struct Record {
     command: Command,
@@ -85,7 +112,14 @@ struct Segment {
     kernels: Option<RefCell<RecordedKernels>>,
     /// The sync point of each command recorded, in the step's order.
     sync: Vec<cl_sync_point_khr>,
-    /// The kernel objects its launches were recorded from.
+    /// The `CL_MUTABLE_DISPATCH_*_KHR` fields its kernel commands are
+    /// recorded updatable in (0: not a mutable command-buffer).
+    updatable: cl3::types::cl_bitfield,
+    /// Per command recorded, its mutable-dispatch handle (NULL for other
+    /// commands and where `updatable` is 0).
+    mutable: Vec<cl_mutable_command_khr>,
+    /// What its commands need alive (the kernel objects its launches were
+    /// recorded from, buffers of long fill patterns).
     kept: Vec<crate::launch::Kept>,
 }
 
@@ -98,14 +132,26 @@ impl Segment {
         self.shared.device.command_buffers.as_ref().expect("native command buffers")
     }
 
-    /// A new, empty `cl_command_buffer_khr` on the internal queue.
-    fn new(shared: &Arc<Shared>) -> Result<Segment> {
+    /// A new, empty `cl_command_buffer_khr` on the internal queue; mutable,
+    /// with its kernel commands updatable in `updatable`, where that is not 0.
+    fn new(shared: &Arc<Shared>, updatable: cl3::types::cl_bitfield) -> Result<Segment> {
         let native = shared.device.command_buffers.as_ref().expect("native command buffers");
-        let flags = if native.setup.simultaneous_use_flag { CL_COMMAND_BUFFER_SIMULTANEOUS_USE_KHR } else { 0 };
+        let mut flags = if native.setup.simultaneous_use_flag { CL_COMMAND_BUFFER_SIMULTANEOUS_USE_KHR } else { 0 };
+        if updatable != 0 {
+            flags |= CL_COMMAND_BUFFER_MUTABLE_KHR;
+        }
         // SAFETY: the internal queue belongs to the device the table was resolved for.
         let handle = unsafe { native.api.create(shared.internal_queue(), flags) }.cl("clCreateCommandBufferKHR")?;
         let kernels = shared.device.one_launch_per_kernel.then(RefCell::default);
-        Ok(Segment { shared: shared.clone(), handle, kernels, sync: Vec::new(), kept: Vec::new() })
+        Ok(Segment {
+            shared: shared.clone(),
+            handle,
+            kernels,
+            sync: Vec::new(),
+            updatable,
+            mutable: Vec::new(),
+            kept: Vec::new(),
+        })
     }
 
     /// Records the step's next command after the step's commands at
@@ -115,11 +161,20 @@ impl Segment {
         // SAFETY: the command was validated for this context and needs no
         // host memory (it is in a native step); the segment is recording and
         // the sync points are its own.
-        let (point, kept) = unsafe {
-            exec::record(&self.shared, &self.native().api, self.handle, command, &deps, self.kernels.as_ref())?
+        let recorded = unsafe {
+            exec::record(
+                &self.shared,
+                &self.native().api,
+                self.handle,
+                command,
+                &deps,
+                self.kernels.as_ref(),
+                self.updatable,
+            )?
         };
-        self.kept.push(kept);
-        self.sync.push(point);
+        self.kept.push(recorded.kept);
+        self.sync.push(recorded.point);
+        self.mutable.push(recorded.mutable);
         Ok(())
     }
 
@@ -175,6 +230,8 @@ struct Commands {
     desc: CommandBufferDesc,
     records: Vec<Record>,
     planner: Planner,
+    /// The mutable-dispatch fields of its segments (0: updates re-record).
+    updatable: cl3::types::cl_bitfield,
 }
 
 /// A native command buffer being recorded: its first instance is recorded
@@ -194,6 +251,9 @@ struct ClExecutable {
     step_version: Vec<u64>,
     /// The join of the latest submission.
     previous: Option<RawEvent>,
+    /// The in-order queue of the latest submission, where it was made
+    /// directly on it (which then orders the next one made there).
+    previous_queue: Option<HeldQueue>,
     /// An empty, finalized command-buffer standing for one without native
     /// steps, so that it still has a native handle.
     placeholder: Option<Segment>,
@@ -201,11 +261,22 @@ struct ClExecutable {
 
 impl ClCommandBuffer {
     pub(crate) fn new(shared: Arc<Shared>, desc: CommandBufferDesc) -> Result<ClCommandBuffer> {
-        if shared.device.command_buffers.is_none() {
+        let Some(native) = shared.device.command_buffers.as_ref() else {
             return Err(err!(UnsupportedFeature, "the device has no native command buffers"));
-        }
-        let planner = if desc.updatable { Planner::with_step_limit(UPDATABLE_STEP_LIMIT) } else { Planner::default() };
-        Ok(ClCommandBuffer { commands: Commands { shared, desc, records: Vec::new(), planner }, segments: Vec::new() })
+        };
+        let updatable = if desc.updatable { native.setup.mutable_fields } else { 0 };
+        // Steps bound what an update re-records; where mutable dispatch
+        // updates every field in place, only kernel switches, work-dimension
+        // changes and empty launches re-record, and one step replays fastest.
+        let planner = if desc.updatable && updatable != ALL_MUTABLE_FIELDS {
+            Planner::with_step_limit(UPDATABLE_STEP_LIMIT)
+        } else {
+            Planner::default()
+        };
+        Ok(ClCommandBuffer {
+            commands: Commands { shared, desc, records: Vec::new(), planner, updatable },
+            segments: Vec::new(),
+        })
     }
 
     /// Finalizes the first instance's segments, and makes the placeholder
@@ -219,7 +290,7 @@ impl ClCommandBuffer {
         if self.segments.iter().any(Option::is_some) {
             return Ok(None);
         }
-        let placeholder = Segment::new(&self.commands.shared)?;
+        let placeholder = Segment::new(&self.commands.shared, 0)?;
         placeholder.finalize()?;
         Ok(Some(placeholder))
     }
@@ -238,7 +309,7 @@ impl Commands {
 
     /// Records native step `step` of the current commands into a new segment.
     fn record_step(&self, step: u32) -> Result<Segment> {
-        let mut segment = Segment::new(&self.shared)?;
+        let mut segment = Segment::new(&self.shared, self.updatable)?;
         for &index in &self.planner.steps()[step as usize].commands {
             let record = &self.records[index as usize];
             segment.record(&record.command, &self.same_step_positions(step, &record.deps))?;
@@ -317,6 +388,150 @@ impl ClExecutable {
     }
 }
 
+impl ClExecutable {
+    /// Enqueues a buffer of one native step directly on the application's
+    /// queue (see the module documentation), where the device's version and
+    /// queue properties allow; `None` (nothing enqueued) elsewhere.
+    ///
+    /// # Safety
+    /// As for [`ExecutableCommandBufferImpl::enqueue`].
+    unsafe fn enqueue_direct(
+        &mut self,
+        queue: &ClQueue,
+        wait: &[&dyn EventImpl],
+    ) -> Result<Option<Arc<dyn EventImpl>>> {
+        const OUT_OF_ORDER: cl3::types::cl_bitfield = 1 << 0;
+        const PROFILING: cl3::types::cl_bitfield = 1 << 1;
+        let steps = self.commands.planner.steps();
+        let native = self.native();
+        let Some((required, supported)) = native.setup.enqueue_queue_properties else { return Ok(None) };
+        let one_native_step = steps.len() == 1 && steps[0].kind == StepKind::Native;
+        if !one_native_step || self.commands.shared.device.one_launch_per_kernel {
+            return Ok(None);
+        }
+        let mut properties = if queue.in_order() { 0 } else { OUT_OF_ORDER };
+        if queue.profiling {
+            properties |= PROFILING;
+        }
+        if properties & !supported != 0 || required & !properties != 0 {
+            return Ok(None);
+        }
+        let q = queue.raw();
+        let mut list = WaitList::new(wait)?;
+        let same_queue = queue.in_order() && self.previous_queue.as_ref().is_some_and(|held| held.0 == q);
+        if let Some(previous) = self.previous.as_ref().filter(|_| !same_queue) {
+            list.push(previous.retain());
+        }
+        let held = match (queue.in_order(), same_queue) {
+            // SAFETY: the application's queue, valid during the call.
+            (true, false) => Some(unsafe { HeldQueue::retain(q)? }),
+            _ => None,
+        };
+        let instance = self.instance_for_submission()?;
+        let segment = self.instances[instance].segments[0].as_ref().expect("native steps are recorded");
+        // SAFETY: a finalized command-buffer of this table on a queue of its
+        // device and context with properties the device allows; events of
+        // this context.
+        let event = unsafe { self.native().api.enqueue_on(segment.handle, q, list.handles()) }
+            .cl("clEnqueueCommandBufferKHR")?;
+        // SAFETY: a new reference from the enqueue.
+        let event = unsafe { RawEvent::from_raw(event) };
+        queue.flush_raw()?;
+        self.instances[instance].last = Some(event.retain());
+        self.previous = Some(event.retain());
+        if !same_queue {
+            self.previous_queue = held;
+        }
+        Ok(Some(ClEvent::submission(None, event, queue.profiling, Vec::new())))
+    }
+
+    /// The instance that updates may change in place, if any: mutable
+    /// dispatch is used, no submission of the buffer is in flight, and an
+    /// instance of the current version exists. The other instances go (they
+    /// are idle, and a segment they do not share with it would no longer
+    /// match the step versions).
+    fn in_place_instance(&mut self) -> Option<usize> {
+        if self.commands.updatable == 0 || !self.instances.iter().all(Instance::is_idle) {
+            return None;
+        }
+        let current = self.instances.iter().position(|i| i.version == self.version)?;
+        let keep = self.instances.swap_remove(current);
+        self.instances.clear();
+        self.instances.push(keep);
+        // It has every command as recorded: nothing retired is in it.
+        self.instances[0].retired.clear();
+        Some(0)
+    }
+
+    /// Applies the updates of the native commands in `before` (each with
+    /// the command the current instance recorded) to instance `current`
+    /// through mutable dispatch, one `clUpdateMutableCommandsKHR` per step;
+    /// returns the steps it could not update, to be recorded again (their
+    /// old commands are kept with the instance).
+    ///
+    /// # Safety
+    /// No submission of the buffer is in flight; the records hold validated
+    /// launches.
+    unsafe fn update_in_place(&mut self, current: usize, before: Vec<(u32, Command)>) -> Result<SmallVec<[u32; 4]>> {
+        let planner = &self.commands.planner;
+        let usm = &self.commands.shared.device.usm;
+        let mut per_step: Vec<(u32, Vec<Box<mutable::OwnedUpdate>>)> = Vec::new();
+        let mut rerecord: SmallVec<[u32; 4]> = SmallVec::new();
+        for (index, old) in &before {
+            let step = planner.step_of(*index);
+            if rerecord.contains(&step) {
+                continue;
+            }
+            let segment = self.instances[current].segments[step as usize].as_ref().expect("native steps are recorded");
+            let position = planner.steps()[step as usize].commands.binary_search(index).ok();
+            let handle = position.and_then(|p| segment.mutable.get(p).copied()).unwrap_or(std::ptr::null_mut());
+            let outcome = match (old, &self.commands.records[*index as usize].command) {
+                (Command::KernelLaunch(o), Command::KernelLaunch(n)) => {
+                    mutable::dispatch_update(usm, handle, o, n, segment.updatable)?
+                }
+                _ => InPlace::Rerecord,
+            };
+            match outcome {
+                InPlace::Unchanged => {}
+                InPlace::Rerecord => rerecord.push(step),
+                InPlace::Update(update) => match per_step.iter_mut().find(|(s, _)| *s == step) {
+                    Some((_, list)) => list.push(update),
+                    None => per_step.push((step, vec![update])),
+                },
+            }
+        }
+        let api = &self.native().api;
+        for (step, list) in &per_step {
+            if rerecord.contains(step) {
+                continue;
+            }
+            let segment = self.instances[current].segments[*step as usize].as_ref().expect("native steps are recorded");
+            let configs: Vec<_> = list.iter().map(|u| &u.update).collect();
+            // SAFETY: a finalized mutable command-buffer that no submission
+            // uses (contract); handles recorded into it with the fields
+            // `dispatch_update` checked; arguments of the validated launches.
+            match unsafe { api.update_mutable(segment.handle, &configs) } {
+                Ok(()) => {}
+                Err(code) => {
+                    tracing::debug!(code, step, "clUpdateMutableCommandsKHR failed: the step is recorded again");
+                    rerecord.push(*step);
+                }
+            }
+        }
+        for (index, old) in before {
+            if rerecord.contains(&planner.step_of(index)) {
+                self.instances[current].retired.push(old);
+            }
+        }
+        tracing::debug!(
+            in_place = per_step.len(),
+            rerecorded = rerecord.len(),
+            "kernel update through mutable dispatch (steps)"
+        );
+        Ok(rerecord)
+    }
+}
+
 impl RecordingCommandBufferImpl for ClCommandBuffer {
     unsafe fn append(
         &mut self,
@@ -353,7 +568,7 @@ impl RecordingCommandBufferImpl for ClCommandBuffer {
             let slot = &mut self.segments[step as usize];
             let (mut segment, created) = match slot.take() {
                 Some(segment) => (segment, false),
-                None => (Segment::new(&commands.shared)?, true),
+                None => (Segment::new(&commands.shared, commands.updatable)?, true),
             };
             let recorded = segment.record(command, &positions);
             // A segment created for this command goes when its first command fails.
@@ -395,6 +610,7 @@ impl RecordingCommandBufferImpl for ClCommandBuffer {
             instances: vec![first],
             version: 0,
             previous: None,
+            previous_queue: None,
             placeholder,
         }))
     }
@@ -403,10 +619,15 @@ impl RecordingCommandBufferImpl for ClCommandBuffer {
 impl ExecutableCommandBufferImpl for ClExecutable {
     unsafe fn enqueue(&mut self, queue: &dyn QueueImpl, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
         let queue = downcast::<ClQueue>(queue as &dyn Any, "the queue")?;
+        // SAFETY: forwarded.
+        if let Some(submission) = unsafe { self.enqueue_direct(queue, wait)? } {
+            return Ok(submission);
+        }
         let mut start = WaitList::new(wait)?;
         if let Some(previous) = &self.previous {
             start.push(previous.retain());
         }
+        self.previous_queue = None;
         // SAFETY: the application's queue and events of this context.
         let first = unsafe { exec::marker(&self.commands.shared, queue.raw(), &start)? };
         queue.flush_raw()?;
@@ -491,7 +712,10 @@ impl ExecutableCommandBufferImpl for ClExecutable {
     }
 
     unsafe fn update_kernel_launches(&mut self, updates: &[KernelUpdate<'_>]) -> Result<()> {
+        let in_place = self.in_place_instance();
         let mut changed: SmallVec<[u32; 4]> = SmallVec::new();
+        // In place: each changed native command as the current instance has it.
+        let mut before: Vec<(u32, Command)> = Vec::new();
         for u in updates {
             let step = self.commands.planner.step_of(u.command);
             let old = std::mem::replace(
@@ -499,11 +723,22 @@ impl ExecutableCommandBufferImpl for ClExecutable {
                 Command::KernelLaunch(u.launch.clone()),
             );
             if self.commands.planner.steps()[step as usize].kind == StepKind::Native {
+                if in_place.is_some() {
+                    if !before.iter().any(|(c, _)| *c == u.command) {
+                        before.push((u.command, old));
+                    }
+                    continue;
+                }
                 changed.push(step);
                 for instance in &mut self.instances {
                     instance.retired.push(old.clone());
                 }
             }
+        }
+        if let Some(current) = in_place {
+            // SAFETY: forwarded: the new launches were validated; no
+            // submission of the buffer is in flight (`in_place_instance`).
+            changed.extend(unsafe { self.update_in_place(current, before)? });
         }
         if !changed.is_empty() {
             self.version += 1;

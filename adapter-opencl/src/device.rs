@@ -48,6 +48,9 @@ pub struct Reported {
     /// The host, device and single-device shared capabilities of
     /// `cl_intel_unified_shared_memory`.
     pub intel_usm: [cl_bitfield; 3],
+    /// `CL_DEVICE_MUTABLE_DISPATCH_CAPABILITIES_KHR` (0 without
+    /// `cl_khr_command_buffer_mutable_dispatch`).
+    pub mutable_dispatch_capabilities: cl_bitfield,
 }
 
 /// How USM is implemented on a device.
@@ -96,6 +99,16 @@ pub struct CommandBufferSetup {
     pub out_of_order: bool,
     /// The recording queue needs profiling enabled.
     pub profiling_queue: bool,
+    /// From 0.9.8 (no pending state), the queue properties
+    /// (`CL_DEVICE_COMMAND_BUFFER_REQUIRED_QUEUE_PROPERTIES_KHR`,
+    /// `..._SUPPORTED_...`) of queues a command-buffer may be enqueued on in
+    /// place of its recording queue; `None` before.
+    pub enqueue_queue_properties: Option<(cl_bitfield, cl_bitfield)>,
+    /// The `CL_MUTABLE_DISPATCH_*_KHR` fields that kernel commands of
+    /// updatable command-buffers are recorded with, so that updates of them
+    /// go through `clUpdateMutableCommandsKHR` (0: updates re-record; see
+    /// [`mutable_dispatch_rule`]).
+    pub mutable_fields: cl_bitfield,
 }
 
 /// Everything decided for one device.
@@ -156,7 +169,45 @@ fn command_buffer_plan(
         instance_per_pending_submission: abi.pending_state && !simultaneous,
         out_of_order: (ooo_recording && ooo_queues) || required & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE != 0,
         profiling_queue: required & CL_QUEUE_PROFILING_ENABLE != 0,
+        enqueue_queue_properties: (!abi.pending_state)
+            .then(|| reported.command_buffer_supported_queue_properties.map(|supported| (required, supported)))
+            .flatten(),
+        mutable_fields: match version::extension_version(&reported.extensions, version::MUTABLE_DISPATCH_EXTENSION) {
+            Some(v) if version::mutable_dispatch_known(v) => reported.mutable_dispatch_capabilities & MUTABLE_FIELDS,
+            _ => 0,
+        },
     })
+}
+
+/// The mutable-dispatch fields the adapter updates in place: global
+/// offset, global size, local size and arguments (not execution info).
+const MUTABLE_FIELDS: cl_bitfield = ffi::CL_MUTABLE_DISPATCH_GLOBAL_OFFSET_KHR
+    | ffi::CL_MUTABLE_DISPATCH_GLOBAL_SIZE_KHR
+    | ffi::CL_MUTABLE_DISPATCH_LOCAL_SIZE_KHR
+    | ffi::CL_MUTABLE_DISPATCH_ARGUMENTS_KHR;
+
+/// The variable that turns mutable dispatch off (`off`), so that updates
+/// re-record even where the device offers it.
+pub const MUTABLE_DISPATCH_ENV: &str = "UR_OPENCL_MUTABLE_DISPATCH";
+
+/// Whether a device's mutable dispatch is used, and why: the fields its
+/// setup found (`fields`), unless `forced` is `off` or the platform is PoCL,
+/// whose `clUpdateMutableCommandsKHR` (PoCL 5 to 7, read) rewrites the
+/// stored sizes and offset but not the arguments.
+pub fn mutable_dispatch_rule(
+    platform_version: &str,
+    fields: cl_bitfield,
+    forced: Option<&str>,
+) -> (cl_bitfield, &'static str) {
+    if fields == 0 {
+        (0, "no usable cl_khr_command_buffer_mutable_dispatch (0.9.2 or later)")
+    } else if forced.map(str::trim) == Some("off") {
+        (0, "turned off by UR_OPENCL_MUTABLE_DISPATCH=off")
+    } else if platform_version.contains("PoCL") {
+        (0, "PoCL's clUpdateMutableCommandsKHR does not update arguments")
+    } else {
+        (fields, "cl_khr_command_buffer_mutable_dispatch")
+    }
 }
 
 /// The variable that forces a replay path: `driver` (where the device's
@@ -220,6 +271,12 @@ pub(crate) struct DeviceShared {
     pub(crate) out_of_order: bool,
     /// PoCL's CPU devices before 7.0: see [`crate::one_launch`].
     pub(crate) one_launch_per_kernel: bool,
+    /// Intel USM pointers go in the SVM recording commands
+    /// (`clCommandSVMMemcpyKHR`, `clCommandSVMMemFillKHR`) rather than the
+    /// helper kernels: Intel USM on a platform other than PoCL (Intel's
+    /// runtimes take USM pointers wherever they take SVM pointers; PoCL 5.0's
+    /// SVM commands are not used with them, untested there).
+    pub(crate) usm_in_svm_commands: bool,
     /// How SPIR-V programs reach the driver, `None` where they cannot.
     pub(crate) il_path: Option<IlPath>,
     pub(crate) info: DeviceInfo,
@@ -334,6 +391,11 @@ fn reported(id: cl_device_id, device: &opencl3::device::Device) -> Reported {
         } else {
             [0; 3]
         },
+        mutable_dispatch_capabilities: if has(version::MUTABLE_DISPATCH_EXTENSION) {
+            query(ffi::CL_DEVICE_MUTABLE_DISPATCH_CAPABILITIES_KHR)
+        } else {
+            0
+        },
         extensions,
     }
 }
@@ -369,10 +431,17 @@ impl ClDevice {
             UsmSetup::SvmCoarse => Usm::Svm,
             UsmSetup::None => Usm::None,
         };
+        if let Ok(cb) = &mut setup.command_buffer {
+            let forced = std::env::var(MUTABLE_DISPATCH_ENV).ok();
+            let (fields, why) = mutable_dispatch_rule(platform_version, cb.mutable_fields, forced.as_deref());
+            tracing::info!(device = %name, fields, reason = why, "OpenCL command-buffer updates in place");
+            cb.mutable_fields = fields;
+        }
         let command_buffers = match setup.command_buffer {
             // SAFETY: the platform is valid and `abi` was selected for the
-            // version its device reports.
-            Ok(cb) => match unsafe { CommandBufferApi::resolve(platform, cb.abi) } {
+            // version its device reports; mutable dispatch is asked for only
+            // where its version has the array form.
+            Ok(cb) => match unsafe { CommandBufferApi::resolve(platform, cb.abi, cb.mutable_fields != 0) } {
                 Ok(api) => Some(NativeCommandBuffers { setup: cb, api }),
                 Err(reason) => {
                     tracing::info!(device = %name, %reason, "command buffers emulated");
@@ -407,6 +476,7 @@ impl ClDevice {
                 replay,
                 out_of_order,
                 one_launch_per_kernel,
+                usm_in_svm_commands: matches!(setup.usm, UsmSetup::Intel(_)) && !platform_version.contains("PoCL"),
                 il_path,
                 info,
                 _sub_device: sub_device,
@@ -614,6 +684,36 @@ mod tests {
         assert!(!cb.simultaneous_use_flag && !cb.instance_per_pending_submission);
     }
 
+    /// Intel's OpenCL CPU runtime 2026.2 (PyPI `intel-opencl-rt`): the
+    /// ratified 1.0.0 with mutable dispatch 0.9.3, Intel USM.
+    #[test]
+    fn intel_cpu_runtime() {
+        let mut r = with_extensions(&[
+            (CB, ExtVersion::new(1, 0, 0)),
+            (version::MUTABLE_DISPATCH_EXTENSION, ExtVersion::new(0, 9, 3)),
+            (version::USM_EXTENSION, ExtVersion::new(1, 0, 0)),
+        ]);
+        r.intel_usm = [1, 1, 1];
+        r.mutable_dispatch_capabilities = MUTABLE_FIELDS | (1 << 4);
+        let cb = setup(&r).command_buffer.unwrap();
+        assert_eq!(cb.abi.shape, version::RecordShape::Properties);
+        assert!(!cb.abi.pending_state && !cb.simultaneous_use_flag && !cb.instance_per_pending_submission);
+        assert_eq!(cb.mutable_fields, MUTABLE_FIELDS, "execution info is never updated");
+        assert_eq!(cb.enqueue_queue_properties, None, "no supported-properties report: not substituted");
+        r.command_buffer_supported_queue_properties = Some(0xf);
+        assert_eq!(setup(&r).command_buffer.unwrap().enqueue_queue_properties, Some((0, 0xf)));
+        let intel = "OpenCL 3.1 LINUX";
+        assert_eq!(mutable_dispatch_rule(intel, cb.mutable_fields, None).0, MUTABLE_FIELDS);
+        assert_eq!(mutable_dispatch_rule(intel, cb.mutable_fields, Some("off")).0, 0);
+        assert_eq!(mutable_dispatch_rule("OpenCL 3.0 PoCL 5.0", cb.mutable_fields, None).0, 0);
+        assert_eq!(replay_path(intel, true, true, None).0, ReplayPath::Driver);
+        // Before 0.9.2 the configurations were a linked list: not used.
+        r.extensions[1].1 = ExtVersion::new(0, 9, 1);
+        assert_eq!(setup(&r).command_buffer.unwrap().mutable_fields, 0);
+        r.extensions.remove(1);
+        assert_eq!(setup(&r).command_buffer.unwrap().mutable_fields, 0);
+    }
+
     #[test]
     fn without_simultaneous_use_instances_multiply() {
         let mut r = with_extensions(&[(CB, ExtVersion::new(0, 9, 2))]);
@@ -624,7 +724,7 @@ mod tests {
 
     #[test]
     fn emulated_when_unknown_or_unsatisfiable() {
-        assert!(setup(&with_extensions(&[(CB, ExtVersion::new(1, 0, 0))])).command_buffer.is_err());
+        assert!(setup(&with_extensions(&[(CB, ExtVersion::new(2, 0, 0))])).command_buffer.is_err());
         let mut r = with_extensions(&[(CB, ExtVersion::new(0, 9, 0))]);
         r.command_buffer_required_queue_properties = 1 << 7;
         assert!(setup(&r).command_buffer.is_err());

@@ -32,7 +32,7 @@ use crate::device::Usm;
 use crate::event::{RawEvent, StatusWord, WaitList};
 use crate::ffi::{CommandBufferApi, cl_command_buffer_khr, cl_sync_point_khr};
 use crate::helpers::Side;
-use crate::launch::{self, Kept, Launched, Ptr, Recorded, Target};
+use crate::launch::{self, Launched, Ptr, Recorded, Target};
 use crate::memory::{ClBuffer, ClUsm};
 use crate::one_launch::RecordedKernels;
 use crate::program::ClKernel;
@@ -56,7 +56,7 @@ fn mem(buffer: &MemBuffer) -> Result<cl_mem> {
 }
 
 /// The `cl_mem` a kernel argument passes: a sub-buffer's own object.
-fn kernel_mem(buffer: &MemBuffer) -> Result<cl_mem> {
+pub(crate) fn kernel_mem(buffer: &MemBuffer) -> Result<cl_mem> {
     match buffer.sub_buffer_imp() {
         Some(sub) => Ok(downcast::<ClBuffer>(sub as &dyn Any, "a memory buffer")?.mem()),
         None => mem(buffer),
@@ -81,7 +81,13 @@ fn native_pattern(pattern: &[u8]) -> bool {
 
 /// SVM fills also need the destination aligned to the pattern.
 fn native_svm_fill(device_usm: &Usm, dst: &UsmRef, pattern: &[u8]) -> bool {
-    matches!(device_usm, Usm::Svm) && native_pattern(pattern) && dst.address().is_multiple_of(pattern.len() as u64)
+    matches!(device_usm, Usm::Svm) && svm_fill_fits(dst, pattern)
+}
+
+/// A pattern and destination that `clEnqueueSVMMemFill` and
+/// `clCommandSVMMemFillKHR` take.
+fn svm_fill_fits(dst: &UsmRef, pattern: &[u8]) -> bool {
+    native_pattern(pattern) && dst.address().is_multiple_of(pattern.len() as u64)
 }
 
 fn origin(layout: &ur_core::RectLayout) -> [usize; 3] {
@@ -537,11 +543,15 @@ pub(crate) unsafe fn record(
     command: &Command,
     deps: &[cl_sync_point_khr],
     kernels: Option<&RefCell<RecordedKernels>>,
+    updatable: cl3::types::cl_bitfield,
 ) -> Result<Recorded> {
-    let target = Target::Record { api, buffer, deps, kernels };
+    let target = Target::Record { api, buffer, deps, kernels, updatable: 0 };
+    let mutable_target = Target::Record { api, buffer, deps, kernels, updatable };
     let h = &shared.helpers;
     let device_usm = &shared.device.usm;
-    let svm = matches!(device_usm, Usm::Svm);
+    // USM pointers in the SVM recording commands: SVM devices, and Intel's
+    // runtimes with Intel USM (`DeviceShared::usm_in_svm_commands`).
+    let svm = matches!(device_usm, Usm::Svm) || shared.device.usm_in_svm_commands;
     // SAFETY: for every call below, as for `enqueue`, with a recording buffer and
     // its own sync points.
     unsafe {
@@ -549,26 +559,20 @@ pub(crate) unsafe fn record(
             // Native commands have command-buffers of their own (`native_segment`).
             Command::Native(_) => Err(err!(Unknown, "a native command cannot be recorded among other commands")),
             Command::KernelLaunch(k) if k.range.global_size.contains(&0) => h.noop(&target)?.into_recorded(),
-            Command::KernelLaunch(k) => launch_kernel(shared, &target, k)?.0.into_recorded(),
+            Command::KernelLaunch(k) => launch_kernel(shared, &mutable_target, k)?.0.into_recorded(),
             Command::UsmPrefetch { .. } | Command::UsmAdvise { .. } => h.noop(&target)?.into_recorded(),
             Command::UsmMemcpy { dst: MemLoc::Usm(dst), src: MemLoc::Usm(src), size, .. }
                 if svm && api.has_svm_memcpy() =>
             {
-                api.svm_memcpy(buffer, usm(dst), usm(src), *size, deps)
-                    .cl("clCommandSVMMemcpyKHR")
-                    .map(|p| (p, Kept::default()))
+                api.svm_memcpy(buffer, usm(dst), usm(src), *size, deps).cl("clCommandSVMMemcpyKHR").map(Recorded::plain)
             }
-            Command::UsmFill { dst, pattern, size, .. }
-                if api.has_svm_fill() && native_svm_fill(device_usm, dst, pattern) =>
-            {
-                api.svm_fill(buffer, usm(dst), pattern, *size, deps)
-                    .cl("clCommandSVMMemFillKHR")
-                    .map(|p| (p, Kept::default()))
+            Command::UsmFill { dst, pattern, size, .. } if svm && api.has_svm_fill() && svm_fill_fits(dst, pattern) => {
+                api.svm_fill(buffer, usm(dst), pattern, *size, deps).cl("clCommandSVMMemFillKHR").map(Recorded::plain)
             }
             Command::BufferCopy { src, dst, src_offset, dst_offset, size, .. } => api
                 .copy_buffer(buffer, mem(src)?, mem(dst)?, *src_offset, *dst_offset, *size, deps)
                 .cl("clCommandCopyBufferKHR")
-                .map(|p| (p, Kept::default())),
+                .map(Recorded::plain),
             Command::BufferCopyRect { src, dst, src_layout, dst_layout, region, .. } => api
                 .copy_buffer_rect(
                     buffer,
@@ -582,11 +586,11 @@ pub(crate) unsafe fn record(
                     deps,
                 )
                 .cl("clCommandCopyBufferRectKHR")
-                .map(|p| (p, Kept::default())),
+                .map(Recorded::plain),
             Command::BufferFill { buffer: b, pattern, offset, size, .. } if native_pattern(pattern) => api
                 .fill_buffer(buffer, mem(b)?, pattern, *offset, *size, deps)
                 .cl("clCommandFillBufferKHR")
-                .map(|p| (p, Kept::default())),
+                .map(Recorded::plain),
             other if uses_host_memory(other) => {
                 Err(err!(Unknown, "a {} command on raw host memory cannot be recorded", other.kind()))
             }

@@ -26,7 +26,7 @@ pub(crate) type cl_command_buffer_khr = *mut c_void;
 /// `cl_sync_point_khr`.
 pub(crate) type cl_sync_point_khr = cl_uint;
 /// `cl_mutable_command_khr`.
-type cl_mutable_command_khr = *mut c_void;
+pub(crate) type cl_mutable_command_khr = *mut c_void;
 
 pub(crate) const CL_DEVICE_EXTENSIONS_WITH_VERSION: cl_uint = 0x1060;
 pub(crate) const CL_DEVICE_COMMAND_BUFFER_CAPABILITIES_KHR: cl_uint = 0x12A9;
@@ -36,6 +36,16 @@ pub(crate) const CL_COMMAND_BUFFER_CAPABILITY_SIMULTANEOUS_USE_KHR: cl_bitfield 
 pub(crate) const CL_COMMAND_BUFFER_CAPABILITY_OUT_OF_ORDER_KHR: cl_bitfield = 1 << 3;
 pub(crate) const CL_COMMAND_BUFFER_FLAGS_KHR: cl_properties = 0x1293;
 pub(crate) const CL_COMMAND_BUFFER_SIMULTANEOUS_USE_KHR: cl_bitfield = 1 << 0;
+
+// cl_khr_command_buffer_mutable_dispatch (0.9.2 and later; 1.0).
+pub(crate) const CL_COMMAND_BUFFER_MUTABLE_KHR: cl_bitfield = 1 << 1;
+pub(crate) const CL_DEVICE_MUTABLE_DISPATCH_CAPABILITIES_KHR: cl_uint = 0x12B0;
+const CL_MUTABLE_DISPATCH_UPDATABLE_FIELDS_KHR: cl_properties = 0x12B1;
+pub(crate) const CL_MUTABLE_DISPATCH_GLOBAL_OFFSET_KHR: cl_bitfield = 1 << 0;
+pub(crate) const CL_MUTABLE_DISPATCH_GLOBAL_SIZE_KHR: cl_bitfield = 1 << 1;
+pub(crate) const CL_MUTABLE_DISPATCH_LOCAL_SIZE_KHR: cl_bitfield = 1 << 2;
+pub(crate) const CL_MUTABLE_DISPATCH_ARGUMENTS_KHR: cl_bitfield = 1 << 3;
+const CL_STRUCTURE_TYPE_MUTABLE_DISPATCH_CONFIG_KHR: cl_uint = 0;
 
 pub(crate) const CL_DEVICE_HOST_MEM_CAPABILITIES_INTEL: cl_uint = 0x4190;
 pub(crate) const CL_DEVICE_DEVICE_MEM_CAPABILITIES_INTEL: cl_uint = 0x4191;
@@ -311,8 +321,61 @@ fn sync_point(status: cl_int, point: cl_sync_point_khr) -> Result<cl_sync_point_
     if status == 0 { Ok(point) } else { Err(status) }
 }
 
+/// `cl_mutable_dispatch_arg_khr`: one argument as `clSetKernelArg` (or,
+/// in the SVM list, `clSetKernelArgSVMPointer`) would take it.
+#[repr(C)]
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct MutableArg {
+    pub(crate) arg_index: cl_uint,
+    pub(crate) arg_size: usize,
+    pub(crate) arg_value: *const c_void,
+}
+
+/// `cl_mutable_dispatch_config_khr` of 0.9.2 and later (no `type` and
+/// `next` members: those went with the linked-list form).
+#[repr(C)]
+struct MutableDispatchConfig {
+    command: cl_mutable_command_khr,
+    num_args: cl_uint,
+    num_svm_args: cl_uint,
+    num_exec_infos: cl_uint,
+    work_dim: cl_uint,
+    arg_list: *const MutableArg,
+    arg_svm_list: *const MutableArg,
+    exec_info_list: *const c_void,
+    global_work_offset: *const usize,
+    global_work_size: *const usize,
+    local_work_size: *const usize,
+}
+
+/// `clUpdateMutableCommandsKHR` of 0.9.2 and later.
+type UpdateMutableCommands = unsafe extern "system" fn(
+    command_buffer: cl_command_buffer_khr,
+    num_configs: cl_uint,
+    config_types: *const cl_uint,
+    configs: *const *const c_void,
+) -> cl_int;
+
+/// The new configuration of one mutable kernel command; what is `None` or
+/// empty stays as recorded.
+#[derive(Default, Debug)]
+pub(crate) struct DispatchUpdate {
+    /// The handle its recording returned.
+    pub(crate) command: cl_mutable_command_khr,
+    /// Arguments set as `clSetKernelArg` would.
+    pub(crate) args: Vec<MutableArg>,
+    /// Pointer arguments set as `clSetKernelArgSVMPointer` would.
+    pub(crate) svm_args: Vec<MutableArg>,
+    /// The work dimension the sizes below have (the recorded one).
+    pub(crate) work_dim: u32,
+    pub(crate) global_offset: Option<[usize; 3]>,
+    pub(crate) global_size: Option<[usize; 3]>,
+    pub(crate) local_size: Option<[usize; 3]>,
+}
+
 /// The `cl_khr_command_buffer` entry points of one platform, typed for the
-/// version its device reports.
+/// version its device reports, with `clUpdateMutableCommandsKHR` where the
+/// device's mutable dispatch is used.
 pub(crate) struct CommandBufferApi {
     create: CreateCommandBuffer,
     finalize: CommandBufferOp,
@@ -320,6 +383,7 @@ pub(crate) struct CommandBufferApi {
     enqueue: EnqueueCommandBuffer,
     nd_range: CommandNdRange,
     recording: Recording,
+    update_mutable: Option<UpdateMutableCommands>,
 }
 
 // Recording calls pass NULL for the queue (the base extension records to the
@@ -331,18 +395,28 @@ impl CommandBufferApi {
     /// # Safety
     /// `platform` is a valid platform whose devices report a
     /// `cl_khr_command_buffer` version that `abi` was selected for.
-    pub(crate) unsafe fn resolve(platform: cl_platform_id, abi: CommandBufferAbi) -> Result<CommandBufferApi, String> {
+    pub(crate) unsafe fn resolve(
+        platform: cl_platform_id,
+        abi: CommandBufferAbi,
+        mutable: bool,
+    ) -> Result<CommandBufferApi, String> {
         // SAFETY: the platform is valid (contract); its lookup returns the
         // entry points of the version `abi` was selected for.
-        unsafe { CommandBufferApi::resolve_with(&|name| lookup(platform, name), abi) }
+        unsafe { CommandBufferApi::resolve_with(&|name| lookup(platform, name), abi, mutable) }
     }
 
-    /// [`resolve`](Self::resolve) with any lookup.
+    /// [`resolve`](Self::resolve) with any lookup; `mutable`: also
+    /// `clUpdateMutableCommandsKHR` (an error where it is missing).
     ///
     /// # Safety
     /// `lookup` returns entry points declared as in the version `abi` was
-    /// selected for.
-    unsafe fn resolve_with(lookup: Lookup<'_>, abi: CommandBufferAbi) -> Result<CommandBufferApi, String> {
+    /// selected for, and, with `mutable`, `clUpdateMutableCommandsKHR` as
+    /// declared from mutable dispatch 0.9.2 on.
+    unsafe fn resolve_with(
+        lookup: Lookup<'_>,
+        abi: CommandBufferAbi,
+        mutable: bool,
+    ) -> Result<CommandBufferApi, String> {
         // SAFETY: for all `resolve` calls below, each type is the declaration of
         // that entry point in the selected version (contract).
         unsafe {
@@ -357,8 +431,64 @@ impl CommandBufferApi {
                 enqueue: resolve(lookup, c"clEnqueueCommandBufferKHR")?,
                 nd_range: resolve(lookup, c"clCommandNDRangeKernelKHR")?,
                 recording,
+                update_mutable: if mutable { Some(resolve(lookup, c"clUpdateMutableCommandsKHR")?) } else { None },
             })
         }
+    }
+
+    /// Whether kernel commands can be recorded mutable and updated in place.
+    #[cfg(test)]
+    fn has_mutable_dispatch(&self) -> bool {
+        self.update_mutable.is_some()
+    }
+
+    /// `clUpdateMutableCommandsKHR` with one configuration per update, in
+    /// one call: all of them take effect, or none.
+    ///
+    /// # Safety
+    /// `buffer` is a finalized command-buffer created with
+    /// `CL_COMMAND_BUFFER_MUTABLE_KHR`, not in use by any submission; each
+    /// update's handle was returned by recording into it with the fields it
+    /// changes made updatable; every argument is valid for its kernel.
+    pub(crate) unsafe fn update_mutable(
+        &self,
+        buffer: cl_command_buffer_khr,
+        updates: &[&DispatchUpdate],
+    ) -> Result<(), cl_int> {
+        const INVALID_OPERATION: cl_int = -59;
+        let Some(update) = self.update_mutable else { return Err(INVALID_OPERATION) };
+        if updates.is_empty() {
+            return Ok(());
+        }
+        let list = |v: &[MutableArg]| if v.is_empty() { ptr::null() } else { v.as_ptr() };
+        let sizes = |v: &Option<[usize; 3]>| v.as_ref().map_or(ptr::null(), |a| a.as_ptr());
+        let configs: Vec<MutableDispatchConfig> = updates
+            .iter()
+            .map(|u| MutableDispatchConfig {
+                command: u.command,
+                num_args: u.args.len() as cl_uint,
+                num_svm_args: u.svm_args.len() as cl_uint,
+                num_exec_infos: 0,
+                // 0 keeps the recorded dimension; sizes are given in it.
+                work_dim: if u.global_offset.is_some() || u.global_size.is_some() || u.local_size.is_some() {
+                    u.work_dim
+                } else {
+                    0
+                },
+                arg_list: list(&u.args),
+                arg_svm_list: list(&u.svm_args),
+                exec_info_list: ptr::null(),
+                global_work_offset: sizes(&u.global_offset),
+                global_work_size: sizes(&u.global_size),
+                local_work_size: sizes(&u.local_size),
+            })
+            .collect();
+        let types = vec![CL_STRUCTURE_TYPE_MUTABLE_DISPATCH_CONFIG_KHR; configs.len()];
+        let pointers: Vec<*const c_void> = configs.iter().map(|c| (c as *const MutableDispatchConfig).cast()).collect();
+        // SAFETY: per the contract; the configurations, their lists and the
+        // arrays they point into outlive the call.
+        let status = unsafe { update(buffer, configs.len() as cl_uint, types.as_ptr(), pointers.as_ptr()) };
+        if status == 0 { Ok(()) } else { Err(status) }
     }
 
     /// Whether the SVM copy command can be recorded.
@@ -419,6 +549,29 @@ impl CommandBufferApi {
         // SAFETY: no queue list (the recording queue is used), a valid wait
         // list of the given length and a valid event location.
         let status = unsafe { (self.enqueue)(0, ptr::null_mut(), buffer, wait.len() as cl_uint, list, &mut event) };
+        if status == 0 { Ok(event) } else { Err(status) }
+    }
+
+    /// `clEnqueueCommandBufferKHR` on `queue` in place of the queue it was
+    /// recorded for (0.9.8 and later: any queue of its device and context
+    /// whose properties the device's command-buffer queue-property queries
+    /// allow).
+    ///
+    /// # Safety
+    /// `buffer` is finalized; `queue` is such a queue; `wait` holds valid
+    /// events of its context.
+    pub(crate) unsafe fn enqueue_on(
+        &self,
+        buffer: cl_command_buffer_khr,
+        queue: cl_command_queue,
+        wait: &[cl_event],
+    ) -> Result<cl_event, cl_int> {
+        let mut event = ptr::null_mut();
+        let mut queue = queue;
+        let list = if wait.is_empty() { ptr::null() } else { wait.as_ptr() };
+        // SAFETY: one queue (contract), a valid wait list of the given length
+        // and a valid event location.
+        let status = unsafe { (self.enqueue)(1, &mut queue, buffer, wait.len() as cl_uint, list, &mut event) };
         if status == 0 { Ok(event) } else { Err(status) }
     }
 
@@ -520,11 +673,16 @@ impl CommandBufferApi {
     }
 
     /// `clCommandNDRangeKernelKHR`, with the kernel's arguments as currently
-    /// set (the command captures them).
+    /// set (the command captures them); with `updatable` fields
+    /// (`CL_MUTABLE_DISPATCH_*_KHR` bits, non-zero only in a command-buffer
+    /// created mutable) as a mutable dispatch, whose handle is returned
+    /// (else NULL).
     ///
     /// # Safety
     /// `buffer` is recording; the kernel's arguments are all set; the sizes
-    /// are valid for it; `deps` are sync points the buffer returned.
+    /// are valid for it; `deps` are sync points the buffer returned;
+    /// `updatable` bits are ones the device's
+    /// `CL_DEVICE_MUTABLE_DISPATCH_CAPABILITIES_KHR` lists.
     #[allow(clippy::too_many_arguments)]
     pub(crate) unsafe fn nd_range(
         &self,
@@ -535,16 +693,22 @@ impl CommandBufferApi {
         global: &[usize; 3],
         local: &[usize; 3],
         deps: &[cl_sync_point_khr],
-    ) -> Result<cl_sync_point_khr, cl_int> {
+        updatable: cl_bitfield,
+    ) -> Result<(cl_sync_point_khr, cl_mutable_command_khr), cl_int> {
         let (n, list) = sync_list(deps);
         let mut point = 0;
-        let (null, no_handle): (cl_command_queue, *mut cl_mutable_command_khr) = (ptr::null_mut(), ptr::null_mut());
-        // SAFETY: per the contract; the size arrays outlive the call.
+        let mut handle: cl_mutable_command_khr = ptr::null_mut();
+        let properties: [cl_properties; 3] = [CL_MUTABLE_DISPATCH_UPDATABLE_FIELDS_KHR, updatable, 0];
+        let (properties, handle_out) =
+            if updatable == 0 { (ptr::null(), ptr::null_mut()) } else { (properties.as_ptr(), &raw mut handle) };
+        let null: cl_command_queue = ptr::null_mut();
+        // SAFETY: per the contract; the size arrays and the property list
+        // outlive the call.
         let status = unsafe {
             (self.nd_range)(
                 buffer,
                 null,
-                ptr::null(),
+                properties,
                 kernel,
                 work_dim,
                 offset.as_ptr(),
@@ -553,10 +717,10 @@ impl CommandBufferApi {
                 n,
                 list,
                 &mut point,
-                no_handle,
+                handle_out,
             )
         };
-        sync_point(status, point)
+        sync_point(status, point).map(|p| (p, handle))
     }
 }
 
@@ -986,7 +1150,7 @@ mod tests {
         let abi = select_abi(version).expect("a known version");
         let lookup = driver(properties_shape, with_svm);
         // SAFETY: the fakes are declared as the version's entry points.
-        unsafe { CommandBufferApi::resolve_with(&lookup, abi) }.expect("every entry point resolves")
+        unsafe { CommandBufferApi::resolve_with(&lookup, abi, false) }.expect("every entry point resolves")
     }
 
     /// Records one of each command through `api` and returns what the fakes saw.
@@ -998,7 +1162,10 @@ mod tests {
             assert_eq!(api.copy_buffer(cb, a, b, 1, 2, 3, &deps), Ok(102));
             assert_eq!(api.copy_buffer_rect(cb, a, b, [0; 3], [0; 3], [7, 1, 1], [8, 64], [16, 128], &[]), Ok(100));
             assert_eq!(api.fill_buffer(cb, a, &[1, 2, 3, 4], 4, 64, &deps[..1]), Ok(101));
-            assert_eq!(api.nd_range(cb, ptr::null_mut(), 1, &[0; 3], &[32, 1, 1], &[8, 1, 1], &deps), Ok(102));
+            let (point, handle) =
+                api.nd_range(cb, ptr::null_mut(), 1, &[0; 3], &[32, 1, 1], &[8, 1, 1], &deps, 0).unwrap();
+            assert_eq!(point, 102);
+            assert!(handle.is_null(), "no mutable handle unless asked for");
             if api.has_svm_memcpy() {
                 assert_eq!(api.svm_memcpy(cb, 0x40 as *mut c_void, 0x50 as *const c_void, 12, &[]), Ok(100));
             }
@@ -1072,7 +1239,146 @@ mod tests {
         let abi = select_abi(ExtVersion::new(0, 9, 0)).expect("known");
         let none = |_: &CStr| None;
         // SAFETY: the lookup finds nothing.
-        let err = unsafe { CommandBufferApi::resolve_with(&none, abi) }.err().expect("no entry points");
+        let err = unsafe { CommandBufferApi::resolve_with(&none, abi, false) }.err().expect("no entry points");
         assert!(err.contains("clCommandCopyBufferKHR"), "{err}");
+        // Mutable dispatch asked for but missing is a reason too.
+        let lookup = driver(false, false);
+        // SAFETY: the fakes are declared as 0.9.0's entry points.
+        let err = unsafe { CommandBufferApi::resolve_with(&lookup, abi, true) }.err().expect("no update entry point");
+        assert!(err.contains("clUpdateMutableCommandsKHR"), "{err}");
+    }
+
+    /// The ratified 1.0.0 (Intel's OpenCL CPU runtime 2026.2): the 0.9.5+
+    /// shape, SVM commands included.
+    #[test]
+    fn abi_1_0() {
+        let api = api(ExtVersion::new(1, 0, 0), true, true);
+        assert!(api.has_svm_memcpy() && api.has_svm_fill() && !api.has_mutable_dispatch());
+        assert_eq!(
+            record_all(&api),
+            [
+                "copy q=true props=true src=32 dst=48 1 2 3 deps=2",
+                "rect props=true w=7 pitches=8,64,16,128 deps=0",
+                "fill props=true mem=32 len=4 off=4 size=64 deps=1",
+                "ndrange q=true props=true dim=1 global0=32 deps=2",
+                "svm_memcpy props=true dst=64 src=80 size=12 deps=0",
+                "svm_fill props=true dst=64 len=8 size=64 deps=2",
+            ]
+        );
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    unsafe extern "system" fn mutable_nd_range(
+        _: cl_command_buffer_khr,
+        _: cl_command_queue,
+        props: *const cl_properties,
+        _: cl_kernel,
+        _: cl_uint,
+        _: *const usize,
+        _: *const usize,
+        _: *const usize,
+        n: cl_uint,
+        _: *const cl_sync_point_khr,
+        point: *mut cl_sync_point_khr,
+        handle: *mut cl_mutable_command_khr,
+    ) -> cl_int {
+        set_point(point, n);
+        // SAFETY: a zero-terminated property list when not NULL.
+        let props = if props.is_null() { Vec::new() } else { unsafe { std::slice::from_raw_parts(props, 3) }.to_vec() };
+        if !handle.is_null() {
+            // SAFETY: a valid location when not NULL.
+            unsafe { *handle = 0x77 as cl_mutable_command_khr };
+        }
+        log(format!("ndrange props={props:x?} handle={}", !handle.is_null()))
+    }
+
+    unsafe extern "system" fn update_mutable(
+        cb: cl_command_buffer_khr,
+        n: cl_uint,
+        types: *const cl_uint,
+        configs: *const *const c_void,
+    ) -> cl_int {
+        // SAFETY: `n` types and configurations, each a 0.9.2+ dispatch config.
+        let (types, configs) =
+            unsafe { (std::slice::from_raw_parts(types, n as usize), std::slice::from_raw_parts(configs, n as usize)) };
+        let mut out = format!("update cb={} n={n} types={types:?}", cb as usize);
+        for c in configs {
+            // SAFETY: as above.
+            let c = unsafe { &*c.cast::<MutableDispatchConfig>() };
+            let list = |p: *const MutableArg, n: cl_uint| {
+                // SAFETY: NULL or a list of `n` entries.
+                if p.is_null() { &[][..] } else { unsafe { std::slice::from_raw_parts(p, n as usize) } }
+            };
+            let (args, svm) = (list(c.arg_list, c.num_args), list(c.arg_svm_list, c.num_svm_args));
+            let arg = |a: &MutableArg| format!("{}:{}:{}", a.arg_index, a.arg_size, a.arg_value as usize);
+            let size = |p: *const usize| {
+                if p.is_null() {
+                    return "-".to_string();
+                }
+                // SAFETY: not NULL: `work_dim` entries.
+                let sizes = unsafe { std::slice::from_raw_parts(p, c.work_dim as usize) };
+                format!("{sizes:?}")
+            };
+            out += &format!(
+                " [cmd={} dim={} args={:?} svm={:?} exec={} offset={} global={} local={}]",
+                c.command as usize,
+                c.work_dim,
+                args.iter().map(arg).collect::<Vec<_>>(),
+                svm.iter().map(arg).collect::<Vec<_>>(),
+                c.num_exec_infos,
+                size(c.global_work_offset),
+                size(c.global_work_size),
+                size(c.local_work_size),
+            );
+        }
+        log(out)
+    }
+
+    /// Mutable dispatch of 0.9.2 and later on 1.0: the updatable fields as
+    /// the command's properties, the handle returned, and every update in
+    /// one `clUpdateMutableCommandsKHR` with array configurations.
+    #[test]
+    fn mutable_dispatch_calls() {
+        let abi = select_abi(ExtVersion::new(1, 0, 0)).expect("known");
+        let base = driver(true, true);
+        let lookup = move |name: &CStr| match name.to_str().ok()? {
+            "clCommandNDRangeKernelKHR" => Some(mutable_nd_range as *mut c_void),
+            "clUpdateMutableCommandsKHR" => Some(update_mutable as *mut c_void),
+            _ => base(name),
+        };
+        // SAFETY: the fakes are declared as 1.0's entry points and mutable dispatch 0.9.2's.
+        let api = unsafe { CommandBufferApi::resolve_with(&lookup, abi, true) }.expect("resolves");
+        assert!(api.has_mutable_dispatch());
+        let cb = 0x10 as cl_command_buffer_khr;
+        let fields = CL_MUTABLE_DISPATCH_ARGUMENTS_KHR | CL_MUTABLE_DISPATCH_GLOBAL_SIZE_KHR;
+        // SAFETY: the fakes read what they log.
+        unsafe {
+            let (point, handle) =
+                api.nd_range(cb, ptr::null_mut(), 1, &[0; 3], &[8, 1, 1], &[1; 3], &[101], fields).unwrap();
+            assert_eq!((point, handle as usize), (101, 0x77));
+            let (_, none) = api.nd_range(cb, ptr::null_mut(), 1, &[0; 3], &[8, 1, 1], &[1; 3], &[], 0).unwrap();
+            assert!(none.is_null());
+            let value = 5u32;
+            let updates = [
+                DispatchUpdate {
+                    command: handle,
+                    args: vec![MutableArg { arg_index: 1, arg_size: 4, arg_value: (&raw const value).cast() }],
+                    svm_args: vec![MutableArg { arg_index: 0, arg_size: 0, arg_value: 0x1000 as *const c_void }],
+                    work_dim: 2,
+                    global_size: Some([16, 4, 1]),
+                    ..DispatchUpdate::default()
+                },
+                DispatchUpdate { command: 0x78 as cl_mutable_command_khr, work_dim: 1, ..DispatchUpdate::default() },
+            ];
+            api.update_mutable(cb, &[&updates[0], &updates[1]]).unwrap();
+            api.update_mutable(cb, &[]).unwrap();
+        }
+        let log = take();
+        assert_eq!(log[0], format!("ndrange props=[12b1, {fields:x}, 0] handle=true"));
+        assert_eq!(log[1], "ndrange props=[] handle=false");
+        assert_eq!(log.len(), 3, "an empty update calls nothing: {log:?}");
+        assert!(log[2].starts_with("update cb=16 n=2 types=[0, 0] [cmd=119 dim=2 args=[\"1:4:"), "{}", log[2]);
+        assert!(log[2].contains("svm=[\"0:0:4096\"] exec=0 offset=- global=[16, 4] local=-]"), "{}", log[2]);
+        assert!(log[2].ends_with("[cmd=120 dim=0 args=[] svm=[] exec=0 offset=- global=- local=-]"), "{}", log[2]);
     }
 }

@@ -14,7 +14,7 @@ use crate::context::Shared;
 use crate::conv::ClResultExt;
 use crate::device::Usm;
 use crate::event::{RawEvent, WaitList};
-use crate::ffi::{CommandBufferApi, cl_command_buffer_khr, cl_sync_point_khr};
+use crate::ffi::{CommandBufferApi, cl_command_buffer_khr, cl_mutable_command_khr, cl_sync_point_khr};
 use crate::one_launch::{self, RecordedKernels};
 
 /// Where a launch goes.
@@ -24,12 +24,15 @@ pub(crate) enum Target<'a> {
     /// (see [`crate::one_launch`]).
     Queue { queue: cl_command_queue, wait: &'a WaitList, one_launch: Option<cl3::types::cl_context> },
     /// Recorded into a command-buffer after sync points; with `kernels`, also
-    /// after the segment's previous command of the kernel.
+    /// after the segment's previous command of the kernel; with `updatable`
+    /// `CL_MUTABLE_DISPATCH_*_KHR` fields (a mutable command-buffer), as a
+    /// mutable dispatch whose handle is returned.
     Record {
         api: &'a CommandBufferApi,
         buffer: cl_command_buffer_khr,
         deps: &'a [cl_sync_point_khr],
         kernels: Option<&'a RefCell<RecordedKernels>>,
+        updatable: cl3::types::cl_bitfield,
     },
 }
 
@@ -44,9 +47,8 @@ impl<'a> Target<'a> {
 pub(crate) enum Launched {
     /// The event of an enqueued command.
     Event(RawEvent),
-    /// The sync point of a recorded command, and what must live as long as
-    /// the command-buffer.
-    SyncPoint(cl_sync_point_khr, Kept),
+    /// A recorded command.
+    SyncPoint(Recorded),
 }
 
 /// What a recorded command needs alive as long as its command-buffer (held,
@@ -71,7 +73,7 @@ impl Launched {
     /// The sync point and kept objects of a recorded launch.
     pub(crate) fn into_recorded(self) -> Result<Recorded> {
         match self {
-            Launched::SyncPoint(p, kept) => Ok((p, kept)),
+            Launched::SyncPoint(recorded) => Ok(recorded),
             Launched::Event(_) => Err(err!(Unknown, "a recording produced an event")),
         }
     }
@@ -82,15 +84,32 @@ impl Launched {
     /// once the command has finished.
     pub(crate) fn keeping(self, memory: opencl3::memory::Buffer<u8>) -> Launched {
         match self {
-            Launched::SyncPoint(p, kept) => Launched::SyncPoint(p, Kept { _memory: Some(memory), ..kept }),
+            Launched::SyncPoint(mut recorded) => {
+                recorded.kept._memory = Some(memory);
+                Launched::SyncPoint(recorded)
+            }
             event @ Launched::Event(_) => event,
         }
     }
 }
 
-/// A recorded command: its sync point, and what it needs alive with the
-/// command-buffer (the kernel object of a launch, a buffer it reads).
-pub(crate) type Recorded = (cl_sync_point_khr, Kept);
+/// A recorded command.
+pub(crate) struct Recorded {
+    /// Its sync point.
+    pub(crate) point: cl_sync_point_khr,
+    /// What it needs alive as long as the command-buffer (a launch's kernel
+    /// object, a buffer it reads).
+    pub(crate) kept: Kept,
+    /// A mutable dispatch's handle (NULL otherwise).
+    pub(crate) mutable: cl_mutable_command_khr,
+}
+
+impl Recorded {
+    /// A recorded command that is not a launch.
+    pub(crate) fn plain(point: cl_sync_point_khr) -> Recorded {
+        Recorded { point, kept: Kept::default(), mutable: ptr::null_mut() }
+    }
+}
 
 /// Launches `kernel` with its arguments as currently set.
 ///
@@ -134,7 +153,7 @@ pub(crate) unsafe fn launch(
             };
             Ok(Launched::Event(event))
         }
-        Target::Record { api, buffer, deps, kernels } => {
+        Target::Record { api, buffer, deps, kernels, updatable } => {
             // Each recorded launch gets its own copy of the kernel and its
             // arguments: PoCL 3.1 reads a recorded kernel's arguments when the
             // command-buffer runs, not when it was recorded, so a kernel
@@ -147,13 +166,15 @@ pub(crate) unsafe fn launch(
             if let Some(kernels) = kernels {
                 all_deps.extend(kernels.borrow().extra_dep(name));
             }
-            // SAFETY: per the contract; a clone has the same arguments set.
-            let point = unsafe { api.nd_range(*buffer, recorded, work_dim, &offset, &global, &local, &all_deps) }
-                .cl("clCommandNDRangeKernelKHR")?;
+            // SAFETY: per the contract; a clone has the same arguments set;
+            // updatable fields are given only for mutable command-buffers.
+            let (point, mutable) =
+                unsafe { api.nd_range(*buffer, recorded, work_dim, &offset, &global, &local, &all_deps, *updatable) }
+                    .cl("clCommandNDRangeKernelKHR")?;
             if let Some(kernels) = kernels {
                 kernels.borrow_mut().recorded(name, point);
             }
-            Ok(Launched::SyncPoint(point, Kept { _kernel: clone, _memory: None }))
+            Ok(Launched::SyncPoint(Recorded { point, kept: Kept { _kernel: clone, _memory: None }, mutable }))
         }
     }
 }

@@ -45,6 +45,7 @@ mod helpers;
 pub mod info;
 mod launch;
 mod memory;
+mod mutable;
 mod native_segment;
 mod one_launch;
 mod partition;

@@ -83,7 +83,7 @@ struct PlannedExecutable {
 /// A reference to a `cl_command_queue`, released on drop. Holding it keeps
 /// the handle from being reused by another queue, so that comparing handles
 /// tells the same queue.
-struct HeldQueue(cl_command_queue);
+pub(crate) struct HeldQueue(pub(crate) cl_command_queue);
 
 // SAFETY: OpenCL command-queue handles may be retained, compared and
 // released from any thread.
@@ -94,7 +94,7 @@ impl HeldQueue {
     ///
     /// # Safety
     /// `queue` is a valid command queue.
-    unsafe fn retain(queue: cl_command_queue) -> Result<HeldQueue> {
+    pub(crate) unsafe fn retain(queue: cl_command_queue) -> Result<HeldQueue> {
         // SAFETY: a valid queue (the caller's contract); the new reference is
         // released on drop.
         unsafe { cl3::command_queue::retain_command_queue(queue) }.cl("clRetainCommandQueue")?;

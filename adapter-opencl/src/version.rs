@@ -136,17 +136,44 @@ pub const ABI_TABLE: &[CommandBufferAbi] = &[
         pending_state: false,
         out_of_order_capability_bit: false,
     },
+    // The ratified extension: 1.0.0 is 0.9.8 with the experimental status
+    // dropped (OpenCL-Docs, September 2026), entry points and enums unchanged.
+    CommandBufferAbi {
+        since: ExtVersion::new(1, 0, 0),
+        shape: RecordShape::Properties,
+        svm_commands: true,
+        pending_state: false,
+        out_of_order_capability_bit: false,
+    },
 ];
 
 /// The ABI row for a device's `cl_khr_command_buffer` version, or `None` for
-/// versions the adapter does not know (before 0.9.0, or a later minor or
-/// major version whose entry points may have changed again): such devices get
-/// the software command buffer.
+/// versions the adapter does not know: before 0.9.0, another experimental
+/// minor version, or a major version after 1 (whose entry points may change
+/// again). Such devices get the software command buffer. Within the ratified
+/// major version 1, later minor versions only add (Khronos's versioning of
+/// final extensions), so they use the 1.0 row.
 pub fn select_abi(version: ExtVersion) -> Option<CommandBufferAbi> {
-    if version.major != 0 || version.minor != 9 {
+    let known = matches!((version.major, version.minor), (0, 9) | (1, _));
+    if !known {
         return None;
     }
     ABI_TABLE.iter().rev().find(|row| row.since <= version).copied()
+}
+
+/// The oldest `cl_khr_command_buffer_mutable_dispatch` whose
+/// `clUpdateMutableCommandsKHR` takes an array of configurations (0.9.2);
+/// before it the configurations were a linked list of other structures.
+pub const MUTABLE_DISPATCH_ARRAY_SINCE: ExtVersion = ExtVersion::new(0, 9, 2);
+
+/// Whether the adapter can call a device's `clUpdateMutableCommandsKHR`:
+/// the array shape of 0.9.2 to 0.9.x, or the ratified major version 1.
+pub fn mutable_dispatch_known(version: ExtVersion) -> bool {
+    match (version.major, version.minor) {
+        (0, 9) => version >= MUTABLE_DISPATCH_ARRAY_SINCE,
+        (1, _) => true,
+        _ => false,
+    }
 }
 
 /// The name of the command-buffer extension.
@@ -216,13 +243,45 @@ mod tests {
         assert_eq!(v(12), v(8), "later patches use the newest row");
     }
 
+    /// Intel's OpenCL CPU runtime 2026.2: the ratified 1.0.0, the 0.9.8 shape.
+    #[test]
+    fn version_1_is_the_final_shape() {
+        let final_row = select_abi(ExtVersion::new(1, 0, 0)).expect("1.0.0 is known");
+        let last_experimental = select_abi(ExtVersion::new(0, 9, 8)).expect("0.9.8 is known");
+        assert_eq!(final_row.since, ExtVersion::new(1, 0, 0));
+        assert_eq!(
+            (final_row.shape, final_row.svm_commands, final_row.pending_state, final_row.out_of_order_capability_bit),
+            (
+                last_experimental.shape,
+                last_experimental.svm_commands,
+                last_experimental.pending_state,
+                last_experimental.out_of_order_capability_bit
+            )
+        );
+        assert_eq!(select_abi(ExtVersion::new(1, 2, 3)), Some(final_row), "minor versions of 1 only add");
+    }
+
     #[test]
     fn unknown_versions_are_rejected() {
         for v in
-            [ExtVersion::new(0, 8, 9), ExtVersion::new(0, 10, 0), ExtVersion::new(1, 0, 0), ExtVersion::new(0, 0, 0)]
+            [ExtVersion::new(0, 8, 9), ExtVersion::new(0, 10, 0), ExtVersion::new(2, 0, 0), ExtVersion::new(0, 0, 0)]
         {
             assert_eq!(select_abi(v), None, "{v}");
         }
+    }
+
+    #[test]
+    fn mutable_dispatch_versions() {
+        assert!(!mutable_dispatch_known(ExtVersion::new(0, 9, 0)), "linked-list configurations");
+        assert!(!mutable_dispatch_known(ExtVersion::new(0, 9, 1)));
+        // Intel's OpenCL CPU runtime 2026.2 reports 0.9.3.
+        for v in
+            [ExtVersion::new(0, 9, 2), ExtVersion::new(0, 9, 3), ExtVersion::new(0, 9, 5), ExtVersion::new(1, 0, 0)]
+        {
+            assert!(mutable_dispatch_known(v), "{v}");
+        }
+        assert!(!mutable_dispatch_known(ExtVersion::new(2, 0, 0)));
+        assert!(!mutable_dispatch_known(ExtVersion::new(0, 10, 0)));
     }
 
     #[test]

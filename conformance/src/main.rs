@@ -11,7 +11,9 @@ use clap::{Parser, ValueEnum};
 use serde::Serialize;
 use ur::{CommandBufferSupport, Device, Loader};
 use ur_conformance::harness::flag_words;
-use ur_conformance::{Case, Outcome, cases, devices_under_test, run_case};
+use ur_conformance::{
+    Case, Outcome, REQUIRE_DEVICES_ENV, cases, devices_under_test, run_case, unmet_device_requirements,
+};
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 enum Format {
@@ -97,6 +99,17 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // CI names the devices that must be here (a backend, or a platform of
+    // one): a missing one fails the run rather than leaving it untested.
+    if let Ok(required) = std::env::var(REQUIRE_DEVICES_ENV) {
+        let unmet = unmet_device_requirements(&loader, &required);
+        if !unmet.is_empty() {
+            for why in unmet {
+                eprintln!("ur-conformance: {why}");
+            }
+            return ExitCode::from(2);
+        }
+    }
     match cli.format {
         Format::Table => emit(&header(&loader, &devices, cases.len())),
         Format::Json => {

@@ -6,7 +6,7 @@
 //! (`CaseError::Skip`), it fails with the reason.
 
 use libtest_mimic::{Arguments, Failed, Trial};
-use ur_conformance::{Outcome, cases, devices_under_test, run_case};
+use ur_conformance::{Outcome, REQUIRE_DEVICES_ENV, cases, devices_under_test, run_case, unmet_device_requirements};
 
 fn main() {
     let args = Arguments::from_args();
@@ -26,6 +26,14 @@ fn main() {
         std::process::exit(2);
     });
     let mut trials = Vec::new();
+    // CI names the devices that must be here (`UR_RS_REQUIRE_DEVICES`): one
+    // trial that fails when any is missing.
+    if let Ok(required) = std::env::var(REQUIRE_DEVICES_ENV) {
+        let unmet = unmet_device_requirements(&loader, &required);
+        trials.push(Trial::test(format!("[require] {REQUIRE_DEVICES_ENV}={required}"), move || {
+            if unmet.is_empty() { Ok(()) } else { Err(Failed::from(unmet.join("\n"))) }
+        }));
+    }
     for device in devices {
         for case in cases::all() {
             let name = format!("[{device}] {}", case.name);

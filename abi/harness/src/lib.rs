@@ -28,6 +28,13 @@
 //! which turns that into a failure. A library whose driver offers no device
 //! (no CUDA on the machine) is ignored likewise, unless its backend is named
 //! in `UR_RS_REQUIRE_DEVICES` (`cpu,opencl,vulkan` in CI).
+//!
+//! Where a library offers several devices (PoCL and Intel's OpenCL CPU
+//! runtime beside it), every program runs on each, made the programs' first
+//! device by `UR_DEVICE_SELECTOR=<backend>:<index>`, and the trials are
+//! named `[opencl:0] ...`, `[opencl:1] ...`. An item `backend@text` of
+//! `UR_RS_REQUIRE_DEVICES` (`opencl@Intel` in CI) fails the run unless one of
+//! the library's devices is on a platform whose name contains `text`.
 
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
@@ -464,17 +471,24 @@ fn required(var: &str, item: &str) -> bool {
 pub fn main(backend: &'static str, library: &'static str) {
     let args = Arguments::from_args();
     let setup = setup(backend, library);
+    let targets = match &setup {
+        Ok(ready) => ready.targets(backend),
+        Err(_) => vec![Target::only(backend, false)],
+    };
     let runs = programs().into_iter().flat_map(|p| {
         let without = p.also_without_layers.then(|| (p.clone(), Layers::None));
         std::iter::once((p, Layers::FullValidation)).chain(without)
     });
+    let runs: Vec<(Program, Layers, Target)> =
+        runs.flat_map(|(p, l)| targets.iter().map(move |t| (p.clone(), l, t.clone()))).collect();
     let trials = runs
-        .map(|(program, layers)| {
+        .into_iter()
+        .map(|(program, layers, target)| {
             let suffix = if layers == Layers::None { " (no layers)" } else { "" };
-            let name = format!("[{backend}] {}{suffix}", program.name);
+            let name = format!("[{}] {}{suffix}", target.label, program.name);
             let cannot = match &setup {
                 Err(reason) => Some(reason.clone()),
-                Ok(ready) => match program.unmet(&ready.caps) {
+                Ok(_) => match program.unmet(&target.caps) {
                     Ok(unmet) => unmet,
                     Err(why) => return Trial::test(name, move || Err(why.into())),
                 },
@@ -482,7 +496,7 @@ pub fn main(backend: &'static str, library: &'static str) {
             match (&setup, cannot) {
                 (Ok(ready), None) => {
                     let ready = ready.clone();
-                    Trial::test(name, move || ready.trial(&program, layers))
+                    Trial::test(name, move || ready.trial(&program, layers, &target))
                 }
                 (_, Some(reason)) => {
                     // A failed setup is said once, below.
@@ -505,7 +519,81 @@ pub fn main(backend: &'static str, library: &'static str) {
             std::process::exit(1);
         }
     }
+    if let (Ok(ready), Ok(required)) = (&setup, std::env::var("UR_RS_REQUIRE_DEVICES")) {
+        let unmet = unmet_platforms(backend, &required, &ready.devices);
+        if !unmet.is_empty() {
+            eprintln!(
+                "ur-abi tests of {backend}: UR_RS_REQUIRE_DEVICES asks for {}, but the library's devices are on {:?}",
+                unmet.join(", "),
+                ready.devices.iter().map(|d| d.platform.as_str()).collect::<Vec<_>>()
+            );
+            std::process::exit(1);
+        }
+    }
     libtest_mimic::run(&args, trials).exit();
+}
+
+/// The items `backend@text` of `UR_RS_REQUIRE_DEVICES` (`value`) for
+/// `backend` that no device in `devices` matches (its platform name
+/// contains `text`, ignoring case).
+fn unmet_platforms<'a>(backend: &str, value: &'a str, devices: &[ProbedDevice]) -> Vec<&'a str> {
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|item| {
+            item.split_once('@').is_some_and(|(b, text)| {
+                let text = text.trim().to_lowercase();
+                b.trim() == backend && !devices.iter().any(|d| d.platform.to_lowercase().contains(&text))
+            })
+        })
+        .collect()
+}
+
+/// One device of a library, as the probe listed it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct ProbedDevice {
+    /// Its index among the library's devices (`UR_DEVICE_SELECTOR`'s).
+    index: u32,
+    /// Whether it lists an IL version.
+    spirv: bool,
+    /// Its platform's name.
+    platform: String,
+}
+
+/// The device a trial runs its program on.
+#[derive(Clone, Debug)]
+struct Target {
+    /// `opencl` where the library has one device, else `opencl:1`.
+    label: String,
+    /// `UR_DEVICE_SELECTOR` for the program, where the library has several.
+    selector: Option<String>,
+    caps: Capabilities,
+}
+
+impl Target {
+    /// The library's only device.
+    fn only(backend: &str, spirv: bool) -> Target {
+        Target {
+            label: backend.to_string(),
+            selector: None,
+            caps: Capabilities { backend: backend.to_string(), spirv },
+        }
+    }
+}
+
+/// The `device <index> spirv <0|1> <platform>` lines of the probe's output.
+fn probed_devices(stdout: &str) -> Vec<ProbedDevice> {
+    stdout
+        .lines()
+        .filter_map(|l| {
+            let mut words = l.trim().splitn(5, ' ');
+            (words.next()? == "device").then_some(())?;
+            let index = words.next()?.parse().ok()?;
+            (words.next()? == "spirv").then_some(())?;
+            let spirv = words.next()? == "1";
+            Some(ProbedDevice { index, spirv, platform: words.next().unwrap_or("").to_string() })
+        })
+        .collect()
 }
 
 /// What every trial of one library needs.
@@ -514,13 +602,32 @@ struct Ready {
     oneapi: Oneapi,
     library: PathBuf,
     cache: PathBuf,
+    /// The first device's capabilities.
     caps: Capabilities,
+    /// Every device of the library.
+    devices: Vec<ProbedDevice>,
 }
 
 impl Ready {
-    fn trial(&self, program: &Program, layers: Layers) -> Result<(), Failed> {
+    /// The devices the programs run on: the only one, or each of several.
+    fn targets(&self, backend: &str) -> Vec<Target> {
+        if self.devices.len() <= 1 {
+            return vec![Target::only(backend, self.caps.spirv)];
+        }
+        self.devices
+            .iter()
+            .map(|d| Target {
+                label: format!("{backend}:{}", d.index),
+                selector: Some(format!("{backend}:{}", d.index)),
+                caps: Capabilities { backend: backend.to_string(), spirv: d.spirv },
+            })
+            .collect()
+    }
+
+    fn trial(&self, program: &Program, layers: Layers, target: &Target) -> Result<(), Failed> {
         let exe = build(&self.oneapi, program, &self.cache)?;
-        let run = run(&exe, Some(&self.library), layers, &[], &[])?;
+        let env: Vec<(&str, &str)> = target.selector.iter().map(|s| ("UR_DEVICE_SELECTOR", s.as_str())).collect();
+        let run = run(&exe, Some(&self.library), layers, &[], &env)?;
         let verdict = verdict(&run);
         if verdict == Verdict::Pass {
             print!("{}", run.stdout);
@@ -576,7 +683,8 @@ fn setup(backend: &str, library: &str) -> Result<Ready, String> {
         _ => return Err(format!("the probe failed: {}\n{}", run.stdout, run.stderr)),
     }
     let spirv = run.stdout.lines().any(|l| l.trim() == "spirv 1");
-    Ok(Ready { oneapi, library, cache, caps: Capabilities { backend: backend.to_string(), spirv } })
+    let devices = probed_devices(&run.stdout);
+    Ok(Ready { oneapi, library, cache, caps: Capabilities { backend: backend.to_string(), spirv }, devices })
 }
 
 #[cfg(test)]
@@ -627,6 +735,18 @@ mod tests {
         assert!(kernels.unmet(&caps("opencl", false)).unwrap().is_some());
         assert!(program("int main(void) {}").unmet(&caps("cuda", false)).unwrap().is_none());
         assert!(program("urt: needs widgets").unmet(&caps("cpu", true)).is_err(), "an unknown need is an error");
+    }
+
+    #[test]
+    fn probed_devices_and_required_platforms() {
+        let out = "2\nspirv 0\ndevice 0 spirv 0 Portable Computing Language\ndevice 1 spirv 1 Intel(R) OpenCL\n";
+        let devices = probed_devices(out);
+        assert_eq!(devices.len(), 2);
+        assert_eq!(devices[1], ProbedDevice { index: 1, spirv: true, platform: "Intel(R) OpenCL".into() });
+        assert!(unmet_platforms("opencl", "cpu,opencl,opencl@intel", &devices).is_empty());
+        assert_eq!(unmet_platforms("opencl", "opencl@NVIDIA,vulkan@lavapipe", &devices), ["opencl@NVIDIA"]);
+        assert!(unmet_platforms("vulkan", "opencl@NVIDIA", &devices).is_empty());
+        assert!(unmet_platforms("opencl", "opencl@Intel", &devices[..1]).len() == 1);
     }
 
     /// Every program's declared needs are ones the harness knows.
