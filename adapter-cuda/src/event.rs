@@ -363,7 +363,9 @@ impl EventImpl for CudaEvent {
         let start = self.dev.timestamp_ns(start_event).ok()?;
         let end = self.dev.timestamp_ns(self.end()).ok()?.max(start);
         if self.recording.load(Ordering::Acquire) {
-            return Some(ProfilingInfo::recording(queued, end));
+            // The call's host time, on the device's timeline like the recorded time.
+            let call = self.dev.host_to_device_ns(queued).ok()?;
+            return Some(ProfilingInfo::recording(call, end));
         }
         let submit = submit.min(start);
         Some(ProfilingInfo { queued: queued.min(submit), submit, start, end })

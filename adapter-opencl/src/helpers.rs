@@ -70,34 +70,47 @@ const BYTES_PER_ITEM: usize = 16;
 /// specialise kernels per work-group size (PoCL) do it once.
 const GROUP: usize = 64;
 
-/// One helper kernel, as two kernel objects: one whose pointer arguments are
-/// always USM pointers, one whose pointer arguments include buffers. An
-/// argument of one object thus never changes from one kind to the other,
-/// which NVIDIA's OpenCL does not handle (later launches fail with
-/// `CL_INVALID_KERNEL_ARGS`). Each lock covers setting the arguments and
+/// One helper kernel, as one kernel object per combination of its pointer
+/// arguments' kinds (USM pointer or buffer): an argument of one object thus
+/// never changes from one kind to the other, which NVIDIA's OpenCL does not
+/// handle (later launches fail with `CL_INVALID_KERNEL_ARGS`; a USM fill
+/// with a long pattern, a USM pointer and a pattern buffer, followed by a
+/// buffer fill showed it). Each lock covers setting the arguments and
 /// launching.
 pub(crate) struct Helper {
-    usm: Mutex<opencl3::kernel::Kernel>,
-    buffers: Mutex<opencl3::kernel::Kernel>,
+    /// Indexed by [`Helper::variant`]: bit `i` set where pointer argument `i`
+    /// is a buffer.
+    kernels: Vec<Mutex<opencl3::kernel::Kernel>>,
     name: &'static str,
     group: usize,
 }
 
 impl Helper {
+    /// The helper `name`, whose first `pointers` pointer arguments may each
+    /// be a USM pointer or a buffer.
     fn new(
         program: &opencl3::program::Program,
         name: &'static str,
+        pointers: u32,
         device: cl3::types::cl_device_id,
     ) -> Result<Helper> {
-        let create = || opencl3::kernel::Kernel::create(program, name).cl("clCreateKernel (adapter helper)");
-        let (usm, buffers) = (create()?, create()?);
-        let max = usm.get_work_group_size(device).cl("CL_KERNEL_WORK_GROUP_SIZE")?;
-        Ok(Helper { usm: Mutex::new(usm), buffers: Mutex::new(buffers), name, group: GROUP.min(max).max(1) })
+        let kernels = (0..1usize << pointers)
+            .map(|_| {
+                opencl3::kernel::Kernel::create(program, name).cl("clCreateKernel (adapter helper)").map(Mutex::new)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let max = kernels[0].lock().get_work_group_size(device).cl("CL_KERNEL_WORK_GROUP_SIZE")?;
+        Ok(Helper { kernels, name, group: GROUP.min(max).max(1) })
+    }
+
+    /// Which kernel object serves pointer arguments `ptrs`.
+    fn variant(ptrs: &[Ptr]) -> usize {
+        ptrs.iter().enumerate().filter(|(_, p)| matches!(p, Ptr::Mem(_))).fold(0, |bits, (i, _)| bits | 1 << i)
     }
 
     /// The kernel object for a launch whose pointer arguments are `ptrs`.
     fn for_args(&self, ptrs: &[Ptr]) -> parking_lot::MutexGuard<'_, opencl3::kernel::Kernel> {
-        if ptrs.iter().any(|p| matches!(p, Ptr::Mem(_))) { self.buffers.lock() } else { self.usm.lock() }
+        self.kernels[Self::variant(ptrs) % self.kernels.len()].lock()
     }
 }
 
@@ -121,11 +134,11 @@ impl Helpers {
             return Err(crate::conv::cl_error(e.0, &format!("clBuildProgram (adapter helpers): {log}")));
         }
         Ok(Helpers {
-            copy: Helper::new(&program, "ur_copy", device)?,
-            copy_rect: Helper::new(&program, "ur_copy_rect", device)?,
-            fill: Helper::new(&program, "ur_fill", device)?,
-            fill_from: Helper::new(&program, "ur_fill_from", device)?,
-            noop: Helper::new(&program, "ur_noop", device)?,
+            copy: Helper::new(&program, "ur_copy", 2, device)?,
+            copy_rect: Helper::new(&program, "ur_copy_rect", 2, device)?,
+            fill: Helper::new(&program, "ur_fill", 1, device)?,
+            fill_from: Helper::new(&program, "ur_fill_from", 2, device)?,
+            noop: Helper::new(&program, "ur_noop", 0, device)?,
             _program: program,
         })
     }

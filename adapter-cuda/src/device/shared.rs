@@ -138,6 +138,11 @@ const WORDS_PER_PAGE: u32 = 1024;
 /// PTX by CUDA C source and compute capability.
 pub(crate) type PtxCache = HashMap<(String, (i32, i32)), Arc<CString>>;
 
+/// How long a measured offset between the host clock and the device's
+/// timing base is used: drift of a few parts per million makes at most a few
+/// microseconds in that time.
+const CALIBRATION_AGE_NS: u64 = 1_000_000_000;
+
 /// What every context of a device shares.
 pub(crate) struct DeviceShared {
     pub(crate) device: sys::CUdevice,
@@ -149,6 +154,12 @@ pub(crate) struct DeviceShared {
     /// The origin of device timestamps, recorded at `base_ns` on the host clock.
     base: CuEvent,
     base_ns: u64,
+    /// The device timing base's offset from the host clock (device minus
+    /// host, ns) and the host time it was measured at: the GPU's timer and
+    /// the host clock drift apart by a few parts per million (277 µs two
+    /// minutes after the base on an H200), so host times put on the device's
+    /// timeline use an offset at most [`CALIBRATION_AGE_NS`] old.
+    calibration: Mutex<Option<(u64, i64)>>,
     /// Never recorded, so always complete: stands for "nothing to wait for"
     /// where a graph node needs an event.
     pub(crate) complete: CuEvent,
@@ -222,6 +233,7 @@ impl DeviceShared {
             internal,
             base,
             base_ns,
+            calibration: Mutex::new(None),
             complete,
             held: Held::default(),
             stream_pool: Mutex::new(stream_pool),
@@ -261,7 +273,24 @@ impl DeviceShared {
             event.synchronize()?;
             self.timestamp_ns(&event)
         })?;
+        *self.calibration.lock() = Some((host, device as i64 - host as i64));
         Ok(Timestamps { device, host })
+    }
+
+    /// A time of the host clock (`now_ns`) on the device's timing base, with
+    /// an offset measured within the last [`CALIBRATION_AGE_NS`] (measuring
+    /// again waits for an event on the internal stream, at most once in that
+    /// time).
+    pub(crate) fn host_to_device_ns(&self, host_ns: u64) -> Result<u64> {
+        let fresh = *self.calibration.lock();
+        let offset = match fresh {
+            Some((at, offset)) if now_ns().saturating_sub(at) < CALIBRATION_AGE_NS => offset,
+            _ => {
+                let pair = self.timestamps()?;
+                pair.device as i64 - pair.host as i64
+            }
+        };
+        Ok(host_ns.saturating_add_signed(offset))
     }
 
     /// Releases `resource`. Freeing memory or unloading a module may wait
