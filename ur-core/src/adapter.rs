@@ -219,6 +219,24 @@ pub trait ContextImpl: Any + Send + Sync {
     /// reports them.
     unsafe fn queue_create(&self, properties: QueueProperties) -> Result<Box<dyn QueueImpl>>;
 
+    /// Creates a queue whose commands run on `device`, a sub-device (at any
+    /// depth) of the context's device, using this context's memory and
+    /// programs. `UnsupportedFeature` (the default) where the backend cannot
+    /// run such a queue, naming why.
+    ///
+    /// # Safety
+    /// `device` is a sub-device of the context's device, of this adapter;
+    /// out-of-order execution and profiling are only asked for when it
+    /// reports them.
+    unsafe fn sub_device_queue_create(
+        &self,
+        device: &dyn DeviceImpl,
+        properties: QueueProperties,
+    ) -> Result<Box<dyn QueueImpl>> {
+        let _ = (device, properties);
+        Err(crate::err!(UnsupportedFeature, "this backend cannot run a sub-device's queue in a context of its parent"))
+    }
+
     /// Creates a native command buffer.
     ///
     /// # Safety
