@@ -96,6 +96,16 @@ impl ContextImpl for CpuContext {
         Ok(Box::new(CpuCommandBuffer::new(self.pool.clone(), *desc)))
     }
 
+    /// A sub-device's command buffer runs on the sub-device's workers.
+    unsafe fn sub_device_command_buffer_create(
+        &self,
+        device: &dyn DeviceImpl,
+        desc: &CommandBufferDesc,
+    ) -> Result<Box<dyn RecordingCommandBufferImpl>> {
+        let device = downcast::<CpuDevice>(device as &dyn Any, "the sub-device")?;
+        Ok(Box::new(CpuCommandBuffer::new(device.pool()?, *desc)))
+    }
+
     fn user_event_create(&self) -> Result<Arc<dyn UserEventImpl>> {
         Ok(CpuEvent::pending(false))
     }

@@ -503,6 +503,17 @@ impl ContextImpl for FaultyContext {
         Ok(Box::new(FaultyCommandBuffer { inner, count: Count::new(&self.shared, |l| &l.command_buffers, 0) }))
     }
 
+    unsafe fn sub_device_command_buffer_create(
+        &self,
+        device: &dyn DeviceImpl,
+        desc: &CommandBufferDesc,
+    ) -> Result<Box<dyn RecordingCommandBufferImpl>> {
+        self.enter(CallKind::CommandBufferCreate)?;
+        // SAFETY: the caller's guarantees, passed on unchanged.
+        let inner = unsafe { self.inner.sub_device_command_buffer_create(device, desc)? };
+        Ok(Box::new(FaultyCommandBuffer { inner, count: Count::new(&self.shared, |l| &l.command_buffers, 0) }))
+    }
+
     fn user_event_create(&self) -> Result<Arc<dyn UserEventImpl>> {
         self.enter(CallKind::UserEventCreate)?;
         let inner = self.inner.user_event_create()?;

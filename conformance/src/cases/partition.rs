@@ -138,9 +138,10 @@ fn sub_devices_run_kernels_and_command_buffers(env: &Env) -> CaseResult {
 
 /// A queue on a sub-device in a context of its parent (what libsycl makes
 /// for `sycl::queue{sub_device}`): a kernel of the parent's program and a
-/// memory command run through it on the context's memory. Drivers that take
-/// no such queue (Intel's OpenCL CPU runtime) answer `UnsupportedFeature`; a
-/// device outside the context is `InvalidDevice`.
+/// memory command run through it on the context's memory, and a command
+/// buffer made for the sub-device. Drivers that take no such queue (Intel's
+/// OpenCL CPU runtime) answer `UnsupportedFeature`, as OpenCL's native
+/// command buffers do; a device outside the context is `InvalidDevice`.
 fn sub_device_queues_work_in_their_parents_context(env: &Env) -> CaseResult {
     let device = env.device();
     let Some(sub) = one_unit_sub_device(device)? else {
@@ -168,6 +169,22 @@ fn sub_device_queues_work_in_their_parents_context(env: &Env) -> CaseResult {
     let mut expected = vec![value; N / 2];
     expected.resize(N, 3);
     check_eq!(read::<u32>(&queue, mem.ptr(), N)?, expected);
+    // A command buffer for the sub-device in the same context, where the
+    // backend records one (OpenCL's native command buffers: not).
+    match CommandBuffer::new(&context, &sub, CommandBufferDesc::default()) {
+        Err(ur::UrError::UnsupportedFeature(_)) if device.backend() == ur::Backend::OpenCl => {}
+        cb => {
+            let cb = cb?;
+            check_eq!(cb.device(), &sub);
+            let recorded = 11u32;
+            let args = [KernelArg::Pointer(mem.ptr()), KernelArg::value(&recorded)];
+            // SAFETY: as above.
+            unsafe { cb.append_kernel_launch(&KernelLaunch::new(&kernel, &[N], &args), &[], AppendOptions::new())? };
+            cb.finalize()?;
+            queue.enqueue_command_buffer(&cb, &[])?.wait()?;
+            check_eq!(read::<u32>(&queue, mem.ptr(), N)?, vec![recorded; N]);
+        }
+    }
     // The parent is not in a context of its sub-device.
     let sub_context = Context::new(&sub)?;
     check_err!(Queue::on_device(&sub_context, device, QueueProperties::default()), InvalidDevice);
