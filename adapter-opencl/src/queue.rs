@@ -22,7 +22,7 @@ pub(crate) struct ClQueue {
     in_order: bool,
     /// The sub-device of the context's device the queue runs on, kept until
     /// the queue is released (it releases the `cl_device_id` when dropped).
-    _sub_device: Option<Arc<DeviceShared>>,
+    sub_device: Option<Arc<DeviceShared>>,
 }
 
 impl ClQueue {
@@ -33,7 +33,7 @@ impl ClQueue {
             queue,
             profiling: properties.profiling,
             in_order: !properties.out_of_order,
-            _sub_device: None,
+            sub_device: None,
         })
     }
 
@@ -62,7 +62,7 @@ impl ClQueue {
             queue,
             profiling: properties.profiling,
             in_order: !properties.out_of_order,
-            _sub_device: Some(device),
+            sub_device: Some(device),
         })
     }
 
@@ -76,13 +76,7 @@ impl ClQueue {
         // Work-item dimensions are only used by opencl3's launch helpers, which
         // this adapter does not call.
         let queue = opencl3::command_queue::CommandQueue::new(raw, 3);
-        ClQueue {
-            shared,
-            queue,
-            profiling: properties.profiling,
-            in_order: !properties.out_of_order,
-            _sub_device: None,
-        }
+        ClQueue { shared, queue, profiling: properties.profiling, in_order: !properties.out_of_order, sub_device: None }
     }
 
     pub(crate) fn raw(&self) -> cl3::types::cl_command_queue {
@@ -171,6 +165,16 @@ impl QueueImpl for ClQueue {
     /// The `cl_command_queue`.
     fn native_handle(&self) -> Result<NativeHandle> {
         Ok(NativeHandle(self.raw() as u64))
+    }
+}
+
+impl Drop for ClQueue {
+    fn drop(&mut self) {
+        // Only a sub-device's queue can leave launches in its context's
+        // one-launch chain that outlive its device (see `one_launch`).
+        if self.sub_device.is_some() && self.shared.device.one_launch_per_kernel {
+            crate::one_launch::forget_queue(self.queue.get());
+        }
     }
 }
 

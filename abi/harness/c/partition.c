@@ -56,7 +56,8 @@ static void use_sub_device(urt_env *env, ur_device_handle_t sub) {
 
 /* A queue on a sub-device in the root device's context (what libsycl makes
  * for sycl::queue{sub}): it answers the sub-device, and a fill and a kernel
- * of the context's program run through it on the context's memory. Drivers
+ * of the context's program run through it on the context's memory, as does
+ * a command buffer made for the sub-device. Drivers
  * that take no such queue (Intel's OpenCL CPU runtime) answer
  * UNSUPPORTED_FEATURE. */
 static void sub_device_in_parent_context(urt_env *env, ur_device_handle_t sub) {
@@ -92,6 +93,22 @@ static void sub_device_in_parent_context(urt_env *env, ur_device_handle_t sub) {
     uint32_t host[N] = {0};
     URT_OK(urEnqueueUSMMemcpy(queue, true, host, p, sizeof host, 0, NULL, NULL));
     for (int i = 0; i < N; i++) URT_CHECK(host[i] == expected, "element %d is %u, not %u", i, host[i], expected);
+    /* A command buffer for the sub-device in the same context, where the
+     * backend records one (OpenCL's native command buffers do not). */
+    ur_exp_command_buffer_desc_t desc = {UR_STRUCTURE_TYPE_EXP_COMMAND_BUFFER_DESC, NULL, false, true, false};
+    ur_exp_command_buffer_handle_t cb = NULL;
+    ur_result_t cb_made = urCommandBufferCreateExp(env->context, sub, &desc, &cb);
+    URT_CHECK(cb_made == UR_RESULT_SUCCESS || (cb_made == UR_RESULT_ERROR_UNSUPPORTED_FEATURE && env->backend == UR_BACKEND_OPENCL),
+              "a command buffer for a sub-device in its parent's context: result %d", cb_made);
+    if (cb) {
+      uint32_t five = 5;
+      URT_OK(urCommandBufferAppendUSMFillExp(cb, p, &five, sizeof five, sizeof host, 0, NULL, 0, NULL, NULL, NULL, NULL));
+      URT_OK(urCommandBufferFinalizeExp(cb));
+      URT_OK(urEnqueueCommandBufferExp(queue, cb, 0, NULL, NULL));
+      URT_OK(urEnqueueUSMMemcpy(queue, true, host, p, sizeof host, 0, NULL, NULL));
+      for (int i = 0; i < N; i++) URT_CHECK(host[i] == five, "recorded fill: element %d is %u", i, host[i]);
+      URT_OK(urCommandBufferReleaseExp(cb));
+    }
     URT_OK(urUSMFree(env->context, p));
   }
   URT_OK(urQueueRelease(queue));
