@@ -53,9 +53,11 @@ impl Context {
         &self.device
     }
 
-    /// Whether `device` is the context's device (a context holds one).
+    /// Whether `device` may use the context: its device (a context holds
+    /// one) or a sub-device of it at any depth (ur-core's
+    /// `Context::holds_device`).
     pub(crate) fn holds(&self, device: &Handle<Device>) -> bool {
-        std::ptr::eq(device, &*self.device)
+        std::ptr::eq(device, &*self.device) || self.context.holds_device(device.value.core())
     }
 
     /// Registers a USM allocation made in this context.

@@ -192,7 +192,7 @@ unsafe fn check_devices(context: &Context, count: u32, devices: *mut ur_device_h
         ensure!(
             context.holds(device),
             InvalidDevice,
-            "the device is not the context's: a context of this adapter holds one device"
+            "the device is neither the context's nor a sub-device of it: a context of this adapter holds one device"
         );
     }
     Ok(())
@@ -252,7 +252,7 @@ pub(crate) unsafe extern "C" fn urProgramCreateWithBinary(
         ensure!(num_devices == 1, InvalidValue, "{num_devices} devices: a context of this adapter holds one device");
         // SAFETY: forwarded.
         let device = unsafe { Handle::<Device>::get(*devices)? };
-        ensure!(std::ptr::eq(device, &**context.value.device()), InvalidDevice, "the device is not the context's");
+        ensure!(context.value.holds(device), InvalidDevice, "the device is not the context's or a sub-device of it");
         // SAFETY: both arrays hold `num_devices` (1) entries per the contract.
         let (length, binary) = unsafe { (*lengths, *binaries) };
         ensure!(!binary.is_null(), InvalidNullPointer, "ppBinaries[0] is null");

@@ -9,7 +9,7 @@ use parking_lot::Mutex;
 use ur_core::{QueueProperties, ensure, err};
 
 use crate::context::{Context, ContextRef};
-use crate::device::Device;
+use crate::device::{Device, DeviceRef};
 use crate::entry::guard;
 use crate::handle::Handle;
 use crate::info::{InfoOut, write_out};
@@ -19,6 +19,9 @@ use crate::sys::*;
 pub struct Queue {
     queue: ur_core::Queue,
     context: ContextRef,
+    /// The device handle the queue was made for, when it is a sub-device of
+    /// the context's device (`UR_QUEUE_INFO_DEVICE` answers it).
+    sub_device: Option<DeviceRef>,
     flags: ur_queue_flags_t,
     /// Held while one of the queue's `urEnqueueHostTaskExp` functions runs.
     host_turn: Arc<Mutex<()>>,
@@ -36,7 +39,7 @@ impl Queue {
         if props.profiling {
             flags |= ur_queue_flag_t::UR_QUEUE_FLAG_PROFILING_ENABLE.0;
         }
-        Queue { queue, context, flags, host_turn: Arc::default() }
+        Queue { queue, context, sub_device: None, flags, host_turn: Arc::default() }
     }
 
     /// The ur-core queue.
@@ -109,20 +112,20 @@ pub(crate) unsafe extern "C" fn urQueueCreate(
             "queue flags {:#x} (device queues, CUDA default-stream modes) are not supported",
             flags & !(HONOURED | HINTS)
         );
+        // SAFETY: checked above to be a live device handle.
+        let device = unsafe { Handle::<Device>::arc(device.raw_of())? };
         ensure!(
-            Arc::ptr_eq(context.value.device(), &{
-                // SAFETY: checked above to be a live device handle.
-                unsafe { Handle::<Device>::arc(device.raw_of())? }
-            }),
+            context.value.holds(&device),
             InvalidDevice,
-            "the device is not the context's"
+            "the device is neither the context's nor a sub-device of it"
         );
         let props = QueueProperties {
             out_of_order: flags & ur_queue_flag_t::UR_QUEUE_FLAG_OUT_OF_ORDER_EXEC_MODE_ENABLE.0 != 0,
             profiling: flags & ur_queue_flag_t::UR_QUEUE_FLAG_PROFILING_ENABLE.0 != 0,
         };
-        let core = ur_core::Queue::new(context.value.core(), props)?;
-        let handle = Handle::create(Queue { queue: core, context, flags, host_turn: Arc::default() });
+        let core = ur_core::Queue::on_device(context.value.core(), device.value.core(), props)?;
+        let sub_device = (!Arc::ptr_eq(&device, context.value.device())).then_some(device);
+        let handle = Handle::create(Queue { queue: core, context, sub_device, flags, host_turn: Arc::default() });
         // SAFETY: checked non-null, writable per the contract.
         unsafe { write_out(queue, handle, "phQueue") }
     })
@@ -172,7 +175,9 @@ pub(crate) unsafe extern "C" fn urQueueGetInfo(
         let q = &handle.value;
         match name {
             ur_queue_info_t::UR_QUEUE_INFO_CONTEXT => out.value(q.context.raw()),
-            ur_queue_info_t::UR_QUEUE_INFO_DEVICE => out.value(q.context.value.device().raw()),
+            ur_queue_info_t::UR_QUEUE_INFO_DEVICE => {
+                out.value(q.sub_device.as_ref().unwrap_or_else(|| q.context.value.device()).raw())
+            }
             ur_queue_info_t::UR_QUEUE_INFO_FLAGS => out.value(q.flags),
             ur_queue_info_t::UR_QUEUE_INFO_REFERENCE_COUNT => out.value(handle.reference_count()),
             ur_queue_info_t::UR_QUEUE_INFO_DEVICE_DEFAULT | ur_queue_info_t::UR_QUEUE_INFO_SIZE => {

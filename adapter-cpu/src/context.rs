@@ -1,12 +1,14 @@
 //! Contexts: allocation, programs, queues and command buffers.
 
+use std::any::Any;
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
 
 use ur_core::adapter::{
-    BufferImpl, ContextImpl, ProgramImpl, QueueImpl, RecordingCommandBufferImpl, UserEventImpl, UsmImpl,
+    BufferImpl, ContextImpl, DeviceImpl, ProgramImpl, QueueImpl, RecordingCommandBufferImpl, UserEventImpl, UsmImpl,
+    downcast,
 };
 use ur_core::{
     AdoptedBuffer, CommandBufferDesc, MemFlags, NativeHandle, Ownership, ProgramBundle, QueueProperties, Result,
@@ -14,6 +16,7 @@ use ur_core::{
 };
 
 use crate::command_buffer::CpuCommandBuffer;
+use crate::device::CpuDevice;
 use crate::event::CpuEvent;
 use crate::memory::{CpuBuffer, CpuUsm, HostBlock};
 use crate::pool::Pool;
@@ -78,8 +81,29 @@ impl ContextImpl for CpuContext {
         Ok(Box::new(CpuQueue::new(self.pool.clone(), properties)))
     }
 
+    /// A sub-device's queue runs on the sub-device's own workers; the
+    /// context's memory is host memory, which every worker reaches.
+    unsafe fn sub_device_queue_create(
+        &self,
+        device: &dyn DeviceImpl,
+        properties: QueueProperties,
+    ) -> Result<Box<dyn QueueImpl>> {
+        let device = downcast::<CpuDevice>(device as &dyn Any, "the sub-device")?;
+        Ok(Box::new(CpuQueue::new(device.pool()?, properties)))
+    }
+
     unsafe fn command_buffer_create(&self, desc: &CommandBufferDesc) -> Result<Box<dyn RecordingCommandBufferImpl>> {
         Ok(Box::new(CpuCommandBuffer::new(self.pool.clone(), *desc)))
+    }
+
+    /// A sub-device's command buffer runs on the sub-device's workers.
+    unsafe fn sub_device_command_buffer_create(
+        &self,
+        device: &dyn DeviceImpl,
+        desc: &CommandBufferDesc,
+    ) -> Result<Box<dyn RecordingCommandBufferImpl>> {
+        let device = downcast::<CpuDevice>(device as &dyn Any, "the sub-device")?;
+        Ok(Box::new(CpuCommandBuffer::new(device.pool()?, *desc)))
     }
 
     fn user_event_create(&self) -> Result<Arc<dyn UserEventImpl>> {

@@ -85,7 +85,7 @@ pub(crate) struct CpuDevice {
 
 impl CpuDevice {
     /// The device's workers, started if they are not yet.
-    fn pool(&self) -> Result<Arc<Pool>> {
+    pub(crate) fn pool(&self) -> Result<Arc<Pool>> {
         let mut pool = self.pool.lock();
         if let Some(pool) = &*pool {
             return Ok(pool.clone());

@@ -1,12 +1,13 @@
 //! Contexts: an OpenCL context on one device, its internal queue, the helper
 //! kernels, and the objects it makes.
 
+use std::any::Any;
 use std::sync::{Arc, OnceLock};
 
 use cl3::types::{cl_bitfield, cl_command_queue};
 use ur_core::adapter::{
-    AdoptedKernel, AdoptedProgram, BufferImpl, ContextImpl, EventImpl, ProgramImpl, QueueImpl,
-    RecordingCommandBufferImpl, UserEventImpl, UsmImpl,
+    AdoptedKernel, AdoptedProgram, BufferImpl, ContextImpl, DeviceImpl, EventImpl, ProgramImpl, QueueImpl,
+    RecordingCommandBufferImpl, UserEventImpl, UsmImpl, downcast,
 };
 use ur_core::{
     AdoptedBuffer, CommandBufferDesc, MemFlags, NativeHandle, Ownership, ProgramBundle, QueueProperties, ReplayPath,
@@ -15,7 +16,7 @@ use ur_core::{
 
 use crate::command_buffer::ClCommandBuffer;
 use crate::conv::ClResultExt;
-use crate::device::DeviceShared;
+use crate::device::{ClDevice, DeviceShared};
 use crate::event::{ClEvent, RawEvent};
 use crate::helpers::Helpers;
 use crate::memory::{ClBuffer, ClUsm};
@@ -178,6 +179,15 @@ impl ContextImpl for ClContext {
 
     unsafe fn queue_create(&self, properties: QueueProperties) -> Result<Box<dyn QueueImpl>> {
         Ok(Box::new(ClQueue::new(self.shared.clone(), properties)?))
+    }
+
+    unsafe fn sub_device_queue_create(
+        &self,
+        device: &dyn DeviceImpl,
+        properties: QueueProperties,
+    ) -> Result<Box<dyn QueueImpl>> {
+        let device = downcast::<ClDevice>(device as &dyn Any, "the sub-device")?;
+        Ok(Box::new(ClQueue::on_sub_device(self.shared.clone(), device.shared().clone(), properties)?))
     }
 
     unsafe fn command_buffer_create(&self, desc: &CommandBufferDesc) -> Result<Box<dyn RecordingCommandBufferImpl>> {

@@ -506,6 +506,13 @@ fn command_buffer_caps(replay: ReplayPath) -> CommandBufferCaps {
     }
 }
 
+impl ClDevice {
+    /// What the device's contexts and queues share.
+    pub(crate) fn shared(&self) -> &Arc<DeviceShared> {
+        &self.shared
+    }
+}
+
 impl DeviceImpl for ClDevice {
     fn info(&self) -> DeviceInfo {
         self.shared.info.clone()

@@ -102,6 +102,28 @@ pub(crate) fn forget_context(context: cl3::types::cl_context) {
     });
 }
 
+/// Forgets the last launches enqueued on `queue`, a queue on a sub-device
+/// of its context's device that is going away: as [`forget_context`], its
+/// events must be released while the sub-device lives, which the context
+/// (made on the parent) does not ensure.
+pub(crate) fn forget_queue(queue: cl3::types::cl_command_queue) {
+    let mut guard = LAST_LAUNCH.lock();
+    let Some(last) = guard.as_mut() else { return };
+    last.retain(|_, (_, event)| {
+        // An event whose queue cannot be read is kept: it cannot be told
+        // apart, and keeping it is what every other queue's event gets.
+        let on_queue = cl3::event::get_event_info(event.get(), cl3::event::CL_EVENT_COMMAND_QUEUE)
+            .is_ok_and(|info| info.to_ptr() == queue as isize);
+        if !on_queue {
+            return true;
+        }
+        if let Err(code) = event.wait() {
+            tracing::debug!(code, "PoCL: the last launch of a sub-device queue going away failed");
+        }
+        false
+    });
+}
+
 /// The kernel commands recorded so far into one command-buffer segment.
 #[derive(Debug, Default)]
 pub(crate) struct RecordedKernels {

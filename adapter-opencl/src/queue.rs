@@ -7,10 +7,11 @@
 use std::sync::Arc;
 
 use ur_core::adapter::{EventImpl, QueueImpl};
-use ur_core::{Command, NativeHandle, QueueProperties, Result};
+use ur_core::{Command, NativeHandle, QueueProperties, Result, UrError, err};
 
 use crate::context::{CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, CL_QUEUE_PROFILING_ENABLE, Shared, create_queue};
 use crate::conv::ClResultExt;
+use crate::device::DeviceShared;
 use crate::event::{ClEvent, RawEvent, WaitList};
 use crate::exec;
 
@@ -19,19 +20,50 @@ pub(crate) struct ClQueue {
     queue: opencl3::command_queue::CommandQueue,
     pub(crate) profiling: bool,
     in_order: bool,
+    /// The sub-device of the context's device the queue runs on, kept until
+    /// the queue is released (it releases the `cl_device_id` when dropped).
+    sub_device: Option<Arc<DeviceShared>>,
 }
 
 impl ClQueue {
     pub(crate) fn new(shared: Arc<Shared>, properties: QueueProperties) -> Result<ClQueue> {
-        let mut flags = 0;
-        if properties.out_of_order {
-            flags |= CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE;
-        }
-        if properties.profiling {
-            flags |= CL_QUEUE_PROFILING_ENABLE;
-        }
-        let queue = create_queue(&shared.context, &shared.device, flags)?;
-        Ok(ClQueue { shared, queue, profiling: properties.profiling, in_order: !properties.out_of_order })
+        let queue = create_queue(&shared.context, &shared.device, queue_flags(properties))?;
+        Ok(ClQueue {
+            shared,
+            queue,
+            profiling: properties.profiling,
+            in_order: !properties.out_of_order,
+            sub_device: None,
+        })
+    }
+
+    /// A queue of the context on `device`, a sub-device of the context's
+    /// device. OpenCL lets a queue name a device of the context only; some
+    /// drivers (PoCL) also take a sub-device of one, others (Intel's CPU
+    /// runtime) answer `CL_INVALID_DEVICE`, which is `UnsupportedFeature`
+    /// here: the context would have to have been made with the sub-device.
+    pub(crate) fn on_sub_device(
+        shared: Arc<Shared>,
+        device: Arc<DeviceShared>,
+        properties: QueueProperties,
+    ) -> Result<ClQueue> {
+        let queue = match create_queue(&shared.context, &device, queue_flags(properties)) {
+            Err(UrError::InvalidDevice(detail)) => {
+                return Err(err!(
+                    UnsupportedFeature,
+                    "this OpenCL driver takes no queue on a sub-device in a context of its parent \
+                     (clCreateCommandQueueWithProperties: {detail}); make a context on the sub-device"
+                ));
+            }
+            other => other?,
+        };
+        Ok(ClQueue {
+            shared,
+            queue,
+            profiling: properties.profiling,
+            in_order: !properties.out_of_order,
+            sub_device: Some(device),
+        })
     }
 
     /// A queue over an adopted `cl_command_queue` of the context's device,
@@ -44,7 +76,7 @@ impl ClQueue {
         // Work-item dimensions are only used by opencl3's launch helpers, which
         // this adapter does not call.
         let queue = opencl3::command_queue::CommandQueue::new(raw, 3);
-        ClQueue { shared, queue, profiling: properties.profiling, in_order: !properties.out_of_order }
+        ClQueue { shared, queue, profiling: properties.profiling, in_order: !properties.out_of_order, sub_device: None }
     }
 
     pub(crate) fn raw(&self) -> cl3::types::cl_command_queue {
@@ -134,4 +166,26 @@ impl QueueImpl for ClQueue {
     fn native_handle(&self) -> Result<NativeHandle> {
         Ok(NativeHandle(self.raw() as u64))
     }
+}
+
+impl Drop for ClQueue {
+    fn drop(&mut self) {
+        // Only a sub-device's queue can leave launches in its context's
+        // one-launch chain that outlive its device (see `one_launch`).
+        if self.sub_device.is_some() && self.shared.device.one_launch_per_kernel {
+            crate::one_launch::forget_queue(self.queue.get());
+        }
+    }
+}
+
+/// The OpenCL queue properties for `properties`.
+fn queue_flags(properties: QueueProperties) -> cl3::types::cl_bitfield {
+    let mut flags = 0;
+    if properties.out_of_order {
+        flags |= CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE;
+    }
+    if properties.profiling {
+        flags |= CL_QUEUE_PROFILING_ENABLE;
+    }
+    flags
 }

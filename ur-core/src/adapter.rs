@@ -219,6 +219,24 @@ pub trait ContextImpl: Any + Send + Sync {
     /// reports them.
     unsafe fn queue_create(&self, properties: QueueProperties) -> Result<Box<dyn QueueImpl>>;
 
+    /// Creates a queue whose commands run on `device`, a sub-device (at any
+    /// depth) of the context's device, using this context's memory and
+    /// programs. `UnsupportedFeature` (the default) where the backend cannot
+    /// run such a queue, naming why.
+    ///
+    /// # Safety
+    /// `device` is a sub-device of the context's device, of this adapter;
+    /// out-of-order execution and profiling are only asked for when it
+    /// reports them.
+    unsafe fn sub_device_queue_create(
+        &self,
+        device: &dyn DeviceImpl,
+        properties: QueueProperties,
+    ) -> Result<Box<dyn QueueImpl>> {
+        let _ = (device, properties);
+        Err(crate::err!(UnsupportedFeature, "this backend cannot run a sub-device's queue in a context of its parent"))
+    }
+
     /// Creates a native command buffer.
     ///
     /// # Safety
@@ -226,6 +244,27 @@ pub trait ContextImpl: Any + Send + Sync {
     /// updatable buffer is only asked for when the device reports update
     /// capabilities.
     unsafe fn command_buffer_create(&self, desc: &CommandBufferDesc) -> Result<Box<dyn RecordingCommandBufferImpl>>;
+
+    /// Creates a native command buffer for `device`, a sub-device (at any
+    /// depth) of the context's device, recording this context's memory and
+    /// programs and running on the sub-device. `UnsupportedFeature` (the
+    /// default) where the backend cannot, naming why.
+    ///
+    /// # Safety
+    /// `device` is a sub-device of the context's device, of this adapter,
+    /// and reports native command buffers; an updatable buffer is only asked
+    /// for when it reports update capabilities.
+    unsafe fn sub_device_command_buffer_create(
+        &self,
+        device: &dyn DeviceImpl,
+        desc: &CommandBufferDesc,
+    ) -> Result<Box<dyn RecordingCommandBufferImpl>> {
+        let _ = (device, desc);
+        Err(crate::err!(
+            UnsupportedFeature,
+            "this backend records no native command buffer for a sub-device in a context of its parent"
+        ))
+    }
 
     /// Creates an event that the host completes ([`UserEventImpl::complete`]),
     /// usable in every wait list of this context: eager commands, command-buffer

@@ -239,6 +239,8 @@ pub struct CommandBuffer {
 struct CommandBufferInner {
     id: u64,
     context: Context,
+    /// The sub-device of the context's device it was made for, if it was.
+    sub_device: Option<Device>,
     desc: CommandBufferDesc,
     support: CommandBufferSupport,
     state: Mutex<State>,
@@ -295,11 +297,20 @@ struct KernelRecord {
 
 impl CommandBuffer {
     /// Creates a command buffer (`urCommandBufferCreateExp`). `device` must
-    /// be the context's device; an updatable buffer needs a device with update
-    /// capabilities (`UnsupportedFeature` otherwise).
+    /// be the context's device or a sub-device of it at any depth
+    /// (`InvalidDevice` otherwise; for a sub-device the backend may answer
+    /// `UnsupportedFeature`, [api.md](../docs/api.md#sub-devices)); an
+    /// updatable buffer needs a device with update capabilities
+    /// (`UnsupportedFeature` otherwise).
     #[tracing::instrument(level = "debug", skip(context, device), fields(device = %device, label = desc.label))]
     pub fn new(context: &Context, device: &Device, desc: CommandBufferDesc) -> Result<CommandBuffer> {
-        ensure!(context.device() == device, InvalidDevice, "{device} is not the device of the context");
+        let sub_device = device != context.device();
+        ensure!(
+            !sub_device || context.holds_device(device),
+            InvalidDevice,
+            "{device} is not {} or a sub-device of it",
+            context.device()
+        );
         let caps = device.info().command_buffer;
         ensure!(
             !desc.updatable || !caps.update.is_empty(),
@@ -309,8 +320,15 @@ impl CommandBuffer {
         let imp: Box<dyn RecordingCommandBufferImpl> = match caps.support {
             CommandBufferSupport::Native => {
                 // SAFETY: the device reports native command buffers, and update
-                // capabilities when the buffer is updatable.
-                unsafe { context.imp().command_buffer_create(&desc)? }
+                // capabilities when the buffer is updatable; a sub-device is one
+                // of the context's device (checked above).
+                unsafe {
+                    if sub_device {
+                        context.imp().sub_device_command_buffer_create(&**device.imp(), &desc)?
+                    } else {
+                        context.imp().command_buffer_create(&desc)?
+                    }
+                }
             }
             CommandBufferSupport::Emulated => Box::new(SoftwareCommandBuffer::new(context.device().backend())),
         };
@@ -319,6 +337,7 @@ impl CommandBuffer {
             inner: Arc::new(CommandBufferInner {
                 id: NEXT_COMMAND_BUFFER_ID.fetch_add(1, Ordering::Relaxed),
                 context: context.clone(),
+                sub_device: sub_device.then(|| device.clone()),
                 desc,
                 support: caps.support,
                 state: Mutex::new(State { records: Vec::new(), phase: Phase::Recording(imp) }),
@@ -337,9 +356,9 @@ impl CommandBuffer {
         self.inner.id
     }
 
-    /// The device.
+    /// The device: the context's, or the sub-device it was made for.
     pub fn device(&self) -> &Device {
-        self.inner.context.device()
+        self.inner.sub_device.as_ref().unwrap_or_else(|| self.inner.context.device())
     }
 
     /// The descriptor it was created with (`UR_EXP_COMMAND_BUFFER_INFO_DESCRIPTOR`).

@@ -43,6 +43,28 @@ impl Context {
         &self.inner.device
     }
 
+    /// Whether work for `device` may use this context: it is the context's
+    /// device or a sub-device of it at any depth (the same device's memory and
+    /// programs; queues and command buffers on it run on its share).
+    pub fn holds_device(&self, device: &Device) -> bool {
+        // The context's own device is the common case: one pointer compare.
+        if device == self.device() {
+            return true;
+        }
+        // A sub-device's parent is a native device also when the sub-device
+        // was made from an emulated view (and is itself emulated): the view
+        // must match the context's, the ancestry is compared natively.
+        let ours = self.device().native();
+        let mut ancestor = device.parent();
+        while let Some(parent) = ancestor {
+            if parent.native() == ours {
+                return device.is_emulated() == self.device().is_emulated();
+            }
+            ancestor = parent.parent();
+        }
+        false
+    }
+
     /// The context's identity.
     pub fn id(&self) -> ContextId {
         self.inner.id

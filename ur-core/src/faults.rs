@@ -485,10 +485,32 @@ impl ContextImpl for FaultyContext {
         Ok(Box::new(FaultyQueue { inner, count: Count::new(&self.shared, |l| &l.queues, 0) }))
     }
 
+    unsafe fn sub_device_queue_create(
+        &self,
+        device: &dyn DeviceImpl,
+        properties: QueueProperties,
+    ) -> Result<Box<dyn QueueImpl>> {
+        self.enter(CallKind::QueueCreate)?;
+        // SAFETY: the caller's guarantees, passed on unchanged.
+        let inner = unsafe { self.inner.sub_device_queue_create(device, properties)? };
+        Ok(Box::new(FaultyQueue { inner, count: Count::new(&self.shared, |l| &l.queues, 0) }))
+    }
+
     unsafe fn command_buffer_create(&self, desc: &CommandBufferDesc) -> Result<Box<dyn RecordingCommandBufferImpl>> {
         self.enter(CallKind::CommandBufferCreate)?;
         // SAFETY: the caller's guarantees, passed on unchanged.
         let inner = unsafe { self.inner.command_buffer_create(desc)? };
+        Ok(Box::new(FaultyCommandBuffer { inner, count: Count::new(&self.shared, |l| &l.command_buffers, 0) }))
+    }
+
+    unsafe fn sub_device_command_buffer_create(
+        &self,
+        device: &dyn DeviceImpl,
+        desc: &CommandBufferDesc,
+    ) -> Result<Box<dyn RecordingCommandBufferImpl>> {
+        self.enter(CallKind::CommandBufferCreate)?;
+        // SAFETY: the caller's guarantees, passed on unchanged.
+        let inner = unsafe { self.inner.sub_device_command_buffer_create(device, desc)? };
         Ok(Box::new(FaultyCommandBuffer { inner, count: Count::new(&self.shared, |l| &l.command_buffers, 0) }))
     }
 

@@ -66,6 +66,9 @@ enum KeepAlive {
 
 struct QueueInner {
     context: Context,
+    /// The sub-device of the context's device the queue runs on, if it is
+    /// not the context's device itself.
+    sub_device: Option<Device>,
     properties: QueueProperties,
     imp: Box<dyn QueueImpl>,
     in_flight: Mutex<VecDeque<(Arc<dyn EventImpl>, KeepAlive)>>,
@@ -106,34 +109,71 @@ impl Drop for QueueInner {
     }
 }
 
+/// Checks queue properties against what `device` offers.
+fn check_properties(device: &Device, properties: QueueProperties) -> Result<()> {
+    let info = device.info();
+    ensure!(
+        !properties.out_of_order || info.out_of_order_queues,
+        InvalidQueueProperties,
+        "{device} has no out-of-order queues"
+    );
+    ensure!(!properties.profiling || info.queue_profiling, InvalidQueueProperties, "{device} cannot profile");
+    Ok(())
+}
+
 impl Queue {
     /// Creates a queue; `InvalidQueueProperties` when the device cannot run
     /// out of order or record timestamps as asked.
     #[tracing::instrument(level = "debug", skip(context), fields(device = %context.device()))]
     pub fn new(context: &Context, properties: QueueProperties) -> Result<Queue> {
-        let info = context.device().info();
-        ensure!(
-            !properties.out_of_order || info.out_of_order_queues,
-            InvalidQueueProperties,
-            "{} has no out-of-order queues",
-            context.device()
-        );
-        ensure!(
-            !properties.profiling || info.queue_profiling,
-            InvalidQueueProperties,
-            "{} cannot profile",
-            context.device()
-        );
+        check_properties(context.device(), properties)?;
         // SAFETY: the properties were checked against the device's capabilities.
         let imp = unsafe { context.imp().queue_create(properties)? };
         Ok(Queue::from_imp(context, properties, imp))
     }
 
+    /// Creates a queue of `context` whose commands run on `device`: the
+    /// context's device (as [`Queue::new`]) or a sub-device of it at any
+    /// depth, which then uses the context's memory and programs and runs on
+    /// its own share of the device (`urQueueCreate` with a sub-device of the
+    /// context's device). `InvalidDevice` for any other device;
+    /// `UnsupportedFeature` where the backend cannot run a sub-device's queue
+    /// in its parent's context ([api.md](../docs/api.md#sub-devices));
+    /// `InvalidQueueProperties` as for [`Queue::new`], against `device`.
+    #[tracing::instrument(level = "debug", skip(context), fields(device = %device))]
+    pub fn on_device(context: &Context, device: &Device, properties: QueueProperties) -> Result<Queue> {
+        if device == context.device() {
+            return Queue::new(context, properties);
+        }
+        ensure!(
+            context.holds_device(device),
+            InvalidDevice,
+            "{device} is not {} or a sub-device of it",
+            context.device()
+        );
+        check_properties(device, properties)?;
+        // SAFETY: `device` is a sub-device of the context's device (checked
+        // above; sub-devices are of their parent's adapter) and the properties
+        // were checked against its capabilities.
+        let imp = unsafe { context.imp().sub_device_queue_create(&**device.imp(), properties)? };
+        Ok(Queue::wrap(context, Some(device.clone()), properties, imp))
+    }
+
     /// Wraps an adapter queue of `context`.
     pub(crate) fn from_imp(context: &Context, properties: QueueProperties, imp: Box<dyn QueueImpl>) -> Queue {
+        Queue::wrap(context, None, properties, imp)
+    }
+
+    fn wrap(
+        context: &Context,
+        sub_device: Option<Device>,
+        properties: QueueProperties,
+        imp: Box<dyn QueueImpl>,
+    ) -> Queue {
         let queue = Queue {
             inner: Arc::new(QueueInner {
                 context: context.clone(),
+                sub_device,
                 properties,
                 imp,
                 in_flight: Mutex::default(),
@@ -152,9 +192,10 @@ impl Queue {
         &self.inner.context
     }
 
-    /// The queue's device.
+    /// The queue's device: the context's, or the sub-device it was made on
+    /// ([`Queue::on_device`]).
     pub fn device(&self) -> &Device {
-        self.inner.context.device()
+        self.inner.sub_device.as_ref().unwrap_or_else(|| self.inner.context.device())
     }
 
     /// The properties it was created with.

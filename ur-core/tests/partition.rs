@@ -91,3 +91,36 @@ fn a_sub_device_runs_work_like_its_parent_and_partitions_again() {
     assert!(emulated.is_emulated());
     assert_eq!(emulated.parent(), Some(&device));
 }
+
+#[test]
+fn a_sub_device_queue_runs_in_a_context_of_an_ancestor() {
+    let device = device();
+    let units = device.info().max_compute_units;
+    let sub = device.partition(&Partition::ByCounts(vec![units])).unwrap().remove(0);
+    let grandchild = sub.partition(&Partition::ByCounts(vec![1])).unwrap().remove(0);
+    let context = Context::new(&device).unwrap();
+    assert!(context.holds_device(&device) && context.holds_device(&sub) && context.holds_device(&grandchild));
+    let queue = Queue::on_device(&context, &grandchild, QueueProperties::default()).unwrap();
+    assert_eq!(queue.device(), &grandchild);
+    assert_eq!(queue.context().device(), &device);
+    let usm = UsmAllocation::new(&context, UsmKind::Device, 64).unwrap();
+    let filled = queue.usm_fill(usm.ptr(), &[9u8], 64, &[]).unwrap();
+    let mut out = [0u8; 64];
+    queue.read_usm(usm.ptr(), &mut out, &[&filled]).unwrap();
+    assert_eq!(out, [9u8; 64]);
+    // The context's own device takes the ordinary path.
+    assert_eq!(Queue::on_device(&context, &device, QueueProperties::default()).unwrap().device(), &device);
+
+    // Neither an ancestor, a sibling's sub-device nor another view is held.
+    let sub_context = Context::new(&sub).unwrap();
+    assert!(!sub_context.holds_device(&device));
+    let other = device.partition(&Partition::ByCounts(vec![1])).unwrap().remove(0);
+    let emulated = Context::new(&device.emulated()).unwrap();
+    for (context, device) in [(&sub_context, &device), (&sub_context, &other), (&emulated, &sub)] {
+        let refused = Queue::on_device(context, device, QueueProperties::default());
+        assert!(matches!(refused, Err(UrError::InvalidDevice(_))), "{device} in {context:?}");
+    }
+    // An emulated view's sub-device is held by a context of that view.
+    let emulated_sub = device.emulated().partition(&Partition::Equally(1)).unwrap().remove(0);
+    assert!(emulated.holds_device(&emulated_sub));
+}

@@ -1,7 +1,8 @@
 /* Sub-devices (urDevicePartition): where the device lists partitions, each
  * kind it lists makes sub-devices with a parent, a partition type and their
  * share of the compute units, counted handles (unlike root devices) that
- * urDeviceGet does not list, on which a context, a queue and USM work; where
+ * urDeviceGet does not list, on which a context, a queue and USM work, and
+ * whose queues run in their parent's context too; where
  * it lists none (Vulkan, CUDA, drivers without partitions), every partition
  * is DEVICE_PARTITION_FAILED. Misuse gets the header's codes everywhere. */
 #include "urt.h"
@@ -53,6 +54,66 @@ static void use_sub_device(urt_env *env, ur_device_handle_t sub) {
   URT_OK(urContextRelease(context));
 }
 
+/* A queue on a sub-device in the root device's context (what libsycl makes
+ * for sycl::queue{sub}): it answers the sub-device, and a fill and a kernel
+ * of the context's program run through it on the context's memory, as does
+ * a command buffer made for the sub-device. Drivers
+ * that take no such queue (Intel's OpenCL CPU runtime) answer
+ * UNSUPPORTED_FEATURE. */
+static void sub_device_in_parent_context(urt_env *env, ur_device_handle_t sub) {
+  ur_queue_handle_t queue = NULL;
+  ur_result_t made = urQueueCreate(env->context, sub, NULL, &queue);
+  if (made == UR_RESULT_ERROR_UNSUPPORTED_FEATURE && env->backend == UR_BACKEND_OPENCL) {
+    printf("# the OpenCL driver takes no queue on a sub-device in its parent's context\n");
+    return;
+  }
+  URT_CHECK(made == UR_RESULT_SUCCESS, "a queue on a sub-device in its parent's context: result %d", made);
+  if (!queue) return;
+  ur_device_handle_t device = NULL;
+  URT_OK(urQueueGetInfo(queue, UR_QUEUE_INFO_DEVICE, sizeof device, &device, NULL));
+  URT_CHECK(device == sub, "the queue's device %p, not the sub-device %p", (void *)device, (void *)sub);
+  if (urt_usm_supported(env, UR_DEVICE_INFO_USM_DEVICE_SUPPORT)) {
+    enum { N = 256 };
+    uint32_t *p = urt_device_alloc(env, N * sizeof(uint32_t));
+    uint32_t one = 1, expected = 1;
+    URT_OK(urEnqueueUSMFill(queue, p, sizeof one, &one, N * sizeof(uint32_t), 0, NULL, NULL));
+    ur_program_handle_t program = urt_axpb_program(env);
+    ur_kernel_handle_t kernel = NULL;
+    if (program) URT_OK(urProgramBuild(env->context, program, NULL));
+    if (program) URT_OK(urKernelCreate(program, "axpb", &kernel));
+    if (kernel) {
+      uint32_t a = 3, b = 4;
+      ur_exp_kernel_arg_properties_t args[3] = {urt_pointer_arg(0, p), urt_value_arg(1, &a), urt_value_arg(2, &b)};
+      size_t global = N;
+      URT_OK(urEnqueueKernelLaunchWithArgsExp(queue, kernel, 1, NULL, &global, NULL, 3, args, NULL, 0, NULL, NULL));
+      expected = 7;
+      URT_OK(urKernelRelease(kernel));
+    }
+    if (program) URT_OK(urProgramRelease(program));
+    uint32_t host[N] = {0};
+    URT_OK(urEnqueueUSMMemcpy(queue, true, host, p, sizeof host, 0, NULL, NULL));
+    for (int i = 0; i < N; i++) URT_CHECK(host[i] == expected, "element %d is %u, not %u", i, host[i], expected);
+    /* A command buffer for the sub-device in the same context, where the
+     * backend records one (OpenCL's native command buffers do not). */
+    ur_exp_command_buffer_desc_t desc = {UR_STRUCTURE_TYPE_EXP_COMMAND_BUFFER_DESC, NULL, false, true, false};
+    ur_exp_command_buffer_handle_t cb = NULL;
+    ur_result_t cb_made = urCommandBufferCreateExp(env->context, sub, &desc, &cb);
+    URT_CHECK(cb_made == UR_RESULT_SUCCESS || (cb_made == UR_RESULT_ERROR_UNSUPPORTED_FEATURE && env->backend == UR_BACKEND_OPENCL),
+              "a command buffer for a sub-device in its parent's context: result %d", cb_made);
+    if (cb) {
+      uint32_t five = 5;
+      URT_OK(urCommandBufferAppendUSMFillExp(cb, p, &five, sizeof five, sizeof host, 0, NULL, 0, NULL, NULL, NULL, NULL));
+      URT_OK(urCommandBufferFinalizeExp(cb));
+      URT_OK(urEnqueueCommandBufferExp(queue, cb, 0, NULL, NULL));
+      URT_OK(urEnqueueUSMMemcpy(queue, true, host, p, sizeof host, 0, NULL, NULL));
+      for (int i = 0; i < N; i++) URT_CHECK(host[i] == five, "recorded fill: element %d is %u", i, host[i]);
+      URT_OK(urCommandBufferReleaseExp(cb));
+    }
+    URT_OK(urUSMFree(env->context, p));
+  }
+  URT_OK(urQueueRelease(queue));
+}
+
 /* Partitions with one property list, checks every sub-device, releases them. */
 static void partition_with(urt_env *env, const ur_device_partition_property_t *list, size_t n, uint32_t units) {
   ur_device_partition_properties_t props = properties_of(list, n);
@@ -97,6 +158,7 @@ static void partition_with(urt_env *env, const ur_device_partition_property_t *l
     URT_CHECK(info_u32(sub, UR_DEVICE_INFO_REFERENCE_COUNT) == 2, "a retained sub-device's count");
     URT_OK(urDeviceRelease(sub));
     if (i == 0) use_sub_device(env, sub);
+    if (i == 0) sub_device_in_parent_context(env, sub);
     /* Its native handle (where the backend has one) adopts as itself. */
     ur_native_handle_t native = 0;
     if (urDeviceGetNativeHandle(sub, &native) == UR_RESULT_SUCCESS) {

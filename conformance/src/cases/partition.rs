@@ -18,6 +18,7 @@ pub(super) fn cases() -> Vec<crate::Case> {
     cases!["partition";
         offered_partitions_make_sub_devices,
         sub_devices_run_kernels_and_command_buffers,
+        sub_device_queues_work_in_their_parents_context,
         counts_are_checked_before_the_adapter,
     ]
 }
@@ -92,20 +93,28 @@ fn offered_partitions_make_sub_devices(env: &Env) -> CaseResult {
     Ok(())
 }
 
-/// A sub-device of one compute unit runs a kernel eagerly and from a
-/// command buffer, in a context and program of its own.
-fn sub_devices_run_kernels_and_command_buffers(env: &Env) -> CaseResult {
-    let device = env.device();
+/// A sub-device of one compute unit, by counts or equally; `None` where the
+/// device offers neither.
+fn one_unit_sub_device(device: &Device) -> Result<Option<Device>, crate::CaseError> {
     let support = device.partition_support();
     let partition = if support.offers(PartitionKind::ByCounts) {
         Partition::ByCounts(vec![1])
     } else if support.offers(PartitionKind::Equally) {
         Partition::Equally(1)
     } else {
+        return Ok(None);
+    };
+    Ok(Some(device.partition(&partition)?.remove(0)))
+}
+
+/// A sub-device of one compute unit runs a kernel eagerly and from a
+/// command buffer, in a context and program of its own.
+fn sub_devices_run_kernels_and_command_buffers(env: &Env) -> CaseResult {
+    let device = env.device();
+    let Some(sub) = one_unit_sub_device(device)? else {
         // What a device without partitions answers is the case above.
         return Ok(());
     };
-    let sub = device.partition(&partition)?.remove(0);
     let context = Context::new(&sub)?;
     let program = Program::new(&context, &crate::kernels::bundle())?;
     let kernel = ur::Kernel::new(&program, "fill")?;
@@ -124,6 +133,61 @@ fn sub_devices_run_kernels_and_command_buffers(env: &Env) -> CaseResult {
     cb.finalize()?;
     queue.enqueue_command_buffer(&cb, &[])?.wait()?;
     check_eq!(read::<u32>(&queue, mem.ptr(), N)?, vec![recorded; N]);
+    Ok(())
+}
+
+/// A queue on a sub-device in a context of its parent (what libsycl makes
+/// for `sycl::queue{sub_device}`): a kernel of the parent's program and a
+/// memory command run through it on the context's memory, and a command
+/// buffer made for the sub-device. Drivers that take no such queue (Intel's
+/// OpenCL CPU runtime) answer `UnsupportedFeature`, as OpenCL's native
+/// command buffers do; a device outside the context is `InvalidDevice`.
+fn sub_device_queues_work_in_their_parents_context(env: &Env) -> CaseResult {
+    let device = env.device();
+    let Some(sub) = one_unit_sub_device(device)? else {
+        return Err(crate::CaseError::Skip(format!("{device} has no sub-devices")));
+    };
+    let context = Context::new(device)?;
+    let queue = match Queue::on_device(&context, &sub, QueueProperties::default()) {
+        Err(ur::UrError::UnsupportedFeature(why)) if device.backend() == ur::Backend::OpenCl => {
+            return Err(crate::CaseError::Skip(format!("the driver refuses: {why}")));
+        }
+        queue => queue?,
+    };
+    check_eq!(queue.device(), &sub);
+    check_eq!(queue.context().device(), device);
+    let program = Program::new(&context, &crate::kernels::bundle())?;
+    let kernel = ur::Kernel::new(&program, "fill")?;
+    const N: usize = 64;
+    let mem = UsmAllocation::new(&context, UsmKind::Device, N * 4)?;
+    let value = 9u32;
+    let args = [KernelArg::Pointer(mem.ptr()), KernelArg::value(&value)];
+    // SAFETY: N work-items over an allocation of N u32s.
+    unsafe { queue.launch_kernel(&KernelLaunch::new(&kernel, &[N], &args), &[])?.wait()? };
+    check_eq!(read::<u32>(&queue, mem.ptr(), N)?, vec![value; N]);
+    queue.usm_fill(mem.ptr().byte_add(N * 2), &3u32.to_ne_bytes(), N * 2, &[])?.wait()?;
+    let mut expected = vec![value; N / 2];
+    expected.resize(N, 3);
+    check_eq!(read::<u32>(&queue, mem.ptr(), N)?, expected);
+    // A command buffer for the sub-device in the same context, where the
+    // backend records one (OpenCL's native command buffers: not).
+    match CommandBuffer::new(&context, &sub, CommandBufferDesc::default()) {
+        Err(ur::UrError::UnsupportedFeature(_)) if device.backend() == ur::Backend::OpenCl => {}
+        cb => {
+            let cb = cb?;
+            check_eq!(cb.device(), &sub);
+            let recorded = 11u32;
+            let args = [KernelArg::Pointer(mem.ptr()), KernelArg::value(&recorded)];
+            // SAFETY: as above.
+            unsafe { cb.append_kernel_launch(&KernelLaunch::new(&kernel, &[N], &args), &[], AppendOptions::new())? };
+            cb.finalize()?;
+            queue.enqueue_command_buffer(&cb, &[])?.wait()?;
+            check_eq!(read::<u32>(&queue, mem.ptr(), N)?, vec![recorded; N]);
+        }
+    }
+    // The parent is not in a context of its sub-device.
+    let sub_context = Context::new(&sub)?;
+    check_err!(Queue::on_device(&sub_context, device, QueueProperties::default()), InvalidDevice);
     Ok(())
 }
 
