@@ -14,8 +14,8 @@
 #
 # Environment:
 #   MEMCHECK_BACKENDS  backends of the suite runs (default: cpu opencl vulkan)
-#   MEMCHECK_ABI       libraries of the C-program runs (default: cpu opencl,
-#                      the latter on PoCL)
+#   MEMCHECK_ABI       libraries of the ABI runs, the generated checks and the
+#                      C programs (default: cpu opencl, the latter on PoCL)
 #   MEMCHECK_ABI_PROFILE  cargo profile of those libraries (default: release;
 #                      `dev` reuses a `cargo test` build)
 #   MEMCHECK_LOGS      folder of the valgrind logs (default target/memcheck)
@@ -122,7 +122,7 @@ if [[ $what == all || $what == abi ]]; then
     if [[ -f $include/unified-runtime/ur_api.h ]]; then
         cargo build -p ur-adapter-rs-cpu -p ur-adapter-rs-opencl
         ${CC:-cc} -std=c11 -Wall -Werror -O1 -g -I"$include" abi/harness/c/checks.c -o "$logs/abi-checks" -ldl
-        for lib in cpu opencl; do
+        for lib in ${MEMCHECK_ABI:-cpu opencl}; do
             UR_ADAPTERS_FORCE_LOAD="$root/target/debug/libur_adapter_rs_$lib.so" check "abi-checks-$lib" "$logs/abi-checks"
         done
     elif [[ ${UR_RS_REQUIRE_ONEAPI:-} == 1 ]]; then

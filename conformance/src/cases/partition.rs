@@ -145,7 +145,8 @@ fn sub_devices_run_kernels_and_command_buffers(env: &Env) -> CaseResult {
 fn sub_device_queues_work_in_their_parents_context(env: &Env) -> CaseResult {
     let device = env.device();
     let Some(sub) = one_unit_sub_device(device)? else {
-        return Err(crate::CaseError::Skip(format!("{device} has no sub-devices")));
+        // What a device without partitions answers is the first case.
+        return Ok(());
     };
     let context = Context::new(device)?;
     let queue = match Queue::on_device(&context, &sub, QueueProperties::default()) {
