@@ -1214,23 +1214,22 @@ mod tests {
         assert!(!api.has_svm_memcpy() && !api.has_svm_fill());
     }
 
+    /// What `record_all` records through the 0.9.5+ shape (1.0 included).
+    const PROPERTIES_SHAPE: [&str; 6] = [
+        "copy q=true props=true src=32 dst=48 1 2 3 deps=2",
+        "rect props=true w=7 pitches=8,64,16,128 deps=0",
+        "fill props=true mem=32 len=4 off=4 size=64 deps=1",
+        "ndrange q=true props=true dim=1 global0=32 deps=2",
+        "svm_memcpy props=true dst=64 src=80 size=12 deps=0",
+        "svm_fill props=true dst=64 len=8 size=64 deps=2",
+    ];
+
     /// 0.9.5 and later: a properties argument after the queue everywhere.
     #[test]
     fn abi_0_9_5_and_later() {
         for patch in [5, 6, 8] {
             let api = api(ExtVersion::new(0, 9, patch), true, true);
-            assert_eq!(
-                record_all(&api),
-                [
-                    "copy q=true props=true src=32 dst=48 1 2 3 deps=2",
-                    "rect props=true w=7 pitches=8,64,16,128 deps=0",
-                    "fill props=true mem=32 len=4 off=4 size=64 deps=1",
-                    "ndrange q=true props=true dim=1 global0=32 deps=2",
-                    "svm_memcpy props=true dst=64 src=80 size=12 deps=0",
-                    "svm_fill props=true dst=64 len=8 size=64 deps=2",
-                ],
-                "0.9.{patch}"
-            );
+            assert_eq!(record_all(&api), PROPERTIES_SHAPE, "0.9.{patch}");
         }
     }
 
@@ -1254,17 +1253,7 @@ mod tests {
     fn abi_1_0() {
         let api = api(ExtVersion::new(1, 0, 0), true, true);
         assert!(api.has_svm_memcpy() && api.has_svm_fill() && !api.has_mutable_dispatch());
-        assert_eq!(
-            record_all(&api),
-            [
-                "copy q=true props=true src=32 dst=48 1 2 3 deps=2",
-                "rect props=true w=7 pitches=8,64,16,128 deps=0",
-                "fill props=true mem=32 len=4 off=4 size=64 deps=1",
-                "ndrange q=true props=true dim=1 global0=32 deps=2",
-                "svm_memcpy props=true dst=64 src=80 size=12 deps=0",
-                "svm_fill props=true dst=64 len=8 size=64 deps=2",
-            ]
-        );
+        assert_eq!(record_all(&api), PROPERTIES_SHAPE);
     }
 
     #[allow(clippy::too_many_arguments)]
