@@ -43,6 +43,8 @@ fi
 vg=(valgrind --tool=memcheck --error-exitcode=97 --leak-check=full --errors-for-leak-kinds=definite
     --show-leak-kinds=definite --track-origins=no --num-callers=40 --gen-suppressions=all -s
     --suppressions="$root/scripts/memcheck.supp")
+# Cases run tens of times slower under valgrind: no per-case time limit.
+export UR_CONFORMANCE_CASE_TIMEOUT=0
 
 # The suite's groups run on OpenCL and Vulkan: command buffers and their
 # updates, events, copies and rects, USM, kernels, SYCL-graph capture and

@@ -175,11 +175,17 @@ pub enum Outcome {
     Fail(String),
 }
 
-/// Runs `case` on `device`, catching panics (a panic is a failure).
+/// Runs `case` on `device`, catching panics (a panic is a failure). A case
+/// past the time limit ends the process ([`crate::watchdog`]).
 pub fn run_case(case: &Case, device: &Device) -> Outcome {
     if let Some(reason) = case.requires.missing(device) {
         return Outcome::Skip(reason);
     }
+    let limit = match crate::watchdog::case_timeout() {
+        Ok(limit) => limit,
+        Err(message) => return Outcome::Fail(message),
+    };
+    let _watch = crate::watchdog::watch(format!("{} on {device}", case.name), limit);
     let result = catch_unwind(AssertUnwindSafe(|| {
         let env = Env::new(device)?;
         (case.body)(&env)

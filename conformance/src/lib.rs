@@ -17,6 +17,7 @@
 pub mod cases;
 pub mod harness;
 pub mod kernels;
+pub mod watchdog;
 
 pub use harness::{Case, CaseError, CaseResult, Env, Outcome, Requires, run_case};
 

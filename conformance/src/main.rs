@@ -1,6 +1,7 @@
 //! `ur-conformance`: runs the suite on every selected device and prints a
 //! matrix (cases x devices) with skip reasons and failures, or JSON lines.
-//! Exits with 1 when any case fails, 2 when nothing could be run.
+//! Exits with 1 when any case fails, 2 when nothing could be run, 3 when a
+//! case runs past `UR_CONFORMANCE_CASE_TIMEOUT` (a hang, named on stderr).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
