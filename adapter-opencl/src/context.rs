@@ -114,7 +114,7 @@ impl ClContext {
     /// (one made here, or an adopted one).
     pub(crate) fn with_context(device: Arc<DeviceShared>, context: opencl3::context::Context) -> Result<ClContext> {
         let mut properties = 0;
-        if device.out_of_order {
+        if device.driver_out_of_order {
             properties |= CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE;
         }
         if let Some(cb) = &device.command_buffers {

@@ -245,6 +245,40 @@ pub fn replay_path(
     }
 }
 
+/// The variable that decides whether out-of-order UR queues are out-of-order
+/// OpenCL queues: `on` (wherever the device offers them) or `off` (never).
+pub const OUT_OF_ORDER_ENV: &str = "UR_OPENCL_OUT_OF_ORDER_QUEUES";
+
+/// Whether the adapter asks the driver for out-of-order queues when a UR
+/// queue (or the context's internal queue) may run out of order, and why.
+///
+/// An in-order OpenCL queue is a valid out-of-order UR queue (out of order
+/// permits reordering, it does not require it), so leaving the driver's
+/// out-of-order mode out loses concurrency between commands only. It is left
+/// out on Intel's OpenCL CPU runtime (2026.2), whose out-of-order command
+/// lists deadlock when more threads than cores wait on queues whose commands
+/// depend on each other's: each waiting thread must enter the runtime's one
+/// TBB arena to launch its queue's executor, and the slots are held by
+/// executors waiting for work that the threads outside would launch
+/// (docs/opencl.md, "Limits and known gaps"). Its CPU device runs each kernel
+/// over every core already.
+pub fn driver_out_of_order_rule(
+    platform_name: &str,
+    cpu: bool,
+    offered: bool,
+    forced: Option<&str>,
+) -> (bool, &'static str) {
+    match forced.map(str::trim) {
+        _ if !offered => (false, "the device offers no out-of-order queues"),
+        Some("on") => (true, "forced by UR_OPENCL_OUT_OF_ORDER_QUEUES=on"),
+        Some("off") => (false, "turned off by UR_OPENCL_OUT_OF_ORDER_QUEUES=off"),
+        _ if cpu && platform_name.starts_with("Intel(R) OpenCL") => {
+            (false, "Intel's OpenCL CPU runtime deadlocks with out-of-order queues waited on from many threads")
+        }
+        _ => (true, "the device's out-of-order queues"),
+    }
+}
+
 /// The USM mechanism of a device, with the entry points it needs.
 pub(crate) enum Usm {
     /// Intel's extension.
@@ -268,7 +302,9 @@ pub(crate) struct DeviceShared {
     pub(crate) command_buffers: Option<NativeCommandBuffers>,
     /// What command buffers replay ([`replay_path`]).
     pub(crate) replay: ReplayPath,
-    pub(crate) out_of_order: bool,
+    /// Whether out-of-order queues are made out-of-order in the driver
+    /// ([`driver_out_of_order_rule`]); where not, they are in-order there.
+    pub(crate) driver_out_of_order: bool,
     /// PoCL's CPU devices before 7.0: see [`crate::one_launch`].
     pub(crate) one_launch_per_kernel: bool,
     /// Intel USM pointers go in the SVM recording commands
@@ -315,7 +351,7 @@ impl ClPlatform {
         };
         let devices: Vec<Arc<ClDevice>> = ids
             .into_iter()
-            .filter_map(|d| match ClDevice::open(id, d, &version, None) {
+            .filter_map(|d| match ClDevice::open(id, d, &name, &version, None) {
                 Ok(device) => Some(Arc::new(device)),
                 Err(reason) => {
                     tracing::warn!(platform = %name, %reason, "device skipped");
@@ -353,6 +389,7 @@ pub(crate) struct ClDevice {
     /// The platform id as an integer (ids are process-wide and never
     /// released), for the sub-devices' own setup.
     platform: usize,
+    platform_name: String,
     platform_version: String,
 }
 
@@ -405,6 +442,7 @@ impl ClDevice {
     fn open(
         platform: cl_platform_id,
         id: cl_device_id,
+        platform_name: &str,
         platform_version: &str,
         sub_device: Option<OwnedSubDevice>,
     ) -> std::result::Result<ClDevice, String> {
@@ -458,6 +496,9 @@ impl ClDevice {
         }
         let out_of_order = reported.queue_properties & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE != 0;
         let cpu = device.dev_type().is_ok_and(|t| t & cl3::device::CL_DEVICE_TYPE_CPU != 0);
+        let forced = std::env::var(OUT_OF_ORDER_ENV).ok();
+        let (driver_out_of_order, why) = driver_out_of_order_rule(platform_name, cpu, out_of_order, forced.as_deref());
+        tracing::info!(device = %name, driver_out_of_order, reason = why, "OpenCL out-of-order queues");
         let forced = std::env::var(REPLAY_ENV).ok();
         let (replay, why) = replay_path(platform_version, cpu, command_buffers.is_some(), forced.as_deref());
         tracing::info!(device = %name, replay = replay.name(), reason = why, "OpenCL command-buffer replay path");
@@ -474,7 +515,7 @@ impl ClDevice {
                 usm,
                 command_buffers,
                 replay,
-                out_of_order,
+                driver_out_of_order,
                 one_launch_per_kernel,
                 usm_in_svm_commands: matches!(setup.usm, UsmSetup::Intel(_)) && !platform_version.contains("PoCL"),
                 il_path,
@@ -483,6 +524,7 @@ impl ClDevice {
             }),
             clock: DeviceClock::new(id),
             platform: platform as usize,
+            platform_name: platform_name.to_string(),
             platform_version: platform_version.to_string(),
         })
     }
@@ -557,8 +599,14 @@ impl DeviceImpl for ClDevice {
             .into_iter()
             .map(|owned| {
                 let id = owned.0;
-                let device = ClDevice::open(self.platform as cl_platform_id, id, &self.platform_version, Some(owned))
-                    .map_err(|reason| err!(DevicePartitionFailed, "a sub-device cannot be used: {reason}"))?;
+                let device = ClDevice::open(
+                    self.platform as cl_platform_id,
+                    id,
+                    &self.platform_name,
+                    &self.platform_version,
+                    Some(owned),
+                )
+                .map_err(|reason| err!(DevicePartitionFailed, "a sub-device cannot be used: {reason}"))?;
                 Ok(SubDeviceImpl { imp: Arc::new(device), partition: partition::made(id, how) })
             })
             .collect()
@@ -651,6 +699,19 @@ mod tests {
         assert_eq!(replay_path("OpenCL 3.0 Intel", false, true, Some("planned")).0, ReplayPath::Planned);
         // An unknown value is ignored.
         assert_eq!(replay_path(pocl, true, true, Some("fast")).0, ReplayPath::Planned);
+    }
+
+    #[test]
+    fn out_of_order_queues_in_the_driver_except_on_intels_cpu_runtime() {
+        let intel = "Intel(R) OpenCL";
+        assert!(!driver_out_of_order_rule(intel, true, true, None).0);
+        assert!(driver_out_of_order_rule(intel, true, true, Some("on")).0);
+        assert!(driver_out_of_order_rule(intel, false, true, None).0, "only the CPU runtime was seen to deadlock");
+        assert!(driver_out_of_order_rule("Portable Computing Language", true, true, None).0);
+        assert!(!driver_out_of_order_rule("Portable Computing Language", true, true, Some("off")).0);
+        assert!(!driver_out_of_order_rule("NVIDIA CUDA", false, false, Some("on")).0, "not offered");
+        // An unknown value is ignored.
+        assert!(!driver_out_of_order_rule(intel, true, true, Some("yes")).0);
     }
 
     #[test]

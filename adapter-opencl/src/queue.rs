@@ -27,12 +27,13 @@ pub(crate) struct ClQueue {
 
 impl ClQueue {
     pub(crate) fn new(shared: Arc<Shared>, properties: QueueProperties) -> Result<ClQueue> {
-        let queue = create_queue(&shared.context, &shared.device, queue_flags(properties))?;
+        let flags = queue_flags(properties, &shared.device);
+        let queue = create_queue(&shared.context, &shared.device, flags)?;
         Ok(ClQueue {
             shared,
             queue,
             profiling: properties.profiling,
-            in_order: !properties.out_of_order,
+            in_order: flags & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE == 0,
             sub_device: None,
         })
     }
@@ -47,7 +48,8 @@ impl ClQueue {
         device: Arc<DeviceShared>,
         properties: QueueProperties,
     ) -> Result<ClQueue> {
-        let queue = match create_queue(&shared.context, &device, queue_flags(properties)) {
+        let flags = queue_flags(properties, &device);
+        let queue = match create_queue(&shared.context, &device, flags) {
             Err(UrError::InvalidDevice(detail)) => {
                 return Err(err!(
                     UnsupportedFeature,
@@ -61,7 +63,7 @@ impl ClQueue {
             shared,
             queue,
             profiling: properties.profiling,
-            in_order: !properties.out_of_order,
+            in_order: flags & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE == 0,
             sub_device: Some(device),
         })
     }
@@ -179,9 +181,9 @@ impl Drop for ClQueue {
 }
 
 /// The OpenCL queue properties for `properties`.
-fn queue_flags(properties: QueueProperties) -> cl3::types::cl_bitfield {
+fn queue_flags(properties: QueueProperties, device: &DeviceShared) -> cl3::types::cl_bitfield {
     let mut flags = 0;
-    if properties.out_of_order {
+    if properties.out_of_order && device.driver_out_of_order {
         flags |= CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE;
     }
     if properties.profiling {
