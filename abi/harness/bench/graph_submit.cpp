@@ -1,19 +1,27 @@
 // Host time per command-graph submission through libsycl, for comparing
-// adapters on one device: a chain of `nodes` memory commands (USM fills and
-// copies, or buffer fills and copies through accessors) finalized once and
-// submitted `submissions` times.
+// adapters on one device: a chain of `nodes` commands (USM fills and copies,
+// buffer fills and copies through accessors, or launches of one small
+// kernel) finalized once and submitted `submissions` times, and the same
+// chain submitted eagerly as plain queue commands.
 //
-//   graph_submit usm|buffer NODES SUBMISSIONS
+//   graph_submit usm|buffer|kernel NODES SUBMISSIONS
 //
-// Prints one line: `ok <shape> <nodes> <submissions> <host us/submit>
-// <total us/submit> <eager us/chain>`, or `error <what>` when the adapter
-// cannot run it. Host time is the submit calls alone; total includes the
-// final wait; eager is the same chain submitted as plain queue commands.
+// Prints one line: `ok <shape> <nodes> <submissions> <graph host us/submit>
+// <graph total us/submit> <eager host us/chain> <eager total us/chain>`, or
+// `error <what>` when the adapter cannot run it (`skip <why>` where the
+// device cannot build the kernel). Host time is the submit calls alone;
+// total includes the final wait. The kernel is axpb (x = x * a + b over 256
+// work-items) from SPIR-V through sycl_ext_oneapi_kernel_compiler
+// (abi/harness/c/kernels/axpb.spv, found through URT_REPO), so the kernel
+// shape runs where the device builds SPIR-V: our OpenCL library, and UR's.
 #include <sycl/sycl.hpp>
 #include <sycl/ext/oneapi/experimental/graph.hpp>
 #include <chrono>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -24,9 +32,18 @@ static double us_since(clock_type::time_point t) {
   return std::chrono::duration<double, std::micro>(clock_type::now() - t).count();
 }
 
+static bool read_spirv(std::vector<std::byte> &bytes) {
+  const char *repo = std::getenv("URT_REPO");
+  std::ifstream in(std::string(repo ? repo : ".") + "/abi/harness/c/kernels/axpb.spv", std::ios::binary);
+  if (!in) return false;
+  std::vector<char> chars((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (char c : chars) bytes.push_back(std::byte(c));
+  return true;
+}
+
 int main(int argc, char **argv) {
   if (argc != 4) {
-    std::printf("error usage: graph_submit usm|buffer NODES SUBMISSIONS\n");
+    std::printf("error usage: graph_submit usm|buffer|kernel NODES SUBMISSIONS\n");
     return 2;
   }
   std::string shape = argv[1];
@@ -37,8 +54,60 @@ int main(int argc, char **argv) {
     auto chain = [&](auto &&fill, auto &&copy) {
       for (int i = 0; i < nodes; i++) (i % 2 == 0) ? fill(i) : copy();
     };
-    double host = 0, total = 0, eager = 0;
-    if (shape == "usm") {
+    double host = 0, total = 0, eager_host = 0, eager = 0;
+    // Times `submissions` graph submissions, then as many eager chains.
+    auto time_both = [&](exp::command_graph<exp::graph_state::executable> &exec, auto &&eager_chain) {
+      q.ext_oneapi_graph(exec).wait(); // warm-up
+      auto t0 = clock_type::now();
+      for (int s = 0; s < submissions; s++) q.ext_oneapi_graph(exec);
+      host = us_since(t0);
+      q.wait();
+      total = us_since(t0);
+      eager_chain();
+      q.wait(); // warm-up
+      auto t1 = clock_type::now();
+      for (int s = 0; s < submissions; s++) eager_chain();
+      eager_host = us_since(t1);
+      q.wait();
+      eager = us_since(t1);
+    };
+    if (shape == "kernel") {
+      sycl::device dev = q.get_device();
+      std::vector<std::byte> spirv;
+      if (!dev.ext_oneapi_can_build(exp::source_language::spirv) || !dev.has_extension("cl_khr_il_program") ||
+          !read_spirv(spirv)) {
+        std::printf("skip the device builds no SPIR-V, or axpb.spv is not found\n");
+        return 0;
+      }
+      auto source = exp::create_kernel_bundle_from_source(q.get_context(), exp::source_language::spirv, spirv);
+      auto bundle = exp::build(source);
+      sycl::kernel axpb = bundle.ext_oneapi_get_kernel("axpb");
+      unsigned *x = sycl::malloc_device<unsigned>(n, q);
+      q.fill(x, 0u, n).wait();
+      auto launch = [&] {
+        q.submit([&](sycl::handler &h) {
+          h.set_args(x, 1u, 1u);
+          h.parallel_for(sycl::range<1>{n}, axpb);
+        });
+      };
+      auto kernels = [&] {
+        for (int i = 0; i < nodes; i++) launch();
+      };
+      exp::command_graph g{q.get_context(), dev};
+      g.begin_recording(q);
+      kernels();
+      g.end_recording(q);
+      auto exec = g.finalize();
+      time_both(exec, kernels);
+      // Every launch added one: warm-ups, graph replays and eager chains.
+      unsigned expected = unsigned(nodes) * unsigned(2 * submissions + 2), got = 0;
+      q.copy(x, &got, 1).wait();
+      sycl::free(x, q);
+      if (got != expected) {
+        std::printf("error x[0] is %u after the runs, expected %u\n", got, expected);
+        return 1;
+      }
+    } else if (shape == "usm") {
       int *a = sycl::malloc_device<int>(n, q), *b = sycl::malloc_device<int>(n, q);
       auto fill = [&](int i) { q.fill(a, i, n); };
       auto copy = [&] { q.memcpy(b, a, n * sizeof(int)); };
@@ -47,16 +116,7 @@ int main(int argc, char **argv) {
       chain(fill, copy);
       g.end_recording(q);
       auto exec = g.finalize();
-      q.ext_oneapi_graph(exec).wait(); // warm-up
-      auto t0 = clock_type::now();
-      for (int s = 0; s < submissions; s++) q.ext_oneapi_graph(exec);
-      host = us_since(t0);
-      q.wait();
-      total = us_since(t0);
-      auto t1 = clock_type::now();
-      for (int s = 0; s < submissions; s++) chain(fill, copy);
-      q.wait();
-      eager = us_since(t1);
+      time_both(exec, [&] { chain(fill, copy); });
       sycl::free(a, q);
       sycl::free(b, q);
     } else if (shape == "buffer") {
@@ -80,23 +140,14 @@ int main(int argc, char **argv) {
         chain(fill, copy);
         g.end_recording(q);
         auto exec = g.finalize();
-        q.ext_oneapi_graph(exec).wait();
-        auto t0 = clock_type::now();
-        for (int s = 0; s < submissions; s++) q.ext_oneapi_graph(exec);
-        host = us_since(t0);
-        q.wait();
-        total = us_since(t0);
+        time_both(exec, [&] { chain(fill, copy); });
       }
-      auto t1 = clock_type::now();
-      for (int s = 0; s < submissions; s++) chain(fill, copy);
-      q.wait();
-      eager = us_since(t1);
     } else {
       std::printf("error unknown shape %s\n", shape.c_str());
       return 2;
     }
-    std::printf("ok %s %d %d %.2f %.2f %.2f\n", shape.c_str(), nodes, submissions, host / submissions,
-                total / submissions, eager / submissions);
+    std::printf("ok %s %d %d %.2f %.2f %.2f %.2f\n", shape.c_str(), nodes, submissions, host / submissions,
+                total / submissions, eager_host / submissions, eager / submissions);
     return 0;
   } catch (const sycl::exception &e) {
     std::string what = e.what();

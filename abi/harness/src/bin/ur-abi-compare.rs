@@ -8,9 +8,11 @@
 //! ```
 //!
 //! Prints two tables: which test programs (`abi/harness/sycl/`) run on each
-//! adapter and how the others fail, and the host time per command-graph
-//! submission (`abi/harness/bench/graph_submit.cpp`) for chains of USM and
-//! buffer commands, with the same chain submitted eagerly for reference.
+//! adapter and how the others fail, and the time per command-graph
+//! submission (`abi/harness/bench/graph_submit.cpp`) for chains of kernel
+//! launches, USM commands and buffer commands, beside the same chain
+//! submitted eagerly (host time of the submit calls, and total with the
+//! final wait).
 //! ur-rs's adapter is loaded with `UR_ADAPTERS_FORCE_LOAD`; UR's is what
 //! libsycl finds by itself without it. `ONEAPI_DEVICE_SELECTOR` picks the
 //! device in both (`opencl:cpu` selects PoCL and leaves NVIDIA's OpenCL out).
@@ -149,13 +151,13 @@ fn main() {
     }
 
     println!(
-        "\n## Host time per graph submission, {} submissions (us; total includes the final wait; eager: the same \
-         chain as plain queue commands)\n",
+        "\n## Time per chain, {} submissions (us; graph: one submission of the recorded chain; eager: the \
+         chain as plain queue commands; host: the submit calls; total: with the final wait)\n",
         options.submissions
     );
-    println!("| chain | adapter | host / submission | total / submission | eager / chain |");
-    println!("|---|---|---|---|---|");
-    for shape in ["usm", "buffer"] {
+    println!("| chain | adapter | graph host | graph total | eager host | eager total |");
+    println!("|---|---|---|---|---|---|");
+    for shape in ["kernel", "usm", "buffer"] {
         for nodes in &options.nodes {
             for (side, name) in [(Side::Ours, "ur-rs"), (Side::Theirs, "UR")] {
                 let (nodes_s, subs) = (nodes.to_string(), options.submissions.to_string());
@@ -163,14 +165,35 @@ fn main() {
                     Ok(r) => r.stdout.lines().last().unwrap_or("").to_string(),
                     Err(e) => format!("error {e}"),
                 };
-                let fields: Vec<&str> = line.split_whitespace().collect();
-                match fields.as_slice() {
-                    ["ok", _, _, _, host, total, eager] => {
-                        println!("| {nodes} {shape} commands | {name} | {host} | {total} | {eager} |")
-                    }
-                    _ => println!("| {nodes} {shape} commands | {name} | {} | | |", line.trim()),
-                }
+                println!("{}", chain_row(&format!("{nodes} {shape}"), name, &line));
             }
         }
+    }
+}
+
+/// One table row from `graph_submit`'s output line.
+fn chain_row(chain: &str, adapter: &str, line: &str) -> String {
+    match line.split_whitespace().collect::<Vec<_>>().as_slice() {
+        ["ok", _, _, _, host, total, eager_host, eager] => {
+            format!("| {chain} | {adapter} | {host} | {total} | {eager_host} | {eager} |")
+        }
+        _ => format!("| {chain} | {adapter} | {} | | | |", line.trim()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::chain_row;
+
+    #[test]
+    fn rows_from_the_bench_lines() {
+        assert_eq!(
+            chain_row("10 kernel", "ur-rs", "ok kernel 10 1000 12.50 20.00 30.25 41.00"),
+            "| 10 kernel | ur-rs | 12.50 | 20.00 | 30.25 | 41.00 |"
+        );
+        assert_eq!(
+            chain_row("1 usm", "UR", "error no USM device allocations"),
+            "| 1 usm | UR | error no USM device allocations | | | |"
+        );
     }
 }
