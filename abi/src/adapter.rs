@@ -79,6 +79,9 @@ fn open(factory: &'static dyn AdapterFactory) -> AbiResult<Arc<Handle<Adapter>>>
             return Err(err!(InvalidValue, "UR_RS_COMMAND_BUFFERS={other:?}: expected `native` or `emulated`"));
         }
     };
+    // A mistyped adapter setting (`UR_CPU_THREADS=0`) fails `urAdapterGet`
+    // with the variable named, as `ur::load` does, instead of hiding the adapter.
+    factory.check_env()?;
     let loader = Loader::load(&[AdapterEntry::Compiled(factory)], selector);
     for absent in loader.absent() {
         tracing::info!(backend = %absent.backend, reason = %absent.reason, "no platform");

@@ -245,6 +245,25 @@ pub fn replay_path(
     }
 }
 
+/// Checks [`REPLAY_ENV`] and [`MUTABLE_DISPATCH_ENV`]: each unset, empty, or
+/// one of its values; anything else is `InvalidValue` naming the variable and
+/// the values it takes.
+pub fn check_env() -> ur_core::Result<()> {
+    for (name, valid) in [(REPLAY_ENV, &["driver", "planned"][..]), (MUTABLE_DISPATCH_ENV, &["off"][..])] {
+        let Some(value) = std::env::var_os(name) else { continue };
+        let text = value.to_string_lossy();
+        let text = text.trim();
+        if !text.is_empty() && !valid.contains(&text) {
+            return Err(ur_core::err!(
+                InvalidValue,
+                "{name}={text:?}: expected {} (or unset)",
+                valid.iter().map(|v| format!("`{v}`")).collect::<Vec<_>>().join(" or ")
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The USM mechanism of a device, with the entry points it needs.
 pub(crate) enum Usm {
     /// Intel's extension.
