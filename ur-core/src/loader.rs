@@ -34,6 +34,23 @@ pub struct AbsentAdapter {
 }
 
 /// The result of loading: platforms found, adapters absent, and the selector.
+///
+/// Applications get one from `ur::load()` (the compiled-in adapters, with the
+/// selector from the environment) or `ur::load_all()`:
+///
+/// ```
+/// let loader = ur::load()?;
+/// for platform in loader.platforms() {
+///     println!("{} platform `{}`: {} device(s)", platform.backend(), platform.name(), platform.devices().len());
+/// }
+/// for absent in loader.absent() {
+///     println!("{} absent: {}", absent.backend, absent.reason);
+/// }
+/// // The first selected device, or an error carrying each absent adapter's reason.
+/// let device = loader.first_device()?;
+/// println!("running on {device}: {}", device.info().name);
+/// # Ok::<(), ur::UrError>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct Loader {
     platforms: Vec<Platform>,
