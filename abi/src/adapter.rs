@@ -67,7 +67,7 @@ pub(crate) fn adapter() -> AbiResult<&'static Arc<Handle<Adapter>>> {
 }
 
 fn open(factory: &'static dyn AdapterFactory) -> AbiResult<Arc<Handle<Adapter>>> {
-    crate::logging::init();
+    crate::logging::init(factory.backend())?;
     let selector = match std::env::var("UR_DEVICE_SELECTOR") {
         Ok(v) if !v.trim().is_empty() => DeviceSelector::parse(&v)?,
         _ => DeviceSelector::all(),

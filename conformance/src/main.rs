@@ -96,10 +96,10 @@ fn emit(text: &str) {
 }
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_env("UR_LOG"))
-        .with_writer(std::io::stderr)
-        .init();
+    if let Err(e) = ur::init_logging() {
+        eprintln!("ur-conformance: {e}");
+        return ExitCode::from(2);
+    }
     ur_conformance::quiet_adapter_worker_panics();
     let cli = Cli::parse();
     let wanted = |name: &str| cli.filter.is_empty() || cli.filter.iter().any(|f| name.contains(f.as_str()));

@@ -44,3 +44,27 @@ fn progress_lines_per_device_and_group_on_stderr() {
         assert!(!stderr.contains("[cpu:0] "), "{quiet:?}: {stderr}");
     }
 }
+
+#[test]
+fn ur_log_diagnostics_have_no_colour_codes_when_redirected() {
+    let out = Command::new(env!("CARGO_BIN_EXE_ur-conformance"))
+        .args(["--filter", "device::"])
+        .env("UR_DEVICE_SELECTOR", "cpu:0")
+        .env("UR_CONFORMANCE_EMULATED", "none")
+        .env("UR_LOG", "ur_core=info")
+        .env_remove("UR_RS_REQUIRE_DEVICES")
+        .output()
+        .expect("ur-conformance starts");
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("adapter present"), "UR_LOG is honoured: {stderr}");
+    assert!(!stderr.contains('\u{1b}'), "colour codes in redirected output: {stderr}");
+
+    let out = Command::new(env!("CARGO_BIN_EXE_ur-conformance"))
+        .args(["--list"])
+        .env("UR_LOG", "ur_core=loud")
+        .output()
+        .expect("ur-conformance starts");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("UR_LOG="));
+}

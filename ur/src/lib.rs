@@ -45,7 +45,10 @@ pub use ur_core::{
 #[doc(hidden)]
 pub use ur_core::{ensure, err};
 
+mod logging;
 pub mod prelude;
+
+pub use logging::{LOG_ENV, init_logging};
 
 use ur_adapter_cpu::CpuAdapterFactory;
 
