@@ -81,7 +81,11 @@ fn open(factory: &'static dyn AdapterFactory) -> AbiResult<Arc<Handle<Adapter>>>
     };
     // A mistyped adapter setting (`UR_CPU_THREADS=0`) fails `urAdapterGet`
     // with the variable named, as `ur::load` does, instead of hiding the adapter.
-    factory.check_env()?;
+    if let Err(e) = factory.check_env() {
+        // The result code alone (INVALID_VALUE) would not say which variable.
+        tracing::error!(error = %e, "the adapter's settings are invalid");
+        return Err(e);
+    }
     let loader = Loader::load(&[AdapterEntry::Compiled(factory)], selector);
     for absent in loader.absent() {
         tracing::info!(backend = %absent.backend, reason = %absent.reason, "no platform");
