@@ -67,7 +67,7 @@ pub(crate) fn adapter() -> AbiResult<&'static Arc<Handle<Adapter>>> {
 }
 
 fn open(factory: &'static dyn AdapterFactory) -> AbiResult<Arc<Handle<Adapter>>> {
-    crate::logging::init();
+    crate::logging::init(factory.backend())?;
     let selector = match std::env::var("UR_DEVICE_SELECTOR") {
         Ok(v) if !v.trim().is_empty() => DeviceSelector::parse(&v)?,
         _ => DeviceSelector::all(),
@@ -79,6 +79,13 @@ fn open(factory: &'static dyn AdapterFactory) -> AbiResult<Arc<Handle<Adapter>>>
             return Err(err!(InvalidValue, "UR_RS_COMMAND_BUFFERS={other:?}: expected `native` or `emulated`"));
         }
     };
+    // A mistyped adapter setting (`UR_CPU_THREADS=0`) fails `urAdapterGet`
+    // with the variable named, as `ur::load` does, instead of hiding the adapter.
+    if let Err(e) = factory.check_env() {
+        // The result code alone (INVALID_VALUE) would not say which variable.
+        tracing::error!(error = %e, "the adapter's settings are invalid");
+        return Err(e);
+    }
     let loader = Loader::load(&[AdapterEntry::Compiled(factory)], selector);
     for absent in loader.absent() {
         tracing::info!(backend = %absent.backend, reason = %absent.reason, "no platform");

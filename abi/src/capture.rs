@@ -1,7 +1,7 @@
 //! UR's graph capture: `urQueue{Begin,End}GraphCaptureExp`,
 //! `urQueueBeginCaptureIntoGraphExp`, `urQueueIsGraphCaptureEnabledExp`,
 //! `urQueueGetGraphExp`, `urGraph*Exp` and `urEnqueueGraphExp`, one to one
-//! over ur-core's `CapturedGraph` and `ExecutableGraph`.
+//! over ur-core's `CapturedGraph` and `InstantiatedGraph`.
 //!
 //! UR returns *the same* graph handle from every call that names one graph
 //! (the graph given to `urQueueBeginCaptureIntoGraphExp`, then
@@ -18,7 +18,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::sync::{Arc, LazyLock, Weak};
 
 use parking_lot::Mutex;
-use ur_core::{CapturedGraph, ExecutableGraph, ensure};
+use ur_core::{CapturedGraph, InstantiatedGraph, ensure};
 
 use crate::context::{Context, ContextRef};
 use crate::entry::guard;
@@ -39,7 +39,7 @@ pub struct Graph {
 
 /// An executable graph (`ur_exp_executable_graph_handle_t`).
 pub struct ExecGraph {
-    exec: ExecutableGraph,
+    exec: InstantiatedGraph,
     _context: ContextRef,
 }
 

@@ -39,18 +39,45 @@ pub(crate) struct CpuPlatform {
     device: Arc<CpuDevice>,
 }
 
+/// Most workers per logical CPU that `UR_CPU_THREADS` may ask for.
+const THREADS_PER_CPU: usize = 4;
+/// The most workers `UR_CPU_THREADS` may ask for on a machine with few CPUs.
+const THREADS_FLOOR: usize = 64;
+
+/// The largest worker count `UR_CPU_THREADS` accepts on this machine:
+/// [`THREADS_PER_CPU`] per logical CPU, at least [`THREADS_FLOOR`]. Beyond it
+/// the workers only take turns on the same CPUs, and a count in the
+/// thousands exhausts the process's thread and memory limits (the system
+/// then refuses threads, or the process aborts while starting them).
+pub fn max_threads() -> usize {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (cpus * THREADS_PER_CPU).max(THREADS_FLOOR)
+}
+
+/// The worker count `UR_CPU_THREADS` asks for (default: the available
+/// parallelism). A value that is not a whole number from 1 to
+/// [`max_threads`] is `InvalidValue` naming the variable and the range.
+pub fn threads_from_env() -> Result<usize> {
+    let Some(value) = std::env::var_os(THREADS_ENV) else {
+        return Ok(std::thread::available_parallelism().map_or(1, |n| n.get()));
+    };
+    let max = max_threads();
+    let text = value.to_string_lossy();
+    match text.trim().parse::<usize>() {
+        Ok(n) if (1..=max).contains(&n) => Ok(n),
+        _ => Err(err!(
+            InvalidValue,
+            "{THREADS_ENV}={text:?}: the CPU adapter's worker count must be a whole number from 1 to {max} \
+             on this machine ({THREADS_PER_CPU} per logical CPU, at least {THREADS_FLOOR}); unset, it is the \
+             available parallelism"
+        )),
+    }
+}
+
 impl CpuPlatform {
     pub(crate) fn new() -> std::result::Result<CpuPlatform, String> {
-        let threads = match std::env::var(THREADS_ENV) {
-            Ok(v) => v
-                .trim()
-                .parse::<usize>()
-                .ok()
-                .filter(|n| *n > 0)
-                .ok_or_else(|| format!("{THREADS_ENV}={v:?} is not a positive number of threads"))?,
-            Err(_) => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        };
-        let pool = Arc::new(Pool::new(threads)?);
+        let threads = threads_from_env().map_err(|e| e.to_string())?;
+        let pool = Arc::new(Pool::new(threads).map_err(|e| format!("{THREADS_ENV}={threads}: {e}"))?);
         tracing::debug!(threads, "CPU worker pool started");
         let allowed = topology::allowed_cpus();
         let cpus = (0..threads).map(|i| allowed[i % allowed.len()]).collect();

@@ -17,7 +17,8 @@
 //! - a kernel that panics makes its event report `AdapterSpecific`; the
 //!   process and later submissions carry on.
 //!
-//! The pool has `UR_CPU_THREADS` workers (default: the available parallelism).
+//! The pool has `UR_CPU_THREADS` workers (default: the available parallelism;
+//! at most [`max_threads`]).
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod command_buffer;
@@ -38,7 +39,7 @@ use std::sync::Arc;
 use ur_core::adapter::{AdapterFactory, PlatformImpl};
 use ur_core::{AdapterEntry, Backend, Device, DeviceSelector, Loader};
 
-pub use device::THREADS_ENV;
+pub use device::{THREADS_ENV, max_threads, threads_from_env};
 
 /// Opens the CPU adapter: one platform with one device.
 #[derive(Copy, Clone, Debug, Default)]
@@ -47,6 +48,10 @@ pub struct CpuAdapterFactory;
 impl AdapterFactory for CpuAdapterFactory {
     fn backend(&self) -> Backend {
         Backend::Cpu
+    }
+
+    fn check_env(&self) -> ur_core::Result<()> {
+        threads_from_env().map(drop)
     }
 
     fn load(&self) -> Result<Vec<Arc<dyn PlatformImpl>>, String> {

@@ -262,22 +262,44 @@ impl Pool {
             lookers: AtomicUsize::new(0),
             shutdown: AtomicBool::new(false),
         });
+        #[cfg(test)]
+        tests::LAST_SHARED.with(|l| *l.borrow_mut() = Some(Arc::downgrade(&shared)));
         let cpus = cpus.map(Arc::new);
+        let mut started = Vec::with_capacity(threads);
         for (index, deque) in deques.into_iter().enumerate() {
-            let shared = shared.clone();
+            let worker_shared = shared.clone();
             let cpus = cpus.clone();
-            std::thread::Builder::new()
-                .name(format!("ur-cpu-{index}"))
-                .spawn(move || {
-                    if let Some(cpus) = cpus {
-                        pin_current_thread(&cpus);
+            let builder = std::thread::Builder::new().name(format!("ur-cpu-{index}"));
+            #[cfg(test)]
+            let builder = if tests::FAIL_SPAWN_AT.with(|f| f.get()) == Some(index) {
+                // A stack no machine can map: the system refuses the thread.
+                builder.stack_size(1 << 60)
+            } else {
+                builder
+            };
+            let spawned = builder.spawn(move || {
+                if let Some(cpus) = cpus {
+                    pin_current_thread(&cpus);
+                }
+                let local = Local { shared: worker_shared, deque, index };
+                LOCAL.with(|l| l.set(&local));
+                local.main_loop();
+                LOCAL.with(|l| l.set(std::ptr::null()));
+            });
+            match spawned {
+                Ok(handle) => started.push(handle),
+                Err(e) => {
+                    // No `Pool` exists yet whose drop would stop the workers
+                    // already running: stop and join them here, so that a
+                    // failed start leaves no threads behind.
+                    shared.shutdown.store(true, Ordering::SeqCst);
+                    shared.sleepers.wake_all();
+                    for handle in started {
+                        let _ = handle.join();
                     }
-                    let local = Local { shared, deque, index };
-                    LOCAL.with(|l| l.set(&local));
-                    local.main_loop();
-                    LOCAL.with(|l| l.set(std::ptr::null()));
-                })
-                .map_err(|e| format!("cannot start the worker pool: {e}"))?;
+                    return Err(format!("the system refused worker thread {index} of {threads}: {e}"));
+                }
+            }
         }
         Ok(Pool { shared, threads })
     }
@@ -427,6 +449,8 @@ pub(crate) fn now_ns() -> u64 {
 
 #[cfg(test)]
 mod tests {
+    use std::cell::RefCell;
+    use std::sync::Weak;
     use std::sync::atomic::AtomicU32;
     use std::sync::mpsc;
 
@@ -617,5 +641,26 @@ mod tests {
         let mut got: Vec<i32> = (0..100).map(|_| rx.recv_timeout(Duration::from_secs(30)).unwrap()).collect();
         got.sort();
         assert_eq!(got, (0..100).collect::<Vec<_>>());
+    }
+
+    thread_local! {
+        /// The worker this thread's next `Pool::pinned` fails to start.
+        pub(super) static FAIL_SPAWN_AT: Cell<Option<usize>> = const { Cell::new(None) };
+        /// The shared state of the last pool this thread started.
+        pub(super) static LAST_SHARED: RefCell<Option<Weak<Shared>>> = const { RefCell::new(None) };
+    }
+
+    #[test]
+    fn a_failed_start_stops_the_workers_already_running() {
+        FAIL_SPAWN_AT.with(|f| f.set(Some(3)));
+        let error = Pool::new(8).err().expect("worker 3 cannot start");
+        FAIL_SPAWN_AT.with(|f| f.set(None));
+        assert!(error.contains("worker thread 3 of 8"), "{error}");
+        // Workers hold the shared state while they run: once every started
+        // worker has been joined, nothing holds it.
+        let shared = LAST_SHARED.with(|l| l.borrow_mut().take()).expect("the pool recorded its state");
+        assert!(shared.upgrade().is_none(), "a worker of the failed pool is still running");
+        // The same thread starts a whole pool afterwards.
+        assert_eq!(Pool::new(2).unwrap().threads(), 2);
     }
 }

@@ -279,6 +279,29 @@ pub fn driver_out_of_order_rule(
     }
 }
 
+/// Checks [`REPLAY_ENV`], [`MUTABLE_DISPATCH_ENV`] and [`OUT_OF_ORDER_ENV`]: each unset, empty, or
+/// one of its values; anything else is `InvalidValue` naming the variable and
+/// the values it takes.
+pub fn check_env() -> ur_core::Result<()> {
+    for (name, valid) in [
+        (REPLAY_ENV, &["driver", "planned"][..]),
+        (MUTABLE_DISPATCH_ENV, &["off"][..]),
+        (OUT_OF_ORDER_ENV, &["on", "off"][..]),
+    ] {
+        let Some(value) = std::env::var_os(name) else { continue };
+        let text = value.to_string_lossy();
+        let text = text.trim();
+        if !text.is_empty() && !valid.contains(&text) {
+            return Err(ur_core::err!(
+                InvalidValue,
+                "{name}={text:?}: expected {} (or unset)",
+                valid.iter().map(|v| format!("`{v}`")).collect::<Vec<_>>().join(" or ")
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The USM mechanism of a device, with the entry points it needs.
 pub(crate) enum Usm {
     /// Intel's extension.
@@ -710,7 +733,7 @@ mod tests {
         assert!(driver_out_of_order_rule("Portable Computing Language", true, true, None).0);
         assert!(!driver_out_of_order_rule("Portable Computing Language", true, true, Some("off")).0);
         assert!(!driver_out_of_order_rule("NVIDIA CUDA", false, false, Some("on")).0, "not offered");
-        // An unknown value is ignored.
+        // An unknown value is refused earlier (check_env); here it counts as unset.
         assert!(!driver_out_of_order_rule(intel, true, true, Some("yes")).0);
     }
 

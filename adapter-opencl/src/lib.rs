@@ -64,7 +64,9 @@ use ur_core::adapter::{AdapterFactory, PlatformImpl};
 #[doc(hidden)]
 pub use clock::check_clock_paths;
 pub use conv::cl_error;
-pub use device::{CommandBufferSetup, DeviceSetup, REPLAY_ENV, Reported, UsmSetup, replay_path, setup};
+pub use device::{
+    CommandBufferSetup, DeviceSetup, MUTABLE_DISPATCH_ENV, REPLAY_ENV, Reported, UsmSetup, replay_path, setup,
+};
 
 /// `CL_PLATFORM_NOT_FOUND_KHR`: the ICD loader found no driver.
 const CL_PLATFORM_NOT_FOUND_KHR: i32 = -1001;
@@ -76,6 +78,10 @@ pub struct OpenClAdapterFactory;
 impl AdapterFactory for OpenClAdapterFactory {
     fn backend(&self) -> Backend {
         Backend::OpenCl
+    }
+
+    fn check_env(&self) -> ur_core::Result<()> {
+        device::check_env()
     }
 
     fn load(&self) -> Result<Vec<Arc<dyn PlatformImpl>>, String> {

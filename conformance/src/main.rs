@@ -1,11 +1,14 @@
 //! `ur-conformance`: runs the suite on every selected device and prints a
 //! matrix (cases x devices) with skip reasons and failures, or JSON lines.
-//! Exits with 1 when any case fails, 2 when nothing could be run, 3 when a
-//! case runs past `UR_CONFORMANCE_CASE_TIMEOUT` (a hang, named on stderr).
+//! Exits with 1 when any case fails, 2 when nothing could be run (no
+//! device, or a `--filter` that selects no case), 3 when a case runs past
+//! `UR_CONFORMANCE_CASE_TIMEOUT` (a hang, named on stderr). While it runs,
+//! one line per device and group goes to stderr when it is a terminal
+//! (`--quiet` turns them off, `--progress` on).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::io::Write as _;
+use std::io::{IsTerminal, Write as _};
 use std::process::ExitCode;
 
 use clap::{Parser, ValueEnum};
@@ -41,6 +44,35 @@ struct Cli {
     /// List the cases and exit.
     #[arg(long)]
     list: bool,
+    /// No progress lines on stderr (they are off anyway when stderr is not a terminal).
+    #[arg(long, conflicts_with = "progress")]
+    quiet: bool,
+    /// Progress lines on stderr even when it is not a terminal (logs of CI runs).
+    #[arg(long)]
+    progress: bool,
+}
+
+/// The group of a case: its name up to `::` (`update` of `update::kernel_args`).
+fn group(case: &str) -> &str {
+    case.split_once("::").map_or(case, |(g, _)| g)
+}
+
+/// One progress line per device and group, on stderr, while the suite runs.
+struct Progress {
+    on: bool,
+}
+
+impl Progress {
+    fn group_done(&self, device: &str, group: &str, outcomes: &[&Outcome]) {
+        if !self.on || outcomes.is_empty() {
+            return;
+        }
+        let count = |f: fn(&Outcome) -> bool| outcomes.iter().filter(|o| f(o)).count();
+        let failed = count(|o| matches!(o, Outcome::Fail(_)));
+        let skipped = count(|o| matches!(o, Outcome::Skip(_)));
+        let passed = outcomes.len() - failed - skipped;
+        eprintln!("[{device}] {group}: {passed} passed, {failed} failed, {skipped} skipped");
+    }
 }
 
 struct Row {
@@ -65,16 +97,33 @@ fn emit(text: &str) {
 }
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_env("UR_LOG"))
-        .with_writer(std::io::stderr)
-        .init();
+    if let Err(e) = ur::init_logging() {
+        eprintln!("ur-conformance: {e}");
+        return ExitCode::from(2);
+    }
     ur_conformance::quiet_adapter_worker_panics();
     let cli = Cli::parse();
-    let cases: Vec<Case> = cases::all()
-        .into_iter()
-        .filter(|c| cli.filter.is_empty() || cli.filter.iter().any(|f| c.name.contains(f.as_str())))
-        .collect();
+    let wanted = |name: &str| cli.filter.is_empty() || cli.filter.iter().any(|f| name.contains(f.as_str()));
+    let all = cases::all();
+    let section_names: Vec<&str> =
+        cases::buffers::cross_cases().iter().chain(cases::multi_device::cases().iter()).map(|c| c.name).collect();
+    // A filter that selects nothing would run nothing and pass: an error
+    // listing the groups, so that a typo cannot look like a green run.
+    if !all.iter().map(|c| c.name.as_str()).chain(section_names.iter().copied()).any(wanted) {
+        let mut groups: Vec<&str> =
+            all.iter().map(|c| group(&c.name)).chain(section_names.iter().map(|n| group(n))).collect();
+        groups.sort_unstable();
+        groups.dedup();
+        eprintln!(
+            "ur-conformance: --filter {} selects no case; a filter is part of a case name (`--list` lists them), \
+             e.g. one of the groups: {}",
+            cli.filter.iter().map(|f| format!("{f:?}")).collect::<Vec<_>>().join(" --filter "),
+            groups.join(", ")
+        );
+        return ExitCode::from(2);
+    }
+    let cases: Vec<Case> = all.into_iter().filter(|c| wanted(&c.name)).collect();
+    let progress = Progress { on: cli.progress || (!cli.quiet && std::io::stderr().is_terminal()) };
     if cli.list {
         emit(&cases.iter().map(|c| format!("{}\n", c.name)).collect::<String>());
         return ExitCode::SUCCESS;
@@ -123,7 +172,8 @@ fn main() -> ExitCode {
     let mut rows = Vec::new();
     for device in &devices {
         let name = device.to_string();
-        for case in &cases {
+        let mut group_start = rows.len();
+        for (i, case) in cases.iter().enumerate() {
             let outcome = run_case(case, device);
             if cli.format == Format::Json {
                 let (status, reason) = match &outcome {
@@ -135,6 +185,11 @@ fn main() -> ExitCode {
                 emit(&(serde_json::to_string(&row).expect("a row of strings serializes") + "\n"));
             }
             rows.push(Row { device: name.clone(), case: case.name.clone(), outcome });
+            if cases.get(i + 1).is_none_or(|next| group(&next.name) != group(&case.name)) {
+                let outcomes: Vec<&Outcome> = rows[group_start..].iter().map(|r| &r.outcome).collect();
+                progress.group_done(&name, group(&case.name), &outcomes);
+                group_start = rows.len();
+            }
         }
     }
     // Sections run once over every selected device together, when there
@@ -146,8 +201,9 @@ fn main() -> ExitCode {
     if selected.len() > 1 {
         for (section, section_cases) in &sections {
             let (mut pass, mut fail, mut skip) = (0, 0, 0);
+            let section_start = rows.len();
             for case in section_cases {
-                if !(cli.filter.is_empty() || cli.filter.iter().any(|f| case.name.contains(f.as_str()))) {
+                if !wanted(case.name) {
                     continue;
                 }
                 let outcome = case.run(&selected);
@@ -167,6 +223,8 @@ fn main() -> ExitCode {
                 }
                 rows.push(Row { device: (*section).into(), case: case.name.into(), outcome });
             }
+            let outcomes: Vec<&Outcome> = rows[section_start..].iter().map(|r| &r.outcome).collect();
+            progress.group_done("all selected devices", section, &outcomes);
             if pass + fail + skip > 0 {
                 section_rows.push((section, pass, fail, skip));
             }

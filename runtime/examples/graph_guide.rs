@@ -2,6 +2,10 @@
 //! proposal with a host task at the bottom and a dynamic parameter,
 //! finalized, run, updated, and written as DOT.
 //!
+//! Without an argument the DOT files go to a folder under the system's
+//! temporary directory (printed), so that a run leaves the checkout clean;
+//! `UR_LOG=ur_runtime::graph=debug` shows the graph's tracing events.
+//!
 //! ```sh
 //! cargo run -p ur-runtime --example graph_guide -- docs/images
 //! dot -Tsvg docs/images/graph-guide.dot -o docs/images/graph-guide.svg
@@ -41,7 +45,16 @@ fn saxpy(g: &WorkGroup<'_>) {
 }
 
 fn main() -> ur_core::Result<()> {
-    let out_dir: PathBuf = std::env::args().nth(1).unwrap_or_else(|| ".".into()).into();
+    ur::init_logging()?;
+    let out_dir: PathBuf = match std::env::args().nth(1) {
+        Some(dir) => dir.into(),
+        None => {
+            let dir = std::env::temp_dir().join("ur-rs-graph-guide");
+            std::fs::create_dir_all(&dir)
+                .map_err(|e| ur_core::err!(InvalidValue, "cannot create {}: {e}", dir.display()))?;
+            dir
+        }
+    };
     let device = ur_adapter_cpu::default_device();
     let ctx = Context::new(&device)?;
     let queue = Queue::new(&ctx, QueueProperties::default())?;
@@ -133,5 +146,6 @@ fn main() -> ur_core::Result<()> {
     println!("partitions: {:#?}", exec.partitions());
     graph.print_graph(out_dir.join("graph-guide.dot"), true)?;
     exec.print_graph(out_dir.join("graph-guide-exec.dot"), false)?;
+    println!("wrote graph-guide.dot and graph-guide-exec.dot in {}", out_dir.display());
     Ok(())
 }

@@ -752,7 +752,7 @@ impl SubmitGraph for Graph<Executable> {
 
 /// `urEnqueueGraphExp` ([`ur_core::Queue::enqueue_graph`]); a recording
 /// queue refuses it (`InvalidOperation`: record the commands instead).
-impl SubmitGraph for ur_core::ExecutableGraph {
+impl SubmitGraph for ur_core::InstantiatedGraph {
     fn submit_on(&self, queue: &Queue, wait: &[&Event]) -> Result<Event> {
         if queue.recording_state() == QueueState::Recording {
             record::refuse_while_recording(queue, "an executable graph of UR's capture (record the commands instead)")?;

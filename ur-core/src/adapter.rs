@@ -73,6 +73,14 @@ pub trait AdapterFactory: Send + Sync {
     /// Opens the driver and lists its platforms. `Err` carries the reason the
     /// adapter is absent (no driver library, no device, ...); it must not panic.
     fn load(&self) -> std::result::Result<Vec<Arc<dyn PlatformImpl>>, String>;
+
+    /// Checks the environment variables this adapter reads without opening
+    /// the driver: a value outside its range is `InvalidValue` naming the
+    /// variable and the valid values. [`crate::Loader::from_env`] calls it, so
+    /// that a mistyped setting is an error instead of an absent adapter.
+    fn check_env(&self) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// A platform of an adapter.

@@ -1,7 +1,7 @@
 //! UR's graph capture (`urQueueBeginGraphCaptureExp` and its family): a queue
 //! that captures appends what is enqueued on it to a command buffer instead
 //! of executing it; [`CapturedGraph::instantiate`] finalizes that buffer into
-//! an [`ExecutableGraph`], which [`Queue::enqueue_graph`] runs any number of
+//! an [`InstantiatedGraph`], which [`Queue::enqueue_graph`] runs any number of
 //! times.
 //!
 //! A queue has one capture slot, checked on the eager path with one atomic
@@ -79,7 +79,7 @@ pub(crate) enum Op {
     /// A barrier or an event wait: appends nothing.
     Wait { barrier: bool },
     /// An executable graph: its commands, appended again.
-    Graph(ExecutableGraph),
+    Graph(InstantiatedGraph),
 }
 
 impl Op {
@@ -467,7 +467,7 @@ pub(crate) fn queue_dropped(slot: &CaptureSlot, key: usize) {
 /// one capture. Clones share the graph.
 ///
 /// ```
-/// use ur_core::*;
+/// use ur::*;
 /// # let device = ur_adapter_cpu::default_device();
 /// let ctx = Context::new(&device)?;
 /// let queue = Queue::new(&ctx, QueueProperties::default())?;
@@ -538,7 +538,7 @@ impl CapturedGraph {
     /// progress, `InvalidArgument` for a graph with nothing captured (as UR's
     /// conformance suite asks, `urGraphInstantiateGraphExpTest.InvalidEmptyGraph`).
     #[tracing::instrument(level = "debug", skip_all, fields(graph = self.id()))]
-    pub fn instantiate(&self) -> Result<ExecutableGraph> {
+    pub fn instantiate(&self) -> Result<InstantiatedGraph> {
         let mut state = self.inner.state.lock();
         ensure!(
             state.session.is_none(),
@@ -557,7 +557,7 @@ impl CapturedGraph {
         };
         buffer.finalize()?;
         let nodes = state.nodes.clone().into();
-        Ok(ExecutableGraph {
+        Ok(InstantiatedGraph {
             inner: Arc::new(ExecInner { graph: self.id(), context: self.inner.context.clone(), buffer, nodes }),
         })
     }
@@ -595,9 +595,18 @@ impl fmt::Debug for CapturedGraph {
 /// An instantiated capture (`ur_exp_executable_graph_handle_t`): a finalized
 /// command buffer that [`Queue::enqueue_graph`] submits. Clones share it.
 #[derive(Clone)]
-pub struct ExecutableGraph {
+pub struct InstantiatedGraph {
     inner: Arc<ExecInner>,
 }
+
+/// The former name of [`InstantiatedGraph`], kept so that code written
+/// against it builds; it goes with the crates' rename (docs/publishing.md).
+#[deprecated(
+    since = "0.1.0",
+    note = "renamed `InstantiatedGraph`: `ExecutableGraph` clashed with the SYCL-level \
+            `ur_runtime::graph::ExecutableGraph` when both crates are glob-imported"
+)]
+pub type ExecutableGraph = InstantiatedGraph;
 
 struct ExecInner {
     /// The identity of the graph it was instantiated from.
@@ -608,7 +617,7 @@ struct ExecInner {
     nodes: Arc<[Node]>,
 }
 
-impl ExecutableGraph {
+impl InstantiatedGraph {
     /// The context.
     pub fn context(&self) -> &Context {
         &self.inner.context
@@ -628,7 +637,7 @@ impl ExecutableGraph {
 /// `urEnqueueGraphExp` ([`Queue::enqueue_graph`]): on a capturing queue, the
 /// graph is captured as one command. Submissions of one executable graph run
 /// in submission order, also across queues.
-impl ExecutableGraph {
+impl InstantiatedGraph {
     /// `InvalidQueue` for a queue of another context.
     pub(crate) fn check_queue(&self, queue: &Queue) -> Result<()> {
         ensure!(
@@ -641,9 +650,9 @@ impl ExecutableGraph {
     }
 }
 
-impl fmt::Debug for ExecutableGraph {
+impl fmt::Debug for InstantiatedGraph {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ExecutableGraph").field("graph", &self.inner.graph).finish()
+        f.debug_struct("InstantiatedGraph").field("graph", &self.inner.graph).finish()
     }
 }
 
@@ -776,7 +785,7 @@ impl Queue {
     }
 
     /// Submits an executable graph after the resolved wait list.
-    pub(crate) fn execute_graph(&self, graph: &ExecutableGraph, resolved: &[Arc<dyn EventImpl>]) -> Result<Event> {
+    pub(crate) fn execute_graph(&self, graph: &InstantiatedGraph, resolved: &[Arc<dyn EventImpl>]) -> Result<Event> {
         self.execute_command_buffer(&graph.inner.buffer, resolved)
     }
 }

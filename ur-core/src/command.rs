@@ -36,21 +36,21 @@ pub type Pattern = SmallVec<[u8; 16]>;
 /// `..` in patterns, but cannot construct them:
 ///
 /// ```compile_fail,E0639
-/// # use ur_core::{Command, MemLoc};
+/// # use ur::{Command, MemLoc};
 /// fn forged(dst: MemLoc, src: MemLoc) -> Command {
 ///     Command::UsmMemcpy { dst, src, size: usize::MAX } // error: non-exhaustive variant
 /// }
 /// ```
 ///
 /// ```compile_fail,E0639
-/// # use ur_core::{ArgValue, Command, Kernel, KernelCommand, NdRange};
+/// # use ur::{ArgValue, Command, Kernel, KernelCommand, NdRange};
 /// fn forged(kernel: Kernel, range: NdRange, args: Vec<ArgValue>) -> Command {
 ///     Command::KernelLaunch(KernelCommand { kernel, range, args }) // error: non-exhaustive struct
 /// }
 /// ```
 ///
 /// ```
-/// # use ur_core::Command;
+/// # use ur::Command;
 /// fn bytes(command: &Command) -> Option<usize> {
 ///     match command {
 ///         Command::UsmMemcpy { size, .. } | Command::UsmFill { size, .. } => Some(*size),

@@ -21,7 +21,7 @@
 //! | work dimensions, work-group sizes | `InvalidWorkDimension`, `InvalidWorkGroupSize` |
 //!
 //! ```
-//! use ur_core::*;
+//! use ur::*;
 //! # let device = ur_adapter_cpu::default_device();
 //! let ctx = Context::new(&device)?;
 //! let queue = Queue::new(&ctx, QueueProperties::default())?;
@@ -34,7 +34,7 @@
 //! let mut out = [0u8; 64];
 //! queue.read_usm(buf.ptr(), &mut out, &[])?;
 //! assert_eq!((out[0], out[63]), (9, 7));
-//! # Ok::<(), ur_core::UrError>(())
+//! # Ok::<(), ur::UrError>(())
 //! ```
 
 use std::collections::HashMap;
@@ -623,7 +623,7 @@ impl CommandBuffer {
     /// [`append_kernel_launch`](Self::append_kernel_launch)).
     ///
     /// ```
-    /// use ur_core::*;
+    /// use ur::*;
     /// # let device = ur_adapter_cpu::default_device();
     /// let ctx = Context::new(&device)?;
     /// let buf = UsmAllocation::new(&ctx, UsmKind::Device, 64)?;

@@ -168,7 +168,7 @@ impl fmt::Debug for Event {
 /// is called. Dropping it uncompleted fails it, so nothing waits forever.
 ///
 /// ```
-/// use ur_core::*;
+/// use ur::*;
 /// # let ctx = Context::new(&ur_adapter_cpu::default_device()).unwrap();
 /// let queue = Queue::new(&ctx, QueueProperties::default())?;
 /// let buf = UsmAllocation::new(&ctx, UsmKind::Device, 4)?;

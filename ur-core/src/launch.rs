@@ -32,7 +32,7 @@ impl<'a> KernelArg<'a> {
     /// A value argument holding the bytes of `value`.
     ///
     /// ```
-    /// use ur_core::KernelArg;
+    /// use ur::KernelArg;
     /// let a = 2.0f32;
     /// assert!(matches!(KernelArg::value(&a), KernelArg::Value(b) if b.len() == 4));
     /// ```
@@ -58,8 +58,8 @@ pub enum ArgValue {
 /// A kernel launch as the application describes it.
 ///
 /// ```
-/// # use ur_core::{KernelArg, KernelLaunch, UsmPtr};
-/// # fn demo(kernel: &ur_core::Kernel, out: UsmPtr) {
+/// # use ur::{KernelArg, KernelLaunch, UsmPtr};
+/// # fn demo(kernel: &ur::Kernel, out: UsmPtr) {
 /// let n = 1024u32;
 /// let args = [KernelArg::Pointer(out), KernelArg::value(&n)];
 /// let launch = KernelLaunch::new(kernel, &[1024], &args).local_size(&[64]);

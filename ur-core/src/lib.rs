@@ -69,7 +69,9 @@ mod typed_usm;
 pub use types::{clock, cpu_table, error, live, native, ptx, rect, spirv};
 
 pub use adopt::{AdoptedBuffer, Ownership};
-pub use capture::{CapturedGraph, ExecutableGraph};
+#[allow(deprecated)]
+pub use capture::ExecutableGraph;
+pub use capture::{CapturedGraph, InstantiatedGraph};
 pub use clock::{Timestamps, host_clock_ns};
 pub use command::{Command, CommandKind, Pattern};
 pub use command_buffer::{

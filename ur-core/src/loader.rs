@@ -34,6 +34,23 @@ pub struct AbsentAdapter {
 }
 
 /// The result of loading: platforms found, adapters absent, and the selector.
+///
+/// Applications get one from `ur::load()` (the compiled-in adapters, with the
+/// selector from the environment) or `ur::load_all()`:
+///
+/// ```
+/// let loader = ur::load()?;
+/// for platform in loader.platforms() {
+///     println!("{} platform `{}`: {} device(s)", platform.backend(), platform.name(), platform.devices().len());
+/// }
+/// for absent in loader.absent() {
+///     println!("{} absent: {}", absent.backend, absent.reason);
+/// }
+/// // The first selected device, or an error carrying each absent adapter's reason.
+/// let device = loader.first_device()?;
+/// println!("running on {device}: {}", device.info().name);
+/// # Ok::<(), ur::UrError>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct Loader {
     platforms: Vec<Platform>,
@@ -102,8 +119,42 @@ impl Loader {
 
     /// Loads with the selector from `UR_DEVICE_SELECTOR` or `ONEAPI_DEVICE_SELECTOR`;
     /// a malformed value is an `InvalidValue` error naming the valid backends.
+    /// The settings of each adapter the selector may open are checked first
+    /// ([`AdapterFactory::check_env`]): an invalid one (`UR_CPU_THREADS=0`)
+    /// is an `InvalidValue` error naming the variable, not an absent adapter.
     pub fn from_env(entries: &[AdapterEntry<'_>]) -> Result<Loader> {
-        Ok(Self::load(entries, DeviceSelector::from_env()?))
+        let selector = DeviceSelector::from_env()?;
+        for entry in entries {
+            if let AdapterEntry::Compiled(factory) = entry
+                && selector.may_select_backend(factory.backend())
+            {
+                factory.check_env()?;
+            }
+        }
+        Ok(Self::load(entries, selector))
+    }
+
+    /// The first selected device; when none is selected, a `DeviceNotFound`
+    /// error with the selector and the reason each absent adapter gave (no
+    /// driver, excluded by the selector, not compiled in), so that a program
+    /// can pass the reason on with `?`.
+    pub fn first_device(&self) -> Result<Device> {
+        if let Some(device) = self.devices().into_iter().next() {
+            return Ok(device);
+        }
+        let mut why = String::new();
+        for absent in &self.absent {
+            why.push_str(&format!("; {}: {}", absent.backend, absent.reason));
+        }
+        for platform in &self.platforms {
+            why.push_str(&format!(
+                "; {}: platform `{}` has {} device(s), none matching",
+                platform.backend(),
+                platform.name(),
+                platform.devices().len()
+            ));
+        }
+        Err(crate::err!(DeviceNotFound, "no device is selected by `{}`{why}", self.selector))
     }
 
     /// The platforms found.
@@ -129,5 +180,25 @@ impl Loader {
             .filter(|d| self.selector.matches(d.backend(), d.id().index, d.info().device_type))
             .cloned()
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_device_gives_each_absent_adapters_reason() {
+        let entries = [
+            AdapterEntry::NotCompiled(Backend::Cuda, "built without `cuda`"),
+            AdapterEntry::NotCompiled(Backend::OpenCl, "built without `opencl`"),
+        ];
+        let loader = Loader::load(&entries, DeviceSelector::parse("cuda:0").unwrap());
+        let error = loader.first_device().unwrap_err();
+        assert!(matches!(error, crate::UrError::DeviceNotFound(_)), "{error}");
+        let text = error.to_string();
+        for part in ["cuda:0", "cuda: not compiled in (built without `cuda`)", "opencl: not compiled in"] {
+            assert!(text.contains(part), "{part:?} missing from {text}");
+        }
     }
 }

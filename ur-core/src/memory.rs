@@ -22,7 +22,7 @@ use crate::{ensure, err};
 /// A USM allocation, freed when dropped and no command uses it any more.
 ///
 /// ```
-/// use ur_core::{Context, UsmAllocation, UsmKind};
+/// use ur::{Context, UsmAllocation, UsmKind};
 /// # let ctx = Context::new(&ur_adapter_cpu::default_device()).unwrap();
 /// let buf = UsmAllocation::new(&ctx, UsmKind::Device, 1024).unwrap();
 /// assert_eq!(buf.size(), 1024);
@@ -362,7 +362,7 @@ impl MemBuffer {
     ///   `MisalignedSubBufferOffset`.
     ///
     /// ```
-    /// use ur_core::{Context, MemBuffer, MemFlags, UrError};
+    /// use ur::{Context, MemBuffer, MemFlags, UrError};
     /// # let ctx = Context::new(&ur_adapter_cpu::default_device()).unwrap();
     /// let buf = MemBuffer::new(&ctx, MemFlags::READ_ONLY, 4096).unwrap();
     /// let sub = buf.partition(MemFlags::empty(), 1024, 512).unwrap();

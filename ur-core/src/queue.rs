@@ -825,7 +825,7 @@ impl Queue {
     /// `GraphCaptureUnsupported` on a capturing queue.
     ///
     /// ```
-    /// use ur_core::{Context, Queue, QueueProperties};
+    /// use ur::{Context, Queue, QueueProperties};
     /// # let ctx = Context::new(&ur_adapter_cpu::default_device()).unwrap();
     /// let queue = Queue::new(&ctx, QueueProperties::default()).unwrap();
     /// let before = ctx.device().global_timestamps().unwrap();
@@ -904,7 +904,7 @@ impl Queue {
     /// its command buffer runs after `wait`; a capturing queue captures it.
     /// `InvalidQueue` for a graph of another context.
     #[tracing::instrument(level = "debug", skip_all, fields(graph = graph.graph_id()))]
-    pub fn enqueue_graph(&self, graph: &crate::ExecutableGraph, wait: &[&Event]) -> Result<Event> {
+    pub fn enqueue_graph(&self, graph: &crate::InstantiatedGraph, wait: &[&Event]) -> Result<Event> {
         graph.check_queue(self)?;
         self.submit_op(Op::Graph(graph.clone()), wait)
     }

@@ -16,7 +16,7 @@
 //! adapter for (`level_zero`, `hip`, `offload`) are accepted and select nothing.
 //!
 //! ```
-//! use ur_core::{selector::DeviceSelector, Backend, DeviceType};
+//! use ur::{Backend, DeviceSelector, DeviceType};
 //! let s = DeviceSelector::parse("opencl:gpu;cpu:*").unwrap();
 //! assert!(s.matches(Backend::Cpu, 0, DeviceType::Cpu));
 //! assert!(!s.matches(Backend::OpenCl, 0, DeviceType::Cpu));

@@ -8,7 +8,7 @@
 //! that is not a whole number of elements are typed errors, never panics.
 //!
 //! ```
-//! use ur_core::{Context, Queue, QueueProperties};
+//! use ur::{Context, Queue, QueueProperties};
 //! # let context = Context::new(&ur_adapter_cpu::default_device()).unwrap();
 //! let queue = Queue::new(&context, QueueProperties::default()).unwrap();
 //! let data = queue.clone_htod(&[1.0f32, 2.0, 3.0]).unwrap();

@@ -32,7 +32,7 @@ pub use ur_core::{
     AtomicCaps, Backend, BinaryTarget, BufferMapping, CGroup, CKernelFn, CacheConfig, CacheType, CapturedGraph,
     Command, CommandBuffer, CommandBufferCaps, CommandBufferDesc, CommandBufferSupport, CommandHandle, CommandKind,
     Context, ContextId, Detail, Device, DeviceId, DeviceInfo, DeviceSelector, DeviceType, Event, EventStatus,
-    ExecutableGraph, FpCapabilities, FpConfigs, GlobalMemCache, HostPtr, Kernel, KernelArg, KernelCommand,
+    FpCapabilities, FpConfigs, GlobalMemCache, HostPtr, InstantiatedGraph, Kernel, KernelArg, KernelCommand,
     KernelLaunch, KernelLaunchUpdate, KernelSignature, LiveObjects, Loader, LocalMemType, LocalSizeOrigin,
     LocalSizeUpdate, MapFlags, MemBuffer, MemFlags, MemLoc, MemoryHardware, MemoryOrders, MemoryScopes, MigrationFlags,
     NativeArg, NativeCommand, NativeFn, NativeHandle, NativeKernel, NativeKernelFn, NativeScope, NativeTarget, NdRange,
@@ -45,7 +45,10 @@ pub use ur_core::{
 #[doc(hidden)]
 pub use ur_core::{ensure, err};
 
+mod logging;
 pub mod prelude;
+
+pub use logging::{LOG_ENV, init_logging};
 
 use ur_adapter_cpu::CpuAdapterFactory;
 
@@ -77,13 +80,36 @@ pub fn adapters() -> Vec<AdapterEntry<'static>> {
 }
 
 /// Loads every compiled-in adapter and selects devices with
-/// `UR_DEVICE_SELECTOR` (else `ONEAPI_DEVICE_SELECTOR`); a malformed selector
-/// is an `InvalidValue` error naming the valid backends.
+/// `UR_DEVICE_SELECTOR` (else `ONEAPI_DEVICE_SELECTOR`); a malformed selector,
+/// or an invalid adapter setting (`UR_CPU_THREADS=0`), is an `InvalidValue`
+/// error naming the variable and its valid values.
+///
+/// ```
+/// use ur::prelude::*;
+///
+/// fn main() -> Result<()> {
+///     let loader = ur::load()?;
+///     // Every selected device, by backend then index (`cpu:0`, `opencl:0`, ...).
+///     for device in loader.devices() {
+///         println!("{device}: {}", device.info().name);
+///     }
+///     let device = loader.first_device()?;
+///     let context = Context::new(&device)?;
+///     let _queue = Queue::new(&context, QueueProperties::default())?;
+///     Ok(())
+/// }
+/// ```
 pub fn load() -> Result<Loader> {
     Loader::from_env(&adapters())
 }
 
-/// Loads every compiled-in adapter and selects every device.
+/// Loads every compiled-in adapter and selects every device, whatever the
+/// environment says (tools that list devices, tests).
+///
+/// ```
+/// let loader = ur::load_all();
+/// assert!(loader.devices().iter().any(|d| d.backend() == ur::Backend::Cpu), "the CPU adapter is always present");
+/// ```
 pub fn load_all() -> Loader {
     Loader::load(&adapters(), DeviceSelector::all())
 }

@@ -5,7 +5,7 @@
 //! use ur::prelude::*;
 //!
 //! fn main() -> Result<()> {
-//!     let device = ur::load_all().devices().remove(0);
+//!     let device = ur::load_all().first_device()?;
 //!     let context = Context::new(&device)?;
 //!     let queue = Queue::new(&context, QueueProperties::default())?;
 //!     let data = queue.clone_htod(&[1u32, 2, 3, 4])?;

@@ -176,7 +176,7 @@ impl ProgramSource {
 /// The kernels of a program: signatures plus code in one or more forms.
 ///
 /// ```
-/// use ur_core::{ArgKind, KernelSignature, NativeKernel, ProgramBundle, ProgramSource, WorkGroup};
+/// use ur::{ArgKind, KernelSignature, NativeKernel, ProgramBundle, ProgramSource, WorkGroup};
 /// fn zero(g: &WorkGroup<'_>) {
 ///     let out = g.ptr::<u32>(0);
 ///     for item in g.items() {
