@@ -165,8 +165,7 @@ pub(crate) unsafe extern "C" fn urEventWait(count: u32, events: *const ur_event_
             // A wait refused (on a captured event), not a failed command.
             UrError::GraphCaptureUnsupported(_)
             | UrError::GraphCaptureInvalidated(_)
-            | UrError::InvalidOperation(_)
-            | UrError::InvalidContext(_) => e,
+            | UrError::InvalidOperation(_) => e,
             e => in_wait_list(&e),
         })
     })

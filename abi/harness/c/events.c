@@ -121,6 +121,24 @@ int main(void) {
   URT_CHECK(last_status == UR_EVENT_STATUS_COMPLETE, "after the queue's release the fill is %d", last_status);
   URT_OK(urEventRelease(last));
 
+  /* Events of two contexts waited for together (UR's CTS,
+   * urEventWaitTest.WaitWithMultipleContexts): each is waited for. */
+  {
+    ur_context_handle_t other = NULL;
+    URT_OK(urContextCreate(1, &env.device, NULL, &other));
+    ur_queue_handle_t oq = NULL;
+    URT_OK(urQueueCreate(other, env.device, NULL, &oq));
+    ur_event_handle_t mine = NULL, theirs = NULL;
+    URT_OK(urEnqueueEventsWait(q, 0, NULL, &mine));
+    URT_OK(urEnqueueEventsWait(oq, 0, NULL, &theirs));
+    ur_event_handle_t both[] = {mine, theirs};
+    URT_OK(urEventWait(2, both));
+    URT_OK(urEventRelease(mine));
+    URT_OK(urEventRelease(theirs));
+    URT_OK(urQueueRelease(oq));
+    URT_OK(urContextRelease(other));
+  }
+
   /* Waiting for nothing, and for a list that does not match its count. */
   URT_RESULT(UR_RESULT_ERROR_INVALID_VALUE, urEventWait(0, &fill));
   URT_RESULT(UR_RESULT_ERROR_INVALID_NULL_POINTER, urEventWait(1, NULL));
