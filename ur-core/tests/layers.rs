@@ -1,6 +1,7 @@
-//! ur-core's layers, kept one-way: every module of `ur-core/src` has a layer
-//! in [`LAYERS`], and a module may only name (`crate::module`, or an item
-//! the crate root re-exports from it) modules of its own layer or below.
+//! ur-core's layers, kept one-way: `ur-core/src` holds `lib.rs` and one
+//! folder per layer, listed in [`LAYERS`], and a module may only name
+//! (`crate::folder::...`, or a module or item the crate root re-exports from
+//! a folder) modules of its own layer or below.
 //!
 //! The few upward imports that remain are listed, with why, in [`KNOWN`]; the
 //! test fails on any other, naming the file, line and code, and on an entry
@@ -14,54 +15,19 @@ use std::path::{Path, PathBuf};
 /// The layers, bottom first.
 const LAYER_NAMES: [&str; 4] = ["types", "adapter interface", "front end", "loader"];
 
-/// Each module of ur-core and its layer (an index into [`LAYER_NAMES`]). A
-/// submodule not listed (`types::device`, `queue::usm_2d`) shares its
-/// parent's layer.
+/// Each folder of `ur-core/src` and its layer (an index into
+/// [`LAYER_NAMES`]); every module inside a folder shares its layer.
 const LAYERS: &[(&str, usize)] = &[
-    // Plain types, errors and readers of kernel code. `clock` ... `spirv`
-    // are the crate root's names for modules of `types`.
+    // Plain types, errors and readers of kernel code.
     ("types", 0),
-    ("clock", 0),
-    ("cpu_table", 0),
-    ("error", 0),
-    ("live", 0),
-    ("native", 0),
-    ("ptx", 0),
-    ("rect", 0),
-    ("spirv", 0),
     // The traits adapters implement, the commands they are given and the
     // definitions of the objects inside them.
     ("adapter", 1),
-    ("command", 1),
-    ("launch", 1),
-    ("objects", 1),
-    // The validating builders of commands, a front-end child of `command`.
-    ("command::build", 2),
-    // Validating a launch for a context, a front-end child of `launch`.
-    ("launch::resolve", 2),
     // The validating API, the software command buffer, graph capture and
     // the fault-injecting wrapper adapter.
-    ("adopt", 2),
-    ("backing", 2),
-    ("capture", 2),
-    ("command_buffer", 2),
-    ("context", 2),
-    ("device", 2),
-    ("event", 2),
-    ("faults", 2),
-    ("host_threads", 2),
-    ("interop", 2),
-    ("memory", 2),
-    ("peer", 2),
-    ("platform", 2),
-    ("program", 2),
-    ("queue", 2),
-    ("shared_usm", 2),
-    ("software", 2),
-    ("typed_usm", 2),
+    ("api", 2),
     // Opening adapters and choosing devices.
     ("loader", 3),
-    ("selector", 3),
 ];
 
 /// Upward imports that remain: (importing module, imported module, why).
@@ -159,27 +125,36 @@ fn ident_path(text: &str) -> String {
     path.trim_end_matches(':').to_string()
 }
 
-/// The module a reference names: the longest leading part of its path that
-/// [`LAYERS`] lists, else what the crate root re-exports under its first
-/// segment (an item or an exported macro).
+/// The layer folder a reference names: its first segment when that is a
+/// folder of [`LAYERS`], else the folder the crate root's re-exports lead
+/// to from it (an item, a module or an exported macro, followed through
+/// re-exports of re-exports: `Context` → `context` → `api`).
 fn target(path: &str, items: &BTreeMap<String, String>, macros: &BTreeMap<String, String>) -> Option<String> {
-    let segments: Vec<&str> = path.split("::").collect();
-    for len in (1..=segments.len()).rev() {
-        let candidate = segments[..len].join("::");
-        if LAYERS.iter().any(|(m, _)| *m == candidate) {
-            return Some(candidate);
+    let first = path.split("::").next().unwrap_or("");
+    let mut name = macros.get(first).map_or(first, |m| m.split("::").next().unwrap_or(""));
+    for _ in 0..=items.len() {
+        if LAYERS.iter().any(|(m, _)| *m == name) {
+            return Some(name.to_string());
         }
+        name = items.get(name)?;
     }
-    items.get(segments[0]).or_else(|| macros.get(segments[0])).cloned()
+    None
 }
 
-/// What the crate root re-exports, item → module: `pub use module::{A, B};`
-/// and `pub use module::A;`.
+/// What the crate root brings into scope, name → the module it comes from:
+/// `pub use module::{A, B};`, `use module::A;`, with or without a `#[cfg]`.
 fn root_items(lib: &str) -> BTreeMap<String, String> {
     let mut items = BTreeMap::new();
-    let code: String = code_lines(lib).iter().map(|(_, l)| format!("{l}\n")).collect();
+    let code: String = code_lines(lib)
+        .iter()
+        .filter(|(_, l)| !l.trim_start().starts_with("#["))
+        .map(|(_, l)| format!("{l}\n"))
+        .collect();
     for statement in code.split(';') {
-        let Some(rest) = statement.trim().strip_prefix("pub use ") else { continue };
+        let statement = statement.trim();
+        let Some(rest) = statement.strip_prefix("pub use ").or_else(|| statement.strip_prefix("use ")) else {
+            continue;
+        };
         let Some((module, names)) = rest.split_once("::") else { continue };
         let names = names.trim().trim_start_matches('{').trim_end_matches('}');
         for name in names.split(',') {
@@ -316,11 +291,29 @@ fn references_are_read_from_grouped_and_plain_paths() {
     let names: Vec<String> = crate_references(code).into_iter().map(|(_, n)| n).collect();
     assert_eq!(names, ["a::B", "c", "d::E", "i", "f::g"]);
     let none = BTreeMap::new();
-    assert_eq!(target("command::build::HostSide", &none, &none).as_deref(), Some("command::build"));
-    assert_eq!(target("command::Command", &none, &none).as_deref(), Some("command"));
+    assert_eq!(target("api::command_build::HostSide", &none, &none).as_deref(), Some("api"));
     assert_eq!(target("types::device::DeviceInfo", &none, &none).as_deref(), Some("types"));
-    let items = root_items("pub use a::{B, C as D};\npub use d::E;\n// pub use x::Y;\npub mod z;\n");
+    assert_eq!(target("context::Context", &none, &none), None);
+    let items = root_items(
+        "pub use a::{B, C as D};\npub use d::E;\n// pub use x::Y;\npub mod z;\n#[cfg(x)]\npub use api::{context};\nuse adapter::objects;\npub use context::Context;\n",
+    );
     assert_eq!(items.get("D").map(String::as_str), Some("a"));
     assert_eq!(items.get("E").map(String::as_str), Some("d"));
     assert!(!items.contains_key("Y"));
+    assert_eq!(target("Context", &items, &none).as_deref(), Some("api"));
+    assert_eq!(target("objects::Event", &items, &none).as_deref(), Some("adapter"));
+    let macros = BTreeMap::from([("err".to_string(), "types::error".to_string())]);
+    assert_eq!(target("err", &none, &macros).as_deref(), Some("types"));
+}
+
+#[test]
+fn the_source_folder_holds_the_crate_root_and_one_folder_per_layer() {
+    let mut entries: Vec<String> = fs::read_dir(src_dir())
+        .expect("ur-core/src is readable")
+        .map(|e| e.expect("a directory entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    entries.sort();
+    let mut expected: Vec<String> = LAYERS.iter().map(|(m, _)| m.to_string()).chain(["lib.rs".to_string()]).collect();
+    expected.sort();
+    assert_eq!(entries, expected, "ur-core/src: lib.rs and the folders of LAYERS, nothing else");
 }

@@ -1,7 +1,7 @@
 //! The validating builders of [`Command`]s: the front end's half of
 //! `command`, kept apart from the enum so that the adapter interface, which
 //! hands commands to adapters, imports nothing of the front end.
-use super::{Command, Pattern};
+use crate::command::{Command, Pattern};
 use crate::context::Context;
 use crate::launch::KernelCommand;
 use crate::objects::{MemBuffer, MemLoc, UsmRef};

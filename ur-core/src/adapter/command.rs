@@ -18,8 +18,6 @@ use crate::objects::{MemBuffer, MemLoc, UsmRef};
 use crate::types::memory::{MigrationFlags, UsmAdvice};
 use crate::types::rect::{RectLayout, RectRegion};
 
-pub(crate) mod build;
-
 /// A fill pattern: one byte or more, of any length (not only powers of
 /// two), dividing the fill's size.
 pub type Pattern = SmallVec<[u8; 16]>;

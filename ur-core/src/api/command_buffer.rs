@@ -46,14 +46,14 @@ use parking_lot::Mutex;
 use smallvec::SmallVec;
 
 use crate::adapter::{EventImpl, ExecutableCommandBufferImpl, KernelUpdate, RecordingCommandBufferImpl};
+use crate::api::command_build::{HostSide, expect_kernel};
+use crate::api::launch_resolve::resolve_arg;
 use crate::command::Command;
-use crate::command::build::{HostSide, expect_kernel};
 use crate::context::Context;
 use crate::device::{CommandBufferSupport, Device, UpdateCapabilities};
 use crate::error::Result;
 use crate::event::{Event, as_refs, check_events};
 use crate::interop::{self, NativeCommand, NativeScope, Owner};
-use crate::launch::resolve::resolve_arg;
 use crate::launch::{
     ArgValue, KernelArg, KernelCommand, KernelLaunch, LocalSizeOrigin, check_dims, check_local_memory, resolve_range,
     to_3d,

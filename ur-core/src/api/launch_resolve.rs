@@ -4,9 +4,11 @@
 
 use smallvec::SmallVec;
 
-use super::{ArgValue, KernelArg, KernelCommand, KernelLaunch, LocalSizeOrigin, check_dims, check_local_memory};
-use super::{resolve_range, to_3d};
 use crate::context::Context;
+use crate::launch::{
+    ArgValue, KernelArg, KernelCommand, KernelLaunch, LocalSizeOrigin, check_dims, check_local_memory,
+};
+use crate::launch::{resolve_range, to_3d};
 use crate::objects::Kernel;
 use crate::types::error::Result;
 use crate::types::program::{ArgKind, SourceForm};

@@ -723,4 +723,7 @@ pub trait NativeBacking {
     unsafe fn invoke(&self, backend: Backend, target: NativeTarget) -> Result<()>;
 }
 
+pub mod command;
+pub mod launch;
+pub(crate) mod objects;
 pub mod toolbox;

@@ -13,8 +13,6 @@ use crate::types::error::Result;
 use crate::types::memory::UsmPtr;
 use crate::types::native::NdRange;
 
-pub(crate) mod resolve;
-
 /// One kernel argument as the application passes it.
 #[derive(Copy, Clone, Debug)]
 pub enum KernelArg<'a> {

@@ -7,8 +7,8 @@
 use smallvec::SmallVec;
 
 use super::Queue;
+use crate::api::command_build::HostSide;
 use crate::command::Command;
-use crate::command::build::HostSide;
 use crate::error::{Result, UrError};
 use crate::event::Event;
 use crate::memory::UsmPtr;

@@ -16,6 +16,8 @@ use crate::error::Result;
 use crate::platform::{Backend, Platform, PlatformInner};
 use crate::selector::DeviceSelector;
 
+pub mod selector;
+
 /// An adapter the loader may open.
 pub enum AdapterEntry<'a> {
     /// Compiled in: opened unless the selector rules its backend out.

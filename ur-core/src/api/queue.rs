@@ -21,9 +21,9 @@ use parking_lot::Mutex;
 use smallvec::SmallVec;
 
 use crate::adapter::{EventImpl, QueueImpl};
+use crate::api::command_build::{HostSide, Memcpy};
 use crate::capture::{self, CaptureSlot, Op};
 use crate::command::Command;
-use crate::command::build::{HostSide, Memcpy};
 use crate::command_buffer::CommandBuffer;
 use crate::context::Context;
 use crate::device::Device;
