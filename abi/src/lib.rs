@@ -55,31 +55,17 @@ mod checks {
     //! (`docs/abi.md`, "Generated argument checks").
     include!("checks.rs");
 }
-pub mod entry;
-pub mod handle;
-pub mod info;
+// One folder per layer above `sys`, bottom first; tests/layers.rs keeps
+// them one-way. The modules keep their paths at the crate root.
+mod boundary;
+mod entry_points;
 pub mod tables;
 
-mod adapter;
-mod adopt;
-mod capture;
-mod command_buffer;
-mod context;
-mod device;
-mod device_info;
-mod enqueue;
-mod event;
-mod kernel;
-mod logging;
-mod mem;
-mod native;
-mod platform;
-mod program;
-mod queue;
-mod timestamp;
-mod usm;
-mod usm_2d;
-mod usm_p2p;
+pub use boundary::{entry, handle, info};
+use entry_points::{
+    adapter, adopt, capture, command_buffer, context, device, device_info, enqueue, event, kernel, logging, mem,
+    native, platform, program, queue, timestamp, usm, usm_2d, usm_p2p,
+};
 
 pub use adapter::register_factory;
 
