@@ -59,15 +59,16 @@ mod checks {
 // them one-way. The modules keep their paths at the crate root.
 mod boundary;
 mod entry_points;
+mod objects;
 pub mod tables;
 
 pub use boundary::{entry, handle, info};
 use entry_points::{
-    adapter, adopt, capture, command_buffer, context, device, device_info, enqueue, event, kernel, logging, mem,
-    native, platform, program, queue, timestamp, usm, usm_2d, usm_p2p,
+    adapter, adopt, capture, command_buffer, context, device, device_info, enqueue, event, kernel, mem, native,
+    platform, program, queue, timestamp, usm, usm_2d, usm_p2p,
 };
 
-pub use adapter::register_factory;
+pub use objects::adapter::register_factory;
 
 /// Exports the 26 `urGet*ProcAddrTable` getters of `ur_ddi.h` for the
 /// adapter that `$factory` (a `&'static dyn ur_core::adapter::AdapterFactory`)

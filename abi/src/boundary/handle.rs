@@ -38,16 +38,17 @@
 //! names no object the application holds), whether or not internal
 //! references keep the object itself.
 
+use std::cell::UnsafeCell;
 use std::collections::VecDeque;
-use std::sync::Arc;
+use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Once};
 
 use parking_lot::Mutex;
 use ur_core::{UrError, err};
 
 use crate::entry::AbiResult;
 use crate::sys::ur_dditable_t;
-use crate::tables::dispatch_table;
 
 /// Generations a slot cycles through: the C handles of one slot are its
 /// address plus 0, 8, ... 56.
@@ -63,6 +64,45 @@ const QUARANTINE: usize = 64;
 /// Free lists, each used by the threads assigned to it round-robin.
 const SHARDS: usize = 16;
 
+/// Where the complete dispatch table lives: its address is fixed before
+/// it is filled, so that handles (this layer) can point to it while only the
+/// tables above (`crate::tables`, which names every entry point) fill it.
+/// The loader reads the table through a handle only after a getter filled
+/// it: it has no handle before it called one.
+pub struct DispatchTable {
+    table: UnsafeCell<MaybeUninit<ur_dditable_t>>,
+    filled: Once,
+}
+
+// SAFETY: `table` is written once, inside `filled.call_once`, and read only
+// after that call returned (`Once` orders the write before every read).
+unsafe impl Sync for DispatchTable {}
+
+impl DispatchTable {
+    const fn new() -> DispatchTable {
+        DispatchTable { table: UnsafeCell::new(MaybeUninit::uninit()), filled: Once::new() }
+    }
+
+    /// The table, filled by `fill` on the first call.
+    pub fn get_or_fill(&'static self, fill: fn() -> ur_dditable_t) -> &'static ur_dditable_t {
+        self.filled.call_once(|| {
+            // SAFETY: the only write, once, before any read (see the Sync impl).
+            unsafe { (*self.table.get()).write(fill()) };
+        });
+        // SAFETY: `call_once` returned, so the table is written, and never
+        // written again.
+        unsafe { (*self.table.get()).assume_init_ref() }
+    }
+
+    /// The table's address, the first word of every handle.
+    fn address(&'static self) -> *const ur_dditable_t {
+        self.table.get().cast_const().cast()
+    }
+}
+
+/// The dispatch table every handle points to; `crate::tables` fills it.
+pub static DISPATCH_TABLE: DispatchTable = DispatchTable::new();
+
 /// What a C handle points into.
 #[repr(C, align(64))]
 struct Slot {
@@ -75,8 +115,9 @@ struct Slot {
     object: AtomicPtr<()>,
 }
 
-// SAFETY: `ddi` points to the immutable, process-lifetime dispatch table and
-// is never written after the slot is made; the rest is atomic.
+// SAFETY: `ddi` points to the process-lifetime dispatch table (written once,
+// before the loader can read it) and is never written after the slot is
+// made; the rest is atomic.
 unsafe impl Sync for Slot {}
 // SAFETY: as for Sync.
 unsafe impl Send for Slot {}
@@ -100,7 +141,7 @@ fn free_list() -> &'static FreeList {
 
 impl Slot {
     fn new() -> Slot {
-        let table: *const ur_dditable_t = dispatch_table();
+        let table = DISPATCH_TABLE.address();
         Slot { ddi: [table; GENERATIONS], state: AtomicU64::new(0), object: AtomicPtr::new(std::ptr::null_mut()) }
     }
 
@@ -210,15 +251,15 @@ pub trait Object: Sized + Send + Sync + 'static {
 
 /// Declares the handle kinds: object type, C handle type, tag, name and the
 /// error for a handle of the wrong kind.
-macro_rules! objects {
+macro_rules! handle_kinds {
     ($($object:ty => $raw:ident, $tag:literal, $name:literal, $wrong:ident;)*) => {
         $(
-            impl Object for $object {
+            impl crate::boundary::handle::Object for $object {
                 type Raw = crate::sys::$raw;
                 const TAG: u32 = $tag;
                 const NAME: &'static str = $name;
-                fn wrong_kind() -> UrError {
-                    err!($wrong, "the handle is not a {}", $name)
+                fn wrong_kind() -> ur_core::UrError {
+                    ur_core::err!($wrong, "the handle is not a {}", $name)
                 }
                 fn to_raw(address: *const u8) -> Self::Raw {
                     address.cast_mut().cast()
@@ -231,21 +272,7 @@ macro_rules! objects {
     };
 }
 
-objects! {
-    crate::adapter::Adapter => ur_adapter_handle_t, 0x5552_0001, "adapter", InvalidArgument;
-    crate::platform::Platform => ur_platform_handle_t, 0x5552_0002, "platform", InvalidPlatform;
-    crate::device::Device => ur_device_handle_t, 0x5552_0003, "device", InvalidDevice;
-    crate::context::Context => ur_context_handle_t, 0x5552_0004, "context", InvalidContext;
-    crate::queue::Queue => ur_queue_handle_t, 0x5552_0005, "queue", InvalidQueue;
-    crate::event::Event => ur_event_handle_t, 0x5552_0006, "event", InvalidEvent;
-    crate::mem::Mem => ur_mem_handle_t, 0x5552_0007, "memory object", InvalidMemObject;
-    crate::command_buffer::CommandBuffer => ur_exp_command_buffer_handle_t, 0x5552_000a, "command buffer", InvalidCommandBuffer;
-    crate::command_buffer::Command => ur_exp_command_buffer_command_handle_t, 0x5552_000b, "command handle", InvalidCommandHandle;
-    crate::program::Program => ur_program_handle_t, 0x5552_0008, "program", InvalidProgram;
-    crate::kernel::Kernel => ur_kernel_handle_t, 0x5552_0009, "kernel", InvalidKernel;
-    crate::capture::Graph => ur_exp_graph_handle_t, 0x5552_0010, "graph", InvalidGraph;
-    crate::capture::ExecGraph => ur_exp_executable_graph_handle_t, 0x5552_0011, "executable graph", InvalidGraph;
-}
+pub(crate) use handle_kinds;
 
 impl<T: Object> Handle<T> {
     /// A new handle with one application reference; returns the C handle.
@@ -494,7 +521,8 @@ pub unsafe fn get_list<'a, T: Object>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::Event;
+    use crate::objects::event::Event;
+    use crate::tables::dispatch_table;
 
     #[test]
     fn a_slot_is_reused_only_after_the_quarantine() {

@@ -6,3 +6,5 @@
 pub mod entry;
 pub mod handle;
 pub mod info;
+
+pub(crate) mod conv;

@@ -17,17 +17,17 @@ use std::sync::Arc;
 
 use ur_core::{NativeHandle, Ownership, ensure, err};
 
-use crate::adapter::Adapter;
-use crate::context::{Context, the_one_device};
-use crate::device::Device;
 use crate::entry::guard;
-use crate::event::{emit, emit_unqueued};
 use crate::handle::Handle;
 use crate::info::write_out;
-use crate::kernel::Kernel;
-use crate::mem::Mem;
-use crate::program::Program;
-use crate::queue::Queue;
+use crate::objects::adapter::Adapter;
+use crate::objects::context::{Context, the_one_device};
+use crate::objects::device::Device;
+use crate::objects::event::{emit, emit_unqueued};
+use crate::objects::kernel::Kernel;
+use crate::objects::mem::Mem;
+use crate::objects::program::Program;
+use crate::objects::queue::Queue;
 use crate::sys::*;
 
 /// What every `*_native_properties_t` starts with, and its ownership flag.
@@ -137,7 +137,7 @@ pub(crate) unsafe extern "C" fn urDeviceCreateWithNativeHandle(
             }
         }
         // A sub-device's native handle gives back the sub-device's handle.
-        if let Some(sub) = crate::device::live_sub_device(native(handle)) {
+        if let Some(sub) = crate::objects::device::live_sub_device(native(handle)) {
             // SAFETY: checked non-null, writable per the contract.
             return unsafe { write_out(out, sub, "phDevice") };
         }

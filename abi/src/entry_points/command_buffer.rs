@@ -9,53 +9,25 @@
 #![allow(non_snake_case)]
 
 use std::ffi::c_void;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 use parking_lot::Mutex;
-use smallvec::SmallVec;
-use ur_core::{
-    AppendOptions, Appended, CommandBufferDesc, CommandHandle, KernelArg, KernelLaunchUpdate, LocalSizeUpdate,
-    SyncPoint, UsmPtr, ensure, err,
-};
+use ur_core::{CommandBufferDesc, CommandHandle, KernelArg, KernelLaunchUpdate, LocalSizeUpdate, UsmPtr, ensure, err};
 
-use crate::context::{Context, ContextRef};
-use crate::device::Device;
-use crate::enqueue::{migration, pattern, usm_advice, usm_ptr};
+use crate::boundary::conv::{migration, pattern, usm_advice, usm_ptr};
+use crate::boundary::conv::{rect_layout, rect_region};
+use crate::boundary::conv::{value_bytes, work_sizes};
 use crate::entry::{AbiResult, guard};
-use crate::event::{emit, emit_unqueued, wait_list};
 use crate::handle::Handle;
-use crate::info::{InfoOut, optional_list, slice, write_opt, write_out};
-use crate::kernel::{Kernel, NdRangeArgs, launch_args, value_bytes, work_sizes};
-use crate::mem::{Mem, rect_layout, rect_region};
-use crate::queue::Queue;
+use crate::info::{InfoOut, optional_list, slice, write_out};
+use crate::objects::command_buffer::{AppendOut, Command, CommandBuffer, append};
+use crate::objects::context::Context;
+use crate::objects::device::Device;
+use crate::objects::event::{emit, emit_unqueued, wait_list};
+use crate::objects::kernel::{Kernel, NdRangeArgs, launch_args};
+use crate::objects::mem::Mem;
+use crate::objects::queue::Queue;
 use crate::sys::*;
-
-/// A command buffer, its context and the handles of its commands.
-pub struct CommandBuffer {
-    buffer: ur_core::CommandBuffer,
-    context: ContextRef,
-    commands: Mutex<Vec<Arc<Handle<Command>>>>,
-}
-
-/// A command of an updatable command buffer.
-pub struct Command {
-    buffer: Weak<Handle<CommandBuffer>>,
-    handle: CommandHandle,
-}
-
-impl CommandBuffer {
-    /// The ur-core command buffer.
-    pub(crate) fn core(&self) -> &ur_core::CommandBuffer {
-        &self.buffer
-    }
-}
-
-impl Command {
-    /// The command's buffer, alive while the application holds it (UR's contract).
-    pub(crate) fn buffer(&self) -> AbiResult<Arc<Handle<CommandBuffer>>> {
-        self.buffer.upgrade().ok_or_else(|| err!(InvalidCommandBuffer, "the command's command buffer was released"))
-    }
-}
 
 /// # Safety
 /// UR's contract for `urCommandBufferCreateExp`.
@@ -158,72 +130,6 @@ pub(crate) unsafe extern "C" fn urCommandBufferGetNativeHandleExp(
         // SAFETY: checked non-null, writable per the contract.
         unsafe { write_out(native, value.0 as ur_native_handle_t, "phNativeCommandBuffer") }
     })
-}
-
-/// The out-parameters an append hands back.
-pub(crate) struct AppendOut {
-    pub(crate) sync_point: *mut ur_exp_command_buffer_sync_point_t,
-    pub(crate) event: *mut ur_event_handle_t,
-    pub(crate) command: *mut ur_exp_command_buffer_command_handle_t,
-}
-
-/// What every `urCommandBufferAppend*Exp` shares: resolves the buffer, its
-/// sync points and wait events, appends with `append`, and hands out the
-/// sync point, signal event and command handle that were asked for.
-///
-/// # Safety
-/// Handles, arrays and out-parameters as UR's contracts for the appends.
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn append(
-    buffer: ur_exp_command_buffer_handle_t,
-    num_sync_points: u32,
-    sync_points: *const ur_exp_command_buffer_sync_point_t,
-    num_events: u32,
-    events: *const ur_event_handle_t,
-    out: AppendOut,
-    command_type: ur_command_t,
-    append: impl FnOnce(&ur_core::CommandBuffer, AppendOptions<'_>) -> ur_core::Result<Appended>,
-) -> AbiResult {
-    // SAFETY: forwarded.
-    let handle = unsafe { Handle::<CommandBuffer>::get(buffer)? };
-    let cb = &handle.value;
-    // SAFETY: forwarded.
-    let raw_points = unsafe {
-        slice(sync_points, num_sync_points as usize, || {
-            err!(InvalidSyncPointWaitList, "the sync-point list and its count disagree")
-        })?
-    };
-    // Sync points order nothing in an in-order buffer; UR ignores them there.
-    let points: SmallVec<[SyncPoint; 8]> = if cb.buffer.descriptor().in_order {
-        SmallVec::new()
-    } else {
-        raw_points.iter().map(|p| cb.buffer.sync_point_from_raw(*p)).collect()
-    };
-    // SAFETY: forwarded.
-    let wait = unsafe { wait_list(events, num_events)? };
-    ensure!(
-        out.command.is_null() || cb.buffer.descriptor().updatable,
-        InvalidOperation,
-        "a command handle was asked of a command buffer that is not updatable"
-    );
-    let mut opts = AppendOptions::new().after(&points).wait_events(&wait);
-    if !out.event.is_null() {
-        opts = opts.signal_event();
-    }
-    let appended = append(&cb.buffer, opts)?;
-    // SAFETY: null or writable per the contract.
-    unsafe { write_opt(out.sync_point, appended.sync_point.index()) };
-    if let Some(event) = appended.event {
-        // SAFETY: forwarded.
-        unsafe { emit_unqueued(out.event, event, &cb.context, command_type) };
-    }
-    if let (Some(command), false) = (appended.command, out.command.is_null()) {
-        let command = Handle::new_arc(Command { buffer: Arc::downgrade(&handle.to_arc()), handle: command });
-        // SAFETY: non-null and writable per the contract.
-        unsafe { out.command.write(command.raw()) };
-        cb.commands.lock().push(command);
-    }
-    Ok(())
 }
 
 /// # Safety

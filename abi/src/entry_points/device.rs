@@ -2,54 +2,17 @@
 
 #![allow(non_snake_case)]
 
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
-use parking_lot::Mutex;
+use ur_core::{AffinityDomain, AffinityDomains, DeviceType, Partition, ensure, err};
 
-use ur_core::{AffinityDomain, AffinityDomains, DeviceType, Partition, PartitionKind, ensure, err};
-
+use crate::boundary::conv::ur_device_type;
 use crate::entry::{AbiResult, guard};
 use crate::handle::Handle;
 use crate::info::{c_str, enumerate, write_opt, write_out};
-use crate::platform::Platform;
+use crate::objects::device::{Device, SUB_DEVICES};
+use crate::objects::platform::Platform;
 use crate::sys::*;
-
-/// A device of a platform, or a sub-device of one of its devices.
-pub struct Device {
-    device: ur_core::Device,
-    platform: Weak<Handle<Platform>>,
-    /// A sub-device's parent, kept alive for `UR_DEVICE_INFO_PARENT_DEVICE`.
-    parent: Option<DeviceRef>,
-}
-
-impl Device {
-    pub(crate) fn new(device: ur_core::Device, platform: Weak<Handle<Platform>>) -> Device {
-        Device { device, platform, parent: None }
-    }
-
-    /// The handle of a sub-device's parent; `None` for a root device.
-    pub(crate) fn parent(&self) -> Option<&DeviceRef> {
-        self.parent.as_ref()
-    }
-
-    /// The ur-core device (the view the adapter was configured with).
-    pub(crate) fn core(&self) -> &ur_core::Device {
-        &self.device
-    }
-
-    pub(crate) fn platform_raw(&self) -> ur_platform_handle_t {
-        // Platforms are root handles, alive for the process.
-        self.platform.upgrade().map_or(std::ptr::null_mut(), |p| p.raw())
-    }
-}
-
-pub(crate) fn ur_device_type(t: DeviceType) -> ur_device_type_t {
-    match t {
-        DeviceType::Cpu => ur_device_type_t::UR_DEVICE_TYPE_CPU,
-        DeviceType::Gpu => ur_device_type_t::UR_DEVICE_TYPE_GPU,
-        DeviceType::Accelerator => ur_device_type_t::UR_DEVICE_TYPE_FPGA,
-    }
-}
 
 fn wanted(filter: ur_device_type_t, t: DeviceType) -> bool {
     match filter {
@@ -212,47 +175,6 @@ unsafe fn partition_of(properties: *const ur_device_partition_properties_t) -> A
     }
 }
 
-/// UR's enumerator of a partition kind.
-pub(crate) fn ur_partition_kind(kind: PartitionKind) -> ur_device_partition_t {
-    match kind {
-        PartitionKind::Equally => ur_device_partition_t::UR_DEVICE_PARTITION_EQUALLY,
-        PartitionKind::ByCounts => ur_device_partition_t::UR_DEVICE_PARTITION_BY_COUNTS,
-        PartitionKind::ByAffinityDomain => ur_device_partition_t::UR_DEVICE_PARTITION_BY_AFFINITY_DOMAIN,
-    }
-}
-
-/// The property list `urDevicePartition` took for `partition`
-/// (`UR_DEVICE_INFO_PARTITION_TYPE`).
-pub(crate) fn ur_partition_properties(partition: &Partition) -> Vec<ur_device_partition_property_t> {
-    let property = |value| ur_device_partition_property_t { type_: ur_partition_kind(partition.kind()), value };
-    match partition {
-        Partition::Equally(n) => vec![property(ur_device_partition_value_t { equally: *n })],
-        Partition::ByCounts(counts) => {
-            counts.iter().map(|c| property(ur_device_partition_value_t { count: *c })).collect()
-        }
-        Partition::ByAffinityDomain(domain) => {
-            vec![property(ur_device_partition_value_t { affinity_domain: domain.flag().bits() })]
-        }
-    }
-}
-
-/// The sub-devices `urDevicePartition` handed out, while any reference
-/// keeps them, so that adopting a sub-device's native handle
-/// (`urDeviceCreateWithNativeHandle`) gives its handle back.
-static SUB_DEVICES: Mutex<Vec<Weak<Handle<Device>>>> = Mutex::new(Vec::new());
-
-/// The handle of a sub-device the application holds whose native handle
-/// is `native`, with one more application reference; `None` if none.
-pub(crate) fn live_sub_device(native: ur_core::NativeHandle) -> Option<ur_device_handle_t> {
-    let live = SUB_DEVICES.lock();
-    let found = live
-        .iter()
-        .filter_map(Weak::upgrade)
-        .find(|d| d.reference_count() > 0 && d.value.device.native_handle().ok() == Some(native))?;
-    found.retain_ref();
-    Some(found.raw())
-}
-
 /// # Safety
 /// UR's contract for `urDevicePartition`.
 pub(crate) unsafe extern "C" fn urDevicePartition(
@@ -292,9 +214,6 @@ pub(crate) unsafe extern "C" fn urDevicePartition(
         Ok(())
     })
 }
-
-/// Keeps a device handle alive for objects that refer to it.
-pub(crate) type DeviceRef = Arc<Handle<Device>>;
 
 #[cfg(test)]
 mod tests {

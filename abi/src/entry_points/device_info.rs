@@ -24,10 +24,12 @@ use ur_core::{
     err,
 };
 
-use crate::device::{Device, ur_device_type, ur_partition_kind, ur_partition_properties};
+use crate::boundary::conv::ur_usm_kinds;
+use crate::boundary::conv::{ur_device_type, ur_partition_kind, ur_partition_properties};
 use crate::entry::{AbiResult, guard};
 use crate::handle::Handle;
 use crate::info::InfoOut;
+use crate::objects::device::Device;
 use crate::sys::*;
 
 /// Translates ur-core flag bits into UR's, bit by named bit.
@@ -111,12 +113,6 @@ fn update_flags(caps: UpdateCapabilities) -> ur_device_command_buffer_update_cap
             (UpdateCapabilities::EVENTS.bits(), F::UR_DEVICE_COMMAND_BUFFER_UPDATE_CAPABILITY_FLAG_EVENTS.0),
         ],
     )
-}
-
-/// The USM kinds UR callers get: host and shared allocations only where the
-/// host reaches them at the pointer the device uses, as UR's USM requires.
-pub(crate) fn ur_usm_kinds(info: &ur_core::DeviceInfo) -> UsmKinds {
-    if info.usm_host_addressable { info.usm } else { info.usm & UsmKinds::DEVICE }
 }
 
 fn usm_access(supported: bool) -> ur_device_usm_access_capability_flags_t {

@@ -8,70 +8,15 @@
 
 use std::ffi::c_void;
 
-use ur_core::{MigrationFlags, UsmAdvice, UsmPtr, ensure};
+use ur_core::ensure;
 
+use crate::boundary::conv::{migration, pattern, usm_advice, usm_ptr};
 use crate::entry::{AbiResult, guard};
-use crate::event::{emit, wait_list};
 use crate::handle::Handle;
-use crate::kernel::{Kernel, NdRangeArgs, launch_args};
-use crate::queue::Queue;
+use crate::objects::event::{emit, wait_list};
+use crate::objects::kernel::{Kernel, NdRangeArgs, launch_args};
+use crate::objects::queue::Queue;
 use crate::sys::*;
-
-/// Maps UR's USM advice bits onto ur-core's; `DEFAULT` asks for nothing.
-pub(crate) fn usm_advice(flags: ur_usm_advice_flags_t) -> AbiResult<UsmAdvice> {
-    ensure!(flags & UR_USM_ADVICE_FLAGS_MASK == 0, InvalidEnumeration, "USM advice {flags:#x}");
-    use ur_usm_advice_flag_t as F;
-    let pairs = [
-        (F::UR_USM_ADVICE_FLAG_SET_READ_MOSTLY, UsmAdvice::SET_READ_MOSTLY),
-        (F::UR_USM_ADVICE_FLAG_CLEAR_READ_MOSTLY, UsmAdvice::CLEAR_READ_MOSTLY),
-        (F::UR_USM_ADVICE_FLAG_SET_PREFERRED_LOCATION, UsmAdvice::SET_PREFERRED_LOCATION),
-        (F::UR_USM_ADVICE_FLAG_CLEAR_PREFERRED_LOCATION, UsmAdvice::CLEAR_PREFERRED_LOCATION),
-        (F::UR_USM_ADVICE_FLAG_SET_NON_ATOMIC_MOSTLY, UsmAdvice::SET_NON_ATOMIC_MOSTLY),
-        (F::UR_USM_ADVICE_FLAG_CLEAR_NON_ATOMIC_MOSTLY, UsmAdvice::CLEAR_NON_ATOMIC_MOSTLY),
-        (F::UR_USM_ADVICE_FLAG_BIAS_CACHED, UsmAdvice::BIAS_CACHED),
-        (F::UR_USM_ADVICE_FLAG_BIAS_UNCACHED, UsmAdvice::BIAS_UNCACHED),
-        (F::UR_USM_ADVICE_FLAG_SET_ACCESSED_BY_DEVICE, UsmAdvice::SET_ACCESSED_BY_DEVICE),
-        (F::UR_USM_ADVICE_FLAG_CLEAR_ACCESSED_BY_DEVICE, UsmAdvice::CLEAR_ACCESSED_BY_DEVICE),
-        (F::UR_USM_ADVICE_FLAG_SET_ACCESSED_BY_HOST, UsmAdvice::SET_ACCESSED_BY_HOST),
-        (F::UR_USM_ADVICE_FLAG_CLEAR_ACCESSED_BY_HOST, UsmAdvice::CLEAR_ACCESSED_BY_HOST),
-        (F::UR_USM_ADVICE_FLAG_SET_PREFERRED_LOCATION_HOST, UsmAdvice::SET_PREFERRED_LOCATION_HOST),
-        (F::UR_USM_ADVICE_FLAG_CLEAR_PREFERRED_LOCATION_HOST, UsmAdvice::CLEAR_PREFERRED_LOCATION_HOST),
-        (F::UR_USM_ADVICE_FLAG_SET_NON_COHERENT_MEMORY, UsmAdvice::SET_NON_COHERENT_MEMORY),
-        (F::UR_USM_ADVICE_FLAG_CLEAR_NON_COHERENT_MEMORY, UsmAdvice::CLEAR_NON_COHERENT_MEMORY),
-    ];
-    Ok(pairs.into_iter().filter(|(ur, _)| flags & ur.0 != 0).fold(UsmAdvice::empty(), |all, (_, ours)| all | ours))
-}
-
-/// Maps UR's migration flags onto ur-core's.
-pub(crate) fn migration(flags: ur_usm_migration_flags_t) -> AbiResult<MigrationFlags> {
-    ensure!(flags & UR_USM_MIGRATION_FLAGS_MASK == 0, InvalidEnumeration, "USM migration flags {flags:#x}");
-    let mut out = MigrationFlags::empty();
-    if flags & ur_usm_migration_flag_t::UR_USM_MIGRATION_FLAG_HOST_TO_DEVICE.0 != 0 {
-        out |= MigrationFlags::HOST_TO_DEVICE;
-    }
-    if flags & ur_usm_migration_flag_t::UR_USM_MIGRATION_FLAG_DEVICE_TO_HOST.0 != 0 {
-        out |= MigrationFlags::DEVICE_TO_HOST;
-    }
-    Ok(out)
-}
-
-/// A USM pointer argument that must not be null.
-pub(crate) fn usm_ptr(ptr: *const c_void, what: &str) -> AbiResult<UsmPtr> {
-    ensure!(!ptr.is_null(), InvalidNullPointer, "{what} is null");
-    Ok(UsmPtr::from_addr(ptr as u64))
-}
-
-/// Borrows a fill pattern: 1 or more bytes (ur-core checks the upper limit and
-/// that the size is a multiple of it).
-///
-/// # Safety
-/// `pattern` is null or readable for `size` bytes.
-pub(crate) unsafe fn pattern<'a>(pattern: *const c_void, size: usize) -> AbiResult<&'a [u8]> {
-    ensure!(!pattern.is_null(), InvalidNullPointer, "pPattern is null");
-    ensure!(size != 0, InvalidSize, "a fill pattern of 0 bytes");
-    // SAFETY: non-null and `size` bytes long per the contract.
-    Ok(unsafe { std::slice::from_raw_parts(pattern.cast::<u8>(), size) })
-}
 
 /// # Safety
 /// UR's contract for `urEnqueueUSMMemcpy`.

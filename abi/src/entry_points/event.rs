@@ -7,76 +7,11 @@ use std::ffi::c_void;
 
 use ur_core::{EventStatus, UrError, ensure, err};
 
-use crate::context::ContextRef;
-use crate::entry::{AbiResult, guard};
-use crate::handle::{Handle, get_list};
+use crate::entry::guard;
+use crate::handle::Handle;
 use crate::info::InfoOut;
-use crate::queue::{Queue, QueueRef};
+use crate::objects::event::{Event, wait_list};
 use crate::sys::*;
-
-/// An event: its ur-core event, the queue and command that produced it.
-pub struct Event {
-    event: ur_core::Event,
-    queue: Option<QueueRef>,
-    context: ContextRef,
-    command: ur_command_t,
-}
-
-impl Event {
-    /// The ur-core event.
-    pub(crate) fn core(&self) -> &ur_core::Event {
-        &self.event
-    }
-}
-
-/// The events of a C wait list, borrowed for the call.
-///
-/// # Safety
-/// `list` is null or points to `count` event handles the caller holds.
-pub(crate) unsafe fn wait_list<'a>(list: *const ur_event_handle_t, count: u32) -> AbiResult<Vec<&'a ur_core::Event>> {
-    // SAFETY: forwarded.
-    let handles = unsafe {
-        get_list::<Event>(list, count, || err!(InvalidEventWaitList, "the wait list and its count disagree"))?
-    };
-    Ok(handles.into_iter().map(|h| &h.value.event).collect())
-}
-
-/// Hands `event` to the caller through `out`, if it asked for one.
-///
-/// # Safety
-/// `out` is null or writable.
-pub(crate) unsafe fn emit(
-    out: *mut ur_event_handle_t,
-    event: ur_core::Event,
-    queue: &Handle<Queue>,
-    command: ur_command_t,
-) {
-    if out.is_null() {
-        return;
-    }
-    let value = Event { event, queue: Some(queue.to_arc()), context: queue.value.context().clone(), command };
-    // SAFETY: non-null and writable per the contract.
-    unsafe { out.write(Handle::create(value)) };
-}
-
-/// Hands out an event that no queue produced (a command-buffer command's
-/// signal event).
-///
-/// # Safety
-/// `out` is null or writable.
-pub(crate) unsafe fn emit_unqueued(
-    out: *mut ur_event_handle_t,
-    event: ur_core::Event,
-    context: &ContextRef,
-    command: ur_command_t,
-) {
-    if out.is_null() {
-        return;
-    }
-    let value = Event { event, queue: None, context: context.clone(), command };
-    // SAFETY: non-null and writable per the contract.
-    unsafe { out.write(Handle::create(value)) };
-}
 
 fn ur_status(status: EventStatus) -> ur_event_status_t {
     match status {

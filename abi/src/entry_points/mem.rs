@@ -10,63 +10,21 @@
 
 #![allow(non_snake_case)]
 
-use std::collections::HashMap;
 use std::ffi::c_void;
-use std::sync::Arc;
 
 use parking_lot::Mutex;
-use ur_core::{BufferMapping, MapFlags, MemBuffer, MemFlags, RectLayout, RectOffset, RectRegion, ensure, err};
+use ur_core::{MapFlags, MemBuffer, MemFlags, ensure, err};
 
-use crate::context::{Context, ContextRef};
-use crate::enqueue::pattern;
+use crate::boundary::conv::pattern;
+use crate::boundary::conv::{rect_layout, rect_region};
 use crate::entry::{AbiResult, guard};
-use crate::event::{emit, wait_list};
 use crate::handle::Handle;
 use crate::info::{InfoOut, write_opt, write_out};
-use crate::queue::Queue;
+use crate::objects::context::Context;
+use crate::objects::event::{emit, wait_list};
+use crate::objects::mem::{HostMemory, Mem};
+use crate::objects::queue::Queue;
 use crate::sys::*;
-
-/// A memory buffer, its context, and its mappings by host address.
-pub struct Mem {
-    buffer: MemBuffer,
-    context: ContextRef,
-    /// The host memory a `USE_HOST_POINTER` buffer was made over: its maps
-    /// land there, as OpenCL's do.
-    host: Option<HostMemory>,
-    mappings: Mutex<HashMap<usize, BufferMapping>>,
-}
-
-/// Host memory the application lent a buffer for its life.
-#[derive(Copy, Clone)]
-struct HostMemory(*mut u8);
-
-// SAFETY: UR requires a USE_HOST_POINTER buffer's memory to stay valid for
-// the buffer's life; the pointer is only used by maps, from any thread.
-unsafe impl Send for HostMemory {}
-// SAFETY: as for Send.
-unsafe impl Sync for HostMemory {}
-
-impl Mem {
-    /// A memory handle's value for a root buffer of `context` with no lent
-    /// host memory (an adopted one).
-    pub(crate) fn from_core(buffer: MemBuffer, context: ContextRef) -> Mem {
-        Mem { buffer, context, host: None, mappings: Mutex::default() }
-    }
-
-    /// The ur-core buffer.
-    pub(crate) fn core(&self) -> &MemBuffer {
-        &self.buffer
-    }
-
-    /// The buffer's context handle.
-    pub(crate) fn context(&self) -> &ContextRef {
-        &self.context
-    }
-}
-
-/// Keeps a memory handle alive for objects that refer to it.
-#[allow(dead_code)]
-pub(crate) type MemRef = Arc<Handle<Mem>>;
 
 /// # Safety
 /// UR's contract for `urMemBufferCreate`.
@@ -207,18 +165,6 @@ pub(crate) unsafe extern "C" fn urMemGetInfo(
             other => Err(err!(InvalidEnumeration, "memory info {}", other.0)),
         }
     })
-}
-
-/// A rect side from UR's origin and pitches.
-pub(crate) fn rect_layout(origin: ur_rect_offset_t, row_pitch: usize, slice_pitch: usize) -> AbiResult<RectLayout> {
-    let coord = |v: u64| usize::try_from(v).map_err(|_| err!(InvalidSize, "rect origin {v} overflows"));
-    Ok(RectLayout::new(RectOffset::new(coord(origin.x)?, coord(origin.y)?, coord(origin.z)?), row_pitch, slice_pitch))
-}
-
-/// A rect region from UR's.
-pub(crate) fn rect_region(region: ur_rect_region_t) -> AbiResult<RectRegion> {
-    let size = |v: u64| usize::try_from(v).map_err(|_| err!(InvalidSize, "rect size {v} overflows"));
-    Ok(RectRegion::new(size(region.width)?, size(region.height)?, size(region.depth)?))
 }
 
 /// Borrows the queue and buffer of an eager buffer command.

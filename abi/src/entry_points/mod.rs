@@ -12,7 +12,6 @@ pub(crate) mod device_info;
 pub(crate) mod enqueue;
 pub(crate) mod event;
 pub(crate) mod kernel;
-pub(crate) mod logging;
 pub(crate) mod mem;
 pub(crate) mod native;
 pub(crate) mod platform;

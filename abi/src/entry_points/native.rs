@@ -14,18 +14,18 @@ use std::ffi::c_void;
 
 use ur_core::{AppendOptions, Appended, NativeHandle, ensure, err};
 
-use crate::command_buffer::{AppendOut, CommandBuffer, append};
-use crate::context::Context;
-use crate::device::Device;
 use crate::entry::guard;
-use crate::event::{Event, emit, wait_list};
 use crate::handle::{Handle, Object, get_list};
 use crate::info::write_out;
-use crate::kernel::Kernel;
-use crate::mem::Mem;
-use crate::platform::Platform;
-use crate::program::Program;
-use crate::queue::Queue;
+use crate::objects::command_buffer::{AppendOut, CommandBuffer, append};
+use crate::objects::context::Context;
+use crate::objects::device::Device;
+use crate::objects::event::{Event, emit, wait_list};
+use crate::objects::kernel::Kernel;
+use crate::objects::mem::Mem;
+use crate::objects::platform::Platform;
+use crate::objects::program::Program;
+use crate::objects::queue::Queue;
 use crate::sys::*;
 
 /// A `ur*GetNativeHandle` entry point: resolves the handle of kind `T` and

@@ -3,60 +3,16 @@
 #![allow(non_snake_case)]
 
 use std::ffi::{c_char, c_void};
-use std::sync::{Arc, Weak};
 
 use ur_core::{Backend, err};
 
-use crate::adapter::{adapter, ur_backend};
-use crate::device::Device;
+use crate::boundary::conv::ur_backend;
 use crate::entry::guard;
 use crate::handle::Handle;
 use crate::info::{InfoOut, c_str, enumerate};
+use crate::objects::adapter::adapter;
+use crate::objects::platform::Platform;
 use crate::sys::*;
-
-/// A platform and its selected devices.
-pub struct Platform {
-    platform: ur_core::Platform,
-    devices: Vec<Arc<Handle<Device>>>,
-}
-
-impl Platform {
-    /// A root handle for `platform` with its selected `devices`.
-    pub(crate) fn new(platform: ur_core::Platform, devices: Vec<ur_core::Device>) -> Arc<Handle<Platform>> {
-        let handle = Arc::new_cyclic(|me: &Weak<Handle<Platform>>| {
-            let devices = devices.into_iter().map(|d| Handle::fixed(Device::new(d, me.clone()))).collect();
-            Handle::unpublished_fixed(Platform { platform, devices })
-        });
-        handle.publish();
-        handle
-    }
-
-    /// The ur-core platform.
-    pub(crate) fn core(&self) -> &ur_core::Platform {
-        &self.platform
-    }
-
-    /// The devices of this platform the selector kept.
-    pub(crate) fn devices(&self) -> &[Arc<Handle<Device>>] {
-        &self.devices
-    }
-
-    /// The ur-core backend.
-    pub(crate) fn backend(&self) -> Backend {
-        self.platform.backend()
-    }
-
-    /// The name reported to UR: says which ur-rs adapter and which driver
-    /// platform, so that it is never taken for UR's own adapters.
-    pub(crate) fn name(&self) -> String {
-        format!("ur-rs {} ({})", self.platform.backend(), self.platform.name())
-    }
-
-    /// The driver's version string.
-    pub(crate) fn version(&self) -> &str {
-        self.platform.version()
-    }
-}
 
 /// # Safety
 /// UR's contract for `urPlatformGet`.
@@ -68,7 +24,7 @@ pub(crate) unsafe extern "C" fn urPlatformGet(
 ) -> ur_result_t {
     guard("urPlatformGet", || {
         // SAFETY: forwarded.
-        unsafe { Handle::<crate::adapter::Adapter>::get(adapter_handle)? };
+        unsafe { Handle::<crate::objects::adapter::Adapter>::get(adapter_handle)? };
         let all: Vec<_> = adapter()?.value.platforms().iter().map(|p| p.raw()).collect();
         // SAFETY: forwarded.
         unsafe { enumerate(&all, num_entries, platforms, num_platforms) }

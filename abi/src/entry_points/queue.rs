@@ -5,65 +5,15 @@
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use parking_lot::Mutex;
 use ur_core::{QueueProperties, ensure, err};
 
-use crate::context::{Context, ContextRef};
-use crate::device::{Device, DeviceRef};
 use crate::entry::guard;
 use crate::handle::Handle;
 use crate::info::{InfoOut, write_out};
+use crate::objects::context::Context;
+use crate::objects::device::Device;
+use crate::objects::queue::Queue;
 use crate::sys::*;
-
-/// A queue of a context.
-pub struct Queue {
-    queue: ur_core::Queue,
-    context: ContextRef,
-    /// The device handle the queue was made for, when it is a sub-device of
-    /// the context's device (`UR_QUEUE_INFO_DEVICE` answers it).
-    sub_device: Option<DeviceRef>,
-    flags: ur_queue_flags_t,
-    /// Held while one of the queue's `urEnqueueHostTaskExp` functions runs.
-    host_turn: Arc<Mutex<()>>,
-}
-
-impl Queue {
-    /// A queue handle's value for a ur-core queue of `context`, with the
-    /// flags of its properties (an adopted queue).
-    pub(crate) fn from_core(queue: ur_core::Queue, context: ContextRef) -> Queue {
-        let props = queue.properties();
-        let mut flags = 0;
-        if props.out_of_order {
-            flags |= ur_queue_flag_t::UR_QUEUE_FLAG_OUT_OF_ORDER_EXEC_MODE_ENABLE.0;
-        }
-        if props.profiling {
-            flags |= ur_queue_flag_t::UR_QUEUE_FLAG_PROFILING_ENABLE.0;
-        }
-        Queue { queue, context, sub_device: None, flags, host_turn: Arc::default() }
-    }
-
-    /// The ur-core queue.
-    /// Taken while one of the queue's host functions runs: UR's host tasks
-    /// of one queue never run at the same time, out of order included (as
-    /// Level Zero's and CUDA's host functions on the driver's callback
-    /// thread; UR's multithreaded conformance case counts with a plain
-    /// `int` from them). ur-core's host tasks, which SYCL's are, may.
-    pub(crate) fn host_turn(&self) -> Arc<Mutex<()>> {
-        self.host_turn.clone()
-    }
-
-    pub(crate) fn core(&self) -> &ur_core::Queue {
-        &self.queue
-    }
-
-    /// The queue's context handle.
-    pub(crate) fn context(&self) -> &ContextRef {
-        &self.context
-    }
-}
-
-/// Keeps a queue handle alive for objects that refer to it.
-pub(crate) type QueueRef = Arc<Handle<Queue>>;
 
 /// The flags ur-rs honours, and the hints it accepts without acting on them
 /// (documented in docs/abi.md): priorities, batching and discarded events

@@ -7,9 +7,9 @@
 use ur_core::ensure;
 
 use crate::entry::guard;
-use crate::event::{emit, wait_list};
 use crate::handle::Handle;
-use crate::queue::Queue;
+use crate::objects::event::{emit, wait_list};
+use crate::objects::queue::Queue;
 use crate::sys::*;
 
 /// # Safety

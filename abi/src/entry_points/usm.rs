@@ -12,11 +12,11 @@ use std::ffi::c_void;
 
 use ur_core::{UsmAllocation, UsmKind, UsmKinds, ensure, err};
 
-use crate::context::Context;
-use crate::device::Device;
 use crate::entry::{AbiResult, guard};
 use crate::handle::Handle;
 use crate::info::{InfoOut, write_out};
+use crate::objects::context::Context;
+use crate::objects::device::Device;
 use crate::sys::*;
 
 /// The checks every allocation shares, then the allocation.
@@ -55,7 +55,7 @@ unsafe fn allocate(
     };
     let core = context.value.core();
     ensure!(
-        crate::device_info::ur_usm_kinds(core.device().info()).contains(wanted),
+        crate::boundary::conv::ur_usm_kinds(core.device().info()).contains(wanted),
         InvalidOperation,
         "the device has no {kind:?} USM that the host reaches at the device's address"
     );

@@ -7,11 +7,11 @@ use std::ffi::c_void;
 
 use ur_core::ensure;
 
-use crate::enqueue::{pattern, usm_ptr};
+use crate::boundary::conv::{pattern, usm_ptr};
 use crate::entry::guard;
-use crate::event::{emit, wait_list};
 use crate::handle::Handle;
-use crate::queue::Queue;
+use crate::objects::event::{emit, wait_list};
+use crate::objects::queue::Queue;
 use crate::sys::*;
 
 /// # Safety

@@ -7,10 +7,10 @@
 
 use ur_core::err;
 
-use crate::device::Device;
 use crate::entry::{AbiResult, guard};
 use crate::handle::Handle;
 use crate::info::InfoOut;
+use crate::objects::device::Device;
 use crate::sys::*;
 
 /// The ur-core devices behind two device handles.

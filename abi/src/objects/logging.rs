@@ -36,7 +36,7 @@ struct CallbackLayer;
 
 impl<S: Subscriber> Layer<S> for CallbackLayer {
     fn on_event(&self, event: &Event<'_>, _: Context<'_, S>) {
-        let Some(adapter) = crate::adapter::installed() else { return };
+        let Some(adapter) = crate::objects::adapter::installed() else { return };
         let level = match *event.metadata().level() {
             Level::ERROR => ur_logger_level_t::UR_LOGGER_LEVEL_ERROR,
             Level::WARN => ur_logger_level_t::UR_LOGGER_LEVEL_WARN,
