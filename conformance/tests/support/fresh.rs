@@ -80,20 +80,31 @@ pub fn spirv_is_current(
     Ok(())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// One check of this module: `Err` says what went wrong.
+pub type SelfCheck = fn() -> Result<(), String>;
 
-    #[test]
-    fn a_tool_that_does_not_run_is_missing_and_named() {
-        let why = missing_tools(&[("ur-rs-no-such-tool", "--version")], Path::new("/nonexistent"), "nowhere");
-        assert_eq!(why.as_deref(), Some("ur-rs-no-such-tool is not installed (nowhere)"));
-        assert_eq!(tool_version("ur-rs-no-such-tool", "--version"), None);
+/// The checks of this module itself, by name, for a test binary to run
+/// (`kernels_current`).
+pub const SELF_CHECKS: [(&str, SelfCheck); 2] = [
+    ("fresh::a_tool_that_does_not_run_is_missing_and_named", a_tool_that_does_not_run_is_missing_and_named),
+    ("fresh::a_missing_record_is_no_reason_to_skip", a_missing_record_is_no_reason_to_skip),
+];
+
+fn a_tool_that_does_not_run_is_missing_and_named() -> Result<(), String> {
+    let why = missing_tools(&[("ur-rs-no-such-tool", "--version")], Path::new("/nonexistent"), "nowhere");
+    if why.as_deref() != Some("ur-rs-no-such-tool is not installed (nowhere)") {
+        return Err(format!("a tool that does not run: {why:?}"));
     }
+    match tool_version("ur-rs-no-such-tool", "--version") {
+        None => Ok(()),
+        Some(v) => Err(format!("a tool that does not run has version {v:?}")),
+    }
+}
 
-    #[test]
-    fn a_missing_record_is_no_reason_to_skip() {
-        // `true` runs everywhere this crate builds and prints nothing.
-        assert_eq!(missing_tools(&[("true", "--version")], Path::new("/nonexistent/record.txt"), ""), None);
+fn a_missing_record_is_no_reason_to_skip() -> Result<(), String> {
+    // `true` runs everywhere this crate builds and prints nothing.
+    match missing_tools(&[("true", "--version")], Path::new("/nonexistent/record.txt"), "") {
+        None => Ok(()),
+        Some(why) => Err(format!("skipped for a missing record: {why}")),
     }
 }
