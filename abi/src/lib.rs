@@ -55,33 +55,20 @@ mod checks {
     //! (`docs/abi.md`, "Generated argument checks").
     include!("checks.rs");
 }
-pub mod entry;
-pub mod handle;
-pub mod info;
+// One folder per layer above `sys`, bottom first; tests/layers.rs keeps
+// them one-way. The modules keep their paths at the crate root.
+mod boundary;
+mod entry_points;
+mod objects;
 pub mod tables;
 
-mod adapter;
-mod adopt;
-mod capture;
-mod command_buffer;
-mod context;
-mod device;
-mod device_info;
-mod enqueue;
-mod event;
-mod kernel;
-mod logging;
-mod mem;
-mod native;
-mod platform;
-mod program;
-mod queue;
-mod timestamp;
-mod usm;
-mod usm_2d;
-mod usm_p2p;
+pub use boundary::{entry, handle, info};
+use entry_points::{
+    adapter, adopt, capture, command_buffer, context, device, device_info, enqueue, event, kernel, mem, native,
+    platform, program, queue, timestamp, usm, usm_2d, usm_p2p,
+};
 
-pub use adapter::register_factory;
+pub use objects::adapter::register_factory;
 
 /// Exports the 26 `urGet*ProcAddrTable` getters of `ur_ddi.h` for the
 /// adapter that `$factory` (a `&'static dyn ur_core::adapter::AdapterFactory`)

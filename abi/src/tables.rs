@@ -8,6 +8,7 @@
 
 use std::sync::OnceLock;
 
+use crate::handle::DISPATCH_TABLE;
 use crate::sys::*;
 use crate::{
     adapter, adopt, command_buffer, context, device, device_info, enqueue, event, kernel, mem, native, platform,
@@ -19,8 +20,7 @@ use crate::{
 /// the header's mechanical `@returns` conditions and then calls the slot of
 /// [`implementations`].
 pub fn dispatch_table() -> &'static ur_dditable_t {
-    static TABLE: OnceLock<ur_dditable_t> = OnceLock::new();
-    TABLE.get_or_init(crate::checks::table)
+    DISPATCH_TABLE.get_or_fill(crate::checks::table)
 }
 
 /// The entry points behind the checks: this crate's implementation or

@@ -8,7 +8,12 @@
 use std::path::Path;
 
 use libtest_mimic::{Arguments, Failed, Trial};
-use ur_core::adapter::toolbox::fresh;
+
+// The repository's SPIR-V check, shared with the conformance suite's test
+// of its kernels (which also runs the module's own checks).
+#[allow(dead_code)]
+#[path = "../../conformance/tests/support/fresh.rs"]
+mod fresh;
 
 fn main() {
     let args = Arguments::from_args();

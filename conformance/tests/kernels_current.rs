@@ -12,8 +12,8 @@ mod support;
 use std::path::Path;
 use std::process::Command;
 
-use libtest_mimic::Arguments;
-use ur_core::adapter::toolbox::fresh::{missing_tools, spirv_is_current};
+use libtest_mimic::{Arguments, Failed, Trial};
+use support::fresh::{missing_tools, spirv_is_current};
 
 fn main() {
     let args = Arguments::from_args();
@@ -23,7 +23,7 @@ fn main() {
     let bench = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/src/kernels");
     let glslang = [("glslangValidator", "--version")];
     let library = vulkan.clone();
-    let trials = vec![
+    let mut trials = vec![
         support::tool_trial(
             "vulkan_spirv_is_current",
             missing(&glslang, &vulkan.join("glslang-version.txt")),
@@ -43,6 +43,9 @@ fn main() {
             move || program_binaries_are_current(&programs),
         ),
     ];
+    trials.extend(
+        support::fresh::SELF_CHECKS.map(|(name, check)| Trial::test(name, move || check().map_err(Failed::from))),
+    );
     libtest_mimic::run(&args, trials).exit();
 }
 

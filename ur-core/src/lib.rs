@@ -36,37 +36,28 @@
 //! and registers the adapters its features compile in.
 #![deny(unsafe_op_in_unsafe_fn)]
 
+// One folder per layer, bottom first; tests/layers.rs keeps them one-way.
 pub mod types;
 
 pub mod adapter;
-pub mod adopt;
-mod backing;
-pub mod capture;
-pub mod command;
-pub mod command_buffer;
-pub mod context;
-pub mod device;
-pub mod event;
-#[cfg(feature = "fault-injection")]
-pub mod faults;
-mod host_threads;
-pub mod interop;
-pub mod launch;
+mod api;
 pub mod loader;
-pub mod memory;
-mod objects;
-pub mod peer;
-pub mod platform;
-pub mod program;
-pub mod queue;
-pub mod selector;
-pub mod shared_usm;
-mod software;
-mod typed_usm;
 
-// The modules of the types layer keep their paths at the crate root
-// (`ur_core::error::UrError`, `ur_core::rect::RectLayout`, ...).
+// Every module keeps its path at the crate root (`ur_core::error::UrError`,
+// `ur_core::queue::Queue`, `ur_core::selector::DeviceSelector`, ...).
 pub use types::{clock, cpu_table, error, live, native, ptx, rect, spirv};
+
+use adapter::objects;
+pub use adapter::{command, launch};
+
+#[cfg(feature = "fault-injection")]
+pub use api::faults;
+pub use api::{
+    adopt, capture, command_buffer, context, device, event, interop, memory, peer, platform, program, queue, shared_usm,
+};
+use api::{host_threads, software};
+
+pub use loader::selector;
 
 pub use adopt::{AdoptedBuffer, Ownership};
 #[allow(deprecated)]

@@ -10,6 +10,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use libtest_mimic::{Failed, Trial};
 use ur::{Backend, Context, Device, Program, Queue, QueueProperties, UrError};
 
+pub mod fresh;
+
 /// The backends both tests run on: the CPU adapter, OpenCL (PoCL in CI) and
 /// Vulkan (lavapipe in CI).
 pub const BACKENDS: [Backend; 3] = [Backend::Cpu, Backend::OpenCl, Backend::Vulkan];
@@ -44,7 +46,7 @@ pub fn tool_trial(
 ) -> Trial {
     match missing {
         None => Trial::test(name, move || check().map_err(Failed::from)),
-        Some(why) if ur_core::adapter::toolbox::fresh::tools_required() => {
+        Some(why) if fresh::tools_required() => {
             Trial::test(name, move || Err(Failed::from(format!("UR_RS_REQUIRE_TOOLS=1 but {why}"))))
         }
         Some(why) => {

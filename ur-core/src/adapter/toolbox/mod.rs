@@ -9,12 +9,12 @@
 //!   recorded command, re-pointed at each enqueue (the software command
 //!   buffer and the Vulkan adapter's signal events);
 //! - [`host_cache`]: the host processor's last-level cache, for devices
-//!   whose memory the host's caches cache (the CPU adapter, lavapipe);
-//! - [`fresh`]: whether committed SPIR-V is what its GLSL compiles to today,
-//!   for the repository's tests of committed kernel binaries.
+//!   whose memory the host's caches cache (the CPU adapter, lavapipe).
+//!
+//! The repository's check of committed SPIR-V against its GLSL is test
+//! tooling, not part of this API: `conformance/tests/support/fresh.rs`.
 
 mod forward;
-pub mod fresh;
 pub mod host_cache;
 mod order;
 

@@ -1,0 +1,891 @@
+//! `urCommandBuffer*Exp` and `urEnqueueCommandBufferExp`: command buffers,
+//! one to one over ur-core's `CommandBuffer`.
+//!
+//! Every append shares a tail (sync points to wait for, events to wait for,
+//! and the sync point, signal event and command handle it hands back),
+//! handled once in [`append`]. Command handles belong to their buffer and
+//! live as long as it does; UR has no retain or release for them.
+
+#![allow(non_snake_case)]
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use ur_core::{CommandBufferDesc, CommandHandle, KernelArg, KernelLaunchUpdate, LocalSizeUpdate, UsmPtr, ensure, err};
+
+use crate::boundary::conv::{migration, pattern, usm_advice, usm_ptr};
+use crate::boundary::conv::{rect_layout, rect_region};
+use crate::boundary::conv::{value_bytes, work_sizes};
+use crate::entry::{AbiResult, guard};
+use crate::handle::Handle;
+use crate::info::{InfoOut, optional_list, slice, write_out};
+use crate::objects::command_buffer::{AppendOut, Command, CommandBuffer, append};
+use crate::objects::context::Context;
+use crate::objects::device::Device;
+use crate::objects::event::{emit, emit_unqueued, wait_list};
+use crate::objects::kernel::{Kernel, NdRangeArgs, launch_args};
+use crate::objects::mem::Mem;
+use crate::objects::queue::Queue;
+use crate::sys::*;
+
+/// # Safety
+/// UR's contract for `urCommandBufferCreateExp`.
+pub(crate) unsafe extern "C" fn urCommandBufferCreateExp(
+    context: ur_context_handle_t,
+    device: ur_device_handle_t,
+    desc: *const ur_exp_command_buffer_desc_t,
+    out: *mut ur_exp_command_buffer_handle_t,
+) -> ur_result_t {
+    guard("urCommandBufferCreateExp", || {
+        // SAFETY: forwarded.
+        let context = unsafe { Handle::<Context>::get(context)? };
+        // SAFETY: forwarded.
+        let device = unsafe { Handle::<Device>::get(device)? };
+        ensure!(!out.is_null(), InvalidNullPointer, "phCommandBuffer is null");
+        // SAFETY: null or readable per the contract.
+        let desc = unsafe { desc.as_ref() }.map_or(CommandBufferDesc::default(), |d| CommandBufferDesc {
+            updatable: d.isUpdatable != 0,
+            in_order: d.isInOrder != 0,
+            profiling: d.enableProfiling != 0,
+            ..CommandBufferDesc::default()
+        });
+        let buffer = ur_core::CommandBuffer::new(context.value.core(), device.value.core(), desc)?;
+        let value = CommandBuffer { buffer, context: context.to_arc(), commands: Mutex::default() };
+        // SAFETY: checked non-null, writable per the contract.
+        unsafe { write_out(out, Handle::create(value), "phCommandBuffer") }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urCommandBufferRetainExp`.
+pub(crate) unsafe extern "C" fn urCommandBufferRetainExp(buffer: ur_exp_command_buffer_handle_t) -> ur_result_t {
+    // SAFETY: forwarded.
+    guard("urCommandBufferRetainExp", || unsafe { Handle::<CommandBuffer>::retain(buffer) })
+}
+
+/// # Safety
+/// UR's contract for `urCommandBufferReleaseExp`.
+pub(crate) unsafe extern "C" fn urCommandBufferReleaseExp(buffer: ur_exp_command_buffer_handle_t) -> ur_result_t {
+    // A buffer released while it executes stays alive: ur-core's submissions
+    // hold it.
+    // SAFETY: forwarded.
+    guard("urCommandBufferReleaseExp", || unsafe { Handle::<CommandBuffer>::release(buffer) })
+}
+
+/// # Safety
+/// UR's contract for `urCommandBufferFinalizeExp`.
+pub(crate) unsafe extern "C" fn urCommandBufferFinalizeExp(buffer: ur_exp_command_buffer_handle_t) -> ur_result_t {
+    guard("urCommandBufferFinalizeExp", || {
+        // SAFETY: forwarded.
+        let buffer = unsafe { Handle::<CommandBuffer>::get(buffer)? };
+        buffer.value.buffer.finalize()
+    })
+}
+
+/// # Safety
+/// UR's contract for `urCommandBufferGetInfoExp`.
+pub(crate) unsafe extern "C" fn urCommandBufferGetInfoExp(
+    buffer: ur_exp_command_buffer_handle_t,
+    name: ur_exp_command_buffer_info_t,
+    size: usize,
+    value: *mut c_void,
+    size_ret: *mut usize,
+) -> ur_result_t {
+    guard("urCommandBufferGetInfoExp", || {
+        // SAFETY: forwarded.
+        let handle = unsafe { Handle::<CommandBuffer>::get(buffer)? };
+        // SAFETY: forwarded.
+        let out = unsafe { InfoOut::new(size, value, size_ret)? };
+        match name {
+            ur_exp_command_buffer_info_t::UR_EXP_COMMAND_BUFFER_INFO_REFERENCE_COUNT => {
+                out.value(handle.reference_count())
+            }
+            ur_exp_command_buffer_info_t::UR_EXP_COMMAND_BUFFER_INFO_DESCRIPTOR => {
+                let d = handle.value.buffer.descriptor();
+                out.value(ur_exp_command_buffer_desc_t {
+                    stype: ur_structure_type_t::UR_STRUCTURE_TYPE_EXP_COMMAND_BUFFER_DESC,
+                    pNext: std::ptr::null(),
+                    isUpdatable: d.updatable.into(),
+                    isInOrder: d.in_order.into(),
+                    enableProfiling: d.profiling.into(),
+                })
+            }
+            other => Err(err!(InvalidEnumeration, "command-buffer info {}", other.0)),
+        }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urCommandBufferGetNativeHandleExp`.
+pub(crate) unsafe extern "C" fn urCommandBufferGetNativeHandleExp(
+    buffer: ur_exp_command_buffer_handle_t,
+    native: *mut ur_native_handle_t,
+) -> ur_result_t {
+    guard("urCommandBufferGetNativeHandleExp", || {
+        // SAFETY: forwarded.
+        let handle = unsafe { Handle::<CommandBuffer>::get(buffer)? };
+        ensure!(!native.is_null(), InvalidNullPointer, "phNativeCommandBuffer is null");
+        let value = handle.value.buffer.native_handle()?;
+        // SAFETY: checked non-null, writable per the contract.
+        unsafe { write_out(native, value.0 as ur_native_handle_t, "phNativeCommandBuffer") }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urCommandBufferAppendUSMMemcpyExp`.
+pub(crate) unsafe extern "C" fn urCommandBufferAppendUSMMemcpyExp(
+    buffer: ur_exp_command_buffer_handle_t,
+    dst: *mut c_void,
+    src: *const c_void,
+    size: usize,
+    num_sync_points: u32,
+    sync_points: *const ur_exp_command_buffer_sync_point_t,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    sync_point: *mut ur_exp_command_buffer_sync_point_t,
+    event: *mut ur_event_handle_t,
+    command: *mut ur_exp_command_buffer_command_handle_t,
+) -> ur_result_t {
+    guard("urCommandBufferAppendUSMMemcpyExp", || {
+        ensure!(!dst.is_null() && !src.is_null(), InvalidNullPointer, "pDst or pSrc is null");
+        let out = AppendOut { sync_point, event, command };
+        // SAFETY: forwarded; host memory named here stays valid at every
+        // execution of the buffer (UR's contract).
+        unsafe {
+            append(
+                buffer,
+                num_sync_points,
+                sync_points,
+                num_events,
+                events,
+                out,
+                ur_command_t::UR_COMMAND_USM_MEMCPY,
+                |cb, o| cb.append_usm_memcpy_host(dst.cast(), src.cast(), size, o),
+            )
+        }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urCommandBufferAppendUSMFillExp`.
+pub(crate) unsafe extern "C" fn urCommandBufferAppendUSMFillExp(
+    buffer: ur_exp_command_buffer_handle_t,
+    mem: *mut c_void,
+    pattern_ptr: *const c_void,
+    pattern_size: usize,
+    size: usize,
+    num_sync_points: u32,
+    sync_points: *const ur_exp_command_buffer_sync_point_t,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    sync_point: *mut ur_exp_command_buffer_sync_point_t,
+    event: *mut ur_event_handle_t,
+    command: *mut ur_exp_command_buffer_command_handle_t,
+) -> ur_result_t {
+    guard("urCommandBufferAppendUSMFillExp", || {
+        let dst = usm_ptr(mem, "pMemory")?;
+        // SAFETY: forwarded.
+        let pattern = unsafe { pattern(pattern_ptr, pattern_size)? };
+        let out = AppendOut { sync_point, event, command };
+        // SAFETY: forwarded.
+        unsafe {
+            append(
+                buffer,
+                num_sync_points,
+                sync_points,
+                num_events,
+                events,
+                out,
+                ur_command_t::UR_COMMAND_USM_FILL,
+                |cb, o| cb.append_usm_fill(dst, pattern, size, o),
+            )
+        }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urCommandBufferAppendUSMPrefetchExp`.
+pub(crate) unsafe extern "C" fn urCommandBufferAppendUSMPrefetchExp(
+    buffer: ur_exp_command_buffer_handle_t,
+    mem: *const c_void,
+    size: usize,
+    flags: ur_usm_migration_flags_t,
+    num_sync_points: u32,
+    sync_points: *const ur_exp_command_buffer_sync_point_t,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    sync_point: *mut ur_exp_command_buffer_sync_point_t,
+    event: *mut ur_event_handle_t,
+    command: *mut ur_exp_command_buffer_command_handle_t,
+) -> ur_result_t {
+    guard("urCommandBufferAppendUSMPrefetchExp", || {
+        let ptr = usm_ptr(mem, "pMemory")?;
+        let flags = migration(flags)?;
+        let out = AppendOut { sync_point, event, command };
+        // SAFETY: forwarded.
+        unsafe {
+            append(
+                buffer,
+                num_sync_points,
+                sync_points,
+                num_events,
+                events,
+                out,
+                ur_command_t::UR_COMMAND_USM_PREFETCH,
+                |cb, o| cb.append_usm_prefetch(ptr, size, flags, o),
+            )
+        }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urCommandBufferAppendUSMAdviseExp`.
+pub(crate) unsafe extern "C" fn urCommandBufferAppendUSMAdviseExp(
+    buffer: ur_exp_command_buffer_handle_t,
+    mem: *const c_void,
+    size: usize,
+    advice: ur_usm_advice_flags_t,
+    num_sync_points: u32,
+    sync_points: *const ur_exp_command_buffer_sync_point_t,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    sync_point: *mut ur_exp_command_buffer_sync_point_t,
+    event: *mut ur_event_handle_t,
+    command: *mut ur_exp_command_buffer_command_handle_t,
+) -> ur_result_t {
+    guard("urCommandBufferAppendUSMAdviseExp", || {
+        let ptr = usm_ptr(mem, "pMemory")?;
+        let advice = usm_advice(advice)?;
+        let out = AppendOut { sync_point, event, command };
+        // SAFETY: forwarded.
+        unsafe {
+            append(
+                buffer,
+                num_sync_points,
+                sync_points,
+                num_events,
+                events,
+                out,
+                ur_command_t::UR_COMMAND_USM_ADVISE,
+                |cb, o| cb.append_usm_advise(ptr, size, advice, o),
+            )
+        }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urCommandBufferAppendMemBufferCopyExp`.
+pub(crate) unsafe extern "C" fn urCommandBufferAppendMemBufferCopyExp(
+    buffer: ur_exp_command_buffer_handle_t,
+    src: ur_mem_handle_t,
+    dst: ur_mem_handle_t,
+    src_offset: usize,
+    dst_offset: usize,
+    size: usize,
+    num_sync_points: u32,
+    sync_points: *const ur_exp_command_buffer_sync_point_t,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    sync_point: *mut ur_exp_command_buffer_sync_point_t,
+    event: *mut ur_event_handle_t,
+    command: *mut ur_exp_command_buffer_command_handle_t,
+) -> ur_result_t {
+    guard("urCommandBufferAppendMemBufferCopyExp", || {
+        // SAFETY: forwarded.
+        let (src, dst) = unsafe { (Handle::<Mem>::get(src)?, Handle::<Mem>::get(dst)?) };
+        let out = AppendOut { sync_point, event, command };
+        // SAFETY: forwarded.
+        unsafe {
+            append(
+                buffer,
+                num_sync_points,
+                sync_points,
+                num_events,
+                events,
+                out,
+                ur_command_t::UR_COMMAND_MEM_BUFFER_COPY,
+                |cb, o| cb.append_buffer_copy(src.value.core(), dst.value.core(), src_offset, dst_offset, size, o),
+            )
+        }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urCommandBufferAppendMemBufferCopyRectExp`.
+pub(crate) unsafe extern "C" fn urCommandBufferAppendMemBufferCopyRectExp(
+    buffer: ur_exp_command_buffer_handle_t,
+    src: ur_mem_handle_t,
+    dst: ur_mem_handle_t,
+    src_origin: ur_rect_offset_t,
+    dst_origin: ur_rect_offset_t,
+    region: ur_rect_region_t,
+    src_row_pitch: usize,
+    src_slice_pitch: usize,
+    dst_row_pitch: usize,
+    dst_slice_pitch: usize,
+    num_sync_points: u32,
+    sync_points: *const ur_exp_command_buffer_sync_point_t,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    sync_point: *mut ur_exp_command_buffer_sync_point_t,
+    event: *mut ur_event_handle_t,
+    command: *mut ur_exp_command_buffer_command_handle_t,
+) -> ur_result_t {
+    guard("urCommandBufferAppendMemBufferCopyRectExp", || {
+        // SAFETY: forwarded.
+        let (src, dst) = unsafe { (Handle::<Mem>::get(src)?, Handle::<Mem>::get(dst)?) };
+        let src_layout = rect_layout(src_origin, src_row_pitch, src_slice_pitch)?;
+        let dst_layout = rect_layout(dst_origin, dst_row_pitch, dst_slice_pitch)?;
+        let region = rect_region(region)?;
+        let out = AppendOut { sync_point, event, command };
+        // SAFETY: forwarded.
+        unsafe {
+            append(
+                buffer,
+                num_sync_points,
+                sync_points,
+                num_events,
+                events,
+                out,
+                ur_command_t::UR_COMMAND_MEM_BUFFER_COPY_RECT,
+                |cb, o| {
+                    cb.append_buffer_copy_rect(src.value.core(), dst.value.core(), src_layout, dst_layout, region, o)
+                },
+            )
+        }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urCommandBufferAppendMemBufferReadExp`.
+pub(crate) unsafe extern "C" fn urCommandBufferAppendMemBufferReadExp(
+    buffer: ur_exp_command_buffer_handle_t,
+    mem: ur_mem_handle_t,
+    offset: usize,
+    size: usize,
+    dst: *mut c_void,
+    num_sync_points: u32,
+    sync_points: *const ur_exp_command_buffer_sync_point_t,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    sync_point: *mut ur_exp_command_buffer_sync_point_t,
+    event: *mut ur_event_handle_t,
+    command: *mut ur_exp_command_buffer_command_handle_t,
+) -> ur_result_t {
+    guard("urCommandBufferAppendMemBufferReadExp", || {
+        // SAFETY: forwarded.
+        let mem = unsafe { Handle::<Mem>::get(mem)? };
+        ensure!(!dst.is_null(), InvalidNullPointer, "pDst is null");
+        let out = AppendOut { sync_point, event, command };
+        // SAFETY: forwarded; `dst` stays valid at every execution (UR's contract).
+        unsafe {
+            append(
+                buffer,
+                num_sync_points,
+                sync_points,
+                num_events,
+                events,
+                out,
+                ur_command_t::UR_COMMAND_MEM_BUFFER_READ,
+                |cb, o| cb.append_buffer_read_host(mem.value.core(), offset, size, dst.cast(), o),
+            )
+        }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urCommandBufferAppendMemBufferWriteExp`.
+pub(crate) unsafe extern "C" fn urCommandBufferAppendMemBufferWriteExp(
+    buffer: ur_exp_command_buffer_handle_t,
+    mem: ur_mem_handle_t,
+    offset: usize,
+    size: usize,
+    src: *const c_void,
+    num_sync_points: u32,
+    sync_points: *const ur_exp_command_buffer_sync_point_t,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    sync_point: *mut ur_exp_command_buffer_sync_point_t,
+    event: *mut ur_event_handle_t,
+    command: *mut ur_exp_command_buffer_command_handle_t,
+) -> ur_result_t {
+    guard("urCommandBufferAppendMemBufferWriteExp", || {
+        // SAFETY: forwarded.
+        let mem = unsafe { Handle::<Mem>::get(mem)? };
+        ensure!(!src.is_null(), InvalidNullPointer, "pSrc is null");
+        let out = AppendOut { sync_point, event, command };
+        // SAFETY: forwarded; `src` stays valid at every execution (UR's contract).
+        unsafe {
+            append(
+                buffer,
+                num_sync_points,
+                sync_points,
+                num_events,
+                events,
+                out,
+                ur_command_t::UR_COMMAND_MEM_BUFFER_WRITE,
+                |cb, o| cb.append_buffer_write_host(mem.value.core(), offset, size, src.cast(), o),
+            )
+        }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urCommandBufferAppendMemBufferReadRectExp`.
+pub(crate) unsafe extern "C" fn urCommandBufferAppendMemBufferReadRectExp(
+    buffer: ur_exp_command_buffer_handle_t,
+    mem: ur_mem_handle_t,
+    buffer_origin: ur_rect_offset_t,
+    host_origin: ur_rect_offset_t,
+    region: ur_rect_region_t,
+    buffer_row_pitch: usize,
+    buffer_slice_pitch: usize,
+    host_row_pitch: usize,
+    host_slice_pitch: usize,
+    dst: *mut c_void,
+    num_sync_points: u32,
+    sync_points: *const ur_exp_command_buffer_sync_point_t,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    sync_point: *mut ur_exp_command_buffer_sync_point_t,
+    event: *mut ur_event_handle_t,
+    command: *mut ur_exp_command_buffer_command_handle_t,
+) -> ur_result_t {
+    guard("urCommandBufferAppendMemBufferReadRectExp", || {
+        // SAFETY: forwarded.
+        let mem = unsafe { Handle::<Mem>::get(mem)? };
+        ensure!(!dst.is_null(), InvalidNullPointer, "pDst is null");
+        let buffer_layout = rect_layout(buffer_origin, buffer_row_pitch, buffer_slice_pitch)?;
+        let host_layout = rect_layout(host_origin, host_row_pitch, host_slice_pitch)?;
+        let region = rect_region(region)?;
+        let out = AppendOut { sync_point, event, command };
+        // SAFETY: forwarded; `dst` stays valid at every execution (UR's contract).
+        unsafe {
+            append(
+                buffer,
+                num_sync_points,
+                sync_points,
+                num_events,
+                events,
+                out,
+                ur_command_t::UR_COMMAND_MEM_BUFFER_READ_RECT,
+                |cb, o| {
+                    cb.append_buffer_read_rect_host(mem.value.core(), buffer_layout, host_layout, region, dst.cast(), o)
+                },
+            )
+        }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urCommandBufferAppendMemBufferWriteRectExp`.
+pub(crate) unsafe extern "C" fn urCommandBufferAppendMemBufferWriteRectExp(
+    buffer: ur_exp_command_buffer_handle_t,
+    mem: ur_mem_handle_t,
+    buffer_origin: ur_rect_offset_t,
+    host_origin: ur_rect_offset_t,
+    region: ur_rect_region_t,
+    buffer_row_pitch: usize,
+    buffer_slice_pitch: usize,
+    host_row_pitch: usize,
+    host_slice_pitch: usize,
+    src: *mut c_void,
+    num_sync_points: u32,
+    sync_points: *const ur_exp_command_buffer_sync_point_t,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    sync_point: *mut ur_exp_command_buffer_sync_point_t,
+    event: *mut ur_event_handle_t,
+    command: *mut ur_exp_command_buffer_command_handle_t,
+) -> ur_result_t {
+    guard("urCommandBufferAppendMemBufferWriteRectExp", || {
+        // SAFETY: forwarded.
+        let mem = unsafe { Handle::<Mem>::get(mem)? };
+        ensure!(!src.is_null(), InvalidNullPointer, "pSrc is null");
+        let buffer_layout = rect_layout(buffer_origin, buffer_row_pitch, buffer_slice_pitch)?;
+        let host_layout = rect_layout(host_origin, host_row_pitch, host_slice_pitch)?;
+        let region = rect_region(region)?;
+        let out = AppendOut { sync_point, event, command };
+        // SAFETY: forwarded; `src` stays valid at every execution (UR's contract).
+        unsafe {
+            append(
+                buffer,
+                num_sync_points,
+                sync_points,
+                num_events,
+                events,
+                out,
+                ur_command_t::UR_COMMAND_MEM_BUFFER_WRITE_RECT,
+                |cb, o| {
+                    cb.append_buffer_write_rect_host(
+                        mem.value.core(),
+                        buffer_layout,
+                        host_layout,
+                        region,
+                        src.cast_const().cast(),
+                        o,
+                    )
+                },
+            )
+        }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urCommandBufferAppendMemBufferFillExp`.
+pub(crate) unsafe extern "C" fn urCommandBufferAppendMemBufferFillExp(
+    buffer: ur_exp_command_buffer_handle_t,
+    mem: ur_mem_handle_t,
+    pattern_ptr: *const c_void,
+    pattern_size: usize,
+    offset: usize,
+    size: usize,
+    num_sync_points: u32,
+    sync_points: *const ur_exp_command_buffer_sync_point_t,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    sync_point: *mut ur_exp_command_buffer_sync_point_t,
+    event: *mut ur_event_handle_t,
+    command: *mut ur_exp_command_buffer_command_handle_t,
+) -> ur_result_t {
+    guard("urCommandBufferAppendMemBufferFillExp", || {
+        // SAFETY: forwarded.
+        let mem = unsafe { Handle::<Mem>::get(mem)? };
+        // SAFETY: forwarded.
+        let pattern = unsafe { pattern(pattern_ptr, pattern_size)? };
+        let out = AppendOut { sync_point, event, command };
+        // SAFETY: forwarded.
+        unsafe {
+            append(
+                buffer,
+                num_sync_points,
+                sync_points,
+                num_events,
+                events,
+                out,
+                ur_command_t::UR_COMMAND_MEM_BUFFER_FILL,
+                |cb, o| cb.append_buffer_fill(mem.value.core(), pattern, offset, size, o),
+            )
+        }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urEnqueueCommandBufferExp`.
+pub(crate) unsafe extern "C" fn urEnqueueCommandBufferExp(
+    queue: ur_queue_handle_t,
+    buffer: ur_exp_command_buffer_handle_t,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    event: *mut ur_event_handle_t,
+) -> ur_result_t {
+    guard("urEnqueueCommandBufferExp", || {
+        // SAFETY: forwarded.
+        let queue = unsafe { Handle::<Queue>::get(queue)? };
+        // SAFETY: forwarded.
+        let buffer = unsafe { Handle::<CommandBuffer>::get(buffer)? };
+        // SAFETY: forwarded.
+        let wait = unsafe { wait_list(events, num_events)? };
+        let done = queue.value.core().enqueue_command_buffer(&buffer.value.buffer, &wait)?;
+        // SAFETY: forwarded.
+        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_ENQUEUE_COMMAND_BUFFER_EXP) };
+        Ok(())
+    })
+}
+
+/// # Safety
+/// UR's contract for `urCommandBufferUpdateSignalEventExp`.
+pub(crate) unsafe extern "C" fn urCommandBufferUpdateSignalEventExp(
+    command: ur_exp_command_buffer_command_handle_t,
+    event: *mut ur_event_handle_t,
+) -> ur_result_t {
+    guard("urCommandBufferUpdateSignalEventExp", || {
+        // SAFETY: forwarded.
+        let command = unsafe { Handle::<Command>::get(command)? };
+        ensure!(!event.is_null(), InvalidNullPointer, "phSignalEvent is null");
+        let buffer = command.value.buffer()?;
+        let signal = buffer.value.buffer.update_signal_event(&command.value.handle)?;
+        // SAFETY: checked non-null, writable per the contract.
+        unsafe {
+            emit_unqueued(event, signal, &buffer.value.context, ur_command_t::UR_COMMAND_ENQUEUE_COMMAND_BUFFER_EXP)
+        };
+        Ok(())
+    })
+}
+
+/// # Safety
+/// UR's contract for `urCommandBufferUpdateWaitEventsExp`.
+pub(crate) unsafe extern "C" fn urCommandBufferUpdateWaitEventsExp(
+    command: ur_exp_command_buffer_command_handle_t,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+) -> ur_result_t {
+    guard("urCommandBufferUpdateWaitEventsExp", || {
+        // SAFETY: forwarded.
+        let command = unsafe { Handle::<Command>::get(command)? };
+        // SAFETY: forwarded.
+        let wait = unsafe { wait_list(events, num_events)? };
+        command.value.buffer()?.value.buffer.update_wait_events(&command.value.handle, &wait)
+    })
+}
+
+/// Appends a kernel launch; shared by both append entry points.
+///
+/// # Safety
+/// As UR's contract for `urCommandBufferAppendKernelLaunchWithArgsExp`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn append_launch(
+    buffer: ur_exp_command_buffer_handle_t,
+    kernel: ur_kernel_handle_t,
+    range: (u32, *const usize, *const usize, *const usize),
+    args: (u32, *const ur_exp_kernel_arg_properties_t),
+    alternatives: (u32, *mut ur_kernel_handle_t),
+    num_sync_points: u32,
+    sync_points: *const ur_exp_command_buffer_sync_point_t,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    out: AppendOut,
+) -> AbiResult {
+    // SAFETY: forwarded.
+    let kernel = unsafe { Handle::<Kernel>::get(kernel)? };
+    let (work_dim, offset, global, local) = range;
+    // SAFETY: forwarded.
+    let range = unsafe { NdRangeArgs::new(work_dim, offset, global, local)? };
+    // SAFETY: forwarded.
+    let args = unsafe { launch_args(kernel.value.core(), args.0, args.1)? };
+    // SAFETY: forwarded.
+    let alternatives = unsafe {
+        slice(alternatives.1.cast_const(), alternatives.0 as usize, || {
+            err!(InvalidNullPointer, "phKernelAlternatives is null")
+        })?
+    };
+    let alternatives = alternatives
+        .iter()
+        // SAFETY: forwarded: kernel handles the caller holds.
+        .map(|&k| unsafe { Handle::<Kernel>::get(k) }.map(|k| k.value.core()))
+        .collect::<AbiResult<Vec<_>>>()?;
+    let launch = range.launch(kernel.value.core(), &args);
+    // SAFETY: forwarded.
+    unsafe {
+        append(
+            buffer,
+            num_sync_points,
+            sync_points,
+            num_events,
+            events,
+            out,
+            ur_command_t::UR_COMMAND_KERNEL_LAUNCH,
+            // UR's contract makes the caller responsible for the memory the
+            // arguments reach whenever the buffer runs.
+            |cb, o| cb.append_kernel_launch(&launch, &alternatives, o),
+        )
+    }
+}
+
+/// # Safety
+/// UR's contract for `urCommandBufferAppendKernelLaunchWithArgsExp`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe extern "C" fn urCommandBufferAppendKernelLaunchWithArgsExp(
+    buffer: ur_exp_command_buffer_handle_t,
+    kernel: ur_kernel_handle_t,
+    work_dim: u32,
+    global_offset: *const usize,
+    global_size: *const usize,
+    local_size: *const usize,
+    num_args: u32,
+    args: *const ur_exp_kernel_arg_properties_t,
+    num_alternatives: u32,
+    alternatives: *mut ur_kernel_handle_t,
+    num_sync_points: u32,
+    sync_points: *const ur_exp_command_buffer_sync_point_t,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    sync_point: *mut ur_exp_command_buffer_sync_point_t,
+    event: *mut ur_event_handle_t,
+    command: *mut ur_exp_command_buffer_command_handle_t,
+) -> ur_result_t {
+    guard("urCommandBufferAppendKernelLaunchWithArgsExp", || {
+        // SAFETY: forwarded.
+        unsafe {
+            append_launch(
+                buffer,
+                kernel,
+                (work_dim, global_offset, global_size, local_size),
+                (num_args, args),
+                (num_alternatives, alternatives),
+                num_sync_points,
+                sync_points,
+                num_events,
+                events,
+                AppendOut { sync_point, event, command },
+            )
+        }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urCommandBufferAppendKernelLaunchExp`: the form
+/// without arguments, which UR 0.12 keeps for kernels set up elsewhere.
+/// Kernels of ur-rs hold no arguments, so it launches kernels that take
+/// none; for others the missing argument is reported.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe extern "C" fn urCommandBufferAppendKernelLaunchExp(
+    buffer: ur_exp_command_buffer_handle_t,
+    kernel: ur_kernel_handle_t,
+    work_dim: u32,
+    global_offset: *const usize,
+    global_size: *const usize,
+    local_size: *const usize,
+    num_alternatives: u32,
+    alternatives: *mut ur_kernel_handle_t,
+    num_sync_points: u32,
+    sync_points: *const ur_exp_command_buffer_sync_point_t,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    sync_point: *mut ur_exp_command_buffer_sync_point_t,
+    event: *mut ur_event_handle_t,
+    command: *mut ur_exp_command_buffer_command_handle_t,
+) -> ur_result_t {
+    guard("urCommandBufferAppendKernelLaunchExp", || {
+        // SAFETY: forwarded.
+        unsafe {
+            append_launch(
+                buffer,
+                kernel,
+                (work_dim, global_offset, global_size, local_size),
+                (0, std::ptr::null()),
+                (num_alternatives, alternatives),
+                num_sync_points,
+                sync_points,
+                num_events,
+                events,
+                AppendOut { sync_point, event, command },
+            )
+        }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urCommandBufferUpdateKernelLaunchExp`.
+pub(crate) unsafe extern "C" fn urCommandBufferUpdateKernelLaunchExp(
+    buffer: ur_exp_command_buffer_handle_t,
+    count: u32,
+    descs: *const ur_exp_command_buffer_update_kernel_launch_desc_t,
+) -> ur_result_t {
+    guard("urCommandBufferUpdateKernelLaunchExp", || {
+        // SAFETY: forwarded.
+        let handle = unsafe { Handle::<CommandBuffer>::get(buffer)? };
+        ensure!(count != 0, InvalidSize, "numKernelUpdates is 0");
+        // SAFETY: forwarded.
+        let descs = unsafe { optional_list(descs, count, "pUpdateKernelLaunch")? };
+        let mut commands = Vec::with_capacity(descs.len());
+        for desc in descs {
+            ensure!(
+                desc.stype == ur_structure_type_t::UR_STRUCTURE_TYPE_EXP_COMMAND_BUFFER_UPDATE_KERNEL_LAUNCH_DESC,
+                InvalidValue,
+                "update descriptor with stype {}",
+                desc.stype.0
+            );
+            // SAFETY: forwarded.
+            let command = unsafe { Handle::<Command>::get(desc.hCommand)? };
+            ensure!(
+                std::ptr::eq(Arc::as_ptr(&command.value.buffer()?), handle),
+                InvalidCommandHandle,
+                "the command belongs to another command buffer"
+            );
+            commands.push(command);
+        }
+        let mut updates = Vec::with_capacity(descs.len());
+        for (desc, command) in descs.iter().zip(&commands) {
+            // SAFETY: forwarded.
+            updates.push(unsafe { kernel_update(desc, &command.value.handle)? });
+        }
+        // SAFETY: UR's contract makes the caller responsible for the memory
+        // the new arguments reach whenever the buffer runs.
+        unsafe { handle.value.buffer.update_kernel_launches(&updates) }
+    })
+}
+
+/// One update descriptor in ur-core's terms.
+///
+/// # Safety
+/// `desc`'s lists and sizes are valid for their counts and `newWorkDim`.
+unsafe fn kernel_update<'a>(
+    desc: &'a ur_exp_command_buffer_update_kernel_launch_desc_t,
+    command: &'a CommandHandle,
+) -> AbiResult<KernelLaunchUpdate<'a>> {
+    // The header asks for a valid `newWorkDim` in every descriptor, not
+    // only in those that give new sizes.
+    ensure!(
+        (1..=3).contains(&desc.newWorkDim),
+        InvalidWorkDimension,
+        "newWorkDim {} is not 1, 2 or 3",
+        desc.newWorkDim
+    );
+    let mut update = KernelLaunchUpdate::new(command);
+    if !desc.hNewKernel.is_null() {
+        // SAFETY: forwarded.
+        update = update.kernel(unsafe { Handle::<Kernel>::get(desc.hNewKernel)? }.value.core());
+    }
+    // SAFETY: forwarded.
+    let (mems, pointers, values) = unsafe {
+        (
+            optional_list(desc.pNewMemObjArgList, desc.numNewMemObjArgs, "pNewMemObjArgList")?,
+            optional_list(desc.pNewPointerArgList, desc.numNewPointerArgs, "pNewPointerArgList")?,
+            optional_list(desc.pNewValueArgList, desc.numNewValueArgs, "pNewValueArgList")?,
+        )
+    };
+    for m in mems {
+        let arg = if m.hNewMemObjArg.is_null() {
+            KernelArg::Pointer(UsmPtr::from_addr(0))
+        } else {
+            // SAFETY: forwarded.
+            KernelArg::MemObj(unsafe { Handle::<Mem>::get(m.hNewMemObjArg)? }.value.core())
+        };
+        update = update.arg(m.argIndex as usize, arg);
+    }
+    for p in pointers {
+        // UR passes the address of the new pointer value.
+        ensure!(!p.pNewPointerArg.is_null(), InvalidNullPointer, "pNewPointerArg is null");
+        // SAFETY: non-null, pointing to a pointer per the contract.
+        let ptr = unsafe { p.pNewPointerArg.cast::<*const c_void>().read_unaligned() };
+        update = update.arg(p.argIndex as usize, KernelArg::Pointer(UsmPtr::from_addr(ptr as u64)));
+    }
+    for v in values {
+        // `pNewValueArg` is optional: without one the argument is local memory
+        // of `argSize` bytes, as `urKernelSetArgLocal` gives it (UR's own
+        // adapters read it so); ur-core checks that the argument is local.
+        let arg = if v.pNewValueArg.is_null() {
+            KernelArg::Local(v.argSize)
+        } else {
+            // SAFETY: forwarded.
+            KernelArg::Value(unsafe { value_bytes(v.pNewValueArg, v.argSize)? })
+        };
+        update = update.arg(v.argIndex as usize, arg);
+    }
+    let resizes =
+        !(desc.pNewGlobalWorkOffset.is_null() && desc.pNewGlobalWorkSize.is_null() && desc.pNewLocalWorkSize.is_null());
+    if resizes {
+        // SAFETY: forwarded.
+        let (offset, global, local) = unsafe {
+            (
+                work_sizes(desc.newWorkDim, desc.pNewGlobalWorkOffset, "pNewGlobalWorkOffset")?,
+                work_sizes(desc.newWorkDim, desc.pNewGlobalWorkSize, "pNewGlobalWorkSize")?,
+                work_sizes(desc.newWorkDim, desc.pNewLocalWorkSize, "pNewLocalWorkSize")?,
+            )
+        };
+        if let Some(offset) = offset {
+            update = update.global_offset(offset);
+        }
+        if let Some(global) = global {
+            update = update.global_size(global);
+        }
+        update = update.local_size(match (local, global) {
+            (Some(local), _) => LocalSizeUpdate::Set(local),
+            (None, Some(_)) => LocalSizeUpdate::ImplementationChosen,
+            (None, None) => LocalSizeUpdate::Keep,
+        });
+    }
+    Ok(update)
+}

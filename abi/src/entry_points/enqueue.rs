@@ -1,0 +1,289 @@
+//! `urEnqueue*`: eager commands on a queue.
+//!
+//! Each entry point resolves its handles and wait list, calls the ur-core
+//! queue operation (which validates the command and runs it), and hands the
+//! resulting event out when the caller asked for one.
+
+#![allow(non_snake_case)]
+
+use std::ffi::c_void;
+
+use ur_core::ensure;
+
+use crate::boundary::conv::{migration, pattern, usm_advice, usm_ptr};
+use crate::entry::{AbiResult, guard};
+use crate::handle::Handle;
+use crate::objects::event::{emit, wait_list};
+use crate::objects::kernel::{Kernel, NdRangeArgs, launch_args};
+use crate::objects::queue::Queue;
+use crate::sys::*;
+
+/// # Safety
+/// UR's contract for `urEnqueueUSMMemcpy`.
+pub(crate) unsafe extern "C" fn urEnqueueUSMMemcpy(
+    queue: ur_queue_handle_t,
+    blocking: bool,
+    dst: *mut c_void,
+    src: *const c_void,
+    size: usize,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    event: *mut ur_event_handle_t,
+) -> ur_result_t {
+    guard("urEnqueueUSMMemcpy", || {
+        // SAFETY: forwarded.
+        let queue = unsafe { Handle::<Queue>::get(queue)? };
+        ensure!(!dst.is_null() && !src.is_null(), InvalidNullPointer, "pDst or pSrc is null");
+        // SAFETY: forwarded.
+        let wait = unsafe { wait_list(events, num_events)? };
+        // SAFETY: UR's contract: host memory given here stays valid until the
+        // command completes (for a blocking copy, until this call returns).
+        let done = unsafe { queue.value.core().usm_memcpy_host(dst.cast(), src.cast(), size, &wait)? };
+        if blocking {
+            done.wait()?;
+        }
+        // SAFETY: forwarded.
+        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_USM_MEMCPY) };
+        Ok(())
+    })
+}
+
+/// # Safety
+/// UR's contract for `urEnqueueUSMFill`.
+pub(crate) unsafe extern "C" fn urEnqueueUSMFill(
+    queue: ur_queue_handle_t,
+    mem: *mut c_void,
+    pattern_size: usize,
+    pattern_ptr: *const c_void,
+    size: usize,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    event: *mut ur_event_handle_t,
+) -> ur_result_t {
+    guard("urEnqueueUSMFill", || {
+        // SAFETY: forwarded.
+        let queue = unsafe { Handle::<Queue>::get(queue)? };
+        let dst = usm_ptr(mem, "ptr")?;
+        // SAFETY: forwarded.
+        let pattern = unsafe { pattern(pattern_ptr, pattern_size)? };
+        // SAFETY: forwarded.
+        let wait = unsafe { wait_list(events, num_events)? };
+        let done = queue.value.core().usm_fill(dst, pattern, size, &wait)?;
+        // SAFETY: forwarded.
+        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_USM_FILL) };
+        Ok(())
+    })
+}
+
+/// # Safety
+/// UR's contract for `urEnqueueUSMPrefetch`.
+pub(crate) unsafe extern "C" fn urEnqueueUSMPrefetch(
+    queue: ur_queue_handle_t,
+    mem: *const c_void,
+    size: usize,
+    flags: ur_usm_migration_flags_t,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    event: *mut ur_event_handle_t,
+) -> ur_result_t {
+    guard("urEnqueueUSMPrefetch", || {
+        // SAFETY: forwarded.
+        let queue = unsafe { Handle::<Queue>::get(queue)? };
+        let ptr = usm_ptr(mem, "pMem")?;
+        let flags = migration(flags)?;
+        // SAFETY: forwarded.
+        let wait = unsafe { wait_list(events, num_events)? };
+        let done = queue.value.core().usm_prefetch(ptr, size, flags, &wait)?;
+        // SAFETY: forwarded.
+        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_USM_PREFETCH) };
+        Ok(())
+    })
+}
+
+/// # Safety
+/// UR's contract for `urEnqueueUSMAdvise`.
+pub(crate) unsafe extern "C" fn urEnqueueUSMAdvise(
+    queue: ur_queue_handle_t,
+    mem: *const c_void,
+    size: usize,
+    advice: ur_usm_advice_flags_t,
+    event: *mut ur_event_handle_t,
+) -> ur_result_t {
+    guard("urEnqueueUSMAdvise", || {
+        // SAFETY: forwarded.
+        let queue = unsafe { Handle::<Queue>::get(queue)? };
+        let ptr = usm_ptr(mem, "pMem")?;
+        let done = queue.value.core().usm_advise(ptr, size, usm_advice(advice)?)?;
+        // SAFETY: forwarded.
+        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_USM_ADVISE) };
+        Ok(())
+    })
+}
+
+/// # Safety
+/// UR's contract for `urEnqueueEventsWait`.
+pub(crate) unsafe extern "C" fn urEnqueueEventsWait(
+    queue: ur_queue_handle_t,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    event: *mut ur_event_handle_t,
+) -> ur_result_t {
+    guard("urEnqueueEventsWait", || {
+        // SAFETY: forwarded.
+        let queue = unsafe { Handle::<Queue>::get(queue)? };
+        // SAFETY: forwarded.
+        let wait = unsafe { wait_list(events, num_events)? };
+        let done = queue.value.core().events_wait(&wait)?;
+        // SAFETY: forwarded.
+        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_EVENTS_WAIT) };
+        Ok(())
+    })
+}
+
+/// # Safety
+/// UR's contract for `urEnqueueEventsWaitWithBarrier`.
+pub(crate) unsafe extern "C" fn urEnqueueEventsWaitWithBarrier(
+    queue: ur_queue_handle_t,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    event: *mut ur_event_handle_t,
+) -> ur_result_t {
+    guard("urEnqueueEventsWaitWithBarrier", || {
+        // SAFETY: forwarded.
+        unsafe { barrier(queue, num_events, events, event) }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urEnqueueEventsWaitWithBarrierExt`.
+pub(crate) unsafe extern "C" fn urEnqueueEventsWaitWithBarrierExt(
+    queue: ur_queue_handle_t,
+    properties: *const ur_exp_enqueue_ext_properties_t,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    event: *mut ur_event_handle_t,
+) -> ur_result_t {
+    guard("urEnqueueEventsWaitWithBarrierExt", || {
+        // SAFETY: null or readable per the contract.
+        if let Some(p) = unsafe { properties.as_ref() } {
+            ensure!(p.flags & UR_EXP_ENQUEUE_EXT_FLAGS_MASK == 0, InvalidEnumeration, "barrier flags {:#x}", p.flags);
+        }
+        // Low-power events only change how a host waits, not what it waits for.
+        // SAFETY: forwarded.
+        unsafe { barrier(queue, num_events, events, event) }
+    })
+}
+
+/// # Safety
+/// As for `urEnqueueEventsWaitWithBarrier`.
+unsafe fn barrier(
+    queue: ur_queue_handle_t,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    event: *mut ur_event_handle_t,
+) -> AbiResult {
+    // SAFETY: forwarded.
+    let queue = unsafe { Handle::<Queue>::get(queue)? };
+    // SAFETY: forwarded.
+    let wait = unsafe { wait_list(events, num_events)? };
+    let done = queue.value.core().barrier(&wait)?;
+    // SAFETY: forwarded.
+    unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_EVENTS_WAIT_WITH_BARRIER) };
+    Ok(())
+}
+
+/// A C function and its data, run once on a host thread.
+struct HostTask {
+    function: unsafe extern "C" fn(*mut c_void),
+    data: *mut c_void,
+}
+
+// SAFETY: UR lets the host-task function run on any thread with its data.
+unsafe impl Send for HostTask {}
+
+/// # Safety
+/// UR's contract for `urEnqueueHostTaskExp`.
+pub(crate) unsafe extern "C" fn urEnqueueHostTaskExp(
+    queue: ur_queue_handle_t,
+    function: ur_exp_host_task_function_t,
+    data: *mut c_void,
+    properties: *const ur_exp_host_task_properties_t,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    event: *mut ur_event_handle_t,
+) -> ur_result_t {
+    guard("urEnqueueHostTaskExp", || {
+        // SAFETY: forwarded.
+        let queue = unsafe { Handle::<Queue>::get(queue)? };
+        let function = function.ok_or_else(|| ur_core::err!(InvalidNullPointer, "pfnHostTask is null"))?;
+        // SAFETY: null or readable per the contract.
+        if let Some(p) = unsafe { properties.as_ref() } {
+            ensure!(p.flags & UR_EXP_HOST_TASK_FLAGS_MASK == 0, InvalidEnumeration, "host-task flags {:#x}", p.flags);
+        }
+        // SAFETY: forwarded.
+        let wait = unsafe { wait_list(events, num_events)? };
+        let task = HostTask { function, data };
+        let turn = queue.value.host_turn();
+        let done = queue.value.core().enqueue_host_task(&wait, move || {
+            let task = task;
+            let _turn = turn.lock();
+            // SAFETY: the application enqueued this function with this data.
+            unsafe { (task.function)(task.data) };
+        })?;
+        // SAFETY: forwarded.
+        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_HOST_TASK_EXP) };
+        Ok(())
+    })
+}
+
+/// # Safety
+/// UR's contract for `urEnqueueKernelLaunchWithArgsExp`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe extern "C" fn urEnqueueKernelLaunchWithArgsExp(
+    queue: ur_queue_handle_t,
+    kernel: ur_kernel_handle_t,
+    work_dim: u32,
+    global_offset: *const usize,
+    global_size: *const usize,
+    local_size: *const usize,
+    num_args: u32,
+    args: *const ur_exp_kernel_arg_properties_t,
+    properties: *const ur_kernel_launch_ext_properties_t,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    event: *mut ur_event_handle_t,
+) -> ur_result_t {
+    guard("urEnqueueKernelLaunchWithArgsExp", || {
+        // SAFETY: forwarded.
+        let (queue, kernel) = unsafe { (Handle::<Queue>::get(queue)?, Handle::<Kernel>::get(kernel)?) };
+        // SAFETY: forwarded.
+        unsafe { launch_flags(properties)? };
+        // SAFETY: forwarded.
+        let range = unsafe { NdRangeArgs::new(work_dim, global_offset, global_size, local_size)? };
+        // SAFETY: forwarded.
+        let args = unsafe { launch_args(kernel.value.core(), num_args, args)? };
+        // SAFETY: forwarded.
+        let wait = unsafe { wait_list(events, num_events)? };
+        let launch = range.launch(kernel.value.core(), &args);
+        // SAFETY: UR's contract makes the caller responsible for the memory
+        // the kernel's arguments reach until the launch completes.
+        let done = unsafe { queue.value.core().launch_kernel(&launch, &wait)? };
+        // SAFETY: forwarded.
+        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_KERNEL_LAUNCH) };
+        Ok(())
+    })
+}
+
+/// Checks a launch's extension properties: ur-rs launches honour no flag
+/// (cooperative launches and the like are not offered), so any flag is
+/// refused rather than ignored.
+///
+/// # Safety
+/// `properties` is null or a readable chain of launch properties.
+unsafe fn launch_flags(properties: *const ur_kernel_launch_ext_properties_t) -> AbiResult {
+    // SAFETY: null or readable per the contract.
+    let Some(props) = (unsafe { properties.as_ref() }) else { return Ok(()) };
+    ensure!(props.flags & UR_KERNEL_LAUNCH_FLAGS_MASK == 0, InvalidEnumeration, "launch flags {:#x}", props.flags);
+    ensure!(props.flags == 0, UnsupportedFeature, "launch flags {:#x}: ur-rs has no special launches", props.flags);
+    Ok(())
+}

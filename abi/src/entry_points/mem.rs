@@ -1,0 +1,512 @@
+//! `urMem*`: memory buffers, and the eager buffer commands of the
+//! `urEnqueueMemBuffer*` family.
+//!
+//! Buffers are ur-core `MemBuffer`s; a sub-buffer (`urMemBufferPartition`)
+//! is a `MemBuffer::partition` view, usable by every buffer entry point. `UR_MEM_FLAG_USE_HOST_POINTER` and
+//! `UR_MEM_FLAG_ALLOC_COPY_HOST_POINTER` both initialise the buffer from
+//! the host memory given; as OpenCL allows for host-pointer buffers, the
+//! device holds its own copy between synchronisation points. Images are not
+//! supported (`UR_DEVICE_INFO_IMAGE_SUPPORT` is false).
+
+#![allow(non_snake_case)]
+
+use std::ffi::c_void;
+
+use parking_lot::Mutex;
+use ur_core::{MapFlags, MemBuffer, MemFlags, ensure, err};
+
+use crate::boundary::conv::pattern;
+use crate::boundary::conv::{rect_layout, rect_region};
+use crate::entry::{AbiResult, guard};
+use crate::handle::Handle;
+use crate::info::{InfoOut, write_opt, write_out};
+use crate::objects::context::Context;
+use crate::objects::event::{emit, wait_list};
+use crate::objects::mem::{HostMemory, Mem};
+use crate::objects::queue::Queue;
+use crate::sys::*;
+
+/// # Safety
+/// UR's contract for `urMemBufferCreate`.
+pub(crate) unsafe extern "C" fn urMemBufferCreate(
+    context: ur_context_handle_t,
+    flags: ur_mem_flags_t,
+    size: usize,
+    properties: *const ur_buffer_properties_t,
+    buffer: *mut ur_mem_handle_t,
+) -> ur_result_t {
+    guard("urMemBufferCreate", || {
+        // SAFETY: forwarded.
+        let context = unsafe { Handle::<Context>::get(context)? };
+        ensure!(!buffer.is_null(), InvalidNullPointer, "phBuffer is null");
+        ensure!(flags & UR_MEM_FLAGS_MASK == 0, InvalidEnumeration, "memory flags {flags:#x}");
+        ensure!(size != 0, InvalidBufferSize, "a buffer of 0 bytes");
+        use ur_mem_flag_t as F;
+        let from_host = F::UR_MEM_FLAG_USE_HOST_POINTER.0 | F::UR_MEM_FLAG_ALLOC_COPY_HOST_POINTER.0;
+        // SAFETY: null or readable per the contract.
+        let host = unsafe { properties.as_ref() }.map_or(std::ptr::null_mut(), |p| p.pHost);
+        ensure!(
+            (flags & from_host != 0) != host.is_null(),
+            InvalidHostPtr,
+            "host memory must be given exactly when USE_HOST_POINTER or ALLOC_COPY_HOST_POINTER is"
+        );
+        let core_flags = core_flags(flags);
+        let core = if host.is_null() {
+            MemBuffer::new(context.value.core(), core_flags, size)?
+        } else {
+            // SAFETY: UR requires the host memory to hold `size` readable bytes.
+            let data = unsafe { std::slice::from_raw_parts(host.cast::<u8>(), size) };
+            MemBuffer::with_data(context.value.core(), core_flags, data)?
+        };
+        let lent = flags & F::UR_MEM_FLAG_USE_HOST_POINTER.0 != 0;
+        let value = Mem {
+            buffer: core,
+            context: context.to_arc(),
+            host: lent.then_some(HostMemory(host.cast())),
+            mappings: Mutex::default(),
+        };
+        // SAFETY: checked non-null, writable per the contract.
+        unsafe { write_out(buffer, Handle::create(value), "phBuffer") }
+    })
+}
+
+/// ur-core's flags for UR's (the host-pointer flags are the ABI's business).
+fn core_flags(flags: ur_mem_flags_t) -> MemFlags {
+    use ur_mem_flag_t as F;
+    [
+        (F::UR_MEM_FLAG_READ_WRITE, MemFlags::READ_WRITE),
+        (F::UR_MEM_FLAG_WRITE_ONLY, MemFlags::WRITE_ONLY),
+        (F::UR_MEM_FLAG_READ_ONLY, MemFlags::READ_ONLY),
+        (F::UR_MEM_FLAG_ALLOC_HOST_POINTER, MemFlags::ALLOC_HOST_POINTER),
+    ]
+    .into_iter()
+    .filter(|(ur, _)| flags & ur.0 != 0)
+    .fold(MemFlags::empty(), |all, (_, ours)| all | ours)
+}
+
+/// # Safety
+/// UR's contract for `urMemBufferPartition`.
+pub(crate) unsafe extern "C" fn urMemBufferPartition(
+    buffer: ur_mem_handle_t,
+    flags: ur_mem_flags_t,
+    create_type: ur_buffer_create_type_t,
+    region: *const ur_buffer_region_t,
+    sub: *mut ur_mem_handle_t,
+) -> ur_result_t {
+    guard("urMemBufferPartition", || {
+        // SAFETY: forwarded.
+        let parent = unsafe { Handle::<Mem>::get(buffer)? };
+        ensure!(flags & UR_MEM_FLAGS_MASK == 0, InvalidEnumeration, "memory flags {flags:#x}");
+        ensure!(
+            create_type == ur_buffer_create_type_t::UR_BUFFER_CREATE_TYPE_REGION,
+            InvalidEnumeration,
+            "buffer create type {}",
+            create_type.0
+        );
+        // SAFETY: null or readable per the contract.
+        let region = unsafe { region.as_ref() }.ok_or_else(|| err!(InvalidNullPointer, "pRegion is null"))?;
+        ensure!(!sub.is_null(), InvalidNullPointer, "phMem is null");
+        use ur_mem_flag_t as F;
+        let host_flags = F::UR_MEM_FLAG_USE_HOST_POINTER.0 | F::UR_MEM_FLAG_ALLOC_COPY_HOST_POINTER.0;
+        // As OpenCL's: a sub-buffer's memory is its parent's, so how that was
+        // made is inherited, never given.
+        ensure!(
+            flags & host_flags == 0,
+            InvalidValue,
+            "USE_HOST_POINTER and ALLOC_COPY_HOST_POINTER are inherited from the parent buffer"
+        );
+        let p = &parent.value;
+        let core = p.buffer.partition(core_flags(flags), region.origin, region.size)?;
+        let value = Mem {
+            buffer: core,
+            context: p.context.clone(),
+            // SAFETY: the region lies inside the parent (checked by the
+            // partition), whose host memory holds the parent's size.
+            host: p.host.map(|h| HostMemory(unsafe { h.0.add(region.origin) })),
+            mappings: Mutex::default(),
+        };
+        // SAFETY: checked non-null, writable per the contract.
+        unsafe { write_out(sub, Handle::create(value), "phMem") }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urMemRetain`.
+pub(crate) unsafe extern "C" fn urMemRetain(mem: ur_mem_handle_t) -> ur_result_t {
+    // SAFETY: forwarded.
+    guard("urMemRetain", || unsafe { Handle::<Mem>::retain(mem) })
+}
+
+/// # Safety
+/// UR's contract for `urMemRelease`.
+pub(crate) unsafe extern "C" fn urMemRelease(mem: ur_mem_handle_t) -> ur_result_t {
+    // SAFETY: forwarded.
+    guard("urMemRelease", || unsafe { Handle::<Mem>::release(mem) })
+}
+
+/// # Safety
+/// UR's contract for `urMemGetInfo`.
+pub(crate) unsafe extern "C" fn urMemGetInfo(
+    mem: ur_mem_handle_t,
+    name: ur_mem_info_t,
+    size: usize,
+    value: *mut c_void,
+    size_ret: *mut usize,
+) -> ur_result_t {
+    guard("urMemGetInfo", || {
+        // SAFETY: forwarded.
+        let handle = unsafe { Handle::<Mem>::get(mem)? };
+        // SAFETY: forwarded.
+        let out = unsafe { InfoOut::new(size, value, size_ret)? };
+        match name {
+            ur_mem_info_t::UR_MEM_INFO_SIZE => out.value(handle.value.buffer.size()),
+            ur_mem_info_t::UR_MEM_INFO_CONTEXT => out.value(handle.value.context.raw()),
+            ur_mem_info_t::UR_MEM_INFO_REFERENCE_COUNT => out.value(handle.reference_count()),
+            other => Err(err!(InvalidEnumeration, "memory info {}", other.0)),
+        }
+    })
+}
+
+/// Borrows the queue and buffer of an eager buffer command.
+///
+/// # Safety
+/// As UR's contracts for the `urEnqueueMemBuffer*` calls.
+unsafe fn queue_and_buffer<'a>(
+    queue: ur_queue_handle_t,
+    mem: ur_mem_handle_t,
+) -> AbiResult<(&'a Handle<Queue>, &'a Handle<Mem>)> {
+    // SAFETY: forwarded.
+    unsafe { Ok((Handle::<Queue>::get(queue)?, Handle::<Mem>::get(mem)?)) }
+}
+
+/// # Safety
+/// UR's contract for `urEnqueueMemBufferRead`.
+pub(crate) unsafe extern "C" fn urEnqueueMemBufferRead(
+    queue: ur_queue_handle_t,
+    mem: ur_mem_handle_t,
+    blocking: bool,
+    offset: usize,
+    size: usize,
+    dst: *mut c_void,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    event: *mut ur_event_handle_t,
+) -> ur_result_t {
+    guard("urEnqueueMemBufferRead", || {
+        // SAFETY: forwarded.
+        let (queue, mem) = unsafe { queue_and_buffer(queue, mem)? };
+        ensure!(!dst.is_null(), InvalidNullPointer, "pDst is null");
+        // SAFETY: forwarded.
+        let wait = unsafe { wait_list(events, num_events)? };
+        // SAFETY: UR's contract keeps `dst` valid until the read completes (for
+        // a blocking read, until this call returns, as it waits below).
+        let done = unsafe { queue.value.core().read_buffer_async(mem.value.core(), offset, size, dst.cast(), &wait)? };
+        if blocking {
+            done.wait()?;
+        }
+        // SAFETY: forwarded.
+        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_MEM_BUFFER_READ) };
+        Ok(())
+    })
+}
+
+/// # Safety
+/// UR's contract for `urEnqueueMemBufferWrite`.
+pub(crate) unsafe extern "C" fn urEnqueueMemBufferWrite(
+    queue: ur_queue_handle_t,
+    mem: ur_mem_handle_t,
+    blocking: bool,
+    offset: usize,
+    size: usize,
+    src: *const c_void,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    event: *mut ur_event_handle_t,
+) -> ur_result_t {
+    guard("urEnqueueMemBufferWrite", || {
+        // SAFETY: forwarded.
+        let (queue, mem) = unsafe { queue_and_buffer(queue, mem)? };
+        ensure!(!src.is_null(), InvalidNullPointer, "pSrc is null");
+        // SAFETY: forwarded.
+        let wait = unsafe { wait_list(events, num_events)? };
+        // SAFETY: as for the read.
+        let done = unsafe { queue.value.core().write_buffer_async(mem.value.core(), offset, size, src.cast(), &wait)? };
+        if blocking {
+            done.wait()?;
+        }
+        // SAFETY: forwarded.
+        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_MEM_BUFFER_WRITE) };
+        Ok(())
+    })
+}
+
+/// # Safety
+/// UR's contract for `urEnqueueMemBufferReadRect`.
+pub(crate) unsafe extern "C" fn urEnqueueMemBufferReadRect(
+    queue: ur_queue_handle_t,
+    mem: ur_mem_handle_t,
+    blocking: bool,
+    buffer_origin: ur_rect_offset_t,
+    host_origin: ur_rect_offset_t,
+    region: ur_rect_region_t,
+    buffer_row_pitch: usize,
+    buffer_slice_pitch: usize,
+    host_row_pitch: usize,
+    host_slice_pitch: usize,
+    dst: *mut c_void,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    event: *mut ur_event_handle_t,
+) -> ur_result_t {
+    guard("urEnqueueMemBufferReadRect", || {
+        // SAFETY: forwarded.
+        let (queue, mem) = unsafe { queue_and_buffer(queue, mem)? };
+        ensure!(!dst.is_null(), InvalidNullPointer, "pDst is null");
+        let buffer_layout = rect_layout(buffer_origin, buffer_row_pitch, buffer_slice_pitch)?;
+        let host_layout = rect_layout(host_origin, host_row_pitch, host_slice_pitch)?;
+        let region = rect_region(region)?;
+        // SAFETY: forwarded.
+        let wait = unsafe { wait_list(events, num_events)? };
+        // SAFETY: as for the linear read.
+        let done = unsafe {
+            queue.value.core().read_buffer_rect_async(
+                mem.value.core(),
+                buffer_layout,
+                host_layout,
+                region,
+                dst.cast(),
+                &wait,
+            )?
+        };
+        if blocking {
+            done.wait()?;
+        }
+        // SAFETY: forwarded.
+        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_MEM_BUFFER_READ_RECT) };
+        Ok(())
+    })
+}
+
+/// # Safety
+/// UR's contract for `urEnqueueMemBufferWriteRect`.
+pub(crate) unsafe extern "C" fn urEnqueueMemBufferWriteRect(
+    queue: ur_queue_handle_t,
+    mem: ur_mem_handle_t,
+    blocking: bool,
+    buffer_origin: ur_rect_offset_t,
+    host_origin: ur_rect_offset_t,
+    region: ur_rect_region_t,
+    buffer_row_pitch: usize,
+    buffer_slice_pitch: usize,
+    host_row_pitch: usize,
+    host_slice_pitch: usize,
+    src: *mut c_void,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    event: *mut ur_event_handle_t,
+) -> ur_result_t {
+    guard("urEnqueueMemBufferWriteRect", || {
+        // SAFETY: forwarded.
+        let (queue, mem) = unsafe { queue_and_buffer(queue, mem)? };
+        ensure!(!src.is_null(), InvalidNullPointer, "pSrc is null");
+        let buffer_layout = rect_layout(buffer_origin, buffer_row_pitch, buffer_slice_pitch)?;
+        let host_layout = rect_layout(host_origin, host_row_pitch, host_slice_pitch)?;
+        let region = rect_region(region)?;
+        // SAFETY: forwarded.
+        let wait = unsafe { wait_list(events, num_events)? };
+        // SAFETY: as for the linear write.
+        let done = unsafe {
+            queue.value.core().write_buffer_rect_async(
+                mem.value.core(),
+                buffer_layout,
+                host_layout,
+                region,
+                src.cast_const().cast(),
+                &wait,
+            )?
+        };
+        if blocking {
+            done.wait()?;
+        }
+        // SAFETY: forwarded.
+        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_MEM_BUFFER_WRITE_RECT) };
+        Ok(())
+    })
+}
+
+/// # Safety
+/// UR's contract for `urEnqueueMemBufferCopy`.
+pub(crate) unsafe extern "C" fn urEnqueueMemBufferCopy(
+    queue: ur_queue_handle_t,
+    src: ur_mem_handle_t,
+    dst: ur_mem_handle_t,
+    src_offset: usize,
+    dst_offset: usize,
+    size: usize,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    event: *mut ur_event_handle_t,
+) -> ur_result_t {
+    guard("urEnqueueMemBufferCopy", || {
+        // SAFETY: forwarded.
+        let (queue, src) = unsafe { queue_and_buffer(queue, src)? };
+        // SAFETY: forwarded.
+        let dst = unsafe { Handle::<Mem>::get(dst)? };
+        // SAFETY: forwarded.
+        let wait = unsafe { wait_list(events, num_events)? };
+        let done =
+            queue.value.core().copy_buffer(src.value.core(), dst.value.core(), src_offset, dst_offset, size, &wait)?;
+        // SAFETY: forwarded.
+        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_MEM_BUFFER_COPY) };
+        Ok(())
+    })
+}
+
+/// # Safety
+/// UR's contract for `urEnqueueMemBufferCopyRect`.
+pub(crate) unsafe extern "C" fn urEnqueueMemBufferCopyRect(
+    queue: ur_queue_handle_t,
+    src: ur_mem_handle_t,
+    dst: ur_mem_handle_t,
+    src_origin: ur_rect_offset_t,
+    dst_origin: ur_rect_offset_t,
+    region: ur_rect_region_t,
+    src_row_pitch: usize,
+    src_slice_pitch: usize,
+    dst_row_pitch: usize,
+    dst_slice_pitch: usize,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    event: *mut ur_event_handle_t,
+) -> ur_result_t {
+    guard("urEnqueueMemBufferCopyRect", || {
+        // SAFETY: forwarded.
+        let (queue, src) = unsafe { queue_and_buffer(queue, src)? };
+        // SAFETY: forwarded.
+        let dst = unsafe { Handle::<Mem>::get(dst)? };
+        let src_layout = rect_layout(src_origin, src_row_pitch, src_slice_pitch)?;
+        let dst_layout = rect_layout(dst_origin, dst_row_pitch, dst_slice_pitch)?;
+        let region = rect_region(region)?;
+        // SAFETY: forwarded.
+        let wait = unsafe { wait_list(events, num_events)? };
+        let done = queue.value.core().copy_buffer_rect(
+            src.value.core(),
+            dst.value.core(),
+            src_layout,
+            dst_layout,
+            region,
+            &wait,
+        )?;
+        // SAFETY: forwarded.
+        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_MEM_BUFFER_COPY_RECT) };
+        Ok(())
+    })
+}
+
+/// # Safety
+/// UR's contract for `urEnqueueMemBufferFill`.
+pub(crate) unsafe extern "C" fn urEnqueueMemBufferFill(
+    queue: ur_queue_handle_t,
+    mem: ur_mem_handle_t,
+    pattern_ptr: *const c_void,
+    pattern_size: usize,
+    offset: usize,
+    size: usize,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    event: *mut ur_event_handle_t,
+) -> ur_result_t {
+    guard("urEnqueueMemBufferFill", || {
+        // SAFETY: forwarded.
+        let (queue, mem) = unsafe { queue_and_buffer(queue, mem)? };
+        // SAFETY: forwarded.
+        let pattern = unsafe { pattern(pattern_ptr, pattern_size)? };
+        // SAFETY: forwarded.
+        let wait = unsafe { wait_list(events, num_events)? };
+        let done = queue.value.core().fill_buffer(mem.value.core(), pattern, offset, size, &wait)?;
+        // SAFETY: forwarded.
+        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_MEM_BUFFER_FILL) };
+        Ok(())
+    })
+}
+
+/// # Safety
+/// UR's contract for `urEnqueueMemBufferMap`.
+pub(crate) unsafe extern "C" fn urEnqueueMemBufferMap(
+    queue: ur_queue_handle_t,
+    mem: ur_mem_handle_t,
+    blocking: bool,
+    flags: ur_map_flags_t,
+    offset: usize,
+    size: usize,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    event: *mut ur_event_handle_t,
+    mapped: *mut *mut c_void,
+) -> ur_result_t {
+    guard("urEnqueueMemBufferMap", || {
+        // SAFETY: forwarded.
+        let (queue, mem) = unsafe { queue_and_buffer(queue, mem)? };
+        ensure!(!mapped.is_null(), InvalidNullPointer, "ppRetMap is null");
+        ensure!(flags & UR_MAP_FLAGS_MASK == 0, InvalidEnumeration, "map flags {flags:#x}");
+        let map_flags = [
+            (ur_map_flag_t::UR_MAP_FLAG_READ, MapFlags::READ),
+            (ur_map_flag_t::UR_MAP_FLAG_WRITE, MapFlags::WRITE),
+            (ur_map_flag_t::UR_MAP_FLAG_WRITE_INVALIDATE_REGION, MapFlags::WRITE_INVALIDATE_REGION),
+        ]
+        .into_iter()
+        .filter(|(ur, _)| flags & ur.0 != 0)
+        .fold(MapFlags::empty(), |all, (_, ours)| all | ours);
+        // SAFETY: forwarded.
+        let wait = unsafe { wait_list(events, num_events)? };
+        let m = &mem.value;
+        let (done, mapping) = match m.host {
+            // SAFETY: the buffer was made over this memory, valid for its size
+            // for the buffer's life (UR's contract); the offset is checked by
+            // the map against the buffer's size before use.
+            Some(host) if offset <= m.buffer.size() => unsafe {
+                queue.value.core().map_buffer_at(&m.buffer, offset, size, map_flags, host.0.add(offset), &wait)?
+            },
+            _ => queue.value.core().map_buffer(&m.buffer, offset, size, map_flags, &wait)?,
+        };
+        if blocking {
+            done.wait()?;
+        }
+        let ptr = mapping.ptr();
+        m.mappings.lock().insert(ptr as usize, mapping);
+        // SAFETY: checked non-null, writable per the contract.
+        unsafe { write_opt(mapped, ptr.cast()) };
+        // SAFETY: forwarded.
+        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_MEM_BUFFER_MAP) };
+        Ok(())
+    })
+}
+
+/// # Safety
+/// UR's contract for `urEnqueueMemUnmap`.
+pub(crate) unsafe extern "C" fn urEnqueueMemUnmap(
+    queue: ur_queue_handle_t,
+    mem: ur_mem_handle_t,
+    mapped: *mut c_void,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    event: *mut ur_event_handle_t,
+) -> ur_result_t {
+    guard("urEnqueueMemUnmap", || {
+        // SAFETY: forwarded.
+        let (queue, mem) = unsafe { queue_and_buffer(queue, mem)? };
+        ensure!(!mapped.is_null(), InvalidNullPointer, "pMappedPtr is null");
+        // SAFETY: forwarded.
+        let wait = unsafe { wait_list(events, num_events)? };
+        let mapping = mem
+            .value
+            .mappings
+            .lock()
+            .remove(&(mapped as usize))
+            .ok_or_else(|| err!(InvalidValue, "{mapped:p} is no mapping of this buffer"))?;
+        let done = queue.value.core().unmap_buffer(mapping, &wait)?;
+        // SAFETY: forwarded.
+        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_MEM_UNMAP) };
+        Ok(())
+    })
+}

@@ -1,0 +1,410 @@
+//! `urProgram*`: programs from IL (SPIR-V) or a device binary, built on
+//! request.
+//!
+//! UR separates creating a program from building it; ur-core builds when it
+//! creates. A program handle therefore holds the kernels' code, read and
+//! checked at creation (`ProgramBundle::from_il` / `from_binary`, so that
+//! bad input fails there with `INVALID_BINARY` as UR says), and the ur-core
+//! program once `urProgramBuild` (or compile + link) has made it. Each
+//! context has one device, so a program has one device too.
+
+#![allow(non_snake_case)]
+
+use std::ffi::{c_char, c_void};
+
+use ur_core::{ProgramBundle, ensure, err};
+
+use crate::entry::{AbiResult, guard};
+use crate::handle::Handle;
+use crate::info::{InfoOut, c_str, slice, write_out};
+use crate::objects::context::Context;
+use crate::objects::device::Device;
+use crate::objects::program::{Input, Program};
+use crate::sys::*;
+
+/// The build options a caller passed, empty when null.
+///
+/// # Safety
+/// `options` is null or a NUL-terminated string.
+unsafe fn options_of<'a>(options: *const c_char) -> AbiResult<&'a str> {
+    if options.is_null() {
+        return Ok("");
+    }
+    // SAFETY: forwarded.
+    unsafe { c_str(options, "pOptions") }
+}
+
+/// Checks that the devices a `*Exp` call names are exactly the context's one.
+///
+/// # Safety
+/// `devices` holds `count` device handles, or is null with `count` 0.
+unsafe fn check_devices(context: &Context, count: u32, devices: *mut ur_device_handle_t) -> AbiResult {
+    // SAFETY: forwarded.
+    let devices =
+        unsafe { slice(devices.cast_const(), count as usize, || err!(InvalidNullPointer, "phDevices is null"))? };
+    ensure!(!devices.is_empty(), InvalidSize, "numDevices is 0");
+    for &device in devices {
+        // SAFETY: forwarded: each entry is a device handle the caller holds.
+        let device = unsafe { Handle::<Device>::get(device)? };
+        ensure!(
+            context.holds(device),
+            InvalidDevice,
+            "the device is neither the context's nor a sub-device of it: a context of this adapter holds one device"
+        );
+    }
+    Ok(())
+}
+
+/// Borrows the program of a call that also names its context.
+///
+/// # Safety
+/// As UR's contracts for `urProgramBuild` and `urProgramCompile`.
+unsafe fn program_of<'a>(context: ur_context_handle_t, program: ur_program_handle_t) -> AbiResult<&'a Handle<Program>> {
+    // SAFETY: forwarded.
+    let (context, program) = unsafe { (Handle::<Context>::get(context)?, Handle::<Program>::get(program)?) };
+    ensure!(std::ptr::eq(context, &*program.value.context), InvalidContext, "the program belongs to another context");
+    Ok(program)
+}
+
+/// # Safety
+/// UR's contract for `urProgramCreateWithIL`.
+pub(crate) unsafe extern "C" fn urProgramCreateWithIL(
+    context: ur_context_handle_t,
+    il: *const c_void,
+    length: usize,
+    _properties: *const ur_program_properties_t,
+    program: *mut ur_program_handle_t,
+) -> ur_result_t {
+    guard("urProgramCreateWithIL", || {
+        // SAFETY: forwarded.
+        let context = unsafe { Handle::<Context>::get(context)? };
+        ensure!(!il.is_null(), InvalidNullPointer, "pIL is null");
+        ensure!(!program.is_null(), InvalidNullPointer, "phProgram is null");
+        ensure!(length != 0, InvalidSize, "length is 0");
+        // SAFETY: UR requires `il` to hold `length` readable bytes.
+        let bytes = unsafe { std::slice::from_raw_parts(il.cast::<u8>(), length) }.to_vec();
+        let bundle = ProgramBundle::from_il(&bytes)?;
+        let value = Program::new(context.to_arc(), Input::Il(bytes), bundle);
+        // SAFETY: checked non-null, writable per the contract.
+        unsafe { write_out(program, Handle::create(value), "phProgram") }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urProgramCreateWithBinary`.
+pub(crate) unsafe extern "C" fn urProgramCreateWithBinary(
+    context: ur_context_handle_t,
+    num_devices: u32,
+    devices: *mut ur_device_handle_t,
+    lengths: *mut usize,
+    binaries: *mut *const u8,
+    _properties: *const ur_program_properties_t,
+    program: *mut ur_program_handle_t,
+) -> ur_result_t {
+    guard("urProgramCreateWithBinary", || {
+        // SAFETY: forwarded.
+        let context = unsafe { Handle::<Context>::get(context)? };
+        ensure!(!program.is_null(), InvalidNullPointer, "phProgram is null");
+        ensure!(!lengths.is_null() && !binaries.is_null(), InvalidNullPointer, "pLengths or ppBinaries is null");
+        ensure!(num_devices == 1, InvalidValue, "{num_devices} devices: a context of this adapter holds one device");
+        // SAFETY: forwarded.
+        let device = unsafe { Handle::<Device>::get(*devices)? };
+        ensure!(context.value.holds(device), InvalidDevice, "the device is not the context's or a sub-device of it");
+        // SAFETY: both arrays hold `num_devices` (1) entries per the contract.
+        let (length, binary) = unsafe { (*lengths, *binaries) };
+        ensure!(!binary.is_null(), InvalidNullPointer, "ppBinaries[0] is null");
+        ensure!(length != 0, InvalidSize, "pLengths[0] is 0");
+        // SAFETY: UR requires the binary to hold `length` readable bytes.
+        let bytes = unsafe { std::slice::from_raw_parts(binary, length) }.to_vec();
+        // SAFETY: a CPU kernel table names entry points of the caller's
+        // process; UR's contract for native CPU binaries keeps them loaded
+        // for as long as programs made from them exist.
+        let bundle = unsafe { ProgramBundle::from_binary(&bytes)? };
+        let value = Program::new(context.to_arc(), Input::Binary(bytes), bundle);
+        // SAFETY: checked non-null, writable per the contract.
+        unsafe { write_out(program, Handle::create(value), "phProgram") }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urProgramBuild`.
+pub(crate) unsafe extern "C" fn urProgramBuild(
+    context: ur_context_handle_t,
+    program: ur_program_handle_t,
+    options: *const c_char,
+) -> ur_result_t {
+    guard("urProgramBuild", || {
+        // SAFETY: forwarded.
+        let program = unsafe { program_of(context, program)? };
+        // SAFETY: forwarded.
+        let options = unsafe { options_of(options)? };
+        program.value.build(options, ur_program_binary_type_t::UR_PROGRAM_BINARY_TYPE_EXECUTABLE)
+    })
+}
+
+/// # Safety
+/// UR's contract for `urProgramBuildExp`.
+pub(crate) unsafe extern "C" fn urProgramBuildExp(
+    program: ur_program_handle_t,
+    num_devices: u32,
+    devices: *mut ur_device_handle_t,
+    _flags: ur_exp_program_flags_t,
+    options: *const c_char,
+) -> ur_result_t {
+    guard("urProgramBuildExp", || {
+        // SAFETY: forwarded.
+        let program = unsafe { Handle::<Program>::get(program)? };
+        // SAFETY: forwarded.
+        unsafe { check_devices(&program.value.context.value, num_devices, devices)? };
+        // SAFETY: forwarded.
+        let options = unsafe { options_of(options)? };
+        program.value.build(options, ur_program_binary_type_t::UR_PROGRAM_BINARY_TYPE_EXECUTABLE)
+    })
+}
+
+/// Compiling checks the code and keeps the options for the link, which
+/// builds: the backends take whole programs, so there is nothing to
+/// compile separately.
+fn compile(program: &Program, options: &str) -> AbiResult {
+    program.check_not_adopted("compiling")?;
+    let mut state = program.state.lock();
+    state.options = options.to_owned();
+    state.status = ur_program_build_status_t::UR_PROGRAM_BUILD_STATUS_SUCCESS;
+    state.binary_type = ur_program_binary_type_t::UR_PROGRAM_BINARY_TYPE_COMPILED_OBJECT;
+    Ok(())
+}
+
+/// # Safety
+/// UR's contract for `urProgramCompile`.
+pub(crate) unsafe extern "C" fn urProgramCompile(
+    context: ur_context_handle_t,
+    program: ur_program_handle_t,
+    options: *const c_char,
+) -> ur_result_t {
+    guard("urProgramCompile", || {
+        // SAFETY: forwarded.
+        let program = unsafe { program_of(context, program)? };
+        // SAFETY: forwarded.
+        compile(&program.value, unsafe { options_of(options)? })
+    })
+}
+
+/// # Safety
+/// UR's contract for `urProgramCompileExp`.
+pub(crate) unsafe extern "C" fn urProgramCompileExp(
+    program: ur_program_handle_t,
+    num_devices: u32,
+    devices: *mut ur_device_handle_t,
+    _flags: ur_exp_program_flags_t,
+    options: *const c_char,
+) -> ur_result_t {
+    guard("urProgramCompileExp", || {
+        // SAFETY: forwarded.
+        let program = unsafe { Handle::<Program>::get(program)? };
+        // SAFETY: forwarded.
+        unsafe { check_devices(&program.value.context.value, num_devices, devices)? };
+        // SAFETY: forwarded.
+        compile(&program.value, unsafe { options_of(options)? })
+    })
+}
+
+/// Links `count` programs of `context`: one program links to itself (built
+/// with its compile and the link options); several would need a linker for
+/// every backend's code form, which ur-rs does not have.
+///
+/// # Safety
+/// As UR's contract for `urProgramLink`.
+unsafe fn link(
+    context: &Handle<Context>,
+    count: u32,
+    programs: *const ur_program_handle_t,
+    options: *const c_char,
+    out: *mut ur_program_handle_t,
+) -> AbiResult {
+    ensure!(!out.is_null(), InvalidNullPointer, "phProgram is null");
+    // Whatever fails below leaves no stale handle in the caller's variable
+    // (UR's conformance suites check that `phProgram` is written on errors).
+    // SAFETY: checked non-null, writable per the contract.
+    unsafe { out.write(std::ptr::null_mut()) };
+    // SAFETY: forwarded.
+    let programs = unsafe { slice(programs, count as usize, || err!(InvalidNullPointer, "phPrograms is null"))? };
+    ensure!(!programs.is_empty(), InvalidSize, "count is 0");
+    ensure!(
+        programs.len() == 1,
+        UnsupportedFeature,
+        "linking {} programs: ur-rs links a single program (its backends build whole programs)",
+        programs.len()
+    );
+    // SAFETY: forwarded.
+    let program = unsafe { Handle::<Program>::get(programs[0])? };
+    ensure!(std::ptr::eq(context, &*program.value.context), InvalidContext, "the program belongs to another context");
+    // SAFETY: forwarded.
+    let options = unsafe { options_of(options)? };
+    let (linked, result) = program.value.link_alone(options)?;
+    // A failed link still gives its program, for `urProgramGetBuildInfo`'s
+    // log, as the header allows; the caller releases it.
+    // SAFETY: checked non-null, writable per the contract.
+    unsafe { write_out(out, Handle::create(linked), "phProgram")? };
+    result
+}
+
+/// # Safety
+/// UR's contract for `urProgramLink`.
+pub(crate) unsafe extern "C" fn urProgramLink(
+    context: ur_context_handle_t,
+    count: u32,
+    programs: *const ur_program_handle_t,
+    options: *const c_char,
+    out: *mut ur_program_handle_t,
+) -> ur_result_t {
+    guard("urProgramLink", || {
+        // SAFETY: forwarded.
+        let context = unsafe { Handle::<Context>::get(context)? };
+        // SAFETY: forwarded.
+        unsafe { link(context, count, programs, options, out) }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urProgramLinkExp`.
+pub(crate) unsafe extern "C" fn urProgramLinkExp(
+    context: ur_context_handle_t,
+    num_devices: u32,
+    devices: *mut ur_device_handle_t,
+    _flags: ur_exp_program_flags_t,
+    count: u32,
+    programs: *const ur_program_handle_t,
+    options: *const c_char,
+    out: *mut ur_program_handle_t,
+) -> ur_result_t {
+    guard("urProgramLinkExp", || {
+        // SAFETY: forwarded.
+        let context = unsafe { Handle::<Context>::get(context)? };
+        // SAFETY: forwarded.
+        unsafe { check_devices(&context.value, num_devices, devices)? };
+        // SAFETY: forwarded.
+        unsafe { link(context, count, programs, options, out) }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urProgramRetain`.
+pub(crate) unsafe extern "C" fn urProgramRetain(program: ur_program_handle_t) -> ur_result_t {
+    // SAFETY: forwarded.
+    guard("urProgramRetain", || unsafe { Handle::<Program>::retain(program) })
+}
+
+/// # Safety
+/// UR's contract for `urProgramRelease`.
+pub(crate) unsafe extern "C" fn urProgramRelease(program: ur_program_handle_t) -> ur_result_t {
+    // SAFETY: forwarded.
+    guard("urProgramRelease", || unsafe { Handle::<Program>::release(program) })
+}
+
+/// # Safety
+/// UR's contract for `urProgramGetInfo`.
+pub(crate) unsafe extern "C" fn urProgramGetInfo(
+    program: ur_program_handle_t,
+    name: ur_program_info_t,
+    size: usize,
+    value: *mut c_void,
+    size_ret: *mut usize,
+) -> ur_result_t {
+    guard("urProgramGetInfo", || {
+        // SAFETY: forwarded.
+        let handle = unsafe { Handle::<Program>::get(program)? };
+        // SAFETY: forwarded.
+        let out = unsafe { InfoOut::new(size, value, size_ret)? };
+        let p = &handle.value;
+        use ur_program_info_t as I;
+        match name {
+            I::UR_PROGRAM_INFO_REFERENCE_COUNT => out.value(handle.reference_count()),
+            I::UR_PROGRAM_INFO_CONTEXT => out.value(p.context.raw()),
+            I::UR_PROGRAM_INFO_NUM_DEVICES => out.value(1u32),
+            I::UR_PROGRAM_INFO_DEVICES => out.array(&[p.context.value.device().raw()]),
+            I::UR_PROGRAM_INFO_IL => match &p.input {
+                Input::Il(bytes) => out.bytes(bytes),
+                Input::Binary(_) | Input::Native => out.bytes(&[]),
+            },
+            I::UR_PROGRAM_INFO_BINARY_SIZES => out.array(&[binary_of(p)?.len()]),
+            I::UR_PROGRAM_INFO_BINARIES => {
+                let binary = binary_of(p)?;
+                // The caller passes an array of one pointer to a buffer of
+                // BINARY_SIZES bytes; the answer is written through it.
+                if value.is_null() {
+                    return out.array(&[std::ptr::null::<u8>()]);
+                }
+                ensure!(size >= size_of::<*mut u8>(), InvalidSize, "propSize {size} holds no pointer");
+                // SAFETY: `value` holds one pointer per device (UR's contract).
+                let target = unsafe { *value.cast::<*mut u8>() };
+                ensure!(!target.is_null(), InvalidNullPointer, "the binary's buffer pointer is null");
+                // SAFETY: the caller sized the buffer from BINARY_SIZES.
+                unsafe { std::ptr::copy_nonoverlapping(binary.as_ptr(), target, binary.len()) };
+                if !size_ret.is_null() {
+                    // SAFETY: non-null, writable per the contract.
+                    unsafe { size_ret.write(size_of::<*mut u8>()) };
+                }
+                Ok(())
+            }
+            I::UR_PROGRAM_INFO_NUM_KERNELS => out.value(p.signatures().len()),
+            I::UR_PROGRAM_INFO_KERNEL_NAMES => {
+                let signatures = p.signatures();
+                let names: Vec<&str> = signatures.iter().map(|s| s.name.as_ref()).collect();
+                out.string(&names.join(";"))
+            }
+            other => Err(err!(InvalidEnumeration, "program info {}", other.0)),
+        }
+    })
+}
+
+/// The binary `urProgramGetInfo(BINARIES)` returns: one that
+/// `urProgramCreateWithBinary` takes back. That is the driver's binary where
+/// it is a form ur-core reads kernel signatures from (a CPU kernel table,
+/// PTX, SPIR-V), else the code the program was made from: a driver's own
+/// format (an OpenCL driver's binary) describes no signatures, so it could
+/// not be loaded again.
+fn binary_of(program: &Program) -> AbiResult<Vec<u8>> {
+    let built = program.state.lock().built.clone();
+    if let Some(binary) = built.as_ref().and_then(ur_core::Program::binary).filter(|b| reloads(b)) {
+        return Ok(binary);
+    }
+    match &program.input {
+        Input::Binary(bytes) => Ok(bytes.clone()),
+        Input::Il(bytes) if built.is_some() => Ok(bytes.clone()),
+        Input::Il(_) => Err(err!(InvalidProgramExecutable, "the program has no binary before it is built")),
+        Input::Native => Err(err!(UnsupportedFeature, "the adopted program's driver returns no binary")),
+    }
+}
+
+/// Whether `urProgramCreateWithBinary` reads `bytes` (`ProgramBundle::from_binary`'s forms).
+fn reloads(bytes: &[u8]) -> bool {
+    ur_core::cpu_table::is_table(bytes) || ur_core::ptx::is_ptx(bytes) || ur_core::spirv::is_spirv(bytes)
+}
+
+/// # Safety
+/// UR's contract for `urProgramGetBuildInfo`.
+pub(crate) unsafe extern "C" fn urProgramGetBuildInfo(
+    program: ur_program_handle_t,
+    device: ur_device_handle_t,
+    name: ur_program_build_info_t,
+    size: usize,
+    value: *mut c_void,
+    size_ret: *mut usize,
+) -> ur_result_t {
+    guard("urProgramGetBuildInfo", || {
+        // SAFETY: forwarded.
+        let (handle, device) = unsafe { (Handle::<Program>::get(program)?, Handle::<Device>::get(device)?) };
+        ensure!(handle.value.context.value.holds(device), InvalidDevice, "the device is not the program's");
+        // SAFETY: forwarded.
+        let out = unsafe { InfoOut::new(size, value, size_ret)? };
+        let state = handle.value.state.lock();
+        use ur_program_build_info_t as I;
+        match name {
+            I::UR_PROGRAM_BUILD_INFO_STATUS => out.value(state.status),
+            I::UR_PROGRAM_BUILD_INFO_OPTIONS => out.string(&state.options),
+            I::UR_PROGRAM_BUILD_INFO_LOG => out.string(&state.log),
+            I::UR_PROGRAM_BUILD_INFO_BINARY_TYPE => out.value(state.binary_type),
+            other => Err(err!(InvalidEnumeration, "program build info {}", other.0)),
+        }
+    })
+}

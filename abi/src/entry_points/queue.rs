@@ -1,0 +1,162 @@
+//! `urQueue*`: queues.
+
+#![allow(non_snake_case)]
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use ur_core::{QueueProperties, ensure, err};
+
+use crate::entry::guard;
+use crate::handle::Handle;
+use crate::info::{InfoOut, write_out};
+use crate::objects::context::Context;
+use crate::objects::device::Device;
+use crate::objects::queue::Queue;
+use crate::sys::*;
+
+/// The flags ur-rs honours, and the hints it accepts without acting on them
+/// (documented in docs/abi.md): priorities, batching and discarded events
+/// ask nothing a queue must do.
+const HONOURED: u32 =
+    ur_queue_flag_t::UR_QUEUE_FLAG_OUT_OF_ORDER_EXEC_MODE_ENABLE.0 | ur_queue_flag_t::UR_QUEUE_FLAG_PROFILING_ENABLE.0;
+const HINTS: u32 = ur_queue_flag_t::UR_QUEUE_FLAG_DISCARD_EVENTS.0
+    | ur_queue_flag_t::UR_QUEUE_FLAG_PRIORITY_LOW.0
+    | ur_queue_flag_t::UR_QUEUE_FLAG_PRIORITY_HIGH.0
+    | ur_queue_flag_t::UR_QUEUE_FLAG_SUBMISSION_BATCHED.0
+    | ur_queue_flag_t::UR_QUEUE_FLAG_SUBMISSION_IMMEDIATE.0
+    | ur_queue_flag_t::UR_QUEUE_FLAG_LOW_POWER_EVENTS_SUPPORT_EXP.0;
+/// Every flag `ur_api.h` defines (`UR_QUEUE_FLAGS_MASK` is its complement).
+const KNOWN: u32 = !UR_QUEUE_FLAGS_MASK;
+
+/// # Safety
+/// UR's contract for `urQueueCreate`.
+pub(crate) unsafe extern "C" fn urQueueCreate(
+    context: ur_context_handle_t,
+    device: ur_device_handle_t,
+    properties: *const ur_queue_properties_t,
+    queue: *mut ur_queue_handle_t,
+) -> ur_result_t {
+    guard("urQueueCreate", || {
+        // SAFETY: forwarded.
+        let context = unsafe { Handle::<Context>::arc(context)? };
+        // SAFETY: forwarded.
+        let device = unsafe { Handle::<Device>::get(device)? };
+        ensure!(!queue.is_null(), InvalidNullPointer, "phQueue is null");
+        // SAFETY: null or a readable descriptor per the contract.
+        let flags = unsafe { properties.as_ref() }.map_or(0, |p| p.flags);
+        ensure!(flags & !KNOWN == 0, InvalidEnumeration, "queue flags {flags:#x} include undefined bits");
+        let high_and_low =
+            ur_queue_flag_t::UR_QUEUE_FLAG_PRIORITY_LOW.0 | ur_queue_flag_t::UR_QUEUE_FLAG_PRIORITY_HIGH.0;
+        let batched_and_immediate =
+            ur_queue_flag_t::UR_QUEUE_FLAG_SUBMISSION_BATCHED.0 | ur_queue_flag_t::UR_QUEUE_FLAG_SUBMISSION_IMMEDIATE.0;
+        ensure!(flags & high_and_low != high_and_low, InvalidQueueProperties, "both low and high priority");
+        ensure!(
+            flags & batched_and_immediate != batched_and_immediate,
+            InvalidQueueProperties,
+            "both batched and immediate submission"
+        );
+        ensure!(
+            flags & !(HONOURED | HINTS) == 0,
+            UnsupportedFeature,
+            "queue flags {:#x} (device queues, CUDA default-stream modes) are not supported",
+            flags & !(HONOURED | HINTS)
+        );
+        // SAFETY: checked above to be a live device handle.
+        let device = unsafe { Handle::<Device>::arc(device.raw_of())? };
+        ensure!(
+            context.value.holds(&device),
+            InvalidDevice,
+            "the device is neither the context's nor a sub-device of it"
+        );
+        let props = QueueProperties {
+            out_of_order: flags & ur_queue_flag_t::UR_QUEUE_FLAG_OUT_OF_ORDER_EXEC_MODE_ENABLE.0 != 0,
+            profiling: flags & ur_queue_flag_t::UR_QUEUE_FLAG_PROFILING_ENABLE.0 != 0,
+        };
+        let core = ur_core::Queue::on_device(context.value.core(), device.value.core(), props)?;
+        let sub_device = (!Arc::ptr_eq(&device, context.value.device())).then_some(device);
+        let handle = Handle::create(Queue { queue: core, context, sub_device, flags, host_turn: Arc::default() });
+        // SAFETY: checked non-null, writable per the contract.
+        unsafe { write_out(queue, handle, "phQueue") }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urQueueRetain`.
+pub(crate) unsafe extern "C" fn urQueueRetain(queue: ur_queue_handle_t) -> ur_result_t {
+    // SAFETY: forwarded.
+    guard("urQueueRetain", || unsafe { Handle::<Queue>::retain(queue) })
+}
+
+/// # Safety
+/// UR's contract for `urQueueRelease`.
+pub(crate) unsafe extern "C" fn urQueueRelease(queue: ur_queue_handle_t) -> ur_result_t {
+    guard("urQueueRelease", || {
+        // UR: releasing the last reference waits for the queue's commands.
+        // Dropping the ur-core queue would too, but events keep the queue
+        // object alive (for UR_EVENT_INFO_COMMAND_QUEUE), so wait here.
+        // SAFETY: forwarded.
+        unsafe {
+            Handle::<Queue>::release_then(queue, |q| {
+                // A failed command is reported through its event; the
+                // release itself succeeds, as the drop of the queue would.
+                if let Err(e) = q.queue.finish() {
+                    tracing::warn!(error = %e, "finishing the released queue failed");
+                }
+            })
+        }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urQueueGetInfo`.
+pub(crate) unsafe extern "C" fn urQueueGetInfo(
+    queue: ur_queue_handle_t,
+    name: ur_queue_info_t,
+    size: usize,
+    value: *mut c_void,
+    size_ret: *mut usize,
+) -> ur_result_t {
+    guard("urQueueGetInfo", || {
+        // SAFETY: forwarded.
+        let handle = unsafe { Handle::<Queue>::get(queue)? };
+        // SAFETY: forwarded.
+        let out = unsafe { InfoOut::new(size, value, size_ret)? };
+        let q = &handle.value;
+        match name {
+            ur_queue_info_t::UR_QUEUE_INFO_CONTEXT => out.value(q.context.raw()),
+            ur_queue_info_t::UR_QUEUE_INFO_DEVICE => {
+                out.value(q.sub_device.as_ref().unwrap_or_else(|| q.context.value.device()).raw())
+            }
+            ur_queue_info_t::UR_QUEUE_INFO_FLAGS => out.value(q.flags),
+            ur_queue_info_t::UR_QUEUE_INFO_REFERENCE_COUNT => out.value(handle.reference_count()),
+            ur_queue_info_t::UR_QUEUE_INFO_DEVICE_DEFAULT | ur_queue_info_t::UR_QUEUE_INFO_SIZE => {
+                Err(err!(UnsupportedEnumeration, "queue info {}: ur-rs has no device-side queues", name.0))
+            }
+            ur_queue_info_t::UR_QUEUE_INFO_EMPTY => {
+                Err(err!(UnsupportedEnumeration, "queue info EMPTY (optional) is not answered"))
+            }
+            other => Err(err!(InvalidEnumeration, "queue info {}", other.0)),
+        }
+    })
+}
+
+/// # Safety
+/// UR's contract for `urQueueFinish`.
+pub(crate) unsafe extern "C" fn urQueueFinish(queue: ur_queue_handle_t) -> ur_result_t {
+    guard("urQueueFinish", || {
+        // SAFETY: forwarded.
+        let handle = unsafe { Handle::<Queue>::get(queue)? };
+        handle.value.queue.finish()
+    })
+}
+
+/// # Safety
+/// UR's contract for `urQueueFlush`.
+pub(crate) unsafe extern "C" fn urQueueFlush(queue: ur_queue_handle_t) -> ur_result_t {
+    guard("urQueueFlush", || {
+        // SAFETY: forwarded.
+        let handle = unsafe { Handle::<Queue>::get(queue)? };
+        handle.value.queue.flush()
+    })
+}

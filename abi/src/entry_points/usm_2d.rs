@@ -1,0 +1,80 @@
+//! `urEnqueueUSMFill2D` and `urEnqueueUSMMemcpy2D`: ur-core's pitched USM
+//! fills and copies (`Queue::usm_fill_2d`, `Queue::usm_memcpy_2d`).
+
+#![allow(non_snake_case)]
+
+use std::ffi::c_void;
+
+use ur_core::ensure;
+
+use crate::boundary::conv::{pattern, usm_ptr};
+use crate::entry::guard;
+use crate::handle::Handle;
+use crate::objects::event::{emit, wait_list};
+use crate::objects::queue::Queue;
+use crate::sys::*;
+
+/// # Safety
+/// UR's contract for `urEnqueueUSMFill2D`.
+pub(crate) unsafe extern "C" fn urEnqueueUSMFill2D(
+    queue: ur_queue_handle_t,
+    mem: *mut c_void,
+    pitch: usize,
+    pattern_size: usize,
+    pattern_ptr: *const c_void,
+    width: usize,
+    height: usize,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    event: *mut ur_event_handle_t,
+) -> ur_result_t {
+    guard("urEnqueueUSMFill2D", || {
+        // SAFETY: forwarded.
+        let queue = unsafe { Handle::<Queue>::get(queue)? };
+        let dst = usm_ptr(mem, "pMem")?;
+        // SAFETY: forwarded.
+        let pattern = unsafe { pattern(pattern_ptr, pattern_size)? };
+        // SAFETY: forwarded.
+        let wait = unsafe { wait_list(events, num_events)? };
+        let done = queue.value.core().usm_fill_2d(dst, pitch, pattern, width, height, &wait)?;
+        // SAFETY: forwarded.
+        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_USM_FILL_2D) };
+        Ok(())
+    })
+}
+
+/// # Safety
+/// UR's contract for `urEnqueueUSMMemcpy2D`.
+pub(crate) unsafe extern "C" fn urEnqueueUSMMemcpy2D(
+    queue: ur_queue_handle_t,
+    blocking: bool,
+    dst: *mut c_void,
+    dst_pitch: usize,
+    src: *const c_void,
+    src_pitch: usize,
+    width: usize,
+    height: usize,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    event: *mut ur_event_handle_t,
+) -> ur_result_t {
+    guard("urEnqueueUSMMemcpy2D", || {
+        // SAFETY: forwarded.
+        let queue = unsafe { Handle::<Queue>::get(queue)? };
+        ensure!(!dst.is_null() && !src.is_null(), InvalidNullPointer, "pDst or pSrc is null");
+        // SAFETY: forwarded.
+        let wait = unsafe { wait_list(events, num_events)? };
+        // SAFETY: UR's contract: host memory given here stays valid for its
+        // pitched range until the copy completes (for a blocking copy, until
+        // this call returns).
+        let done = unsafe {
+            queue.value.core().usm_memcpy_2d(dst.cast(), dst_pitch, src.cast(), src_pitch, width, height, &wait)?
+        };
+        if blocking {
+            done.wait()?;
+        }
+        // SAFETY: forwarded.
+        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_USM_MEMCPY_2D) };
+        Ok(())
+    })
+}

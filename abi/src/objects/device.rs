@@ -1,0 +1,59 @@
+//! The device handle, and the live handles of sub-devices, so that a
+//! partition of the same device returns them again.
+
+use std::sync::{Arc, Weak};
+
+use parking_lot::Mutex;
+
+use crate::handle::Handle;
+use crate::objects::platform::Platform;
+use crate::sys::*;
+
+/// A device of a platform, or a sub-device of one of its devices.
+pub struct Device {
+    pub(crate) device: ur_core::Device,
+    pub(crate) platform: Weak<Handle<Platform>>,
+    /// A sub-device's parent, kept alive for `UR_DEVICE_INFO_PARENT_DEVICE`.
+    pub(crate) parent: Option<DeviceRef>,
+}
+
+impl Device {
+    pub(crate) fn new(device: ur_core::Device, platform: Weak<Handle<Platform>>) -> Device {
+        Device { device, platform, parent: None }
+    }
+
+    /// The handle of a sub-device's parent; `None` for a root device.
+    pub(crate) fn parent(&self) -> Option<&DeviceRef> {
+        self.parent.as_ref()
+    }
+
+    /// The ur-core device (the view the adapter was configured with).
+    pub(crate) fn core(&self) -> &ur_core::Device {
+        &self.device
+    }
+
+    pub(crate) fn platform_raw(&self) -> ur_platform_handle_t {
+        // Platforms are root handles, alive for the process.
+        self.platform.upgrade().map_or(std::ptr::null_mut(), |p| p.raw())
+    }
+}
+
+/// The sub-devices `urDevicePartition` handed out, while any reference
+/// keeps them, so that adopting a sub-device's native handle
+/// (`urDeviceCreateWithNativeHandle`) gives its handle back.
+pub(crate) static SUB_DEVICES: Mutex<Vec<Weak<Handle<Device>>>> = Mutex::new(Vec::new());
+
+/// The handle of a sub-device the application holds whose native handle
+/// is `native`, with one more application reference; `None` if none.
+pub(crate) fn live_sub_device(native: ur_core::NativeHandle) -> Option<ur_device_handle_t> {
+    let live = SUB_DEVICES.lock();
+    let found = live
+        .iter()
+        .filter_map(Weak::upgrade)
+        .find(|d| d.reference_count() > 0 && d.value.device.native_handle().ok() == Some(native))?;
+    found.retain_ref();
+    Some(found.raw())
+}
+
+/// Keeps a device handle alive for objects that refer to it.
+pub(crate) type DeviceRef = Arc<Handle<Device>>;

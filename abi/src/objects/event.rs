@@ -1,0 +1,74 @@
+//! The event handle, the wait lists of event handles, and emitting an event
+//! handle for a command.
+
+use ur_core::err;
+
+use crate::entry::AbiResult;
+use crate::handle::{Handle, get_list};
+use crate::objects::context::ContextRef;
+use crate::objects::queue::{Queue, QueueRef};
+use crate::sys::*;
+
+/// An event: its ur-core event, the queue and command that produced it.
+pub struct Event {
+    pub(crate) event: ur_core::Event,
+    pub(crate) queue: Option<QueueRef>,
+    pub(crate) context: ContextRef,
+    pub(crate) command: ur_command_t,
+}
+
+impl Event {
+    /// The ur-core event.
+    pub(crate) fn core(&self) -> &ur_core::Event {
+        &self.event
+    }
+}
+
+/// The events of a C wait list, borrowed for the call.
+///
+/// # Safety
+/// `list` is null or points to `count` event handles the caller holds.
+pub(crate) unsafe fn wait_list<'a>(list: *const ur_event_handle_t, count: u32) -> AbiResult<Vec<&'a ur_core::Event>> {
+    // SAFETY: forwarded.
+    let handles = unsafe {
+        get_list::<Event>(list, count, || err!(InvalidEventWaitList, "the wait list and its count disagree"))?
+    };
+    Ok(handles.into_iter().map(|h| &h.value.event).collect())
+}
+
+/// Hands `event` to the caller through `out`, if it asked for one.
+///
+/// # Safety
+/// `out` is null or writable.
+pub(crate) unsafe fn emit(
+    out: *mut ur_event_handle_t,
+    event: ur_core::Event,
+    queue: &Handle<Queue>,
+    command: ur_command_t,
+) {
+    if out.is_null() {
+        return;
+    }
+    let value = Event { event, queue: Some(queue.to_arc()), context: queue.value.context().clone(), command };
+    // SAFETY: non-null and writable per the contract.
+    unsafe { out.write(Handle::create(value)) };
+}
+
+/// Hands out an event that no queue produced (a command-buffer command's
+/// signal event).
+///
+/// # Safety
+/// `out` is null or writable.
+pub(crate) unsafe fn emit_unqueued(
+    out: *mut ur_event_handle_t,
+    event: ur_core::Event,
+    context: &ContextRef,
+    command: ur_command_t,
+) {
+    if out.is_null() {
+        return;
+    }
+    let value = Event { event, queue: None, context: context.clone(), command };
+    // SAFETY: non-null and writable per the contract.
+    unsafe { out.write(Handle::create(value)) };
+}

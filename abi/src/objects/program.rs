@@ -1,0 +1,153 @@
+//! The program handle and its build state.
+
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use ur_core::{ProgramBundle, UrError, ensure, err};
+
+use crate::entry::AbiResult;
+use crate::handle::Handle;
+use crate::objects::context::ContextRef;
+use crate::sys::*;
+
+/// A program: its code, and what building it made.
+pub struct Program {
+    pub(crate) context: ContextRef,
+    pub(crate) input: Input,
+    pub(crate) bundle: ProgramBundle,
+    pub(crate) state: Mutex<BuildState>,
+}
+
+/// The bytes the program was created from, for `urProgramGetInfo`.
+pub(crate) enum Input {
+    Il(Vec<u8>),
+    Binary(Vec<u8>),
+    /// Adopted from a built native program (`urProgramCreateWithNativeHandle`).
+    Native,
+}
+
+/// Where the program stands, as `urProgramGetBuildInfo` reports it.
+pub(crate) struct BuildState {
+    pub(crate) status: ur_program_build_status_t,
+    pub(crate) binary_type: ur_program_binary_type_t,
+    pub(crate) options: String,
+    pub(crate) log: String,
+    pub(crate) built: Option<ur_core::Program>,
+}
+
+impl Program {
+    pub(crate) fn new(context: ContextRef, input: Input, bundle: ProgramBundle) -> Program {
+        let binary_type = match input {
+            Input::Il(_) => ur_program_binary_type_t::UR_PROGRAM_BINARY_TYPE_NONE,
+            Input::Binary(_) | Input::Native => ur_program_binary_type_t::UR_PROGRAM_BINARY_TYPE_EXECUTABLE,
+        };
+        let state = BuildState {
+            status: ur_program_build_status_t::UR_PROGRAM_BUILD_STATUS_NONE,
+            binary_type,
+            options: String::new(),
+            log: String::new(),
+            built: None,
+        };
+        Program { context, input, bundle, state: Mutex::new(state) }
+    }
+
+    /// A program over an adopted native one, built already: its kernels
+    /// are the native program's.
+    pub(crate) fn adopted(context: ContextRef, program: ur_core::Program) -> Program {
+        let adopted = Program::new(context, Input::Native, ProgramBundle::new());
+        {
+            let mut state = adopted.state.lock();
+            state.log = program.build_log();
+            state.status = ur_program_build_status_t::UR_PROGRAM_BUILD_STATUS_SUCCESS;
+            state.built = Some(program);
+        }
+        adopted
+    }
+
+    /// The kernels' signatures: the bundle's, or the adopted program's.
+    pub(crate) fn signatures(&self) -> Vec<ur_core::KernelSignature> {
+        match (&self.input, &self.state.lock().built) {
+            (Input::Native, Some(built)) => built.signatures().to_vec(),
+            _ => self.bundle.signatures().to_vec(),
+        }
+    }
+
+    /// `INVALID_OPERATION` for an adopted program, which its own API built:
+    /// ur-rs has no code of it to build again.
+    pub(crate) fn check_not_adopted(&self, what: &str) -> AbiResult {
+        ensure!(
+            !matches!(self.input, Input::Native),
+            InvalidOperation,
+            "{what} of a program adopted from a native handle, which is built already (its driver's API rebuilds it)"
+        );
+        Ok(())
+    }
+
+    /// The built program; `INVALID_PROGRAM_EXECUTABLE` before a successful build.
+    pub(crate) fn built(&self) -> AbiResult<ur_core::Program> {
+        self.state.lock().built.clone().ok_or_else(|| {
+            err!(InvalidProgramExecutable, "the program has not been built (urProgramBuild or urProgramLink)")
+        })
+    }
+
+    /// The program's context handle.
+    pub(crate) fn context(&self) -> &ContextRef {
+        &self.context
+    }
+
+    /// Builds for the context's device with `options`, recording status,
+    /// options and log. A failed build reports `PROGRAM_BUILD_FAILURE` (UR's
+    /// code for it) and keeps the driver's message as the build log.
+    pub(crate) fn build(&self, options: &str, binary_type: ur_program_binary_type_t) -> AbiResult {
+        self.check_not_adopted("building")?;
+        let mut state = self.state.lock();
+        state.options = options.to_owned();
+        match ur_core::Program::with_options(self.context.value.core(), &self.bundle, options) {
+            Ok(program) => {
+                state.log = program.build_log();
+                state.status = ur_program_build_status_t::UR_PROGRAM_BUILD_STATUS_SUCCESS;
+                state.binary_type = binary_type;
+                state.built = Some(program);
+                Ok(())
+            }
+            Err(error) => {
+                state.log = error.to_string();
+                state.status = ur_program_build_status_t::UR_PROGRAM_BUILD_STATUS_ERROR;
+                state.built = None;
+                Err(match error {
+                    UrError::ProgramBuildFailure(_) | UrError::UnsupportedFeature(_) | UrError::OutOfHostMemory(_) => {
+                        error
+                    }
+                    other => UrError::ProgramBuildFailure(ur_core::Detail::msg(other.to_string())),
+                })
+            }
+        }
+    }
+
+    /// A program made by linking this one alone: the same code, built with
+    /// the compile options followed by the link options. The program comes
+    /// back even when the build fails, with its log, and the failure is then
+    /// `PROGRAM_LINK_FAILURE` (the header's code for `urProgramLink`: the
+    /// build happens at the link, `urProgramCompile` only records options). A program adopted
+    /// from a native handle has no code to link again: `INVALID_OPERATION`,
+    /// and no program.
+    pub(crate) fn link_alone(&self, options: &str) -> AbiResult<(Program, AbiResult)> {
+        let input = match &self.input {
+            Input::Il(bytes) => Input::Il(bytes.clone()),
+            Input::Binary(bytes) => Input::Binary(bytes.clone()),
+            Input::Native => return Err(err!(InvalidOperation, "linking a program adopted from a native handle")),
+        };
+        let linked = Program::new(self.context.clone(), input, self.bundle.clone());
+        let compile_options = self.state.lock().options.clone();
+        let all = [compile_options.as_str(), options].iter().filter(|o| !o.is_empty()).copied().collect::<Vec<_>>();
+        let built = linked.build(&all.join(" "), ur_program_binary_type_t::UR_PROGRAM_BINARY_TYPE_EXECUTABLE);
+        let result = built.map_err(|e| match e {
+            UrError::ProgramBuildFailure(detail) => UrError::ProgramLinkFailure(detail),
+            other => other,
+        });
+        Ok((linked, result))
+    }
+}
+
+/// Keeps a program handle alive for the kernels made from it.
+pub(crate) type ProgramRef = Arc<Handle<Program>>;
