@@ -65,7 +65,8 @@ use ur_core::adapter::{AdapterFactory, PlatformImpl};
 pub use clock::check_clock_paths;
 pub use conv::cl_error;
 pub use device::{
-    CommandBufferSetup, DeviceSetup, MUTABLE_DISPATCH_ENV, REPLAY_ENV, Reported, UsmSetup, replay_path, setup,
+    CommandBufferSetup, DeviceSetup, MUTABLE_DISPATCH_ENV, OUT_OF_ORDER_ENV, REPLAY_ENV, Reported, UsmSetup,
+    replay_path, setup,
 };
 
 /// `CL_PLATFORM_NOT_FOUND_KHR`: the ICD loader found no driver.

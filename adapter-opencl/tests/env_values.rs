@@ -1,4 +1,5 @@
-//! `UR_OPENCL_REPLAY` and `UR_OPENCL_MUTABLE_DISPATCH` take their listed
+//! `UR_OPENCL_REPLAY`, `UR_OPENCL_MUTABLE_DISPATCH` and
+//! `UR_OPENCL_OUT_OF_ORDER_QUEUES` take their listed
 //! values only: anything else is an `InvalidValue` error naming the variable
 //! and the values, before any driver is opened. Its own test binary, so the
 //! variables apply to this process only.
@@ -17,6 +18,7 @@ fn opencl_settings_outside_their_values_are_errors() {
     for (name, good, bad, expected) in [
         (ur_adapter_opencl::REPLAY_ENV, ["driver", "planned", ""], "drivr", "`driver` or `planned`"),
         (ur_adapter_opencl::MUTABLE_DISPATCH_ENV, ["off", " off ", ""], "0", "`off`"),
+        (ur_adapter_opencl::OUT_OF_ORDER_ENV, ["on", "off", ""], "yes", "`on` or `off`"),
     ] {
         for value in good {
             set(name, value);
