@@ -25,8 +25,11 @@ fn scale(g: &WorkGroup<'_>) {
 }
 
 const OPENCL_C: &str = "__kernel void scale(__global uint *data, uint factor) { data[get_global_id(0)] *= factor; }";
-const CUDA_C: &str = "extern \"C\" __global__ void scale(unsigned *data, unsigned factor) {\n\
-    data[blockIdx.x * blockDim.x + threadIdx.x] *= factor; }";
+/// CUDA C kernels from source take the CUDA adapter's launch block last
+/// (the global offset CUDA lacks, and a status word: docs/cuda.md).
+const CUDA_C: &str = "struct ur_launch { unsigned long long offset[3]; unsigned int *status; };\n\
+    extern \"C\" __global__ void scale(unsigned *data, unsigned factor, struct ur_launch launch) {\n\
+    data[launch.offset[0] + blockIdx.x * blockDim.x + threadIdx.x] *= factor; }";
 
 fn main() -> Result<()> {
     ur::init_logging()?;
