@@ -186,12 +186,32 @@ fn vector_width(w: &VectorWidths, name: ur_device_info_t) -> u32 {
     }
 }
 
+/// Answers one `urDeviceGetInfo` query, in named steps by topic: each step
+/// answers the queries of its topic and hands `out` back for the others.
 fn answer(handle: &Handle<Device>, name: ur_device_info_t, out: InfoOut) -> AbiResult {
+    let steps: [Step; 9] =
+        [identity, compute, numerics, memory, queues_and_usm, extensions, programs, sub_devices, not_described];
+    let mut out = out;
+    for step in steps {
+        match step(handle, name, out) {
+            Ok(answered) => return answered,
+            Err(back) => out = back,
+        }
+    }
+    Err(err!(InvalidEnumeration, "{:#x} is not a ur_device_info_t", name.0))
+}
+
+/// One topic of [`answer`]: `Ok` with the answer for a query of its topic,
+/// `Err(out)` for any other.
+type Step = fn(&Handle<Device>, ur_device_info_t, InfoOut) -> Result<AbiResult, InfoOut>;
+
+/// What the device is: type, vendor, names, versions, platform and references.
+fn identity(handle: &Handle<Device>, name: ur_device_info_t, out: InfoOut) -> Result<AbiResult, InfoOut> {
     use ur_device_info_t as I;
     let d = &handle.value;
     let core = d.core();
     let info = core.info();
-    match name {
+    Ok(match name {
         // Identity.
         I::UR_DEVICE_INFO_TYPE => out.value(ur_device_type(info.device_type)),
         I::UR_DEVICE_INFO_VENDOR_ID => out.value(info.vendor_id),
@@ -220,7 +240,17 @@ fn answer(handle: &Handle<Device>, name: ur_device_info_t, out: InfoOut) -> AbiR
         I::UR_DEVICE_INFO_IP_VERSION => optional(out, name, info.ip_version, "the driver reports no IP version"),
         I::UR_DEVICE_INFO_AVAILABLE => out.bool(true),
         I::UR_DEVICE_INFO_IS_INTEGRATED_GPU => out.bool(info.integrated_gpu),
+        _ => return Err(out),
+    })
+}
 
+/// Compute units, work-group and work-item limits, clocks and launch properties.
+fn compute(handle: &Handle<Device>, name: ur_device_info_t, out: InfoOut) -> Result<AbiResult, InfoOut> {
+    use ur_device_info_t as I;
+    let d = &handle.value;
+    let core = d.core();
+    let info = core.info();
+    Ok(match name {
         // Compute.
         I::UR_DEVICE_INFO_MAX_COMPUTE_UNITS | I::UR_DEVICE_INFO_NUM_COMPUTE_UNITS => out.value(info.max_compute_units),
         I::UR_DEVICE_INFO_MAX_WORK_ITEM_DIMENSIONS => out.value(3u32),
@@ -249,7 +279,17 @@ fn answer(handle: &Handle<Device>, name: ur_device_info_t, out: InfoOut) -> AbiR
         I::UR_DEVICE_INFO_PROFILING_TIMER_RESOLUTION => {
             out.value(usize::try_from(info.profiling_timer_resolution_ns).unwrap_or(usize::MAX))
         }
+        _ => return Err(out),
+    })
+}
 
+/// Floating point, vectors, sub-groups and atomics.
+fn numerics(handle: &Handle<Device>, name: ur_device_info_t, out: InfoOut) -> Result<AbiResult, InfoOut> {
+    use ur_device_info_t as I;
+    let d = &handle.value;
+    let core = d.core();
+    let info = core.info();
+    Ok(match name {
         // Floating point, vectors, sub-groups, atomics.
         I::UR_DEVICE_INFO_SINGLE_FP_CONFIG => out.value(fp_flags(info.fp.single)),
         I::UR_DEVICE_INFO_HALF_FP_CONFIG => out.value(fp_flags(info.fp.half)),
@@ -283,12 +323,23 @@ fn answer(handle: &Handle<Device>, name: ur_device_info_t, out: InfoOut) -> AbiR
         I::UR_DEVICE_INFO_BFLOAT16 | I::UR_DEVICE_INFO_BFLOAT16_CONVERSIONS_NATIVE => {
             out.bool(info.native_bfloat16_conversions)
         }
+        _ => return Err(out),
+    })
+}
 
+/// Memory sizes, caches, alignment and allocation limits.
+fn memory(handle: &Handle<Device>, name: ur_device_info_t, out: InfoOut) -> Result<AbiResult, InfoOut> {
+    use ur_device_info_t as I;
+    let d = &handle.value;
+    let core = d.core();
+    let info = core.info();
+    Ok(match name {
         // Memory.
         I::UR_DEVICE_INFO_GLOBAL_MEM_SIZE => out.value(info.global_mem_size),
-        I::UR_DEVICE_INFO_GLOBAL_MEM_FREE => match core.free_memory()? {
-            Some(free) => out.value(free),
-            None => refused(name, "the driver does not report free memory"),
+        I::UR_DEVICE_INFO_GLOBAL_MEM_FREE => match core.free_memory() {
+            Ok(Some(free)) => out.value(free),
+            Ok(None) => refused(name, "the driver does not report free memory"),
+            Err(e) => Err(e),
         },
         I::UR_DEVICE_INFO_LOCAL_MEM_SIZE => out.value(info.local_mem_size),
         I::UR_DEVICE_INFO_LOCAL_MEM_TYPE => out.value(local_mem_type(info.local_mem_type)),
@@ -310,7 +361,17 @@ fn answer(handle: &Handle<Device>, name: ur_device_info_t, out: InfoOut) -> AbiR
         I::UR_DEVICE_INFO_MAX_MEMORY_BANDWIDTH => {
             optional(out, name, info.memory_hardware.bandwidth, "the driver reports no memory bandwidth")
         }
+        _ => return Err(out),
+    })
+}
 
+/// Queue properties and the USM kinds the device offers.
+fn queues_and_usm(handle: &Handle<Device>, name: ur_device_info_t, out: InfoOut) -> Result<AbiResult, InfoOut> {
+    use ur_device_info_t as I;
+    let d = &handle.value;
+    let core = d.core();
+    let info = core.info();
+    Ok(match name {
         // Queues and USM.
         I::UR_DEVICE_INFO_QUEUE_PROPERTIES | I::UR_DEVICE_INFO_QUEUE_ON_HOST_PROPERTIES => {
             let mut flags = 0;
@@ -335,7 +396,17 @@ fn answer(handle: &Handle<Device>, name: ur_device_info_t, out: InfoOut) -> AbiR
         }
         // urUSMPool* are not offered.
         I::UR_DEVICE_INFO_USM_POOL_SUPPORT => out.bool(false),
+        _ => return Err(out),
+    })
+}
 
+/// Command buffers and the entry points of experimental features.
+fn extensions(handle: &Handle<Device>, name: ur_device_info_t, out: InfoOut) -> Result<AbiResult, InfoOut> {
+    use ur_device_info_t as I;
+    let d = &handle.value;
+    let core = d.core();
+    let info = core.info();
+    Ok(match name {
         // Command buffers and the entry points of experimental features.
         I::UR_DEVICE_INFO_COMMAND_BUFFER_SUPPORT_EXP => out.bool(true),
         I::UR_DEVICE_INFO_COMMAND_BUFFER_UPDATE_CAPABILITIES_EXP => out.value(update_flags(info.command_buffer.update)),
@@ -379,7 +450,14 @@ fn answer(handle: &Handle<Device>, name: ur_device_info_t, out: InfoOut) -> AbiR
         I::UR_DEVICE_INFO_2D_BLOCK_ARRAY_CAPABILITIES_EXP => {
             out.value::<ur_exp_device_2d_block_array_capability_flags_t>(0)
         }
+        _ => return Err(out),
+    })
+}
 
+/// Programs and kernels, and interop with graphics APIs.
+fn programs(_: &Handle<Device>, name: ur_device_info_t, out: InfoOut) -> Result<AbiResult, InfoOut> {
+    use ur_device_info_t as I;
+    Ok(match name {
         // Programs: built by the backend's compiler from source or IL; no
         // linking, specialization constants, device globals, pipes or
         // built-in kernels in ur-core.
@@ -397,7 +475,16 @@ fn answer(handle: &Handle<Device>, name: ur_device_info_t, out: InfoOut) -> AbiR
         I::UR_DEVICE_INFO_BUILT_IN_KERNELS => out.string(""),
         // Interop with graphics APIs is not offered; users synchronise.
         I::UR_DEVICE_INFO_PREFERRED_INTEROP_USER_SYNC => out.bool(true),
+        _ => return Err(out),
+    })
+}
 
+/// Sub-devices: partitions, affinity domains and the parent.
+fn sub_devices(handle: &Handle<Device>, name: ur_device_info_t, out: InfoOut) -> Result<AbiResult, InfoOut> {
+    use ur_device_info_t as I;
+    let d = &handle.value;
+    let core = d.core();
+    Ok(match name {
         // Sub-devices (`urDevicePartition`): what ur-core's device offers,
         // none on backends that do not partition.
         I::UR_DEVICE_INFO_PARENT_DEVICE => {
@@ -421,7 +508,14 @@ fn answer(handle: &Handle<Device>, name: ur_device_info_t, out: InfoOut) -> AbiR
         I::UR_DEVICE_INFO_COMPONENT_DEVICES | I::UR_DEVICE_INFO_COMPOSITE_DEVICE => {
             refused(name, "composite devices are Level Zero's")
         }
+        _ => return Err(out),
+    })
+}
 
+/// Images, and hardware none of ur-rs's backends describes.
+fn not_described(_: &Handle<Device>, name: ur_device_info_t, out: InfoOut) -> Result<AbiResult, InfoOut> {
+    use ur_device_info_t as I;
+    Ok(match name {
         // Images (and bindless images, samplers, mipmaps): not offered.
         I::UR_DEVICE_INFO_IMAGE_SUPPORT | I::UR_DEVICE_INFO_IMAGE_SRGB => out.bool(false),
         I::UR_DEVICE_INFO_MAX_READ_IMAGE_ARGS
@@ -480,9 +574,8 @@ fn answer(handle: &Handle<Device>, name: ur_device_info_t, out: InfoOut) -> AbiR
         | I::UR_DEVICE_INFO_MIN_POWER_LIMIT
         | I::UR_DEVICE_INFO_MAX_POWER_LIMIT => refused(name, "a management-library reading (NVML, Level Zero Sysman)"),
         I::UR_DEVICE_INFO_LUID | I::UR_DEVICE_INFO_NODE_MASK => refused(name, "a Windows (DXGI) identity"),
-
-        other => Err(err!(InvalidEnumeration, "{:#x} is not a ur_device_info_t", other.0)),
-    }
+        _ => return Err(out),
+    })
 }
 
 #[cfg(test)]
