@@ -60,6 +60,9 @@ pub struct CudaGraph {
     done: sys::CUevent,
     /// The kernels' parameter block, read when nodes are added.
     launch: [u64; LAUNCH_BYTES / 8],
+    /// One event per eagerly launched kernel, made once and recorded again
+    /// at each eager submission.
+    eager_events: Vec<sys::CUevent>,
     graph: Option<(sys::CUgraph, sys::CUgraphExec)>,
 }
 
@@ -101,6 +104,7 @@ impl CudaGraph {
                     function: ptr::null_mut(),
                     done: ptr::null_mut(),
                     launch: [0; LAUNCH_BYTES / 8],
+                    eager_events: Vec::new(),
                     graph: None,
                 };
                 check(sys::cuCtxSetCurrent(context), "cuCtxSetCurrent")?;
@@ -355,6 +359,49 @@ impl RawGraph for CudaGraph {
         }
     }
 
+    fn eager_variants(&self) -> Vec<(&'static str, &'static str)> {
+        vec![("raw_eager", "cuLaunchKernel + cuEventRecord per kernel on one stream")]
+    }
+
+    fn eager(&mut self, _variant: usize, nodes: usize) -> Result<(), String> {
+        self.current()?;
+        let timing = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32;
+        // The last kernel's event is `done`, which `wait` synchronizes on.
+        let own = nodes.saturating_sub(1);
+        while self.eager_events.len() < own {
+            let mut event = ptr::null_mut();
+            // SAFETY: a valid out-pointer; the context is current.
+            check(unsafe { sys::cuEventCreate(&mut event, timing) }, "cuEventCreate")?;
+            self.eager_events.push(event);
+        }
+        let mut args: [*mut c_void; 1] = [self.launch.as_mut_ptr().cast()];
+        // SAFETY: the function, stream and events are this context's and
+        // live until drop; the parameter block outlives the calls, which
+        // copy it; the events' earlier records were waited for.
+        unsafe {
+            for &event in self.eager_events[..own].iter().chain([&self.done]).take(nodes) {
+                check(
+                    sys::cuLaunchKernel(
+                        self.function,
+                        1,
+                        1,
+                        1,
+                        1,
+                        1,
+                        1,
+                        0,
+                        self.stream,
+                        args.as_mut_ptr(),
+                        ptr::null_mut(),
+                    ),
+                    "cuLaunchKernel",
+                )?;
+                check(sys::cuEventRecord(event, self.stream), "cuEventRecord")?;
+            }
+        }
+        Ok(())
+    }
+
     fn wait(&mut self) -> Result<(), String> {
         // An event never recorded is complete, so the first wait returns at once.
         // SAFETY: the event lives until drop.
@@ -371,6 +418,9 @@ impl Drop for CudaGraph {
         unsafe {
             if !self.done.is_null() {
                 sys::cuEventDestroy_v2(self.done);
+            }
+            for &event in &self.eager_events {
+                sys::cuEventDestroy_v2(event);
             }
             if !self.module.is_null() {
                 sys::cuModuleUnload(self.module);
