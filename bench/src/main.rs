@@ -246,9 +246,7 @@ fn main() -> ExitCode {
             measured.map(|()| None)
         });
         group("raw", &mut |_| raw_outcome.clone().map(|m| Some(format!("raw baseline: {m}"))));
-        group("usm_submission", &mut |out| {
-            suites::usm_submission(&target, r, &plan.submission, out).map(|()| None)
-        });
+        group("usm_submission", &mut |out| suites::usm_submission(&target, r, &plan.submission, out).map(|()| None));
         group("finalize", &mut |out| ok(suites::finalize(&target, r, &plan.finalize, out)));
         group("update", &mut |out| suites::update(&target, r, &plan.update, out).map(|()| None));
         if device.backend() == Backend::Cpu {
