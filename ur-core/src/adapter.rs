@@ -615,6 +615,25 @@ pub trait ExecutableCommandBufferImpl: Any + Send {
     /// this context.
     unsafe fn enqueue(&mut self, queue: &dyn QueueImpl, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>>;
 
+    /// [`enqueue`](Self::enqueue), told whether `queue` runs its commands in
+    /// order (each after the previous one has completed), which the front
+    /// end knows: an implementation that submits several commands may then
+    /// leave out what the queue's order already gives. By default, `enqueue`.
+    ///
+    /// # Safety
+    /// As for [`enqueue`](Self::enqueue); `in_order` is true only for an
+    /// in-order queue.
+    unsafe fn enqueue_ordered(
+        &mut self,
+        queue: &dyn QueueImpl,
+        wait: &[&dyn EventImpl],
+        in_order: bool,
+    ) -> Result<Arc<dyn EventImpl>> {
+        let _ = in_order;
+        // SAFETY: forwarded from the caller.
+        unsafe { self.enqueue(queue, wait) }
+    }
+
     /// Replaces kernel commands' launches for the next enqueues.
     ///
     /// # Safety
