@@ -279,6 +279,9 @@ fn fail_all(entries: Vec<Completion>, error: ur_core::UrError) -> Vec<crate::eve
 /// open for [`MAX_AGE`] when no call of their queues has.
 pub(crate) struct BatchTimer {
     inner: Arc<TimerInner>,
+    /// Whether the thread was started (read without the lock on every
+    /// batch opened).
+    started: std::sync::atomic::AtomicBool,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
@@ -291,12 +294,17 @@ struct TimerInner {
 struct TimerState {
     batches: Vec<Weak<Batch>>,
     stop: bool,
+    /// The thread sleeps until woken (no batch was open for a whole
+    /// period); otherwise it looks every MAX_AGE, so that opening a batch
+    /// costs no wake-up while batches keep opening.
+    idle: bool,
 }
 
 impl BatchTimer {
     pub(crate) fn new() -> BatchTimer {
         BatchTimer {
             inner: Arc::new(TimerInner { state: Mutex::default(), wake: Condvar::new() }),
+            started: std::sync::atomic::AtomicBool::new(false),
             thread: Mutex::new(None),
         }
     }
@@ -307,7 +315,14 @@ impl BatchTimer {
         if !state.batches.iter().any(|b| std::ptr::eq(b.as_ptr(), Arc::as_ptr(batch))) {
             state.batches.push(Arc::downgrade(batch));
         }
+        let wake = state.idle;
         drop(state);
+        if wake {
+            self.inner.wake.notify_one();
+        }
+        if self.started.load(std::sync::atomic::Ordering::Acquire) {
+            return;
+        }
         let mut thread = self.thread.lock();
         if thread.is_none() {
             let inner = self.inner.clone();
@@ -317,8 +332,7 @@ impl BatchTimer {
                 // (and at MAX_COMMANDS); not fatal.
                 Err(e) => tracing::warn!(error = %e, "cannot start the Vulkan batch timer"),
             }
-        } else {
-            self.inner.wake.notify_one();
+            self.started.store(true, std::sync::atomic::Ordering::Release);
         }
     }
 }
@@ -326,15 +340,26 @@ impl BatchTimer {
 impl TimerInner {
     fn run(&self) {
         let mut state = self.state.lock();
+        // Periods in a row without an open batch.
+        let mut quiet = 0u32;
         loop {
             if state.stop {
                 return;
             }
             let batches: Vec<Arc<Batch>> = state.batches.drain(..).filter_map(|b| b.upgrade()).collect();
             if batches.is_empty() {
-                self.wake.wait(&mut state);
+                if quiet >= 1 {
+                    state.idle = true;
+                    self.wake.wait(&mut state);
+                    state.idle = false;
+                    quiet = 0;
+                } else {
+                    quiet += 1;
+                    self.wake.wait_for(&mut state, MAX_AGE);
+                }
                 continue;
             }
+            quiet = 0;
             let mut next: Option<Instant> = None;
             let mut still = Vec::new();
             parking_lot::MutexGuard::unlocked(&mut state, || {
@@ -350,11 +375,9 @@ impl TimerInner {
                     state.batches.push(b);
                 }
             }
-            // Batches watched while this one ran are looked at next round;
-            // one due later than `due` is at most MAX_AGE late.
-            if let Some(due) = next {
-                self.wake.wait_until(&mut state, due);
-            }
+            // Batches watched while this round ran are looked at within MAX_AGE.
+            let due = next.unwrap_or_else(|| Instant::now() + MAX_AGE);
+            self.wake.wait_until(&mut state, due);
         }
     }
 }
