@@ -209,6 +209,13 @@ impl EventCore {
     /// status until the event completes terminates.
     pub(crate) fn status(&self) -> EventStatus {
         self.start();
+        self.status_quiet()
+    }
+
+    /// The status without starting the event's batch (the front end's
+    /// bookkeeping at each submission: starting the batch there would
+    /// submit it whenever the oldest command in flight is in it).
+    pub(crate) fn status_quiet(&self) -> EventStatus {
         match &self.state.lock().phase {
             Phase::Queued => EventStatus::Queued,
             Phase::Submitted(_) | Phase::Device(_) => EventStatus::Submitted,
@@ -331,6 +338,10 @@ impl VkEvent {
 impl EventImpl for VkEvent {
     fn status(&self) -> EventStatus {
         self.0.status()
+    }
+
+    fn status_quiet(&self) -> EventStatus {
+        self.0.status_quiet()
     }
 
     fn wait(&self) -> Result<()> {

@@ -507,6 +507,14 @@ pub trait QueueImpl: Any + Send + Sync {
 pub trait EventImpl: Any + Send + Sync {
     /// Current status.
     fn status(&self) -> EventStatus;
+    /// The status as far as it is known, for the front end's own
+    /// bookkeeping (which commands in flight it may retire, asked at every
+    /// submission): an adapter that holds eager work back until something
+    /// needs it started (Vulkan's batches) answers without starting it, as
+    /// a status query by the application must. By default, `status`.
+    fn status_quiet(&self) -> EventStatus {
+        self.status()
+    }
     /// Blocks until the event completes; `Err` when its command failed.
     fn wait(&self) -> Result<()>;
     /// Timestamps, once complete, for events of profiling queues.
