@@ -26,23 +26,24 @@ pub(crate) unsafe fn issue(dev: &Arc<DeviceShared>, stream: sys::CUstream, comma
     unsafe {
         match command {
             Command::KernelLaunch(k) => {
-                let word = dev.status_word()?;
-                let mut params = match LaunchParams::new(dev, k, word.addr) {
-                    Ok(p) => p,
-                    Err(e) => {
-                        dev.free_word(word);
-                        return Err(e);
-                    }
-                };
+                let mut params = LaunchParams::new(dev, k, 0)?;
                 if params.empty {
-                    dev.free_word(word);
                     return Ok(None);
                 }
+                // A status word only for a kernel that may store a status
+                // (most never name their launch info): the others cost no
+                // word from the pool and no check at completion.
+                let word = if params.reports { Some(dev.status_word()?) } else { None };
+                if let Some(word) = word {
+                    params.set_status(word.addr);
+                }
                 if let Err(e) = params.launch(stream) {
-                    dev.free_word(word);
+                    if let Some(word) = word {
+                        dev.free_word(word);
+                    }
                     return Err(e);
                 }
-                return Ok(Some(Check::Kernel(word, params.name.clone())));
+                return Ok(word.map(|word| Check::Kernel(word, params.name.clone())));
             }
             Command::UsmMemcpy { dst, src, size, .. } => copy(stream, mem_loc(dst)?, mem_loc(src)?, *size)?,
             Command::UsmFill { dst, pattern, size, .. } => fill(stream, usm_loc(dst)?, pattern, *size)?,

@@ -538,14 +538,15 @@ pub(crate) struct LaunchParams {
     pub(crate) shared: u32,
     /// A zero global size: nothing runs (a graph keeps the node, disabled).
     pub(crate) empty: bool,
-    /// Parameter values, each at an 8-byte aligned offset.
-    storage: Vec<u64>,
+    /// Parameter values, each at an 8-byte aligned offset: inline up to
+    /// 256 bytes, so that an eager launch allocates nothing.
+    storage: SmallVec<[u64; 32]>,
     offsets: SmallVec<[usize; 8]>,
     /// Byte offset of the status pointer inside `storage`; `None` for plain kernels.
     status_at: Option<usize>,
     /// The kernel may store a status (see [`may_report`]).
     pub(crate) reports: bool,
-    pointers: Vec<*mut c_void>,
+    pointers: SmallVec<[*mut c_void; 16]>,
 }
 
 // SAFETY: the raw pointers point into `storage`, owned by the same value, and
@@ -575,10 +576,10 @@ impl LaunchParams {
                 block[d] = range.local_size[d] as u32;
             }
         }
-        let mut bytes: Vec<u8> = Vec::with_capacity(64);
+        let mut bytes: SmallVec<[u8; 256]> = SmallVec::new();
         let mut offsets = SmallVec::new();
         let mut shared = 0usize;
-        let mut push = |bytes: &mut Vec<u8>, value: &[u8]| {
+        let mut push = |bytes: &mut SmallVec<[u8; 256]>, value: &[u8]| {
             bytes.resize(bytes.len().next_multiple_of(8), 0);
             offsets.push(bytes.len());
             bytes.extend_from_slice(value);
@@ -622,7 +623,7 @@ impl LaunchParams {
             push(&mut bytes, &info);
             Some(offsets[offsets.len() - 1] + 24)
         };
-        let mut storage = vec![0u64; bytes.len().div_ceil(8)];
+        let mut storage: SmallVec<[u64; 32]> = smallvec::smallvec![0u64; bytes.len().div_ceil(8)];
         // SAFETY: `storage` holds at least `bytes.len()` bytes; the two do not overlap.
         unsafe { ptr::copy_nonoverlapping(bytes.as_ptr(), storage.as_mut_ptr().cast::<u8>(), bytes.len()) };
         let mut params = LaunchParams {
@@ -636,7 +637,7 @@ impl LaunchParams {
             offsets,
             status_at,
             reports: kernel.reports,
-            pointers: Vec::new(),
+            pointers: SmallVec::new(),
         };
         params.set_status(status);
         Ok(params)

@@ -2,7 +2,9 @@
 //!
 //! An [`EventCore`] goes through these phases:
 //! - `Queued`: held back on the host (a dependency is a user event, or work
-//!   that is itself held back);
+//!   that is itself held back), or recorded into its queue's open eager
+//!   batch (`batch`), which anything that needs the event started submits
+//!   first: a host wait, a status query, a waiter of another submission;
 //! - `Submitted(point)`: submitted, with host-side work (a copy into host
 //!   memory, kernel status words to check) still to run once the lane's
 //!   timeline reaches `point`;
@@ -32,6 +34,7 @@ use ur_core::adapter::toolbox::{ForwardingEvent, OrderedEvent};
 use ur_core::adapter::{EventImpl, UserEventImpl};
 use ur_core::{EventStatus, ProfilingInfo, Result, UrError, err};
 
+use crate::batch::Batch;
 use crate::shared::Point;
 
 /// Work to run when an event moves on.
@@ -51,6 +54,9 @@ struct State {
     on_resolved: Vec<Waiter>,
     /// Run once the event is `Done`.
     on_done: Vec<Waiter>,
+    /// The open eager batch the event's command is recorded in, while it is
+    /// not submitted.
+    batch: Option<Arc<Batch>>,
 }
 
 /// The state of one event.
@@ -68,9 +74,51 @@ impl EventCore {
                 times: None,
                 on_resolved: Vec::new(),
                 on_done: Vec::new(),
+                batch: None,
             }),
             done: Condvar::new(),
         })
+    }
+
+    /// A new event of a command recorded into `batch`, not yet submitted.
+    pub(crate) fn batched(batch: Arc<Batch>) -> Arc<EventCore> {
+        let e = EventCore::new();
+        e.state.lock().batch = Some(batch);
+        e
+    }
+
+    /// The event is no longer in a batch: its command is submitted on its
+    /// own (the caller holds the batch's lock, so no flush can miss it).
+    pub(crate) fn unbatch(&self) {
+        self.state.lock().batch = None;
+    }
+
+    /// Whether the event is still pending in `batch` (unsubmitted).
+    pub(crate) fn in_batch(&self, batch: &Batch) -> bool {
+        let s = self.state.lock();
+        matches!(s.phase, Phase::Queued) && s.batch.as_ref().is_some_and(|b| std::ptr::eq(&**b, batch))
+    }
+
+    /// Whether submissions may wait for the event now (its timeline value is
+    /// known, or it is complete).
+    pub(crate) fn is_resolved(&self) -> bool {
+        matches!(self.state.lock().phase, Phase::Device(_) | Phase::Done(_))
+    }
+
+    /// Submits the batch holding the event, if it is one not yet submitted:
+    /// whoever needs the event started (a host wait, a status query, a
+    /// submission waiting for it) must not wait for a later flush.
+    fn start(&self) {
+        let batch = {
+            let s = self.state.lock();
+            match s.phase {
+                Phase::Queued => s.batch.clone(),
+                _ => None,
+            }
+        };
+        if let Some(batch) = batch {
+            batch.flush();
+        }
     }
 
     /// Runs `waiter` once submissions may wait for this event, or hands it
@@ -81,6 +129,8 @@ impl EventCore {
             Phase::Device(_) | Phase::Done(_) => Some(waiter),
             _ => {
                 s.on_resolved.push(waiter);
+                drop(s);
+                self.start();
                 None
             }
         }
@@ -93,6 +143,8 @@ impl EventCore {
             Phase::Done(_) => Some(waiter),
             _ => {
                 s.on_done.push(waiter);
+                drop(s);
+                self.start();
                 None
             }
         }
@@ -103,6 +155,7 @@ impl EventCore {
     /// Returns the waiters to run.
     pub(crate) fn mark_submitted(&self, point: Point, host_work: bool) -> Vec<Waiter> {
         let mut s = self.state.lock();
+        s.batch = None;
         if matches!(s.phase, Phase::Done(_)) {
             return Vec::new();
         }
@@ -118,6 +171,7 @@ impl EventCore {
     /// Completes the event; returns the waiters to run.
     pub(crate) fn complete(&self, result: Result<()>, times: Option<ProfilingInfo>) -> Vec<Waiter> {
         let mut s = self.state.lock();
+        s.batch = None;
         s.phase = Phase::Done(result.err());
         if times.is_some() {
             s.times = times;
@@ -151,7 +205,17 @@ impl EventCore {
         matches!(self.state.lock().phase, Phase::Done(_))
     }
 
+    /// The status; a query starts the event's batch, so that polling the
+    /// status until the event completes terminates.
     pub(crate) fn status(&self) -> EventStatus {
+        self.start();
+        self.status_quiet()
+    }
+
+    /// The status without starting the event's batch (the front end's
+    /// bookkeeping at each submission: starting the batch there would
+    /// submit it whenever the oldest command in flight is in it).
+    pub(crate) fn status_quiet(&self) -> EventStatus {
         match &self.state.lock().phase {
             Phase::Queued => EventStatus::Queued,
             Phase::Submitted(_) | Phase::Device(_) => EventStatus::Submitted,
@@ -169,6 +233,7 @@ impl EventCore {
     /// as a host spins on a fence before it sleeps; then it sleeps until the
     /// completion thread has finished the event.
     pub(crate) fn wait(&self) -> Result<()> {
+        self.start();
         let mut s = self.state.lock();
         let mut waited = false;
         loop {
@@ -273,6 +338,10 @@ impl VkEvent {
 impl EventImpl for VkEvent {
     fn status(&self) -> EventStatus {
         self.0.status()
+    }
+
+    fn status_quiet(&self) -> EventStatus {
+        self.0.status_quiet()
     }
 
     fn wait(&self) -> Result<()> {

@@ -13,9 +13,11 @@
 //!   ABI ([below](crate#the-kernel-abi)): an argument block reached
 //!   through a push-constant device address, local size and local-memory
 //!   sizes as specialization constants.
-//! - **Queues** submit each command as a primary command buffer on a lane
-//!   (a hardware queue and a timeline semaphore); wait lists are timeline
-//!   waits, held on the host only for events not yet submitted (user events).
+//! - **Queues** record eager commands into an open primary command buffer
+//!   (the queue's batch) and submit it on a lane (a hardware queue and a
+//!   timeline semaphore) when something needs the work started or finished
+//!   (`batch`); wait lists are timeline waits, held on the host only for
+//!   events not yet submitted (user events).
 //! - **Command buffers** are secondary command buffers recorded at finalize,
 //!   with pipeline barriers between the levels of the DAG; an enqueue
 //!   executes them from a primary command buffer. Arguments and sizes live
@@ -55,6 +57,7 @@
 //! written to this ABI; `docs/vulkan.md` describes it in full.
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod batch;
 mod clock;
 mod cmd;
 mod command_buffer;

@@ -79,12 +79,25 @@ impl QuerySpan {
 
     /// Records the reset of the pair and the start timestamp.
     pub(crate) fn begin(&self, cb: vk::CommandBuffer) {
+        self.begin_at(cb, vk::PipelineStageFlags::TOP_OF_PIPE);
+    }
+
+    /// Records the reset of the pair and a start timestamp that is written
+    /// only once everything recorded before it in `cb` has completed: for a
+    /// command that follows others in one command buffer (an eager batch),
+    /// whose start must not read earlier than the end of the command before
+    /// it, as it cannot when each command is a submission of its own.
+    pub(crate) fn begin_after_previous(&self, cb: vk::CommandBuffer) {
+        self.begin_at(cb, vk::PipelineStageFlags::BOTTOM_OF_PIPE);
+    }
+
+    fn begin_at(&self, cb: vk::CommandBuffer, stage: vk::PipelineStageFlags) {
         let device = &self.owner.gpu.device;
         // SAFETY: `cb` is recording, outside a render pass; the pair is this
         // span's alone.
         unsafe {
             device.cmd_reset_query_pool(cb, self.pool, self.first, 2);
-            device.cmd_write_timestamp(cb, vk::PipelineStageFlags::TOP_OF_PIPE, self.pool, self.first);
+            device.cmd_write_timestamp(cb, stage, self.pool, self.first);
         }
     }
 

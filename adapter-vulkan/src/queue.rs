@@ -1,5 +1,7 @@
-//! Queues: each eager command is one primary command buffer, submitted on
-//! the queue's lane once its wait list and the queue's ordering allow.
+//! Queues: eager commands are recorded into the queue's open batch (one
+//! primary command buffer, see `batch`) and submitted with it; a command
+//! that cannot join is its own primary command buffer, submitted on the
+//! queue's lane once its wait list and the queue's ordering allow.
 //!
 //! An in-order queue makes each command wait for the previous one; an
 //! out-of-order queue only for the last barrier. Those waits, like every
@@ -14,6 +16,7 @@ use ur_core::adapter::toolbox::QueueOrder;
 use ur_core::adapter::{EventImpl, QueueImpl};
 use ur_core::{Command, QueueProperties, Result};
 
+use crate::batch::{Appended, Batch, Part};
 use crate::cmd::{Pool, PooledCmd, host_barrier, record_ops};
 use crate::event::{EventCore, VkEvent, cores_of};
 use crate::lower::{Block, Sink, Staging, lower};
@@ -30,6 +33,14 @@ pub(crate) struct VkQueue {
     /// profile, made on first use.
     stamps: OnceLock<Arc<Queries>>,
     ordering: QueueOrder<EventCore>,
+    batch: Arc<Batch>,
+}
+
+impl Drop for VkQueue {
+    fn drop(&mut self) {
+        // Its commands' events may be waited for after the queue is gone.
+        self.batch.flush();
+    }
 }
 
 /// Argument blocks and staging of eager commands, from the runtime's arena.
@@ -91,13 +102,66 @@ impl VkQueue {
         let queries = properties.profiling.then(|| Queries::new(rt.gpu.clone()));
         tracing::debug!(lane = lane.index(), ?properties, "Vulkan queue created");
         let ordering = QueueOrder::new(!properties.out_of_order);
-        Ok(VkQueue { rt, lane, pool, queries, stamps: OnceLock::new(), ordering })
+        let batch = Batch::new(rt.clone(), lane.clone())?;
+        Ok(VkQueue { rt, lane, pool, queries, stamps: OnceLock::new(), ordering, batch })
     }
 
     /// Makes `out` the queue's newest command and returns what it must wait
     /// for to keep the queue's order.
     pub(crate) fn order(&self, out: &Arc<EventCore>, barrier: bool) -> SmallVec<[Arc<EventCore>; 2]> {
         self.ordering.order(out, barrier)
+    }
+
+    /// Records a command into the queue's batch, or submits it alone after
+    /// the batch when it cannot join (`part` is `None`, or it waits for
+    /// something not yet submitted): `alone` builds that submission when
+    /// there is no part, else the part is recorded into a primary of its own.
+    fn batched(
+        &self,
+        deps: SmallVec<[Arc<EventCore>; 4]>,
+        barrier: bool,
+        part: Option<Part<'_>>,
+        alone: impl FnOnce(Arc<EventCore>) -> Result<Submission>,
+    ) -> Result<Arc<dyn EventImpl>> {
+        match self.batch.append(deps, |out| self.order(out, barrier), part)? {
+            Appended::Batched(out) => Ok(Arc::new(VkEvent(out))),
+            Appended::Alone(out, deps, part) => {
+                let built = match part {
+                    Some(part) => self.alone(out.clone(), part),
+                    None => alone(out.clone()),
+                };
+                let mut sub = match built {
+                    Ok(sub) => sub,
+                    Err(e) => {
+                        // The queue's later commands wait for this one.
+                        crate::submit::fail(&out, e.clone());
+                        return Err(e);
+                    }
+                };
+                sub.deps.extend(deps);
+                schedule(sub);
+                Ok(Arc::new(VkEvent(out)))
+            }
+        }
+    }
+
+    /// A batch's part submitted on its own: one primary command buffer (or
+    /// none, for a marker without timestamps), as every eager command was
+    /// before batching.
+    fn alone(&self, out: Arc<EventCore>, part: Part<'_>) -> Result<Submission> {
+        let mut sub = Submission::new(self.lane.clone(), out);
+        if !part.ops.is_empty() || part.span.is_some() {
+            let gpu = &self.rt.gpu;
+            sub.cmd = Some(self.record(part.span.as_ref(), |cb| {
+                let mut bound = vk::Pipeline::null();
+                record_ops(gpu, cb, part.ops, &mut bound)
+            })?);
+        }
+        sub.post = part.post;
+        sub.queries = part.span;
+        sub.keep = part.keep;
+        sub.checks = part.checks;
+        Ok(sub)
     }
 
     /// A timestamp pair for a submission of this queue, when it profiles.
@@ -146,11 +210,20 @@ impl QueueImpl for VkQueue {
     }
 
     unsafe fn enqueue(&self, command: &Command, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
-        let mut deps: SmallVec<[Arc<EventCore>; 4]> = cores_of(wait)?.into_iter().collect();
+        let deps: SmallVec<[Arc<EventCore>; 4]> = cores_of(wait)?.into_iter().collect();
         let mut sink = ArenaSink::new(&self.rt);
         let mut lowered = lower(&self.rt, command, &mut sink)?;
         let span = self.span()?;
         let gpu = &self.rt.gpu;
+        // A native command's callback may call this queue's methods while it
+        // records, and a write from host memory copies into staging on the
+        // host once its dependencies are complete: both are submitted alone.
+        if !matches!(command, Command::Native(_)) && lowered.pre.is_empty() {
+            let mut keep = sink.keep;
+            lowered.keep_into(&mut keep);
+            let part = Part { ops: &lowered.ops, span, post: lowered.post, keep, checks: sink.checks };
+            return self.batched(deps, false, Some(part), |out| Ok(Submission::new(self.lane.clone(), out)));
+        }
         // A native command's callback may call this queue's methods while it
         // records: it gets a command pool of its own, so that the queue's
         // pool is not locked meanwhile.
@@ -158,45 +231,37 @@ impl QueueImpl for VkQueue {
             Command::Native(_) => Pool::new(gpu.clone())?,
             _ => self.pool.clone(),
         };
+        // Recorded before the command is ordered: a failing callback must
+        // not leave the queue waiting for a command that never runs.
         let cmd = self.record_in(&pool, span.as_ref(), |cb| {
             let mut bound = vk::Pipeline::null();
             record_ops(gpu, cb, &lowered.ops, &mut bound)
         })?;
         let mut keep = sink.keep;
         lowered.keep_into(&mut keep);
-        let out = EventCore::new();
-        deps.extend(self.order(&out, false));
-        let mut sub = Submission::new(self.lane.clone(), out.clone()).with_cmd(cmd);
-        sub.deps = deps;
-        sub.pre = lowered.pre;
-        sub.post = lowered.post;
-        sub.queries = span;
-        sub.keep = keep;
-        sub.checks = sink.checks;
-        schedule(sub);
-        Ok(Arc::new(VkEvent(out)))
+        self.batched(deps, false, None, |out| {
+            let mut sub = Submission::new(self.lane.clone(), out).with_cmd(cmd);
+            sub.pre = lowered.pre;
+            sub.post = lowered.post;
+            sub.queries = span;
+            sub.keep = keep;
+            sub.checks = sink.checks;
+            Ok(sub)
+        })
     }
 
     unsafe fn enqueue_wait(&self, wait: &[&dyn EventImpl], barrier: bool) -> Result<Arc<dyn EventImpl>> {
-        let mut deps: SmallVec<[Arc<EventCore>; 4]> = cores_of(wait)?.into_iter().collect();
+        let deps: SmallVec<[Arc<EventCore>; 4]> = cores_of(wait)?.into_iter().collect();
         let span = self.span()?;
-        // Without timestamps to take, a marker is a submission of no command buffer.
-        let cmd = match &span {
-            Some(s) => Some(self.record(Some(s), |_| Ok(()))?),
-            None => None,
-        };
-        let out = EventCore::new();
-        deps.extend(self.order(&out, barrier));
-        let mut sub = Submission::new(self.lane.clone(), out.clone());
-        sub.cmd = cmd;
-        sub.deps = deps;
-        sub.queries = span;
-        schedule(sub);
-        Ok(Arc::new(VkEvent(out)))
+        // In a batch, a marker is its timestamps (if any) between its
+        // neighbours, which the batch runs in order; alone, a submission of
+        // no command buffer when it has no timestamps to take.
+        let part = Part { ops: &[], span, post: Vec::new(), keep: Vec::new(), checks: Vec::new() };
+        self.batched(deps, barrier, Some(part), |out| Ok(Submission::new(self.lane.clone(), out)))
     }
 
     unsafe fn enqueue_timestamp(&self, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
-        let mut deps: SmallVec<[Arc<EventCore>; 4]> = cores_of(wait)?.into_iter().collect();
+        let deps: SmallVec<[Arc<EventCore>; 4]> = cores_of(wait)?.into_iter().collect();
         let queries = match &self.queries {
             Some(queries) => queries,
             None => self.stamps.get_or_init(|| Queries::new(self.rt.gpu.clone())),
@@ -205,28 +270,27 @@ impl QueueImpl for VkQueue {
         // reported as the header has it: queued and submit at the device time
         // of this call, start and end at the recorded time.
         let span = queries.span()?.recording(crate::clock::device_now(&self.rt)?);
-        let cmd = self.record(Some(&span), |_| Ok(()))?;
-        let out = EventCore::new();
-        deps.extend(self.order(&out, false));
-        let mut sub = Submission::new(self.lane.clone(), out.clone()).with_cmd(cmd);
-        sub.deps = deps;
-        sub.queries = Some(span);
-        schedule(sub);
-        Ok(Arc::new(VkEvent(out)))
+        let part = Part { ops: &[], span: Some(span), post: Vec::new(), keep: Vec::new(), checks: Vec::new() };
+        self.batched(deps, false, Some(part), |out| Ok(Submission::new(self.lane.clone(), out)))
     }
 
     fn finish(&self) -> Result<()> {
+        self.batch.flush();
         self.ordering.finish();
         Ok(())
     }
 
     fn flush(&self) -> Result<()> {
-        // Submissions go to the device as soon as their dependencies allow.
+        // Submits the batch; everything else goes to the device as soon as
+        // its dependencies allow.
+        self.batch.flush();
         Ok(())
     }
 
-    /// The `VkQueue` of the queue's lane.
+    /// The `VkQueue` of the queue's lane. The batch is submitted first:
+    /// interop may submit to that queue, after the work enqueued so far.
     fn native_handle(&self) -> Result<ur_core::NativeHandle> {
+        self.batch.flush();
         Ok(ur_core::NativeHandle(vk::Handle::as_raw(self.lane.raw_queue())))
     }
 }

@@ -168,6 +168,18 @@ impl Lane {
         cmds: &[vk::CommandBuffer],
         completion: Completion,
     ) -> Result<Vec<Waiter>> {
+        self.submit_many(waits, cmds, std::iter::once(completion))
+    }
+
+    /// [`submit`](Self::submit) for the commands of an eager batch: one
+    /// submission, one timeline value, and one completion per command,
+    /// finished in order once the value is reached.
+    pub(crate) fn submit_many(
+        self: &Arc<Self>,
+        waits: &[(vk::Semaphore, u64)],
+        cmds: &[vk::CommandBuffer],
+        completions: impl IntoIterator<Item = Completion>,
+    ) -> Result<Vec<Waiter>> {
         let sems: SmallVec<[vk::Semaphore; 4]> = waits.iter().map(|w| w.0).collect();
         let values: SmallVec<[u64; 4]> = waits.iter().map(|w| w.1).collect();
         let stages: SmallVec<[vk::PipelineStageFlags; 4]> =
@@ -192,10 +204,16 @@ impl Lane {
         // the signalled value is greater than any earlier one of the lane.
         unsafe { self.gpu.device.queue_submit(*queue, &[submit], vk::Fence::null()) }.vk("vkQueueSubmit")?;
         self.submitted.store(value, Ordering::Relaxed);
-        let waiters = completion.out.mark_submitted(Point { lane: self.clone(), value }, completion.has_host_work());
+        let mut waiters = Vec::new();
         // Pushed while the queue lock is held, so the queue of in-flight
         // work stays in value order.
-        self.fifo.lock().items.push_back(InFlight { value, completion });
+        let mut fifo = self.fifo.lock();
+        for completion in completions {
+            waiters
+                .extend(completion.out.mark_submitted(Point { lane: self.clone(), value }, completion.has_host_work()));
+            fifo.items.push_back(InFlight { value, completion });
+        }
+        drop(fifo);
         self.wake.notify_one();
         drop(queue);
         Ok(waiters)
@@ -339,6 +357,8 @@ pub(crate) struct DeviceShared {
     /// from which the device time of a call is estimated where the device
     /// does not calibrate ([`crate::clock::device_now`]).
     pub(crate) clock_pair: std::sync::OnceLock<ur_core::Timestamps>,
+    /// Submits queues' eager batches that have been open too long.
+    pub(crate) batch_timer: crate::batch::BatchTimer,
 }
 
 impl DeviceShared {
@@ -461,6 +481,7 @@ impl DeviceShared {
             util,
             clock_queries,
             clock_pair: std::sync::OnceLock::new(),
+            batch_timer: crate::batch::BatchTimer::new(),
         }))
     }
 

@@ -247,18 +247,7 @@ fn launch(mut sub: Submission) {
         // staging memory is this submission's own.
         unsafe { copy.copy_in() };
     }
-    // The latest value to wait for per timeline.
-    let mut waits: SmallVec<[Point; 4]> = SmallVec::new();
-    for dep in &sub.deps {
-        if let Some(p) = dep.wait_point() {
-            match waits.iter_mut().find(|w| Arc::ptr_eq(&w.lane, &p.lane)) {
-                Some(w) => w.value = w.value.max(p.value),
-                None => waits.push(p),
-            }
-        }
-    }
-    let wait_values: SmallVec<[(vk::Semaphore, u64); 4]> =
-        waits.iter().map(|p| (p.lane.semaphore(), p.value)).collect();
+    let (waits, wait_values) = wait_points(&sub.deps);
     let cmds: SmallVec<[vk::CommandBuffer; 2]> =
         sub.cmd.as_ref().map(PooledCmd::raw).into_iter().chain(sub.reused).collect();
     // The lanes waited on stay alive (with their semaphores) until this completes.
@@ -276,6 +265,27 @@ fn launch(mut sub: Submission) {
         Ok(waiters) => run_waiters(waiters),
         Err(e) => fail(&sub.out, e),
     }
+}
+
+/// Timeline values a submission waits for, one per lane.
+pub(crate) type Points = SmallVec<[Point; 4]>;
+/// The same as semaphore waits.
+pub(crate) type SemaphoreWaits = SmallVec<[(vk::Semaphore, u64); 4]>;
+
+/// The latest timeline value to wait for per lane, for resolved `deps`
+/// (those complete or reached need no wait), and the same as semaphore waits.
+pub(crate) fn wait_points(deps: &[Arc<EventCore>]) -> (Points, SemaphoreWaits) {
+    let mut waits: SmallVec<[Point; 4]> = SmallVec::new();
+    for dep in deps {
+        if let Some(p) = dep.wait_point() {
+            match waits.iter_mut().find(|w| Arc::ptr_eq(&w.lane, &p.lane)) {
+                Some(w) => w.value = w.value.max(p.value),
+                None => waits.push(p),
+            }
+        }
+    }
+    let values = waits.iter().map(|p| (p.lane.semaphore(), p.value)).collect();
+    (waits, values)
 }
 
 /// Completes `out` with an error.

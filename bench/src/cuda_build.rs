@@ -85,6 +85,7 @@ pub fn run(t: &Target, sizes: &[usize], out: &mut Vec<Record>, emit: &dyn Fn(&st
     }
     let mut raw = crate::raw::CudaGraph::open(&t.device.info().name)?;
     replay_host(t, &mut raw, out, emit)?;
+    memory_node_launch(&mut raw, emit)?;
     emit(
         "CUDA graph build, raw driver calls: ms to add nodes / to instantiate, µs of the first / a later launch \
          (median of 3-5 builds)\n\n| shape | built | N | add ms | instantiate ms | first launch µs | launch µs |\n\
@@ -173,6 +174,25 @@ pub fn run(t: &Target, sizes: &[usize], out: &mut Vec<Record>, emit: &dyn Fn(&st
         }
     }
     emit("\n");
+    Ok(())
+}
+
+/// Raw `cuGraphLaunch` host time of chains of kernel nodes and of memory
+/// nodes (memsets and copies, as a SYCL graph of USM `fill`s and
+/// `memcpy`s), per chain length: whether the driver's launch grows with the
+/// count of memory nodes, which a replay of such a graph through the CUDA
+/// adapter pays too (compare `--only usm_submission`).
+fn memory_node_launch(raw: &mut crate::raw::CudaGraph, emit: &dyn Fn(&str)) -> Result<(), String> {
+    let mut text = String::from(
+        "Raw cuGraphLaunch host time by node kind (median ns of 2,000 launches, waited for one by one)\n\n\
+         | nodes | kernel nodes | memory nodes (memset, memcpy in turn) |\n|---|---|---|\n",
+    );
+    for n in [1, 10, 100] {
+        let [kernels, memory] = raw.launch_costs(n, 2000)?;
+        let _ = writeln!(text, "| {n} | {kernels:.0} | {memory:.0} |");
+    }
+    text.push('\n');
+    emit(&text);
     Ok(())
 }
 

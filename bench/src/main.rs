@@ -45,9 +45,10 @@ struct Cli {
     /// Where results.json and the plot go.
     #[arg(long, default_value = "target/bench")]
     out: PathBuf,
-    /// Only these benchmark groups (submission, raw, finalize, update, cpu_per_node,
-    /// submit_graph, sin_kernel_graph, perf_scaling, graph, buffers, soak,
-    /// cuda_build); repeatable. soak and cuda_build run only when named.
+    /// Only these benchmark groups (submission, raw, usm_submission, finalize, update, cpu_per_node,
+    /// submit_graph, sin_kernel_graph, perf_scaling, graph, buffers, multi_device,
+    /// soak, cuda_build); repeatable. submission measures the raw baselines
+    /// too (raw adds the note naming them); soak and cuda_build run only when named.
     #[arg(long)]
     only: Vec<String>,
     /// Leave out the emulated (software command buffer) view of native devices.
@@ -65,6 +66,10 @@ struct Cli {
     #[arg(long, hide = true)]
     child_per_node: Option<String>,
 }
+
+/// Every group `--only` accepts, space-separated.
+const GROUPS: &str = "submission raw usm_submission finalize update cpu_per_node submit_graph sin_kernel_graph perf_scaling graph \
+                      buffers multi_device soak cuda_build";
 
 struct Plan {
     repeats: Repeats,
@@ -125,6 +130,11 @@ fn main() -> ExitCode {
     if let Some(variant) = &cli.child_per_node {
         return child_per_node(&plan, variant);
     }
+    if let Some(unknown) = cli.only.iter().find(|o| !GROUPS.split_whitespace().any(|g| g == o.as_str())) {
+        let valid: Vec<&str> = GROUPS.split_whitespace().collect();
+        eprintln!("ur-bench: `--only {unknown}` selects nothing; the groups are: {}", valid.join(", "));
+        return ExitCode::from(2);
+    }
     let wanted = |group: &str| cli.only.is_empty() || cli.only.iter().any(|o| o == group);
     let loader = match ur::load() {
         Ok(l) => l,
@@ -153,6 +163,15 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     let json = cli.out.join("results.json");
+    // Whether the last write of results.json succeeded.
+    let written = std::cell::Cell::new(false);
+    let save_all = |records: &[Record]| match save(records, &json) {
+        Ok(()) => written.set(true),
+        Err(e) => {
+            written.set(false);
+            eprintln!("ur-bench: cannot write {}: {e}", json.display());
+        }
+    };
     // Tables go out as each group finishes and results.json is rewritten
     // after each group, so that a run cut short keeps what it measured.
     let emit = |text: &str| {
@@ -190,34 +209,44 @@ fn main() -> ExitCode {
                 Err(why) => skipped.push((group.to_string(), why)),
             }
             let table = match group {
-                // The submission table gains the raw columns: print it once, after raw.
-                "submission" if wanted("raw") => String::new(),
+                // Its rows were printed as they were measured.
+                "submission" if records.len() > first => report::noisy_note(&records[first..], &name, group),
                 _ => report::group_table(&records[first..], &name, group),
             };
             emit(&table);
-            if let Err(e) = save(&records, &json) {
-                eprintln!("ur-bench: cannot write {}: {e}", json.display());
-            }
+            save_all(&records);
         };
         let ok = |r: Result<(), UrError>| r.map(|()| None).map_err(|e| e.to_string());
         // The raw baseline is sampled with eager and replay in one loop (the
         // submission group); the raw group reports what it used or why none.
         let mut raw_outcome: Result<String, String> = Err("not measured".into());
         group("submission", &mut |out| {
-            let mut raw = if wanted("raw") { Some(raw::open(device)) } else { None };
+            let mut raw = raw::open(device);
             let baseline = match raw.as_mut() {
-                Some(Ok(graph)) => Some(&mut **graph),
-                _ => None,
+                Ok(graph) => Some(&mut **graph),
+                Err(_) => None,
             };
-            let measured = suites::submission(&target, r, &plan.submission, baseline, out);
+            let mut headed = false;
+            let mut row = |records: &[Record], shape: suites::Shape, n: usize| {
+                if !headed {
+                    emit(&report::submission_header());
+                    headed = true;
+                }
+                emit(&report::submission_row(records, &name, shape.name(), n));
+            };
+            let measured = suites::submission(&target, r, &plan.submission, baseline, out, &mut row);
             raw_outcome = match raw {
-                Some(Ok(graph)) => Ok(graph.mechanism()),
-                Some(Err(why)) => Err(why),
-                None => Err("not selected".into()),
+                Ok(graph) => {
+                    let eager: Vec<String> =
+                        graph.eager_variants().into_iter().map(|(v, what)| format!("{v}: {what}")).collect();
+                    Ok(format!("{}; {}", graph.mechanism(), eager.join("; ")))
+                }
+                Err(why) => Err(why),
             };
             measured.map(|()| None)
         });
         group("raw", &mut |_| raw_outcome.clone().map(|m| Some(format!("raw baseline: {m}"))));
+        group("usm_submission", &mut |out| suites::usm_submission(&target, r, &plan.submission, out).map(|()| None));
         group("finalize", &mut |out| ok(suites::finalize(&target, r, &plan.finalize, out)));
         group("update", &mut |out| suites::update(&target, r, &plan.update, out).map(|()| None));
         if device.backend() == Backend::Cpu {
@@ -250,18 +279,16 @@ fn main() -> ExitCode {
     }
     if wanted("buffers") {
         emit(&buffers::run(plan.repeats, cli.quick, &mut records));
-        if let Err(e) = save(&records, &json) {
-            eprintln!("ur-bench: cannot write {}: {e}", json.display());
-        }
+        save_all(&records);
     }
     if wanted("multi_device") {
         emit(&multi_device::run(&loader.devices(), plan.repeats, cli.quick, &mut records));
-        if let Err(e) = save(&records, &json) {
-            eprintln!("ur-bench: cannot write {}: {e}", json.display());
-        }
+        save_all(&records);
     }
     emit(&goals::summary(&records));
-    eprintln!("ur-bench: wrote {}", json.display());
+    if written.get() {
+        eprintln!("ur-bench: wrote {}", json.display());
+    }
     let svg = cli.out.join("perf_scaling.svg");
     match report::plot_scaling(&records, &svg) {
         Ok(()) => eprintln!("ur-bench: wrote {}", svg.display()),

@@ -116,12 +116,53 @@ pub fn device_heading(device: &str, name: &str) -> String {
 pub fn group_table(records: &[Record], device: &str, group: &str) -> String {
     let mut out = tables(records, device, group);
     if out.contains(NOISY) {
-        out += &format!(
-            "{NOISY} p10–p90 spread over {}x: the median alone may mislead; run again before citing it.\n\n",
-            crate::stats::NOISY_SPREAD
-        );
+        out += &noisy_footnote();
     }
     out
+}
+
+fn noisy_footnote() -> String {
+    format!(
+        "{NOISY} p10–p90 spread over {}x: the median alone may mislead; run again before citing it.\n\n",
+        crate::stats::NOISY_SPREAD
+    )
+}
+
+/// The heading of the submission table, whose rows
+/// ([`submission_row`]) print as they are measured.
+pub fn submission_header() -> String {
+    "Submission of N trivial kernels, ns per node: host time to submit, wall time to completion; median (p10–p90). \
+     `raw eager`: the same kernels submitted one by one with the backend's own API; `raw batched`: all of them in \
+     one submission (Vulkan); `raw`: the same graph built with the backend's own graph API (see `raw`).\n\n\
+     | shape | N | eager host | eager wall | raw eager host | raw eager wall | eager / raw eager (host) | \
+     eager / raw eager (wall) | raw batched host | raw batched wall | eager / raw batched (wall) | replay host | \
+     replay wall | raw host | raw wall | eager / replay (wall) | replay / raw (wall) |\n\
+     |---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+        .into()
+}
+
+/// One row of the submission table: `shape` at `n` kernels on `device`.
+pub fn submission_row(records: &[Record], device: &str, shape: &str, n: usize) -> String {
+    let l = Lookup { records, device };
+    let g = |v, m| l.get("submission", shape, v, m, n);
+    let (host, wall) = ("host_ns_per_node", "wall_ns_per_node");
+    let pair = |v| [cell(g(v, host), 1.0), cell(g(v, wall), 1.0)];
+    let over = |a, b, metric| ratio(g(a, metric), g(b, metric));
+    // In the header's order: eager, raw eager and their ratios, raw batched
+    // and its ratio, replay, raw graph, and the replay ratios.
+    let mut columns: Vec<String> = [pair("eager"), pair("raw_eager")].concat();
+    columns.extend([over("eager", "raw_eager", host), over("eager", "raw_eager", wall)]);
+    columns.extend(pair("raw_eager_batched"));
+    columns.push(over("eager", "raw_eager_batched", wall));
+    columns.extend([pair("replay"), pair("raw")].concat());
+    columns.extend([over("eager", "replay", wall), over("replay", "raw", wall)]);
+    format!("| {shape} | {n} | {} |\n", columns.join(" | "))
+}
+
+/// What goes under a table whose rows were printed as they were measured:
+/// the note on noisy figures, if one is.
+pub fn noisy_note(records: &[Record], device: &str, group: &str) -> String {
+    if tables(records, device, group).contains(NOISY) { format!("\n{}", noisy_footnote()) } else { "\n".into() }
 }
 
 /// The notes and the groups left out, under a device's tables.
@@ -142,37 +183,39 @@ pub fn device_notes(notes: &[String], skipped: &[(String, String)]) -> String {
 fn tables(records: &[Record], device: &str, group: &str) -> String {
     let l = Lookup { records, device };
     let mut out = String::new();
-    let wants = |g: &str| g == group || (group == "raw" && g == "submission");
+    let wants = |g: &str| g == group;
 
     if wants("graph") {
         out += &crate::graph::table(&l);
     }
     if wants("submission") && !l.sizes("submission").is_empty() {
-        let _ = writeln!(
-            out,
-            "Submission of N trivial kernels, ns per node: host time to submit, wall time to completion; median (p10–p90).\n"
-        );
-        let _ = writeln!(
-            out,
-            "| shape | N | eager host | eager wall | replay host | replay wall | raw host | raw wall | eager / replay (wall) | replay / raw (wall) |"
-        );
-        let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|");
+        out += &submission_header();
         for shape in ["chain", "fork_join"] {
             for n in l.sizes("submission") {
-                let g = |v, m| l.get("submission", shape, v, m, n);
-                let _ = writeln!(
-                    out,
-                    "| {shape} | {n} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                    cell(g("eager", "host_ns_per_node"), 1.0),
-                    cell(g("eager", "wall_ns_per_node"), 1.0),
-                    cell(g("replay", "host_ns_per_node"), 1.0),
-                    cell(g("replay", "wall_ns_per_node"), 1.0),
-                    cell(g("raw", "host_ns_per_node"), 1.0),
-                    cell(g("raw", "wall_ns_per_node"), 1.0),
-                    ratio(g("eager", "wall_ns_per_node"), g("replay", "wall_ns_per_node")),
-                    ratio(g("replay", "wall_ns_per_node"), g("raw", "wall_ns_per_node")),
-                );
+                out += &submission_row(records, device, shape, n);
             }
+        }
+        out.push('\n');
+    }
+    if wants("usm_submission") && !l.sizes("usm_submission").is_empty() {
+        let _ = writeln!(
+            out,
+            "A chain of N USM memory commands (256-byte copies and fills in turn), ns per command: host time \
+             to submit, wall time to completion; median (p10–p90).\n"
+        );
+        let _ = writeln!(out, "| N | eager host | eager wall | replay host | replay wall | replay / eager (wall) |");
+        let _ = writeln!(out, "|---|---|---|---|---|---|");
+        for n in l.sizes("usm_submission") {
+            let g = |v, m| l.get("usm_submission", "memory_chain", v, m, n);
+            let _ = writeln!(
+                out,
+                "| {n} | {} | {} | {} | {} | {} |",
+                cell(g("eager", "host_ns_per_node"), 1.0),
+                cell(g("eager", "wall_ns_per_node"), 1.0),
+                cell(g("replay", "host_ns_per_node"), 1.0),
+                cell(g("replay", "wall_ns_per_node"), 1.0),
+                ratio(g("replay", "wall_ns_per_node"), g("eager", "wall_ns_per_node")),
+            );
         }
         out.push('\n');
     }

@@ -164,20 +164,29 @@ fn submit_eager(t: &Target, shape: Shape, n: usize) -> Result<Event, UrError> {
     }
 }
 
-/// Issue items 1 and 2 — replay against eager submission and, given `raw`,
-/// against the same graph built with the backend's own API (see
-/// [`crate::raw`]): host time to submit and wall time to completion, per
-/// node. The variants of one shape and size are sampled in one loop, one
-/// sample each per round in rotated order ([`measure_interleaved`]), so
-/// their ratios do not carry the machine's drift between two phases.
+/// One sample of a timed variant: host time to submit and wall time to completion.
+type Sample = Result<[std::time::Duration; 2], String>;
+
+/// Replay against eager submission and, given `raw`, against the same graph
+/// built with the backend's own API and against the same kernels submitted
+/// eagerly with it (see [`crate::raw`]): host time to submit and wall time
+/// to completion, per node. The variants of one shape and size are sampled
+/// in one loop, one sample each per round in rotated order
+/// ([`measure_interleaved`]), so their ratios do not carry the machine's
+/// drift between two phases. `row` is called with the records so far after
+/// each shape and size, so that its row prints as it finishes.
 pub fn submission(
     t: &Target,
     repeats: Repeats,
     sizes: &[usize],
-    mut raw: Option<&mut (dyn crate::raw::RawGraph + 'static)>,
+    raw: Option<&mut (dyn crate::raw::RawGraph + 'static)>,
     out: &mut Vec<Record>,
+    row: &mut dyn FnMut(&[Record], Shape, usize),
 ) -> Result<(), String> {
     let e = |e: UrError| e.to_string();
+    let eager_variants: Vec<&'static str> =
+        raw.as_deref().map(|r| r.eager_variants().into_iter().map(|(v, _)| v).collect()).unwrap_or_default();
+    let raw = raw.map(std::cell::RefCell::new);
     for shape in [Shape::Chain, Shape::ForkJoin] {
         for &n in sizes {
             let cb = build(t, shape, n, CommandBufferDesc::default()).map_err(e)?;
@@ -190,20 +199,25 @@ pub fn submission(
             };
             let mut replay = || timed_replay(t, &cb);
             let mut variants = vec!["eager", "replay"];
-            let summaries = match raw.as_deref_mut() {
-                Some(raw) => {
-                    let preds: Vec<Vec<usize>> = (0..n).map(|i| shape.deps(i, n)).collect();
-                    raw.build(&preds)?;
-                    let mut raw_launch = || timed_raw_launch(raw);
-                    variants.push("raw");
-                    measure_interleaved(repeats.per_work(n), &mut [&mut eager, &mut replay, &mut raw_launch])?
+            let mut bodies: Vec<Box<dyn FnMut() -> Sample + '_>> = vec![Box::new(&mut eager), Box::new(&mut replay)];
+            if let Some(raw) = &raw {
+                let preds: Vec<Vec<usize>> = (0..n).map(|i| shape.deps(i, n)).collect();
+                raw.borrow_mut().build(&preds)?;
+                variants.push("raw");
+                bodies.push(Box::new(|| timed_raw_launch(&mut **raw.borrow_mut())));
+                for (index, variant) in eager_variants.iter().enumerate() {
+                    variants.push(variant);
+                    bodies.push(Box::new(move || timed_raw_eager(&mut **raw.borrow_mut(), index, n)));
                 }
-                None => measure_interleaved(repeats.per_work(n), &mut [&mut eager, &mut replay])?,
-            };
+            }
+            let mut refs: Vec<&mut dyn FnMut() -> Sample> =
+                bodies.iter_mut().map(|b| &mut **b as &mut dyn FnMut() -> Sample).collect();
+            let summaries = measure_interleaved(repeats.per_work(n), &mut refs)?;
             for (variant, [host, wall]) in variants.into_iter().zip(summaries) {
                 out.push(t.record("submission", shape.name(), variant, "host_ns_per_node", n, host.per(n)));
                 out.push(t.record("submission", shape.name(), variant, "wall_ns_per_node", n, wall.per(n)));
             }
+            row(out, shape, n);
         }
     }
     Ok(())
@@ -370,6 +384,55 @@ pub fn per_node(t: &Target, repeats: Repeats, n: usize, variant: &str, out: &mut
     Ok(())
 }
 
+/// Bytes each USM memory command of [`usm_submission`] moves.
+const USM_BYTES: usize = 256;
+
+/// Submission of N USM memory commands in a chain (copies and fills of
+/// 256 bytes in turn, as a SYCL graph of `memcpy` and `fill` nodes has):
+/// replayed from a command buffer against submitted eagerly on the in-order
+/// queue, sampled interleaved; ns per command, host and wall.
+pub fn usm_submission(t: &Target, repeats: Repeats, sizes: &[usize], out: &mut Vec<Record>) -> Result<(), String> {
+    let e = |e: UrError| e.to_string();
+    let a = UsmAllocation::new(&t.context, UsmKind::Device, USM_BYTES).map_err(e)?;
+    let b = UsmAllocation::new(&t.context, UsmKind::Device, USM_BYTES).map_err(e)?;
+    for &n in sizes {
+        let cb = CommandBuffer::new(&t.context, &t.device, CommandBufferDesc::default()).map_err(e)?;
+        let mut last: Option<SyncPoint> = None;
+        for i in 0..n {
+            let opts = AppendOptions::new().after(last.as_slice());
+            let appended = if i % 2 == 0 {
+                cb.append_usm_memcpy(b.ptr(), a.ptr(), USM_BYTES, opts)
+            } else {
+                cb.append_usm_fill(a.ptr(), &[i as u8], USM_BYTES, opts)
+            };
+            last = Some(appended.map_err(e)?.sync_point);
+        }
+        cb.finalize().map_err(e)?;
+        let mut eager = || {
+            let start = Instant::now();
+            let mut event = None;
+            for i in 0..n {
+                event = Some(if i % 2 == 0 {
+                    t.queue.usm_memcpy(b.ptr(), a.ptr(), USM_BYTES, &[])
+                } else {
+                    t.queue.usm_fill(a.ptr(), &[i as u8], USM_BYTES, &[])
+                });
+            }
+            let event = event.expect("n >= 1").map_err(e)?;
+            let host = start.elapsed();
+            event.wait().map_err(e)?;
+            Ok::<_, String>([host, start.elapsed()])
+        };
+        let mut replay = || timed_replay(t, &cb);
+        let summaries = measure_interleaved(repeats.per_work(n), &mut [&mut eager, &mut replay])?;
+        for (variant, [host, wall]) in ["eager", "replay"].into_iter().zip(summaries) {
+            out.push(t.record("usm_submission", "memory_chain", variant, "host_ns_per_node", n, host.per(n)));
+            out.push(t.record("usm_submission", "memory_chain", variant, "wall_ns_per_node", n, wall.per(n)));
+        }
+    }
+    Ok(())
+}
+
 /// Issue item 6a — the SubmitGraph shape of the SYCL-graph benchmarks: a graph of `k`
 /// trivial kernels submitted repeatedly; host time per submission.
 pub fn submit_graph(t: &Target, repeats: Repeats, kernels: &[usize], out: &mut Vec<Record>) -> Result<(), UrError> {
@@ -476,6 +539,20 @@ pub(crate) fn timed_replay(t: &Target, cb: &CommandBuffer) -> Result<[std::time:
     let event = t.queue.enqueue_command_buffer(cb, &[]).map_err(e)?;
     let host = start.elapsed();
     event.wait().map_err(e)?;
+    Ok([host, start.elapsed()])
+}
+
+/// One raw eager submission of `nodes` kernels with eager baseline
+/// `variant`: host time to return from it and wall time to completion.
+pub(crate) fn timed_raw_eager(
+    raw: &mut dyn crate::raw::RawGraph,
+    variant: usize,
+    nodes: usize,
+) -> Result<[std::time::Duration; 2], String> {
+    let start = Instant::now();
+    raw.eager(variant, nodes)?;
+    let host = start.elapsed();
+    raw.wait()?;
     Ok([host, start.elapsed()])
 }
 

@@ -60,6 +60,9 @@ pub struct CudaGraph {
     done: sys::CUevent,
     /// The kernels' parameter block, read when nodes are added.
     launch: [u64; LAUNCH_BYTES / 8],
+    /// One event per eagerly launched kernel, made once and recorded again
+    /// at each eager submission.
+    eager_events: Vec<sys::CUevent>,
     graph: Option<(sys::CUgraph, sys::CUgraphExec)>,
 }
 
@@ -101,6 +104,7 @@ impl CudaGraph {
                     function: ptr::null_mut(),
                     done: ptr::null_mut(),
                     launch: [0; LAUNCH_BYTES / 8],
+                    eager_events: Vec::new(),
                     graph: None,
                 };
                 check(sys::cuCtxSetCurrent(context), "cuCtxSetCurrent")?;
@@ -260,6 +264,127 @@ impl CudaGraph {
         }
     }
 
+    /// Host time of `cuGraphLaunch` (median ns of `iterations`, waiting
+    /// after each) of a raw chain of `n` nodes: kernel nodes of the empty
+    /// kernel, and memory nodes as a SYCL graph of USM `fill` and `memcpy`
+    /// makes (a 32-bit memset and a device-to-device copy of 1 KiB in turn).
+    /// Whether the driver's launch of memory nodes grows with their count
+    /// is what separates its cost from the adapter's in a replay of such a
+    /// graph.
+    pub fn launch_costs(&mut self, n: usize, iterations: usize) -> Result<[f64; 2], String> {
+        const BYTES: usize = 1024;
+        self.current()?;
+        self.wait()?;
+        let kernels = {
+            let preds: Vec<Vec<usize>> = (0..n).map(|i| i.checked_sub(1).into_iter().collect()).collect();
+            self.build(&preds)?;
+            let (_, exec) = self.graph.ok_or("no graph was built")?;
+            self.median_launch(exec, iterations)?
+        };
+        let (mut a, mut b) = (0, 0);
+        // SAFETY: valid out-pointers; the context is current.
+        unsafe {
+            check(sys::cuMemAlloc_v2(&mut a, BYTES), "cuMemAlloc")?;
+            if let Err(e) = check(sys::cuMemAlloc_v2(&mut b, BYTES), "cuMemAlloc") {
+                sys::cuMemFree_v2(a);
+                return Err(e);
+            }
+        }
+        let memory = self.memory_chain(n, a, b, BYTES).and_then(|(graph, exec)| {
+            let cost = self.median_launch(exec, iterations);
+            // SAFETY: made by `memory_chain`, waited for by `median_launch`.
+            unsafe {
+                sys::cuGraphExecDestroy(exec);
+                sys::cuGraphDestroy(graph);
+            }
+            cost
+        });
+        // SAFETY: the allocations above; no launch uses them any more.
+        unsafe {
+            sys::cuMemFree_v2(a);
+            sys::cuMemFree_v2(b);
+        }
+        Ok([kernels, memory?])
+    }
+
+    /// A graph of `n` memory nodes in a chain over the device allocations
+    /// `a` and `b` of `bytes` each, instantiated.
+    fn memory_chain(
+        &self,
+        n: usize,
+        a: sys::CUdeviceptr,
+        b: sys::CUdeviceptr,
+        bytes: usize,
+    ) -> Result<(sys::CUgraph, sys::CUgraphExec), String> {
+        let mut graph = ptr::null_mut();
+        // SAFETY: a valid out-pointer.
+        check(unsafe { sys::cuGraphCreate(&mut graph, 0) }, "cuGraphCreate")?;
+        // SAFETY: an all-zero CUDA_MEMCPY3D is a valid starting point (null
+        // pointers, zero offsets); the fields a 1D device copy needs are set.
+        let mut copy: sys::CUDA_MEMCPY3D = unsafe { std::mem::zeroed() };
+        copy.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
+        copy.srcDevice = a;
+        copy.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
+        copy.dstDevice = b;
+        copy.WidthInBytes = bytes;
+        copy.Height = 1;
+        copy.Depth = 1;
+        let set = sys::CUDA_MEMSET_NODE_PARAMS {
+            dst: a,
+            pitch: bytes,
+            value: 7,
+            elementSize: 4,
+            width: bytes / 4,
+            height: 1,
+        };
+        let mut last: Option<sys::CUgraphNode> = None;
+        let added = (0..n).try_for_each(|i| {
+            let deps: Vec<sys::CUgraphNode> = last.into_iter().collect();
+            let mut node = ptr::null_mut();
+            // SAFETY: the graph and the dependency are live; the parameters
+            // name the two allocations, inside their bounds.
+            let status = unsafe {
+                if i % 2 == 0 {
+                    sys::cuGraphAddMemsetNode(&mut node, graph, deps.as_ptr(), deps.len(), &set, self.context)
+                } else {
+                    sys::cuGraphAddMemcpyNode(&mut node, graph, deps.as_ptr(), deps.len(), &copy, self.context)
+                }
+            };
+            last = Some(node);
+            check(status, "cuGraphAdd{Memset,Memcpy}Node")
+        });
+        let mut exec = ptr::null_mut();
+        let made = added.and_then(|()| {
+            // SAFETY: the graph is complete.
+            let status = unsafe { sys::cuGraphInstantiateWithFlags(&mut exec, graph, 0) };
+            check(status, "cuGraphInstantiate")
+        });
+        if let Err(e) = made {
+            // SAFETY: made above, never launched.
+            unsafe { sys::cuGraphDestroy(graph) };
+            return Err(e);
+        }
+        Ok((graph, exec))
+    }
+
+    /// Median host ns of `cuGraphLaunch` of `exec`, synchronizing after each.
+    fn median_launch(&self, exec: sys::CUgraphExec, iterations: usize) -> Result<f64, String> {
+        let mut costs = Vec::with_capacity(iterations);
+        for _ in 0..iterations.max(1) {
+            // SAFETY: a live executable graph of this context; the stream
+            // and the event live until drop.
+            unsafe {
+                let start = Instant::now();
+                check(sys::cuGraphLaunch(exec, self.stream), "cuGraphLaunch")?;
+                costs.push(start.elapsed().as_nanos() as f64);
+                check(sys::cuEventRecord(self.done, self.stream), "cuEventRecord")?;
+                check(sys::cuEventSynchronize(self.done), "cuEventSynchronize")?;
+            }
+        }
+        costs.sort_by(f64::total_cmp);
+        Ok(costs[costs.len() / 2])
+    }
+
     /// Host time of one call of each driver entry point a replay makes,
     /// in ns (median of `iterations` calls), on a built one-node graph:
     /// `cuGraphLaunch` + `cuEventRecord` (waiting after each), `cuEventQuery`
@@ -355,6 +480,49 @@ impl RawGraph for CudaGraph {
         }
     }
 
+    fn eager_variants(&self) -> Vec<(&'static str, &'static str)> {
+        vec![("raw_eager", "cuLaunchKernel + cuEventRecord per kernel on one stream")]
+    }
+
+    fn eager(&mut self, _variant: usize, nodes: usize) -> Result<(), String> {
+        self.current()?;
+        let timing = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32;
+        // The last kernel's event is `done`, which `wait` synchronizes on.
+        let own = nodes.saturating_sub(1);
+        while self.eager_events.len() < own {
+            let mut event = ptr::null_mut();
+            // SAFETY: a valid out-pointer; the context is current.
+            check(unsafe { sys::cuEventCreate(&mut event, timing) }, "cuEventCreate")?;
+            self.eager_events.push(event);
+        }
+        let mut args: [*mut c_void; 1] = [self.launch.as_mut_ptr().cast()];
+        // SAFETY: the function, stream and events are this context's and
+        // live until drop; the parameter block outlives the calls, which
+        // copy it; the events' earlier records were waited for.
+        unsafe {
+            for &event in self.eager_events[..own].iter().chain([&self.done]).take(nodes) {
+                check(
+                    sys::cuLaunchKernel(
+                        self.function,
+                        1,
+                        1,
+                        1,
+                        1,
+                        1,
+                        1,
+                        0,
+                        self.stream,
+                        args.as_mut_ptr(),
+                        ptr::null_mut(),
+                    ),
+                    "cuLaunchKernel",
+                )?;
+                check(sys::cuEventRecord(event, self.stream), "cuEventRecord")?;
+            }
+        }
+        Ok(())
+    }
+
     fn wait(&mut self) -> Result<(), String> {
         // An event never recorded is complete, so the first wait returns at once.
         // SAFETY: the event lives until drop.
@@ -371,6 +539,9 @@ impl Drop for CudaGraph {
         unsafe {
             if !self.done.is_null() {
                 sys::cuEventDestroy_v2(self.done);
+            }
+            for &event in &self.eager_events {
+                sys::cuEventDestroy_v2(event);
             }
             if !self.module.is_null() {
                 sys::cuModuleUnload(self.module);

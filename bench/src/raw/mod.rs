@@ -8,6 +8,17 @@
 //! | OpenCL without it | `clEnqueueNDRangeKernel` per node on an in-order queue (the best the device offers) |
 //! | Vulkan | one pre-recorded primary command buffer: dispatches with a pipeline barrier between dependency levels, `vkQueueSubmit` with a fence |
 //!
+//! Eager baselines (the rows' `raw eager` columns) submit the same nodes one
+//! by one, in topological order on one in-order stream or queue, as the
+//! backend's API does without a graph:
+//!
+//! | backend | eager baseline |
+//! |---|---|
+//! | CUDA | `cuLaunchKernel` on a stream, and `cuEventRecord` of an event of its own after each launch (the ur-rs eager call returns an event) |
+//! | OpenCL | `clEnqueueNDRangeKernel` per node on an in-order queue, returning an event |
+//! | Vulkan, one dispatch per submit | per node: a primary command buffer recorded (barrier, bind, dispatch) and `vkQueueSubmit`ted |
+//! | Vulkan, many dispatches per submit | every node recorded into one primary command buffer (barrier, dispatch), one `vkQueueSubmit` |
+//!
 //! The CPU adapter has no native API below ours; its per-node cost is the
 //! `cpu_per_node` group instead. Every baseline runs a kernel that does
 //! nothing, as the ur-rs side does, on one work-item.
@@ -39,6 +50,15 @@ pub trait RawGraph {
     fn launch(&mut self) -> Result<(), String>;
     /// Waits until the last submission has completed.
     fn wait(&mut self) -> Result<(), String>;
+    /// The eager baselines: `(variant, what it does)`; the variant names
+    /// the records (`raw_eager`, and `raw_eager_batched` where a backend
+    /// can put many commands in one submission).
+    fn eager_variants(&self) -> Vec<(&'static str, &'static str)>;
+    /// Submits `nodes` trivial kernels one by one with eager baseline
+    /// `variant` (an index into [`eager_variants`](Self::eager_variants)),
+    /// in order; returns when the submitting calls have. The previous
+    /// submission has been waited for.
+    fn eager(&mut self, variant: usize, nodes: usize) -> Result<(), String>;
 }
 
 /// Opens the raw baseline of `device`'s backend; `Err` says why there is none.

@@ -151,6 +151,33 @@ impl ClGraph {
         Ok(graph)
     }
 
+    /// `clEnqueueNDRangeKernel` of the empty kernel `nodes` times, each
+    /// returning its event (released at once), as the ur-rs eager call does.
+    fn enqueue_each(&self, nodes: usize) -> Result<(), String> {
+        let global = [1usize];
+        for _ in 0..nodes {
+            // SAFETY: a kernel of this context without arguments, one work-item.
+            let event = check(
+                unsafe {
+                    cl3::command_queue::enqueue_nd_range_kernel(
+                        self.queue,
+                        self.kernel,
+                        1,
+                        ptr::null(),
+                        global.as_ptr(),
+                        ptr::null(),
+                        0,
+                        ptr::null(),
+                    )
+                },
+                "clEnqueueNDRangeKernel",
+            )?;
+            // SAFETY: the event was returned to us and is not used again.
+            let _ = unsafe { cl3::event::release_event(event) };
+        }
+        Ok(())
+    }
+
     fn release_buffer(&mut self) {
         if let (Some(api), false) = (&self.api, self.buffer.is_null()) {
             // SAFETY: the buffer was made by `build` and `wait` ran since.
@@ -209,37 +236,22 @@ impl RawGraph for ClGraph {
     }
 
     fn launch(&mut self) -> Result<(), String> {
-        let global = [1usize];
         match &self.api {
             // SAFETY: a finalized buffer recorded for this queue.
             Some(api) => status(
                 unsafe { (api.enqueue)(1, &mut self.queue, self.buffer, 0, ptr::null(), ptr::null_mut()) },
                 "clEnqueueCommandBufferKHR",
             ),
-            None => {
-                for _ in 0..self.eager_nodes {
-                    // SAFETY: a kernel of this context without arguments, one work-item.
-                    let event = check(
-                        unsafe {
-                            cl3::command_queue::enqueue_nd_range_kernel(
-                                self.queue,
-                                self.kernel,
-                                1,
-                                ptr::null(),
-                                global.as_ptr(),
-                                ptr::null(),
-                                0,
-                                ptr::null(),
-                            )
-                        },
-                        "clEnqueueNDRangeKernel",
-                    )?;
-                    // SAFETY: the event was returned to us and is not used again.
-                    let _ = unsafe { cl3::event::release_event(event) };
-                }
-                Ok(())
-            }
+            None => self.enqueue_each(self.eager_nodes),
         }
+    }
+
+    fn eager_variants(&self) -> Vec<(&'static str, &'static str)> {
+        vec![("raw_eager", "clEnqueueNDRangeKernel per node with an event, in-order queue")]
+    }
+
+    fn eager(&mut self, _variant: usize, nodes: usize) -> Result<(), String> {
+        self.enqueue_each(nodes)
     }
 
     fn wait(&mut self) -> Result<(), String> {

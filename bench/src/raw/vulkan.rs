@@ -23,8 +23,34 @@ pub struct VkGraph {
     pipeline: vk::Pipeline,
     pool: vk::CommandPool,
     commands: vk::CommandBuffer,
+    /// Primary command buffers of the eager baselines, one per dispatch,
+    /// allocated once and recorded again at each eager submission.
+    eager_commands: Vec<vk::CommandBuffer>,
     fence: vk::Fence,
     pending: bool,
+}
+
+/// A compute-to-compute memory barrier recorded into `cb`: between
+/// dependency levels, and before each eager dispatch.
+///
+/// # Safety
+/// `cb` is a command buffer of `d`, recording.
+unsafe fn compute_barrier(d: &ash::Device, cb: vk::CommandBuffer) {
+    let barrier = [vk::MemoryBarrier::default()
+        .src_access_mask(vk::AccessFlags::SHADER_WRITE)
+        .dst_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE)];
+    // SAFETY: per this function's contract; the stages exist on a compute queue.
+    unsafe {
+        d.cmd_pipeline_barrier(
+            cb,
+            vk::PipelineStageFlags::COMPUTE_SHADER,
+            vk::PipelineStageFlags::COMPUTE_SHADER,
+            vk::DependencyFlags::empty(),
+            &barrier,
+            &[],
+            &[],
+        )
+    };
 }
 
 fn check<T>(result: Result<T, vk::Result>, what: &str) -> Result<T, String> {
@@ -125,6 +151,7 @@ impl VkGraph {
                 pipeline,
                 pool,
                 commands,
+                eager_commands: Vec::new(),
                 fence,
                 pending: false,
             })
@@ -142,9 +169,6 @@ impl RawGraph for VkGraph {
         let level = levels(preds);
         let mut order: Vec<usize> = (0..preds.len()).collect();
         order.sort_by_key(|&i| level[i]);
-        let barrier = vk::MemoryBarrier::default()
-            .src_access_mask(vk::AccessFlags::SHADER_WRITE)
-            .dst_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE);
         let d = &self.device;
         // SAFETY: the command buffer is not pending (waited above) and its
         // pool allows resets; every handle belongs to this device.
@@ -156,15 +180,7 @@ impl RawGraph for VkGraph {
             for i in order {
                 if level[i] != current {
                     current = level[i];
-                    d.cmd_pipeline_barrier(
-                        self.commands,
-                        vk::PipelineStageFlags::COMPUTE_SHADER,
-                        vk::PipelineStageFlags::COMPUTE_SHADER,
-                        vk::DependencyFlags::empty(),
-                        &[barrier],
-                        &[],
-                        &[],
-                    );
+                    compute_barrier(d, self.commands);
                 }
                 d.cmd_dispatch(self.commands, 1, 1, 1);
             }
@@ -178,6 +194,68 @@ impl RawGraph for VkGraph {
         // SAFETY: a recorded command buffer, not pending (each launch is
         // waited for before the next), and an unsignalled fence.
         check(unsafe { self.device.queue_submit(self.queue, &[submit], self.fence) }, "vkQueueSubmit")?;
+        self.pending = true;
+        Ok(())
+    }
+
+    fn eager_variants(&self) -> Vec<(&'static str, &'static str)> {
+        vec![
+            (
+                "raw_eager",
+                "per dispatch: a primary command buffer recorded (barrier, bind, dispatch) and vkQueueSubmit",
+            ),
+            (
+                "raw_eager_batched",
+                "every dispatch recorded into one primary command buffer (barrier between), one vkQueueSubmit",
+            ),
+        ]
+    }
+
+    fn eager(&mut self, variant: usize, nodes: usize) -> Result<(), String> {
+        let batched = variant == 1;
+        let needed = if batched { 1 } else { nodes };
+        if self.eager_commands.len() < needed {
+            let info = vk::CommandBufferAllocateInfo::default()
+                .command_pool(self.pool)
+                .command_buffer_count((needed - self.eager_commands.len()) as u32);
+            // SAFETY: the pool belongs to this device and is used by this thread only.
+            let more = check(unsafe { self.device.allocate_command_buffers(&info) }, "vkAllocateCommandBuffers")?;
+            self.eager_commands.extend(more);
+        }
+        // A barrier before each dispatch orders it after everything submitted
+        // before it on the queue, as the in-order chain of the ur-rs side is.
+        let d = &self.device;
+        let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
+        let record = |cb: vk::CommandBuffer, dispatches: usize| -> Result<(), String> {
+            // SAFETY: `cb` is of this device's pool, not pending (the previous
+            // submission was waited for), and the pool allows resets.
+            unsafe {
+                check(d.begin_command_buffer(cb, &begin), "vkBeginCommandBuffer")?;
+                d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, self.pipeline);
+                for _ in 0..dispatches {
+                    compute_barrier(d, cb);
+                    d.cmd_dispatch(cb, 1, 1, 1);
+                }
+                check(d.end_command_buffer(cb), "vkEndCommandBuffer")
+            }
+        };
+        let submit = |cb: vk::CommandBuffer, fence: vk::Fence| {
+            let buffers = [cb];
+            let info = vk::SubmitInfo::default().command_buffers(&buffers);
+            // SAFETY: a recorded command buffer of this device, not pending;
+            // the fence (when given) is unsignalled.
+            check(unsafe { d.queue_submit(self.queue, &[info], fence) }, "vkQueueSubmit")
+        };
+        if batched {
+            let cb = self.eager_commands[0];
+            record(cb, nodes)?;
+            submit(cb, self.fence)?;
+        } else {
+            for (i, &cb) in self.eager_commands[..nodes].iter().enumerate() {
+                record(cb, 1)?;
+                submit(cb, if i + 1 == nodes { self.fence } else { vk::Fence::null() })?;
+            }
+        }
         self.pending = true;
         Ok(())
     }

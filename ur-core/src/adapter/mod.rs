@@ -515,6 +515,14 @@ pub trait QueueImpl: Any + Send + Sync {
 pub trait EventImpl: Any + Send + Sync {
     /// Current status.
     fn status(&self) -> EventStatus;
+    /// The status as far as it is known, for the front end's own
+    /// bookkeeping (which commands in flight it may retire, asked at every
+    /// submission): an adapter that holds eager work back until something
+    /// needs it started (Vulkan's batches) answers without starting it, as
+    /// a status query by the application must. By default, `status`.
+    fn status_quiet(&self) -> EventStatus {
+        self.status()
+    }
     /// Blocks until the event completes; `Err` when its command failed.
     fn wait(&self) -> Result<()>;
     /// Timestamps, once complete, for events of profiling queues.
@@ -622,6 +630,25 @@ pub trait ExecutableCommandBufferImpl: Any + Send {
     /// `queue` is a queue of this adapter and context; `wait` are events of
     /// this context.
     unsafe fn enqueue(&mut self, queue: &dyn QueueImpl, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>>;
+
+    /// [`enqueue`](Self::enqueue), told whether `queue` runs its commands in
+    /// order (each after the previous one has completed), which the front
+    /// end knows: an implementation that submits several commands may then
+    /// leave out what the queue's order already gives. By default, `enqueue`.
+    ///
+    /// # Safety
+    /// As for [`enqueue`](Self::enqueue); `in_order` is true only for an
+    /// in-order queue.
+    unsafe fn enqueue_ordered(
+        &mut self,
+        queue: &dyn QueueImpl,
+        wait: &[&dyn EventImpl],
+        in_order: bool,
+    ) -> Result<Arc<dyn EventImpl>> {
+        let _ = in_order;
+        // SAFETY: forwarded from the caller.
+        unsafe { self.enqueue(queue, wait) }
+    }
 
     /// Replaces kernel commands' launches for the next enqueues.
     ///

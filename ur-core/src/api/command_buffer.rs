@@ -456,9 +456,11 @@ impl CommandBuffer {
         );
         let mut state = self.inner.state.lock();
         let imp = state.executable("enqueue of")?;
-        // SAFETY: the queue is of this context (so of this adapter), and the
-        // wait events were resolved from events of this context.
-        let result = unsafe { imp.enqueue(queue.imp(), &as_refs(wait)) };
+        let in_order = !queue.properties().out_of_order;
+        // SAFETY: the queue is of this context (so of this adapter), the
+        // wait events were resolved from events of this context, and
+        // `in_order` is the queue's own property.
+        let result = unsafe { imp.enqueue_ordered(queue.imp(), &as_refs(wait), in_order) };
         if result.is_err() {
             drop(state);
             queue.hold_after_failed_submission(self);

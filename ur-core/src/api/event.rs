@@ -28,7 +28,13 @@ impl Event {
             "a span of events of several contexts"
         );
         let parts = parts.iter().map(|p| p.imp.clone()).collect();
-        let imp = Arc::new(SpanEvent { first: first.imp.clone(), last: last.imp.clone(), profiled, parts });
+        let imp = Arc::new(SpanEvent {
+            first: first.imp.clone(),
+            last: last.imp.clone(),
+            profiled,
+            parts,
+            first_is_work: false,
+        });
         Ok(Event { imp, context: first.context, _live: crate::live::Live::new() })
     }
 
@@ -275,6 +281,9 @@ pub(crate) struct SpanEvent {
     /// Parts whose failure the span reports, though the join only orders
     /// after them (a graph's partitions).
     pub(crate) parts: Vec<Arc<dyn EventImpl>>,
+    /// Whether `first` is the first command's own event rather than a
+    /// marker before the work: the span then starts at its start, not its end.
+    pub(crate) first_is_work: bool,
 }
 
 impl SpanEvent {
@@ -306,7 +315,8 @@ impl EventImpl for SpanEvent {
             return self.last.profiling();
         }
         let (first, last) = (self.first.profiling()?, self.last.profiling()?);
-        Some(ProfilingInfo { queued: first.queued, submit: first.submit, start: first.end, end: last.end })
+        let start = if self.first_is_work { first.start } else { first.end };
+        Some(ProfilingInfo { queued: first.queued, submit: first.submit, start, end: last.end })
     }
 }
 

@@ -1041,7 +1041,7 @@ thread_local! {
 /// Takes the completed commands off the front of `in_flight`, for the caller
 /// to drop once it has let go of the lock.
 fn retire_front(in_flight: &mut VecDeque<(Arc<dyn EventImpl>, KeepAlive)>) -> Vec<(Arc<dyn EventImpl>, KeepAlive)> {
-    let done = in_flight.iter().take_while(|(e, _)| e.status().is_terminal()).count();
+    let done = in_flight.iter().take_while(|(e, _)| e.status_quiet().is_terminal()).count();
     in_flight.drain(..done).collect()
 }
 

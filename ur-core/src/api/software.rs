@@ -16,6 +16,17 @@
 //!
 //! The returned event spans marker to join. Updates change the record, which
 //! is read at enqueue time only, so submissions in flight never see them.
+//!
+//! On an in-order queue the queue's order already runs each command after
+//! everything enqueued before it, so a submission there is only its commands,
+//! as eager submission of them would be: the first waits for the enqueue's
+//! wait list and for the previous submission (unless that was on the same
+//! queue, or is complete), each waits for its own wait events, and the span
+//! runs from the first command's start to the last one's end. Dependency
+//! wait lists, the marker and the join cost a wait list per command (which
+//! some drivers, such as Intel's OpenCL CPU runtime, handle far more slowly
+//! than none) and two more submissions: replay was up to twice as slow as
+//! eager submission of the same commands there (issue 31).
 
 use std::sync::Arc;
 
@@ -53,6 +64,11 @@ struct SoftwareExecutable {
     /// What the next submission waits for: the previous one's join, or,
     /// when it failed halfway, every part of it that was submitted.
     previous: Vec<Arc<dyn EventImpl>>,
+    /// The queue of the previous submission (its address), when that queue
+    /// runs in order: a submission on the same queue is ordered after it
+    /// without waiting. (An address reused by a new queue means the old one
+    /// was dropped, which finished its work.)
+    previous_queue: Option<usize>,
 }
 
 impl SoftwareCommandBuffer {
@@ -86,12 +102,28 @@ impl RecordingCommandBufferImpl for SoftwareCommandBuffer {
 
     fn finalize(self: Box<Self>) -> std::result::Result<Box<dyn ExecutableCommandBufferImpl>, FinalizeFailed> {
         tracing::debug!(backend = %self.backend, commands = self.commands.len(), "software command buffer finalized");
-        Ok(Box::new(SoftwareExecutable { commands: self.commands, previous: Vec::new() }))
+        Ok(Box::new(SoftwareExecutable { commands: self.commands, previous: Vec::new(), previous_queue: None }))
     }
 }
 
 impl ExecutableCommandBufferImpl for SoftwareExecutable {
     unsafe fn enqueue(&mut self, queue: &dyn QueueImpl, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.enqueue_ordered(queue, wait, false) }
+    }
+
+    unsafe fn enqueue_ordered(
+        &mut self,
+        queue: &dyn QueueImpl,
+        wait: &[&dyn EventImpl],
+        in_order: bool,
+    ) -> Result<Arc<dyn EventImpl>> {
+        let key = queue as *const dyn QueueImpl as *const () as usize;
+        if in_order && !self.commands.is_empty() {
+            // SAFETY: forwarded from the caller; the queue runs in order.
+            return unsafe { self.submit_in_order(queue, key, wait) };
+        }
+        self.previous_queue = None;
         let marker = {
             let mut start: SmallVec<[&dyn EventImpl; 8]> = SmallVec::from_slice(wait);
             start.extend(self.previous.iter().map(|e| &**e));
@@ -135,6 +167,63 @@ impl ExecutableCommandBufferImpl for SoftwareExecutable {
 }
 
 impl SoftwareExecutable {
+    /// Submits the commands on an in-order queue (see the module's doc):
+    /// no marker, no join, no dependency wait lists.
+    ///
+    /// # Safety
+    /// As for [`ExecutableCommandBufferImpl::enqueue`]; `queue` runs in
+    /// order, and `key` is its address.
+    unsafe fn submit_in_order(
+        &mut self,
+        queue: &dyn QueueImpl,
+        key: usize,
+        wait: &[&dyn EventImpl],
+    ) -> Result<Arc<dyn EventImpl>> {
+        let previous: SmallVec<[Arc<dyn EventImpl>; 2]> = if self.previous_queue == Some(key) {
+            SmallVec::new()
+        } else {
+            self.previous.iter().filter(|e| !e.status().is_terminal()).cloned().collect()
+        };
+        let mut done: Vec<Arc<dyn EventImpl>> = Vec::with_capacity(self.commands.len());
+        let mut failed = None;
+        for rec in &self.commands {
+            let resolved: SmallVec<[Arc<dyn EventImpl>; 4]> =
+                rec.wait_events.iter().filter_map(Event::resolve).collect();
+            let mut list: SmallVec<[&dyn EventImpl; 8]> = SmallVec::new();
+            if done.is_empty() {
+                list.extend(wait.iter().copied().chain(previous.iter().map(|e| &**e)));
+            }
+            list.extend(resolved.iter().map(|e| &**e));
+            // SAFETY: the command was validated for this context when it was
+            // appended or updated; the events are this adapter's, resolved now.
+            match unsafe { queue.enqueue(&rec.command, &list) } {
+                Ok(event) => {
+                    if let Some(signal) = &rec.signal {
+                        signal.set(event.clone());
+                    }
+                    done.push(event);
+                }
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        if let Some(e) = failed {
+            // Submitted parts run anyway, in this queue's order: the next
+            // submission comes after them. With none, nothing changed.
+            if !done.is_empty() {
+                self.previous = done;
+                self.previous_queue = Some(key);
+            }
+            return Err(e);
+        }
+        let (head, tail) = (done[0].clone(), done[done.len() - 1].clone());
+        self.previous = vec![tail.clone()];
+        self.previous_queue = Some(key);
+        Ok(Arc::new(SpanEvent { first: head, last: tail, profiled: true, parts: Vec::new(), first_is_work: true }))
+    }
+
     /// Submits the commands after `marker`, pushing each one's event on
     /// `done`, then the join; returns the submission's event.
     ///
@@ -177,6 +266,12 @@ impl SoftwareExecutable {
             unsafe { queue.enqueue_wait(&ends, false)? }
         };
         self.previous = vec![join.clone()];
-        Ok(Arc::new(SpanEvent { first: marker.clone(), last: join, profiled: true, parts: Vec::new() }))
+        Ok(Arc::new(SpanEvent {
+            first: marker.clone(),
+            last: join,
+            profiled: true,
+            parts: Vec::new(),
+            first_is_work: false,
+        }))
     }
 }

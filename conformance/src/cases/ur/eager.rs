@@ -50,7 +50,156 @@ pub(in crate::cases) fn cases() -> Vec<crate::Case> {
         empty_global_range,
         implementation_chosen_local_size,
         failed_predecessor_orders_only,
+        status_polled_from_another_thread,
+        wait_on_another_queue_only,
+        host_task_after_enqueued_work => Requires::HOST_USM,
+        flush_starts_work => Requires::HOST_USM,
+        user_event_between_enqueued_work,
     ]
+}
+
+/// How long a case waits for work that must run without a host wait.
+const PATIENCE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Enqueues `count` launches of `increment` over the first `n` u32s of `mem`
+/// on `queue`, after `wait`; returns the last event.
+fn increments(
+    env: &Env,
+    queue: &Queue,
+    mem: ur::UsmPtr,
+    n: usize,
+    count: usize,
+    wait: &[&Event],
+) -> Result<Event, crate::CaseError> {
+    let kernel = env.kernel("increment")?;
+    let args = [KernelArg::Pointer(mem)];
+    let mut last = None;
+    for i in 0..count {
+        let wait = if i == 0 { wait } else { &[] };
+        // SAFETY: `n` items increment the first `n` u32s of `mem`, which the
+        // caller sized for them.
+        last = Some(unsafe { queue.launch_kernel(&KernelLaunch::new(&kernel, &[n], &args), wait)? });
+    }
+    Ok(last.expect("at least one launch"))
+}
+
+/// `n` u32 counters and the fill that zeroes them.
+fn counters(env: &Env, queue: &Queue, n: usize) -> Result<(UsmAllocation, Event), crate::CaseError> {
+    let mem = env.usm_u32(n)?;
+    let zero = queue.usm_fill(mem.ptr(), &[0], n * 4, &[])?;
+    Ok((mem, zero))
+}
+
+/// `urEventGetInfo(EXECUTION_STATUS)` polled from a thread other than the
+/// one that enqueued, with no wait, flush or finish anywhere: the status
+/// must reach `Complete` (an adapter that holds eager work back, such as
+/// Vulkan's batches, must start it when asked for the status).
+fn status_polled_from_another_thread(env: &Env) -> CaseResult {
+    const N: usize = 4096;
+    let queue = env.queue()?;
+    let (mem, zero) = counters(env, &queue, N)?;
+    let last = increments(env, &queue, mem.ptr(), N, 16, &[&zero])?;
+    let start = std::time::Instant::now();
+    let status = std::thread::scope(|s| {
+        s.spawn(|| {
+            loop {
+                let status = last.status();
+                if status.is_terminal() || start.elapsed() > PATIENCE {
+                    return status;
+                }
+                std::thread::yield_now();
+            }
+        })
+        .join()
+    });
+    check_eq!(status.ok(), Some(EventStatus::Complete), "the polled status after {:?}", start.elapsed());
+    check_eq!(read::<u32>(&queue, mem.ptr(), N)?, vec![16u32; N]);
+    Ok(())
+}
+
+/// Work of one queue that only another queue's command waits for, and the
+/// host waits for that command only: the first queue's work must be
+/// started by the wait list alone.
+fn wait_on_another_queue_only(env: &Env) -> CaseResult {
+    const N: usize = 1024;
+    let (q1, q2) = (env.queue()?, env.queue()?);
+    let ((a, zero), b) = (counters(env, &q1, N)?, env.usm_u32(N)?);
+    let last = increments(env, &q1, a.ptr(), N, 5, &[&zero])?;
+    let copy = q2.usm_memcpy(b.ptr(), a.ptr(), N * 4, &[&last])?;
+    copy.wait()?;
+    check_eq!(read::<u32>(&q2, b.ptr(), N)?, vec![5u32; N]);
+    Ok(())
+}
+
+/// Host USM of `n` u32s and the launch of `fill` writing `value` into them.
+fn host_fill(env: &Env, queue: &Queue, n: usize, value: u32) -> Result<(UsmAllocation, Event), crate::CaseError> {
+    let mem = env.usm(UsmKind::Host, n * 4)?;
+    let kernel = env.kernel("fill")?;
+    let args = [KernelArg::Pointer(mem.ptr()), KernelArg::value(&value)];
+    // SAFETY: `n` items write the `n` u32s of the allocation.
+    let launch = unsafe { queue.launch_kernel(&KernelLaunch::new(&kernel, &[n], &args), &[])? };
+    Ok((mem, launch))
+}
+
+/// A host task after device work of its in-order queue sees that work's
+/// results; the host waits for the task only.
+fn host_task_after_enqueued_work(env: &Env) -> CaseResult {
+    const N: usize = 256;
+    let queue = env.queue()?;
+    let (mem, _) = host_fill(env, &queue, N, 0x5EED)?;
+    let addr = mem.host_ptr().expect("host USM has a host address") as usize;
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let into = seen.clone();
+    let task = queue.enqueue_host_task(&[], move || {
+        // SAFETY: the allocation holds N u32s and outlives the task (the
+        // case waits for it); the launch before it in order has completed.
+        let got = unsafe { std::slice::from_raw_parts(addr as *const u32, N) };
+        *into.lock().expect("not poisoned") = got.to_vec();
+    })?;
+    task.wait()?;
+    check_eq!(*seen.lock().expect("not poisoned"), vec![0x5EED_u32; N]);
+    Ok(())
+}
+
+/// `urQueueFlush`: the work enqueued before it is started without any wait;
+/// the host sees a kernel's writes to host memory by polling it.
+fn flush_starts_work(env: &Env) -> CaseResult {
+    const N: usize = 256;
+    let queue = env.queue()?;
+    let (mem, launch) = host_fill(env, &queue, N, 0xF1A5)?;
+    queue.flush()?;
+    let host = mem.host_ptr().expect("host USM has a host address").cast::<u32>();
+    let start = std::time::Instant::now();
+    // SAFETY: the allocation holds N u32s; the device may be writing them,
+    // hence volatile reads of whole aligned words.
+    let all_written = || (0..N).all(|i| unsafe { host.add(i).read_volatile() } == 0xF1A5);
+    while !all_written() && start.elapsed() < PATIENCE {
+        std::thread::sleep(std::time::Duration::from_micros(100));
+    }
+    check!(all_written(), "the kernel's writes not seen {:?} after the flush", start.elapsed());
+    launch.wait()?;
+    Ok(())
+}
+
+/// An in-order queue with a command waiting for a user event between
+/// others: the command before it completes on its own, the ones after wait,
+/// and once the event completes every command runs, in order.
+fn user_event_between_enqueued_work(env: &Env) -> CaseResult {
+    const N: usize = 1024;
+    let queue = env.queue()?;
+    let (mem, zero) = counters(env, &queue, N)?;
+    let before = increments(env, &queue, mem.ptr(), N, 3, &[&zero])?;
+    let gate = ur::UserEvent::new(env.context())?;
+    let held = increments(env, &queue, mem.ptr(), N, 1, &[gate.event()])?;
+    let after = increments(env, &queue, mem.ptr(), N, 4, &[])?;
+    before.wait()?;
+    check_eq!(read::<u32>(&env.queue()?, mem.ptr(), N)?, vec![3u32; N], "before the gate");
+    check!(!held.status().is_terminal(), "a launch ran before the user event it waits on");
+    check!(!after.status().is_terminal(), "a launch overtook one held by a user event");
+    gate.complete()?;
+    after.wait()?;
+    check_eq!(read::<u32>(&queue, mem.ptr(), N)?, vec![8u32; N]);
+    Ok(())
 }
 
 /// Bytes of the large fills that keep a worker busy while another command

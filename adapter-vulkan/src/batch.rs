@@ -1,0 +1,395 @@
+//! Eager batches: a queue's eager commands recorded one after the other into
+//! one open primary command buffer, submitted together when something needs
+//! the work started or finished.
+//!
+//! A `vkQueueSubmit` costs tens of microseconds on some drivers (about 50 µs
+//! on NVIDIA's), far more than recording a dispatch; so, like UR's Level
+//! Zero v2 adapter appending to an immediate command list, AdaptiveCpp
+//! flushing its DAG, or wgpu's command encoders, a queue records eager
+//! commands and submits them in one go. The commands of a batch run one
+//! after the other (a full memory barrier between two commands), which every
+//! queue allows: an in-order queue requires it and an out-of-order queue may
+//! serialise. Each command keeps its own event, timestamps and status word;
+//! its event completes when the batch does.
+//!
+//! A batch is submitted ([`Batch::flush`]) when:
+//! - a host thread waits for one of its events, or queries one's status
+//!   (so that polling until completion terminates), from any thread;
+//! - a submission waits for one of its events: another queue, a command
+//!   buffer, a host task (which waits on the host), a command of this queue
+//!   that cannot join the batch;
+//! - the queue is finished, flushed, dropped, or its native handle is asked
+//!   for (interop may submit to the `VkQueue` directly);
+//! - a command cannot join: a native command (its callback may call the
+//!   queue), a write from host memory (its copy into staging waits on the
+//!   host for its dependencies), or one whose wait list holds an event not
+//!   yet submitted elsewhere (a user event, work held back): it is submitted
+//!   after the batch, as every eager command was before batching;
+//! - it holds [`MAX_COMMANDS`] commands, or its oldest command is older than
+//!   [`MAX_AGE`] (checked at each append and by the device's batch timer, so
+//!   that work is started without any further call: a program that polls
+//!   host memory a kernel writes still sees it written).
+
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use ash::vk;
+use parking_lot::{Condvar, Mutex};
+use smallvec::SmallVec;
+use ur_core::Result;
+
+use crate::cmd::{GpuOp, Pool, PooledCmd, host_barrier, level_barrier, record_ops};
+use crate::event::{EventCore, run_waiters};
+use crate::profiling::QuerySpan;
+use crate::shared::{DeviceShared, Lane};
+use crate::submit::{Completion, HostCopy, Keep, StatusCheck, fail, wait_points};
+
+/// Commands per batch at most. A submission's cost is then spread over
+/// enough commands to be small against recording them (50 µs / 256 is about
+/// 0.2 µs per command on NVIDIA), while the device does not wait for more
+/// than a few hundred microseconds of recording before it starts.
+pub(crate) const MAX_COMMANDS: usize = 256;
+
+/// How long a batch stays open at most: work is started within about this
+/// long without any further call, long enough to gather a chain of
+/// commands a program enqueues in a loop, short against the kernels that
+/// matter for latency.
+pub(crate) const MAX_AGE: Duration = Duration::from_millis(1);
+
+/// What one command of a batch adds beside its device operations.
+pub(crate) struct Part<'a> {
+    pub(crate) ops: &'a [GpuOp],
+    pub(crate) span: Option<QuerySpan>,
+    pub(crate) post: Vec<HostCopy>,
+    pub(crate) keep: Keep,
+    pub(crate) checks: Vec<StatusCheck>,
+}
+
+/// The open batch of one queue.
+pub(crate) struct Batch {
+    rt: Arc<DeviceShared>,
+    lane: Arc<Lane>,
+    /// The batch's own command pool: used only under `open`'s lock.
+    pool: Arc<Pool>,
+    open: Mutex<Open>,
+}
+
+#[derive(Default)]
+struct Open {
+    cmd: Option<PooledCmd>,
+    /// The pipeline bound in `cmd`.
+    bound: vk::Pipeline,
+    /// One completion per command, in order.
+    entries: Vec<Completion>,
+    /// Submitted events outside the batch that its commands wait for.
+    waits: SmallVec<[Arc<EventCore>; 4]>,
+    opened: Option<Instant>,
+}
+
+/// What [`Batch::append`] did.
+pub(crate) enum Appended<'a> {
+    /// The command is in the batch; its event.
+    Batched(Arc<EventCore>),
+    /// The command cannot join: the batch was submitted, and the command
+    /// (its part handed back) is to be submitted on its own after waiting
+    /// for these events (its wait list and the queue's order), completing
+    /// this event.
+    Alone(Arc<EventCore>, SmallVec<[Arc<EventCore>; 4]>, Option<Part<'a>>),
+}
+
+impl Batch {
+    pub(crate) fn new(rt: Arc<DeviceShared>, lane: Arc<Lane>) -> Result<Arc<Batch>> {
+        let pool = Pool::new(rt.gpu.clone())?;
+        Ok(Arc::new(Batch { rt, lane, pool, open: Mutex::new(Open::default()) }))
+    }
+
+    /// Records one command into the batch, after ordering it with `order`
+    /// (which makes its event the queue's newest and returns what it must
+    /// wait for besides `deps`), or, when it cannot join (`part` is `None`,
+    /// or a dependency is neither in the batch nor submitted), submits the
+    /// batch and hands the command back to be submitted alone.
+    pub(crate) fn append<'a>(
+        self: &Arc<Self>,
+        mut deps: SmallVec<[Arc<EventCore>; 4]>,
+        order: impl FnOnce(&Arc<EventCore>) -> SmallVec<[Arc<EventCore>; 2]>,
+        part: Option<Part<'a>>,
+    ) -> Result<Appended<'a>> {
+        let mut open = self.open.lock();
+        // Opened before the command is ordered: a failure here leaves the
+        // queue's order untouched.
+        let first = open.cmd.is_none();
+        if first && part.is_some() {
+            open.cmd = Some(self.pool.begin_open()?);
+        }
+        let out = EventCore::batched(self.clone());
+        deps.extend(order(&out));
+        let joins = part.is_some() && deps.iter().all(|d| d.in_batch(self) || d.is_resolved());
+        let part = match part {
+            Some(part) if joins => part,
+            part => {
+                out.unbatch();
+                let waiters = self.submit(&mut open);
+                drop(open);
+                run_waiters(waiters);
+                return Ok(Appended::Alone(out, deps, part));
+            }
+        };
+        let gpu = &self.rt.gpu;
+        if first {
+            open.opened = Some(Instant::now());
+            self.rt.batch_timer.watch(self);
+        }
+        let cb = open.cmd.as_ref().expect("an open command buffer").raw();
+        let mut bound = open.bound;
+        let recorded: Result<()> = self.pool.recording(|| {
+            if !first {
+                level_barrier(gpu, cb, false);
+            }
+            match &part.span {
+                Some(s) if first => s.begin(cb),
+                Some(s) => s.begin_after_previous(cb),
+                None => {}
+            }
+            record_ops(gpu, cb, part.ops, &mut bound)?;
+            if let Some(s) = &part.span {
+                s.end(cb);
+            }
+            Ok(())
+        });
+        open.bound = bound;
+        if let Err(e) = recorded {
+            // Only native commands' callbacks fail while recording, and they
+            // never join a batch; the command buffer would hold half a
+            // command, so it and its commands fail together.
+            let mut waiters = self.abandon(&mut open, e.clone());
+            waiters.extend(out.complete(Err(e.clone()), None));
+            drop(open);
+            run_waiters(waiters);
+            return Err(e);
+        }
+        for d in deps {
+            if !d.in_batch(self) && !open.waits.iter().any(|w| Arc::ptr_eq(w, &d)) {
+                open.waits.push(d);
+            }
+        }
+        open.entries.push(Completion {
+            out: out.clone(),
+            post: part.post,
+            queries: part.span,
+            cmd: None,
+            keep: part.keep,
+            checks: part.checks,
+            inherit: None,
+        });
+        let full = open.entries.len() >= MAX_COMMANDS || open.opened.is_some_and(|t| t.elapsed() >= MAX_AGE);
+        if full {
+            let waiters = self.submit(&mut open);
+            drop(open);
+            run_waiters(waiters);
+        }
+        Ok(Appended::Batched(out))
+    }
+
+    /// Submits the batch, if it holds any command.
+    pub(crate) fn flush(&self) {
+        let mut open = self.open.lock();
+        let waiters = self.submit(&mut open);
+        drop(open);
+        run_waiters(waiters);
+    }
+
+    /// Submits the batch if it has been open for [`MAX_AGE`]; returns when
+    /// it will be that old otherwise (`None`: nothing open).
+    fn flush_if_old(&self) -> Option<Instant> {
+        let mut open = self.open.lock();
+        let due = open.opened? + MAX_AGE;
+        if Instant::now() < due {
+            return Some(due);
+        }
+        let waiters = self.submit(&mut open);
+        drop(open);
+        run_waiters(waiters);
+        None
+    }
+
+    /// Ends and submits the open command buffer; returns the waiters to run
+    /// once the lock is released.
+    fn submit(&self, open: &mut Open) -> Vec<crate::event::Waiter> {
+        let Some(cmd) = open.cmd.take() else { return Vec::new() };
+        open.opened = None;
+        open.bound = vk::Pipeline::null();
+        let waits = std::mem::take(&mut open.waits);
+        let mut entries = std::mem::take(&mut open.entries);
+        if entries.is_empty() {
+            // Opened for a command that then could not join: nothing to run.
+            let _ = self.pool.end_open(&cmd);
+            return Vec::new();
+        }
+        self.pool.recording(|| host_barrier(&self.rt.gpu, cmd.raw()));
+        if let Err(e) = self.pool.end_open(&cmd) {
+            return fail_all(entries, e);
+        }
+        let (points, values) = wait_points(&waits);
+        let raw = [cmd.raw()];
+        let last = entries.last_mut().expect("an open batch holds a command");
+        // Released once the whole batch has completed: the command buffer,
+        // and the lanes waited on (with their semaphores).
+        last.cmd = Some(cmd);
+        last.keep.push(Box::new(points));
+        tracing::trace!(commands = entries.len(), lane = self.lane.index(), "eager batch submitted");
+        // On failure the completions (with the command buffer) are dropped
+        // unsubmitted; their events fail.
+        let outs: Vec<Arc<EventCore>> = entries.iter().map(|c| c.out.clone()).collect();
+        match self.lane.submit_many(&values, &raw, entries) {
+            Ok(waiters) => waiters,
+            Err(e) => {
+                for out in &outs {
+                    fail(out, e.clone());
+                }
+                Vec::new()
+            }
+        }
+    }
+
+    /// Drops the open command buffer, failing its commands with `error`.
+    fn abandon(&self, open: &mut Open, error: ur_core::UrError) -> Vec<crate::event::Waiter> {
+        let Some(cmd) = open.cmd.take() else { return Vec::new() };
+        open.opened = None;
+        open.bound = vk::Pipeline::null();
+        open.waits.clear();
+        let entries = std::mem::take(&mut open.entries);
+        // Ending it makes it executable again, so its pool may reuse it.
+        let _ = self.pool.end_open(&cmd);
+        drop(cmd);
+        fail_all(entries, error)
+    }
+}
+
+/// Fails the events of unsubmitted `entries`.
+fn fail_all(entries: Vec<Completion>, error: ur_core::UrError) -> Vec<crate::event::Waiter> {
+    tracing::error!(%error, "a Vulkan eager batch failed");
+    let mut waiters = Vec::new();
+    for c in entries {
+        waiters.extend(c.out.complete(Err(error.clone()), None));
+    }
+    waiters
+}
+
+/// The device's batch timer: a thread that submits batches that have been
+/// open for [`MAX_AGE`] when no call of their queues has.
+pub(crate) struct BatchTimer {
+    inner: Arc<TimerInner>,
+    /// Whether the thread was started (read without the lock on every
+    /// batch opened).
+    started: std::sync::atomic::AtomicBool,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+struct TimerInner {
+    state: Mutex<TimerState>,
+    wake: Condvar,
+}
+
+#[derive(Default)]
+struct TimerState {
+    batches: Vec<Weak<Batch>>,
+    stop: bool,
+    /// The thread sleeps until woken (no batch was open for a whole
+    /// period); otherwise it looks every MAX_AGE, so that opening a batch
+    /// costs no wake-up while batches keep opening.
+    idle: bool,
+}
+
+impl BatchTimer {
+    pub(crate) fn new() -> BatchTimer {
+        BatchTimer {
+            inner: Arc::new(TimerInner { state: Mutex::default(), wake: Condvar::new() }),
+            started: std::sync::atomic::AtomicBool::new(false),
+            thread: Mutex::new(None),
+        }
+    }
+
+    /// Watches `batch`, which has just opened; starts the thread on first use.
+    fn watch(&self, batch: &Arc<Batch>) {
+        let mut state = self.inner.state.lock();
+        if !state.batches.iter().any(|b| std::ptr::eq(b.as_ptr(), Arc::as_ptr(batch))) {
+            state.batches.push(Arc::downgrade(batch));
+        }
+        let wake = state.idle;
+        drop(state);
+        if wake {
+            self.inner.wake.notify_one();
+        }
+        if self.started.load(std::sync::atomic::Ordering::Acquire) {
+            return;
+        }
+        let mut thread = self.thread.lock();
+        if thread.is_none() {
+            let inner = self.inner.clone();
+            match std::thread::Builder::new().name("ur-vulkan-batches".into()).spawn(move || inner.run()) {
+                Ok(handle) => *thread = Some(handle),
+                // Batches are then submitted by their queues' calls only
+                // (and at MAX_COMMANDS); not fatal.
+                Err(e) => tracing::warn!(error = %e, "cannot start the Vulkan batch timer"),
+            }
+            self.started.store(true, std::sync::atomic::Ordering::Release);
+        }
+    }
+}
+
+impl TimerInner {
+    fn run(&self) {
+        let mut state = self.state.lock();
+        // Periods in a row without an open batch.
+        let mut quiet = 0u32;
+        loop {
+            if state.stop {
+                return;
+            }
+            let batches: Vec<Arc<Batch>> = state.batches.drain(..).filter_map(|b| b.upgrade()).collect();
+            if batches.is_empty() {
+                if quiet >= 1 {
+                    state.idle = true;
+                    self.wake.wait(&mut state);
+                    state.idle = false;
+                    quiet = 0;
+                } else {
+                    quiet += 1;
+                    self.wake.wait_for(&mut state, MAX_AGE);
+                }
+                continue;
+            }
+            quiet = 0;
+            let mut next: Option<Instant> = None;
+            let mut still = Vec::new();
+            parking_lot::MutexGuard::unlocked(&mut state, || {
+                for b in batches {
+                    if let Some(due) = b.flush_if_old() {
+                        next = Some(next.map_or(due, |n| n.min(due)));
+                        still.push(Arc::downgrade(&b));
+                    }
+                }
+            });
+            for b in still {
+                if !state.batches.iter().any(|x| x.ptr_eq(&b)) {
+                    state.batches.push(b);
+                }
+            }
+            // Batches watched while this round ran are looked at within MAX_AGE.
+            let due = next.unwrap_or_else(|| Instant::now() + MAX_AGE);
+            self.wake.wait_until(&mut state, due);
+        }
+    }
+}
+
+impl Drop for BatchTimer {
+    fn drop(&mut self) {
+        self.inner.state.lock().stop = true;
+        self.inner.wake.notify_all();
+        if let Some(handle) = self.thread.lock().take()
+            && handle.thread().id() != std::thread::current().id()
+        {
+            let _ = handle.join();
+        }
+    }
+}
