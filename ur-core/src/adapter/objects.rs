@@ -65,6 +65,9 @@ pub struct Context {
 pub(crate) struct ContextInner {
     pub(crate) id: ContextId,
     pub(crate) device: Device,
+    /// The devices the context was made over when they were several of one
+    /// family ([`Context::with_devices`]); `None` for a context of `device`.
+    pub(crate) devices: Option<Box<[Device]>>,
     pub(crate) imp: Arc<dyn ContextImpl>,
     pub(crate) tracker: Arc<AllocationTracker>,
     pub(crate) _live: crate::live::Live<{ crate::live::CONTEXT }>,
