@@ -159,6 +159,18 @@ static void family_context(urt_env *env, ur_device_handle_t d1, ur_device_handle
     if (a) URT_OK(urUSMFree(context, a));
     if (b) URT_OK(urUSMFree(context, b));
   }
+  /* A buffer's native object serves every device of the context: the
+   * listed ones and the root it was made on answer alike. */
+  ur_mem_handle_t buffer = NULL;
+  URT_OK(urMemBufferCreate(context, UR_MEM_FLAG_READ_WRITE, 64, NULL, &buffer));
+  if (buffer) {
+    ur_native_handle_t native = 0;
+    ur_result_t own = urMemGetNativeHandle(buffer, NULL, &native);
+    URT_CHECK(own == UR_RESULT_SUCCESS || own == UR_RESULT_ERROR_UNSUPPORTED_FEATURE, "native buffer: result %d", own);
+    URT_RESULT(own, urMemGetNativeHandle(buffer, d2, &native));
+    URT_RESULT(own, urMemGetNativeHandle(buffer, env->device, &native));
+    URT_OK(urMemRelease(buffer));
+  }
   if (q1) URT_OK(urQueueRelease(q1));
   if (q2) URT_OK(urQueueRelease(q2));
   URT_OK(urContextRelease(context));
