@@ -53,7 +53,8 @@ pub(crate) struct SubDeviceOf {
     pub(crate) index: usize,
 }
 
-/// A context on one device. Clone retains, drop releases.
+/// A context on one device, or over a family of devices made on their root
+/// ([`Context::with_devices`]). Clone retains, drop releases.
 ///
 /// Objects of different contexts never mix: passing a buffer, event, kernel
 /// or queue of another context is an error naming the object.
