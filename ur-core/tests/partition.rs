@@ -124,3 +124,53 @@ fn a_sub_device_queue_runs_in_a_context_of_an_ancestor() {
     let emulated_sub = device.emulated().partition(&Partition::Equally(1)).unwrap().remove(0);
     assert!(emulated.holds_device(&emulated_sub));
 }
+
+#[test]
+fn a_context_over_a_device_family_runs_work_on_each_listed_device() {
+    let device = device();
+    let units = device.info().max_compute_units;
+    let counts = if units >= 2 { vec![1, units - 1] } else { vec![1] };
+    let subs = device.partition(&Partition::ByCounts(counts)).unwrap();
+    let (d1, d2) = (&subs[0], subs.last().unwrap());
+    let grandchild = d2.partition(&Partition::ByCounts(vec![1])).unwrap().remove(0);
+
+    // Two sub-devices (a device listed twice counts once): made on the root,
+    // which it does not hold.
+    let context = Context::with_devices(&[d1.clone(), d2.clone(), d1.clone()]).unwrap();
+    let listed: Vec<Device> = if d1 == d2 { vec![d1.clone()] } else { vec![d1.clone(), d2.clone()] };
+    assert_eq!(context.devices(), listed.as_slice());
+    assert!(context.holds_device(d1) && context.holds_device(d2) && context.holds_device(&grandchild));
+    assert!(!context.holds_device(&device));
+    if d1 != d2 {
+        assert_eq!(context.device(), &device);
+    }
+    let refused = Queue::on_device(&context, &device, QueueProperties::default());
+    assert!(matches!(refused, Err(UrError::InvalidDevice(_))), "{refused:?}");
+    // A queue with no device named runs on the first listed one.
+    assert_eq!(Queue::new(&context, QueueProperties::default()).unwrap().device(), d1);
+
+    // Shared memory filled on d1, copied to device memory on d2, read back.
+    let q1 = Queue::on_device(&context, d1, QueueProperties::default()).unwrap();
+    let q2 = Queue::on_device(&context, d2, QueueProperties::default()).unwrap();
+    assert_eq!((q1.device(), q2.device()), (d1, d2));
+    let shared = UsmAllocation::new(&context, UsmKind::Shared, 64).unwrap();
+    let on_device = UsmAllocation::new(&context, UsmKind::Device, 64).unwrap();
+    q1.usm_fill(shared.ptr(), &[7u8], 64, &[]).unwrap();
+    q1.finish().unwrap();
+    let copied = q2.usm_memcpy(on_device.ptr(), shared.ptr(), 64, &[]).unwrap();
+    let mut out = [0u8; 64];
+    q2.read_usm(on_device.ptr(), &mut out, &[&copied]).unwrap();
+    assert_eq!(out, [7u8; 64]);
+
+    // The root with its sub-devices: the root is held and is the first device.
+    let with_root = Context::with_devices(&[device.clone(), d1.clone(), grandchild.clone()]).unwrap();
+    assert_eq!(with_root.devices().len(), 3);
+    assert_eq!(Queue::new(&with_root, QueueProperties::default()).unwrap().device(), &device);
+
+    // One device is a context of it, as Context::new.
+    assert_eq!(Context::with_devices(std::slice::from_ref(d2)).unwrap().device(), d2);
+    assert!(matches!(Context::with_devices(&[]), Err(UrError::InvalidSize(_))));
+    // Devices of different views are not one family.
+    let mixed = Context::with_devices(&[device.clone(), device.emulated()]);
+    assert!(matches!(mixed, Err(UrError::UnsupportedFeature(_))), "{mixed:?}");
+}

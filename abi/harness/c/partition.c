@@ -114,8 +114,88 @@ static void sub_device_in_parent_context(urt_env *env, ur_device_handle_t sub) {
   URT_OK(urQueueRelease(queue));
 }
 
+/* A context over two sub-devices (urContextCreate with a list, as
+ * sycl::context{d1, d2} makes): it answers both, takes a queue on each and
+ * none on their parent, which it does not list, and shares its memory
+ * between them. A context of the root device and a sub-device listed twice
+ * counts the duplicate once; devices of two root devices are
+ * UNSUPPORTED_FEATURE (ur-rs contexts span one device family). */
+static void family_context(urt_env *env, ur_device_handle_t d1, ur_device_handle_t d2, uint32_t roots) {
+  ur_device_handle_t pair[2] = {d1, d2}, listed[4] = {NULL};
+  ur_context_handle_t context = NULL;
+  URT_OK(urContextCreate(2, pair, NULL, &context));
+  if (!context) return;
+  uint32_t n = 0;
+  URT_OK(urContextGetInfo(context, UR_CONTEXT_INFO_NUM_DEVICES, sizeof n, &n, NULL));
+  URT_CHECK(n == 2, "a context of two sub-devices answers %u devices", n);
+  size_t size = 0;
+  URT_OK(urContextGetInfo(context, UR_CONTEXT_INFO_DEVICES, 0, NULL, &size));
+  URT_CHECK(size == 2 * sizeof(ur_device_handle_t), "UR_CONTEXT_INFO_DEVICES of %zu bytes", size);
+  URT_OK(urContextGetInfo(context, UR_CONTEXT_INFO_DEVICES, sizeof listed, listed, NULL));
+  URT_CHECK(listed[0] == d1 && listed[1] == d2, "the context lists %p %p", (void *)listed[0], (void *)listed[1]);
+  ur_queue_handle_t q1 = NULL, q2 = NULL, q_root = NULL;
+  URT_RESULT(UR_RESULT_ERROR_INVALID_DEVICE, urQueueCreate(context, env->device, NULL, &q_root));
+  ur_result_t made = urQueueCreate(context, d1, NULL, &q1);
+  if (made == UR_RESULT_ERROR_UNSUPPORTED_FEATURE && env->backend == UR_BACKEND_OPENCL) {
+    printf("# the OpenCL driver takes no queue on a sub-device in its parent's context\n");
+  } else {
+    URT_CHECK(made == UR_RESULT_SUCCESS, "a queue on the first sub-device: result %d", made);
+    URT_OK(urQueueCreate(context, d2, NULL, &q2));
+  }
+  if (q1 && q2 && urt_usm_supported(env, UR_DEVICE_INFO_USM_DEVICE_SUPPORT)) {
+    enum { N = 256 };
+    uint8_t *a = NULL, *b = NULL, pattern = 0x3c, host[N] = {0};
+    URT_OK(urUSMDeviceAlloc(context, d1, NULL, NULL, N, (void **)&a));
+    URT_OK(urUSMDeviceAlloc(context, d2, NULL, NULL, N, (void **)&b));
+    void *refused = NULL;
+    URT_RESULT(UR_RESULT_ERROR_INVALID_CONTEXT, urUSMDeviceAlloc(context, env->device, NULL, NULL, N, &refused));
+    if (a && b) {
+      URT_OK(urEnqueueUSMFill(q1, a, 1, &pattern, N, 0, NULL, NULL));
+      URT_OK(urQueueFinish(q1));
+      URT_OK(urEnqueueUSMMemcpy(q2, true, b, a, N, 0, NULL, NULL));
+      URT_OK(urEnqueueUSMMemcpy(q2, true, host, b, N, 0, NULL, NULL));
+      for (int i = 0; i < N; i++) URT_CHECK(host[i] == 0x3c, "byte %d is %#x", i, host[i]);
+    }
+    if (a) URT_OK(urUSMFree(context, a));
+    if (b) URT_OK(urUSMFree(context, b));
+  }
+  /* A buffer's native object serves every device of the context: the
+   * listed ones and the root it was made on answer alike. */
+  ur_mem_handle_t buffer = NULL;
+  URT_OK(urMemBufferCreate(context, UR_MEM_FLAG_READ_WRITE, 64, NULL, &buffer));
+  if (buffer) {
+    ur_native_handle_t native = 0;
+    ur_result_t own = urMemGetNativeHandle(buffer, NULL, &native);
+    URT_CHECK(own == UR_RESULT_SUCCESS || own == UR_RESULT_ERROR_UNSUPPORTED_FEATURE, "native buffer: result %d", own);
+    URT_RESULT(own, urMemGetNativeHandle(buffer, d2, &native));
+    URT_RESULT(own, urMemGetNativeHandle(buffer, env->device, &native));
+    URT_OK(urMemRelease(buffer));
+  }
+  if (q1) URT_OK(urQueueRelease(q1));
+  if (q2) URT_OK(urQueueRelease(q2));
+  URT_OK(urContextRelease(context));
+
+  ur_device_handle_t with_root[3] = {env->device, d1, d1};
+  context = NULL;
+  URT_OK(urContextCreate(3, with_root, NULL, &context));
+  if (context) {
+    URT_OK(urContextGetInfo(context, UR_CONTEXT_INFO_NUM_DEVICES, sizeof n, &n, NULL));
+    URT_CHECK(n == 2, "the root and a sub-device listed twice: %u devices", n);
+    URT_OK(urQueueCreate(context, env->device, NULL, &q_root));
+    if (q_root) URT_OK(urQueueRelease(q_root));
+    URT_OK(urContextRelease(context));
+  }
+  if (roots >= 2) {
+    ur_device_handle_t two[2] = {NULL, NULL};
+    URT_OK(urDeviceGet(env->platform, UR_DEVICE_TYPE_ALL, 2, two, NULL));
+    context = NULL;
+    URT_RESULT(UR_RESULT_ERROR_UNSUPPORTED_FEATURE, urContextCreate(2, two, NULL, &context));
+  }
+}
+
 /* Partitions with one property list, checks every sub-device, releases them. */
-static void partition_with(urt_env *env, const ur_device_partition_property_t *list, size_t n, uint32_t units) {
+static void partition_with(urt_env *env, const ur_device_partition_property_t *list, size_t n, uint32_t units,
+                           uint32_t roots) {
   ur_device_partition_properties_t props = properties_of(list, n);
   uint32_t count = 0;
   URT_OK(urDevicePartition(env->device, &props, 0, NULL, &count));
@@ -170,6 +250,7 @@ static void partition_with(urt_env *env, const ur_device_partition_property_t *l
   }
   URT_CHECK(total <= units, "%u units handed out of %u", total, units);
   URT_CHECK(root_devices(env) >= 1, "root devices listed");
+  if (count >= 2 && subs[0] && subs[1]) family_context(env, subs[0], subs[1], roots);
   for (uint32_t i = 0; i < count; i++)
     if (subs[i]) URT_OK(urDeviceRelease(subs[i]));
   /* Fewer handles than sub-devices: only those are written. */
@@ -232,7 +313,7 @@ int main(void) {
   URT_CHECK(max_subs >= 1, "partitions with at most %u sub-devices", max_subs);
   if (equally) {
     one.value.equally = units > 1 ? units / 2 : 1;
-    partition_with(&env, &one, 1, units);
+    partition_with(&env, &one, 1, units, roots);
     ur_device_partition_property_t zero = {UR_DEVICE_PARTITION_EQUALLY, {.equally = 0}};
     ur_device_partition_properties_t zero_props = properties_of(&zero, 1);
     URT_RESULT(UR_RESULT_ERROR_INVALID_VALUE, urDevicePartition(env.device, &zero_props, 0, NULL, &count));
@@ -240,7 +321,7 @@ int main(void) {
   if (counts) {
     ur_device_partition_property_t list[2] = {{UR_DEVICE_PARTITION_BY_COUNTS, {.count = 1}},
                                               {UR_DEVICE_PARTITION_BY_COUNTS, {.count = units - 1}}};
-    partition_with(&env, list, units >= 2 && max_subs >= 2 ? 2 : 1, units);
+    partition_with(&env, list, units >= 2 && max_subs >= 2 ? 2 : 1, units, roots);
     list[1].value.count = units; /* one unit more than the device has */
     ur_device_partition_properties_t too_many = properties_of(list, 2);
     URT_RESULT(UR_RESULT_ERROR_INVALID_DEVICE_PARTITION_COUNT, urDevicePartition(env.device, &too_many, 0, NULL, &count));
@@ -251,7 +332,7 @@ int main(void) {
     for (ur_device_affinity_domain_flags_t d = 1; d <= UR_DEVICE_AFFINITY_DOMAIN_FLAG_NEXT_PARTITIONABLE; d <<= 1) {
       ur_device_partition_property_t by = {UR_DEVICE_PARTITION_BY_AFFINITY_DOMAIN, {.affinity_domain = d}};
       if (domains & d) {
-        partition_with(&env, &by, 1, units);
+        partition_with(&env, &by, 1, units, roots);
       } else {
         ur_device_partition_properties_t p = properties_of(&by, 1);
         URT_RESULT(UR_RESULT_ERROR_DEVICE_PARTITION_FAILED, urDevicePartition(env.device, &p, 0, NULL, &count));

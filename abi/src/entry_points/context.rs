@@ -1,8 +1,9 @@
 //! `urContext*`: contexts, and the USM allocations they own.
 //!
-//! A ur-core context has one device. UR lets a context span several devices
-//! of a platform; ur-rs refuses that with `UR_RESULT_ERROR_UNSUPPORTED_FEATURE`
-//! (each adapter platform of ur-rs today offers what one device can do).
+//! A context is made over one device or one family of devices: a root device
+//! and/or sub-devices of it (ur-core's `Context::with_devices`). UR lets a
+//! context span unrelated devices of a platform; ur-rs refuses that with
+//! `UR_RESULT_ERROR_UNSUPPORTED_FEATURE` (issue #29).
 
 #![allow(non_snake_case)]
 
@@ -13,7 +14,7 @@ use ur_core::{ensure, err};
 use crate::entry::guard;
 use crate::handle::Handle;
 use crate::info::{InfoOut, write_out};
-use crate::objects::context::{Context, ExtendedDeleter, the_one_device};
+use crate::objects::context::{Context, ExtendedDeleter, context_over};
 use crate::sys::*;
 
 /// # Safety
@@ -28,10 +29,9 @@ pub(crate) unsafe extern "C" fn urContextCreate(
         ensure!(!devices.is_null(), InvalidNullPointer, "phDevices is null");
         ensure!(!context.is_null(), InvalidNullPointer, "phContext is null");
         // SAFETY: `devices` holds `num_devices` handles per the contract.
-        let device = unsafe { the_one_device(num_devices, devices)? };
-        let core = ur_core::Context::new(device.value.core())?;
+        let made = unsafe { context_over(num_devices, devices)? };
         // SAFETY: checked non-null, writable per the contract.
-        unsafe { write_out(context, Handle::create(Context::from_core(core, device)), "phContext") }
+        unsafe { write_out(context, Handle::create(made), "phContext") }
     })
 }
 
@@ -64,8 +64,10 @@ pub(crate) unsafe extern "C" fn urContextGetInfo(
         // SAFETY: forwarded.
         let out = unsafe { InfoOut::new(size, value, size_ret)? };
         match name {
-            ur_context_info_t::UR_CONTEXT_INFO_NUM_DEVICES => out.value(1u32),
-            ur_context_info_t::UR_CONTEXT_INFO_DEVICES => out.array(&[handle.value.device.raw()]),
+            ur_context_info_t::UR_CONTEXT_INFO_NUM_DEVICES => out.value(handle.value.devices().len() as u32),
+            ur_context_info_t::UR_CONTEXT_INFO_DEVICES => {
+                out.array(&handle.value.devices().iter().map(|d| d.raw()).collect::<Vec<_>>())
+            }
             ur_context_info_t::UR_CONTEXT_INFO_REFERENCE_COUNT => out.value(handle.reference_count()),
             // urEnqueueUSMMemcpy2D and urEnqueueUSMFill2D: ur-core's pitched
             // copies and fills, on every backend.

@@ -126,7 +126,7 @@ pub(crate) unsafe extern "C" fn urQueueGetNativeHandle(
 
 /// # Safety
 /// UR's contract for `urMemGetNativeHandle`; `hDevice`, when given, must be
-/// a device handle (a buffer has one native object for its context's device).
+/// a device handle (a buffer has one native object for all its context's devices).
 pub(crate) unsafe extern "C" fn urMemGetNativeHandle(
     mem: ur_mem_handle_t,
     device: ur_device_handle_t,
@@ -136,10 +136,13 @@ pub(crate) unsafe extern "C" fn urMemGetNativeHandle(
         if !device.is_null() {
             // SAFETY: forwarded.
             let device = unsafe { Handle::<Device>::get(device)? };
+            // One native object serves every device of the context: its
+            // device, or the devices of a family and their sub-devices.
+            let context = &m.context().value;
             ensure!(
-                std::ptr::eq(&**m.context().value.device(), device),
+                std::ptr::eq(&**context.device(), device) || context.holds(device),
                 InvalidDevice,
-                "hDevice is not the device of the buffer's context"
+                "hDevice is not a device of the buffer's context"
             );
         }
         m.core().native_handle()

@@ -67,7 +67,7 @@ pub(crate) unsafe extern "C" fn urQueueCreate(
         ensure!(
             context.value.holds(&device),
             InvalidDevice,
-            "the device is neither the context's nor a sub-device of it"
+            "the device is not one of the context's devices nor a sub-device of one"
         );
         let props = QueueProperties {
             out_of_order: flags & ur_queue_flag_t::UR_QUEUE_FLAG_OUT_OF_ORDER_EXEC_MODE_ENABLE.0 != 0,

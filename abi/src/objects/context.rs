@@ -1,5 +1,6 @@
-//! The context handle, its extended deleter, and the one device a context of
-//! this library has.
+//! The context handle, its extended deleter, and the devices a context of
+//! this library is made over (one device, or one family: a root device
+//! and/or sub-devices of it).
 
 use std::collections::BTreeMap;
 use std::ffi::c_void;
@@ -13,10 +14,15 @@ use crate::handle::{Handle, get_list};
 use crate::objects::device::{Device, DeviceRef};
 use crate::sys::*;
 
-/// A context, its device and the USM allocations made in it.
+/// A context, its devices and the USM allocations made in it.
 pub struct Context {
     pub(crate) context: ur_core::Context,
+    /// The handle of the device the ur-core context was made on: the one
+    /// device given, or the root device of a family.
     pub(crate) device: DeviceRef,
+    /// The devices given to `urContextCreate`, without duplicates
+    /// (`UR_CONTEXT_INFO_DEVICES`).
+    pub(crate) devices: Vec<DeviceRef>,
     /// USM allocations by base address: `urUSMFree` names them by pointer.
     pub(crate) usm: Mutex<BTreeMap<u64, UsmAllocation>>,
     pub(crate) deleter: Mutex<Option<ExtendedDeleter>>,
@@ -34,7 +40,13 @@ unsafe impl Send for ExtendedDeleter {}
 impl Context {
     /// A context handle's value for a ur-core context of `device`.
     pub(crate) fn from_core(context: ur_core::Context, device: DeviceRef) -> Context {
-        Context { context, device, usm: Mutex::default(), deleter: Mutex::new(None) }
+        Context::over(context, device.clone(), vec![device])
+    }
+
+    /// A context handle's value for a ur-core context made on `device` over
+    /// `devices` (`ur_core::Context::with_devices`).
+    pub(crate) fn over(context: ur_core::Context, device: DeviceRef, devices: Vec<DeviceRef>) -> Context {
+        Context { context, device, devices, usm: Mutex::default(), deleter: Mutex::new(None) }
     }
 
     /// The ur-core context.
@@ -42,16 +54,21 @@ impl Context {
         &self.context
     }
 
-    /// The context's device handle.
+    /// The handle of the device the context was made on (its one device, or
+    /// the root device of its family).
     pub(crate) fn device(&self) -> &DeviceRef {
         &self.device
     }
 
-    /// Whether `device` may use the context: its device (a context holds
-    /// one) or a sub-device of it at any depth (ur-core's
-    /// `Context::holds_device`).
+    /// The devices the context was made over.
+    pub(crate) fn devices(&self) -> &[DeviceRef] {
+        &self.devices
+    }
+
+    /// Whether `device` may use the context: one of its devices or a
+    /// sub-device of one at any depth (ur-core's `Context::holds_device`).
     pub(crate) fn holds(&self, device: &Handle<Device>) -> bool {
-        std::ptr::eq(device, &*self.device) || self.context.holds_device(device.value.core())
+        self.devices.iter().any(|d| std::ptr::eq(device, &**d)) || self.context.holds_device(device.value.core())
     }
 
     /// Registers a USM allocation made in this context.
@@ -86,8 +103,8 @@ impl Drop for Context {
     }
 }
 
-/// The one device of a context's devices list (ur-rs contexts hold one:
-/// several are `UNSUPPORTED_FEATURE`).
+/// The one device of a context's devices list, for adopted native contexts
+/// (which are made on one device: several are `UNSUPPORTED_FEATURE`).
 ///
 /// # Safety
 /// `devices` holds `num_devices` device handles.
@@ -95,10 +112,38 @@ pub(crate) unsafe fn the_one_device(num_devices: u32, devices: *const ur_device_
     // SAFETY: forwarded.
     let list = unsafe { get_list::<Device>(devices, num_devices, || err!(InvalidSize, "no device given"))? };
     let [device] = list.as_slice() else {
-        return Err(err!(UnsupportedFeature, "a context of {} devices: ur-rs contexts hold one device", list.len()));
+        return Err(err!(UnsupportedFeature, "an adopted context of {} devices: it is made on one device", list.len()));
     };
-    // SAFETY: checked above to be a live device handle.
-    unsafe { Handle::<Device>::arc(device.raw_of()) }
+    Ok(device.to_arc())
+}
+
+/// A context over a devices list (`urContextCreate`): one device, or one
+/// family of a root device and its sub-devices (ur-core's
+/// `Context::with_devices` decides; unrelated devices are
+/// `UNSUPPORTED_FEATURE`). A device listed twice counts once.
+///
+/// # Safety
+/// `devices` holds `num_devices` device handles.
+pub(crate) unsafe fn context_over(num_devices: u32, devices: *const ur_device_handle_t) -> AbiResult<Context> {
+    // SAFETY: forwarded.
+    let list = unsafe { get_list::<Device>(devices, num_devices, || err!(InvalidSize, "no device given"))? };
+    let mut given: Vec<DeviceRef> = Vec::with_capacity(list.len());
+    for device in list {
+        if !given.iter().any(|d| d.value.core() == device.value.core()) {
+            given.push(device.to_arc());
+        }
+    }
+    let cores: Vec<ur_core::Device> = given.iter().map(|d| d.value.core().clone()).collect();
+    let core = ur_core::Context::with_devices(&cores)?;
+    // The handle of the device the context was made on: the one given, or
+    // for a family the root that a sub-device's handle leads to.
+    let mut made_on = given[0].clone();
+    while given.len() > 1
+        && let Some(parent) = made_on.value.parent().cloned()
+    {
+        made_on = parent;
+    }
+    Ok(Context::over(core, made_on, given))
 }
 
 /// Keeps a context handle alive for objects that refer to it.

@@ -53,7 +53,8 @@ pub(crate) struct SubDeviceOf {
     pub(crate) index: usize,
 }
 
-/// A context on one device. Clone retains, drop releases.
+/// A context on one device, or over a family of devices made on their root
+/// ([`Context::with_devices`]). Clone retains, drop releases.
 ///
 /// Objects of different contexts never mix: passing a buffer, event, kernel
 /// or queue of another context is an error naming the object.
@@ -65,6 +66,9 @@ pub struct Context {
 pub(crate) struct ContextInner {
     pub(crate) id: ContextId,
     pub(crate) device: Device,
+    /// The devices the context was made over when they were several of one
+    /// family ([`Context::with_devices`]); `None` for a context of `device`.
+    pub(crate) devices: Option<Box<[Device]>>,
     pub(crate) imp: Arc<dyn ContextImpl>,
     pub(crate) tracker: Arc<AllocationTracker>,
     pub(crate) _live: crate::live::Live<{ crate::live::CONTEXT }>,

@@ -295,20 +295,16 @@ struct KernelRecord {
 
 impl CommandBuffer {
     /// Creates a command buffer (`urCommandBufferCreateExp`). `device` must
-    /// be the context's device or a sub-device of it at any depth
+    /// be one of the context's devices or a sub-device of one at any depth
+    /// ([`Context::holds_device`])
     /// (`InvalidDevice` otherwise; for a sub-device the backend may answer
     /// `UnsupportedFeature`, [api.md](../docs/api.md#sub-devices)); an
     /// updatable buffer needs a device with update capabilities
     /// (`UnsupportedFeature` otherwise).
     #[tracing::instrument(level = "debug", skip(context, device), fields(device = %device, label = desc.label))]
     pub fn new(context: &Context, device: &Device, desc: CommandBufferDesc) -> Result<CommandBuffer> {
+        ensure!(context.holds_device(device), InvalidDevice, "{device} is not of {context:?} or a sub-device of one");
         let sub_device = device != context.device();
-        ensure!(
-            !sub_device || context.holds_device(device),
-            InvalidDevice,
-            "{device} is not {} or a sub-device of it",
-            context.device()
-        );
         let caps = device.info().command_buffer;
         ensure!(
             !desc.updatable || !caps.update.is_empty(),

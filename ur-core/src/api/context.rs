@@ -11,6 +11,7 @@ use crate::memory::{AllocationTracker, UsmPtr, UsmRef};
 pub use crate::objects::Context;
 use crate::objects::ContextInner;
 pub use crate::types::desc::ContextId;
+use crate::{ensure, err};
 
 static NEXT_CONTEXT_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -23,12 +24,58 @@ impl Context {
         Ok(Context::from_imp(device, imp))
     }
 
+    /// Creates a context over `devices` (`urContextCreate` with a list): one
+    /// device is [`Context::new`]; several must be of one family, a root
+    /// device and/or sub-devices of it at any depth, all of the same view
+    /// (emulated or not). The adapter context is made on that root device
+    /// (which [`device`](Context::device) answers), so memory and programs are
+    /// shared by all of them as for a sub-device in its parent's context;
+    /// queues and command buffers go to any listed device or a sub-device of
+    /// one ([`holds_device`](Context::holds_device)). A device listed twice
+    /// counts once, as `clCreateContext` ignores duplicates.
+    ///
+    /// `InvalidSize` for an empty list; `UnsupportedFeature` for devices of
+    /// different root devices or views: ur-rs has no context spanning
+    /// unrelated devices ([api.md](../docs/api.md#sub-devices)).
+    #[tracing::instrument(level = "debug", skip(devices), fields(devices = devices.len()))]
+    pub fn with_devices(devices: &[Device]) -> Result<Context> {
+        let mut list: Vec<Device> = Vec::with_capacity(devices.len());
+        for device in devices {
+            if !list.contains(device) {
+                list.push(device.clone());
+            }
+        }
+        let [first, rest @ ..] = list.as_slice() else {
+            return Err(err!(InvalidSize, "a context of no device"));
+        };
+        if rest.is_empty() {
+            return Context::new(first);
+        }
+        let root = first.root().native();
+        for device in rest {
+            ensure!(
+                device.root().native() == root && device.is_emulated() == first.is_emulated(),
+                UnsupportedFeature,
+                "a context over {first} and {device}: ur-rs contexts span one device and its sub-devices \
+                 of one view, not unrelated devices"
+            );
+        }
+        let root = if first.is_emulated() { root.emulated() } else { root };
+        let imp = root.inner.imp.clone().create_context()?;
+        Ok(Context::wrap(&root, Some(list.into_boxed_slice()), imp))
+    }
+
     /// Wraps an adapter context of `device` (a new identity).
     pub(crate) fn from_imp(device: &Device, imp: Arc<dyn ContextImpl>) -> Context {
+        Context::wrap(device, None, imp)
+    }
+
+    fn wrap(device: &Device, devices: Option<Box<[Device]>>, imp: Arc<dyn ContextImpl>) -> Context {
         let context = Context {
             inner: Arc::new(ContextInner {
                 id: ContextId(NEXT_CONTEXT_ID.fetch_add(1, Ordering::Relaxed)),
                 device: device.clone(),
+                devices,
                 imp,
                 tracker: Arc::default(),
                 _live: crate::live::Live::new(),
@@ -38,31 +85,25 @@ impl Context {
         context
     }
 
-    /// The context's device (the view it was created from).
+    /// The device the adapter context was made on (the view it was created
+    /// from): for a context over several devices of one family
+    /// ([`Context::with_devices`]), their root device.
     pub fn device(&self) -> &Device {
         &self.inner.device
     }
 
-    /// Whether work for `device` may use this context: it is the context's
-    /// device or a sub-device of it at any depth (the same device's memory and
-    /// programs; queues and command buffers on it run on its share).
+    /// The devices the context was made over, without duplicates, in the
+    /// order given: `[device()]` for a context of one device.
+    pub fn devices(&self) -> &[Device] {
+        self.inner.devices.as_deref().unwrap_or(std::slice::from_ref(&self.inner.device))
+    }
+
+    /// Whether work for `device` may use this context: it is one of the
+    /// context's [`devices`](Context::devices) or a sub-device of one at any
+    /// depth (the same device's memory and programs; queues and command
+    /// buffers on it run on its share).
     pub fn holds_device(&self, device: &Device) -> bool {
-        // The context's own device is the common case: one pointer compare.
-        if device == self.device() {
-            return true;
-        }
-        // A sub-device's parent is a native device also when the sub-device
-        // was made from an emulated view (and is itself emulated): the view
-        // must match the context's, the ancestry is compared natively.
-        let ours = self.device().native();
-        let mut ancestor = device.parent();
-        while let Some(parent) = ancestor {
-            if parent.native() == ours {
-                return device.is_emulated() == self.device().is_emulated();
-            }
-            ancestor = parent.parent();
-        }
-        false
+        self.devices().iter().any(|listed| within(device, listed))
     }
 
     /// The context's identity.
@@ -113,6 +154,26 @@ impl Context {
     }
 }
 
+/// Whether `device` is `ancestor` or a sub-device of it at any depth.
+fn within(device: &Device, ancestor: &Device) -> bool {
+    // The device itself is the common case: one pointer compare.
+    if device == ancestor {
+        return true;
+    }
+    // A sub-device's parent is a native device also when the sub-device was
+    // made from an emulated view (and is itself emulated): the views must
+    // match, the ancestry is compared natively.
+    let ours = ancestor.native();
+    let mut parent = device.parent();
+    while let Some(up) = parent {
+        if up.native() == ours {
+            return device.is_emulated() == ancestor.is_emulated();
+        }
+        parent = up.parent();
+    }
+    false
+}
+
 impl PartialEq for Context {
     fn eq(&self, other: &Context) -> bool {
         self.inner.id == other.inner.id
@@ -123,6 +184,6 @@ impl Eq for Context {}
 
 impl fmt::Debug for Context {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Context").field("id", &self.inner.id.0).field("device", &self.inner.device).finish()
+        f.debug_struct("Context").field("id", &self.inner.id.0).field("devices", &self.devices()).finish()
     }
 }

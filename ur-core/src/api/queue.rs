@@ -122,39 +122,39 @@ fn check_properties(device: &Device, properties: QueueProperties) -> Result<()> 
 }
 
 impl Queue {
-    /// Creates a queue; `InvalidQueueProperties` when the device cannot run
-    /// out of order or record timestamps as asked.
+    /// Creates a queue on the context's first device
+    /// ([`Context::devices`]); `InvalidQueueProperties` when the device cannot
+    /// run out of order or record timestamps as asked.
     #[tracing::instrument(level = "debug", skip(context), fields(device = %context.device()))]
     pub fn new(context: &Context, properties: QueueProperties) -> Result<Queue> {
-        check_properties(context.device(), properties)?;
-        // SAFETY: the properties were checked against the device's capabilities.
-        let imp = unsafe { context.imp().queue_create(properties)? };
-        Ok(Queue::from_imp(context, properties, imp))
+        // A context over sub-devices of a root device is made on that root,
+        // which it need not list: its first device is a sub-device then.
+        Queue::on_device(context, &context.devices()[0], properties)
     }
 
-    /// Creates a queue of `context` whose commands run on `device`: the
-    /// context's device (as [`Queue::new`]) or a sub-device of it at any
-    /// depth, which then uses the context's memory and programs and runs on
-    /// its own share of the device (`urQueueCreate` with a sub-device of the
-    /// context's device). `InvalidDevice` for any other device;
+    /// Creates a queue of `context` whose commands run on `device`: one of
+    /// the context's devices or a sub-device of one at any depth
+    /// ([`Context::holds_device`]); a device other than the one the context
+    /// was made on uses the context's memory and programs and runs on its own
+    /// share of it (`urQueueCreate` with a sub-device of the context's
+    /// device). `InvalidDevice` for any other device;
     /// `UnsupportedFeature` where the backend cannot run a sub-device's queue
     /// in its parent's context ([api.md](../docs/api.md#sub-devices));
     /// `InvalidQueueProperties` as for [`Queue::new`], against `device`.
     #[tracing::instrument(level = "debug", skip(context), fields(device = %device))]
     pub fn on_device(context: &Context, device: &Device, properties: QueueProperties) -> Result<Queue> {
-        if device == context.device() {
-            return Queue::new(context, properties);
-        }
-        ensure!(
-            context.holds_device(device),
-            InvalidDevice,
-            "{device} is not {} or a sub-device of it",
-            context.device()
-        );
+        ensure!(context.holds_device(device), InvalidDevice, "{device} is not of {context:?} or a sub-device of one");
         check_properties(device, properties)?;
-        // SAFETY: `device` is a sub-device of the context's device (checked
-        // above; sub-devices are of their parent's adapter) and the properties
-        // were checked against its capabilities.
+        if device == context.device() {
+            // SAFETY: the properties were checked against the device's capabilities.
+            let imp = unsafe { context.imp().queue_create(properties)? };
+            return Ok(Queue::from_imp(context, properties, imp));
+        }
+        // SAFETY: `device` is a listed device or a sub-device of one (checked
+        // above), so a sub-device of the context's device: a context over
+        // several devices is made on their root; sub-devices are of their
+        // parent's adapter. The properties were checked against its
+        // capabilities.
         let imp = unsafe { context.imp().sub_device_queue_create(&**device.imp(), properties)? };
         Ok(Queue::wrap(context, Some(device.clone()), properties, imp))
     }
