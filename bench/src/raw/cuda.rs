@@ -319,16 +319,35 @@ impl CudaGraph {
         let mut graph = ptr::null_mut();
         // SAFETY: a valid out-pointer.
         check(unsafe { sys::cuGraphCreate(&mut graph, 0) }, "cuGraphCreate")?;
-        // SAFETY: an all-zero CUDA_MEMCPY3D is a valid starting point (null
-        // pointers, zero offsets); the fields a 1D device copy needs are set.
-        let mut copy: sys::CUDA_MEMCPY3D = unsafe { std::mem::zeroed() };
-        copy.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
-        copy.srcDevice = a;
-        copy.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
-        copy.dstDevice = b;
-        copy.WidthInBytes = bytes;
-        copy.Height = 1;
-        copy.Depth = 1;
+        // Every field named: the memory types are enums, for which all-zero
+        // bytes are no valid value.
+        let copy = sys::CUDA_MEMCPY3D {
+            srcXInBytes: 0,
+            srcY: 0,
+            srcZ: 0,
+            srcLOD: 0,
+            srcMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+            srcHost: ptr::null(),
+            srcDevice: a,
+            srcArray: ptr::null_mut(),
+            reserved0: ptr::null_mut(),
+            srcPitch: 0,
+            srcHeight: 0,
+            dstXInBytes: 0,
+            dstY: 0,
+            dstZ: 0,
+            dstLOD: 0,
+            dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+            dstHost: ptr::null_mut(),
+            dstDevice: b,
+            dstArray: ptr::null_mut(),
+            reserved1: ptr::null_mut(),
+            dstPitch: 0,
+            dstHeight: 0,
+            WidthInBytes: bytes,
+            Height: 1,
+            Depth: 1,
+        };
         let set = sys::CUDA_MEMSET_NODE_PARAMS {
             dst: a,
             pitch: bytes,
