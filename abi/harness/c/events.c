@@ -78,6 +78,9 @@ int main(void) {
   URT_OK(urEventWait(1, &plain));
   URT_RESULT(UR_RESULT_ERROR_PROFILING_INFO_NOT_AVAILABLE,
              urEventGetProfilingInfo(plain, UR_PROFILING_INFO_COMMAND_START, sizeof start, &start, NULL));
+  /* Also with both outputs null (UR's CTS, ReleaseEventWhileTimestampWritePending). */
+  URT_RESULT(UR_RESULT_ERROR_PROFILING_INFO_NOT_AVAILABLE,
+             urEventGetProfilingInfo(plain, UR_PROFILING_INFO_COMMAND_QUEUED, sizeof start, NULL, NULL));
   URT_OK(urEventRelease(plain));
 
   /* A completion callback, and a host task between device commands. */
