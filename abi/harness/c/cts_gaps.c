@@ -241,6 +241,11 @@ int main(void) {
     urt_fini(&env);
     return urt_done("cts_gaps");
   }
+  /* Before its build a program has no backend object (ur-rs creates it when
+   * building): UNSUPPORTED_FEATURE, the header's code for no equivalent
+   * handle (UR's CTS takes it, urProgramGetNativeHandleTest). */
+  ur_native_handle_t unbuilt = 0;
+  URT_RESULT(UR_RESULT_ERROR_UNSUPPORTED_FEATURE, urProgramGetNativeHandle(program, &unbuilt));
   URT_REQUIRE(urProgramBuild(env.context, program, NULL));
   ur_kernel_handle_t kernel = NULL;
   URT_REQUIRE(urKernelCreate(program, "axpb", &kernel));

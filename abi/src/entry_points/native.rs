@@ -287,7 +287,12 @@ pub(crate) unsafe extern "C" fn urProgramGetNativeHandle(
     // SAFETY: forwarded.
     unsafe {
         get_native("urProgramGetNativeHandle", program, out, "phNativeProgram", |p: &Program| {
-            p.built()?.native_handle()
+            // The backend's program object is made when the program is built:
+            // before, there is no equivalent handle (the header's code for it).
+            let built = p.built().map_err(|_| {
+                err!(UnsupportedFeature, "the program has no native object before urProgramBuild or urProgramLink")
+            })?;
+            built.native_handle()
         })
     }
 }
