@@ -184,13 +184,15 @@ impl SoftwareExecutable {
         } else {
             self.previous.iter().filter(|e| !e.status().is_terminal()).cloned().collect()
         };
-        let mut done: Vec<Arc<dyn EventImpl>> = Vec::with_capacity(self.commands.len());
+        // The queue runs in order: the first event starts the span and the
+        // last one ends after every other, so only those two are kept.
+        let mut span: Option<(Arc<dyn EventImpl>, Arc<dyn EventImpl>)> = None;
         let mut failed = None;
         for rec in &self.commands {
             let resolved: SmallVec<[Arc<dyn EventImpl>; 4]> =
                 rec.wait_events.iter().filter_map(Event::resolve).collect();
             let mut list: SmallVec<[&dyn EventImpl; 8]> = SmallVec::new();
-            if done.is_empty() {
+            if span.is_none() {
                 list.extend(wait.iter().copied().chain(previous.iter().map(|e| &**e)));
             }
             list.extend(resolved.iter().map(|e| &**e));
@@ -201,7 +203,10 @@ impl SoftwareExecutable {
                     if let Some(signal) = &rec.signal {
                         signal.set(event.clone());
                     }
-                    done.push(event);
+                    match &mut span {
+                        Some((_, last)) => *last = event,
+                        None => span = Some((event.clone(), event)),
+                    }
                 }
                 Err(e) => {
                     failed = Some(e);
@@ -211,14 +216,16 @@ impl SoftwareExecutable {
         }
         if let Some(e) = failed {
             // Submitted parts run anyway, in this queue's order: the next
-            // submission comes after them. With none, nothing changed.
-            if !done.is_empty() {
-                self.previous = done;
+            // submission comes after the last of them. With none, nothing changed.
+            if let Some((_, last)) = span {
+                self.previous = vec![last];
                 self.previous_queue = Some(key);
             }
             return Err(e);
         }
-        let (head, tail) = (done[0].clone(), done[done.len() - 1].clone());
+        let Some((head, tail)) = span else {
+            return Err(crate::err!(InvalidOperation, "an empty command buffer is not submitted command by command"));
+        };
         self.previous = vec![tail.clone()];
         self.previous_queue = Some(key);
         Ok(Arc::new(SpanEvent { first: head, last: tail, profiled: true, parts: Vec::new(), first_is_work: true }))
