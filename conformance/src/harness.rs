@@ -181,11 +181,10 @@ pub fn run_case(case: &Case, device: &Device) -> Outcome {
     if let Some(reason) = case.requires.missing(device) {
         return Outcome::Skip(reason);
     }
-    let limit = match crate::watchdog::case_timeout() {
-        Ok(limit) => limit,
+    let _watch = match crate::watchdog::watch_case(format!("{} on {device}", case.name)) {
+        Ok(watch) => watch,
         Err(message) => return Outcome::Fail(message),
     };
-    let _watch = crate::watchdog::watch(format!("{} on {device}", case.name), limit);
     let result = catch_unwind(AssertUnwindSafe(|| {
         let env = Env::new(device)?;
         (case.body)(&env)

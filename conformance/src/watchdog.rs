@@ -61,6 +61,12 @@ impl Drop for Watch {
     }
 }
 
+/// Starts watching `what` (a case and its device) against the limit the
+/// environment sets; `Err` names the variable when its value is invalid.
+pub fn watch_case(what: impl Into<String>) -> Result<Watch, String> {
+    Ok(watch(what, case_timeout()?))
+}
+
 /// Starts watching `what` (a case and its device) against `limit`; the
 /// watching thread starts with the first case.
 pub fn watch(what: impl Into<String>, limit: Option<Duration>) -> Watch {

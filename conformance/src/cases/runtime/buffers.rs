@@ -413,11 +413,10 @@ pub struct CrossCase {
 impl CrossCase {
     /// Runs the case on `devices`, a panic being a failure.
     pub fn run(&self, devices: &[Device]) -> crate::Outcome {
-        let limit = match crate::watchdog::case_timeout() {
-            Ok(limit) => limit,
+        let _watch = match crate::watchdog::watch_case(format!("{} on every selected device", self.name)) {
+            Ok(watch) => watch,
             Err(message) => return crate::Outcome::Fail(message),
         };
-        let _watch = crate::watchdog::watch(format!("{} on every selected device", self.name), limit);
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (self.body)(devices))) {
             Ok(Ok(())) => crate::Outcome::Pass,
             Ok(Err(CaseError::Skip(reason))) => crate::Outcome::Skip(reason),
