@@ -6,7 +6,7 @@
 #
 #   scripts/package-check.sh        # packs the crates, builds and runs the project
 #
-# The crates are not on crates.io (their names are taken there), so the
+# The crates are not on crates.io yet (docs/publishing.md), so the
 # project reaches the tarballs' contents through `[patch.crates-io]`; the
 # third-party dependencies come from crates.io as usual. The build shares the
 # workspace's target folder (no second one), under its own fingerprints.
@@ -14,7 +14,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -1)
-crates=(ur ur-core ur-adapter-cpu ur-adapter-opencl ur-adapter-vulkan ur-adapter-cuda)
+crates=(cmdbuf cmdbuf-core cmdbuf-cpu cmdbuf-opencl cmdbuf-vulkan cmdbuf-cuda)
 out="$root/target/package-check"
 
 cargo package --no-verify --allow-dirty $(printf -- '-p %s ' "${crates[@]}")
@@ -32,7 +32,7 @@ done
     echo 'publish = false'
     echo
     echo '[dependencies]'
-    echo "ur = \"$version\""
+    echo "cmdbuf = \"$version\""
     echo
     echo '# Its own workspace: not a member of the one it lies under.'
     echo '[workspace]'
