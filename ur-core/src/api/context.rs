@@ -122,7 +122,13 @@ impl Context {
     /// `VkDevice`). Elsewhere such an event is `InvalidEventWaitList`; wait
     /// lists of command-buffer appends take only the context's own events.
     pub fn waits_on_events_of(&self, other: &Context) -> bool {
-        self.inner.id == other.inner.id || crate::peer::waits_across(self.inner.id, other.inner.id)
+        self.waits_on_events_of_id(other.inner.id)
+    }
+
+    /// [`waits_on_events_of`](Self::waits_on_events_of) for the context
+    /// whose identity is `other` (false for one no longer alive).
+    pub fn waits_on_events_of_id(&self, other: ContextId) -> bool {
+        self.inner.id == other || crate::peer::waits_across(self.inner.id, other)
     }
 
     /// The adapter's context.
