@@ -133,6 +133,17 @@ pub fn view_cases() -> Vec<CrossCase> {
     vec![CrossCase { name: "graph_multi_device::device_side_ordering", body: device_side_ordering }]
 }
 
+/// Why [`view_cases`] skip on `device`'s two views: they copy between the
+/// views, which needs the device to be its own peer or to have host or shared
+/// USM for staging (NVIDIA's OpenCL has neither); `None` where they run.
+pub fn views_cannot_copy(device: &Device) -> Option<String> {
+    match cannot_stage(device, &device.emulated()) {
+        Ok(None) => None,
+        Ok(Some(lacking)) => Some(format!("{lacking} is not its own peer and has neither host nor shared USM")),
+        Err(e) => Some(format!("peer query failed: {e:?}")),
+    }
+}
+
 /// Rounds of [`device_side_ordering`]: each a step on each device.
 const ROUNDS: u32 = 8;
 /// Increments per step of [`device_side_ordering`].
