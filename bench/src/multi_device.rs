@@ -9,7 +9,7 @@
 use std::fmt::Write as _;
 use std::time::Instant;
 
-use ur::Device;
+use cmdbuf::Device;
 
 use crate::pipeline::{Pipeline, Side};
 use crate::stats::{Repeats, Summary, measure};
@@ -55,7 +55,7 @@ fn measure_all(
     repeats: Repeats,
     quick: bool,
     out: &mut Vec<Record>,
-) -> Result<String, ur::UrError> {
+) -> Result<String, cmdbuf::UrError> {
     let (sa, sb) = (Side::new(a)?, Side::new(b)?);
     let devices = format!("{a} + {b}");
     let names = format!("{} + {}", a.info().name, b.info().name);
@@ -86,7 +86,7 @@ fn measure_all(
             measure(r, || {
                 let start = Instant::now();
                 p.run()?;
-                Ok::<_, ur::UrError>([start.elapsed()])
+                Ok::<_, cmdbuf::UrError>([start.elapsed()])
             })
         };
         let [t1] = time(&one)?;
@@ -97,7 +97,7 @@ fn measure_all(
                 let event = p.submit()?;
                 let took = start.elapsed();
                 event.wait()?;
-                Ok::<_, ur::UrError>([took])
+                Ok::<_, cmdbuf::UrError>([took])
             })
         };
         let [s1] = submit(&one)?;

@@ -15,7 +15,7 @@
 //!
 //! Finalize makes one partition (one command buffer of that device's
 //! context) per device and level, plus the host-task partitions; an edge
-//! between devices splits partitions as a host task does. ur-core contexts
+//! between devices splits partitions as a host task does. cmdbuf-core contexts
 //! hold one device, so two devices never share a context here: a partition
 //! waits for one of another device by that partition's event itself where
 //! its context's queues wait for the other context's events device-side
@@ -43,15 +43,15 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use ur_core::command::Command;
-use ur_core::context::Context;
-use ur_core::device::Device;
-use ur_core::error::Result;
-use ur_core::event::{Event, EventStatus, UserEvent};
-use ur_core::launch::ArgValue;
-use ur_core::memory::{UsmAllocation, UsmKind, UsmPtr, UsmRef};
-use ur_core::queue::{Queue, QueueProperties};
-use ur_core::{ensure, err};
+use cmdbuf_core::command::Command;
+use cmdbuf_core::context::Context;
+use cmdbuf_core::device::Device;
+use cmdbuf_core::error::Result;
+use cmdbuf_core::event::{Event, EventStatus, UserEvent};
+use cmdbuf_core::launch::ArgValue;
+use cmdbuf_core::memory::{UsmAllocation, UsmKind, UsmPtr, UsmRef};
+use cmdbuf_core::queue::{Queue, QueueProperties};
+use cmdbuf_core::{ensure, err};
 
 use super::executable::{FlatNode, FlatOp, Partition};
 use super::modifiable::GraphShared;
@@ -117,7 +117,7 @@ impl Devices {
 
     /// `InvalidContext` when a pointer argument of `spec`, placed on device
     /// `on`, is USM of another of the graph's devices: that device's memory
-    /// is out of reach of the kernel (ur-core keeps USM per context).
+    /// is out of reach of the kernel (cmdbuf-core keeps USM per context).
     pub(crate) fn check_kernel(&self, graph: u64, on: u16, spec: &KernelSpec) -> Result<()> {
         if !self.is_multi() {
             return Ok(());
