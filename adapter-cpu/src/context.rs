@@ -35,6 +35,15 @@ pub(crate) struct CpuContext {
 }
 
 impl ContextImpl for CpuContext {
+    /// Every CPU context's events are `CpuEvent`s whose waiters are
+    /// continuations run by whichever thread completes them, whatever pool
+    /// (device or sub-device) runs the work: a queue of any CPU context
+    /// waits for them as for its own, with no thread blocked. A context
+    /// wrapped for fault injection is another adapter's here.
+    fn waits_on_events_of(&self, other: &dyn ContextImpl) -> bool {
+        (other as &dyn Any).downcast_ref::<CpuContext>().is_some()
+    }
+
     unsafe fn usm_alloc(&self, _kind: UsmKind, size: usize, align: usize) -> Result<Box<dyn UsmImpl>> {
         Ok(Box::new(CpuUsm(HostBlock::new(size, align)?)))
     }

@@ -2,6 +2,7 @@
 //! context, so memory, modules and events of one device mix freely in the
 //! driver; the front end keeps the API's contexts apart.
 
+use std::any::Any;
 use std::sync::Arc;
 
 use cmdbuf_core::adapter::{
@@ -27,6 +28,16 @@ impl CudaContext {
 }
 
 impl ContextImpl for CudaContext {
+    /// A stream may wait on a `CUevent` of any context of the process
+    /// (`cuStreamWaitEvent` across devices needs no peer access), and work
+    /// held back on the host (see `hold`) is held in one list for every
+    /// device, so a submission waiting for another device's held work is
+    /// issued only after that work has recorded its event. A context wrapped
+    /// for fault injection is another adapter's here.
+    fn waits_on_events_of(&self, other: &dyn ContextImpl) -> bool {
+        (other as &dyn Any).downcast_ref::<CudaContext>().is_some()
+    }
+
     /// The `CUcontext` (the device's primary context).
     fn native_handle(&self) -> Result<cmdbuf_core::NativeHandle> {
         Ok(cmdbuf_core::NativeHandle(self.dev.ctx.0 as u64))
@@ -102,6 +113,6 @@ impl ContextImpl for CudaContext {
     }
 
     fn user_event_create(&self) -> Result<Arc<dyn UserEventImpl>> {
-        Ok(Arc::new(CudaUserEvent::new(&self.dev)))
+        Ok(Arc::new(CudaUserEvent::new()))
     }
 }

@@ -395,19 +395,18 @@ impl Drop for CudaEvent {
 /// An event the host completes. It never reaches the device: work that
 /// waits for it is held back on the host until it completes (see `hold`).
 pub(crate) struct CudaUserEvent {
-    dev: Arc<DeviceShared>,
     gate: Arc<Gate>,
 }
 
 impl CudaUserEvent {
-    pub(crate) fn new(dev: &Arc<DeviceShared>) -> CudaUserEvent {
-        CudaUserEvent { dev: dev.clone(), gate: Gate::new() }
+    pub(crate) fn new() -> CudaUserEvent {
+        CudaUserEvent { gate: Gate::new() }
     }
 
     fn finish(&self, result: Result<()>) {
         // Whatever the outcome, waiters only order: held work goes on.
         if self.gate.open(result) {
-            self.dev.held.release();
+            crate::queue::HELD.release();
         }
     }
 }

@@ -17,7 +17,7 @@
 //! submission whose dependencies (wait list, in-order predecessor, barrier,
 //! the events its graph's wait nodes wait on) all have open gates goes to a
 //! stream at once, waiting there only for issued device work. Otherwise it
-//! becomes a [`Job`] in its device's [`Held`] list, and its event (and, for
+//! becomes a [`Job`] in the adapter's one [`Held`] list, and its event (and, for
 //! a command-buffer launch, the signal events of the buffer) a held event
 //! whose gate opens when the job is issued. Whoever opens a gate (the thread
 //! completing a user event) then issues, in enqueue order, every job whose
@@ -27,6 +27,20 @@
 //!
 //! A stream therefore only ever waits for work already on a stream, which
 //! finishes by itself, and driver calls that wait for the device return.
+//!
+//! The list is one for all devices, not one per device: a submission may
+//! wait for held work of another device (front-end wait lists accept events
+//! of any CUDA context, `CudaContext::waits_on_events_of`). With a list per
+//! device, opening a gate scanned only that device's list, so another
+//! device's job waiting on it stayed held until something of its own device
+//! was released; and that device's scan, running while the first device's
+//! batch was being issued, took a job *selected* in that batch (not yet
+//! issued, its `CUevent` not yet recorded) as issued, and issued the
+//! dependent job at once: `cuStreamWaitEvent` on an event whose last record
+//! was of earlier, finished work waits for nothing, so the dependent work
+//! overtook it (two H200s, a peer copy reading a half before the other
+//! device's increments had run). One list, one issuing thread at a time,
+//! makes *selected* mean "issued earlier in this batch" for every device.
 
 use std::sync::Arc;
 
@@ -149,9 +163,16 @@ pub(crate) struct Held<J> {
     state: Mutex<HeldState<J>>,
 }
 
+impl<J> Held<J> {
+    /// An empty list (a `static`'s initialiser).
+    pub(crate) const fn new() -> Held<J> {
+        Held { state: Mutex::new(HeldState { jobs: Vec::new(), running: false }) }
+    }
+}
+
 impl<J> Default for Held<J> {
     fn default() -> Held<J> {
-        Held { state: Mutex::new(HeldState { jobs: Vec::new(), running: false }) }
+        Held::new()
     }
 }
 

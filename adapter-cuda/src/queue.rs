@@ -24,10 +24,14 @@ use crate::device::{DeviceShared, now_ns};
 use crate::driver::{Query, Stream, cu, stream_wait_event};
 use crate::event::{Check, CudaEvent, RunStatus, dep};
 use crate::exec;
-use crate::hold::{Dep, Gate, HeldJob};
+use crate::hold::{Dep, Gate, Held, HeldJob};
 
 /// Streams an out-of-order queue has.
 const OUT_OF_ORDER_STREAMS: usize = 4;
+
+/// Work held back on the host until the events it waits for allow, for
+/// every device of the adapter (see `hold`: why one list).
+pub(crate) static HELD: Held<Job> = Held::new();
 
 pub(crate) struct CudaQueue {
     core: Arc<QueueCore>,
@@ -221,7 +225,7 @@ impl QueueCore {
         // Dependencies without a gate were issued when looked up and stay
         // so: the submission is issued now without the device's held lock,
         // which only orders a decision to hold against a gate opening.
-        let mut held = (!deps.iter().all(|d| d.gate.is_none())).then(|| self.dev.held.lock());
+        let mut held = (!deps.iter().all(|d| d.gate.is_none())).then(|| HELD.lock());
         let is_held = held.is_some() && !deps.iter().all(Dep::is_open);
         if is_held {
             let gate = Gate::new();

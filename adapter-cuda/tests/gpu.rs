@@ -1,8 +1,8 @@
 //! Tests of the CUDA adapter the conformance suite cannot reach: the
 //! driver-absent path, the PTX path, the kernel ABI check, kernel-reported
 //! failures in command buffers, empty launches enabled by updates, program
-//! loads and frees while a user event gates work, and what the device
-//! reports about itself.
+//! loads and frees while a user event gates work, held work waited for
+//! across devices, and what the device reports about itself.
 //!
 //! Without a CUDA driver (CI), the device tests are listed ignored and the
 //! reason ("no CUDA driver ...") is printed; without NVRTC, so are the tests
@@ -100,7 +100,7 @@ fn main() {
     // Where CUDA is required (the GPU machines), not running is a failure.
     let required = std::env::var("UR_RS_REQUIRE_DEVICES").is_ok_and(|v| v.split(',').any(|d| d.trim() == "cuda"));
     let mut trials = vec![Trial::test("factory_reports_why_the_adapter_is_absent", factory_reason)];
-    let tests: [(&str, Needs, Test); 9] = [
+    let tests: [(&str, Needs, Test); 10] = [
         ("ptx_program_runs_eagerly_and_in_a_graph", Needs::Device, ptx_program),
         ("kernel_parameters_are_checked_against_the_abi", Needs::Device, abi_mismatch),
         ("kernel_failure_is_reported_by_command_buffer_submissions", Needs::Nvrtc, kernel_failure_in_graph),
@@ -109,6 +109,7 @@ fn main() {
         ("program_loads_and_frees_while_a_user_event_gates_work", Needs::Device, loads_and_frees_while_gated),
         ("native_handle_is_the_executable_graph_after_finalize", Needs::Device, native_handle),
         ("every_device_runs_work", Needs::Device, every_device),
+        ("held_work_waits_across_devices", Needs::Device, held_work_across_devices),
         ("device_information_and_clock", Needs::Device, device_information),
     ];
     for (name, needs, test) in tests {
@@ -499,6 +500,73 @@ fn every_device(_: &Device) -> Result<(), String> {
             return Err(format!("device {i}: {:?}", &out[..8]));
         }
     }
+    Ok(())
+}
+
+/// Work of one GPU waiting, device-side, for work of another GPU's context
+/// that is held back on the host behind a user event, and back (issue 29):
+/// nothing runs before the event completes, then everything runs in order
+/// and nothing stays held (with a held list per device, the second GPU's
+/// work waited for a release of its own device that never came, or was
+/// issued before the first GPU's work had recorded its event). Two contexts
+/// of one GPU where there is one. With peers, GPU 1 pulls GPU 0's gated fill
+/// and GPU 0 refills after the pull: GPU 1 must hold the first value.
+fn held_work_across_devices(_: &Device) -> Result<(), String> {
+    const N: usize = 1 << 22;
+    let (done, reached) = watchdog("held_work_waits_across_devices");
+    let loader = Loader::load(&[AdapterEntry::Compiled(&CudaAdapterFactory)], DeviceSelector::all());
+    let devices = loader.devices();
+    let (d0, d1) = (&devices[0], devices.get(1).unwrap_or(&devices[0]));
+    let (c0, c1) = (Context::new(d0).map_err(ur)?, Context::new(d1).map_err(ur)?);
+    if !(c0.waits_on_events_of(&c1) && c1.waits_on_events_of(&c0)) {
+        return Err("CUDA contexts must wait for each other's events".into());
+    }
+    let q0 = Queue::new(&c0, QueueProperties::default()).map_err(ur)?;
+    let q1 = Queue::new(&c1, QueueProperties { out_of_order: true, profiling: false }).map_err(ur)?;
+    let (a0, a1) = (
+        UsmAllocation::new(&c0, UsmKind::Device, N).map_err(ur)?,
+        UsmAllocation::new(&c1, UsmKind::Device, N).map_err(ur)?,
+    );
+    q1.usm_fill(a1.ptr(), &[1], N, &[]).map_err(ur)?.wait().map_err(ur)?;
+    let peer = d1.peer_access(d0).map_err(ur)?.supported;
+    if peer {
+        d1.enable_peer_access(d0).map_err(ur)?;
+    }
+    reached("gated work on both devices");
+    let gate = UserEvent::new(&c0).map_err(ur)?;
+    let filled = q0.usm_fill(a0.ptr(), &[7], N, &[gate.event()]).map_err(ur)?;
+    let pulled = if peer {
+        q1.usm_copy_peer(a1.ptr(), a0.ptr(), N, &[&filled]).map_err(ur)?
+    } else {
+        q1.events_wait(&[&filled]).map_err(ur)?
+    };
+    let refilled = q0.usm_fill(a0.ptr(), &[9], N, &[&pulled]).map_err(ur)?;
+    std::thread::sleep(Duration::from_millis(50));
+    let statuses = [filled.status(), pulled.status(), refilled.status()];
+    if statuses.iter().any(|s| s.is_terminal()) {
+        return Err(format!("work ran before the user event completed: {statuses:?}"));
+    }
+    reached("completing the user event");
+    gate.complete().map_err(ur)?;
+    refilled.wait().map_err(ur)?;
+    if !pulled.status().is_terminal() {
+        return Err("GPU 0's refill completed before GPU 1's work it waited for".into());
+    }
+    let mut bytes = vec![0u8; N];
+    q0.read_usm(a0.ptr(), &mut bytes, &[]).map_err(ur)?;
+    if bytes.iter().any(|b| *b != 9) {
+        return Err("GPU 0's memory is not the refill".into());
+    }
+    if peer {
+        q1.read_usm(a1.ptr(), &mut bytes, &[]).map_err(ur)?;
+        if let Some(i) = bytes.iter().position(|b| *b != 7) {
+            return Err(format!(
+                "GPU 1 pulled {} at byte {i}, expected 7 (the gated fill, not before or after)",
+                bytes[i]
+            ));
+        }
+    }
+    done.store(true, Ordering::SeqCst);
     Ok(())
 }
 

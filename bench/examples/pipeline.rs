@@ -45,8 +45,10 @@ fn main() -> Result<(), cmdbuf::UrError> {
     pipeline.check()?;
     println!(
         "{n} elements on {a} + {b}: exact; first execution {first:?}, replay {replay:?}; {} bytes exchanged per \
-         execution ({} peer to peer)",
-        pipeline.cross_bytes, pipeline.peer_bytes
+         execution ({} peer to peer); {} host bridges per execution",
+        pipeline.cross_bytes,
+        pipeline.peer_bytes,
+        pipeline.exec.host_bridges()
     );
     Ok(())
 }

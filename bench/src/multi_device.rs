@@ -1,8 +1,9 @@
 //! The `multi_device` group (issue 17): the two-stage [`pipeline`](crate::pipeline)
 //! as one multi-device graph over the first two selected devices, against
 //! the same work as a single-device graph on the first; replay of the
-//! finalized graphs, each execution waited for. Exact results are checked
-//! before timing. Figures are only meaningful on two GPUs: on the CPU
+//! finalized graphs, each execution waited for, and the host time of the
+//! submission call alone, with the host bridges the two-device graph uses.
+//! Exact results are checked before timing. Figures are only meaningful on two GPUs: on the CPU
 //! machine the "devices" share the host's cores and memory.
 
 use std::fmt::Write as _;
@@ -65,6 +66,12 @@ fn measure_all(
          median (p10-p90)\n\n| elements | one device ({a}) | two devices | speed-up | bytes peer-to-peer | bytes through the \
          host |\n|---:|---:|---:|---:|---:|---:|\n"
     );
+    let mut submission = String::from(
+        "Host submission: µs from the call to its return (`enqueue_graph` of the finalized graph; the execution is \
+         waited for outside the timing), median (p10-p90), the one-device graph having the same nodes; host bridges: \
+         waits between the devices' partitions relayed by a host thread at each execution of the two-device graph\n\n\
+         | elements | one device | two devices | ratio | host bridges |\n|---:|---:|---:|---:|---:|\n",
+    );
     for &n in sizes {
         let half = n / 2;
         let one = Pipeline::new([&sa, &sa], half, stage_repeats)?;
@@ -84,6 +91,30 @@ fn measure_all(
         };
         let [t1] = time(&one)?;
         let [t2] = time(&two)?;
+        let submit = |p: &Pipeline<'_>| {
+            measure(r, || {
+                let start = Instant::now();
+                let event = p.submit()?;
+                let took = start.elapsed();
+                event.wait()?;
+                Ok::<_, cmdbuf::UrError>([took])
+            })
+        };
+        let [s1] = submit(&one)?;
+        let [s2] = submit(&two)?;
+        let bridges = two.exec.host_bridges();
+        let us = |ns: f64| format!("{:.1}", ns / 1e3);
+        let _ = writeln!(
+            submission,
+            "| {n} | {} ({}-{}) | {} ({}-{}) | {:.2}x | {bridges} |",
+            us(s1.median),
+            us(s1.p10),
+            us(s1.p90),
+            us(s2.median),
+            us(s2.p10),
+            us(s2.p90),
+            s2.median / s1.median
+        );
         // Results after the timed replays too.
         two.check()?;
         let staged = two.cross_bytes - two.peer_bytes;
@@ -105,8 +136,13 @@ fn measure_all(
         let one_figure = |v: usize| Summary { median: v as f64, p10: v as f64, p90: v as f64, samples: 1 };
         out.push(record(&devices, &names, "peer", "bytes_per_execution", n, one_figure(two.peer_bytes)));
         out.push(record(&devices, &names, "host staged", "bytes_per_execution", n, one_figure(staged)));
+        out.push(record(&devices, &names, "submit one device", "ns", n, s1));
+        out.push(record(&devices, &names, "submit two devices", "ns", n, s2));
+        out.push(record(&devices, &names, "host bridges", "per_execution", n, one_figure(bridges)));
     }
     text += "\nBytes through the host cross it twice (device to host staging, host staging to device). Results are \
              checked exactly against the host before and after timing.\n\n";
+    text += &submission;
+    text += "\n";
     Ok(text)
 }

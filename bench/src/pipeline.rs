@@ -152,7 +152,12 @@ impl<'a> Pipeline<'a> {
 
     /// One execution, waited for.
     pub fn run(&self) -> Result<()> {
-        self.sides[0].queue.enqueue_graph(&self.exec, &[])?.wait()
+        self.submit()?.wait()
+    }
+
+    /// One execution, not waited for: its event.
+    pub fn submit(&self) -> Result<cmdbuf_runtime::Event> {
+        self.sides[0].queue.enqueue_graph(&self.exec, &[])
     }
 
     /// Compares both output halves with the host's result: `InvalidValue`

@@ -13,11 +13,15 @@ use std::process::ExitCode;
 
 use clap::{Parser, ValueEnum};
 use cmdbuf::{CommandBufferSupport, Device, Loader};
+use cmdbuf_conformance::cases::buffers::CrossCase;
 use cmdbuf_conformance::harness::flag_words;
 use cmdbuf_conformance::{
     Case, Outcome, REQUIRE_DEVICES_ENV, cases, devices_under_test, run_case, unmet_device_requirements,
 };
 use serde::Serialize;
+
+/// A case of a section and the devices it runs over.
+type SectionCase = (CrossCase, Vec<Device>);
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 enum Format {
@@ -194,50 +198,61 @@ fn main() -> ExitCode {
     }
     // Sections run once over every selected device together, when there
     // are several: `cross` (one buffer on all of them) and `multi_device`
-    // (every pair: buffer transfers, peer copies, concurrent work).
+    // (every pair: buffer transfers, peer copies, concurrent work); and
+    // `views`, over the two views of each selected device.
     let selected = loader.devices();
-    let sections = [("cross", cases::buffers::cross_cases()), ("multi_device", cases::multi_device::cases())];
-    let mut section_rows: Vec<(&str, usize, usize, usize)> = Vec::new();
+    let mut sections: Vec<(&str, Vec<SectionCase>)> = Vec::new();
     if selected.len() > 1 {
-        for (section, section_cases) in &sections {
-            let (mut pass, mut fail, mut skip) = (0, 0, 0);
-            let section_start = rows.len();
-            for case in section_cases {
-                if !wanted(case.name) {
-                    continue;
-                }
-                let outcome = case.run(&selected);
-                match &outcome {
-                    Outcome::Pass => pass += 1,
-                    Outcome::Fail(_) => fail += 1,
-                    Outcome::Skip(_) => skip += 1,
-                }
-                if cli.format == Format::Json {
-                    let (status, reason) = match &outcome {
-                        Outcome::Pass => ("pass", None),
-                        Outcome::Skip(r) => ("skip", Some(r.as_str())),
-                        Outcome::Fail(m) => ("fail", Some(m.as_str())),
-                    };
-                    let row = JsonRow { backend: section, device: section, case: case.name, status, reason };
-                    emit(&(serde_json::to_string(&row).expect("a row of strings serializes") + "\n"));
-                }
-                rows.push(Row { device: (*section).into(), case: case.name.into(), outcome });
+        let over_all = |cases: Vec<CrossCase>| cases.into_iter().map(|c| (c, selected.clone())).collect();
+        sections.push(("cross", over_all(cases::buffers::cross_cases())));
+        sections.push(("multi_device", over_all(cases::multi_device::cases())));
+    }
+    // The views of each selected device as two devices: two contexts of
+    // one device, which the CPU adapter joins device-side.
+    let views = selected
+        .iter()
+        .flat_map(|d| cases::graph_multi_device::view_cases().into_iter().map(|c| (c, vec![d.clone(), d.emulated()])));
+    sections.push(("views", views.collect()));
+    let mut section_rows: Vec<(&str, usize, usize, usize)> = Vec::new();
+    for (section, section_cases) in &sections {
+        let (mut pass, mut fail, mut skip) = (0, 0, 0);
+        let section_start = rows.len();
+        for (case, on) in section_cases {
+            if !wanted(case.name) {
+                continue;
             }
-            let outcomes: Vec<&Outcome> = rows[section_start..].iter().map(|r| &r.outcome).collect();
-            progress.group_done("all selected devices", section, &outcomes);
-            if pass + fail + skip > 0 {
-                section_rows.push((section, pass, fail, skip));
+            let outcome = case.run(on);
+            // A views case runs once per device: the row names it.
+            let label = if *section == "views" { format!("{} ({})", case.name, on[0]) } else { case.name.into() };
+            match &outcome {
+                Outcome::Pass => pass += 1,
+                Outcome::Fail(_) => fail += 1,
+                Outcome::Skip(_) => skip += 1,
             }
+            if cli.format == Format::Json {
+                let (status, reason) = match &outcome {
+                    Outcome::Pass => ("pass", None),
+                    Outcome::Skip(r) => ("skip", Some(r.as_str())),
+                    Outcome::Fail(m) => ("fail", Some(m.as_str())),
+                };
+                let row = JsonRow { backend: section, device: section, case: &label, status, reason };
+                emit(&(serde_json::to_string(&row).expect("a row of strings serializes") + "\n"));
+            }
+            rows.push(Row { device: (*section).into(), case: label, outcome });
+        }
+        let outcomes: Vec<&Outcome> = rows[section_start..].iter().map(|r| &r.outcome).collect();
+        let over = if *section == "views" { "each device's two views" } else { "all selected devices" };
+        progress.group_done(over, section, &outcomes);
+        if pass + fail + skip > 0 {
+            section_rows.push((section, pass, fail, skip));
         }
     }
     if cli.format == Format::Table {
         emit(&matrix(&devices, &cases, &rows));
         let names: Vec<String> = selected.iter().map(ToString::to_string).collect();
         for (section, pass, fail, skip) in section_rows {
-            emit(&format!(
-                "{section} (all selected devices: {}): {pass} passed, {fail} failed, {skip} skipped\n",
-                names.join(", ")
-            ));
+            let over = if section == "views" { "native and emulated view of each of" } else { "all selected devices:" };
+            emit(&format!("{section} ({over} {}): {pass} passed, {fail} failed, {skip} skipped\n", names.join(", ")));
         }
     }
     if rows.iter().any(|r| matches!(r.outcome, Outcome::Fail(_))) { ExitCode::FAILURE } else { ExitCode::SUCCESS }

@@ -66,14 +66,29 @@ fn main() {
             for case in section_cases {
                 let devices = selected.clone();
                 let ignored = case.name == "multi_device::usm_peer_copy" && !any_peer;
-                let trial = Trial::test(format!("[{section}] {}", case.name), move || match case.run(&devices) {
-                    Outcome::Pass => Ok(()),
-                    Outcome::Skip(reason) => Err(Failed::from(format!("ran nothing: {reason}"))),
-                    Outcome::Fail(message) => Err(Failed::from(message)),
-                });
+                let trial = Trial::test(format!("[{section}] {}", case.name), move || ran(case.run(&devices)));
                 trials.push(trial.with_ignored_flag(ignored));
             }
         }
     }
+    // The views of each selected device as two devices (`views` section).
+    // Ignored where they would only skip (no copy possible between the views).
+    for device in loader.devices() {
+        let cannot = cases::graph_multi_device::views_cannot_copy(&device);
+        for case in cases::graph_multi_device::view_cases() {
+            let devices = vec![device.clone(), device.emulated()];
+            let trial = Trial::test(format!("[views {device}] {}", case.name), move || ran(case.run(&devices)));
+            trials.push(trial.with_ignored_flag(cannot.is_some()));
+        }
+    }
     libtest_mimic::run(&args, trials).exit();
+}
+
+/// A section case's outcome as a trial's: one that ran nothing fails with the reason.
+fn ran(outcome: Outcome) -> Result<(), Failed> {
+    match outcome {
+        Outcome::Pass => Ok(()),
+        Outcome::Skip(reason) => Err(Failed::from(format!("ran nothing: {reason}"))),
+        Outcome::Fail(message) => Err(Failed::from(message)),
+    }
 }

@@ -36,6 +36,9 @@ fn peer_copies_between_the_cpu_views() -> Result<(), UrError> {
     assert_eq!(parts.iter().filter(|p| p.peer_copy).count(), 2, "{parts:?}");
     assert!(parts.iter().any(|p| p.device == 1 && p.support.is_some()), "{parts:?}");
     assert!(!parts.iter().any(|p| p.host_task), "no staging between peers: {parts:?}");
+    // The CPU adapter's contexts wait for each other's events: no host bridges.
+    assert!(c0.waits_on_events_of(&c1) && c1.waits_on_events_of(&c0));
+    assert_eq!(exec.host_bridges(), 0);
     let mut expected: Vec<u8> = [1, 2, 3, 4].iter().copied().cycle().take(N).collect();
     expected[N / 2..].fill(9);
     for _ in 0..3 {
@@ -62,6 +65,7 @@ fn single_device_graphs_are_unchanged() -> Result<(), UrError> {
     let exec = graph.finalize(FinalizeProperties::default())?;
     assert_eq!(exec.cross_device_traffic(), Default::default());
     assert_eq!(exec.partitions().len(), 1);
+    assert_eq!(exec.host_bridges(), 0);
     assert!(matches!(
         graph.add_empty(NodeProperties::new().on_device(&device.emulated())),
         Err(UrError::InvalidDevice(_))

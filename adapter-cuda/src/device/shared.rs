@@ -16,8 +16,6 @@ use parking_lot::Mutex;
 use super::info::{self, Limits};
 use super::now_ns;
 use crate::driver::{Ctx, CuEvent, Stream, cu};
-use crate::hold::Held;
-use crate::queue::Job;
 
 /// A resource whose release may wait for the device (which only ever waits
 /// for work already issued, see `hold`).
@@ -163,8 +161,6 @@ pub(crate) struct DeviceShared {
     /// Never recorded, so always complete: stands for "nothing to wait for"
     /// where a graph node needs an event.
     pub(crate) complete: CuEvent,
-    /// Work held back on the host until the events it waits for allow.
-    pub(crate) held: Held<Job>,
     /// Idle streams for reuse, each with an event recorded when it was
     /// returned: it is idle once that event has completed.
     stream_pool: Mutex<Vec<(Stream, CuEvent)>>,
@@ -235,7 +231,6 @@ impl DeviceShared {
             base_ns,
             calibration: Mutex::new(None),
             complete,
-            held: Held::default(),
             stream_pool: Mutex::new(stream_pool),
             status_words: Mutex::default(),
             retiring: Mutex::default(),

@@ -279,6 +279,23 @@ pub trait ContextImpl: Any + Send + Sync {
     /// enqueues and command-buffer appends.
     fn user_event_create(&self) -> Result<Arc<dyn UserEventImpl>>;
 
+    /// Whether queues of this context can wait, device-side and without the
+    /// host, for events of `other`, another context of the same adapter: the
+    /// front end then accepts `other`'s events in this context's queue wait
+    /// lists and command-buffer enqueues, and passes them to the adapter as
+    /// they are. Asked once per ordered pair of contexts (the front end keeps
+    /// the answer), only for events of a context other than the queue's.
+    ///
+    /// An adapter answering yes must order each such command after the
+    /// foreign event's work as it would after its own events, also when that
+    /// work is not yet handed to the device when the command is enqueued.
+    /// The default is no: the event is `InvalidEventWaitList` (cmdbuf's
+    /// graphs then join the contexts through host-side bridges).
+    fn waits_on_events_of(&self, other: &dyn ContextImpl) -> bool {
+        let _ = other;
+        false
+    }
+
     /// The native object (see [`crate::interop`]); `UnsupportedFeature`
     /// where the backend has none.
     fn native_handle(&self) -> Result<NativeHandle> {
@@ -445,8 +462,9 @@ pub trait KernelImpl: Any + Send + Sync {
 
 /// A queue executing commands eagerly.
 ///
-/// Events given in wait lists are events of this adapter and context, and
-/// stay alive for the call; adapters hold what they need beyond it.
+/// Events given in wait lists are events of this adapter and context, or of
+/// another of its contexts where [`ContextImpl::waits_on_events_of`] said
+/// yes, and stay alive for the call; adapters hold what they need beyond it.
 pub trait QueueImpl: Any + Send + Sync {
     /// Executes `command` after every event of `wait` (and, on an in-order
     /// queue, after everything submitted before), returning its event.
@@ -462,7 +480,7 @@ pub trait QueueImpl: Any + Send + Sync {
     /// submitted after waits for it (`urEnqueueEventsWaitWithBarrier`).
     ///
     /// # Safety
-    /// As for [`QueueImpl::enqueue`]: the events belong to this adapter and context.
+    /// As for [`QueueImpl::enqueue`]: the events belong to this adapter (see the trait).
     unsafe fn enqueue_wait(&self, wait: &[&dyn EventImpl], barrier: bool) -> Result<Arc<dyn EventImpl>>;
 
     /// Records the device's time (`urEnqueueTimestampRecordingExp`): an
@@ -473,7 +491,7 @@ pub trait QueueImpl: Any + Send + Sync {
     /// `queued` and `submit` are at most `start`.
     ///
     /// # Safety
-    /// As for [`QueueImpl::enqueue`]: the events belong to this adapter and context.
+    /// As for [`QueueImpl::enqueue`]: the events belong to this adapter (see the trait).
     unsafe fn enqueue_timestamp(&self, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>>;
 
     /// Executes a [`Command::UsmMemcpy`] one of whose sides is USM of a
@@ -628,7 +646,8 @@ pub trait ExecutableCommandBufferImpl: Any + Send {
     ///
     /// # Safety
     /// `queue` is a queue of this adapter and context; `wait` are events of
-    /// this context.
+    /// this context, or of contexts whose events it waits for
+    /// ([`ContextImpl::waits_on_events_of`]).
     unsafe fn enqueue(&mut self, queue: &dyn QueueImpl, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>>;
 
     /// [`enqueue`](Self::enqueue), told whether `queue` runs its commands in

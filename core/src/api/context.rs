@@ -111,6 +111,26 @@ impl Context {
         self.inner.id
     }
 
+    /// Whether this context's queues accept events of `other` in their wait
+    /// lists and command-buffer enqueues, waiting for them device-side with no
+    /// host thread involved: always for the context itself; for another
+    /// context, where its adapter says so ([`ContextImpl::waits_on_events_of`],
+    /// asked once per pair): the CPU adapter for any two of its contexts, CUDA
+    /// for any two of its contexts (a stream waits on another device's
+    /// `CUevent`); never across backends, nor on OpenCL (a `cl_event` belongs
+    /// to its `cl_context`) or Vulkan (semaphores and fences belong to one
+    /// `VkDevice`). Elsewhere such an event is `InvalidEventWaitList`; wait
+    /// lists of command-buffer appends take only the context's own events.
+    pub fn waits_on_events_of(&self, other: &Context) -> bool {
+        self.waits_on_events_of_id(other.inner.id)
+    }
+
+    /// [`waits_on_events_of`](Self::waits_on_events_of) for the context
+    /// whose identity is `other` (false for one no longer alive).
+    pub fn waits_on_events_of_id(&self, other: ContextId) -> bool {
+        self.inner.id == other || crate::peer::waits_across(self.inner.id, other)
+    }
+
     /// The adapter's context.
     pub(crate) fn imp(&self) -> &Arc<dyn ContextImpl> {
         &self.inner.imp

@@ -20,10 +20,15 @@ impl Event {
     /// does (its status and profiling interval span both; with `profiled`
     /// false it reports no timestamps), and that reports the first failure
     /// among `parts`, which `last` is ordered after: the event of a
-    /// submission made of several commands. The events must share a context.
+    /// submission made of several commands. `first` and `last` must share a
+    /// context; a part may also be of a context whose events that context's
+    /// queues wait for ([`Context::waits_on_events_of`]).
     pub fn span(first: &Event, last: &Event, parts: &[Event], profiled: bool) -> Result<Event> {
         ensure!(
-            first.context == last.context && parts.iter().all(|p| p.context == first.context),
+            first.context == last.context
+                && parts
+                    .iter()
+                    .all(|p| p.context == first.context || crate::peer::waits_across(first.context, p.context)),
             InvalidEvent,
             "a span of events of several contexts"
         );
@@ -236,11 +241,17 @@ impl fmt::Debug for UserEvent {
 }
 
 /// Resolves a wait list for an adapter call, checking every event belongs to
-/// `context` and is no event of a capture.
+/// `context`, or to a context whose events the adapter waits for device-side
+/// ([`Context::waits_on_events_of`]), and is no event of a capture.
 pub(crate) fn resolve_wait_list(context: ContextId, events: &[&Event]) -> Result<SmallVec<[Arc<dyn EventImpl>; 4]>> {
     let mut out = SmallVec::new();
     for (i, e) in events.iter().enumerate() {
-        ensure!(e.context == context, InvalidEventWaitList, "event {i} of the wait list belongs to another context");
+        // The id comparison is all a wait list of the queue's own events costs.
+        ensure!(
+            e.context == context || crate::peer::waits_across(context, e.context),
+            InvalidEventWaitList,
+            "event {i} of the wait list belongs to another context, whose events this context's queues cannot wait for"
+        );
         crate::capture::check_not_captured(e, i)?;
         out.extend(e.resolve());
     }

@@ -12,10 +12,10 @@
 
 use std::sync::{Arc, Weak};
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 use smallvec::SmallVec;
 
-use crate::adapter::{DeviceImpl, EventImpl};
+use crate::adapter::{ContextImpl, DeviceImpl, EventImpl};
 use crate::command::Command;
 use crate::context::{Context, ContextId};
 use crate::device::Device;
@@ -40,9 +40,12 @@ struct Registered {
     id: ContextId,
     device: Device,
     tracker: Weak<AllocationTracker>,
+    /// The adapter's context, asked whether another's events can be waited for.
+    imp: Weak<dyn ContextImpl>,
 }
 
-/// Makes `context`'s allocations findable by peer copies.
+/// Makes `context`'s allocations findable by peer copies, and its adapter
+/// context by [`waits_across`].
 pub(crate) fn register(context: &Context) {
     let mut contexts = CONTEXTS.lock();
     contexts.retain(|c| c.tracker.strong_count() > 0);
@@ -50,7 +53,41 @@ pub(crate) fn register(context: &Context) {
         id: context.id(),
         device: context.device().clone(),
         tracker: Arc::downgrade(context.tracker()),
+        imp: Arc::downgrade(context.imp()),
     });
+}
+
+/// The adapters' answers of [`ContextImpl::waits_on_events_of`] so far:
+/// `(waiting context, event's context, answer)`.
+static FOREIGN_WAITS: RwLock<Vec<(ContextId, ContextId, bool)>> = RwLock::new(Vec::new());
+
+/// Whether queues of context `own` wait device-side for events of context
+/// `foreign` (two different contexts): the adapter's answer, asked once per
+/// pair. A context no longer alive is never waited across (its adapter
+/// context cannot be asked).
+#[cold]
+pub(crate) fn waits_across(own: ContextId, foreign: ContextId) -> bool {
+    let known = |d: &[(ContextId, ContextId, bool)]| d.iter().find(|(a, b, _)| *a == own && *b == foreign).map(|e| e.2);
+    if let Some(answer) = known(&FOREIGN_WAITS.read()) {
+        return answer;
+    }
+    let (imps, live): (Vec<_>, Vec<ContextId>) = {
+        let contexts = CONTEXTS.lock();
+        let find = |id: ContextId| contexts.iter().find(|c| c.id == id).and_then(|c| c.imp.upgrade());
+        let live = contexts.iter().filter(|c| c.tracker.strong_count() > 0).map(|c| c.id).collect();
+        (vec![find(own), find(foreign)], live)
+    };
+    let answer = match (&imps[0], &imps[1]) {
+        (Some(a), Some(b)) => a.waits_on_events_of(&**b),
+        _ => return false,
+    };
+    let mut decided = FOREIGN_WAITS.write();
+    if known(&decided).is_none() {
+        decided.retain(|(a, b, _)| live.contains(a) && live.contains(b));
+        decided.push((own, foreign, answer));
+    }
+    tracing::debug!(?own, ?foreign, answer, "device-side waits across contexts");
+    answer
 }
 
 fn same_imp(a: &DeviceRef, b: &Arc<dyn DeviceImpl>) -> bool {

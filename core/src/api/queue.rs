@@ -362,7 +362,8 @@ impl Queue {
     /// Executes `command` after the resolved wait list.
     pub(crate) fn execute(&self, command: Command, resolved: &[Arc<dyn EventImpl>]) -> Result<Event> {
         // SAFETY: `command` was built by a validating constructor for this
-        // queue's context; the wait events were checked to belong to it. Raw
+        // queue's context; the wait events were checked to belong to it (or to a
+        // context whose events its adapter waits for). Raw
         // host memory in the command comes from `unsafe` entry points whose
         // callers keep it valid, or from blocking calls that wait below.
         let event = unsafe { self.inner.imp.enqueue(&command, &as_refs(resolved))? };
@@ -811,7 +812,7 @@ impl Queue {
 
     /// A marker (or barrier) after the resolved wait list, never recorded.
     pub(crate) fn marker(&self, resolved: &[Arc<dyn EventImpl>], barrier: bool) -> Result<Event> {
-        // SAFETY: the events were checked to belong to this queue's context.
+        // SAFETY: the events were checked as wait-list events of this queue's context.
         let event = unsafe { self.inner.imp.enqueue_wait(&as_refs(resolved), barrier)? };
         Ok(Event::from_imp(event, &self.inner.context))
     }
@@ -838,7 +839,7 @@ impl Queue {
     pub fn enqueue_timestamp(&self, wait: &[&Event]) -> Result<Event> {
         self.check_not_capturing("a timestamp recording")?;
         let resolved = resolve_wait_list(self.inner.context.id(), wait)?;
-        // SAFETY: the events were checked to belong to this queue's context.
+        // SAFETY: the events were checked as wait-list events of this queue's context.
         let event = unsafe { self.inner.imp.enqueue_timestamp(&as_refs(&resolved))? };
         Ok(Event::from_imp(event, &self.inner.context))
     }

@@ -187,14 +187,15 @@ impl Dep {
         }
     }
 
-    /// An event of `queue`'s context to wait for, if any is still needed.
-    /// An event of another context is bridged: a user event of this context
-    /// completes when it does (cmdbuf-core's wait lists take events of their own
-    /// context only).
+    /// An event for a wait list on `queue`, if any is still needed: the event
+    /// itself where `queue`'s context waits for its context's events
+    /// ([`Context::waits_on_events_of`](cmdbuf_core::Context::waits_on_events_of):
+    /// its own, and other CPU or CUDA contexts), else bridged: a user event
+    /// of this context that completes when it does.
     pub(crate) fn event_for(&self, queue: &Queue) -> Result<Option<Event>> {
         let context = queue.context();
         match self {
-            Dep::Event { context: c, event } if *c == context.id() => Ok(Some(event.clone())),
+            Dep::Event { context: c, event } if context.waits_on_events_of_id(*c) => Ok(Some(event.clone())),
             Dep::Event { event, .. } => {
                 // Wait lists order and do not propagate failures (as cmdbuf-core's
                 // eager wait lists): a failed dependency releases its dependents.

@@ -17,11 +17,14 @@
 //! context) per device and level, plus the host-task partitions; an edge
 //! between devices splits partitions as a host task does. cmdbuf-core contexts
 //! hold one device, so two devices never share a context here: a partition
-//! waits for one of another device through a *bridge*, a user event of its
-//! own context completed (or failed) by a host thread when the other
-//! partition's event ends (the idea of the buffer module's cross-context
-//! dependencies). The submission returns one event of the submitting queue's
-//! context, which spans every partition and reports the first failure.
+//! waits for one of another device by that partition's event itself where
+//! its context's queues wait for the other context's events device-side
+//! ([`Context::waits_on_events_of`]: CUDA, the CPU adapter), else through a
+//! *bridge*, a user event of its own context completed (or failed) by a host
+//! thread when the other partition's event ends (the idea of the buffer
+//! module's cross-context dependencies). The submission returns one event of
+//! the submitting queue's context, which spans every partition and reports
+//! the first failure.
 //!
 //! A [`Handler::memcpy`](super::Handler::memcpy) between USM of two of the
 //! graph's devices is a *cross-device copy node*. Where one device can reach
@@ -29,7 +32,7 @@
 //! CPU adapter's devices), finalize enables peer access and makes it a peer
 //! copy ([`Queue::usm_copy_peer`]) on a queue of that device, destination
 //! first: a partition of its own, waiting for the other device's partitions
-//! through bridges like any partition. Otherwise it is lowered into a copy from the source into
+//! like any partition. Otherwise it is lowered into a copy from the source into
 //! a host-visible staging allocation of the source context (in a partition of
 //! the source device), a host copy between the two staging allocations (a
 //! host-task partition), and a copy from a staging allocation of the
@@ -50,7 +53,7 @@ use cmdbuf_core::memory::{UsmAllocation, UsmKind, UsmPtr, UsmRef};
 use cmdbuf_core::queue::{Queue, QueueProperties};
 use cmdbuf_core::{ensure, err};
 
-use super::executable::{FlatNode, FlatOp};
+use super::executable::{FlatNode, FlatOp, Partition};
 use super::modifiable::GraphShared;
 use super::node::KernelSpec;
 use super::{Executable, Graph, GraphProperties, Modifiable, Node};
@@ -58,12 +61,27 @@ use super::{Executable, Graph, GraphProperties, Modifiable, Node};
 /// The devices of a graph: one context each, the graph's own first.
 pub(crate) struct Devices {
     contexts: Vec<Context>,
+    /// `direct[on * n + from]`: whether queues of device `on` wait for events
+    /// of device `from` device-side ([`Context::waits_on_events_of`]), so
+    /// that no bridge joins them; asked once, when the graph is made.
+    direct: Vec<bool>,
 }
 
 impl Devices {
     /// The devices of a single-device graph.
     pub(crate) fn single(context: &Context) -> Devices {
-        Devices { contexts: vec![context.clone()] }
+        Devices::new(vec![context.clone()])
+    }
+
+    fn new(contexts: Vec<Context>) -> Devices {
+        let direct = contexts.iter().flat_map(|on| contexts.iter().map(|from| on.waits_on_events_of(from))).collect();
+        Devices { contexts, direct }
+    }
+
+    /// Whether a partition on device `on` waits for an event of device
+    /// `from` through a host-side [`bridge`] (else it takes the event as it is).
+    pub(crate) fn needs_bridge(&self, on: u16, from: u16) -> bool {
+        on != from && !self.direct[on as usize * self.contexts.len() + from as usize]
     }
 
     /// The context of device `index`.
@@ -426,6 +444,24 @@ pub(crate) fn bridge(event: &Event, to: &Context) -> Result<Event> {
     Ok(bridged)
 }
 
+/// The bridges one execution of a graph of several partitions makes (see
+/// `run_partitions`): one per wait of a partition for another device's
+/// event where its device's queues cannot wait for it (a partition without
+/// predecessors waits for the submission's start, of the first device), and
+/// one per partition of such a device for the submission's event.
+pub(crate) fn host_bridges(devices: &Devices, parts: &[Partition]) -> usize {
+    if parts.len() == 1 && !parts[0].host && parts[0].device == 0 {
+        return 0;
+    }
+    let waits = |p: &Partition| -> usize {
+        if p.preds.is_empty() {
+            return usize::from(devices.needs_bridge(p.device, 0));
+        }
+        p.preds.iter().filter(|q| devices.needs_bridge(p.device, parts[**q as usize].device)).count()
+    };
+    parts.iter().map(|p| waits(p) + usize::from(devices.needs_bridge(0, p.device))).sum()
+}
+
 impl Graph<Modifiable> {
     /// Creates a multi-device graph over `contexts`, one per device; the
     /// first is the graph's own context and device (what [`context`](Self::context)
@@ -445,7 +481,7 @@ impl Graph<Modifiable> {
                 c.device()
             );
         }
-        let devices = Devices { contexts: contexts.iter().map(|c| (*c).clone()).collect() };
+        let devices = Devices::new(contexts.iter().map(|c| (*c).clone()).collect());
         Ok(Graph::create(devices, props))
     }
 
@@ -460,6 +496,17 @@ impl Graph<Executable> {
     /// peer and through host staging.
     pub fn cross_device_traffic(&self) -> CrossDeviceTraffic {
         self.0.inner.traffic
+    }
+
+    /// How many host-side bridges each execution uses: waits of one device's
+    /// partition for another device's that a host thread relays (a user event
+    /// completed from a callback), where the waiting device's queues cannot
+    /// wait for the other's events themselves ([`Context::waits_on_events_of`]:
+    /// OpenCL, Vulkan, devices of two backends). 0 for a graph of one device,
+    /// and for devices that wait for each other device-side (CUDA GPUs, the
+    /// CPU adapter's contexts).
+    pub fn host_bridges(&self) -> usize {
+        self.0.inner.host_bridges
     }
 }
 

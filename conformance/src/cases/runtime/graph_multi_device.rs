@@ -122,7 +122,122 @@ pub fn cases() -> Vec<CrossCase> {
         CrossCase { name: "graph_multi_device::update_on_second_device", body: update_on_second_device },
         CrossCase { name: "graph_multi_device::subgraph_on_second_device", body: subgraph_on_second_device },
         CrossCase { name: "graph_multi_device::errors", body: errors },
+        CrossCase { name: "graph_multi_device::device_side_ordering", body: device_side_ordering },
     ]
+}
+
+/// The cases also run over the two views of each selected device (native
+/// and emulated: two contexts of one device, which the CPU adapter joins
+/// device-side), in the `views` section.
+pub fn view_cases() -> Vec<CrossCase> {
+    vec![CrossCase { name: "graph_multi_device::device_side_ordering", body: device_side_ordering }]
+}
+
+/// Why [`view_cases`] skip on `device`'s two views: they copy between the
+/// views, which needs the device to be its own peer or to have host or shared
+/// USM for staging (NVIDIA's OpenCL has neither); `None` where they run.
+pub fn views_cannot_copy(device: &Device) -> Option<String> {
+    match cannot_stage(device, &device.emulated()) {
+        Ok(None) => None,
+        Ok(Some(lacking)) => Some(format!("{lacking} is not its own peer and has neither host nor shared USM")),
+        Err(e) => Some(format!("peer query failed: {e:?}")),
+    }
+}
+
+/// Rounds of [`device_side_ordering`]: each a step on each device.
+const ROUNDS: u32 = 8;
+/// Increments per step of [`device_side_ordering`].
+const STEP: u32 = 4;
+
+/// A chain alternating between the devices, each step waiting for the
+/// other device's: `STEP` increments of `x` on the first device, `x` copied
+/// to `y` on the second, `STEP` increments of `y` there, `y` copied back to
+/// `x`, `ROUNDS` times. Every copy overwrites its destination, so a step
+/// that started before the other device's step had ended leaves a smaller
+/// number; exact results over replays prove the ordering, device-side
+/// (no host bridge) exactly where both contexts wait for each other's events
+/// ([`Context::waits_on_events_of`]: the CPU adapter's contexts, CUDA GPUs),
+/// through host bridges elsewhere. The front end's rule is checked eagerly
+/// too: a queue of one context takes the other's event in a wait list
+/// exactly where its adapter says it can wait for it.
+fn device_side_ordering(devices: &[Device]) -> CaseResult {
+    let (a, b) = two_copying(devices)?;
+    let (direct_ab, direct_ba) = (a.context.waits_on_events_of(&b.context), b.context.waits_on_events_of(&a.context));
+    if a.device().backend() != b.device().backend() {
+        check!(!direct_ab && !direct_ba, "contexts of two backends wait for each other's events");
+    }
+    // Eagerly: the second device's queue after an event of the first's.
+    let inc_a = a.kernel("increment")?;
+    let inc_b = b.kernel("increment")?;
+    let (x, y) = (a.usm()?, b.usm()?);
+    write(a.queue.core(), x.ptr(), &[5u32; N])?;
+    let ea = record_launch(&a.queue, &inc_a, &[KernelArg::Pointer(x.ptr())], &[])?;
+    let after = b.queue.events_wait(&[&ea]);
+    if direct_ba {
+        after?.wait()?;
+    } else {
+        check_err!(after, InvalidEventWaitList);
+    }
+    ea.wait()?;
+    check_eq!(a.read(&x)?, vec![6; N]);
+
+    let g = graph(&a, &b)?;
+    let on_b = NodeProperties::new().on_device(b.device());
+    let fill = a.kernel("fill")?;
+    let mut last =
+        add_launch(&g, &fill, &[KernelArg::Pointer(x.ptr()), KernelArg::value(&0u32)], NodeProperties::new())?;
+    for _ in 0..ROUNDS {
+        for _ in 0..STEP {
+            let deps = [&last];
+            last = add_launch(&g, &inc_a, &[KernelArg::Pointer(x.ptr())], NodeProperties::new().depends_on(&deps))?;
+        }
+        let deps = [&last];
+        last = g.add(|h| h.memcpy_across(b.device(), y.ptr(), a.device(), x.ptr(), N * 4), on_b.depends_on(&deps))?;
+        for _ in 0..STEP {
+            let deps = [&last];
+            last = add_launch(&g, &inc_b, &[KernelArg::Pointer(y.ptr())], on_b.depends_on(&deps))?;
+        }
+        let deps = [&last];
+        last = g.add(
+            |h| h.memcpy_across(a.device(), x.ptr(), b.device(), y.ptr(), N * 4),
+            NodeProperties::new().depends_on(&deps),
+        )?;
+    }
+    let exec = g.finalize(FinalizeProperties::default())?;
+    let bridges = exec.host_bridges();
+    if direct_ab && direct_ba {
+        check_eq!(bridges, 0, "devices that wait for each other's events need no host bridge");
+    } else {
+        check!(bridges > 0, "devices that cannot wait for each other's events without a host bridge: {bridges}");
+    }
+    let expected = 2 * ROUNDS * STEP;
+    // The first element that is not `expected`, as a failure naming it.
+    let all_expected = |values: Vec<u32>, what: &str| -> CaseResult {
+        match values.iter().position(|v| *v != expected) {
+            None => Ok(()),
+            Some(i) => Err(CaseError::Fail(format!(
+                "{what}[{i}] = {}, expected {expected} ({} of {N} elements wrong): a step ran before the other \
+                 device's step it waits for had ended",
+                values[i],
+                values.iter().filter(|v| **v != expected).count()
+            ))),
+        }
+    };
+    for round in 0..4 {
+        a.queue.enqueue_graph(&exec, &[])?.wait()?;
+        all_expected(a.read(&x)?, &format!("replay {round}: x"))?;
+        all_expected(b.read(&y)?, &format!("replay {round}: y"))?;
+    }
+    // Replays back to back, waited for once: each after the previous one.
+    let mut events = Vec::new();
+    for _ in 0..3 {
+        events.push(a.queue.enqueue_graph(&exec, &[])?);
+    }
+    for e in &events {
+        e.wait()?;
+    }
+    all_expected(a.read(&x)?, "back-to-back replays: x")?;
+    Ok(())
 }
 
 /// fill on each device, increment on the second, the second's data copied

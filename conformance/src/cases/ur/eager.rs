@@ -9,7 +9,7 @@
 
 use cmdbuf::{
     Context, Event, EventStatus, KernelArg, KernelLaunch, MapFlags, MigrationFlags, Program, Queue, QueueProperties,
-    RectLayout, RectOffset, RectRegion, UsmAdvice, UsmAllocation, UsmKind,
+    RectLayout, RectOffset, RectRegion, UserEvent, UsmAdvice, UsmAllocation, UsmKind,
 };
 
 use crate::harness::{CaseResult, Env, copy_rect_reference, fill_reference, pattern, read, read_buffer, write};
@@ -822,7 +822,10 @@ fn wait_list_across_queues(env: &Env) -> CaseResult {
     Ok(())
 }
 
-/// An event of another context in any wait list is `InvalidEventWaitList`.
+/// An event of another context in any wait list is `InvalidEventWaitList`,
+/// except where the adapter waits for that context's events device-side
+/// (`Context::waits_on_events_of`: the CPU adapter, CUDA): there it is
+/// accepted, and what waits for it runs after it.
 fn event_of_other_context(env: &Env) -> CaseResult {
     let other = Context::new(env.device())?;
     let other_queue = Queue::new(&other, QueueProperties::default())?;
@@ -837,6 +840,17 @@ fn event_of_other_context(env: &Env) -> CaseResult {
     let args = [KernelArg::Pointer(mem.ptr()), KernelArg::value(&v)];
     let local = queue.usm_fill(mem.ptr(), &[0], 64, &[])?;
     let wait = [&local, &foreign];
+    if env.context().waits_on_events_of(&other) {
+        queue.events_wait(&wait)?.wait()?;
+        let gate = UserEvent::new(&other)?;
+        let filled = queue.usm_fill(mem.ptr(), &[2], 64, &[&local, gate.event()])?;
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        check!(!filled.status().is_terminal(), "a fill ran before the other context's event completed");
+        gate.complete()?;
+        filled.wait()?;
+        check_eq!(read::<u8>(&queue, mem.ptr(), 64)?, vec![2u8; 64]);
+        return Ok(());
+    }
     check_err!(queue.usm_fill(mem.ptr(), &[2], 64, &wait), InvalidEventWaitList);
     check_err!(queue.usm_memcpy(mem.ptr(), mem.ptr().byte_add(32), 32, &wait), InvalidEventWaitList);
     // SAFETY: refused before launch; it would write 16 u32s of a 16-u32 allocation.

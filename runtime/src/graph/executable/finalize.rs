@@ -57,6 +57,7 @@ pub(crate) fn finalize(shared: &Arc<GraphShared>, props: FinalizeProperties) -> 
         has_allocations,
         memory: state.pool.stats(),
         traffic,
+        host_bridges: crate::graph::multi_device::host_bridges(&shared.devices, &built.parts),
         _chunks: state.pool.chunks().to_vec(),
         runs: has_allocations.then(|| state.pool.run_slot()),
         state: Mutex::new(built),

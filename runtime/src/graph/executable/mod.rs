@@ -96,6 +96,8 @@ pub(crate) struct ExecInner {
     memory: MemoryStats,
     /// What its cross-device copies move per execution.
     pub(crate) traffic: CrossDeviceTraffic,
+    /// The host-side bridges an execution makes ([`Graph::host_bridges`]).
+    pub(crate) host_bridges: usize,
     /// The pool's chunks: kernels reach graph-owned memory through plain pointers.
     _chunks: Vec<Arc<UsmAllocation>>,
     /// With allocations: where the last execution's event is left for the

@@ -91,10 +91,16 @@ impl Graph<Executable> {
         for &index in &st.submit_order {
             let part = &st.parts[index as usize];
             let event = {
-                // Events of other devices' partitions wait through bridges.
+                // Events of other devices' partitions are waited for as
+                // they are where this device's queues wait for that device's
+                // events, else through bridges.
                 let on = part.device;
                 let bridged = |e: &Event, from: u16| {
-                    if from == on { Ok(e.clone()) } else { crate::graph::multi_device::bridge(e, devices.context(on)) }
+                    if devices.needs_bridge(on, from) {
+                        crate::graph::multi_device::bridge(e, devices.context(on))
+                    } else {
+                        Ok(e.clone())
+                    }
                 };
                 let owned: SmallVec<[Event; 4]> = if part.preds.is_empty() {
                     SmallVec::from_elem(bridged(&start, 0)?, 1)
@@ -103,9 +109,9 @@ impl Graph<Executable> {
                         .iter()
                         .map(|p| {
                             let e = done[*p as usize].as_ref().expect("predecessors go first");
-                            // Also a peer copy waits for its peer's events through
-                            // a bridge: given directly, the copy overtook them on
-                            // two CUDA GPUs (docs/multi-device.md).
+                            // A peer copy too: the adapters that wait across
+                            // contexts order it after work not yet handed to
+                            // the device (docs/multi-device.md).
                             bridged(e, st.parts[*p as usize].device)
                         })
                         .collect::<Result<_>>()?
@@ -133,13 +139,18 @@ impl Graph<Executable> {
             done[index as usize] = Some(event);
         }
         // The span reports every partition's failure: those of other
-        // devices through bridges into the submitting queue's context.
+        // devices as they are where the submitting queue's context waits for
+        // them, else through bridges into it.
         let done: Vec<Event> = done
             .into_iter()
             .zip(&st.parts)
             .map(|(e, p)| {
                 let e = e.expect("every partition is submitted");
-                if p.device == 0 { Ok(e) } else { crate::graph::multi_device::bridge(&e, queue.context()) }
+                if devices.needs_bridge(0, p.device) {
+                    crate::graph::multi_device::bridge(&e, queue.context())
+                } else {
+                    Ok(e)
+                }
             })
             .collect::<Result<_>>()?;
         let mut leaves: Vec<&Event> = st.parts.iter().zip(&done).filter(|(p, _)| p.leaf).map(|(_, e)| e).collect();
