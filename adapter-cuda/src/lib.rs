@@ -35,6 +35,7 @@ mod hold;
 pub mod lanes;
 mod lower;
 mod memory;
+mod nccl;
 mod nvrtc;
 mod program;
 mod queue;

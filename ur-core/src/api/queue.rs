@@ -33,7 +33,7 @@ use crate::error::panic_message;
 use crate::event::{Event, UserEvent, as_refs, resolve_wait_list};
 use crate::interop::{self, NativeCommand, NativeHandle, NativeScope, NativeTarget, Owner};
 use crate::launch::KernelLaunch;
-use crate::memory::{BufferMapping, MapFlags, MappedMemory, MemBuffer, MigrationFlags, UsmAdvice, UsmPtr};
+use crate::memory::{BufferMapping, MapFlags, MappedMemory, MemBuffer, MigrationFlags, UsmAdvice, UsmPtr, UsmRef};
 use crate::objects::{HoldsFreedMemory, UsmInner};
 use crate::rect::{RectLayout, RectRegion};
 pub use crate::types::desc::QueueProperties;
@@ -62,6 +62,8 @@ enum KeepAlive {
     /// before might still use it (kernels name memory by address, so
     /// nothing else holds it): freed once they have completed.
     Freed(#[allow(dead_code)] Arc<UsmInner>),
+    /// The allocations a native collective reaches by address.
+    Usm(#[allow(dead_code)] Vec<UsmRef>),
 }
 
 struct QueueInner {
@@ -424,6 +426,14 @@ impl Queue {
 
     fn track(&self, event: Arc<dyn EventImpl>, keep: KeepAlive) {
         self.inner.track(event, keep);
+    }
+
+    /// Wraps `event`, an adapter event of this queue's context for work
+    /// that reaches `usm` by address (a native collective), keeping the
+    /// allocations alive until it has completed and `finish` waiting for it.
+    pub(crate) fn adopt_event(&self, event: Arc<dyn EventImpl>, usm: Vec<UsmRef>) -> Event {
+        self.track(event.clone(), KeepAlive::Usm(usm));
+        Event::from_imp(event, &self.inner.context)
     }
 
     /// Launches a kernel (`urEnqueueKernelLaunch` with explicit arguments).
