@@ -154,6 +154,7 @@ use ur_core::device::{Device, UsmKinds};
 use ur_core::memory::UsmKind;
 
 pub(crate) mod buffers;
+mod collective;
 mod dot;
 mod dynamic;
 mod executable;

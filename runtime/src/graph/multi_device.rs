@@ -58,12 +58,14 @@ use super::{Executable, Graph, GraphProperties, Modifiable, Node};
 /// The devices of a graph: one context each, the graph's own first.
 pub(crate) struct Devices {
     contexts: Vec<Context>,
+    /// The communicator of its collective nodes, made for the first one.
+    collectives: parking_lot::Mutex<Option<ur_core::collective::Communicator>>,
 }
 
 impl Devices {
     /// The devices of a single-device graph.
     pub(crate) fn single(context: &Context) -> Devices {
-        Devices { contexts: vec![context.clone()] }
+        Devices { contexts: vec![context.clone()], collectives: Default::default() }
     }
 
     /// The context of device `index`.
@@ -195,6 +197,19 @@ impl Devices {
         let context = self.context(index);
         let out_of_order = context.device().info().out_of_order_queues;
         Queue::new(context, QueueProperties { out_of_order, profiling: false })
+    }
+
+    /// The communicator over the devices for collective nodes, made once
+    /// (NCCL communicators take long to make).
+    pub(crate) fn communicator(&self) -> Result<ur_core::collective::Communicator> {
+        let mut slot = self.collectives.lock();
+        if let Some(comm) = &*slot {
+            return Ok(comm.clone());
+        }
+        let contexts: Vec<&Context> = self.contexts.iter().collect();
+        let comm = ur_core::collective::Communicator::new(&contexts)?;
+        *slot = Some(comm.clone());
+        Ok(comm)
     }
 
     /// The devices.
@@ -445,7 +460,8 @@ impl Graph<Modifiable> {
                 c.device()
             );
         }
-        let devices = Devices { contexts: contexts.iter().map(|c| (*c).clone()).collect() };
+        let devices =
+            Devices { contexts: contexts.iter().map(|c| (*c).clone()).collect(), collectives: Default::default() };
         Ok(Graph::create(devices, props))
     }
 

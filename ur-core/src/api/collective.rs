@@ -229,16 +229,21 @@ impl Communicator {
         }
     }
 
-    /// Checks a call; returns each rank's checked ranges and resolved wait list.
-    fn check(&self, op: &CollectiveOp, dtype: DataType, ranks: &[Rank<'_>]) -> Result<Vec<Checked>> {
+    /// Checks `op` over `dtype` elements with each rank's `(send, recv)`
+    /// pointers, as [`enqueue`](Self::enqueue) does but for queues and wait
+    /// lists: what a graph checks when a collective node is added.
+    pub fn check_buffers(&self, op: &CollectiveOp, dtype: DataType, buffers: &[(UsmPtr, UsmPtr)]) -> Result<()> {
+        self.check_op(op, buffers.len())?;
+        for (i, (send, recv)) in buffers.iter().enumerate() {
+            self.check_ranges(op, dtype, i, *send, *recv)?;
+        }
+        Ok(())
+    }
+
+    /// The checks of a call that do not depend on the ranks' pointers.
+    fn check_op(&self, op: &CollectiveOp, ranks: usize) -> Result<()> {
         let n = self.size();
-        ensure!(
-            ranks.len() == n,
-            InvalidValue,
-            "{} given {} rank(s); the communicator has {n}",
-            op.name(),
-            ranks.len()
-        );
+        ensure!(ranks == n, InvalidValue, "{} given {ranks} rank(s); the communicator has {n}", op.name());
         let count = match *op {
             CollectiveOp::AllReduce { count, .. } | CollectiveOp::AllGather { count } => count,
             CollectiveOp::ReduceScatter { count, .. } | CollectiveOp::Broadcast { count, .. } => count,
@@ -250,12 +255,41 @@ impl Communicator {
         if let CollectiveOp::Broadcast { root, .. } = *op {
             ensure!(root < n, InvalidValue, "broadcast from rank {root} of {n}");
         }
+        Ok(())
+    }
+
+    /// Rank `i`'s ranges: found in USM of its context, apart or in place.
+    fn check_ranges(
+        &self,
+        op: &CollectiveOp,
+        dtype: DataType,
+        i: usize,
+        send: UsmPtr,
+        recv: UsmPtr,
+    ) -> Result<(Option<UsmRef>, UsmRef, usize, usize)> {
+        let context = &self.inner.contexts[i];
         let bytes = |elements: usize| {
             elements
                 .checked_mul(dtype.size())
                 .ok_or_else(|| err!(InvalidSize, "{elements} elements of {dtype} overflow a byte count"))
         };
-        let mut out = Vec::with_capacity(n);
+        let (send_n, recv_n) = op.counts(self.size(), i);
+        let (send_bytes, recv_bytes) = (bytes(send_n)?, bytes(recv_n)?);
+        let find = |ptr: UsmPtr, size: usize, what: &str| {
+            context.find_usm(ptr, size).map_err(|e| e.in_context(&format!("rank {i}'s {what} range")))
+        };
+        let recv = find(recv, recv_bytes, "receive")?;
+        let send = if send_bytes > 0 { Some(find(send, send_bytes, "send")?) } else { None };
+        if let Some(send) = &send {
+            check_overlap(op, i, send, send_bytes, &recv, recv_bytes)?;
+        }
+        Ok((send, recv, send_bytes, recv_bytes))
+    }
+
+    /// Checks a call; returns each rank's checked ranges and resolved wait list.
+    fn check(&self, op: &CollectiveOp, dtype: DataType, ranks: &[Rank<'_>]) -> Result<Vec<Checked>> {
+        self.check_op(op, ranks.len())?;
+        let mut out = Vec::with_capacity(ranks.len());
         for (i, (rank, context)) in ranks.iter().zip(&self.inner.contexts).enumerate() {
             ensure!(
                 rank.queue.context() == context,
@@ -264,16 +298,7 @@ impl Communicator {
                 context.device()
             );
             rank.queue.check_not_capturing("a collective")?;
-            let (send_n, recv_n) = op.counts(n, i);
-            let (send_bytes, recv_bytes) = (bytes(send_n)?, bytes(recv_n)?);
-            let find = |ptr: UsmPtr, size: usize, what: &str| {
-                context.find_usm(ptr, size).map_err(|e| e.in_context(&format!("rank {i}'s {what} range")))
-            };
-            let recv = find(rank.recv, recv_bytes, "receive")?;
-            let send = if send_bytes > 0 { Some(find(rank.send, send_bytes, "send")?) } else { None };
-            if let Some(send) = &send {
-                check_overlap(op, i, send, send_bytes, &recv, recv_bytes)?;
-            }
+            let (send, recv, send_bytes, recv_bytes) = self.check_ranges(op, dtype, i, rank.send, rank.recv)?;
             let wait = resolve_wait_list(context.id(), rank.wait)
                 .map_err(|e| e.in_context(&format!("rank {i}'s wait list")))?;
             out.push(Checked { send, recv, send_bytes, recv_bytes, wait });

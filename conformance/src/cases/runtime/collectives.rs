@@ -8,7 +8,8 @@
 //! the host.
 
 use ur::collective::{Communicator, DataType, Implementation, Rank, ReduceOp, f32_to_bf16, f32_to_f16};
-use ur::{Context, Device, Event, Queue, QueueProperties, UsmAllocation, UsmKind};
+use ur::{Context, Device, Event, Queue, QueueProperties, UsmAllocation, UsmKind, UsmPtr};
+use ur_runtime::graph::{FinalizeProperties, Graph, GraphProperties, NodeProperties, NodeType};
 
 use super::buffers::CrossCase;
 use super::graph_multi_device::first_usm_kind;
@@ -26,6 +27,7 @@ pub fn cases() -> Vec<CrossCase> {
         CrossCase { name: "multi_device::collective_reduce_scatter", body: reduce_scatter },
         CrossCase { name: "multi_device::collective_broadcast", body: broadcast },
         CrossCase { name: "multi_device::collective_errors", body: errors },
+        CrossCase { name: "multi_device::collective_graph", body: in_a_graph },
     ]
 }
 
@@ -344,6 +346,70 @@ fn errors(devices: &[Device]) -> CaseResult {
     wait_all(&staged.all_reduce(&ranks, count, u32_, ReduceOp::Max)?)?;
     for (r, m) in members.iter().enumerate() {
         check_eq!(m.get(&recvs[r], count * 4)?, elements(u32_, &vec![n as i64; count]), "staged max, rank {r}");
+    }
+    Ok(())
+}
+
+/// Four collective nodes in a chain over all devices: an in-place
+/// all-reduce, a reduce-scatter of its result, an all-gather of the parts
+/// and a broadcast of the gathered data from the last rank, replayed twice
+/// (the in-place all-reduce makes the second execution's data differ from
+/// the first's), exact each time; update of a collective node is refused.
+fn in_a_graph(devices: &[Device]) -> CaseResult {
+    let (members, _) = group(devices)?;
+    let n = members.len();
+    let count = PER_RANK * n;
+    let dtype = DataType::U32;
+    let bytes = count * 4;
+    let alloc =
+        |bytes: usize| -> Result<Vec<UsmAllocation>, CaseError> { members.iter().map(|m| m.alloc(bytes)).collect() };
+    let (bufs, parts, gathered, bcast) = (alloc(bytes)?, alloc(PER_RANK * 4)?, alloc(bytes)?, alloc(bytes)?);
+    let contexts: Vec<&Context> = members.iter().map(|m| &m.context).collect();
+    let g = Graph::new_multi_device(&contexts, GraphProperties::default())?;
+    let pairs = |send: &[UsmAllocation], recv: &[UsmAllocation]| -> Vec<(UsmPtr, UsmPtr)> {
+        send.iter().zip(recv).map(|(s, r)| (s.ptr(), r.ptr())).collect()
+    };
+    let reduce = g.add(|h| h.all_reduce(&pairs(&bufs, &bufs), count, dtype, ReduceOp::Sum), NodeProperties::new())?;
+    let deps = [&reduce];
+    let scatter = g.add(
+        |h| h.reduce_scatter(&pairs(&bufs, &parts), count, dtype, ReduceOp::Sum),
+        NodeProperties::new().depends_on(&deps),
+    )?;
+    let deps = [&scatter];
+    let gather =
+        g.add(|h| h.all_gather(&pairs(&parts, &gathered), count, dtype), NodeProperties::new().depends_on(&deps))?;
+    let deps = [&gather];
+    g.add(|h| h.broadcast(&pairs(&gathered, &bcast), count, dtype, n - 1), NodeProperties::new().depends_on(&deps))?;
+    check_eq!(reduce.node_type(), NodeType::Collective);
+    // A node's errors are the communicator's.
+    check_err!(
+        g.add(|h| h.all_reduce(&pairs(&bufs, &bufs)[1..], count, dtype, ReduceOp::Sum), NodeProperties::new()),
+        InvalidValue
+    );
+    check_err!(
+        g.add(|h| h.all_gather(&pairs(&parts, &gathered), count + 1, dtype), NodeProperties::new()),
+        InvalidSize
+    );
+    let exec = g.finalize(FinalizeProperties { updatable: true, ..Default::default() })?;
+    check_err!(exec.update(&reduce), InvalidCommandHandle);
+    for (r, m) in members.iter().enumerate() {
+        m.put(&bufs[r], &elements(dtype, &(0..count).map(|e| value(dtype, r, e)).collect::<Vec<_>>()))?;
+    }
+    let sum: Vec<i64> = (0..count).map(|e| reduced(dtype, ReduceOp::Sum, n, e)).collect();
+    for replay in 1..=2u32 {
+        exec.enqueue_on(&members[0].queue, &[])?.wait()?;
+        // After replay k the in-place all-reduce holds n^(k-1) * sum, and
+        // the reduce-scatter of it n^k * sum.
+        let scale = |k: u32| (n as i64).pow(k);
+        let reduced_all = elements(dtype, &sum.iter().map(|v| v * scale(replay - 1)).collect::<Vec<_>>());
+        let scattered = elements(dtype, &sum.iter().map(|v| v * scale(replay)).collect::<Vec<_>>());
+        for (r, m) in members.iter().enumerate() {
+            check_eq!(m.get(&bufs[r], bytes)?, reduced_all, "replay {replay}: all-reduce on rank {r}");
+            let part = &scattered[r * PER_RANK * 4..(r + 1) * PER_RANK * 4];
+            check_eq!(m.get(&parts[r], PER_RANK * 4)?, part, "replay {replay}: reduce-scatter on rank {r}");
+            check_eq!(m.get(&gathered[r], bytes)?, scattered, "replay {replay}: all-gather on rank {r}");
+            check_eq!(m.get(&bcast[r], bytes)?, scattered, "replay {replay}: broadcast on rank {r}");
+        }
     }
     Ok(())
 }

@@ -139,6 +139,9 @@ fn snapshot(
             NodeKind::Memory(command) => FlatOp::Command(command.clone()),
             NodeKind::HostTask(task) => FlatOp::Host(task.clone()),
             NodeKind::Native(callback) => FlatOp::Native(callback.clone()),
+            NodeKind::Collective(node) => {
+                FlatOp::Collective(Arc::new(crate::graph::collective::CollectiveRun::new(node, &shared.devices)?))
+            }
             NodeKind::Dynamic(g) => {
                 let group = &state.groups[*g as usize];
                 match group.active_op() {
@@ -183,7 +186,7 @@ fn build(
     let host: Vec<bool> = lowered
         .original
         .iter()
-        .map(|o| matches!(flat[*o as usize].op, FlatOp::Host(_) | FlatOp::PeerCopy { .. }))
+        .map(|o| matches!(flat[*o as usize].op, FlatOp::Host(_) | FlatOp::PeerCopy { .. } | FlatOp::Collective(_)))
         .collect();
     let device: Vec<u16> = lowered.original.iter().map(|o| flat[*o as usize].device).collect();
     let identity: Vec<u32> = (0..host.len() as u32).collect();
@@ -339,7 +342,7 @@ pub(super) fn build_partition(
                 let ptr = st.scratch.as_ref().map(UsmAllocation::ptr).expect("just made");
                 cb.append_usm_prefetch(ptr, 1, MigrationFlags::HOST_TO_DEVICE, opts)?
             }
-            FlatOp::Host(_) | FlatOp::Empty | FlatOp::PeerCopy { .. } => {
+            FlatOp::Host(_) | FlatOp::Empty | FlatOp::PeerCopy { .. } | FlatOp::Collective(_) => {
                 return Err(err!(Unknown, "a host task or empty node in a command-buffer partition"));
             }
         };

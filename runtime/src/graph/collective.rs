@@ -1,0 +1,169 @@
+//! Collective nodes: an all-reduce, all-gather, reduce-scatter or broadcast
+//! over the devices of a (multi-device) graph, one rank per device in the
+//! graph's order ([`Handler::all_reduce`], ...), through ur-core's
+//! [`Communicator`] (NCCL on CUDA devices, staged through the host
+//! elsewhere).
+//!
+//! A collective node is a partition of its own, as a peer copy is: at each
+//! execution the communicator's call is made on a queue per rank (made at
+//! finalize), each rank's part after the node's predecessors (events of
+//! other devices through bridges), and the partition's event, of the
+//! graph's own device, ends when every rank's part has. The call is issued
+//! at each execution; it is not captured into the devices' command buffers
+//! (on CUDA: not part of the CUDA graph).
+
+use std::sync::Arc;
+
+use smallvec::SmallVec;
+
+use ur_core::collective::{CollectiveOp, Communicator, DataType, Rank, ReduceOp};
+use ur_core::error::Result;
+use ur_core::event::Event;
+use ur_core::memory::UsmPtr;
+use ur_core::queue::Queue;
+
+use super::executable::{ExecState, FlatOp, Partition};
+use super::handler::{Handler, Pending};
+use super::multi_device::{Devices, bridge};
+
+/// A collective node as the graph keeps it: each rank's `(send, recv)`.
+#[derive(Clone, Debug)]
+pub(crate) struct CollectiveNode {
+    pub(crate) op: CollectiveOp,
+    pub(crate) dtype: DataType,
+    pub(crate) buffers: Vec<(UsmPtr, UsmPtr)>,
+}
+
+/// A collective node of an executable graph: the communicator and a queue
+/// per rank.
+pub(crate) struct CollectiveRun {
+    pub(crate) node: CollectiveNode,
+    comm: Communicator,
+    queues: Vec<Queue>,
+}
+
+impl CollectiveRun {
+    /// The node with its communicator and a queue per rank.
+    pub(crate) fn new(node: &CollectiveNode, devices: &Devices) -> Result<CollectiveRun> {
+        let comm = devices.communicator()?;
+        let queues = (0..comm.size() as u16).map(|d| devices.worker(d)).collect::<Result<_>>()?;
+        Ok(CollectiveRun { node: node.clone(), comm, queues })
+    }
+
+    /// The communicator's native implementation, if it has one.
+    pub(crate) fn native_name(&self) -> Option<String> {
+        self.comm.native_name()
+    }
+}
+
+/// Submits partition `part` where it is a collective node: every rank's
+/// part after the partition's predecessors (`done`, or `start` for none),
+/// and an event of the graph's own device after all ranks. `None` for
+/// any other partition.
+pub(crate) fn submit(
+    st: &ExecState,
+    part: &Partition,
+    done: &[Option<Event>],
+    start: &Event,
+    devices: &Devices,
+) -> Result<Option<Event>> {
+    let FlatOp::Collective(run) = &st.nodes[part.members[0] as usize].op else { return Ok(None) };
+    let preds: SmallVec<[(&Event, u16); 4]> = if part.preds.is_empty() {
+        SmallVec::from_elem((start, 0), 1)
+    } else {
+        part.preds
+            .iter()
+            .map(|p| (done[*p as usize].as_ref().expect("predecessors go first"), st.parts[*p as usize].device))
+            .collect()
+    };
+    let n = run.queues.len();
+    let mut waits: Vec<Vec<Event>> = Vec::with_capacity(n);
+    for rank in 0..n as u16 {
+        let own = preds
+            .iter()
+            .map(|(e, from)| if *from == rank { Ok((*e).clone()) } else { bridge(e, devices.context(rank)) })
+            .collect::<Result<Vec<Event>>>()?;
+        waits.push(own);
+    }
+    let refs: Vec<Vec<&Event>> = waits.iter().map(|w| w.iter().collect()).collect();
+    let ranks: Vec<Rank<'_>> = run
+        .queues
+        .iter()
+        .zip(&run.node.buffers)
+        .zip(&refs)
+        .map(|((queue, (send, recv)), wait)| Rank { queue, send: *send, recv: *recv, wait })
+        .collect();
+    let events = run.comm.enqueue(run.node.op, run.node.dtype, &ranks)?;
+    // The partition's event is of the device it is placed on (the graph's
+    // own unless placed elsewhere), where its successors look for it.
+    let on = part.device;
+    let own = devices.context(on);
+    let joined = events
+        .iter()
+        .enumerate()
+        .map(|(r, e)| if r == on as usize { Ok(e.clone()) } else { bridge(e, own) })
+        .collect::<Result<Vec<Event>>>()?;
+    let all: Vec<&Event> = joined.iter().collect();
+    Ok(Some(run.queues[on as usize].events_wait(&all)?))
+}
+
+impl Handler {
+    /// Records an all-reduce over the graph's devices: rank `d` is device
+    /// `d` of [`Graph::devices`](super::Graph::devices), `buffers[d]` its
+    /// `(send, recv)` USM pointers (equal for in place); every rank
+    /// receives the element-wise `op` of every rank's `count` elements.
+    /// Checked as [`Communicator::enqueue`] checks (the node's errors are
+    /// its: `InvalidValue` for a rank count other than the graph's device
+    /// count, `InvalidSize`, `OverlappingRegions`, ...). See
+    /// [`crate::graph`], collectives.
+    pub fn all_reduce(
+        &mut self,
+        buffers: &[(UsmPtr, UsmPtr)],
+        count: usize,
+        dtype: DataType,
+        op: ReduceOp,
+    ) -> Result<()> {
+        self.collective(CollectiveOp::AllReduce { count, op }, dtype, buffers)
+    }
+
+    /// Records an all-gather over the graph's devices (see
+    /// [`all_reduce`](Self::all_reduce)): every rank receives `count`
+    /// elements, each rank's `count / n` in rank order.
+    pub fn all_gather(&mut self, buffers: &[(UsmPtr, UsmPtr)], count: usize, dtype: DataType) -> Result<()> {
+        self.collective(CollectiveOp::AllGather { count }, dtype, buffers)
+    }
+
+    /// Records a reduce-scatter over the graph's devices (see
+    /// [`all_reduce`](Self::all_reduce)): rank `r` receives the `r`-th of
+    /// `n` parts of the element-wise `op` of every rank's `count` elements.
+    pub fn reduce_scatter(
+        &mut self,
+        buffers: &[(UsmPtr, UsmPtr)],
+        count: usize,
+        dtype: DataType,
+        op: ReduceOp,
+    ) -> Result<()> {
+        self.collective(CollectiveOp::ReduceScatter { count, op }, dtype, buffers)
+    }
+
+    /// Records a broadcast of `count` elements from rank `root` over the
+    /// graph's devices (see [`all_reduce`](Self::all_reduce)).
+    pub fn broadcast(
+        &mut self,
+        buffers: &[(UsmPtr, UsmPtr)],
+        count: usize,
+        dtype: DataType,
+        root: usize,
+    ) -> Result<()> {
+        self.collective(CollectiveOp::Broadcast { count, root }, dtype, buffers)
+    }
+
+    /// Records the collective `op` over the graph's devices, `buffers[d]`
+    /// being device `d`'s `(send, recv)` (see [`all_reduce`](Self::all_reduce)).
+    pub fn collective(&mut self, op: CollectiveOp, dtype: DataType, buffers: &[(UsmPtr, UsmPtr)]) -> Result<()> {
+        let comm = self.graph.devices.communicator()?;
+        comm.check_buffers(&op, dtype, buffers)
+            .map_err(|e| e.in_context(&format!("collective node of graph #{}", self.graph.id)))?;
+        self.set(Pending::Collective(Arc::new(CollectiveNode { op, dtype, buffers: buffers.to_vec() })))
+    }
+}
