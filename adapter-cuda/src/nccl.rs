@@ -18,15 +18,22 @@ use std::ffi::{CStr, c_int};
 use std::sync::Arc;
 
 use cudarc::nccl::sys as nccl;
-use ur_core::adapter::{CollectiveImpl, CollectiveRank, EventImpl};
+use ur_core::adapter::{CapturedCollectiveImpl, CollectiveImpl, CollectiveRank, EventImpl};
 use ur_core::collective::{CollectiveOp, DataType, ReduceOp};
 use ur_core::error::Result;
 use ur_core::{ensure, err};
 
-use crate::device::DeviceShared;
-use crate::driver::stream_wait_event;
+use cudarc::driver::sys;
+
+use crate::command_buffer::ExecGraph;
+use crate::device::{DeviceShared, Release};
+use crate::driver::{CuEvent, Stream, cu, stream_wait_event};
 use crate::event::CudaEvent;
 use crate::queue::CudaQueue;
+
+/// Set to `0` to issue NCCL calls at each launch of a recorded collective
+/// instead of capturing them into a CUDA graph (for comparisons).
+pub const CAPTURE_ENV: &str = "UR_RS_NCCL_CAPTURE";
 
 /// The NCCL entry points this module calls: checked before the first use,
 /// since cudarc's bindings panic on a missing symbol.
@@ -151,9 +158,84 @@ impl Drop for NcclGroup {
     }
 }
 
+impl NcclGroup {
+    /// One grouped NCCL call: rank `i`'s part with `addrs[i]` on `streams[i]`.
+    ///
+    /// # Safety
+    /// As for [`CollectiveImpl::enqueue`]: the addresses are the checked
+    /// ranges of each rank, and `streams[i]` is a stream of rank `i`'s device.
+    unsafe fn group_call(
+        &self,
+        op: &CollectiveOp,
+        dtype: DataType,
+        addrs: &[(u64, u64)],
+        streams: &[sys::CUstream],
+    ) -> Result<()> {
+        let n = addrs.len();
+        // SAFETY: no arguments.
+        check(unsafe { nccl::ncclGroupStart() }, "ncclGroupStart")?;
+        let mut first_error = Ok(());
+        for (i, (send, recv)) in addrs.iter().enumerate() {
+            let (send, recv) = (*send as *const std::ffi::c_void, *recv as *mut std::ffi::c_void);
+            let (comm, stream) = (self.comms[i], streams[i] as nccl::cudaStream_t);
+            let t = data_type(dtype);
+            // SAFETY: the caller's contract: `send` and `recv` hold the
+            // elements NCCL reads and writes for this rank, in allocations of
+            // the rank's device kept alive until its work completes,
+            // overlapping only in NCCL's in-place layouts; the stream is of
+            // the rank's device and the communicator is the rank's.
+            let result = unsafe {
+                match *op {
+                    CollectiveOp::AllReduce { count, op } => {
+                        nccl::ncclAllReduce(send, recv, count, t, reduce_op(op), comm, stream)
+                    }
+                    CollectiveOp::AllGather { count } => nccl::ncclAllGather(send, recv, count / n, t, comm, stream),
+                    CollectiveOp::ReduceScatter { count, op } => {
+                        nccl::ncclReduceScatter(send, recv, count / n, t, reduce_op(op), comm, stream)
+                    }
+                    CollectiveOp::Broadcast { count, root } => {
+                        nccl::ncclBroadcast(send, recv, count, t, root as c_int, comm, stream)
+                    }
+                }
+            };
+            if first_error.is_ok() {
+                first_error = check(result, op.name());
+            }
+        }
+        // Ended whatever happened inside: a group left open would take the
+        // next calls of this thread.
+        // SAFETY: no arguments; a group is open.
+        let ended = check(unsafe { nccl::ncclGroupEnd() }, "ncclGroupEnd");
+        first_error.and(ended)
+    }
+}
+
 impl CollectiveImpl for NcclGroup {
     fn name(&self) -> String {
         format!("NCCL {}", self.version)
+    }
+
+    unsafe fn capture(
+        &self,
+        op: &CollectiveOp,
+        dtype: DataType,
+        buffers: &[(u64, u64)],
+    ) -> Result<Box<dyn CapturedCollectiveImpl>> {
+        ensure!(
+            std::env::var_os(CAPTURE_ENV).is_none_or(|v| v != "0"),
+            UnsupportedFeature,
+            "capture of NCCL calls disabled by {CAPTURE_ENV}=0"
+        );
+        ensure!(
+            buffers.len() == self.comms.len(),
+            InvalidValue,
+            "{} ranks for {} communicators",
+            buffers.len(),
+            self.comms.len()
+        );
+        // SAFETY: forwarded from this function's contract.
+        let exec = unsafe { self.capture_graph(op, dtype, buffers)? };
+        Ok(Box::new(NcclCapture { exec, ranks: buffers.len() }))
     }
 
     unsafe fn enqueue(
@@ -196,46 +278,11 @@ impl CollectiveImpl for NcclGroup {
             streams.push(stream);
         }
         let n = ranks.len();
-        let issued = (|| {
-            // SAFETY: no arguments.
-            check(unsafe { nccl::ncclGroupStart() }, "ncclGroupStart")?;
-            let mut first_error = Ok(());
-            for (i, rank) in ranks.iter().enumerate() {
-                let (send, recv) = (rank.send as *const std::ffi::c_void, rank.recv as *mut std::ffi::c_void);
-                let (comm, stream) = (self.comms[i], streams[i].raw() as nccl::cudaStream_t);
-                let t = data_type(dtype);
-                // SAFETY: the front end checked the ranges (the trait's
-                // contract): `send` and `recv` hold the elements NCCL reads
-                // and writes for this rank, in allocations of the rank's
-                // device kept alive until its event completes, overlapping
-                // only in NCCL's in-place layouts; the stream is of the
-                // rank's device and the communicator is the rank's.
-                let result = unsafe {
-                    match *op {
-                        CollectiveOp::AllReduce { count, op } => {
-                            nccl::ncclAllReduce(send, recv, count, t, reduce_op(op), comm, stream)
-                        }
-                        CollectiveOp::AllGather { count } => {
-                            nccl::ncclAllGather(send, recv, count / n, t, comm, stream)
-                        }
-                        CollectiveOp::ReduceScatter { count, op } => {
-                            nccl::ncclReduceScatter(send, recv, count / n, t, reduce_op(op), comm, stream)
-                        }
-                        CollectiveOp::Broadcast { count, root } => {
-                            nccl::ncclBroadcast(send, recv, count, t, root as c_int, comm, stream)
-                        }
-                    }
-                };
-                if first_error.is_ok() {
-                    first_error = check(result, op.name());
-                }
-            }
-            // Ended whatever happened inside: a group left open would take
-            // the next calls of this thread.
-            // SAFETY: no arguments; a group is open.
-            let ended = check(unsafe { nccl::ncclGroupEnd() }, "ncclGroupEnd");
-            first_error.and(ended)
-        })();
+        let addrs: Vec<(u64, u64)> = ranks.iter().map(|r| (r.send, r.recv)).collect();
+        let raw: Vec<sys::CUstream> = streams.iter().map(Stream::raw).collect();
+        // SAFETY: forwarded from this function's contract; each stream is of
+        // its rank's device.
+        let issued = unsafe { self.group_call(op, dtype, &addrs, &raw) };
         // Each rank's event: recorded on its stream after its part, then a
         // marker of its queue after it. The streams go back to their pools
         // (reused once idle) whether the call worked or not.
@@ -261,6 +308,121 @@ impl CollectiveImpl for NcclGroup {
             dev.return_stream(stream);
         }
         result?;
+        Ok(events)
+    }
+}
+
+impl NcclGroup {
+    /// Captures the group call into one CUDA graph over the ranks' devices:
+    /// a pooled stream of rank 0's device starts the capture and forks to a
+    /// stream of each other rank's device through an event, NCCL enqueues
+    /// every rank's part on its stream, and each stream joins back to the
+    /// first through an event before the capture ends. One launch of the
+    /// graph then runs every rank's part (NCCL advises against launching one
+    /// graph per GPU from one thread: a launch may block until the others').
+    ///
+    /// # Safety
+    /// As for [`CollectiveImpl::capture`].
+    unsafe fn capture_graph(&self, op: &CollectiveOp, dtype: DataType, addrs: &[(u64, u64)]) -> Result<Arc<ExecGraph>> {
+        let mut streams = Vec::with_capacity(self.devices.len());
+        for dev in &self.devices {
+            streams.push(dev.take_stream()?);
+        }
+        let raw: Vec<sys::CUstream> = streams.iter().map(Stream::raw).collect();
+        let dev0 = &self.devices[0];
+        let result = (|| {
+            dev0.bind()?;
+            let mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;
+            // SAFETY: the stream is idle (pooled) and not capturing.
+            unsafe { cu!(cuStreamBeginCapture_v2(raw[0], mode))? };
+            // The events live until the capture has ended.
+            let mut events = Vec::with_capacity(self.devices.len());
+            let body = (|| {
+                let fork = CuEvent::new(false)?;
+                fork.record(raw[0])?;
+                for (dev, stream) in self.devices.iter().zip(&raw).skip(1) {
+                    dev.bind()?;
+                    // Joins the capture: a stream of another device may wait
+                    // for an event of this one.
+                    stream_wait_event(*stream, fork.raw())?;
+                }
+                events.push(fork);
+                // SAFETY: forwarded from the caller; each stream is of its
+                // rank's device and captures into the graph.
+                unsafe { self.group_call(op, dtype, addrs, &raw)? };
+                for (dev, stream) in self.devices.iter().zip(&raw).skip(1) {
+                    dev.bind()?;
+                    let join = CuEvent::new(false)?;
+                    join.record(*stream)?;
+                    events.push(join);
+                }
+                dev0.bind()?;
+                for join in &events[1..] {
+                    stream_wait_event(raw[0], join.raw())?;
+                }
+                Ok(())
+            })();
+            let _ = dev0.bind();
+            let mut graph: sys::CUgraph = std::ptr::null_mut();
+            // SAFETY: the stream started the capture; ending it also ends
+            // the other streams' part in it (they joined back, or the
+            // capture is invalidated and the error below says so).
+            let end = unsafe { cu!(cuStreamEndCapture(raw[0], &mut graph)) };
+            drop(events);
+            let captured = body.and(end);
+            if let Err(e) = captured {
+                if !graph.is_null() {
+                    dev0.release(Release::Graph(graph));
+                }
+                return Err(e);
+            }
+            let mut exec: sys::CUgraphExec = std::ptr::null_mut();
+            // SAFETY: the graph is complete; writes a new executable graph.
+            let made = unsafe { cu!(cuGraphInstantiateWithFlags(&mut exec, graph, 0)) };
+            // The executable graph does not need its template.
+            dev0.release(Release::Graph(graph));
+            made?;
+            Ok(ExecGraph::new(dev0, exec))
+        })();
+        for (dev, stream) in self.devices.iter().zip(streams) {
+            dev.return_stream(stream);
+        }
+        result
+    }
+}
+
+/// A collective captured into one CUDA graph over the ranks' devices.
+struct NcclCapture {
+    exec: Arc<ExecGraph>,
+    ranks: usize,
+}
+
+impl CapturedCollectiveImpl for NcclCapture {
+    /// Rank 0's queue launches the graph after its wait list and a marker
+    /// of every other rank's queue (streams wait for events of other
+    /// devices); every other rank's event is a marker of its queue after
+    /// the launch, so that each queue's later work follows the collective.
+    unsafe fn launch(&self, ranks: &[CollectiveRank<'_>]) -> Result<Vec<Arc<dyn EventImpl>>> {
+        ensure!(ranks.len() == self.ranks, InvalidValue, "{} ranks for a capture of {}", ranks.len(), self.ranks);
+        let queues: Vec<&CudaQueue> = ranks
+            .iter()
+            .map(|r| ur_core::adapter::downcast::<CudaQueue>(r.queue as &dyn std::any::Any, "a rank's queue"))
+            .collect::<Result<_>>()?;
+        let mut markers = Vec::with_capacity(ranks.len());
+        for (rank, queue) in ranks.iter().zip(&queues).skip(1) {
+            // SAFETY: a marker touches no memory; the events are the rank's.
+            markers.push(unsafe { queue.marker(rank.wait)? });
+        }
+        let mut waits: Vec<&dyn EventImpl> = ranks[0].wait.to_vec();
+        waits.extend(markers.iter().map(|m| &**m as &dyn EventImpl));
+        // SAFETY: the graph's memory is the capture's ranges, which the
+        // front end keeps alive; the wait events are of this adapter.
+        let launched = unsafe { queues[0].launch_graph(self.exec.clone(), &waits)? };
+        let mut events: Vec<Arc<dyn EventImpl>> = vec![launched.clone()];
+        for queue in &queues[1..] {
+            // SAFETY: a marker touches no memory; the event is of this adapter.
+            events.push(unsafe { queue.marker(&[&*launched as &dyn EventImpl])? });
+        }
         Ok(events)
     }
 }

@@ -380,6 +380,18 @@ impl CudaQueue {
         unsafe { self.submit(wait, Order::Normal, Work::Marker) }
     }
 
+    /// A launch of `exec`, an executable graph of this queue's device, after
+    /// `wait` and the queue's order: a captured collective (`nccl.rs`).
+    ///
+    /// # Safety
+    /// As for [`marker`](Self::marker); the memory the graph reaches stays
+    /// valid until the returned event completes.
+    pub(crate) unsafe fn launch_graph(&self, exec: Arc<ExecGraph>, wait: &[&dyn EventImpl]) -> Result<Arc<CudaEvent>> {
+        let launch = Launch { exec, status: None, signals: Vec::new() };
+        // SAFETY: forwarded from the caller.
+        unsafe { self.submit(wait, Order::Normal, Work::Launch(launch)) }
+    }
+
     /// A native command: a marker after `wait` and the queue's order, a
     /// stream of its own waiting for the marker on which the callback
     /// enqueues its work, and a final submission after that stream, whose

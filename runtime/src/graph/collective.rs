@@ -4,19 +4,23 @@
 //! [`Communicator`] (NCCL on CUDA devices, staged through the host
 //! elsewhere).
 //!
-//! A collective node is a partition of its own, as a peer copy is: at each
-//! execution the communicator's call is made on a queue per rank (made at
-//! finalize), each rank's part after the node's predecessors (events of
-//! other devices through bridges), and the partition's event, of the
-//! graph's own device, ends when every rank's part has. The call is issued
-//! at each execution; it is not captured into the devices' command buffers
-//! (on CUDA: not part of the CUDA graph).
+//! A collective node is a partition of its own, as a peer copy is. Finalize
+//! records it on the graph's communicator ([`Communicator::record`]: on
+//! CUDA with NCCL, the group call captured once into one CUDA graph over
+//! the ranks' devices) and makes a queue per rank; at each execution the
+//! recording is launched on those queues, each rank's part after the
+//! node's predecessors (events of other devices through bridges), and the
+//! partition's event, of the node's device, ends when every rank's part
+//! has. Where it is not captured (host staging, or a failed capture), each
+//! execution issues the collective.
+//!
+//! [`Communicator::record`]: ur_core::collective::Communicator::record
 
 use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use ur_core::collective::{CollectiveOp, Communicator, DataType, Rank, ReduceOp};
+use ur_core::collective::{CollectiveOp, DataType, RecordedCollective, ReduceOp};
 use ur_core::error::Result;
 use ur_core::event::Event;
 use ur_core::memory::UsmPtr;
@@ -38,7 +42,7 @@ pub(crate) struct CollectiveNode {
 /// per rank.
 pub(crate) struct CollectiveRun {
     pub(crate) node: CollectiveNode,
-    comm: Communicator,
+    recorded: RecordedCollective,
     queues: Vec<Queue>,
 }
 
@@ -47,12 +51,18 @@ impl CollectiveRun {
     pub(crate) fn new(node: &CollectiveNode, devices: &Devices) -> Result<CollectiveRun> {
         let comm = devices.communicator()?;
         let queues = (0..comm.size() as u16).map(|d| devices.worker(d)).collect::<Result<_>>()?;
-        Ok(CollectiveRun { node: node.clone(), comm, queues })
+        let recorded = comm.record(node.op, node.dtype, &node.buffers)?;
+        Ok(CollectiveRun { node: node.clone(), recorded, queues })
     }
 
-    /// The communicator's native implementation, if it has one.
-    pub(crate) fn native_name(&self) -> Option<String> {
-        self.comm.native_name()
+    /// How it runs, for DOT output: the native implementation and whether
+    /// it is captured, or host staging.
+    pub(crate) fn how(&self) -> String {
+        match (self.recorded.communicator().native_name(), self.recorded.is_captured()) {
+            (Some(name), true) => format!("{name}, captured"),
+            (Some(name), false) => format!("{name}, issued at each execution"),
+            (None, _) => "staged through the host".to_string(),
+        }
     }
 }
 
@@ -86,14 +96,8 @@ pub(crate) fn submit(
         waits.push(own);
     }
     let refs: Vec<Vec<&Event>> = waits.iter().map(|w| w.iter().collect()).collect();
-    let ranks: Vec<Rank<'_>> = run
-        .queues
-        .iter()
-        .zip(&run.node.buffers)
-        .zip(&refs)
-        .map(|((queue, (send, recv)), wait)| Rank { queue, send: *send, recv: *recv, wait })
-        .collect();
-    let events = run.comm.enqueue(run.node.op, run.node.dtype, &ranks)?;
+    let parts: Vec<(&Queue, &[&Event])> = run.queues.iter().zip(&refs).map(|(q, w)| (q, &w[..])).collect();
+    let events = run.recorded.enqueue(&parts)?;
     // The partition's event is of the device it is placed on (the graph's
     // own unless placed elsewhere), where its successors look for it.
     let on = part.device;

@@ -281,8 +281,8 @@ pub(crate) fn executable(id: u64, source: u64, st: &ExecState, verbose: bool) ->
                 FlatOp::Native(_) => (NodeType::NativeCommand, String::new(), Vec::new()),
                 FlatOp::PeerCopy { size, .. } => (NodeType::Memcpy, format!("peer copy of {size} bytes"), Vec::new()),
                 FlatOp::Collective(run) => {
-                    let how = run.native_name().unwrap_or_else(|| "staged through the host".to_string());
-                    (NodeType::Collective, format!("{} of {} ({how})", run.node.op.name(), run.node.dtype), Vec::new())
+                    let summary = format!("{} of {} ({})", run.node.op.name(), run.node.dtype, run.how());
+                    (NodeType::Collective, summary, Vec::new())
                 }
                 FlatOp::Join | FlatOp::Empty => (NodeType::Empty, "join".to_string(), Vec::new()),
             };

@@ -732,6 +732,38 @@ pub trait CollectiveImpl: Send + Sync {
         dtype: DataType,
         ranks: &[CollectiveRank<'_>],
     ) -> Result<Vec<Arc<dyn EventImpl>>>;
+
+    /// Captures `op` over `dtype` elements with each rank's `(send, recv)`
+    /// device addresses into a form launched at each
+    /// [`CapturedCollectiveImpl::launch`] without issuing the collective
+    /// again (CUDA: one CUDA graph over the ranks' devices).
+    /// `UnsupportedFeature`, the default, where the adapter cannot; the
+    /// front end then issues the collective at each launch.
+    ///
+    /// # Safety
+    /// As for [`enqueue`](Self::enqueue), for the ranges of every launch:
+    /// the front end keeps the allocations alive as long as the capture.
+    unsafe fn capture(
+        &self,
+        op: &CollectiveOp,
+        dtype: DataType,
+        buffers: &[(u64, u64)],
+    ) -> Result<Box<dyn CapturedCollectiveImpl>> {
+        let _ = (op, dtype, buffers);
+        Err(crate::err!(UnsupportedFeature, "the adapter cannot capture collectives"))
+    }
+}
+
+/// A collective captured by [`CollectiveImpl::capture`].
+pub trait CapturedCollectiveImpl: Send + Sync {
+    /// Launches the captured collective, each rank's part after its queue's
+    /// order and wait list (the ranks' `send` and `recv` are those of the
+    /// capture and not read here); each rank's event, in rank order.
+    ///
+    /// # Safety
+    /// As for [`CollectiveImpl::enqueue`]: launches of one capture, and
+    /// calls of its group, are not concurrent.
+    unsafe fn launch(&self, ranks: &[CollectiveRank<'_>]) -> Result<Vec<Arc<dyn EventImpl>>>;
 }
 
 /// Downcasts an object passed back into its adapter. A mismatch means the

@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use parking_lot::Mutex;
 use smallvec::SmallVec;
 
-use crate::adapter::{CollectiveImpl, CollectiveRank, DeviceImpl, EventImpl};
+use crate::adapter::{CapturedCollectiveImpl, CollectiveImpl, CollectiveRank, DeviceImpl, EventImpl};
 use crate::context::Context;
 use crate::error::{Result, UrError};
 use crate::event::{Event, EventStatus, UserEvent, as_refs, resolve_wait_list};
@@ -229,6 +229,51 @@ impl Communicator {
         }
     }
 
+    /// Records `op` over `dtype` elements with each rank's `(send, recv)`
+    /// for launches at any time later ([`RecordedCollective::enqueue`]),
+    /// checked now as [`enqueue`](Self::enqueue) checks them; the
+    /// allocations are kept alive as long as the recording. Where the
+    /// adapter can, the collective is captured once (CUDA: the NCCL group
+    /// call captured into one CUDA graph over the ranks' devices) and each
+    /// launch replays it; otherwise, or when the capture fails (logged at
+    /// `warn` level), each launch issues it as `enqueue` does.
+    #[tracing::instrument(level = "debug", skip(self, buffers), fields(op = op.name(), %dtype))]
+    pub fn record(
+        &self,
+        op: CollectiveOp,
+        dtype: DataType,
+        buffers: &[(UsmPtr, UsmPtr)],
+    ) -> Result<RecordedCollective> {
+        self.check_op(&op, buffers.len())?;
+        let mut refs = Vec::with_capacity(buffers.len());
+        for (i, (send, recv)) in buffers.iter().enumerate() {
+            let (send, recv, _, _) = self.check_ranges(&op, dtype, i, *send, *recv)?;
+            refs.push((send, recv));
+        }
+        let captured = match &self.inner.native {
+            None => None,
+            Some(native) => {
+                let addrs: Vec<(u64, u64)> =
+                    refs.iter().map(|(s, r)| (s.as_ref().map_or(r.address(), UsmRef::address), r.address())).collect();
+                let _order = self.inner.calls.lock();
+                // SAFETY: the ranges were checked above, and `refs` keeps
+                // their allocations alive as long as the capture.
+                match unsafe { native.capture(&op, dtype, &addrs) } {
+                    Ok(captured) => Some(captured),
+                    Err(UrError::UnsupportedFeature(reason)) => {
+                        tracing::debug!(reason = %reason, "collective issued at each launch");
+                        None
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "capturing a collective failed; it is issued at each launch");
+                        None
+                    }
+                }
+            }
+        };
+        Ok(RecordedCollective { comm: self.clone(), op, dtype, refs, captured })
+    }
+
     /// Checks `op` over `dtype` elements with each rank's `(send, recv)`
     /// pointers, as [`enqueue`](Self::enqueue) does but for queues and wait
     /// lists: what a graph checks when a collective node is added.
@@ -304,6 +349,106 @@ impl Communicator {
             out.push(Checked { send, recv, send_bytes, recv_bytes, wait });
         }
         Ok(out)
+    }
+}
+
+/// A collective recorded by [`Communicator::record`], launched any number
+/// of times.
+pub struct RecordedCollective {
+    comm: Communicator,
+    op: CollectiveOp,
+    dtype: DataType,
+    /// Each rank's checked ranges, kept alive for the capture.
+    refs: Vec<(Option<UsmRef>, UsmRef)>,
+    captured: Option<Box<dyn CapturedCollectiveImpl>>,
+}
+
+impl std::fmt::Debug for RecordedCollective {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RecordedCollective")
+            .field("op", &self.op)
+            .field("dtype", &self.dtype)
+            .field("captured", &self.captured.is_some())
+            .finish()
+    }
+}
+
+impl RecordedCollective {
+    /// Whether launches replay a capture (else each issues the collective).
+    pub fn is_captured(&self) -> bool {
+        self.captured.is_some()
+    }
+
+    /// The communicator it was recorded on.
+    pub fn communicator(&self) -> &Communicator {
+        &self.comm
+    }
+
+    /// The operation.
+    pub fn op(&self) -> CollectiveOp {
+        self.op
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DataType {
+        self.dtype
+    }
+
+    /// Launches the collective: rank `r`'s part on `parts[r].0`, a queue of
+    /// the rank's context, after the events `parts[r].1` of that context;
+    /// one event per rank as [`Communicator::enqueue`] returns. Errors: as
+    /// `enqueue`'s for the rank count, queues and wait lists.
+    pub fn enqueue(&self, parts: &[(&Queue, &[&Event])]) -> Result<Vec<Event>> {
+        let ranks: Vec<Rank<'_>> = parts
+            .iter()
+            .zip(&self.refs)
+            .map(|((queue, wait), (send, recv))| Rank {
+                queue,
+                send: UsmPtr::from_addr(send.as_ref().map_or(recv.address(), UsmRef::address)),
+                recv: UsmPtr::from_addr(recv.address()),
+                wait,
+            })
+            .collect();
+        let Some(captured) = &self.captured else {
+            ensure!(
+                parts.len() == self.refs.len(),
+                InvalidValue,
+                "{} parts for {} ranks",
+                parts.len(),
+                self.refs.len()
+            );
+            return self.comm.enqueue(self.op, self.dtype, &ranks);
+        };
+        let checked = self.comm.check(&self.op, self.dtype, &ranks)?;
+        let _order = self.comm.inner.calls.lock();
+        let waits: Vec<SmallVec<[&dyn EventImpl; 8]>> = checked.iter().map(|c| as_refs(&c.wait)).collect();
+        let adapter_ranks: Vec<CollectiveRank<'_>> = ranks
+            .iter()
+            .zip(&checked)
+            .zip(&waits)
+            .map(|((rank, c), wait)| CollectiveRank {
+                queue: rank.queue.imp(),
+                send: c.send.as_ref().map_or(c.recv.address(), UsmRef::address),
+                recv: c.recv.address(),
+                wait,
+            })
+            .collect();
+        // SAFETY: `check` checked the queues and wait lists; the ranges are
+        // the capture's, checked at `record` and kept alive by `self.refs`;
+        // the communicator's lock orders the launch against its other calls.
+        let events = unsafe { captured.launch(&adapter_ranks)? };
+        drop(adapter_ranks);
+        drop(waits);
+        ensure!(events.len() == ranks.len(), Unknown, "the captured collective returned {} events", events.len());
+        // Each event keeps the rank's allocations, should the recording go first.
+        Ok(events
+            .into_iter()
+            .zip(&ranks)
+            .zip(&self.refs)
+            .map(|((event, rank), (send, recv))| {
+                rank.queue.adopt_event(event, send.iter().cloned().chain([recv.clone()]).collect())
+            })
+            .collect())
     }
 }
 
