@@ -422,17 +422,7 @@ impl RecordedCollective {
         let checked = self.comm.check(&self.op, self.dtype, &ranks)?;
         let _order = self.comm.inner.calls.lock();
         let waits: Vec<SmallVec<[&dyn EventImpl; 8]>> = checked.iter().map(|c| as_refs(&c.wait)).collect();
-        let adapter_ranks: Vec<CollectiveRank<'_>> = ranks
-            .iter()
-            .zip(&checked)
-            .zip(&waits)
-            .map(|((rank, c), wait)| CollectiveRank {
-                queue: rank.queue.imp(),
-                send: c.send.as_ref().map_or(c.recv.address(), UsmRef::address),
-                recv: c.recv.address(),
-                wait,
-            })
-            .collect();
+        let adapter_ranks = adapter_parts(&ranks, &checked, &waits);
         // SAFETY: `check` checked the queues and wait lists; the ranges are
         // the capture's, checked at `record` and kept alive by `self.refs`;
         // the communicator's lock orders the launch against its other calls.
@@ -503,6 +493,25 @@ fn native_group(contexts: &[&Context]) -> Result<Box<dyn CollectiveImpl>> {
     first.imp().collective_group(&devices)
 }
 
+/// The ranks as the adapter takes them.
+fn adapter_parts<'r, 'a: 'r, 'w: 'r>(
+    ranks: &'r [Rank<'a>],
+    checked: &'r [Checked],
+    waits: &'r [SmallVec<[&'w dyn EventImpl; 8]>],
+) -> Vec<CollectiveRank<'r>> {
+    ranks
+        .iter()
+        .zip(checked)
+        .zip(waits)
+        .map(|((rank, c), wait)| CollectiveRank {
+            queue: rank.queue.imp(),
+            send: c.send.as_ref().map_or(c.recv.address(), UsmRef::address),
+            recv: c.recv.address(),
+            wait,
+        })
+        .collect()
+}
+
 fn native_call(
     native: &dyn CollectiveImpl,
     op: &CollectiveOp,
@@ -511,17 +520,7 @@ fn native_call(
     checked: Vec<Checked>,
 ) -> Result<Vec<Event>> {
     let waits: Vec<SmallVec<[&dyn EventImpl; 8]>> = checked.iter().map(|c| as_refs(&c.wait)).collect();
-    let parts: Vec<CollectiveRank<'_>> = ranks
-        .iter()
-        .zip(&checked)
-        .zip(&waits)
-        .map(|((rank, c), wait)| CollectiveRank {
-            queue: rank.queue.imp(),
-            send: c.send.as_ref().map_or(c.recv.address(), UsmRef::address),
-            recv: c.recv.address(),
-            wait,
-        })
-        .collect();
+    let parts = adapter_parts(ranks, &checked, &waits);
     // SAFETY: `check` found every range in a USM allocation of its rank's
     // context (the references are kept below until each event completes),
     // checked overlaps, counts and the root, and resolved each wait list in
