@@ -102,8 +102,9 @@ pub struct Communicator {
 }
 
 struct Inner {
-    contexts: Vec<Context>,
+    /// Dropped before the contexts (fields drop in order).
     native: Option<Box<dyn CollectiveImpl>>,
+    contexts: Vec<Context>,
     /// Orders calls, so that every rank's parts come in the same order.
     calls: Mutex<()>,
 }
@@ -162,7 +163,7 @@ impl Communicator {
             tracing::debug!(implementation = %group.name(), "native collectives");
         }
         let contexts = contexts.iter().map(|c| (*c).clone()).collect();
-        Ok(Communicator { inner: Arc::new(Inner { contexts, native, calls: Mutex::new(()) }) })
+        Ok(Communicator { inner: Arc::new(Inner { native, contexts, calls: Mutex::new(()) }) })
     }
 
     /// The number of ranks.
@@ -271,7 +272,7 @@ impl Communicator {
                 }
             }
         };
-        Ok(RecordedCollective { comm: self.clone(), op, dtype, refs, captured })
+        Ok(RecordedCollective { captured, comm: self.clone(), op, dtype, refs })
     }
 
     /// Checks `op` over `dtype` elements with each rank's `(send, recv)`
@@ -355,12 +356,14 @@ impl Communicator {
 /// A collective recorded by [`Communicator::record`], launched any number
 /// of times.
 pub struct RecordedCollective {
+    /// Dropped before the communicator (fields drop in order): NCCL frees a
+    /// captured graph's resources through its communicator.
+    captured: Option<Box<dyn CapturedCollectiveImpl>>,
     comm: Communicator,
     op: CollectiveOp,
     dtype: DataType,
     /// Each rank's checked ranges, kept alive for the capture.
     refs: Vec<(Option<UsmRef>, UsmRef)>,
-    captured: Option<Box<dyn CapturedCollectiveImpl>>,
 }
 
 impl std::fmt::Debug for RecordedCollective {

@@ -8,7 +8,7 @@
 //! the host.
 
 use ur::collective::{Communicator, DataType, Implementation, Rank, ReduceOp, f32_to_bf16, f32_to_f16};
-use ur::{Context, Device, Event, Queue, QueueProperties, UsmAllocation, UsmKind, UsmPtr};
+use ur::{Context, Device, Event, Queue, QueueProperties, UsmAllocation, UsmKind, UsmKinds, UsmPtr};
 use ur_runtime::graph::{FinalizeProperties, Graph, GraphProperties, NodeProperties, NodeType};
 
 use super::buffers::CrossCase;
@@ -77,6 +77,11 @@ pub(crate) fn group(devices: &[Device]) -> Result<(Vec<Member>, Communicator), C
     let required = all_cuda && std::env::var_os(REQUIRE_NCCL_ENV).is_some_and(|v| v != "0");
     let implementation = if required { Implementation::Native } else { Implementation::Auto };
     let comm = Communicator::with_implementation(&contexts, implementation)?;
+    if comm.native_name().is_none()
+        && let Some(d) = devices.iter().find(|d| !d.info().usm.intersects(UsmKinds::HOST | UsmKinds::SHARED))
+    {
+        return Err(CaseError::Skip(format!("{d} has neither host nor shared USM to stage collectives through")));
+    }
     Ok((members, comm))
 }
 
