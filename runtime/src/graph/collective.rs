@@ -31,7 +31,7 @@ use super::handler::{Handler, Pending};
 use super::multi_device::{Devices, bridge};
 
 /// A collective node as the graph keeps it: each rank's `(send, recv)`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) struct CollectiveNode {
     pub(crate) op: CollectiveOp,
     pub(crate) dtype: DataType,

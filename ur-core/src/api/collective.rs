@@ -225,7 +225,7 @@ impl Communicator {
         let checked = self.check(&op, dtype, ranks)?;
         let _order = self.inner.calls.lock();
         match &self.inner.native {
-            Some(native) => native_call(&**native, &op, dtype, ranks, checked),
+            Some(_) => native_call(self, &op, dtype, ranks, checked),
             None => staged(&op, dtype, ranks, checked),
         }
     }
@@ -260,7 +260,7 @@ impl Communicator {
                 // SAFETY: the ranges were checked above, and `refs` keeps
                 // their allocations alive as long as the capture.
                 match unsafe { native.capture(&op, dtype, &addrs) } {
-                    Ok(captured) => Some(captured),
+                    Ok(captured) => Some(Arc::from(captured)),
                     Err(UrError::UnsupportedFeature(reason)) => {
                         tracing::debug!(reason = %reason, "collective issued at each launch");
                         None
@@ -358,7 +358,7 @@ impl Communicator {
 pub struct RecordedCollective {
     /// Dropped before the communicator (fields drop in order): NCCL frees a
     /// captured graph's resources through its communicator.
-    captured: Option<Box<dyn CapturedCollectiveImpl>>,
+    captured: Option<Arc<dyn CapturedCollectiveImpl>>,
     comm: Communicator,
     op: CollectiveOp,
     dtype: DataType,
@@ -433,13 +433,15 @@ impl RecordedCollective {
         drop(adapter_ranks);
         drop(waits);
         ensure!(events.len() == ranks.len(), Unknown, "the captured collective returned {} events", events.len());
-        // Each event keeps the rank's allocations, should the recording go first.
+        // Each event keeps the rank's allocations, the capture and the
+        // communicator, should the recording go first.
         Ok(events
             .into_iter()
             .zip(&ranks)
             .zip(&self.refs)
             .map(|((event, rank), (send, recv))| {
-                rank.queue.adopt_event(event, send.iter().cloned().chain([recv.clone()]).collect())
+                let usm: Vec<UsmRef> = send.iter().cloned().chain([recv.clone()]).collect();
+                rank.queue.adopt_event(event, Box::new((usm, captured.clone(), self.comm.clone())))
             })
             .collect())
     }
@@ -516,7 +518,7 @@ fn adapter_parts<'r, 'a: 'r, 'w: 'r>(
 }
 
 fn native_call(
-    native: &dyn CollectiveImpl,
+    comm: &Communicator,
     op: &CollectiveOp,
     dtype: DataType,
     ranks: &[Rank<'_>],
@@ -528,7 +530,7 @@ fn native_call(
     // context (the references are kept below until each event completes),
     // checked overlaps, counts and the root, and resolved each wait list in
     // its rank's context; the communicator's lock keeps calls one at a time.
-    let events = unsafe { native.enqueue(op, dtype, &parts)? };
+    let events = unsafe { comm.inner.native.as_deref().expect("a native communicator").enqueue(op, dtype, &parts)? };
     drop(parts);
     drop(waits);
     ensure!(events.len() == ranks.len(), Unknown, "the native collective returned {} events", events.len());
@@ -536,7 +538,10 @@ fn native_call(
         .into_iter()
         .zip(ranks)
         .zip(checked)
-        .map(|((event, rank), c)| rank.queue.adopt_event(event, c.send.into_iter().chain([c.recv]).collect()))
+        .map(|((event, rank), c)| {
+            let usm: Vec<UsmRef> = c.send.into_iter().chain([c.recv]).collect();
+            rank.queue.adopt_event(event, Box::new((usm, comm.clone())))
+        })
         .collect())
 }
 

@@ -33,7 +33,7 @@ use crate::error::panic_message;
 use crate::event::{Event, UserEvent, as_refs, resolve_wait_list};
 use crate::interop::{self, NativeCommand, NativeHandle, NativeScope, NativeTarget, Owner};
 use crate::launch::KernelLaunch;
-use crate::memory::{BufferMapping, MapFlags, MappedMemory, MemBuffer, MigrationFlags, UsmAdvice, UsmPtr, UsmRef};
+use crate::memory::{BufferMapping, MapFlags, MappedMemory, MemBuffer, MigrationFlags, UsmAdvice, UsmPtr};
 use crate::objects::{HoldsFreedMemory, UsmInner};
 use crate::rect::{RectLayout, RectRegion};
 pub use crate::types::desc::QueueProperties;
@@ -62,8 +62,9 @@ enum KeepAlive {
     /// before might still use it (kernels name memory by address, so
     /// nothing else holds it): freed once they have completed.
     Freed(#[allow(dead_code)] Arc<UsmInner>),
-    /// The allocations a native collective reaches by address.
-    Usm(#[allow(dead_code)] Vec<UsmRef>),
+    /// What a native collective uses until it completes: the allocations
+    /// it reaches by address, its communicator, its captured graph.
+    Collective(#[allow(dead_code)] Box<dyn std::any::Any + Send + Sync>),
 }
 
 struct QueueInner {
@@ -429,10 +430,11 @@ impl Queue {
     }
 
     /// Wraps `event`, an adapter event of this queue's context for work
-    /// that reaches `usm` by address (a native collective), keeping the
-    /// allocations alive until it has completed and `finish` waiting for it.
-    pub(crate) fn adopt_event(&self, event: Arc<dyn EventImpl>, usm: Vec<UsmRef>) -> Event {
-        self.track(event.clone(), KeepAlive::Usm(usm));
+    /// of a native collective, keeping `keep` (the allocations it reaches
+    /// by address, its communicator, ...) until it has completed and
+    /// `finish` waiting for it.
+    pub(crate) fn adopt_event(&self, event: Arc<dyn EventImpl>, keep: Box<dyn std::any::Any + Send + Sync>) -> Event {
+        self.track(event.clone(), KeepAlive::Collective(keep));
         Event::from_imp(event, &self.inner.context)
     }
 

@@ -359,7 +359,8 @@ fn errors(devices: &[Device]) -> CaseResult {
 /// all-reduce, a reduce-scatter of its result, an all-gather of the parts
 /// and a broadcast of the gathered data from the last rank, replayed twice
 /// (the in-place all-reduce makes the second execution's data differ from
-/// the first's), exact each time; update of a collective node is refused.
+/// the first's), exact each time; update of one collective node is
+/// refused, whole-graph update from a graph broadcasting elsewhere works.
 fn in_a_graph(devices: &[Device]) -> CaseResult {
     let (members, _) = group(devices)?;
     let n = members.len();
@@ -370,21 +371,27 @@ fn in_a_graph(devices: &[Device]) -> CaseResult {
         |bytes: usize| -> Result<Vec<UsmAllocation>, CaseError> { members.iter().map(|m| m.alloc(bytes)).collect() };
     let (bufs, parts, gathered, bcast) = (alloc(bytes)?, alloc(PER_RANK * 4)?, alloc(bytes)?, alloc(bytes)?);
     let contexts: Vec<&Context> = members.iter().map(|m| &m.context).collect();
-    let g = Graph::new_multi_device(&contexts, GraphProperties::default())?;
     let pairs = |send: &[UsmAllocation], recv: &[UsmAllocation]| -> Vec<(UsmPtr, UsmPtr)> {
         send.iter().zip(recv).map(|(s, r)| (s.ptr(), r.ptr())).collect()
     };
-    let reduce = g.add(|h| h.all_reduce(&pairs(&bufs, &bufs), count, dtype, ReduceOp::Sum), NodeProperties::new())?;
-    let deps = [&reduce];
-    let scatter = g.add(
-        |h| h.reduce_scatter(&pairs(&bufs, &parts), count, dtype, ReduceOp::Sum),
-        NodeProperties::new().depends_on(&deps),
-    )?;
-    let deps = [&scatter];
-    let gather =
-        g.add(|h| h.all_gather(&pairs(&parts, &gathered), count, dtype), NodeProperties::new().depends_on(&deps))?;
-    let deps = [&gather];
-    g.add(|h| h.broadcast(&pairs(&gathered, &bcast), count, dtype, n - 1), NodeProperties::new().depends_on(&deps))?;
+    // The chain, broadcasting into `to`; its first node.
+    let chain = |to: &[UsmAllocation]| -> Result<(Graph, ur_runtime::graph::Node), CaseError> {
+        let g = Graph::new_multi_device(&contexts, GraphProperties::default())?;
+        let reduce =
+            g.add(|h| h.all_reduce(&pairs(&bufs, &bufs), count, dtype, ReduceOp::Sum), NodeProperties::new())?;
+        let deps = [&reduce];
+        let scatter = g.add(
+            |h| h.reduce_scatter(&pairs(&bufs, &parts), count, dtype, ReduceOp::Sum),
+            NodeProperties::new().depends_on(&deps),
+        )?;
+        let deps = [&scatter];
+        let gather =
+            g.add(|h| h.all_gather(&pairs(&parts, &gathered), count, dtype), NodeProperties::new().depends_on(&deps))?;
+        let deps = [&gather];
+        g.add(|h| h.broadcast(&pairs(&gathered, to), count, dtype, n - 1), NodeProperties::new().depends_on(&deps))?;
+        Ok((g, reduce))
+    };
+    let (g, reduce) = chain(&bcast)?;
     check_eq!(reduce.node_type(), NodeType::Collective);
     // A node's errors are the communicator's.
     check_err!(
@@ -415,6 +422,18 @@ fn in_a_graph(devices: &[Device]) -> CaseResult {
             check_eq!(m.get(&gathered[r], bytes)?, scattered, "replay {replay}: all-gather on rank {r}");
             check_eq!(m.get(&bcast[r], bytes)?, scattered, "replay {replay}: broadcast on rank {r}");
         }
+    }
+    // Whole-graph update from a graph of the same shape broadcasting
+    // elsewhere: the collective nodes are recorded again (captured again).
+    let elsewhere = alloc(bytes)?;
+    let (g2, _) = chain(&elsewhere)?;
+    exec.update_from(&g2)?;
+    exec.enqueue_on(&members[0].queue, &[])?.wait()?;
+    let n3 = elements(dtype, &sum.iter().map(|v| v * (n as i64).pow(3)).collect::<Vec<_>>());
+    let n2 = elements(dtype, &sum.iter().map(|v| v * (n as i64).pow(2)).collect::<Vec<_>>());
+    for (r, m) in members.iter().enumerate() {
+        check_eq!(m.get(&elsewhere[r], bytes)?, n3, "after the update: broadcast into the new range on rank {r}");
+        check_eq!(m.get(&bcast[r], bytes)?, n2, "after the update: the old range untouched on rank {r}");
     }
     Ok(())
 }
