@@ -6,6 +6,12 @@
 //! issued back to back and waited for at its end (as nccl-tests measures),
 //! and its bus bandwidth, nccl-tests' definition: `2 (n - 1) / n * bytes /
 //! time`. Results are checked exactly before timing.
+//!
+//! A second table times a data-parallel step: on each device 4 `increment`
+//! kernels over its shard, then an in-place all-reduce (sum) of the
+//! shards, as one multi-device graph replayed against the same step
+//! submitted eagerly (kernel launches, then the communicator's all-reduce
+//! on the same in-order queues: NCCL on streams on CUDA).
 
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
@@ -52,7 +58,144 @@ pub fn run(devices: &[Device], repeats: Repeats, quick: bool, out: &mut Vec<Reco
             let _ = writeln!(text, "not measured: {e}\n");
         }
     }
+    text += "#### Data-parallel step (4 kernels per device, then an all-reduce)\n\n";
+    match measure_steps(devices, repeats, quick, out) {
+        Ok(table) => text += &table,
+        Err(e) => {
+            let _ = writeln!(text, "not measured: {e}\n");
+        }
+    }
     text
+}
+
+/// Kernels per device in a step.
+const STEP_KERNELS: usize = 4;
+/// Steps per timed batch.
+const STEP_BATCH: usize = 10;
+
+fn measure_steps(devices: &[Device], repeats: Repeats, quick: bool, out: &mut Vec<Record>) -> Result<String, UrError> {
+    let sizes: &[usize] = if quick { &[1 << 16, 1 << 20] } else { &[1 << 16, 1 << 20, 1 << 24] };
+    struct Shard {
+        context: Context,
+        queue: Queue,
+        increment: ur::Kernel,
+    }
+    let mut shards = Vec::new();
+    for device in devices {
+        let context = Context::new(device)?;
+        let queue = Queue::new(&context, QueueProperties::default())?;
+        let program = ur::Program::new(&context, &ur_conformance::kernels::bundle())?;
+        let increment = ur::Kernel::new(&program, "increment")?;
+        shards.push(Shard { context, queue, increment });
+    }
+    let n = shards.len();
+    let contexts: Vec<&Context> = shards.iter().map(|s| &s.context).collect();
+    let comm = Communicator::new(&contexts)?;
+    let ids = devices.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(" + ");
+    let names = devices.iter().map(|d| d.info().name.clone()).collect::<Vec<_>>().join(" + ");
+    let mut text = String::from(
+        "ms per step (batches of 10 steps issued back to back), median (p10-p90)\n\n| elements per device | graph \
+         | eager | eager / graph |\n|---:|---:|---:|---:|\n",
+    );
+    for &count in sizes {
+        let kind = |d: &Device| {
+            ur_conformance::cases::graph_multi_device::first_usm_kind(d)
+                .ok_or_else(|| ur::err!(UnsupportedFeature, "{d} has no USM"))
+        };
+        let data: Vec<UsmAllocation> = shards
+            .iter()
+            .map(|s| UsmAllocation::new(&s.context, kind(s.context.device())?, count * 4))
+            .collect::<Result<_, _>>()?;
+        let graph = Graph::new_multi_device(&contexts, GraphProperties::default())?;
+        let mut lasts = Vec::new();
+        for (s, g) in shards.iter().zip(&data) {
+            let (args, global) = ([ur::KernelArg::Pointer(g.ptr())], [count]);
+            let launch = ur::KernelLaunch::new(&s.increment, &global, &args);
+            let mut last: Option<ur_runtime::graph::Node> = None;
+            for _ in 0..STEP_KERNELS {
+                let deps: Vec<&ur_runtime::graph::Node> = last.iter().collect();
+                let props = NodeProperties::new().on_device(s.context.device()).depends_on(&deps);
+                // SAFETY: the allocation holds `count` u32s; `increment` touches element i for item i.
+                last = Some(graph.add(|h| unsafe { h.launch(&launch) }, props)?);
+            }
+            lasts.push(last.expect("kernels"));
+        }
+        let buffers: Vec<(ur::UsmPtr, ur::UsmPtr)> = data.iter().map(|g| (g.ptr(), g.ptr())).collect();
+        let deps: Vec<&ur_runtime::graph::Node> = lasts.iter().collect();
+        graph.add(
+            |h| h.all_reduce(&buffers, count, DataType::U32, ReduceOp::Sum),
+            NodeProperties::new().depends_on(&deps),
+        )?;
+        let exec = graph.finalize(FinalizeProperties::default())?;
+        let eager_step = || -> Result<Vec<Event>, UrError> {
+            for (s, g) in shards.iter().zip(&data) {
+                let (args, global) = ([ur::KernelArg::Pointer(g.ptr())], [count]);
+                let launch = ur::KernelLaunch::new(&s.increment, &global, &args);
+                for _ in 0..STEP_KERNELS {
+                    // SAFETY: as for the graph's launches.
+                    unsafe { s.queue.launch_kernel(&launch, &[])? };
+                }
+            }
+            // In-order queues: each rank's part follows its kernels.
+            let ranks: Vec<Rank<'_>> =
+                shards.iter().zip(&data).map(|(s, g)| Rank::new(&s.queue, g.ptr(), g.ptr())).collect();
+            comm.all_reduce(&ranks, count, DataType::U32, ReduceOp::Sum)
+        };
+        // One step from rank d holding d + 1: every rank holds the sum of d + 1 + 4.
+        let expected = (0..n).map(|d| (d + 1 + STEP_KERNELS) as u32).sum::<u32>();
+        for way in ["graph", "eager"] {
+            for (d, (s, g)) in shards.iter().zip(&data).enumerate() {
+                s.queue.usm_fill(g.ptr(), &(d as u32 + 1).to_ne_bytes(), count * 4, &[])?.wait()?;
+            }
+            if way == "graph" {
+                exec.enqueue_on(&shards[0].queue, &[])?.wait()?;
+            } else {
+                for e in eager_step()? {
+                    e.wait()?;
+                }
+            }
+            for (d, (s, g)) in shards.iter().zip(&data).enumerate() {
+                let mut got = vec![0u8; count * 4];
+                s.queue.read_usm(g.ptr(), &mut got, &[])?;
+                if let Some(i) =
+                    got.chunks_exact(4).position(|c| u32::from_ne_bytes(c.try_into().expect("4")) != expected)
+                {
+                    return Err(ur::err!(Unknown, "{way} step of {count} elements: rank {d}, element {i} wrong"));
+                }
+            }
+        }
+        let r = repeats.scaled(count / 4096);
+        let per_step = |d: Duration| [d / STEP_BATCH as u32];
+        let [g] = measure(r, || -> Result<_, UrError> {
+            let start = Instant::now();
+            let mut last = None;
+            for _ in 0..STEP_BATCH {
+                last = Some(exec.enqueue_on(&shards[0].queue, &[])?);
+            }
+            last.expect("a batch").wait()?;
+            Ok(per_step(start.elapsed()))
+        })?;
+        let [e] = measure(r, || -> Result<_, UrError> {
+            let start = Instant::now();
+            let mut last = Vec::new();
+            for _ in 0..STEP_BATCH {
+                last = eager_step()?;
+            }
+            for ev in &last {
+                ev.wait()?;
+            }
+            Ok(per_step(start.elapsed()))
+        })?;
+        let ms = |s: &Summary| format!("{:.3} ({:.3}-{:.3})", s.median / 1e6, s.p10 / 1e6, s.p90 / 1e6);
+        let _ = writeln!(text, "| {count} | {} | {} | {:.2}x |", ms(&g), ms(&e), e.median / g.median);
+        for (variant, s) in [("step graph", g), ("step eager", e)] {
+            let mut rec = record(&ids, &names, variant, "ns", count, s);
+            rec.shape = "data_parallel_step".into();
+            out.push(rec);
+        }
+    }
+    text += "\n";
+    Ok(text)
 }
 
 fn err(e: impl std::fmt::Display) -> UrError {
