@@ -36,6 +36,7 @@ pub mod lanes;
 mod lower;
 mod memory;
 mod nccl;
+pub mod nccl_lib;
 mod nvrtc;
 mod program;
 mod queue;

@@ -1,8 +1,8 @@
-//! Collectives through NCCL, loaded at run time (`libnccl.so.2`, through
-//! cudarc's dynamically loaded bindings): one communicator per group of
-//! devices of this process (`ncclCommInitAll`), each call one grouped NCCL
-//! call (`ncclGroupStart` / `ncclGroupEnd`) with one rank per device, each
-//! rank's part on a stream of its device that waits for the rank's queue.
+//! Collectives through NCCL, loaded at run time (`libnccl.so.2`, see
+//! `nccl_lib.rs`): one communicator per group of devices of this process
+//! (`ncclCommInitAll`), each call one grouped NCCL call (`ncclGroupStart` /
+//! `ncclGroupEnd`) with one rank per device, each rank's part on a stream of
+//! its device that waits for the rank's queue.
 //!
 //! Per rank: a marker on the rank's queue after its wait list (the queue's
 //! order too); a pooled stream of the rank's device waits for the marker's
@@ -14,10 +14,9 @@
 //! complete) is waited for on the host before the group call: NCCL's ranks
 //! must all be enqueued in one group, so no rank can be left for later.
 
-use std::ffi::{CStr, c_int};
+use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
-use cudarc::nccl::sys as nccl;
 use ur_core::adapter::{CapturedCollectiveImpl, CollectiveImpl, CollectiveRank, EventImpl};
 use ur_core::collective::{CollectiveOp, DataType, ReduceOp};
 use ur_core::error::Result;
@@ -29,96 +28,65 @@ use crate::command_buffer::ExecGraph;
 use crate::device::{DeviceShared, Release};
 use crate::driver::{CuEvent, Stream, cu, stream_wait_event};
 use crate::event::CudaEvent;
+use crate::nccl_lib::{self, Comm, Nccl};
 use crate::queue::CudaQueue;
 
 /// Set to `0` to issue NCCL calls at each launch of a recorded collective
 /// instead of capturing them into a CUDA graph (for comparisons).
 pub const CAPTURE_ENV: &str = "UR_RS_NCCL_CAPTURE";
 
-/// The NCCL entry points this module calls: checked before the first use,
-/// since cudarc's bindings panic on a missing symbol.
-const SYMBOLS: &[&str] = &[
-    "ncclGetVersion",
-    "ncclGetErrorString",
-    "ncclCommInitAll",
-    "ncclCommDestroy",
-    "ncclGroupStart",
-    "ncclGroupEnd",
-    "ncclAllReduce",
-    "ncclAllGather",
-    "ncclReduceScatter",
-    "ncclBroadcast",
-];
-
-/// The loaded NCCL's version (`2.28.3`), or `UnsupportedFeature` with the
-/// reason where `libnccl.so.2` or one of the symbols this module calls is
-/// missing.
-pub(crate) fn version() -> Result<String> {
-    // SAFETY: only tries to open the library.
-    let present = unsafe { nccl::is_culib_present() };
-    ensure!(present, UnsupportedFeature, "NCCL is not installed: libnccl.so.2 could not be loaded");
-    // SAFETY: the library loads (checked above), so `culib` finds it.
-    let lib = unsafe { nccl::culib() };
-    for symbol in SYMBOLS {
-        // SAFETY: only looks the symbol up; the pointer type is not used.
-        let found = unsafe { lib.get::<*const ()>(symbol.as_bytes()) };
-        ensure!(found.is_ok(), UnsupportedFeature, "the NCCL library found has no `{symbol}`");
-    }
-    let mut code: c_int = 0;
-    // SAFETY: writes the version code into `code`.
-    check(unsafe { nccl::ncclGetVersion(&mut code) }, "ncclGetVersion")?;
-    // NCCL >= 2.9 encodes major * 10000 + minor * 100 + patch.
-    Ok(format!("{}.{}.{}", code / 10000, (code % 10000) / 100, code % 100))
+/// The loaded NCCL, or `UnsupportedFeature` with the reason where
+/// `libnccl.so.2` or one of the symbols this module calls is missing.
+fn api() -> Result<&'static Nccl> {
+    nccl_lib::nccl().map_err(|reason| err!(UnsupportedFeature, "{reason}"))
 }
 
-/// `Ok` for `ncclSuccess`; otherwise the failure with NCCL's message.
-fn check(result: nccl::ncclResult_t, call: &str) -> Result<()> {
-    if result == nccl::ncclResult_t::ncclSuccess {
+/// `Ok` for `ncclSuccess`; otherwise the failure with NCCL's message
+/// (`ncclInvalidArgument` and `ncclInvalidUsage`: `InvalidValue`;
+/// `ncclSystemError`: `OutOfResources`; others `Unknown`).
+fn check(nccl: &Nccl, status: c_int, call: &str) -> Result<()> {
+    if status == nccl_lib::SUCCESS {
         return Ok(());
     }
-    // SAFETY: NCCL returns a static string for any result code.
-    let message = unsafe { CStr::from_ptr(nccl::ncclGetErrorString(result)) }.to_string_lossy();
-    let error = err!(Unknown, "{call} failed: {result:?}: {message}");
-    Err(match result {
-        nccl::ncclResult_t::ncclInvalidArgument | nccl::ncclResult_t::ncclInvalidUsage => {
-            err!(InvalidValue, "{call} failed: {result:?}: {message}")
-        }
-        nccl::ncclResult_t::ncclSystemError => err!(OutOfResources, "{call} failed: {result:?}: {message}"),
-        _ => error,
+    let message = nccl.error_string(status);
+    Err(match status {
+        4 | 5 => err!(InvalidValue, "{call} failed ({status}): {message}"),
+        2 => err!(OutOfResources, "{call} failed ({status}): {message}"),
+        _ => err!(Unknown, "{call} failed ({status}): {message}"),
     })
 }
 
-fn data_type(dtype: DataType) -> nccl::ncclDataType_t {
-    use nccl::ncclDataType_t as T;
+fn data_type(dtype: DataType) -> c_int {
+    use nccl_lib::dtype as T;
     match dtype {
-        DataType::I8 => T::ncclInt8,
-        DataType::U8 => T::ncclUint8,
-        DataType::I32 => T::ncclInt32,
-        DataType::U32 => T::ncclUint32,
-        DataType::I64 => T::ncclInt64,
-        DataType::U64 => T::ncclUint64,
-        DataType::F16 => T::ncclFloat16,
-        DataType::F32 => T::ncclFloat32,
-        DataType::F64 => T::ncclFloat64,
-        DataType::BF16 => T::ncclBfloat16,
+        DataType::I8 => T::INT8,
+        DataType::U8 => T::UINT8,
+        DataType::I32 => T::INT32,
+        DataType::U32 => T::UINT32,
+        DataType::I64 => T::INT64,
+        DataType::U64 => T::UINT64,
+        DataType::F16 => T::FLOAT16,
+        DataType::F32 => T::FLOAT32,
+        DataType::F64 => T::FLOAT64,
+        DataType::BF16 => T::BFLOAT16,
     }
 }
 
-fn reduce_op(op: ReduceOp) -> nccl::ncclRedOp_t {
-    use nccl::ncclRedOp_t as O;
+fn reduce_op(op: ReduceOp) -> c_int {
+    use nccl_lib::op as O;
     match op {
-        ReduceOp::Sum => O::ncclSum,
-        ReduceOp::Prod => O::ncclProd,
-        ReduceOp::Min => O::ncclMin,
-        ReduceOp::Max => O::ncclMax,
+        ReduceOp::Sum => O::SUM,
+        ReduceOp::Prod => O::PROD,
+        ReduceOp::Min => O::MIN,
+        ReduceOp::Max => O::MAX,
     }
 }
 
 /// An NCCL communicator per device of a group, from `ncclCommInitAll`.
 pub(crate) struct NcclGroup {
-    comms: Vec<nccl::ncclComm_t>,
+    nccl: &'static Nccl,
+    comms: Vec<Comm>,
     devices: Vec<Arc<DeviceShared>>,
-    version: String,
 }
 
 // SAFETY: NCCL communicators may be used from any thread; the front end
@@ -132,16 +100,16 @@ unsafe impl Sync for NcclGroup {}
 impl NcclGroup {
     /// Communicators over `devices`, rank `i` on `devices[i]`.
     pub(crate) fn new(devices: Vec<Arc<DeviceShared>>) -> Result<NcclGroup> {
-        let version = version()?;
+        let nccl = api()?;
         let ordinals: Vec<c_int> = devices.iter().map(|d| d.device).collect();
         let mut comms = vec![std::ptr::null_mut(); devices.len()];
         let n = c_int::try_from(devices.len()).map_err(|_| err!(InvalidValue, "too many ranks for NCCL"))?;
         // SAFETY: `comms` has room for `n` handles and `ordinals` holds `n`
         // distinct device ordinals (the front end checked the devices are
         // distinct; a `CUdevice` is its ordinal).
-        check(unsafe { nccl::ncclCommInitAll(comms.as_mut_ptr(), n, ordinals.as_ptr()) }, "ncclCommInitAll")?;
-        tracing::debug!(%version, ranks = devices.len(), "NCCL communicators");
-        Ok(NcclGroup { comms, devices, version })
+        check(nccl, unsafe { (nccl.comm_init_all)(comms.as_mut_ptr(), n, ordinals.as_ptr()) }, "ncclCommInitAll")?;
+        tracing::debug!(version = %nccl.version, ranks = devices.len(), "NCCL communicators");
+        Ok(NcclGroup { nccl, comms, devices })
     }
 }
 
@@ -151,7 +119,7 @@ impl Drop for NcclGroup {
             // SAFETY: each handle came from `ncclCommInitAll` and is destroyed
             // once; the front end's events of every call hold no reference
             // to it, and NCCL completes enqueued work before freeing.
-            if let Err(e) = check(unsafe { nccl::ncclCommDestroy(*comm) }, "ncclCommDestroy") {
+            if let Err(e) = check(self.nccl, unsafe { (self.nccl.comm_destroy)(*comm) }, "ncclCommDestroy") {
                 tracing::warn!(error = %e, "destroying an NCCL communicator");
             }
         }
@@ -172,12 +140,13 @@ impl NcclGroup {
         streams: &[sys::CUstream],
     ) -> Result<()> {
         let n = addrs.len();
+        let nccl = self.nccl;
         // SAFETY: no arguments.
-        check(unsafe { nccl::ncclGroupStart() }, "ncclGroupStart")?;
+        check(nccl, unsafe { (nccl.group_start)() }, "ncclGroupStart")?;
         let mut first_error = Ok(());
         for (i, (send, recv)) in addrs.iter().enumerate() {
-            let (send, recv) = (*send as *const std::ffi::c_void, *recv as *mut std::ffi::c_void);
-            let (comm, stream) = (self.comms[i], streams[i] as nccl::cudaStream_t);
+            let (send, recv) = (*send as *const c_void, *recv as *mut c_void);
+            let (comm, stream) = (self.comms[i], streams[i] as nccl_lib::Stream);
             let t = data_type(dtype);
             // SAFETY: the caller's contract: `send` and `recv` hold the
             // elements NCCL reads and writes for this rank, in allocations of
@@ -187,32 +156,32 @@ impl NcclGroup {
             let result = unsafe {
                 match *op {
                     CollectiveOp::AllReduce { count, op } => {
-                        nccl::ncclAllReduce(send, recv, count, t, reduce_op(op), comm, stream)
+                        (nccl.all_reduce)(send, recv, count, t, reduce_op(op), comm, stream)
                     }
-                    CollectiveOp::AllGather { count } => nccl::ncclAllGather(send, recv, count / n, t, comm, stream),
+                    CollectiveOp::AllGather { count } => (nccl.all_gather)(send, recv, count / n, t, comm, stream),
                     CollectiveOp::ReduceScatter { count, op } => {
-                        nccl::ncclReduceScatter(send, recv, count / n, t, reduce_op(op), comm, stream)
+                        (nccl.reduce_scatter)(send, recv, count / n, t, reduce_op(op), comm, stream)
                     }
                     CollectiveOp::Broadcast { count, root } => {
-                        nccl::ncclBroadcast(send, recv, count, t, root as c_int, comm, stream)
+                        (nccl.broadcast)(send, recv, count, t, root as c_int, comm, stream)
                     }
                 }
             };
             if first_error.is_ok() {
-                first_error = check(result, op.name());
+                first_error = check(nccl, result, op.name());
             }
         }
         // Ended whatever happened inside: a group left open would take the
         // next calls of this thread.
         // SAFETY: no arguments; a group is open.
-        let ended = check(unsafe { nccl::ncclGroupEnd() }, "ncclGroupEnd");
+        let ended = check(nccl, unsafe { (nccl.group_end)() }, "ncclGroupEnd");
         first_error.and(ended)
     }
 }
 
 impl CollectiveImpl for NcclGroup {
     fn name(&self) -> String {
-        format!("NCCL {}", self.version)
+        format!("NCCL {}", self.nccl.version)
     }
 
     unsafe fn capture(

@@ -4,23 +4,25 @@
 //! one `ncclAllReduce` per rank, `ncclGroupEnd`, as nccl-tests drives
 //! several GPUs from one thread; the streams synchronized after a batch.
 
+use std::ffi::c_int;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr;
 
 use cudarc::driver::sys;
-use cudarc::nccl::sys as nccl;
+use ur_adapter_cuda::nccl_lib::{self, Nccl};
 
 fn check_cu(status: sys::CUresult, what: &str) -> Result<(), String> {
     if status == sys::CUresult::CUDA_SUCCESS { Ok(()) } else { Err(format!("{what}: {status:?}")) }
 }
 
-fn check_nccl(status: nccl::ncclResult_t, what: &str) -> Result<(), String> {
-    if status == nccl::ncclResult_t::ncclSuccess { Ok(()) } else { Err(format!("{what}: {status:?}")) }
+fn check_nccl(nccl: &Nccl, status: c_int, what: &str) -> Result<(), String> {
+    if status == nccl_lib::SUCCESS { Ok(()) } else { Err(format!("{what}: {}", nccl.error_string(status))) }
 }
 
 /// Communicators and streams over CUDA devices, by ordinal.
 pub struct RawNccl {
-    comms: Vec<nccl::ncclComm_t>,
+    nccl: &'static Nccl,
+    comms: Vec<nccl_lib::Comm>,
     contexts: Vec<sys::CUcontext>,
     streams: Vec<sys::CUstream>,
     devices: Vec<sys::CUdevice>,
@@ -29,18 +31,20 @@ pub struct RawNccl {
 impl RawNccl {
     /// Over the devices of `ordinals`, rank `i` on `ordinals[i]`.
     pub fn open(ordinals: &[i32]) -> Result<RawNccl, String> {
-        // cudarc panics on a missing symbol; the adapter's NCCL check
-        // passed, so this only guards against surprises.
+        // cudarc panics on a missing driver symbol; the adapter found a
+        // device, so this only guards against surprises.
         catch_unwind(AssertUnwindSafe(|| Self::open_unguarded(ordinals)))
             .unwrap_or_else(|_| Err("NCCL or the CUDA driver lacks an entry point the baseline uses".into()))
     }
 
     fn open_unguarded(ordinals: &[i32]) -> Result<RawNccl, String> {
-        // SAFETY: probing the libraries has no precondition.
-        if !unsafe { sys::is_culib_present() && nccl::is_culib_present() } {
-            return Err("no CUDA driver or no libnccl.so.2".into());
+        // SAFETY: probing the library has no precondition.
+        if !unsafe { sys::is_culib_present() } {
+            return Err("no CUDA driver".into());
         }
-        let mut raw = RawNccl { comms: Vec::new(), contexts: Vec::new(), streams: Vec::new(), devices: Vec::new() };
+        let nccl = nccl_lib::nccl()?;
+        let mut raw =
+            RawNccl { nccl, comms: Vec::new(), contexts: Vec::new(), streams: Vec::new(), devices: Vec::new() };
         // SAFETY: every call gets valid out-pointers and handles made by the
         // calls before it; what was made is released by `drop`.
         unsafe {
@@ -59,10 +63,8 @@ impl RawNccl {
                 raw.streams.push(stream);
             }
             let mut comms = vec![ptr::null_mut(); ordinals.len()];
-            check_nccl(
-                nccl::ncclCommInitAll(comms.as_mut_ptr(), ordinals.len() as i32, ordinals.as_ptr()),
-                "ncclCommInitAll",
-            )?;
+            let status = (nccl.comm_init_all)(comms.as_mut_ptr(), ordinals.len() as i32, ordinals.as_ptr());
+            check_nccl(nccl, status, "ncclCommInitAll")?;
             raw.comms = comms;
         }
         Ok(raw)
@@ -72,24 +74,25 @@ impl RawNccl {
     /// `i` from `buffers[i].0` into `buffers[i].1` (device addresses of its
     /// device), issued back to back; returns once every stream is done.
     pub fn all_reduce_f32(&self, buffers: &[(u64, u64)], count: usize, iterations: usize) -> Result<(), String> {
+        let nccl = self.nccl;
         // SAFETY: the caller gives device ranges of `count` f32s on each
         // rank's device; streams and communicators are alive.
         unsafe {
             for _ in 0..iterations {
-                check_nccl(nccl::ncclGroupStart(), "ncclGroupStart")?;
+                check_nccl(nccl, (nccl.group_start)(), "ncclGroupStart")?;
                 for (i, (send, recv)) in buffers.iter().enumerate() {
-                    let status = nccl::ncclAllReduce(
+                    let status = (nccl.all_reduce)(
                         *send as *const _,
                         *recv as *mut _,
                         count,
-                        nccl::ncclDataType_t::ncclFloat32,
-                        nccl::ncclRedOp_t::ncclSum,
+                        nccl_lib::dtype::FLOAT32,
+                        nccl_lib::op::SUM,
                         self.comms[i],
-                        self.streams[i] as nccl::cudaStream_t,
+                        self.streams[i] as nccl_lib::Stream,
                     );
-                    check_nccl(status, "ncclAllReduce")?;
+                    check_nccl(nccl, status, "ncclAllReduce")?;
                 }
-                check_nccl(nccl::ncclGroupEnd(), "ncclGroupEnd")?;
+                check_nccl(nccl, (nccl.group_end)(), "ncclGroupEnd")?;
             }
             for (context, stream) in self.contexts.iter().zip(&self.streams) {
                 check_cu(sys::cuCtxSetCurrent(*context), "cuCtxSetCurrent")?;
@@ -105,7 +108,7 @@ impl Drop for RawNccl {
         // SAFETY: each handle was made by `open` and is released once.
         unsafe {
             for comm in &self.comms {
-                nccl::ncclCommDestroy(*comm);
+                (self.nccl.comm_destroy)(*comm);
             }
             for ((context, stream), device) in self.contexts.iter().zip(&self.streams).zip(&self.devices) {
                 sys::cuCtxSetCurrent(*context);
