@@ -260,7 +260,10 @@ impl Communicator {
                 // SAFETY: the ranges were checked above, and `refs` keeps
                 // their allocations alive as long as the capture.
                 match unsafe { native.capture(&op, dtype, &addrs) } {
-                    Ok(captured) => Some(Arc::from(captured)),
+                    Ok(captured) => {
+                        tracing::debug!(implementation = %native.name(), "collective captured");
+                        Some(Arc::from(captured))
+                    }
                     Err(UrError::UnsupportedFeature(reason)) => {
                         tracing::debug!(reason = %reason, "collective issued at each launch");
                         None
