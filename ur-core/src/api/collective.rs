@@ -405,6 +405,14 @@ impl RecordedCollective {
     /// one event per rank as [`Communicator::enqueue`] returns. Errors: as
     /// `enqueue`'s for the rank count, queues and wait lists.
     pub fn enqueue(&self, parts: &[(&Queue, &[&Event])]) -> Result<Vec<Event>> {
+        ensure!(
+            parts.len() == self.refs.len(),
+            InvalidValue,
+            "{} given {} part(s); the communicator has {} ranks",
+            self.op.name(),
+            parts.len(),
+            self.refs.len()
+        );
         let ranks: Vec<Rank<'_>> = parts
             .iter()
             .zip(&self.refs)
@@ -416,13 +424,6 @@ impl RecordedCollective {
             })
             .collect();
         let Some(captured) = &self.captured else {
-            ensure!(
-                parts.len() == self.refs.len(),
-                InvalidValue,
-                "{} parts for {} ranks",
-                parts.len(),
-                self.refs.len()
-            );
             return self.comm.enqueue(self.op, self.dtype, &ranks);
         };
         let checked = self.comm.check(&self.op, self.dtype, &ranks)?;

@@ -7,7 +7,7 @@
 //! staging through the host without it); elsewhere they are staged through
 //! the host.
 
-use ur::collective::{Communicator, DataType, Implementation, Rank, ReduceOp, f32_to_bf16, f32_to_f16};
+use ur::collective::{CollectiveOp, Communicator, DataType, Implementation, Rank, ReduceOp, f32_to_bf16, f32_to_f16};
 use ur::{Context, Device, Event, Queue, QueueProperties, UsmAllocation, UsmKind, UsmKinds, UsmPtr};
 use ur_runtime::graph::{FinalizeProperties, Graph, GraphProperties, NodeProperties, NodeType};
 
@@ -352,6 +352,26 @@ fn errors(devices: &[Device]) -> CaseResult {
     for (r, m) in members.iter().enumerate() {
         check_eq!(m.get(&recvs[r], count * 4)?, elements(u32_, &vec![n as i64; count]), "staged max, rank {r}");
     }
+    // A recorded collective (captured where the communicator can), launched
+    // twice with new inputs, and its errors.
+    let buffers: Vec<(UsmPtr, UsmPtr)> = sends.iter().zip(&recvs).map(|(s, r)| (s.ptr(), r.ptr())).collect();
+    let recorded = comm.record(CollectiveOp::AllReduce { count, op: ReduceOp::Sum }, u32_, &buffers)?;
+    let parts: Vec<(&Queue, &[&Event])> = members.iter().map(|m| (&m.queue, &[][..])).collect();
+    for round in 1..=2i64 {
+        for (r, m) in members.iter().enumerate() {
+            m.put(&sends[r], &elements(u32_, &vec![round * (r as i64 + 1); count]))?;
+        }
+        wait_all(&recorded.enqueue(&parts)?)?;
+        let want = elements(u32_, &vec![round * (n * (n + 1) / 2) as i64; count]);
+        for (r, m) in members.iter().enumerate() {
+            check_eq!(m.get(&recvs[r], count * 4)?, want, "recorded all-reduce, launch {round}, rank {r}");
+        }
+    }
+    check_err!(recorded.enqueue(&parts[1..]), InvalidValue);
+    let mut swapped_parts = parts.clone();
+    swapped_parts.swap(0, 1);
+    check_err!(recorded.enqueue(&swapped_parts), InvalidQueue);
+    check_err!(comm.record(CollectiveOp::AllGather { count: count + 1 }, u32_, &buffers), InvalidSize);
     Ok(())
 }
 
