@@ -189,9 +189,9 @@ def resolve_device(python, name, libs):
             return None, "no device"
         return f"{backend}:*", devices[0]
     def meant(d):
-        # Our libraries name their platforms "ur-rs <backend> (<driver's
+        # Our libraries name their platforms "cmdbuf <backend> (<driver's
         # name>)": that tells which adapter serves the device.
-        ours = d[0].startswith("ur-rs ")
+        ours = d[0].startswith("cmdbuf ")
         return platform in d[0] and ours == (CONFIGS[name][0] is not None)
 
     for i, d in enumerate(devices):

@@ -18,10 +18,10 @@ cd "$root"
 case "${1:-}" in
 bundle)
     set -e
-    cargo build --release -p ur-adapter-rs-cuda -p ur-adapter-rs-vulkan -p ur-adapter-rs-opencl \
-        -p ur-abi-harness -p ur-conformance
+    cargo build --release -p cmdbuf-ur-adapter-cuda -p cmdbuf-ur-adapter-vulkan -p cmdbuf-ur-adapter-opencl \
+        -p cmdbuf-abi-harness -p cmdbuf-conformance
     ../shared/tools/device-bundle target/release/libur_adapter_rs_{cuda,vulkan,opencl}.so \
-        target/release/ur-abi-run target/release/ur-abi-compare target/release/ur-conformance
+        target/release/ur-abi-run target/release/ur-abi-compare target/release/cmdbuf-conformance
     rm -rf .device/programs
     target/release/ur-abi-run bundle .device/programs
     oneapi=${UR_RS_ONEAPI:-$root/.oneapi}/lib

@@ -74,11 +74,11 @@ check() {
 }
 
 if [[ $what == all || $what == suite ]]; then
-    cargo build --release -p ur-conformance
-    suite=target/release/ur-conformance
+    cargo build --release -p cmdbuf-conformance
+    suite=target/release/cmdbuf-conformance
     for backend in $backends; do
         case $backend in
-            # The whole suite, on the adapter and on ur-core's software command buffers.
+            # The whole suite, on the adapter and on cmdbuf-core's software command buffers.
             cpu) UR_DEVICE_SELECTOR='cpu:*' check suite-cpu "$suite" ;;
             *)
                 filters=()
@@ -97,10 +97,10 @@ if [[ $what == all || $what == unit ]]; then
     # under memcheck, one thread each so that the report names the test.
     # Names: crate:test-target:filter.
     units=(
-        "ur-adapter-cpu:c_table:"          # the CPU kernel table: ABI reads, calls, argument arrays
-        "ur-adapter-cpu:raw_paths:"        # CPU kernel argument packing, rect copies, fills, USM copies
-        "ur-abi:lib:info::tests --skip device_info" # the info-query size protocol's writes
-        "ur-adapter-vulkan:raw_paths:"     # host-mapped status words, staging rect copies
+        "cmdbuf-cpu:c_table:"          # the CPU kernel table: ABI reads, calls, argument arrays
+        "cmdbuf-cpu:raw_paths:"        # CPU kernel argument packing, rect copies, fills, USM copies
+        "cmdbuf-abi:lib:info::tests --skip device_info" # the info-query size protocol's writes
+        "cmdbuf-vulkan:raw_paths:"     # host-mapped status words, staging rect copies
     )
     for unit in "${units[@]}"; do
         IFS=: read -r crate target filter <<<"$unit"
@@ -122,7 +122,7 @@ if [[ $what == all || $what == abi ]]; then
     # on the cpu library and the OpenCL one over PoCL, directly (no loader).
     include=${UR_RS_ONEAPI:-$root/.oneapi}/include
     if [[ -f $include/unified-runtime/ur_api.h ]]; then
-        cargo build -p ur-adapter-rs-cpu -p ur-adapter-rs-opencl
+        cargo build -p cmdbuf-ur-adapter-cpu -p cmdbuf-ur-adapter-opencl
         ${CC:-cc} -std=c11 -Wall -Werror -O1 -g -I"$include" abi/harness/c/checks.c -o "$logs/abi-checks" -ldl
         for lib in ${MEMCHECK_ABI:-cpu opencl}; do
             UR_ADAPTERS_FORCE_LOAD="$root/target/debug/libur_adapter_rs_$lib.so" check "abi-checks-$lib" "$logs/abi-checks"
@@ -145,7 +145,7 @@ if [[ $what == all || $what == abi ]]; then
         failed+=(abi)
     else
         profile=${MEMCHECK_ABI_PROFILE:-release}
-        cargo build --profile "$profile" -p ur-adapter-rs-cpu -p ur-adapter-rs-opencl
+        cargo build --profile "$profile" -p cmdbuf-ur-adapter-cpu -p cmdbuf-ur-adapter-opencl
         [[ $profile == dev ]] && out=debug || out=$profile
         bin=$logs/abi-bin
         mkdir -p "$bin"

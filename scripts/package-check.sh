@@ -14,7 +14,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -1)
-crates=(ur ur-core ur-adapter-cpu ur-adapter-opencl ur-adapter-vulkan ur-adapter-cuda)
+crates=(ur cmdbuf-core cmdbuf-cpu cmdbuf-opencl cmdbuf-vulkan cmdbuf-cuda)
 out="$root/target/package-check"
 
 cargo package --no-verify --allow-dirty $(printf -- '-p %s ' "${crates[@]}")

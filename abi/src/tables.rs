@@ -91,7 +91,7 @@ unsupported_stubs!(A B C D E F G H I J K L M N O P);
 unsupported_stubs!(A B C D E F G H I J K L M N O P Q);
 unsupported_stubs!(A B C D E F G H I J K L M N O P Q R);
 
-/// The slot of an entry point ur-rs does not implement.
+/// The slot of an entry point cmdbuf does not implement.
 fn unsupported<F: Unsupported>() -> Option<F> {
     Some(F::STUB)
 }

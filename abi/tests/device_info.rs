@@ -9,8 +9,8 @@
 use std::ffi::c_void;
 use std::path::{Path, PathBuf};
 
+use cmdbuf_abi::sys::*;
 use libtest_mimic::{Arguments, Failed, Trial};
-use ur_abi::sys::*;
 
 fn main() {
     let args = Arguments::from_args();
@@ -58,8 +58,8 @@ fn oneapi_header() -> Result<String, String> {
 
 /// The CPU adapter's device, through the dispatch table.
 fn cpu_device() -> ur_device_handle_t {
-    ur_abi::register_factory(&ur_adapter_cpu::CpuAdapterFactory);
-    let table = ur_abi::tables::dispatch_table();
+    cmdbuf_abi::register_factory(&cmdbuf_cpu::CpuAdapterFactory);
+    let table = cmdbuf_abi::tables::dispatch_table();
     let mut adapter: ur_adapter_handle_t = std::ptr::null_mut();
     let mut platform: ur_platform_handle_t = std::ptr::null_mut();
     let mut device: ur_device_handle_t = std::ptr::null_mut();
@@ -82,7 +82,7 @@ fn cpu_device() -> ur_device_handle_t {
 
 /// `urDeviceGetInfo` through the dispatch table: its result and the size it reports.
 fn get_info(device: ur_device_handle_t, name: u32, buffer: Option<&mut [u8]>) -> (ur_result_t, usize) {
-    let get = ur_abi::tables::dispatch_table().Device.pfnGetInfo.expect("urDeviceGetInfo");
+    let get = cmdbuf_abi::tables::dispatch_table().Device.pfnGetInfo.expect("urDeviceGetInfo");
     let mut size = usize::MAX;
     let (len, ptr) = match buffer {
         Some(b) => (b.len(), b.as_mut_ptr().cast::<c_void>()),

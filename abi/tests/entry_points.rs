@@ -3,7 +3,7 @@
 //! backend does where it differs: regenerated here from the table's source
 //! and compared, so that the document cannot drift from the code.
 //!
-//! `UR_RS_BLESS=1 cargo test -p ur-abi --test entry_points` rewrites it.
+//! `UR_RS_BLESS=1 cargo test -p cmdbuf-abi --test entry_points` rewrites it.
 
 use std::fmt::Write;
 use std::path::Path;
@@ -119,7 +119,7 @@ const BACKEND_NOTES: &[(&str, &str, &str)] = &[
     ("urUsmP2PDisablePeerAccessExp", "cuda", "`cuCtxDisablePeerAccess`"),
     ("urProgramCreateWithIL", "cpu", "`INVALID_BINARY`: takes a C kernel table through `CreateWithBinary`"),
     ("urProgramCreateWithIL", "opencl", "OpenCL-flavour SPIR-V"),
-    ("urProgramCreateWithIL", "vulkan", "GLCompute SPIR-V with ur-rs's kernel ABI"),
+    ("urProgramCreateWithIL", "vulkan", "GLCompute SPIR-V with cmdbuf's kernel ABI"),
     ("urProgramCreateWithIL", "cuda", "`INVALID_BINARY`: takes PTX through `CreateWithBinary`"),
     ("urProgramCreateWithBinary", "cpu", "a `ur_rs_cpu_table_t` of C entry points (`adapter-cpu/include/ur_rs_cpu.h`)"),
     ("urProgramCreateWithBinary", "opencl", "SPIR-V only"),
@@ -247,7 +247,7 @@ fn render(slots: &[Slot]) -> String {
          has them: [abi.md](abi.md#generated-argument-checks)).\n\
          A backend column is empty where that backend does what the entry point\n\
          says. Generated from the table's source by `abi/tests/entry_points.rs`\n\
-         (`UR_RS_BLESS=1 cargo test -p ur-abi --test entry_points` rewrites it).\n",
+         (`UR_RS_BLESS=1 cargo test -p cmdbuf-abi --test entry_points` rewrites it).\n",
         slots.len()
     );
     let mut table = "";
@@ -306,6 +306,6 @@ fn the_document_lists_every_slot_as_the_table_fills_it() {
     let actual = std::fs::read_to_string(&doc).unwrap_or_default();
     assert!(
         actual == expected,
-        "docs/abi-entry-points.md is out of date: run UR_RS_BLESS=1 cargo test -p ur-abi --test entry_points"
+        "docs/abi-entry-points.md is out of date: run UR_RS_BLESS=1 cargo test -p cmdbuf-abi --test entry_points"
     );
 }

@@ -1,11 +1,11 @@
-//! ur-abi's layers, kept one-way: the C boundary (guard, handles, info
+//! cmdbuf-abi's layers, kept one-way: the C boundary (guard, handles, info
 //! protocol, conversions) below the handle objects, below the entry points,
 //! below the dispatch tables, which nothing imports. `abi/src` holds one
 //! folder per hand-written layer beside `lib.rs`, the generated `bindings.rs`
-//! (`sys`) and `checks.rs`, and `tables.rs`. The checker is ur-core's
-//! (`ur-core/tests/layering/mod.rs`); docs/architecture.md draws the table.
+//! (`sys`) and `checks.rs`, and `tables.rs`. The checker is cmdbuf-core's
+//! (`core/tests/layering/mod.rs`); docs/architecture.md draws the table.
 
-#[path = "../../ur-core/tests/layering/mod.rs"]
+#[path = "../../core/tests/layering/mod.rs"]
 mod layering;
 
 use layering::Layering;

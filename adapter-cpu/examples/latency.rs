@@ -1,12 +1,12 @@
 //! Replay and launch latency of the CPU adapter, measured without the
 //! benchmark harness: a quick check while tuning the executor
-//! (`cargo run --release -p ur-adapter-cpu --example latency`).
-//! `ur-bench --only cpu_per_node --only submission` gives the figures that
+//! (`cargo run --release -p cmdbuf-cpu --example latency`).
+//! `cmdbuf-bench --only cpu_per_node --only submission` gives the figures that
 //! docs/performance.md reports.
 
 use std::time::{Duration, Instant};
 
-use ur_core::{
+use cmdbuf_core::{
     AppendOptions, CommandBuffer, CommandBufferDesc, Context, KernelLaunch, KernelSignature, NativeKernel, Program,
     ProgramBundle, ProgramSource, Queue, QueueProperties, WorkGroup,
 };
@@ -30,14 +30,14 @@ fn median(samples: usize, mut f: impl FnMut()) -> Duration {
 }
 
 fn main() {
-    let device = ur_adapter_cpu::default_device();
+    let device = cmdbuf_cpu::default_device();
     let context = Context::new(&device).unwrap();
     let queue = Queue::new(&context, QueueProperties::default()).unwrap();
     let bundle = ProgramBundle::new()
         .kernel(KernelSignature::new("empty", []))
         .source(ProgramSource::Native(vec![NativeKernel::new("empty", empty)]));
     let program = Program::new(&context, &bundle).unwrap();
-    let kernel = ur_core::Kernel::new(&program, "empty").unwrap();
+    let kernel = cmdbuf_core::Kernel::new(&program, "empty").unwrap();
     let launch = KernelLaunch::new(&kernel, &[1], &[]);
     println!("{}", device.info().name);
     // An optional argument scales the number of samples (for profiling).

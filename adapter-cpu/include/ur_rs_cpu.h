@@ -1,9 +1,9 @@
 /*
- * ur_rs_cpu.h - C kernels for the ur-rs CPU adapter.
+ * ur_rs_cpu.h - C kernels for the cmdbuf CPU adapter.
  *
  * The CPU adapter runs kernels that are host functions. From C, a program is
  * a kernel table: fill in a ur_rs_cpu_table_t and pass its bytes as the
- * binary of urProgramCreateWithBinary (or ur_core's ProgramBundle::from_binary):
+ * binary of urProgramCreateWithBinary (or cmdbuf_core's ProgramBundle::from_binary):
  *
  *     ur_rs_cpu_table_t table = {UR_RS_CPU_MAGIC, UR_RS_CPU_VERSION, 1, 0, kernels};
  *     urProgramCreateWithBinary(ctx, dev, sizeof(table), (const uint8_t *)&table, NULL, &prog);

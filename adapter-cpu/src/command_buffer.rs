@@ -21,15 +21,15 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
-use smallvec::SmallVec;
-use ur_core::adapter::EventBacking;
-use ur_core::adapter::{
+use cmdbuf_core::adapter::EventBacking;
+use cmdbuf_core::adapter::{
     EventImpl, ExecutableCommandBufferImpl, FinalizeFailed, KernelUpdate, QueueImpl, RecordingCommandBufferImpl,
     downcast,
 };
-use ur_core::event::execution_error;
-use ur_core::{Backend, Command, CommandBufferDesc, Event, Kernel, NativeHandle, NativeKernelFn, Result, UrError};
+use cmdbuf_core::event::execution_error;
+use cmdbuf_core::{Backend, Command, CommandBufferDesc, Event, Kernel, NativeHandle, NativeKernelFn, Result, UrError};
+use parking_lot::Mutex;
+use smallvec::SmallVec;
 
 use crate::event::CpuEvent;
 use crate::exec;
@@ -358,9 +358,9 @@ impl Run {
         for &index in &self.graph.waiting {
             let node = &self.graph.nodes[index as usize];
             for event in node.wait_events.iter().filter_map(EventBacking::resolve) {
-                let Some(event) = ur_core::adapter::unwrap_object(&*event as &dyn Any).downcast_ref::<CpuEvent>()
+                let Some(event) = cmdbuf_core::adapter::unwrap_object(&*event as &dyn Any).downcast_ref::<CpuEvent>()
                 else {
-                    self.fail(ur_core::err!(
+                    self.fail(cmdbuf_core::err!(
                         InvalidEvent,
                         "a wait event of command {index} belongs to another adapter"
                     ));

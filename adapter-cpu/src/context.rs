@@ -6,11 +6,11 @@ use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
 
-use ur_core::adapter::{
+use cmdbuf_core::adapter::{
     BufferImpl, ContextImpl, DeviceImpl, ProgramImpl, QueueImpl, RecordingCommandBufferImpl, UserEventImpl, UsmImpl,
     downcast,
 };
-use ur_core::{
+use cmdbuf_core::{
     AdoptedBuffer, CommandBufferDesc, MemFlags, NativeHandle, Ownership, ProgramBundle, QueueProperties, Result,
     SourceForm, UsmKind, err,
 };
@@ -73,7 +73,7 @@ impl ContextImpl for CpuContext {
         _form: SourceForm,
         options: &str,
     ) -> Result<Box<dyn ProgramImpl>> {
-        ur_core::program::options_ignored(options, "native kernels are already compiled");
+        cmdbuf_core::program::options_ignored(options, "native kernels are already compiled");
         Ok(Box::new(CpuProgram::new(bundle, self.max_work_group_size)?))
     }
 

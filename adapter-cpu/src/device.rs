@@ -12,14 +12,14 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use parking_lot::Mutex;
-use ur_core::adapter::{ContextImpl, DeviceImpl, PlatformImpl, SubDeviceImpl};
-use ur_core::{
+use cmdbuf_core::adapter::{ContextImpl, DeviceImpl, PlatformImpl, SubDeviceImpl};
+use cmdbuf_core::{
     AffinityDomain, AffinityDomains, AtomicCaps, CacheType, CommandBufferCaps, CommandBufferSupport, DeviceInfo,
     DeviceType, FpCapabilities, FpConfigs, GlobalMemCache, LocalMemType, MemoryHardware, MemoryOrders, MemoryScopes,
     Partition, PartitionKind, PartitionSupport, Result, SourceForm, SubGroups, Timestamps, UpdateCapabilities,
     UsmKinds, VectorWidths, capability_extensions, err,
 };
+use parking_lot::Mutex;
 
 use crate::context::CpuContext;
 use crate::host;
@@ -87,7 +87,7 @@ impl CpuPlatform {
 
 impl PlatformImpl for CpuPlatform {
     fn name(&self) -> String {
-        "ur-rs CPU".into()
+        "cmdbuf CPU".into()
     }
 
     fn version(&self) -> String {
@@ -148,11 +148,11 @@ impl DeviceImpl for CpuDevice {
         let max_alloc = memory.min(isize::MAX as u64);
         let fp = fp_configs();
         let atomics = atomics();
-        let cache = ur_core::adapter::toolbox::host_cache::last_level_cache();
+        let cache = cmdbuf_core::adapter::toolbox::host_cache::last_level_cache();
         let vectors = VectorWidths::of_register(host::simd_bytes(), false, true);
         DeviceInfo {
             name: format!("{} ({} workers)", host::cpu_model().unwrap_or_else(|| "host CPU".into()), self.cpus.len()),
-            vendor: "ur-rs".into(),
+            vendor: "cmdbuf".into(),
             driver_version: env!("CARGO_PKG_VERSION").into(),
             device_type: DeviceType::Cpu,
             max_compute_units: self.cpus.len() as u32,
@@ -172,7 +172,7 @@ impl DeviceImpl for CpuDevice {
                 update: UpdateCapabilities::all(),
                 events: true,
                 subgraphs: false,
-                replay_path: ur_core::ReplayPath::Driver,
+                replay_path: cmdbuf_core::ReplayPath::Driver,
             },
             vendor_id: host::cpu_vendor_id().unwrap_or(0),
             device_id: None,
@@ -216,7 +216,7 @@ impl DeviceImpl for CpuDevice {
                 independent_forward_progress: false,
             },
             atomics,
-            profiling_timer_resolution_ns: ur_core::clock::host_clock_resolution_ns(),
+            profiling_timer_resolution_ns: cmdbuf_core::clock::host_clock_resolution_ns(),
             printf_buffer_size: 0,
             native_bfloat16_conversions: false,
         }
@@ -234,9 +234,9 @@ impl DeviceImpl for CpuDevice {
 
     /// Every CPU device's memory is the process's host memory, which any
     /// of them reads, writes and updates atomically.
-    fn peer_access(&self, peer: &dyn DeviceImpl) -> Result<ur_core::PeerAccess> {
-        ur_core::adapter::downcast::<CpuDevice>(peer as &dyn std::any::Any, "the peer device")?;
-        Ok(ur_core::PeerAccess { supported: true, atomics: true })
+    fn peer_access(&self, peer: &dyn DeviceImpl) -> Result<cmdbuf_core::PeerAccess> {
+        cmdbuf_core::adapter::downcast::<CpuDevice>(peer as &dyn std::any::Any, "the peer device")?;
+        Ok(cmdbuf_core::PeerAccess { supported: true, atomics: true })
     }
 
     /// Nothing to enable: host memory is shared already.

@@ -5,15 +5,15 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr;
 use std::sync::atomic::{AtomicI32, Ordering};
 
-use smallvec::SmallVec;
-use ur_core::adapter::downcast;
-use ur_core::adapter::{Backing, NativeBacking};
-use ur_core::event::execution_error;
-use ur_core::rect::for_each_row;
-use ur_core::{
+use cmdbuf_core::adapter::downcast;
+use cmdbuf_core::adapter::{Backing, NativeBacking};
+use cmdbuf_core::event::execution_error;
+use cmdbuf_core::rect::for_each_row;
+use cmdbuf_core::{
     ArgValue, Backend, Command, KernelCommand, MemBuffer, MemLoc, NativeArg, NativeKernelFn, NativeTarget, Result,
     UsmRef, WorkGroup, err,
 };
+use smallvec::SmallVec;
 
 use crate::memory::CpuBuffer;
 use crate::pool::parallel_for;
@@ -39,7 +39,7 @@ pub(crate) unsafe fn execute(command: &Command) -> Result<()> {
 pub(crate) fn kernel_fn(command: &Command) -> Option<NativeKernelFn> {
     match command {
         Command::KernelLaunch(k) => {
-            ur_core::adapter::unwrap_object(k.kernel.imp() as &dyn Any).downcast_ref::<CpuKernel>().map(|k| k.func)
+            cmdbuf_core::adapter::unwrap_object(k.kernel.imp() as &dyn Any).downcast_ref::<CpuKernel>().map(|k| k.func)
         }
         _ => None,
     }
@@ -121,8 +121,8 @@ pub(crate) unsafe fn execute_with(command: &Command, func: Option<NativeKernelFn
 
 /// The error of a command (`what`) whose code panicked.
 #[cold]
-fn panicked(what: &str, payload: &(dyn Any + Send)) -> ur_core::UrError {
-    execution_error(Backend::Cpu, format!("{what} panicked: {}", ur_core::error::panic_message(payload)))
+fn panicked(what: &str, payload: &(dyn Any + Send)) -> cmdbuf_core::UrError {
+    execution_error(Backend::Cpu, format!("{what} panicked: {}", cmdbuf_core::error::panic_message(payload)))
 }
 
 /// # Safety
@@ -356,8 +356,8 @@ fn kernel_status(launch: &KernelCommand, status: &AtomicI32) -> Result<()> {
 
 /// The error of a launch whose C kernel returned `code` (non-zero).
 #[cold]
-fn kernel_error(launch: &KernelCommand, code: i32) -> ur_core::UrError {
-    ur_core::UrError::AdapterSpecific(ur_core::Detail::native(
+fn kernel_error(launch: &KernelCommand, code: i32) -> cmdbuf_core::UrError {
+    cmdbuf_core::UrError::AdapterSpecific(cmdbuf_core::Detail::native(
         Backend::Cpu,
         code.into(),
         format!("kernel `{}` returned {code}", launch.kernel.name()),

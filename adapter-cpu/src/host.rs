@@ -1,5 +1,5 @@
 //! What the host tells about itself: processor model and vendor, clock,
-//! SIMD width, memory (its caches: ur-core's `toolbox::host_cache`). Linux files (`/proc/cpuinfo`,
+//! SIMD width, memory (its caches: cmdbuf-core's `toolbox::host_cache`). Linux files (`/proc/cpuinfo`,
 //! `/proc/meminfo`, `/sys/devices/system/cpu`) and the instruction-set
 //! features the standard library detects; `None` wherever the host does not
 //! say.

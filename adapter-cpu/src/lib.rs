@@ -1,7 +1,7 @@
-//! # ur-adapter-cpu
+//! # cmdbuf-cpu
 //!
-//! The CPU adapter of ur-core, complete and native:
-//! - kernels are Rust functions ([`ur_core::NativeKernel`]) registered by name
+//! The CPU adapter of cmdbuf-core, complete and native:
+//! - kernels are Rust functions ([`cmdbuf_core::NativeKernel`]) registered by name
 //!   in a program bundle, or C functions given as a kernel table
 //!   (`include/ur_rs_cpu.h`, read by `ProgramBundle::from_binary`; a non-zero
 //!   return fails the launch); a launch runs its work-groups in parallel on a
@@ -36,8 +36,8 @@ mod topology;
 
 use std::sync::Arc;
 
-use ur_core::adapter::{AdapterFactory, PlatformImpl};
-use ur_core::{AdapterEntry, Backend, Device, DeviceSelector, Loader};
+use cmdbuf_core::adapter::{AdapterFactory, PlatformImpl};
+use cmdbuf_core::{AdapterEntry, Backend, Device, DeviceSelector, Loader};
 
 pub use device::{THREADS_ENV, max_threads, threads_from_env};
 
@@ -50,7 +50,7 @@ impl AdapterFactory for CpuAdapterFactory {
         Backend::Cpu
     }
 
-    fn check_env(&self) -> ur_core::Result<()> {
+    fn check_env(&self) -> cmdbuf_core::Result<()> {
         threads_from_env().map(drop)
     }
 
@@ -61,13 +61,13 @@ impl AdapterFactory for CpuAdapterFactory {
 }
 
 /// The CPU device (`cpu:0`), loaded on its own: for examples and tests that
-/// need a device without going through the `ur` crate's loader.
+/// need a device without going through the `cmdbuf` crate's loader.
 ///
 /// # Panics
 /// When the worker pool cannot be started (the operating system refuses threads).
 ///
 /// ```
-/// let device = ur_adapter_cpu::default_device();
+/// let device = cmdbuf_cpu::default_device();
 /// assert_eq!(device.id().to_string(), "cpu:0");
 /// ```
 pub fn default_device() -> Device {

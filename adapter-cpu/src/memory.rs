@@ -4,8 +4,8 @@ use std::alloc::{Layout, alloc_zeroed, dealloc};
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-use ur_core::adapter::{BufferImpl, UsmImpl};
-use ur_core::{Result, err};
+use cmdbuf_core::adapter::{BufferImpl, UsmImpl};
+use cmdbuf_core::{Result, err};
 
 /// Alignment of every allocation unless a larger one is asked for: a cache
 /// line, so that work-groups writing neighbouring ranges do not share lines
@@ -67,7 +67,7 @@ pub(crate) struct CpuBuffer(pub(crate) Arc<HostBlock>);
 impl BufferImpl for CpuBuffer {
     /// The host address of the buffer's first byte: what native host work
     /// reads and writes.
-    fn native_handle(&self) -> Result<ur_core::NativeHandle> {
-        Ok(ur_core::NativeHandle(self.0.ptr() as u64))
+    fn native_handle(&self) -> Result<cmdbuf_core::NativeHandle> {
+        Ok(cmdbuf_core::NativeHandle(self.0.ptr() as u64))
     }
 }

@@ -444,7 +444,7 @@ impl ForJob<'_> {
 /// The timebase of profiling info: the host clock, so that the device's
 /// clock and the host's are one (`urDeviceGetGlobalTimestamps`).
 pub(crate) fn now_ns() -> u64 {
-    ur_core::host_clock_ns()
+    cmdbuf_core::host_clock_ns()
 }
 
 #[cfg(test)]

@@ -2,8 +2,8 @@
 
 use std::collections::HashMap;
 
-use ur_core::adapter::{KernelImpl, ProgramImpl};
-use ur_core::{KernelSignature, NativeKernelFn, ProgramBundle, ProgramSource, Result, err};
+use cmdbuf_core::adapter::{KernelImpl, ProgramImpl};
+use cmdbuf_core::{KernelSignature, NativeKernelFn, ProgramBundle, ProgramSource, Result, err};
 
 pub(crate) struct CpuProgram {
     kernels: HashMap<String, NativeKernelFn>,
@@ -12,7 +12,7 @@ pub(crate) struct CpuProgram {
 
 impl CpuProgram {
     pub(crate) fn new(bundle: &ProgramBundle, max_work_group_size: usize) -> Result<CpuProgram> {
-        let Some(ProgramSource::Native(kernels)) = bundle.source_of(ur_core::SourceForm::Native) else {
+        let Some(ProgramSource::Native(kernels)) = bundle.source_of(cmdbuf_core::SourceForm::Native) else {
             return Err(err!(
                 InvalidBinary,
                 "the CPU adapter builds native kernels (Rust functions, C kernel tables) only"

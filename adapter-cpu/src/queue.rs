@@ -4,10 +4,10 @@
 use std::any::Any;
 use std::sync::Arc;
 
+use cmdbuf_core::adapter::toolbox::QueueOrder;
+use cmdbuf_core::adapter::{EventImpl, QueueImpl, downcast};
+use cmdbuf_core::{Command, QueueProperties, Result};
 use smallvec::SmallVec;
-use ur_core::adapter::toolbox::QueueOrder;
-use ur_core::adapter::{EventImpl, QueueImpl, downcast};
-use ur_core::{Command, QueueProperties, Result};
 
 use crate::event::{Continuation, CpuEvent, EventJob, after_all};
 use crate::exec;

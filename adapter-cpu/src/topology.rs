@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use ur_core::AffinityDomain;
+use cmdbuf_core::AffinityDomain;
 
 /// Where Linux describes the processors.
 pub(crate) const SYS_CPU: &str = "/sys/devices/system/cpu";

@@ -1,19 +1,19 @@
 //! C kernels given as a kernel table (include/ur_rs_cpu.h) through
 //! `ProgramBundle::from_binary`: signatures from the table, arguments of every
 //! kind, the required work-group size, a kernel's failure code, and the
-//! header's layout against ur-core's.
+//! header's layout against cmdbuf-core's.
 
 mod common;
 
 use std::ffi::c_void;
 use std::mem::offset_of;
 
-use common::read_u32;
-use ur_core::cpu_table::{ARG_GLOBAL, ARG_LOCAL, ARG_VALUE, CArg, CKernel, CTable, MAGIC, VERSION};
-use ur_core::{
+use cmdbuf_core::cpu_table::{ARG_GLOBAL, ARG_LOCAL, ARG_VALUE, CArg, CKernel, CTable, MAGIC, VERSION};
+use cmdbuf_core::{
     ArgKind, CGroup, Context, Kernel, KernelArg, KernelLaunch, Program, ProgramBundle, Queue, UrError, UsmAllocation,
     UsmKind,
 };
+use common::read_u32;
 
 /// `dst[gid] = a * gid + local_sum`, where local_sum is the group's sum of
 /// local ids, gathered through the local argument; fails with 7 when the
@@ -91,7 +91,7 @@ fn table_bytes(kernels: &[CKernel]) -> Vec<u8> {
 }
 
 fn setup() -> (Context, Queue) {
-    let device = ur_adapter_cpu::default_device();
+    let device = cmdbuf_cpu::default_device();
     let context = Context::new(&device).unwrap();
     let queue = Queue::new(&context, Default::default()).unwrap();
     (context, queue)
@@ -174,7 +174,7 @@ fn malformed_tables_are_invalid_binaries() {
     check(&bad, &|_| {});
 }
 
-/// The C header describes the layout ur-core reads: a C compiler, where one
+/// The C header describes the layout cmdbuf-core reads: a C compiler, where one
 /// is installed, checks every size and offset.
 #[test]
 fn header_matches_the_layout() {

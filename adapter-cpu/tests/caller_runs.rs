@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use ur_core::{
+use cmdbuf_core::{
     AppendOptions, CommandBuffer, CommandBufferDesc, Context, Kernel, KernelLaunch, KernelSignature, NativeKernel,
     Program, ProgramBundle, ProgramSource, Queue, QueueProperties, WorkGroup,
 };
@@ -33,8 +33,8 @@ fn record(_: &WorkGroup<'_>) {
 #[test]
 fn a_waiting_host_thread_runs_what_no_worker_took() {
     // SAFETY: this binary's only test; no other thread reads the environment.
-    unsafe { std::env::set_var(ur_adapter_cpu::THREADS_ENV, "1") };
-    let device = ur_adapter_cpu::default_device();
+    unsafe { std::env::set_var(cmdbuf_cpu::THREADS_ENV, "1") };
+    let device = cmdbuf_cpu::default_device();
     let context = Context::new(&device).unwrap();
     let bundle = ProgramBundle::new()
         .kernel(KernelSignature::new("hold", []))

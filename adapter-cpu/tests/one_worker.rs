@@ -4,14 +4,14 @@
 
 mod common;
 
+use cmdbuf_core::{AppendOptions, CommandBufferDesc, KernelArg, KernelLaunch, UsmAllocation, UsmKind};
 use common::{read_u32, setup};
-use ur_core::{AppendOptions, CommandBufferDesc, KernelArg, KernelLaunch, UsmAllocation, UsmKind};
 
 #[test]
 fn one_worker_runs_nested_parallel_work() {
     // SAFETY: this binary's only test; no other thread reads the environment.
-    unsafe { std::env::set_var(ur_adapter_cpu::THREADS_ENV, "1") };
-    let device = ur_adapter_cpu::default_device();
+    unsafe { std::env::set_var(cmdbuf_cpu::THREADS_ENV, "1") };
+    let device = cmdbuf_cpu::default_device();
     assert_eq!(device.info().max_compute_units, 1);
     let (context, queue, _, increment) = setup(&device);
     const BRANCHES: usize = 16;
@@ -19,7 +19,7 @@ fn one_worker_runs_nested_parallel_work() {
     const N: usize = BRANCHES * PER_BRANCH;
     let data = UsmAllocation::new(&context, UsmKind::Device, N * 4).unwrap();
     let copy = UsmAllocation::new(&context, UsmKind::Device, N * 4).unwrap();
-    let cb = ur_core::CommandBuffer::new(&context, &device, CommandBufferDesc::default()).unwrap();
+    let cb = cmdbuf_core::CommandBuffer::new(&context, &device, CommandBufferDesc::default()).unwrap();
     let args = [KernelArg::Pointer(data.ptr())];
     let root = cb.append_usm_fill(data.ptr(), &[0], N * 4, AppendOptions::new()).unwrap().sync_point;
     let mut ends = Vec::new();
@@ -39,7 +39,7 @@ fn one_worker_runs_nested_parallel_work() {
     cb.finalize().unwrap();
 
     // A second queue waits on the first queue's submission.
-    let other = ur_core::Queue::new(&context, Default::default()).unwrap();
+    let other = cmdbuf_core::Queue::new(&context, Default::default()).unwrap();
     let run = queue.enqueue_command_buffer(&cb, &[]).unwrap();
     let again = other.enqueue_command_buffer(&cb, &[&run]).unwrap();
     again.wait().unwrap();

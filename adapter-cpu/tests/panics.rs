@@ -3,14 +3,14 @@
 
 mod common;
 
-use common::{read_u32, setup};
-use ur_core::{
+use cmdbuf_core::{
     AppendOptions, CommandBufferDesc, EventStatus, KernelArg, KernelLaunch, UrError, UsmAllocation, UsmKind,
 };
+use common::{read_u32, setup};
 
 #[test]
 fn eager_kernel_panic_is_an_event_error() {
-    let device = ur_adapter_cpu::default_device();
+    let device = cmdbuf_cpu::default_device();
     let (context, queue, boom, increment) = setup(&device);
     // SAFETY: `boom` touches no memory.
     let event = unsafe { queue.launch_kernel(&KernelLaunch::new(&boom, &[64], &[]).local_size(&[8]), &[]) }.unwrap();
@@ -31,15 +31,16 @@ fn eager_kernel_panic_is_an_event_error() {
 
 #[test]
 fn command_buffer_panic_fails_the_run_and_skips_the_rest() {
-    let device = ur_adapter_cpu::default_device();
+    let device = cmdbuf_cpu::default_device();
     let (context, queue, boom, increment) = setup(&device);
     let counter = UsmAllocation::new(&context, UsmKind::Device, 4).unwrap();
     queue.write_usm(counter.ptr(), &[0; 4], &[]).unwrap();
     let args = [KernelArg::Pointer(counter.ptr())];
     let inc = KernelLaunch::new(&increment, &[1], &args);
 
-    let cb = ur_core::CommandBuffer::new(&context, &device, CommandBufferDesc { in_order: true, ..Default::default() })
-        .unwrap();
+    let cb =
+        cmdbuf_core::CommandBuffer::new(&context, &device, CommandBufferDesc { in_order: true, ..Default::default() })
+            .unwrap();
     // SAFETY: `increment` over one item of a one-element counter; `boom` touches nothing.
     unsafe {
         cb.append_kernel_launch(&inc, &[], AppendOptions::new()).unwrap();
@@ -61,7 +62,7 @@ fn command_buffer_panic_fails_the_run_and_skips_the_rest() {
     }
 
     // Another command buffer on the same queue runs normally.
-    let ok = ur_core::CommandBuffer::new(&context, &device, CommandBufferDesc::default()).unwrap();
+    let ok = cmdbuf_core::CommandBuffer::new(&context, &device, CommandBufferDesc::default()).unwrap();
     // SAFETY: as above.
     unsafe { ok.append_kernel_launch(&inc, &[], AppendOptions::new()).unwrap() };
     ok.finalize().unwrap();

@@ -7,7 +7,7 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use ur_core::{
+use cmdbuf_core::{
     AppendOptions, CommandBuffer, CommandBufferDesc, Context, Kernel, KernelLaunch, KernelSignature, NativeKernel,
     Program, ProgramBundle, ProgramSource, Queue, QueueProperties, WorkGroup,
 };
@@ -35,8 +35,8 @@ fn rendezvous(_: &WorkGroup<'_>) {
 #[test]
 fn the_roots_of_a_replay_wake_every_parked_worker() {
     // SAFETY: this binary's only test; no other thread reads the environment.
-    unsafe { std::env::set_var(ur_adapter_cpu::THREADS_ENV, THREADS.to_string()) };
-    let device = ur_adapter_cpu::default_device();
+    unsafe { std::env::set_var(cmdbuf_cpu::THREADS_ENV, THREADS.to_string()) };
+    let device = cmdbuf_cpu::default_device();
     assert_eq!(device.info().max_compute_units as usize, THREADS);
     let context = Context::new(&device).unwrap();
     let queue = Queue::new(&context, QueueProperties::default()).unwrap();

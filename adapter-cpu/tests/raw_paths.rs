@@ -3,13 +3,13 @@
 //! an invalid access that `scripts/memcheck.sh` (valgrind memcheck) reports.
 //! Run natively they check the results.
 
-use ur_core::{
+use cmdbuf_core::{
     ArgKind, Context, Kernel, KernelArg, KernelLaunch, KernelSignature, MemBuffer, MemFlags, NativeKernel, Program,
     ProgramBundle, ProgramSource, Queue, RectLayout, RectOffset, RectRegion, UsmAllocation, UsmKind, WorkGroup,
 };
 
 fn setup() -> (Context, Queue) {
-    let device = ur_adapter_cpu::default_device();
+    let device = cmdbuf_cpu::default_device();
     let context = Context::new(&device).unwrap();
     let queue = Queue::new(&context, Default::default()).unwrap();
     (context, queue)

@@ -4,12 +4,12 @@
 
 mod common;
 
+use cmdbuf_core::{AppendOptions, CommandBuffer, CommandBufferDesc, KernelArg, KernelLaunch, UsmAllocation, UsmKind};
 use common::{read_u32, setup};
-use ur_core::{AppendOptions, CommandBuffer, CommandBufferDesc, KernelArg, KernelLaunch, UsmAllocation, UsmKind};
 
 #[test]
 fn fork_join_and_wide_roots_run_every_node_once_per_replay() {
-    let device = ur_adapter_cpu::default_device();
+    let device = cmdbuf_cpu::default_device();
     let (context, queue, _, increment) = setup(&device);
     const WIDTH: usize = 1000;
     const REPLAYS: u32 = 20;

@@ -48,17 +48,17 @@ use std::ffi::c_void;
 use std::ptr;
 use std::sync::{Arc, Weak};
 
-use cudarc::driver::sys;
-use smallvec::SmallVec;
-use ur_core::adapter::{EventBacking, NativeBacking};
-use ur_core::adapter::{
+use cmdbuf_core::adapter::{EventBacking, NativeBacking};
+use cmdbuf_core::adapter::{
     EventImpl, ExecutableCommandBufferImpl, FinalizeFailed, KernelUpdate, QueueImpl, RecordingCommandBufferImpl,
     downcast,
 };
-use ur_core::{
+use cmdbuf_core::{
     Backend, Command, CommandBufferDesc, Event, Kernel, NativeCommand, NativeHandle, NativeTarget, Result, UsmAdvice,
     UsmRef, err,
 };
+use cudarc::driver::sys;
+use smallvec::SmallVec;
 
 use crate::device::{DeviceShared, Release, Word};
 use crate::driver::{self, cu};

@@ -4,10 +4,10 @@
 
 use std::sync::Arc;
 
-use ur_core::adapter::{
+use cmdbuf_core::adapter::{
     BufferImpl, ContextImpl, ProgramImpl, QueueImpl, RecordingCommandBufferImpl, UserEventImpl, UsmImpl,
 };
-use ur_core::{CommandBufferDesc, MemFlags, ProgramBundle, QueueProperties, Result, SourceForm, UsmKind};
+use cmdbuf_core::{CommandBufferDesc, MemFlags, ProgramBundle, QueueProperties, Result, SourceForm, UsmKind};
 
 use crate::command_buffer::CudaCommandBuffer;
 use crate::device::DeviceShared;
@@ -28,8 +28,8 @@ impl CudaContext {
 
 impl ContextImpl for CudaContext {
     /// The `CUcontext` (the device's primary context).
-    fn native_handle(&self) -> Result<ur_core::NativeHandle> {
-        Ok(ur_core::NativeHandle(self.dev.ctx.0 as u64))
+    fn native_handle(&self) -> Result<cmdbuf_core::NativeHandle> {
+        Ok(cmdbuf_core::NativeHandle(self.dev.ctx.0 as u64))
     }
 
     unsafe fn usm_alloc(&self, kind: UsmKind, size: usize, align: usize) -> Result<Box<dyn UsmImpl>> {
@@ -57,13 +57,13 @@ impl ContextImpl for CudaContext {
     /// without profiling over it (a stream carries no such property).
     unsafe fn queue_from_native(
         &self,
-        handle: ur_core::NativeHandle,
-        ownership: ur_core::Ownership,
+        handle: cmdbuf_core::NativeHandle,
+        ownership: cmdbuf_core::Ownership,
     ) -> Result<(Box<dyn QueueImpl>, QueueProperties)> {
         // CU_STREAM_LEGACY and CU_STREAM_PER_THREAD name default streams,
-        // whose synchronising modes ur-rs does not offer.
+        // whose synchronising modes cmdbuf does not offer.
         if handle.0 <= 2 {
-            return Err(ur_core::err!(UnsupportedFeature, "CUDA's default streams are not adopted"));
+            return Err(cmdbuf_core::err!(UnsupportedFeature, "CUDA's default streams are not adopted"));
         }
         let raw = handle.0 as cudarc::driver::sys::CUstream;
         self.dev.bind()?;
@@ -71,7 +71,7 @@ impl ContextImpl for CudaContext {
         // SAFETY: a live stream (the trait's contract); writes one handle.
         unsafe { crate::driver::cu!(cuStreamGetCtx(raw, &mut ctx))? };
         if ctx != self.dev.ctx.0 {
-            return Err(ur_core::err!(InvalidQueue, "the CUstream belongs to another CUDA context"));
+            return Err(cmdbuf_core::err!(InvalidQueue, "the CUstream belongs to another CUDA context"));
         }
         let stream = crate::driver::Stream::from_raw(raw);
         Ok((Box::new(CudaQueue::adopt(self.dev.clone(), stream, ownership)), QueueProperties::default()))
@@ -80,9 +80,9 @@ impl ContextImpl for CudaContext {
     /// A `CUmodule` loaded in the device's primary context.
     unsafe fn program_from_native(
         &self,
-        handle: ur_core::NativeHandle,
-        ownership: ur_core::Ownership,
-    ) -> Result<ur_core::adapter::AdoptedProgram> {
+        handle: cmdbuf_core::NativeHandle,
+        ownership: cmdbuf_core::Ownership,
+    ) -> Result<cmdbuf_core::adapter::AdoptedProgram> {
         // SAFETY: forwarded from the trait's contract.
         unsafe { crate::program::adopt_module(&self.dev, handle, ownership) }
     }
@@ -90,9 +90,9 @@ impl ContextImpl for CudaContext {
     /// A `CUfunction` of a module of the device's primary context.
     unsafe fn kernel_from_native(
         &self,
-        handle: ur_core::NativeHandle,
-        _ownership: ur_core::Ownership,
-    ) -> Result<ur_core::adapter::AdoptedKernel> {
+        handle: cmdbuf_core::NativeHandle,
+        _ownership: cmdbuf_core::Ownership,
+    ) -> Result<cmdbuf_core::adapter::AdoptedKernel> {
         // SAFETY: forwarded from the trait's contract.
         unsafe { crate::program::adopt_function(&self.dev, handle) }
     }

@@ -1,8 +1,8 @@
-//! Conversions between CUDA and ur-core: driver result codes to the
+//! Conversions between CUDA and cmdbuf-core: driver result codes to the
 //! closest [`UrError`] variants, the detail naming the call and the code.
 
+use cmdbuf_core::{Backend, Detail, Result, UrError};
 use cudarc::driver::sys;
-use ur_core::{Backend, Detail, Result, UrError};
 
 use crate::driver::error_name;
 

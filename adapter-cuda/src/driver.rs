@@ -14,8 +14,8 @@ use std::ptr;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use cmdbuf_core::Result;
 use cudarc::driver::sys;
-use ur_core::Result;
 
 use crate::conv::cu_error;
 

@@ -17,11 +17,11 @@ use std::any::Any;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use cmdbuf_core::adapter::{EventImpl, UserEventImpl};
+use cmdbuf_core::event::execution_error;
+use cmdbuf_core::{Backend, EventStatus, ProfilingInfo, Result, UrError, err};
 use cudarc::driver::sys;
 use parking_lot::Mutex;
-use ur_core::adapter::{EventImpl, UserEventImpl};
-use ur_core::event::execution_error;
-use ur_core::{Backend, EventStatus, ProfilingInfo, Result, UrError, err};
 
 use crate::device::{DeviceShared, Word, now_ns};
 use crate::driver::{CuEvent, Query};
@@ -308,8 +308,8 @@ impl CudaEvent {
 
 impl EventImpl for CudaEvent {
     /// The `CUevent` recorded after the command.
-    fn native_handle(&self) -> Result<ur_core::NativeHandle> {
-        Ok(ur_core::NativeHandle(self.end().raw() as u64))
+    fn native_handle(&self) -> Result<cmdbuf_core::NativeHandle> {
+        Ok(cmdbuf_core::NativeHandle(self.end().raw() as u64))
     }
 
     fn status(&self) -> EventStatus {
@@ -446,7 +446,7 @@ impl UserEventImpl for CudaUserEvent {
 /// The dependency of a submission on `event` (an event of this adapter);
 /// with `device`, its stream waits for the event's device work.
 pub(crate) fn dep(event: &dyn EventImpl, device: bool) -> Result<Dep> {
-    let any = ur_core::adapter::unwrap_object(event as &dyn Any);
+    let any = cmdbuf_core::adapter::unwrap_object(event as &dyn Any);
     if let Some(e) = any.downcast_ref::<CudaEvent>() {
         return Ok(e.dep(device));
     }
@@ -460,7 +460,7 @@ pub(crate) fn dep(event: &dyn EventImpl, device: bool) -> Result<Dep> {
 /// for a user event, one that is always complete, the launch being held on
 /// the host until the user event is (see `CudaExecutable::enqueue`).
 pub(crate) fn graph_wait_event(dev: &DeviceShared, event: &dyn EventImpl) -> Result<sys::CUevent> {
-    let any = ur_core::adapter::unwrap_object(event as &dyn Any);
+    let any = cmdbuf_core::adapter::unwrap_object(event as &dyn Any);
     if let Some(e) = any.downcast_ref::<CudaEvent>() {
         return Ok(e.end().raw());
     }

@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
+use cmdbuf_core::{Command, MigrationFlags, Result, UsmAdvice, UsmRef};
 use cudarc::driver::sys;
-use ur_core::{Command, MigrationFlags, Result, UsmAdvice, UsmRef};
 
 use crate::device::{DEVICE_CPU, DeviceShared};
 use crate::driver::cu;
@@ -73,7 +73,10 @@ pub(crate) unsafe fn issue(dev: &Arc<DeviceShared>, stream: sys::CUstream, comma
             // Queues issue native commands themselves (`CudaQueue::native_command`),
             // so that the callback runs without the queue's lock.
             Command::Native(_) => {
-                return Err(ur_core::err!(InvalidOperation, "a native command cannot be issued on a locked stream"));
+                return Err(cmdbuf_core::err!(
+                    InvalidOperation,
+                    "a native command cannot be issued on a locked stream"
+                ));
             }
         }
     }

@@ -30,8 +30,8 @@
 
 use std::sync::Arc;
 
+use cmdbuf_core::Result;
 use parking_lot::{Condvar, Mutex, MutexGuard};
-use ur_core::Result;
 
 use crate::driver::CuEvent;
 
@@ -272,7 +272,7 @@ mod tests {
             let gate = gate.clone();
             std::thread::spawn(move || gate.wait())
         };
-        assert!(gate.open(Err(ur_core::err!(InvalidOperation, "failed"))));
+        assert!(gate.open(Err(cmdbuf_core::err!(InvalidOperation, "failed"))));
         assert!(!gate.open(Ok(())), "opened twice");
         assert!(waiter.join().expect("no panic").is_err(), "the first outcome stays");
         assert!(matches!(gate.result(), Some(Err(_))));
@@ -307,7 +307,7 @@ mod tests {
         let log = Arc::new(Mutex::new(Vec::new()));
         let user = Gate::new();
         submit(&held, TestJob { id: 7, deps: on(&[&user]), gate: Gate::new(), log: log.clone() });
-        user.open(Err(ur_core::err!(AdapterSpecific, "the producer gave up")));
+        user.open(Err(cmdbuf_core::err!(AdapterSpecific, "the producer gave up")));
         held.release();
         assert_eq!(*log.lock(), vec![7], "wait lists order; they do not propagate failure");
     }

@@ -1,6 +1,6 @@
-//! # ur-adapter-cuda
+//! # cmdbuf-cuda
 //!
-//! The CUDA adapter of ur-core, on the CUDA driver API through cudarc's
+//! The CUDA adapter of cmdbuf-core, on the CUDA driver API through cudarc's
 //! `sys` bindings, loaded at run time (building needs no CUDA; a machine
 //! without a driver reports the adapter absent with the reason
 //! "no CUDA driver", never a panic):
@@ -43,8 +43,8 @@ mod queue;
 
 use std::sync::Arc;
 
-use ur_core::Backend;
-use ur_core::adapter::{AdapterFactory, PlatformImpl};
+use cmdbuf_core::Backend;
+use cmdbuf_core::adapter::{AdapterFactory, PlatformImpl};
 
 pub use driver::NO_DRIVER;
 pub use nvrtc::NVRTC_ENV;

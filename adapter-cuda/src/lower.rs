@@ -7,10 +7,10 @@
 use std::ffi::c_void;
 use std::ptr;
 
+use cmdbuf_core::rect::for_each_row;
+use cmdbuf_core::{Pattern, RectLayout, RectRegion};
 use cudarc::driver::sys;
 use smallvec::SmallVec;
-use ur_core::rect::for_each_row;
-use ur_core::{Pattern, RectLayout, RectRegion};
 
 use crate::memory::Loc;
 
@@ -261,7 +261,7 @@ mod tests {
     #[test]
     fn rect_descriptors_fold_the_origin_into_the_address() {
         let region = RectRegion::new(4, 2, 2);
-        let src = RectLayout::new(ur_core::RectOffset::new(1, 1, 1), 8, 32).resolve(&region, "s").unwrap();
+        let src = RectLayout::new(cmdbuf_core::RectOffset::new(1, 1, 1), 8, 32).resolve(&region, "s").unwrap();
         let dst = RectLayout::packed().resolve(&region, "d").unwrap();
         let CopyPlan::Driver(c) = copy_rect(Loc::Host(0x2000 as *mut u8), &dst, Loc::Device(0x1000), &src, &region)
         else {
@@ -284,7 +284,7 @@ mod host_tests {
         let src: Vec<u8> = (0..64).collect();
         let mut dst = vec![0u8; 64];
         let region = RectRegion::new(4, 2, 2);
-        let layout = RectLayout::new(ur_core::RectOffset::new(2, 1, 0), 8, 32).resolve(&region, "s").unwrap();
+        let layout = RectLayout::new(cmdbuf_core::RectOffset::new(2, 1, 0), 8, 32).resolve(&region, "s").unwrap();
         let packed = RectLayout::packed().resolve(&region, "d").unwrap();
         let plan =
             copy_rect(Loc::Host(dst.as_mut_ptr()), &packed, Loc::Host(src.as_ptr().cast_mut()), &layout, &region);

@@ -16,10 +16,10 @@ use std::ffi::c_void;
 use std::ptr;
 use std::sync::Arc;
 
+use cmdbuf_core::adapter::Backing as _;
+use cmdbuf_core::adapter::{BufferImpl, UsmImpl, downcast};
+use cmdbuf_core::{MemBuffer, MemFlags, MemLoc, Result, UsmKind, UsmRef, err};
 use cudarc::driver::sys;
-use ur_core::adapter::Backing as _;
-use ur_core::adapter::{BufferImpl, UsmImpl, downcast};
-use ur_core::{MemBuffer, MemFlags, MemLoc, Result, UsmKind, UsmRef, err};
 
 use crate::device::{DeviceShared, Release};
 use crate::driver::cu;
@@ -194,8 +194,8 @@ impl CudaBuffer {
 
 impl BufferImpl for CudaBuffer {
     /// The `CUdeviceptr` of the first byte.
-    fn native_handle(&self) -> Result<ur_core::NativeHandle> {
-        Ok(ur_core::NativeHandle(self.addr()))
+    fn native_handle(&self) -> Result<cmdbuf_core::NativeHandle> {
+        Ok(cmdbuf_core::NativeHandle(self.addr()))
     }
 }
 

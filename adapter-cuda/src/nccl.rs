@@ -17,10 +17,10 @@
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
-use ur_core::adapter::{CapturedCollectiveImpl, CollectiveImpl, CollectiveRank, EventImpl};
-use ur_core::collective::{CollectiveOp, DataType, ReduceOp};
-use ur_core::error::Result;
-use ur_core::{ensure, err};
+use cmdbuf_core::adapter::{CapturedCollectiveImpl, CollectiveImpl, CollectiveRank, EventImpl};
+use cmdbuf_core::collective::{CollectiveOp, DataType, ReduceOp};
+use cmdbuf_core::error::Result;
+use cmdbuf_core::{ensure, err};
 
 use cudarc::driver::sys;
 
@@ -222,7 +222,7 @@ impl CollectiveImpl for NcclGroup {
         );
         let queues: Vec<&CudaQueue> = ranks
             .iter()
-            .map(|r| ur_core::adapter::downcast::<CudaQueue>(r.queue as &dyn std::any::Any, "a rank's queue"))
+            .map(|r| cmdbuf_core::adapter::downcast::<CudaQueue>(r.queue as &dyn std::any::Any, "a rank's queue"))
             .collect::<Result<_>>()?;
         // Each rank's queue order and wait list, as a marker whose event
         // the rank's stream waits for.
@@ -375,7 +375,7 @@ impl CapturedCollectiveImpl for NcclCapture {
         ensure!(ranks.len() == self.ranks, InvalidValue, "{} ranks for a capture of {}", ranks.len(), self.ranks);
         let queues: Vec<&CudaQueue> = ranks
             .iter()
-            .map(|r| ur_core::adapter::downcast::<CudaQueue>(r.queue as &dyn std::any::Any, "a rank's queue"))
+            .map(|r| cmdbuf_core::adapter::downcast::<CudaQueue>(r.queue as &dyn std::any::Any, "a rank's queue"))
             .collect::<Result<_>>()?;
         let mut markers = Vec::with_capacity(ranks.len());
         for (rank, queue) in ranks.iter().zip(&queues).skip(1) {

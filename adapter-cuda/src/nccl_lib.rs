@@ -1,6 +1,6 @@
 //! NCCL's entry points, opened at run time with libloading: `libnccl.so.2`
 //! (the name NCCL's runtime packages install), else `libnccl.so`. Only the
-//! calls the adapter's collectives (and ur-bench's direct-NCCL baseline)
+//! calls the adapter's collectives (and cmdbuf-bench's direct-NCCL baseline)
 //! make; every one is looked up when the library is opened, so a missing
 //! library or symbol is an error with its reason, never a panic. Public so
 //! that the benchmark's baseline calls the same library the same way.

@@ -39,14 +39,14 @@ use std::ffi::{CString, c_void};
 use std::ptr;
 use std::sync::Arc;
 
-use cudarc::driver::sys;
-use smallvec::SmallVec;
-use ur_core::adapter::Backing;
-use ur_core::adapter::{AdoptedKernel, AdoptedProgram, KernelImpl, ProgramImpl, downcast};
-use ur_core::{
+use cmdbuf_core::adapter::Backing;
+use cmdbuf_core::adapter::{AdoptedKernel, AdoptedProgram, KernelImpl, ProgramImpl, downcast};
+use cmdbuf_core::{
     ArgKind, ArgValue, CacheConfig, KernelCommand, KernelSignature, NativeHandle, Ownership, ProgramBundle,
     ProgramSource, Result, SourceForm, err,
 };
+use cudarc::driver::sys;
+use smallvec::SmallVec;
 
 use crate::conv;
 use crate::device::{DeviceShared, Release};
@@ -194,7 +194,7 @@ impl CudaProgram {
             let mut e = conv::cu_error(result, "cuModuleLoadDataEx");
             if !log.is_empty() {
                 let detail = e.detail().clone();
-                e = conv::variant_for(result as u32)(ur_core::Detail {
+                e = conv::variant_for(result as u32)(cmdbuf_core::Detail {
                     message: format!("{}: {log}", detail.message).into(),
                     ..detail
                 });
@@ -254,7 +254,7 @@ fn function_name(func: sys::CUfunction) -> Result<String> {
 
 /// The signature of a plain kernel, from its parameter sizes: a value of
 /// each size (8-byte values take pointers and buffers, see
-/// `ur_core::launch`).
+/// `cmdbuf_core::launch`).
 fn derived_signature(func: sys::CUfunction) -> Result<KernelSignature> {
     let mut args = Vec::new();
     loop {
@@ -444,7 +444,7 @@ pub(crate) struct CudaKernel {
 
 impl CudaKernel {
     /// Whether a launch of `kernel` (of this adapter) may store a status.
-    pub(crate) fn of_reports(kernel: &ur_core::Kernel) -> Result<bool> {
+    pub(crate) fn of_reports(kernel: &cmdbuf_core::Kernel) -> Result<bool> {
         Ok(downcast::<CudaKernel>(kernel.imp() as &dyn Any, "a kernel")?.reports)
     }
 }

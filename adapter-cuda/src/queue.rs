@@ -12,12 +12,12 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
+use cmdbuf_core::adapter::NativeBacking;
+use cmdbuf_core::adapter::{EventImpl, QueueImpl};
+use cmdbuf_core::{Backend, Command, NativeCommand, NativeHandle, NativeTarget, Ownership, QueueProperties, Result};
 use cudarc::driver::sys;
 use parking_lot::Mutex;
 use smallvec::SmallVec;
-use ur_core::adapter::NativeBacking;
-use ur_core::adapter::{EventImpl, QueueImpl};
-use ur_core::{Backend, Command, NativeCommand, NativeHandle, NativeTarget, Ownership, QueueProperties, Result};
 
 use crate::command_buffer::{ExecGraph, native_graph};
 use crate::device::{DeviceShared, now_ns};

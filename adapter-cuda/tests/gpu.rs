@@ -14,15 +14,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use libtest_mimic::{Arguments, Failed, Trial};
-use ur_adapter_cuda::{CudaAdapterFactory, NO_DRIVER};
-use ur_core::adapter::AdapterFactory;
-use ur_core::{
+use cmdbuf_core::adapter::AdapterFactory;
+use cmdbuf_core::{
     AdapterEntry, AppendOptions, Appended, ArgKind, CommandBuffer, CommandBufferDesc, Context, Device, DeviceSelector,
     EventStatus, Kernel, KernelArg, KernelLaunch, KernelLaunchUpdate, KernelSignature, Loader, MemBuffer, MemFlags,
     Program, ProgramBundle, ProgramSource, Queue, QueueProperties, SourceForm, UrError, UserEvent, UsmAllocation,
     UsmKind,
 };
+use cmdbuf_cuda::{CudaAdapterFactory, NO_DRIVER};
+use libtest_mimic::{Arguments, Failed, Trial};
 
 /// `set_plus_offset(p, v)`: `p[gid0] = v + gid0`, as PTX (generated once by
 /// clang's NVPTX back end from CUDA C; any PTX producer works).
@@ -526,7 +526,7 @@ fn device_information(device: &Device) -> Result<(), String> {
     check(info.uuid.is_some_and(|u| u != [0; 16]), "UUID")?;
     check(info.pci_address.as_ref().is_some_and(|a| a.len() == 12 && a.as_bytes()[4] == b':'), "PCI address")?;
     check(info.sub_groups.sizes == [32], "warp size")?;
-    check(info.binary_targets == [ur_core::BinaryTarget::Nvptx64], "binary targets")?;
+    check(info.binary_targets == [cmdbuf_core::BinaryTarget::Nvptx64], "binary targets")?;
     check(info.fp.half.is_empty() == (cc < (5, 3)), "half precision")?;
     check(info.extensions.iter().any(|e| e == "cl_khr_fp64"), "cl_khr_fp64")?;
     check(info.global_mem_cache.size.is_some_and(|s| s > 0), "L2 size")?;

@@ -1,5 +1,5 @@
 //! Adopting native OpenCL objects (`ur*CreateWithNativeHandle`, see
-//! `ur_core::adopt`): the driver is asked which context and device an
+//! `cmdbuf_core::adopt`): the driver is asked which context and device an
 //! object belongs to, and anything not of this context and device is
 //! refused. Programs and kernels get signatures derived from
 //! `CL_KERNEL_NUM_ARGS` and `clGetKernelArgInfo` (`crate::program`). A shared handle is retained, so that the adopted object and
@@ -9,8 +9,10 @@ use std::sync::Arc;
 
 use cl3::info_type::InfoType;
 use cl3::types::{cl_command_queue, cl_context, cl_event, cl_int, cl_kernel, cl_mem, cl_program};
-use ur_core::adapter::{BufferImpl, EventImpl, QueueImpl};
-use ur_core::{AdoptedBuffer, MemFlags, NativeHandle, Ownership, QueueProperties, Result, SourceForm, UrError, err};
+use cmdbuf_core::adapter::{BufferImpl, EventImpl, QueueImpl};
+use cmdbuf_core::{
+    AdoptedBuffer, MemFlags, NativeHandle, Ownership, QueueProperties, Result, SourceForm, UrError, err,
+};
 
 use crate::context::{CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, CL_QUEUE_PROFILING_ENABLE, ClContext, Shared};
 use crate::conv::ClResultExt;
@@ -117,7 +119,7 @@ pub(crate) unsafe fn buffer(shared: &Shared, handle: NativeHandle, ownership: Ow
     if ptr(info(cl3::memory::CL_MEM_ASSOCIATED_MEMOBJECT), "clGetMemObjectInfo(CL_MEM_ASSOCIATED_MEMOBJECT)")? != 0 {
         return Err(err!(
             UnsupportedFeature,
-            "a sub-buffer is not adopted: ur-core sub-buffers are views of adopted roots"
+            "a sub-buffer is not adopted: cmdbuf-core sub-buffers are views of adopted roots"
         ));
     }
     let InfoType::Size(size) = info(cl3::memory::CL_MEM_SIZE).cl("clGetMemObjectInfo(CL_MEM_SIZE)")? else {
@@ -199,7 +201,7 @@ pub(crate) unsafe fn program(
     shared: &Arc<Shared>,
     handle: NativeHandle,
     ownership: Ownership,
-) -> Result<ur_core::adapter::AdoptedProgram> {
+) -> Result<cmdbuf_core::adapter::AdoptedProgram> {
     let raw = handle.0 as cl_program;
     let info = |name| cl3::program::get_program_info(raw, name);
     if ptr(info(CL_PROGRAM_CONTEXT), "clGetProgramInfo(CL_PROGRAM_CONTEXT)")? != shared.context.get() as isize {
@@ -238,7 +240,7 @@ pub(crate) unsafe fn program(
     let from_il = matches!(info(CL_PROGRAM_IL), Ok(InfoType::VecUchar(il)) if !il.is_empty());
     let form = if from_il { SourceForm::SpirvKernel } else { SourceForm::OpenClC };
     tracing::debug!(kernels = kernels.len(), %form, "adopted an OpenCL program");
-    Ok(ur_core::adapter::AdoptedProgram { imp: Box::new(program), kernels, form })
+    Ok(cmdbuf_core::adapter::AdoptedProgram { imp: Box::new(program), kernels, form })
 }
 
 /// Adopts a `cl_kernel` of this context, with a signature derived from the
@@ -250,7 +252,7 @@ pub(crate) unsafe fn kernel(
     shared: &Arc<Shared>,
     handle: NativeHandle,
     ownership: Ownership,
-) -> Result<ur_core::adapter::AdoptedKernel> {
+) -> Result<cmdbuf_core::adapter::AdoptedKernel> {
     let raw = handle.0 as cl_kernel;
     let info = |name| cl3::kernel::get_kernel_info(raw, name);
     if ptr(info(CL_KERNEL_CONTEXT), "clGetKernelInfo(CL_KERNEL_CONTEXT)")? != shared.context.get() as isize {
@@ -262,5 +264,5 @@ pub(crate) unsafe fn kernel(
     // SAFETY: a live kernel (the contract).
     keep(ownership, || unsafe { cl3::kernel::retain_kernel(raw) }, "clRetainKernel")?;
     let imp = ClKernel::boxed(shared, opencl3::kernel::Kernel::new(raw), &name, false)?;
-    Ok(ur_core::adapter::AdoptedKernel { program: NativeHandle(program as u64), signature, imp })
+    Ok(cmdbuf_core::adapter::AdoptedKernel { program: NativeHandle(program as u64), signature, imp })
 }

@@ -7,14 +7,14 @@
 //! a profiling queue of the adapter's own, which the enqueue call takes.
 //! Either reading is paired with the midpoint of host-clock readings around
 //! the call that takes it, the narrowest of three
-//! ([`ur_core::clock::bracket_narrowest`]), since the driver's host time is
+//! ([`cmdbuf_core::clock::bracket_narrowest`]), since the driver's host time is
 //! on a clock of its own.
 
 use std::sync::OnceLock;
 
 use cl3::types::cl_device_id;
-use ur_core::clock::bracket_narrowest;
-use ur_core::{Result, Timestamps};
+use cmdbuf_core::clock::bracket_narrowest;
+use cmdbuf_core::{Result, Timestamps};
 
 use crate::context::CL_QUEUE_PROFILING_ENABLE;
 use crate::conv::ClResultExt;
@@ -105,7 +105,7 @@ pub fn check_clock_paths() -> std::result::Result<usize, String> {
         for id in platform.get_devices(CL_DEVICE_TYPE_ALL).unwrap_or_default() {
             let clock = DeviceClock::new(id);
             let first = clock.timestamps().map_err(|e| format!("timestamps: {e}"))?;
-            let (end, host) = ur_core::clock::bracket(|| {
+            let (end, host) = cmdbuf_core::clock::bracket(|| {
                 let markers = clock.markers()?;
                 // SAFETY: an empty wait list on a live queue.
                 let m = unsafe { markers.queue.enqueue_marker_with_wait_list(&[]) }.cl("marker")?;

@@ -52,13 +52,13 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use cl3::types::cl_event;
-use smallvec::SmallVec;
-use ur_core::adapter::{Backing, EventBacking};
-use ur_core::adapter::{
+use cmdbuf_core::adapter::{Backing, EventBacking};
+use cmdbuf_core::adapter::{
     EventImpl, ExecutableCommandBufferImpl, FinalizeFailed, KernelUpdate, QueueImpl, RecordingCommandBufferImpl,
     downcast,
 };
-use ur_core::{Command, CommandBufferDesc, Event, Kernel, NativeHandle, Result, err};
+use cmdbuf_core::{Command, CommandBufferDesc, Event, Kernel, NativeHandle, Result, err};
+use smallvec::SmallVec;
 
 use crate::context::Shared;
 use crate::conv::ClResultExt;

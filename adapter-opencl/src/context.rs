@@ -5,11 +5,11 @@ use std::any::Any;
 use std::sync::{Arc, OnceLock};
 
 use cl3::types::{cl_bitfield, cl_command_queue};
-use ur_core::adapter::{
+use cmdbuf_core::adapter::{
     AdoptedKernel, AdoptedProgram, BufferImpl, ContextImpl, DeviceImpl, EventImpl, ProgramImpl, QueueImpl,
     RecordingCommandBufferImpl, UserEventImpl, UsmImpl, downcast,
 };
-use ur_core::{
+use cmdbuf_core::{
     AdoptedBuffer, CommandBufferDesc, MemFlags, NativeHandle, Ownership, ProgramBundle, QueueProperties, ReplayPath,
     Result, SourceForm, UsmKind, err,
 };
@@ -167,10 +167,10 @@ impl ContextImpl for ClContext {
         options: &str,
     ) -> Result<Box<dyn ProgramImpl>> {
         match bundle.source_of(form) {
-            Some(ur_core::ProgramSource::OpenClC(source)) => {
+            Some(cmdbuf_core::ProgramSource::OpenClC(source)) => {
                 Ok(Box::new(ClProgram::build(self.shared.clone(), source, options)?))
             }
-            Some(ur_core::ProgramSource::Il(il)) => {
+            Some(cmdbuf_core::ProgramSource::Il(il)) => {
                 Ok(Box::new(ClProgram::build_il(self.shared.clone(), il, options)?))
             }
             _ => Err(err!(InvalidBinary, "the OpenCL adapter builds OpenCL C and SPIR-V kernels only")),

@@ -1,9 +1,9 @@
-//! Conversions between OpenCL and ur-core: error codes to [`UrError`]
+//! Conversions between OpenCL and cmdbuf-core: error codes to [`UrError`]
 //! variants, ND-ranges to OpenCL's size arrays.
 
 use cl3::error_codes::{ClError, error_text};
 use cl3::types::cl_int;
-use ur_core::{Backend, Detail, UrError};
+use cmdbuf_core::{Backend, Detail, UrError};
 
 /// `CL_INVALID_COMMAND_BUFFER_KHR`.
 pub(crate) const CL_INVALID_COMMAND_BUFFER_KHR: cl_int = -1138;
@@ -58,17 +58,17 @@ pub fn cl_error(code: cl_int, what: &str) -> UrError {
 /// Attaches what failed to an OpenCL error code.
 pub(crate) trait ClResultExt<T> {
     /// Maps the error with [`cl_error`].
-    fn cl(self, what: &str) -> ur_core::Result<T>;
+    fn cl(self, what: &str) -> cmdbuf_core::Result<T>;
 }
 
 impl<T> ClResultExt<T> for Result<T, cl_int> {
-    fn cl(self, what: &str) -> ur_core::Result<T> {
+    fn cl(self, what: &str) -> cmdbuf_core::Result<T> {
         self.map_err(|code| cl_error(code, what))
     }
 }
 
 impl<T> ClResultExt<T> for Result<T, ClError> {
-    fn cl(self, what: &str) -> ur_core::Result<T> {
+    fn cl(self, what: &str) -> cmdbuf_core::Result<T> {
         self.map_err(|e| cl_error(e.0, what))
     }
 }

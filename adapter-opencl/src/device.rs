@@ -8,8 +8,8 @@
 use std::sync::Arc;
 
 use cl3::types::{cl_bitfield, cl_device_id, cl_platform_id, cl_uint};
-use ur_core::adapter::{ContextImpl, DeviceImpl, PlatformImpl, SubDeviceImpl};
-use ur_core::{
+use cmdbuf_core::adapter::{ContextImpl, DeviceImpl, PlatformImpl, SubDeviceImpl};
+use cmdbuf_core::{
     CommandBufferCaps, CommandBufferSupport, DeviceInfo, DeviceType, NativeHandle, Partition, PartitionSupport,
     ReplayPath, Result, Timestamps, UpdateCapabilities, UsmKinds, err,
 };
@@ -282,7 +282,7 @@ pub fn driver_out_of_order_rule(
 /// Checks [`REPLAY_ENV`], [`MUTABLE_DISPATCH_ENV`] and [`OUT_OF_ORDER_ENV`]: each unset, empty, or
 /// one of its values; anything else is `InvalidValue` naming the variable and
 /// the values it takes.
-pub fn check_env() -> ur_core::Result<()> {
+pub fn check_env() -> cmdbuf_core::Result<()> {
     for (name, valid) in [
         (REPLAY_ENV, &["driver", "planned"][..]),
         (MUTABLE_DISPATCH_ENV, &["off"][..]),
@@ -292,7 +292,7 @@ pub fn check_env() -> ur_core::Result<()> {
         let text = value.to_string_lossy();
         let text = text.trim();
         if !text.is_empty() && !valid.contains(&text) {
-            return Err(ur_core::err!(
+            return Err(cmdbuf_core::err!(
                 InvalidValue,
                 "{name}={text:?}: expected {} (or unset)",
                 valid.iter().map(|v| format!("`{v}`")).collect::<Vec<_>>().join(" or ")
@@ -599,9 +599,9 @@ impl DeviceImpl for ClDevice {
     /// No peer path: USM and SVM pointers are valid only in the `cl_context`
     /// they were allocated in, and every context of this adapter is its own
     /// `cl_context` of one device (two devices of a platform could share one
-    /// only if a ur-core context held both).
-    fn peer_access(&self, _peer: &dyn DeviceImpl) -> Result<ur_core::PeerAccess> {
-        Err(ur_core::err!(
+    /// only if a cmdbuf-core context held both).
+    fn peer_access(&self, _peer: &dyn DeviceImpl) -> Result<cmdbuf_core::PeerAccess> {
+        Err(cmdbuf_core::err!(
             UnsupportedFeature,
             "OpenCL: USM of one cl_context is not usable in another, and each context holds one device"
         ))
@@ -638,7 +638,7 @@ impl DeviceImpl for ClDevice {
     unsafe fn context_from_native(
         self: Arc<Self>,
         handle: NativeHandle,
-        ownership: ur_core::Ownership,
+        ownership: cmdbuf_core::Ownership,
     ) -> Result<Arc<dyn ContextImpl>> {
         // SAFETY: forwarded from the trait's contract.
         Ok(Arc::new(unsafe { crate::adopt::context(self.shared.clone(), handle, ownership)? }))

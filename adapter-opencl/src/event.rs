@@ -12,12 +12,12 @@ use std::ptr;
 use std::sync::{Arc, OnceLock};
 
 use cl3::types::{cl_event, cl_int};
+use cmdbuf_core::adapter::{EventImpl, UserEventImpl, downcast};
+use cmdbuf_core::event::execution_error;
+use cmdbuf_core::{Backend, EventStatus, ProfilingInfo, Result, UrError};
 use opencl3::memory::ClMem;
 use parking_lot::Mutex;
 use smallvec::SmallVec;
-use ur_core::adapter::{EventImpl, UserEventImpl, downcast};
-use ur_core::event::execution_error;
-use ur_core::{Backend, EventStatus, ProfilingInfo, Result, UrError};
 
 use crate::context::Shared;
 use crate::conv::ClResultExt;
@@ -281,7 +281,7 @@ impl ClEvent {
     /// command `command` (`InvalidOperation` if it was appended without one).
     pub(crate) fn renew_signal(slot: &mut Option<Arc<ClEvent>>, command: u32) -> Result<Arc<dyn EventImpl>> {
         if slot.is_none() {
-            return Err(ur_core::err!(InvalidOperation, "command {command} has no signal event"));
+            return Err(cmdbuf_core::err!(InvalidOperation, "command {command} has no signal event"));
         }
         let signal = ClEvent::signal();
         *slot = Some(signal.clone());
@@ -308,31 +308,31 @@ impl ClEvent {
 
 impl EventImpl for ClEvent {
     /// `CL_EVENT_COMMAND_QUEUE` of a command's event (null for user events).
-    fn adopted_native_queue(&self) -> Option<ur_core::NativeHandle> {
+    fn adopted_native_queue(&self) -> Option<cmdbuf_core::NativeHandle> {
         let Kind::Command { raw, .. } = &self.kind else { return None };
         match cl3::event::get_event_info(raw.get(), cl3::event::CL_EVENT_COMMAND_QUEUE) {
-            Ok(cl3::info_type::InfoType::Ptr(queue)) if queue != 0 => Some(ur_core::NativeHandle(queue as u64)),
+            Ok(cl3::info_type::InfoType::Ptr(queue)) if queue != 0 => Some(cmdbuf_core::NativeHandle(queue as u64)),
             _ => None,
         }
     }
 
     /// The `cl_event`: of the command, of the user event, of a signal
     /// event's latest execution, or of a submission's last marker.
-    fn native_handle(&self) -> Result<ur_core::NativeHandle> {
+    fn native_handle(&self) -> Result<cmdbuf_core::NativeHandle> {
         let raw = match &self.kind {
             Kind::Command { raw, .. } | Kind::User { raw, .. } => raw.get(),
             Kind::Submission { last, .. } => last.get(),
             Kind::Signal { current } => match &*current.lock() {
                 Some(event) => return event.native_handle(),
                 None => {
-                    return Err(ur_core::err!(
+                    return Err(cmdbuf_core::err!(
                         UnsupportedFeature,
                         "a signal event has no cl_event before its first run"
                     ));
                 }
             },
         };
-        Ok(ur_core::NativeHandle(raw as u64))
+        Ok(cmdbuf_core::NativeHandle(raw as u64))
     }
 
     fn status(&self) -> EventStatus {

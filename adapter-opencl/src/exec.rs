@@ -19,9 +19,9 @@ use std::ffi::c_void;
 use std::sync::Arc;
 
 use cl3::types::{cl_command_queue, cl_mem};
-use ur_core::adapter::downcast;
-use ur_core::adapter::{Backing, BufferBacking, NativeBacking};
-use ur_core::{
+use cmdbuf_core::adapter::downcast;
+use cmdbuf_core::adapter::{Backing, BufferBacking, NativeBacking};
+use cmdbuf_core::{
     ArgValue, Backend, Command, KernelCommand, MemBuffer, MemLoc, NativeCommand, NativeHandle, NativeTarget, Result,
     UsmRef, err,
 };
@@ -90,20 +90,20 @@ fn svm_fill_fits(dst: &UsmRef, pattern: &[u8]) -> bool {
     native_pattern(pattern) && dst.address().is_multiple_of(pattern.len() as u64)
 }
 
-fn origin(layout: &ur_core::RectLayout) -> [usize; 3] {
+fn origin(layout: &cmdbuf_core::RectLayout) -> [usize; 3] {
     [layout.origin.x, layout.origin.y, layout.origin.z]
 }
 
-fn extent(region: &ur_core::RectRegion) -> [usize; 3] {
+fn extent(region: &cmdbuf_core::RectRegion) -> [usize; 3] {
     [region.width, region.height, region.depth]
 }
 
-fn pitches(layout: &ur_core::RectLayout) -> [usize; 2] {
+fn pitches(layout: &cmdbuf_core::RectLayout) -> [usize; 2] {
     [layout.row_pitch, layout.slice_pitch]
 }
 
 /// A side of a helper rect copy.
-fn rect_side(ptr: Ptr, layout: &ur_core::RectLayout) -> Side {
+fn rect_side(ptr: Ptr, layout: &cmdbuf_core::RectLayout) -> Side {
     Side { ptr, offset: layout.origin_offset() }
 }
 

@@ -7,8 +7,8 @@
 //! copies and fills. These kernels do them, and since a kernel can be
 //! recorded, such commands stay inside native command-buffers.
 
+use cmdbuf_core::Result;
 use parking_lot::Mutex;
-use ur_core::Result;
 
 use crate::conv::ClResultExt;
 use crate::device::Usm;

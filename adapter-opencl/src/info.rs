@@ -1,11 +1,11 @@
 //! A device's [`DeviceInfo`] from `clGetDeviceInfo`: what the driver
-//! reports, converted to ur-core's types by pure functions (unit-tested
+//! reports, converted to cmdbuf-core's types by pure functions (unit-tested
 //! below), with the queries of optional extensions asked only where the
 //! device lists the extension.
 
 use crate::spir::IlPath;
 use cl3::types::{cl_bitfield, cl_device_id, cl_uint};
-use ur_core::{
+use cmdbuf_core::{
     AtomicCaps, BinaryTarget, CacheType, CommandBufferCaps, DeviceInfo, DeviceType, FpCapabilities, FpConfigs,
     GlobalMemCache, LocalMemType, MemoryHardware, MemoryOrders, MemoryScopes, SourceForm, SubGroups, UsmKinds,
     VectorWidths,
@@ -323,7 +323,7 @@ pub(crate) fn device_info(
         native_bfloat16_conversions: has("cl_intel_bfloat16_conversions"),
     };
     if matches!(il_path, Some(IlPath::Translate(_))) {
-        // ur-rs takes SPIR-V for a driver without IL (translating it to
+        // cmdbuf takes SPIR-V for a driver without IL (translating it to
         // SPIR 1.2): what the translator reads, and the extension SYCL
         // runtimes look for.
         info.il_version = Some("SPIR-V_1.0".into());

@@ -7,8 +7,8 @@ use std::ffi::c_void;
 use std::ptr;
 
 use cl3::types::{cl_command_queue, cl_event, cl_kernel, cl_mem};
+use cmdbuf_core::{Result, err};
 use smallvec::SmallVec;
-use ur_core::{Result, err};
 
 use crate::context::Shared;
 use crate::conv::ClResultExt;
@@ -208,7 +208,7 @@ pub(crate) unsafe fn set_ptr(usm: &Usm, kernel: cl_kernel, index: u32, value: Pt
                 Usm::Intel(api) => api.set_arg(kernel, index, p).cl("clSetKernelArgMemPointerINTEL"),
                 Usm::Svm => cl3::kernel::set_kernel_arg_svm_pointer(kernel, index, p.cast_const())
                     .cl("clSetKernelArgSVMPointer"),
-                Usm::None => Err(ur_core::err!(UnsupportedFeature, "the device has no USM")),
+                Usm::None => Err(cmdbuf_core::err!(UnsupportedFeature, "the device has no USM")),
             },
         }
     }

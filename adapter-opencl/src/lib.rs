@@ -1,10 +1,10 @@
-//! # ur-adapter-opencl
+//! # cmdbuf-opencl
 //!
-//! The OpenCL adapter of ur-core. It loads the OpenCL library at run time
+//! The OpenCL adapter of cmdbuf-core. It loads the OpenCL library at run time
 //! (through `opencl3`/`cl3`, `libOpenCL.so.1` or `OPENCL_DYLIB_PATH`), so a
 //! machine without OpenCL reports the adapter absent with the reason.
 //!
-//! - **Kernels** are OpenCL C ([`ur_core::SourceForm::OpenClC`]); arguments
+//! - **Kernels** are OpenCL C ([`cmdbuf_core::SourceForm::OpenClC`]); arguments
 //!   are set on the `cl_kernel` under a lock and captured by the enqueue or
 //!   the recording. A kernel may opt into a status word (see `program.rs`)
 //!   through which it reports that it cannot run, which OpenCL C cannot
@@ -58,8 +58,8 @@ pub mod version;
 
 use std::sync::Arc;
 
-use ur_core::Backend;
-use ur_core::adapter::{AdapterFactory, PlatformImpl};
+use cmdbuf_core::Backend;
+use cmdbuf_core::adapter::{AdapterFactory, PlatformImpl};
 
 #[doc(hidden)]
 pub use clock::check_clock_paths;
@@ -81,7 +81,7 @@ impl AdapterFactory for OpenClAdapterFactory {
         Backend::OpenCl
     }
 
-    fn check_env(&self) -> ur_core::Result<()> {
+    fn check_env(&self) -> cmdbuf_core::Result<()> {
         device::check_env()
     }
 

@@ -4,9 +4,9 @@ use std::ffi::c_void;
 use std::sync::{Arc, OnceLock};
 
 use cl3::types::{cl_bitfield, cl_mem};
+use cmdbuf_core::adapter::{BufferImpl, UsmImpl};
+use cmdbuf_core::{MemFlags, Result, UsmKind, err};
 use opencl3::memory::ClMem;
-use ur_core::adapter::{BufferImpl, UsmImpl};
-use ur_core::{MemFlags, Result, UsmKind, err};
 
 use crate::context::Shared;
 use crate::conv::ClResultExt;
@@ -257,8 +257,8 @@ impl BufferImpl for ClBuffer {
     }
 
     /// The `cl_mem`.
-    fn native_handle(&self) -> Result<ur_core::NativeHandle> {
-        Ok(ur_core::NativeHandle(self.mem() as u64))
+    fn native_handle(&self) -> Result<cmdbuf_core::NativeHandle> {
+        Ok(cmdbuf_core::NativeHandle(self.mem() as u64))
     }
 }
 

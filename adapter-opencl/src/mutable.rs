@@ -13,8 +13,8 @@ use std::ffi::c_void;
 use std::ptr;
 
 use cl3::types::{cl_bitfield, cl_mem};
-use ur_core::adapter::{Backing, downcast};
-use ur_core::{ArgValue, KernelCommand, Result, err};
+use cmdbuf_core::adapter::{Backing, downcast};
+use cmdbuf_core::{ArgValue, KernelCommand, Result, err};
 
 use crate::device::Usm;
 use crate::exec;

@@ -27,9 +27,9 @@
 use std::collections::HashMap;
 
 use cl3::types::cl_event;
+use cmdbuf_core::Result;
 use parking_lot::Mutex;
 use smallvec::SmallVec;
-use ur_core::Result;
 
 use crate::event::RawEvent;
 use crate::ffi::cl_sync_point_khr;

@@ -11,7 +11,7 @@ use cl3::device::{
     CL_DEVICE_PARTITION_PROPERTIES, CL_DEVICE_PARTITION_TYPE,
 };
 use cl3::types::{cl_device_id, cl_device_partition_property, cl_uint};
-use ur_core::{AffinityDomain, AffinityDomains, Partition, PartitionKind, PartitionSupport};
+use cmdbuf_core::{AffinityDomain, AffinityDomains, Partition, PartitionKind, PartitionSupport};
 
 use crate::conv::ClResultExt;
 
@@ -88,7 +88,7 @@ pub(crate) fn cl_properties(partition: &Partition) -> Vec<cl_device_partition_pr
 }
 
 /// Partitions device `id`: the new sub-devices' ids, each owned.
-pub(crate) fn create(id: cl_device_id, partition: &Partition) -> ur_core::Result<Vec<OwnedSubDevice>> {
+pub(crate) fn create(id: cl_device_id, partition: &Partition) -> cmdbuf_core::Result<Vec<OwnedSubDevice>> {
     let ids = cl3::device::create_sub_devices(id, &cl_properties(partition)).cl("clCreateSubDevices")?;
     Ok(ids.into_iter().map(OwnedSubDevice).collect())
 }

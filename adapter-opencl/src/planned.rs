@@ -21,7 +21,7 @@
 //!    on an in-order `Q` the last command ends the submission;
 //! 4. one `clFlush`.
 //!
-//! Unlike ur-core's software command buffer, nothing is validated or
+//! Unlike cmdbuf-core's software command buffer, nothing is validated or
 //! wrapped per command at replay, events are only kept where something
 //! waits for them, and `Q` is flushed once, not per command. A one-command
 //! submission on an in-order queue makes the OpenCL calls of one eager launch
@@ -37,13 +37,13 @@ use std::sync::Arc;
 
 use cl3::types::cl_command_queue;
 
-use smallvec::SmallVec;
-use ur_core::adapter::EventBacking;
-use ur_core::adapter::{
+use cmdbuf_core::adapter::EventBacking;
+use cmdbuf_core::adapter::{
     EventImpl, ExecutableCommandBufferImpl, FinalizeFailed, KernelUpdate, QueueImpl, RecordingCommandBufferImpl,
     downcast,
 };
-use ur_core::{Command, CommandBufferDesc, Event, Kernel, NativeHandle, Result, err};
+use cmdbuf_core::{Command, CommandBufferDesc, Event, Kernel, NativeHandle, Result, err};
+use smallvec::SmallVec;
 
 use crate::context::Shared;
 use crate::conv::ClResultExt;

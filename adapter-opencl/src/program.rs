@@ -13,9 +13,9 @@ use std::ffi::CString;
 use std::sync::Arc;
 
 use cl3::types::{cl_kernel, cl_program};
+use cmdbuf_core::adapter::{KernelImpl, ProgramImpl};
+use cmdbuf_core::{ArgKind, KernelSignature, NativeHandle, Result, err};
 use parking_lot::Mutex;
-use ur_core::adapter::{KernelImpl, ProgramImpl};
-use ur_core::{ArgKind, KernelSignature, NativeHandle, Result, err};
 
 use crate::context::Shared;
 use crate::conv::{ClResultExt, cl_error};
@@ -148,7 +148,7 @@ pub(crate) fn num_args(kernel: cl_kernel) -> Result<usize> {
 }
 
 /// The signature of a kernel the adapter did not build, from what the
-/// driver reports (see `ur_core::adopt`): the argument count, and each
+/// driver reports (see `cmdbuf_core::adopt`): the argument count, and each
 /// argument's kind where `clGetKernelArgInfo` answers (drivers keep that
 /// information for programs built with `-cl-kernel-arg-info`, some always).
 pub(crate) fn derived_signature(kernel: cl_kernel, name: &str) -> Result<KernelSignature> {
@@ -331,7 +331,7 @@ impl KernelImpl for ClKernel {
 
     /// The `cl_kernel`. Launches set its arguments under the kernel's lock,
     /// so an application that sets arguments on it itself must not launch
-    /// through ur-rs at the same time.
+    /// through cmdbuf at the same time.
     fn native_handle(&self) -> Result<NativeHandle> {
         Ok(NativeHandle(self.native as u64))
     }

@@ -15,7 +15,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use cl3::types::cl_device_id;
-use ur_core::{Result, err};
+use cmdbuf_core::{Result, err};
 
 /// The environment variable naming the translator to use.
 pub const TRANSLATOR_ENV: &str = "UR_RS_LLVM_SPIRV";

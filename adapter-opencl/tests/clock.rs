@@ -1,13 +1,13 @@
-//! The device clock of every OpenCL device (`ur_adapter_opencl::check_clock_paths`):
+//! The device clock of every OpenCL device (`cmdbuf_opencl::check_clock_paths`):
 //! timestamps advance on the device and host clocks, and a marker's
 //! timestamp (the fallback where `clGetDeviceAndHostTimer` fails) falls
 //! between two readings. Needs an OpenCL device (CI has PoCL); without one
 //! the test is listed ignored with the reason, and fails when run anyway
 //! (`--include-ignored`) or when `UR_RS_REQUIRE_DEVICES` names `opencl`.
 
+use cmdbuf_core::{AdapterEntry, DeviceSelector, Loader};
+use cmdbuf_opencl::OpenClAdapterFactory;
 use libtest_mimic::{Arguments, Failed, Trial};
-use ur_adapter_opencl::OpenClAdapterFactory;
-use ur_core::{AdapterEntry, DeviceSelector, Loader};
 
 fn main() {
     let args = Arguments::from_args();
@@ -20,7 +20,7 @@ fn main() {
         println!("ignored {name}: {why}");
         Trial::test(name, move || Err(Failed::from(format!("cannot run here: {why}")))).with_ignored_flag(!required)
     } else {
-        Trial::test(name, || match ur_adapter_opencl::check_clock_paths() {
+        Trial::test(name, || match cmdbuf_opencl::check_clock_paths() {
             Ok(0) => Err("no device was checked".into()),
             Ok(_) => Ok(()),
             Err(e) => Err(e.into()),

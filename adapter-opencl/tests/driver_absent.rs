@@ -3,9 +3,9 @@
 //! its environment once per process, so the environment must point at no
 //! driver before anything else loads it.
 
-use ur_adapter_opencl::OpenClAdapterFactory;
-use ur_core::Backend;
-use ur_core::adapter::AdapterFactory;
+use cmdbuf_core::Backend;
+use cmdbuf_core::adapter::AdapterFactory;
+use cmdbuf_opencl::OpenClAdapterFactory;
 
 #[test]
 fn no_driver_is_a_reason() {

@@ -4,8 +4,8 @@
 //! and the values, before any driver is opened. Its own test binary, so the
 //! variables apply to this process only.
 
-use ur_core::UrError;
-use ur_core::adapter::AdapterFactory;
+use cmdbuf_core::UrError;
+use cmdbuf_core::adapter::AdapterFactory;
 
 fn set(name: &str, value: &str) {
     // SAFETY: this binary's only test; no other thread reads the environment.
@@ -14,11 +14,11 @@ fn set(name: &str, value: &str) {
 
 #[test]
 fn opencl_settings_outside_their_values_are_errors() {
-    let factory = ur_adapter_opencl::OpenClAdapterFactory;
+    let factory = cmdbuf_opencl::OpenClAdapterFactory;
     for (name, good, bad, expected) in [
-        (ur_adapter_opencl::REPLAY_ENV, ["driver", "planned", ""], "drivr", "`driver` or `planned`"),
-        (ur_adapter_opencl::MUTABLE_DISPATCH_ENV, ["off", " off ", ""], "0", "`off`"),
-        (ur_adapter_opencl::OUT_OF_ORDER_ENV, ["on", "off", ""], "yes", "`on` or `off`"),
+        (cmdbuf_opencl::REPLAY_ENV, ["driver", "planned", ""], "drivr", "`driver` or `planned`"),
+        (cmdbuf_opencl::MUTABLE_DISPATCH_ENV, ["off", " off ", ""], "0", "`off`"),
+        (cmdbuf_opencl::OUT_OF_ORDER_ENV, ["on", "off", ""], "yes", "`on` or `off`"),
     ] {
         for value in good {
             set(name, value);

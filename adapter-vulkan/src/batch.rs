@@ -34,9 +34,9 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use ash::vk;
+use cmdbuf_core::Result;
 use parking_lot::{Condvar, Mutex};
 use smallvec::SmallVec;
-use ur_core::Result;
 
 use crate::cmd::{GpuOp, Pool, PooledCmd, host_barrier, level_barrier, record_ops};
 use crate::event::{EventCore, run_waiters};
@@ -252,7 +252,7 @@ impl Batch {
     }
 
     /// Drops the open command buffer, failing its commands with `error`.
-    fn abandon(&self, open: &mut Open, error: ur_core::UrError) -> Vec<crate::event::Waiter> {
+    fn abandon(&self, open: &mut Open, error: cmdbuf_core::UrError) -> Vec<crate::event::Waiter> {
         let Some(cmd) = open.cmd.take() else { return Vec::new() };
         open.opened = None;
         open.bound = vk::Pipeline::null();
@@ -266,7 +266,7 @@ impl Batch {
 }
 
 /// Fails the events of unsubmitted `entries`.
-fn fail_all(entries: Vec<Completion>, error: ur_core::UrError) -> Vec<crate::event::Waiter> {
+fn fail_all(entries: Vec<Completion>, error: cmdbuf_core::UrError) -> Vec<crate::event::Waiter> {
     tracing::error!(%error, "a Vulkan eager batch failed");
     let mut waiters = Vec::new();
     for c in entries {

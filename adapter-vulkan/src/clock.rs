@@ -4,23 +4,23 @@
 //! The device time is the clock of profiling timestamps: ticks of the
 //! device's timestamp counter, masked to its valid bits, times
 //! `timestampPeriod`. With `VK_EXT_calibrated_timestamps` and the
-//! `CLOCK_MONOTONIC` time domain (the host clock of ur-core), one
+//! `CLOCK_MONOTONIC` time domain (the host clock of cmdbuf-core), one
 //! `vkGetCalibratedTimestampsEXT` call samples both clocks together.
 //! Without it, the device writes a timestamp in a submission of its own and
 //! the host time is the midpoint of host-clock readings around the
 //! submission and its wait, the narrowest of three
-//! ([`ur_core::clock::bracket_narrowest`]), which is as close as the wait's
+//! ([`cmdbuf_core::clock::bracket_narrowest`]), which is as close as the wait's
 //! latency.
 
 use ash::vk;
-use ur_core::clock::bracket_narrowest;
-use ur_core::{Result, Timestamps, err};
+use cmdbuf_core::clock::bracket_narrowest;
+use cmdbuf_core::{Result, Timestamps, err};
 
 use crate::conv::VkResultExt;
 use crate::device::Instance;
 use crate::shared::DeviceShared;
 
-/// The host time domain matching ur-core's host clock, where Vulkan has one.
+/// The host time domain matching cmdbuf-core's host clock, where Vulkan has one.
 #[cfg(unix)]
 const HOST_DOMAIN: Option<vk::TimeDomainEXT> = Some(vk::TimeDomainEXT::CLOCK_MONOTONIC);
 #[cfg(not(unix))]
@@ -74,7 +74,7 @@ fn calibrated_pair(
 /// (`VK_EXT_calibrated_timestamps`), else the host clock moved by the offset
 /// between the clocks, measured once per device with a submitted timestamp
 /// (exact to the latency of that measurement and the clocks' drift since;
-/// [`ProfilingInfo::recording`](ur_core::ProfilingInfo::recording) bounds
+/// [`ProfilingInfo::recording`](cmdbuf_core::ProfilingInfo::recording) bounds
 /// the estimate by the recorded time).
 pub(crate) fn device_now(rt: &DeviceShared) -> Result<u64> {
     if let (Some(calibrated), Some(host)) = (&rt.gpu.calibrated, HOST_DOMAIN) {
@@ -87,7 +87,7 @@ pub(crate) fn device_now(rt: &DeviceShared) -> Result<u64> {
             *rt.clock_pair.get_or_init(|| measured)
         }
     };
-    let now = i128::from(ur_core::host_clock_ns()) - i128::from(pair.host) + i128::from(pair.device);
+    let now = i128::from(cmdbuf_core::host_clock_ns()) - i128::from(pair.host) + i128::from(pair.device);
     Ok(now.clamp(0, i128::from(u64::MAX)) as u64)
 }
 
@@ -103,7 +103,7 @@ pub(crate) fn submitted_timestamp(rt: &DeviceShared) -> Result<Timestamps> {
             span.end(cb);
         })?;
         let times = span.read().ok_or_else(|| err!(AdapterSpecific, "the timestamp query has no result"))?;
-        Ok::<u64, ur_core::UrError>(times.end)
+        Ok::<u64, cmdbuf_core::UrError>(times.end)
     })?;
     Ok(Timestamps { device, host })
 }
@@ -119,11 +119,11 @@ pub fn check_clock_paths() -> std::result::Result<usize, String> {
     for device in &platform.devices {
         let name = &device.info.name;
         let rt = device.shared().map_err(|e| format!("{name}: {e}"))?;
-        let start = ur_core::host_clock_ns();
+        let start = cmdbuf_core::host_clock_ns();
         let first = timestamps(&rt).map_err(|e| format!("{name}: {e}"))?;
         let submitted = submitted_timestamp(&rt).map_err(|e| format!("{name}: {e}"))?;
         let last = timestamps(&rt).map_err(|e| format!("{name}: {e}"))?;
-        let end = ur_core::host_clock_ns();
+        let end = cmdbuf_core::host_clock_ns();
         if !(first.device <= submitted.device && submitted.device <= last.device) {
             return Err(format!("{name}: device times out of order: {first:?} {submitted:?} {last:?}"));
         }

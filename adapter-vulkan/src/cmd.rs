@@ -3,10 +3,10 @@
 use std::sync::Arc;
 
 use ash::vk;
+use cmdbuf_core::NativeCommand;
+use cmdbuf_core::adapter::NativeBacking;
+use cmdbuf_core::{Backend, NativeHandle, NativeTarget, Result};
 use parking_lot::Mutex;
-use ur_core::NativeCommand;
-use ur_core::adapter::NativeBacking;
-use ur_core::{Backend, NativeHandle, NativeTarget, Result};
 
 use crate::conv::VkResultExt;
 use crate::shared::Gpu;

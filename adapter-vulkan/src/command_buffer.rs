@@ -58,13 +58,13 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use ash::vk;
-use smallvec::SmallVec;
-use ur_core::adapter::{Backing, EventBacking};
-use ur_core::adapter::{
+use cmdbuf_core::adapter::{Backing, EventBacking};
+use cmdbuf_core::adapter::{
     EventImpl, ExecutableCommandBufferImpl, FinalizeFailed, KernelUpdate, QueueImpl, RecordingCommandBufferImpl,
     downcast,
 };
-use ur_core::{Command, CommandBufferDesc, Event, Kernel, NativeHandle, Result, err};
+use cmdbuf_core::{Command, CommandBufferDesc, Event, Kernel, NativeHandle, Result, err};
+use smallvec::SmallVec;
 
 use crate::cmd::{
     GpuOp, Groups, Pool, host_and_transfer_barrier, host_barrier, level_barrier, params_barrier, record_ops,

@@ -3,10 +3,10 @@
 
 use std::sync::Arc;
 
-use ur_core::adapter::{
+use cmdbuf_core::adapter::{
     BufferImpl, ContextImpl, ProgramImpl, QueueImpl, RecordingCommandBufferImpl, UserEventImpl, UsmImpl,
 };
-use ur_core::{CommandBufferDesc, MemFlags, ProgramBundle, QueueProperties, Result, SourceForm, UsmKind};
+use cmdbuf_core::{CommandBufferDesc, MemFlags, ProgramBundle, QueueProperties, Result, SourceForm, UsmKind};
 
 use crate::command_buffer::VkCommandBuffer;
 use crate::event::VkEvent;
@@ -28,8 +28,8 @@ impl VulkanContext {
 
 impl ContextImpl for VulkanContext {
     /// The `VkDevice`.
-    fn native_handle(&self) -> Result<ur_core::NativeHandle> {
-        Ok(ur_core::NativeHandle(ash::vk::Handle::as_raw(self.rt.gpu.device.handle())))
+    fn native_handle(&self) -> Result<cmdbuf_core::NativeHandle> {
+        Ok(cmdbuf_core::NativeHandle(ash::vk::Handle::as_raw(self.rt.gpu.device.handle())))
     }
 
     unsafe fn usm_alloc(&self, kind: UsmKind, size: usize, align: usize) -> Result<Box<dyn UsmImpl>> {
@@ -52,7 +52,7 @@ impl ContextImpl for VulkanContext {
         _form: SourceForm,
         options: &str,
     ) -> Result<Box<dyn ProgramImpl>> {
-        ur_core::program::options_ignored(options, "Vulkan compiles SPIR-V without options");
+        cmdbuf_core::program::options_ignored(options, "Vulkan compiles SPIR-V without options");
         Ok(Box::new(VkProgram::new(&self.rt.gpu, bundle, self.max_group)?))
     }
 
@@ -66,13 +66,13 @@ impl ContextImpl for VulkanContext {
     /// ownership changes nothing).
     unsafe fn queue_from_native(
         &self,
-        handle: ur_core::NativeHandle,
-        _ownership: ur_core::Ownership,
+        handle: cmdbuf_core::NativeHandle,
+        _ownership: cmdbuf_core::Ownership,
     ) -> Result<(Box<dyn QueueImpl>, QueueProperties)> {
         let lane = self
             .rt
             .lane_of(handle.0)
-            .ok_or_else(|| ur_core::err!(InvalidQueue, "{handle:?} is not a VkQueue of this context's device"))?;
+            .ok_or_else(|| cmdbuf_core::err!(InvalidQueue, "{handle:?} is not a VkQueue of this context's device"))?;
         let properties = QueueProperties::default();
         Ok((Box::new(VkQueue::on_lane(self.rt.clone(), lane, properties)?), properties))
     }

@@ -1,7 +1,7 @@
-//! Conversions between Vulkan and ur-core: result codes, device types.
+//! Conversions between Vulkan and cmdbuf-core: result codes, device types.
 
 use ash::vk;
-use ur_core::{Backend, Detail, DeviceType, UrError};
+use cmdbuf_core::{Backend, Detail, DeviceType, UrError};
 
 /// The closest `UrError` for a failed Vulkan call; the detail keeps the
 /// `VkResult` and names the call.

@@ -8,9 +8,9 @@ use std::ffi::CStr;
 use std::sync::Arc;
 
 use ash::vk;
+use cmdbuf_core::adapter::{ContextImpl, DeviceImpl, PlatformImpl};
+use cmdbuf_core::{DeviceInfo, Result, Timestamps, UpdateCapabilities};
 use parking_lot::Mutex;
-use ur_core::adapter::{ContextImpl, DeviceImpl, PlatformImpl};
-use ur_core::{DeviceInfo, Result, Timestamps, UpdateCapabilities};
 
 use crate::context::VulkanContext;
 use crate::conv::{vendor_name, version_string};
@@ -50,8 +50,8 @@ impl Instance {
         }
         let api_version = loader_version.min(vk::API_VERSION_1_3);
         let app = vk::ApplicationInfo::default()
-            .application_name(c"ur-rs")
-            .engine_name(c"ur-rs")
+            .application_name(c"cmdbuf")
+            .engine_name(c"cmdbuf")
             .engine_version(1)
             .api_version(api_version);
         let info = vk::InstanceCreateInfo::default().application_info(&app);
@@ -397,8 +397,8 @@ impl VulkanPlatform {
 
 impl PlatformImpl for VulkanPlatform {
     /// The `VkInstance`.
-    fn native_handle(&self) -> Result<ur_core::NativeHandle> {
-        Ok(ur_core::NativeHandle(vk::Handle::as_raw(self.instance.raw.handle())))
+    fn native_handle(&self) -> Result<cmdbuf_core::NativeHandle> {
+        Ok(cmdbuf_core::NativeHandle(vk::Handle::as_raw(self.instance.raw.handle())))
     }
 
     fn name(&self) -> String {
@@ -449,8 +449,8 @@ impl DeviceImpl for VulkanDevice {
     }
 
     /// The `VkPhysicalDevice`.
-    fn native_handle(&self) -> Result<ur_core::NativeHandle> {
-        Ok(ur_core::NativeHandle(vk::Handle::as_raw(self.info.physical)))
+    fn native_handle(&self) -> Result<cmdbuf_core::NativeHandle> {
+        Ok(cmdbuf_core::NativeHandle(vk::Handle::as_raw(self.info.physical)))
     }
 
     fn free_memory(&self) -> Result<Option<u64>> {
@@ -470,12 +470,12 @@ impl DeviceImpl for VulkanDevice {
     /// device), or through external memory imported on another physical
     /// device, which NVIDIA's driver does not allow between GPUs. Buffers
     /// move such data through the host instead.
-    fn peer_access(&self, peer: &dyn DeviceImpl) -> Result<ur_core::PeerAccess> {
-        let peer = ur_core::adapter::downcast::<VulkanDevice>(peer as &dyn std::any::Any, "the peer device")?;
+    fn peer_access(&self, peer: &dyn DeviceImpl) -> Result<cmdbuf_core::PeerAccess> {
+        let peer = cmdbuf_core::adapter::downcast::<VulkanDevice>(peer as &dyn std::any::Any, "the peer device")?;
         if std::ptr::eq(self, peer) {
-            return Ok(ur_core::PeerAccess { supported: true, atomics: true });
+            return Ok(cmdbuf_core::PeerAccess { supported: true, atomics: true });
         }
-        Err(ur_core::err!(
+        Err(cmdbuf_core::err!(
             UnsupportedFeature,
             "Vulkan: USM of one VkDevice is not addressable from another (no multi-device group or cross-device external memory)"
         ))
@@ -491,15 +491,15 @@ impl DeviceImpl for VulkanDevice {
     /// created it and takes over no ownership of it.
     unsafe fn context_from_native(
         self: Arc<Self>,
-        handle: ur_core::NativeHandle,
-        ownership: ur_core::Ownership,
+        handle: cmdbuf_core::NativeHandle,
+        ownership: cmdbuf_core::Ownership,
     ) -> Result<Arc<dyn ContextImpl>> {
         let rt = self.shared()?;
         if handle.0 != vk::Handle::as_raw(rt.gpu.device.handle()) {
-            return Err(ur_core::err!(InvalidContext, "{handle:?} is not this device's VkDevice"));
+            return Err(cmdbuf_core::err!(InvalidContext, "{handle:?} is not this device's VkDevice"));
         }
-        if ownership == ur_core::Ownership::Transferred {
-            return Err(ur_core::err!(
+        if ownership == cmdbuf_core::Ownership::Transferred {
+            return Err(cmdbuf_core::err!(
                 UnsupportedFeature,
                 "the VkDevice is the adapter's own: its ownership cannot be handed over"
             ));

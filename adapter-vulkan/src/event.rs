@@ -29,10 +29,10 @@ use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+use cmdbuf_core::adapter::toolbox::{ForwardingEvent, OrderedEvent};
+use cmdbuf_core::adapter::{EventImpl, UserEventImpl};
+use cmdbuf_core::{EventStatus, ProfilingInfo, Result, UrError, err};
 use parking_lot::{Condvar, Mutex, MutexGuard};
-use ur_core::adapter::toolbox::{ForwardingEvent, OrderedEvent};
-use ur_core::adapter::{EventImpl, UserEventImpl};
-use ur_core::{EventStatus, ProfilingInfo, Result, UrError, err};
 
 use crate::batch::Batch;
 use crate::shared::Point;
@@ -392,7 +392,7 @@ impl EventImpl for RunEvent {
 /// The event core a wait on `event` means now: `None` when there is nothing
 /// to wait for (a signal event before its first execution).
 pub(crate) fn core_of(event: &dyn EventImpl) -> Result<Option<Arc<EventCore>>> {
-    let any = ur_core::adapter::unwrap_object(event as &dyn Any);
+    let any = cmdbuf_core::adapter::unwrap_object(event as &dyn Any);
     if let Some(e) = any.downcast_ref::<VkEvent>() {
         return Ok(Some(e.0.clone()));
     }

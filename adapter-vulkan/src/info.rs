@@ -6,7 +6,7 @@
 //! ([`global_mem_cache`]).
 
 use ash::vk;
-use ur_core::{
+use cmdbuf_core::{
     AtomicCaps, CacheType, CommandBufferCaps, CommandBufferSupport, DeviceInfo, FpCapabilities, FpConfigs,
     GlobalMemCache, LocalMemType, MemoryHardware, MemoryOrders, MemoryScopes, SourceForm, SubGroups, UsmKinds,
     VectorWidths, capability_extensions,
@@ -119,7 +119,7 @@ const NVIDIA_L2: &[(u32, u64)] = &[(0x2330, 50 << 20), (0x2331, 50 << 20), (0x23
 /// nothing is claimed.
 pub(crate) fn global_mem_cache(device_type: vk::PhysicalDeviceType, vendor_id: u32, device_id: u32) -> GlobalMemCache {
     if device_type == vk::PhysicalDeviceType::CPU {
-        let host = ur_core::adapter::toolbox::host_cache::last_level_cache();
+        let host = cmdbuf_core::adapter::toolbox::host_cache::last_level_cache();
         return GlobalMemCache {
             kind: if host.is_some() { CacheType::ReadWrite } else { CacheType::None },
             line_size: host.map(|c| c.line),
@@ -174,7 +174,7 @@ pub(crate) fn device_info(i: &PhysicalInfo) -> DeviceInfo {
             update: UPDATE_CAPS,
             events: true,
             subgraphs: false,
-            replay_path: ur_core::ReplayPath::Driver,
+            replay_path: cmdbuf_core::ReplayPath::Driver,
         },
         vendor_id: d.vendor_id,
         device_id: Some(d.device_id),
@@ -234,7 +234,7 @@ mod tests {
 
     #[test]
     fn caches_are_the_hosts_for_cpus_and_nvidias_figures_for_its_gpus() {
-        let host = ur_core::adapter::toolbox::host_cache::last_level_cache();
+        let host = cmdbuf_core::adapter::toolbox::host_cache::last_level_cache();
         let cpu = global_mem_cache(vk::PhysicalDeviceType::CPU, 0x10005, 0);
         assert_eq!((cpu.size, cpu.line_size), (host.map(|c| c.size), host.map(|c| c.line)));
         let h200 = global_mem_cache(vk::PhysicalDeviceType::DISCRETE_GPU, NVIDIA, 0x2335);

@@ -1,6 +1,6 @@
-//! # ur-adapter-vulkan
+//! # cmdbuf-vulkan
 //!
-//! The Vulkan adapter of ur-core: Vulkan compute through `ash`, with the
+//! The Vulkan adapter of cmdbuf-core: Vulkan compute through `ash`, with the
 //! Vulkan loader opened at run time (a machine without Vulkan reports the
 //! adapter absent with the reason).
 //!
@@ -78,8 +78,8 @@ mod submit;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
-use ur_core::Backend;
-use ur_core::adapter::{AdapterFactory, PlatformImpl};
+use cmdbuf_core::Backend;
+use cmdbuf_core::adapter::{AdapterFactory, PlatformImpl};
 
 /// Opens the Vulkan loader and lists the devices that meet the adapter's
 /// requirements, on one platform.
@@ -97,7 +97,7 @@ impl AdapterFactory for VulkanAdapterFactory {
         match catch_unwind(AssertUnwindSafe(device::VulkanPlatform::new)) {
             Ok(Ok(platform)) => Ok(vec![Arc::new(platform)]),
             Ok(Err(reason)) => Err(reason),
-            Err(payload) => Err(format!("the Vulkan driver failed: {}", ur_core::error::panic_message(&*payload))),
+            Err(payload) => Err(format!("the Vulkan driver failed: {}", cmdbuf_core::error::panic_message(&*payload))),
         }
     }
 }

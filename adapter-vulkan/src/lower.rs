@@ -17,10 +17,10 @@
 use std::sync::Arc;
 
 use ash::vk;
+use cmdbuf_core::adapter::Backing;
+use cmdbuf_core::rect::for_each_row;
+use cmdbuf_core::{Command, KernelCommand, MemLoc, Result};
 use smallvec::SmallVec;
-use ur_core::adapter::Backing;
-use ur_core::rect::for_each_row;
-use ur_core::{Command, KernelCommand, MemLoc, Result};
 
 use crate::cmd::{GpuOp, Groups, fits_one_dispatch};
 use crate::memory::{mem_buffer, usm_location};
@@ -104,7 +104,7 @@ fn push_row(rows: &mut SmallVec<[(usize, usize, usize); 1]>, host: usize, stagin
 /// One side of a copy: a buffer position, or host memory to stage.
 enum Side {
     Device(vk::Buffer, u64),
-    Host(ur_core::HostPtr),
+    Host(cmdbuf_core::HostPtr),
 }
 
 fn side(loc: &MemLoc) -> Result<Side> {
@@ -196,7 +196,7 @@ fn fill(out: &mut Lowered, rt: &DeviceShared, sink: &mut dyn Sink, f: FillAt<'_>
 
 /// Lowers a kernel launch.
 pub(crate) fn lower_kernel(gpu: &Gpu, launch: &KernelCommand, sink: &mut dyn Sink) -> Result<Lowered> {
-    let kernel = ur_core::adapter::downcast::<VkKernel>(launch.kernel.imp() as &dyn std::any::Any, "a kernel")?;
+    let kernel = cmdbuf_core::adapter::downcast::<VkKernel>(launch.kernel.imp() as &dyn std::any::Any, "a kernel")?;
     let pipeline = kernel.pipeline(launch)?;
     let status = sink.status(launch.kernel.name())?;
     let block = sink.block(&kernel.block(launch, status)?)?;
@@ -274,9 +274,9 @@ pub(crate) fn lower(rt: &DeviceShared, command: &Command, sink: &mut dyn Sink) -
 
 /// The rows of a rect: `(src offset, dst offset, width)`.
 fn rect_rows(
-    src: &ur_core::RectLayout,
-    dst: &ur_core::RectLayout,
-    region: &ur_core::RectRegion,
+    src: &cmdbuf_core::RectLayout,
+    dst: &cmdbuf_core::RectLayout,
+    region: &cmdbuf_core::RectRegion,
 ) -> Vec<(usize, usize, usize)> {
     let mut rows = Vec::with_capacity(region.height * region.depth);
     for_each_row(src, dst, region, |s, d, n| rows.push((s, d, n)));
@@ -287,7 +287,7 @@ fn rect_rows(
 pub(crate) fn block_bytes(command: &Command) -> Result<usize> {
     Ok(match command {
         Command::KernelLaunch(k) => {
-            let kernel = ur_core::adapter::downcast::<VkKernel>(k.kernel.imp() as &dyn std::any::Any, "a kernel")?;
+            let kernel = cmdbuf_core::adapter::downcast::<VkKernel>(k.kernel.imp() as &dyn std::any::Any, "a kernel")?;
             kernel.layout.size() as usize
         }
         Command::UsmFill { dst, pattern, size, .. } => {

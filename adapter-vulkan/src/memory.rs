@@ -12,7 +12,7 @@
 //!
 //! A USM pointer is the buffer device address of its allocation's buffer, so
 //! shaders dereference it directly; commands resolve it to the `(VkBuffer,
-//! offset)` through ur-core's allocation tracker (the `UsmRef` they hold).
+//! offset)` through cmdbuf-core's allocation tracker (the `UsmRef` they hold).
 //! Memory is zeroed at allocation.
 
 use std::any::Any;
@@ -21,10 +21,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use ash::vk;
+use cmdbuf_core::adapter::Backing;
+use cmdbuf_core::adapter::{BufferImpl, UsmImpl, downcast};
+use cmdbuf_core::{MemBuffer, Result, UsmRef, err};
 use parking_lot::Mutex;
-use ur_core::adapter::Backing;
-use ur_core::adapter::{BufferImpl, UsmImpl, downcast};
-use ur_core::{MemBuffer, Result, UsmRef, err};
 
 use crate::conv::VkResultExt;
 use crate::shared::{DeviceShared, Gpu};
@@ -264,8 +264,8 @@ impl VkMemBuffer {
 
 impl BufferImpl for VkMemBuffer {
     /// The `VkBuffer`, of the buffer's own size from offset 0.
-    fn native_handle(&self) -> Result<ur_core::NativeHandle> {
-        Ok(ur_core::NativeHandle(vk::Handle::as_raw(self.alloc.buffer())))
+    fn native_handle(&self) -> Result<cmdbuf_core::NativeHandle> {
+        Ok(cmdbuf_core::NativeHandle(vk::Handle::as_raw(self.alloc.buffer())))
     }
 }
 

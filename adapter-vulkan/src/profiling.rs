@@ -8,8 +8,8 @@
 use std::sync::Arc;
 
 use ash::vk;
+use cmdbuf_core::{ProfilingInfo, Result};
 use parking_lot::Mutex;
-use ur_core::{ProfilingInfo, Result};
 
 use crate::conv::VkResultExt;
 use crate::shared::Gpu;

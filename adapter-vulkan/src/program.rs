@@ -40,10 +40,12 @@ use std::ffi::CString;
 use std::sync::Arc;
 
 use ash::vk;
+use cmdbuf_core::adapter::{KernelImpl, ProgramImpl};
+use cmdbuf_core::{
+    ArgKind, ArgValue, KernelCommand, KernelSignature, NdRange, ProgramBundle, ProgramSource, Result, err,
+};
 use parking_lot::Mutex;
 use smallvec::SmallVec;
-use ur_core::adapter::{KernelImpl, ProgramImpl};
-use ur_core::{ArgKind, ArgValue, KernelCommand, KernelSignature, NdRange, ProgramBundle, ProgramSource, Result, err};
 
 use crate::conv::{VkResultExt, vk_error};
 use crate::memory::mem_buffer;
@@ -98,14 +100,14 @@ impl Pipeline {
     }
 }
 
-fn pipeline_error(e: vk::Result) -> ur_core::UrError {
+fn pipeline_error(e: vk::Result) -> cmdbuf_core::UrError {
     match e {
         // A driver that runs out of memory compiling usually hit a limit
         // (shared memory, registers) of the kernel.
         vk::Result::ERROR_OUT_OF_DEVICE_MEMORY | vk::Result::ERROR_OUT_OF_HOST_MEMORY => {
-            ur_core::UrError::OutOfResources(vk_error(e, "vkCreateComputePipelines").detail().clone())
+            cmdbuf_core::UrError::OutOfResources(vk_error(e, "vkCreateComputePipelines").detail().clone())
         }
-        _ => ur_core::UrError::ProgramBuildFailure(vk_error(e, "vkCreateComputePipelines").detail().clone()),
+        _ => cmdbuf_core::UrError::ProgramBuildFailure(vk_error(e, "vkCreateComputePipelines").detail().clone()),
     }
 }
 
@@ -271,7 +273,7 @@ pub(crate) struct VkProgram {
 
 impl VkProgram {
     pub(crate) fn new(gpu: &Arc<Gpu>, bundle: &ProgramBundle, max_group: usize) -> Result<VkProgram> {
-        let Some(ProgramSource::SpirV(sources)) = bundle.source_of(ur_core::SourceForm::SpirV) else {
+        let Some(ProgramSource::SpirV(sources)) = bundle.source_of(cmdbuf_core::SourceForm::SpirV) else {
             return Err(err!(InvalidBinary, "the Vulkan adapter builds SPIR-V only"));
         };
         let mut modules = HashMap::new();
@@ -282,7 +284,7 @@ impl VkProgram {
             // SAFETY: the words are a SPIR-V module (magic number and
             // instruction stream checked above; the driver validates the rest).
             let raw = unsafe { gpu.device.create_shader_module(&info, None) }.map_err(|e| {
-                ur_core::UrError::ProgramBuildFailure(vk_error(e, "vkCreateShaderModule").detail().clone())
+                cmdbuf_core::UrError::ProgramBuildFailure(vk_error(e, "vkCreateShaderModule").detail().clone())
             })?;
             let entry = CString::new(entry).map_err(|_| err!(InvalidBinary, "entry point name with a NUL byte"))?;
             let module = Module { gpu: gpu.clone(), raw, entry, pipelines: Mutex::default() };
@@ -393,7 +395,7 @@ mod tests {
         assert!(compute_entry(&[1, 2, 3, 4, 5], "k").is_err());
         assert!(compute_entry(&[0x0723_0203, 0, 0, 0, 0, 0x0004_000f], "k").is_err());
         let named =
-            ur_core::spirv::words(include_bytes!("../../conformance/src/kernels/programs/scale_add.spv")).unwrap();
+            cmdbuf_core::spirv::words(include_bytes!("../../conformance/src/kernels/programs/scale_add.spv")).unwrap();
         assert_eq!(compute_entry(&named, "scale_add").as_deref(), Ok("scale_add"));
     }
 

@@ -11,10 +11,10 @@
 use std::sync::{Arc, OnceLock};
 
 use ash::vk;
+use cmdbuf_core::adapter::toolbox::QueueOrder;
+use cmdbuf_core::adapter::{EventImpl, QueueImpl};
+use cmdbuf_core::{Command, QueueProperties, Result};
 use smallvec::SmallVec;
-use ur_core::adapter::toolbox::QueueOrder;
-use ur_core::adapter::{EventImpl, QueueImpl};
-use ur_core::{Command, QueueProperties, Result};
 
 use crate::batch::{Appended, Batch, Part};
 use crate::cmd::{Pool, PooledCmd, host_barrier, record_ops};
@@ -289,8 +289,8 @@ impl QueueImpl for VkQueue {
 
     /// The `VkQueue` of the queue's lane. The batch is submitted first:
     /// interop may submit to that queue, after the work enqueued so far.
-    fn native_handle(&self) -> Result<ur_core::NativeHandle> {
+    fn native_handle(&self) -> Result<cmdbuf_core::NativeHandle> {
         self.batch.flush();
-        Ok(ur_core::NativeHandle(vk::Handle::as_raw(self.lane.raw_queue())))
+        Ok(cmdbuf_core::NativeHandle(vk::Handle::as_raw(self.lane.raw_queue())))
     }
 }

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use ur_core::Result;
+use cmdbuf_core::Result;
 
 use crate::program::{Pipeline, internal_module};
 use crate::shared::Gpu;

@@ -23,9 +23,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use ash::vk;
+use cmdbuf_core::Result;
 use parking_lot::{Condvar, Mutex};
 use smallvec::SmallVec;
-use ur_core::Result;
 
 use crate::cmd::Pool;
 use crate::conv::VkResultExt;
@@ -356,7 +356,7 @@ pub(crate) struct DeviceShared {
     /// One device-clock reading with its host time, taken on first need,
     /// from which the device time of a call is estimated where the device
     /// does not calibrate ([`crate::clock::device_now`]).
-    pub(crate) clock_pair: std::sync::OnceLock<ur_core::Timestamps>,
+    pub(crate) clock_pair: std::sync::OnceLock<cmdbuf_core::Timestamps>,
     /// Submits queues' eager batches that have been open too long.
     pub(crate) batch_timer: crate::batch::BatchTimer,
 }
@@ -453,7 +453,7 @@ impl DeviceShared {
             let handle = std::thread::Builder::new()
                 .name(format!("ur-vulkan-lane-{}", lane.index))
                 .spawn(move || lane.reap())
-                .map_err(|e| ur_core::err!(OutOfResources, "cannot start a Vulkan completion thread: {e}"))?;
+                .map_err(|e| cmdbuf_core::err!(OutOfResources, "cannot start a Vulkan completion thread: {e}"))?;
             reapers.push(handle);
         }
         let fill_group = crate::shaders::fill_group(

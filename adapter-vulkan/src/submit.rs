@@ -14,9 +14,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ash::vk;
+use cmdbuf_core::{HostPtr, ProfilingInfo, Result, UrError};
 use parking_lot::Mutex;
 use smallvec::SmallVec;
-use ur_core::{HostPtr, ProfilingInfo, Result, UrError};
 
 use crate::cmd::PooledCmd;
 use crate::event::{EventCore, run_waiters};
@@ -111,7 +111,10 @@ impl StatusCheck {
                 format!("kernel `{name}` (command {i})")
             }
         };
-        Some(ur_core::event::execution_error(ur_core::Backend::Vulkan, format!("{what} failed with code {code}")))
+        Some(cmdbuf_core::event::execution_error(
+            cmdbuf_core::Backend::Vulkan,
+            format!("{what} failed with code {code}"),
+        ))
     }
 }
 

@@ -1,5 +1,5 @@
 //! Both ways the adapter reads the device clock agree on every Vulkan
-//! device (`ur_adapter_vulkan::check_clock_paths`): a timestamp written by a
+//! device (`cmdbuf_vulkan::check_clock_paths`): a timestamp written by a
 //! submission falls between two global timestamps (calibrated where the
 //! device calibrates its clock), whose host times lie within the host clock
 //! around them. Needs a Vulkan device (CI has lavapipe); without one the
@@ -8,13 +8,13 @@
 
 mod common;
 
-use ur_core::Device;
+use cmdbuf_core::Device;
 
 fn main() {
     common::run(&[("calibrated_and_submitted_timestamps_agree", calibrated_and_submitted_timestamps_agree)]);
 }
 
 fn calibrated_and_submitted_timestamps_agree(_: &Device) {
-    let checked = ur_adapter_vulkan::check_clock_paths().unwrap_or_else(|e| panic!("{e}"));
+    let checked = cmdbuf_vulkan::check_clock_paths().unwrap_or_else(|e| panic!("{e}"));
     assert!(checked > 0, "no device was checked");
 }

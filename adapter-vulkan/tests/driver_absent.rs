@@ -4,9 +4,9 @@
 //! The only test of its binary: it points the Vulkan loader at a driver
 //! manifest that does not exist before anything opens the loader.
 
-use ur_adapter_vulkan::VulkanAdapterFactory;
-use ur_core::adapter::AdapterFactory;
-use ur_core::{AdapterEntry, Backend, DeviceSelector, Loader};
+use cmdbuf_core::adapter::AdapterFactory;
+use cmdbuf_core::{AdapterEntry, Backend, DeviceSelector, Loader};
+use cmdbuf_vulkan::VulkanAdapterFactory;
 
 #[test]
 fn no_driver_means_absent_with_the_reason() {

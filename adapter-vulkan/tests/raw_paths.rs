@@ -9,7 +9,7 @@
 
 mod common;
 
-use ur_core::{
+use cmdbuf_core::{
     AppendOptions, CommandBuffer, CommandBufferDesc, Context, Device, Kernel, KernelArg, KernelLaunch, MemBuffer,
     MemFlags, Queue, QueueProperties, RectLayout, RectOffset, RectRegion, UsmAllocation, UsmKind,
 };

@@ -35,7 +35,7 @@ fn main() {
 
 fn internal_shaders_are_current(dir: &Path) -> Result<(), String> {
     std::fs::read_to_string(dir.join("glslang-version.txt")).map_err(|e| format!("glslang-version.txt: {e}"))?;
-    for (file, committed) in ur_adapter_vulkan::internal_shaders() {
+    for (file, committed) in cmdbuf_vulkan::internal_shaders() {
         fresh::spirv_is_current(&dir.join(file), None, committed, "shaders/regenerate.sh")?;
     }
     Ok(())

@@ -10,7 +10,7 @@
 
 mod common;
 
-use ur_core::{
+use cmdbuf_core::{
     AppendOptions, CommandBuffer, CommandBufferDesc, Context, Device, KernelArg, KernelLaunch, Queue, QueueProperties,
     UsmAllocation, UsmKind,
 };
@@ -52,12 +52,12 @@ fn repeated_submissions_reuse_arena_memory(device: &Device) {
     for _ in 0..100 {
         queue.enqueue_command_buffer(&cb, &[]).unwrap().wait().unwrap();
     }
-    let warm = ur_adapter_vulkan::arena_high_water();
+    let warm = cmdbuf_vulkan::arena_high_water();
     assert!(warm > 0, "the command buffer's submissions took no arena memory: the test measures nothing");
     for _ in 0..SUBMISSIONS {
         queue.enqueue_command_buffer(&cb, &[]).unwrap().wait().unwrap();
     }
-    let last = ur_adapter_vulkan::arena_high_water();
+    let last = cmdbuf_vulkan::arena_high_water();
     assert!(
         last - warm <= SLACK,
         "{SUBMISSIONS} submissions moved the arena's high-water mark from {warm} to {last} bytes"

@@ -8,7 +8,7 @@ mod common;
 
 use std::borrow::Cow;
 
-use ur_core::{
+use cmdbuf_core::{
     ArgKind, CommandBufferSupport, Context, Device, Kernel, KernelArg, KernelLaunch, KernelSignature, NativeKernel,
     Program, ProgramBundle, ProgramSource, Queue, QueueProperties, SourceForm, SpirvModule, UrError, UsmAllocation,
     UsmKind, WorkGroup,

@@ -4,7 +4,7 @@
 //! exactly against the host.
 //!
 //! ```text
-//! UR_DEVICE_SELECTOR='cpu:0;opencl:0' cargo run --release -p ur-bench --example pipeline -- [elements]
+//! UR_DEVICE_SELECTOR='cpu:0;opencl:0' cargo run --release -p cmdbuf-bench --example pipeline -- [elements]
 //! ```
 
 #[allow(dead_code)]
@@ -15,12 +15,12 @@ use std::time::Instant;
 
 use pipeline::{Pipeline, Side};
 
-fn main() -> Result<(), ur::UrError> {
+fn main() -> Result<(), cmdbuf::UrError> {
     let n: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(1 << 20);
-    let loader = ur::load()?;
+    let loader = cmdbuf::load()?;
     let devices = loader.devices();
     let [a, b, ..] = &devices[..] else {
-        return Err(ur::err!(
+        return Err(cmdbuf::err!(
             DeviceNotFound,
             "the pipeline needs two devices; UR_DEVICE_SELECTOR selects {}",
             devices.len()

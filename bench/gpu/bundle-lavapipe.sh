@@ -10,7 +10,7 @@
 # all) and, on the GPU machine:
 #   source bench/gpu/use-lavapipe.sh PATH/lavapipe.tar.xz
 #   vulkaninfo --summary      # lists llvmpipe beside the GPU
-#   UR_DEVICE_SELECTOR=vulkan:cpu ur-bench --only submission --only raw --no-emulated
+#   UR_DEVICE_SELECTOR=vulkan:cpu cmdbuf-bench --only submission --only raw --no-emulated
 #
 # The C and C++ runtimes (libc, libm, libstdc++, libgcc_s, the dynamic
 # loader) are left out: the host's are newer and backward compatible. The

@@ -1,4 +1,4 @@
-//! The `buffers` group: what ur-runtime's buffer model costs on the host per
+//! The `buffers` group: what cmdbuf-runtime's buffer model costs on the host per
 //! command-group submission (dependency analysis and page tracking, no
 //! device work), and how many bytes its page-granular transfers move against
 //! the element-exact minimum. Runs once, not per device: none is involved.
@@ -6,10 +6,10 @@
 use std::fmt::Write as _;
 use std::time::Instant;
 
-use ur_runtime::buffer::deps::{DepTracker, UseKind};
-use ur_runtime::buffer::geometry::{Dims, PageGrid};
-use ur_runtime::buffer::pages::{HOST, PageMap};
-use ur_runtime::buffer::plan::{Transfer, apply, plan};
+use cmdbuf_runtime::buffer::deps::{DepTracker, UseKind};
+use cmdbuf_runtime::buffer::geometry::{Dims, PageGrid};
+use cmdbuf_runtime::buffer::pages::{HOST, PageMap};
+use cmdbuf_runtime::buffer::plan::{Transfer, apply, plan};
 
 use crate::stats::{Repeats, Summary};
 use crate::suites::Record;
@@ -188,7 +188,7 @@ fn record(shape: &str, variant: &str, metric: &str, n: usize, summary: Summary) 
     Record {
         device: "host".into(),
         backend: "none".into(),
-        device_name: "ur-runtime page tracking (no device work)".into(),
+        device_name: "cmdbuf-runtime page tracking (no device work)".into(),
         benchmark: "buffers".into(),
         shape: shape.into(),
         variant: variant.into(),
@@ -201,7 +201,7 @@ fn record(shape: &str, variant: &str, metric: &str, n: usize, summary: Summary) 
 /// The group's tables.
 pub fn run(repeats: Repeats, quick: bool, out: &mut Vec<Record>) -> String {
     let submissions = if quick { 1000 } else { 10_000 };
-    let mut text = String::from("### `buffers` (host work of ur-runtime's buffer model)\n\n");
+    let mut text = String::from("### `buffers` (host work of cmdbuf-runtime's buffer model)\n\n");
     text += "Dependency analysis and page tracking per command-group submission (prune, conflicts, plan, state update):\n\n";
     text += &tracking_cost(repeats, submissions, out);
     text += "\nBytes moved by 1D page-granular transfers against the element-exact minimum (1 MiB buffer, accessors of up to 2,048 elements):\n\n";

@@ -1,6 +1,6 @@
 //! The `collectives` group (issue 29): all-reduce (sum of `f32`) over every
 //! selected device, from 8 KiB to 256 MiB per rank, as a collective node
-//! of a multi-device graph replayed, as eager calls of ur-core's
+//! of a multi-device graph replayed, as eager calls of cmdbuf-core's
 //! `Communicator`, and, on CUDA devices, as NCCL called directly on streams
 //! (`raw::RawNccl`). Each figure is the time of one all-reduce in a batch
 //! issued back to back and waited for at its end (as nccl-tests measures),
@@ -16,9 +16,9 @@
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
-use ur::collective::{Communicator, DataType, Rank, ReduceOp};
-use ur::{Backend, Context, Device, Event, Queue, QueueProperties, UrError, UsmAllocation};
-use ur_runtime::graph::{FinalizeProperties, Graph, GraphProperties, NodeProperties};
+use cmdbuf::collective::{Communicator, DataType, Rank, ReduceOp};
+use cmdbuf::{Backend, Context, Device, Event, Queue, QueueProperties, UrError, UsmAllocation};
+use cmdbuf_runtime::graph::{FinalizeProperties, Graph, GraphProperties, NodeProperties};
 
 use crate::stats::{Repeats, Summary, measure};
 use crate::suites::Record;
@@ -78,14 +78,14 @@ fn measure_steps(devices: &[Device], repeats: Repeats, quick: bool, out: &mut Ve
     struct Shard {
         context: Context,
         queue: Queue,
-        increment: ur::Kernel,
+        increment: cmdbuf::Kernel,
     }
     let mut shards = Vec::new();
     for device in devices {
         let context = Context::new(device)?;
         let queue = Queue::new(&context, QueueProperties::default())?;
-        let program = ur::Program::new(&context, &ur_conformance::kernels::bundle())?;
-        let increment = ur::Kernel::new(&program, "increment")?;
+        let program = cmdbuf::Program::new(&context, &cmdbuf_conformance::kernels::bundle())?;
+        let increment = cmdbuf::Kernel::new(&program, "increment")?;
         shards.push(Shard { context, queue, increment });
     }
     let n = shards.len();
@@ -99,8 +99,8 @@ fn measure_steps(devices: &[Device], repeats: Repeats, quick: bool, out: &mut Ve
     );
     for &count in sizes {
         let kind = |d: &Device| {
-            ur_conformance::cases::graph_multi_device::first_usm_kind(d)
-                .ok_or_else(|| ur::err!(UnsupportedFeature, "{d} has no USM"))
+            cmdbuf_conformance::cases::graph_multi_device::first_usm_kind(d)
+                .ok_or_else(|| cmdbuf::err!(UnsupportedFeature, "{d} has no USM"))
         };
         let data: Vec<UsmAllocation> = shards
             .iter()
@@ -109,19 +109,19 @@ fn measure_steps(devices: &[Device], repeats: Repeats, quick: bool, out: &mut Ve
         let graph = Graph::new_multi_device(&contexts, GraphProperties::default())?;
         let mut lasts = Vec::new();
         for (s, g) in shards.iter().zip(&data) {
-            let (args, global) = ([ur::KernelArg::Pointer(g.ptr())], [count]);
-            let launch = ur::KernelLaunch::new(&s.increment, &global, &args);
-            let mut last: Option<ur_runtime::graph::Node> = None;
+            let (args, global) = ([cmdbuf::KernelArg::Pointer(g.ptr())], [count]);
+            let launch = cmdbuf::KernelLaunch::new(&s.increment, &global, &args);
+            let mut last: Option<cmdbuf_runtime::graph::Node> = None;
             for _ in 0..STEP_KERNELS {
-                let deps: Vec<&ur_runtime::graph::Node> = last.iter().collect();
+                let deps: Vec<&cmdbuf_runtime::graph::Node> = last.iter().collect();
                 let props = NodeProperties::new().on_device(s.context.device()).depends_on(&deps);
                 // SAFETY: the allocation holds `count` u32s; `increment` touches element i for item i.
                 last = Some(graph.add(|h| unsafe { h.launch(&launch) }, props)?);
             }
             lasts.push(last.expect("kernels"));
         }
-        let buffers: Vec<(ur::UsmPtr, ur::UsmPtr)> = data.iter().map(|g| (g.ptr(), g.ptr())).collect();
-        let deps: Vec<&ur_runtime::graph::Node> = lasts.iter().collect();
+        let buffers: Vec<(cmdbuf::UsmPtr, cmdbuf::UsmPtr)> = data.iter().map(|g| (g.ptr(), g.ptr())).collect();
+        let deps: Vec<&cmdbuf_runtime::graph::Node> = lasts.iter().collect();
         graph.add(
             |h| h.all_reduce(&buffers, count, DataType::U32, ReduceOp::Sum),
             NodeProperties::new().depends_on(&deps),
@@ -129,8 +129,8 @@ fn measure_steps(devices: &[Device], repeats: Repeats, quick: bool, out: &mut Ve
         let exec = graph.finalize(FinalizeProperties::default())?;
         let eager_step = || -> Result<Vec<Event>, UrError> {
             for (s, g) in shards.iter().zip(&data) {
-                let (args, global) = ([ur::KernelArg::Pointer(g.ptr())], [count]);
-                let launch = ur::KernelLaunch::new(&s.increment, &global, &args);
+                let (args, global) = ([cmdbuf::KernelArg::Pointer(g.ptr())], [count]);
+                let launch = cmdbuf::KernelLaunch::new(&s.increment, &global, &args);
                 for _ in 0..STEP_KERNELS {
                     // SAFETY: as for the graph's launches.
                     unsafe { s.queue.launch_kernel(&launch, &[])? };
@@ -160,7 +160,7 @@ fn measure_steps(devices: &[Device], repeats: Repeats, quick: bool, out: &mut Ve
                 if let Some(i) =
                     got.chunks_exact(4).position(|c| u32::from_ne_bytes(c.try_into().expect("4")) != expected)
                 {
-                    return Err(ur::err!(Unknown, "{way} step of {count} elements: rank {d}, element {i} wrong"));
+                    return Err(cmdbuf::err!(Unknown, "{way} step of {count} elements: rank {d}, element {i} wrong"));
                 }
             }
         }
@@ -199,7 +199,7 @@ fn measure_steps(devices: &[Device], repeats: Repeats, quick: bool, out: &mut Ve
 }
 
 fn err(e: impl std::fmt::Display) -> UrError {
-    ur::err!(Unknown, "{e}")
+    cmdbuf::err!(Unknown, "{e}")
 }
 
 fn measure_all(devices: &[Device], repeats: Repeats, quick: bool, out: &mut Vec<Record>) -> Result<String, UrError> {
@@ -211,8 +211,8 @@ fn measure_all(devices: &[Device], repeats: Repeats, quick: bool, out: &mut Vec<
     let max = *sizes.last().expect("sizes");
     let mut members = Vec::new();
     for device in devices {
-        let kind = ur_conformance::cases::graph_multi_device::first_usm_kind(device)
-            .ok_or_else(|| ur::err!(UnsupportedFeature, "{device} has no USM"))?;
+        let kind = cmdbuf_conformance::cases::graph_multi_device::first_usm_kind(device)
+            .ok_or_else(|| cmdbuf::err!(UnsupportedFeature, "{device} has no USM"))?;
         let context = Context::new(device)?;
         let queue = Queue::new(&context, QueueProperties::default())?;
         let send = UsmAllocation::new(&context, kind, max)?;
@@ -249,7 +249,8 @@ fn measure_all(devices: &[Device], repeats: Repeats, quick: bool, out: &mut Vec<
             let data: Vec<u8> = std::iter::repeat_n((r as f32 + 1.0).to_ne_bytes(), count).flatten().collect();
             m.queue.write_usm(m.send.ptr(), &data, &[])?;
         }
-        let buffers: Vec<(ur::UsmPtr, ur::UsmPtr)> = members.iter().map(|m| (m.send.ptr(), m.recv.ptr())).collect();
+        let buffers: Vec<(cmdbuf::UsmPtr, cmdbuf::UsmPtr)> =
+            members.iter().map(|m| (m.send.ptr(), m.recv.ptr())).collect();
         let graph = Graph::new_multi_device(&contexts, GraphProperties::default())?;
         graph.add(|h| h.all_reduce(&buffers, count, DataType::F32, ReduceOp::Sum), NodeProperties::new())?;
         let exec = graph.finalize(FinalizeProperties::default())?;
@@ -268,7 +269,10 @@ fn measure_all(devices: &[Device], repeats: Repeats, quick: bool, out: &mut Vec<
                 if let Some(i) =
                     got.chunks_exact(4).position(|c| f32::from_ne_bytes(c.try_into().expect("4")) != expected)
                 {
-                    return Err(ur::err!(Unknown, "{what} all-reduce of {bytes} bytes: rank {r}, element {i} wrong"));
+                    return Err(cmdbuf::err!(
+                        Unknown,
+                        "{what} all-reduce of {bytes} bytes: rank {r}, element {i} wrong"
+                    ));
                 }
             }
             Ok(())

@@ -11,22 +11,22 @@
 //!   also follows the oldest node without successors once there are that
 //!   many), or as the CUDA adapter gives them (`lanes_pruned`: lanes, and
 //!   once the graph had a lane edge, no edge that another dependency of the
-//!   node implies; `ur_adapter_cuda::lanes`): ms to add the nodes, to
+//!   node implies; `cmdbuf_cuda::lanes`): ms to add the nodes, to
 //!   instantiate, and µs of the first and of a later launch. (Dropping
 //!   implied edges alone changes none of the four shapes: none has an
-//!   edge another implies.) Then the same chain and fork-join as ur-core
+//!   edge another implies.) Then the same chain and fork-join as cmdbuf-core
 //!   command buffers (create, append, finalize): the adapter logs its own
-//!   split at debug level (`UR_LOG=ur_adapter_cuda=debug`: the appends,
+//!   split at debug level (`UR_LOG=cmdbuf_cuda=debug`: the appends,
 //!   then the collector and instantiation).
 //! - **Replay host time**: the driver calls one replay makes, each timed
-//!   alone, and a one-kernel replay through ur-core against raw
+//!   alone, and a one-kernel replay through cmdbuf-core against raw
 //!   `cuGraphLaunch` + `cuEventRecord` on the same device, interleaved in
 //!   one loop (`measure_interleaved`).
 
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
-use ur::{Backend, CommandBufferDesc};
+use cmdbuf::{Backend, CommandBufferDesc};
 
 use crate::raw::Deps;
 use crate::stats::{Repeats, Summary, measure, measure_interleaved};
@@ -44,7 +44,7 @@ fn deps(shape: &str, i: usize, n: usize) -> Vec<usize> {
 }
 
 /// Branches side by side in the `lanes` builds: the CUDA adapter's.
-const LANES: usize = ur_adapter_cuda::lanes::LANES;
+const LANES: usize = cmdbuf_cuda::lanes::LANES;
 
 /// Samples of a build of `n` nodes.
 fn samples(n: usize) -> usize {
@@ -161,7 +161,7 @@ pub fn run(t: &Target, sizes: &[usize], out: &mut Vec<Record>, emit: &dyn Fn(&st
                 let elapsed = start.elapsed();
                 drop(cb);
                 slow = elapsed > SERIES_LIMIT;
-                Ok::<_, ur::UrError>([elapsed])
+                Ok::<_, cmdbuf::UrError>([elapsed])
             })
             .map_err(|e| e.to_string())?;
             series.0.push((n, Duration::from_nanos(total.median as u64)));
@@ -197,7 +197,7 @@ fn memory_node_launch(raw: &mut crate::raw::CudaGraph, emit: &dyn Fn(&str)) -> R
 }
 
 /// The driver calls of a replay timed alone, and a one-kernel replay
-/// through ur-core against raw `cuGraphLaunch` + `cuEventRecord`.
+/// through cmdbuf-core against raw `cuGraphLaunch` + `cuEventRecord`.
 fn replay_host(
     t: &Target,
     raw: &mut crate::raw::CudaGraph,

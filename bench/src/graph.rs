@@ -1,4 +1,4 @@
-//! The `graph` group (issue 15, goal 6): what ur-runtime's SYCL graph layer
+//! The `graph` group (issue 15, goal 6): what cmdbuf-runtime's SYCL graph layer
 //! costs on top of the command buffers it builds.
 //!
 //! - **Build and finalize** of graphs of N trivial kernels, a chain and a
@@ -9,10 +9,10 @@
 //!   in-order queue for the chain, an out-of-order queue with wait lists for
 //!   the fork-join). Build, finalize and their sum, per graph, in ns.
 //! - **Replay**: the finalized graph submitted through
-//!   [`ur_runtime::Queue::enqueue_graph`] against the same kernels in one
-//!   ur-core command buffer (created as finalize creates the graph's: in-order
+//!   [`cmdbuf_runtime::Queue::enqueue_graph`] against the same kernels in one
+//!   cmdbuf-core command buffer (created as finalize creates the graph's: in-order
 //!   where the graph is a chain) submitted with
-//!   [`ur::Queue::enqueue_command_buffer`] on the same queue. Host time to
+//!   [`cmdbuf::Queue::enqueue_command_buffer`] on the same queue. Host time to
 //!   return from the submission and wall time to its completion, one
 //!   submission at a time; and wall time per submission of a batch of
 //!   [`BATCH`] back-to-back submissions. The two are sampled alternately in
@@ -21,8 +21,8 @@
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
-use ur::{CommandBufferDesc, KernelLaunch, QueueProperties, UrError};
-use ur_runtime::graph::{FinalizeProperties, Graph, GraphProperties, Modifiable, Node, NodeProperties};
+use cmdbuf::{CommandBufferDesc, KernelLaunch, QueueProperties, UrError};
+use cmdbuf_runtime::graph::{FinalizeProperties, Graph, GraphProperties, Modifiable, Node, NodeProperties};
 
 use crate::goals::Assessment;
 use crate::report::{Lookup, NOISY, cell_in, ratio};
@@ -99,17 +99,17 @@ fn build(t: &Target, shape: Shape, n: usize, how: How) -> Result<Option<Graph<Mo
         How::Record => {
             let chain = (0..n).all(|i| shape.deps(i, n) == i.checked_sub(1).into_iter().collect::<Vec<_>>());
             let core = match (chain, &t.ooo_queue) {
-                (true, _) => ur::Queue::new(&t.context, QueueProperties::default())?,
+                (true, _) => cmdbuf::Queue::new(&t.context, QueueProperties::default())?,
                 (false, Some(_)) => {
-                    ur::Queue::new(&t.context, QueueProperties { out_of_order: true, profiling: false })?
+                    cmdbuf::Queue::new(&t.context, QueueProperties { out_of_order: true, profiling: false })?
                 }
                 (false, None) => return Ok(None),
             };
-            let queue = ur_runtime::Queue::from_core(core);
+            let queue = cmdbuf_runtime::Queue::from_core(core);
             graph.begin_recording(&queue)?;
-            let mut events: Vec<ur_runtime::Event> = Vec::with_capacity(n);
+            let mut events: Vec<cmdbuf_runtime::Event> = Vec::with_capacity(n);
             for i in 0..n {
-                let deps: Vec<&ur_runtime::Event> =
+                let deps: Vec<&cmdbuf_runtime::Event> =
                     if chain { Vec::new() } else { shape.deps(i, n).into_iter().map(|d| &events[d]).collect() };
                 // SAFETY: `empty` touches no memory.
                 events.push(unsafe { queue.launch_kernel(&launch, &deps)? });
@@ -154,7 +154,7 @@ fn build_and_finalize(t: &Target, sizes: &[usize], out: &mut Vec<Record>) -> Res
 
 /// Replay of a finalized graph against the same command buffer enqueued directly.
 fn replay(t: &Target, sizes: &[usize], samples: usize, out: &mut Vec<Record>) -> Result<(), UrError> {
-    let queue = ur_runtime::Queue::from_core(t.queue.clone());
+    let queue = cmdbuf_runtime::Queue::from_core(t.queue.clone());
     for shape in [Shape::Chain, Shape::ForkJoin] {
         for &n in sizes {
             let graph = build(t, shape, n, How::Explicit)?.expect("the explicit API builds every shape");

@@ -13,7 +13,7 @@
 
 use std::borrow::Cow;
 
-use ur::{ArgKind, KernelSignature, NativeKernel, ProgramBundle, ProgramSource, SpirvModule, WorkGroup};
+use cmdbuf::{ArgKind, KernelSignature, NativeKernel, ProgramBundle, ProgramSource, SpirvModule, WorkGroup};
 
 /// `kernels/sin_f32.comp`, compiled.
 static SIN_F32_SPV: &[u8] = include_bytes!("kernels/sin_f32.spv");

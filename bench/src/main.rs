@@ -1,4 +1,4 @@
-//! `ur-bench`: replay against eager submission, and the cost of building,
+//! `cmdbuf-bench`: replay against eager submission, and the cost of building,
 //! updating and replaying command buffers, on every selected device.
 //!
 //! Prints Markdown tables, writes every figure as JSON (`results.json`) and a
@@ -31,11 +31,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 use clap::Parser;
+use cmdbuf::{Backend, CommandBufferSupport, Device, UrError};
 use stats::Repeats;
 use suites::{Record, Target};
-use ur::{Backend, CommandBufferSupport, Device, UrError};
 
-/// Benchmarks of the ur-rs command-buffer API on every selected device
+/// Benchmarks of the cmdbuf command-buffer API on every selected device
 /// (UR_DEVICE_SELECTOR / ONEAPI_DEVICE_SELECTOR choose them).
 #[derive(Parser, Debug)]
 #[command(version)]
@@ -118,7 +118,7 @@ impl Plan {
 }
 
 fn main() -> ExitCode {
-    // Diagnostics (what an update re-recorded, ...) with UR_LOG, as for ur-conformance.
+    // Diagnostics (what an update re-recorded, ...) with UR_LOG, as for cmdbuf-conformance.
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_env("UR_LOG"))
         .with_writer(std::io::stderr)
@@ -133,14 +133,14 @@ fn main() -> ExitCode {
     }
     if let Some(unknown) = cli.only.iter().find(|o| !GROUPS.split_whitespace().any(|g| g == o.as_str())) {
         let valid: Vec<&str> = GROUPS.split_whitespace().collect();
-        eprintln!("ur-bench: `--only {unknown}` selects nothing; the groups are: {}", valid.join(", "));
+        eprintln!("cmdbuf-bench: `--only {unknown}` selects nothing; the groups are: {}", valid.join(", "));
         return ExitCode::from(2);
     }
     let wanted = |group: &str| cli.only.is_empty() || cli.only.iter().any(|o| o == group);
-    let loader = match ur::load() {
+    let loader = match cmdbuf::load() {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("ur-bench: {e}");
+            eprintln!("cmdbuf-bench: {e}");
             return ExitCode::from(2);
         }
     };
@@ -153,14 +153,14 @@ fn main() -> ExitCode {
         }
     }
     if devices.is_empty() {
-        eprintln!("ur-bench: the selector `{}` selects no device", loader.selector());
+        eprintln!("cmdbuf-bench: the selector `{}` selects no device", loader.selector());
         for absent in loader.absent() {
             eprintln!("  {}: {}", absent.backend, absent.reason);
         }
         return ExitCode::from(2);
     }
     if let Err(e) = std::fs::create_dir_all(&cli.out) {
-        eprintln!("ur-bench: cannot create {}: {e}", cli.out.display());
+        eprintln!("cmdbuf-bench: cannot create {}: {e}", cli.out.display());
         return ExitCode::FAILURE;
     }
     let json = cli.out.join("results.json");
@@ -170,7 +170,7 @@ fn main() -> ExitCode {
         Ok(()) => written.set(true),
         Err(e) => {
             written.set(false);
-            eprintln!("ur-bench: cannot write {}: {e}", json.display());
+            eprintln!("cmdbuf-bench: cannot write {}: {e}", json.display());
         }
     };
     // Tables go out as each group finishes and results.json is rewritten
@@ -185,7 +185,7 @@ fn main() -> ExitCode {
     for device in &devices {
         // This device's records start here.
         let first = records.len();
-        eprintln!("ur-bench: {device} ({})", device.info().name);
+        eprintln!("cmdbuf-bench: {device} ({})", device.info().name);
         emit(&report::device_heading(&device.to_string(), &device.info().name));
         let target = match Target::new(device) {
             Ok(t) => t,
@@ -292,12 +292,12 @@ fn main() -> ExitCode {
     }
     emit(&goals::summary(&records));
     if written.get() {
-        eprintln!("ur-bench: wrote {}", json.display());
+        eprintln!("cmdbuf-bench: wrote {}", json.display());
     }
     let svg = cli.out.join("perf_scaling.svg");
     match report::plot_scaling(&records, &svg) {
-        Ok(()) => eprintln!("ur-bench: wrote {}", svg.display()),
-        Err(e) => eprintln!("ur-bench: cannot plot {}: {e}", svg.display()),
+        Ok(()) => eprintln!("cmdbuf-bench: wrote {}", svg.display()),
+        Err(e) => eprintln!("cmdbuf-bench: cannot plot {}: {e}", svg.display()),
     }
     ExitCode::SUCCESS
 }
@@ -335,7 +335,7 @@ fn single_worker(cli: &Cli, out: &mut Vec<Record>) -> Result<(), String> {
 
 fn child_per_node(plan: &Plan, variant: &str) -> ExitCode {
     let result = (|| -> Result<Vec<Record>, String> {
-        let loader = ur::load().map_err(|e| e.to_string())?;
+        let loader = cmdbuf::load().map_err(|e| e.to_string())?;
         let device = loader.devices().into_iter().next().ok_or("no device selected")?;
         let target = Target::new(&device).map_err(|e| e.to_string())?;
         let mut out = Vec::new();

@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 use std::time::Instant;
 
-use ur::Device;
+use cmdbuf::Device;
 
 use crate::pipeline::{Pipeline, Side};
 use crate::stats::{Repeats, Summary, measure};
@@ -54,7 +54,7 @@ fn measure_all(
     repeats: Repeats,
     quick: bool,
     out: &mut Vec<Record>,
-) -> Result<String, ur::UrError> {
+) -> Result<String, cmdbuf::UrError> {
     let (sa, sb) = (Side::new(a)?, Side::new(b)?);
     let devices = format!("{a} + {b}");
     let names = format!("{} + {}", a.info().name, b.info().name);
@@ -79,7 +79,7 @@ fn measure_all(
             measure(r, || {
                 let start = Instant::now();
                 p.run()?;
-                Ok::<_, ur::UrError>([start.elapsed()])
+                Ok::<_, cmdbuf::UrError>([start.elapsed()])
             })
         };
         let [t1] = time(&one)?;

@@ -8,10 +8,10 @@
 //!
 //! Shared by the bench group and `examples/pipeline.rs` (included by path).
 
-use ur::{Context, Device, Kernel, KernelArg, KernelLaunch, Program, QueueProperties, Result};
-use ur::{UsmAllocation, err};
-use ur_runtime::Queue;
-use ur_runtime::graph::{ExecutableGraph, FinalizeProperties, Graph, GraphProperties, Node, NodeProperties};
+use cmdbuf::{Context, Device, Kernel, KernelArg, KernelLaunch, Program, QueueProperties, Result};
+use cmdbuf::{UsmAllocation, err};
+use cmdbuf_runtime::Queue;
+use cmdbuf_runtime::graph::{ExecutableGraph, FinalizeProperties, Graph, GraphProperties, Node, NodeProperties};
 
 /// One device of the pipeline: a context, a queue, the kernels.
 pub struct Side {
@@ -27,7 +27,7 @@ impl Side {
     pub fn new(device: &Device) -> Result<Side> {
         let context = Context::new(device)?;
         let queue = Queue::new(&context, QueueProperties::default())?;
-        let program = Program::new(&context, &ur_conformance::kernels::bundle())?;
+        let program = Program::new(&context, &cmdbuf_conformance::kernels::bundle())?;
         Ok(Side {
             queue,
             copy_add: Kernel::new(&program, "copy_add")?,
@@ -43,7 +43,7 @@ impl Side {
 
     /// `count` `u32`s of the first USM kind the device has (device, shared, host).
     fn alloc(&self, count: usize) -> Result<UsmAllocation> {
-        let kind = ur_conformance::cases::graph_multi_device::first_usm_kind(self.device())
+        let kind = cmdbuf_conformance::cases::graph_multi_device::first_usm_kind(self.device())
             .ok_or_else(|| err!(UnsupportedFeature, "{} has no USM", self.device()))?;
         UsmAllocation::new(&self.context, kind, count * 4)
     }

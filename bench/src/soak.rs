@@ -1,6 +1,6 @@
 //! The soak group (issue 16): a mixed workload submitted many times on one
 //! device, printing the resident set, the live Rust heap and the live
-//! ur-core objects every tenth of the run, and at the end whether they
+//! cmdbuf-core objects every tenth of the run, and at the end whether they
 //! stayed flat. A figure, not a test: nothing here asserts.
 //!
 //! One submission is one enqueue: of an updatable command buffer (four
@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use ur::{
+use cmdbuf::{
     AppendOptions, CommandBuffer, CommandBufferDesc, CommandHandle, Event, KernelArg, KernelLaunch, KernelLaunchUpdate,
     LiveObjects, SyncPoint, UpdateCapabilities, UrError, UsmAllocation, UsmKind, UsmPtr,
 };
@@ -50,7 +50,7 @@ impl Sample {
             seconds: start.elapsed().as_secs_f64(),
             rss: resident_bytes(),
             heap: crate::alloc::live_heap_bytes(),
-            live: ur::live_objects(),
+            live: cmdbuf::live_objects(),
         }
     }
 
@@ -104,7 +104,7 @@ fn record_buffer(t: &Target, data: UsmPtr, copy: UsmPtr, back: UsmPtr, updatable
     Ok(Buffer { cb, first })
 }
 
-/// The graph part of the workload (`ur_runtime::graph`'s explicit API): a kernel
+/// The graph part of the workload (`cmdbuf_runtime::graph`'s explicit API): a kernel
 /// filling `data`, then a host task counting its runs in `runs`, then a
 /// sub-graph copying `data` into `copy`. Kept in one function so that the
 /// graph layer's imports can move in one place.
@@ -113,8 +113,8 @@ fn build_graph(
     data: UsmPtr,
     copy: UsmPtr,
     runs: &Arc<AtomicU64>,
-) -> Result<ur_runtime::graph::Graph<ur_runtime::graph::Executable>, UrError> {
-    use ur_runtime::graph::{FinalizeProperties, Graph, GraphProperties, NodeProperties};
+) -> Result<cmdbuf_runtime::graph::Graph<cmdbuf_runtime::graph::Executable>, UrError> {
+    use cmdbuf_runtime::graph::{FinalizeProperties, Graph, GraphProperties, NodeProperties};
     let child = Graph::new(&t.context, &t.device, GraphProperties::default())?;
     child.add(|h| h.memcpy(copy, data, ELEMENTS * 4), NodeProperties::new())?;
     let child = child.finalize(FinalizeProperties::default())?;

@@ -2,12 +2,12 @@
 
 use std::time::Instant;
 
-use serde::{Deserialize, Serialize};
-use ur::{
+use cmdbuf::{
     AppendOptions, CommandBuffer, CommandBufferDesc, Context, Device, Event, Kernel, KernelArg, KernelLaunch,
     KernelLaunchUpdate, Program, Queue, QueueProperties, SyncPoint, UpdateCapabilities, UrError, UsmAllocation,
     UsmKind,
 };
+use serde::{Deserialize, Serialize};
 
 use crate::stats::{Repeats, Summary, measure, measure_interleaved, time};
 
@@ -56,7 +56,7 @@ impl Target {
             .out_of_order_queues
             .then(|| Queue::new(&context, QueueProperties { out_of_order: true, profiling: false }))
             .transpose()?;
-        let library = Program::new(&context, &ur_conformance::kernels::bundle())?;
+        let library = Program::new(&context, &cmdbuf_conformance::kernels::bundle())?;
         let sin = Program::new(&context, &crate::kernels::bundle()).and_then(|p| Kernel::new(&p, "sin_f32"));
         Ok(Target {
             device: device.clone(),
@@ -232,7 +232,7 @@ pub fn finalize(t: &Target, repeats: Repeats, sizes: &[usize], out: &mut Vec<Rec
         })?;
         out.push(t.record("finalize", "chain", "build", "ns_per_node", n, cost.per(n)));
     }
-    // Memory per command of the largest buffer: the Rust heap exactly (ur-core
+    // Memory per command of the largest buffer: the Rust heap exactly (cmdbuf-core
     // and the adapter), and the resident set, which also sees the driver's
     // own allocations but moves in pages and reuses freed ones.
     let n = *sizes.iter().max().unwrap_or(&1000);
@@ -286,7 +286,7 @@ pub fn update(t: &Target, repeats: Repeats, sizes: &[usize], out: &mut Vec<Recor
     for &n in sizes {
         let data = UsmAllocation::new(&t.context, UsmKind::Device, n * 4).map_err(e)?;
         let record =
-            |desc: CommandBufferDesc, value: u32| -> Result<(CommandBuffer, Vec<ur::CommandHandle>), UrError> {
+            |desc: CommandBufferDesc, value: u32| -> Result<(CommandBuffer, Vec<cmdbuf::CommandHandle>), UrError> {
                 let cb = CommandBuffer::new(&t.context, &t.device, desc)?;
                 let mut handles = Vec::new();
                 let args = [KernelArg::Pointer(data.ptr()), KernelArg::value(&value)];

@@ -9,12 +9,12 @@
 #[path = "../src/raw/mod.rs"]
 mod raw;
 
+use cmdbuf::{Backend, Device};
 use libtest_mimic::{Arguments, Failed, Trial};
-use ur::{Backend, Device};
 
 fn main() {
     let args = Arguments::from_args();
-    let loader = ur::load().ok();
+    let loader = cmdbuf::load().ok();
     let devices = loader.as_ref().map(|l| l.devices()).unwrap_or_default();
     let mut trials = Vec::new();
     for backend in [Backend::OpenCl, Backend::Vulkan] {

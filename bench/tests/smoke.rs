@@ -1,4 +1,4 @@
-//! `ur-bench --quick` runs every benchmark group on the CPU device and writes
+//! `cmdbuf-bench --quick` runs every benchmark group on the CPU device and writes
 //! well-formed results. Structure only: benchmarks are not tests, so nothing
 //! here looks at a timing.
 
@@ -7,13 +7,13 @@ use std::process::Command;
 
 #[test]
 fn quick_run_writes_every_group() {
-    let out = std::env::temp_dir().join(format!("ur-bench-smoke-{}", std::process::id()));
-    let status = Command::new(env!("CARGO_BIN_EXE_ur-bench"))
+    let out = std::env::temp_dir().join(format!("cmdbuf-bench-smoke-{}", std::process::id()));
+    let status = Command::new(env!("CARGO_BIN_EXE_cmdbuf-bench"))
         .args(["--quick", "--out"])
         .arg(&out)
         .env("UR_DEVICE_SELECTOR", "cpu:*")
         .output()
-        .expect("ur-bench runs");
+        .expect("cmdbuf-bench runs");
     assert!(status.status.success(), "{}", String::from_utf8_lossy(&status.stderr));
     let tables = String::from_utf8_lossy(&status.stdout);
     assert!(tables.contains("### `cpu:0`") && tables.contains("### `cpu:0 emulated`"), "{tables}");

@@ -1,4 +1,4 @@
-//! `ur-bench --only soak` prints its table, one row per tenth of the run,
+//! `cmdbuf-bench --only soak` prints its table, one row per tenth of the run,
 //! and a verdict on the CPU device. Structure only: nothing here looks at a
 //! timing or at whether the figures stayed flat.
 
@@ -6,13 +6,13 @@ use std::process::Command;
 
 #[test]
 fn soak_prints_its_table() {
-    let out = std::env::temp_dir().join(format!("ur-bench-soak-{}", std::process::id()));
-    let run = Command::new(env!("CARGO_BIN_EXE_ur-bench"))
+    let out = std::env::temp_dir().join(format!("cmdbuf-bench-soak-{}", std::process::id()));
+    let run = Command::new(env!("CARGO_BIN_EXE_cmdbuf-bench"))
         .args(["--only", "soak", "--soak-submissions", "2000", "--no-emulated", "--out"])
         .arg(&out)
         .env("UR_DEVICE_SELECTOR", "cpu:0")
         .output()
-        .expect("ur-bench runs");
+        .expect("cmdbuf-bench runs");
     let stdout = String::from_utf8_lossy(&run.stdout);
     assert!(run.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&run.stderr));
     assert!(stdout.contains("### soak on `cpu:0`"), "{stdout}");

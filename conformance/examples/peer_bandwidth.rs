@@ -7,18 +7,18 @@
 //! - a buffer: pages written on device 1, then read on device 0; the buffer
 //!   chooses the path (`TransferStats::peer` or `via_host`).
 //!
-//! Each figure is the best of 5 runs. `cargo run --release -p ur-conformance
+//! Each figure is the best of 5 runs. `cargo run --release -p cmdbuf-conformance
 //! --example peer_bandwidth [MiB]`.
 
 use std::time::Instant;
 
-use ur::{Context, Queue, QueueProperties, UsmAllocation, UsmKind};
-use ur_runtime::{AccessMode, AccessRange, Buffer, BufferProperties, CommandGroup};
+use cmdbuf::{Context, Queue, QueueProperties, UsmAllocation, UsmKind};
+use cmdbuf_runtime::{AccessMode, AccessRange, Buffer, BufferProperties, CommandGroup};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mib: usize = std::env::args().nth(1).map_or(Ok(256), |a| a.parse())?;
     let bytes = mib << 20;
-    let loader = ur::load()?;
+    let loader = cmdbuf::load()?;
     let devices = loader.devices();
     if devices.len() < 2 {
         return Err(format!("two devices needed; the selector `{}` gives {}", loader.selector(), devices.len()).into());

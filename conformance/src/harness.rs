@@ -7,11 +7,11 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, OnceLock};
 
 use bytemuck::{AnyBitPattern, NoUninit};
-use parking_lot::Mutex;
-use ur::{
+use cmdbuf::{
     CommandBuffer, CommandBufferDesc, Context, Device, Kernel, MemBuffer, MemFlags, Program, Queue, QueueProperties,
     UpdateCapabilities, UrError, UsmAllocation, UsmKind, UsmKinds, UsmPtr,
 };
+use parking_lot::Mutex;
 
 use crate::kernels;
 
@@ -305,34 +305,34 @@ impl Env {
 }
 
 /// The blocking transfers the helpers below make, on a UR queue or a SYCL
-/// queue of `ur_runtime` (which refuses them while it records).
+/// queue of `cmdbuf_runtime` (which refuses them while it records).
 pub trait HostIo {
     /// `write_usm` without a wait list.
-    fn host_write(&self, dst: UsmPtr, data: &[u8]) -> ur::Result<()>;
+    fn host_write(&self, dst: UsmPtr, data: &[u8]) -> cmdbuf::Result<()>;
     /// `read_usm` without a wait list.
-    fn host_read(&self, src: UsmPtr, out: &mut [u8]) -> ur::Result<()>;
+    fn host_read(&self, src: UsmPtr, out: &mut [u8]) -> cmdbuf::Result<()>;
     /// `read_buffer` without a wait list.
-    fn host_read_buffer(&self, buffer: &MemBuffer, offset: usize, out: &mut [u8]) -> ur::Result<()>;
+    fn host_read_buffer(&self, buffer: &MemBuffer, offset: usize, out: &mut [u8]) -> cmdbuf::Result<()>;
 }
 
 /// The same methods on both queues: they differ only in whether they record.
 macro_rules! host_io {
     ($($queue:ty),*) => {$(
         impl HostIo for $queue {
-            fn host_write(&self, dst: UsmPtr, data: &[u8]) -> ur::Result<()> {
+            fn host_write(&self, dst: UsmPtr, data: &[u8]) -> cmdbuf::Result<()> {
                 self.write_usm(dst, data, &[])
             }
-            fn host_read(&self, src: UsmPtr, out: &mut [u8]) -> ur::Result<()> {
+            fn host_read(&self, src: UsmPtr, out: &mut [u8]) -> cmdbuf::Result<()> {
                 self.read_usm(src, out, &[])
             }
-            fn host_read_buffer(&self, buffer: &MemBuffer, offset: usize, out: &mut [u8]) -> ur::Result<()> {
+            fn host_read_buffer(&self, buffer: &MemBuffer, offset: usize, out: &mut [u8]) -> cmdbuf::Result<()> {
                 self.read_buffer(buffer, offset, out, &[])
             }
         }
     )*};
 }
 
-host_io!(Queue, ur_runtime::Queue);
+host_io!(Queue, cmdbuf_runtime::Queue);
 
 /// Writes `data` to USM and waits.
 pub fn write<T: NoUninit>(queue: &impl HostIo, dst: UsmPtr, data: &[T]) -> CaseResult {
@@ -374,7 +374,7 @@ pub fn pattern(n: usize, seed: u8) -> Vec<u8> {
 
 /// Host reference of a rect copy: copies `region` (width in bytes, height,
 /// depth) from `src` laid out with `src_origin`/pitches to `dst`. Written
-/// independently of ur-core's rect helpers so it can check them.
+/// independently of cmdbuf-core's rect helpers so it can check them.
 #[allow(clippy::too_many_arguments)]
 pub fn copy_rect_reference(
     src: &[u8],
@@ -439,7 +439,7 @@ macro_rules! check_eq {
 macro_rules! check_err {
     ($expr:expr, $variant:ident) => {
         match $expr {
-            Err(ur::UrError::$variant(_)) => {}
+            Err(cmdbuf::UrError::$variant(_)) => {}
             Err(other) => {
                 return Err($crate::harness::CaseError::Fail(format!(
                     "{}:{}: {} returned {} ({other}), expected {}",

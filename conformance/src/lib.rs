@@ -1,4 +1,4 @@
-//! # ur-conformance
+//! # cmdbuf-conformance
 //!
 //! One suite, run against every present adapter and device: the scenario
 //! groups of Unified Runtime's `exp_command_buffer` conformance tests, what
@@ -7,12 +7,12 @@
 //! model, a multi-threaded stress test and a 10,000-command buffer.
 //!
 //! Every device whose command buffers are native is also tested through
-//! ur-core's software command buffer, as an `emulated` view, so both paths
+//! cmdbuf-core's software command buffer, as an `emulated` view, so both paths
 //! run on every run (set `UR_CONFORMANCE_EMULATED=none` to leave the views out).
 //!
-//! Run it with `cargo test -p ur-conformance` (one libtest trial per case
+//! Run it with `cargo test -p cmdbuf-conformance` (one libtest trial per case
 //! and device, named like `[cpu:0] update::kernel_args`) or with the
-//! `ur-conformance` binary, which prints a matrix or JSON lines.
+//! `cmdbuf-conformance` binary, which prints a matrix or JSON lines.
 
 pub mod cases;
 pub mod harness;
@@ -23,7 +23,7 @@ pub use harness::{Case, CaseError, CaseResult, Env, Outcome, Requires, run_case}
 
 use std::cell::Cell;
 
-use ur::{CommandBufferSupport, Device, Loader};
+use cmdbuf::{CommandBufferSupport, Device, Loader};
 
 /// Keeps panics of CPU-adapter workers and host tasks off stderr: they are
 /// caught and reported through the failing command's event, which is what
@@ -43,7 +43,7 @@ thread_local! {
     static PANICS_EXPECTED: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Runs `f`, which provokes a panic on this thread that ur-core catches and
+/// Runs `f`, which provokes a panic on this thread that cmdbuf-core catches and
 /// reports as an error (a panicking native-command callback run at its
 /// enqueue), with the panic kept off stderr: the case checks the error.
 pub fn expecting_panics<R>(f: impl FnOnce() -> R) -> R {
@@ -101,7 +101,7 @@ pub fn unmet_device_requirements(loader: &Loader, value: &str) -> Vec<String> {
             Some((name, text)) => (name.trim(), Some(text.trim().to_lowercase())),
             None => (item, None),
         };
-        let Some(backend) = ur::Backend::ALL.into_iter().find(|b| b.name() == name) else {
+        let Some(backend) = cmdbuf::Backend::ALL.into_iter().find(|b| b.name() == name) else {
             unmet.push(format!("{REQUIRE_DEVICES_ENV} item `{item}`: no backend is named `{name}`"));
             continue;
         };

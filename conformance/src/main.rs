@@ -1,4 +1,4 @@
-//! `ur-conformance`: runs the suite on every selected device and prints a
+//! `cmdbuf-conformance`: runs the suite on every selected device and prints a
 //! matrix (cases x devices) with skip reasons and failures, or JSON lines.
 //! Exits with 1 when any case fails, 2 when nothing could be run (no
 //! device, or a `--filter` that selects no case), 3 when a case runs past
@@ -12,12 +12,12 @@ use std::io::{IsTerminal, Write as _};
 use std::process::ExitCode;
 
 use clap::{Parser, ValueEnum};
-use serde::Serialize;
-use ur::{CommandBufferSupport, Device, Loader};
-use ur_conformance::harness::flag_words;
-use ur_conformance::{
+use cmdbuf::{CommandBufferSupport, Device, Loader};
+use cmdbuf_conformance::harness::flag_words;
+use cmdbuf_conformance::{
     Case, Outcome, REQUIRE_DEVICES_ENV, cases, devices_under_test, run_case, unmet_device_requirements,
 };
+use serde::Serialize;
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 enum Format {
@@ -27,7 +27,7 @@ enum Format {
     Json,
 }
 
-/// Runs the ur-rs conformance suite on every present adapter and device.
+/// Runs the cmdbuf conformance suite on every present adapter and device.
 ///
 /// Devices are chosen with UR_DEVICE_SELECTOR (or ONEAPI_DEVICE_SELECTOR),
 /// e.g. `UR_DEVICE_SELECTOR='opencl:*;cpu:*'`. Emulated views of devices with
@@ -97,11 +97,11 @@ fn emit(text: &str) {
 }
 
 fn main() -> ExitCode {
-    if let Err(e) = ur::init_logging() {
-        eprintln!("ur-conformance: {e}");
+    if let Err(e) = cmdbuf::init_logging() {
+        eprintln!("cmdbuf-conformance: {e}");
         return ExitCode::from(2);
     }
-    ur_conformance::quiet_adapter_worker_panics();
+    cmdbuf_conformance::quiet_adapter_worker_panics();
     let cli = Cli::parse();
     let wanted = |name: &str| cli.filter.is_empty() || cli.filter.iter().any(|f| name.contains(f.as_str()));
     let all = cases::all();
@@ -115,7 +115,7 @@ fn main() -> ExitCode {
         groups.sort_unstable();
         groups.dedup();
         eprintln!(
-            "ur-conformance: --filter {} selects no case; a filter is part of a case name (`--list` lists them), \
+            "cmdbuf-conformance: --filter {} selects no case; a filter is part of a case name (`--list` lists them), \
              e.g. one of the groups: {}",
             cli.filter.iter().map(|f| format!("{f:?}")).collect::<Vec<_>>().join(" --filter "),
             groups.join(", ")
@@ -128,24 +128,24 @@ fn main() -> ExitCode {
         emit(&cases.iter().map(|c| format!("{}\n", c.name)).collect::<String>());
         return ExitCode::SUCCESS;
     }
-    let loader = match ur::load() {
+    let loader = match cmdbuf::load() {
         Ok(loader) => loader,
         Err(e) => {
-            eprintln!("ur-conformance: {e}");
+            eprintln!("cmdbuf-conformance: {e}");
             return ExitCode::from(2);
         }
     };
     let devices = match devices_under_test(&loader) {
         Ok(devices) if !devices.is_empty() => devices,
         Ok(_) => {
-            eprintln!("ur-conformance: the selector `{}` selects no device", loader.selector());
+            eprintln!("cmdbuf-conformance: the selector `{}` selects no device", loader.selector());
             for absent in loader.absent() {
                 eprintln!("  {}: {}", absent.backend, absent.reason);
             }
             return ExitCode::from(2);
         }
         Err(e) => {
-            eprintln!("ur-conformance: {e}");
+            eprintln!("cmdbuf-conformance: {e}");
             return ExitCode::from(2);
         }
     };
@@ -155,7 +155,7 @@ fn main() -> ExitCode {
         let unmet = unmet_device_requirements(&loader, &required);
         if !unmet.is_empty() {
             for why in unmet {
-                eprintln!("ur-conformance: {why}");
+                eprintln!("cmdbuf-conformance: {why}");
             }
             return ExitCode::from(2);
         }
@@ -244,7 +244,7 @@ fn main() -> ExitCode {
 }
 
 fn header(loader: &Loader, devices: &[Device], cases: usize) -> String {
-    let mut out = format!("ur-conformance: {cases} cases, selector `{}`\n", loader.selector());
+    let mut out = format!("cmdbuf-conformance: {cases} cases, selector `{}`\n", loader.selector());
     for device in devices {
         let info = device.info();
         let cb = info.command_buffer;

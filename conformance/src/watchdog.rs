@@ -74,10 +74,12 @@ pub fn watch(what: impl Into<String>, limit: Option<Duration>) -> Watch {
     static WATCHER: OnceLock<()> = OnceLock::new();
     WATCHER.get_or_init(|| {
         std::thread::Builder::new()
-            .name("ur-conformance-watchdog".into())
+            .name("cmdbuf-conformance-watchdog".into())
             .spawn(move || watch_loop(limit))
             .map(|_| ())
-            .unwrap_or_else(|e| eprintln!("ur-conformance: no watchdog thread ({e}); cases run without a time limit"))
+            .unwrap_or_else(|e| {
+                eprintln!("cmdbuf-conformance: no watchdog thread ({e}); cases run without a time limit")
+            })
     });
     register(what.into())
 }
@@ -106,7 +108,7 @@ fn watch_loop(limit: Duration) {
         let overdue = overdue(limit);
         if !overdue.is_empty() {
             eprintln!(
-                "ur-conformance: stopping the run: still running after the {} s limit ({CASE_TIMEOUT_ENV}): {}",
+                "cmdbuf-conformance: stopping the run: still running after the {} s limit ({CASE_TIMEOUT_ENV}): {}",
                 limit.as_secs(),
                 overdue.join(", ")
             );

@@ -1,4 +1,4 @@
-//! The `ur-conformance` binary's command line: a `--filter` that selects no
+//! The `cmdbuf-conformance` binary's command line: a `--filter` that selects no
 //! case is an error listing the groups; progress lines per device and group
 //! go to stderr with `--progress`, never with `--quiet`, and not by default
 //! when stderr is not a terminal (a pipe here).
@@ -6,13 +6,13 @@
 use std::process::{Command, Output};
 
 fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ur-conformance"))
+    Command::new(env!("CARGO_BIN_EXE_cmdbuf-conformance"))
         .args(args)
         .env("UR_DEVICE_SELECTOR", "cpu:0")
         .env("UR_CONFORMANCE_EMULATED", "none")
         .env_remove("UR_RS_REQUIRE_DEVICES")
         .output()
-        .expect("ur-conformance starts")
+        .expect("cmdbuf-conformance starts")
 }
 
 #[test]
@@ -47,24 +47,24 @@ fn progress_lines_per_device_and_group_on_stderr() {
 
 #[test]
 fn ur_log_diagnostics_have_no_colour_codes_when_redirected() {
-    let out = Command::new(env!("CARGO_BIN_EXE_ur-conformance"))
+    let out = Command::new(env!("CARGO_BIN_EXE_cmdbuf-conformance"))
         .args(["--filter", "device::"])
         .env("UR_DEVICE_SELECTOR", "cpu:0")
         .env("UR_CONFORMANCE_EMULATED", "none")
-        .env("UR_LOG", "ur_core=info")
+        .env("UR_LOG", "cmdbuf_core=info")
         .env_remove("UR_RS_REQUIRE_DEVICES")
         .output()
-        .expect("ur-conformance starts");
+        .expect("cmdbuf-conformance starts");
     assert!(out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("adapter present"), "UR_LOG is honoured: {stderr}");
     assert!(!stderr.contains('\u{1b}'), "colour codes in redirected output: {stderr}");
 
-    let out = Command::new(env!("CARGO_BIN_EXE_ur-conformance"))
+    let out = Command::new(env!("CARGO_BIN_EXE_cmdbuf-conformance"))
         .args(["--list"])
-        .env("UR_LOG", "ur_core=loud")
+        .env("UR_LOG", "cmdbuf_core=loud")
         .output()
-        .expect("ur-conformance starts");
+        .expect("cmdbuf-conformance starts");
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("UR_LOG="));
 }

@@ -22,8 +22,8 @@ use std::sync::Arc;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use cmdbuf::{CommandBufferSupport, Device};
 use libtest_mimic::{Arguments, Failed, Trial};
-use ur::{CommandBufferSupport, Device};
 
 use support::{Failure, Fixture};
 
@@ -48,7 +48,7 @@ const TESTS: [(&str, Test); 3] = [
 
 fn main() {
     let args = Arguments::from_args();
-    ur_conformance::quiet_adapter_worker_panics();
+    cmdbuf_conformance::quiet_adapter_worker_panics();
     let mut trials = Vec::new();
     for (backend, device) in support::devices() {
         for (name, test) in TESTS {
@@ -103,7 +103,7 @@ fn run(device: &Device, trial: &str, test: Test) -> Result<(), Failed> {
 /// to `submissions`.
 pub fn check_targets(
     fx: &Fixture,
-    targets: &[ur::UsmAllocation],
+    targets: &[cmdbuf::UsmAllocation],
     weights: &[u32],
     n: usize,
     submissions: usize,

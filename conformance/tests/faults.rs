@@ -1,7 +1,7 @@
 //! The fault sweep (issue 16, part 1): each scenario runs once per adapter
 //! call it makes, with that call failing as a driver's would (out of device
 //! or host memory, out of resources, device lost; see
-//! `ur_core::faults::CallKind::driver_error`), on the first device of cpu, OpenCL
+//! `cmdbuf_core::faults::CallKind::driver_error`), on the first device of cpu, OpenCL
 //! (PoCL) and Vulkan (lavapipe), native and emulated views. Each time:
 //! the caller gets the injected error (same code, message naming the failed
 //! call); no panic; no hang (each run under a timeout); every adapter object
@@ -28,10 +28,10 @@ use std::sync::Arc;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use cmdbuf::{CommandBufferSupport, Device, UrError};
+use cmdbuf_core::faults::{CallKind, Fault, FaultInjector, LiveObjects};
 use libtest_mimic::{Arguments, Failed, Trial};
 use parking_lot::Mutex;
-use ur::{CommandBufferSupport, Device, UrError};
-use ur_core::faults::{CallKind, Fault, FaultInjector, LiveObjects};
 
 use support::{Failure, Fixture};
 
@@ -99,7 +99,7 @@ static TOTAL: Mutex<Tally> = Mutex::new(Tally { injected: 0, surfaced: 0, absorb
 
 fn main() {
     let args = Arguments::from_args();
-    ur_conformance::quiet_adapter_worker_panics();
+    cmdbuf_conformance::quiet_adapter_worker_panics();
     let mut trials = Vec::new();
     let devices = support::devices();
     for (backend, device) in devices.iter().cloned() {
@@ -158,7 +158,7 @@ fn run_timed(fx: &Arc<Vec<Fixture>>, scenario: Scenario) -> Run {
     let fixture = fx.clone();
     std::thread::spawn(move || {
         let result = catch_unwind(AssertUnwindSafe(|| scenario(&fixture)));
-        let _ = tx.send(result.map_err(|p| ur::error::panic_message(&*p)));
+        let _ = tx.send(result.map_err(|p| cmdbuf::error::panic_message(&*p)));
     });
     match rx.recv_timeout(TIMEOUT) {
         Ok(Ok(result)) => Run::Done(result),
@@ -189,7 +189,7 @@ fn settle(fx: &[Fixture], want: &[LiveObjects]) -> Vec<LiveObjects> {
 /// `ur-event-callback` thread: a buffer's dependency on another context's
 /// event), which reports the event's status, not the wait's error, and
 /// runs the callback only once the event has ended; or a queue's `finish` at its release (an
-/// executable graph's worker queue), which a drop cannot return (ur-core logs
+/// executable graph's worker queue), which a drop cannot return (cmdbuf-core logs
 /// it). Every other failure must reach the caller.
 fn absorbable(kind: CallKind, thread: Option<&str>) -> bool {
     match kind {

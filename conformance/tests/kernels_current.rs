@@ -59,7 +59,7 @@ fn missing(tools: &[(&str, &str)], recorded: &Path) -> Option<String> {
 
 fn vulkan_spirv_is_current(dir: &Path) -> Result<(), String> {
     std::fs::read_to_string(dir.join("glslang-version.txt")).map_err(|e| format!("glslang-version.txt: {e}"))?;
-    for (_, file, committed) in ur_conformance::kernels::vulkan::SOURCES {
+    for (_, file, committed) in cmdbuf_conformance::kernels::vulkan::SOURCES {
         spirv_is_current(&dir.join(file), None, committed, "src/kernels/vulkan/regenerate.sh")?;
     }
     Ok(())
@@ -75,7 +75,7 @@ fn bench_spirv_is_current(dir: &Path, library: &Path) -> Result<(), String> {
 
 fn program_binaries_are_current(dir: &Path) -> Result<(), String> {
     std::fs::read_to_string(dir.join("tools.txt")).map_err(|e| format!("tools.txt: {e}"))?;
-    let base = std::env::temp_dir().join(format!("ur-conformance-programs-{}", std::process::id()));
+    let base = std::env::temp_dir().join(format!("cmdbuf-conformance-programs-{}", std::process::id()));
     let copy = base.join("programs");
     let io = |what: &str, e: std::io::Error| format!("{what}: {e}");
     // The GLSL includes the Vulkan library's ABI header from ../vulkan.

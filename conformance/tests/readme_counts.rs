@@ -30,7 +30,7 @@ fn totals(text: &str) -> Vec<(usize, String)> {
 
 #[test]
 fn readme_results_match_the_number_of_cases() {
-    let cases = ur_conformance::cases::all().len();
+    let cases = cmdbuf_conformance::cases::all().len();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
     let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
     let table: Vec<&str> = readme.lines().filter(|l| l.starts_with("| ") && l.contains("suite ")).collect();

@@ -1,17 +1,19 @@
-//! `cargo test -p ur-conformance`: one libtest trial per case and device,
+//! `cargo test -p cmdbuf-conformance`: one libtest trial per case and device,
 //! named like `[cpu:0] update::kernel_args`. Cases whose requirements the
-//! device does not meet are listed as ignored (the `ur-conformance`
+//! device does not meet are listed as ignored (the `cmdbuf-conformance`
 //! binary prints the missing capability). A case that ran nothing never
 //! passes: run anyway (`--include-ignored`), or skipping only at run time
 //! (`CaseError::Skip`), it fails with the reason.
 
+use cmdbuf_conformance::{
+    Outcome, REQUIRE_DEVICES_ENV, cases, devices_under_test, run_case, unmet_device_requirements,
+};
 use libtest_mimic::{Arguments, Failed, Trial};
-use ur_conformance::{Outcome, REQUIRE_DEVICES_ENV, cases, devices_under_test, run_case, unmet_device_requirements};
 
 fn main() {
     let args = Arguments::from_args();
-    ur_conformance::quiet_adapter_worker_panics();
-    let loader = match ur::load() {
+    cmdbuf_conformance::quiet_adapter_worker_panics();
+    let loader = match cmdbuf::load() {
         Ok(loader) => loader,
         Err(e) => {
             eprintln!("cannot load adapters: {e}");

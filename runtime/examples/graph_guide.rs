@@ -4,10 +4,10 @@
 //!
 //! Without an argument the DOT files go to a folder under the system's
 //! temporary directory (printed), so that a run leaves the checkout clean;
-//! `UR_LOG=ur_runtime::graph=debug` shows the graph's tracing events.
+//! `UR_LOG=cmdbuf_runtime::graph=debug` shows the graph's tracing events.
 //!
 //! ```sh
-//! cargo run -p ur-runtime --example graph_guide -- docs/images
+//! cargo run -p cmdbuf-runtime --example graph_guide -- docs/images
 //! dot -Tsvg docs/images/graph-guide.dot -o docs/images/graph-guide.svg
 //! dot -Tsvg docs/images/graph-guide-exec.dot -o docs/images/graph-guide-exec.svg
 //! ```
@@ -16,12 +16,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use ur_core::{
+use cmdbuf_core::{
     ArgKind, Context, Kernel, KernelArg, KernelLaunch, KernelSignature, NativeKernel, Program, ProgramBundle,
     ProgramSource, QueueProperties, UsmAllocation, UsmKind, WorkGroup,
 };
-use ur_runtime::Queue;
-use ur_runtime::graph::{DynamicParameter, FinalizeProperties, Graph, GraphProperties, NodeProperties};
+use cmdbuf_runtime::Queue;
+use cmdbuf_runtime::graph::{DynamicParameter, FinalizeProperties, Graph, GraphProperties, NodeProperties};
 
 const N: usize = 1024;
 
@@ -44,18 +44,18 @@ fn saxpy(g: &WorkGroup<'_>) {
     }
 }
 
-fn main() -> ur_core::Result<()> {
-    ur::init_logging()?;
+fn main() -> cmdbuf_core::Result<()> {
+    cmdbuf::init_logging()?;
     let out_dir: PathBuf = match std::env::args().nth(1) {
         Some(dir) => dir.into(),
         None => {
             let dir = std::env::temp_dir().join("ur-rs-graph-guide");
             std::fs::create_dir_all(&dir)
-                .map_err(|e| ur_core::err!(InvalidValue, "cannot create {}: {e}", dir.display()))?;
+                .map_err(|e| cmdbuf_core::err!(InvalidValue, "cannot create {}: {e}", dir.display()))?;
             dir
         }
     };
-    let device = ur_adapter_cpu::default_device();
+    let device = cmdbuf_cpu::default_device();
     let ctx = Context::new(&device)?;
     let queue = Queue::new(&ctx, QueueProperties::default())?;
     let bundle = ProgramBundle::new()

@@ -1,7 +1,7 @@
 //! Device aspects of the graph extension: what SYCL's
 //! `device::has(aspect::ext_oneapi_graph)` and
 //! `device::has(aspect::ext_oneapi_limited_graph)` answer for a device,
-//! derived from ur-core's command-buffer capabilities
+//! derived from cmdbuf-core's command-buffer capabilities
 //! ([`CommandBufferCaps`]) the way DPC++ derives them from UR's
 //! `UR_DEVICE_INFO_COMMAND_BUFFER_*_EXP` queries.
 //!
@@ -10,7 +10,7 @@
 //! | `ext_oneapi_limited_graph` | it has command buffers, native or emulated: every API of the extension except executable-graph update runs on them |
 //! | `ext_oneapi_graph` | it has `ext_oneapi_limited_graph`, its command buffers are native, and they update in place kernel arguments, local and global sizes and the global offset ([`FULL_GRAPH_UPDATES`]) |
 //!
-//! Every ur-core device has command buffers (ur-core emulates them where
+//! Every cmdbuf-core device has command buffers (cmdbuf-core emulates them where
 //! the driver has none), so every device reports the limited aspect; an
 //! emulated view of a device never reports the full one, since its "update"
 //! is a software re-recording. A device reporting `ext_oneapi_graph` also
@@ -22,14 +22,14 @@
 //! tell an application what the device does natively.
 //!
 //! ```
-//! use ur_runtime::aspect::{Aspect, device_has};
-//! # let device = ur_adapter_cpu::default_device();
+//! use cmdbuf_runtime::aspect::{Aspect, device_has};
+//! # let device = cmdbuf_cpu::default_device();
 //! assert!(device_has(&device, Aspect::ExtOneapiLimitedGraph));
 //! assert!(device_has(&device, Aspect::ExtOneapiGraph)); // the CPU adapter updates in place
 //! assert!(!device_has(&device.emulated(), Aspect::ExtOneapiGraph));
 //! ```
 
-use ur_core::device::{CommandBufferCaps, CommandBufferSupport, Device, UpdateCapabilities};
+use cmdbuf_core::device::{CommandBufferCaps, CommandBufferSupport, Device, UpdateCapabilities};
 
 /// The graph extension's device aspects (`sycl::aspect`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -62,7 +62,7 @@ pub const FULL_GRAPH_UPDATES: UpdateCapabilities = UpdateCapabilities::KERNEL_AR
 /// of the [module documentation](self)).
 pub fn caps_have(caps: &CommandBufferCaps, aspect: Aspect) -> bool {
     match aspect {
-        // ur-core gives every device command buffers.
+        // cmdbuf-core gives every device command buffers.
         Aspect::ExtOneapiLimitedGraph => true,
         Aspect::ExtOneapiGraph => {
             caps.support == CommandBufferSupport::Native && caps.update.contains(FULL_GRAPH_UPDATES)
@@ -78,7 +78,7 @@ pub fn device_has(device: &Device, aspect: Aspect) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ur_core::device::ReplayPath;
+    use cmdbuf_core::device::ReplayPath;
 
     fn caps(support: CommandBufferSupport, update: UpdateCapabilities) -> CommandBufferCaps {
         CommandBufferCaps { support, update, events: true, subgraphs: false, replay_path: ReplayPath::Driver }

@@ -1,6 +1,6 @@
-//! # ur-runtime
+//! # cmdbuf-runtime
 //!
-//! The SYCL-level layer of ur-rs, built on ur-core's public API only, the
+//! The SYCL-level layer of cmdbuf, built on cmdbuf-core's public API only, the
 //! way DPC++'s libsycl sits on Unified Runtime: buffers and accessors
 //! ([`buffer`]), a queue that can record ([`queue`]) and SYCL's
 //! `command_graph` ([`graph`]).

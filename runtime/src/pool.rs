@@ -32,9 +32,9 @@
 //! `zero_init` matter there (8.4.3 of the graph specification).
 //!
 //! ```
-//! use ur_core::*;
-//! use ur_runtime::{MemoryPool, MemoryPoolProperties, Queue};
-//! # let device = ur_adapter_cpu::default_device();
+//! use cmdbuf_core::*;
+//! use cmdbuf_runtime::{MemoryPool, MemoryPoolProperties, Queue};
+//! # let device = cmdbuf_cpu::default_device();
 //! let ctx = Context::new(&device)?;
 //! let queue = Queue::new(&ctx, QueueProperties::default())?;
 //! let props = MemoryPoolProperties { zero_init: true, ..Default::default() };
@@ -53,13 +53,13 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, LazyLock, Weak};
 
+use cmdbuf_core::context::{Context, ContextId};
+use cmdbuf_core::device::Device;
+use cmdbuf_core::error::Result;
+use cmdbuf_core::event::Event;
+use cmdbuf_core::memory::{UsmAllocation, UsmKind, UsmPtr};
+use cmdbuf_core::{ensure, err};
 use parking_lot::Mutex;
-use ur_core::context::{Context, ContextId};
-use ur_core::device::Device;
-use ur_core::error::Result;
-use ur_core::event::Event;
-use ur_core::memory::{UsmAllocation, UsmKind, UsmPtr};
-use ur_core::{ensure, err};
 
 /// Properties of a memory pool (`property::memory_pool::*`).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
@@ -289,7 +289,7 @@ impl MemoryPool {
     /// The eager `async_malloc_from_pool` on `queue` after `wait`.
     pub(crate) fn allocate_eager(
         &self,
-        queue: &ur_core::Queue,
+        queue: &cmdbuf_core::Queue,
         size: usize,
         wait: &[&Event],
     ) -> Result<(UsmPtr, Event)> {
@@ -360,7 +360,7 @@ impl MemoryPool {
 
     /// The eager `async_free` of `ptr`, if a pool handed it out: `None`
     /// when none did.
-    pub(crate) fn free_eager(queue: &ur_core::Queue, ptr: UsmPtr, wait: &[&Event]) -> Option<Result<Event>> {
+    pub(crate) fn free_eager(queue: &cmdbuf_core::Queue, ptr: UsmPtr, wait: &[&Event]) -> Option<Result<Event>> {
         let key = (queue.context().id(), ptr.addr());
         let pool = REGISTRY.lock().get(&key)?.upgrade()?;
         Some((|| {

@@ -1,25 +1,25 @@
-//! SYCL's queue: an [`ur_core::Queue`] that can also record into a graph
-//! ([`crate::graph`]), and its events, which are either ur-core events or
+//! SYCL's queue: an [`cmdbuf_core::Queue`] that can also record into a graph
+//! ([`crate::graph`]), and its events, which are either cmdbuf-core events or
 //! *recorded events* standing for graph nodes.
 //!
 //! While a queue records (`begin_recording`, see [`crate::graph::record`]),
 //! its submitting methods add nodes instead of executing; otherwise they
-//! forward to the ur-core queue. The check costs the eager path one load of
+//! forward to the cmdbuf-core queue. The check costs the eager path one load of
 //! an atomic flag. Recording and UR's graph capture exclude each other: the
 //! capture methods here refuse a recording queue, and recording refuses a
 //! capturing one.
 //!
-//! Methods not listed here ([`Queue::core`]) run on the ur-core queue
+//! Methods not listed here ([`Queue::core`]) run on the cmdbuf-core queue
 //! directly and are never recorded.
 
 use std::fmt;
 use std::sync::Arc;
 
-use smallvec::SmallVec;
-use ur_core::{
+use cmdbuf_core::{
     CapturedGraph, Command, CommandBuffer, Context, Device, EventStatus, KernelLaunch, MemBuffer, MigrationFlags,
     NativeScope, ProfilingInfo, QueueProperties, RectLayout, RectRegion, Result, UsmAdvice, UsmKind, UsmPtr, err,
 };
+use smallvec::SmallVec;
 
 use crate::graph::record::{self, Recordable, RecordedEvent, RecordingSlot};
 use crate::graph::{Executable, Graph, Modifiable};
@@ -35,13 +35,13 @@ pub enum QueueState {
     Recording,
 }
 
-/// The event of a submission to a [`Queue`]: an ur-core event, or the event
+/// The event of a submission to a [`Queue`]: an cmdbuf-core event, or the event
 /// of a node recorded into a graph, which never completes and stands for
 /// the node in the wait lists of the same recording.
 #[derive(Clone)]
 pub enum Event {
     /// The event of executed work.
-    Core(ur_core::Event),
+    Core(cmdbuf_core::Event),
     /// The event of a recorded node.
     Recorded(RecordedEvent),
 }
@@ -86,8 +86,8 @@ impl Event {
         }
     }
 
-    /// The ur-core event, unless this one was recorded.
-    pub fn core(&self) -> Option<&ur_core::Event> {
+    /// The cmdbuf-core event, unless this one was recorded.
+    pub fn core(&self) -> Option<&cmdbuf_core::Event> {
         match self {
             Event::Core(e) => Some(e),
             Event::Recorded(_) => None,
@@ -103,8 +103,8 @@ impl Event {
     }
 }
 
-impl From<ur_core::Event> for Event {
-    fn from(event: ur_core::Event) -> Event {
+impl From<cmdbuf_core::Event> for Event {
+    fn from(event: cmdbuf_core::Event) -> Event {
         Event::Core(event)
     }
 }
@@ -118,8 +118,10 @@ impl fmt::Debug for Event {
     }
 }
 
-/// The ur-core events of a wait list, or the first recorded event in it.
-fn core_events<'a>(wait: &[&'a Event]) -> std::result::Result<SmallVec<[&'a ur_core::Event; 8]>, &'a RecordedEvent> {
+/// The cmdbuf-core events of a wait list, or the first recorded event in it.
+fn core_events<'a>(
+    wait: &[&'a Event],
+) -> std::result::Result<SmallVec<[&'a cmdbuf_core::Event; 8]>, &'a RecordedEvent> {
     wait.iter()
         .map(|e| match e {
             Event::Core(c) => Ok(c),
@@ -136,14 +138,14 @@ pub trait SubmitGraph {
     fn submit_on(&self, queue: &Queue, wait: &[&Event]) -> Result<Event>;
 }
 
-/// A SYCL queue over an [`ur_core::Queue`]. Clone retains.
+/// A SYCL queue over an [`cmdbuf_core::Queue`]. Clone retains.
 #[derive(Clone)]
 pub struct Queue {
     inner: Arc<QueueInner>,
 }
 
 pub(crate) struct QueueInner {
-    core: ur_core::Queue,
+    core: cmdbuf_core::Queue,
     /// The graph this queue records into, if any.
     recording: RecordingSlot,
 }
@@ -167,19 +169,19 @@ impl WeakQueue {
 }
 
 impl Queue {
-    /// Creates a queue (see [`ur_core::Queue::new`]).
+    /// Creates a queue (see [`cmdbuf_core::Queue::new`]).
     pub fn new(context: &Context, properties: QueueProperties) -> Result<Queue> {
-        Ok(Queue::from_core(ur_core::Queue::new(context, properties)?))
+        Ok(Queue::from_core(cmdbuf_core::Queue::new(context, properties)?))
     }
 
     /// A SYCL queue over `core`. Work submitted to `core` directly is not
     /// recorded.
-    pub fn from_core(core: ur_core::Queue) -> Queue {
+    pub fn from_core(core: cmdbuf_core::Queue) -> Queue {
         Queue { inner: Arc::new(QueueInner { core, recording: RecordingSlot::default() }) }
     }
 
-    /// The ur-core queue: its methods execute (or capture), never record.
-    pub fn core(&self) -> &ur_core::Queue {
+    /// The cmdbuf-core queue: its methods execute (or capture), never record.
+    pub fn core(&self) -> &cmdbuf_core::Queue {
         &self.inner.core
     }
 
@@ -238,16 +240,16 @@ impl Queue {
 
     /// Records what `record` builds when the queue records (or starts
     /// recording because `wait` holds a recorded event of a recording
-    /// queue); otherwise runs `eager` on the ur-core queue.
+    /// queue); otherwise runs `eager` on the cmdbuf-core queue.
     #[inline]
     pub(crate) fn submit(
         &self,
         wait: &[&Event],
         record: impl FnOnce() -> Result<Recordable>,
-        eager: impl FnOnce(&ur_core::Queue, &[&ur_core::Event]) -> Result<ur_core::Event>,
+        eager: impl FnOnce(&cmdbuf_core::Queue, &[&cmdbuf_core::Event]) -> Result<cmdbuf_core::Event>,
     ) -> Result<Event> {
         // The common case, no wait list on a queue that does not record,
-        // goes straight to ur-core (a graph's replay, issue 15 goal 6).
+        // goes straight to cmdbuf-core (a graph's replay, issue 15 goal 6).
         if wait.is_empty() && !self.inner.recording.is_active() {
             return eager(&self.inner.core, &[]).map(Event::Core);
         }
@@ -259,7 +261,7 @@ impl Queue {
         &self,
         wait: &[&Event],
         record: impl FnOnce() -> Result<Recordable>,
-        eager: impl FnOnce(&ur_core::Queue, &[&ur_core::Event]) -> Result<ur_core::Event>,
+        eager: impl FnOnce(&cmdbuf_core::Queue, &[&cmdbuf_core::Event]) -> Result<cmdbuf_core::Event>,
     ) -> Result<Event> {
         let record = if self.inner.recording.is_active() {
             match record::submit(self, record, wait) {
@@ -289,17 +291,17 @@ impl Queue {
         Ok(())
     }
 
-    /// The ur-core events of a wait list for an operation that is never
+    /// The cmdbuf-core events of a wait list for an operation that is never
     /// recorded: `InvalidEventWaitList` for a recorded event.
-    fn eager_wait<'a>(&self, wait: &[&'a Event]) -> Result<SmallVec<[&'a ur_core::Event; 8]>> {
+    fn eager_wait<'a>(&self, wait: &[&'a Event]) -> Result<SmallVec<[&'a cmdbuf_core::Event; 8]>> {
         core_events(wait).map_err(|r| r.outside_recording())
     }
 
-    /// Launches a kernel ([`ur_core::Queue::launch_kernel`]), or records a
+    /// Launches a kernel ([`cmdbuf_core::Queue::launch_kernel`]), or records a
     /// kernel node.
     ///
     /// # Safety
-    /// As for [`ur_core::Queue::launch_kernel`]; while recording, at every
+    /// As for [`cmdbuf_core::Queue::launch_kernel`]; while recording, at every
     /// execution of the graphs made from the graph.
     pub unsafe fn launch_kernel(&self, launch: &KernelLaunch<'_>, wait: &[&Event]) -> Result<Event> {
         self.submit(
@@ -464,21 +466,21 @@ impl Queue {
         self.submit(wait, || Ok(Recordable::Wait { barrier: false }), |q, w| q.events_wait(w))
     }
 
-    /// A barrier (see [`ur_core::Queue::barrier`]); while recording, a
+    /// A barrier (see [`cmdbuf_core::Queue::barrier`]); while recording, a
     /// barrier node: with an empty wait list, after the nodes recorded from
     /// this queue that no later node of it depends on.
     pub fn barrier(&self, wait: &[&Event]) -> Result<Event> {
         self.submit(wait, || Ok(Recordable::Wait { barrier: true }), |q, w| q.barrier(w))
     }
 
-    /// Records the device's time ([`ur_core::Queue::enqueue_timestamp`]);
+    /// Records the device's time ([`cmdbuf_core::Queue::enqueue_timestamp`]);
     /// `InvalidOperation` while recording.
     pub fn enqueue_timestamp(&self, wait: &[&Event]) -> Result<Event> {
         self.refuse_while_recording("a timestamp recording")?;
         self.inner.core.enqueue_timestamp(&self.eager_wait(wait)?).map(Event::Core)
     }
 
-    /// Runs `task` once on a host thread ([`ur_core::Queue::enqueue_host_task`]).
+    /// Runs `task` once on a host thread ([`cmdbuf_core::Queue::enqueue_host_task`]).
     /// A task that runs once cannot be recorded into a graph: on a recording
     /// queue this is `InvalidOperation`; record
     /// [`enqueue_host_fn`](Self::enqueue_host_fn) instead.
@@ -495,10 +497,10 @@ impl Queue {
     /// ```
     /// use std::sync::Arc;
     /// use std::sync::atomic::{AtomicU32, Ordering};
-    /// use ur_core::{Context, QueueProperties, UrError};
-    /// use ur_runtime::Queue;
-    /// use ur_runtime::graph::*;
-    /// # let device = ur_adapter_cpu::default_device();
+    /// use cmdbuf_core::{Context, QueueProperties, UrError};
+    /// use cmdbuf_runtime::Queue;
+    /// use cmdbuf_runtime::graph::*;
+    /// # let device = cmdbuf_cpu::default_device();
     /// # let ctx = Context::new(&device)?;
     /// let queue = Queue::new(&ctx, QueueProperties::default())?;
     /// let graph = Graph::from_queue(&queue, GraphProperties::default())?;
@@ -551,7 +553,7 @@ impl Queue {
         size: usize,
         wait: &[&Event],
         record: impl FnOnce() -> Result<Recordable>,
-        pool: impl FnOnce(&ur_core::Queue) -> Result<MemoryPool>,
+        pool: impl FnOnce(&cmdbuf_core::Queue) -> Result<MemoryPool>,
     ) -> Result<(UsmPtr, Event)> {
         let mut eager = None;
         let event = self.submit(wait, record, |q, w| {
@@ -610,7 +612,7 @@ impl Queue {
         self.inner.core.enqueue_command_buffer(command_buffer, &self.eager_wait(wait)?).map(Event::Core)
     }
 
-    /// Enqueues a native command ([`ur_core::Queue::enqueue_native_command`]);
+    /// Enqueues a native command ([`cmdbuf_core::Queue::enqueue_native_command`]);
     /// a recording queue records a native-command node
     /// ([`Handler::native_command`](crate::graph::Handler::native_command)).
     /// A recorded native command takes no memory buffers (the native command
@@ -619,7 +621,7 @@ impl Queue {
     /// from the callback instead.
     ///
     /// # Safety
-    /// As for [`ur_core::Queue::enqueue_native_command`]; while recording, as
+    /// As for [`cmdbuf_core::Queue::enqueue_native_command`]; while recording, as
     /// for [`Handler::native_command`](crate::graph::Handler::native_command).
     pub unsafe fn enqueue_native_command(
         &self,
@@ -632,7 +634,7 @@ impl Queue {
         self.submit(
             wait,
             || {
-                ur_core::ensure!(
+                cmdbuf_core::ensure!(
                     mems.is_empty(),
                     UnsupportedFeature,
                     "a recorded native command takes no memory buffers ({} given): use their native handles in the \
@@ -646,11 +648,11 @@ impl Queue {
         )
     }
 
-    /// [`ur_core::Queue::enqueue_native_command_now`]; a recording queue
+    /// [`cmdbuf_core::Queue::enqueue_native_command_now`]; a recording queue
     /// refuses it (`InvalidOperation`).
     ///
     /// # Safety
-    /// As for [`ur_core::Queue::enqueue_native_command_now`].
+    /// As for [`cmdbuf_core::Queue::enqueue_native_command_now`].
     pub unsafe fn enqueue_native_command_now<'a>(
         &self,
         mems: &[&MemBuffer],
@@ -678,7 +680,7 @@ impl Queue {
     /// `InvalidOperation` when the queue records into a graph: a queue
     /// records or captures, never both.
     fn check_can_capture(&self) -> Result<()> {
-        ur_core::ensure!(
+        cmdbuf_core::ensure!(
             !self.inner.recording.is_active(),
             InvalidOperation,
             "the queue records into a graph of the graph layer; end that recording before capturing"
@@ -686,29 +688,29 @@ impl Queue {
         Ok(())
     }
 
-    /// [`ur_core::Queue::begin_capture`]; `InvalidOperation` while recording.
+    /// [`cmdbuf_core::Queue::begin_capture`]; `InvalidOperation` while recording.
     pub fn begin_capture(&self) -> Result<()> {
         self.check_can_capture()?;
         self.inner.core.begin_capture()
     }
 
-    /// [`ur_core::Queue::begin_capture_into`]; `InvalidOperation` while recording.
+    /// [`cmdbuf_core::Queue::begin_capture_into`]; `InvalidOperation` while recording.
     pub fn begin_capture_into(&self, graph: &CapturedGraph) -> Result<()> {
         self.check_can_capture()?;
         self.inner.core.begin_capture_into(graph)
     }
 
-    /// [`ur_core::Queue::end_capture`].
+    /// [`cmdbuf_core::Queue::end_capture`].
     pub fn end_capture(&self) -> Result<CapturedGraph> {
         self.inner.core.end_capture()
     }
 
-    /// [`ur_core::Queue::is_capturing`].
+    /// [`cmdbuf_core::Queue::is_capturing`].
     pub fn is_capturing(&self) -> bool {
         self.inner.core.is_capturing()
     }
 
-    /// [`ur_core::Queue::capture_graph`].
+    /// [`cmdbuf_core::Queue::capture_graph`].
     pub fn capture_graph(&self) -> Result<CapturedGraph> {
         self.inner.core.capture_graph()
     }
@@ -725,7 +727,7 @@ fn recorded_allocation(event: Event) -> Result<(UsmPtr, Event)> {
 
 /// The eager side of operations that exist only in a recording: refused
 /// on a capturing queue (which it invalidates), `InvalidOperation` otherwise.
-fn only_recorded(queue: &ur_core::Queue) -> Result<ur_core::Event> {
+fn only_recorded(queue: &cmdbuf_core::Queue) -> Result<cmdbuf_core::Event> {
     queue.refuse_capture("a graph-owned allocation")?;
     Err(err!(InvalidOperation, "async_malloc and async_free are only recorded: the queue does not record into a graph"))
 }
@@ -750,9 +752,9 @@ impl SubmitGraph for Graph<Executable> {
     }
 }
 
-/// `urEnqueueGraphExp` ([`ur_core::Queue::enqueue_graph`]); a recording
+/// `urEnqueueGraphExp` ([`cmdbuf_core::Queue::enqueue_graph`]); a recording
 /// queue refuses it (`InvalidOperation`: record the commands instead).
-impl SubmitGraph for ur_core::InstantiatedGraph {
+impl SubmitGraph for cmdbuf_core::InstantiatedGraph {
     fn submit_on(&self, queue: &Queue, wait: &[&Event]) -> Result<Event> {
         if queue.recording_state() == QueueState::Recording {
             record::refuse_while_recording(queue, "an executable graph of UR's capture (record the commands instead)")?;

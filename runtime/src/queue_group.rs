@@ -2,12 +2,12 @@
 //! `queue.submit([&](handler &h) { accessor a{buf, h}; ... })`.
 //!
 //! On an executing queue the group is an eager [`CommandGroup`] of the
-//! ur-core queue: the data moves, the work waits for the earlier uses it
+//! cmdbuf-core queue: the data moves, the work waits for the earlier uses it
 //! conflicts with. On a recording queue it becomes a graph node whose edges
 //! come from its accessors (see [`crate::graph`]'s buffers).
 
+use cmdbuf_core::{Result, err};
 use smallvec::SmallVec;
-use ur_core::{Result, err};
 
 use crate::buffer::graph::{self as bg, GraphAccess};
 use crate::buffer::{AccessMode, AccessRange, Accessor, Buffer, CommandGroup};
@@ -16,16 +16,16 @@ use crate::queue::{Event, Queue, QueueState};
 /// A command group of a [`Queue`]: accessors, then one command.
 ///
 /// ```
-/// use ur_core::{Context, QueueProperties};
-/// use ur_runtime::{AccessMode, AccessRange, Buffer, Queue};
-/// # let context = Context::new(&ur_adapter_cpu::default_device()).unwrap();
+/// use cmdbuf_core::{Context, QueueProperties};
+/// use cmdbuf_runtime::{AccessMode, AccessRange, Buffer, Queue};
+/// # let context = Context::new(&cmdbuf_cpu::default_device()).unwrap();
 /// let queue = Queue::new(&context, QueueProperties::default())?;
 /// let buffer = Buffer::from_host(&[1u32, 2, 3, 4], &[4])?;
 /// let mut cg = queue.command_group();
 /// let acc = cg.access(&buffer, AccessMode::WriteNoInit, AccessRange::all())?;
 /// cg.submit(&[], |q, wait| q.usm_fill(acc.ptr(), &[9], 16, wait))?;
 /// assert_eq!(buffer.host_access(AccessMode::Read, AccessRange::all())?.to_vec::<u32>()?, [0x0909_0909; 4]);
-/// # Ok::<(), ur_core::UrError>(())
+/// # Ok::<(), cmdbuf_core::UrError>(())
 /// ```
 pub struct QueueGroup<'q> {
     queue: &'q Queue,

@@ -3,16 +3,16 @@
 //! default-pool lookup releases them, with their memory. A test binary of
 //! its own: it counts live objects of the whole process.
 
-use ur_core::{Context, QueueProperties, UsmKind, live_objects};
-use ur_runtime::{MemoryPool, Queue};
+use cmdbuf_core::{Context, QueueProperties, UsmKind, live_objects};
+use cmdbuf_runtime::{MemoryPool, Queue};
 
 #[test]
 fn a_default_pool_goes_with_its_context() {
-    let device = ur_adapter_cpu::default_device();
+    let device = cmdbuf_cpu::default_device();
     let before = live_objects();
     {
         let context = Context::new(&device).unwrap();
-        let queue = Queue::from_core(ur_core::Queue::new(&context, QueueProperties::default()).unwrap());
+        let queue = Queue::from_core(cmdbuf_core::Queue::new(&context, QueueProperties::default()).unwrap());
         let (p, ready) = queue.async_malloc(UsmKind::Device, 256, &[]).unwrap();
         ready.wait().unwrap();
         queue.async_free(p, &[]).unwrap().wait().unwrap();

@@ -1,13 +1,13 @@
 //! Regressions the fault sweep (`conformance/tests/faults.rs`, scenario
 //! `buffer_devices`) found in the buffers, each reproduced with a fault
-//! injected into one adapter call (`ur_core::faults`).
+//! injected into one adapter call (`cmdbuf_core::faults`).
 
 use std::sync::mpsc;
 use std::time::Duration;
 
-use ur_core::faults::{CallKind, Fault, FaultInjector};
-use ur_core::{Context, Queue, UserEvent};
-use ur_runtime::{AccessMode, AccessRange, Buffer, BufferProperties, CommandGroup};
+use cmdbuf_core::faults::{CallKind, Fault, FaultInjector};
+use cmdbuf_core::{Context, Queue, UserEvent};
+use cmdbuf_runtime::{AccessMode, AccessRange, Buffer, BufferProperties, CommandGroup};
 
 /// Regression: a buffer dropped while its work ran freed its memory as soon
 /// as a wait for that work failed (the driver's wait, not the work), under
@@ -16,7 +16,7 @@ use ur_runtime::{AccessMode, AccessRange, Buffer, BufferProperties, CommandGroup
 #[test]
 fn a_failed_wait_does_not_free_a_buffer_under_its_work() {
     let injector = FaultInjector::new();
-    let device = injector.wrap_device(&ur_adapter_cpu::default_device());
+    let device = injector.wrap_device(&cmdbuf_cpu::default_device());
     let context = Context::new(&device).unwrap();
     let queue = Queue::new(&context, Default::default()).unwrap();
     let gate = UserEvent::new(&context).unwrap();
@@ -55,7 +55,7 @@ fn a_failed_wait_does_not_free_a_buffer_under_its_work() {
 fn a_transfer_failing_halfway_keeps_its_pieces_and_the_page_state() {
     const SLICE: usize = 4 * 16;
     let injector = FaultInjector::new();
-    let device = injector.wrap_device(&ur_adapter_cpu::default_device());
+    let device = injector.wrap_device(&cmdbuf_cpu::default_device());
     let context = Context::new(&device).unwrap();
     // An in-order queue: the transfer's pieces queue behind `blocker`, which
     // the buffer does not know about, so they stay pending as long as we like.

@@ -4,11 +4,11 @@
 use std::io::Write;
 use std::sync::Arc;
 
+use cmdbuf_core::{Context, QueueProperties, UrError, UsmAllocation, UsmKind};
+use cmdbuf_runtime::Queue;
+use cmdbuf_runtime::graph::{FinalizeProperties, Graph, GraphProperties, NodeProperties};
 use parking_lot::Mutex;
 use tracing_subscriber::fmt::format::FmtSpan;
-use ur_core::{Context, QueueProperties, UrError, UsmAllocation, UsmKind};
-use ur_runtime::Queue;
-use ur_runtime::graph::{FinalizeProperties, Graph, GraphProperties, NodeProperties};
 
 /// The formatted trace, shared with the test.
 #[derive(Clone, Default)]
@@ -35,7 +35,7 @@ fn graph_label_in_spans() -> Result<(), UrError> {
         .with_writer(move || writer.clone())
         .finish();
     tracing::subscriber::with_default(subscriber, || {
-        let context = Context::new(&ur_adapter_cpu::default_device())?;
+        let context = Context::new(&cmdbuf_cpu::default_device())?;
         let queue = Queue::new(&context, QueueProperties::default())?;
         let data = UsmAllocation::new(&context, UsmKind::Device, 16)?;
         let graph = Graph::new(&context, context.device(), GraphProperties::default().with_label("my-graph"))?;

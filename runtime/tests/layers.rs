@@ -1,11 +1,11 @@
-//! ur-runtime's layers, kept one-way: device aspects and buffers (with
+//! cmdbuf-runtime's layers, kept one-way: device aspects and buffers (with
 //! their accessors) below the recording queue, graphs and memory pools,
 //! below the queue group. The queue, graphs and pools form one layer: a
 //! queue records into a graph and a graph replays on queues, with pool
-//! allocations on both sides. The checker is ur-core's
-//! (`ur-core/tests/layering/mod.rs`); docs/architecture.md draws the table.
+//! allocations on both sides. The checker is cmdbuf-core's
+//! (`core/tests/layering/mod.rs`); docs/architecture.md draws the table.
 
-#[path = "../../ur-core/tests/layering/mod.rs"]
+#[path = "../../core/tests/layering/mod.rs"]
 mod layering;
 
 use layering::Layering;

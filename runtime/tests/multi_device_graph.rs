@@ -2,15 +2,15 @@
 //! emulated view are two devices (two contexts) that are peers, so a
 //! cross-device copy is a peer copy.
 
-use ur_core::{Context, QueueProperties, UrError, UsmAllocation, UsmKind};
-use ur_runtime::Queue;
-use ur_runtime::graph::{FinalizeProperties, Graph, GraphProperties, NodeProperties};
+use cmdbuf_core::{Context, QueueProperties, UrError, UsmAllocation, UsmKind};
+use cmdbuf_runtime::Queue;
+use cmdbuf_runtime::graph::{FinalizeProperties, Graph, GraphProperties, NodeProperties};
 
 const N: usize = 4096;
 
 #[test]
 fn peer_copies_between_the_cpu_views() -> Result<(), UrError> {
-    let native = ur_adapter_cpu::default_device();
+    let native = cmdbuf_cpu::default_device();
     let emulated = native.emulated();
     let (c0, c1) = (Context::new(&native)?, Context::new(&emulated)?);
     let (q0, q1) = (Queue::new(&c0, QueueProperties::default())?, Queue::new(&c1, QueueProperties::default())?);
@@ -52,7 +52,7 @@ fn peer_copies_between_the_cpu_views() -> Result<(), UrError> {
 
 #[test]
 fn single_device_graphs_are_unchanged() -> Result<(), UrError> {
-    let device = ur_adapter_cpu::default_device();
+    let device = cmdbuf_cpu::default_device();
     let ctx = Context::new(&device)?;
     let graph = Graph::new(&ctx, &device, GraphProperties::default())?;
     assert_eq!(graph.devices(), vec![device.clone()]);

@@ -3,11 +3,11 @@
 //! would have): device-to-device transfers are peer copies, one per row of a rect whose
 //! rows are not contiguous, and leave the host allocation outdated.
 
-use ur_core::{Context, Queue, QueueProperties};
-use ur_runtime::{AccessMode, AccessRange, Buffer, BufferProperties, CommandGroup};
+use cmdbuf_core::{Context, Queue, QueueProperties};
+use cmdbuf_runtime::{AccessMode, AccessRange, Buffer, BufferProperties, CommandGroup};
 
 fn queue() -> Queue {
-    let device = ur_adapter_cpu::default_device();
+    let device = cmdbuf_cpu::default_device();
     Queue::new(&Context::new(&device).unwrap(), QueueProperties::default()).unwrap()
 }
 

@@ -2,11 +2,11 @@
 //! of the data each allocation holds and of the minimal transfers.
 #![allow(clippy::needless_range_loop)] // the model indexes several tables by page
 
+use cmdbuf_runtime::buffer::deps::{DepTracker, UseKind};
+use cmdbuf_runtime::buffer::geometry::{Dims, PageBox, PageGrid};
+use cmdbuf_runtime::buffer::pages::{HOST, PageMap};
+use cmdbuf_runtime::buffer::plan::{apply, plan};
 use proptest::prelude::*;
-use ur_runtime::buffer::deps::{DepTracker, UseKind};
-use ur_runtime::buffer::geometry::{Dims, PageBox, PageGrid};
-use ur_runtime::buffer::pages::{HOST, PageMap};
-use ur_runtime::buffer::plan::{apply, plan};
 
 #[derive(Clone, Debug)]
 struct Access {

@@ -2,10 +2,10 @@
 //! (the CPU device and its emulated view, two contexts of the device): one
 //! pointer, one location, no transfer between them, work still ordered.
 
-use ur_core::{Context, Queue, QueueProperties};
-use ur_runtime::{AccessMode, AccessRange, Buffer, CommandGroup, TransferStats};
+use cmdbuf_core::{Context, Queue, QueueProperties};
+use cmdbuf_runtime::{AccessMode, AccessRange, Buffer, CommandGroup, TransferStats};
 
-fn queue_on(device: &ur_core::Device) -> Queue {
+fn queue_on(device: &cmdbuf_core::Device) -> Queue {
     Queue::new(&Context::new(device).unwrap(), QueueProperties::default()).unwrap()
 }
 
@@ -19,7 +19,7 @@ fn fill(queue: &Queue, buffer: &Buffer, first: usize, count: usize, value: u32) 
 
 #[test]
 fn the_device_and_its_view_share_one_allocation() {
-    let device = ur_adapter_cpu::default_device();
+    let device = cmdbuf_cpu::default_device();
     let (a, b, c) = (queue_on(&device), queue_on(&device.emulated()), queue_on(&device));
     let buffer = Buffer::from_host(&[1u32; 256], &[256]).unwrap();
     fill(&a, &buffer, 0, 128, 2);
@@ -42,7 +42,7 @@ fn the_device_and_its_view_share_one_allocation() {
 
 #[test]
 fn sharing_off_keeps_an_allocation_per_context() {
-    let device = ur_adapter_cpu::default_device();
+    let device = cmdbuf_cpu::default_device();
     let (a, b) = (queue_on(&device), queue_on(&device));
     let buffer = Buffer::from_host(&[1u32; 64], &[64]).unwrap();
     buffer.set_share_allocations(false);

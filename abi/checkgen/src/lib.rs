@@ -1,11 +1,11 @@
-//! # ur-abi-checkgen
+//! # cmdbuf-abi-checkgen
 //!
 //! Reads the `@returns` lists of `ur_api.h` and turns every condition that
 //! is one C expression over an entry point's parameters (UR's own rule for
 //! its validation layer: `NULL == hContext`, `::UR_X_LAST < propName`,
 //! `::UR_X_FLAGS_MASK & flags`, `propSize == 0 && pPropValue != NULL`, ...)
 //! into
-//! - the Rust checking wrappers of `ur-abi` ([`rust_module`]): one per
+//! - the Rust checking wrappers of `cmdbuf-abi` ([`rust_module`]): one per
 //!   dispatch-table slot, which tests the conditions in UR's order and
 //!   returns the listed code before the implementation runs;
 //! - a C program ([`c_test`]) that calls every entry point of a library
@@ -13,7 +13,7 @@
 //!   checks the exact code.
 //!
 //! Both are checked in (`abi/src/checks.rs`, `abi/harness/c/checks.c`) and
-//! compared with a fresh generation by `ur-abi`'s `bindings` test, beside
+//! compared with a fresh generation by `cmdbuf-abi`'s `bindings` test, beside
 //! the bindings, so a new header brings its checks with it there.
 
 pub mod ctest;

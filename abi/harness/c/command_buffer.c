@@ -151,7 +151,7 @@ static void events(urt_env *env) {
   URT_OK(urUSMFree(env->context, z));
 }
 
-/* What UR leaves undefined or lists as errors, with the codes ur-rs returns. */
+/* What UR leaves undefined or lists as errors, with the codes cmdbuf returns. */
 static void refusals(urt_env *env) {
   ur_exp_command_buffer_handle_t cb = urt_command_buffer(env, false, false);
   uint8_t *a = urt_device_alloc(env, 64);

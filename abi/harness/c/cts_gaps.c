@@ -258,7 +258,7 @@ int main(void) {
     urt_fini(&env);
     return urt_done("cts_gaps");
   }
-  /* Before its build a program has no backend object (ur-rs creates it when
+  /* Before its build a program has no backend object (cmdbuf creates it when
    * building): UNSUPPORTED_FEATURE, the header's code for no equivalent
    * handle (UR's CTS takes it, urProgramGetNativeHandleTest). */
   ur_native_handle_t unbuilt = 0;

@@ -7,7 +7,7 @@
  * are UR_RESULT_ERROR_INVALID_ENUMERATION. Then urDeviceGetGlobalTimestamps
  * and urDeviceSelectBinary.
  *
- * The table below is checked against the header by ur-abi's unit test
+ * The table below is checked against the header by cmdbuf-abi's unit test
  * `device_info::tests::the_c_table_is_the_header_enumeration`: a query added
  * to ur_api.h must be added here. */
 #define _POSIX_C_SOURCE 199309L /* nanosleep */

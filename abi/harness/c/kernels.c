@@ -1,6 +1,6 @@
 /* Programs and kernels through the loader: a program in the backend's own
  * form (CPU: a table of C entry points; OpenCL: SPIR-V; Vulkan: SPIR-V with
- * ur-rs's kernel ABI; CUDA: PTX), built, queried, launched eagerly with
+ * cmdbuf's kernel ABI; CUDA: PTX), built, queried, launched eagerly with
  * USM-pointer, memory-object and value arguments, appended to a command
  * buffer, updated, and every misuse answered with its code.
  *

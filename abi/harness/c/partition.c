@@ -119,7 +119,7 @@ static void sub_device_in_parent_context(urt_env *env, ur_device_handle_t sub) {
  * none on their parent, which it does not list, and shares its memory
  * between them. A context of the root device and a sub-device listed twice
  * counts the duplicate once; devices of two root devices are
- * UNSUPPORTED_FEATURE (ur-rs contexts span one device family). */
+ * UNSUPPORTED_FEATURE (cmdbuf contexts span one device family). */
 static void family_context(urt_env *env, ur_device_handle_t d1, ur_device_handle_t d2, uint32_t roots) {
   ur_device_handle_t pair[2] = {d1, d2}, listed[4] = {NULL};
   ur_context_handle_t context = NULL;

@@ -190,7 +190,7 @@ static inline ur_exp_kernel_arg_properties_t urt_mem_arg(uint32_t index, ur_mem_
 
 /* ---- axpb(p, a, b): p[i] = p[i] * a + b, in each backend's form ----------
  * CPU: a table of C entry points (ur_rs_cpu.h); OpenCL: SPIR-V; Vulkan:
- * SPIR-V with ur-rs's kernel ABI; CUDA: PTX. Files are read from the
+ * SPIR-V with cmdbuf's kernel ABI; CUDA: PTX. Files are read from the
  * repository (URT_REPO, else the working directory). */
 static inline int32_t urt_axpb_cpu(const ur_rs_cpu_group_t *group, void *const *args) {
   uint32_t *p = *(uint32_t *const *)args[0];

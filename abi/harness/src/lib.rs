@@ -1,4 +1,4 @@
-//! # ur-abi-harness
+//! # cmdbuf-abi-harness
 //!
 //! The ABI tests of the adapter libraries: C programs written against
 //! `ur_api.h` and linked to Intel's UR loader (`abi/harness/c/`), and SYCL
@@ -511,7 +511,7 @@ pub fn main(backend: &'static str, library: &'static str) {
         })
         .collect();
     if let Err(reason) = &setup {
-        eprintln!("ur-abi tests of {backend} skipped: {reason}");
+        eprintln!("cmdbuf-abi tests of {backend} skipped: {reason}");
         let must = required("UR_RS_REQUIRE_ONEAPI", backend) && !reason.starts_with("no device");
         let must_device = required("UR_RS_REQUIRE_DEVICES", backend);
         if must || must_device {
@@ -523,7 +523,7 @@ pub fn main(backend: &'static str, library: &'static str) {
         let unmet = unmet_platforms(backend, &required, &ready.devices);
         if !unmet.is_empty() {
             eprintln!(
-                "ur-abi tests of {backend}: UR_RS_REQUIRE_DEVICES asks for {}, but the library's devices are on {:?}",
+                "cmdbuf-abi tests of {backend}: UR_RS_REQUIRE_DEVICES asks for {}, but the library's devices are on {:?}",
                 unmet.join(", "),
                 ready.devices.iter().map(|d| d.platform.as_str()).collect::<Vec<_>>()
             );

@@ -1,11 +1,11 @@
-//! Every conversion between C values and ur-core's Rust values that more
+//! Every conversion between C values and cmdbuf-core's Rust values that more
 //! than one entry point needs: flags and enumerations both ways, USM
 //! pointers, fill patterns, rectangles, work sizes, argument bytes. None of
 //! them names a handle object.
 
 use std::ffi::c_void;
 
-use ur_core::{
+use cmdbuf_core::{
     Backend, DeviceType, MigrationFlags, Partition, PartitionKind, RectLayout, RectOffset, RectRegion, UsmAdvice,
     UsmKinds, UsmPtr, ensure, err,
 };
@@ -13,7 +13,7 @@ use ur_core::{
 use crate::boundary::entry::AbiResult;
 use crate::sys::*;
 
-/// The UR backend value this adapter reports for a ur-core backend.
+/// The UR backend value this adapter reports for a cmdbuf-core backend.
 ///
 /// libsycl accepts `OPENCL`, `CUDA`, `HIP`, `NATIVE_CPU` and `OFFLOAD` and
 /// specialises some paths on them (see `docs/abi.md`); UR has no Vulkan value.
@@ -60,11 +60,11 @@ pub(crate) fn ur_partition_properties(partition: &Partition) -> Vec<ur_device_pa
 
 /// The USM kinds UR callers get: host and shared allocations only where the
 /// host reaches them at the pointer the device uses, as UR's USM requires.
-pub(crate) fn ur_usm_kinds(info: &ur_core::DeviceInfo) -> UsmKinds {
+pub(crate) fn ur_usm_kinds(info: &cmdbuf_core::DeviceInfo) -> UsmKinds {
     if info.usm_host_addressable { info.usm } else { info.usm & UsmKinds::DEVICE }
 }
 
-/// Maps UR's USM advice bits onto ur-core's; `DEFAULT` asks for nothing.
+/// Maps UR's USM advice bits onto cmdbuf-core's; `DEFAULT` asks for nothing.
 pub(crate) fn usm_advice(flags: ur_usm_advice_flags_t) -> AbiResult<UsmAdvice> {
     ensure!(flags & UR_USM_ADVICE_FLAGS_MASK == 0, InvalidEnumeration, "USM advice {flags:#x}");
     use ur_usm_advice_flag_t as F;
@@ -89,7 +89,7 @@ pub(crate) fn usm_advice(flags: ur_usm_advice_flags_t) -> AbiResult<UsmAdvice> {
     Ok(pairs.into_iter().filter(|(ur, _)| flags & ur.0 != 0).fold(UsmAdvice::empty(), |all, (_, ours)| all | ours))
 }
 
-/// Maps UR's migration flags onto ur-core's.
+/// Maps UR's migration flags onto cmdbuf-core's.
 pub(crate) fn migration(flags: ur_usm_migration_flags_t) -> AbiResult<MigrationFlags> {
     ensure!(flags & UR_USM_MIGRATION_FLAGS_MASK == 0, InvalidEnumeration, "USM migration flags {flags:#x}");
     let mut out = MigrationFlags::empty();
@@ -108,7 +108,7 @@ pub(crate) fn usm_ptr(ptr: *const c_void, what: &str) -> AbiResult<UsmPtr> {
     Ok(UsmPtr::from_addr(ptr as u64))
 }
 
-/// Borrows a fill pattern: 1 or more bytes (ur-core checks the upper limit and
+/// Borrows a fill pattern: 1 or more bytes (cmdbuf-core checks the upper limit and
 /// that the size is a multiple of it).
 ///
 /// # Safety
@@ -138,7 +138,7 @@ pub(crate) unsafe fn work_sizes<'a>(work_dim: u32, sizes: *const usize, what: &s
 /// # Safety
 /// `bytes` is null or readable for `size` bytes.
 pub(crate) unsafe fn value_bytes<'a>(bytes: *const c_void, size: usize) -> AbiResult<&'a [u8]> {
-    // The size is checked against the parameter's by ur-core.
+    // The size is checked against the parameter's by cmdbuf-core.
     ensure!(!bytes.is_null(), InvalidNullPointer, "a value argument without a value");
     // SAFETY: non-null, readable per the contract.
     Ok(unsafe { std::slice::from_raw_parts(bytes.cast::<u8>(), size) })

@@ -1,4 +1,4 @@
-//! What every entry point shares: the conversion of ur-core's errors into
+//! What every entry point shares: the conversion of cmdbuf-core's errors into
 //! `ur_result_t`, the catching of panics at the boundary, and the last
 //! error kept per thread for `urAdapterGetLastError`.
 
@@ -6,8 +6,8 @@ use std::cell::RefCell;
 use std::ffi::CString;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use ur_core::error::{Detail, panic_message};
-use ur_core::{UrError, err};
+use cmdbuf_core::error::{Detail, panic_message};
+use cmdbuf_core::{UrError, err};
 
 use crate::sys::ur_result_t;
 
@@ -65,10 +65,10 @@ pub(crate) fn reject(entry_point: &'static str, code: ur_result_t, condition: &'
     code
 }
 
-/// An entry point ur-rs does not implement, for the table slots of
+/// An entry point cmdbuf does not implement, for the table slots of
 /// [`crate::tables`]. Listed in `docs/mapping.md`.
 pub(crate) fn unsupported() -> ur_result_t {
     guard("unsupported entry point", || {
-        Err(err!(UnsupportedFeature, "ur-rs does not implement this entry point (see docs/mapping.md)"))
+        Err(err!(UnsupportedFeature, "cmdbuf does not implement this entry point (see docs/mapping.md)"))
     })
 }

@@ -44,8 +44,8 @@ use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Once};
 
+use cmdbuf_core::{UrError, err};
 use parking_lot::Mutex;
-use ur_core::{UrError, err};
 
 use crate::entry::AbiResult;
 use crate::sys::ur_dditable_t;
@@ -258,8 +258,8 @@ macro_rules! handle_kinds {
                 type Raw = crate::sys::$raw;
                 const TAG: u32 = $tag;
                 const NAME: &'static str = $name;
-                fn wrong_kind() -> ur_core::UrError {
-                    ur_core::err!($wrong, "the handle is not a {}", $name)
+                fn wrong_kind() -> cmdbuf_core::UrError {
+                    cmdbuf_core::err!($wrong, "the handle is not a {}", $name)
                 }
                 fn to_raw(address: *const u8) -> Self::Raw {
                     address.cast_mut().cast()

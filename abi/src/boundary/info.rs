@@ -8,7 +8,7 @@
 
 use std::ffi::c_void;
 
-use ur_core::ensure;
+use cmdbuf_core::ensure;
 
 use crate::entry::AbiResult;
 
@@ -93,7 +93,7 @@ pub unsafe fn c_str<'a>(ptr: *const std::ffi::c_char, what: &str) -> AbiResult<&
     ensure!(!ptr.is_null(), InvalidNullPointer, "{what} is null");
     // SAFETY: non-null and NUL-terminated per the contract.
     let s = unsafe { std::ffi::CStr::from_ptr(ptr) };
-    s.to_str().map_err(|_| ur_core::err!(InvalidValue, "{what} is not UTF-8"))
+    s.to_str().map_err(|_| cmdbuf_core::err!(InvalidValue, "{what} is not UTF-8"))
 }
 
 /// Writes an optional out-parameter.
@@ -126,7 +126,7 @@ pub unsafe fn write_out<T>(ptr: *mut T, value: T, what: &str) -> AbiResult {
 pub unsafe fn slice<'a, T>(
     ptr: *const T,
     count: usize,
-    mismatch: impl FnOnce() -> ur_core::UrError,
+    mismatch: impl FnOnce() -> cmdbuf_core::UrError,
 ) -> AbiResult<&'a [T]> {
     match (ptr.is_null(), count) {
         (true, 0) => Ok(&[]),
@@ -177,7 +177,7 @@ pub unsafe fn enumerate<H: Copy>(items: &[H], num_entries: u32, out: *mut H, cou
 mod tests {
     use std::ffi::c_void;
 
-    use ur_core::UrError;
+    use cmdbuf_core::UrError;
 
     use super::*;
 

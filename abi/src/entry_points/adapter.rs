@@ -6,13 +6,13 @@
 //! with the devices that `UR_DEVICE_SELECTOR` selects (the project's own
 //! variable: libsycl applies `ONEAPI_DEVICE_SELECTOR` itself, to the backend
 //! this adapter reports). `UR_RS_COMMAND_BUFFERS=emulated` gives every
-//! device ur-core's software command buffer instead of the native one.
+//! device cmdbuf-core's software command buffer instead of the native one.
 
 #![allow(non_snake_case)]
 
 use std::ffi::{c_char, c_void};
 
-use ur_core::{ensure, err};
+use cmdbuf_core::{ensure, err};
 
 use crate::boundary::conv::ur_backend;
 use crate::entry::{AbiResult, guard, last_error};

@@ -1,5 +1,5 @@
 //! `ur*CreateWithNativeHandle`: objects adopted from native handles, over
-//! ur-core's `from_native` (see `ur_core::adopt` for what each backend
+//! cmdbuf-core's `from_native` (see `cmdbuf_core::adopt` for what each backend
 //! adopts and why the others are `UNSUPPORTED_FEATURE`).
 //!
 //! Platforms and devices are the library's own handles, found by their
@@ -15,7 +15,7 @@
 
 use std::sync::Arc;
 
-use ur_core::{NativeHandle, Ownership, ensure, err};
+use cmdbuf_core::{NativeHandle, Ownership, ensure, err};
 
 use crate::entry::guard;
 use crate::handle::Handle;
@@ -68,7 +68,7 @@ native_properties! {
 ///
 /// # Safety
 /// `properties` is null or readable.
-unsafe fn ownership<P: NativeProperties>(properties: *const P) -> ur_core::Result<Ownership> {
+unsafe fn ownership<P: NativeProperties>(properties: *const P) -> cmdbuf_core::Result<Ownership> {
     // SAFETY: null or readable per the contract.
     let Some(p) = (unsafe { properties.as_ref() }) else { return Ok(Ownership::Shared) };
     ensure!(p.stype() == P::STYPE, InvalidValue, "pProperties->stype is {:?}, not {:?}", p.stype(), P::STYPE);
@@ -94,8 +94,8 @@ pub(crate) unsafe extern "C" fn urPlatformCreateWithNativeHandle(
         // SAFETY: forwarded.
         unsafe { ownership(properties)? };
         let platforms = adapter.value.platforms();
-        let cores: Vec<ur_core::Platform> = platforms.iter().map(|p| p.value.core().clone()).collect();
-        let found = ur_core::Platform::from_native(&cores, native(handle))?;
+        let cores: Vec<cmdbuf_core::Platform> = platforms.iter().map(|p| p.value.core().clone()).collect();
+        let found = cmdbuf_core::Platform::from_native(&cores, native(handle))?;
         let index = cores.iter().position(|p| p.native_handle().ok() == found.native_handle().ok());
         let platform = index.map(|i| platforms[i].raw()).expect("found among these platforms");
         // SAFETY: checked non-null, writable per the contract.
@@ -130,7 +130,7 @@ pub(crate) unsafe extern "C" fn urDeviceCreateWithNativeHandle(
                 }
                 // The kind of failure of the last platform, unless another
                 // platform's devices have native handles at all.
-                Err(e @ ur_core::UrError::UnsupportedFeature(_)) => {
+                Err(e @ cmdbuf_core::UrError::UnsupportedFeature(_)) => {
                     last.get_or_insert(e);
                 }
                 Err(e) => last = Some(e),
@@ -164,12 +164,12 @@ pub(crate) unsafe extern "C" fn urContextCreateWithNativeHandle(
         ensure!(
             num_devices != 0 && !devices.is_null(),
             UnsupportedFeature,
-            "an adopted context needs its device: ur-rs contexts hold one device, which is not read from the native context"
+            "an adopted context needs its device: cmdbuf contexts hold one device, which is not read from the native context"
         );
         // SAFETY: `devices` holds `num_devices` handles per the contract.
         let device = unsafe { the_one_device(num_devices, devices)? };
         // SAFETY: UR's contract: a native context of the adapter's backend.
-        let core = unsafe { ur_core::Context::from_native(device.value.core(), native(handle), ownership)? };
+        let core = unsafe { cmdbuf_core::Context::from_native(device.value.core(), native(handle), ownership)? };
         // SAFETY: checked non-null, writable per the contract.
         unsafe { write_out(out, Handle::create(Context::from_core(core, device)), "phContext") }
     })
@@ -198,7 +198,7 @@ pub(crate) unsafe extern "C" fn urQueueCreateWithNativeHandle(
         let ownership = unsafe { ownership(properties)? };
         let device = device.map(|d| d.value.core());
         // SAFETY: UR's contract: a native queue of the context's backend.
-        let core = unsafe { ur_core::Queue::from_native(context.value.core(), device, native(handle), ownership)? };
+        let core = unsafe { cmdbuf_core::Queue::from_native(context.value.core(), device, native(handle), ownership)? };
         // SAFETY: checked non-null, writable per the contract.
         unsafe { write_out(out, Handle::create(Queue::from_core(core, context)), "phQueue") }
     })
@@ -219,7 +219,7 @@ pub(crate) unsafe extern "C" fn urMemBufferCreateWithNativeHandle(
         // SAFETY: forwarded.
         let ownership = unsafe { ownership(properties)? };
         // SAFETY: UR's contract: a native buffer of the context's backend.
-        let core = unsafe { ur_core::MemBuffer::from_native(context.value.core(), native(handle), ownership)? };
+        let core = unsafe { cmdbuf_core::MemBuffer::from_native(context.value.core(), native(handle), ownership)? };
         // SAFETY: checked non-null, writable per the contract.
         unsafe { write_out(out, Handle::create(Mem::from_core(core, context)), "phMem") }
     })
@@ -240,13 +240,13 @@ pub(crate) unsafe extern "C" fn urEventCreateWithNativeHandle(
         // SAFETY: forwarded.
         let ownership = unsafe { ownership(properties)? };
         // SAFETY: UR's contract: a native event of the context's backend.
-        let core = unsafe { ur_core::Event::from_native(context.value.core(), native(handle), ownership)? };
+        let core = unsafe { cmdbuf_core::Event::from_native(context.value.core(), native(handle), ownership)? };
         // An adopted event stands for no command of UR's. Its queue, where
         // the backend names one, is adopted too, for UR_EVENT_INFO_COMMAND_QUEUE.
         let command = ur_command_t::UR_COMMAND_EVENTS_WAIT;
         let queue = core.adopted_native_queue().and_then(|q| {
             // SAFETY: the driver's answer for the event: a live native queue of its context.
-            let adopted = unsafe { ur_core::Queue::from_native(context.value.core(), None, q, Ownership::Shared) };
+            let adopted = unsafe { cmdbuf_core::Queue::from_native(context.value.core(), None, q, Ownership::Shared) };
             adopted.map_err(|e| tracing::debug!(error = %e, "the adopted event's queue is not adopted")).ok()
         });
         match queue {
@@ -277,7 +277,7 @@ pub(crate) unsafe extern "C" fn urProgramCreateWithNativeHandle(
         // SAFETY: forwarded.
         let ownership = unsafe { ownership(properties)? };
         // SAFETY: UR's contract: a native program of the context's backend.
-        let core = unsafe { ur_core::Program::from_native(context.value.core(), native(handle), ownership)? };
+        let core = unsafe { cmdbuf_core::Program::from_native(context.value.core(), native(handle), ownership)? };
         // SAFETY: checked non-null, writable per the contract.
         unsafe { write_out(out, Handle::create(Program::adopted(context, core)), "phProgram") }
     })
@@ -313,8 +313,9 @@ pub(crate) unsafe extern "C" fn urKernelCreateWithNativeHandle(
         }
         let built = program.as_ref().map(|p| p.value.built()).transpose()?;
         // SAFETY: UR's contract: a native kernel of the context's backend.
-        let core =
-            unsafe { ur_core::Kernel::from_native(context.value.core(), built.as_ref(), native(handle), ownership)? };
+        let core = unsafe {
+            cmdbuf_core::Kernel::from_native(context.value.core(), built.as_ref(), native(handle), ownership)?
+        };
         let program = match program {
             Some(program) => program,
             None => Handle::internal(Program::adopted(context, core.program().clone())),

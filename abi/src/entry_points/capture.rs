@@ -1,7 +1,7 @@
 //! UR's graph capture: `urQueue{Begin,End}GraphCaptureExp`,
 //! `urQueueBeginCaptureIntoGraphExp`, `urQueueIsGraphCaptureEnabledExp`,
 //! `urQueueGetGraphExp`, `urGraph*Exp` and `urEnqueueGraphExp`, one to one
-//! over ur-core's `CapturedGraph` and `InstantiatedGraph`.
+//! over cmdbuf-core's `CapturedGraph` and `InstantiatedGraph`.
 //!
 //! UR returns *the same* graph handle from every call that names one graph
 //! (the graph given to `urQueueBeginCaptureIntoGraphExp`, then
@@ -15,7 +15,7 @@
 use std::ffi::{CStr, c_char, c_void};
 use std::os::unix::ffi::OsStrExt;
 
-use ur_core::{CapturedGraph, ensure};
+use cmdbuf_core::{CapturedGraph, ensure};
 
 use crate::entry::guard;
 use crate::handle::Handle;
@@ -208,7 +208,7 @@ pub(crate) unsafe extern "C" fn urGraphSetDestructionCallbackExp(
         // SAFETY: forwarded.
         let graph = unsafe { Handle::<Graph>::get(graph)? };
         let Some(callback) = callback else {
-            return Err(ur_core::err!(InvalidNullPointer, "pfnCallback is null"));
+            return Err(cmdbuf_core::err!(InvalidNullPointer, "pfnCallback is null"));
         };
         graph.value.callbacks.lock().push((callback, user_data as usize));
         Ok(())

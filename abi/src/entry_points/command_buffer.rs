@@ -1,5 +1,5 @@
 //! `urCommandBuffer*Exp` and `urEnqueueCommandBufferExp`: command buffers,
-//! one to one over ur-core's `CommandBuffer`.
+//! one to one over cmdbuf-core's `CommandBuffer`.
 //!
 //! Every append shares a tail (sync points to wait for, events to wait for,
 //! and the sync point, signal event and command handle it hands back),
@@ -11,8 +11,10 @@
 use std::ffi::c_void;
 use std::sync::Arc;
 
+use cmdbuf_core::{
+    CommandBufferDesc, CommandHandle, KernelArg, KernelLaunchUpdate, LocalSizeUpdate, UsmPtr, ensure, err,
+};
 use parking_lot::Mutex;
-use ur_core::{CommandBufferDesc, CommandHandle, KernelArg, KernelLaunchUpdate, LocalSizeUpdate, UsmPtr, ensure, err};
 
 use crate::boundary::conv::{migration, pattern, usm_advice, usm_ptr};
 use crate::boundary::conv::{rect_layout, rect_region};
@@ -50,7 +52,7 @@ pub(crate) unsafe extern "C" fn urCommandBufferCreateExp(
             profiling: d.enableProfiling != 0,
             ..CommandBufferDesc::default()
         });
-        let buffer = ur_core::CommandBuffer::new(context.value.core(), device.value.core(), desc)?;
+        let buffer = cmdbuf_core::CommandBuffer::new(context.value.core(), device.value.core(), desc)?;
         let value = CommandBuffer { buffer, context: context.to_arc(), commands: Mutex::default() };
         // SAFETY: checked non-null, writable per the contract.
         unsafe { write_out(out, Handle::create(value), "phCommandBuffer") }
@@ -67,7 +69,7 @@ pub(crate) unsafe extern "C" fn urCommandBufferRetainExp(buffer: ur_exp_command_
 /// # Safety
 /// UR's contract for `urCommandBufferReleaseExp`.
 pub(crate) unsafe extern "C" fn urCommandBufferReleaseExp(buffer: ur_exp_command_buffer_handle_t) -> ur_result_t {
-    // A buffer released while it executes stays alive: ur-core's submissions
+    // A buffer released while it executes stays alive: cmdbuf-core's submissions
     // hold it.
     // SAFETY: forwarded.
     guard("urCommandBufferReleaseExp", || unsafe { Handle::<CommandBuffer>::release(buffer) })
@@ -727,7 +729,7 @@ pub(crate) unsafe extern "C" fn urCommandBufferAppendKernelLaunchWithArgsExp(
 /// # Safety
 /// UR's contract for `urCommandBufferAppendKernelLaunchExp`: the form
 /// without arguments, which UR 0.12 keeps for kernels set up elsewhere.
-/// Kernels of ur-rs hold no arguments, so it launches kernels that take
+/// Kernels of cmdbuf hold no arguments, so it launches kernels that take
 /// none; for others the missing argument is reported.
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe extern "C" fn urCommandBufferAppendKernelLaunchExp(
@@ -807,7 +809,7 @@ pub(crate) unsafe extern "C" fn urCommandBufferUpdateKernelLaunchExp(
     })
 }
 
-/// One update descriptor in ur-core's terms.
+/// One update descriptor in cmdbuf-core's terms.
 ///
 /// # Safety
 /// `desc`'s lists and sizes are valid for their counts and `newWorkDim`.
@@ -855,7 +857,7 @@ unsafe fn kernel_update<'a>(
     for v in values {
         // `pNewValueArg` is optional: without one the argument is local memory
         // of `argSize` bytes, as `urKernelSetArgLocal` gives it (UR's own
-        // adapters read it so); ur-core checks that the argument is local.
+        // adapters read it so); cmdbuf-core checks that the argument is local.
         let arg = if v.pNewValueArg.is_null() {
             KernelArg::Local(v.argSize)
         } else {

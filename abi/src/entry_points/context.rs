@@ -1,15 +1,15 @@
 //! `urContext*`: contexts, and the USM allocations they own.
 //!
 //! A context is made over one device or one family of devices: a root device
-//! and/or sub-devices of it (ur-core's `Context::with_devices`). UR lets a
-//! context span unrelated devices of a platform; ur-rs refuses that with
+//! and/or sub-devices of it (cmdbuf-core's `Context::with_devices`). UR lets a
+//! context span unrelated devices of a platform; cmdbuf refuses that with
 //! `UR_RESULT_ERROR_UNSUPPORTED_FEATURE` (issue #29).
 
 #![allow(non_snake_case)]
 
 use std::ffi::c_void;
 
-use ur_core::{ensure, err};
+use cmdbuf_core::{ensure, err};
 
 use crate::entry::guard;
 use crate::handle::Handle;
@@ -69,7 +69,7 @@ pub(crate) unsafe extern "C" fn urContextGetInfo(
                 out.array(&handle.value.devices().iter().map(|d| d.raw()).collect::<Vec<_>>())
             }
             ur_context_info_t::UR_CONTEXT_INFO_REFERENCE_COUNT => out.value(handle.reference_count()),
-            // urEnqueueUSMMemcpy2D and urEnqueueUSMFill2D: ur-core's pitched
+            // urEnqueueUSMMemcpy2D and urEnqueueUSMFill2D: cmdbuf-core's pitched
             // copies and fills, on every backend.
             ur_context_info_t::UR_CONTEXT_INFO_USM_MEMCPY2D_SUPPORT
             | ur_context_info_t::UR_CONTEXT_INFO_USM_FILL2D_SUPPORT => out.bool(true),

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use ur_core::{AffinityDomain, AffinityDomains, DeviceType, Partition, ensure, err};
+use cmdbuf_core::{AffinityDomain, AffinityDomains, DeviceType, Partition, ensure, err};
 
 use crate::boundary::conv::ur_device_type;
 use crate::entry::{AbiResult, guard};
@@ -79,7 +79,7 @@ pub(crate) unsafe extern "C" fn urDeviceGetGlobalTimestamps(
         if device_timestamp.is_null() {
             // The host clock alone: no need to ask the device.
             // SAFETY: null or writable per UR's contract.
-            unsafe { write_opt(host_timestamp, ur_core::host_clock_ns()) };
+            unsafe { write_opt(host_timestamp, cmdbuf_core::host_clock_ns()) };
             return Ok(());
         }
         let pair = handle.value.core().global_timestamps()?;
@@ -169,7 +169,7 @@ unsafe fn partition_of(properties: *const ur_device_partition_properties_t) -> A
                 .ok_or_else(|| err!(InvalidValue, "affinity domain {flags:#x}: a partition names exactly one domain"))
         }
         P::UR_DEVICE_PARTITION_BY_CSLICE => {
-            Err(err!(DevicePartitionFailed, "no ur-rs device partitions by c-slice (a Level Zero partition)"))
+            Err(err!(DevicePartitionFailed, "no cmdbuf device partitions by c-slice (a Level Zero partition)"))
         }
         other => Err(err!(InvalidEnumeration, "{:#x} is not a ur_device_partition_t", other.0)),
     }

@@ -1,16 +1,16 @@
 //! `urDeviceGetInfo`: every `ur_device_info_t` of UR 0.12, answered from
-//! ur-core's [`DeviceInfo`](ur_core::DeviceInfo) or from what this ABI
+//! cmdbuf-core's [`DeviceInfo`](cmdbuf_core::DeviceInfo) or from what this ABI
 //! implements.
 //!
 //! Three kinds of answers:
-//! - the device's, from ur-core (limits, capabilities, identity);
+//! - the device's, from cmdbuf-core (limits, capabilities, identity);
 //! - the ABI's own, where the question is whether an entry point or a
 //!   feature of UR exists here at all (images, pipes, virtual
 //!   memory ...: `false`, zero limits, empty lists), each with the reason;
 //! - `UR_RESULT_ERROR_UNSUPPORTED_ENUMERATION`, only for the queries the
 //!   header marks `[optional-query]`, where the device's driver does not tell
 //!   (a PCI address, a UUID, free memory ...) or the question is about
-//!   hardware none of ur-rs's backends is (Intel GPU EU counts, Windows
+//!   hardware none of cmdbuf's backends is (Intel GPU EU counts, Windows
 //!   LUIDs, NVML's fan and power readings, composite devices).
 //!
 //! Values outside the enumeration are `UR_RESULT_ERROR_INVALID_ENUMERATION`.
@@ -19,7 +19,7 @@
 
 use std::ffi::c_void;
 
-use ur_core::{
+use cmdbuf_core::{
     CacheType, FpCapabilities, LocalMemType, MemoryOrders, MemoryScopes, UpdateCapabilities, UsmKinds, VectorWidths,
     err,
 };
@@ -32,7 +32,7 @@ use crate::info::InfoOut;
 use crate::objects::device::Device;
 use crate::sys::*;
 
-/// Translates ur-core flag bits into UR's, bit by named bit.
+/// Translates cmdbuf-core flag bits into UR's, bit by named bit.
 fn flags(value: u32, table: &[(u32, u32)]) -> u32 {
     table.iter().filter(|(ours, _)| value & ours != 0).fold(0, |bits, (_, theirs)| bits | theirs)
 }
@@ -417,12 +417,12 @@ fn extensions(handle: &Handle<Device>, name: ur_device_info_t, out: InfoOut) -> 
             out.bool(true)
         }
         // Graph capture (urQueueBeginGraphCaptureExp and its family) is
-        // ur-core's, so every device has it.
+        // cmdbuf-core's, so every device has it.
         I::UR_DEVICE_INFO_GRAPH_RECORD_AND_REPLAY_SUPPORT_EXP => out.bool(true),
         // Every backend records timestamps (`Queue::enqueue_timestamp`).
         I::UR_DEVICE_INFO_TIMESTAMP_RECORDING_SUPPORT_EXP => out.bool(true),
         // The urUsmP2P*Exp entry points answer for every device; which
-        // pairs are peers is their answer (ur-core's `Device::peer_access`).
+        // pairs are peers is their answer (cmdbuf-core's `Device::peer_access`).
         I::UR_DEVICE_INFO_USM_P2P_SUPPORT_EXP => out.bool(true),
         // Not offered: urEventCreateExp, urEnqueueUSM*AllocExp,
         // urUSMHostAllocRegisterExp, per-event profiling,
@@ -460,7 +460,7 @@ fn programs(_: &Handle<Device>, name: ur_device_info_t, out: InfoOut) -> Result<
     Ok(match name {
         // Programs: built by the backend's compiler from source or IL; no
         // linking, specialization constants, device globals, pipes or
-        // built-in kernels in ur-core.
+        // built-in kernels in cmdbuf-core.
         I::UR_DEVICE_INFO_COMPILER_AVAILABLE => out.bool(true),
         I::UR_DEVICE_INFO_LINKER_AVAILABLE
         | I::UR_DEVICE_INFO_KERNEL_SET_SPECIALIZATION_CONSTANTS
@@ -485,7 +485,7 @@ fn sub_devices(handle: &Handle<Device>, name: ur_device_info_t, out: InfoOut) ->
     let d = &handle.value;
     let core = d.core();
     Ok(match name {
-        // Sub-devices (`urDevicePartition`): what ur-core's device offers,
+        // Sub-devices (`urDevicePartition`): what cmdbuf-core's device offers,
         // none on backends that do not partition.
         I::UR_DEVICE_INFO_PARENT_DEVICE => {
             out.value::<ur_device_handle_t>(d.parent().map_or(std::ptr::null_mut(), |p| p.raw()))
@@ -512,7 +512,7 @@ fn sub_devices(handle: &Handle<Device>, name: ur_device_info_t, out: InfoOut) ->
     })
 }
 
-/// Images, and hardware none of ur-rs's backends describes.
+/// Images, and hardware none of cmdbuf's backends describes.
 fn not_described(_: &Handle<Device>, name: ur_device_info_t, out: InfoOut) -> Result<AbiResult, InfoOut> {
     use ur_device_info_t as I;
     Ok(match name {
@@ -556,7 +556,7 @@ fn not_described(_: &Handle<Device>, name: ur_device_info_t, out: InfoOut) -> Re
         | I::UR_DEVICE_INFO_BINDLESS_SAMPLE_2D_USM_SUPPORT_EXP
         | I::UR_DEVICE_INFO_BINDLESS_IMAGES_GATHER_SUPPORT_EXP => out.bool(false),
 
-        // Hardware none of ur-rs's backends describes.
+        // Hardware none of cmdbuf's backends describes.
         I::UR_DEVICE_INFO_GPU_EU_COUNT
         | I::UR_DEVICE_INFO_GPU_EU_SIMD_WIDTH
         | I::UR_DEVICE_INFO_GPU_EU_SLICES
@@ -589,7 +589,7 @@ pub(crate) mod tests {
 
     /// The CPU adapter's device, through the entry points.
     pub(crate) fn cpu_device() -> ur_device_handle_t {
-        crate::register_factory(&ur_adapter_cpu::CpuAdapterFactory);
+        crate::register_factory(&cmdbuf_cpu::CpuAdapterFactory);
         let mut adapter: ur_adapter_handle_t = std::ptr::null_mut();
         let mut platform: ur_platform_handle_t = std::ptr::null_mut();
         let mut device: ur_device_handle_t = std::ptr::null_mut();

@@ -1,6 +1,6 @@
 //! `urEnqueue*`: eager commands on a queue.
 //!
-//! Each entry point resolves its handles and wait list, calls the ur-core
+//! Each entry point resolves its handles and wait list, calls the cmdbuf-core
 //! queue operation (which validates the command and runs it), and hands the
 //! resulting event out when the caller asked for one.
 
@@ -8,7 +8,7 @@
 
 use std::ffi::c_void;
 
-use ur_core::ensure;
+use cmdbuf_core::ensure;
 
 use crate::boundary::conv::{migration, pattern, usm_advice, usm_ptr};
 use crate::entry::{AbiResult, guard};
@@ -215,7 +215,7 @@ pub(crate) unsafe extern "C" fn urEnqueueHostTaskExp(
     guard("urEnqueueHostTaskExp", || {
         // SAFETY: forwarded.
         let queue = unsafe { Handle::<Queue>::get(queue)? };
-        let function = function.ok_or_else(|| ur_core::err!(InvalidNullPointer, "pfnHostTask is null"))?;
+        let function = function.ok_or_else(|| cmdbuf_core::err!(InvalidNullPointer, "pfnHostTask is null"))?;
         // SAFETY: null or readable per the contract.
         if let Some(p) = unsafe { properties.as_ref() } {
             ensure!(p.flags & UR_EXP_HOST_TASK_FLAGS_MASK == 0, InvalidEnumeration, "host-task flags {:#x}", p.flags);
@@ -274,7 +274,7 @@ pub(crate) unsafe extern "C" fn urEnqueueKernelLaunchWithArgsExp(
     })
 }
 
-/// Checks a launch's extension properties: ur-rs launches honour no flag
+/// Checks a launch's extension properties: cmdbuf launches honour no flag
 /// (cooperative launches and the like are not offered), so any flag is
 /// refused rather than ignored.
 ///
@@ -284,6 +284,6 @@ unsafe fn launch_flags(properties: *const ur_kernel_launch_ext_properties_t) -> 
     // SAFETY: null or readable per the contract.
     let Some(props) = (unsafe { properties.as_ref() }) else { return Ok(()) };
     ensure!(props.flags & UR_KERNEL_LAUNCH_FLAGS_MASK == 0, InvalidEnumeration, "launch flags {:#x}", props.flags);
-    ensure!(props.flags == 0, UnsupportedFeature, "launch flags {:#x}: ur-rs has no special launches", props.flags);
+    ensure!(props.flags == 0, UnsupportedFeature, "launch flags {:#x}: cmdbuf has no special launches", props.flags);
     Ok(())
 }

@@ -5,7 +5,7 @@
 
 use std::ffi::c_void;
 
-use ur_core::{EventStatus, UrError, ensure, err};
+use cmdbuf_core::{EventStatus, UrError, ensure, err};
 
 use crate::entry::guard;
 use crate::handle::Handle;
@@ -100,7 +100,7 @@ pub(crate) unsafe extern "C" fn urEventWait(count: u32, events: *const ur_event_
         ensure!(count != 0, InvalidValue, "no event to wait for");
         // SAFETY: forwarded.
         let events = unsafe { wait_list(events, count)? };
-        ur_core::Event::wait_all(&events).map_err(|e| match e {
+        cmdbuf_core::Event::wait_all(&events).map_err(|e| match e {
             // A wait refused (on a captured event), not a failed command.
             UrError::GraphCaptureUnsupported(_)
             | UrError::GraphCaptureInvalidated(_)

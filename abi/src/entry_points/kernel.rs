@@ -3,7 +3,7 @@
 //! (`urEnqueueKernelLaunchWithArgsExp`) and the command-buffer appends and
 //! updates share.
 //!
-//! UR 0.12 passes arguments with each launch, as ur-core does, so a kernel
+//! UR 0.12 passes arguments with each launch, as cmdbuf-core does, so a kernel
 //! handle holds no argument state.
 
 #![allow(non_snake_case)]
@@ -11,7 +11,7 @@
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use ur_core::{CacheConfig, ensure, err};
+use cmdbuf_core::{CacheConfig, ensure, err};
 
 use crate::boundary::conv::work_sizes;
 use crate::entry::{AbiResult, guard};
@@ -37,7 +37,7 @@ pub(crate) unsafe extern "C" fn urKernelCreate(
         let name = unsafe { c_str(name, "pKernelName")? };
         ensure!(!kernel.is_null(), InvalidNullPointer, "phKernel is null");
         let built = program.value.built()?;
-        let value = Kernel { kernel: ur_core::Kernel::new(&built, name)?, program: program.to_arc() };
+        let value = Kernel { kernel: cmdbuf_core::Kernel::new(&built, name)?, program: program.to_arc() };
         // SAFETY: checked non-null, writable per the contract.
         unsafe { write_out(kernel, Handle::create(value), "phKernel") }
     })
@@ -82,7 +82,7 @@ pub(crate) unsafe extern "C" fn urKernelGetInfo(
             I::UR_KERNEL_INFO_ATTRIBUTES => out.string(&attributes(&k.kernel)),
             I::UR_KERNEL_INFO_NUM_REGS | I::UR_KERNEL_INFO_SPILL_MEM_SIZE => Err(err!(
                 UnsupportedEnumeration,
-                "kernel info {} (optional): ur-core does not report register use",
+                "kernel info {} (optional): cmdbuf-core does not report register use",
                 name.0
             )),
             other => Err(err!(InvalidEnumeration, "kernel info {}", other.0)),
@@ -91,7 +91,7 @@ pub(crate) unsafe extern "C" fn urKernelGetInfo(
 }
 
 /// The kernel's attributes as OpenCL C spells them (`CL_KERNEL_ATTRIBUTES`).
-fn attributes(kernel: &ur_core::Kernel) -> String {
+fn attributes(kernel: &cmdbuf_core::Kernel) -> String {
     match kernel.compile_work_group_size() {
         Some([x, y, z]) => format!("reqd_work_group_size({x},{y},{z})"),
         None => String::new(),
@@ -224,7 +224,7 @@ pub(crate) unsafe extern "C" fn urKernelGetSuggestedLocalWorkSizeWithArgs(
     _args: *const ur_exp_kernel_arg_properties_t,
     suggested: *mut usize,
 ) -> ur_result_t {
-    // The arguments cannot change the choice: ur-rs sizes work-groups from
+    // The arguments cannot change the choice: cmdbuf sizes work-groups from
     // the kernel's and device's limits, local memory included at launch.
     guard("urKernelGetSuggestedLocalWorkSizeWithArgs", || {
         // SAFETY: forwarded.
@@ -232,7 +232,7 @@ pub(crate) unsafe extern "C" fn urKernelGetSuggestedLocalWorkSizeWithArgs(
     })
 }
 
-/// The local size a launch without one gets (ur-core's own choice).
+/// The local size a launch without one gets (cmdbuf-core's own choice).
 ///
 /// # Safety
 /// As UR's contract for `urKernelGetSuggestedLocalWorkSize`.
@@ -260,7 +260,9 @@ unsafe fn suggest_local_size(
     let k = &kernel.value.kernel;
     let local = match k.compile_work_group_size() {
         Some(required) => required,
-        None => ur_core::launch::choose_local_size(padded, work_dim, k.max_work_group_size(), info.max_work_item_sizes),
+        None => {
+            cmdbuf_core::launch::choose_local_size(padded, work_dim, k.max_work_group_size(), info.max_work_item_sizes)
+        }
     };
     // SAFETY: UR requires room for `work_dim` sizes.
     unsafe { std::ptr::copy_nonoverlapping(local.as_ptr(), suggested, work_dim as usize) };
@@ -282,7 +284,7 @@ pub(crate) unsafe extern "C" fn urKernelSetExecInfo(
         ensure!(!value.is_null(), InvalidNullPointer, "pPropValue is null");
         use ur_kernel_exec_info_t as I;
         match name {
-            // Every kernel of ur-rs may reach any USM allocation of its
+            // Every kernel of cmdbuf may reach any USM allocation of its
             // context, through any pointer: what these hints ask for holds
             // already, so accepting them is truthful.
             I::UR_KERNEL_EXEC_INFO_USM_INDIRECT_ACCESS | I::UR_KERNEL_EXEC_INFO_USM_PTRS => Ok(()),

@@ -1,7 +1,7 @@
 //! `urMem*`: memory buffers, and the eager buffer commands of the
 //! `urEnqueueMemBuffer*` family.
 //!
-//! Buffers are ur-core `MemBuffer`s; a sub-buffer (`urMemBufferPartition`)
+//! Buffers are cmdbuf-core `MemBuffer`s; a sub-buffer (`urMemBufferPartition`)
 //! is a `MemBuffer::partition` view, usable by every buffer entry point. `UR_MEM_FLAG_USE_HOST_POINTER` and
 //! `UR_MEM_FLAG_ALLOC_COPY_HOST_POINTER` both initialise the buffer from
 //! the host memory given; as OpenCL allows for host-pointer buffers, the
@@ -12,8 +12,8 @@
 
 use std::ffi::c_void;
 
+use cmdbuf_core::{MapFlags, MemBuffer, MemFlags, ensure, err};
 use parking_lot::Mutex;
-use ur_core::{MapFlags, MemBuffer, MemFlags, ensure, err};
 
 use crate::boundary::conv::pattern;
 use crate::boundary::conv::{rect_layout, rect_region};
@@ -70,7 +70,7 @@ pub(crate) unsafe extern "C" fn urMemBufferCreate(
     })
 }
 
-/// ur-core's flags for UR's (the host-pointer flags are the ABI's business).
+/// cmdbuf-core's flags for UR's (the host-pointer flags are the ABI's business).
 fn core_flags(flags: ur_mem_flags_t) -> MemFlags {
     use ur_mem_flag_t as F;
     [

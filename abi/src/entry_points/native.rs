@@ -1,6 +1,6 @@
 //! Native handles (`ur*GetNativeHandle`) and native enqueues
-//! (`urEnqueueNativeCommandExp`), over ur-core's `native_handle()` methods
-//! and `Queue::enqueue_native_command` (see `ur_core::interop` for what each
+//! (`urEnqueueNativeCommandExp`), over cmdbuf-core's `native_handle()` methods
+//! and `Queue::enqueue_native_command` (see `cmdbuf_core::interop` for what each
 //! backend's handles and native targets are).
 //!
 //! Inside a native command's callback, `urQueueGetNativeHandle` of its queue
@@ -12,7 +12,7 @@
 
 use std::ffi::c_void;
 
-use ur_core::{AppendOptions, Appended, NativeHandle, ensure, err};
+use cmdbuf_core::{AppendOptions, Appended, NativeHandle, ensure, err};
 
 use crate::entry::guard;
 use crate::handle::{Handle, Object, get_list};
@@ -38,7 +38,7 @@ unsafe fn get_native<T: Object>(
     raw: T::Raw,
     out: *mut ur_native_handle_t,
     what: &str,
-    native: impl FnOnce(&T) -> ur_core::Result<NativeHandle>,
+    native: impl FnOnce(&T) -> cmdbuf_core::Result<NativeHandle>,
 ) -> ur_result_t {
     guard(entry_point, || {
         // SAFETY: forwarded.
@@ -194,17 +194,17 @@ pub(crate) unsafe extern "C" fn urEnqueueNativeCommandExp(
         let mems = unsafe {
             get_list::<Mem>(mems, num_mems, || err!(InvalidValue, "the memory list and its count disagree"))?
         };
-        let mems: Vec<&ur_core::MemBuffer> = mems.iter().map(|m| m.value.core()).collect();
+        let mems: Vec<&cmdbuf_core::MemBuffer> = mems.iter().map(|m| m.value.core()).collect();
         // SAFETY: forwarded.
         let wait = unsafe { wait_list(events, num_events)? };
         let call = NativeEnqueue { function, data, queue };
-        let callback = move |_: &ur_core::NativeScope<'_>| {
+        let callback = move |_: &cmdbuf_core::NativeScope<'_>| {
             let call = &call;
             // SAFETY: the application enqueued this function with this data.
             unsafe { (call.function)(call.queue, call.data) }
         };
         // SAFETY: the application's native work is its business (UR's
-        // contract); ur-core orders it, keeps the buffers alive, and calls
+        // contract); cmdbuf-core orders it, keeps the buffers alive, and calls
         // the function before returning, as UR's contract has it (`pData`
         // need only live for the call).
         let done = unsafe { handle.value.core().enqueue_native_command_now(&mems, &wait, callback)? };
@@ -228,7 +228,7 @@ unsafe impl Sync for NativeAppend {}
 
 /// # Safety
 /// UR's contract for `urCommandBufferAppendNativeCommandExp`, and `pData`
-/// valid wherever ur-rs runs the callback: at the append (Vulkan, CUDA) or
+/// valid wherever cmdbuf runs the callback: at the append (Vulkan, CUDA) or
 /// at each execution (CPU, OpenCL, software command buffers), see
 /// docs/abi.md.
 pub(crate) unsafe extern "C" fn urCommandBufferAppendNativeCommandExp(
@@ -249,12 +249,12 @@ pub(crate) unsafe extern "C" fn urCommandBufferAppendNativeCommandExp(
             Some(unsafe { Handle::<CommandBuffer>::get(child)? })
         };
         let call = NativeAppend { function, data };
-        let callback = move |_: &ur_core::NativeScope<'_>| {
+        let callback = move |_: &cmdbuf_core::NativeScope<'_>| {
             let call = &call;
             // SAFETY: the application appended this function with this data.
             unsafe { (call.function)(call.data) }
         };
-        let append_native = |cb: &ur_core::CommandBuffer, opts: AppendOptions<'_>| {
+        let append_native = |cb: &cmdbuf_core::CommandBuffer, opts: AppendOptions<'_>| {
             let child = child.map(|c| c.value.core());
             // SAFETY: the application's native work is its business (UR's contract).
             let point = unsafe { cb.append_native_command(child, opts.sync_points, callback)? };

@@ -4,7 +4,7 @@
 
 use std::ffi::{c_char, c_void};
 
-use ur_core::{Backend, err};
+use cmdbuf_core::{Backend, err};
 
 use crate::boundary::conv::ur_backend;
 use crate::entry::guard;
@@ -48,9 +48,9 @@ pub(crate) unsafe extern "C" fn urPlatformGetInfo(
         let p = &platform.value;
         match name {
             ur_platform_info_t::UR_PLATFORM_INFO_NAME => out.string(&p.name()),
-            ur_platform_info_t::UR_PLATFORM_INFO_VENDOR_NAME => out.string("ur-rs"),
+            ur_platform_info_t::UR_PLATFORM_INFO_VENDOR_NAME => out.string("cmdbuf"),
             ur_platform_info_t::UR_PLATFORM_INFO_VERSION => out.string(p.version()),
-            // The platform extensions libsycl looks for are OpenCL's; ur-rs
+            // The platform extensions libsycl looks for are OpenCL's; cmdbuf
             // platforms offer none of them as such.
             ur_platform_info_t::UR_PLATFORM_INFO_EXTENSIONS => out.string(""),
             ur_platform_info_t::UR_PLATFORM_INFO_PROFILE => out.string("FULL_PROFILE"),

@@ -1,10 +1,10 @@
 //! `urProgram*`: programs from IL (SPIR-V) or a device binary, built on
 //! request.
 //!
-//! UR separates creating a program from building it; ur-core builds when it
+//! UR separates creating a program from building it; cmdbuf-core builds when it
 //! creates. A program handle therefore holds the kernels' code, read and
 //! checked at creation (`ProgramBundle::from_il` / `from_binary`, so that
-//! bad input fails there with `INVALID_BINARY` as UR says), and the ur-core
+//! bad input fails there with `INVALID_BINARY` as UR says), and the cmdbuf-core
 //! program once `urProgramBuild` (or compile + link) has made it. Each
 //! context has one device, so a program has one device too.
 
@@ -12,7 +12,7 @@
 
 use std::ffi::{c_char, c_void};
 
-use ur_core::{ProgramBundle, ensure, err};
+use cmdbuf_core::{ProgramBundle, ensure, err};
 
 use crate::entry::{AbiResult, guard};
 use crate::handle::Handle;
@@ -210,7 +210,7 @@ pub(crate) unsafe extern "C" fn urProgramCompileExp(
 
 /// Links `count` programs of `context`: one program links to itself (built
 /// with its compile and the link options); several would need a linker for
-/// every backend's code form, which ur-rs does not have.
+/// every backend's code form, which cmdbuf does not have.
 ///
 /// # Safety
 /// As UR's contract for `urProgramLink`.
@@ -232,7 +232,7 @@ unsafe fn link(
     ensure!(
         programs.len() == 1,
         UnsupportedFeature,
-        "linking {} programs: ur-rs links a single program (its backends build whole programs)",
+        "linking {} programs: cmdbuf links a single program (its backends build whole programs)",
         programs.len()
     );
     // SAFETY: forwarded.
@@ -359,13 +359,13 @@ pub(crate) unsafe extern "C" fn urProgramGetInfo(
 
 /// The binary `urProgramGetInfo(BINARIES)` returns: one that
 /// `urProgramCreateWithBinary` takes back. That is the driver's binary where
-/// it is a form ur-core reads kernel signatures from (a CPU kernel table,
+/// it is a form cmdbuf-core reads kernel signatures from (a CPU kernel table,
 /// PTX, SPIR-V), else the code the program was made from: a driver's own
 /// format (an OpenCL driver's binary) describes no signatures, so it could
 /// not be loaded again.
 fn binary_of(program: &Program) -> AbiResult<Vec<u8>> {
     let built = program.state.lock().built.clone();
-    if let Some(binary) = built.as_ref().and_then(ur_core::Program::binary).filter(|b| reloads(b)) {
+    if let Some(binary) = built.as_ref().and_then(cmdbuf_core::Program::binary).filter(|b| reloads(b)) {
         return Ok(binary);
     }
     match &program.input {
@@ -378,7 +378,7 @@ fn binary_of(program: &Program) -> AbiResult<Vec<u8>> {
 
 /// Whether `urProgramCreateWithBinary` reads `bytes` (`ProgramBundle::from_binary`'s forms).
 fn reloads(bytes: &[u8]) -> bool {
-    ur_core::cpu_table::is_table(bytes) || ur_core::ptx::is_ptx(bytes) || ur_core::spirv::is_spirv(bytes)
+    cmdbuf_core::cpu_table::is_table(bytes) || cmdbuf_core::ptx::is_ptx(bytes) || cmdbuf_core::spirv::is_spirv(bytes)
 }
 
 /// # Safety

@@ -5,7 +5,7 @@
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use ur_core::{QueueProperties, ensure, err};
+use cmdbuf_core::{QueueProperties, ensure, err};
 
 use crate::entry::guard;
 use crate::handle::Handle;
@@ -15,7 +15,7 @@ use crate::objects::device::Device;
 use crate::objects::queue::Queue;
 use crate::sys::*;
 
-/// The flags ur-rs honours, and the hints it accepts without acting on them
+/// The flags cmdbuf honours, and the hints it accepts without acting on them
 /// (documented in docs/abi.md): priorities, batching and discarded events
 /// ask nothing a queue must do.
 const HONOURED: u32 =
@@ -73,7 +73,7 @@ pub(crate) unsafe extern "C" fn urQueueCreate(
             out_of_order: flags & ur_queue_flag_t::UR_QUEUE_FLAG_OUT_OF_ORDER_EXEC_MODE_ENABLE.0 != 0,
             profiling: flags & ur_queue_flag_t::UR_QUEUE_FLAG_PROFILING_ENABLE.0 != 0,
         };
-        let core = ur_core::Queue::on_device(context.value.core(), device.value.core(), props)?;
+        let core = cmdbuf_core::Queue::on_device(context.value.core(), device.value.core(), props)?;
         let sub_device = (!Arc::ptr_eq(&device, context.value.device())).then_some(device);
         let handle = Handle::create(Queue { queue: core, context, sub_device, flags, host_turn: Arc::default() });
         // SAFETY: checked non-null, writable per the contract.
@@ -93,7 +93,7 @@ pub(crate) unsafe extern "C" fn urQueueRetain(queue: ur_queue_handle_t) -> ur_re
 pub(crate) unsafe extern "C" fn urQueueRelease(queue: ur_queue_handle_t) -> ur_result_t {
     guard("urQueueRelease", || {
         // UR: releasing the last reference waits for the queue's commands.
-        // Dropping the ur-core queue would too, but events keep the queue
+        // Dropping the cmdbuf-core queue would too, but events keep the queue
         // object alive (for UR_EVENT_INFO_COMMAND_QUEUE), so wait here.
         // SAFETY: forwarded.
         unsafe {
@@ -131,7 +131,7 @@ pub(crate) unsafe extern "C" fn urQueueGetInfo(
             ur_queue_info_t::UR_QUEUE_INFO_FLAGS => out.value(q.flags),
             ur_queue_info_t::UR_QUEUE_INFO_REFERENCE_COUNT => out.value(handle.reference_count()),
             ur_queue_info_t::UR_QUEUE_INFO_DEVICE_DEFAULT | ur_queue_info_t::UR_QUEUE_INFO_SIZE => {
-                Err(err!(UnsupportedEnumeration, "queue info {}: ur-rs has no device-side queues", name.0))
+                Err(err!(UnsupportedEnumeration, "queue info {}: cmdbuf has no device-side queues", name.0))
             }
             ur_queue_info_t::UR_QUEUE_INFO_EMPTY => {
                 Err(err!(UnsupportedEnumeration, "queue info EMPTY (optional) is not answered"))

@@ -1,10 +1,10 @@
 //! `urEnqueueTimestampRecordingExp`: an event whose profiling start and end
-//! are the device time at which it ran, on any queue (ur-core's
+//! are the device time at which it ran, on any queue (cmdbuf-core's
 //! `Queue::enqueue_timestamp`).
 
 #![allow(non_snake_case)]
 
-use ur_core::ensure;
+use cmdbuf_core::ensure;
 
 use crate::entry::guard;
 use crate::handle::Handle;

@@ -1,7 +1,7 @@
 //! `urUSM*`: unified shared memory allocations of a context.
 //!
 //! The context keeps each allocation by its base address (`urUSMFree` and
-//! `urUSMGetMemAllocInfo` name allocations by pointer); ur-core tracks them
+//! `urUSMGetMemAllocInfo` name allocations by pointer); cmdbuf-core tracks them
 //! too, so every command touching USM is checked against its allocation.
 //! USM pools are not supported: `UR_DEVICE_INFO_USM_POOL_SUPPORT` is false
 //! and an allocation that names a pool is `UR_RESULT_ERROR_UNSUPPORTED_FEATURE`.
@@ -10,7 +10,7 @@
 
 use std::ffi::c_void;
 
-use ur_core::{UsmAllocation, UsmKind, UsmKinds, ensure, err};
+use cmdbuf_core::{UsmAllocation, UsmKind, UsmKinds, ensure, err};
 
 use crate::entry::{AbiResult, guard};
 use crate::handle::Handle;

@@ -1,11 +1,11 @@
-//! `urEnqueueUSMFill2D` and `urEnqueueUSMMemcpy2D`: ur-core's pitched USM
+//! `urEnqueueUSMFill2D` and `urEnqueueUSMMemcpy2D`: cmdbuf-core's pitched USM
 //! fills and copies (`Queue::usm_fill_2d`, `Queue::usm_memcpy_2d`).
 
 #![allow(non_snake_case)]
 
 use std::ffi::c_void;
 
-use ur_core::ensure;
+use cmdbuf_core::ensure;
 
 use crate::boundary::conv::{pattern, usm_ptr};
 use crate::entry::guard;

@@ -1,11 +1,11 @@
 //! `urUsmP2P*Exp` (UR_EXP_USM_P2P): peer access between two devices, as
-//! ur-core's `Device::peer_access`, `enable_peer_access` and
+//! cmdbuf-core's `Device::peer_access`, `enable_peer_access` and
 //! `disable_peer_access` answer it. Devices of two backends are never
 //! peers; within a backend the adapter decides (see docs/multi-device.md).
 
 #![allow(non_snake_case)]
 
-use ur_core::err;
+use cmdbuf_core::err;
 
 use crate::entry::{AbiResult, guard};
 use crate::handle::Handle;
@@ -13,11 +13,14 @@ use crate::info::InfoOut;
 use crate::objects::device::Device;
 use crate::sys::*;
 
-/// The ur-core devices behind two device handles.
+/// The cmdbuf-core devices behind two device handles.
 ///
 /// # Safety
 /// UR's contract for device handles: each valid or null.
-unsafe fn pair(command: ur_device_handle_t, peer: ur_device_handle_t) -> AbiResult<(ur_core::Device, ur_core::Device)> {
+unsafe fn pair(
+    command: ur_device_handle_t,
+    peer: ur_device_handle_t,
+) -> AbiResult<(cmdbuf_core::Device, cmdbuf_core::Device)> {
     // SAFETY: forwarded.
     let command = unsafe { Handle::<Device>::get(command)? };
     // SAFETY: forwarded.

@@ -4,9 +4,9 @@
 use std::ffi::{c_char, c_void};
 use std::sync::{Arc, OnceLock};
 
+use cmdbuf_core::adapter::AdapterFactory;
+use cmdbuf_core::{AdapterEntry, Backend, DeviceSelector, Loader, err};
 use parking_lot::Mutex;
-use ur_core::adapter::AdapterFactory;
-use ur_core::{AdapterEntry, Backend, DeviceSelector, Loader, err};
 
 use crate::entry::AbiResult;
 use crate::handle::Handle;
@@ -71,7 +71,7 @@ pub(crate) fn open(factory: &'static dyn AdapterFactory) -> AbiResult<Arc<Handle
         }
     };
     // A mistyped adapter setting (`UR_CPU_THREADS=0`) fails `urAdapterGet`
-    // with the variable named, as `ur::load` does, instead of hiding the adapter.
+    // with the variable named, as `cmdbuf::load` does, instead of hiding the adapter.
     if let Err(e) = factory.check_env() {
         // The result code alone (INVALID_VALUE) would not say which variable.
         tracing::error!(error = %e, "the adapter's settings are invalid");

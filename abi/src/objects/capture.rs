@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::{Arc, LazyLock, Weak};
 
+use cmdbuf_core::{CapturedGraph, InstantiatedGraph};
 use parking_lot::Mutex;
-use ur_core::{CapturedGraph, InstantiatedGraph};
 
 use crate::handle::Handle;
 use crate::objects::context::ContextRef;

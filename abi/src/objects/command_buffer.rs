@@ -4,9 +4,9 @@
 
 use std::sync::{Arc, Weak};
 
+use cmdbuf_core::{AppendOptions, Appended, CommandHandle, SyncPoint, ensure, err};
 use parking_lot::Mutex;
 use smallvec::SmallVec;
-use ur_core::{AppendOptions, Appended, CommandHandle, SyncPoint, ensure, err};
 
 use crate::entry::AbiResult;
 use crate::handle::Handle;
@@ -17,7 +17,7 @@ use crate::sys::*;
 
 /// A command buffer, its context and the handles of its commands.
 pub struct CommandBuffer {
-    pub(crate) buffer: ur_core::CommandBuffer,
+    pub(crate) buffer: cmdbuf_core::CommandBuffer,
     pub(crate) context: ContextRef,
     pub(crate) commands: Mutex<Vec<Arc<Handle<Command>>>>,
 }
@@ -29,8 +29,8 @@ pub struct Command {
 }
 
 impl CommandBuffer {
-    /// The ur-core command buffer.
-    pub(crate) fn core(&self) -> &ur_core::CommandBuffer {
+    /// The cmdbuf-core command buffer.
+    pub(crate) fn core(&self) -> &cmdbuf_core::CommandBuffer {
         &self.buffer
     }
 }
@@ -64,7 +64,7 @@ pub(crate) unsafe fn append(
     events: *const ur_event_handle_t,
     out: AppendOut,
     command_type: ur_command_t,
-    append: impl FnOnce(&ur_core::CommandBuffer, AppendOptions<'_>) -> ur_core::Result<Appended>,
+    append: impl FnOnce(&cmdbuf_core::CommandBuffer, AppendOptions<'_>) -> cmdbuf_core::Result<Appended>,
 ) -> AbiResult {
     // SAFETY: forwarded.
     let handle = unsafe { Handle::<CommandBuffer>::get(buffer)? };

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::ffi::c_void;
 use std::sync::Arc;
 
+use cmdbuf_core::{UsmAllocation, ensure, err};
 use parking_lot::Mutex;
-use ur_core::{UsmAllocation, ensure, err};
 
 use crate::entry::AbiResult;
 use crate::handle::{Handle, get_list};
@@ -16,8 +16,8 @@ use crate::sys::*;
 
 /// A context, its devices and the USM allocations made in it.
 pub struct Context {
-    pub(crate) context: ur_core::Context,
-    /// The handle of the device the ur-core context was made on: the one
+    pub(crate) context: cmdbuf_core::Context,
+    /// The handle of the device the cmdbuf-core context was made on: the one
     /// device given, or the root device of a family.
     pub(crate) device: DeviceRef,
     /// The devices given to `urContextCreate`, without duplicates
@@ -38,19 +38,19 @@ pub(crate) struct ExtendedDeleter {
 unsafe impl Send for ExtendedDeleter {}
 
 impl Context {
-    /// A context handle's value for a ur-core context of `device`.
-    pub(crate) fn from_core(context: ur_core::Context, device: DeviceRef) -> Context {
+    /// A context handle's value for a cmdbuf-core context of `device`.
+    pub(crate) fn from_core(context: cmdbuf_core::Context, device: DeviceRef) -> Context {
         Context::over(context, device.clone(), vec![device])
     }
 
-    /// A context handle's value for a ur-core context made on `device` over
-    /// `devices` (`ur_core::Context::with_devices`).
-    pub(crate) fn over(context: ur_core::Context, device: DeviceRef, devices: Vec<DeviceRef>) -> Context {
+    /// A context handle's value for a cmdbuf-core context made on `device` over
+    /// `devices` (`cmdbuf_core::Context::with_devices`).
+    pub(crate) fn over(context: cmdbuf_core::Context, device: DeviceRef, devices: Vec<DeviceRef>) -> Context {
         Context { context, device, devices, usm: Mutex::default(), deleter: Mutex::new(None) }
     }
 
-    /// The ur-core context.
-    pub(crate) fn core(&self) -> &ur_core::Context {
+    /// The cmdbuf-core context.
+    pub(crate) fn core(&self) -> &cmdbuf_core::Context {
         &self.context
     }
 
@@ -66,7 +66,7 @@ impl Context {
     }
 
     /// Whether `device` may use the context: one of its devices or a
-    /// sub-device of one at any depth (ur-core's `Context::holds_device`).
+    /// sub-device of one at any depth (cmdbuf-core's `Context::holds_device`).
     pub(crate) fn holds(&self, device: &Handle<Device>) -> bool {
         self.devices.iter().any(|d| std::ptr::eq(device, &**d)) || self.context.holds_device(device.value.core())
     }
@@ -87,7 +87,7 @@ impl Context {
     }
 
     /// The allocation holding `ptr`, with its base address.
-    pub(crate) fn usm_holding(&self, ptr: u64) -> Option<(u64, usize, ur_core::UsmKind)> {
+    pub(crate) fn usm_holding(&self, ptr: u64) -> Option<(u64, usize, cmdbuf_core::UsmKind)> {
         let map = self.usm.lock();
         let (base, alloc) = map.range(..=ptr).next_back()?;
         (ptr < base + alloc.size() as u64).then(|| (*base, alloc.size(), alloc.kind()))
@@ -118,7 +118,7 @@ pub(crate) unsafe fn the_one_device(num_devices: u32, devices: *const ur_device_
 }
 
 /// A context over a devices list (`urContextCreate`): one device, or one
-/// family of a root device and its sub-devices (ur-core's
+/// family of a root device and its sub-devices (cmdbuf-core's
 /// `Context::with_devices` decides; unrelated devices are
 /// `UNSUPPORTED_FEATURE`). A device listed twice counts once.
 ///
@@ -133,8 +133,8 @@ pub(crate) unsafe fn context_over(num_devices: u32, devices: *const ur_device_ha
             given.push(device.to_arc());
         }
     }
-    let cores: Vec<ur_core::Device> = given.iter().map(|d| d.value.core().clone()).collect();
-    let core = ur_core::Context::with_devices(&cores)?;
+    let cores: Vec<cmdbuf_core::Device> = given.iter().map(|d| d.value.core().clone()).collect();
+    let core = cmdbuf_core::Context::with_devices(&cores)?;
     // The handle of the device the context was made on: the one given, or
     // for a family the root that a sub-device's handle leads to.
     let mut made_on = given[0].clone();

@@ -11,14 +11,14 @@ use crate::sys::*;
 
 /// A device of a platform, or a sub-device of one of its devices.
 pub struct Device {
-    pub(crate) device: ur_core::Device,
+    pub(crate) device: cmdbuf_core::Device,
     pub(crate) platform: Weak<Handle<Platform>>,
     /// A sub-device's parent, kept alive for `UR_DEVICE_INFO_PARENT_DEVICE`.
     pub(crate) parent: Option<DeviceRef>,
 }
 
 impl Device {
-    pub(crate) fn new(device: ur_core::Device, platform: Weak<Handle<Platform>>) -> Device {
+    pub(crate) fn new(device: cmdbuf_core::Device, platform: Weak<Handle<Platform>>) -> Device {
         Device { device, platform, parent: None }
     }
 
@@ -27,8 +27,8 @@ impl Device {
         self.parent.as_ref()
     }
 
-    /// The ur-core device (the view the adapter was configured with).
-    pub(crate) fn core(&self) -> &ur_core::Device {
+    /// The cmdbuf-core device (the view the adapter was configured with).
+    pub(crate) fn core(&self) -> &cmdbuf_core::Device {
         &self.device
     }
 
@@ -45,7 +45,7 @@ pub(crate) static SUB_DEVICES: Mutex<Vec<Weak<Handle<Device>>>> = Mutex::new(Vec
 
 /// The handle of a sub-device the application holds whose native handle
 /// is `native`, with one more application reference; `None` if none.
-pub(crate) fn live_sub_device(native: ur_core::NativeHandle) -> Option<ur_device_handle_t> {
+pub(crate) fn live_sub_device(native: cmdbuf_core::NativeHandle) -> Option<ur_device_handle_t> {
     let live = SUB_DEVICES.lock();
     let found = live
         .iter()

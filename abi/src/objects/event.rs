@@ -1,7 +1,7 @@
 //! The event handle, the wait lists of event handles, and emitting an event
 //! handle for a command.
 
-use ur_core::err;
+use cmdbuf_core::err;
 
 use crate::entry::AbiResult;
 use crate::handle::{Handle, get_list};
@@ -9,17 +9,17 @@ use crate::objects::context::ContextRef;
 use crate::objects::queue::{Queue, QueueRef};
 use crate::sys::*;
 
-/// An event: its ur-core event, the queue and command that produced it.
+/// An event: its cmdbuf-core event, the queue and command that produced it.
 pub struct Event {
-    pub(crate) event: ur_core::Event,
+    pub(crate) event: cmdbuf_core::Event,
     pub(crate) queue: Option<QueueRef>,
     pub(crate) context: ContextRef,
     pub(crate) command: ur_command_t,
 }
 
 impl Event {
-    /// The ur-core event.
-    pub(crate) fn core(&self) -> &ur_core::Event {
+    /// The cmdbuf-core event.
+    pub(crate) fn core(&self) -> &cmdbuf_core::Event {
         &self.event
     }
 }
@@ -28,7 +28,10 @@ impl Event {
 ///
 /// # Safety
 /// `list` is null or points to `count` event handles the caller holds.
-pub(crate) unsafe fn wait_list<'a>(list: *const ur_event_handle_t, count: u32) -> AbiResult<Vec<&'a ur_core::Event>> {
+pub(crate) unsafe fn wait_list<'a>(
+    list: *const ur_event_handle_t,
+    count: u32,
+) -> AbiResult<Vec<&'a cmdbuf_core::Event>> {
     // SAFETY: forwarded.
     let handles = unsafe {
         get_list::<Event>(list, count, || err!(InvalidEventWaitList, "the wait list and its count disagree"))?
@@ -42,7 +45,7 @@ pub(crate) unsafe fn wait_list<'a>(list: *const ur_event_handle_t, count: u32) -
 /// `out` is null or writable.
 pub(crate) unsafe fn emit(
     out: *mut ur_event_handle_t,
-    event: ur_core::Event,
+    event: cmdbuf_core::Event,
     queue: &Handle<Queue>,
     command: ur_command_t,
 ) {
@@ -61,7 +64,7 @@ pub(crate) unsafe fn emit(
 /// `out` is null or writable.
 pub(crate) unsafe fn emit_unqueued(
     out: *mut ur_event_handle_t,
-    event: ur_core::Event,
+    event: cmdbuf_core::Event,
     context: &ContextRef,
     command: ur_command_t,
 ) {

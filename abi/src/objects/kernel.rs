@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use ur_core::{KernelArg, KernelLaunch, UsmPtr, ensure, err};
+use cmdbuf_core::{KernelArg, KernelLaunch, UsmPtr, ensure, err};
 
 use crate::boundary::conv::{value_bytes, work_sizes};
 use crate::entry::AbiResult;
@@ -15,18 +15,18 @@ use crate::sys::*;
 
 /// A kernel and the program handle it came from.
 pub struct Kernel {
-    pub(crate) kernel: ur_core::Kernel,
+    pub(crate) kernel: cmdbuf_core::Kernel,
     pub(crate) program: ProgramRef,
 }
 
 impl Kernel {
     /// A kernel adopted from a native handle, of `program`.
-    pub(crate) fn adopted(kernel: ur_core::Kernel, program: ProgramRef) -> Kernel {
+    pub(crate) fn adopted(kernel: cmdbuf_core::Kernel, program: ProgramRef) -> Kernel {
         Kernel { kernel, program }
     }
 
-    /// The ur-core kernel.
-    pub(crate) fn core(&self) -> &ur_core::Kernel {
+    /// The cmdbuf-core kernel.
+    pub(crate) fn core(&self) -> &cmdbuf_core::Kernel {
         &self.kernel
     }
 }
@@ -65,8 +65,8 @@ impl<'a> NdRangeArgs<'a> {
         Ok(NdRangeArgs { global, offset, local })
     }
 
-    /// The ur-core launch of `kernel` over this range with `args`.
-    pub(crate) fn launch<'k>(&self, kernel: &'k ur_core::Kernel, args: &'k [KernelArg<'k>]) -> KernelLaunch<'k>
+    /// The cmdbuf-core launch of `kernel` over this range with `args`.
+    pub(crate) fn launch<'k>(&self, kernel: &'k cmdbuf_core::Kernel, args: &'k [KernelArg<'k>]) -> KernelLaunch<'k>
     where
         'a: 'k,
     {
@@ -84,13 +84,13 @@ impl<'a> NdRangeArgs<'a> {
 /// Translates UR's launch arguments (any order, each naming its index; a
 /// repeated index takes the last) into one argument per parameter of
 /// `kernel`, in order. A parameter left without an argument is
-/// `INVALID_KERNEL_ARGUMENT_INDEX`; ur-core then checks kinds and sizes.
+/// `INVALID_KERNEL_ARGUMENT_INDEX`; cmdbuf-core then checks kinds and sizes.
 ///
 /// # Safety
 /// `args` holds `count` properties whose values are valid for their type
 /// (UR's contract for the launch calls).
 pub(crate) unsafe fn launch_args<'a>(
-    kernel: &ur_core::Kernel,
+    kernel: &cmdbuf_core::Kernel,
     count: u32,
     args: *const ur_exp_kernel_arg_properties_t,
 ) -> AbiResult<Vec<KernelArg<'a>>> {
@@ -160,7 +160,7 @@ pub(crate) unsafe fn one_arg<'a>(
         }
         T::UR_EXP_KERNEL_ARG_TYPE_LOCAL => KernelArg::Local(size),
         T::UR_EXP_KERNEL_ARG_TYPE_SAMPLER => {
-            return Err(err!(UnsupportedFeature, "sampler arguments: ur-rs has no images (IMAGE_SUPPORT is false)"));
+            return Err(err!(UnsupportedFeature, "sampler arguments: cmdbuf has no images (IMAGE_SUPPORT is false)"));
         }
         other => return Err(err!(InvalidEnumeration, "kernel argument type {}", other.0)),
     })

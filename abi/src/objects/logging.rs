@@ -1,8 +1,8 @@
-//! The adapter's diagnostics: ur-core's and this crate's `tracing` events go
+//! The adapter's diagnostics: cmdbuf-core's and this crate's `tracing` events go
 //! to the output `UR_LOG_RS_<BACKEND>` names, in the syntax UR's own
 //! adapters read from `UR_LOG_<ADAPTER>` (`level:debug;output:stderr`,
 //! `level:info;flush:warning;output:file,out.log`), or to stderr when
-//! `UR_LOG` holds a `tracing` filter (`UR_LOG=ur_abi=trace`, the convention
+//! `UR_LOG` holds a `tracing` filter (`UR_LOG=cmdbuf_abi=trace`, the convention
 //! of the Rust crates and binaries); and to the logger callback an
 //! application set with `urAdapterSetLoggerCallback`, from its level up.
 //!
@@ -15,12 +15,12 @@ use std::fs::File;
 use std::io::IsTerminal;
 use std::sync::Mutex;
 
+use cmdbuf_core::{Backend, Result, err};
 use tracing::field::{Field, Visit};
 use tracing::level_filters::LevelFilter;
 use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::layer::{Context, SubscriberExt};
 use tracing_subscriber::{EnvFilter, Layer, Registry};
-use ur_core::{Backend, Result, err};
 
 use crate::sys::ur_logger_level_t;
 
@@ -174,7 +174,7 @@ impl<S: Subscriber> Layer<S> for CallbackLayer {
         };
         let mut message = Message(String::new());
         event.record(&mut message);
-        adapter.value.log(level, &format!("<ur-rs> {}: {}", event.metadata().target(), message.0.trim_start()));
+        adapter.value.log(level, &format!("<cmdbuf> {}: {}", event.metadata().target(), message.0.trim_start()));
     }
 }
 

@@ -3,8 +3,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use cmdbuf_core::{BufferMapping, MemBuffer};
 use parking_lot::Mutex;
-use ur_core::{BufferMapping, MemBuffer};
 
 use crate::handle::Handle;
 use crate::objects::context::ContextRef;
@@ -37,7 +37,7 @@ impl Mem {
         Mem { buffer, context, host: None, mappings: Mutex::default() }
     }
 
-    /// The ur-core buffer.
+    /// The cmdbuf-core buffer.
     pub(crate) fn core(&self) -> &MemBuffer {
         &self.buffer
     }

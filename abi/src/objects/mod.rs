@@ -1,5 +1,5 @@
 //! The handle objects, above the boundary: one struct per UR handle kind
-//! (what a handle owns beside its ur-core object), with what several entry
+//! (what a handle owns beside its cmdbuf-core object), with what several entry
 //! points share about them, as UR's adapters keep `context.hpp` beside
 //! `context.cpp`. Nothing here names an entry point or the tables.
 

@@ -2,20 +2,20 @@
 
 use std::sync::{Arc, Weak};
 
-use ur_core::Backend;
+use cmdbuf_core::Backend;
 
 use crate::handle::Handle;
 use crate::objects::device::Device;
 
 /// A platform and its selected devices.
 pub struct Platform {
-    pub(crate) platform: ur_core::Platform,
+    pub(crate) platform: cmdbuf_core::Platform,
     pub(crate) devices: Vec<Arc<Handle<Device>>>,
 }
 
 impl Platform {
     /// A root handle for `platform` with its selected `devices`.
-    pub(crate) fn new(platform: ur_core::Platform, devices: Vec<ur_core::Device>) -> Arc<Handle<Platform>> {
+    pub(crate) fn new(platform: cmdbuf_core::Platform, devices: Vec<cmdbuf_core::Device>) -> Arc<Handle<Platform>> {
         let handle = Arc::new_cyclic(|me: &Weak<Handle<Platform>>| {
             let devices = devices.into_iter().map(|d| Handle::fixed(Device::new(d, me.clone()))).collect();
             Handle::unpublished_fixed(Platform { platform, devices })
@@ -24,8 +24,8 @@ impl Platform {
         handle
     }
 
-    /// The ur-core platform.
-    pub(crate) fn core(&self) -> &ur_core::Platform {
+    /// The cmdbuf-core platform.
+    pub(crate) fn core(&self) -> &cmdbuf_core::Platform {
         &self.platform
     }
 
@@ -34,15 +34,15 @@ impl Platform {
         &self.devices
     }
 
-    /// The ur-core backend.
+    /// The cmdbuf-core backend.
     pub(crate) fn backend(&self) -> Backend {
         self.platform.backend()
     }
 
-    /// The name reported to UR: says which ur-rs adapter and which driver
+    /// The name reported to UR: says which cmdbuf adapter and which driver
     /// platform, so that it is never taken for UR's own adapters.
     pub(crate) fn name(&self) -> String {
-        format!("ur-rs {} ({})", self.platform.backend(), self.platform.name())
+        format!("cmdbuf {} ({})", self.platform.backend(), self.platform.name())
     }
 
     /// The driver's version string.

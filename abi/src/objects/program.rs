@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
+use cmdbuf_core::{ProgramBundle, UrError, ensure, err};
 use parking_lot::Mutex;
-use ur_core::{ProgramBundle, UrError, ensure, err};
 
 use crate::entry::AbiResult;
 use crate::handle::Handle;
@@ -32,7 +32,7 @@ pub(crate) struct BuildState {
     pub(crate) binary_type: ur_program_binary_type_t,
     pub(crate) options: String,
     pub(crate) log: String,
-    pub(crate) built: Option<ur_core::Program>,
+    pub(crate) built: Option<cmdbuf_core::Program>,
 }
 
 impl Program {
@@ -53,7 +53,7 @@ impl Program {
 
     /// A program over an adopted native one, built already: its kernels
     /// are the native program's.
-    pub(crate) fn adopted(context: ContextRef, program: ur_core::Program) -> Program {
+    pub(crate) fn adopted(context: ContextRef, program: cmdbuf_core::Program) -> Program {
         let adopted = Program::new(context, Input::Native, ProgramBundle::new());
         {
             let mut state = adopted.state.lock();
@@ -65,7 +65,7 @@ impl Program {
     }
 
     /// The kernels' signatures: the bundle's, or the adopted program's.
-    pub(crate) fn signatures(&self) -> Vec<ur_core::KernelSignature> {
+    pub(crate) fn signatures(&self) -> Vec<cmdbuf_core::KernelSignature> {
         match (&self.input, &self.state.lock().built) {
             (Input::Native, Some(built)) => built.signatures().to_vec(),
             _ => self.bundle.signatures().to_vec(),
@@ -73,7 +73,7 @@ impl Program {
     }
 
     /// `INVALID_OPERATION` for an adopted program, which its own API built:
-    /// ur-rs has no code of it to build again.
+    /// cmdbuf has no code of it to build again.
     pub(crate) fn check_not_adopted(&self, what: &str) -> AbiResult {
         ensure!(
             !matches!(self.input, Input::Native),
@@ -84,7 +84,7 @@ impl Program {
     }
 
     /// The built program; `INVALID_PROGRAM_EXECUTABLE` before a successful build.
-    pub(crate) fn built(&self) -> AbiResult<ur_core::Program> {
+    pub(crate) fn built(&self) -> AbiResult<cmdbuf_core::Program> {
         self.state.lock().built.clone().ok_or_else(|| {
             err!(InvalidProgramExecutable, "the program has not been built (urProgramBuild or urProgramLink)")
         })
@@ -102,7 +102,7 @@ impl Program {
         self.check_not_adopted("building")?;
         let mut state = self.state.lock();
         state.options = options.to_owned();
-        match ur_core::Program::with_options(self.context.value.core(), &self.bundle, options) {
+        match cmdbuf_core::Program::with_options(self.context.value.core(), &self.bundle, options) {
             Ok(program) => {
                 state.log = program.build_log();
                 state.status = ur_program_build_status_t::UR_PROGRAM_BUILD_STATUS_SUCCESS;
@@ -118,7 +118,7 @@ impl Program {
                     UrError::ProgramBuildFailure(_) | UrError::UnsupportedFeature(_) | UrError::OutOfHostMemory(_) => {
                         error
                     }
-                    other => UrError::ProgramBuildFailure(ur_core::Detail::msg(other.to_string())),
+                    other => UrError::ProgramBuildFailure(cmdbuf_core::Detail::msg(other.to_string())),
                 })
             }
         }

@@ -11,7 +11,7 @@ use crate::sys::*;
 
 /// A queue of a context.
 pub struct Queue {
-    pub(crate) queue: ur_core::Queue,
+    pub(crate) queue: cmdbuf_core::Queue,
     pub(crate) context: ContextRef,
     /// The device handle the queue was made for, when it is a sub-device of
     /// the context's device (`UR_QUEUE_INFO_DEVICE` answers it).
@@ -22,9 +22,9 @@ pub struct Queue {
 }
 
 impl Queue {
-    /// A queue handle's value for a ur-core queue of `context`, with the
+    /// A queue handle's value for a cmdbuf-core queue of `context`, with the
     /// flags of its properties (an adopted queue).
-    pub(crate) fn from_core(queue: ur_core::Queue, context: ContextRef) -> Queue {
+    pub(crate) fn from_core(queue: cmdbuf_core::Queue, context: ContextRef) -> Queue {
         let props = queue.properties();
         let mut flags = 0;
         if props.out_of_order {
@@ -36,17 +36,17 @@ impl Queue {
         Queue { queue, context, sub_device: None, flags, host_turn: Arc::default() }
     }
 
-    /// The ur-core queue.
+    /// The cmdbuf-core queue.
     /// Taken while one of the queue's host functions runs: UR's host tasks
     /// of one queue never run at the same time, out of order included (as
     /// Level Zero's and CUDA's host functions on the driver's callback
     /// thread; UR's multithreaded conformance case counts with a plain
-    /// `int` from them). ur-core's host tasks, which SYCL's are, may.
+    /// `int` from them). cmdbuf-core's host tasks, which SYCL's are, may.
     pub(crate) fn host_turn(&self) -> Arc<Mutex<()>> {
         self.host_turn.clone()
     }
 
-    pub(crate) fn core(&self) -> &ur_core::Queue {
+    pub(crate) fn core(&self) -> &cmdbuf_core::Queue {
         &self.queue
     }
 

@@ -2,7 +2,7 @@
 
 #![allow(dead_code)]
 
-use ur_core::{
+use cmdbuf_core::{
     ArgKind, Context, Kernel, KernelSignature, NativeKernel, Program, ProgramBundle, ProgramSource, Queue,
     QueueProperties, UsmPtr, WorkGroup,
 };
@@ -32,7 +32,7 @@ pub fn program(context: &Context) -> Program {
     Program::new(context, &bundle).unwrap()
 }
 
-pub fn setup(device: &ur_core::Device) -> (Context, Queue, Kernel, Kernel) {
+pub fn setup(device: &cmdbuf_core::Device) -> (Context, Queue, Kernel, Kernel) {
     let context = Context::new(device).unwrap();
     let queue = Queue::new(&context, QueueProperties::default()).unwrap();
     let program = program(&context);

@@ -1,12 +1,12 @@
 //! What a CUDA device is and can do, read once when it opens: its
 //! [`DeviceInfo`] and the [`Limits`] the adapter checks commands against.
 
-use cudarc::driver::sys;
-use ur_core::{
+use cmdbuf_core::{
     AtomicCaps, BinaryTarget, CacheType, CommandBufferCaps, CommandBufferSupport, DeviceInfo, DeviceType,
     FpCapabilities, FpConfigs, GlobalMemCache, LocalMemType, MemoryHardware, MemoryOrders, MemoryScopes, Result,
     SourceForm, SubGroups, UpdateCapabilities, UsmKinds, VectorWidths, capability_extensions,
 };
+use cudarc::driver::sys;
 
 use crate::driver::cu;
 use crate::nvrtc;
@@ -42,7 +42,7 @@ pub(super) fn query(device: sys::CUdevice, driver_version: &str) -> Result<(Devi
     unsafe { cu!(cuDeviceTotalMem_v2(&mut total, device))? };
     let get = |a| attribute(device, a);
     if get(A::CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING)? == 0 {
-        return Err(ur_core::err!(UnsupportedFeature, "{name} has no unified addressing"));
+        return Err(cmdbuf_core::err!(UnsupportedFeature, "{name} has no unified addressing"));
     }
     let limits = Limits {
         max_grid: [
@@ -117,7 +117,7 @@ pub(super) fn query(device: sys::CUdevice, driver_version: &str) -> Result<(Devi
             events: true,
             // Native commands' child command buffers: child-graph nodes.
             subgraphs: true,
-            replay_path: ur_core::ReplayPath::Driver,
+            replay_path: cmdbuf_core::ReplayPath::Driver,
         },
         vendor_id: NVIDIA_VENDOR_ID,
         // The driver API has no PCI device id (its PCI_DEVICE_ID

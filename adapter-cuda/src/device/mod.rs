@@ -12,9 +12,9 @@ mod shared;
 
 use std::sync::Arc;
 
+use cmdbuf_core::adapter::{ContextImpl, DeviceImpl, PlatformImpl};
+use cmdbuf_core::{DeviceInfo, Result, Timestamps};
 use cudarc::driver::sys;
-use ur_core::adapter::{ContextImpl, DeviceImpl, PlatformImpl};
-use ur_core::{DeviceInfo, Result, Timestamps};
 
 pub(crate) use self::shared::{DeviceShared, Release, Word};
 use crate::context::CudaContext;
@@ -23,11 +23,11 @@ use crate::driver::cu;
 /// `CU_DEVICE_CPU`: the host, as a prefetch or advice target.
 pub(crate) const DEVICE_CPU: sys::CUdevice = -1;
 
-/// The host clock ([`ur_core::host_clock_ns`]): the timeline of every
+/// The host clock ([`cmdbuf_core::host_clock_ns`]): the timeline of every
 /// profiling timestamp of this adapter, device times included (they are
 /// mapped onto it through the device's base event).
 pub(crate) fn now_ns() -> u64 {
-    ur_core::host_clock_ns()
+    cmdbuf_core::host_clock_ns()
 }
 
 /// The one platform: the CUDA driver with every device it reports.
@@ -91,8 +91,8 @@ impl DeviceImpl for CudaDevice {
     }
 
     /// The `CUdevice` (the device ordinal).
-    fn native_handle(&self) -> Result<ur_core::NativeHandle> {
-        Ok(ur_core::NativeHandle(self.shared.device as u64))
+    fn native_handle(&self) -> Result<cmdbuf_core::NativeHandle> {
+        Ok(cmdbuf_core::NativeHandle(self.shared.device as u64))
     }
 
     fn free_memory(&self) -> Result<Option<u64>> {
@@ -112,7 +112,7 @@ impl DeviceImpl for CudaDevice {
     }
 
     /// See [`peer::access`].
-    fn peer_access(&self, peer: &dyn DeviceImpl) -> Result<ur_core::PeerAccess> {
+    fn peer_access(&self, peer: &dyn DeviceImpl) -> Result<cmdbuf_core::PeerAccess> {
         peer::access(&self.shared, &cuda_device(peer)?.shared)
     }
 
@@ -123,7 +123,7 @@ impl DeviceImpl for CudaDevice {
 
     /// NCCL communicators over the devices (`ncclCommInitAll`), where
     /// `libnccl.so.2` loads: see `nccl.rs`.
-    fn collective_group(&self, devices: &[&dyn DeviceImpl]) -> Result<Box<dyn ur_core::adapter::CollectiveImpl>> {
+    fn collective_group(&self, devices: &[&dyn DeviceImpl]) -> Result<Box<dyn cmdbuf_core::adapter::CollectiveImpl>> {
         let shared = devices.iter().map(|d| Ok(cuda_device(*d)?.shared.clone())).collect::<Result<Vec<_>>>()?;
         Ok(Box::new(crate::nccl::NcclGroup::new(shared)?))
     }
@@ -138,14 +138,14 @@ impl DeviceImpl for CudaDevice {
     /// it and takes over none (`Ownership::Transferred` is refused).
     unsafe fn context_from_native(
         self: Arc<Self>,
-        handle: ur_core::NativeHandle,
-        ownership: ur_core::Ownership,
+        handle: cmdbuf_core::NativeHandle,
+        ownership: cmdbuf_core::Ownership,
     ) -> Result<Arc<dyn ContextImpl>> {
         if handle.0 != self.shared.ctx.0 as u64 {
-            return Err(ur_core::err!(InvalidContext, "{handle:?} is not the device's primary CUDA context"));
+            return Err(cmdbuf_core::err!(InvalidContext, "{handle:?} is not the device's primary CUDA context"));
         }
-        if ownership == ur_core::Ownership::Transferred {
-            return Err(ur_core::err!(
+        if ownership == cmdbuf_core::Ownership::Transferred {
+            return Err(cmdbuf_core::err!(
                 UnsupportedFeature,
                 "the primary context is held by the device: its ownership cannot be handed over"
             ));
@@ -156,5 +156,5 @@ impl DeviceImpl for CudaDevice {
 
 /// The CUDA device behind a device object of this adapter.
 fn cuda_device(device: &dyn DeviceImpl) -> Result<&CudaDevice> {
-    ur_core::adapter::downcast::<CudaDevice>(device as &dyn std::any::Any, "the peer device")
+    cmdbuf_core::adapter::downcast::<CudaDevice>(device as &dyn std::any::Any, "the peer device")
 }

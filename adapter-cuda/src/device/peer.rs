@@ -1,8 +1,8 @@
 //! Peer access between two CUDA devices: whether one reaches the other's
 //! memory, with which atomics, and switching it on and off.
 
+use cmdbuf_core::{PeerAccess, Result};
 use cudarc::driver::sys;
-use ur_core::{PeerAccess, Result};
 
 use super::DeviceShared;
 use crate::driver::cu;

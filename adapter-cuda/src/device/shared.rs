@@ -8,10 +8,10 @@ use std::ffi::{CString, c_void};
 use std::ptr;
 use std::sync::Arc;
 
+use cmdbuf_core::clock::bracket_narrowest;
+use cmdbuf_core::{DeviceInfo, Result, Timestamps};
 use cudarc::driver::sys;
 use parking_lot::Mutex;
-use ur_core::clock::bracket_narrowest;
-use ur_core::{DeviceInfo, Result, Timestamps};
 
 use super::info::{self, Limits};
 use super::now_ns;

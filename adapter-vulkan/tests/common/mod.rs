@@ -3,11 +3,11 @@
 //! and fail when run anyway (`--include-ignored`) or when
 //! `UR_RS_REQUIRE_DEVICES` names `vulkan`.
 
+use cmdbuf_vulkan::VulkanAdapterFactory;
 use libtest_mimic::{Arguments, Failed, Trial};
 use std::borrow::Cow;
-use ur_adapter_vulkan::VulkanAdapterFactory;
 
-use ur_core::{
+use cmdbuf_core::{
     AdapterEntry, ArgKind, Context, Device, DeviceSelector, Kernel, KernelSignature, Loader, Program, ProgramBundle,
     ProgramSource, SpirvModule,
 };

@@ -12,8 +12,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr;
 use std::time::{Duration, Instant};
 
+use cmdbuf_cuda::lanes::Lanes;
 use cudarc::driver::sys;
-use ur_adapter_cuda::lanes::Lanes;
 
 use super::RawGraph;
 
@@ -167,7 +167,7 @@ pub enum Deps {
     /// As given.
     Direct,
     /// As given, plus the lane edges of the CUDA adapter's planner
-    /// (`ur_adapter_cuda::lanes`: at most that many branches side by side),
+    /// (`cmdbuf_cuda::lanes`: at most that many branches side by side),
     /// no edge dropped.
     Lanes(usize),
     /// What the CUDA adapter gives a graph: lane edges, and once the graph

@@ -1,5 +1,5 @@
 //! Baselines of issue item 2: the benchmark graphs built and replayed with
-//! each backend's own API, in the same process, with no ur-rs layer between.
+//! each backend's own API, in the same process, with no cmdbuf layer between.
 //!
 //! | backend | baseline |
 //! |---|---|
@@ -14,14 +14,14 @@
 //!
 //! | backend | eager baseline |
 //! |---|---|
-//! | CUDA | `cuLaunchKernel` on a stream, and `cuEventRecord` of an event of its own after each launch (the ur-rs eager call returns an event) |
+//! | CUDA | `cuLaunchKernel` on a stream, and `cuEventRecord` of an event of its own after each launch (the cmdbuf eager call returns an event) |
 //! | OpenCL | `clEnqueueNDRangeKernel` per node on an in-order queue, returning an event |
 //! | Vulkan, one dispatch per submit | per node: a primary command buffer recorded (barrier, bind, dispatch) and `vkQueueSubmit`ted |
 //! | Vulkan, many dispatches per submit | every node recorded into one primary command buffer (barrier, dispatch), one `vkQueueSubmit` |
 //!
 //! The CPU adapter has no native API below ours; its per-node cost is the
 //! `cpu_per_node` group instead. Every baseline runs a kernel that does
-//! nothing, as the ur-rs side does, on one work-item.
+//! nothing, as the cmdbuf side does, on one work-item.
 //!
 //! The device is found by name among the backend's devices (the first one of
 //! that name: machines with several identical GPUs measure the first).
@@ -39,7 +39,7 @@ mod opencl;
 #[cfg(feature = "vulkan")]
 mod vulkan;
 
-use ur::{Backend, Device};
+use cmdbuf::{Backend, Device};
 
 /// A backend's own API holding one graph at a time.
 pub trait RawGraph {
@@ -75,9 +75,9 @@ pub fn open(device: &Device) -> Result<Box<dyn RawGraph>, String> {
         Backend::OpenCl => opencl::ClGraph::open(name).map(|g| Box::new(g) as Box<dyn RawGraph>),
         #[cfg(feature = "vulkan")]
         Backend::Vulkan => vulkan::VkGraph::open(name).map(|g| Box::new(g) as Box<dyn RawGraph>),
-        Backend::Cpu => Err("the CPU adapter has no native API below ur-rs (see cpu_per_node)".into()),
+        Backend::Cpu => Err("the CPU adapter has no native API below cmdbuf (see cpu_per_node)".into()),
         #[allow(unreachable_patterns)]
-        other => Err(format!("ur-bench was built without the `{}` feature", other.name())),
+        other => Err(format!("cmdbuf-bench was built without the `{}` feature", other.name())),
     }
 }
 

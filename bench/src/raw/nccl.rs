@@ -8,8 +8,8 @@ use std::ffi::c_int;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr;
 
+use cmdbuf_cuda::nccl_lib::{self, Nccl};
 use cudarc::driver::sys;
-use ur_adapter_cuda::nccl_lib::{self, Nccl};
 
 fn check_cu(status: sys::CUresult, what: &str) -> Result<(), String> {
     if status == sys::CUresult::CUDA_SUCCESS { Ok(()) } else { Err(format!("{what}: {status:?}")) }

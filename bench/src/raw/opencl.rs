@@ -152,7 +152,7 @@ impl ClGraph {
     }
 
     /// `clEnqueueNDRangeKernel` of the empty kernel `nodes` times, each
-    /// returning its event (released at once), as the ur-rs eager call does.
+    /// returning its event (released at once), as the cmdbuf eager call does.
     fn enqueue_each(&self, nodes: usize) -> Result<(), String> {
         let global = [1usize];
         for _ in 0..nodes {

@@ -223,7 +223,7 @@ impl RawGraph for VkGraph {
             self.eager_commands.extend(more);
         }
         // A barrier before each dispatch orders it after everything submitted
-        // before it on the queue, as the in-order chain of the ur-rs side is.
+        // before it on the queue, as the in-order chain of the cmdbuf side is.
         let d = &self.device;
         let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
         let record = |cb: vk::CommandBuffer, dispatches: usize| -> Result<(), String> {

@@ -21,7 +21,7 @@
 //! | `copy_add` | DST, SRC, K: u32 | `DST[gid0] = SRC[gid0] + K` |
 //! | `empty` | — | nothing |
 
-use ur::{ArgKind, KernelSignature, ProgramBundle, ProgramSource};
+use cmdbuf::{ArgKind, KernelSignature, ProgramBundle, ProgramSource};
 
 mod cuda;
 mod native;

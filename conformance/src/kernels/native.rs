@@ -4,7 +4,7 @@
 //! Pointer arguments are dereferenced without checks: the suite launches each
 //! kernel over allocations of the sizes its table entry implies.
 
-use ur::{NativeKernel, WorkGroup, WorkItem};
+use cmdbuf::{NativeKernel, WorkGroup, WorkItem};
 
 pub(super) fn kernels() -> Vec<NativeKernel> {
     vec![

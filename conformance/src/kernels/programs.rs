@@ -16,8 +16,8 @@
 
 use std::ffi::c_void;
 
-use ur::cpu_table::{ARG_GLOBAL, ARG_LOCAL, ARG_VALUE, CArg, CKernel, CTable, MAGIC, VERSION};
-use ur::{CGroup, ProgramBundle, SourceForm, UrError};
+use cmdbuf::cpu_table::{ARG_GLOBAL, ARG_LOCAL, ARG_VALUE, CArg, CKernel, CTable, MAGIC, VERSION};
+use cmdbuf::{CGroup, ProgramBundle, SourceForm, UrError};
 
 /// SPIR-V of OpenCL kernels: every kernel of the group.
 pub const OPENCL_SPIRV: &[u8] = include_bytes!("programs/opencl.spv");
@@ -176,7 +176,7 @@ mod tests {
     fn vulkan_library_signatures_read_back() {
         let declared = crate::kernels::signatures();
         for (kernel, _, spv) in crate::kernels::vulkan::SOURCES {
-            let bundle = ur::ProgramBundle::from_il(spv).unwrap_or_else(|e| panic!("{kernel}: {e}"));
+            let bundle = cmdbuf::ProgramBundle::from_il(spv).unwrap_or_else(|e| panic!("{kernel}: {e}"));
             let read = &bundle.signatures()[0];
             let expected = declared.iter().find(|s| s.name == kernel).expect("declared");
             assert_eq!(read.args, expected.args, "{kernel}");

@@ -6,7 +6,7 @@
 
 use std::borrow::Cow;
 
-use ur::SpirvModule;
+use cmdbuf::SpirvModule;
 
 /// `(kernel, GLSL file, SPIR-V)` of every kernel of the library.
 pub const SOURCES: [(&str, &str, &[u8]); 10] = [

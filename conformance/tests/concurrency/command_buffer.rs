@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use ur::{
+use cmdbuf::{
     AppendOptions, CommandBuffer, CommandBufferDesc, Event, Kernel, KernelArg, KernelLaunch, KernelLaunchUpdate, Queue,
     QueueProperties, UsmAllocation,
 };
@@ -27,10 +27,10 @@ struct State {
 
 fn state(fx: &Arc<Fixture>) -> Result<Arc<State>, Failure> {
     per_fixture(fx, || {
-        let targets = (0..THREADS).map(|_| usm_with(fx, &[0; N])).collect::<ur::Result<Vec<_>>>()?;
+        let targets = (0..THREADS).map(|_| usm_with(fx, &[0; N])).collect::<cmdbuf::Result<Vec<_>>>()?;
         let weights = (1..=THREADS as u32).collect();
         let queues =
-            (0..4).map(|_| Queue::new(&fx.context, QueueProperties::default())).collect::<ur::Result<Vec<_>>>()?;
+            (0..4).map(|_| Queue::new(&fx.context, QueueProperties::default())).collect::<cmdbuf::Result<Vec<_>>>()?;
         let kernel = Kernel::new(&fx.program, "axpb")?;
         Ok(State { targets, weights, queues, kernel })
     })

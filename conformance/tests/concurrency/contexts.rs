@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use ur::{
+use cmdbuf::{
     AppendOptions, CommandBuffer, CommandBufferDesc, Context, Kernel, KernelArg, KernelLaunch, Program, Queue,
     QueueProperties, UsmAllocation,
 };
@@ -32,7 +32,7 @@ fn sides(fx: &Arc<Fixture>) -> Result<Arc<[Side; 2]>, Failure> {
     per_fixture(fx, || {
         let first = side(fx, fx.context.clone(), fx.program.clone())?;
         let context = Context::new(&fx.device)?;
-        let program = Program::new(&context, &ur_conformance::kernels::bundle())?;
+        let program = Program::new(&context, &cmdbuf_conformance::kernels::bundle())?;
         let second = side(fx, context, program)?;
         Ok([first, second])
     })
@@ -42,11 +42,11 @@ fn side(fx: &Fixture, context: Context, program: Program) -> Result<Side, Failur
     let queue = Queue::new(&context, QueueProperties::default())?;
     let setup =
         Fixture { device: fx.device.clone(), context: context.clone(), queue: queue.clone(), program: program.clone() };
-    let targets = (0..THREADS / 2).map(|_| usm_with(&setup, &[0; N])).collect::<ur::Result<Vec<_>>>()?;
+    let targets = (0..THREADS / 2).map(|_| usm_with(&setup, &[0; N])).collect::<cmdbuf::Result<Vec<_>>>()?;
     let kernel = Kernel::new(&program, "increment")?;
     let buffers = targets
         .iter()
-        .map(|target| -> ur::Result<CommandBuffer> {
+        .map(|target| -> cmdbuf::Result<CommandBuffer> {
             let cb = CommandBuffer::new(&context, &fx.device, CommandBufferDesc::default())?;
             let arg = [KernelArg::Pointer(target.ptr())];
             // SAFETY: increment over N items of an N-u32 target.
@@ -54,7 +54,7 @@ fn side(fx: &Fixture, context: Context, program: Program) -> Result<Side, Failur
             cb.finalize()?;
             Ok(cb)
         })
-        .collect::<ur::Result<Vec<_>>>()?;
+        .collect::<cmdbuf::Result<Vec<_>>>()?;
     Ok(Side { queue, targets, buffers, _program: program, _context: context })
 }
 

@@ -9,8 +9,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use ur::{Event, Kernel, KernelArg, KernelLaunch, Queue, QueueProperties, UsmAllocation};
-use ur_runtime::graph::{DynamicParameter, FinalizeProperties, Graph, GraphProperties, NodeProperties};
+use cmdbuf::{Event, Kernel, KernelArg, KernelLaunch, Queue, QueueProperties, UsmAllocation};
+use cmdbuf_runtime::graph::{DynamicParameter, FinalizeProperties, Graph, GraphProperties, NodeProperties};
 
 use crate::support::{Failure, Fixture, on_threads, per_fixture, usm_with};
 use crate::{ROUNDS, THREADS, check_targets};
@@ -26,9 +26,9 @@ struct State {
 
 fn state(fx: &Arc<Fixture>) -> Result<Arc<State>, Failure> {
     per_fixture(fx, || {
-        let targets = (0..THREADS).map(|_| usm_with(fx, &[0; N])).collect::<ur::Result<Vec<_>>>()?;
+        let targets = (0..THREADS).map(|_| usm_with(fx, &[0; N])).collect::<cmdbuf::Result<Vec<_>>>()?;
         let queues =
-            (0..4).map(|_| Queue::new(&fx.context, QueueProperties::default())).collect::<ur::Result<Vec<_>>>()?;
+            (0..4).map(|_| Queue::new(&fx.context, QueueProperties::default())).collect::<cmdbuf::Result<Vec<_>>>()?;
         let kernel = Kernel::new(&fx.program, "increment")?;
         Ok(State { targets, queues, kernel, host_runs: Arc::default() })
     })

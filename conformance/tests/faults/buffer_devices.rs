@@ -1,12 +1,12 @@
-//! Scenario (d): a `ur_runtime` buffer moving between two devices, each in
+//! Scenario (d): a `cmdbuf_runtime` buffer moving between two devices, each in
 //! a context of its own: written by a kernel on the first, read and written
 //! by a kernel on the second (the pages go through the buffer's host
 //! allocation), read on the host, written on the host, read again on the
 //! first device and on the host. Its own file, so that the buffer layer's
 //! imports can move with it.
 
-use ur::{Kernel, KernelArg, KernelLaunch};
-use ur_runtime::{AccessMode, AccessRange, Buffer, CommandGroup};
+use cmdbuf::{Kernel, KernelArg, KernelLaunch};
+use cmdbuf_runtime::{AccessMode, AccessRange, Buffer, CommandGroup};
 
 use crate::support::{Failure, Fixture};
 

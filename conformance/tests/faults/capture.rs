@@ -1,7 +1,7 @@
 //! Scenario (c): UR graph capture of a queue's commands, instantiated and
 //! enqueued twice.
 
-use ur::{Kernel, KernelArg, KernelLaunch};
+use cmdbuf::{Kernel, KernelArg, KernelLaunch};
 
 use crate::expect_eq;
 use crate::support::{Failure, Fixture, read_u32, usm_with};
@@ -15,7 +15,7 @@ pub fn scenario(fx: &Fixture) -> Result<(), Failure> {
     let increment = Kernel::new(&fx.program, "increment")?;
     let q = &fx.queue;
     q.begin_capture()?;
-    let captured = (|| -> ur::Result<()> {
+    let captured = (|| -> cmdbuf::Result<()> {
         q.usm_fill(dst.ptr(), &9u32.to_le_bytes(), N * 2, &[])?;
         q.usm_memcpy(dst.ptr().byte_add(N * 2), src.ptr(), N * 2, &[])?;
         // SAFETY: increment over N items of the N-u32 allocation `dst`.

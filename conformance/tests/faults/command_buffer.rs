@@ -1,7 +1,7 @@
 //! Scenario (a): an updatable command buffer built, finalized, enqueued,
 //! updated (kernel arguments) and enqueued again.
 
-use ur::{AppendOptions, CommandBuffer, CommandBufferDesc, Kernel, KernelArg, KernelLaunch, KernelLaunchUpdate};
+use cmdbuf::{AppendOptions, CommandBuffer, CommandBufferDesc, Kernel, KernelArg, KernelLaunch, KernelLaunchUpdate};
 
 use crate::expect_eq;
 use crate::support::{Failure, Fixture, read_u32, usm_with};

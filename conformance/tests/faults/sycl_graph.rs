@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use ur::{Kernel, KernelArg, KernelLaunch};
-use ur_runtime::graph::{FinalizeProperties, Graph, GraphProperties, NodeProperties};
+use cmdbuf::{Kernel, KernelArg, KernelLaunch};
+use cmdbuf_runtime::graph::{FinalizeProperties, Graph, GraphProperties, NodeProperties};
 
 use crate::expect_eq;
 use crate::support::{Failure, Fixture, read_u32, usm_with};

@@ -7,8 +7,8 @@ use std::any::{Any, TypeId};
 use std::fmt;
 use std::sync::{Arc, Mutex, OnceLock};
 
+use cmdbuf::{Backend, Context, Device, Program, Queue, QueueProperties, UrError};
 use libtest_mimic::{Failed, Trial};
-use ur::{Backend, Context, Device, Program, Queue, QueueProperties, UrError};
 
 pub mod fresh;
 
@@ -72,7 +72,7 @@ pub fn on_threads(threads: usize, body: impl Fn(usize) -> Result<(), Failure> + 
 
 /// The first device of each backend, or why there is none.
 pub fn devices() -> Vec<(Backend, Result<Device, String>)> {
-    let loader = match ur::load() {
+    let loader = match cmdbuf::load() {
         Ok(loader) => loader,
         Err(e) => return BACKENDS.iter().map(|&b| (b, Err(format!("cannot load adapters: {e}")))).collect(),
     };
@@ -144,7 +144,7 @@ impl Fixture {
     pub fn new(device: &Device) -> Result<Fixture, UrError> {
         let context = Context::new(device)?;
         let queue = Queue::new(&context, QueueProperties::default())?;
-        let program = Program::new(&context, &ur_conformance::kernels::bundle())?;
+        let program = Program::new(&context, &cmdbuf_conformance::kernels::bundle())?;
         Ok(Fixture { device: device.clone(), context, queue, program })
     }
 }
@@ -168,15 +168,15 @@ pub fn per_fixture<T: Send + Sync + 'static>(
 }
 
 /// Reads `n` u32 from USM.
-pub fn read_u32(queue: &Queue, src: ur::UsmPtr, n: usize) -> Result<Vec<u32>, UrError> {
+pub fn read_u32(queue: &Queue, src: cmdbuf::UsmPtr, n: usize) -> Result<Vec<u32>, UrError> {
     let mut out = vec![0u32; n];
     queue.read_usm(src, bytemuck::cast_slice_mut(&mut out), &[])?;
     Ok(out)
 }
 
 /// A device allocation of `data.len()` u32 holding `data`.
-pub fn usm_with(fx: &Fixture, data: &[u32]) -> Result<ur::UsmAllocation, UrError> {
-    let alloc = ur::UsmAllocation::new(&fx.context, ur::UsmKind::Device, data.len() * 4)?;
+pub fn usm_with(fx: &Fixture, data: &[u32]) -> Result<cmdbuf::UsmAllocation, UrError> {
+    let alloc = cmdbuf::UsmAllocation::new(&fx.context, cmdbuf::UsmKind::Device, data.len() * 4)?;
     fx.queue.write_usm(alloc.ptr(), bytemuck::cast_slice(data), &[])?;
     Ok(alloc)
 }

@@ -4,12 +4,12 @@
 //! queue; [`submit`](CommandGroup::submit) moves the data they need, orders
 //! the work after the earlier uses it conflicts with (on any device) and
 //! hands the user's launch the wait list. The SYCL-style queue calls it the
-//! same way: it takes an `ur_core::Queue` and returns an `ur_core::Event`.
+//! same way: it takes an `cmdbuf_core::Queue` and returns an `cmdbuf_core::Event`.
 
 use std::sync::Arc;
 
+use cmdbuf_core::{Event, Queue, Result, UsmPtr, ensure};
 use parking_lot::MutexGuard;
-use ur_core::{Event, Queue, Result, UsmPtr, ensure};
 
 use super::alloc::{Dep, wait_list};
 use super::deps::UseKind;

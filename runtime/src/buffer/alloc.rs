@@ -2,7 +2,7 @@
 //! per device the buffer is used on, each of the buffer's full size, made
 //! lazily and kept until the buffer is dropped.
 //!
-//! ur-core contexts hold one device, and a USM pointer belongs to one
+//! cmdbuf-core contexts hold one device, and a USM pointer belongs to one
 //! context, so an allocation serves the context that made it (every queue of
 //! it) and the contexts of the same device joined with it
 //! ([`Context::share_usm_with`]): where the device's adapter makes the
@@ -13,11 +13,11 @@
 
 use std::sync::Arc;
 
-use parking_lot::Mutex;
-use ur_core::{
+use cmdbuf_core::{
     Context, ContextId, DeviceType, Event, Queue, QueueProperties, Result, UserEvent, UsmAllocation, UsmKind, UsmKinds,
     UsmPtr, UsmRef, err,
 };
+use parking_lot::Mutex;
 
 /// The host allocation: heap memory of the buffer's size, 16-byte aligned
 /// (enough for any element type a kernel argument uses), never moved.
@@ -189,14 +189,14 @@ impl Dep {
 
     /// An event of `queue`'s context to wait for, if any is still needed.
     /// An event of another context is bridged: a user event of this context
-    /// completes when it does (ur-core's wait lists take events of their own
+    /// completes when it does (cmdbuf-core's wait lists take events of their own
     /// context only).
     pub(crate) fn event_for(&self, queue: &Queue) -> Result<Option<Event>> {
         let context = queue.context();
         match self {
             Dep::Event { context: c, event } if *c == context.id() => Ok(Some(event.clone())),
             Dep::Event { event, .. } => {
-                // Wait lists order and do not propagate failures (as ur-core's
+                // Wait lists order and do not propagate failures (as cmdbuf-core's
                 // eager wait lists): a failed dependency releases its dependents.
                 if event.status().is_terminal() {
                     return Ok(None);

@@ -1,6 +1,6 @@
-//! Executing planned transfers on ur-core queues, and the buffer's end.
+//! Executing planned transfers on cmdbuf-core queues, and the buffer's end.
 //!
-//! A transfer between the host allocation and a device is one ur-core copy
+//! A transfer between the host allocation and a device is one cmdbuf-core copy
 //! between USM of a context and host memory. A transfer between two devices
 //! is a peer copy ([`Queue::usm_copy_peer`]) where one device has peer access
 //! to the other (enabled on first need), on the queue of the device that
@@ -8,7 +8,7 @@
 //! and one out of it on the target's, the second waiting for the first
 //! through a bridged event.
 
-use ur_core::{Event, Queue, Result, UrError};
+use cmdbuf_core::{Event, Queue, Result, UrError};
 
 use super::State;
 use super::alloc::{Dep, wait_list};
@@ -75,7 +75,7 @@ fn peer_route(state: &State, src: Loc, dst: Loc) -> Option<Loc> {
 
 /// One peer copy of `pages` from the allocation of `src` to that of `dst`,
 /// on the queue of `on` (one of the two), after the uses it conflicts with.
-/// A rect whose rows are not contiguous is one copy per row: ur-core's peer
+/// A rect whose rows are not contiguous is one copy per row: cmdbuf-core's peer
 /// copy is linear.
 fn peer_copy(state: &mut State, on: Loc, src: Loc, dst: Loc, pages: &PageBox) -> Result<()> {
     let queue = state.allocs[on - 1].queue()?;
@@ -119,7 +119,7 @@ fn hop(state: &mut State, src: Loc, dst: Loc, pages: &PageBox) -> Result<()> {
         // SAFETY: the host side is the buffer's host allocation, which has
         // the buffer's size and is freed only after `finish` waited for
         // every copy; the rect lies inside the buffer (it comes from its
-        // page grid). The device side is resolved and checked by ur-core.
+        // page grid). The device side is resolved and checked by cmdbuf-core.
         let event = unsafe {
             if rows == 1 {
                 queue.usm_memcpy_host(d, s, bytes, &wait)

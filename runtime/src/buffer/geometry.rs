@@ -4,7 +4,7 @@
 //! memory. Internally every range is 3D (`[slowest, middle, fastest]`), a
 //! 1D range `[n]` being `[1, 1, n]`.
 
-use ur_core::{Result, ensure, err};
+use cmdbuf_core::{Result, ensure, err};
 
 /// A 3D extent or index, the last dimension fastest.
 pub type Dims = [usize; 3];
@@ -308,16 +308,16 @@ mod tests {
 
     #[test]
     fn bad_shapes_are_typed_errors() {
-        assert!(matches!(PageGrid::new(0, &[4], None), Err(ur_core::UrError::InvalidBufferSize(_))));
-        assert!(matches!(PageGrid::new(4, &[0, 4], None), Err(ur_core::UrError::InvalidBufferSize(_))));
-        assert!(matches!(PageGrid::new(4, &[4], Some(&[0])), Err(ur_core::UrError::InvalidValue(_))));
-        assert!(matches!(PageGrid::new(4, &[1, 1, 1, 1], None), Err(ur_core::UrError::InvalidWorkDimension(_))));
-        assert!(matches!(PageGrid::new(usize::MAX, &[4], None), Err(ur_core::UrError::InvalidBufferSize(_))));
+        assert!(matches!(PageGrid::new(0, &[4], None), Err(cmdbuf_core::UrError::InvalidBufferSize(_))));
+        assert!(matches!(PageGrid::new(4, &[0, 4], None), Err(cmdbuf_core::UrError::InvalidBufferSize(_))));
+        assert!(matches!(PageGrid::new(4, &[4], Some(&[0])), Err(cmdbuf_core::UrError::InvalidValue(_))));
+        assert!(matches!(PageGrid::new(4, &[1, 1, 1, 1], None), Err(cmdbuf_core::UrError::InvalidWorkDimension(_))));
+        assert!(matches!(PageGrid::new(usize::MAX, &[4], None), Err(cmdbuf_core::UrError::InvalidBufferSize(_))));
         let g = PageGrid::new(4, &[8], Some(&[2])).unwrap();
-        assert!(matches!(g.page_box([0, 0, 7], [1, 1, 2]), Err(ur_core::UrError::InvalidValue(_))));
-        assert!(matches!(g.page_box([0, 0, usize::MAX], [1, 1, 2]), Err(ur_core::UrError::InvalidValue(_))));
-        assert!(matches!(g.page_box([0, 0, 0], [1, 1, 0]), Err(ur_core::UrError::InvalidSize(_))));
-        assert!(matches!(divide(12, 8), Err(ur_core::UrError::InvalidValue(_))));
+        assert!(matches!(g.page_box([0, 0, 7], [1, 1, 2]), Err(cmdbuf_core::UrError::InvalidValue(_))));
+        assert!(matches!(g.page_box([0, 0, usize::MAX], [1, 1, 2]), Err(cmdbuf_core::UrError::InvalidValue(_))));
+        assert!(matches!(g.page_box([0, 0, 0], [1, 1, 0]), Err(cmdbuf_core::UrError::InvalidSize(_))));
+        assert!(matches!(divide(12, 8), Err(cmdbuf_core::UrError::InvalidValue(_))));
     }
 
     #[test]

@@ -16,8 +16,8 @@
 
 use std::sync::Arc;
 
+use cmdbuf_core::{Event, Queue, Result, ensure, err};
 use parking_lot::MutexGuard;
-use ur_core::{Event, Queue, Result, ensure, err};
 
 use super::alloc::{Dep, wait_list};
 use super::geometry::{PageBox, PageGrid};

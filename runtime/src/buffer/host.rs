@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use ur_core::{Result, ensure, err};
+use cmdbuf_core::{Result, ensure, err};
 
 use super::alloc::{Dep, HostRelease};
 use super::deps::UseKind;

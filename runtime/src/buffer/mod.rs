@@ -3,7 +3,7 @@
 //!
 //! A [`Buffer`] has a fixed size and one allocation per device it is used
 //! on (per context where contexts of one device cannot share USM), made
-//! lazily through ur-core USM. Its range is a 3D grid of pages; for
+//! lazily through cmdbuf-core USM. Its range is a 3D grid of pages; for
 //! every allocation each page is up to date or outdated ([`pages`]).
 //! Accessors declared by a [`CommandGroup`] or taken as a [`HostAccessor`]
 //! move only the outdated pages of their range, as few rect copies as
@@ -11,9 +11,9 @@
 //! conflict with ([`deps`]), across devices and adapters.
 //!
 //! ```
-//! use ur_core::{Context, Queue, QueueProperties};
-//! use ur_runtime::{AccessMode, AccessRange, Buffer, CommandGroup};
-//! # let context = Context::new(&ur_adapter_cpu::default_device()).unwrap();
+//! use cmdbuf_core::{Context, Queue, QueueProperties};
+//! use cmdbuf_runtime::{AccessMode, AccessRange, Buffer, CommandGroup};
+//! # let context = Context::new(&cmdbuf_cpu::default_device()).unwrap();
 //! let queue = Queue::new(&context, QueueProperties::default())?;
 //! let buffer = Buffer::from_host(&[1u32, 2, 3, 4], &[4])?;
 //! let mut cg = CommandGroup::new(&queue);
@@ -22,7 +22,7 @@
 //! let event = cg.submit(|queue, wait| queue.usm_fill(acc.ptr(), &[0], 16, wait))?;
 //! event.wait()?;
 //! assert_eq!(buffer.host_access(AccessMode::Read, AccessRange::all())?.to_vec::<u32>()?, [0, 0, 0, 0]);
-//! # Ok::<(), ur_core::UrError>(())
+//! # Ok::<(), cmdbuf_core::UrError>(())
 //! ```
 
 pub mod accessor;
@@ -39,8 +39,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use cmdbuf_core::{Context, Queue, Result, UsmPtr, ensure, err};
 use parking_lot::Mutex;
-use ur_core::{Context, Queue, Result, UsmPtr, ensure, err};
 
 pub use accessor::{AccessMode, AccessRange, Accessor, CommandGroup};
 pub use host::HostAccessor;

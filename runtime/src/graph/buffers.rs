@@ -24,8 +24,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use cmdbuf_core::{KernelArg, QueueProperties, Result, ensure, err};
 use parking_lot::Mutex;
-use ur_core::{KernelArg, QueueProperties, Result, ensure, err};
 
 use crate::buffer::deps::{DepTracker, UseKind};
 use crate::buffer::graph::{self as bg, GraphAccess, Recorder};
@@ -72,7 +72,7 @@ pub(crate) struct GraphBuffers {
     /// before the node exists.
     serial: Arc<Mutex<()>>,
     /// A queue of the graph's context, for the buffers' allocations.
-    queue: Option<ur_core::Queue>,
+    queue: Option<cmdbuf_core::Queue>,
 }
 
 /// The kind of a graph accessor's use: the graph has one device, so reads
@@ -107,11 +107,11 @@ impl GraphBuffers {
     }
 
     /// A queue of `graph`'s context.
-    fn queue(&mut self, graph: &GraphShared) -> Result<ur_core::Queue> {
+    fn queue(&mut self, graph: &GraphShared) -> Result<cmdbuf_core::Queue> {
         if let Some(q) = &self.queue {
             return Ok(q.clone());
         }
-        let q = ur_core::Queue::new(&graph.context, QueueProperties::default())?;
+        let q = cmdbuf_core::Queue::new(&graph.context, QueueProperties::default())?;
         self.queue = Some(q.clone());
         Ok(q)
     }
@@ -468,7 +468,7 @@ impl Graph<Executable> {
     /// One execution; with accessors, their data is made current first
     /// and the execution is recorded as their use.
     #[inline]
-    pub(crate) fn run(&self, queue: &ur_core::Queue, wait: &[&ur_core::Event]) -> Result<ur_core::Event> {
+    pub(crate) fn run(&self, queue: &cmdbuf_core::Queue, wait: &[&cmdbuf_core::Event]) -> Result<cmdbuf_core::Event> {
         // The flag spares a graph without accessors this lock.
         if self.0.inner.uses_buffers.load(Ordering::Acquire) {
             self.run_with_buffers(queue, wait)
@@ -479,7 +479,7 @@ impl Graph<Executable> {
 
     /// [`run`](Self::run) of a graph with accessors.
     #[inline(never)]
-    fn run_with_buffers(&self, queue: &ur_core::Queue, wait: &[&ur_core::Event]) -> Result<ur_core::Event> {
+    fn run_with_buffers(&self, queue: &cmdbuf_core::Queue, wait: &[&cmdbuf_core::Event]) -> Result<cmdbuf_core::Event> {
         let accesses: Vec<GraphAccess> = self.0.inner.buffers.lock().iter().map(|u| u.access.clone()).collect();
         if accesses.is_empty() {
             return self.run_graph(queue, wait);

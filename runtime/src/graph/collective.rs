@@ -1,6 +1,6 @@
 //! Collective nodes: an all-reduce, all-gather, reduce-scatter or broadcast
 //! over the devices of a (multi-device) graph, one rank per device in the
-//! graph's order ([`Handler::all_reduce`], ...), through ur-core's
+//! graph's order ([`Handler::all_reduce`], ...), through cmdbuf-core's
 //! [`Communicator`] (NCCL on CUDA devices, staged through the host
 //! elsewhere).
 //!
@@ -14,17 +14,17 @@
 //! has. Where it is not captured (host staging, or a failed capture), each
 //! execution issues the collective.
 //!
-//! [`Communicator::record`]: ur_core::collective::Communicator::record
+//! [`Communicator::record`]: cmdbuf_core::collective::Communicator::record
 
 use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use ur_core::collective::{CollectiveOp, DataType, RecordedCollective, ReduceOp};
-use ur_core::error::Result;
-use ur_core::event::Event;
-use ur_core::memory::UsmPtr;
-use ur_core::queue::Queue;
+use cmdbuf_core::collective::{CollectiveOp, DataType, RecordedCollective, ReduceOp};
+use cmdbuf_core::error::Result;
+use cmdbuf_core::event::Event;
+use cmdbuf_core::memory::UsmPtr;
+use cmdbuf_core::queue::Queue;
 
 use super::executable::{ExecState, FlatOp, Partition};
 use super::handler::{Handler, Pending};

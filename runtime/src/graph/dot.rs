@@ -9,11 +9,11 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use ur_core::command::Command;
-use ur_core::error::Result;
-use ur_core::launch::ArgValue;
-use ur_core::memory::MemLoc;
-use ur_core::{ensure, err};
+use cmdbuf_core::command::Command;
+use cmdbuf_core::error::Result;
+use cmdbuf_core::launch::ArgValue;
+use cmdbuf_core::memory::MemLoc;
+use cmdbuf_core::{ensure, err};
 
 use super::dynamic::{GroupOp, Target};
 use super::executable::{ExecState, FlatOp};
@@ -247,8 +247,8 @@ pub(crate) fn executable(id: u64, source: u64, st: &ExecState, verbose: bool) ->
             "host task".to_string()
         } else {
             let support = part.cb.as_ref().map_or("", |cb| match cb.support() {
-                ur_core::CommandBufferSupport::Native => "native",
-                ur_core::CommandBufferSupport::Emulated => "emulated",
+                cmdbuf_core::CommandBufferSupport::Native => "native",
+                cmdbuf_core::CommandBufferSupport::Emulated => "emulated",
             });
             format!("command buffer ({support}{})", if part.in_order { ", in-order" } else { "" })
         };
@@ -340,9 +340,9 @@ mod tests {
     #[test]
     fn only_dot_files_are_written() {
         let dir = std::env::temp_dir();
-        assert!(matches!(write(&dir.join("g.svg"), "", 1), Err(ur_core::UrError::InvalidValue(_))));
+        assert!(matches!(write(&dir.join("g.svg"), "", 1), Err(cmdbuf_core::UrError::InvalidValue(_))));
         let missing = dir.join("no-such-directory-for-ur-graphs").join("g.dot");
-        assert!(matches!(write(&missing, "", 1), Err(ur_core::UrError::InvalidValue(_))));
+        assert!(matches!(write(&missing, "", 1), Err(cmdbuf_core::UrError::InvalidValue(_))));
         let path = dir.join(format!("ur-graph-dot-test-{}.dot", std::process::id()));
         write(&path, "digraph {}\n", 1).unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "digraph {}\n");

@@ -6,11 +6,11 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use ur_core::context::Context;
-use ur_core::error::Result;
-use ur_core::launch::{ArgValue, KernelArg, check_local_memory};
-use ur_core::program::Kernel;
-use ur_core::{ensure, err};
+use cmdbuf_core::context::Context;
+use cmdbuf_core::error::Result;
+use cmdbuf_core::launch::{ArgValue, KernelArg, check_local_memory};
+use cmdbuf_core::program::Kernel;
+use cmdbuf_core::{ensure, err};
 
 use super::handler::{Handler, Pending};
 use super::modifiable::{GraphShared, GraphState};
@@ -109,9 +109,9 @@ fn same_kind(a: &ArgValue, b: &ArgValue) -> bool {
 /// [`Graph::update`]. Clones are the same parameter.
 ///
 /// ```
-/// use ur_core::*;
-/// use ur_runtime::graph::*;
-/// use ur_runtime::Queue;
+/// use cmdbuf_core::*;
+/// use cmdbuf_runtime::graph::*;
+/// use cmdbuf_runtime::Queue;
 /// # fn demo(ctx: &Context, graph: &Graph<Modifiable>, kernel: &Kernel, a: &UsmAllocation, b: &UsmAllocation)
 /// #     -> Result<()> {
 /// let ptr = DynamicParameter::new(graph, KernelArg::Pointer(a.ptr()))?;
@@ -259,10 +259,10 @@ pub type CommandGroupFn<'a> = Box<dyn FnOnce(&mut Handler) -> Result<()> + 'a>;
 /// groups would give different topologies is `InvalidGraph`.
 ///
 /// ```
-/// use ur_core::*;
-/// use ur_runtime::graph::*;
-/// use ur_runtime::Queue;
-/// # let device = ur_adapter_cpu::default_device();
+/// use cmdbuf_core::*;
+/// use cmdbuf_runtime::graph::*;
+/// use cmdbuf_runtime::Queue;
+/// # let device = cmdbuf_cpu::default_device();
 /// # let ctx = Context::new(&device)?;
 /// let graph = Graph::new(&ctx, &device, GraphProperties::default())?;
 /// let group = DynamicCommandGroup::new(

@@ -2,15 +2,15 @@
 
 use std::sync::Arc;
 
-use ur_core::command::Command;
-use ur_core::context::Context;
-use ur_core::device::Device;
-use ur_core::error::Result;
-use ur_core::interop::NativeScope;
-use ur_core::launch::KernelLaunch;
-use ur_core::memory::{MemBuffer, MigrationFlags, UsmAdvice, UsmKind, UsmPtr};
-use ur_core::rect::{RectLayout, RectRegion};
-use ur_core::{ensure, err};
+use cmdbuf_core::command::Command;
+use cmdbuf_core::context::Context;
+use cmdbuf_core::device::Device;
+use cmdbuf_core::error::Result;
+use cmdbuf_core::interop::NativeScope;
+use cmdbuf_core::launch::KernelLaunch;
+use cmdbuf_core::memory::{MemBuffer, MigrationFlags, UsmAdvice, UsmKind, UsmPtr};
+use cmdbuf_core::rect::{RectLayout, RectRegion};
+use cmdbuf_core::{ensure, err};
 
 use super::dynamic::DynamicParameter;
 use super::modifiable::GraphShared;
@@ -56,10 +56,10 @@ impl Pending {
 /// launch is `unsafe` as everywhere in this API.
 ///
 /// ```
-/// use ur_core::*;
-/// use ur_runtime::graph::*;
-/// use ur_runtime::Queue;
-/// # let device = ur_adapter_cpu::default_device();
+/// use cmdbuf_core::*;
+/// use cmdbuf_runtime::graph::*;
+/// use cmdbuf_runtime::Queue;
+/// # let device = cmdbuf_cpu::default_device();
 /// let ctx = Context::new(&device)?;
 /// let graph = Graph::new(&ctx, &device, GraphProperties::default())?;
 /// let (a, b) = (UsmAllocation::new(&ctx, UsmKind::Device, 64)?, UsmAllocation::new(&ctx, UsmKind::Device, 64)?);
@@ -286,11 +286,11 @@ impl Handler {
     /// Records a native command (`ext_codeplay_enqueue_native_command` in a
     /// graph, 8.11.2 of the newer revision): a node whose `callback` does
     /// backend-native work. Finalize appends it to its partition's command
-    /// buffer ([`CommandBuffer::append_native_command`](ur_core::CommandBuffer::append_native_command)),
-    /// so the callback runs where and when ur-core runs a command buffer's
-    /// native command on the device ([`ur_core::interop`]: at finalize on
+    /// buffer ([`CommandBuffer::append_native_command`](cmdbuf_core::CommandBuffer::append_native_command)),
+    /// so the callback runs where and when cmdbuf-core runs a command buffer's
+    /// native command on the device ([`cmdbuf_core::interop`]: at finalize on
     /// OpenCL and Vulkan, which record into the graph's native command
-    /// buffer, [`NativeTarget::Recording`](ur_core::NativeTarget::Recording);
+    /// buffer, [`NativeTarget::Recording`](cmdbuf_core::NativeTarget::Recording);
     /// at each execution on the CPU and on emulated command buffers). Its
     /// work runs after the node's dependencies and before its successors.
     ///

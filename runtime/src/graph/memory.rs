@@ -17,10 +17,10 @@
 
 use std::sync::Arc;
 
-use ur_core::context::Context;
-use ur_core::error::Result;
-use ur_core::memory::{UsmAllocation, UsmKind, UsmPtr};
-use ur_core::{ensure, err};
+use cmdbuf_core::context::Context;
+use cmdbuf_core::error::Result;
+use cmdbuf_core::memory::{UsmAllocation, UsmKind, UsmPtr};
+use cmdbuf_core::{ensure, err};
 
 /// Allocation sizes are rounded up to this, which keeps every pointer the
 /// pool hands out aligned for any element type.
@@ -186,7 +186,7 @@ pub(crate) struct GraphPool {
 }
 
 /// Where executable graphs leave their last execution's event.
-pub(crate) type RunSlot = Arc<parking_lot::Mutex<Option<ur_core::event::Event>>>;
+pub(crate) type RunSlot = Arc<parking_lot::Mutex<Option<cmdbuf_core::event::Event>>>;
 
 impl GraphPool {
     /// Allocates `size` bytes of device memory for a node ordered after the
@@ -239,12 +239,12 @@ impl GraphPool {
     /// before or during executions). Blocks until the zeros are written.
     /// The zeros are written after `after` (the previous executable graph's
     /// last execution, which used the same memory).
-    pub(crate) fn zero_initialize(&self, context: &Context, after: Option<&ur_core::event::Event>) -> Result<()> {
+    pub(crate) fn zero_initialize(&self, context: &Context, after: Option<&cmdbuf_core::event::Event>) -> Result<()> {
         if self.zero_init.is_empty() {
             return Ok(());
         }
-        let queue = ur_core::queue::Queue::new(context, ur_core::queue::QueueProperties::default())?;
-        let wait: Vec<&ur_core::event::Event> = after.into_iter().collect();
+        let queue = cmdbuf_core::queue::Queue::new(context, cmdbuf_core::queue::QueueProperties::default())?;
+        let wait: Vec<&cmdbuf_core::event::Event> = after.into_iter().collect();
         for (_, ptr, size) in &self.zero_init {
             queue.usm_fill(*ptr, &[0], *size, &wait)?;
         }
@@ -259,7 +259,7 @@ impl GraphPool {
 
     /// The last execution of an executable graph of this pool's memory, if
     /// it may not have completed.
-    pub(crate) fn last_run(&self) -> Option<ur_core::event::Event> {
+    pub(crate) fn last_run(&self) -> Option<cmdbuf_core::event::Event> {
         self.runs.lock().clone().filter(|e| !e.status().is_terminal())
     }
 

@@ -9,15 +9,15 @@
 //! [`Queue::enqueue_graph`](crate::Queue::enqueue_graph) submits any number
 //! of times; the modifiable graph can grow and be finalized again.
 //!
-//! UR's graph capture (`urQueueBeginGraphCaptureExp`: [`Queue::begin_capture`](ur_core::Queue::begin_capture),
-//! [`CapturedGraph`](ur_core::CapturedGraph)) is not built on these graphs:
-//! see [`ur_core::capture`].
+//! UR's graph capture (`urQueueBeginGraphCaptureExp`: [`Queue::begin_capture`](cmdbuf_core::Queue::begin_capture),
+//! [`CapturedGraph`](cmdbuf_core::CapturedGraph)) is not built on these graphs:
+//! see [`cmdbuf_core::capture`].
 //!
 //! ```
-//! use ur_core::*;
-//! use ur_runtime::graph::*;
-//! use ur_runtime::Queue;
-//! # let device = ur_adapter_cpu::default_device();
+//! use cmdbuf_core::*;
+//! use cmdbuf_runtime::graph::*;
+//! use cmdbuf_runtime::Queue;
+//! # let device = cmdbuf_cpu::default_device();
 //! let ctx = Context::new(&device)?;
 //! let queue = Queue::new(&ctx, QueueProperties::default())?;
 //! let (a, b) = (UsmAllocation::new(&ctx, UsmKind::Device, 16)?, UsmAllocation::new(&ctx, UsmKind::Device, 16)?);
@@ -42,7 +42,7 @@
 //! (contracted, or kept as *join* no-op commands when that saves edges), and
 //! the result is split into partitions at host tasks (see
 //! [`partition`](self#partitions)). Each device partition becomes one
-//! [`CommandBuffer`](ur_core::CommandBuffer) (updatable when the graph is and
+//! [`CommandBuffer`](cmdbuf_core::CommandBuffer) (updatable when the graph is and
 //! the device can update, in-order when the partition is a chain and
 //! profiling is off), appended in the chosen [`ExecutionOrder`]. A
 //! submission enqueues the partitions with events between them only where
@@ -82,7 +82,7 @@
 //! [`Handler::native_command`] (and [`Queue::enqueue_native_command`](crate::Queue::enqueue_native_command)
 //! while recording) adds a native-command node (8.11.2 of the newer
 //! revision), appended to its partition's command buffer with
-//! [`CommandBuffer::append_native_command`](ur_core::CommandBuffer::append_native_command).
+//! [`CommandBuffer::append_native_command`](cmdbuf_core::CommandBuffer::append_native_command).
 //!
 //! # Device aspects
 //!
@@ -150,8 +150,8 @@
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
-use ur_core::device::{Device, UsmKinds};
-use ur_core::memory::UsmKind;
+use cmdbuf_core::device::{Device, UsmKinds};
+use cmdbuf_core::memory::UsmKind;
 
 pub(crate) mod buffers;
 mod collective;
@@ -242,9 +242,9 @@ pub struct FinalizeProperties {
 /// Properties of an added node: its dependencies.
 ///
 /// ```
-/// # use ur_runtime::graph::*;
-/// # use ur_runtime::Queue;
-/// # fn demo(graph: &Graph, a: &Node, b: &Node) -> ur_core::Result<()> {
+/// # use cmdbuf_runtime::graph::*;
+/// # use cmdbuf_runtime::Queue;
+/// # fn demo(graph: &Graph, a: &Node, b: &Node) -> cmdbuf_core::Result<()> {
 /// let join = graph.add_empty(NodeProperties::new().depends_on(&[a, b]))?;
 /// let after_everything = graph.add_empty(NodeProperties::new().depends_on_all_leaves())?;
 /// # Ok(()) }

@@ -10,11 +10,11 @@ use std::sync::{Arc, Weak};
 use parking_lot::Mutex;
 
 use crate::queue::Queue;
-use ur_core::context::Context;
-use ur_core::device::Device;
-use ur_core::error::Result;
-use ur_core::memory::{UsmKind, UsmPtr};
-use ur_core::{ensure, err};
+use cmdbuf_core::context::Context;
+use cmdbuf_core::device::Device;
+use cmdbuf_core::error::Result;
+use cmdbuf_core::memory::{UsmKind, UsmPtr};
+use cmdbuf_core::{ensure, err};
 
 use super::dynamic::{DynamicCommandGroup, GroupState, ParamState, Target};
 use super::executable::ExecInner;
@@ -256,10 +256,10 @@ impl Graph<Modifiable> {
     /// `device` is not the context's device.
     ///
     /// ```
-    /// use ur_core::*;
-    /// use ur_runtime::graph::*;
-    /// use ur_runtime::Queue;
-    /// # let device = ur_adapter_cpu::default_device();
+    /// use cmdbuf_core::*;
+    /// use cmdbuf_runtime::graph::*;
+    /// use cmdbuf_runtime::Queue;
+    /// # let device = cmdbuf_cpu::default_device();
     /// let ctx = Context::new(&device)?;
     /// let graph = Graph::new(&ctx, &device, GraphProperties::default())?;
     /// assert_eq!(graph.node_count(), 0);
@@ -387,10 +387,10 @@ impl Graph<Modifiable> {
     /// while a queue records into the graph.
     ///
     /// ```
-    /// use ur_core::*;
-    /// use ur_runtime::graph::*;
-    /// use ur_runtime::Queue;
-    /// # let device = ur_adapter_cpu::default_device();
+    /// use cmdbuf_core::*;
+    /// use cmdbuf_runtime::graph::*;
+    /// use cmdbuf_runtime::Queue;
+    /// # let device = cmdbuf_cpu::default_device();
     /// # let ctx = Context::new(&device)?;
     /// let graph = Graph::new(&ctx, &device, GraphProperties::default())?;
     /// let (a, b) = (graph.add_empty(NodeProperties::new())?, graph.add_empty(NodeProperties::new())?);
@@ -567,9 +567,9 @@ impl Graph<Modifiable> {
     /// end in `.dot`; `InvalidValue` otherwise or when writing fails.
     ///
     /// ```no_run
-    /// # use ur_core::*;
-    /// # use ur_runtime::graph::*;
-    /// # use ur_runtime::Queue;
+    /// # use cmdbuf_core::*;
+    /// # use cmdbuf_runtime::graph::*;
+    /// # use cmdbuf_runtime::Queue;
     /// # fn demo(graph: &Graph<Modifiable>) -> Result<()> {
     /// graph.print_graph("graph.dot", true)?; // then: dot -Tsvg graph.dot -o graph.svg
     /// # Ok(()) }

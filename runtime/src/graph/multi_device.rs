@@ -15,7 +15,7 @@
 //!
 //! Finalize makes one partition (one command buffer of that device's
 //! context) per device and level, plus the host-task partitions; an edge
-//! between devices splits partitions as a host task does. ur-core contexts
+//! between devices splits partitions as a host task does. cmdbuf-core contexts
 //! hold one device, so two devices never share a context here: a partition
 //! waits for one of another device through a *bridge*, a user event of its
 //! own context completed (or failed) by a host thread when the other
@@ -40,15 +40,15 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use ur_core::command::Command;
-use ur_core::context::Context;
-use ur_core::device::Device;
-use ur_core::error::Result;
-use ur_core::event::{Event, EventStatus, UserEvent};
-use ur_core::launch::ArgValue;
-use ur_core::memory::{UsmAllocation, UsmKind, UsmPtr, UsmRef};
-use ur_core::queue::{Queue, QueueProperties};
-use ur_core::{ensure, err};
+use cmdbuf_core::command::Command;
+use cmdbuf_core::context::Context;
+use cmdbuf_core::device::Device;
+use cmdbuf_core::error::Result;
+use cmdbuf_core::event::{Event, EventStatus, UserEvent};
+use cmdbuf_core::launch::ArgValue;
+use cmdbuf_core::memory::{UsmAllocation, UsmKind, UsmPtr, UsmRef};
+use cmdbuf_core::queue::{Queue, QueueProperties};
+use cmdbuf_core::{ensure, err};
 
 use super::executable::{FlatNode, FlatOp};
 use super::modifiable::GraphShared;
@@ -59,7 +59,7 @@ use super::{Executable, Graph, GraphProperties, Modifiable, Node};
 pub(crate) struct Devices {
     contexts: Vec<Context>,
     /// The communicator of its collective nodes, made for the first one.
-    collectives: parking_lot::Mutex<Option<ur_core::collective::Communicator>>,
+    collectives: parking_lot::Mutex<Option<cmdbuf_core::collective::Communicator>>,
 }
 
 impl Devices {
@@ -101,7 +101,7 @@ impl Devices {
 
     /// `InvalidContext` when a pointer argument of `spec`, placed on device
     /// `on`, is USM of another of the graph's devices: that device's memory
-    /// is out of reach of the kernel (ur-core keeps USM per context).
+    /// is out of reach of the kernel (cmdbuf-core keeps USM per context).
     pub(crate) fn check_kernel(&self, graph: u64, on: u16, spec: &KernelSpec) -> Result<()> {
         if !self.is_multi() {
             return Ok(());
@@ -201,13 +201,13 @@ impl Devices {
 
     /// The communicator over the devices for collective nodes, made once
     /// (NCCL communicators take long to make).
-    pub(crate) fn communicator(&self) -> Result<ur_core::collective::Communicator> {
+    pub(crate) fn communicator(&self) -> Result<cmdbuf_core::collective::Communicator> {
         let mut slot = self.collectives.lock();
         if let Some(comm) = &*slot {
             return Ok(comm.clone());
         }
         let contexts: Vec<&Context> = self.contexts.iter().collect();
-        let comm = ur_core::collective::Communicator::new(&contexts)?;
+        let comm = cmdbuf_core::collective::Communicator::new(&contexts)?;
         *slot = Some(comm.clone());
         Ok(comm)
     }

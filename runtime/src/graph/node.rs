@@ -5,14 +5,14 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use ur_core::command::Command;
-use ur_core::context::Context;
-use ur_core::error::Result;
-use ur_core::interop::NativeScope;
-use ur_core::launch::{ArgValue, KernelArg, KernelCommand, KernelLaunch, LocalSizeOrigin, check_dims, to_3d};
-use ur_core::memory::UsmPtr;
-use ur_core::program::{ArgKind, Kernel};
-use ur_core::{ensure, err};
+use cmdbuf_core::command::Command;
+use cmdbuf_core::context::Context;
+use cmdbuf_core::error::Result;
+use cmdbuf_core::interop::NativeScope;
+use cmdbuf_core::launch::{ArgValue, KernelArg, KernelCommand, KernelLaunch, LocalSizeOrigin, check_dims, to_3d};
+use cmdbuf_core::memory::UsmPtr;
+use cmdbuf_core::program::{ArgKind, Kernel};
+use cmdbuf_core::{ensure, err};
 
 use super::Executable;
 use super::Graph;
@@ -241,10 +241,10 @@ impl Adjacency for [NodeData] {
 /// same graph.
 ///
 /// ```
-/// use ur_core::*;
-/// use ur_runtime::graph::*;
-/// use ur_runtime::Queue;
-/// # let device = ur_adapter_cpu::default_device();
+/// use cmdbuf_core::*;
+/// use cmdbuf_runtime::graph::*;
+/// use cmdbuf_runtime::Queue;
+/// # let device = cmdbuf_cpu::default_device();
 /// let ctx = Context::new(&device)?;
 /// let graph = Graph::new(&ctx, &device, GraphProperties::default())?;
 /// let a = graph.add_empty(NodeProperties::new())?;

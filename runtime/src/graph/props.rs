@@ -3,8 +3,8 @@
 //! for the `command_graph` class"), checked rather than typed, so that a
 //! property that does not belong there is the specification's error.
 
-use ur_core::err;
-use ur_core::error::Result;
+use cmdbuf_core::err;
+use cmdbuf_core::error::Result;
 
 /// A property of the graph extension, as a `property_list` holds it.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -89,7 +89,7 @@ impl RecordingProperties {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ur_core::UrError;
+    use cmdbuf_core::UrError;
 
     #[test]
     fn only_recording_properties_are_accepted() {

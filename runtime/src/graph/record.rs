@@ -21,14 +21,14 @@
 //! recording scope and the wait list is `InvalidEventWaitList`.
 //!
 //! The check costs the eager path one branch on an atomic flag and a look at
-//! each event of the wait list (which is either an ur-core event or a
+//! each event of the wait list (which is either an cmdbuf-core event or a
 //! recorded one).
 
 use std::fmt;
 use std::sync::Arc;
 
-use ur_core::queue::QueueSlot;
-use ur_core::{Command, KernelCommand, LocalSizeOrigin, Result, UrError, UsmKind, UsmPtr, ensure, err};
+use cmdbuf_core::queue::QueueSlot;
+use cmdbuf_core::{Command, KernelCommand, LocalSizeOrigin, Result, UrError, UsmKind, UsmPtr, ensure, err};
 
 use crate::queue::{Event, Queue, WeakQueue};
 

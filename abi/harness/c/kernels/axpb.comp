@@ -1,4 +1,4 @@
-// The C kernel test's kernel for Vulkan (ur-rs's kernel ABI): p[i] = p[i] * a + b.
+// The C kernel test's kernel for Vulkan (cmdbuf's kernel ABI): p[i] = p[i] * a + b.
 // Compiled by regenerate.sh with the entry point named axpb.
 #version 460
 #extension GL_GOOGLE_include_directive : require

@@ -1,9 +1,9 @@
-//! `ur-abi-compare`: the same SYCL programs on ur-rs's OpenCL adapter and on
+//! `ur-abi-compare`: the same SYCL programs on cmdbuf's OpenCL adapter and on
 //! UR's own OpenCL adapter (linked into libsycl), on one OpenCL device.
 //!
 //! ```sh
-//! cargo build --release -p ur-adapter-rs-opencl
-//! cargo run --release -p ur-abi-harness --bin ur-abi-compare -- [--selector opencl:cpu] [--submissions 1000]
+//! cargo build --release -p cmdbuf-ur-adapter-opencl
+//! cargo run --release -p cmdbuf-abi-harness --bin ur-abi-compare -- [--selector opencl:cpu] [--submissions 1000]
 //! ur-abi-compare --programs DIR --library LIB   # programs built by `ur-abi-run bundle DIR`
 //! ```
 //!
@@ -13,13 +13,13 @@
 //! launches, USM commands and buffer commands, beside the same chain
 //! submitted eagerly (host time of the submit calls, and total with the
 //! final wait).
-//! ur-rs's adapter is loaded with `UR_ADAPTERS_FORCE_LOAD`; UR's is what
+//! cmdbuf's adapter is loaded with `UR_ADAPTERS_FORCE_LOAD`; UR's is what
 //! libsycl finds by itself without it. `ONEAPI_DEVICE_SELECTOR` picks the
 //! device in both (`opencl:cpu` selects PoCL and leaves NVIDIA's OpenCL out).
 
 use std::path::{Path, PathBuf};
 
-use ur_abi_harness::{Kind, Layers, Oneapi, Verdict, build, programs, run, verdict};
+use cmdbuf_abi_harness::{Kind, Layers, Oneapi, Verdict, build, programs, run, verdict};
 
 struct Options {
     library: PathBuf,
@@ -59,7 +59,7 @@ fn parse() -> Result<Options, String> {
     }
     if !options.library.is_file() {
         return Err(format!(
-            "{} is missing: cargo build --release -p ur-adapter-rs-opencl (or --library PATH)",
+            "{} is missing: cargo build --release -p cmdbuf-ur-adapter-opencl (or --library PATH)",
             options.library.display()
         ));
     }
@@ -73,7 +73,7 @@ enum Side {
     Theirs,
 }
 
-fn run_on(exe: &Path, side: Side, options: &Options, args: &[&str]) -> Result<ur_abi_harness::Run, String> {
+fn run_on(exe: &Path, side: Side, options: &Options, args: &[&str]) -> Result<cmdbuf_abi_harness::Run, String> {
     let selector = [("ONEAPI_DEVICE_SELECTOR", options.selector.as_str())];
     let adapter = match side {
         Side::Ours => Some(options.library.as_path()),
@@ -120,7 +120,7 @@ fn executables(options: &Options) -> Result<(Vec<(String, PathBuf)>, PathBuf), S
     for program in programs().into_iter().filter(|p| p.kind == Kind::Sycl) {
         sycl.push((program.name.clone(), build(&oneapi, &program, &cache)?));
     }
-    Ok((sycl, build(&oneapi, &ur_abi_harness::bench_program(), &cache)?))
+    Ok((sycl, build(&oneapi, &cmdbuf_abi_harness::bench_program(), &cache)?))
 }
 
 fn main() {
@@ -137,7 +137,7 @@ fn main() {
     });
 
     println!("## SYCL programs (ONEAPI_DEVICE_SELECTOR={})\n", options.selector);
-    println!("| program | ur-rs OpenCL adapter | UR's OpenCL adapter |");
+    println!("| program | cmdbuf OpenCL adapter | UR's OpenCL adapter |");
     println!("|---|---|---|");
     for (name, exe) in &sycl {
         let cells: Vec<String> = [Side::Ours, Side::Theirs]
@@ -159,7 +159,7 @@ fn main() {
     println!("|---|---|---|---|---|---|");
     for shape in ["kernel", "usm", "buffer"] {
         for nodes in &options.nodes {
-            for (side, name) in [(Side::Ours, "ur-rs"), (Side::Theirs, "UR")] {
+            for (side, name) in [(Side::Ours, "cmdbuf"), (Side::Theirs, "UR")] {
                 let (nodes_s, subs) = (nodes.to_string(), options.submissions.to_string());
                 let line = match run_on(&bench, side, &options, &[shape, &nodes_s, &subs]) {
                     Ok(r) => r.stdout.lines().last().unwrap_or("").to_string(),
@@ -188,8 +188,8 @@ mod tests {
     #[test]
     fn rows_from_the_bench_lines() {
         assert_eq!(
-            chain_row("10 kernel", "ur-rs", "ok kernel 10 1000 12.50 20.00 30.25 41.00"),
-            "| 10 kernel | ur-rs | 12.50 | 20.00 | 30.25 | 41.00 |"
+            chain_row("10 kernel", "cmdbuf", "ok kernel 10 1000 12.50 20.00 30.25 41.00"),
+            "| 10 kernel | cmdbuf | 12.50 | 20.00 | 30.25 | 41.00 |"
         );
         assert_eq!(
             chain_row("1 usm", "UR", "error no USM device allocations"),

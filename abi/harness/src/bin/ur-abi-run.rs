@@ -13,7 +13,7 @@
 
 use std::path::{Path, PathBuf};
 
-use ur_abi_harness::{Layers, Oneapi, Verdict, build, programs, run, verdict};
+use cmdbuf_abi_harness::{Layers, Oneapi, Verdict, build, programs, run, verdict};
 
 const MANIFEST: &str = "manifest.tsv";
 
@@ -30,7 +30,7 @@ fn bundle(dir: &Path) -> Result<(), String> {
     }
     std::fs::write(dir.join(MANIFEST), manifest).map_err(|e| e.to_string())?;
     // The timing program of `ur-abi-compare`, outside the manifest (it is no test).
-    let bench = ur_abi_harness::bench_program();
+    let bench = cmdbuf_abi_harness::bench_program();
     let exe = build(&oneapi, &bench, &cache)?;
     std::fs::copy(&exe, dir.join("bench-graph_submit")).map_err(|e| e.to_string())?;
     Ok(())

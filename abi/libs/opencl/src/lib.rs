@@ -3,9 +3,9 @@
 //! (`UR_ADAPTERS_FORCE_LOAD=/path/to/libur_adapter_rs_opencl.so`).
 //!
 //! It exports exactly the 26 `urGet*ProcAddrTable` getters; everything else
-//! is in `ur-abi`.
+//! is in `cmdbuf-abi`.
 #![deny(unsafe_op_in_unsafe_fn)]
 
-static FACTORY: ur_adapter_opencl::OpenClAdapterFactory = ur_adapter_opencl::OpenClAdapterFactory;
+static FACTORY: cmdbuf_opencl::OpenClAdapterFactory = cmdbuf_opencl::OpenClAdapterFactory;
 
-ur_abi::export_adapter!(&FACTORY);
+cmdbuf_abi::export_adapter!(&FACTORY);

@@ -3,9 +3,9 @@
 //! (`UR_ADAPTERS_FORCE_LOAD=/path/to/libur_adapter_rs_vulkan.so`).
 //!
 //! It exports exactly the 26 `urGet*ProcAddrTable` getters; everything else
-//! is in `ur-abi`.
+//! is in `cmdbuf-abi`.
 #![deny(unsafe_op_in_unsafe_fn)]
 
-static FACTORY: ur_adapter_vulkan::VulkanAdapterFactory = ur_adapter_vulkan::VulkanAdapterFactory;
+static FACTORY: cmdbuf_vulkan::VulkanAdapterFactory = cmdbuf_vulkan::VulkanAdapterFactory;
 
-ur_abi::export_adapter!(&FACTORY);
+cmdbuf_abi::export_adapter!(&FACTORY);

@@ -1,11 +1,11 @@
-//! `sycl_ext_oneapi_async_memory_alloc` eagerly (ur-runtime): `async_malloc`
+//! `sycl_ext_oneapi_async_memory_alloc` eagerly (cmdbuf-runtime): `async_malloc`
 //! from the default pool of the queue's context and kind, and the pool
 //! properties and queries beyond `zero_init` / `maximum_size` (those are in
 //! `graph_spec`): `initial_threshold`, `set_new_threshold`, `trim_to`, the
 //! high-water marks, and `read_only` (a hint, kept and reported).
 
-use ur::{Context, QueueProperties, UsmKind};
-use ur_runtime::{MemoryPool, MemoryPoolProperties, Queue};
+use cmdbuf::{Context, QueueProperties, UsmKind};
+use cmdbuf_runtime::{MemoryPool, MemoryPoolProperties, Queue};
 
 use crate::harness::{CaseError, CaseResult, Env, read, write};
 use crate::{cases, check, check_eq, check_err};
@@ -25,7 +25,7 @@ const N: usize = 64;
 /// start empty.
 fn fresh_queue(env: &Env) -> Result<Queue, CaseError> {
     let context = Context::new(env.device())?;
-    Ok(Queue::from_core(ur::Queue::new(&context, QueueProperties::default())?))
+    Ok(Queue::from_core(cmdbuf::Queue::new(&context, QueueProperties::default())?))
 }
 
 /// Eager `async_malloc` takes memory from the default pool of the queue's
@@ -60,7 +60,7 @@ fn default_pool_eager(env: &Env) -> CaseResult {
                 check_eq!((other.used_size_current(), pool.used_size_current()), (16, 0), "{kind:?}");
                 queue.async_free(r, &[])?.wait()?;
             }
-            Err(ur::UrError::UnsupportedFeature(_)) => {
+            Err(cmdbuf::UrError::UnsupportedFeature(_)) => {
                 check_err!(queue.async_malloc(kind, 16, &[]), UnsupportedFeature);
             }
             Err(e) => return Err(CaseError::Fail(format!("{kind:?}: {e:?}"))),

@@ -1,4 +1,4 @@
-//! SYCL buffers (ur-runtime, AdaptiveCpp's page model): exact data and the
+//! SYCL buffers (cmdbuf-runtime, AdaptiveCpp's page model): exact data and the
 //! exact pages and copies moved, dependencies from accessor conflicts, host
 //! accessors, write-back and bad input.
 //!
@@ -18,9 +18,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use cmdbuf::{Context, Device, Event, KernelArg, KernelLaunch, Queue, QueueProperties, UserEvent};
+use cmdbuf_runtime::{AccessMode, AccessRange, Buffer, BufferProperties, CommandGroup, TransferStats};
 use parking_lot::Mutex;
-use ur::{Context, Device, Event, KernelArg, KernelLaunch, Queue, QueueProperties, UserEvent};
-use ur_runtime::{AccessMode, AccessRange, Buffer, BufferProperties, CommandGroup, TransferStats};
 
 use crate::harness::{CaseError, CaseResult, Env, read};
 use crate::{cases, check, check_eq, check_err};
@@ -290,7 +290,7 @@ fn contexts_of_one_device_share(env: &Env) -> CaseResult {
     let (a, b) = (env.queue()?, second(env.device())?);
     let shareable = match env.context().check_can_share_usm_with(b.context()) {
         Ok(()) => true,
-        Err(ur::UrError::UnsupportedFeature(_)) => false,
+        Err(cmdbuf::UrError::UnsupportedFeature(_)) => false,
         Err(e) => return Err(CaseError::Fail(format!("check_can_share_usm_with gave {e:?}"))),
     };
     let page_bytes = PAGE as u64 * 4;

@@ -5,7 +5,7 @@
 //! executable graphs enqueued many times, and the errors of misuse. UR's
 //! `test/conformance/exp_graph` is the model.
 
-use ur::{CapturedGraph, Context, Event, KernelArg, KernelLaunch, Queue, QueueProperties};
+use cmdbuf::{CapturedGraph, Context, Event, KernelArg, KernelLaunch, Queue, QueueProperties};
 
 use super::graph_common::{Diamond, MINUS_ONE, ONE};
 use super::native_command::{WORDS, native_fill, words};
@@ -41,7 +41,7 @@ const N: usize = 128;
 /// Enqueues the diamond: the top on `top_q`, the left branch after it on
 /// `top_q`, the right branch on `right_q` after the top's event, the bottom
 /// on `top_q` after both branches. Returns the four events.
-fn enqueue_diamond(d: &Diamond, top_q: &Queue, right_q: &Queue) -> ur::Result<[Event; 4]> {
+fn enqueue_diamond(d: &Diamond, top_q: &Queue, right_q: &Queue) -> cmdbuf::Result<[Event; 4]> {
     let n = d.n;
     let a = [KernelArg::Pointer(d.a.ptr())];
     let left_args =
@@ -117,7 +117,7 @@ fn out_of_order_diamond_with_events(env: &Env) -> CaseResult {
     d.init(&queue)?;
     queue.begin_capture()?;
     let [top, ..] = enqueue_diamond(&d, &queue, &queue)?;
-    check_eq!(top.status(), ur::EventStatus::Queued, "a captured event stands for a command that has not run");
+    check_eq!(top.status(), cmdbuf::EventStatus::Queued, "a captured event stands for a command that has not run");
     let graph = queue.end_capture()?;
     check_eq!(graph.node_count(), 4);
     let exec = graph.instantiate()?;
@@ -138,7 +138,7 @@ fn fork_and_join(env: &Env) -> CaseResult {
     check!(!q2.is_capturing());
     let [_, _, right, _] = enqueue_diamond(&d, &q1, &q2)?;
     check!(q2.is_capturing(), "a queue waiting on a captured event joins the capture");
-    check_eq!(right.status(), ur::EventStatus::Queued);
+    check_eq!(right.status(), cmdbuf::EventStatus::Queued);
     check_err!(q2.end_capture(), InvalidOperation);
     let graph = q1.end_capture()?;
     check!(!q2.is_capturing(), "ending the capture ends it on the queues that joined");
@@ -288,7 +288,7 @@ fn capture_invalidated(env: &Env) -> CaseResult {
     let queue = env.queue()?;
     let mem = env.usm_u32(N)?;
     let mut host = vec![0u8; 16];
-    type Invalidator<'a> = Box<dyn Fn(&Queue, &Event) -> ur::Result<()> + 'a>;
+    type Invalidator<'a> = Box<dyn Fn(&Queue, &Event) -> cmdbuf::Result<()> + 'a>;
     let ways: Vec<(&str, Invalidator)> = vec![
         ("host wait on a captured event", Box::new(|_, e| e.wait())),
         ("finish", Box::new(|q, _| q.finish())),
@@ -299,7 +299,7 @@ fn capture_invalidated(env: &Env) -> CaseResult {
         queue.begin_capture()?;
         let fill = queue.usm_fill(mem.ptr(), &[1], 16, &[])?;
         match invalidate(&queue, &fill) {
-            Err(ur::UrError::GraphCaptureUnsupported(_)) => {}
+            Err(cmdbuf::UrError::GraphCaptureUnsupported(_)) => {}
             other => {
                 return Err(crate::harness::CaseError::Fail(format!(
                     "{what}: {other:?}, expected GraphCaptureUnsupported"
@@ -437,7 +437,7 @@ fn native_command_captured(env: &Env) -> CaseResult {
     // SAFETY: the callback fills the buffer, which the closure keeps alive.
     let native =
         unsafe { queue.enqueue_native_command(&[&buf], &[], move |s| native_fill(s, &b, 0, WORDS / 2, 0xA5))? };
-    check_eq!(native.status(), ur::EventStatus::Queued, "a captured native command has not run");
+    check_eq!(native.status(), cmdbuf::EventStatus::Queued, "a captured native command has not run");
     queue.copy_buffer(&buf, &out, 0, 0, WORDS * 4, &[])?;
     let graph = queue.end_capture()?;
     check_eq!(graph.node_count(), 3);

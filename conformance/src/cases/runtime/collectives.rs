@@ -1,4 +1,4 @@
-//! Collectives over all selected devices (`ur::collective`), in the
+//! Collectives over all selected devices (`cmdbuf::collective`), in the
 //! multi-device section: every operation, reduction and element type with
 //! exact results (integers, and floats holding small integers, which every
 //! order of reduction gives exactly), in place and out of place, and the
@@ -7,9 +7,11 @@
 //! staging through the host without it); elsewhere they are staged through
 //! the host.
 
-use ur::collective::{CollectiveOp, Communicator, DataType, Implementation, Rank, ReduceOp, f32_to_bf16, f32_to_f16};
-use ur::{Context, Device, Event, Queue, QueueProperties, UsmAllocation, UsmKind, UsmKinds, UsmPtr};
-use ur_runtime::graph::{FinalizeProperties, Graph, GraphProperties, NodeProperties, NodeType};
+use cmdbuf::collective::{
+    CollectiveOp, Communicator, DataType, Implementation, Rank, ReduceOp, f32_to_bf16, f32_to_f16,
+};
+use cmdbuf::{Context, Device, Event, Queue, QueueProperties, UsmAllocation, UsmKind, UsmKinds, UsmPtr};
+use cmdbuf_runtime::graph::{FinalizeProperties, Graph, GraphProperties, NodeProperties, NodeType};
 
 use super::buffers::CrossCase;
 use super::graph_multi_device::first_usm_kind;
@@ -73,7 +75,7 @@ pub(crate) fn group(devices: &[Device]) -> Result<(Vec<Member>, Communicator), C
         members.push(Member { context, queue, kind });
     }
     let contexts: Vec<&Context> = members.iter().map(|m| &m.context).collect();
-    let all_cuda = devices.iter().all(|d| d.backend() == ur::Backend::Cuda);
+    let all_cuda = devices.iter().all(|d| d.backend() == cmdbuf::Backend::Cuda);
     let required = all_cuda && std::env::var_os(REQUIRE_NCCL_ENV).is_some_and(|v| v != "0");
     let implementation = if required { Implementation::Native } else { Implementation::Auto };
     let comm = Communicator::with_implementation(&contexts, implementation)?;
@@ -395,7 +397,7 @@ fn in_a_graph(devices: &[Device]) -> CaseResult {
         send.iter().zip(recv).map(|(s, r)| (s.ptr(), r.ptr())).collect()
     };
     // The chain, broadcasting into `to`; its first node.
-    let chain = |to: &[UsmAllocation]| -> Result<(Graph, ur_runtime::graph::Node), CaseError> {
+    let chain = |to: &[UsmAllocation]| -> Result<(Graph, cmdbuf_runtime::graph::Node), CaseError> {
         let g = Graph::new_multi_device(&contexts, GraphProperties::default())?;
         let reduce =
             g.add(|h| h.all_reduce(&pairs(&bufs, &bufs), count, dtype, ReduceOp::Sum), NodeProperties::new())?;

@@ -1,4 +1,4 @@
-//! Buffers and accessors in SYCL graphs (ur-runtime): edges from accessor
+//! Buffers and accessors in SYCL graphs (cmdbuf-runtime): edges from accessor
 //! conflicts in explicit `add` and in recording, the data made current at
 //! each execution with exact page and copy counts, the specification's
 //! errors (`assume_buffer_outlives_graph`, write-back, host accessors while
@@ -6,11 +6,11 @@
 //! buffer's lifetime extended by the graph, and bad input. Command groups
 //! with accessors on the SYCL queue, eager and recorded.
 
-use ur::{Device, KernelArg, KernelLaunch, Queue as CoreQueue, UsmAllocation};
-use ur_runtime::graph::{
+use cmdbuf::{Device, KernelArg, KernelLaunch, Queue as CoreQueue, UsmAllocation};
+use cmdbuf_runtime::graph::{
     DynamicCommandGroup, DynamicParameter, FinalizeProperties, Graph, GraphProperties, Handler, Node, NodeProperties,
 };
-use ur_runtime::{AccessMode, AccessRange, Buffer, BufferProperties, Queue, TransferStats};
+use cmdbuf_runtime::{AccessMode, AccessRange, Buffer, BufferProperties, Queue, TransferStats};
 
 use super::buffers::{host_read, moved};
 use super::graph_common::sycl_ooo_queue;
@@ -64,7 +64,7 @@ fn fill_node(
     first: usize,
     count: usize,
     value: u32,
-) -> ur::Result<Node> {
+) -> cmdbuf::Result<Node> {
     graph.add(
         |h| {
             let acc = h.access(buffer, mode, AccessRange::new(&[first], &[count]))?;
@@ -75,7 +75,7 @@ fn fill_node(
 }
 
 /// A node copying elements `[first, first + count)` of `buffer` to the same place in `out`.
-fn read_node(graph: &Graph, buffer: &Buffer, out: &UsmAllocation, first: usize, count: usize) -> ur::Result<Node> {
+fn read_node(graph: &Graph, buffer: &Buffer, out: &UsmAllocation, first: usize, count: usize) -> cmdbuf::Result<Node> {
     graph.add(
         |h| {
             let acc = h.access(buffer, AccessMode::Read, AccessRange::new(&[first], &[count]))?;
@@ -86,7 +86,7 @@ fn read_node(graph: &Graph, buffer: &Buffer, out: &UsmAllocation, first: usize, 
 }
 
 /// Runs `exec` once on `queue` and waits.
-fn run(queue: &CoreQueue, exec: &Graph<ur_runtime::graph::Executable>) -> CaseResult {
+fn run(queue: &CoreQueue, exec: &Graph<cmdbuf_runtime::graph::Executable>) -> CaseResult {
     exec.enqueue_on(queue, &[])?.wait()?;
     Ok(())
 }
@@ -208,7 +208,7 @@ fn property_and_write_back_errors(env: &Env) -> CaseResult {
     let mut cg = queue.command_group();
     let acc = cg.access(&written_back, AccessMode::Read, AccessRange::all())?;
     check_err!(
-        cg.submit(&[], |q, w| q.usm_prefetch(acc.ptr(), 4, ur::MigrationFlags::HOST_TO_DEVICE, w)),
+        cg.submit(&[], |q, w| q.usm_prefetch(acc.ptr(), 4, cmdbuf::MigrationFlags::HOST_TO_DEVICE, w)),
         InvalidOperation
     );
     graph.end_recording();
@@ -231,7 +231,7 @@ fn recording_with_accessors(env: &Env) -> CaseResult {
     let unrelated = Buffer::new(4, &[N], &buffer_props())?;
     let out = env.usm_u32(N)?;
     graph.begin_recording(&queue)?;
-    let fill = |first: usize, count: usize, value: u32| -> ur::Result<ur_runtime::Event> {
+    let fill = |first: usize, count: usize, value: u32| -> cmdbuf::Result<cmdbuf_runtime::Event> {
         let mut cg = queue.command_group();
         let acc = cg.access(&buffer, AccessMode::Write, AccessRange::new(&[first], &[count]))?;
         cg.submit(&[], |q, w| q.usm_fill(acc.ptr().byte_add(first * 4), &value.to_le_bytes(), count * 4, w))
@@ -252,7 +252,7 @@ fn recording_with_accessors(env: &Env) -> CaseResult {
     let mut cg = second.command_group();
     let acc = cg.access(&unrelated, AccessMode::WriteNoInit, AccessRange::all())?;
     let joined = cg.submit(&[&e0], |q, w| q.usm_fill(acc.ptr(), &[4], N * 4, w))?;
-    check_eq!(second.recording_state(), ur_runtime::QueueState::Recording, "transitive recording");
+    check_eq!(second.recording_state(), cmdbuf_runtime::QueueState::Recording, "transitive recording");
     check_eq!(preds(&Node::from_event(&joined)?), vec![Node::from_event(&e0)?.index()]);
     graph.end_recording();
     check_eq!(buffer.stats(), TransferStats::default(), "nothing moved while recording");
@@ -431,10 +431,10 @@ fn lifetime_extended(env: &Env) -> CaseResult {
 /// A command group of `increment` over `target`, also declaring `extra`
 /// accessors (read-only), for a dynamic command group.
 fn increment_group<'a>(
-    kernel: &'a ur::Kernel,
+    kernel: &'a cmdbuf::Kernel,
     target: &'a Buffer,
     extra: &'a [&'a Buffer],
-) -> ur_runtime::graph::CommandGroupFn<'a> {
+) -> cmdbuf_runtime::graph::CommandGroupFn<'a> {
     Box::new(move |h: &mut Handler| {
         for b in extra {
             h.access(b, AccessMode::Read, AccessRange::all())?;
@@ -463,7 +463,7 @@ fn dynamic_group_accessors(env: &Env) -> CaseResult {
     let node = graph.add_dynamic(&group, NodeProperties::new())?;
     check_eq!(preds(&node), vec![write_a.index()], "edges from the accessors");
     // Every command group's accessors make edges for later nodes.
-    let out = UsmAllocation::new(env.context(), ur::UsmKind::Device, N * 4)?;
+    let out = UsmAllocation::new(env.context(), cmdbuf::UsmKind::Device, N * 4)?;
     let reads_b = read_node(&graph, &b, &out, 0, N)?;
     check_eq!(preds(&reads_b), vec![node.index()], "command group 1 writes b");
     let exec = graph.finalize(FinalizeProperties { updatable: true, ..Default::default() })?;
@@ -507,7 +507,7 @@ fn dynamic_group_gains_accessors(env: &Env) -> CaseResult {
     let queue = env.queue()?;
     write(&queue, usm.ptr(), &[0u32; N])?;
     let increment = env.kernel("increment")?;
-    let plain: ur_runtime::graph::CommandGroupFn<'_> = Box::new(|h: &mut Handler| {
+    let plain: cmdbuf_runtime::graph::CommandGroupFn<'_> = Box::new(|h: &mut Handler| {
         // SAFETY: N work-items over the N-element allocation.
         unsafe { h.launch(&KernelLaunch::new(&increment, &[N], &[KernelArg::Pointer(usm.ptr())])) }
     });
@@ -560,9 +560,9 @@ fn bad_input(env: &Env) -> CaseResult {
 /// share a buffer: each replay moves exactly the pages written elsewhere
 /// since, and the eager work sees what the graph wrote.
 pub(in crate::cases) fn cross_graph_and_eager(devices: &[Device]) -> CaseResult {
-    let context = ur::Context::new(&devices[0])?;
-    let graph_queue = CoreQueue::new(&context, ur::QueueProperties::default())?;
-    let other = Queue::new(&ur::Context::new(&devices[1])?, ur::QueueProperties::default())?;
+    let context = cmdbuf::Context::new(&devices[0])?;
+    let graph_queue = CoreQueue::new(&context, cmdbuf::QueueProperties::default())?;
+    let other = Queue::new(&cmdbuf::Context::new(&devices[1])?, cmdbuf::QueueProperties::default())?;
     let buffer = Buffer::from_host_with(&[0u32; N], &[N], &buffer_props())?;
     let props = GraphProperties { assume_buffer_outlives_graph: true, ..Default::default() };
     let graph = Graph::new(&context, &devices[0], props)?;

@@ -6,12 +6,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use ur::{
+use cmdbuf::{
     Context, EventStatus, KernelArg, MigrationFlags, QueueProperties, RectLayout, RectOffset, RectRegion, UserEvent,
     UsmAdvice, UsmAllocation,
 };
-use ur_runtime::Queue;
-use ur_runtime::graph::{
+use cmdbuf_runtime::Queue;
+use cmdbuf_runtime::graph::{
     Executable, ExecutionOrder, FinalizeProperties, Graph, GraphProperties, NodeProperties, NodeType,
 };
 
@@ -240,9 +240,9 @@ fn submissions_never_overlap(env: &Env) -> CaseResult {
     write(&q1, mem.ptr(), &[0u32; 1024])?;
     let kernel = env.kernel("increment")?;
     let graph = new_graph(env)?;
-    let mut prev: Vec<ur_runtime::graph::Node> = Vec::new();
+    let mut prev: Vec<cmdbuf_runtime::graph::Node> = Vec::new();
     for _ in 0..4 {
-        let deps: Vec<&ur_runtime::graph::Node> = prev.iter().collect();
+        let deps: Vec<&cmdbuf_runtime::graph::Node> = prev.iter().collect();
         // SAFETY: 1024 items, 1024 elements.
         let node = unsafe { kernel_node(&graph, &kernel, &[1024], &[KernelArg::Pointer(mem.ptr())], &deps)? };
         prev = vec![node];
@@ -253,7 +253,7 @@ fn submissions_never_overlap(env: &Env) -> CaseResult {
         let q = if i % 2 == 0 { &q1 } else { &q2 };
         events.push(q.enqueue_graph(&exec, &[])?);
     }
-    ur_runtime::Event::wait_all(&events.iter().collect::<Vec<_>>())?;
+    cmdbuf_runtime::Event::wait_all(&events.iter().collect::<Vec<_>>())?;
     check_eq!(read::<u32>(&q1, mem.ptr(), 1024)?, vec![80u32; 1024]);
     Ok(())
 }
@@ -278,7 +278,7 @@ fn back_to_back_submissions_then_another_queue(env: &Env) -> CaseResult {
     for q in std::iter::repeat_n(&q1, 10).chain(std::iter::repeat_n(&q2, 10)).chain(std::iter::repeat_n(&q3, 5)) {
         events.push(q.enqueue_graph(&exec, &[])?);
     }
-    ur_runtime::Event::wait_all(&events.iter().collect::<Vec<_>>())?;
+    cmdbuf_runtime::Event::wait_all(&events.iter().collect::<Vec<_>>())?;
     check_eq!(read::<u32>(&q1, mem.ptr(), 1024)?, vec![50u32; 1024]);
     Ok(())
 }
@@ -440,7 +440,7 @@ fn one_command_per_group(env: &Env) -> CaseResult {
     check_eq!(graph.node_count(), 0);
     // An error of the closure itself also adds nothing.
     check_err!(
-        graph.add(|_| Err(ur::UrError::InvalidValue(ur::Detail::msg("mine"))), NodeProperties::new()),
+        graph.add(|_| Err(cmdbuf::UrError::InvalidValue(cmdbuf::Detail::msg("mine"))), NodeProperties::new()),
         InvalidValue
     );
     check_eq!(graph.node_count(), 0);
@@ -457,15 +457,15 @@ fn commands_are_validated(env: &Env) -> CaseResult {
     check_err!(graph.add(|h| h.memcpy(other.ptr(), mem.ptr(), 65), props()), InvalidSize);
     check_err!(graph.add(|h| h.memcpy(other.ptr(), mem.ptr(), 0), props()), InvalidSize);
     check_err!(graph.add(|h| h.memcpy(mem.ptr().byte_add(4), mem.ptr(), 8), props()), OverlappingRegions);
-    check_err!(graph.add(|h| h.fill(ur::UsmPtr::from_addr(8), &[1], 4), props()), InvalidValue);
+    check_err!(graph.add(|h| h.fill(cmdbuf::UsmPtr::from_addr(8), &[1], 4), props()), InvalidValue);
     check_err!(graph.add(|h| h.fill(mem.ptr(), &[1, 2, 3], 64), props()), InvalidSize);
     let args = [KernelArg::Pointer(mem.ptr())];
-    let launch = ur::KernelLaunch::new(&kernel, &[16], &args);
+    let launch = cmdbuf::KernelLaunch::new(&kernel, &[16], &args);
     // SAFETY: refused before anything runs: `fill` takes two arguments.
     check_err!(graph.add(|h| unsafe { h.launch(&launch) }, props()), InvalidKernelArgumentIndex);
     let value = 1u32;
     let args = [KernelArg::Pointer(mem.ptr()), KernelArg::value(&value)];
-    let launch = ur::KernelLaunch::new(&kernel, &[16], &args).local_size(&[5]);
+    let launch = cmdbuf::KernelLaunch::new(&kernel, &[16], &args).local_size(&[5]);
     // SAFETY: refused: 16 is not a multiple of 5.
     check_err!(graph.add(|h| unsafe { h.launch(&launch) }, props()), InvalidWorkGroupSize);
     check_eq!(graph.node_count(), 0);
@@ -525,7 +525,7 @@ fn in_order_hint(env: &Env) -> CaseResult {
     write(&queue, mem.ptr(), &vec![0u32; N])?;
     let kernel = env.kernel("increment")?;
     let graph = new_graph(env)?;
-    let mut prev: Vec<ur_runtime::graph::Node> = Vec::new();
+    let mut prev: Vec<cmdbuf_runtime::graph::Node> = Vec::new();
     for _ in 0..5 {
         // SAFETY: N items, N elements.
         let node = unsafe {
@@ -604,7 +604,7 @@ fn print_graph_writes_dot(env: &Env) -> CaseResult {
     d.add_to(&graph)?;
     graph.add(|h| h.host_task(|| {}), NodeProperties::new().depends_on_all_leaves())?;
     let dir = std::env::temp_dir();
-    let path = dir.join(format!("ur-conformance-graph-{}-{}.dot", std::process::id(), graph.id()));
+    let path = dir.join(format!("cmdbuf-conformance-graph-{}-{}.dot", std::process::id(), graph.id()));
     graph.print_graph(&path, false)?;
     let text = std::fs::read_to_string(&path).map_err(|e| CaseError::Fail(e.to_string()))?;
     let _ = std::fs::remove_file(&path);
@@ -656,9 +656,9 @@ fn threads_build_and_submit(env: &Env) -> CaseResult {
             let (graph, kernel, failures) = (&graph, &kernel, &failures);
             let ptr = counters.ptr().byte_add(t * 4);
             s.spawn(move || {
-                let mut prev: Option<ur_runtime::graph::Node> = None;
+                let mut prev: Option<cmdbuf_runtime::graph::Node> = None;
                 for _ in 0..PER_THREAD {
-                    let deps: Vec<&ur_runtime::graph::Node> = prev.iter().collect();
+                    let deps: Vec<&cmdbuf_runtime::graph::Node> = prev.iter().collect();
                     // SAFETY: one item increments this thread's own counter.
                     match unsafe { kernel_node(graph, kernel, &[1], &[KernelArg::Pointer(ptr)], &deps) } {
                         Ok(n) => prev = Some(n),
@@ -690,7 +690,7 @@ fn threads_build_and_submit(env: &Env) -> CaseResult {
     });
     let events = events.into_inner().unwrap();
     check_eq!(events.len(), 20);
-    ur_runtime::Event::wait_all(&events.iter().collect::<Vec<_>>())?;
+    cmdbuf_runtime::Event::wait_all(&events.iter().collect::<Vec<_>>())?;
     check_eq!(read::<u32>(&queue, counters.ptr(), THREADS)?, vec![(20 * PER_THREAD) as u32; THREADS]);
     Ok(())
 }

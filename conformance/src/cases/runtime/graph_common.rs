@@ -3,9 +3,9 @@
 
 use std::time::{Duration, Instant};
 
-use ur::{Kernel, KernelArg, KernelLaunch, QueueProperties, UsmAllocation, UsmKind};
-use ur_runtime::Queue;
-use ur_runtime::graph::{Graph, GraphProperties, Node, NodeProperties};
+use cmdbuf::{Kernel, KernelArg, KernelLaunch, QueueProperties, UsmAllocation, UsmKind};
+use cmdbuf_runtime::Queue;
+use cmdbuf_runtime::graph::{Graph, GraphProperties, Node, NodeProperties};
 
 use crate::harness::{CaseError, Env, HostIo, read, write};
 
@@ -136,11 +136,11 @@ impl Diamond {
         })
     }
 
-    pub(in crate::cases) fn b(&self) -> ur::UsmPtr {
+    pub(in crate::cases) fn b(&self) -> cmdbuf::UsmPtr {
         self.bc.ptr()
     }
 
-    pub(in crate::cases) fn c(&self) -> ur::UsmPtr {
+    pub(in crate::cases) fn c(&self) -> cmdbuf::UsmPtr {
         self.bc.ptr().byte_add(self.n * 4)
     }
 
@@ -208,7 +208,7 @@ impl Diamond {
     pub(in crate::cases) unsafe fn saxpy_node(
         &self,
         graph: &Graph,
-        dst: ur::UsmPtr,
+        dst: cmdbuf::UsmPtr,
         factor: u32,
         dep: &Node,
     ) -> Result<Node, CaseError> {

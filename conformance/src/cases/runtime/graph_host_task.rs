@@ -5,8 +5,8 @@
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
-use ur::{KernelArg, UserEvent, UsmKind};
-use ur_runtime::graph::{FinalizeProperties, NodeProperties, NodeType};
+use cmdbuf::{KernelArg, UserEvent, UsmKind};
+use cmdbuf_runtime::graph::{FinalizeProperties, NodeProperties, NodeType};
 
 use super::graph_common::{
     Diamond, ONE, SETTLE, eventually, host_addr, host_get, host_set, host_u32, kernel_node, new_graph, sycl_queue,
@@ -209,10 +209,10 @@ fn host_tasks_only(env: &Env) -> CaseResult {
     let queue = sycl_queue(env)?;
     let order = Arc::new(Mutex::new(Vec::new()));
     let graph = new_graph(env)?;
-    let mut prev: Vec<ur_runtime::graph::Node> = Vec::new();
+    let mut prev: Vec<cmdbuf_runtime::graph::Node> = Vec::new();
     for i in 0..3u32 {
         let log = order.clone();
-        let deps: Vec<&ur_runtime::graph::Node> = prev.iter().collect();
+        let deps: Vec<&cmdbuf_runtime::graph::Node> = prev.iter().collect();
         let node = graph.add(
             move |h| {
                 h.host_task(move || {
@@ -247,11 +247,11 @@ fn panicking_host_task_fails_the_event(env: &Env) -> CaseResult {
     for _ in 0..2 {
         let event = queue.enqueue_graph(&exec, &[])?;
         let err = match event.wait() {
-            Err(e @ ur::UrError::AdapterSpecific(_)) => e,
+            Err(e @ cmdbuf::UrError::AdapterSpecific(_)) => e,
             other => return Err(CaseError::Fail(format!("expected AdapterSpecific, got {other:?}"))),
         };
         check!(err.to_string().contains("graph host task failure"), "{err}");
-        check_eq!(event.status()?, ur::EventStatus::Error);
+        check_eq!(event.status()?, cmdbuf::EventStatus::Error);
         check_eq!(read::<u8>(&queue, mem.ptr(), N * 4)?, vec![2u8; N * 4]);
     }
     check_err!(queue.enqueue_graph(&exec, &[])?.wait(), AdapterSpecific);
@@ -302,7 +302,7 @@ fn recorded_host_tasks(env: &Env) -> CaseResult {
     })?;
     queue.usm_memcpy(mem.ptr().byte_add(4), mem.ptr(), 4, &[])?;
     graph.end_recording();
-    check_eq!(ur_runtime::graph::Node::from_event(&task)?.node_type(), NodeType::HostTask);
+    check_eq!(cmdbuf_runtime::graph::Node::from_event(&task)?.node_type(), NodeType::HostTask);
     let exec = graph.finalize(FinalizeProperties::default())?;
     queue.enqueue_graph(&exec, &[])?;
     queue.enqueue_graph(&exec, &[])?.wait()?;

@@ -4,8 +4,8 @@
 //! reuse (two allocations whose lifetimes cannot overlap share memory, and
 //! the saving is reported); the restrictions the specification names.
 
-use ur::{KernelArg, KernelLaunch, UsmKind, UsmPtr};
-use ur_runtime::graph::{FinalizeProperties, Graph, Node, NodeProperties, NodeType};
+use cmdbuf::{KernelArg, KernelLaunch, UsmKind, UsmPtr};
+use cmdbuf_runtime::graph::{FinalizeProperties, Graph, Node, NodeProperties, NodeType};
 
 use super::graph_common::{kernel_node, new_graph, sycl_queue};
 use crate::harness::{CaseError, CaseResult, Env, read};
@@ -24,7 +24,7 @@ const N: usize = 256;
 const BYTES: usize = 4 * N;
 
 /// Adds an `async_malloc` node of `bytes` device bytes after `deps`.
-fn malloc(graph: &Graph, bytes: usize, deps: &[&Node]) -> ur::Result<(Node, UsmPtr)> {
+fn malloc(graph: &Graph, bytes: usize, deps: &[&Node]) -> cmdbuf::Result<(Node, UsmPtr)> {
     let mut ptr = None;
     let node = graph.add(
         |h| {
@@ -133,7 +133,7 @@ fn recorded_allocations(env: &Env) -> CaseResult {
     let mut ptrs = Vec::new();
     for (i, value) in [11u32, 12].into_iter().enumerate() {
         let (ptr, event) = queue.async_malloc(UsmKind::Device, BYTES, &[])?;
-        check_eq!(ur_runtime::graph::Node::from_event(&event)?.node_type(), NodeType::AsyncMalloc);
+        check_eq!(cmdbuf_runtime::graph::Node::from_event(&event)?.node_type(), NodeType::AsyncMalloc);
         let args = [KernelArg::Pointer(ptr), KernelArg::value(&value)];
         // SAFETY: N items of the N-element allocation, before its free.
         unsafe { queue.launch_kernel(&KernelLaunch::new(&fill, &[N], &args), &[])? };

@@ -5,12 +5,12 @@
 //! They run in the cross section of the suite (all selected devices, at
 //! least two; the backends may differ).
 
-use ur::{Context, Device, Kernel, KernelArg, KernelLaunch, Program, QueueProperties};
-use ur::{UsmAllocation, UsmKind, UsmKinds};
-use ur_runtime::graph::{
+use cmdbuf::{Context, Device, Kernel, KernelArg, KernelLaunch, Program, QueueProperties};
+use cmdbuf::{UsmAllocation, UsmKind, UsmKinds};
+use cmdbuf_runtime::graph::{
     DynamicCommandGroup, DynamicParameter, FinalizeProperties, Graph, GraphProperties, Node, NodeProperties,
 };
-use ur_runtime::{Event, Queue};
+use cmdbuf_runtime::{Event, Queue};
 
 use super::buffers::CrossCase;
 use crate::harness::{CaseError, CaseResult, read, write};
@@ -55,7 +55,7 @@ impl Side {
 }
 
 /// Adds a launch of `kernel` over `N` items.
-fn add_launch(g: &Graph, kernel: &Kernel, args: &[KernelArg<'_>], props: NodeProperties<'_>) -> ur::Result<Node> {
+fn add_launch(g: &Graph, kernel: &Kernel, args: &[KernelArg<'_>], props: NodeProperties<'_>) -> cmdbuf::Result<Node> {
     let launch = KernelLaunch::new(kernel, &[N], args);
     // SAFETY: every allocation of these cases holds N u32s, and the library's
     // kernels touch element i of their pointers for item i < N (a range update
@@ -64,7 +64,7 @@ fn add_launch(g: &Graph, kernel: &Kernel, args: &[KernelArg<'_>], props: NodePro
 }
 
 /// Records a launch of `kernel` over `N` items.
-fn record_launch(q: &Queue, kernel: &Kernel, args: &[KernelArg<'_>], wait: &[&Event]) -> ur::Result<Event> {
+fn record_launch(q: &Queue, kernel: &Kernel, args: &[KernelArg<'_>], wait: &[&Event]) -> cmdbuf::Result<Event> {
     // SAFETY: as for `add_launch`.
     unsafe { q.launch_kernel(&KernelLaunch::new(kernel, &[N], args), wait) }
 }
@@ -223,7 +223,7 @@ fn cross_device_copies(devices: &[Device]) -> CaseResult {
         |h| h.memcpy_across(a.device(), ya.ptr().byte_add(half), b.device(), xb.ptr(), half),
         NodeProperties::new().depends_on(&deps),
     )?;
-    check_eq!(there.node_type(), ur_runtime::graph::NodeType::Memcpy);
+    check_eq!(there.node_type(), cmdbuf_runtime::graph::NodeType::Memcpy);
     check_eq!(there.device(), b.device().clone());
     check_eq!(back.device(), a.device().clone());
     let exec = g.finalize(FinalizeProperties::default())?;

@@ -10,9 +10,9 @@
 //! predecessors' cells, so any execution that respects the edges computes
 //! the model's values, whatever order the implementation picks.
 
+use cmdbuf::{KernelArg, KernelLaunch, UrError, UsmKind, UsmKinds, UsmPtr};
+use cmdbuf_runtime::graph::{ExecutionOrder, FinalizeProperties, Graph, GraphProperties, Node, NodeProperties};
 use proptest::prelude::*;
-use ur::{KernelArg, KernelLaunch, UrError, UsmKind, UsmKinds, UsmPtr};
-use ur_runtime::graph::{ExecutionOrder, FinalizeProperties, Graph, GraphProperties, Node, NodeProperties};
 
 use super::graph_common::{host_addr, host_get, host_set, sycl_queue};
 use super::prop_runner;
@@ -177,7 +177,7 @@ fn check_program(env: &Env, program: &Program, mutant: bool) -> CaseResult {
         let deps: Vec<&Node> = s.preds.iter().map(|p| &nodes[*p]).collect();
         let props = NodeProperties::new().depends_on(&deps);
         let p = |j: usize| cell(s.data[j.min(s.data.len().saturating_sub(1))]);
-        let launch = |kernel: &ur::Kernel, args: &[KernelArg<'_>]| {
+        let launch = |kernel: &cmdbuf::Kernel, args: &[KernelArg<'_>]| {
             let launch = KernelLaunch::new(kernel, &[M], args);
             // SAFETY: M items over cells of M elements each.
             graph.add(|h| unsafe { h.launch(&launch) }, props)

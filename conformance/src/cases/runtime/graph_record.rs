@@ -6,10 +6,12 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use ur::{CommandBufferDesc, Context, KernelArg, KernelLaunch, MigrationFlags, QueueProperties, UsmAdvice, UsmKind};
-use ur_runtime::Queue;
-use ur_runtime::QueueState;
-use ur_runtime::graph::{FinalizeProperties, Graph, GraphProperties, Node, NodeProperties, NodeType};
+use cmdbuf::{
+    CommandBufferDesc, Context, KernelArg, KernelLaunch, MigrationFlags, QueueProperties, UsmAdvice, UsmKind,
+};
+use cmdbuf_runtime::Queue;
+use cmdbuf_runtime::QueueState;
+use cmdbuf_runtime::graph::{FinalizeProperties, Graph, GraphProperties, Node, NodeProperties, NodeType};
 
 use super::graph_common::{Diamond, MINUS_ONE, ONE, new_graph, sycl_ooo_queue, sycl_queue};
 use crate::harness::{CaseError, CaseResult, Env, read, read_buffer, write};
@@ -152,7 +154,7 @@ fn barriers(env: &Env) -> CaseResult {
     let bar2 = q1.barrier(&[&c])?;
     let f = q1.usm_memcpy(part(5), part(2), 64, &[])?;
     graph.end_recording();
-    let node = |e: &ur_runtime::Event| Node::from_event(e);
+    let node = |e: &cmdbuf_runtime::Event| Node::from_event(e);
     let (na, nb, nc, nbar, nd, ne, nbar2, nf) =
         (node(&a)?, node(&b)?, node(&c)?, node(&bar)?, node(&d)?, node(&e)?, node(&bar2)?, node(&f)?);
     check_eq!(nbar.node_type(), NodeType::Barrier);
@@ -177,7 +179,7 @@ fn barriers(env: &Env) -> CaseResult {
 fn barrier_after_many_commands(env: &Env) -> CaseResult {
     let (q1, q2) = (sycl_ooo_queue(env)?, sycl_ooo_queue(env)?);
     let mem = env.usm_u32(4)?;
-    let fill = |q: &Queue, wait: &[&ur_runtime::Event]| q.usm_fill(mem.ptr(), &[0u8; 4], 16, wait);
+    let fill = |q: &Queue, wait: &[&cmdbuf_runtime::Event]| q.usm_fill(mem.ptr(), &[0u8; 4], 16, wait);
     let graph = new_graph(env)?;
     graph.begin_recording_all(&[&q1, &q2])?;
     let mut leaves = HashSet::new();
@@ -356,7 +358,7 @@ fn recorded_events_do_not_execute(env: &Env) -> CaseResult {
     graph.begin_recording(&queue)?;
     let event = queue.usm_fill(mem.ptr(), &[0], 16, &[])?;
     check_err!(event.wait(), InvalidOperation);
-    check_err!(ur_runtime::Event::wait_all(&[&event]), InvalidOperation);
+    check_err!(cmdbuf_runtime::Event::wait_all(&[&event]), InvalidOperation);
     check_err!(event.status(), InvalidOperation);
     check_err!(event.profiling_info(), InvalidOperation);
     check_err!(queue.finish(), InvalidOperation);
@@ -389,7 +391,7 @@ fn recorded_events_stay_in_their_graph(env: &Env) -> CaseResult {
     // A command buffer cannot wait for it, even while it records.
     check_err!(other.enqueue_command_buffer(&finalized(env)?, &[&recorded]), InvalidEventWaitList);
     // Nor can a command buffer's wait list hold it: a recorded event is no
-    // ur-core event, which the types enforce.
+    // cmdbuf-core event, which the types enforce.
     // Nor a queue recording into another graph.
     let third = sycl_queue(env)?;
     let graph2 = new_graph(env)?;
@@ -409,7 +411,7 @@ fn recorded_events_stay_in_their_graph(env: &Env) -> CaseResult {
     Ok(())
 }
 
-fn finalized(env: &Env) -> Result<ur::CommandBuffer, CaseError> {
+fn finalized(env: &Env) -> Result<cmdbuf::CommandBuffer, CaseError> {
     let cb = env.command_buffer(CommandBufferDesc::default())?;
     cb.finalize()?;
     Ok(cb)
@@ -431,7 +433,7 @@ fn recording_state_errors(env: &Env) -> CaseResult {
     check_err!(graph.add_empty(NodeProperties::new()), InvalidOperation);
     check_err!(graph.add(|h| h.host_task(|| {}), NodeProperties::new()), InvalidOperation);
     check_err!(graph.make_edge(&node, &node), InvalidOperation);
-    check_err!(queue.async_free(ur::UsmPtr::from_addr(64), &[]), InvalidValue);
+    check_err!(queue.async_free(cmdbuf::UsmPtr::from_addr(64), &[]), InvalidValue);
     // A queue that does not record allocates eagerly (`async_alloc`), not into the graph.
     let (eager, ready) = other.async_malloc(UsmKind::Device, 64, &[])?;
     ready.wait()?;

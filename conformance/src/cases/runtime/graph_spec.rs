@@ -10,13 +10,13 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use ur::{Context, KernelArg, KernelLaunch, QueueProperties, UsmAllocation, UsmKind, UsmKinds};
-use ur_runtime::aspect::{Aspect, FULL_GRAPH_UPDATES, device_has};
-use ur_runtime::graph::{
+use cmdbuf::{Context, KernelArg, KernelLaunch, QueueProperties, UsmAllocation, UsmKind, UsmKinds};
+use cmdbuf_runtime::aspect::{Aspect, FULL_GRAPH_UPDATES, device_has};
+use cmdbuf_runtime::graph::{
     CommandGroupFn, DynamicCommandGroup, DynamicParameter, Executable, FinalizeProperties, Graph, GraphProperty,
     Handler, Node, NodeProperties, NodeType, RecordingProperties,
 };
-use ur_runtime::{MemoryPool, MemoryPoolProperties, Queue, QueueState};
+use cmdbuf_runtime::{MemoryPool, MemoryPoolProperties, Queue, QueueState};
 
 use super::graph_common::{SETTLE, new_graph, sycl_queue, sycl_queue_with};
 use super::native_command::{WORDS, native_fill, words};
@@ -221,8 +221,8 @@ fn pool_zero_init_after_the_previous_execution(env: &Env) -> CaseResult {
     let graph = copy_then_fill(env, &pool, &out)?;
     let exec = graph.finalize(FinalizeProperties::default())?;
     run(&queue, &exec)?;
-    let gate = ur::UserEvent::new(env.context())?;
-    let held = queue.enqueue_graph(&exec, &[&ur_runtime::Event::Core(gate.event().clone())])?;
+    let gate = cmdbuf::UserEvent::new(env.context())?;
+    let held = queue.enqueue_graph(&exec, &[&cmdbuf_runtime::Event::Core(gate.event().clone())])?;
     drop(exec);
     let again = graph.clone();
     let finalizing = std::thread::spawn(move || again.finalize(FinalizeProperties::default()));
@@ -275,7 +275,7 @@ fn device_aspects(env: &Env) -> CaseResult {
     let full = device_has(device, Aspect::ExtOneapiGraph);
     check_eq!(
         full,
-        caps.support == ur::CommandBufferSupport::Native && caps.update.contains(FULL_GRAPH_UPDATES),
+        caps.support == cmdbuf::CommandBufferSupport::Native && caps.update.contains(FULL_GRAPH_UPDATES),
         "{device}: {caps:?}"
     );
     let emulated = device.emulated();
@@ -338,7 +338,7 @@ fn recorded_event_queries(env: &Env) -> CaseResult {
     check_err!(recorded.profiling_info(), InvalidOperation);
     let executed = queue.usm_fill(mem.ptr(), &[1], 16, &[])?;
     executed.wait()?;
-    check_eq!(executed.status()?, ur::EventStatus::Complete);
+    check_eq!(executed.status()?, cmdbuf::EventStatus::Complete);
     let info = executed.profiling_info()?;
     check!(info.end >= info.start);
     Ok(())

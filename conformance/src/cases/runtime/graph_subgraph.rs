@@ -6,9 +6,9 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use ur::{Context, KernelArg, KernelLaunch, QueueProperties, UsmAllocation, UsmKind};
-use ur_runtime::Queue;
-use ur_runtime::graph::{Executable, FinalizeProperties, Graph, NodeProperties, NodeType};
+use cmdbuf::{Context, KernelArg, KernelLaunch, QueueProperties, UsmAllocation, UsmKind};
+use cmdbuf_runtime::Queue;
+use cmdbuf_runtime::graph::{Executable, FinalizeProperties, Graph, NodeProperties, NodeType};
 
 use super::graph_common::{host_addr, host_get, kernel_node, new_graph, sycl_queue};
 use crate::harness::{CaseResult, Env, read, write};
@@ -111,7 +111,7 @@ fn recorded_subgraph(env: &Env) -> CaseResult {
     // SAFETY: N items of N-element allocations.
     unsafe { queue.launch_kernel(&KernelLaunch::new(&cpy, &[N], &args), &[])? };
     graph.end_recording();
-    let node = ur_runtime::graph::Node::from_event(&node_event)?;
+    let node = cmdbuf_runtime::graph::Node::from_event(&node_event)?;
     check_eq!(node.node_type(), NodeType::Subgraph);
     check_eq!(node.successors().len(), 1);
     let exec = graph.finalize(FinalizeProperties::default())?;

@@ -8,9 +8,9 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use ur::{Context, KernelArg, KernelLaunch, UsmAllocation, UsmKind};
-use ur_runtime::Queue;
-use ur_runtime::graph::{
+use cmdbuf::{Context, KernelArg, KernelLaunch, UsmAllocation, UsmKind};
+use cmdbuf_runtime::Queue;
+use cmdbuf_runtime::graph::{
     CommandGroupFn, DynamicCommandGroup, DynamicParameter, FinalizeProperties, Graph, Handler, Node, NodeProperties,
     NodeType,
 };
@@ -39,7 +39,7 @@ fn updatable() -> FinalizeProperties {
     FinalizeProperties { updatable: true, ..FinalizeProperties::default() }
 }
 
-fn run(queue: &Queue, exec: &Graph<ur_runtime::graph::Executable>) -> CaseResult {
+fn run(queue: &Queue, exec: &Graph<cmdbuf_runtime::graph::Executable>) -> CaseResult {
     queue.enqueue_graph(exec, &[])?.wait()?;
     Ok(())
 }
@@ -57,13 +57,13 @@ fn zero(queue: &Queue, allocs: &[&UsmAllocation]) -> CaseResult {
 /// `p` and every value `ptr` takes hold `global` elements.
 unsafe fn fill_node(
     graph: &Graph,
-    fill: &ur::Kernel,
+    fill: &cmdbuf::Kernel,
     p: &UsmAllocation,
     global: usize,
     ptr: Option<&DynamicParameter>,
     value: Option<&DynamicParameter>,
     deps: &[&Node],
-) -> ur::Result<Node> {
+) -> cmdbuf::Result<Node> {
     graph.add(
         |h| {
             if let Some(ptr) = ptr {
@@ -410,20 +410,21 @@ fn whole_graph_update_checks_topology(env: &Env) -> CaseResult {
     zero(&queue, &[&mem, &other_mem])?;
     let (fill, increment) = (env.kernel("fill")?, env.kernel("increment")?);
     // A fill, then an increment and an empty node after it.
-    let build = |ctx: &Context, target: &UsmAllocation, kernels: [&ur::Kernel; 2], chain: bool| -> ur::Result<Graph> {
-        let graph = Graph::new(ctx, env.device(), ur_runtime::graph::GraphProperties::default())?;
-        let args = [KernelArg::Pointer(target.ptr()), KernelArg::value(&2u32)];
-        let launch = |k: &ur::Kernel, a: &[KernelArg<'_>], deps: &[&Node]| {
-            let launch = KernelLaunch::new(k, &[N], a);
-            // SAFETY: N items of N-element allocations.
-            graph.add(|h| unsafe { h.launch(&launch) }, NodeProperties::new().depends_on(deps))
+    let build =
+        |ctx: &Context, target: &UsmAllocation, kernels: [&cmdbuf::Kernel; 2], chain: bool| -> cmdbuf::Result<Graph> {
+            let graph = Graph::new(ctx, env.device(), cmdbuf_runtime::graph::GraphProperties::default())?;
+            let args = [KernelArg::Pointer(target.ptr()), KernelArg::value(&2u32)];
+            let launch = |k: &cmdbuf::Kernel, a: &[KernelArg<'_>], deps: &[&Node]| {
+                let launch = KernelLaunch::new(k, &[N], a);
+                // SAFETY: N items of N-element allocations.
+                graph.add(|h| unsafe { h.launch(&launch) }, NodeProperties::new().depends_on(deps))
+            };
+            let first = launch(kernels[0], &args[..kernels[0].signature().args.len()], &[])?;
+            let second = launch(kernels[1], &args[..kernels[1].signature().args.len()], &[&first])?;
+            let dep = [if chain { &second } else { &first }];
+            graph.add_empty(NodeProperties::new().depends_on(&dep))?;
+            Ok(graph)
         };
-        let first = launch(kernels[0], &args[..kernels[0].signature().args.len()], &[])?;
-        let second = launch(kernels[1], &args[..kernels[1].signature().args.len()], &[&first])?;
-        let dep = [if chain { &second } else { &first }];
-        graph.add_empty(NodeProperties::new().depends_on(&dep))?;
-        Ok(graph)
-    };
     let ctx = env.context();
     let source = build(ctx, &mem, [&fill, &increment], true)?;
     let exec = source.finalize(updatable())?;
@@ -433,7 +434,7 @@ fn whole_graph_update_checks_topology(env: &Env) -> CaseResult {
     check_err!(exec.update_from(&extra), InvalidGraph);
     check_err!(exec.update_from(&build(ctx, &other_mem, [&fill, &increment], false)?), InvalidGraph);
     check_err!(exec.update_from(&build(ctx, &other_mem, [&increment, &increment], true)?), InvalidGraph);
-    let swapped = Graph::new(ctx, env.device(), ur_runtime::graph::GraphProperties::default())?;
+    let swapped = Graph::new(ctx, env.device(), cmdbuf_runtime::graph::GraphProperties::default())?;
     let host = swapped.add(|h| h.host_task(|| {}), NodeProperties::new())?;
     let k = [KernelArg::Pointer(other_mem.ptr())];
     // SAFETY: N items of the N-element allocation.

@@ -1,4 +1,4 @@
-//! The cases that go through ur-runtime, the SYCL-level layer: buffers and
+//! The cases that go through cmdbuf-runtime, the SYCL-level layer: buffers and
 //! accessors, graphs (building, recording, host tasks, sub-graphs, updates,
 //! graph-owned memory), asynchronous allocation, several devices, and UR
 //! capture, whose cases replay the graph cases' diamond.

@@ -13,8 +13,8 @@
 
 use std::time::{Duration, Instant};
 
-use ur::{Context, Device, Queue, QueueProperties, UrError, UserEvent, UsmAllocation, UsmKind};
-use ur_runtime::{AccessMode, AccessRange, Buffer, CommandGroup};
+use cmdbuf::{Context, Device, Queue, QueueProperties, UrError, UserEvent, UsmAllocation, UsmKind};
+use cmdbuf_runtime::{AccessMode, AccessRange, Buffer, CommandGroup};
 
 use super::buffers::{CrossCase, PAGE, device_read, fill, host_read, moved, page_props, second};
 use crate::harness::{CaseError, CaseResult, read, write};

@@ -1,7 +1,7 @@
 //! Every append kind on its own (UR's `commands.cpp` smoke tests), each
 //! executed and its result checked.
 
-use ur::{
+use cmdbuf::{
     AppendOptions, CommandBufferDesc, KernelArg, KernelLaunch, MigrationFlags, RectLayout, RectOffset, RectRegion,
     UsmAdvice, UsmKind,
 };
@@ -31,7 +31,10 @@ pub(in crate::cases) fn cases() -> Vec<crate::Case> {
 const N: usize = 256;
 
 /// Records with `record`, finalizes, runs once on a new queue, returns the queue.
-fn run_once(env: &Env, record: impl FnOnce(&ur::CommandBuffer) -> CaseResult) -> Result<ur::Queue, crate::CaseError> {
+fn run_once(
+    env: &Env,
+    record: impl FnOnce(&cmdbuf::CommandBuffer) -> CaseResult,
+) -> Result<cmdbuf::Queue, crate::CaseError> {
     let cb = env.command_buffer(CommandBufferDesc::default())?;
     record(&cb)?;
     cb.finalize()?;
@@ -174,7 +177,8 @@ fn buffer_fill(env: &Env) -> CaseResult {
 
 /// A prefetch is ordered like any command: a fill after it still lands.
 fn usm_prefetch(env: &Env) -> CaseResult {
-    let kind = if env.device().info().usm.contains(ur::UsmKinds::SHARED) { UsmKind::Shared } else { UsmKind::Device };
+    let kind =
+        if env.device().info().usm.contains(cmdbuf::UsmKinds::SHARED) { UsmKind::Shared } else { UsmKind::Device };
     let mem = env.usm(kind, N)?;
     let queue = run_once(env, |cb| {
         let p = cb.append_usm_prefetch(mem.ptr(), N, MigrationFlags::HOST_TO_DEVICE, AppendOptions::new())?;

@@ -3,7 +3,7 @@
 //! (2, 64 and 128 bytes, and lengths that are not powers of two) and fills
 //! that start inside a buffer or allocation.
 
-use ur::{AppendOptions, CommandBufferDesc, UsmKind};
+use cmdbuf::{AppendOptions, CommandBufferDesc, UsmKind};
 
 use super::read_write::{HostBytes, noise, placed};
 use crate::harness::{Case, CaseResult, Env, fill_reference, pattern, read, read_buffer, write};

@@ -4,7 +4,9 @@
 //! (`urDeviceGetGlobalTimestamps`), and binaries are selected by the
 //! formats it runs (`urDeviceSelectBinary`).
 
-use ur::{BinaryTarget, MemoryOrders, QueueProperties, SourceForm, UsmAllocation, UsmKind, UsmKinds, host_clock_ns};
+use cmdbuf::{
+    BinaryTarget, MemoryOrders, QueueProperties, SourceForm, UsmAllocation, UsmKind, UsmKinds, host_clock_ns,
+};
 
 use crate::harness::{CaseResult, Env, Requires};
 use crate::{cases, check, check_eq, check_err};

@@ -7,7 +7,7 @@
 //! and `urEnqueueEventsWaitWithBarrier.cpp`, plus event status and
 //! profiling (`test/conformance/event/`).
 
-use ur::{
+use cmdbuf::{
     Context, Event, EventStatus, KernelArg, KernelLaunch, MapFlags, MigrationFlags, Program, Queue, QueueProperties,
     RectLayout, RectOffset, RectRegion, UsmAdvice, UsmAllocation, UsmKind,
 };
@@ -66,7 +66,7 @@ const PATIENCE: std::time::Duration = std::time::Duration::from_secs(60);
 fn increments(
     env: &Env,
     queue: &Queue,
-    mem: ur::UsmPtr,
+    mem: cmdbuf::UsmPtr,
     n: usize,
     count: usize,
     wait: &[&Event],
@@ -189,7 +189,7 @@ fn user_event_between_enqueued_work(env: &Env) -> CaseResult {
     let queue = env.queue()?;
     let (mem, zero) = counters(env, &queue, N)?;
     let before = increments(env, &queue, mem.ptr(), N, 3, &[&zero])?;
-    let gate = ur::UserEvent::new(env.context())?;
+    let gate = cmdbuf::UserEvent::new(env.context())?;
     let held = increments(env, &queue, mem.ptr(), N, 1, &[gate.event()])?;
     let after = increments(env, &queue, mem.ptr(), N, 4, &[])?;
     before.wait()?;
@@ -376,7 +376,7 @@ fn usm_memcpy_host_pointers(env: &Env) -> CaseResult {
     let queue = env.queue()?;
     let src = pattern(SIZE, 47);
     let mut back = vec![0u8; SIZE];
-    let at = |p: ur::UsmPtr| p.addr() as *mut u8;
+    let at = |p: cmdbuf::UsmPtr| p.addr() as *mut u8;
     // SAFETY: `src` and `back` hold SIZE bytes and are not touched by the
     // host until `down` has completed; failing calls enqueue nothing.
     unsafe {
@@ -404,8 +404,8 @@ fn usm_memcpy_between_host_pointers_in_queue_order(env: &Env) -> CaseResult {
     let src = pattern(SIZE, 91);
     let mut mid = vec![0u8; SIZE];
     let mut back = vec![0u8; SIZE];
-    let at = |p: ur::UsmPtr| p.addr() as *mut u8;
-    let gate = ur::UserEvent::new(env.context())?;
+    let at = |p: cmdbuf::UsmPtr| p.addr() as *mut u8;
+    let gate = cmdbuf::UserEvent::new(env.context())?;
     // SAFETY: the three vectors hold SIZE bytes and outlive every copy,
     // which `down.wait()` (in order after all of them) ends; the host reads
     // `mid` only while the copy into it waits for the gate.
@@ -427,8 +427,8 @@ fn usm_memcpy_between_host_pointers_in_queue_order(env: &Env) -> CaseResult {
         check_eq!(&back[..SIZE - 1], &src[1..]);
         check_err!(queue.usm_memcpy_host(back.as_mut_ptr(), back.as_ptr().add(8), 64, &[]), OverlappingRegions);
         check_err!(queue.usm_memcpy_host(back.as_mut_ptr(), src.as_ptr(), 0, &[]), InvalidSize);
-        let cb = env.command_buffer(ur::CommandBufferDesc::default())?;
-        let opts = ur::AppendOptions::default();
+        let cb = env.command_buffer(cmdbuf::CommandBufferDesc::default())?;
+        let opts = cmdbuf::AppendOptions::default();
         check_err!(cb.append_usm_memcpy_host(mid.as_mut_ptr(), src.as_ptr(), SIZE, opts), UnsupportedFeature);
     }
     Ok(())
@@ -438,7 +438,8 @@ fn usm_memcpy_between_host_pointers_in_queue_order(env: &Env) -> CaseResult {
 /// complete and order like any command.
 fn usm_prefetch_and_advise(env: &Env) -> CaseResult {
     const SIZE: usize = 256;
-    let kind = if env.device().info().usm.contains(ur::UsmKinds::SHARED) { UsmKind::Shared } else { UsmKind::Device };
+    let kind =
+        if env.device().info().usm.contains(cmdbuf::UsmKinds::SHARED) { UsmKind::Shared } else { UsmKind::Device };
     let mem = env.usm(kind, SIZE)?;
     let queue = env.queue()?;
     let prefetch = queue.usm_prefetch(mem.ptr(), SIZE, MigrationFlags::HOST_TO_DEVICE, &[])?;
@@ -460,7 +461,7 @@ fn write_read_usm(env: &Env) -> CaseResult {
     const SIZE: usize = 256;
     let queue = env.queue()?;
     for kind in [UsmKind::Device, UsmKind::Host] {
-        if kind == UsmKind::Host && !env.device().info().usm.contains(ur::UsmKinds::HOST) {
+        if kind == UsmKind::Host && !env.device().info().usm.contains(cmdbuf::UsmKinds::HOST) {
             continue;
         }
         let mem = env.usm(kind, SIZE)?;
@@ -854,7 +855,7 @@ fn event_of_other_context(env: &Env) -> CaseResult {
 fn kernel_of_other_context(env: &Env) -> CaseResult {
     let other = Context::new(env.device())?;
     let program = Program::new(&other, &kernels::bundle())?;
-    let foreign = ur::Kernel::new(&program, "fill")?;
+    let foreign = cmdbuf::Kernel::new(&program, "fill")?;
     let queue = env.queue()?;
     let mem = env.usm_u32(16)?;
     write(&queue, mem.ptr(), &[0u32; 16])?;
@@ -908,7 +909,7 @@ fn invalid_work_dimension(env: &Env) -> CaseResult {
     for (i, launch) in launches.iter().enumerate() {
         // SAFETY: refused before launch; none has more than 64 items.
         let result = unsafe { queue.launch_kernel(launch, &[]) };
-        if !matches!(result, Err(ur::UrError::InvalidWorkDimension(_))) {
+        if !matches!(result, Err(cmdbuf::UrError::InvalidWorkDimension(_))) {
             return Err(crate::CaseError::Fail(format!(
                 "launch {i} ({:?}, local {:?}, offset {:?}) gave {result:?}, expected InvalidWorkDimension",
                 launch.global_size, launch.local_size, launch.global_offset
@@ -936,7 +937,7 @@ fn local_size_not_dividing_global(env: &Env) -> CaseResult {
     for (i, launch) in launches.iter().enumerate() {
         // SAFETY: refused before launch; none has more than 64 items.
         let result = unsafe { queue.launch_kernel(launch, &[]) };
-        if !matches!(result, Err(ur::UrError::InvalidWorkGroupSize(_))) {
+        if !matches!(result, Err(cmdbuf::UrError::InvalidWorkGroupSize(_))) {
             return Err(crate::CaseError::Fail(format!(
                 "launch {i} ({:?}, local {:?}) gave {result:?}, expected InvalidWorkGroupSize",
                 launch.global_size, launch.local_size

@@ -3,7 +3,7 @@
 //! enqueue wait lists and returned events order a submission against eager
 //! work of other queues; submissions on profiling queues carry timestamps.
 
-use ur::{
+use cmdbuf::{
     AppendOptions, CommandBuffer, CommandBufferDesc, Context, Event, KernelArg, KernelLaunch, Queue, QueueProperties,
     UsmAllocation, UsmKind,
 };
@@ -226,7 +226,7 @@ fn wait_event_of_other_context(env: &Env) -> CaseResult {
     Ok(())
 }
 
-fn check_ordered(what: &str, event: &Event) -> Result<ur::ProfilingInfo, CaseError> {
+fn check_ordered(what: &str, event: &Event) -> Result<cmdbuf::ProfilingInfo, CaseError> {
     let info = event.profiling_info()?;
     check!(
         info.queued <= info.submit && info.submit <= info.start && info.start <= info.end,

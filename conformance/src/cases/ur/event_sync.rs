@@ -13,12 +13,12 @@ use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::sync::OnceLock;
 
-use parking_lot::Mutex;
-use ur::{
+use cmdbuf::{
     AppendOptions, Appended, CommandBuffer, CommandBufferDesc, CommandHandle, Context, ContextId, Event, EventStatus,
     MemBuffer, MigrationFlags, Queue, QueueProperties, RectLayout, RectOffset, RectRegion, UsmAdvice, UsmAllocation,
     UsmKind,
 };
+use parking_lot::Mutex;
 
 use crate::harness::{
     CaseError, CaseResult, Env, copy_rect_reference, fill_reference, pattern, read, read_buffer, write,

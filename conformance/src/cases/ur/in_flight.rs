@@ -3,7 +3,7 @@
 //! `urUSMFreeDuringExecutionTest`: `urUSMFree` waits for previously enqueued
 //! commands that may access the memory), and `finish` with host tasks
 //! (UR's `urEnqueueHostTaskTest`, its multithreaded case included, with
-//! atomic counts: ur-core's host tasks of one out-of-order queue may run at
+//! atomic counts: cmdbuf-core's host tasks of one out-of-order queue may run at
 //! the same time; the ABI's `urEnqueueHostTaskExp` takes turns per queue). Run
 //! under valgrind by `scripts/memcheck.sh`, where a kernel writing freed
 //! memory is an invalid write.
@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use ur::{KernelArg, KernelLaunch, Queue, UserEvent, UsmAllocation, UsmKind, UsmKinds};
+use cmdbuf::{KernelArg, KernelLaunch, Queue, UserEvent, UsmAllocation, UsmKind, UsmKinds};
 
 use crate::harness::{CaseResult, Env, read};
 use crate::{Requires, cases, check, check_eq};

@@ -5,7 +5,7 @@
 //! not order the commands for them. Sync points are still validated, and
 //! add no reordering.
 
-use ur::{
+use cmdbuf::{
     AppendOptions, CommandBuffer, CommandBufferDesc, KernelArg, KernelLaunch, MigrationFlags, RectLayout, RectRegion,
     UsmAdvice, UsmAllocation,
 };
@@ -48,7 +48,7 @@ fn expected() -> Vec<u32> {
     y_data().iter().map(|y| A * X + y).collect()
 }
 
-fn sentinel_usm(env: &Env, queue: &ur::Queue) -> Result<UsmAllocation, CaseError> {
+fn sentinel_usm(env: &Env, queue: &cmdbuf::Queue) -> Result<UsmAllocation, CaseError> {
     let mem = env.usm_u32(N)?;
     write(queue, mem.ptr(), &[SENTINEL; N])?;
     Ok(mem)
@@ -105,7 +105,7 @@ fn usm_with_hints(env: &Env) -> CaseResult {
 }
 
 /// Three buffers holding sentinels, for Z, X and Y.
-fn sentinel_buffers(env: &Env) -> Result<[ur::MemBuffer; 3], CaseError> {
+fn sentinel_buffers(env: &Env) -> Result<[cmdbuf::MemBuffer; 3], CaseError> {
     let data = [SENTINEL; N];
     Ok([env.buffer_with(&data)?, env.buffer_with(&data)?, env.buffer_with(&data)?])
 }
@@ -201,7 +201,7 @@ unsafe fn append_axpb(
     a: u32,
     b: u32,
     opts: AppendOptions<'_>,
-) -> Result<ur::SyncPoint, CaseError> {
+) -> Result<cmdbuf::SyncPoint, CaseError> {
     let kernel = env.kernel("axpb")?;
     let args = [KernelArg::Pointer(p.ptr()), KernelArg::value(&a), KernelArg::value(&b)];
     // SAFETY: N work-items over N elements, per this function's contract.

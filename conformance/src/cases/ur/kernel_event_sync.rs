@@ -4,7 +4,7 @@
 //! event waited on before any enqueue. Every party runs on its own queue and
 //! the first is held back by a gate, so only the events order them.
 
-use ur::{AppendOptions, CommandBufferDesc, Event, EventStatus, KernelArg, KernelLaunch, Queue, UsmAllocation};
+use cmdbuf::{AppendOptions, CommandBufferDesc, Event, EventStatus, KernelArg, KernelLaunch, Queue, UsmAllocation};
 
 use super::event_sync::{gate, signal_of};
 use crate::harness::{CaseError, CaseResult, Env, read, write};

@@ -2,7 +2,7 @@
 //! small): a dependency chain, a wide fan-in, a random DAG checked against a
 //! host model, and one update of 10,000 kernel commands.
 
-use ur::{
+use cmdbuf::{
     AppendOptions, CommandBufferDesc, EventStatus, KernelArg, KernelLaunch, KernelLaunchUpdate, SyncPoint,
     UpdateCapabilities,
 };

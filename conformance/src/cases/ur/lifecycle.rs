@@ -2,7 +2,7 @@
 //! machine errors UR leaves open (append after finalize, enqueue before
 //! finalize, foreign and future sync points).
 
-use ur::{
+use cmdbuf::{
     AppendOptions, CommandBufferDesc, CommandBufferSupport, Context, EventStatus, KernelArg, KernelLaunch, MemBuffer,
     MemFlags, MigrationFlags, Queue, QueueProperties, RectLayout, RectRegion, UsmAdvice, UsmAllocation, UsmKind,
 };
@@ -126,7 +126,7 @@ fn descriptor_query(env: &Env) -> CaseResult {
 /// capabilities; the device decides which half of the case runs.
 fn updatable_creation(env: &Env) -> CaseResult {
     let desc = CommandBufferDesc { updatable: true, ..Default::default() };
-    let result = ur::CommandBuffer::new(env.context(), env.device(), desc);
+    let result = cmdbuf::CommandBuffer::new(env.context(), env.device(), desc);
     if env.device().info().command_buffer.update.is_empty() {
         check_err!(result, UnsupportedFeature);
     } else {
@@ -147,14 +147,14 @@ fn native_handle(env: &Env) -> CaseResult {
     check_err!(cb.native_handle(), InvalidOperation);
     cb.finalize()?;
     // A pre-planned buffer (OpenCL's planned replay path) has no driver object.
-    let planned = env.device().info().command_buffer.replay_path == ur::ReplayPath::Planned;
+    let planned = env.device().info().command_buffer.replay_path == cmdbuf::ReplayPath::Planned;
     match cb.support() {
         CommandBufferSupport::Native if !planned => check!(cb.native_handle()?.0 != 0),
         _ => check_err!(cb.native_handle(), UnsupportedFeature),
     }
     check_eq!(cb.support(), env.device().info().command_buffer.support);
     // Only the software command buffer reports the software replay path.
-    let software = env.device().info().command_buffer.replay_path == ur::ReplayPath::Software;
+    let software = env.device().info().command_buffer.replay_path == cmdbuf::ReplayPath::Software;
     check_eq!(software, cb.support() == CommandBufferSupport::Emulated);
     Ok(())
 }
@@ -173,7 +173,7 @@ fn queue_of_other_context(env: &Env) -> CaseResult {
 fn device_of_other_context(env: &Env) -> CaseResult {
     let other_view = if env.device().is_emulated() { env.device().native() } else { env.device().emulated() };
     check!(other_view != *env.device());
-    check_err!(ur::CommandBuffer::new(env.context(), &other_view, CommandBufferDesc::default()), InvalidDevice);
+    check_err!(cmdbuf::CommandBuffer::new(env.context(), &other_view, CommandBufferDesc::default()), InvalidDevice);
     Ok(())
 }
 
@@ -267,7 +267,7 @@ fn drop_while_executing(env: &Env) -> CaseResult {
 fn memory_outlives_its_handle(env: &Env) -> CaseResult {
     let context = Context::new(env.device())?;
     let queue = Queue::new(&context, QueueProperties::default())?;
-    let cb = ur::CommandBuffer::new(&context, env.device(), CommandBufferDesc::default())?;
+    let cb = cmdbuf::CommandBuffer::new(&context, env.device(), CommandBufferDesc::default())?;
     let result = UsmAllocation::new(&context, UsmKind::Device, 64)?;
     {
         let scratch = UsmAllocation::new(&context, UsmKind::Device, 64)?;

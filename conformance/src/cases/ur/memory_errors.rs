@@ -1,5 +1,5 @@
 //! Misuse of memory commands that UR's `exp_command_buffer` tests (and its
-//! specification, in places) leave undefined, for which ur-rs returns typed
+//! specification, in places) leave undefined, for which cmdbuf returns typed
 //! errors: ranges leaving their allocation or buffer (`InvalidSize`),
 //! pointers inside no allocation of the context and pointers of another
 //! context (`InvalidValue`), buffers of another context (`InvalidMemObject`),
@@ -10,7 +10,7 @@
 //! length is unchanged) and that valid appends around the rejected ones are
 //! numbered, recorded and executed as if the rejected ones never happened.
 
-use ur::{
+use cmdbuf::{
     AppendOptions, CommandBuffer, CommandBufferDesc, Context, MemBuffer, MemFlags, MigrationFlags, Queue,
     QueueProperties, RectLayout, RectOffset, RectRegion, UsmAdvice, UsmAllocation, UsmKind, UsmPtr,
 };

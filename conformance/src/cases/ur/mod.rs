@@ -1,4 +1,4 @@
-//! The cases that use ur-core's API only (through the `ur` crate): UR's
+//! The cases that use cmdbuf-core's API only (through the `cmdbuf` crate): UR's
 //! `exp_command_buffer` scenarios, what UR leaves out, eager queues, native
 //! commands and adoption, random DAGs against a host model, stress.
 

@@ -1,5 +1,5 @@
 //! Objects adopted from native handles (`ur*CreateWithNativeHandle`, see
-//! `ur_core::adopt`): a round trip `native_handle()` → `from_native` gives
+//! `cmdbuf_core::adopt`): a round trip `native_handle()` → `from_native` gives
 //! a working object sharing the native one where the backend adopts that
 //! kind of object, `UnsupportedFeature` where it does not, and handles that
 //! are not of the context or device are errors.
@@ -9,7 +9,7 @@
 //! Vulkan and CUDA their queues (`VkQueue`, `CUstream`) and the device's
 //! one context; CUDA its modules and functions.
 
-use ur::{
+use cmdbuf::{
     Backend, Context, Event, EventStatus, Kernel, KernelArg, KernelLaunch, MemBuffer, MemFlags, NativeHandle,
     Ownership, Program, Queue, UserEvent,
 };
@@ -38,7 +38,7 @@ enum Kind {
     Context,
 }
 
-/// Whether the backend adopts objects of `kind` (`ur_core::adopt`).
+/// Whether the backend adopts objects of `kind` (`cmdbuf_core::adopt`).
 fn adopts(env: &Env, kind: Kind) -> bool {
     matches!(
         (env.device().backend(), kind),
@@ -67,7 +67,7 @@ fn program_and_kernel_round_trip(env: &Env) -> CaseResult {
         return Ok(());
     }
     let adopted = match adopted {
-        Err(ur::UrError::UnsupportedFeature(why)) if backend == Backend::Cuda => {
+        Err(cmdbuf::UrError::UnsupportedFeature(why)) if backend == Backend::Cuda => {
             return Err(crate::CaseError::Skip(format!("the CUDA driver does not adopt modules: {why}")));
         }
         other => other?,
@@ -134,7 +134,7 @@ fn program_and_kernel_round_trip(env: &Env) -> CaseResult {
 
 /// The object's native handle, or a stand-in where it has none (backends
 /// that do not adopt an object never look at the value).
-fn handle_or_stand_in(handle: ur::Result<NativeHandle>) -> NativeHandle {
+fn handle_or_stand_in(handle: cmdbuf::Result<NativeHandle>) -> NativeHandle {
     handle.unwrap_or(NativeHandle(0x1000))
 }
 
@@ -210,12 +210,12 @@ fn event_round_trip(env: &Env) -> CaseResult {
     let buf = env.buffer(WORDS * 4)?;
     let fill = queue.fill_buffer(&buf, &9u32.to_le_bytes(), 0, WORDS * 4, &[&adopted])?;
     std::thread::sleep(std::time::Duration::from_millis(30));
-    check!(fill.status() != ur::EventStatus::Complete, "a command ran before the adopted event completed");
-    check!(adopted.status() != ur::EventStatus::Complete, "{:?}", adopted.status());
+    check!(fill.status() != cmdbuf::EventStatus::Complete, "a command ran before the adopted event completed");
+    check!(adopted.status() != cmdbuf::EventStatus::Complete, "{:?}", adopted.status());
     gate.complete()?;
     fill.wait()?;
     adopted.wait()?;
-    check_eq!(adopted.status(), ur::EventStatus::Complete);
+    check_eq!(adopted.status(), cmdbuf::EventStatus::Complete);
     check_eq!(read_buffer::<u32>(&queue, &buf, 0, WORDS)?, vec![9u32; WORDS]);
     // An event of a command, adopted and waited on.
     let done = queue.fill_buffer(&buf, &4u32.to_le_bytes(), 0, 4, &[])?;

@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use ur::{
+use cmdbuf::{
     AppendOptions, Backend, CommandBufferDesc, Context, EventStatus, MemBuffer, NativeHandle, NativeScope,
     NativeTarget, UserEvent,
 };
@@ -42,7 +42,7 @@ pub(in crate::cases) fn cases() -> Vec<crate::Case> {
         enqueue_panic_is_an_error,
         enqueue_misuse,
         append_fills_at_each_replay,
-        append_callback_runs_once => Requires::update(ur::UpdateCapabilities::KERNEL_ARGUMENTS),
+        append_callback_runs_once => Requires::update(cmdbuf::UpdateCapabilities::KERNEL_ARGUMENTS),
         append_orders_with_sync_points,
         command_buffer_handle_inside_callback,
         append_misuse,
@@ -392,7 +392,7 @@ fn enqueue_out_of_order_wait_list(env: &Env) -> CaseResult {
     gated(env, env.ooo_queue()?)
 }
 
-fn gated(env: &Env, queue: ur::Queue) -> CaseResult {
+fn gated(env: &Env, queue: cmdbuf::Queue) -> CaseResult {
     let buf = words(env, 1)?;
     let gate = UserEvent::new(env.context())?;
     let fill = queue.fill_buffer(&buf, &2u32.to_le_bytes(), 0, WORDS * 4, &[gate.event()])?;
@@ -410,7 +410,7 @@ fn gated(env: &Env, queue: ur::Queue) -> CaseResult {
 }
 
 /// A callback's target and the handle it was answered inside the callback.
-type Seen = (NativeTarget, ur::Result<NativeHandle>);
+type Seen = (NativeTarget, cmdbuf::Result<NativeHandle>);
 
 /// Inside the callback, the queue's native handle is the target (the
 /// stream, queue or command buffer the work goes to); the CPU has none.
@@ -513,7 +513,7 @@ fn enqueue_panic_is_an_error(env: &Env) -> CaseResult {
 fn enqueue_misuse(env: &Env) -> CaseResult {
     let queue = env.queue()?;
     let other = Context::new(env.device())?;
-    let foreign = MemBuffer::new(&other, ur::MemFlags::READ_WRITE, 64)?;
+    let foreign = MemBuffer::new(&other, cmdbuf::MemFlags::READ_WRITE, 64)?;
     let ran = Arc::new(AtomicU32::new(0));
     let r = ran.clone();
     // SAFETY: the callback only counts.
@@ -557,7 +557,7 @@ fn append_fills_at_each_replay(env: &Env) -> CaseResult {
 /// UR calls an appended native command's callback once, in the append:
 /// updates and replays (several in flight, as the OpenCL adapter keeps an
 /// instance per pending submission on some devices) reuse the work it
-/// recorded. Exceptions, documented in `ur_core::interop`: Vulkan records
+/// recorded. Exceptions, documented in `cmdbuf_core::interop`: Vulkan records
 /// at finalize; where the callback's host work is the command (the CPU) or
 /// the buffer is a software one or replayed as planned eager submissions
 /// (OpenCL), it runs at each submission.
@@ -568,10 +568,11 @@ fn append_callback_runs_once(env: &Env) -> CaseResult {
     let target = env.usm_u32(N)?;
     let kernel = env.kernel("fill")?;
     let cb = env.updatable_command_buffer()?;
-    let args = [ur::KernelArg::Pointer(target.ptr()), ur::KernelArg::value(&5u32)];
+    let args = [cmdbuf::KernelArg::Pointer(target.ptr()), cmdbuf::KernelArg::value(&5u32)];
     // SAFETY: fill writes 32 u32s into a 32-u32 allocation.
-    let launch =
-        unsafe { cb.append_kernel_launch(&ur::KernelLaunch::new(&kernel, &[N], &args), &[], AppendOptions::new())? };
+    let launch = unsafe {
+        cb.append_kernel_launch(&cmdbuf::KernelLaunch::new(&kernel, &[N], &args), &[], AppendOptions::new())?
+    };
     let handle =
         launch.command.ok_or_else(|| CaseError::Fail("an updatable command buffer returned no handle".into()))?;
     let calls = Arc::new(AtomicU32::new(0));
@@ -591,8 +592,8 @@ fn append_callback_runs_once(env: &Env) -> CaseResult {
     let once = match env.device().backend() {
         Backend::Cpu => false,
         _ => {
-            cb.support() == ur::CommandBufferSupport::Native
-                && env.device().info().command_buffer.replay_path == ur::ReplayPath::Driver
+            cb.support() == cmdbuf::CommandBufferSupport::Native
+                && env.device().info().command_buffer.replay_path == cmdbuf::ReplayPath::Driver
         }
     };
     let mut submissions = 0u32;
@@ -606,7 +607,9 @@ fn append_callback_runs_once(env: &Env) -> CaseResult {
         if value == 9 {
             // SAFETY: the same 32 u32s, a new value.
             unsafe {
-                cb.update_kernel_launches(&[ur::KernelLaunchUpdate::new(&handle).arg(1, ur::KernelArg::value(&value))])?
+                cb.update_kernel_launches(&[
+                    cmdbuf::KernelLaunchUpdate::new(&handle).arg(1, cmdbuf::KernelArg::value(&value))
+                ])?
             };
         }
         // Several submissions in flight, then one waited for.
@@ -677,8 +680,8 @@ fn command_buffer_handle_inside_callback(env: &Env) -> CaseResult {
     // buffers: the queue running the submission).
     // Pre-planned buffers (OpenCL's planned replay path) run native commands
     // on the queue, as software ones do.
-    let native = cb.support() == ur::CommandBufferSupport::Native
-        && env.device().info().command_buffer.replay_path != ur::ReplayPath::Planned;
+    let native = cb.support() == cmdbuf::CommandBufferSupport::Native
+        && env.device().info().command_buffer.replay_path != cmdbuf::ReplayPath::Planned;
     let recording = |t: &NativeTarget| matches!(t, NativeTarget::Recording(_));
     let queue_target = |t: &NativeTarget| matches!(t, NativeTarget::Queue(_));
     for (target, _) in &seen {
@@ -723,7 +726,7 @@ fn append_misuse(env: &Env) -> CaseResult {
 fn child_command_buffer(env: &Env) -> CaseResult {
     let cb = env.command_buffer(CommandBufferDesc::default())?;
     let other_ctx = Context::new(env.device())?;
-    let foreign = ur::CommandBuffer::new(&other_ctx, env.device(), CommandBufferDesc::default())?;
+    let foreign = cmdbuf::CommandBuffer::new(&other_ctx, env.device(), CommandBufferDesc::default())?;
     // SAFETY: the callbacks do nothing.
     check_err!(unsafe { cb.append_native_command(Some(&foreign), &[], |_| {}) }, InvalidCommandBuffer);
     // SAFETY: as above.
@@ -762,7 +765,7 @@ fn child_command_buffer(env: &Env) -> CaseResult {
     Ok(())
 }
 
-/// What each backend gives as native handles (see `ur_core::interop`).
+/// What each backend gives as native handles (see `cmdbuf_core::interop`).
 fn native_handles(env: &Env) -> CaseResult {
     let queue = env.queue()?;
     let buf = words(env, 7)?;
@@ -788,7 +791,7 @@ fn native_handles(env: &Env) -> CaseResult {
                 check!(h.0 != 0 || (backend, what) == (Backend::Cuda, "device"), "{what}: a null handle");
             }
             Ok(h) => return Err(CaseError::Fail(format!("{what}: a handle {h:?} where none is documented"))),
-            Err(ur::UrError::UnsupportedFeature(_)) if !supported => {}
+            Err(cmdbuf::UrError::UnsupportedFeature(_)) if !supported => {}
             Err(e) => return Err(CaseError::Fail(format!("{what}: {} ({e})", e.ur_name()))),
         }
     }

@@ -1,7 +1,7 @@
 //! Creating objects: programs from bundles, kernels by name, USM and buffers,
 //! queues, and the errors each creation reports.
 
-use ur::{
+use cmdbuf::{
     ArgKind, Context, Kernel, KernelArg, KernelLaunch, KernelSignature, MemBuffer, MemFlags, Program, ProgramBundle,
     ProgramSource, Queue, QueueProperties, SourceForm, UsmAllocation, UsmKind, UsmKinds,
 };
@@ -50,7 +50,7 @@ fn program_without_accepted_form(env: &Env) -> CaseResult {
         });
     }
     let err = match Program::new(env.context(), &bundle) {
-        Err(e @ ur::UrError::InvalidBinary(_)) => e,
+        Err(e @ cmdbuf::UrError::InvalidBinary(_)) => e,
         other => return Err(crate::CaseError::Fail(format!("expected InvalidBinary, got {other:?}"))),
     };
     let message = err.to_string();
@@ -85,7 +85,7 @@ fn kinds_left_to_the_driver(env: &Env) -> CaseResult {
     let signatures = kernels::signatures().into_iter().map(|s| if s.name == "saxpy" { loose.clone() } else { s });
     let kernel = Program::new(env.context(), &kernels::bundle_with(signatures.collect()))
         .and_then(|program| Kernel::new(&program, "saxpy"));
-    if env.device().backend() == ur::Backend::Vulkan {
+    if env.device().backend() == cmdbuf::Backend::Vulkan {
         check_err!(kernel, InvalidValue);
         return Ok(());
     }

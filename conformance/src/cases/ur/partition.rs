@@ -6,7 +6,7 @@
 //! is `DevicePartitionFailed`. The front end's checks of counts hold
 //! everywhere.
 
-use ur::{
+use cmdbuf::{
     AffinityDomain, AppendOptions, CommandBuffer, CommandBufferDesc, Context, Device, KernelArg, KernelLaunch,
     Partition, PartitionKind, Program, Queue, QueueProperties, UsmAllocation, UsmKind,
 };
@@ -117,7 +117,7 @@ fn sub_devices_run_kernels_and_command_buffers(env: &Env) -> CaseResult {
     };
     let context = Context::new(&sub)?;
     let program = Program::new(&context, &crate::kernels::bundle())?;
-    let kernel = ur::Kernel::new(&program, "fill")?;
+    let kernel = cmdbuf::Kernel::new(&program, "fill")?;
     let queue = Queue::new(&context, QueueProperties::default())?;
     const N: usize = 64;
     let mem = UsmAllocation::new(&context, UsmKind::Device, N * 4)?;
@@ -150,7 +150,7 @@ fn sub_device_queues_work_in_their_parents_context(env: &Env) -> CaseResult {
     };
     let context = Context::new(device)?;
     let queue = match Queue::on_device(&context, &sub, QueueProperties::default()) {
-        Err(ur::UrError::UnsupportedFeature(why)) if device.backend() == ur::Backend::OpenCl => {
+        Err(cmdbuf::UrError::UnsupportedFeature(why)) if device.backend() == cmdbuf::Backend::OpenCl => {
             return Err(crate::CaseError::Skip(format!("the driver refuses: {why}")));
         }
         queue => queue?,
@@ -158,7 +158,7 @@ fn sub_device_queues_work_in_their_parents_context(env: &Env) -> CaseResult {
     check_eq!(queue.device(), &sub);
     check_eq!(queue.context().device(), device);
     let program = Program::new(&context, &crate::kernels::bundle())?;
-    let kernel = ur::Kernel::new(&program, "fill")?;
+    let kernel = cmdbuf::Kernel::new(&program, "fill")?;
     const N: usize = 64;
     let mem = UsmAllocation::new(&context, UsmKind::Device, N * 4)?;
     let value = 9u32;
@@ -173,7 +173,7 @@ fn sub_device_queues_work_in_their_parents_context(env: &Env) -> CaseResult {
     // A command buffer for the sub-device in the same context, where the
     // backend records one (OpenCL's native command buffers: not).
     match CommandBuffer::new(&context, &sub, CommandBufferDesc::default()) {
-        Err(ur::UrError::UnsupportedFeature(_)) if device.backend() == ur::Backend::OpenCl => {}
+        Err(cmdbuf::UrError::UnsupportedFeature(_)) if device.backend() == cmdbuf::Backend::OpenCl => {}
         cb => {
             let cb = cb?;
             check_eq!(cb.device(), &sub);

@@ -5,7 +5,7 @@
 //! SPIR-V of OpenCL kernels, SPIR-V compute shaders of the Vulkan kernel
 //! ABI, or PTX.
 
-use ur::{ArgKind, CacheConfig, Kernel, KernelArg, KernelLaunch, Program, ProgramBundle, UsmKind};
+use cmdbuf::{ArgKind, CacheConfig, Kernel, KernelArg, KernelLaunch, Program, ProgramBundle, UsmKind};
 
 use crate::harness::{CaseError, CaseResult, Env, read, write};
 use crate::kernels::programs::{self, Params, scale_add_reference};
@@ -136,7 +136,7 @@ fn build_options_binary_and_kernel_info(env: &Env) -> CaseResult {
     let _log = program.build_log();
     // Where the binary is the bytes given (all but OpenCL, whose binary is
     // the driver's), it builds again.
-    if program.form() != ur::SourceForm::SpirvKernel {
+    if program.form() != cmdbuf::SourceForm::SpirvKernel {
         let bytes = binary.expect("checked above");
         // SAFETY: a CPU kernel table's bytes point to statics of this process.
         let again = unsafe { ProgramBundle::from_binary(&bytes) }?;
@@ -159,7 +159,7 @@ fn cache_config_hints(env: &Env) -> CaseResult {
     let (_program, kernel) = load(env, "scale_add", "")?;
     check_eq!(kernel.cache_config(), CacheConfig::Default);
     let applied = kernel.set_cache_config(CacheConfig::LargeLocalMemory)?;
-    check_eq!(applied, env.device().backend() == ur::Backend::Cuda, "applied on {}", env.device());
+    check_eq!(applied, env.device().backend() == cmdbuf::Backend::Cuda, "applied on {}", env.device());
     check_eq!(kernel.cache_config(), CacheConfig::LargeLocalMemory);
     kernel.set_cache_config(CacheConfig::LargeData)?;
     check_eq!(kernel.cache_config(), CacheConfig::LargeData);

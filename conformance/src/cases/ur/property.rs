@@ -11,8 +11,8 @@
 use std::fmt;
 use std::ops::Range;
 
+use cmdbuf::{AppendOptions, CommandBufferDesc, KernelArg, KernelLaunch, SyncPoint, UsmAllocation};
 use proptest::prelude::*;
-use ur::{AppendOptions, CommandBufferDesc, KernelArg, KernelLaunch, SyncPoint, UsmAllocation};
 
 use super::prop_runner;
 use crate::harness::{CaseError, CaseResult, Env, fill_reference, read, write};

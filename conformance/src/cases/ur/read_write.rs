@@ -3,7 +3,7 @@
 //! shared USM and raw host memory, each buffer replayed with new data to show
 //! that executions move the data of their own time, not of recording time.
 
-use ur::{AppendOptions, CommandBufferDesc, UsmKind};
+use cmdbuf::{AppendOptions, CommandBufferDesc, UsmKind};
 
 use crate::harness::{Case, CaseResult, Env, read, read_buffer, write};
 use crate::{Requires, cases, check, check_eq};

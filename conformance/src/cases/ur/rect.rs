@@ -3,7 +3,7 @@
 //! `copy_rect_reference`; buffer-to-buffer rect copies in 2D and 3D; and rect
 //! commands replayed with new data.
 
-use ur::{AppendOptions, CommandBufferDesc, RectLayout, RectOffset, RectRegion, UsmKind};
+use cmdbuf::{AppendOptions, CommandBufferDesc, RectLayout, RectOffset, RectRegion, UsmKind};
 
 use super::read_write::noise;
 use crate::harness::{Case, CaseResult, Env, copy_rect_reference, read, read_buffer, write};

@@ -3,7 +3,7 @@
 //! saxpy kernels with device-to-device and device-to-"host" copies, submitted
 //! right after an eager saxpy it depends on.
 
-use ur::{AppendOptions, CommandBuffer, CommandBufferDesc, Event, KernelArg, KernelLaunch, Queue, UsmAllocation};
+use cmdbuf::{AppendOptions, CommandBuffer, CommandBufferDesc, Event, KernelArg, KernelLaunch, Queue, UsmAllocation};
 
 use super::event_sync::gate;
 use crate::harness::{CaseError, CaseResult, Env, read, write};

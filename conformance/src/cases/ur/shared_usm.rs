@@ -7,7 +7,7 @@
 //! `UnsupportedFeature` and nothing changes. Contexts of different devices
 //! are `InvalidDevice` (the `multi_device` section).
 
-use ur::{
+use cmdbuf::{
     CommandBufferDesc, Context, KernelArg, KernelLaunch, Queue, QueueProperties, UrError, UsmAllocation, UsmKind,
 };
 
@@ -75,7 +75,7 @@ fn joined_contexts_use_each_others_pointers(env: &Env) -> CaseResult {
     check_eq!(read::<u32>(&q, mine.ptr(), N)?, vec![3; N], "the other context writes this one's memory");
     // A command buffer of this context over the other's memory.
     let cb = env.command_buffer(CommandBufferDesc::default())?;
-    cb.append_usm_memcpy(theirs.ptr(), mine.ptr(), N * 4, ur::AppendOptions::new())?;
+    cb.append_usm_memcpy(theirs.ptr(), mine.ptr(), N * 4, cmdbuf::AppendOptions::new())?;
     cb.finalize()?;
     q.enqueue_command_buffer(&cb, &[])?.wait()?;
     check_eq!(read::<u32>(&q_other, theirs.ptr(), N)?, vec![3; N], "the command buffer's copy");
@@ -85,7 +85,7 @@ fn joined_contexts_use_each_others_pointers(env: &Env) -> CaseResult {
     check_eq!(read::<u32>(&q_other, theirs.ptr(), N)?, vec![4; N], "the peer copy");
     // Bounds are those of the allocation that holds the pointer.
     check_err!(q.usm_fill(theirs.ptr().byte_add(N * 2), &[1], N * 4, &[]), InvalidSize);
-    check_err!(cb.append_usm_fill(theirs.ptr(), &[1], N * 4 + 1, ur::AppendOptions::new()), InvalidSize);
+    check_err!(cb.append_usm_fill(theirs.ptr(), &[1], N * 4 + 1, cmdbuf::AppendOptions::new()), InvalidSize);
     Ok(())
 }
 

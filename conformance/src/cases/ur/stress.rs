@@ -4,7 +4,7 @@
 
 use std::thread;
 
-use ur::{AppendOptions, CommandBufferDesc, KernelArg, KernelLaunch, QueueProperties};
+use cmdbuf::{AppendOptions, CommandBufferDesc, KernelArg, KernelLaunch, QueueProperties};
 
 use crate::harness::{CaseError, CaseResult, Env, read, write};
 use crate::{Requires, cases, check_eq};

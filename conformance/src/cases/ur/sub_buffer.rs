@@ -4,7 +4,7 @@
 //! transfers, maps, kernel arguments and command-buffer appends — reaching
 //! exactly its region of the parent and nothing outside it.
 
-use ur::{
+use cmdbuf::{
     AppendOptions, CommandBufferDesc, KernelArg, KernelLaunch, KernelLaunchUpdate, MapFlags, MemBuffer, MemFlags,
     RectLayout, RectOffset, RectRegion, UpdateCapabilities, UsmKind,
 };
@@ -53,7 +53,7 @@ fn partition_rules(env: &Env) -> CaseResult {
     check!(rw.parent().is_none() && rw.offset() == 0, "a root buffer has no parent");
     // A native object of its own only where the backend makes one (OpenCL).
     match env.device().backend() {
-        ur::Backend::OpenCl => {
+        cmdbuf::Backend::OpenCl => {
             let (own, root) = (sub.native_handle()?.0, rw.native_handle()?.0);
             check!(own != 0 && own != root, "the sub-buffer's cl_mem {own:#x}, the parent's {root:#x}");
         }
@@ -75,14 +75,14 @@ fn partition_rules(env: &Env) -> CaseResult {
     check_err!(rw.partition(MemFlags::READ_ONLY | MemFlags::WRITE_ONLY, 0, 16), InvalidValue);
     check_err!(rw.partition(MemFlags::ALLOC_HOST_POINTER, 0, 16), InvalidValue);
 
-    let ro = ur::MemBuffer::new(env.context(), MemFlags::READ_ONLY, size)?;
+    let ro = cmdbuf::MemBuffer::new(env.context(), MemFlags::READ_ONLY, size)?;
     check_eq!(ro.partition(MemFlags::empty(), 0, 16)?.flags(), MemFlags::READ_ONLY, "inherited access");
     check_err!(ro.partition(MemFlags::READ_WRITE, 0, 16), InvalidValue);
     check_err!(ro.partition(MemFlags::WRITE_ONLY, 0, 16), InvalidValue);
-    let wo = ur::MemBuffer::new(env.context(), MemFlags::WRITE_ONLY, size)?;
+    let wo = cmdbuf::MemBuffer::new(env.context(), MemFlags::WRITE_ONLY, size)?;
     check_err!(wo.partition(MemFlags::READ_ONLY, 0, 16), InvalidValue);
     check_eq!(wo.partition(MemFlags::WRITE_ONLY, 0, 16)?.flags(), MemFlags::WRITE_ONLY);
-    let host = ur::MemBuffer::new(env.context(), MemFlags::ALLOC_HOST_POINTER, size)?;
+    let host = cmdbuf::MemBuffer::new(env.context(), MemFlags::ALLOC_HOST_POINTER, size)?;
     check_eq!(
         host.partition(MemFlags::empty(), 0, 16)?.flags(),
         MemFlags::READ_WRITE | MemFlags::ALLOC_HOST_POINTER,

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use ur::{QueueProperties, UserEvent, UsmKind};
+use cmdbuf::{QueueProperties, UserEvent, UsmKind};
 
 use crate::harness::{CaseResult, Env};
 use crate::{Requires, cases, check, check_err};
@@ -129,7 +129,7 @@ fn out_of_order_queue(env: &Env) -> CaseResult {
 
 /// A wait list with an event of another context is refused.
 fn wait_list_of_another_context(env: &Env) -> CaseResult {
-    let other = ur::Context::new(env.device())?;
+    let other = cmdbuf::Context::new(env.device())?;
     let foreign = UserEvent::new(&other)?;
     let queue = env.queue()?;
     let result = queue.enqueue_timestamp(&[foreign.event()]);

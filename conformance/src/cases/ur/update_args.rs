@@ -6,7 +6,7 @@
 //! UR reads results through shared USM; these cases use device USM and
 //! queue reads, so they need no shared USM.
 
-use ur::{
+use cmdbuf::{
     AppendOptions, Appended, CommandBuffer, CommandHandle, Event, KernelArg, KernelLaunch, KernelLaunchUpdate,
     LocalSizeUpdate, Queue, UpdateCapabilities, UsmAllocation, UsmKind,
 };
@@ -123,7 +123,7 @@ struct BufferFill {
     queue: Queue,
     cb: CommandBuffer,
     handle: CommandHandle,
-    buffer: ur::MemBuffer,
+    buffer: cmdbuf::MemBuffer,
 }
 
 fn buffer_fill(env: &Env) -> Result<BufferFill, CaseError> {
@@ -336,7 +336,9 @@ fn usm_fill_null_pointer(env: &Env) -> CaseResult {
     check_eq!(read::<u32>(&f.queue, f.out.ptr(), N)?, vec![VAL; N]);
     // SAFETY: the buffer is not enqueued while the pointer is null.
     unsafe {
-        f.cb.update_kernel_launches(&[KernelLaunchUpdate::new(&f.handle).arg(0, KernelArg::Pointer(ur::UsmPtr::NULL))])?
+        f.cb.update_kernel_launches(&[
+            KernelLaunchUpdate::new(&f.handle).arg(0, KernelArg::Pointer(cmdbuf::UsmPtr::NULL))
+        ])?
     };
     let new_out = usm_with(env, &f.queue, &[0; N])?;
     let v = 7u32;
@@ -401,7 +403,7 @@ struct UsmSaxpy {
     queue: Queue,
     cb: CommandBuffer,
     handles: Vec<CommandHandle>,
-    kernel: ur::Kernel,
+    kernel: cmdbuf::Kernel,
     z: UsmAllocation,
     x: [UsmAllocation; 2],
     y: [UsmAllocation; 2],

@@ -7,7 +7,7 @@
 //! non-updatable buffers, with handles of other buffers, and with events of
 //! other contexts.
 
-use ur::{
+use cmdbuf::{
     AppendOptions, CommandBuffer, CommandBufferDesc, CommandHandle, Context, Event, KernelArg, KernelLaunch, Queue,
     QueueProperties, UpdateCapabilities, UsmAllocation, UsmKind,
 };
@@ -206,7 +206,7 @@ impl Saxpy {
     }
 
     /// Appends the saxpy with `opts`.
-    fn append(&self, env: &Env, cb: &CommandBuffer, opts: AppendOptions<'_>) -> Result<ur::Appended, CaseError> {
+    fn append(&self, env: &Env, cb: &CommandBuffer, opts: AppendOptions<'_>) -> Result<cmdbuf::Appended, CaseError> {
         let kernel = env.kernel("saxpy")?;
         let args = [
             KernelArg::Pointer(self.z.ptr()),

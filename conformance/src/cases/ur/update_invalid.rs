@@ -7,7 +7,7 @@
 //! capabilities select, and a device without any update capability must
 //! refuse the updatable buffer itself.
 
-use ur::{
+use cmdbuf::{
     AppendOptions, CommandBuffer, CommandBufferDesc, CommandHandle, Kernel, KernelArg, KernelLaunch,
     KernelLaunchUpdate, LocalSizeUpdate, Queue, UpdateCapabilities, UsmAllocation,
 };
@@ -99,7 +99,7 @@ impl Fill {
         self.run_and_check(VAL, 0..N)
     }
 
-    fn try_update(&self, updates: &[KernelLaunchUpdate<'_>]) -> ur::Result<()> {
+    fn try_update(&self, updates: &[KernelLaunchUpdate<'_>]) -> cmdbuf::Result<()> {
         // SAFETY: the updates of these cases keep every work-item inside the
         // 64-u32 allocation, or are refused.
         unsafe { self.cb.update_kernel_launches(updates) }

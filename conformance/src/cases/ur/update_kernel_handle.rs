@@ -1,7 +1,7 @@
 //! Switching a command's kernel, from UR's `update/kernel_handle_update.cpp`:
 //! a `saxpy` command with `fill_2d` registered as its alternative.
 
-use ur::{
+use cmdbuf::{
     AppendOptions, CommandBuffer, CommandBufferDesc, CommandHandle, Kernel, KernelArg, KernelLaunch,
     KernelLaunchUpdate, LocalSizeUpdate, Queue, UpdateCapabilities, UsmAllocation,
 };
@@ -156,7 +156,7 @@ fn kernel_handle_switch(env: &Env) -> CaseResult {
     let first = k.queue.enqueue_command_buffer(&cb, &[])?;
     k.update(&cb, &[k.to_fill(&handle, &FILL_VAL)])?;
     let second = k.queue.enqueue_command_buffer(&cb, &[])?;
-    ur::Event::wait_all(&[&first, &second])?;
+    cmdbuf::Event::wait_all(&[&first, &second])?;
     k.check_saxpy(A)?;
     k.check_grid(FILL_VAL)
 }

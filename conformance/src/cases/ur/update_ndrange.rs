@@ -6,7 +6,7 @@
 //! with; here an update really changes it when the new global size has fewer
 //! or more entries, so 3D->1D and 1D->2D are tested as well.
 
-use ur::{
+use cmdbuf::{
     AppendOptions, CommandBuffer, CommandHandle, Event, KernelArg, KernelLaunch, KernelLaunchUpdate, LocalSizeUpdate,
     Queue, UpdateCapabilities, UsmAllocation, UsmKind,
 };

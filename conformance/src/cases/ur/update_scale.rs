@@ -4,8 +4,8 @@
 //! re-records the changed steps) must still run every command, old and new,
 //! with the arguments current at each enqueue.
 
-use ur::{AppendOptions, CommandBuffer, CommandHandle, KernelArg, KernelLaunch, KernelLaunchUpdate, SyncPoint};
-use ur::{Event, Queue, UpdateCapabilities, UsmAllocation, UsmKind};
+use cmdbuf::{AppendOptions, CommandBuffer, CommandHandle, KernelArg, KernelLaunch, KernelLaunchUpdate, SyncPoint};
+use cmdbuf::{Event, Queue, UpdateCapabilities, UsmAllocation, UsmKind};
 
 use super::update_args::handle_of;
 use crate::harness::{CaseError, CaseResult, Env, read, write};

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use ur::{AppendOptions, CommandBufferDesc, EventStatus, UserEvent, UsmKind};
+use cmdbuf::{AppendOptions, CommandBufferDesc, EventStatus, UserEvent, UsmKind};
 
 use crate::harness::{CaseResult, Env, read, write};
 use crate::{Requires, cases, check, check_eq, check_err};
@@ -163,7 +163,7 @@ fn host_task_panic(env: &Env) -> CaseResult {
     let queue = env.queue()?;
     let task = queue.enqueue_host_task(&[], || panic!("host task failure for the test"))?;
     let err = match task.wait() {
-        Err(e @ ur::UrError::AdapterSpecific(_)) => e,
+        Err(e @ cmdbuf::UrError::AdapterSpecific(_)) => e,
         other => return Err(crate::CaseError::Fail(format!("expected AdapterSpecific, got {other:?}"))),
     };
     check!(err.to_string().contains("host task failure for the test"), "{err}");

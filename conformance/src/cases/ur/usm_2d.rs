@@ -4,7 +4,7 @@
 //! rows is untouched, host memory works on either side of a copy, and the
 //! whole pitched range is checked before anything runs.
 
-use ur::{Event, UsmKind};
+use cmdbuf::{Event, UsmKind};
 
 use crate::harness::{CaseResult, Env, fill_reference, pattern, read, write};
 use crate::{cases, check_eq, check_err};

@@ -1,4 +1,4 @@
-// The ur-rs Vulkan kernel ABI (docs/vulkan.md), as the kernel library uses it.
+// The cmdbuf Vulkan kernel ABI (docs/vulkan.md), as the kernel library uses it.
 //
 // - One compute entry point per module.
 // - Local size: specialization constants 0, 1 and 2.

@@ -8,15 +8,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use parking_lot::Mutex;
 use smallvec::SmallVec;
 
-use ur_core::command_buffer::{AppendOptions, CommandBuffer, CommandBufferDesc, SyncPoint};
-use ur_core::context::Context;
-use ur_core::device::UpdateCapabilities;
-use ur_core::error::Result;
-use ur_core::launch::{ArgValue, KernelArg};
-use ur_core::memory::{MigrationFlags, UsmAllocation, UsmKind};
-use ur_core::program::Kernel;
-use ur_core::queue::{Queue, QueueProperties};
-use ur_core::{ensure, err};
+use cmdbuf_core::command_buffer::{AppendOptions, CommandBuffer, CommandBufferDesc, SyncPoint};
+use cmdbuf_core::context::Context;
+use cmdbuf_core::device::UpdateCapabilities;
+use cmdbuf_core::error::Result;
+use cmdbuf_core::launch::{ArgValue, KernelArg};
+use cmdbuf_core::memory::{MigrationFlags, UsmAllocation, UsmKind};
+use cmdbuf_core::program::Kernel;
+use cmdbuf_core::queue::{Queue, QueueProperties};
+use cmdbuf_core::{ensure, err};
 
 use super::run::submission_order;
 use super::{ExecInner, ExecState, FlatNode, FlatOp, Partition, Signature};
@@ -333,7 +333,7 @@ pub(super) fn build_partition(
                 // the callback for as long as the command buffer lives.
                 let sync_point = unsafe { cb.append_native_command(None, &after, move |scope| callback(scope)) }
                     .map_err(|e| e.in_context(&native_name(node)))?;
-                ur_core::command_buffer::Appended { sync_point, event: None, command: None }
+                cmdbuf_core::command_buffer::Appended { sync_point, event: None, command: None }
             }
             FlatOp::Join => {
                 if st.scratch.is_none() {

@@ -13,16 +13,16 @@ use std::sync::atomic::AtomicBool;
 
 use parking_lot::Mutex;
 
-use ur_core::command::Command;
-use ur_core::command_buffer::{CommandBuffer, CommandHandle};
-use ur_core::context::Context;
-use ur_core::device::{CommandBufferSupport, Device};
-use ur_core::ensure;
-use ur_core::error::Result;
-use ur_core::event::Event;
-use ur_core::memory::{UsmAllocation, UsmPtr};
-use ur_core::program::Kernel;
-use ur_core::queue::Queue;
+use cmdbuf_core::command::Command;
+use cmdbuf_core::command_buffer::{CommandBuffer, CommandHandle};
+use cmdbuf_core::context::Context;
+use cmdbuf_core::device::{CommandBufferSupport, Device};
+use cmdbuf_core::ensure;
+use cmdbuf_core::error::Result;
+use cmdbuf_core::event::Event;
+use cmdbuf_core::memory::{UsmAllocation, UsmPtr};
+use cmdbuf_core::program::Kernel;
+use cmdbuf_core::queue::Queue;
 
 use super::memory::MemoryStats;
 use super::modifiable::GraphShared;

@@ -2,17 +2,17 @@
 
 use smallvec::SmallVec;
 
-use ur_core::err;
-use ur_core::error::Result;
-use ur_core::event::Event;
-use ur_core::queue::Queue;
+use cmdbuf_core::err;
+use cmdbuf_core::error::Result;
+use cmdbuf_core::event::Event;
+use cmdbuf_core::queue::Queue;
 
 use super::{ExecState, FlatOp};
 use crate::graph::partition::Part;
 use crate::graph::{Executable, Graph};
 
 impl Graph<Executable> {
-    /// Submits the graph on an ur-core queue, which never records, after
+    /// Submits the graph on an cmdbuf-core queue, which never records, after
     /// `wait`: what [`Queue::enqueue_graph`](crate::Queue::enqueue_graph)
     /// does on an executing queue. A capturing queue refuses it
     /// (`GraphCaptureUnsupported`); `InvalidQueue` for a queue of another
@@ -49,7 +49,7 @@ impl Graph<Executable> {
 
     /// A graph of one device partition: its command buffer. Submissions of
     /// one command buffer run one at a time in submission order, across
-    /// queues too (ur-core's contract; the conformance group `enqueue`), so
+    /// queues too (cmdbuf-core's contract; the conformance group `enqueue`), so
     /// each follows the previous one without the graph keeping its event,
     /// querying its status or putting it in the wait list. Only a first
     /// submission may wait here, for the last run of the previous executable

@@ -3,11 +3,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use ur_core::command_buffer::{CommandHandle, KernelLaunchUpdate, LocalSizeUpdate};
-use ur_core::error::{Result, UrError};
-use ur_core::launch::ArgValue;
-use ur_core::program::Kernel;
-use ur_core::{ensure, err};
+use cmdbuf_core::command_buffer::{CommandHandle, KernelLaunchUpdate, LocalSizeUpdate};
+use cmdbuf_core::error::{Result, UrError};
+use cmdbuf_core::launch::ArgValue;
+use cmdbuf_core::program::Kernel;
+use cmdbuf_core::{ensure, err};
 
 use super::FlatOp;
 use super::finalize::build_partition;

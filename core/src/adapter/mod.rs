@@ -1,0 +1,847 @@
+//! The adapter interface: object-safe traits an adapter crate implements.
+//!
+//! The front end validates, adapters trust. Every method whose correctness
+//! depends on validated input is `unsafe`, and its `# Safety` section lists
+//! what the front end guarantees; adapters rely on those guarantees instead
+//! of checking again. Objects passed back into an adapter (events, buffers,
+//! kernels, queues) always come from the same adapter and context, so
+//! downcasting them with [`downcast`] cannot fail for a correct front end.
+//!
+//! An adapter provides: a factory that opens its driver ([`AdapterFactory`]),
+//! platforms and devices, contexts that allocate memory and build programs,
+//! queues that execute every [`Command`] eagerly, events, and, when its
+//! devices report [`CommandBufferSupport::Native`](crate::CommandBufferSupport),
+//! a native command buffer in two phases ([`RecordingCommandBufferImpl`],
+//! finalized into an [`ExecutableCommandBufferImpl`]). Devices without native command buffers get
+//! cmdbuf-core's software command buffer, built on the queue's eager operations.
+
+use std::any::Any;
+use std::sync::Arc;
+
+use crate::command::Command;
+use crate::launch::KernelCommand;
+use crate::objects::{Event, Kernel};
+use crate::types::backend::Backend;
+use crate::types::clock::Timestamps;
+use crate::types::collective::{CollectiveOp, DataType};
+use crate::types::desc::{CommandBufferDesc, PeerAccess, QueueProperties};
+use crate::types::device::{DeviceInfo, Partition, PartitionSupport};
+use crate::types::error::Result;
+use crate::types::event::{EventStatus, ProfilingInfo};
+use crate::types::interop::{NativeHandle, NativeTarget, Ownership};
+use crate::types::memory::{MemFlags, UsmKind};
+use crate::types::program::{CacheConfig, KernelSignature, ProgramBundle, SourceForm};
+
+/// A native buffer an adapter adopted, with what it reads about it.
+pub struct AdoptedBuffer {
+    /// The adapter's buffer over the native memory.
+    pub imp: Box<dyn BufferImpl>,
+    /// Its size in bytes (non-zero).
+    pub size: usize,
+    /// Its access mode (exactly one) and host allocation.
+    pub flags: MemFlags,
+}
+
+/// A built native program an adapter adopted, with the kernels it holds.
+pub struct AdoptedProgram {
+    /// The adapter's program over the native one.
+    pub imp: Box<dyn ProgramImpl>,
+    /// Each kernel of the program, its signature derived from what the
+    /// driver reports (see [`KernelSignature`]): names unique.
+    pub kernels: Vec<KernelSignature>,
+    /// The form of its kernels' code, for the launch rules that depend on
+    /// it (OpenCL: `SpirvKernel` for a program made from IL, else `OpenClC`;
+    /// CUDA: `Ptx`).
+    pub form: SourceForm,
+}
+
+/// A native kernel an adapter adopted.
+pub struct AdoptedKernel {
+    /// The native program the kernel belongs to (OpenCL's
+    /// `CL_KERNEL_PROGRAM`, CUDA's `cuFuncGetModule`).
+    pub program: NativeHandle,
+    /// Its signature, derived from what the driver reports.
+    pub signature: KernelSignature,
+    /// The adapter's kernel over the native one.
+    pub imp: Box<dyn KernelImpl>,
+}
+
+/// Opens one backend's driver.
+pub trait AdapterFactory: Send + Sync {
+    /// The backend this factory opens.
+    fn backend(&self) -> Backend;
+
+    /// Opens the driver and lists its platforms. `Err` carries the reason the
+    /// adapter is absent (no driver library, no device, ...); it must not panic.
+    fn load(&self) -> std::result::Result<Vec<Arc<dyn PlatformImpl>>, String>;
+
+    /// Checks the environment variables this adapter reads without opening
+    /// the driver: a value outside its range is `InvalidValue` naming the
+    /// variable and the valid values. [`crate::Loader::from_env`] calls it, so
+    /// that a mistyped setting is an error instead of an absent adapter.
+    fn check_env(&self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// A platform of an adapter.
+pub trait PlatformImpl: Send + Sync {
+    /// The driver's platform name.
+    fn name(&self) -> String;
+    /// The driver's version string.
+    fn version(&self) -> String;
+    /// The platform's devices.
+    fn devices(&self) -> Vec<Arc<dyn DeviceImpl>>;
+
+    /// The native object (see [`crate::interop`]); `UnsupportedFeature`
+    /// where the backend has none.
+    fn native_handle(&self) -> Result<NativeHandle> {
+        Err(crate::err!(UnsupportedFeature, "this platform has no native handle"))
+    }
+}
+
+/// A sub-device an adapter made ([`DeviceImpl::partition`]).
+pub struct SubDeviceImpl {
+    /// The adapter's device; its [`DeviceImpl::info`] gives the sub-device's
+    /// own compute units.
+    pub imp: Arc<dyn DeviceImpl>,
+    /// The partition as the adapter made it: the request, with an affinity
+    /// domain of [`AffinityDomain::NextPartitionable`](crate::AffinityDomain)
+    /// replaced by the level it split along.
+    pub partition: Partition,
+}
+
+/// A device of an adapter.
+pub trait DeviceImpl: Any + Send + Sync {
+    /// The device's information; called once, at discovery.
+    fn info(&self) -> DeviceInfo;
+    /// Global memory free now, in bytes; `None` when the driver does not tell.
+    fn free_memory(&self) -> Result<Option<u64>>;
+    /// A device timestamp on the clock of this device's profiling timestamps
+    /// ([`EventImpl::profiling`]), with the host timestamp
+    /// ([`host_clock_ns`](crate::clock::host_clock_ns)) of the same moment.
+    fn timestamps(&self) -> Result<Timestamps>;
+    /// Creates a context on this device.
+    fn create_context(self: Arc<Self>) -> Result<Arc<dyn ContextImpl>>;
+
+    /// The partitions this device offers; asked once, at discovery (of a
+    /// root device) or partition (of a sub-device). The default: none, for
+    /// backends that do not partition devices.
+    fn partition_support(&self) -> PartitionSupport {
+        PartitionSupport::default()
+    }
+
+    /// Partitions this device into sub-devices, in the order the partition
+    /// lists them (by counts) or the backend's order. Each call makes new
+    /// sub-devices, which live as long as the returned objects.
+    ///
+    /// # Safety
+    /// `partition` is of a kind [`partition_support`](Self::partition_support)
+    /// offers; `Equally(n)` has `1 <= n <= max_compute_units`; `ByCounts`
+    /// has 1 to `max_sub_devices` non-zero counts summing to at most
+    /// `max_compute_units`; an affinity domain is one the device offers.
+    unsafe fn partition(&self, partition: &Partition) -> Result<Vec<SubDeviceImpl>> {
+        Err(crate::err!(DevicePartitionFailed, "this device does not partition ({partition})"))
+    }
+
+    /// The native object (see [`crate::interop`]); `UnsupportedFeature`
+    /// where the backend has none.
+    fn native_handle(&self) -> Result<NativeHandle> {
+        Err(crate::err!(UnsupportedFeature, "this device has no native handle"))
+    }
+
+    /// Whether queues and kernels of this device can use USM memory allocated
+    /// on `peer`, a device of the same adapter (this one included), once
+    /// enabled. `UnsupportedFeature`, the default, with the reason, where the
+    /// adapter has no peer path; the front end reports it as not supported.
+    fn peer_access(&self, peer: &dyn DeviceImpl) -> Result<PeerAccess> {
+        let _ = peer;
+        Err(crate::err!(UnsupportedFeature, "this adapter has no peer access between devices"))
+    }
+
+    /// Enables this device's access to memory of `peer`. Called once per
+    /// pair until disabled, only for pairs [`peer_access`](Self::peer_access)
+    /// supports, never for the same device.
+    fn enable_peer_access(&self, peer: &dyn DeviceImpl) -> Result<()> {
+        let _ = peer;
+        Err(crate::err!(UnsupportedFeature, "this adapter has no peer access between devices"))
+    }
+
+    /// Disables what [`enable_peer_access`](Self::enable_peer_access)
+    /// enabled; only called for an enabled pair.
+    fn disable_peer_access(&self, peer: &dyn DeviceImpl) -> Result<()> {
+        let _ = peer;
+        Err(crate::err!(UnsupportedFeature, "this adapter has no peer access between devices"))
+    }
+
+    /// A native implementation of collectives over `devices` (this device
+    /// first, then the others, all of this adapter and distinct), one rank
+    /// each in that order: the CUDA adapter's NCCL communicator.
+    /// `UnsupportedFeature`, the default, with the reason where the adapter
+    /// has none; the front end then stages collectives through the host.
+    fn collective_group(&self, devices: &[&dyn DeviceImpl]) -> Result<Box<dyn CollectiveImpl>> {
+        let _ = devices;
+        Err(crate::err!(UnsupportedFeature, "the adapter has no native collectives"))
+    }
+
+    /// Adopts a native context of this device (see [`crate::adopt`]):
+    /// `InvalidContext` when it is not one of this device's.
+    ///
+    /// # Safety
+    /// `handle` is non-null and, on backends whose checks dereference it,
+    /// a live native context of the backend's type.
+    unsafe fn context_from_native(
+        self: Arc<Self>,
+        handle: NativeHandle,
+        ownership: Ownership,
+    ) -> Result<Arc<dyn ContextImpl>> {
+        let _ = (handle, ownership);
+        Err(crate::err!(UnsupportedFeature, "this backend does not adopt native contexts"))
+    }
+}
+
+/// A context of an adapter: allocates memory, builds programs, makes queues
+/// and native command buffers.
+pub trait ContextImpl: Any + Send + Sync {
+    /// Allocates USM. The returned object frees the memory when dropped.
+    ///
+    /// # Safety
+    /// `size` is non-zero and within the device's `max_mem_alloc_size`; `kind`
+    /// is one the device reports in `usm`; `align` is 0 (adapter default) or a
+    /// power of two.
+    unsafe fn usm_alloc(&self, kind: UsmKind, size: usize, align: usize) -> Result<Box<dyn UsmImpl>>;
+
+    /// Creates a memory buffer, zero-filled unless `init` is given.
+    ///
+    /// # Safety
+    /// `size` is non-zero and within the device limit; `flags` holds exactly
+    /// one access mode; `init`, when given, has exactly `size` bytes.
+    unsafe fn buffer_create(&self, flags: MemFlags, size: usize, init: Option<&[u8]>) -> Result<Box<dyn BufferImpl>>;
+
+    /// Builds the bundle's source of `form`, passing `options` to the
+    /// driver's compiler where it has one that takes options.
+    ///
+    /// # Safety
+    /// The bundle holds a source of `form`, which is one of the device's
+    /// `source_forms`; its kernel names are unique; `options` has no NUL byte.
+    unsafe fn program_create(
+        &self,
+        bundle: &ProgramBundle,
+        form: SourceForm,
+        options: &str,
+    ) -> Result<Box<dyn ProgramImpl>>;
+
+    /// Creates a queue.
+    ///
+    /// # Safety
+    /// Out-of-order execution and profiling are only asked for when the device
+    /// reports them.
+    unsafe fn queue_create(&self, properties: QueueProperties) -> Result<Box<dyn QueueImpl>>;
+
+    /// Creates a queue whose commands run on `device`, a sub-device (at any
+    /// depth) of the context's device, using this context's memory and
+    /// programs. `UnsupportedFeature` (the default) where the backend cannot
+    /// run such a queue, naming why.
+    ///
+    /// # Safety
+    /// `device` is a sub-device of the context's device, of this adapter;
+    /// out-of-order execution and profiling are only asked for when it
+    /// reports them.
+    unsafe fn sub_device_queue_create(
+        &self,
+        device: &dyn DeviceImpl,
+        properties: QueueProperties,
+    ) -> Result<Box<dyn QueueImpl>> {
+        let _ = (device, properties);
+        Err(crate::err!(UnsupportedFeature, "this backend cannot run a sub-device's queue in a context of its parent"))
+    }
+
+    /// Creates a native command buffer.
+    ///
+    /// # Safety
+    /// Only called for devices that report native command buffers; an
+    /// updatable buffer is only asked for when the device reports update
+    /// capabilities.
+    unsafe fn command_buffer_create(&self, desc: &CommandBufferDesc) -> Result<Box<dyn RecordingCommandBufferImpl>>;
+
+    /// Creates a native command buffer for `device`, a sub-device (at any
+    /// depth) of the context's device, recording this context's memory and
+    /// programs and running on the sub-device. `UnsupportedFeature` (the
+    /// default) where the backend cannot, naming why.
+    ///
+    /// # Safety
+    /// `device` is a sub-device of the context's device, of this adapter,
+    /// and reports native command buffers; an updatable buffer is only asked
+    /// for when it reports update capabilities.
+    unsafe fn sub_device_command_buffer_create(
+        &self,
+        device: &dyn DeviceImpl,
+        desc: &CommandBufferDesc,
+    ) -> Result<Box<dyn RecordingCommandBufferImpl>> {
+        let _ = (device, desc);
+        Err(crate::err!(
+            UnsupportedFeature,
+            "this backend records no native command buffer for a sub-device in a context of its parent"
+        ))
+    }
+
+    /// Creates an event that the host completes ([`UserEventImpl::complete`]),
+    /// usable in every wait list of this context: eager commands, command-buffer
+    /// enqueues and command-buffer appends.
+    fn user_event_create(&self) -> Result<Arc<dyn UserEventImpl>>;
+
+    /// The native object (see [`crate::interop`]); `UnsupportedFeature`
+    /// where the backend has none.
+    fn native_handle(&self) -> Result<NativeHandle> {
+        Err(crate::err!(UnsupportedFeature, "this context has no native handle"))
+    }
+
+    /// Adopts a native queue of this context (see [`crate::adopt`]), with
+    /// the properties it was created with: `InvalidQueue` when it is not one
+    /// of this context's device and context.
+    ///
+    /// # Safety
+    /// As for [`DeviceImpl::context_from_native`], for a native queue.
+    unsafe fn queue_from_native(
+        &self,
+        handle: NativeHandle,
+        ownership: Ownership,
+    ) -> Result<(Box<dyn QueueImpl>, QueueProperties)> {
+        let _ = (handle, ownership);
+        Err(crate::err!(UnsupportedFeature, "this backend does not adopt native queues"))
+    }
+
+    /// Adopts a native memory object of this context (see [`crate::adopt`]):
+    /// `InvalidMemObject` when it is not one of this context's.
+    ///
+    /// # Safety
+    /// As for [`DeviceImpl::context_from_native`], for a native buffer.
+    unsafe fn buffer_from_native(&self, handle: NativeHandle, ownership: Ownership) -> Result<AdoptedBuffer> {
+        let _ = (handle, ownership);
+        Err(crate::err!(UnsupportedFeature, "this backend does not adopt native buffers"))
+    }
+
+    /// Adopts a native event of this context (see [`crate::adopt`]):
+    /// `InvalidEvent` when it is not one of this context's.
+    ///
+    /// # Safety
+    /// As for [`DeviceImpl::context_from_native`], for a native event.
+    unsafe fn event_from_native(&self, handle: NativeHandle, ownership: Ownership) -> Result<Arc<dyn EventImpl>> {
+        let _ = (handle, ownership);
+        Err(crate::err!(UnsupportedFeature, "this backend does not adopt native events"))
+    }
+
+    /// Adopts a built native program of this context and device (see
+    /// [`crate::adopt`]): `InvalidProgram` when it is not one of theirs,
+    /// `InvalidProgramExecutable` when it is not built for the device.
+    ///
+    /// # Safety
+    /// As for [`DeviceImpl::context_from_native`], for a native program.
+    unsafe fn program_from_native(&self, handle: NativeHandle, ownership: Ownership) -> Result<AdoptedProgram> {
+        let _ = (handle, ownership);
+        Err(crate::err!(UnsupportedFeature, "this backend does not adopt native programs"))
+    }
+
+    /// Adopts a native kernel of this context (see [`crate::adopt`]):
+    /// `InvalidKernel` when it is not one of this context's.
+    ///
+    /// # Safety
+    /// As for [`DeviceImpl::context_from_native`], for a native kernel.
+    unsafe fn kernel_from_native(&self, handle: NativeHandle, ownership: Ownership) -> Result<AdoptedKernel> {
+        let _ = (handle, ownership);
+        Err(crate::err!(UnsupportedFeature, "this backend does not adopt native kernels"))
+    }
+}
+
+/// A USM allocation; dropping it frees the memory.
+pub trait UsmImpl: Any + Send + Sync {
+    /// The device address of the first byte; non-zero.
+    fn address(&self) -> u64;
+    /// The host address of the first byte, for memory the host can access.
+    fn host_ptr(&self) -> Option<*mut u8>;
+}
+
+/// A memory buffer; dropping it frees the memory.
+pub trait BufferImpl: Any + Send + Sync {
+    /// The adapter's own object for the sub-buffer `[offset, offset + size)`
+    /// of this buffer, where its kernels cannot address a sub-buffer as this
+    /// buffer's storage plus `offset` (OpenCL: a `cl_mem` from
+    /// `clCreateSubBuffer`). `None`, the default, means they can: kernel
+    /// arguments of the sub-buffer then get [`Backing::imp`]
+    /// and [`MemBuffer::offset`](crate::MemBuffer::offset). Memory commands never
+    /// see sub-buffers: the front end gives them the root buffer and absolute offsets.
+    ///
+    /// # Safety
+    /// This is a root buffer (not a sub-buffer); `size` is non-zero; the range
+    /// lies inside the buffer; `offset` is a multiple of the device's
+    /// `mem_base_addr_align_bits / 8`; `flags` holds exactly one access mode,
+    /// one the buffer's own allows.
+    unsafe fn sub_buffer(&self, offset: usize, size: usize, flags: MemFlags) -> Result<Option<Box<dyn BufferImpl>>> {
+        let _ = (offset, size, flags);
+        Ok(None)
+    }
+
+    /// The native object (see [`crate::interop`]); `UnsupportedFeature`
+    /// where the backend has none.
+    fn native_handle(&self) -> Result<NativeHandle> {
+        Err(crate::err!(UnsupportedFeature, "this buffer has no native handle"))
+    }
+}
+
+/// A built program.
+pub trait ProgramImpl: Any + Send + Sync {
+    /// Creates the kernel of `signature`, or `InvalidKernelName` when the
+    /// built source lacks it.
+    ///
+    /// # Safety
+    /// `signature` is one of the bundle the program was built from.
+    unsafe fn create_kernel(&self, signature: &KernelSignature) -> Result<Box<dyn KernelImpl>>;
+
+    /// The driver's build log; empty when it has none.
+    fn build_log(&self) -> String {
+        String::new()
+    }
+
+    /// The driver's binary of the program, where it has one.
+    fn binary(&self) -> Option<Vec<u8>> {
+        None
+    }
+
+    /// The native object (OpenCL's `cl_program`, CUDA's `CUmodule`);
+    /// `UnsupportedFeature` where the backend has none.
+    fn native_handle(&self) -> Result<NativeHandle> {
+        Err(crate::err!(UnsupportedFeature, "this program has no native handle"))
+    }
+}
+
+/// A kernel of a built program.
+pub trait KernelImpl: Any + Send + Sync {
+    /// The largest work-group this kernel can run (register or local-memory
+    /// limits may make it smaller than the device's).
+    fn max_work_group_size(&self) -> usize;
+
+    /// The required work-group size the driver reports, if any.
+    fn compile_work_group_size(&self) -> Option<[usize; 3]> {
+        None
+    }
+
+    /// Bytes of static local memory; 0 where the driver cannot tell.
+    fn local_mem_size(&self) -> usize {
+        0
+    }
+
+    /// Bytes of private memory per work-item; 0 where the driver cannot tell.
+    fn private_mem_size(&self) -> usize {
+        0
+    }
+
+    /// The driver's preferred work-group size multiple, if it has one.
+    fn preferred_work_group_size_multiple(&self) -> Option<usize> {
+        None
+    }
+
+    /// The native object (OpenCL's `cl_kernel`, CUDA's `CUfunction`);
+    /// `UnsupportedFeature` where the backend has none.
+    fn native_handle(&self) -> Result<NativeHandle> {
+        Err(crate::err!(UnsupportedFeature, "this kernel has no native handle"))
+    }
+
+    /// Applies a cache-configuration hint where the backend has such a
+    /// split; `Ok(false)` where it has none (the hint is then only recorded).
+    fn apply_cache_config(&self, config: CacheConfig) -> Result<bool> {
+        let _ = config;
+        Ok(false)
+    }
+}
+
+/// A queue executing commands eagerly.
+///
+/// Events given in wait lists are events of this adapter and context, and
+/// stay alive for the call; adapters hold what they need beyond it.
+pub trait QueueImpl: Any + Send + Sync {
+    /// Executes `command` after every event of `wait` (and, on an in-order
+    /// queue, after everything submitted before), returning its event.
+    ///
+    /// # Safety
+    /// `command` was built by the front end for this queue's context, so its
+    /// invariants (see [`Command`]) hold; raw host memory in it stays valid
+    /// until the returned event completes.
+    unsafe fn enqueue(&self, command: &Command, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>>;
+
+    /// An event that completes once every event of `wait` has. With `barrier`,
+    /// it also waits for everything submitted before, and everything
+    /// submitted after waits for it (`urEnqueueEventsWaitWithBarrier`).
+    ///
+    /// # Safety
+    /// As for [`QueueImpl::enqueue`]: the events belong to this adapter and context.
+    unsafe fn enqueue_wait(&self, wait: &[&dyn EventImpl], barrier: bool) -> Result<Arc<dyn EventImpl>>;
+
+    /// Records the device's time (`urEnqueueTimestampRecordingExp`): an
+    /// event ordered as a non-barrier [`enqueue_wait`](Self::enqueue_wait)
+    /// marker is, whose [`EventImpl::profiling`] answers once it is complete
+    /// whether or not the queue profiles: `start` and `end` are the device
+    /// time at which it ran, on the clock of [`DeviceImpl::timestamps`];
+    /// `queued` and `submit` are at most `start`.
+    ///
+    /// # Safety
+    /// As for [`QueueImpl::enqueue`]: the events belong to this adapter and context.
+    unsafe fn enqueue_timestamp(&self, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>>;
+
+    /// Executes a [`Command::UsmMemcpy`] one of whose sides is USM of a
+    /// context on another device of this adapter (a peer copy), after the
+    /// events of `wait`, like [`enqueue`](Self::enqueue). `UnsupportedFeature`,
+    /// the default, where the adapter has no peer path.
+    ///
+    /// # Safety
+    /// As for [`enqueue`](Self::enqueue), except that one side belongs to a
+    /// context of a device for which [`DeviceImpl::peer_access`] answered
+    /// supported and peer access from this queue's device was enabled, and
+    /// that the events of `wait` belong to either of the two contexts.
+    unsafe fn usm_copy_peer(&self, command: &Command, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
+        let _ = (command, wait);
+        Err(crate::err!(UnsupportedFeature, "this adapter has no peer copies"))
+    }
+
+    /// Blocks until everything submitted has completed.
+    fn finish(&self) -> Result<()>;
+
+    /// Makes sure everything submitted will start without further calls.
+    fn flush(&self) -> Result<()>;
+
+    /// Whether a native command's callback runs inside [`enqueue`](Self::enqueue)
+    /// (its work goes to a native queue or command buffer), rather than later,
+    /// as the work itself (the CPU, whose target is the host).
+    fn native_commands_at_enqueue(&self) -> bool {
+        true
+    }
+
+    /// The native object (see [`crate::interop`]); `UnsupportedFeature`
+    /// where the backend has none.
+    fn native_handle(&self) -> Result<NativeHandle> {
+        Err(crate::err!(UnsupportedFeature, "this queue has no native handle"))
+    }
+}
+
+/// An event of an adapter.
+pub trait EventImpl: Any + Send + Sync {
+    /// Current status.
+    fn status(&self) -> EventStatus;
+    /// The status as far as it is known, for the front end's own
+    /// bookkeeping (which commands in flight it may retire, asked at every
+    /// submission): an adapter that holds eager work back until something
+    /// needs it started (Vulkan's batches) answers without starting it, as
+    /// a status query by the application must. By default, `status`.
+    fn status_quiet(&self) -> EventStatus {
+        self.status()
+    }
+    /// Blocks until the event completes; `Err` when its command failed.
+    fn wait(&self) -> Result<()>;
+    /// Timestamps, once complete, for events of profiling queues.
+    fn profiling(&self) -> Option<ProfilingInfo>;
+
+    /// The native object (see [`crate::interop`]); `UnsupportedFeature`
+    /// where the backend has none.
+    fn native_handle(&self) -> Result<NativeHandle> {
+        Err(crate::err!(UnsupportedFeature, "this event has no native handle"))
+    }
+
+    /// For an event adopted from a native handle, the native queue its
+    /// command was enqueued on, where the backend tells (OpenCL); `None`
+    /// otherwise.
+    fn adopted_native_queue(&self) -> Option<NativeHandle> {
+        None
+    }
+}
+
+/// An event the host completes, like OpenCL's user events.
+pub trait UserEventImpl: EventImpl {
+    /// Completes the event: `Ok` makes it `Complete`, `Err` makes it `Error`
+    /// with that error. The front end calls it exactly once.
+    fn complete(&self, result: Result<()>);
+}
+
+/// One kernel command's new state, for [`ExecutableCommandBufferImpl::update_kernel_launches`].
+#[derive(Clone, Copy, Debug)]
+pub struct KernelUpdate<'a> {
+    /// Index of the command in append order.
+    pub command: u32,
+    /// The command's complete new launch (kernel, range and every argument).
+    pub launch: &'a KernelCommand,
+}
+
+/// A native command buffer being recorded: the first of its two phases.
+///
+/// The front end serialises all calls on one buffer, so methods take
+/// `&mut self`. Commands are numbered in append order from 0; a sync point is
+/// the number of the command that produced it. [`finalize`](Self::finalize)
+/// turns it into the second phase, an [`ExecutableCommandBufferImpl`], which
+/// alone can be enqueued, updated and asked for its native object.
+pub trait RecordingCommandBufferImpl: Any + Send {
+    /// Records `command` as number `self.len()`, after the commands in `deps`
+    /// and the events in `wait_events`. Returns the command's signal event when
+    /// `signal` is set: an event that completes each time the command has run,
+    /// reset at each enqueue, and complete before the first one.
+    ///
+    /// # Safety
+    /// `command` was validated for this buffer's context; `deps` are distinct
+    /// numbers of commands already recorded (for in-order buffers, exactly the
+    /// previous command); `wait_events` are events of this context;
+    /// `alternatives` are kernels of this context that
+    /// [`ExecutableCommandBufferImpl::update_kernel_launches`] may switch a
+    /// kernel command to, and only given for kernel commands of updatable buffers.
+    unsafe fn append(
+        &mut self,
+        command: &Command,
+        alternatives: &[Kernel],
+        deps: &[u32],
+        wait_events: &[Event],
+        signal: bool,
+    ) -> Result<Option<Arc<dyn EventImpl>>>;
+
+    /// Makes the buffer ready to enqueue. On failure the recording comes
+    /// back unchanged in [`FinalizeFailed`], so that the buffer can still be
+    /// released, or finalized again.
+    fn finalize(self: Box<Self>) -> std::result::Result<Box<dyn ExecutableCommandBufferImpl>, FinalizeFailed>;
+
+    /// The native object this buffer records into, for the adapter's own
+    /// use when this buffer is the child of another buffer's native command
+    /// (devices that report `CommandBufferCaps::subgraphs`: CUDA's `CUgraph`).
+    /// `UnsupportedFeature`, the default, elsewhere. Not the buffer's native
+    /// handle, which only the executable phase has.
+    fn recording_target(&self) -> Result<NativeHandle> {
+        Err(crate::err!(UnsupportedFeature, "this command buffer does not nest in others"))
+    }
+}
+
+/// A failed [`RecordingCommandBufferImpl::finalize`]: the error, and the
+/// recording, unchanged.
+pub struct FinalizeFailed {
+    /// Why finalize failed.
+    pub error: crate::error::UrError,
+    /// The recording, as it was before the call.
+    pub recording: Box<dyn RecordingCommandBufferImpl>,
+}
+
+impl FinalizeFailed {
+    /// A failure of `recording`'s finalize with `error`.
+    pub fn new(error: crate::error::UrError, recording: Box<dyn RecordingCommandBufferImpl>) -> FinalizeFailed {
+        FinalizeFailed { error, recording }
+    }
+}
+
+/// A finalized native command buffer: the second phase, returned by
+/// [`RecordingCommandBufferImpl::finalize`]. Enqueues, updates and the native
+/// handle live here; the front end serialises all calls.
+pub trait ExecutableCommandBufferImpl: Any + Send {
+    /// Submits one execution after the events of `wait` and after every
+    /// earlier submission of this buffer (on any queue), returning the event
+    /// of its completion. Updates made after this call never affect it.
+    ///
+    /// # Safety
+    /// `queue` is a queue of this adapter and context; `wait` are events of
+    /// this context.
+    unsafe fn enqueue(&mut self, queue: &dyn QueueImpl, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>>;
+
+    /// [`enqueue`](Self::enqueue), told whether `queue` runs its commands in
+    /// order (each after the previous one has completed), which the front
+    /// end knows: an implementation that submits several commands may then
+    /// leave out what the queue's order already gives. By default, `enqueue`.
+    ///
+    /// # Safety
+    /// As for [`enqueue`](Self::enqueue); `in_order` is true only for an
+    /// in-order queue.
+    unsafe fn enqueue_ordered(
+        &mut self,
+        queue: &dyn QueueImpl,
+        wait: &[&dyn EventImpl],
+        in_order: bool,
+    ) -> Result<Arc<dyn EventImpl>> {
+        let _ = in_order;
+        // SAFETY: forwarded from the caller.
+        unsafe { self.enqueue(queue, wait) }
+    }
+
+    /// Replaces kernel commands' launches for the next enqueues.
+    ///
+    /// # Safety
+    /// The buffer is updatable; each entry names a kernel command, at most
+    /// once; each launch is complete and valid, its kernel the command's
+    /// original kernel or one of its alternatives; the device reports every
+    /// capability the change needs.
+    unsafe fn update_kernel_launches(&mut self, updates: &[KernelUpdate<'_>]) -> Result<()>;
+
+    /// Gives `command` a new signal event for the next enqueues.
+    ///
+    /// # Safety
+    /// The buffer is updatable; the command was appended with a signal
+    /// event; the device reports the EVENTS capability.
+    unsafe fn update_signal_event(&mut self, command: u32) -> Result<Arc<dyn EventImpl>>;
+
+    /// Replaces `command`'s wait events for the next enqueues.
+    ///
+    /// # Safety
+    /// As for `update_signal_event`; `events` has as many events as the
+    /// command was appended with, all of this context.
+    unsafe fn update_wait_events(&mut self, command: u32, events: &[Event]) -> Result<()>;
+
+    /// The native object that an enqueue submits, the one meaning of
+    /// `urCommandBufferGetNativeHandleExp` on every backend: the CPU plan's
+    /// address, OpenCL's `cl_command_buffer_khr` (the first one, where a
+    /// buffer is recorded as several), Vulkan's `VkCommandBuffer` (the first
+    /// secondary), CUDA's `CUgraphExec`. `UnsupportedFeature` where there is
+    /// no driver object (software and pre-planned buffers). Before finalize
+    /// there is no executable object: the front end answers `InvalidOperation`.
+    fn native_handle(&self) -> Result<NativeHandle>;
+}
+
+/// One rank's part of a native collective call.
+pub struct CollectiveRank<'a> {
+    /// The rank's queue, of a context of the rank's device.
+    pub queue: &'a dyn QueueImpl,
+    /// The device address of what the rank sends (unused for a broadcast's
+    /// other ranks than the root, where it is the receive address).
+    pub send: u64,
+    /// The device address the rank receives into.
+    pub recv: u64,
+    /// Events the rank's part waits for, of the rank's context.
+    pub wait: &'a [&'a dyn EventImpl],
+}
+
+/// A group of devices an adapter runs collectives over natively, one rank
+/// per device ([`DeviceImpl::collective_group`]).
+pub trait CollectiveImpl: Send + Sync {
+    /// The implementation's name and version, for diagnostics (`NCCL 2.28.3`).
+    fn name(&self) -> String;
+
+    /// Enqueues `op` over `dtype` elements on every rank's queue, each
+    /// rank's part after its wait list and its queue's order; returns each
+    /// rank's event, of its queue's context, in rank order.
+    ///
+    /// # Safety
+    /// `ranks` holds one rank per device of the group, in its order, each
+    /// queue of a context of that rank's device. The front end checked every
+    /// range: each rank's send and receive addresses hold the elements
+    /// [`CollectiveOp::counts`] gives, in USM allocations of the rank's
+    /// context kept alive until the rank's event completes; ranges of one
+    /// rank overlap only in NCCL's in-place layouts; the counts are non-zero
+    /// and multiples of the rank count where the operation divides them; a
+    /// broadcast's root is a rank. Calls on one group are not concurrent.
+    unsafe fn enqueue(
+        &self,
+        op: &CollectiveOp,
+        dtype: DataType,
+        ranks: &[CollectiveRank<'_>],
+    ) -> Result<Vec<Arc<dyn EventImpl>>>;
+
+    /// Captures `op` over `dtype` elements with each rank's `(send, recv)`
+    /// device addresses into a form launched at each
+    /// [`CapturedCollectiveImpl::launch`] without issuing the collective
+    /// again (CUDA: one CUDA graph over the ranks' devices).
+    /// `UnsupportedFeature`, the default, where the adapter cannot; the
+    /// front end then issues the collective at each launch.
+    ///
+    /// # Safety
+    /// As for [`enqueue`](Self::enqueue), for the ranges of every launch:
+    /// the front end keeps the allocations alive as long as the capture.
+    unsafe fn capture(
+        &self,
+        op: &CollectiveOp,
+        dtype: DataType,
+        buffers: &[(u64, u64)],
+    ) -> Result<Box<dyn CapturedCollectiveImpl>> {
+        let _ = (op, dtype, buffers);
+        Err(crate::err!(UnsupportedFeature, "the adapter cannot capture collectives"))
+    }
+}
+
+/// A collective captured by [`CollectiveImpl::capture`].
+pub trait CapturedCollectiveImpl: Send + Sync {
+    /// Launches the captured collective, each rank's part after its queue's
+    /// order and wait list (the ranks' `send` and `recv` are those of the
+    /// capture and not read here); each rank's event, in rank order.
+    ///
+    /// # Safety
+    /// As for [`CollectiveImpl::enqueue`]: launches of one capture, and
+    /// calls of its group, are not concurrent.
+    unsafe fn launch(&self, ranks: &[CollectiveRank<'_>]) -> Result<Vec<Arc<dyn EventImpl>>>;
+}
+
+/// Downcasts an object passed back into its adapter. A mismatch means the
+/// front end let objects of two adapters meet: reported as `InvalidValue`
+/// rather than a panic.
+pub fn downcast<'a, T: Any>(object: &'a dyn Any, what: &str) -> Result<&'a T> {
+    unwrap_object(object)
+        .downcast_ref::<T>()
+        .ok_or_else(|| crate::err!(InvalidValue, "{what} belongs to another adapter"))
+}
+
+/// The adapter's own object behind `object`: `object` itself, except for
+/// the objects of a device wrapped for fault injection (feature
+/// `fault-injection`, `cmdbuf_core::faults`), which are seen through. Adapters
+/// that downcast without [`downcast`] call this first.
+pub fn unwrap_object(object: &dyn Any) -> &dyn Any {
+    #[cfg(feature = "fault-injection")]
+    if let Some(peel) = SEE_THROUGH.get() {
+        return peel(object);
+    }
+    object
+}
+
+/// How [`unwrap_object`] sees through wrapped objects, set by the fault
+/// injector when it first wraps a device: the wrapper sits above this
+/// interface, which therefore cannot name it.
+#[cfg(feature = "fault-injection")]
+static SEE_THROUGH: std::sync::OnceLock<fn(&dyn Any) -> &dyn Any> = std::sync::OnceLock::new();
+
+/// Makes [`unwrap_object`] see through the objects `peel` unwraps; the
+/// first registration stays.
+#[cfg(feature = "fault-injection")]
+pub(crate) fn see_through(peel: fn(&dyn Any) -> &dyn Any) {
+    let _ = SEE_THROUGH.set(peel);
+}
+
+// The accessors of the front end's objects that adapters, the ABI crate
+// and white-box tests use; cmdbuf-core implements them (module `backing`).
+
+/// A front-end object's adapter object.
+pub trait Backing {
+    /// The adapter object's type (a trait object of [`crate::adapter`]).
+    type Imp: ?Sized;
+
+    /// The adapter object this front-end object wraps, as the adapter made it.
+    fn imp(&self) -> &Self::Imp;
+}
+
+/// What adapters need of events beyond their adapter object.
+pub trait EventBacking {
+    /// The adapter event that waiting on this event means waiting on now, or
+    /// `None` when there is nothing to wait for (a command-buffer signal event
+    /// before the first enqueue). Adapters call this when they use a wait
+    /// event, so that signal events of software command buffers resolve to
+    /// their latest execution.
+    fn resolve(&self) -> Option<Arc<dyn EventImpl>>;
+}
+
+/// What adapters need of memory buffers beyond their adapter object.
+pub trait BufferBacking {
+    /// The adapter's own object for a sub-buffer, where it made one
+    /// ([`BufferImpl::sub_buffer`]); `None` for a root buffer.
+    fn sub_buffer_imp(&self) -> Option<&dyn BufferImpl>;
+}
+
+/// What adapters do with native commands.
+pub trait NativeBacking {
+    /// Runs the callback with `target`. Adapters call it where the backend's
+    /// native work goes (see [`crate::interop`]); a panic of the callback is
+    /// returned as an execution error.
+    ///
+    /// # Safety
+    /// `target` is the backend's documented target, valid for the call, and
+    /// ordered after the command's dependencies and before its dependents.
+    unsafe fn invoke(&self, backend: Backend, target: NativeTarget) -> Result<()>;
+}
+
+pub mod command;
+pub mod launch;
+pub(crate) mod objects;
+pub mod toolbox;

@@ -1,0 +1,805 @@
+//! UR's graph capture (`urQueueBeginGraphCaptureExp` and its family): a queue
+//! that captures appends what is enqueued on it to a command buffer instead
+//! of executing it; [`CapturedGraph::instantiate`] finalizes that buffer into
+//! an [`InstantiatedGraph`], which [`Queue::enqueue_graph`] runs any number of
+//! times.
+//!
+//! A queue has one capture slot, checked on the eager path with one atomic
+//! flag. While it holds a graph, every enqueue of the queue appends its
+//! command to the graph's [`CommandBuffer`] and returns a *captured event*
+//! that stands for the command's sync points:
+//! - the command runs after the captured events of its wait list (which must
+//!   be events of the same capture: `InvalidEventWaitList` otherwise), after
+//!   the previous command captured from an in-order queue, and after the last
+//!   barrier captured from an out-of-order queue;
+//! - a barrier with an empty wait list runs after the commands captured from
+//!   the same queue that no later command of that queue depends on; barriers
+//!   and event waits append nothing: their events stand for the sync points
+//!   they wait on;
+//! - an executable graph enqueued while capturing is one captured command
+//!   whose commands are appended again between its dependencies and its
+//!   dependents;
+//! - a native command ([`Queue::enqueue_native_command`]) is appended with
+//!   [`CommandBuffer::append_native_command`]'s rules (on CUDA, stream capture
+//!   records its work into the graph); its callback runs when the backend's
+//!   command buffers call it, again at each instantiation after the first.
+//!
+//! UR's rules on top:
+//! - a capture belongs to the queue that began it (its *origin*). Another
+//!   queue that waits on a captured event joins the capture (a *fork*); the
+//!   capture ends only on the origin, and only when every fork was joined
+//!   back (the origin waited, directly or not, on each fork's last commands),
+//!   else `GraphUnjoinedForks`. Ending it ends the forks' capture too;
+//! - what cannot be captured (host waits on a captured event or on the
+//!   queue, blocking transfers, maps, host tasks, command-buffer enqueues, a
+//!   native command that must run before its enqueue returns) is
+//!   `GraphCaptureUnsupported` and *invalidates* the capture: every later
+//!   enqueue is `GraphCaptureInvalidated`, and so is the end, which returns
+//!   no graph;
+//! - a wait on an event of another capture still in progress is
+//!   `GraphCaptureMergeAttempt`;
+//! - a capture begins only into an empty graph (`InvalidArgument`) that no
+//!   other queue captures into (`InvalidOperation`); ending a capture on a
+//!   queue that does not capture is `CommandListNotCapturing`.
+//!
+//! Because the capture is a command buffer, it is native wherever command
+//! buffers are (CUDA graphs, `cl_khr_command_buffer`, Vulkan command
+//! buffers, the CPU adapter's DAG) and works the same way on every backend.
+
+use std::fmt::{self, Write as _};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+use smallvec::SmallVec;
+
+use crate::adapter::EventImpl;
+use crate::command::Command;
+use crate::command_buffer::{AppendOptions, CommandBuffer, CommandBufferDesc, SyncPoint};
+use crate::context::Context;
+use crate::error::{Result, UrError};
+use crate::event::{Event, EventStatus, ProfilingInfo};
+use crate::launch::{KernelCommand, LocalSizeOrigin};
+use crate::queue::{Queue, QueueSlot, WeakQueue};
+use crate::{ensure, err};
+
+static NEXT_GRAPH_ID: AtomicU64 = AtomicU64::new(1);
+
+/// The sync points a captured command stands for.
+type Syncs = SmallVec<[SyncPoint; 2]>;
+
+/// What a queue can capture.
+#[derive(Clone)]
+pub(crate) enum Op {
+    /// A memory or native command.
+    Command(Command),
+    /// A kernel launch, with how its local size was chosen.
+    Kernel(KernelCommand, LocalSizeOrigin),
+    /// A barrier or an event wait: appends nothing.
+    Wait { barrier: bool },
+    /// An executable graph: its commands, appended again.
+    Graph(InstantiatedGraph),
+}
+
+impl Op {
+    fn label(&self, verbose: bool) -> String {
+        match self {
+            Op::Command(command) if verbose => format!("{command:?}"),
+            Op::Command(command) => command.kind().to_string(),
+            Op::Kernel(k, _) if verbose => {
+                format!(
+                    "KernelLaunch {} global {:?} offset {:?}",
+                    k.kernel.name(),
+                    k.range.global_size,
+                    k.range.global_offset
+                )
+            }
+            Op::Kernel(k, _) => format!("KernelLaunch {}", k.kernel.name()),
+            Op::Wait { barrier: true } => "Barrier".into(),
+            Op::Wait { barrier: false } => "EventsWait".into(),
+            Op::Graph(exec) => format!("Graph (an executable graph of graph #{})", exec.inner.graph),
+        }
+    }
+}
+
+/// A captured command and the captured commands it runs after.
+#[derive(Clone)]
+pub(crate) struct Node {
+    op: Op,
+    preds: Vec<u32>,
+}
+
+/// The graph a queue captures into, if any: the queue's one hook for capture.
+pub(crate) type CaptureSlot = QueueSlot<GraphInner>;
+
+/// Empties `slot` when it holds graph `graph`.
+fn clear_slot(slot: &CaptureSlot, graph: u64) {
+    let mut guard = slot.lock();
+    if guard.occupant().is_some_and(|g| g.id == graph) {
+        guard.take();
+    }
+}
+
+pub(crate) struct GraphInner {
+    id: u64,
+    context: Context,
+    state: Mutex<GraphState>,
+}
+
+#[derive(Default)]
+struct GraphState {
+    nodes: Vec<Node>,
+    /// The command buffer captured into and each node's sync points, until
+    /// the first instantiation takes it.
+    lowered: Option<(CommandBuffer, Vec<Syncs>)>,
+    session: Option<Session>,
+}
+
+/// A capture in progress.
+struct Session {
+    /// The identity of the queue that began it.
+    origin: usize,
+    /// What invalidated it, once something did.
+    invalidated: Option<String>,
+    /// The origin and the queues that joined.
+    queues: Vec<QueueCapture>,
+}
+
+/// A queue capturing, as its capture sees it.
+struct QueueCapture {
+    queue: WeakQueue,
+    key: usize,
+    in_order: bool,
+    /// The newest command captured from the queue.
+    last: Option<u32>,
+    /// The newest barrier captured from the queue.
+    barrier: Option<u32>,
+    /// Commands captured from the queue that no later command of it depends on.
+    leaves: Vec<u32>,
+}
+
+impl Session {
+    /// `GraphCaptureInvalidated` once the capture was invalidated.
+    fn check_valid(&self, graph: u64) -> Result<()> {
+        match &self.invalidated {
+            None => Ok(()),
+            Some(why) => Err(err!(
+                GraphCaptureInvalidated,
+                "the capture into graph #{graph} was invalidated by {why}; end the capture (it returns no graph)"
+            )),
+        }
+    }
+
+    /// The error for `what`, which a capture cannot record; it invalidates
+    /// the capture (an invalidated one stays so, and says so).
+    fn refuse(&mut self, what: &str) -> UrError {
+        if let Some(why) = &self.invalidated {
+            return err!(GraphCaptureInvalidated, "{what} on a capture already invalidated by {why}");
+        }
+        self.invalidated = Some(what.to_owned());
+        err!(
+            GraphCaptureUnsupported,
+            "{what} during a graph capture: nothing executes while capturing; the capture is now invalidated"
+        )
+    }
+
+    /// A command captured from a queue other than the origin that no
+    /// command captured from the origin comes after: a fork never joined back.
+    fn unjoined_fork(&self, nodes: &[Node]) -> Option<u32> {
+        let mut joined = vec![false; nodes.len()];
+        let mut stack: Vec<u32> =
+            self.queues.iter().filter(|q| q.key == self.origin).flat_map(|q| q.leaves.iter().copied()).collect();
+        while let Some(n) = stack.pop() {
+            if !std::mem::replace(&mut joined[n as usize], true) {
+                stack.extend_from_slice(&nodes[n as usize].preds);
+            }
+        }
+        self.queues
+            .iter()
+            .filter(|q| q.key != self.origin)
+            .flat_map(|q| q.leaves.iter().copied())
+            .find(|leaf| !joined[*leaf as usize])
+    }
+}
+
+/// The event a capturing queue returns: it stands for a captured command and
+/// never completes.
+struct CapturedEvent {
+    graph: Arc<GraphInner>,
+    node: u32,
+    /// The queue that captured it.
+    queue: usize,
+}
+
+impl EventImpl for CapturedEvent {
+    fn status(&self) -> EventStatus {
+        EventStatus::Queued
+    }
+
+    fn wait(&self) -> Result<()> {
+        if let Some(session) = self.graph.state.lock().session.as_mut() {
+            return Err(session.refuse(&format!("a host wait on the event of captured command {}", self.node)));
+        }
+        Err(err!(
+            InvalidOperation,
+            "host wait on the event of command {} captured into graph #{}: captured commands do not execute",
+            self.node,
+            self.graph.id
+        ))
+    }
+
+    fn profiling(&self) -> Option<ProfilingInfo> {
+        None
+    }
+}
+
+fn captured(event: &Event) -> Option<&CapturedEvent> {
+    let any: &dyn std::any::Any = &**event.imp();
+    any.downcast_ref::<CapturedEvent>()
+}
+
+/// Whether `event` stands for a captured command.
+pub(crate) fn is_captured(event: &Event) -> bool {
+    captured(event).is_some()
+}
+
+/// `InvalidEventWaitList` for a captured event in an eager wait list.
+pub(crate) fn check_not_captured(event: &Event, i: usize) -> Result<()> {
+    match captured(event) {
+        None => Ok(()),
+        Some(c) => Err(err!(
+            InvalidEventWaitList,
+            "event {i} of the wait list stands for command {} captured into graph #{}; it is usable only in the \
+             wait lists of that capture",
+            c.node,
+            c.graph.id
+        )),
+    }
+}
+
+fn union(nodes: impl IntoIterator<Item = u32>, syncs: &[Syncs]) -> Syncs {
+    let mut out: Syncs = nodes.into_iter().flat_map(|n| syncs[n as usize].iter().copied()).collect();
+    out.sort_unstable_by_key(|s| s.index());
+    out.dedup();
+    out
+}
+
+/// Appends `op` to `buffer` after `after`; returns the sync points it stands for.
+fn lower(buffer: &CommandBuffer, op: &Op, after: &[SyncPoint]) -> Result<Syncs> {
+    let opts = AppendOptions::new().after(after);
+    Ok(match op {
+        Op::Command(command) => smallvec::smallvec![buffer.append_command(command.clone(), opts)?.sync_point],
+        Op::Kernel(kernel, origin) => {
+            // SAFETY: the launch was validated for this context when it was
+            // enqueued; `Queue::launch_kernel`'s caller keeps its memory valid
+            // at every execution of graphs captured from it.
+            let appended = unsafe { buffer.append_kernel_command(kernel.clone(), *origin, &[], opts)? };
+            smallvec::smallvec![appended.sync_point]
+        }
+        Op::Wait { .. } => after.iter().copied().collect(),
+        Op::Graph(exec) => {
+            let nodes = &exec.inner.nodes;
+            let syncs = lower_all(buffer, nodes, after)?;
+            let mut has_succ = vec![false; nodes.len()];
+            nodes.iter().flat_map(|n| &n.preds).for_each(|p| has_succ[*p as usize] = true);
+            union((0..nodes.len() as u32).filter(|n| !has_succ[*n as usize]), &syncs)
+        }
+    })
+}
+
+/// Appends `nodes` to `buffer`, those without predecessors after `entry`.
+fn lower_all(buffer: &CommandBuffer, nodes: &[Node], entry: &[SyncPoint]) -> Result<Vec<Syncs>> {
+    let mut syncs: Vec<Syncs> = Vec::with_capacity(nodes.len());
+    for node in nodes {
+        let after = if node.preds.is_empty() {
+            entry.iter().copied().collect()
+        } else {
+            union(node.preds.iter().copied(), &syncs)
+        };
+        syncs.push(lower(buffer, &node.op, &after)?);
+    }
+    Ok(syncs)
+}
+
+fn new_buffer(context: &Context) -> Result<CommandBuffer> {
+    CommandBuffer::new(context, context.device(), CommandBufferDesc::default())
+}
+
+/// Captures `op` from `queue`, whose capture slot was seen active.
+pub(crate) fn submit(queue: &Queue, op: Op, wait: &[&Event]) -> Result<Event> {
+    let mut guard = queue.capture_slot().lock();
+    let Some(graph) = guard.occupant().cloned() else {
+        // The capture ended since the caller looked: execute.
+        drop(guard);
+        return queue.submit_op(op, wait);
+    };
+    check_merge(&graph, wait)?;
+    let mut state = graph.state.lock();
+    let key = queue.key();
+    let Some(qi) = state.session.as_ref().and_then(|s| s.queues.iter().position(|q| q.key == key)) else {
+        // The queue that began the capture was dropped: this fork executes again.
+        drop(state);
+        guard.take();
+        drop(guard);
+        return queue.submit_op(op, wait);
+    };
+    let GraphState { nodes, lowered, session } = &mut *state;
+    let session = session.as_mut().expect("checked above");
+    session.check_valid(graph.id)?;
+    let mut deps = Vec::with_capacity(wait.len() + 1);
+    for (i, e) in wait.iter().enumerate() {
+        let Some(c) = captured(e).filter(|c| c.graph.id == graph.id) else {
+            return Err(err!(
+                InvalidEventWaitList,
+                "event {i} of the wait list was not captured into graph #{}: a capturing queue waits only for \
+                 events of its capture",
+                graph.id
+            ));
+        };
+        deps.push(c.node);
+    }
+    let qcap = &session.queues[qi];
+    if matches!(op, Op::Wait { barrier: true }) && wait.is_empty() {
+        deps.extend_from_slice(&qcap.leaves);
+    }
+    deps.extend(if qcap.in_order { qcap.last } else { qcap.barrier });
+    deps.sort_unstable();
+    deps.dedup();
+    let (buffer, syncs) = lowered.as_mut().ok_or_else(|| err!(Unknown, "graph #{} has no command buffer", graph.id))?;
+    let after = union(deps.iter().copied(), syncs);
+    syncs.push(lower(buffer, &op, &after)?);
+    let index = nodes.len() as u32;
+    let barrier = matches!(op, Op::Wait { barrier: true });
+    let qcap = &mut session.queues[qi];
+    qcap.leaves.retain(|l| deps.binary_search(l).is_err());
+    qcap.leaves.push(index);
+    qcap.last = Some(index);
+    if barrier {
+        qcap.barrier = Some(index);
+    }
+    nodes.push(Node { op, preds: deps });
+    Ok(Event::from_imp(Arc::new(CapturedEvent { graph: graph.clone(), node: index, queue: key }), &graph.context))
+}
+
+/// `GraphCaptureMergeAttempt` when `wait` holds an event of another capture
+/// still in progress. Called before `graph`'s lock is taken, so that no two
+/// graph locks are ever held together.
+fn check_merge(graph: &GraphInner, wait: &[&Event]) -> Result<()> {
+    for (i, event) in wait.iter().enumerate() {
+        let Some(c) = captured(event) else { continue };
+        ensure!(
+            c.graph.id == graph.id || c.graph.state.lock().session.is_none(),
+            GraphCaptureMergeAttempt,
+            "event {i} of the wait list was captured into graph #{}, whose capture is still in progress, while the \
+             queue captures into graph #{}: two captures cannot merge",
+            c.graph.id,
+            graph.id
+        );
+    }
+    Ok(())
+}
+
+/// After an eager wait list failed with `error`: when it holds an event
+/// captured by a queue that still captures, `queue` joins that capture and
+/// `op` is captured; otherwise the error stands.
+pub(crate) fn submit_joining(queue: &Queue, op: Op, wait: &[&Event], error: UrError) -> Result<Event> {
+    let Some(c) = wait.iter().find_map(|e| captured(e)) else { return Err(error) };
+    let graph = c.graph.clone();
+    {
+        let mut state = graph.state.lock();
+        let Some(session) = state.session.as_mut().filter(|s| s.queues.iter().any(|q| q.key == c.queue)) else {
+            return Err(err!(
+                InvalidEventWaitList,
+                "the wait list holds the event of command {} of graph #{}, whose capture ended: a captured event is \
+                 only usable during its capture",
+                c.node,
+                graph.id
+            ));
+        };
+        check_queue(&graph, queue)?;
+        session.queues.push(QueueCapture::new(queue));
+    }
+    set_slot(queue, &graph)?;
+    tracing::debug!(graph = graph.id, "queue joins the capture");
+    submit(queue, op, wait)
+}
+
+impl QueueCapture {
+    fn new(queue: &Queue) -> QueueCapture {
+        QueueCapture {
+            queue: queue.downgrade(),
+            key: queue.key(),
+            in_order: !queue.properties().out_of_order,
+            last: None,
+            barrier: None,
+            leaves: Vec::new(),
+        }
+    }
+}
+
+fn check_queue(graph: &GraphInner, queue: &Queue) -> Result<()> {
+    ensure!(
+        queue.context() == &graph.context,
+        InvalidQueue,
+        "a queue of another context cannot capture into graph #{} of {}",
+        graph.id,
+        graph.context.device()
+    );
+    Ok(())
+}
+
+fn set_slot(queue: &Queue, graph: &Arc<GraphInner>) -> Result<()> {
+    let mut guard = queue.capture_slot().lock();
+    if let Some(other) = guard.occupant() {
+        return Err(err!(InvalidOperation, "the queue already captures into graph #{}", other.id));
+    }
+    guard.set(graph.clone());
+    Ok(())
+}
+
+/// The error of an operation a capturing queue cannot capture: `what` names
+/// it; it invalidates the capture. `Ok` when the queue stopped capturing meanwhile.
+pub(crate) fn refuse(queue: &Queue, what: &str) -> Result<()> {
+    let Some(graph) = queue.capture_slot().occupant() else { return Ok(()) };
+    match graph.state.lock().session.as_mut() {
+        Some(session) => Err(session.refuse(what)),
+        None => Ok(()),
+    }
+}
+
+/// Forgets a queue being dropped (`key` is its identity) in the capture it
+/// takes part in: a capture it began ends, unfinished; the graph keeps what
+/// was captured.
+pub(crate) fn queue_dropped(slot: &CaptureSlot, key: usize) {
+    let Some(graph) = slot.lock().take() else { return };
+    let mut state = graph.state.lock();
+    let Some(session) = state.session.as_mut() else { return };
+    session.queues.retain(|q| q.key != key);
+    if session.origin == key {
+        state.session = None;
+        tracing::debug!(graph = graph.id, "the capturing queue was dropped: capture abandoned");
+    }
+}
+
+/// A graph recorded by UR's graph capture (`ur_exp_graph_handle_t`): made
+/// empty by [`CapturedGraph::new`] or by [`Queue::begin_capture`], filled by
+/// one capture. Clones share the graph.
+///
+/// ```
+/// use cmdbuf::*;
+/// # let device = cmdbuf_cpu::default_device();
+/// let ctx = Context::new(&device)?;
+/// let queue = Queue::new(&ctx, QueueProperties::default())?;
+/// let (a, b) = (UsmAllocation::new(&ctx, UsmKind::Device, 16)?, UsmAllocation::new(&ctx, UsmKind::Device, 16)?);
+///
+/// queue.begin_capture()?;
+/// queue.usm_fill(a.ptr(), &[7], 16, &[])?;
+/// queue.usm_memcpy(b.ptr(), a.ptr(), 16, &[])?;
+/// let graph = queue.end_capture()?;
+/// let exec = graph.instantiate()?;
+/// queue.enqueue_graph(&exec, &[])?;
+/// queue.enqueue_graph(&exec, &[])?.wait()?;
+///
+/// let mut out = [0u8; 16];
+/// queue.read_usm(b.ptr(), &mut out, &[])?;
+/// assert_eq!(out, [7; 16]);
+/// # Ok::<(), UrError>(())
+/// ```
+#[derive(Clone)]
+pub struct CapturedGraph {
+    inner: Arc<GraphInner>,
+}
+
+impl CapturedGraph {
+    /// An empty graph of `context` (`urGraphCreateExp`), to capture into
+    /// with [`Queue::begin_capture_into`].
+    #[tracing::instrument(level = "debug", skip_all)]
+    pub fn new(context: &Context) -> Result<CapturedGraph> {
+        let id = NEXT_GRAPH_ID.fetch_add(1, Ordering::Relaxed);
+        Ok(CapturedGraph { inner: Arc::new(GraphInner { id, context: context.clone(), state: Mutex::default() }) })
+    }
+
+    /// A process-unique identity, increasing with each graph (`urGraphGetIdExp`).
+    pub fn id(&self) -> u64 {
+        self.inner.id
+    }
+
+    /// The graph's context.
+    pub fn context(&self) -> &Context {
+        &self.inner.context
+    }
+
+    /// Whether both handles are the same graph.
+    pub fn same_graph(&self, other: &CapturedGraph) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// Whether nothing was captured into it (`urGraphIsEmptyExp`).
+    pub fn is_empty(&self) -> bool {
+        self.node_count() == 0
+    }
+
+    /// How many commands were captured (barriers, event waits and
+    /// executable graphs count one each).
+    pub fn node_count(&self) -> usize {
+        self.inner.state.lock().nodes.len()
+    }
+
+    /// Whether a capture into it is in progress.
+    pub fn is_capturing(&self) -> bool {
+        self.inner.state.lock().session.is_some()
+    }
+
+    /// An executable graph of what was captured (`urGraphInstantiateGraphExp`):
+    /// the capture's command buffer, finalized; the graph stays as it is and
+    /// may be instantiated again (then its commands are appended to a new
+    /// command buffer). `InvalidOperation` while a capture into it is in
+    /// progress, `InvalidArgument` for a graph with nothing captured (as UR's
+    /// conformance suite asks, `urGraphInstantiateGraphExpTest.InvalidEmptyGraph`).
+    #[tracing::instrument(level = "debug", skip_all, fields(graph = self.id()))]
+    pub fn instantiate(&self) -> Result<InstantiatedGraph> {
+        let mut state = self.inner.state.lock();
+        ensure!(
+            state.session.is_none(),
+            InvalidOperation,
+            "graph #{} is being captured: end the capture before instantiating it",
+            self.id()
+        );
+        ensure!(!state.nodes.is_empty(), InvalidArgument, "graph #{} is empty: nothing to instantiate", self.id());
+        let buffer = match state.lowered.take() {
+            Some((buffer, _)) => buffer,
+            None => {
+                let buffer = new_buffer(&self.inner.context)?;
+                lower_all(&buffer, &state.nodes, &[])?;
+                buffer
+            }
+        };
+        buffer.finalize()?;
+        let nodes = state.nodes.clone().into();
+        Ok(InstantiatedGraph {
+            inner: Arc::new(ExecInner { graph: self.id(), context: self.inner.context.clone(), buffer, nodes }),
+        })
+    }
+
+    /// The captured commands and their dependencies in Graphviz DOT.
+    pub fn to_dot(&self, verbose: bool) -> String {
+        let state = self.inner.state.lock();
+        let mut out = format!("digraph \"graph #{}\" {{\n", self.id());
+        for (i, node) in state.nodes.iter().enumerate() {
+            let label = node.op.label(verbose).replace('\\', "\\\\").replace('"', "\\\"");
+            let _ = writeln!(out, "  n{i} [label=\"{i}: {label}\"];");
+            for p in &node.preds {
+                let _ = writeln!(out, "  n{p} -> n{i};");
+            }
+        }
+        out.push_str("}\n");
+        out
+    }
+
+    /// Writes [`to_dot`](Self::to_dot) (verbose) to `path`
+    /// (`urGraphDumpContentsExp`); `Unknown` when it cannot be written, as UR answers.
+    pub fn dump(&self, path: impl AsRef<Path>) -> Result<()> {
+        let path = path.as_ref();
+        std::fs::write(path, self.to_dot(true))
+            .map_err(|e| err!(Unknown, "cannot write graph #{} to {}: {e}", self.id(), path.display()))
+    }
+}
+
+impl fmt::Debug for CapturedGraph {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CapturedGraph").field("id", &self.id()).field("nodes", &self.node_count()).finish()
+    }
+}
+
+/// An instantiated capture (`ur_exp_executable_graph_handle_t`): a finalized
+/// command buffer that [`Queue::enqueue_graph`] submits. Clones share it.
+#[derive(Clone)]
+pub struct InstantiatedGraph {
+    inner: Arc<ExecInner>,
+}
+
+/// The former name of [`InstantiatedGraph`], kept so that code written
+/// against it builds; it goes with the crates' rename (docs/publishing.md).
+#[deprecated(
+    since = "0.1.0",
+    note = "renamed `InstantiatedGraph`: `ExecutableGraph` clashed with the SYCL-level \
+            `cmdbuf_runtime::graph::ExecutableGraph` when both crates are glob-imported"
+)]
+pub type ExecutableGraph = InstantiatedGraph;
+
+struct ExecInner {
+    /// The identity of the graph it was instantiated from.
+    graph: u64,
+    context: Context,
+    buffer: CommandBuffer,
+    /// What was captured, appended again where the graph is itself captured.
+    nodes: Arc<[Node]>,
+}
+
+impl InstantiatedGraph {
+    /// The context.
+    pub fn context(&self) -> &Context {
+        &self.inner.context
+    }
+
+    /// The identity of the [`CapturedGraph`] it was instantiated from.
+    pub fn graph_id(&self) -> u64 {
+        self.inner.graph
+    }
+
+    /// The finalized command buffer a submission enqueues.
+    pub fn command_buffer(&self) -> &CommandBuffer {
+        &self.inner.buffer
+    }
+}
+
+/// `urEnqueueGraphExp` ([`Queue::enqueue_graph`]): on a capturing queue, the
+/// graph is captured as one command. Submissions of one executable graph run
+/// in submission order, also across queues.
+impl InstantiatedGraph {
+    /// `InvalidQueue` for a queue of another context.
+    pub(crate) fn check_queue(&self, queue: &Queue) -> Result<()> {
+        ensure!(
+            queue.context() == self.context(),
+            InvalidQueue,
+            "an executable graph of another context cannot run on a queue of {}",
+            queue.device()
+        );
+        Ok(())
+    }
+}
+
+impl fmt::Debug for InstantiatedGraph {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InstantiatedGraph").field("graph", &self.inner.graph).finish()
+    }
+}
+
+/// The queue methods of UR's graph capture.
+impl Queue {
+    /// Begins capturing into a new, empty graph (`urQueueBeginGraphCaptureExp`):
+    /// until [`end_capture`](Self::end_capture), what is enqueued on the
+    /// queue is captured, not executed, and returns events that stand for
+    /// the captured commands (usable in the wait lists of the capture only).
+    /// `InvalidOperation` when the queue already captures.
+    pub fn begin_capture(&self) -> Result<()> {
+        self.begin_capture_into(&CapturedGraph::new(self.context())?)
+    }
+
+    /// Begins capturing into `graph` (`urQueueBeginCaptureIntoGraphExp`),
+    /// which must be empty (`InvalidArgument`) and captured by no other
+    /// queue (`InvalidOperation`); `InvalidQueue` for a graph of another
+    /// context; `InvalidOperation` when the queue already captures.
+    #[tracing::instrument(level = "debug", skip_all, fields(graph = graph.id()))]
+    pub fn begin_capture_into(&self, graph: &CapturedGraph) -> Result<()> {
+        let inner = &graph.inner;
+        check_queue(inner, self)?;
+        if let Some(other) = self.capture_slot().occupant() {
+            return Err(err!(InvalidOperation, "the queue already captures into graph #{}", other.id));
+        }
+        {
+            let mut state = inner.state.lock();
+            ensure!(
+                state.session.is_none(),
+                InvalidOperation,
+                "graph #{} is being captured by another queue",
+                inner.id
+            );
+            ensure!(
+                state.nodes.is_empty(),
+                InvalidArgument,
+                "graph #{} holds {} captured commands: a capture begins only into an empty graph",
+                inner.id,
+                state.nodes.len()
+            );
+            state.lowered = Some((new_buffer(&inner.context)?, Vec::new()));
+            state.session =
+                Some(Session { origin: self.key(), invalidated: None, queues: vec![QueueCapture::new(self)] });
+        }
+        if let Err(e) = set_slot(self, inner) {
+            inner.state.lock().session = None;
+            return Err(e);
+        }
+        tracing::debug!(graph = inner.id, "queue captures");
+        Ok(())
+    }
+
+    /// Ends the capture begun on this queue and returns its graph
+    /// (`urQueueEndGraphCaptureExp`), the one given to
+    /// [`begin_capture_into`](Self::begin_capture_into) if that began it.
+    /// Queues that joined the capture stop capturing too.
+    ///
+    /// `CommandListNotCapturing` when the queue does not capture;
+    /// `InvalidOperation` on a queue that joined a capture begun elsewhere;
+    /// `GraphCaptureInvalidated` (the capture ends, without a graph) after an
+    /// operation invalidated it; `GraphUnjoinedForks` (the capture ends,
+    /// without a graph) when a queue that joined was not joined back.
+    #[tracing::instrument(level = "debug", skip_all)]
+    pub fn end_capture(&self) -> Result<CapturedGraph> {
+        let slot = self.capture_slot();
+        let graph = slot.occupant().ok_or_else(|| err!(CommandListNotCapturing, "the queue does not capture"))?;
+        let (outcome, queues) = {
+            let mut state = graph.state.lock();
+            let Some(session) = &state.session else {
+                drop(state);
+                clear_slot(slot, graph.id);
+                return Err(err!(CommandListNotCapturing, "the capture into graph #{} was abandoned", graph.id));
+            };
+            ensure!(
+                session.origin == self.key(),
+                InvalidOperation,
+                "the capture into graph #{} began on another queue, which this one joined by waiting on a \
+                 captured event: end it on the queue that began it",
+                graph.id
+            );
+            let session = state.session.take().expect("checked above");
+            let outcome = session.check_valid(graph.id).and_then(|()| match session.unjoined_fork(&state.nodes) {
+                None => Ok(()),
+                Some(node) => Err(err!(
+                    GraphUnjoinedForks,
+                    "command {node} of graph #{} was captured on a queue that joined the capture and was never \
+                     joined back: make the capturing queue wait on that queue's last event",
+                    graph.id
+                )),
+            });
+            (outcome, session.queues)
+        };
+        for q in queues {
+            if let Some(queue) = q.queue.upgrade() {
+                clear_slot(queue.capture_slot(), graph.id);
+            }
+        }
+        outcome?;
+        Ok(CapturedGraph { inner: graph })
+    }
+
+    /// The error of `what`, an operation of a layer above cmdbuf-core that a
+    /// capture cannot hold (a host task of the SYCL runtime, say):
+    /// `GraphCaptureUnsupported`, which invalidates the capture, or
+    /// `GraphCaptureInvalidated` when it already was; `Ok` when the queue
+    /// does not capture.
+    pub fn refuse_capture(&self, what: &str) -> Result<()> {
+        if !self.capture_slot().is_active() {
+            return Ok(());
+        }
+        refuse(self, what)
+    }
+
+    /// Whether the queue captures (`urQueueIsGraphCaptureEnabledExp`), having
+    /// begun a capture or joined one.
+    pub fn is_capturing(&self) -> bool {
+        self.capture_slot().is_active()
+            && self.capture_slot().occupant().is_some_and(|g| {
+                g.state.lock().session.as_ref().is_some_and(|s| s.queues.iter().any(|q| q.key == self.key()))
+            })
+    }
+
+    /// The graph the queue captures into (`urQueueGetGraphExp`);
+    /// `InvalidOperation` when it does not capture.
+    pub fn capture_graph(&self) -> Result<CapturedGraph> {
+        ensure!(self.is_capturing(), InvalidOperation, "the queue does not capture");
+        let inner =
+            self.capture_slot().occupant().ok_or_else(|| err!(InvalidOperation, "the queue does not capture"))?;
+        Ok(CapturedGraph { inner })
+    }
+
+    /// Submits an executable graph after the resolved wait list.
+    pub(crate) fn execute_graph(&self, graph: &InstantiatedGraph, resolved: &[Arc<dyn EventImpl>]) -> Result<Event> {
+        self.execute_command_buffer(&graph.inner.buffer, resolved)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_invalidates_once() {
+        let mut s = Session { origin: 1, invalidated: None, queues: Vec::new() };
+        assert!(s.check_valid(3).is_ok());
+        assert!(matches!(s.refuse("a wait"), UrError::GraphCaptureUnsupported(_)));
+        assert!(matches!(s.check_valid(3), Err(UrError::GraphCaptureInvalidated(_))));
+        assert!(matches!(s.refuse("a finish"), UrError::GraphCaptureInvalidated(_)));
+    }
+}

@@ -1,0 +1,189 @@
+//! Contexts: the scope of memory, programs, queues, events and command buffers.
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::adapter::ContextImpl;
+use crate::device::Device;
+use crate::error::Result;
+use crate::memory::{AllocationTracker, UsmPtr, UsmRef};
+pub use crate::objects::Context;
+use crate::objects::ContextInner;
+pub use crate::types::desc::ContextId;
+use crate::{ensure, err};
+
+static NEXT_CONTEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+impl Context {
+    /// Creates a context on `device`. A context made from an
+    /// [`emulated`](Device::emulated) view builds software command buffers.
+    #[tracing::instrument(level = "debug", fields(device = %device))]
+    pub fn new(device: &Device) -> Result<Context> {
+        let imp = device.inner.imp.clone().create_context()?;
+        Ok(Context::from_imp(device, imp))
+    }
+
+    /// Creates a context over `devices` (`urContextCreate` with a list): one
+    /// device is [`Context::new`]; several must be of one family, a root
+    /// device and/or sub-devices of it at any depth, all of the same view
+    /// (emulated or not). The adapter context is made on that root device
+    /// (which [`device`](Context::device) answers), so memory and programs are
+    /// shared by all of them as for a sub-device in its parent's context;
+    /// queues and command buffers go to any listed device or a sub-device of
+    /// one ([`holds_device`](Context::holds_device)). A device listed twice
+    /// counts once, as `clCreateContext` ignores duplicates.
+    ///
+    /// `InvalidSize` for an empty list; `UnsupportedFeature` for devices of
+    /// different root devices or views: cmdbuf has no context spanning
+    /// unrelated devices ([api.md](../docs/api.md#sub-devices)).
+    #[tracing::instrument(level = "debug", skip(devices), fields(devices = devices.len()))]
+    pub fn with_devices(devices: &[Device]) -> Result<Context> {
+        let mut list: Vec<Device> = Vec::with_capacity(devices.len());
+        for device in devices {
+            if !list.contains(device) {
+                list.push(device.clone());
+            }
+        }
+        let [first, rest @ ..] = list.as_slice() else {
+            return Err(err!(InvalidSize, "a context of no device"));
+        };
+        if rest.is_empty() {
+            return Context::new(first);
+        }
+        let root = first.root().native();
+        for device in rest {
+            ensure!(
+                device.root().native() == root && device.is_emulated() == first.is_emulated(),
+                UnsupportedFeature,
+                "a context over {first} and {device}: cmdbuf contexts span one device and its sub-devices \
+                 of one view, not unrelated devices"
+            );
+        }
+        let root = if first.is_emulated() { root.emulated() } else { root };
+        let imp = root.inner.imp.clone().create_context()?;
+        Ok(Context::wrap(&root, Some(list.into_boxed_slice()), imp))
+    }
+
+    /// Wraps an adapter context of `device` (a new identity).
+    pub(crate) fn from_imp(device: &Device, imp: Arc<dyn ContextImpl>) -> Context {
+        Context::wrap(device, None, imp)
+    }
+
+    fn wrap(device: &Device, devices: Option<Box<[Device]>>, imp: Arc<dyn ContextImpl>) -> Context {
+        let context = Context {
+            inner: Arc::new(ContextInner {
+                id: ContextId(NEXT_CONTEXT_ID.fetch_add(1, Ordering::Relaxed)),
+                device: device.clone(),
+                devices,
+                imp,
+                tracker: Arc::default(),
+                _live: crate::live::Live::new(),
+            }),
+        };
+        crate::peer::register(&context);
+        context
+    }
+
+    /// The device the adapter context was made on (the view it was created
+    /// from): for a context over several devices of one family
+    /// ([`Context::with_devices`]), their root device.
+    pub fn device(&self) -> &Device {
+        &self.inner.device
+    }
+
+    /// The devices the context was made over, without duplicates, in the
+    /// order given: `[device()]` for a context of one device.
+    pub fn devices(&self) -> &[Device] {
+        self.inner.devices.as_deref().unwrap_or(std::slice::from_ref(&self.inner.device))
+    }
+
+    /// Whether work for `device` may use this context: it is one of the
+    /// context's [`devices`](Context::devices) or a sub-device of one at any
+    /// depth (the same device's memory and programs; queues and command
+    /// buffers on it run on its share).
+    pub fn holds_device(&self, device: &Device) -> bool {
+        self.devices().iter().any(|listed| within(device, listed))
+    }
+
+    /// The context's identity.
+    pub fn id(&self) -> ContextId {
+        self.inner.id
+    }
+
+    /// The adapter's context.
+    pub(crate) fn imp(&self) -> &Arc<dyn ContextImpl> {
+        &self.inner.imp
+    }
+
+    /// The native object behind the context (see [`crate::interop`] for each
+    /// backend's); `UnsupportedFeature` where the backend has none.
+    pub fn native_handle(&self) -> crate::Result<crate::NativeHandle> {
+        self.inner.imp.native_handle()
+    }
+
+    /// Resolves `[ptr, ptr + size)` to the USM allocation of this context, or
+    /// of a context joined with it ([`share_usm_with`](Context::share_usm_with)),
+    /// that holds it: `InvalidValue` when no allocation holds `ptr`,
+    /// `InvalidSize` when the range leaves it.
+    pub fn find_usm(&self, ptr: UsmPtr, size: usize) -> Result<UsmRef> {
+        self.inner.tracker.find_joined(ptr, size)
+    }
+
+    /// Number of USM allocations of this context still alive.
+    pub fn live_usm_allocations(&self) -> usize {
+        self.inner.tracker.live_allocations()
+    }
+
+    /// The adapter objects of this context still alive, by kind, when its
+    /// device was wrapped for fault injection
+    /// ([`FaultInjector::wrap_device`](crate::faults::FaultInjector::wrap_device));
+    /// `None` otherwise.
+    #[cfg(feature = "fault-injection")]
+    pub fn live_objects(&self) -> Option<crate::faults::LiveObjects> {
+        crate::faults::live_objects(&*self.inner.imp)
+    }
+
+    /// Number of handles to this context (objects that hold it included).
+    pub fn reference_count(&self) -> usize {
+        Arc::strong_count(&self.inner)
+    }
+
+    pub(crate) fn tracker(&self) -> &Arc<AllocationTracker> {
+        &self.inner.tracker
+    }
+}
+
+/// Whether `device` is `ancestor` or a sub-device of it at any depth.
+fn within(device: &Device, ancestor: &Device) -> bool {
+    // The device itself is the common case: one pointer compare.
+    if device == ancestor {
+        return true;
+    }
+    // A sub-device's parent is a native device also when the sub-device was
+    // made from an emulated view (and is itself emulated): the views must
+    // match, the ancestry is compared natively.
+    let ours = ancestor.native();
+    let mut parent = device.parent();
+    while let Some(up) = parent {
+        if up.native() == ours {
+            return device.is_emulated() == ancestor.is_emulated();
+        }
+        parent = up.parent();
+    }
+    false
+}
+
+impl PartialEq for Context {
+    fn eq(&self, other: &Context) -> bool {
+        self.inner.id == other.inner.id
+    }
+}
+
+impl Eq for Context {}
+
+impl fmt::Debug for Context {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Context").field("id", &self.inner.id.0).field("devices", &self.devices()).finish()
+    }
+}

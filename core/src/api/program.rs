@@ -1,0 +1,285 @@
+//! Programs and kernels.
+//!
+//! A program is created from a [`ProgramBundle`]: the signatures of its
+//! kernels, declared once, and the kernels' code in as many source forms as
+//! the application wants to support (native Rust functions, OpenCL C, SPIR-V,
+//! PTX, CUDA C). Each adapter builds the form it prefers among those present,
+//! or fails with `InvalidBinary` naming the forms it accepts.
+//!
+//! Declaring signatures in the bundle lets the front end check every launch
+//! and update (argument count, kinds, value sizes) the same way on every
+//! backend, including those whose drivers cannot describe their kernels.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::adapter::{KernelImpl, ProgramImpl};
+use crate::context::Context;
+use crate::error::Result;
+pub use crate::objects::{Kernel, Program};
+use crate::objects::{KernelInner, ProgramInner};
+pub use crate::types::program::*;
+use crate::{ensure, err};
+
+impl Program {
+    /// Builds the bundle for the context's device, from the first form in the
+    /// device's order of preference that the bundle holds.
+    pub fn new(context: &Context, bundle: &ProgramBundle) -> Result<Program> {
+        Program::with_options(context, bundle, "")
+    }
+
+    /// As [`new`](Self::new), passing `options` to the driver's compiler:
+    /// OpenCL build options, PTX JIT where meaningful. Backends without a
+    /// compiler taking options ignore them (with a debug trace).
+    #[tracing::instrument(level = "debug", skip_all, fields(device = %context.device(), label = bundle.label()))]
+    pub fn with_options(context: &Context, bundle: &ProgramBundle, options: &str) -> Result<Program> {
+        ensure!(!options.contains('\0'), InvalidValue, "build options contain a NUL byte");
+        for (i, k) in bundle.kernels.iter().enumerate() {
+            ensure!(
+                !bundle.kernels[..i].iter().any(|o| o.name == k.name),
+                InvalidValue,
+                "kernel `{}` is declared twice",
+                k.name
+            );
+        }
+        let accepted = &context.device().info().source_forms;
+        let Some(form) = accepted.iter().copied().find(|f| bundle.source_of(*f).is_some()) else {
+            return Err(err!(
+                InvalidBinary,
+                "the program offers {}; {} accepts {}",
+                list(&bundle.forms()),
+                context.device(),
+                list(accepted)
+            ));
+        };
+        tracing::debug!(%form, "building program");
+        // SAFETY: the bundle holds a source of `form`, a form the device accepts,
+        // and its kernel names are unique.
+        let imp = unsafe { context.imp().program_create(bundle, form, options)? };
+        Ok(Program {
+            inner: Arc::new(ProgramInner {
+                context: context.clone(),
+                signatures: bundle.kernels.clone(),
+                form,
+                options: options.to_string(),
+                given: bundle.given.clone(),
+                label: bundle.label(),
+                adopted: false,
+                imp,
+                _live: crate::live::Live::new(),
+            }),
+        })
+    }
+
+    /// The driver's build log; empty when it has none.
+    pub fn build_log(&self) -> String {
+        self.inner.imp.build_log()
+    }
+
+    /// The options the program was built with.
+    pub fn build_options(&self) -> &str {
+        &self.inner.options
+    }
+
+    /// The program's binary, as `urProgramGetInfo(UR_PROGRAM_INFO_BINARIES)`
+    /// returns it: the driver's (OpenCL's `CL_PROGRAM_BINARIES`), else the
+    /// bytes the bundle was read from; `None` where neither exists (programs
+    /// built from source on backends without binaries).
+    pub fn binary(&self) -> Option<Vec<u8>> {
+        self.inner.imp.binary().or_else(|| self.inner.given.as_deref().map(<[u8]>::to_vec))
+    }
+
+    /// The context it was built for.
+    pub fn context(&self) -> &Context {
+        &self.inner.context
+    }
+
+    /// The source form that was built.
+    pub fn form(&self) -> SourceForm {
+        self.inner.form
+    }
+
+    /// The declared kernels (derived from the driver's answers for an
+    /// adopted program, [`Program::from_native`]).
+    pub fn signatures(&self) -> &[KernelSignature] {
+        &self.inner.signatures
+    }
+
+    /// Whether the program was adopted from a native program
+    /// ([`Program::from_native`]) rather than built from a bundle.
+    pub fn is_adopted(&self) -> bool {
+        self.inner.adopted
+    }
+
+    /// The native program behind it (OpenCL's `cl_program`, CUDA's
+    /// `CUmodule`), owned by cmdbuf; `UnsupportedFeature` where the backend
+    /// has none (see [`crate::interop`]).
+    pub fn native_handle(&self) -> Result<crate::NativeHandle> {
+        self.inner.imp.native_handle()
+    }
+
+    /// The adapter's program.
+    pub(crate) fn imp(&self) -> &dyn ProgramImpl {
+        &*self.inner.imp
+    }
+
+    /// The label of the bundle it was built from ([`ProgramBundle::with_label`]).
+    pub fn label(&self) -> Option<&'static str> {
+        self.inner.label
+    }
+
+    /// Whether both handles name the same program object.
+    pub fn same_program(&self, other: &Program) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+}
+
+impl fmt::Debug for Program {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Program")
+            .field("form", &self.inner.form)
+            .field("kernels", &self.inner.signatures.len())
+            .finish()
+    }
+}
+
+/// Notes, for adapters whose backend compiles without options, that a
+/// program's build `options` were ignored, and `why`.
+pub fn options_ignored(options: &str, why: &str) {
+    if !options.is_empty() {
+        tracing::debug!(options, "build options ignored: {why}");
+    }
+}
+
+fn list<T: fmt::Display>(items: &[T]) -> String {
+    if items.is_empty() {
+        return "no source".into();
+    }
+    items.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+}
+
+impl Kernel {
+    /// The kernel `name` of `program`; `InvalidKernelName` if the bundle did
+    /// not declare it or its source lacks it.
+    #[tracing::instrument(level = "debug", skip(program), fields(label = program.label()))]
+    pub fn new(program: &Program, name: &str) -> Result<Kernel> {
+        let Some(signature) = program.inner.signatures.iter().find(|s| s.name == name) else {
+            return Err(err!(InvalidKernelName, "the program declares no kernel `{name}`"));
+        };
+        // SAFETY: `signature` is one the program was created with.
+        let imp = unsafe { program.imp().create_kernel(signature)? };
+        Ok(Kernel::from_parts(program, signature.clone(), imp))
+    }
+
+    /// A kernel of `program` from the adapter's kernel and its signature.
+    pub(crate) fn from_parts(program: &Program, signature: KernelSignature, imp: Box<dyn KernelImpl>) -> Kernel {
+        let device_max = program.context().device().info().max_work_group_size;
+        let max_work_group_size = imp.max_work_group_size().min(device_max).max(1);
+        let compile_size = signature.reqd_work_group_size.or_else(|| imp.compile_work_group_size());
+        Kernel {
+            inner: Arc::new(KernelInner {
+                program: program.clone(),
+                signature,
+                max_work_group_size,
+                compile_size,
+                imp,
+                cache_config: parking_lot::Mutex::new(CacheConfig::Default),
+                _live: crate::live::Live::new(),
+            }),
+        }
+    }
+
+    /// The kernel's name.
+    pub fn name(&self) -> &str {
+        &self.inner.signature.name
+    }
+
+    /// Its number of arguments.
+    pub fn num_args(&self) -> usize {
+        self.inner.signature.args.len()
+    }
+
+    /// Its signature.
+    pub fn signature(&self) -> &KernelSignature {
+        &self.inner.signature
+    }
+
+    /// The native kernel behind it (OpenCL's `cl_kernel`, CUDA's
+    /// `CUfunction`), owned by cmdbuf; `UnsupportedFeature` where the backend
+    /// has none.
+    pub fn native_handle(&self) -> Result<crate::NativeHandle> {
+        self.inner.imp.native_handle()
+    }
+
+    /// The program it belongs to.
+    pub fn program(&self) -> &Program {
+        &self.inner.program
+    }
+
+    /// The largest work-group this kernel can run on its device.
+    pub fn max_work_group_size(&self) -> usize {
+        self.inner.max_work_group_size
+    }
+
+    /// The work-group size the kernel requires, from its code or its driver
+    /// (`reqd_work_group_size`, SPIR-V `LocalSize`, PTX `.reqntid`).
+    pub fn compile_work_group_size(&self) -> Option<[usize; 3]> {
+        self.inner.compile_size
+    }
+
+    /// Bytes of local memory the kernel uses statically; 0 where the backend
+    /// cannot tell.
+    pub fn local_mem_size(&self) -> usize {
+        self.inner.imp.local_mem_size()
+    }
+
+    /// Bytes of private memory per work-item; 0 where the backend cannot tell.
+    pub fn private_mem_size(&self) -> usize {
+        self.inner.imp.private_mem_size()
+    }
+
+    /// The multiple of work-group sizes the driver prefers, else the
+    /// device's smallest sub-group size, else 1.
+    pub fn preferred_work_group_size_multiple(&self) -> usize {
+        self.inner.imp.preferred_work_group_size_multiple().unwrap_or_else(|| {
+            let sizes = &self.inner.program.context().device().info().sub_groups.sizes;
+            sizes.iter().copied().min().unwrap_or(1) as usize
+        })
+    }
+
+    /// Takes a cache-configuration hint for the kernel's later launches
+    /// (`UR_KERNEL_EXEC_INFO_CACHE_CONFIG`). Backends with a split between
+    /// local memory and data cache apply it (CUDA: `cuFuncSetCacheConfig`);
+    /// the others have no such split, and only record it
+    /// ([`Kernel::cache_config`]). Returns whether the backend applied it.
+    pub fn set_cache_config(&self, config: CacheConfig) -> Result<bool> {
+        let mut current = self.inner.cache_config.lock();
+        let applied = self.inner.imp.apply_cache_config(config)?;
+        if !applied {
+            tracing::debug!(kernel = self.name(), ?config, "the backend has no cache split: the hint is recorded");
+        }
+        *current = config;
+        Ok(applied)
+    }
+
+    /// The last cache-configuration hint given ([`CacheConfig::Default`] if none).
+    pub fn cache_config(&self) -> CacheConfig {
+        *self.inner.cache_config.lock()
+    }
+
+    /// The adapter's kernel.
+    pub(crate) fn imp(&self) -> &dyn KernelImpl {
+        &*self.inner.imp
+    }
+
+    /// Whether both handles name the same kernel object.
+    pub fn same_kernel(&self, other: &Kernel) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+}
+
+impl fmt::Debug for Kernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Kernel({})", self.inner.signature.name)
+    }
+}

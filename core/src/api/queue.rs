@@ -1,0 +1,1064 @@
+//! Queues and their eager operations (the `urEnqueue*` family).
+//!
+//! Every operation takes a wait list and returns an [`Event`], except the
+//! blocking host-memory transfers, which return when the data is in place.
+//! Memory commands are checked against the allocations and buffers they
+//! touch; kernel launches are `unsafe` because device code may touch any
+//! address.
+//!
+//! A queue can capture into a graph instead of executing ([`crate::capture`],
+//! UR's graph capture): its enqueues then append to the capture's command
+//! buffer and return captured events. The eager path pays one check of an
+//! atomic flag for it. SYCL's queue recording lives above cmdbuf-core, in the
+//! `cmdbuf-runtime` crate's queue.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Arc, Weak};
+
+use parking_lot::Mutex;
+use smallvec::SmallVec;
+
+use crate::adapter::{EventImpl, QueueImpl};
+use crate::api::command_build::{HostSide, Memcpy};
+use crate::capture::{self, CaptureSlot, Op};
+use crate::command::Command;
+use crate::command_buffer::CommandBuffer;
+use crate::context::Context;
+use crate::device::Device;
+use crate::ensure;
+use crate::error::Result;
+use crate::error::panic_message;
+use crate::event::{Event, UserEvent, as_refs, resolve_wait_list};
+use crate::interop::{self, NativeCommand, NativeHandle, NativeScope, NativeTarget, Owner};
+use crate::launch::KernelLaunch;
+use crate::memory::{BufferMapping, MapFlags, MappedMemory, MemBuffer, MigrationFlags, UsmAdvice, UsmPtr};
+use crate::objects::{HoldsFreedMemory, UsmInner};
+use crate::rect::{RectLayout, RectRegion};
+pub use crate::types::desc::QueueProperties;
+
+mod slot;
+mod usm_2d;
+
+pub use slot::{QueueSlot, QueueSlotGuard};
+
+/// A queue. Clone retains; dropping the last handle waits for its commands.
+#[derive(Clone)]
+pub struct Queue {
+    inner: Arc<QueueInner>,
+}
+
+/// What a command in flight needs alive: the command (which owns its memory
+/// objects) or the command buffer being executed.
+enum KeepAlive {
+    Command(#[allow(dead_code)] Command),
+    CommandBuffer(#[allow(dead_code)] CommandBuffer),
+    /// An unmapped buffer mapping's host memory, until its write-back is done.
+    Mapping(#[allow(dead_code)] MappedMemory, #[allow(dead_code)] Command),
+    /// A host task: nothing to keep, but `finish` waits for it.
+    HostTask,
+    /// A USM allocation the application freed while commands submitted
+    /// before might still use it (kernels name memory by address, so
+    /// nothing else holds it): freed once they have completed.
+    Freed(#[allow(dead_code)] Arc<UsmInner>),
+    /// What a native collective uses until it completes: the allocations
+    /// it reaches by address, its communicator, its captured graph.
+    Collective(#[allow(dead_code)] Box<dyn std::any::Any + Send + Sync>),
+}
+
+struct QueueInner {
+    context: Context,
+    /// The sub-device of the context's device the queue runs on, if it is
+    /// not the context's device itself.
+    sub_device: Option<Device>,
+    properties: QueueProperties,
+    imp: Box<dyn QueueImpl>,
+    in_flight: Mutex<VecDeque<(Arc<dyn EventImpl>, KeepAlive)>>,
+    /// The UR graph this queue captures into, if any.
+    capture: CaptureSlot,
+    _live: crate::live::Live<{ crate::live::QUEUE }>,
+}
+
+/// A queue handle that does not keep the queue alive (held by the captures
+/// it takes part in).
+#[derive(Clone)]
+pub(crate) struct WeakQueue(Weak<QueueInner>);
+
+impl WeakQueue {
+    /// The queue, unless it was dropped.
+    pub(crate) fn upgrade(&self) -> Option<Queue> {
+        self.0.upgrade().map(|inner| Queue { inner })
+    }
+}
+
+impl Drop for QueueInner {
+    fn drop(&mut self) {
+        capture::queue_dropped(&self.capture, self as *const QueueInner as usize);
+        if let Err(e) = self.imp.finish() {
+            tracing::warn!(error = %e, "queue finish on drop failed");
+        }
+        // Host tasks are no commands of the adapter's queue. Dropped by one
+        // of them (its closure held the last handle), the queue cannot wait
+        // for that one: the tasks run on without it.
+        if HOST_TASK_OF.get() == self as *const QueueInner as usize {
+            return;
+        }
+        for (event, _) in self.in_flight.get_mut().iter() {
+            if !event.status().is_terminal() {
+                let _ = event.wait();
+            }
+        }
+    }
+}
+
+/// Checks queue properties against what `device` offers.
+fn check_properties(device: &Device, properties: QueueProperties) -> Result<()> {
+    let info = device.info();
+    ensure!(
+        !properties.out_of_order || info.out_of_order_queues,
+        InvalidQueueProperties,
+        "{device} has no out-of-order queues"
+    );
+    ensure!(!properties.profiling || info.queue_profiling, InvalidQueueProperties, "{device} cannot profile");
+    Ok(())
+}
+
+impl Queue {
+    /// Creates a queue on the context's first device
+    /// ([`Context::devices`]); `InvalidQueueProperties` when the device cannot
+    /// run out of order or record timestamps as asked.
+    #[tracing::instrument(level = "debug", skip(context), fields(device = %context.device()))]
+    pub fn new(context: &Context, properties: QueueProperties) -> Result<Queue> {
+        // A context over sub-devices of a root device is made on that root,
+        // which it need not list: its first device is a sub-device then.
+        Queue::on_device(context, &context.devices()[0], properties)
+    }
+
+    /// Creates a queue of `context` whose commands run on `device`: one of
+    /// the context's devices or a sub-device of one at any depth
+    /// ([`Context::holds_device`]); a device other than the one the context
+    /// was made on uses the context's memory and programs and runs on its own
+    /// share of it (`urQueueCreate` with a sub-device of the context's
+    /// device). `InvalidDevice` for any other device;
+    /// `UnsupportedFeature` where the backend cannot run a sub-device's queue
+    /// in its parent's context ([api.md](../docs/api.md#sub-devices));
+    /// `InvalidQueueProperties` as for [`Queue::new`], against `device`.
+    #[tracing::instrument(level = "debug", skip(context), fields(device = %device))]
+    pub fn on_device(context: &Context, device: &Device, properties: QueueProperties) -> Result<Queue> {
+        ensure!(context.holds_device(device), InvalidDevice, "{device} is not of {context:?} or a sub-device of one");
+        check_properties(device, properties)?;
+        if device == context.device() {
+            // SAFETY: the properties were checked against the device's capabilities.
+            let imp = unsafe { context.imp().queue_create(properties)? };
+            return Ok(Queue::from_imp(context, properties, imp));
+        }
+        // SAFETY: `device` is a listed device or a sub-device of one (checked
+        // above), so a sub-device of the context's device: a context over
+        // several devices is made on their root; sub-devices are of their
+        // parent's adapter. The properties were checked against its
+        // capabilities.
+        let imp = unsafe { context.imp().sub_device_queue_create(&**device.imp(), properties)? };
+        Ok(Queue::wrap(context, Some(device.clone()), properties, imp))
+    }
+
+    /// Wraps an adapter queue of `context`.
+    pub(crate) fn from_imp(context: &Context, properties: QueueProperties, imp: Box<dyn QueueImpl>) -> Queue {
+        Queue::wrap(context, None, properties, imp)
+    }
+
+    fn wrap(
+        context: &Context,
+        sub_device: Option<Device>,
+        properties: QueueProperties,
+        imp: Box<dyn QueueImpl>,
+    ) -> Queue {
+        let queue = Queue {
+            inner: Arc::new(QueueInner {
+                context: context.clone(),
+                sub_device,
+                properties,
+                imp,
+                in_flight: Mutex::default(),
+                capture: CaptureSlot::default(),
+                _live: crate::live::Live::new(),
+            }),
+        };
+        // Freeing USM of the context looks at the queues that may use it.
+        let weak: Weak<QueueInner> = Arc::downgrade(&queue.inner);
+        context.tracker().add_queue(weak);
+        queue
+    }
+
+    /// The queue's context.
+    pub fn context(&self) -> &Context {
+        &self.inner.context
+    }
+
+    /// The queue's device: the context's, or the sub-device it was made on
+    /// ([`Queue::on_device`]).
+    pub fn device(&self) -> &Device {
+        self.inner.sub_device.as_ref().unwrap_or_else(|| self.inner.context.device())
+    }
+
+    /// The properties it was created with.
+    pub fn properties(&self) -> QueueProperties {
+        self.inner.properties
+    }
+
+    /// The adapter's queue.
+    pub(crate) fn imp(&self) -> &dyn QueueImpl {
+        &*self.inner.imp
+    }
+
+    /// The native queue (see [`crate::interop`]); inside a native command's
+    /// callback enqueued on this queue, that command's target (on Vulkan the
+    /// command buffer being recorded), found without taking any lock.
+    pub fn native_handle(&self) -> Result<NativeHandle> {
+        if let Some(target) = interop::running_target(Owner::Queue(self.key())) {
+            return target
+                .handle()
+                .ok_or_else(|| crate::err!(UnsupportedFeature, "a CPU native command has no native queue"));
+        }
+        self.inner.imp.native_handle()
+    }
+
+    /// Enqueues a native command (`urEnqueueNativeCommandExp`): `callback`
+    /// does backend-native work where its [`NativeScope`] says (see
+    /// [`crate::interop`]), after the events of `wait` (and, on an in-order
+    /// queue, everything before); the returned event completes when that
+    /// work has. `mems` are buffers the work uses: kept alive until then and
+    /// listed in the scope. Queue methods may be called from the callback,
+    /// except blocking ones on the CPU (`InvalidOperation`). A capturing queue
+    /// captures the command ([`crate::capture`]: it is appended to the
+    /// capture's command buffer with
+    /// [`CommandBuffer::append_native_command`]'s rules, so the callback runs
+    /// when that backend's command buffers call it). Executed, the callback
+    /// runs once and is dropped as soon as it has run (on the CPU, by a thread
+    /// of its own: it may hold the queue's last handle), so a callback holding
+    /// its own queue forms no cycle.
+    ///
+    /// # Safety
+    /// The native work is unchecked: it must only touch memory that stays
+    /// valid until the returned event completes, and leave the native objects
+    /// as it found them (no release, no state the adapter relies on).
+    #[tracing::instrument(level = "debug", skip_all, fields(mems = mems.len()))]
+    pub unsafe fn enqueue_native_command(
+        &self,
+        mems: &[&MemBuffer],
+        wait: &[&Event],
+        callback: impl Fn(&NativeScope<'_>) + Send + Sync + 'static,
+    ) -> Result<Event> {
+        let mems = self.native_mems(mems)?;
+        // A captured callback runs at each execution where the backend calls
+        // it per run; an executed one runs once and must not outlive its run.
+        let captured = self.inner.capture.is_active() || wait.iter().any(|e| capture::is_captured(e));
+        let callback: Arc<interop::NativeFn> = if captured { Arc::new(callback) } else { interop::run_once(callback) };
+        let native = NativeCommand::new(callback, mems, Owner::Queue(self.key()), None);
+        self.submit(Command::Native(native), wait)
+    }
+
+    /// What every native command checks: its buffers of this queue's context.
+    fn native_mems(&self, mems: &[&MemBuffer]) -> Result<Vec<MemBuffer>> {
+        for mem in mems {
+            mem.check_context(&self.inner.context)?;
+        }
+        Ok(mems.iter().map(|m| (*m).clone()).collect())
+    }
+
+    /// [`enqueue_native_command`](Self::enqueue_native_command) for a
+    /// callback that must have run, and be dropped, before this returns: UR's
+    /// contract for `urEnqueueNativeCommandExp` ("executed immediately"),
+    /// whose data need only live for the call. Where the callback's work goes
+    /// to a native queue, the adapter calls it during the enqueue as always;
+    /// on the CPU, whose native work is the callback itself, this blocks until
+    /// the wait list (and, in order, everything before) has completed, then
+    /// calls it on this thread, and returns its completed event. A callback
+    /// that does not outlive the call cannot be captured: on a capturing
+    /// queue this is `GraphCaptureUnsupported` (use
+    /// [`enqueue_native_command`](Self::enqueue_native_command)).
+    ///
+    /// # Safety
+    /// As for [`enqueue_native_command`](Self::enqueue_native_command), for
+    /// the lifetime `'a` of what the callback borrows.
+    pub unsafe fn enqueue_native_command_now<'a>(
+        &self,
+        mems: &[&MemBuffer],
+        wait: &[&Event],
+        callback: impl Fn(&NativeScope<'_>) + Send + Sync + 'a,
+    ) -> Result<Event> {
+        if self.inner.capture.is_active() {
+            capture::refuse(self, "a native command whose callback must run before its enqueue returns")?;
+        }
+        let mems = self.native_mems(mems)?;
+        if !self.inner.imp.native_commands_at_enqueue() {
+            interop::check_not_in_host_command("a native command that runs now")?;
+            let start = self.eager_events_wait(wait)?;
+            // Wait lists order, they do not propagate failure; a wait that
+            // failed before the dependencies ended must not run the command.
+            start.wait_to_order()?;
+            let native = interop::Borrowed::new(callback);
+            let command = NativeCommand::new(native.shared(), mems, Owner::Queue(self.key()), None);
+            // SAFETY: the host is the CPU's target, and the command's
+            // dependencies have completed; later commands of an in-order
+            // queue are enqueued after this returns.
+            unsafe { command.invoke(self.device().backend(), NativeTarget::Host)? };
+            return Ok(start);
+        }
+        let resolved = resolve_wait_list(self.inner.context.id(), wait)?;
+        let native = interop::Borrowed::new(callback);
+        let command = NativeCommand::new(native.shared(), mems, Owner::Queue(self.key()), None);
+        let result = self.execute(Command::Native(command), &resolved);
+        // The adapter called it during the enqueue; whatever still holds the
+        // command from now on finds no callback.
+        drop(native);
+        result
+    }
+
+    /// Whether both handles are the same queue.
+    pub fn same_queue(&self, other: &Queue) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// Its capture state.
+    pub(crate) fn capture_slot(&self) -> &CaptureSlot {
+        &self.inner.capture
+    }
+
+    /// The queue's identity while it lives (captures key their queues by it).
+    pub(crate) fn key(&self) -> usize {
+        Arc::as_ptr(&self.inner) as usize
+    }
+
+    /// A handle that does not keep the queue alive.
+    pub(crate) fn downgrade(&self) -> WeakQueue {
+        WeakQueue(Arc::downgrade(&self.inner))
+    }
+
+    fn submit(&self, command: Command, wait: &[&Event]) -> Result<Event> {
+        self.submit_op(Op::Command(command), wait)
+    }
+
+    /// Executes `op`, or captures it when the queue captures (or joins a
+    /// capture because `wait` holds a captured event).
+    pub(crate) fn submit_op(&self, op: Op, wait: &[&Event]) -> Result<Event> {
+        if self.inner.capture.is_active() {
+            return capture::submit(self, op, wait);
+        }
+        match resolve_wait_list(self.inner.context.id(), wait) {
+            Ok(resolved) => self.execute_op(op, &resolved),
+            Err(e) if wait.iter().any(|e| capture::is_captured(e)) => capture::submit_joining(self, op, wait, e),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Executes `op` after the resolved wait list.
+    pub(crate) fn execute_op(&self, op: Op, resolved: &[Arc<dyn EventImpl>]) -> Result<Event> {
+        match op {
+            Op::Command(command) => self.execute(command, resolved),
+            Op::Kernel(kernel, _) => self.execute(Command::KernelLaunch(kernel), resolved),
+            Op::Wait { barrier } => self.marker(resolved, barrier),
+            Op::Graph(graph) => self.execute_graph(&graph, resolved),
+        }
+    }
+
+    /// Executes `command` after the resolved wait list.
+    pub(crate) fn execute(&self, command: Command, resolved: &[Arc<dyn EventImpl>]) -> Result<Event> {
+        // SAFETY: `command` was built by a validating constructor for this
+        // queue's context; the wait events were checked to belong to it. Raw
+        // host memory in the command comes from `unsafe` entry points whose
+        // callers keep it valid, or from blocking calls that wait below.
+        let event = unsafe { self.inner.imp.enqueue(&command, &as_refs(resolved))? };
+        self.track(event.clone(), KeepAlive::Command(command));
+        Ok(Event::from_imp(event, &self.inner.context))
+    }
+
+    /// `GraphCaptureUnsupported` (which invalidates the capture) while the
+    /// queue captures.
+    pub(crate) fn check_not_capturing(&self, what: &str) -> Result<()> {
+        if self.inner.capture.is_active() {
+            return capture::refuse(self, what);
+        }
+        Ok(())
+    }
+
+    /// Executes a peer copy built and checked by [`Queue::usm_copy_peer`],
+    /// keeping both allocations alive until it completes.
+    pub(crate) fn execute_peer_copy(&self, command: Command, resolved: &[Arc<dyn EventImpl>]) -> Result<Event> {
+        // SAFETY: `usm_copy_peer` found each side in its allocation, one of
+        // this context and one of a peer context whose access it checked is
+        // enabled; the wait events belong to one of the two contexts.
+        let event = unsafe { self.inner.imp.usm_copy_peer(&command, &as_refs(resolved))? };
+        self.track(event.clone(), KeepAlive::Command(command));
+        Ok(Event::from_imp(event, &self.inner.context))
+    }
+
+    /// Blocking calls never record: their host memory is borrowed for the call.
+    fn submit_blocking(&self, command: Command, wait: &[&Event]) -> Result<()> {
+        self.check_not_capturing("a blocking transfer")?;
+        interop::check_not_in_host_command("a blocking transfer")?;
+        let resolved = resolve_wait_list(self.inner.context.id(), wait)?;
+        let event = self.execute(command, &resolved)?;
+        let result = event.wait();
+        if result.is_err() && !event.status().is_terminal() {
+            // The command might still write into the caller's slice: do not
+            // return before the queue has drained.
+            let _ = self.inner.imp.finish();
+        }
+        result
+    }
+
+    /// Keeps `command_buffer` alive until everything submitted to this
+    /// queue so far has completed, after its adapter's enqueue failed: part
+    /// of the submission may already run (the software command buffer
+    /// submits command by command) and use memory the caller, seeing the
+    /// error, releases. A barrier marks the point; if even that cannot be
+    /// enqueued, the buffer is leaked rather than freed under running work.
+    pub(crate) fn hold_after_failed_submission(&self, command_buffer: &CommandBuffer) {
+        // SAFETY: an empty wait list.
+        match unsafe { self.inner.imp.enqueue_wait(&[], true) } {
+            Ok(fence) => self.track(fence, KeepAlive::CommandBuffer(command_buffer.clone())),
+            Err(e) => {
+                tracing::warn!(error = %e, "no barrier after a failed command-buffer submission; the buffer is leaked");
+                std::mem::forget(command_buffer.clone());
+            }
+        }
+    }
+
+    fn track(&self, event: Arc<dyn EventImpl>, keep: KeepAlive) {
+        self.inner.track(event, keep);
+    }
+
+    /// Wraps `event`, an adapter event of this queue's context for work
+    /// of a native collective, keeping `keep` (the allocations it reaches
+    /// by address, its communicator, ...) until it has completed and
+    /// `finish` waiting for it.
+    pub(crate) fn adopt_event(&self, event: Arc<dyn EventImpl>, keep: Box<dyn std::any::Any + Send + Sync>) -> Event {
+        self.track(event.clone(), KeepAlive::Collective(keep));
+        Event::from_imp(event, &self.inner.context)
+    }
+
+    /// Launches a kernel (`urEnqueueKernelLaunch` with explicit arguments).
+    ///
+    /// # Safety
+    /// The kernel may read and write any memory its arguments let it reach:
+    /// pointer arguments must point to memory of the right size that stays
+    /// allocated, and not used by the host, until the returned event completes.
+    #[tracing::instrument(level = "trace", skip_all, fields(kernel = launch.kernel.name()))]
+    pub unsafe fn launch_kernel(&self, launch: &KernelLaunch<'_>, wait: &[&Event]) -> Result<Event> {
+        let (command, origin) = launch.resolve(&self.inner.context)?;
+        self.submit_op(Op::Kernel(command, origin), wait)
+    }
+
+    /// Copies `size` bytes between USM allocations of this context.
+    #[tracing::instrument(level = "trace", skip(self, wait))]
+    pub fn usm_memcpy(&self, dst: UsmPtr, src: UsmPtr, size: usize, wait: &[&Event]) -> Result<Event> {
+        let command = Command::usm_memcpy(&self.inner.context, HostSide::Usm(dst), HostSide::Usm(src), size)?;
+        self.submit(command, wait)
+    }
+
+    /// Copies `size` bytes where each side is either a USM pointer of this
+    /// context or, lying in no USM allocation of it, host memory
+    /// (`urEnqueueUSMMemcpy`, which accepts both). A side that starts in an
+    /// allocation must end in it (`InvalidSize`).
+    ///
+    /// When neither side is USM the copy is a host copy, run in queue order
+    /// on a host thread as a host task is: after `wait` (and, on an in-order
+    /// queue, after everything submitted before), and later commands of an
+    /// in-order queue after it; the returned event completes when the bytes
+    /// are copied (it has no profiling information). A capturing queue
+    /// refuses it (`GraphCaptureUnsupported`), as command buffers do
+    /// (`UnsupportedFeature`): no backend's native command buffer can hold
+    /// host work.
+    ///
+    /// # Safety
+    /// A side in no USM allocation must be host memory valid for `size`
+    /// bytes (reads of `src`, writes of `dst`), neither freed nor accessed by
+    /// the host in conflict until the returned event completes; on a
+    /// capturing queue, at every execution of the graphs made from it.
+    #[tracing::instrument(level = "trace", skip(self, wait))]
+    pub unsafe fn usm_memcpy_host(&self, dst: *mut u8, src: *const u8, size: usize, wait: &[&Event]) -> Result<Event> {
+        let (dst, src) = (HostSide::Raw(dst), HostSide::Raw(src.cast_mut()));
+        match Memcpy::new(&self.inner.context, dst, src, size)? {
+            Memcpy::Command(command) => self.submit(command, wait),
+            Memcpy::HostToHost { dst, src } => {
+                self.check_not_capturing("a copy between two host pointers (a host copy)")?;
+                let copy = move || {
+                    // SAFETY: the caller keeps both ranges valid and unused
+                    // in conflict until the event completes (this function's
+                    // contract); `Memcpy::new` checked that they do not overlap.
+                    unsafe { std::ptr::copy_nonoverlapping(src.as_ptr().cast_const(), dst.as_ptr(), size) }
+                };
+                self.enqueue_host_task(wait, copy)
+            }
+        }
+    }
+
+    /// Fills `size` bytes of USM with a pattern of any length dividing the size.
+    #[tracing::instrument(level = "trace", skip(self, pattern, wait))]
+    pub fn usm_fill(&self, dst: UsmPtr, pattern: &[u8], size: usize, wait: &[&Event]) -> Result<Event> {
+        self.submit(Command::usm_fill(&self.inner.context, dst, pattern, size)?, wait)
+    }
+
+    /// Hints a migration of a USM range.
+    #[tracing::instrument(level = "trace", skip(self, wait))]
+    pub fn usm_prefetch(&self, ptr: UsmPtr, size: usize, flags: MigrationFlags, wait: &[&Event]) -> Result<Event> {
+        self.submit(Command::usm_prefetch(&self.inner.context, ptr, size, flags)?, wait)
+    }
+
+    /// Gives advice about a USM range.
+    #[tracing::instrument(level = "trace", skip(self))]
+    pub fn usm_advise(&self, ptr: UsmPtr, size: usize, advice: UsmAdvice) -> Result<Event> {
+        self.submit(Command::usm_advise(&self.inner.context, ptr, size, advice)?, &[])
+    }
+
+    /// Copies host data into USM, returning once it is there.
+    #[tracing::instrument(level = "trace", skip(self, data, wait), fields(size = data.len()))]
+    pub fn write_usm(&self, dst: UsmPtr, data: &[u8], wait: &[&Event]) -> Result<()> {
+        let src = HostSide::Slice(data.as_ptr().cast_mut(), data.len());
+        self.submit_blocking(Command::usm_memcpy(&self.inner.context, HostSide::Usm(dst), src, data.len())?, wait)
+    }
+
+    /// Copies USM into a host slice, returning once it is there.
+    #[tracing::instrument(level = "trace", skip(self, out, wait), fields(size = out.len()))]
+    pub fn read_usm(&self, src: UsmPtr, out: &mut [u8], wait: &[&Event]) -> Result<()> {
+        let dst = HostSide::Slice(out.as_mut_ptr(), out.len());
+        self.submit_blocking(Command::usm_memcpy(&self.inner.context, dst, HostSide::Usm(src), out.len())?, wait)
+    }
+
+    /// Reads `out.len()` bytes of a buffer from `offset`, returning once they are there.
+    #[tracing::instrument(level = "trace", skip(self, buffer, out, wait), fields(size = out.len()))]
+    pub fn read_buffer(&self, buffer: &MemBuffer, offset: usize, out: &mut [u8], wait: &[&Event]) -> Result<()> {
+        let dst = HostSide::Slice(out.as_mut_ptr(), out.len());
+        self.submit_blocking(Command::buffer_read(&self.inner.context, buffer, offset, out.len(), dst)?, wait)
+    }
+
+    /// Writes `data` into a buffer at `offset`, returning once it is there.
+    #[tracing::instrument(level = "trace", skip(self, buffer, data, wait), fields(size = data.len()))]
+    pub fn write_buffer(&self, buffer: &MemBuffer, offset: usize, data: &[u8], wait: &[&Event]) -> Result<()> {
+        let src = HostSide::Slice(data.as_ptr().cast_mut(), data.len());
+        self.submit_blocking(Command::buffer_write(&self.inner.context, buffer, offset, data.len(), src)?, wait)
+    }
+
+    /// Reads a buffer into USM (which may be host USM), without blocking.
+    pub fn read_buffer_to_usm(
+        &self,
+        buffer: &MemBuffer,
+        offset: usize,
+        size: usize,
+        dst: UsmPtr,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        self.submit(Command::buffer_read(&self.inner.context, buffer, offset, size, HostSide::Usm(dst))?, wait)
+    }
+
+    /// Writes USM (which may be host USM) into a buffer, without blocking.
+    pub fn write_buffer_from_usm(
+        &self,
+        buffer: &MemBuffer,
+        offset: usize,
+        size: usize,
+        src: UsmPtr,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        self.submit(Command::buffer_write(&self.inner.context, buffer, offset, size, HostSide::Usm(src))?, wait)
+    }
+
+    /// Reads a buffer into memory without blocking: a USM pointer of this
+    /// context or raw host memory (`urEnqueueMemBufferRead` with `blocking = false`).
+    ///
+    /// # Safety
+    /// Outside USM, `dst` must be valid for `size` bytes of writes, and neither read nor
+    /// freed, until the returned event completes; on a capturing queue, at
+    /// every execution of the graphs made from it.
+    pub unsafe fn read_buffer_async(
+        &self,
+        buffer: &MemBuffer,
+        offset: usize,
+        size: usize,
+        dst: *mut u8,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        self.submit(Command::buffer_read(&self.inner.context, buffer, offset, size, HostSide::Raw(dst))?, wait)
+    }
+
+    /// Writes memory into a buffer without blocking: a USM pointer of this
+    /// context or raw host memory (`urEnqueueMemBufferWrite` with `blocking = false`).
+    ///
+    /// # Safety
+    /// Outside USM, `src` must be valid for `size` bytes of reads, and neither written nor
+    /// freed, until the returned event completes; on a capturing queue, at
+    /// every execution of the graphs made from it.
+    pub unsafe fn write_buffer_async(
+        &self,
+        buffer: &MemBuffer,
+        offset: usize,
+        size: usize,
+        src: *const u8,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        let src = HostSide::Raw(src.cast_mut());
+        self.submit(Command::buffer_write(&self.inner.context, buffer, offset, size, src)?, wait)
+    }
+
+    /// Reads a rect of a buffer into memory laid out by `host_layout` from
+    /// `dst`, without blocking: a USM pointer of this context or raw host
+    /// memory (`urEnqueueMemBufferReadRect` with `blocking = false`).
+    ///
+    /// # Safety
+    /// Outside USM, `dst` must be valid for writes over the host layout's
+    /// extent, and neither read nor freed, until the returned event completes;
+    /// on a capturing queue, at every execution of the graphs made from it.
+    pub unsafe fn read_buffer_rect_async(
+        &self,
+        buffer: &MemBuffer,
+        buffer_layout: RectLayout,
+        host_layout: RectLayout,
+        region: RectRegion,
+        dst: *mut u8,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        let dst = HostSide::Raw(dst);
+        let command = Command::buffer_read_rect(&self.inner.context, buffer, buffer_layout, host_layout, region, dst)?;
+        self.submit(command, wait)
+    }
+
+    /// Writes a rect of memory laid out by `host_layout` from `src` into a
+    /// buffer, without blocking; as [`read_buffer_rect_async`](Self::read_buffer_rect_async).
+    ///
+    /// # Safety
+    /// Outside USM, `src` must be valid for reads over the host layout's
+    /// extent, and neither written nor freed, until the returned event
+    /// completes; on a capturing queue, at every execution of its graphs.
+    pub unsafe fn write_buffer_rect_async(
+        &self,
+        buffer: &MemBuffer,
+        buffer_layout: RectLayout,
+        host_layout: RectLayout,
+        region: RectRegion,
+        src: *const u8,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        let src = HostSide::Raw(src.cast_mut());
+        let command = Command::buffer_write_rect(&self.inner.context, buffer, buffer_layout, host_layout, region, src)?;
+        self.submit(command, wait)
+    }
+
+    /// Reads a rect of a buffer into a host slice laid out by `host_layout`.
+    #[tracing::instrument(level = "trace", skip(self, buffer, out, wait))]
+    pub fn read_buffer_rect(
+        &self,
+        buffer: &MemBuffer,
+        buffer_layout: RectLayout,
+        host_layout: RectLayout,
+        region: RectRegion,
+        out: &mut [u8],
+        wait: &[&Event],
+    ) -> Result<()> {
+        let dst = HostSide::Slice(out.as_mut_ptr(), out.len());
+        let command = Command::buffer_read_rect(&self.inner.context, buffer, buffer_layout, host_layout, region, dst)?;
+        self.submit_blocking(command, wait)
+    }
+
+    /// Writes a rect of a host slice laid out by `host_layout` into a buffer.
+    #[tracing::instrument(level = "trace", skip(self, buffer, data, wait))]
+    pub fn write_buffer_rect(
+        &self,
+        buffer: &MemBuffer,
+        buffer_layout: RectLayout,
+        host_layout: RectLayout,
+        region: RectRegion,
+        data: &[u8],
+        wait: &[&Event],
+    ) -> Result<()> {
+        let src = HostSide::Slice(data.as_ptr().cast_mut(), data.len());
+        let command = Command::buffer_write_rect(&self.inner.context, buffer, buffer_layout, host_layout, region, src)?;
+        self.submit_blocking(command, wait)
+    }
+
+    /// Copies between buffers.
+    #[tracing::instrument(level = "trace", skip(self, src, dst, wait))]
+    pub fn copy_buffer(
+        &self,
+        src: &MemBuffer,
+        dst: &MemBuffer,
+        src_offset: usize,
+        dst_offset: usize,
+        size: usize,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        self.submit(Command::buffer_copy(&self.inner.context, src, dst, src_offset, dst_offset, size)?, wait)
+    }
+
+    /// Copies a rect between buffers.
+    #[tracing::instrument(level = "trace", skip(self, src, dst, wait))]
+    pub fn copy_buffer_rect(
+        &self,
+        src: &MemBuffer,
+        dst: &MemBuffer,
+        src_layout: RectLayout,
+        dst_layout: RectLayout,
+        region: RectRegion,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        self.submit(Command::buffer_copy_rect(&self.inner.context, src, dst, src_layout, dst_layout, region)?, wait)
+    }
+
+    /// Fills `size` bytes of a buffer from `offset` with a pattern of any length dividing the size.
+    #[tracing::instrument(level = "trace", skip(self, buffer, pattern, wait))]
+    pub fn fill_buffer(
+        &self,
+        buffer: &MemBuffer,
+        pattern: &[u8],
+        offset: usize,
+        size: usize,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        self.submit(Command::buffer_fill(&self.inner.context, buffer, pattern, offset, size)?, wait)
+    }
+
+    /// Maps `size` bytes of `buffer` from `offset` into host memory the queue
+    /// allocates (`urEnqueueMemBufferMap`): once the returned event completes,
+    /// [`BufferMapping::ptr`] holds the buffer's bytes (unless mapped with
+    /// `WRITE_INVALIDATE_REGION`), and what the host writes there reaches the
+    /// buffer at [`unmap_buffer`](Self::unmap_buffer) for mappings made for
+    /// writing. Not on a capturing queue (`GraphCaptureUnsupported`).
+    pub fn map_buffer(
+        &self,
+        buffer: &MemBuffer,
+        offset: usize,
+        size: usize,
+        flags: MapFlags,
+        wait: &[&Event],
+    ) -> Result<(Event, BufferMapping)> {
+        self.map_into(buffer, offset, size, flags, MappedMemory::staging(size), wait)
+    }
+
+    /// As [`map_buffer`](Self::map_buffer), into host memory the caller gives:
+    /// the memory a buffer was made over (`UR_MEM_FLAG_USE_HOST_POINTER`).
+    ///
+    /// # Safety
+    /// `host` must be valid for `size` bytes of reads and writes until the
+    /// mapping is unmapped and the unmap's event has completed.
+    pub unsafe fn map_buffer_at(
+        &self,
+        buffer: &MemBuffer,
+        offset: usize,
+        size: usize,
+        flags: MapFlags,
+        host: *mut u8,
+        wait: &[&Event],
+    ) -> Result<(Event, BufferMapping)> {
+        ensure!(!host.is_null(), InvalidNullPointer, "map target is null");
+        self.map_into(buffer, offset, size, flags, MappedMemory::Caller(crate::memory::HostPtr(host)), wait)
+    }
+
+    fn map_into(
+        &self,
+        buffer: &MemBuffer,
+        offset: usize,
+        size: usize,
+        flags: MapFlags,
+        memory: MappedMemory,
+        wait: &[&Event],
+    ) -> Result<(Event, BufferMapping)> {
+        self.check_not_capturing("a buffer map (the host uses the bytes)")?;
+        ensure!(!flags.is_empty(), InvalidValue, "a buffer map for neither reading nor writing");
+        ensure!(
+            !(flags.contains(MapFlags::WRITE_INVALIDATE_REGION) && flags.intersects(MapFlags::READ | MapFlags::WRITE)),
+            InvalidValue,
+            "WRITE_INVALIDATE_REGION excludes READ and WRITE"
+        );
+        buffer.check_range(offset, size)?;
+        let resolved = resolve_wait_list(self.inner.context.id(), wait)?;
+        let ready = if flags.contains(MapFlags::WRITE_INVALIDATE_REGION) {
+            self.marker(&resolved, false)?
+        } else {
+            let dst = HostSide::Slice(memory.ptr(), size);
+            self.execute(Command::buffer_read(&self.inner.context, buffer, offset, size, dst)?, &resolved)?
+        };
+        let mapping =
+            BufferMapping { buffer: buffer.clone(), offset, size, flags, memory: Some(memory), ready: ready.clone() };
+        Ok((ready, mapping))
+    }
+
+    /// Unmaps a mapping (`urEnqueueMemUnmap`): writes the host's bytes back
+    /// when it was made for writing. The returned event completes when the
+    /// buffer holds them; the mapping's memory is released after it.
+    pub fn unmap_buffer(&self, mut mapping: BufferMapping, wait: &[&Event]) -> Result<Event> {
+        self.check_not_capturing("a buffer unmap")?;
+        mapping.buffer.check_context(&self.inner.context)?;
+        let mut after: SmallVec<[&Event; 8]> = SmallVec::from_slice(wait);
+        after.push(&mapping.ready);
+        let resolved = resolve_wait_list(self.inner.context.id(), &after)?;
+        if !mapping.flags.intersects(MapFlags::WRITE | MapFlags::WRITE_INVALIDATE_REGION) {
+            // The host is done with the bytes; dropping the mapping waits for
+            // the map's read before the memory goes.
+            return self.marker(&resolved, false);
+        }
+        let memory = mapping.memory.take().ok_or_else(|| crate::err!(InvalidValue, "the mapping was unmapped"))?;
+        let src = HostSide::Slice(memory.ptr(), mapping.size);
+        let command = Command::buffer_write(&self.inner.context, &mapping.buffer, mapping.offset, mapping.size, src)?;
+        // SAFETY: as in `execute`; the mapping's memory is kept until the
+        // write-back completes (tracked below).
+        let event = unsafe { self.inner.imp.enqueue(&command, &as_refs(&resolved))? };
+        self.track(event.clone(), KeepAlive::Mapping(memory, command));
+        Ok(Event::from_imp(event, &self.inner.context))
+    }
+
+    /// An event completing when all of `wait` have (`urEnqueueEventsWait`).
+    pub fn events_wait(&self, wait: &[&Event]) -> Result<Event> {
+        self.wait_marker(wait, false)
+    }
+
+    /// A barrier: completes after `wait` and everything submitted before, and
+    /// everything submitted after waits for it (`urEnqueueEventsWaitWithBarrier`).
+    pub fn barrier(&self, wait: &[&Event]) -> Result<Event> {
+        self.wait_marker(wait, true)
+    }
+
+    fn wait_marker(&self, wait: &[&Event], barrier: bool) -> Result<Event> {
+        self.submit_op(Op::Wait { barrier }, wait)
+    }
+
+    /// A marker (or barrier) after the resolved wait list, never recorded.
+    pub(crate) fn marker(&self, resolved: &[Arc<dyn EventImpl>], barrier: bool) -> Result<Event> {
+        // SAFETY: the events were checked to belong to this queue's context.
+        let event = unsafe { self.inner.imp.enqueue_wait(&as_refs(resolved), barrier)? };
+        Ok(Event::from_imp(event, &self.inner.context))
+    }
+
+    /// Records the device's time once `wait` (and, on an in-order queue,
+    /// everything submitted before) has completed
+    /// (`urEnqueueTimestampRecordingExp`). The returned event has profiling
+    /// info on any queue, profiling or not: its start and end are the device
+    /// time at which it ran, on the clock of
+    /// [`Device::global_timestamps`](crate::Device::global_timestamps).
+    /// `GraphCaptureUnsupported` on a capturing queue.
+    ///
+    /// ```
+    /// use cmdbuf::{Context, Queue, QueueProperties};
+    /// # let ctx = Context::new(&cmdbuf_cpu::default_device()).unwrap();
+    /// let queue = Queue::new(&ctx, QueueProperties::default()).unwrap();
+    /// let before = ctx.device().global_timestamps().unwrap();
+    /// let stamp = queue.enqueue_timestamp(&[]).unwrap();
+    /// stamp.wait().unwrap();
+    /// let times = stamp.profiling_info().unwrap();
+    /// assert!(before.device <= times.start && times.start <= times.end);
+    /// ```
+    #[tracing::instrument(level = "trace", skip_all)]
+    pub fn enqueue_timestamp(&self, wait: &[&Event]) -> Result<Event> {
+        self.check_not_capturing("a timestamp recording")?;
+        let resolved = resolve_wait_list(self.inner.context.id(), wait)?;
+        // SAFETY: the events were checked to belong to this queue's context.
+        let event = unsafe { self.inner.imp.enqueue_timestamp(&as_refs(&resolved))? };
+        Ok(Event::from_imp(event, &self.inner.context))
+    }
+
+    /// [`events_wait`](Self::events_wait) that never records or captures, for
+    /// the queue's own host-side orderings.
+    pub(crate) fn eager_events_wait(&self, wait: &[&Event]) -> Result<Event> {
+        self.marker(&resolve_wait_list(self.inner.context.id(), wait)?, false)
+    }
+
+    /// Runs `task` on a host thread once `wait` (and, on an in-order queue,
+    /// everything submitted before) has completed. On an in-order queue, later
+    /// commands wait for the task. The returned event completes when the task
+    /// has returned, or reports `AdapterSpecific` if it panicked.
+    /// [`finish`](Self::finish) and the queue's drop wait for it, out of
+    /// order too; a task calling `finish` on its own queue gets
+    /// `InvalidOperation`. Out of order, ready tasks run at the same time
+    /// (SYCL's host tasks of independent branches may wait for each other).
+    ///
+    /// A task that runs once cannot be captured: on a capturing queue this is
+    /// `GraphCaptureUnsupported`.
+    #[tracing::instrument(level = "debug", skip_all)]
+    pub fn enqueue_host_task(&self, wait: &[&Event], task: impl FnOnce() + Send + 'static) -> Result<Event> {
+        self.check_not_capturing("`enqueue_host_task` (a task that runs once)")?;
+        let start = self.eager_events_wait(wait)?;
+        let done = UserEvent::new(&self.inner.context)?;
+        let finished = done.event().clone();
+        if !self.inner.properties.out_of_order {
+            // Later commands of an in-order queue wait for the task.
+            self.eager_events_wait(&[&finished])?;
+        }
+        let queue = self.key();
+        // On a thread reused from earlier host tasks (`ur-host-task`): drivers
+        // keep state per thread that called them (see `host_threads`).
+        crate::host_threads::HOST_TASKS.run(move || {
+            // The task runs after its dependencies whether they succeeded
+            // or not: wait lists order, they do not propagate failure. A
+            // wait that failed before they ended (a driver failure) fails
+            // the task's event with that error instead of running it early.
+            let outcome = match start.wait_to_order() {
+                Err(e) => done.fail_with(e),
+                Ok(()) => {
+                    HOST_TASK_OF.set(queue);
+                    let ran = catch_unwind(AssertUnwindSafe(task));
+                    HOST_TASK_OF.set(0);
+                    match ran {
+                        Ok(()) => done.complete(),
+                        Err(payload) => done.fail(format!("host task panicked: {}", panic_message(&*payload))),
+                    }
+                }
+            };
+            if let Err(e) = outcome {
+                tracing::error!(error = %e, "host task event");
+            }
+        })?;
+        // The adapter's queue knows nothing of the task: `finish` and the
+        // queue's drop wait for it here.
+        self.track(finished.imp().clone(), KeepAlive::HostTask);
+        Ok(finished)
+    }
+
+    /// Submits an executable graph of UR's graph capture (`urEnqueueGraphExp`):
+    /// its command buffer runs after `wait`; a capturing queue captures it.
+    /// `InvalidQueue` for a graph of another context.
+    #[tracing::instrument(level = "debug", skip_all, fields(graph = graph.graph_id()))]
+    pub fn enqueue_graph(&self, graph: &crate::InstantiatedGraph, wait: &[&Event]) -> Result<Event> {
+        graph.check_queue(self)?;
+        self.submit_op(Op::Graph(graph.clone()), wait)
+    }
+
+    /// Submits a finalized command buffer (`urEnqueueCommandBufferExp`).
+    ///
+    /// Submissions of one command buffer run in submission order, also across
+    /// queues; an update made after this call does not affect this submission.
+    #[tracing::instrument(level = "debug", skip_all, fields(label = command_buffer.label()))]
+    pub fn enqueue_command_buffer(&self, command_buffer: &CommandBuffer, wait: &[&Event]) -> Result<Event> {
+        self.check_not_capturing("a command-buffer enqueue (add an executable graph with `enqueue_graph`)")?;
+        let resolved = resolve_wait_list(self.inner.context.id(), wait)?;
+        self.execute_command_buffer(command_buffer, &resolved)
+    }
+
+    /// Enqueues a finalized command buffer after the resolved wait list.
+    pub(crate) fn execute_command_buffer(
+        &self,
+        command_buffer: &CommandBuffer,
+        resolved: &[Arc<dyn EventImpl>],
+    ) -> Result<Event> {
+        let event = command_buffer.enqueue_on(self, resolved)?;
+        self.track(event.clone(), KeepAlive::CommandBuffer(command_buffer.clone()));
+        Ok(Event::from_imp(event, &self.inner.context))
+    }
+
+    /// Blocks until everything submitted to this queue has completed, host
+    /// tasks included; `GraphCaptureUnsupported` on a capturing queue.
+    #[tracing::instrument(level = "debug", skip_all)]
+    pub fn finish(&self) -> Result<()> {
+        self.check_not_capturing("`finish` (a host wait)")?;
+        interop::check_not_in_host_command("`finish`")?;
+        ensure!(
+            HOST_TASK_OF.get() != self.key(),
+            InvalidOperation,
+            "`finish` inside one of the queue's host tasks would wait for the task itself"
+        );
+        let result = self.inner.imp.finish();
+        // What is still running now is what the adapter's queue does not
+        // know of (host tasks, and what waits for them): wait for it too.
+        let pending = self.retire_completed();
+        if !pending.is_empty() {
+            // A failed task reports through its event, not through finish.
+            for event in &pending {
+                let _ = event.wait();
+            }
+            self.retire_completed();
+        }
+        result
+    }
+
+    /// Drops what completed commands kept (after the lock: what they kept
+    /// may be memory whose release looks at this queue); returns the events
+    /// still running.
+    fn retire_completed(&self) -> SmallVec<[Arc<dyn EventImpl>; 8]> {
+        let mut pending = SmallVec::new();
+        let mut retired = Vec::new();
+        let mut in_flight = self.inner.in_flight.lock();
+        for entry in std::mem::take(&mut *in_flight) {
+            if entry.0.status().is_terminal() {
+                retired.push(entry);
+            } else {
+                pending.push(entry.0.clone());
+                in_flight.push_back(entry);
+            }
+        }
+        drop(in_flight);
+        drop(retired);
+        pending
+    }
+
+    /// Makes sure everything submitted will start.
+    pub fn flush(&self) -> Result<()> {
+        self.inner.imp.flush()
+    }
+}
+
+impl QueueInner {
+    /// Keeps `keep` until `event` has completed.
+    fn track(&self, event: Arc<dyn EventImpl>, keep: KeepAlive) {
+        let mut in_flight = self.in_flight.lock();
+        let retired = retire_front(&mut in_flight);
+        // Not asked whether it is already complete: a status query costs a
+        // driver call on GPU backends (a CUDA replay's host time, issue 15
+        // goal 2), and a complete one leaves at the next submission or finish.
+        in_flight.push_back((event, keep));
+        drop(in_flight);
+        drop(retired);
+    }
+}
+
+impl HoldsFreedMemory for QueueInner {
+    /// Keeps `alloc`, which the application freed, until everything this
+    /// queue was given so far has completed (`urUSMFree`: "wait for
+    /// previously enqueued commands that may be accessing `pMem`"). In order,
+    /// that is the last command in flight; out of order, a marker after all
+    /// of them. Nothing in flight: nothing to keep.
+    fn hold_until_done(&self, alloc: &Arc<UsmInner>) {
+        let mut in_flight = self.in_flight.lock();
+        let retired = retire_front(&mut in_flight);
+        let events: Vec<Arc<dyn EventImpl>> = match (in_flight.len(), self.properties.out_of_order) {
+            (0, _) => Vec::new(),
+            (1, _) | (_, false) => {
+                if let Some(last) = in_flight.back().map(|(e, _)| e.clone()) {
+                    in_flight.push_back((last, KeepAlive::Freed(alloc.clone())));
+                }
+                Vec::new()
+            }
+            _ => in_flight.iter().map(|(e, _)| e.clone()).collect(),
+        };
+        drop(in_flight);
+        drop(retired);
+        if events.is_empty() {
+            return;
+        }
+        // SAFETY: events of this queue.
+        match unsafe { self.imp.enqueue_wait(&as_refs(&events), false) } {
+            Ok(marker) => self.track(marker, KeepAlive::Freed(alloc.clone())),
+            Err(e) => {
+                tracing::warn!(error = %e, "no marker after the commands that may use a freed allocation: waiting");
+                for event in &events {
+                    let _ = event.wait();
+                }
+            }
+        }
+    }
+}
+
+thread_local! {
+    /// The queue (its key) whose host task this thread is running, or 0.
+    static HOST_TASK_OF: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Takes the completed commands off the front of `in_flight`, for the caller
+/// to drop once it has let go of the lock.
+fn retire_front(in_flight: &mut VecDeque<(Arc<dyn EventImpl>, KeepAlive)>) -> Vec<(Arc<dyn EventImpl>, KeepAlive)> {
+    let done = in_flight.iter().take_while(|(e, _)| e.status_quiet().is_terminal()).count();
+    in_flight.drain(..done).collect()
+}
+
+impl fmt::Debug for Queue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Queue").field("device", self.device()).field("properties", &self.inner.properties).finish()
+    }
+}

@@ -1,0 +1,155 @@
+//! The fault-injecting wrapper (`cmdbuf_core::faults`) on the CPU adapter, and
+//! regressions the fault sweep (`conformance/tests/faults.rs`) found in
+//! cmdbuf-core, each reproduced with an injected fault.
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use std::sync::Arc;
+
+use cmdbuf_core::faults::{CallKind, Fault, FaultInjector, INJECTED, LiveObjects};
+use cmdbuf_core::{AppendOptions, CommandBuffer, Context, Queue, UrError, UserEvent, UsmAllocation, UsmKind};
+
+fn injected(e: &UrError, kind: CallKind) -> bool {
+    e.detail().message.starts_with(&format!("{INJECTED} {kind}"))
+}
+
+#[test]
+fn counts_calls_fails_the_nth_and_counts_live_objects() {
+    let injector = FaultInjector::new();
+    let device = injector.wrap_device(&cmdbuf_cpu::default_device());
+    let ctx = Context::new(&device).unwrap();
+    assert_eq!(ctx.live_objects().unwrap(), LiveObjects::default());
+    injector.arm(Fault::new(CallKind::UsmAlloc, 2));
+    let first = UsmAllocation::new(&ctx, UsmKind::Device, 64).unwrap();
+    let e = UsmAllocation::new(&ctx, UsmKind::Device, 64).unwrap_err();
+    assert!(matches!(e, UrError::OutOfDeviceMemory(_)) && injected(&e, CallKind::UsmAlloc), "{e}");
+    assert_eq!(injector.disarm(), Some(e));
+    let third = UsmAllocation::new(&ctx, UsmKind::Device, 32).unwrap();
+    assert_eq!(injector.calls(CallKind::UsmAlloc), 3);
+    let live = ctx.live_objects().unwrap();
+    assert_eq!((live.usm, live.bytes, live.total()), (2, 96, 2));
+    drop((first, third));
+    assert_eq!(ctx.live_objects().unwrap(), LiveObjects::default());
+}
+
+/// Regression: a host task whose wait for its dependencies failed (the
+/// driver's wait, not a dependency) ran before they had ended, and its
+/// event completed; it now fails with the wait's error and does not run.
+#[test]
+fn a_failed_wait_does_not_start_a_host_task_early() {
+    let injector = FaultInjector::new();
+    let device = injector.wrap_device(&cmdbuf_cpu::default_device());
+    let ctx = Context::new(&device).unwrap();
+    let queue = Queue::new(&ctx, Default::default()).unwrap();
+    let gate = UserEvent::new(&ctx).unwrap();
+    let ran = Arc::new(AtomicBool::new(false));
+    let flag = ran.clone();
+    injector.arm(Fault::new(CallKind::EventWait, 1));
+    let done = queue.enqueue_host_task(&[gate.event()], move || flag.store(true, Ordering::SeqCst)).unwrap();
+    let e = done.wait().unwrap_err();
+    assert!(matches!(e, UrError::DeviceLost(_)) && injected(&e, CallKind::EventWait), "{e}");
+    assert!(!ran.load(Ordering::SeqCst), "the task ran before its dependency ended");
+    assert_eq!(injector.fired_on().as_deref(), Some("ur-host-task"));
+    gate.complete().unwrap();
+    queue.finish().unwrap();
+    assert!(!ran.load(Ordering::SeqCst));
+}
+
+/// Regression (fault sweep, buffers moving between devices): an event
+/// callback ran as soon as its wait failed, before the event had ended, with
+/// a status that was not final. A buffer bridges a dependency on another
+/// context's event with a callback, so the copy into the second device ran
+/// before the copy out of the first had ended (stale data). The callback
+/// now runs once the event has ended, with its final status.
+#[test]
+fn a_failed_wait_does_not_run_an_event_callback_early() {
+    let injector = FaultInjector::new();
+    let device = injector.wrap_device(&cmdbuf_cpu::default_device());
+    let ctx = Context::new(&device).unwrap();
+    let queue = Queue::new(&ctx, Default::default()).unwrap();
+    let gate = UserEvent::new(&ctx).unwrap();
+    // A queue's event: a user event's wait is the host's, never injected.
+    let after = queue.events_wait(&[gate.event()]).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    injector.arm(Fault::new(CallKind::EventWait, 1));
+    after.on_complete(move |status| tx.send(status).unwrap()).unwrap();
+    assert!(rx.recv_timeout(Duration::from_millis(300)).is_err(), "the callback ran before the event ended");
+    assert!(injector.disarm().is_some_and(|e| injected(&e, CallKind::EventWait)));
+    assert_eq!(injector.fired_on().as_deref(), Some("ur-event-callback"));
+    gate.complete().unwrap();
+    assert_eq!(rx.recv_timeout(Duration::from_secs(10)).unwrap(), cmdbuf_core::EventStatus::Complete);
+}
+
+/// Regression: a software command buffer whose submission failed halfway
+/// forgot the part it had submitted: the next submission did not wait for
+/// it, and nothing kept the buffer's commands (and the memory they use)
+/// alive while it ran, once the caller dropped them (a heap corruption on
+/// PoCL).
+#[test]
+fn a_submission_that_failed_halfway_is_waited_for_and_kept_alive() {
+    let injector = FaultInjector::new();
+    let device = injector.wrap_device(&cmdbuf_cpu::default_device().emulated());
+    let ctx = Context::new(&device).unwrap();
+    let (q1, q2) = (Queue::new(&ctx, Default::default()).unwrap(), Queue::new(&ctx, Default::default()).unwrap());
+    let (a, b) = (
+        UsmAllocation::new(&ctx, UsmKind::Device, 64).unwrap(),
+        UsmAllocation::new(&ctx, UsmKind::Device, 64).unwrap(),
+    );
+    let cb = CommandBuffer::new(&ctx, &device, Default::default()).unwrap();
+    let fill = cb.append_usm_fill(a.ptr(), &[1], 64, AppendOptions::new()).unwrap();
+    cb.append_usm_memcpy(b.ptr(), a.ptr(), 64, AppendOptions::new().after(&[fill.sync_point])).unwrap();
+    cb.finalize().unwrap();
+    let gate = UserEvent::new(&ctx).unwrap();
+    // The copy's enqueue fails; the fill is submitted, behind the gate.
+    injector.arm(Fault::new(CallKind::Enqueue, 2));
+    let e = q1.enqueue_command_buffer(&cb, &[gate.event()]).unwrap_err();
+    assert!(matches!(e, UrError::OutOfResources(_)) && injected(&e, CallKind::Enqueue), "{e}");
+    let next = q2.enqueue_command_buffer(&cb, &[]).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(!next.status().is_terminal(), "the next submission ran before the failed one's fill");
+    drop((cb, a, b));
+    assert_eq!(ctx.live_objects().unwrap().usm, 2, "memory of the submitted fill was released");
+    gate.complete().unwrap();
+    next.wait().unwrap();
+    q1.finish().unwrap();
+    q2.finish().unwrap();
+    drop(next);
+    // The CPU adapter's workers drop the last commands just after the queue drains.
+    let start = std::time::Instant::now();
+    while ctx.live_objects().unwrap().usm != 0 && start.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(ctx.live_objects().unwrap().usm, 0);
+}
+
+/// A failed finalize hands the recording back unchanged: the buffer is not
+/// finalized, still takes appends, finalizes on a second try and runs every
+/// command, and stays counted as one live command buffer throughout. (The
+/// software command buffer of emulated views has no adapter finalize to fail.)
+#[test]
+fn a_failed_finalize_leaves_the_recording_usable() {
+    let injector = FaultInjector::new();
+    let device = injector.wrap_device(&cmdbuf_cpu::default_device());
+    let ctx = Context::new(&device).unwrap();
+    let queue = Queue::new(&ctx, Default::default()).unwrap();
+    let buf = UsmAllocation::new(&ctx, UsmKind::Shared, 64).unwrap();
+    let cb = CommandBuffer::new(&ctx, &device, Default::default()).unwrap();
+    let fill = cb.append_usm_fill(buf.ptr(), &[1], 64, AppendOptions::new()).unwrap();
+    injector.arm(Fault::new(CallKind::Finalize, 1));
+    let e = cb.finalize().unwrap_err();
+    assert!(matches!(e, UrError::OutOfResources(_)) && injected(&e, CallKind::Finalize), "{e}");
+    assert!(!cb.is_finalized());
+    assert!(matches!(cb.native_handle(), Err(UrError::InvalidOperation(_))));
+    assert!(matches!(queue.enqueue_command_buffer(&cb, &[]), Err(UrError::InvalidOperation(_))));
+    assert_eq!(ctx.live_objects().unwrap().command_buffers, 1);
+    cb.append_usm_fill(buf.ptr(), &[2], 32, AppendOptions::new().after(&[fill.sync_point])).unwrap();
+    cb.finalize().unwrap();
+    assert!(matches!(cb.finalize(), Err(UrError::InvalidOperation(_))));
+    queue.enqueue_command_buffer(&cb, &[]).unwrap().wait().unwrap();
+    let mut out = [0u8; 64];
+    queue.read_usm(buf.ptr(), &mut out, &[]).unwrap();
+    assert_eq!((out[0], out[31], out[32], out[63]), (2, 2, 1, 1));
+    assert_eq!(ctx.live_objects().unwrap().command_buffers, 1);
+    drop(cb);
+    assert_eq!(ctx.live_objects().unwrap().command_buffers, 0);
+}

@@ -1,0 +1,316 @@
+//! The layer checker the `tests/layers.rs` of cmdbuf-core, cmdbuf-abi and
+//! cmdbuf-runtime share (the other two include this file by path): a crate's
+//! modules each have a layer, and a module may only name (`crate::module`,
+//! or a module or item the crate root brings into scope from it) modules of
+//! its own layer or below.
+//!
+//! Upward imports that remain are listed, with why, in a crate's `known`
+//! table; the check fails on any other, naming the file, line and code, and
+//! on an entry of `known` that no longer occurs, so that the list only
+//! shrinks. Comment lines and `#[cfg(test)]` modules are not read: tests may
+//! use any layer.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// One crate's layers.
+pub struct Layering {
+    /// The crate's source folder.
+    pub src: PathBuf,
+    /// The layers' names, bottom first.
+    pub names: &'static [&'static str],
+    /// Each top-level module (or folder) and its layer, an index into
+    /// `names`; a submodule shares its top-level module's layer.
+    pub layers: &'static [(&'static str, usize)],
+    /// Upward imports that remain: (importing module, imported module, why).
+    pub known: &'static [(&'static str, &'static str, &'static str)],
+    /// Files included into a module of another name: (file, module).
+    pub included: &'static [(&'static str, &'static str)],
+}
+
+/// One `crate::` reference of a module to another.
+pub struct Import {
+    pub from: String,
+    pub to: String,
+    pub file: PathBuf,
+    pub line: usize,
+    pub code: String,
+}
+
+impl Layering {
+    /// The layers of the crate at `manifest_dir` (its `src/`), with no
+    /// known upward import and no included file.
+    pub fn new(manifest_dir: &str, names: &'static [&'static str], layers: &'static [(&'static str, usize)]) -> Self {
+        Layering { src: Path::new(manifest_dir).join("src"), names, layers, known: &[], included: &[] }
+    }
+
+    /// The file names and folders directly in the source folder, sorted.
+    pub fn top_level(&self) -> Vec<String> {
+        let mut entries: Vec<String> = fs::read_dir(&self.src)
+            .expect("the source folder is readable")
+            .map(|e| e.expect("a directory entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        entries.sort();
+        entries
+    }
+
+    /// The module a file holds (`queue`, `types::device`); `None` for the
+    /// crate root.
+    fn module_of(&self, file: &Path) -> Option<String> {
+        let relative = file.strip_prefix(&self.src).expect("a file under src").with_extension("");
+        let mut path: Vec<&str> = relative.iter().map(|c| c.to_str().expect("a UTF-8 file name")).collect();
+        if path.last() == Some(&"mod") {
+            path.pop();
+        }
+        match path.as_slice() {
+            ["lib"] => None,
+            [one] => Some(self.included.iter().find(|(f, _)| f == one).map_or(*one, |(_, m)| *m).to_string()),
+            _ => Some(path.join("::")),
+        }
+    }
+
+    /// The layer of `module`: that of its top-level module.
+    pub fn layer(&self, module: &str) -> Option<usize> {
+        let top = module.split("::").next().unwrap_or("");
+        self.layers.iter().find(|(m, _)| *m == top).map(|(_, l)| *l)
+    }
+
+    /// Every reference between two different modules, and the references
+    /// and modules the table does not know.
+    pub fn imports(&self) -> (Vec<Import>, Vec<String>) {
+        let mut paths = Vec::new();
+        rust_files(&self.src, &mut paths);
+        paths.sort();
+        let files: Vec<(PathBuf, String)> =
+            paths.into_iter().map(|p| (p.clone(), fs::read_to_string(&p).expect("a readable source file"))).collect();
+        let lib = &files.iter().find(|(p, _)| self.module_of(p).is_none()).expect("src/lib.rs").1;
+        let items = root_items(lib);
+        let mut macros = BTreeMap::new();
+        for (file, text) in &files {
+            if let Some(module) = self.module_of(file) {
+                macros.extend(macro_names(text).into_iter().map(|m| (m, module.clone())));
+            }
+        }
+        let mut imports = Vec::new();
+        let mut unknown = Vec::new();
+        for (file, text) in &files {
+            let Some(from) = self.module_of(file) else { continue };
+            if self.layer(&from).is_none() {
+                unknown.push(format!("{}: module `{from}` has no layer", file.display()));
+            }
+            let lines = code_lines(text);
+            let mut code = String::new();
+            let mut starts = Vec::new();
+            for (number, line) in &lines {
+                starts.push((code.len(), *number, *line));
+                code.push_str(line);
+                code.push('\n');
+            }
+            for (offset, name) in crate_references(&code) {
+                let index = starts.partition_point(|(s, _, _)| *s <= offset) - 1;
+                let (_, line, text) = starts[index];
+                match target(&name, self.layers, &items, &macros) {
+                    Some(to) if to != from.split("::").next().unwrap_or("") => imports.push(Import {
+                        from: from.clone(),
+                        to,
+                        file: file.clone(),
+                        line,
+                        code: text.trim().into(),
+                    }),
+                    Some(_) => {}
+                    None => {
+                        unknown.push(format!("{}:{line}: `crate::{name}` names no module of the table", file.display()))
+                    }
+                }
+            }
+        }
+        (imports, unknown)
+    }
+
+    /// Fails on a module or reference the table does not know, on an import
+    /// of a higher layer not in `known`, and on an entry of `known` that no
+    /// longer occurs.
+    pub fn assert_one_way(&self) {
+        let (imports, unknown) = self.imports();
+        assert!(unknown.is_empty(), "update the layer table:\n{}", unknown.join("\n"));
+        let mut offending = Vec::new();
+        let mut seen_known = BTreeSet::new();
+        for import in &imports {
+            let (Some(from), Some(to)) = (self.layer(&import.from), self.layer(&import.to)) else { continue };
+            if to <= from {
+                continue;
+            }
+            if self.known.iter().any(|(f, t, _)| *f == import.from && *t == import.to) {
+                seen_known.insert((import.from.as_str(), import.to.as_str()));
+                continue;
+            }
+            offending.push(format!(
+                "{}:{}: `{}` ({}) imports `{}` ({}): {}",
+                import.file.display(),
+                import.line,
+                import.from,
+                self.names[from],
+                import.to,
+                self.names[to],
+                import.code
+            ));
+        }
+        assert!(offending.is_empty(), "imports of a higher layer:\n{}", offending.join("\n"));
+        let stale: Vec<String> = self
+            .known
+            .iter()
+            .filter(|(f, t, _)| !seen_known.contains(&(*f, *t)))
+            .map(|(f, t, why)| format!("`{f}` -> `{t}` ({why})"))
+            .collect();
+        assert!(stale.is_empty(), "no longer imported: remove from the known list:\n{}", stale.join("\n"));
+    }
+
+    /// Fails when a module of the bottom layer names any module above it.
+    pub fn assert_bottom_imports_nothing_above(&self) {
+        let (imports, _) = self.imports();
+        let upward: Vec<String> = imports
+            .iter()
+            .filter(|i| self.layer(&i.from) == Some(0) && self.layer(&i.to) != Some(0))
+            .map(|i| format!("{}:{}: {}", i.file.display(), i.line, i.code))
+            .collect();
+        assert!(upward.is_empty(), "the bottom layer imports modules above it:\n{}", upward.join("\n"));
+    }
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in fs::read_dir(dir).expect("a readable source folder") {
+        let path = entry.expect("a directory entry").path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The code of a file without comment lines and `#[cfg(test)]` modules (a
+/// `#[cfg(test)]` at the start of a line up to the next `}` there), as
+/// (line number, text).
+pub fn code_lines(text: &str) -> Vec<(usize, &str)> {
+    let mut out = Vec::new();
+    let mut in_test = false;
+    for (i, line) in text.lines().enumerate() {
+        if in_test {
+            in_test = !line.starts_with('}');
+            continue;
+        }
+        if line.starts_with("#[cfg(test)]") {
+            in_test = true;
+            continue;
+        }
+        if !line.trim_start().starts_with("//") {
+            out.push((i + 1, line));
+        }
+    }
+    out
+}
+
+/// The path of every `crate::` reference in `code`, with the byte offset
+/// where the reference starts: `crate::a::B` gives `a::B`,
+/// `crate::{a, b::C}` gives `a` and `b::C`.
+pub fn crate_references(code: &str) -> Vec<(usize, String)> {
+    let bytes = code.as_bytes();
+    let mut found = Vec::new();
+    let mut at = 0;
+    while let Some(pos) = code[at..].find("crate::") {
+        let start = at + pos;
+        at = start + "crate::".len();
+        let prev = start.checked_sub(1).map(|i| bytes[i]);
+        if prev.is_some_and(|c| c.is_ascii_alphanumeric() || c == b'_') {
+            continue;
+        }
+        if bytes.get(at) == Some(&b'{') {
+            let mut depth = 0;
+            let mut segment_start = at + 1;
+            for (i, c) in code[at..].char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' | ',' if depth == 1 => {
+                        let segment = code[segment_start..at + i].trim();
+                        let path = ident_path(segment.split_whitespace().next().unwrap_or(""));
+                        if !path.is_empty() && path != "self" {
+                            found.push((start, path));
+                        }
+                        segment_start = at + i + 1;
+                        if c == '}' {
+                            break;
+                        }
+                    }
+                    '}' => depth -= 1,
+                    _ => {}
+                }
+            }
+        } else {
+            found.push((start, ident_path(&code[at..])));
+        }
+    }
+    found
+}
+
+/// The leading `a::b::C` of `text`, up to the first character that is not
+/// part of a path of identifiers.
+fn ident_path(text: &str) -> String {
+    let path: String = text.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == ':').collect();
+    path.trim_end_matches(':').to_string()
+}
+
+/// The top-level module a reference names: its first segment when the
+/// table lists it, else the module the crate root's `use`s lead to from it
+/// (an item, a module or an exported macro, followed through re-exports of
+/// re-exports: `Context` → `context` → `api`).
+pub fn target(
+    path: &str,
+    layers: &[(&str, usize)],
+    items: &BTreeMap<String, String>,
+    macros: &BTreeMap<String, String>,
+) -> Option<String> {
+    let first = path.split("::").next().unwrap_or("");
+    let mut name = macros.get(first).map_or(first, |m| m.split("::").next().unwrap_or(""));
+    for _ in 0..=items.len() {
+        if layers.iter().any(|(m, _)| *m == name) {
+            return Some(name.to_string());
+        }
+        name = items.get(name)?;
+    }
+    None
+}
+
+/// What the crate root brings into scope, name → the module it comes from:
+/// `pub use module::{A, B};`, `use module::A;`, with or without a `#[cfg]`.
+pub fn root_items(lib: &str) -> BTreeMap<String, String> {
+    let mut items = BTreeMap::new();
+    let code: String = code_lines(lib)
+        .iter()
+        .filter(|(_, l)| !l.trim_start().starts_with("#[") && !l.trim_start().starts_with("#!["))
+        .map(|(_, l)| format!("{l}\n"))
+        .collect();
+    for statement in code.split(';') {
+        let statement = statement.trim();
+        let Some(rest) = statement.strip_prefix("pub use ").or_else(|| statement.strip_prefix("use ")) else {
+            continue;
+        };
+        let Some((module, names)) = rest.split_once("::") else { continue };
+        let names = names.trim().trim_start_matches('{').trim_end_matches('}');
+        for name in names.split(',') {
+            let name = name.split_whitespace().last().unwrap_or("");
+            if !name.is_empty() {
+                items.insert(name.to_string(), module.trim().to_string());
+            }
+        }
+    }
+    items
+}
+
+/// The macros a file defines with `macro_rules!`.
+fn macro_names(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|line| line.trim().strip_prefix("macro_rules! "))
+        .map(|rest| rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect())
+        .collect()
+}

@@ -1,0 +1,79 @@
+//! cmdbuf-core's layers, kept one-way: `core/src` holds `lib.rs` and one
+//! folder per layer, listed in [`LAYERS`], and a module may only name
+//! (`crate::folder::...`, or a module or item the crate root re-exports from
+//! a folder) modules of its own layer or below (the checker is
+//! `tests/layering/mod.rs`, shared with cmdbuf-abi and cmdbuf-runtime).
+//! docs/architecture.md draws the same table.
+
+use std::collections::BTreeMap;
+mod layering;
+
+use layering::{Layering, crate_references, root_items, target};
+
+/// The layers, bottom first.
+const LAYER_NAMES: &[&str] = &["types", "adapter interface", "front end", "loader"];
+
+/// Each folder of `core/src` and its layer (an index into
+/// [`LAYER_NAMES`]); every module inside a folder shares its layer.
+const LAYERS: &[(&str, usize)] = &[
+    // Plain types, errors and readers of kernel code.
+    ("types", 0),
+    // The traits adapters implement, the commands they are given and the
+    // definitions of the objects inside them.
+    ("adapter", 1),
+    // The validating API, the software command buffer, graph capture and
+    // the fault-injecting wrapper adapter.
+    ("api", 2),
+    // Opening adapters and choosing devices.
+    ("loader", 3),
+];
+
+fn layering() -> Layering {
+    // No upward import remains (`known` stays empty).
+    Layering::new(env!("CARGO_MANIFEST_DIR"), LAYER_NAMES, LAYERS)
+}
+
+#[test]
+fn no_module_imports_a_module_of_a_higher_layer() {
+    layering().assert_one_way();
+}
+
+#[test]
+fn the_types_layer_imports_nothing_above_it() {
+    layering().assert_bottom_imports_nothing_above();
+}
+
+#[test]
+fn the_source_folder_holds_the_crate_root_and_one_folder_per_layer() {
+    let mut expected: Vec<String> = LAYERS.iter().map(|(m, _)| m.to_string()).chain(["lib.rs".to_string()]).collect();
+    expected.sort();
+    assert_eq!(layering().top_level(), expected, "core/src: lib.rs and the folders of LAYERS, nothing else");
+}
+
+#[test]
+fn references_are_read_from_grouped_and_plain_paths() {
+    let code = "use crate::a::B;\nuse crate::{c, d::E, self, i as _};\nlet x = $crate::f::g!();\nmy_crate::h;\n";
+    let names: Vec<String> = crate_references(code).into_iter().map(|(_, n)| n).collect();
+    assert_eq!(names, ["a::B", "c", "d::E", "i", "f::g"]);
+    let none = BTreeMap::new();
+    assert_eq!(target("api::command_build::HostSide", LAYERS, &none, &none).as_deref(), Some("api"));
+    assert_eq!(target("types::device::DeviceInfo", LAYERS, &none, &none).as_deref(), Some("types"));
+    assert_eq!(target("context::Context", LAYERS, &none, &none), None);
+    let items = root_items(
+        "pub use a::{B, C as D};\npub use d::E;\n// pub use x::Y;\npub mod z;\n#[cfg(x)]\npub use api::{context};\nuse adapter::objects;\npub use context::Context;\n",
+    );
+    assert_eq!(items.get("D").map(String::as_str), Some("a"));
+    assert_eq!(items.get("E").map(String::as_str), Some("d"));
+    assert!(!items.contains_key("Y"));
+    assert_eq!(target("Context", LAYERS, &items, &none).as_deref(), Some("api"));
+    assert_eq!(target("objects::Event", LAYERS, &items, &none).as_deref(), Some("adapter"));
+    let macros = BTreeMap::from([("err".to_string(), "types::error".to_string())]);
+    assert_eq!(target("err", LAYERS, &none, &macros).as_deref(), Some("types"));
+}
+
+#[test]
+fn test_modules_and_comments_are_not_read() {
+    let code = "use crate::a;\n// use crate::b;\n#[cfg(test)]\nmod tests {\n    use crate::c;\n}\nuse crate::d;\n";
+    let lines: Vec<usize> = layering::code_lines(code).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(lines, [1, 7]);
+}
