@@ -199,7 +199,7 @@ unsafe impl Send for ExecGraph {}
 unsafe impl Sync for ExecGraph {}
 
 impl ExecGraph {
-    fn new(dev: &Arc<DeviceShared>, raw: sys::CUgraphExec) -> Arc<ExecGraph> {
+    pub(crate) fn new(dev: &Arc<DeviceShared>, raw: sys::CUgraphExec) -> Arc<ExecGraph> {
         Arc::new(ExecGraph { dev: dev.clone(), raw })
     }
 

@@ -35,6 +35,8 @@ mod hold;
 pub mod lanes;
 mod lower;
 mod memory;
+mod nccl;
+pub mod nccl_lib;
 mod nvrtc;
 mod program;
 mod queue;

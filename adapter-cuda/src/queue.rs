@@ -373,6 +373,29 @@ impl CudaQueue {
         unsafe { self.core.submit(wait, &[], order, self.core.profiling, work) }
     }
 
+    /// A marker after `wait` and the queue's order: where a collective's
+    /// rank joins the queue (`nccl.rs`).
+    ///
+    /// # Safety
+    /// The events of `wait` are of this queue's context, or of another
+    /// context of this adapter.
+    pub(crate) unsafe fn marker(&self, wait: &[&dyn EventImpl]) -> Result<Arc<CudaEvent>> {
+        // SAFETY: a marker touches no memory.
+        unsafe { self.submit(wait, Order::Normal, Work::Marker) }
+    }
+
+    /// A launch of `exec`, an executable graph of this queue's device, after
+    /// `wait` and the queue's order: a captured collective (`nccl.rs`).
+    ///
+    /// # Safety
+    /// As for [`marker`](Self::marker); the memory the graph reaches stays
+    /// valid until the returned event completes.
+    pub(crate) unsafe fn launch_graph(&self, exec: Arc<ExecGraph>, wait: &[&dyn EventImpl]) -> Result<Arc<CudaEvent>> {
+        let launch = Launch { exec, status: None, signals: Vec::new() };
+        // SAFETY: forwarded from the caller.
+        unsafe { self.submit(wait, Order::Normal, Work::Launch(launch)) }
+    }
+
     /// A native command: a marker after `wait` and the queue's order, a
     /// stream of its own waiting for the marker on which the callback
     /// enqueues its work, and a final submission after that stream, whose

@@ -68,7 +68,56 @@ pub const GOALS: &[Goal] = &[
                  Vulkan one kernel's wall ≤ 1.1x raw one-dispatch-per-submit and host per kernel ≤ 3 µs",
         assess: eager_goal,
     },
+    Goal {
+        name: "all-reduce in a graph against direct NCCL",
+        target: "bus bandwidth ≥ 90% of NCCL called directly on streams at 256 MiB per rank; lower latency than \
+                 direct NCCL at 8 KiB",
+        assess: collectives_goal,
+    },
+    Goal {
+        name: "data-parallel step as a graph",
+        target: "a step (kernels per device, then an all-reduce) replayed as one graph faster than the same step \
+                 submitted eagerly, at every size",
+        assess: step_goal,
+    },
 ];
+
+/// Graph bus bandwidth over direct NCCL's at 256 MiB, at least this.
+const GRAPH_BUSBW_SHARE: f64 = 0.9;
+
+/// Where the `collectives` group measured direct NCCL (CUDA devices only).
+fn collectives_goal(l: &Lookup<'_>) -> Option<Assessment> {
+    let get = |variant, metric, n| l.get("collectives", "all_reduce", variant, metric, n).map(|s| s.median);
+    let (large, small) = (256usize << 20, 8usize << 10);
+    let share = get("graph", "busbw_GBps", large)? / get("direct_nccl", "busbw_GBps", large)?.max(1e-9);
+    let (graph_ns, direct_ns) = (get("graph", "ns", small)?, get("direct_nccl", "ns", small)?);
+    let now = format!(
+        "busbw at 256 MiB {:.0}% of direct; 8 KiB {:.1} µs in a graph against {:.1} µs direct",
+        share * 100.0,
+        graph_ns / 1e3,
+        direct_ns / 1e3
+    );
+    Some(Assessment { now, met: share >= GRAPH_BUSBW_SHARE && graph_ns < direct_ns })
+}
+
+/// Where the `collectives` group measured the step and direct NCCL (CUDA).
+fn step_goal(l: &Lookup<'_>) -> Option<Assessment> {
+    l.get("collectives", "all_reduce", "direct_nccl", "ns", 8 << 10)?;
+    let mut worst: Option<(f64, usize)> = None;
+    for n in [1usize << 16, 1 << 20, 1 << 24] {
+        let get = |variant| l.get("collectives", "data_parallel_step", variant, "ns", n).map(|s| s.median);
+        let (Some(graph), Some(eager)) = (get("step graph"), get("step eager")) else { continue };
+        let speedup = eager / graph.max(1e-9);
+        if worst.is_none_or(|(w, _)| speedup < w) {
+            worst = Some((speedup, n));
+        }
+    }
+    let (speedup, n) = worst?;
+    Some(Assessment {
+        now: format!("eager / graph: worst {speedup:.2}x ({n} elements per device)"),
+        met: speedup > 1.0,
+    })
+}
 
 /// Eager against raw eager: OpenCL's tie, CUDA's host allowance (ns) and
 /// chain wall bound, Vulkan's one-kernel wall bound and host per kernel (ns).
@@ -477,5 +526,42 @@ mod tests {
         let a = update_goal(&Lookup::new(&all, "cpu:0")).unwrap();
         assert!(a.met, "{}", a.now);
         assert!(a.now.starts_with("update_settled") && a.now.contains("update_again"), "{}", a.now);
+    }
+
+    fn coll(shape: &str, variant: &str, metric: &str, n: usize, median: f64) -> Record {
+        Record {
+            device: "cuda:0 + cuda:1".into(),
+            benchmark: "collectives".into(),
+            shape: shape.into(),
+            metric: metric.into(),
+            ..rec(variant, n, median)
+        }
+    }
+
+    #[test]
+    fn collectives_goals_read_the_graph_against_direct_nccl() {
+        let (large, small) = (256 << 20, 8 << 10);
+        let mut all = vec![
+            coll("all_reduce", "graph", "busbw_GBps", large, 280.0),
+            coll("all_reduce", "direct_nccl", "busbw_GBps", large, 300.0),
+            coll("all_reduce", "graph", "ns", small, 15_000.0),
+            coll("all_reduce", "direct_nccl", "ns", small, 20_000.0),
+            coll("data_parallel_step", "step graph", "ns", 1 << 20, 100_000.0),
+            coll("data_parallel_step", "step eager", "ns", 1 << 20, 150_000.0),
+        ];
+        let device = Lookup::new(&all, "cuda:0 + cuda:1");
+        assert!(collectives_goal(&device).unwrap().met);
+        assert!(step_goal(&device).unwrap().met);
+        all[0].summary.median = 250.0;
+        all.push(coll("data_parallel_step", "step graph", "ns", 1 << 24, 2_000_000.0));
+        all.push(coll("data_parallel_step", "step eager", "ns", 1 << 24, 1_900_000.0));
+        let device = Lookup::new(&all, "cuda:0 + cuda:1");
+        let a = collectives_goal(&device).unwrap();
+        assert!(!a.met && a.now.contains("83%"), "{}", a.now);
+        assert!(!step_goal(&device).unwrap().met);
+        // Without direct NCCL (host staging): no row.
+        let staged: Vec<Record> = all.into_iter().filter(|r| r.variant != "direct_nccl").collect();
+        assert!(collectives_goal(&Lookup::new(&staged, "cuda:0 + cuda:1")).is_none());
+        assert!(step_goal(&Lookup::new(&staged, "cuda:0 + cuda:1")).is_none());
     }
 }

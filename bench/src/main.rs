@@ -9,6 +9,7 @@
 
 mod alloc;
 mod buffers;
+mod collectives;
 #[cfg(feature = "cuda")]
 mod cuda_build;
 mod goals;
@@ -47,7 +48,7 @@ struct Cli {
     out: PathBuf,
     /// Only these benchmark groups (submission, raw, usm_submission, finalize, update, cpu_per_node,
     /// submit_graph, sin_kernel_graph, perf_scaling, graph, buffers, multi_device,
-    /// soak, cuda_build); repeatable. submission measures the raw baselines
+    /// collectives, soak, cuda_build); repeatable. submission measures the raw baselines
     /// too (raw adds the note naming them); soak and cuda_build run only when named.
     #[arg(long)]
     only: Vec<String>,
@@ -69,7 +70,7 @@ struct Cli {
 
 /// Every group `--only` accepts, space-separated.
 const GROUPS: &str = "submission raw usm_submission finalize update cpu_per_node submit_graph sin_kernel_graph perf_scaling graph \
-                      buffers multi_device soak cuda_build";
+                      buffers multi_device collectives soak cuda_build";
 
 struct Plan {
     repeats: Repeats,
@@ -283,6 +284,10 @@ fn main() -> ExitCode {
     }
     if wanted("multi_device") {
         emit(&multi_device::run(&loader.devices(), plan.repeats, cli.quick, &mut records));
+        save_all(&records);
+    }
+    if wanted("collectives") {
+        emit(&collectives::run(&loader.devices(), plan.repeats, cli.quick, &mut records));
         save_all(&records);
     }
     emit(&goals::summary(&records));

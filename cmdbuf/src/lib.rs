@@ -21,6 +21,9 @@
 // The application's API, item by item: the adapter interface
 // (`cmdbuf_core::adapter`), the fault injector and the modules of adapter helpers
 // stay in cmdbuf-core, for adapter crates and tests.
+/// Collectives (all-reduce, all-gather, reduce-scatter, broadcast) over a
+/// group of devices: NCCL on CUDA, staged through the host elsewhere.
+pub use cmdbuf_core::collective;
 /// Kernels of the CPU adapter as tables of C functions.
 pub use cmdbuf_core::cpu_table;
 /// Errors: [`UrError`], named after UR's result codes, and its helpers.

@@ -53,7 +53,8 @@ pub use adapter::{command, launch};
 #[cfg(feature = "fault-injection")]
 pub use api::faults;
 pub use api::{
-    adopt, capture, command_buffer, context, device, event, interop, memory, peer, platform, program, queue, shared_usm,
+    adopt, capture, collective, command_buffer, context, device, event, interop, memory, peer, platform, program,
+    queue, shared_usm,
 };
 use api::{host_threads, software};
 

@@ -121,6 +121,13 @@ impl DeviceImpl for CudaDevice {
         peer::enable(&self.shared, &cuda_device(peer)?.shared)
     }
 
+    /// NCCL communicators over the devices (`ncclCommInitAll`), where
+    /// `libnccl.so.2` loads: see `nccl.rs`.
+    fn collective_group(&self, devices: &[&dyn DeviceImpl]) -> Result<Box<dyn cmdbuf_core::adapter::CollectiveImpl>> {
+        let shared = devices.iter().map(|d| Ok(cuda_device(*d)?.shared.clone())).collect::<Result<Vec<_>>>()?;
+        Ok(Box::new(crate::nccl::NcclGroup::new(shared)?))
+    }
+
     /// See [`peer::disable`].
     fn disable_peer_access(&self, peer: &dyn DeviceImpl) -> Result<()> {
         peer::disable(&self.shared, &cuda_device(peer)?.shared)

@@ -30,6 +30,10 @@
 mod cuda;
 #[cfg(feature = "cuda")]
 pub use cuda::{BuildCost, CudaGraph, Deps};
+#[cfg(feature = "cuda")]
+mod nccl;
+#[cfg(feature = "cuda")]
+pub use nccl::RawNccl;
 #[cfg(feature = "opencl")]
 mod opencl;
 #[cfg(feature = "vulkan")]

@@ -23,6 +23,7 @@ use crate::launch::KernelCommand;
 use crate::objects::{Event, Kernel};
 use crate::types::backend::Backend;
 use crate::types::clock::Timestamps;
+use crate::types::collective::{CollectiveOp, DataType};
 use crate::types::desc::{CommandBufferDesc, PeerAccess, QueueProperties};
 use crate::types::device::{DeviceInfo, Partition, PartitionSupport};
 use crate::types::error::Result;
@@ -171,6 +172,16 @@ pub trait DeviceImpl: Any + Send + Sync {
     fn disable_peer_access(&self, peer: &dyn DeviceImpl) -> Result<()> {
         let _ = peer;
         Err(crate::err!(UnsupportedFeature, "this adapter has no peer access between devices"))
+    }
+
+    /// A native implementation of collectives over `devices` (this device
+    /// first, then the others, all of this adapter and distinct), one rank
+    /// each in that order: the CUDA adapter's NCCL communicator.
+    /// `UnsupportedFeature`, the default, with the reason where the adapter
+    /// has none; the front end then stages collectives through the host.
+    fn collective_group(&self, devices: &[&dyn DeviceImpl]) -> Result<Box<dyn CollectiveImpl>> {
+        let _ = devices;
+        Err(crate::err!(UnsupportedFeature, "the adapter has no native collectives"))
     }
 
     /// Adopts a native context of this device (see [`crate::adopt`]):
@@ -700,6 +711,78 @@ pub trait ExecutableCommandBufferImpl: Any + Send {
     /// no driver object (software and pre-planned buffers). Before finalize
     /// there is no executable object: the front end answers `InvalidOperation`.
     fn native_handle(&self) -> Result<NativeHandle>;
+}
+
+/// One rank's part of a native collective call.
+pub struct CollectiveRank<'a> {
+    /// The rank's queue, of a context of the rank's device.
+    pub queue: &'a dyn QueueImpl,
+    /// The device address of what the rank sends (unused for a broadcast's
+    /// other ranks than the root, where it is the receive address).
+    pub send: u64,
+    /// The device address the rank receives into.
+    pub recv: u64,
+    /// Events the rank's part waits for, of the rank's context.
+    pub wait: &'a [&'a dyn EventImpl],
+}
+
+/// A group of devices an adapter runs collectives over natively, one rank
+/// per device ([`DeviceImpl::collective_group`]).
+pub trait CollectiveImpl: Send + Sync {
+    /// The implementation's name and version, for diagnostics (`NCCL 2.28.3`).
+    fn name(&self) -> String;
+
+    /// Enqueues `op` over `dtype` elements on every rank's queue, each
+    /// rank's part after its wait list and its queue's order; returns each
+    /// rank's event, of its queue's context, in rank order.
+    ///
+    /// # Safety
+    /// `ranks` holds one rank per device of the group, in its order, each
+    /// queue of a context of that rank's device. The front end checked every
+    /// range: each rank's send and receive addresses hold the elements
+    /// [`CollectiveOp::counts`] gives, in USM allocations of the rank's
+    /// context kept alive until the rank's event completes; ranges of one
+    /// rank overlap only in NCCL's in-place layouts; the counts are non-zero
+    /// and multiples of the rank count where the operation divides them; a
+    /// broadcast's root is a rank. Calls on one group are not concurrent.
+    unsafe fn enqueue(
+        &self,
+        op: &CollectiveOp,
+        dtype: DataType,
+        ranks: &[CollectiveRank<'_>],
+    ) -> Result<Vec<Arc<dyn EventImpl>>>;
+
+    /// Captures `op` over `dtype` elements with each rank's `(send, recv)`
+    /// device addresses into a form launched at each
+    /// [`CapturedCollectiveImpl::launch`] without issuing the collective
+    /// again (CUDA: one CUDA graph over the ranks' devices).
+    /// `UnsupportedFeature`, the default, where the adapter cannot; the
+    /// front end then issues the collective at each launch.
+    ///
+    /// # Safety
+    /// As for [`enqueue`](Self::enqueue), for the ranges of every launch:
+    /// the front end keeps the allocations alive as long as the capture.
+    unsafe fn capture(
+        &self,
+        op: &CollectiveOp,
+        dtype: DataType,
+        buffers: &[(u64, u64)],
+    ) -> Result<Box<dyn CapturedCollectiveImpl>> {
+        let _ = (op, dtype, buffers);
+        Err(crate::err!(UnsupportedFeature, "the adapter cannot capture collectives"))
+    }
+}
+
+/// A collective captured by [`CollectiveImpl::capture`].
+pub trait CapturedCollectiveImpl: Send + Sync {
+    /// Launches the captured collective, each rank's part after its queue's
+    /// order and wait list (the ranks' `send` and `recv` are those of the
+    /// capture and not read here); each rank's event, in rank order.
+    ///
+    /// # Safety
+    /// As for [`CollectiveImpl::enqueue`]: launches of one capture, and
+    /// calls of its group, are not concurrent.
+    unsafe fn launch(&self, ranks: &[CollectiveRank<'_>]) -> Result<Vec<Arc<dyn EventImpl>>>;
 }
 
 /// Downcasts an object passed back into its adapter. A mismatch means the

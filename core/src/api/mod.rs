@@ -6,6 +6,7 @@
 pub mod adopt;
 mod backing;
 pub mod capture;
+pub mod collective;
 pub mod command_buffer;
 pub(crate) mod command_build;
 pub mod context;

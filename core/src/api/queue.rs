@@ -62,6 +62,9 @@ enum KeepAlive {
     /// before might still use it (kernels name memory by address, so
     /// nothing else holds it): freed once they have completed.
     Freed(#[allow(dead_code)] Arc<UsmInner>),
+    /// What a native collective uses until it completes: the allocations
+    /// it reaches by address, its communicator, its captured graph.
+    Collective(#[allow(dead_code)] Box<dyn std::any::Any + Send + Sync>),
 }
 
 struct QueueInner {
@@ -425,6 +428,15 @@ impl Queue {
 
     fn track(&self, event: Arc<dyn EventImpl>, keep: KeepAlive) {
         self.inner.track(event, keep);
+    }
+
+    /// Wraps `event`, an adapter event of this queue's context for work
+    /// of a native collective, keeping `keep` (the allocations it reaches
+    /// by address, its communicator, ...) until it has completed and
+    /// `finish` waiting for it.
+    pub(crate) fn adopt_event(&self, event: Arc<dyn EventImpl>, keep: Box<dyn std::any::Any + Send + Sync>) -> Event {
+        self.track(event.clone(), KeepAlive::Collective(keep));
+        Event::from_imp(event, &self.inner.context)
     }
 
     /// Launches a kernel (`urEnqueueKernelLaunch` with explicit arguments).

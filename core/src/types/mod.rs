@@ -6,6 +6,7 @@
 
 pub mod backend;
 pub mod clock;
+pub mod collective;
 pub mod cpu_table;
 pub mod desc;
 pub mod device;

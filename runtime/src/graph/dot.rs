@@ -47,6 +47,7 @@ fn style(ty: NodeType) -> &'static str {
         }
         NodeType::HostTask => "shape=hexagon, style=filled, fillcolor=\"#fce5cd\"",
         NodeType::NativeCommand => "shape=octagon, style=filled, fillcolor=\"#d0e0e3\"",
+        NodeType::Collective => "shape=doubleoctagon, style=filled, fillcolor=\"#f4cccc\"",
         NodeType::Subgraph => "shape=box3d, style=filled, fillcolor=\"#ead1dc\"",
         NodeType::AsyncMalloc | NodeType::AsyncFree => "shape=cylinder, style=filled, fillcolor=\"#fff2cc\"",
         NodeType::Empty | NodeType::Barrier => "shape=ellipse, style=dashed",
@@ -192,6 +193,7 @@ pub(crate) fn modifiable(shared: &GraphShared, state: &GraphState, verbose: bool
                 (summary, if verbose { details } else { Vec::new() })
             }
             NodeKind::HostTask(_) | NodeKind::Native(_) => (String::new(), Vec::new()),
+            NodeKind::Collective(c) => (format!("{} of {}", c.op.name(), c.dtype), Vec::new()),
             NodeKind::Subgraph(g) => (format!("executable graph #{} ({} nodes)", g.id(), g.node_count()), Vec::new()),
             NodeKind::Dynamic(g) => {
                 let group = &state.groups[*g as usize];
@@ -278,6 +280,10 @@ pub(crate) fn executable(id: u64, source: u64, st: &ExecState, verbose: bool) ->
                 FlatOp::Host(_) => (NodeType::HostTask, String::new(), Vec::new()),
                 FlatOp::Native(_) => (NodeType::NativeCommand, String::new(), Vec::new()),
                 FlatOp::PeerCopy { size, .. } => (NodeType::Memcpy, format!("peer copy of {size} bytes"), Vec::new()),
+                FlatOp::Collective(run) => {
+                    let summary = format!("{} of {} ({})", run.node.op.name(), run.node.dtype, run.how());
+                    (NodeType::Collective, summary, Vec::new())
+                }
                 FlatOp::Join | FlatOp::Empty => (NodeType::Empty, "join".to_string(), Vec::new()),
             };
             node_line(&mut out, &format!("c{m}"), &format!("{origin}: {ty}"), &summary, &details, ty, "    ");

@@ -28,6 +28,7 @@ pub(crate) enum Pending {
     Malloc { alloc: u32, ptr: UsmPtr, size: usize },
     Free { alloc: u32, ptr: UsmPtr },
     Native(NativeFn),
+    Collective(Arc<super::collective::CollectiveNode>),
 }
 
 impl Pending {
@@ -40,6 +41,7 @@ impl Pending {
             Pending::Malloc { .. } => NodeType::AsyncMalloc,
             Pending::Free { .. } => NodeType::AsyncFree,
             Pending::Native(_) => NodeType::NativeCommand,
+            Pending::Collective(_) => NodeType::Collective,
         }
     }
 }
@@ -110,7 +112,7 @@ impl Handler {
         self.graph.devices.context(self.device.unwrap_or(0))
     }
 
-    fn set(&mut self, pending: Pending) -> Result<()> {
+    pub(crate) fn set(&mut self, pending: Pending) -> Result<()> {
         if let Some(existing) = &self.pending {
             return Err(err!(
                 InvalidOperation,

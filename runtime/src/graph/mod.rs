@@ -154,6 +154,7 @@ use cmdbuf_core::device::{Device, UsmKinds};
 use cmdbuf_core::memory::UsmKind;
 
 pub(crate) mod buffers;
+mod collective;
 mod dot;
 mod dynamic;
 mod executable;

@@ -160,6 +160,7 @@ impl GraphShared {
             Some(Pending::Malloc { alloc, ptr, size }) => NodeKind::AsyncMalloc { alloc, ptr, size },
             Some(Pending::Free { alloc, ptr }) => NodeKind::AsyncFree { alloc, ptr },
             Some(Pending::Native(callback)) => NodeKind::Native(callback),
+            Some(Pending::Collective(node)) => NodeKind::Collective(node),
         };
         if !dynamic.is_empty() && !matches!(kind, NodeKind::Kernel(_)) {
             // Put an allocation back for `abandon`.

@@ -65,6 +65,8 @@ pub(crate) struct Devices {
     /// of device `from` device-side ([`Context::waits_on_events_of`]), so
     /// that no bridge joins them; asked once, when the graph is made.
     direct: Vec<bool>,
+    /// The communicator of its collective nodes, made for the first one.
+    collectives: parking_lot::Mutex<Option<cmdbuf_core::collective::Communicator>>,
 }
 
 impl Devices {
@@ -75,7 +77,7 @@ impl Devices {
 
     fn new(contexts: Vec<Context>) -> Devices {
         let direct = contexts.iter().flat_map(|on| contexts.iter().map(|from| on.waits_on_events_of(from))).collect();
-        Devices { contexts, direct }
+        Devices { contexts, direct, collectives: Default::default() }
     }
 
     /// Whether a partition on device `on` waits for an event of device
@@ -213,6 +215,19 @@ impl Devices {
         let context = self.context(index);
         let out_of_order = context.device().info().out_of_order_queues;
         Queue::new(context, QueueProperties { out_of_order, profiling: false })
+    }
+
+    /// The communicator over the devices for collective nodes, made once
+    /// (NCCL communicators take long to make).
+    pub(crate) fn communicator(&self) -> Result<cmdbuf_core::collective::Communicator> {
+        let mut slot = self.collectives.lock();
+        if let Some(comm) = &*slot {
+            return Ok(comm.clone());
+        }
+        let contexts: Vec<&Context> = self.contexts.iter().collect();
+        let comm = cmdbuf_core::collective::Communicator::new(&contexts)?;
+        *slot = Some(comm.clone());
+        Ok(comm)
     }
 
     /// The devices.
@@ -448,16 +463,25 @@ pub(crate) fn bridge(event: &Event, to: &Context) -> Result<Event> {
 /// `run_partitions`): one per wait of a partition for another device's
 /// event where its device's queues cannot wait for it (a partition without
 /// predecessors waits for the submission's start, of the first device), and
-/// one per partition of such a device for the submission's event.
-pub(crate) fn host_bridges(devices: &Devices, parts: &[Partition]) -> usize {
-    if parts.len() == 1 && !parts[0].host && parts[0].device == 0 {
+/// one per partition of such a device for the submission's event. A
+/// collective partition (`ranks` answers its rank count) waits on every
+/// rank's device and joins every rank's event on its own device
+/// (`collective::submit`).
+pub(crate) fn host_bridges(devices: &Devices, parts: &[Partition], ranks: impl Fn(&Partition) -> Option<u16>) -> usize {
+    if parts.len() == 1 && !parts[0].host && parts[0].device == 0 && ranks(&parts[0]).is_none() {
         return 0;
     }
-    let waits = |p: &Partition| -> usize {
+    let waits_on = |on: u16, p: &Partition| -> usize {
         if p.preds.is_empty() {
-            return usize::from(devices.needs_bridge(p.device, 0));
+            return usize::from(devices.needs_bridge(on, 0));
         }
-        p.preds.iter().filter(|q| devices.needs_bridge(p.device, parts[**q as usize].device)).count()
+        p.preds.iter().filter(|q| devices.needs_bridge(on, parts[**q as usize].device)).count()
+    };
+    let waits = |p: &Partition| -> usize {
+        match ranks(p) {
+            None => waits_on(p.device, p),
+            Some(n) => (0..n).map(|r| waits_on(r, p) + usize::from(devices.needs_bridge(p.device, r))).sum(),
+        }
     };
     parts.iter().map(|p| waits(p) + usize::from(devices.needs_bridge(0, p.device))).sum()
 }

@@ -58,6 +58,9 @@ pub enum NodeType {
     /// A native command (`node_type::native_command` of the newer revision,
     /// 8.11.2).
     NativeCommand,
+    /// A collective over the graph's devices (all-reduce, all-gather,
+    /// reduce-scatter, broadcast).
+    Collective,
 }
 
 impl fmt::Display for NodeType {
@@ -76,6 +79,7 @@ impl fmt::Display for NodeType {
             NodeType::AsyncMalloc => "async_malloc",
             NodeType::AsyncFree => "async_free",
             NodeType::NativeCommand => "native_command",
+            NodeType::Collective => "collective",
         })
     }
 }
@@ -192,6 +196,8 @@ pub(crate) enum NodeKind {
     },
     /// A native command, appended to its partition's command buffer.
     Native(NativeFn),
+    /// A collective over the graph's devices, a partition of its own.
+    Collective(Arc<super::collective::CollectiveNode>),
 }
 
 /// The type of a memory command's node.
@@ -368,6 +374,7 @@ impl GraphState {
             NodeKind::AsyncMalloc { .. } => NodeType::AsyncMalloc,
             NodeKind::AsyncFree { .. } => NodeType::AsyncFree,
             NodeKind::Native(_) => NodeType::NativeCommand,
+            NodeKind::Collective(_) => NodeType::Collective,
         }
     }
 

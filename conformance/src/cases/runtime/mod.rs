@@ -9,6 +9,7 @@ use super::ur::{native_command, prop_runner};
 pub(super) mod async_alloc;
 pub mod buffers;
 pub(super) mod capture;
+pub mod collectives;
 pub(super) mod graph_buffers;
 pub(super) mod graph_build;
 pub(super) mod graph_common;

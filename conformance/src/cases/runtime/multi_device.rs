@@ -29,6 +29,7 @@ pub fn cases() -> Vec<CrossCase> {
         CrossCase { name: "multi_device::usm_sharing_needs_one_device", body: usm_sharing_needs_one_device },
     ];
     cases.extend(super::graph_multi_device::cases());
+    cases.extend(super::collectives::cases());
     cases
 }
 

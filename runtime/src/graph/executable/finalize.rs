@@ -57,7 +57,12 @@ pub(crate) fn finalize(shared: &Arc<GraphShared>, props: FinalizeProperties) -> 
         has_allocations,
         memory: state.pool.stats(),
         traffic,
-        host_bridges: crate::graph::multi_device::host_bridges(&shared.devices, &built.parts),
+        host_bridges: crate::graph::multi_device::host_bridges(&shared.devices, &built.parts, |p| {
+            match &built.nodes[p.members[0] as usize].op {
+                FlatOp::Collective(run) => Some(run.ranks()),
+                _ => None,
+            }
+        }),
         _chunks: state.pool.chunks().to_vec(),
         runs: has_allocations.then(|| state.pool.run_slot()),
         state: Mutex::new(built),
@@ -140,6 +145,9 @@ fn snapshot(
             NodeKind::Memory(command) => FlatOp::Command(command.clone()),
             NodeKind::HostTask(task) => FlatOp::Host(task.clone()),
             NodeKind::Native(callback) => FlatOp::Native(callback.clone()),
+            NodeKind::Collective(node) => {
+                FlatOp::Collective(Arc::new(crate::graph::collective::CollectiveRun::new(node, &shared.devices)?))
+            }
             NodeKind::Dynamic(g) => {
                 let group = &state.groups[*g as usize];
                 match group.active_op() {
@@ -184,7 +192,7 @@ fn build(
     let host: Vec<bool> = lowered
         .original
         .iter()
-        .map(|o| matches!(flat[*o as usize].op, FlatOp::Host(_) | FlatOp::PeerCopy { .. }))
+        .map(|o| matches!(flat[*o as usize].op, FlatOp::Host(_) | FlatOp::PeerCopy { .. } | FlatOp::Collective(_)))
         .collect();
     let device: Vec<u16> = lowered.original.iter().map(|o| flat[*o as usize].device).collect();
     let identity: Vec<u32> = (0..host.len() as u32).collect();
@@ -340,7 +348,7 @@ pub(super) fn build_partition(
                 let ptr = st.scratch.as_ref().map(UsmAllocation::ptr).expect("just made");
                 cb.append_usm_prefetch(ptr, 1, MigrationFlags::HOST_TO_DEVICE, opts)?
             }
-            FlatOp::Host(_) | FlatOp::Empty | FlatOp::PeerCopy { .. } => {
+            FlatOp::Host(_) | FlatOp::Empty | FlatOp::PeerCopy { .. } | FlatOp::Collective(_) => {
                 return Err(err!(Unknown, "a host task or empty node in a command-buffer partition"));
             }
         };

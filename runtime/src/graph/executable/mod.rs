@@ -54,6 +54,9 @@ pub(crate) enum FlatOp {
         src: UsmPtr,
         size: usize,
     },
+    /// A collective over the graph's devices, a partition of its own
+    /// (`graph/collective.rs`).
+    Collective(Arc<super::collective::CollectiveRun>),
 }
 
 #[derive(Clone)]
@@ -243,7 +246,8 @@ impl Graph<Executable> {
         st.parts
             .iter()
             .map(|p| PartitionInfo {
-                host_task: p.host && !matches!(st.nodes[p.members[0] as usize].op, FlatOp::PeerCopy { .. }),
+                host_task: p.host
+                    && !matches!(st.nodes[p.members[0] as usize].op, FlatOp::PeerCopy { .. } | FlatOp::Collective(_)),
                 peer_copy: p.host && matches!(st.nodes[p.members[0] as usize].op, FlatOp::PeerCopy { .. }),
                 nodes: p.members.len(),
                 depends_on: p.preds.iter().map(|x| *x as usize).collect(),

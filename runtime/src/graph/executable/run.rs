@@ -90,6 +90,10 @@ impl Graph<Executable> {
         let mut done: Vec<Option<Event>> = vec![None; st.parts.len()];
         for &index in &st.submit_order {
             let part = &st.parts[index as usize];
+            if let Some(event) = crate::graph::collective::submit(st, part, &done, &start, devices)? {
+                done[index as usize] = Some(event);
+                continue;
+            }
             let event = {
                 // Events of other devices' partitions are waited for as
                 // they are where this device's queues wait for that device's

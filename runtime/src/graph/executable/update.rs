@@ -18,6 +18,10 @@ use crate::graph::{Executable, Graph, Modifiable, Node};
 enum Change {
     Kernel(KernelSpec),
     Host(HostFn),
+    /// A collective node's operation and buffers (whole-graph update).
+    Collective(std::sync::Arc<crate::graph::collective::CollectiveNode>),
+    /// The same, recorded again (captured again on CUDA) for this graph.
+    Recorded(std::sync::Arc<crate::graph::collective::CollectiveRun>),
 }
 
 /// The change of a kernel command for a command-buffer update.
@@ -161,14 +165,15 @@ impl Graph<Executable> {
     /// Updates every node from `source`, a modifiable graph topologically
     /// identical to the one this graph was finalized from
     /// (`command_graph<executable>::update(graph)`): kernel arguments and
-    /// ranges, host tasks.
+    /// ranges, host tasks, and collective nodes' operations and buffers
+    /// (recorded again, so captured again on CUDA).
     ///
     /// The specification leaves a mismatch undefined; here it is checked:
     /// the same number of nodes, each of the same type, with the same
     /// predecessors, and kernel nodes running the same kernel, else
     /// `InvalidGraph` naming the first difference. Nodes other than empty,
-    /// barrier, kernel and host-task nodes, and graph-owned allocations, are
-    /// `InvalidOperation`; another context `InvalidContext`.
+    /// barrier, kernel, host-task and collective nodes, and graph-owned
+    /// allocations, are `InvalidOperation`; another context `InvalidContext`.
     #[tracing::instrument(level = "debug", skip_all, fields(exec = self.id(), source = source.id()))]
     pub fn update_from(&self, source: &Graph<Modifiable>) -> Result<()> {
         self.check_updatable()?;
@@ -219,9 +224,16 @@ impl Graph<Executable> {
                     inner.id
                 );
                 ensure!(
-                    matches!(ty, NodeType::Empty | NodeType::Barrier | NodeType::Kernel | NodeType::HostTask),
+                    matches!(
+                        ty,
+                        NodeType::Empty
+                            | NodeType::Barrier
+                            | NodeType::Kernel
+                            | NodeType::HostTask
+                            | NodeType::Collective
+                    ),
                     InvalidOperation,
-                    "whole-graph update supports empty, barrier, kernel and host-task nodes; {} is not one",
+                    "whole-graph update supports empty, barrier, kernel, host-task and collective nodes; {} is not one",
                     state.describe(src, i)
                 );
                 let mut preds = state.nodes[i as usize].preds.clone();
@@ -239,6 +251,8 @@ impl Graph<Executable> {
                     changes.push((i, Change::Kernel(spec.clone())));
                 } else if let Some(task) = state.host_task(i) {
                     changes.push((i, Change::Host(task.clone())));
+                } else if let crate::graph::node::NodeKind::Collective(node) = &state.nodes[i as usize].kind {
+                    changes.push((i, Change::Collective(node.clone())));
                 }
             }
         }
@@ -279,6 +293,16 @@ impl Graph<Executable> {
                     Change::Kernel(spec)
                 }
                 (Change::Host(task), FlatOp::Host(_)) => Change::Host(task),
+                (Change::Collective(node), FlatOp::Collective(old)) => {
+                    if old.node == *node {
+                        continue;
+                    }
+                    // Recorded again on this graph's communicator: checked
+                    // there, and captured again where collectives are.
+                    let run = crate::graph::collective::CollectiveRun::new(&node, &inner.source.devices)
+                        .map_err(|e| e.in_context(&format!("update of collective node {origin}")))?;
+                    Change::Recorded(std::sync::Arc::new(run))
+                }
                 _ => {
                     return Err(err!(
                         InvalidCommandHandle,
@@ -326,6 +350,9 @@ impl Graph<Executable> {
             match (change, &mut st.nodes[at as usize].op) {
                 (Change::Kernel(new), FlatOp::Kernel { spec, .. }) => *spec = new,
                 (Change::Host(new), FlatOp::Host(task)) => *task = new,
+                // Executions already submitted keep the old recording: their
+                // events hold its capture and communicator.
+                (Change::Recorded(new), FlatOp::Collective(run)) => *run = new,
                 _ => {}
             }
         }
