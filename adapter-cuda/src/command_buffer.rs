@@ -48,11 +48,11 @@ use std::ffi::c_void;
 use std::ptr;
 use std::sync::{Arc, Weak};
 
-use cmdbuf_core::adapter::{EventBacking, NativeBacking};
 use cmdbuf_core::adapter::{
-    EventImpl, ExecutableCommandBufferImpl, FinalizeFailed, KernelUpdate, QueueImpl, RecordingCommandBufferImpl,
-    downcast,
+    ComposePart, ComposeWork, EventImpl, ExecutableCommandBufferImpl, FinalizeFailed, KernelUpdate, QueueImpl,
+    RecordingCommandBufferImpl, downcast,
 };
+use cmdbuf_core::adapter::{EventBacking, NativeBacking};
 use cmdbuf_core::{
     Backend, Command, CommandBufferDesc, Event, Kernel, NativeCommand, NativeHandle, NativeTarget, Result, UsmAdvice,
     UsmRef, err,
@@ -60,6 +60,7 @@ use cmdbuf_core::{
 use cudarc::driver::sys;
 use smallvec::SmallVec;
 
+use crate::context::CudaContext;
 use crate::device::{DeviceShared, Release, Word};
 use crate::driver::{self, cu};
 use crate::event::{CudaEvent, RING_SLOTS, RunStatus, StatusRing, graph_wait_event};
@@ -336,21 +337,7 @@ unsafe impl Send for CudaExecutable {}
 
 impl CudaCommandBuffer {
     pub(crate) fn new(dev: Arc<DeviceShared>, desc: CommandBufferDesc) -> Result<CudaCommandBuffer> {
-        dev.bind()?;
-        let mut graph: sys::CUgraph = ptr::null_mut();
-        // SAFETY: writes a new, empty graph; flags must be 0.
-        unsafe { cu!(cuGraphCreate(&mut graph, 0))? };
-        let template = Template {
-            dev,
-            desc,
-            graph,
-            commands: Vec::new(),
-            advice: Vec::new(),
-            host_jobs: Vec::new(),
-            run: None,
-            stale_template: Vec::new(),
-            lanes: Lanes::default(),
-        };
+        let template = Template::new(dev, desc)?;
         Ok(CudaCommandBuffer { template, append_time: std::time::Duration::ZERO })
     }
 
@@ -380,6 +367,25 @@ impl CudaCommandBuffer {
 }
 
 impl Template {
+    /// An empty template graph of `dev` (bound here).
+    fn new(dev: Arc<DeviceShared>, desc: CommandBufferDesc) -> Result<Template> {
+        dev.bind()?;
+        let mut graph: sys::CUgraph = ptr::null_mut();
+        // SAFETY: writes a new, empty graph; flags must be 0.
+        unsafe { cu!(cuGraphCreate(&mut graph, 0))? };
+        Ok(Template {
+            dev,
+            desc,
+            graph,
+            commands: Vec::new(),
+            advice: Vec::new(),
+            host_jobs: Vec::new(),
+            run: None,
+            stale_template: Vec::new(),
+            lanes: Lanes::default(),
+        })
+    }
+
     fn ctx(&self) -> sys::CUcontext {
         self.dev.ctx.0
     }
@@ -630,6 +636,122 @@ impl CudaExecutable {
         self.exec = ExecGraph::new(&self.template.dev, fresh);
         Ok(())
     }
+}
+
+impl CudaExecutable {
+    /// `UnsupportedFeature` where this buffer cannot be a child graph of a
+    /// composition, with the reason: what its own submissions do besides
+    /// the launch (status harvesting, advice, signal and wait events) would
+    /// be lost, and launches made empty by updates are disabled nodes of
+    /// its executable graph, which a child graph cannot disable.
+    fn check_composable(&self, index: usize) -> Result<()> {
+        let t = &self.template;
+        let reason = if t.run.is_some() {
+            "it has kernels that may report a status (the status ring is harvested per buffer)"
+        } else if !t.advice.is_empty() {
+            "it has USM advice, applied at each of its own enqueues"
+        } else if !self.signalling.is_empty() || !self.waiting.is_empty() {
+            "it has signal or wait events"
+        } else if t.commands.iter().filter_map(|c| c.kernel.as_ref()).any(|k| !k.enabled) {
+            "it has an empty kernel launch (a disabled node)"
+        } else {
+            return Ok(());
+        };
+        Err(err!(UnsupportedFeature, "part {index} cannot be composed into one CUDA graph: {reason}"))
+    }
+}
+
+/// The composition of `parts` into one CUDA graph launched from a stream of
+/// `dev` ([`ContextImpl::compose_command_buffers`](cmdbuf_core::adapter::ContextImpl::compose_command_buffers)):
+/// each command buffer a child-graph node (the driver copies its template
+/// graph, whose kernel, memcpy and memset nodes carry their own device's
+/// context), each peer copy a memcpy node in the copying device's context
+/// (unified addressing; peer access enabled, checked by the front end), the
+/// parts' dependencies its edges. Instantiated once; each enqueue is one
+/// `cuGraphLaunch`, the nodes of each device running on that device.
+pub(crate) fn compose(
+    dev: &Arc<DeviceShared>,
+    parts: &mut [ComposePart<'_>],
+) -> Result<Box<dyn ExecutableCommandBufferImpl>> {
+    // Owns the composed graph: released on every return below.
+    let mut template = Template::new(dev.clone(), CommandBufferDesc::default())?;
+    // The node a part after part `i` waits for (none: it waits for what part `i` did).
+    let mut exits: Vec<SmallVec<[Node; 2]>> = Vec::with_capacity(parts.len());
+    let mut nodes = 0usize;
+    for (index, part) in parts.iter_mut().enumerate() {
+        let mut entry: SmallVec<[Node; 4]> = SmallVec::new();
+        for a in part.after {
+            for node in &exits[*a as usize] {
+                if !entry.contains(node) {
+                    entry.push(*node);
+                }
+            }
+        }
+        let mut node: Node = ptr::null_mut();
+        match &mut part.work {
+            ComposeWork::CommandBuffer { executable, .. } => {
+                let executable = (&mut **executable as &mut dyn Any)
+                    .downcast_mut::<CudaExecutable>()
+                    .ok_or_else(|| err!(UnsupportedFeature, "part {index}: not a CUDA graph of this adapter"))?;
+                executable.check_composable(index)?;
+                // The template gets the kernel parameters updates gave only
+                // the part's executable graph: the child node copies the template.
+                executable.template.dev.bind()?;
+                executable.template.sync_template()?;
+                dev.bind()?;
+                // SAFETY: both graphs are alive; `entry` are nodes of the
+                // composed graph; the driver clones the child graph into the node.
+                unsafe {
+                    cu!(cuGraphAddChildGraphNode(
+                        &mut node,
+                        template.graph,
+                        entry.as_ptr(),
+                        entry.len(),
+                        executable.template.graph
+                    ))?
+                };
+            }
+            ComposeWork::PeerCopy { context, command } => {
+                let on = downcast::<CudaContext>(*context as &dyn Any, "the peer copy's context")?;
+                let Command::UsmMemcpy { dst, src, size, .. } = command else {
+                    return Err(err!(InvalidValue, "part {index}: a peer copy that is not a USM copy"));
+                };
+                let CopyPlan::Driver(copy) = copy_1d(mem_loc(dst)?, mem_loc(src)?, *size) else {
+                    return Err(err!(UnsupportedFeature, "part {index}: a peer copy between host memory"));
+                };
+                // SAFETY: the graph is alive; `entry` are nodes of it; the
+                // copy's memory is held by the front end's composition, and
+                // the copying device has access to both sides.
+                unsafe {
+                    cu!(cuGraphAddMemcpyNode(
+                        &mut node,
+                        template.graph,
+                        entry.as_ptr(),
+                        entry.len(),
+                        &copy,
+                        on.dev().ctx.0
+                    ))?
+                };
+            }
+        }
+        nodes += 1;
+        exits.push(SmallVec::from_slice(&[node]));
+    }
+    if nodes == 0 {
+        template.add_empty(&[])?;
+    }
+    let exec = template.instantiate()?;
+    tracing::debug!(parts = parts.len(), "CUDA command buffers composed into one graph");
+    Ok(Box::new(CudaExecutable {
+        exec: ExecGraph::new(dev, exec),
+        template,
+        collector: None,
+        previous: None,
+        previous_queue: Weak::new(),
+        replaced: Vec::new(),
+        signalling: Vec::new(),
+        waiting: Vec::new(),
+    }))
 }
 
 impl RecordingCommandBufferImpl for CudaCommandBuffer {
