@@ -330,6 +330,18 @@ struct CudaExecutable {
     /// at finalize, so that an enqueue visits only them (not every command).
     signalling: Vec<usize>,
     waiting: Vec<usize>,
+    /// A composition's parts whose kernels may report a status (empty for a
+    /// command buffer's own executable).
+    composed_runs: Vec<ComposedRun>,
+}
+
+/// A part of a composition whose kernels may report a status: the copy of
+/// its collector in the composed graph moves the part's status word into a
+/// ring of the composition's own, whose slots the composition counts.
+struct ComposedRun {
+    ring: Arc<StatusRing>,
+    submitted: u64,
+    pending: VecDeque<(Arc<RunStatus>, Arc<CudaEvent>)>,
 }
 
 // SAFETY: as for `Template`; the collector is a node handle of its graph.
@@ -641,13 +653,13 @@ impl CudaExecutable {
 impl CudaExecutable {
     /// `UnsupportedFeature` where this buffer cannot be a child graph of a
     /// composition, with the reason: what its own submissions do besides
-    /// the launch (status harvesting, advice, signal and wait events) would
-    /// be lost, and launches made empty by updates are disabled nodes of
-    /// its executable graph, which a child graph cannot disable.
+    /// the launch (advice, signal and wait events) would be lost, and
+    /// launches made empty by updates are disabled nodes of its executable
+    /// graph, which a child graph cannot disable.
     fn check_composable(&self, index: usize) -> Result<()> {
         let t = &self.template;
-        let reason = if t.run.is_some() {
-            "it has kernels that may report a status (the status ring is harvested per buffer)"
+        let reason = if t.run.is_some() && self.collector.is_none() {
+            "its kernels report a status without a collector"
         } else if !t.advice.is_empty() {
             "it has USM advice, applied at each of its own enqueues"
         } else if !self.signalling.is_empty() || !self.waiting.is_empty() {
@@ -677,6 +689,7 @@ pub(crate) fn compose(
     let mut template = Template::new(dev.clone(), CommandBufferDesc::default())?;
     // The node a part after part `i` waits for (none: it waits for what part `i` did).
     let mut exits: Vec<SmallVec<[Node; 2]>> = Vec::with_capacity(parts.len());
+    let mut runs = Vec::new();
     let mut nodes = 0usize;
     for (index, part) in parts.iter_mut().enumerate() {
         let mut entry: SmallVec<[Node; 4]> = SmallVec::new();
@@ -698,18 +711,18 @@ pub(crate) fn compose(
                 // the part's executable graph: the child node copies the template.
                 executable.template.dev.bind()?;
                 executable.template.sync_template()?;
+                let (child, run) = composed_child(executable)?;
                 dev.bind()?;
                 // SAFETY: both graphs are alive; `entry` are nodes of the
                 // composed graph; the driver clones the child graph into the node.
-                unsafe {
-                    cu!(cuGraphAddChildGraphNode(
-                        &mut node,
-                        template.graph,
-                        entry.as_ptr(),
-                        entry.len(),
-                        executable.template.graph
-                    ))?
+                let added = unsafe {
+                    cu!(cuGraphAddChildGraphNode(&mut node, template.graph, entry.as_ptr(), entry.len(), child))
                 };
+                if let Some(run) = run {
+                    executable.template.dev.release(Release::Graph(child));
+                    runs.push(run);
+                }
+                added?;
             }
             ComposeWork::PeerCopy { context, command } => {
                 let on = downcast::<CudaContext>(*context as &dyn Any, "the peer copy's context")?;
@@ -751,7 +764,66 @@ pub(crate) fn compose(
         replaced: Vec::new(),
         signalling: Vec::new(),
         waiting: Vec::new(),
+        composed_runs: runs,
     }))
+}
+
+impl CudaExecutable {
+    /// This submission's slot in the ring of each composed part whose
+    /// kernels may report. A composition's rings never move (its collectors
+    /// are inside child graphs): where a slot still belongs to a pending
+    /// submission (`RING_SLOTS` executions in flight), the enqueue waits for
+    /// that submission first.
+    fn composed_statuses(&mut self) -> Result<Vec<Arc<RunStatus>>> {
+        let mut out = Vec::with_capacity(self.composed_runs.len());
+        for run in &mut self.composed_runs {
+            if run.pending.len() >= HARVEST_AT {
+                let done = run.pending.partition_point(|(_, event)| event.is_done());
+                for (status, _) in run.pending.drain(..done) {
+                    status.harvest();
+                }
+            }
+            while let Some((status, event)) = run.pending.front() {
+                if status.ordinal() + u64::from(RING_SLOTS) > run.submitted {
+                    break;
+                }
+                tracing::debug!(slots = RING_SLOTS, "a composition's status ring is full: waiting for its oldest run");
+                event.wait()?;
+                status.harvest();
+                run.pending.pop_front();
+            }
+            out.push(Arc::new(RunStatus::new(run.ring.clone(), run.submitted)));
+        }
+        Ok(out)
+    }
+}
+
+/// The graph a composition adds as `executable`'s child: its template, or,
+/// where its kernels may report a status, a copy whose collector writes to
+/// a new ring of the composition (returned with it), so that the part's
+/// own submissions keep their ring. The copy is the caller's to destroy.
+fn composed_child(executable: &CudaExecutable) -> Result<(sys::CUgraph, Option<ComposedRun>)> {
+    let t = &executable.template;
+    let (Some(run), Some(collector)) = (t.run.as_ref(), executable.collector) else {
+        return Ok((t.graph, None));
+    };
+    let ring = Arc::new(StatusRing::new(&t.dev)?);
+    let mut clone: sys::CUgraph = ptr::null_mut();
+    // SAFETY: the template is alive and complete; writes a new graph.
+    unsafe { cu!(cuGraphClone(&mut clone, t.graph))? };
+    let mut node: Node = ptr::null_mut();
+    // SAFETY: `collector` is a node of the template, `clone` its clone.
+    let found = unsafe { cu!(cuGraphNodeFindInClone(&mut node, collector, clone)) }.and_then(|()| {
+        with_collector_params(&t.dev, t.ctx(), run.word.addr, ring.addr, |params| {
+            // SAFETY: `node` is the clone's collector; the parameters match it.
+            unsafe { cu!(cuGraphKernelNodeSetParams_v2(node, params)) }
+        })
+    });
+    if let Err(e) = found {
+        t.dev.release(Release::Graph(clone));
+        return Err(e);
+    }
+    Ok((clone, Some(ComposedRun { ring, submitted: 0, pending: VecDeque::new() })))
 }
 
 impl RecordingCommandBufferImpl for CudaCommandBuffer {
@@ -804,6 +876,7 @@ impl RecordingCommandBufferImpl for CudaCommandBuffer {
             replaced: Vec::new(),
             signalling,
             waiting,
+            composed_runs: Vec::new(),
         }))
     }
 
@@ -904,6 +977,7 @@ impl ExecutableCommandBufferImpl for CudaExecutable {
             run.submitted = 0;
         }
         let status = self.template.run.as_ref().map(|run| Arc::new(RunStatus::new(run.ring.clone(), run.submitted)));
+        let parts_status = if self.composed_runs.is_empty() { Vec::new() } else { self.composed_statuses()? };
         let mut signals = Vec::new();
         let commands = &self.template.commands;
         for signal in self.signalling.iter().filter_map(|&i| commands[i].signal.as_ref()) {
@@ -926,11 +1000,15 @@ impl ExecutableCommandBufferImpl for CudaExecutable {
         let node_waits: SmallVec<[&dyn EventImpl; 8]> =
             self.waiting.iter().flat_map(|&i| &commands[i].waits).filter_map(|w| w.event.as_deref()).collect();
         let exec = self.exec.clone();
-        let launch = Launch { exec, status: status.clone(), signals };
+        let launch = Launch { exec, status: status.clone(), signals, parts_status: parts_status.clone() };
         // SAFETY: the graph's memory is held by the commands' records, kept
         // alive by the front end until the submission completes.
         let event = unsafe { queue.submit(&waits, &node_waits, Order::Normal, queue.profiling, Work::Launch(launch))? };
         if let (Some(run), Some(status)) = (self.template.run.as_mut(), status) {
+            run.submitted += 1;
+            run.pending.push_back((status, event.clone()));
+        }
+        for (run, status) in self.composed_runs.iter_mut().zip(parts_status) {
             run.submitted += 1;
             run.pending.push_back((status, event.clone()));
         }
