@@ -22,7 +22,6 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use parking_lot::Mutex;
-use smallvec::SmallVec;
 
 use super::CommandBuffer;
 use crate::adapter::{ComposePart, ComposeWork, EventImpl, ExecutableCommandBufferImpl};
@@ -325,15 +324,24 @@ fn compose(
     parts: &[Kept],
     after: &[Vec<u32>],
 ) -> Result<(Box<dyn ExecutableCommandBufferImpl>, Vec<u64>)> {
-    // Parts' command buffers are distinct (checked), so their locks are
-    // taken once each, in part order; nothing else takes two of them.
-    let mut guards: Vec<_> = parts
+    // The parts' command buffers are distinct (checked); their locks are
+    // taken in the order of the buffers' identities, so that two
+    // compositions sharing buffers, composed at once, cannot deadlock.
+    let mut order: Vec<(u64, usize)> = parts
         .iter()
-        .filter_map(|p| match p {
-            Kept::Buffer(b) => Some(b.inner.state.lock()),
+        .enumerate()
+        .filter_map(|(i, p)| match p {
+            Kept::Buffer(b) => Some((b.id(), i)),
             Kept::Copy { .. } => None,
         })
         .collect();
+    order.sort_unstable();
+    let mut guards: Vec<Option<parking_lot::MutexGuard<'_, super::State>>> = parts.iter().map(|_| None).collect();
+    for (_, i) in order {
+        if let Kept::Buffer(b) = &parts[i] {
+            guards[i] = Some(b.inner.state.lock());
+        }
+    }
     // Read under the locks: an update bumps the count under its buffer's lock.
     let generations = parts
         .iter()
@@ -342,16 +350,15 @@ fn compose(
             Kept::Copy { .. } => 0,
         })
         .collect();
-    let mut executables =
-        guards.iter_mut().map(|g| g.executable("a composition of")).collect::<Result<SmallVec<[_; 8]>>>()?.into_iter();
     let mut adapter_parts: Vec<ComposePart<'_>> = Vec::with_capacity(parts.len());
-    for (part, deps) in parts.iter().zip(after) {
-        let work = match part {
-            Kept::Buffer(b) => ComposeWork::CommandBuffer {
+    for ((part, deps), guard) in parts.iter().zip(after).zip(guards.iter_mut()) {
+        let work = match (part, guard) {
+            (Kept::Buffer(b), Some(guard)) => ComposeWork::CommandBuffer {
                 context: &**b.context().imp(),
-                executable: executables.next().ok_or_else(|| err!(Unknown, "a composition lost a command buffer"))?,
+                executable: guard.executable("a composition of")?,
             },
-            Kept::Copy { context, command } => ComposeWork::PeerCopy { context: &**context.imp(), command },
+            (Kept::Copy { context, command }, _) => ComposeWork::PeerCopy { context: &**context.imp(), command },
+            (Kept::Buffer(_), None) => return Err(err!(Unknown, "a composition lost a command buffer's lock")),
         };
         adapter_parts.push(ComposePart { work, after: deps });
     }

@@ -46,7 +46,10 @@ fn try_compose(shared: &GraphShared, st: &ExecState) -> Result<ComposedCommandBu
                 ComposedPart::PeerCopy { context, dst: *dst, src: *src, size: *size, after: &after[index] }
             }
             (None, _) => {
-                return Err(cmdbuf_core::err!(UnsupportedFeature, "partition {index} is a host task"));
+                return Err(cmdbuf_core::err!(
+                    UnsupportedFeature,
+                    "partition {index} is neither a command buffer nor a peer copy (a host task)"
+                ));
             }
         });
     }
