@@ -330,15 +330,37 @@ struct CudaExecutable {
     /// at finalize, so that an enqueue visits only them (not every command).
     signalling: Vec<usize>,
     waiting: Vec<usize>,
-    /// A composition's parts whose kernels may report a status (empty for a
+    /// A composition's parts, from which its graph is built (`None` for a
     /// command buffer's own executable).
-    composed_runs: Vec<ComposedRun>,
+    composed: Option<Box<Composed>>,
+}
+
+/// What a composition keeps to build its graph again: a copy of each command
+/// buffer's graph and each peer copy's parameters, in part order.
+struct Composed {
+    parts: Vec<ComposedNode>,
+}
+
+struct ComposedNode {
+    /// The earlier parts it depends on.
+    after: SmallVec<[u32; 4]>,
+    kind: ComposedKind,
+}
+
+enum ComposedKind {
+    /// A copy of a command buffer's template graph, owned (released on drop).
+    Child { dev: Arc<DeviceShared>, graph: sys::CUgraph, run: Option<ComposedRun> },
+    /// A peer copy: a memcpy node in the copying device's context.
+    Copy { copy: sys::CUDA_MEMCPY3D, ctx: sys::CUcontext },
 }
 
 /// A part of a composition whose kernels may report a status: the copy of
-/// its collector in the composed graph moves the part's status word into a
-/// ring of the composition's own, whose slots the composition counts.
+/// its collector in the part's graph copy moves the part's status word into
+/// a ring of the composition's own, whose slots the composition counts.
 struct ComposedRun {
+    /// The collector in the copy of the part's graph.
+    collector: Node,
+    word: u64,
     ring: Arc<StatusRing>,
     submitted: u64,
     pending: VecDeque<(Arc<RunStatus>, Arc<CudaEvent>)>,
@@ -675,54 +697,30 @@ impl CudaExecutable {
 
 /// The composition of `parts` into one CUDA graph launched from a stream of
 /// `dev` ([`ContextImpl::compose_command_buffers`](cmdbuf_core::adapter::ContextImpl::compose_command_buffers)):
-/// each command buffer a child-graph node (the driver copies its template
-/// graph, whose kernel, memcpy and memset nodes carry their own device's
-/// context), each peer copy a memcpy node in the copying device's context
-/// (unified addressing; peer access enabled, checked by the front end), the
-/// parts' dependencies its edges. Instantiated once; each enqueue is one
+/// each command buffer a child-graph node (of a copy of its template graph,
+/// whose kernel, memcpy and memset nodes carry their own device's context),
+/// each peer copy a memcpy node in the copying device's context (unified
+/// addressing; peer access enabled, checked by the front end), the parts'
+/// dependencies its edges. Instantiated once; each enqueue is one
 /// `cuGraphLaunch`, the nodes of each device running on that device.
 pub(crate) fn compose(
     dev: &Arc<DeviceShared>,
     parts: &mut [ComposePart<'_>],
 ) -> Result<Box<dyn ExecutableCommandBufferImpl>> {
-    // Owns the composed graph: released on every return below.
-    let mut template = Template::new(dev.clone(), CommandBufferDesc::default())?;
-    // The node a part after part `i` waits for (none: it waits for what part `i` did).
-    let mut exits: Vec<SmallVec<[Node; 2]>> = Vec::with_capacity(parts.len());
-    let mut runs = Vec::new();
-    let mut nodes = 0usize;
+    // Owns the copies made so far: released on every return below.
+    let mut composed = Composed { parts: Vec::with_capacity(parts.len()) };
     for (index, part) in parts.iter_mut().enumerate() {
-        let mut entry: SmallVec<[Node; 4]> = SmallVec::new();
-        for a in part.after {
-            for node in &exits[*a as usize] {
-                if !entry.contains(node) {
-                    entry.push(*node);
-                }
-            }
-        }
-        let mut node: Node = ptr::null_mut();
-        match &mut part.work {
+        let kind = match &mut part.work {
             ComposeWork::CommandBuffer { executable, .. } => {
                 let executable = (&mut **executable as &mut dyn Any)
                     .downcast_mut::<CudaExecutable>()
                     .ok_or_else(|| err!(UnsupportedFeature, "part {index}: not a CUDA graph of this adapter"))?;
                 executable.check_composable(index)?;
                 // The template gets the kernel parameters updates gave only
-                // the part's executable graph: the child node copies the template.
+                // the part's executable graph: the copy is of the template.
                 executable.template.dev.bind()?;
                 executable.template.sync_template()?;
-                let (child, run) = composed_child(executable)?;
-                dev.bind()?;
-                // SAFETY: both graphs are alive; `entry` are nodes of the
-                // composed graph; the driver clones the child graph into the node.
-                let added = unsafe {
-                    cu!(cuGraphAddChildGraphNode(&mut node, template.graph, entry.as_ptr(), entry.len(), child))
-                };
-                if let Some(run) = run {
-                    executable.template.dev.release(Release::Graph(child));
-                    runs.push(run);
-                }
-                added?;
+                composed_child(executable)?
             }
             ComposeWork::PeerCopy { context, command } => {
                 let on = downcast::<CudaContext>(*context as &dyn Any, "the peer copy's context")?;
@@ -732,27 +730,12 @@ pub(crate) fn compose(
                 let CopyPlan::Driver(copy) = copy_1d(mem_loc(dst)?, mem_loc(src)?, *size) else {
                     return Err(err!(UnsupportedFeature, "part {index}: a peer copy between host memory"));
                 };
-                // SAFETY: the graph is alive; `entry` are nodes of it; the
-                // copy's memory is held by the front end's composition, and
-                // the copying device has access to both sides.
-                unsafe {
-                    cu!(cuGraphAddMemcpyNode(
-                        &mut node,
-                        template.graph,
-                        entry.as_ptr(),
-                        entry.len(),
-                        &copy,
-                        on.dev().ctx.0
-                    ))?
-                };
+                ComposedKind::Copy { copy, ctx: on.dev().ctx.0 }
             }
-        }
-        nodes += 1;
-        exits.push(SmallVec::from_slice(&[node]));
+        };
+        composed.parts.push(ComposedNode { after: part.after.iter().copied().collect(), kind });
     }
-    if nodes == 0 {
-        template.add_empty(&[])?;
-    }
+    let mut template = composed.build(dev)?;
     let exec = template.instantiate()?;
     tracing::debug!(parts = parts.len(), "CUDA command buffers composed into one graph");
     Ok(Box::new(CudaExecutable {
@@ -764,66 +747,147 @@ pub(crate) fn compose(
         replaced: Vec::new(),
         signalling: Vec::new(),
         waiting: Vec::new(),
-        composed_runs: runs,
+        composed: Some(Box::new(composed)),
     }))
+}
+
+impl Composed {
+    /// A new graph of `dev` with a node per part.
+    fn build(&self, dev: &Arc<DeviceShared>) -> Result<Template> {
+        let template = Template::new(dev.clone(), CommandBufferDesc::default())?;
+        let mut exits: Vec<Node> = Vec::with_capacity(self.parts.len());
+        for part in &self.parts {
+            // The front end gives each earlier part once (deduplicated).
+            let entry: SmallVec<[Node; 4]> = part.after.iter().map(|a| exits[*a as usize]).collect();
+            let mut node: Node = ptr::null_mut();
+            // SAFETY: the graphs are alive; `entry` are nodes of the new one;
+            // the driver copies a child graph into its node; a copy's memory
+            // is held by the front end's composition, and the copying device
+            // has access to both sides.
+            unsafe {
+                match &part.kind {
+                    ComposedKind::Child { graph, .. } => {
+                        cu!(cuGraphAddChildGraphNode(&mut node, template.graph, entry.as_ptr(), entry.len(), *graph))?
+                    }
+                    ComposedKind::Copy { copy, ctx } => {
+                        cu!(cuGraphAddMemcpyNode(&mut node, template.graph, entry.as_ptr(), entry.len(), copy, *ctx))?
+                    }
+                }
+            };
+            exits.push(node);
+        }
+        if self.parts.is_empty() {
+            // A graph to launch needs a node (the front end gives at least one part).
+            template.add_empty(&[])?;
+        }
+        Ok(template)
+    }
+
+    /// Records a submission `event` with the slots `statuses`
+    /// ([`CudaExecutable::composed_statuses`]).
+    fn submitted(&mut self, statuses: Vec<Arc<RunStatus>>, event: &Arc<CudaEvent>) {
+        for ((_, run), status) in self.runs().zip(statuses) {
+            run.submitted += 1;
+            run.pending.push_back((status, event.clone()));
+        }
+    }
+
+    /// The parts whose kernels may report, in part order.
+    fn runs(&mut self) -> impl Iterator<Item = (&Arc<DeviceShared>, &mut ComposedRun)> {
+        self.parts.iter_mut().filter_map(|p| match &mut p.kind {
+            ComposedKind::Child { dev, run: Some(run), .. } => Some((&*dev, run)),
+            _ => None,
+        })
+    }
+}
+
+impl Drop for ComposedKind {
+    fn drop(&mut self) {
+        if let ComposedKind::Child { dev, graph, .. } = self {
+            // Only built graphs use it, which copied it.
+            dev.release(Release::Graph(*graph));
+        }
+    }
 }
 
 impl CudaExecutable {
     /// This submission's slot in the ring of each composed part whose
-    /// kernels may report. A composition's rings never move (its collectors
-    /// are inside child graphs): where a slot still belongs to a pending
-    /// submission (`RING_SLOTS` executions in flight), the enqueue waits for
-    /// that submission first.
+    /// kernels may report. Where the slot still belongs to a pending
+    /// submission (`RING_SLOTS` executions in flight, held ones included),
+    /// that part's collector moves to a new ring and the composition's graph
+    /// is built and instantiated again (its collectors are inside child
+    /// graphs, which an executable graph cannot change one node of);
+    /// submissions made keep the graph and ring they were launched with.
     fn composed_statuses(&mut self) -> Result<Vec<Arc<RunStatus>>> {
-        let mut out = Vec::with_capacity(self.composed_runs.len());
-        for run in &mut self.composed_runs {
+        let Some(composed) = self.composed.as_mut() else { return Ok(Vec::new()) };
+        let mut out = Vec::new();
+        let mut moved = false;
+        for (dev, run) in composed.runs() {
             if run.pending.len() >= HARVEST_AT {
                 let done = run.pending.partition_point(|(_, event)| event.is_done());
                 for (status, _) in run.pending.drain(..done) {
                     status.harvest();
                 }
             }
-            while let Some((status, event)) = run.pending.front() {
-                if status.ordinal() + u64::from(RING_SLOTS) > run.submitted {
-                    break;
-                }
-                tracing::debug!(slots = RING_SLOTS, "a composition's status ring is full: waiting for its oldest run");
-                event.wait()?;
-                status.harvest();
-                run.pending.pop_front();
+            let slot_taken = run
+                .pending
+                .iter()
+                .find(|(status, _)| Arc::ptr_eq(status.ring(), &run.ring))
+                .is_some_and(|(status, _)| status.ordinal() + u64::from(RING_SLOTS) <= run.submitted);
+            if slot_taken {
+                dev.bind()?;
+                let ring = Arc::new(StatusRing::new(dev)?);
+                with_collector_params(dev, dev.ctx.0, run.word, ring.addr, |params| {
+                    // SAFETY: the collector of the part's graph copy; the
+                    // parameters match it; built graphs copied the old ones.
+                    unsafe { cu!(cuGraphKernelNodeSetParams_v2(run.collector, params)) }
+                })?;
+                run.ring = ring;
+                run.submitted = 0;
+                moved = true;
             }
             out.push(Arc::new(RunStatus::new(run.ring.clone(), run.submitted)));
+        }
+        if moved {
+            tracing::debug!(slots = RING_SLOTS, "a composition's status ring is full: its graph is built again");
+            let dev = self.template.dev.clone();
+            let mut template = composed.build(&dev)?;
+            let exec = template.instantiate()?;
+            // Launches made hold the old executable graph; the old template
+            // is not needed by it.
+            self.exec = ExecGraph::new(&dev, exec);
+            self.template = template;
         }
         Ok(out)
     }
 }
 
-/// The graph a composition adds as `executable`'s child: its template, or,
-/// where its kernels may report a status, a copy whose collector writes to
-/// a new ring of the composition (returned with it), so that the part's
-/// own submissions keep their ring. The copy is the caller's to destroy.
-fn composed_child(executable: &CudaExecutable) -> Result<(sys::CUgraph, Option<ComposedRun>)> {
+/// A copy of `executable`'s template graph for a composition; where its
+/// kernels may report a status, the copy's collector writes to a new ring of
+/// the composition, so that the part's own submissions keep their ring.
+fn composed_child(executable: &CudaExecutable) -> Result<ComposedKind> {
     let t = &executable.template;
+    let mut graph: sys::CUgraph = ptr::null_mut();
+    // SAFETY: the template is alive and complete; writes a new graph.
+    unsafe { cu!(cuGraphClone(&mut graph, t.graph))? };
+    // Owns the copy from here.
+    let mut kind = ComposedKind::Child { dev: t.dev.clone(), graph, run: None };
     let (Some(run), Some(collector)) = (t.run.as_ref(), executable.collector) else {
-        return Ok((t.graph, None));
+        return Ok(kind);
     };
     let ring = Arc::new(StatusRing::new(&t.dev)?);
-    let mut clone: sys::CUgraph = ptr::null_mut();
-    // SAFETY: the template is alive and complete; writes a new graph.
-    unsafe { cu!(cuGraphClone(&mut clone, t.graph))? };
     let mut node: Node = ptr::null_mut();
-    // SAFETY: `collector` is a node of the template, `clone` its clone.
-    let found = unsafe { cu!(cuGraphNodeFindInClone(&mut node, collector, clone)) }.and_then(|()| {
-        with_collector_params(&t.dev, t.ctx(), run.word.addr, ring.addr, |params| {
-            // SAFETY: `node` is the clone's collector; the parameters match it.
-            unsafe { cu!(cuGraphKernelNodeSetParams_v2(node, params)) }
-        })
-    });
-    if let Err(e) = found {
-        t.dev.release(Release::Graph(clone));
-        return Err(e);
+    // SAFETY: `collector` is a node of the template, `graph` its clone.
+    unsafe { cu!(cuGraphNodeFindInClone(&mut node, collector, graph))? };
+    with_collector_params(&t.dev, t.ctx(), run.word.addr, ring.addr, |params| {
+        // SAFETY: `node` is the copy's collector; the parameters match it.
+        unsafe { cu!(cuGraphKernelNodeSetParams_v2(node, params)) }
+    })?;
+    if let ComposedKind::Child { run: slot, .. } = &mut kind {
+        *slot =
+            Some(ComposedRun { collector: node, word: run.word.addr, ring, submitted: 0, pending: VecDeque::new() });
     }
-    Ok((clone, Some(ComposedRun { ring, submitted: 0, pending: VecDeque::new() })))
+    Ok(kind)
 }
 
 impl RecordingCommandBufferImpl for CudaCommandBuffer {
@@ -876,7 +940,7 @@ impl RecordingCommandBufferImpl for CudaCommandBuffer {
             replaced: Vec::new(),
             signalling,
             waiting,
-            composed_runs: Vec::new(),
+            composed: None,
         }))
     }
 
@@ -977,7 +1041,7 @@ impl ExecutableCommandBufferImpl for CudaExecutable {
             run.submitted = 0;
         }
         let status = self.template.run.as_ref().map(|run| Arc::new(RunStatus::new(run.ring.clone(), run.submitted)));
-        let parts_status = if self.composed_runs.is_empty() { Vec::new() } else { self.composed_statuses()? };
+        let parts_status = if self.composed.is_none() { Vec::new() } else { self.composed_statuses()? };
         let mut signals = Vec::new();
         let commands = &self.template.commands;
         for signal in self.signalling.iter().filter_map(|&i| commands[i].signal.as_ref()) {
@@ -1008,9 +1072,8 @@ impl ExecutableCommandBufferImpl for CudaExecutable {
             run.submitted += 1;
             run.pending.push_back((status, event.clone()));
         }
-        for (run, status) in self.composed_runs.iter_mut().zip(parts_status) {
-            run.submitted += 1;
-            run.pending.push_back((status, event.clone()));
+        if let Some(composed) = self.composed.as_mut() {
+            composed.submitted(parts_status, &event);
         }
         self.previous = Some(event.clone());
         if !ptr::eq(self.previous_queue.as_ptr(), Arc::as_ptr(queue)) {

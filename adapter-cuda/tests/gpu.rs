@@ -100,7 +100,7 @@ fn main() {
     // Where CUDA is required (the GPU machines), not running is a failure.
     let required = std::env::var("UR_RS_REQUIRE_DEVICES").is_ok_and(|v| v.split(',').any(|d| d.trim() == "cuda"));
     let mut trials = vec![Trial::test("factory_reports_why_the_adapter_is_absent", factory_reason)];
-    let tests: [(&str, Needs, Test); 11] = [
+    let tests: [(&str, Needs, Test); 12] = [
         ("ptx_program_runs_eagerly_and_in_a_graph", Needs::Device, ptx_program),
         ("kernel_parameters_are_checked_against_the_abi", Needs::Device, abi_mismatch),
         ("kernel_failure_is_reported_by_command_buffer_submissions", Needs::Nvrtc, kernel_failure_in_graph),
@@ -111,6 +111,7 @@ fn main() {
         ("every_device_runs_work", Needs::Device, every_device),
         ("held_work_waits_across_devices", Needs::Device, held_work_across_devices),
         ("command_buffers_of_two_gpus_compose_into_one_graph", Needs::Device, composed_across_devices),
+        ("compositions_keep_each_submission_status", Needs::Nvrtc, composed_statuses),
         ("device_information_and_clock", Needs::Device, device_information),
     ];
     for (name, needs, test) in tests {
@@ -637,6 +638,42 @@ fn composed_across_devices(_: &Device) -> Result<(), String> {
     composed.replace_part(0, &fill(&c0, a0.ptr(), 5, N)?).map_err(ur)?;
     q0.enqueue_composed(&composed, &[]).map_err(ur)?.wait().map_err(ur)?;
     check(5, "after replacing GPU 0's part")
+}
+
+/// A composition of a command buffer whose kernel reports a status (issue
+/// 29): more submissions pending than a status ring has slots (held by a
+/// user event: the composition's graph is built again with new rings), then
+/// an update of the buffer to a failing value (composed again at the next
+/// enqueue): every held submission succeeds, the last reports code 9.
+fn composed_statuses(device: &Device) -> Result<(), String> {
+    const HELD: usize = 300;
+    let FailingBuffer { queue, out: _out, cb, appended } = failing_buffer(device, 0)?;
+    cb.finalize().map_err(ur)?;
+    let composed =
+        ComposedCommandBuffer::new(queue.context(), &[ComposedPart::CommandBuffer { buffer: &cb, after: &[] }])
+            .map_err(ur)?;
+    let gate = UserEvent::new(queue.context()).map_err(ur)?;
+    let mut events = Vec::with_capacity(HELD);
+    for _ in 0..HELD {
+        events.push(queue.enqueue_composed(&composed, &[gate.event()]).map_err(ur)?);
+    }
+    let handle = appended.command.ok_or("no command handle")?;
+    let fail = 9u32;
+    // SAFETY: only the value argument changes.
+    unsafe { cb.update_kernel_launches(&[KernelLaunchUpdate::new(&handle).arg(1, KernelArg::value(&fail))]) }
+        .map_err(ur)?;
+    let last = queue.enqueue_composed(&composed, &[]).map_err(ur)?;
+    if composed.compositions() != 2 {
+        return Err(format!("the update was not composed: {} compositions", composed.compositions()));
+    }
+    gate.complete().map_err(ur)?;
+    for (i, event) in events.iter().enumerate() {
+        event.wait().map_err(|e| format!("submission {i}: {}", ur(e)))?;
+    }
+    match last.wait() {
+        Err(UrError::AdapterSpecific(d)) if d.message.contains("code 9") => Ok(()),
+        other => Err(format!("expected the last submission to report code 9, got {other:?}")),
+    }
 }
 
 /// What the driver tells about the device, as `DeviceInfo` holds it, and the

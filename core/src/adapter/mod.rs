@@ -617,7 +617,7 @@ pub struct KernelUpdate<'a> {
 pub struct ComposePart<'a> {
     /// What the part runs.
     pub work: ComposeWork<'a>,
-    /// The earlier parts it runs after (indices into the parts).
+    /// The earlier parts it runs after (distinct indices into the parts).
     pub after: &'a [u32],
 }
 
