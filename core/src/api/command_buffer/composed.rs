@@ -131,16 +131,7 @@ impl ComposedCommandBuffer {
             after.push(deps32);
             kept.push(match part {
                 ComposedPart::CommandBuffer { buffer, .. } => {
-                    ensure!(
-                        buffer.is_finalized(),
-                        InvalidOperation,
-                        "part {i} of a composition: the command buffer is not finalized"
-                    );
-                    ensure!(
-                        buffer.inner.sub_device.is_none(),
-                        UnsupportedFeature,
-                        "part {i} of a composition: a command buffer of a sub-device"
-                    );
+                    check_buffer(buffer, i)?;
                     ensure!(
                         parts[..i].iter().all(
                             |p| !matches!(p, ComposedPart::CommandBuffer { buffer: b, .. } if b.id() == buffer.id())
@@ -207,12 +198,7 @@ impl ComposedCommandBuffer {
             "part {index} of the composition is not a command buffer"
         );
         check_context(&self.inner.context, buffer.context(), index)?;
-        ensure!(buffer.is_finalized(), InvalidOperation, "part {index}: the command buffer is not finalized");
-        ensure!(
-            buffer.inner.sub_device.is_none(),
-            UnsupportedFeature,
-            "part {index}: a command buffer of a sub-device"
-        );
+        check_buffer(buffer, index)?;
         ensure!(
             st.parts
                 .iter()
@@ -314,6 +300,22 @@ fn check_context(context: &Context, part: &Context, index: usize) -> Result<()> 
         "part {index} of a composition: queues of {} cannot wait for events of {}",
         context.device(),
         part.device()
+    );
+    Ok(())
+}
+
+/// `InvalidOperation` for a command buffer not finalized, `UnsupportedFeature`
+/// for one of a sub-device.
+fn check_buffer(buffer: &CommandBuffer, index: usize) -> Result<()> {
+    ensure!(
+        buffer.is_finalized(),
+        InvalidOperation,
+        "part {index} of a composition: the command buffer is not finalized"
+    );
+    ensure!(
+        buffer.inner.sub_device.is_none(),
+        UnsupportedFeature,
+        "part {index} of a composition: a command buffer of a sub-device"
     );
     Ok(())
 }
