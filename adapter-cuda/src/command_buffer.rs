@@ -785,7 +785,7 @@ impl Composed {
 
     /// Records a submission `event` with the slots `statuses`
     /// ([`CudaExecutable::composed_statuses`]).
-    fn submitted(&mut self, statuses: Vec<Arc<RunStatus>>, event: &Arc<CudaEvent>) {
+    fn submitted(&mut self, statuses: SmallVec<[Arc<RunStatus>; 8]>, event: &Arc<CudaEvent>) {
         for ((_, run), status) in self.runs().zip(statuses) {
             run.submitted += 1;
             run.pending.push_back((status, event.clone()));
@@ -1064,7 +1064,9 @@ impl ExecutableCommandBufferImpl for CudaExecutable {
         let node_waits: SmallVec<[&dyn EventImpl; 8]> =
             self.waiting.iter().flat_map(|&i| &commands[i].waits).filter_map(|w| w.event.as_deref()).collect();
         let exec = self.exec.clone();
-        let launch = Launch { exec, status: status.clone(), signals, parts_status: parts_status.clone() };
+        // The pending list keeps the slots too: clones kept on the stack.
+        let kept: SmallVec<[Arc<RunStatus>; 8]> = parts_status.iter().cloned().collect();
+        let launch = Launch { exec, status: status.clone(), signals, parts_status };
         // SAFETY: the graph's memory is held by the commands' records, kept
         // alive by the front end until the submission completes.
         let event = unsafe { queue.submit(&waits, &node_waits, Order::Normal, queue.profiling, Work::Launch(launch))? };
@@ -1073,7 +1075,7 @@ impl ExecutableCommandBufferImpl for CudaExecutable {
             run.pending.push_back((status, event.clone()));
         }
         if let Some(composed) = self.composed.as_mut() {
-            composed.submitted(parts_status, &event);
+            composed.submitted(kept, &event);
         }
         self.previous = Some(event.clone());
         if !ptr::eq(self.previous_queue.as_ptr(), Arc::as_ptr(queue)) {
