@@ -23,11 +23,13 @@ use std::time::{Duration, Instant};
 
 use cmdbuf_core::adapter::EventBacking;
 use cmdbuf_core::adapter::{
-    EventImpl, ExecutableCommandBufferImpl, FinalizeFailed, KernelUpdate, QueueImpl, RecordingCommandBufferImpl,
-    downcast,
+    ComposePart, ComposeWork, EventImpl, ExecutableCommandBufferImpl, FinalizeFailed, KernelUpdate, QueueImpl,
+    RecordingCommandBufferImpl, downcast,
 };
 use cmdbuf_core::event::execution_error;
-use cmdbuf_core::{Backend, Command, CommandBufferDesc, Event, Kernel, NativeHandle, NativeKernelFn, Result, UrError};
+use cmdbuf_core::{
+    Backend, Command, CommandBufferDesc, Event, Kernel, NativeHandle, NativeKernelFn, Result, UrError, err,
+};
 use parking_lot::Mutex;
 use smallvec::SmallVec;
 
@@ -218,6 +220,80 @@ impl CpuExecutable {
             change.apply(graph, i);
         }
     }
+}
+
+/// The composition of `parts` ([`ContextImpl::compose_command_buffers`](cmdbuf_core::adapter::ContextImpl::compose_command_buffers)):
+/// one DAG of the parts' nodes, each part's first nodes after the last
+/// nodes of the parts it follows, a peer copy a node of its own (CPU memory
+/// is the process's); run on `pool` like any command buffer of this adapter,
+/// so one submission runs it all.
+///
+/// Parts with signal or wait events are `UnsupportedFeature`: their events
+/// belong to the part's own runs.
+pub(crate) fn compose(pool: Arc<Pool>, parts: &mut [ComposePart<'_>]) -> Result<Box<dyn ExecutableCommandBufferImpl>> {
+    let mut graph = Graph::default();
+    // The nodes a part after part `i` waits for: its last nodes, or, for a
+    // part with no nodes, what it waited for itself.
+    let mut exits: Vec<Vec<u32>> = Vec::with_capacity(parts.len());
+    for (index, part) in parts.iter_mut().enumerate() {
+        let mut entry: Vec<u32> = part.after.iter().flat_map(|a| exits[*a as usize].iter().copied()).collect();
+        entry.sort_unstable();
+        entry.dedup();
+        let base = graph.nodes.len() as u32;
+        match &mut part.work {
+            ComposeWork::CommandBuffer { executable, .. } => {
+                let executable = (&mut **executable as &mut dyn Any)
+                    .downcast_mut::<CpuExecutable>()
+                    .ok_or_else(|| err!(UnsupportedFeature, "part {index}: not a command buffer of this adapter"))?;
+                executable.apply_pending();
+                let source = &*executable.graph;
+                if source.nodes.iter().any(|n| n.signal.is_some() || !n.wait_events.is_empty()) {
+                    return Err(err!(
+                        UnsupportedFeature,
+                        "part {index}: a command buffer with signal or wait events cannot be composed"
+                    ));
+                }
+                if source.nodes.is_empty() {
+                    exits.push(entry);
+                    continue;
+                }
+                for node in &source.nodes {
+                    let mut node = node.clone();
+                    node.successors = node.successors.iter().map(|s| s + base).collect();
+                    graph.nodes.push(node);
+                }
+                let count = source.nodes.len() as u32;
+                for local in 0..count {
+                    let at = (base + local) as usize;
+                    if graph.nodes[at].predecessors == 0 {
+                        graph.nodes[at].predecessors = entry.len() as u32;
+                        for e in &entry {
+                            graph.nodes[*e as usize].successors.push(base + local);
+                        }
+                    }
+                }
+                exits.push((base..base + count).filter(|n| graph.nodes[*n as usize].successors.is_empty()).collect());
+            }
+            ComposeWork::PeerCopy { command, .. } => {
+                for e in &entry {
+                    graph.nodes[*e as usize].successors.push(base);
+                }
+                graph.nodes.push(Node {
+                    command: (*command).clone(),
+                    successors: SmallVec::new(),
+                    predecessors: entry.len() as u32,
+                    wait_events: Vec::new(),
+                    signal: None,
+                    sole_predecessor: false,
+                    func: None,
+                });
+                exits.push(vec![base]);
+            }
+        }
+    }
+    graph.plan();
+    tracing::debug!(parts = parts.len(), nodes = graph.nodes.len(), "CPU command buffers composed");
+    Ok(Box::new(CpuExecutable { pool, graph: Arc::new(graph), pending: Vec::new(), previous: None, profiling: false }))
 }
 
 /// How long an enqueue with pending updates waits for a completed run to

@@ -7,8 +7,8 @@ use std::sync::{Arc, Weak};
 use parking_lot::Mutex;
 
 use cmdbuf_core::adapter::{
-    BufferImpl, ContextImpl, DeviceImpl, ProgramImpl, QueueImpl, RecordingCommandBufferImpl, UserEventImpl, UsmImpl,
-    downcast,
+    BufferImpl, ComposePart, ContextImpl, DeviceImpl, ExecutableCommandBufferImpl, ProgramImpl, QueueImpl,
+    RecordingCommandBufferImpl, UserEventImpl, UsmImpl, downcast,
 };
 use cmdbuf_core::{
     AdoptedBuffer, CommandBufferDesc, MemFlags, NativeHandle, Ownership, ProgramBundle, QueueProperties, Result,
@@ -42,6 +42,19 @@ impl ContextImpl for CpuContext {
     /// wrapped for fault injection is another adapter's here.
     fn waits_on_events_of(&self, other: &dyn ContextImpl) -> bool {
         (other as &dyn Any).downcast_ref::<CpuContext>().is_some()
+    }
+
+    /// Any two CPU contexts: their command buffers are DAGs of commands on
+    /// the process's memory, which one DAG can hold together.
+    fn composes_with(&self, other: &dyn ContextImpl) -> bool {
+        (other as &dyn Any).downcast_ref::<CpuContext>().is_some()
+    }
+
+    unsafe fn compose_command_buffers(
+        &self,
+        parts: &mut [ComposePart<'_>],
+    ) -> Result<Box<dyn ExecutableCommandBufferImpl>> {
+        crate::command_buffer::compose(self.pool.clone(), parts)
     }
 
     unsafe fn usm_alloc(&self, _kind: UsmKind, size: usize, align: usize) -> Result<Box<dyn UsmImpl>> {

@@ -48,11 +48,11 @@ use std::ffi::c_void;
 use std::ptr;
 use std::sync::{Arc, Weak};
 
-use cmdbuf_core::adapter::{EventBacking, NativeBacking};
 use cmdbuf_core::adapter::{
-    EventImpl, ExecutableCommandBufferImpl, FinalizeFailed, KernelUpdate, QueueImpl, RecordingCommandBufferImpl,
-    downcast,
+    ComposePart, ComposeWork, EventImpl, ExecutableCommandBufferImpl, FinalizeFailed, KernelUpdate, QueueImpl,
+    RecordingCommandBufferImpl, downcast,
 };
+use cmdbuf_core::adapter::{EventBacking, NativeBacking};
 use cmdbuf_core::{
     Backend, Command, CommandBufferDesc, Event, Kernel, NativeCommand, NativeHandle, NativeTarget, Result, UsmAdvice,
     UsmRef, err,
@@ -60,6 +60,7 @@ use cmdbuf_core::{
 use cudarc::driver::sys;
 use smallvec::SmallVec;
 
+use crate::context::CudaContext;
 use crate::device::{DeviceShared, Release, Word};
 use crate::driver::{self, cu};
 use crate::event::{CudaEvent, RING_SLOTS, RunStatus, StatusRing, graph_wait_event};
@@ -329,6 +330,40 @@ struct CudaExecutable {
     /// at finalize, so that an enqueue visits only them (not every command).
     signalling: Vec<usize>,
     waiting: Vec<usize>,
+    /// A composition's parts, from which its graph is built (`None` for a
+    /// command buffer's own executable).
+    composed: Option<Box<Composed>>,
+}
+
+/// What a composition keeps to build its graph again: a copy of each command
+/// buffer's graph and each peer copy's parameters, in part order.
+struct Composed {
+    parts: Vec<ComposedNode>,
+}
+
+struct ComposedNode {
+    /// The earlier parts it depends on.
+    after: SmallVec<[u32; 4]>,
+    kind: ComposedKind,
+}
+
+enum ComposedKind {
+    /// A copy of a command buffer's template graph, owned (released on drop).
+    Child { dev: Arc<DeviceShared>, graph: sys::CUgraph, run: Option<ComposedRun> },
+    /// A peer copy: a memcpy node in the copying device's context.
+    Copy { copy: sys::CUDA_MEMCPY3D, ctx: sys::CUcontext },
+}
+
+/// A part of a composition whose kernels may report a status: the copy of
+/// its collector in the part's graph copy moves the part's status word into
+/// a ring of the composition's own, whose slots the composition counts.
+struct ComposedRun {
+    /// The collector in the copy of the part's graph.
+    collector: Node,
+    word: u64,
+    ring: Arc<StatusRing>,
+    submitted: u64,
+    pending: VecDeque<(Arc<RunStatus>, Arc<CudaEvent>)>,
 }
 
 // SAFETY: as for `Template`; the collector is a node handle of its graph.
@@ -336,21 +371,7 @@ unsafe impl Send for CudaExecutable {}
 
 impl CudaCommandBuffer {
     pub(crate) fn new(dev: Arc<DeviceShared>, desc: CommandBufferDesc) -> Result<CudaCommandBuffer> {
-        dev.bind()?;
-        let mut graph: sys::CUgraph = ptr::null_mut();
-        // SAFETY: writes a new, empty graph; flags must be 0.
-        unsafe { cu!(cuGraphCreate(&mut graph, 0))? };
-        let template = Template {
-            dev,
-            desc,
-            graph,
-            commands: Vec::new(),
-            advice: Vec::new(),
-            host_jobs: Vec::new(),
-            run: None,
-            stale_template: Vec::new(),
-            lanes: Lanes::default(),
-        };
+        let template = Template::new(dev, desc)?;
         Ok(CudaCommandBuffer { template, append_time: std::time::Duration::ZERO })
     }
 
@@ -380,6 +401,25 @@ impl CudaCommandBuffer {
 }
 
 impl Template {
+    /// An empty template graph of `dev` (bound here).
+    fn new(dev: Arc<DeviceShared>, desc: CommandBufferDesc) -> Result<Template> {
+        dev.bind()?;
+        let mut graph: sys::CUgraph = ptr::null_mut();
+        // SAFETY: writes a new, empty graph; flags must be 0.
+        unsafe { cu!(cuGraphCreate(&mut graph, 0))? };
+        Ok(Template {
+            dev,
+            desc,
+            graph,
+            commands: Vec::new(),
+            advice: Vec::new(),
+            host_jobs: Vec::new(),
+            run: None,
+            stale_template: Vec::new(),
+            lanes: Lanes::default(),
+        })
+    }
+
     fn ctx(&self) -> sys::CUcontext {
         self.dev.ctx.0
     }
@@ -632,6 +672,224 @@ impl CudaExecutable {
     }
 }
 
+impl CudaExecutable {
+    /// `UnsupportedFeature` where this buffer cannot be a child graph of a
+    /// composition, with the reason: what its own submissions do besides
+    /// the launch (advice, signal and wait events) would be lost, and
+    /// launches made empty by updates are disabled nodes of its executable
+    /// graph, which a child graph cannot disable.
+    fn check_composable(&self, index: usize) -> Result<()> {
+        let t = &self.template;
+        let reason = if t.run.is_some() && self.collector.is_none() {
+            "its kernels report a status without a collector"
+        } else if !t.advice.is_empty() {
+            "it has USM advice, applied at each of its own enqueues"
+        } else if !self.signalling.is_empty() || !self.waiting.is_empty() {
+            "it has signal or wait events"
+        } else if t.commands.iter().filter_map(|c| c.kernel.as_ref()).any(|k| !k.enabled) {
+            "it has an empty kernel launch (a disabled node)"
+        } else {
+            return Ok(());
+        };
+        Err(err!(UnsupportedFeature, "part {index} cannot be composed into one CUDA graph: {reason}"))
+    }
+}
+
+/// The composition of `parts` into one CUDA graph launched from a stream of
+/// `dev` ([`ContextImpl::compose_command_buffers`](cmdbuf_core::adapter::ContextImpl::compose_command_buffers)):
+/// each command buffer a child-graph node (of a copy of its template graph,
+/// whose kernel, memcpy and memset nodes carry their own device's context),
+/// each peer copy a memcpy node in the copying device's context (unified
+/// addressing; peer access enabled, checked by the front end), the parts'
+/// dependencies its edges. Instantiated once; each enqueue is one
+/// `cuGraphLaunch`, the nodes of each device running on that device.
+pub(crate) fn compose(
+    dev: &Arc<DeviceShared>,
+    parts: &mut [ComposePart<'_>],
+) -> Result<Box<dyn ExecutableCommandBufferImpl>> {
+    // Owns the copies made so far: released on every return below.
+    let mut composed = Composed { parts: Vec::with_capacity(parts.len()) };
+    for (index, part) in parts.iter_mut().enumerate() {
+        let kind = match &mut part.work {
+            ComposeWork::CommandBuffer { executable, .. } => {
+                let executable = (&mut **executable as &mut dyn Any)
+                    .downcast_mut::<CudaExecutable>()
+                    .ok_or_else(|| err!(UnsupportedFeature, "part {index}: not a CUDA graph of this adapter"))?;
+                executable.check_composable(index)?;
+                // The template gets the kernel parameters updates gave only
+                // the part's executable graph: the copy is of the template.
+                executable.template.dev.bind()?;
+                executable.template.sync_template()?;
+                composed_child(executable)?
+            }
+            ComposeWork::PeerCopy { context, command } => {
+                let on = downcast::<CudaContext>(*context as &dyn Any, "the peer copy's context")?;
+                let Command::UsmMemcpy { dst, src, size, .. } = command else {
+                    return Err(err!(InvalidValue, "part {index}: a peer copy that is not a USM copy"));
+                };
+                let CopyPlan::Driver(copy) = copy_1d(mem_loc(dst)?, mem_loc(src)?, *size) else {
+                    return Err(err!(UnsupportedFeature, "part {index}: a peer copy between host memory"));
+                };
+                ComposedKind::Copy { copy, ctx: on.dev().ctx.0 }
+            }
+        };
+        composed.parts.push(ComposedNode { after: part.after.iter().copied().collect(), kind });
+    }
+    let mut template = composed.build(dev)?;
+    let exec = template.instantiate()?;
+    tracing::debug!(parts = parts.len(), "CUDA command buffers composed into one graph");
+    Ok(Box::new(CudaExecutable {
+        exec: ExecGraph::new(dev, exec),
+        template,
+        collector: None,
+        previous: None,
+        previous_queue: Weak::new(),
+        replaced: Vec::new(),
+        signalling: Vec::new(),
+        waiting: Vec::new(),
+        composed: Some(Box::new(composed)),
+    }))
+}
+
+impl Composed {
+    /// A new graph of `dev` with a node per part.
+    fn build(&self, dev: &Arc<DeviceShared>) -> Result<Template> {
+        let template = Template::new(dev.clone(), CommandBufferDesc::default())?;
+        let mut exits: Vec<Node> = Vec::with_capacity(self.parts.len());
+        for part in &self.parts {
+            // The front end gives each earlier part once (deduplicated).
+            let entry: SmallVec<[Node; 4]> = part.after.iter().map(|a| exits[*a as usize]).collect();
+            let mut node: Node = ptr::null_mut();
+            // SAFETY: the graphs are alive; `entry` are nodes of the new one;
+            // the driver copies a child graph into its node; a copy's memory
+            // is held by the front end's composition, and the copying device
+            // has access to both sides.
+            unsafe {
+                match &part.kind {
+                    ComposedKind::Child { graph, .. } => {
+                        cu!(cuGraphAddChildGraphNode(&mut node, template.graph, entry.as_ptr(), entry.len(), *graph))?
+                    }
+                    ComposedKind::Copy { copy, ctx } => {
+                        cu!(cuGraphAddMemcpyNode(&mut node, template.graph, entry.as_ptr(), entry.len(), copy, *ctx))?
+                    }
+                }
+            };
+            exits.push(node);
+        }
+        if self.parts.is_empty() {
+            // A graph to launch needs a node (the front end gives at least one part).
+            template.add_empty(&[])?;
+        }
+        Ok(template)
+    }
+
+    /// Records a submission `event` with the slots `statuses`
+    /// ([`CudaExecutable::composed_statuses`]).
+    fn submitted(&mut self, statuses: SmallVec<[Arc<RunStatus>; 8]>, event: &Arc<CudaEvent>) {
+        for ((_, run), status) in self.runs().zip(statuses) {
+            run.submitted += 1;
+            run.pending.push_back((status, event.clone()));
+        }
+    }
+
+    /// The parts whose kernels may report, in part order.
+    fn runs(&mut self) -> impl Iterator<Item = (&Arc<DeviceShared>, &mut ComposedRun)> {
+        self.parts.iter_mut().filter_map(|p| match &mut p.kind {
+            ComposedKind::Child { dev, run: Some(run), .. } => Some((&*dev, run)),
+            _ => None,
+        })
+    }
+}
+
+impl Drop for ComposedKind {
+    fn drop(&mut self) {
+        if let ComposedKind::Child { dev, graph, .. } = self {
+            // Only built graphs use it, which copied it.
+            dev.release(Release::Graph(*graph));
+        }
+    }
+}
+
+impl CudaExecutable {
+    /// This submission's slot in the ring of each composed part whose
+    /// kernels may report. Where the slot still belongs to a pending
+    /// submission (`RING_SLOTS` executions in flight, held ones included),
+    /// that part's collector moves to a new ring and the composition's graph
+    /// is built and instantiated again (its collectors are inside child
+    /// graphs, which an executable graph cannot change one node of);
+    /// submissions made keep the graph and ring they were launched with.
+    fn composed_statuses(&mut self) -> Result<Vec<Arc<RunStatus>>> {
+        let Some(composed) = self.composed.as_mut() else { return Ok(Vec::new()) };
+        let mut out = Vec::new();
+        let mut moved = false;
+        for (dev, run) in composed.runs() {
+            if run.pending.len() >= HARVEST_AT {
+                let done = run.pending.partition_point(|(_, event)| event.is_done());
+                for (status, _) in run.pending.drain(..done) {
+                    status.harvest();
+                }
+            }
+            let slot_taken = run
+                .pending
+                .iter()
+                .find(|(status, _)| Arc::ptr_eq(status.ring(), &run.ring))
+                .is_some_and(|(status, _)| status.ordinal() + u64::from(RING_SLOTS) <= run.submitted);
+            if slot_taken {
+                dev.bind()?;
+                let ring = Arc::new(StatusRing::new(dev)?);
+                with_collector_params(dev, dev.ctx.0, run.word, ring.addr, |params| {
+                    // SAFETY: the collector of the part's graph copy; the
+                    // parameters match it; built graphs copied the old ones.
+                    unsafe { cu!(cuGraphKernelNodeSetParams_v2(run.collector, params)) }
+                })?;
+                run.ring = ring;
+                run.submitted = 0;
+                moved = true;
+            }
+            out.push(Arc::new(RunStatus::new(run.ring.clone(), run.submitted)));
+        }
+        if moved {
+            tracing::debug!(slots = RING_SLOTS, "a composition's status ring is full: its graph is built again");
+            let dev = self.template.dev.clone();
+            let mut template = composed.build(&dev)?;
+            let exec = template.instantiate()?;
+            // Launches made hold the old executable graph; the old template
+            // is not needed by it.
+            self.exec = ExecGraph::new(&dev, exec);
+            self.template = template;
+        }
+        Ok(out)
+    }
+}
+
+/// A copy of `executable`'s template graph for a composition; where its
+/// kernels may report a status, the copy's collector writes to a new ring of
+/// the composition, so that the part's own submissions keep their ring.
+fn composed_child(executable: &CudaExecutable) -> Result<ComposedKind> {
+    let t = &executable.template;
+    let mut graph: sys::CUgraph = ptr::null_mut();
+    // SAFETY: the template is alive and complete; writes a new graph.
+    unsafe { cu!(cuGraphClone(&mut graph, t.graph))? };
+    // Owns the copy from here.
+    let mut kind = ComposedKind::Child { dev: t.dev.clone(), graph, run: None };
+    let (Some(run), Some(collector)) = (t.run.as_ref(), executable.collector) else {
+        return Ok(kind);
+    };
+    let ring = Arc::new(StatusRing::new(&t.dev)?);
+    let mut node: Node = ptr::null_mut();
+    // SAFETY: `collector` is a node of the template, `graph` its clone.
+    unsafe { cu!(cuGraphNodeFindInClone(&mut node, collector, graph))? };
+    with_collector_params(&t.dev, t.ctx(), run.word.addr, ring.addr, |params| {
+        // SAFETY: `node` is the copy's collector; the parameters match it.
+        unsafe { cu!(cuGraphKernelNodeSetParams_v2(node, params)) }
+    })?;
+    if let ComposedKind::Child { run: slot, .. } = &mut kind {
+        *slot =
+            Some(ComposedRun { collector: node, word: run.word.addr, ring, submitted: 0, pending: VecDeque::new() });
+    }
+    Ok(kind)
+}
+
 impl RecordingCommandBufferImpl for CudaCommandBuffer {
     unsafe fn append(
         &mut self,
@@ -682,6 +940,7 @@ impl RecordingCommandBufferImpl for CudaCommandBuffer {
             replaced: Vec::new(),
             signalling,
             waiting,
+            composed: None,
         }))
     }
 
@@ -782,6 +1041,7 @@ impl ExecutableCommandBufferImpl for CudaExecutable {
             run.submitted = 0;
         }
         let status = self.template.run.as_ref().map(|run| Arc::new(RunStatus::new(run.ring.clone(), run.submitted)));
+        let parts_status = if self.composed.is_none() { Vec::new() } else { self.composed_statuses()? };
         let mut signals = Vec::new();
         let commands = &self.template.commands;
         for signal in self.signalling.iter().filter_map(|&i| commands[i].signal.as_ref()) {
@@ -804,13 +1064,18 @@ impl ExecutableCommandBufferImpl for CudaExecutable {
         let node_waits: SmallVec<[&dyn EventImpl; 8]> =
             self.waiting.iter().flat_map(|&i| &commands[i].waits).filter_map(|w| w.event.as_deref()).collect();
         let exec = self.exec.clone();
-        let launch = Launch { exec, status: status.clone(), signals };
+        // The pending list keeps the slots too: clones kept on the stack.
+        let kept: SmallVec<[Arc<RunStatus>; 8]> = parts_status.iter().cloned().collect();
+        let launch = Launch { exec, status: status.clone(), signals, parts_status };
         // SAFETY: the graph's memory is held by the commands' records, kept
         // alive by the front end until the submission completes.
         let event = unsafe { queue.submit(&waits, &node_waits, Order::Normal, queue.profiling, Work::Launch(launch))? };
         if let (Some(run), Some(status)) = (self.template.run.as_mut(), status) {
             run.submitted += 1;
             run.pending.push_back((status, event.clone()));
+        }
+        if let Some(composed) = self.composed.as_mut() {
+            composed.submitted(kept, &event);
         }
         self.previous = Some(event.clone());
         if !ptr::eq(self.previous_queue.as_ptr(), Arc::as_ptr(queue)) {

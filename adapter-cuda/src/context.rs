@@ -6,7 +6,8 @@ use std::any::Any;
 use std::sync::Arc;
 
 use cmdbuf_core::adapter::{
-    BufferImpl, ContextImpl, ProgramImpl, QueueImpl, RecordingCommandBufferImpl, UserEventImpl, UsmImpl,
+    BufferImpl, ComposePart, ContextImpl, ExecutableCommandBufferImpl, ProgramImpl, QueueImpl,
+    RecordingCommandBufferImpl, UserEventImpl, UsmImpl,
 };
 use cmdbuf_core::{CommandBufferDesc, MemFlags, ProgramBundle, QueueProperties, Result, SourceForm, UsmKind};
 
@@ -25,6 +26,11 @@ impl CudaContext {
     pub(crate) fn new(dev: Arc<DeviceShared>) -> CudaContext {
         CudaContext { dev }
     }
+
+    /// The device.
+    pub(crate) fn dev(&self) -> &Arc<DeviceShared> {
+        &self.dev
+    }
 }
 
 impl ContextImpl for CudaContext {
@@ -36,6 +42,20 @@ impl ContextImpl for CudaContext {
     /// for fault injection is another adapter's here.
     fn waits_on_events_of(&self, other: &dyn ContextImpl) -> bool {
         (other as &dyn Any).downcast_ref::<CudaContext>().is_some()
+    }
+
+    /// Any two CUDA contexts, of one GPU or two: a CUDA graph holds nodes of
+    /// several devices, each kernel, memcpy and memset node carrying its
+    /// context (`command_buffer::compose`).
+    fn composes_with(&self, other: &dyn ContextImpl) -> bool {
+        (other as &dyn Any).downcast_ref::<CudaContext>().is_some()
+    }
+
+    unsafe fn compose_command_buffers(
+        &self,
+        parts: &mut [ComposePart<'_>],
+    ) -> Result<Box<dyn ExecutableCommandBufferImpl>> {
+        crate::command_buffer::compose(&self.dev, parts)
     }
 
     /// The `CUcontext` (the device's primary context).

@@ -33,6 +33,8 @@ pub(crate) enum Check {
     Kernel(Word, Arc<str>),
     /// A command-buffer submission's slot in its buffer's status ring.
     Run(Arc<RunStatus>),
+    /// A composition's submission: a slot per part whose kernels may report.
+    Runs(Vec<Arc<RunStatus>>),
 }
 
 /// Slots of a [`StatusRing`]: submissions of one buffer that may be pending
@@ -302,6 +304,11 @@ impl CudaEvent {
                 0 => None,
                 code => Some(format!("a kernel of the command buffer reported failure code {code}")),
             },
+            Check::Runs(runs) => runs
+                .iter()
+                .map(|run| run.code())
+                .find(|code| *code != 0)
+                .map(|code| format!("a kernel of a command buffer of the composition reported failure code {code}")),
         }
     }
 }
@@ -387,7 +394,7 @@ impl Drop for CudaEvent {
             // The kernel may still write its status word: the word goes back
             // to the pool once the event says the kernel is done.
             Some(Check::Kernel(word, _)) => self.dev.retire_status_word(word, end),
-            Some(Check::Run(_)) | None => self.dev.recycle_event(end),
+            Some(Check::Run(_) | Check::Runs(_)) | None => self.dev.recycle_event(end),
         }
     }
 }

@@ -86,6 +86,9 @@ pub(crate) struct Launch {
     pub(crate) exec: Arc<ExecGraph>,
     /// The submission's slot in its buffer's status ring.
     pub(crate) status: Option<Arc<RunStatus>>,
+    /// A composition's: the slots of its parts whose kernels may report
+    /// (empty, and no allocation, for a command buffer's own launch).
+    pub(crate) parts_status: Vec<Arc<RunStatus>>,
     /// The buffer's signal events, recorded by the graph.
     pub(crate) signals: Vec<Arc<CudaEvent>>,
 }
@@ -119,7 +122,11 @@ impl Work<'_> {
                         signal.submitted_at(now);
                     }
                 }
-                Ok(launch.status.map(Check::Run))
+                if launch.parts_status.is_empty() {
+                    Ok(launch.status.map(Check::Run))
+                } else {
+                    Ok(Some(Check::Runs(launch.parts_status)))
+                }
             }
         }
     }
@@ -391,7 +398,7 @@ impl CudaQueue {
     /// As for [`marker`](Self::marker); the memory the graph reaches stays
     /// valid until the returned event completes.
     pub(crate) unsafe fn launch_graph(&self, exec: Arc<ExecGraph>, wait: &[&dyn EventImpl]) -> Result<Arc<CudaEvent>> {
-        let launch = Launch { exec, status: None, signals: Vec::new() };
+        let launch = Launch { exec, status: None, signals: Vec::new(), parts_status: Vec::new() };
         // SAFETY: forwarded from the caller.
         unsafe { self.submit(wait, Order::Normal, Work::Launch(launch)) }
     }
@@ -412,7 +419,7 @@ impl CudaQueue {
         let marker = unsafe { self.submit(wait, Order::Normal, Work::Marker)? };
         if marker.held_gate().is_some() {
             let exec = native_graph(dev, native)?;
-            let launch = Launch { exec, status: None, signals: Vec::new() };
+            let launch = Launch { exec, status: None, signals: Vec::new(), parts_status: Vec::new() };
             // SAFETY: the graph holds the native work, whose memory the
             // command's contract keeps valid until its event completes.
             return Ok(unsafe { self.submit(&[&*marker], Order::Normal, Work::Launch(launch))? });

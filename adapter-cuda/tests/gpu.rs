@@ -16,10 +16,10 @@ use std::time::Duration;
 
 use cmdbuf_core::adapter::AdapterFactory;
 use cmdbuf_core::{
-    AdapterEntry, AppendOptions, Appended, ArgKind, CommandBuffer, CommandBufferDesc, Context, Device, DeviceSelector,
-    EventStatus, Kernel, KernelArg, KernelLaunch, KernelLaunchUpdate, KernelSignature, Loader, MemBuffer, MemFlags,
-    Program, ProgramBundle, ProgramSource, Queue, QueueProperties, SourceForm, UrError, UserEvent, UsmAllocation,
-    UsmKind,
+    AdapterEntry, AppendOptions, Appended, ArgKind, CommandBuffer, CommandBufferDesc, ComposedCommandBuffer,
+    ComposedPart, Context, Device, DeviceSelector, Event, EventStatus, Kernel, KernelArg, KernelLaunch,
+    KernelLaunchUpdate, KernelSignature, Loader, MemBuffer, MemFlags, Program, ProgramBundle, ProgramSource, Queue,
+    QueueProperties, SourceForm, UrError, UserEvent, UsmAllocation, UsmKind,
 };
 use cmdbuf_cuda::{CudaAdapterFactory, NO_DRIVER};
 use libtest_mimic::{Arguments, Failed, Trial};
@@ -100,7 +100,7 @@ fn main() {
     // Where CUDA is required (the GPU machines), not running is a failure.
     let required = std::env::var("UR_RS_REQUIRE_DEVICES").is_ok_and(|v| v.split(',').any(|d| d.trim() == "cuda"));
     let mut trials = vec![Trial::test("factory_reports_why_the_adapter_is_absent", factory_reason)];
-    let tests: [(&str, Needs, Test); 10] = [
+    let tests: [(&str, Needs, Test); 12] = [
         ("ptx_program_runs_eagerly_and_in_a_graph", Needs::Device, ptx_program),
         ("kernel_parameters_are_checked_against_the_abi", Needs::Device, abi_mismatch),
         ("kernel_failure_is_reported_by_command_buffer_submissions", Needs::Nvrtc, kernel_failure_in_graph),
@@ -110,6 +110,8 @@ fn main() {
         ("native_handle_is_the_executable_graph_after_finalize", Needs::Device, native_handle),
         ("every_device_runs_work", Needs::Device, every_device),
         ("held_work_waits_across_devices", Needs::Device, held_work_across_devices),
+        ("command_buffers_of_two_gpus_compose_into_one_graph", Needs::Device, composed_across_devices),
+        ("compositions_keep_each_submission_status", Needs::Nvrtc, composed_statuses),
         ("device_information_and_clock", Needs::Device, device_information),
     ];
     for (name, needs, test) in tests {
@@ -292,21 +294,47 @@ fn kernel_failure_in_graph(device: &Device) -> Result<(), String> {
 /// More submissions pending than the status ring has slots (all held by a
 /// user event): each still reports its own kernels' status.
 fn many_pending_submissions(device: &Device) -> Result<(), String> {
+    held_statuses(device, false)
+}
+
+/// [`many_pending_submissions`], or, `composed`, the same through a
+/// composition of the buffer alone (issue 29): its graph is built again
+/// with new rings when one is full, and composed again after the update
+/// (checked: two compositions).
+fn held_statuses(device: &Device, composed: bool) -> Result<(), String> {
     const HELD: usize = 300;
     // `_out` lives to the end: the kernels write it.
     let FailingBuffer { queue, out: _out, cb, appended } = failing_buffer(device, 0)?;
     cb.finalize().map_err(ur)?;
+    let composition = if composed {
+        let parts = [ComposedPart::CommandBuffer { buffer: &cb, after: &[] }];
+        Some(ComposedCommandBuffer::new(queue.context(), &parts).map_err(ur)?)
+    } else {
+        None
+    };
+    let submit = |wait: &[&Event]| {
+        match &composition {
+            Some(c) => queue.enqueue_composed(c, wait),
+            None => queue.enqueue_command_buffer(&cb, wait),
+        }
+        .map_err(ur)
+    };
     let gate = UserEvent::new(queue.context()).map_err(ur)?;
     let mut events = Vec::with_capacity(HELD + 1);
     for _ in 0..HELD {
-        events.push(queue.enqueue_command_buffer(&cb, &[gate.event()]).map_err(ur)?);
+        events.push(submit(&[gate.event()])?);
     }
     let handle = appended.command.ok_or("no command handle")?;
     let fail = 9u32;
     // SAFETY: only the value argument changes.
     unsafe { cb.update_kernel_launches(&[KernelLaunchUpdate::new(&handle).arg(1, KernelArg::value(&fail))]) }
         .map_err(ur)?;
-    let last = queue.enqueue_command_buffer(&cb, &[]).map_err(ur)?;
+    let last = submit(&[])?;
+    if let Some(c) = &composition
+        && c.compositions() != 2
+    {
+        return Err(format!("the update was not composed: {} compositions", c.compositions()));
+    }
     gate.complete().map_err(ur)?;
     for (i, event) in events.iter().enumerate() {
         event.wait().map_err(|e| format!("submission {i}: {}", ur(e)))?;
@@ -568,6 +596,79 @@ fn held_work_across_devices(_: &Device) -> Result<(), String> {
     }
     done.store(true, Ordering::SeqCst);
     Ok(())
+}
+
+/// Command buffers of two GPUs' contexts (two contexts of one GPU where
+/// there is one) and a peer copy between them composed into one CUDA graph
+/// (issue 29): a fill of 7 on GPU 0, its pull by GPU 1, a fill of 9 over
+/// the second half there, in that order at every one-launch submission,
+/// back to back too; a part replaced (a fill of 5) composes again.
+fn composed_across_devices(_: &Device) -> Result<(), String> {
+    const N: usize = 1 << 22;
+    let loader = Loader::load(&[AdapterEntry::Compiled(&CudaAdapterFactory)], DeviceSelector::all());
+    let devices = loader.devices();
+    let (d0, d1) = (&devices[0], devices.get(1).unwrap_or(&devices[0]));
+    let (c0, c1) = (Context::new(d0).map_err(ur)?, Context::new(d1).map_err(ur)?);
+    if !c0.composes_with(&c1) {
+        return Err("CUDA contexts must compose".into());
+    }
+    if !d1.peer_access(d0).map_err(ur)?.supported {
+        println!("{d1} cannot reach {d0}'s memory: no peer copy to compose here");
+        return Ok(());
+    }
+    d1.enable_peer_access(d0).map_err(ur)?;
+    let (q0, q1) = (
+        Queue::new(&c0, QueueProperties::default()).map_err(ur)?,
+        Queue::new(&c1, QueueProperties::default()).map_err(ur)?,
+    );
+    let (a0, a1) = (
+        UsmAllocation::new(&c0, UsmKind::Device, N).map_err(ur)?,
+        UsmAllocation::new(&c1, UsmKind::Device, N).map_err(ur)?,
+    );
+    let fill = |context: &Context, ptr, value: u8, size| -> Result<CommandBuffer, String> {
+        let cb = CommandBuffer::new(context, context.device(), CommandBufferDesc::default()).map_err(ur)?;
+        cb.append_usm_fill(ptr, &[value], size, AppendOptions::new()).map_err(ur)?;
+        cb.finalize().map_err(ur)?;
+        Ok(cb)
+    };
+    let first = fill(&c0, a0.ptr(), 7, N)?;
+    let last = fill(&c1, a1.ptr().byte_add(N / 2), 9, N / 2)?;
+    let parts = [
+        ComposedPart::CommandBuffer { buffer: &first, after: &[] },
+        ComposedPart::PeerCopy { context: &c1, dst: a1.ptr(), src: a0.ptr(), size: N, after: &[0] },
+        ComposedPart::CommandBuffer { buffer: &last, after: &[1] },
+    ];
+    let composed = ComposedCommandBuffer::new(&c0, &parts).map_err(ur)?;
+    if composed.native_handle().map_err(ur)?.0 == 0 {
+        return Err("a composition's native handle is its CUgraphExec".into());
+    }
+    let check = |low: u8, what: &str| -> Result<(), String> {
+        let mut bytes = vec![0u8; N];
+        q1.read_usm(a1.ptr(), &mut bytes, &[]).map_err(ur)?;
+        let wrong = bytes.iter().enumerate().position(|(i, b)| *b != if i < N / 2 { low } else { 9 });
+        match wrong {
+            None => Ok(()),
+            Some(i) => Err(format!("{what}: byte {i} is {}", bytes[i])),
+        }
+    };
+    for round in 0..3 {
+        q1.usm_fill(a1.ptr(), &[0], N, &[]).map_err(ur)?.wait().map_err(ur)?;
+        q0.enqueue_composed(&composed, &[]).map_err(ur)?.wait().map_err(ur)?;
+        check(7, &format!("replay {round}"))?;
+    }
+    let events = (0..5).map(|_| q0.enqueue_composed(&composed, &[]).map_err(ur)).collect::<Result<Vec<_>, _>>()?;
+    for e in &events {
+        e.wait().map_err(ur)?;
+    }
+    check(7, "back-to-back replays")?;
+    composed.replace_part(0, &fill(&c0, a0.ptr(), 5, N)?).map_err(ur)?;
+    q0.enqueue_composed(&composed, &[]).map_err(ur)?.wait().map_err(ur)?;
+    check(5, "after replacing GPU 0's part")
+}
+
+/// [`held_statuses`] through a composition.
+fn composed_statuses(device: &Device) -> Result<(), String> {
+    held_statuses(device, true)
 }
 
 /// What the driver tells about the device, as `DeviceInfo` holds it, and the

@@ -45,10 +45,11 @@ fn main() -> Result<(), cmdbuf::UrError> {
     pipeline.check()?;
     println!(
         "{n} elements on {a} + {b}: exact; first execution {first:?}, replay {replay:?}; {} bytes exchanged per \
-         execution ({} peer to peer); {} host bridges per execution",
+         execution ({} peer to peer); {} host bridges and {} submissions per execution",
         pipeline.cross_bytes,
         pipeline.peer_bytes,
-        pipeline.exec.host_bridges()
+        pipeline.exec.host_bridges(),
+        pipeline.exec.submissions_per_execution()
     );
     Ok(())
 }

@@ -69,8 +69,10 @@ fn measure_all(
     let mut submission = String::from(
         "Host submission: µs from the call to its return (`enqueue_graph` of the finalized graph; the execution is \
          waited for outside the timing), median (p10-p90), the one-device graph having the same nodes; host bridges: \
-         waits between the devices' partitions relayed by a host thread at each execution of the two-device graph\n\n\
-         | elements | one device | two devices | ratio | host bridges |\n|---:|---:|---:|---:|---:|\n",
+         waits between the devices' partitions relayed by a host thread at each execution of the two-device graph; \
+         submissions: adapter submissions per execution of the two-device graph (1 where its partitions are \
+         composed into one executable: one CUDA graph launch on CUDA)\n\n\
+         | elements | one device | two devices | ratio | host bridges | submissions |\n|---:|---:|---:|---:|---:|---:|\n",
     );
     for &n in sizes {
         let half = n / 2;
@@ -103,10 +105,11 @@ fn measure_all(
         let [s1] = submit(&one)?;
         let [s2] = submit(&two)?;
         let bridges = two.exec.host_bridges();
+        let submissions = two.exec.submissions_per_execution();
         let us = |ns: f64| format!("{:.1}", ns / 1e3);
         let _ = writeln!(
             submission,
-            "| {n} | {} ({}-{}) | {} ({}-{}) | {:.2}x | {bridges} |",
+            "| {n} | {} ({}-{}) | {} ({}-{}) | {:.2}x | {bridges} | {submissions} |",
             us(s1.median),
             us(s1.p10),
             us(s1.p90),
@@ -139,6 +142,7 @@ fn measure_all(
         out.push(record(&devices, &names, "submit one device", "ns", n, s1));
         out.push(record(&devices, &names, "submit two devices", "ns", n, s2));
         out.push(record(&devices, &names, "host bridges", "per_execution", n, one_figure(bridges)));
+        out.push(record(&devices, &names, "submissions", "per_execution", n, one_figure(submissions)));
     }
     text += "\nBytes through the host cross it twice (device to host staging, host staging to device). Results are \
              checked exactly against the host before and after timing.\n\n";

@@ -65,8 +65,8 @@ pub use capture::{CapturedGraph, InstantiatedGraph};
 pub use clock::{Timestamps, host_clock_ns};
 pub use command::{Command, CommandKind, Pattern};
 pub use command_buffer::{
-    AppendOptions, Appended, CommandBuffer, CommandBufferDesc, CommandHandle, KernelLaunchUpdate, LocalSizeUpdate,
-    NativeHandle, SyncPoint,
+    AppendOptions, Appended, CommandBuffer, CommandBufferDesc, CommandHandle, ComposedCommandBuffer, ComposedPart,
+    KernelLaunchUpdate, LocalSizeUpdate, NativeHandle, SyncPoint,
 };
 pub use context::{Context, ContextId};
 pub use device::{

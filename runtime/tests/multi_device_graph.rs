@@ -39,6 +39,9 @@ fn peer_copies_between_the_cpu_views() -> Result<(), UrError> {
     // The CPU adapter's contexts wait for each other's events: no host bridges.
     assert!(c0.waits_on_events_of(&c1) && c1.waits_on_events_of(&c0));
     assert_eq!(exec.host_bridges(), 0);
+    // The emulated view's command buffers are the software ones, which the
+    // adapter does not compose: one submission per partition and two markers.
+    assert_eq!(exec.submissions_per_execution(), parts.len() + 2);
     let mut expected: Vec<u8> = [1, 2, 3, 4].iter().copied().cycle().take(N).collect();
     expected[N / 2..].fill(9);
     for _ in 0..3 {
@@ -66,6 +69,7 @@ fn single_device_graphs_are_unchanged() -> Result<(), UrError> {
     assert_eq!(exec.cross_device_traffic(), Default::default());
     assert_eq!(exec.partitions().len(), 1);
     assert_eq!(exec.host_bridges(), 0);
+    assert_eq!(exec.submissions_per_execution(), 1);
     assert!(matches!(
         graph.add_empty(NodeProperties::new().on_device(&device.emulated())),
         Err(UrError::InvalidDevice(_))

@@ -307,6 +307,43 @@ pub trait ContextImpl: Any + Send + Sync {
         false
     }
 
+    /// Whether finalized command buffers of this context and of `other`
+    /// (another context of this adapter), and peer copies between their
+    /// memory, can be composed into one executable that a queue of this
+    /// context submits with one call ([`compose_command_buffers`](Self::compose_command_buffers)).
+    /// Asked by the front end before composing; the default is no.
+    fn composes_with(&self, other: &dyn ContextImpl) -> bool {
+        let _ = other;
+        false
+    }
+
+    /// Composes `parts` into one executable of this context: each part runs
+    /// after the parts its `after` names, every execution after the previous
+    /// one. Only [`ExecutableCommandBufferImpl::enqueue`] (and
+    /// `enqueue_ordered`) and `native_handle` are called on the result; the
+    /// front end never updates it, but composes again when a part changed
+    /// (an update of its command buffer). The parts' command buffers are
+    /// kept alive by the front end for as long as the result lives, and are
+    /// not enqueued while a composition reads them. `UnsupportedFeature`,
+    /// the default, where the adapter cannot, or cannot for these parts
+    /// (with the reason).
+    ///
+    /// # Safety
+    /// Every part's context answered yes to [`composes_with`](Self::composes_with)
+    /// from this context, and this context waits for its events
+    /// ([`waits_on_events_of`](Self::waits_on_events_of)); each command
+    /// buffer is finalized, of that part's context, and appears once; each
+    /// peer copy is a `Command::UsmMemcpy` the front end checked as for
+    /// [`QueueImpl::usm_copy_peer`] on a queue of its part's context;
+    /// `after` names only earlier parts.
+    unsafe fn compose_command_buffers(
+        &self,
+        parts: &mut [ComposePart<'_>],
+    ) -> Result<Box<dyn ExecutableCommandBufferImpl>> {
+        let _ = parts;
+        Err(crate::err!(UnsupportedFeature, "this adapter does not compose command buffers of several contexts"))
+    }
+
     /// The native object (see [`crate::interop`]); `UnsupportedFeature`
     /// where the backend has none.
     fn native_handle(&self) -> Result<NativeHandle> {
@@ -585,6 +622,32 @@ pub struct KernelUpdate<'a> {
     pub command: u32,
     /// The command's complete new launch (kernel, range and every argument).
     pub launch: &'a KernelCommand,
+}
+
+/// One part of a composition ([`ContextImpl::compose_command_buffers`]).
+pub struct ComposePart<'a> {
+    /// What the part runs.
+    pub work: ComposeWork<'a>,
+    /// The earlier parts it runs after (distinct indices into the parts).
+    pub after: &'a [u32],
+}
+
+/// What a [`ComposePart`] runs.
+pub enum ComposeWork<'a> {
+    /// A finalized command buffer of `context`.
+    CommandBuffer {
+        /// Its context.
+        context: &'a dyn ContextImpl,
+        /// Its executable phase.
+        executable: &'a mut dyn ExecutableCommandBufferImpl,
+    },
+    /// A peer copy (`Command::UsmMemcpy`) run by the device of `context`.
+    PeerCopy {
+        /// The context whose device runs the copy.
+        context: &'a dyn ContextImpl,
+        /// The copy, both sides resolved to their allocations.
+        command: &'a Command,
+    },
 }
 
 /// A native command buffer being recorded: the first of its two phases.

@@ -62,7 +62,10 @@ pub use crate::types::desc::CommandBufferDesc;
 use crate::{ensure, err};
 
 mod append;
+mod composed;
 mod update;
+
+pub use composed::{ComposedCommandBuffer, ComposedPart};
 
 /// Names a command of one command buffer for later appends of that buffer to
 /// wait on (`ur_exp_command_buffer_sync_point_t`).
@@ -242,6 +245,9 @@ struct CommandBufferInner {
     desc: CommandBufferDesc,
     support: CommandBufferSupport,
     state: Mutex<State>,
+    /// Updates made since finalize, counted under the state's lock, so that
+    /// a composition of this buffer notices it is older than the buffer.
+    updates: AtomicU64,
     _live: crate::live::Live<{ crate::live::COMMAND_BUFFER }>,
 }
 
@@ -335,6 +341,7 @@ impl CommandBuffer {
                 desc,
                 support: caps.support,
                 state: Mutex::new(State { records: Vec::new(), phase: Phase::Recording(imp) }),
+                updates: AtomicU64::new(0),
                 _live: crate::live::Live::new(),
             }),
         })

@@ -224,6 +224,51 @@ fn find_foreign(own: &Context, ptr: UsmPtr, size: usize) -> Result<(UsmRef, Cont
     }))
 }
 
+/// The command of a peer copy of `size` bytes between `dst` and `src` run
+/// by `device` of `own`, one side in `own`'s USM and the other in a context
+/// on a peer device with access enabled; gives the command and the other
+/// context. The checks of [`Queue::usm_copy_peer`], written once for it and
+/// for the peer copies of a [`ComposedCommandBuffer`](crate::command_buffer::ComposedCommandBuffer).
+pub(crate) fn peer_copy_command(
+    own: &Context,
+    device: &Device,
+    dst: UsmPtr,
+    src: UsmPtr,
+    size: usize,
+) -> Result<(Command, ContextId)> {
+    ensure!(size != 0, InvalidSize, "a peer copy of 0 bytes");
+    // This context's own allocations only: memory of a context joined
+    // with it (`Context::share_usm_with`) is the peer side, found below.
+    let dst_local = own.tracker().find(dst, size);
+    let src_local = own.tracker().find(src, size);
+    let (dst_ref, src_ref, peer_ctx, peer_dev) = match (dst_local, src_local) {
+        (Ok(_), Ok(_)) => {
+            return Err(err!(InvalidValue, "both sides of the peer copy are in this context: use usm_memcpy"));
+        }
+        (Err(e @ UrError::InvalidSize(_)), _) | (_, Err(e @ UrError::InvalidSize(_))) => return Err(e),
+        (Ok(d), Err(_)) => {
+            let (s, ctx, dev) = find_foreign(own, src, size)?;
+            (d, s, ctx, dev)
+        }
+        (Err(_), Ok(s)) => {
+            let (d, ctx, dev) = find_foreign(own, dst, size)?;
+            (d, s, ctx, dev)
+        }
+        (Err(_), Err(_)) => {
+            return Err(err!(InvalidValue, "neither side of the peer copy is in a USM allocation of this context"));
+        }
+    };
+    let access = device.peer_access(&peer_dev)?;
+    ensure!(access.supported, UnsupportedFeature, "{device} cannot access memory of {peer_dev}");
+    ensure!(
+        device.peer_access_enabled(&peer_dev),
+        InvalidOperation,
+        "peer access from {device} to {peer_dev} is not enabled"
+    );
+    let command = Command::UsmMemcpy { dst: MemLoc::Usm(dst_ref), src: MemLoc::Usm(src_ref), size };
+    Ok((command, peer_ctx))
+}
+
 impl Queue {
     /// Copies `size` bytes between a USM allocation of this queue's context
     /// and one of a context on a peer device, for which peer access from this
@@ -241,38 +286,9 @@ impl Queue {
     /// (CUDA, the CPU) wait for events of any of their contexts.
     #[tracing::instrument(level = "trace", skip(self, wait))]
     pub fn usm_copy_peer(&self, dst: UsmPtr, src: UsmPtr, size: usize, wait: &[&Event]) -> Result<Event> {
-        ensure!(size != 0, InvalidSize, "a peer copy of 0 bytes");
         self.check_not_capturing("a peer copy")?;
         let own = self.context();
-        // This context's own allocations only: memory of a context joined
-        // with it (`Context::share_usm_with`) is the peer side, found below.
-        let dst_local = own.tracker().find(dst, size);
-        let src_local = own.tracker().find(src, size);
-        let (dst_ref, src_ref, peer_ctx, peer_dev) = match (dst_local, src_local) {
-            (Ok(_), Ok(_)) => {
-                return Err(err!(InvalidValue, "both sides of the peer copy are in this context: use usm_memcpy"));
-            }
-            (Err(e @ UrError::InvalidSize(_)), _) | (_, Err(e @ UrError::InvalidSize(_))) => return Err(e),
-            (Ok(d), Err(_)) => {
-                let (s, ctx, dev) = find_foreign(own, src, size)?;
-                (d, s, ctx, dev)
-            }
-            (Err(_), Ok(s)) => {
-                let (d, ctx, dev) = find_foreign(own, dst, size)?;
-                (d, s, ctx, dev)
-            }
-            (Err(_), Err(_)) => {
-                return Err(err!(InvalidValue, "neither side of the peer copy is in a USM allocation of this context"));
-            }
-        };
-        let device = self.device();
-        let access = device.peer_access(&peer_dev)?;
-        ensure!(access.supported, UnsupportedFeature, "{device} cannot access memory of {peer_dev}");
-        ensure!(
-            device.peer_access_enabled(&peer_dev),
-            InvalidOperation,
-            "peer access from {device} to {peer_dev} is not enabled"
-        );
+        let (command, peer_ctx) = peer_copy_command(own, self.device(), dst, src, size)?;
         let mut resolved: SmallVec<[Arc<dyn EventImpl>; 4]> = SmallVec::new();
         for (i, event) in wait.iter().enumerate() {
             let one = [*event];
@@ -281,7 +297,6 @@ impl Queue {
                 .map_err(|_| err!(InvalidEventWaitList, "event {i} belongs to neither context of the peer copy"))?;
             resolved.extend(events);
         }
-        let command = Command::UsmMemcpy { dst: MemLoc::Usm(dst_ref), src: MemLoc::Usm(src_ref), size };
         self.execute_peer_copy(command, &resolved)
     }
 }

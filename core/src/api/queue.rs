@@ -24,7 +24,7 @@ use crate::adapter::{EventImpl, QueueImpl};
 use crate::api::command_build::{HostSide, Memcpy};
 use crate::capture::{self, CaptureSlot, Op};
 use crate::command::Command;
-use crate::command_buffer::CommandBuffer;
+use crate::command_buffer::{CommandBuffer, ComposedCommandBuffer};
 use crate::context::Context;
 use crate::device::Device;
 use crate::ensure;
@@ -54,6 +54,7 @@ pub struct Queue {
 enum KeepAlive {
     Command(#[allow(dead_code)] Command),
     CommandBuffer(#[allow(dead_code)] CommandBuffer),
+    Composed(#[allow(dead_code)] ComposedCommandBuffer),
     /// An unmapped buffer mapping's host memory, until its write-back is done.
     Mapping(#[allow(dead_code)] MappedMemory, #[allow(dead_code)] Command),
     /// A host task: nothing to keep, but `finish` waits for it.
@@ -931,6 +932,19 @@ impl Queue {
         self.check_not_capturing("a command-buffer enqueue (add an executable graph with `enqueue_graph`)")?;
         let resolved = resolve_wait_list(self.inner.context.id(), wait)?;
         self.execute_command_buffer(command_buffer, &resolved)
+    }
+
+    /// Submits a composition of command buffers of several contexts
+    /// ([`ComposedCommandBuffer`]) with one call, after `wait`: every part
+    /// after the parts it depends on, after the composition's previous
+    /// submission. `InvalidQueue` for a queue of another context than the
+    /// composition's; `GraphCaptureUnsupported` on a capturing queue.
+    pub fn enqueue_composed(&self, composed: &ComposedCommandBuffer, wait: &[&Event]) -> Result<Event> {
+        self.check_not_capturing("a composed command-buffer enqueue")?;
+        let resolved = resolve_wait_list(self.inner.context.id(), wait)?;
+        let event = composed.enqueue_on(self, &resolved)?;
+        self.track(event.clone(), KeepAlive::Composed(composed.clone()));
+        Ok(Event::from_imp(event, &self.inner.context))
     }
 
     /// Enqueues a finalized command buffer after the resolved wait list.

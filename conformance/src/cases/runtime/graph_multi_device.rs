@@ -5,10 +5,10 @@
 //! They run in the cross section of the suite (all selected devices, at
 //! least two; the backends may differ).
 
-use cmdbuf::{Context, Device, Kernel, KernelArg, KernelLaunch, Program, QueueProperties};
+use cmdbuf::{CommandBufferSupport, Context, Device, Kernel, KernelArg, KernelLaunch, Program, QueueProperties};
 use cmdbuf::{UsmAllocation, UsmKind, UsmKinds};
 use cmdbuf_runtime::graph::{
-    DynamicCommandGroup, DynamicParameter, FinalizeProperties, Graph, GraphProperties, Node, NodeProperties,
+    DynamicCommandGroup, DynamicParameter, Executable, FinalizeProperties, Graph, GraphProperties, Node, NodeProperties,
 };
 use cmdbuf_runtime::{Event, Queue};
 
@@ -123,6 +123,7 @@ pub fn cases() -> Vec<CrossCase> {
         CrossCase { name: "graph_multi_device::subgraph_on_second_device", body: subgraph_on_second_device },
         CrossCase { name: "graph_multi_device::errors", body: errors },
         CrossCase { name: "graph_multi_device::device_side_ordering", body: device_side_ordering },
+        CrossCase { name: "graph_multi_device::one_submission", body: one_submission },
     ]
 }
 
@@ -130,7 +131,10 @@ pub fn cases() -> Vec<CrossCase> {
 /// and emulated: two contexts of one device, which the CPU adapter joins
 /// device-side), in the `views` section.
 pub fn view_cases() -> Vec<CrossCase> {
-    vec![CrossCase { name: "graph_multi_device::device_side_ordering", body: device_side_ordering }]
+    vec![
+        CrossCase { name: "graph_multi_device::device_side_ordering", body: device_side_ordering },
+        CrossCase { name: "graph_multi_device::one_submission", body: one_submission },
+    ]
 }
 
 /// Why [`view_cases`] skip on `device`'s two views: they copy between the
@@ -204,6 +208,7 @@ fn device_side_ordering(devices: &[Device]) -> CaseResult {
         )?;
     }
     let exec = g.finalize(FinalizeProperties::default())?;
+    check_submissions(&exec, composable(&a, &b)?)?;
     let bridges = exec.host_bridges();
     if direct_ab && direct_ba {
         check_eq!(bridges, 0, "devices that wait for each other's events need no host bridge");
@@ -237,6 +242,103 @@ fn device_side_ordering(devices: &[Device]) -> CaseResult {
         e.wait()?;
     }
     all_expected(a.read(&x)?, "back-to-back replays: x")?;
+    Ok(())
+}
+
+/// Whether a multi-device graph over `a` and `b` whose partitions are
+/// command buffers and peer copies is composed into one submission: the
+/// adapter composes the two contexts ([`Context::composes_with`]), both
+/// devices have native command buffers and are peers.
+fn composable(a: &Side, b: &Side) -> Result<bool, CaseError> {
+    let native = |d: &Device| d.info().command_buffer.support == CommandBufferSupport::Native;
+    Ok(a.context.composes_with(&b.context)
+        && b.context.composes_with(&a.context)
+        && native(a.device())
+        && native(b.device())
+        && crate::cases::multi_device::peers(a.device(), b.device())?)
+}
+
+/// One submission per execution where the partitions are composed, else
+/// one per partition and the two markers.
+fn check_submissions(exec: &Graph<Executable>, composed: bool) -> CaseResult {
+    let expected = if composed { 1 } else { exec.partitions().len() + 2 };
+    check_eq!(
+        exec.submissions_per_execution(),
+        expected,
+        "submissions per execution ({} partitions, composable: {composed})",
+        exec.partitions().len()
+    );
+    Ok(())
+}
+
+/// A pipeline over the two devices (a fill and an increment on the first,
+/// a copy to the second, an increment there, a copy back, an increment):
+/// where the adapter composes the devices' command buffers
+/// ([`composable`]: CUDA GPUs, CPU sub-devices) one submission per
+/// execution, elsewhere one per partition; exact over replays, back to
+/// back, and after updates of kernels on both devices (a value and a range),
+/// after which it is still one submission.
+fn one_submission(devices: &[Device]) -> CaseResult {
+    let (a, b) = two_copying(devices)?;
+    let composed = composable(&a, &b)?;
+    let (fill_a, inc_a, inc_b) = (a.kernel("fill")?, a.kernel("increment")?, b.kernel("increment")?);
+    let (xa, za, yb) = (a.usm()?, a.usm()?, b.usm()?);
+    let g = graph(&a, &b)?;
+    let on_b = NodeProperties::new().on_device(b.device());
+    let value = DynamicParameter::new(&g, KernelArg::value(&3u32))?;
+    let fill = g.add(
+        |h| {
+            h.set_arg(1, &value)?;
+            // SAFETY: N items over N elements.
+            unsafe {
+                h.launch(&KernelLaunch::new(&fill_a, &[N], &[KernelArg::Pointer(xa.ptr()), KernelArg::value(&0u32)]))
+            }
+        },
+        NodeProperties::new(),
+    )?;
+    let deps = [&fill];
+    let first = add_launch(&g, &inc_a, &[KernelArg::Pointer(xa.ptr())], NodeProperties::new().depends_on(&deps))?;
+    let deps = [&first];
+    let there =
+        g.add(|h| h.memcpy_across(b.device(), yb.ptr(), a.device(), xa.ptr(), N * 4), on_b.depends_on(&deps))?;
+    let deps = [&there];
+    let second = add_launch(&g, &inc_b, &[KernelArg::Pointer(yb.ptr())], on_b.depends_on(&deps))?;
+    let deps = [&second];
+    let back = g.add(
+        |h| h.memcpy_across(a.device(), za.ptr(), b.device(), yb.ptr(), N * 4),
+        NodeProperties::new().depends_on(&deps),
+    )?;
+    let deps = [&back];
+    add_launch(&g, &inc_a, &[KernelArg::Pointer(za.ptr())], NodeProperties::new().depends_on(&deps))?;
+    let exec = g.finalize(FinalizeProperties { updatable: true, ..Default::default() })?;
+    check_submissions(&exec, composed)?;
+    let run = |expected: &[u32], what: &str| -> CaseResult {
+        write(a.queue.core(), za.ptr(), &[0u32; N])?;
+        a.queue.enqueue_graph(&exec, &[])?.wait()?;
+        check_eq!(a.read(&za)?, expected, "{what}");
+        Ok(())
+    };
+    for round in 0..3 {
+        run(&[6; N], &format!("replay {round}"))?;
+    }
+    let events = (0..3).map(|_| a.queue.enqueue_graph(&exec, &[])).collect::<cmdbuf::Result<Vec<_>>>()?;
+    for e in &events {
+        e.wait()?;
+    }
+    check_eq!(a.read(&za)?, vec![6; N], "back-to-back replays");
+    // SAFETY: a value argument: the kernel reaches the same memory.
+    unsafe { value.update(KernelArg::value(&10u32))? };
+    exec.update(&fill)?;
+    run(&[13; N], "after updating the first device's fill")?;
+    // SAFETY: N / 2 items stay inside the allocation.
+    unsafe { second.update_range(&[N / 2])? };
+    exec.update(&second)?;
+    let mut expected = vec![12u32; N];
+    expected[..N / 2].fill(13);
+    for round in 0..2 {
+        run(&expected, &format!("replay {round} after updating the second device's increment"))?;
+    }
+    check_submissions(&exec, composed)?;
     Ok(())
 }
 

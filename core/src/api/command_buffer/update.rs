@@ -3,6 +3,7 @@
 //! [`merge_update`] before any is applied, and signal and wait events.
 
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 
 use smallvec::SmallVec;
 
@@ -79,6 +80,7 @@ impl CommandBuffer {
         // (the original or a registered alternative) and the device's
         // capabilities were checked for every change.
         unsafe { state.executable("update of")?.update_kernel_launches(&adapter_updates)? };
+        self.inner.updates.fetch_add(1, Ordering::Release);
         // The views borrow `pending`, whose entries move into the records.
         drop(adapter_updates);
         for (index, launch, origin) in pending {
@@ -117,6 +119,7 @@ impl CommandBuffer {
         // SAFETY: finalized, updatable, the command has a signal event and the
         // device reports the EVENTS capability.
         let event = unsafe { state.executable("update of")?.update_signal_event(index)? };
+        self.inner.updates.fetch_add(1, Ordering::Release);
         Ok(Event::from_imp(event, &self.inner.context))
     }
 
@@ -136,7 +139,9 @@ impl CommandBuffer {
         let events = check_events(self.inner.context.id(), events, "wait-event update")?;
         // SAFETY: as for update_signal_event; the count matches and the events
         // are of this context.
-        unsafe { state.executable("update of")?.update_wait_events(index, &events) }
+        unsafe { state.executable("update of")?.update_wait_events(index, &events)? };
+        self.inner.updates.fetch_add(1, Ordering::Release);
+        Ok(())
     }
 }
 

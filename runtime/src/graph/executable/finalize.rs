@@ -57,12 +57,16 @@ pub(crate) fn finalize(shared: &Arc<GraphShared>, props: FinalizeProperties) -> 
         has_allocations,
         memory: state.pool.stats(),
         traffic,
-        host_bridges: crate::graph::multi_device::host_bridges(&shared.devices, &built.parts, |p| {
-            match &built.nodes[p.members[0] as usize].op {
-                FlatOp::Collective(run) => Some(run.ranks()),
-                _ => None,
-            }
-        }),
+        host_bridges: if built.composed.is_some() {
+            0
+        } else {
+            crate::graph::multi_device::host_bridges(&shared.devices, &built.parts, |p| {
+                match &built.nodes[p.members[0] as usize].op {
+                    FlatOp::Collective(run) => Some(run.ranks()),
+                    _ => None,
+                }
+            })
+        },
         _chunks: state.pool.chunks().to_vec(),
         runs: has_allocations.then(|| state.pool.run_slot()),
         state: Mutex::new(built),
@@ -259,6 +263,7 @@ fn build(
         worker,
         scratch: None,
         device_queues,
+        composed: None,
     };
     let layer = start.elapsed();
     let mut waited = vec![false; parts.len()];
@@ -282,6 +287,7 @@ fn build(
             build_partition(shared.devices.context(part.device), props, &mut st, index)?;
         }
     }
+    st.composed = super::compose::compose(shared, &st);
     // What finalize costs in this layer against the command buffers' own
     // appends and finalize (issue 15, goal 6).
     tracing::debug!(

@@ -2,6 +2,7 @@
 //! inlined, empty nodes lowered, partitions, one command buffer per device
 //! partition), its submission, and its update, one module each.
 
+mod compose;
 mod finalize;
 mod run;
 mod update;
@@ -14,7 +15,7 @@ use std::sync::atomic::AtomicBool;
 use parking_lot::Mutex;
 
 use cmdbuf_core::command::Command;
-use cmdbuf_core::command_buffer::{CommandBuffer, CommandHandle};
+use cmdbuf_core::command_buffer::{CommandBuffer, CommandHandle, ComposedCommandBuffer};
 use cmdbuf_core::context::Context;
 use cmdbuf_core::device::{CommandBufferSupport, Device};
 use cmdbuf_core::ensure;
@@ -140,6 +141,17 @@ pub(crate) struct ExecState {
     /// A queue of each other device of a multi-device graph that runs its
     /// partitions (index 0, the graph's own device, is `None`: see `worker`).
     device_queues: Vec<Option<Queue>>,
+    /// A multi-device graph whose partitions the adapter composed into one
+    /// executable: each execution is one submission of it (see `compose`).
+    pub(crate) composed: Option<ComposedCommandBuffer>,
+}
+
+impl ExecState {
+    /// Whether the graph is one command-buffer partition of its own device.
+    #[inline]
+    pub(crate) fn is_single(&self) -> bool {
+        self.parts.len() == 1 && !self.parts[0].host && self.parts[0].device == 0
+    }
 }
 
 /// How one partition was built, for [`Graph::partitions`].
@@ -256,6 +268,17 @@ impl Graph<Executable> {
                 device: p.device as usize,
             })
             .collect()
+    }
+
+    /// How many submissions to its queues' adapter one execution makes: 1
+    /// for a graph of one command-buffer partition on its own device, and for
+    /// a multi-device graph whose partitions the adapter composed into one
+    /// executable (command buffers and peer copies of devices of one adapter
+    /// that composes them: CUDA, the CPU adapter); otherwise one per
+    /// partition plus a start and an end marker.
+    pub fn submissions_per_execution(&self) -> usize {
+        let st = self.inner().state.lock();
+        if st.composed.is_some() || st.is_single() { 1 } else { st.parts.len() + 2 }
     }
 
     /// `InvalidQueue` for a queue of another context. A context has one

@@ -38,7 +38,7 @@ impl Graph<Executable> {
         // at a time (each after the previous one, which a graph of several
         // partitions waits for by its event), and none sees half an update.
         let mut st = inner.state.lock();
-        let single = st.parts.len() == 1 && !st.parts[0].host && st.parts[0].device == 0;
+        let single = st.is_single() || st.composed.is_some();
         let event =
             if single { self.run_single(&mut st, queue, wait)? } else { self.run_partitions(&mut st, queue, wait)? };
         if let Some(runs) = &inner.runs {
@@ -47,21 +47,22 @@ impl Graph<Executable> {
         Ok(event)
     }
 
-    /// A graph of one device partition: its command buffer. Submissions of
-    /// one command buffer run one at a time in submission order, across
-    /// queues too (cmdbuf-core's contract; the conformance group `enqueue`), so
-    /// each follows the previous one without the graph keeping its event,
-    /// querying its status or putting it in the wait list. Only a first
-    /// submission may wait here, for the last run of the previous executable
-    /// graph of the same graph-owned memory.
+    /// A graph of one device partition: its command buffer; or a
+    /// multi-device graph composed into one executable. Submissions of one
+    /// command buffer (or composition) run one at a time in submission
+    /// order, across queues too (cmdbuf-core's contract; the conformance group
+    /// `enqueue`), so each follows the previous one without the graph
+    /// keeping its event, querying its status or putting it in the wait
+    /// list. Only a first submission may wait here, for the last run of the
+    /// previous executable graph of the same graph-owned memory (or, after a
+    /// composition was given up, of this graph's).
     #[inline]
     fn run_single(&self, st: &mut ExecState, queue: &Queue, wait: &[&Event]) -> Result<Event> {
-        let cb = st.parts[0].cb.as_ref().expect("device partitions have a command buffer");
         let event = match st.last.as_ref().filter(|e| !e.status().is_terminal()) {
-            None => queue.enqueue_command_buffer(cb, wait)?,
+            None => submit_one(st, queue, wait)?,
             Some(previous) => {
                 let waits: SmallVec<[&Event; 8]> = wait.iter().copied().chain([previous]).collect();
-                queue.enqueue_command_buffer(cb, &waits)?
+                submit_one(st, queue, &waits)?
             }
         };
         st.last = None;
@@ -165,6 +166,17 @@ impl Graph<Executable> {
         let event = Event::span(&start, &end, &done, inner.props.enable_profiling)?;
         st.last = Some(event.clone());
         Ok(event)
+    }
+}
+
+/// The one submission of a graph that makes one: its composition, else its
+/// one command buffer.
+#[inline]
+fn submit_one(st: &ExecState, queue: &Queue, wait: &[&Event]) -> Result<Event> {
+    match &st.composed {
+        Some(composed) => queue.enqueue_composed(composed, wait),
+        None => queue
+            .enqueue_command_buffer(st.parts[0].cb.as_ref().expect("device partitions have a command buffer"), wait),
     }
 }
 

@@ -356,11 +356,13 @@ impl Graph<Executable> {
                 _ => {}
             }
         }
-        for p in rebuild {
+        for &p in &rebuild {
             tracing::debug!(exec = inner.id, partition = p, "rebuilding a partition for an update");
             let on = st.parts[p as usize].device;
             build_partition(inner.source.devices.context(on), &inner.props, &mut st, p as usize)?;
         }
+        let rebuilt: Vec<u32> = rebuild.into_iter().collect();
+        super::compose::refresh(inner.id, &mut st, &rebuilt);
         Ok(())
     }
 }

@@ -1,0 +1,393 @@
+//! Composed command buffers: finalized command buffers of several contexts
+//! of one adapter, and peer copies between their memory, joined by
+//! dependencies into one executable that a queue submits with one call
+//! (where the adapter can: [`Context::composes_with`]).
+//!
+//! Everything is checked here, once, when the composition is made: the
+//! parts' contexts are of one adapter that composes them and the submitting
+//! context waits for their events; each command buffer is finalized and
+//! given once; each part runs only after earlier parts (so the dependencies
+//! are acyclic by construction); each peer copy passes the checks of
+//! [`Queue::usm_copy_peer`]. The adapter then builds the executable
+//! ([`ContextImpl::compose_command_buffers`](crate::adapter::ContextImpl::compose_command_buffers)),
+//! trusting all that.
+//!
+//! The composition reads its command buffers as they are when it is made.
+//! An update of one of them afterwards is noticed at the next enqueue (each
+//! command buffer counts its updates), which composes again first, so an
+//! execution never runs a part older than its command buffer.
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use parking_lot::Mutex;
+
+use super::CommandBuffer;
+use crate::adapter::{ComposePart, ComposeWork, EventImpl, ExecutableCommandBufferImpl};
+use crate::command::Command;
+use crate::context::Context;
+use crate::error::Result;
+use crate::event::{Event, as_refs};
+use crate::interop::NativeHandle;
+use crate::memory::UsmPtr;
+use crate::queue::Queue;
+use crate::{ensure, err};
+
+/// One part of a [`ComposedCommandBuffer`], with the earlier parts it runs
+/// after (indices into the list given to [`ComposedCommandBuffer::new`]).
+#[derive(Copy, Clone, Debug)]
+pub enum ComposedPart<'a> {
+    /// A finalized command buffer, run on its own context's device.
+    CommandBuffer {
+        /// The command buffer.
+        buffer: &'a CommandBuffer,
+        /// The parts it runs after.
+        after: &'a [usize],
+    },
+    /// A peer copy of `size` bytes run by `context`'s device, as
+    /// [`Queue::usm_copy_peer`] on a queue of `context` would run it.
+    PeerCopy {
+        /// The context whose device copies.
+        context: &'a Context,
+        /// The destination.
+        dst: UsmPtr,
+        /// The source.
+        src: UsmPtr,
+        /// Bytes.
+        size: usize,
+        /// The parts it runs after.
+        after: &'a [usize],
+    },
+}
+
+/// What a composition keeps of a part.
+#[derive(Clone)]
+enum Kept {
+    Buffer(CommandBuffer),
+    Copy { context: Context, command: Command },
+}
+
+/// Finalized command buffers of several contexts of one adapter and peer
+/// copies between them, submitted as one executable with one call
+/// ([`Queue::enqueue_composed`]). Clone retains, drop releases; a submission
+/// keeps what it needs.
+#[derive(Clone)]
+pub struct ComposedCommandBuffer {
+    inner: Arc<ComposedInner>,
+}
+
+struct ComposedInner {
+    /// The context whose queues submit it.
+    context: Context,
+    state: Mutex<ComposedState>,
+}
+
+struct ComposedState {
+    parts: Vec<Kept>,
+    after: Vec<Vec<u32>>,
+    /// Each command buffer's update count when it was composed (0 for copies).
+    generations: Vec<u64>,
+    imp: Box<dyn ExecutableCommandBufferImpl>,
+    /// The last submission, which the first one of a new composition waits
+    /// for (the adapter orders the submissions of one composition only).
+    last: Option<Arc<dyn EventImpl>>,
+    /// Whether `imp` was made since the last submission.
+    fresh: bool,
+    /// How many times the parts were composed.
+    compositions: u64,
+}
+
+impl ComposedCommandBuffer {
+    /// Composes `parts` into one executable submitted by queues of
+    /// `context`.
+    ///
+    /// Errors: `InvalidValue` for no parts, a command buffer given twice, or
+    /// a part after itself or a later part; `InvalidOperation` for a command
+    /// buffer not finalized; `UnsupportedFeature` for a command buffer of a
+    /// sub-device, a part's context of another adapter or one the adapter
+    /// cannot compose with `context` ([`Context::composes_with`]), or whose
+    /// events `context` cannot wait for, and where the adapter cannot compose
+    /// these parts (the reason given); a peer copy's errors are
+    /// [`Queue::usm_copy_peer`]'s.
+    #[tracing::instrument(level = "debug", skip_all, fields(parts = parts.len()))]
+    pub fn new(context: &Context, parts: &[ComposedPart<'_>]) -> Result<ComposedCommandBuffer> {
+        ensure!(!parts.is_empty(), InvalidValue, "a composition of no parts");
+        let mut kept = Vec::with_capacity(parts.len());
+        let mut after = Vec::with_capacity(parts.len());
+        for (i, part) in parts.iter().enumerate() {
+            let (part_context, deps) = match part {
+                ComposedPart::CommandBuffer { buffer, after } => (buffer.context(), *after),
+                ComposedPart::PeerCopy { context, after, .. } => (*context, *after),
+            };
+            check_context(context, part_context, i)?;
+            let mut deps32 = Vec::with_capacity(deps.len());
+            for d in deps {
+                ensure!(*d < i, InvalidValue, "part {i} of a composition runs after part {d}, which is not earlier");
+                if !deps32.contains(&(*d as u32)) {
+                    deps32.push(*d as u32);
+                }
+            }
+            after.push(deps32);
+            kept.push(match part {
+                ComposedPart::CommandBuffer { buffer, .. } => {
+                    check_buffer(buffer, i)?;
+                    ensure!(
+                        parts[..i].iter().all(
+                            |p| !matches!(p, ComposedPart::CommandBuffer { buffer: b, .. } if b.id() == buffer.id())
+                        ),
+                        InvalidValue,
+                        "part {i} of a composition: the command buffer is given twice"
+                    );
+                    Kept::Buffer((*buffer).clone())
+                }
+                ComposedPart::PeerCopy { context: on, dst, src, size, .. } => {
+                    let (command, _) = crate::peer::peer_copy_command(on, on.device(), *dst, *src, *size)
+                        .map_err(|e| e.in_context(&format!("peer copy of part {i} of a composition")))?;
+                    Kept::Copy { context: (*on).clone(), command }
+                }
+            });
+        }
+        let (imp, generations) = compose(context, &kept, &after)?;
+        Ok(ComposedCommandBuffer {
+            inner: Arc::new(ComposedInner {
+                context: context.clone(),
+                state: Mutex::new(ComposedState {
+                    parts: kept,
+                    after,
+                    generations,
+                    imp,
+                    last: None,
+                    fresh: true,
+                    compositions: 1,
+                }),
+            }),
+        })
+    }
+
+    /// The context whose queues submit it.
+    pub fn context(&self) -> &Context {
+        &self.inner.context
+    }
+
+    /// Number of parts.
+    pub fn len(&self) -> usize {
+        self.inner.state.lock().parts.len()
+    }
+
+    /// Whether it has no parts (never: a composition has at least one).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// How many times the parts were composed: 1, plus one per enqueue that
+    /// found a command buffer updated since, and per [`replace_part`](Self::replace_part).
+    pub fn compositions(&self) -> u64 {
+        self.inner.state.lock().compositions
+    }
+
+    /// Replaces the command buffer of part `index` with `buffer` (say, one
+    /// rebuilt for an update) and composes again; later submissions run
+    /// after the earlier ones. Checked as in [`new`](Self::new); on error
+    /// nothing changes.
+    pub fn replace_part(&self, index: usize, buffer: &CommandBuffer) -> Result<()> {
+        let mut st = self.inner.state.lock();
+        ensure!(
+            matches!(st.parts.get(index), Some(Kept::Buffer(_))),
+            InvalidValue,
+            "part {index} of the composition is not a command buffer"
+        );
+        check_context(&self.inner.context, buffer.context(), index)?;
+        check_buffer(buffer, index)?;
+        ensure!(
+            st.parts
+                .iter()
+                .enumerate()
+                .all(|(i, p)| i == index || !matches!(p, Kept::Buffer(b) if b.id() == buffer.id())),
+            InvalidValue,
+            "part {index}: the command buffer is already another part of the composition"
+        );
+        let mut parts = st.parts.clone();
+        parts[index] = Kept::Buffer(buffer.clone());
+        let (imp, generations) = compose(&self.inner.context, &parts, &st.after)?;
+        st.parts = parts;
+        st.install(imp, generations);
+        Ok(())
+    }
+
+    /// Composes again where a command buffer was updated since the last
+    /// composition (what the next enqueue would do first), so that an error
+    /// shows here rather than at the enqueue; returns whether it composed.
+    pub fn refresh(&self) -> Result<bool> {
+        let mut st = self.inner.state.lock();
+        st.refresh(&self.inner.context)
+    }
+
+    /// The event of the last submission, if any.
+    pub fn last_submission(&self) -> Option<Event> {
+        let st = self.inner.state.lock();
+        st.last.as_ref().map(|e| Event::from_imp(e.clone(), &self.inner.context))
+    }
+
+    /// The native object an enqueue submits (CUDA: the `CUgraphExec` of
+    /// the whole composition); `UnsupportedFeature` where there is none.
+    pub fn native_handle(&self) -> Result<NativeHandle> {
+        self.inner.state.lock().imp.native_handle()
+    }
+
+    /// Submits on `queue`; called by [`Queue::enqueue_composed`].
+    pub(crate) fn enqueue_on(&self, queue: &Queue, wait: &[Arc<dyn EventImpl>]) -> Result<Arc<dyn EventImpl>> {
+        ensure!(
+            queue.context() == &self.inner.context,
+            InvalidQueue,
+            "the queue belongs to another context than the composed command buffer"
+        );
+        let mut st = self.inner.state.lock();
+        st.refresh(&self.inner.context)?;
+        let previous = if st.fresh { st.last.clone() } else { None };
+        let mut waits = as_refs(wait);
+        if let Some(previous) = &previous {
+            waits.push(&**previous);
+        }
+        let in_order = !queue.properties().out_of_order;
+        // SAFETY: the queue is of the composition's context (checked); the
+        // wait events were resolved for that context, or are the previous
+        // submission's event, of that context too.
+        let event = unsafe { st.imp.enqueue_ordered(queue.imp(), &waits, in_order)? };
+        st.fresh = false;
+        st.last = Some(event.clone());
+        Ok(event)
+    }
+}
+
+impl ComposedState {
+    /// Composes again where a part's command buffer was updated since.
+    fn refresh(&mut self, context: &Context) -> Result<bool> {
+        let stale = self.parts.iter().zip(&self.generations).any(|(p, g)| match p {
+            Kept::Buffer(b) => b.inner.updates.load(Ordering::Acquire) != *g,
+            Kept::Copy { .. } => false,
+        });
+        if stale {
+            tracing::debug!("a part was updated since the composition: composing again");
+            let (imp, generations) = compose(context, &self.parts, &self.after)?;
+            self.install(imp, generations);
+        }
+        Ok(stale)
+    }
+
+    fn install(&mut self, imp: Box<dyn ExecutableCommandBufferImpl>, generations: Vec<u64>) {
+        self.imp = imp;
+        self.generations = generations;
+        self.fresh = true;
+        self.compositions += 1;
+    }
+}
+
+/// `UnsupportedFeature` unless `part`'s command buffers and copies can be
+/// composed into an executable of `context`.
+fn check_context(context: &Context, part: &Context, index: usize) -> Result<()> {
+    ensure!(
+        part.device().backend() == context.device().backend() && context.imp().composes_with(&**part.imp()),
+        UnsupportedFeature,
+        "part {index} of a composition: {} cannot compose work of {} into an executable of {}",
+        context.device().backend(),
+        part.device(),
+        context.device()
+    );
+    ensure!(
+        context.waits_on_events_of(part),
+        UnsupportedFeature,
+        "part {index} of a composition: queues of {} cannot wait for events of {}",
+        context.device(),
+        part.device()
+    );
+    Ok(())
+}
+
+/// `InvalidOperation` for a command buffer not finalized, `UnsupportedFeature`
+/// for one of a sub-device.
+fn check_buffer(buffer: &CommandBuffer, index: usize) -> Result<()> {
+    ensure!(
+        buffer.is_finalized(),
+        InvalidOperation,
+        "part {index} of a composition: the command buffer is not finalized"
+    );
+    ensure!(
+        buffer.inner.sub_device.is_none(),
+        UnsupportedFeature,
+        "part {index} of a composition: a command buffer of a sub-device"
+    );
+    Ok(())
+}
+
+/// The adapter's composition of `parts`, and the update counts it saw.
+fn compose(
+    context: &Context,
+    parts: &[Kept],
+    after: &[Vec<u32>],
+) -> Result<(Box<dyn ExecutableCommandBufferImpl>, Vec<u64>)> {
+    // The parts' command buffers are distinct (checked); their locks are
+    // taken in the order of the buffers' identities, so that two
+    // compositions sharing buffers, composed at once, cannot deadlock.
+    let mut order: Vec<(u64, usize)> = parts
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| match p {
+            Kept::Buffer(b) => Some((b.id(), i)),
+            Kept::Copy { .. } => None,
+        })
+        .collect();
+    order.sort_unstable();
+    let mut guards: Vec<Option<parking_lot::MutexGuard<'_, super::State>>> = parts.iter().map(|_| None).collect();
+    for (_, i) in order {
+        if let Kept::Buffer(b) = &parts[i] {
+            guards[i] = Some(b.inner.state.lock());
+        }
+    }
+    // Read under the locks: an update bumps the count under its buffer's lock.
+    let generations = parts
+        .iter()
+        .map(|p| match p {
+            Kept::Buffer(b) => b.inner.updates.load(Ordering::Acquire),
+            Kept::Copy { .. } => 0,
+        })
+        .collect();
+    let mut adapter_parts: Vec<ComposePart<'_>> = Vec::with_capacity(parts.len());
+    for ((part, deps), guard) in parts.iter().zip(after).zip(guards.iter_mut()) {
+        let work = match (part, guard) {
+            (Kept::Buffer(b), Some(guard)) => ComposeWork::CommandBuffer {
+                context: &**b.context().imp(),
+                executable: guard.executable("a composition of")?,
+            },
+            (Kept::Copy { context, command }, _) => ComposeWork::PeerCopy { context: &**context.imp(), command },
+            (Kept::Buffer(_), None) => return Err(err!(Unknown, "a composition lost a command buffer's lock")),
+        };
+        adapter_parts.push(ComposePart { work, after: deps });
+    }
+    // SAFETY: every part's context composes with and is waited for by
+    // `context` (`check_context`); the command buffers are finalized, of
+    // their parts' contexts and distinct; the copies passed the peer-copy
+    // checks for their contexts; `after` names earlier parts only.
+    let imp = unsafe { context.imp().compose_command_buffers(&mut adapter_parts)? };
+    Ok((imp, generations))
+}
+
+impl fmt::Debug for ComposedCommandBuffer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let st = self.inner.state.lock();
+        f.debug_struct("ComposedCommandBuffer")
+            .field("parts", &st.parts.len())
+            .field("compositions", &st.compositions)
+            .finish()
+    }
+}
+
+impl Context {
+    /// Whether command buffers of `other` (and peer copies run by its
+    /// device) can be composed into a [`ComposedCommandBuffer`] submitted
+    /// by queues of this context: both of one adapter that composes them
+    /// (the CPU adapter, CUDA) and this context waits for `other`'s events.
+    pub fn composes_with(&self, other: &Context) -> bool {
+        check_context(self, other, 0).is_ok()
+    }
+}
