@@ -11,7 +11,7 @@ use runtime::{
     async_alloc, capture, graph_buffers, graph_build, graph_host_task, graph_memory, graph_property, graph_record,
     graph_spec, graph_subgraph, graph_update,
 };
-pub use runtime::{buffers, graph_multi_device, multi_device};
+pub use runtime::{buffers, collectives, graph_multi_device, multi_device};
 use ur::{
     commands, copy_fill, device, eager, enqueue, event_sync, in_flight, in_order, kernel_event_sync, large, lifecycle,
     memory_errors, native_adopt, native_command, objects, partition, programs, property, read_write, rect, regression,

@@ -219,7 +219,9 @@ impl Communicator {
     /// `InvalidValue` for a pointer in no USM allocation of the rank's
     /// context; `OverlappingRegions` for a rank's ranges that overlap other
     /// than in place; `InvalidEventWaitList` for an event of another
-    /// context; `GraphCaptureUnsupported` on a capturing queue.
+    /// context, unless the rank's context waits for that context's events
+    /// ([`Context::waits_on_events_of`](crate::Context::waits_on_events_of));
+    /// `GraphCaptureUnsupported` on a capturing queue.
     #[tracing::instrument(level = "debug", skip(self, ranks), fields(op = op.name(), %dtype))]
     pub fn enqueue(&self, op: CollectiveOp, dtype: DataType, ranks: &[Rank<'_>]) -> Result<Vec<Event>> {
         let checked = self.check(&op, dtype, ranks)?;
