@@ -404,7 +404,10 @@ fn check_collective(context: &Context, recorded: &RecordedCollective, index: usi
         recorded.is_captured(),
         UnsupportedFeature,
         "part {index} of a composition: the collective is not captured ({}), so it is issued at each launch",
-        recorded.communicator().native_name().map_or_else(|| "staged through the host".to_string(), |n| n + ", not captured")
+        recorded
+            .communicator()
+            .native_name()
+            .map_or_else(|| "staged through the host".to_string(), |n| n + ", not captured")
     );
     Ok(())
 }
@@ -466,7 +469,9 @@ fn compose(
             },
             (Kept::Copy { context, command }, _) => ComposeWork::PeerCopy { context: &**context.imp(), command },
             (Kept::Collective(recorded), _) => ComposeWork::Collective {
-                captured: &**recorded.captured_imp().ok_or_else(|| err!(Unknown, "a composed collective lost its capture"))?,
+                captured: &**recorded
+                    .captured_imp()
+                    .ok_or_else(|| err!(Unknown, "a composed collective lost its capture"))?,
             },
             (Kept::Buffer(_), None) => return Err(err!(Unknown, "a composition lost a command buffer's lock")),
         };

@@ -54,7 +54,9 @@ fn try_compose(shared: &GraphShared, st: &ExecState) -> Result<ComposedCommandBu
             (None, FlatOp::PeerCopy { dst, src, size }) => {
                 ComposedPart::PeerCopy { context, dst: *dst, src: *src, size: *size, after: &after[index] }
             }
-            (None, FlatOp::Collective(run)) => ComposedPart::Collective { recorded: &run.recorded, after: &after[index] },
+            (None, FlatOp::Collective(run)) => {
+                ComposedPart::Collective { recorded: &run.recorded, after: &after[index] }
+            }
             (None, _) => {
                 return Err(cmdbuf_core::err!(
                     UnsupportedFeature,
