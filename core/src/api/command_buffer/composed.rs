@@ -111,6 +111,10 @@ struct ComposedState {
     fresh: bool,
     /// How many times the parts were composed.
     compositions: u64,
+    /// Parts replaced while a submission that ran them may still run, with
+    /// the last such submission: kept (their allocations, a collective's
+    /// capture) until it has ended.
+    retired: Vec<(Arc<dyn EventImpl>, Kept)>,
 }
 
 impl ComposedCommandBuffer {
@@ -196,6 +200,7 @@ impl ComposedCommandBuffer {
                     last: None,
                     fresh: true,
                     compositions: 1,
+                    retired: Vec::new(),
                 }),
             }),
         })
@@ -246,7 +251,8 @@ impl ComposedCommandBuffer {
         let mut parts = st.parts.clone();
         parts[index] = Kept::Buffer(buffer.clone());
         let (imp, generations) = compose(&self.inner.context, &parts, &st.after)?;
-        st.parts = parts;
+        let old = std::mem::replace(&mut st.parts, parts);
+        st.retire(old.into_iter().nth(index));
         st.install(imp, generations);
         Ok(())
     }
@@ -274,7 +280,8 @@ impl ComposedCommandBuffer {
         let mut parts = st.parts.clone();
         parts[index] = Kept::Collective(recorded.clone());
         let (imp, generations) = compose(&self.inner.context, &parts, &st.after)?;
-        st.parts = parts;
+        let old = std::mem::replace(&mut st.parts, parts);
+        st.retire(old.into_iter().nth(index));
         st.install(imp, generations);
         Ok(())
     }
@@ -363,6 +370,17 @@ impl ComposedState {
             self.install(imp, generations);
         }
         Ok(stale)
+    }
+
+    /// Keeps `part`, replaced, until the last submission has ended; drops
+    /// the retired parts whose submissions have.
+    fn retire(&mut self, part: Option<Kept>) {
+        self.retired.retain(|(event, _)| !event.status_quiet().is_terminal());
+        if let (Some(last), Some(part)) = (&self.last, part)
+            && !last.status_quiet().is_terminal()
+        {
+            self.retired.push((last.clone(), part));
+        }
     }
 
     fn install(&mut self, imp: Box<dyn ExecutableCommandBufferImpl>, generations: Vec<u64>) {
