@@ -388,13 +388,14 @@ pub(crate) struct LaunchOrder {
     /// The last submission of a composition holding the capture, with that
     /// composition's context.
     composed: Option<(Arc<dyn EventImpl>, Context)>,
-    /// Every rank's event of the last direct launch.
+    /// Every rank's event of the direct launches since the last
+    /// composition's submission that had not ended at the last launch.
     direct: Vec<Arc<dyn EventImpl>>,
 }
 
 impl LaunchOrder {
-    /// What a composition's submission must wait for: the last direct
-    /// launch's events (of the ranks' contexts, which the composition's
+    /// What a composition's submission must wait for: the direct
+    /// launches' events (of the ranks' contexts, which the composition's
     /// context waits for: checked when it was made).
     pub(crate) fn direct(&self) -> &[Arc<dyn EventImpl>] {
         &self.direct
@@ -488,7 +489,7 @@ impl RecordedCollective {
         let mut checked = self.comm.check(&self.op, self.dtype, &ranks)?;
         let _calls = self.comm.inner.calls.lock();
         let mut order = self.order.lock();
-        if let Some((last, composed_on)) = order.composed.take() {
+        if let Some((last, composed_on)) = order.composed.clone() {
             // After the last composition that ran the capture: device-side
             // where the rank's context waits for the composition's events,
             // else on the host (before anything is launched).
@@ -510,7 +511,11 @@ impl RecordedCollective {
         drop(adapter_ranks);
         drop(waits);
         ensure!(events.len() == ranks.len(), Unknown, "the captured collective returned {} events", events.len());
-        order.direct = events.clone();
+        // Launched: the compositions' next submissions wait for it (and for
+        // earlier direct launches still running, maybe on other queues).
+        order.composed = None;
+        order.direct.retain(|e| !e.status_quiet().is_terminal());
+        order.direct.extend(events.iter().cloned());
         drop(order);
         // Each event keeps the rank's allocations, the capture and the
         // communicator, should the recording go first.
