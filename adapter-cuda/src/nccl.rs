@@ -204,7 +204,12 @@ impl CollectiveImpl for NcclGroup {
         );
         // SAFETY: forwarded from this function's contract.
         let (exec, graph) = unsafe { self.capture_graph(op, dtype, buffers)? };
-        Ok(Box::new(NcclCapture { exec, graph, dev: self.devices[0].clone(), ranks: buffers.len() }))
+        let mut capture =
+            NcclCapture { exec, graph, dev: self.devices[0].clone(), ranks: buffers.len(), not_child: None };
+        // The capture still launches on its own where its nodes cannot be listed.
+        capture.not_child =
+            capture.child_refusal().unwrap_or_else(|e| Some(format!("its nodes could not be listed: {e}")));
+        Ok(Box::new(capture))
     }
 
     unsafe fn enqueue(
@@ -380,6 +385,9 @@ pub(crate) struct NcclCapture {
     /// Rank 0's device, where the capture was made.
     dev: Arc<DeviceShared>,
     ranks: usize,
+    /// Why the graph cannot be a child graph (of a composition), where it
+    /// cannot: found once, after the capture.
+    not_child: Option<String>,
 }
 
 // SAFETY: the graph handle is only read (copied by `cuGraphClone`, which
@@ -390,9 +398,40 @@ unsafe impl Send for NcclCapture {}
 unsafe impl Sync for NcclCapture {}
 
 impl NcclCapture {
+    /// Why the captured graph cannot be a child graph, if it cannot: CUDA
+    /// refuses child graphs holding memory allocation or free nodes, or
+    /// conditional nodes (node types 10, 11 and 13 of `CUgraphNodeType`).
+    fn child_refusal(&self) -> Result<Option<String>> {
+        self.dev.bind()?;
+        let mut count = 0usize;
+        // SAFETY: the graph is alive; a null array asks for the count.
+        unsafe { cu!(cuGraphGetNodes(self.graph, std::ptr::null_mut(), &mut count))? };
+        let mut nodes: Vec<sys::CUgraphNode> = vec![std::ptr::null_mut(); count];
+        // SAFETY: `nodes` has room for `count` handles.
+        unsafe { cu!(cuGraphGetNodes(self.graph, nodes.as_mut_ptr(), &mut count))? };
+        for node in nodes.iter().take(count) {
+            let mut kind = sys::CUgraphNodeType::CU_GRAPH_NODE_TYPE_EMPTY;
+            // SAFETY: `node` is a node of the live graph.
+            unsafe { cu!(cuGraphNodeGetType(*node, &mut kind))? };
+            let raw = kind as u32;
+            if matches!(raw, 10 | 11 | 13) {
+                return Ok(Some(format!(
+                    "the NCCL capture holds a node of type {raw} (memory allocation, free or conditional), which a \
+                     child graph cannot"
+                )));
+            }
+        }
+        Ok(None)
+    }
+
     /// A copy of the captured graph, owned by the caller (released through
-    /// [`device`](Self::device)), for a child-graph node of a composition.
+    /// [`device`](Self::device)), for a child-graph node of a composition;
+    /// `UnsupportedFeature` with the reason where the capture cannot be a
+    /// child graph.
     pub(crate) fn copy_graph(&self) -> Result<sys::CUgraph> {
+        if let Some(reason) = &self.not_child {
+            return Err(err!(UnsupportedFeature, "{reason}"));
+        }
         self.dev.bind()?;
         let mut copy: sys::CUgraph = std::ptr::null_mut();
         // SAFETY: the graph is alive (owned by `self`) and never changed
