@@ -289,6 +289,11 @@ pub(crate) fn compose(pool: Arc<Pool>, parts: &mut [ComposePart<'_>]) -> Result<
                 });
                 exits.push(vec![base]);
             }
+            ComposeWork::Collective { .. } => {
+                // The front end gives captured collectives only, and this
+                // adapter captures none.
+                return Err(err!(UnsupportedFeature, "part {index}: the CPU adapter has no captured collectives"));
+            }
         }
     }
     graph.plan();

@@ -699,6 +699,8 @@ impl CudaExecutable {
 /// `dev` ([`ContextImpl::compose_command_buffers`](cmdbuf_core::adapter::ContextImpl::compose_command_buffers)):
 /// each command buffer a child-graph node (of a copy of its template graph,
 /// whose kernel, memcpy and memset nodes carry their own device's context),
+/// each captured collective a child-graph node of a copy of its NCCL
+/// capture (one graph over the ranks' devices),
 /// each peer copy a memcpy node in the copying device's context (unified
 /// addressing; peer access enabled, checked by the front end), the parts'
 /// dependencies its edges. Instantiated once; each enqueue is one
@@ -731,6 +733,17 @@ pub(crate) fn compose(
                     return Err(err!(UnsupportedFeature, "part {index}: a peer copy between host memory"));
                 };
                 ComposedKind::Copy { copy, ctx: on.dev().ctx.0 }
+            }
+            ComposeWork::Collective { captured } => {
+                let capture = (*captured as &dyn Any)
+                    .downcast_ref::<crate::nccl::NcclCapture>()
+                    .ok_or_else(|| err!(UnsupportedFeature, "part {index}: not an NCCL capture of this adapter"))?;
+                // The capture is one graph over every rank's device (its
+                // nodes carry their devices' contexts), joined back to rank
+                // 0's stream before it ended: as a child graph, the parts
+                // after it follow every rank's part.
+                let graph = capture.copy_graph()?;
+                ComposedKind::Child { dev: capture.device().clone(), graph, run: None }
             }
         };
         composed.parts.push(ComposedNode { after: part.after.iter().copied().collect(), kind });

@@ -203,8 +203,13 @@ impl CollectiveImpl for NcclGroup {
             self.comms.len()
         );
         // SAFETY: forwarded from this function's contract.
-        let exec = unsafe { self.capture_graph(op, dtype, buffers)? };
-        Ok(Box::new(NcclCapture { exec, ranks: buffers.len() }))
+        let (exec, graph) = unsafe { self.capture_graph(op, dtype, buffers)? };
+        let mut capture =
+            NcclCapture { exec, graph, dev: self.devices[0].clone(), ranks: buffers.len(), not_child: None };
+        // The capture still launches on its own where its nodes cannot be listed.
+        capture.not_child =
+            capture.child_refusal().unwrap_or_else(|e| Some(format!("its nodes could not be listed: {e}")));
+        Ok(Box::new(capture))
     }
 
     unsafe fn enqueue(
@@ -289,10 +294,18 @@ impl NcclGroup {
     /// first through an event before the capture ends. One launch of the
     /// graph then runs every rank's part (NCCL advises against launching one
     /// graph per GPU from one thread: a launch may block until the others').
+    /// Returns the executable graph and its template, which compositions
+    /// take as a child graph (the caller releases it through rank 0's
+    /// device).
     ///
     /// # Safety
     /// As for [`CollectiveImpl::capture`].
-    unsafe fn capture_graph(&self, op: &CollectiveOp, dtype: DataType, addrs: &[(u64, u64)]) -> Result<Arc<ExecGraph>> {
+    unsafe fn capture_graph(
+        &self,
+        op: &CollectiveOp,
+        dtype: DataType,
+        addrs: &[(u64, u64)],
+    ) -> Result<(Arc<ExecGraph>, sys::CUgraph)> {
         let mut streams = Vec::with_capacity(self.devices.len());
         for dev in &self.devices {
             streams.push(dev.take_stream()?);
@@ -348,10 +361,11 @@ impl NcclGroup {
             let mut exec: sys::CUgraphExec = std::ptr::null_mut();
             // SAFETY: the graph is complete; writes a new executable graph.
             let made = unsafe { cu!(cuGraphInstantiateWithFlags(&mut exec, graph, 0)) };
-            // The executable graph does not need its template.
-            dev0.release(Release::Graph(graph));
-            made?;
-            Ok(ExecGraph::new(dev0, exec))
+            if let Err(e) = made {
+                dev0.release(Release::Graph(graph));
+                return Err(e);
+            }
+            Ok((ExecGraph::new(dev0, exec), graph))
         })();
         for (dev, stream) in self.devices.iter().zip(streams) {
             dev.return_stream(stream);
@@ -361,9 +375,82 @@ impl NcclGroup {
 }
 
 /// A collective captured into one CUDA graph over the ranks' devices.
-struct NcclCapture {
+pub(crate) struct NcclCapture {
     exec: Arc<ExecGraph>,
+    /// The captured graph (owned, released through `dev`), which
+    /// compositions copy into a child-graph node; its NCCL nodes keep the
+    /// resources NCCL attached to the capture (user objects), which copies
+    /// retain too.
+    graph: sys::CUgraph,
+    /// Rank 0's device, where the capture was made.
+    dev: Arc<DeviceShared>,
     ranks: usize,
+    /// Why the graph cannot be a child graph (of a composition), where it
+    /// cannot: found once, after the capture.
+    not_child: Option<String>,
+}
+
+// SAFETY: the graph handle is only read (copied by `cuGraphClone`, which
+// the driver makes thread safe for a graph nobody changes) and released
+// once on drop; everything else is `Send + Sync`.
+unsafe impl Send for NcclCapture {}
+// SAFETY: as for `Send`: `&self` never changes the graph.
+unsafe impl Sync for NcclCapture {}
+
+impl NcclCapture {
+    /// Why the captured graph cannot be a child graph, if it cannot: CUDA
+    /// refuses child graphs holding memory allocation or free nodes, or
+    /// conditional nodes (node types 10, 11 and 13 of `CUgraphNodeType`).
+    fn child_refusal(&self) -> Result<Option<String>> {
+        self.dev.bind()?;
+        let mut count = 0usize;
+        // SAFETY: the graph is alive; a null array asks for the count.
+        unsafe { cu!(cuGraphGetNodes(self.graph, std::ptr::null_mut(), &mut count))? };
+        let mut nodes: Vec<sys::CUgraphNode> = vec![std::ptr::null_mut(); count];
+        // SAFETY: `nodes` has room for `count` handles.
+        unsafe { cu!(cuGraphGetNodes(self.graph, nodes.as_mut_ptr(), &mut count))? };
+        for node in nodes.iter().take(count) {
+            let mut kind = sys::CUgraphNodeType::CU_GRAPH_NODE_TYPE_EMPTY;
+            // SAFETY: `node` is a node of the live graph.
+            unsafe { cu!(cuGraphNodeGetType(*node, &mut kind))? };
+            let raw = kind as u32;
+            if matches!(raw, 10 | 11 | 13) {
+                return Ok(Some(format!(
+                    "the NCCL capture holds a node of type {raw} (memory allocation, free or conditional), which a \
+                     child graph cannot"
+                )));
+            }
+        }
+        Ok(None)
+    }
+
+    /// A copy of the captured graph, owned by the caller (released through
+    /// [`device`](Self::device)), for a child-graph node of a composition;
+    /// `UnsupportedFeature` with the reason where the capture cannot be a
+    /// child graph.
+    pub(crate) fn copy_graph(&self) -> Result<sys::CUgraph> {
+        if let Some(reason) = &self.not_child {
+            return Err(err!(UnsupportedFeature, "{reason}"));
+        }
+        self.dev.bind()?;
+        let mut copy: sys::CUgraph = std::ptr::null_mut();
+        // SAFETY: the graph is alive (owned by `self`) and never changed
+        // after the capture; writes a new graph.
+        unsafe { cu!(cuGraphClone(&mut copy, self.graph))? };
+        Ok(copy)
+    }
+
+    /// Rank 0's device, where the capture was made.
+    pub(crate) fn device(&self) -> &Arc<DeviceShared> {
+        &self.dev
+    }
+}
+
+impl Drop for NcclCapture {
+    fn drop(&mut self) {
+        // Compositions copied it; the executable graph does not need it.
+        self.dev.release(Release::Graph(self.graph));
+    }
 }
 
 impl CapturedCollectiveImpl for NcclCapture {

@@ -2,7 +2,8 @@
 //! driver-absent path, the PTX path, the kernel ABI check, kernel-reported
 //! failures in command buffers, empty launches enabled by updates, program
 //! loads and frees while a user event gates work, held work waited for
-//! across devices, and what the device reports about itself.
+//! across devices, compositions over two GPUs (with an NCCL all-reduce
+//! captured inside), and what the device reports about itself.
 //!
 //! Without a CUDA driver (CI), the device tests are listed ignored and the
 //! reason ("no CUDA driver ...") is printed; without NVRTC, so are the tests
@@ -100,7 +101,7 @@ fn main() {
     // Where CUDA is required (the GPU machines), not running is a failure.
     let required = std::env::var("UR_RS_REQUIRE_DEVICES").is_ok_and(|v| v.split(',').any(|d| d.trim() == "cuda"));
     let mut trials = vec![Trial::test("factory_reports_why_the_adapter_is_absent", factory_reason)];
-    let tests: [(&str, Needs, Test); 12] = [
+    let tests: [(&str, Needs, Test); 13] = [
         ("ptx_program_runs_eagerly_and_in_a_graph", Needs::Device, ptx_program),
         ("kernel_parameters_are_checked_against_the_abi", Needs::Device, abi_mismatch),
         ("kernel_failure_is_reported_by_command_buffer_submissions", Needs::Nvrtc, kernel_failure_in_graph),
@@ -112,6 +113,7 @@ fn main() {
         ("held_work_waits_across_devices", Needs::Device, held_work_across_devices),
         ("command_buffers_of_two_gpus_compose_into_one_graph", Needs::Device, composed_across_devices),
         ("compositions_keep_each_submission_status", Needs::Nvrtc, composed_statuses),
+        ("an_all_reduce_between_two_gpus_command_buffers_composes", Needs::Device, composed_collective),
         ("device_information_and_clock", Needs::Device, device_information),
     ];
     for (name, needs, test) in tests {
@@ -664,6 +666,125 @@ fn composed_across_devices(_: &Device) -> Result<(), String> {
     composed.replace_part(0, &fill(&c0, a0.ptr(), 5, N)?).map_err(ur)?;
     q0.enqueue_composed(&composed, &[]).map_err(ur)?.wait().map_err(ur)?;
     check(5, "after replacing GPU 0's part")
+}
+
+/// Command buffers of two GPUs and a captured NCCL all-reduce between them
+/// composed into one CUDA graph (issue 29): GPU 0 fills `a0` with 3 and GPU
+/// 1 fills `a1` with 4; the all-reduce (bytes, summed in place) makes both
+/// 7; then GPU 1 fills the second half of `a1` with 9 and GPU 0 copies `a0`
+/// into `b0`. Exact at every one-launch submission, back to back too. A
+/// direct launch of the same recording between two submissions runs after
+/// the first and before the second (cmdbuf-core orders them): `a0` is then
+/// `14` in its first half and `16` in its second. Skips (with the reason)
+/// on fewer than two GPUs or without NCCL, unless `UR_RS_REQUIRE_NCCL=1`.
+fn composed_collective(_: &Device) -> Result<(), String> {
+    use cmdbuf_core::collective::{CollectiveOp, Communicator, DataType, Implementation, ReduceOp};
+    const N: usize = 1 << 20;
+    let required = std::env::var_os("UR_RS_REQUIRE_NCCL").is_some_and(|v| v != "0");
+    let loader = Loader::load(&[AdapterEntry::Compiled(&CudaAdapterFactory)], DeviceSelector::all());
+    let devices = loader.devices();
+    let [d0, d1, ..] = &devices[..] else {
+        println!("skipped: an all-reduce between two GPUs needs two; this machine has {}", devices.len());
+        return if required { Err("UR_RS_REQUIRE_NCCL is set, and there is one GPU".into()) } else { Ok(()) };
+    };
+    let (c0, c1) = (Context::new(d0).map_err(ur)?, Context::new(d1).map_err(ur)?);
+    let comm = match Communicator::with_implementation(&[&c0, &c1], Implementation::Native) {
+        Ok(comm) => comm,
+        Err(UrError::UnsupportedFeature(reason)) if !required => {
+            println!("skipped: no native collectives: {reason}");
+            return Ok(());
+        }
+        Err(e) => return Err(ur(e)),
+    };
+    let (q0, q1) = (
+        Queue::new(&c0, QueueProperties::default()).map_err(ur)?,
+        Queue::new(&c1, QueueProperties::default()).map_err(ur)?,
+    );
+    let (a0, b0, a1) = (
+        UsmAllocation::new(&c0, UsmKind::Device, N).map_err(ur)?,
+        UsmAllocation::new(&c0, UsmKind::Device, N).map_err(ur)?,
+        UsmAllocation::new(&c1, UsmKind::Device, N).map_err(ur)?,
+    );
+    let op = CollectiveOp::AllReduce { count: N, op: ReduceOp::Sum };
+    let recorded = comm.record(op, DataType::U8, &[(a0.ptr(), a0.ptr()), (a1.ptr(), a1.ptr())]).map_err(ur)?;
+    if !recorded.is_captured() {
+        // UR_RS_NCCL_CAPTURE=0, or a capture that failed (logged).
+        let reason = "the all-reduce is not captured into a CUDA graph";
+        println!("skipped: {reason}");
+        return if required { Err(reason.into()) } else { Ok(()) };
+    }
+    let buffer = |context: &Context, build: &dyn Fn(&CommandBuffer) -> Result<(), UrError>| {
+        let cb = CommandBuffer::new(context, context.device(), CommandBufferDesc::default()).map_err(ur)?;
+        build(&cb).map_err(ur)?;
+        cb.finalize().map_err(ur)?;
+        Ok::<_, String>(cb)
+    };
+    let fill0 = buffer(&c0, &|cb| cb.append_usm_fill(a0.ptr(), &[3], N, AppendOptions::new()).map(drop))?;
+    let fill1 = buffer(&c1, &|cb| cb.append_usm_fill(a1.ptr(), &[4], N, AppendOptions::new()).map(drop))?;
+    let after1 =
+        buffer(&c1, &|cb| cb.append_usm_fill(a1.ptr().byte_add(N / 2), &[9], N / 2, AppendOptions::new()).map(drop))?;
+    let after0 = buffer(&c0, &|cb| cb.append_usm_memcpy(b0.ptr(), a0.ptr(), N, AppendOptions::new()).map(drop))?;
+    let parts = [
+        ComposedPart::CommandBuffer { buffer: &fill0, after: &[] },
+        ComposedPart::CommandBuffer { buffer: &fill1, after: &[] },
+        ComposedPart::Collective { recorded: &recorded, after: &[0, 1] },
+        ComposedPart::CommandBuffer { buffer: &after1, after: &[2] },
+        ComposedPart::CommandBuffer { buffer: &after0, after: &[2] },
+    ];
+    let composed = ComposedCommandBuffer::new(&c0, &parts).map_err(ur)?;
+    if composed.native_handle().map_err(ur)?.0 == 0 {
+        return Err("a composition's native handle is its CUgraphExec".into());
+    }
+    let read = |queue: &Queue, alloc: &UsmAllocation| -> Result<Vec<u8>, String> {
+        let mut bytes = vec![0u8; N];
+        queue.read_usm(alloc.ptr(), &mut bytes, &[]).map_err(ur)?;
+        Ok(bytes)
+    };
+    let expect = |bytes: &[u8], low: u8, high: u8, what: &str| -> Result<(), String> {
+        match bytes.iter().enumerate().position(|(i, b)| *b != if i < N / 2 { low } else { high }) {
+            None => Ok(()),
+            Some(i) => {
+                Err(format!("{what}: byte {i} is {}, expected {}", bytes[i], if i < N / 2 { low } else { high }))
+            }
+        }
+    };
+    let check = |what: &str| -> Result<(), String> {
+        expect(&read(&q0, &a0)?, 7, 7, &format!("{what}, a0"))?;
+        expect(&read(&q0, &b0)?, 7, 7, &format!("{what}, b0"))?;
+        expect(&read(&q1, &a1)?, 7, 9, &format!("{what}, a1"))
+    };
+    let clear = || -> Result<(), String> {
+        q0.usm_fill(a0.ptr(), &[0], N, &[]).map_err(ur)?.wait().map_err(ur)?;
+        q0.usm_fill(b0.ptr(), &[0], N, &[]).map_err(ur)?.wait().map_err(ur)?;
+        q1.usm_fill(a1.ptr(), &[0], N, &[]).map_err(ur)?.wait().map_err(ur)
+    };
+    for round in 0..4 {
+        clear()?;
+        q0.enqueue_composed(&composed, &[]).map_err(ur)?.wait().map_err(ur)?;
+        check(&format!("launch {round}"))?;
+    }
+    clear()?;
+    let events = (0..8).map(|_| q0.enqueue_composed(&composed, &[]).map_err(ur)).collect::<Result<Vec<_>, _>>()?;
+    for e in &events {
+        e.wait().map_err(ur)?;
+    }
+    check("back-to-back launches")?;
+    // A direct launch, nothing in its wait lists: ordered after the
+    // composition's last submission all the same.
+    clear()?;
+    q0.enqueue_composed(&composed, &[]).map_err(ur)?;
+    for e in recorded.enqueue(&[(&q0, &[]), (&q1, &[])]).map_err(ur)? {
+        e.wait().map_err(ur)?;
+    }
+    expect(&read(&q0, &a0)?, 14, 16, "a direct launch after the composition, a0")?;
+    expect(&read(&q1, &a1)?, 14, 16, "a direct launch after the composition, a1")?;
+    // And the composition's next submission after the direct launch.
+    q0.enqueue_composed(&composed, &[]).map_err(ur)?.wait().map_err(ur)?;
+    check("a launch after the direct one")?;
+    if composed.compositions() != 1 {
+        return Err(format!("composed {} times; nothing changed", composed.compositions()));
+    }
+    Ok(())
 }
 
 /// [`held_statuses`] through a composition.

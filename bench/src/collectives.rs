@@ -97,6 +97,7 @@ fn measure_steps(devices: &[Device], repeats: Repeats, quick: bool, out: &mut Ve
         "ms per step (batches of 10 steps issued back to back), median (p10-p90)\n\n| elements per device | graph \
          | eager | eager / graph |\n|---:|---:|---:|---:|\n",
     );
+    let mut submissions = 0;
     for &count in sizes {
         let kind = |d: &Device| {
             cmdbuf_conformance::cases::graph_multi_device::first_usm_kind(d)
@@ -127,6 +128,7 @@ fn measure_steps(devices: &[Device], repeats: Repeats, quick: bool, out: &mut Ve
             NodeProperties::new().depends_on(&deps),
         )?;
         let exec = graph.finalize(FinalizeProperties::default())?;
+        submissions = exec.submissions_per_execution();
         let eager_step = || -> Result<Vec<Event>, UrError> {
             for (s, g) in shards.iter().zip(&data) {
                 let (args, global) = ([cmdbuf::KernelArg::Pointer(g.ptr())], [count]);
@@ -194,8 +196,18 @@ fn measure_steps(devices: &[Device], repeats: Repeats, quick: bool, out: &mut Ve
             out.push(rec);
         }
     }
-    text += "\n";
+    let _ = writeln!(text, "\n{}", submissions_note(submissions));
     Ok(text)
+}
+
+/// What a graph's submissions per execution say about its path.
+fn submissions_note(submissions: usize) -> String {
+    let how = if submissions == 1 {
+        "composed into one executable (on CUDA one `cuGraphLaunch`, the captured NCCL graph a child-graph node)"
+    } else {
+        "submitted partition by partition (a start marker, each partition, an end marker)"
+    };
+    format!("Graph adapter submissions per execution: {submissions}, {how}.\n")
 }
 
 fn err(e: impl std::fmt::Display) -> UrError {
@@ -242,6 +254,7 @@ fn measure_all(devices: &[Device], repeats: Repeats, quick: bool, out: &mut Vec<
             "NCCL issued at each execution (UR_RS_NCCL_CAPTURE=0)"
         }
     );
+    let mut submissions = 0;
     for &bytes in &sizes {
         let count = bytes / 4;
         // Rank r sends r + 1 everywhere: every rank receives n (n + 1) / 2.
@@ -254,6 +267,7 @@ fn measure_all(devices: &[Device], repeats: Repeats, quick: bool, out: &mut Vec<
         let graph = Graph::new_multi_device(&contexts, GraphProperties::default())?;
         graph.add(|h| h.all_reduce(&buffers, count, DataType::F32, ReduceOp::Sum), NodeProperties::new())?;
         let exec = graph.finalize(FinalizeProperties::default())?;
+        submissions = exec.submissions_per_execution();
         let expected = (n * (n + 1) / 2) as f32;
         let verify = |what: &str| -> Result<(), UrError> {
             for m in &members {
@@ -333,6 +347,8 @@ fn measure_all(devices: &[Device], repeats: Repeats, quick: bool, out: &mut Vec<
     text += "\nEach all-reduce is out of place; a batch of 20 (5 above 4 MiB) is issued back to back and waited for \
              at its end. On the CPU machine the collective is staged through the host: the figures measure the \
              staging, not a link.\n\n";
+    text += &submissions_note(submissions);
+    text += "\n";
     Ok(text)
 }
 

@@ -49,6 +49,35 @@ pub fn run(devices: &[Device], repeats: Repeats, quick: bool, out: &mut Vec<Reco
     text
 }
 
+/// The host time of a plain `cuGraphLaunch` of `two`'s composition on the
+/// stream of `side`'s queue, where the graph is composed on CUDA (else
+/// `None`). Waits for the graph's executions first.
+#[cfg(feature = "cuda")]
+fn raw_launch(side: &Side, two: &Pipeline<'_>, repeats: Repeats) -> Result<Option<Summary>, String> {
+    if side.context.device().backend() != cmdbuf::Backend::Cuda {
+        return Ok(None);
+    }
+    let Ok(exec) = two.exec.composed_native_handle() else { return Ok(None) };
+    let text = |e: cmdbuf::UrError| e.to_string();
+    side.queue.finish().map_err(text)?;
+    let stream = side.queue.core().native_handle().map_err(text)?;
+    let context = side.context.native_handle().map_err(text)?;
+    let [summary] = measure(repeats, || {
+        // SAFETY: the handles are owned by `side` and `two`, alive for the
+        // call; the queue is idle (finished) and nothing else submits
+        // meanwhile; the graph's memory is held by `two`, which is not run
+        // after these launches.
+        unsafe { crate::raw::launch_foreign(context.0, exec.0, stream.0) }.map(|took| [took])
+    })?;
+    Ok(Some(summary))
+}
+
+/// Without the CUDA baselines: nothing to launch.
+#[cfg(not(feature = "cuda"))]
+fn raw_launch(_: &Side, _: &Pipeline<'_>, _: Repeats) -> Result<Option<Summary>, String> {
+    Ok(None)
+}
+
 fn measure_all(
     a: &Device,
     b: &Device,
@@ -71,8 +100,12 @@ fn measure_all(
          waited for outside the timing), median (p10-p90), the one-device graph having the same nodes; host bridges: \
          waits between the devices' partitions relayed by a host thread at each execution of the two-device graph; \
          submissions: adapter submissions per execution of the two-device graph (1 where its partitions are \
-         composed into one executable: one CUDA graph launch on CUDA)\n\n\
-         | elements | one device | two devices | ratio | host bridges | submissions |\n|---:|---:|---:|---:|---:|---:|\n",
+         composed into one executable: one CUDA graph launch on CUDA); raw launch: on CUDA, where the two-device \
+         graph is composed, the host time of a plain `cuGraphLaunch` of the composition's own `CUgraphExec` on the \
+         submitting queue's stream (each launch synchronized outside the timing), what the driver alone takes to \
+         launch the two-GPU graph\n\n\
+         | elements | one device | two devices | ratio | raw launch | host bridges | submissions |\n\
+         |---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for &n in sizes {
         let half = n / 2;
@@ -107,9 +140,19 @@ fn measure_all(
         let bridges = two.exec.host_bridges();
         let submissions = two.exec.submissions_per_execution();
         let us = |ns: f64| format!("{:.1}", ns / 1e3);
+        // Results after the timed replays too.
+        two.check()?;
+        // Last: launches outside the graph leave its status bookkeeping
+        // behind, so the graph runs no more after them.
+        let raw = raw_launch(&sa, &two, r);
+        let raw_text = match &raw {
+            Ok(Some(t)) => format!("{} ({}-{})", us(t.median), us(t.p10), us(t.p90)),
+            Ok(None) => "-".to_string(),
+            Err(e) => format!("failed: {e}"),
+        };
         let _ = writeln!(
             submission,
-            "| {n} | {} ({}-{}) | {} ({}-{}) | {:.2}x | {bridges} | {submissions} |",
+            "| {n} | {} ({}-{}) | {} ({}-{}) | {:.2}x | {raw_text} | {bridges} | {submissions} |",
             us(s1.median),
             us(s1.p10),
             us(s1.p90),
@@ -118,8 +161,9 @@ fn measure_all(
             us(s2.p90),
             s2.median / s1.median
         );
-        // Results after the timed replays too.
-        two.check()?;
+        if let Ok(Some(t)) = raw {
+            out.push(record(&devices, &names, "raw launch two devices", "ns", n, t));
+        }
         let staged = two.cross_bytes - two.peer_bytes;
         let _ = writeln!(
             text,

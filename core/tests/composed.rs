@@ -110,3 +110,52 @@ fn compositions_are_checked_once() -> Result<(), UrError> {
     assert!(matches!(ComposedCommandBuffer::new(c0, &parts), Err(UrError::UnsupportedFeature(_))));
     Ok(())
 }
+
+/// A recorded collective as a part: checked once in the front end. The
+/// CPU adapter's collectives are staged through the host, never captured,
+/// so they are refused with the reason; a recording given twice, or
+/// replaced into a part that is not a collective, is `InvalidValue`.
+#[test]
+fn collectives_are_checked_once() -> Result<(), UrError> {
+    use cmdbuf_core::collective::{CollectiveOp, Communicator, DataType, ReduceOp};
+    let t = two();
+    let [c0, c1] = &t.contexts;
+    let a = UsmAllocation::new(c0, UsmKind::Device, N)?;
+    let b = UsmAllocation::new(c1, UsmKind::Device, N)?;
+    let comm = Communicator::new(&[c0, c1])?;
+    let op = CollectiveOp::AllReduce { count: N / 4, op: ReduceOp::Sum };
+    let recorded = comm.record(op, DataType::I32, &[(a.ptr(), a.ptr()), (b.ptr(), b.ptr())])?;
+    assert!(!recorded.is_captured());
+    let clone = recorded.clone();
+    assert!(clone.same_recording(&recorded));
+    let other = comm.record(op, DataType::U32, &[(a.ptr(), a.ptr()), (b.ptr(), b.ptr())])?;
+    assert!(!other.same_recording(&recorded));
+    let staged = [ComposedPart::Collective { recorded: &recorded, after: &[] }];
+    match ComposedCommandBuffer::new(c0, &staged) {
+        Err(UrError::UnsupportedFeature(reason)) => assert!(reason.message.contains("not captured"), "{reason}"),
+        other => panic!("a staged collective composed: {other:?}"),
+    }
+    let twice = [
+        ComposedPart::Collective { recorded: &recorded, after: &[] },
+        ComposedPart::Collective { recorded: &clone, after: &[0] },
+    ];
+    assert!(matches!(ComposedCommandBuffer::new(c0, &twice), Err(UrError::InvalidValue(_))));
+    let selfish = [ComposedPart::Collective { recorded: &recorded, after: &[0] }];
+    assert!(matches!(ComposedCommandBuffer::new(c0, &selfish), Err(UrError::InvalidValue(_))));
+    let cb = filled(c0, a.ptr(), 1, N);
+    let composed = ComposedCommandBuffer::new(c0, &[ComposedPart::CommandBuffer { buffer: &cb, after: &[] }])?;
+    assert!(matches!(composed.replace_collective(0, &recorded), Err(UrError::InvalidValue(_))));
+    assert!(matches!(composed.replace_collective(1, &recorded), Err(UrError::InvalidValue(_))));
+    assert_eq!(composed.compositions(), 1);
+    // The recording still launches directly (staged) after all that.
+    let (q0, q1) = (Queue::new(c0, QueueProperties::default())?, Queue::new(c1, QueueProperties::default())?);
+    q0.write_usm(a.ptr(), &[1u8; N], &[])?;
+    q1.write_usm(b.ptr(), &[2u8; N], &[])?;
+    for e in recorded.enqueue(&[(&q0, &[]), (&q1, &[])])? {
+        e.wait()?;
+    }
+    let mut out = vec![0u8; N];
+    q1.read_usm(b.ptr(), &mut out, &[])?;
+    assert_eq!(out, [3u8; N]);
+    Ok(())
+}

@@ -573,6 +573,31 @@ impl Drop for CudaGraph {
     }
 }
 
+/// The host time of one `cuGraphLaunch` of an executable graph made
+/// elsewhere (a composed multi-device graph's, `composed_native_handle`) on
+/// `stream` with `context` current, the launch synchronized after the
+/// timing: how much of a submission is the driver's own launch.
+///
+/// # Safety
+/// `context`, `exec` and `stream` are live handles of the CUDA driver (the
+/// caller holds their owners), nothing else submits to them meanwhile, and
+/// launching the graph again is sound (its memory is alive).
+pub unsafe fn launch_foreign(context: u64, exec: u64, stream: u64) -> Result<Duration, String> {
+    let (context, exec, stream) = (context as sys::CUcontext, exec as sys::CUgraphExec, stream as sys::CUstream);
+    catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: the caller's contract: live handles, used by nobody else.
+        unsafe {
+            check(sys::cuCtxSetCurrent(context), "cuCtxSetCurrent")?;
+            let start = Instant::now();
+            check(sys::cuGraphLaunch(exec, stream), "cuGraphLaunch")?;
+            let took = start.elapsed();
+            check(sys::cuStreamSynchronize(stream), "cuStreamSynchronize")?;
+            Ok(took)
+        }
+    }))
+    .unwrap_or_else(|_| Err("the CUDA driver lacks an entry point the baseline uses".into()))
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

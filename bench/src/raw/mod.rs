@@ -29,7 +29,7 @@
 #[cfg(feature = "cuda")]
 mod cuda;
 #[cfg(feature = "cuda")]
-pub use cuda::{BuildCost, CudaGraph, Deps};
+pub use cuda::{BuildCost, CudaGraph, Deps, launch_foreign};
 #[cfg(feature = "cuda")]
 mod nccl;
 #[cfg(feature = "cuda")]

@@ -334,7 +334,9 @@ pub trait ContextImpl: Any + Send + Sync {
     /// ([`waits_on_events_of`](Self::waits_on_events_of)); each command
     /// buffer is finalized, of that part's context, and appears once; each
     /// peer copy is a `Command::UsmMemcpy` the front end checked as for
-    /// [`QueueImpl::usm_copy_peer`] on a queue of its part's context;
+    /// [`QueueImpl::usm_copy_peer`] on a queue of its part's context; each
+    /// collective is a capture of this adapter, appears once, and every one
+    /// of its ranks' contexts passed the checks of a part's context;
     /// `after` names only earlier parts.
     unsafe fn compose_command_buffers(
         &self,
@@ -648,6 +650,16 @@ pub enum ComposeWork<'a> {
         /// The copy, both sides resolved to their allocations.
         command: &'a Command,
     },
+    /// A captured collective ([`CollectiveImpl::capture`] of this adapter),
+    /// every rank's part run by its device. The front end keeps the
+    /// capture, its communicator and its ranges alive as long as the
+    /// composition, and orders the composition's submissions against the
+    /// capture's own launches ([`CapturedCollectiveImpl::launch`]), so that
+    /// one capture never runs twice at once.
+    Collective {
+        /// The capture.
+        captured: &'a dyn CapturedCollectiveImpl,
+    },
 }
 
 /// A native command buffer being recorded: the first of its two phases.
@@ -836,8 +848,10 @@ pub trait CollectiveImpl: Send + Sync {
     }
 }
 
-/// A collective captured by [`CollectiveImpl::capture`].
-pub trait CapturedCollectiveImpl: Send + Sync {
+/// A collective captured by [`CollectiveImpl::capture`]; `Any` so that its
+/// adapter finds its own type when it is a part of a composition
+/// ([`ComposeWork::Collective`]).
+pub trait CapturedCollectiveImpl: Any + Send + Sync {
     /// Launches the captured collective, each rank's part after its queue's
     /// order and wait list (the ranks' `send` and `recv` are those of the
     /// capture and not read here); each rank's event, in rank order.

@@ -277,7 +277,7 @@ impl Communicator {
                 }
             }
         };
-        Ok(RecordedCollective { captured, comm: self.clone(), op, dtype, refs })
+        Ok(RecordedCollective { captured, comm: self.clone(), op, dtype, refs, order: Arc::default() })
     }
 
     /// Checks `op` over `dtype` elements with each rank's `(send, recv)`
@@ -359,7 +359,10 @@ impl Communicator {
 }
 
 /// A collective recorded by [`Communicator::record`], launched any number
-/// of times.
+/// of times, directly ([`enqueue`](Self::enqueue)) or as a part of
+/// compositions ([`ComposedPart::Collective`](crate::command_buffer::ComposedPart::Collective)).
+/// Clones share the recording (and its capture).
+#[derive(Clone)]
 pub struct RecordedCollective {
     /// Dropped before the communicator (fields drop in order): NCCL frees a
     /// captured graph's resources through its communicator.
@@ -369,6 +372,40 @@ pub struct RecordedCollective {
     dtype: DataType,
     /// Each rank's checked ranges, kept alive for the capture.
     refs: Vec<(Option<UsmRef>, UsmRef)>,
+    /// The last launches of the capture, by either way, shared by clones.
+    order: Arc<Mutex<LaunchOrder>>,
+}
+
+/// The last launches of one capture: each launch runs after the last one
+/// made the other way, so that a capture never runs twice at once, whether
+/// launched directly or inside compositions (launches of one composition
+/// are ordered by the composition itself, and direct launches by the
+/// communicator's lock and their queues). NCCL takes concurrent launches of
+/// graphs on one communicator, but two of one capture would use its
+/// buffers at once.
+#[derive(Default)]
+pub(crate) struct LaunchOrder {
+    /// The last submission of a composition holding the capture, with that
+    /// composition's context.
+    composed: Option<(Arc<dyn EventImpl>, Context)>,
+    /// Every rank's event of the direct launches since the last
+    /// composition's submission that had not ended at the last launch.
+    direct: Vec<Arc<dyn EventImpl>>,
+}
+
+impl LaunchOrder {
+    /// What a composition's submission must wait for: the direct
+    /// launches' events (of the ranks' contexts, which the composition's
+    /// context waits for: checked when it was made).
+    pub(crate) fn direct(&self) -> &[Arc<dyn EventImpl>] {
+        &self.direct
+    }
+
+    /// Records a composition's submission as the last launch.
+    pub(crate) fn composed(&mut self, event: Arc<dyn EventImpl>, context: &Context) {
+        self.composed = Some((event, context.clone()));
+        self.direct.clear();
+    }
 }
 
 impl std::fmt::Debug for RecordedCollective {
@@ -402,6 +439,27 @@ impl RecordedCollective {
         self.dtype
     }
 
+    /// Whether `other` is this recording or a clone of it.
+    pub fn same_recording(&self, other: &RecordedCollective) -> bool {
+        Arc::ptr_eq(&self.order, &other.order)
+    }
+
+    /// The capture, where there is one.
+    pub(crate) fn captured_imp(&self) -> Option<&Arc<dyn CapturedCollectiveImpl>> {
+        self.captured.as_ref()
+    }
+
+    /// The order of the capture's launches, locked; identified by
+    /// [`order_key`](Self::order_key) (the order compositions lock several in).
+    pub(crate) fn lock_order(&self) -> parking_lot::MutexGuard<'_, LaunchOrder> {
+        self.order.lock()
+    }
+
+    /// A key of the shared launch order, for locking several in one order.
+    pub(crate) fn order_key(&self) -> usize {
+        Arc::as_ptr(&self.order) as usize
+    }
+
     /// Launches the collective: rank `r`'s part on `parts[r].0`, a queue of
     /// the rank's context, after the events `parts[r].1` of that context;
     /// one event per rank as [`Communicator::enqueue`] returns. Errors: as
@@ -428,8 +486,22 @@ impl RecordedCollective {
         let Some(captured) = &self.captured else {
             return self.comm.enqueue(self.op, self.dtype, &ranks);
         };
-        let checked = self.comm.check(&self.op, self.dtype, &ranks)?;
-        let _order = self.comm.inner.calls.lock();
+        let mut checked = self.comm.check(&self.op, self.dtype, &ranks)?;
+        let _calls = self.comm.inner.calls.lock();
+        let mut order = self.order.lock();
+        if let Some((last, composed_on)) = order.composed.clone() {
+            // After the last composition that ran the capture: device-side
+            // where the rank's context waits for the composition's events,
+            // else on the host (before anything is launched).
+            for (c, context) in checked.iter_mut().zip(&self.comm.inner.contexts) {
+                if context.waits_on_events_of(&composed_on) {
+                    c.wait.push(last.clone());
+                } else {
+                    // Its outcome does not matter here: this only orders.
+                    let _ = Event::from_imp(last.clone(), &composed_on).wait_ended();
+                }
+            }
+        }
         let waits: Vec<SmallVec<[&dyn EventImpl; 8]>> = checked.iter().map(|c| as_refs(&c.wait)).collect();
         let adapter_ranks = adapter_parts(&ranks, &checked, &waits);
         // SAFETY: `check` checked the queues and wait lists; the ranges are
@@ -439,6 +511,12 @@ impl RecordedCollective {
         drop(adapter_ranks);
         drop(waits);
         ensure!(events.len() == ranks.len(), Unknown, "the captured collective returned {} events", events.len());
+        // Launched: the compositions' next submissions wait for it (and for
+        // earlier direct launches still running, maybe on other queues).
+        order.composed = None;
+        order.direct.retain(|e| !e.status_quiet().is_terminal());
+        order.direct.extend(events.iter().cloned());
+        drop(order);
         // Each event keeps the rank's allocations, the capture and the
         // communicator, should the recording go first.
         Ok(events

@@ -4,7 +4,9 @@
 //! [`Communicator`] (NCCL on CUDA devices, staged through the host
 //! elsewhere).
 //!
-//! A collective node is a partition of its own, as a peer copy is. Finalize
+//! A collective node is a partition of its own, as a peer copy is (where
+//! the graph is composed, a part of the composition: see
+//! `executable::compose`). Finalize
 //! records it on the graph's communicator ([`Communicator::record`]: on
 //! CUDA with NCCL, the group call captured once into one CUDA graph over
 //! the ranks' devices) and makes a queue per rank; at each execution the
@@ -43,7 +45,7 @@ pub(crate) struct CollectiveNode {
 /// per rank.
 pub(crate) struct CollectiveRun {
     pub(crate) node: CollectiveNode,
-    recorded: RecordedCollective,
+    pub(crate) recorded: RecordedCollective,
     queues: Vec<Queue>,
 }
 

@@ -390,7 +390,23 @@ fn errors(devices: &[Device]) -> CaseResult {
 /// the first's), exact each time; update of one collective node is
 /// refused, whole-graph update from a graph broadcasting elsewhere works.
 fn in_a_graph(devices: &[Device]) -> CaseResult {
-    let (members, _) = group(devices)?;
+    let (members, comm) = group(devices)?;
+    // Captured collectives compose with the graph's other partitions into
+    // one submission (CUDA with NCCL, required, capture not turned off);
+    // staged ones keep the partition path.
+    let captured = comm.native_name().is_some()
+        && std::env::var_os(REQUIRE_NCCL_ENV).is_some_and(|v| v != "0")
+        && std::env::var_os("UR_RS_NCCL_CAPTURE").is_none_or(|v| v != "0");
+    let staged = comm.native_name().is_none();
+    let submissions = |exec: &cmdbuf_runtime::graph::ExecutableGraph, when: &str| -> CaseResult {
+        let made = exec.submissions_per_execution();
+        if captured {
+            check_eq!(made, 1, "{when}: submissions per execution of a graph of captured collectives (composed)");
+        } else if staged {
+            check!(made > 1, "{when}: a graph of staged collectives is not composed, yet makes {made} submission");
+        }
+        Ok(())
+    };
     let n = members.len();
     let count = PER_RANK * n;
     let dtype = DataType::U32;
@@ -431,6 +447,7 @@ fn in_a_graph(devices: &[Device]) -> CaseResult {
         InvalidSize
     );
     let exec = g.finalize(FinalizeProperties { updatable: true, ..Default::default() })?;
+    submissions(&exec, "after finalize")?;
     check_err!(exec.update(&reduce), InvalidCommandHandle);
     for (r, m) in members.iter().enumerate() {
         m.put(&bufs[r], &elements(dtype, &(0..count).map(|e| value(dtype, r, e)).collect::<Vec<_>>()))?;
@@ -456,6 +473,7 @@ fn in_a_graph(devices: &[Device]) -> CaseResult {
     let elsewhere = alloc(bytes)?;
     let (g2, _) = chain(&elsewhere)?;
     exec.update_from(&g2)?;
+    submissions(&exec, "after the update")?;
     exec.enqueue_on(&members[0].queue, &[])?.wait()?;
     let n3 = elements(dtype, &sum.iter().map(|v| v * (n as i64).pow(3)).collect::<Vec<_>>());
     let n2 = elements(dtype, &sum.iter().map(|v| v * (n as i64).pow(2)).collect::<Vec<_>>());

@@ -8,7 +8,9 @@
 //! context waits for their events; each command buffer is finalized and
 //! given once; each part runs only after earlier parts (so the dependencies
 //! are acyclic by construction); each peer copy passes the checks of
-//! [`Queue::usm_copy_peer`]. The adapter then builds the executable
+//! [`Queue::usm_copy_peer`]; each collective is a captured recording
+//! ([`RecordedCollective::is_captured`]) whose every rank's context passes
+//! the checks of a part's context. The adapter then builds the executable
 //! ([`ContextImpl::compose_command_buffers`](crate::adapter::ContextImpl::compose_command_buffers)),
 //! trusting all that.
 //!
@@ -25,6 +27,7 @@ use parking_lot::Mutex;
 
 use super::CommandBuffer;
 use crate::adapter::{ComposePart, ComposeWork, EventImpl, ExecutableCommandBufferImpl};
+use crate::collective::RecordedCollective;
 use crate::command::Command;
 use crate::context::Context;
 use crate::error::Result;
@@ -59,6 +62,17 @@ pub enum ComposedPart<'a> {
         /// The parts it runs after.
         after: &'a [usize],
     },
+    /// A captured collective ([`RecordedCollective::is_captured`]): every
+    /// rank's part run by its device, all of them after the parts `after`
+    /// names, and the parts after it after every rank's part. A launch of
+    /// the recording outside the composition ([`RecordedCollective::enqueue`])
+    /// and the composition's submissions are ordered one after the other.
+    Collective {
+        /// The recording.
+        recorded: &'a RecordedCollective,
+        /// The parts it runs after.
+        after: &'a [usize],
+    },
 }
 
 /// What a composition keeps of a part.
@@ -66,6 +80,7 @@ pub enum ComposedPart<'a> {
 enum Kept {
     Buffer(CommandBuffer),
     Copy { context: Context, command: Command },
+    Collective(RecordedCollective),
 }
 
 /// Finalized command buffers of several contexts of one adapter and peer
@@ -96,19 +111,26 @@ struct ComposedState {
     fresh: bool,
     /// How many times the parts were composed.
     compositions: u64,
+    /// Parts replaced while a submission that ran them may still run, with
+    /// the last such submission: kept (their allocations, a collective's
+    /// capture) until it has ended.
+    retired: Vec<(Arc<dyn EventImpl>, Kept)>,
 }
 
 impl ComposedCommandBuffer {
     /// Composes `parts` into one executable submitted by queues of
     /// `context`.
     ///
-    /// Errors: `InvalidValue` for no parts, a command buffer given twice, or
-    /// a part after itself or a later part; `InvalidOperation` for a command
-    /// buffer not finalized; `UnsupportedFeature` for a command buffer of a
-    /// sub-device, a part's context of another adapter or one the adapter
-    /// cannot compose with `context` ([`Context::composes_with`]), or whose
-    /// events `context` cannot wait for, and where the adapter cannot compose
-    /// these parts (the reason given); a peer copy's errors are
+    /// Errors: `InvalidValue` for no parts, a command buffer or a recorded
+    /// collective given twice, or a part after itself or a later part;
+    /// `InvalidOperation` for a command buffer not finalized;
+    /// `UnsupportedFeature` for a command buffer of a sub-device, a part's
+    /// context (for a collective, any of its ranks' contexts) of another
+    /// adapter or one the adapter cannot compose with `context`
+    /// ([`Context::composes_with`]), or whose events `context` cannot wait
+    /// for, a collective that is not captured (staged through the host, or
+    /// issued at each launch), and where the adapter cannot compose these
+    /// parts (the reason given); a peer copy's errors are
     /// [`Queue::usm_copy_peer`]'s.
     #[tracing::instrument(level = "debug", skip_all, fields(parts = parts.len()))]
     pub fn new(context: &Context, parts: &[ComposedPart<'_>]) -> Result<ComposedCommandBuffer> {
@@ -119,6 +141,7 @@ impl ComposedCommandBuffer {
             let (part_context, deps) = match part {
                 ComposedPart::CommandBuffer { buffer, after } => (buffer.context(), *after),
                 ComposedPart::PeerCopy { context, after, .. } => (*context, *after),
+                ComposedPart::Collective { recorded, after } => (&recorded.communicator().contexts()[0], *after),
             };
             check_context(context, part_context, i)?;
             let mut deps32 = Vec::with_capacity(deps.len());
@@ -146,7 +169,24 @@ impl ComposedCommandBuffer {
                         .map_err(|e| e.in_context(&format!("peer copy of part {i} of a composition")))?;
                     Kept::Copy { context: (*on).clone(), command }
                 }
+                ComposedPart::Collective { recorded, .. } => {
+                    // Twice in one launch, a capture would run twice at once.
+                    ensure!(
+                        parts[..i].iter().all(
+                            |p| !matches!(p, ComposedPart::Collective { recorded: r, .. } if r.same_recording(recorded))
+                        ),
+                        InvalidValue,
+                        "part {i} of a composition: the recorded collective is given twice"
+                    );
+                    Kept::Collective((*recorded).clone())
+                }
             });
+        }
+        // What the adapter can compose, once every part is well formed.
+        for (i, part) in kept.iter().enumerate() {
+            if let Kept::Collective(recorded) = part {
+                check_collective(context, recorded, i)?;
+            }
         }
         let (imp, generations) = compose(context, &kept, &after)?;
         Ok(ComposedCommandBuffer {
@@ -160,6 +200,7 @@ impl ComposedCommandBuffer {
                     last: None,
                     fresh: true,
                     compositions: 1,
+                    retired: Vec::new(),
                 }),
             }),
         })
@@ -210,7 +251,37 @@ impl ComposedCommandBuffer {
         let mut parts = st.parts.clone();
         parts[index] = Kept::Buffer(buffer.clone());
         let (imp, generations) = compose(&self.inner.context, &parts, &st.after)?;
-        st.parts = parts;
+        let old = std::mem::replace(&mut st.parts, parts);
+        st.retire(old.into_iter().nth(index));
+        st.install(imp, generations);
+        Ok(())
+    }
+
+    /// Replaces the recorded collective of part `index` with `recorded`
+    /// (say, one recorded again for an update) and composes again; later
+    /// submissions run after the earlier ones. Checked as in
+    /// [`new`](Self::new); on error nothing changes.
+    pub fn replace_collective(&self, index: usize, recorded: &RecordedCollective) -> Result<()> {
+        let mut st = self.inner.state.lock();
+        ensure!(
+            matches!(st.parts.get(index), Some(Kept::Collective(_))),
+            InvalidValue,
+            "part {index} of the composition is not a collective"
+        );
+        check_collective(&self.inner.context, recorded, index)?;
+        ensure!(
+            st.parts
+                .iter()
+                .enumerate()
+                .all(|(i, p)| i == index || !matches!(p, Kept::Collective(r) if r.same_recording(recorded))),
+            InvalidValue,
+            "part {index}: the recorded collective is already another part of the composition"
+        );
+        let mut parts = st.parts.clone();
+        parts[index] = Kept::Collective(recorded.clone());
+        let (imp, generations) = compose(&self.inner.context, &parts, &st.after)?;
+        let old = std::mem::replace(&mut st.parts, parts);
+        st.retire(old.into_iter().nth(index));
         st.install(imp, generations);
         Ok(())
     }
@@ -242,18 +313,44 @@ impl ComposedCommandBuffer {
             InvalidQueue,
             "the queue belongs to another context than the composed command buffer"
         );
-        let mut st = self.inner.state.lock();
+        let mut guard = self.inner.state.lock();
+        // The fields borrowed apart: the parts' launch orders stay locked
+        // across the adapter's enqueue.
+        let st = &mut *guard;
         st.refresh(&self.inner.context)?;
         let previous = if st.fresh { st.last.clone() } else { None };
+        // Each collective's launch order, locked in one order (by key) so
+        // that compositions sharing recordings cannot deadlock: this
+        // submission runs after the recordings' last direct launches.
+        let mut collectives: Vec<&RecordedCollective> = st
+            .parts
+            .iter()
+            .filter_map(|p| match p {
+                Kept::Collective(r) => Some(r),
+                _ => None,
+            })
+            .collect();
+        collectives.sort_unstable_by_key(|r| r.order_key());
+        let mut orders: Vec<_> = collectives.iter().map(|r| r.lock_order()).collect();
         let mut waits = as_refs(wait);
         if let Some(previous) = &previous {
             waits.push(&**previous);
         }
+        for order in &orders {
+            waits.extend(order.direct().iter().map(|e| &**e));
+        }
         let in_order = !queue.properties().out_of_order;
         // SAFETY: the queue is of the composition's context (checked); the
         // wait events were resolved for that context, or are the previous
-        // submission's event, of that context too.
+        // submission's event, of that context too, or a direct launch's
+        // events of a collective's ranks' contexts, which that context
+        // waits for (checked when the part was given).
         let event = unsafe { st.imp.enqueue_ordered(queue.imp(), &waits, in_order)? };
+        drop(waits);
+        for order in &mut orders {
+            order.composed(event.clone(), &self.inner.context);
+        }
+        drop(orders);
         st.fresh = false;
         st.last = Some(event.clone());
         Ok(event)
@@ -265,7 +362,7 @@ impl ComposedState {
     fn refresh(&mut self, context: &Context) -> Result<bool> {
         let stale = self.parts.iter().zip(&self.generations).any(|(p, g)| match p {
             Kept::Buffer(b) => b.inner.updates.load(Ordering::Acquire) != *g,
-            Kept::Copy { .. } => false,
+            Kept::Copy { .. } | Kept::Collective(_) => false,
         });
         if stale {
             tracing::debug!("a part was updated since the composition: composing again");
@@ -273,6 +370,17 @@ impl ComposedState {
             self.install(imp, generations);
         }
         Ok(stale)
+    }
+
+    /// Keeps `part`, replaced, until the last submission has ended; drops
+    /// the retired parts whose submissions have.
+    fn retire(&mut self, part: Option<Kept>) {
+        self.retired.retain(|(event, _)| !event.status_quiet().is_terminal());
+        if let (Some(last), Some(part)) = (&self.last, part)
+            && !last.status_quiet().is_terminal()
+        {
+            self.retired.push((last.clone(), part));
+        }
     }
 
     fn install(&mut self, imp: Box<dyn ExecutableCommandBufferImpl>, generations: Vec<u64>) {
@@ -300,6 +408,24 @@ fn check_context(context: &Context, part: &Context, index: usize) -> Result<()> 
         "part {index} of a composition: queues of {} cannot wait for events of {}",
         context.device(),
         part.device()
+    );
+    Ok(())
+}
+
+/// `UnsupportedFeature` for a collective that is not captured, or one of a
+/// rank's context that `context` cannot compose with or wait for.
+fn check_collective(context: &Context, recorded: &RecordedCollective, index: usize) -> Result<()> {
+    for (rank, rank_context) in recorded.communicator().contexts().iter().enumerate() {
+        check_context(context, rank_context, index).map_err(|e| e.in_context(&format!("rank {rank}")))?;
+    }
+    ensure!(
+        recorded.is_captured(),
+        UnsupportedFeature,
+        "part {index} of a composition: the collective is not captured ({}), so it is issued at each launch",
+        recorded
+            .communicator()
+            .native_name()
+            .map_or_else(|| "staged through the host".to_string(), |n| n + ", not captured")
     );
     Ok(())
 }
@@ -334,7 +460,7 @@ fn compose(
         .enumerate()
         .filter_map(|(i, p)| match p {
             Kept::Buffer(b) => Some((b.id(), i)),
-            Kept::Copy { .. } => None,
+            Kept::Copy { .. } | Kept::Collective(_) => None,
         })
         .collect();
     order.sort_unstable();
@@ -349,7 +475,7 @@ fn compose(
         .iter()
         .map(|p| match p {
             Kept::Buffer(b) => b.inner.updates.load(Ordering::Acquire),
-            Kept::Copy { .. } => 0,
+            Kept::Copy { .. } | Kept::Collective(_) => 0,
         })
         .collect();
     let mut adapter_parts: Vec<ComposePart<'_>> = Vec::with_capacity(parts.len());
@@ -360,6 +486,11 @@ fn compose(
                 executable: guard.executable("a composition of")?,
             },
             (Kept::Copy { context, command }, _) => ComposeWork::PeerCopy { context: &**context.imp(), command },
+            (Kept::Collective(recorded), _) => ComposeWork::Collective {
+                captured: &**recorded
+                    .captured_imp()
+                    .ok_or_else(|| err!(Unknown, "a composed collective lost its capture"))?,
+            },
             (Kept::Buffer(_), None) => return Err(err!(Unknown, "a composition lost a command buffer's lock")),
         };
         adapter_parts.push(ComposePart { work, after: deps });
@@ -367,7 +498,9 @@ fn compose(
     // SAFETY: every part's context composes with and is waited for by
     // `context` (`check_context`); the command buffers are finalized, of
     // their parts' contexts and distinct; the copies passed the peer-copy
-    // checks for their contexts; `after` names earlier parts only.
+    // checks for their contexts; the collectives are captured, distinct,
+    // and their ranks' contexts passed `check_context`; `after` names
+    // earlier parts only.
     let imp = unsafe { context.imp().compose_command_buffers(&mut adapter_parts)? };
     Ok((imp, generations))
 }

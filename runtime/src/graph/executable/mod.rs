@@ -273,12 +273,29 @@ impl Graph<Executable> {
     /// How many submissions to its queues' adapter one execution makes: 1
     /// for a graph of one command-buffer partition on its own device, and for
     /// a multi-device graph whose partitions the adapter composed into one
-    /// executable (command buffers and peer copies of devices of one adapter
-    /// that composes them: CUDA, the CPU adapter); otherwise one per
-    /// partition plus a start and an end marker.
+    /// executable (command buffers, peer copies and captured collectives of
+    /// devices of one adapter that composes them: CUDA, the CPU adapter);
+    /// otherwise one per partition plus a start and an end marker.
     pub fn submissions_per_execution(&self) -> usize {
         let st = self.inner().state.lock();
         if st.composed.is_some() || st.is_single() { 1 } else { st.parts.len() + 2 }
+    }
+
+    /// The native object one execution of a composed multi-device graph
+    /// submits (CUDA: the composition's `CUgraphExec`, see
+    /// `ComposedCommandBuffer::native_handle`), for measuring the driver's
+    /// own launch against the graph's submission; `UnsupportedFeature`
+    /// where the graph is not composed or the adapter has none. Launching
+    /// it outside the graph bypasses the graph's ordering and status
+    /// bookkeeping (on CUDA, later executions' kernel status reports may be
+    /// read from another launch's slot): only for baselines, with nothing of
+    /// the graph running, and no execution of the graph after them.
+    pub fn composed_native_handle(&self) -> Result<cmdbuf_core::NativeHandle> {
+        let st = self.inner().state.lock();
+        match &st.composed {
+            Some(composed) => composed.native_handle(),
+            None => Err(cmdbuf_core::err!(UnsupportedFeature, "executable graph #{} is not composed", self.id())),
+        }
     }
 
     /// `InvalidQueue` for a queue of another context. A context has one

@@ -346,13 +346,18 @@ impl Graph<Executable> {
                 Err(e) => return Err(e.in_context(&format!("update of executable graph #{}", inner.id))),
             }
         }
+        let mut recorded: Vec<u32> = Vec::new();
         for (at, change) in resolved {
             match (change, &mut st.nodes[at as usize].op) {
                 (Change::Kernel(new), FlatOp::Kernel { spec, .. }) => *spec = new,
                 (Change::Host(new), FlatOp::Host(task)) => *task = new,
                 // Executions already submitted keep the old recording: their
-                // events hold its capture and communicator.
-                (Change::Recorded(new), FlatOp::Collective(run)) => *run = new,
+                // events (or the composition's submissions) hold its capture
+                // and communicator.
+                (Change::Recorded(new), FlatOp::Collective(run)) => {
+                    *run = new;
+                    recorded.push(st.part_of[at as usize]);
+                }
                 _ => {}
             }
         }
@@ -362,7 +367,7 @@ impl Graph<Executable> {
             build_partition(inner.source.devices.context(on), &inner.props, &mut st, p as usize)?;
         }
         let rebuilt: Vec<u32> = rebuild.into_iter().collect();
-        super::compose::refresh(inner.id, &mut st, &rebuilt);
+        super::compose::refresh(inner.id, &mut st, &rebuilt, &recorded);
         Ok(())
     }
 }
