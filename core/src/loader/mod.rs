@@ -60,10 +60,19 @@ pub struct Loader {
     selector: DeviceSelector,
 }
 
+/// Held while a loader opens drivers. Drivers' first opening is not safe
+/// from several threads at once: PoCL 3.1 crashed (`clGetDeviceInfo`) in
+/// about two runs of three when two threads each loaded the adapters
+/// (`cmdbuf-conformance`'s `sub_devices` test). Loading is rare and slow
+/// anyway, so one at a time costs nothing that matters.
+static OPENING_DRIVERS: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
+
 impl Loader {
-    /// Opens every entry's driver, skipping backends the selector cannot select.
+    /// Opens every entry's driver, skipping backends the selector cannot
+    /// select. Loaders of several threads open drivers one after the other.
     #[tracing::instrument(level = "info", skip(entries), fields(selector = %selector))]
     pub fn load(entries: &[AdapterEntry<'_>], selector: DeviceSelector) -> Loader {
+        let _one_at_a_time = OPENING_DRIVERS.lock();
         let mut platforms = Vec::new();
         let mut absent = Vec::new();
         let mut next_index: HashMap<Backend, usize> = HashMap::new();
