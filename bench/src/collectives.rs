@@ -236,6 +236,13 @@ fn measure_all(devices: &[Device], repeats: Repeats, quick: bool, out: &mut Vec<
     let comm = Communicator::new(&contexts)?;
     let how = comm.native_name().unwrap_or_else(|| "staged through the host".into());
     let raw = raw_baseline(devices, &members);
+    // One all-reduce issued and waited for at a time: the latency a caller
+    // sees, where the batches below measure back-to-back throughput.
+    let mut single = String::from(
+        "\nOne all-reduce at a time, issued and waited for (µs, median (p10-p90)): the latency of one call, \
+         where the table above times batches issued back to back\n\n| bytes per rank | graph | eager | direct \
+         NCCL | graph / direct |\n|---:|---:|---:|---:|---:|\n",
+    );
     let names = devices.iter().map(|d| d.info().name.clone()).collect::<Vec<_>>().join(" + ");
     let ids = devices.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(" + ");
     let mut text = format!(
@@ -322,6 +329,41 @@ fn measure_all(devices: &[Device], repeats: Repeats, quick: bool, out: &mut Vec<
             }
             Err(_) => None,
         };
+        if bytes <= 512 << 10 {
+            let [g1] = measure(r, || -> Result<_, UrError> {
+                let start = Instant::now();
+                exec.enqueue_on(&members[0].queue, &[])?.wait()?;
+                Ok([start.elapsed()])
+            })?;
+            let [e1] = measure(r, || -> Result<_, UrError> {
+                let start = Instant::now();
+                eager(&comm, &members, count, 1)?;
+                Ok([start.elapsed()])
+            })?;
+            let d1 = match &raw {
+                Ok(raw) => {
+                    let addrs: Vec<(u64, u64)> = buffers.iter().map(|(s, r)| (s.addr(), r.addr())).collect();
+                    let [d1] = measure(r, || -> Result<_, UrError> {
+                        let start = Instant::now();
+                        raw.all_reduce(&addrs, count, 1).map_err(err)?;
+                        Ok([start.elapsed()])
+                    })?;
+                    Some(d1)
+                }
+                Err(_) => None,
+            };
+            let us1 = |s: &Summary| format!("{:.1} ({:.1}-{:.1})", s.median / 1e3, s.p10 / 1e3, s.p90 / 1e3);
+            let (dt, ratio) = match &d1 {
+                Some(d) => (us1(d), format!("{:.2}x", g1.median / d.median)),
+                None => ("-".into(), "-".into()),
+            };
+            let _ = writeln!(single, "| {bytes} | {} | {} | {dt} | {ratio} |", us1(&g1), us1(&e1));
+            for (variant, s) in [("graph_single", Some(g1)), ("eager_single", Some(e1)), ("direct_nccl_single", d1)] {
+                if let Some(s) = s {
+                    out.push(record(&ids, &names, variant, "ns", bytes, s));
+                }
+            }
+        }
         let busbw = |s: &Summary| 2.0 * (n as f64 - 1.0) / n as f64 * bytes as f64 / s.median; // bytes per ns = GB/s
         let us = |s: &Summary| format!("{:.1} ({:.1}-{:.1})", s.median / 1e3, s.p10 / 1e3, s.p90 / 1e3);
         let (dt, dbw, ratio) = match &d {
@@ -346,7 +388,9 @@ fn measure_all(devices: &[Device], repeats: Repeats, quick: bool, out: &mut Vec<
     }
     text += "\nEach all-reduce is out of place; a batch of 20 (5 above 4 MiB) is issued back to back and waited for \
              at its end. On the CPU machine the collective is staged through the host: the figures measure the \
-             staging, not a link.\n\n";
+             staging, not a link.\n";
+    text += &single;
+    text += "\n";
     text += &submissions_note(submissions);
     text += "\n";
     Ok(text)
