@@ -35,7 +35,7 @@ pub enum QueueState {
     Recording,
 }
 
-/// The event of a submission to a [`Queue`]: an cmdbuf-core event, or the event
+/// The event of a submission to a [`Queue`]: a cmdbuf-core event, or the event
 /// of a node recorded into a graph, which never completes and stands for
 /// the node in the wait lists of the same recording.
 #[derive(Clone)]

@@ -31,7 +31,7 @@ use cmdbuf_core::queue::Queue;
 
 use super::executable::{ExecState, FlatOp, Partition};
 use super::handler::{Handler, Pending};
-use super::multi_device::{Devices, bridge};
+use super::multi_device::Devices;
 
 /// A collective node as the graph keeps it: each rank's `(send, recv)`.
 #[derive(Clone, Debug, PartialEq)]
@@ -97,13 +97,7 @@ pub(crate) fn submit(
     let n = run.queues.len();
     let mut waits: Vec<Vec<Event>> = Vec::with_capacity(n);
     for rank in 0..n as u16 {
-        let own =
-            preds
-                .iter()
-                .map(|(e, from)| {
-                    if devices.needs_bridge(rank, *from) { bridge(e, devices.context(rank)) } else { Ok((*e).clone()) }
-                })
-                .collect::<Result<Vec<Event>>>()?;
+        let own = preds.iter().map(|(e, from)| devices.event_for(rank, e, *from)).collect::<Result<Vec<Event>>>()?;
         waits.push(own);
     }
     let refs: Vec<Vec<&Event>> = waits.iter().map(|w| w.iter().collect()).collect();
@@ -112,12 +106,8 @@ pub(crate) fn submit(
     // The partition's event is of the device it is placed on (the graph's
     // own unless placed elsewhere), where its successors look for it.
     let on = part.device;
-    let own = devices.context(on);
-    let joined = events
-        .iter()
-        .enumerate()
-        .map(|(r, e)| if devices.needs_bridge(on, r as u16) { bridge(e, own) } else { Ok(e.clone()) })
-        .collect::<Result<Vec<Event>>>()?;
+    let joined =
+        events.iter().enumerate().map(|(r, e)| devices.event_for(on, e, r as u16)).collect::<Result<Vec<Event>>>()?;
     let all: Vec<&Event> = joined.iter().collect();
     Ok(Some(run.queues[on as usize].events_wait(&all)?))
 }

@@ -86,6 +86,13 @@ impl Devices {
         on != from && !self.direct[on as usize * self.contexts.len() + from as usize]
     }
 
+    /// `event`, of device `from`, as device `on`'s queues can wait for it:
+    /// itself where they wait for `from`'s events device-side, else a
+    /// [`bridge`] into `on`'s context.
+    pub(crate) fn event_for(&self, on: u16, event: &Event, from: u16) -> Result<Event> {
+        if self.needs_bridge(on, from) { bridge(event, self.context(on)) } else { Ok(event.clone()) }
+    }
+
     /// The context of device `index`.
     pub(crate) fn context(&self, index: u16) -> &Context {
         &self.contexts[index as usize]

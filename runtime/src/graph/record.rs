@@ -21,7 +21,7 @@
 //! recording scope and the wait list is `InvalidEventWaitList`.
 //!
 //! The check costs the eager path one branch on an atomic flag and a look at
-//! each event of the wait list (which is either an cmdbuf-core event or a
+//! each event of the wait list (which is either a cmdbuf-core event or a
 //! recorded one).
 
 use std::fmt;

@@ -12,7 +12,7 @@ use crate::graph::partition::Part;
 use crate::graph::{Executable, Graph};
 
 impl Graph<Executable> {
-    /// Submits the graph on an cmdbuf-core queue, which never records, after
+    /// Submits the graph on a cmdbuf-core queue, which never records, after
     /// `wait`: what [`Queue::enqueue_graph`](crate::Queue::enqueue_graph)
     /// does on an executing queue. A capturing queue refuses it
     /// (`GraphCaptureUnsupported`); `InvalidQueue` for a queue of another
@@ -100,13 +100,7 @@ impl Graph<Executable> {
                 // they are where this device's queues wait for that device's
                 // events, else through bridges.
                 let on = part.device;
-                let bridged = |e: &Event, from: u16| {
-                    if devices.needs_bridge(on, from) {
-                        crate::graph::multi_device::bridge(e, devices.context(on))
-                    } else {
-                        Ok(e.clone())
-                    }
-                };
+                let bridged = |e: &Event, from: u16| devices.event_for(on, e, from);
                 let owned: SmallVec<[Event; 4]> = if part.preds.is_empty() {
                     SmallVec::from_elem(bridged(&start, 0)?, 1)
                 } else {
@@ -150,12 +144,8 @@ impl Graph<Executable> {
             .into_iter()
             .zip(&st.parts)
             .map(|(e, p)| {
-                let e = e.expect("every partition is submitted");
-                if devices.needs_bridge(0, p.device) {
-                    crate::graph::multi_device::bridge(&e, queue.context())
-                } else {
-                    Ok(e)
-                }
+                // The submitting queue is of device 0's context (checked above).
+                devices.event_for(0, &e.expect("every partition is submitted"), p.device)
             })
             .collect::<Result<_>>()?;
         let mut leaves: Vec<&Event> = st.parts.iter().zip(&done).filter(|(p, _)| p.leaf).map(|(_, e)| e).collect();
