@@ -233,14 +233,15 @@ pub(crate) fn device_info(
 
     // How SPIR-V reaches this driver, decided once: the device info says
     // what programs may be created from, and builds take the same path.
-    let il_path = crate::spir::il_path(id, il_version.as_deref(), &extensions);
+    let max_work_group_size = device.max_work_group_size().map_err(|e| q("CL_DEVICE_MAX_WORK_GROUP_SIZE", e))?;
+    let il_path = crate::spir::il_path(id, il_version.as_deref(), &extensions, max_work_group_size);
     let mut info = DeviceInfo {
         name,
         vendor: device.vendor().unwrap_or_default(),
         driver_version: device.driver_version().unwrap_or_default(),
         device_type,
         max_compute_units: device.max_compute_units().unwrap_or(1),
-        max_work_group_size: device.max_work_group_size().map_err(|e| q("CL_DEVICE_MAX_WORK_GROUP_SIZE", e))?,
+        max_work_group_size,
         max_work_item_sizes,
         global_mem_size: device.global_mem_size().unwrap_or(0),
         local_mem_size: device.local_mem_size().unwrap_or(0),

@@ -28,6 +28,8 @@ pub(crate) struct ClProgram {
     shared: Arc<Shared>,
     program: ProgramObject,
     log: String,
+    /// Kernels the driver knows by another name ([`spir::KernelAliases`]).
+    aliases: spir::KernelAliases,
 }
 
 /// The `cl_program` of a [`ClProgram`], released with it.
@@ -81,13 +83,19 @@ impl ClProgram {
                 ClProgram::finish(shared, program, options, "SPIR-V")
             }
             Some(IlPath::Translate(translator)) => {
-                let bitcode = spir::to_bitcode(&translator, il)?;
+                let (bitcode, aliases) = translator.to_bitcode(il)?;
                 let device = shared.device.id;
                 // SAFETY: `device` is the context's device.
                 let program =
                     unsafe { opencl3::program::Program::create_from_binary(&shared.context, &[device], &[&bitcode]) }
                         .cl("clCreateProgramWithBinary (SPIR)")?;
-                ClProgram::finish(shared, program, &format!("-x spir -spir-std=1.2 {options}"), "SPIR-V (as SPIR 1.2)")
+                let built = ClProgram::finish(
+                    shared,
+                    program,
+                    &format!("-x spir -spir-std=1.2 {options}"),
+                    "SPIR-V (as SPIR 1.2)",
+                )?;
+                Ok(ClProgram { aliases, ..built })
             }
             None => Err(err!(
                 InvalidBinary,
@@ -111,7 +119,7 @@ impl ClProgram {
             return Err(cl_error(e.0, &format!("clBuildProgram ({what}); build log:\n{log}")));
         }
         tracing::debug!(what, options, "OpenCL program built");
-        Ok(ClProgram { shared, program: ProgramObject::Built(program), log })
+        Ok(ClProgram { shared, program: ProgramObject::Built(program), log, aliases: Default::default() })
     }
 
     /// A program over an adopted reference, with its driver's build log.
@@ -123,14 +131,15 @@ impl ClProgram {
             }
             _ => String::new(),
         };
-        ClProgram { shared, program: ProgramObject::Adopted(program), log }
+        ClProgram { shared, program: ProgramObject::Adopted(program), log, aliases: Default::default() }
     }
 }
 
 impl ClProgram {
     /// A new `cl_kernel` of the program named `name`.
     pub(crate) fn raw_kernel(&self, name: &str) -> Result<opencl3::kernel::Kernel> {
-        let c_name = CString::new(name).map_err(|_| err!(InvalidKernelName, "kernel name {name:?} contains NUL"))?;
+        let c_name = CString::new(self.aliases.driver_name(name))
+            .map_err(|_| err!(InvalidKernelName, "kernel name {name:?} contains NUL"))?;
         match cl3::kernel::create_kernel(self.program.get(), &c_name) {
             Ok(k) => Ok(opencl3::kernel::Kernel::new(k)),
             Err(-46) => Err(err!(InvalidKernelName, "the program has no kernel `{name}`")),
