@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
-use cmdbuf_core::faults::{CallKind, Fault, FaultInjector, INJECTED, LiveObjects};
+use cmdbuf_core::faults::{CallKind, Fault, FaultInjector, INJECTED, LiveObjects, live_objects};
 use cmdbuf_core::{AppendOptions, CommandBuffer, Context, Queue, UrError, UserEvent, UsmAllocation, UsmKind};
 
 fn injected(e: &UrError, kind: CallKind) -> bool {
@@ -18,7 +18,7 @@ fn counts_calls_fails_the_nth_and_counts_live_objects() {
     let injector = FaultInjector::new();
     let device = injector.wrap_device(&cmdbuf_cpu::default_device());
     let ctx = Context::new(&device).unwrap();
-    assert_eq!(ctx.live_objects().unwrap(), LiveObjects::default());
+    assert_eq!(live_objects(&ctx).unwrap(), LiveObjects::default());
     injector.arm(Fault::new(CallKind::UsmAlloc, 2));
     let first = UsmAllocation::new(&ctx, UsmKind::Device, 64).unwrap();
     let e = UsmAllocation::new(&ctx, UsmKind::Device, 64).unwrap_err();
@@ -26,10 +26,10 @@ fn counts_calls_fails_the_nth_and_counts_live_objects() {
     assert_eq!(injector.disarm(), Some(e));
     let third = UsmAllocation::new(&ctx, UsmKind::Device, 32).unwrap();
     assert_eq!(injector.calls(CallKind::UsmAlloc), 3);
-    let live = ctx.live_objects().unwrap();
+    let live = live_objects(&ctx).unwrap();
     assert_eq!((live.usm, live.bytes, live.total()), (2, 96, 2));
     drop((first, third));
-    assert_eq!(ctx.live_objects().unwrap(), LiveObjects::default());
+    assert_eq!(live_objects(&ctx).unwrap(), LiveObjects::default());
 }
 
 /// Regression: a host task whose wait for its dependencies failed (the
@@ -108,7 +108,7 @@ fn a_submission_that_failed_halfway_is_waited_for_and_kept_alive() {
     std::thread::sleep(Duration::from_millis(50));
     assert!(!next.status().is_terminal(), "the next submission ran before the failed one's fill");
     drop((cb, a, b));
-    assert_eq!(ctx.live_objects().unwrap().usm, 2, "memory of the submitted fill was released");
+    assert_eq!(live_objects(&ctx).unwrap().usm, 2, "memory of the submitted fill was released");
     gate.complete().unwrap();
     next.wait().unwrap();
     q1.finish().unwrap();
@@ -116,10 +116,10 @@ fn a_submission_that_failed_halfway_is_waited_for_and_kept_alive() {
     drop(next);
     // The CPU adapter's workers drop the last commands just after the queue drains.
     let start = std::time::Instant::now();
-    while ctx.live_objects().unwrap().usm != 0 && start.elapsed() < Duration::from_secs(5) {
+    while live_objects(&ctx).unwrap().usm != 0 && start.elapsed() < Duration::from_secs(5) {
         std::thread::sleep(Duration::from_millis(5));
     }
-    assert_eq!(ctx.live_objects().unwrap().usm, 0);
+    assert_eq!(live_objects(&ctx).unwrap().usm, 0);
 }
 
 /// A failed finalize hands the recording back unchanged: the buffer is not
@@ -141,7 +141,7 @@ fn a_failed_finalize_leaves_the_recording_usable() {
     assert!(!cb.is_finalized());
     assert!(matches!(cb.native_handle(), Err(UrError::InvalidOperation(_))));
     assert!(matches!(queue.enqueue_command_buffer(&cb, &[]), Err(UrError::InvalidOperation(_))));
-    assert_eq!(ctx.live_objects().unwrap().command_buffers, 1);
+    assert_eq!(live_objects(&ctx).unwrap().command_buffers, 1);
     cb.append_usm_fill(buf.ptr(), &[2], 32, AppendOptions::new().after(&[fill.sync_point])).unwrap();
     cb.finalize().unwrap();
     assert!(matches!(cb.finalize(), Err(UrError::InvalidOperation(_))));
@@ -149,7 +149,7 @@ fn a_failed_finalize_leaves_the_recording_usable() {
     let mut out = [0u8; 64];
     queue.read_usm(buf.ptr(), &mut out, &[]).unwrap();
     assert_eq!((out[0], out[31], out[32], out[63]), (2, 2, 1, 1));
-    assert_eq!(ctx.live_objects().unwrap().command_buffers, 1);
+    assert_eq!(live_objects(&ctx).unwrap().command_buffers, 1);
     drop(cb);
-    assert_eq!(ctx.live_objects().unwrap().command_buffers, 0);
+    assert_eq!(live_objects(&ctx).unwrap().command_buffers, 0);
 }
