@@ -914,3 +914,25 @@ impl ExecutableCommandBufferImpl for FaultyExecutable {
         self.inner.native_handle()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_object_whose_twin_lives_on_stays_counted_until_the_twin_is_dropped() {
+        let shared = Arc::new(Shared::new(FaultInjector::new()));
+        let twin = Arc::new(0u8);
+        let count = Count::new(&shared, |l| &l.buffers, 64);
+        let _ = count.twin.set(Arc::downgrade(&twin) as Weak<dyn Any + Send + Sync>);
+        drop(count);
+        let live = shared.snapshot();
+        assert_eq!((live.buffers, live.bytes), (1, 64), "the adapter still holds the twin");
+        drop(twin);
+        assert_eq!(shared.snapshot(), LiveObjects::default());
+        let gone = Count::new(&shared, |l| &l.usm, 8);
+        let _ = gone.twin.set(Weak::<u8>::new() as Weak<dyn Any + Send + Sync>);
+        drop(gone);
+        assert_eq!(shared.snapshot(), LiveObjects::default(), "a dropped twin releases at once");
+    }
+}
