@@ -439,8 +439,7 @@ impl Run {
         for &index in &self.graph.waiting {
             let node = &self.graph.nodes[index as usize];
             for event in node.wait_events.iter().filter_map(EventBacking::resolve) {
-                let Some(event) = cmdbuf_core::adapter::unwrap_object(&*event as &dyn Any).downcast_ref::<CpuEvent>()
-                else {
+                let Some(event) = (&*event as &dyn Any).downcast_ref::<CpuEvent>() else {
                     self.fail(cmdbuf_core::err!(
                         InvalidEvent,
                         "a wait event of command {index} belongs to another adapter"

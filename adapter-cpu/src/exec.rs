@@ -38,9 +38,7 @@ pub(crate) unsafe fn execute(command: &Command) -> Result<()> {
 /// command buffer is finalized or updated) instead of at every execution.
 pub(crate) fn kernel_fn(command: &Command) -> Option<NativeKernelFn> {
     match command {
-        Command::KernelLaunch(k) => {
-            cmdbuf_core::adapter::unwrap_object(k.kernel.imp() as &dyn Any).downcast_ref::<CpuKernel>().map(|k| k.func)
-        }
+        Command::KernelLaunch(k) => (k.kernel.imp() as &dyn Any).downcast_ref::<CpuKernel>().map(|k| k.func),
         _ => None,
     }
 }

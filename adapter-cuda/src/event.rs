@@ -452,7 +452,7 @@ impl UserEventImpl for CudaUserEvent {
 /// The dependency of a submission on `event` (an event of this adapter);
 /// with `device`, its stream waits for the event's device work.
 pub(crate) fn dep(event: &dyn EventImpl, device: bool) -> Result<Dep> {
-    let any = cmdbuf_core::adapter::unwrap_object(event as &dyn Any);
+    let any = event as &dyn Any;
     if let Some(e) = any.downcast_ref::<CudaEvent>() {
         return Ok(e.dep(device));
     }
@@ -466,7 +466,7 @@ pub(crate) fn dep(event: &dyn EventImpl, device: bool) -> Result<Dep> {
 /// for a user event, one that is always complete, the launch being held on
 /// the host until the user event is (see `CudaExecutable::enqueue`).
 pub(crate) fn graph_wait_event(dev: &DeviceShared, event: &dyn EventImpl) -> Result<sys::CUevent> {
-    let any = cmdbuf_core::adapter::unwrap_object(event as &dyn Any);
+    let any = event as &dyn Any;
     if let Some(e) = any.downcast_ref::<CudaEvent>() {
         return Ok(e.end().raw());
     }

@@ -392,7 +392,7 @@ impl EventImpl for RunEvent {
 /// The event core a wait on `event` means now: `None` when there is nothing
 /// to wait for (a signal event before its first execution).
 pub(crate) fn core_of(event: &dyn EventImpl) -> Result<Option<Arc<EventCore>>> {
-    let any = cmdbuf_core::adapter::unwrap_object(event as &dyn Any);
+    let any = event as &dyn Any;
     if let Some(e) = any.downcast_ref::<VkEvent>() {
         return Ok(Some(e.0.clone()));
     }

@@ -29,7 +29,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use cmdbuf::{CommandBufferSupport, Device, UrError};
-use cmdbuf_core::faults::{CallKind, Fault, FaultInjector, LiveObjects};
+use cmdbuf_core::faults::{CallKind, Fault, FaultInjector, LiveObjects, live_objects};
 use libtest_mimic::{Arguments, Failed, Trial};
 use parking_lot::Mutex;
 
@@ -174,7 +174,7 @@ fn settle(fx: &[Fixture], want: &[LiveObjects]) -> Vec<LiveObjects> {
     let start = Instant::now();
     loop {
         let now: Vec<_> =
-            fx.iter().map(|f| f.context.live_objects().expect("the fixture's device is wrapped")).collect();
+            fx.iter().map(|f| live_objects(&f.context).expect("the fixture's device is wrapped")).collect();
         if now == want || start.elapsed() > SETTLE {
             return now;
         }

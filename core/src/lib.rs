@@ -20,7 +20,10 @@
 //!   command buffer, which instantiation finalizes, and, with the cargo
 //!   feature `fault-injection`, for tests, the **fault injector** (module
 //!   `faults`): a wrapper around an adapter that fails chosen calls as a
-//!   driver would and counts each context's live adapter objects;
+//!   driver would and counts each context's live adapter objects. The
+//!   feature only adds that module, which sits above the adapter interface
+//!   and hands adapters their own objects: the rest of the crate compiles
+//!   to the same code with or without it;
 //! - the **adapter interface** ([`adapter`], [`command`], [`launch`]):
 //!   object-safe traits adapter crates implement, whose methods trust what
 //!   the front end validated, and the commands they are given (the objects

@@ -6,8 +6,21 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
-use cmdbuf_core::faults::{CallKind, Fault, FaultInjector, INJECTED, LiveObjects};
-use cmdbuf_core::{AppendOptions, CommandBuffer, Context, Queue, UrError, UserEvent, UsmAllocation, UsmKind};
+use cmdbuf_core::faults::{CallKind, Fault, FaultInjector, INJECTED, LiveObjects, live_objects};
+use cmdbuf_core::{
+    AppendOptions, ArgKind, CommandBuffer, CommandBufferDesc, Context, Device, Kernel, KernelArg, KernelLaunch,
+    KernelLaunchUpdate, KernelSignature, MemBuffer, MemFlags, NativeKernel, Program, ProgramBundle, ProgramSource,
+    Queue, UrError, UserEvent, UsmAllocation, UsmKind, WorkGroup,
+};
+
+/// An injector, the CPU device wrapped by it, a context and a queue.
+fn wrapped_cpu() -> (FaultInjector, Device, Context, Queue) {
+    let injector = FaultInjector::new();
+    let device = injector.wrap_device(&cmdbuf_cpu::default_device());
+    let ctx = Context::new(&device).unwrap();
+    let queue = Queue::new(&ctx, Default::default()).unwrap();
+    (injector, device, ctx, queue)
+}
 
 fn injected(e: &UrError, kind: CallKind) -> bool {
     e.detail().message.starts_with(&format!("{INJECTED} {kind}"))
@@ -18,7 +31,7 @@ fn counts_calls_fails_the_nth_and_counts_live_objects() {
     let injector = FaultInjector::new();
     let device = injector.wrap_device(&cmdbuf_cpu::default_device());
     let ctx = Context::new(&device).unwrap();
-    assert_eq!(ctx.live_objects().unwrap(), LiveObjects::default());
+    assert_eq!(live_objects(&ctx).unwrap(), LiveObjects::default());
     injector.arm(Fault::new(CallKind::UsmAlloc, 2));
     let first = UsmAllocation::new(&ctx, UsmKind::Device, 64).unwrap();
     let e = UsmAllocation::new(&ctx, UsmKind::Device, 64).unwrap_err();
@@ -26,10 +39,10 @@ fn counts_calls_fails_the_nth_and_counts_live_objects() {
     assert_eq!(injector.disarm(), Some(e));
     let third = UsmAllocation::new(&ctx, UsmKind::Device, 32).unwrap();
     assert_eq!(injector.calls(CallKind::UsmAlloc), 3);
-    let live = ctx.live_objects().unwrap();
+    let live = live_objects(&ctx).unwrap();
     assert_eq!((live.usm, live.bytes, live.total()), (2, 96, 2));
     drop((first, third));
-    assert_eq!(ctx.live_objects().unwrap(), LiveObjects::default());
+    assert_eq!(live_objects(&ctx).unwrap(), LiveObjects::default());
 }
 
 /// Regression: a host task whose wait for its dependencies failed (the
@@ -37,10 +50,7 @@ fn counts_calls_fails_the_nth_and_counts_live_objects() {
 /// event completed; it now fails with the wait's error and does not run.
 #[test]
 fn a_failed_wait_does_not_start_a_host_task_early() {
-    let injector = FaultInjector::new();
-    let device = injector.wrap_device(&cmdbuf_cpu::default_device());
-    let ctx = Context::new(&device).unwrap();
-    let queue = Queue::new(&ctx, Default::default()).unwrap();
+    let (injector, _, ctx, queue) = wrapped_cpu();
     let gate = UserEvent::new(&ctx).unwrap();
     let ran = Arc::new(AtomicBool::new(false));
     let flag = ran.clone();
@@ -63,10 +73,7 @@ fn a_failed_wait_does_not_start_a_host_task_early() {
 /// now runs once the event has ended, with its final status.
 #[test]
 fn a_failed_wait_does_not_run_an_event_callback_early() {
-    let injector = FaultInjector::new();
-    let device = injector.wrap_device(&cmdbuf_cpu::default_device());
-    let ctx = Context::new(&device).unwrap();
-    let queue = Queue::new(&ctx, Default::default()).unwrap();
+    let (injector, _, ctx, queue) = wrapped_cpu();
     let gate = UserEvent::new(&ctx).unwrap();
     // A queue's event: a user event's wait is the host's, never injected.
     let after = queue.events_wait(&[gate.event()]).unwrap();
@@ -108,7 +115,7 @@ fn a_submission_that_failed_halfway_is_waited_for_and_kept_alive() {
     std::thread::sleep(Duration::from_millis(50));
     assert!(!next.status().is_terminal(), "the next submission ran before the failed one's fill");
     drop((cb, a, b));
-    assert_eq!(ctx.live_objects().unwrap().usm, 2, "memory of the submitted fill was released");
+    assert_eq!(live_objects(&ctx).unwrap().usm, 2, "memory of the submitted fill was released");
     gate.complete().unwrap();
     next.wait().unwrap();
     q1.finish().unwrap();
@@ -116,10 +123,10 @@ fn a_submission_that_failed_halfway_is_waited_for_and_kept_alive() {
     drop(next);
     // The CPU adapter's workers drop the last commands just after the queue drains.
     let start = std::time::Instant::now();
-    while ctx.live_objects().unwrap().usm != 0 && start.elapsed() < Duration::from_secs(5) {
+    while live_objects(&ctx).unwrap().usm != 0 && start.elapsed() < Duration::from_secs(5) {
         std::thread::sleep(Duration::from_millis(5));
     }
-    assert_eq!(ctx.live_objects().unwrap().usm, 0);
+    assert_eq!(live_objects(&ctx).unwrap().usm, 0);
 }
 
 /// A failed finalize hands the recording back unchanged: the buffer is not
@@ -128,10 +135,7 @@ fn a_submission_that_failed_halfway_is_waited_for_and_kept_alive() {
 /// software command buffer of emulated views has no adapter finalize to fail.)
 #[test]
 fn a_failed_finalize_leaves_the_recording_usable() {
-    let injector = FaultInjector::new();
-    let device = injector.wrap_device(&cmdbuf_cpu::default_device());
-    let ctx = Context::new(&device).unwrap();
-    let queue = Queue::new(&ctx, Default::default()).unwrap();
+    let (injector, device, ctx, queue) = wrapped_cpu();
     let buf = UsmAllocation::new(&ctx, UsmKind::Shared, 64).unwrap();
     let cb = CommandBuffer::new(&ctx, &device, Default::default()).unwrap();
     let fill = cb.append_usm_fill(buf.ptr(), &[1], 64, AppendOptions::new()).unwrap();
@@ -141,7 +145,7 @@ fn a_failed_finalize_leaves_the_recording_usable() {
     assert!(!cb.is_finalized());
     assert!(matches!(cb.native_handle(), Err(UrError::InvalidOperation(_))));
     assert!(matches!(queue.enqueue_command_buffer(&cb, &[]), Err(UrError::InvalidOperation(_))));
-    assert_eq!(ctx.live_objects().unwrap().command_buffers, 1);
+    assert_eq!(live_objects(&ctx).unwrap().command_buffers, 1);
     cb.append_usm_fill(buf.ptr(), &[2], 32, AppendOptions::new().after(&[fill.sync_point])).unwrap();
     cb.finalize().unwrap();
     assert!(matches!(cb.finalize(), Err(UrError::InvalidOperation(_))));
@@ -149,7 +153,94 @@ fn a_failed_finalize_leaves_the_recording_usable() {
     let mut out = [0u8; 64];
     queue.read_usm(buf.ptr(), &mut out, &[]).unwrap();
     assert_eq!((out[0], out[31], out[32], out[63]), (2, 2, 1, 1));
-    assert_eq!(ctx.live_objects().unwrap().command_buffers, 1);
+    assert_eq!(live_objects(&ctx).unwrap().command_buffers, 1);
     drop(cb);
-    assert_eq!(ctx.live_objects().unwrap().command_buffers, 0);
+    assert_eq!(live_objects(&ctx).unwrap().command_buffers, 0);
+}
+
+/// Adds the value argument to the byte of the buffer argument at each work-item.
+fn add(group: &WorkGroup<'_>) {
+    let (bytes, value) = (group.ptr::<u8>(0), group.value::<u8>(1));
+    for item in group.items() {
+        // SAFETY: each launch's buffer has a byte per work-item.
+        unsafe { *bytes.add(item.global_id(0)) += value };
+    }
+}
+
+/// Sets the byte of the buffer argument at each work-item to the value argument.
+fn set(group: &WorkGroup<'_>) {
+    let (bytes, value) = (group.ptr::<u8>(0), group.value::<u8>(1));
+    for item in group.items() {
+        // SAFETY: as for `add`.
+        unsafe { *bytes.add(item.global_id(0)) = value };
+    }
+}
+
+/// The wrapper hands the CPU adapter its own objects wherever the front end
+/// passes objects back: buffers and sub-buffers in commands and kernel
+/// arguments, kernels, alternative kernels and updated launches, append and
+/// updated wait events (the CPU adapter downcasts each, and refuses another
+/// adapter's). A command buffer holding those objects keeps them counted
+/// after their handles are dropped, until it is dropped too.
+#[test]
+fn the_wrapped_adapter_is_handed_its_own_objects() {
+    let (_, device, ctx, queue) = wrapped_cpu();
+    let signature = |name| KernelSignature::new(name, [ArgKind::Global, ArgKind::Value(1)]);
+    let bundle = ProgramBundle::new()
+        .kernel(signature("add"))
+        .kernel(signature("set"))
+        .source(ProgramSource::Native(vec![NativeKernel::new("add", add), NativeKernel::new("set", set)]));
+    let program = Program::new(&ctx, &bundle).unwrap();
+    let (add, set) = (Kernel::new(&program, "add").unwrap(), Kernel::new(&program, "set").unwrap());
+    let buffer = MemBuffer::new(&ctx, MemFlags::READ_WRITE, 4096).unwrap();
+    let part = buffer.partition(MemFlags::empty(), 1024, 512).unwrap();
+    queue.write_buffer(&buffer, 0, &[1; 4096], &[]).unwrap();
+
+    let one = 1u8;
+    let args = [KernelArg::MemObj(&part), KernelArg::value(&one)];
+    // SAFETY: the kernel writes one byte per work-item of the 512-byte sub-buffer.
+    unsafe { queue.launch_kernel(&KernelLaunch::new(&add, &[512], &args), &[]) }.unwrap().wait().unwrap();
+
+    let cb = CommandBuffer::new(&ctx, &device, CommandBufferDesc { updatable: true, ..Default::default() }).unwrap();
+    let (first, second) = (UserEvent::new(&ctx).unwrap(), UserEvent::new(&ctx).unwrap());
+    let waits = [first.event()];
+    // SAFETY: as above.
+    let appended = unsafe {
+        cb.append_kernel_launch(
+            &KernelLaunch::new(&add, &[512], &args),
+            &[&set],
+            AppendOptions::new().wait_events(&waits),
+        )
+    }
+    .unwrap();
+    cb.finalize().unwrap();
+    let command = appended.command.expect("an updatable buffer's command handle");
+    let seven = 7u8;
+    let update = KernelLaunchUpdate::new(&command)
+        .kernel(&set)
+        .arg(0, KernelArg::MemObj(&part))
+        .arg(1, KernelArg::value(&seven));
+    // SAFETY: as above.
+    unsafe { cb.update_kernel_launches(&[update]) }.unwrap();
+    cb.update_wait_events(&command, &[second.event()]).unwrap();
+    first.complete().unwrap();
+    let run = queue.enqueue_command_buffer(&cb, &[]).unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    assert!(!run.status().is_terminal(), "the run waits for the updated wait event");
+    second.complete().unwrap();
+    run.wait().unwrap();
+    let mut out = vec![0u8; 4096];
+    queue.read_buffer(&buffer, 0, &mut out, &[]).unwrap();
+    assert_eq!((out[1023], out[1024], out[1535], out[1536]), (1, 7, 7, 1));
+
+    drop((run, part, buffer, add, set, program, first, second));
+    queue.finish().unwrap();
+    let live = live_objects(&ctx).unwrap();
+    assert!(live.kernels >= 1 && live.buffers >= 1, "the command buffer's kernel and buffer stay counted: {live:?}");
+    drop(cb);
+    let start = std::time::Instant::now();
+    while live_objects(&ctx).unwrap().total() != 1 && start.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(live_objects(&ctx).unwrap(), LiveObjects { queues: 1, ..LiveObjects::default() });
 }

@@ -77,3 +77,58 @@ fn test_modules_and_comments_are_not_read() {
     let lines: Vec<usize> = layering::code_lines(code).into_iter().map(|(n, _)| n).collect();
     assert_eq!(lines, [1, 7]);
 }
+
+/// The fault injector (`api/faults.rs`, `api/faults/`, feature
+/// `fault-injection`) is a test tool off the production path: outside it,
+/// no code of cmdbuf-core, its adapters, the runtime, the ABI or the facade
+/// names it or its feature, but the two lines that declare and re-export
+/// the module, so that tests run the code applications get.
+#[test]
+fn only_the_fault_injector_names_its_feature() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let gate = [("core/src/lib.rs", "pub use api::faults;"), ("core/src/api/mod.rs", "pub mod faults;")];
+    let mut files = Vec::new();
+    for dir in ["core", "adapter-cpu", "adapter-opencl", "adapter-vulkan", "adapter-cuda", "runtime", "abi", "cmdbuf"] {
+        source_files(&root.join(dir).join("src"), &mut files);
+    }
+    let mut problems = Vec::new();
+    for file in files {
+        let name = file.strip_prefix(&root).unwrap().to_string_lossy().into_owned();
+        if name.starts_with("core/src/api/faults") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        let lines = layering::code_lines(&text);
+        for (i, &(n, line)) in lines.iter().enumerate() {
+            let names_it = ["fault-injection", "fault_injection", "faults::", "mod faults", "api::faults"]
+                .iter()
+                .any(|needle| line.contains(needle));
+            if !names_it {
+                continue;
+            }
+            // A gate line is allowed with the `cfg` line just above it.
+            let gated = gate.iter().any(|(f, decl)| *f == name && line.trim() == *decl)
+                || gate.iter().any(|(f, decl)| {
+                    *f == name
+                        && line.trim() == "#[cfg(feature = \"fault-injection\")]"
+                        && lines.get(i + 1).is_some_and(|(_, next)| next.trim() == *decl)
+                });
+            if !gated {
+                problems.push(format!("{name}:{n}: {}", line.trim()));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "code outside the fault injector names it:\n{}", problems.join("\n"));
+}
+
+/// Every `.rs` file under `dir`.
+fn source_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            source_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}

@@ -866,34 +866,7 @@ pub trait CapturedCollectiveImpl: Any + Send + Sync {
 /// front end let objects of two adapters meet: reported as `InvalidValue`
 /// rather than a panic.
 pub fn downcast<'a, T: Any>(object: &'a dyn Any, what: &str) -> Result<&'a T> {
-    unwrap_object(object)
-        .downcast_ref::<T>()
-        .ok_or_else(|| crate::err!(InvalidValue, "{what} belongs to another adapter"))
-}
-
-/// The adapter's own object behind `object`: `object` itself, except for
-/// the objects of a device wrapped for fault injection (feature
-/// `fault-injection`, `cmdbuf_core::faults`), which are seen through. Adapters
-/// that downcast without [`downcast`] call this first.
-pub fn unwrap_object(object: &dyn Any) -> &dyn Any {
-    #[cfg(feature = "fault-injection")]
-    if let Some(peel) = SEE_THROUGH.get() {
-        return peel(object);
-    }
-    object
-}
-
-/// How [`unwrap_object`] sees through wrapped objects, set by the fault
-/// injector when it first wraps a device: the wrapper sits above this
-/// interface, which therefore cannot name it.
-#[cfg(feature = "fault-injection")]
-static SEE_THROUGH: std::sync::OnceLock<fn(&dyn Any) -> &dyn Any> = std::sync::OnceLock::new();
-
-/// Makes [`unwrap_object`] see through the objects `peel` unwraps; the
-/// first registration stays.
-#[cfg(feature = "fault-injection")]
-pub(crate) fn see_through(peel: fn(&dyn Any) -> &dyn Any) {
-    let _ = SEE_THROUGH.set(peel);
+    object.downcast_ref::<T>().ok_or_else(|| crate::err!(InvalidValue, "{what} belongs to another adapter"))
 }
 
 // The accessors of the front end's objects that adapters, the ABI crate

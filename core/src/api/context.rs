@@ -155,15 +155,6 @@ impl Context {
         self.inner.tracker.live_allocations()
     }
 
-    /// The adapter objects of this context still alive, by kind, when its
-    /// device was wrapped for fault injection
-    /// ([`FaultInjector::wrap_device`](crate::faults::FaultInjector::wrap_device));
-    /// `None` otherwise.
-    #[cfg(feature = "fault-injection")]
-    pub fn live_objects(&self) -> Option<crate::faults::LiveObjects> {
-        crate::faults::live_objects(&*self.inner.imp)
-    }
-
     /// Number of handles to this context (objects that hold it included).
     pub fn reference_count(&self) -> usize {
         Arc::strong_count(&self.inner)

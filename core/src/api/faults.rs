@@ -10,40 +10,48 @@
 //! kind, and when it is the call a [`Fault`] names, it fails without
 //! reaching the driver, with an error whose message names the call
 //! (`injected fault in ContextImpl::usm_alloc (call 3 of its kind)`).
-//! [`Context::live_objects`](crate::Context::live_objects) counts the
-//! wrapped objects still alive, so a test can check that a scenario that
-//! failed halfway released everything it made. These are adapter objects of
-//! one context, which may outlive their front-end handles (a command buffer
-//! kept by a submission in flight); [`crate::live`] counts front-end handles
-//! process-wide in every build, for long runs. `docs/reliability.md` ("Two
-//! counters, and why both") compares them.
+//! [`live_objects`] counts the wrapped objects of a context still alive, so
+//! a test can check that a scenario that failed halfway released everything
+//! it made. These are adapter objects of one context, which may outlive
+//! their front-end handles (a command buffer kept by a submission in
+//! flight); [`crate::live`] counts front-end handles process-wide in every
+//! build, for long runs. `docs/reliability.md` ("Two counters, and why
+//! both") compares them.
 //!
-//! Adapters downcast the objects the front end passes back to them; wrapped
-//! objects are seen through by [`crate::adapter::downcast`] and
-//! [`crate::adapter::unwrap_object`], so adapters need nothing else to run
-//! wrapped. Wait lists and queues given to wrapped calls are unwrapped before
-//! they reach the adapter, so the adapter's own calls on them are neither
-//! counted nor injected.
+//! The wrapper sits entirely above the adapter interface: the adapter it
+//! wraps never sees a wrapped object. Before a wrapped call is forwarded,
+//! every wrapped object among its arguments (the buffers, allocations and
+//! kernels of a command, wait lists, the queue of a command-buffer enqueue,
+//! a peer device) is replaced by the adapter's own object behind it (module
+//! `peel`), so adapters downcast with plain
+//! [`downcast`](crate::adapter::downcast) and need nothing to run wrapped,
+//! and nothing of this module is on the path of a build without it. The
+//! adapter's own calls on the objects it is handed are neither counted nor
+//! injected.
+
+mod peel;
 
 use std::any::Any;
 use std::fmt;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicIsize, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
 
 use parking_lot::Mutex;
 
 use crate::adapter::{
-    BufferImpl, ContextImpl, DeviceImpl, EventImpl, ExecutableCommandBufferImpl, FinalizeFailed, KernelImpl,
+    Backing, BufferImpl, ContextImpl, DeviceImpl, EventImpl, ExecutableCommandBufferImpl, FinalizeFailed, KernelImpl,
     KernelUpdate, ProgramImpl, QueueImpl, RecordingCommandBufferImpl, UserEventImpl, UsmImpl,
 };
 use crate::clock::Timestamps;
 use crate::command::Command;
 use crate::command_buffer::CommandBufferDesc;
+use crate::context::Context;
 use crate::device::{Device, DeviceInfo};
 use crate::error::{Detail, Result, UrError};
 use crate::event::{Event, EventStatus, ProfilingInfo};
 use crate::interop::NativeHandle;
-use crate::memory::{MemFlags, UsmKind};
+use crate::memory::{MemBuffer, MemFlags, UsmKind};
+use crate::objects::UsmInner;
 use crate::program::{Kernel, KernelSignature, ProgramBundle, SourceForm};
 use crate::queue::QueueProperties;
 
@@ -183,7 +191,6 @@ impl FaultInjector {
     /// A view of `device` whose contexts and their objects go through this
     /// injector. An emulated view stays emulated.
     pub fn wrap_device(&self, device: &Device) -> Device {
-        crate::adapter::see_through(peel);
         let imp: Arc<dyn DeviceImpl> = Arc::new(FaultyDevice { inner: device.imp().clone(), injector: self.clone() });
         let wrapped = Device::new(imp, device.id());
         if device.is_emulated() { wrapped.emulated() } else { wrapped }
@@ -291,33 +298,62 @@ struct Live {
     command_buffers: AtomicIsize,
 }
 
-impl Live {
-    fn snapshot(&self) -> LiveObjects {
-        let get = |a: &AtomicIsize| a.load(Ordering::SeqCst);
-        LiveObjects {
-            usm: get(&self.usm),
-            buffers: get(&self.buffers),
-            bytes: get(&self.bytes),
-            programs: get(&self.programs),
-            kernels: get(&self.kernels),
-            queues: get(&self.queues),
-            events: get(&self.events),
-            command_buffers: get(&self.command_buffers),
-        }
-    }
-}
-
 /// What every object of one wrapped context shares.
 struct Shared {
     injector: FaultInjector,
     live: Live,
+    /// Objects whose wrapper is gone while the adapter still holds their
+    /// twin (see [`Held`]): counted until the twin is dropped too.
+    lingering: Mutex<Vec<Lingering>>,
 }
 
-/// One live object of a kind: counted while it exists.
+/// A count whose object lives on in its twin.
+struct Lingering {
+    twin: Weak<dyn Any + Send + Sync>,
+    field: fn(&Live) -> &AtomicIsize,
+    bytes: isize,
+}
+
+impl Shared {
+    fn new(injector: FaultInjector) -> Shared {
+        Shared { injector, live: Live::default(), lingering: Mutex::new(Vec::new()) }
+    }
+
+    fn release(&self, field: fn(&Live) -> &AtomicIsize, bytes: isize) {
+        field(&self.live).fetch_sub(1, Ordering::SeqCst);
+        self.live.bytes.fetch_sub(bytes, Ordering::SeqCst);
+    }
+
+    fn snapshot(&self) -> LiveObjects {
+        self.lingering.lock().retain(|l| {
+            let alive = l.twin.strong_count() > 0;
+            if !alive {
+                self.release(l.field, l.bytes);
+            }
+            alive
+        });
+        let live = &self.live;
+        let get = |a: &AtomicIsize| a.load(Ordering::SeqCst);
+        LiveObjects {
+            usm: get(&live.usm),
+            buffers: get(&live.buffers),
+            bytes: get(&live.bytes),
+            programs: get(&live.programs),
+            kernels: get(&live.kernels),
+            queues: get(&live.queues),
+            events: get(&live.events),
+            command_buffers: get(&live.command_buffers),
+        }
+    }
+}
+
+/// One live object of a kind: counted while it exists, and after, while
+/// its twin does.
 struct Count {
     shared: Arc<Shared>,
     field: fn(&Live) -> &AtomicIsize,
     bytes: isize,
+    twin: OnceLock<Weak<dyn Any + Send + Sync>>,
 }
 
 impl Count {
@@ -325,7 +361,7 @@ impl Count {
         let bytes = bytes as isize;
         field(&shared.live).fetch_add(1, Ordering::SeqCst);
         shared.live.bytes.fetch_add(bytes, Ordering::SeqCst);
-        Count { shared: shared.clone(), field, bytes }
+        Count { shared: shared.clone(), field, bytes, twin: OnceLock::new() }
     }
 
     fn enter(&self, kind: CallKind) -> Result<()> {
@@ -335,62 +371,114 @@ impl Count {
 
 impl Drop for Count {
     fn drop(&mut self) {
-        (self.field)(&self.shared.live).fetch_sub(1, Ordering::SeqCst);
-        self.shared.live.bytes.fetch_sub(self.bytes, Ordering::SeqCst);
+        if let Some(twin) = self.twin.take()
+            && twin.strong_count() > 0
+        {
+            self.shared.lingering.lock().push(Lingering { twin, field: self.field, bytes: self.bytes });
+            return;
+        }
+        self.shared.release(self.field, self.bytes);
     }
 }
 
-/// The live objects of `context`'s adapter context when it is wrapped.
-pub(crate) fn live_objects(context: &dyn ContextImpl) -> Option<LiveObjects> {
-    (context as &dyn Any).downcast_ref::<FaultyContext>().map(|c| c.shared.live.snapshot())
+/// The adapter objects of `context` still alive, by kind, when its device
+/// was wrapped ([`FaultInjector::wrap_device`]); `None` otherwise.
+pub fn live_objects(context: &Context) -> Option<LiveObjects> {
+    let imp: &Arc<dyn ContextImpl> = Backing::imp(context);
+    (&**imp as &dyn Any).downcast_ref::<FaultyContext>().map(|c| c.shared.snapshot())
 }
 
-/// The adapter's own object behind a wrapped one; other objects unchanged.
-pub(crate) fn peel(object: &dyn Any) -> &dyn Any {
-    if let Some(e) = object.downcast_ref::<FaultyEvent>() {
-        return &*e.inner as &dyn Any;
-    }
-    if let Some(e) = object.downcast_ref::<FaultyUserEvent>() {
-        return &*e.inner as &dyn Any;
-    }
-    if let Some(b) = object.downcast_ref::<FaultyBuffer>() {
-        return &*b.inner as &dyn Any;
-    }
-    if let Some(u) = object.downcast_ref::<FaultyUsm>() {
-        return &*u.inner as &dyn Any;
-    }
-    if let Some(k) = object.downcast_ref::<FaultyKernel>() {
-        return &*k.inner as &dyn Any;
-    }
-    if let Some(q) = object.downcast_ref::<FaultyQueue>() {
-        return &*q.inner as &dyn Any;
-    }
-    if let Some(p) = object.downcast_ref::<FaultyProgram>() {
-        return &*p.inner as &dyn Any;
-    }
-    if let Some(c) = object.downcast_ref::<FaultyContext>() {
-        return &*c.inner as &dyn Any;
-    }
-    if let Some(d) = object.downcast_ref::<FaultyDevice>() {
-        return &*d.inner as &dyn Any;
-    }
-    object
+/// A front-end handle whose adapter object is the adapter's own (module
+/// `peel`).
+trait Twin<I: ?Sized>: Clone {
+    /// The adapter's object.
+    fn object(&self) -> &I;
+    /// The handle's shared part, which lives as long as some clone of it.
+    fn alive(&self) -> Weak<dyn Any + Send + Sync>;
 }
 
-/// The adapter's event behind a wrapped one, for wait lists.
-fn inner_event(event: &dyn EventImpl) -> &dyn EventImpl {
-    let any = event as &dyn Any;
-    if let Some(e) = any.downcast_ref::<FaultyEvent>() {
-        return &*e.inner;
+impl Twin<dyn BufferImpl> for MemBuffer {
+    fn object(&self) -> &dyn BufferImpl {
+        // A sub-buffer's twin holds the adapter's object for the region.
+        match self.sub_buffer_imp() {
+            Some(native) => native,
+            None => self.imp(),
+        }
     }
-    if let Some(e) = any.downcast_ref::<FaultyUserEvent>() {
-        return &*e.inner;
+
+    fn alive(&self) -> Weak<dyn Any + Send + Sync> {
+        Arc::downgrade(&self.inner) as Weak<dyn Any + Send + Sync>
     }
-    event
 }
 
-fn inner_events<'a>(wait: &[&'a dyn EventImpl]) -> Vec<&'a dyn EventImpl> {
-    wait.iter().map(|e| inner_event(*e)).collect()
+impl Twin<dyn UsmImpl> for Arc<UsmInner> {
+    fn object(&self) -> &dyn UsmImpl {
+        self.imp()
+    }
+
+    fn alive(&self) -> Weak<dyn Any + Send + Sync> {
+        Arc::downgrade(self) as Weak<dyn Any + Send + Sync>
+    }
+}
+
+impl Twin<dyn KernelImpl> for Kernel {
+    fn object(&self) -> &dyn KernelImpl {
+        self.imp()
+    }
+
+    fn alive(&self) -> Weak<dyn Any + Send + Sync> {
+        Arc::downgrade(&self.inner) as Weak<dyn Any + Send + Sync>
+    }
+}
+
+/// The adapter object behind a wrapped buffer, USM allocation or kernel
+/// (the objects the front end hands back inside commands), and its count.
+/// The wrapper owns the object until a call first hands it to the adapter:
+/// then the object moves into the twin made for that call, which the
+/// wrapper keeps and hands out at every call after, and through which it
+/// reaches the object itself.
+struct Held<I: ?Sized, T> {
+    state: Mutex<State<I, T>>,
+    // After `state`, so that the wrapper's own hold on the twin is gone
+    // when the count looks whether the twin lives on.
+    count: Count,
+}
+
+enum State<I: ?Sized, T> {
+    Own(Box<I>),
+    Lent(T),
+    /// Only while the twin is made, under the lock.
+    Moving,
+}
+
+impl<I: ?Sized, T: Twin<I>> Held<I, T> {
+    fn new(inner: Box<I>, count: Count) -> Held<I, T> {
+        Held { state: Mutex::new(State::Own(inner)), count }
+    }
+
+    /// Runs `f` on the adapter's object.
+    fn with<R>(&self, f: impl FnOnce(&I) -> R) -> R {
+        match &*self.state.lock() {
+            State::Own(inner) => f(inner),
+            State::Lent(twin) => f(twin.object()),
+            State::Moving => unreachable!("a twin is made under the lock"),
+        }
+    }
+
+    /// The twin, made by `make` from the adapter's object the first time.
+    fn twin(&self, make: impl FnOnce(Box<I>) -> T) -> T {
+        let mut state = self.state.lock();
+        if let State::Lent(twin) = &*state {
+            return twin.clone();
+        }
+        let State::Own(inner) = std::mem::replace(&mut *state, State::Moving) else {
+            unreachable!("a twin is made under the lock")
+        };
+        let twin = make(inner);
+        let _ = self.count.twin.set(twin.alive());
+        *state = State::Lent(twin.clone());
+        twin
+    }
 }
 
 fn wrap_event(shared: &Arc<Shared>, inner: Arc<dyn EventImpl>) -> Arc<dyn EventImpl> {
@@ -418,7 +506,7 @@ impl DeviceImpl for FaultyDevice {
     fn create_context(self: Arc<Self>) -> Result<Arc<dyn ContextImpl>> {
         self.injector.enter(CallKind::ContextCreate)?;
         let inner = self.inner.clone().create_context()?;
-        let shared = Arc::new(Shared { injector: self.injector.clone(), live: Live::default() });
+        let shared = Arc::new(Shared::new(self.injector.clone()));
         Ok(Arc::new(FaultyContext { inner, shared }))
     }
 
@@ -426,17 +514,16 @@ impl DeviceImpl for FaultyDevice {
         self.inner.native_handle()
     }
 
-    // The adapter sees through a wrapped peer (`downcast` peels it).
     fn peer_access(&self, peer: &dyn DeviceImpl) -> Result<crate::PeerAccess> {
-        self.inner.peer_access(peer)
+        self.inner.peer_access(peel::device(peer))
     }
 
     fn enable_peer_access(&self, peer: &dyn DeviceImpl) -> Result<()> {
-        self.inner.enable_peer_access(peer)
+        self.inner.enable_peer_access(peel::device(peer))
     }
 
     fn disable_peer_access(&self, peer: &dyn DeviceImpl) -> Result<()> {
-        self.inner.disable_peer_access(peer)
+        self.inner.disable_peer_access(peel::device(peer))
     }
 }
 
@@ -456,14 +543,14 @@ impl ContextImpl for FaultyContext {
         self.enter(CallKind::UsmAlloc)?;
         // SAFETY: the caller's guarantees, passed on unchanged.
         let inner = unsafe { self.inner.usm_alloc(kind, size, align)? };
-        Ok(Box::new(FaultyUsm { inner, _count: Count::new(&self.shared, |l| &l.usm, size) }))
+        Ok(Box::new(FaultyUsm { held: Held::new(inner, Count::new(&self.shared, |l| &l.usm, size)) }))
     }
 
     unsafe fn buffer_create(&self, flags: MemFlags, size: usize, init: Option<&[u8]>) -> Result<Box<dyn BufferImpl>> {
         self.enter(CallKind::BufferCreate)?;
         // SAFETY: the caller's guarantees, passed on unchanged.
         let inner = unsafe { self.inner.buffer_create(flags, size, init)? };
-        Ok(Box::new(FaultyBuffer { inner, count: Count::new(&self.shared, |l| &l.buffers, size) }))
+        Ok(Box::new(FaultyBuffer { held: Held::new(inner, Count::new(&self.shared, |l| &l.buffers, size)) }))
     }
 
     unsafe fn program_create(
@@ -491,8 +578,8 @@ impl ContextImpl for FaultyContext {
         properties: QueueProperties,
     ) -> Result<Box<dyn QueueImpl>> {
         self.enter(CallKind::QueueCreate)?;
-        // SAFETY: the caller's guarantees, passed on unchanged.
-        let inner = unsafe { self.inner.sub_device_queue_create(device, properties)? };
+        // SAFETY: the caller's guarantees; the device is the same, unwrapped.
+        let inner = unsafe { self.inner.sub_device_queue_create(peel::device(device), properties)? };
         Ok(Box::new(FaultyQueue { inner, count: Count::new(&self.shared, |l| &l.queues, 0) }))
     }
 
@@ -509,8 +596,8 @@ impl ContextImpl for FaultyContext {
         desc: &CommandBufferDesc,
     ) -> Result<Box<dyn RecordingCommandBufferImpl>> {
         self.enter(CallKind::CommandBufferCreate)?;
-        // SAFETY: the caller's guarantees, passed on unchanged.
-        let inner = unsafe { self.inner.sub_device_command_buffer_create(device, desc)? };
+        // SAFETY: the caller's guarantees; the device is the same, unwrapped.
+        let inner = unsafe { self.inner.sub_device_command_buffer_create(peel::device(device), desc)? };
         Ok(Box::new(FaultyCommandBuffer { inner, count: Count::new(&self.shared, |l| &l.command_buffers, 0) }))
     }
 
@@ -526,37 +613,36 @@ impl ContextImpl for FaultyContext {
 }
 
 struct FaultyUsm {
-    inner: Box<dyn UsmImpl>,
-    _count: Count,
+    held: Held<dyn UsmImpl, Arc<UsmInner>>,
 }
 
 impl UsmImpl for FaultyUsm {
     fn address(&self) -> u64 {
-        self.inner.address()
+        self.held.with(|u| u.address())
     }
 
     fn host_ptr(&self) -> Option<*mut u8> {
-        self.inner.host_ptr()
+        self.held.with(|u| u.host_ptr())
     }
 }
 
 struct FaultyBuffer {
-    inner: Box<dyn BufferImpl>,
-    count: Count,
+    held: Held<dyn BufferImpl, MemBuffer>,
 }
 
 impl BufferImpl for FaultyBuffer {
     unsafe fn sub_buffer(&self, offset: usize, size: usize, flags: MemFlags) -> Result<Option<Box<dyn BufferImpl>>> {
-        self.count.enter(CallKind::SubBuffer)?;
+        let count = &self.held.count;
+        count.enter(CallKind::SubBuffer)?;
         // SAFETY: the caller's guarantees, passed on unchanged.
-        let sub = unsafe { self.inner.sub_buffer(offset, size, flags)? };
+        let sub = self.held.with(|b| unsafe { b.sub_buffer(offset, size, flags) })?;
         Ok(sub.map(|inner| -> Box<dyn BufferImpl> {
-            Box::new(FaultyBuffer { inner, count: Count::new(&self.count.shared, |l| &l.buffers, 0) })
+            Box::new(FaultyBuffer { held: Held::new(inner, Count::new(&count.shared, |l| &l.buffers, 0)) })
         }))
     }
 
     fn native_handle(&self) -> Result<NativeHandle> {
-        self.inner.native_handle()
+        self.held.with(|b| b.native_handle())
     }
 }
 
@@ -570,7 +656,7 @@ impl ProgramImpl for FaultyProgram {
         self.count.enter(CallKind::KernelCreate)?;
         // SAFETY: the caller's guarantees, passed on unchanged.
         let inner = unsafe { self.inner.create_kernel(signature)? };
-        Ok(Box::new(FaultyKernel { inner, _count: Count::new(&self.count.shared, |l| &l.kernels, 0) }))
+        Ok(Box::new(FaultyKernel { held: Held::new(inner, Count::new(&self.count.shared, |l| &l.kernels, 0)) }))
     }
 
     fn build_log(&self) -> String {
@@ -580,36 +666,43 @@ impl ProgramImpl for FaultyProgram {
     fn binary(&self) -> Option<Vec<u8>> {
         self.inner.binary()
     }
+
+    fn native_handle(&self) -> Result<NativeHandle> {
+        self.inner.native_handle()
+    }
 }
 
 struct FaultyKernel {
-    inner: Box<dyn KernelImpl>,
-    _count: Count,
+    held: Held<dyn KernelImpl, Kernel>,
 }
 
 impl KernelImpl for FaultyKernel {
     fn max_work_group_size(&self) -> usize {
-        self.inner.max_work_group_size()
+        self.held.with(|k| k.max_work_group_size())
     }
 
     fn compile_work_group_size(&self) -> Option<[usize; 3]> {
-        self.inner.compile_work_group_size()
+        self.held.with(|k| k.compile_work_group_size())
     }
 
     fn local_mem_size(&self) -> usize {
-        self.inner.local_mem_size()
+        self.held.with(|k| k.local_mem_size())
     }
 
     fn private_mem_size(&self) -> usize {
-        self.inner.private_mem_size()
+        self.held.with(|k| k.private_mem_size())
     }
 
     fn preferred_work_group_size_multiple(&self) -> Option<usize> {
-        self.inner.preferred_work_group_size_multiple()
+        self.held.with(|k| k.preferred_work_group_size_multiple())
+    }
+
+    fn native_handle(&self) -> Result<NativeHandle> {
+        self.held.with(|k| k.native_handle())
     }
 
     fn apply_cache_config(&self, config: crate::types::program::CacheConfig) -> Result<bool> {
-        self.inner.apply_cache_config(config)
+        self.held.with(|k| k.apply_cache_config(config))
     }
 }
 
@@ -621,29 +714,33 @@ struct FaultyQueue {
 impl QueueImpl for FaultyQueue {
     unsafe fn enqueue(&self, command: &Command, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
         self.count.enter(CallKind::Enqueue)?;
-        // SAFETY: the caller's guarantees; the wait list holds the same events, unwrapped.
-        let event = unsafe { self.inner.enqueue(command, &inner_events(wait))? };
+        let command = peel::command(command);
+        // SAFETY: the caller's guarantees: the command and the wait list
+        // hold the same objects, unwrapped, which the command's twins keep
+        // alive as long as the adapter holds it.
+        let event = unsafe { self.inner.enqueue(&command, &peel::wait_list(wait))? };
         Ok(wrap_event(&self.count.shared, event))
     }
 
     unsafe fn enqueue_wait(&self, wait: &[&dyn EventImpl], barrier: bool) -> Result<Arc<dyn EventImpl>> {
         self.count.enter(CallKind::EnqueueWait)?;
         // SAFETY: as for `enqueue`.
-        let event = unsafe { self.inner.enqueue_wait(&inner_events(wait), barrier)? };
+        let event = unsafe { self.inner.enqueue_wait(&peel::wait_list(wait), barrier)? };
         Ok(wrap_event(&self.count.shared, event))
     }
 
     unsafe fn enqueue_timestamp(&self, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
         self.count.enter(CallKind::EnqueueTimestamp)?;
         // SAFETY: as for `enqueue`.
-        let event = unsafe { self.inner.enqueue_timestamp(&inner_events(wait))? };
+        let event = unsafe { self.inner.enqueue_timestamp(&peel::wait_list(wait))? };
         Ok(wrap_event(&self.count.shared, event))
     }
 
     unsafe fn usm_copy_peer(&self, command: &Command, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
         self.count.enter(CallKind::Enqueue)?;
+        let command = peel::command(command);
         // SAFETY: as for `enqueue`.
-        let event = unsafe { self.inner.usm_copy_peer(command, &inner_events(wait))? };
+        let event = unsafe { self.inner.usm_copy_peer(&command, &peel::wait_list(wait))? };
         Ok(wrap_event(&self.count.shared, event))
     }
 
@@ -742,8 +839,11 @@ impl RecordingCommandBufferImpl for FaultyCommandBuffer {
         signal: bool,
     ) -> Result<Option<Arc<dyn EventImpl>>> {
         self.count.enter(CallKind::Append)?;
-        // SAFETY: the caller's guarantees, passed on unchanged.
-        let event = unsafe { self.inner.append(command, alternatives, deps, wait_events, signal)? };
+        let command = peel::command(command);
+        let (alternatives, wait_events) = (peel::kernels(alternatives), peel::events(wait_events));
+        // SAFETY: the caller's guarantees: the command, the alternatives and
+        // the wait events are the same objects, unwrapped.
+        let event = unsafe { self.inner.append(&command, &alternatives, deps, &wait_events, signal)? };
         Ok(event.map(|e| wrap_event(&self.count.shared, e)))
     }
 
@@ -769,20 +869,32 @@ impl RecordingCommandBufferImpl for FaultyCommandBuffer {
 impl ExecutableCommandBufferImpl for FaultyExecutable {
     unsafe fn enqueue(&mut self, queue: &dyn QueueImpl, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
         self.count.enter(CallKind::CommandBufferEnqueue)?;
-        let queue = match (queue as &dyn Any).downcast_ref::<FaultyQueue>() {
-            Some(q) => &*q.inner,
-            None => queue,
-        };
         // SAFETY: the caller's guarantees; the queue and the wait list are
         // the same objects, unwrapped.
-        let event = unsafe { self.inner.enqueue(queue, &inner_events(wait))? };
+        let event = unsafe { self.inner.enqueue(peel::queue(queue), &peel::wait_list(wait))? };
+        Ok(wrap_event(&self.count.shared, event))
+    }
+
+    unsafe fn enqueue_ordered(
+        &mut self,
+        queue: &dyn QueueImpl,
+        wait: &[&dyn EventImpl],
+        in_order: bool,
+    ) -> Result<Arc<dyn EventImpl>> {
+        self.count.enter(CallKind::CommandBufferEnqueue)?;
+        // SAFETY: as for `enqueue`; the queue's order is the wrapped queue's.
+        let event = unsafe { self.inner.enqueue_ordered(peel::queue(queue), &peel::wait_list(wait), in_order)? };
         Ok(wrap_event(&self.count.shared, event))
     }
 
     unsafe fn update_kernel_launches(&mut self, updates: &[KernelUpdate<'_>]) -> Result<()> {
         self.count.enter(CallKind::UpdateKernelLaunches)?;
-        // SAFETY: the caller's guarantees, passed on unchanged.
-        unsafe { self.inner.update_kernel_launches(updates) }
+        let launches: Vec<_> = updates.iter().map(|u| peel::kernel_command(u.launch)).collect();
+        let updates: Vec<_> =
+            updates.iter().zip(&launches).map(|(u, launch)| KernelUpdate { command: u.command, launch }).collect();
+        // SAFETY: the caller's guarantees: each launch is the same, its
+        // kernel and buffers unwrapped.
+        unsafe { self.inner.update_kernel_launches(&updates) }
     }
 
     unsafe fn update_signal_event(&mut self, command: u32) -> Result<Arc<dyn EventImpl>> {
@@ -794,11 +906,33 @@ impl ExecutableCommandBufferImpl for FaultyExecutable {
 
     unsafe fn update_wait_events(&mut self, command: u32, events: &[Event]) -> Result<()> {
         self.count.enter(CallKind::UpdateWaitEvents)?;
-        // SAFETY: the caller's guarantees, passed on unchanged.
-        unsafe { self.inner.update_wait_events(command, events) }
+        // SAFETY: the caller's guarantees; the events are the same, unwrapped.
+        unsafe { self.inner.update_wait_events(command, &peel::events(events)) }
     }
 
     fn native_handle(&self) -> Result<NativeHandle> {
         self.inner.native_handle()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_object_whose_twin_lives_on_stays_counted_until_the_twin_is_dropped() {
+        let shared = Arc::new(Shared::new(FaultInjector::new()));
+        let twin = Arc::new(0u8);
+        let count = Count::new(&shared, |l| &l.buffers, 64);
+        let _ = count.twin.set(Arc::downgrade(&twin) as Weak<dyn Any + Send + Sync>);
+        drop(count);
+        let live = shared.snapshot();
+        assert_eq!((live.buffers, live.bytes), (1, 64), "the adapter still holds the twin");
+        drop(twin);
+        assert_eq!(shared.snapshot(), LiveObjects::default());
+        let gone = Count::new(&shared, |l| &l.usm, 8);
+        let _ = gone.twin.set(Weak::<u8>::new() as Weak<dyn Any + Send + Sync>);
+        drop(gone);
+        assert_eq!(shared.snapshot(), LiveObjects::default(), "a dropped twin releases at once");
     }
 }
