@@ -23,8 +23,9 @@ pub struct Context {
     /// The devices given to `urContextCreate`, without duplicates
     /// (`UR_CONTEXT_INFO_DEVICES`).
     pub(crate) devices: Vec<DeviceRef>,
-    /// USM allocations by base address: `urUSMFree` names them by pointer.
-    pub(crate) usm: Mutex<BTreeMap<u64, UsmAllocation>>,
+    /// USM allocations by base address (`urUSMFree` names them by pointer),
+    /// each with the device it was asked for (none for host allocations).
+    pub(crate) usm: Mutex<BTreeMap<u64, (UsmAllocation, Option<DeviceRef>)>>,
     pub(crate) deleter: Mutex<Option<ExtendedDeleter>>,
 }
 
@@ -71,11 +72,19 @@ impl Context {
         self.devices.iter().any(|d| std::ptr::eq(device, &**d)) || self.context.holds_device(device.value.core())
     }
 
-    /// Registers a USM allocation made in this context.
-    pub(crate) fn add_usm(&self, allocation: UsmAllocation) -> *mut c_void {
+    /// Registers a USM allocation made in this context for `device`.
+    pub(crate) fn add_usm(&self, allocation: UsmAllocation, device: Option<DeviceRef>) -> *mut c_void {
         let ptr = allocation.ptr().addr();
-        self.usm.lock().insert(ptr, allocation);
+        self.usm.lock().insert(ptr, (allocation, device));
         ptr as *mut c_void
+    }
+
+    /// The device USM allocation `base` was asked for
+    /// (`UR_USM_ALLOC_INFO_DEVICE`); for a host allocation the context's
+    /// first device.
+    pub(crate) fn usm_device(&self, base: u64) -> DeviceRef {
+        let asked = self.usm.lock().get(&base).and_then(|(_, device)| device.clone());
+        asked.unwrap_or_else(|| self.devices[0].clone())
     }
 
     /// Forgets the allocation starting at `ptr`, which frees it once no
@@ -90,7 +99,7 @@ impl Context {
     pub(crate) fn usm_holding(&self, ptr: u64) -> Option<(u64, usize, cmdbuf_core::UsmKind)> {
         let map = self.usm.lock();
         let (base, alloc) = map.range(..=ptr).next_back()?;
-        (ptr < base + alloc.size() as u64).then(|| (*base, alloc.size(), alloc.kind()))
+        (ptr < base + alloc.0.size() as u64).then(|| (*base, alloc.0.size(), alloc.0.kind()))
     }
 }
 

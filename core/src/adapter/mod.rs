@@ -124,6 +124,28 @@ pub trait DeviceImpl: Any + Send + Sync {
     /// Creates a context on this device.
     fn create_context(self: Arc<Self>) -> Result<Arc<dyn ContextImpl>>;
 
+    /// Creates a context over `devices`, several of this device's family
+    /// ([`Context::with_devices`](crate::Context::with_devices)): this root
+    /// device and/or sub-devices of it at any depth. The context's memory
+    /// and programs serve each of them and their sub-devices;
+    /// [`ContextImpl::queue_create`] and
+    /// [`command_buffer_create`](ContextImpl::command_buffer_create) are
+    /// asked for only when this device is listed, every other device goes
+    /// through the `sub_device_*` calls. The default is
+    /// [`create_context`](Self::create_context): a context of this device,
+    /// which its sub-devices use as they use their parent's (the CPU
+    /// adapter). OpenCL makes a `cl_context` of exactly the listed devices,
+    /// as drivers that take no queue on a sub-device in its parent's context
+    /// need.
+    ///
+    /// # Safety
+    /// This is a root device; `devices` holds at least two distinct devices
+    /// of this adapter, each this device or a sub-device of it.
+    unsafe fn create_context_over(self: Arc<Self>, devices: &[Arc<dyn DeviceImpl>]) -> Result<Arc<dyn ContextImpl>> {
+        let _ = devices;
+        self.create_context()
+    }
+
     /// The partitions this device offers; asked once, at discovery (of a
     /// root device) or partition (of a sub-device). The default: none, for
     /// backends that do not partition devices.

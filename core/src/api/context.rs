@@ -27,9 +27,11 @@ impl Context {
     /// Creates a context over `devices` (`urContextCreate` with a list): one
     /// device is [`Context::new`]; several must be of one family, a root
     /// device and/or sub-devices of it at any depth, all of the same view
-    /// (emulated or not). The adapter context is made on that root device
-    /// (which [`device`](Context::device) answers), so memory and programs are
-    /// shared by all of them as for a sub-device in its parent's context;
+    /// (emulated or not). The adapter context is made for that family on its
+    /// root device (which [`device`](Context::device) answers), so memory and
+    /// programs are shared by all of them (OpenCL: one `cl_context` of the
+    /// listed devices; elsewhere the root's context, used as a sub-device
+    /// uses its parent's);
     /// queues and command buffers go to any listed device or a sub-device of
     /// one ([`holds_device`](Context::holds_device)). A device listed twice
     /// counts once, as `clCreateContext` ignores duplicates.
@@ -61,7 +63,12 @@ impl Context {
             );
         }
         let root = if first.is_emulated() { root.emulated() } else { root };
-        let imp = root.inner.imp.clone().create_context()?;
+        let members: Vec<Arc<dyn crate::adapter::DeviceImpl>> = list.iter().map(|d| d.inner.imp.clone()).collect();
+        // SAFETY: `root` is a root device; the list holds at least two
+        // distinct devices (duplicates were dropped), each `root` or a
+        // sub-device of it (checked above), and sub-devices are made by their
+        // parent's adapter.
+        let imp = unsafe { root.inner.imp.clone().create_context_over(&members)? };
         Ok(Context::wrap(&root, Some(list.into_boxed_slice()), imp))
     }
 
