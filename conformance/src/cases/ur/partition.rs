@@ -289,6 +289,18 @@ fn a_context_over_two_sub_devices_runs_work_on_each(env: &Env) -> CaseResult {
         unsafe { queue.launch_kernel(&KernelLaunch::new(&kernel, &[N], &args), &[])?.wait()? };
         check_eq!(read::<u32>(&queue, c.ptr(), N)?, vec![value; N]);
     }
+    // The root's command buffer submitted through the sub-device's queue
+    // (OpenCL: not on that queue itself, whose device it was not recorded
+    // for, but in its order).
+    let queue = Queue::on_device(&with_root, &d1, QueueProperties::default())?;
+    let cb = CommandBuffer::new(&with_root, device, CommandBufferDesc::default())?;
+    let recorded = 11u32;
+    let args = [KernelArg::Pointer(c.ptr()), KernelArg::value(&recorded)];
+    // SAFETY: as above.
+    unsafe { cb.append_kernel_launch(&KernelLaunch::new(&kernel, &[N], &args), &[], AppendOptions::new())? };
+    cb.finalize()?;
+    queue.enqueue_command_buffer(&cb, &[])?.wait()?;
+    check_eq!(read::<u32>(&queue, c.ptr(), N)?, vec![recorded; N]);
     Ok(())
 }
 
