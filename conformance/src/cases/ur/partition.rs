@@ -223,7 +223,8 @@ fn two_sub_devices(device: &Device) -> Result<(Device, Device), crate::CaseError
 /// A context over two sub-devices (`sycl::context{d1, d2}`, dpctl's
 /// `test_context_multi_device`): a queue on each runs a kernel of the
 /// context's program on the context's memory, one copies what the other
-/// wrote, and a command buffer records for the first; the root, not
+/// wrote, a command buffer records for the first and a graph captured on
+/// the first's queue replays on the second's; the root, not
 /// listed, takes no queue. A context of the root and a sub-device runs work
 /// on both. OpenCL makes the `cl_context` of exactly these devices, which
 /// Intel's CPU runtime needs (it takes no queue on a sub-device in its
@@ -276,6 +277,12 @@ fn a_context_over_two_sub_devices_runs_work_on_each(env: &Env) -> CaseResult {
         queue.enqueue_command_buffer(&cb, &[])?.wait()?;
         check_eq!(read::<u32>(queue, a.ptr(), N)?, vec![value; N]);
     }
+    // A graph captured from the first device's queue replays on the second's.
+    q1.begin_capture()?;
+    q1.usm_fill(b.ptr(), &12u32.to_ne_bytes(), N * 4, &[])?;
+    let graph = q1.end_capture()?.instantiate()?;
+    q2.enqueue_graph(&graph, &[])?.wait()?;
+    check_eq!(read::<u32>(&q2, b.ptr(), N)?, vec![12u32; N]);
     // The root listed with a sub-device: a queue on each.
     let with_root = Context::with_devices(&[device.clone(), d1.clone()])?;
     let program = Program::new(&with_root, &crate::kernels::bundle())?;
