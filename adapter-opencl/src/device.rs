@@ -626,6 +626,26 @@ impl DeviceImpl for ClDevice {
         Ok(Arc::new(ClContext::over(primary, members)?))
     }
 
+    /// A `cl_context` of exactly the listed devices where they are of this
+    /// device's platform (OpenCL contexts hold devices of one platform),
+    /// its own queues on this device.
+    unsafe fn create_context_across(self: Arc<Self>, devices: &[Arc<dyn DeviceImpl>]) -> Result<Arc<dyn ContextImpl>> {
+        let mut members = Vec::with_capacity(devices.len());
+        for device in devices {
+            let device = downcast::<ClDevice>(&**device as &dyn Any, "a device of the context")?;
+            if device.platform != self.platform {
+                return Err(err!(
+                    UnsupportedFeature,
+                    "a context over devices of two OpenCL platforms ({} and {}): a cl_context holds devices of one",
+                    self.platform_name,
+                    device.platform_name
+                ));
+            }
+            members.push(device.shared.clone());
+        }
+        Ok(Arc::new(ClContext::over(self.shared.clone(), members)?))
+    }
+
     fn partition_support(&self) -> PartitionSupport {
         partition::support(self.shared.id)
     }

@@ -1,6 +1,6 @@
 //! The context handle, its extended deleter, and the devices a context of
-//! this library is made over (one device, or one family: a root device
-//! and/or sub-devices of it).
+//! this library is made over (one device; one family: a root device and/or
+//! sub-devices of it; or unrelated devices the adapter spans).
 
 use std::collections::BTreeMap;
 use std::ffi::c_void;
@@ -18,7 +18,8 @@ use crate::sys::*;
 pub struct Context {
     pub(crate) context: cmdbuf_core::Context,
     /// The handle of the device the cmdbuf-core context was made on: the one
-    /// device given, or the root device of a family.
+    /// device given, the root device of a family, or the first of unrelated
+    /// devices.
     pub(crate) device: DeviceRef,
     /// The devices given to `urContextCreate`, without duplicates
     /// (`UR_CONTEXT_INFO_DEVICES`).
@@ -126,10 +127,10 @@ pub(crate) unsafe fn the_one_device(num_devices: u32, devices: *const ur_device_
     Ok(device.to_arc())
 }
 
-/// A context over a devices list (`urContextCreate`): one device, or one
-/// family of a root device and its sub-devices (cmdbuf-core's
-/// `Context::with_devices` decides; unrelated devices are
-/// `UNSUPPORTED_FEATURE`). A device listed twice counts once.
+/// A context over a devices list (`urContextCreate`): one device, one
+/// family of a root device and its sub-devices, or unrelated devices where
+/// the adapter spans them (cmdbuf-core's `Context::with_devices` decides;
+/// `UNSUPPORTED_FEATURE` elsewhere). A device listed twice counts once.
 ///
 /// # Safety
 /// `devices` holds `num_devices` device handles.
@@ -144,10 +145,11 @@ pub(crate) unsafe fn context_over(num_devices: u32, devices: *const ur_device_ha
     }
     let cores: Vec<cmdbuf_core::Device> = given.iter().map(|d| d.value.core().clone()).collect();
     let core = cmdbuf_core::Context::with_devices(&cores)?;
-    // The handle of the device the context was made on: the one given, or
-    // for a family the root that a sub-device's handle leads to.
+    // The handle of the device the context was made on: the first given
+    // (one device, or unrelated devices), or for a family the root that a
+    // sub-device's handle leads to.
     let mut made_on = given[0].clone();
-    while given.len() > 1
+    while made_on.value.core() != core.device()
         && let Some(parent) = made_on.value.parent().cloned()
     {
         made_on = parent;
