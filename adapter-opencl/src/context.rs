@@ -1,6 +1,6 @@
 //! Contexts: an OpenCL context on one device, or over several devices of one
-//! family (a root device and/or its sub-devices), its internal queue, the
-//! helper kernels, and the objects it makes.
+//! platform (a root device and/or its sub-devices, or unrelated devices),
+//! its internal queue, the helper kernels, and the objects it makes.
 
 use std::any::Any;
 use std::sync::{Arc, OnceLock};
@@ -126,7 +126,7 @@ impl ClContext {
     }
 
     /// A context over `devices` (at least two distinct devices of one
-    /// family, `primary` among them): a `cl_context` of exactly those
+    /// platform, `primary` among them): a `cl_context` of exactly those
     /// devices, so that each takes queues in it as OpenCL requires (Intel's
     /// CPU runtime takes no queue on a sub-device in its parent's context),
     /// with programs built for all of them. `primary` runs the context's own
@@ -235,9 +235,10 @@ impl ContextImpl for ClContext {
         }
     }
 
-    /// Native command buffers record for the context's own device, so a
-    /// sub-device gets one where it is that device: the first device of a
-    /// context over several sub-devices ([`ClContext::over`]).
+    /// Native command buffers record for the context's own device, so
+    /// another device gets one where it is that device: the first listed of
+    /// a context over several that does not list their root
+    /// ([`ClContext::over`]).
     unsafe fn sub_device_command_buffer_create(
         &self,
         device: &dyn DeviceImpl,
