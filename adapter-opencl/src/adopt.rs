@@ -63,7 +63,8 @@ pub(crate) unsafe fn context(
     // SAFETY: a live context (the contract).
     keep(ownership, || unsafe { cl3::context::retain_context(raw) }, "clRetainContext")?;
     let ids: Vec<_> = devices.iter().map(|d| *d as cl3::types::cl_device_id).collect();
-    ClContext::with_context(device, opencl3::context::Context::new(raw, &ids))
+    // Programs are built for the one device the context is adopted for.
+    ClContext::with_context(device.clone(), vec![device], opencl3::context::Context::new(raw, &ids))
 }
 
 /// Adopts a host-side `cl_command_queue` of this context and device.

@@ -406,7 +406,11 @@ impl ClExecutable {
         let native = self.native();
         let Some((required, supported)) = native.setup.enqueue_queue_properties else { return Ok(None) };
         let one_native_step = steps.len() == 1 && steps[0].kind == StepKind::Native;
-        if !one_native_step || self.commands.shared.device.one_launch_per_kernel {
+        // OpenCL runs a command buffer on queues of the device it was
+        // recorded for: a queue of another device of a context over several
+        // takes the submission through the internal queue.
+        let own_device = queue.device_id() == self.commands.shared.device.id;
+        if !one_native_step || !own_device || self.commands.shared.device.one_launch_per_kernel {
             return Ok(None);
         }
         let mut properties = if queue.in_order() { 0 } else { OUT_OF_ORDER };

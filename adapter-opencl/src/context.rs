@@ -1,10 +1,11 @@
-//! Contexts: an OpenCL context on one device, its internal queue, the helper
-//! kernels, and the objects it makes.
+//! Contexts: an OpenCL context on one device, or over several devices of one
+//! platform (a root device and/or its sub-devices, or unrelated devices),
+//! its internal queue, the helper kernels, and the objects it makes.
 
 use std::any::Any;
 use std::sync::{Arc, OnceLock};
 
-use cl3::types::{cl_bitfield, cl_command_queue};
+use cl3::types::{cl_bitfield, cl_command_queue, cl_device_id};
 use cmdbuf_core::adapter::{
     AdoptedKernel, AdoptedProgram, BufferImpl, ContextImpl, DeviceImpl, EventImpl, ProgramImpl, QueueImpl,
     RecordingCommandBufferImpl, UserEventImpl, UsmImpl, downcast,
@@ -29,7 +30,15 @@ pub(crate) const CL_QUEUE_PROFILING_ENABLE: cl_bitfield = 1 << 1;
 
 /// What every object of a context shares.
 pub(crate) struct Shared {
+    /// The device the context's own queues run on, USM is allocated for and
+    /// kernels are queried on: the context's one device, or for a context
+    /// over several ([`ClContext::over`]) the root device where listed, else
+    /// the first listed.
     pub(crate) device: Arc<DeviceShared>,
+    /// Every device of the `cl_context` that programs are built for,
+    /// `device` first. Holding them keeps sub-devices' ids alive as long as
+    /// the context.
+    pub(crate) devices: Vec<Arc<DeviceShared>>,
     pub(crate) context: opencl3::context::Context,
     /// The queue command-buffers are recorded for and their eager steps run
     /// on; out of order where the device allows, so that independent steps
@@ -62,6 +71,12 @@ impl Drop for Shared {
 }
 
 impl Shared {
+    /// The ids of [`devices`](Shared::devices), `device` first: what
+    /// programs are built for.
+    pub(crate) fn device_ids(&self) -> Vec<cl_device_id> {
+        self.devices.iter().map(|d| d.id).collect()
+    }
+
     pub(crate) fn internal_queue(&self) -> cl_command_queue {
         self.internal.get()
     }
@@ -107,12 +122,33 @@ impl ClContext {
     pub(crate) fn new(device: Arc<DeviceShared>) -> Result<ClContext> {
         let context =
             opencl3::context::Context::from_device(&opencl3::device::Device::new(device.id)).cl("clCreateContext")?;
-        ClContext::with_context(device, context)
+        ClContext::with_context(device.clone(), vec![device], context)
     }
 
-    /// A context of this adapter over `context`, which holds the device
-    /// (one made here, or an adopted one).
-    pub(crate) fn with_context(device: Arc<DeviceShared>, context: opencl3::context::Context) -> Result<ClContext> {
+    /// A context over `devices` (at least two distinct devices of one
+    /// platform, `primary` among them): a `cl_context` of exactly those
+    /// devices, so that each takes queues in it as OpenCL requires (Intel's
+    /// CPU runtime takes no queue on a sub-device in its parent's context),
+    /// with programs built for all of them. `primary` runs the context's own
+    /// queues.
+    pub(crate) fn over(primary: Arc<DeviceShared>, devices: Vec<Arc<DeviceShared>>) -> Result<ClContext> {
+        let mut members = vec![primary.clone()];
+        members.extend(devices.into_iter().filter(|d| d.id != primary.id));
+        let ids: Vec<cl_device_id> = members.iter().map(|d| d.id).collect();
+        let context = opencl3::context::Context::from_devices(&ids, &[], None, std::ptr::null_mut())
+            .cl("clCreateContext (several devices)")?;
+        ClContext::with_context(primary, members, context)
+    }
+
+    /// A context of this adapter over `context`, which holds `devices`
+    /// (`device` first; one made here, or an adopted one), whose programs
+    /// are built for `devices`.
+    pub(crate) fn with_context(
+        device: Arc<DeviceShared>,
+        devices: Vec<Arc<DeviceShared>>,
+        context: opencl3::context::Context,
+    ) -> Result<ClContext> {
+        debug_assert!(devices.first().is_some_and(|d| d.id == device.id), "the context's device comes first");
         let mut properties = 0;
         if device.driver_out_of_order {
             properties |= CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE;
@@ -126,15 +162,17 @@ impl ClContext {
             }
         }
         let internal = create_queue(&context, &device, properties)?;
-        let helpers = Helpers::build(&context, device.id)?;
+        let ids: Vec<cl_device_id> = devices.iter().map(|d| d.id).collect();
+        let helpers = Helpers::build(&context, &ids)?;
         let complete = cl3::event::create_user_event(context.get()).cl("clCreateUserEvent")?;
         // SAFETY: a new reference from clCreateUserEvent.
         let complete = unsafe { RawEvent::from_raw(complete) };
         cl3::event::set_user_event_status(complete.get(), 0).cl("clSetUserEventStatus")?;
-        tracing::debug!(device = %device.info.name, "OpenCL context created");
+        tracing::debug!(device = %device.info.name, devices = devices.len(), "OpenCL context created");
         Ok(ClContext {
             shared: Arc::new(Shared {
                 device,
+                devices,
                 context,
                 internal,
                 helpers,
@@ -195,6 +233,27 @@ impl ContextImpl for ClContext {
             ReplayPath::Planned => Ok(Box::new(PlannedCommandBuffer::new(self.shared.clone(), *desc))),
             _ => Ok(Box::new(ClCommandBuffer::new(self.shared.clone(), *desc)?)),
         }
+    }
+
+    /// Native command buffers record for the context's own device, so
+    /// another device gets one where it is that device: the first listed of
+    /// a context over several that does not list their root
+    /// ([`ClContext::over`]).
+    unsafe fn sub_device_command_buffer_create(
+        &self,
+        device: &dyn DeviceImpl,
+        desc: &CommandBufferDesc,
+    ) -> Result<Box<dyn RecordingCommandBufferImpl>> {
+        let device = downcast::<ClDevice>(device as &dyn Any, "the sub-device")?;
+        if device.shared().id != self.shared.device.id {
+            return Err(err!(
+                UnsupportedFeature,
+                "OpenCL's native command buffers record for the context's first device, not another device of it"
+            ));
+        }
+        // SAFETY: the device is the context's own, and reports native
+        // command buffers with the capabilities asked for (the contract).
+        unsafe { self.command_buffer_create(desc) }
     }
 
     fn user_event_create(&self) -> Result<Arc<dyn UserEventImpl>> {

@@ -5,10 +5,11 @@
 //! ([`Reported`]), unit-tested with constructed inputs; discovery only
 //! queries the driver and resolves the entry points the setup asks for.
 
+use std::any::Any;
 use std::sync::Arc;
 
 use cl3::types::{cl_bitfield, cl_device_id, cl_platform_id, cl_uint};
-use cmdbuf_core::adapter::{ContextImpl, DeviceImpl, PlatformImpl, SubDeviceImpl};
+use cmdbuf_core::adapter::{ContextImpl, DeviceImpl, PlatformImpl, SubDeviceImpl, downcast};
 use cmdbuf_core::{
     CommandBufferCaps, CommandBufferSupport, DeviceInfo, DeviceType, NativeHandle, Partition, PartitionSupport,
     ReplayPath, Result, Timestamps, UpdateCapabilities, UsmKinds, err,
@@ -609,6 +610,40 @@ impl DeviceImpl for ClDevice {
 
     fn create_context(self: Arc<Self>) -> Result<Arc<dyn ContextImpl>> {
         Ok(Arc::new(ClContext::new(self.shared.clone())?))
+    }
+
+    /// A `cl_context` of exactly the listed devices ([`ClContext::over`]),
+    /// its own queues on this root device where listed, else on the first.
+    unsafe fn create_context_over(self: Arc<Self>, devices: &[Arc<dyn DeviceImpl>]) -> Result<Arc<dyn ContextImpl>> {
+        let members = devices
+            .iter()
+            .map(|d| Ok(downcast::<ClDevice>(&**d as &dyn Any, "a device of the context")?.shared.clone()))
+            .collect::<Result<Vec<_>>>()?;
+        let primary = match members.iter().find(|d| d.id == self.shared.id) {
+            Some(root) => root.clone(),
+            None => members.first().ok_or_else(|| err!(InvalidSize, "a context of no device"))?.clone(),
+        };
+        Ok(Arc::new(ClContext::over(primary, members)?))
+    }
+
+    /// A `cl_context` of exactly the listed devices where they are of this
+    /// device's platform (OpenCL contexts hold devices of one platform),
+    /// its own queues on this device.
+    unsafe fn create_context_across(self: Arc<Self>, devices: &[Arc<dyn DeviceImpl>]) -> Result<Arc<dyn ContextImpl>> {
+        let mut members = Vec::with_capacity(devices.len());
+        for device in devices {
+            let device = downcast::<ClDevice>(&**device as &dyn Any, "a device of the context")?;
+            if device.platform != self.platform {
+                return Err(err!(
+                    UnsupportedFeature,
+                    "a context over devices of two OpenCL platforms ({} and {}): a cl_context holds devices of one",
+                    self.platform_name,
+                    device.platform_name
+                ));
+            }
+            members.push(device.shared.clone());
+        }
+        Ok(Arc::new(ClContext::over(self.shared.clone(), members)?))
     }
 
     fn partition_support(&self) -> PartitionSupport {

@@ -87,19 +87,19 @@ pub(crate) struct Helper {
 
 impl Helper {
     /// The helper `name`, whose first `pointers` pointer arguments may each
-    /// be a USM pointer or a buffer.
+    /// be a USM pointer or a buffer, launched on any of `devices`.
     fn new(
         program: &opencl3::program::Program,
         name: &'static str,
         pointers: u32,
-        device: cl3::types::cl_device_id,
+        devices: &[cl3::types::cl_device_id],
     ) -> Result<Helper> {
         let kernels = (0..1usize << pointers)
             .map(|_| {
                 opencl3::kernel::Kernel::create(program, name).cl("clCreateKernel (adapter helper)").map(Mutex::new)
             })
             .collect::<Result<Vec<_>>>()?;
-        let max = kernels[0].lock().get_work_group_size(device).cl("CL_KERNEL_WORK_GROUP_SIZE")?;
+        let max = crate::program::max_work_group_size(&kernels[0].lock(), devices)?;
         Ok(Helper { kernels, name, group: GROUP.min(max).max(1) })
     }
 
@@ -125,20 +125,21 @@ pub(crate) struct Helpers {
 }
 
 impl Helpers {
-    /// Builds the helpers for `device` in `context`.
-    pub(crate) fn build(context: &opencl3::context::Context, device: cl3::types::cl_device_id) -> Result<Helpers> {
+    /// Builds the helpers for `devices` (at least one) in `context`: every
+    /// queue of the context, on any of them, launches them.
+    pub(crate) fn build(context: &opencl3::context::Context, devices: &[cl3::types::cl_device_id]) -> Result<Helpers> {
         let mut program =
             opencl3::program::Program::create_from_source(context, SOURCE).cl("clCreateProgramWithSource (helpers)")?;
-        if let Err(e) = program.build(&[device], "") {
-            let log = program.get_build_log(device).unwrap_or_default();
-            return Err(crate::conv::cl_error(e.0, &format!("clBuildProgram (adapter helpers): {log}")));
+        if let Err(e) = program.build(devices, "") {
+            let log = devices.iter().map(|d| program.get_build_log(*d).unwrap_or_default()).collect::<Vec<_>>();
+            return Err(crate::conv::cl_error(e.0, &format!("clBuildProgram (adapter helpers): {}", log.join("\n"))));
         }
         Ok(Helpers {
-            copy: Helper::new(&program, "ur_copy", 2, device)?,
-            copy_rect: Helper::new(&program, "ur_copy_rect", 2, device)?,
-            fill: Helper::new(&program, "ur_fill", 1, device)?,
-            fill_from: Helper::new(&program, "ur_fill_from", 2, device)?,
-            noop: Helper::new(&program, "ur_noop", 0, device)?,
+            copy: Helper::new(&program, "ur_copy", 2, devices)?,
+            copy_rect: Helper::new(&program, "ur_copy_rect", 2, devices)?,
+            fill: Helper::new(&program, "ur_fill", 1, devices)?,
+            fill_from: Helper::new(&program, "ur_fill_from", 2, devices)?,
+            noop: Helper::new(&program, "ur_noop", 0, devices)?,
             _program: program,
         })
     }

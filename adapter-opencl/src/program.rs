@@ -84,10 +84,11 @@ impl ClProgram {
             }
             Some(IlPath::Translate(translator)) => {
                 let (bitcode, aliases) = translator.to_bitcode(il)?;
-                let device = shared.device.id;
-                // SAFETY: `device` is the context's device.
+                let devices = shared.device_ids();
+                let binaries = vec![bitcode.as_slice(); devices.len()];
+                // SAFETY: the devices are the context's, one binary each.
                 let program =
-                    unsafe { opencl3::program::Program::create_from_binary(&shared.context, &[device], &[&bitcode]) }
+                    unsafe { opencl3::program::Program::create_from_binary(&shared.context, &devices, &binaries) }
                         .cl("clCreateProgramWithBinary (SPIR)")?;
                 let built = ClProgram::finish(
                     shared,
@@ -112,9 +113,9 @@ impl ClProgram {
         options: &str,
         what: &str,
     ) -> Result<ClProgram> {
-        let device = shared.device.id;
-        let built = program.build(&[device], options);
-        let log = program.get_build_log(device).unwrap_or_default().trim_end_matches('\0').trim().to_string();
+        let devices = shared.device_ids();
+        let built = program.build(&devices, options);
+        let log = build_log(&program, &devices);
         if let Err(e) = built {
             return Err(cl_error(e.0, &format!("clBuildProgram ({what}); build log:\n{log}")));
         }
@@ -146,6 +147,20 @@ impl ClProgram {
             Err(code) => Err(cl_error(code, "clCreateKernel")),
         }
     }
+}
+
+/// The build log of `program` for `devices`: the first device's, and each
+/// other device's where it differs (sub-devices of one device log alike).
+fn build_log(program: &opencl3::program::Program, devices: &[cl3::types::cl_device_id]) -> String {
+    let mut logs: Vec<String> = Vec::with_capacity(1);
+    for device in devices {
+        let log = program.get_build_log(*device).unwrap_or_default().trim_end_matches('\0').trim().to_string();
+        if !logs.contains(&log) {
+            logs.push(log);
+        }
+    }
+    logs.retain(|l| !l.is_empty());
+    logs.join("\n")
 }
 
 /// The number of arguments of a `cl_kernel` (`CL_KERNEL_NUM_ARGS`).
@@ -270,7 +285,7 @@ impl ClKernel {
         status_abi: bool,
     ) -> Result<Box<dyn KernelImpl>> {
         let device = shared.device.id;
-        let max_work_group_size = kernel.get_work_group_size(device).cl("CL_KERNEL_WORK_GROUP_SIZE")?;
+        let max_work_group_size = max_work_group_size(&kernel, &shared.device_ids())?;
         let compile_size = kernel.get_compile_work_group_size(device).ok().and_then(|s| {
             let size: [usize; 3] = [0, 1, 2].map(|d| s.get(d).copied().unwrap_or(0));
             (size != [0; 3]).then_some(size)
@@ -291,6 +306,19 @@ impl ClKernel {
             work_group_info,
         }))
     }
+}
+
+/// The largest work-group `kernel` takes on every one of `devices`: a
+/// context over several devices launches it on any of them.
+pub(crate) fn max_work_group_size(
+    kernel: &opencl3::kernel::Kernel,
+    devices: &[cl3::types::cl_device_id],
+) -> Result<usize> {
+    let mut max = usize::MAX;
+    for device in devices {
+        max = max.min(kernel.get_work_group_size(*device).cl("CL_KERNEL_WORK_GROUP_SIZE")?);
+    }
+    Ok(max)
 }
 
 /// What `clGetKernelWorkGroupInfo` reports beyond the largest work-group.

@@ -20,8 +20,10 @@ pub(crate) struct ClQueue {
     queue: opencl3::command_queue::CommandQueue,
     pub(crate) profiling: bool,
     in_order: bool,
-    /// The sub-device of the context's device the queue runs on, kept until
-    /// the queue is released (it releases the `cl_device_id` when dropped).
+    /// The device other than the context's own that the queue runs on (a
+    /// sub-device of it, or another device of a context over several), kept
+    /// until the queue is released (a sub-device's `cl_device_id` is
+    /// released when dropped).
     sub_device: Option<Arc<DeviceShared>>,
 }
 
@@ -79,6 +81,12 @@ impl ClQueue {
         // this adapter does not call.
         let queue = opencl3::command_queue::CommandQueue::new(raw, 3);
         ClQueue { shared, queue, profiling: properties.profiling, in_order: !properties.out_of_order, sub_device: None }
+    }
+
+    /// The device the queue runs on: the context's, or the sub-device or
+    /// other device of the context it was made on.
+    pub(crate) fn device_id(&self) -> cl3::types::cl_device_id {
+        self.sub_device.as_ref().map_or(self.shared.device.id, |d| d.id)
     }
 
     pub(crate) fn raw(&self) -> cl3::types::cl_command_queue {

@@ -162,6 +162,15 @@ fn a_context_over_a_device_family_runs_work_on_each_listed_device() {
     q2.read_usm(on_device.ptr(), &mut out, &[&copied]).unwrap();
     assert_eq!(out, [7u8; 64]);
 
+    // A graph captured from d1's queue (its command buffer is for the first
+    // listed device: the root is not held) replays on d2's.
+    q1.begin_capture().unwrap();
+    q1.usm_fill(on_device.ptr(), &[9u8], 64, &[]).unwrap();
+    let graph = q1.end_capture().unwrap().instantiate().unwrap();
+    let replayed = q2.enqueue_graph(&graph, &[]).unwrap();
+    q2.read_usm(on_device.ptr(), &mut out, &[&replayed]).unwrap();
+    assert_eq!(out, [9u8; 64]);
+
     // The root with its sub-devices: the root is held and is the first device.
     let with_root = Context::with_devices(&[device.clone(), d1.clone(), grandchild.clone()]).unwrap();
     assert_eq!(with_root.devices().len(), 3);

@@ -114,12 +114,39 @@ static void sub_device_in_parent_context(urt_env *env, ur_device_handle_t sub) {
   URT_OK(urQueueRelease(queue));
 }
 
+/* The axpb kernel of `context`'s program on `queue` over N words of `p`,
+ * each 1 before: 3 * 1 + 4 after. */
+static void axpb_on(urt_env *env, ur_context_handle_t context, ur_device_handle_t device, ur_queue_handle_t queue,
+                    uint32_t *p, size_t n) {
+  ur_program_handle_t program = urt_axpb_program_in(env, context, device);
+  if (!program) return;
+  ur_kernel_handle_t kernel = NULL;
+  URT_OK(urProgramBuild(context, program, NULL));
+  uint32_t devices = 0;
+  URT_OK(urProgramGetInfo(program, UR_PROGRAM_INFO_NUM_DEVICES, sizeof devices, &devices, NULL));
+  URT_CHECK(devices == 2, "a program of a context of two devices is for %u", devices);
+  URT_OK(urKernelCreate(program, "axpb", &kernel));
+  uint32_t one = 1, a = 3, b = 4;
+  URT_OK(urEnqueueUSMFill(queue, p, sizeof one, &one, n * sizeof(uint32_t), 0, NULL, NULL));
+  if (kernel) {
+    ur_exp_kernel_arg_properties_t args[3] = {urt_pointer_arg(0, p), urt_value_arg(1, &a), urt_value_arg(2, &b)};
+    URT_OK(urEnqueueKernelLaunchWithArgsExp(queue, kernel, 1, NULL, &n, NULL, 3, args, NULL, 0, NULL, NULL));
+    uint32_t host[256] = {0};
+    URT_OK(urEnqueueUSMMemcpy(queue, true, host, p, n * sizeof(uint32_t), 0, NULL, NULL));
+    for (size_t i = 0; i < n; i++) URT_CHECK(host[i] == 7, "element %zu is %u, not 7", i, host[i]);
+    URT_OK(urKernelRelease(kernel));
+  }
+  URT_OK(urProgramRelease(program));
+}
+
 /* A context over two sub-devices (urContextCreate with a list, as
  * sycl::context{d1, d2} makes): it answers both, takes a queue on each and
- * none on their parent, which it does not list, and shares its memory
- * between them. A context of the root device and a sub-device listed twice
- * counts the duplicate once; devices of two root devices are
- * UNSUPPORTED_FEATURE (cmdbuf contexts span one device family). */
+ * none on their parent, which it does not list, shares its memory between
+ * them and runs its program's kernel on each (OpenCL: a cl_context of the
+ * two sub-devices, which Intel's CPU runtime needs). A context of the root
+ * device and a sub-device listed twice counts the duplicate once; two
+ * root devices of the platform make one context on OpenCL and are
+ * UNSUPPORTED_FEATURE elsewhere. */
 static void family_context(urt_env *env, ur_device_handle_t d1, ur_device_handle_t d2, uint32_t roots) {
   ur_device_handle_t pair[2] = {d1, d2}, listed[4] = {NULL};
   ur_context_handle_t context = NULL;
@@ -135,13 +162,8 @@ static void family_context(urt_env *env, ur_device_handle_t d1, ur_device_handle
   URT_CHECK(listed[0] == d1 && listed[1] == d2, "the context lists %p %p", (void *)listed[0], (void *)listed[1]);
   ur_queue_handle_t q1 = NULL, q2 = NULL, q_root = NULL;
   URT_RESULT(UR_RESULT_ERROR_INVALID_DEVICE, urQueueCreate(context, env->device, NULL, &q_root));
-  ur_result_t made = urQueueCreate(context, d1, NULL, &q1);
-  if (made == UR_RESULT_ERROR_UNSUPPORTED_FEATURE && env->backend == UR_BACKEND_OPENCL) {
-    printf("# the OpenCL driver takes no queue on a sub-device in its parent's context\n");
-  } else {
-    URT_CHECK(made == UR_RESULT_SUCCESS, "a queue on the first sub-device: result %d", made);
-    URT_OK(urQueueCreate(context, d2, NULL, &q2));
-  }
+  URT_OK(urQueueCreate(context, d1, NULL, &q1));
+  URT_OK(urQueueCreate(context, d2, NULL, &q2));
   if (q1 && q2 && urt_usm_supported(env, UR_DEVICE_INFO_USM_DEVICE_SUPPORT)) {
     enum { N = 256 };
     uint8_t *a = NULL, *b = NULL, pattern = 0x3c, host[N] = {0};
@@ -150,11 +172,17 @@ static void family_context(urt_env *env, ur_device_handle_t d1, ur_device_handle
     void *refused = NULL;
     URT_RESULT(UR_RESULT_ERROR_INVALID_CONTEXT, urUSMDeviceAlloc(context, env->device, NULL, NULL, N, &refused));
     if (a && b) {
+      ur_device_handle_t owner = NULL;
+      URT_OK(urUSMGetMemAllocInfo(context, b, UR_USM_ALLOC_INFO_DEVICE, sizeof owner, &owner, NULL));
+      URT_CHECK(owner == d2, "the allocation made for the second sub-device answers %p", (void *)owner);
       URT_OK(urEnqueueUSMFill(q1, a, 1, &pattern, N, 0, NULL, NULL));
       URT_OK(urQueueFinish(q1));
       URT_OK(urEnqueueUSMMemcpy(q2, true, b, a, N, 0, NULL, NULL));
       URT_OK(urEnqueueUSMMemcpy(q2, true, host, b, N, 0, NULL, NULL));
       for (int i = 0; i < N; i++) URT_CHECK(host[i] == 0x3c, "byte %d is %#x", i, host[i]);
+      /* A kernel of the context's program on each sub-device. */
+      axpb_on(env, context, d1, q1, (uint32_t *)a, N / sizeof(uint32_t));
+      axpb_on(env, context, d2, q2, (uint32_t *)b, N / sizeof(uint32_t));
     }
     if (a) URT_OK(urUSMFree(context, a));
     if (b) URT_OK(urUSMFree(context, b));
@@ -186,10 +214,25 @@ static void family_context(urt_env *env, ur_device_handle_t d1, ur_device_handle
     URT_OK(urContextRelease(context));
   }
   if (roots >= 2) {
+    /* Two root devices of the platform: one cl_context on OpenCL (a queue
+     * on each), UNSUPPORTED_FEATURE where the library has no context
+     * spanning unrelated devices. */
     ur_device_handle_t two[2] = {NULL, NULL};
     URT_OK(urDeviceGet(env->platform, UR_DEVICE_TYPE_ALL, 2, two, NULL));
     context = NULL;
-    URT_RESULT(UR_RESULT_ERROR_UNSUPPORTED_FEATURE, urContextCreate(2, two, NULL, &context));
+    if (env->backend == UR_BACKEND_OPENCL) {
+      printf("# a context over two root devices of the platform\n");
+      URT_OK(urContextCreate(2, two, NULL, &context));
+      for (int i = 0; i < 2 && context; i++) {
+        ur_queue_handle_t queue = NULL;
+        URT_OK(urQueueCreate(context, two[i], NULL, &queue));
+        if (queue) URT_OK(urQueueFinish(queue));
+        if (queue) URT_OK(urQueueRelease(queue));
+      }
+      if (context) URT_OK(urContextRelease(context));
+    } else {
+      URT_RESULT(UR_RESULT_ERROR_UNSUPPORTED_FEATURE, urContextCreate(2, two, NULL, &context));
+    }
   }
 }
 

@@ -232,9 +232,11 @@ static inline bool urt_builds_spirv(urt_env *env) {
   return urDeviceGetInfo(env->device, UR_DEVICE_INFO_IL_VERSION, 0, NULL, &size) == UR_RESULT_SUCCESS && size > 1;
 }
 
-/* Creates (not builds) the axpb program in the environment's backend's form;
+/* Creates (not builds) the axpb program in the environment's backend's form
+ * in `context`, whose binary forms are for `device` (one of its devices);
  * NULL, said on stdout, on OpenCL devices without SPIR-V. */
-static inline ur_program_handle_t urt_axpb_program(urt_env *env) {
+static inline ur_program_handle_t urt_axpb_program_in(urt_env *env, ur_context_handle_t context,
+                                                      ur_device_handle_t device) {
   ur_program_handle_t program = NULL;
   size_t size = 0;
   uint8_t *data = NULL;
@@ -242,7 +244,7 @@ static inline ur_program_handle_t urt_axpb_program(urt_env *env) {
     case UR_BACKEND_NATIVE_CPU: {
       const uint8_t *bin = (const uint8_t *)&urt_axpb_cpu_table;
       size = sizeof urt_axpb_cpu_table;
-      URT_REQUIRE(urProgramCreateWithBinary(env->context, 1, &env->device, &size, &bin, NULL, &program));
+      URT_REQUIRE(urProgramCreateWithBinary(context, 1, &device, &size, &bin, NULL, &program));
       return program;
     }
     case UR_BACKEND_OPENCL:
@@ -253,20 +255,20 @@ static inline ur_program_handle_t urt_axpb_program(urt_env *env) {
       data = urt_read_file("abi/harness/c/kernels/axpb.spv", &size);
       URT_CHECK(data != NULL, "abi/harness/c/kernels/axpb.spv is readable");
       if (!data) return NULL;
-      URT_REQUIRE(urProgramCreateWithIL(env->context, data, size, NULL, &program));
+      URT_REQUIRE(urProgramCreateWithIL(context, data, size, NULL, &program));
       break;
     case UR_BACKEND_OFFLOAD: /* Vulkan */
       data = urt_read_file("abi/harness/c/kernels/axpb.vk.spv", &size);
       URT_CHECK(data != NULL, "abi/harness/c/kernels/axpb.vk.spv is readable");
       if (!data) return NULL;
-      URT_REQUIRE(urProgramCreateWithIL(env->context, data, size, NULL, &program));
+      URT_REQUIRE(urProgramCreateWithIL(context, data, size, NULL, &program));
       break;
     case UR_BACKEND_CUDA: {
       data = urt_read_file("abi/harness/c/kernels/axpb.ptx", &size);
       URT_CHECK(data != NULL, "abi/harness/c/kernels/axpb.ptx is readable");
       if (!data) return NULL;
       const uint8_t *bin = data;
-      URT_REQUIRE(urProgramCreateWithBinary(env->context, 1, &env->device, &size, &bin, NULL, &program));
+      URT_REQUIRE(urProgramCreateWithBinary(context, 1, &device, &size, &bin, NULL, &program));
       break;
     }
     default:
@@ -274,6 +276,11 @@ static inline ur_program_handle_t urt_axpb_program(urt_env *env) {
   }
   free(data);
   return program;
+}
+
+/* The axpb program in the environment's context and device. */
+static inline ur_program_handle_t urt_axpb_program(urt_env *env) {
+  return urt_axpb_program_in(env, env->context, env->device);
 }
 
 #endif

@@ -2,8 +2,9 @@
 //!
 //! A context is made over one device or one family of devices: a root device
 //! and/or sub-devices of it (cmdbuf-core's `Context::with_devices`). UR lets a
-//! context span unrelated devices of a platform; cmdbuf refuses that with
-//! `UR_RESULT_ERROR_UNSUPPORTED_FEATURE` (issue #29).
+//! context span unrelated devices of a platform; cmdbuf makes one where the
+//! adapter spans them (OpenCL, devices of one platform) and refuses it
+//! elsewhere with `UR_RESULT_ERROR_UNSUPPORTED_FEATURE` (issue #29).
 
 #![allow(non_snake_case)]
 

@@ -320,8 +320,11 @@ pub(crate) unsafe extern "C" fn urProgramGetInfo(
         match name {
             I::UR_PROGRAM_INFO_REFERENCE_COUNT => out.value(handle.reference_count()),
             I::UR_PROGRAM_INFO_CONTEXT => out.value(p.context.raw()),
-            I::UR_PROGRAM_INFO_NUM_DEVICES => out.value(1u32),
-            I::UR_PROGRAM_INFO_DEVICES => out.array(&[p.context.value.device().raw()]),
+            // Programs are built for every device of their context.
+            I::UR_PROGRAM_INFO_NUM_DEVICES => out.value(p.context.value.devices().len() as u32),
+            I::UR_PROGRAM_INFO_DEVICES => {
+                out.array(&p.context.value.devices().iter().map(|d| d.raw()).collect::<Vec<_>>())
+            }
             I::UR_PROGRAM_INFO_IL => match &p.input {
                 Input::Il(bytes) => out.bytes(bytes),
                 Input::Binary(_) | Input::Native => out.bytes(&[]),

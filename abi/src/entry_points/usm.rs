@@ -34,11 +34,15 @@ unsafe fn allocate(
 ) -> AbiResult {
     // SAFETY: forwarded.
     let context = unsafe { Handle::<Context>::get(context)? };
-    if let Some(device) = device {
-        // SAFETY: forwarded.
-        let device = unsafe { Handle::<Device>::get(device)? };
-        ensure!(context.value.holds(device), InvalidContext, "the device is not the context's");
-    }
+    let device = match device {
+        Some(device) => {
+            // SAFETY: forwarded.
+            let device = unsafe { Handle::<Device>::get(device)? };
+            ensure!(context.value.holds(device), InvalidContext, "the device is not the context's");
+            Some(device.to_arc())
+        }
+        None => None,
+    };
     ensure!(!out.is_null(), InvalidNullPointer, "ppMem is null");
     // SAFETY: null or a readable descriptor per the contract.
     let desc = unsafe { desc.as_ref() };
@@ -61,7 +65,7 @@ unsafe fn allocate(
     );
     let allocation = UsmAllocation::with_alignment(core, kind, size, align)?;
     // SAFETY: checked non-null, writable per the contract.
-    unsafe { write_out(out, context.value.add_usm(allocation), "ppMem") }
+    unsafe { write_out(out, context.value.add_usm(allocation, device), "ppMem") }
 }
 
 /// # Safety
@@ -144,7 +148,7 @@ pub(crate) unsafe extern "C" fn urUSMGetMemAllocInfo(
             }),
             (I::UR_USM_ALLOC_INFO_BASE_PTR, Some((base, _, _))) => out.value(base as *mut c_void),
             (I::UR_USM_ALLOC_INFO_SIZE, Some((_, len, _))) => out.value(len),
-            (I::UR_USM_ALLOC_INFO_DEVICE, Some(_)) => out.value(context.value.device().raw()),
+            (I::UR_USM_ALLOC_INFO_DEVICE, Some((base, _, _))) => out.value(context.value.usm_device(base).raw()),
             (I::UR_USM_ALLOC_INFO_POOL, Some(_)) => out.value::<ur_usm_pool_handle_t>(std::ptr::null_mut()),
             (I::UR_USM_ALLOC_INFO_BASE_PTR | I::UR_USM_ALLOC_INFO_SIZE | I::UR_USM_ALLOC_INFO_DEVICE, None)
             | (I::UR_USM_ALLOC_INFO_POOL, None) => {

@@ -1,6 +1,6 @@
 //! The context handle, its extended deleter, and the devices a context of
-//! this library is made over (one device, or one family: a root device
-//! and/or sub-devices of it).
+//! this library is made over (one device; one family: a root device and/or
+//! sub-devices of it; or unrelated devices the adapter spans).
 
 use std::collections::BTreeMap;
 use std::ffi::c_void;
@@ -18,13 +18,15 @@ use crate::sys::*;
 pub struct Context {
     pub(crate) context: cmdbuf_core::Context,
     /// The handle of the device the cmdbuf-core context was made on: the one
-    /// device given, or the root device of a family.
+    /// device given, the root device of a family, or the first of unrelated
+    /// devices.
     pub(crate) device: DeviceRef,
     /// The devices given to `urContextCreate`, without duplicates
     /// (`UR_CONTEXT_INFO_DEVICES`).
     pub(crate) devices: Vec<DeviceRef>,
-    /// USM allocations by base address: `urUSMFree` names them by pointer.
-    pub(crate) usm: Mutex<BTreeMap<u64, UsmAllocation>>,
+    /// USM allocations by base address (`urUSMFree` names them by pointer),
+    /// each with the device it was asked for (none for host allocations).
+    pub(crate) usm: Mutex<BTreeMap<u64, (UsmAllocation, Option<DeviceRef>)>>,
     pub(crate) deleter: Mutex<Option<ExtendedDeleter>>,
 }
 
@@ -71,11 +73,19 @@ impl Context {
         self.devices.iter().any(|d| std::ptr::eq(device, &**d)) || self.context.holds_device(device.value.core())
     }
 
-    /// Registers a USM allocation made in this context.
-    pub(crate) fn add_usm(&self, allocation: UsmAllocation) -> *mut c_void {
+    /// Registers a USM allocation made in this context for `device`.
+    pub(crate) fn add_usm(&self, allocation: UsmAllocation, device: Option<DeviceRef>) -> *mut c_void {
         let ptr = allocation.ptr().addr();
-        self.usm.lock().insert(ptr, allocation);
+        self.usm.lock().insert(ptr, (allocation, device));
         ptr as *mut c_void
+    }
+
+    /// The device USM allocation `base` was asked for
+    /// (`UR_USM_ALLOC_INFO_DEVICE`); for a host allocation the context's
+    /// first device.
+    pub(crate) fn usm_device(&self, base: u64) -> DeviceRef {
+        let asked = self.usm.lock().get(&base).and_then(|(_, device)| device.clone());
+        asked.unwrap_or_else(|| self.devices[0].clone())
     }
 
     /// Forgets the allocation starting at `ptr`, which frees it once no
@@ -90,7 +100,7 @@ impl Context {
     pub(crate) fn usm_holding(&self, ptr: u64) -> Option<(u64, usize, cmdbuf_core::UsmKind)> {
         let map = self.usm.lock();
         let (base, alloc) = map.range(..=ptr).next_back()?;
-        (ptr < base + alloc.size() as u64).then(|| (*base, alloc.size(), alloc.kind()))
+        (ptr < base + alloc.0.size() as u64).then(|| (*base, alloc.0.size(), alloc.0.kind()))
     }
 }
 
@@ -117,10 +127,10 @@ pub(crate) unsafe fn the_one_device(num_devices: u32, devices: *const ur_device_
     Ok(device.to_arc())
 }
 
-/// A context over a devices list (`urContextCreate`): one device, or one
-/// family of a root device and its sub-devices (cmdbuf-core's
-/// `Context::with_devices` decides; unrelated devices are
-/// `UNSUPPORTED_FEATURE`). A device listed twice counts once.
+/// A context over a devices list (`urContextCreate`): one device, one
+/// family of a root device and its sub-devices, or unrelated devices where
+/// the adapter spans them (cmdbuf-core's `Context::with_devices` decides;
+/// `UNSUPPORTED_FEATURE` elsewhere). A device listed twice counts once.
 ///
 /// # Safety
 /// `devices` holds `num_devices` device handles.
@@ -135,10 +145,11 @@ pub(crate) unsafe fn context_over(num_devices: u32, devices: *const ur_device_ha
     }
     let cores: Vec<cmdbuf_core::Device> = given.iter().map(|d| d.value.core().clone()).collect();
     let core = cmdbuf_core::Context::with_devices(&cores)?;
-    // The handle of the device the context was made on: the one given, or
-    // for a family the root that a sub-device's handle leads to.
+    // The handle of the device the context was made on: the first given
+    // (one device, or unrelated devices), or for a family the root that a
+    // sub-device's handle leads to.
     let mut made_on = given[0].clone();
-    while given.len() > 1
+    while made_on.value.core() != core.device()
         && let Some(parent) = made_on.value.parent().cloned()
     {
         made_on = parent;

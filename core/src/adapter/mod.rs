@@ -124,6 +124,50 @@ pub trait DeviceImpl: Any + Send + Sync {
     /// Creates a context on this device.
     fn create_context(self: Arc<Self>) -> Result<Arc<dyn ContextImpl>>;
 
+    /// Creates a context over `devices`, several of this device's family
+    /// ([`Context::with_devices`](crate::Context::with_devices)): this root
+    /// device and/or sub-devices of it at any depth. The context's memory
+    /// and programs serve each of them and their sub-devices;
+    /// [`ContextImpl::queue_create`] and
+    /// [`command_buffer_create`](ContextImpl::command_buffer_create) are
+    /// asked for only when this device is listed, every other device goes
+    /// through the `sub_device_*` calls. The default is
+    /// [`create_context`](Self::create_context): a context of this device,
+    /// which its sub-devices use as they use their parent's (the CPU
+    /// adapter). OpenCL makes a `cl_context` of exactly the listed devices,
+    /// as drivers that take no queue on a sub-device in its parent's context
+    /// need.
+    ///
+    /// # Safety
+    /// This is a root device; `devices` holds at least two distinct devices
+    /// of this adapter, each this device or a sub-device of it.
+    unsafe fn create_context_over(self: Arc<Self>, devices: &[Arc<dyn DeviceImpl>]) -> Result<Arc<dyn ContextImpl>> {
+        let _ = devices;
+        self.create_context()
+    }
+
+    /// Creates a context over `devices`, this device first, when they are
+    /// not one family: several root devices of this adapter, or sub-devices
+    /// of several ([`Context::with_devices`](crate::Context::with_devices)).
+    /// The context's memory and programs serve each of them;
+    /// [`ContextImpl::queue_create`] and
+    /// [`command_buffer_create`](ContextImpl::command_buffer_create) run on
+    /// this device, every other listed device (and sub-device of one) goes
+    /// through the `sub_device_*` calls. `UnsupportedFeature`, the default,
+    /// naming why, where the backend has no context spanning devices (OpenCL
+    /// makes one `cl_context` of devices of one platform).
+    ///
+    /// # Safety
+    /// `devices` holds at least two distinct devices of this adapter, this
+    /// one first, not all of one root device.
+    unsafe fn create_context_across(self: Arc<Self>, devices: &[Arc<dyn DeviceImpl>]) -> Result<Arc<dyn ContextImpl>> {
+        let _ = devices;
+        Err(crate::err!(
+            UnsupportedFeature,
+            "this backend has no context spanning unrelated devices: a context holds one device and its sub-devices"
+        ))
+    }
+
     /// The partitions this device offers; asked once, at discovery (of a
     /// root device) or partition (of a sub-device). The default: none, for
     /// backends that do not partition devices.
@@ -239,12 +283,15 @@ pub trait ContextImpl: Any + Send + Sync {
     unsafe fn queue_create(&self, properties: QueueProperties) -> Result<Box<dyn QueueImpl>>;
 
     /// Creates a queue whose commands run on `device`, a sub-device (at any
-    /// depth) of the context's device, using this context's memory and
-    /// programs. `UnsupportedFeature` (the default) where the backend cannot
-    /// run such a queue, naming why.
+    /// depth) of the context's device or, in a context made across devices
+    /// ([`DeviceImpl::create_context_across`]), another listed device or a
+    /// sub-device of one, using this context's memory and programs.
+    /// `UnsupportedFeature` (the default) where the backend cannot run such a
+    /// queue, naming why.
     ///
     /// # Safety
-    /// `device` is a sub-device of the context's device, of this adapter;
+    /// `device` is a sub-device of the context's device, or a device the
+    /// context was made across or a sub-device of one, of this adapter;
     /// out-of-order execution and profiling are only asked for when it
     /// reports them.
     unsafe fn sub_device_queue_create(
@@ -265,12 +312,14 @@ pub trait ContextImpl: Any + Send + Sync {
     unsafe fn command_buffer_create(&self, desc: &CommandBufferDesc) -> Result<Box<dyn RecordingCommandBufferImpl>>;
 
     /// Creates a native command buffer for `device`, a sub-device (at any
-    /// depth) of the context's device, recording this context's memory and
-    /// programs and running on the sub-device. `UnsupportedFeature` (the
-    /// default) where the backend cannot, naming why.
+    /// depth) of the context's device or another device the context holds
+    /// (as for [`sub_device_queue_create`](Self::sub_device_queue_create)),
+    /// recording this context's memory and programs and running on that
+    /// device. `UnsupportedFeature` (the default) where the backend cannot,
+    /// naming why.
     ///
     /// # Safety
-    /// `device` is a sub-device of the context's device, of this adapter,
+    /// `device` is as for [`sub_device_queue_create`](Self::sub_device_queue_create)
     /// and reports native command buffers; an updatable buffer is only asked
     /// for when it reports update capabilities.
     unsafe fn sub_device_command_buffer_create(

@@ -53,8 +53,9 @@ pub(crate) struct SubDeviceOf {
     pub(crate) index: usize,
 }
 
-/// A context on one device, or over a family of devices made on their root
-/// ([`Context::with_devices`]). Clone retains, drop releases.
+/// A context on one device, or over several ([`Context::with_devices`]):
+/// a family of devices made on their root, or unrelated devices an adapter
+/// spans, made on the first. Clone retains, drop releases.
 ///
 /// Objects of different contexts never mix: passing a buffer, event, kernel
 /// or queue of another context is an error naming the object.
@@ -66,8 +67,8 @@ pub struct Context {
 pub(crate) struct ContextInner {
     pub(crate) id: ContextId,
     pub(crate) device: Device,
-    /// The devices the context was made over when they were several of one
-    /// family ([`Context::with_devices`]); `None` for a context of `device`.
+    /// The devices the context was made over when they were several
+    /// ([`Context::with_devices`]); `None` for a context of `device`.
     pub(crate) devices: Option<Box<[Device]>>,
     pub(crate) imp: Arc<dyn ContextImpl>,
     pub(crate) tracker: Arc<AllocationTracker>,

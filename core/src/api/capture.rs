@@ -302,8 +302,10 @@ fn lower_all(buffer: &CommandBuffer, nodes: &[Node], entry: &[SyncPoint]) -> Res
     Ok(syncs)
 }
 
+/// A command buffer of `context` for its first device: a context over
+/// several sub-devices need not hold the root it is made on.
 fn new_buffer(context: &Context) -> Result<CommandBuffer> {
-    CommandBuffer::new(context, context.device(), CommandBufferDesc::default())
+    CommandBuffer::new(context, &context.devices()[0], CommandBufferDesc::default())
 }
 
 /// Captures `op` from `queue`, whose capture slot was seen active.

@@ -320,8 +320,9 @@ impl CommandBuffer {
         let imp: Box<dyn RecordingCommandBufferImpl> = match caps.support {
             CommandBufferSupport::Native => {
                 // SAFETY: the device reports native command buffers, and update
-                // capabilities when the buffer is updatable; a sub-device is one
-                // of the context's device (checked above).
+                // capabilities when the buffer is updatable; another device is
+                // one the context holds (checked above), as
+                // `sub_device_command_buffer_create` asks.
                 unsafe {
                     if sub_device {
                         context.imp().sub_device_command_buffer_create(&**device.imp(), &desc)?

@@ -25,18 +25,24 @@ impl Context {
     }
 
     /// Creates a context over `devices` (`urContextCreate` with a list): one
-    /// device is [`Context::new`]; several must be of one family, a root
-    /// device and/or sub-devices of it at any depth, all of the same view
-    /// (emulated or not). The adapter context is made on that root device
-    /// (which [`device`](Context::device) answers), so memory and programs are
-    /// shared by all of them as for a sub-device in its parent's context;
-    /// queues and command buffers go to any listed device or a sub-device of
+    /// device is [`Context::new`]; several must be of one view (emulated or
+    /// not) and one backend, and are either one family, a root device and/or
+    /// sub-devices of it at any depth, or unrelated devices, which the
+    /// adapter may span ([`DeviceImpl::create_context_across`](crate::adapter::DeviceImpl::create_context_across):
+    /// OpenCL devices of one platform) with the first listed as the
+    /// context's [`device`](Context::device). A family's adapter context is
+    /// made for it on its root device (which [`device`](Context::device)
+    /// answers), so memory and programs are shared by all of them (OpenCL:
+    /// one `cl_context` of the listed devices; elsewhere the root's context,
+    /// used as a sub-device uses its parent's). Either way queues and
+    /// command buffers go to any listed device or a sub-device of
     /// one ([`holds_device`](Context::holds_device)). A device listed twice
     /// counts once, as `clCreateContext` ignores duplicates.
     ///
     /// `InvalidSize` for an empty list; `UnsupportedFeature` for devices of
-    /// different root devices or views: cmdbuf has no context spanning
-    /// unrelated devices ([api.md](../docs/api.md#sub-devices)).
+    /// different views or backends, and for unrelated devices where the
+    /// adapter has no context spanning them
+    /// ([api.md](../docs/api.md#sub-devices)).
     #[tracing::instrument(level = "debug", skip(devices), fields(devices = devices.len()))]
     pub fn with_devices(devices: &[Device]) -> Result<Context> {
         let mut list: Vec<Device> = Vec::with_capacity(devices.len());
@@ -51,17 +57,33 @@ impl Context {
         if rest.is_empty() {
             return Context::new(first);
         }
-        let root = first.root().native();
         for device in rest {
             ensure!(
-                device.root().native() == root && device.is_emulated() == first.is_emulated(),
+                device.is_emulated() == first.is_emulated(),
                 UnsupportedFeature,
-                "a context over {first} and {device}: cmdbuf contexts span one device and its sub-devices \
-                 of one view, not unrelated devices"
+                "a context over {first} and {device}: one context's devices are of one view"
+            );
+            ensure!(
+                device.backend() == first.backend(),
+                UnsupportedFeature,
+                "a context over {first} and {device}: one context's devices are of one backend"
             );
         }
+        let members: Vec<Arc<dyn crate::adapter::DeviceImpl>> = list.iter().map(|d| d.inner.imp.clone()).collect();
+        let root = first.root().native();
+        if rest.iter().any(|device| device.root().native() != root) {
+            // SAFETY: at least two distinct devices of one backend (so of
+            // one adapter), `first` first, not all of one root device.
+            let imp = unsafe { first.inner.imp.clone().create_context_across(&members)? };
+            let first = first.clone();
+            return Ok(Context::wrap(&first, Some(list.into_boxed_slice()), imp));
+        }
         let root = if first.is_emulated() { root.emulated() } else { root };
-        let imp = root.inner.imp.clone().create_context()?;
+        // SAFETY: `root` is a root device; the list holds at least two
+        // distinct devices (duplicates were dropped), each `root` or a
+        // sub-device of it (checked above), and sub-devices are made by their
+        // parent's adapter.
+        let imp = unsafe { root.inner.imp.clone().create_context_over(&members)? };
         Ok(Context::wrap(&root, Some(list.into_boxed_slice()), imp))
     }
 
@@ -87,7 +109,8 @@ impl Context {
 
     /// The device the adapter context was made on (the view it was created
     /// from): for a context over several devices of one family
-    /// ([`Context::with_devices`]), their root device.
+    /// ([`Context::with_devices`]), their root device; over unrelated
+    /// devices, the first listed.
     pub fn device(&self) -> &Device {
         &self.inner.device
     }

@@ -141,7 +141,7 @@ impl Queue {
     /// ([`Context::holds_device`]); a device other than the one the context
     /// was made on uses the context's memory and programs and runs on its own
     /// share of it (`urQueueCreate` with a sub-device of the context's
-    /// device). `InvalidDevice` for any other device;
+    /// device), or on itself in a context over unrelated devices. `InvalidDevice` for any other device;
     /// `UnsupportedFeature` where the backend cannot run a sub-device's queue
     /// in its parent's context ([api.md](../docs/api.md#sub-devices));
     /// `InvalidQueueProperties` as for [`Queue::new`], against `device`.
@@ -155,10 +155,10 @@ impl Queue {
             return Ok(Queue::from_imp(context, properties, imp));
         }
         // SAFETY: `device` is a listed device or a sub-device of one (checked
-        // above), so a sub-device of the context's device: a context over
-        // several devices is made on their root; sub-devices are of their
-        // parent's adapter. The properties were checked against its
-        // capabilities.
+        // above): a sub-device of the context's device where the context is
+        // made on the family's root, else a device the context was made
+        // across or a sub-device of one; sub-devices are of their parent's
+        // adapter. The properties were checked against its capabilities.
         let imp = unsafe { context.imp().sub_device_queue_create(&**device.imp(), properties)? };
         Ok(Queue::wrap(context, Some(device.clone()), properties, imp))
     }

@@ -9,7 +9,9 @@
 //!   pair that supports them, and the typed errors for every pair that does
 //!   not (skipped, with the answers, when no pair does);
 //! - work on two devices on disjoint halves of one buffer runs at the same time;
-//! - contexts of two devices cannot join their USM (`Context::share_usm_with`).
+//! - contexts of two devices cannot join their USM (`Context::share_usm_with`);
+//! - one context over two devices (`Context::with_devices`) where the adapter
+//!   spans them (OpenCL devices of one platform), `UnsupportedFeature` elsewhere.
 
 use std::time::{Duration, Instant};
 
@@ -27,6 +29,7 @@ pub fn cases() -> Vec<CrossCase> {
         CrossCase { name: "multi_device::usm_peer_copy", body: usm_peer_copy },
         CrossCase { name: "multi_device::concurrent_halves", body: concurrent_halves },
         CrossCase { name: "multi_device::usm_sharing_needs_one_device", body: usm_sharing_needs_one_device },
+        CrossCase { name: "multi_device::one_context_over_two_devices", body: one_context_over_two_devices },
     ];
     cases.extend(super::graph_multi_device::cases());
     cases.extend(super::collectives::cases());
@@ -193,6 +196,53 @@ fn usm_sharing_needs_one_device(devices: &[Device]) -> CaseResult {
         // Each context's pointer is its own allocation's.
         check!(a.find_usm(buffer.device_ptr(&qa)?, PAGE * 4).is_ok(), "{pair}: the first device's allocation");
         check!(b.find_usm(buffer.device_ptr(&qb)?, PAGE * 4).is_ok(), "{pair}: the second device's allocation");
+    }
+    Ok(())
+}
+
+/// For each pair, one context over both (`urContextCreate` with two root
+/// devices): where the adapter spans them (OpenCL devices of one platform,
+/// which share vendor and driver version) a queue on each runs a kernel of
+/// the context's program on the context's memory and one copies what the
+/// other wrote; every other pair (other backends, two backends, two OpenCL
+/// platforms) is `UnsupportedFeature`.
+fn one_context_over_two_devices(devices: &[Device]) -> CaseResult {
+    const N: usize = 64;
+    for (i, j) in ordered_pairs(devices.len()) {
+        let (a, b) = (&devices[i], &devices[j]);
+        let pair = format!("{a} + {b}");
+        let one_platform = a.backend() == cmdbuf::Backend::OpenCl
+            && b.backend() == a.backend()
+            && a.info().vendor == b.info().vendor
+            && a.info().driver_version == b.info().driver_version;
+        let context = match Context::with_devices(&[a.clone(), b.clone()]) {
+            Err(UrError::UnsupportedFeature(why)) => {
+                check!(!one_platform, "{pair}: refused though of one OpenCL platform: {why}");
+                continue;
+            }
+            context => context?,
+        };
+        check!(one_platform, "{pair}: one context over devices the adapter does not span");
+        check_eq!(context.devices(), &[a.clone(), b.clone()][..], "{pair}");
+        check_eq!(context.device(), a, "{pair}");
+        let qa = Queue::on_device(&context, a, QueueProperties::default())?;
+        let qb = Queue::on_device(&context, b, QueueProperties::default())?;
+        check_eq!((qa.device(), qb.device()), (a, b), "{pair}");
+        let program = cmdbuf::Program::new(&context, &crate::kernels::bundle())?;
+        let kernel = cmdbuf::Kernel::new(&program, "fill")?;
+        let (x, y) = (
+            UsmAllocation::new(&context, UsmKind::Device, N * 4)?,
+            UsmAllocation::new(&context, UsmKind::Device, N * 4)?,
+        );
+        for (queue, mem, value) in [(&qa, &x, 3u32), (&qb, &y, 4u32)] {
+            let args = [cmdbuf::KernelArg::Pointer(mem.ptr()), cmdbuf::KernelArg::value(&value)];
+            // SAFETY: N work-items over an allocation of N u32s.
+            unsafe { queue.launch_kernel(&cmdbuf::KernelLaunch::new(&kernel, &[N], &args), &[])?.wait()? };
+        }
+        qb.usm_memcpy(y.ptr(), x.ptr(), N * 2, &[])?.wait()?;
+        let mut expected = vec![3u32; N / 2];
+        expected.resize(N, 4);
+        check_eq!(read::<u32>(&qa, y.ptr(), N)?, expected, "{pair}");
     }
     Ok(())
 }

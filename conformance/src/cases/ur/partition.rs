@@ -19,6 +19,7 @@ pub(in crate::cases) fn cases() -> Vec<crate::Case> {
         offered_partitions_make_sub_devices,
         sub_devices_run_kernels_and_command_buffers,
         sub_device_queues_work_in_their_parents_context,
+        a_context_over_two_sub_devices_runs_work_on_each,
         counts_are_checked_before_the_adapter,
     ]
 }
@@ -189,6 +190,124 @@ fn sub_device_queues_work_in_their_parents_context(env: &Env) -> CaseResult {
     // The parent is not in a context of its sub-device.
     let sub_context = Context::new(&sub)?;
     check_err!(Queue::on_device(&sub_context, device, QueueProperties::default()), InvalidDevice);
+    Ok(())
+}
+
+/// Two sub-devices of one compute unit each, by counts or equally (an even
+/// split of a device of two units); `Skip` naming why where the device
+/// cannot make two.
+fn two_sub_devices(device: &Device) -> Result<(Device, Device), crate::CaseError> {
+    let support = device.partition_support();
+    let units = device.info().max_compute_units;
+    let partition = if units < 2 || support.max_sub_devices < 2 {
+        None
+    } else if support.offers(PartitionKind::ByCounts) {
+        Some(Partition::ByCounts(vec![1, 1]))
+    } else if support.offers(PartitionKind::Equally) {
+        Some(Partition::Equally(units / 2))
+    } else {
+        None
+    };
+    let Some(partition) = partition else {
+        return Err(crate::CaseError::Skip(format!(
+            "{device} makes no two sub-devices ({units} compute units, partitions {support:?})"
+        )));
+    };
+    let mut subs = device.partition(&partition)?.into_iter();
+    match (subs.next(), subs.next()) {
+        (Some(d1), Some(d2)) => Ok((d1, d2)),
+        _ => Err(crate::CaseError::Fail(format!("{partition} made fewer than two sub-devices"))),
+    }
+}
+
+/// A context over two sub-devices (`sycl::context{d1, d2}`, dpctl's
+/// `test_context_multi_device`): a queue on each runs a kernel of the
+/// context's program on the context's memory, one copies what the other
+/// wrote, a command buffer records for the first and a graph captured on
+/// the first's queue replays on the second's; the root, not
+/// listed, takes no queue. A context of the root and a sub-device runs work
+/// on both. OpenCL makes the `cl_context` of exactly these devices, which
+/// Intel's CPU runtime needs (it takes no queue on a sub-device in its
+/// parent's context).
+fn a_context_over_two_sub_devices_runs_work_on_each(env: &Env) -> CaseResult {
+    let device = env.device();
+    let (d1, d2) = two_sub_devices(device)?;
+    let context = Context::with_devices(&[d1.clone(), d2.clone()])?;
+    check_eq!(context.devices(), &[d1.clone(), d2.clone()][..]);
+    check!(!context.holds_device(device), "the root is not listed");
+    check_err!(Queue::on_device(&context, device, QueueProperties::default()), InvalidDevice);
+    let q1 = Queue::on_device(&context, &d1, QueueProperties::default())?;
+    let q2 = Queue::on_device(&context, &d2, QueueProperties::default())?;
+    check_eq!(q1.device(), &d1);
+    check_eq!(q2.device(), &d2);
+    let program = Program::new(&context, &crate::kernels::bundle())?;
+    let kernel = cmdbuf::Kernel::new(&program, "fill")?;
+    const N: usize = 64;
+    let a = UsmAllocation::new(&context, UsmKind::Device, N * 4)?;
+    let b = UsmAllocation::new(&context, UsmKind::Device, N * 4)?;
+    let (on_first, on_second) = (5u32, 6u32);
+    let args = [KernelArg::Pointer(a.ptr()), KernelArg::value(&on_first)];
+    // SAFETY: N work-items over an allocation of N u32s.
+    let filled = unsafe { q1.launch_kernel(&KernelLaunch::new(&kernel, &[N], &args), &[])? };
+    let args = [KernelArg::Pointer(b.ptr()), KernelArg::value(&on_second)];
+    // SAFETY: as above.
+    let second = unsafe { q2.launch_kernel(&KernelLaunch::new(&kernel, &[N], &args), &[])? };
+    // The second device copies half of what the first wrote over its own.
+    q2.usm_memcpy(b.ptr(), a.ptr(), N * 2, &[&filled, &second])?.wait()?;
+    let mut expected = vec![on_first; N / 2];
+    expected.resize(N, on_second);
+    check_eq!(read::<u32>(&q1, b.ptr(), N)?, expected);
+    check_eq!(read::<u32>(&q2, a.ptr(), N)?, vec![on_first; N]);
+    // A command buffer for the first device; OpenCL's native ones record
+    // for that device only, so the second may answer `UnsupportedFeature`.
+    for (queue, sub, value) in [(&q1, &d1, 7u32), (&q2, &d2, 8u32)] {
+        let cb = match CommandBuffer::new(&context, sub, CommandBufferDesc::default()) {
+            Err(cmdbuf::UrError::UnsupportedFeature(_))
+                if device.backend() == cmdbuf::Backend::OpenCl && sub == &d2 =>
+            {
+                continue;
+            }
+            cb => cb?,
+        };
+        check_eq!(cb.device(), sub);
+        let args = [KernelArg::Pointer(a.ptr()), KernelArg::value(&value)];
+        // SAFETY: as above.
+        unsafe { cb.append_kernel_launch(&KernelLaunch::new(&kernel, &[N], &args), &[], AppendOptions::new())? };
+        cb.finalize()?;
+        queue.enqueue_command_buffer(&cb, &[])?.wait()?;
+        check_eq!(read::<u32>(queue, a.ptr(), N)?, vec![value; N]);
+    }
+    // A graph captured from the first device's queue replays on the second's.
+    q1.begin_capture()?;
+    q1.usm_fill(b.ptr(), &12u32.to_ne_bytes(), N * 4, &[])?;
+    let graph = q1.end_capture()?.instantiate()?;
+    q2.enqueue_graph(&graph, &[])?.wait()?;
+    check_eq!(read::<u32>(&q2, b.ptr(), N)?, vec![12u32; N]);
+    // The root listed with a sub-device: a queue on each.
+    let with_root = Context::with_devices(&[device.clone(), d1.clone()])?;
+    let program = Program::new(&with_root, &crate::kernels::bundle())?;
+    let kernel = cmdbuf::Kernel::new(&program, "fill")?;
+    let c = UsmAllocation::new(&with_root, UsmKind::Device, N * 4)?;
+    for (on, value) in [(device, 9u32), (&d1, 10u32)] {
+        let queue = Queue::on_device(&with_root, on, QueueProperties::default())?;
+        check_eq!(queue.device(), on);
+        let args = [KernelArg::Pointer(c.ptr()), KernelArg::value(&value)];
+        // SAFETY: as above.
+        unsafe { queue.launch_kernel(&KernelLaunch::new(&kernel, &[N], &args), &[])?.wait()? };
+        check_eq!(read::<u32>(&queue, c.ptr(), N)?, vec![value; N]);
+    }
+    // The root's command buffer submitted through the sub-device's queue
+    // (OpenCL: not on that queue itself, whose device it was not recorded
+    // for, but in its order).
+    let queue = Queue::on_device(&with_root, &d1, QueueProperties::default())?;
+    let cb = CommandBuffer::new(&with_root, device, CommandBufferDesc::default())?;
+    let recorded = 11u32;
+    let args = [KernelArg::Pointer(c.ptr()), KernelArg::value(&recorded)];
+    // SAFETY: as above.
+    unsafe { cb.append_kernel_launch(&KernelLaunch::new(&kernel, &[N], &args), &[], AppendOptions::new())? };
+    cb.finalize()?;
+    queue.enqueue_command_buffer(&cb, &[])?.wait()?;
+    check_eq!(read::<u32>(&queue, c.ptr(), N)?, vec![recorded; N]);
     Ok(())
 }
 
