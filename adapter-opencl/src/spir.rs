@@ -137,6 +137,41 @@ fn alias_long_kernel_names(il: &[u8]) -> (Vec<u8>, KernelAliases) {
     (out.iter().flat_map(|w| w.to_le_bytes()).collect(), aliases)
 }
 
+/// `il` with every function but the kernels marked to be inlined (SPIR-V's
+/// `Inline` function control, which the translator makes `alwaysinline`), so
+/// that linking inlines DPC++'s helpers, and the collectives they call, into
+/// the kernels: PoCL gives a work-group its own copy of a local variable only
+/// where the kernel's own body names it, and the collectives' scratch array is
+/// one. A module that does not parse is returned as it is.
+fn inline_every_function(il: &[u8]) -> Vec<u8> {
+    const OP_ENTRY_POINT: u32 = 15;
+    const OP_FUNCTION: u32 = 54;
+    const INLINE: u32 = 0x1;
+    const DONT_INLINE: u32 = 0x2;
+    if !il.len().is_multiple_of(4) || il.len() < 20 {
+        return il.to_vec();
+    }
+    let mut words: Vec<u32> = il.chunks_exact(4).map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]])).collect();
+    let mut kernels = Vec::new();
+    let mut at = 5;
+    while at < words.len() {
+        let (count, opcode) = ((words[at] >> 16) as usize, words[at] & 0xffff);
+        if count == 0 || at + count > words.len() {
+            return il.to_vec();
+        }
+        match opcode {
+            OP_ENTRY_POINT if count > 2 => kernels.push(words[at + 2]),
+            // OpFunction result-type result-id control type.
+            OP_FUNCTION if count == 5 && !kernels.contains(&words[at + 2]) => {
+                words[at + 3] = (words[at + 3] & !DONT_INLINE) | INLINE;
+            }
+            _ => {}
+        }
+        at += count;
+    }
+    words.iter().flat_map(|w| w.to_le_bytes()).collect()
+}
+
 /// A SPIR-V literal string at the start of `words`, and the words it takes.
 fn literal_string(words: &[u32]) -> Option<(String, usize)> {
     let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
@@ -295,6 +330,13 @@ impl Translator {
         let (input, translated, linked) = (file("spv"), file("bc"), file("linked.bc"));
         let (builtins, scratch_ir, scratch) = (file("cl"), file("ll"), file("scratch.bc"));
         let linker = self.builtin_linker.as_deref().filter(|_| needs_builtins(il));
+        let inlined;
+        let il = if linker.is_some() {
+            inlined = inline_every_function(il);
+            &inlined[..]
+        } else {
+            il
+        };
         let result = (|| {
             write(&input, il)?;
             let mut translate = Command::new(&self.llvm_spirv);
@@ -326,8 +368,10 @@ impl Translator {
             // The built-ins are compiled for the translator's target and
             // pointer form (typed), and the translated module and the scratch
             // memory linked into them whole (`-mlink-bitcode-file` keeps the
-            // kernels external); -O0 without `optnone` leaves the optimising
-            // to the driver.
+            // kernels external); -O0 without `optnone` inlines what is marked
+            // so and leaves the rest of the optimising to the driver, whose
+            // kernel compiler does not take every form an optimised module
+            // has ("Could not find a dominating alternative variable").
             run(
                 Command::new(clang)
                     .args([target, "-x", "cl", "-cl-std=CL2.0", "-O0", "-emit-llvm", "-c"])
@@ -430,6 +474,17 @@ mod tests {
         let short = module(&[&entry(8, "short")]);
         assert_eq!(alias_long_kernel_names(&short).0, short);
         assert_eq!(alias_long_kernel_names(&[1, 2, 3]).0, vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn every_function_but_the_kernels_is_inlined() {
+        let entry = [&[15, 6, 7][..], &encode_literal_string("k")[..]].concat();
+        // A kernel (%7), a helper that asked not to be inlined (%8), one
+        // without control (%9).
+        let il = module(&[&entry, &[54, 1, 7, 0, 3], &[56], &[54, 1, 8, 2, 3], &[56], &[54, 1, 9, 0, 3], &[56]]);
+        let expected = module(&[&entry, &[54, 1, 7, 0, 3], &[56], &[54, 1, 8, 1, 3], &[56], &[54, 1, 9, 1, 3], &[56]]);
+        assert_eq!(inline_every_function(&il), expected);
+        assert_eq!(inline_every_function(&[1, 2, 3]), vec![1, 2, 3]);
     }
 
     #[test]

@@ -17,7 +17,7 @@
 // sub-groups as work-items.
 #pragma OPENCL EXTENSION cl_khr_fp16 : enable
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
-#define OV __attribute__((overloadable))
+#define OV __attribute__((overloadable, always_inline))
 
 uint OV get_sub_group_size(void) { return 1; }
 uint OV get_max_sub_group_size(void) { return 1; }
@@ -93,11 +93,13 @@ uint4 OV get_sub_group_lt_mask(void) { return (uint4)(0, 0, 0, 0); }
 
 // Work-group collectives (OpenCL C 2.0, and the extended types and operations
 // of cl_khr_work_group_uniform_arithmetic). Each work-item stores its value in
-// a scratch array of local memory with a slot per work-item and one for the
-// result (work_group_scratch.ll, sized for the device's largest work-group),
-// the first work-item combines them in order, and all read the result. The
+// a scratch array of local memory with a slot per work-item
+// (work_group_scratch.ll, sized for the device's largest work-group), the
+// first work-item combines them in order, and all read the result. The
 // barrier on entry keeps the previous collective's reads before this one's
-// writes.
+// writes. PoCL gives each work-group its own copy of a kernel's local
+// variables where the kernel's body names them, so these functions (and the
+// array's accessor) are inlined into their callers.
 __local ulong *cmdbuf_work_group_scratch(void);
 
 #define SCRATCH(T) ((__local T *)cmdbuf_work_group_scratch())
