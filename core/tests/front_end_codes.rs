@@ -36,3 +36,41 @@ fn usm_alignments_the_device_does_not_give_are_invalid_values() {
     let ok = UsmAllocation::with_alignment(&context, UsmKind::Device, 64, 4096).unwrap();
     assert_eq!(ok.ptr().addr() % 4096, 0);
 }
+
+/// A kernel that requires a sub-group size the device does not run is made
+/// and answers its queries, but its launch, eager or recorded, is
+/// `UnsupportedFeature`; the size the device runs launches.
+#[test]
+fn kernels_requiring_another_sub_group_size_do_not_launch() {
+    use cmdbuf_core::{
+        AppendOptions, ArgKind, CommandBuffer, CommandBufferDesc, Kernel, KernelLaunch, KernelSignature, NativeKernel,
+        Program, ProgramBundle, ProgramSource, WorkGroup,
+    };
+    fn nothing(_: &WorkGroup<'_>) {}
+    let context = Context::new(&cmdbuf_cpu::default_device()).unwrap();
+    let queue = Queue::new(&context, QueueProperties::default()).unwrap();
+    let sizes = context.device().info().sub_groups.sizes.clone();
+    let unsupported = (1..=64).find(|s| !sizes.contains(s)).unwrap();
+    let kernel_requiring = |size: u32| {
+        let mut signature = KernelSignature::new("nothing", [ArgKind::Value(4)]);
+        signature.reqd_sub_group_size = Some(size);
+        let bundle = ProgramBundle::new()
+            .kernel(signature)
+            .source(ProgramSource::Native(vec![NativeKernel::new("nothing", nothing)]));
+        Kernel::new(&Program::new(&context, &bundle).unwrap(), "nothing").unwrap()
+    };
+    let args = [cmdbuf_core::KernelArg::value(&0u32)];
+    let refused = kernel_requiring(unsupported);
+    assert_eq!(refused.signature().reqd_sub_group_size, Some(unsupported));
+    // SAFETY: the kernel does nothing.
+    let eager = unsafe { queue.launch_kernel(&KernelLaunch::new(&refused, &[4], &args), &[]) };
+    assert!(matches!(eager, Err(UrError::UnsupportedFeature(_))), "{eager:?}");
+    let cb = CommandBuffer::new(&context, context.device(), CommandBufferDesc::default()).unwrap();
+    // SAFETY: as above.
+    let recorded =
+        unsafe { cb.append_kernel_launch(&KernelLaunch::new(&refused, &[4], &args), &[], AppendOptions::new()) };
+    assert!(matches!(recorded, Err(UrError::UnsupportedFeature(_))), "{recorded:?}");
+    let runs = kernel_requiring(sizes[0]);
+    // SAFETY: as above.
+    unsafe { queue.launch_kernel(&KernelLaunch::new(&runs, &[4], &args), &[]) }.unwrap().wait().unwrap();
+}

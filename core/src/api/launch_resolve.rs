@@ -10,6 +10,7 @@ use crate::launch::{
 };
 use crate::launch::{resolve_range, to_3d};
 use crate::objects::Kernel;
+use crate::types::device::DeviceInfo;
 use crate::types::error::Result;
 use crate::types::program::{ArgKind, SourceForm};
 use crate::{ensure, err};
@@ -98,6 +99,7 @@ impl KernelLaunch<'_> {
     pub fn resolve(&self, context: &Context) -> Result<(KernelCommand, LocalSizeOrigin)> {
         let kernel = self.kernel;
         check_kernel_context(context, kernel)?;
+        check_sub_group_size(context.device().info(), kernel)?;
         let work_dim = check_dims(
             self.global_size.len(),
             &[("local size", self.local_size), ("global offset", self.global_offset)],
@@ -127,10 +129,28 @@ impl KernelCommand {
         args: &[KernelArg<'_>],
     ) -> Result<(KernelCommand, LocalSizeOrigin)> {
         check_kernel_context(context, kernel)?;
+        check_sub_group_size(context.device().info(), kernel)?;
         let args = resolve_args(context, kernel, args)?;
         let (range, origin) = resolve_range(context.device().info(), kernel, work_dim, global, offset, local)?;
         Ok((KernelCommand { kernel: kernel.clone(), range, args }, origin))
     }
+}
+
+/// `UnsupportedFeature` for a kernel that requires a sub-group size the
+/// device does not run: the size is a condition of the kernel's code (SYCL's
+/// `kernel_not_supported`), not a hint. Creating and querying such a kernel
+/// stays allowed.
+fn check_sub_group_size(device: &DeviceInfo, kernel: &Kernel) -> Result<()> {
+    if let Some(size) = kernel.signature().reqd_sub_group_size {
+        ensure!(
+            device.sub_groups.sizes.contains(&size),
+            UnsupportedFeature,
+            "kernel `{}` requires sub-groups of {size} work-items; the device runs sizes {:?}",
+            kernel.name(),
+            device.sub_groups.sizes
+        );
+    }
+    Ok(())
 }
 
 /// `InvalidKernel` for a kernel of another context.
