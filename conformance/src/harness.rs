@@ -8,8 +8,8 @@ use std::sync::{Arc, OnceLock};
 
 use bytemuck::{AnyBitPattern, NoUninit};
 use cmdbuf::{
-    CommandBuffer, CommandBufferDesc, Context, Device, Kernel, MemBuffer, MemFlags, Program, Queue, QueueProperties,
-    UpdateCapabilities, UrError, UsmAllocation, UsmKind, UsmKinds, UsmPtr,
+    CommandBuffer, CommandBufferDesc, Context, Device, Kernel, MemBuffer, MemFlags, Partition, PartitionKind, Program,
+    Queue, QueueProperties, UpdateCapabilities, UrError, UsmAllocation, UsmKind, UsmKinds, UsmPtr,
 };
 use parking_lot::Mutex;
 
@@ -47,6 +47,9 @@ pub struct Requires {
     pub out_of_order: bool,
     /// Profiling queues.
     pub profiling: bool,
+    /// A partition into two sub-devices of one compute unit each (by counts)
+    /// or of half the device each (equally).
+    pub two_sub_devices: bool,
 }
 
 impl Requires {
@@ -57,6 +60,7 @@ impl Requires {
         usm: UsmKinds::empty(),
         out_of_order: false,
         profiling: false,
+        two_sub_devices: false,
     };
 
     /// These update capabilities (an updatable buffer at least).
@@ -84,6 +88,7 @@ impl Requires {
             usm: self.usm.union(other.usm),
             out_of_order: self.out_of_order || other.out_of_order,
             profiling: self.profiling || other.profiling,
+            two_sub_devices: self.two_sub_devices || other.two_sub_devices,
         }
     }
 
@@ -95,6 +100,8 @@ impl Requires {
     pub const OUT_OF_ORDER: Requires = Requires { out_of_order: true, ..Requires::NONE };
     /// Profiling queues.
     pub const PROFILING: Requires = Requires { profiling: true, ..Requires::NONE };
+    /// Two sub-devices of one partition ([`two_sub_device_partition`]).
+    pub const TWO_SUB_DEVICES: Requires = Requires { two_sub_devices: true, ..Requires::NONE };
 
     /// The first missing requirement, named, or `None` when all are met.
     pub fn missing(&self, device: &Device) -> Option<String> {
@@ -118,6 +125,30 @@ impl Requires {
         if self.profiling && !info.queue_profiling {
             return Some("device lacks queue profiling".into());
         }
+        if self.two_sub_devices && two_sub_device_partition(device).is_none() {
+            let support = device.partition_support();
+            let units = info.max_compute_units;
+            return Some(format!(
+                "device makes no two sub-devices ({units} compute units, partitions {:?}, at most {})",
+                support.kinds, support.max_sub_devices
+            ));
+        }
+        None
+    }
+}
+
+/// The partition that gives `device` two sub-devices (one compute unit each
+/// by counts, else half the device each), if it offers one.
+pub fn two_sub_device_partition(device: &Device) -> Option<Partition> {
+    let support = device.partition_support();
+    let units = device.info().max_compute_units;
+    if units < 2 || support.max_sub_devices < 2 {
+        None
+    } else if support.offers(PartitionKind::ByCounts) {
+        Some(Partition::ByCounts(vec![1, 1]))
+    } else if support.offers(PartitionKind::Equally) {
+        Some(Partition::Equally(units / 2))
+    } else {
         None
     }
 }

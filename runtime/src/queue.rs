@@ -315,40 +315,50 @@ impl Queue {
         )
     }
 
+    /// Enqueues `command` ([`cmdbuf_core::Queue::enqueue`]), or records it
+    /// as a memory node: the one path of every memory command, which the
+    /// typed methods below wrap. `InvalidContext` for a command of another
+    /// context, `InvalidValue` for a kernel launch (launched from a
+    /// [`KernelLaunch`] with [`launch_kernel`](Self::launch_kernel)), on
+    /// either path.
+    pub fn enqueue(&self, command: Command, wait: &[&Event]) -> Result<Event> {
+        // The common case as `submit` has it, with the command moved.
+        if wait.is_empty() && !self.inner.recording.is_active() {
+            return self.inner.core.enqueue(command, &[]).map(Event::Core);
+        }
+        // `submit_slow` calls at most one of its two closures, which share
+        // the command through this slot.
+        let slot = std::cell::Cell::new(Some(command));
+        let take = || slot.take().ok_or_else(|| err!(Unknown, "the command was submitted twice"));
+        self.submit_slow(
+            wait,
+            || {
+                let command = take()?;
+                command.check_context(self.context())?;
+                Ok(Recordable::Command(command))
+            },
+            |q, w| q.enqueue(take()?, w),
+        )
+    }
+
     /// Copies between USM allocations.
     pub fn usm_memcpy(&self, dst: UsmPtr, src: UsmPtr, size: usize, wait: &[&Event]) -> Result<Event> {
-        self.submit(
-            wait,
-            || Ok(Recordable::Command(Command::usm_copy(self.context(), dst, src, size)?)),
-            |q, w| q.usm_memcpy(dst, src, size, w),
-        )
+        self.enqueue(Command::usm_copy(self.context(), dst, src, size)?, wait)
     }
 
     /// Fills `size` bytes of USM with a pattern of any length dividing the size.
     pub fn usm_fill(&self, dst: UsmPtr, pattern: &[u8], size: usize, wait: &[&Event]) -> Result<Event> {
-        self.submit(
-            wait,
-            || Ok(Recordable::Command(Command::usm_fill(self.context(), dst, pattern, size)?)),
-            |q, w| q.usm_fill(dst, pattern, size, w),
-        )
+        self.enqueue(Command::usm_fill(self.context(), dst, pattern, size)?, wait)
     }
 
     /// Prefetches USM.
     pub fn usm_prefetch(&self, ptr: UsmPtr, size: usize, flags: MigrationFlags, wait: &[&Event]) -> Result<Event> {
-        self.submit(
-            wait,
-            || Ok(Recordable::Command(Command::usm_prefetch(self.context(), ptr, size, flags)?)),
-            |q, w| q.usm_prefetch(ptr, size, flags, w),
-        )
+        self.enqueue(Command::usm_prefetch(self.context(), ptr, size, flags)?, wait)
     }
 
     /// Gives advice about USM.
     pub fn usm_advise(&self, ptr: UsmPtr, size: usize, advice: UsmAdvice) -> Result<Event> {
-        self.submit(
-            &[],
-            || Ok(Recordable::Command(Command::usm_advise(self.context(), ptr, size, advice)?)),
-            |q, _| q.usm_advise(ptr, size, advice),
-        )
+        self.enqueue(Command::usm_advise(self.context(), ptr, size, advice)?, &[])
     }
 
     /// Copies between buffers.
@@ -361,11 +371,7 @@ impl Queue {
         size: usize,
         wait: &[&Event],
     ) -> Result<Event> {
-        self.submit(
-            wait,
-            || Ok(Recordable::Command(Command::buffer_copy(self.context(), src, dst, src_offset, dst_offset, size)?)),
-            |q, w| q.copy_buffer(src, dst, src_offset, dst_offset, size, w),
-        )
+        self.enqueue(Command::buffer_copy(self.context(), src, dst, src_offset, dst_offset, size)?, wait)
     }
 
     /// Copies a rect between buffers.
@@ -378,14 +384,7 @@ impl Queue {
         region: RectRegion,
         wait: &[&Event],
     ) -> Result<Event> {
-        self.submit(
-            wait,
-            || {
-                let command = Command::buffer_copy_rect(self.context(), src, dst, src_layout, dst_layout, region)?;
-                Ok(Recordable::Command(command))
-            },
-            |q, w| q.copy_buffer_rect(src, dst, src_layout, dst_layout, region, w),
-        )
+        self.enqueue(Command::buffer_copy_rect(self.context(), src, dst, src_layout, dst_layout, region)?, wait)
     }
 
     /// Fills `size` bytes of a buffer from `offset` with a pattern of any length dividing the size.
@@ -397,11 +396,7 @@ impl Queue {
         size: usize,
         wait: &[&Event],
     ) -> Result<Event> {
-        self.submit(
-            wait,
-            || Ok(Recordable::Command(Command::buffer_fill(self.context(), buffer, pattern, offset, size)?)),
-            |q, w| q.fill_buffer(buffer, pattern, offset, size, w),
-        )
+        self.enqueue(Command::buffer_fill(self.context(), buffer, pattern, offset, size)?, wait)
     }
 
     /// Reads `size` bytes of a buffer from `offset` into USM.
@@ -413,11 +408,7 @@ impl Queue {
         dst: UsmPtr,
         wait: &[&Event],
     ) -> Result<Event> {
-        self.submit(
-            wait,
-            || Ok(Recordable::Command(Command::buffer_read_to_usm(self.context(), buffer, offset, size, dst)?)),
-            |q, w| q.read_buffer_to_usm(buffer, offset, size, dst, w),
-        )
+        self.enqueue(Command::buffer_read_to_usm(self.context(), buffer, offset, size, dst)?, wait)
     }
 
     /// Writes `size` bytes of USM into a buffer from `offset`.
@@ -429,11 +420,7 @@ impl Queue {
         src: UsmPtr,
         wait: &[&Event],
     ) -> Result<Event> {
-        self.submit(
-            wait,
-            || Ok(Recordable::Command(Command::buffer_write_from_usm(self.context(), buffer, offset, size, src)?)),
-            |q, w| q.write_buffer_from_usm(buffer, offset, size, src, w),
-        )
+        self.enqueue(Command::buffer_write_from_usm(self.context(), buffer, offset, size, src)?, wait)
     }
 
     /// Copies host bytes into USM, blocking; `InvalidOperation` while recording.

@@ -1,14 +1,16 @@
 //! `urEnqueue*`: eager commands on a queue.
 //!
-//! Each entry point resolves its handles and wait list, calls the cmdbuf-core
-//! queue operation (which validates the command and runs it), and hands the
-//! resulting event out when the caller asked for one.
+//! Each entry point resolves its handles and wait list, builds the
+//! cmdbuf-core [`Command`] (whose builder validates it) and enqueues it with
+//! the queue's one generic `enqueue`, or calls the queue operation where
+//! there is more than a command (a host copy, a host task, a kernel launch),
+//! and hands the resulting event out when the caller asked for one.
 
 #![allow(non_snake_case)]
 
 use std::ffi::c_void;
 
-use cmdbuf_core::ensure;
+use cmdbuf_core::{Command, ensure};
 
 use crate::boundary::conv::{migration, pattern, usm_advice, usm_ptr};
 use crate::entry::{AbiResult, guard};
@@ -68,7 +70,8 @@ pub(crate) unsafe extern "C" fn urEnqueueUSMFill(
         let pattern = unsafe { pattern(pattern_ptr, pattern_size)? };
         // SAFETY: forwarded.
         let wait = unsafe { wait_list(events, num_events)? };
-        let done = queue.value.core().usm_fill(dst, pattern, size, &wait)?;
+        let core = queue.value.core();
+        let done = core.enqueue(Command::usm_fill(core.context(), dst, pattern, size)?, &wait)?;
         // SAFETY: forwarded.
         unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_USM_FILL) };
         Ok(())
@@ -93,7 +96,8 @@ pub(crate) unsafe extern "C" fn urEnqueueUSMPrefetch(
         let flags = migration(flags)?;
         // SAFETY: forwarded.
         let wait = unsafe { wait_list(events, num_events)? };
-        let done = queue.value.core().usm_prefetch(ptr, size, flags, &wait)?;
+        let core = queue.value.core();
+        let done = core.enqueue(Command::usm_prefetch(core.context(), ptr, size, flags)?, &wait)?;
         // SAFETY: forwarded.
         unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_USM_PREFETCH) };
         Ok(())
@@ -113,7 +117,8 @@ pub(crate) unsafe extern "C" fn urEnqueueUSMAdvise(
         // SAFETY: forwarded.
         let queue = unsafe { Handle::<Queue>::get(queue)? };
         let ptr = usm_ptr(mem, "pMem")?;
-        let done = queue.value.core().usm_advise(ptr, size, usm_advice(advice)?)?;
+        let core = queue.value.core();
+        let done = core.enqueue(Command::usm_advise(core.context(), ptr, size, usm_advice(advice)?)?, &[])?;
         // SAFETY: forwarded.
         unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_USM_ADVISE) };
         Ok(())

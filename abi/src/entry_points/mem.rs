@@ -1,5 +1,6 @@
 //! `urMem*`: memory buffers, and the eager buffer commands of the
-//! `urEnqueueMemBuffer*` family.
+//! `urEnqueueMemBuffer*` family (each builds a cmdbuf-core `Command` and
+//! enqueues it with the queue's generic `enqueue`; maps stay methods).
 //!
 //! Buffers are cmdbuf-core `MemBuffer`s; a sub-buffer (`urMemBufferPartition`)
 //! is a `MemBuffer::partition` view, usable by every buffer entry point. `UR_MEM_FLAG_USE_HOST_POINTER` and
@@ -12,7 +13,7 @@
 
 use std::ffi::c_void;
 
-use cmdbuf_core::{MapFlags, MemBuffer, MemFlags, ensure, err};
+use cmdbuf_core::{Command, MapFlags, MemBuffer, MemFlags, ensure, err};
 use parking_lot::Mutex;
 
 use crate::boundary::conv::pattern;
@@ -198,9 +199,11 @@ pub(crate) unsafe extern "C" fn urEnqueueMemBufferRead(
         ensure!(!dst.is_null(), InvalidNullPointer, "pDst is null");
         // SAFETY: forwarded.
         let wait = unsafe { wait_list(events, num_events)? };
+        let core = queue.value.core();
         // SAFETY: UR's contract keeps `dst` valid until the read completes (for
         // a blocking read, until this call returns, as it waits below).
-        let done = unsafe { queue.value.core().read_buffer_async(mem.value.core(), offset, size, dst.cast(), &wait)? };
+        let read = unsafe { Command::buffer_read_host(core.context(), mem.value.core(), offset, size, dst.cast())? };
+        let done = core.enqueue(read, &wait)?;
         if blocking {
             done.wait()?;
         }
@@ -229,8 +232,10 @@ pub(crate) unsafe extern "C" fn urEnqueueMemBufferWrite(
         ensure!(!src.is_null(), InvalidNullPointer, "pSrc is null");
         // SAFETY: forwarded.
         let wait = unsafe { wait_list(events, num_events)? };
+        let core = queue.value.core();
         // SAFETY: as for the read.
-        let done = unsafe { queue.value.core().write_buffer_async(mem.value.core(), offset, size, src.cast(), &wait)? };
+        let write = unsafe { Command::buffer_write_host(core.context(), mem.value.core(), offset, size, src.cast())? };
+        let done = core.enqueue(write, &wait)?;
         if blocking {
             done.wait()?;
         }
@@ -267,17 +272,12 @@ pub(crate) unsafe extern "C" fn urEnqueueMemBufferReadRect(
         let region = rect_region(region)?;
         // SAFETY: forwarded.
         let wait = unsafe { wait_list(events, num_events)? };
+        let (core, buffer) = (queue.value.core(), mem.value.core());
         // SAFETY: as for the linear read.
-        let done = unsafe {
-            queue.value.core().read_buffer_rect_async(
-                mem.value.core(),
-                buffer_layout,
-                host_layout,
-                region,
-                dst.cast(),
-                &wait,
-            )?
+        let read = unsafe {
+            Command::buffer_read_rect_host(core.context(), buffer, buffer_layout, host_layout, region, dst.cast())?
         };
+        let done = core.enqueue(read, &wait)?;
         if blocking {
             done.wait()?;
         }
@@ -314,17 +314,12 @@ pub(crate) unsafe extern "C" fn urEnqueueMemBufferWriteRect(
         let region = rect_region(region)?;
         // SAFETY: forwarded.
         let wait = unsafe { wait_list(events, num_events)? };
+        let (core, buffer, src) = (queue.value.core(), mem.value.core(), src.cast_const().cast());
         // SAFETY: as for the linear write.
-        let done = unsafe {
-            queue.value.core().write_buffer_rect_async(
-                mem.value.core(),
-                buffer_layout,
-                host_layout,
-                region,
-                src.cast_const().cast(),
-                &wait,
-            )?
+        let write = unsafe {
+            Command::buffer_write_rect_host(core.context(), buffer, buffer_layout, host_layout, region, src)?
         };
+        let done = core.enqueue(write, &wait)?;
         if blocking {
             done.wait()?;
         }
@@ -354,8 +349,10 @@ pub(crate) unsafe extern "C" fn urEnqueueMemBufferCopy(
         let dst = unsafe { Handle::<Mem>::get(dst)? };
         // SAFETY: forwarded.
         let wait = unsafe { wait_list(events, num_events)? };
-        let done =
-            queue.value.core().copy_buffer(src.value.core(), dst.value.core(), src_offset, dst_offset, size, &wait)?;
+        let core = queue.value.core();
+        let copy =
+            Command::buffer_copy(core.context(), src.value.core(), dst.value.core(), src_offset, dst_offset, size)?;
+        let done = core.enqueue(copy, &wait)?;
         // SAFETY: forwarded.
         unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_MEM_BUFFER_COPY) };
         Ok(())
@@ -389,14 +386,10 @@ pub(crate) unsafe extern "C" fn urEnqueueMemBufferCopyRect(
         let region = rect_region(region)?;
         // SAFETY: forwarded.
         let wait = unsafe { wait_list(events, num_events)? };
-        let done = queue.value.core().copy_buffer_rect(
-            src.value.core(),
-            dst.value.core(),
-            src_layout,
-            dst_layout,
-            region,
-            &wait,
-        )?;
+        let core = queue.value.core();
+        let (src, dst) = (src.value.core(), dst.value.core());
+        let copy = Command::buffer_copy_rect(core.context(), src, dst, src_layout, dst_layout, region)?;
+        let done = core.enqueue(copy, &wait)?;
         // SAFETY: forwarded.
         unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_MEM_BUFFER_COPY_RECT) };
         Ok(())
@@ -423,7 +416,8 @@ pub(crate) unsafe extern "C" fn urEnqueueMemBufferFill(
         let pattern = unsafe { pattern(pattern_ptr, pattern_size)? };
         // SAFETY: forwarded.
         let wait = unsafe { wait_list(events, num_events)? };
-        let done = queue.value.core().fill_buffer(mem.value.core(), pattern, offset, size, &wait)?;
+        let (core, buffer) = (queue.value.core(), mem.value.core());
+        let done = core.enqueue(Command::buffer_fill(core.context(), buffer, pattern, offset, size)?, &wait)?;
         // SAFETY: forwarded.
         unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_MEM_BUFFER_FILL) };
         Ok(())

@@ -103,9 +103,13 @@ impl Memcpy {
 }
 
 /// Builders of validated commands, shared by queues and command buffers.
-/// The public ones take no raw host memory, so the commands they build are
-/// safe to keep and append to command buffers of their context
-/// ([`CommandBuffer::append_command`](crate::CommandBuffer::append_command)).
+/// The safe ones take no raw host memory, so the commands they build are
+/// safe to keep, enqueue on queues of their context
+/// ([`Queue::enqueue`](crate::Queue::enqueue)) and append to its command
+/// buffers ([`CommandBuffer::append_command`](crate::CommandBuffer::append_command)).
+/// The `unsafe` `*_host` builders take raw host memory: their caller's
+/// promise covers every run of the command they build, wherever it is
+/// enqueued or appended.
 impl Command {
     /// A copy of `size` bytes between USM allocations of `context`
     /// (`InvalidSize`, out of bounds or in no allocation, `OverlappingRegions`).
@@ -161,7 +165,11 @@ impl Command {
     /// `InvalidContext` unless every memory object the command holds is of
     /// `context`; `InvalidValue` for a kernel launch, whose fields anyone can
     /// set (kernel launches are validated from a [`KernelLaunch`](crate::KernelLaunch)).
-    pub(crate) fn check_appendable(&self, context: &Context) -> Result<()> {
+    /// What a queue's [`enqueue`](crate::Queue::enqueue) and a command
+    /// buffer's [`append_command`](crate::CommandBuffer::append_command)
+    /// check, for layers that keep a command before handing it to either
+    /// (the runtime's queue recording into a graph).
+    pub fn check_context(&self, context: &Context) -> Result<()> {
         let usm = |r: &UsmRef| r.belongs_to(context);
         let loc = |l: &MemLoc| !matches!(l, MemLoc::Usm(r) if !r.belongs_to(context));
         let ok = match self {
@@ -281,6 +289,82 @@ impl Command {
             );
         }
         Ok(Command::BufferCopyRect { src, dst, src_layout, dst_layout, region })
+    }
+
+    /// A read of `size` bytes of `buffer` from `offset` into memory: a USM
+    /// pointer of `context` (checked against its allocation) or, in no USM
+    /// allocation of it, raw host memory (`urEnqueueMemBufferRead`'s `pDst`).
+    ///
+    /// # Safety
+    /// Outside USM, `dst` must be valid for `size` bytes of writes, and
+    /// neither read nor freed by the host, whenever the command runs: until
+    /// the events of every enqueue of it have completed, and at every
+    /// execution of the command buffers (and graphs) it is appended to.
+    pub unsafe fn buffer_read_host(
+        context: &Context,
+        buffer: &MemBuffer,
+        offset: usize,
+        size: usize,
+        dst: *mut u8,
+    ) -> Result<Command> {
+        Command::buffer_read(context, buffer, offset, size, HostSide::Raw(dst))
+    }
+
+    /// A write of `size` bytes of memory into `buffer` at `offset`: a USM
+    /// pointer of `context` or raw host memory, as for
+    /// [`buffer_read_host`](Self::buffer_read_host).
+    ///
+    /// # Safety
+    /// Outside USM, `src` must be valid for `size` bytes of reads, and not
+    /// written or freed by the host, whenever the command runs (as for
+    /// [`buffer_read_host`](Self::buffer_read_host)).
+    pub unsafe fn buffer_write_host(
+        context: &Context,
+        buffer: &MemBuffer,
+        offset: usize,
+        size: usize,
+        src: *const u8,
+    ) -> Result<Command> {
+        Command::buffer_write(context, buffer, offset, size, HostSide::Raw(src.cast_mut()))
+    }
+
+    /// A rect read of `buffer` into memory laid out by `host_layout` from
+    /// `dst`: a USM pointer of `context` or raw host memory, as for
+    /// [`buffer_read_host`](Self::buffer_read_host).
+    ///
+    /// # Safety
+    /// Outside USM, `dst` must be valid for writes over the host layout's
+    /// extent, and neither read nor freed by the host, whenever the command
+    /// runs (as for [`buffer_read_host`](Self::buffer_read_host)).
+    pub unsafe fn buffer_read_rect_host(
+        context: &Context,
+        buffer: &MemBuffer,
+        buffer_layout: RectLayout,
+        host_layout: RectLayout,
+        region: RectRegion,
+        dst: *mut u8,
+    ) -> Result<Command> {
+        Command::buffer_read_rect(context, buffer, buffer_layout, host_layout, region, HostSide::Raw(dst))
+    }
+
+    /// A rect write into `buffer` of memory laid out by `host_layout` from
+    /// `src`: a USM pointer of `context` or raw host memory, as for
+    /// [`buffer_read_host`](Self::buffer_read_host).
+    ///
+    /// # Safety
+    /// Outside USM, `src` must be valid for reads over the host layout's
+    /// extent, and not written or freed by the host, whenever the command
+    /// runs (as for [`buffer_read_host`](Self::buffer_read_host)).
+    pub unsafe fn buffer_write_rect_host(
+        context: &Context,
+        buffer: &MemBuffer,
+        buffer_layout: RectLayout,
+        host_layout: RectLayout,
+        region: RectRegion,
+        src: *const u8,
+    ) -> Result<Command> {
+        let src = HostSide::Raw(src.cast_mut());
+        Command::buffer_write_rect(context, buffer, buffer_layout, host_layout, region, src)
     }
 
     pub(crate) fn buffer_read(

@@ -2,6 +2,9 @@
 //!
 //! Every operation takes a wait list and returns an [`Event`], except the
 //! blocking host-memory transfers, which return when the data is in place.
+//! Memory commands have one eager path, [`Queue::enqueue`] of a [`Command`]
+//! from its validating builders (the commands command buffers record); the
+//! typed memory methods are one-line wrappers of it.
 //! Memory commands are checked against the allocations and buffers they
 //! touch; kernel launches are `unsafe` because device code may touch any
 //! address.
@@ -256,7 +259,7 @@ impl Queue {
         let captured = self.inner.capture.is_active() || wait.iter().any(|e| capture::is_captured(e));
         let callback: Arc<interop::NativeFn> = if captured { Arc::new(callback) } else { interop::run_once(callback) };
         let native = NativeCommand::new(callback, mems, Owner::Queue(self.key()), None);
-        self.submit(Command::Native(native), wait)
+        self.submit_op(Op::Command(Command::Native(native)), wait)
     }
 
     /// What every native command checks: its buffers of this queue's context.
@@ -336,7 +339,39 @@ impl Queue {
         WeakQueue(Arc::downgrade(&self.inner))
     }
 
-    fn submit(&self, command: Command, wait: &[&Event]) -> Result<Event> {
+    /// Enqueues `command` after the events of `wait` (and, on an in-order
+    /// queue, everything submitted before): the one eager path of every
+    /// memory command (`urEnqueueUSMFill`, `urEnqueueMemBufferCopy`, ...),
+    /// which the typed methods below wrap. The command comes from one of
+    /// [`Command`]'s validating builders, the same ones command buffers
+    /// record ([`CommandBuffer::append_command`] takes the same commands
+    /// with the same rules): `InvalidContext` for a command of another
+    /// context, `InvalidValue` for a kernel launch (launched from a
+    /// [`KernelLaunch`] with [`launch_kernel`](Self::launch_kernel), which
+    /// validates it). A capturing queue captures the command
+    /// ([`crate::capture`]).
+    ///
+    /// Safe: commands over raw host memory are built by the `unsafe`
+    /// builders (such as [`Command::buffer_read_host`]), whose callers
+    /// promise that memory for every run of the command.
+    ///
+    /// ```
+    /// use cmdbuf::*;
+    /// # let device = cmdbuf_cpu::default_device();
+    /// let ctx = Context::new(&device)?;
+    /// let queue = Queue::new(&ctx, QueueProperties::default())?;
+    /// let usm = UsmAllocation::new(&ctx, UsmKind::Shared, 64)?;
+    /// let fill = Command::usm_fill(&ctx, usm.ptr(), &[7], 64)?;
+    /// queue.enqueue(fill.clone(), &[])?.wait()?;
+    ///
+    /// let other = Context::new(&device)?;
+    /// let foreign = Queue::new(&other, QueueProperties::default())?;
+    /// assert!(matches!(foreign.enqueue(fill, &[]), Err(UrError::InvalidContext(_))));
+    /// # Ok::<(), UrError>(())
+    /// ```
+    #[tracing::instrument(level = "trace", skip_all, fields(kind = %command.kind()))]
+    pub fn enqueue(&self, command: Command, wait: &[&Event]) -> Result<Event> {
+        command.check_context(&self.inner.context)?;
         self.submit_op(Op::Command(command), wait)
     }
 
@@ -455,8 +490,7 @@ impl Queue {
     /// Copies `size` bytes between USM allocations of this context.
     #[tracing::instrument(level = "trace", skip(self, wait))]
     pub fn usm_memcpy(&self, dst: UsmPtr, src: UsmPtr, size: usize, wait: &[&Event]) -> Result<Event> {
-        let command = Command::usm_memcpy(&self.inner.context, HostSide::Usm(dst), HostSide::Usm(src), size)?;
-        self.submit(command, wait)
+        self.enqueue(Command::usm_copy(&self.inner.context, dst, src, size)?, wait)
     }
 
     /// Copies `size` bytes where each side is either a USM pointer of this
@@ -482,7 +516,7 @@ impl Queue {
     pub unsafe fn usm_memcpy_host(&self, dst: *mut u8, src: *const u8, size: usize, wait: &[&Event]) -> Result<Event> {
         let (dst, src) = (HostSide::Raw(dst), HostSide::Raw(src.cast_mut()));
         match Memcpy::new(&self.inner.context, dst, src, size)? {
-            Memcpy::Command(command) => self.submit(command, wait),
+            Memcpy::Command(command) => self.enqueue(command, wait),
             Memcpy::HostToHost { dst, src } => {
                 self.check_not_capturing("a copy between two host pointers (a host copy)")?;
                 let copy = move || {
@@ -499,19 +533,19 @@ impl Queue {
     /// Fills `size` bytes of USM with a pattern of any length dividing the size.
     #[tracing::instrument(level = "trace", skip(self, pattern, wait))]
     pub fn usm_fill(&self, dst: UsmPtr, pattern: &[u8], size: usize, wait: &[&Event]) -> Result<Event> {
-        self.submit(Command::usm_fill(&self.inner.context, dst, pattern, size)?, wait)
+        self.enqueue(Command::usm_fill(&self.inner.context, dst, pattern, size)?, wait)
     }
 
     /// Hints a migration of a USM range.
     #[tracing::instrument(level = "trace", skip(self, wait))]
     pub fn usm_prefetch(&self, ptr: UsmPtr, size: usize, flags: MigrationFlags, wait: &[&Event]) -> Result<Event> {
-        self.submit(Command::usm_prefetch(&self.inner.context, ptr, size, flags)?, wait)
+        self.enqueue(Command::usm_prefetch(&self.inner.context, ptr, size, flags)?, wait)
     }
 
     /// Gives advice about a USM range.
     #[tracing::instrument(level = "trace", skip(self))]
     pub fn usm_advise(&self, ptr: UsmPtr, size: usize, advice: UsmAdvice) -> Result<Event> {
-        self.submit(Command::usm_advise(&self.inner.context, ptr, size, advice)?, &[])
+        self.enqueue(Command::usm_advise(&self.inner.context, ptr, size, advice)?, &[])
     }
 
     /// Copies host data into USM, returning once it is there.
@@ -551,7 +585,7 @@ impl Queue {
         dst: UsmPtr,
         wait: &[&Event],
     ) -> Result<Event> {
-        self.submit(Command::buffer_read(&self.inner.context, buffer, offset, size, HostSide::Usm(dst))?, wait)
+        self.enqueue(Command::buffer_read_to_usm(&self.inner.context, buffer, offset, size, dst)?, wait)
     }
 
     /// Writes USM (which may be host USM) into a buffer, without blocking.
@@ -563,87 +597,7 @@ impl Queue {
         src: UsmPtr,
         wait: &[&Event],
     ) -> Result<Event> {
-        self.submit(Command::buffer_write(&self.inner.context, buffer, offset, size, HostSide::Usm(src))?, wait)
-    }
-
-    /// Reads a buffer into memory without blocking: a USM pointer of this
-    /// context or raw host memory (`urEnqueueMemBufferRead` with `blocking = false`).
-    ///
-    /// # Safety
-    /// Outside USM, `dst` must be valid for `size` bytes of writes, and neither read nor
-    /// freed, until the returned event completes; on a capturing queue, at
-    /// every execution of the graphs made from it.
-    pub unsafe fn read_buffer_async(
-        &self,
-        buffer: &MemBuffer,
-        offset: usize,
-        size: usize,
-        dst: *mut u8,
-        wait: &[&Event],
-    ) -> Result<Event> {
-        self.submit(Command::buffer_read(&self.inner.context, buffer, offset, size, HostSide::Raw(dst))?, wait)
-    }
-
-    /// Writes memory into a buffer without blocking: a USM pointer of this
-    /// context or raw host memory (`urEnqueueMemBufferWrite` with `blocking = false`).
-    ///
-    /// # Safety
-    /// Outside USM, `src` must be valid for `size` bytes of reads, and neither written nor
-    /// freed, until the returned event completes; on a capturing queue, at
-    /// every execution of the graphs made from it.
-    pub unsafe fn write_buffer_async(
-        &self,
-        buffer: &MemBuffer,
-        offset: usize,
-        size: usize,
-        src: *const u8,
-        wait: &[&Event],
-    ) -> Result<Event> {
-        let src = HostSide::Raw(src.cast_mut());
-        self.submit(Command::buffer_write(&self.inner.context, buffer, offset, size, src)?, wait)
-    }
-
-    /// Reads a rect of a buffer into memory laid out by `host_layout` from
-    /// `dst`, without blocking: a USM pointer of this context or raw host
-    /// memory (`urEnqueueMemBufferReadRect` with `blocking = false`).
-    ///
-    /// # Safety
-    /// Outside USM, `dst` must be valid for writes over the host layout's
-    /// extent, and neither read nor freed, until the returned event completes;
-    /// on a capturing queue, at every execution of the graphs made from it.
-    pub unsafe fn read_buffer_rect_async(
-        &self,
-        buffer: &MemBuffer,
-        buffer_layout: RectLayout,
-        host_layout: RectLayout,
-        region: RectRegion,
-        dst: *mut u8,
-        wait: &[&Event],
-    ) -> Result<Event> {
-        let dst = HostSide::Raw(dst);
-        let command = Command::buffer_read_rect(&self.inner.context, buffer, buffer_layout, host_layout, region, dst)?;
-        self.submit(command, wait)
-    }
-
-    /// Writes a rect of memory laid out by `host_layout` from `src` into a
-    /// buffer, without blocking; as [`read_buffer_rect_async`](Self::read_buffer_rect_async).
-    ///
-    /// # Safety
-    /// Outside USM, `src` must be valid for reads over the host layout's
-    /// extent, and neither written nor freed, until the returned event
-    /// completes; on a capturing queue, at every execution of its graphs.
-    pub unsafe fn write_buffer_rect_async(
-        &self,
-        buffer: &MemBuffer,
-        buffer_layout: RectLayout,
-        host_layout: RectLayout,
-        region: RectRegion,
-        src: *const u8,
-        wait: &[&Event],
-    ) -> Result<Event> {
-        let src = HostSide::Raw(src.cast_mut());
-        let command = Command::buffer_write_rect(&self.inner.context, buffer, buffer_layout, host_layout, region, src)?;
-        self.submit(command, wait)
+        self.enqueue(Command::buffer_write_from_usm(&self.inner.context, buffer, offset, size, src)?, wait)
     }
 
     /// Reads a rect of a buffer into a host slice laid out by `host_layout`.
@@ -689,7 +643,7 @@ impl Queue {
         size: usize,
         wait: &[&Event],
     ) -> Result<Event> {
-        self.submit(Command::buffer_copy(&self.inner.context, src, dst, src_offset, dst_offset, size)?, wait)
+        self.enqueue(Command::buffer_copy(&self.inner.context, src, dst, src_offset, dst_offset, size)?, wait)
     }
 
     /// Copies a rect between buffers.
@@ -703,7 +657,7 @@ impl Queue {
         region: RectRegion,
         wait: &[&Event],
     ) -> Result<Event> {
-        self.submit(Command::buffer_copy_rect(&self.inner.context, src, dst, src_layout, dst_layout, region)?, wait)
+        self.enqueue(Command::buffer_copy_rect(&self.inner.context, src, dst, src_layout, dst_layout, region)?, wait)
     }
 
     /// Fills `size` bytes of a buffer from `offset` with a pattern of any length dividing the size.
@@ -716,7 +670,7 @@ impl Queue {
         size: usize,
         wait: &[&Event],
     ) -> Result<Event> {
-        self.submit(Command::buffer_fill(&self.inner.context, buffer, pattern, offset, size)?, wait)
+        self.enqueue(Command::buffer_fill(&self.inner.context, buffer, pattern, offset, size)?, wait)
     }
 
     /// Maps `size` bytes of `buffer` from `offset` into host memory the queue

@@ -8,8 +8,8 @@
 //! profiling (`test/conformance/event/`).
 
 use cmdbuf::{
-    Context, Event, EventStatus, KernelArg, KernelLaunch, MapFlags, MigrationFlags, Program, Queue, QueueProperties,
-    RectLayout, RectOffset, RectRegion, UserEvent, UsmAdvice, UsmAllocation, UsmKind,
+    Command, Context, Event, EventStatus, KernelArg, KernelLaunch, MapFlags, MigrationFlags, Program, Queue,
+    QueueProperties, RectLayout, RectOffset, RectRegion, UserEvent, UsmAdvice, UsmAllocation, UsmKind,
 };
 
 use crate::harness::{CaseResult, Env, copy_rect_reference, fill_reference, pattern, read, read_buffer, write};
@@ -35,6 +35,7 @@ pub(in crate::cases) fn cases() -> Vec<crate::Case> {
         buffer_copy_rect_3d,
         buffer_usm_transfers => Requires::HOST_USM,
         async_raw_pointer_transfers,
+        generic_enqueue,
         events_wait_joins => Requires::OUT_OF_ORDER,
         barrier_orders_out_of_order_queue => Requires::OUT_OF_ORDER,
         finish_waits_for_everything => Requires::HOST_USM,
@@ -638,17 +639,44 @@ fn async_raw_pointer_transfers(env: &Env) -> CaseResult {
     let queue = ooo_or_default(env)?;
     let src = pattern(SIZE, 100);
     let mut dst = vec![0u8; SIZE / 2];
+    let ctx = queue.context();
     // SAFETY: `src` holds SIZE bytes and `dst` SIZE / 2; neither is touched
     // by the host until `read` (which waits for `write`) has completed below.
     let read = unsafe {
-        let write = queue.write_buffer_async(&buffer, 0, SIZE, src.as_ptr(), &[])?;
-        queue.read_buffer_async(&buffer, SIZE / 4, SIZE / 2, dst.as_mut_ptr(), &[&write])?
+        let write = queue.enqueue(Command::buffer_write_host(ctx, &buffer, 0, SIZE, src.as_ptr())?, &[])?;
+        queue.enqueue(Command::buffer_read_host(ctx, &buffer, SIZE / 4, SIZE / 2, dst.as_mut_ptr())?, &[&write])?
     };
     read.wait()?;
     check_eq!(dst, src[SIZE / 4..SIZE / 4 + SIZE / 2].to_vec());
     // SAFETY: a null pointer is refused before anything is enqueued.
-    let null = unsafe { queue.write_buffer_async(&buffer, 0, 4, std::ptr::null(), &[]) };
+    let null = unsafe { Command::buffer_write_host(ctx, &buffer, 0, 4, std::ptr::null()) };
     check_err!(null, InvalidNullPointer);
+    Ok(())
+}
+
+/// `Queue::enqueue` of commands from the builders command buffers use: they
+/// run as the typed methods' do, and a command of another context is
+/// refused before anything runs.
+fn generic_enqueue(env: &Env) -> CaseResult {
+    const SIZE: usize = 256;
+    let (src, dst) = (env.buffer_with(&pattern(SIZE, 40))?, env.buffer(SIZE)?);
+    let usm = env.usm(UsmKind::Device, SIZE)?;
+    let queue = env.queue()?;
+    let ctx = env.context();
+    let fill = queue.enqueue(Command::buffer_fill(ctx, &src, &[9, 8], 16, 32)?, &[])?;
+    let copy = queue.enqueue(Command::buffer_copy(ctx, &src, &dst, 0, 64, 128)?, &[&fill])?;
+    let usm_fill = queue.enqueue(Command::usm_fill(ctx, usm.ptr(), &[3], SIZE)?, &[])?;
+    let down = queue.enqueue(Command::buffer_read_to_usm(ctx, &dst, 64, 64, usm.ptr())?, &[&copy, &usm_fill])?;
+    down.wait()?;
+    let mut model_src = pattern(SIZE, 40);
+    model_src[16..48].copy_from_slice(&fill_reference(&[9, 8], 32));
+    let mut model_usm = vec![3u8; SIZE];
+    model_usm[..64].copy_from_slice(&model_src[..64]);
+    check_eq!(read::<u8>(&queue, usm.ptr(), SIZE)?, model_usm);
+    let other = Context::new(env.device())?;
+    let foreign = Queue::new(&other, QueueProperties::default())?;
+    check_err!(foreign.enqueue(Command::usm_fill(ctx, usm.ptr(), &[1], SIZE)?, &[]), InvalidContext);
+    check_err!(foreign.enqueue(Command::buffer_copy(ctx, &src, &dst, 0, 0, 8)?, &[]), InvalidContext);
     Ok(())
 }
 

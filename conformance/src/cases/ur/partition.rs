@@ -11,15 +11,15 @@ use cmdbuf::{
     Partition, PartitionKind, Program, Queue, QueueProperties, UsmAllocation, UsmKind,
 };
 
-use crate::harness::{CaseResult, Env, read};
-use crate::{cases, check, check_eq, check_err};
+use crate::harness::{CaseResult, Env, read, two_sub_device_partition};
+use crate::{Requires, cases, check, check_eq, check_err};
 
 pub(in crate::cases) fn cases() -> Vec<crate::Case> {
     cases!["partition";
         offered_partitions_make_sub_devices,
         sub_devices_run_kernels_and_command_buffers,
         sub_device_queues_work_in_their_parents_context,
-        a_context_over_two_sub_devices_runs_work_on_each,
+        a_context_over_two_sub_devices_runs_work_on_each => Requires::TWO_SUB_DEVICES,
         counts_are_checked_before_the_adapter,
     ]
 }
@@ -197,21 +197,8 @@ fn sub_device_queues_work_in_their_parents_context(env: &Env) -> CaseResult {
 /// split of a device of two units); `Skip` naming why where the device
 /// cannot make two.
 fn two_sub_devices(device: &Device) -> Result<(Device, Device), crate::CaseError> {
-    let support = device.partition_support();
-    let units = device.info().max_compute_units;
-    let partition = if units < 2 || support.max_sub_devices < 2 {
-        None
-    } else if support.offers(PartitionKind::ByCounts) {
-        Some(Partition::ByCounts(vec![1, 1]))
-    } else if support.offers(PartitionKind::Equally) {
-        Some(Partition::Equally(units / 2))
-    } else {
-        None
-    };
-    let Some(partition) = partition else {
-        return Err(crate::CaseError::Skip(format!(
-            "{device} makes no two sub-devices ({units} compute units, partitions {support:?})"
-        )));
+    let Some(partition) = two_sub_device_partition(device) else {
+        return Err(crate::CaseError::Fail(format!("{device} makes no two sub-devices, but the case requires it")));
     };
     let mut subs = device.partition(&partition)?.into_iter();
     match (subs.next(), subs.next()) {

@@ -210,7 +210,7 @@ impl CommandBuffer {
     /// # Ok::<(), UrError>(())
     /// ```
     pub fn append_command(&self, command: Command, opts: AppendOptions<'_>) -> Result<Appended> {
-        command.check_appendable(&self.inner.context)?;
+        command.check_context(&self.inner.context)?;
         self.append(command, None, &opts)
     }
 
