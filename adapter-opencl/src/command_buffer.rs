@@ -663,6 +663,7 @@ impl ExecutableCommandBufferImpl for ClExecutable {
                     match &segment.kernels {
                         Some(kernels) => one_launch::enqueue_exclusive(
                             self.commands.shared.context.get(),
+                            None,
                             &kernels.borrow().names,
                             wait.handles(),
                             enqueue,
@@ -683,7 +684,9 @@ impl ExecutableCommandBufferImpl for ClExecutable {
                         // SAFETY: the command was validated for this context when
                         // appended or updated; raw host memory in it is valid at
                         // every execution (the append's contract).
-                        None => unsafe { exec::enqueue(&self.commands.shared, internal, &record.command, &wait)? },
+                        None => unsafe {
+                            exec::enqueue(&self.commands.shared, internal, &record.command, &wait, false)?
+                        },
                     };
                     let wrapped = ClEvent::checked(event.retain(), step_profiling, status);
                     if wrapped.has_status() {

@@ -243,7 +243,8 @@ unsafe fn launch_kernel(
 }
 
 /// Enqueues `command` on `queue` after `wait`; returns its event, and the
-/// status word of a kernel launch that has one.
+/// status word of a kernel launch that has one. `in_order`: `queue` is an
+/// application's in-order queue (see [`Target::app_queue`]).
 ///
 /// # Safety
 /// `command` was validated by the front end for this context; `queue` is a
@@ -254,9 +255,10 @@ pub(crate) unsafe fn enqueue(
     queue: cl_command_queue,
     command: &Command,
     wait: &WaitList,
+    in_order: bool,
 ) -> Result<(RawEvent, Option<Arc<StatusWord>>)> {
     // SAFETY: forwarded from this function's contract.
-    match unsafe { enqueue_raw(shared, queue, command, wait) }? {
+    match unsafe { enqueue_raw(shared, queue, command, wait, in_order) }? {
         Enqueued::Plain(event) => Ok((event, None)),
         Enqueued::Kernel(launched, status) => Ok((launched.into_event()?, status)),
     }
@@ -276,8 +278,9 @@ unsafe fn enqueue_raw(
     queue: cl_command_queue,
     command: &Command,
     wait: &WaitList,
+    in_order: bool,
 ) -> Result<Enqueued> {
-    let target = Target::queue(shared, queue, wait);
+    let target = Target::app_queue(shared, queue, wait, in_order);
     let h = &shared.helpers;
     let device_usm = &shared.device.usm;
     let (n, list) = (wait.len() as u32, wait.as_ptr());

@@ -21,8 +21,9 @@ use crate::one_launch::{self, RecordedKernels};
 pub(crate) enum Target<'a> {
     /// Enqueued on a queue after the events of a wait list; `one_launch`
     /// (the queue's context): also after the previous launch of the kernel
-    /// (see [`crate::one_launch`]).
-    Queue { queue: cl_command_queue, wait: &'a WaitList, one_launch: Option<cl3::types::cl_context> },
+    /// (see [`crate::one_launch`]), which an `in_order` queue (an
+    /// application's in-order queue) orders itself when it was enqueued there.
+    Queue { queue: cl_command_queue, wait: &'a WaitList, one_launch: Option<cl3::types::cl_context>, in_order: bool },
     /// Recorded into a command-buffer after sync points; with `kernels`, also
     /// after the segment's previous command of the kernel; with `updatable`
     /// `CL_MUTABLE_DISPATCH_*_KHR` fields (a mutable command-buffer), as a
@@ -39,7 +40,26 @@ pub(crate) enum Target<'a> {
 impl<'a> Target<'a> {
     /// Enqueued on `queue` of `shared`'s context after `wait`.
     pub(crate) fn queue(shared: &Shared, queue: cl_command_queue, wait: &'a WaitList) -> Target<'a> {
-        Target::Queue { queue, wait, one_launch: shared.device.one_launch_per_kernel.then(|| shared.context.get()) }
+        Target::Queue {
+            queue,
+            wait,
+            one_launch: shared.device.one_launch_per_kernel.then(|| shared.context.get()),
+            in_order: false,
+        }
+    }
+
+    /// As [`queue`](Self::queue), on an application's in-order queue when
+    /// `in_order` (see [`crate::one_launch::enqueue_exclusive`]).
+    pub(crate) fn app_queue(
+        shared: &Shared,
+        queue: cl_command_queue,
+        wait: &'a WaitList,
+        in_order: bool,
+    ) -> Target<'a> {
+        match Target::queue(shared, queue, wait) {
+            Target::Queue { queue, wait, one_launch, .. } => Target::Queue { queue, wait, one_launch, in_order },
+            other => other,
+        }
     }
 }
 
@@ -126,7 +146,7 @@ pub(crate) unsafe fn launch(
     local: [usize; 3],
 ) -> Result<Launched> {
     match target {
-        Target::Queue { queue, wait, one_launch } => {
+        Target::Queue { queue, wait, one_launch, in_order } => {
             let enqueue = |wait: &[cl_event]| {
                 let list = if wait.is_empty() { ptr::null() } else { wait.as_ptr() };
                 // SAFETY: per the contract; the arrays outlive the call.
@@ -147,7 +167,8 @@ pub(crate) unsafe fn launch(
                 Ok(unsafe { RawEvent::from_raw(event) })
             };
             let event = if let Some(context) = *one_launch {
-                one_launch::enqueue_exclusive(context, &[name], wait.handles(), enqueue)?
+                let ordered = in_order.then_some(*queue);
+                one_launch::enqueue_exclusive(context, ordered, &[name], wait.handles(), enqueue)?
             } else {
                 enqueue(wait.handles())?
             };

@@ -34,8 +34,18 @@ use smallvec::SmallVec;
 use crate::event::RawEvent;
 use crate::ffi::cl_sync_point_khr;
 
-/// The last launch of each kernel on affected devices, with its context.
-static LAST_LAUNCH: Mutex<Option<HashMap<String, (usize, RawEvent)>>> = Mutex::new(None);
+/// The last launch of each kernel on affected devices.
+static LAST_LAUNCH: Mutex<Option<HashMap<String, LastLaunch>>> = Mutex::new(None);
+
+/// One kernel's last launch.
+struct LastLaunch {
+    /// Its context's address.
+    context: usize,
+    /// The address of the in-order application queue it was enqueued on, 0
+    /// for any other queue (see [`enqueue_exclusive`]).
+    in_order_queue: usize,
+    event: RawEvent,
+}
 
 /// Enqueues something that runs `kernels` after `wait` and the last launch
 /// of each of them, and makes its event their last launch.
@@ -45,8 +55,17 @@ static LAST_LAUNCH: Mutex<Option<HashMap<String, (usize, RawEvent)>>> = Mutex::n
 /// launch of another context (the chain is process-wide, as PoCL's cache is)
 /// cannot be in an OpenCL wait list of this one (`CL_INVALID_CONTEXT`): the
 /// host waits for it instead.
+///
+/// `in_order` is the application's in-order queue the enqueue goes to, if
+/// it does: a last launch enqueued on that same queue already comes before
+/// it, as PoCL orders an in-order queue's commands by the same event
+/// dependency, so neither its status is asked nor its event listed (a
+/// driver call and a wait-list entry an eager chain would pay per launch).
+/// [`forget_in_order_queue`] unmarks a queue's launches before the queue is
+/// released, so that a new queue at the same address is never taken for it.
 pub(crate) fn enqueue_exclusive<S: AsRef<str>>(
     context: cl3::types::cl_context,
+    in_order: Option<cl3::types::cl_command_queue>,
     kernels: &[S],
     wait: &[cl_event],
     enqueue: impl FnOnce(&[cl_event]) -> Result<RawEvent>,
@@ -54,14 +73,19 @@ pub(crate) fn enqueue_exclusive<S: AsRef<str>>(
     if kernels.is_empty() {
         return enqueue(wait);
     }
+    let queue_key = in_order.map_or(0, |q| q as usize);
     let mut guard = LAST_LAUNCH.lock();
     let last = guard.get_or_insert_with(HashMap::new);
     let mut full: SmallVec<[cl_event; 8]> = SmallVec::from_slice(wait);
     for name in kernels {
-        if let Some((owner, event)) = last.get(name.as_ref()).filter(|(_, e)| !e.is_done()) {
-            if *owner == context as usize {
-                full.push(event.get());
-            } else if let Err(code) = event.wait() {
+        let pending = last
+            .get(name.as_ref())
+            .filter(|launch| queue_key == 0 || launch.in_order_queue != queue_key)
+            .filter(|launch| !launch.event.is_done());
+        if let Some(launch) = pending {
+            if launch.context == context as usize {
+                full.push(launch.event.get());
+            } else if let Err(code) = launch.event.wait() {
                 // A failed launch has ended too: only its end matters here.
                 tracing::debug!(code, "PoCL: the last launch of another context failed");
             }
@@ -72,7 +96,7 @@ pub(crate) fn enqueue_exclusive<S: AsRef<str>>(
     }
     let event = enqueue(&full)?;
     for name in kernels {
-        let entry = (context as usize, event.retain());
+        let entry = LastLaunch { context: context as usize, in_order_queue: queue_key, event: event.retain() };
         match last.get_mut(name.as_ref()) {
             Some(previous) => *previous = entry,
             None => {
@@ -91,11 +115,11 @@ pub(crate) fn enqueue_exclusive<S: AsRef<str>>(
 pub(crate) fn forget_context(context: cl3::types::cl_context) {
     let mut guard = LAST_LAUNCH.lock();
     let Some(last) = guard.as_mut() else { return };
-    last.retain(|_, (owner, event)| {
-        if *owner != context as usize {
+    last.retain(|_, launch| {
+        if launch.context != context as usize {
             return true;
         }
-        if let Err(code) = event.wait() {
+        if let Err(code) = launch.event.wait() {
             tracing::debug!(code, "PoCL: the last launch of a context going away failed");
         }
         false
@@ -109,7 +133,8 @@ pub(crate) fn forget_context(context: cl3::types::cl_context) {
 pub(crate) fn forget_queue(queue: cl3::types::cl_command_queue) {
     let mut guard = LAST_LAUNCH.lock();
     let Some(last) = guard.as_mut() else { return };
-    last.retain(|_, (_, event)| {
+    last.retain(|_, launch| {
+        let event = &launch.event;
         // An event whose queue cannot be read is kept: it cannot be told
         // apart, and keeping it is what every other queue's event gets.
         let on_queue = cl3::event::get_event_info(event.get(), cl3::event::CL_EVENT_COMMAND_QUEUE)
@@ -122,6 +147,17 @@ pub(crate) fn forget_queue(queue: cl3::types::cl_command_queue) {
         }
         false
     });
+}
+
+/// Unmarks the last launches enqueued on `queue`, an in-order application
+/// queue about to be released (see [`enqueue_exclusive`]): they stay the
+/// last launches, now waited for as any other queue's.
+pub(crate) fn forget_in_order_queue(queue: cl3::types::cl_command_queue) {
+    let mut guard = LAST_LAUNCH.lock();
+    let Some(last) = guard.as_mut() else { return };
+    for launch in last.values_mut().filter(|launch| launch.in_order_queue == queue as usize) {
+        launch.in_order_queue = 0;
+    }
 }
 
 /// The kernel commands recorded so far into one command-buffer segment.

@@ -218,7 +218,7 @@ impl ExecutableCommandBufferImpl for PlannedExecutable {
             // SAFETY: the command was validated for this context when appended
             // or updated; raw host memory in it is valid at every execution
             // (the append's contract); `q` and the events are this context's.
-            let (event, status) = unsafe { exec::enqueue(&self.shared, q, &record.command, &wait)? };
+            let (event, status) = unsafe { exec::enqueue(&self.shared, q, &record.command, &wait, false)? };
             if status.is_some() || record.signal.is_some() {
                 let wrapped = ClEvent::checked(event.retain(), profiling, status);
                 if wrapped.has_status() {

@@ -20,6 +20,10 @@ pub(crate) struct ClQueue {
     queue: opencl3::command_queue::CommandQueue,
     pub(crate) profiling: bool,
     in_order: bool,
+    /// Whether the queue is in order by its own properties, made here (not
+    /// adopted, whose properties the application states): what
+    /// [`crate::one_launch`] may rely on.
+    ordered_launches: bool,
     /// The device other than the context's own that the queue runs on (a
     /// sub-device of it, or another device of a context over several), kept
     /// until the queue is released (a sub-device's `cl_device_id` is
@@ -36,6 +40,7 @@ impl ClQueue {
             queue,
             profiling: properties.profiling,
             in_order: flags & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE == 0,
+            ordered_launches: flags & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE == 0,
             sub_device: None,
         })
     }
@@ -66,6 +71,7 @@ impl ClQueue {
             queue,
             profiling: properties.profiling,
             in_order: flags & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE == 0,
+            ordered_launches: flags & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE == 0,
             sub_device: Some(device),
         })
     }
@@ -80,7 +86,14 @@ impl ClQueue {
         // Work-item dimensions are only used by opencl3's launch helpers, which
         // this adapter does not call.
         let queue = opencl3::command_queue::CommandQueue::new(raw, 3);
-        ClQueue { shared, queue, profiling: properties.profiling, in_order: !properties.out_of_order, sub_device: None }
+        ClQueue {
+            shared,
+            queue,
+            profiling: properties.profiling,
+            in_order: !properties.out_of_order,
+            ordered_launches: false,
+            sub_device: None,
+        }
     }
 
     /// The device the queue runs on: the context's, or the sub-device or
@@ -114,7 +127,7 @@ impl QueueImpl for ClQueue {
         let wait = WaitList::new(wait)?;
         // SAFETY: the front end validated the command for this context and
         // keeps raw host memory valid until the event completes.
-        let (raw, status) = unsafe { exec::enqueue(&self.shared, self.raw(), command, &wait)? };
+        let (raw, status) = unsafe { exec::enqueue(&self.shared, self.raw(), command, &wait, self.ordered_launches)? };
         self.flush_raw()?;
         Ok(ClEvent::checked(raw, self.profiling, status))
     }
@@ -184,6 +197,10 @@ impl Drop for ClQueue {
         // one-launch chain that outlive its device (see `one_launch`).
         if self.sub_device.is_some() && self.shared.device.one_launch_per_kernel {
             crate::one_launch::forget_queue(self.queue.get());
+        }
+        // Its launches must not pass for a later queue's at the same address.
+        if self.ordered_launches && self.shared.device.one_launch_per_kernel {
+            crate::one_launch::forget_in_order_queue(self.queue.get());
         }
     }
 }
