@@ -17,7 +17,7 @@ use cmdbuf_core::{
 
 use crate::command_buffer::ClCommandBuffer;
 use crate::conv::ClResultExt;
-use crate::device::{ClDevice, DeviceShared};
+use crate::device::{ClDevice, DeviceShared, Usm};
 use crate::event::{ClEvent, RawEvent};
 use crate::helpers::Helpers;
 use crate::memory::{ClBuffer, ClUsm};
@@ -58,6 +58,10 @@ pub(crate) struct Shared {
     /// use: the device time at which a command ran is only known from the
     /// profiling of a command on a profiling queue.
     stamps: OnceLock<opencl3::command_queue::CommandQueue>,
+    /// Why USM is refused in this context (`UnsupportedFeature`), where the
+    /// driver's SVM does not reach kernels on each of its devices
+    /// ([`crate::memory::svm_reaches_every_device`]).
+    usm_refused: OnceLock<String>,
 }
 
 impl Drop for Shared {
@@ -137,7 +141,17 @@ impl ClContext {
         let ids: Vec<cl_device_id> = members.iter().map(|d| d.id).collect();
         let context = opencl3::context::Context::from_devices(&ids, &[], None, std::ptr::null_mut())
             .cl("clCreateContext (several devices)")?;
-        ClContext::with_context(primary, members, context)
+        let made = ClContext::with_context(primary, members, context)?;
+        let shared = &made.shared;
+        let checked = shared.devices.len() > 1 && matches!(shared.device.usm, Usm::Svm);
+        if let Err(why) = if checked { crate::memory::svm_reaches_every_device(shared) } else { Ok(()) } {
+            let reason = format!(
+                "this OpenCL driver's SVM does not reach kernels in a context of several devices ({why}); use buffers, or a context per device"
+            );
+            tracing::info!(%reason, "USM refused in an OpenCL context of several devices");
+            let _ = shared.usm_refused.set(reason);
+        }
+        Ok(made)
     }
 
     /// A context of this adapter over `context`, which holds `devices`
@@ -179,6 +193,7 @@ impl ClContext {
                 complete,
                 status: OnceLock::new(),
                 stamps: OnceLock::new(),
+                usm_refused: OnceLock::new(),
             }),
         })
     }
@@ -191,6 +206,9 @@ impl ContextImpl for ClContext {
     }
 
     unsafe fn usm_alloc(&self, kind: UsmKind, size: usize, align: usize) -> Result<Box<dyn UsmImpl>> {
+        if let Some(reason) = self.shared.usm_refused.get() {
+            return Err(err!(UnsupportedFeature, "{reason}"));
+        }
         Ok(Box::new(ClUsm::new(self.shared.clone(), kind, size, align)?))
     }
 

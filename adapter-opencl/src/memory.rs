@@ -262,6 +262,59 @@ impl BufferImpl for ClBuffer {
     }
 }
 
+/// Whether device USM of `shared`'s context, a context of several devices
+/// whose USM is SVM, is written by kernels on each of them: `Err` with what
+/// went wrong where not. NVIDIA's OpenCL (H200, driver 580) allocates SVM in
+/// such a context but refuses kernels using it on the first device
+/// (`CL_INVALID_KERNEL_ARGS`) and runs them on the second without the
+/// writes reaching the allocation, while buffers work on both: no property
+/// tells it, so a word per device is filled by the adapter's fill kernel on
+/// a queue of that device and read back.
+pub(crate) fn svm_reaches_every_device(shared: &Arc<Shared>) -> std::result::Result<(), String> {
+    const WORD: usize = 4;
+    let n = shared.devices.len();
+    let usm = ClUsm::new(shared.clone(), UsmKind::Device, WORD * n, WORD)
+        .map_err(|e| format!("a new allocation could not be zeroed: {e}"))?;
+    for (index, device) in shared.devices.iter().enumerate() {
+        let queue = crate::context::create_queue(&shared.context, device, 0)
+            .map_err(|e| format!("no queue on {}: {e}", device.info.name))?;
+        let wait = WaitList::default();
+        let target = Target::queue(shared, queue.get(), &wait);
+        let dst = Side { ptr: Ptr::Usm(usm.ptr), offset: WORD * index };
+        let pattern = (index as u32 + 1).to_ne_bytes();
+        // SAFETY: the word at `offset` lies inside the allocation of `WORD *
+        // n` bytes, which outlives the wait below.
+        let launched =
+            unsafe { shared.helpers.fill(&shared.context, &shared.device.usm, &target, dst, &pattern, WORD) }
+                .map_err(|e| format!("a kernel on {} could not write it: {e}", device.info.name))?;
+        let Launched::Event(event) = launched else { return Err("a fill on a queue produced a sync point".into()) };
+        cl3::command_queue::flush(queue.get()).map_err(|code| format!("clFlush: {code}"))?;
+        event.wait().map_err(|code| format!("a kernel on {} failed ({code})", device.info.name))?;
+    }
+    let mut words = vec![0u32; n];
+    // SAFETY: a blocking copy of `WORD * n` bytes from the allocation into
+    // `words`, which holds as many; no command is pending on either.
+    let read = unsafe {
+        cl3::command_queue::enqueue_svm_mem_cpy(
+            shared.internal_queue(),
+            cl3::types::CL_TRUE,
+            words.as_mut_ptr().cast(),
+            usm.ptr,
+            WORD * n,
+            0,
+            std::ptr::null(),
+        )
+    };
+    let event = read.map_err(|code| format!("clEnqueueSVMMemcpy: {code}"))?;
+    // SAFETY: a new reference from clEnqueueSVMMemcpy, released on drop.
+    drop(unsafe { RawEvent::from_raw(event) });
+    let expected: Vec<u32> = (1..=n as u32).collect();
+    if words != expected {
+        return Err(format!("kernels on the {n} devices wrote {words:?} where {expected:?} was written"));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
