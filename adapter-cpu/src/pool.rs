@@ -222,6 +222,13 @@ impl Local {
                 None => self.park(),
             }
         }
+        // The pool is dropped, so nothing queues work any more; what is
+        // queued still runs, once: a `RawTask` owns what its data points to
+        // until then (a claimable event's reference, whose job a waiting
+        // host thread may already have run, would otherwise leak).
+        while let Some(task) = self.find() {
+            task.run();
+        }
     }
 }
 
