@@ -675,7 +675,7 @@ impl ExecutableCommandBufferImpl for ClExecutable {
                     let record = &self.commands.records[step.commands[0] as usize];
                     for e in &record.wait_events {
                         if let Some(resolved) = e.resolve() {
-                            wait.add(downcast::<ClEvent>(&*resolved as &dyn Any, "a wait event")?);
+                            wait.add_retained(downcast::<ClEvent>(&*resolved as &dyn Any, "a wait event")?);
                         }
                     }
                     let (event, status) = match &record.native {

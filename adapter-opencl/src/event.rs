@@ -8,6 +8,7 @@
 //! `wait` only. The adapter never sets a negative status itself.
 
 use std::any::Any;
+use std::marker::PhantomData;
 use std::ptr;
 use std::sync::{Arc, OnceLock};
 
@@ -412,17 +413,26 @@ impl UserEventImpl for ClEvent {
     }
 }
 
-/// The OpenCL events a wait list stands for, held for the duration of a call.
+/// The OpenCL events a wait list stands for, for the duration of a call.
+///
+/// The handles of the events it was given are borrowed from them (`'a`):
+/// a wait list of an eager launch costs no `clRetainEvent` and
+/// `clReleaseEvent` per event (two driver calls that take the event's lock
+/// on PoCL, per node of an eager fork-join). What is not borrowed (the
+/// execution a signal event stands for now, which the next execution of its
+/// command replaces, and raw events given to [`push`](Self::push)) is held
+/// by a reference of the list's own.
 #[derive(Default)]
-pub(crate) struct WaitList {
-    keep: SmallVec<[RawEvent; 8]>,
+pub(crate) struct WaitList<'a> {
+    keep: SmallVec<[RawEvent; 2]>,
     handles: SmallVec<[cl_event; 8]>,
+    events: PhantomData<&'a ClEvent>,
 }
 
-impl WaitList {
+impl<'a> WaitList<'a> {
     /// The events behind adapter events (signal events resolve to their
     /// current execution, and are left out before the first).
-    pub(crate) fn new(events: &[&dyn EventImpl]) -> Result<WaitList> {
+    pub(crate) fn new(events: &[&'a dyn EventImpl]) -> Result<WaitList<'a>> {
         let mut list = WaitList::default();
         for e in events {
             list.add(downcast::<ClEvent>(*e as &dyn Any, "a wait-list event")?);
@@ -430,8 +440,19 @@ impl WaitList {
         Ok(list)
     }
 
-    /// Adds one event.
-    pub(crate) fn add(&mut self, event: &ClEvent) {
+    /// Adds one event, borrowed for the list's lifetime.
+    pub(crate) fn add(&mut self, event: &'a ClEvent) {
+        match &event.kind {
+            Kind::Command { raw, .. } | Kind::User { raw, .. } | Kind::Submission { last: raw, .. } => {
+                self.handles.push(raw.get());
+            }
+            Kind::Signal { .. } => self.add_retained(event),
+        }
+    }
+
+    /// Adds one event that may be dropped before the list: the list takes
+    /// a reference of its own.
+    pub(crate) fn add_retained(&mut self, event: &ClEvent) {
         if let Some(raw) = event.wait_handle() {
             self.push(raw);
         }

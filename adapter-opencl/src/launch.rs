@@ -23,7 +23,12 @@ pub(crate) enum Target<'a> {
     /// (the queue's context): also after the previous launch of the kernel
     /// (see [`crate::one_launch`]), which an `in_order` queue (an
     /// application's in-order queue) orders itself when it was enqueued there.
-    Queue { queue: cl_command_queue, wait: &'a WaitList, one_launch: Option<cl3::types::cl_context>, in_order: bool },
+    Queue {
+        queue: cl_command_queue,
+        wait: &'a WaitList<'a>,
+        one_launch: Option<cl3::types::cl_context>,
+        in_order: bool,
+    },
     /// Recorded into a command-buffer after sync points; with `kernels`, also
     /// after the segment's previous command of the kernel; with `updatable`
     /// `CL_MUTABLE_DISPATCH_*_KHR` fields (a mutable command-buffer), as a
@@ -39,7 +44,7 @@ pub(crate) enum Target<'a> {
 
 impl<'a> Target<'a> {
     /// Enqueued on `queue` of `shared`'s context after `wait`.
-    pub(crate) fn queue(shared: &Shared, queue: cl_command_queue, wait: &'a WaitList) -> Target<'a> {
+    pub(crate) fn queue(shared: &Shared, queue: cl_command_queue, wait: &'a WaitList<'a>) -> Target<'a> {
         Target::Queue {
             queue,
             wait,
@@ -53,7 +58,7 @@ impl<'a> Target<'a> {
     pub(crate) fn app_queue(
         shared: &Shared,
         queue: cl_command_queue,
-        wait: &'a WaitList,
+        wait: &'a WaitList<'a>,
         in_order: bool,
     ) -> Target<'a> {
         match Target::queue(shared, queue, wait) {

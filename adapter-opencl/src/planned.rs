@@ -212,7 +212,7 @@ impl ExecutableCommandBufferImpl for PlannedExecutable {
             }
             for e in &record.wait_events {
                 if let Some(resolved) = e.resolve() {
-                    wait.add(downcast::<ClEvent>(&*resolved as &dyn Any, "a wait event")?);
+                    wait.add_retained(downcast::<ClEvent>(&*resolved as &dyn Any, "a wait event")?);
                 }
             }
             // SAFETY: the command was validated for this context when appended

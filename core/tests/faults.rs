@@ -158,6 +158,34 @@ fn a_failed_finalize_leaves_the_recording_usable() {
     assert_eq!(live_objects(&ctx).unwrap().command_buffers, 0);
 }
 
+/// What completed submissions kept is released at the queue's next
+/// submission, all of it: the queue retires completed commands a few at a
+/// time (a batch on the stack), and a run longer than one batch must not
+/// leave the rest for later submissions.
+#[test]
+fn every_completed_submission_is_released_at_the_next_submission() {
+    let (_, device, ctx, queue) = wrapped_cpu();
+    let buf = UsmAllocation::new(&ctx, UsmKind::Shared, 64).unwrap();
+    // None completes before the last is submitted.
+    let gate = UserEvent::new(&ctx).unwrap();
+    let mut events = Vec::new();
+    for i in 0..21u8 {
+        let cb = CommandBuffer::new(&ctx, &device, Default::default()).unwrap();
+        cb.append_usm_fill(buf.ptr(), &[i], 64, AppendOptions::new()).unwrap();
+        cb.finalize().unwrap();
+        events.push(queue.enqueue_command_buffer(&cb, &[gate.event()]).unwrap());
+    }
+    gate.complete().unwrap();
+    for event in &events {
+        event.wait().unwrap();
+    }
+    drop(events);
+    // The queue holds every one: nothing was submitted since they completed.
+    assert_eq!(live_objects(&ctx).unwrap().command_buffers, 21);
+    queue.usm_fill(buf.ptr(), &[0], 64, &[]).unwrap().wait().unwrap();
+    assert_eq!(live_objects(&ctx).unwrap().command_buffers, 0);
+}
+
 /// Adds the value argument to the byte of the buffer argument at each work-item.
 fn add(group: &WorkGroup<'_>) {
     let (bytes, value) = (group.ptr::<u8>(0), group.value::<u8>(1));

@@ -966,14 +966,26 @@ impl Queue {
 impl QueueInner {
     /// Keeps `keep` until `event` has completed.
     fn track(&self, event: Arc<dyn EventImpl>, keep: KeepAlive) {
+        let mut retired = Retired::new();
         let mut in_flight = self.in_flight.lock();
-        let retired = retire_front(&mut in_flight);
+        retire_front(&mut in_flight, &mut retired);
         // Not asked whether it is already complete: a status query costs a
         // driver call on GPU backends (a CUDA replay's host time, issue 15
         // goal 2), and a complete one leaves at the next submission or finish.
         in_flight.push_back((event, keep));
         drop(in_flight);
-        drop(retired);
+        self.drop_retired(&mut retired);
+    }
+
+    /// Drops the batch [`retire_front`] took into `retired`, after the
+    /// lock, and retires the completed commands after it a batch at a time
+    /// while batches come back full.
+    fn drop_retired(&self, retired: &mut Retired) {
+        while retired.len() == RETIRE_BATCH {
+            retired.clear();
+            retire_front(&mut self.in_flight.lock(), retired);
+        }
+        retired.clear();
     }
 }
 
@@ -984,8 +996,11 @@ impl HoldsFreedMemory for QueueInner {
     /// that is the last command in flight; out of order, a marker after all
     /// of them. Nothing in flight: nothing to keep.
     fn hold_until_done(&self, alloc: &Arc<UsmInner>) {
+        // What has completed needs no holding: retired first, every batch.
+        let mut retired = Retired::new();
+        retire_front(&mut self.in_flight.lock(), &mut retired);
+        self.drop_retired(&mut retired);
         let mut in_flight = self.in_flight.lock();
-        let retired = retire_front(&mut in_flight);
         let events: Vec<Arc<dyn EventImpl>> = match (in_flight.len(), self.properties.out_of_order) {
             (0, _) => Vec::new(),
             (1, _) | (_, false) => {
@@ -997,7 +1012,6 @@ impl HoldsFreedMemory for QueueInner {
             _ => in_flight.iter().map(|(e, _)| e.clone()).collect(),
         };
         drop(in_flight);
-        drop(retired);
         if events.is_empty() {
             return;
         }
@@ -1019,11 +1033,23 @@ thread_local! {
     static HOST_TASK_OF: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
-/// Takes the completed commands off the front of `in_flight`, for the caller
-/// to drop once it has let go of the lock.
-fn retire_front(in_flight: &mut VecDeque<(Arc<dyn EventImpl>, KeepAlive)>) -> Vec<(Arc<dyn EventImpl>, KeepAlive)> {
-    let done = in_flight.iter().take_while(|(e, _)| e.status_quiet().is_terminal()).count();
-    in_flight.drain(..done).collect()
+/// How many completed commands [`retire_front`] takes at most: the batch
+/// lives on the submitting thread's stack, filled in place, so that
+/// retiring allocates nothing and copies each command once, and a long run
+/// of completed commands (the previous round of an eager chain, retired by
+/// the next round's first submission) is not moved into one large buffer.
+const RETIRE_BATCH: usize = 8;
+
+/// Completed commands taken off the front of a queue's commands in flight.
+type Retired = SmallVec<[(Arc<dyn EventImpl>, KeepAlive); RETIRE_BATCH]>;
+
+/// Moves completed commands off the front of `in_flight` into `retired`,
+/// until it holds [`RETIRE_BATCH`], for the caller to drop once it has let
+/// go of the lock ([`QueueInner::drop_retired`] takes the rest).
+fn retire_front(in_flight: &mut VecDeque<(Arc<dyn EventImpl>, KeepAlive)>, retired: &mut Retired) {
+    while retired.len() < RETIRE_BATCH && in_flight.front().is_some_and(|(e, _)| e.status_quiet().is_terminal()) {
+        retired.extend(in_flight.pop_front());
+    }
 }
 
 impl fmt::Debug for Queue {
