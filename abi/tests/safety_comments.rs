@@ -3,7 +3,7 @@
 //! where most unsafe calls forward a C pointer, the reasons live in the
 //! module doc of `entry_points` ("Handles", "Wait lists", ...) and each
 //! comment names the parameter and the part it relies on; this test keeps the
-//! one-word comments from coming back there.
+//! one-word comments from coming back there, and anywhere in the workspace.
 
 use std::path::{Path, PathBuf};
 
@@ -116,6 +116,13 @@ fn abi_src() -> PathBuf {
 fn every_abi_safety_comment_gives_a_reason() {
     let found = offenders(&abi_src(), MIN_ABI_WORDS);
     assert!(found.is_empty(), "SAFETY comments without a reason (see entry_points' module doc):\n{}", found.join("\n"));
+}
+
+#[test]
+fn no_safety_comment_in_the_workspace_only_forwards() {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("abi is inside the workspace");
+    let found = offenders(workspace, 0);
+    assert!(found.is_empty(), "SAFETY comments that only forward the contract:\n{}", found.join("\n"));
 }
 
 #[test]

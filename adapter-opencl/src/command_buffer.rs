@@ -623,7 +623,8 @@ impl RecordingCommandBufferImpl for ClCommandBuffer {
 impl ExecutableCommandBufferImpl for ClExecutable {
     unsafe fn enqueue(&mut self, queue: &dyn QueueImpl, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
         let queue = downcast::<ClQueue>(queue as &dyn Any, "the queue")?;
-        // SAFETY: forwarded.
+        // SAFETY: `queue` is a queue of this adapter and context and `wait` events it may wait on
+        // (`ExecutableCommandBufferImpl::enqueue`'s contract), which is `enqueue_direct`'s `# Safety`.
         if let Some(submission) = unsafe { self.enqueue_direct(queue, wait)? } {
             return Ok(submission);
         }
@@ -743,8 +744,9 @@ impl ExecutableCommandBufferImpl for ClExecutable {
             }
         }
         if let Some(current) = in_place {
-            // SAFETY: forwarded: the new launches were validated; no
-            // submission of the buffer is in flight (`in_place_instance`).
+            // SAFETY: the new launches were validated (the trait's contract) and no submission of the
+            // buffer is in flight (`in_place_instance` answered only then), as `update_in_place`
+            // requires.
             changed.extend(unsafe { self.update_in_place(current, before)? });
         }
         if !changed.is_empty() {

@@ -675,7 +675,8 @@ impl DeviceImpl for ClDevice {
         handle: NativeHandle,
         ownership: cmdbuf_core::Ownership,
     ) -> Result<Arc<dyn ContextImpl>> {
-        // SAFETY: forwarded from the trait's contract.
+        // SAFETY: the trait asks for a live native context of the backend's type, a `cl_context` here
+        // (OpenCL's checks dereference it), which is what `adopt::context` requires.
         Ok(Arc::new(unsafe { crate::adopt::context(self.shared.clone(), handle, ownership)? }))
     }
 }

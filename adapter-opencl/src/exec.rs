@@ -257,7 +257,8 @@ pub(crate) unsafe fn enqueue(
     wait: &WaitList,
     in_order: bool,
 ) -> Result<(RawEvent, Option<Arc<StatusWord>>)> {
-    // SAFETY: forwarded from this function's contract.
+    // SAFETY: `command` is validated for this context, `queue` is its valid queue and raw host memory
+    // outlives the returned event (this function's `# Safety`), which is `enqueue_raw`'s contract.
     match unsafe { enqueue_raw(shared, queue, command, wait, in_order) }? {
         Enqueued::Plain(event) => Ok((event, None)),
         Enqueued::Kernel(launched, status) => Ok((launched.into_event()?, status)),

@@ -120,8 +120,8 @@ impl Drop for Context {
 /// `devices` is null or holds `num_devices` handles, each null or one of
 /// this adapter's.
 pub(crate) unsafe fn the_one_device(num_devices: u32, devices: *const ur_device_handle_t) -> AbiResult<DeviceRef> {
-    // SAFETY: `devices` is null or holds `num_devices` handles, each null or one of this adapter's (this function's `#
-    // Safety`), all `get_list` needs.
+    // SAFETY: `devices` is null or holds `num_devices` handles, each null or one of this adapter's (this function's
+    // `# Safety`), all `get_list` needs.
     let list = unsafe { get_list::<Device>(devices, num_devices, || err!(InvalidSize, "no device given"))? };
     let [device] = list.as_slice() else {
         return Err(err!(UnsupportedFeature, "an adopted context of {} devices: it is made on one device", list.len()));
@@ -138,8 +138,8 @@ pub(crate) unsafe fn the_one_device(num_devices: u32, devices: *const ur_device_
 /// `devices` is null or holds `num_devices` handles, each null or one of
 /// this adapter's.
 pub(crate) unsafe fn context_over(num_devices: u32, devices: *const ur_device_handle_t) -> AbiResult<Context> {
-    // SAFETY: `devices` is null or holds `num_devices` handles, each null or one of this adapter's (this function's `#
-    // Safety`), all `get_list` needs.
+    // SAFETY: `devices` is null or holds `num_devices` handles, each null or one of this adapter's (this function's
+    // `# Safety`), all `get_list` needs.
     let list = unsafe { get_list::<Device>(devices, num_devices, || err!(InvalidSize, "no device given"))? };
     let mut given: Vec<DeviceRef> = Vec::with_capacity(list.len());
     for device in list {

@@ -112,8 +112,8 @@ pub(crate) unsafe fn launch_args<'a>(
             kernel.name(),
             by_index.len()
         );
-        // SAFETY: `prop` is one of the `count` properties whose values are valid for their type (this function's `#
-        // Safety`), so the member of `prop.value` that `prop.type_` names is valid, as `one_arg` requires.
+        // SAFETY: `prop` is one of the `count` properties whose values are valid for their type (this function's
+        // `# Safety`), so the member of `prop.value` that `prop.type_` names is valid, as `one_arg` requires.
         by_index[index] = Some(unsafe { one_arg(prop.type_, prop.size, &prop.value)? });
     }
     by_index
