@@ -24,7 +24,7 @@ use crate::graph::dynamic::GroupOp;
 use crate::graph::modifiable::{GraphShared, GraphState};
 use crate::graph::multi_device::{CrossDeviceTraffic, Route};
 use crate::graph::node::{KernelSpec, NodeKind};
-use crate::graph::partition::{Lowered, is_chain, lower_empties, partition_placed, topological_order};
+use crate::graph::partition::{Lowered, Part, is_chain, lower_empties, partition_placed, topological_order};
 use crate::graph::{Executable, FinalizeProperties, Graph};
 
 /// The finalize of `shared` (see [`Graph::finalize`]).
@@ -173,7 +173,10 @@ fn snapshot(
     Ok((flat, signatures))
 }
 
-/// Lowers, partitions and builds the command buffers of a snapshot.
+/// Lowers, partitions and builds the command buffers of a snapshot, in
+/// named steps: `plan` (order, empty nodes, partitions), the node tables
+/// (`slots_and_origins`), the queues that run partitions (`partition_queues`)
+/// and one command buffer per device partition (`add_partitions`).
 fn build(
     shared: &GraphShared,
     state: &GraphState,
@@ -181,6 +184,51 @@ fn build(
     props: &FinalizeProperties,
 ) -> Result<ExecState> {
     let start = std::time::Instant::now();
+    let Plan { nodes, parts, part_of, in_order } = plan(shared, state, flat, props)?;
+    let (slot_of, by_origin) = slots_and_origins(&parts, &nodes, state.nodes.len());
+    let (device_queues, worker) = partition_queues(shared, &parts)?;
+    let mut st = ExecState {
+        nodes,
+        part_of,
+        slot_of,
+        parts: Vec::with_capacity(parts.len()),
+        submit_order: submission_order(&parts),
+        by_origin,
+        last: None,
+        worker,
+        scratch: None,
+        device_queues,
+        composed: None,
+    };
+    let layer = start.elapsed();
+    add_partitions(shared, props, &mut st, parts, &in_order)?;
+    st.composed = super::compose::compose(shared, &st);
+    // What finalize costs in this layer against the command buffers' own
+    // appends and finalize (issue 15, goal 6).
+    tracing::debug!(
+        graph = shared.id,
+        nodes = st.nodes.len(),
+        layer_us = layer.as_micros() as u64,
+        command_buffers_us = (start.elapsed() - layer).as_micros() as u64,
+        "finalize timing"
+    );
+    Ok(st)
+}
+
+/// A snapshot planned for execution: its nodes, in execution numbering,
+/// and their partitions.
+struct Plan {
+    nodes: Vec<FlatNode>,
+    parts: Vec<Part>,
+    /// Each node's partition.
+    part_of: Vec<u32>,
+    /// Whether each partition may run as an in-order command buffer.
+    in_order: Vec<bool>,
+}
+
+/// Orders the snapshot (refusing a cycle), contracts its empty nodes,
+/// partitions the rest by kind and device, and renumbers the nodes.
+fn plan(shared: &GraphShared, state: &GraphState, flat: Vec<FlatNode>, props: &FinalizeProperties) -> Result<Plan> {
     let mut flat = flat;
     // The lists move out of the snapshot: `lowered` gives the nodes new ones.
     let preds: Vec<Vec<u32>> = flat.iter_mut().map(|f| std::mem::take(&mut f.preds)).collect();
@@ -205,8 +253,15 @@ fn build(
         .iter()
         .map(|part| !part.host && !props.enable_profiling && is_chain(&part.members, &lowered.preds, &part_of))
         .collect();
+    let nodes = renumber(flat, lowered);
+    Ok(Plan { nodes, parts, part_of, in_order })
+}
+
+/// The snapshot's nodes in `lowered`'s numbering, with its predecessor
+/// lists; contracted empty nodes are gone and the kept ones become joins.
+fn renumber(mut flat: Vec<FlatNode>, lowered: Lowered) -> Vec<FlatNode> {
     let Lowered { preds: mut new_preds, original, .. } = lowered;
-    let nodes = if original.iter().enumerate().all(|(i, o)| *o as usize == i) && original.len() == flat.len() {
+    if original.iter().enumerate().all(|(i, o)| *o as usize == i) && original.len() == flat.len() {
         // Nothing contracted nor reordered (graphs without empty nodes
         // added in a topological order): the snapshot's nodes stay in place.
         for (node, preds) in flat.iter_mut().zip(new_preds) {
@@ -228,19 +283,31 @@ fn build(
             nodes.push(node);
         }
         nodes
-    };
+    }
+}
+
+/// Each node's place in its partition, and the node standing for each of
+/// the graph's `sources` source nodes.
+fn slots_and_origins(parts: &[Part], nodes: &[FlatNode], sources: usize) -> (Vec<u32>, Vec<Option<u32>>) {
     let mut slot_of = vec![0u32; nodes.len()];
-    for part in &parts {
+    for part in parts {
         for (i, m) in part.members.iter().enumerate() {
             slot_of[*m as usize] = i as u32;
         }
     }
-    let mut by_origin = vec![None; state.nodes.len()];
+    let mut by_origin = vec![None; sources];
     for (i, node) in nodes.iter().enumerate() {
         if let Some(o) = node.origin {
             by_origin[o as usize] = Some(i as u32);
         }
     }
+    (slot_of, by_origin)
+}
+
+/// A worker queue of each other device the partitions use, and an
+/// out-of-order worker of the graph's own device for a graph of several
+/// partitions where the device has such queues.
+fn partition_queues(shared: &GraphShared, parts: &[Part]) -> Result<(Vec<Option<Queue>>, Option<Queue>)> {
     let context = &shared.context;
     let info = context.device().info();
     let used: BTreeSet<u16> = parts.iter().map(|p| p.device).collect();
@@ -252,20 +319,18 @@ fn build(
     } else {
         None
     };
-    let mut st = ExecState {
-        nodes,
-        part_of,
-        slot_of,
-        parts: Vec::with_capacity(parts.len()),
-        submit_order: submission_order(&parts),
-        by_origin,
-        last: None,
-        worker,
-        scratch: None,
-        device_queues,
-        composed: None,
-    };
-    let layer = start.elapsed();
+    Ok((device_queues, worker))
+}
+
+/// Adds the partitions to `st`, each marked a leaf when no other waits for
+/// it, and builds the command buffer of each device partition.
+fn add_partitions(
+    shared: &GraphShared,
+    props: &FinalizeProperties,
+    st: &mut ExecState,
+    parts: Vec<Part>,
+    in_order: &[bool],
+) -> Result<()> {
     let mut waited = vec![false; parts.len()];
     for part in &parts {
         for p in &part.preds {
@@ -284,20 +349,10 @@ fn build(
             handles: Vec::new(),
         });
         if !part.host {
-            build_partition(shared.devices.context(part.device), props, &mut st, index)?;
+            build_partition(shared.devices.context(part.device), props, st, index)?;
         }
     }
-    st.composed = super::compose::compose(shared, &st);
-    // What finalize costs in this layer against the command buffers' own
-    // appends and finalize (issue 15, goal 6).
-    tracing::debug!(
-        graph = shared.id,
-        nodes = st.nodes.len(),
-        layer_us = layer.as_micros() as u64,
-        command_buffers_us = (start.elapsed() - layer).as_micros() as u64,
-        "finalize timing"
-    );
-    Ok(st)
+    Ok(())
 }
 
 /// Records partition `index` into a new command buffer.
