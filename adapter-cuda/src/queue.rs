@@ -256,9 +256,8 @@ impl QueueCore {
             held.take().expect("held work took the lock").push(job);
         } else {
             drop(held);
-            // SAFETY: the work is validated and its memory stays valid until `event` completes (this
-            // function's `# Safety`), and `submit` bound the context above, as `issue_locked`
-            // requires.
+            // SAFETY: validated work whose memory outlives `event` (this function's `# Safety`), and
+            // `submit` bound the context above: `issue_locked`'s contract.
             unsafe { self.issue_locked(&mut state, &deps, work, &event, queued)? };
         }
         if !self.out_of_order {

@@ -886,8 +886,7 @@ unsafe fn kernel_update<'a>(
         let arg = if m.hNewMemObjArg.is_null() {
             KernelArg::Pointer(UsmPtr::from_addr(0))
         } else {
-            // SAFETY: each `hNewMemObjArg` is null or one of this adapter's handles (this function's `# Safety`), all
-            // `get` needs.
+            // SAFETY: `hNewMemObjArg` is null or a handle of ours (this function's `# Safety`), all `get` needs.
             KernelArg::MemObj(unsafe { Handle::<Mem>::get(m.hNewMemObjArg)? }.value.core())
         };
         update = update.arg(m.argIndex as usize, arg);
@@ -906,8 +905,7 @@ unsafe fn kernel_update<'a>(
         let arg = if v.pNewValueArg.is_null() {
             KernelArg::Local(v.argSize)
         } else {
-            // SAFETY: a non-null `pNewValueArg` is readable for `argSize` bytes (this function's `# Safety`), all
-            // `value_bytes` needs.
+            // SAFETY: `pNewValueArg` is readable for `argSize` bytes (this function's `# Safety`): `value_bytes`.
             KernelArg::Value(unsafe { value_bytes(v.pNewValueArg, v.argSize)? })
         };
         update = update.arg(v.argIndex as usize, arg);
@@ -915,8 +913,7 @@ unsafe fn kernel_update<'a>(
     let resizes =
         !(desc.pNewGlobalWorkOffset.is_null() && desc.pNewGlobalWorkSize.is_null() && desc.pNewLocalWorkSize.is_null());
     if resizes {
-        // SAFETY: the work-size pointers are null or hold `newWorkDim` values (this function's `# Safety`), all
-        // `work_sizes` needs.
+        // SAFETY: the work sizes are null or hold `newWorkDim` values (this function's `# Safety`): `work_sizes`.
         let (offset, global, local) = unsafe {
             (
                 work_sizes(desc.newWorkDim, desc.pNewGlobalWorkOffset, "pNewGlobalWorkOffset")?,
