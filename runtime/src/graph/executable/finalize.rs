@@ -117,60 +117,76 @@ fn snapshot(
             flat.extend(copy.lower(&shared.devices, route, preds, flat.len() as u32, i as u32, traffic)?);
             continue;
         }
-        let op = match &node.kind {
-            NodeKind::Subgraph(_) => {
-                let child = children[i].take().unwrap_or_default();
-                let entry = flat.len() as u32;
-                flat.push(FlatNode { op: FlatOp::Empty, preds, origin: None, device });
-                let base = entry + 1;
-                let mut has_succ = vec![false; child.len()];
-                for c in &child {
-                    for p in &c.preds {
-                        has_succ[*p as usize] = true;
-                    }
-                }
-                for c in child {
-                    let preds =
-                        if c.preds.is_empty() { vec![entry] } else { c.preds.iter().map(|p| p + base).collect() };
-                    flat.push(FlatNode { op: c.op, preds, origin: None, device });
-                }
-                let mut leaves: Vec<u32> =
-                    (0..has_succ.len() as u32).filter(|c| !has_succ[*c as usize]).map(|c| c + base).collect();
-                if leaves.is_empty() {
-                    leaves.push(entry);
-                }
-                flat.push(FlatNode { op: FlatOp::Empty, preds: leaves, origin: None, device });
-                continue;
-            }
-            NodeKind::Empty | NodeKind::Barrier | NodeKind::AsyncMalloc { .. } | NodeKind::AsyncFree { .. } => {
-                FlatOp::Empty
-            }
-            NodeKind::Kernel(spec) => FlatOp::Kernel { spec: spec.clone(), alternatives: Vec::new() },
-            NodeKind::Memory(command) => FlatOp::Command(command.clone()),
-            NodeKind::HostTask(task) => FlatOp::Host(task.clone()),
-            NodeKind::Native(callback) => FlatOp::Native(callback.clone()),
-            NodeKind::Collective(node) => {
-                FlatOp::Collective(Arc::new(crate::graph::collective::CollectiveRun::new(node, &shared.devices)?))
-            }
-            NodeKind::Dynamic(g) => {
-                let group = &state.groups[*g as usize];
-                match group.active_op() {
-                    GroupOp::Kernel(spec) => FlatOp::Kernel { spec: spec.clone(), alternatives: group.alternatives() },
-                    GroupOp::Host(task) => FlatOp::Host(task.clone()),
-                }
-            }
-        };
-        flat.push(FlatNode { op, preds, origin, device });
+        match flat_op(shared, state, &node.kind)? {
+            Some(op) => flat.push(FlatNode { op, preds, origin, device }),
+            None => inline_subgraph(&mut flat, children[i].take().unwrap_or_default(), preds, device),
+        }
     }
-    let signatures = (0..n as u32)
+    let signatures = signatures(state);
+    tracing::trace!(graph = shared.id, flat = flat.len(), "snapshot");
+    Ok((flat, signatures))
+}
+
+/// The flat operation of a node that is no sub-graph (`None` for a
+/// sub-graph, whose nodes are inlined instead).
+fn flat_op(shared: &GraphShared, state: &GraphState, kind: &NodeKind) -> Result<Option<FlatOp>> {
+    Ok(Some(match kind {
+        NodeKind::Subgraph(_) => return Ok(None),
+        NodeKind::Empty | NodeKind::Barrier | NodeKind::AsyncMalloc { .. } | NodeKind::AsyncFree { .. } => {
+            FlatOp::Empty
+        }
+        NodeKind::Kernel(spec) => FlatOp::Kernel { spec: spec.clone(), alternatives: Vec::new() },
+        NodeKind::Memory(command) => FlatOp::Command(command.clone()),
+        NodeKind::HostTask(task) => FlatOp::Host(task.clone()),
+        NodeKind::Native(callback) => FlatOp::Native(callback.clone()),
+        NodeKind::Collective(node) => {
+            FlatOp::Collective(Arc::new(crate::graph::collective::CollectiveRun::new(node, &shared.devices)?))
+        }
+        NodeKind::Dynamic(g) => {
+            let group = &state.groups[*g as usize];
+            match group.active_op() {
+                GroupOp::Kernel(spec) => FlatOp::Kernel { spec: spec.clone(), alternatives: group.alternatives() },
+                GroupOp::Host(task) => FlatOp::Host(task.clone()),
+            }
+        }
+    }))
+}
+
+/// Inlines a sub-graph's flat nodes after `preds`: an entry node, the
+/// child's nodes (its roots after the entry) and an exit node after the
+/// child's leaves, which the sub-graph node's successors wait for.
+fn inline_subgraph(flat: &mut Vec<FlatNode>, child: Vec<FlatNode>, preds: Vec<u32>, device: u16) {
+    let entry = flat.len() as u32;
+    flat.push(FlatNode { op: FlatOp::Empty, preds, origin: None, device });
+    let base = entry + 1;
+    let mut has_succ = vec![false; child.len()];
+    for c in &child {
+        for p in &c.preds {
+            has_succ[*p as usize] = true;
+        }
+    }
+    for c in child {
+        let preds = if c.preds.is_empty() { vec![entry] } else { c.preds.iter().map(|p| p + base).collect() };
+        flat.push(FlatNode { op: c.op, preds, origin: None, device });
+    }
+    let mut leaves: Vec<u32> =
+        (0..has_succ.len() as u32).filter(|c| !has_succ[*c as usize]).map(|c| c + base).collect();
+    if leaves.is_empty() {
+        leaves.push(entry);
+    }
+    flat.push(FlatNode { op: FlatOp::Empty, preds: leaves, origin: None, device });
+}
+
+/// Each node's type and sorted predecessors, which a whole-graph update
+/// compares with its source graph's.
+fn signatures(state: &GraphState) -> Vec<Signature> {
+    (0..state.nodes.len() as u32)
         .map(|i| {
             let mut preds = state.nodes[i as usize].preds.clone();
             preds.sort_unstable();
             Signature { ty: state.node_type(i), preds }
         })
-        .collect();
-    tracing::trace!(graph = shared.id, flat = flat.len(), "snapshot");
-    Ok((flat, signatures))
+        .collect()
 }
 
 /// Lowers, partitions and builds the command buffers of a snapshot, in
