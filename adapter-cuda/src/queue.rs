@@ -256,8 +256,7 @@ impl QueueCore {
             held.take().expect("held work took the lock").push(job);
         } else {
             drop(held);
-            // SAFETY: validated work whose memory outlives `event` (this function's `# Safety`), and
-            // `submit` bound the context above: `issue_locked`'s contract.
+            // SAFETY: as `issue_locked` asks: validated work outliving `event` (our `# Safety`), context bound above.
             unsafe { self.issue_locked(&mut state, &deps, work, &event, queued)? };
         }
         if !self.out_of_order {
