@@ -111,7 +111,9 @@ pub(crate) unsafe extern "C" fn urProgramCreateWithBinary(
         ensure!(!program.is_null(), InvalidNullPointer, "phProgram is null");
         ensure!(!lengths.is_null() && !binaries.is_null(), InvalidNullPointer, "pLengths or ppBinaries is null");
         ensure!(num_devices == 1, InvalidValue, "{num_devices} devices: a context of this adapter holds one device");
-        // SAFETY: `*devices` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
+        ensure!(!devices.is_null(), InvalidNullPointer, "phDevices is null");
+        // SAFETY: `devices` is non-null and holds `num_devices` (1) handles, each null or one of this adapter's
+        // (entry_points doc, "Arrays and strings", "Handles"): the read and `get` need no more.
         let device = unsafe { Handle::<Device>::get(*devices)? };
         ensure!(context.value.holds(device), InvalidDevice, "the device is not the context's or a sub-device of it");
         // SAFETY: both arrays hold `num_devices` (1) entries per the contract.
