@@ -117,7 +117,8 @@ macro_rules! export_adapter {
                 table: *mut $crate::sys::$table,
             ) -> $crate::sys::ur_result_t {
                 $crate::register_factory($factory);
-                // SAFETY: forwarded from the caller.
+                // SAFETY: `table` is null or a writable table of that type (this getter's `# Safety`, the loader's
+                // contract), all `copy_table` needs.
                 unsafe { $crate::tables::copy_table(version, table, |all| all.$field) }
             }
         )*

@@ -30,7 +30,8 @@ const LOCAL_ALIGN: usize = 64;
 /// `command` satisfies the invariants of [`Command`] (the front end validated
 /// it) and every command it must follow has completed.
 pub(crate) unsafe fn execute(command: &Command) -> Result<()> {
-    // SAFETY: forwarded; no function was looked up.
+    // SAFETY: `command` is validated and follows what it must (this function's `# Safety`), which is
+    // `execute_with`'s contract; with no function given, there is no `kernel_fn` to match.
     unsafe { execute_with(command, None) }
 }
 
@@ -83,7 +84,8 @@ pub(crate) fn direct_fn(command: &Command) -> Option<NativeKernelFn> {
 pub(crate) unsafe fn run_direct(launch: &KernelCommand, func: NativeKernelFn) -> Result<()> {
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         let mut args = SmallVec::new();
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: the launch was validated by the front end (this function's `# Safety`, as for
+        // `execute`), so its memory objects are this adapter's, as `native_args` requires.
         unsafe { native_args(launch, &mut args) }?;
         // SAFETY: as in `run_kernel`: the kernel table's promise, checked
         // against the launch by the front end.
@@ -103,7 +105,8 @@ pub(crate) unsafe fn run_direct(launch: &KernelCommand, func: NativeKernelFn) ->
 /// As for [`execute`]; `func`, if given, is [`kernel_fn`] of `command`.
 pub(crate) unsafe fn execute_with(command: &Command, func: Option<NativeKernelFn>) -> Result<()> {
     match catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `command` is validated and `func`, if given, is its `kernel_fn` (this function's
+        // `# Safety`), exactly `execute_inner`'s contract.
         unsafe { execute_inner(command, func) }
     })) {
         Ok(result) => result,
@@ -256,7 +259,8 @@ unsafe fn run_kernel(launch: &KernelCommand, func: Option<NativeKernelFn>) -> Re
         return Ok(());
     }
     let mut template = SmallVec::new();
-    // SAFETY: forwarded from this function's contract.
+    // SAFETY: the launch's geometry and arguments were validated (this function's `# Safety`), so its
+    // memory objects are this adapter's, as `native_args` requires.
     unsafe { native_args(launch, &mut template) }?;
     // Offsets of local-memory arguments in a group's scratch, and its size.
     let mut local_offsets: SmallVec<[usize; 8]> = SmallVec::new();

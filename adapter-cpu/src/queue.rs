@@ -78,7 +78,9 @@ impl QueueImpl for CpuQueue {
     /// Both sides are host memory and every CPU context's events are
     /// `CpuEvent`s, so a peer copy is an ordinary copy.
     unsafe fn usm_copy_peer(&self, command: &Command, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
-        // SAFETY: forwarded from the trait's contract.
+        // SAFETY: both sides are host memory and every CPU context's events are `CpuEvent`s (this
+        // method's doc), so the trait's `usm_copy_peer` contract gives `enqueue`'s: a validated
+        // command whose host memory stays valid until it completes.
         unsafe { self.enqueue(command, wait) }
     }
 

@@ -913,7 +913,8 @@ impl RecordingCommandBufferImpl for CudaCommandBuffer {
         signal: bool,
     ) -> Result<Option<Arc<dyn EventImpl>>> {
         let started = std::time::Instant::now();
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: this is `RecordingCommandBufferImpl::append`, whose contract (a validated command,
+        // recorded `deps`, this context's events and alternatives) is the one `append_untimed` states.
         let appended = unsafe { self.append_untimed(command, alternatives, deps, wait_events, signal) };
         self.append_time += started.elapsed();
         appended

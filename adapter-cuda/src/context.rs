@@ -114,7 +114,9 @@ impl ContextImpl for CudaContext {
         handle: cmdbuf_core::NativeHandle,
         ownership: cmdbuf_core::Ownership,
     ) -> Result<cmdbuf_core::adapter::AdoptedProgram> {
-        // SAFETY: forwarded from the trait's contract.
+        // SAFETY: the trait asks for a live native program of the backend's type, which on CUDA is a
+        // `CUmodule` of the device's primary context (this method's doc; the only context this adapter
+        // uses), as `adopt_module` requires.
         unsafe { crate::program::adopt_module(&self.dev, handle, ownership) }
     }
 
@@ -124,7 +126,9 @@ impl ContextImpl for CudaContext {
         handle: cmdbuf_core::NativeHandle,
         _ownership: cmdbuf_core::Ownership,
     ) -> Result<cmdbuf_core::adapter::AdoptedKernel> {
-        // SAFETY: forwarded from the trait's contract.
+        // SAFETY: the trait asks for a live native kernel of the backend's type, which on CUDA is a
+        // `CUfunction` of a module of the device's primary context (this method's doc), as
+        // `adopt_function` requires.
         unsafe { crate::program::adopt_function(&self.dev, handle) }
     }
 

@@ -89,7 +89,9 @@ pub(crate) unsafe fn issue(dev: &Arc<DeviceShared>, stream: sys::CUstream, comma
 /// # Safety
 /// Both ranges are valid for `size` bytes until the copy completes.
 unsafe fn copy(stream: sys::CUstream, dst: Loc, src: Loc, size: usize) -> Result<()> {
-    // SAFETY: forwarded from the caller.
+    // SAFETY: both ranges are valid for `size` bytes until the copy completes (this function's
+    // `# Safety`), which is what `copy_plan` needs of the plan `copy_1d` builds over them and what
+    // `cuMemcpyAsync` needs of its two addresses.
     unsafe {
         match (dst, src) {
             (Loc::Host(_), Loc::Host(_)) => copy_plan(stream, copy_1d(dst, src, size)),
@@ -103,7 +105,8 @@ unsafe fn copy(stream: sys::CUstream, dst: Loc, src: Loc, size: usize) -> Result
 /// # Safety
 /// The memory the plan names is valid until the copy completes.
 unsafe fn copy_plan(stream: sys::CUstream, plan: CopyPlan) -> Result<()> {
-    // SAFETY: forwarded from the caller.
+    // SAFETY: the memory the plan names is valid until the copy completes (this function's
+    // `# Safety`), as `cuMemcpy3DAsync_v2` and `host_job` need.
     unsafe {
         match plan {
             CopyPlan::Driver(c) => cu!(cuMemcpy3DAsync_v2(&c, stream)),
@@ -117,7 +120,8 @@ unsafe fn copy_plan(stream: sys::CUstream, plan: CopyPlan) -> Result<()> {
 /// # Safety
 /// The memset's rows lie in device-accessible memory.
 pub(crate) unsafe fn memset(stream: sys::CUstream, m: &Memset) -> Result<()> {
-    // SAFETY: forwarded from the caller; the plan keeps each element aligned to its size.
+    // SAFETY: the rows lie in device-accessible memory (this function's `# Safety`); the plan keeps
+    // each element aligned to its size, as the `cuMemsetD*` calls need.
     unsafe {
         match (m.elem, m.height) {
             (1, 1) => cu!(cuMemsetD8Async(m.dst, m.value as u8, m.width, stream)),
@@ -144,7 +148,8 @@ unsafe fn fill(stream: sys::CUstream, dst: Loc, pattern: &[u8], size: usize) -> 
             }
             Ok(())
         }
-        // SAFETY: forwarded contract.
+        // SAFETY: `[dst, dst + size)` is valid until the fill completes (this function's `# Safety`),
+        // so the job names valid memory until it has run, as `host_job` requires.
         Loc::Host(p) => unsafe { host_job(stream, HostJob::Fill { dst: p as usize, pattern: pattern.into(), size }) },
     }
 }

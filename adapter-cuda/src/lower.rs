@@ -116,8 +116,9 @@ impl HostJob {
         match self {
             HostJob::Copy(rows) => {
                 for (dst, src, n) in rows {
-                    // SAFETY: forwarded from the caller; `ptr::copy` tolerates
-                    // overlap, which the front end rules out anyway.
+                    // SAFETY: the memory the job names is valid and used by nothing else while it runs
+                    // (this function's `# Safety`); `ptr::copy` tolerates overlap, which the front end
+                    // rules out anyway.
                     unsafe { ptr::copy(*src as *const u8, *dst as *mut u8, *n) };
                 }
             }

@@ -202,7 +202,8 @@ impl CollectiveImpl for NcclGroup {
             buffers.len(),
             self.comms.len()
         );
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: the trait's `capture` contract (each rank's checked ranges in live USM, one queue
+        // per rank's device) is `capture_graph`'s `# Safety`.
         let (exec, graph) = unsafe { self.capture_graph(op, dtype, buffers)? };
         let mut capture =
             NcclCapture { exec, graph, dev: self.devices[0].clone(), ranks: buffers.len(), not_child: None };
@@ -254,8 +255,8 @@ impl CollectiveImpl for NcclGroup {
         let n = ranks.len();
         let addrs: Vec<(u64, u64)> = ranks.iter().map(|r| (r.send, r.recv)).collect();
         let raw: Vec<sys::CUstream> = streams.iter().map(Stream::raw).collect();
-        // SAFETY: forwarded from this function's contract; each stream is of
-        // its rank's device.
+        // SAFETY: the ranges are the checked ranges of each rank (the trait's `enqueue` contract), and
+        // each stream is of its rank's device, as `group_call` requires.
         let issued = unsafe { self.group_call(op, dtype, &addrs, &raw) };
         // Each rank's event: recorded on its stream after its part, then a
         // marker of its queue after it. The streams go back to their pools
@@ -329,8 +330,9 @@ impl NcclGroup {
                     stream_wait_event(*stream, fork.raw())?;
                 }
                 events.push(fork);
-                // SAFETY: forwarded from the caller; each stream is of its
-                // rank's device and captures into the graph.
+                // SAFETY: the ranges are each rank's checked ranges, alive as long as the capture
+                // (this function's `# Safety`, `capture`'s), and each stream is of its rank's device
+                // and captures into the graph, as `group_call` requires.
                 unsafe { self.group_call(op, dtype, addrs, &raw)? };
                 for (dev, stream) in self.devices.iter().zip(&raw).skip(1) {
                     dev.bind()?;

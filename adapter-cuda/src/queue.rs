@@ -109,7 +109,8 @@ impl Work<'_> {
     unsafe fn issue(self, dev: &Arc<DeviceShared>, stream: sys::CUstream) -> Result<Option<Check>> {
         match self {
             Work::Marker => Ok(None),
-            // SAFETY: forwarded from the caller.
+            // SAFETY: the command is validated, its host memory valid until it completes and the
+            // context bound (this function's `# Safety`), exactly `exec::issue`'s contract.
             Work::Command(command) => unsafe { exec::issue(dev, stream, &command) },
             Work::Launch(launch) => {
                 // SAFETY: the executable graph is alive (the launch holds it)
@@ -255,7 +256,7 @@ impl QueueCore {
             held.take().expect("held work took the lock").push(job);
         } else {
             drop(held);
-            // SAFETY: forwarded from this function's contract.
+            // SAFETY: as `issue_locked` asks: validated work outliving `event` (our `# Safety`), context bound above.
             unsafe { self.issue_locked(&mut state, &deps, work, &event, queued)? };
         }
         if !self.out_of_order {
@@ -295,7 +296,8 @@ impl QueueCore {
         if let Some(start) = event.start() {
             start.record(stream)?;
         }
-        // SAFETY: forwarded from the caller.
+        // SAFETY: the work is validated, its memory stays valid until the event completes and the
+        // context is bound (this function's `# Safety`): `Work::issue`'s contract, `exec::issue`'s.
         let check = unsafe { work.issue(&self.dev, stream)? };
         event.end().record(stream)?;
         let times = event.start().is_some().then(|| (queued, now_ns().max(queued)));
@@ -376,7 +378,8 @@ impl CudaQueue {
     /// # Safety
     /// As for [`QueueCore::submit`].
     unsafe fn submit(&self, wait: &[&dyn EventImpl], order: Order, work: Work<'_>) -> Result<Arc<CudaEvent>> {
-        // SAFETY: forwarded from the caller.
+        // SAFETY: the work's memory stays valid until its event completes (this function's `# Safety`,
+        // `QueueCore::submit`'s), as `QueueCore::submit` requires.
         unsafe { self.core.submit(wait, &[], order, self.core.profiling, work) }
     }
 
@@ -399,7 +402,8 @@ impl CudaQueue {
     /// valid until the returned event completes.
     pub(crate) unsafe fn launch_graph(&self, exec: Arc<ExecGraph>, wait: &[&dyn EventImpl]) -> Result<Arc<CudaEvent>> {
         let launch = Launch { exec, status: None, signals: Vec::new(), parts_status: Vec::new() };
-        // SAFETY: forwarded from the caller.
+        // SAFETY: the graph's memory stays valid until the returned event completes (this function's
+        // `# Safety`), and the graph launch is a `Work` whose memory `submit` asks exactly that of.
         unsafe { self.submit(wait, Order::Normal, Work::Launch(launch)) }
     }
 
@@ -443,7 +447,8 @@ impl CudaQueue {
 impl QueueImpl for CudaQueue {
     unsafe fn enqueue(&self, command: &Command, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
         if let Command::Native(native) = command {
-            // SAFETY: forwarded from this function's contract.
+            // SAFETY: this is `QueueImpl::enqueue`, whose contract (a validated command, host memory
+            // valid until it completes) is `native_command`'s `# Safety`.
             return unsafe { self.native_command(native, wait) };
         }
         // SAFETY: the command was validated for this queue's context, its raw
@@ -457,8 +462,9 @@ impl QueueImpl for CudaQueue {
     /// over the peer link once access is enabled. Events of the peer's
     /// contexts are `CudaEvent`s too: streams wait for events of any device.
     unsafe fn usm_copy_peer(&self, command: &Command, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
-        // SAFETY: forwarded from the trait's contract; both sides are device
-        // addresses of live allocations.
+        // SAFETY: the trait's `usm_copy_peer` contract is `enqueue`'s with one side on a peer whose
+        // access is enabled; under unified addressing both sides are device addresses of live
+        // allocations, which `enqueue`'s `cuMemcpyAsync` copies between (this method's doc).
         unsafe { self.enqueue(command, wait) }
     }
 

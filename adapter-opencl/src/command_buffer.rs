@@ -51,7 +51,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use cl3::types::cl_event;
+use cl3::types::{cl_command_queue, cl_event};
 use cmdbuf_core::adapter::{Backing, EventBacking};
 use cmdbuf_core::adapter::{
     EventImpl, ExecutableCommandBufferImpl, FinalizeFailed, KernelUpdate, QueueImpl, RecordingCommandBufferImpl,
@@ -75,7 +75,7 @@ use crate::one_launch::{self, RecordedKernels};
 use crate::planned::HeldQueue;
 use crate::program::ClKernel;
 use crate::queue::ClQueue;
-use crate::steps::{Placement, Planner, StepKind};
+use crate::steps::{Placement, Planner, Step, StepKind};
 
 /// Instances kept for one version before an enqueue waits for one to become
 /// idle (only on devices that cannot enqueue a pending command-buffer).
@@ -620,10 +620,78 @@ impl RecordingCommandBufferImpl for ClCommandBuffer {
     }
 }
 
+impl ClExecutable {
+    /// Enqueues native step `index` of `instance`: its command-buffer
+    /// segment after `wait`, alone on the device where its kernels need it.
+    ///
+    /// # Safety
+    /// `instance` is a finalized instance of this buffer; `wait` holds
+    /// events of this context.
+    unsafe fn enqueue_native_step(&self, instance: usize, index: usize, wait: &WaitList) -> Result<RawEvent> {
+        let segment = self.instances[instance].segments[index].as_ref().expect("native steps are recorded");
+        let enqueue = |wait: &[cl_event]| {
+            // SAFETY: a finalized command-buffer of this table; valid events.
+            let event = unsafe { self.native().api.enqueue(segment.handle, wait) }.cl("clEnqueueCommandBufferKHR")?;
+            // SAFETY: a new reference from the enqueue.
+            Ok(unsafe { RawEvent::from_raw(event) })
+        };
+        Ok(match &segment.kernels {
+            Some(kernels) => one_launch::enqueue_exclusive(
+                self.commands.shared.context.get(),
+                None,
+                &kernels.borrow().names,
+                wait.handles(),
+                enqueue,
+            )?,
+            None => enqueue(wait.handles())?,
+        })
+    }
+
+    /// Enqueues an eager step, its one command after `wait` and its own
+    /// wait events on the internal queue; hands its status check to
+    /// `checks` and its event to its signal event.
+    ///
+    /// # Safety
+    /// `internal` is this context's internal queue; `wait` holds events of
+    /// this context.
+    unsafe fn enqueue_eager_step(
+        &self,
+        step: &Step,
+        mut wait: WaitList,
+        internal: cl_command_queue,
+        step_profiling: bool,
+        checks: &mut Vec<Arc<ClEvent>>,
+    ) -> Result<RawEvent> {
+        let record = &self.commands.records[step.commands[0] as usize];
+        for e in &record.wait_events {
+            if let Some(resolved) = e.resolve() {
+                wait.add_retained(downcast::<ClEvent>(&*resolved as &dyn Any, "a wait event")?);
+            }
+        }
+        let (event, status) = match &record.native {
+            // SAFETY: events of this context.
+            Some(native) => (unsafe { native.enqueue(&wait)? }, None),
+            // SAFETY: the command was validated for this context when
+            // appended or updated; raw host memory in it is valid at
+            // every execution (the append's contract).
+            None => unsafe { exec::enqueue(&self.commands.shared, internal, &record.command, &wait, false)? },
+        };
+        let wrapped = ClEvent::checked(event.retain(), step_profiling, status);
+        if wrapped.has_status() {
+            checks.push(wrapped.clone());
+        }
+        if let Some(signal) = &record.signal {
+            signal.set_current(wrapped);
+        }
+        Ok(event)
+    }
+}
+
 impl ExecutableCommandBufferImpl for ClExecutable {
     unsafe fn enqueue(&mut self, queue: &dyn QueueImpl, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
         let queue = downcast::<ClQueue>(queue as &dyn Any, "the queue")?;
-        // SAFETY: forwarded.
+        // SAFETY: `queue` is a queue of this adapter and context and `wait` events it may wait on
+        // (`ExecutableCommandBufferImpl::enqueue`'s contract), which is `enqueue_direct`'s `# Safety`.
         if let Some(submission) = unsafe { self.enqueue_direct(queue, wait)? } {
             return Ok(submission);
         }
@@ -650,53 +718,14 @@ impl ExecutableCommandBufferImpl for ClExecutable {
                 wait.push(done[*d as usize].retain());
             }
             let event = match step.kind {
-                StepKind::Native => {
-                    let segment =
-                        self.instances[instance].segments[done.len()].as_ref().expect("native steps are recorded");
-                    let enqueue = |wait: &[cl_event]| {
-                        // SAFETY: a finalized command-buffer of this table; valid events.
-                        let event = unsafe { self.native().api.enqueue(segment.handle, wait) }
-                            .cl("clEnqueueCommandBufferKHR")?;
-                        // SAFETY: a new reference from the enqueue.
-                        Ok(unsafe { RawEvent::from_raw(event) })
-                    };
-                    match &segment.kernels {
-                        Some(kernels) => one_launch::enqueue_exclusive(
-                            self.commands.shared.context.get(),
-                            None,
-                            &kernels.borrow().names,
-                            wait.handles(),
-                            enqueue,
-                        )?,
-                        None => enqueue(wait.handles())?,
-                    }
-                }
-                StepKind::Eager => {
-                    let record = &self.commands.records[step.commands[0] as usize];
-                    for e in &record.wait_events {
-                        if let Some(resolved) = e.resolve() {
-                            wait.add_retained(downcast::<ClEvent>(&*resolved as &dyn Any, "a wait event")?);
-                        }
-                    }
-                    let (event, status) = match &record.native {
-                        // SAFETY: events of this context.
-                        Some(native) => (unsafe { native.enqueue(&wait)? }, None),
-                        // SAFETY: the command was validated for this context when
-                        // appended or updated; raw host memory in it is valid at
-                        // every execution (the append's contract).
-                        None => unsafe {
-                            exec::enqueue(&self.commands.shared, internal, &record.command, &wait, false)?
-                        },
-                    };
-                    let wrapped = ClEvent::checked(event.retain(), step_profiling, status);
-                    if wrapped.has_status() {
-                        checks.push(wrapped.clone());
-                    }
-                    if let Some(signal) = &record.signal {
-                        signal.set_current(wrapped);
-                    }
-                    event
-                }
+                // SAFETY: `instance` is finalized for this submission and
+                // `wait` holds events of this context.
+                StepKind::Native => unsafe { self.enqueue_native_step(instance, done.len(), &wait)? },
+                // SAFETY: `internal` is this context's internal queue and
+                // `wait` holds events of this context.
+                StepKind::Eager => unsafe {
+                    self.enqueue_eager_step(step, wait, internal, step_profiling, &mut checks)?
+                },
             };
             done.push(event);
         }
@@ -743,8 +772,9 @@ impl ExecutableCommandBufferImpl for ClExecutable {
             }
         }
         if let Some(current) = in_place {
-            // SAFETY: forwarded: the new launches were validated; no
-            // submission of the buffer is in flight (`in_place_instance`).
+            // SAFETY: the new launches were validated (the trait's contract) and no submission of the
+            // buffer is in flight (`in_place_instance` answered only then), as `update_in_place`
+            // requires.
             changed.extend(unsafe { self.update_in_place(current, before)? });
         }
         if !changed.is_empty() {

@@ -283,27 +283,32 @@ impl ContextImpl for ClContext {
         handle: NativeHandle,
         ownership: Ownership,
     ) -> Result<(Box<dyn QueueImpl>, QueueProperties)> {
-        // SAFETY: forwarded from the trait's contract.
+        // SAFETY: the trait asks for a live native queue of the backend's type, a `cl_command_queue`
+        // here, which is what `adopt::queue` requires.
         unsafe { crate::adopt::queue(&self.shared, handle, ownership) }
     }
 
     unsafe fn buffer_from_native(&self, handle: NativeHandle, ownership: Ownership) -> Result<AdoptedBuffer> {
-        // SAFETY: forwarded from the trait's contract.
+        // SAFETY: the trait asks for a live native buffer of the backend's type, a `cl_mem` here,
+        // which is what `adopt::buffer` requires.
         unsafe { crate::adopt::buffer(&self.shared, handle, ownership) }
     }
 
     unsafe fn event_from_native(&self, handle: NativeHandle, ownership: Ownership) -> Result<Arc<dyn EventImpl>> {
-        // SAFETY: forwarded from the trait's contract.
+        // SAFETY: the trait asks for a live native event of the backend's type, a `cl_event` here,
+        // which is what `adopt::event` requires.
         unsafe { crate::adopt::event(&self.shared, handle, ownership) }
     }
 
     unsafe fn program_from_native(&self, handle: NativeHandle, ownership: Ownership) -> Result<AdoptedProgram> {
-        // SAFETY: forwarded from the trait's contract.
+        // SAFETY: the trait asks for a live native program of the backend's type, a `cl_program` here,
+        // which is what `adopt::program` requires.
         unsafe { crate::adopt::program(&self.shared, handle, ownership) }
     }
 
     unsafe fn kernel_from_native(&self, handle: NativeHandle, ownership: Ownership) -> Result<AdoptedKernel> {
-        // SAFETY: forwarded from the trait's contract.
+        // SAFETY: the trait asks for a live native kernel of the backend's type, a `cl_kernel` here,
+        // which is what `adopt::kernel` requires.
         unsafe { crate::adopt::kernel(&self.shared, handle, ownership) }
     }
 }

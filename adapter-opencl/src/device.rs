@@ -461,6 +461,71 @@ fn reported(id: cl_device_id, device: &opencl3::device::Device) -> Reported {
     }
 }
 
+/// The USM mechanism `setup` chose, its entry points resolved; SVM (or
+/// none) where Intel's USM extension is unusable, `setup` changed to match.
+///
+/// # Safety
+/// `platform` is valid and `setup` was decided from what its device
+/// reports.
+unsafe fn resolve_usm(platform: cl_platform_id, name: &str, reported: &Reported, setup: &mut DeviceSetup) -> Usm {
+    match setup.usm {
+        // SAFETY: the platform is valid and this device reports the extension.
+        UsmSetup::Intel(_) => match unsafe { IntelUsmApi::resolve(platform) } {
+            Ok(api) => Usm::Intel(api),
+            Err(reason) => {
+                tracing::warn!(device = %name, %reason, "cl_intel_unified_shared_memory unusable; using SVM");
+                let svm_only = Reported { extensions: Vec::new(), ..reported.clone() };
+                setup.usm = self::setup(&svm_only).usm;
+                match setup.usm {
+                    UsmSetup::SvmFine => Usm::Svm,
+                    UsmSetup::SvmCoarse => Usm::Svm,
+                    _ => Usm::None,
+                }
+            }
+        },
+        UsmSetup::SvmFine => Usm::Svm,
+        UsmSetup::SvmCoarse => Usm::Svm,
+        UsmSetup::None => Usm::None,
+    }
+}
+
+/// The native command buffers the device's setup chose, their entry
+/// points resolved, with the in-place updates the platform's version allows
+/// (or the environment forces); `None` where they are emulated.
+///
+/// # Safety
+/// `platform` is valid and `command_buffer` was decided from what its
+/// device reports.
+unsafe fn resolve_command_buffers(
+    platform: cl_platform_id,
+    platform_version: &str,
+    name: &str,
+    mut command_buffer: std::result::Result<CommandBufferSetup, &'static str>,
+) -> Option<NativeCommandBuffers> {
+    if let Ok(cb) = &mut command_buffer {
+        let forced = std::env::var(MUTABLE_DISPATCH_ENV).ok();
+        let (fields, why) = mutable_dispatch_rule(platform_version, cb.mutable_fields, forced.as_deref());
+        tracing::info!(device = %name, fields, reason = why, "OpenCL command-buffer updates in place");
+        cb.mutable_fields = fields;
+    }
+    match command_buffer {
+        // SAFETY: the platform is valid and `abi` was selected for the
+        // version its device reports; mutable dispatch is asked for only
+        // where its version has the array form.
+        Ok(cb) => match unsafe { CommandBufferApi::resolve(platform, cb.abi, cb.mutable_fields != 0) } {
+            Ok(api) => Some(NativeCommandBuffers { setup: cb, api }),
+            Err(reason) => {
+                tracing::info!(device = %name, %reason, "command buffers emulated");
+                None
+            }
+        },
+        Err(reason) => {
+            tracing::info!(device = %name, reason, "command buffers emulated");
+            None
+        }
+    }
+}
+
 impl ClDevice {
     /// Opens device `id`, or the sub-device `sub_device` owns.
     fn open(
@@ -474,47 +539,13 @@ impl ClDevice {
         let name = device.name().map_err(|e| format!("CL_DEVICE_NAME: {}", e.0))?;
         let reported = reported(id, &device);
         let mut setup = setup(&reported);
-        let usm = match setup.usm {
-            // SAFETY: the platform is valid and this device reports the extension.
-            UsmSetup::Intel(_) => match unsafe { IntelUsmApi::resolve(platform) } {
-                Ok(api) => Usm::Intel(api),
-                Err(reason) => {
-                    tracing::warn!(device = %name, %reason, "cl_intel_unified_shared_memory unusable; using SVM");
-                    let svm_only = Reported { extensions: Vec::new(), ..reported.clone() };
-                    setup.usm = self::setup(&svm_only).usm;
-                    match setup.usm {
-                        UsmSetup::SvmFine => Usm::Svm,
-                        UsmSetup::SvmCoarse => Usm::Svm,
-                        _ => Usm::None,
-                    }
-                }
-            },
-            UsmSetup::SvmFine => Usm::Svm,
-            UsmSetup::SvmCoarse => Usm::Svm,
-            UsmSetup::None => Usm::None,
-        };
-        if let Ok(cb) = &mut setup.command_buffer {
-            let forced = std::env::var(MUTABLE_DISPATCH_ENV).ok();
-            let (fields, why) = mutable_dispatch_rule(platform_version, cb.mutable_fields, forced.as_deref());
-            tracing::info!(device = %name, fields, reason = why, "OpenCL command-buffer updates in place");
-            cb.mutable_fields = fields;
-        }
-        let command_buffers = match setup.command_buffer {
-            // SAFETY: the platform is valid and `abi` was selected for the
-            // version its device reports; mutable dispatch is asked for only
-            // where its version has the array form.
-            Ok(cb) => match unsafe { CommandBufferApi::resolve(platform, cb.abi, cb.mutable_fields != 0) } {
-                Ok(api) => Some(NativeCommandBuffers { setup: cb, api }),
-                Err(reason) => {
-                    tracing::info!(device = %name, %reason, "command buffers emulated");
-                    None
-                }
-            },
-            Err(reason) => {
-                tracing::info!(device = %name, reason, "command buffers emulated");
-                None
-            }
-        };
+        // SAFETY: the platform is valid and `setup` was decided from what
+        // this device reports.
+        let usm = unsafe { resolve_usm(platform, &name, &reported, &mut setup) };
+        // SAFETY: the platform is valid and the command-buffer setup was
+        // decided from what this device reports.
+        let command_buffers =
+            unsafe { resolve_command_buffers(platform, platform_version, &name, setup.command_buffer) };
         if let Some(cb) = &command_buffers {
             tracing::debug!(device = %name, version = %cb.setup.version, setup = ?cb.setup, "native command buffers");
         }
@@ -675,7 +706,8 @@ impl DeviceImpl for ClDevice {
         handle: NativeHandle,
         ownership: cmdbuf_core::Ownership,
     ) -> Result<Arc<dyn ContextImpl>> {
-        // SAFETY: forwarded from the trait's contract.
+        // SAFETY: the trait asks for a live native context of the backend's type, a `cl_context` here
+        // (OpenCL's checks dereference it), which is what `adopt::context` requires.
         Ok(Arc::new(unsafe { crate::adopt::context(self.shared.clone(), handle, ownership)? }))
     }
 }

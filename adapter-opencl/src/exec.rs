@@ -18,7 +18,7 @@ use std::cell::RefCell;
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use cl3::types::{cl_command_queue, cl_mem};
+use cl3::types::{cl_command_queue, cl_event, cl_mem};
 use cmdbuf_core::adapter::downcast;
 use cmdbuf_core::adapter::{Backing, BufferBacking, NativeBacking};
 use cmdbuf_core::{
@@ -257,7 +257,8 @@ pub(crate) unsafe fn enqueue(
     wait: &WaitList,
     in_order: bool,
 ) -> Result<(RawEvent, Option<Arc<StatusWord>>)> {
-    // SAFETY: forwarded from this function's contract.
+    // SAFETY: `command` is validated for this context, `queue` is its valid queue and raw host memory
+    // outlives the returned event (this function's `# Safety`), which is `enqueue_raw`'s contract.
     match unsafe { enqueue_raw(shared, queue, command, wait, in_order) }? {
         Enqueued::Plain(event) => Ok((event, None)),
         Enqueued::Kernel(launched, status) => Ok((launched.into_event()?, status)),
@@ -269,7 +270,9 @@ enum Enqueued {
     Kernel(Launched, Option<Arc<StatusWord>>),
 }
 
-/// [`enqueue`], without unwrapping a kernel launch.
+/// [`enqueue`], without unwrapping a kernel launch: the commands that are
+/// no OpenCL transfer first, then the one OpenCL call of a transfer
+/// ([`native_transfer`]), else a helper kernel.
 ///
 /// # Safety
 /// As for [`enqueue`].
@@ -281,14 +284,10 @@ unsafe fn enqueue_raw(
     in_order: bool,
 ) -> Result<Enqueued> {
     let target = Target::app_queue(shared, queue, wait, in_order);
-    let h = &shared.helpers;
-    let device_usm = &shared.device.usm;
-    let (n, list) = (wait.len() as u32, wait.as_ptr());
-    // SAFETY: for every call below, the command's invariants hold (front end):
-    // ranges lie inside their allocations, buffers or host memory, copies do
-    // not overlap, fill sizes are multiples of the pattern; the queue and the
-    // wait list are valid; OpenCL copies patterns before returning.
-    let raw = unsafe {
+    // SAFETY: the command's invariants hold (front end) and the queue and
+    // the wait list are valid (this function's `# Safety`), which is what
+    // each of these calls requires.
+    unsafe {
         match command {
             Command::Native(native) => return native_command(queue, native, wait).map(Enqueued::Plain),
             Command::KernelLaunch(k) if k.range.global_size.contains(&0) => {
@@ -301,6 +300,77 @@ unsafe fn enqueue_raw(
             Command::UsmPrefetch { .. } | Command::UsmAdvise { .. } => {
                 return marker(shared, queue, wait).map(Enqueued::Plain);
             }
+            Command::UsmFill { dst, pattern, size, .. } if !native_svm_fill(&shared.device.usm, dst, pattern) => {
+                let launched = shared.helpers.fill(
+                    &shared.context,
+                    &shared.device.usm,
+                    &target,
+                    Side { ptr: Ptr::Usm(usm(dst)), offset: 0 },
+                    pattern,
+                    *size,
+                )?;
+                return Ok(Enqueued::Kernel(launched, None));
+            }
+            _ => {}
+        }
+    }
+    // SAFETY: the command is validated and the queue and wait list valid
+    // (this function's `# Safety`), `native_transfer`'s contract.
+    match unsafe { native_transfer(shared, queue, command, wait)? } {
+        // SAFETY: a new reference from a successful enqueue.
+        Some(raw) => Ok(Enqueued::Plain(unsafe { RawEvent::from_raw(raw) })),
+        // SAFETY: the same contract (`enqueue`'s), which `helper_command` asks for
+        // its eager form.
+        None => Ok(Enqueued::Kernel(unsafe { helper_command(shared, &target, command)? }, None)),
+    }
+}
+
+/// A transfer as the one OpenCL call that does it, in the queue after the
+/// wait list; `None` where OpenCL has none (a helper kernel does it).
+///
+/// # Safety
+/// As for [`enqueue`].
+unsafe fn native_transfer(
+    shared: &Shared,
+    queue: cl_command_queue,
+    command: &Command,
+    wait: &WaitList,
+) -> Result<Option<cl_event>> {
+    // SAFETY: the command is validated and the queue and wait list valid
+    // (this function's `# Safety`), which each transfer function requires.
+    unsafe {
+        match command {
+            Command::UsmMemcpy { .. } | Command::UsmFill { .. } => {
+                usm_transfer(&shared.device.usm, queue, command, wait)
+            }
+            Command::BufferCopy { .. } | Command::BufferCopyRect { .. } | Command::BufferFill { .. } => {
+                buffer_transfer(queue, command, wait)
+            }
+            Command::BufferRead { .. } | Command::BufferWrite { .. } => host_transfer(queue, command, wait),
+            Command::BufferReadRect { .. } | Command::BufferWriteRect { .. } => {
+                host_rect_transfer(queue, command, wait)
+            }
+            _ => Ok(None),
+        }
+    }
+}
+
+/// A USM copy, or a fill whose pattern OpenCL's SVM fill takes.
+///
+/// # Safety
+/// As for [`enqueue`].
+unsafe fn usm_transfer(
+    device_usm: &Usm,
+    queue: cl_command_queue,
+    command: &Command,
+    wait: &WaitList,
+) -> Result<Option<cl_event>> {
+    let (n, list) = (wait.len() as u32, wait.as_ptr());
+    // SAFETY: the command's invariants hold (front end): ranges lie inside
+    // their allocations and copies do not overlap; the queue and the wait
+    // list are valid; OpenCL copies patterns before returning.
+    let raw = unsafe {
+        match command {
             Command::UsmMemcpy { dst, src, size, .. } => match device_usm {
                 Usm::Intel(api) => {
                     api.memcpy(queue, loc(dst), loc(src), *size, wait.handles()).cl("clEnqueueMemcpyINTEL")?
@@ -320,17 +390,24 @@ unsafe fn enqueue_raw(
                 )
                 .cl("clEnqueueSVMMemFill")?
             }
-            Command::UsmFill { dst, pattern, size, .. } => {
-                let launched = h.fill(
-                    &shared.context,
-                    device_usm,
-                    &target,
-                    Side { ptr: Ptr::Usm(usm(dst)), offset: 0 },
-                    pattern,
-                    *size,
-                )?;
-                return Ok(Enqueued::Kernel(launched, None));
-            }
+            _ => return Ok(None),
+        }
+    };
+    Ok(Some(raw))
+}
+
+/// A copy between buffers, or a fill whose pattern OpenCL's fill takes.
+///
+/// # Safety
+/// As for [`enqueue`].
+unsafe fn buffer_transfer(queue: cl_command_queue, command: &Command, wait: &WaitList) -> Result<Option<cl_event>> {
+    let (n, list) = (wait.len() as u32, wait.as_ptr());
+    // SAFETY: the command's invariants hold (front end): ranges lie inside
+    // their buffers, copies do not overlap, fill sizes are multiples of the
+    // pattern; the queue and the wait list are valid; OpenCL copies patterns
+    // before returning.
+    let raw = unsafe {
+        match command {
             Command::BufferCopy { src, dst, src_offset, dst_offset, size, .. } => {
                 cl3::command_queue::enqueue_copy_buffer(
                     queue,
@@ -363,6 +440,36 @@ unsafe fn enqueue_raw(
                 )
                 .cl("clEnqueueCopyBufferRect")?
             }
+            Command::BufferFill { buffer, pattern, offset, size, .. } if native_pattern(pattern) => {
+                cl3::command_queue::enqueue_fill_buffer(
+                    queue,
+                    mem(buffer)?,
+                    pattern.as_ptr().cast(),
+                    pattern.len(),
+                    *offset,
+                    *size,
+                    n,
+                    list,
+                )
+                .cl("clEnqueueFillBuffer")?
+            }
+            _ => return Ok(None),
+        }
+    };
+    Ok(Some(raw))
+}
+
+/// A read or write between a buffer and raw host memory.
+///
+/// # Safety
+/// As for [`enqueue`].
+unsafe fn host_transfer(queue: cl_command_queue, command: &Command, wait: &WaitList) -> Result<Option<cl_event>> {
+    let (n, list) = (wait.len() as u32, wait.as_ptr());
+    // SAFETY: the command's invariants hold (front end): the range lies
+    // inside the buffer and the host memory, valid until the command
+    // completes; the queue and the wait list are valid.
+    let raw = unsafe {
+        match command {
             Command::BufferRead { buffer, offset, size, dst: MemLoc::Host(host), .. } => {
                 cl3::command_queue::enqueue_read_buffer(
                     queue,
@@ -389,6 +496,23 @@ unsafe fn enqueue_raw(
                 )
                 .cl("clEnqueueWriteBuffer")?
             }
+            _ => return Ok(None),
+        }
+    };
+    Ok(Some(raw))
+}
+
+/// A rectangular read or write between a buffer and raw host memory.
+///
+/// # Safety
+/// As for [`enqueue`].
+unsafe fn host_rect_transfer(queue: cl_command_queue, command: &Command, wait: &WaitList) -> Result<Option<cl_event>> {
+    let (n, list) = (wait.len() as u32, wait.as_ptr());
+    // SAFETY: the command's invariants hold (front end): the region lies
+    // inside the buffer and the host memory, valid until the command
+    // completes; the queue and the wait list are valid.
+    let raw = unsafe {
+        match command {
             Command::BufferReadRect { buffer, buffer_layout, host_layout, region, dst: MemLoc::Host(host), .. } => {
                 let (bo, ho, r) = (origin(buffer_layout), origin(host_layout), extent(region));
                 let ([brp, bsp], [hrp, hsp]) = (pitches(buffer_layout), pitches(host_layout));
@@ -431,24 +555,10 @@ unsafe fn enqueue_raw(
                 )
                 .cl("clEnqueueWriteBufferRect")?
             }
-            Command::BufferFill { buffer, pattern, offset, size, .. } if native_pattern(pattern) => {
-                cl3::command_queue::enqueue_fill_buffer(
-                    queue,
-                    mem(buffer)?,
-                    pattern.as_ptr().cast(),
-                    pattern.len(),
-                    *offset,
-                    *size,
-                    n,
-                    list,
-                )
-                .cl("clEnqueueFillBuffer")?
-            }
-            other => return Ok(Enqueued::Kernel(helper_command(shared, &target, other)?, None)),
+            _ => return Ok(None),
         }
     };
-    // SAFETY: a new reference from a successful enqueue.
-    Ok(Enqueued::Plain(unsafe { RawEvent::from_raw(raw) }))
+    Ok(Some(raw))
 }
 
 /// The USM side, `offset` bytes further, of a helper transfer whose other

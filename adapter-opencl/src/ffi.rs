@@ -175,7 +175,9 @@ macro_rules! shape_table {
                         $($ra: $rt,)*
                         deps: &[cl_sync_point_khr],
                     ) -> Result<cl_sync_point_khr, cl_int> {
-                        // SAFETY: forwarded from the contract.
+                        // SAFETY: `lookup` gave entry points of this shape (`resolve`'s `# Safety`),
+                        // so the required entry point is called with the arguments its declaration
+                        // takes.
                         record_with(deps, |n, list, point| unsafe {
                             record_call!($values; (self.$req), buffer, ($($ra),*), n, list, point)
                         })
@@ -197,7 +199,9 @@ macro_rules! shape_table {
                     ) -> Result<cl_sync_point_khr, cl_int> {
                         const INVALID_OPERATION: cl_int = -59;
                         let Some(f) = self.$opt else { return Err(INVALID_OPERATION) };
-                        // SAFETY: forwarded from the contract.
+                        // SAFETY: `lookup` gave entry points of this shape (`resolve`'s `# Safety`),
+                        // so the optional entry point, present here, is called with the arguments its
+                        // declaration takes.
                         record_with(deps, |n, list, point| unsafe {
                             record_call!($values; f, buffer, ($($oa),*), n, list, point)
                         })
@@ -524,7 +528,8 @@ impl CommandBufferApi {
     /// # Safety
     /// `buffer` is a valid command-buffer in the recording state.
     pub(crate) unsafe fn finalize(&self, buffer: cl_command_buffer_khr) -> Result<(), cl_int> {
-        // SAFETY: forwarded from the contract.
+        // SAFETY: `buffer` is a valid command-buffer in the recording state (this function's
+        // `# Safety`), what `clFinalizeCommandBufferKHR` requires.
         let status = unsafe { (self.finalize)(buffer) };
         if status == 0 { Ok(()) } else { Err(status) }
     }
@@ -534,7 +539,8 @@ impl CommandBufferApi {
     /// # Safety
     /// `buffer` is a valid command-buffer whose reference the caller owns.
     pub(crate) unsafe fn release(&self, buffer: cl_command_buffer_khr) -> Result<(), cl_int> {
-        // SAFETY: forwarded from the contract.
+        // SAFETY: `buffer` is a valid command-buffer whose reference the caller owns and gives up here
+        // (this function's `# Safety`), what `clReleaseCommandBufferKHR` requires.
         let status = unsafe { (self.release)(buffer) };
         if status == 0 { Ok(()) } else { Err(status) }
     }
@@ -591,7 +597,9 @@ impl CommandBufferApi {
         size: usize,
         deps: &[cl_sync_point_khr],
     ) -> Result<cl_sync_point_khr, cl_int> {
-        // SAFETY: per the contract.
+        // SAFETY: `buffer` is recording, the memory objects valid and the ranges in bounds, `deps` its
+        // own sync points (this function's `# Safety`): what `clCommandCopyBufferKHR` (`copy`)
+        // requires.
         unsafe { with_table!(&self.recording, |t| t.copy(buffer, src, dst, src_offset, dst_offset, size, deps)) }
     }
 
@@ -650,7 +658,8 @@ impl CommandBufferApi {
         size: usize,
         deps: &[cl_sync_point_khr],
     ) -> Result<cl_sync_point_khr, cl_int> {
-        // SAFETY: per the contract.
+        // SAFETY: `buffer` is recording, both ranges SVM of its context and `deps` its own sync points
+        // (this function's `# Safety`): what `clCommandSVMMemcpyKHR` (`svm_memcpy`) requires.
         unsafe { with_table!(&self.recording, |t| t.svm_memcpy(buffer, dst, src, size, deps)) }
     }
 
@@ -668,7 +677,9 @@ impl CommandBufferApi {
         deps: &[cl_sync_point_khr],
     ) -> Result<cl_sync_point_khr, cl_int> {
         let (p, len) = (pattern.as_ptr().cast::<c_void>(), pattern.len());
-        // SAFETY: per the contract.
+        // SAFETY: `buffer` is recording, `dst` SVM of its context aligned to its power-of-two pattern
+        // of at most 128 bytes, `deps` its own sync points (this function's `# Safety`): what
+        // `clCommandSVMMemFillKHR` (`svm_fill`) requires.
         unsafe { with_table!(&self.recording, |t| t.svm_fill(buffer, dst, p, len, size, deps)) }
     }
 
@@ -828,7 +839,8 @@ impl IntelUsmApi {
     /// `ptr` was returned by [`alloc`](Self::alloc) on `context`, is freed
     /// once, and no pending command uses it.
     pub(crate) unsafe fn free(&self, context: cl_context, ptr: *mut c_void) -> Result<(), cl_int> {
-        // SAFETY: forwarded from the contract.
+        // SAFETY: `ptr` came from `alloc` on `context`, is freed once and no pending command uses it
+        // (this function's `# Safety`), what `clMemFreeINTEL` requires.
         let status = unsafe { (self.free)(context, ptr) };
         if status == 0 { Ok(()) } else { Err(status) }
     }
@@ -838,7 +850,8 @@ impl IntelUsmApi {
     /// # Safety
     /// `kernel` is valid and `index` is a global-pointer argument of it.
     pub(crate) unsafe fn set_arg(&self, kernel: cl_kernel, index: u32, ptr: *const c_void) -> Result<(), cl_int> {
-        // SAFETY: forwarded from the contract.
+        // SAFETY: `kernel` is valid and `index` a global-pointer argument of it (this function's
+        // `# Safety`), what `clSetKernelArgMemPointerINTEL` requires.
         let status = unsafe { (self.set_arg)(kernel, index, ptr) };
         if status == 0 { Ok(()) } else { Err(status) }
     }
@@ -858,7 +871,8 @@ impl IntelUsmApi {
     ) -> Result<cl_event, cl_int> {
         let mut event = ptr::null_mut();
         let list = if wait.is_empty() { ptr::null() } else { wait.as_ptr() };
-        // SAFETY: forwarded from the contract.
+        // SAFETY: both ranges are valid for `size` bytes until the event completes and `wait` holds
+        // valid events (this function's `# Safety`), what `clEnqueueMemcpyINTEL` requires.
         let status = unsafe { (self.memcpy)(queue, 0, dst, src, size, wait.len() as cl_uint, list, &mut event) };
         if status == 0 { Ok(event) } else { Err(status) }
     }

@@ -150,65 +150,44 @@ pub(crate) fn free_memory(id: cl_device_id, extensions: &[String]) -> Option<u64
     Some(kib as u64 * 1024)
 }
 
-/// What the rest of discovery decided, which `clGetDeviceInfo` does not say.
-pub(crate) struct Decided {
-    pub(crate) usm: UsmKinds,
-    pub(crate) out_of_order: bool,
-    pub(crate) command_buffer: CommandBufferCaps,
+/// The message of a required query that failed.
+fn failed(what: &'static str) -> impl Fn(cl3::error_codes::ClError) -> String {
+    move |e| format!("{what}: {}", e.0)
 }
 
-/// Queries everything [`DeviceInfo`] holds. Queries every device answers
-/// since OpenCL 1.2 fail the device; newer or optional ones are `None`, 0
-/// or empty when the device does not answer them.
-pub(crate) fn device_info(
-    device: &opencl3::device::Device,
-    name: String,
-    decided: Decided,
-) -> std::result::Result<(DeviceInfo, Option<IlPath>), String> {
-    let id = device.id();
-    let q = |what: &str, e: cl3::error_codes::ClError| format!("{what}: {}", e.0);
-    let dev_type = device.dev_type().map_err(|e| q("CL_DEVICE_TYPE", e))?;
-    let device_type = match dev_type {
-        t if t & CL_DEVICE_TYPE_GPU != 0 => DeviceType::Gpu,
-        t if t & CL_DEVICE_TYPE_CPU != 0 => DeviceType::Cpu,
-        _ => DeviceType::Accelerator,
-    };
-    let items = device.max_work_item_sizes().map_err(|e| q("CL_DEVICE_MAX_WORK_ITEM_SIZES", e))?;
-    let mut max_work_item_sizes = [1; 3];
-    for (d, s) in items.iter().take(3).enumerate() {
-        max_work_item_sizes[d] = *s;
-    }
-    let version = device.version().map_err(|e| q("CL_DEVICE_VERSION", e))?;
-    let major = major_version(&version).unwrap_or(1);
-    let extensions: Vec<String> =
-        device.extensions().unwrap_or_default().split_whitespace().map(String::from).collect();
-    let has = |name: &str| extensions.iter().any(|e| e == name);
-    let il_version =
-        device.il_version().ok().map(|s| s.trim_end_matches('\0').trim().to_string()).filter(|s| !s.is_empty());
-    let address_bits = device.address_bits().map_err(|e| q("CL_DEVICE_ADDRESS_BITS", e))?;
-    let host_unified_memory = device.host_unified_memory().unwrap_or(device_type == DeviceType::Cpu);
-
-    let fp = FpConfigs {
+/// Floating-point capabilities: single precision is required, half only
+/// with `cl_khr_fp16`, double 0 on devices without doubles.
+fn fp_configs(device: &opencl3::device::Device, has: &dyn Fn(&str) -> bool) -> std::result::Result<FpConfigs, String> {
+    Ok(FpConfigs {
         half: if has("cl_khr_fp16") {
             device.half_fp_config().map(fp_capabilities).unwrap_or_default()
         } else {
             FpCapabilities::empty()
         },
-        single: fp_capabilities(device.single_fp_config().map_err(|e| q("CL_DEVICE_SINGLE_FP_CONFIG", e))?),
+        single: fp_capabilities(device.single_fp_config().map_err(failed("CL_DEVICE_SINGLE_FP_CONFIG"))?),
         // 0 from devices without doubles (OpenCL 1.2 and later).
         double: device.double_fp_config().map(fp_capabilities).unwrap_or_default(),
-    };
+    })
+}
+
+/// Atomic capabilities: OpenCL 3.0's queries, else what earlier versions
+/// guarantee for `major`.
+fn atomic_caps(device: &opencl3::device::Device, major: u32, has: &dyn Fn(&str) -> bool) -> AtomicCaps {
     let (memory_orders, memory_scopes) =
         device.atomic_memory_capabilities().map(atomic_capabilities).unwrap_or_else(|_| atomics_before_3_0(major));
     let (fence_orders, fence_scopes) =
         device.atomic_fence_capabilities().map(atomic_capabilities).unwrap_or_else(|_| atomics_before_3_0(major));
-    let atomics = AtomicCaps {
+    AtomicCaps {
         int64: has("cl_khr_int64_base_atomics") && has("cl_khr_int64_extended_atomics"),
         memory_orders,
         memory_scopes,
         fence_orders,
         fence_scopes,
-    };
+    }
+}
+
+/// Preferred and native vector widths, 0 where the device does not answer.
+fn vector_widths(device: &opencl3::device::Device) -> (VectorWidths, VectorWidths) {
     let width = |w: Result<cl_uint, cl3::error_codes::ClError>| w.unwrap_or(0);
     let preferred_vector_widths = VectorWidths {
         char: width(device.max_preferred_vector_width_char()),
@@ -228,13 +207,128 @@ pub(crate) fn device_info(
         float: width(device.native_vector_width_float()),
         double: width(device.native_vector_width_double()),
     };
+    (preferred_vector_widths, native_vector_widths)
+}
+
+/// The kind of device a `CL_DEVICE_TYPE` bit set names (a GPU first).
+fn device_type(bits: cl3::types::cl_device_type) -> DeviceType {
+    match bits {
+        t if t & CL_DEVICE_TYPE_GPU != 0 => DeviceType::Gpu,
+        t if t & CL_DEVICE_TYPE_CPU != 0 => DeviceType::Cpu,
+        _ => DeviceType::Accelerator,
+    }
+}
+
+/// The largest work-group extent per dimension, 1 beyond the device's
+/// dimensions.
+fn work_item_sizes(device: &opencl3::device::Device) -> std::result::Result<[usize; 3], String> {
+    let items = device.max_work_item_sizes().map_err(failed("CL_DEVICE_MAX_WORK_ITEM_SIZES"))?;
+    let mut sizes = [1; 3];
+    for (d, s) in items.iter().take(3).enumerate() {
+        sizes[d] = *s;
+    }
+    Ok(sizes)
+}
+
+/// The device's UUID and PCI address, where its extensions answer them.
+fn khr_identity(id: cl_device_id, has: &dyn Fn(&str) -> bool) -> (Option<[u8; 16]>, Option<String>) {
+    let uuid = if has("cl_khr_device_uuid") {
+        data(id, CL_DEVICE_UUID_KHR).and_then(|b| b.get(..16)?.try_into().ok())
+    } else {
+        None
+    };
+    let pci = if has("cl_khr_pci_bus_info") {
+        data(id, CL_DEVICE_PCI_BUS_INFO_KHR).and_then(|b| pci_address(&b))
+    } else {
+        None
+    };
+    (uuid, pci)
+}
+
+/// Where `__local` memory lives.
+fn local_mem_type(device: &opencl3::device::Device) -> LocalMemType {
+    match device.local_mem_type().unwrap_or(0) {
+        CL_LOCAL => LocalMemType::Local,
+        CL_GLOBAL => LocalMemType::Global,
+        _ => LocalMemType::None,
+    }
+}
+
+/// The global memory cache: its kind, line size and size where answered.
+fn global_mem_cache(device: &opencl3::device::Device) -> GlobalMemCache {
+    GlobalMemCache {
+        kind: match device.global_mem_cache_type().unwrap_or(0) {
+            CL_READ_ONLY_CACHE => CacheType::ReadOnly,
+            CL_READ_WRITE_CACHE => CacheType::ReadWrite,
+            _ => CacheType::None,
+        },
+        line_size: device.global_mem_cacheline_size().ok().filter(|l| *l > 0),
+        size: device.global_mem_cache_size().ok().filter(|s| *s > 0),
+    }
+}
+
+/// Sub-groups: the sizes Intel's extension lists, the count per work-group.
+fn sub_groups(device: &opencl3::device::Device, has: &dyn Fn(&str) -> bool) -> SubGroups {
+    SubGroups {
+        sizes: if has("cl_intel_required_subgroup_size") {
+            data(device.id(), CL_DEVICE_SUB_GROUP_SIZES_INTEL).map(|b| sub_group_sizes(&b)).unwrap_or_default()
+        } else {
+            Vec::new()
+        },
+        max_per_work_group: device.max_num_sub_groups().unwrap_or(0),
+        independent_forward_progress: device.sub_group_independent_forward_progress().unwrap_or(false),
+    }
+}
+
+/// cmdbuf takes SPIR-V for a driver without IL (translating it to SPIR
+/// 1.2): the device advertises what the translator reads, and the extension
+/// SYCL runtimes look for.
+fn advertise_translated_il(info: &mut DeviceInfo) {
+    info.il_version = Some("SPIR-V_1.0".into());
+    if !info.extensions.iter().any(|e| e == "cl_khr_il_program") {
+        info.extensions.push("cl_khr_il_program".into());
+    }
+}
+
+/// What the rest of discovery decided, which `clGetDeviceInfo` does not say.
+pub(crate) struct Decided {
+    pub(crate) usm: UsmKinds,
+    pub(crate) out_of_order: bool,
+    pub(crate) command_buffer: CommandBufferCaps,
+}
+
+/// Queries everything [`DeviceInfo`] holds. Queries every device answers
+/// since OpenCL 1.2 fail the device; newer or optional ones are `None`, 0
+/// or empty when the device does not answer them.
+pub(crate) fn device_info(
+    device: &opencl3::device::Device,
+    name: String,
+    decided: Decided,
+) -> std::result::Result<(DeviceInfo, Option<IlPath>), String> {
+    let id = device.id();
+    let device_type = device_type(device.dev_type().map_err(failed("CL_DEVICE_TYPE"))?);
+    let max_work_item_sizes = work_item_sizes(device)?;
+    let version = device.version().map_err(failed("CL_DEVICE_VERSION"))?;
+    let major = major_version(&version).unwrap_or(1);
+    let extensions: Vec<String> =
+        device.extensions().unwrap_or_default().split_whitespace().map(String::from).collect();
+    let has = |name: &str| extensions.iter().any(|e| e == name);
+    let il_version =
+        device.il_version().ok().map(|s| s.trim_end_matches('\0').trim().to_string()).filter(|s| !s.is_empty());
+    let address_bits = device.address_bits().map_err(failed("CL_DEVICE_ADDRESS_BITS"))?;
+    let host_unified_memory = device.host_unified_memory().unwrap_or(device_type == DeviceType::Cpu);
+
+    let fp = fp_configs(device, &has)?;
+    let atomics = atomic_caps(device, major, &has);
+    let (preferred_vector_widths, native_vector_widths) = vector_widths(device);
     let intel_attributes = has("cl_intel_device_attribute_query");
-    let max_mem_alloc_size = device.max_mem_alloc_size().map_err(|e| q("CL_DEVICE_MAX_MEM_ALLOC_SIZE", e))?;
+    let max_mem_alloc_size = device.max_mem_alloc_size().map_err(failed("CL_DEVICE_MAX_MEM_ALLOC_SIZE"))?;
 
     // How SPIR-V reaches this driver, decided once: the device info says
     // what programs may be created from, and builds take the same path.
-    let max_work_group_size = device.max_work_group_size().map_err(|e| q("CL_DEVICE_MAX_WORK_GROUP_SIZE", e))?;
+    let max_work_group_size = device.max_work_group_size().map_err(failed("CL_DEVICE_MAX_WORK_GROUP_SIZE"))?;
     let il_path = crate::spir::il_path(id, il_version.as_deref(), &extensions, max_work_group_size);
+    let (uuid, pci_address) = khr_identity(id, &has);
     let mut info = DeviceInfo {
         name,
         vendor: device.vendor().unwrap_or_default(),
@@ -260,16 +354,8 @@ pub(crate) fn device_info(
         command_buffer: decided.command_buffer,
         vendor_id: device.vendor_id().unwrap_or(0),
         device_id: if intel_attributes { uint(id, CL_DEVICE_ID_INTEL) } else { None },
-        uuid: if has("cl_khr_device_uuid") {
-            data(id, CL_DEVICE_UUID_KHR).and_then(|b| b.get(..16)?.try_into().ok())
-        } else {
-            None
-        },
-        pci_address: if has("cl_khr_pci_bus_info") {
-            data(id, CL_DEVICE_PCI_BUS_INFO_KHR).and_then(|b| pci_address(&b))
-        } else {
-            None
-        },
+        uuid,
+        pci_address,
         ip_version: if intel_attributes { uint(id, CL_DEVICE_IP_VERSION_INTEL) } else { None },
         version,
         binary_targets: binary_targets(il_path.is_some(), address_bits),
@@ -279,42 +365,20 @@ pub(crate) fn device_info(
         host_unified_memory,
         max_clock_mhz: device.max_clock_frequency().ok().filter(|c| *c > 0),
         memory_hardware: MemoryHardware::default(),
-        global_mem_cache: GlobalMemCache {
-            kind: match device.global_mem_cache_type().unwrap_or(0) {
-                CL_READ_ONLY_CACHE => CacheType::ReadOnly,
-                CL_READ_WRITE_CACHE => CacheType::ReadWrite,
-                _ => CacheType::None,
-            },
-            line_size: device.global_mem_cacheline_size().ok().filter(|l| *l > 0),
-            size: device.global_mem_cache_size().ok().filter(|s| *s > 0),
-        },
-        mem_base_addr_align_bits: device.mem_base_addr_align().map_err(|e| q("CL_DEVICE_MEM_BASE_ADDR_ALIGN", e))?,
+        global_mem_cache: global_mem_cache(device),
+        mem_base_addr_align_bits: device.mem_base_addr_align().map_err(failed("CL_DEVICE_MEM_BASE_ADDR_ALIGN"))?,
         max_constant_buffer_size: device.max_constant_buffer_size().unwrap_or(0),
         max_constant_args: device.max_constant_args().unwrap_or(0),
-        max_parameter_size: device.max_parameter_size().map_err(|e| q("CL_DEVICE_MAX_PARAMETER_SIZE", e))?,
-        local_mem_type: match device.local_mem_type().unwrap_or(0) {
-            CL_LOCAL => LocalMemType::Local,
-            CL_GLOBAL => LocalMemType::Global,
-            _ => LocalMemType::None,
-        },
+        max_parameter_size: device.max_parameter_size().map_err(failed("CL_DEVICE_MAX_PARAMETER_SIZE"))?,
+        local_mem_type: local_mem_type(device),
         error_correction: device.error_correction_support().unwrap_or(false),
         // OpenCL has no limit on work-group counts other than the size_t of
         // its global sizes.
         max_work_groups: [usize::MAX; 3],
-        max_registers_per_work_group: if has("cl_nv_device_attribute_query") {
-            uint(id, CL_DEVICE_REGISTERS_PER_BLOCK_NV)
-        } else {
-            None
-        },
-        sub_groups: SubGroups {
-            sizes: if has("cl_intel_required_subgroup_size") {
-                data(id, CL_DEVICE_SUB_GROUP_SIZES_INTEL).map(|b| sub_group_sizes(&b)).unwrap_or_default()
-            } else {
-                Vec::new()
-            },
-            max_per_work_group: device.max_num_sub_groups().unwrap_or(0),
-            independent_forward_progress: device.sub_group_independent_forward_progress().unwrap_or(false),
-        },
+        max_registers_per_work_group: has("cl_nv_device_attribute_query")
+            .then(|| uint(id, CL_DEVICE_REGISTERS_PER_BLOCK_NV))
+            .flatten(),
+        sub_groups: sub_groups(device, &has),
         fp,
         preferred_vector_widths,
         native_vector_widths,
@@ -324,13 +388,7 @@ pub(crate) fn device_info(
         native_bfloat16_conversions: has("cl_intel_bfloat16_conversions"),
     };
     if matches!(il_path, Some(IlPath::Translate(_))) {
-        // cmdbuf takes SPIR-V for a driver without IL (translating it to
-        // SPIR 1.2): what the translator reads, and the extension SYCL
-        // runtimes look for.
-        info.il_version = Some("SPIR-V_1.0".into());
-        if !info.extensions.iter().any(|e| e == "cl_khr_il_program") {
-            info.extensions.push("cl_khr_il_program".into());
-        }
+        advertise_translated_il(&mut info);
     }
     Ok((info, il_path))
 }

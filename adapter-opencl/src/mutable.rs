@@ -101,39 +101,7 @@ pub(crate) fn dispatch_update(
             continue;
         }
         wants |= CL_MUTABLE_DISPATCH_ARGUMENTS_KHR;
-        let arg_index = i as u32;
-        match b {
-            ArgValue::Value(bytes) => {
-                let owned: Box<[u8]> = bytes.as_slice().into();
-                update.args.push(MutableArg { arg_index, arg_size: owned.len(), arg_value: owned.as_ptr().cast() });
-                values.push(owned);
-            }
-            ArgValue::Pointer(p) if p.is_null() => {
-                update.args.push(MutableArg { arg_index, arg_size: size_of::<cl_mem>(), arg_value: ptr::null() });
-            }
-            // Intel USM pointers go in the SVM list too: Intel's runtimes
-            // take them wherever they take SVM pointers (what
-            // `clSetKernelArgMemPointerINTEL` sets is the same argument).
-            ArgValue::Pointer(p) => match usm {
-                Usm::Svm | Usm::Intel(_) => {
-                    let arg_value = p.addr() as *const c_void;
-                    update.svm_args.push(MutableArg { arg_index, arg_size: 0, arg_value });
-                }
-                Usm::None => return Err(err!(UnsupportedFeature, "the device has no USM")),
-            },
-            ArgValue::MemObj(buffer) => {
-                let mem: Box<[u8]> = (exec::kernel_mem(buffer)? as usize).to_ne_bytes().into();
-                update.args.push(MutableArg {
-                    arg_index,
-                    arg_size: size_of::<cl_mem>(),
-                    arg_value: mem.as_ptr().cast(),
-                });
-                values.push(mem);
-            }
-            ArgValue::Local(size) => {
-                update.args.push(MutableArg { arg_index, arg_size: *size, arg_value: ptr::null() });
-            }
-        }
+        push_arg(usm, &mut update, &mut values, i as u32, b)?;
     }
     Ok(if wants == 0 {
         InPlace::Unchanged
@@ -142,4 +110,45 @@ pub(crate) fn dispatch_update(
     } else {
         InPlace::Update(Box::new(OwnedUpdate { update, _values: values }))
     })
+}
+
+/// Adds the new value of argument `arg_index` to `update`: bytes (kept in
+/// `values` until the update is applied), a null pointer, a USM pointer in
+/// the SVM list, a buffer, or a local-memory size.
+fn push_arg(
+    usm: &Usm,
+    update: &mut DispatchUpdate,
+    values: &mut Vec<Box<[u8]>>,
+    arg_index: u32,
+    b: &ArgValue,
+) -> Result<()> {
+    match b {
+        ArgValue::Value(bytes) => {
+            let owned: Box<[u8]> = bytes.as_slice().into();
+            update.args.push(MutableArg { arg_index, arg_size: owned.len(), arg_value: owned.as_ptr().cast() });
+            values.push(owned);
+        }
+        ArgValue::Pointer(p) if p.is_null() => {
+            update.args.push(MutableArg { arg_index, arg_size: size_of::<cl_mem>(), arg_value: ptr::null() });
+        }
+        // Intel USM pointers go in the SVM list too: Intel's runtimes
+        // take them wherever they take SVM pointers (what
+        // `clSetKernelArgMemPointerINTEL` sets is the same argument).
+        ArgValue::Pointer(p) => match usm {
+            Usm::Svm | Usm::Intel(_) => {
+                let arg_value = p.addr() as *const c_void;
+                update.svm_args.push(MutableArg { arg_index, arg_size: 0, arg_value });
+            }
+            Usm::None => return Err(err!(UnsupportedFeature, "the device has no USM")),
+        },
+        ArgValue::MemObj(buffer) => {
+            let mem: Box<[u8]> = (exec::kernel_mem(buffer)? as usize).to_ne_bytes().into();
+            update.args.push(MutableArg { arg_index, arg_size: size_of::<cl_mem>(), arg_value: mem.as_ptr().cast() });
+            values.push(mem);
+        }
+        ArgValue::Local(size) => {
+            update.args.push(MutableArg { arg_index, arg_size: *size, arg_value: ptr::null() });
+        }
+    }
+    Ok(())
 }

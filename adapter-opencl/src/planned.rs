@@ -47,7 +47,7 @@ use smallvec::SmallVec;
 
 use crate::context::Shared;
 use crate::conv::ClResultExt;
-use crate::event::{ClEvent, RawEvent, WaitList};
+use crate::event::{ClEvent, RawEvent, StatusWord, WaitList};
 use crate::exec;
 use crate::queue::ClQueue;
 
@@ -153,6 +153,104 @@ impl RecordingCommandBufferImpl for PlannedCommandBuffer {
     }
 }
 
+/// The wait list of command `i` of a submission: the submission's start
+/// for a fused first command, else the marker (no dependencies) or the
+/// events of its dependencies out of order; plus its own wait events.
+fn command_wait<'w>(
+    i: usize,
+    record: &Record,
+    marker: Option<&RawEvent>,
+    in_order: bool,
+    start: &mut WaitList<'w>,
+    events: &[Option<RawEvent>],
+) -> Result<WaitList<'w>> {
+    let mut wait = WaitList::default();
+    match marker {
+        None if i == 0 => std::mem::swap(&mut wait, start),
+        // A fused start is on an in-order queue, whose order is the dependencies.
+        None => {}
+        Some(_) if in_order => {}
+        Some(marker) => {
+            if record.deps.is_empty() {
+                wait.push(marker.retain());
+            }
+            for d in &record.deps {
+                let event = events[*d as usize].as_ref().expect("dependencies keep their events");
+                wait.push(event.retain());
+            }
+        }
+    }
+    for e in &record.wait_events {
+        if let Some(resolved) = e.resolve() {
+            wait.add_retained(downcast::<ClEvent>(&*resolved as &dyn Any, "a wait event")?);
+        }
+    }
+    Ok(wait)
+}
+
+/// What the commands of one submission leave as they are enqueued.
+struct Replayed<'w> {
+    in_order: bool,
+    /// The first command's event where it starts the submission and is
+    /// not also its last.
+    first_command: Option<RawEvent>,
+    /// Events of commands that a later command waits for, by command number.
+    events: Vec<Option<RawEvent>>,
+    /// Events of the commands no other waits for (out of order).
+    ends: WaitList<'w>,
+    /// The last command's event (in order).
+    last: Option<RawEvent>,
+    /// Events whose kernels report a status word.
+    checks: Vec<Arc<ClEvent>>,
+}
+
+impl<'w> Replayed<'w> {
+    fn new(in_order: bool, commands: usize) -> Replayed<'w> {
+        Replayed {
+            in_order,
+            first_command: None,
+            events: Vec::with_capacity(if in_order { 0 } else { commands }),
+            ends: WaitList::default(),
+            last: None,
+            checks: Vec::new(),
+        }
+    }
+
+    /// Notes a command's `event`: its status check and signal event, the
+    /// submission's first event where `fused_first`, and what later
+    /// commands and the submission's end wait for.
+    fn note(
+        &mut self,
+        record: &Record,
+        event: RawEvent,
+        status: Option<Arc<StatusWord>>,
+        profiling: bool,
+        fused_first: bool,
+    ) {
+        if status.is_some() || record.signal.is_some() {
+            let wrapped = ClEvent::checked(event.retain(), profiling, status);
+            if wrapped.has_status() {
+                self.checks.push(wrapped.clone());
+            }
+            if let Some(signal) = &record.signal {
+                signal.set_current(wrapped);
+            }
+        }
+        if fused_first {
+            self.first_command = Some(event.retain());
+        }
+        if self.in_order {
+            // The queue orders everything: only the last event is kept.
+            self.last = Some(event);
+        } else {
+            if !record.has_dependents {
+                self.ends.push(event.retain());
+            }
+            self.events.push(record.has_dependents.then_some(event));
+        }
+    }
+}
+
 impl ExecutableCommandBufferImpl for PlannedExecutable {
     unsafe fn enqueue(&mut self, queue: &dyn QueueImpl, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
         let queue = downcast::<ClQueue>(queue as &dyn Any, "the queue")?;
@@ -185,67 +283,23 @@ impl ExecutableCommandBufferImpl for PlannedExecutable {
             // SAFETY: the application's queue and events of this context.
             Some(unsafe { exec::marker(&self.shared, q, &start)? })
         };
-        // The first command's event where it starts the submission and is
-        // not also its last.
-        let mut first_command = None;
-        // Events of commands that a later command waits for, by command number.
-        let mut events: Vec<Option<RawEvent>> = Vec::with_capacity(if in_order { 0 } else { self.records.len() });
-        let mut ends = WaitList::default();
-        let mut last = None;
-        let mut checks = Vec::new();
+        let mut replayed = Replayed::new(in_order, self.records.len());
         for (i, record) in self.records.iter().enumerate() {
-            let mut wait = WaitList::default();
-            match &marker {
-                None if i == 0 => std::mem::swap(&mut wait, &mut start),
-                // A fused start is on an in-order queue, whose order is the dependencies.
-                None => {}
-                Some(_) if in_order => {}
-                Some(marker) => {
-                    if record.deps.is_empty() {
-                        wait.push(marker.retain());
-                    }
-                    for d in &record.deps {
-                        let event = events[*d as usize].as_ref().expect("dependencies keep their events");
-                        wait.push(event.retain());
-                    }
-                }
-            }
-            for e in &record.wait_events {
-                if let Some(resolved) = e.resolve() {
-                    wait.add_retained(downcast::<ClEvent>(&*resolved as &dyn Any, "a wait event")?);
-                }
-            }
+            let wait = command_wait(i, record, marker.as_ref(), in_order, &mut start, &replayed.events)?;
             // SAFETY: the command was validated for this context when appended
             // or updated; raw host memory in it is valid at every execution
             // (the append's contract); `q` and the events are this context's.
             let (event, status) = unsafe { exec::enqueue(&self.shared, q, &record.command, &wait, false)? };
-            if status.is_some() || record.signal.is_some() {
-                let wrapped = ClEvent::checked(event.retain(), profiling, status);
-                if wrapped.has_status() {
-                    checks.push(wrapped.clone());
-                }
-                if let Some(signal) = &record.signal {
-                    signal.set_current(wrapped);
-                }
-            }
-            if i == 0 && marker.is_none() && self.records.len() > 1 {
-                first_command = Some(event.retain());
-            }
-            if in_order {
-                // The queue orders everything: only the last event is kept.
-                last = Some(event);
-            } else {
-                if !record.has_dependents {
-                    ends.push(event.retain());
-                }
-                events.push(record.has_dependents.then_some(event));
-            }
+            let fused_first = i == 0 && marker.is_none() && self.records.len() > 1;
+            replayed.note(record, event, status, profiling, fused_first);
         }
+        let Replayed { first_command, ends, last, checks, .. } = replayed;
         // `None` only where the one command is the whole submission.
         let first = marker.or(first_command);
         let last = match last {
             Some(last) => last,
             None => {
+                let mut ends = ends;
                 let marker = first.as_ref().expect("without a fused start there is a marker");
                 if ends.is_empty() {
                     ends.push(marker.retain());

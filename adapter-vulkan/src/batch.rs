@@ -134,29 +134,11 @@ impl Batch {
                 return Ok(Appended::Alone(out, deps, part));
             }
         };
-        let gpu = &self.rt.gpu;
         if first {
             open.opened = Some(Instant::now());
             self.rt.batch_timer.watch(self);
         }
-        let cb = open.cmd.as_ref().expect("an open command buffer").raw();
-        let mut bound = open.bound;
-        let recorded: Result<()> = self.pool.recording(|| {
-            if !first {
-                level_barrier(gpu, cb, false);
-            }
-            match &part.span {
-                Some(s) if first => s.begin(cb),
-                Some(s) => s.begin_after_previous(cb),
-                None => {}
-            }
-            record_ops(gpu, cb, part.ops, &mut bound)?;
-            if let Some(s) = &part.span {
-                s.end(cb);
-            }
-            Ok(())
-        });
-        open.bound = bound;
+        let recorded = self.record_part(&mut open, &part, first);
         if let Err(e) = recorded {
             // Only native commands' callbacks fail while recording, and they
             // never join a batch; the command buffer would hold half a
@@ -188,6 +170,31 @@ impl Batch {
             run_waiters(waiters);
         }
         Ok(Appended::Batched(out))
+    }
+
+    /// Records `part` into the open command buffer, after a barrier unless
+    /// it is the first, inside its timestamp span where it has one.
+    fn record_part(&self, open: &mut Open, part: &Part<'_>, first: bool) -> Result<()> {
+        let gpu = &self.rt.gpu;
+        let cb = open.cmd.as_ref().expect("an open command buffer").raw();
+        let mut bound = open.bound;
+        let recorded = self.pool.recording(|| {
+            if !first {
+                level_barrier(gpu, cb, false);
+            }
+            match &part.span {
+                Some(s) if first => s.begin(cb),
+                Some(s) => s.begin_after_previous(cb),
+                None => {}
+            }
+            record_ops(gpu, cb, part.ops, &mut bound)?;
+            if let Some(s) = &part.span {
+                s.end(cb);
+            }
+            Ok(())
+        });
+        open.bound = bound;
+        recorded
     }
 
     /// Submits the batch, if it holds any command.

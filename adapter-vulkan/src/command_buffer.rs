@@ -73,6 +73,7 @@ use crate::cmd::{
 use crate::event::{EventCore, RunEvent, SignalEvent, VkEvent, core_of};
 use crate::lower::{Block, Lowered, Sink, Staging, block_bytes, host_sides, lower};
 use crate::memory::{Allocation, MemKind, Slice};
+use crate::profiling::QuerySpan;
 use crate::program::{Pipeline, VkKernel};
 use crate::queue::VkQueue;
 use crate::shared::{DeviceShared, Gpu};
@@ -580,6 +581,209 @@ impl VkExecutable {
     }
 }
 
+impl VkExecutable {
+    /// Records one submission per stage (`events[s]` signals stage `s`),
+    /// each later stage inheriting the one before; nothing is scheduled yet.
+    fn record_submissions(
+        &mut self,
+        queue: &VkQueue,
+        params: Option<&(Slice, Vec<vk::BufferCopy>)>,
+        stage_deps: Vec<SmallVec<[Arc<EventCore>; 4]>>,
+        events: &[Arc<EventCore>],
+    ) -> Result<Vec<Submission>> {
+        let Built { stages, params: built_params, status, staging, .. } = &mut self.built;
+        let context = EnqueueContext {
+            queue,
+            recorded: &self.recorded,
+            status: status.as_ref(),
+            live: built_params.live.as_ref(),
+            staging,
+            params,
+        };
+        let mut subs = Vec::with_capacity(stages.len());
+        for ((s, stage), deps) in stages.iter_mut().enumerate().zip(stage_deps) {
+            let mut sub = context.submission(s, stage, events[s].clone(), deps)?;
+            if s > 0 {
+                sub.inherit = Some(events[s - 1].clone());
+            }
+            subs.push(sub);
+        }
+        Ok(subs)
+    }
+
+    /// Orders the first submission after the enqueue's wait list, the
+    /// previous submission of this buffer and the queue, each later one
+    /// after the stage before; points the signal events at their stage's
+    /// completion and schedules every submission.
+    fn schedule_in_order(
+        &self,
+        queue: &VkQueue,
+        mut subs: Vec<Submission>,
+        events: &[Arc<EventCore>],
+        first_deps: SmallVec<[Arc<EventCore>; 4]>,
+    ) {
+        let last = events.last().expect("at least one stage");
+        let first = &mut subs[0];
+        first.deps.extend(first_deps);
+        first.deps.extend(self.previous.clone());
+        first.deps.extend(queue.order(last, false));
+        for s in 1..subs.len() {
+            let before = events[s - 1].clone();
+            subs[s].deps.push(before);
+        }
+        for &i in &self.recorded.signalling {
+            if let Some(signal) = &self.recorded.nodes[i as usize].signal {
+                signal.set(events[self.built.placed[i as usize].stage as usize].clone());
+            }
+        }
+        for sub in subs {
+            schedule(sub);
+        }
+    }
+}
+
+impl Built {
+    /// Each stage's wait events from outside the buffer, resolved to the
+    /// events they stand for now.
+    fn external_waits(&self) -> Result<Vec<SmallVec<[Arc<EventCore>; 4]>>> {
+        let mut stage_deps = Vec::with_capacity(self.stages.len());
+        for stage in &self.stages {
+            let mut deps = SmallVec::new();
+            for &i in &stage.waiting {
+                for e in &self.placed[i as usize].external {
+                    if let Some(imp) = e.resolve() {
+                        deps.extend(core_of(&*imp)?);
+                    }
+                }
+            }
+            stage_deps.push(deps);
+        }
+        Ok(stage_deps)
+    }
+}
+
+/// What the submissions of one enqueue share.
+struct EnqueueContext<'a> {
+    queue: &'a VkQueue,
+    recorded: &'a Recorded,
+    /// The buffer's status words, one per kernel command.
+    status: Option<&'a Arc<Allocation>>,
+    /// The parameter buffer.
+    live: Option<&'a Arc<Allocation>>,
+    staging: &'a [Arc<Allocation>],
+    /// The changed argument blocks' snapshot and regions, copied before the
+    /// first stage.
+    params: Option<&'a (Slice, Vec<vk::BufferCopy>)>,
+}
+
+/// The changed argument blocks' snapshot, their regions and the parameter
+/// buffer they go to.
+type ParamsCopy<'a> = (&'a (Slice, Vec<vk::BufferCopy>), vk::Buffer);
+
+impl EnqueueContext<'_> {
+    /// Stage `s`'s submission, signalling `event` and waiting for `deps`:
+    /// a reused primary where one is free (and the queue takes no
+    /// timestamps), else one recorded for this submission; with what it
+    /// keeps alive and the check of its status words.
+    fn submission(
+        &self,
+        s: usize,
+        stage: &mut Stage,
+        event: Arc<EventCore>,
+        deps: SmallVec<[Arc<EventCore>; 4]>,
+    ) -> Result<Submission> {
+        let recorded = self.recorded;
+        let span = self.queue.span()?;
+        let copy = if s == 0 { self.params.zip(self.live.map(|l| l.buffer())) } else { None };
+        // The stage's status words, copied out for the completion thread.
+        let words = stage.kernels.len() as u64 * 4;
+        let status = self.status.filter(|_| words > 0).map(|st| StatusWords {
+            buffer: st.buffer(),
+            first: u64::from(stage.first_slot) * 4,
+            bytes: words,
+        });
+        let mut sub = Submission::new(self.queue.lane.clone(), event);
+        // Timestamps differ per submission: a profiling queue records
+        // the primary each time.
+        let reusable =
+            if span.is_none() { reusable_primary(&recorded.rt.gpu, &recorded.pool, stage, status)? } else { None };
+        let words_out = match reusable {
+            Some(primary) => self.reuse(&mut sub, primary, copy)?,
+            None => self.record_once(&mut sub, stage, span, status, copy)?,
+        };
+        sub.keep.extend(self.live.map(|l| Box::new(l.clone()) as Box<dyn std::any::Any + Send + Sync>));
+        sub.keep.extend(self.staging.iter().map(|a| Box::new(a.clone()) as Box<dyn std::any::Any + Send + Sync>));
+        sub.pre = stage.pre.clone();
+        sub.post = stage.post.clone();
+        sub.deps = deps;
+        if let Some(words) = words_out {
+            sub.checks.push(StatusCheck {
+                words,
+                count: stage.kernels.len(),
+                what: Launches::Commands { commands: stage.kernels.clone(), names: recorded.names.clone() },
+            });
+        }
+        Ok(sub)
+    }
+
+    /// Submits a reused primary, after the copy of the changed argument
+    /// blocks (in the same submission) where there is one; returns where
+    /// its status words arrive.
+    fn reuse(
+        &self,
+        sub: &mut Submission,
+        primary: Arc<Primary>,
+        copy: Option<ParamsCopy<'_>>,
+    ) -> Result<Option<StagingPtr>> {
+        let gpu = &self.recorded.rt.gpu;
+        if let Some(((slice, regions), live)) = copy {
+            // Before the reused primary, in the same submission.
+            sub.cmd = Some(self.recorded.pool.record(|cb| {
+                copy_params(gpu, cb, slice, live, regions);
+                Ok(())
+            })?);
+        }
+        sub.reused = Some(primary.cmd.raw());
+        let out = primary.status_out.as_ref().map(|(_, ptr)| *ptr);
+        sub.keep.push(Box::new(primary));
+        Ok(out)
+    }
+
+    /// Records a primary for this submission alone (in the queue's query
+    /// span, if it takes timestamps): the argument copy, the stage's
+    /// secondaries and the status-word copy to fresh staging memory, whose
+    /// address it returns.
+    fn record_once(
+        &self,
+        sub: &mut Submission,
+        stage: &Stage,
+        span: Option<QuerySpan>,
+        status: Option<StatusWords>,
+        copy: Option<ParamsCopy<'_>>,
+    ) -> Result<Option<StagingPtr>> {
+        let gpu = &self.recorded.rt.gpu;
+        let out = status.map(|st| self.recorded.rt.arena.alloc(st.bytes)).transpose()?;
+        let secondaries: SmallVec<[vk::CommandBuffer; 8]> =
+            stage.chunks.iter().map(|c| c.secondary.cmd.raw()).collect();
+        let target = out.as_ref().map(|o| (o.buffer(), o.offset()));
+        sub.cmd = Some(self.queue.record(span.as_ref(), |cb| {
+            if let Some(((slice, regions), live)) = copy {
+                copy_params(gpu, cb, slice, live, regions);
+            }
+            record_stage(gpu, cb, &secondaries, status.zip(target));
+            Ok(())
+        })?);
+        sub.queries = span;
+        sub.keep
+            .extend(stage.chunks.iter().map(|c| Box::new(c.secondary.clone()) as Box<dyn std::any::Any + Send + Sync>));
+        Ok(out.map(|o| {
+            let ptr = StagingPtr(o.ptr());
+            sub.keep.push(Box::new(o));
+            ptr
+        }))
+    }
+}
+
 impl RecordingCommandBufferImpl for VkCommandBuffer {
     unsafe fn append(
         &mut self,
@@ -630,6 +834,8 @@ impl RecordingCommandBufferImpl for VkCommandBuffer {
 }
 
 impl ExecutableCommandBufferImpl for VkExecutable {
+    /// Three steps (module doc, "Enqueue"): resolve the stages' wait events,
+    /// record every stage's submission, then order and schedule them.
     unsafe fn enqueue(&mut self, queue: &dyn QueueImpl, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
         let queue = downcast::<VkQueue>(queue as &dyn std::any::Any, "the queue")?;
         let mut first_deps: SmallVec<[Arc<EventCore>; 4]> = SmallVec::new();
@@ -642,119 +848,17 @@ impl ExecutableCommandBufferImpl for VkExecutable {
         }
         self.refresh()?;
         let params = self.take_dirty_params()?;
-        let recorded = &self.recorded;
-        let built = &mut self.built;
         // Wait events resolve now, before this submission moves any signal event on.
-        let mut stage_deps: Vec<SmallVec<[Arc<EventCore>; 4]>> = Vec::with_capacity(built.stages.len());
-        for stage in &built.stages {
-            let mut deps = SmallVec::new();
-            for &i in &stage.waiting {
-                for e in &built.placed[i as usize].external {
-                    if let Some(imp) = e.resolve() {
-                        deps.extend(core_of(&*imp)?);
-                    }
-                }
-            }
-            stage_deps.push(deps);
-        }
-        let events: Vec<Arc<EventCore>> = built.stages.iter().map(|_| EventCore::new()).collect();
+        let stage_deps = self.built.external_waits()?;
+        let events: Vec<Arc<EventCore>> = self.built.stages.iter().map(|_| EventCore::new()).collect();
         let last = events.last().expect("at least one stage").clone();
         // Record every primary before ordering the queue: a failure must not
         // leave the queue waiting for a submission that never happens.
-        let gpu = &recorded.rt.gpu;
-        let live = built.params.live.as_ref().map(|l| l.buffer());
-        let mut subs = Vec::with_capacity(built.stages.len());
-        for (s, stage) in built.stages.iter_mut().enumerate() {
-            let span = queue.span()?;
-            let copy = if s == 0 { params.as_ref().zip(live) } else { None };
-            // The stage's status words, copied out for the completion thread.
-            let words = stage.kernels.len() as u64 * 4;
-            let status = built.status.as_ref().filter(|_| words > 0).map(|st| StatusWords {
-                buffer: st.buffer(),
-                first: u64::from(stage.first_slot) * 4,
-                bytes: words,
-            });
-            let mut sub = Submission::new(queue.lane.clone(), events[s].clone());
-            // Timestamps differ per submission: a profiling queue records
-            // the primary each time.
-            let reusable = if span.is_none() { reusable_primary(gpu, &recorded.pool, stage, status)? } else { None };
-            let words_out = match reusable {
-                Some(primary) => {
-                    if let Some(((slice, regions), live)) = copy {
-                        // Before the reused primary, in the same submission.
-                        sub.cmd = Some(recorded.pool.record(|cb| {
-                            copy_params(gpu, cb, slice, live, regions);
-                            Ok(())
-                        })?);
-                    }
-                    sub.reused = Some(primary.cmd.raw());
-                    let out = primary.status_out.as_ref().map(|(_, ptr)| *ptr);
-                    sub.keep.push(Box::new(primary));
-                    out
-                }
-                None => {
-                    let out = status.map(|_| recorded.rt.arena.alloc(words)).transpose()?;
-                    let secondaries: SmallVec<[vk::CommandBuffer; 8]> =
-                        stage.chunks.iter().map(|c| c.secondary.cmd.raw()).collect();
-                    let target = out.as_ref().map(|o| (o.buffer(), o.offset()));
-                    sub.cmd = Some(queue.record(span.as_ref(), |cb| {
-                        if let Some(((slice, regions), live)) = copy {
-                            copy_params(gpu, cb, slice, live, regions);
-                        }
-                        record_stage(gpu, cb, &secondaries, status.zip(target));
-                        Ok(())
-                    })?);
-                    sub.queries = span;
-                    sub.keep.extend(
-                        stage
-                            .chunks
-                            .iter()
-                            .map(|c| Box::new(c.secondary.clone()) as Box<dyn std::any::Any + Send + Sync>),
-                    );
-                    out.map(|o| {
-                        let ptr = StagingPtr(o.ptr());
-                        sub.keep.push(Box::new(o));
-                        ptr
-                    })
-                }
-            };
-            sub.keep
-                .extend(built.params.live.iter().map(|l| Box::new(l.clone()) as Box<dyn std::any::Any + Send + Sync>));
-            sub.keep.extend(built.staging.iter().map(|a| Box::new(a.clone()) as Box<dyn std::any::Any + Send + Sync>));
-            sub.pre = stage.pre.clone();
-            sub.post = stage.post.clone();
-            sub.deps = std::mem::take(&mut stage_deps[s]);
-            if let Some(words) = words_out {
-                sub.checks.push(StatusCheck {
-                    words,
-                    count: stage.kernels.len(),
-                    what: Launches::Commands { commands: stage.kernels.clone(), names: recorded.names.clone() },
-                });
-            }
-            if s > 0 {
-                sub.inherit = Some(events[s - 1].clone());
-            }
-            subs.push(sub);
-        }
+        let mut subs = self.record_submissions(queue, params.as_ref(), stage_deps, &events)?;
         if let (Some((slice, _)), Some(first)) = (params, subs.first_mut()) {
             first.keep.push(Box::new(slice));
         }
-        let first = &mut subs[0];
-        first.deps.extend(first_deps);
-        first.deps.extend(self.previous.clone());
-        first.deps.extend(queue.order(&last, false));
-        for s in 1..subs.len() {
-            let before = events[s - 1].clone();
-            subs[s].deps.push(before);
-        }
-        for &i in &recorded.signalling {
-            if let Some(signal) = &recorded.nodes[i as usize].signal {
-                signal.set(events[built.placed[i as usize].stage as usize].clone());
-            }
-        }
-        for sub in subs {
-            schedule(sub);
-        }
+        self.schedule_in_order(queue, subs, &events, first_deps);
         self.previous = Some(last.clone());
         Ok(if events.len() == 1 {
             Arc::new(VkEvent(last))

@@ -198,56 +198,25 @@ pub(crate) fn inspect(instance: &Instance, physical: vk::PhysicalDevice) -> std:
     // SAFETY: as above.
     unsafe { raw.get_physical_device_features2(physical, &mut features2) };
     let core = features2.features;
-    let missing: Vec<&str> = [
-        (f12.buffer_device_address, "bufferDeviceAddress"),
-        (f12.timeline_semaphore, "timelineSemaphore"),
-        (f12.storage_buffer8_bit_access, "storageBuffer8BitAccess"),
-        (core.shader_int64, "shaderInt64"),
-    ]
-    .iter()
-    .filter(|(present, _)| *present == vk::FALSE)
-    .map(|(_, name)| *name)
-    .collect();
+    let missing = missing_features(&core, &f12);
     if !missing.is_empty() {
         return Err(format!("{name}: lacks {}", missing.join(", ")));
     }
 
-    // SAFETY: plain queries of an enumerated physical device.
-    let families = unsafe { raw.get_physical_device_queue_family_properties(physical) };
-    let compute = |f: &vk::QueueFamilyProperties| f.queue_flags.contains(vk::QueueFlags::COMPUTE) && f.queue_count > 0;
-    let family = families
-        .iter()
-        .position(|f| compute(f) && f.timestamp_valid_bits > 0)
-        .or_else(|| families.iter().position(compute))
-        .ok_or_else(|| format!("{name}: no queue family with compute"))?;
-    let family_props = families[family];
+    let (family, family_props) =
+        compute_family(instance, physical).ok_or_else(|| format!("{name}: no queue family with compute"))?;
 
     // SAFETY: as above.
     let memory = unsafe { raw.get_physical_device_memory_properties(physical) };
-    let mut max_alloc = v11.max_memory_allocation_size;
-    if api_version >= vk::API_VERSION_1_3 {
-        let mut v13 = vk::PhysicalDeviceVulkan13Properties::default();
-        let mut props2 = vk::PhysicalDeviceProperties2::default().push_next(&mut v13);
-        // SAFETY: Vulkan 1.3 structures, queried on a 1.3 device.
-        unsafe { raw.get_physical_device_properties2(physical, &mut props2) };
-        max_alloc = max_alloc.min(v13.max_buffer_size);
-    }
-    let largest_heap =
-        memory.memory_heaps[..memory.memory_heap_count as usize].iter().map(|h| h.size).max().unwrap_or(0);
-    max_alloc = max_alloc.min(largest_heap);
+    let max_alloc = max_allocation(instance, physical, api_version, v11.max_memory_allocation_size, &memory);
 
     // SAFETY: a plain query of an enumerated physical device.
     let extensions = unsafe { raw.enumerate_device_extension_properties(physical) }.unwrap_or_default();
     let has = |wanted: &CStr| extensions.iter().any(|e| e.extension_name_as_c_str() == Ok(wanted));
     let optional = OptionalFeatures {
-        float64: core.shader_float64 == vk::TRUE,
-        float16: f12.shader_float16 == vk::TRUE,
-        int64_atomics: f12.shader_buffer_int64_atomics == vk::TRUE && f12.shader_shared_int64_atomics == vk::TRUE,
-        memory_model: f12.vulkan_memory_model == vk::TRUE,
-        memory_model_device_scope: f12.vulkan_memory_model == vk::TRUE
-            && f12.vulkan_memory_model_device_scope == vk::TRUE,
         calibrated_timestamps: has(vk::EXT_CALIBRATED_TIMESTAMPS_NAME)
             && crate::clock::calibrateable(instance, physical),
+        ..optional_features(&core, &f12)
     };
     let details = Details {
         vendor_id: properties.vendor_id,
@@ -277,6 +246,75 @@ pub(crate) fn inspect(instance: &Instance, physical: vk::PhysicalDevice) -> std:
         details,
         optional,
     })
+}
+
+/// The required features the device lacks, by their Vulkan names.
+fn missing_features(
+    core: &vk::PhysicalDeviceFeatures,
+    f12: &vk::PhysicalDeviceVulkan12Features<'_>,
+) -> Vec<&'static str> {
+    [
+        (f12.buffer_device_address, "bufferDeviceAddress"),
+        (f12.timeline_semaphore, "timelineSemaphore"),
+        (f12.storage_buffer8_bit_access, "storageBuffer8BitAccess"),
+        (core.shader_int64, "shaderInt64"),
+    ]
+    .iter()
+    .filter(|(present, _)| *present == vk::FALSE)
+    .map(|(_, name)| *name)
+    .collect()
+}
+
+/// The queue family kernels run on, with its properties: one with compute
+/// and timestamps, else one with compute.
+fn compute_family(instance: &Instance, physical: vk::PhysicalDevice) -> Option<(usize, vk::QueueFamilyProperties)> {
+    // SAFETY: plain queries of an enumerated physical device.
+    let families = unsafe { instance.raw.get_physical_device_queue_family_properties(physical) };
+    let compute = |f: &vk::QueueFamilyProperties| f.queue_flags.contains(vk::QueueFlags::COMPUTE) && f.queue_count > 0;
+    let family = families
+        .iter()
+        .position(|f| compute(f) && f.timestamp_valid_bits > 0)
+        .or_else(|| families.iter().position(compute))?;
+    Some((family, families[family]))
+}
+
+/// The largest allocation: Vulkan 1.1's limit, Vulkan 1.3's largest buffer
+/// and the largest heap, whichever is least.
+fn max_allocation(
+    instance: &Instance,
+    physical: vk::PhysicalDevice,
+    api_version: u32,
+    max_memory_allocation_size: u64,
+    memory: &vk::PhysicalDeviceMemoryProperties,
+) -> u64 {
+    let mut max_alloc = max_memory_allocation_size;
+    if api_version >= vk::API_VERSION_1_3 {
+        let mut v13 = vk::PhysicalDeviceVulkan13Properties::default();
+        let mut props2 = vk::PhysicalDeviceProperties2::default().push_next(&mut v13);
+        // SAFETY: Vulkan 1.3 structures, queried on a 1.3 device.
+        unsafe { instance.raw.get_physical_device_properties2(physical, &mut props2) };
+        max_alloc = max_alloc.min(v13.max_buffer_size);
+    }
+    let largest_heap =
+        memory.memory_heaps[..memory.memory_heap_count as usize].iter().map(|h| h.size).max().unwrap_or(0);
+    max_alloc.min(largest_heap)
+}
+
+/// The optional features kernels may use, as the device reports them
+/// (calibrated timestamps are the caller's: they need an extension).
+fn optional_features(
+    core: &vk::PhysicalDeviceFeatures,
+    f12: &vk::PhysicalDeviceVulkan12Features<'_>,
+) -> OptionalFeatures {
+    OptionalFeatures {
+        float64: core.shader_float64 == vk::TRUE,
+        float16: f12.shader_float16 == vk::TRUE,
+        int64_atomics: f12.shader_buffer_int64_atomics == vk::TRUE && f12.shader_shared_int64_atomics == vk::TRUE,
+        memory_model: f12.vulkan_memory_model == vk::TRUE,
+        memory_model_device_scope: f12.vulkan_memory_model == vk::TRUE
+            && f12.vulkan_memory_model_device_scope == vk::TRUE,
+        calibrated_timestamps: false,
+    }
 }
 
 fn precision(denorm: vk::Bool32, rte: vk::Bool32, rtz: vk::Bool32, inf_nan: vk::Bool32) -> PrecisionControls {

@@ -205,7 +205,9 @@ impl QueueImpl for VkQueue {
     /// `peer_access` supports), whose allocations and events are of the
     /// same `VkDevice`: an ordinary copy.
     unsafe fn usm_copy_peer(&self, command: &Command, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
-        // SAFETY: forwarded from the trait's contract.
+        // SAFETY: both contexts are of this queue's `VkDevice` (this method's doc), so the trait's
+        // `usm_copy_peer` contract gives `enqueue`'s: a validated command of memory this device
+        // reaches, host memory valid until it completes.
         unsafe { self.enqueue(command, wait) }
     }
 

@@ -361,50 +361,109 @@ pub(crate) struct DeviceShared {
     pub(crate) batch_timer: crate::batch::BatchTimer,
 }
 
+/// The logical device over `hw_count` queues of the physical device's
+/// family, with the features kernels may use beyond the required ones, as
+/// the device reports them (`DeviceInfo` says which).
+fn create_device(instance: &Instance, info: &PhysicalInfo, hw_count: u32) -> Result<ash::Device> {
+    let priorities = vec![1.0f32; hw_count as usize];
+    let queue_info =
+        [vk::DeviceQueueCreateInfo::default().queue_family_index(info.family).queue_priorities(&priorities)];
+    let optional = info.optional;
+    let mut f12 = vk::PhysicalDeviceVulkan12Features::default()
+        .buffer_device_address(true)
+        .timeline_semaphore(true)
+        .storage_buffer8_bit_access(true)
+        .shader_float16(optional.float16)
+        .shader_buffer_int64_atomics(optional.int64_atomics)
+        .shader_shared_int64_atomics(optional.int64_atomics)
+        .vulkan_memory_model(optional.memory_model)
+        .vulkan_memory_model_device_scope(optional.memory_model_device_scope);
+    let core = vk::PhysicalDeviceFeatures::default().shader_int64(true).shader_float64(optional.float64);
+    let mut features = vk::PhysicalDeviceFeatures2::default().features(core).push_next(&mut f12);
+    let extensions: Vec<*const std::ffi::c_char> =
+        if optional.calibrated_timestamps { vec![vk::EXT_CALIBRATED_TIMESTAMPS_NAME.as_ptr()] } else { Vec::new() };
+    let create = vk::DeviceCreateInfo::default()
+        .queue_create_infos(&queue_info)
+        .enabled_extension_names(&extensions)
+        .push_next(&mut features);
+    // SAFETY: the features and the extension were checked present by
+    // `inspect`; the structures live across the call.
+    let device = unsafe { instance.raw.create_device(info.physical, &create, None) }.vk("vkCreateDevice")?;
+    Ok(device)
+}
+
+/// The pipeline layout of every kernel: push constants only. The device is
+/// destroyed where it cannot be made (nothing else was made from it yet).
+fn pipeline_layout(device: &ash::Device) -> Result<vk::PipelineLayout> {
+    let range = [vk::PushConstantRange::default()
+        .stage_flags(vk::ShaderStageFlags::COMPUTE)
+        .offset(0)
+        .size(PUSH_CONSTANT_BYTES)];
+    let layout_info = vk::PipelineLayoutCreateInfo::default().push_constant_ranges(&range);
+    // SAFETY: a valid device and create info.
+    match unsafe { device.create_pipeline_layout(&layout_info, None) } {
+        Ok(l) => Ok(l),
+        Err(e) => {
+            // SAFETY: nothing else was created from the device yet.
+            unsafe { device.destroy_device(None) };
+            Err(crate::conv::vk_error(e, "vkCreatePipelineLayout"))
+        }
+    }
+}
+
+/// The lanes of a device and their completion threads.
+type LanesAndThreads = (Vec<Arc<Lane>>, Vec<JoinHandle<()>>);
+
+/// One lane per hardware queue (at least [`MIN_LANES`], sharing queues
+/// round robin), each with its timeline semaphore and completion thread.
+fn start_lanes(gpu: &Arc<Gpu>, hw_count: u32) -> Result<LanesAndThreads> {
+    let hw: Vec<Arc<HwQueue>> = (0..hw_count)
+        .map(|i| {
+            // SAFETY: `i` is below the number of queues created for the family.
+            let queue = unsafe { gpu.device.get_device_queue(gpu.family, i) };
+            Arc::new(HwQueue { queue: Mutex::new(queue) })
+        })
+        .collect();
+    let lane_count = (hw_count as usize).max(MIN_LANES);
+    let mut lanes = Vec::with_capacity(lane_count);
+    for index in 0..lane_count {
+        let mut kind = vk::SemaphoreTypeCreateInfo::default().semaphore_type(vk::SemaphoreType::TIMELINE);
+        let sem_info = vk::SemaphoreCreateInfo::default().push_next(&mut kind);
+        // SAFETY: a valid device; timeline semaphores are enabled.
+        let timeline = unsafe { gpu.device.create_semaphore(&sem_info, None) }.vk("vkCreateSemaphore")?;
+        lanes.push(Arc::new(Lane {
+            index,
+            gpu: gpu.clone(),
+            hw: hw[index % hw.len()].clone(),
+            timeline,
+            submitted: AtomicU64::new(0),
+            reached: AtomicU64::new(0),
+            fifo: Mutex::default(),
+            wake: Condvar::new(),
+            finishing: Mutex::new(()),
+        }));
+    }
+    let mut reapers = Vec::with_capacity(lanes.len());
+    for lane in &lanes {
+        let lane = lane.clone();
+        let handle = std::thread::Builder::new()
+            .name(format!("ur-vulkan-lane-{}", lane.index))
+            .spawn(move || lane.reap())
+            .map_err(|e| cmdbuf_core::err!(OutOfResources, "cannot start a Vulkan completion thread: {e}"))?;
+        reapers.push(handle);
+    }
+    Ok((lanes, reapers))
+}
+
 impl DeviceShared {
-    /// Creates the logical device, its lanes and their threads.
+    /// Creates the logical device (`create_device`), the pipeline layout
+    /// every kernel shares (`pipeline_layout`), its lanes and their threads
+    /// (`start_lanes`) and the internal fill shader.
     pub(crate) fn new(instance: Arc<Instance>, info: &PhysicalInfo) -> Result<Arc<DeviceShared>> {
         let hw_count = info.family_queues.clamp(1, MAX_HW_QUEUES);
-        let priorities = vec![1.0f32; hw_count as usize];
-        let queue_info =
-            [vk::DeviceQueueCreateInfo::default().queue_family_index(info.family).queue_priorities(&priorities)];
-        // The features kernels may use beyond the required ones, as the
-        // device reports them (`DeviceInfo` says which).
         let optional = info.optional;
-        let mut f12 = vk::PhysicalDeviceVulkan12Features::default()
-            .buffer_device_address(true)
-            .timeline_semaphore(true)
-            .storage_buffer8_bit_access(true)
-            .shader_float16(optional.float16)
-            .shader_buffer_int64_atomics(optional.int64_atomics)
-            .shader_shared_int64_atomics(optional.int64_atomics)
-            .vulkan_memory_model(optional.memory_model)
-            .vulkan_memory_model_device_scope(optional.memory_model_device_scope);
-        let core = vk::PhysicalDeviceFeatures::default().shader_int64(true).shader_float64(optional.float64);
-        let mut features = vk::PhysicalDeviceFeatures2::default().features(core).push_next(&mut f12);
-        let extensions: Vec<*const std::ffi::c_char> =
-            if optional.calibrated_timestamps { vec![vk::EXT_CALIBRATED_TIMESTAMPS_NAME.as_ptr()] } else { Vec::new() };
-        let create = vk::DeviceCreateInfo::default()
-            .queue_create_infos(&queue_info)
-            .enabled_extension_names(&extensions)
-            .push_next(&mut features);
-        // SAFETY: the features and the extension were checked present by
-        // `inspect`; the structures live across the call.
-        let device = unsafe { instance.raw.create_device(info.physical, &create, None) }.vk("vkCreateDevice")?;
-        let range = [vk::PushConstantRange::default()
-            .stage_flags(vk::ShaderStageFlags::COMPUTE)
-            .offset(0)
-            .size(PUSH_CONSTANT_BYTES)];
-        let layout_info = vk::PipelineLayoutCreateInfo::default().push_constant_ranges(&range);
-        // SAFETY: a valid device and create info.
-        let layout = match unsafe { device.create_pipeline_layout(&layout_info, None) } {
-            Ok(l) => l,
-            Err(e) => {
-                // SAFETY: nothing else was created from the device yet.
-                unsafe { device.destroy_device(None) };
-                return Err(crate::conv::vk_error(e, "vkCreatePipelineLayout"));
-            }
-        };
+        let device = create_device(&instance, info, hw_count)?;
+        let layout = pipeline_layout(&device)?;
         let calibrated = optional
             .calibrated_timestamps
             .then(|| ash::ext::calibrated_timestamps::Device::new(&instance.raw, &device));
@@ -421,41 +480,7 @@ impl DeviceShared {
             host_polls: info.device_type != vk::PhysicalDeviceType::CPU,
         });
 
-        let hw: Vec<Arc<HwQueue>> = (0..hw_count)
-            .map(|i| {
-                // SAFETY: `i` is below the number of queues created for the family.
-                let queue = unsafe { gpu.device.get_device_queue(info.family, i) };
-                Arc::new(HwQueue { queue: Mutex::new(queue) })
-            })
-            .collect();
-        let lane_count = (hw_count as usize).max(MIN_LANES);
-        let mut lanes = Vec::with_capacity(lane_count);
-        for index in 0..lane_count {
-            let mut kind = vk::SemaphoreTypeCreateInfo::default().semaphore_type(vk::SemaphoreType::TIMELINE);
-            let sem_info = vk::SemaphoreCreateInfo::default().push_next(&mut kind);
-            // SAFETY: a valid device; timeline semaphores are enabled.
-            let timeline = unsafe { gpu.device.create_semaphore(&sem_info, None) }.vk("vkCreateSemaphore")?;
-            lanes.push(Arc::new(Lane {
-                index,
-                gpu: gpu.clone(),
-                hw: hw[index % hw.len()].clone(),
-                timeline,
-                submitted: AtomicU64::new(0),
-                reached: AtomicU64::new(0),
-                fifo: Mutex::default(),
-                wake: Condvar::new(),
-                finishing: Mutex::new(()),
-            }));
-        }
-        let mut reapers = Vec::with_capacity(lanes.len());
-        for lane in &lanes {
-            let lane = lane.clone();
-            let handle = std::thread::Builder::new()
-                .name(format!("ur-vulkan-lane-{}", lane.index))
-                .spawn(move || lane.reap())
-                .map_err(|e| cmdbuf_core::err!(OutOfResources, "cannot start a Vulkan completion thread: {e}"))?;
-            reapers.push(handle);
-        }
+        let (lanes, reapers) = start_lanes(&gpu, hw_count)?;
         let fill_group = crate::shaders::fill_group(
             info.limits.max_compute_work_group_size[0],
             info.limits.max_compute_work_group_invocations,

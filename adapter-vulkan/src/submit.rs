@@ -50,7 +50,8 @@ impl HostCopy {
     /// rows lie in live mapped memory nothing else uses now.
     pub(crate) unsafe fn copy_in(&self) {
         for &(h, s, n) in &self.rows {
-            // SAFETY: forwarded from the contract; the two sides are distinct memory.
+            // SAFETY: the host rows are readable and the staging rows live mapped memory nothing else
+            // uses (this function's `# Safety`); the two sides are distinct memory.
             unsafe { std::ptr::copy_nonoverlapping(self.host.as_ptr().add(h), self.staging.0.add(s), n) };
         }
     }
@@ -99,7 +100,8 @@ impl StatusCheck {
     unsafe fn failure(&self) -> Option<UrError> {
         let words = self.words.0.cast::<u32>();
         let (k, code) = (0..self.count).find_map(|k| {
-            // SAFETY: forwarded; word `k` lies in the checked range, 4-byte aligned.
+            // SAFETY: the words are live mapped memory the completed launches wrote (this function's
+            // `# Safety`); word `k` lies in the checked range, 4-byte aligned.
             let code = unsafe { words.add(k).read_volatile() };
             (code != 0).then_some((k, code))
         })?;

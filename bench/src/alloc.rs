@@ -14,7 +14,8 @@ static LIVE: AtomicIsize = AtomicIsize::new(0);
 // arguments; the counter does not affect the memory handed out.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwarded with the caller's layout (the trait's contract).
+        // SAFETY: `GlobalAlloc::alloc`'s contract gives a layout of non-zero size, which is all
+        // `System.alloc` requires.
         let p = unsafe { System.alloc(layout) };
         if !p.is_null() {
             LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);

@@ -310,7 +310,9 @@ impl Queue {
                 let (command, origin) = launch.resolve(self.context())?;
                 Ok(Recordable::Kernel(command, origin))
             },
-            // SAFETY: the caller's contract.
+            // SAFETY: the memory the launch's arguments reach stays allocated and unused by the host
+            // until it completes, and while recording at every execution of the graphs made from the
+            // graph (this function's `# Safety`), as `launch_kernel` requires.
             |q, w| unsafe { q.launch_kernel(launch, w) },
         )
     }
@@ -630,7 +632,8 @@ impl Queue {
                 );
                 Ok(Recordable::Native(recorded))
             },
-            // SAFETY: the caller's contract.
+            // SAFETY: `callback`'s native work meets `enqueue_native_command`'s contract (this
+            // function's `# Safety`), and while recording `Handler::native_command`'s.
             |q, w| unsafe { q.enqueue_native_command(mems, w, move |scope| callback(scope)) },
         )
     }
@@ -648,7 +651,8 @@ impl Queue {
     ) -> Result<Event> {
         self.refuse_while_recording("a native command")?;
         let wait = self.eager_wait(wait)?;
-        // SAFETY: the caller's contract.
+        // SAFETY: `callback`'s native work meets `enqueue_native_command_now`'s contract (this
+        // function's `# Safety`, the same).
         unsafe { self.inner.core.enqueue_native_command_now(mems, &wait, callback) }.map(Event::Core)
     }
 

@@ -119,7 +119,8 @@ struct Slot {
 // before the loader can read it) and is never written after the slot is
 // made; the rest is atomic.
 unsafe impl Sync for Slot {}
-// SAFETY: as for Sync.
+// SAFETY: as for Sync: the table pointers are never written after the slot
+// is made and the rest is atomic, so any thread may own a slot.
 unsafe impl Send for Slot {}
 
 type FreeList = Mutex<VecDeque<&'static Slot>>;
@@ -421,7 +422,7 @@ impl<T: Object> Handle<T> {
     /// # Safety
     /// As for [`Handle::get`].
     pub unsafe fn arc(raw: T::Raw) -> AbiResult<Arc<Handle<T>>> {
-        // SAFETY: forwarded.
+        // SAFETY: `raw` is null or one of this adapter's handles (this function's `# Safety`), all `get` needs.
         Ok(unsafe { Self::get(raw)? }.to_arc())
     }
 
@@ -430,7 +431,7 @@ impl<T: Object> Handle<T> {
     /// # Safety
     /// As for [`Handle::get`].
     pub unsafe fn retain(raw: T::Raw) -> AbiResult {
-        // SAFETY: forwarded.
+        // SAFETY: `raw` is null or one of this adapter's handles (this function's `# Safety`), all `get` needs.
         let handle = unsafe { Self::get(raw)? };
         match handle.lifetime {
             Lifetime::Fixed => {}
@@ -455,7 +456,8 @@ impl<T: Object> Handle<T> {
     /// # Safety
     /// As for [`Handle::get`].
     pub unsafe fn release(raw: T::Raw) -> AbiResult {
-        // SAFETY: forwarded.
+        // SAFETY: `raw` is null or one of this adapter's handles (this function's `# Safety`), all `release_then`
+        // needs.
         unsafe { Self::release_then(raw, |_| ()) }
     }
 
@@ -466,7 +468,7 @@ impl<T: Object> Handle<T> {
     /// # Safety
     /// As for [`Handle::release`].
     pub unsafe fn release_then(raw: T::Raw, last: impl FnOnce(&T)) -> AbiResult {
-        // SAFETY: forwarded.
+        // SAFETY: `raw` is null or one of this adapter's handles (this function's `# Safety`), all `get` needs.
         let handle = unsafe { Self::get(raw)? };
         if handle.lifetime == Lifetime::Fixed {
             return Ok(());

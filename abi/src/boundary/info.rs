@@ -39,7 +39,8 @@ impl InfoOut {
     /// Answers with raw bytes.
     pub fn bytes(self, bytes: &[u8]) -> AbiResult {
         if !self.size_ret.is_null() {
-            // SAFETY: writable per `new`'s contract.
+            // SAFETY: non-null here, and `new`'s contract makes a non-null
+            // `size_ret` writable.
             unsafe { self.size_ret.write_unaligned(bytes.len()) };
         }
         if !self.value.is_null() {
@@ -225,7 +226,8 @@ mod tests {
     #[test]
     fn a_larger_buffer_keeps_its_tail() {
         let mut value = exact(8);
-        // SAFETY: writable for 8 bytes.
+        // SAFETY: `value` is a live buffer of 8 writable bytes, and the size
+        // return is null.
         let out = unsafe { InfoOut::new(8, value.as_mut_ptr().cast::<c_void>(), std::ptr::null_mut()) }.unwrap();
         out.value(7u32).unwrap();
         assert_eq!(&value[..4], 7u32.to_ne_bytes());

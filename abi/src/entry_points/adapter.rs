@@ -30,7 +30,8 @@ pub(crate) unsafe extern "C" fn urAdapterGet(
 ) -> ur_result_t {
     guard("urAdapterGet", || {
         let adapter = adapter()?;
-        // SAFETY: forwarded.
+        // SAFETY: `adapters` is null or writable for `num_entries` handles, `num_adapters` null or writable
+        // (entry_points doc, "Out-pointers"), all `enumerate` needs.
         unsafe { enumerate(&[adapter.raw()], num_entries, adapters, num_adapters)? };
         // Every handle given out is one more application reference.
         if !adapters.is_null() {
@@ -43,14 +44,14 @@ pub(crate) unsafe extern "C" fn urAdapterGet(
 /// # Safety
 /// UR's contract for `urAdapterRetain`.
 pub(crate) unsafe extern "C" fn urAdapterRetain(adapter: ur_adapter_handle_t) -> ur_result_t {
-    // SAFETY: forwarded.
+    // SAFETY: `adapter` is null or one of this adapter's handles (entry_points doc, "Handles"), all `retain` needs.
     guard("urAdapterRetain", || unsafe { Handle::<Adapter>::retain(adapter) })
 }
 
 /// # Safety
 /// UR's contract for `urAdapterRelease`.
 pub(crate) unsafe extern "C" fn urAdapterRelease(adapter: ur_adapter_handle_t) -> ur_result_t {
-    // SAFETY: forwarded.
+    // SAFETY: `adapter` is null or one of this adapter's handles (entry_points doc, "Handles"), all `release` needs.
     guard("urAdapterRelease", || unsafe { Handle::<Adapter>::release(adapter) })
 }
 
@@ -89,9 +90,10 @@ pub(crate) unsafe extern "C" fn urAdapterGetInfo(
     size_ret: *mut usize,
 ) -> ur_result_t {
     guard("urAdapterGetInfo", || {
-        // SAFETY: forwarded.
+        // SAFETY: `adapter` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let adapter = unsafe { Handle::<Adapter>::get(adapter)? };
-        // SAFETY: forwarded.
+        // SAFETY: `value` is null or writable for `size` bytes, `size_ret` null or writable (entry_points doc, "Info
+        // queries"), all `InfoOut::new` needs.
         let out = unsafe { InfoOut::new(size, value, size_ret)? };
         match name {
             ur_adapter_info_t::UR_ADAPTER_INFO_BACKEND => out.value(ur_backend(adapter.value.backend)),
@@ -111,7 +113,7 @@ pub(crate) unsafe extern "C" fn urAdapterSetLoggerCallback(
     level: ur_logger_level_t,
 ) -> ur_result_t {
     guard("urAdapterSetLoggerCallback", || {
-        // SAFETY: forwarded.
+        // SAFETY: `adapter` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let adapter = unsafe { Handle::<Adapter>::get(adapter)? };
         let callback = callback.ok_or_else(|| err!(InvalidNullPointer, "null logger callback"))?;
         check_level(level)?;
@@ -127,7 +129,7 @@ pub(crate) unsafe extern "C" fn urAdapterSetLoggerCallbackLevel(
     level: ur_logger_level_t,
 ) -> ur_result_t {
     guard("urAdapterSetLoggerCallbackLevel", || {
-        // SAFETY: forwarded.
+        // SAFETY: `adapter` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let adapter = unsafe { Handle::<Adapter>::get(adapter)? };
         check_level(level)?;
         let mut logger = adapter.value.logger.lock();

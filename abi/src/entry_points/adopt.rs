@@ -88,10 +88,11 @@ pub(crate) unsafe extern "C" fn urPlatformCreateWithNativeHandle(
     out: *mut ur_platform_handle_t,
 ) -> ur_result_t {
     guard("urPlatformCreateWithNativeHandle", || {
-        // SAFETY: forwarded.
+        // SAFETY: `adapter` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let adapter = unsafe { Handle::<Adapter>::get(adapter)? };
         ensure!(!out.is_null(), InvalidNullPointer, "phPlatform is null");
-        // SAFETY: forwarded.
+        // SAFETY: `properties` is null or one readable struct (entry_points doc, "Arrays and strings"), all `ownership`
+        // needs.
         unsafe { ownership(properties)? };
         let platforms = adapter.value.platforms();
         let cores: Vec<cmdbuf_core::Platform> = platforms.iter().map(|p| p.value.core().clone()).collect();
@@ -112,10 +113,11 @@ pub(crate) unsafe extern "C" fn urDeviceCreateWithNativeHandle(
     out: *mut ur_device_handle_t,
 ) -> ur_result_t {
     guard("urDeviceCreateWithNativeHandle", || {
-        // SAFETY: forwarded.
+        // SAFETY: `adapter` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let adapter = unsafe { Handle::<Adapter>::get(adapter)? };
         ensure!(!out.is_null(), InvalidNullPointer, "phDevice is null");
-        // SAFETY: forwarded.
+        // SAFETY: `properties` is null or one readable struct (entry_points doc, "Arrays and strings"), all `ownership`
+        // needs.
         unsafe { ownership(properties)? };
         let mut last = None;
         for platform in adapter.value.platforms() {
@@ -156,10 +158,11 @@ pub(crate) unsafe extern "C" fn urContextCreateWithNativeHandle(
     out: *mut ur_context_handle_t,
 ) -> ur_result_t {
     guard("urContextCreateWithNativeHandle", || {
-        // SAFETY: forwarded.
+        // SAFETY: `adapter` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         unsafe { Handle::<Adapter>::get(adapter)? };
         ensure!(!out.is_null(), InvalidNullPointer, "phContext is null");
-        // SAFETY: forwarded.
+        // SAFETY: `properties` is null or one readable struct (entry_points doc, "Arrays and strings"), all `ownership`
+        // needs.
         let ownership = unsafe { ownership(properties)? };
         ensure!(
             num_devices != 0 && !devices.is_null(),
@@ -185,16 +188,17 @@ pub(crate) unsafe extern "C" fn urQueueCreateWithNativeHandle(
     out: *mut ur_queue_handle_t,
 ) -> ur_result_t {
     guard("urQueueCreateWithNativeHandle", || {
-        // SAFETY: forwarded.
+        // SAFETY: `context` is null or one of this adapter's handles (entry_points doc, "Handles"), all `arc` needs.
         let context = unsafe { Handle::<Context>::arc(context)? };
         let device = if device.is_null() {
             None
         } else {
-            // SAFETY: forwarded.
+            // SAFETY: `device` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
             Some(unsafe { Handle::<Device>::get(device)? })
         };
         ensure!(!out.is_null(), InvalidNullPointer, "phQueue is null");
-        // SAFETY: forwarded.
+        // SAFETY: `properties` is null or one readable struct (entry_points doc, "Arrays and strings"), all `ownership`
+        // needs.
         let ownership = unsafe { ownership(properties)? };
         let device = device.map(|d| d.value.core());
         // SAFETY: UR's contract: a native queue of the context's backend.
@@ -213,10 +217,11 @@ pub(crate) unsafe extern "C" fn urMemBufferCreateWithNativeHandle(
     out: *mut ur_mem_handle_t,
 ) -> ur_result_t {
     guard("urMemBufferCreateWithNativeHandle", || {
-        // SAFETY: forwarded.
+        // SAFETY: `context` is null or one of this adapter's handles (entry_points doc, "Handles"), all `arc` needs.
         let context = unsafe { Handle::<Context>::arc(context)? };
         ensure!(!out.is_null(), InvalidNullPointer, "phMem is null");
-        // SAFETY: forwarded.
+        // SAFETY: `properties` is null or one readable struct (entry_points doc, "Arrays and strings"), all `ownership`
+        // needs.
         let ownership = unsafe { ownership(properties)? };
         // SAFETY: UR's contract: a native buffer of the context's backend.
         let core = unsafe { cmdbuf_core::MemBuffer::from_native(context.value.core(), native(handle), ownership)? };
@@ -234,10 +239,11 @@ pub(crate) unsafe extern "C" fn urEventCreateWithNativeHandle(
     out: *mut ur_event_handle_t,
 ) -> ur_result_t {
     guard("urEventCreateWithNativeHandle", || {
-        // SAFETY: forwarded.
+        // SAFETY: `context` is null or one of this adapter's handles (entry_points doc, "Handles"), all `arc` needs.
         let context: Arc<Handle<Context>> = unsafe { Handle::<Context>::arc(context)? };
         ensure!(!out.is_null(), InvalidNullPointer, "phEvent is null");
-        // SAFETY: forwarded.
+        // SAFETY: `properties` is null or one readable struct (entry_points doc, "Arrays and strings"), all `ownership`
+        // needs.
         let ownership = unsafe { ownership(properties)? };
         // SAFETY: UR's contract: a native event of the context's backend.
         let core = unsafe { cmdbuf_core::Event::from_native(context.value.core(), native(handle), ownership)? };
@@ -271,10 +277,11 @@ pub(crate) unsafe extern "C" fn urProgramCreateWithNativeHandle(
     out: *mut ur_program_handle_t,
 ) -> ur_result_t {
     guard("urProgramCreateWithNativeHandle", || {
-        // SAFETY: forwarded.
+        // SAFETY: `context` is null or one of this adapter's handles (entry_points doc, "Handles"), all `arc` needs.
         let context = unsafe { Handle::<Context>::arc(context)? };
         ensure!(!out.is_null(), InvalidNullPointer, "phProgram is null");
-        // SAFETY: forwarded.
+        // SAFETY: `properties` is null or one readable struct (entry_points doc, "Arrays and strings"), all `ownership`
+        // needs.
         let ownership = unsafe { ownership(properties)? };
         // SAFETY: UR's contract: a native program of the context's backend.
         let core = unsafe { cmdbuf_core::Program::from_native(context.value.core(), native(handle), ownership)? };
@@ -293,16 +300,18 @@ pub(crate) unsafe extern "C" fn urKernelCreateWithNativeHandle(
     out: *mut ur_kernel_handle_t,
 ) -> ur_result_t {
     guard("urKernelCreateWithNativeHandle", || {
-        // SAFETY: forwarded.
+        // SAFETY: `context` is null or one of this adapter's handles (entry_points doc, "Handles"), all `arc` needs.
         let context = unsafe { Handle::<Context>::arc(context)? };
         let program = if program.is_null() {
             None
         } else {
-            // SAFETY: forwarded.
+            // SAFETY: `program` is null or one of this adapter's handles (entry_points doc, "Handles"), all `arc`
+            // needs.
             Some(unsafe { Handle::<Program>::arc(program)? })
         };
         ensure!(!out.is_null(), InvalidNullPointer, "phKernel is null");
-        // SAFETY: forwarded.
+        // SAFETY: `properties` is null or one readable struct (entry_points doc, "Arrays and strings"), all `ownership`
+        // needs.
         let ownership = unsafe { ownership(properties)? };
         if let Some(program) = &program {
             ensure!(

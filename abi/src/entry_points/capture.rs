@@ -33,7 +33,7 @@ pub(crate) unsafe extern "C" fn urGraphCreateExp(
     graph: *mut ur_exp_graph_handle_t,
 ) -> ur_result_t {
     guard("urGraphCreateExp", || {
-        // SAFETY: forwarded.
+        // SAFETY: `context` is null or one of this adapter's handles (entry_points doc, "Handles"), all `arc` needs.
         let context = unsafe { Handle::<Context>::arc(context)? };
         ensure!(!graph.is_null(), InvalidNullPointer, "phGraph is null");
         let created = CapturedGraph::new(context.value.core())?;
@@ -46,7 +46,7 @@ pub(crate) unsafe extern "C" fn urGraphCreateExp(
 /// UR's contract for `urQueueBeginGraphCaptureExp`.
 pub(crate) unsafe extern "C" fn urQueueBeginGraphCaptureExp(queue: ur_queue_handle_t) -> ur_result_t {
     guard("urQueueBeginGraphCaptureExp", || {
-        // SAFETY: forwarded.
+        // SAFETY: `queue` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let queue = unsafe { Handle::<Queue>::get(queue)? };
         queue.value.core().begin_capture()
     })
@@ -59,9 +59,9 @@ pub(crate) unsafe extern "C" fn urQueueBeginCaptureIntoGraphExp(
     graph: ur_exp_graph_handle_t,
 ) -> ur_result_t {
     guard("urQueueBeginCaptureIntoGraphExp", || {
-        // SAFETY: forwarded.
+        // SAFETY: `queue` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let queue = unsafe { Handle::<Queue>::get(queue)? };
-        // SAFETY: forwarded.
+        // SAFETY: `graph` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let graph = unsafe { Handle::<Graph>::get(graph)? };
         queue.value.core().begin_capture_into(&graph.value.graph)
     })
@@ -74,7 +74,7 @@ pub(crate) unsafe extern "C" fn urQueueEndGraphCaptureExp(
     graph: *mut ur_exp_graph_handle_t,
 ) -> ur_result_t {
     guard("urQueueEndGraphCaptureExp", || {
-        // SAFETY: forwarded.
+        // SAFETY: `queue` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let queue = unsafe { Handle::<Queue>::get(queue)? };
         ensure!(!graph.is_null(), InvalidNullPointer, "phGraph is null");
         let captured = queue.value.core().end_capture()?;
@@ -91,7 +91,7 @@ pub(crate) unsafe extern "C" fn urQueueIsGraphCaptureEnabledExp(
     result: *mut bool,
 ) -> ur_result_t {
     guard("urQueueIsGraphCaptureEnabledExp", || {
-        // SAFETY: forwarded.
+        // SAFETY: `queue` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let queue = unsafe { Handle::<Queue>::get(queue)? };
         // SAFETY: null (refused) or writable per the contract.
         unsafe { write_out(result, queue.value.core().is_capturing(), "pResult") }
@@ -105,7 +105,7 @@ pub(crate) unsafe extern "C" fn urQueueGetGraphExp(
     graph: *mut ur_exp_graph_handle_t,
 ) -> ur_result_t {
     guard("urQueueGetGraphExp", || {
-        // SAFETY: forwarded.
+        // SAFETY: `queue` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let queue = unsafe { Handle::<Queue>::get(queue)? };
         ensure!(!graph.is_null(), InvalidNullPointer, "phGraph is null");
         let captured = queue.value.core().capture_graph()?;
@@ -122,7 +122,7 @@ pub(crate) unsafe extern "C" fn urGraphInstantiateGraphExp(
     exec: *mut ur_exp_executable_graph_handle_t,
 ) -> ur_result_t {
     guard("urGraphInstantiateGraphExp", || {
-        // SAFETY: forwarded.
+        // SAFETY: `graph` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let graph = unsafe { Handle::<Graph>::get(graph)? };
         ensure!(!exec.is_null(), InvalidNullPointer, "phExecGraph is null");
         let made = ExecGraph { exec: graph.value.graph.instantiate()?, _context: graph.value._context.clone() };
@@ -143,14 +143,15 @@ pub(crate) unsafe extern "C" fn urEnqueueGraphExp(
     guard("urEnqueueGraphExp", || {
         // The wait list is checked first, as UR's conformance test expects
         // of a malformed list given with a null graph.
-        // SAFETY: forwarded.
+        // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
+        // `wait_list` needs.
         let wait = unsafe { wait_list(events, num_events)? };
-        // SAFETY: forwarded.
+        // SAFETY: `queue` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let queue = unsafe { Handle::<Queue>::get(queue)? };
-        // SAFETY: forwarded.
+        // SAFETY: `exec` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let exec = unsafe { Handle::<ExecGraph>::get(exec)? };
         let done = queue.value.core().enqueue_graph(&exec.value.exec, &wait)?;
-        // SAFETY: forwarded.
+        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `emit` needs.
         unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_ENQUEUE_GRAPH_EXP) };
         Ok(())
     })
@@ -161,7 +162,7 @@ pub(crate) unsafe extern "C" fn urEnqueueGraphExp(
 pub(crate) unsafe extern "C" fn urGraphDestroyExp(graph: ur_exp_graph_handle_t) -> ur_result_t {
     // A capture in progress keeps the graph itself until it ends; executable
     // graphs made from it do not need it.
-    // SAFETY: forwarded.
+    // SAFETY: `graph` is null or one of this adapter's handles (entry_points doc, "Handles"), all `release` needs.
     guard("urGraphDestroyExp", || unsafe { Handle::<Graph>::release(graph) })
 }
 
@@ -171,7 +172,7 @@ pub(crate) unsafe extern "C" fn urGraphExecutableGraphDestroyExp(
     exec: ur_exp_executable_graph_handle_t,
 ) -> ur_result_t {
     // Submissions in flight keep what they run.
-    // SAFETY: forwarded.
+    // SAFETY: `exec` is null or one of this adapter's handles (entry_points doc, "Handles"), all `release` needs.
     guard("urGraphExecutableGraphDestroyExp", || unsafe { Handle::<ExecGraph>::release(exec) })
 }
 
@@ -179,7 +180,7 @@ pub(crate) unsafe extern "C" fn urGraphExecutableGraphDestroyExp(
 /// UR's contract for `urGraphIsEmptyExp`.
 pub(crate) unsafe extern "C" fn urGraphIsEmptyExp(graph: ur_exp_graph_handle_t, result: *mut bool) -> ur_result_t {
     guard("urGraphIsEmptyExp", || {
-        // SAFETY: forwarded.
+        // SAFETY: `graph` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let graph = unsafe { Handle::<Graph>::get(graph)? };
         // SAFETY: null (refused) or writable per the contract.
         unsafe { write_out(result, graph.value.graph.is_empty(), "pResult") }
@@ -190,7 +191,7 @@ pub(crate) unsafe extern "C" fn urGraphIsEmptyExp(graph: ur_exp_graph_handle_t, 
 /// UR's contract for `urGraphGetIdExp`.
 pub(crate) unsafe extern "C" fn urGraphGetIdExp(graph: ur_exp_graph_handle_t, id: *mut u64) -> ur_result_t {
     guard("urGraphGetIdExp", || {
-        // SAFETY: forwarded.
+        // SAFETY: `graph` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let graph = unsafe { Handle::<Graph>::get(graph)? };
         // SAFETY: null (refused) or writable per the contract.
         unsafe { write_out(id, graph.value.graph.id(), "pGraphId") }
@@ -205,7 +206,7 @@ pub(crate) unsafe extern "C" fn urGraphSetDestructionCallbackExp(
     user_data: *mut c_void,
 ) -> ur_result_t {
     guard("urGraphSetDestructionCallbackExp", || {
-        // SAFETY: forwarded.
+        // SAFETY: `graph` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let graph = unsafe { Handle::<Graph>::get(graph)? };
         let Some(callback) = callback else {
             return Err(cmdbuf_core::err!(InvalidNullPointer, "pfnCallback is null"));
@@ -222,7 +223,7 @@ pub(crate) unsafe extern "C" fn urGraphDumpContentsExp(
     path: *const c_char,
 ) -> ur_result_t {
     guard("urGraphDumpContentsExp", || {
-        // SAFETY: forwarded.
+        // SAFETY: `graph` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let graph = unsafe { Handle::<Graph>::get(graph)? };
         ensure!(!path.is_null(), InvalidNullPointer, "filePath is null");
         // SAFETY: non-null and NUL-terminated per the contract.

@@ -40,9 +40,9 @@ pub(crate) unsafe extern "C" fn urCommandBufferCreateExp(
     out: *mut ur_exp_command_buffer_handle_t,
 ) -> ur_result_t {
     guard("urCommandBufferCreateExp", || {
-        // SAFETY: forwarded.
+        // SAFETY: `context` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let context = unsafe { Handle::<Context>::get(context)? };
-        // SAFETY: forwarded.
+        // SAFETY: `device` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let device = unsafe { Handle::<Device>::get(device)? };
         ensure!(!out.is_null(), InvalidNullPointer, "phCommandBuffer is null");
         // SAFETY: null or readable per the contract.
@@ -62,7 +62,7 @@ pub(crate) unsafe extern "C" fn urCommandBufferCreateExp(
 /// # Safety
 /// UR's contract for `urCommandBufferRetainExp`.
 pub(crate) unsafe extern "C" fn urCommandBufferRetainExp(buffer: ur_exp_command_buffer_handle_t) -> ur_result_t {
-    // SAFETY: forwarded.
+    // SAFETY: `buffer` is null or one of this adapter's handles (entry_points doc, "Handles"), all `retain` needs.
     guard("urCommandBufferRetainExp", || unsafe { Handle::<CommandBuffer>::retain(buffer) })
 }
 
@@ -71,7 +71,7 @@ pub(crate) unsafe extern "C" fn urCommandBufferRetainExp(buffer: ur_exp_command_
 pub(crate) unsafe extern "C" fn urCommandBufferReleaseExp(buffer: ur_exp_command_buffer_handle_t) -> ur_result_t {
     // A buffer released while it executes stays alive: cmdbuf-core's submissions
     // hold it.
-    // SAFETY: forwarded.
+    // SAFETY: `buffer` is null or one of this adapter's handles (entry_points doc, "Handles"), all `release` needs.
     guard("urCommandBufferReleaseExp", || unsafe { Handle::<CommandBuffer>::release(buffer) })
 }
 
@@ -79,7 +79,7 @@ pub(crate) unsafe extern "C" fn urCommandBufferReleaseExp(buffer: ur_exp_command
 /// UR's contract for `urCommandBufferFinalizeExp`.
 pub(crate) unsafe extern "C" fn urCommandBufferFinalizeExp(buffer: ur_exp_command_buffer_handle_t) -> ur_result_t {
     guard("urCommandBufferFinalizeExp", || {
-        // SAFETY: forwarded.
+        // SAFETY: `buffer` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let buffer = unsafe { Handle::<CommandBuffer>::get(buffer)? };
         buffer.value.buffer.finalize()
     })
@@ -95,9 +95,10 @@ pub(crate) unsafe extern "C" fn urCommandBufferGetInfoExp(
     size_ret: *mut usize,
 ) -> ur_result_t {
     guard("urCommandBufferGetInfoExp", || {
-        // SAFETY: forwarded.
+        // SAFETY: `buffer` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let handle = unsafe { Handle::<CommandBuffer>::get(buffer)? };
-        // SAFETY: forwarded.
+        // SAFETY: `value` is null or writable for `size` bytes, `size_ret` null or writable (entry_points doc, "Info
+        // queries"), all `InfoOut::new` needs.
         let out = unsafe { InfoOut::new(size, value, size_ret)? };
         match name {
             ur_exp_command_buffer_info_t::UR_EXP_COMMAND_BUFFER_INFO_REFERENCE_COUNT => {
@@ -125,7 +126,7 @@ pub(crate) unsafe extern "C" fn urCommandBufferGetNativeHandleExp(
     native: *mut ur_native_handle_t,
 ) -> ur_result_t {
     guard("urCommandBufferGetNativeHandleExp", || {
-        // SAFETY: forwarded.
+        // SAFETY: `buffer` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let handle = unsafe { Handle::<CommandBuffer>::get(buffer)? };
         ensure!(!native.is_null(), InvalidNullPointer, "phNativeCommandBuffer is null");
         let value = handle.value.buffer.native_handle()?;
@@ -152,8 +153,9 @@ pub(crate) unsafe extern "C" fn urCommandBufferAppendUSMMemcpyExp(
     guard("urCommandBufferAppendUSMMemcpyExp", || {
         ensure!(!dst.is_null() && !src.is_null(), InvalidNullPointer, "pDst or pSrc is null");
         let out = AppendOut { sync_point, event, command };
-        // SAFETY: forwarded; host memory named here stays valid at every
-        // execution of the buffer (UR's contract).
+        // SAFETY: `buffer`, the sync points, the wait list and `out` are as `append` requires (entry_points doc,
+        // "Handles", "Wait lists", "Out-pointers"); `dst` and `src` stay valid at every execution of the buffer ("Host
+        // memory"), as `append_usm_memcpy_host` requires.
         unsafe {
             append(
                 buffer,
@@ -187,10 +189,12 @@ pub(crate) unsafe extern "C" fn urCommandBufferAppendUSMFillExp(
 ) -> ur_result_t {
     guard("urCommandBufferAppendUSMFillExp", || {
         let dst = usm_ptr(mem, "pMemory")?;
-        // SAFETY: forwarded.
+        // SAFETY: `pattern_ptr` is null or readable for `pattern_size` bytes (entry_points doc, "Arrays and strings"),
+        // all `pattern` needs.
         let pattern = unsafe { pattern(pattern_ptr, pattern_size)? };
         let out = AppendOut { sync_point, event, command };
-        // SAFETY: forwarded.
+        // SAFETY: `buffer`, the sync points, the wait list and `out` are as `append` requires (entry_points doc,
+        // "Handles", "Wait lists", "Out-pointers").
         unsafe {
             append(
                 buffer,
@@ -225,7 +229,8 @@ pub(crate) unsafe extern "C" fn urCommandBufferAppendUSMPrefetchExp(
         let ptr = usm_ptr(mem, "pMemory")?;
         let flags = migration(flags)?;
         let out = AppendOut { sync_point, event, command };
-        // SAFETY: forwarded.
+        // SAFETY: `buffer`, the sync points, the wait list and `out` are as `append` requires (entry_points doc,
+        // "Handles", "Wait lists", "Out-pointers").
         unsafe {
             append(
                 buffer,
@@ -260,7 +265,8 @@ pub(crate) unsafe extern "C" fn urCommandBufferAppendUSMAdviseExp(
         let ptr = usm_ptr(mem, "pMemory")?;
         let advice = usm_advice(advice)?;
         let out = AppendOut { sync_point, event, command };
-        // SAFETY: forwarded.
+        // SAFETY: `buffer`, the sync points, the wait list and `out` are as `append` requires (entry_points doc,
+        // "Handles", "Wait lists", "Out-pointers").
         unsafe {
             append(
                 buffer,
@@ -294,10 +300,12 @@ pub(crate) unsafe extern "C" fn urCommandBufferAppendMemBufferCopyExp(
     command: *mut ur_exp_command_buffer_command_handle_t,
 ) -> ur_result_t {
     guard("urCommandBufferAppendMemBufferCopyExp", || {
-        // SAFETY: forwarded.
+        // SAFETY: `src` and `dst` are each null or one of this adapter's handles (entry_points doc, "Handles"), all
+        // `get` needs.
         let (src, dst) = unsafe { (Handle::<Mem>::get(src)?, Handle::<Mem>::get(dst)?) };
         let out = AppendOut { sync_point, event, command };
-        // SAFETY: forwarded.
+        // SAFETY: `buffer`, the sync points, the wait list and `out` are as `append` requires (entry_points doc,
+        // "Handles", "Wait lists", "Out-pointers").
         unsafe {
             append(
                 buffer,
@@ -335,13 +343,15 @@ pub(crate) unsafe extern "C" fn urCommandBufferAppendMemBufferCopyRectExp(
     command: *mut ur_exp_command_buffer_command_handle_t,
 ) -> ur_result_t {
     guard("urCommandBufferAppendMemBufferCopyRectExp", || {
-        // SAFETY: forwarded.
+        // SAFETY: `src` and `dst` are each null or one of this adapter's handles (entry_points doc, "Handles"), all
+        // `get` needs.
         let (src, dst) = unsafe { (Handle::<Mem>::get(src)?, Handle::<Mem>::get(dst)?) };
         let src_layout = rect_layout(src_origin, src_row_pitch, src_slice_pitch)?;
         let dst_layout = rect_layout(dst_origin, dst_row_pitch, dst_slice_pitch)?;
         let region = rect_region(region)?;
         let out = AppendOut { sync_point, event, command };
-        // SAFETY: forwarded.
+        // SAFETY: `buffer`, the sync points, the wait list and `out` are as `append` requires (entry_points doc,
+        // "Handles", "Wait lists", "Out-pointers").
         unsafe {
             append(
                 buffer,
@@ -376,11 +386,13 @@ pub(crate) unsafe extern "C" fn urCommandBufferAppendMemBufferReadExp(
     command: *mut ur_exp_command_buffer_command_handle_t,
 ) -> ur_result_t {
     guard("urCommandBufferAppendMemBufferReadExp", || {
-        // SAFETY: forwarded.
+        // SAFETY: `mem` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let mem = unsafe { Handle::<Mem>::get(mem)? };
         ensure!(!dst.is_null(), InvalidNullPointer, "pDst is null");
         let out = AppendOut { sync_point, event, command };
-        // SAFETY: forwarded; `dst` stays valid at every execution (UR's contract).
+        // SAFETY: `buffer`, the sync points, the wait list and `out` are as `append` requires (entry_points doc,
+        // "Handles", "Wait lists", "Out-pointers"); `dst` stays valid at every execution of the buffer ("Host memory"),
+        // as `append_buffer_read_host` requires.
         unsafe {
             append(
                 buffer,
@@ -413,11 +425,13 @@ pub(crate) unsafe extern "C" fn urCommandBufferAppendMemBufferWriteExp(
     command: *mut ur_exp_command_buffer_command_handle_t,
 ) -> ur_result_t {
     guard("urCommandBufferAppendMemBufferWriteExp", || {
-        // SAFETY: forwarded.
+        // SAFETY: `mem` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let mem = unsafe { Handle::<Mem>::get(mem)? };
         ensure!(!src.is_null(), InvalidNullPointer, "pSrc is null");
         let out = AppendOut { sync_point, event, command };
-        // SAFETY: forwarded; `src` stays valid at every execution (UR's contract).
+        // SAFETY: `buffer`, the sync points, the wait list and `out` are as `append` requires (entry_points doc,
+        // "Handles", "Wait lists", "Out-pointers"); `src` stays valid at every execution of the buffer ("Host memory"),
+        // as `append_buffer_write_host` requires.
         unsafe {
             append(
                 buffer,
@@ -455,14 +469,16 @@ pub(crate) unsafe extern "C" fn urCommandBufferAppendMemBufferReadRectExp(
     command: *mut ur_exp_command_buffer_command_handle_t,
 ) -> ur_result_t {
     guard("urCommandBufferAppendMemBufferReadRectExp", || {
-        // SAFETY: forwarded.
+        // SAFETY: `mem` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let mem = unsafe { Handle::<Mem>::get(mem)? };
         ensure!(!dst.is_null(), InvalidNullPointer, "pDst is null");
         let buffer_layout = rect_layout(buffer_origin, buffer_row_pitch, buffer_slice_pitch)?;
         let host_layout = rect_layout(host_origin, host_row_pitch, host_slice_pitch)?;
         let region = rect_region(region)?;
         let out = AppendOut { sync_point, event, command };
-        // SAFETY: forwarded; `dst` stays valid at every execution (UR's contract).
+        // SAFETY: `buffer`, the sync points, the wait list and `out` are as `append` requires (entry_points doc,
+        // "Handles", "Wait lists", "Out-pointers"); `dst` stays valid at every execution of the buffer ("Host memory"),
+        // as `append_buffer_read_rect_host` requires.
         unsafe {
             append(
                 buffer,
@@ -502,14 +518,16 @@ pub(crate) unsafe extern "C" fn urCommandBufferAppendMemBufferWriteRectExp(
     command: *mut ur_exp_command_buffer_command_handle_t,
 ) -> ur_result_t {
     guard("urCommandBufferAppendMemBufferWriteRectExp", || {
-        // SAFETY: forwarded.
+        // SAFETY: `mem` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let mem = unsafe { Handle::<Mem>::get(mem)? };
         ensure!(!src.is_null(), InvalidNullPointer, "pSrc is null");
         let buffer_layout = rect_layout(buffer_origin, buffer_row_pitch, buffer_slice_pitch)?;
         let host_layout = rect_layout(host_origin, host_row_pitch, host_slice_pitch)?;
         let region = rect_region(region)?;
         let out = AppendOut { sync_point, event, command };
-        // SAFETY: forwarded; `src` stays valid at every execution (UR's contract).
+        // SAFETY: `buffer`, the sync points, the wait list and `out` are as `append` requires (entry_points doc,
+        // "Handles", "Wait lists", "Out-pointers"); `src` stays valid at every execution of the buffer ("Host memory"),
+        // as `append_buffer_write_rect_host` requires.
         unsafe {
             append(
                 buffer,
@@ -552,12 +570,14 @@ pub(crate) unsafe extern "C" fn urCommandBufferAppendMemBufferFillExp(
     command: *mut ur_exp_command_buffer_command_handle_t,
 ) -> ur_result_t {
     guard("urCommandBufferAppendMemBufferFillExp", || {
-        // SAFETY: forwarded.
+        // SAFETY: `mem` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let mem = unsafe { Handle::<Mem>::get(mem)? };
-        // SAFETY: forwarded.
+        // SAFETY: `pattern_ptr` is null or readable for `pattern_size` bytes (entry_points doc, "Arrays and strings"),
+        // all `pattern` needs.
         let pattern = unsafe { pattern(pattern_ptr, pattern_size)? };
         let out = AppendOut { sync_point, event, command };
-        // SAFETY: forwarded.
+        // SAFETY: `buffer`, the sync points, the wait list and `out` are as `append` requires (entry_points doc,
+        // "Handles", "Wait lists", "Out-pointers").
         unsafe {
             append(
                 buffer,
@@ -583,14 +603,15 @@ pub(crate) unsafe extern "C" fn urEnqueueCommandBufferExp(
     event: *mut ur_event_handle_t,
 ) -> ur_result_t {
     guard("urEnqueueCommandBufferExp", || {
-        // SAFETY: forwarded.
+        // SAFETY: `queue` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let queue = unsafe { Handle::<Queue>::get(queue)? };
-        // SAFETY: forwarded.
+        // SAFETY: `buffer` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let buffer = unsafe { Handle::<CommandBuffer>::get(buffer)? };
-        // SAFETY: forwarded.
+        // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
+        // `wait_list` needs.
         let wait = unsafe { wait_list(events, num_events)? };
         let done = queue.value.core().enqueue_command_buffer(&buffer.value.buffer, &wait)?;
-        // SAFETY: forwarded.
+        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `emit` needs.
         unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_ENQUEUE_COMMAND_BUFFER_EXP) };
         Ok(())
     })
@@ -603,7 +624,7 @@ pub(crate) unsafe extern "C" fn urCommandBufferUpdateSignalEventExp(
     event: *mut ur_event_handle_t,
 ) -> ur_result_t {
     guard("urCommandBufferUpdateSignalEventExp", || {
-        // SAFETY: forwarded.
+        // SAFETY: `command` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let command = unsafe { Handle::<Command>::get(command)? };
         ensure!(!event.is_null(), InvalidNullPointer, "phSignalEvent is null");
         let buffer = command.value.buffer()?;
@@ -624,9 +645,10 @@ pub(crate) unsafe extern "C" fn urCommandBufferUpdateWaitEventsExp(
     events: *const ur_event_handle_t,
 ) -> ur_result_t {
     guard("urCommandBufferUpdateWaitEventsExp", || {
-        // SAFETY: forwarded.
+        // SAFETY: `command` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let command = unsafe { Handle::<Command>::get(command)? };
-        // SAFETY: forwarded.
+        // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
+        // `wait_list` needs.
         let wait = unsafe { wait_list(events, num_events)? };
         command.value.buffer()?.value.buffer.update_wait_events(&command.value.handle, &wait)
     })
@@ -635,7 +657,13 @@ pub(crate) unsafe extern "C" fn urCommandBufferUpdateWaitEventsExp(
 /// Appends a kernel launch; shared by both append entry points.
 ///
 /// # Safety
-/// As UR's contract for `urCommandBufferAppendKernelLaunchWithArgsExp`.
+/// As UR's contract for `urCommandBufferAppendKernelLaunchWithArgsExp` gives
+/// them: `buffer`, `kernel` and each of `alternatives.1`'s `alternatives.0`
+/// handles are null or handles of this adapter; `range`'s pointers are null
+/// or hold `range.0` sizes; `args.1` is null or holds `args.0` properties
+/// whose values are valid for their type; the sync points, `events` and
+/// `out` are as for [`append`]; and the memory the arguments reach stays
+/// valid whenever the buffer runs.
 #[allow(clippy::too_many_arguments)]
 unsafe fn append_launch(
     buffer: ur_exp_command_buffer_handle_t,
@@ -649,14 +677,17 @@ unsafe fn append_launch(
     events: *const ur_event_handle_t,
     out: AppendOut,
 ) -> AbiResult {
-    // SAFETY: forwarded.
+    // SAFETY: `kernel` is null or one of this adapter's handles (this function's `# Safety`), all `get` needs.
     let kernel = unsafe { Handle::<Kernel>::get(kernel)? };
     let (work_dim, offset, global, local) = range;
-    // SAFETY: forwarded.
+    // SAFETY: `range`'s pointers are null or hold `work_dim` sizes (this function's `# Safety`), all `NdRangeArgs::new`
+    // needs.
     let range = unsafe { NdRangeArgs::new(work_dim, offset, global, local)? };
-    // SAFETY: forwarded.
+    // SAFETY: `args.1` is null or holds `args.0` properties valid for their type (this function's `# Safety`), all
+    // `launch_args` needs.
     let args = unsafe { launch_args(kernel.value.core(), args.0, args.1)? };
-    // SAFETY: forwarded.
+    // SAFETY: `alternatives.1` is null or holds `alternatives.0` handles (this function's `# Safety`), all `slice`
+    // needs.
     let alternatives = unsafe {
         slice(alternatives.1.cast_const(), alternatives.0 as usize, || {
             err!(InvalidNullPointer, "phKernelAlternatives is null")
@@ -664,11 +695,13 @@ unsafe fn append_launch(
     };
     let alternatives = alternatives
         .iter()
-        // SAFETY: forwarded: kernel handles the caller holds.
+        // SAFETY: each alternative is null or one of this adapter's handles (this function's `# Safety`), all `get`
+        // needs.
         .map(|&k| unsafe { Handle::<Kernel>::get(k) }.map(|k| k.value.core()))
         .collect::<AbiResult<Vec<_>>>()?;
     let launch = range.launch(kernel.value.core(), &args);
-    // SAFETY: forwarded.
+    // SAFETY: `buffer`, the sync points, the wait list and `out` are as `append` requires, and the memory the arguments
+    // reach stays valid whenever the buffer runs, as `append_kernel_launch` requires (this function's `# Safety`).
     unsafe {
         append(
             buffer,
@@ -708,7 +741,8 @@ pub(crate) unsafe extern "C" fn urCommandBufferAppendKernelLaunchWithArgsExp(
     command: *mut ur_exp_command_buffer_command_handle_t,
 ) -> ur_result_t {
     guard("urCommandBufferAppendKernelLaunchWithArgsExp", || {
-        // SAFETY: forwarded.
+        // SAFETY: UR's contract for this call gives each parameter what `append_launch`'s `# Safety` lists
+        // (entry_points doc, "Handles", "Wait lists", "Arrays and strings", "Out-pointers", "Host memory").
         unsafe {
             append_launch(
                 buffer,
@@ -750,7 +784,9 @@ pub(crate) unsafe extern "C" fn urCommandBufferAppendKernelLaunchExp(
     command: *mut ur_exp_command_buffer_command_handle_t,
 ) -> ur_result_t {
     guard("urCommandBufferAppendKernelLaunchExp", || {
-        // SAFETY: forwarded.
+        // SAFETY: UR's contract for this call gives each parameter what `append_launch`'s `# Safety` lists
+        // (entry_points doc, "Handles", "Wait lists", "Arrays and strings", "Out-pointers", "Host memory"); the
+        // argument list passed is empty (0, null).
         unsafe {
             append_launch(
                 buffer,
@@ -776,10 +812,11 @@ pub(crate) unsafe extern "C" fn urCommandBufferUpdateKernelLaunchExp(
     descs: *const ur_exp_command_buffer_update_kernel_launch_desc_t,
 ) -> ur_result_t {
     guard("urCommandBufferUpdateKernelLaunchExp", || {
-        // SAFETY: forwarded.
+        // SAFETY: `buffer` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let handle = unsafe { Handle::<CommandBuffer>::get(buffer)? };
         ensure!(count != 0, InvalidSize, "numKernelUpdates is 0");
-        // SAFETY: forwarded.
+        // SAFETY: `descs` is null or holds `count` descriptors (entry_points doc, "Arrays and strings"), all
+        // `optional_list` needs.
         let descs = unsafe { optional_list(descs, count, "pUpdateKernelLaunch")? };
         let mut commands = Vec::with_capacity(descs.len());
         for desc in descs {
@@ -789,7 +826,8 @@ pub(crate) unsafe extern "C" fn urCommandBufferUpdateKernelLaunchExp(
                 "update descriptor with stype {}",
                 desc.stype.0
             );
-            // SAFETY: forwarded.
+            // SAFETY: `desc.hCommand` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get`
+            // needs.
             let command = unsafe { Handle::<Command>::get(desc.hCommand)? };
             ensure!(
                 std::ptr::eq(Arc::as_ptr(&command.value.buffer()?), handle),
@@ -800,7 +838,8 @@ pub(crate) unsafe extern "C" fn urCommandBufferUpdateKernelLaunchExp(
         }
         let mut updates = Vec::with_capacity(descs.len());
         for (desc, command) in descs.iter().zip(&commands) {
-            // SAFETY: forwarded.
+            // SAFETY: `desc` is one of the `count` descriptors, whose handles, lists and sizes UR's contract makes what
+            // `kernel_update` requires (entry_points doc, "Handles", "Arrays and strings").
             updates.push(unsafe { kernel_update(desc, &command.value.handle)? });
         }
         // SAFETY: UR's contract makes the caller responsible for the memory
@@ -812,7 +851,12 @@ pub(crate) unsafe extern "C" fn urCommandBufferUpdateKernelLaunchExp(
 /// One update descriptor in cmdbuf-core's terms.
 ///
 /// # Safety
-/// `desc`'s lists and sizes are valid for their counts and `newWorkDim`.
+/// As UR's contract for `urCommandBufferUpdateKernelLaunchExp` gives them:
+/// `desc`'s `hNewKernel` and each `hNewMemObjArg` are null or handles of
+/// this adapter; its lists are null or hold their counts' entries, each
+/// `pNewValueArg` null or readable for `argSize` bytes and each
+/// `pNewPointerArg` null or pointing to a pointer; its work-size pointers are
+/// null or hold `newWorkDim` values.
 unsafe fn kernel_update<'a>(
     desc: &'a ur_exp_command_buffer_update_kernel_launch_desc_t,
     command: &'a CommandHandle,
@@ -827,10 +871,10 @@ unsafe fn kernel_update<'a>(
     );
     let mut update = KernelLaunchUpdate::new(command);
     if !desc.hNewKernel.is_null() {
-        // SAFETY: forwarded.
+        // SAFETY: `hNewKernel` is null or one of this adapter's handles (this function's `# Safety`), all `get` needs.
         update = update.kernel(unsafe { Handle::<Kernel>::get(desc.hNewKernel)? }.value.core());
     }
-    // SAFETY: forwarded.
+    // SAFETY: each list is null or holds its count's entries (this function's `# Safety`), all `optional_list` needs.
     let (mems, pointers, values) = unsafe {
         (
             optional_list(desc.pNewMemObjArgList, desc.numNewMemObjArgs, "pNewMemObjArgList")?,
@@ -842,7 +886,7 @@ unsafe fn kernel_update<'a>(
         let arg = if m.hNewMemObjArg.is_null() {
             KernelArg::Pointer(UsmPtr::from_addr(0))
         } else {
-            // SAFETY: forwarded.
+            // SAFETY: `hNewMemObjArg` is null or a handle of ours (this function's `# Safety`), all `get` needs.
             KernelArg::MemObj(unsafe { Handle::<Mem>::get(m.hNewMemObjArg)? }.value.core())
         };
         update = update.arg(m.argIndex as usize, arg);
@@ -861,7 +905,7 @@ unsafe fn kernel_update<'a>(
         let arg = if v.pNewValueArg.is_null() {
             KernelArg::Local(v.argSize)
         } else {
-            // SAFETY: forwarded.
+            // SAFETY: `pNewValueArg` is readable for `argSize` bytes (this function's `# Safety`): `value_bytes`.
             KernelArg::Value(unsafe { value_bytes(v.pNewValueArg, v.argSize)? })
         };
         update = update.arg(v.argIndex as usize, arg);
@@ -869,7 +913,7 @@ unsafe fn kernel_update<'a>(
     let resizes =
         !(desc.pNewGlobalWorkOffset.is_null() && desc.pNewGlobalWorkSize.is_null() && desc.pNewLocalWorkSize.is_null());
     if resizes {
-        // SAFETY: forwarded.
+        // SAFETY: the work sizes are null or hold `newWorkDim` values (this function's `# Safety`): `work_sizes`.
         let (offset, global, local) = unsafe {
             (
                 work_sizes(desc.newWorkDim, desc.pNewGlobalWorkOffset, "pNewGlobalWorkOffset")?,

@@ -39,14 +39,14 @@ pub(crate) unsafe extern "C" fn urContextCreate(
 /// # Safety
 /// UR's contract for `urContextRetain`.
 pub(crate) unsafe extern "C" fn urContextRetain(context: ur_context_handle_t) -> ur_result_t {
-    // SAFETY: forwarded.
+    // SAFETY: `context` is null or one of this adapter's handles (entry_points doc, "Handles"), all `retain` needs.
     guard("urContextRetain", || unsafe { Handle::<Context>::retain(context) })
 }
 
 /// # Safety
 /// UR's contract for `urContextRelease`.
 pub(crate) unsafe extern "C" fn urContextRelease(context: ur_context_handle_t) -> ur_result_t {
-    // SAFETY: forwarded.
+    // SAFETY: `context` is null or one of this adapter's handles (entry_points doc, "Handles"), all `release` needs.
     guard("urContextRelease", || unsafe { Handle::<Context>::release(context) })
 }
 
@@ -60,9 +60,10 @@ pub(crate) unsafe extern "C" fn urContextGetInfo(
     size_ret: *mut usize,
 ) -> ur_result_t {
     guard("urContextGetInfo", || {
-        // SAFETY: forwarded.
+        // SAFETY: `context` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let handle = unsafe { Handle::<Context>::get(context)? };
-        // SAFETY: forwarded.
+        // SAFETY: `value` is null or writable for `size` bytes, `size_ret` null or writable (entry_points doc, "Info
+        // queries"), all `InfoOut::new` needs.
         let out = unsafe { InfoOut::new(size, value, size_ret)? };
         match name {
             ur_context_info_t::UR_CONTEXT_INFO_NUM_DEVICES => out.value(handle.value.devices().len() as u32),
@@ -87,7 +88,7 @@ pub(crate) unsafe extern "C" fn urContextSetExtendedDeleter(
     user_data: *mut c_void,
 ) -> ur_result_t {
     guard("urContextSetExtendedDeleter", || {
-        // SAFETY: forwarded.
+        // SAFETY: `context` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let handle = unsafe { Handle::<Context>::get(context)? };
         let callback = deleter.ok_or_else(|| err!(InvalidNullPointer, "pfnDeleter is null"))?;
         *handle.value.deleter.lock() = Some(ExtendedDeleter { callback, user_data });

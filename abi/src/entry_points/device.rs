@@ -31,7 +31,7 @@ pub(crate) unsafe extern "C" fn urDeviceGet(
     num_devices: *mut u32,
 ) -> ur_result_t {
     guard("urDeviceGet", || {
-        // SAFETY: forwarded.
+        // SAFETY: `platform` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let platform = unsafe { Handle::<Platform>::get(platform)? };
         ensure!(
             (ur_device_type_t::UR_DEVICE_TYPE_DEFAULT.0..=ur_device_type_t::UR_DEVICE_TYPE_CUSTOM.0)
@@ -47,7 +47,8 @@ pub(crate) unsafe extern "C" fn urDeviceGet(
             .filter(|d| wanted(device_type, d.value.device.info().device_type))
             .map(|d| d.raw())
             .collect();
-        // SAFETY: forwarded.
+        // SAFETY: `devices` is null or writable for `num_entries` handles, `num_devices` null or writable (entry_points
+        // doc, "Out-pointers"), all `enumerate` needs.
         unsafe { enumerate(&matching, num_entries, devices, num_devices) }
     })
 }
@@ -55,14 +56,14 @@ pub(crate) unsafe extern "C" fn urDeviceGet(
 /// # Safety
 /// UR's contract for `urDeviceRetain`.
 pub(crate) unsafe extern "C" fn urDeviceRetain(device: ur_device_handle_t) -> ur_result_t {
-    // SAFETY: forwarded.
+    // SAFETY: `device` is null or one of this adapter's handles (entry_points doc, "Handles"), all `retain` needs.
     guard("urDeviceRetain", || unsafe { Handle::<Device>::retain(device) })
 }
 
 /// # Safety
 /// UR's contract for `urDeviceRelease`.
 pub(crate) unsafe extern "C" fn urDeviceRelease(device: ur_device_handle_t) -> ur_result_t {
-    // SAFETY: forwarded.
+    // SAFETY: `device` is null or one of this adapter's handles (entry_points doc, "Handles"), all `release` needs.
     guard("urDeviceRelease", || unsafe { Handle::<Device>::release(device) })
 }
 
@@ -74,7 +75,7 @@ pub(crate) unsafe extern "C" fn urDeviceGetGlobalTimestamps(
     host_timestamp: *mut u64,
 ) -> ur_result_t {
     guard("urDeviceGetGlobalTimestamps", || {
-        // SAFETY: forwarded.
+        // SAFETY: `device` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let handle = unsafe { Handle::<Device>::get(device)? };
         if device_timestamp.is_null() {
             // The host clock alone: no need to ask the device.
@@ -100,7 +101,7 @@ pub(crate) unsafe extern "C" fn urDeviceSelectBinary(
     selected: *mut u32,
 ) -> ur_result_t {
     guard("urDeviceSelectBinary", || {
-        // SAFETY: forwarded.
+        // SAFETY: `device` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let handle = unsafe { Handle::<Device>::get(device)? };
         ensure!(!binaries.is_null(), InvalidNullPointer, "pBinaries is null");
         ensure!(!selected.is_null(), InvalidNullPointer, "pSelectedBinary is null");
@@ -185,9 +186,10 @@ pub(crate) unsafe extern "C" fn urDevicePartition(
     num_devices_ret: *mut u32,
 ) -> ur_result_t {
     guard("urDevicePartition", || {
-        // SAFETY: forwarded.
+        // SAFETY: `device` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let handle = unsafe { Handle::<Device>::get(device)? };
-        // SAFETY: forwarded.
+        // SAFETY: `properties` is null or one readable struct whose `pProperties` holds `PropCount` entries
+        // (entry_points doc, "Arrays and strings"), all `partition_of` needs.
         let partition = unsafe { partition_of(properties)? };
         let made = handle.value.device.partition(&partition)?;
         let count = u32::try_from(made.len()).unwrap_or(u32::MAX);

@@ -164,9 +164,10 @@ pub(crate) unsafe extern "C" fn urDeviceGetInfo(
     size_ret: *mut usize,
 ) -> ur_result_t {
     guard("urDeviceGetInfo", || {
-        // SAFETY: forwarded.
+        // SAFETY: `device` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let handle = unsafe { Handle::<Device>::get(device)? };
-        // SAFETY: forwarded.
+        // SAFETY: `value` is null or writable for `size` bytes, `size_ret` null or writable (entry_points doc, "Info
+        // queries"), all `InfoOut::new` needs.
         let out = unsafe { InfoOut::new(size, value, size_ret)? };
         answer(handle, name, out)
     })
@@ -654,7 +655,8 @@ pub(crate) mod tests {
     fn global_timestamps_on_the_cpu_device_are_one_clock() {
         let device = cpu_device();
         let (mut dev, mut host, mut host_only) = (0u64, 0u64, 0u64);
-        // SAFETY: writable out-parameters.
+        // SAFETY: `device` is a live handle of this adapter and each
+        // out-parameter a writable local or null.
         unsafe {
             assert_eq!(urDeviceGetGlobalTimestamps(device, &mut dev, &mut host), ur_result_t::UR_RESULT_SUCCESS);
             assert_eq!(

@@ -33,10 +33,11 @@ pub(crate) unsafe extern "C" fn urEnqueueUSMMemcpy(
     event: *mut ur_event_handle_t,
 ) -> ur_result_t {
     guard("urEnqueueUSMMemcpy", || {
-        // SAFETY: forwarded.
+        // SAFETY: `queue` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let queue = unsafe { Handle::<Queue>::get(queue)? };
         ensure!(!dst.is_null() && !src.is_null(), InvalidNullPointer, "pDst or pSrc is null");
-        // SAFETY: forwarded.
+        // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
+        // `wait_list` needs.
         let wait = unsafe { wait_list(events, num_events)? };
         // SAFETY: UR's contract: host memory given here stays valid until the
         // command completes (for a blocking copy, until this call returns).
@@ -44,7 +45,7 @@ pub(crate) unsafe extern "C" fn urEnqueueUSMMemcpy(
         if blocking {
             done.wait()?;
         }
-        // SAFETY: forwarded.
+        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `emit` needs.
         unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_USM_MEMCPY) };
         Ok(())
     })
@@ -63,16 +64,18 @@ pub(crate) unsafe extern "C" fn urEnqueueUSMFill(
     event: *mut ur_event_handle_t,
 ) -> ur_result_t {
     guard("urEnqueueUSMFill", || {
-        // SAFETY: forwarded.
+        // SAFETY: `queue` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let queue = unsafe { Handle::<Queue>::get(queue)? };
         let dst = usm_ptr(mem, "ptr")?;
-        // SAFETY: forwarded.
+        // SAFETY: `pattern_ptr` is null or readable for `pattern_size` bytes (entry_points doc, "Arrays and strings"),
+        // all `pattern` needs.
         let pattern = unsafe { pattern(pattern_ptr, pattern_size)? };
-        // SAFETY: forwarded.
+        // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
+        // `wait_list` needs.
         let wait = unsafe { wait_list(events, num_events)? };
         let core = queue.value.core();
         let done = core.enqueue(Command::usm_fill(core.context(), dst, pattern, size)?, &wait)?;
-        // SAFETY: forwarded.
+        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `emit` needs.
         unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_USM_FILL) };
         Ok(())
     })
@@ -90,15 +93,16 @@ pub(crate) unsafe extern "C" fn urEnqueueUSMPrefetch(
     event: *mut ur_event_handle_t,
 ) -> ur_result_t {
     guard("urEnqueueUSMPrefetch", || {
-        // SAFETY: forwarded.
+        // SAFETY: `queue` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let queue = unsafe { Handle::<Queue>::get(queue)? };
         let ptr = usm_ptr(mem, "pMem")?;
         let flags = migration(flags)?;
-        // SAFETY: forwarded.
+        // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
+        // `wait_list` needs.
         let wait = unsafe { wait_list(events, num_events)? };
         let core = queue.value.core();
         let done = core.enqueue(Command::usm_prefetch(core.context(), ptr, size, flags)?, &wait)?;
-        // SAFETY: forwarded.
+        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `emit` needs.
         unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_USM_PREFETCH) };
         Ok(())
     })
@@ -114,12 +118,12 @@ pub(crate) unsafe extern "C" fn urEnqueueUSMAdvise(
     event: *mut ur_event_handle_t,
 ) -> ur_result_t {
     guard("urEnqueueUSMAdvise", || {
-        // SAFETY: forwarded.
+        // SAFETY: `queue` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let queue = unsafe { Handle::<Queue>::get(queue)? };
         let ptr = usm_ptr(mem, "pMem")?;
         let core = queue.value.core();
         let done = core.enqueue(Command::usm_advise(core.context(), ptr, size, usm_advice(advice)?)?, &[])?;
-        // SAFETY: forwarded.
+        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `emit` needs.
         unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_USM_ADVISE) };
         Ok(())
     })
@@ -134,12 +138,13 @@ pub(crate) unsafe extern "C" fn urEnqueueEventsWait(
     event: *mut ur_event_handle_t,
 ) -> ur_result_t {
     guard("urEnqueueEventsWait", || {
-        // SAFETY: forwarded.
+        // SAFETY: `queue` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let queue = unsafe { Handle::<Queue>::get(queue)? };
-        // SAFETY: forwarded.
+        // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
+        // `wait_list` needs.
         let wait = unsafe { wait_list(events, num_events)? };
         let done = queue.value.core().events_wait(&wait)?;
-        // SAFETY: forwarded.
+        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `emit` needs.
         unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_EVENTS_WAIT) };
         Ok(())
     })
@@ -154,7 +159,8 @@ pub(crate) unsafe extern "C" fn urEnqueueEventsWaitWithBarrier(
     event: *mut ur_event_handle_t,
 ) -> ur_result_t {
     guard("urEnqueueEventsWaitWithBarrier", || {
-        // SAFETY: forwarded.
+        // SAFETY: `queue`, `events` and `event` are as `barrier` requires (entry_points doc, "Handles", "Wait lists",
+        // "Out-pointers").
         unsafe { barrier(queue, num_events, events, event) }
     })
 }
@@ -174,25 +180,30 @@ pub(crate) unsafe extern "C" fn urEnqueueEventsWaitWithBarrierExt(
             ensure!(p.flags & UR_EXP_ENQUEUE_EXT_FLAGS_MASK == 0, InvalidEnumeration, "barrier flags {:#x}", p.flags);
         }
         // Low-power events only change how a host waits, not what it waits for.
-        // SAFETY: forwarded.
+        // SAFETY: `queue`, `events` and `event` are as `barrier` requires (entry_points doc, "Handles", "Wait lists",
+        // "Out-pointers").
         unsafe { barrier(queue, num_events, events, event) }
     })
 }
 
 /// # Safety
-/// As for `urEnqueueEventsWaitWithBarrier`.
+/// As UR's contract for `urEnqueueEventsWaitWithBarrier` gives them: `queue`
+/// is null or one of this adapter's handles; `events` is null or holds
+/// `num_events` handles, each null or one of this adapter's; `event` is null
+/// or writable.
 unsafe fn barrier(
     queue: ur_queue_handle_t,
     num_events: u32,
     events: *const ur_event_handle_t,
     event: *mut ur_event_handle_t,
 ) -> AbiResult {
-    // SAFETY: forwarded.
+    // SAFETY: `queue` is null or one of this adapter's handles (this function's `# Safety`), all `get` needs.
     let queue = unsafe { Handle::<Queue>::get(queue)? };
-    // SAFETY: forwarded.
+    // SAFETY: `events` is null or points to `num_events` event handles (this function's `# Safety`), all `wait_list`
+    // needs.
     let wait = unsafe { wait_list(events, num_events)? };
     let done = queue.value.core().barrier(&wait)?;
-    // SAFETY: forwarded.
+    // SAFETY: `event` is null or writable (this function's `# Safety`), all `emit` needs.
     unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_EVENTS_WAIT_WITH_BARRIER) };
     Ok(())
 }
@@ -218,14 +229,15 @@ pub(crate) unsafe extern "C" fn urEnqueueHostTaskExp(
     event: *mut ur_event_handle_t,
 ) -> ur_result_t {
     guard("urEnqueueHostTaskExp", || {
-        // SAFETY: forwarded.
+        // SAFETY: `queue` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let queue = unsafe { Handle::<Queue>::get(queue)? };
         let function = function.ok_or_else(|| cmdbuf_core::err!(InvalidNullPointer, "pfnHostTask is null"))?;
         // SAFETY: null or readable per the contract.
         if let Some(p) = unsafe { properties.as_ref() } {
             ensure!(p.flags & UR_EXP_HOST_TASK_FLAGS_MASK == 0, InvalidEnumeration, "host-task flags {:#x}", p.flags);
         }
-        // SAFETY: forwarded.
+        // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
+        // `wait_list` needs.
         let wait = unsafe { wait_list(events, num_events)? };
         let task = HostTask { function, data };
         let turn = queue.value.host_turn();
@@ -235,7 +247,7 @@ pub(crate) unsafe extern "C" fn urEnqueueHostTaskExp(
             // SAFETY: the application enqueued this function with this data.
             unsafe { (task.function)(task.data) };
         })?;
-        // SAFETY: forwarded.
+        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `emit` needs.
         unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_HOST_TASK_EXP) };
         Ok(())
     })
@@ -259,21 +271,26 @@ pub(crate) unsafe extern "C" fn urEnqueueKernelLaunchWithArgsExp(
     event: *mut ur_event_handle_t,
 ) -> ur_result_t {
     guard("urEnqueueKernelLaunchWithArgsExp", || {
-        // SAFETY: forwarded.
+        // SAFETY: `queue` and `kernel` are each null or one of this adapter's handles (entry_points doc, "Handles"),
+        // all `get` needs.
         let (queue, kernel) = unsafe { (Handle::<Queue>::get(queue)?, Handle::<Kernel>::get(kernel)?) };
-        // SAFETY: forwarded.
+        // SAFETY: `properties` is null or a readable chain of launch properties (entry_points doc, "Arrays and
+        // strings"), all `launch_flags` needs.
         unsafe { launch_flags(properties)? };
-        // SAFETY: forwarded.
+        // SAFETY: the work-size pointers are null or hold `work_dim` sizes (entry_points doc, "Arrays and strings"),
+        // all `NdRangeArgs::new` needs.
         let range = unsafe { NdRangeArgs::new(work_dim, global_offset, global_size, local_size)? };
-        // SAFETY: forwarded.
+        // SAFETY: `args` is null or holds `num_args` properties valid for their type (entry_points doc, "Arrays and
+        // strings"), all `launch_args` needs.
         let args = unsafe { launch_args(kernel.value.core(), num_args, args)? };
-        // SAFETY: forwarded.
+        // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
+        // `wait_list` needs.
         let wait = unsafe { wait_list(events, num_events)? };
         let launch = range.launch(kernel.value.core(), &args);
         // SAFETY: UR's contract makes the caller responsible for the memory
         // the kernel's arguments reach until the launch completes.
         let done = unsafe { queue.value.core().launch_kernel(&launch, &wait)? };
-        // SAFETY: forwarded.
+        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `emit` needs.
         unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_KERNEL_LAUNCH) };
         Ok(())
     })

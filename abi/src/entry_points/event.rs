@@ -33,9 +33,10 @@ pub(crate) unsafe extern "C" fn urEventGetInfo(
     size_ret: *mut usize,
 ) -> ur_result_t {
     guard("urEventGetInfo", || {
-        // SAFETY: forwarded.
+        // SAFETY: `event` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let handle = unsafe { Handle::<Event>::get(event)? };
-        // SAFETY: forwarded.
+        // SAFETY: `value` is null or writable for `size` bytes, `size_ret` null or writable (entry_points doc, "Info
+        // queries"), all `InfoOut::new` needs.
         let out = unsafe { InfoOut::new(size, value, size_ret)? };
         let e = &handle.value;
         match name {
@@ -61,7 +62,7 @@ pub(crate) unsafe extern "C" fn urEventGetProfilingInfo(
     size_ret: *mut usize,
 ) -> ur_result_t {
     guard("urEventGetProfilingInfo", || {
-        // SAFETY: forwarded.
+        // SAFETY: `event` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let handle = unsafe { Handle::<Event>::get(event)? };
         ensure!(
             (ur_profiling_info_t::UR_PROFILING_INFO_COMMAND_QUEUED.0
@@ -80,7 +81,8 @@ pub(crate) unsafe extern "C" fn urEventGetProfilingInfo(
         // `ur_api.h` gives no code for two null outputs here, and UR's CTS
         // (ReleaseEventWhileTimestampWritePending) asks an unprofiled event
         // with both null and expects PROFILING_INFO_NOT_AVAILABLE.
-        // SAFETY: forwarded.
+        // SAFETY: `value` is null or writable for `size` bytes, `size_ret` null or writable (entry_points doc, "Info
+        // queries"), all `InfoOut::new` needs.
         let out = unsafe { InfoOut::new(size, value, size_ret)? };
         let t = match name {
             ur_profiling_info_t::UR_PROFILING_INFO_COMMAND_QUEUED => times.queued,
@@ -98,7 +100,8 @@ pub(crate) unsafe extern "C" fn urEventWait(count: u32, events: *const ur_event_
     guard("urEventWait", || {
         ensure!(!events.is_null(), InvalidNullPointer, "phEventWaitList is null");
         ensure!(count != 0, InvalidValue, "no event to wait for");
-        // SAFETY: forwarded.
+        // SAFETY: `events` is null or points to `count` event handles (entry_points doc, "Wait lists"), all `wait_list`
+        // needs.
         let events = unsafe { wait_list(events, count)? };
         cmdbuf_core::Event::wait_all(&events).map_err(|e| match e {
             // A wait refused (on a captured event), not a failed command.
@@ -118,14 +121,14 @@ fn in_wait_list(error: &UrError) -> UrError {
 /// # Safety
 /// UR's contract for `urEventRetain`.
 pub(crate) unsafe extern "C" fn urEventRetain(event: ur_event_handle_t) -> ur_result_t {
-    // SAFETY: forwarded.
+    // SAFETY: `event` is null or one of this adapter's handles (entry_points doc, "Handles"), all `retain` needs.
     guard("urEventRetain", || unsafe { Handle::<Event>::retain(event) })
 }
 
 /// # Safety
 /// UR's contract for `urEventRelease`.
 pub(crate) unsafe extern "C" fn urEventRelease(event: ur_event_handle_t) -> ur_result_t {
-    // SAFETY: forwarded.
+    // SAFETY: `event` is null or one of this adapter's handles (entry_points doc, "Handles"), all `release` needs.
     guard("urEventRelease", || unsafe { Handle::<Event>::release(event) })
 }
 
@@ -138,7 +141,7 @@ pub(crate) unsafe extern "C" fn urEventSetCallback(
     user_data: *mut c_void,
 ) -> ur_result_t {
     guard("urEventSetCallback", || {
-        // SAFETY: forwarded.
+        // SAFETY: `event` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let handle = unsafe { Handle::<Event>::get(event)? };
         let callback = callback.ok_or_else(|| err!(InvalidNullPointer, "pfnNotify is null"))?;
         ensure!(

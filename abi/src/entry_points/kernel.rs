@@ -31,9 +31,9 @@ pub(crate) unsafe extern "C" fn urKernelCreate(
     kernel: *mut ur_kernel_handle_t,
 ) -> ur_result_t {
     guard("urKernelCreate", || {
-        // SAFETY: forwarded.
+        // SAFETY: `program` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let program = unsafe { Handle::<Program>::get(program)? };
-        // SAFETY: forwarded.
+        // SAFETY: `name` is null or NUL-terminated (entry_points doc, "Arrays and strings"), all `c_str` needs.
         let name = unsafe { c_str(name, "pKernelName")? };
         ensure!(!kernel.is_null(), InvalidNullPointer, "phKernel is null");
         let built = program.value.built()?;
@@ -46,14 +46,14 @@ pub(crate) unsafe extern "C" fn urKernelCreate(
 /// # Safety
 /// UR's contract for `urKernelRetain`.
 pub(crate) unsafe extern "C" fn urKernelRetain(kernel: ur_kernel_handle_t) -> ur_result_t {
-    // SAFETY: forwarded.
+    // SAFETY: `kernel` is null or one of this adapter's handles (entry_points doc, "Handles"), all `retain` needs.
     guard("urKernelRetain", || unsafe { Handle::<Kernel>::retain(kernel) })
 }
 
 /// # Safety
 /// UR's contract for `urKernelRelease`.
 pub(crate) unsafe extern "C" fn urKernelRelease(kernel: ur_kernel_handle_t) -> ur_result_t {
-    // SAFETY: forwarded.
+    // SAFETY: `kernel` is null or one of this adapter's handles (entry_points doc, "Handles"), all `release` needs.
     guard("urKernelRelease", || unsafe { Handle::<Kernel>::release(kernel) })
 }
 
@@ -67,9 +67,10 @@ pub(crate) unsafe extern "C" fn urKernelGetInfo(
     size_ret: *mut usize,
 ) -> ur_result_t {
     guard("urKernelGetInfo", || {
-        // SAFETY: forwarded.
+        // SAFETY: `kernel` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let handle = unsafe { Handle::<Kernel>::get(kernel)? };
-        // SAFETY: forwarded.
+        // SAFETY: `value` is null or writable for `size` bytes, `size_ret` null or writable (entry_points doc, "Info
+        // queries"), all `InfoOut::new` needs.
         let out = unsafe { InfoOut::new(size, value, size_ret)? };
         let k = &handle.value;
         use ur_kernel_info_t as I;
@@ -101,9 +102,11 @@ fn attributes(kernel: &cmdbuf_core::Kernel) -> String {
 /// Borrows a kernel and checks that `device` is its program's device.
 ///
 /// # Safety
-/// As UR's contracts for the `urKernelGet*Info` calls.
+/// `kernel` and `device` are each null or one of this adapter's handles (UR's
+/// contract for the `urKernelGet*Info` calls).
 unsafe fn kernel_on<'a>(kernel: ur_kernel_handle_t, device: ur_device_handle_t) -> AbiResult<&'a Handle<Kernel>> {
-    // SAFETY: forwarded.
+    // SAFETY: `kernel` and `device` are each null or one of this adapter's handles (this function's `# Safety`), all
+    // `get` needs.
     let (handle, device) = unsafe { (Handle::<Kernel>::get(kernel)?, Handle::<Device>::get(device)?) };
     let context = handle.value.program.value.context();
     ensure!(context.value.holds(device), InvalidDevice, "the device is not the kernel's");
@@ -121,9 +124,11 @@ pub(crate) unsafe extern "C" fn urKernelGetGroupInfo(
     size_ret: *mut usize,
 ) -> ur_result_t {
     guard("urKernelGetGroupInfo", || {
-        // SAFETY: forwarded.
+        // SAFETY: `kernel` and `device` are each null or one of this adapter's handles (entry_points doc, "Handles"),
+        // all `kernel_on` needs.
         let handle = unsafe { kernel_on(kernel, device)? };
-        // SAFETY: forwarded.
+        // SAFETY: `value` is null or writable for `size` bytes, `size_ret` null or writable (entry_points doc, "Info
+        // queries"), all `InfoOut::new` needs.
         let out = unsafe { InfoOut::new(size, value, size_ret)? };
         let k = &handle.value.kernel;
         use ur_kernel_group_info_t as I;
@@ -169,9 +174,11 @@ pub(crate) unsafe extern "C" fn urKernelGetSubGroupInfo(
     size_ret: *mut usize,
 ) -> ur_result_t {
     guard("urKernelGetSubGroupInfo", || {
-        // SAFETY: forwarded.
+        // SAFETY: `kernel` and `device` are each null or one of this adapter's handles (entry_points doc, "Handles"),
+        // all `kernel_on` needs.
         let handle = unsafe { kernel_on(kernel, device)? };
-        // SAFETY: forwarded.
+        // SAFETY: `value` is null or writable for `size` bytes, `size_ret` null or writable (entry_points doc, "Info
+        // queries"), all `InfoOut::new` needs.
         let out = unsafe { InfoOut::new(size, value, size_ret)? };
         let k = &handle.value.kernel;
         let info = k.program().context().device().info();
@@ -206,7 +213,8 @@ pub(crate) unsafe extern "C" fn urKernelGetSuggestedLocalWorkSize(
     suggested: *mut usize,
 ) -> ur_result_t {
     guard("urKernelGetSuggestedLocalWorkSize", || {
-        // SAFETY: forwarded.
+        // SAFETY: `kernel`, `queue`, `global_size` and `suggested` are as `suggest_local_size` requires (entry_points
+        // doc, "Handles", "Arrays and strings", "Out-pointers").
         unsafe { suggest_local_size(kernel, queue, work_dim, global_size, suggested) }
     })
 }
@@ -227,7 +235,8 @@ pub(crate) unsafe extern "C" fn urKernelGetSuggestedLocalWorkSizeWithArgs(
     // The arguments cannot change the choice: cmdbuf sizes work-groups from
     // the kernel's and device's limits, local memory included at launch.
     guard("urKernelGetSuggestedLocalWorkSizeWithArgs", || {
-        // SAFETY: forwarded.
+        // SAFETY: `kernel`, `queue`, `global_size` and `suggested` are as `suggest_local_size` requires (entry_points
+        // doc, "Handles", "Arrays and strings", "Out-pointers").
         unsafe { suggest_local_size(kernel, queue, work_dim, global_size, suggested) }
     })
 }
@@ -235,7 +244,10 @@ pub(crate) unsafe extern "C" fn urKernelGetSuggestedLocalWorkSizeWithArgs(
 /// The local size a launch without one gets (cmdbuf-core's own choice).
 ///
 /// # Safety
-/// As UR's contract for `urKernelGetSuggestedLocalWorkSize`.
+/// As UR's contract for `urKernelGetSuggestedLocalWorkSize` gives them:
+/// `kernel` and `queue` are each null or one of this adapter's handles;
+/// `global_size` is null or holds `work_dim` sizes; `suggested` is null or
+/// writable for `work_dim` sizes.
 unsafe fn suggest_local_size(
     kernel: ur_kernel_handle_t,
     queue: ur_queue_handle_t,
@@ -243,7 +255,8 @@ unsafe fn suggest_local_size(
     global_size: *const usize,
     suggested: *mut usize,
 ) -> AbiResult {
-    // SAFETY: forwarded.
+    // SAFETY: `kernel` and `queue` are each null or one of this adapter's handles (this function's `# Safety`), all
+    // `get` needs.
     let (kernel, queue) = unsafe { (Handle::<Kernel>::get(kernel)?, Handle::<Queue>::get(queue)?) };
     ensure!(
         Arc::ptr_eq(queue.value.context(), kernel.value.program.value.context()),
@@ -251,7 +264,7 @@ unsafe fn suggest_local_size(
         "the queue belongs to another context than the kernel"
     );
     ensure!(!suggested.is_null(), InvalidNullPointer, "pSuggestedLocalWorkSize is null");
-    // SAFETY: forwarded.
+    // SAFETY: `global_size` is null or holds `work_dim` sizes (this function's `# Safety`), all `work_sizes` needs.
     let global = unsafe { work_sizes(work_dim, global_size, "pGlobalWorkSize")? }
         .ok_or_else(|| err!(InvalidNullPointer, "pGlobalWorkSize is null"))?;
     let mut padded = [1usize; 3];
@@ -279,7 +292,7 @@ pub(crate) unsafe extern "C" fn urKernelSetExecInfo(
     value: *const c_void,
 ) -> ur_result_t {
     guard("urKernelSetExecInfo", || {
-        // SAFETY: forwarded.
+        // SAFETY: `kernel` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let kernel = unsafe { Handle::<Kernel>::get(kernel)? };
         ensure!(!value.is_null(), InvalidNullPointer, "pPropValue is null");
         use ur_kernel_exec_info_t as I;

@@ -37,7 +37,7 @@ pub(crate) unsafe extern "C" fn urMemBufferCreate(
     buffer: *mut ur_mem_handle_t,
 ) -> ur_result_t {
     guard("urMemBufferCreate", || {
-        // SAFETY: forwarded.
+        // SAFETY: `context` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let context = unsafe { Handle::<Context>::get(context)? };
         ensure!(!buffer.is_null(), InvalidNullPointer, "phBuffer is null");
         ensure!(flags & UR_MEM_FLAGS_MASK == 0, InvalidEnumeration, "memory flags {flags:#x}");
@@ -95,7 +95,7 @@ pub(crate) unsafe extern "C" fn urMemBufferPartition(
     sub: *mut ur_mem_handle_t,
 ) -> ur_result_t {
     guard("urMemBufferPartition", || {
-        // SAFETY: forwarded.
+        // SAFETY: `buffer` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let parent = unsafe { Handle::<Mem>::get(buffer)? };
         ensure!(flags & UR_MEM_FLAGS_MASK == 0, InvalidEnumeration, "memory flags {flags:#x}");
         ensure!(
@@ -134,14 +134,14 @@ pub(crate) unsafe extern "C" fn urMemBufferPartition(
 /// # Safety
 /// UR's contract for `urMemRetain`.
 pub(crate) unsafe extern "C" fn urMemRetain(mem: ur_mem_handle_t) -> ur_result_t {
-    // SAFETY: forwarded.
+    // SAFETY: `mem` is null or one of this adapter's handles (entry_points doc, "Handles"), all `retain` needs.
     guard("urMemRetain", || unsafe { Handle::<Mem>::retain(mem) })
 }
 
 /// # Safety
 /// UR's contract for `urMemRelease`.
 pub(crate) unsafe extern "C" fn urMemRelease(mem: ur_mem_handle_t) -> ur_result_t {
-    // SAFETY: forwarded.
+    // SAFETY: `mem` is null or one of this adapter's handles (entry_points doc, "Handles"), all `release` needs.
     guard("urMemRelease", || unsafe { Handle::<Mem>::release(mem) })
 }
 
@@ -155,9 +155,10 @@ pub(crate) unsafe extern "C" fn urMemGetInfo(
     size_ret: *mut usize,
 ) -> ur_result_t {
     guard("urMemGetInfo", || {
-        // SAFETY: forwarded.
+        // SAFETY: `mem` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let handle = unsafe { Handle::<Mem>::get(mem)? };
-        // SAFETY: forwarded.
+        // SAFETY: `value` is null or writable for `size` bytes, `size_ret` null or writable (entry_points doc, "Info
+        // queries"), all `InfoOut::new` needs.
         let out = unsafe { InfoOut::new(size, value, size_ret)? };
         match name {
             ur_mem_info_t::UR_MEM_INFO_SIZE => out.value(handle.value.buffer.size()),
@@ -171,12 +172,14 @@ pub(crate) unsafe extern "C" fn urMemGetInfo(
 /// Borrows the queue and buffer of an eager buffer command.
 ///
 /// # Safety
-/// As UR's contracts for the `urEnqueueMemBuffer*` calls.
+/// `queue` and `mem` are each null or one of this adapter's handles (UR's
+/// contract for the `urEnqueueMemBuffer*` calls).
 unsafe fn queue_and_buffer<'a>(
     queue: ur_queue_handle_t,
     mem: ur_mem_handle_t,
 ) -> AbiResult<(&'a Handle<Queue>, &'a Handle<Mem>)> {
-    // SAFETY: forwarded.
+    // SAFETY: `queue` and `mem` are each null or one of this adapter's handles (this function's `# Safety`), all `get`
+    // needs.
     unsafe { Ok((Handle::<Queue>::get(queue)?, Handle::<Mem>::get(mem)?)) }
 }
 
@@ -194,10 +197,12 @@ pub(crate) unsafe extern "C" fn urEnqueueMemBufferRead(
     event: *mut ur_event_handle_t,
 ) -> ur_result_t {
     guard("urEnqueueMemBufferRead", || {
-        // SAFETY: forwarded.
+        // SAFETY: `queue` and `mem` are each null or one of this adapter's handles (entry_points doc, "Handles"), all
+        // `queue_and_buffer` needs.
         let (queue, mem) = unsafe { queue_and_buffer(queue, mem)? };
         ensure!(!dst.is_null(), InvalidNullPointer, "pDst is null");
-        // SAFETY: forwarded.
+        // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
+        // `wait_list` needs.
         let wait = unsafe { wait_list(events, num_events)? };
         let core = queue.value.core();
         // SAFETY: UR's contract keeps `dst` valid until the read completes (for
@@ -207,7 +212,7 @@ pub(crate) unsafe extern "C" fn urEnqueueMemBufferRead(
         if blocking {
             done.wait()?;
         }
-        // SAFETY: forwarded.
+        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `emit` needs.
         unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_MEM_BUFFER_READ) };
         Ok(())
     })
@@ -227,19 +232,22 @@ pub(crate) unsafe extern "C" fn urEnqueueMemBufferWrite(
     event: *mut ur_event_handle_t,
 ) -> ur_result_t {
     guard("urEnqueueMemBufferWrite", || {
-        // SAFETY: forwarded.
+        // SAFETY: `queue` and `mem` are each null or one of this adapter's handles (entry_points doc, "Handles"), all
+        // `queue_and_buffer` needs.
         let (queue, mem) = unsafe { queue_and_buffer(queue, mem)? };
         ensure!(!src.is_null(), InvalidNullPointer, "pSrc is null");
-        // SAFETY: forwarded.
+        // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
+        // `wait_list` needs.
         let wait = unsafe { wait_list(events, num_events)? };
         let core = queue.value.core();
-        // SAFETY: as for the read.
+        // SAFETY: UR's contract keeps `src` valid until the write completes (for
+        // a blocking write, until this call returns, as it waits below).
         let write = unsafe { Command::buffer_write_host(core.context(), mem.value.core(), offset, size, src.cast())? };
         let done = core.enqueue(write, &wait)?;
         if blocking {
             done.wait()?;
         }
-        // SAFETY: forwarded.
+        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `emit` needs.
         unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_MEM_BUFFER_WRITE) };
         Ok(())
     })
@@ -264,13 +272,15 @@ pub(crate) unsafe extern "C" fn urEnqueueMemBufferReadRect(
     event: *mut ur_event_handle_t,
 ) -> ur_result_t {
     guard("urEnqueueMemBufferReadRect", || {
-        // SAFETY: forwarded.
+        // SAFETY: `queue` and `mem` are each null or one of this adapter's handles (entry_points doc, "Handles"), all
+        // `queue_and_buffer` needs.
         let (queue, mem) = unsafe { queue_and_buffer(queue, mem)? };
         ensure!(!dst.is_null(), InvalidNullPointer, "pDst is null");
         let buffer_layout = rect_layout(buffer_origin, buffer_row_pitch, buffer_slice_pitch)?;
         let host_layout = rect_layout(host_origin, host_row_pitch, host_slice_pitch)?;
         let region = rect_region(region)?;
-        // SAFETY: forwarded.
+        // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
+        // `wait_list` needs.
         let wait = unsafe { wait_list(events, num_events)? };
         let (core, buffer) = (queue.value.core(), mem.value.core());
         // SAFETY: as for the linear read.
@@ -281,7 +291,7 @@ pub(crate) unsafe extern "C" fn urEnqueueMemBufferReadRect(
         if blocking {
             done.wait()?;
         }
-        // SAFETY: forwarded.
+        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `emit` needs.
         unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_MEM_BUFFER_READ_RECT) };
         Ok(())
     })
@@ -306,13 +316,15 @@ pub(crate) unsafe extern "C" fn urEnqueueMemBufferWriteRect(
     event: *mut ur_event_handle_t,
 ) -> ur_result_t {
     guard("urEnqueueMemBufferWriteRect", || {
-        // SAFETY: forwarded.
+        // SAFETY: `queue` and `mem` are each null or one of this adapter's handles (entry_points doc, "Handles"), all
+        // `queue_and_buffer` needs.
         let (queue, mem) = unsafe { queue_and_buffer(queue, mem)? };
         ensure!(!src.is_null(), InvalidNullPointer, "pSrc is null");
         let buffer_layout = rect_layout(buffer_origin, buffer_row_pitch, buffer_slice_pitch)?;
         let host_layout = rect_layout(host_origin, host_row_pitch, host_slice_pitch)?;
         let region = rect_region(region)?;
-        // SAFETY: forwarded.
+        // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
+        // `wait_list` needs.
         let wait = unsafe { wait_list(events, num_events)? };
         let (core, buffer, src) = (queue.value.core(), mem.value.core(), src.cast_const().cast());
         // SAFETY: as for the linear write.
@@ -323,7 +335,7 @@ pub(crate) unsafe extern "C" fn urEnqueueMemBufferWriteRect(
         if blocking {
             done.wait()?;
         }
-        // SAFETY: forwarded.
+        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `emit` needs.
         unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_MEM_BUFFER_WRITE_RECT) };
         Ok(())
     })
@@ -343,17 +355,19 @@ pub(crate) unsafe extern "C" fn urEnqueueMemBufferCopy(
     event: *mut ur_event_handle_t,
 ) -> ur_result_t {
     guard("urEnqueueMemBufferCopy", || {
-        // SAFETY: forwarded.
+        // SAFETY: `queue` and `src` are each null or one of this adapter's handles (entry_points doc, "Handles"), all
+        // `queue_and_buffer` needs.
         let (queue, src) = unsafe { queue_and_buffer(queue, src)? };
-        // SAFETY: forwarded.
+        // SAFETY: `dst` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let dst = unsafe { Handle::<Mem>::get(dst)? };
-        // SAFETY: forwarded.
+        // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
+        // `wait_list` needs.
         let wait = unsafe { wait_list(events, num_events)? };
         let core = queue.value.core();
         let copy =
             Command::buffer_copy(core.context(), src.value.core(), dst.value.core(), src_offset, dst_offset, size)?;
         let done = core.enqueue(copy, &wait)?;
-        // SAFETY: forwarded.
+        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `emit` needs.
         unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_MEM_BUFFER_COPY) };
         Ok(())
     })
@@ -377,20 +391,22 @@ pub(crate) unsafe extern "C" fn urEnqueueMemBufferCopyRect(
     event: *mut ur_event_handle_t,
 ) -> ur_result_t {
     guard("urEnqueueMemBufferCopyRect", || {
-        // SAFETY: forwarded.
+        // SAFETY: `queue` and `src` are each null or one of this adapter's handles (entry_points doc, "Handles"), all
+        // `queue_and_buffer` needs.
         let (queue, src) = unsafe { queue_and_buffer(queue, src)? };
-        // SAFETY: forwarded.
+        // SAFETY: `dst` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let dst = unsafe { Handle::<Mem>::get(dst)? };
         let src_layout = rect_layout(src_origin, src_row_pitch, src_slice_pitch)?;
         let dst_layout = rect_layout(dst_origin, dst_row_pitch, dst_slice_pitch)?;
         let region = rect_region(region)?;
-        // SAFETY: forwarded.
+        // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
+        // `wait_list` needs.
         let wait = unsafe { wait_list(events, num_events)? };
         let core = queue.value.core();
         let (src, dst) = (src.value.core(), dst.value.core());
         let copy = Command::buffer_copy_rect(core.context(), src, dst, src_layout, dst_layout, region)?;
         let done = core.enqueue(copy, &wait)?;
-        // SAFETY: forwarded.
+        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `emit` needs.
         unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_MEM_BUFFER_COPY_RECT) };
         Ok(())
     })
@@ -410,15 +426,18 @@ pub(crate) unsafe extern "C" fn urEnqueueMemBufferFill(
     event: *mut ur_event_handle_t,
 ) -> ur_result_t {
     guard("urEnqueueMemBufferFill", || {
-        // SAFETY: forwarded.
+        // SAFETY: `queue` and `mem` are each null or one of this adapter's handles (entry_points doc, "Handles"), all
+        // `queue_and_buffer` needs.
         let (queue, mem) = unsafe { queue_and_buffer(queue, mem)? };
-        // SAFETY: forwarded.
+        // SAFETY: `pattern_ptr` is null or readable for `pattern_size` bytes (entry_points doc, "Arrays and strings"),
+        // all `pattern` needs.
         let pattern = unsafe { pattern(pattern_ptr, pattern_size)? };
-        // SAFETY: forwarded.
+        // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
+        // `wait_list` needs.
         let wait = unsafe { wait_list(events, num_events)? };
         let (core, buffer) = (queue.value.core(), mem.value.core());
         let done = core.enqueue(Command::buffer_fill(core.context(), buffer, pattern, offset, size)?, &wait)?;
-        // SAFETY: forwarded.
+        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `emit` needs.
         unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_MEM_BUFFER_FILL) };
         Ok(())
     })
@@ -439,7 +458,8 @@ pub(crate) unsafe extern "C" fn urEnqueueMemBufferMap(
     mapped: *mut *mut c_void,
 ) -> ur_result_t {
     guard("urEnqueueMemBufferMap", || {
-        // SAFETY: forwarded.
+        // SAFETY: `queue` and `mem` are each null or one of this adapter's handles (entry_points doc, "Handles"), all
+        // `queue_and_buffer` needs.
         let (queue, mem) = unsafe { queue_and_buffer(queue, mem)? };
         ensure!(!mapped.is_null(), InvalidNullPointer, "ppRetMap is null");
         ensure!(flags & UR_MAP_FLAGS_MASK == 0, InvalidEnumeration, "map flags {flags:#x}");
@@ -451,7 +471,8 @@ pub(crate) unsafe extern "C" fn urEnqueueMemBufferMap(
         .into_iter()
         .filter(|(ur, _)| flags & ur.0 != 0)
         .fold(MapFlags::empty(), |all, (_, ours)| all | ours);
-        // SAFETY: forwarded.
+        // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
+        // `wait_list` needs.
         let wait = unsafe { wait_list(events, num_events)? };
         let m = &mem.value;
         let (done, mapping) = match m.host {
@@ -470,7 +491,7 @@ pub(crate) unsafe extern "C" fn urEnqueueMemBufferMap(
         m.mappings.lock().insert(ptr as usize, mapping);
         // SAFETY: checked non-null, writable per the contract.
         unsafe { write_opt(mapped, ptr.cast()) };
-        // SAFETY: forwarded.
+        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `emit` needs.
         unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_MEM_BUFFER_MAP) };
         Ok(())
     })
@@ -487,10 +508,12 @@ pub(crate) unsafe extern "C" fn urEnqueueMemUnmap(
     event: *mut ur_event_handle_t,
 ) -> ur_result_t {
     guard("urEnqueueMemUnmap", || {
-        // SAFETY: forwarded.
+        // SAFETY: `queue` and `mem` are each null or one of this adapter's handles (entry_points doc, "Handles"), all
+        // `queue_and_buffer` needs.
         let (queue, mem) = unsafe { queue_and_buffer(queue, mem)? };
         ensure!(!mapped.is_null(), InvalidNullPointer, "pMappedPtr is null");
-        // SAFETY: forwarded.
+        // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
+        // `wait_list` needs.
         let wait = unsafe { wait_list(events, num_events)? };
         let mapping = mem
             .value
@@ -499,7 +522,7 @@ pub(crate) unsafe extern "C" fn urEnqueueMemUnmap(
             .remove(&(mapped as usize))
             .ok_or_else(|| err!(InvalidValue, "{mapped:p} is no mapping of this buffer"))?;
         let done = queue.value.core().unmap_buffer(mapping, &wait)?;
-        // SAFETY: forwarded.
+        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `emit` needs.
         unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_MEM_UNMAP) };
         Ok(())
     })

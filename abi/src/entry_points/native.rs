@@ -41,7 +41,7 @@ unsafe fn get_native<T: Object>(
     native: impl FnOnce(&T) -> cmdbuf_core::Result<NativeHandle>,
 ) -> ur_result_t {
     guard(entry_point, || {
-        // SAFETY: forwarded.
+        // SAFETY: `raw` is null or one of this adapter's handles (this function's `# Safety`), all `get` needs.
         let handle = unsafe { Handle::<T>::get(raw)? };
         ensure!(!out.is_null(), InvalidNullPointer, "{what} is null");
         let value = native(&handle.value)?;
@@ -56,7 +56,8 @@ pub(crate) unsafe extern "C" fn urPlatformGetNativeHandle(
     platform: ur_platform_handle_t,
     out: *mut ur_native_handle_t,
 ) -> ur_result_t {
-    // SAFETY: forwarded.
+    // SAFETY: `platform` is null or one of this adapter's handles and `out` null or writable (entry_points doc,
+    // "Handles", "Out-pointers"), all `get_native` needs.
     unsafe {
         get_native("urPlatformGetNativeHandle", platform, out, "phNativePlatform", |p: &Platform| {
             p.core().native_handle()
@@ -70,7 +71,8 @@ pub(crate) unsafe extern "C" fn urDeviceGetNativeHandle(
     device: ur_device_handle_t,
     out: *mut ur_native_handle_t,
 ) -> ur_result_t {
-    // SAFETY: forwarded.
+    // SAFETY: `device` is null or one of this adapter's handles and `out` null or writable (entry_points doc,
+    // "Handles", "Out-pointers"), all `get_native` needs.
     unsafe {
         get_native("urDeviceGetNativeHandle", device, out, "phNativeDevice", |d: &Device| d.core().native_handle())
     }
@@ -82,7 +84,8 @@ pub(crate) unsafe extern "C" fn urContextGetNativeHandle(
     context: ur_context_handle_t,
     out: *mut ur_native_handle_t,
 ) -> ur_result_t {
-    // SAFETY: forwarded.
+    // SAFETY: `context` is null or one of this adapter's handles and `out` null or writable (entry_points doc,
+    // "Handles", "Out-pointers"), all `get_native` needs.
     unsafe {
         get_native("urContextGetNativeHandle", context, out, "phNativeContext", |c: &Context| c.core().native_handle())
     }
@@ -94,7 +97,8 @@ pub(crate) unsafe extern "C" fn urEventGetNativeHandle(
     event: ur_event_handle_t,
     out: *mut ur_native_handle_t,
 ) -> ur_result_t {
-    // SAFETY: forwarded.
+    // SAFETY: `event` is null or one of this adapter's handles and `out` null or writable (entry_points doc, "Handles",
+    // "Out-pointers"), all `get_native` needs.
     unsafe { get_native("urEventGetNativeHandle", event, out, "phNativeEvent", |e: &Event| e.core().native_handle()) }
 }
 
@@ -120,7 +124,8 @@ pub(crate) unsafe extern "C" fn urQueueGetNativeHandle(
         }
         q.core().native_handle()
     };
-    // SAFETY: forwarded.
+    // SAFETY: `queue` is null or one of this adapter's handles and `out` null or writable (entry_points doc, "Handles",
+    // "Out-pointers"), all `get_native` needs.
     unsafe { get_native("urQueueGetNativeHandle", queue, out, "phNativeQueue", native) }
 }
 
@@ -134,7 +139,7 @@ pub(crate) unsafe extern "C" fn urMemGetNativeHandle(
 ) -> ur_result_t {
     let native = |m: &Mem| {
         if !device.is_null() {
-            // SAFETY: forwarded.
+            // SAFETY: `device` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
             let device = unsafe { Handle::<Device>::get(device)? };
             // One native object serves every device of the context: its
             // device, or the devices of a family and their sub-devices.
@@ -147,7 +152,8 @@ pub(crate) unsafe extern "C" fn urMemGetNativeHandle(
         }
         m.core().native_handle()
     };
-    // SAFETY: forwarded.
+    // SAFETY: `mem` is null or one of this adapter's handles and `out` null or writable (entry_points doc, "Handles",
+    // "Out-pointers"), all `get_native` needs.
     unsafe { get_native("urMemGetNativeHandle", mem, out, "phNativeMem", native) }
 }
 
@@ -180,7 +186,7 @@ pub(crate) unsafe extern "C" fn urEnqueueNativeCommandExp(
     event: *mut ur_event_handle_t,
 ) -> ur_result_t {
     guard("urEnqueueNativeCommandExp", || {
-        // SAFETY: forwarded.
+        // SAFETY: `queue` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let handle = unsafe { Handle::<Queue>::get(queue)? };
         let function = function.ok_or_else(|| err!(InvalidNullPointer, "pfnNativeEnqueue is null"))?;
         // SAFETY: null or readable per the contract.
@@ -190,12 +196,14 @@ pub(crate) unsafe extern "C" fn urEnqueueNativeCommandExp(
             // honour: refused with the same code rather than ignored.
             ensure!(p.flags == 0, InvalidEnumeration, "native-enqueue flags {:#x}", p.flags);
         }
-        // SAFETY: forwarded.
+        // SAFETY: `mems` is null or holds `num_mems` handles, each null or one of this adapter's (entry_points doc,
+        // "Handles", "Arrays and strings"), all `get_list` needs.
         let mems = unsafe {
             get_list::<Mem>(mems, num_mems, || err!(InvalidValue, "the memory list and its count disagree"))?
         };
         let mems: Vec<&cmdbuf_core::MemBuffer> = mems.iter().map(|m| m.value.core()).collect();
-        // SAFETY: forwarded.
+        // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
+        // `wait_list` needs.
         let wait = unsafe { wait_list(events, num_events)? };
         let call = NativeEnqueue { function, data, queue };
         let callback = move |_: &cmdbuf_core::NativeScope<'_>| {
@@ -208,7 +216,7 @@ pub(crate) unsafe extern "C" fn urEnqueueNativeCommandExp(
         // the function before returning, as UR's contract has it (`pData`
         // need only live for the call).
         let done = unsafe { handle.value.core().enqueue_native_command_now(&mems, &wait, callback)? };
-        // SAFETY: forwarded.
+        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `emit` needs.
         unsafe { emit(event, done, handle, ur_command_t::UR_COMMAND_ENQUEUE_NATIVE_EXP) };
         Ok(())
     })
@@ -245,7 +253,7 @@ pub(crate) unsafe extern "C" fn urCommandBufferAppendNativeCommandExp(
         let child = if child.is_null() {
             None
         } else {
-            // SAFETY: forwarded.
+            // SAFETY: `child` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
             Some(unsafe { Handle::<CommandBuffer>::get(child)? })
         };
         let call = NativeAppend { function, data };
@@ -262,7 +270,8 @@ pub(crate) unsafe extern "C" fn urCommandBufferAppendNativeCommandExp(
         };
         let out = AppendOut { sync_point, event: std::ptr::null_mut(), command: std::ptr::null_mut() };
         let none = std::ptr::null();
-        // SAFETY: forwarded; no wait events.
+        // SAFETY: `buffer`, the sync points and `sync_point` are as `append` requires (entry_points doc, "Handles",
+        // "Wait lists", "Out-pointers"); the wait list passed is empty (0, null) and the other outputs null.
         unsafe {
             append(
                 buffer,
@@ -284,7 +293,8 @@ pub(crate) unsafe extern "C" fn urProgramGetNativeHandle(
     program: ur_program_handle_t,
     out: *mut ur_native_handle_t,
 ) -> ur_result_t {
-    // SAFETY: forwarded.
+    // SAFETY: `program` is null or one of this adapter's handles and `out` null or writable (entry_points doc,
+    // "Handles", "Out-pointers"), all `get_native` needs.
     unsafe {
         get_native("urProgramGetNativeHandle", program, out, "phNativeProgram", |p: &Program| {
             // The backend's program object is made when the program is built:
@@ -303,7 +313,8 @@ pub(crate) unsafe extern "C" fn urKernelGetNativeHandle(
     kernel: ur_kernel_handle_t,
     out: *mut ur_native_handle_t,
 ) -> ur_result_t {
-    // SAFETY: forwarded.
+    // SAFETY: `kernel` is null or one of this adapter's handles and `out` null or writable (entry_points doc,
+    // "Handles", "Out-pointers"), all `get_native` needs.
     unsafe {
         get_native("urKernelGetNativeHandle", kernel, out, "phNativeKernel", |k: &Kernel| k.core().native_handle())
     }

@@ -23,10 +23,12 @@ pub(crate) unsafe extern "C" fn urPlatformGet(
     num_platforms: *mut u32,
 ) -> ur_result_t {
     guard("urPlatformGet", || {
-        // SAFETY: forwarded.
+        // SAFETY: `adapter_handle` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get`
+        // needs.
         unsafe { Handle::<crate::objects::adapter::Adapter>::get(adapter_handle)? };
         let all: Vec<_> = adapter()?.value.platforms().iter().map(|p| p.raw()).collect();
-        // SAFETY: forwarded.
+        // SAFETY: `platforms` is null or writable for `num_entries` handles, `num_platforms` null or writable
+        // (entry_points doc, "Out-pointers"), all `enumerate` needs.
         unsafe { enumerate(&all, num_entries, platforms, num_platforms) }
     })
 }
@@ -41,9 +43,10 @@ pub(crate) unsafe extern "C" fn urPlatformGetInfo(
     size_ret: *mut usize,
 ) -> ur_result_t {
     guard("urPlatformGetInfo", || {
-        // SAFETY: forwarded.
+        // SAFETY: `platform` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let platform = unsafe { Handle::<Platform>::get(platform)? };
-        // SAFETY: forwarded.
+        // SAFETY: `value` is null or writable for `size` bytes, `size_ret` null or writable (entry_points doc, "Info
+        // queries"), all `InfoOut::new` needs.
         let out = unsafe { InfoOut::new(size, value, size_ret)? };
         let p = &platform.value;
         match name {
@@ -68,7 +71,7 @@ pub(crate) unsafe extern "C" fn urPlatformGetApiVersion(
     version: *mut ur_api_version_t,
 ) -> ur_result_t {
     guard("urPlatformGetApiVersion", || {
-        // SAFETY: forwarded.
+        // SAFETY: `platform` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         unsafe { Handle::<Platform>::get(platform)? };
         // SAFETY: null or writable per the contract.
         unsafe { crate::info::write_out(version, ur_api_version_t::UR_API_VERSION_CURRENT, "pVersion") }
@@ -83,7 +86,7 @@ pub(crate) unsafe extern "C" fn urPlatformGetBackendOption(
     backend_option: *mut *const c_char,
 ) -> ur_result_t {
     guard("urPlatformGetBackendOption", || {
-        // SAFETY: forwarded.
+        // SAFETY: `platform` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let platform = unsafe { Handle::<Platform>::get(platform)? };
         // SAFETY: null or a C string per the contract.
         let option = unsafe { c_str(frontend_option, "pFrontendOption")? };

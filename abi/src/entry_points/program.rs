@@ -30,21 +30,23 @@ unsafe fn options_of<'a>(options: *const c_char) -> AbiResult<&'a str> {
     if options.is_null() {
         return Ok("");
     }
-    // SAFETY: forwarded.
+    // SAFETY: `options` is null or NUL-terminated (this function's `# Safety`), all `c_str` needs.
     unsafe { c_str(options, "pOptions") }
 }
 
 /// Checks that the devices a `*Exp` call names are exactly the context's one.
 ///
 /// # Safety
-/// `devices` holds `count` device handles, or is null with `count` 0.
+/// `devices` is null or holds `count` handles, each null or one of this
+/// adapter's.
 unsafe fn check_devices(context: &Context, count: u32, devices: *mut ur_device_handle_t) -> AbiResult {
-    // SAFETY: forwarded.
+    // SAFETY: `devices` is null or holds `count` handles (this function's `# Safety`), all `slice` needs.
     let devices =
         unsafe { slice(devices.cast_const(), count as usize, || err!(InvalidNullPointer, "phDevices is null"))? };
     ensure!(!devices.is_empty(), InvalidSize, "numDevices is 0");
     for &device in devices {
-        // SAFETY: forwarded: each entry is a device handle the caller holds.
+        // SAFETY: each entry of `devices` is null or one of this adapter's handles (this function's `# Safety`), all
+        // `get` needs.
         let device = unsafe { Handle::<Device>::get(device)? };
         ensure!(
             context.holds(device),
@@ -58,9 +60,11 @@ unsafe fn check_devices(context: &Context, count: u32, devices: *mut ur_device_h
 /// Borrows the program of a call that also names its context.
 ///
 /// # Safety
-/// As UR's contracts for `urProgramBuild` and `urProgramCompile`.
+/// `context` and `program` are each null or one of this adapter's handles
+/// (UR's contract for `urProgramBuild` and `urProgramCompile`).
 unsafe fn program_of<'a>(context: ur_context_handle_t, program: ur_program_handle_t) -> AbiResult<&'a Handle<Program>> {
-    // SAFETY: forwarded.
+    // SAFETY: `context` and `program` are each null or one of this adapter's handles (this function's `# Safety`), all
+    // `get` needs.
     let (context, program) = unsafe { (Handle::<Context>::get(context)?, Handle::<Program>::get(program)?) };
     ensure!(std::ptr::eq(context, &*program.value.context), InvalidContext, "the program belongs to another context");
     Ok(program)
@@ -76,7 +80,7 @@ pub(crate) unsafe extern "C" fn urProgramCreateWithIL(
     program: *mut ur_program_handle_t,
 ) -> ur_result_t {
     guard("urProgramCreateWithIL", || {
-        // SAFETY: forwarded.
+        // SAFETY: `context` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let context = unsafe { Handle::<Context>::get(context)? };
         ensure!(!il.is_null(), InvalidNullPointer, "pIL is null");
         ensure!(!program.is_null(), InvalidNullPointer, "phProgram is null");
@@ -102,12 +106,14 @@ pub(crate) unsafe extern "C" fn urProgramCreateWithBinary(
     program: *mut ur_program_handle_t,
 ) -> ur_result_t {
     guard("urProgramCreateWithBinary", || {
-        // SAFETY: forwarded.
+        // SAFETY: `context` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let context = unsafe { Handle::<Context>::get(context)? };
         ensure!(!program.is_null(), InvalidNullPointer, "phProgram is null");
         ensure!(!lengths.is_null() && !binaries.is_null(), InvalidNullPointer, "pLengths or ppBinaries is null");
         ensure!(num_devices == 1, InvalidValue, "{num_devices} devices: a context of this adapter holds one device");
-        // SAFETY: forwarded.
+        ensure!(!devices.is_null(), InvalidNullPointer, "phDevices is null");
+        // SAFETY: `devices` is non-null and holds `num_devices` (1) handles, each null or one of this adapter's
+        // (entry_points doc, "Arrays and strings", "Handles"): the read and `get` need no more.
         let device = unsafe { Handle::<Device>::get(*devices)? };
         ensure!(context.value.holds(device), InvalidDevice, "the device is not the context's or a sub-device of it");
         // SAFETY: both arrays hold `num_devices` (1) entries per the contract.
@@ -134,9 +140,10 @@ pub(crate) unsafe extern "C" fn urProgramBuild(
     options: *const c_char,
 ) -> ur_result_t {
     guard("urProgramBuild", || {
-        // SAFETY: forwarded.
+        // SAFETY: `context` and `program` are each null or one of this adapter's handles (entry_points doc, "Handles"),
+        // all `program_of` needs.
         let program = unsafe { program_of(context, program)? };
-        // SAFETY: forwarded.
+        // SAFETY: `options` is null or NUL-terminated (entry_points doc, "Arrays and strings"), all `options_of` needs.
         let options = unsafe { options_of(options)? };
         program.value.build(options, ur_program_binary_type_t::UR_PROGRAM_BINARY_TYPE_EXECUTABLE)
     })
@@ -152,11 +159,12 @@ pub(crate) unsafe extern "C" fn urProgramBuildExp(
     options: *const c_char,
 ) -> ur_result_t {
     guard("urProgramBuildExp", || {
-        // SAFETY: forwarded.
+        // SAFETY: `program` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let program = unsafe { Handle::<Program>::get(program)? };
-        // SAFETY: forwarded.
+        // SAFETY: `devices` is null or points to `num_devices` device handles (entry_points doc, "Arrays and strings",
+        // "Handles"), all `check_devices` needs.
         unsafe { check_devices(&program.value.context.value, num_devices, devices)? };
-        // SAFETY: forwarded.
+        // SAFETY: `options` is null or NUL-terminated (entry_points doc, "Arrays and strings"), all `options_of` needs.
         let options = unsafe { options_of(options)? };
         program.value.build(options, ur_program_binary_type_t::UR_PROGRAM_BINARY_TYPE_EXECUTABLE)
     })
@@ -182,9 +190,10 @@ pub(crate) unsafe extern "C" fn urProgramCompile(
     options: *const c_char,
 ) -> ur_result_t {
     guard("urProgramCompile", || {
-        // SAFETY: forwarded.
+        // SAFETY: `context` and `program` are each null or one of this adapter's handles (entry_points doc, "Handles"),
+        // all `program_of` needs.
         let program = unsafe { program_of(context, program)? };
-        // SAFETY: forwarded.
+        // SAFETY: `options` is null or NUL-terminated (entry_points doc, "Arrays and strings"), all `options_of` needs.
         compile(&program.value, unsafe { options_of(options)? })
     })
 }
@@ -199,11 +208,12 @@ pub(crate) unsafe extern "C" fn urProgramCompileExp(
     options: *const c_char,
 ) -> ur_result_t {
     guard("urProgramCompileExp", || {
-        // SAFETY: forwarded.
+        // SAFETY: `program` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let program = unsafe { Handle::<Program>::get(program)? };
-        // SAFETY: forwarded.
+        // SAFETY: `devices` is null or points to `num_devices` device handles (entry_points doc, "Arrays and strings",
+        // "Handles"), all `check_devices` needs.
         unsafe { check_devices(&program.value.context.value, num_devices, devices)? };
-        // SAFETY: forwarded.
+        // SAFETY: `options` is null or NUL-terminated (entry_points doc, "Arrays and strings"), all `options_of` needs.
         compile(&program.value, unsafe { options_of(options)? })
     })
 }
@@ -213,7 +223,9 @@ pub(crate) unsafe extern "C" fn urProgramCompileExp(
 /// every backend's code form, which cmdbuf does not have.
 ///
 /// # Safety
-/// As UR's contract for `urProgramLink`.
+/// As UR's contract for `urProgramLink` gives them: `programs` is null or
+/// holds `count` handles, each null or one of this adapter's; `options` is
+/// null or NUL-terminated; `out` is null or writable.
 unsafe fn link(
     context: &Handle<Context>,
     count: u32,
@@ -226,7 +238,7 @@ unsafe fn link(
     // (UR's conformance suites check that `phProgram` is written on errors).
     // SAFETY: checked non-null, writable per the contract.
     unsafe { out.write(std::ptr::null_mut()) };
-    // SAFETY: forwarded.
+    // SAFETY: `programs` is null or holds `count` handles (this function's `# Safety`), all `slice` needs.
     let programs = unsafe { slice(programs, count as usize, || err!(InvalidNullPointer, "phPrograms is null"))? };
     ensure!(!programs.is_empty(), InvalidSize, "count is 0");
     ensure!(
@@ -235,10 +247,11 @@ unsafe fn link(
         "linking {} programs: cmdbuf links a single program (its backends build whole programs)",
         programs.len()
     );
-    // SAFETY: forwarded.
+    // SAFETY: each entry of `programs` is null or one of this adapter's handles (this function's `# Safety`), all `get`
+    // needs.
     let program = unsafe { Handle::<Program>::get(programs[0])? };
     ensure!(std::ptr::eq(context, &*program.value.context), InvalidContext, "the program belongs to another context");
-    // SAFETY: forwarded.
+    // SAFETY: `options` is null or NUL-terminated (this function's `# Safety`), all `options_of` needs.
     let options = unsafe { options_of(options)? };
     let (linked, result) = program.value.link_alone(options)?;
     // A failed link still gives its program, for `urProgramGetBuildInfo`'s
@@ -258,9 +271,10 @@ pub(crate) unsafe extern "C" fn urProgramLink(
     out: *mut ur_program_handle_t,
 ) -> ur_result_t {
     guard("urProgramLink", || {
-        // SAFETY: forwarded.
+        // SAFETY: `context` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let context = unsafe { Handle::<Context>::get(context)? };
-        // SAFETY: forwarded.
+        // SAFETY: `programs`, `options` and `out` are as `link` requires (entry_points doc, "Handles", "Arrays and
+        // strings", "Out-pointers").
         unsafe { link(context, count, programs, options, out) }
     })
 }
@@ -278,11 +292,13 @@ pub(crate) unsafe extern "C" fn urProgramLinkExp(
     out: *mut ur_program_handle_t,
 ) -> ur_result_t {
     guard("urProgramLinkExp", || {
-        // SAFETY: forwarded.
+        // SAFETY: `context` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let context = unsafe { Handle::<Context>::get(context)? };
-        // SAFETY: forwarded.
+        // SAFETY: `devices` is null or points to `num_devices` device handles (entry_points doc, "Arrays and strings",
+        // "Handles"), all `check_devices` needs.
         unsafe { check_devices(&context.value, num_devices, devices)? };
-        // SAFETY: forwarded.
+        // SAFETY: `programs`, `options` and `out` are as `link` requires (entry_points doc, "Handles", "Arrays and
+        // strings", "Out-pointers").
         unsafe { link(context, count, programs, options, out) }
     })
 }
@@ -290,14 +306,14 @@ pub(crate) unsafe extern "C" fn urProgramLinkExp(
 /// # Safety
 /// UR's contract for `urProgramRetain`.
 pub(crate) unsafe extern "C" fn urProgramRetain(program: ur_program_handle_t) -> ur_result_t {
-    // SAFETY: forwarded.
+    // SAFETY: `program` is null or one of this adapter's handles (entry_points doc, "Handles"), all `retain` needs.
     guard("urProgramRetain", || unsafe { Handle::<Program>::retain(program) })
 }
 
 /// # Safety
 /// UR's contract for `urProgramRelease`.
 pub(crate) unsafe extern "C" fn urProgramRelease(program: ur_program_handle_t) -> ur_result_t {
-    // SAFETY: forwarded.
+    // SAFETY: `program` is null or one of this adapter's handles (entry_points doc, "Handles"), all `release` needs.
     guard("urProgramRelease", || unsafe { Handle::<Program>::release(program) })
 }
 
@@ -311,9 +327,10 @@ pub(crate) unsafe extern "C" fn urProgramGetInfo(
     size_ret: *mut usize,
 ) -> ur_result_t {
     guard("urProgramGetInfo", || {
-        // SAFETY: forwarded.
+        // SAFETY: `program` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let handle = unsafe { Handle::<Program>::get(program)? };
-        // SAFETY: forwarded.
+        // SAFETY: `value` is null or writable for `size` bytes, `size_ret` null or writable (entry_points doc, "Info
+        // queries"), all `InfoOut::new` needs.
         let out = unsafe { InfoOut::new(size, value, size_ret)? };
         let p = &handle.value;
         use ur_program_info_t as I;
@@ -395,10 +412,12 @@ pub(crate) unsafe extern "C" fn urProgramGetBuildInfo(
     size_ret: *mut usize,
 ) -> ur_result_t {
     guard("urProgramGetBuildInfo", || {
-        // SAFETY: forwarded.
+        // SAFETY: `program` and `device` are each null or one of this adapter's handles (entry_points doc, "Handles"),
+        // all `get` needs.
         let (handle, device) = unsafe { (Handle::<Program>::get(program)?, Handle::<Device>::get(device)?) };
         ensure!(handle.value.context.value.holds(device), InvalidDevice, "the device is not the program's");
-        // SAFETY: forwarded.
+        // SAFETY: `value` is null or writable for `size` bytes, `size_ret` null or writable (entry_points doc, "Info
+        // queries"), all `InfoOut::new` needs.
         let out = unsafe { InfoOut::new(size, value, size_ret)? };
         let state = handle.value.state.lock();
         use ur_program_build_info_t as I;

@@ -38,9 +38,9 @@ pub(crate) unsafe extern "C" fn urQueueCreate(
     queue: *mut ur_queue_handle_t,
 ) -> ur_result_t {
     guard("urQueueCreate", || {
-        // SAFETY: forwarded.
+        // SAFETY: `context` is null or one of this adapter's handles (entry_points doc, "Handles"), all `arc` needs.
         let context = unsafe { Handle::<Context>::arc(context)? };
-        // SAFETY: forwarded.
+        // SAFETY: `device` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let device = unsafe { Handle::<Device>::get(device)? };
         ensure!(!queue.is_null(), InvalidNullPointer, "phQueue is null");
         // SAFETY: null or a readable descriptor per the contract.
@@ -84,7 +84,7 @@ pub(crate) unsafe extern "C" fn urQueueCreate(
 /// # Safety
 /// UR's contract for `urQueueRetain`.
 pub(crate) unsafe extern "C" fn urQueueRetain(queue: ur_queue_handle_t) -> ur_result_t {
-    // SAFETY: forwarded.
+    // SAFETY: `queue` is null or one of this adapter's handles (entry_points doc, "Handles"), all `retain` needs.
     guard("urQueueRetain", || unsafe { Handle::<Queue>::retain(queue) })
 }
 
@@ -95,7 +95,8 @@ pub(crate) unsafe extern "C" fn urQueueRelease(queue: ur_queue_handle_t) -> ur_r
         // UR: releasing the last reference waits for the queue's commands.
         // Dropping the cmdbuf-core queue would too, but events keep the queue
         // object alive (for UR_EVENT_INFO_COMMAND_QUEUE), so wait here.
-        // SAFETY: forwarded.
+        // SAFETY: `queue` is null or one of this adapter's handles (entry_points doc, "Handles"), all `release_then`
+        // needs.
         unsafe {
             Handle::<Queue>::release_then(queue, |q| {
                 // A failed command is reported through its event; the
@@ -118,9 +119,10 @@ pub(crate) unsafe extern "C" fn urQueueGetInfo(
     size_ret: *mut usize,
 ) -> ur_result_t {
     guard("urQueueGetInfo", || {
-        // SAFETY: forwarded.
+        // SAFETY: `queue` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let handle = unsafe { Handle::<Queue>::get(queue)? };
-        // SAFETY: forwarded.
+        // SAFETY: `value` is null or writable for `size` bytes, `size_ret` null or writable (entry_points doc, "Info
+        // queries"), all `InfoOut::new` needs.
         let out = unsafe { InfoOut::new(size, value, size_ret)? };
         let q = &handle.value;
         match name {
@@ -145,7 +147,7 @@ pub(crate) unsafe extern "C" fn urQueueGetInfo(
 /// UR's contract for `urQueueFinish`.
 pub(crate) unsafe extern "C" fn urQueueFinish(queue: ur_queue_handle_t) -> ur_result_t {
     guard("urQueueFinish", || {
-        // SAFETY: forwarded.
+        // SAFETY: `queue` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let handle = unsafe { Handle::<Queue>::get(queue)? };
         handle.value.queue.finish()
     })
@@ -155,7 +157,7 @@ pub(crate) unsafe extern "C" fn urQueueFinish(queue: ur_queue_handle_t) -> ur_re
 /// UR's contract for `urQueueFlush`.
 pub(crate) unsafe extern "C" fn urQueueFlush(queue: ur_queue_handle_t) -> ur_result_t {
     guard("urQueueFlush", || {
-        // SAFETY: forwarded.
+        // SAFETY: `queue` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let handle = unsafe { Handle::<Queue>::get(queue)? };
         handle.value.queue.flush()
     })

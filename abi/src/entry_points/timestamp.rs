@@ -22,10 +22,11 @@ pub(crate) unsafe extern "C" fn urEnqueueTimestampRecordingExp(
     event: *mut ur_event_handle_t,
 ) -> ur_result_t {
     guard("urEnqueueTimestampRecordingExp", || {
-        // SAFETY: forwarded.
+        // SAFETY: `queue` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let queue = unsafe { Handle::<Queue>::get(queue)? };
         ensure!(!event.is_null(), InvalidNullPointer, "phEvent is null");
-        // SAFETY: forwarded.
+        // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
+        // `wait_list` needs.
         let wait = unsafe { wait_list(events, num_events)? };
         let done = queue.value.core().enqueue_timestamp(&wait)?;
         if blocking {

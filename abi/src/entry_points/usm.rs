@@ -22,7 +22,9 @@ use crate::sys::*;
 /// The checks every allocation shares, then the allocation.
 ///
 /// # Safety
-/// Handles and pointers as UR's contracts for the three allocation calls.
+/// As UR's contracts for the three allocation calls give them: `context`
+/// and `device` are each null or one of this adapter's handles; `desc` is
+/// null or one readable descriptor; `out` is null or writable.
 unsafe fn allocate(
     context: ur_context_handle_t,
     device: Option<ur_device_handle_t>,
@@ -32,11 +34,11 @@ unsafe fn allocate(
     out: *mut *mut c_void,
     kind: UsmKind,
 ) -> AbiResult {
-    // SAFETY: forwarded.
+    // SAFETY: `context` is null or one of this adapter's handles (this function's `# Safety`), all `get` needs.
     let context = unsafe { Handle::<Context>::get(context)? };
     let device = match device {
         Some(device) => {
-            // SAFETY: forwarded.
+            // SAFETY: `device` is null or one of this adapter's handles (this function's `# Safety`), all `get` needs.
             let device = unsafe { Handle::<Device>::get(device)? };
             ensure!(context.value.holds(device), InvalidContext, "the device is not the context's");
             Some(device.to_arc())
@@ -77,7 +79,8 @@ pub(crate) unsafe extern "C" fn urUSMHostAlloc(
     size: usize,
     out: *mut *mut c_void,
 ) -> ur_result_t {
-    // SAFETY: forwarded.
+    // SAFETY: `context`, `desc` and `out` are as `allocate` requires (entry_points doc, "Handles", "Arrays and
+    // strings", "Out-pointers").
     guard("urUSMHostAlloc", || unsafe { allocate(context, None, desc, pool, size, out, UsmKind::Host) })
 }
 
@@ -91,7 +94,8 @@ pub(crate) unsafe extern "C" fn urUSMDeviceAlloc(
     size: usize,
     out: *mut *mut c_void,
 ) -> ur_result_t {
-    // SAFETY: forwarded.
+    // SAFETY: `context`, `device`, `desc` and `out` are as `allocate` requires (entry_points doc, "Handles", "Arrays
+    // and strings", "Out-pointers").
     guard("urUSMDeviceAlloc", || unsafe { allocate(context, Some(device), desc, pool, size, out, UsmKind::Device) })
 }
 
@@ -105,7 +109,8 @@ pub(crate) unsafe extern "C" fn urUSMSharedAlloc(
     size: usize,
     out: *mut *mut c_void,
 ) -> ur_result_t {
-    // SAFETY: forwarded.
+    // SAFETY: `context`, `device`, `desc` and `out` are as `allocate` requires (entry_points doc, "Handles", "Arrays
+    // and strings", "Out-pointers").
     guard("urUSMSharedAlloc", || unsafe { allocate(context, Some(device), desc, pool, size, out, UsmKind::Shared) })
 }
 
@@ -113,7 +118,7 @@ pub(crate) unsafe extern "C" fn urUSMSharedAlloc(
 /// UR's contract for `urUSMFree`.
 pub(crate) unsafe extern "C" fn urUSMFree(context: ur_context_handle_t, mem: *mut c_void) -> ur_result_t {
     guard("urUSMFree", || {
-        // SAFETY: forwarded.
+        // SAFETY: `context` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let context = unsafe { Handle::<Context>::get(context)? };
         ensure!(!mem.is_null(), InvalidNullPointer, "pMem is null");
         context.value.free_usm(mem)
@@ -131,10 +136,11 @@ pub(crate) unsafe extern "C" fn urUSMGetMemAllocInfo(
     size_ret: *mut usize,
 ) -> ur_result_t {
     guard("urUSMGetMemAllocInfo", || {
-        // SAFETY: forwarded.
+        // SAFETY: `context` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let context = unsafe { Handle::<Context>::get(context)? };
         ensure!(!mem.is_null(), InvalidNullPointer, "pMem is null");
-        // SAFETY: forwarded.
+        // SAFETY: `value` is null or writable for `size` bytes, `size_ret` null or writable (entry_points doc, "Info
+        // queries"), all `InfoOut::new` needs.
         let out = unsafe { InfoOut::new(size, value, size_ret)? };
         let found = context.value.usm_holding(mem as u64);
         use ur_usm_alloc_info_t as I;

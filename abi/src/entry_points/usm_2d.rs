@@ -29,15 +29,17 @@ pub(crate) unsafe extern "C" fn urEnqueueUSMFill2D(
     event: *mut ur_event_handle_t,
 ) -> ur_result_t {
     guard("urEnqueueUSMFill2D", || {
-        // SAFETY: forwarded.
+        // SAFETY: `queue` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let queue = unsafe { Handle::<Queue>::get(queue)? };
         let dst = usm_ptr(mem, "pMem")?;
-        // SAFETY: forwarded.
+        // SAFETY: `pattern_ptr` is null or readable for `pattern_size` bytes (entry_points doc, "Arrays and strings"),
+        // all `pattern` needs.
         let pattern = unsafe { pattern(pattern_ptr, pattern_size)? };
-        // SAFETY: forwarded.
+        // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
+        // `wait_list` needs.
         let wait = unsafe { wait_list(events, num_events)? };
         let done = queue.value.core().usm_fill_2d(dst, pitch, pattern, width, height, &wait)?;
-        // SAFETY: forwarded.
+        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `emit` needs.
         unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_USM_FILL_2D) };
         Ok(())
     })
@@ -59,10 +61,11 @@ pub(crate) unsafe extern "C" fn urEnqueueUSMMemcpy2D(
     event: *mut ur_event_handle_t,
 ) -> ur_result_t {
     guard("urEnqueueUSMMemcpy2D", || {
-        // SAFETY: forwarded.
+        // SAFETY: `queue` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let queue = unsafe { Handle::<Queue>::get(queue)? };
         ensure!(!dst.is_null() && !src.is_null(), InvalidNullPointer, "pDst or pSrc is null");
-        // SAFETY: forwarded.
+        // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
+        // `wait_list` needs.
         let wait = unsafe { wait_list(events, num_events)? };
         // SAFETY: UR's contract: host memory given here stays valid for its
         // pitched range until the copy completes (for a blocking copy, until
@@ -73,7 +76,7 @@ pub(crate) unsafe extern "C" fn urEnqueueUSMMemcpy2D(
         if blocking {
             done.wait()?;
         }
-        // SAFETY: forwarded.
+        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `emit` needs.
         unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_USM_MEMCPY_2D) };
         Ok(())
     })

@@ -16,14 +16,15 @@ use crate::sys::*;
 /// The cmdbuf-core devices behind two device handles.
 ///
 /// # Safety
-/// UR's contract for device handles: each valid or null.
+/// `command` and `peer` are each null or one of this adapter's handles (UR's
+/// contract for the `urUsmP2P*Exp` calls).
 unsafe fn pair(
     command: ur_device_handle_t,
     peer: ur_device_handle_t,
 ) -> AbiResult<(cmdbuf_core::Device, cmdbuf_core::Device)> {
-    // SAFETY: forwarded.
+    // SAFETY: `command` is null or one of this adapter's handles (this function's `# Safety`), all `get` needs.
     let command = unsafe { Handle::<Device>::get(command)? };
-    // SAFETY: forwarded.
+    // SAFETY: `peer` is null or one of this adapter's handles (this function's `# Safety`), all `get` needs.
     let peer = unsafe { Handle::<Device>::get(peer)? };
     Ok((command.value.core().clone(), peer.value.core().clone()))
 }
@@ -35,7 +36,8 @@ pub(crate) unsafe extern "C" fn urUsmP2PEnablePeerAccessExp(
     peer_device: ur_device_handle_t,
 ) -> ur_result_t {
     guard("urUsmP2PEnablePeerAccessExp", || {
-        // SAFETY: forwarded.
+        // SAFETY: `command_device` and `peer_device` are each null or one of this adapter's handles (entry_points doc,
+        // "Handles"), all `pair` needs.
         let (command, peer) = unsafe { pair(command_device, peer_device)? };
         command.enable_peer_access(&peer)
     })
@@ -48,7 +50,8 @@ pub(crate) unsafe extern "C" fn urUsmP2PDisablePeerAccessExp(
     peer_device: ur_device_handle_t,
 ) -> ur_result_t {
     guard("urUsmP2PDisablePeerAccessExp", || {
-        // SAFETY: forwarded.
+        // SAFETY: `command_device` and `peer_device` are each null or one of this adapter's handles (entry_points doc,
+        // "Handles"), all `pair` needs.
         let (command, peer) = unsafe { pair(command_device, peer_device)? };
         command.disable_peer_access(&peer)
     })
@@ -65,9 +68,11 @@ pub(crate) unsafe extern "C" fn urUsmP2PPeerAccessGetInfoExp(
     prop_size_ret: *mut usize,
 ) -> ur_result_t {
     guard("urUsmP2PPeerAccessGetInfoExp", || {
-        // SAFETY: forwarded.
+        // SAFETY: `command_device` and `peer_device` are each null or one of this adapter's handles (entry_points doc,
+        // "Handles"), all `pair` needs.
         let (command, peer) = unsafe { pair(command_device, peer_device)? };
-        // SAFETY: forwarded.
+        // SAFETY: `prop_value` is null or writable for `prop_size` bytes, `prop_size_ret` null or writable
+        // (entry_points doc, "Info queries"), all `InfoOut::new` needs.
         let out = unsafe { InfoOut::new(prop_size, prop_value, prop_size_ret)? };
         let access = command.peer_access(&peer)?;
         // UR answers both queries with an `int`: 1 supported, 0 not.

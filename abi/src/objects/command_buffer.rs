@@ -54,7 +54,11 @@ pub(crate) struct AppendOut {
 /// sync point, signal event and command handle that were asked for.
 ///
 /// # Safety
-/// Handles, arrays and out-parameters as UR's contracts for the appends.
+/// As UR's contract for every `urCommandBufferAppend*Exp` gives them:
+/// `buffer` is null or one of this adapter's handles; `sync_points` is null
+/// or holds `num_sync_points` sync points; `events` is null or holds
+/// `num_events` handles, each null or one of this adapter's; each of `out`'s
+/// pointers is null or writable.
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn append(
     buffer: ur_exp_command_buffer_handle_t,
@@ -66,10 +70,11 @@ pub(crate) unsafe fn append(
     command_type: ur_command_t,
     append: impl FnOnce(&cmdbuf_core::CommandBuffer, AppendOptions<'_>) -> cmdbuf_core::Result<Appended>,
 ) -> AbiResult {
-    // SAFETY: forwarded.
+    // SAFETY: `buffer` is null or one of this adapter's handles (this function's `# Safety`), all `get` needs.
     let handle = unsafe { Handle::<CommandBuffer>::get(buffer)? };
     let cb = &handle.value;
-    // SAFETY: forwarded.
+    // SAFETY: `sync_points` is null or holds `num_sync_points` sync points (this function's `# Safety`), all `slice`
+    // needs; null with a count is refused.
     let raw_points = unsafe {
         slice(sync_points, num_sync_points as usize, || {
             err!(InvalidSyncPointWaitList, "the sync-point list and its count disagree")
@@ -81,7 +86,8 @@ pub(crate) unsafe fn append(
     } else {
         raw_points.iter().map(|p| cb.buffer.sync_point_from_raw(*p)).collect()
     };
-    // SAFETY: forwarded.
+    // SAFETY: `events` is null or points to `num_events` event handles (this function's `# Safety`), all `wait_list`
+    // needs.
     let wait = unsafe { wait_list(events, num_events)? };
     ensure!(
         out.command.is_null() || cb.buffer.descriptor().updatable,
@@ -96,7 +102,7 @@ pub(crate) unsafe fn append(
     // SAFETY: null or writable per the contract.
     unsafe { write_opt(out.sync_point, appended.sync_point.index()) };
     if let Some(event) = appended.event {
-        // SAFETY: forwarded.
+        // SAFETY: `out.event` is null or writable (this function's `# Safety`), all `emit_unqueued` needs.
         unsafe { emit_unqueued(out.event, event, &cb.context, command_type) };
     }
     if let (Some(command), false) = (appended.command, out.command.is_null()) {

@@ -117,9 +117,11 @@ impl Drop for Context {
 /// (which are made on one device: several are `UNSUPPORTED_FEATURE`).
 ///
 /// # Safety
-/// `devices` holds `num_devices` device handles.
+/// `devices` is null or holds `num_devices` handles, each null or one of
+/// this adapter's.
 pub(crate) unsafe fn the_one_device(num_devices: u32, devices: *const ur_device_handle_t) -> AbiResult<DeviceRef> {
-    // SAFETY: forwarded.
+    // SAFETY: `devices` is null or holds `num_devices` handles, each null or one of this adapter's (this function's
+    // `# Safety`), all `get_list` needs.
     let list = unsafe { get_list::<Device>(devices, num_devices, || err!(InvalidSize, "no device given"))? };
     let [device] = list.as_slice() else {
         return Err(err!(UnsupportedFeature, "an adopted context of {} devices: it is made on one device", list.len()));
@@ -133,9 +135,11 @@ pub(crate) unsafe fn the_one_device(num_devices: u32, devices: *const ur_device_
 /// `UNSUPPORTED_FEATURE` elsewhere). A device listed twice counts once.
 ///
 /// # Safety
-/// `devices` holds `num_devices` device handles.
+/// `devices` is null or holds `num_devices` handles, each null or one of
+/// this adapter's.
 pub(crate) unsafe fn context_over(num_devices: u32, devices: *const ur_device_handle_t) -> AbiResult<Context> {
-    // SAFETY: forwarded.
+    // SAFETY: `devices` is null or holds `num_devices` handles, each null or one of this adapter's (this function's
+    // `# Safety`), all `get_list` needs.
     let list = unsafe { get_list::<Device>(devices, num_devices, || err!(InvalidSize, "no device given"))? };
     let mut given: Vec<DeviceRef> = Vec::with_capacity(list.len());
     for device in list {

@@ -27,12 +27,14 @@ impl Event {
 /// The events of a C wait list, borrowed for the call.
 ///
 /// # Safety
-/// `list` is null or points to `count` event handles the caller holds.
+/// `list` is null or holds `count` handles, each null or one of this
+/// adapter's (UR's contract for a wait list).
 pub(crate) unsafe fn wait_list<'a>(
     list: *const ur_event_handle_t,
     count: u32,
 ) -> AbiResult<Vec<&'a cmdbuf_core::Event>> {
-    // SAFETY: forwarded.
+    // SAFETY: `list` is null or holds `count` handles, each null or one of this adapter's (this function's `# Safety`),
+    // all `get_list` needs.
     let handles = unsafe {
         get_list::<Event>(list, count, || err!(InvalidEventWaitList, "the wait list and its count disagree"))?
     };

@@ -53,7 +53,7 @@ impl<'a> NdRangeArgs<'a> {
         global: *const usize,
         local: *const usize,
     ) -> AbiResult<NdRangeArgs<'a>> {
-        // SAFETY: forwarded.
+        // SAFETY: each pointer is null or holds `work_dim` sizes (this function's `# Safety`), all `work_sizes` needs.
         let (global, offset, local) = unsafe {
             (
                 work_sizes(work_dim, global, "pGlobalWorkSize")?,
@@ -87,14 +87,14 @@ impl<'a> NdRangeArgs<'a> {
 /// `INVALID_KERNEL_ARGUMENT_INDEX`; cmdbuf-core then checks kinds and sizes.
 ///
 /// # Safety
-/// `args` holds `count` properties whose values are valid for their type
-/// (UR's contract for the launch calls).
+/// `args` is null or holds `count` properties whose values are valid for
+/// their type (UR's contract for the launch calls).
 pub(crate) unsafe fn launch_args<'a>(
     kernel: &cmdbuf_core::Kernel,
     count: u32,
     args: *const ur_exp_kernel_arg_properties_t,
 ) -> AbiResult<Vec<KernelArg<'a>>> {
-    // SAFETY: forwarded.
+    // SAFETY: `args` is null or holds `count` properties (this function's `# Safety`), all `optional_list` needs.
     let list = unsafe { optional_list(args, count, "pArgs")? };
     let mut by_index: Vec<Option<KernelArg<'a>>> = vec![None; kernel.num_args()];
     for prop in list {
@@ -112,7 +112,8 @@ pub(crate) unsafe fn launch_args<'a>(
             kernel.name(),
             by_index.len()
         );
-        // SAFETY: forwarded: the union member `type` names is the valid one.
+        // SAFETY: `prop` is one of the `count` properties whose values are valid for their type (this function's
+        // `# Safety`), so the member of `prop.value` that `prop.type_` names is valid, as `one_arg` requires.
         by_index[index] = Some(unsafe { one_arg(prop.type_, prop.size, &prop.value)? });
     }
     by_index
@@ -141,7 +142,8 @@ pub(crate) unsafe fn one_arg<'a>(
         T::UR_EXP_KERNEL_ARG_TYPE_VALUE => {
             // SAFETY: `value` is the member the type names.
             let bytes = unsafe { value.value };
-            // SAFETY: forwarded: readable for `size` bytes.
+            // SAFETY: for a value argument `value.value` is the valid member, readable for `size` bytes (this
+            // function's `# Safety`), all `value_bytes` needs.
             KernelArg::Value(unsafe { value_bytes(bytes, size)? })
         }
         // SAFETY: `pointer` is the member the type names.

@@ -27,7 +27,8 @@ pub(crate) struct HostMemory(pub(crate) *mut u8);
 // the buffer's life; the pointer is only used by maps, from any thread.
 unsafe impl Send for HostMemory {}
 
-// SAFETY: as for Send.
+// SAFETY: as for Send: maps on any thread use the pointer, and the memory
+// behind it stays valid for the buffer's life (UR's contract).
 unsafe impl Sync for HostMemory {}
 
 impl Mem {

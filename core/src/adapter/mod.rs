@@ -800,7 +800,8 @@ pub trait ExecutableCommandBufferImpl: Any + Send {
         in_order: bool,
     ) -> Result<Arc<dyn EventImpl>> {
         let _ = in_order;
-        // SAFETY: forwarded from the caller.
+        // SAFETY: `queue` is a queue of this adapter and context and `wait` events it may wait on
+        // (this function's `# Safety`, `enqueue`'s); `in_order` is not used.
         unsafe { self.enqueue(queue, wait) }
     }
 

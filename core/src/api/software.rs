@@ -108,7 +108,8 @@ impl RecordingCommandBufferImpl for SoftwareCommandBuffer {
 
 impl ExecutableCommandBufferImpl for SoftwareExecutable {
     unsafe fn enqueue(&mut self, queue: &dyn QueueImpl, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
-        // SAFETY: forwarded from the caller.
+        // SAFETY: `queue` and `wait` are as `enqueue_ordered` requires (the trait's `enqueue`
+        // contract), and `false` claims no order of the queue.
         unsafe { self.enqueue_ordered(queue, wait, false) }
     }
 
@@ -120,7 +121,9 @@ impl ExecutableCommandBufferImpl for SoftwareExecutable {
     ) -> Result<Arc<dyn EventImpl>> {
         let key = queue as *const dyn QueueImpl as *const () as usize;
         if in_order && !self.commands.is_empty() {
-            // SAFETY: forwarded from the caller; the queue runs in order.
+            // SAFETY: `queue` and `wait` are as the trait's `enqueue` requires; the queue runs in
+            // order (`in_order`, true only then) and `key` is its address, as `submit_in_order`
+            // requires.
             return unsafe { self.submit_in_order(queue, key, wait) };
         }
         self.previous_queue = None;

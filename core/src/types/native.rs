@@ -91,8 +91,9 @@ impl NativeKernelFn {
                         NativeArg::Local(p, _) => p.cast(),
                     })
                     .collect();
-                // SAFETY: forwarded from this function's contract; `c`, `args`
-                // and what they point to live across the call.
+                // SAFETY: `f` is valid to call with this group's arguments, as its kernel table
+                // promised (this function's `# Safety`); `c`, `args` and what they point to live
+                // across the call.
                 match unsafe { f(&c, args.as_ptr()) } {
                     0 => Ok(()),
                     code => Err(code),

@@ -303,7 +303,8 @@ impl ProgramBundle {
     /// arguments the table declares.
     pub unsafe fn from_binary(bytes: &[u8]) -> Result<ProgramBundle> {
         if cpu_table::is_table(bytes) {
-            // SAFETY: forwarded from this function's contract.
+            // SAFETY: the bytes are a CPU kernel table whose pointers and entry points are valid as
+            // its header describes (this function's `# Safety`), what `cpu_table::read` requires.
             let kernels = unsafe { cpu_table::read(bytes)? };
             let (signatures, code): (Vec<_>, Vec<_>) = kernels.into_iter().unzip();
             return Ok(ProgramBundle {

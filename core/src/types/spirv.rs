@@ -201,7 +201,30 @@ fn string_at(words: &[u32]) -> Result<(String, usize)> {
     Ok((s, end / 4 + 1))
 }
 
+/// One SPIR-V instruction: its opcode, where it starts and its operands.
+struct Instruction<'a> {
+    opcode: u32,
+    at: usize,
+    ops: &'a [u32],
+}
+
+impl Instruction<'_> {
+    /// Refuses an instruction with fewer than `n` operands.
+    fn need(&self, n: usize) -> Result<()> {
+        ensure!(
+            self.ops.len() >= n,
+            InvalidBinary,
+            "SPIR-V instruction {} at word {} is too short",
+            self.opcode,
+            self.at
+        );
+        Ok(())
+    }
+}
+
 impl Module {
+    /// Reads the declarations a kernel signature needs, one instruction at
+    /// a time, each group by its own step; other instructions are skipped.
     fn parse(words: &[u32]) -> Result<Module> {
         let mut m = Module::default();
         let mut current_function = None;
@@ -213,138 +236,184 @@ impl Module {
                 InvalidBinary,
                 "malformed SPIR-V instruction at word {at}"
             );
-            let ops = &words[at + 1..at + count];
-            let need = |n: usize| -> Result<()> {
-                ensure!(ops.len() >= n, InvalidBinary, "SPIR-V instruction {opcode} at word {at} is too short");
-                Ok(())
-            };
+            let inst = Instruction { opcode, at, ops: &words[at + 1..at + count] };
             match opcode {
-                OP_ENTRY_POINT => {
-                    need(3)?;
-                    let (name, _) = string_at(&ops[2..])?;
-                    m.entries.push((ops[0], ops[1], name));
+                OP_ENTRY_POINT | OP_EXECUTION_MODE | OP_EXECUTION_MODE_ID => m.mode(&inst)?,
+                OP_CONSTANT | OP_SPEC_CONSTANT | OP_CONSTANT_COMPOSITE | OP_SPEC_CONSTANT_COMPOSITE | OP_VARIABLE => {
+                    m.value(&inst)?
                 }
-                OP_EXECUTION_MODE => {
-                    need(2)?;
-                    match ops[1] {
-                        MODE_LOCAL_SIZE => {
-                            need(5)?;
-                            m.local_size_fixed.insert(ops[0], [ops[2] as u64, ops[3] as u64, ops[4] as u64]);
-                        }
-                        MODE_MAX_WORKGROUP_SIZE_INTEL => {
-                            need(5)?;
-                            m.max_size.insert(ops[0], [ops[2] as usize, ops[3] as usize, ops[4] as usize]);
-                        }
-                        MODE_SUBGROUP_SIZE => {
-                            need(3)?;
-                            m.sub_group_size.insert(ops[0], ops[2]);
-                        }
-                        MODE_SUBGROUPS_PER_WORKGROUP => {
-                            need(3)?;
-                            m.sub_groups.insert(ops[0], ops[2]);
-                        }
-                        _ => {}
-                    }
-                }
-                OP_EXECUTION_MODE_ID => {
-                    need(2)?;
-                    if ops[1] == MODE_LOCAL_SIZE_ID {
-                        need(5)?;
-                        m.local_size.insert(ops[0], [Some(ops[2]), Some(ops[3]), Some(ops[4])]);
-                    }
-                }
-                OP_TYPE_VOID => {
-                    need(1)?;
-                    m.types.insert(ops[0], Type::Void);
-                }
-                OP_TYPE_BOOL => {
-                    need(1)?;
-                    m.types.insert(ops[0], Type::Scalar { size: 1 });
-                }
-                OP_TYPE_INT | OP_TYPE_FLOAT => {
-                    need(2)?;
-                    m.types.insert(ops[0], Type::Scalar { size: (ops[1] as u64).div_ceil(8) });
-                }
-                OP_TYPE_VECTOR => {
-                    need(3)?;
-                    m.types.insert(ops[0], Type::Vector { elem: ops[1], count: ops[2] as u64 });
-                }
-                OP_TYPE_ARRAY => {
-                    need(3)?;
-                    m.types.insert(ops[0], Type::Array { elem: ops[1], length: ops[2] });
-                }
-                OP_TYPE_STRUCT => {
-                    need(1)?;
-                    m.types.insert(ops[0], Type::Struct { members: ops[1..].to_vec() });
-                }
-                OP_TYPE_POINTER => {
-                    need(3)?;
-                    m.types.insert(ops[0], Type::Pointer { storage: ops[1], pointee: ops[2] });
-                }
-                OP_TYPE_IMAGE | OP_TYPE_SAMPLER | OP_TYPE_EVENT | OP_TYPE_PIPE | OP_TYPE_OPAQUE => {
-                    need(1)?;
-                    let what = match opcode {
-                        OP_TYPE_IMAGE => "an image",
-                        OP_TYPE_SAMPLER => "a sampler",
-                        OP_TYPE_EVENT => "an event",
-                        OP_TYPE_PIPE => "a pipe",
-                        _ => "an opaque type",
-                    };
-                    m.types.insert(ops[0], Type::Opaque(what));
-                }
-                OP_TYPE_FORWARD_POINTER => {}
-                OP_CONSTANT | OP_SPEC_CONSTANT => {
-                    need(3)?;
-                    let high = ops.get(3).copied().unwrap_or(0) as u64;
-                    m.constants.insert(ops[1], (ops[2] as u64 | high << 32, opcode == OP_SPEC_CONSTANT));
-                }
-                OP_CONSTANT_COMPOSITE | OP_SPEC_CONSTANT_COMPOSITE => {
-                    need(2)?;
-                    m.composites.insert(ops[1], (ops[2..].to_vec(), opcode == OP_SPEC_CONSTANT_COMPOSITE));
-                }
-                OP_FUNCTION => {
-                    need(2)?;
-                    current_function = Some(ops[1]);
-                    m.params.entry(ops[1]).or_default();
-                }
-                OP_FUNCTION_PARAMETER => {
-                    need(2)?;
-                    let f = current_function
-                        .ok_or_else(|| err!(InvalidBinary, "OpFunctionParameter outside a function at word {at}"))?;
-                    m.params.entry(f).or_default().push((ops[0], ops[1]));
-                }
-                OP_VARIABLE => {
-                    need(3)?;
-                    if ops[2] == SC_PUSH_CONSTANT {
-                        // The variable's pointer type.
-                        m.push_constants.push(ops[0]);
-                    }
-                }
-                OP_DECORATE => {
-                    need(2)?;
-                    if ops[1] == DEC_SPEC_ID && ops.len() >= 3 {
-                        m.spec_ids.push(ops[2]);
-                    }
-                    if ops[1] == DEC_CPACKED {
-                        m.packed.insert(ops[0]);
-                    }
-                    if ops[1] == DEC_FUNC_PARAM_ATTR && ops.get(2) == Some(&PARAM_ATTR_BY_VAL) {
-                        m.by_val.insert(ops[0]);
-                    }
-                    m.decorations.insert((ops[0], ops[1]), ops[2..].to_vec());
-                }
-                OP_MEMBER_DECORATE => {
-                    need(3)?;
-                    if ops[2] == DEC_OFFSET {
-                        need(4)?;
-                        m.member_offsets.insert((ops[0], ops[1]), ops[3] as u64);
-                    }
-                }
-                _ => {}
+                OP_FUNCTION | OP_FUNCTION_PARAMETER => m.function(&inst, &mut current_function)?,
+                OP_DECORATE | OP_MEMBER_DECORATE => m.decoration(&inst)?,
+                _ => m.type_declaration(&inst)?,
             }
             at += count;
         }
         Ok(m)
+    }
+
+    /// Entry points and their execution modes (fixed or maximal work-group sizes, sub-groups).
+    fn mode(&mut self, inst: &Instruction<'_>) -> Result<()> {
+        let (opcode, ops, need) = (inst.opcode, inst.ops, |n| inst.need(n));
+        match opcode {
+            OP_ENTRY_POINT => {
+                need(3)?;
+                let (name, _) = string_at(&ops[2..])?;
+                self.entries.push((ops[0], ops[1], name));
+            }
+            OP_EXECUTION_MODE => {
+                need(2)?;
+                match ops[1] {
+                    MODE_LOCAL_SIZE => {
+                        need(5)?;
+                        self.local_size_fixed.insert(ops[0], [ops[2] as u64, ops[3] as u64, ops[4] as u64]);
+                    }
+                    MODE_MAX_WORKGROUP_SIZE_INTEL => {
+                        need(5)?;
+                        self.max_size.insert(ops[0], [ops[2] as usize, ops[3] as usize, ops[4] as usize]);
+                    }
+                    MODE_SUBGROUP_SIZE => {
+                        need(3)?;
+                        self.sub_group_size.insert(ops[0], ops[2]);
+                    }
+                    MODE_SUBGROUPS_PER_WORKGROUP => {
+                        need(3)?;
+                        self.sub_groups.insert(ops[0], ops[2]);
+                    }
+                    _ => {}
+                }
+            }
+            OP_EXECUTION_MODE_ID => {
+                need(2)?;
+                if ops[1] == MODE_LOCAL_SIZE_ID {
+                    need(5)?;
+                    self.local_size.insert(ops[0], [Some(ops[2]), Some(ops[3]), Some(ops[4])]);
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// A type declaration; any other instruction is skipped.
+    fn type_declaration(&mut self, inst: &Instruction<'_>) -> Result<()> {
+        let (opcode, ops, need) = (inst.opcode, inst.ops, |n| inst.need(n));
+        match opcode {
+            OP_TYPE_VOID => {
+                need(1)?;
+                self.types.insert(ops[0], Type::Void);
+            }
+            OP_TYPE_BOOL => {
+                need(1)?;
+                self.types.insert(ops[0], Type::Scalar { size: 1 });
+            }
+            OP_TYPE_INT | OP_TYPE_FLOAT => {
+                need(2)?;
+                self.types.insert(ops[0], Type::Scalar { size: (ops[1] as u64).div_ceil(8) });
+            }
+            OP_TYPE_VECTOR => {
+                need(3)?;
+                self.types.insert(ops[0], Type::Vector { elem: ops[1], count: ops[2] as u64 });
+            }
+            OP_TYPE_ARRAY => {
+                need(3)?;
+                self.types.insert(ops[0], Type::Array { elem: ops[1], length: ops[2] });
+            }
+            OP_TYPE_STRUCT => {
+                need(1)?;
+                self.types.insert(ops[0], Type::Struct { members: ops[1..].to_vec() });
+            }
+            OP_TYPE_POINTER => {
+                need(3)?;
+                self.types.insert(ops[0], Type::Pointer { storage: ops[1], pointee: ops[2] });
+            }
+            OP_TYPE_IMAGE | OP_TYPE_SAMPLER | OP_TYPE_EVENT | OP_TYPE_PIPE | OP_TYPE_OPAQUE => {
+                need(1)?;
+                let what = match opcode {
+                    OP_TYPE_IMAGE => "an image",
+                    OP_TYPE_SAMPLER => "a sampler",
+                    OP_TYPE_EVENT => "an event",
+                    OP_TYPE_PIPE => "a pipe",
+                    _ => "an opaque type",
+                };
+                self.types.insert(ops[0], Type::Opaque(what));
+            }
+            OP_TYPE_FORWARD_POINTER => {}
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Scalar and composite constants, and push-constant variables.
+    fn value(&mut self, inst: &Instruction<'_>) -> Result<()> {
+        let (opcode, ops, need) = (inst.opcode, inst.ops, |n| inst.need(n));
+        match opcode {
+            OP_CONSTANT | OP_SPEC_CONSTANT => {
+                need(3)?;
+                let high = ops.get(3).copied().unwrap_or(0) as u64;
+                self.constants.insert(ops[1], (ops[2] as u64 | high << 32, opcode == OP_SPEC_CONSTANT));
+            }
+            OP_CONSTANT_COMPOSITE | OP_SPEC_CONSTANT_COMPOSITE => {
+                need(2)?;
+                self.composites.insert(ops[1], (ops[2..].to_vec(), opcode == OP_SPEC_CONSTANT_COMPOSITE));
+            }
+            OP_VARIABLE => {
+                need(3)?;
+                if ops[2] == SC_PUSH_CONSTANT {
+                    // The variable's pointer type.
+                    self.push_constants.push(ops[0]);
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// A function, or a parameter of the function `current` declares.
+    fn function(&mut self, inst: &Instruction<'_>, current: &mut Option<u32>) -> Result<()> {
+        let (at, ops) = (inst.at, inst.ops);
+        match inst.opcode {
+            OP_FUNCTION => {
+                inst.need(2)?;
+                *current = Some(ops[1]);
+                self.params.entry(ops[1]).or_default();
+            }
+            _ => {
+                inst.need(2)?;
+                let f = current
+                    .ok_or_else(|| err!(InvalidBinary, "OpFunctionParameter outside a function at word {at}"))?;
+                self.params.entry(f).or_default().push((ops[0], ops[1]));
+            }
+        }
+        Ok(())
+    }
+
+    /// Decorations: specialization ids, packing, by-value parameters, member offsets.
+    fn decoration(&mut self, inst: &Instruction<'_>) -> Result<()> {
+        let (opcode, ops, need) = (inst.opcode, inst.ops, |n| inst.need(n));
+        match opcode {
+            OP_DECORATE => {
+                need(2)?;
+                if ops[1] == DEC_SPEC_ID && ops.len() >= 3 {
+                    self.spec_ids.push(ops[2]);
+                }
+                if ops[1] == DEC_CPACKED {
+                    self.packed.insert(ops[0]);
+                }
+                if ops[1] == DEC_FUNC_PARAM_ATTR && ops.get(2) == Some(&PARAM_ATTR_BY_VAL) {
+                    self.by_val.insert(ops[0]);
+                }
+                self.decorations.insert((ops[0], ops[1]), ops[2..].to_vec());
+            }
+            OP_MEMBER_DECORATE => {
+                need(3)?;
+                if ops[2] == DEC_OFFSET {
+                    need(4)?;
+                    self.member_offsets.insert((ops[0], ops[1]), ops[3] as u64);
+                }
+            }
+            _ => {}
+        }
+        Ok(())
     }
 
     fn ty(&self, id: u32) -> Result<&Type> {

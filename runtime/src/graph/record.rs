@@ -185,7 +185,10 @@ pub(crate) fn begin_transitively(queue: &Queue, rec: &RecordedEvent) -> Result<(
     Ok(())
 }
 
-/// Adds the node of `op` recorded from `queue`.
+/// Adds the node of `op` recorded from `queue`: after the wait list's
+/// nodes and what the queue's order adds (`queue_deps`), as the node
+/// `node_kind` makes of `op`, then noted as the queue's latest
+/// (`note_on_queue`).
 fn add(
     graph: &Arc<GraphShared>,
     state: &mut GraphState,
@@ -197,6 +200,23 @@ fn add(
     let Some(qi) = state.recording.iter().position(|r| r.key == key) else {
         return Err(err!(Unknown, "the queue's recording slot names graph #{}, which does not list it", graph.id));
     };
+    let mut deps = wait_deps(graph, wait)?;
+    let barrier_on_leaves = matches!(op, Recordable::Wait { barrier: true }) && wait.is_empty();
+    queue_deps(state, qi, barrier_on_leaves, &mut deps);
+    let device = graph.devices.index_of_context(queue.context()).unwrap_or(0);
+    let kind = node_kind(graph, state, queue, op, device, &deps)?;
+    let barrier = matches!(kind, NodeKind::Barrier);
+    let accesses = super::buffers::recorded_subgraph(graph, state, &kind, &mut deps);
+    let index = state.commit(kind, deps, Some(key));
+    state.register_accesses(index, accesses);
+    state.placed.place(index, device);
+    note_on_queue(state, qi, index, barrier_on_leaves, barrier);
+    Ok(Event::Recorded(RecordedEvent { graph: graph.clone(), node: index, queue: key }))
+}
+
+/// The nodes of a recording queue's wait list: events recorded into
+/// `graph`, refused otherwise.
+fn wait_deps(graph: &GraphShared, wait: &[&Event]) -> Result<Vec<u32>> {
     let mut deps = Vec::with_capacity(wait.len() + 1);
     for (i, e) in wait.iter().enumerate() {
         let Some(rec) = e.recorded() else {
@@ -217,9 +237,15 @@ fn add(
         );
         deps.push(rec.node);
     }
+    Ok(deps)
+}
+
+/// Adds what the order of recording queue `qi` adds to a new node's
+/// dependencies: its leaves for a barrier over an empty wait list, its last
+/// node (in order) or last barrier (out of order).
+fn queue_deps(state: &mut GraphState, qi: usize, barrier_on_leaves: bool, deps: &mut Vec<u32>) {
     let GraphState { recording, nodes, .. } = &mut *state;
     let qrec = &mut recording[qi];
-    let barrier_on_leaves = matches!(op, Recordable::Wait { barrier: true }) && wait.is_empty();
     if barrier_on_leaves {
         // `leaves` holds candidates (see `QueueRecord::leaves`): drop those a
         // later node of this queue depends on.
@@ -231,9 +257,21 @@ fn add(
     } else {
         deps.extend(qrec.barrier);
     }
+}
+
+/// The node `op` becomes on `device` of `graph` after `deps`: kernels and
+/// sub-graphs checked against the device, graph-owned allocations made
+/// (reusing memory no ancestor still uses) or freed.
+fn node_kind(
+    graph: &GraphShared,
+    state: &mut GraphState,
+    queue: &Queue,
+    op: Recordable,
+    device: u16,
+    deps: &[u32],
+) -> Result<NodeKind> {
     let index = state.nodes.len() as u32;
-    let device = graph.devices.index_of_context(queue.context()).unwrap_or(0);
-    let kind = match op {
+    Ok(match op {
         Recordable::Command(command) => NodeKind::Memory(command),
         Recordable::Kernel(kernel, origin) => {
             let spec = KernelSpec::new(kernel, origin);
@@ -267,7 +305,7 @@ fn add(
             let prune = !graph.props.no_cycle_check;
             let GraphState { pool, nodes, topo, .. } = &mut *state;
             let (alloc, ptr) = pool
-                .allocate(&graph.context, kind, size, zero_init, |free| is_ancestor(nodes, topo, free, &deps, prune))?;
+                .allocate(&graph.context, kind, size, zero_init, |free| is_ancestor(nodes, topo, free, deps, prune))?;
             NodeKind::AsyncMalloc { alloc, ptr, size }
         }
         Recordable::Free(ptr) => {
@@ -275,12 +313,13 @@ fn add(
             state.pool.free(alloc, Some(index))?;
             NodeKind::AsyncFree { alloc, ptr }
         }
-    };
-    let barrier = matches!(kind, NodeKind::Barrier);
-    let accesses = super::buffers::recorded_subgraph(graph, state, &kind, &mut deps);
-    let index = state.commit(kind, deps, Some(key));
-    state.register_accesses(index, accesses);
-    state.placed.place(index, device);
+    })
+}
+
+/// Notes node `index` as recording queue `qi`'s latest: one of its leaves
+/// (the only one after a barrier over its leaves), its last node, and its
+/// last barrier where it is one.
+fn note_on_queue(state: &mut GraphState, qi: usize, index: u32, barrier_on_leaves: bool, barrier: bool) {
     let qrec = &mut state.recording[qi];
     if barrier_on_leaves {
         // It depends on every leaf of the queue.
@@ -299,7 +338,6 @@ fn add(
     if barrier {
         qrec.barrier = Some(index);
     }
-    Ok(Event::Recorded(RecordedEvent { graph: graph.clone(), node: index, queue: key }))
 }
 
 /// The error of an operation a recording queue cannot record: `what` names

@@ -45,7 +45,8 @@ pub(in crate::cases) unsafe fn kernel_node(
     deps: &[&Node],
 ) -> Result<Node, CaseError> {
     let launch = KernelLaunch::new(kernel, global, args);
-    // SAFETY: the caller's contract.
+    // SAFETY: the kernel's accesses through `args` over `global` stay inside live allocations at every
+    // execution (this function's `# Safety`), what `launch` requires of a recorded launch.
     Ok(graph.add(|h| unsafe { h.launch(&launch) }, NodeProperties::new().depends_on(deps))?)
 }
 
@@ -60,7 +61,8 @@ pub(in crate::cases) fn host_addr(alloc: &UsmAllocation) -> Result<usize, CaseEr
 /// # Safety
 /// `addr` holds at least `i + 1` `u32`s and no device command writes them now.
 pub(in crate::cases) unsafe fn host_get(addr: usize, i: usize) -> u32 {
-    // SAFETY: the caller's contract.
+    // SAFETY: `addr` holds at least `i + 1` `u32`s that no device command writes now (this function's
+    // `# Safety`).
     unsafe { (addr as *const u32).add(i).read_volatile() }
 }
 
@@ -69,7 +71,8 @@ pub(in crate::cases) unsafe fn host_get(addr: usize, i: usize) -> u32 {
 /// # Safety
 /// As for [`host_get`], and no device command reads them now.
 pub(in crate::cases) unsafe fn host_set(addr: usize, i: usize, value: u32) {
-    // SAFETY: the caller's contract.
+    // SAFETY: `addr` holds at least `i + 1` `u32`s that no device command reads or writes now (this
+    // function's `# Safety`).
     unsafe { (addr as *mut u32).add(i).write_volatile(value) }
 }
 

@@ -49,10 +49,12 @@ unsafe fn fill_then_copy(
     dep: &Node,
 ) -> Result<Node, CaseError> {
     let (fill, copy_add) = (env.kernel("fill")?, env.kernel("copy_add")?);
-    // SAFETY: the caller's contract.
+    // SAFETY: `ptr` holds N elements while the nodes run (this function's `# Safety`), and `fill` over
+    // N writes only those, as `kernel_node` requires.
     let f = unsafe { kernel_node(graph, &fill, &[N], &[KernelArg::Pointer(ptr), KernelArg::value(&value)], &[dep])? };
     let args = [KernelArg::Pointer(out), KernelArg::Pointer(ptr), KernelArg::value(&0u32)];
-    // SAFETY: the caller's contract.
+    // SAFETY: `ptr` and `out` hold N elements while the nodes run (this function's `# Safety`), and
+    // `copy_add` over N reaches only those, as `kernel_node` requires.
     unsafe { kernel_node(graph, &copy_add, &[N], &args, &[&f]) }
 }
 

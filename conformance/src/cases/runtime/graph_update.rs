@@ -73,7 +73,8 @@ unsafe fn fill_node(
                 h.set_arg(1, value)?;
             }
             let args = [KernelArg::Pointer(p.ptr()), KernelArg::value(&0u32)];
-            // SAFETY: the caller's contract.
+            // SAFETY: `p` and every value `ptr` takes hold `global` elements (this function's
+            // `# Safety`), all the fill over `global` reaches, as `launch` requires.
             unsafe { h.launch(&KernelLaunch::new(fill, &[global], &args)) }
         },
         NodeProperties::new().depends_on(deps),

@@ -16,6 +16,8 @@ use crate::device::UpdateCapabilities;
 use crate::error::Result;
 use crate::event::{Event, check_events};
 use crate::launch::{ArgValue, KernelCommand, LocalSizeOrigin, check_dims, check_local_memory, resolve_range, to_3d};
+use crate::native::NdRange;
+use crate::objects::Kernel;
 use crate::{ensure, err};
 
 use super::{CommandBuffer, CommandHandle, KernelLaunchUpdate, KernelRecord, LocalSizeUpdate, State};
@@ -179,7 +181,9 @@ impl Slots {
     }
 }
 
-/// Applies one update to a kernel command's current state.
+/// Applies one update to a kernel command's current state, in three steps:
+/// the kernel (and the capabilities the update needs), the geometry, the
+/// arguments.
 fn merge_update(
     ctx: &Context,
     caps: UpdateCapabilities,
@@ -188,11 +192,29 @@ fn merge_update(
     origin: LocalSizeOrigin,
     update: &KernelLaunchUpdate<'_>,
 ) -> Result<(KernelCommand, LocalSizeOrigin)> {
-    let device = ctx.device();
     let need = |cap: UpdateCapabilities, what: &str| -> Result<()> {
-        ensure!(caps.contains(cap), UnsupportedFeature, "{device} cannot update {what} in command buffers");
+        ensure!(caps.contains(cap), UnsupportedFeature, "{} cannot update {what} in command buffers", ctx.device());
         Ok(())
     };
+    let kernel = updated_kernel(&need, record, current, update)?;
+    let switched = !kernel.same_kernel(&current.kernel);
+    let (range, origin) = updated_range(ctx, &need, current, origin, update, &kernel, switched)?;
+    let args = updated_args(ctx, current, update, &kernel, switched)?;
+    check_local_memory(ctx.device().info(), &kernel, &args)?;
+    Ok((KernelCommand { kernel, range, args }, origin))
+}
+
+/// Refuses an update of `what` that the device cannot make.
+type Need<'a> = dyn Fn(UpdateCapabilities, &str) -> Result<()> + 'a;
+
+/// The kernel after `update` (one registered for the command), once every
+/// part the update changes is one the device can update.
+fn updated_kernel(
+    need: &Need<'_>,
+    record: &KernelRecord,
+    current: &KernelCommand,
+    update: &KernelLaunchUpdate<'_>,
+) -> Result<Kernel> {
     let kernel = match update.new_kernel {
         Some(k) if !k.same_kernel(&current.kernel) => {
             need(UpdateCapabilities::KERNEL_HANDLE, "the kernel")?;
@@ -206,7 +228,6 @@ fn merge_update(
         }
         _ => current.kernel.clone(),
     };
-    let switched = !kernel.same_kernel(&current.kernel);
     if !update.args.is_empty() {
         need(UpdateCapabilities::KERNEL_ARGUMENTS, "kernel arguments")?;
     }
@@ -219,8 +240,21 @@ fn merge_update(
     if update.local_size != LocalSizeUpdate::Keep {
         need(UpdateCapabilities::LOCAL_WORK_SIZE, "the local size")?;
     }
+    Ok(kernel)
+}
 
-    // Geometry.
+/// The geometry after `update`: the work dimension changes only with a new
+/// global size and offset; a local size the implementation chose is chosen
+/// again where the sizes or the kernel change.
+fn updated_range(
+    ctx: &Context,
+    need: &Need<'_>,
+    current: &KernelCommand,
+    origin: LocalSizeOrigin,
+    update: &KernelLaunchUpdate<'_>,
+    kernel: &Kernel,
+    switched: bool,
+) -> Result<(NdRange, LocalSizeOrigin)> {
     let old = current.range;
     let local_given = match update.local_size {
         LocalSizeUpdate::Set(l) => Some(l),
@@ -275,9 +309,18 @@ fn merge_update(
             Some(old.local_size)
         }
     };
-    let (range, origin) = resolve_range(device.info(), &kernel, work_dim, global, offset, local)?;
+    resolve_range(ctx.device().info(), kernel, work_dim, global, offset, local)
+}
 
-    // Arguments.
+/// The arguments after `update`: all of them given anew for a switched
+/// kernel, else the current ones with the changed ones replaced.
+fn updated_args(
+    ctx: &Context,
+    current: &KernelCommand,
+    update: &KernelLaunchUpdate<'_>,
+    kernel: &Kernel,
+    switched: bool,
+) -> Result<Vec<ArgValue>> {
     let kinds = &kernel.signature().args;
     let resolve = |index: usize, arg| {
         ensure!(
@@ -287,9 +330,9 @@ fn merge_update(
             kernel.name(),
             kinds.len()
         );
-        resolve_arg(ctx, &kernel, index, kinds[index], arg)
+        resolve_arg(ctx, kernel, index, kinds[index], arg)
     };
-    let args = if switched {
+    if switched {
         let mut args: Vec<Option<ArgValue>> = vec![None; kinds.len()];
         for (index, arg) in &update.args {
             args[*index] = Some(resolve(*index, arg)?);
@@ -301,7 +344,7 @@ fn merge_update(
                     err!(InvalidKernelArgumentIndex, "switching to `{}` leaves its argument {i} unset", kernel.name())
                 })
             })
-            .collect::<Result<Vec<_>>>()?
+            .collect::<Result<Vec<_>>>()
     } else {
         // Same kernel: the current arguments (one per declared argument)
         // with the changed ones replaced, in one allocation.
@@ -309,8 +352,6 @@ fn merge_update(
         for (index, arg) in &update.args {
             args[*index] = resolve(*index, arg)?;
         }
-        args
-    };
-    check_local_memory(device.info(), &kernel, &args)?;
-    Ok((KernelCommand { kernel, range, args }, origin))
+        Ok(args)
+    }
 }

@@ -24,7 +24,7 @@ use crate::graph::dynamic::GroupOp;
 use crate::graph::modifiable::{GraphShared, GraphState};
 use crate::graph::multi_device::{CrossDeviceTraffic, Route};
 use crate::graph::node::{KernelSpec, NodeKind};
-use crate::graph::partition::{Lowered, is_chain, lower_empties, partition_placed, topological_order};
+use crate::graph::partition::{Lowered, Part, is_chain, lower_empties, partition_placed, topological_order};
 use crate::graph::{Executable, FinalizeProperties, Graph};
 
 /// The finalize of `shared` (see [`Graph::finalize`]).
@@ -117,63 +117,82 @@ fn snapshot(
             flat.extend(copy.lower(&shared.devices, route, preds, flat.len() as u32, i as u32, traffic)?);
             continue;
         }
-        let op = match &node.kind {
-            NodeKind::Subgraph(_) => {
-                let child = children[i].take().unwrap_or_default();
-                let entry = flat.len() as u32;
-                flat.push(FlatNode { op: FlatOp::Empty, preds, origin: None, device });
-                let base = entry + 1;
-                let mut has_succ = vec![false; child.len()];
-                for c in &child {
-                    for p in &c.preds {
-                        has_succ[*p as usize] = true;
-                    }
-                }
-                for c in child {
-                    let preds =
-                        if c.preds.is_empty() { vec![entry] } else { c.preds.iter().map(|p| p + base).collect() };
-                    flat.push(FlatNode { op: c.op, preds, origin: None, device });
-                }
-                let mut leaves: Vec<u32> =
-                    (0..has_succ.len() as u32).filter(|c| !has_succ[*c as usize]).map(|c| c + base).collect();
-                if leaves.is_empty() {
-                    leaves.push(entry);
-                }
-                flat.push(FlatNode { op: FlatOp::Empty, preds: leaves, origin: None, device });
-                continue;
-            }
-            NodeKind::Empty | NodeKind::Barrier | NodeKind::AsyncMalloc { .. } | NodeKind::AsyncFree { .. } => {
-                FlatOp::Empty
-            }
-            NodeKind::Kernel(spec) => FlatOp::Kernel { spec: spec.clone(), alternatives: Vec::new() },
-            NodeKind::Memory(command) => FlatOp::Command(command.clone()),
-            NodeKind::HostTask(task) => FlatOp::Host(task.clone()),
-            NodeKind::Native(callback) => FlatOp::Native(callback.clone()),
-            NodeKind::Collective(node) => {
-                FlatOp::Collective(Arc::new(crate::graph::collective::CollectiveRun::new(node, &shared.devices)?))
-            }
-            NodeKind::Dynamic(g) => {
-                let group = &state.groups[*g as usize];
-                match group.active_op() {
-                    GroupOp::Kernel(spec) => FlatOp::Kernel { spec: spec.clone(), alternatives: group.alternatives() },
-                    GroupOp::Host(task) => FlatOp::Host(task.clone()),
-                }
-            }
-        };
-        flat.push(FlatNode { op, preds, origin, device });
+        match flat_op(shared, state, &node.kind)? {
+            Some(op) => flat.push(FlatNode { op, preds, origin, device }),
+            None => inline_subgraph(&mut flat, children[i].take().unwrap_or_default(), preds, device),
+        }
     }
-    let signatures = (0..n as u32)
+    let signatures = signatures(state);
+    tracing::trace!(graph = shared.id, flat = flat.len(), "snapshot");
+    Ok((flat, signatures))
+}
+
+/// The flat operation of a node that is no sub-graph (`None` for a
+/// sub-graph, whose nodes are inlined instead).
+fn flat_op(shared: &GraphShared, state: &GraphState, kind: &NodeKind) -> Result<Option<FlatOp>> {
+    Ok(Some(match kind {
+        NodeKind::Subgraph(_) => return Ok(None),
+        NodeKind::Empty | NodeKind::Barrier | NodeKind::AsyncMalloc { .. } | NodeKind::AsyncFree { .. } => {
+            FlatOp::Empty
+        }
+        NodeKind::Kernel(spec) => FlatOp::Kernel { spec: spec.clone(), alternatives: Vec::new() },
+        NodeKind::Memory(command) => FlatOp::Command(command.clone()),
+        NodeKind::HostTask(task) => FlatOp::Host(task.clone()),
+        NodeKind::Native(callback) => FlatOp::Native(callback.clone()),
+        NodeKind::Collective(node) => {
+            FlatOp::Collective(Arc::new(crate::graph::collective::CollectiveRun::new(node, &shared.devices)?))
+        }
+        NodeKind::Dynamic(g) => {
+            let group = &state.groups[*g as usize];
+            match group.active_op() {
+                GroupOp::Kernel(spec) => FlatOp::Kernel { spec: spec.clone(), alternatives: group.alternatives() },
+                GroupOp::Host(task) => FlatOp::Host(task.clone()),
+            }
+        }
+    }))
+}
+
+/// Inlines a sub-graph's flat nodes after `preds`: an entry node, the
+/// child's nodes (its roots after the entry) and an exit node after the
+/// child's leaves, which the sub-graph node's successors wait for.
+fn inline_subgraph(flat: &mut Vec<FlatNode>, child: Vec<FlatNode>, preds: Vec<u32>, device: u16) {
+    let entry = flat.len() as u32;
+    flat.push(FlatNode { op: FlatOp::Empty, preds, origin: None, device });
+    let base = entry + 1;
+    let mut has_succ = vec![false; child.len()];
+    for c in &child {
+        for p in &c.preds {
+            has_succ[*p as usize] = true;
+        }
+    }
+    for c in child {
+        let preds = if c.preds.is_empty() { vec![entry] } else { c.preds.iter().map(|p| p + base).collect() };
+        flat.push(FlatNode { op: c.op, preds, origin: None, device });
+    }
+    let mut leaves: Vec<u32> =
+        (0..has_succ.len() as u32).filter(|c| !has_succ[*c as usize]).map(|c| c + base).collect();
+    if leaves.is_empty() {
+        leaves.push(entry);
+    }
+    flat.push(FlatNode { op: FlatOp::Empty, preds: leaves, origin: None, device });
+}
+
+/// Each node's type and sorted predecessors, which a whole-graph update
+/// compares with its source graph's.
+fn signatures(state: &GraphState) -> Vec<Signature> {
+    (0..state.nodes.len() as u32)
         .map(|i| {
             let mut preds = state.nodes[i as usize].preds.clone();
             preds.sort_unstable();
             Signature { ty: state.node_type(i), preds }
         })
-        .collect();
-    tracing::trace!(graph = shared.id, flat = flat.len(), "snapshot");
-    Ok((flat, signatures))
+        .collect()
 }
 
-/// Lowers, partitions and builds the command buffers of a snapshot.
+/// Lowers, partitions and builds the command buffers of a snapshot, in
+/// named steps: `plan` (order, empty nodes, partitions), the node tables
+/// (`slots_and_origins`), the queues that run partitions (`partition_queues`)
+/// and one command buffer per device partition (`add_partitions`).
 fn build(
     shared: &GraphShared,
     state: &GraphState,
@@ -181,6 +200,51 @@ fn build(
     props: &FinalizeProperties,
 ) -> Result<ExecState> {
     let start = std::time::Instant::now();
+    let Plan { nodes, parts, part_of, in_order } = plan(shared, state, flat, props)?;
+    let (slot_of, by_origin) = slots_and_origins(&parts, &nodes, state.nodes.len());
+    let (device_queues, worker) = partition_queues(shared, &parts)?;
+    let mut st = ExecState {
+        nodes,
+        part_of,
+        slot_of,
+        parts: Vec::with_capacity(parts.len()),
+        submit_order: submission_order(&parts),
+        by_origin,
+        last: None,
+        worker,
+        scratch: None,
+        device_queues,
+        composed: None,
+    };
+    let layer = start.elapsed();
+    add_partitions(shared, props, &mut st, parts, &in_order)?;
+    st.composed = super::compose::compose(shared, &st);
+    // What finalize costs in this layer against the command buffers' own
+    // appends and finalize (issue 15, goal 6).
+    tracing::debug!(
+        graph = shared.id,
+        nodes = st.nodes.len(),
+        layer_us = layer.as_micros() as u64,
+        command_buffers_us = (start.elapsed() - layer).as_micros() as u64,
+        "finalize timing"
+    );
+    Ok(st)
+}
+
+/// A snapshot planned for execution: its nodes, in execution numbering,
+/// and their partitions.
+struct Plan {
+    nodes: Vec<FlatNode>,
+    parts: Vec<Part>,
+    /// Each node's partition.
+    part_of: Vec<u32>,
+    /// Whether each partition may run as an in-order command buffer.
+    in_order: Vec<bool>,
+}
+
+/// Orders the snapshot (refusing a cycle), contracts its empty nodes,
+/// partitions the rest by kind and device, and renumbers the nodes.
+fn plan(shared: &GraphShared, state: &GraphState, flat: Vec<FlatNode>, props: &FinalizeProperties) -> Result<Plan> {
     let mut flat = flat;
     // The lists move out of the snapshot: `lowered` gives the nodes new ones.
     let preds: Vec<Vec<u32>> = flat.iter_mut().map(|f| std::mem::take(&mut f.preds)).collect();
@@ -205,8 +269,15 @@ fn build(
         .iter()
         .map(|part| !part.host && !props.enable_profiling && is_chain(&part.members, &lowered.preds, &part_of))
         .collect();
+    let nodes = renumber(flat, lowered);
+    Ok(Plan { nodes, parts, part_of, in_order })
+}
+
+/// The snapshot's nodes in `lowered`'s numbering, with its predecessor
+/// lists; contracted empty nodes are gone and the kept ones become joins.
+fn renumber(mut flat: Vec<FlatNode>, lowered: Lowered) -> Vec<FlatNode> {
     let Lowered { preds: mut new_preds, original, .. } = lowered;
-    let nodes = if original.iter().enumerate().all(|(i, o)| *o as usize == i) && original.len() == flat.len() {
+    if original.iter().enumerate().all(|(i, o)| *o as usize == i) && original.len() == flat.len() {
         // Nothing contracted nor reordered (graphs without empty nodes
         // added in a topological order): the snapshot's nodes stay in place.
         for (node, preds) in flat.iter_mut().zip(new_preds) {
@@ -228,19 +299,31 @@ fn build(
             nodes.push(node);
         }
         nodes
-    };
+    }
+}
+
+/// Each node's place in its partition, and the node standing for each of
+/// the graph's `sources` source nodes.
+fn slots_and_origins(parts: &[Part], nodes: &[FlatNode], sources: usize) -> (Vec<u32>, Vec<Option<u32>>) {
     let mut slot_of = vec![0u32; nodes.len()];
-    for part in &parts {
+    for part in parts {
         for (i, m) in part.members.iter().enumerate() {
             slot_of[*m as usize] = i as u32;
         }
     }
-    let mut by_origin = vec![None; state.nodes.len()];
+    let mut by_origin = vec![None; sources];
     for (i, node) in nodes.iter().enumerate() {
         if let Some(o) = node.origin {
             by_origin[o as usize] = Some(i as u32);
         }
     }
+    (slot_of, by_origin)
+}
+
+/// A worker queue of each other device the partitions use, and an
+/// out-of-order worker of the graph's own device for a graph of several
+/// partitions where the device has such queues.
+fn partition_queues(shared: &GraphShared, parts: &[Part]) -> Result<(Vec<Option<Queue>>, Option<Queue>)> {
     let context = &shared.context;
     let info = context.device().info();
     let used: BTreeSet<u16> = parts.iter().map(|p| p.device).collect();
@@ -252,20 +335,18 @@ fn build(
     } else {
         None
     };
-    let mut st = ExecState {
-        nodes,
-        part_of,
-        slot_of,
-        parts: Vec::with_capacity(parts.len()),
-        submit_order: submission_order(&parts),
-        by_origin,
-        last: None,
-        worker,
-        scratch: None,
-        device_queues,
-        composed: None,
-    };
-    let layer = start.elapsed();
+    Ok((device_queues, worker))
+}
+
+/// Adds the partitions to `st`, each marked a leaf when no other waits for
+/// it, and builds the command buffer of each device partition.
+fn add_partitions(
+    shared: &GraphShared,
+    props: &FinalizeProperties,
+    st: &mut ExecState,
+    parts: Vec<Part>,
+    in_order: &[bool],
+) -> Result<()> {
     let mut waited = vec![false; parts.len()];
     for part in &parts {
         for p in &part.preds {
@@ -284,20 +365,10 @@ fn build(
             handles: Vec::new(),
         });
         if !part.host {
-            build_partition(shared.devices.context(part.device), props, &mut st, index)?;
+            build_partition(shared.devices.context(part.device), props, st, index)?;
         }
     }
-    st.composed = super::compose::compose(shared, &st);
-    // What finalize costs in this layer against the command buffers' own
-    // appends and finalize (issue 15, goal 6).
-    tracing::debug!(
-        graph = shared.id,
-        nodes = st.nodes.len(),
-        layer_us = layer.as_micros() as u64,
-        command_buffers_us = (start.elapsed() - layer).as_micros() as u64,
-        "finalize timing"
-    );
-    Ok(st)
+    Ok(())
 }
 
 /// Records partition `index` into a new command buffer.

@@ -9,8 +9,9 @@ use cmdbuf_core::launch::ArgValue;
 use cmdbuf_core::program::Kernel;
 use cmdbuf_core::{ensure, err};
 
-use super::FlatOp;
 use super::finalize::build_partition;
+use super::{ExecInner, ExecState, FlatOp};
+use crate::graph::modifiable::{GraphShared, GraphState};
 use crate::graph::node::{HostFn, KernelSpec, NodeType};
 use crate::graph::{Executable, Graph, Modifiable, Node};
 
@@ -193,174 +194,29 @@ impl Graph<Executable> {
             "executable graph #{} holds graph-owned allocations: whole-graph update is not allowed",
             inner.id
         );
-        let mut changes = Vec::new();
-        {
-            let state = src.state.lock();
-            ensure!(
-                !state.allocation_nodes(),
-                InvalidOperation,
-                "graph #{} holds graph-owned allocations: whole-graph update is not allowed",
-                src.id
-            );
-            ensure!(
-                state.nodes.len() == inner.signatures.len(),
-                InvalidGraph,
-                "graph #{} has {} nodes, executable graph #{} was finalized with {}: not topologically identical",
-                src.id,
-                state.nodes.len(),
-                inner.id,
-                inner.signatures.len()
-            );
-            for (i, sig) in inner.signatures.iter().enumerate() {
-                let i = i as u32;
-                let ty = state.node_type(i);
-                ensure!(
-                    ty == sig.ty,
-                    InvalidGraph,
-                    "node {i} is a {ty} node in graph #{}, a {} node in executable graph #{}: not topologically \
-                     identical",
-                    src.id,
-                    sig.ty,
-                    inner.id
-                );
-                ensure!(
-                    matches!(
-                        ty,
-                        NodeType::Empty
-                            | NodeType::Barrier
-                            | NodeType::Kernel
-                            | NodeType::HostTask
-                            | NodeType::Collective
-                    ),
-                    InvalidOperation,
-                    "whole-graph update supports empty, barrier, kernel, host-task and collective nodes; {} is not one",
-                    state.describe(src, i)
-                );
-                let mut preds = state.nodes[i as usize].preds.clone();
-                preds.sort_unstable();
-                ensure!(
-                    preds == sig.preds,
-                    InvalidGraph,
-                    "node {i} depends on nodes {preds:?} in graph #{}, on {:?} in executable graph #{}: not \
-                     topologically identical",
-                    src.id,
-                    sig.preds,
-                    inner.id
-                );
-                if let Some(spec) = state.kernel_spec(i) {
-                    changes.push((i, Change::Kernel(spec.clone())));
-                } else if let Some(task) = state.host_task(i) {
-                    changes.push((i, Change::Host(task.clone())));
-                } else if let crate::graph::node::NodeKind::Collective(node) = &state.nodes[i as usize].kind {
-                    changes.push((i, Change::Collective(node.clone())));
-                }
-            }
-        }
+        let changes = whole_update_changes(inner, src, &src.state.lock())?;
         self.apply(changes, true)?;
         self.replace_buffers(buffers);
         Ok(())
     }
 
     /// Applies changes of source nodes; `whole` keeps each kernel function
-    /// (whole-graph update cannot switch kernels).
+    /// (whole-graph update cannot switch kernels). Every change is checked
+    /// before any is made; the command buffers are updated in place where
+    /// the device can, and rebuilt where it cannot.
     fn apply(&self, changes: Vec<(u32, Change)>, whole: bool) -> Result<()> {
         let inner = self.inner();
         let mut st = inner.state.lock();
-        // Validate everything first.
         let mut resolved: Vec<(u32, Change)> = Vec::with_capacity(changes.len());
         for (origin, change) in changes {
             let at = st.by_origin[origin as usize]
                 .ok_or_else(|| err!(Unknown, "node {origin} has no command in executable graph #{}", inner.id))?;
-            let change = match (change, &st.nodes[at as usize].op) {
-                (Change::Kernel(mut spec), FlatOp::Kernel { spec: old, .. }) => {
-                    if whole {
-                        ensure!(
-                            same_kernel_function(&old.kernel, &spec.kernel),
-                            InvalidGraph,
-                            "node {origin} runs `{}` in the source graph and `{}` in executable graph #{}: not \
-                             topologically identical",
-                            spec.kernel.name(),
-                            old.kernel.name(),
-                            inner.id
-                        );
-                        spec.kernel = old.kernel.clone();
-                    }
-                    let on = st.nodes[at as usize].device;
-                    let devices = &inner.source.devices;
-                    spec.resolve(devices.context(on))
-                        .and_then(|_| devices.check_kernel(inner.source.id, on, &spec))
-                        .map_err(|e| e.in_context(&format!("update of kernel node {origin}")))?;
-                    Change::Kernel(spec)
-                }
-                (Change::Host(task), FlatOp::Host(_)) => Change::Host(task),
-                (Change::Collective(node), FlatOp::Collective(old)) => {
-                    if old.node == *node {
-                        continue;
-                    }
-                    // Recorded again on this graph's communicator: checked
-                    // there, and captured again where collectives are.
-                    let run = crate::graph::collective::CollectiveRun::new(&node, &inner.source.devices)
-                        .map_err(|e| e.in_context(&format!("update of collective node {origin}")))?;
-                    Change::Recorded(std::sync::Arc::new(run))
-                }
-                _ => {
-                    return Err(err!(
-                        InvalidCommandHandle,
-                        "node {origin} changed kind since executable graph #{} was finalized",
-                        inner.id
-                    ));
-                }
-            };
-            resolved.push((at, change));
-        }
-        // Command-buffer updates, per partition; what a device cannot update
-        // in place is rebuilt.
-        let mut per_part: BTreeMap<u32, Vec<Diff>> = BTreeMap::new();
-        for (at, change) in &resolved {
-            if let (Change::Kernel(new), FlatOp::Kernel { spec: old, .. }) = (change, &st.nodes[*at as usize].op) {
-                let p = st.part_of[*at as usize];
-                let handle = st.parts[p as usize].handles[st.slot_of[*at as usize] as usize].clone();
-                if let Some(diff) = Diff::new(old, new, handle) {
-                    per_part.entry(p).or_default().push(diff);
-                }
+            if let Some(change) = resolve_change(inner, &st, origin, at, change, whole)? {
+                resolved.push((at, change));
             }
         }
-        let mut rebuild = BTreeSet::new();
-        for (p, diffs) in &per_part {
-            let part = &st.parts[*p as usize];
-            let cb = part.cb.as_ref().expect("kernels are in device partitions");
-            let handles: Option<Vec<&CommandHandle>> = diffs.iter().map(|d| d.handle.as_ref()).collect();
-            let Some(handles) = handles else {
-                rebuild.insert(*p);
-                continue;
-            };
-            let updates: Vec<KernelLaunchUpdate<'_>> = diffs.iter().zip(handles).map(|(d, h)| d.update(h)).collect();
-            // SAFETY: every launch was validated above; the application vouched
-            // for what the kernels touch when it launched them, updated their
-            // dynamic parameters or ranges (all `unsafe`).
-            match unsafe { cb.update_kernel_launches(&updates) } {
-                Ok(()) => {}
-                Err(UrError::UnsupportedFeature(_)) => {
-                    rebuild.insert(*p);
-                }
-                Err(e) => return Err(e.in_context(&format!("update of executable graph #{}", inner.id))),
-            }
-        }
-        let mut recorded: Vec<u32> = Vec::new();
-        for (at, change) in resolved {
-            match (change, &mut st.nodes[at as usize].op) {
-                (Change::Kernel(new), FlatOp::Kernel { spec, .. }) => *spec = new,
-                (Change::Host(new), FlatOp::Host(task)) => *task = new,
-                // Executions already submitted keep the old recording: their
-                // events (or the composition's submissions) hold its capture
-                // and communicator.
-                (Change::Recorded(new), FlatOp::Collective(run)) => {
-                    *run = new;
-                    recorded.push(st.part_of[at as usize]);
-                }
-                _ => {}
-            }
-        }
+        let rebuild = update_in_place(inner, &st, &resolved)?;
+        let recorded = store_changes(&mut st, resolved);
         for &p in &rebuild {
             tracing::debug!(exec = inner.id, partition = p, "rebuilding a partition for an update");
             let on = st.parts[p as usize].device;
@@ -370,4 +226,180 @@ impl Graph<Executable> {
         super::compose::refresh(inner.id, &mut st, &rebuilt, &recorded);
         Ok(())
     }
+}
+
+/// The changes a whole-graph update from `src` (in `state`) makes, once
+/// `src` is checked topologically identical to the graph `inner` was
+/// finalized from, and made of nodes the update supports.
+fn whole_update_changes(inner: &ExecInner, src: &GraphShared, state: &GraphState) -> Result<Vec<(u32, Change)>> {
+    let mut changes = Vec::new();
+    ensure!(
+        !state.allocation_nodes(),
+        InvalidOperation,
+        "graph #{} holds graph-owned allocations: whole-graph update is not allowed",
+        src.id
+    );
+    ensure!(
+        state.nodes.len() == inner.signatures.len(),
+        InvalidGraph,
+        "graph #{} has {} nodes, executable graph #{} was finalized with {}: not topologically identical",
+        src.id,
+        state.nodes.len(),
+        inner.id,
+        inner.signatures.len()
+    );
+    for (i, sig) in inner.signatures.iter().enumerate() {
+        let i = i as u32;
+        let ty = state.node_type(i);
+        ensure!(
+            ty == sig.ty,
+            InvalidGraph,
+            "node {i} is a {ty} node in graph #{}, a {} node in executable graph #{}: not topologically \
+             identical",
+            src.id,
+            sig.ty,
+            inner.id
+        );
+        ensure!(
+            matches!(
+                ty,
+                NodeType::Empty | NodeType::Barrier | NodeType::Kernel | NodeType::HostTask | NodeType::Collective
+            ),
+            InvalidOperation,
+            "whole-graph update supports empty, barrier, kernel, host-task and collective nodes; {} is not one",
+            state.describe(src, i)
+        );
+        let mut preds = state.nodes[i as usize].preds.clone();
+        preds.sort_unstable();
+        ensure!(
+            preds == sig.preds,
+            InvalidGraph,
+            "node {i} depends on nodes {preds:?} in graph #{}, on {:?} in executable graph #{}: not \
+             topologically identical",
+            src.id,
+            sig.preds,
+            inner.id
+        );
+        if let Some(spec) = state.kernel_spec(i) {
+            changes.push((i, Change::Kernel(spec.clone())));
+        } else if let Some(task) = state.host_task(i) {
+            changes.push((i, Change::Host(task.clone())));
+        } else if let crate::graph::node::NodeKind::Collective(node) = &state.nodes[i as usize].kind {
+            changes.push((i, Change::Collective(node.clone())));
+        }
+    }
+    Ok(changes)
+}
+
+/// Checks the change of source node `origin` against its command `at`: a
+/// kernel resolved for its device (keeping the kernel function for a
+/// `whole`-graph update), a host task, or a collective recorded again;
+/// `None` for a collective that did not change.
+fn resolve_change(
+    inner: &ExecInner,
+    st: &ExecState,
+    origin: u32,
+    at: u32,
+    change: Change,
+    whole: bool,
+) -> Result<Option<Change>> {
+    Ok(Some(match (change, &st.nodes[at as usize].op) {
+        (Change::Kernel(mut spec), FlatOp::Kernel { spec: old, .. }) => {
+            if whole {
+                ensure!(
+                    same_kernel_function(&old.kernel, &spec.kernel),
+                    InvalidGraph,
+                    "node {origin} runs `{}` in the source graph and `{}` in executable graph #{}: not \
+                     topologically identical",
+                    spec.kernel.name(),
+                    old.kernel.name(),
+                    inner.id
+                );
+                spec.kernel = old.kernel.clone();
+            }
+            let on = st.nodes[at as usize].device;
+            let devices = &inner.source.devices;
+            spec.resolve(devices.context(on))
+                .and_then(|_| devices.check_kernel(inner.source.id, on, &spec))
+                .map_err(|e| e.in_context(&format!("update of kernel node {origin}")))?;
+            Change::Kernel(spec)
+        }
+        (Change::Host(task), FlatOp::Host(_)) => Change::Host(task),
+        (Change::Collective(node), FlatOp::Collective(old)) => {
+            if old.node == *node {
+                return Ok(None);
+            }
+            // Recorded again on this graph's communicator: checked
+            // there, and captured again where collectives are.
+            let run = crate::graph::collective::CollectiveRun::new(&node, &inner.source.devices)
+                .map_err(|e| e.in_context(&format!("update of collective node {origin}")))?;
+            Change::Recorded(std::sync::Arc::new(run))
+        }
+        _ => {
+            return Err(err!(
+                InvalidCommandHandle,
+                "node {origin} changed kind since executable graph #{} was finalized",
+                inner.id
+            ));
+        }
+    }))
+}
+
+/// Updates the kernel commands of the resolved changes in their command
+/// buffers, per partition; returns the partitions whose device cannot
+/// update them in place, to be rebuilt.
+fn update_in_place(inner: &ExecInner, st: &ExecState, resolved: &[(u32, Change)]) -> Result<BTreeSet<u32>> {
+    let mut per_part: BTreeMap<u32, Vec<Diff>> = BTreeMap::new();
+    for (at, change) in resolved {
+        if let (Change::Kernel(new), FlatOp::Kernel { spec: old, .. }) = (change, &st.nodes[*at as usize].op) {
+            let p = st.part_of[*at as usize];
+            let handle = st.parts[p as usize].handles[st.slot_of[*at as usize] as usize].clone();
+            if let Some(diff) = Diff::new(old, new, handle) {
+                per_part.entry(p).or_default().push(diff);
+            }
+        }
+    }
+    let mut rebuild = BTreeSet::new();
+    for (p, diffs) in &per_part {
+        let part = &st.parts[*p as usize];
+        let cb = part.cb.as_ref().expect("kernels are in device partitions");
+        let handles: Option<Vec<&CommandHandle>> = diffs.iter().map(|d| d.handle.as_ref()).collect();
+        let Some(handles) = handles else {
+            rebuild.insert(*p);
+            continue;
+        };
+        let updates: Vec<KernelLaunchUpdate<'_>> = diffs.iter().zip(handles).map(|(d, h)| d.update(h)).collect();
+        // SAFETY: every launch was validated above; the application vouched
+        // for what the kernels touch when it launched them, updated their
+        // dynamic parameters or ranges (all `unsafe`).
+        match unsafe { cb.update_kernel_launches(&updates) } {
+            Ok(()) => {}
+            Err(UrError::UnsupportedFeature(_)) => {
+                rebuild.insert(*p);
+            }
+            Err(e) => return Err(e.in_context(&format!("update of executable graph #{}", inner.id))),
+        }
+    }
+    Ok(rebuild)
+}
+
+/// Stores the resolved changes in the nodes; returns the partitions of the
+/// collectives recorded again.
+fn store_changes(st: &mut ExecState, resolved: Vec<(u32, Change)>) -> Vec<u32> {
+    let mut recorded: Vec<u32> = Vec::new();
+    for (at, change) in resolved {
+        match (change, &mut st.nodes[at as usize].op) {
+            (Change::Kernel(new), FlatOp::Kernel { spec, .. }) => *spec = new,
+            (Change::Host(new), FlatOp::Host(task)) => *task = new,
+            // Executions already submitted keep the old recording: their
+            // events (or the composition's submissions) hold its capture
+            // and communicator.
+            (Change::Recorded(new), FlatOp::Collective(run)) => {
+                *run = new;
+                recorded.push(st.part_of[at as usize]);
+            }
+            _ => {}
+        }
+    }
+    recorded
 }
