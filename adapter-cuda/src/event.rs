@@ -14,7 +14,7 @@
 //! issued, and has no timestamps before.
 
 use std::any::Any;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use cmdbuf_core::adapter::{EventImpl, UserEventImpl};
@@ -124,6 +124,97 @@ impl RunStatus {
     }
 }
 
+/// Submissions of a stream between two probes (see [`StreamClock`]).
+pub(crate) const PROBE_EVERY: u64 = 32;
+
+/// What is known of the work completed on one stream of a queue, shared by
+/// the events its submissions record there.
+///
+/// Work on a stream completes in the order it was submitted, so an event
+/// seen complete says that every event recorded before it on the same stream
+/// is complete too: one `cuEventQuery` then answers for all of them. The
+/// front end asks at every submission whether its oldest command in flight
+/// is done (`status_quiet`); answering each of those with a query of its own
+/// cost a driver call per eager launch, about as much as the
+/// `cuEventRecord` every launch needs (issue 31, item 3). Instead the
+/// quiet status asks only about a *probe*, an event the queue keeps every
+/// [`PROBE_EVERY`] submissions of the stream: a few queries for that many
+/// launches, and commands leave the front end's list in batches.
+pub(crate) struct StreamClock {
+    /// Whose pool the probes go back to; kept alive until the last probe has.
+    dev: Arc<DeviceShared>,
+    /// Sequence numbers given to submissions issued on the stream (the
+    /// last one given); advanced under the queue's lock.
+    issued: AtomicU64,
+    /// Every submission of the stream with a sequence number up to this one
+    /// has completed.
+    done_upto: AtomicU64,
+    /// The newest probe: a submission's sequence number and end event.
+    probe: Mutex<Option<(u64, Arc<CuEvent>)>>,
+}
+
+impl StreamClock {
+    pub(crate) fn new(dev: &Arc<DeviceShared>) -> StreamClock {
+        StreamClock {
+            dev: dev.clone(),
+            issued: AtomicU64::new(0),
+            done_upto: AtomicU64::new(0),
+            probe: Mutex::new(None),
+        }
+    }
+
+    /// The sequence number of a submission being issued on the stream, whose
+    /// end event is `end`; the caller holds the queue's lock, so numbers
+    /// follow the order of the records on the stream. Every
+    /// [`PROBE_EVERY`]th (the first included) becomes the probe; the probe
+    /// it replaces goes back to the device's pool if nothing else holds it.
+    pub(crate) fn next(&self, end: &Arc<CuEvent>) -> u64 {
+        let seq = self.issued.load(Ordering::Relaxed) + 1;
+        self.issued.store(seq, Ordering::Relaxed);
+        if seq % PROBE_EVERY == 1 {
+            let old = self.probe.lock().replace((seq, end.clone()));
+            if let Some((_, event)) = old {
+                self.dev.recycle_event(event);
+            }
+        }
+        seq
+    }
+
+    /// Whether the submission numbered `seq` is known complete.
+    fn covers(&self, seq: u64) -> bool {
+        seq <= self.done_upto.load(Ordering::Acquire)
+    }
+
+    /// The submission numbered `seq` was seen complete, and with it every
+    /// earlier one of the stream.
+    fn saw(&self, seq: u64) {
+        self.done_upto.fetch_max(seq, Ordering::AcqRel);
+    }
+
+    /// Whether the newest probe, when it is not older than the submission
+    /// numbered `seq`, has completed: one query. `false` says nothing.
+    fn probe_covers(&self, seq: u64) -> bool {
+        let probe = self.probe.lock();
+        match &*probe {
+            Some((at, event)) if *at >= seq && matches!(event.query(), Ok(Query::Ready)) => {
+                self.saw(*at);
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+impl Drop for StreamClock {
+    fn drop(&mut self) {
+        // Before the device (its context) may go: the probe is destroyed, or
+        // pooled, while the context it was created in is alive.
+        if let Some((_, event)) = self.probe.get_mut().take() {
+            self.dev.recycle_event(event);
+        }
+    }
+}
+
 /// An event recorded on a stream: a command's, or a command-buffer signal
 /// event's.
 pub(crate) struct CudaEvent {
@@ -156,6 +247,10 @@ pub(crate) struct CudaEvent {
     /// A timestamp recording's event, whose times read as
     /// [`ProfilingInfo::recording`].
     recording: AtomicBool,
+    /// The stream it was recorded on by its queue and its sequence number
+    /// there, set when issued: completion learnt of a later record on the
+    /// stream is its own too (see [`StreamClock`]).
+    order: OnceLock<(Arc<StreamClock>, u64)>,
 }
 
 impl CudaEvent {
@@ -182,6 +277,7 @@ impl CudaEvent {
             done: AtomicBool::new(false),
             once,
             recording: AtomicBool::new(false),
+            order: OnceLock::new(),
         }
     }
 
@@ -202,6 +298,11 @@ impl CudaEvent {
 
     /// The event recorded after the command.
     pub(crate) fn end(&self) -> &CuEvent {
+        self.end_shared()
+    }
+
+    /// The event recorded after the command, as shared with those that wait on it.
+    pub(crate) fn end_shared(&self) -> &Arc<CuEvent> {
         self.end.as_ref().expect("the end event lives until drop")
     }
 
@@ -210,9 +311,10 @@ impl CudaEvent {
         self.start.as_ref()
     }
 
-    /// The command was issued: its host times (on profiling queues) and what
-    /// to check once complete.
-    pub(crate) fn issued(&self, times: Option<(u64, u64)>, check: Option<Check>) {
+    /// The command was issued: its host times (on profiling queues), what
+    /// to check once complete and its place on its queue's stream.
+    pub(crate) fn issued(&self, times: Option<(u64, u64)>, check: Option<Check>, order: (Arc<StreamClock>, u64)) {
+        let _ = self.order.set(order);
         // A command's event starts without times: only profiling sets them.
         if times.is_some() {
             *self.times.lock() = times;
@@ -243,9 +345,13 @@ impl CudaEvent {
     }
 
     /// The dependency on this event: its gate while held, and, when `device`,
-    /// its end event for the waiting stream.
+    /// its end event for the waiting stream. An event known complete needs
+    /// no `cuStreamWaitEvent` (a driver call per dependency: a fork-join's
+    /// branches all wait for the fork, issue 31 item 3): its one record
+    /// has completed, and a wait on it would wait for nothing.
     pub(crate) fn dep(&self, device: bool) -> Dep {
-        Dep { gate: self.held_gate(), end: device.then(|| self.end.clone().expect("alive")) }
+        let end = (device && !self.known_done()).then(|| self.end.clone().expect("alive"));
+        Dep { gate: self.held_gate(), end }
     }
 
     /// Issued and complete.
@@ -254,15 +360,56 @@ impl CudaEvent {
     }
 
     /// Whether the end event has completed; the command was issued.
-    fn end_ready(&self) -> bool {
+    pub(crate) fn end_ready(&self) -> bool {
+        matches!(self.query_end(), Ok(Query::Ready))
+    }
+
+    /// The end event's state: from what is known when it is known complete,
+    /// else from the driver; the command was issued.
+    fn query_end(&self) -> Result<Query> {
+        if self.known_done() {
+            return Ok(Query::Ready);
+        }
+        let query = self.end().query();
+        if matches!(query, Ok(Query::Ready)) {
+            self.seen_complete();
+        }
+        query
+    }
+
+    /// Blocks until the end event has completed, unless it is known to have;
+    /// the command was issued (or its issue failed: nothing to wait for).
+    pub(crate) fn synchronize(&self) -> Result<()> {
+        if !self.known_done() {
+            self.end().synchronize()?;
+            self.seen_complete();
+        }
+        Ok(())
+    }
+
+    /// Its end event was seen complete (queried or synchronized): so were
+    /// the earlier submissions of its stream.
+    fn seen_complete(&self) {
+        self.saw_done();
+        if let Some((clock, seq)) = self.order.get() {
+            clock.saw(*seq);
+        }
+    }
+
+    /// Whether its end event is known complete without asking the driver:
+    /// seen so, or a later record on its stream was (see [`StreamClock`]).
+    /// Only a command's event (recorded once) is ever known complete.
+    fn known_done(&self) -> bool {
         if self.done.load(Ordering::Acquire) {
             return true;
         }
-        let ready = matches!(self.end().query(), Ok(Query::Ready));
-        if ready {
-            self.saw_done();
+        match self.order.get() {
+            Some((clock, seq)) if self.once && clock.covers(*seq) => {
+                self.saw_done();
+                true
+            }
+            _ => false,
         }
-        ready
     }
 
     /// The command was issued and its end event has completed.
@@ -325,11 +472,7 @@ impl EventImpl for CudaEvent {
             Some(Err(_)) => return EventStatus::Error,
             Some(Ok(())) => {}
         }
-        let query = if self.done.load(Ordering::Acquire) { Ok(Query::Ready) } else { self.end().query() };
-        if matches!(query, Ok(Query::Ready)) {
-            self.saw_done();
-        }
-        match query {
+        match self.query_end() {
             Ok(Query::Ready) if self.failure().is_some() => EventStatus::Error,
             Ok(Query::Ready) => EventStatus::Complete,
             Ok(Query::Pending) => match self.start.as_ref().map(CuEvent::query) {
@@ -340,15 +483,33 @@ impl EventImpl for CudaEvent {
         }
     }
 
+    /// For the front end's retirement of commands in flight, asked at every
+    /// submission: a driver query only of its stream's probe (see
+    /// [`StreamClock`]), so that most submissions make none. `Submitted`
+    /// when neither the event nor the probe is known complete, which the
+    /// front end reads as "not yet": the command leaves with a later probe,
+    /// a wait, a status query or `finish`.
+    fn status_quiet(&self) -> EventStatus {
+        let Some((clock, seq)) = self.order.get() else {
+            // Not issued by a queue (held, or failed to issue): `status` knows.
+            return self.status();
+        };
+        if !matches!(self.issue_outcome(), Some(Ok(()))) {
+            return self.status();
+        }
+        if self.known_done() || clock.probe_covers(*seq) {
+            // Known complete now: `status` makes no driver call.
+            return self.status();
+        }
+        EventStatus::Submitted
+    }
+
     fn wait(&self) -> Result<()> {
         // A held command is waited for on the host until it is issued.
         if let Some(gate) = self.gate() {
             gate.wait()?;
         }
-        if !self.done.load(Ordering::Acquire) {
-            self.end().synchronize()?;
-            self.saw_done();
-        }
+        self.synchronize()?;
         match self.failure() {
             Some(message) => Err(execution_error(Backend::Cuda, message)),
             None => Ok(()),
@@ -361,7 +522,7 @@ impl EventImpl for CudaEvent {
         }
         let (queued, submit) = (*self.times.lock())?;
         let start_event = self.start.as_ref()?;
-        if self.end().query().ok()? != Query::Ready {
+        if self.query_end().ok()? != Query::Ready {
             return None;
         }
         // Both device times come from the device's timing base, so that the
@@ -381,13 +542,15 @@ impl EventImpl for CudaEvent {
 
 impl Drop for CudaEvent {
     fn drop(&mut self) {
+        let done = self.known_done();
         let Some(end) = self.end.take() else { return };
         match self.check.take() {
-            // Seen complete (by a wait or a status query): the kernel no
+            // Seen complete (by a wait or a status query, its own or of a
+            // later record on its stream): the kernel no
             // longer writes its word, which goes back at once, without the
             // query that otherwise falls on whoever drops the event (the
             // front end's next submission, issue 15 goal 2).
-            Some(Check::Kernel(word, _)) if *self.done.get_mut() => {
+            Some(Check::Kernel(word, _)) if done => {
                 self.dev.free_word(word);
                 self.dev.recycle_event(end);
             }

@@ -21,8 +21,8 @@ use smallvec::SmallVec;
 
 use crate::command_buffer::{ExecGraph, native_graph};
 use crate::device::{DeviceShared, now_ns};
-use crate::driver::{Query, Stream, cu, stream_wait_event};
-use crate::event::{Check, CudaEvent, RunStatus, dep};
+use crate::driver::{Stream, cu, stream_wait_event};
+use crate::event::{Check, CudaEvent, RunStatus, StreamClock, dep};
 use crate::exec;
 use crate::hold::{Dep, Gate, Held, HeldJob};
 
@@ -54,6 +54,8 @@ struct QueueState {
     next: usize,
     /// The last event issued on each stream.
     last: Vec<Option<Arc<CudaEvent>>>,
+    /// What is known of each stream's completed work (see [`StreamClock`]).
+    clocks: Vec<Arc<StreamClock>>,
     /// The newest submission of an in-order queue, issued or held.
     tail: Option<Arc<CudaEvent>>,
     /// The last barrier of an out-of-order queue.
@@ -301,7 +303,9 @@ impl QueueCore {
         let check = unsafe { work.issue(&self.dev, stream)? };
         event.end().record(stream)?;
         let times = event.start().is_some().then(|| (queued, now_ns().max(queued)));
-        event.issued(times, check);
+        let clock = &state.clocks[index];
+        let seq = clock.next(event.end_shared());
+        event.issued(times, check, (clock.clone(), seq));
         state.last[index] = Some(event.clone());
         Ok(())
     }
@@ -316,7 +320,7 @@ impl QueueCore {
         let n = state.streams.len();
         let index = (0..n)
             .map(|k| (state.next + k) % n)
-            .find(|i| state.last[*i].as_ref().is_none_or(|e| matches!(e.end().query(), Ok(Query::Ready))))
+            .find(|i| state.last[*i].as_ref().is_none_or(|e| e.end_ready()))
             .unwrap_or(state.next % n);
         state.next = (index + 1) % n;
         index
@@ -341,7 +345,8 @@ impl CudaQueue {
         dev.bind()?;
         let count = if properties.out_of_order { OUT_OF_ORDER_STREAMS } else { 1 };
         let streams = (0..count).map(|_| dev.take_stream()).collect::<Result<Vec<_>>>()?;
-        let state = QueueState { streams, last: vec![None; count], ..QueueState::default() };
+        let state =
+            QueueState { streams, last: vec![None; count], clocks: clocks(&dev, count), ..QueueState::default() };
         Ok(CudaQueue {
             core: Arc::new(QueueCore {
                 dev,
@@ -356,7 +361,8 @@ impl CudaQueue {
     /// An in-order queue without profiling over an adopted stream of the
     /// device's primary context (checked by the caller).
     pub(crate) fn adopt(dev: Arc<DeviceShared>, stream: Stream, ownership: Ownership) -> CudaQueue {
-        let state = QueueState { streams: vec![stream], last: vec![None], ..QueueState::default() };
+        let state =
+            QueueState { streams: vec![stream], last: vec![None], clocks: clocks(&dev, 1), ..QueueState::default() };
         let core = QueueCore {
             dev,
             out_of_order: false,
@@ -444,6 +450,11 @@ impl CudaQueue {
     }
 }
 
+/// A clock for each of `count` new streams.
+fn clocks(dev: &Arc<DeviceShared>, count: usize) -> Vec<Arc<StreamClock>> {
+    (0..count).map(|_| Arc::new(StreamClock::new(dev))).collect()
+}
+
 impl QueueImpl for CudaQueue {
     unsafe fn enqueue(&self, command: &Command, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
         if let Command::Native(native) = command {
@@ -496,7 +507,9 @@ impl QueueImpl for CudaQueue {
             if let Some(gate) = event.held_gate() {
                 let _ = gate.wait();
             }
-            event.end().synchronize()?;
+            // Also tells the stream's clock, so that the front end's status
+            // queries after `finish` need no driver call.
+            event.synchronize()?;
         }
         Ok(())
     }

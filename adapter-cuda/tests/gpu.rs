@@ -101,7 +101,7 @@ fn main() {
     // Where CUDA is required (the GPU machines), not running is a failure.
     let required = std::env::var("UR_RS_REQUIRE_DEVICES").is_ok_and(|v| v.split(',').any(|d| d.trim() == "cuda"));
     let mut trials = vec![Trial::test("factory_reports_why_the_adapter_is_absent", factory_reason)];
-    let tests: [(&str, Needs, Test); 13] = [
+    let tests: [(&str, Needs, Test); 15] = [
         ("ptx_program_runs_eagerly_and_in_a_graph", Needs::Device, ptx_program),
         ("kernel_parameters_are_checked_against_the_abi", Needs::Device, abi_mismatch),
         ("kernel_failure_is_reported_by_command_buffer_submissions", Needs::Nvrtc, kernel_failure_in_graph),
@@ -115,6 +115,12 @@ fn main() {
         ("compositions_keep_each_submission_status", Needs::Nvrtc, composed_statuses),
         ("an_all_reduce_between_two_gpus_command_buffers_composes", Needs::Device, composed_collective),
         ("device_information_and_clock", Needs::Device, device_information),
+        ("eager_launches_complete_in_stream_order", Needs::Device, eager_stream_order),
+        (
+            "an_eager_kernel_failure_is_reported_once_later_work_completed",
+            Needs::Nvrtc,
+            eager_failure_behind_later_work,
+        ),
     ];
     for (name, needs, test) in tests {
         let missing = no_device.clone().or_else(|| if needs == Needs::Nvrtc { no_nvrtc.clone() } else { None });
@@ -289,6 +295,75 @@ fn kernel_failure_in_graph(device: &Device) -> Result<(), String> {
     // The first submission's event still reports its own failure.
     if first.status() != EventStatus::Error {
         return Err("a later submission changed an earlier one's status".into());
+    }
+    Ok(())
+}
+
+/// Eager launches, more than several probe intervals of the adapter's
+/// stream clocks (`PROBE_EVERY`, 32): on an in-order queue every event
+/// reports complete once the last was waited for (known from the stream's
+/// order, without a query of its own), and on an out-of-order queue a
+/// fork-join whose branches skip the wait for a fork already seen complete
+/// still runs each branch after the fork (the fill would overwrite them).
+fn eager_stream_order(device: &Device) -> Result<(), String> {
+    const N: usize = 200;
+    let context = Context::new(device).map_err(ur)?;
+    let program = set_program(&context, vec![ArgKind::Global, ArgKind::Value(4)])?;
+    let kernel = Kernel::new(&program, "set_plus_offset").map_err(ur)?;
+    let zero = 0u32;
+    for out_of_order in [false, true] {
+        let queue = Queue::new(&context, QueueProperties { out_of_order, profiling: false }).map_err(ur)?;
+        let out = UsmAllocation::new(&context, UsmKind::Device, N * 4).map_err(ur)?;
+        let args = [KernelArg::Pointer(out.ptr()), KernelArg::value(&zero)];
+        let fork = queue.usm_fill(out.ptr(), &[0xff], N * 4, &[]).map_err(ur)?;
+        let mut events = Vec::with_capacity(N);
+        for i in 0..N {
+            let offset = [i];
+            let launch = KernelLaunch::new(&kernel, &[1], &args).global_offset(&offset);
+            // SAFETY: one item at offset i writes out[i] = i, inside the allocation.
+            events.push(unsafe { queue.launch_kernel(&launch, &[&fork]) }.map_err(ur)?);
+        }
+        let join = queue.barrier(&events.iter().collect::<Vec<_>>()).map_err(ur)?;
+        join.wait().map_err(ur)?;
+        if let Some(i) = events.iter().position(|e| e.status() != EventStatus::Complete) {
+            return Err(format!("out of order {out_of_order}: event {i} reports {:?}", events[i].status()));
+        }
+        let got = read_u32(&queue, &out, N)?;
+        if let Some(i) = (0..N).find(|i| got[*i] != *i as u32) {
+            return Err(format!("out of order {out_of_order}: out[{i}] = {:#x}", got[i]));
+        }
+    }
+    Ok(())
+}
+
+/// A failing eager kernel followed by more launches than a probe interval:
+/// known complete from a later record on its stream, its event still
+/// reports its own failure, and the later ones theirs (none).
+fn eager_failure_behind_later_work(device: &Device) -> Result<(), String> {
+    let context = Context::new(device).map_err(ur)?;
+    let kernel = test_kernel(&context)?;
+    let queue = Queue::new(&context, QueueProperties::default()).map_err(ur)?;
+    let out = UsmAllocation::new(&context, UsmKind::Device, 16 * 4).map_err(ur)?;
+    let (fail, ok) = (7u32, 0u32);
+    let failing = [KernelArg::Pointer(out.ptr()), KernelArg::value(&fail)];
+    let passing = [KernelArg::Pointer(out.ptr()), KernelArg::value(&ok)];
+    // SAFETY: 16 items over 16 u32s (the failing launch writes only its status).
+    let first = unsafe { queue.launch_kernel(&KernelLaunch::new(&kernel, &[16], &failing), &[]) }.map_err(ur)?;
+    let mut later = Vec::new();
+    for _ in 0..100 {
+        // SAFETY: as above.
+        later.push(unsafe { queue.launch_kernel(&KernelLaunch::new(&kernel, &[16], &passing), &[]) }.map_err(ur)?);
+    }
+    later.last().ok_or("no launch")?.wait().map_err(ur)?;
+    if first.status() != EventStatus::Error {
+        return Err(format!("the failing launch reports {:?}", first.status()));
+    }
+    match first.wait() {
+        Err(UrError::AdapterSpecific(d)) if d.message.contains("code 7") => {}
+        other => return Err(format!("expected the failing launch to report code 7, got {other:?}")),
+    }
+    if let Some(i) = later.iter().position(|e| e.status() != EventStatus::Complete) {
+        return Err(format!("later launch {i} reports {:?}", later[i].status()));
     }
     Ok(())
 }
