@@ -55,11 +55,16 @@ const WORK_GROUPS: &str = r#"
 float __attribute__((overloadable)) atomic_fetch_add_explicit(volatile __global atomic_float *p, float v,
                                                                memory_order o, memory_scope s);
 
+// A helper that reaches a collective, as DPC++'s reduce_over_group does:
+// a function of its own in the SPIR-V (clang -O0), which the adapter marks
+// to be inlined so that each work-group gets its own scratch on PoCL.
+uint reduce_of(uint x) { return work_group_reduce_add(x); }
+
 __kernel void work_group_view(__global uint *view, __global float *sum, __global int *exponents) {
     size_t gid = get_global_id(0);
     uint lid = (uint)get_local_id(0);
     __global uint *v = view + gid * 5;
-    v[0] = work_group_reduce_add(lid);
+    v[0] = reduce_of(lid);
     v[1] = work_group_scan_inclusive_add(lid);
     v[2] = work_group_scan_exclusive_max(lid);
     v[3] = work_group_broadcast(lid * 3, 5);
