@@ -372,6 +372,12 @@ impl Queue {
     #[tracing::instrument(level = "trace", skip_all, fields(kind = %command.kind()))]
     pub fn enqueue(&self, command: Command, wait: &[&Event]) -> Result<Event> {
         command.check_context(&self.inner.context)?;
+        self.enqueue_built(command, wait)
+    }
+
+    /// [`enqueue`](Self::enqueue) of a command its caller built for this
+    /// queue's context (the typed methods), which needs no second check.
+    fn enqueue_built(&self, command: Command, wait: &[&Event]) -> Result<Event> {
         self.submit_op(Op::Command(command), wait)
     }
 
@@ -490,7 +496,7 @@ impl Queue {
     /// Copies `size` bytes between USM allocations of this context.
     #[tracing::instrument(level = "trace", skip(self, wait))]
     pub fn usm_memcpy(&self, dst: UsmPtr, src: UsmPtr, size: usize, wait: &[&Event]) -> Result<Event> {
-        self.enqueue(Command::usm_copy(&self.inner.context, dst, src, size)?, wait)
+        self.enqueue_built(Command::usm_copy(&self.inner.context, dst, src, size)?, wait)
     }
 
     /// Copies `size` bytes where each side is either a USM pointer of this
@@ -516,7 +522,7 @@ impl Queue {
     pub unsafe fn usm_memcpy_host(&self, dst: *mut u8, src: *const u8, size: usize, wait: &[&Event]) -> Result<Event> {
         let (dst, src) = (HostSide::Raw(dst), HostSide::Raw(src.cast_mut()));
         match Memcpy::new(&self.inner.context, dst, src, size)? {
-            Memcpy::Command(command) => self.enqueue(command, wait),
+            Memcpy::Command(command) => self.enqueue_built(command, wait),
             Memcpy::HostToHost { dst, src } => {
                 self.check_not_capturing("a copy between two host pointers (a host copy)")?;
                 let copy = move || {
@@ -533,19 +539,19 @@ impl Queue {
     /// Fills `size` bytes of USM with a pattern of any length dividing the size.
     #[tracing::instrument(level = "trace", skip(self, pattern, wait))]
     pub fn usm_fill(&self, dst: UsmPtr, pattern: &[u8], size: usize, wait: &[&Event]) -> Result<Event> {
-        self.enqueue(Command::usm_fill(&self.inner.context, dst, pattern, size)?, wait)
+        self.enqueue_built(Command::usm_fill(&self.inner.context, dst, pattern, size)?, wait)
     }
 
     /// Hints a migration of a USM range.
     #[tracing::instrument(level = "trace", skip(self, wait))]
     pub fn usm_prefetch(&self, ptr: UsmPtr, size: usize, flags: MigrationFlags, wait: &[&Event]) -> Result<Event> {
-        self.enqueue(Command::usm_prefetch(&self.inner.context, ptr, size, flags)?, wait)
+        self.enqueue_built(Command::usm_prefetch(&self.inner.context, ptr, size, flags)?, wait)
     }
 
     /// Gives advice about a USM range.
     #[tracing::instrument(level = "trace", skip(self))]
     pub fn usm_advise(&self, ptr: UsmPtr, size: usize, advice: UsmAdvice) -> Result<Event> {
-        self.enqueue(Command::usm_advise(&self.inner.context, ptr, size, advice)?, &[])
+        self.enqueue_built(Command::usm_advise(&self.inner.context, ptr, size, advice)?, &[])
     }
 
     /// Copies host data into USM, returning once it is there.
@@ -585,7 +591,7 @@ impl Queue {
         dst: UsmPtr,
         wait: &[&Event],
     ) -> Result<Event> {
-        self.enqueue(Command::buffer_read_to_usm(&self.inner.context, buffer, offset, size, dst)?, wait)
+        self.enqueue_built(Command::buffer_read_to_usm(&self.inner.context, buffer, offset, size, dst)?, wait)
     }
 
     /// Writes USM (which may be host USM) into a buffer, without blocking.
@@ -597,7 +603,7 @@ impl Queue {
         src: UsmPtr,
         wait: &[&Event],
     ) -> Result<Event> {
-        self.enqueue(Command::buffer_write_from_usm(&self.inner.context, buffer, offset, size, src)?, wait)
+        self.enqueue_built(Command::buffer_write_from_usm(&self.inner.context, buffer, offset, size, src)?, wait)
     }
 
     /// Reads a rect of a buffer into a host slice laid out by `host_layout`.
@@ -643,7 +649,7 @@ impl Queue {
         size: usize,
         wait: &[&Event],
     ) -> Result<Event> {
-        self.enqueue(Command::buffer_copy(&self.inner.context, src, dst, src_offset, dst_offset, size)?, wait)
+        self.enqueue_built(Command::buffer_copy(&self.inner.context, src, dst, src_offset, dst_offset, size)?, wait)
     }
 
     /// Copies a rect between buffers.
@@ -657,7 +663,10 @@ impl Queue {
         region: RectRegion,
         wait: &[&Event],
     ) -> Result<Event> {
-        self.enqueue(Command::buffer_copy_rect(&self.inner.context, src, dst, src_layout, dst_layout, region)?, wait)
+        self.enqueue_built(
+            Command::buffer_copy_rect(&self.inner.context, src, dst, src_layout, dst_layout, region)?,
+            wait,
+        )
     }
 
     /// Fills `size` bytes of a buffer from `offset` with a pattern of any length dividing the size.
@@ -670,7 +679,7 @@ impl Queue {
         size: usize,
         wait: &[&Event],
     ) -> Result<Event> {
-        self.enqueue(Command::buffer_fill(&self.inner.context, buffer, pattern, offset, size)?, wait)
+        self.enqueue_built(Command::buffer_fill(&self.inner.context, buffer, pattern, offset, size)?, wait)
     }
 
     /// Maps `size` bytes of `buffer` from `offset` into host memory the queue

@@ -132,9 +132,9 @@ impl Queue {
     fn submit_rows(&self, mut rows: Vec<Command>, wait: &[&Event]) -> Result<Event> {
         if rows.len() == 1 {
             let only = rows.pop().expect("one row");
-            return self.enqueue(only, wait);
+            return self.enqueue_built(only, wait);
         }
-        let events = rows.into_iter().map(|row| self.enqueue(row, wait)).collect::<Result<Vec<_>>>()?;
+        let events = rows.into_iter().map(|row| self.enqueue_built(row, wait)).collect::<Result<Vec<_>>>()?;
         let all: SmallVec<[&Event; 16]> = events.iter().collect();
         self.events_wait(&all)
     }
