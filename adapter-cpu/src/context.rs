@@ -2,6 +2,7 @@
 
 use std::any::Any;
 use std::collections::HashMap;
+use std::ptr::NonNull;
 use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
@@ -32,6 +33,18 @@ pub(crate) struct CpuContext {
     /// The context's buffers by native handle (their host address), with
     /// their size and flags: the only values `buffer_from_native` adopts.
     pub(crate) buffers: Mutex<LiveBuffers>,
+}
+
+impl CpuContext {
+    /// Wraps a block as a buffer, listed by its address so that its native
+    /// handle can be adopted.
+    fn register_buffer(&self, block: HostBlock, size: usize, flags: MemFlags) -> Box<dyn BufferImpl> {
+        let block = Arc::new(block);
+        let mut buffers = self.buffers.lock();
+        buffers.retain(|_, (live, _, _)| live.strong_count() > 0);
+        buffers.insert(block.ptr() as u64, (Arc::downgrade(&block), size, flags));
+        Box::new(CpuBuffer(block))
+    }
 }
 
 impl ContextImpl for CpuContext {
@@ -68,11 +81,12 @@ impl ContextImpl for CpuContext {
             // bytes (the trait's contract); a fresh block cannot overlap it.
             unsafe { std::ptr::copy_nonoverlapping(init.as_ptr(), block.ptr(), size) };
         }
-        let block = Arc::new(block);
-        let mut buffers = self.buffers.lock();
-        buffers.retain(|_, (live, _, _)| live.strong_count() > 0);
-        buffers.insert(block.ptr() as u64, (Arc::downgrade(&block), size, flags));
-        Ok(Box::new(CpuBuffer(block)))
+        Ok(self.register_buffer(block, size, flags))
+    }
+
+    /// The lent memory is the buffer's storage: kernels and copies use it in place.
+    unsafe fn buffer_over_host(&self, flags: MemFlags, host: NonNull<u8>, size: usize) -> Result<Box<dyn BufferImpl>> {
+        Ok(self.register_buffer(HostBlock::lent(host), size, flags))
     }
 
     /// A buffer's native handle is its host address: adopting one shares the

@@ -12,15 +12,19 @@ use cmdbuf_core::{Result, err};
 /// across allocations.
 pub(crate) const DEFAULT_ALIGN: usize = 64;
 
-/// A block of host memory, freed on drop. Device, host and shared USM and
-/// memory buffers are all host memory on this adapter.
+/// A block of host memory, freed on drop unless lent. Device, host and
+/// shared USM and memory buffers are all host memory on this adapter.
 pub(crate) struct HostBlock {
     ptr: NonNull<u8>,
-    layout: Layout,
+    /// How the block was allocated; `None` for memory the application lent
+    /// a buffer (`USE_HOST_POINTER`), which stays the application's.
+    layout: Option<Layout>,
 }
 
-// SAFETY: HostBlock owns its memory exclusively; access to the bytes is
-// governed by the commands that use it, whose ordering the API defines.
+// SAFETY: HostBlock owns its memory exclusively, or borrows it for the
+// buffer's life under `ContextImpl::buffer_over_host`'s contract; access to
+// the bytes is governed by the commands that use it, whose ordering the API
+// defines.
 unsafe impl Send for HostBlock {}
 // SAFETY: as for Send; the block itself holds no interior state.
 unsafe impl Sync for HostBlock {}
@@ -32,7 +36,17 @@ impl HostBlock {
         // SAFETY: the layout has a non-zero size (the front end rejects 0).
         let ptr = unsafe { alloc_zeroed(layout) };
         let ptr = NonNull::new(ptr).ok_or_else(|| err!(OutOfHostMemory, "cannot allocate {size} bytes"))?;
-        Ok(HostBlock { ptr, layout })
+        Ok(HostBlock { ptr, layout: Some(layout) })
+    }
+
+    /// A block over host memory the application lends for the block's life.
+    pub(crate) fn lent(ptr: NonNull<u8>) -> HostBlock {
+        HostBlock { ptr, layout: None }
+    }
+
+    /// Whether the memory is the application's (a `USE_HOST_POINTER` buffer).
+    pub(crate) fn is_lent(&self) -> bool {
+        self.layout.is_none()
     }
 
     pub(crate) fn ptr(&self) -> *mut u8 {
@@ -42,8 +56,10 @@ impl HostBlock {
 
 impl Drop for HostBlock {
     fn drop(&mut self) {
-        // SAFETY: allocated in `new` with this layout, freed once.
-        unsafe { dealloc(self.ptr.as_ptr(), self.layout) }
+        if let Some(layout) = self.layout {
+            // SAFETY: allocated in `new` with this layout, freed once.
+            unsafe { dealloc(self.ptr.as_ptr(), layout) }
+        }
     }
 }
 
@@ -69,5 +85,12 @@ impl BufferImpl for CpuBuffer {
     /// reads and writes.
     fn native_handle(&self) -> Result<cmdbuf_core::NativeHandle> {
         Ok(cmdbuf_core::NativeHandle(self.0.ptr() as u64))
+    }
+
+    /// Lent memory is the buffer's storage, as every buffer's is host
+    /// memory here; only lent memory is answered, so that maps of the
+    /// adapter's own buffers keep OpenCL's copy-out semantics.
+    fn host_memory(&self) -> Option<NonNull<u8>> {
+        self.0.is_lent().then_some(self.0.ptr)
     }
 }

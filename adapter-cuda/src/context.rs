@@ -71,6 +71,16 @@ impl ContextImpl for CudaContext {
         Ok(Box::new(CudaBuffer::new(&self.dev, flags, size, init)?))
     }
 
+    unsafe fn buffer_over_host(
+        &self,
+        _flags: MemFlags,
+        host: std::ptr::NonNull<u8>,
+        size: usize,
+    ) -> Result<Box<dyn BufferImpl>> {
+        // SAFETY: the memory stays valid for the buffer's life (the trait's contract).
+        Ok(Box::new(unsafe { CudaBuffer::over_host(&self.dev, host, size)? }))
+    }
+
     unsafe fn program_create(
         &self,
         bundle: &ProgramBundle,

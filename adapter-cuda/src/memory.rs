@@ -34,6 +34,10 @@ enum Backing {
     Device(sys::CUdeviceptr),
     Host(*mut c_void),
     Managed(sys::CUdeviceptr),
+    /// Host memory the application lent a buffer, page-locked and mapped for
+    /// the device (`cuMemHostRegister`); `true` where this allocation
+    /// registered it (and unregisters it), `false` where it already was.
+    Lent(*mut c_void, bool),
 }
 
 /// An allocation: its backing and the aligned address handed out.
@@ -90,11 +94,35 @@ impl Allocation {
         Ok(allocation)
     }
 
+    /// Lent host memory, registered with the driver (page-locked and mapped
+    /// for the device) so that kernels and copies use it in place.
+    ///
+    /// # Safety
+    /// `[host, host + size)` stays valid until the allocation is dropped.
+    unsafe fn lent(dev: &Arc<DeviceShared>, host: *mut c_void, size: usize) -> Result<Allocation> {
+        dev.bind()?;
+        let flags = sys::CU_MEMHOSTREGISTER_DEVICEMAP | sys::CU_MEMHOSTREGISTER_PORTABLE;
+        // SAFETY: the range is valid host memory for the allocation's life
+        // (the caller's contract); registration pins its pages.
+        let registered = match unsafe { sys::cuMemHostRegister_v2(host, size, flags) } {
+            sys::CUresult::CUDA_SUCCESS => true,
+            // Registered already (by the application, or another buffer over
+            // the same memory): used as it is, and left registered.
+            sys::CUresult::CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED => false,
+            other => return Err(crate::conv::cu_error(other, "cuMemHostRegister (USE_HOST_POINTER)")),
+        };
+        // Made before the query so that a failed query unregisters the memory.
+        let mut allocation = Allocation { dev: dev.clone(), backing: Backing::Lent(host, registered), addr: 0 };
+        // SAFETY: the memory is registered with DEVICEMAP; writes its device address.
+        unsafe { cu!(cuMemHostGetDevicePointer_v2(&mut allocation.addr, host, 0))? };
+        Ok(allocation)
+    }
+
     /// Zeroes the whole backing (alignment slack included) before first use.
     fn zero(&self, bytes: usize) -> Result<()> {
         match self.backing {
             // SAFETY: the pinned block holds `bytes` bytes and nothing else uses it yet.
-            Backing::Host(p) => unsafe { ptr::write_bytes(p.cast::<u8>(), 0, bytes) },
+            Backing::Host(p) | Backing::Lent(p, _) => unsafe { ptr::write_bytes(p.cast::<u8>(), 0, bytes) },
             Backing::Device(p) | Backing::Managed(p) => {
                 let stream = self.dev.internal();
                 // SAFETY: the allocation holds `bytes` bytes; the internal stream
@@ -110,14 +138,14 @@ impl Allocation {
         match self.backing {
             Backing::Device(_) => None,
             // With unified addressing, host and managed memory have one address for both sides.
-            Backing::Host(_) | Backing::Managed(_) => Some(self.addr as *mut u8),
+            Backing::Host(_) | Backing::Managed(_) | Backing::Lent(..) => Some(self.addr as *mut u8),
         }
     }
 
     fn loc(&self, offset: usize) -> Loc {
         let addr = self.addr + offset as u64;
         match self.backing {
-            Backing::Host(_) => Loc::Host(addr as *mut u8),
+            Backing::Host(_) | Backing::Lent(..) => Loc::Host(addr as *mut u8),
             Backing::Device(_) | Backing::Managed(_) => Loc::Device(addr),
         }
     }
@@ -128,6 +156,8 @@ impl Drop for Allocation {
         self.dev.release(match self.backing {
             Backing::Device(p) | Backing::Managed(p) => Release::DeviceMemory(p),
             Backing::Host(p) => Release::HostMemory(p),
+            Backing::Lent(p, true) => Release::HostRegistration(p),
+            Backing::Lent(_, false) => return,
         });
     }
 }
@@ -186,6 +216,17 @@ impl CudaBuffer {
         Ok(CudaBuffer { allocation })
     }
 
+    /// A buffer over lent host memory, registered with the driver and used
+    /// in place (as UR's CUDA adapter does for `USE_HOST_POINTER`): kernels
+    /// reach it over the bus.
+    ///
+    /// # Safety
+    /// `[host, host + size)` stays valid for the buffer's life.
+    pub(crate) unsafe fn over_host(dev: &Arc<DeviceShared>, host: ptr::NonNull<u8>, size: usize) -> Result<CudaBuffer> {
+        // SAFETY: the caller's contract.
+        Ok(CudaBuffer { allocation: unsafe { Allocation::lent(dev, host.as_ptr().cast(), size)? } })
+    }
+
     /// The device address of the buffer's first byte.
     pub(crate) fn addr(&self) -> u64 {
         self.allocation.addr
@@ -196,6 +237,13 @@ impl BufferImpl for CudaBuffer {
     /// The `CUdeviceptr` of the first byte.
     fn native_handle(&self) -> Result<cmdbuf_core::NativeHandle> {
         Ok(cmdbuf_core::NativeHandle(self.addr()))
+    }
+
+    fn host_memory(&self) -> Option<ptr::NonNull<u8>> {
+        match self.allocation.backing {
+            Backing::Lent(p, _) => ptr::NonNull::new(p.cast()),
+            _ => None,
+        }
     }
 }
 

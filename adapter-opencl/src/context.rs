@@ -216,6 +216,19 @@ impl ContextImpl for ClContext {
         Ok(Box::new(ClBuffer::new(&self.shared, flags, size, init)?))
     }
 
+    /// `CL_MEM_USE_HOST_PTR`: whether the driver uses the memory in place is
+    /// its choice, so the buffer answers no `host_memory` and maps copy into
+    /// the lent memory (defined for `USE_HOST_PTR` buffers, and free where
+    /// the driver does use it in place).
+    unsafe fn buffer_over_host(
+        &self,
+        _flags: MemFlags,
+        host: std::ptr::NonNull<u8>,
+        size: usize,
+    ) -> Result<Box<dyn BufferImpl>> {
+        Ok(Box::new(ClBuffer::over_host(&self.shared, size, host)?))
+    }
+
     unsafe fn program_create(
         &self,
         bundle: &ProgramBundle,

@@ -234,6 +234,25 @@ impl ClBuffer {
         Ok(ClBuffer { buffer })
     }
 
+    /// A buffer over host memory the application lends it
+    /// (`CL_MEM_USE_HOST_PTR`): the driver uses those bytes as the storage or
+    /// caches them, as OpenCL allows, and reads into them are defined once
+    /// the buffer's commands are done, which is how maps reach them.
+    pub(crate) fn over_host(shared: &Shared, size: usize, host: std::ptr::NonNull<u8>) -> Result<ClBuffer> {
+        // SAFETY: a valid context; the memory holds `size` bytes and stays
+        // valid for the buffer's life (`buffer_over_host`'s contract).
+        let mem = unsafe {
+            cl3::memory::create_buffer(
+                shared.context.get(),
+                CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR,
+                size,
+                host.as_ptr().cast(),
+            )
+        }
+        .cl("clCreateBuffer (USE_HOST_PTR)")?;
+        Ok(ClBuffer { buffer: opencl3::memory::Buffer::new(mem) })
+    }
+
     /// A buffer over an adopted `cl_mem`, whose reference it owns.
     pub(crate) fn adopt(mem: cl_mem) -> ClBuffer {
         ClBuffer { buffer: opencl3::memory::Buffer::new(mem) }

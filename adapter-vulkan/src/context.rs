@@ -46,6 +46,19 @@ impl ContextImpl for VulkanContext {
         Ok(Box::new(VkMemBuffer::new(&self.rt, kind, size as u64, init)?))
     }
 
+    /// Imported with `VK_EXT_external_memory_host` and used in place where
+    /// the device imports host memory (lavapipe, NVIDIA, AMD, Intel); a copy
+    /// in device memory elsewhere.
+    unsafe fn buffer_over_host(
+        &self,
+        _flags: MemFlags,
+        host: std::ptr::NonNull<u8>,
+        size: usize,
+    ) -> Result<Box<dyn BufferImpl>> {
+        // SAFETY: the memory stays valid for the buffer's life (the trait's contract).
+        Ok(Box::new(unsafe { VkMemBuffer::over_host(&self.rt, host, size as u64)? }))
+    }
+
     unsafe fn program_create(
         &self,
         bundle: &ProgramBundle,

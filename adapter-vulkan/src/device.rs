@@ -158,6 +158,9 @@ pub(crate) struct OptionalFeatures {
     /// `VK_EXT_calibrated_timestamps` with the device and `CLOCK_MONOTONIC`
     /// time domains.
     pub(crate) calibrated_timestamps: bool,
+    /// `VK_EXT_external_memory_host`: the alignment of imported host memory
+    /// (`minImportedHostPointerAlignment`), where the device imports it.
+    pub(crate) host_import_align: Option<u64>,
 }
 
 fn c_name(bytes: &[std::ffi::c_char]) -> String {
@@ -216,6 +219,7 @@ pub(crate) fn inspect(instance: &Instance, physical: vk::PhysicalDevice) -> std:
     let optional = OptionalFeatures {
         calibrated_timestamps: has(vk::EXT_CALIBRATED_TIMESTAMPS_NAME)
             && crate::clock::calibrateable(instance, physical),
+        host_import_align: has(vk::EXT_EXTERNAL_MEMORY_HOST_NAME).then(|| host_import_align(instance, physical)),
         ..optional_features(&core, &f12)
     };
     let details = Details {
@@ -314,7 +318,18 @@ fn optional_features(
         memory_model_device_scope: f12.vulkan_memory_model == vk::TRUE
             && f12.vulkan_memory_model_device_scope == vk::TRUE,
         calibrated_timestamps: false,
+        host_import_align: None,
     }
+}
+
+/// `minImportedHostPointerAlignment`; the caller checked that the device
+/// lists `VK_EXT_external_memory_host`.
+fn host_import_align(instance: &Instance, physical: vk::PhysicalDevice) -> u64 {
+    let mut host = vk::PhysicalDeviceExternalMemoryHostPropertiesEXT::default();
+    let mut props2 = vk::PhysicalDeviceProperties2::default().push_next(&mut host);
+    // SAFETY: the chained structure is the listed extension's.
+    unsafe { instance.raw.get_physical_device_properties2(physical, &mut props2) };
+    host.min_imported_host_pointer_alignment.max(1)
 }
 
 fn precision(denorm: vk::Bool32, rte: vk::Bool32, rtz: vk::Bool32, inf_nan: vk::Bool32) -> PrecisionControls {

@@ -230,42 +230,43 @@ pub(crate) fn lower(rt: &DeviceShared, command: &Command, sink: &mut dyn Sink) -
         }
         Command::UsmPrefetch { .. } | Command::UsmAdvise { .. } => {}
         Command::BufferCopy { src, dst, src_offset, dst_offset, size, .. } => {
-            let (s, d) = (mem_buffer(src)?.alloc.buffer(), mem_buffer(dst)?.alloc.buffer());
+            let ((s, s0), (d, d0)) = (mem_buffer(src)?.at(), mem_buffer(dst)?.at());
             copy_rows(
                 &mut out,
                 sink,
-                Side::Device(s, 0),
-                Side::Device(d, 0),
+                Side::Device(s, s0),
+                Side::Device(d, d0),
                 std::iter::once((*src_offset, *dst_offset, *size)),
             )?;
         }
         Command::BufferCopyRect { src, dst, src_layout, dst_layout, region, .. } => {
-            let (s, d) = (mem_buffer(src)?.alloc.buffer(), mem_buffer(dst)?.alloc.buffer());
+            let ((s, s0), (d, d0)) = (mem_buffer(src)?.at(), mem_buffer(dst)?.at());
             let rows = rect_rows(src_layout, dst_layout, region);
-            copy_rows(&mut out, sink, Side::Device(s, 0), Side::Device(d, 0), rows.into_iter())?;
+            copy_rows(&mut out, sink, Side::Device(s, s0), Side::Device(d, d0), rows.into_iter())?;
         }
         Command::BufferRead { buffer, offset, size, dst, .. } => {
-            let b = mem_buffer(buffer)?.alloc.buffer();
-            copy_rows(&mut out, sink, Side::Device(b, 0), side(dst)?, std::iter::once((*offset, 0, *size)))?;
+            let (b, b0) = mem_buffer(buffer)?.at();
+            copy_rows(&mut out, sink, Side::Device(b, b0), side(dst)?, std::iter::once((*offset, 0, *size)))?;
         }
         Command::BufferWrite { buffer, offset, size, src, .. } => {
-            let b = mem_buffer(buffer)?.alloc.buffer();
-            copy_rows(&mut out, sink, side(src)?, Side::Device(b, 0), std::iter::once((0, *offset, *size)))?;
+            let (b, b0) = mem_buffer(buffer)?.at();
+            copy_rows(&mut out, sink, side(src)?, Side::Device(b, b0), std::iter::once((0, *offset, *size)))?;
         }
         Command::BufferReadRect { buffer, buffer_layout, host_layout, region, dst, .. } => {
-            let b = mem_buffer(buffer)?.alloc.buffer();
+            let (b, b0) = mem_buffer(buffer)?.at();
             let rows = rect_rows(buffer_layout, host_layout, region);
-            copy_rows(&mut out, sink, Side::Device(b, 0), side(dst)?, rows.into_iter())?;
+            copy_rows(&mut out, sink, Side::Device(b, b0), side(dst)?, rows.into_iter())?;
         }
         Command::BufferWriteRect { buffer, buffer_layout, host_layout, region, src, .. } => {
-            let b = mem_buffer(buffer)?.alloc.buffer();
+            let (b, b0) = mem_buffer(buffer)?.at();
             let rows = rect_rows(host_layout, buffer_layout, region);
-            copy_rows(&mut out, sink, side(src)?, Side::Device(b, 0), rows.into_iter())?;
+            copy_rows(&mut out, sink, side(src)?, Side::Device(b, b0), rows.into_iter())?;
         }
         Command::BufferFill { buffer, pattern, offset, size, .. } => {
-            let alloc = &mem_buffer(buffer)?.alloc;
-            let address = alloc.address() + *offset as u64;
-            let at = FillAt { buffer: alloc.buffer(), offset: *offset as u64, address, pattern, size: *size as u64 };
+            let target = mem_buffer(buffer)?;
+            let (b, b0) = target.at();
+            let address = target.address() + *offset as u64;
+            let at = FillAt { buffer: b, offset: b0 + *offset as u64, address, pattern, size: *size as u64 };
             fill(&mut out, rt, sink, at)?;
         }
     }
@@ -295,8 +296,14 @@ pub(crate) fn block_bytes(command: &Command) -> Result<usize> {
             crate::shaders::fill_block_bytes(dst.address(), offset, pattern, *size as u64)
         }
         Command::BufferFill { buffer, pattern, offset, size, .. } => {
-            let alloc = &mem_buffer(buffer)?.alloc;
-            crate::shaders::fill_block_bytes(alloc.address() + *offset as u64, *offset as u64, pattern, *size as u64)
+            let target = mem_buffer(buffer)?;
+            let (_, b0) = target.at();
+            crate::shaders::fill_block_bytes(
+                target.address() + *offset as u64,
+                b0 + *offset as u64,
+                pattern,
+                *size as u64,
+            )
         }
         _ => 0,
     })

@@ -123,6 +123,82 @@ impl Allocation {
         Ok(alloc)
     }
 
+    /// A buffer over the host pages holding `[host, host + size)`, imported
+    /// with `VK_EXT_external_memory_host` (whose pointers and sizes are
+    /// multiples of `minImportedHostPointerAlignment`, so the pages around
+    /// the range come with it: they are mapped as long as the range is), and
+    /// the offset of `host` in it. `None` where the device imports no host
+    /// memory or refuses this memory; the caller then keeps a copy.
+    ///
+    /// # Safety
+    /// `[host, host + size)` stays valid until the allocation is dropped.
+    pub(crate) unsafe fn import_host(
+        gpu: &Arc<Gpu>,
+        host: NonNull<u8>,
+        size: u64,
+    ) -> Result<Option<(Allocation, u64)>> {
+        let Some((ext, align)) = &gpu.host_import else { return Ok(None) };
+        let start = host.as_ptr() as u64;
+        let base = start - start % align;
+        let len = (start + size).next_multiple_of(*align) - base;
+        let handle_type = vk::ExternalMemoryHandleTypeFlags::HOST_ALLOCATION_EXT;
+        let mut props = vk::MemoryHostPointerPropertiesEXT::default();
+        // SAFETY: a valid device with the extension enabled; `base` is
+        // aligned as the extension requires.
+        let found = unsafe {
+            (ext.fp().get_memory_host_pointer_properties_ext)(ext.device(), handle_type, base as *const _, &mut props)
+        };
+        if found != vk::Result::SUCCESS {
+            tracing::debug!(?found, "host memory not importable: the buffer keeps a copy");
+            return Ok(None);
+        }
+        let d = &gpu.device;
+        let mut external = vk::ExternalMemoryBufferCreateInfo::default().handle_types(handle_type);
+        let info = vk::BufferCreateInfo::default()
+            .size(len)
+            .usage(USAGE)
+            .sharing_mode(vk::SharingMode::EXCLUSIVE)
+            .push_next(&mut external);
+        // SAFETY: a valid device and create info; the size is non-zero.
+        let buffer = unsafe { d.create_buffer(&info, None) }.vk("vkCreateBuffer (imported host memory)")?;
+        let mut alloc =
+            Allocation { gpu: gpu.clone(), buffer, memory: vk::DeviceMemory::null(), address: 0, mapped: None };
+        // SAFETY: `buffer` was just created.
+        let req = unsafe { d.get_buffer_memory_requirements(buffer) };
+        let Some(type_index) = choose_type(&gpu.memory, req.memory_type_bits & props.memory_type_bits, MemKind::Host)
+        else {
+            tracing::debug!("no host-coherent memory type imports this memory: the buffer keeps a copy");
+            return Ok(None);
+        };
+        if req.size > len {
+            return Ok(None);
+        }
+        let mut import =
+            vk::ImportMemoryHostPointerInfoEXT::default().handle_type(handle_type).host_pointer(base as *mut _);
+        let mut flags = vk::MemoryAllocateFlagsInfo::default().flags(vk::MemoryAllocateFlags::DEVICE_ADDRESS);
+        let allocate = vk::MemoryAllocateInfo::default()
+            .allocation_size(len)
+            .memory_type_index(type_index)
+            .push_next(&mut import)
+            .push_next(&mut flags);
+        // SAFETY: a valid allocate info importing `len` aligned bytes that stay
+        // valid for the allocation's life (the caller's contract).
+        alloc.memory = match unsafe { d.allocate_memory(&allocate, None) } {
+            Ok(memory) => memory,
+            Err(e) => {
+                tracing::debug!(error = ?e, "host memory import refused: the buffer keeps a copy");
+                return Ok(None);
+            }
+        };
+        // SAFETY: imported memory of a type the buffer accepts, at offset 0.
+        unsafe { d.bind_buffer_memory(buffer, alloc.memory, 0) }.vk("vkBindBufferMemory")?;
+        // The host already addresses the memory; it is not mapped again.
+        alloc.mapped = NonNull::new(base as *mut u8);
+        // SAFETY: the buffer was made with SHADER_DEVICE_ADDRESS usage and bound.
+        alloc.address = unsafe { d.get_buffer_device_address(&vk::BufferDeviceAddressInfo::default().buffer(buffer)) };
+        Ok(Some((alloc, start - base)))
+    }
+
     /// As [`new`](Self::new), falling back from shared to host memory when
     /// device-local host-visible memory runs out (it is small on GPUs without
     /// resizable BAR).
@@ -245,10 +321,22 @@ impl UsmImpl for VkUsm {
     }
 }
 
-/// A memory buffer.
+/// A memory buffer: its own memory, or imported host memory it starts
+/// `start` bytes into.
 pub(crate) struct VkMemBuffer {
     pub(crate) alloc: Allocation,
+    /// Where the buffer's byte 0 lies in `alloc` (0 but for imported memory,
+    /// whose allocation begins at the page before).
+    start: u64,
+    /// The lent host memory used in place (imported), for `host_memory`.
+    lent: Option<NonNull<u8>>,
 }
+
+// SAFETY: `lent` is only an address, reported to cmdbuf-core; the
+// allocation is Send and Sync.
+unsafe impl Send for VkMemBuffer {}
+// SAFETY: as for Send.
+unsafe impl Sync for VkMemBuffer {}
 
 impl VkMemBuffer {
     /// A buffer of `size` bytes holding `init`, or zeroes.
@@ -258,14 +346,50 @@ impl VkMemBuffer {
             Some(data) => alloc.upload(rt, 0, data)?,
             None => alloc.zero(rt, 0, size)?,
         }
-        Ok(VkMemBuffer { alloc })
+        Ok(VkMemBuffer { alloc, start: 0, lent: None })
+    }
+
+    /// A buffer over lent host memory: imported and used in place where the
+    /// device imports host memory, else a copy in memory of its own.
+    ///
+    /// # Safety
+    /// `[host, host + size)` stays valid for the buffer's life.
+    pub(crate) unsafe fn over_host(rt: &DeviceShared, host: NonNull<u8>, size: u64) -> Result<VkMemBuffer> {
+        // SAFETY: the caller's contract.
+        if let Some((alloc, start)) = unsafe { Allocation::import_host(&rt.gpu, host, size)? } {
+            return Ok(VkMemBuffer { alloc, start, lent: Some(host) });
+        }
+        // SAFETY: the memory holds `size` readable bytes (the caller's contract).
+        let init = unsafe { std::slice::from_raw_parts(host.as_ptr(), size as usize) };
+        VkMemBuffer::new(rt, MemKind::Device, size, Some(init))
+    }
+
+    /// The `VkBuffer` and the offset of the buffer's byte 0 in it.
+    pub(crate) fn at(&self) -> (vk::Buffer, u64) {
+        (self.alloc.buffer(), self.start)
+    }
+
+    /// The device address of the buffer's byte 0.
+    pub(crate) fn address(&self) -> u64 {
+        self.alloc.address() + self.start
     }
 }
 
 impl BufferImpl for VkMemBuffer {
-    /// The `VkBuffer`, of the buffer's own size from offset 0.
+    /// The `VkBuffer`, of the buffer's own size from offset 0; a buffer over
+    /// imported host memory has none of its own (its `VkBuffer` starts at the
+    /// page before its first byte).
     fn native_handle(&self) -> Result<cmdbuf_core::NativeHandle> {
+        cmdbuf_core::ensure!(
+            self.start == 0,
+            UnsupportedFeature,
+            "a buffer over imported host memory has no VkBuffer starting at its first byte"
+        );
         Ok(cmdbuf_core::NativeHandle(vk::Handle::as_raw(self.alloc.buffer())))
+    }
+
+    fn host_memory(&self) -> Option<NonNull<u8>> {
+        self.lent
     }
 }
 

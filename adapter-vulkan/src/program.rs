@@ -204,7 +204,7 @@ impl ArgLayout {
                 ArgValue::Value(bytes) => out[at..at + bytes.len()].copy_from_slice(bytes),
                 ArgValue::Pointer(p) => out[at..at + 8].copy_from_slice(&p.addr().to_le_bytes()),
                 ArgValue::MemObj(b) => {
-                    let address = mem_buffer(b)?.alloc.address() + b.offset() as u64;
+                    let address = mem_buffer(b)?.address() + b.offset() as u64;
                     out[at..at + 8].copy_from_slice(&address.to_le_bytes());
                 }
                 ArgValue::Local(_) => {}

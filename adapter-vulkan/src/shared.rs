@@ -64,6 +64,9 @@ pub(crate) struct Gpu {
     /// `vkGetCalibratedTimestampsEXT`, where the device calibrates its clock
     /// against the host's.
     pub(crate) calibrated: Option<ash::ext::calibrated_timestamps::Device>,
+    /// `VK_EXT_external_memory_host` and its alignment, where the device
+    /// imports host memory (buffers over lent host memory use it in place).
+    pub(crate) host_import: Option<(ash::ext::external_memory_host::Device, u64)>,
     /// Whether a host thread waiting for an event polls the timeline first:
     /// not on a CPU device (lavapipe), whose work runs on the host's cores
     /// that the poll would take; there the waiting thread sleeps in
@@ -380,8 +383,13 @@ fn create_device(instance: &Instance, info: &PhysicalInfo, hw_count: u32) -> Res
         .vulkan_memory_model_device_scope(optional.memory_model_device_scope);
     let core = vk::PhysicalDeviceFeatures::default().shader_int64(true).shader_float64(optional.float64);
     let mut features = vk::PhysicalDeviceFeatures2::default().features(core).push_next(&mut f12);
-    let extensions: Vec<*const std::ffi::c_char> =
-        if optional.calibrated_timestamps { vec![vk::EXT_CALIBRATED_TIMESTAMPS_NAME.as_ptr()] } else { Vec::new() };
+    let extensions: Vec<*const std::ffi::c_char> = [
+        (optional.calibrated_timestamps, vk::EXT_CALIBRATED_TIMESTAMPS_NAME),
+        (optional.host_import_align.is_some(), vk::EXT_EXTERNAL_MEMORY_HOST_NAME),
+    ]
+    .into_iter()
+    .filter_map(|(wanted, name)| wanted.then_some(name.as_ptr()))
+    .collect();
     let create = vk::DeviceCreateInfo::default()
         .queue_create_infos(&queue_info)
         .enabled_extension_names(&extensions)
@@ -467,6 +475,9 @@ impl DeviceShared {
         let calibrated = optional
             .calibrated_timestamps
             .then(|| ash::ext::calibrated_timestamps::Device::new(&instance.raw, &device));
+        let host_import = optional
+            .host_import_align
+            .map(|align| (ash::ext::external_memory_host::Device::new(&instance.raw, &device), align));
         let gpu = Arc::new(Gpu {
             _instance: instance,
             device,
@@ -477,6 +488,7 @@ impl DeviceShared {
             timestamp_period: f64::from(info.limits.timestamp_period),
             timestamp_mask: if info.timestamp_bits >= 64 { u64::MAX } else { (1u64 << info.timestamp_bits) - 1 },
             calibrated,
+            host_import,
             host_polls: info.device_type != vk::PhysicalDeviceType::CPU,
         });
 

@@ -1,6 +1,7 @@
 /* Memory objects and timestamps: sub-buffers (urMemBufferPartition) used by
  * every buffer command — read, write, copy, fill, rect, map, command-buffer
- * appends — and their info; misuse codes of the partition; timestamp
+ * appends — and their info; misuse codes of the partition; USE_HOST_POINTER
+ * buffers using the host memory in place; timestamp
  * recordings (urEnqueueTimestampRecordingExp) on a queue without profiling,
  * between two device timestamp pairs, and their misuse; pitched USM copies
  * and fills (urEnqueueUSMMemcpy2D, urEnqueueUSMFill2D).
@@ -210,6 +211,37 @@ static void host_pointer_sub_buffer(urt_env *env) {
   free(host);
 }
 
+/* USE_HOST_POINTER makes the host memory the buffer's storage (UR's
+ * urMemBufferCreateTest.UseHostPointer): host writes after creation reach a
+ * read without a map, and a fill's bytes are in the host memory once it
+ * completed. Required wherever the library uses the memory in place: every
+ * device but OpenCL GPUs, whose drivers may keep a copy, as OpenCL allows. */
+static void use_host_pointer(urt_env *env) {
+  enum { SIZE = 4096 };
+  uint8_t *host = malloc(SIZE);
+  for (size_t i = 0; i < SIZE; i++) host[i] = (uint8_t)(i & 0xff);
+  ur_buffer_properties_t props = {UR_STRUCTURE_TYPE_BUFFER_PROPERTIES, NULL, host};
+  ur_mem_handle_t buffer = NULL;
+  URT_REQUIRE(urMemBufferCreate(env->context, UR_MEM_FLAG_USE_HOST_POINTER, SIZE, &props, &buffer));
+  for (size_t i = 0; i < SIZE; i++) host[i] = (uint8_t)(i & 0x0f);
+  uint8_t *back = malloc(SIZE);
+  URT_OK(urEnqueueMemBufferRead(env->queue, buffer, true, 0, SIZE, back, 0, NULL, NULL));
+  bool in_place = true;
+  for (size_t i = 0; i < SIZE; i++) in_place &= back[i] == (uint8_t)(i & 0x0f);
+  uint8_t pattern = 0x5D;
+  URT_OK(urEnqueueMemBufferFill(env->queue, buffer, &pattern, 1, 64, 64, 0, NULL, NULL));
+  URT_OK(urQueueFinish(env->queue));
+  in_place &= host[64] == 0x5D && host[127] == 0x5D && host[128] == (uint8_t)(128 & 0x0f);
+  if (env->backend == UR_BACKEND_OPENCL && env->type != UR_DEVICE_TYPE_CPU) {
+    printf("# USE_HOST_POINTER on an OpenCL GPU: %s\n", in_place ? "used in place" : "the driver keeps a copy");
+  } else {
+    URT_CHECK(in_place, "a USE_HOST_POINTER buffer does not use the host memory in place");
+  }
+  URT_OK(urMemRelease(buffer));
+  free(back);
+  free(host);
+}
+
 /* A timestamp recording is timed on a queue that does not profile: its
  * start and end lie between two readings of the device's clock, and its
  * queued and submit times come no later. */
@@ -326,6 +358,7 @@ int main(void) {
   partition_rules(&env);
   commands(&env);
   host_pointer_sub_buffer(&env);
+  use_host_pointer(&env);
   timestamp_recording(&env);
   usm_2d(&env);
   urt_fini(&env);

@@ -3,11 +3,15 @@
 //! enqueues it with the queue's generic `enqueue`; maps stay methods).
 //!
 //! Buffers are cmdbuf-core `MemBuffer`s; a sub-buffer (`urMemBufferPartition`)
-//! is a `MemBuffer::partition` view, usable by every buffer entry point. `UR_MEM_FLAG_USE_HOST_POINTER` and
-//! `UR_MEM_FLAG_ALLOC_COPY_HOST_POINTER` both initialise the buffer from
-//! the host memory given; as OpenCL allows for host-pointer buffers, the
-//! device holds its own copy between synchronisation points. Images are not
-//! supported (`UR_DEVICE_INFO_IMAGE_SUPPORT` is false).
+//! is a `MemBuffer::partition` view, usable by every buffer entry point.
+//! `UR_MEM_FLAG_ALLOC_COPY_HOST_POINTER` initialises the buffer from the host
+//! memory given. `UR_MEM_FLAG_USE_HOST_POINTER` makes that memory the
+//! buffer's storage where the device reaches it (`MemBuffer::over_host_memory`:
+//! the CPU library, Vulkan importing host memory, CUDA registering it,
+//! OpenCL's `CL_MEM_USE_HOST_PTR`); elsewhere the device holds its own copy
+//! between synchronisation points, as OpenCL allows, and maps land on the
+//! host memory. Images are not supported (`UR_DEVICE_INFO_IMAGE_SUPPORT` is
+//! false).
 
 #![allow(non_snake_case)]
 
@@ -52,14 +56,19 @@ pub(crate) unsafe extern "C" fn urMemBufferCreate(
             "host memory must be given exactly when USE_HOST_POINTER or ALLOC_COPY_HOST_POINTER is"
         );
         let core_flags = core_flags(flags);
+        let lent = flags & F::UR_MEM_FLAG_USE_HOST_POINTER.0 != 0;
         let core = if host.is_null() {
             MemBuffer::new(context.value.core(), core_flags, size)?
+        } else if lent {
+            // SAFETY: UR requires a USE_HOST_POINTER buffer's `size` bytes of
+            // host memory to stay valid, and be left to the buffer's commands,
+            // for the buffer's life.
+            unsafe { MemBuffer::over_host_memory(context.value.core(), core_flags, host.cast(), size)? }
         } else {
             // SAFETY: UR requires the host memory to hold `size` readable bytes.
             let data = unsafe { std::slice::from_raw_parts(host.cast::<u8>(), size) };
             MemBuffer::with_data(context.value.core(), core_flags, data)?
         };
-        let lent = flags & F::UR_MEM_FLAG_USE_HOST_POINTER.0 != 0;
         let value = Mem {
             buffer: core,
             context: context.to_arc(),

@@ -22,6 +22,8 @@ use crate::driver::{Ctx, CuEvent, Stream, cu};
 pub(crate) enum Release {
     DeviceMemory(sys::CUdeviceptr),
     HostMemory(*mut c_void),
+    /// Lent host memory registered with `cuMemHostRegister`.
+    HostRegistration(*mut c_void),
     Module(sys::CUmodule),
     Graph(sys::CUgraph),
     GraphExec(sys::CUgraphExec),
@@ -302,6 +304,7 @@ impl DeviceShared {
             match resource {
                 Release::DeviceMemory(p) => cu!(cuMemFree_v2(p)),
                 Release::HostMemory(p) => cu!(cuMemFreeHost(p)),
+                Release::HostRegistration(p) => cu!(cuMemHostUnregister(p)),
                 Release::Module(m) => cu!(cuModuleUnload(m)),
                 Release::Graph(g) => cu!(cuGraphDestroy(g)),
                 Release::GraphExec(g) => cu!(cuGraphExecDestroy(g)),

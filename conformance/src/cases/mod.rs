@@ -13,10 +13,10 @@ use runtime::{
 };
 pub use runtime::{buffers, collectives, graph_multi_device, multi_device};
 use ur::{
-    commands, copy_fill, device, eager, enqueue, event_sync, in_flight, in_order, kernel_event_sync, large, lifecycle,
-    memory_errors, native_adopt, native_command, objects, partition, programs, property, read_write, rect, regression,
-    shared_usm, stress, sub_buffer, timestamp, update_args, update_events, update_invalid, update_kernel_handle,
-    update_ndrange, update_scale, user_events, usm_2d,
+    commands, copy_fill, device, eager, enqueue, event_sync, host_memory, in_flight, in_order, kernel_event_sync,
+    large, lifecycle, memory_errors, native_adopt, native_command, objects, partition, programs, property, read_write,
+    rect, regression, shared_usm, stress, sub_buffer, timestamp, update_args, update_events, update_invalid,
+    update_kernel_handle, update_ndrange, update_scale, user_events, usm_2d,
 };
 
 /// Every case of the suite, in a stable order.
@@ -35,6 +35,7 @@ pub fn all() -> Vec<Case> {
         memory_errors::cases,
         shared_usm::cases,
         sub_buffer::cases,
+        host_memory::cases,
         usm_2d::cases,
         enqueue::cases,
         in_order::cases,

@@ -16,6 +16,7 @@
 //! cmdbuf-core's software command buffer, built on the queue's eager operations.
 
 use std::any::Any;
+use std::ptr::NonNull;
 use std::sync::Arc;
 
 use crate::command::Command;
@@ -262,6 +263,21 @@ pub trait ContextImpl: Any + Send + Sync {
     /// one access mode; `init`, when given, has exactly `size` bytes.
     unsafe fn buffer_create(&self, flags: MemFlags, size: usize, init: Option<&[u8]>) -> Result<Box<dyn BufferImpl>>;
 
+    /// Creates a memory buffer over host memory the application lends it
+    /// (UR's `USE_HOST_POINTER`, OpenCL's `CL_MEM_USE_HOST_PTR`). Where the
+    /// device can use those bytes as the buffer's storage, the returned
+    /// buffer's [`BufferImpl::host_memory`] answers `host`: the host sees
+    /// what completed commands wrote there, and commands see what the host
+    /// wrote before they were submitted. Elsewhere the buffer starts with a
+    /// copy of the bytes and keeps its own storage, as OpenCL allows for
+    /// host-pointer buffers (maps and reads land on the host memory).
+    ///
+    /// # Safety
+    /// As [`buffer_create`](Self::buffer_create); `host` is valid for reads
+    /// and writes of `size` bytes until the buffer is dropped and no
+    /// command that uses it can still run.
+    unsafe fn buffer_over_host(&self, flags: MemFlags, host: NonNull<u8>, size: usize) -> Result<Box<dyn BufferImpl>>;
+
     /// Builds the bundle's source of `form`, passing `options` to the
     /// driver's compiler where it has one that takes options.
     ///
@@ -490,6 +506,14 @@ pub trait BufferImpl: Any + Send + Sync {
     /// where the backend has none.
     fn native_handle(&self) -> Result<NativeHandle> {
         Err(crate::err!(UnsupportedFeature, "this buffer has no native handle"))
+    }
+
+    /// The host memory the device uses in place as this (root) buffer's
+    /// storage: a buffer made by [`ContextImpl::buffer_over_host`] on a
+    /// device that reaches host memory. `None`, the default, for a buffer
+    /// with storage of its own, which maps and reads copy out of.
+    fn host_memory(&self) -> Option<NonNull<u8>> {
+        None
     }
 }
 

@@ -553,6 +553,18 @@ impl ContextImpl for FaultyContext {
         Ok(Box::new(FaultyBuffer { held: Held::new(inner, Count::new(&self.shared, |l| &l.buffers, size)) }))
     }
 
+    unsafe fn buffer_over_host(
+        &self,
+        flags: MemFlags,
+        host: std::ptr::NonNull<u8>,
+        size: usize,
+    ) -> Result<Box<dyn BufferImpl>> {
+        self.enter(CallKind::BufferCreate)?;
+        // SAFETY: the caller's guarantees, passed on unchanged.
+        let inner = unsafe { self.inner.buffer_over_host(flags, host, size)? };
+        Ok(Box::new(FaultyBuffer { held: Held::new(inner, Count::new(&self.shared, |l| &l.buffers, size)) }))
+    }
+
     unsafe fn program_create(
         &self,
         bundle: &ProgramBundle,
@@ -643,6 +655,10 @@ impl BufferImpl for FaultyBuffer {
 
     fn native_handle(&self) -> Result<NativeHandle> {
         self.held.with(|b| b.native_handle())
+    }
+
+    fn host_memory(&self) -> Option<std::ptr::NonNull<u8>> {
+        self.held.with(|b| b.host_memory())
     }
 }
 

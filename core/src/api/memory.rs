@@ -307,21 +307,70 @@ impl AllocationTracker {
 
 static NEXT_BUFFER_ID: AtomicU64 = AtomicU64::new(1);
 
+/// What a new buffer's bytes start as.
+enum Init<'a> {
+    Zero,
+    Copy(&'a [u8]),
+    /// The caller's host memory, used in place where the device can.
+    Lend(std::ptr::NonNull<u8>),
+}
+
 const ACCESS: MemFlags = MemFlags::READ_WRITE.union(MemFlags::READ_ONLY).union(MemFlags::WRITE_ONLY);
 
 impl MemBuffer {
     /// Creates a buffer of `size` bytes (zero-initialised on every adapter).
     pub fn new(context: &Context, flags: MemFlags, size: usize) -> Result<MemBuffer> {
-        Self::create(context, flags, size, None)
+        Self::create(context, flags, size, Init::Zero)
     }
 
     /// Creates a buffer holding a copy of `data`.
     pub fn with_data(context: &Context, flags: MemFlags, data: &[u8]) -> Result<MemBuffer> {
-        Self::create(context, flags, data.len(), Some(data))
+        Self::create(context, flags, data.len(), Init::Copy(data))
+    }
+
+    /// Creates a buffer over `size` bytes of host memory the caller lends it
+    /// for the buffer's life (UR's `USE_HOST_POINTER`, OpenCL's
+    /// `CL_MEM_USE_HOST_PTR`). Where the device reaches host memory, those
+    /// bytes are the buffer's storage and [`host_memory`](Self::host_memory)
+    /// answers them: the CPU adapter, OpenCL where the driver uses the
+    /// pointer (CPU devices), Vulkan with `VK_EXT_external_memory_host`, and
+    /// CUDA (the pages are registered with the driver). Elsewhere the buffer
+    /// starts with a copy of the bytes and keeps its own storage, as OpenCL
+    /// allows; maps of it then land on the lent memory through the ABI.
+    ///
+    /// ```
+    /// use cmdbuf::{Context, MemBuffer, MemFlags, Queue, QueueProperties};
+    /// # let device = cmdbuf_cpu::default_device();
+    /// let ctx = Context::new(&device).unwrap();
+    /// let queue = Queue::new(&ctx, QueueProperties::default()).unwrap();
+    /// let mut host = vec![1u8; 64];
+    /// // SAFETY: `host` outlives the buffer and every command using it
+    /// // (the queue is finished before it is dropped).
+    /// let buffer = unsafe { MemBuffer::over_host_memory(&ctx, MemFlags::READ_WRITE, host.as_mut_ptr(), 64) }.unwrap();
+    /// assert_eq!(buffer.host_memory(), Some(host.as_mut_ptr())); // the CPU adapter uses it in place
+    /// queue.fill_buffer(&buffer, &[7], 0, 64, &[]).unwrap().wait().unwrap();
+    /// queue.finish().unwrap();
+    /// drop(buffer);
+    /// assert!(host.iter().all(|&b| b == 7));
+    /// ```
+    ///
+    /// # Safety
+    /// `host` is valid for reads and writes of `size` bytes until the buffer
+    /// (and every sub-buffer of it) is dropped and no command that uses it
+    /// can still run; while a command that uses it may run, the host does
+    /// not touch those bytes (a map synchronises).
+    pub unsafe fn over_host_memory(
+        context: &Context,
+        flags: MemFlags,
+        host: *mut u8,
+        size: usize,
+    ) -> Result<MemBuffer> {
+        let host = std::ptr::NonNull::new(host).ok_or_else(|| err!(InvalidHostPtr, "the lent host memory is null"))?;
+        Self::create(context, flags, size, Init::Lend(host))
     }
 
     #[tracing::instrument(level = "debug", skip(context, init), fields(device = %context.device()))]
-    fn create(context: &Context, flags: MemFlags, size: usize, init: Option<&[u8]>) -> Result<MemBuffer> {
+    fn create(context: &Context, flags: MemFlags, size: usize, init: Init<'_>) -> Result<MemBuffer> {
         let flags = if flags.intersects(ACCESS) { flags } else { flags | MemFlags::READ_WRITE };
         let access = (flags & ACCESS).bits();
         ensure!(access.count_ones() == 1, InvalidValue, "buffer flags {flags:?} combine several access modes");
@@ -332,9 +381,15 @@ impl MemBuffer {
             InvalidBufferSize,
             "buffer of {size} bytes exceeds the device limit of {limit} bytes"
         );
-        // SAFETY: size is non-zero and within the device limit; `init`, when
-        // present, is exactly `size` bytes.
-        let imp = unsafe { context.imp().buffer_create(flags, size, init)? };
+        let imp = match init {
+            // SAFETY: size is non-zero and within the device limit.
+            Init::Zero => unsafe { context.imp().buffer_create(flags, size, None)? },
+            // SAFETY: as above; `data` is exactly `size` bytes.
+            Init::Copy(data) => unsafe { context.imp().buffer_create(flags, size, Some(data))? },
+            // SAFETY: as above; the memory stays valid as long as the buffer
+            // and its commands (`over_host_memory`'s contract).
+            Init::Lend(host) => unsafe { context.imp().buffer_over_host(flags, host, size)? },
+        };
         Ok(MemBuffer::from_root(context, flags, size, imp))
     }
 
@@ -434,6 +489,17 @@ impl MemBuffer {
             Storage::Root(imp) => &**imp,
             Storage::View { parent, .. } => parent.imp(),
         }
+    }
+
+    /// The host address of this buffer's first byte where its storage is
+    /// host memory the device uses in place (a buffer made by
+    /// [`over_host_memory`](Self::over_host_memory) on a device that
+    /// reaches it, and its sub-buffers); `None` for buffers with storage of
+    /// their own. Maps of such a buffer are that memory, without copies.
+    pub fn host_memory(&self) -> Option<*mut u8> {
+        // SAFETY: the offset lies inside the root buffer (checked when the
+        // sub-buffer was made), whose host memory covers all of it.
+        self.imp().host_memory().map(|p| unsafe { p.as_ptr().add(self.offset()) })
     }
 
     /// Where this buffer starts in its root buffer: 0 for a root buffer.
@@ -549,6 +615,9 @@ pub(crate) enum MappedMemory {
     Staging(Box<[MapBlock]>),
     /// Host memory the caller gave (a buffer made over host memory).
     Caller(HostPtr),
+    /// The buffer's own storage, host memory the device uses in place
+    /// ([`MemBuffer::host_memory`]): nothing is copied in or out.
+    InPlace(HostPtr),
 }
 
 impl MappedMemory {
@@ -560,7 +629,7 @@ impl MappedMemory {
     pub(crate) fn ptr(&self) -> *mut u8 {
         match self {
             MappedMemory::Staging(blocks) => blocks.as_ptr().cast::<u8>().cast_mut(),
-            MappedMemory::Caller(p) => p.0,
+            MappedMemory::Caller(p) | MappedMemory::InPlace(p) => p.0,
         }
     }
 }

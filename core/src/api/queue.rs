@@ -736,15 +736,44 @@ impl Queue {
         );
         buffer.check_range(offset, size)?;
         let resolved = resolve_wait_list(self.inner.context.id(), wait)?;
-        let ready = if flags.contains(MapFlags::WRITE_INVALIDATE_REGION) {
-            self.marker(&resolved, false)?
-        } else {
-            let dst = HostSide::Slice(memory.ptr(), size);
-            self.execute(Command::buffer_read(&self.inner.context, buffer, offset, size, dst)?, &resolved)?
+        // A buffer whose storage is host memory used in place is mapped where
+        // it lies, whatever memory the caller offered: a copy would be a copy
+        // of the bytes onto themselves.
+        let in_place = buffer.host_memory().map(|p| {
+            // SAFETY: the range lies inside the buffer (checked above).
+            MappedMemory::InPlace(crate::memory::HostPtr(unsafe { p.add(offset) }))
+        });
+        let (memory, ready) = match in_place {
+            Some(memory) => {
+                buffer.check_context(&self.inner.context)?;
+                (memory, self.marker(&resolved, false)?)
+            }
+            None => {
+                let ready = self.map_ready(buffer, offset, size, flags, &memory, &resolved)?;
+                (memory, ready)
+            }
         };
         let mapping =
             BufferMapping { buffer: buffer.clone(), offset, size, flags, memory: Some(memory), ready: ready.clone() };
         Ok((ready, mapping))
+    }
+
+    /// The event after which `memory` holds the mapped bytes of `buffer`.
+    fn map_ready(
+        &self,
+        buffer: &MemBuffer,
+        offset: usize,
+        size: usize,
+        flags: MapFlags,
+        memory: &MappedMemory,
+        resolved: &[Arc<dyn EventImpl>],
+    ) -> Result<Event> {
+        if flags.contains(MapFlags::WRITE_INVALIDATE_REGION) {
+            self.marker(resolved, false)
+        } else {
+            let dst = HostSide::Slice(memory.ptr(), size);
+            self.execute(Command::buffer_read(&self.inner.context, buffer, offset, size, dst)?, resolved)
+        }
     }
 
     /// Unmaps a mapping (`urEnqueueMemUnmap`): writes the host's bytes back
@@ -756,9 +785,11 @@ impl Queue {
         let mut after: SmallVec<[&Event; 8]> = SmallVec::from_slice(wait);
         after.push(&mapping.ready);
         let resolved = resolve_wait_list(self.inner.context.id(), &after)?;
-        if !mapping.flags.intersects(MapFlags::WRITE | MapFlags::WRITE_INVALIDATE_REGION) {
-            // The host is done with the bytes; dropping the mapping waits for
-            // the map's read before the memory goes.
+        let in_place = matches!(mapping.memory, Some(MappedMemory::InPlace(_)));
+        if in_place || !mapping.flags.intersects(MapFlags::WRITE | MapFlags::WRITE_INVALIDATE_REGION) {
+            // The host is done with the bytes (written in place, or only
+            // read); dropping the mapping waits for the map's read before the
+            // memory goes.
             return self.marker(&resolved, false);
         }
         let memory = mapping.memory.take().ok_or_else(|| crate::err!(InvalidValue, "the mapping was unmapped"))?;

@@ -8,6 +8,7 @@ pub(super) mod device;
 pub(super) mod eager;
 pub(super) mod enqueue;
 pub(super) mod event_sync;
+pub(super) mod host_memory;
 pub(super) mod in_flight;
 pub(super) mod in_order;
 pub(super) mod kernel_event_sync;
