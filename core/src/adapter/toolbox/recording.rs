@@ -5,9 +5,10 @@
 //! Used by cmdbuf-core's software command buffer, the OpenCL adapter's
 //! pre-planned and `cl_khr_command_buffer` buffers and the Vulkan adapter's
 //! buffers, each with its own signal-event type and payload. The list is the
-//! record those buffers plan from at finalize and change at updates; the
-//! software and pre-planned buffers also walk it at each submission, which
-//! is a walk over one slice, as before.
+//! record those buffers plan from at finalize and change at updates. The
+//! software and pre-planned buffers also walk it at each submission (and
+//! OpenCL's native buffer reads its eager steps' commands there): the same
+//! fields, read from one slice, as their own lists had.
 //!
 //! Not used by:
 //! - the front end's record (`api/command_buffer.rs`): it keeps what update
@@ -29,8 +30,7 @@ use crate::adapter::KernelUpdate;
 use crate::command::Command;
 use crate::err;
 use crate::objects::Event;
-use crate::types::error::Result;
-use crate::types::error::UrError;
+use crate::types::error::{Result, UrError};
 
 /// One command of a [`Recording`], with an adapter's signal-event type `S`
 /// and payload `X`.
