@@ -52,6 +52,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use cl3::types::{cl_command_queue, cl_event};
+use cmdbuf_core::adapter::toolbox::Recording;
 use cmdbuf_core::adapter::{Backing, EventBacking};
 use cmdbuf_core::adapter::{
     EventImpl, ExecutableCommandBufferImpl, FinalizeFailed, KernelUpdate, QueueImpl, RecordingCommandBufferImpl,
@@ -93,14 +94,9 @@ const ALL_MUTABLE_FIELDS: cl3::types::cl_bitfield = crate::ffi::CL_MUTABLE_DISPA
     | crate::ffi::CL_MUTABLE_DISPATCH_GLOBAL_SIZE_KHR
     | crate::ffi::CL_MUTABLE_DISPATCH_LOCAL_SIZE_KHR;
 
-struct Record {
-    command: Command,
-    deps: SmallVec<[u32; 4]>,
-    wait_events: Vec<Event>,
-    signal: Option<Arc<ClEvent>>,
-    /// A native command's work, recorded once at the append.
-    native: Option<NativeSegment>,
-}
+/// The recorded commands, each with a native command's work, recorded once
+/// at the append.
+type Records = Recording<ClEvent, Option<NativeSegment>>;
 
 /// One `cl_command_buffer_khr`: the recording of one native step. Instances
 /// of successive versions share the segments of steps no update touched.
@@ -228,7 +224,7 @@ impl Instance {
 struct Commands {
     shared: Arc<Shared>,
     desc: CommandBufferDesc,
-    records: Vec<Record>,
+    records: Records,
     planner: Planner,
     /// The mutable-dispatch fields of its segments (0: updates re-record).
     updatable: cl3::types::cl_bitfield,
@@ -274,7 +270,7 @@ impl ClCommandBuffer {
             Planner::default()
         };
         Ok(ClCommandBuffer {
-            commands: Commands { shared, desc, records: Vec::new(), planner, updatable },
+            commands: Commands { shared, desc, records: Records::new(), planner, updatable },
             segments: Vec::new(),
         })
     }
@@ -311,8 +307,8 @@ impl Commands {
     fn record_step(&self, step: u32) -> Result<Segment> {
         let mut segment = Segment::new(&self.shared, self.updatable)?;
         for &index in &self.planner.steps()[step as usize].commands {
-            let record = &self.records[index as usize];
-            segment.record(&record.command, &self.same_step_positions(step, &record.deps))?;
+            let record = &self.records[index];
+            segment.record(record.command(), &self.same_step_positions(step, record.deps()))?;
         }
         segment.finalize()?;
         Ok(segment)
@@ -489,7 +485,7 @@ impl ClExecutable {
             let segment = self.instances[current].segments[step as usize].as_ref().expect("native steps are recorded");
             let position = planner.steps()[step as usize].commands.binary_search(index).ok();
             let handle = position.and_then(|p| segment.mutable.get(p).copied()).unwrap_or(std::ptr::null_mut());
-            let outcome = match (old, &self.commands.records[*index as usize].command) {
+            let outcome = match (old, self.commands.records[*index].command()) {
                 (Command::KernelLaunch(o), Command::KernelLaunch(n)) => {
                     mutable::dispatch_update(usm, handle, o, n, segment.updatable)?
                 }
@@ -583,13 +579,7 @@ impl RecordingCommandBufferImpl for ClCommandBuffer {
         }
         commands.planner.apply(placement, deps);
         let signal = signal.then(ClEvent::signal);
-        commands.records.push(Record {
-            command: command.clone(),
-            deps: SmallVec::from_slice(deps),
-            wait_events: wait_events.to_vec(),
-            signal: signal.clone(),
-            native,
-        });
+        commands.records.push(command, deps, wait_events, signal.clone(), native)?;
         Ok(signal.map(|s| s as Arc<dyn EventImpl>))
     }
 
@@ -662,25 +652,25 @@ impl ClExecutable {
         step_profiling: bool,
         checks: &mut Vec<Arc<ClEvent>>,
     ) -> Result<RawEvent> {
-        let record = &self.commands.records[step.commands[0] as usize];
-        for e in &record.wait_events {
+        let record = &self.commands.records[step.commands[0]];
+        for e in record.wait_events() {
             if let Some(resolved) = e.resolve() {
                 wait.add_retained(downcast::<ClEvent>(&*resolved as &dyn Any, "a wait event")?);
             }
         }
-        let (event, status) = match &record.native {
+        let (event, status) = match &record.extra {
             // SAFETY: events of this context.
             Some(native) => (unsafe { native.enqueue(&wait)? }, None),
             // SAFETY: the command was validated for this context when
             // appended or updated; raw host memory in it is valid at
             // every execution (the append's contract).
-            None => unsafe { exec::enqueue(&self.commands.shared, internal, &record.command, &wait, false)? },
+            None => unsafe { exec::enqueue(&self.commands.shared, internal, record.command(), &wait, false)? },
         };
         let wrapped = ClEvent::checked(event.retain(), step_profiling, status);
         if wrapped.has_status() {
             checks.push(wrapped.clone());
         }
-        if let Some(signal) = &record.signal {
+        if let Some(signal) = record.signal() {
             signal.set_current(wrapped);
         }
         Ok(event)
@@ -754,10 +744,7 @@ impl ExecutableCommandBufferImpl for ClExecutable {
         let mut before: Vec<(u32, Command)> = Vec::new();
         for u in updates {
             let step = self.commands.planner.step_of(u.command);
-            let old = std::mem::replace(
-                &mut self.commands.records[u.command as usize].command,
-                Command::KernelLaunch(u.launch.clone()),
-            );
+            let old = self.commands.records.update_launch(u)?;
             if self.commands.planner.steps()[step as usize].kind == StepKind::Native {
                 if in_place.is_some() {
                     if !before.iter().any(|(c, _)| *c == u.command) {
@@ -788,18 +775,11 @@ impl ExecutableCommandBufferImpl for ClExecutable {
     }
 
     unsafe fn update_signal_event(&mut self, command: u32) -> Result<Arc<dyn EventImpl>> {
-        let signal = ClEvent::signal();
-        let record = &mut self.commands.records[command as usize];
-        if record.signal.is_none() {
-            return Err(err!(InvalidOperation, "command {command} has no signal event"));
-        }
-        record.signal = Some(signal.clone());
-        Ok(signal)
+        ClEvent::renew_signal(&mut self.commands.records, command)
     }
 
     unsafe fn update_wait_events(&mut self, command: u32, events: &[Event]) -> Result<()> {
-        self.commands.records[command as usize].wait_events = events.to_vec();
-        Ok(())
+        self.commands.records.set_wait_events(command, events)
     }
 
     fn native_handle(&self) -> Result<NativeHandle> {

@@ -13,6 +13,7 @@ use std::ptr;
 use std::sync::{Arc, OnceLock};
 
 use cl3::types::{cl_event, cl_int};
+use cmdbuf_core::adapter::toolbox::Recording;
 use cmdbuf_core::adapter::{EventImpl, UserEventImpl, downcast};
 use cmdbuf_core::event::execution_error;
 use cmdbuf_core::{Backend, EventStatus, ProfilingInfo, Result, UrError};
@@ -278,14 +279,11 @@ impl ClEvent {
         Arc::new(ClEvent { kind: Kind::Submission { first, last, profiling, checks } })
     }
 
-    /// A new signal event in `slot`, the signal event of command-buffer
-    /// command `command` (`InvalidOperation` if it was appended without one).
-    pub(crate) fn renew_signal(slot: &mut Option<Arc<ClEvent>>, command: u32) -> Result<Arc<dyn EventImpl>> {
-        if slot.is_none() {
-            return Err(cmdbuf_core::err!(InvalidOperation, "command {command} has no signal event"));
-        }
+    /// A new signal event for command `command` of a command buffer's
+    /// record (`InvalidOperation` if it was appended without one).
+    pub(crate) fn renew_signal<X>(records: &mut Recording<ClEvent, X>, command: u32) -> Result<Arc<dyn EventImpl>> {
         let signal = ClEvent::signal();
-        *slot = Some(signal.clone());
+        records.replace_signal(command, signal.clone())?;
         Ok(signal)
     }
 

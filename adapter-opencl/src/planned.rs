@@ -2,10 +2,10 @@
 //! driver has no usable `cl_khr_command_buffer`, or whose command buffer is
 //! slower than enqueueing the commands (see [`crate::device::replay_path`]).
 //!
-//! The record is the validated commands; finalize works out, once, what each
-//! submission needs: which commands' events later commands wait for, which
-//! commands end the buffer, which have signal events or status words. A
-//! submission, on the application's queue `Q`:
+//! The record is the validated commands (the adapter toolbox's
+//! `Recording`), which knows from the appends, not anew at each submission,
+//! which commands' events later commands wait for and which commands end the
+//! buffer (its leaves). A submission, on the application's queue `Q`:
 //! 1. a marker after the submission's wait list and the previous submission
 //!    of this buffer (submissions stay in order across queues); on an
 //!    in-order `Q` without profiling, the first command waits for those
@@ -38,12 +38,12 @@ use std::sync::Arc;
 use cl3::types::cl_command_queue;
 
 use cmdbuf_core::adapter::EventBacking;
+use cmdbuf_core::adapter::toolbox::{RecordedCommand, Recording};
 use cmdbuf_core::adapter::{
     EventImpl, ExecutableCommandBufferImpl, FinalizeFailed, KernelUpdate, QueueImpl, RecordingCommandBufferImpl,
     downcast,
 };
 use cmdbuf_core::{Command, CommandBufferDesc, Event, Kernel, NativeHandle, Result, err};
-use smallvec::SmallVec;
 
 use crate::context::Shared;
 use crate::conv::ClResultExt;
@@ -51,27 +51,21 @@ use crate::event::{ClEvent, RawEvent, StatusWord, WaitList};
 use crate::exec;
 use crate::queue::ClQueue;
 
-struct Record {
-    command: Command,
-    deps: SmallVec<[u32; 4]>,
-    wait_events: Vec<Event>,
-    signal: Option<Arc<ClEvent>>,
-    /// Whether a later command depends on it (finalize).
-    has_dependents: bool,
-}
+/// The record, in append order.
+type Records = Recording<ClEvent>;
 
 /// A command buffer replayed as pre-planned eager submissions, being recorded.
 pub(crate) struct PlannedCommandBuffer {
     shared: Arc<Shared>,
     desc: CommandBufferDesc,
-    records: Vec<Record>,
+    records: Records,
 }
 
 /// A finalized [`PlannedCommandBuffer`]: the planned record.
 struct PlannedExecutable {
     shared: Arc<Shared>,
     desc: CommandBufferDesc,
-    records: Vec<Record>,
+    records: Records,
     /// The latest submission's event (held as the event, not as a second
     /// reference to its `cl_event`, which would cost a retain and a release
     /// per submission).
@@ -113,7 +107,7 @@ impl Drop for HeldQueue {
 
 impl PlannedCommandBuffer {
     pub(crate) fn new(shared: Arc<Shared>, desc: CommandBufferDesc) -> PlannedCommandBuffer {
-        PlannedCommandBuffer { shared, desc, records: Vec::new() }
+        PlannedCommandBuffer { shared, desc, records: Records::new() }
     }
 }
 
@@ -127,23 +121,12 @@ impl RecordingCommandBufferImpl for PlannedCommandBuffer {
         signal: bool,
     ) -> Result<Option<Arc<dyn EventImpl>>> {
         let signal = signal.then(ClEvent::signal);
-        self.records.push(Record {
-            command: command.clone(),
-            deps: SmallVec::from_slice(deps),
-            wait_events: wait_events.to_vec(),
-            signal: signal.clone(),
-            has_dependents: false,
-        });
+        self.records.push(command, deps, wait_events, signal.clone(), ())?;
         Ok(signal.map(|s| s as Arc<dyn EventImpl>))
     }
 
     fn finalize(self: Box<Self>) -> std::result::Result<Box<dyn ExecutableCommandBufferImpl>, FinalizeFailed> {
-        let PlannedCommandBuffer { shared, desc, mut records } = *self;
-        for i in 0..records.len() {
-            for d in records[i].deps.clone() {
-                records[d as usize].has_dependents = true;
-            }
-        }
+        let PlannedCommandBuffer { shared, desc, records } = *self;
         tracing::debug!(
             commands = records.len(),
             replay = "planned",
@@ -158,7 +141,7 @@ impl RecordingCommandBufferImpl for PlannedCommandBuffer {
 /// events of its dependencies out of order; plus its own wait events.
 fn command_wait<'w>(
     i: usize,
-    record: &Record,
+    record: &RecordedCommand<ClEvent>,
     marker: Option<&RawEvent>,
     in_order: bool,
     start: &mut WaitList<'w>,
@@ -171,16 +154,16 @@ fn command_wait<'w>(
         None => {}
         Some(_) if in_order => {}
         Some(marker) => {
-            if record.deps.is_empty() {
+            if record.deps().is_empty() {
                 wait.push(marker.retain());
             }
-            for d in &record.deps {
+            for d in record.deps() {
                 let event = events[*d as usize].as_ref().expect("dependencies keep their events");
                 wait.push(event.retain());
             }
         }
     }
-    for e in &record.wait_events {
+    for e in record.wait_events() {
         if let Some(resolved) = e.resolve() {
             wait.add_retained(downcast::<ClEvent>(&*resolved as &dyn Any, "a wait event")?);
         }
@@ -221,18 +204,18 @@ impl<'w> Replayed<'w> {
     /// commands and the submission's end wait for.
     fn note(
         &mut self,
-        record: &Record,
+        record: &RecordedCommand<ClEvent>,
         event: RawEvent,
         status: Option<Arc<StatusWord>>,
         profiling: bool,
         fused_first: bool,
     ) {
-        if status.is_some() || record.signal.is_some() {
+        if status.is_some() || record.signal().is_some() {
             let wrapped = ClEvent::checked(event.retain(), profiling, status);
             if wrapped.has_status() {
                 self.checks.push(wrapped.clone());
             }
-            if let Some(signal) = &record.signal {
+            if let Some(signal) = record.signal() {
                 signal.set_current(wrapped);
             }
         }
@@ -243,10 +226,10 @@ impl<'w> Replayed<'w> {
             // The queue orders everything: only the last event is kept.
             self.last = Some(event);
         } else {
-            if !record.has_dependents {
+            if record.is_leaf() {
                 self.ends.push(event.retain());
             }
-            self.events.push(record.has_dependents.then_some(event));
+            self.events.push((!record.is_leaf()).then_some(event));
         }
     }
 }
@@ -289,7 +272,7 @@ impl ExecutableCommandBufferImpl for PlannedExecutable {
             // SAFETY: the command was validated for this context when appended
             // or updated; raw host memory in it is valid at every execution
             // (the append's contract); `q` and the events are this context's.
-            let (event, status) = unsafe { exec::enqueue(&self.shared, q, &record.command, &wait, false)? };
+            let (event, status) = unsafe { exec::enqueue(&self.shared, q, record.command(), &wait, false)? };
             let fused_first = i == 0 && marker.is_none() && self.records.len() > 1;
             replayed.note(record, event, status, profiling, fused_first);
         }
@@ -320,19 +303,15 @@ impl ExecutableCommandBufferImpl for PlannedExecutable {
     unsafe fn update_kernel_launches(&mut self, updates: &[KernelUpdate<'_>]) -> Result<()> {
         // Submissions in flight hold their own references: the record is only
         // read while enqueueing.
-        for u in updates {
-            self.records[u.command as usize].command = Command::KernelLaunch(u.launch.clone());
-        }
-        Ok(())
+        self.records.update_launches(updates)
     }
 
     unsafe fn update_signal_event(&mut self, command: u32) -> Result<Arc<dyn EventImpl>> {
-        ClEvent::renew_signal(&mut self.records[command as usize].signal, command)
+        ClEvent::renew_signal(&mut self.records, command)
     }
 
     unsafe fn update_wait_events(&mut self, command: u32, events: &[Event]) -> Result<()> {
-        self.records[command as usize].wait_events = events.to_vec();
-        Ok(())
+        self.records.set_wait_events(command, events)
     }
 
     /// `UnsupportedFeature`: a pre-planned buffer has no

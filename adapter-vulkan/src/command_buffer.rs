@@ -3,7 +3,7 @@
 //!
 //! **Finalize** turns the recording ([`VkCommandBuffer`], which only collects
 //! the commands) into the executable buffer ([`VkExecutable`]) by planning
-//! the recorded DAG, one named step of [`Recorded::build`] per item below:
+//! the recorded DAG, one named step of [`Commands::build`] per item below:
 //! - *dependencies*: the sync points of each command, plus its wait events
 //!   that are signal events of earlier commands of the same buffer (those
 //!   order commands of one execution, like sync points);
@@ -58,6 +58,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use ash::vk;
+use cmdbuf_core::adapter::toolbox::Recording;
 use cmdbuf_core::adapter::{Backing, EventBacking};
 use cmdbuf_core::adapter::{
     EventImpl, ExecutableCommandBufferImpl, FinalizeFailed, KernelUpdate, QueueImpl, RecordingCommandBufferImpl,
@@ -84,16 +85,6 @@ use crate::submit::{HostCopy, KernelNames, Launches, StagingPtr, StatusCheck, Su
 pub(crate) const CHUNK: usize = 256;
 /// Alignment of argument blocks in the parameter buffer.
 const BLOCK_ALIGN: usize = 16;
-
-/// One appended command.
-struct Node {
-    deps: SmallVec<[u32; 4]>,
-    wait_events: Vec<Event>,
-    signal: Option<Arc<SignalEvent>>,
-    /// Bytes reserved for its argument block (the largest of its kernel and
-    /// the alternatives an update may switch to).
-    block_bytes: usize,
-}
 
 /// A recorded secondary command buffer and the pipelines it uses.
 struct Secondary {
@@ -179,13 +170,16 @@ struct Built {
     staging: Vec<Arc<Allocation>>,
 }
 
-/// What was appended, in both phases: the commands and their nodes.
-struct Recorded {
+/// What was appended, in both phases: the commands, and what finds and
+/// names them.
+struct Commands {
     rt: Arc<DeviceShared>,
     desc: CommandBufferDesc,
     pool: Arc<Pool>,
-    commands: Vec<Command>,
-    nodes: Vec<Node>,
+    /// The commands; each one's payload is the bytes reserved for its
+    /// argument block (the largest of its kernel and the alternatives an
+    /// update may switch to).
+    recording: Recording<SignalEvent, usize>,
     /// Signal events of this buffer by address, with their command.
     signals: HashMap<usize, u32>,
     /// The commands with a signal event.
@@ -195,14 +189,14 @@ struct Recorded {
 }
 
 /// A command buffer being recorded: appends only collect the commands;
-/// finalize plans and records them ([`Recorded::build`]).
+/// finalize plans and records them ([`Commands::build`]).
 pub(crate) struct VkCommandBuffer {
-    recorded: Recorded,
+    commands: Commands,
 }
 
 /// A finalized command buffer: the commands and what finalize built from them.
 struct VkExecutable {
-    recorded: Recorded,
+    commands: Commands,
     built: Built,
     /// Commands replaced by updates while a submission may still use them;
     /// dropped once the latest submission has completed.
@@ -284,12 +278,11 @@ impl VkCommandBuffer {
     pub(crate) fn new(rt: Arc<DeviceShared>, desc: CommandBufferDesc) -> Result<VkCommandBuffer> {
         let pool = Pool::new(rt.gpu.clone())?;
         Ok(VkCommandBuffer {
-            recorded: Recorded {
+            commands: Commands {
                 rt,
                 desc,
                 pool,
-                commands: Vec::new(),
-                nodes: Vec::new(),
+                recording: Recording::new(),
                 signals: HashMap::new(),
                 signalling: Vec::new(),
                 names: Arc::default(),
@@ -298,14 +291,14 @@ impl VkCommandBuffer {
     }
 }
 
-impl Recorded {
+impl Commands {
     /// Dependencies of command `i`: its sync points plus waits on signal
     /// events of earlier commands; and its other wait events.
     fn dependencies(&self, i: usize) -> (SmallVec<[u32; 4]>, Vec<Event>) {
-        let node = &self.nodes[i];
-        let mut deps = node.deps.clone();
+        let rec = &self.recording[i as u32];
+        let mut deps: SmallVec<[u32; 4]> = SmallVec::from_slice(rec.deps());
         let mut external = Vec::new();
-        for e in &node.wait_events {
+        for e in rec.wait_events() {
             match self.signals.get(&event_key(e.imp())) {
                 Some(&k) if (k as usize) < i => deps.push(k),
                 // A wait on its own or a later command's signal event means
@@ -331,7 +324,7 @@ impl Recorded {
         let (mut placed, staging) = self.lower_all(deps, &layout, &mut blocks, &words, &mut stages)?;
         self.record_stages(&layout, &mut stages, &mut placed)?;
         tracing::debug!(
-            commands = self.nodes.len(),
+            commands = self.recording.len(),
             stages = layout.stage_count,
             levels = layout.level.iter().max().map_or(0, |l| l + 1),
             param_bytes = blocks.total,
@@ -343,14 +336,14 @@ impl Recorded {
     /// Each command's dependencies, stage and level (see the module
     /// documentation).
     fn layout(&self) -> Layout {
-        let n = self.nodes.len();
+        let n = self.recording.len();
         let mut stage_of = vec![0u32; n];
         let mut level = vec![0u32; n];
         let mut sides = Vec::with_capacity(n);
         let mut placed_deps = Vec::with_capacity(n);
         for i in 0..n {
             let (deps, external) = self.dependencies(i);
-            let (pre, post) = host_sides(&self.commands[i]);
+            let (pre, post) = host_sides(self.recording[i as u32].command());
             sides.push((pre, post));
             let mut stage = 0;
             for &d in &deps {
@@ -373,12 +366,12 @@ impl Recorded {
 
     /// Reserves each command's argument block in one parameter buffer.
     fn argument_blocks(&self) -> Result<Blocks> {
-        let mut offsets = vec![None; self.nodes.len()];
+        let mut offsets = vec![None; self.recording.len()];
         let mut total = 0usize;
-        for (i, node) in self.nodes.iter().enumerate() {
-            if node.block_bytes > 0 {
+        for (i, rec) in self.recording.iter().enumerate() {
+            if rec.extra > 0 {
                 offsets[i] = Some(total);
-                total += node.block_bytes.next_multiple_of(BLOCK_ALIGN);
+                total += rec.extra.next_multiple_of(BLOCK_ALIGN);
             }
         }
         let live = if total > 0 {
@@ -397,12 +390,12 @@ impl Recorded {
     /// each command's slot, and the zeroed words.
     fn status_words(&self, layout: &Layout, stages: &mut [Stage]) -> Result<Slots> {
         let mut slots = 0u32;
-        let mut slot_of = vec![None; self.nodes.len()];
+        let mut slot_of = vec![None; self.recording.len()];
         for (s, stage) in stages.iter_mut().enumerate() {
             stage.first_slot = slots;
             let mut kernels = Vec::new();
             for (i, slot) in slot_of.iter_mut().enumerate() {
-                if layout.stage_of[i] as usize == s && self.commands[i].as_kernel().is_some() {
+                if layout.stage_of[i] as usize == s && self.recording[i as u32].command().as_kernel().is_some() {
                     kernels.push(i as u32);
                     *slot = Some(slots);
                     slots += 1;
@@ -445,7 +438,7 @@ impl Recorded {
                 staging: &mut staging,
                 indirect: self.desc.updatable,
             };
-            let Lowered { ops, pre, post, pipelines } = lower(&self.rt, &self.commands[i], &mut sink)?;
+            let Lowered { ops, pre, post, pipelines } = lower(&self.rt, self.recording[i as u32].command(), &mut sink)?;
             let stage = &mut stages[stage_of[i] as usize];
             stage.pre.extend(pre);
             stage.post.extend(post);
@@ -469,7 +462,7 @@ impl Recorded {
     /// Orders each stage's commands by level and records them into
     /// secondaries of at most [`CHUNK`] commands.
     fn record_stages(&self, layout: &Layout, stages: &mut [Stage], placed: &mut [Placed]) -> Result<()> {
-        let n = self.nodes.len() as u32;
+        let n = self.recording.len() as u32;
         let level = &layout.level;
         for (s, stage) in stages.iter_mut().enumerate() {
             let mut order: Vec<u32> = (0..n).filter(|i| layout.stage_of[*i as usize] as usize == s).collect();
@@ -521,7 +514,7 @@ impl VkExecutable {
     /// Brings the recording up to date with updates.
     fn refresh(&mut self) -> Result<()> {
         if self.replan {
-            self.built = self.recorded.build()?;
+            self.built = self.commands.build()?;
             self.replan = false;
             return Ok(());
         }
@@ -536,7 +529,7 @@ impl VkExecutable {
         }
         for (s, c) in jobs {
             let range = built.stages[s].chunks[c].range.clone();
-            let secondary = self.recorded.record_chunk(&built.stages[s], &built.placed, range)?;
+            let secondary = self.commands.record_chunk(&built.stages[s], &built.placed, range)?;
             let stage = &mut built.stages[s];
             stage.chunks[c].secondary = secondary;
             stage.chunks[c].dirty = false;
@@ -564,7 +557,7 @@ impl VkExecutable {
         }
         params.dirty.clear();
         let bytes: usize = merged.iter().map(|m| m.1).sum();
-        let slice = self.recorded.rt.arena.alloc(bytes as u64)?;
+        let slice = self.commands.rt.arena.alloc(bytes as u64)?;
         let mut regions = Vec::with_capacity(merged.len());
         let mut at = 0;
         for (o, l) in merged {
@@ -594,7 +587,7 @@ impl VkExecutable {
         let Built { stages, params: built_params, status, staging, .. } = &mut self.built;
         let context = EnqueueContext {
             queue,
-            recorded: &self.recorded,
+            commands: &self.commands,
             status: status.as_ref(),
             live: built_params.live.as_ref(),
             staging,
@@ -631,8 +624,8 @@ impl VkExecutable {
             let before = events[s - 1].clone();
             subs[s].deps.push(before);
         }
-        for &i in &self.recorded.signalling {
-            if let Some(signal) = &self.recorded.nodes[i as usize].signal {
+        for &i in &self.commands.signalling {
+            if let Some(signal) = self.commands.recording[i].signal() {
                 signal.set(events[self.built.placed[i as usize].stage as usize].clone());
             }
         }
@@ -665,7 +658,7 @@ impl Built {
 /// What the submissions of one enqueue share.
 struct EnqueueContext<'a> {
     queue: &'a VkQueue,
-    recorded: &'a Recorded,
+    commands: &'a Commands,
     /// The buffer's status words, one per kernel command.
     status: Option<&'a Arc<Allocation>>,
     /// The parameter buffer.
@@ -692,7 +685,7 @@ impl EnqueueContext<'_> {
         event: Arc<EventCore>,
         deps: SmallVec<[Arc<EventCore>; 4]>,
     ) -> Result<Submission> {
-        let recorded = self.recorded;
+        let commands = self.commands;
         let span = self.queue.span()?;
         let copy = if s == 0 { self.params.zip(self.live.map(|l| l.buffer())) } else { None };
         // The stage's status words, copied out for the completion thread.
@@ -706,7 +699,7 @@ impl EnqueueContext<'_> {
         // Timestamps differ per submission: a profiling queue records
         // the primary each time.
         let reusable =
-            if span.is_none() { reusable_primary(&recorded.rt.gpu, &recorded.pool, stage, status)? } else { None };
+            if span.is_none() { reusable_primary(&commands.rt.gpu, &commands.pool, stage, status)? } else { None };
         let words_out = match reusable {
             Some(primary) => self.reuse(&mut sub, primary, copy)?,
             None => self.record_once(&mut sub, stage, span, status, copy)?,
@@ -720,7 +713,7 @@ impl EnqueueContext<'_> {
             sub.checks.push(StatusCheck {
                 words,
                 count: stage.kernels.len(),
-                what: Launches::Commands { commands: stage.kernels.clone(), names: recorded.names.clone() },
+                what: Launches::Commands { commands: stage.kernels.clone(), names: commands.names.clone() },
             });
         }
         Ok(sub)
@@ -735,10 +728,10 @@ impl EnqueueContext<'_> {
         primary: Arc<Primary>,
         copy: Option<ParamsCopy<'_>>,
     ) -> Result<Option<StagingPtr>> {
-        let gpu = &self.recorded.rt.gpu;
+        let gpu = &self.commands.rt.gpu;
         if let Some(((slice, regions), live)) = copy {
             // Before the reused primary, in the same submission.
-            sub.cmd = Some(self.recorded.pool.record(|cb| {
+            sub.cmd = Some(self.commands.pool.record(|cb| {
                 copy_params(gpu, cb, slice, live, regions);
                 Ok(())
             })?);
@@ -761,8 +754,8 @@ impl EnqueueContext<'_> {
         status: Option<StatusWords>,
         copy: Option<ParamsCopy<'_>>,
     ) -> Result<Option<StagingPtr>> {
-        let gpu = &self.recorded.rt.gpu;
-        let out = status.map(|st| self.recorded.rt.arena.alloc(st.bytes)).transpose()?;
+        let gpu = &self.commands.rt.gpu;
+        let out = status.map(|st| self.commands.rt.arena.alloc(st.bytes)).transpose()?;
         let secondaries: SmallVec<[vk::CommandBuffer; 8]> =
             stage.chunks.iter().map(|c| c.secondary.cmd.raw()).collect();
         let target = out.as_ref().map(|o| (o.buffer(), o.offset()));
@@ -793,38 +786,29 @@ impl RecordingCommandBufferImpl for VkCommandBuffer {
         wait_events: &[Event],
         signal: bool,
     ) -> Result<Option<Arc<dyn EventImpl>>> {
-        let this = &mut self.recorded;
+        let this = &mut self.commands;
         let mut bytes = block_bytes(command)?;
         for alt in alternatives {
             let kernel = downcast::<VkKernel>(alt.imp() as &dyn std::any::Any, "a kernel")?;
             bytes = bytes.max(kernel.layout.size() as usize);
         }
-        let index = this.nodes.len() as u32;
         let signal = signal.then(|| Arc::new(SignalEvent::default()));
+        let index = this.recording.push(command, deps, wait_events, signal.clone(), bytes)?;
         if let Some(s) = &signal {
             this.signals.insert(Arc::as_ptr(s).cast::<()>() as usize, index);
-        }
-        if signal.is_some() {
             this.signalling.push(index);
         }
         this.names.lock().push(command.as_kernel().map_or_else(|| Arc::from(""), |k| Arc::from(k.kernel.name())));
-        this.commands.push(command.clone());
-        this.nodes.push(Node {
-            deps: SmallVec::from_slice(deps),
-            wait_events: wait_events.to_vec(),
-            signal: signal.clone(),
-            block_bytes: bytes,
-        });
         Ok(signal.map(|s| s as Arc<dyn EventImpl>))
     }
 
     fn finalize(self: Box<Self>) -> std::result::Result<Box<dyn ExecutableCommandBufferImpl>, FinalizeFailed> {
-        let built = match self.recorded.build() {
+        let built = match self.commands.build() {
             Ok(built) => built,
             Err(error) => return Err(FinalizeFailed::new(error, self)),
         };
         Ok(Box::new(VkExecutable {
-            recorded: self.recorded,
+            commands: self.commands,
             built,
             retired: Vec::new(),
             replan: false,
@@ -868,33 +852,33 @@ impl ExecutableCommandBufferImpl for VkExecutable {
     }
 
     unsafe fn update_kernel_launches(&mut self, updates: &[KernelUpdate<'_>]) -> Result<()> {
-        let (recorded, built) = (&mut self.recorded, &mut self.built);
+        let (commands, built) = (&mut self.commands, &mut self.built);
         for u in updates {
             let i = u.command as usize;
-            let old = std::mem::replace(&mut recorded.commands[i], Command::KernelLaunch(u.launch.clone()));
+            let old = commands.recording.update_launch(u)?;
             if self.previous.as_ref().is_some_and(|p| !p.is_done()) {
                 self.retired.push(old);
             }
             let placed = &mut built.placed[i];
             let mut staging = Vec::new();
             let mut sink = CbSink {
-                gpu: &recorded.rt.gpu,
+                gpu: &commands.rt.gpu,
                 live: built.params.live.as_ref(),
                 shadow: &mut built.params.shadow,
                 block: placed.block,
                 status: placed.status,
                 staging: &mut staging,
-                indirect: recorded.desc.updatable,
+                indirect: commands.desc.updatable,
             };
-            let lowered = crate::lower::lower_kernel(&recorded.rt.gpu, u.launch, &mut sink)?;
+            let lowered = crate::lower::lower_kernel(&commands.rt.gpu, u.launch, &mut sink)?;
             let name = u.launch.kernel.name();
-            let mut names = recorded.names.lock();
+            let mut names = commands.names.lock();
             if &*names[i] != name {
                 names[i] = Arc::from(name);
             }
             drop(names);
             if let Some(offset) = placed.block {
-                built.params.dirty.push((offset, recorded.nodes[i].block_bytes));
+                built.params.dirty.push((offset, commands.recording[u.command].extra));
             }
             if !same_recording(&placed.ops, &lowered.ops) {
                 built.stages[placed.stage as usize].chunks[placed.chunk as usize].dirty = true;
@@ -907,19 +891,17 @@ impl ExecutableCommandBufferImpl for VkExecutable {
 
     unsafe fn update_signal_event(&mut self, command: u32) -> Result<Arc<dyn EventImpl>> {
         let signal = Arc::new(SignalEvent::default());
-        let recorded = &mut self.recorded;
-        let node = &mut recorded.nodes[command as usize];
-        if let Some(old) = node.signal.replace(signal.clone()) {
-            recorded.signals.remove(&(Arc::as_ptr(&old).cast::<()>() as usize));
-        }
-        recorded.signals.insert(Arc::as_ptr(&signal).cast::<()>() as usize, command);
+        let commands = &mut self.commands;
+        let old = commands.recording.replace_signal(command, signal.clone())?;
+        commands.signals.remove(&(Arc::as_ptr(&old).cast::<()>() as usize));
+        commands.signals.insert(Arc::as_ptr(&signal).cast::<()>() as usize, command);
         Ok(signal)
     }
 
     unsafe fn update_wait_events(&mut self, command: u32, events: &[Event]) -> Result<()> {
         let i = command as usize;
-        self.recorded.nodes[i].wait_events = events.to_vec();
-        let (deps, external) = self.recorded.dependencies(i);
+        self.commands.recording.set_wait_events(command, events)?;
+        let (deps, external) = self.commands.dependencies(i);
         let built = &mut self.built;
         let placed = &mut built.placed[i];
         if placed.deps != deps {
@@ -1055,10 +1037,10 @@ fn same_recording(a: &[GpuOp], b: &[GpuOp]) -> bool {
 
 impl std::fmt::Debug for VkCommandBuffer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let recorded = &self.recorded;
+        let commands = &self.commands;
         f.debug_struct("VkCommandBuffer")
-            .field("commands", &recorded.nodes.len())
-            .field("desc", &recorded.desc)
+            .field("commands", &commands.recording.len())
+            .field("desc", &commands.desc)
             .finish()
     }
 }

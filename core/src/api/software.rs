@@ -32,35 +32,30 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
+use crate::adapter::toolbox::Recording;
 use crate::adapter::{
     EventImpl, ExecutableCommandBufferImpl, FinalizeFailed, KernelUpdate, QueueImpl, RecordingCommandBufferImpl,
 };
 use crate::command::Command;
+use crate::err;
 use crate::event::{Event, ForwardingEvent, SpanEvent};
 use crate::program::Kernel;
 use crate::types::backend::Backend;
 use crate::types::error::Result;
 use crate::types::interop::NativeHandle;
-use crate::{ensure, err};
 
-struct Recorded {
-    command: Command,
-    deps: SmallVec<[u32; 4]>,
-    wait_events: Vec<Event>,
-    signal: Option<Arc<ForwardingEvent>>,
-    /// Whether no later command depends on this one.
-    leaf: bool,
-}
+/// The record: each command's signal event stands for its latest execution.
+type Commands = Recording<ForwardingEvent>;
 
 /// A software command buffer being recorded.
 pub(crate) struct SoftwareCommandBuffer {
     backend: Backend,
-    commands: Vec<Recorded>,
+    commands: Commands,
 }
 
 /// A finalized software command buffer: the record, replayed at each enqueue.
 struct SoftwareExecutable {
-    commands: Vec<Recorded>,
+    commands: Commands,
     /// What the next submission waits for: the previous one's join, or,
     /// when it failed halfway, every part of it that was submitted.
     previous: Vec<Arc<dyn EventImpl>>,
@@ -73,7 +68,7 @@ struct SoftwareExecutable {
 
 impl SoftwareCommandBuffer {
     pub(crate) fn new(backend: Backend) -> SoftwareCommandBuffer {
-        SoftwareCommandBuffer { backend, commands: Vec::new() }
+        SoftwareCommandBuffer { backend, commands: Commands::new() }
     }
 }
 
@@ -86,17 +81,8 @@ impl RecordingCommandBufferImpl for SoftwareCommandBuffer {
         wait_events: &[Event],
         signal: bool,
     ) -> Result<Option<Arc<dyn EventImpl>>> {
-        for d in deps {
-            self.commands[*d as usize].leaf = false;
-        }
         let signal = signal.then(|| Arc::new(ForwardingEvent::default()));
-        self.commands.push(Recorded {
-            command: command.clone(),
-            deps: SmallVec::from_slice(deps),
-            wait_events: wait_events.to_vec(),
-            signal: signal.clone(),
-            leaf: true,
-        });
+        self.commands.push(command, deps, wait_events, signal.clone(), ())?;
         Ok(signal.map(|s| s as Arc<dyn EventImpl>))
     }
 
@@ -145,23 +131,17 @@ impl ExecutableCommandBufferImpl for SoftwareExecutable {
     }
 
     unsafe fn update_kernel_launches(&mut self, updates: &[KernelUpdate<'_>]) -> Result<()> {
-        for u in updates {
-            self.commands[u.command as usize].command = Command::KernelLaunch(u.launch.clone());
-        }
-        Ok(())
+        self.commands.update_launches(updates)
     }
 
     unsafe fn update_signal_event(&mut self, command: u32) -> Result<Arc<dyn EventImpl>> {
         let signal = Arc::new(ForwardingEvent::default());
-        let rec = &mut self.commands[command as usize];
-        ensure!(rec.signal.is_some(), InvalidOperation, "command {command} has no signal event");
-        rec.signal = Some(signal.clone());
+        self.commands.replace_signal(command, signal.clone())?;
         Ok(signal)
     }
 
     unsafe fn update_wait_events(&mut self, command: u32, events: &[Event]) -> Result<()> {
-        self.commands[command as usize].wait_events = events.to_vec();
-        Ok(())
+        self.commands.set_wait_events(command, events)
     }
 
     fn native_handle(&self) -> Result<NativeHandle> {
@@ -191,9 +171,9 @@ impl SoftwareExecutable {
         // last one ends after every other, so only those two are kept.
         let mut span: Option<(Arc<dyn EventImpl>, Arc<dyn EventImpl>)> = None;
         let mut failed = None;
-        for rec in &self.commands {
+        for rec in self.commands.iter() {
             let resolved: SmallVec<[Arc<dyn EventImpl>; 4]> =
-                rec.wait_events.iter().filter_map(Event::resolve).collect();
+                rec.wait_events().iter().filter_map(Event::resolve).collect();
             let mut list: SmallVec<[&dyn EventImpl; 8]> = SmallVec::new();
             if span.is_none() {
                 list.extend(wait.iter().copied().chain(previous.iter().map(|e| &**e)));
@@ -201,9 +181,9 @@ impl SoftwareExecutable {
             list.extend(resolved.iter().map(|e| &**e));
             // SAFETY: the command was validated for this context when it was
             // appended or updated; the events are this adapter's, resolved now.
-            match unsafe { queue.enqueue(&rec.command, &list) } {
+            match unsafe { queue.enqueue(rec.command(), &list) } {
                 Ok(event) => {
-                    if let Some(signal) = &rec.signal {
+                    if let Some(signal) = rec.signal() {
                         signal.set(event.clone());
                     }
                     match &mut span {
@@ -246,23 +226,23 @@ impl SoftwareExecutable {
         done: &mut Vec<Arc<dyn EventImpl>>,
     ) -> Result<Arc<dyn EventImpl>> {
         let mut leaves: SmallVec<[Arc<dyn EventImpl>; 8]> = SmallVec::new();
-        for rec in &self.commands {
+        for rec in self.commands.iter() {
             let resolved: SmallVec<[Arc<dyn EventImpl>; 4]> =
-                rec.wait_events.iter().filter_map(Event::resolve).collect();
+                rec.wait_events().iter().filter_map(Event::resolve).collect();
             let event = {
-                let mut list: SmallVec<[&dyn EventImpl; 8]> = rec.deps.iter().map(|d| &*done[*d as usize]).collect();
-                if rec.deps.is_empty() {
+                let mut list: SmallVec<[&dyn EventImpl; 8]> = rec.deps().iter().map(|d| &*done[*d as usize]).collect();
+                if rec.deps().is_empty() {
                     list.push(&**marker);
                 }
                 list.extend(resolved.iter().map(|e| &**e));
                 // SAFETY: the command was validated for this context when it was
                 // appended or updated; the events are this adapter's, resolved now.
-                unsafe { queue.enqueue(&rec.command, &list)? }
+                unsafe { queue.enqueue(rec.command(), &list)? }
             };
-            if let Some(signal) = &rec.signal {
+            if let Some(signal) = rec.signal() {
                 signal.set(event.clone());
             }
-            if rec.leaf {
+            if rec.is_leaf() {
                 leaves.push(event.clone());
             }
             done.push(event);

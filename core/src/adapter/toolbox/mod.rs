@@ -8,6 +8,9 @@
 //! - [`ForwardingEvent`]: an event that stands for the latest execution of a
 //!   recorded command, re-pointed at each enqueue (the software command
 //!   buffer and the Vulkan adapter's signal events);
+//! - [`Recording`]: a command buffer's recorded commands, each with its
+//!   dependencies, wait and signal events and leaf flag (the software
+//!   command buffer, the OpenCL adapter's two and the Vulkan adapter's);
 //! - [`host_cache`]: the host processor's last-level cache, for devices
 //!   whose memory the host's caches cache (the CPU adapter, lavapipe).
 //!
@@ -17,6 +20,8 @@
 mod forward;
 pub mod host_cache;
 mod order;
+mod recording;
 
 pub use forward::ForwardingEvent;
 pub use order::{OrderedEvent, QueueOrder};
+pub use recording::{RecordedCommand, Recording};
