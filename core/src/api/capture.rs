@@ -15,9 +15,9 @@
 //! - a barrier with an empty wait list runs after the commands captured from
 //!   the same queue that no later command of that queue depends on; barriers
 //!   and event waits append nothing: their events stand for the sync points
-//!   they wait on
-//!   (the order a queue adds is [`QueueLane`]'s, which the `cmdbuf-runtime`
-//!   crate's queue recording follows too);
+//!   they wait on. The order rules of this item and the one above are
+//!   [`QueueLane`]'s, which the `cmdbuf-runtime` crate's queue recording
+//!   follows too;
 //! - an executable graph enqueued while capturing is one captured command
 //!   whose commands are appended again between its dependencies and its
 //!   dependents;
