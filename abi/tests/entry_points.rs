@@ -15,22 +15,30 @@ struct Slot {
     implemented: bool,
 }
 
-/// Reads the slots from the struct literals of `tables.rs`: a line
-/// `Name: ur_..._dditable_t {` opens a table, `pfnX: Some(..)` or
-/// `pfnX: unsupported()` fills a slot.
+/// Reads the slots from the struct literals of `tables.rs`: in `build`, a
+/// line `Name: name_slots(),` says which function fills table `Name`; that
+/// function's line `fn name_slots() -> ur_..._dditable_t {` opens the table,
+/// and `pfnX: Some(..)` or `pfnX: unsupported()` fills a slot (on the lines
+/// that follow or, for one-slot tables, after `ur_..._dditable_t {`).
 fn slots(source: &str) -> Vec<Slot> {
+    let mut fills = std::collections::HashMap::<&str, &str>::new();
     let mut table = None::<String>;
     let mut out = Vec::new();
     for line in source.lines().map(str::trim) {
-        // A table opens with `Name: ur_..._dditable_t {`, its slots on the
-        // lines that follow or, for one-slot tables, on the same line.
-        let mut line = line;
-        if let Some((name, rest)) = line.split_once(": ur_")
-            && let Some((_, slots)) = rest.split_once("_dditable_t {")
+        if let Some((name, call)) = line.split_once(": ")
+            && !name.starts_with("pfn")
+            && let Some(function) = call.strip_suffix("(),")
         {
-            table = Some(name.to_string());
-            line = slots.trim();
+            fills.insert(function, name);
+            continue;
         }
+        if let Some(rest) = line.strip_prefix("fn ")
+            && let Some((function, _)) = rest.split_once("() -> ur_")
+        {
+            table = fills.get(function).map(|name| name.to_string());
+            continue;
+        }
+        let line = line.split_once("_dditable_t {").map_or(line, |(_, slots)| slots.trim());
         let (Some(table), Some(rest)) = (&table, line.strip_prefix("pfn")) else { continue };
         let Some((field, value)) = rest.split_once(": ") else { continue };
         let value = value.trim_end_matches(['}', ' ', ',']);

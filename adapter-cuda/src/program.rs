@@ -138,17 +138,21 @@ fn ptx_of(dev: &DeviceShared, bundle: &ProgramBundle, form: SourceForm) -> Resul
     }
 }
 
-impl CudaProgram {
-    pub(crate) fn new(
-        dev: &Arc<DeviceShared>,
-        bundle: &ProgramBundle,
-        form: SourceForm,
-        options: &str,
-    ) -> Result<CudaProgram> {
-        let ptx = ptx_of(dev, bundle, form)?;
-        dev.bind()?;
-        let mut log = vec![0u8; 8192];
-        let mut info_log = vec![0u8; 8192];
+/// The PTX JIT's two log buffers, which the driver fills during a load.
+struct JitLogs {
+    error: Vec<u8>,
+    info: Vec<u8>,
+}
+
+impl JitLogs {
+    fn new() -> JitLogs {
+        JitLogs { error: vec![0u8; 8192], info: vec![0u8; 8192] }
+    }
+
+    /// The JIT options of a load, as the keys and values `cuModuleLoadDataEx`
+    /// takes: the two log buffers, then what the build `options` ask for. The
+    /// values point into the buffers, which must outlive the load.
+    fn jit_options(&mut self, options: &str) -> (Vec<sys::CUjit_option>, Vec<*mut c_void>) {
         use sys::CUjit_option as J;
         let mut keys = vec![
             J::CU_JIT_ERROR_LOG_BUFFER,
@@ -158,10 +162,10 @@ impl CudaProgram {
         ];
         // Option values are passed in the pointer-sized slots by value, as the driver expects.
         let mut values: Vec<*mut c_void> = vec![
-            log.as_mut_ptr().cast(),
-            log.len() as *mut c_void,
-            info_log.as_mut_ptr().cast(),
-            info_log.len() as *mut c_void,
+            self.error.as_mut_ptr().cast(),
+            self.error.len() as *mut c_void,
+            self.info.as_mut_ptr().cast(),
+            self.info.len() as *mut c_void,
         ];
         let (level, registers) = jit_options(options);
         if let Some(level) = level {
@@ -172,11 +176,60 @@ impl CudaProgram {
             keys.push(J::CU_JIT_MAX_REGISTERS);
             values.push(registers as usize as *mut c_void);
         }
+        (keys, values)
+    }
+
+    /// The error of a load that failed with `result`, with the JIT's error
+    /// log where it wrote one.
+    fn load_error(&self, result: sys::CUresult) -> cmdbuf_core::UrError {
+        let log = log_text(&self.error);
+        let mut e = conv::cu_error(result, "cuModuleLoadDataEx");
+        if !log.is_empty() {
+            let detail = e.detail().clone();
+            e = conv::variant_for(result as u32)(cmdbuf_core::Detail {
+                message: format!("{}: {log}", detail.message).into(),
+                ..detail
+            });
+        }
+        e
+    }
+
+    /// The build log of a load that succeeded: the information log, then
+    /// the error log, each where the JIT wrote one.
+    fn build_log(&self) -> String {
+        [log_text(&self.info), log_text(&self.error)]
+            .into_iter()
+            .filter(|l| !l.is_empty())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// The NUL-terminated text of a JIT log buffer; empty when it has no NUL.
+fn log_text(buffer: &[u8]) -> String {
+    std::ffi::CStr::from_bytes_until_nul(buffer).map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+impl CudaProgram {
+    /// Builds the bundle's source of `form` with the build `options`: its
+    /// PTX (compiled from CUDA C by NVRTC, cached per device), loaded by the
+    /// PTX JIT with the options it takes ([`jit_options`]).
+    pub(crate) fn new(
+        dev: &Arc<DeviceShared>,
+        bundle: &ProgramBundle,
+        form: SourceForm,
+        options: &str,
+    ) -> Result<CudaProgram> {
+        let ptx = ptx_of(dev, bundle, form)?;
+        dev.bind()?;
+        let mut logs = JitLogs::new();
+        let (mut keys, mut values) = logs.jit_options(options);
         let mut raw: sys::CUmodule = ptr::null_mut();
         // Loading may wait for the device, which never waits for the host
         // (see `hold`).
         // SAFETY: `ptx` is NUL-terminated PTX; the options name writable log
-        // buffers of the given sizes and plain values; both arrays have `keys.len()` entries.
+        // buffers of the given sizes (`logs`, alive until the end of this
+        // function) and plain values; both arrays have `keys.len()` entries.
         let result = unsafe {
             sys::cuModuleLoadDataEx(
                 &mut raw,
@@ -186,24 +239,11 @@ impl CudaProgram {
                 values.as_mut_ptr(),
             )
         };
-        let text = |buffer: &[u8]| {
-            std::ffi::CStr::from_bytes_until_nul(buffer).map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
-        };
         if result != sys::CUresult::CUDA_SUCCESS {
-            let log = text(&log);
-            let mut e = conv::cu_error(result, "cuModuleLoadDataEx");
-            if !log.is_empty() {
-                let detail = e.detail().clone();
-                e = conv::variant_for(result as u32)(cmdbuf_core::Detail {
-                    message: format!("{}: {log}", detail.message).into(),
-                    ..detail
-                });
-            }
-            return Err(e);
+            return Err(logs.load_error(result));
         }
-        let log = [text(&info_log), text(&log)].into_iter().filter(|l| !l.is_empty()).collect::<Vec<_>>().join("\n");
         let module = Arc::new(Module { dev: dev.clone(), raw, owned: true });
-        Ok(CudaProgram { module, plain: bundle.plain_abi(), ptx: Some(ptx), log })
+        Ok(CudaProgram { module, plain: bundle.plain_abi(), ptx: Some(ptx), log: logs.build_log() })
     }
 
     /// A program over a loaded `CUmodule` of the primary context, whose

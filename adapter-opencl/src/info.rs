@@ -300,6 +300,14 @@ pub(crate) struct Decided {
 /// Queries everything [`DeviceInfo`] holds. Queries every device answers
 /// since OpenCL 1.2 fail the device; newer or optional ones are `None`, 0
 /// or empty when the device does not answer them.
+///
+/// The literal stays one: [`DeviceInfo`] is cmdbuf-core's flat list of UR's
+/// device queries, and each field here is one OpenCL query or a named
+/// helper (the queries that take more than one expression, and the
+/// sub-structs `DeviceInfo` has: FP and atomic capabilities, vector widths,
+/// global memory cache, sub-groups). Cutting the rest into partial structs
+/// would need groups `DeviceInfo` does not have, or helpers returning tuples
+/// of fields, where the literal shows which query fills which field.
 pub(crate) fn device_info(
     device: &opencl3::device::Device,
     name: String,

@@ -134,19 +134,19 @@ pub(crate) fn global_mem_cache(device_type: vk::PhysicalDeviceType, vendor_id: u
 }
 
 /// Everything a device reports.
+///
+/// The literal stays one: [`DeviceInfo`] is cmdbuf-core's flat list of UR's
+/// device queries, each field filled by one expression or a named helper
+/// (those with sub-structs of their own, [`CommandBufferCaps`],
+/// [`GlobalMemCache`], [`SubGroups`](cmdbuf_core::SubGroups), are built
+/// apart); cutting the rest into partial structs would need groups
+/// `DeviceInfo` does not have, or helpers returning tuples of fields, where
+/// the literal shows which value fills which field.
 pub(crate) fn device_info(i: &PhysicalInfo) -> DeviceInfo {
     let l = &i.limits;
     let d = &i.details;
-    let global_mem: u64 = i.memory.memory_heaps[..i.memory.memory_heap_count as usize]
-        .iter()
-        .filter(|h| h.flags.contains(vk::MemoryHeapFlags::DEVICE_LOCAL))
-        .map(|h| h.size)
-        .sum();
-    let fp = FpConfigs {
-        half: fp_capabilities(i.optional.float16, d.float_controls.f16),
-        single: fp_capabilities(true, d.float_controls.f32),
-        double: fp_capabilities(i.optional.float64, d.float_controls.f64),
-    };
+    let global_mem = device_local_memory(&i.memory);
+    let fp = fp_configs(i);
     let atomics = atomic_caps(i.optional);
     let vectors = VectorWidths::scalar(!fp.half.is_empty(), !fp.double.is_empty());
     let integrated = i.device_type == vk::PhysicalDeviceType::INTEGRATED_GPU;
@@ -169,13 +169,7 @@ pub(crate) fn device_info(i: &PhysicalInfo) -> DeviceInfo {
         queue_profiling: i.timestamp_bits > 0,
         out_of_order_queues: true,
         source_forms: vec![SourceForm::SpirV],
-        command_buffer: CommandBufferCaps {
-            support: CommandBufferSupport::Native,
-            update: UPDATE_CAPS,
-            events: true,
-            subgraphs: false,
-            replay_path: cmdbuf_core::ReplayPath::Driver,
-        },
+        command_buffer: command_buffer_caps(),
         vendor_id: d.vendor_id,
         device_id: Some(d.device_id),
         uuid: Some(d.uuid),
@@ -216,6 +210,37 @@ pub(crate) fn device_info(i: &PhysicalInfo) -> DeviceInfo {
         profiling_timer_resolution_ns: (f64::from(l.timestamp_period).ceil() as u64).max(1),
         printf_buffer_size: 0,
         native_bfloat16_conversions: false,
+    }
+}
+
+/// The size of the device-local heaps.
+fn device_local_memory(memory: &vk::PhysicalDeviceMemoryProperties) -> u64 {
+    memory.memory_heaps[..memory.memory_heap_count as usize]
+        .iter()
+        .filter(|h| h.flags.contains(vk::MemoryHeapFlags::DEVICE_LOCAL))
+        .map(|h| h.size)
+        .sum()
+}
+
+/// The floating-point capabilities of each width the device has.
+fn fp_configs(i: &PhysicalInfo) -> FpConfigs {
+    let d = &i.details;
+    FpConfigs {
+        half: fp_capabilities(i.optional.float16, d.float_controls.f16),
+        single: fp_capabilities(true, d.float_controls.f32),
+        double: fp_capabilities(i.optional.float64, d.float_controls.f64),
+    }
+}
+
+/// Native command buffers: secondary command buffers, with the updates of
+/// [`UPDATE_CAPS`] and no child command buffers.
+fn command_buffer_caps() -> CommandBufferCaps {
+    CommandBufferCaps {
+        support: CommandBufferSupport::Native,
+        update: UPDATE_CAPS,
+        events: true,
+        subgraphs: false,
+        replay_path: cmdbuf_core::ReplayPath::Driver,
     }
 }
 

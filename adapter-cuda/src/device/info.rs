@@ -29,65 +29,32 @@ pub(crate) struct Limits {
 
 /// The information and limits of `device`, whose primary context is bound
 /// to the calling thread (the printf FIFO size is a limit of the context);
-/// `driver_version` is the platform's.
+/// `driver_version` is the platform's. In steps, each its own function: the
+/// name and memory size, the unified-addressing requirement, the
+/// [`Limits`], the USM kinds, then the [`DeviceInfo`] from further
+/// attributes (its fallible reads in the order the literal lists them).
 pub(super) fn query(device: sys::CUdevice, driver_version: &str) -> Result<(DeviceInfo, Limits)> {
     use sys::CUdevice_attribute as A;
-    let mut name = [0 as std::ffi::c_char; 256];
-    // SAFETY: the buffer holds 256 bytes; the driver writes a NUL-terminated name.
-    unsafe { cu!(cuDeviceGetName(name.as_mut_ptr(), name.len() as i32, device))? };
-    // SAFETY: NUL-terminated by the driver (the buffer is large enough).
-    let name = unsafe { std::ffi::CStr::from_ptr(name.as_ptr()) }.to_string_lossy().into_owned();
-    let mut total = 0usize;
-    // SAFETY: writes the device's memory size.
-    unsafe { cu!(cuDeviceTotalMem_v2(&mut total, device))? };
+    let name = device_name(device)?;
+    let total = total_memory(device)?;
     let get = |a| attribute(device, a);
     if get(A::CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING)? == 0 {
         return Err(cmdbuf_core::err!(UnsupportedFeature, "{name} has no unified addressing"));
     }
-    let limits = Limits {
-        max_grid: [
-            get(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)? as u32,
-            get(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)? as u32,
-            get(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)? as u32,
-        ],
-        shared_optin: get(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)? as u32,
-        managed: get(A::CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY)? != 0,
-        concurrent_managed: get(A::CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS)? != 0,
-        compute_capability: (
-            get(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
-            get(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
-        ),
-    };
-    let mut usm = UsmKinds::DEVICE;
-    if get(A::CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY)? != 0 {
-        usm |= UsmKinds::HOST;
-    }
-    if limits.managed {
-        usm |= UsmKinds::SHARED;
-    }
-    // CUDA C needs NVRTC; without it PTX comes first, and a CUDA C-only
-    // program fails with the reason NVRTC is missing.
-    let source_forms = if nvrtc::available() {
-        vec![SourceForm::CudaC, SourceForm::Ptx]
-    } else {
-        vec![SourceForm::Ptx, SourceForm::CudaC]
-    };
+    let limits = read_limits(device)?;
+    let usm = usm_kinds(device, &limits)?;
+    let source_forms = source_forms();
     let cc = limits.compute_capability;
     let warp = get(A::CU_DEVICE_ATTRIBUTE_WARP_SIZE)? as u32;
     let max_threads = get(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?;
-    let optional = |a| get(a).ok().filter(|v| *v > 0).map(|v| v as u32);
+    let optional = |a| optional_attribute(device, a);
     let memory_clock_khz = optional(A::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE);
     let bus_width = optional(A::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH);
     let fp = fp_configs(cc);
     let atomics = atomic_caps(cc);
     let integrated = get(A::CU_DEVICE_ATTRIBUTE_INTEGRATED)? != 0;
-    let mut uuid = sys::CUuuid_st { bytes: [0; 16] };
-    // SAFETY: writes the 16 bytes of the device's UUID.
-    let uuid = unsafe { cu!(cuDeviceGetUuid_v2(&mut uuid, device)) }.ok().map(|()| uuid.bytes.map(|b| b as u8));
-    let mut printf_fifo = 0usize;
-    // SAFETY: writes one limit of the bound context.
-    let printf_fifo = unsafe { cu!(cuCtxGetLimit(&mut printf_fifo, sys::CUlimit::CU_LIMIT_PRINTF_FIFO_SIZE)) }
-        .map_or(0, |()| printf_fifo);
+    let uuid = device_uuid(device);
+    let printf_fifo = printf_fifo_size();
     let info = DeviceInfo {
         name,
         vendor: "NVIDIA Corporation".into(),
@@ -95,11 +62,7 @@ pub(super) fn query(device: sys::CUdevice, driver_version: &str) -> Result<(Devi
         device_type: DeviceType::Gpu,
         max_compute_units: get(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
         max_work_group_size: max_threads as usize,
-        max_work_item_sizes: [
-            get(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)? as usize,
-            get(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y)? as usize,
-            get(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)? as usize,
-        ],
+        max_work_item_sizes: max_block_dims(device)?,
         global_mem_size: total as u64,
         // Shared memory every block gets without opting in; kernels opt
         // into more, which leaves room for the alignment of local arguments.
@@ -111,14 +74,7 @@ pub(super) fn query(device: sys::CUdevice, driver_version: &str) -> Result<(Devi
         queue_profiling: true,
         out_of_order_queues: true,
         source_forms,
-        command_buffer: CommandBufferCaps {
-            support: CommandBufferSupport::Native,
-            update: UpdateCapabilities::all(),
-            events: true,
-            // Native commands' child command buffers: child-graph nodes.
-            subgraphs: true,
-            replay_path: cmdbuf_core::ReplayPath::Driver,
-        },
+        command_buffer: command_buffer_caps(),
         vendor_id: NVIDIA_VENDOR_ID,
         // The driver API has no PCI device id (its PCI_DEVICE_ID
         // attribute is the device number on the bus).
@@ -134,21 +90,8 @@ pub(super) fn query(device: sys::CUdevice, driver_version: &str) -> Result<(Devi
         integrated_gpu: integrated,
         host_unified_memory: integrated,
         max_clock_mhz: optional(A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE).map(|khz| khz / 1000),
-        memory_hardware: MemoryHardware {
-            clock_mhz: memory_clock_khz.map(|khz| khz / 1000),
-            bus_width,
-            // Double data rate: two transfers of the bus width per clock.
-            bandwidth: memory_clock_khz
-                .zip(bus_width)
-                .map(|(khz, bits)| u64::from(khz) * 1000 * 2 * u64::from(bits) / 8),
-        },
-        // NVIDIA GPUs cache global memory in L1 and L2 in 128-byte lines
-        // (CUDA C++ Programming Guide, "Global Memory").
-        global_mem_cache: GlobalMemCache {
-            kind: CacheType::ReadWrite,
-            line_size: Some(128),
-            size: optional(A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE).map(u64::from),
-        },
+        memory_hardware: memory_hardware(memory_clock_khz, bus_width),
+        global_mem_cache: global_mem_cache(device),
         // cuMemAlloc aligns every allocation to at least 256 bytes.
         mem_base_addr_align_bits: 256 * 8,
         max_constant_buffer_size: get(A::CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY)? as u64,
@@ -164,12 +107,7 @@ pub(super) fn query(device: sys::CUdevice, driver_version: &str) -> Result<(Devi
         preferred_vector_widths: VectorWidths::scalar(!fp.half.is_empty(), true),
         native_vector_widths: VectorWidths::scalar(!fp.half.is_empty(), true),
         fp,
-        // Warps: each makes progress of its own.
-        sub_groups: SubGroups {
-            sizes: vec![warp],
-            max_per_work_group: (max_threads as u32).div_ceil(warp.max(1)),
-            independent_forward_progress: true,
-        },
+        sub_groups: warp_sub_groups(warp, max_threads),
         atomics,
         // cuEventElapsedTime's resolution is about half a microsecond.
         profiling_timer_resolution_ns: 500,
@@ -177,6 +115,136 @@ pub(super) fn query(device: sys::CUdevice, driver_version: &str) -> Result<(Devi
         native_bfloat16_conversions: cc.0 >= 8,
     };
     Ok((info, limits))
+}
+
+/// The device's name.
+fn device_name(device: sys::CUdevice) -> Result<String> {
+    let mut name = [0 as std::ffi::c_char; 256];
+    // SAFETY: the buffer holds 256 bytes; the driver writes a NUL-terminated name.
+    unsafe { cu!(cuDeviceGetName(name.as_mut_ptr(), name.len() as i32, device))? };
+    // SAFETY: NUL-terminated by the driver (the buffer is large enough).
+    Ok(unsafe { std::ffi::CStr::from_ptr(name.as_ptr()) }.to_string_lossy().into_owned())
+}
+
+/// The device's memory size in bytes.
+fn total_memory(device: sys::CUdevice) -> Result<usize> {
+    let mut total = 0usize;
+    // SAFETY: writes the device's memory size.
+    unsafe { cu!(cuDeviceTotalMem_v2(&mut total, device))? };
+    Ok(total)
+}
+
+/// The [`Limits`] the adapter checks commands against.
+fn read_limits(device: sys::CUdevice) -> Result<Limits> {
+    use sys::CUdevice_attribute as A;
+    let get = |a| attribute(device, a);
+    Ok(Limits {
+        max_grid: [
+            get(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)? as u32,
+            get(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)? as u32,
+            get(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)? as u32,
+        ],
+        shared_optin: get(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)? as u32,
+        managed: get(A::CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY)? != 0,
+        concurrent_managed: get(A::CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS)? != 0,
+        compute_capability: (
+            get(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
+            get(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
+        ),
+    })
+}
+
+/// Device USM always; host USM where the device maps host memory; shared
+/// USM where it has managed memory.
+fn usm_kinds(device: sys::CUdevice, limits: &Limits) -> Result<UsmKinds> {
+    let mut usm = UsmKinds::DEVICE;
+    if attribute(device, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY)? != 0 {
+        usm |= UsmKinds::HOST;
+    }
+    if limits.managed {
+        usm |= UsmKinds::SHARED;
+    }
+    Ok(usm)
+}
+
+/// The program source forms, preferred first.
+fn source_forms() -> Vec<SourceForm> {
+    // CUDA C needs NVRTC; without it PTX comes first, and a CUDA C-only
+    // program fails with the reason NVRTC is missing.
+    if nvrtc::available() { vec![SourceForm::CudaC, SourceForm::Ptx] } else { vec![SourceForm::Ptx, SourceForm::CudaC] }
+}
+
+/// An attribute the device may not report: `None` where the driver fails
+/// or answers zero.
+fn optional_attribute(device: sys::CUdevice, a: sys::CUdevice_attribute) -> Option<u32> {
+    attribute(device, a).ok().filter(|v| *v > 0).map(|v| v as u32)
+}
+
+/// The device's UUID, where the driver gives it.
+fn device_uuid(device: sys::CUdevice) -> Option<[u8; 16]> {
+    let mut uuid = sys::CUuuid_st { bytes: [0; 16] };
+    // SAFETY: writes the 16 bytes of the device's UUID.
+    unsafe { cu!(cuDeviceGetUuid_v2(&mut uuid, device)) }.ok().map(|()| uuid.bytes.map(|b| b as u8))
+}
+
+/// The printf FIFO size of the context bound to the calling thread; 0 where
+/// the driver does not say.
+fn printf_fifo_size() -> usize {
+    let mut printf_fifo = 0usize;
+    // SAFETY: writes one limit of the bound context.
+    unsafe { cu!(cuCtxGetLimit(&mut printf_fifo, sys::CUlimit::CU_LIMIT_PRINTF_FIFO_SIZE)) }.map_or(0, |()| printf_fifo)
+}
+
+/// The largest block per dimension.
+fn max_block_dims(device: sys::CUdevice) -> Result<[usize; 3]> {
+    use sys::CUdevice_attribute as A;
+    let get = |a| attribute(device, a);
+    Ok([
+        get(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)? as usize,
+        get(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y)? as usize,
+        get(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)? as usize,
+    ])
+}
+
+/// Native command buffers: CUDA graphs, with every update.
+fn command_buffer_caps() -> CommandBufferCaps {
+    CommandBufferCaps {
+        support: CommandBufferSupport::Native,
+        update: UpdateCapabilities::all(),
+        events: true,
+        // Native commands' child command buffers: child-graph nodes.
+        subgraphs: true,
+        replay_path: cmdbuf_core::ReplayPath::Driver,
+    }
+}
+
+/// The memory's clock, bus width and the bandwidth they give.
+fn memory_hardware(memory_clock_khz: Option<u32>, bus_width: Option<u32>) -> MemoryHardware {
+    MemoryHardware {
+        clock_mhz: memory_clock_khz.map(|khz| khz / 1000),
+        bus_width,
+        // Double data rate: two transfers of the bus width per clock.
+        bandwidth: memory_clock_khz.zip(bus_width).map(|(khz, bits)| u64::from(khz) * 1000 * 2 * u64::from(bits) / 8),
+    }
+}
+
+/// NVIDIA GPUs cache global memory in L1 and L2 in 128-byte lines (CUDA C++
+/// Programming Guide, "Global Memory"); the size is the L2's.
+fn global_mem_cache(device: sys::CUdevice) -> GlobalMemCache {
+    GlobalMemCache {
+        kind: CacheType::ReadWrite,
+        line_size: Some(128),
+        size: optional_attribute(device, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE).map(u64::from),
+    }
+}
+
+/// Warps: each makes progress of its own.
+fn warp_sub_groups(warp: u32, max_threads: i32) -> SubGroups {
+    SubGroups {
+        sizes: vec![warp],
+        max_per_work_group: (max_threads as u32).div_ceil(warp.max(1)),
+        independent_forward_progress: true,
+    }
 }
 
 fn attribute(device: sys::CUdevice, attribute: sys::CUdevice_attribute) -> Result<i32> {

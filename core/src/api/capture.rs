@@ -15,7 +15,9 @@
 //! - a barrier with an empty wait list runs after the commands captured from
 //!   the same queue that no later command of that queue depends on; barriers
 //!   and event waits append nothing: their events stand for the sync points
-//!   they wait on;
+//!   they wait on. The order rules of this item and the one above are
+//!   [`QueueLane`]'s, which the `cmdbuf-runtime` crate's queue recording
+//!   follows too;
 //! - an executable graph enqueued while capturing is one captured command
 //!   whose commands are appended again between its dependencies and its
 //!   dependents;
@@ -61,7 +63,7 @@ use crate::context::Context;
 use crate::error::{Result, UrError};
 use crate::event::{Event, EventStatus, ProfilingInfo};
 use crate::launch::{KernelCommand, LocalSizeOrigin};
-use crate::queue::{Queue, QueueSlot, WeakQueue};
+use crate::queue::{Queue, QueueLane, QueueSlot, WeakQueue};
 use crate::{ensure, err};
 
 static NEXT_GRAPH_ID: AtomicU64 = AtomicU64::new(1);
@@ -108,6 +110,17 @@ impl Op {
 pub(crate) struct Node {
     op: Op,
     preds: Vec<u32>,
+    /// The identity of the queue it was captured from.
+    queue: usize,
+    /// Whether a later command captured from the same queue runs after it
+    /// (then it is none of that queue's leaves, see [`QueueLane`]).
+    depended_on: bool,
+}
+
+/// Whether a later command of its queue runs after captured command `n`:
+/// what [`QueueLane`] asks.
+fn depended_on(nodes: &[Node]) -> impl Fn(u32) -> bool + '_ {
+    |n| nodes[n as usize].depended_on
 }
 
 /// The graph a queue captures into, if any: the queue's one hook for capture.
@@ -149,14 +162,8 @@ struct Session {
 /// A queue capturing, as its capture sees it.
 struct QueueCapture {
     queue: WeakQueue,
-    key: usize,
-    in_order: bool,
-    /// The newest command captured from the queue.
-    last: Option<u32>,
-    /// The newest barrier captured from the queue.
-    barrier: Option<u32>,
-    /// Commands captured from the queue that no later command of it depends on.
-    leaves: Vec<u32>,
+    /// Its identity and the order it adds to its captured commands.
+    lane: QueueLane,
 }
 
 impl Session {
@@ -186,20 +193,24 @@ impl Session {
 
     /// A command captured from a queue other than the origin that no
     /// command captured from the origin comes after: a fork never joined back.
-    fn unjoined_fork(&self, nodes: &[Node]) -> Option<u32> {
+    fn unjoined_fork(&mut self, nodes: &[Node]) -> Option<u32> {
+        let origin = self.origin;
         let mut joined = vec![false; nodes.len()];
-        let mut stack: Vec<u32> =
-            self.queues.iter().filter(|q| q.key == self.origin).flat_map(|q| q.leaves.iter().copied()).collect();
+        let mut stack: Vec<u32> = self
+            .queues
+            .iter_mut()
+            .filter(|q| q.lane.key() == origin)
+            .flat_map(|q| q.lane.leaves(depended_on(nodes)).to_vec())
+            .collect();
         while let Some(n) = stack.pop() {
             if !std::mem::replace(&mut joined[n as usize], true) {
                 stack.extend_from_slice(&nodes[n as usize].preds);
             }
         }
         self.queues
-            .iter()
-            .filter(|q| q.key != self.origin)
-            .flat_map(|q| q.leaves.iter().copied())
-            .find(|leaf| !joined[*leaf as usize])
+            .iter_mut()
+            .filter(|q| q.lane.key() != origin)
+            .find_map(|q| q.lane.leaves(depended_on(nodes)).iter().copied().find(|leaf| !joined[*leaf as usize]))
     }
 }
 
@@ -319,7 +330,7 @@ pub(crate) fn submit(queue: &Queue, op: Op, wait: &[&Event]) -> Result<Event> {
     check_merge(&graph, wait)?;
     let mut state = graph.state.lock();
     let key = queue.key();
-    let Some(qi) = state.session.as_ref().and_then(|s| s.queues.iter().position(|q| q.key == key)) else {
+    let Some(qi) = state.session.as_ref().and_then(|s| s.queues.iter().position(|q| q.lane.key() == key)) else {
         // The queue that began the capture was dropped: this fork executes again.
         drop(state);
         guard.take();
@@ -341,26 +352,22 @@ pub(crate) fn submit(queue: &Queue, op: Op, wait: &[&Event]) -> Result<Event> {
         };
         deps.push(c.node);
     }
-    let qcap = &session.queues[qi];
-    if matches!(op, Op::Wait { barrier: true }) && wait.is_empty() {
-        deps.extend_from_slice(&qcap.leaves);
-    }
-    deps.extend(if qcap.in_order { qcap.last } else { qcap.barrier });
+    let barrier = matches!(op, Op::Wait { barrier: true });
+    let barrier_on_leaves = barrier && wait.is_empty();
+    let lane = &mut session.queues[qi].lane;
+    lane.order_deps(barrier_on_leaves, &mut deps, depended_on(nodes));
     deps.sort_unstable();
     deps.dedup();
     let (buffer, syncs) = lowered.as_mut().ok_or_else(|| err!(Unknown, "graph #{} has no command buffer", graph.id))?;
     let after = union(deps.iter().copied(), syncs);
     syncs.push(lower(buffer, &op, &after)?);
     let index = nodes.len() as u32;
-    let barrier = matches!(op, Op::Wait { barrier: true });
-    let qcap = &mut session.queues[qi];
-    qcap.leaves.retain(|l| deps.binary_search(l).is_err());
-    qcap.leaves.push(index);
-    qcap.last = Some(index);
-    if barrier {
-        qcap.barrier = Some(index);
+    for d in &deps {
+        let pred = &mut nodes[*d as usize];
+        pred.depended_on |= pred.queue == key;
     }
-    nodes.push(Node { op, preds: deps });
+    nodes.push(Node { op, preds: deps, queue: key, depended_on: false });
+    lane.push(index, barrier_on_leaves, barrier, depended_on(nodes));
     Ok(Event::from_imp(Arc::new(CapturedEvent { graph: graph.clone(), node: index, queue: key }), &graph.context))
 }
 
@@ -390,7 +397,7 @@ pub(crate) fn submit_joining(queue: &Queue, op: Op, wait: &[&Event], error: UrEr
     let graph = c.graph.clone();
     {
         let mut state = graph.state.lock();
-        let Some(session) = state.session.as_mut().filter(|s| s.queues.iter().any(|q| q.key == c.queue)) else {
+        let Some(session) = state.session.as_mut().filter(|s| s.queues.iter().any(|q| q.lane.key() == c.queue)) else {
             return Err(err!(
                 InvalidEventWaitList,
                 "the wait list holds the event of command {} of graph #{}, whose capture ended: a captured event is \
@@ -409,14 +416,7 @@ pub(crate) fn submit_joining(queue: &Queue, op: Op, wait: &[&Event], error: UrEr
 
 impl QueueCapture {
     fn new(queue: &Queue) -> QueueCapture {
-        QueueCapture {
-            queue: queue.downgrade(),
-            key: queue.key(),
-            in_order: !queue.properties().out_of_order,
-            last: None,
-            barrier: None,
-            leaves: Vec::new(),
-        }
+        QueueCapture { queue: queue.downgrade(), lane: QueueLane::new(queue.key(), !queue.properties().out_of_order) }
     }
 }
 
@@ -457,7 +457,7 @@ pub(crate) fn queue_dropped(slot: &CaptureSlot, key: usize) {
     let Some(graph) = slot.lock().take() else { return };
     let mut state = graph.state.lock();
     let Some(session) = state.session.as_mut() else { return };
-    session.queues.retain(|q| q.key != key);
+    session.queues.retain(|q| q.lane.key() != key);
     if session.origin == key {
         state.session = None;
         tracing::debug!(graph = graph.id, "the capturing queue was dropped: capture abandoned");
@@ -726,7 +726,7 @@ impl Queue {
                  captured event: end it on the queue that began it",
                 graph.id
             );
-            let session = state.session.take().expect("checked above");
+            let mut session = state.session.take().expect("checked above");
             let outcome = session.check_valid(graph.id).and_then(|()| match session.unjoined_fork(&state.nodes) {
                 None => Ok(()),
                 Some(node) => Err(err!(
@@ -764,7 +764,7 @@ impl Queue {
     pub fn is_capturing(&self) -> bool {
         self.capture_slot().is_active()
             && self.capture_slot().occupant().is_some_and(|g| {
-                g.state.lock().session.as_ref().is_some_and(|s| s.queues.iter().any(|q| q.key == self.key()))
+                g.state.lock().session.as_ref().is_some_and(|s| s.queues.iter().any(|q| q.lane.key() == self.key()))
             })
     }
 

@@ -41,9 +41,11 @@ use crate::objects::{HoldsFreedMemory, UsmInner};
 use crate::rect::{RectLayout, RectRegion};
 pub use crate::types::desc::QueueProperties;
 
+mod lane;
 mod slot;
 mod usm_2d;
 
+pub use lane::QueueLane;
 pub use slot::{QueueSlot, QueueSlotGuard};
 
 /// A queue. Clone retains; dropping the last handle waits for its commands.

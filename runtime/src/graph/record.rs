@@ -14,6 +14,11 @@
 //!   blocking transfers are `InvalidOperation`: nothing executes while
 //!   recording.
 //!
+//! The slot is cmdbuf-core's [`QueueSlot`] and the order a queue adds is
+//! cmdbuf-core's [`QueueLane`], both shared with UR's graph capture; the
+//! events, the node kinds and the error rules are SYCL's own
+//! (docs/architecture.md says why they stay apart).
+//!
 //! An executing queue that submits work waiting on a recorded event starts
 //! recording into that event's graph (transitive recording), as if
 //! `begin_recording` had been called for it, provided the queue that
@@ -27,13 +32,13 @@
 use std::fmt;
 use std::sync::Arc;
 
-use cmdbuf_core::queue::QueueSlot;
+use cmdbuf_core::queue::{QueueLane, QueueSlot};
 use cmdbuf_core::{Command, KernelCommand, LocalSizeOrigin, Result, UrError, UsmKind, UsmPtr, ensure, err};
 
 use crate::queue::{Event, Queue, WeakQueue};
 
 use super::modifiable::{GraphShared, GraphState, is_ancestor};
-use super::node::{KernelSpec, NativeFn, NodeKind};
+use super::node::{KernelSpec, NativeFn, NodeData, NodeKind};
 use super::props::RecordingProperties;
 use super::{Executable, Graph, Modifiable};
 
@@ -45,31 +50,24 @@ pub(crate) type RecordingSlot = QueueSlot<GraphShared>;
 /// A queue recording into a graph, as the graph sees it.
 pub(crate) struct QueueRecord {
     queue: WeakQueue,
-    key: usize,
-    in_order: bool,
-    /// The newest node recorded from the queue.
-    last: Option<u32>,
-    /// The newest barrier recorded from the queue.
-    barrier: Option<u32>,
-    /// Nodes recorded from the queue that no later node of it depends on,
-    /// among others: every node is added when recorded and the ones a later
-    /// node of the queue depends on are dropped only when a barrier needs the
-    /// list. Pruning at each node instead costs O(leaves) per node, O(N²)
-    /// for a wide fork recorded from an out-of-order queue.
-    leaves: Vec<u32>,
-    /// The length of `leaves` after it was last pruned.
-    pruned_len: usize,
+    /// Its identity and the order it adds to its nodes: cmdbuf-core's, which
+    /// UR's graph capture orders its captured commands with.
+    lane: QueueLane,
     /// Its `begin_recording` property list.
     pub(crate) props: RecordingProperties,
 }
 
 impl QueueRecord {
-    /// Drops the nodes of `leaves` that a later node of the queue depends on.
-    fn prune_leaves(&mut self, nodes: &[super::node::NodeData]) {
-        let key = Some(self.key);
-        self.leaves.retain(|l| !nodes[*l as usize].succs.iter().any(|s| nodes[*s as usize].queue == key));
-        self.pruned_len = self.leaves.len();
+    fn key(&self) -> usize {
+        self.lane.key()
     }
+}
+
+/// Whether a later node recorded from queue `key` depends on node `n`: what
+/// [`QueueLane`] asks. Read from the graph's edges, which also hold those
+/// made explicitly between recorded nodes.
+fn depended_on(nodes: &[NodeData], key: usize) -> impl Fn(u32) -> bool + '_ {
+    move |n| nodes[n as usize].succs.iter().any(|s| nodes[*s as usize].queue == Some(key))
 }
 
 /// An operation a recording queue records: a command validated as for a
@@ -168,7 +166,7 @@ pub(crate) fn begin_transitively(queue: &Queue, rec: &RecordedEvent) -> Result<(
     let graph = rec.graph.clone();
     let props = {
         let state = graph.state.lock();
-        let Some(from) = state.recording.iter().find(|r| r.key == rec.queue) else {
+        let Some(from) = state.recording.iter().find(|r| r.key() == rec.queue) else {
             return Err(err!(
                 InvalidEventWaitList,
                 "the wait list holds the event of {}, whose queue no longer records: a recorded event is only \
@@ -197,7 +195,7 @@ fn add(
     wait: &[&Event],
 ) -> Result<Event> {
     let key = queue.key();
-    let Some(qi) = state.recording.iter().position(|r| r.key == key) else {
+    let Some(qi) = state.recording.iter().position(|r| r.key() == key) else {
         return Err(err!(Unknown, "the queue's recording slot names graph #{}, which does not list it", graph.id));
     };
     let mut deps = wait_deps(graph, wait)?;
@@ -245,18 +243,9 @@ fn wait_deps(graph: &GraphShared, wait: &[&Event]) -> Result<Vec<u32>> {
 /// node (in order) or last barrier (out of order).
 fn queue_deps(state: &mut GraphState, qi: usize, barrier_on_leaves: bool, deps: &mut Vec<u32>) {
     let GraphState { recording, nodes, .. } = &mut *state;
-    let qrec = &mut recording[qi];
-    if barrier_on_leaves {
-        // `leaves` holds candidates (see `QueueRecord::leaves`): drop those a
-        // later node of this queue depends on.
-        qrec.prune_leaves(nodes);
-        deps.extend_from_slice(&qrec.leaves);
-    }
-    if qrec.in_order {
-        deps.extend(qrec.last);
-    } else {
-        deps.extend(qrec.barrier);
-    }
+    let lane = &mut recording[qi].lane;
+    let key = lane.key();
+    lane.order_deps(barrier_on_leaves, deps, depended_on(nodes, key));
 }
 
 /// The node `op` becomes on `device` of `graph` after `deps`: kernels and
@@ -320,24 +309,10 @@ fn node_kind(
 /// (the only one after a barrier over its leaves), its last node, and its
 /// last barrier where it is one.
 fn note_on_queue(state: &mut GraphState, qi: usize, index: u32, barrier_on_leaves: bool, barrier: bool) {
-    let qrec = &mut state.recording[qi];
-    if barrier_on_leaves {
-        // It depends on every leaf of the queue.
-        qrec.leaves.clear();
-        qrec.pruned_len = 0;
-    }
-    qrec.leaves.push(index);
-    if qrec.leaves.len() >= 2 * qrec.pruned_len.max(32) {
-        // Pruned when it doubles: amortized O(1) per node, and memory in
-        // proportion to the true leaves.
-        let GraphState { recording, nodes, .. } = &mut *state;
-        recording[qi].prune_leaves(nodes);
-    }
-    let qrec = &mut state.recording[qi];
-    qrec.last = Some(index);
-    if barrier {
-        qrec.barrier = Some(index);
-    }
+    let GraphState { recording, nodes, .. } = &mut *state;
+    let lane = &mut recording[qi].lane;
+    let key = lane.key();
+    lane.push(index, barrier_on_leaves, barrier, depended_on(nodes, key));
 }
 
 /// The error of an operation a recording queue cannot record: `what` names
@@ -381,12 +356,7 @@ pub(crate) fn begin(graph: &Arc<GraphShared>, queue: &Queue, props: RecordingPro
     }
     graph.state.lock().recording.push(QueueRecord {
         queue: queue.downgrade(),
-        key: queue.key(),
-        in_order: !queue.properties().out_of_order,
-        last: None,
-        barrier: None,
-        leaves: Vec::new(),
-        pruned_len: 0,
+        lane: QueueLane::new(queue.key(), !queue.properties().out_of_order),
         props,
     });
     guard.set(graph.clone());
@@ -421,7 +391,7 @@ pub(crate) fn end(graph: &GraphShared, queue: &Queue) -> Result<()> {
         Some(_) => {
             guard.take();
             let key = queue.key();
-            graph.state.lock().recording.retain(|r| r.key != key);
+            graph.state.lock().recording.retain(|r| r.key() != key);
             tracing::debug!(graph = graph.id, "queue stops recording");
             Ok(())
         }
@@ -431,13 +401,13 @@ pub(crate) fn end(graph: &GraphShared, queue: &Queue) -> Result<()> {
 /// Ends recording on every queue recording into `graph`.
 pub(crate) fn end_all(graph: &GraphShared) {
     let queues: Vec<(WeakQueue, usize)> =
-        graph.state.lock().recording.iter().map(|r| (r.queue.clone(), r.key)).collect();
+        graph.state.lock().recording.iter().map(|r| (r.queue.clone(), r.key())).collect();
     for (weak, key) in queues {
         match weak.upgrade() {
             Some(queue) => {
                 let _ = end(graph, &queue);
             }
-            None => graph.state.lock().recording.retain(|r| r.key != key),
+            None => graph.state.lock().recording.retain(|r| r.key() != key),
         }
     }
 }
@@ -457,18 +427,18 @@ pub(crate) fn recording_graph(queue: &Queue) -> Result<Graph<Modifiable>> {
 pub(crate) fn recording_properties(queue: &Queue) -> Option<RecordingProperties> {
     let graph = queue.recording_slot().occupant()?;
     let key = queue.key();
-    graph.state.lock().recording.iter().find(|r| r.key == key).map(|r| r.props)
+    graph.state.lock().recording.iter().find(|r| r.key() == key).map(|r| r.props)
 }
 
 /// Forgets a queue being dropped (`key` is its identity) in the graph it
 /// records into.
 pub(crate) fn queue_dropped(slot: &RecordingSlot, key: usize) {
     let Some(graph) = slot.lock().take() else { return };
-    graph.state.lock().recording.retain(|r| r.key != key);
+    graph.state.lock().recording.retain(|r| r.key() != key);
 }
 
 impl fmt::Debug for QueueRecord {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("QueueRecord").field("in_order", &self.in_order).field("last", &self.last).finish()
+        f.debug_struct("QueueRecord").field("lane", &self.lane).finish()
     }
 }
