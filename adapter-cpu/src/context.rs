@@ -57,6 +57,11 @@ impl ContextImpl for CpuContext {
         (other as &dyn Any).downcast_ref::<CpuContext>().is_some()
     }
 
+    /// Any two CPU contexts: every buffer is the process's memory.
+    fn uses_buffers_of(&self, other: &dyn ContextImpl) -> bool {
+        (other as &dyn Any).downcast_ref::<CpuContext>().is_some()
+    }
+
     /// Any two CPU contexts: their command buffers are DAGs of commands on
     /// the process's memory, which one DAG can hold together.
     fn composes_with(&self, other: &dyn ContextImpl) -> bool {

@@ -44,6 +44,12 @@ impl ContextImpl for CudaContext {
         (other as &dyn Any).downcast_ref::<CudaContext>().is_some()
     }
 
+    /// Contexts of one GPU: both are its primary context, whose addresses
+    /// every buffer's device pointer is.
+    fn uses_buffers_of(&self, other: &dyn ContextImpl) -> bool {
+        (other as &dyn Any).downcast_ref::<CudaContext>().is_some_and(|o| Arc::ptr_eq(&o.dev, &self.dev))
+    }
+
     /// Any two CUDA contexts, of one GPU or two: a CUDA graph holds nodes of
     /// several devices, each kernel, memcpy and memset node carrying its
     /// context (`command_buffer::compose`).

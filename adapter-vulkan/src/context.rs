@@ -26,10 +26,29 @@ impl VulkanContext {
     }
 }
 
+impl VulkanContext {
+    /// Whether `other` is a context of the same logical device as this one.
+    fn same_device(&self, other: &dyn ContextImpl) -> bool {
+        (other as &dyn std::any::Any).downcast_ref::<VulkanContext>().is_some_and(|o| Arc::ptr_eq(&o.rt, &self.rt))
+    }
+}
+
 impl ContextImpl for VulkanContext {
     /// The `VkDevice`.
     fn native_handle(&self) -> Result<cmdbuf_core::NativeHandle> {
         Ok(cmdbuf_core::NativeHandle(ash::vk::Handle::as_raw(self.rt.gpu.device.handle())))
+    }
+
+    /// Contexts of one device: their events are points on the same lanes'
+    /// timelines, which a submission waits for as for its own context's.
+    fn waits_on_events_of(&self, other: &dyn ContextImpl) -> bool {
+        self.same_device(other)
+    }
+
+    /// Contexts of one device: their buffers are `VkBuffer`s of the same
+    /// logical device.
+    fn uses_buffers_of(&self, other: &dyn ContextImpl) -> bool {
+        self.same_device(other)
     }
 
     unsafe fn usm_alloc(&self, kind: UsmKind, size: usize, align: usize) -> Result<Box<dyn UsmImpl>> {

@@ -1,7 +1,8 @@
 /* Memory objects and timestamps: sub-buffers (urMemBufferPartition) used by
  * every buffer command — read, write, copy, fill, rect, map, command-buffer
  * appends — and their info; misuse codes of the partition; USE_HOST_POINTER
- * buffers using the host memory in place; timestamp
+ * buffers using the host memory in place; copies across two contexts of
+ * the device; timestamp
  * recordings (urEnqueueTimestampRecordingExp) on a queue without profiling,
  * between two device timestamp pairs, and their misuse; pitched USM copies
  * and fills (urEnqueueUSMMemcpy2D, urEnqueueUSMFill2D).
@@ -242,6 +243,44 @@ static void use_host_pointer(urt_env *env) {
   free(host);
 }
 
+/* Copies between buffers of two contexts of the device, each after the
+ * other context's event, and one urEventWait over both contexts' events (UR's
+ * urEventWaitTest.WithCrossContextDependencies). OpenCL refuses a buffer of
+ * another context (each context is a cl_context of its own). */
+static void cross_context_copies(urt_env *env) {
+  enum { SIZE = 256 };
+  uint8_t data[SIZE], back[SIZE] = {0};
+  for (size_t i = 0; i < SIZE; i++) data[i] = (uint8_t)(i * 7 + 3);
+  ur_context_handle_t other = NULL;
+  URT_REQUIRE(urContextCreate(1, &env->device, NULL, &other));
+  ur_queue_handle_t other_queue = NULL;
+  URT_REQUIRE(urQueueCreate(other, env->device, NULL, &other_queue));
+  ur_buffer_properties_t props = {UR_STRUCTURE_TYPE_BUFFER_PROPERTIES, NULL, data};
+  ur_mem_handle_t mine = NULL, foreign = NULL, last = NULL;
+  URT_REQUIRE(urMemBufferCreate(env->context, UR_MEM_FLAG_ALLOC_COPY_HOST_POINTER, SIZE, &props, &mine));
+  URT_REQUIRE(urMemBufferCreate(other, UR_MEM_FLAG_READ_WRITE, SIZE, NULL, &foreign));
+  URT_REQUIRE(urMemBufferCreate(other, UR_MEM_FLAG_READ_WRITE, SIZE, NULL, &last));
+  ur_event_handle_t first = NULL, second = NULL;
+  ur_result_t copied = urEnqueueMemBufferCopy(env->queue, mine, foreign, 0, 0, SIZE, 0, NULL, &first);
+  if (env->backend == UR_BACKEND_OPENCL) {
+    URT_CHECK(copied == UR_RESULT_ERROR_INVALID_MEM_OBJECT, "a buffer of another cl_context: %d", copied);
+  } else {
+    URT_CHECK(copied == UR_RESULT_SUCCESS, "a copy into a buffer of another context: %d", copied);
+    URT_OK(urEnqueueMemBufferCopy(other_queue, foreign, last, 0, 0, SIZE, 1, &first, &second));
+    ur_event_handle_t both[] = {first, second};
+    URT_OK(urEventWait(2, both));
+    URT_OK(urEnqueueMemBufferRead(other_queue, last, true, 0, SIZE, back, 0, NULL, NULL));
+    URT_CHECK(memcmp(back, data, SIZE) == 0, "the bytes after two copies across contexts");
+  }
+  if (first) URT_OK(urEventRelease(first));
+  if (second) URT_OK(urEventRelease(second));
+  URT_OK(urMemRelease(last));
+  URT_OK(urMemRelease(foreign));
+  URT_OK(urMemRelease(mine));
+  URT_OK(urQueueRelease(other_queue));
+  URT_OK(urContextRelease(other));
+}
+
 /* A timestamp recording is timed on a queue that does not profile: its
  * start and end lie between two readings of the device's clock, and its
  * queued and submit times come no later. */
@@ -359,6 +398,7 @@ int main(void) {
   commands(&env);
   host_pointer_sub_buffer(&env);
   use_host_pointer(&env);
+  cross_context_copies(&env);
   timestamp_recording(&env);
   usm_2d(&env);
   urt_fini(&env);

@@ -372,6 +372,19 @@ pub trait ContextImpl: Any + Send + Sync {
         false
     }
 
+    /// Whether commands of this context may use memory buffers of `other`
+    /// (another context of this adapter) as they use their own: the buffers'
+    /// storage is reached the same way from both contexts (the process's
+    /// memory, one logical device, one CUDA context). The front end then
+    /// accepts such buffers in this context's commands (UR lets a copy join
+    /// buffers of two contexts); asked once per ordered pair of contexts. The
+    /// default is no: a buffer of another context is `InvalidMemObject`, as
+    /// OpenCL has it (`CL_INVALID_CONTEXT`).
+    fn uses_buffers_of(&self, other: &dyn ContextImpl) -> bool {
+        let _ = other;
+        false
+    }
+
     /// Whether finalized command buffers of this context and of `other`
     /// (another context of this adapter), and peer copies between their
     /// memory, can be composed into one executable that a queue of this

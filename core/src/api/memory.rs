@@ -556,9 +556,17 @@ impl MemBuffer {
         Arc::strong_count(&self.inner)
     }
 
-    /// `InvalidMemObject` for a buffer of another context than `context`.
+    /// `InvalidMemObject` for a buffer of another context than `context`,
+    /// unless the adapter uses that context's buffers as `context`'s own
+    /// (the CPU adapter's contexts, Vulkan's and CUDA's of one device:
+    /// [`ContextImpl::uses_buffers_of`](crate::adapter::ContextImpl::uses_buffers_of)).
     pub fn check_context(&self, context: &Context) -> Result<()> {
-        ensure!(self.inner.context == context.id(), InvalidMemObject, "memory buffer of another context");
+        // The id comparison is all a buffer of the command's own context costs.
+        ensure!(
+            self.inner.context == context.id() || crate::peer::buffers_across(context.id(), self.inner.context),
+            InvalidMemObject,
+            "memory buffer of another context, whose buffers this context's commands cannot use"
+        );
         Ok(())
     }
 

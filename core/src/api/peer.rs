@@ -40,12 +40,13 @@ struct Registered {
     id: ContextId,
     device: Device,
     tracker: Weak<AllocationTracker>,
-    /// The adapter's context, asked whether another's events can be waited for.
+    /// The adapter's context, asked whether another's events can be waited
+    /// for and its buffers used.
     imp: Weak<dyn ContextImpl>,
 }
 
 /// Makes `context`'s allocations findable by peer copies, and its adapter
-/// context by [`waits_across`].
+/// context by [`waits_across`] and [`buffers_across`].
 pub(crate) fn register(context: &Context) {
     let mut contexts = CONTEXTS.lock();
     contexts.retain(|c| c.tracker.strong_count() > 0);
@@ -57,9 +58,15 @@ pub(crate) fn register(context: &Context) {
     });
 }
 
-/// The adapters' answers of [`ContextImpl::waits_on_events_of`] so far:
-/// `(waiting context, event's context, answer)`.
-static FOREIGN_WAITS: RwLock<Vec<(ContextId, ContextId, bool)>> = RwLock::new(Vec::new());
+/// An adapter's answers about pairs of its contexts so far:
+/// `(asking context, other context, answer)`.
+type PairAnswers = RwLock<Vec<(ContextId, ContextId, bool)>>;
+
+/// The adapters' answers of [`ContextImpl::waits_on_events_of`].
+static FOREIGN_WAITS: PairAnswers = RwLock::new(Vec::new());
+
+/// The adapters' answers of [`ContextImpl::uses_buffers_of`].
+static FOREIGN_BUFFERS: PairAnswers = RwLock::new(Vec::new());
 
 /// Whether queues of context `own` wait device-side for events of context
 /// `foreign` (two different contexts): the adapter's answer, asked once per
@@ -67,8 +74,28 @@ static FOREIGN_WAITS: RwLock<Vec<(ContextId, ContextId, bool)>> = RwLock::new(Ve
 /// context cannot be asked).
 #[cold]
 pub(crate) fn waits_across(own: ContextId, foreign: ContextId) -> bool {
+    ask_once(&FOREIGN_WAITS, own, foreign, |a, b| a.waits_on_events_of(b), "device-side waits across contexts")
+}
+
+/// Whether commands of context `own` use memory buffers of context
+/// `foreign` (two different contexts) as their own: the adapter's answer,
+/// asked once per pair; never for a context no longer alive.
+#[cold]
+pub(crate) fn buffers_across(own: ContextId, foreign: ContextId) -> bool {
+    ask_once(&FOREIGN_BUFFERS, own, foreign, |a, b| a.uses_buffers_of(b), "buffers used across contexts")
+}
+
+/// The adapter's answer `ask(own, foreign)`, kept in `answers` while both
+/// contexts live.
+fn ask_once(
+    answers: &PairAnswers,
+    own: ContextId,
+    foreign: ContextId,
+    ask: impl Fn(&dyn ContextImpl, &dyn ContextImpl) -> bool,
+    what: &str,
+) -> bool {
     let known = |d: &[(ContextId, ContextId, bool)]| d.iter().find(|(a, b, _)| *a == own && *b == foreign).map(|e| e.2);
-    if let Some(answer) = known(&FOREIGN_WAITS.read()) {
+    if let Some(answer) = known(&answers.read()) {
         return answer;
     }
     let (imps, live): (Vec<_>, Vec<ContextId>) = {
@@ -78,15 +105,15 @@ pub(crate) fn waits_across(own: ContextId, foreign: ContextId) -> bool {
         (vec![find(own), find(foreign)], live)
     };
     let answer = match (&imps[0], &imps[1]) {
-        (Some(a), Some(b)) => a.waits_on_events_of(&**b),
+        (Some(a), Some(b)) => ask(&**a, &**b),
         _ => return false,
     };
-    let mut decided = FOREIGN_WAITS.write();
+    let mut decided = answers.write();
     if known(&decided).is_none() {
         decided.retain(|(a, b, _)| live.contains(a) && live.contains(b));
         decided.push((own, foreign, answer));
     }
-    tracing::debug!(?own, ?foreign, answer, "device-side waits across contexts");
+    tracing::debug!(?own, ?foreign, answer, "{what}");
     answer
 }
 

@@ -2,7 +2,8 @@
 //! specification, in places) leave undefined, for which cmdbuf returns typed
 //! errors: ranges leaving their allocation or buffer (`InvalidSize`),
 //! pointers inside no allocation of the context and pointers of another
-//! context (`InvalidValue`), buffers of another context (`InvalidMemObject`),
+//! context (`InvalidValue`), buffers of another context (`InvalidMemObject`
+//! on OpenCL; used as their own on the other backends),
 //! overlapping copies (`OverlappingRegions`), bad fill patterns, zero sizes
 //! and bad rect pitches (`InvalidSize`).
 //!
@@ -11,7 +12,7 @@
 //! numbered, recorded and executed as if the rejected ones never happened.
 
 use cmdbuf::{
-    AppendOptions, CommandBuffer, CommandBufferDesc, Context, MemBuffer, MemFlags, MigrationFlags, Queue,
+    AppendOptions, Backend, CommandBuffer, CommandBufferDesc, Context, MemBuffer, MemFlags, MigrationFlags, Queue,
     QueueProperties, RectLayout, RectOffset, RectRegion, UsmAdvice, UsmAllocation, UsmKind, UsmPtr,
 };
 
@@ -390,13 +391,21 @@ fn pointer_of_other_context(env: &Env) -> CaseResult {
     Ok(())
 }
 
+/// Buffers of another context of the same device. OpenCL refuses them
+/// (`InvalidMemObject`: each context is a `cl_context` of its own); the CPU
+/// adapter, Vulkan and CUDA use them as their own (one memory, one logical
+/// device, one primary context), in command buffers and eagerly, waiting for
+/// the other context's events (UR's `urEventWaitTest.WithCrossContextDependencies`).
 fn buffer_of_other_context(env: &Env) -> CaseResult {
-    let raw = HostBytes::filled(64, 0);
     let other = Context::new(env.device())?;
     let foreign = MemBuffer::new(&other, MemFlags::READ_WRITE, 64)?;
     let input = noise(64, 241);
     let mine = env.buffer_with(&input)?;
     let copy = env.buffer(64)?;
+    if env.device().backend() != Backend::OpenCl {
+        return buffers_shared_across_contexts(env, &other, &foreign, &mine, &input);
+    }
+    let raw = HostBytes::filled(64, 0);
     let usm = env.usm(UsmKind::Device, 64)?;
     let region = RectRegion::new(4, 4, 1);
     let packed = RectLayout::packed();
@@ -419,6 +428,34 @@ fn buffer_of_other_context(env: &Env) -> CaseResult {
     cb.append_buffer_copy(&mine, &copy, 0, 0, 64, none())?;
     let queue = run(env, &cb)?;
     check_eq!(read_buffer::<u8>(&queue, &copy, 0, 64)?, input);
+    check_err!(queue.fill_buffer(&foreign, &[1], 0, 16, &[]), InvalidMemObject);
+    Ok(())
+}
+
+/// A chain across two contexts of one device, as UR's cross-context case
+/// has it: a copy on this context's queue into the other's buffer, a fill of
+/// it on the other's queue after the copy's event, a command buffer of this
+/// context reading it back after the fill's event.
+fn buffers_shared_across_contexts(
+    env: &Env,
+    other: &Context,
+    foreign: &MemBuffer,
+    mine: &MemBuffer,
+    input: &[u8],
+) -> CaseResult {
+    let queue = env.queue()?;
+    let other_queue = Queue::new(other, QueueProperties::default())?;
+    let copied = queue.copy_buffer(mine, foreign, 0, 0, 64, &[])?;
+    let filled = other_queue.fill_buffer(foreign, &[0xAB], 48, 16, &[&copied])?;
+    let back = env.buffer(64)?;
+    let cb = env.command_buffer(CommandBufferDesc::default())?;
+    cb.append_buffer_copy(foreign, &back, 0, 0, 64, none())?;
+    cb.finalize()?;
+    queue.enqueue_command_buffer(&cb, &[&filled])?.wait()?;
+    let mut expected = input.to_vec();
+    expected[48..].fill(0xAB);
+    check_eq!(read_buffer::<u8>(&queue, &back, 0, 64)?, expected, "through both contexts");
+    check_eq!(read_buffer::<u8>(&other_queue, foreign, 0, 64)?, expected, "in the other context");
     Ok(())
 }
 
