@@ -269,7 +269,7 @@ impl Sink for CbSink<'_> {
         self.indirect
     }
 
-    fn status(&mut self, _kernel: &str) -> Result<u64> {
+    fn status(&mut self, _kernel: &cmdbuf_core::Kernel) -> Result<u64> {
         self.status.ok_or_else(|| err!(Unknown, "a kernel command without a status word"))
     }
 }

@@ -55,7 +55,7 @@ pub(crate) trait Sink {
     /// update of their sizes needs no re-recording).
     fn indirect(&self) -> bool;
     /// The address of the status word of a launch of `kernel`.
-    fn status(&mut self, kernel: &str) -> Result<u64>;
+    fn status(&mut self, kernel: &cmdbuf_core::Kernel) -> Result<u64>;
 }
 
 /// A lowered command.
@@ -198,7 +198,7 @@ fn fill(out: &mut Lowered, rt: &DeviceShared, sink: &mut dyn Sink, f: FillAt<'_>
 pub(crate) fn lower_kernel(gpu: &Gpu, launch: &KernelCommand, sink: &mut dyn Sink) -> Result<Lowered> {
     let kernel = cmdbuf_core::adapter::downcast::<VkKernel>(launch.kernel.imp() as &dyn std::any::Any, "a kernel")?;
     let pipeline = kernel.pipeline(launch)?;
-    let status = sink.status(launch.kernel.name())?;
+    let status = sink.status(&launch.kernel)?;
     let block = sink.block(&kernel.block(launch, status)?)?;
     let counts = group_counts(&launch.range)?;
     let mut out = Lowered::default();

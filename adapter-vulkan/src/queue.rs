@@ -76,15 +76,11 @@ impl Sink for ArenaSink<'_> {
         false
     }
 
-    fn status(&mut self, kernel: &str) -> Result<u64> {
+    fn status(&mut self, kernel: &cmdbuf_core::Kernel) -> Result<u64> {
         let slice = self.rt.arena.alloc(4)?;
         slice.write(&0u32.to_le_bytes());
         let address = slice.address();
-        self.checks.push(StatusCheck {
-            words: StagingPtr(slice.ptr()),
-            count: 1,
-            what: Launches::One(format!("kernel `{kernel}`")),
-        });
+        self.checks.push(StatusCheck { words: StagingPtr(slice.ptr()), count: 1, what: Launches::One(kernel.clone()) });
         self.keep.push(Box::new(slice));
         Ok(address)
     }

@@ -80,8 +80,9 @@ pub(crate) struct StatusCheck {
 
 /// The launches of a [`StatusCheck`]'s words.
 pub(crate) enum Launches {
-    /// One eager launch (one word).
-    One(String),
+    /// One eager launch (one word) of this kernel: named only on failure,
+    /// so that a launch makes no message.
+    One(cmdbuf_core::Kernel),
     /// Kernel commands of a command buffer: word `k` is command
     /// `commands[k]`. The message is made only on failure, so that a
     /// submission costs nothing per kernel on the host.
@@ -106,7 +107,7 @@ impl StatusCheck {
             (code != 0).then_some((k, code))
         })?;
         let what = match &self.what {
-            Launches::One(what) => what.clone(),
+            Launches::One(kernel) => format!("kernel `{}`", kernel.name()),
             Launches::Commands { commands, names } => {
                 let i = commands[k];
                 let name = names.lock().get(i as usize).cloned().unwrap_or_else(|| "?".into());
