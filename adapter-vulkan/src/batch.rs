@@ -54,7 +54,7 @@ use crate::cmd::{GpuOp, Pool, PooledCmd, host_barrier, level_barrier, record_ops
 use crate::event::{EventCore, Follow, run_waiters};
 use crate::profiling::QuerySpan;
 use crate::shared::{DeviceShared, Lane};
-use crate::submit::{Completion, HostCopy, Keep, StatusCheck, fail, wait_points};
+use crate::submit::{Checks, Completion, HostCopy, Keep, fail, wait_points};
 
 /// Commands per batch at most. A submission's cost is then spread over
 /// enough commands to be small against recording them (50 µs / 256 is about
@@ -74,7 +74,7 @@ pub(crate) struct Part<'a> {
     pub(crate) span: Option<QuerySpan>,
     pub(crate) post: Vec<HostCopy>,
     pub(crate) keep: Keep,
-    pub(crate) checks: Vec<StatusCheck>,
+    pub(crate) checks: Checks,
 }
 
 /// The open batch of one queue.
@@ -105,8 +105,8 @@ pub(crate) enum Appended<'a> {
     /// The command cannot join: the batch was submitted, and the command
     /// (its part handed back) is to be submitted on its own after waiting
     /// for these events (its wait list and the queue's order), completing
-    /// this event.
-    Alone(Arc<EventCore>, SmallVec<[Arc<EventCore>; 4]>, Option<Part<'a>>),
+    /// this event. (Boxed: the part is large, this case rare.)
+    Alone(Arc<EventCore>, SmallVec<[Arc<EventCore>; 4]>, Option<Box<Part<'a>>>),
 }
 
 impl Batch {
@@ -159,7 +159,7 @@ impl Batch {
                 let waiters = self.submit(&mut open);
                 drop(open);
                 run_waiters(waiters);
-                return Ok(Appended::Alone(out, deps, part));
+                return Ok(Appended::Alone(out, deps, part.map(Box::new)));
             }
         };
         if first {

@@ -121,8 +121,14 @@ impl StatusCheck {
     }
 }
 
-/// What a submission keeps alive until it completes.
-pub(crate) type Keep = Vec<Box<dyn Any + Send + Sync>>;
+/// What a submission keeps alive until it completes: inline for an eager
+/// command's few objects (its argument block, its pipeline), so that a
+/// command allocates no list for them.
+pub(crate) type Keep = SmallVec<[Box<dyn Any + Send + Sync>; 4]>;
+
+/// Status words to check once a submission has completed: an eager
+/// launch's one inline.
+pub(crate) type Checks = SmallVec<[StatusCheck; 1]>;
 
 /// What the completion thread does once a submission has finished.
 pub(crate) struct Completion {
@@ -133,7 +139,7 @@ pub(crate) struct Completion {
     pub(crate) cmd: Option<PooledCmd>,
     pub(crate) keep: Keep,
     /// Status words of the kernels it ran.
-    pub(crate) checks: Vec<StatusCheck>,
+    pub(crate) checks: Checks,
     /// An event whose failure this submission reports too (the stage before,
     /// in a command-buffer submission of several stages).
     pub(crate) inherit: Option<Arc<EventCore>>,
@@ -187,7 +193,7 @@ pub(crate) struct Submission {
     pub(crate) post: Vec<HostCopy>,
     pub(crate) queries: Option<QuerySpan>,
     pub(crate) keep: Keep,
-    pub(crate) checks: Vec<StatusCheck>,
+    pub(crate) checks: Checks,
     pub(crate) inherit: Option<Arc<EventCore>>,
     pub(crate) out: Arc<EventCore>,
 }
@@ -203,8 +209,8 @@ impl Submission {
             reused: None,
             post: Vec::new(),
             queries: None,
-            keep: Vec::new(),
-            checks: Vec::new(),
+            keep: Keep::new(),
+            checks: Checks::new(),
             inherit: None,
             out,
         }
