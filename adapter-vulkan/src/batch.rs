@@ -16,8 +16,9 @@
 //! `VkQueue` (the batch before, of this queue or another lane on the same
 //! `VkQueue`) joins the batch behind a pipeline barrier, which orders it
 //! after every command earlier in that queue's submission order; only work
-//! of other `VkQueue`s is waited for with timeline semaphores, which cost
-//! much more on NVIDIA's driver than a barrier. The batch before may still
+//! of other `VkQueue`s is waited for with timeline semaphores (a semaphore
+//! wait is a driver-side dependency for the device's scheduler to resolve,
+//! a barrier only an ordering inside the queue). The batch before may still
 //! have host work to run (every eager kernel has a status word to check):
 //! the lane's completion thread finishes its submissions in order, so that
 //! work is done before this batch's events complete.
