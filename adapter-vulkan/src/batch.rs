@@ -12,6 +12,17 @@
 //! serialise. Each command keeps its own event, timestamps and status word;
 //! its event completes when the batch does.
 //!
+//! A command that waits for work submitted earlier to the batch's own
+//! `VkQueue` (the batch before, of this queue or another lane on the same
+//! `VkQueue`) joins the batch behind a pipeline barrier, which orders it
+//! after every command earlier in that queue's submission order; only work
+//! of other `VkQueue`s is waited for with timeline semaphores (a semaphore
+//! wait is a driver-side dependency for the device's scheduler to resolve,
+//! a barrier only an ordering inside the queue). The batch before may still
+//! have host work to run (every eager kernel has a status word to check):
+//! the lane's completion thread finishes its submissions in order, so that
+//! work is done before this batch's events complete.
+//!
 //! A batch is submitted ([`Batch::flush`]) when:
 //! - a host thread waits for one of its events, or queries one's status
 //!   (so that polling until completion terminates), from any thread;
@@ -23,8 +34,10 @@
 //! - a command cannot join: a native command (its callback may call the
 //!   queue), a write from host memory (its copy into staging waits on the
 //!   host for its dependencies), or one whose wait list holds an event not
-//!   yet submitted elsewhere (a user event, work held back): it is submitted
-//!   after the batch, as every eager command was before batching;
+//!   yet submitted elsewhere (a user event, work held back) or submitted on
+//!   another lane with host work still to run (status words, a copy into
+//!   host memory): it is submitted after the batch, as every eager command
+//!   was before batching;
 //! - it holds [`MAX_COMMANDS`] commands, or its oldest command is older than
 //!   [`MAX_AGE`] (checked at each append and by the device's batch timer, so
 //!   that work is started without any further call: a program that polls
@@ -39,10 +52,10 @@ use parking_lot::{Condvar, Mutex};
 use smallvec::SmallVec;
 
 use crate::cmd::{GpuOp, Pool, PooledCmd, host_barrier, level_barrier, record_ops};
-use crate::event::{EventCore, run_waiters};
+use crate::event::{EventCore, Follow, run_waiters};
 use crate::profiling::QuerySpan;
 use crate::shared::{DeviceShared, Lane};
-use crate::submit::{Completion, HostCopy, Keep, StatusCheck, fail, wait_points};
+use crate::submit::{Checks, Completion, HostCopy, Keep, fail, wait_points};
 
 /// Commands per batch at most. A submission's cost is then spread over
 /// enough commands to be small against recording them (50 µs / 256 is about
@@ -62,7 +75,7 @@ pub(crate) struct Part<'a> {
     pub(crate) span: Option<QuerySpan>,
     pub(crate) post: Vec<HostCopy>,
     pub(crate) keep: Keep,
-    pub(crate) checks: Vec<StatusCheck>,
+    pub(crate) checks: Checks,
 }
 
 /// The open batch of one queue.
@@ -93,8 +106,8 @@ pub(crate) enum Appended<'a> {
     /// The command cannot join: the batch was submitted, and the command
     /// (its part handed back) is to be submitted on its own after waiting
     /// for these events (its wait list and the queue's order), completing
-    /// this event.
-    Alone(Arc<EventCore>, SmallVec<[Arc<EventCore>; 4]>, Option<Part<'a>>),
+    /// this event. (Boxed: the part is large, this case rare.)
+    Alone(Arc<EventCore>, SmallVec<[Arc<EventCore>; 4]>, Option<Box<Part<'a>>>),
 }
 
 impl Batch {
@@ -123,7 +136,23 @@ impl Batch {
         }
         let out = EventCore::batched(self.clone());
         deps.extend(order(&out));
-        let joins = part.is_some() && deps.iter().all(|d| d.in_batch(self) || d.is_resolved());
+        // Whether the command waits for work submitted earlier to the
+        // batch's `VkQueue` (a barrier before it orders it), and the events of
+        // other queues it waits for (their timeline values, at submission).
+        let mut after_queue = false;
+        let mut elsewhere: SmallVec<[usize; 4]> = SmallVec::new();
+        let mut joins = part.is_some();
+        for (i, d) in deps.iter().enumerate().filter(|_| part.is_some()) {
+            match d.follow(self, &self.lane) {
+                Follow::Free => {}
+                Follow::Barrier => after_queue = true,
+                Follow::Wait => elsewhere.push(i),
+                Follow::Hold => {
+                    joins = false;
+                    break;
+                }
+            }
+        }
         let part = match part {
             Some(part) if joins => part,
             part => {
@@ -131,14 +160,15 @@ impl Batch {
                 let waiters = self.submit(&mut open);
                 drop(open);
                 run_waiters(waiters);
-                return Ok(Appended::Alone(out, deps, part));
+                return Ok(Appended::Alone(out, deps, part.map(Box::new)));
             }
         };
         if first {
             open.opened = Some(Instant::now());
             self.rt.batch_timer.watch(self);
         }
-        let recorded = self.record_part(&mut open, &part, first);
+        // Every command but the first has a barrier before it anyway.
+        let recorded = self.record_part(&mut open, &part, !first || after_queue);
         if let Err(e) = recorded {
             // Only native commands' callbacks fail while recording, and they
             // never join a batch; the command buffer would hold half a
@@ -149,9 +179,9 @@ impl Batch {
             run_waiters(waiters);
             return Err(e);
         }
-        for d in deps {
-            if !d.in_batch(self) && !open.waits.iter().any(|w| Arc::ptr_eq(w, &d)) {
-                open.waits.push(d);
+        for d in elsewhere.into_iter().map(|i| &deps[i]) {
+            if !open.waits.iter().any(|w| Arc::ptr_eq(w, d)) {
+                open.waits.push(d.clone());
             }
         }
         open.entries.push(Completion {
@@ -172,19 +202,20 @@ impl Batch {
         Ok(Appended::Batched(out))
     }
 
-    /// Records `part` into the open command buffer, after a barrier unless
-    /// it is the first, inside its timestamp span where it has one.
-    fn record_part(&self, open: &mut Open, part: &Part<'_>, first: bool) -> Result<()> {
+    /// Records `part` into the open command buffer, after a barrier when
+    /// `after` (it follows commands of the batch, or submitted earlier to the
+    /// same `VkQueue`), inside its timestamp span where it has one.
+    fn record_part(&self, open: &mut Open, part: &Part<'_>, after: bool) -> Result<()> {
         let gpu = &self.rt.gpu;
         let cb = open.cmd.as_ref().expect("an open command buffer").raw();
         let mut bound = open.bound;
         let recorded = self.pool.recording(|| {
-            if !first {
+            if after {
                 level_barrier(gpu, cb, false);
             }
             match &part.span {
-                Some(s) if first => s.begin(cb),
-                Some(s) => s.begin_after_previous(cb),
+                Some(s) if after => s.begin_after_previous(cb),
+                Some(s) => s.begin(cb),
                 None => {}
             }
             record_ops(gpu, cb, part.ops, &mut bound)?;

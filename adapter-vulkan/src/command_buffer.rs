@@ -75,7 +75,7 @@ use crate::event::{EventCore, RunEvent, SignalEvent, VkEvent, core_of};
 use crate::lower::{Block, Lowered, Sink, Staging, block_bytes, host_sides, lower};
 use crate::memory::{Allocation, MemKind, Slice};
 use crate::profiling::QuerySpan;
-use crate::program::{Pipeline, VkKernel};
+use crate::program::{ArgBlock, Pipeline, VkKernel};
 use crate::queue::VkQueue;
 use crate::shared::{DeviceShared, Gpu};
 use crate::submit::{HostCopy, KernelNames, Launches, StagingPtr, StatusCheck, Submission, schedule};
@@ -146,8 +146,8 @@ struct Placed {
     deps: SmallVec<[u32; 4]>,
     /// Wait events from outside the buffer.
     external: Vec<Event>,
-    ops: Vec<GpuOp>,
-    pipelines: Vec<Arc<Pipeline>>,
+    ops: SmallVec<[GpuOp; 1]>,
+    pipelines: SmallVec<[Arc<Pipeline>; 1]>,
 }
 
 /// Argument blocks: the device-local buffer the commands read, and the
@@ -269,8 +269,14 @@ impl Sink for CbSink<'_> {
         self.indirect
     }
 
-    fn status(&mut self, _kernel: &str) -> Result<u64> {
-        self.status.ok_or_else(|| err!(Unknown, "a kernel command without a status word"))
+    fn kernel_block(
+        &mut self,
+        _kernel: &cmdbuf_core::Kernel,
+        _len: usize,
+        contents: &mut dyn FnMut(u64) -> Result<ArgBlock>,
+    ) -> Result<Block> {
+        let status = self.status.ok_or_else(|| err!(Unknown, "a kernel command without a status word"))?;
+        self.block(&contents(status)?)
     }
 }
 

@@ -35,10 +35,29 @@ use cmdbuf_core::{EventStatus, ProfilingInfo, Result, UrError, err};
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use crate::batch::Batch;
-use crate::shared::Point;
+use crate::shared::{Lane, Point};
 
 /// Work to run when an event moves on.
 pub(crate) type Waiter = Box<dyn FnOnce() + Send>;
+
+/// What a command of an eager batch needs to run after an event
+/// ([`EventCore::follow`]).
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub(crate) enum Follow {
+    /// Nothing: the event is complete, or earlier in the same batch (whose
+    /// commands run one after the other).
+    Free,
+    /// A pipeline barrier: the event's work was submitted earlier to the
+    /// same `VkQueue`, and a barrier orders against every command earlier in
+    /// that queue's submission order, which a semaphore wait would do at a
+    /// higher price on some drivers.
+    Barrier,
+    /// A wait for the event's timeline value (another `VkQueue`).
+    Wait,
+    /// The command cannot join the batch: the event is not submitted yet,
+    /// or its host work on another lane is not done.
+    Hold,
+}
 
 enum Phase {
     Queued,
@@ -93,16 +112,25 @@ impl EventCore {
         self.state.lock().batch = None;
     }
 
-    /// Whether the event is still pending in `batch` (unsubmitted).
-    pub(crate) fn in_batch(&self, batch: &Batch) -> bool {
+    /// How a command recorded into `batch`, which submits on `lane`, follows
+    /// this event.
+    pub(crate) fn follow(&self, batch: &Batch, lane: &Lane) -> Follow {
         let s = self.state.lock();
-        matches!(s.phase, Phase::Queued) && s.batch.as_ref().is_some_and(|b| std::ptr::eq(&**b, batch))
-    }
-
-    /// Whether submissions may wait for the event now (its timeline value is
-    /// known, or it is complete).
-    pub(crate) fn is_resolved(&self) -> bool {
-        matches!(self.state.lock().phase, Phase::Device(_) | Phase::Done(_))
+        match &s.phase {
+            Phase::Queued if s.batch.as_ref().is_some_and(|b| std::ptr::eq(&**b, batch)) => Follow::Free,
+            Phase::Queued => Follow::Hold,
+            Phase::Done(_) => Follow::Free,
+            Phase::Device(p) if p.reached() => Follow::Free,
+            Phase::Device(p) if p.lane.same_queue(lane) => Follow::Barrier,
+            Phase::Device(_) => Follow::Wait,
+            // The lane's completion thread finishes its submissions in order,
+            // so this event's host work is done before any later command of
+            // the lane completes: the command needs only the device order.
+            Phase::Submitted(p) if std::ptr::eq(&*p.lane, lane) => Follow::Barrier,
+            // Elsewhere, a command completing before this event's host work
+            // would make waiting for the command not imply this event done.
+            Phase::Submitted(_) => Follow::Hold,
+        }
     }
 
     /// Submits the batch holding the event, if it is one not yet submitted:

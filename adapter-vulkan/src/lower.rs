@@ -24,7 +24,7 @@ use smallvec::SmallVec;
 
 use crate::cmd::{GpuOp, Groups, fits_one_dispatch};
 use crate::memory::{mem_buffer, usm_location};
-use crate::program::{Pipeline, VkKernel, group_counts};
+use crate::program::{ArgBlock, Pipeline, VkKernel, group_counts};
 use crate::shaders::{FillPlan, plan_fill};
 use crate::shared::{DeviceShared, Gpu};
 use crate::submit::{HostCopy, Keep, StagingPtr};
@@ -54,18 +54,26 @@ pub(crate) trait Sink {
     /// Whether kernels dispatch indirectly from their block (so that an
     /// update of their sizes needs no re-recording).
     fn indirect(&self) -> bool;
-    /// The address of the status word of a launch of `kernel`.
-    fn status(&mut self, kernel: &str) -> Result<u64>;
+    /// Stores the argument block of a launch of `kernel`, `len` bytes that
+    /// `contents` makes given the address of the launch's status word.
+    fn kernel_block(
+        &mut self,
+        kernel: &cmdbuf_core::Kernel,
+        len: usize,
+        contents: &mut dyn FnMut(u64) -> Result<ArgBlock>,
+    ) -> Result<Block>;
 }
 
 /// A lowered command.
 #[derive(Default)]
 pub(crate) struct Lowered {
-    pub(crate) ops: Vec<GpuOp>,
+    /// Most commands lower to one operation and one pipeline at most: held
+    /// inline, so that an eager command allocates no list for them.
+    pub(crate) ops: SmallVec<[GpuOp; 1]>,
     pub(crate) pre: Vec<HostCopy>,
     pub(crate) post: Vec<HostCopy>,
     /// Pipelines the operations use.
-    pub(crate) pipelines: Vec<Arc<Pipeline>>,
+    pub(crate) pipelines: SmallVec<[Arc<Pipeline>; 1]>,
 }
 
 impl Lowered {
@@ -198,8 +206,7 @@ fn fill(out: &mut Lowered, rt: &DeviceShared, sink: &mut dyn Sink, f: FillAt<'_>
 pub(crate) fn lower_kernel(gpu: &Gpu, launch: &KernelCommand, sink: &mut dyn Sink) -> Result<Lowered> {
     let kernel = cmdbuf_core::adapter::downcast::<VkKernel>(launch.kernel.imp() as &dyn std::any::Any, "a kernel")?;
     let pipeline = kernel.pipeline(launch)?;
-    let status = sink.status(launch.kernel.name())?;
-    let block = sink.block(&kernel.block(launch, status)?)?;
+    let block = sink.kernel_block(&launch.kernel, kernel.block_len(), &mut |status| kernel.block(launch, status))?;
     let counts = group_counts(&launch.range)?;
     let mut out = Lowered::default();
     // An indirect dispatch reads its counts from the block header (offset 0);

@@ -428,6 +428,7 @@ struct ArenaState {
 pub(crate) struct Slice {
     alloc: Arc<Allocation>,
     offset: u64,
+    len: u64,
 }
 
 impl Slice {
@@ -452,9 +453,16 @@ impl Slice {
 
     /// Copies `bytes` to the start of the slice.
     pub(crate) fn write(&self, bytes: &[u8]) {
-        // SAFETY: the slice has at least `bytes.len()` bytes (it was
-        // allocated for them) and is not yet used by the device.
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.ptr(), bytes.len()) };
+        self.write_at(0, bytes);
+    }
+
+    /// Copies `bytes` into the slice from byte `at`.
+    pub(crate) fn write_at(&self, at: usize, bytes: &[u8]) {
+        assert!((at + bytes.len()) as u64 <= self.len, "a write past an arena slice");
+        // SAFETY: the bytes lie inside the slice (checked above), which lies
+        // inside its mapped chunk, and the device does not use the slice yet:
+        // it is written before the command using it is submitted.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.ptr().add(at), bytes.len()) };
     }
 }
 
@@ -482,7 +490,7 @@ impl Arena {
         let len = len.max(1);
         if len > CHUNK / 4 {
             let alloc = Allocation::new(&self.gpu, len, MemKind::Host)?;
-            return Ok(Slice { alloc: Arc::new(alloc), offset: 0 });
+            return Ok(Slice { alloc: Arc::new(alloc), offset: 0, len });
         }
         let mut s = self.state.lock();
         // Nothing uses the current chunk any more: start it over, so that a
@@ -497,7 +505,7 @@ impl Arena {
         if let Some(current) = &s.current
             && offset + len <= CHUNK
         {
-            let slice = Slice { alloc: current.clone(), offset };
+            let slice = Slice { alloc: current.clone(), offset, len };
             s.used = offset + len;
             ARENA_HIGH_WATER.fetch_max(s.used, Ordering::Relaxed);
             return Ok(slice);
@@ -519,6 +527,6 @@ impl Arena {
         s.current = Some(chunk.clone());
         s.used = len;
         ARENA_HIGH_WATER.fetch_max(len, Ordering::Relaxed);
-        Ok(Slice { alloc: chunk, offset: 0 })
+        Ok(Slice { alloc: chunk, offset: 0, len })
     }
 }

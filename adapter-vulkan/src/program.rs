@@ -354,13 +354,21 @@ impl VkKernel {
         Ok(m.pipelines.lock().entry(key).or_insert(pipeline).clone())
     }
 
+    /// The length of the kernel's argument blocks.
+    pub(crate) fn block_len(&self) -> usize {
+        self.layout.size() as usize
+    }
+
     /// The argument block of `launch`, whose status word is at `status`.
-    pub(crate) fn block(&self, launch: &KernelCommand, status: u64) -> Result<SmallVec<[u8; 128]>> {
+    pub(crate) fn block(&self, launch: &KernelCommand, status: u64) -> Result<ArgBlock> {
         let mut out = SmallVec::from_elem(0u8, self.layout.size() as usize);
         self.layout.write(launch, status, &mut out)?;
         Ok(out)
     }
 }
+
+/// A kernel launch's argument block ([`VkKernel::block`]).
+pub(crate) type ArgBlock = SmallVec<[u8; 128]>;
 
 /// Creates a shader module for internal shaders.
 pub(crate) fn internal_module(gpu: &Arc<Gpu>, words: &[u32]) -> Result<vk::ShaderModule> {

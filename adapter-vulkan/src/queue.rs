@@ -20,9 +20,11 @@ use crate::batch::{Appended, Batch, Part};
 use crate::cmd::{Pool, PooledCmd, host_barrier, record_ops};
 use crate::event::{EventCore, VkEvent, cores_of};
 use crate::lower::{Block, Sink, Staging, lower};
+use crate::memory::Slice;
 use crate::profiling::{Queries, QuerySpan};
+use crate::program::ArgBlock;
 use crate::shared::{DeviceShared, Lane};
-use crate::submit::{Keep, Launches, StagingPtr, StatusCheck, Submission, schedule};
+use crate::submit::{Checks, Keep, Launches, StagingPtr, StatusCheck, Submission, schedule};
 
 pub(crate) struct VkQueue {
     pub(crate) rt: Arc<DeviceShared>,
@@ -47,12 +49,21 @@ impl Drop for VkQueue {
 pub(crate) struct ArenaSink<'a> {
     rt: &'a DeviceShared,
     pub(crate) keep: Keep,
-    pub(crate) checks: Vec<StatusCheck>,
+    pub(crate) checks: Checks,
 }
 
 impl<'a> ArenaSink<'a> {
     pub(crate) fn new(rt: &'a DeviceShared) -> ArenaSink<'a> {
-        ArenaSink { rt, keep: Vec::new(), checks: Vec::new() }
+        ArenaSink { rt, keep: Keep::new(), checks: Checks::new() }
+    }
+}
+
+impl ArenaSink<'_> {
+    /// `slice` as an argument block, kept until the command completes.
+    fn keep_block(&mut self, slice: Slice) -> Block {
+        let block = Block { buffer: slice.buffer(), offset: slice.offset(), address: slice.address() };
+        self.keep.push(Box::new(slice));
+        block
     }
 }
 
@@ -60,9 +71,7 @@ impl Sink for ArenaSink<'_> {
     fn block(&mut self, bytes: &[u8]) -> Result<Block> {
         let slice = self.rt.arena.alloc(bytes.len() as u64)?;
         slice.write(bytes);
-        let block = Block { buffer: slice.buffer(), offset: slice.offset(), address: slice.address() };
-        self.keep.push(Box::new(slice));
-        Ok(block)
+        Ok(self.keep_block(slice))
     }
 
     fn staging(&mut self, len: usize) -> Result<Staging> {
@@ -76,17 +85,23 @@ impl Sink for ArenaSink<'_> {
         false
     }
 
-    fn status(&mut self, kernel: &str) -> Result<u64> {
-        let slice = self.rt.arena.alloc(4)?;
-        slice.write(&0u32.to_le_bytes());
-        let address = slice.address();
-        self.checks.push(StatusCheck {
-            words: StagingPtr(slice.ptr()),
-            count: 1,
-            what: Launches::One(format!("kernel `{kernel}`")),
-        });
-        self.keep.push(Box::new(slice));
-        Ok(address)
+    /// One arena slice for both: the block, then the status word.
+    fn kernel_block(
+        &mut self,
+        kernel: &cmdbuf_core::Kernel,
+        len: usize,
+        contents: &mut dyn FnMut(u64) -> Result<ArgBlock>,
+    ) -> Result<Block> {
+        let at = len.next_multiple_of(4);
+        let slice = self.rt.arena.alloc((at + 4) as u64)?;
+        let bytes = contents(slice.address() + at as u64)?;
+        debug_assert_eq!(bytes.len(), len, "a kernel's argument block of another length");
+        slice.write(&bytes);
+        slice.write_at(at, &0u32.to_le_bytes());
+        // SAFETY: `at + 4` bytes were allocated, so the word lies inside the slice.
+        let words = StagingPtr(unsafe { slice.ptr().add(at) });
+        self.checks.push(StatusCheck { words, count: 1, what: Launches::One(kernel.clone()) });
+        Ok(self.keep_block(slice))
     }
 }
 
@@ -127,7 +142,7 @@ impl VkQueue {
             Appended::Batched(out) => Ok(Arc::new(VkEvent(out))),
             Appended::Alone(out, deps, part) => {
                 let built = match part {
-                    Some(part) => self.alone(out.clone(), part),
+                    Some(part) => self.alone(out.clone(), *part),
                     None => alone(out.clone()),
                 };
                 let mut sub = match built {
@@ -258,7 +273,7 @@ impl QueueImpl for VkQueue {
         // In a batch, a marker is its timestamps (if any) between its
         // neighbours, which the batch runs in order; alone, a submission of
         // no command buffer when it has no timestamps to take.
-        let part = Part { ops: &[], span, post: Vec::new(), keep: Vec::new(), checks: Vec::new() };
+        let part = Part { ops: &[], span, post: Vec::new(), keep: Keep::new(), checks: Checks::new() };
         self.batched(deps, barrier, Some(part), |out| Ok(Submission::new(self.lane.clone(), out)))
     }
 
@@ -272,7 +287,7 @@ impl QueueImpl for VkQueue {
         // reported as the header has it: queued and submit at the device time
         // of this call, start and end at the recorded time.
         let span = queries.span()?.recording(crate::clock::device_now(&self.rt)?);
-        let part = Part { ops: &[], span: Some(span), post: Vec::new(), keep: Vec::new(), checks: Vec::new() };
+        let part = Part { ops: &[], span: Some(span), post: Vec::new(), keep: Keep::new(), checks: Checks::new() };
         self.batched(deps, false, Some(part), |out| Ok(Submission::new(self.lane.clone(), out)))
     }
 

@@ -156,6 +156,11 @@ impl Lane {
         self.timeline
     }
 
+    /// Whether `other` submits to the same `VkQueue`.
+    pub(crate) fn same_queue(&self, other: &Lane) -> bool {
+        Arc::ptr_eq(&self.hw, &other.hw)
+    }
+
     /// Which lane this is, for diagnostics.
     pub(crate) fn index(&self) -> usize {
         self.index

@@ -80,8 +80,9 @@ pub(crate) struct StatusCheck {
 
 /// The launches of a [`StatusCheck`]'s words.
 pub(crate) enum Launches {
-    /// One eager launch (one word).
-    One(String),
+    /// One eager launch (one word) of this kernel: named only on failure,
+    /// so that a launch makes no message.
+    One(cmdbuf_core::Kernel),
     /// Kernel commands of a command buffer: word `k` is command
     /// `commands[k]`. The message is made only on failure, so that a
     /// submission costs nothing per kernel on the host.
@@ -106,7 +107,7 @@ impl StatusCheck {
             (code != 0).then_some((k, code))
         })?;
         let what = match &self.what {
-            Launches::One(what) => what.clone(),
+            Launches::One(kernel) => format!("kernel `{}`", kernel.name()),
             Launches::Commands { commands, names } => {
                 let i = commands[k];
                 let name = names.lock().get(i as usize).cloned().unwrap_or_else(|| "?".into());
@@ -120,8 +121,14 @@ impl StatusCheck {
     }
 }
 
-/// What a submission keeps alive until it completes.
-pub(crate) type Keep = Vec<Box<dyn Any + Send + Sync>>;
+/// What a submission keeps alive until it completes: inline for an eager
+/// command's few objects (its argument block, its pipeline), so that a
+/// command allocates no list for them.
+pub(crate) type Keep = SmallVec<[Box<dyn Any + Send + Sync>; 4]>;
+
+/// Status words to check once a submission has completed: an eager
+/// launch's one inline.
+pub(crate) type Checks = SmallVec<[StatusCheck; 1]>;
 
 /// What the completion thread does once a submission has finished.
 pub(crate) struct Completion {
@@ -132,7 +139,7 @@ pub(crate) struct Completion {
     pub(crate) cmd: Option<PooledCmd>,
     pub(crate) keep: Keep,
     /// Status words of the kernels it ran.
-    pub(crate) checks: Vec<StatusCheck>,
+    pub(crate) checks: Checks,
     /// An event whose failure this submission reports too (the stage before,
     /// in a command-buffer submission of several stages).
     pub(crate) inherit: Option<Arc<EventCore>>,
@@ -186,7 +193,7 @@ pub(crate) struct Submission {
     pub(crate) post: Vec<HostCopy>,
     pub(crate) queries: Option<QuerySpan>,
     pub(crate) keep: Keep,
-    pub(crate) checks: Vec<StatusCheck>,
+    pub(crate) checks: Checks,
     pub(crate) inherit: Option<Arc<EventCore>>,
     pub(crate) out: Arc<EventCore>,
 }
@@ -202,8 +209,8 @@ impl Submission {
             reused: None,
             post: Vec::new(),
             queries: None,
-            keep: Vec::new(),
-            checks: Vec::new(),
+            keep: Keep::new(),
+            checks: Checks::new(),
             inherit: None,
             out,
         }
