@@ -12,8 +12,9 @@
 # libsycl of the wheels. `run` runs every program on the CUDA and Vulkan
 # libraries and on the OpenCL library once per OpenCL device, then the
 # comparison on PoCL, writing logs to $OUT when it is set. `stack` runs
-# `cmdbuf-bench --only submission` ($STACK_RUST_RUNS times, default 2) and
-# `ur-abi-compare stack` on every library's devices ($OUT/stack.md).
+# `cmdbuf-bench --only submission` ($STACK_RUST_RUNS times, default 2, on
+# $STACK_RUST_SELECTOR's devices, default every CUDA, Vulkan and OpenCL one)
+# and `ur-abi-compare stack` on every library's devices ($OUT/stack.md).
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -43,10 +44,12 @@ run | stack)
         nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
         rust=()
         for i in $(seq "${STACK_RUST_RUNS:-2}"); do
-            "$bin/cmdbuf-bench" --only submission --no-emulated --out "/tmp/stack-rust$i" > "$out/stack-rust$i.log" 2>&1
+            UR_DEVICE_SELECTOR="${STACK_RUST_SELECTOR:-cuda:*;vulkan:*;opencl:*}" "$bin/cmdbuf-bench" --only submission \
+                --no-emulated --out "/tmp/stack-rust$i" > "$out/stack-rust$i.log" 2>&1
             rust+=(--rust "/tmp/stack-rust$i/results.json")
         done
-        "$bin/ur-abi-compare" stack --programs .device/programs --libraries "$bin" "${rust[@]}" \
+        # The comparison picks each library's devices itself.
+        env -u UR_DEVICE_SELECTOR -u ONEAPI_DEVICE_SELECTOR "$bin/ur-abi-compare" stack --programs .device/programs --libraries "$bin" "${rust[@]}" \
             --rounds "${STACK_ROUNDS:-5}" --submissions "${SUBMISSIONS:-500}" > "$out/stack.md" 2> "$out/stack.err"
         status=$?
         cat "$out/stack.md"

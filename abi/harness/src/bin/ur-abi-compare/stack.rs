@@ -15,7 +15,9 @@
 //! Every figure is a median over `--rounds` runs, the runs of all devices
 //! and both adapters taken in turn within each round so that the machine's
 //! drift falls on all of them alike; `--rust` may be given once per
-//! `cmdbuf-bench` run, the median over them taken likewise.
+//! `cmdbuf-bench` run, the median over them taken likewise. Leave
+//! `UR_DEVICE_SELECTOR` unset: each library's devices are counted and
+//! picked by index here, and the Rust figures matched by device name.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
