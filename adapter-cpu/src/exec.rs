@@ -131,7 +131,9 @@ fn panicked(what: &str, payload: &(dyn Any + Send)) -> cmdbuf_core::UrError {
 unsafe fn execute_inner(command: &Command, func: Option<NativeKernelFn>) -> Result<()> {
     // SAFETY: for every copy and fill below, the front end checked each range
     // against its allocation, buffer or host slice, that the two sides of a
-    // copy do not overlap, and that fill sizes are multiples of the pattern;
+    // copy do not overlap (but for a buffer read into or written from its own
+    // lent host memory, copied with `ptr::copy`), and that fill sizes are
+    // multiples of the pattern;
     // ordering makes the memory not concurrently used by other commands.
     unsafe {
         match command {
@@ -149,11 +151,15 @@ unsafe fn execute_inner(command: &Command, func: Option<NativeKernelFn>) -> Resu
                     ptr::copy_nonoverlapping(s.add(so), d.add(doff), n)
                 });
             }
+            // A buffer over lent host memory (`MemBuffer::over_host_memory`)
+            // is its host memory: libsycl reads such a buffer back into the
+            // very memory it lent, so source and destination may be one
+            // range, which `copy` allows and `copy_nonoverlapping` does not.
             Command::BufferRead { buffer, offset, size, dst, .. } => {
-                ptr::copy_nonoverlapping(buffer_ptr(buffer)?.add(*offset), loc_ptr(dst)?, *size)
+                ptr::copy(buffer_ptr(buffer)?.add(*offset), loc_ptr(dst)?, *size)
             }
             Command::BufferWrite { buffer, offset, size, src, .. } => {
-                ptr::copy_nonoverlapping(loc_ptr(src)?, buffer_ptr(buffer)?.add(*offset), *size)
+                ptr::copy(loc_ptr(src)?, buffer_ptr(buffer)?.add(*offset), *size)
             }
             Command::BufferReadRect { buffer, buffer_layout, host_layout, region, dst, .. } => {
                 let (b, h) = (buffer_ptr(buffer)?, loc_ptr(dst)?);

@@ -6,7 +6,7 @@
 //
 //   graph_submit usm|buffer|kernel NODES SUBMISSIONS
 //
-// Prints one line: `ok <shape> <nodes> <submissions> <graph host us/submit>
+// Prints `device <platform> / <device>`, then one line: `ok <shape> <nodes> <submissions> <graph host us/submit>
 // <graph total us/submit> <eager host us/chain> <eager total us/chain>`, or
 // `error <what>` when the adapter cannot run it (`skip <why>` where the
 // device cannot build the kernel). Host time is the submit calls alone;
@@ -51,6 +51,10 @@ int main(int argc, char **argv) {
   constexpr size_t n = 256;
   try {
     sycl::queue q{sycl::property::queue::in_order{}};
+    // Which device the selector picked, for the reader to check: UR's
+    // adapter and ours need not number OpenCL devices alike.
+    std::printf("device %s / %s\n", q.get_device().get_platform().get_info<sycl::info::platform::name>().c_str(),
+                q.get_device().get_info<sycl::info::device::name>().c_str());
     auto chain = [&](auto &&fill, auto &&copy) {
       for (int i = 0; i < nodes; i++) (i % 2 == 0) ? fill(i) : copy();
     };

@@ -196,14 +196,41 @@ pub fn programs() -> Vec<Program> {
     out
 }
 
-/// The graph-submission timing program of `ur-abi-compare`.
-pub fn bench_program() -> Program {
-    Program {
-        name: "bench::graph_submit".into(),
-        kind: Kind::Sycl,
-        source: Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/graph_submit.cpp"),
-        also_without_layers: false,
-        needs: Vec::new(),
+/// A timing program of `ur-abi-compare` (`abi/harness/bench/`), which
+/// `ur-abi-run bundle` writes as `bench-<stem>`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Bench {
+    /// `graph_submit.cpp`: command-graph and eager submission through libsycl.
+    GraphSubmit,
+    /// `kernel_submit.c`: eager launches and command-buffer replay through the loader.
+    KernelSubmit,
+}
+
+impl Bench {
+    /// Every timing program.
+    pub const ALL: [Bench; 2] = [Bench::GraphSubmit, Bench::KernelSubmit];
+
+    /// Its file name in a bundle.
+    pub fn file(self) -> &'static str {
+        match self {
+            Bench::GraphSubmit => "bench-graph_submit",
+            Bench::KernelSubmit => "bench-kernel_submit",
+        }
+    }
+
+    /// The program to build.
+    pub fn program(self) -> Program {
+        let (stem, kind, ext) = match self {
+            Bench::GraphSubmit => ("graph_submit", Kind::Sycl, "cpp"),
+            Bench::KernelSubmit => ("kernel_submit", Kind::CApi, "c"),
+        };
+        Program {
+            name: format!("bench::{stem}"),
+            kind,
+            source: Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("bench/{stem}.{ext}")),
+            also_without_layers: false,
+            needs: Vec::new(),
+        }
     }
 }
 
@@ -255,6 +282,8 @@ pub fn build(oneapi: &Oneapi, program: &Program, cache: &Path) -> Result<PathBuf
         .collect();
     inputs.sort();
     inputs.push(cpu_include().join("ur_rs_cpu.h"));
+    // The timing programs include the test programs' header from `c/`.
+    inputs.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("c/urt.h"));
     for input in inputs {
         std::fs::read(&input).map_err(|e| format!("{}: {e}", input.display()))?.hash(&mut hasher);
     }

@@ -13,7 +13,7 @@
 
 use std::path::{Path, PathBuf};
 
-use cmdbuf_abi_harness::{Layers, Oneapi, Verdict, build, programs, run, verdict};
+use cmdbuf_abi_harness::{Bench, Layers, Oneapi, Verdict, build, programs, run, verdict};
 
 const MANIFEST: &str = "manifest.tsv";
 
@@ -29,10 +29,11 @@ fn bundle(dir: &Path) -> Result<(), String> {
         manifest.push_str(&format!("{file}\t{}\t{}\n", program.name, u8::from(program.also_without_layers)));
     }
     std::fs::write(dir.join(MANIFEST), manifest).map_err(|e| e.to_string())?;
-    // The timing program of `ur-abi-compare`, outside the manifest (it is no test).
-    let bench = cmdbuf_abi_harness::bench_program();
-    let exe = build(&oneapi, &bench, &cache)?;
-    std::fs::copy(&exe, dir.join("bench-graph_submit")).map_err(|e| e.to_string())?;
+    // The timing programs of `ur-abi-compare`, outside the manifest (they are no tests).
+    for bench in Bench::ALL {
+        let exe = build(&oneapi, &bench.program(), &cache)?;
+        std::fs::copy(&exe, dir.join(bench.file())).map_err(|e| e.to_string())?;
+    }
     Ok(())
 }
 

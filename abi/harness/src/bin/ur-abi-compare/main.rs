@@ -5,6 +5,7 @@
 //! cargo build --release -p cmdbuf-ur-adapter-opencl
 //! cargo run --release -p cmdbuf-abi-harness --bin ur-abi-compare -- [--selector opencl:cpu] [--submissions 1000]
 //! ur-abi-compare --programs DIR --library LIB   # programs built by `ur-abi-run bundle DIR`
+//! ur-abi-compare stack ...                       # the whole stack per device: see `stack.rs`
 //! ```
 //!
 //! Prints two tables: which test programs (`abi/harness/sycl/`) run on each
@@ -19,7 +20,9 @@
 
 use std::path::{Path, PathBuf};
 
-use cmdbuf_abi_harness::{Kind, Layers, Oneapi, Verdict, build, programs, run, verdict};
+use cmdbuf_abi_harness::{Bench, Kind, Layers, Oneapi, Verdict, build, programs, run, verdict};
+
+mod stack;
 
 struct Options {
     library: PathBuf,
@@ -112,7 +115,7 @@ fn executables(options: &Options) -> Result<(Vec<(String, PathBuf)>, PathBuf), S
             .filter(|(_, name)| name.starts_with("sycl::"))
             .map(|(file, name)| (name.to_string(), dir.join(file)))
             .collect();
-        return Ok((sycl, dir.join("bench-graph_submit")));
+        return Ok((sycl, dir.join(Bench::GraphSubmit.file())));
     }
     let oneapi = Oneapi::find()?;
     let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/ur-abi-programs");
@@ -120,10 +123,17 @@ fn executables(options: &Options) -> Result<(Vec<(String, PathBuf)>, PathBuf), S
     for program in programs().into_iter().filter(|p| p.kind == Kind::Sycl) {
         sycl.push((program.name.clone(), build(&oneapi, &program, &cache)?));
     }
-    Ok((sycl, build(&oneapi, &cmdbuf_abi_harness::bench_program(), &cache)?))
+    Ok((sycl, build(&oneapi, &Bench::GraphSubmit.program(), &cache)?))
 }
 
 fn main() {
+    if std::env::args().nth(1).as_deref() == Some("stack") {
+        if let Err(e) = stack::parse(std::env::args().skip(2)).and_then(stack::main) {
+            eprintln!("ur-abi-compare stack: {e}");
+            std::process::exit(2);
+        }
+        return;
+    }
     let options = match parse() {
         Ok(o) => o,
         Err(e) => {
