@@ -223,7 +223,8 @@ impl CudaBuffer {
     /// # Safety
     /// `[host, host + size)` stays valid for the buffer's life.
     pub(crate) unsafe fn over_host(dev: &Arc<DeviceShared>, host: ptr::NonNull<u8>, size: usize) -> Result<CudaBuffer> {
-        // SAFETY: the caller's contract.
+        // SAFETY: the range stays valid for the buffer's life, which is the
+        // allocation's, as `lent` requires.
         Ok(CudaBuffer { allocation: unsafe { Allocation::lent(dev, host.as_ptr().cast(), size)? } })
     }
 

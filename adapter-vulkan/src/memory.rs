@@ -355,7 +355,8 @@ impl VkMemBuffer {
     /// # Safety
     /// `[host, host + size)` stays valid for the buffer's life.
     pub(crate) unsafe fn over_host(rt: &DeviceShared, host: NonNull<u8>, size: u64) -> Result<VkMemBuffer> {
-        // SAFETY: the caller's contract.
+        // SAFETY: the range stays valid for the buffer's life, which is the
+        // allocation's, as `import_host` requires.
         if let Some((alloc, start)) = unsafe { Allocation::import_host(&rt.gpu, host, size)? } {
             return Ok(VkMemBuffer { alloc, start, lent: Some(host) });
         }
