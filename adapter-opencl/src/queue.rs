@@ -29,6 +29,11 @@ pub(crate) struct ClQueue {
     /// until the queue is released (a sub-device's `cl_device_id` is
     /// released when dropped).
     sub_device: Option<Arc<DeviceShared>>,
+    /// The last timestamp recording this queue asked of the context's
+    /// profiling queue: `finish` waits for it too, since the application
+    /// enqueued it on this queue (the profiling queue is in order, so the
+    /// last one completes after the others).
+    last_stamp: parking_lot::Mutex<Option<RawEvent>>,
 }
 
 impl ClQueue {
@@ -42,6 +47,7 @@ impl ClQueue {
             in_order: flags & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE == 0,
             ordered_launches: flags & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE == 0,
             sub_device: None,
+            last_stamp: parking_lot::Mutex::default(),
         })
     }
 
@@ -73,6 +79,7 @@ impl ClQueue {
             in_order: flags & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE == 0,
             ordered_launches: flags & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE == 0,
             sub_device: Some(device),
+            last_stamp: parking_lot::Mutex::default(),
         })
     }
 
@@ -93,6 +100,7 @@ impl ClQueue {
             in_order: !properties.out_of_order,
             ordered_launches: false,
             sub_device: None,
+            last_stamp: parking_lot::Mutex::default(),
         }
     }
 
@@ -174,11 +182,19 @@ impl QueueImpl for ClQueue {
         // SAFETY: a valid queue and wait list, events of this context.
         let stamp = unsafe { exec::marker(&self.shared, stamps, &after)? };
         cl3::command_queue::flush(stamps).cl("clFlush")?;
+        *self.last_stamp.lock() = Some(stamp.retain());
         Ok(ClEvent::recording(stamp))
     }
 
+    /// `clFinish`, and the wait for this queue's last timestamp recording,
+    /// which runs on the context's profiling queue.
     fn finish(&self) -> Result<()> {
-        cl3::command_queue::finish(self.raw()).cl("clFinish")
+        cl3::command_queue::finish(self.raw()).cl("clFinish")?;
+        let stamp = self.last_stamp.lock().take();
+        match stamp {
+            Some(stamp) => stamp.wait().cl("waiting for a timestamp recording"),
+            None => Ok(()),
+        }
     }
 
     fn flush(&self) -> Result<()> {
