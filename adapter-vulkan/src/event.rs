@@ -237,6 +237,16 @@ impl EventCore {
     /// status until the event completes terminates.
     pub(crate) fn status(&self) -> EventStatus {
         self.start();
+        // A submission the device has finished is finished here, so that an
+        // event another completed command waited for reads as complete even
+        // before its lane's completion thread came to it.
+        let point = match &self.state.lock().phase {
+            Phase::Submitted(p) | Phase::Device(p) => Some(p.clone()),
+            _ => None,
+        };
+        if let Some(point) = point {
+            point.lane.finish_if_reached(point.value);
+        }
         self.status_quiet()
     }
 

@@ -293,6 +293,22 @@ impl Lane {
         true
     }
 
+    /// Finishes the submissions up to `value` if the device has reached it
+    /// now, without waiting: what a status query sees is then the device's
+    /// progress, not the completion thread's. Returns whether it had.
+    pub(crate) fn finish_if_reached(&self, value: u64) -> bool {
+        // SAFETY: the semaphore lives as long as the lane.
+        match unsafe { self.gpu.device.get_semaphore_counter_value(self.timeline) } {
+            Ok(reached) if reached >= value => {
+                self.reached.fetch_max(value, Ordering::AcqRel);
+                self.finish_reached(value, Ok(()));
+                true
+            }
+            // Not yet, or a failure the completion thread's wait reports.
+            _ => false,
+        }
+    }
+
     /// Finishes the submissions up to `value`, oldest first, with `result`.
     fn finish_reached(&self, value: u64, result: Result<()>) {
         let _order = self.finishing.lock();

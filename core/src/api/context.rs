@@ -140,12 +140,30 @@ impl Context {
     /// context, where its adapter says so ([`ContextImpl::waits_on_events_of`],
     /// asked once per pair): the CPU adapter for any two of its contexts, CUDA
     /// for any two of its contexts (a stream waits on another device's
-    /// `CUevent`); never across backends, nor on OpenCL (a `cl_event` belongs
-    /// to its `cl_context`) or Vulkan (semaphores and fences belong to one
-    /// `VkDevice`). Elsewhere such an event is `InvalidEventWaitList`; wait
+    /// `CUevent`), Vulkan for two contexts of one device (their events are
+    /// points on the same timelines); never across backends, nor on OpenCL
+    /// (a `cl_event` belongs to its `cl_context`) or between two Vulkan
+    /// devices. Elsewhere such an event is `InvalidEventWaitList`; wait
     /// lists of command-buffer appends take only the context's own events.
     pub fn waits_on_events_of(&self, other: &Context) -> bool {
         self.waits_on_events_of_id(other.inner.id)
+    }
+
+    /// Whether this context's commands use memory buffers of `other` as
+    /// their own: always for the context itself; for another context, where
+    /// its adapter says so ([`ContextImpl::uses_buffers_of`], asked once per
+    /// pair): the CPU adapter for any two of its contexts, Vulkan and CUDA
+    /// for two contexts of one device; never on OpenCL (a `cl_mem` belongs
+    /// to its `cl_context`). Elsewhere such a buffer is `InvalidMemObject`.
+    ///
+    /// ```
+    /// use cmdbuf::Context;
+    /// let device = cmdbuf_cpu::default_device();
+    /// let (a, b) = (Context::new(&device).unwrap(), Context::new(&device).unwrap());
+    /// assert!(a.uses_buffers_of(&b)); // the CPU adapter's buffers are the process's memory
+    /// ```
+    pub fn uses_buffers_of(&self, other: &Context) -> bool {
+        self.inner.id == other.inner.id || crate::peer::buffers_across(self.inner.id, other.inner.id)
     }
 
     /// [`waits_on_events_of`](Self::waits_on_events_of) for the context

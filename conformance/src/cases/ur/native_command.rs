@@ -509,8 +509,10 @@ fn enqueue_panic_is_an_error(env: &Env) -> CaseResult {
     Ok(())
 }
 
-/// Buffers of another context are refused before anything runs; its events
-/// too, except where the adapter waits for them (`Context::waits_on_events_of`).
+/// Buffers of another context are refused before anything runs, except
+/// where the adapter uses them as its own (`Context::uses_buffers_of`); its
+/// events too, except where the adapter waits for them
+/// (`Context::waits_on_events_of`).
 fn enqueue_misuse(env: &Env) -> CaseResult {
     let queue = env.queue()?;
     let other = Context::new(env.device())?;
@@ -520,7 +522,13 @@ fn enqueue_misuse(env: &Env) -> CaseResult {
     // SAFETY: the callback only counts.
     let result =
         unsafe { queue.enqueue_native_command(&[&foreign], &[], move |_| _ = r.fetch_add(1, Ordering::SeqCst)) };
-    check_err!(result, InvalidMemObject);
+    let shared = env.context().uses_buffers_of(&other);
+    if shared {
+        result?.wait()?;
+        check_eq!(ran.swap(0, Ordering::SeqCst), 1, "a native command over another context's buffer ran once");
+    } else {
+        check_err!(result, InvalidMemObject);
+    }
     let foreign_event = UserEvent::new(&other)?;
     let r = ran.clone();
     let wait = [foreign_event.event()];
