@@ -161,7 +161,7 @@ fn cell(value: Option<f64>) -> String {
 /// The Rust API's figures: (device name, variant, metric, n) -> medians of
 /// each `results.json` given.
 #[derive(Default)]
-pub struct RustFigures(BTreeMap<(String, String, String, u32), Vec<f64>>);
+pub struct RustFigures(BTreeMap<(String, String, String, String, u32), Vec<f64>>);
 
 impl RustFigures {
     /// Adds the `submission` chain figures of one `results.json` (native
@@ -178,17 +178,24 @@ impl RustFigures {
             else {
                 continue;
             };
-            let key =
-                (text("device_name").to_string(), text("variant").to_string(), text("metric").to_string(), n as u32);
+            // By backend too: one GPU is a device of the CUDA, Vulkan and
+            // OpenCL libraries alike, under one name.
+            let key = (
+                text("backend").to_string(),
+                text("device_name").to_string(),
+                text("variant").to_string(),
+                text("metric").to_string(),
+                n as u32,
+            );
             self.0.entry(key).or_default().push(median);
         }
         Ok(())
     }
 
     /// The median of `variant`'s `metric` (`host` or `wall`) per node for
-    /// `n` kernels on the device named `name`.
-    pub fn get(&self, name: &str, variant: &str, metric: &str, n: u32) -> Option<f64> {
-        let key = (name.to_string(), variant.to_string(), format!("{metric}_ns_per_node"), n);
+    /// `n` kernels on `backend`'s device named `name`.
+    pub fn get(&self, backend: &str, name: &str, variant: &str, metric: &str, n: u32) -> Option<f64> {
+        let key = (backend.to_string(), name.to_string(), variant.to_string(), format!("{metric}_ns_per_node"), n);
         self.0.get(&key).and_then(|v| median(v))
     }
 }
@@ -341,7 +348,7 @@ fn print_tables(
             println!("| {device} | | {note} | | | | | | | | | | | |");
         }
         for &n in &options.sizes {
-            let r = |variant: &str, metric: &str| rust.get(&target.name, variant, metric, n);
+            let r = |variant: &str, metric: &str| rust.get(target.backend, &target.name, variant, metric, n);
             let cost = |c: Option<f64>, r: Option<f64>| c.zip(r).map(|(c, r)| c - r);
             let cells = [
                 c(t, n, 0),
@@ -393,8 +400,9 @@ fn print_tables(
         for &nodes in &options.nodes {
             for ours in [true, false] {
                 let per_kernel = |i: usize| s(t, ours, nodes, i).map(|us| us * 1000.0 / f64::from(nodes));
-                let over_rust =
-                    per_kernel(2).zip(rust.get(&targets[t].name, "eager", "host", nodes)).map(|(a, b)| a - b);
+                let over_rust = per_kernel(2)
+                    .zip(rust.get(targets[t].backend, &targets[t].name, "eager", "host", nodes))
+                    .map(|(a, b)| a - b);
                 let cells = [per_kernel(2), per_kernel(3), s(t, ours, nodes, 0), per_kernel(1), over_rust];
                 let cells: Vec<String> = cells.into_iter().map(cell).collect();
                 let who = if ours { "ours" } else { "UR's" };
@@ -441,22 +449,25 @@ mod tests {
     #[test]
     fn rust_figures_are_medians_of_the_native_chain_records() {
         let record = |device: &str, shape: &str, median: f64| {
+            let backend = device.split(':').next().unwrap_or("");
             format!(
-                r#"{{"device":"{device}","backend":"opencl","device_name":"PoCL","benchmark":"submission","shape":"{shape}","variant":"eager","metric":"host_ns_per_node","n":10,"median":{median}}}"#
+                r#"{{"device":"{device}","backend":"{backend}","device_name":"PoCL","benchmark":"submission","shape":"{shape}","variant":"eager","metric":"host_ns_per_node","n":10,"median":{median}}}"#
             )
         };
         let mut rust = RustFigures::default();
         for m in [1.0, 5.0, 3.0] {
             let json = format!(
-                "[{},{},{}]",
+                "[{},{},{},{}]",
                 record("opencl:0", "chain", m),
                 record("opencl:0 emulated", "chain", 99.0),
-                record("opencl:0", "fork_join", 77.0)
+                record("opencl:0", "fork_join", 77.0),
+                record("vulkan:0", "chain", 55.0)
             );
             rust.add(&json).unwrap();
         }
-        assert_eq!(rust.get("PoCL", "eager", "host", 10), Some(3.0));
-        assert_eq!(rust.get("PoCL", "eager", "wall", 10), None);
+        assert_eq!(rust.get("opencl", "PoCL", "eager", "host", 10), Some(3.0));
+        assert_eq!(rust.get("vulkan", "PoCL", "eager", "host", 10), Some(55.0));
+        assert_eq!(rust.get("opencl", "PoCL", "eager", "wall", 10), None);
         assert!(rust.add("{}").is_err());
     }
 
