@@ -295,6 +295,7 @@ impl ClKernel {
             local_mem: kernel.get_local_mem_size(device).map_or(0, |n| n as usize),
             private_mem: kernel.get_private_mem_size(device).map_or(0, |n| n as usize),
             preferred_multiple: kernel.get_work_group_size_multiple(device).ok().filter(|m| *m > 0),
+            max_sub_group_size: max_sub_group_size(&kernel, device, max_work_group_size),
         };
         let native = kernel.get();
         Ok(Box::new(ClKernel {
@@ -306,6 +307,28 @@ impl ClKernel {
             work_group_info,
         }))
     }
+}
+
+/// The largest sub-group `kernel` runs with in a work-group of the largest
+/// size (`CL_KERNEL_MAX_SUB_GROUP_SIZE_FOR_NDRANGE`, asked as UR's OpenCL
+/// adapter asks it); `None` where the driver has no sub-group queries.
+fn max_sub_group_size(
+    kernel: &opencl3::kernel::Kernel,
+    device: cl3::types::cl_device_id,
+    max_work_group_size: usize,
+) -> Option<u32> {
+    let local = [max_work_group_size, 1, 1];
+    cl3::kernel::get_kernel_sub_group_info(
+        kernel.get(),
+        device,
+        cl3::kernel::CL_KERNEL_MAX_SUB_GROUP_SIZE_FOR_NDRANGE,
+        std::mem::size_of_val(&local),
+        local.as_ptr().cast(),
+    )
+    .ok()
+    .map(usize::from)
+    .filter(|n| *n > 0)
+    .and_then(|n| u32::try_from(n).ok())
 }
 
 /// The largest work-group `kernel` takes on every one of `devices`: a
@@ -327,6 +350,7 @@ struct WorkGroupInfo {
     local_mem: usize,
     private_mem: usize,
     preferred_multiple: Option<usize>,
+    max_sub_group_size: Option<u32>,
 }
 
 /// A kernel. OpenCL kernels hold their arguments, so the lock is held from
@@ -364,6 +388,10 @@ impl KernelImpl for ClKernel {
 
     fn preferred_work_group_size_multiple(&self) -> Option<usize> {
         self.work_group_info.preferred_multiple
+    }
+
+    fn max_sub_group_size(&self) -> Option<u32> {
+        self.work_group_info.max_sub_group_size
     }
 
     /// The `cl_kernel`. Launches set its arguments under the kernel's lock,

@@ -196,11 +196,14 @@ type Check = fn(&Device, &[u8]) -> Result<(), String>;
 /// Runs `kernel` of `spirv` over 64 work-items in groups of 16, with one
 /// zeroed allocation of `words[i]` 32-bit words as argument `i`, and returns
 /// their contents.
-fn run_kernel(device: &Device, spirv: &[u8], kernel: &str, words: &[usize]) -> Result<Vec<Vec<u32>>, String> {
+/// The words each argument holds after the launch, and the kernel's
+/// `max_sub_group_size` as the adapter answers it.
+fn run_kernel(device: &Device, spirv: &[u8], kernel: &str, words: &[usize]) -> Result<(Vec<Vec<u32>>, u32), String> {
     let e = |e: cmdbuf_core::UrError| e.to_string();
     let context = Context::new(device).map_err(e)?;
     let program = Program::new(&context, &ProgramBundle::from_il(spirv).map_err(e)?).map_err(e)?;
     let kernel = Kernel::new(&program, kernel).map_err(e)?;
+    let max_sub_group_size = kernel.max_sub_group_size();
     let queue = Queue::new(&context, QueueProperties::default()).map_err(e)?;
     let allocations = words
         .iter()
@@ -216,7 +219,7 @@ fn run_kernel(device: &Device, spirv: &[u8], kernel: &str, words: &[usize]) -> R
     // argument, for 64 work-items.
     let done = unsafe { queue.launch_kernel(&KernelLaunch::new(&kernel, &[ITEMS], &args).local_size(&[LOCAL]), &[]) }
         .map_err(e)?;
-    allocations
+    let out = allocations
         .iter()
         .zip(words)
         .map(|(allocation, &n)| {
@@ -224,12 +227,22 @@ fn run_kernel(device: &Device, spirv: &[u8], kernel: &str, words: &[usize]) -> R
             queue.read_usm(allocation.ptr(), &mut bytes, &[&done]).map_err(e)?;
             Ok(bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
         })
-        .collect()
+        .collect::<Result<_, String>>()?;
+    Ok((out, max_sub_group_size))
 }
 
 fn check_sub_groups(device: &Device, spirv: &[u8]) -> Result<(), String> {
-    let out = run_kernel(device, spirv, "sub_group_view", &[ITEMS * 8, ITEMS * 2])?;
+    let (out, queried_max) = run_kernel(device, spirv, "sub_group_view", &[ITEMS * 8, ITEMS * 2])?;
     let (view, shuffled) = (&out[0], &out[1]);
+    // The kernel's own largest sub-group, not the device's (Intel's CPU
+    // runtime compiles each kernel for one width of several; dpnp's radix
+    // sort sizes its work by this answer).
+    if view[1] != queried_max {
+        return Err(format!(
+            "the kernel runs sub-groups of up to {}, its max_sub_group_size says {queried_max}",
+            view[1]
+        ));
+    }
     for gid in 0..ITEMS {
         let v = &view[gid * 8..gid * 8 + 8];
         let lid = (gid % LOCAL) as u32;
@@ -261,7 +274,7 @@ fn check_sub_groups(device: &Device, spirv: &[u8]) -> Result<(), String> {
 }
 
 fn check_work_groups(device: &Device, spirv: &[u8]) -> Result<(), String> {
-    let out = run_kernel(device, spirv, "work_group_view", &[ITEMS * 5, 1, ITEMS])?;
+    let (out, _) = run_kernel(device, spirv, "work_group_view", &[ITEMS * 5, 1, ITEMS])?;
     let (view, sum, exponents) = (&out[0], f32::from_bits(out[1][0]), &out[2]);
     for gid in 0..ITEMS {
         let lid = (gid % LOCAL) as u32;
@@ -290,7 +303,7 @@ fn check_work_groups(device: &Device, spirv: &[u8]) -> Result<(), String> {
 }
 
 fn check_generic_atomics(device: &Device, spirv: &[u8]) -> Result<(), String> {
-    let out = run_kernel(device, spirv, "generic_atomics", &[1, ITEMS])?;
+    let (out, _) = run_kernel(device, spirv, "generic_atomics", &[1, ITEMS])?;
     let (counter, seen) = (out[0][0], &out[1]);
     let expected = vec![LOCAL as u32 + 1000; ITEMS];
     if counter != ITEMS as u32 || *seen != expected {

@@ -181,8 +181,9 @@ pub(crate) unsafe extern "C" fn urKernelGetSubGroupInfo(
         // queries"), all `InfoOut::new` needs.
         let out = unsafe { InfoOut::new(size, value, size_ret)? };
         let k = &handle.value.kernel;
-        let info = k.program().context().device().info();
-        let max_sub_group = info.sub_groups.sizes.iter().copied().max().unwrap_or(1);
+        // The kernel's own largest sub-group (OpenCL CPU drivers compile each
+        // kernel for one width), as UR's OpenCL adapter answers it.
+        let max_sub_group = k.max_sub_group_size();
         use ur_kernel_sub_group_info_t as I;
         match name {
             I::UR_KERNEL_SUB_GROUP_INFO_MAX_SUB_GROUP_SIZE => out.value(max_sub_group),

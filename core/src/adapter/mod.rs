@@ -582,6 +582,14 @@ pub trait KernelImpl: Any + Send + Sync {
         None
     }
 
+    /// The largest sub-group this kernel runs with, where the driver
+    /// compiles kernels for a sub-group size of its own choosing (OpenCL CPU
+    /// drivers vectorise each kernel for one width); `None`, the default,
+    /// where the device's largest sub-group size is every kernel's.
+    fn max_sub_group_size(&self) -> Option<u32> {
+        None
+    }
+
     /// The native object (OpenCL's `cl_kernel`, CUDA's `CUfunction`);
     /// `UnsupportedFeature` where the backend has none.
     fn native_handle(&self) -> Result<NativeHandle> {

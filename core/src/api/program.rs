@@ -247,6 +247,28 @@ impl Kernel {
         })
     }
 
+    /// The largest sub-group the kernel runs with: the driver's answer for
+    /// this kernel where it compiles each kernel for a sub-group size of its
+    /// choosing (OpenCL), else the device's largest sub-group size (1 where
+    /// the device reports none). Kernels that size their work by sub-groups
+    /// (dpnp's radix sort) need this one, not the device's.
+    ///
+    /// ```
+    /// use cmdbuf::{ArgKind, Context, Kernel, KernelSignature, NativeKernel, Program, ProgramBundle, ProgramSource};
+    /// let bundle = ProgramBundle::new()
+    ///     .kernel(KernelSignature::new("noop", [ArgKind::Global]))
+    ///     .source(ProgramSource::Native(vec![NativeKernel::new("noop", |_| {})]));
+    /// let ctx = Context::new(&cmdbuf_cpu::default_device()).unwrap();
+    /// let kernel = Kernel::new(&Program::new(&ctx, &bundle).unwrap(), "noop").unwrap();
+    /// assert!(kernel.max_sub_group_size() >= 1);
+    /// ```
+    pub fn max_sub_group_size(&self) -> u32 {
+        self.inner.imp.max_sub_group_size().unwrap_or_else(|| {
+            let sizes = &self.inner.program.context().device().info().sub_groups.sizes;
+            sizes.iter().copied().max().unwrap_or(1)
+        })
+    }
+
     /// Takes a cache-configuration hint for the kernel's later launches
     /// (`UR_KERNEL_EXEC_INFO_CACHE_CONFIG`). Backends with a split between
     /// local memory and data cache apply it (CUDA: `cuFuncSetCacheConfig`);
