@@ -46,13 +46,20 @@ fn remember(error: &UrError) {
     let detail = error.detail();
     let message = CString::new(error.to_string().replace('\0', " ")).unwrap_or_default();
     let native_code = detail.native_code.map_or(error.ur_code() as i32, |c| c as i32);
-    LAST_ERROR.with(|last| *last.borrow_mut() = Some(LastError { message, native_code }));
+    store(LastError { message, native_code });
+}
+
+/// Stores this thread's last error; on a thread whose locals are being
+/// destroyed (a release from a C++ static destructor at exit) it is dropped,
+/// as nothing on that thread can ask for it any more.
+fn store(error: LastError) {
+    let _ = LAST_ERROR.try_with(|last| *last.borrow_mut() = Some(error));
 }
 
 /// The message and code of this thread's last error, valid until the
 /// thread's next failing call (`urAdapterGetLastError`'s contract).
 pub(crate) fn last_error() -> Option<(*const std::ffi::c_char, i32)> {
-    LAST_ERROR.with(|last| last.borrow().as_ref().map(|e| (e.message.as_ptr(), e.native_code)))
+    LAST_ERROR.try_with(|last| last.borrow().as_ref().map(|e| (e.message.as_ptr(), e.native_code))).ok().flatten()
 }
 
 /// The answer of a generated check (`checks.rs`): `code` for a call that
@@ -61,7 +68,7 @@ pub(crate) fn last_error() -> Option<(*const std::ffi::c_char, i32)> {
 pub(crate) fn reject(entry_point: &'static str, code: ur_result_t, condition: &'static str) -> ur_result_t {
     tracing::debug!(entry_point, condition, code = code.0, "argument check failed");
     let message = CString::new(format!("{entry_point}: `{condition}`")).unwrap_or_default();
-    LAST_ERROR.with(|last| *last.borrow_mut() = Some(LastError { message, native_code: code.0 as i32 }));
+    store(LastError { message, native_code: code.0 as i32 });
     code
 }
 

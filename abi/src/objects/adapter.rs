@@ -107,6 +107,11 @@ impl Adapter {
 
     /// Sends a message to the application's logger callback, if one is set
     /// and `level` reaches its threshold.
+    /// Whether a logger callback is set that takes messages of `level`.
+    pub(crate) fn logs_at(&self, level: ur_logger_level_t) -> bool {
+        self.logger.lock().is_some_and(|logger| level.0 >= logger.level.0)
+    }
+
     pub(crate) fn log(&self, level: ur_logger_level_t, message: &str) {
         let Some(logger) = *self.logger.lock() else { return };
         if level.0 < logger.level.0 {

@@ -19,6 +19,7 @@ use cmdbuf_core::{Backend, Result, err};
 use tracing::field::{Field, Visit};
 use tracing::level_filters::LevelFilter;
 use tracing::{Event, Level, Subscriber};
+use tracing_subscriber::filter::filter_fn;
 use tracing_subscriber::layer::{Context, SubscriberExt};
 use tracing_subscriber::{EnvFilter, Layer, Registry};
 
@@ -151,8 +152,21 @@ pub(crate) fn init(backend: Backend) -> Result<()> {
     }
     let output = output_layer(backend)?;
     ONCE.get_or_init(|| {
-        let subscriber = Registry::default().with(output).with(CallbackLayer);
-        if tracing::subscriber::set_global_default(subscriber).is_err() {
+        // A per-layer filter: the callback sees only events its level admits,
+        // so without an output layer no span is ever made (a span costs a
+        // slot of the registry's thread-indexed slab, which panics on a
+        // thread whose locals are gone: libsycl releases queues at exit).
+        // No `Option` layer: an absent one would count as interested in
+        // everything and bring the spans back.
+        let installed = match output {
+            Some(output) => tracing::subscriber::set_global_default(
+                Registry::default().with(output).with(CallbackLayer.with_filter(filter_fn(callback_admits))),
+            ),
+            None => tracing::subscriber::set_global_default(
+                Registry::default().with(CallbackLayer.with_filter(filter_fn(callback_admits))),
+            ),
+        };
+        if installed.is_err() {
             tracing::debug!("a tracing subscriber was already installed");
         }
     });
@@ -163,15 +177,27 @@ pub(crate) fn init(backend: Backend) -> Result<()> {
 /// application's logger callback.
 struct CallbackLayer;
 
+/// UR's logger level of a `tracing` level.
+fn ur_level(level: &Level) -> ur_logger_level_t {
+    match *level {
+        Level::ERROR => ur_logger_level_t::UR_LOGGER_LEVEL_ERROR,
+        Level::WARN => ur_logger_level_t::UR_LOGGER_LEVEL_WARN,
+        Level::INFO => ur_logger_level_t::UR_LOGGER_LEVEL_INFO,
+        _ => ur_logger_level_t::UR_LOGGER_LEVEL_DEBUG,
+    }
+}
+
+/// Whether the application's logger callback takes `meta`: an event of a
+/// level it takes (never a span).
+fn callback_admits(meta: &tracing::Metadata<'_>) -> bool {
+    meta.is_event()
+        && crate::objects::adapter::installed().is_some_and(|adapter| adapter.value.logs_at(ur_level(meta.level())))
+}
+
 impl<S: Subscriber> Layer<S> for CallbackLayer {
     fn on_event(&self, event: &Event<'_>, _: Context<'_, S>) {
         let Some(adapter) = crate::objects::adapter::installed() else { return };
-        let level = match *event.metadata().level() {
-            Level::ERROR => ur_logger_level_t::UR_LOGGER_LEVEL_ERROR,
-            Level::WARN => ur_logger_level_t::UR_LOGGER_LEVEL_WARN,
-            Level::INFO => ur_logger_level_t::UR_LOGGER_LEVEL_INFO,
-            _ => ur_logger_level_t::UR_LOGGER_LEVEL_DEBUG,
-        };
+        let level = ur_level(event.metadata().level());
         let mut message = Message(String::new());
         event.record(&mut message);
         adapter.value.log(level, &format!("<cmdbuf> {}: {}", event.metadata().target(), message.0.trim_start()));

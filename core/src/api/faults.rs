@@ -713,6 +713,10 @@ impl KernelImpl for FaultyKernel {
         self.held.with(|k| k.preferred_work_group_size_multiple())
     }
 
+    fn max_sub_group_size(&self) -> Option<u32> {
+        self.held.with(|k| k.max_sub_group_size())
+    }
+
     fn native_handle(&self) -> Result<NativeHandle> {
         self.held.with(|k| k.native_handle())
     }

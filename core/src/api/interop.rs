@@ -281,13 +281,16 @@ impl NestedCommandBuffer for CommandBuffer {
 
 /// The target of `owner`'s native command running on this thread, if any.
 pub(crate) fn running_target(owner: Owner) -> Option<NativeTarget> {
-    RUNNING.with(|r| r.borrow().iter().rev().find(|(o, _)| *o == owner).map(|(_, t)| *t))
+    // A thread whose locals are being destroyed runs no native command.
+    RUNNING.try_with(|r| r.borrow().iter().rev().find(|(o, _)| *o == owner).map(|(_, t)| *t)).ok().flatten()
 }
 
 /// `InvalidOperation` inside a host native command (which runs on a queue
 /// worker): a blocking call there would wait for the command itself.
 pub(crate) fn check_not_in_host_command(what: &str) -> Result<()> {
-    let inside = RUNNING.with(|r| r.borrow().iter().any(|(_, t)| *t == NativeTarget::Host));
+    // A thread whose locals are being destroyed (a release from a static
+    // destructor at exit) runs no native command.
+    let inside = RUNNING.try_with(|r| r.borrow().iter().any(|(_, t)| *t == NativeTarget::Host)).unwrap_or(false);
     crate::ensure!(
         !inside,
         InvalidOperation,
