@@ -163,7 +163,13 @@ impl Context {
     /// assert!(a.uses_buffers_of(&b)); // the CPU adapter's buffers are the process's memory
     /// ```
     pub fn uses_buffers_of(&self, other: &Context) -> bool {
-        self.inner.id == other.inner.id || crate::peer::buffers_across(self.inner.id, other.inner.id)
+        self.uses_buffers_of_id(other.inner.id)
+    }
+
+    /// [`uses_buffers_of`](Self::uses_buffers_of) for the context whose
+    /// identity is `other` (false for one no longer alive).
+    pub fn uses_buffers_of_id(&self, other: ContextId) -> bool {
+        self.inner.id == other || crate::peer::buffers_across(self.inner.id, other)
     }
 
     /// [`waits_on_events_of`](Self::waits_on_events_of) for the context

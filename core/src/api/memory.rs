@@ -563,7 +563,7 @@ impl MemBuffer {
     pub fn check_context(&self, context: &Context) -> Result<()> {
         // The id comparison is all a buffer of the command's own context costs.
         ensure!(
-            self.inner.context == context.id() || crate::peer::buffers_across(context.id(), self.inner.context),
+            context.uses_buffers_of_id(self.inner.context),
             InvalidMemObject,
             "memory buffer of another context, whose buffers this context's commands cannot use"
         );
