@@ -32,6 +32,9 @@ static void release_at_exit(void) {
 }
 
 int main(void) {
+#ifdef EXIT_RELEASE_LOG
+  setenv("UR_LOG", EXIT_RELEASE_LOG, 1);
+#endif
   urt_init(&env);
   ur_event_handle_t marker = NULL;
   URT_OK(urEnqueueEventsWait(env.queue, 0, NULL, &marker));

@@ -18,7 +18,8 @@ use std::sync::Mutex;
 use cmdbuf_core::{Backend, Result, err};
 use tracing::field::{Field, Visit};
 use tracing::level_filters::LevelFilter;
-use tracing::{Event, Level, Subscriber};
+use tracing::subscriber::Interest;
+use tracing::{Event, Level, Metadata, Subscriber};
 use tracing_subscriber::filter::filter_fn;
 use tracing_subscriber::layer::{Context, SubscriberExt};
 use tracing_subscriber::{EnvFilter, Layer, Registry};
@@ -157,13 +158,17 @@ pub(crate) fn init(backend: Backend) -> Result<()> {
         // slot of the registry's thread-indexed slab, which panics on a
         // thread whose locals are gone: libsycl releases queues at exit).
         // No `Option` layer: an absent one would count as interested in
-        // everything and bring the spans back.
+        // everything and bring the spans back. `ThreadAlive` outermost, so
+        // that it is asked first.
         let installed = match output {
             Some(output) => tracing::subscriber::set_global_default(
-                Registry::default().with(output).with(CallbackLayer.with_filter(filter_fn(callback_admits))),
+                Registry::default()
+                    .with(output)
+                    .with(CallbackLayer.with_filter(filter_fn(callback_admits)))
+                    .with(ThreadAlive),
             ),
             None => tracing::subscriber::set_global_default(
-                Registry::default().with(CallbackLayer.with_filter(filter_fn(callback_admits))),
+                Registry::default().with(CallbackLayer.with_filter(filter_fn(callback_admits))).with(ThreadAlive),
             ),
         };
         if installed.is_err() {
@@ -171,6 +176,37 @@ pub(crate) fn init(backend: Backend) -> Result<()> {
         }
     });
     Ok(())
+}
+
+/// Turns spans and events off on a thread whose thread-locals are gone: at
+/// process exit, libsycl and C destructors call the library after the
+/// calling thread's locals have been destroyed, and the registry (a slab
+/// indexed by a thread-local id) and the output layer (a thread-local
+/// buffer) panic there, which aborts the process inside a C call.
+struct ThreadAlive;
+
+/// A thread-local with a destructor: reading it fails once the thread's
+/// locals are being destroyed.
+struct AliveMarker;
+
+impl Drop for AliveMarker {
+    fn drop(&mut self) {}
+}
+
+thread_local! {
+    static ALIVE: AliveMarker = const { AliveMarker };
+}
+
+impl<S: Subscriber> Layer<S> for ThreadAlive {
+    fn register_callsite(&self, _: &'static Metadata<'static>) -> Interest {
+        // Asked at every use, not once per callsite: the answer depends on
+        // the thread.
+        Interest::sometimes()
+    }
+
+    fn enabled(&self, _: &Metadata<'_>, _: Context<'_, S>) -> bool {
+        ALIVE.try_with(|_| ()).is_ok()
+    }
 }
 
 /// Forwards warnings and errors (and below, if the callback asks) to the
