@@ -420,8 +420,10 @@ impl TimerInner {
     }
 }
 
-impl Drop for BatchTimer {
-    fn drop(&mut self) {
+impl BatchTimer {
+    /// Stops the thread and joins it (unless it is the caller); batches are
+    /// then submitted by their queues' calls only.
+    pub(crate) fn stop(&self) {
         self.inner.state.lock().stop = true;
         self.inner.wake.notify_all();
         if let Some(handle) = self.thread.lock().take()
@@ -429,5 +431,19 @@ impl Drop for BatchTimer {
         {
             let _ = handle.join();
         }
+    }
+
+    /// Submits every watched batch that holds commands.
+    pub(crate) fn flush_watched(&self) {
+        let batches: Vec<Arc<Batch>> = self.inner.state.lock().batches.drain(..).filter_map(|b| b.upgrade()).collect();
+        for batch in batches {
+            batch.flush();
+        }
+    }
+}
+
+impl Drop for BatchTimer {
+    fn drop(&mut self) {
+        self.stop();
     }
 }

@@ -46,6 +46,7 @@ impl Drop for PooledCmd {
 
 impl Pool {
     pub(crate) fn new(gpu: Arc<Gpu>) -> Result<Arc<Pool>> {
+        crate::exit::check()?;
         let info = vk::CommandPoolCreateInfo::default()
             .queue_family_index(gpu.family)
             .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER);
@@ -64,6 +65,7 @@ impl Pool {
     /// open: the eager batch of a queue records into it command by command
     /// ([`recording`](Self::recording)) and ends it at submission.
     pub(crate) fn begin_open(self: &Arc<Self>) -> Result<PooledCmd> {
+        crate::exit::check()?;
         let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
         let device = &self.gpu.device;
         let mut inner = self.inner.lock();
@@ -128,6 +130,7 @@ impl Pool {
         begin: &vk::CommandBufferBeginInfo<'_>,
         f: impl FnOnce(vk::CommandBuffer) -> Result<()>,
     ) -> Result<PooledCmd> {
+        crate::exit::check()?;
         let device = &self.gpu.device;
         let mut inner = self.inner.lock();
         let raw = match inner.free[usize::from(secondary)].pop() {
@@ -159,6 +162,9 @@ impl Pool {
 
 impl Drop for Pool {
     fn drop(&mut self) {
+        if crate::exit::driver_gone() {
+            return;
+        }
         // SAFETY: every command buffer of the pool holds an `Arc` of it, so
         // none is pending or recording; destroying the pool frees them.
         unsafe { self.gpu.device.destroy_command_pool(self.inner.get_mut().raw, None) };

@@ -57,12 +57,16 @@ impl Instance {
         let info = vk::InstanceCreateInfo::default().application_info(&app);
         // SAFETY: `info` and what it points to live across the call.
         let raw = unsafe { entry.create_instance(&info, None) }.map_err(|e| format!("vkCreateInstance failed: {e}"))?;
+        crate::exit::after_driver_loads();
         Ok(Arc::new(Instance { entry, raw, api_version }))
     }
 }
 
 impl Drop for Instance {
     fn drop(&mut self) {
+        if crate::exit::driver_gone() {
+            return;
+        }
         let start = std::time::Instant::now();
         // SAFETY: every object created from the instance holds an `Arc` of it,
         // so this runs after all of them are destroyed.

@@ -65,6 +65,7 @@ mod context;
 mod conv;
 mod device;
 mod event;
+mod exit;
 mod info;
 mod lower;
 mod memory;

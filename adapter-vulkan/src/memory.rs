@@ -89,6 +89,7 @@ unsafe impl Sync for Allocation {}
 impl Allocation {
     /// A buffer of `size` bytes of `kind` memory (not initialised).
     pub(crate) fn new(gpu: &Arc<Gpu>, size: u64, kind: MemKind) -> Result<Allocation> {
+        crate::exit::check()?;
         let d = &gpu.device;
         // Whole words, so that vkCmdFillBuffer can reach every byte.
         let size = size.next_multiple_of(4);
@@ -137,6 +138,7 @@ impl Allocation {
         host: NonNull<u8>,
         size: u64,
     ) -> Result<Option<(Allocation, u64)>> {
+        crate::exit::check()?;
         let Some((ext, align)) = &gpu.host_import else { return Ok(None) };
         let start = host.as_ptr() as u64;
         let base = start - start % align;
@@ -262,6 +264,9 @@ impl Allocation {
 
 impl Drop for Allocation {
     fn drop(&mut self) {
+        if crate::exit::driver_gone() {
+            return;
+        }
         // SAFETY: the allocation is dropped once no command or submission
         // refers to it; freeing the memory unmaps it.
         unsafe {

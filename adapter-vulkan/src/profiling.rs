@@ -39,6 +39,7 @@ impl Queries {
     pub(crate) fn span(self: &Arc<Self>) -> Result<QuerySpan> {
         let mut inner = self.inner.lock();
         if inner.free.is_empty() {
+            crate::exit::check()?;
             let info = vk::QueryPoolCreateInfo::default().query_type(vk::QueryType::TIMESTAMP).query_count(PER_POOL);
             // SAFETY: a valid device and create info.
             let pool = unsafe { self.gpu.device.create_query_pool(&info, None) }.vk("vkCreateQueryPool")?;
@@ -52,6 +53,9 @@ impl Queries {
 
 impl Drop for Queries {
     fn drop(&mut self) {
+        if crate::exit::driver_gone() {
+            return;
+        }
         for pool in self.inner.get_mut().pools.drain(..) {
             // SAFETY: every span holds an `Arc` of this value, so none is in use.
             unsafe { self.gpu.device.destroy_query_pool(pool, None) };

@@ -77,6 +77,7 @@ impl Pipeline {
         entry: &std::ffi::CStr,
         constants: &[(u32, u32)],
     ) -> Result<Arc<Pipeline>> {
+        crate::exit::check()?;
         let entries: SmallVec<[vk::SpecializationMapEntry; 8]> = constants
             .iter()
             .enumerate()
@@ -96,6 +97,8 @@ impl Pipeline {
         // SAFETY: the module and layout are valid; the structures live across the call.
         let raw = unsafe { gpu.device.create_compute_pipelines(vk::PipelineCache::null(), &info, None) }
             .map_err(|(_, e)| pipeline_error(e))?[0];
+        // Building the first pipelines may load the driver's compiler.
+        crate::exit::after_driver_loads();
         Ok(Arc::new(Pipeline { gpu: gpu.clone(), raw }))
     }
 }
@@ -113,6 +116,9 @@ fn pipeline_error(e: vk::Result) -> cmdbuf_core::UrError {
 
 impl Drop for Pipeline {
     fn drop(&mut self) {
+        if crate::exit::driver_gone() {
+            return;
+        }
         // SAFETY: every command buffer recording this pipeline holds an `Arc`
         // of it, so none that is pending uses it.
         unsafe { self.gpu.device.destroy_pipeline(self.raw, None) };
@@ -259,6 +265,9 @@ struct PipelineKey {
 
 impl Drop for Module {
     fn drop(&mut self) {
+        if crate::exit::driver_gone() {
+            return;
+        }
         // SAFETY: pipelines no longer need their module once created, and
         // nothing else uses it.
         unsafe { self.gpu.device.destroy_shader_module(self.raw, None) };
@@ -276,6 +285,7 @@ impl VkProgram {
         let Some(ProgramSource::SpirV(sources)) = bundle.source_of(cmdbuf_core::SourceForm::SpirV) else {
             return Err(err!(InvalidBinary, "the Vulkan adapter builds SPIR-V only"));
         };
+        crate::exit::check()?;
         let mut modules = HashMap::new();
         for source in sources {
             let entry = compute_entry(&source.words, &source.kernel)

@@ -76,6 +76,9 @@ pub(crate) struct Gpu {
 
 impl Drop for Gpu {
     fn drop(&mut self) {
+        if crate::exit::driver_gone() {
+            return;
+        }
         let start = std::time::Instant::now();
         // SAFETY: every object created from the device holds an `Arc` of this
         // value, so all are gone; waiting for idleness covers work submitted
@@ -188,6 +191,7 @@ impl Lane {
         cmds: &[vk::CommandBuffer],
         completions: impl IntoIterator<Item = Completion>,
     ) -> Result<Vec<Waiter>> {
+        crate::exit::check()?;
         let sems: SmallVec<[vk::Semaphore; 4]> = waits.iter().map(|w| w.0).collect();
         let values: SmallVec<[u64; 4]> = waits.iter().map(|w| w.1).collect();
         let stages: SmallVec<[vk::PipelineStageFlags; 4]> =
@@ -227,6 +231,16 @@ impl Lane {
         Ok(waiters)
     }
 
+    /// Waits up to `timeout` for the timeline to reach `value`; whether it did.
+    fn reaches_within(&self, value: u64, timeout: Duration) -> bool {
+        let sems = [self.timeline];
+        let values = [value];
+        let info = vk::SemaphoreWaitInfo::default().semaphores(&sems).values(&values);
+        let nanos = u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX);
+        // SAFETY: the semaphore lives as long as the lane.
+        unsafe { self.gpu.device.wait_semaphores(&info, nanos) }.is_ok()
+    }
+
     fn wait_value(&self, value: u64) -> Result<()> {
         let sems = [self.timeline];
         let values = [value];
@@ -258,6 +272,9 @@ impl Lane {
     /// Returns whether it finished `value`; if not, the completion thread
     /// will.
     pub(crate) fn finish_if_reached_soon(&self, value: u64) -> bool {
+        if crate::exit::driver_gone() {
+            return false;
+        }
         if !self.gpu.host_polls {
             // A failed wait is the completion thread's to report.
             if self.wait_value(value).is_err() {
@@ -297,6 +314,9 @@ impl Lane {
     /// now, without waiting: what a status query sees is then the device's
     /// progress, not the completion thread's. Returns whether it had.
     pub(crate) fn finish_if_reached(&self, value: u64) -> bool {
+        if crate::exit::driver_gone() {
+            return false;
+        }
         // SAFETY: the semaphore lives as long as the lane.
         match unsafe { self.gpu.device.get_semaphore_counter_value(self.timeline) } {
             Ok(reached) if reached >= value => {
@@ -353,6 +373,9 @@ impl Lane {
 
 impl Drop for Lane {
     fn drop(&mut self) {
+        if crate::exit::driver_gone() {
+            return;
+        }
         // SAFETY: the lane is dropped once nothing refers to its points any
         // more, and its completion thread has finished every submission.
         unsafe { self.gpu.device.destroy_semaphore(self.timeline, None) };
@@ -489,6 +512,7 @@ impl DeviceShared {
     /// every kernel shares (`pipeline_layout`), its lanes and their threads
     /// (`start_lanes`) and the internal fill shader.
     pub(crate) fn new(instance: Arc<Instance>, info: &PhysicalInfo) -> Result<Arc<DeviceShared>> {
+        crate::exit::check()?;
         let hw_count = info.family_queues.clamp(1, MAX_HW_QUEUES);
         let optional = info.optional;
         let device = create_device(&instance, info, hw_count)?;
@@ -528,7 +552,7 @@ impl DeviceShared {
             family = info.family,
             "Vulkan device started"
         );
-        Ok(Arc::new(DeviceShared {
+        let shared = Arc::new(DeviceShared {
             arena: Arena::new(gpu.clone()),
             gpu,
             lanes,
@@ -540,7 +564,55 @@ impl DeviceShared {
             clock_queries,
             clock_pair: std::sync::OnceLock::new(),
             batch_timer: crate::batch::BatchTimer::new(),
-        }))
+        });
+        crate::exit::watch(&shared);
+        Ok(shared)
+    }
+
+    /// Stops the device before the process's exit shuts the driver down
+    /// ([`crate::exit`]): submits the open eager batches, waits up to
+    /// `timeout` for each lane's work and finishes it, until finishing
+    /// starts no more (work held back for an event is submitted when the
+    /// event completes), then stops the adapter's threads. A lane still busy
+    /// after `timeout` is left running.
+    pub(crate) fn stop_for_exit(&self, timeout: Duration) {
+        self.batch_timer.stop();
+        loop {
+            self.batch_timer.flush_watched();
+            let mut finished_any = false;
+            for lane in &self.lanes {
+                if lane.fifo.lock().items.is_empty() {
+                    continue;
+                }
+                let value = lane.submitted.load(Ordering::Acquire);
+                if !lane.reaches_within(value, timeout) {
+                    tracing::warn!(lane = lane.index, value, "a Vulkan device is still busy at exit");
+                    return;
+                }
+                lane.reached.fetch_max(value, Ordering::AcqRel);
+                lane.finish_reached(value, Ok(()));
+                finished_any = true;
+            }
+            if !finished_any {
+                break;
+            }
+        }
+        self.stop_lanes();
+    }
+
+    /// Stops the lanes' completion threads and joins them.
+    fn stop_lanes(&self) {
+        for lane in &self.lanes {
+            lane.fifo.lock().stop = true;
+            lane.wake.notify_all();
+        }
+        let current = std::thread::current().id();
+        for handle in self.reapers.lock().drain(..) {
+            // The last handle may be dropped by a completion thread itself.
+            if handle.thread().id() != current {
+                let _ = handle.join();
+            }
+        }
     }
 
     /// The first lane submitting to the `VkQueue` whose raw handle is `raw`.
@@ -570,18 +642,8 @@ impl DeviceShared {
 
 impl Drop for DeviceShared {
     fn drop(&mut self) {
-        for lane in &self.lanes {
-            lane.fifo.lock().stop = true;
-            lane.wake.notify_all();
-        }
-        let current = std::thread::current().id();
         let start = std::time::Instant::now();
-        for handle in self.reapers.lock().drain(..) {
-            // The last handle may be dropped by a completion thread itself.
-            if handle.thread().id() != current {
-                let _ = handle.join();
-            }
-        }
+        self.stop_lanes();
         tracing::debug!(joined = ?start.elapsed(), "Vulkan completion threads stopped");
     }
 }
