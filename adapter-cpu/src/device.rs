@@ -167,6 +167,8 @@ impl DeviceImpl for CpuDevice {
             queue_profiling: true,
             out_of_order_queues: true,
             source_forms: vec![SourceForm::Native],
+            // Kernel tables and native kernels are whole programs.
+            linker_available: false,
             command_buffer: CommandBufferCaps {
                 support: CommandBufferSupport::Native,
                 update: UpdateCapabilities::all(),

@@ -19,7 +19,7 @@ use crate::conv::ClResultExt;
 use crate::device::DeviceShared;
 use crate::event::{ClEvent, RawEvent};
 use crate::memory::ClBuffer;
-use crate::program::{AdoptedProgram, ClKernel, ClProgram, derived_signature};
+use crate::program::{ClKernel, ClProgram, HeldProgram, derived_signature};
 use crate::queue::ClQueue;
 
 const CL_QUEUE_ON_DEVICE: u64 = 1 << 2;
@@ -229,7 +229,7 @@ pub(crate) unsafe fn program(
     // SAFETY: a live program (the contract).
     keep(ownership, || unsafe { cl3::program::retain_program(raw) }, "clRetainProgram")?;
     // From here the reference is ours and released on every path.
-    let program = ClProgram::adopted(shared.clone(), AdoptedProgram(raw));
+    let program = ClProgram::adopted(shared.clone(), HeldProgram(raw));
     let names = text(info(CL_PROGRAM_KERNEL_NAMES), "clGetProgramInfo(CL_PROGRAM_KERNEL_NAMES)")?;
     let kernels = names
         .split(';')

@@ -246,6 +246,22 @@ impl ContextImpl for ClContext {
         }
     }
 
+    unsafe fn program_link(
+        &self,
+        inputs: &[(&ProgramBundle, &str)],
+        form: SourceForm,
+        options: &str,
+    ) -> Result<Box<dyn ProgramImpl>> {
+        let mut modules = Vec::with_capacity(inputs.len());
+        for (bundle, compile_options) in inputs {
+            match bundle.source_of(form) {
+                Some(cmdbuf_core::ProgramSource::Il(il)) => modules.push((&il[..], *compile_options)),
+                _ => return Err(err!(UnsupportedFeature, "the OpenCL adapter links SPIR-V modules only")),
+            }
+        }
+        Ok(Box::new(ClProgram::link_il(self.shared.clone(), &modules, options)?))
+    }
+
     unsafe fn queue_create(&self, properties: QueueProperties) -> Result<Box<dyn QueueImpl>> {
         Ok(Box::new(ClQueue::new(self.shared.clone(), properties)?))
     }

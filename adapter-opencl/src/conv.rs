@@ -29,7 +29,7 @@ pub fn cl_error(code: cl_int, what: &str) -> UrError {
         -7 => UrError::ProfilingInfoNotAvailable(detail),
         -18 => UrError::DevicePartitionFailed(detail),
         -19 => UrError::InvalidDevicePartitionCount(detail),
-        -3 | -11 | -17 | -43 | -47 => UrError::ProgramBuildFailure(detail),
+        -3 | -11 | -15 | -17 | -43 | -47 => UrError::ProgramBuildFailure(detail),
         -30 | -50 | -63 | -64 => UrError::InvalidValue(detail),
         -33 => UrError::InvalidDevice(detail),
         -34 => UrError::InvalidContext(detail),

@@ -360,6 +360,9 @@ pub(crate) fn device_info(
             vec![SourceForm::OpenClC]
         },
         command_buffer: decided.command_buffer,
+        // SPIR-V modules compiled apart are linked by the driver, where it
+        // takes SPIR-V itself (not through SPIR translation).
+        linker_available: matches!(il_path, Some(IlPath::Native)) && device.linker_available().unwrap_or(false),
         vendor_id: device.vendor_id().unwrap_or(0),
         device_id: if intel_attributes { uint(id, CL_DEVICE_ID_INTEL) } else { None },
         uuid,

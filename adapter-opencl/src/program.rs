@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use cl3::types::{cl_kernel, cl_program};
 use cmdbuf_core::adapter::{KernelImpl, ProgramImpl};
-use cmdbuf_core::{ArgKind, KernelSignature, NativeHandle, Result, err};
+use cmdbuf_core::{ArgKind, KernelSignature, NativeHandle, Result, UrError, err};
 use parking_lot::Mutex;
 
 use crate::context::Shared;
@@ -36,32 +36,33 @@ pub(crate) struct ClProgram {
 enum ProgramObject {
     /// Built by the adapter.
     Built(opencl3::program::Program),
-    /// Adopted: a reference the adapter holds (see [`crate::adopt`]).
-    Adopted(AdoptedProgram),
+    /// Adopted (see [`crate::adopt`]) or linked: a reference the adapter holds.
+    Held(HeldProgram),
 }
 
 impl ProgramObject {
     fn get(&self) -> cl_program {
         match self {
             ProgramObject::Built(p) => p.get(),
-            ProgramObject::Adopted(p) => p.0,
+            ProgramObject::Held(p) => p.0,
         }
     }
 }
 
-/// A reference to an adopted `cl_program`, released on drop.
-pub(crate) struct AdoptedProgram(pub(crate) cl_program);
+/// A reference to a `cl_program` made elsewhere than by `opencl3` (adopted,
+/// or linked), released on drop.
+pub(crate) struct HeldProgram(pub(crate) cl_program);
 
 // SAFETY: OpenCL objects may be used and released from any thread.
-unsafe impl Send for AdoptedProgram {}
+unsafe impl Send for HeldProgram {}
 // SAFETY: as for Send.
-unsafe impl Sync for AdoptedProgram {}
+unsafe impl Sync for HeldProgram {}
 
-impl Drop for AdoptedProgram {
+impl Drop for HeldProgram {
     fn drop(&mut self) {
         // SAFETY: the reference this value holds, released once.
         if let Err(code) = unsafe { cl3::program::release_program(self.0) } {
-            tracing::warn!(code, "clReleaseProgram of an adopted program failed");
+            tracing::warn!(code, "clReleaseProgram of a held program failed");
         }
     }
 }
@@ -124,15 +125,53 @@ impl ClProgram {
     }
 
     /// A program over an adopted reference, with its driver's build log.
-    pub(crate) fn adopted(shared: Arc<Shared>, program: AdoptedProgram) -> ClProgram {
-        let device = shared.device.id;
-        let log = match cl3::program::get_program_build_info(program.0, device, CL_PROGRAM_BUILD_LOG) {
-            Ok(cl3::info_type::InfoType::VecUchar(bytes)) => {
-                String::from_utf8_lossy(&bytes).trim_end_matches('\0').trim().to_string()
+    pub(crate) fn adopted(shared: Arc<Shared>, program: HeldProgram) -> ClProgram {
+        let log = held_build_log(&program, shared.device.id);
+        ClProgram { shared, program: ProgramObject::Held(program), log, aliases: Default::default() }
+    }
+
+    /// Compiles SPIR-V modules apart, each with its options, and links them
+    /// with `options` (`clCompileProgram`, `clLinkProgram`): a module may be
+    /// a library of functions that the others call. Needs the device's own
+    /// SPIR-V: a device that reads SPIR-V through SPIR 1.2 translation
+    /// (PoCL 3.1) links nothing, `UnsupportedFeature`.
+    pub(crate) fn link_il(shared: Arc<Shared>, inputs: &[(&[u8], &str)], options: &str) -> Result<ClProgram> {
+        if !matches!(shared.device.il_path, Some(IlPath::Native)) {
+            return Err(err!(
+                UnsupportedFeature,
+                "linking SPIR-V modules compiled apart needs a device that takes SPIR-V itself (cl_khr_il_program); \
+                 this one reads it through SPIR 1.2 translation, or not at all"
+            ));
+        }
+        let devices = shared.device_ids();
+        let mut compiled = Vec::with_capacity(inputs.len());
+        for (il, compile_options) in inputs {
+            let mut program =
+                opencl3::program::Program::create_from_il(&shared.context, il).cl("clCreateProgramWithIL")?;
+            if let Err(e) = program.compile(&devices, compile_options, &[], &[]) {
+                let log = build_log(&program, &devices);
+                return Err(cl_error(e.0, &format!("clCompileProgram (SPIR-V); build log:\n{log}")));
             }
-            _ => String::new(),
-        };
-        ClProgram { shared, program: ProgramObject::Adopted(program), log, aliases: Default::default() }
+            compiled.push(program);
+        }
+        let raw: Vec<cl_program> = compiled.iter().map(|p| p.get()).collect();
+        let options = CString::new(options).map_err(|_| err!(InvalidValue, "link options contain a NUL byte"))?;
+        // SAFETY: the devices are the context's, and the programs compiled
+        // programs of its context, alive across the call.
+        let linked = unsafe {
+            cl3::program::link_program(shared.context.get(), &devices, &options, &raw, None, std::ptr::null_mut())
+        }
+        .map_err(|code| {
+            let logs: Vec<String> = compiled.iter().map(|p| build_log(p, &devices)).filter(|l| !l.is_empty()).collect();
+            UrError::ProgramLinkFailure(cmdbuf_core::Detail::msg(format!(
+                "clLinkProgram failed ({code}); compile logs:\n{}",
+                logs.join("\n")
+            )))
+        })?;
+        tracing::debug!(inputs = inputs.len(), "OpenCL program linked");
+        let program = HeldProgram(linked);
+        let log = held_build_log(&program, shared.device.id);
+        Ok(ClProgram { shared, program: ProgramObject::Held(program), log, aliases: Default::default() })
     }
 }
 
@@ -151,6 +190,16 @@ impl ClProgram {
 
 /// The build log of `program` for `devices`: the first device's, and each
 /// other device's where it differs (sub-devices of one device log alike).
+/// The driver's build log of a held program for `device`; empty if it has none.
+fn held_build_log(program: &HeldProgram, device: cl3::types::cl_device_id) -> String {
+    match cl3::program::get_program_build_info(program.0, device, CL_PROGRAM_BUILD_LOG) {
+        Ok(cl3::info_type::InfoType::VecUchar(bytes)) => {
+            String::from_utf8_lossy(&bytes).trim_end_matches('\0').trim().to_string()
+        }
+        _ => String::new(),
+    }
+}
+
 fn build_log(program: &opencl3::program::Program, devices: &[cl3::types::cl_device_id]) -> String {
     let mut logs: Vec<String> = Vec::with_capacity(1);
     for device in devices {

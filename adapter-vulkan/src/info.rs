@@ -169,6 +169,8 @@ pub(crate) fn device_info(i: &PhysicalInfo) -> DeviceInfo {
         queue_profiling: i.timestamp_bits > 0,
         out_of_order_queues: true,
         source_forms: vec![SourceForm::SpirV],
+        // Programs are built whole (PTX or SPIR-V modules are not linked).
+        linker_available: false,
         command_buffer: command_buffer_caps(),
         vendor_id: d.vendor_id,
         device_id: Some(d.device_id),

@@ -98,13 +98,14 @@ static inline void urt_fini(urt_env *env) {
   URT_OK(urLoaderTearDown());
 }
 
-/* Declares an event the validation layer cannot track: UR 0.12's leak
- * checker registers no handle that a command-buffer append or
- * urCommandBufferUpdateSignalEventExp returns, so releasing one, as the spec
- * asks, is reported as the release of a nonexistent handle. The harness
- * forgives exactly those reports for exactly the handles declared here. */
-static inline void urt_untracked(ur_event_handle_t event) {
-  if (event) printf("urt-untracked %p\n", (void *)event);
+/* Declares a handle the validation layer cannot track: UR 0.12's leak
+ * checker registers no event that a command-buffer append or
+ * urCommandBufferUpdateSignalEventExp returns, and no program that
+ * urProgramLinkExp returns, so releasing one, as the spec asks, is reported
+ * as the release of a nonexistent handle. The harness forgives exactly
+ * those reports for exactly the handles declared here. */
+static inline void urt_untracked(const void *handle) {
+  if (handle) printf("urt-untracked %p\n", handle);
 }
 
 /* Ends the program: the summary line and the exit code. */

@@ -436,7 +436,8 @@ const LAYER_FALSE_POSITIVES: [&str; 1] = ["There are no valid references to hand
 /// program declared untracked (`urt-untracked <handle>` on its standard
 /// output). UR 0.12's leak checker does not register the events that
 /// command-buffer appends and `urCommandBufferUpdateSignalEventExp` return,
-/// nor the sub-buffers of `urMemBufferPartition`, so using and releasing
+/// the sub-buffers of `urMemBufferPartition`, nor the programs of
+/// `urProgramLinkExp`, so using and releasing
 /// them, as the spec asks, is reported as the use and release of a
 /// nonexistent handle, with a negative count and the stack of the release.
 pub fn validation_errors<'a>(stdout: &str, stderr: &'a str) -> Vec<&'a str> {

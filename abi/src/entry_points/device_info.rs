@@ -456,15 +456,16 @@ fn extensions(handle: &Handle<Device>, name: ur_device_info_t, out: InfoOut) -> 
 }
 
 /// Programs and kernels, and interop with graphics APIs.
-fn programs(_: &Handle<Device>, name: ur_device_info_t, out: InfoOut) -> Result<AbiResult, InfoOut> {
+fn programs(handle: &Handle<Device>, name: ur_device_info_t, out: InfoOut) -> Result<AbiResult, InfoOut> {
     use ur_device_info_t as I;
     Ok(match name {
-        // Programs: built by the backend's compiler from source or IL; no
-        // linking, specialization constants, device globals, pipes or
-        // built-in kernels in cmdbuf-core.
+        // Programs: built by the backend's compiler from source or IL, and
+        // linked where the device links (OpenCL with SPIR-V); no
+        // specialization constants, device globals, pipes or built-in
+        // kernels in cmdbuf-core.
         I::UR_DEVICE_INFO_COMPILER_AVAILABLE => out.bool(true),
-        I::UR_DEVICE_INFO_LINKER_AVAILABLE
-        | I::UR_DEVICE_INFO_KERNEL_SET_SPECIALIZATION_CONSTANTS
+        I::UR_DEVICE_INFO_LINKER_AVAILABLE => out.bool(handle.value.core().info().linker_available),
+        I::UR_DEVICE_INFO_KERNEL_SET_SPECIALIZATION_CONSTANTS
         | I::UR_DEVICE_INFO_PROGRAM_SET_SPECIALIZATION_CONSTANTS
         | I::UR_DEVICE_INFO_GLOBAL_VARIABLE_SUPPORT
         | I::UR_DEVICE_INFO_HOST_PIPE_READ_WRITE_SUPPORT

@@ -219,8 +219,9 @@ pub(crate) unsafe extern "C" fn urProgramCompileExp(
 }
 
 /// Links `count` programs of `context`: one program links to itself (built
-/// with its compile and the link options); several would need a linker for
-/// every backend's code form, which cmdbuf does not have.
+/// with its compile and the link options); several are compiled apart and
+/// linked by the driver where the backend can (OpenCL, SPIR-V), and are
+/// `UNSUPPORTED_FEATURE` elsewhere.
 ///
 /// # Safety
 /// As UR's contract for `urProgramLink` gives them: `programs` is null or
@@ -241,19 +242,23 @@ unsafe fn link(
     // SAFETY: `programs` is null or holds `count` handles (this function's `# Safety`), all `slice` needs.
     let programs = unsafe { slice(programs, count as usize, || err!(InvalidNullPointer, "phPrograms is null"))? };
     ensure!(!programs.is_empty(), InvalidSize, "count is 0");
-    ensure!(
-        programs.len() == 1,
-        UnsupportedFeature,
-        "linking {} programs: cmdbuf links a single program (its backends build whole programs)",
-        programs.len()
-    );
-    // SAFETY: each entry of `programs` is null or one of this adapter's handles (this function's `# Safety`), all `get`
-    // needs.
-    let program = unsafe { Handle::<Program>::get(programs[0])? };
-    ensure!(std::ptr::eq(context, &*program.value.context), InvalidContext, "the program belongs to another context");
+    let mut handles = Vec::with_capacity(programs.len());
+    for &raw in programs {
+        // SAFETY: each entry of `programs` is null or one of this adapter's handles (this function's `# Safety`), all
+        // `get` needs.
+        let program = unsafe { Handle::<Program>::get(raw)? };
+        ensure!(std::ptr::eq(context, &*program.value.context), InvalidContext, "a program belongs to another context");
+        handles.push(program);
+    }
     // SAFETY: `options` is null or NUL-terminated (this function's `# Safety`), all `options_of` needs.
     let options = unsafe { options_of(options)? };
-    let (linked, result) = program.value.link_alone(options)?;
+    let (linked, result) = match &handles[..] {
+        [program] => program.value.link_alone(options)?,
+        several => {
+            let programs: Vec<&Program> = several.iter().map(|p| &p.value).collect();
+            Program::link_several(handles[0].value.context.clone(), &programs, options)?
+        }
+    };
     // A failed link still gives its program, for `urProgramGetBuildInfo`'s
     // log, as the header allows; the caller releases it.
     // SAFETY: checked non-null, writable per the contract.
@@ -344,7 +349,7 @@ pub(crate) unsafe extern "C" fn urProgramGetInfo(
             }
             I::UR_PROGRAM_INFO_IL => match &p.input {
                 Input::Il(bytes) => out.bytes(bytes),
-                Input::Binary(_) | Input::Native => out.bytes(&[]),
+                Input::Binary(_) | Input::Native | Input::Linked => out.bytes(&[]),
             },
             I::UR_PROGRAM_INFO_BINARY_SIZES => out.array(&[binary_of(p)?.len()]),
             I::UR_PROGRAM_INFO_BINARIES => {
@@ -393,6 +398,10 @@ fn binary_of(program: &Program) -> AbiResult<Vec<u8>> {
         Input::Il(bytes) if built.is_some() => Ok(bytes.clone()),
         Input::Il(_) => Err(err!(InvalidProgramExecutable, "the program has no binary before it is built")),
         Input::Native => Err(err!(UnsupportedFeature, "the adopted program's driver returns no binary")),
+        Input::Linked => Err(err!(
+            UnsupportedFeature,
+            "a program linked from several has no binary that urProgramCreateWithBinary would take back"
+        )),
     }
 }
 

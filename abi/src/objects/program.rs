@@ -24,6 +24,9 @@ pub(crate) enum Input {
     Binary(Vec<u8>),
     /// Adopted from a built native program (`urProgramCreateWithNativeHandle`).
     Native,
+    /// Linked from several programs (`urProgramLink`): built, with no code
+    /// of its own.
+    Linked,
 }
 
 /// Where the program stands, as `urProgramGetBuildInfo` reports it.
@@ -39,7 +42,9 @@ impl Program {
     pub(crate) fn new(context: ContextRef, input: Input, bundle: ProgramBundle) -> Program {
         let binary_type = match input {
             Input::Il(_) => ur_program_binary_type_t::UR_PROGRAM_BINARY_TYPE_NONE,
-            Input::Binary(_) | Input::Native => ur_program_binary_type_t::UR_PROGRAM_BINARY_TYPE_EXECUTABLE,
+            Input::Binary(_) | Input::Native | Input::Linked => {
+                ur_program_binary_type_t::UR_PROGRAM_BINARY_TYPE_EXECUTABLE
+            }
         };
         let state = BuildState {
             status: ur_program_build_status_t::UR_PROGRAM_BUILD_STATUS_NONE,
@@ -54,31 +59,44 @@ impl Program {
     /// A program over an adopted native one, built already: its kernels
     /// are the native program's.
     pub(crate) fn adopted(context: ContextRef, program: cmdbuf_core::Program) -> Program {
-        let adopted = Program::new(context, Input::Native, ProgramBundle::new());
+        Program::over_built(context, Input::Native, program)
+    }
+
+    /// A program of no code of its own (`input` is `Native` or `Linked`)
+    /// over a built one, whose kernels it has.
+    fn over_built(context: ContextRef, input: Input, program: cmdbuf_core::Program) -> Program {
+        let over = Program::new(context, input, ProgramBundle::new());
         {
-            let mut state = adopted.state.lock();
+            let mut state = over.state.lock();
             state.log = program.build_log();
             state.status = ur_program_build_status_t::UR_PROGRAM_BUILD_STATUS_SUCCESS;
             state.built = Some(program);
         }
-        adopted
+        over
     }
 
-    /// The kernels' signatures: the bundle's, or the adopted program's.
+    /// The kernels' signatures: the bundle's, or the built program's where
+    /// the program has no code of its own.
     pub(crate) fn signatures(&self) -> Vec<cmdbuf_core::KernelSignature> {
         match (&self.input, &self.state.lock().built) {
-            (Input::Native, Some(built)) => built.signatures().to_vec(),
+            (Input::Native | Input::Linked, Some(built)) => built.signatures().to_vec(),
             _ => self.bundle.signatures().to_vec(),
         }
     }
 
-    /// `INVALID_OPERATION` for an adopted program, which its own API built:
-    /// cmdbuf has no code of it to build again.
+    /// `INVALID_OPERATION` for a program built already with no code of its
+    /// own (adopted: its own API built it; linked from several): cmdbuf
+    /// has nothing to build again.
     pub(crate) fn check_not_adopted(&self, what: &str) -> AbiResult {
         ensure!(
             !matches!(self.input, Input::Native),
             InvalidOperation,
             "{what} of a program adopted from a native handle, which is built already (its driver's API rebuilds it)"
+        );
+        ensure!(
+            !matches!(self.input, Input::Linked),
+            InvalidOperation,
+            "{what} of a program linked from several, which is built already and has no code of its own"
         );
         Ok(())
     }
@@ -132,10 +150,11 @@ impl Program {
     /// from a native handle has no code to link again: `INVALID_OPERATION`,
     /// and no program.
     pub(crate) fn link_alone(&self, options: &str) -> AbiResult<(Program, AbiResult)> {
+        self.check_not_adopted("linking")?;
         let input = match &self.input {
             Input::Il(bytes) => Input::Il(bytes.clone()),
             Input::Binary(bytes) => Input::Binary(bytes.clone()),
-            Input::Native => return Err(err!(InvalidOperation, "linking a program adopted from a native handle")),
+            Input::Native | Input::Linked => return Err(err!(InvalidOperation, "linking a program with no code")),
         };
         let linked = Program::new(self.context.clone(), input, self.bundle.clone());
         let compile_options = self.state.lock().options.clone();
@@ -146,6 +165,37 @@ impl Program {
             other => other,
         });
         Ok((linked, result))
+    }
+
+    /// A program linked from several (`urProgramLink` of more than one):
+    /// each compiled with the options its `urProgramCompile` recorded, and
+    /// linked with `options` (`cmdbuf_core::Program::link`; the OpenCL
+    /// library only). A failed link still gives its program, with the
+    /// failure as its log, as [`link_alone`](Self::link_alone) does; any
+    /// other error gives none.
+    pub(crate) fn link_several(
+        context: ContextRef,
+        programs: &[&Program],
+        options: &str,
+    ) -> AbiResult<(Program, AbiResult)> {
+        for program in programs {
+            program.check_not_adopted("linking")?;
+        }
+        let compile_options: Vec<String> = programs.iter().map(|p| p.state.lock().options.clone()).collect();
+        let inputs: Vec<(&ProgramBundle, &str)> =
+            programs.iter().zip(&compile_options).map(|(p, o)| (&p.bundle, o.as_str())).collect();
+        let detail = match cmdbuf_core::Program::link(context.value.core(), &inputs, options) {
+            Ok(built) => return Ok((Program::over_built(context, Input::Linked, built), Ok(()))),
+            Err(UrError::ProgramBuildFailure(detail) | UrError::ProgramLinkFailure(detail)) => detail,
+            Err(other) => return Err(other),
+        };
+        let failed = Program::new(context, Input::Linked, ProgramBundle::new());
+        {
+            let mut state = failed.state.lock();
+            state.log = detail.to_string();
+            state.status = ur_program_build_status_t::UR_PROGRAM_BUILD_STATUS_ERROR;
+        }
+        Ok((failed, Err(UrError::ProgramLinkFailure(detail))))
     }
 }
 

@@ -74,6 +74,8 @@ pub(super) fn query(device: sys::CUdevice, driver_version: &str) -> Result<(Devi
         queue_profiling: true,
         out_of_order_queues: true,
         source_forms,
+        // Programs are built whole (PTX or SPIR-V modules are not linked).
+        linker_available: false,
         command_buffer: command_buffer_caps(),
         vendor_id: NVIDIA_VENDOR_ID,
         // The driver API has no PCI device id (its PCI_DEVICE_ID

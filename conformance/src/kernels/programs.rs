@@ -7,12 +7,16 @@
 //! | `scale_add` | DST: f32*, SRC: f32*, A: f32, P: {scale: f32, bias: i32}, N: u64 | `DST[gid0] = SRC[gid0] * A * P.scale + P.bias` for `gid0 < N` |
 //! | `group_sum` | DST: u32*, SRC: u32*, S: local | `DST[group0] = sum of SRC over the group` (through S) |
 //! | `fixed_size` | DST: u32* | `DST[gid0] = lrange0 * 1000 + lid0`, required work-group size 4 |
+//! | `link_scale` | DATA: i32*, S: i32 | `DATA[gid0] = DATA[gid0] * S + 1`, through a function of another module |
 //!
 //! Forms: OpenCL C compiled to SPIR-V (`programs/opencl.cl`), GLSL compiled
 //! to SPIR-V with the Vulkan kernel ABI (`programs/*.comp`), PTX of plain CUDA
 //! kernels (`programs/cuda.cu`, no `group_sum`: CUDA kernels take no local
-//! arguments), and a CPU kernel table of the C functions below. The files are
-//! committed; `programs/regenerate.sh` remakes them.
+//! arguments), and a CPU kernel table of the C functions below. `link_scale`
+//! is SPIR-V only, in two modules compiled apart (`programs/link_kernel.cl`
+//! calls a function that only `programs/link_library.cl` defines), which
+//! run once linked. The files are committed; `programs/regenerate.sh`
+//! remakes them.
 
 use std::ffi::c_void;
 
@@ -21,6 +25,10 @@ use cmdbuf::{CGroup, ProgramBundle, SourceForm, UrError};
 
 /// SPIR-V of OpenCL kernels: every kernel of the group.
 pub const OPENCL_SPIRV: &[u8] = include_bytes!("programs/opencl.spv");
+/// SPIR-V of `link_scale`, which calls `scaled_plus_one` of [`LINK_LIBRARY`].
+pub const LINK_KERNEL: &[u8] = include_bytes!("programs/link_kernel.spv");
+/// SPIR-V of `scaled_plus_one(x, s) = x * s + 1`: no kernel, a function to link with.
+pub const LINK_LIBRARY: &[u8] = include_bytes!("programs/link_library.spv");
 /// PTX of `scale_add` and `fixed_size`.
 pub const PTX: &[u8] = include_bytes!("programs/cuda.ptx");
 /// `(kernel, GLSL file, SPIR-V)` of the Vulkan compute shaders, one per kernel.

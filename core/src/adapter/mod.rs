@@ -291,6 +291,30 @@ pub trait ContextImpl: Any + Send + Sync {
         options: &str,
     ) -> Result<Box<dyn ProgramImpl>>;
 
+    /// Compiles each input's source of `form` apart, with the input's own
+    /// options, and links the results with `options` into one program:
+    /// separate compilation (OpenCL's `clCompileProgram` and
+    /// `clLinkProgram`), with which libsycl adds its device libraries to a
+    /// program. Backends that build whole programs only keep this default,
+    /// `UnsupportedFeature`.
+    ///
+    /// # Safety
+    /// There are at least two inputs; each bundle holds a source of `form`,
+    /// which is one of the device's `source_forms`; kernel names are unique
+    /// across the bundles; no options hold a NUL byte.
+    unsafe fn program_link(
+        &self,
+        inputs: &[(&ProgramBundle, &str)],
+        form: SourceForm,
+        options: &str,
+    ) -> Result<Box<dyn ProgramImpl>> {
+        let _ = (inputs, options);
+        Err(crate::err!(
+            UnsupportedFeature,
+            "linking programs compiled apart: this backend builds whole {form} programs only"
+        ))
+    }
+
     /// Creates a queue.
     ///
     /// # Safety

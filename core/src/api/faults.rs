@@ -577,6 +577,18 @@ impl ContextImpl for FaultyContext {
         Ok(Box::new(FaultyProgram { inner, count: Count::new(&self.shared, |l| &l.programs, 0) }))
     }
 
+    unsafe fn program_link(
+        &self,
+        inputs: &[(&ProgramBundle, &str)],
+        form: SourceForm,
+        options: &str,
+    ) -> Result<Box<dyn ProgramImpl>> {
+        self.enter(CallKind::ProgramCreate)?;
+        // SAFETY: the caller's guarantees, passed on unchanged.
+        let inner = unsafe { self.inner.program_link(inputs, form, options)? };
+        Ok(Box::new(FaultyProgram { inner, count: Count::new(&self.shared, |l| &l.programs, 0) }))
+    }
+
     unsafe fn queue_create(&self, properties: QueueProperties) -> Result<Box<dyn QueueImpl>> {
         self.enter(CallKind::QueueCreate)?;
         // SAFETY: the caller's guarantees, passed on unchanged.

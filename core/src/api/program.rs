@@ -21,6 +21,14 @@ use crate::objects::{KernelInner, ProgramInner};
 pub use crate::types::program::*;
 use crate::{ensure, err};
 
+/// What a built program keeps of its bundles.
+struct Built {
+    signatures: Vec<KernelSignature>,
+    form: SourceForm,
+    given: Option<Arc<[u8]>>,
+    label: Option<&'static str>,
+}
+
 impl Program {
     /// Builds the bundle for the context's device, from the first form in the
     /// device's order of preference that the bundle holds.
@@ -56,19 +64,88 @@ impl Program {
         // SAFETY: the bundle holds a source of `form`, a form the device accepts,
         // and its kernel names are unique.
         let imp = unsafe { context.imp().program_create(bundle, form, options)? };
-        Ok(Program {
+        let built =
+            Built { signatures: bundle.kernels.clone(), form, given: bundle.given.clone(), label: bundle.label() };
+        Ok(Program::assemble(context, built, options, imp))
+    }
+
+    /// Links programs compiled apart into one, as `urProgramLink` of several
+    /// does: each input is a bundle and the options to compile it with, and
+    /// `options` are the link's. The program's kernels are every input's;
+    /// one name in two inputs is `ProgramLinkFailure`. A single input is
+    /// built as by [`with_options`](Self::with_options), with its options
+    /// followed by the link's. Only the OpenCL adapter compiles and links
+    /// apart (an input may then hold no kernel: a library of functions, as
+    /// libsycl's device libraries are); the other backends build whole
+    /// programs, and linking several is `UnsupportedFeature` there.
+    ///
+    /// ```
+    /// use cmdbuf::{ArgKind, Context, KernelSignature, NativeKernel, Program, ProgramBundle, ProgramSource, UrError};
+    /// let bundle = |name: &'static str| {
+    ///     ProgramBundle::new()
+    ///         .kernel(KernelSignature::new(name, [ArgKind::Global]))
+    ///         .source(ProgramSource::Native(vec![NativeKernel::new(name, |_| {})]))
+    /// };
+    /// let ctx = Context::new(&cmdbuf_cpu::default_device()).unwrap();
+    /// let (a, b) = (bundle("a"), bundle("b"));
+    /// let one = Program::link(&ctx, &[(&a, "")], "").unwrap();
+    /// assert_eq!(one.signatures().len(), 1);
+    /// // The CPU adapter runs whole programs: it links no two.
+    /// assert!(matches!(Program::link(&ctx, &[(&a, ""), (&b, "")], ""), Err(UrError::UnsupportedFeature(_))));
+    /// ```
+    #[tracing::instrument(level = "debug", skip_all, fields(device = %context.device(), inputs = inputs.len()))]
+    pub fn link(context: &Context, inputs: &[(&ProgramBundle, &str)], options: &str) -> Result<Program> {
+        ensure!(!inputs.is_empty(), InvalidSize, "no program to link");
+        ensure!(
+            !options.contains('\0') && inputs.iter().all(|(_, o)| !o.contains('\0')),
+            InvalidValue,
+            "compile or link options contain a NUL byte"
+        );
+        if let [(bundle, compile)] = inputs {
+            let joined = [*compile, options].iter().filter(|o| !o.is_empty()).copied().collect::<Vec<_>>().join(" ");
+            return Program::with_options(context, bundle, &joined);
+        }
+        let mut signatures: Vec<KernelSignature> = Vec::new();
+        for kernel in inputs.iter().flat_map(|(bundle, _)| bundle.kernels.iter()) {
+            ensure!(
+                !signatures.iter().any(|k| k.name == kernel.name),
+                ProgramLinkFailure,
+                "kernel `{}` is defined by two of the programs linked",
+                kernel.name
+            );
+            signatures.push(kernel.clone());
+        }
+        let accepted = &context.device().info().source_forms;
+        let Some(form) =
+            accepted.iter().copied().find(|f| inputs.iter().all(|(bundle, _)| bundle.source_of(*f).is_some()))
+        else {
+            return Err(err!(
+                InvalidBinary,
+                "the programs linked share no source form that {} accepts ({})",
+                context.device(),
+                list(accepted)
+            ));
+        };
+        // SAFETY: two inputs or more, each holding a source of `form`, a form
+        // the device accepts; kernel names unique across them; no NUL bytes.
+        let imp = unsafe { context.imp().program_link(inputs, form, options)? };
+        Ok(Program::assemble(context, Built { signatures, form, given: None, label: None }, options, imp))
+    }
+
+    fn assemble(context: &Context, built: Built, options: &str, imp: Box<dyn ProgramImpl>) -> Program {
+        Program {
             inner: Arc::new(ProgramInner {
                 context: context.clone(),
-                signatures: bundle.kernels.clone(),
-                form,
+                signatures: built.signatures,
+                form: built.form,
                 options: options.to_string(),
-                given: bundle.given.clone(),
-                label: bundle.label(),
+                given: built.given,
+                label: built.label,
                 adopted: false,
                 imp,
                 _live: crate::live::Live::new(),
             }),
-        })
+        }
     }
 
     /// The driver's build log; empty when it has none.

@@ -455,6 +455,11 @@ pub struct DeviceInfo {
     pub source_forms: Vec<SourceForm>,
     /// Command-buffer capabilities.
     pub command_buffer: CommandBufferCaps,
+    /// Whether programs compiled apart link into one
+    /// ([`Program::link`](crate::Program::link) of several): OpenCL devices
+    /// that take SPIR-V themselves and have a linker. Elsewhere programs
+    /// are built whole.
+    pub linker_available: bool,
 
     /// The vendor's PCI vendor id (or Khronos vendor id); 0 when unknown.
     pub vendor_id: u32,

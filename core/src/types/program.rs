@@ -265,14 +265,16 @@ impl ProgramBundle {
     /// A SPIR-V module (UR's IL). Reads its entry points and their
     /// parameters: execution model `Kernel` (OpenCL flavour, built by OpenCL
     /// adapters) or `GLCompute` (this project's Vulkan kernel ABI,
-    /// docs/vulkan.md, one [`SpirvModule`] per entry point). `InvalidBinary`
+    /// docs/vulkan.md, one [`SpirvModule`] per entry point), or none in a
+    /// module of the OpenCL memory model (a library to link). `InvalidBinary`
     /// when it is not SPIR-V or cannot be read, `UnsupportedFeature` when a
     /// kernel takes arguments this project cannot pass (images, samplers).
     pub fn from_il(il: &[u8]) -> Result<ProgramBundle> {
         let entries = spirv::entry_points(il)?;
         let mut bundle = ProgramBundle { given: Some(il.into()), ..ProgramBundle::default() };
         let mut modules = Vec::new();
-        let mut opencl = false;
+        // No entry point: an OpenCL library, to compile and link with others.
+        let mut opencl = entries.is_empty();
         for entry in entries {
             match entry.model {
                 spirv::ExecutionModel::Kernel => opencl = true,

@@ -78,6 +78,7 @@ pub fn is_spirv(bytes: &[u8]) -> bool {
 }
 
 // Opcodes.
+const OP_MEMORY_MODEL: u32 = 14;
 const OP_ENTRY_POINT: u32 = 15;
 const OP_EXECUTION_MODE: u32 = 16;
 const OP_TYPE_VOID: u32 = 19;
@@ -108,6 +109,8 @@ const OP_EXECUTION_MODE_ID: u32 = 331;
 // Execution models.
 const MODEL_GL_COMPUTE: u32 = 5;
 const MODEL_KERNEL: u32 = 6;
+/// The `OpenCL` memory model of `OpMemoryModel`.
+const MEMORY_MODEL_OPENCL: u32 = 2;
 
 // Execution modes.
 const MODE_LOCAL_SIZE: u32 = 17;
@@ -192,6 +195,8 @@ struct Module {
     /// Pointer types of push-constant variables.
     push_constants: Vec<u32>,
     spec_ids: Vec<u32>,
+    /// Whether `OpMemoryModel` names the OpenCL memory model.
+    opencl_memory: bool,
 }
 
 fn string_at(words: &[u32]) -> Result<(String, usize)> {
@@ -238,6 +243,7 @@ impl Module {
             );
             let inst = Instruction { opcode, at, ops: &words[at + 1..at + count] };
             match opcode {
+                OP_MEMORY_MODEL => m.opencl_memory = inst.ops.get(1) == Some(&MEMORY_MODEL_OPENCL),
                 OP_ENTRY_POINT | OP_EXECUTION_MODE | OP_EXECUTION_MODE_ID => m.mode(&inst)?,
                 OP_CONSTANT | OP_SPEC_CONSTANT | OP_CONSTANT_COMPOSITE | OP_SPEC_CONSTANT_COMPOSITE | OP_VARIABLE => {
                     m.value(&inst)?
@@ -652,9 +658,11 @@ impl Module {
 }
 
 /// The entry points of a SPIR-V module (`Kernel` and `GLCompute` ones) and
-/// their signatures. `InvalidBinary` when the bytes are not a readable module
-/// or it has no such entry point; `UnsupportedFeature` for arguments this
-/// project cannot pass (images, samplers, ...).
+/// their signatures. A module of the OpenCL memory model may have none: a
+/// library of functions for other modules to link with (libsycl's device
+/// libraries). `InvalidBinary` when the bytes are not a readable module, or
+/// another module has no such entry point; `UnsupportedFeature` for
+/// arguments this project cannot pass (images, samplers, ...).
 pub fn entry_points(bytes: &[u8]) -> Result<Vec<EntryPoint>> {
     let words = words(bytes)?;
     let module = Module::parse(&words)?;
@@ -680,7 +688,11 @@ pub fn entry_points(bytes: &[u8]) -> Result<Vec<EntryPoint>> {
         signature.reqd_num_sub_groups = module.sub_groups.get(func).copied();
         out.push(EntryPoint { model, signature });
     }
-    ensure!(!out.is_empty(), InvalidBinary, "the SPIR-V module has no Kernel or GLCompute entry point");
+    ensure!(
+        !out.is_empty() || module.opencl_memory,
+        InvalidBinary,
+        "the SPIR-V module has no Kernel or GLCompute entry point, and is no OpenCL library to link"
+    );
     Ok(out)
 }
 
@@ -703,6 +715,20 @@ mod tests {
         // A valid header without entry points.
         let w = [MAGIC, 0x0001_0000, 0, 10, 0];
         assert!(matches!(entry_points(&bytes(&w)), Err(crate::UrError::InvalidBinary(_))));
+        // Without entry points, of the GLSL450 memory model (Logical addressing).
+        let w = [MAGIC, 0x0001_0000, 0, 10, 0, 3 << 16 | OP_MEMORY_MODEL, 0, 1];
+        assert!(matches!(entry_points(&bytes(&w)), Err(crate::UrError::InvalidBinary(_))));
+    }
+
+    #[test]
+    fn an_opencl_library_has_no_entry_point() {
+        // `OpMemoryModel Physical64 OpenCL` and no entry point: a module of
+        // functions for others to link with.
+        let w = [MAGIC, 0x0001_0000, 0, 10, 0, 3 << 16 | OP_MEMORY_MODEL, 2, MEMORY_MODEL_OPENCL];
+        assert!(entry_points(&bytes(&w)).unwrap().is_empty());
+        let bundle = crate::ProgramBundle::from_il(&bytes(&w)).unwrap();
+        assert!(bundle.signatures().is_empty());
+        assert!(bundle.source_of(crate::SourceForm::SpirvKernel).is_some(), "an OpenCL library is built from its IL");
     }
 
     fn signature(entries: &[EntryPoint], name: &str) -> KernelSignature {

@@ -5,7 +5,7 @@
 //! SPIR-V of OpenCL kernels, SPIR-V compute shaders of the Vulkan kernel
 //! ABI, or PTX.
 
-use cmdbuf::{ArgKind, CacheConfig, Kernel, KernelArg, KernelLaunch, Program, ProgramBundle, UsmKind};
+use cmdbuf::{ArgKind, CacheConfig, Kernel, KernelArg, KernelLaunch, Program, ProgramBundle, SourceForm, UsmKind};
 
 use crate::harness::{CaseError, CaseResult, Env, read, write};
 use crate::kernels::programs::{self, Params, scale_add_reference};
@@ -19,6 +19,7 @@ pub(in crate::cases) fn cases() -> Vec<crate::Case> {
         build_options_binary_and_kernel_info,
         cache_config_hints,
         misuse_is_reported,
+        modules_compiled_apart_link,
     ]
 }
 
@@ -216,5 +217,46 @@ fn misuse_is_reported(env: &Env) -> CaseResult {
     wrong_kind[2] = KernelArg::Local(4);
     // SAFETY: as above.
     check_err!(unsafe { queue.launch_kernel(&KernelLaunch::new(&kernel, &[64], &wrong_kind), &[]) }, InvalidValue);
+    Ok(())
+}
+
+/// Two SPIR-V modules compiled apart, a kernel and a library of the
+/// function it calls (as libsycl links its device libraries), run once
+/// linked where the device has a linker (an OpenCL device that takes SPIR-V
+/// itself). Elsewhere the link is refused, typed: `UnsupportedFeature` where
+/// the device builds SPIR-V of OpenCL kernels but links none (PoCL 3.1,
+/// through SPIR translation), `InvalidBinary` where it builds no such form.
+/// A module without a kernel is read as such, and the linked program's
+/// kernels are its modules'.
+fn modules_compiled_apart_link(env: &Env) -> CaseResult {
+    let library = ProgramBundle::from_il(programs::LINK_LIBRARY)?;
+    check!(library.signatures().is_empty(), "{:?}", library.signatures());
+    let kernel_module = ProgramBundle::from_il(programs::LINK_KERNEL)?;
+    check_eq!(kernel_module.signatures().len(), 1);
+    check_err!(Program::link(env.context(), &[], ""), InvalidSize);
+    // One name in two inputs is a link failure, before any backend is asked.
+    check_err!(Program::link(env.context(), &[(&kernel_module, ""), (&kernel_module, "")], ""), ProgramLinkFailure);
+    let info = env.device().info();
+    let linked = Program::link(env.context(), &[(&kernel_module, "-cl-fast-relaxed-math"), (&library, "")], "");
+    if !info.linker_available {
+        if info.source_forms.contains(&SourceForm::SpirvKernel) {
+            check_err!(linked, UnsupportedFeature);
+        } else {
+            check_err!(linked, InvalidBinary);
+        }
+        return Ok(());
+    }
+    let linked = linked?;
+    check_eq!(linked.signatures().len(), 1);
+    let kernel = Kernel::new(&linked, "link_scale")?;
+    const N: usize = 64;
+    let queue = env.queue()?;
+    let data = env.usm(UsmKind::Device, N * 4)?;
+    let input: Vec<i32> = (0..N as i32).collect();
+    write(&queue, data.ptr(), &input)?;
+    let args = [KernelArg::Pointer(data.ptr()), KernelArg::value(&3i32)];
+    // SAFETY: 64 work-items over 64 ints.
+    unsafe { queue.launch_kernel(&KernelLaunch::new(&kernel, &[N], &args), &[]) }?.wait()?;
+    check_eq!(read::<i32>(&queue, data.ptr(), N)?, input.iter().map(|x| x * 3 + 1).collect::<Vec<_>>());
     Ok(())
 }

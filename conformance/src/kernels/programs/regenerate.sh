@@ -2,7 +2,9 @@
 # Regenerates the committed binaries of the `programs` conformance group, whose
 # kernel signatures are read from the code (ProgramBundle::from_il / from_binary):
 # - opencl.spv: OpenCL C -> SPIR-V (OpenCL kernels), clang 15 + llvm-spirv 15
-#   (Debian: clang-15, llvm-spirv-15);
+#   (Debian: clang-15, llvm-spirv-15); link_kernel.spv and link_library.spv
+#   the same way, each module compiled apart (a kernel calling a function
+#   only the library defines, for linking);
 # - *.spv from *.comp: GLSL -> SPIR-V (GLCompute, this project's Vulkan kernel
 #   ABI), glslangValidator (Debian: glslang-tools);
 # - cuda.ptx: CUDA C -> PTX with clang's NVPTX back end (no CUDA SDK needed).
@@ -19,6 +21,10 @@ trap 'rm -rf "$tmp"' EXIT
 
 "$clang" -c -target spir64 -cl-std=CL1.2 -O2 -emit-llvm -Xclang -no-opaque-pointers opencl.cl -o "$tmp/opencl.bc"
 "$spirv" "$tmp/opencl.bc" -o opencl.spv
+for module in link_kernel link_library; do
+    "$clang" -c -target spir64 -cl-std=CL1.2 -O2 -emit-llvm -Xclang -no-opaque-pointers "$module.cl" -o "$tmp/$module.bc"
+    "$spirv" "$tmp/$module.bc" -o "$module.spv"
+done
 
 # Each shader's entry point is named after its kernel (glslang's default is `main`).
 for src in *.comp; do
@@ -46,5 +52,7 @@ cat cuda.cu >> "$tmp/cuda.cu"
 } > tools.txt
 if command -v spirv-val >/dev/null; then
     spirv-val opencl.spv
+    spirv-val link_kernel.spv
+    spirv-val link_library.spv
     for spv in scale_add.spv group_sum.spv fixed_size.spv; do spirv-val --target-env vulkan1.2 "$spv"; done
 fi
