@@ -7,14 +7,9 @@ use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
 
-use cmdbuf_core::adapter::{
-    BufferImpl, ComposePart, ContextImpl, DeviceImpl, ExecutableCommandBufferImpl, ProgramImpl, QueueImpl,
-    RecordingCommandBufferImpl, UserEventImpl, UsmImpl, downcast,
-};
-use cmdbuf_core::{
-    AdoptedBuffer, CommandBufferDesc, MemFlags, NativeHandle, Ownership, ProgramBundle, QueueProperties, Result,
-    SourceForm, UsmKind, err,
-};
+use cmdbuf_core::adapter::ComposePart;
+use cmdbuf_core::adapter::prelude::*;
+use cmdbuf_core::{AdoptedBuffer, Ownership};
 
 use crate::command_buffer::CpuCommandBuffer;
 use crate::device::CpuDevice;

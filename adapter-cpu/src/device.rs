@@ -12,12 +12,13 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use cmdbuf_core::adapter::{ContextImpl, DeviceImpl, PlatformImpl, SubDeviceImpl};
+use cmdbuf_core::adapter::SubDeviceImpl;
+use cmdbuf_core::adapter::prelude::*;
 use cmdbuf_core::{
     AffinityDomain, AffinityDomains, AtomicCaps, CacheType, CommandBufferCaps, CommandBufferSupport, DeviceInfo,
     DeviceType, FpCapabilities, FpConfigs, GlobalMemCache, LocalMemType, MemoryHardware, MemoryOrders, MemoryScopes,
-    Partition, PartitionKind, PartitionSupport, Result, SourceForm, SubGroups, Timestamps, UpdateCapabilities,
-    UsmKinds, VectorWidths, capability_extensions, err,
+    Partition, PartitionKind, PartitionSupport, SubGroups, UpdateCapabilities, UsmKinds, VectorWidths,
+    capability_extensions,
 };
 use parking_lot::Mutex;
 

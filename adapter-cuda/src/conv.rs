@@ -1,7 +1,8 @@
 //! Conversions between CUDA and cmdbuf-core: driver result codes to the
 //! closest [`UrError`] variants, the detail naming the call and the code.
 
-use cmdbuf_core::{Backend, Detail, Result, UrError};
+use cmdbuf_core::Detail;
+use cmdbuf_core::adapter::prelude::*;
 use cudarc::driver::sys;
 
 use crate::driver::error_name;

@@ -17,8 +17,7 @@ use std::ptr;
 use std::sync::Arc;
 
 use cmdbuf_core::adapter::Backing as _;
-use cmdbuf_core::adapter::{BufferImpl, UsmImpl, downcast};
-use cmdbuf_core::{MemBuffer, MemFlags, MemLoc, Result, UsmKind, UsmRef, err};
+use cmdbuf_core::adapter::prelude::*;
 use cudarc::driver::sys;
 
 use crate::device::{DeviceShared, Release};

@@ -39,12 +39,9 @@ use std::ffi::{CString, c_void};
 use std::ptr;
 use std::sync::Arc;
 
-use cmdbuf_core::adapter::Backing;
-use cmdbuf_core::adapter::{AdoptedKernel, AdoptedProgram, KernelImpl, ProgramImpl, downcast};
-use cmdbuf_core::{
-    ArgKind, ArgValue, CacheConfig, KernelCommand, KernelSignature, NativeHandle, Ownership, ProgramBundle,
-    ProgramSource, Result, SourceForm, err,
-};
+use cmdbuf_core::adapter::prelude::*;
+use cmdbuf_core::adapter::{AdoptedKernel, AdoptedProgram};
+use cmdbuf_core::{ArgKind, CacheConfig, KernelSignature, Ownership, ProgramSource};
 use cudarc::driver::sys;
 use smallvec::SmallVec;
 

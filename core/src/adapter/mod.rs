@@ -1008,4 +1008,5 @@ pub trait NativeBacking {
 pub mod command;
 pub mod launch;
 pub(crate) mod objects;
+pub mod prelude;
 pub mod toolbox;
