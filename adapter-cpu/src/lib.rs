@@ -33,6 +33,7 @@ mod program;
 mod queue;
 mod sleep;
 mod topology;
+mod units;
 
 use std::sync::Arc;
 
