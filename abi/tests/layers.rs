@@ -45,6 +45,11 @@ fn no_module_imports_a_module_of_a_higher_layer() {
 }
 
 #[test]
+fn no_modules_import_each_other_in_a_circle() {
+    layering().assert_no_circle();
+}
+
+#[test]
 fn the_c_types_import_nothing_above_them() {
     layering().assert_bottom_imports_nothing_above();
 }
