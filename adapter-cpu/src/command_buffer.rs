@@ -21,15 +21,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use cmdbuf_core::adapter::EventBacking;
-use cmdbuf_core::adapter::{
-    ComposePart, ComposeWork, EventImpl, ExecutableCommandBufferImpl, FinalizeFailed, KernelUpdate, QueueImpl,
-    RecordingCommandBufferImpl, downcast,
-};
+use cmdbuf_core::NativeKernelFn;
+use cmdbuf_core::adapter::prelude::*;
+use cmdbuf_core::adapter::{ComposePart, ComposeWork};
 use cmdbuf_core::event::execution_error;
-use cmdbuf_core::{
-    Backend, Command, CommandBufferDesc, Event, Kernel, NativeHandle, NativeKernelFn, Result, UrError, err,
-};
 use parking_lot::Mutex;
 use smallvec::SmallVec;
 

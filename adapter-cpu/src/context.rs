@@ -7,22 +7,17 @@ use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
 
-use cmdbuf_core::adapter::{
-    BufferImpl, ComposePart, ContextImpl, DeviceImpl, ExecutableCommandBufferImpl, ProgramImpl, QueueImpl,
-    RecordingCommandBufferImpl, UserEventImpl, UsmImpl, downcast,
-};
-use cmdbuf_core::{
-    AdoptedBuffer, CommandBufferDesc, MemFlags, NativeHandle, Ownership, ProgramBundle, QueueProperties, Result,
-    SourceForm, UsmKind, err,
-};
+use cmdbuf_core::adapter::ComposePart;
+use cmdbuf_core::adapter::prelude::*;
+use cmdbuf_core::{AdoptedBuffer, Ownership};
 
 use crate::command_buffer::CpuCommandBuffer;
-use crate::device::CpuDevice;
 use crate::event::CpuEvent;
 use crate::memory::{CpuBuffer, CpuUsm, HostBlock};
 use crate::pool::Pool;
 use crate::program::CpuProgram;
 use crate::queue::CpuQueue;
+use crate::units::CpuDevice;
 
 /// Buffers by host address: their memory (not kept alive), size and flags.
 type LiveBuffers = HashMap<u64, (Weak<HostBlock>, usize, MemFlags)>;

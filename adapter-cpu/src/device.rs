@@ -9,15 +9,15 @@
 //! by the first context made on the sub-device, so that partitions that are
 //! only inspected cost no threads.
 
-use std::path::Path;
 use std::sync::Arc;
 
-use cmdbuf_core::adapter::{ContextImpl, DeviceImpl, PlatformImpl, SubDeviceImpl};
+use cmdbuf_core::adapter::SubDeviceImpl;
+use cmdbuf_core::adapter::prelude::*;
 use cmdbuf_core::{
     AffinityDomain, AffinityDomains, AtomicCaps, CacheType, CommandBufferCaps, CommandBufferSupport, DeviceInfo,
     DeviceType, FpCapabilities, FpConfigs, GlobalMemCache, LocalMemType, MemoryHardware, MemoryOrders, MemoryScopes,
-    Partition, PartitionKind, PartitionSupport, Result, SourceForm, SubGroups, Timestamps, UpdateCapabilities,
-    UsmKinds, VectorWidths, capability_extensions, err,
+    Partition, PartitionKind, PartitionSupport, SubGroups, UpdateCapabilities, UsmKinds, VectorWidths,
+    capability_extensions,
 };
 use parking_lot::Mutex;
 
@@ -26,6 +26,7 @@ use crate::host;
 use crate::memory::DEFAULT_ALIGN;
 use crate::pool::{Pool, now_ns};
 use crate::topology;
+use crate::units::CpuDevice;
 
 /// The variable that sets the number of worker threads.
 pub const THREADS_ENV: &str = "UR_CPU_THREADS";
@@ -96,49 +97,6 @@ impl PlatformImpl for CpuPlatform {
 
     fn devices(&self) -> Vec<Arc<dyn DeviceImpl>> {
         vec![self.device.clone()]
-    }
-}
-
-/// The CPU device, or one of its sub-devices.
-pub(crate) struct CpuDevice {
-    /// The logical CPU each compute unit (worker) stands for.
-    cpus: Vec<usize>,
-    /// Whether the workers are kept to `cpus` (sub-devices), or run where
-    /// the system puts them (the device).
-    pinned: bool,
-    /// The workers; a sub-device's start with its first context.
-    pool: Mutex<Option<Arc<Pool>>>,
-}
-
-impl CpuDevice {
-    /// The device's workers, started if they are not yet.
-    pub(crate) fn pool(&self) -> Result<Arc<Pool>> {
-        let mut pool = self.pool.lock();
-        if let Some(pool) = &*pool {
-            return Ok(pool.clone());
-        }
-        let mut cpus = self.cpus.clone();
-        cpus.sort_unstable();
-        cpus.dedup();
-        let started = Pool::pinned(self.cpus.len(), self.pinned.then_some(cpus))
-            .map_err(|e| err!(OutOfResources, "CPU sub-device: {e}"))?;
-        tracing::debug!(cpus = ?self.cpus, "CPU sub-device's workers started");
-        Ok(pool.insert(Arc::new(started)).clone())
-    }
-
-    /// A sub-device of the compute units `units` of this device.
-    fn sub_device(&self, units: impl IntoIterator<Item = usize>, partition: Partition) -> SubDeviceImpl {
-        let cpus = units.into_iter().map(|u| self.cpus[u]).collect();
-        SubDeviceImpl { imp: Arc::new(CpuDevice { cpus, pinned: true, pool: Mutex::new(None) }), partition }
-    }
-
-    /// The affinity domains of this device's units that the machine
-    /// describes, each with its groups of units.
-    fn domains(&self) -> Vec<(AffinityDomain, Vec<Vec<usize>>)> {
-        AffinityDomain::LEVELS
-            .into_iter()
-            .filter_map(|d| Some((d, topology::group_units(Path::new(topology::SYS_CPU), &self.cpus, d)?)))
-            .collect()
     }
 }
 

@@ -14,9 +14,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use cmdbuf_core::adapter::prelude::*;
 use cmdbuf_core::adapter::toolbox::OrderedEvent;
-use cmdbuf_core::adapter::{EventImpl, UserEventImpl};
-use cmdbuf_core::{EventStatus, ProfilingInfo, UrError};
 use parking_lot::{Condvar, Mutex};
 
 use crate::pool::{Pool, RawTask, Task, now_ns};

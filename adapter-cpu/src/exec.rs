@@ -5,14 +5,10 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr;
 use std::sync::atomic::{AtomicI32, Ordering};
 
-use cmdbuf_core::adapter::downcast;
-use cmdbuf_core::adapter::{Backing, NativeBacking};
+use cmdbuf_core::adapter::prelude::*;
 use cmdbuf_core::event::execution_error;
 use cmdbuf_core::rect::for_each_row;
-use cmdbuf_core::{
-    ArgValue, Backend, Command, KernelCommand, MemBuffer, MemLoc, NativeArg, NativeKernelFn, NativeTarget, Result,
-    UsmRef, WorkGroup, err,
-};
+use cmdbuf_core::{NativeArg, NativeKernelFn, WorkGroup};
 use smallvec::SmallVec;
 
 use crate::memory::CpuBuffer;

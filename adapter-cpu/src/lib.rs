@@ -33,11 +33,12 @@ mod program;
 mod queue;
 mod sleep;
 mod topology;
+mod units;
 
 use std::sync::Arc;
 
-use cmdbuf_core::adapter::{AdapterFactory, PlatformImpl};
-use cmdbuf_core::{AdapterEntry, Backend, Device, DeviceSelector, Loader};
+use cmdbuf_core::adapter::prelude::*;
+use cmdbuf_core::{AdapterEntry, Device, DeviceSelector, Loader};
 
 pub use device::{THREADS_ENV, max_threads, threads_from_env};
 

@@ -4,8 +4,7 @@ use std::alloc::{Layout, alloc_zeroed, dealloc};
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-use cmdbuf_core::adapter::{BufferImpl, UsmImpl};
-use cmdbuf_core::{Result, err};
+use cmdbuf_core::adapter::prelude::*;
 
 /// Alignment of every allocation unless a larger one is asked for: a cache
 /// line, so that work-groups writing neighbouring ranges do not share lines

@@ -2,8 +2,8 @@
 
 use std::collections::HashMap;
 
-use cmdbuf_core::adapter::{KernelImpl, ProgramImpl};
-use cmdbuf_core::{KernelSignature, NativeKernelFn, ProgramBundle, ProgramSource, Result, err};
+use cmdbuf_core::adapter::prelude::*;
+use cmdbuf_core::{KernelSignature, NativeKernelFn, ProgramSource};
 
 pub(crate) struct CpuProgram {
     kernels: HashMap<String, NativeKernelFn>,

@@ -4,9 +4,8 @@
 use std::any::Any;
 use std::sync::Arc;
 
+use cmdbuf_core::adapter::prelude::*;
 use cmdbuf_core::adapter::toolbox::QueueOrder;
-use cmdbuf_core::adapter::{EventImpl, QueueImpl, downcast};
-use cmdbuf_core::{Command, QueueProperties, Result};
 use smallvec::SmallVec;
 
 use crate::event::{Continuation, CpuEvent, EventJob, after_all};

@@ -48,15 +48,9 @@ use std::ffi::c_void;
 use std::ptr;
 use std::sync::{Arc, Weak};
 
-use cmdbuf_core::adapter::{
-    ComposePart, ComposeWork, EventImpl, ExecutableCommandBufferImpl, FinalizeFailed, KernelUpdate, QueueImpl,
-    RecordingCommandBufferImpl, downcast,
-};
-use cmdbuf_core::adapter::{EventBacking, NativeBacking};
-use cmdbuf_core::{
-    Backend, Command, CommandBufferDesc, Event, Kernel, NativeCommand, NativeHandle, NativeTarget, Result, UsmAdvice,
-    UsmRef, err,
-};
+use cmdbuf_core::adapter::prelude::*;
+use cmdbuf_core::adapter::{ComposePart, ComposeWork};
+use cmdbuf_core::{NativeCommand, UsmAdvice};
 use cudarc::driver::sys;
 use smallvec::SmallVec;
 

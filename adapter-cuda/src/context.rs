@@ -5,11 +5,8 @@
 use std::any::Any;
 use std::sync::Arc;
 
-use cmdbuf_core::adapter::{
-    BufferImpl, ComposePart, ContextImpl, ExecutableCommandBufferImpl, ProgramImpl, QueueImpl,
-    RecordingCommandBufferImpl, UserEventImpl, UsmImpl,
-};
-use cmdbuf_core::{CommandBufferDesc, MemFlags, ProgramBundle, QueueProperties, Result, SourceForm, UsmKind};
+use cmdbuf_core::adapter::ComposePart;
+use cmdbuf_core::adapter::prelude::*;
 
 use crate::command_buffer::CudaCommandBuffer;
 use crate::device::DeviceShared;

@@ -1,10 +1,9 @@
 //! Conversions between CUDA and cmdbuf-core: driver result codes to the
-//! closest [`UrError`] variants, the detail naming the call and the code.
+//! closest [`UrError`] variants (`driver.rs` names the code and the call in
+//! the error's detail).
 
-use cmdbuf_core::{Backend, Detail, Result, UrError};
-use cudarc::driver::sys;
-
-use crate::driver::error_name;
+use cmdbuf_core::Detail;
+use cmdbuf_core::adapter::prelude::*;
 
 /// The `UrError` variant closest to a `CUresult` code.
 pub(crate) fn variant_for(code: u32) -> fn(Detail) -> UrError {
@@ -40,17 +39,6 @@ pub(crate) fn variant_for(code: u32) -> fn(Detail) -> UrError {
     }
 }
 
-/// The error for a failed driver call `what`.
-pub(crate) fn cu_error(result: sys::CUresult, what: &str) -> UrError {
-    let code = result as u32;
-    variant_for(code)(Detail::native(Backend::Cuda, i64::from(code), format!("{what} failed: {}", error_name(result))))
-}
-
-/// `Ok` for `CUDA_SUCCESS`, else the mapped error naming the call.
-pub(crate) fn check(result: sys::CUresult, what: &str) -> Result<()> {
-    if result == sys::CUresult::CUDA_SUCCESS { Ok(()) } else { Err(cu_error(result, what)) }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -74,14 +62,5 @@ mod tests {
             assert_eq!(e.detail().native_code, Some(i64::from(code)));
             assert_eq!(e.detail().backend, Some(Backend::Cuda));
         }
-    }
-
-    #[test]
-    fn error_names_the_call_and_code() {
-        let e = cu_error(sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY, "cuMemAlloc_v2");
-        assert!(matches!(e, UrError::OutOfDeviceMemory(_)));
-        let text = e.to_string();
-        assert!(text.contains("cuMemAlloc_v2 failed"), "{text}");
-        assert!(text.contains("cuda: native code 2"), "{text}");
     }
 }

@@ -1,5 +1,6 @@
 //! The CUDA driver as this adapter calls it: opening it, naming its errors
-//! (`conv` maps them), binding contexts to threads, and owning its handles.
+//! (`conv` maps their codes to variants), binding contexts to threads, and
+//! owning its handles.
 //!
 //! Every driver call goes through cudarc's `sys` bindings, which resolve each
 //! entry point lazily from `libcuda` (the `dynamic-loading` feature): nothing
@@ -14,10 +15,10 @@ use std::ptr;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use cmdbuf_core::Result;
+use cmdbuf_core::{Backend, Detail, Result, UrError};
 use cudarc::driver::sys;
 
-use crate::conv::cu_error;
+use crate::conv::variant_for;
 
 /// The reason the loader prints when `libcuda` cannot be loaded; CI (no GPU)
 /// sees this one.
@@ -169,12 +170,23 @@ pub(crate) fn error_name(result: sys::CUresult) -> String {
     format!("CUresult {code}")
 }
 
+/// The error for a failed driver call `what`.
+pub(crate) fn cu_error(result: sys::CUresult, what: &str) -> UrError {
+    let code = result as u32;
+    variant_for(code)(Detail::native(Backend::Cuda, i64::from(code), format!("{what} failed: {}", error_name(result))))
+}
+
+/// `Ok` for `CUDA_SUCCESS`, else the mapped error naming the call.
+pub(crate) fn check(result: sys::CUresult, what: &str) -> Result<()> {
+    if result == sys::CUresult::CUDA_SUCCESS { Ok(()) } else { Err(cu_error(result, what)) }
+}
+
 /// Calls a driver entry point and maps its result:
 /// `cu!(cuStreamSynchronize(stream))`. The caller's `unsafe` block states why
 /// the arguments are valid.
 macro_rules! cu {
     ($name:ident($($arg:expr),* $(,)?)) => {
-        $crate::conv::check(cudarc::driver::sys::$name($($arg),*), stringify!($name))
+        $crate::driver::check(cudarc::driver::sys::$name($($arg),*), stringify!($name))
     };
 }
 pub(crate) use cu;
@@ -338,4 +350,18 @@ pub(crate) fn stream_wait_event(stream: sys::CUstream, event: sys::CUevent) -> R
     // SAFETY: both handles are alive and of contexts of one device (callers pass
     // this adapter's objects of one context).
     unsafe { cu!(cuStreamWaitEvent(stream, event, 0)) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_names_the_call_and_code() {
+        let e = cu_error(sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY, "cuMemAlloc_v2");
+        assert!(matches!(e, UrError::OutOfDeviceMemory(_)));
+        let text = e.to_string();
+        assert!(text.contains("cuMemAlloc_v2 failed"), "{text}");
+        assert!(text.contains("cuda: native code 2"), "{text}");
+    }
 }

@@ -17,9 +17,8 @@ use std::any::Any;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use cmdbuf_core::adapter::{EventImpl, UserEventImpl};
+use cmdbuf_core::adapter::prelude::*;
 use cmdbuf_core::event::execution_error;
-use cmdbuf_core::{Backend, EventStatus, ProfilingInfo, Result, UrError, err};
 use cudarc::driver::sys;
 use parking_lot::Mutex;
 

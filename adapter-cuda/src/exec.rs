@@ -2,7 +2,8 @@
 
 use std::sync::Arc;
 
-use cmdbuf_core::{Command, MigrationFlags, Result, UsmAdvice, UsmRef};
+use cmdbuf_core::adapter::prelude::*;
+use cmdbuf_core::{MigrationFlags, UsmAdvice};
 use cudarc::driver::sys;
 
 use crate::device::{DEVICE_CPU, DeviceShared};

@@ -43,8 +43,7 @@ mod queue;
 
 use std::sync::Arc;
 
-use cmdbuf_core::Backend;
-use cmdbuf_core::adapter::{AdapterFactory, PlatformImpl};
+use cmdbuf_core::adapter::prelude::*;
 
 pub use driver::NO_DRIVER;
 pub use nvrtc::NVRTC_ENV;

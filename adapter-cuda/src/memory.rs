@@ -17,8 +17,7 @@ use std::ptr;
 use std::sync::Arc;
 
 use cmdbuf_core::adapter::Backing as _;
-use cmdbuf_core::adapter::{BufferImpl, UsmImpl, downcast};
-use cmdbuf_core::{MemBuffer, MemFlags, MemLoc, Result, UsmKind, UsmRef, err};
+use cmdbuf_core::adapter::prelude::*;
 use cudarc::driver::sys;
 
 use crate::device::{DeviceShared, Release};
@@ -109,7 +108,7 @@ impl Allocation {
             // Registered already (by the application, or another buffer over
             // the same memory): used as it is, and left registered.
             sys::CUresult::CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED => false,
-            other => return Err(crate::conv::cu_error(other, "cuMemHostRegister (USE_HOST_POINTER)")),
+            other => return Err(crate::driver::cu_error(other, "cuMemHostRegister (USE_HOST_POINTER)")),
         };
         // Made before the query so that a failed query unregisters the memory.
         let mut allocation = Allocation { dev: dev.clone(), backing: Backing::Lent(host, registered), addr: 0 };

@@ -17,10 +17,10 @@
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
-use cmdbuf_core::adapter::{CapturedCollectiveImpl, CollectiveImpl, CollectiveRank, EventImpl};
+use cmdbuf_core::adapter::prelude::*;
+use cmdbuf_core::adapter::{CapturedCollectiveImpl, CollectiveImpl, CollectiveRank};
 use cmdbuf_core::collective::{CollectiveOp, DataType, ReduceOp};
-use cmdbuf_core::error::Result;
-use cmdbuf_core::{ensure, err};
+use cmdbuf_core::ensure;
 
 use cudarc::driver::sys;
 

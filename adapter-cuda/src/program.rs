@@ -39,12 +39,9 @@ use std::ffi::{CString, c_void};
 use std::ptr;
 use std::sync::Arc;
 
-use cmdbuf_core::adapter::Backing;
-use cmdbuf_core::adapter::{AdoptedKernel, AdoptedProgram, KernelImpl, ProgramImpl, downcast};
-use cmdbuf_core::{
-    ArgKind, ArgValue, CacheConfig, KernelCommand, KernelSignature, NativeHandle, Ownership, ProgramBundle,
-    ProgramSource, Result, SourceForm, err,
-};
+use cmdbuf_core::adapter::prelude::*;
+use cmdbuf_core::adapter::{AdoptedKernel, AdoptedProgram};
+use cmdbuf_core::{ArgKind, CacheConfig, KernelSignature, Ownership, ProgramSource};
 use cudarc::driver::sys;
 use smallvec::SmallVec;
 
@@ -183,7 +180,7 @@ impl JitLogs {
     /// log where it wrote one.
     fn load_error(&self, result: sys::CUresult) -> cmdbuf_core::UrError {
         let log = log_text(&self.error);
-        let mut e = conv::cu_error(result, "cuModuleLoadDataEx");
+        let mut e = driver::cu_error(result, "cuModuleLoadDataEx");
         if !log.is_empty() {
             let detail = e.detail().clone();
             e = conv::variant_for(result as u32)(cmdbuf_core::Detail {
@@ -303,7 +300,7 @@ fn derived_signature(func: sys::CUfunction) -> Result<KernelSignature> {
         match unsafe { sys::cuFuncGetParamInfo(func, args.len(), &mut offset, &mut size) } {
             sys::CUresult::CUDA_SUCCESS => args.push(ArgKind::Value(size)),
             sys::CUresult::CUDA_ERROR_INVALID_VALUE => break,
-            other => return Err(conv::cu_error(other, "cuFuncGetParamInfo")),
+            other => return Err(driver::cu_error(other, "cuFuncGetParamInfo")),
         }
     }
     Ok(KernelSignature::new(function_name(func)?, args))
@@ -409,7 +406,7 @@ impl ProgramImpl for CudaProgram {
             sys::CUresult::CUDA_ERROR_NOT_FOUND => {
                 return Err(err!(InvalidKernelName, "the program's module has no kernel `{}`", signature.name));
             }
-            other => return Err(conv::cu_error(other, "cuModuleGetFunction")),
+            other => return Err(driver::cu_error(other, "cuModuleGetFunction")),
         }
         check_parameters(func, signature, self.plain)?;
         let attribute = |a| -> Result<i32> {

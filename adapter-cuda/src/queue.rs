@@ -12,9 +12,8 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use cmdbuf_core::adapter::NativeBacking;
-use cmdbuf_core::adapter::{EventImpl, QueueImpl};
-use cmdbuf_core::{Backend, Command, NativeCommand, NativeHandle, NativeTarget, Ownership, QueueProperties, Result};
+use cmdbuf_core::adapter::prelude::*;
+use cmdbuf_core::{NativeCommand, Ownership};
 use cudarc::driver::sys;
 use parking_lot::Mutex;
 use smallvec::SmallVec;

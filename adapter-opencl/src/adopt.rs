@@ -9,10 +9,8 @@ use std::sync::Arc;
 
 use cl3::info_type::InfoType;
 use cl3::types::{cl_command_queue, cl_context, cl_event, cl_int, cl_kernel, cl_mem, cl_program};
-use cmdbuf_core::adapter::{BufferImpl, EventImpl, QueueImpl};
-use cmdbuf_core::{
-    AdoptedBuffer, MemFlags, NativeHandle, Ownership, QueueProperties, Result, SourceForm, UrError, err,
-};
+use cmdbuf_core::adapter::prelude::*;
+use cmdbuf_core::{AdoptedBuffer, Ownership};
 
 use crate::context::{CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, CL_QUEUE_PROFILING_ENABLE, ClContext, Shared};
 use crate::conv::ClResultExt;

@@ -52,13 +52,8 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use cl3::types::{cl_command_queue, cl_event};
+use cmdbuf_core::adapter::prelude::*;
 use cmdbuf_core::adapter::toolbox::Recording;
-use cmdbuf_core::adapter::{Backing, EventBacking};
-use cmdbuf_core::adapter::{
-    EventImpl, ExecutableCommandBufferImpl, FinalizeFailed, KernelUpdate, QueueImpl, RecordingCommandBufferImpl,
-    downcast,
-};
-use cmdbuf_core::{Command, CommandBufferDesc, Event, Kernel, NativeHandle, Result, err};
 use smallvec::SmallVec;
 
 use crate::context::Shared;

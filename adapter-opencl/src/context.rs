@@ -6,14 +6,9 @@ use std::any::Any;
 use std::sync::{Arc, OnceLock};
 
 use cl3::types::{cl_bitfield, cl_command_queue, cl_device_id};
-use cmdbuf_core::adapter::{
-    AdoptedKernel, AdoptedProgram, BufferImpl, ContextImpl, DeviceImpl, EventImpl, ProgramImpl, QueueImpl,
-    RecordingCommandBufferImpl, UserEventImpl, UsmImpl, downcast,
-};
-use cmdbuf_core::{
-    AdoptedBuffer, CommandBufferDesc, MemFlags, NativeHandle, Ownership, ProgramBundle, QueueProperties, ReplayPath,
-    Result, SourceForm, UsmKind, err,
-};
+use cmdbuf_core::adapter::prelude::*;
+use cmdbuf_core::adapter::{AdoptedKernel, AdoptedProgram};
+use cmdbuf_core::{AdoptedBuffer, Ownership, ReplayPath};
 
 use crate::command_buffer::ClCommandBuffer;
 use crate::conv::ClResultExt;

@@ -9,10 +9,11 @@ use std::any::Any;
 use std::sync::Arc;
 
 use cl3::types::{cl_bitfield, cl_device_id, cl_platform_id, cl_uint};
-use cmdbuf_core::adapter::{ContextImpl, DeviceImpl, PlatformImpl, SubDeviceImpl, downcast};
+use cmdbuf_core::adapter::SubDeviceImpl;
+use cmdbuf_core::adapter::prelude::*;
 use cmdbuf_core::{
-    CommandBufferCaps, CommandBufferSupport, DeviceInfo, DeviceType, NativeHandle, Partition, PartitionSupport,
-    ReplayPath, Result, Timestamps, UpdateCapabilities, UsmKinds, err,
+    CommandBufferCaps, CommandBufferSupport, DeviceInfo, DeviceType, Partition, PartitionSupport, ReplayPath,
+    UpdateCapabilities, UsmKinds,
 };
 
 use crate::clock::DeviceClock;

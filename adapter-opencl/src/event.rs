@@ -13,10 +13,9 @@ use std::ptr;
 use std::sync::{Arc, OnceLock};
 
 use cl3::types::{cl_event, cl_int};
+use cmdbuf_core::adapter::prelude::*;
 use cmdbuf_core::adapter::toolbox::Recording;
-use cmdbuf_core::adapter::{EventImpl, UserEventImpl, downcast};
 use cmdbuf_core::event::execution_error;
-use cmdbuf_core::{Backend, EventStatus, ProfilingInfo, Result, UrError};
 use opencl3::memory::ClMem;
 use parking_lot::Mutex;
 use smallvec::SmallVec;

@@ -19,12 +19,9 @@ use std::ffi::c_void;
 use std::sync::Arc;
 
 use cl3::types::{cl_command_queue, cl_event, cl_mem};
-use cmdbuf_core::adapter::downcast;
-use cmdbuf_core::adapter::{Backing, BufferBacking, NativeBacking};
-use cmdbuf_core::{
-    ArgValue, Backend, Command, KernelCommand, MemBuffer, MemLoc, NativeCommand, NativeHandle, NativeTarget, Result,
-    UsmRef, err,
-};
+use cmdbuf_core::NativeCommand;
+use cmdbuf_core::adapter::BufferBacking;
+use cmdbuf_core::adapter::prelude::*;
 
 use crate::context::Shared;
 use crate::conv::ClResultExt;

@@ -58,8 +58,7 @@ pub mod version;
 
 use std::sync::Arc;
 
-use cmdbuf_core::Backend;
-use cmdbuf_core::adapter::{AdapterFactory, PlatformImpl};
+use cmdbuf_core::adapter::prelude::*;
 
 #[doc(hidden)]
 pub use clock::check_clock_paths;

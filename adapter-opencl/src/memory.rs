@@ -4,8 +4,7 @@ use std::ffi::c_void;
 use std::sync::{Arc, OnceLock};
 
 use cl3::types::{cl_bitfield, cl_mem};
-use cmdbuf_core::adapter::{BufferImpl, UsmImpl};
-use cmdbuf_core::{MemFlags, Result, UsmKind, err};
+use cmdbuf_core::adapter::prelude::*;
 use opencl3::memory::ClMem;
 
 use crate::context::Shared;

@@ -13,8 +13,7 @@ use std::ffi::c_void;
 use std::ptr;
 
 use cl3::types::{cl_bitfield, cl_mem};
-use cmdbuf_core::adapter::{Backing, downcast};
-use cmdbuf_core::{ArgValue, KernelCommand, Result, err};
+use cmdbuf_core::adapter::prelude::*;
 
 use crate::device::Usm;
 use crate::exec;

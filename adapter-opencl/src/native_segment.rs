@@ -10,8 +10,8 @@
 use std::cell::RefCell;
 use std::sync::Arc;
 
-use cmdbuf_core::adapter::NativeBacking;
-use cmdbuf_core::{Backend, NativeCommand, NativeHandle, NativeTarget, Result};
+use cmdbuf_core::NativeCommand;
+use cmdbuf_core::adapter::prelude::*;
 
 use crate::context::Shared;
 use crate::conv::ClResultExt;

@@ -37,13 +37,8 @@ use std::sync::Arc;
 
 use cl3::types::cl_command_queue;
 
-use cmdbuf_core::adapter::EventBacking;
+use cmdbuf_core::adapter::prelude::*;
 use cmdbuf_core::adapter::toolbox::{RecordedCommand, Recording};
-use cmdbuf_core::adapter::{
-    EventImpl, ExecutableCommandBufferImpl, FinalizeFailed, KernelUpdate, QueueImpl, RecordingCommandBufferImpl,
-    downcast,
-};
-use cmdbuf_core::{Command, CommandBufferDesc, Event, Kernel, NativeHandle, Result, err};
 
 use crate::context::Shared;
 use crate::conv::ClResultExt;

@@ -13,8 +13,8 @@ use std::ffi::CString;
 use std::sync::Arc;
 
 use cl3::types::{cl_kernel, cl_program};
-use cmdbuf_core::adapter::{KernelImpl, ProgramImpl};
-use cmdbuf_core::{ArgKind, KernelSignature, NativeHandle, Result, UrError, err};
+use cmdbuf_core::adapter::prelude::*;
+use cmdbuf_core::{ArgKind, KernelSignature};
 use parking_lot::Mutex;
 
 use crate::context::Shared;

@@ -6,8 +6,7 @@
 
 use std::sync::Arc;
 
-use cmdbuf_core::adapter::{EventImpl, QueueImpl};
-use cmdbuf_core::{Command, NativeHandle, QueueProperties, Result, UrError, err};
+use cmdbuf_core::adapter::prelude::*;
 
 use crate::context::{CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, CL_QUEUE_PROFILING_ENABLE, Shared, create_queue};
 use crate::conv::ClResultExt;

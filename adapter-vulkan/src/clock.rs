@@ -13,8 +13,8 @@
 //! latency.
 
 use ash::vk;
+use cmdbuf_core::adapter::prelude::*;
 use cmdbuf_core::clock::bracket_narrowest;
-use cmdbuf_core::{Result, Timestamps, err};
 
 use crate::conv::VkResultExt;
 use crate::device::Instance;

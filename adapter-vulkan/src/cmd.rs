@@ -4,8 +4,7 @@ use std::sync::Arc;
 
 use ash::vk;
 use cmdbuf_core::NativeCommand;
-use cmdbuf_core::adapter::NativeBacking;
-use cmdbuf_core::{Backend, NativeHandle, NativeTarget, Result};
+use cmdbuf_core::adapter::prelude::*;
 use parking_lot::Mutex;
 
 use crate::conv::VkResultExt;

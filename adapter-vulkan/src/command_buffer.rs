@@ -58,13 +58,8 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use ash::vk;
+use cmdbuf_core::adapter::prelude::*;
 use cmdbuf_core::adapter::toolbox::Recording;
-use cmdbuf_core::adapter::{Backing, EventBacking};
-use cmdbuf_core::adapter::{
-    EventImpl, ExecutableCommandBufferImpl, FinalizeFailed, KernelUpdate, QueueImpl, RecordingCommandBufferImpl,
-    downcast,
-};
-use cmdbuf_core::{Command, CommandBufferDesc, Event, Kernel, NativeHandle, Result, err};
 use smallvec::SmallVec;
 
 use crate::cmd::{

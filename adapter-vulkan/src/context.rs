@@ -3,10 +3,7 @@
 
 use std::sync::Arc;
 
-use cmdbuf_core::adapter::{
-    BufferImpl, ContextImpl, ProgramImpl, QueueImpl, RecordingCommandBufferImpl, UserEventImpl, UsmImpl,
-};
-use cmdbuf_core::{CommandBufferDesc, MemFlags, ProgramBundle, QueueProperties, Result, SourceForm, UsmKind};
+use cmdbuf_core::adapter::prelude::*;
 
 use crate::command_buffer::VkCommandBuffer;
 use crate::event::VkEvent;

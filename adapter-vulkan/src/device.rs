@@ -8,8 +8,8 @@ use std::ffi::CStr;
 use std::sync::Arc;
 
 use ash::vk;
-use cmdbuf_core::adapter::{ContextImpl, DeviceImpl, PlatformImpl};
-use cmdbuf_core::{DeviceInfo, Result, Timestamps, UpdateCapabilities};
+use cmdbuf_core::adapter::prelude::*;
+use cmdbuf_core::{DeviceInfo, UpdateCapabilities};
 use parking_lot::Mutex;
 
 use crate::context::VulkanContext;

@@ -29,9 +29,8 @@ use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+use cmdbuf_core::adapter::prelude::*;
 use cmdbuf_core::adapter::toolbox::{ForwardingEvent, OrderedEvent};
-use cmdbuf_core::adapter::{EventImpl, UserEventImpl};
-use cmdbuf_core::{EventStatus, ProfilingInfo, Result, UrError, err};
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use crate::batch::Batch;

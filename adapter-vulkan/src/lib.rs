@@ -79,8 +79,7 @@ mod submit;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
-use cmdbuf_core::Backend;
-use cmdbuf_core::adapter::{AdapterFactory, PlatformImpl};
+use cmdbuf_core::adapter::prelude::*;
 
 /// Opens the Vulkan loader and lists the devices that meet the adapter's
 /// requirements, on one platform.

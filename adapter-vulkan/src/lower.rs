@@ -17,9 +17,8 @@
 use std::sync::Arc;
 
 use ash::vk;
-use cmdbuf_core::adapter::Backing;
+use cmdbuf_core::adapter::prelude::*;
 use cmdbuf_core::rect::for_each_row;
-use cmdbuf_core::{Command, KernelCommand, MemLoc, Result};
 use smallvec::SmallVec;
 
 use crate::cmd::{GpuOp, Groups, fits_one_dispatch};

@@ -21,9 +21,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use ash::vk;
-use cmdbuf_core::adapter::Backing;
-use cmdbuf_core::adapter::{BufferImpl, UsmImpl, downcast};
-use cmdbuf_core::{MemBuffer, Result, UsmRef, err};
+use cmdbuf_core::adapter::prelude::*;
 use parking_lot::Mutex;
 
 use crate::conv::VkResultExt;

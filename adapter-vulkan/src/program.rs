@@ -40,10 +40,8 @@ use std::ffi::CString;
 use std::sync::Arc;
 
 use ash::vk;
-use cmdbuf_core::adapter::{KernelImpl, ProgramImpl};
-use cmdbuf_core::{
-    ArgKind, ArgValue, KernelCommand, KernelSignature, NdRange, ProgramBundle, ProgramSource, Result, err,
-};
+use cmdbuf_core::adapter::prelude::*;
+use cmdbuf_core::{ArgKind, KernelSignature, NdRange, ProgramSource};
 use parking_lot::Mutex;
 use smallvec::SmallVec;
 

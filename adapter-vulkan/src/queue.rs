@@ -11,9 +11,8 @@
 use std::sync::{Arc, OnceLock};
 
 use ash::vk;
+use cmdbuf_core::adapter::prelude::*;
 use cmdbuf_core::adapter::toolbox::QueueOrder;
-use cmdbuf_core::adapter::{EventImpl, QueueImpl};
-use cmdbuf_core::{Command, QueueProperties, Result};
 use smallvec::SmallVec;
 
 use crate::batch::{Appended, Batch, Part};

@@ -14,7 +14,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ash::vk;
-use cmdbuf_core::{HostPtr, ProfilingInfo, Result, UrError};
+use cmdbuf_core::HostPtr;
+use cmdbuf_core::adapter::prelude::*;
 use parking_lot::Mutex;
 use smallvec::SmallVec;
 

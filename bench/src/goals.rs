@@ -7,16 +7,8 @@
 
 use std::fmt::Write as _;
 
-use crate::report::{Lookup, ratio};
+use crate::figures::{Assessment, Lookup, NOISY, ratio};
 use crate::suites::Record;
-
-/// What a goal's assessment says about one device.
-pub struct Assessment {
-    /// The figures that decide the goal, in words.
-    pub now: String,
-    /// Whether the figures meet the goal.
-    pub met: bool,
-}
 
 /// One goal of the summary table.
 pub struct Goal {
@@ -275,7 +267,7 @@ fn replay_cells(l: &Lookup<'_>, backend: &str, other: &str) -> Option<Vec<Cell>>
 fn worst_wall(cells: &[&Cell]) -> String {
     match cells.iter().max_by(|a, b| a.wall.total_cmp(&b.wall)) {
         Some(c) => {
-            let flag = if c.noisy { crate::report::NOISY } else { "" };
+            let flag = if c.noisy { NOISY } else { "" };
             format!("{:.3}x{flag} ({}, N = {})", c.wall, c.shape, c.n)
         }
         None => "not measured".into(),

@@ -24,8 +24,7 @@ use std::time::{Duration, Instant};
 use cmdbuf::{CommandBufferDesc, KernelLaunch, QueueProperties, UrError};
 use cmdbuf_runtime::graph::{FinalizeProperties, Graph, GraphProperties, Modifiable, Node, NodeProperties};
 
-use crate::goals::Assessment;
-use crate::report::{Lookup, NOISY, cell_in, ratio};
+use crate::figures::{Assessment, Lookup, NOISY, cell, ratio};
 use crate::stats::{Repeats, measure};
 use crate::suites::{Record, Shape, Target};
 
@@ -243,9 +242,9 @@ pub fn table(l: &Lookup<'_>) -> String {
                     let _ = writeln!(
                         out,
                         "| {shape} | {way} | {n} | {} | {} | {} |",
-                        cell_in(g("build_ns"), 1e6),
-                        cell_in(g("finalize_ns"), 1e6),
-                        cell_in(g("total_ns"), 1e6),
+                        cell(g("build_ns"), 1e6),
+                        cell(g("finalize_ns"), 1e6),
+                        cell(g("total_ns"), 1e6),
                     );
                 }
             }
@@ -272,13 +271,13 @@ pub fn table(l: &Lookup<'_>) -> String {
                 let _ = writeln!(
                     out,
                     "| {shape} | {n} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                    cell_in(g("graph", "host_ns"), 1e3),
-                    cell_in(g("direct", "host_ns"), 1e3),
-                    cell_in(g("graph", "wall_ns"), 1e3),
-                    cell_in(g("direct", "wall_ns"), 1e3),
+                    cell(g("graph", "host_ns"), 1e3),
+                    cell(g("direct", "host_ns"), 1e3),
+                    cell(g("graph", "wall_ns"), 1e3),
+                    cell(g("direct", "wall_ns"), 1e3),
                     ratio3(g("graph", "wall_ns"), g("direct", "wall_ns")),
-                    cell_in(g("graph", "batch_wall_ns"), 1e3),
-                    cell_in(g("direct", "batch_wall_ns"), 1e3),
+                    cell(g("graph", "batch_wall_ns"), 1e3),
+                    cell(g("direct", "batch_wall_ns"), 1e3),
                     ratio3(g("graph", "batch_wall_ns"), g("direct", "batch_wall_ns")),
                 );
             }
@@ -293,7 +292,7 @@ fn ratio3(a: Option<&crate::stats::Summary>, b: Option<&crate::stats::Summary>) 
     match (a, b) {
         (Some(x), Some(y)) if y.median > 0.0 => {
             let flag = ratio(a, b);
-            let noisy = if flag.ends_with(crate::report::NOISY) { crate::report::NOISY } else { "" };
+            let noisy = if flag.ends_with(NOISY) { NOISY } else { "" };
             format!("{:.3}{noisy}", x.median / y.median)
         }
         _ => "—".into(),

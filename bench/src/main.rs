@@ -12,6 +12,7 @@ mod buffers;
 mod collectives;
 #[cfg(feature = "cuda")]
 mod cuda_build;
+mod figures;
 mod goals;
 mod graph;
 mod kernels;

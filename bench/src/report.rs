@@ -5,106 +5,8 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
-use crate::stats::Summary;
+use crate::figures::{Lookup, NOISY, cell, num, ratio};
 use crate::suites::Record;
-
-pub struct Lookup<'a> {
-    records: &'a [Record],
-    device: &'a str,
-}
-
-impl<'a> Lookup<'a> {
-    /// The records of `device` among `records`.
-    pub fn new(records: &'a [Record], device: &'a str) -> Lookup<'a> {
-        Lookup { records, device }
-    }
-
-    /// One figure.
-    pub fn get(&self, benchmark: &str, shape: &str, variant: &str, metric: &str, n: usize) -> Option<&Summary> {
-        self.records
-            .iter()
-            .find(|r| {
-                r.device == self.device
-                    && r.benchmark == benchmark
-                    && r.shape == shape
-                    && r.variant == variant
-                    && r.metric == metric
-                    && r.n == n
-            })
-            .map(|r| &r.summary)
-    }
-
-    /// The variants measured in `benchmark`, sorted.
-    pub fn variants(&self, benchmark: &str) -> Vec<&'a str> {
-        let mut v: Vec<&str> = self
-            .records
-            .iter()
-            .filter(|r| r.device == self.device && r.benchmark == benchmark)
-            .map(|r| r.variant.as_str())
-            .collect();
-        v.sort_unstable();
-        v.dedup();
-        v
-    }
-
-    /// One record of the device (its backend and name are on every record).
-    pub fn any(&self) -> Option<&'a Record> {
-        self.records.iter().find(|r| r.device == self.device)
-    }
-
-    /// The sizes measured in `benchmark`, ascending.
-    pub fn sizes(&self, benchmark: &str) -> Vec<usize> {
-        let mut n: Vec<usize> =
-            self.records.iter().filter(|r| r.device == self.device && r.benchmark == benchmark).map(|r| r.n).collect();
-        n.sort_unstable();
-        n.dedup();
-        n
-    }
-}
-
-/// Marks a figure (or a ratio of figures) whose p10–p90 spread exceeds
-/// [`crate::stats::NOISY_SPREAD`]: its median alone may mislead.
-pub const NOISY: &str = "†";
-
-/// `median (p10–p90)` in a unit chosen for the magnitude, flagged when noisy.
-fn cell(s: Option<&Summary>, scale: f64) -> String {
-    match s {
-        Some(s) => format!(
-            "{} ({}–{}){}",
-            num(s.median / scale),
-            num(s.p10 / scale),
-            num(s.p90 / scale),
-            if s.is_noisy() { NOISY } else { "" }
-        ),
-        None => "—".into(),
-    }
-}
-
-/// [`cell`] for other modules' tables: `scale` divides nanoseconds.
-pub fn cell_in(s: Option<&Summary>, scale: f64) -> String {
-    cell(s, scale)
-}
-
-fn num(x: f64) -> String {
-    if x >= 100.0 {
-        format!("{x:.0}")
-    } else if x >= 10.0 {
-        format!("{x:.1}")
-    } else {
-        format!("{x:.2}")
-    }
-}
-
-/// `a / b` of the medians, flagged when either figure is noisy.
-pub fn ratio(a: Option<&Summary>, b: Option<&Summary>) -> String {
-    match (a, b) {
-        (Some(a), Some(b)) if b.median > 0.0 => {
-            let flag = if a.is_noisy() || b.is_noisy() { NOISY } else { "" };
-            format!("{:.1}x{flag}", a.median / b.median)
-        }
-        _ => "—".into(),
-    }
-}
 
 /// The heading of one device's tables.
 pub fn device_heading(device: &str, name: &str) -> String {
@@ -143,7 +45,7 @@ pub fn submission_header() -> String {
 
 /// One row of the submission table: `shape` at `n` kernels on `device`.
 pub fn submission_row(records: &[Record], device: &str, shape: &str, n: usize) -> String {
-    let l = Lookup { records, device };
+    let l = Lookup::new(records, device);
     let g = |v, m| l.get("submission", shape, v, m, n);
     let (host, wall) = ("host_ns_per_node", "wall_ns_per_node");
     let pair = |v| [cell(g(v, host), 1.0), cell(g(v, wall), 1.0)];
@@ -181,7 +83,7 @@ pub fn device_notes(notes: &[String], skipped: &[(String, String)]) -> String {
 }
 
 fn tables(records: &[Record], device: &str, group: &str) -> String {
-    let l = Lookup { records, device };
+    let l = Lookup::new(records, device);
     let mut out = String::new();
     let wants = |g: &str| g == group;
 

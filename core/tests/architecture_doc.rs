@@ -162,6 +162,11 @@ fn the_layer_table_of_the_abi_matches_its_folders() {
 }
 
 #[test]
+fn the_layer_table_of_the_runtime_matches_its_modules() {
+    check_layer_table("| layer | runtime module | holds |", &root().join("runtime/src"), 1, None);
+}
+
+#[test]
 fn the_adapter_skeleton_names_every_source_file_of_every_adapter() {
     let header = "| concern | adapter-cpu | adapter-opencl | adapter-vulkan | adapter-cuda |";
     let rows = table(&doc(), header);

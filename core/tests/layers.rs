@@ -39,6 +39,25 @@ fn no_module_imports_a_module_of_a_higher_layer() {
 }
 
 #[test]
+fn no_modules_import_each_other_in_a_circle() {
+    layering().assert_no_circle();
+}
+
+#[test]
+fn a_circle_is_found_within_a_layer_and_one_way_imports_pass() {
+    let edges = |pairs: &[(&str, &str)]| {
+        let mut map: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+        for (from, to) in pairs {
+            map.entry(from.to_string()).or_default().insert(to.to_string(), String::new());
+        }
+        map
+    };
+    assert_eq!(layering::find_circle(&edges(&[("a", "b"), ("b", "c"), ("a", "c")])), None);
+    let circle = layering::find_circle(&edges(&[("a", "b"), ("b", "c"), ("c", "b")])).expect("b and c");
+    assert_eq!(circle, ["b", "c", "b"]);
+}
+
+#[test]
 fn the_types_layer_imports_nothing_above_it() {
     layering().assert_bottom_imports_nothing_above();
 }

@@ -29,7 +29,8 @@
 //! assert!(!device_has(&device.emulated(), Aspect::ExtOneapiGraph));
 //! ```
 
-use cmdbuf_core::device::{CommandBufferCaps, CommandBufferSupport, Device, UpdateCapabilities};
+use cmdbuf_core::device::{CommandBufferCaps, CommandBufferSupport, Device, UpdateCapabilities, UsmKinds};
+use cmdbuf_core::memory::UsmKind;
 
 /// The graph extension's device aspects (`sycl::aspect`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -73,6 +74,16 @@ pub fn caps_have(caps: &CommandBufferCaps, aspect: Aspect) -> bool {
 /// `device::has(aspect)` for the graph extension's aspects.
 pub fn device_has(device: &Device, aspect: Aspect) -> bool {
     caps_have(&device.info().command_buffer, aspect)
+}
+
+/// The bit of a device's USM capabilities that says it can allocate `kind`
+/// (the memory pools and the graphs ask it before allocating).
+pub(crate) fn usm_flag(kind: UsmKind) -> UsmKinds {
+    match kind {
+        UsmKind::Host => UsmKinds::HOST,
+        UsmKind::Device => UsmKinds::DEVICE,
+        UsmKind::Shared => UsmKinds::SHARED,
+    }
 }
 
 #[cfg(test)]

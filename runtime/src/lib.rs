@@ -12,6 +12,7 @@ pub mod graph;
 pub mod pool;
 pub mod queue;
 mod queue_group;
+mod recording;
 
 pub use buffer::{
     AccessMode, AccessRange, Accessor, Buffer, BufferProperties, CommandGroup, HostAccessor, TransferStats,

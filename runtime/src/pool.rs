@@ -153,7 +153,7 @@ impl MemoryPool {
     pub fn new(context: &Context, device: &Device, kind: UsmKind, props: MemoryPoolProperties) -> Result<MemoryPool> {
         ensure!(context.device() == device, InvalidDevice, "{device} is not the device of the context");
         ensure!(
-            device.info().usm.contains(crate::graph::usm_flag(kind)),
+            device.info().usm.contains(crate::aspect::usm_flag(kind)),
             UnsupportedFeature,
             "{device} cannot allocate {kind:?} USM: no memory pool of that kind"
         );

@@ -21,8 +21,8 @@ use cmdbuf_core::{
 };
 use smallvec::SmallVec;
 
-use crate::graph::record::{self, Recordable, RecordedEvent, RecordingSlot};
-use crate::graph::{Executable, Graph, Modifiable};
+use crate::graph::record::{self, QueueInner, Recordable, RecordedEvent, RecordingSlot, WaitEvent};
+use crate::graph::{Graph, Modifiable};
 use crate::pool::MemoryPool;
 
 /// Whether a queue executes its submissions or records them into a graph
@@ -93,9 +93,10 @@ impl Event {
             Event::Recorded(_) => None,
         }
     }
+}
 
-    /// The recorded event, if this is one.
-    pub(crate) fn recorded(&self) -> Option<&RecordedEvent> {
+impl WaitEvent for Event {
+    fn recorded(&self) -> Option<&RecordedEvent> {
         match self {
             Event::Core(_) => None,
             Event::Recorded(r) => Some(r),
@@ -144,30 +145,6 @@ pub struct Queue {
     inner: Arc<QueueInner>,
 }
 
-pub(crate) struct QueueInner {
-    core: cmdbuf_core::Queue,
-    /// The graph this queue records into, if any.
-    recording: RecordingSlot,
-}
-
-impl Drop for QueueInner {
-    fn drop(&mut self) {
-        record::queue_dropped(&self.recording, self as *const QueueInner as usize);
-    }
-}
-
-/// A queue handle that does not keep the queue alive (held by the graphs it
-/// records into).
-#[derive(Clone)]
-pub(crate) struct WeakQueue(std::sync::Weak<QueueInner>);
-
-impl WeakQueue {
-    /// The queue, unless it was dropped.
-    pub(crate) fn upgrade(&self) -> Option<Queue> {
-        self.0.upgrade().map(|inner| Queue { inner })
-    }
-}
-
 impl Queue {
     /// Creates a queue (see [`cmdbuf_core::Queue::new`]).
     pub fn new(context: &Context, properties: QueueProperties) -> Result<Queue> {
@@ -177,7 +154,7 @@ impl Queue {
     /// A SYCL queue over `core`. Work submitted to `core` directly is not
     /// recorded.
     pub fn from_core(core: cmdbuf_core::Queue) -> Queue {
-        Queue { inner: Arc::new(QueueInner { core, recording: RecordingSlot::default() }) }
+        Queue { inner: QueueInner::new(core) }
     }
 
     /// The cmdbuf-core queue: its methods execute (or capture), never record.
@@ -214,13 +191,13 @@ impl Queue {
     /// The graph the queue records into (`ext_oneapi_get_graph`): a copy of
     /// the application's graph; `InvalidOperation` when it does not record.
     pub fn recording_graph(&self) -> Result<Graph<Modifiable>> {
-        record::recording_graph(self)
+        record::recording_graph(&self.inner)
     }
 
     /// The `begin_recording` properties the queue records with
     /// (inherited when it records transitively); `None` when it does not record.
     pub fn recording_properties(&self) -> Option<crate::graph::RecordingProperties> {
-        record::recording_properties(self)
+        record::recording_properties(&self.inner)
     }
 
     /// Its recording state, for the graph layer.
@@ -228,14 +205,14 @@ impl Queue {
         &self.inner.recording
     }
 
-    /// The queue's identity while it lives (graphs key recording queues by it).
-    pub(crate) fn key(&self) -> usize {
-        Arc::as_ptr(&self.inner) as usize
+    /// The queue's state, as the graph layer takes it.
+    pub(crate) fn inner(&self) -> &Arc<QueueInner> {
+        &self.inner
     }
 
-    /// A handle that does not keep the queue alive.
-    pub(crate) fn downgrade(&self) -> WeakQueue {
-        WeakQueue(Arc::downgrade(&self.inner))
+    /// The queue's identity while it lives (graphs key recording queues by it).
+    pub(crate) fn key(&self) -> usize {
+        self.inner.key()
     }
 
     /// Records what `record` builds when the queue records (or starts
@@ -264,8 +241,8 @@ impl Queue {
         eager: impl FnOnce(&cmdbuf_core::Queue, &[&cmdbuf_core::Event]) -> Result<cmdbuf_core::Event>,
     ) -> Result<Event> {
         let record = if self.inner.recording.is_active() {
-            match record::submit(self, record, wait) {
-                Ok(result) => return result,
+            match record::submit(&self.inner, record, wait) {
+                Ok(result) => return result.map(Event::Recorded),
                 // Recording ended since the flag was read: execute.
                 Err(record) => record,
             }
@@ -275,10 +252,16 @@ impl Queue {
         match core_events(wait) {
             Ok(core) => eager(&self.inner.core, &core).map(Event::Core),
             Err(rec) => {
-                record::begin_transitively(self, rec)?;
-                record::submit(self, record, wait).unwrap_or_else(|_| {
-                    Err(err!(InvalidEventWaitList, "the wait list holds a recorded event; the queue stopped recording"))
-                })
+                record::begin_transitively(&self.inner, rec)?;
+                record::submit(&self.inner, record, wait).map_or_else(
+                    |_| {
+                        Err(err!(
+                            InvalidEventWaitList,
+                            "the wait list holds a recorded event; the queue stopped recording"
+                        ))
+                    },
+                    |result| result.map(Event::Recorded),
+                )
             }
         }
     }
@@ -286,7 +269,7 @@ impl Queue {
     /// `InvalidOperation` when the queue records: `what` cannot be recorded.
     fn refuse_while_recording(&self, what: &str) -> Result<()> {
         if self.inner.recording.is_active() {
-            record::refuse_while_recording(self, what)?;
+            record::refuse_while_recording(&self.inner, what)?;
         }
         Ok(())
     }
@@ -723,32 +706,15 @@ fn only_recorded(queue: &cmdbuf_core::Queue) -> Result<cmdbuf_core::Event> {
     Err(err!(InvalidOperation, "async_malloc and async_free are only recorded: the queue does not record into a graph"))
 }
 
-/// `queue::ext_oneapi_graph`: executions of one graph never overlap: each
-/// starts after the previous one ended. On an in-order queue the graph runs
-/// after what was submitted before and before what is submitted after, but
-/// its nodes keep their own order. A recording queue records the graph as a
-/// sub-graph node (`InvalidOperation` for a graph with graph-owned
-/// allocations); a capturing queue refuses it (`GraphCaptureUnsupported`).
-/// `InvalidQueue` for a queue of another context or device.
-///
-/// The returned event completes when every partition of the graph has;
-/// it reports the first failure of a partition (a panicking kernel or
-/// host task), and profiling timestamps only for graphs finalized with
-/// [`FinalizeProperties::enable_profiling`](crate::graph::FinalizeProperties::enable_profiling).
-impl SubmitGraph for Graph<Executable> {
-    #[tracing::instrument(level = "debug", skip_all, fields(graph = self.id(), label = self.label()))]
-    fn submit_on(&self, queue: &Queue, wait: &[&Event]) -> Result<Event> {
-        self.check_queue(queue.core())?;
-        queue.submit(wait, || Ok(Recordable::Subgraph(self.clone())), |q, w| self.enqueue_checked(q, w))
-    }
-}
-
 /// `urEnqueueGraphExp` ([`cmdbuf_core::Queue::enqueue_graph`]); a recording
 /// queue refuses it (`InvalidOperation`: record the commands instead).
 impl SubmitGraph for cmdbuf_core::InstantiatedGraph {
     fn submit_on(&self, queue: &Queue, wait: &[&Event]) -> Result<Event> {
         if queue.recording_state() == QueueState::Recording {
-            record::refuse_while_recording(queue, "an executable graph of UR's capture (record the commands instead)")?;
+            record::refuse_while_recording(
+                queue.inner(),
+                "an executable graph of UR's capture (record the commands instead)",
+            )?;
         }
         queue.core().enqueue_graph(self, &queue.eager_wait(wait)?).map(Event::Core)
     }

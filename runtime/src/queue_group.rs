@@ -11,6 +11,7 @@ use smallvec::SmallVec;
 
 use crate::buffer::graph::{self as bg, GraphAccess};
 use crate::buffer::{AccessMode, AccessRange, Accessor, Buffer, CommandGroup};
+use crate::graph::record::WaitEvent;
 use crate::queue::{Event, Queue, QueueState};
 
 /// A command group of a [`Queue`]: accessors, then one command.
@@ -65,11 +66,15 @@ impl QueueGroup<'_> {
         if queue.recording_state() == QueueState::Executing
             && let Some(rec) = wait.iter().find_map(|e| e.recorded())
         {
-            crate::graph::record::begin_transitively(queue, rec)?;
+            crate::graph::record::begin_transitively(queue.inner(), rec)?;
         }
         if let Some(graph) = queue.recording_slot().occupant() {
             let declared = self.declared.into_iter().map(|(a, _)| a).collect();
-            return crate::graph::buffers::record(graph, queue, declared, wait, launch);
+            return crate::graph::buffers::record(graph, queue.key(), declared, |conflicts| {
+                let conflicts: Vec<Event> = conflicts.into_iter().map(Event::Recorded).collect();
+                let all: Vec<&Event> = wait.iter().copied().chain(&conflicts).collect();
+                launch(queue, &all)
+            });
         }
         let mut user: SmallVec<[Event; 8]> = SmallVec::new();
         for e in wait {

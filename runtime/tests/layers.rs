@@ -1,9 +1,11 @@
-//! cmdbuf-runtime's layers, kept one-way: device aspects and buffers (with
-//! their accessors) below the recording queue, graphs and memory pools,
-//! below the queue group. The queue, graphs and pools form one layer: a
-//! queue records into a graph and a graph replays on queues, with pool
-//! allocations on both sides. The checker is cmdbuf-core's
-//! (`core/tests/layering/mod.rs`); docs/architecture.md draws the table.
+//! cmdbuf-runtime's layers, kept one-way, one top-level module per layer:
+//! device aspects, buffers (with their accessors), memory pools, graphs
+//! (recording itself included: a queue's recording state and the nodes its
+//! submissions add), the queue and its events, the operations that join a
+//! queue and a graph (`recording`: `Graph::begin_recording`,
+//! `Node::from_event`, submitting an executable graph), and the queue
+//! group. The checker is cmdbuf-core's (`core/tests/layering/mod.rs`);
+//! docs/architecture.md draws the table.
 
 #[path = "../../core/tests/layering/mod.rs"]
 mod layering;
@@ -11,11 +13,12 @@ mod layering;
 use layering::Layering;
 
 /// The layers, bottom first.
-const LAYER_NAMES: &[&str] = &["aspects and buffers", "queue and graphs", "queue groups"];
+const LAYER_NAMES: &[&str] =
+    &["device aspects", "buffers", "memory pools", "graphs", "queues", "queue-graph joins", "queue groups"];
 
 /// Each top-level module of `runtime/src` and its layer.
 const LAYERS: &[(&str, usize)] =
-    &[("aspect", 0), ("buffer", 0), ("graph", 1), ("pool", 1), ("queue", 1), ("queue_group", 2)];
+    &[("aspect", 0), ("buffer", 1), ("pool", 2), ("graph", 3), ("queue", 4), ("recording", 5), ("queue_group", 6)];
 
 fn layering() -> Layering {
     // No upward import remains (`known` stays empty).
@@ -28,8 +31,13 @@ fn no_module_imports_a_module_of_a_higher_layer() {
 }
 
 #[test]
-fn aspects_and_buffers_import_no_queue_or_graph() {
+fn the_aspects_import_nothing_above_them() {
     layering().assert_bottom_imports_nothing_above();
+}
+
+#[test]
+fn no_modules_import_each_other_in_a_circle() {
+    layering().assert_no_circle();
 }
 
 #[test]

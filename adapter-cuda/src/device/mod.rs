@@ -12,8 +12,8 @@ mod shared;
 
 use std::sync::Arc;
 
-use cmdbuf_core::adapter::{ContextImpl, DeviceImpl, PlatformImpl};
-use cmdbuf_core::{DeviceInfo, Result, Timestamps};
+use cmdbuf_core::DeviceInfo;
+use cmdbuf_core::adapter::prelude::*;
 use cudarc::driver::sys;
 
 pub(crate) use self::shared::{DeviceShared, Release, Word};

@@ -39,7 +39,7 @@ pub(super) fn enable(device: &DeviceShared, peer: &DeviceShared) -> Result<()> {
     if result == sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED {
         return Ok(());
     }
-    crate::conv::check(result, "cuCtxEnablePeerAccess")
+    crate::driver::check(result, "cuCtxEnablePeerAccess")
 }
 
 /// `cuCtxDisablePeerAccess` from `device`'s primary context to the peer's.

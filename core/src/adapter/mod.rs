@@ -1032,4 +1032,5 @@ pub trait NativeBacking {
 pub mod command;
 pub mod launch;
 pub(crate) mod objects;
+pub mod prelude;
 pub mod toolbox;

@@ -166,6 +166,28 @@ impl Layering {
         assert!(stale.is_empty(), "no longer imported: remove from the known list:\n{}", stale.join("\n"));
     }
 
+    /// Fails when top-level modules import each other in a circle, naming
+    /// the circle and one import of each of its steps. The layer check
+    /// alone lets the modules of one layer name each other; this one does
+    /// not, so a crate's layers may group independent modules.
+    pub fn assert_no_circle(&self) {
+        let (imports, _) = self.imports();
+        let mut edges: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+        for import in &imports {
+            let from = import.from.split("::").next().unwrap_or("").to_string();
+            edges
+                .entry(from)
+                .or_default()
+                .entry(import.to.clone())
+                .or_insert_with(|| format!("{}:{}: {}", import.file.display(), import.line, import.code));
+        }
+        if let Some(circle) = find_circle(&edges) {
+            let steps: Vec<String> =
+                circle.windows(2).map(|w| format!("{} -> {}: {}", w[0], w[1], edges[&w[0]][&w[1]])).collect();
+            panic!("modules import each other in a circle: {}\n{}", circle.join(" -> "), steps.join("\n"));
+        }
+    }
+
     /// Fails when a module of the bottom layer names any module above it.
     pub fn assert_bottom_imports_nothing_above(&self) {
         let (imports, _) = self.imports();
@@ -176,6 +198,38 @@ impl Layering {
             .collect();
         assert!(upward.is_empty(), "the bottom layer imports modules above it:\n{}", upward.join("\n"));
     }
+}
+
+/// A circle of `edges` (module -> imported module -> an example), as the
+/// modules along it with the first one repeated at the end; `None` when the
+/// imports run one way.
+pub fn find_circle(edges: &BTreeMap<String, BTreeMap<String, String>>) -> Option<Vec<String>> {
+    fn visit(
+        module: &str,
+        edges: &BTreeMap<String, BTreeMap<String, String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(start) = path.iter().position(|m| m == module) {
+            let mut circle = path[start..].to_vec();
+            circle.push(module.to_string());
+            return Some(circle);
+        }
+        if done.contains(module) {
+            return None;
+        }
+        path.push(module.to_string());
+        for next in edges.get(module).into_iter().flat_map(|e| e.keys()) {
+            if let Some(circle) = visit(next, edges, path, done) {
+                return Some(circle);
+            }
+        }
+        path.pop();
+        done.insert(module.to_string());
+        None
+    }
+    let mut done = BTreeSet::new();
+    edges.keys().find_map(|m| visit(m, edges, &mut Vec::new(), &mut done))
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {

@@ -30,14 +30,13 @@ use parking_lot::Mutex;
 use crate::buffer::deps::{DepTracker, UseKind};
 use crate::buffer::graph::{self as bg, GraphAccess, Recorder};
 use crate::buffer::{AccessMode, AccessRange, Accessor, Buffer};
-use crate::queue::{Event, Queue};
 
 use super::dynamic::DynamicParameter;
 use super::handler::Handler;
 use super::modifiable::{GraphShared, GraphState};
 use super::node::NodeKind;
 use super::partition::{ExecutionOrder, topological_order};
-use super::record::RecordedEvent;
+use super::record::{RecordedEvent, WaitEvent};
 use super::{Executable, Graph, Modifiable, Node};
 
 /// An accessor of a node.
@@ -343,16 +342,16 @@ impl DynamicParameter {
     }
 }
 
-/// A command group with accessors submitted to a queue that records into
-/// `graph`: its edges come from the accessors (passed to `launch` as
-/// recorded events in the wait list), the node it records keeps them.
-pub(crate) fn record(
+/// A command group with accessors submitted to the queue `queue` (its key)
+/// that records into `graph`: its edges come from the accessors (`launch`
+/// is given the recorded events of the nodes they conflict with, to wait
+/// for), the node it records keeps them.
+pub(crate) fn record<E: WaitEvent>(
     graph: Arc<GraphShared>,
-    queue: &Queue,
+    queue: usize,
     declared: Vec<GraphAccess>,
-    wait: &[&Event],
-    launch: impl FnOnce(&Queue, &[&Event]) -> Result<Event>,
-) -> Result<Event> {
+    launch: impl FnOnce(Vec<RecordedEvent>) -> Result<E>,
+) -> Result<E> {
     check_property(&graph)?;
     for a in &declared {
         bg::check_no_write_back(&a.buffer, graph.id)?;
@@ -364,11 +363,8 @@ pub(crate) fn record(
     let mut nodes = graph.state.lock().buffers.conflicts(&pending);
     nodes.sort_unstable();
     nodes.dedup();
-    let recorded: Vec<Event> =
-        nodes.into_iter().map(|n| Event::Recorded(RecordedEvent::new(graph.clone(), n, queue.key()))).collect();
-    let mut all: Vec<&Event> = wait.to_vec();
-    all.extend(recorded.iter());
-    let event = launch(queue, &all)?;
+    let conflicts = nodes.into_iter().map(|n| RecordedEvent::new(graph.clone(), n, queue)).collect();
+    let event = launch(conflicts)?;
     let node = match event.recorded() {
         Some(r) if r.graph.id == graph.id => r.node,
         _ => {

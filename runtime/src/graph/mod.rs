@@ -150,8 +150,7 @@
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
-use cmdbuf_core::device::{Device, UsmKinds};
-use cmdbuf_core::memory::UsmKind;
+use cmdbuf_core::device::Device;
 
 pub(crate) mod buffers;
 mod collective;
@@ -283,14 +282,5 @@ impl<'a> NodeProperties<'a> {
     pub fn depends_on_all_leaves(mut self) -> NodeProperties<'a> {
         self.depends_on_all_leaves = true;
         self
-    }
-}
-
-/// The device capability bit of a USM kind.
-pub(crate) fn usm_flag(kind: UsmKind) -> UsmKinds {
-    match kind {
-        UsmKind::Host => UsmKinds::HOST,
-        UsmKind::Device => UsmKinds::DEVICE,
-        UsmKind::Shared => UsmKinds::SHARED,
     }
 }

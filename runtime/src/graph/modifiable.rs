@@ -1,5 +1,6 @@
 //! The modifiable graph: its shared state, explicit construction, queries,
-//! and the entry points of recording and finalize.
+//! ending recording and the entry point of finalize (the recording of a
+//! queue is in `crate::recording`, above the queue).
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -9,7 +10,6 @@ use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
 
-use crate::queue::Queue;
 use cmdbuf_core::context::Context;
 use cmdbuf_core::device::Device;
 use cmdbuf_core::error::Result;
@@ -22,7 +22,6 @@ use super::handler::{Handler, Pending};
 use super::memory::{GraphPool, MemoryStats};
 use super::multi_device::{Devices, Placement};
 use super::node::{NodeData, NodeKind};
-use super::props::{GraphProperty, RecordingProperties};
 use super::record::{self, QueueRecord};
 use super::topo::TopoOrder;
 use super::{Executable, FinalizeProperties, Graph, GraphProperties, Modifiable, Node, NodeProperties};
@@ -289,11 +288,6 @@ impl Graph<Modifiable> {
         Graph(Modifiable { handle })
     }
 
-    /// A graph for the queue's context and device (`command_graph(queue, properties)`).
-    pub fn from_queue(queue: &Queue, props: GraphProperties) -> Result<Graph<Modifiable>> {
-        Graph::new(queue.context(), queue.device(), props)
-    }
-
     pub(crate) fn shared(&self) -> &Arc<GraphShared> {
         &self.0.handle.shared
     }
@@ -492,61 +486,10 @@ impl Graph<Modifiable> {
         self.shared().state.lock().pool.stats()
     }
 
-    /// Starts recording `queue`'s submissions into this graph
-    /// (`begin_recording`). `InvalidOperation` when the queue already records
-    /// (into any graph), `InvalidQueue` for a queue of another context or device.
-    #[tracing::instrument(level = "debug", skip_all, fields(graph = self.id()))]
-    pub fn begin_recording(&self, queue: &Queue) -> Result<()> {
-        record::begin(self.shared(), queue, RecordingProperties::default())
-    }
-
-    /// `begin_recording(queue, propList)`: as [`begin_recording`](Self::begin_recording),
-    /// with a property list checked by [`RecordingProperties::from_list`]
-    /// (`InvalidValue` for a property that does not belong there, and then
-    /// the queue does not record).
-    #[tracing::instrument(level = "debug", skip_all, fields(graph = self.id()))]
-    pub fn begin_recording_with(&self, queue: &Queue, props: &[GraphProperty]) -> Result<()> {
-        record::begin(self.shared(), queue, RecordingProperties::from_list(props)?)
-    }
-
-    /// Starts recording several queues; checks them all first.
-    #[tracing::instrument(level = "debug", skip_all, fields(graph = self.id()))]
-    pub fn begin_recording_all(&self, queues: &[&Queue]) -> Result<()> {
-        self.begin_recording_all_with(queues, &[])
-    }
-
-    /// Starts recording several queues with one property list; checks the
-    /// list and the queues first.
-    #[tracing::instrument(level = "debug", skip_all, fields(graph = self.id()))]
-    pub fn begin_recording_all_with(&self, queues: &[&Queue], props: &[GraphProperty]) -> Result<()> {
-        let props = RecordingProperties::from_list(props)?;
-        for q in queues {
-            record::check_can_begin(self.shared(), q)?;
-        }
-        queues.iter().try_for_each(|q| record::begin(self.shared(), q, props))
-    }
-
     /// Ends recording on every queue recording into this graph (`end_recording()`).
     #[tracing::instrument(level = "debug", skip_all, fields(graph = self.id()))]
     pub fn end_recording(&self) {
         record::end_all(self.shared());
-    }
-
-    /// Ends recording on `queue` (`end_recording(queue)`): nothing happens
-    /// when it is not recording; `InvalidOperation` when it records into
-    /// another graph.
-    #[tracing::instrument(level = "debug", skip_all, fields(graph = self.id()))]
-    pub fn end_recording_queue(&self, queue: &Queue) -> Result<()> {
-        record::end(self.shared(), queue)
-    }
-
-    /// Ends recording on several queues; checks them all first.
-    #[tracing::instrument(level = "debug", skip_all, fields(graph = self.id()))]
-    pub fn end_recording_queues(&self, queues: &[&Queue]) -> Result<()> {
-        for q in queues {
-            record::check_can_end(self.shared(), q)?;
-        }
-        queues.iter().try_for_each(|q| record::end(self.shared(), q))
     }
 
     /// Whether a queue records into this graph.

@@ -408,8 +408,10 @@ fn host_ptr(alloc: &UsmAllocation) -> Result<HostAddr> {
 /// USM, else shared USM; `UnsupportedFeature` on a device with neither.
 fn staging(context: &Context, size: usize) -> Result<UsmAllocation> {
     let usm = context.device().info().usm;
-    let kind =
-        [UsmKind::Host, UsmKind::Shared].into_iter().find(|k| usm.contains(super::usm_flag(*k))).ok_or_else(|| {
+    let kind = [UsmKind::Host, UsmKind::Shared]
+        .into_iter()
+        .find(|k| usm.contains(crate::aspect::usm_flag(*k)))
+        .ok_or_else(|| {
             err!(
                 UnsupportedFeature,
                 "{} has neither host nor shared USM for the staging of a cross-device copy",

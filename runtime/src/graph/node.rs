@@ -18,7 +18,6 @@ use super::Executable;
 use super::Graph;
 use super::modifiable::{GraphShared, GraphState};
 use super::topo::Adjacency;
-use crate::queue::Event;
 
 /// A host task's body: run on a host thread at every execution of the graph.
 pub(crate) type HostFn = Arc<dyn Fn() + Send + Sync>;
@@ -287,15 +286,6 @@ impl Node {
     pub fn successors(&self) -> Vec<Node> {
         let state = self.graph.state.lock();
         state.nodes[self.index as usize].succs.iter().map(|s| self.graph.node(*s)).collect()
-    }
-
-    /// The node a recording queue created when it returned `event`
-    /// (`node::get_node_from_event`); `InvalidEvent` for any other event.
-    pub fn from_event(event: &Event) -> Result<Node> {
-        let recorded = event
-            .recorded()
-            .ok_or_else(|| err!(InvalidEvent, "the event was not returned by a queue recording into a graph"))?;
-        Ok(recorded.graph.node(recorded.node))
     }
 
     /// Sets the global size of this kernel node (`node::update_range`); the

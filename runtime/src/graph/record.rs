@@ -1,9 +1,13 @@
-//! Queue recording ("record & replay"): how a [`Queue`]'s submissions
-//! become nodes of a graph.
+//! Queue recording ("record & replay"): how a [`Queue`](crate::Queue)'s
+//! submissions become nodes of a graph.
 //!
-//! A queue has a [`RecordingSlot`]. While it holds a graph, every submitting
-//! method of the queue records a node instead of executing, and returns a
-//! *recorded event* that stands for the node:
+//! A queue has a [`RecordingSlot`], in its [`QueueInner`], which this module
+//! defines so that the graph layer reaches a recording queue's state without
+//! naming the queue layer above it (docs/architecture.md); the operations
+//! that take a [`Queue`](crate::Queue) are in `crate::recording`. While the
+//! slot holds a graph, every submitting method of the queue records a node
+//! instead of executing, and returns a *recorded event* that stands for the
+//! node:
 //! - the node depends on the recorded events of its wait list (which must be
 //!   events of the same graph: `InvalidEventWaitList` otherwise), on the
 //!   previous node recorded from an in-order queue, and on the last barrier
@@ -30,12 +34,10 @@
 //! recorded one).
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use cmdbuf_core::queue::{QueueLane, QueueSlot};
 use cmdbuf_core::{Command, KernelCommand, LocalSizeOrigin, Result, UrError, UsmKind, UsmPtr, ensure, err};
-
-use crate::queue::{Event, Queue, WeakQueue};
 
 use super::modifiable::{GraphShared, GraphState, is_ancestor};
 use super::node::{KernelSpec, NativeFn, NodeData, NodeKind};
@@ -47,9 +49,47 @@ pub(crate) use super::node::HostFn;
 /// The graph a queue records into, if any.
 pub(crate) type RecordingSlot = QueueSlot<GraphShared>;
 
+/// What a [`Queue`](crate::Queue) holds: the cmdbuf-core queue and the graph
+/// it records into.
+pub(crate) struct QueueInner {
+    pub(crate) core: cmdbuf_core::Queue,
+    /// The graph this queue records into, if any.
+    pub(crate) recording: RecordingSlot,
+}
+
+impl QueueInner {
+    /// A queue over `core` that does not record.
+    pub(crate) fn new(core: cmdbuf_core::Queue) -> Arc<QueueInner> {
+        Arc::new(QueueInner { core, recording: RecordingSlot::default() })
+    }
+
+    /// The queue's identity while it lives (graphs key recording queues by it).
+    pub(crate) fn key(&self) -> usize {
+        self as *const QueueInner as usize
+    }
+}
+
+impl Drop for QueueInner {
+    /// Forgets the queue in the graph it records into.
+    fn drop(&mut self) {
+        let Some(graph) = self.recording.lock().take() else { return };
+        let key = self.key();
+        graph.state.lock().recording.retain(|r| r.key() != key);
+    }
+}
+
+/// An entry of a wait list as recording reads it: the recorded event it is,
+/// if it is one. [`Event`](crate::Event) is one; this layer, below the
+/// queue, does not name it.
+pub(crate) trait WaitEvent {
+    /// The recorded event, if this is one.
+    fn recorded(&self) -> Option<&RecordedEvent>;
+}
+
 /// A queue recording into a graph, as the graph sees it.
 pub(crate) struct QueueRecord {
-    queue: WeakQueue,
+    /// The queue, not kept alive by the graph.
+    queue: Weak<QueueInner>,
     /// Its identity and the order it adds to its nodes: cmdbuf-core's, which
     /// UR's graph capture orders its captured commands with.
     lane: QueueLane,
@@ -147,11 +187,11 @@ impl fmt::Debug for RecordedEvent {
 /// Records what `op` builds from `queue`; gives `op` back when the queue
 /// does not record (any more).
 pub(crate) fn submit<F: FnOnce() -> Result<Recordable>>(
-    queue: &Queue,
+    queue: &QueueInner,
     op: F,
-    wait: &[&Event],
-) -> std::result::Result<Result<Event>, F> {
-    let guard = queue.recording_slot().lock();
+    wait: &[&impl WaitEvent],
+) -> std::result::Result<Result<RecordedEvent>, F> {
+    let guard = queue.recording.lock();
     let Some(graph) = guard.occupant().cloned() else { return Err(op) };
     Ok(op().and_then(|op| {
         let mut state = graph.state.lock();
@@ -162,7 +202,7 @@ pub(crate) fn submit<F: FnOnce() -> Result<Recordable>>(
 /// Before executable work waiting on `rec`: when the queue that recorded it
 /// still records, `queue` starts recording into that graph (transitive
 /// recording); otherwise `InvalidEventWaitList`.
-pub(crate) fn begin_transitively(queue: &Queue, rec: &RecordedEvent) -> Result<()> {
+pub(crate) fn begin_transitively(queue: &Arc<QueueInner>, rec: &RecordedEvent) -> Result<()> {
     let graph = rec.graph.clone();
     let props = {
         let state = graph.state.lock();
@@ -190,10 +230,10 @@ pub(crate) fn begin_transitively(queue: &Queue, rec: &RecordedEvent) -> Result<(
 fn add(
     graph: &Arc<GraphShared>,
     state: &mut GraphState,
-    queue: &Queue,
+    queue: &QueueInner,
     op: Recordable,
-    wait: &[&Event],
-) -> Result<Event> {
+    wait: &[&impl WaitEvent],
+) -> Result<RecordedEvent> {
     let key = queue.key();
     let Some(qi) = state.recording.iter().position(|r| r.key() == key) else {
         return Err(err!(Unknown, "the queue's recording slot names graph #{}, which does not list it", graph.id));
@@ -201,7 +241,7 @@ fn add(
     let mut deps = wait_deps(graph, wait)?;
     let barrier_on_leaves = matches!(op, Recordable::Wait { barrier: true }) && wait.is_empty();
     queue_deps(state, qi, barrier_on_leaves, &mut deps);
-    let device = graph.devices.index_of_context(queue.context()).unwrap_or(0);
+    let device = graph.devices.index_of_context(queue.core.context()).unwrap_or(0);
     let kind = node_kind(graph, state, queue, op, device, &deps)?;
     let barrier = matches!(kind, NodeKind::Barrier);
     let accesses = super::buffers::recorded_subgraph(graph, state, &kind, &mut deps);
@@ -209,12 +249,12 @@ fn add(
     state.register_accesses(index, accesses);
     state.placed.place(index, device);
     note_on_queue(state, qi, index, barrier_on_leaves, barrier);
-    Ok(Event::Recorded(RecordedEvent { graph: graph.clone(), node: index, queue: key }))
+    Ok(RecordedEvent { graph: graph.clone(), node: index, queue: key })
 }
 
 /// The nodes of a recording queue's wait list: events recorded into
 /// `graph`, refused otherwise.
-fn wait_deps(graph: &GraphShared, wait: &[&Event]) -> Result<Vec<u32>> {
+fn wait_deps(graph: &GraphShared, wait: &[&impl WaitEvent]) -> Result<Vec<u32>> {
     let mut deps = Vec::with_capacity(wait.len() + 1);
     for (i, e) in wait.iter().enumerate() {
         let Some(rec) = e.recorded() else {
@@ -254,7 +294,7 @@ fn queue_deps(state: &mut GraphState, qi: usize, barrier_on_leaves: bool, deps: 
 fn node_kind(
     graph: &GraphShared,
     state: &mut GraphState,
-    queue: &Queue,
+    queue: &QueueInner,
     op: Recordable,
     device: u16,
     deps: &[u32],
@@ -279,7 +319,7 @@ fn node_kind(
                 "executable graph #{} runs on {}, recorded by a queue of {}",
                 sub.id(),
                 sub.device(),
-                queue.device()
+                queue.core.device()
             );
             NodeKind::Subgraph(sub)
         }
@@ -289,7 +329,7 @@ fn node_kind(
                 UnsupportedFeature,
                 "graph-owned allocations of multi-device graph #{} are made on its own device only, not {}",
                 graph.id,
-                queue.device()
+                queue.core.device()
             );
             let prune = !graph.props.no_cycle_check;
             let GraphState { pool, nodes, topo, .. } = &mut *state;
@@ -317,8 +357,8 @@ fn note_on_queue(state: &mut GraphState, qi: usize, index: u32, barrier_on_leave
 
 /// The error of an operation a recording queue cannot record: `what` names
 /// it. `Ok` when the queue stopped recording meanwhile.
-pub(crate) fn refuse_while_recording(queue: &Queue, what: &str) -> Result<()> {
-    let Some(graph) = queue.recording_slot().occupant() else { return Ok(()) };
+pub(crate) fn refuse_while_recording(queue: &QueueInner, what: &str) -> Result<()> {
+    let Some(graph) = queue.recording.occupant() else { return Ok(()) };
     Err(err!(
         InvalidOperation,
         "{what} on a queue recording into graph #{}: nothing executes while it records",
@@ -327,36 +367,40 @@ pub(crate) fn refuse_while_recording(queue: &Queue, what: &str) -> Result<()> {
 }
 
 /// The checks of `begin_recording` that do not change anything.
-pub(crate) fn check_can_begin(graph: &GraphShared, queue: &Queue) -> Result<()> {
+pub(crate) fn check_can_begin(graph: &GraphShared, queue: &QueueInner) -> Result<()> {
     ensure!(
-        graph.devices.index_of_context(queue.context()).is_some(),
+        graph.devices.index_of_context(queue.core.context()).is_some(),
         InvalidQueue,
         "a queue of {} cannot record into graph #{} of {}",
-        queue.device(),
+        queue.core.device(),
         graph.id,
         graph.device()
     );
-    if let Some(other) = queue.recording_slot().occupant() {
+    if let Some(other) = queue.recording.occupant() {
         return Err(err!(
             InvalidOperation,
             "the queue already records into graph #{}; end that recording first",
             other.id
         ));
     }
-    ensure!(!queue.is_capturing(), InvalidOperation, "the queue captures a UR graph; end the capture before recording");
+    ensure!(
+        !queue.core.is_capturing(),
+        InvalidOperation,
+        "the queue captures a UR graph; end the capture before recording"
+    );
     Ok(())
 }
 
 /// Starts recording `queue` into `graph`.
-pub(crate) fn begin(graph: &Arc<GraphShared>, queue: &Queue, props: RecordingProperties) -> Result<()> {
+pub(crate) fn begin(graph: &Arc<GraphShared>, queue: &Arc<QueueInner>, props: RecordingProperties) -> Result<()> {
     check_can_begin(graph, queue)?;
-    let mut guard = queue.recording_slot().lock();
+    let mut guard = queue.recording.lock();
     if let Some(other) = guard.occupant() {
         return Err(err!(InvalidOperation, "the queue already records into graph #{}", other.id));
     }
     graph.state.lock().recording.push(QueueRecord {
-        queue: queue.downgrade(),
-        lane: QueueLane::new(queue.key(), !queue.properties().out_of_order),
+        queue: Arc::downgrade(queue),
+        lane: QueueLane::new(queue.key(), !queue.core.properties().out_of_order),
         props,
     });
     guard.set(graph.clone());
@@ -365,8 +409,8 @@ pub(crate) fn begin(graph: &Arc<GraphShared>, queue: &Queue, props: RecordingPro
 }
 
 /// The checks of `end_recording(queue)` that do not change anything.
-pub(crate) fn check_can_end(graph: &GraphShared, queue: &Queue) -> Result<()> {
-    match queue.recording_slot().occupant() {
+pub(crate) fn check_can_end(graph: &GraphShared, queue: &QueueInner) -> Result<()> {
+    match queue.recording.occupant() {
         Some(other) if other.id != graph.id => Err(err!(
             InvalidOperation,
             "end_recording of graph #{} on a queue that records into graph #{}",
@@ -378,8 +422,8 @@ pub(crate) fn check_can_end(graph: &GraphShared, queue: &Queue) -> Result<()> {
 }
 
 /// Ends recording `queue` into `graph`; nothing when it does not record.
-pub(crate) fn end(graph: &GraphShared, queue: &Queue) -> Result<()> {
-    let mut guard = queue.recording_slot().lock();
+pub(crate) fn end(graph: &GraphShared, queue: &QueueInner) -> Result<()> {
+    let mut guard = queue.recording.lock();
     match guard.occupant() {
         None => Ok(()),
         Some(other) if other.id != graph.id => Err(err!(
@@ -400,7 +444,7 @@ pub(crate) fn end(graph: &GraphShared, queue: &Queue) -> Result<()> {
 
 /// Ends recording on every queue recording into `graph`.
 pub(crate) fn end_all(graph: &GraphShared) {
-    let queues: Vec<(WeakQueue, usize)> =
+    let queues: Vec<(Weak<QueueInner>, usize)> =
         graph.state.lock().recording.iter().map(|r| (r.queue.clone(), r.key())).collect();
     for (weak, key) in queues {
         match weak.upgrade() {
@@ -413,28 +457,19 @@ pub(crate) fn end_all(graph: &GraphShared) {
 }
 
 /// The graph `queue` records into (`ext_oneapi_get_graph`).
-pub(crate) fn recording_graph(queue: &Queue) -> Result<Graph<Modifiable>> {
-    let graph = queue
-        .recording_slot()
-        .occupant()
-        .ok_or_else(|| err!(InvalidOperation, "the queue does not record into a graph"))?;
+pub(crate) fn recording_graph(queue: &QueueInner) -> Result<Graph<Modifiable>> {
+    let graph =
+        queue.recording.occupant().ok_or_else(|| err!(InvalidOperation, "the queue does not record into a graph"))?;
     let handle =
         graph.handle.upgrade().ok_or_else(|| err!(InvalidOperation, "graph #{} is being dropped", graph.id))?;
     Ok(Graph(Modifiable { handle }))
 }
 
 /// The `begin_recording` properties `queue` records with, if it records.
-pub(crate) fn recording_properties(queue: &Queue) -> Option<RecordingProperties> {
-    let graph = queue.recording_slot().occupant()?;
+pub(crate) fn recording_properties(queue: &QueueInner) -> Option<RecordingProperties> {
+    let graph = queue.recording.occupant()?;
     let key = queue.key();
     graph.state.lock().recording.iter().find(|r| r.key() == key).map(|r| r.props)
-}
-
-/// Forgets a queue being dropped (`key` is its identity) in the graph it
-/// records into.
-pub(crate) fn queue_dropped(slot: &RecordingSlot, key: usize) {
-    let Some(graph) = slot.lock().take() else { return };
-    graph.state.lock().recording.retain(|r| r.key() != key);
 }
 
 impl fmt::Debug for QueueRecord {

@@ -458,7 +458,7 @@ fn scratch(context: &Context) -> Result<UsmAllocation> {
     let usm = context.device().info().usm;
     let kind = [UsmKind::Device, UsmKind::Shared, UsmKind::Host]
         .into_iter()
-        .find(|k| usm.contains(crate::graph::usm_flag(*k)))
+        .find(|k| usm.contains(crate::aspect::usm_flag(*k)))
         .ok_or_else(|| err!(UnsupportedFeature, "{} has no USM for graph join commands", context.device()))?;
     UsmAllocation::new(context, kind, 64)
 }
