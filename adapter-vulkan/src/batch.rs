@@ -97,6 +97,10 @@ struct Open {
     /// Submitted events outside the batch that its commands wait for.
     waits: SmallVec<[Arc<EventCore>; 4]>,
     opened: Option<Instant>,
+    /// Commands of the batch submitted last: the next one reserves room for
+    /// as many, so that a chain does not grow (reallocate and copy) its
+    /// entries again and again (`entries` leaves with each submission).
+    last_len: usize,
 }
 
 /// What [`Batch::append`] did.
@@ -133,6 +137,8 @@ impl Batch {
         let first = open.cmd.is_none();
         if first && part.is_some() {
             open.cmd = Some(self.pool.begin_open()?);
+            let room = open.last_len;
+            open.entries.reserve(room);
         }
         let out = EventCore::batched(self.clone());
         deps.extend(order(&out));
@@ -263,6 +269,7 @@ impl Batch {
             let _ = self.pool.end_open(&cmd);
             return Vec::new();
         }
+        open.last_len = entries.len();
         self.pool.recording(|| host_barrier(&self.rt.gpu, cmd.raw()));
         if let Err(e) = self.pool.end_open(&cmd) {
             return fail_all(entries, e);
