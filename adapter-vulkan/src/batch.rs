@@ -55,7 +55,7 @@ use crate::cmd::{GpuOp, Pool, PooledCmd, host_barrier, level_barrier, record_ops
 use crate::event::{EventCore, Follow, run_waiters};
 use crate::profiling::QuerySpan;
 use crate::shared::{DeviceShared, Lane};
-use crate::submit::{Checks, Completion, HostCopy, Keep, fail, wait_points};
+use crate::submit::{Checks, Completion, HostCopy, Keep, Kept, fail, wait_points};
 
 /// Commands per batch at most. A submission's cost is then spread over
 /// enough commands to be small against recording them (50 µs / 256 is about
@@ -280,7 +280,7 @@ impl Batch {
         // Released once the whole batch has completed: the command buffer,
         // and the lanes waited on (with their semaphores).
         last.cmd = Some(cmd);
-        last.keep.push(Box::new(points));
+        last.keep.push(Kept::Other(Box::new(points)));
         tracing::trace!(commands = entries.len(), lane = self.lane.index(), "eager batch submitted");
         // On failure the completions (with the command buffer) are dropped
         // unsubmitted; their events fail.

@@ -23,7 +23,7 @@ use crate::memory::Slice;
 use crate::profiling::{Queries, QuerySpan};
 use crate::program::ArgBlock;
 use crate::shared::{DeviceShared, Lane};
-use crate::submit::{Checks, Keep, Launches, StagingPtr, StatusCheck, Submission, schedule};
+use crate::submit::{Checks, Keep, Kept, Launches, StagingPtr, StatusCheck, Submission, schedule};
 
 pub(crate) struct VkQueue {
     pub(crate) rt: Arc<DeviceShared>,
@@ -61,7 +61,7 @@ impl ArenaSink<'_> {
     /// `slice` as an argument block, kept until the command completes.
     fn keep_block(&mut self, slice: Slice) -> Block {
         let block = Block { buffer: slice.buffer(), offset: slice.offset(), address: slice.address() };
-        self.keep.push(Box::new(slice));
+        self.keep.push(Kept::Slice(slice));
         block
     }
 }
@@ -76,7 +76,7 @@ impl Sink for ArenaSink<'_> {
     fn staging(&mut self, len: usize) -> Result<Staging> {
         let slice = self.rt.arena.alloc(len as u64)?;
         let staging = Staging { buffer: slice.buffer(), offset: slice.offset(), ptr: StagingPtr(slice.ptr()) };
-        self.keep.push(Box::new(slice));
+        self.keep.push(Kept::Slice(slice));
         Ok(staging)
     }
 
