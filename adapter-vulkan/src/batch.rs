@@ -97,10 +97,6 @@ struct Open {
     /// Submitted events outside the batch that its commands wait for.
     waits: SmallVec<[Arc<EventCore>; 4]>,
     opened: Option<Instant>,
-    /// Commands of the batch submitted last: the next one reserves room for
-    /// as many, so that a chain does not grow (reallocate and copy) its
-    /// entries again and again (`entries` leaves with each submission).
-    last_len: usize,
 }
 
 /// What [`Batch::append`] did.
@@ -137,8 +133,6 @@ impl Batch {
         let first = open.cmd.is_none();
         if first && part.is_some() {
             open.cmd = Some(self.pool.begin_open()?);
-            let room = open.last_len;
-            open.entries.reserve(room);
         }
         let out = EventCore::batched(self.clone());
         deps.extend(order(&out));
@@ -263,16 +257,15 @@ impl Batch {
         open.opened = None;
         open.bound = vk::Pipeline::null();
         let waits = std::mem::take(&mut open.waits);
-        let mut entries = std::mem::take(&mut open.entries);
+        let entries = &mut open.entries;
         if entries.is_empty() {
             // Opened for a command that then could not join: nothing to run.
             let _ = self.pool.end_open(&cmd);
             return Vec::new();
         }
-        open.last_len = entries.len();
         self.pool.recording(|| host_barrier(&self.rt.gpu, cmd.raw()));
         if let Err(e) = self.pool.end_open(&cmd) {
-            return fail_all(entries, e);
+            return fail_all(std::mem::take(entries), e);
         }
         let (points, values) = wait_points(&waits);
         let raw = [cmd.raw()];
@@ -282,12 +275,14 @@ impl Batch {
         last.cmd = Some(cmd);
         last.keep.push(Kept::Other(Box::new(points)));
         tracing::trace!(commands = entries.len(), lane = self.lane.index(), "eager batch submitted");
-        // On failure the completions (with the command buffer) are dropped
-        // unsubmitted; their events fail.
-        let outs: Vec<Arc<EventCore>> = entries.iter().map(|c| c.out.clone()).collect();
-        match self.lane.submit_many(&values, &raw, entries) {
+        // Drained, not moved: the next batch records into the same list,
+        // allocated and grown once per queue rather than once per batch.
+        match self.lane.submit_many(&values, &raw, || entries.drain(..)) {
             Ok(waiters) => waiters,
             Err(e) => {
+                // The completions (with the command buffer) are dropped
+                // unsubmitted; their events fail.
+                let outs: Vec<Arc<EventCore>> = entries.drain(..).map(|c| c.out).collect();
                 for out in &outs {
                     fail(out, e.clone());
                 }
