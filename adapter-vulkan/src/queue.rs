@@ -17,7 +17,7 @@ use smallvec::SmallVec;
 
 use crate::batch::{Appended, Batch, Part};
 use crate::cmd::{Pool, PooledCmd, host_barrier, record_ops};
-use crate::event::{EventCore, VkEvent, cores_of};
+use crate::event::{EventCore, cores_of};
 use crate::lower::{Block, Sink, Staging, lower};
 use crate::memory::Slice;
 use crate::profiling::{Queries, QuerySpan};
@@ -138,7 +138,7 @@ impl VkQueue {
         alone: impl FnOnce(Arc<EventCore>) -> Result<Submission>,
     ) -> Result<Arc<dyn EventImpl>> {
         match self.batch.append(deps, |out| self.order(out, barrier), part)? {
-            Appended::Batched(out) => Ok(Arc::new(VkEvent(out))),
+            Appended::Batched(out) => Ok(out),
             Appended::Alone(out, deps, part) => {
                 let built = match part {
                     Some(part) => self.alone(out.clone(), *part),
@@ -154,7 +154,7 @@ impl VkQueue {
                 };
                 sub.deps.extend(deps);
                 schedule(sub);
-                Ok(Arc::new(VkEvent(out)))
+                Ok(out)
             }
         }
     }
