@@ -90,24 +90,26 @@ pub(crate) struct EventCore {
 impl EventCore {
     /// A new event, held on the host until submitted or completed.
     pub(crate) fn new() -> Arc<EventCore> {
+        EventCore::in_batch(None)
+    }
+
+    /// A new event of a command recorded into `batch`, not yet submitted.
+    pub(crate) fn batched(batch: Arc<Batch>) -> Arc<EventCore> {
+        EventCore::in_batch(Some(batch))
+    }
+
+    fn in_batch(batch: Option<Arc<Batch>>) -> Arc<EventCore> {
         Arc::new_cyclic(|me| EventCore {
             state: Mutex::new(State {
                 phase: Phase::Queued,
                 times: None,
                 on_resolved: Vec::new(),
                 on_done: Vec::new(),
-                batch: None,
+                batch,
             }),
             done: Condvar::new(),
             me: me.clone(),
         })
-    }
-
-    /// A new event of a command recorded into `batch`, not yet submitted.
-    pub(crate) fn batched(batch: Arc<Batch>) -> Arc<EventCore> {
-        let e = EventCore::new();
-        e.state.lock().batch = Some(batch);
-        e
     }
 
     /// The event is no longer in a batch: its command is submitted on its
