@@ -55,7 +55,7 @@ use crate::cmd::{GpuOp, Pool, PooledCmd, host_barrier, level_barrier, record_ops
 use crate::event::{EventCore, Follow, run_waiters};
 use crate::profiling::QuerySpan;
 use crate::shared::{DeviceShared, Lane};
-use crate::submit::{Checks, Completion, HostCopy, Keep, fail, wait_points};
+use crate::submit::{Checks, Completion, HostCopy, Keep, Kept, fail, wait_points};
 
 /// Commands per batch at most. A submission's cost is then spread over
 /// enough commands to be small against recording them (50 µs / 256 is about
@@ -257,7 +257,7 @@ impl Batch {
         open.opened = None;
         open.bound = vk::Pipeline::null();
         let waits = std::mem::take(&mut open.waits);
-        let mut entries = std::mem::take(&mut open.entries);
+        let entries = &mut open.entries;
         if entries.is_empty() {
             // Opened for a command that then could not join: nothing to run.
             let _ = self.pool.end_open(&cmd);
@@ -265,7 +265,7 @@ impl Batch {
         }
         self.pool.recording(|| host_barrier(&self.rt.gpu, cmd.raw()));
         if let Err(e) = self.pool.end_open(&cmd) {
-            return fail_all(entries, e);
+            return fail_all(std::mem::take(entries), e);
         }
         let (points, values) = wait_points(&waits);
         let raw = [cmd.raw()];
@@ -273,14 +273,16 @@ impl Batch {
         // Released once the whole batch has completed: the command buffer,
         // and the lanes waited on (with their semaphores).
         last.cmd = Some(cmd);
-        last.keep.push(Box::new(points));
+        last.keep.push(Kept::Other(Box::new(points)));
         tracing::trace!(commands = entries.len(), lane = self.lane.index(), "eager batch submitted");
-        // On failure the completions (with the command buffer) are dropped
-        // unsubmitted; their events fail.
-        let outs: Vec<Arc<EventCore>> = entries.iter().map(|c| c.out.clone()).collect();
-        match self.lane.submit_many(&values, &raw, entries) {
+        // Drained, not moved: the next batch records into the same list,
+        // allocated and grown once per queue rather than once per batch.
+        match self.lane.submit_many(&values, &raw, || entries.drain(..)) {
             Ok(waiters) => waiters,
             Err(e) => {
+                // The completions (with the command buffer) are dropped
+                // unsubmitted; their events fail.
+                let outs: Vec<Arc<EventCore>> = entries.drain(..).map(|c| c.out).collect();
                 for out in &outs {
                     fail(out, e.clone());
                 }

@@ -73,7 +73,7 @@ use crate::profiling::QuerySpan;
 use crate::program::{ArgBlock, Pipeline, VkKernel};
 use crate::queue::VkQueue;
 use crate::shared::{DeviceShared, Gpu};
-use crate::submit::{HostCopy, KernelNames, Launches, StagingPtr, StatusCheck, Submission, schedule};
+use crate::submit::{HostCopy, Kept, KernelNames, Launches, StagingPtr, StatusCheck, Submission, schedule};
 
 /// Commands per secondary command buffer: what an update that needs
 /// re-recording records again.
@@ -705,8 +705,8 @@ impl EnqueueContext<'_> {
             Some(primary) => self.reuse(&mut sub, primary, copy)?,
             None => self.record_once(&mut sub, stage, span, status, copy)?,
         };
-        sub.keep.extend(self.live.map(|l| Box::new(l.clone()) as Box<dyn std::any::Any + Send + Sync>));
-        sub.keep.extend(self.staging.iter().map(|a| Box::new(a.clone()) as Box<dyn std::any::Any + Send + Sync>));
+        sub.keep.extend(self.live.map(|l| Kept::Other(Box::new(l.clone()))));
+        sub.keep.extend(self.staging.iter().map(|a| Kept::Other(Box::new(a.clone()))));
         sub.pre = stage.pre.clone();
         sub.post = stage.post.clone();
         sub.deps = deps;
@@ -739,7 +739,7 @@ impl EnqueueContext<'_> {
         }
         sub.reused = Some(primary.cmd.raw());
         let out = primary.status_out.as_ref().map(|(_, ptr)| *ptr);
-        sub.keep.push(Box::new(primary));
+        sub.keep.push(Kept::Other(Box::new(primary)));
         Ok(out)
     }
 
@@ -768,11 +768,10 @@ impl EnqueueContext<'_> {
             Ok(())
         })?);
         sub.queries = span;
-        sub.keep
-            .extend(stage.chunks.iter().map(|c| Box::new(c.secondary.clone()) as Box<dyn std::any::Any + Send + Sync>));
+        sub.keep.extend(stage.chunks.iter().map(|c| Kept::Other(Box::new(c.secondary.clone()))));
         Ok(out.map(|o| {
             let ptr = StagingPtr(o.ptr());
-            sub.keep.push(Box::new(o));
+            sub.keep.push(Kept::Other(Box::new(o)));
             ptr
         }))
     }
@@ -841,7 +840,7 @@ impl ExecutableCommandBufferImpl for VkExecutable {
         // leave the queue waiting for a submission that never happens.
         let mut subs = self.record_submissions(queue, params.as_ref(), stage_deps, &events)?;
         if let (Some((slice, _)), Some(first)) = (params, subs.first_mut()) {
-            first.keep.push(Box::new(slice));
+            first.keep.push(Kept::Slice(slice));
         }
         self.schedule_in_order(queue, subs, &events, first_deps);
         self.previous = Some(last.clone());

@@ -19,15 +19,15 @@
 //! the thread completing a user event), through a trampoline so that long
 //! chains of deferred work do not deepen the stack.
 //!
-//! The adapter's event objects: [`VkEvent`] (commands, submissions, user
-//! events), [`SignalEvent`] (a command-buffer command's signal event, which
+//! The adapter's event objects: [`EventCore`] itself (eager commands),
+//! [`VkEvent`] (command-buffer submissions, user events), [`SignalEvent`] (a command-buffer command's signal event, which
 //! stands for its latest execution) and [`RunEvent`] (a command-buffer
 //! submission that was split into several device submissions).
 
 use std::any::Any;
 use std::cell::RefCell;
 use std::collections::VecDeque;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use cmdbuf_core::adapter::prelude::*;
 use cmdbuf_core::adapter::toolbox::{ForwardingEvent, OrderedEvent};
@@ -81,28 +81,35 @@ struct State {
 pub(crate) struct EventCore {
     state: Mutex<State>,
     done: Condvar,
+    /// The event itself: an eager command's event is handed to the front
+    /// end as this `Arc` (no wrapper to allocate), and a wait list that
+    /// holds it gets its `Arc` back from here.
+    me: Weak<EventCore>,
 }
 
 impl EventCore {
     /// A new event, held on the host until submitted or completed.
     pub(crate) fn new() -> Arc<EventCore> {
-        Arc::new(EventCore {
+        EventCore::in_batch(None)
+    }
+
+    /// A new event of a command recorded into `batch`, not yet submitted.
+    pub(crate) fn batched(batch: Arc<Batch>) -> Arc<EventCore> {
+        EventCore::in_batch(Some(batch))
+    }
+
+    fn in_batch(batch: Option<Arc<Batch>>) -> Arc<EventCore> {
+        Arc::new_cyclic(|me| EventCore {
             state: Mutex::new(State {
                 phase: Phase::Queued,
                 times: None,
                 on_resolved: Vec::new(),
                 on_done: Vec::new(),
-                batch: None,
+                batch,
             }),
             done: Condvar::new(),
+            me: me.clone(),
         })
-    }
-
-    /// A new event of a command recorded into `batch`, not yet submitted.
-    pub(crate) fn batched(batch: Arc<Batch>) -> Arc<EventCore> {
-        let e = EventCore::new();
-        e.state.lock().batch = Some(batch);
-        e
     }
 
     /// The event is no longer in a batch: its command is submitted on its
@@ -335,10 +342,14 @@ pub(crate) fn run_waiters(waiters: Vec<Waiter>) {
     }
 }
 
-// What a signal event forwards to: the core of an execution's event.
+// What a signal event forwards to, and an eager command's event.
 impl EventImpl for EventCore {
     fn status(&self) -> EventStatus {
         EventCore::status(self)
+    }
+
+    fn status_quiet(&self) -> EventStatus {
+        EventCore::status_quiet(self)
     }
 
     fn wait(&self) -> Result<()> {
@@ -430,6 +441,10 @@ impl EventImpl for RunEvent {
 /// to wait for (a signal event before its first execution).
 pub(crate) fn core_of(event: &dyn EventImpl) -> Result<Option<Arc<EventCore>>> {
     let any = event as &dyn Any;
+    if let Some(e) = any.downcast_ref::<EventCore>() {
+        // A live reference to the event: its `Arc` is alive.
+        return e.me.upgrade().map(Some).ok_or_else(|| err!(InvalidEvent, "an event being dropped"));
+    }
     if let Some(e) = any.downcast_ref::<VkEvent>() {
         return Ok(Some(e.0.clone()));
     }

@@ -26,7 +26,7 @@ use crate::memory::{mem_buffer, usm_location};
 use crate::program::{ArgBlock, Pipeline, VkKernel, group_counts};
 use crate::shaders::{FillPlan, plan_fill};
 use crate::shared::{DeviceShared, Gpu};
-use crate::submit::{HostCopy, Keep, StagingPtr};
+use crate::submit::{HostCopy, Keep, Kept, StagingPtr};
 
 /// Where an argument block (kernel arguments, fill parameters) went.
 #[derive(Copy, Clone, Debug)]
@@ -79,7 +79,7 @@ impl Lowered {
     /// Moves what the operations need alive into `keep`.
     pub(crate) fn keep_into(&mut self, keep: &mut Keep) {
         for p in self.pipelines.drain(..) {
-            keep.push(Box::new(p));
+            keep.push(Kept::Pipeline(p));
         }
     }
 }

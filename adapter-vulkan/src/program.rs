@@ -43,6 +43,7 @@ use ash::vk;
 use cmdbuf_core::adapter::prelude::*;
 use cmdbuf_core::{ArgKind, KernelSignature, NdRange, ProgramSource};
 use parking_lot::Mutex;
+use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
 use crate::conv::{VkResultExt, vk_error};
@@ -250,7 +251,10 @@ struct Module {
     gpu: Arc<Gpu>,
     raw: vk::ShaderModule,
     entry: CString,
-    pipelines: Mutex<HashMap<PipelineKey, Arc<Pipeline>>>,
+    /// Looked up at every launch: FxHash, as the key is a few small
+    /// integers that no one outside chooses to collide (SipHash cost about
+    /// 300 instructions per eager launch).
+    pipelines: Mutex<FxHashMap<PipelineKey, Arc<Pipeline>>>,
 }
 
 /// What specializes a kernel's pipeline.

@@ -17,13 +17,13 @@ use smallvec::SmallVec;
 
 use crate::batch::{Appended, Batch, Part};
 use crate::cmd::{Pool, PooledCmd, host_barrier, record_ops};
-use crate::event::{EventCore, VkEvent, cores_of};
+use crate::event::{EventCore, cores_of};
 use crate::lower::{Block, Sink, Staging, lower};
 use crate::memory::Slice;
 use crate::profiling::{Queries, QuerySpan};
 use crate::program::ArgBlock;
 use crate::shared::{DeviceShared, Lane};
-use crate::submit::{Checks, Keep, Launches, StagingPtr, StatusCheck, Submission, schedule};
+use crate::submit::{Checks, Keep, Kept, Launches, StagingPtr, StatusCheck, Submission, schedule};
 
 pub(crate) struct VkQueue {
     pub(crate) rt: Arc<DeviceShared>,
@@ -61,7 +61,7 @@ impl ArenaSink<'_> {
     /// `slice` as an argument block, kept until the command completes.
     fn keep_block(&mut self, slice: Slice) -> Block {
         let block = Block { buffer: slice.buffer(), offset: slice.offset(), address: slice.address() };
-        self.keep.push(Box::new(slice));
+        self.keep.push(Kept::Slice(slice));
         block
     }
 }
@@ -76,7 +76,7 @@ impl Sink for ArenaSink<'_> {
     fn staging(&mut self, len: usize) -> Result<Staging> {
         let slice = self.rt.arena.alloc(len as u64)?;
         let staging = Staging { buffer: slice.buffer(), offset: slice.offset(), ptr: StagingPtr(slice.ptr()) };
-        self.keep.push(Box::new(slice));
+        self.keep.push(Kept::Slice(slice));
         Ok(staging)
     }
 
@@ -138,7 +138,7 @@ impl VkQueue {
         alone: impl FnOnce(Arc<EventCore>) -> Result<Submission>,
     ) -> Result<Arc<dyn EventImpl>> {
         match self.batch.append(deps, |out| self.order(out, barrier), part)? {
-            Appended::Batched(out) => Ok(Arc::new(VkEvent(out))),
+            Appended::Batched(out) => Ok(out),
             Appended::Alone(out, deps, part) => {
                 let built = match part {
                     Some(part) => self.alone(out.clone(), *part),
@@ -154,7 +154,7 @@ impl VkQueue {
                 };
                 sub.deps.extend(deps);
                 schedule(sub);
-                Ok(Arc::new(VkEvent(out)))
+                Ok(out)
             }
         }
     }

@@ -179,17 +179,19 @@ impl Lane {
         cmds: &[vk::CommandBuffer],
         completion: Completion,
     ) -> Result<Vec<Waiter>> {
-        self.submit_many(waits, cmds, std::iter::once(completion))
+        self.submit_many(waits, cmds, || std::iter::once(completion))
     }
 
     /// [`submit`](Self::submit) for the commands of an eager batch: one
     /// submission, one timeline value, and one completion per command,
-    /// finished in order once the value is reached.
-    pub(crate) fn submit_many(
+    /// finished in order once the value is reached. `completions` is called
+    /// only once the work is submitted: on failure the caller still holds
+    /// them.
+    pub(crate) fn submit_many<I: IntoIterator<Item = Completion>>(
         self: &Arc<Self>,
         waits: &[(vk::Semaphore, u64)],
         cmds: &[vk::CommandBuffer],
-        completions: impl IntoIterator<Item = Completion>,
+        completions: impl FnOnce() -> I,
     ) -> Result<Vec<Waiter>> {
         crate::exit::check()?;
         let sems: SmallVec<[vk::Semaphore; 4]> = waits.iter().map(|w| w.0).collect();
@@ -220,7 +222,7 @@ impl Lane {
         // Pushed while the queue lock is held, so the queue of in-flight
         // work stays in value order.
         let mut fifo = self.fifo.lock();
-        for completion in completions {
+        for completion in completions() {
             waiters
                 .extend(completion.out.mark_submitted(Point { lane: self.clone(), value }, completion.has_host_work()));
             fifo.items.push_back(InFlight { value, completion });
