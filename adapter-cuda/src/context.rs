@@ -1,6 +1,11 @@
 //! Contexts: every context of a device shares the device's primary CUDA
 //! context, so memory, modules and events of one device mix freely in the
 //! driver; the front end keeps the API's contexts apart.
+//!
+//! This is a context's behaviour, `ContextImpl`, which makes queues, memory,
+//! programs and command buffers: it sits above their modules. The context's
+//! state, `CudaContext`, is defined with the device (`device/mod.rs`), so
+//! that those modules can name it.
 
 use std::any::Any;
 use std::sync::Arc;
@@ -9,26 +14,11 @@ use cmdbuf_core::adapter::ComposePart;
 use cmdbuf_core::adapter::prelude::*;
 
 use crate::command_buffer::CudaCommandBuffer;
-use crate::device::DeviceShared;
+use crate::device::CudaContext;
 use crate::event::CudaUserEvent;
 use crate::memory::{CudaBuffer, CudaUsm};
 use crate::program::CudaProgram;
 use crate::queue::CudaQueue;
-
-pub(crate) struct CudaContext {
-    dev: Arc<DeviceShared>,
-}
-
-impl CudaContext {
-    pub(crate) fn new(dev: Arc<DeviceShared>) -> CudaContext {
-        CudaContext { dev }
-    }
-
-    /// The device.
-    pub(crate) fn dev(&self) -> &Arc<DeviceShared> {
-        &self.dev
-    }
-}
 
 impl ContextImpl for CudaContext {
     /// A stream may wait on a `CUevent` of any context of the process

@@ -563,27 +563,15 @@ impl Drop for CudaEvent {
 
 /// An event the host completes. It never reaches the device: work that
 /// waits for it is held back on the host until it completes (see `hold`).
+/// Completing it releases that work, which is the queues' (`queue.rs`):
+/// `UserEventImpl` and the drop are there.
 pub(crate) struct CudaUserEvent {
-    gate: Arc<Gate>,
+    pub(crate) gate: Arc<Gate>,
 }
 
 impl CudaUserEvent {
     pub(crate) fn new() -> CudaUserEvent {
         CudaUserEvent { gate: Gate::new() }
-    }
-
-    fn finish(&self, result: Result<()>) {
-        // Whatever the outcome, waiters only order: held work goes on.
-        if self.gate.open(result) {
-            crate::queue::HELD.release();
-        }
-    }
-}
-
-impl Drop for CudaUserEvent {
-    fn drop(&mut self) {
-        // Nothing can complete it any more: release what waits for it.
-        self.finish(Err(err!(InvalidOperation, "user event dropped")));
     }
 }
 
@@ -602,12 +590,6 @@ impl EventImpl for CudaUserEvent {
 
     fn profiling(&self) -> Option<ProfilingInfo> {
         None
-    }
-}
-
-impl UserEventImpl for CudaUserEvent {
-    fn complete(&self, result: Result<()>) {
-        self.finish(result);
     }
 }
 

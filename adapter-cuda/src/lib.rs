@@ -31,6 +31,7 @@ mod device;
 mod driver;
 mod event;
 mod exec;
+mod graph;
 mod hold;
 pub mod lanes;
 mod lower;
@@ -38,6 +39,7 @@ mod memory;
 mod nccl;
 pub mod nccl_lib;
 mod nvrtc;
+mod platform;
 mod program;
 mod queue;
 
@@ -58,7 +60,7 @@ impl AdapterFactory for CudaAdapterFactory {
     }
 
     fn load(&self) -> Result<Vec<Arc<dyn PlatformImpl>>, String> {
-        let platform = device::CudaPlatform::open()?;
+        let platform = platform::CudaPlatform::open()?;
         Ok(vec![Arc::new(platform)])
     }
 }

@@ -24,10 +24,10 @@ use cmdbuf_core::ensure;
 
 use cudarc::driver::sys;
 
-use crate::command_buffer::ExecGraph;
 use crate::device::{DeviceShared, Release};
 use crate::driver::{CuEvent, Stream, cu, stream_wait_event};
 use crate::event::CudaEvent;
+use crate::graph::ExecGraph;
 use crate::nccl_lib::{self, Comm, Nccl};
 use crate::queue::CudaQueue;
 

@@ -46,15 +46,13 @@ use cudarc::driver::sys;
 use smallvec::SmallVec;
 
 use crate::conv;
-use crate::device::{DeviceShared, Release};
+use crate::device::{DeviceShared, LAUNCH_INFO_SIZE, Release};
 use crate::driver::{self, cu, has_symbol};
 use crate::memory::cuda_buffer;
 use crate::nvrtc;
 
 /// Alignment of each local argument in the dynamic shared memory.
 const LOCAL_ALIGN: usize = 16;
-/// Size of the hidden `ur_launch` parameter.
-pub(crate) const LAUNCH_INFO_SIZE: usize = 32;
 
 /// A loaded module, unloaded when its program and kernels are gone
 /// (unless adopted without its ownership).

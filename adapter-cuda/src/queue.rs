@@ -18,11 +18,11 @@ use cudarc::driver::sys;
 use parking_lot::Mutex;
 use smallvec::SmallVec;
 
-use crate::command_buffer::{ExecGraph, native_graph};
 use crate::device::{DeviceShared, now_ns};
 use crate::driver::{Stream, cu, stream_wait_event};
-use crate::event::{Check, CudaEvent, RunStatus, StreamClock, dep};
+use crate::event::{Check, CudaEvent, CudaUserEvent, RunStatus, StreamClock, dep};
 use crate::exec;
+use crate::graph::{ExecGraph, native_graph};
 use crate::hold::{Dep, Gate, Held, HeldJob};
 
 /// Streams an out-of-order queue has.
@@ -522,5 +522,30 @@ impl QueueImpl for CudaQueue {
     /// has several; native commands get a stream of their own, the target).
     fn native_handle(&self) -> Result<NativeHandle> {
         Ok(NativeHandle(self.core.state.lock().streams[0].raw() as u64))
+    }
+}
+
+/// Completing a user event releases the work held back for it, which is the
+/// queues': this is the user event's behaviour, above its definition in
+/// `event.rs`.
+impl CudaUserEvent {
+    fn finish(&self, result: Result<()>) {
+        // Whatever the outcome, waiters only order: held work goes on.
+        if self.gate.open(result) {
+            HELD.release();
+        }
+    }
+}
+
+impl Drop for CudaUserEvent {
+    fn drop(&mut self) {
+        // Nothing can complete it any more: release what waits for it.
+        self.finish(Err(err!(InvalidOperation, "user event dropped")));
+    }
+}
+
+impl UserEventImpl for CudaUserEvent {
+    fn complete(&self, result: Result<()>) {
+        self.finish(result);
     }
 }

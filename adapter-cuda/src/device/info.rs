@@ -101,7 +101,7 @@ pub(super) fn query(device: sys::CUdevice, driver_version: &str) -> Result<(Devi
         max_constant_args: u32::MAX,
         // Kernel parameters are limited to 4 KiB, of which the adapter's
         // hidden launch parameter takes its share.
-        max_parameter_size: 4096 - crate::program::LAUNCH_INFO_SIZE,
+        max_parameter_size: 4096 - super::LAUNCH_INFO_SIZE,
         local_mem_type: LocalMemType::Local,
         error_correction: get(A::CU_DEVICE_ATTRIBUTE_ECC_ENABLED).is_ok_and(|ecc| ecc != 0),
         max_work_groups: limits.max_grid.map(|g| g as usize),

@@ -10,7 +10,7 @@ use crate::driver::cu;
 /// `cuDeviceCanAccessPeer` from `device` to `peer`, and the native atomics
 /// `cuDeviceGetP2PAttribute` reports for that direction. The same device
 /// always reaches its own memory.
-pub(super) fn access(device: &DeviceShared, peer: &DeviceShared) -> Result<PeerAccess> {
+pub(crate) fn access(device: &DeviceShared, peer: &DeviceShared) -> Result<PeerAccess> {
     if peer.device == device.device {
         return Ok(PeerAccess { supported: true, atomics: true });
     }
@@ -31,7 +31,7 @@ pub(super) fn access(device: &DeviceShared, peer: &DeviceShared) -> Result<PeerA
 /// (access is per context pair; every context here is the primary one).
 /// Already enabled, by this adapter or another user of the primary
 /// contexts, counts as done.
-pub(super) fn enable(device: &DeviceShared, peer: &DeviceShared) -> Result<()> {
+pub(crate) fn enable(device: &DeviceShared, peer: &DeviceShared) -> Result<()> {
     device.bind()?;
     // SAFETY: the peer's primary context is retained by the peer device;
     // this device's is current.
@@ -43,7 +43,7 @@ pub(super) fn enable(device: &DeviceShared, peer: &DeviceShared) -> Result<()> {
 }
 
 /// `cuCtxDisablePeerAccess` from `device`'s primary context to the peer's.
-pub(super) fn disable(device: &DeviceShared, peer: &DeviceShared) -> Result<()> {
+pub(crate) fn disable(device: &DeviceShared, peer: &DeviceShared) -> Result<()> {
     device.bind()?;
     // SAFETY: as for `enable`.
     unsafe { cu!(cuCtxDisablePeerAccess(peer.ctx.0)) }

@@ -197,7 +197,7 @@ impl Drop for PrimaryContext {
 }
 
 impl DeviceShared {
-    pub(super) fn open(ordinal: i32, driver_version: &str) -> Result<Arc<DeviceShared>> {
+    pub(crate) fn open(ordinal: i32, driver_version: &str) -> Result<Arc<DeviceShared>> {
         let mut device: sys::CUdevice = 0;
         // SAFETY: `ordinal` is below the device count.
         unsafe { cu!(cuDeviceGet(&mut device, ordinal))? };

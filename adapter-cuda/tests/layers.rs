@@ -1,0 +1,79 @@
+//! The CUDA adapter's layers, kept one-way, and no import circle among its
+//! modules: the driver and the libraries opened at run time below the
+//! device's definition, below the plain objects, below execution (queues,
+//! command buffers, collectives), below the context's behaviour, below the
+//! platform and the device's behaviour. The checker is cmdbuf-core's
+//! (`core/tests/layering/mod.rs`); docs/architecture.md says why a device's
+//! and a context's definitions (`device/`) sit apart from their behaviour.
+
+#[path = "../../core/tests/layering/mod.rs"]
+mod layering;
+
+use layering::Layering;
+
+/// The layers, bottom first.
+const LAYER_NAMES: &[&str] = &["driver", "device definition", "objects", "execution", "context", "platform"];
+
+/// Each top-level module (or folder) of `adapter-cuda/src` and its layer.
+const LAYERS: &[(&str, usize)] = &[
+    // The CUDA driver, NVRTC and NCCL opened at run time, the mapping of
+    // their codes, and the lanes of wide graphs: nothing of the adapter's.
+    ("conv", 0),
+    ("driver", 0),
+    ("nvrtc", 0),
+    ("nccl_lib", 0),
+    ("lanes", 0),
+    // `DeviceShared`, what a device is and can do, peer access, and
+    // `CudaContext` (a context's state is its device's): what every object
+    // names.
+    ("device", 1),
+    // Events, memory, programs, work held on the host, lowering plans and
+    // executable graphs: objects that name only the device.
+    ("hold", 2),
+    ("event", 2),
+    ("memory", 2),
+    ("lower", 2),
+    ("program", 2),
+    ("graph", 2),
+    // Issuing commands, queues (with the user events' completion, which
+    // releases held work), NCCL collectives and command buffers.
+    ("exec", 3),
+    ("queue", 3),
+    ("nccl", 3),
+    ("command_buffer", 3),
+    // `ContextImpl`: it makes queues, memory, programs and command buffers.
+    ("context", 4),
+    // The platform and `DeviceImpl` (it makes contexts and NCCL groups).
+    ("platform", 5),
+];
+
+fn layering() -> Layering {
+    // No upward import remains (`known` stays empty).
+    Layering::new(env!("CARGO_MANIFEST_DIR"), LAYER_NAMES, LAYERS)
+}
+
+#[test]
+fn no_module_imports_a_module_of_a_higher_layer() {
+    layering().assert_one_way();
+}
+
+#[test]
+fn no_modules_import_each_other_in_a_circle() {
+    layering().assert_no_circle();
+}
+
+#[test]
+fn the_driver_layer_imports_nothing_above_it() {
+    layering().assert_bottom_imports_nothing_above();
+}
+
+#[test]
+fn every_module_has_a_layer() {
+    let mut expected: Vec<String> = LAYERS
+        .iter()
+        .map(|(m, _)| if *m == "device" { m.to_string() } else { format!("{m}.rs") })
+        .chain(["lib.rs".to_string()])
+        .collect();
+    expected.sort();
+    assert_eq!(layering().top_level(), expected, "adapter-cuda/src: lib.rs and the modules of LAYERS");
+}
