@@ -8,14 +8,14 @@
 use std::sync::Arc;
 
 use cl3::info_type::InfoType;
-use cl3::types::{cl_command_queue, cl_context, cl_event, cl_int, cl_kernel, cl_mem, cl_program};
+use cl3::types::{cl_command_queue, cl_event, cl_int, cl_kernel, cl_mem, cl_program};
 use cmdbuf_core::adapter::prelude::*;
 use cmdbuf_core::{AdoptedBuffer, Ownership};
 
-use crate::context::{CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, CL_QUEUE_PROFILING_ENABLE, ClContext, Shared};
 use crate::conv::ClResultExt;
-use crate::device::DeviceShared;
-use crate::event::{ClEvent, RawEvent};
+use crate::device::Shared;
+use crate::event::ClEvent;
+use crate::ffi::{CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, CL_QUEUE_PROFILING_ENABLE, RawEvent};
 use crate::memory::ClBuffer;
 use crate::program::{ClKernel, ClProgram, HeldProgram, derived_signature};
 use crate::queue::ClQueue;
@@ -34,35 +34,15 @@ fn ptr(answer: std::result::Result<InfoType, cl_int>, what: &str) -> Result<isiz
 }
 
 /// Takes a reference of our own unless the caller's is handed over.
-fn keep(ownership: Ownership, retain: impl FnOnce() -> std::result::Result<(), cl_int>, what: &str) -> Result<()> {
+pub(crate) fn keep(
+    ownership: Ownership,
+    retain: impl FnOnce() -> std::result::Result<(), cl_int>,
+    what: &str,
+) -> Result<()> {
     match ownership {
         Ownership::Shared => retain().cl(what),
         Ownership::Transferred => Ok(()),
     }
-}
-
-/// Adopts a `cl_context` that holds `device`.
-///
-/// # Safety
-/// `handle` is a live `cl_context`.
-pub(crate) unsafe fn context(
-    device: Arc<DeviceShared>,
-    handle: NativeHandle,
-    ownership: Ownership,
-) -> Result<ClContext> {
-    let raw = handle.0 as cl_context;
-    let devices = match cl3::context::get_context_info(raw, cl3::context::CL_CONTEXT_DEVICES).cl("clGetContextInfo")? {
-        InfoType::VecIntPtr(devices) => devices,
-        other => return Err(err!(Unknown, "clGetContextInfo(CL_CONTEXT_DEVICES): unexpected answer {other:?}")),
-    };
-    if !devices.contains(&(device.id as isize)) {
-        return Err(err!(InvalidContext, "the native context does not hold the device {}", device.info.name));
-    }
-    // SAFETY: a live context (the contract).
-    keep(ownership, || unsafe { cl3::context::retain_context(raw) }, "clRetainContext")?;
-    let ids: Vec<_> = devices.iter().map(|d| *d as cl3::types::cl_device_id).collect();
-    // Programs are built for the one device the context is adopted for.
-    ClContext::with_context(device.clone(), vec![device], opencl3::context::Context::new(raw, &ids))
 }
 
 /// Adopts a host-side `cl_command_queue` of this context and device.

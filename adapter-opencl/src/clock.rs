@@ -16,8 +16,8 @@ use cl3::types::cl_device_id;
 use cmdbuf_core::clock::bracket_narrowest;
 use cmdbuf_core::{Result, Timestamps};
 
-use crate::context::CL_QUEUE_PROFILING_ENABLE;
 use crate::conv::ClResultExt;
+use crate::ffi::CL_QUEUE_PROFILING_ENABLE;
 
 /// Readings per timestamp pair, of which the one taken in the shortest host
 /// interval is kept ([`bracket_narrowest`]).

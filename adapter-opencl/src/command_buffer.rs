@@ -56,13 +56,12 @@ use cmdbuf_core::adapter::prelude::*;
 use cmdbuf_core::adapter::toolbox::Recording;
 use smallvec::SmallVec;
 
-use crate::context::Shared;
 use crate::conv::ClResultExt;
-use crate::device::NativeCommandBuffers;
-use crate::event::{ClEvent, RawEvent, WaitList};
+use crate::device::{NativeCommandBuffers, Shared};
+use crate::event::{ClEvent, WaitList};
 use crate::exec;
 use crate::ffi::{
-    CL_COMMAND_BUFFER_MUTABLE_KHR, CL_COMMAND_BUFFER_SIMULTANEOUS_USE_KHR, cl_command_buffer_khr,
+    CL_COMMAND_BUFFER_MUTABLE_KHR, CL_COMMAND_BUFFER_SIMULTANEOUS_USE_KHR, RawEvent, cl_command_buffer_khr,
     cl_mutable_command_khr, cl_sync_point_khr,
 };
 use crate::mutable::{self, InPlace};

@@ -1,116 +1,27 @@
 //! Contexts: an OpenCL context on one device, or over several devices of one
 //! platform (a root device and/or its sub-devices, or unrelated devices),
-//! its internal queue, the helper kernels, and the objects it makes.
+//! its internal queue, the helper kernels, and the objects it makes. Its
+//! state, which every object shares, is [`Shared`] in `device.rs`.
 
 use std::any::Any;
 use std::sync::{Arc, OnceLock};
 
-use cl3::types::{cl_bitfield, cl_command_queue, cl_device_id};
+use cl3::info_type::InfoType;
+use cl3::types::{cl_context, cl_device_id};
 use cmdbuf_core::adapter::prelude::*;
 use cmdbuf_core::adapter::{AdoptedKernel, AdoptedProgram};
 use cmdbuf_core::{AdoptedBuffer, Ownership, ReplayPath};
 
+use crate::adopt::keep;
 use crate::command_buffer::ClCommandBuffer;
 use crate::conv::ClResultExt;
-use crate::device::{ClDevice, DeviceShared, Usm};
-use crate::event::{ClEvent, RawEvent};
-use crate::helpers::Helpers;
+use crate::device::{ClDevice, DeviceShared, Helpers, Shared, Usm, create_queue};
+use crate::event::ClEvent;
+use crate::ffi::{CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, CL_QUEUE_PROFILING_ENABLE, RawEvent};
 use crate::memory::{ClBuffer, ClUsm};
 use crate::planned::PlannedCommandBuffer;
 use crate::program::ClProgram;
 use crate::queue::ClQueue;
-
-pub(crate) const CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE: cl_bitfield = 1 << 0;
-pub(crate) const CL_QUEUE_PROFILING_ENABLE: cl_bitfield = 1 << 1;
-
-/// What every object of a context shares.
-pub(crate) struct Shared {
-    /// The device the context's own queues run on, USM is allocated for and
-    /// kernels are queried on: the context's one device, or for a context
-    /// over several ([`ClContext::over`]) the root device where listed, else
-    /// the first listed.
-    pub(crate) device: Arc<DeviceShared>,
-    /// Every device of the `cl_context` that programs are built for,
-    /// `device` first. Holding them keeps sub-devices' ids alive as long as
-    /// the context.
-    pub(crate) devices: Vec<Arc<DeviceShared>>,
-    pub(crate) context: opencl3::context::Context,
-    /// The queue command-buffers are recorded for and their eager steps run
-    /// on; out of order where the device allows, so that independent steps
-    /// overlap.
-    pub(crate) internal: opencl3::command_queue::CommandQueue,
-    pub(crate) helpers: Helpers,
-    /// A user event that is always complete: markers on out-of-order queues
-    /// wait for it rather than for an empty list, which would mean "every
-    /// command enqueued before".
-    pub(crate) complete: RawEvent,
-    /// An in-order queue that only reads kernel status words, made on first
-    /// use: a blocking read there waits for nothing but itself, where on the
-    /// internal queue (in order on some devices) it could wait behind steps
-    /// gated by a user event that the reading thread has yet to complete.
-    status: OnceLock<opencl3::command_queue::CommandQueue>,
-    /// An in-order profiling queue for timestamp recordings, made on first
-    /// use: the device time at which a command ran is only known from the
-    /// profiling of a command on a profiling queue.
-    stamps: OnceLock<opencl3::command_queue::CommandQueue>,
-    /// Why USM is refused in this context (`UnsupportedFeature`), where the
-    /// driver's SVM does not reach kernels on each of its devices
-    /// ([`crate::memory::svm_reaches_every_device`]).
-    usm_refused: OnceLock<String>,
-}
-
-impl Drop for Shared {
-    /// The context's entries of the one-launch chain go before the context
-    /// (and, for a sub-device, the device) is released.
-    fn drop(&mut self) {
-        if self.device.one_launch_per_kernel {
-            crate::one_launch::forget_context(self.context.get());
-        }
-    }
-}
-
-impl Shared {
-    /// The ids of [`devices`](Shared::devices), `device` first: what
-    /// programs are built for.
-    pub(crate) fn device_ids(&self) -> Vec<cl_device_id> {
-        self.devices.iter().map(|d| d.id).collect()
-    }
-
-    pub(crate) fn internal_queue(&self) -> cl_command_queue {
-        self.internal.get()
-    }
-
-    /// The queue status words are read on.
-    pub(crate) fn status_queue(&self) -> Result<cl_command_queue> {
-        if let Some(queue) = self.status.get() {
-            return Ok(queue.get());
-        }
-        let queue = create_queue(&self.context, &self.device, 0)?;
-        Ok(self.status.get_or_init(|| queue).get())
-    }
-
-    /// The queue timestamp recordings are timed on.
-    pub(crate) fn stamp_queue(&self) -> Result<cl_command_queue> {
-        if let Some(queue) = self.stamps.get() {
-            return Ok(queue.get());
-        }
-        // Every OpenCL device offers profiling queues.
-        let queue = create_queue(&self.context, &self.device, CL_QUEUE_PROFILING_ENABLE)?;
-        Ok(self.stamps.get_or_init(|| queue).get())
-    }
-}
-
-/// Creates a queue on the context's device.
-pub(crate) fn create_queue(
-    context: &opencl3::context::Context,
-    device: &DeviceShared,
-    properties: cl_bitfield,
-) -> Result<opencl3::command_queue::CommandQueue> {
-    // SAFETY: the device belongs to the context; the properties are ones the
-    // device reports (the callers check).
-    unsafe { opencl3::command_queue::CommandQueue::create_with_properties(context, device.id, properties, 0) }
-        .cl("clCreateCommandQueueWithProperties")
-}
 
 /// A context of this adapter.
 pub(crate) struct ClContext {
@@ -191,6 +102,32 @@ impl ClContext {
                 usm_refused: OnceLock::new(),
             }),
         })
+    }
+
+    /// Adopts a `cl_context` that holds `device`.
+    ///
+    /// # Safety
+    /// `handle` is a live `cl_context`.
+    pub(crate) unsafe fn from_native(
+        device: Arc<DeviceShared>,
+        handle: NativeHandle,
+        ownership: Ownership,
+    ) -> Result<ClContext> {
+        let raw = handle.0 as cl_context;
+        let devices = match cl3::context::get_context_info(raw, cl3::context::CL_CONTEXT_DEVICES)
+            .cl("clGetContextInfo")?
+        {
+            InfoType::VecIntPtr(devices) => devices,
+            other => return Err(err!(Unknown, "clGetContextInfo(CL_CONTEXT_DEVICES): unexpected answer {other:?}")),
+        };
+        if !devices.contains(&(device.id as isize)) {
+            return Err(err!(InvalidContext, "the native context does not hold the device {}", device.info.name));
+        }
+        // SAFETY: a live context (the contract).
+        keep(ownership, || unsafe { cl3::context::retain_context(raw) }, "clRetainContext")?;
+        let ids: Vec<_> = devices.iter().map(|d| *d as cl3::types::cl_device_id).collect();
+        // Programs are built for the one device the context is adopted for.
+        ClContext::with_context(device.clone(), vec![device], opencl3::context::Context::new(raw, &ids))
     }
 }
 

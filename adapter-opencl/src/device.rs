@@ -1,33 +1,34 @@
-//! Platforms and devices, and the decisions made once per device: which USM
-//! mechanism, and whether (and through which ABI) command buffers are native.
+//! Devices, the decisions made once per device (which USM mechanism, and
+//! whether and through which ABI command buffers are native), and a
+//! context's state ([`Shared`], with its helper kernels' definition): what
+//! every object of the adapter names. What makes contexts is above them all
+//! (`ClContext` in `context.rs`, `DeviceImpl` and the platform in
+//! `platform.rs`).
 //!
 //! The decisions are a pure function ([`setup`]) of what the device reports
 //! ([`Reported`]), unit-tested with constructed inputs; discovery only
 //! queries the driver and resolves the entry points the setup asks for.
 
-use std::any::Any;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-use cl3::types::{cl_bitfield, cl_device_id, cl_platform_id, cl_uint};
-use cmdbuf_core::adapter::SubDeviceImpl;
+use cl3::types::{cl_bitfield, cl_command_queue, cl_device_id, cl_platform_id, cl_uint};
 use cmdbuf_core::adapter::prelude::*;
 use cmdbuf_core::{
-    CommandBufferCaps, CommandBufferSupport, DeviceInfo, DeviceType, Partition, PartitionSupport, ReplayPath,
-    UpdateCapabilities, UsmKinds,
+    CommandBufferCaps, CommandBufferSupport, DeviceInfo, DeviceType, ReplayPath, UpdateCapabilities, UsmKinds,
 };
+use parking_lot::Mutex;
 
 use crate::clock::DeviceClock;
-use crate::context::ClContext;
-use crate::ffi::{self, CommandBufferApi, IntelUsmApi};
+use crate::conv::ClResultExt;
+use crate::ffi::{
+    self, CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, CL_QUEUE_PROFILING_ENABLE, CommandBufferApi, IntelUsmApi, RawEvent,
+};
 use crate::info;
 use crate::one_launch;
-use crate::partition::{self, OwnedSubDevice};
+use crate::partition::OwnedSubDevice;
 use crate::spir::IlPath;
 use crate::version::{self, CommandBufferAbi, ExtVersion};
 
-const CL_DEVICE_TYPE_ALL: cl_bitfield = 0xFFFF_FFFF;
-const CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE: cl_bitfield = 1 << 0;
-const CL_QUEUE_PROFILING_ENABLE: cl_bitfield = 1 << 1;
 const CL_DEVICE_SVM_COARSE_GRAIN_BUFFER: cl_bitfield = 1 << 0;
 const CL_DEVICE_SVM_FINE_GRAIN_BUFFER: cl_bitfield = 1 << 1;
 const CL_DEVICE_SVM_CAPABILITIES: cl_uint = 0x1053;
@@ -352,70 +353,129 @@ unsafe impl Send for DeviceShared {}
 // SAFETY: as for Send: nothing here is mutated after discovery.
 unsafe impl Sync for DeviceShared {}
 
-/// An OpenCL platform.
-pub(crate) struct ClPlatform {
-    /// The platform id, as an integer: ids are process-wide and never released.
-    id: usize,
-    name: String,
-    version: String,
-    devices: Vec<Arc<ClDevice>>,
+/// What every object of a context shares.
+pub(crate) struct Shared {
+    /// The device the context's own queues run on, USM is allocated for and
+    /// kernels are queried on: the context's one device, or for a context
+    /// over several ([`ClContext::over`](crate::context::ClContext::over)) the root device where listed, else
+    /// the first listed.
+    pub(crate) device: Arc<DeviceShared>,
+    /// Every device of the `cl_context` that programs are built for,
+    /// `device` first. Holding them keeps sub-devices' ids alive as long as
+    /// the context.
+    pub(crate) devices: Vec<Arc<DeviceShared>>,
+    pub(crate) context: opencl3::context::Context,
+    /// The queue command-buffers are recorded for and their eager steps run
+    /// on; out of order where the device allows, so that independent steps
+    /// overlap.
+    pub(crate) internal: opencl3::command_queue::CommandQueue,
+    pub(crate) helpers: Helpers,
+    /// A user event that is always complete: markers on out-of-order queues
+    /// wait for it rather than for an empty list, which would mean "every
+    /// command enqueued before".
+    pub(crate) complete: RawEvent,
+    /// An in-order queue that only reads kernel status words, made on first
+    /// use: a blocking read there waits for nothing but itself, where on the
+    /// internal queue (in order on some devices) it could wait behind steps
+    /// gated by a user event that the reading thread has yet to complete.
+    pub(crate) status: OnceLock<opencl3::command_queue::CommandQueue>,
+    /// An in-order profiling queue for timestamp recordings, made on first
+    /// use: the device time at which a command ran is only known from the
+    /// profiling of a command on a profiling queue.
+    pub(crate) stamps: OnceLock<opencl3::command_queue::CommandQueue>,
+    /// Why USM is refused in this context (`UnsupportedFeature`), where the
+    /// driver's SVM does not reach kernels on each of its devices
+    /// ([`crate::memory::svm_reaches_every_device`]).
+    pub(crate) usm_refused: OnceLock<String>,
 }
 
-impl ClPlatform {
-    /// Queries `id` and its devices; `None` when it has no usable device.
-    pub(crate) fn open(id: cl_platform_id) -> Option<ClPlatform> {
-        let platform = opencl3::platform::Platform::new(id);
-        let name = platform.name().unwrap_or_else(|_| "OpenCL platform".into());
-        let version = platform.version().unwrap_or_default();
-        let ids = match platform.get_devices(CL_DEVICE_TYPE_ALL) {
-            Ok(ids) => ids,
-            Err(e) => {
-                tracing::info!(platform = %name, code = e.0, "platform without devices skipped");
-                return None;
-            }
-        };
-        let devices: Vec<Arc<ClDevice>> = ids
-            .into_iter()
-            .filter_map(|d| match ClDevice::open(id, d, &name, &version, None) {
-                Ok(device) => Some(Arc::new(device)),
-                Err(reason) => {
-                    tracing::warn!(platform = %name, %reason, "device skipped");
-                    None
-                }
-            })
-            .collect();
-        (!devices.is_empty()).then_some(ClPlatform { id: id as usize, name, version, devices })
+impl Drop for Shared {
+    /// The context's entries of the one-launch chain go before the context
+    /// (and, for a sub-device, the device) is released.
+    fn drop(&mut self) {
+        if self.device.one_launch_per_kernel {
+            crate::one_launch::forget_context(self.context.get());
+        }
     }
 }
 
-impl PlatformImpl for ClPlatform {
-    fn name(&self) -> String {
-        self.name.clone()
+impl Shared {
+    /// The ids of [`devices`](Shared::devices), `device` first: what
+    /// programs are built for.
+    pub(crate) fn device_ids(&self) -> Vec<cl_device_id> {
+        self.devices.iter().map(|d| d.id).collect()
     }
 
-    fn version(&self) -> String {
-        self.version.clone()
+    pub(crate) fn internal_queue(&self) -> cl_command_queue {
+        self.internal.get()
     }
 
-    fn devices(&self) -> Vec<Arc<dyn DeviceImpl>> {
-        self.devices.iter().map(|d| d.clone() as Arc<dyn DeviceImpl>).collect()
+    /// The queue status words are read on.
+    pub(crate) fn status_queue(&self) -> Result<cl_command_queue> {
+        if let Some(queue) = self.status.get() {
+            return Ok(queue.get());
+        }
+        let queue = create_queue(&self.context, &self.device, 0)?;
+        Ok(self.status.get_or_init(|| queue).get())
     }
 
-    /// The `cl_platform_id`.
-    fn native_handle(&self) -> Result<NativeHandle> {
-        Ok(NativeHandle(self.id as u64))
+    /// The queue timestamp recordings are timed on.
+    pub(crate) fn stamp_queue(&self) -> Result<cl_command_queue> {
+        if let Some(queue) = self.stamps.get() {
+            return Ok(queue.get());
+        }
+        // Every OpenCL device offers profiling queues.
+        let queue = create_queue(&self.context, &self.device, CL_QUEUE_PROFILING_ENABLE)?;
+        Ok(self.stamps.get_or_init(|| queue).get())
     }
+}
+
+/// Creates a queue on the context's device.
+pub(crate) fn create_queue(
+    context: &opencl3::context::Context,
+    device: &DeviceShared,
+    properties: cl_bitfield,
+) -> Result<opencl3::command_queue::CommandQueue> {
+    // SAFETY: the device belongs to the context; the properties are ones the
+    // device reports (the callers check).
+    unsafe { opencl3::command_queue::CommandQueue::create_with_properties(context, device.id, properties, 0) }
+        .cl("clCreateCommandQueueWithProperties")
+}
+
+/// One helper kernel, as one kernel object per combination of its pointer
+/// arguments' kinds (USM pointer or buffer): an argument of one object thus
+/// never changes from one kind to the other, which NVIDIA's OpenCL does not
+/// handle (later launches fail with `CL_INVALID_KERNEL_ARGS`; a USM fill
+/// with a long pattern, a USM pointer and a pattern buffer, followed by a
+/// buffer fill showed it). Each lock covers setting the arguments and
+/// launching.
+pub(crate) struct Helper {
+    /// Indexed by `Helper::variant` (in `helpers.rs`): bit `i` set where pointer argument `i`
+    /// is a buffer.
+    pub(crate) kernels: Vec<Mutex<opencl3::kernel::Kernel>>,
+    pub(crate) name: &'static str,
+    pub(crate) group: usize,
+}
+
+/// The helper kernels of one context.
+pub(crate) struct Helpers {
+    pub(crate) copy: Helper,
+    pub(crate) copy_rect: Helper,
+    pub(crate) fill: Helper,
+    pub(crate) fill_from: Helper,
+    pub(crate) noop: Helper,
+    pub(crate) _program: opencl3::program::Program,
 }
 
 /// An OpenCL device, or a sub-device of one.
 pub(crate) struct ClDevice {
-    shared: Arc<DeviceShared>,
-    clock: DeviceClock,
+    pub(crate) shared: Arc<DeviceShared>,
+    pub(crate) clock: DeviceClock,
     /// The platform id as an integer (ids are process-wide and never
     /// released), for the sub-devices' own setup.
-    platform: usize,
-    platform_name: String,
-    platform_version: String,
+    pub(crate) platform: usize,
+    pub(crate) platform_name: String,
+    pub(crate) platform_version: String,
 }
 
 fn bitfield(id: cl_device_id, name: cl_uint) -> Option<cl_bitfield> {
@@ -529,7 +589,7 @@ unsafe fn resolve_command_buffers(
 
 impl ClDevice {
     /// Opens device `id`, or the sub-device `sub_device` owns.
-    fn open(
+    pub(crate) fn open(
         platform: cl_platform_id,
         id: cl_device_id,
         platform_name: &str,
@@ -608,108 +668,6 @@ impl ClDevice {
     /// What the device's contexts and queues share.
     pub(crate) fn shared(&self) -> &Arc<DeviceShared> {
         &self.shared
-    }
-}
-
-impl DeviceImpl for ClDevice {
-    fn info(&self) -> DeviceInfo {
-        self.shared.info.clone()
-    }
-
-    /// The `cl_device_id`.
-    fn native_handle(&self) -> Result<NativeHandle> {
-        Ok(NativeHandle(self.shared.id as u64))
-    }
-
-    fn free_memory(&self) -> Result<Option<u64>> {
-        Ok(info::free_memory(self.shared.id, &self.shared.info.extensions))
-    }
-
-    fn timestamps(&self) -> Result<Timestamps> {
-        self.clock.timestamps()
-    }
-
-    /// No peer path: USM and SVM pointers are valid only in the `cl_context`
-    /// they were allocated in, and every context of this adapter is its own
-    /// `cl_context` of one device (two devices of a platform could share one
-    /// only if a cmdbuf-core context held both).
-    fn peer_access(&self, _peer: &dyn DeviceImpl) -> Result<cmdbuf_core::PeerAccess> {
-        Err(cmdbuf_core::err!(
-            UnsupportedFeature,
-            "OpenCL: USM of one cl_context is not usable in another, and each context holds one device"
-        ))
-    }
-
-    fn create_context(self: Arc<Self>) -> Result<Arc<dyn ContextImpl>> {
-        Ok(Arc::new(ClContext::new(self.shared.clone())?))
-    }
-
-    /// A `cl_context` of exactly the listed devices ([`ClContext::over`]),
-    /// its own queues on this root device where listed, else on the first.
-    unsafe fn create_context_over(self: Arc<Self>, devices: &[Arc<dyn DeviceImpl>]) -> Result<Arc<dyn ContextImpl>> {
-        let members = devices
-            .iter()
-            .map(|d| Ok(downcast::<ClDevice>(&**d as &dyn Any, "a device of the context")?.shared.clone()))
-            .collect::<Result<Vec<_>>>()?;
-        let primary = match members.iter().find(|d| d.id == self.shared.id) {
-            Some(root) => root.clone(),
-            None => members.first().ok_or_else(|| err!(InvalidSize, "a context of no device"))?.clone(),
-        };
-        Ok(Arc::new(ClContext::over(primary, members)?))
-    }
-
-    /// A `cl_context` of exactly the listed devices where they are of this
-    /// device's platform (OpenCL contexts hold devices of one platform),
-    /// its own queues on this device.
-    unsafe fn create_context_across(self: Arc<Self>, devices: &[Arc<dyn DeviceImpl>]) -> Result<Arc<dyn ContextImpl>> {
-        let mut members = Vec::with_capacity(devices.len());
-        for device in devices {
-            let device = downcast::<ClDevice>(&**device as &dyn Any, "a device of the context")?;
-            if device.platform != self.platform {
-                return Err(err!(
-                    UnsupportedFeature,
-                    "a context over devices of two OpenCL platforms ({} and {}): a cl_context holds devices of one",
-                    self.platform_name,
-                    device.platform_name
-                ));
-            }
-            members.push(device.shared.clone());
-        }
-        Ok(Arc::new(ClContext::over(self.shared.clone(), members)?))
-    }
-
-    fn partition_support(&self) -> PartitionSupport {
-        partition::support(self.shared.id)
-    }
-
-    /// `clCreateSubDevices`; each sub-device is then set up as a device of
-    /// its own.
-    unsafe fn partition(&self, how: &Partition) -> Result<Vec<SubDeviceImpl>> {
-        partition::create(self.shared.id, how)?
-            .into_iter()
-            .map(|owned| {
-                let id = owned.0;
-                let device = ClDevice::open(
-                    self.platform as cl_platform_id,
-                    id,
-                    &self.platform_name,
-                    &self.platform_version,
-                    Some(owned),
-                )
-                .map_err(|reason| err!(DevicePartitionFailed, "a sub-device cannot be used: {reason}"))?;
-                Ok(SubDeviceImpl { imp: Arc::new(device), partition: partition::made(id, how) })
-            })
-            .collect()
-    }
-
-    unsafe fn context_from_native(
-        self: Arc<Self>,
-        handle: NativeHandle,
-        ownership: cmdbuf_core::Ownership,
-    ) -> Result<Arc<dyn ContextImpl>> {
-        // SAFETY: the trait asks for a live native context of the backend's type, a `cl_context` here
-        // (OpenCL's checks dereference it), which is what `adopt::context` requires.
-        Ok(Arc::new(unsafe { crate::adopt::context(self.shared.clone(), handle, ownership)? }))
     }
 }
 

@@ -20,90 +20,12 @@ use opencl3::memory::ClMem;
 use parking_lot::Mutex;
 use smallvec::SmallVec;
 
-use crate::context::Shared;
 use crate::conv::ClResultExt;
+use crate::device::Shared;
+use crate::ffi::{CL_COMPLETE, RawEvent};
 
-const CL_COMPLETE: cl_int = 0;
 const CL_RUNNING: cl_int = 1;
 const CL_SUBMITTED: cl_int = 2;
-const CL_EVENT_COMMAND_EXECUTION_STATUS: u32 = 0x11D3;
-
-/// One reference to a `cl_event`, released on drop.
-pub(crate) struct RawEvent(cl_event);
-
-// SAFETY: OpenCL event handles may be used and released from any thread.
-unsafe impl Send for RawEvent {}
-// SAFETY: as for Send; every use goes through thread-safe OpenCL calls.
-unsafe impl Sync for RawEvent {}
-
-impl RawEvent {
-    /// Takes ownership of the reference a successful enqueue returned.
-    ///
-    /// # Safety
-    /// `event` is a valid event whose reference the caller gives up.
-    pub(crate) unsafe fn from_raw(event: cl_event) -> RawEvent {
-        RawEvent(event)
-    }
-
-    /// The handle, valid while `self` lives.
-    pub(crate) fn get(&self) -> cl_event {
-        self.0
-    }
-
-    /// Another reference to the same event.
-    pub(crate) fn retain(&self) -> RawEvent {
-        // SAFETY: the handle is valid while self lives; retaining it gives the
-        // new value its own reference.
-        if let Err(code) = unsafe { cl3::event::retain_event(self.0) } {
-            tracing::error!(code, "clRetainEvent failed");
-        }
-        RawEvent(self.0)
-    }
-
-    /// `CL_EVENT_COMMAND_EXECUTION_STATUS`: 0 complete, 1 running, 2
-    /// submitted, 3 queued, negative an error.
-    pub(crate) fn execution_status(&self) -> cl_int {
-        match cl3::event::get_event_info(self.0, CL_EVENT_COMMAND_EXECUTION_STATUS) {
-            Ok(cl3::info_type::InfoType::Int(status)) => status,
-            // A failed query is reported as a failed command.
-            Ok(_) => -1,
-            Err(code) => code.min(-1),
-        }
-    }
-
-    /// Blocks until the event completes.
-    pub(crate) fn wait(&self) -> std::result::Result<(), cl_int> {
-        cl3::event::wait_for_events(&[self.0])
-    }
-
-    /// Whether it has completed (successfully or not).
-    pub(crate) fn is_done(&self) -> bool {
-        self.execution_status() <= CL_COMPLETE
-    }
-
-    /// The four timestamps, when the queue recorded them.
-    pub(crate) fn timestamps(&self) -> Option<ProfilingInfo> {
-        let get = |name| match cl3::event::get_event_profiling_info(self.0, name) {
-            Ok(cl3::info_type::InfoType::Ulong(v)) => Some(v),
-            _ => None,
-        };
-        Some(ProfilingInfo {
-            queued: get(cl3::event::CL_PROFILING_COMMAND_QUEUED)?,
-            submit: get(cl3::event::CL_PROFILING_COMMAND_SUBMIT)?,
-            start: get(cl3::event::CL_PROFILING_COMMAND_START)?,
-            end: get(cl3::event::CL_PROFILING_COMMAND_END)?,
-        })
-    }
-}
-
-impl Drop for RawEvent {
-    fn drop(&mut self) {
-        // SAFETY: this value owns one reference to a valid event.
-        if let Err(code) = unsafe { cl3::event::release_event(self.0) } {
-            tracing::error!(code, "clReleaseEvent failed");
-        }
-    }
-}
 
 fn status_of(code: cl_int) -> EventStatus {
     match code {

@@ -23,11 +23,10 @@ use cmdbuf_core::NativeCommand;
 use cmdbuf_core::adapter::BufferBacking;
 use cmdbuf_core::adapter::prelude::*;
 
-use crate::context::Shared;
 use crate::conv::ClResultExt;
-use crate::device::Usm;
-use crate::event::{RawEvent, StatusWord, WaitList};
-use crate::ffi::{CommandBufferApi, cl_command_buffer_khr, cl_sync_point_khr};
+use crate::device::{Shared, Usm};
+use crate::event::{StatusWord, WaitList};
+use crate::ffi::{CommandBufferApi, RawEvent, cl_command_buffer_khr, cl_sync_point_khr};
 use crate::helpers::Side;
 use crate::launch::{self, Launched, Ptr, Recorded, Target};
 use crate::memory::{ClBuffer, ClUsm};

@@ -6,12 +6,15 @@
 //! to 128 bytes, nor (before `cl_khr_command_buffer` 0.9.4) for recording USM
 //! copies and fills. These kernels do them, and since a kernel can be
 //! recorded, such commands stay inside native command-buffers.
+//!
+//! The kernels' definition (`Helper`, `Helpers`) is part of a context's
+//! state, in `device.rs`; building and launching them is here.
 
 use cmdbuf_core::Result;
 use parking_lot::Mutex;
 
 use crate::conv::ClResultExt;
-use crate::device::Usm;
+use crate::device::{Helper, Helpers, Usm};
 use crate::launch::{Launched, Ptr, Target, launch, set_ptr, set_value};
 
 /// OpenCL C of the helper kernels. Copies and fills work on bytes, 16 per
@@ -70,21 +73,6 @@ const BYTES_PER_ITEM: usize = 16;
 /// specialise kernels per work-group size (PoCL) do it once.
 const GROUP: usize = 64;
 
-/// One helper kernel, as one kernel object per combination of its pointer
-/// arguments' kinds (USM pointer or buffer): an argument of one object thus
-/// never changes from one kind to the other, which NVIDIA's OpenCL does not
-/// handle (later launches fail with `CL_INVALID_KERNEL_ARGS`; a USM fill
-/// with a long pattern, a USM pointer and a pattern buffer, followed by a
-/// buffer fill showed it). Each lock covers setting the arguments and
-/// launching.
-pub(crate) struct Helper {
-    /// Indexed by [`Helper::variant`]: bit `i` set where pointer argument `i`
-    /// is a buffer.
-    kernels: Vec<Mutex<opencl3::kernel::Kernel>>,
-    name: &'static str,
-    group: usize,
-}
-
 impl Helper {
     /// The helper `name`, whose first `pointers` pointer arguments may each
     /// be a USM pointer or a buffer, launched on any of `devices`.
@@ -112,16 +100,6 @@ impl Helper {
     fn for_args(&self, ptrs: &[Ptr]) -> parking_lot::MutexGuard<'_, opencl3::kernel::Kernel> {
         self.kernels[Self::variant(ptrs) % self.kernels.len()].lock()
     }
-}
-
-/// The helper kernels of one context.
-pub(crate) struct Helpers {
-    copy: Helper,
-    copy_rect: Helper,
-    fill: Helper,
-    fill_from: Helper,
-    noop: Helper,
-    _program: opencl3::program::Program,
 }
 
 impl Helpers {

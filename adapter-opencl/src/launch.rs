@@ -10,11 +10,10 @@ use cl3::types::{cl_command_queue, cl_event, cl_kernel, cl_mem};
 use cmdbuf_core::{Result, err};
 use smallvec::SmallVec;
 
-use crate::context::Shared;
 use crate::conv::ClResultExt;
-use crate::device::Usm;
-use crate::event::{RawEvent, WaitList};
-use crate::ffi::{CommandBufferApi, cl_command_buffer_khr, cl_mutable_command_khr, cl_sync_point_khr};
+use crate::device::{Shared, Usm};
+use crate::event::WaitList;
+use crate::ffi::{CommandBufferApi, RawEvent, cl_command_buffer_khr, cl_mutable_command_khr, cl_sync_point_khr};
 use crate::one_launch::{self, RecordedKernels};
 
 /// Where a launch goes.

@@ -50,6 +50,7 @@ mod native_segment;
 mod one_launch;
 mod partition;
 mod planned;
+mod platform;
 mod program;
 mod queue;
 mod spir;
@@ -95,7 +96,7 @@ impl AdapterFactory for OpenClAdapterFactory {
         };
         let platforms: Vec<Arc<dyn PlatformImpl>> = ids
             .into_iter()
-            .filter_map(device::ClPlatform::open)
+            .filter_map(platform::ClPlatform::open)
             .map(|p| Arc::new(p) as Arc<dyn PlatformImpl>)
             .collect();
         if platforms.is_empty() {

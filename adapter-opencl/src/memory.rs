@@ -7,11 +7,10 @@ use cl3::types::{cl_bitfield, cl_mem};
 use cmdbuf_core::adapter::prelude::*;
 use opencl3::memory::ClMem;
 
-use crate::context::Shared;
 use crate::conv::ClResultExt;
-use crate::device::Usm;
-use crate::event::{RawEvent, WaitList};
-use crate::ffi::IntelKind;
+use crate::device::{Shared, Usm};
+use crate::event::WaitList;
+use crate::ffi::{IntelKind, RawEvent};
 use crate::helpers::Side;
 use crate::launch::{Launched, Ptr, Target};
 
@@ -294,7 +293,7 @@ pub(crate) fn svm_reaches_every_device(shared: &Arc<Shared>) -> std::result::Res
     let usm = ClUsm::new(shared.clone(), UsmKind::Device, WORD * n, WORD)
         .map_err(|e| format!("a new allocation could not be zeroed: {e}"))?;
     for (index, device) in shared.devices.iter().enumerate() {
-        let queue = crate::context::create_queue(&shared.context, device, 0)
+        let queue = crate::device::create_queue(&shared.context, device, 0)
             .map_err(|e| format!("no queue on {}: {e}", device.info.name))?;
         let wait = WaitList::default();
         let target = Target::queue(shared, queue.get(), &wait);

@@ -13,11 +13,10 @@ use std::sync::Arc;
 use cmdbuf_core::NativeCommand;
 use cmdbuf_core::adapter::prelude::*;
 
-use crate::context::Shared;
 use crate::conv::ClResultExt;
-use crate::device::NativeCommandBuffers;
-use crate::event::{RawEvent, WaitList};
-use crate::ffi::{CL_COMMAND_BUFFER_SIMULTANEOUS_USE_KHR, cl_command_buffer_khr};
+use crate::device::{NativeCommandBuffers, Shared};
+use crate::event::WaitList;
+use crate::ffi::{CL_COMMAND_BUFFER_SIMULTANEOUS_USE_KHR, RawEvent, cl_command_buffer_khr};
 
 /// The finalized work of one native command.
 pub(crate) struct NativeSegment {

@@ -32,8 +32,7 @@ use cmdbuf_core::Result;
 use parking_lot::Mutex;
 use smallvec::SmallVec;
 
-use crate::event::RawEvent;
-use crate::ffi::cl_sync_point_khr;
+use crate::ffi::{RawEvent, cl_sync_point_khr};
 
 /// The last launch of each kernel on affected devices.
 static LAST_LAUNCH: Mutex<Option<HashMap<String, LastLaunch, BuildHasherDefault<NameHasher>>>> = Mutex::new(None);

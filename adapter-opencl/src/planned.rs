@@ -40,10 +40,11 @@ use cl3::types::cl_command_queue;
 use cmdbuf_core::adapter::prelude::*;
 use cmdbuf_core::adapter::toolbox::{RecordedCommand, Recording};
 
-use crate::context::Shared;
 use crate::conv::ClResultExt;
-use crate::event::{ClEvent, RawEvent, StatusWord, WaitList};
+use crate::device::Shared;
+use crate::event::{ClEvent, StatusWord, WaitList};
 use crate::exec;
+use crate::ffi::RawEvent;
 use crate::queue::ClQueue;
 
 /// The record, in append order.

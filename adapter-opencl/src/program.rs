@@ -17,8 +17,8 @@ use cmdbuf_core::adapter::prelude::*;
 use cmdbuf_core::{ArgKind, KernelSignature};
 use parking_lot::Mutex;
 
-use crate::context::Shared;
 use crate::conv::{ClResultExt, cl_error};
+use crate::device::Shared;
 use crate::spir::{self, IlPath};
 
 const CL_KERNEL_NUM_ARGS: u32 = 0x1191;

@@ -8,11 +8,11 @@ use std::sync::Arc;
 
 use cmdbuf_core::adapter::prelude::*;
 
-use crate::context::{CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, CL_QUEUE_PROFILING_ENABLE, Shared, create_queue};
 use crate::conv::ClResultExt;
-use crate::device::DeviceShared;
-use crate::event::{ClEvent, RawEvent, WaitList};
+use crate::device::{DeviceShared, Shared, create_queue};
+use crate::event::{ClEvent, WaitList};
 use crate::exec;
+use crate::ffi::{CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, CL_QUEUE_PROFILING_ENABLE, RawEvent};
 
 pub(crate) struct ClQueue {
     pub(crate) shared: Arc<Shared>,
