@@ -67,12 +67,13 @@ use crate::cmd::{
     results_barrier,
 };
 use crate::event::{EventCore, RunEvent, SignalEvent, VkEvent, core_of};
+use crate::gpu::Gpu;
 use crate::lower::{Block, Lowered, Sink, Staging, block_bytes, host_sides, lower};
 use crate::memory::{Allocation, MemKind, Slice};
 use crate::profiling::QuerySpan;
 use crate::program::{ArgBlock, Pipeline, VkKernel};
 use crate::queue::VkQueue;
-use crate::shared::{DeviceShared, Gpu};
+use crate::shared::DeviceShared;
 use crate::submit::{HostCopy, Kept, KernelNames, Launches, StagingPtr, StatusCheck, Submission, schedule};
 
 /// Commands per secondary command buffer: what an update that needs

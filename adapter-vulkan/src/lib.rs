@@ -66,9 +66,12 @@ mod conv;
 mod device;
 mod event;
 mod exit;
+mod gpu;
 mod info;
+mod init;
 mod lower;
 mod memory;
+mod platform;
 mod profiling;
 mod program;
 mod queue;
@@ -94,7 +97,7 @@ impl AdapterFactory for VulkanAdapterFactory {
     fn load(&self) -> Result<Vec<Arc<dyn PlatformImpl>>, String> {
         // ash turns entry points the loader lacks into panicking stubs: a
         // broken driver must make the adapter absent, not abort the program.
-        match catch_unwind(AssertUnwindSafe(device::VulkanPlatform::new)) {
+        match catch_unwind(AssertUnwindSafe(platform::VulkanPlatform::new)) {
             Ok(Ok(platform)) => Ok(vec![Arc::new(platform)]),
             Ok(Err(reason)) => Err(reason),
             Err(payload) => Err(format!("the Vulkan driver failed: {}", cmdbuf_core::error::panic_message(&*payload))),
@@ -103,9 +106,9 @@ impl AdapterFactory for VulkanAdapterFactory {
 }
 
 #[doc(hidden)]
-pub use clock::check_clock_paths;
-#[doc(hidden)]
 pub use memory::arena_high_water;
+#[doc(hidden)]
+pub use platform::check_clock_paths;
 
 /// The SPIR-V of the adapter's internal shaders, for tests that check it is
 /// current: `(GLSL file name, SPIR-V bytes)`.

@@ -318,8 +318,3 @@ pub(crate) fn fail(out: &EventCore, error: UrError) {
     tracing::error!(%error, "a Vulkan submission failed");
     run_waiters(out.complete(Err(error), None));
 }
-
-/// Times of a completed submission from its two timestamps.
-pub(crate) fn times_from(start: u64, end: u64) -> ProfilingInfo {
-    ProfilingInfo { queued: start, submit: start, start, end: end.max(start) }
-}
