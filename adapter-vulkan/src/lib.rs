@@ -57,14 +57,12 @@
 //! written to this ABI; `docs/vulkan.md` describes it in full.
 #![deny(unsafe_op_in_unsafe_fn)]
 
-mod batch;
 mod clock;
 mod cmd;
 mod command_buffer;
 mod context;
 mod conv;
 mod device;
-mod event;
 mod exit;
 mod gpu;
 mod info;
@@ -77,7 +75,6 @@ mod program;
 mod queue;
 mod shaders;
 mod shared;
-mod submit;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;

@@ -1,5 +1,5 @@
 //! Eager batches across their boundaries: a queue's eager commands go to the
-//! device in batches of at most 256 (`batch.rs`), and a batch that follows
+//! device in batches of at most 256 (`shared/batch.rs`), and a batch that follows
 //! one submitted earlier to the same `VkQueue` is ordered by a pipeline
 //! barrier instead of a semaphore wait. These chains span several batches
 //! and check what that must keep: each command sees the one before it, and

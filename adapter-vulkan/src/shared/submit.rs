@@ -20,8 +20,8 @@ use parking_lot::Mutex;
 use smallvec::SmallVec;
 
 use crate::cmd::PooledCmd;
-use crate::event::{EventCore, run_waiters};
 use crate::profiling::QuerySpan;
+use crate::shared::event::{EventCore, run_waiters};
 use crate::shared::{Lane, Point};
 
 /// Host memory staged through host-visible memory: rows of
@@ -255,7 +255,7 @@ pub(crate) fn schedule(sub: Submission) {
     let gate = Arc::new(Gate { remaining: AtomicUsize::new(deps.len() + 1), sub: Mutex::new(Some(sub)) });
     for dep in deps {
         let g = gate.clone();
-        let waiter: crate::event::Waiter = Box::new(move || g.arrive());
+        let waiter: crate::shared::event::Waiter = Box::new(move || g.arrive());
         let ready = if needs_done { dep.when_done(waiter) } else { dep.when_resolved(waiter) };
         if let Some(waiter) = ready {
             waiter();

@@ -33,7 +33,7 @@ use cmdbuf_core::adapter::prelude::*;
 use cmdbuf_core::adapter::toolbox::{ForwardingEvent, OrderedEvent};
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
-use crate::batch::Batch;
+use crate::shared::batch::Batch;
 use crate::shared::{Lane, Point};
 
 /// Work to run when an event moves on.

@@ -15,6 +15,18 @@
 //! has not been submitted yet (host-side dependencies such as user events
 //! hold a submission back on the host instead), so no queue ever blocks on
 //! the host.
+//!
+//! The submodules are the rest of that machinery, which refers to this
+//! module's types as they refer to its: `event` (an event's state waits on
+//! its lane's timeline and flushes the eager batch its command is in),
+//! `batch` (a queue's open eager batch, on the device's state, whose timer
+//! flushes batches) and `submit` (what a submission runs and finishes on its
+//! lane's completion thread, completing events). As top-level modules they
+//! would import each other in a circle.
+
+pub(crate) mod batch;
+pub(crate) mod event;
+pub(crate) mod submit;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -30,12 +42,12 @@ use smallvec::SmallVec;
 use crate::cmd::Pool;
 use crate::conv::VkResultExt;
 use crate::device::{Instance, PhysicalInfo};
-use crate::event::{EventCore, Waiter};
 use crate::gpu::{Gpu, PUSH_CONSTANT_BYTES};
 use crate::memory::Arena;
 use crate::profiling::Queries;
 use crate::program::Pipeline;
-use crate::submit::{Completion, Submission, schedule};
+use crate::shared::event::{EventCore, Waiter};
+use crate::shared::submit::{Completion, Submission, schedule};
 
 /// How long a host thread waiting for an event polls its lane's timeline
 /// before it sleeps until the completion thread has finished the event.
@@ -356,7 +368,7 @@ pub(crate) struct DeviceShared {
     /// does not calibrate ([`crate::clock::device_now`]).
     pub(crate) clock_pair: std::sync::OnceLock<cmdbuf_core::Timestamps>,
     /// Submits queues' eager batches that have been open too long.
-    pub(crate) batch_timer: crate::batch::BatchTimer,
+    pub(crate) batch_timer: crate::shared::batch::BatchTimer,
 }
 
 /// The logical device over `hw_count` queues of the physical device's
@@ -514,7 +526,7 @@ impl DeviceShared {
             util,
             clock_queries,
             clock_pair: std::sync::OnceLock::new(),
-            batch_timer: crate::batch::BatchTimer::new(),
+            batch_timer: crate::shared::batch::BatchTimer::new(),
         });
         crate::exit::watch(&shared);
         Ok(shared)
