@@ -6,11 +6,11 @@ use std::sync::Arc;
 use cmdbuf_core::adapter::prelude::*;
 
 use crate::command_buffer::VkCommandBuffer;
+use crate::event::VkEvent;
 use crate::memory::{MemKind, VkMemBuffer, VkUsm};
 use crate::program::VkProgram;
 use crate::queue::VkQueue;
 use crate::shared::DeviceShared;
-use crate::shared::event::VkEvent;
 
 pub(crate) struct VulkanContext {
     rt: Arc<DeviceShared>,

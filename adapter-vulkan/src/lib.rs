@@ -63,6 +63,7 @@ mod command_buffer;
 mod context;
 mod conv;
 mod device;
+mod event;
 mod exit;
 mod gpu;
 mod info;

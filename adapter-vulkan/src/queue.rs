@@ -16,12 +16,13 @@ use cmdbuf_core::adapter::toolbox::QueueOrder;
 use smallvec::SmallVec;
 
 use crate::cmd::{Pool, PooledCmd, host_barrier, record_ops};
+use crate::event::cores_of;
 use crate::lower::{Block, Sink, Staging, lower};
 use crate::memory::Slice;
 use crate::profiling::{Queries, QuerySpan};
 use crate::program::ArgBlock;
 use crate::shared::batch::{Appended, Batch, Part};
-use crate::shared::event::{EventCore, cores_of};
+use crate::shared::event::EventCore;
 use crate::shared::submit::{Checks, Keep, Kept, Launches, StagingPtr, StatusCheck, Submission, schedule};
 use crate::shared::{DeviceShared, Lane};
 

@@ -41,10 +41,12 @@ const LAYERS: &[(&str, usize)] = &[
     // submissions that refer to them and to each other (`shared/`).
     ("shared", 3),
     // Work run through the shared state: new memory's initial contents,
-    // device timestamps, lowering commands.
+    // device timestamps, lowering commands; and the interface's event
+    // objects over the shared state's event cores.
     ("init", 4),
     ("clock", 4),
     ("lower", 4),
+    ("event", 4),
     // Queues and command buffers (a command buffer is enqueued on a queue).
     ("queue", 5),
     ("command_buffer", 5),
