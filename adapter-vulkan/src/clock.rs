@@ -17,29 +17,8 @@ use cmdbuf_core::adapter::prelude::*;
 use cmdbuf_core::clock::bracket_narrowest;
 
 use crate::conv::VkResultExt;
-use crate::device::Instance;
+use crate::device::HOST_DOMAIN;
 use crate::shared::DeviceShared;
-
-/// The host time domain matching cmdbuf-core's host clock, where Vulkan has one.
-#[cfg(unix)]
-const HOST_DOMAIN: Option<vk::TimeDomainEXT> = Some(vk::TimeDomainEXT::CLOCK_MONOTONIC);
-#[cfg(not(unix))]
-const HOST_DOMAIN: Option<vk::TimeDomainEXT> = None;
-
-/// Whether the device calibrates its own clock against the host clock.
-/// The caller checked that it lists `VK_EXT_calibrated_timestamps`.
-pub(crate) fn calibrateable(instance: &Instance, physical: vk::PhysicalDevice) -> bool {
-    let Some(host) = HOST_DOMAIN else { return false };
-    let ext = ash::ext::calibrated_timestamps::Instance::new(&instance.entry, &instance.raw);
-    // SAFETY: a plain query of an enumerated physical device that has the extension.
-    match unsafe { ext.get_physical_device_calibrateable_time_domains(physical) } {
-        Ok(domains) => domains.contains(&vk::TimeDomainEXT::DEVICE) && domains.contains(&host),
-        Err(e) => {
-            tracing::debug!(error = %e, "calibrateable time domains unavailable");
-            false
-        }
-    }
-}
 
 /// A device timestamp and the host time of it.
 pub(crate) fn timestamps(rt: &DeviceShared) -> Result<Timestamps> {
@@ -106,30 +85,4 @@ pub(crate) fn submitted_timestamp(rt: &DeviceShared) -> Result<Timestamps> {
         Ok::<u64, cmdbuf_core::UrError>(times.end)
     })?;
     Ok(Timestamps { device, host })
-}
-
-/// Test hook (`tests/clock.rs`): on every Vulkan device here, both ways of
-/// reading the device clock agree: a submitted timestamp falls between two
-/// calibrated pairs (where the device calibrates; elsewhere both are
-/// submitted), and each pair's host time lies within the host clock around
-/// it. The number of devices checked, or the first disagreement.
-#[doc(hidden)]
-pub fn check_clock_paths() -> std::result::Result<usize, String> {
-    let platform = crate::device::VulkanPlatform::new()?;
-    for device in &platform.devices {
-        let name = &device.info.name;
-        let rt = device.shared().map_err(|e| format!("{name}: {e}"))?;
-        let start = cmdbuf_core::host_clock_ns();
-        let first = timestamps(&rt).map_err(|e| format!("{name}: {e}"))?;
-        let submitted = submitted_timestamp(&rt).map_err(|e| format!("{name}: {e}"))?;
-        let last = timestamps(&rt).map_err(|e| format!("{name}: {e}"))?;
-        let end = cmdbuf_core::host_clock_ns();
-        if !(first.device <= submitted.device && submitted.device <= last.device) {
-            return Err(format!("{name}: device times out of order: {first:?} {submitted:?} {last:?}"));
-        }
-        if !(start <= first.host && first.host <= submitted.host && submitted.host <= last.host && last.host <= end) {
-            return Err(format!("{name}: host times out of order: {start} {first:?} {submitted:?} {last:?} {end}"));
-        }
-    }
-    Ok(platform.devices.len())
 }

@@ -8,7 +8,7 @@ use cmdbuf_core::adapter::prelude::*;
 use parking_lot::Mutex;
 
 use crate::conv::VkResultExt;
-use crate::shared::Gpu;
+use crate::gpu::Gpu;
 
 /// A command pool. Recording holds its lock: Vulkan requires a pool to be
 /// externally synchronised while any of its command buffers records.

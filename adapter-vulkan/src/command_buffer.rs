@@ -66,14 +66,16 @@ use crate::cmd::{
     GpuOp, Groups, Pool, host_and_transfer_barrier, host_barrier, level_barrier, params_barrier, record_ops,
     results_barrier,
 };
-use crate::event::{EventCore, RunEvent, SignalEvent, VkEvent, core_of};
+use crate::event::{RunEvent, SignalEvent, VkEvent, core_of};
+use crate::gpu::Gpu;
 use crate::lower::{Block, Lowered, Sink, Staging, block_bytes, host_sides, lower};
 use crate::memory::{Allocation, MemKind, Slice};
 use crate::profiling::QuerySpan;
 use crate::program::{ArgBlock, Pipeline, VkKernel};
 use crate::queue::VkQueue;
-use crate::shared::{DeviceShared, Gpu};
-use crate::submit::{HostCopy, Kept, KernelNames, Launches, StagingPtr, StatusCheck, Submission, schedule};
+use crate::shared::DeviceShared;
+use crate::shared::event::EventCore;
+use crate::shared::submit::{HostCopy, Kept, KernelNames, Launches, StagingPtr, StatusCheck, Submission, schedule};
 
 /// Commands per secondary command buffer: what an update that needs
 /// re-recording records again.

@@ -1,20 +1,16 @@
-//! The Vulkan instance, its platform and devices: discovery, requirements,
-//! and the [`DeviceInfo`] each device reports.
-//!
-//! The logical device is created when the first context of a device is, so
-//! that listing devices costs no device memory and no threads.
+//! The Vulkan instance and what a device is: discovery, requirements, and
+//! what each device reports in its
+//! [`DeviceInfo`](cmdbuf_core::DeviceInfo). The platform and the
+//! devices' behaviour (`DeviceImpl`) are in `platform.rs`, above every
+//! object.
 
 use std::ffi::CStr;
 use std::sync::Arc;
 
 use ash::vk;
-use cmdbuf_core::adapter::prelude::*;
-use cmdbuf_core::{DeviceInfo, UpdateCapabilities};
-use parking_lot::Mutex;
+use cmdbuf_core::UpdateCapabilities;
 
-use crate::context::VulkanContext;
 use crate::conv::{vendor_name, version_string};
-use crate::shared::DeviceShared;
 
 /// The lowest device API version the adapter uses (timeline semaphores,
 /// buffer device addresses and 8-bit storage are core from 1.2).
@@ -97,7 +93,7 @@ pub(crate) struct PhysicalInfo {
     pub(crate) optional: OptionalFeatures,
 }
 
-/// Identity and shader properties, for the device's [`DeviceInfo`].
+/// Identity and shader properties, for the device's [`DeviceInfo`](cmdbuf_core::DeviceInfo).
 #[derive(Clone, Debug)]
 pub(crate) struct Details {
     pub(crate) vendor_id: u32,
@@ -221,8 +217,7 @@ pub(crate) fn inspect(instance: &Instance, physical: vk::PhysicalDevice) -> std:
     let extensions = unsafe { raw.enumerate_device_extension_properties(physical) }.unwrap_or_default();
     let has = |wanted: &CStr| extensions.iter().any(|e| e.extension_name_as_c_str() == Ok(wanted));
     let optional = OptionalFeatures {
-        calibrated_timestamps: has(vk::EXT_CALIBRATED_TIMESTAMPS_NAME)
-            && crate::clock::calibrateable(instance, physical),
+        calibrated_timestamps: has(vk::EXT_CALIBRATED_TIMESTAMPS_NAME) && calibrateable(instance, physical),
         host_import_align: has(vk::EXT_EXTERNAL_MEMORY_HOST_NAME).then(|| host_import_align(instance, physical)),
         ..optional_features(&core, &f12)
     };
@@ -413,155 +408,28 @@ fn compute_units(instance: &Instance, physical: vk::PhysicalDevice, has: &dyn Fn
     sm.shader_sm_count.max(1)
 }
 
-/// The platform: one Vulkan instance and its usable devices.
-pub(crate) struct VulkanPlatform {
-    pub(crate) instance: Arc<Instance>,
-    pub(crate) devices: Vec<Arc<VulkanDevice>>,
-}
-
-impl VulkanPlatform {
-    /// Creates the instance and lists the devices that meet the adapter's
-    /// requirements; `Err` names why none does.
-    pub(crate) fn new() -> std::result::Result<VulkanPlatform, String> {
-        let instance = Instance::new()?;
-        // SAFETY: a plain query of a live instance.
-        let physicals = unsafe { instance.raw.enumerate_physical_devices() }
-            .map_err(|e| format!("vkEnumeratePhysicalDevices failed: {e}"))?;
-        let mut devices = Vec::new();
-        let mut rejected = Vec::new();
-        for physical in physicals {
-            match inspect(&instance, physical) {
-                Ok(info) => {
-                    tracing::debug!(device = %info.name, driver = %info.driver, "Vulkan device usable");
-                    devices.push(Arc::new(VulkanDevice::new(instance.clone(), info)));
-                }
-                Err(why) => {
-                    tracing::debug!(%why, "Vulkan device skipped");
-                    rejected.push(why);
-                }
-            }
-        }
-        if devices.is_empty() {
-            return Err(if rejected.is_empty() {
-                "the Vulkan loader lists no device".to_string()
-            } else {
-                format!("no Vulkan device meets the adapter's requirements: {}", rejected.join("; "))
-            });
-        }
-        Ok(VulkanPlatform { instance, devices })
-    }
-}
-
-impl PlatformImpl for VulkanPlatform {
-    /// The `VkInstance`.
-    fn native_handle(&self) -> Result<cmdbuf_core::NativeHandle> {
-        Ok(cmdbuf_core::NativeHandle(vk::Handle::as_raw(self.instance.raw.handle())))
-    }
-
-    fn name(&self) -> String {
-        "Vulkan".into()
-    }
-
-    fn version(&self) -> String {
-        version_string(self.instance.api_version)
-    }
-
-    fn devices(&self) -> Vec<Arc<dyn DeviceImpl>> {
-        self.devices.iter().map(|d| d.clone() as Arc<dyn DeviceImpl>).collect()
-    }
-}
-
-/// A physical device; its logical device and threads start with its first context.
-pub(crate) struct VulkanDevice {
-    instance: Arc<Instance>,
-    pub(crate) info: PhysicalInfo,
-    shared: Mutex<Option<Arc<DeviceShared>>>,
-}
-
-impl VulkanDevice {
-    fn new(instance: Arc<Instance>, info: PhysicalInfo) -> VulkanDevice {
-        VulkanDevice { instance, info, shared: Mutex::new(None) }
-    }
-
-    /// The state the device shares among its contexts, created on first use.
-    pub(crate) fn shared(&self) -> Result<Arc<DeviceShared>> {
-        let mut slot = self.shared.lock();
-        if let Some(rt) = &*slot {
-            return Ok(rt.clone());
-        }
-        let rt = DeviceShared::new(self.instance.clone(), &self.info)?;
-        *slot = Some(rt.clone());
-        Ok(rt)
-    }
-}
-
 /// The update capabilities of native command buffers: all of them (argument
 /// blocks and indirect dispatch for arguments and sizes, re-recording for
 /// local sizes and kernels, resolution at enqueue for events).
 pub(crate) const UPDATE_CAPS: UpdateCapabilities = UpdateCapabilities::all();
 
-impl DeviceImpl for VulkanDevice {
-    fn info(&self) -> DeviceInfo {
-        crate::info::device_info(&self.info)
-    }
+/// The host time domain matching cmdbuf-core's host clock, where Vulkan has one.
+#[cfg(unix)]
+pub(crate) const HOST_DOMAIN: Option<vk::TimeDomainEXT> = Some(vk::TimeDomainEXT::CLOCK_MONOTONIC);
+#[cfg(not(unix))]
+pub(crate) const HOST_DOMAIN: Option<vk::TimeDomainEXT> = None;
 
-    /// The `VkPhysicalDevice`.
-    fn native_handle(&self) -> Result<cmdbuf_core::NativeHandle> {
-        Ok(cmdbuf_core::NativeHandle(vk::Handle::as_raw(self.info.physical)))
-    }
-
-    fn free_memory(&self) -> Result<Option<u64>> {
-        Ok(self.info.details.memory_budget.then(|| crate::info::free_memory(&self.instance, &self.info)))
-    }
-
-    fn timestamps(&self) -> Result<Timestamps> {
-        crate::clock::timestamps(&*self.shared()?)
-    }
-
-    /// Every context of a device is over the device's one `VkDevice`, so
-    /// two contexts of the same device share their USM (a copy between them
-    /// is an ordinary copy on that device). Another physical device has no
-    /// path: it could use this device's buffer addresses only inside one
-    /// logical device of a device group (`vkEnumeratePhysicalDeviceGroups`),
-    /// which this adapter does not create (one `VkDevice` per physical
-    /// device), or through external memory imported on another physical
-    /// device, which NVIDIA's driver does not allow between GPUs. Buffers
-    /// move such data through the host instead.
-    fn peer_access(&self, peer: &dyn DeviceImpl) -> Result<cmdbuf_core::PeerAccess> {
-        let peer = cmdbuf_core::adapter::downcast::<VulkanDevice>(peer as &dyn std::any::Any, "the peer device")?;
-        if std::ptr::eq(self, peer) {
-            return Ok(cmdbuf_core::PeerAccess { supported: true, atomics: true });
+/// Whether the device calibrates its own clock against the host clock.
+/// The caller checked that it lists `VK_EXT_calibrated_timestamps`.
+pub(crate) fn calibrateable(instance: &Instance, physical: vk::PhysicalDevice) -> bool {
+    let Some(host) = HOST_DOMAIN else { return false };
+    let ext = ash::ext::calibrated_timestamps::Instance::new(&instance.entry, &instance.raw);
+    // SAFETY: a plain query of an enumerated physical device that has the extension.
+    match unsafe { ext.get_physical_device_calibrateable_time_domains(physical) } {
+        Ok(domains) => domains.contains(&vk::TimeDomainEXT::DEVICE) && domains.contains(&host),
+        Err(e) => {
+            tracing::debug!(error = %e, "calibrateable time domains unavailable");
+            false
         }
-        Err(cmdbuf_core::err!(
-            UnsupportedFeature,
-            "Vulkan: USM of one VkDevice is not addressable from another (no multi-device group or cross-device external memory)"
-        ))
-    }
-
-    fn create_context(self: Arc<Self>) -> Result<Arc<dyn ContextImpl>> {
-        let max_group = self.info.limits.max_compute_work_group_invocations as usize;
-        Ok(Arc::new(VulkanContext::new(self.shared()?, max_group)))
-    }
-
-    /// Every context of the device is over the device's one `VkDevice`, so
-    /// that is the only one adopted (compared, never called); the adapter
-    /// created it and takes over no ownership of it.
-    unsafe fn context_from_native(
-        self: Arc<Self>,
-        handle: cmdbuf_core::NativeHandle,
-        ownership: cmdbuf_core::Ownership,
-    ) -> Result<Arc<dyn ContextImpl>> {
-        let rt = self.shared()?;
-        if handle.0 != vk::Handle::as_raw(rt.gpu.device.handle()) {
-            return Err(cmdbuf_core::err!(InvalidContext, "{handle:?} is not this device's VkDevice"));
-        }
-        if ownership == cmdbuf_core::Ownership::Transferred {
-            return Err(cmdbuf_core::err!(
-                UnsupportedFeature,
-                "the VkDevice is the adapter's own: its ownership cannot be handed over"
-            ));
-        }
-        let max_group = self.info.limits.max_compute_work_group_invocations as usize;
-        Ok(Arc::new(VulkanContext::new(rt, max_group)))
     }
 }

@@ -32,12 +32,10 @@ use std::time::Duration;
 use cmdbuf_core::{Result, err};
 use parking_lot::Mutex;
 
-use crate::shared::DeviceShared;
-
 /// Set by the exit handler once every device is stopped.
 static DRIVER_GONE: AtomicBool = AtomicBool::new(false);
 /// The devices started, for the exit handler to stop.
-static DEVICES: Mutex<Vec<Weak<DeviceShared>>> = Mutex::new(Vec::new());
+static DEVICES: Mutex<Vec<Weak<dyn Stop>>> = Mutex::new(Vec::new());
 /// The process's count of library loads when the handler was last
 /// registered (0: never).
 static REGISTERED_AT: AtomicU64 = AtomicU64::new(0);
@@ -60,12 +58,20 @@ pub(crate) fn check() -> Result<()> {
     Ok(())
 }
 
+/// What the exit handler stops: a device's shared state, which names the
+/// objects above this module (so it is named here only through this trait).
+pub(crate) trait Stop: Send + Sync {
+    /// Submits the device's open work, waits up to `timeout` for it and
+    /// finishes it, and stops the device's threads.
+    fn stop_for_exit(&self, timeout: Duration);
+}
+
 /// Adds `device` to those the exit handler stops, and registers the handler
 /// after the driver's.
-pub(crate) fn watch(device: &Arc<DeviceShared>) {
+pub(crate) fn watch<D: Stop + 'static>(device: &Arc<D>) {
     let mut devices = DEVICES.lock();
     devices.retain(|d| d.strong_count() > 0);
-    devices.push(Arc::downgrade(device));
+    devices.push(Arc::downgrade(device) as Weak<dyn Stop>);
     drop(devices);
     after_driver_loads();
 }
@@ -113,7 +119,7 @@ extern "C" fn before_driver_exit() {
     if DRIVER_GONE.load(Ordering::Acquire) {
         return;
     }
-    let devices: Vec<Arc<DeviceShared>> = DEVICES.lock().iter().filter_map(Weak::upgrade).collect();
+    let devices: Vec<Arc<dyn Stop>> = DEVICES.lock().iter().filter_map(Weak::upgrade).collect();
     // A panic must not cross into `exit`, which cannot unwind; the driver is
     // marked gone whatever happened.
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

@@ -57,7 +57,6 @@
 //! written to this ABI; `docs/vulkan.md` describes it in full.
 #![deny(unsafe_op_in_unsafe_fn)]
 
-mod batch;
 mod clock;
 mod cmd;
 mod command_buffer;
@@ -66,15 +65,17 @@ mod conv;
 mod device;
 mod event;
 mod exit;
+mod gpu;
 mod info;
+mod init;
 mod lower;
 mod memory;
+mod platform;
 mod profiling;
 mod program;
 mod queue;
 mod shaders;
 mod shared;
-mod submit;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
@@ -94,7 +95,7 @@ impl AdapterFactory for VulkanAdapterFactory {
     fn load(&self) -> Result<Vec<Arc<dyn PlatformImpl>>, String> {
         // ash turns entry points the loader lacks into panicking stubs: a
         // broken driver must make the adapter absent, not abort the program.
-        match catch_unwind(AssertUnwindSafe(device::VulkanPlatform::new)) {
+        match catch_unwind(AssertUnwindSafe(platform::VulkanPlatform::new)) {
             Ok(Ok(platform)) => Ok(vec![Arc::new(platform)]),
             Ok(Err(reason)) => Err(reason),
             Err(payload) => Err(format!("the Vulkan driver failed: {}", cmdbuf_core::error::panic_message(&*payload))),
@@ -103,9 +104,9 @@ impl AdapterFactory for VulkanAdapterFactory {
 }
 
 #[doc(hidden)]
-pub use clock::check_clock_paths;
-#[doc(hidden)]
 pub use memory::arena_high_water;
+#[doc(hidden)]
+pub use platform::check_clock_paths;
 
 /// The SPIR-V of the adapter's internal shaders, for tests that check it is
 /// current: `(GLSL file name, SPIR-V bytes)`.

@@ -22,11 +22,12 @@ use cmdbuf_core::rect::for_each_row;
 use smallvec::SmallVec;
 
 use crate::cmd::{GpuOp, Groups, fits_one_dispatch};
+use crate::gpu::Gpu;
 use crate::memory::{mem_buffer, usm_location};
 use crate::program::{ArgBlock, Pipeline, VkKernel, group_counts};
 use crate::shaders::{FillPlan, plan_fill};
-use crate::shared::{DeviceShared, Gpu};
-use crate::submit::{HostCopy, Keep, Kept, StagingPtr};
+use crate::shared::DeviceShared;
+use crate::shared::submit::{HostCopy, Keep, Kept, StagingPtr};
 
 /// Where an argument block (kernel arguments, fill parameters) went.
 #[derive(Copy, Clone, Debug)]

@@ -12,7 +12,7 @@ use cmdbuf_core::{ProfilingInfo, Result};
 use parking_lot::Mutex;
 
 use crate::conv::VkResultExt;
-use crate::shared::Gpu;
+use crate::gpu::Gpu;
 
 /// Queries per pool (two per submission).
 const PER_POOL: u32 = 256;
@@ -133,7 +133,7 @@ impl QuerySpan {
         let ns = |t: u64| ((t & gpu.timestamp_mask) as f64 * gpu.timestamp_period) as u64;
         match self.call {
             Some(call) => Some(ProfilingInfo::recording(call, ns(ticks[1]).max(ns(ticks[0])))),
-            None => Some(crate::submit::times_from(ns(ticks[0]), ns(ticks[1]))),
+            None => Some(times_from(ns(ticks[0]), ns(ticks[1]))),
         }
     }
 }
@@ -142,4 +142,9 @@ impl Drop for QuerySpan {
     fn drop(&mut self) {
         self.owner.inner.lock().free.push((self.pool, self.first));
     }
+}
+
+/// Times of a completed submission from its two timestamps.
+pub(crate) fn times_from(start: u64, end: u64) -> ProfilingInfo {
+    ProfilingInfo { queued: start, submit: start, start, end: end.max(start) }
 }

@@ -47,8 +47,8 @@ use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
 use crate::conv::{VkResultExt, vk_error};
+use crate::gpu::Gpu;
 use crate::memory::mem_buffer;
-use crate::shared::Gpu;
 
 /// Bytes of the argument block's header.
 pub(crate) const HEADER_BYTES: u32 = 64;

@@ -15,15 +15,16 @@ use cmdbuf_core::adapter::prelude::*;
 use cmdbuf_core::adapter::toolbox::QueueOrder;
 use smallvec::SmallVec;
 
-use crate::batch::{Appended, Batch, Part};
 use crate::cmd::{Pool, PooledCmd, host_barrier, record_ops};
-use crate::event::{EventCore, cores_of};
+use crate::event::cores_of;
 use crate::lower::{Block, Sink, Staging, lower};
 use crate::memory::Slice;
 use crate::profiling::{Queries, QuerySpan};
 use crate::program::ArgBlock;
+use crate::shared::batch::{Appended, Batch, Part};
+use crate::shared::event::EventCore;
+use crate::shared::submit::{Checks, Keep, Kept, Launches, StagingPtr, StatusCheck, Submission, schedule};
 use crate::shared::{DeviceShared, Lane};
-use crate::submit::{Checks, Keep, Kept, Launches, StagingPtr, StatusCheck, Submission, schedule};
 
 pub(crate) struct VkQueue {
     pub(crate) rt: Arc<DeviceShared>,
@@ -148,7 +149,7 @@ impl VkQueue {
                     Ok(sub) => sub,
                     Err(e) => {
                         // The queue's later commands wait for this one.
-                        crate::submit::fail(&out, e.clone());
+                        crate::shared::submit::fail(&out, e.clone());
                         return Err(e);
                     }
                 };

@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use cmdbuf_core::Result;
 
+use crate::gpu::Gpu;
 use crate::program::{Pipeline, internal_module};
-use crate::shared::Gpu;
 
 /// `shaders/fill.comp`, compiled by `shaders/regenerate.sh`.
 pub(crate) static FILL_SPV: &[u8] = include_bytes!("../shaders/fill.spv");

@@ -1,8 +1,8 @@
 //! Eager batches across their boundaries: a queue's eager commands go to the
-//! device in batches of at most 256 (`batch.rs`), and a batch that follows
-//! one submitted earlier to the same `VkQueue` is ordered by a pipeline
-//! barrier instead of a semaphore wait. These chains span several batches
-//! and check what that must keep: each command sees the one before it, and
+//! device in batches of at most 256 (`shared/batch.rs`), and a batch that
+//! follows one submitted earlier to the same `VkQueue` is ordered by a
+//! pipeline barrier instead of a semaphore wait. These chains span several
+//! batches and check what that must keep: each command sees the one before it, and
 //! on a profiling queue starts no earlier than it ended. Needs a Vulkan
 //! device (CI has lavapipe); without one the tests are listed ignored with
 //! the reason, and fail when run anyway or when `UR_RS_REQUIRE_DEVICES`

@@ -20,8 +20,8 @@ use parking_lot::Mutex;
 use smallvec::SmallVec;
 
 use crate::cmd::PooledCmd;
-use crate::event::{EventCore, run_waiters};
 use crate::profiling::QuerySpan;
+use crate::shared::event::{EventCore, run_waiters};
 use crate::shared::{Lane, Point};
 
 /// Host memory staged through host-visible memory: rows of
@@ -255,7 +255,7 @@ pub(crate) fn schedule(sub: Submission) {
     let gate = Arc::new(Gate { remaining: AtomicUsize::new(deps.len() + 1), sub: Mutex::new(Some(sub)) });
     for dep in deps {
         let g = gate.clone();
-        let waiter: crate::event::Waiter = Box::new(move || g.arrive());
+        let waiter: crate::shared::event::Waiter = Box::new(move || g.arrive());
         let ready = if needs_done { dep.when_done(waiter) } else { dep.when_resolved(waiter) };
         if let Some(waiter) = ready {
             waiter();
@@ -317,9 +317,4 @@ pub(crate) fn wait_points(deps: &[Arc<EventCore>]) -> (Points, SemaphoreWaits) {
 pub(crate) fn fail(out: &EventCore, error: UrError) {
     tracing::error!(%error, "a Vulkan submission failed");
     run_waiters(out.complete(Err(error), None));
-}
-
-/// Times of a completed submission from its two timestamps.
-pub(crate) fn times_from(start: u64, end: u64) -> ProfilingInfo {
-    ProfilingInfo { queued: start, submit: start, start, end: end.max(start) }
 }

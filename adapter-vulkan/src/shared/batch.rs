@@ -52,10 +52,10 @@ use parking_lot::{Condvar, Mutex};
 use smallvec::SmallVec;
 
 use crate::cmd::{GpuOp, Pool, PooledCmd, host_barrier, level_barrier, record_ops};
-use crate::event::{EventCore, Follow, run_waiters};
 use crate::profiling::QuerySpan;
+use crate::shared::event::{EventCore, Follow, run_waiters};
+use crate::shared::submit::{Checks, Completion, HostCopy, Keep, Kept, fail, wait_points};
 use crate::shared::{DeviceShared, Lane};
-use crate::submit::{Checks, Completion, HostCopy, Keep, Kept, fail, wait_points};
 
 /// Commands per batch at most. A submission's cost is then spread over
 /// enough commands to be small against recording them (50 µs / 256 is about
@@ -252,7 +252,7 @@ impl Batch {
 
     /// Ends and submits the open command buffer; returns the waiters to run
     /// once the lock is released.
-    fn submit(&self, open: &mut Open) -> Vec<crate::event::Waiter> {
+    fn submit(&self, open: &mut Open) -> Vec<crate::shared::event::Waiter> {
         let Some(cmd) = open.cmd.take() else { return Vec::new() };
         open.opened = None;
         open.bound = vk::Pipeline::null();
@@ -292,7 +292,7 @@ impl Batch {
     }
 
     /// Drops the open command buffer, failing its commands with `error`.
-    fn abandon(&self, open: &mut Open, error: cmdbuf_core::UrError) -> Vec<crate::event::Waiter> {
+    fn abandon(&self, open: &mut Open, error: cmdbuf_core::UrError) -> Vec<crate::shared::event::Waiter> {
         let Some(cmd) = open.cmd.take() else { return Vec::new() };
         open.opened = None;
         open.bound = vk::Pipeline::null();
@@ -306,7 +306,7 @@ impl Batch {
 }
 
 /// Fails the events of unsubmitted `entries`.
-fn fail_all(entries: Vec<Completion>, error: cmdbuf_core::UrError) -> Vec<crate::event::Waiter> {
+fn fail_all(entries: Vec<Completion>, error: cmdbuf_core::UrError) -> Vec<crate::shared::event::Waiter> {
     tracing::error!(%error, "a Vulkan eager batch failed");
     let mut waiters = Vec::new();
     for c in entries {

@@ -15,6 +15,18 @@
 //! has not been submitted yet (host-side dependencies such as user events
 //! hold a submission back on the host instead), so no queue ever blocks on
 //! the host.
+//!
+//! The submodules are the rest of that machinery, which refers to this
+//! module's types as they refer to its: `event` (an event's state waits on
+//! its lane's timeline and flushes the eager batch its command is in),
+//! `batch` (a queue's open eager batch, on the device's state, whose timer
+//! flushes batches) and `submit` (what a submission runs and finishes on its
+//! lane's completion thread, completing events). As top-level modules they
+//! would import each other in a circle.
+
+pub(crate) mod batch;
+pub(crate) mod event;
+pub(crate) mod submit;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -30,11 +42,12 @@ use smallvec::SmallVec;
 use crate::cmd::Pool;
 use crate::conv::VkResultExt;
 use crate::device::{Instance, PhysicalInfo};
-use crate::event::{EventCore, Waiter};
+use crate::gpu::{Gpu, PUSH_CONSTANT_BYTES};
 use crate::memory::Arena;
 use crate::profiling::Queries;
 use crate::program::Pipeline;
-use crate::submit::{Completion, Submission, schedule};
+use crate::shared::event::{EventCore, Waiter};
+use crate::shared::submit::{Completion, Submission, schedule};
 
 /// How long a host thread waiting for an event polls its lane's timeline
 /// before it sleeps until the completion thread has finished the event.
@@ -44,58 +57,6 @@ const MAX_HW_QUEUES: u32 = 4;
 /// Lanes at least: with one hardware queue, two lanes (two timelines on it)
 /// still make waits across timelines the common case, as on larger devices.
 const MIN_LANES: usize = 2;
-
-/// The logical device and its fixed properties. Every Vulkan object of the
-/// adapter holds an `Arc` of it, so the device is destroyed last.
-pub(crate) struct Gpu {
-    _instance: Arc<Instance>,
-    pub(crate) device: ash::Device,
-    pub(crate) family: u32,
-    /// The one pipeline layout of every pipeline: an 8-byte push constant
-    /// (the address of the argument block), no descriptor sets.
-    pub(crate) layout: vk::PipelineLayout,
-    pub(crate) memory: vk::PhysicalDeviceMemoryProperties,
-    /// `maxComputeWorkGroupCount`.
-    pub(crate) max_groups: [u32; 3],
-    /// Nanoseconds per timestamp tick.
-    pub(crate) timestamp_period: f64,
-    /// The valid bits of a timestamp (0: the family has no timestamps).
-    pub(crate) timestamp_mask: u64,
-    /// `vkGetCalibratedTimestampsEXT`, where the device calibrates its clock
-    /// against the host's.
-    pub(crate) calibrated: Option<ash::ext::calibrated_timestamps::Device>,
-    /// `VK_EXT_external_memory_host` and its alignment, where the device
-    /// imports host memory (buffers over lent host memory use it in place).
-    pub(crate) host_import: Option<(ash::ext::external_memory_host::Device, u64)>,
-    /// Whether a host thread waiting for an event polls the timeline first:
-    /// not on a CPU device (lavapipe), whose work runs on the host's cores
-    /// that the poll would take; there the waiting thread sleeps in
-    /// `vkWaitSemaphores` itself.
-    pub(crate) host_polls: bool,
-}
-
-impl Drop for Gpu {
-    fn drop(&mut self) {
-        if crate::exit::driver_gone() {
-            return;
-        }
-        let start = std::time::Instant::now();
-        // SAFETY: every object created from the device holds an `Arc` of this
-        // value, so all are gone; waiting for idleness covers work submitted
-        // by objects dropped while it ran.
-        unsafe {
-            let _ = self.device.device_wait_idle();
-            let idle = start.elapsed();
-            self.device.destroy_pipeline_layout(self.layout, None);
-            self.device.destroy_device(None);
-            // What a slow exit after a long run spends its time in.
-            tracing::debug!(?idle, total = ?start.elapsed(), "Vulkan device destroyed");
-        }
-    }
-}
-
-/// Size in bytes of the push constants of every pipeline.
-pub(crate) const PUSH_CONSTANT_BYTES: u32 = 8;
 
 /// A hardware queue; lanes on the same queue share it (and its lock, which
 /// `vkQueueSubmit` needs).
@@ -407,7 +368,7 @@ pub(crate) struct DeviceShared {
     /// does not calibrate ([`crate::clock::device_now`]).
     pub(crate) clock_pair: std::sync::OnceLock<cmdbuf_core::Timestamps>,
     /// Submits queues' eager batches that have been open too long.
-    pub(crate) batch_timer: crate::batch::BatchTimer,
+    pub(crate) batch_timer: crate::shared::batch::BatchTimer,
 }
 
 /// The logical device over `hw_count` queues of the physical device's
@@ -565,41 +526,10 @@ impl DeviceShared {
             util,
             clock_queries,
             clock_pair: std::sync::OnceLock::new(),
-            batch_timer: crate::batch::BatchTimer::new(),
+            batch_timer: crate::shared::batch::BatchTimer::new(),
         });
         crate::exit::watch(&shared);
         Ok(shared)
-    }
-
-    /// Stops the device before the process's exit shuts the driver down
-    /// ([`crate::exit`]): submits the open eager batches, waits up to
-    /// `timeout` for each lane's work and finishes it, until finishing
-    /// starts no more (work held back for an event is submitted when the
-    /// event completes), then stops the adapter's threads. A lane still busy
-    /// after `timeout` is left running.
-    pub(crate) fn stop_for_exit(&self, timeout: Duration) {
-        self.batch_timer.stop();
-        loop {
-            self.batch_timer.flush_watched();
-            let mut finished_any = false;
-            for lane in &self.lanes {
-                if lane.fifo.lock().items.is_empty() {
-                    continue;
-                }
-                let value = lane.submitted.load(Ordering::Acquire);
-                if !lane.reaches_within(value, timeout) {
-                    tracing::warn!(lane = lane.index, value, "a Vulkan device is still busy at exit");
-                    return;
-                }
-                lane.reached.fetch_max(value, Ordering::AcqRel);
-                lane.finish_reached(value, Ok(()));
-                finished_any = true;
-            }
-            if !finished_any {
-                break;
-            }
-        }
-        self.stop_lanes();
     }
 
     /// Stops the lanes' completion threads and joins them.
@@ -639,6 +569,39 @@ impl DeviceShared {
         let out = EventCore::new();
         schedule(Submission::new(self.lanes[0].clone(), out.clone()).with_cmd(cmd));
         out.wait()
+    }
+}
+
+impl crate::exit::Stop for DeviceShared {
+    /// Stops the device before the process's exit shuts the driver down
+    /// ([`crate::exit`]): submits the open eager batches, waits up to
+    /// `timeout` for each lane's work and finishes it, until finishing
+    /// starts no more (work held back for an event is submitted when the
+    /// event completes), then stops the adapter's threads. A lane still busy
+    /// after `timeout` is left running.
+    fn stop_for_exit(&self, timeout: Duration) {
+        self.batch_timer.stop();
+        loop {
+            self.batch_timer.flush_watched();
+            let mut finished_any = false;
+            for lane in &self.lanes {
+                if lane.fifo.lock().items.is_empty() {
+                    continue;
+                }
+                let value = lane.submitted.load(Ordering::Acquire);
+                if !lane.reaches_within(value, timeout) {
+                    tracing::warn!(lane = lane.index, value, "a Vulkan device is still busy at exit");
+                    return;
+                }
+                lane.reached.fetch_max(value, Ordering::AcqRel);
+                lane.finish_reached(value, Ok(()));
+                finished_any = true;
+            }
+            if !finished_any {
+                break;
+            }
+        }
+        self.stop_lanes();
     }
 }
 
