@@ -39,20 +39,7 @@ fn layering() -> Layering {
     }
 }
 
-#[test]
-fn no_module_imports_a_module_of_a_higher_layer() {
-    layering().assert_one_way();
-}
-
-#[test]
-fn no_modules_import_each_other_in_a_circle() {
-    layering().assert_no_circle();
-}
-
-#[test]
-fn the_c_types_import_nothing_above_them() {
-    layering().assert_bottom_imports_nothing_above();
-}
+layering::layer_tests!();
 
 #[test]
 fn the_dispatch_tables_are_imported_by_no_module() {

@@ -52,28 +52,9 @@ fn layering() -> Layering {
     Layering::new(env!("CARGO_MANIFEST_DIR"), LAYER_NAMES, LAYERS)
 }
 
-#[test]
-fn no_module_imports_a_module_of_a_higher_layer() {
-    layering().assert_one_way();
-}
-
-#[test]
-fn no_modules_import_each_other_in_a_circle() {
-    layering().assert_no_circle();
-}
-
-#[test]
-fn the_driver_layer_imports_nothing_above_it() {
-    layering().assert_bottom_imports_nothing_above();
-}
+layering::layer_tests!();
 
 #[test]
 fn every_module_has_a_layer() {
-    let mut expected: Vec<String> = LAYERS
-        .iter()
-        .map(|(m, _)| if *m == "device" { m.to_string() } else { format!("{m}.rs") })
-        .chain(["lib.rs".to_string()])
-        .collect();
-    expected.sort();
-    assert_eq!(layering().top_level(), expected, "adapter-cuda/src: lib.rs and the modules of LAYERS");
+    layering().assert_every_module_has_a_layer(&[]);
 }

@@ -33,15 +33,7 @@ fn layering() -> Layering {
     Layering::new(env!("CARGO_MANIFEST_DIR"), LAYER_NAMES, LAYERS)
 }
 
-#[test]
-fn no_module_imports_a_module_of_a_higher_layer() {
-    layering().assert_one_way();
-}
-
-#[test]
-fn no_modules_import_each_other_in_a_circle() {
-    layering().assert_no_circle();
-}
+layering::layer_tests!();
 
 #[test]
 fn a_circle_is_found_within_a_layer_and_one_way_imports_pass() {
@@ -55,11 +47,6 @@ fn a_circle_is_found_within_a_layer_and_one_way_imports_pass() {
     assert_eq!(layering::find_circle(&edges(&[("a", "b"), ("b", "c"), ("a", "c")])), None);
     let circle = layering::find_circle(&edges(&[("a", "b"), ("b", "c"), ("c", "b")])).expect("b and c");
     assert_eq!(circle, ["b", "c", "b"]);
-}
-
-#[test]
-fn the_types_layer_imports_nothing_above_it() {
-    layering().assert_bottom_imports_nothing_above();
 }
 
 #[test]

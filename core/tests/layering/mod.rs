@@ -1,5 +1,6 @@
-//! The layer checker the `tests/layers.rs` of cmdbuf-core, cmdbuf-abi and
-//! cmdbuf-runtime share (the other two include this file by path): a crate's
+//! The layer checker every crate's `tests/layers.rs` shares (cmdbuf-core's
+//! own; the ABI's, the runtime's and the adapters' include this file by
+//! path, and expand [`layer_tests!`] for the checks they all make): a crate's
 //! modules each have a layer, and a module may only name (`crate::module`,
 //! or a module or item the crate root brings into scope from it) modules of
 //! its own layer or below.
@@ -198,7 +199,53 @@ impl Layering {
             .collect();
         assert!(upward.is_empty(), "the bottom layer imports modules above it:\n{}", upward.join("\n"));
     }
+
+    /// Fails unless the source folder holds exactly the crate root, each
+    /// module of the layers (as a file or a folder, whichever it is) and the
+    /// `others` (folders of included sources, which are no modules).
+    /// cmdbuf-core's and the ABI's tests spell out stricter listings (one
+    /// folder per layer; files included under another module's name).
+    #[allow(dead_code)]
+    pub fn assert_every_module_has_a_layer(&self, others: &[&str]) {
+        let mut expected: Vec<String> = self
+            .layers
+            .iter()
+            .map(|(m, _)| if self.src.join(format!("{m}.rs")).is_file() { format!("{m}.rs") } else { m.to_string() })
+            .chain(others.iter().map(|o| o.to_string()))
+            .chain(["lib.rs".to_string()])
+            .collect();
+        expected.sort();
+        assert_eq!(
+            self.top_level(),
+            expected,
+            "{}: lib.rs, {others:?} and the modules of the layers",
+            self.src.display()
+        );
+    }
 }
+
+/// The checks every crate's layering makes, as tests, for the crate's
+/// `layering()` function: no upward import, no import circle, nothing above
+/// the bottom layer named by it.
+macro_rules! layer_tests {
+    () => {
+        #[test]
+        fn no_module_imports_a_module_of_a_higher_layer() {
+            layering().assert_one_way();
+        }
+
+        #[test]
+        fn no_modules_import_each_other_in_a_circle() {
+            layering().assert_no_circle();
+        }
+
+        #[test]
+        fn the_bottom_layer_imports_nothing_above_it() {
+            layering().assert_bottom_imports_nothing_above();
+        }
+    };
+}
+pub(crate) use layer_tests;
 
 /// A circle of `edges` (module -> imported module -> an example), as the
 /// modules along it with the first one repeated at the end; `None` when the
