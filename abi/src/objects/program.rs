@@ -158,8 +158,10 @@ impl Program {
         };
         let linked = Program::new(self.context.clone(), input, self.bundle.clone());
         let compile_options = self.state.lock().options.clone();
-        let all = [compile_options.as_str(), options].iter().filter(|o| !o.is_empty()).copied().collect::<Vec<_>>();
-        let built = linked.build(&all.join(" "), ur_program_binary_type_t::UR_PROGRAM_BINARY_TYPE_EXECUTABLE);
+        let built = linked.build(
+            &cmdbuf_core::Program::link_options(&compile_options, options),
+            ur_program_binary_type_t::UR_PROGRAM_BINARY_TYPE_EXECUTABLE,
+        );
         let result = built.map_err(|e| match e {
             UrError::ProgramBuildFailure(detail) => UrError::ProgramLinkFailure(detail),
             other => other,

@@ -102,8 +102,7 @@ impl Program {
             "compile or link options contain a NUL byte"
         );
         if let [(bundle, compile)] = inputs {
-            let joined = [*compile, options].iter().filter(|o| !o.is_empty()).copied().collect::<Vec<_>>().join(" ");
-            return Program::with_options(context, bundle, &joined);
+            return Program::with_options(context, bundle, &Program::link_options(compile, options));
         }
         let mut signatures: Vec<KernelSignature> = Vec::new();
         for kernel in inputs.iter().flat_map(|(bundle, _)| bundle.kernels.iter()) {
@@ -130,6 +129,19 @@ impl Program {
         // the device accepts; kernel names unique across them; no NUL bytes.
         let imp = unsafe { context.imp().program_link(inputs, form, options)? };
         Ok(Program::assemble(context, Built { signatures, form, given: None, label: None }, options, imp))
+    }
+
+    /// The options of a program linked alone: those it was compiled with,
+    /// then the link's, space-separated, an empty one left out (what
+    /// [`link`](Self::link) builds a single input with).
+    ///
+    /// ```
+    /// use cmdbuf::Program;
+    /// assert_eq!(Program::link_options("-cl-fast-relaxed-math", "-O2"), "-cl-fast-relaxed-math -O2");
+    /// assert_eq!(Program::link_options("", "-O2"), "-O2");
+    /// ```
+    pub fn link_options(compile: &str, link: &str) -> String {
+        [compile, link].iter().filter(|o| !o.is_empty()).copied().collect::<Vec<_>>().join(" ")
     }
 
     fn assemble(context: &Context, built: Built, options: &str, imp: Box<dyn ProgramImpl>) -> Program {
