@@ -5,7 +5,11 @@
 //! adapter links into the translated module (`src/spir.rs`): sub-groups (the
 //! checks hold for any sub-group size the device picks), work-group
 //! collectives, atomics on generic pointers to global and local memory, a
-//! floating-point atomic add, and `frexp` through a generic pointer.
+//! floating-point atomic add, and `frexp` through a generic pointer. One
+//! more kernel has no such built-in but goes the same way (it uses generic
+//! pointers): dpnp's histogram set-up in its race-free form, a helper the
+//! adapter inlines copying values into local memory for a work-group leader
+//! to read after a barrier.
 //!
 //! The kernel is compiled from OpenCL C here, with clang-15 and
 //! llvm-spirv-15. Without them, or without an OpenCL device, the test is
@@ -102,6 +106,62 @@ __kernel void generic_atomics(__global uint *counter, __global uint *seen) {
 }
 "#;
 
+/// dpnp's histogram set-up (`EdgesDd::init`) as DPC++ emits it, with the
+/// barrier dpnp's own lacks (docs/clients.md): a helper of its own reached
+/// through a generic pointer to a private struct of local and global
+/// pointers copies each dimension's edge count into local memory, one per
+/// work-item, and after a barrier the group's first work-item reads every
+/// count to find each dimension's first and last edge. The local arguments
+/// differ in size and the histogram copies before them change size between
+/// launches, so the counts move. PoCL runs a work-group's work-items one
+/// after another between barriers: were the barrier lost in inlining, or the
+/// counts read from another place than they were copied to, the leader would
+/// read what `fill_local` left there.
+const COOPERATIVE_COPY: &str = r#"
+typedef struct {
+    __local ulong *counts;
+    __local float *lo;
+    __local float *hi;
+    __global const ulong *global_counts;
+    __global const float *edges;
+    uint dims;
+} Edges;
+
+__attribute__((noinline)) void edges_init(const Edges *e) {
+    size_t lid = get_local_id(0), items = get_local_size(0);
+    for (size_t i = lid; i < e->dims; i += items) e->counts[i] = e->global_counts[i];
+    work_group_barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid == 0) {
+        __global const float *edge = e->edges;
+        for (uint d = 0; d < e->dims; d++) {
+            ulong count = e->counts[d];
+            e->lo[d] = edge[0];
+            e->hi[d] = edge[count - 1];
+            edge += count;
+        }
+    }
+}
+
+__kernel void edge_bounds(__local uint *copies, uint copy_words, __local ulong *counts, __local float *lo,
+                          __local float *hi, __global const ulong *global_counts, __global const float *edges,
+                          uint dims, __global float *bounds) {
+    size_t lid = get_local_id(0), items = get_local_size(0);
+    for (size_t i = lid; i < copy_words; i += items) copies[i] = 0;
+    Edges e = {counts, lo, hi, global_counts, edges, dims};
+    edges_init(&e);
+    work_group_barrier(CLK_LOCAL_MEM_FENCE);
+    __global float *out = bounds + get_group_id(0) * dims * 2;
+    for (size_t d = lid; d < dims; d += items) {
+        out[d * 2] = lo[d];
+        out[d * 2 + 1] = hi[d];
+    }
+}
+
+__kernel void fill_local(__local ulong *scratch, uint words, ulong value) {
+    for (size_t i = get_local_id(0); i < words; i += get_local_size(0)) scratch[i] = value;
+}
+"#;
+
 const ITEMS: usize = 64;
 const LOCAL: usize = 16;
 
@@ -126,10 +186,11 @@ fn main() {
         .find(|tool| Command::new(tool).arg("--version").output().is_err())
         .map(|tool| format!("{tool} is not installed (Debian: clang-15, llvm-spirv-15)"));
     for device in devices {
-        let tests: [(&str, &'static str, Check); 3] = [
+        let tests: [(&str, &'static str, Check); 4] = [
             ("sub_groups", SUB_GROUPS, check_sub_groups),
             ("work_groups", WORK_GROUPS, check_work_groups),
             ("generic_atomics", GENERIC_ATOMICS, check_generic_atomics),
+            ("cooperative_copy", COOPERATIVE_COPY, check_cooperative_copy),
         ];
         for (test, source, check) in tests {
             let name = format!("{test}::{}", device.info().name);
@@ -193,42 +254,92 @@ fn compile(source: &str) -> Result<Vec<u8>, String> {
 /// A check of one kernel on one device.
 type Check = fn(&Device, &[u8]) -> Result<(), String>;
 
+/// The words each allocation of a launch holds after it, in argument order.
+type LaunchWords = Vec<Vec<u32>>;
+
+/// An argument of a launch.
+enum Arg {
+    /// A device allocation of this many 32-bit words, zeroed.
+    Zeroed(usize),
+    /// A device allocation holding these words.
+    Words(Vec<u32>),
+    /// Local memory of this many bytes.
+    Local(usize),
+    /// A value: its bytes.
+    Value(Vec<u8>),
+}
+
 /// Runs `kernel` of `spirv` over 64 work-items in groups of 16, with one
-/// zeroed allocation of `words[i]` 32-bit words as argument `i`, and returns
-/// their contents.
+/// zeroed allocation of `words[i]` 32-bit words as argument `i`.
 /// The words each argument holds after the launch, and the kernel's
 /// `max_sub_group_size` as the adapter answers it.
-fn run_kernel(device: &Device, spirv: &[u8], kernel: &str, words: &[usize]) -> Result<(Vec<Vec<u32>>, u32), String> {
+fn run_kernel(device: &Device, spirv: &[u8], kernel: &str, words: &[usize]) -> Result<(LaunchWords, u32), String> {
+    let args: Vec<Arg> = words.iter().map(|&n| Arg::Zeroed(n)).collect();
+    let (mut out, max_sub_group_size) = run_kernels(device, spirv, &[(kernel, args)])?;
+    Ok((out.remove(0), max_sub_group_size))
+}
+
+/// Launches kernels of `spirv` one after another on one queue, each over 64
+/// work-items in groups of 16; launches of one name share one kernel object.
+/// Per launch, the words its allocations hold after it, and the first
+/// kernel's `max_sub_group_size` as the adapter answers it.
+fn run_kernels(
+    device: &Device,
+    spirv: &[u8],
+    launches: &[(&str, Vec<Arg>)],
+) -> Result<(Vec<LaunchWords>, u32), String> {
     let e = |e: cmdbuf_core::UrError| e.to_string();
     let context = Context::new(device).map_err(e)?;
     let program = Program::new(&context, &ProgramBundle::from_il(spirv).map_err(e)?).map_err(e)?;
-    let kernel = Kernel::new(&program, kernel).map_err(e)?;
-    let max_sub_group_size = kernel.max_sub_group_size();
     let queue = Queue::new(&context, QueueProperties::default()).map_err(e)?;
-    let allocations = words
-        .iter()
-        .map(|&n| {
-            let allocation = UsmAllocation::new(&context, UsmKind::Device, n * 4).map_err(e)?;
-            queue.write_usm(allocation.ptr(), &vec![0u8; n * 4], &[]).map_err(e)?;
-            Ok(allocation)
-        })
-        .collect::<Result<Vec<_>, String>>()?;
-    queue.finish().map_err(e)?;
-    let args: Vec<KernelArg> = allocations.iter().map(|a| KernelArg::Pointer(a.ptr())).collect();
-    // SAFETY: the kernels of KERNEL write at most the words given per
-    // argument, for 64 work-items.
-    let done = unsafe { queue.launch_kernel(&KernelLaunch::new(&kernel, &[ITEMS], &args).local_size(&[LOCAL]), &[]) }
-        .map_err(e)?;
-    let out = allocations
-        .iter()
-        .zip(words)
-        .map(|(allocation, &n)| {
-            let mut bytes = vec![0u8; n * 4];
-            queue.read_usm(allocation.ptr(), &mut bytes, &[&done]).map_err(e)?;
-            Ok(bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
-        })
-        .collect::<Result<_, String>>()?;
-    Ok((out, max_sub_group_size))
+    let mut kernels: Vec<(&str, Kernel)> = Vec::new();
+    let mut max_sub_group_size = None;
+    let mut outputs = Vec::new();
+    for (name, launch_args) in launches {
+        if !kernels.iter().any(|(n, _)| n == name) {
+            kernels.push((name, Kernel::new(&program, name).map_err(e)?));
+        }
+        let kernel = &kernels.iter().find(|(n, _)| n == name).expect("created above").1;
+        max_sub_group_size.get_or_insert_with(|| kernel.max_sub_group_size());
+        let mut allocations = Vec::new();
+        for arg in launch_args {
+            let words = match arg {
+                Arg::Zeroed(n) => vec![0; *n],
+                Arg::Words(words) => words.clone(),
+                Arg::Local(_) | Arg::Value(_) => continue,
+            };
+            let allocation = UsmAllocation::new(&context, UsmKind::Device, words.len() * 4).map_err(e)?;
+            let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+            queue.write_usm(allocation.ptr(), &bytes, &[]).map_err(e)?;
+            allocations.push((allocation, words.len()));
+        }
+        queue.finish().map_err(e)?;
+        let mut next = allocations.iter();
+        let args: Vec<KernelArg> = launch_args
+            .iter()
+            .map(|arg| match arg {
+                Arg::Zeroed(_) | Arg::Words(_) => KernelArg::Pointer(next.next().expect("one a pointer").0.ptr()),
+                Arg::Local(bytes) => KernelArg::Local(*bytes),
+                Arg::Value(bytes) => KernelArg::Value(bytes),
+            })
+            .collect();
+        // SAFETY: the kernels of this file write at most the words given per
+        // argument, and their local memory within the sizes given, for 64
+        // work-items.
+        let done =
+            unsafe { queue.launch_kernel(&KernelLaunch::new(kernel, &[ITEMS], &args).local_size(&[LOCAL]), &[]) }
+                .map_err(e)?;
+        let out = allocations
+            .iter()
+            .map(|(allocation, n)| {
+                let mut bytes = vec![0u8; n * 4];
+                queue.read_usm(allocation.ptr(), &mut bytes, &[&done]).map_err(e)?;
+                Ok(bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+            })
+            .collect::<Result<_, String>>()?;
+        outputs.push(out);
+    }
+    Ok((outputs, max_sub_group_size.unwrap_or(0)))
 }
 
 fn check_sub_groups(device: &Device, spirv: &[u8]) -> Result<(), String> {
@@ -310,4 +421,64 @@ fn check_generic_atomics(device: &Device, spirv: &[u8]) -> Result<(), String> {
         return Err(format!("counter {counter} (expected {ITEMS}), group counters seen {seen:?}"));
     }
     Ok(())
+}
+
+fn check_cooperative_copy(device: &Device, spirv: &[u8]) -> Result<(), String> {
+    // Three dimensions of 4, 6 and 3 edges, numbered in one flat array.
+    let counts: [u64; 3] = [4, 6, 3];
+    let total = counts.iter().sum::<u64>() as usize;
+    let edges: Vec<u32> = (0..total).map(|i| (i as f32 + 0.5).to_bits()).collect();
+    let expected: Vec<f32> = counts
+        .iter()
+        .scan(0, |first, &count| {
+            let bounds = [*first as f32 + 0.5, (*first + count - 1) as f32 + 0.5];
+            *first += count;
+            Some(bounds)
+        })
+        .flatten()
+        .collect();
+    let groups = ITEMS / LOCAL;
+    // Stale counts of 1 would make each last edge the first: wrong, but
+    // within the edges.
+    const FILL_WORDS: u32 = 2048;
+    let fill = || {
+        (
+            "fill_local",
+            vec![Arg::Local(FILL_WORDS as usize * 8), u32_arg(FILL_WORDS), Arg::Value(1u64.to_le_bytes().to_vec())],
+        )
+    };
+    let dims = counts.len();
+    let bounds = |copy_words: u32| {
+        (
+            "edge_bounds",
+            vec![
+                Arg::Local(copy_words as usize * 4),
+                u32_arg(copy_words),
+                Arg::Local(dims * 8),
+                Arg::Local(dims * 4),
+                Arg::Local(dims * 4),
+                Arg::Words(counts.iter().flat_map(|&c| [c as u32, (c >> 32) as u32]).collect()),
+                Arg::Words(edges.clone()),
+                u32_arg(dims as u32),
+                Arg::Zeroed(groups * dims * 2),
+            ],
+        )
+    };
+    let launches = [fill(), bounds(100), fill(), bounds(1100), fill(), bounds(7)];
+    let (out, _) = run_kernels(device, spirv, &launches)?;
+    for (launch, copy_words) in [(1, 100), (3, 1100), (5, 7)] {
+        let got: Vec<f32> = out[launch][2].iter().map(|&w| f32::from_bits(w)).collect();
+        for (group, bounds) in got.chunks_exact(dims * 2).enumerate() {
+            if bounds != expected {
+                return Err(format!(
+                    "{copy_words} words of copies, work-group {group}: bounds {bounds:?}, expected {expected:?}"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn u32_arg(value: u32) -> Arg {
+    Arg::Value(value.to_le_bytes().to_vec())
 }
