@@ -12,7 +12,8 @@ use std::sync::Arc;
 use cmdbuf_core::adapter::prelude::*;
 use cmdbuf_core::adapter::toolbox::{ForwardingEvent, OrderedEvent};
 
-use crate::shared::event::{EventCore, run_waiters};
+use crate::shared::event::run_waiters;
+use crate::shared::state::EventCore;
 
 // What a signal event forwards to, and an eager command's event.
 impl EventImpl for EventCore {
