@@ -297,57 +297,190 @@ pub(crate) struct Decided {
     pub(crate) command_buffer: CommandBufferCaps,
 }
 
-/// Queries everything [`DeviceInfo`] holds. Queries every device answers
-/// since OpenCL 1.2 fail the device; newer or optional ones are `None`, 0
-/// or empty when the device does not answer them.
+/// What several answers depend on, queried first: the kind of device, its
+/// OpenCL version, extensions and IL, and how SPIR-V reaches it.
+struct Survey {
+    id: cl_device_id,
+    device_type: DeviceType,
+    version: String,
+    major: u32,
+    extensions: Vec<String>,
+    il_version: Option<String>,
+    address_bits: u32,
+    host_unified_memory: bool,
+    max_work_group_size: usize,
+    il_path: Option<IlPath>,
+}
+
+impl Survey {
+    fn query(device: &opencl3::device::Device) -> std::result::Result<Survey, String> {
+        let id = device.id();
+        let device_type = device_type(device.dev_type().map_err(failed("CL_DEVICE_TYPE"))?);
+        let version = device.version().map_err(failed("CL_DEVICE_VERSION"))?;
+        let extensions: Vec<String> =
+            device.extensions().unwrap_or_default().split_whitespace().map(String::from).collect();
+        let il_version =
+            device.il_version().ok().map(|s| s.trim_end_matches('\0').trim().to_string()).filter(|s| !s.is_empty());
+        let max_work_group_size = device.max_work_group_size().map_err(failed("CL_DEVICE_MAX_WORK_GROUP_SIZE"))?;
+        // How SPIR-V reaches this driver, decided once: the device info says
+        // what programs may be created from, and builds take the same path.
+        let il_path = crate::spir::il_path(id, il_version.as_deref(), &extensions, max_work_group_size);
+        Ok(Survey {
+            id,
+            device_type,
+            major: major_version(&version).unwrap_or(1),
+            version,
+            extensions,
+            il_version,
+            address_bits: device.address_bits().map_err(failed("CL_DEVICE_ADDRESS_BITS"))?,
+            host_unified_memory: device.host_unified_memory().unwrap_or(device_type == DeviceType::Cpu),
+            max_work_group_size,
+            il_path,
+        })
+    }
+
+    /// Whether the device lists extension `name`.
+    fn has(&self, name: &str) -> bool {
+        self.extensions.iter().any(|e| e == name)
+    }
+}
+
+/// Who the device is: vendor, driver, and the identifiers its extensions
+/// answer.
+struct Identity {
+    vendor: String,
+    driver_version: String,
+    vendor_id: u32,
+    device_id: Option<u32>,
+    uuid: Option<[u8; 16]>,
+    pci_address: Option<String>,
+    ip_version: Option<u32>,
+}
+
+fn identity(device: &opencl3::device::Device, survey: &Survey) -> Identity {
+    let intel_attributes = survey.has("cl_intel_device_attribute_query");
+    let (uuid, pci_address) = khr_identity(survey.id, &|e| survey.has(e));
+    Identity {
+        vendor: device.vendor().unwrap_or_default(),
+        driver_version: device.driver_version().unwrap_or_default(),
+        vendor_id: device.vendor_id().unwrap_or(0),
+        device_id: if intel_attributes { uint(survey.id, CL_DEVICE_ID_INTEL) } else { None },
+        uuid,
+        pci_address,
+        ip_version: if intel_attributes { uint(survey.id, CL_DEVICE_IP_VERSION_INTEL) } else { None },
+    }
+}
+
+/// The device's memories: sizes, the global cache, `__local` and constant
+/// memory, alignment.
+struct Memory {
+    global_mem_size: u64,
+    local_mem_size: u64,
+    max_mem_alloc_size: u64,
+    global_mem_cache: GlobalMemCache,
+    mem_base_addr_align_bits: u32,
+    max_constant_buffer_size: u64,
+    local_mem_type: LocalMemType,
+    error_correction: bool,
+}
+
+fn memory(device: &opencl3::device::Device) -> std::result::Result<Memory, String> {
+    Ok(Memory {
+        global_mem_size: device.global_mem_size().unwrap_or(0),
+        local_mem_size: device.local_mem_size().unwrap_or(0),
+        max_mem_alloc_size: device.max_mem_alloc_size().map_err(failed("CL_DEVICE_MAX_MEM_ALLOC_SIZE"))?,
+        global_mem_cache: global_mem_cache(device),
+        mem_base_addr_align_bits: device.mem_base_addr_align().map_err(failed("CL_DEVICE_MEM_BASE_ADDR_ALIGN"))?,
+        max_constant_buffer_size: device.max_constant_buffer_size().unwrap_or(0),
+        local_mem_type: local_mem_type(device),
+        error_correction: device.error_correction_support().unwrap_or(false),
+    })
+}
+
+/// What a launch may use: compute units, work-group extents, arguments,
+/// registers, and the clocks and buffers around it.
+struct Limits {
+    max_compute_units: u32,
+    max_work_item_sizes: [usize; 3],
+    max_constant_args: u32,
+    max_parameter_size: usize,
+    max_registers_per_work_group: Option<u32>,
+    max_clock_mhz: Option<u32>,
+    profiling_timer_resolution_ns: u64,
+    printf_buffer_size: usize,
+}
+
+fn limits(device: &opencl3::device::Device, survey: &Survey) -> std::result::Result<Limits, String> {
+    Ok(Limits {
+        max_compute_units: device.max_compute_units().unwrap_or(1),
+        max_work_item_sizes: work_item_sizes(device)?,
+        max_constant_args: device.max_constant_args().unwrap_or(0),
+        max_parameter_size: device.max_parameter_size().map_err(failed("CL_DEVICE_MAX_PARAMETER_SIZE"))?,
+        max_registers_per_work_group: survey
+            .has("cl_nv_device_attribute_query")
+            .then(|| uint(survey.id, CL_DEVICE_REGISTERS_PER_BLOCK_NV))
+            .flatten(),
+        max_clock_mhz: device.max_clock_frequency().ok().filter(|c| *c > 0),
+        profiling_timer_resolution_ns: device.profiling_timer_resolution().unwrap_or(1).max(1) as u64,
+        printf_buffer_size: device.printf_buffer_size().unwrap_or(0),
+    })
+}
+
+/// What kernels may use: floating point, atomics, vectors, sub-groups.
+struct KernelFeatures {
+    fp: FpConfigs,
+    atomics: AtomicCaps,
+    preferred_vector_widths: VectorWidths,
+    native_vector_widths: VectorWidths,
+    sub_groups: SubGroups,
+    native_bfloat16_conversions: bool,
+}
+
+fn kernel_features(device: &opencl3::device::Device, survey: &Survey) -> std::result::Result<KernelFeatures, String> {
+    let has = |e: &str| survey.has(e);
+    let (preferred_vector_widths, native_vector_widths) = vector_widths(device);
+    Ok(KernelFeatures {
+        fp: fp_configs(device, &has)?,
+        atomics: atomic_caps(device, survey.major, &has),
+        preferred_vector_widths,
+        native_vector_widths,
+        sub_groups: sub_groups(device, &has),
+        native_bfloat16_conversions: has("cl_intel_bfloat16_conversions"),
+    })
+}
+
+/// Queries everything [`DeviceInfo`] holds, in named steps by what they
+/// query ([`Survey`] first, which the others depend on), and puts their
+/// answers together with what the rest of discovery `decided`. Queries
+/// every device answers since OpenCL 1.2 fail the device; newer or optional
+/// ones are `None`, 0 or empty when the device does not answer them.
 ///
-/// The literal stays one: [`DeviceInfo`] is cmdbuf-core's flat list of UR's
-/// device queries, and each field here is one OpenCL query or a named
-/// helper (the queries that take more than one expression, and the
-/// sub-structs `DeviceInfo` has: FP and atomic capabilities, vector widths,
-/// global memory cache, sub-groups). Cutting the rest into partial structs
-/// would need groups `DeviceInfo` does not have, or helpers returning tuples
-/// of fields, where the literal shows which query fills which field.
+/// Each step is a struct of the fields it answers, so that the literal here
+/// (cmdbuf-core's flat list of UR's device queries) still names every field
+/// and which step answers it, and a field added to `DeviceInfo` without an
+/// answer fails to compile.
 pub(crate) fn device_info(
     device: &opencl3::device::Device,
     name: String,
     decided: Decided,
 ) -> std::result::Result<(DeviceInfo, Option<IlPath>), String> {
-    let id = device.id();
-    let device_type = device_type(device.dev_type().map_err(failed("CL_DEVICE_TYPE"))?);
-    let max_work_item_sizes = work_item_sizes(device)?;
-    let version = device.version().map_err(failed("CL_DEVICE_VERSION"))?;
-    let major = major_version(&version).unwrap_or(1);
-    let extensions: Vec<String> =
-        device.extensions().unwrap_or_default().split_whitespace().map(String::from).collect();
-    let has = |name: &str| extensions.iter().any(|e| e == name);
-    let il_version =
-        device.il_version().ok().map(|s| s.trim_end_matches('\0').trim().to_string()).filter(|s| !s.is_empty());
-    let address_bits = device.address_bits().map_err(failed("CL_DEVICE_ADDRESS_BITS"))?;
-    let host_unified_memory = device.host_unified_memory().unwrap_or(device_type == DeviceType::Cpu);
-
-    let fp = fp_configs(device, &has)?;
-    let atomics = atomic_caps(device, major, &has);
-    let (preferred_vector_widths, native_vector_widths) = vector_widths(device);
-    let intel_attributes = has("cl_intel_device_attribute_query");
-    let max_mem_alloc_size = device.max_mem_alloc_size().map_err(failed("CL_DEVICE_MAX_MEM_ALLOC_SIZE"))?;
-
-    // How SPIR-V reaches this driver, decided once: the device info says
-    // what programs may be created from, and builds take the same path.
-    let max_work_group_size = device.max_work_group_size().map_err(failed("CL_DEVICE_MAX_WORK_GROUP_SIZE"))?;
-    let il_path = crate::spir::il_path(id, il_version.as_deref(), &extensions, max_work_group_size);
-    let (uuid, pci_address) = khr_identity(id, &has);
+    let survey = Survey::query(device)?;
+    let who = identity(device, &survey);
+    let mem = memory(device)?;
+    let limits = limits(device, &survey)?;
+    let kernels = kernel_features(device, &survey)?;
+    let il_path = survey.il_path;
     let mut info = DeviceInfo {
         name,
-        vendor: device.vendor().unwrap_or_default(),
-        driver_version: device.driver_version().unwrap_or_default(),
-        device_type,
-        max_compute_units: device.max_compute_units().unwrap_or(1),
-        max_work_group_size,
-        max_work_item_sizes,
-        global_mem_size: device.global_mem_size().unwrap_or(0),
-        local_mem_size: device.local_mem_size().unwrap_or(0),
-        max_mem_alloc_size,
+        vendor: who.vendor,
+        driver_version: who.driver_version,
+        device_type: survey.device_type,
+        max_compute_units: limits.max_compute_units,
+        max_work_group_size: survey.max_work_group_size,
+        max_work_item_sizes: limits.max_work_item_sizes,
+        global_mem_size: mem.global_mem_size,
+        local_mem_size: mem.local_mem_size,
+        max_mem_alloc_size: mem.max_mem_alloc_size,
         usm: decided.usm,
         // SVM and Intel USM pointers are host pointers too (fine-grained SVM
         // and host/shared Intel USM are the only host kinds offered).
@@ -363,40 +496,38 @@ pub(crate) fn device_info(
         // SPIR-V modules compiled apart are linked by the driver, where it
         // takes SPIR-V itself (not through SPIR translation).
         linker_available: matches!(il_path, Some(IlPath::Native)) && device.linker_available().unwrap_or(false),
-        vendor_id: device.vendor_id().unwrap_or(0),
-        device_id: if intel_attributes { uint(id, CL_DEVICE_ID_INTEL) } else { None },
-        uuid,
-        pci_address,
-        ip_version: if intel_attributes { uint(id, CL_DEVICE_IP_VERSION_INTEL) } else { None },
-        version,
-        binary_targets: binary_targets(il_path.is_some(), address_bits),
-        il_version,
-        extensions: extensions.clone(),
-        integrated_gpu: device_type == DeviceType::Gpu && host_unified_memory,
-        host_unified_memory,
-        max_clock_mhz: device.max_clock_frequency().ok().filter(|c| *c > 0),
+        vendor_id: who.vendor_id,
+        device_id: who.device_id,
+        uuid: who.uuid,
+        pci_address: who.pci_address,
+        ip_version: who.ip_version,
+        version: survey.version,
+        binary_targets: binary_targets(il_path.is_some(), survey.address_bits),
+        il_version: survey.il_version,
+        extensions: survey.extensions,
+        integrated_gpu: survey.device_type == DeviceType::Gpu && survey.host_unified_memory,
+        host_unified_memory: survey.host_unified_memory,
+        max_clock_mhz: limits.max_clock_mhz,
         memory_hardware: MemoryHardware::default(),
-        global_mem_cache: global_mem_cache(device),
-        mem_base_addr_align_bits: device.mem_base_addr_align().map_err(failed("CL_DEVICE_MEM_BASE_ADDR_ALIGN"))?,
-        max_constant_buffer_size: device.max_constant_buffer_size().unwrap_or(0),
-        max_constant_args: device.max_constant_args().unwrap_or(0),
-        max_parameter_size: device.max_parameter_size().map_err(failed("CL_DEVICE_MAX_PARAMETER_SIZE"))?,
-        local_mem_type: local_mem_type(device),
-        error_correction: device.error_correction_support().unwrap_or(false),
+        global_mem_cache: mem.global_mem_cache,
+        mem_base_addr_align_bits: mem.mem_base_addr_align_bits,
+        max_constant_buffer_size: mem.max_constant_buffer_size,
+        max_constant_args: limits.max_constant_args,
+        max_parameter_size: limits.max_parameter_size,
+        local_mem_type: mem.local_mem_type,
+        error_correction: mem.error_correction,
         // OpenCL has no limit on work-group counts other than the size_t of
         // its global sizes.
         max_work_groups: [usize::MAX; 3],
-        max_registers_per_work_group: has("cl_nv_device_attribute_query")
-            .then(|| uint(id, CL_DEVICE_REGISTERS_PER_BLOCK_NV))
-            .flatten(),
-        sub_groups: sub_groups(device, &has),
-        fp,
-        preferred_vector_widths,
-        native_vector_widths,
-        atomics,
-        profiling_timer_resolution_ns: device.profiling_timer_resolution().unwrap_or(1).max(1) as u64,
-        printf_buffer_size: device.printf_buffer_size().unwrap_or(0),
-        native_bfloat16_conversions: has("cl_intel_bfloat16_conversions"),
+        max_registers_per_work_group: limits.max_registers_per_work_group,
+        sub_groups: kernels.sub_groups,
+        fp: kernels.fp,
+        preferred_vector_widths: kernels.preferred_vector_widths,
+        native_vector_widths: kernels.native_vector_widths,
+        atomics: kernels.atomics,
+        profiling_timer_resolution_ns: limits.profiling_timer_resolution_ns,
+        printf_buffer_size: limits.printf_buffer_size,
+        native_bfloat16_conversions: kernels.native_bfloat16_conversions,
     };
     if matches!(il_path, Some(IlPath::Translate(_))) {
         advertise_translated_il(&mut info);

@@ -74,8 +74,9 @@ use crate::profiling::QuerySpan;
 use crate::program::{ArgBlock, Pipeline, VkKernel};
 use crate::queue::VkQueue;
 use crate::shared::DeviceShared;
-use crate::shared::event::EventCore;
-use crate::shared::submit::{HostCopy, Kept, KernelNames, Launches, StagingPtr, StatusCheck, Submission, schedule};
+use crate::shared::host_work::{HostCopy, Kept, KernelNames, Launches, StagingPtr, StatusCheck};
+use crate::shared::state::EventCore;
+use crate::shared::submit::{Submission, schedule};
 
 /// Commands per secondary command buffer: what an update that needs
 /// re-recording records again.

@@ -3,8 +3,10 @@
 //! command-buffer command's signal event, which stands for its latest
 //! execution) and [`RunEvent`] (a command-buffer submission that was split
 //! into several device submissions). The events' state and how it moves on
-//! are `EventCore`'s, in the device's shared state (`shared/event.rs`), whose
-//! lanes and batches move it; the interface's behaviour is here, above it.
+//! are `EventCore`'s, in the device's shared state (defined in
+//! `shared/state.rs`, moved on in `shared/event.rs` by its lanes and
+//! batches, waited for in `shared/wait.rs`); the interface's behaviour is
+//! here, above it.
 
 use std::any::Any;
 use std::sync::Arc;
@@ -12,7 +14,8 @@ use std::sync::Arc;
 use cmdbuf_core::adapter::prelude::*;
 use cmdbuf_core::adapter::toolbox::{ForwardingEvent, OrderedEvent};
 
-use crate::shared::event::{EventCore, run_waiters};
+use crate::shared::event::run_waiters;
+use crate::shared::state::EventCore;
 
 // What a signal event forwards to, and an eager command's event.
 impl EventImpl for EventCore {

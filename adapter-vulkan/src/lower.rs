@@ -27,7 +27,7 @@ use crate::memory::{mem_buffer, usm_location};
 use crate::program::{ArgBlock, Pipeline, VkKernel, group_counts};
 use crate::shaders::{FillPlan, plan_fill};
 use crate::shared::DeviceShared;
-use crate::shared::submit::{HostCopy, Keep, Kept, StagingPtr};
+use crate::shared::host_work::{HostCopy, Keep, Kept, StagingPtr};
 
 /// Where an argument block (kernel arguments, fill parameters) went.
 #[derive(Copy, Clone, Debug)]

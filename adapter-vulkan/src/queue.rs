@@ -21,10 +21,11 @@ use crate::lower::{Block, Sink, Staging, lower};
 use crate::memory::Slice;
 use crate::profiling::{Queries, QuerySpan};
 use crate::program::ArgBlock;
-use crate::shared::batch::{Appended, Batch, Part};
-use crate::shared::event::EventCore;
-use crate::shared::submit::{Checks, Keep, Kept, Launches, StagingPtr, StatusCheck, Submission, schedule};
-use crate::shared::{DeviceShared, Lane};
+use crate::shared::DeviceShared;
+use crate::shared::batch::{Appended, Part};
+use crate::shared::host_work::{Checks, Keep, Kept, Launches, StagingPtr, StatusCheck};
+use crate::shared::state::{Batch, EventCore, Lane};
+use crate::shared::submit::{Submission, schedule};
 
 pub(crate) struct VkQueue {
     pub(crate) rt: Arc<DeviceShared>,
@@ -117,7 +118,7 @@ impl VkQueue {
         let queries = properties.profiling.then(|| Queries::new(rt.gpu.clone()));
         tracing::debug!(lane = lane.index(), ?properties, "Vulkan queue created");
         let ordering = QueueOrder::new(!properties.out_of_order);
-        let batch = Batch::new(rt.clone(), lane.clone())?;
+        let batch = Batch::new(rt.gpu.clone(), lane.clone())?;
         Ok(VkQueue { rt, lane, pool, queries, stamps: OnceLock::new(), ordering, batch })
     }
 
@@ -138,7 +139,7 @@ impl VkQueue {
         part: Option<Part<'_>>,
         alone: impl FnOnce(Arc<EventCore>) -> Result<Submission>,
     ) -> Result<Arc<dyn EventImpl>> {
-        match self.batch.append(deps, |out| self.order(out, barrier), part)? {
+        match self.batch.append(&self.rt.batch_timer, deps, |out| self.order(out, barrier), part)? {
             Appended::Batched(out) => Ok(out),
             Appended::Alone(out, deps, part) => {
                 let built = match part {
@@ -149,7 +150,7 @@ impl VkQueue {
                     Ok(sub) => sub,
                     Err(e) => {
                         // The queue's later commands wait for this one.
-                        crate::shared::submit::fail(&out, e.clone());
+                        crate::shared::event::fail(&out, e.clone());
                         return Err(e);
                     }
                 };

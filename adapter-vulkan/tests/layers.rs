@@ -4,9 +4,10 @@
 //! the logical device, below the device's shared state (lanes, events, eager
 //! batches, submissions), below what runs work through that state, below
 //! queues and command buffers, below the context's behaviour, below the
-//! platform and the devices' behaviour. The checker is cmdbuf-core's
-//! (`core/tests/layering/mod.rs`); docs/architecture.md says why the shared
-//! state's submodules are one module.
+//! platform and the devices' behaviour; inside the shared state (`shared/`),
+//! its submodules run one way too (`layer_tests!`'s check inside folders:
+//! docs/architecture.md lists their order). The checker is cmdbuf-core's
+//! (`core/tests/layering/mod.rs`).
 
 #[path = "../../core/tests/layering/mod.rs"]
 mod layering;
@@ -38,7 +39,7 @@ const LAYERS: &[(&str, usize)] = &[
     ("shaders", 2),
     ("info", 2),
     // `DeviceShared` and its lanes, with the events, eager batches and
-    // submissions that refer to them and to each other (`shared/`).
+    // submissions (`shared/`, whose submodules run one way).
     ("shared", 3),
     // Work run through the shared state: new memory's initial contents,
     // device timestamps, lowering commands; and the interface's event

@@ -100,93 +100,80 @@ fn emit(text: &str) {
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
 }
 
-fn main() -> ExitCode {
-    if let Err(e) = cmdbuf::init_logging() {
-        eprintln!("cmdbuf-conformance: {e}");
-        return ExitCode::from(2);
-    }
-    cmdbuf_conformance::quiet_adapter_worker_panics();
-    let cli = Cli::parse();
-    let wanted = |name: &str| cli.filter.is_empty() || cli.filter.iter().any(|f| name.contains(f.as_str()));
+/// Writes one JSON row for an outcome.
+fn emit_json(backend: &str, device: &str, case: &str, outcome: &Outcome) {
+    let (status, reason) = match outcome {
+        Outcome::Pass => ("pass", None),
+        Outcome::Skip(r) => ("skip", Some(r.as_str())),
+        Outcome::Fail(m) => ("fail", Some(m.as_str())),
+    };
+    let row = JsonRow { backend, device, case, status, reason };
+    emit(&(serde_json::to_string(&row).expect("a row of strings serializes") + "\n"));
+}
+
+/// Whether `--filter` selects the case `name`.
+fn wanted(filter: &[String], name: &str) -> bool {
+    filter.is_empty() || filter.iter().any(|f| name.contains(f.as_str()))
+}
+
+/// The cases `--filter` selects, or an error when it selects none (of the
+/// cases or the sections), listing the groups: a filter that selects nothing
+/// would run nothing and pass, so that a typo could look like a green run.
+fn selected_cases(filter: &[String]) -> Result<Vec<Case>, String> {
     let all = cases::all();
     let section_names: Vec<&str> =
         cases::buffers::cross_cases().iter().chain(cases::multi_device::cases().iter()).map(|c| c.name).collect();
-    // A filter that selects nothing would run nothing and pass: an error
-    // listing the groups, so that a typo cannot look like a green run.
-    if !all.iter().map(|c| c.name.as_str()).chain(section_names.iter().copied()).any(wanted) {
+    if !all.iter().map(|c| c.name.as_str()).chain(section_names.iter().copied()).any(|n| wanted(filter, n)) {
         let mut groups: Vec<&str> =
             all.iter().map(|c| group(&c.name)).chain(section_names.iter().map(|n| group(n))).collect();
         groups.sort_unstable();
         groups.dedup();
-        eprintln!(
-            "cmdbuf-conformance: --filter {} selects no case; a filter is part of a case name (`--list` lists them), \
+        return Err(format!(
+            "--filter {} selects no case; a filter is part of a case name (`--list` lists them), \
              e.g. one of the groups: {}",
-            cli.filter.iter().map(|f| format!("{f:?}")).collect::<Vec<_>>().join(" --filter "),
+            filter.iter().map(|f| format!("{f:?}")).collect::<Vec<_>>().join(" --filter "),
             groups.join(", ")
-        );
-        return ExitCode::from(2);
+        ));
     }
-    let cases: Vec<Case> = all.into_iter().filter(|c| wanted(&c.name)).collect();
-    let progress = Progress { on: cli.progress || (!cli.quiet && std::io::stderr().is_terminal()) };
-    if cli.list {
-        emit(&cases.iter().map(|c| format!("{}\n", c.name)).collect::<String>());
-        return ExitCode::SUCCESS;
-    }
-    let loader = match cmdbuf::load() {
-        Ok(loader) => loader,
-        Err(e) => {
-            eprintln!("cmdbuf-conformance: {e}");
-            return ExitCode::from(2);
-        }
-    };
+    Ok(all.into_iter().filter(|c| wanted(filter, &c.name)).collect())
+}
+
+/// The adapters and the devices under test, or the message saying why
+/// there are none to test: no device selected, or one that CI requires
+/// missing (a backend, or a platform of one), which fails the run rather
+/// than leaving it untested.
+fn open_devices() -> Result<(Loader, Vec<Device>), String> {
+    let loader = cmdbuf::load().map_err(|e| format!("cmdbuf-conformance: {e}"))?;
     let devices = match devices_under_test(&loader) {
         Ok(devices) if !devices.is_empty() => devices,
         Ok(_) => {
-            eprintln!("cmdbuf-conformance: the selector `{}` selects no device", loader.selector());
+            let mut why = format!("cmdbuf-conformance: the selector `{}` selects no device", loader.selector());
             for absent in loader.absent() {
-                eprintln!("  {}: {}", absent.backend, absent.reason);
+                let _ = write!(why, "\n  {}: {}", absent.backend, absent.reason);
             }
-            return ExitCode::from(2);
+            return Err(why);
         }
-        Err(e) => {
-            eprintln!("cmdbuf-conformance: {e}");
-            return ExitCode::from(2);
-        }
+        Err(e) => return Err(format!("cmdbuf-conformance: {e}")),
     };
-    // CI names the devices that must be here (a backend, or a platform of
-    // one): a missing one fails the run rather than leaving it untested.
     if let Ok(required) = std::env::var(REQUIRE_DEVICES_ENV) {
         let unmet = unmet_device_requirements(&loader, &required);
         if !unmet.is_empty() {
-            for why in unmet {
-                eprintln!("cmdbuf-conformance: {why}");
-            }
-            return ExitCode::from(2);
+            return Err(unmet.iter().map(|why| format!("cmdbuf-conformance: {why}")).collect::<Vec<_>>().join("\n"));
         }
     }
-    match cli.format {
-        Format::Table => emit(&header(&loader, &devices, cases.len())),
-        Format::Json => {
-            for absent in loader.absent() {
-                eprintln!("adapter {} absent: {}", absent.backend, absent.reason);
-            }
-        }
-    }
+    Ok((loader, devices))
+}
 
+/// Runs every case on every device, one row each.
+fn run_per_device(cases: &[Case], devices: &[Device], format: Format, progress: &Progress) -> Vec<Row> {
     let mut rows = Vec::new();
-    for device in &devices {
+    for device in devices {
         let name = device.to_string();
         let mut group_start = rows.len();
         for (i, case) in cases.iter().enumerate() {
             let outcome = run_case(case, device);
-            if cli.format == Format::Json {
-                let (status, reason) = match &outcome {
-                    Outcome::Pass => ("pass", None),
-                    Outcome::Skip(r) => ("skip", Some(r.as_str())),
-                    Outcome::Fail(m) => ("fail", Some(m.as_str())),
-                };
-                let row = JsonRow { backend: device.backend().name(), device: &name, case: &case.name, status, reason };
-                emit(&(serde_json::to_string(&row).expect("a row of strings serializes") + "\n"));
+            if format == Format::Json {
+                emit_json(device.backend().name(), &name, &case.name, &outcome);
             }
             rows.push(Row { device: name.clone(), case: case.name.clone(), outcome });
             if cases.get(i + 1).is_none_or(|next| group(&next.name) != group(&case.name)) {
@@ -196,29 +183,42 @@ fn main() -> ExitCode {
             }
         }
     }
-    // Sections run once over every selected device together, when there
-    // are several: `cross` (one buffer on all of them) and `multi_device`
-    // (every pair: buffer transfers, peer copies, concurrent work); and
-    // `views`, over the two views of each selected device.
-    let selected = loader.devices();
+    rows
+}
+
+/// The sections, run once over every selected device together, when there
+/// are several: `cross` (one buffer on all of them) and `multi_device`
+/// (every pair: buffer transfers, peer copies, concurrent work); and
+/// `views`, over the two views of each selected device (two contexts of one
+/// device, which the CPU adapter joins device-side).
+fn sections(selected: &[Device]) -> Vec<(&'static str, Vec<SectionCase>)> {
     let mut sections: Vec<(&str, Vec<SectionCase>)> = Vec::new();
     if selected.len() > 1 {
-        let over_all = |cases: Vec<CrossCase>| cases.into_iter().map(|c| (c, selected.clone())).collect();
+        let over_all = |cases: Vec<CrossCase>| cases.into_iter().map(|c| (c, selected.to_vec())).collect();
         sections.push(("cross", over_all(cases::buffers::cross_cases())));
         sections.push(("multi_device", over_all(cases::multi_device::cases())));
     }
-    // The views of each selected device as two devices: two contexts of
-    // one device, which the CPU adapter joins device-side.
     let views = selected
         .iter()
         .flat_map(|d| cases::graph_multi_device::view_cases().into_iter().map(|c| (c, vec![d.clone(), d.emulated()])));
     sections.push(("views", views.collect()));
-    let mut section_rows: Vec<(&str, usize, usize, usize)> = Vec::new();
-    for (section, section_cases) in &sections {
+    sections
+}
+
+/// Runs the sections' cases `--filter` selects, adding their rows to
+/// `rows`; returns each section's (name, passed, failed, skipped).
+fn run_sections(
+    sections: &[(&'static str, Vec<SectionCase>)],
+    cli: &Cli,
+    progress: &Progress,
+    rows: &mut Vec<Row>,
+) -> Vec<(&'static str, usize, usize, usize)> {
+    let mut section_rows = Vec::new();
+    for (section, section_cases) in sections {
         let (mut pass, mut fail, mut skip) = (0, 0, 0);
         let section_start = rows.len();
         for (case, on) in section_cases {
-            if !wanted(case.name) {
+            if !wanted(&cli.filter, case.name) {
                 continue;
             }
             let outcome = case.run(on);
@@ -230,13 +230,7 @@ fn main() -> ExitCode {
                 Outcome::Skip(_) => skip += 1,
             }
             if cli.format == Format::Json {
-                let (status, reason) = match &outcome {
-                    Outcome::Pass => ("pass", None),
-                    Outcome::Skip(r) => ("skip", Some(r.as_str())),
-                    Outcome::Fail(m) => ("fail", Some(m.as_str())),
-                };
-                let row = JsonRow { backend: section, device: section, case: &label, status, reason };
-                emit(&(serde_json::to_string(&row).expect("a row of strings serializes") + "\n"));
+                emit_json(section, section, &label, &outcome);
             }
             rows.push(Row { device: (*section).into(), case: label, outcome });
         }
@@ -244,9 +238,51 @@ fn main() -> ExitCode {
         let over = if *section == "views" { "each device's two views" } else { "all selected devices" };
         progress.group_done(over, section, &outcomes);
         if pass + fail + skip > 0 {
-            section_rows.push((section, pass, fail, skip));
+            section_rows.push((*section, pass, fail, skip));
         }
     }
+    section_rows
+}
+
+/// Selects the cases, opens the devices, runs the cases on each device and
+/// then the sections, and prints the matrix (or JSON rows as they come).
+fn main() -> ExitCode {
+    if let Err(e) = cmdbuf::init_logging() {
+        eprintln!("cmdbuf-conformance: {e}");
+        return ExitCode::from(2);
+    }
+    cmdbuf_conformance::quiet_adapter_worker_panics();
+    let cli = Cli::parse();
+    let cases = match selected_cases(&cli.filter) {
+        Ok(cases) => cases,
+        Err(e) => {
+            eprintln!("cmdbuf-conformance: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let progress = Progress { on: cli.progress || (!cli.quiet && std::io::stderr().is_terminal()) };
+    if cli.list {
+        emit(&cases.iter().map(|c| format!("{}\n", c.name)).collect::<String>());
+        return ExitCode::SUCCESS;
+    }
+    let (loader, devices) = match open_devices() {
+        Ok(opened) => opened,
+        Err(why) => {
+            eprintln!("{why}");
+            return ExitCode::from(2);
+        }
+    };
+    match cli.format {
+        Format::Table => emit(&header(&loader, &devices, cases.len())),
+        Format::Json => {
+            for absent in loader.absent() {
+                eprintln!("adapter {} absent: {}", absent.backend, absent.reason);
+            }
+        }
+    }
+    let mut rows = run_per_device(&cases, &devices, cli.format, &progress);
+    let selected = loader.devices();
+    let section_rows = run_sections(&sections(&selected), &cli, &progress, &mut rows);
     if cli.format == Format::Table {
         emit(&matrix(&devices, &cases, &rows));
         let names: Vec<String> = selected.iter().map(ToString::to_string).collect();

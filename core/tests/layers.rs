@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 mod layering;
 
-use layering::{Layering, crate_references, root_items, target};
+use layering::{Anchor, Layering, crate_references, resolve_module, root_items, target, use_paths};
 
 /// The layers, bottom first.
 const LAYER_NAMES: &[&str] = &["types", "adapter interface", "front end", "loader"];
@@ -30,7 +30,22 @@ const LAYERS: &[(&str, usize)] = &[
 
 fn layering() -> Layering {
     // No upward import remains (`known` stays empty).
-    Layering::new(env!("CARGO_MANIFEST_DIR"), LAYER_NAMES, LAYERS)
+    Layering {
+        circles_left: &[
+            (
+                "adapter",
+                "the traits (`adapter/mod.rs`) take commands and objects as arguments, and the objects \
+                 (`objects`) hold the adapters' objects as trait objects: a circle of types",
+            ),
+            (
+                "api",
+                "capture, collective, command_buffer, context, event, interop, peer, queue and software: \
+                 the front end's objects call each other's behaviour (an event's wait checks captures, \
+                 a capture appends to command buffers, a command buffer records collectives, ...)",
+            ),
+        ],
+        ..Layering::new(env!("CARGO_MANIFEST_DIR"), LAYER_NAMES, LAYERS)
+    }
 }
 
 layering::layer_tests!();
@@ -75,6 +90,29 @@ fn references_are_read_from_grouped_and_plain_paths() {
     assert_eq!(target("objects::Event", LAYERS, &items, &none).as_deref(), Some("adapter"));
     let macros = BTreeMap::from([("err".to_string(), "types::error".to_string())]);
     assert_eq!(target("err", LAYERS, &none, &macros).as_deref(), Some("types"));
+}
+
+#[test]
+fn references_inside_folders_resolve_to_the_module_that_defines_them() {
+    let uses = BTreeMap::from([
+        ("", use_paths("pub use api::{context, queue as q};\nuse std::sync::Arc;\n")),
+        ("api", BTreeMap::new()),
+        ("api::context", use_paths("pub(crate) use crate::api::queue::Queue;\n")),
+        ("api::queue", BTreeMap::new()),
+        ("shared", use_paths("pub(crate) use self::state::{Lane, Point as P};\n")),
+        ("shared::state", BTreeMap::new()),
+        ("shared::batch", BTreeMap::new()),
+    ]);
+    let resolve = |from, anchor, path| resolve_module(from, anchor, path, &uses);
+    assert_eq!(resolve("shared::batch", Anchor::Crate, "shared::state::Lane"), "shared::state");
+    assert_eq!(resolve("shared::batch", Anchor::Super, "Lane"), "shared::state");
+    assert_eq!(resolve("shared::batch", Anchor::Super, "P"), "shared::state");
+    assert_eq!(resolve("shared::batch", Anchor::Super, "super::context::Context"), "api::context");
+    assert_eq!(resolve("shared", Anchor::SelfModule, "batch::Batch"), "shared::batch");
+    assert_eq!(resolve("shared", Anchor::Crate, "context::Queue"), "api::queue");
+    assert_eq!(resolve("shared", Anchor::Crate, "q::Queue"), "api::queue");
+    assert_eq!(resolve("shared", Anchor::Crate, "Arc"), "");
+    assert_eq!(resolve("shared", Anchor::Crate, "err"), "");
 }
 
 #[test]

@@ -11,6 +11,9 @@ use cudarc::driver::sys;
 use crate::driver::cu;
 use crate::nvrtc;
 
+/// Size of the hidden `ur_launch` parameter (the kernel ABI, `program.rs`).
+pub(crate) const LAUNCH_INFO_SIZE: usize = 32;
+
 /// Limits and features read once from the device.
 #[derive(Copy, Clone, Debug)]
 pub(crate) struct Limits {
@@ -101,7 +104,7 @@ pub(super) fn query(device: sys::CUdevice, driver_version: &str) -> Result<(Devi
         max_constant_args: u32::MAX,
         // Kernel parameters are limited to 4 KiB, of which the adapter's
         // hidden launch parameter takes its share.
-        max_parameter_size: 4096 - super::LAUNCH_INFO_SIZE,
+        max_parameter_size: 4096 - LAUNCH_INFO_SIZE,
         local_mem_type: LocalMemType::Local,
         error_correction: get(A::CU_DEVICE_ATTRIBUTE_ECC_ENABLED).is_ok_and(|ecc| ecc != 0),
         max_work_groups: limits.max_grid.map(|g| g as usize),

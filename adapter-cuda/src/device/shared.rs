@@ -14,8 +14,14 @@ use cudarc::driver::sys;
 use parking_lot::Mutex;
 
 use super::info::{self, Limits};
-use super::now_ns;
 use crate::driver::{Ctx, CuEvent, Stream, cu};
+
+/// The host clock ([`cmdbuf_core::host_clock_ns`]): the timeline of every
+/// profiling timestamp of this adapter, device times included (they are
+/// mapped onto it through the device's base event).
+pub(crate) fn now_ns() -> u64 {
+    cmdbuf_core::host_clock_ns()
+}
 
 /// A resource whose release may wait for the device (which only ever waits
 /// for work already issued, see `hold`).

@@ -51,11 +51,13 @@ use cmdbuf_core::Result;
 use parking_lot::{Condvar, Mutex};
 use smallvec::SmallVec;
 
-use crate::cmd::{GpuOp, Pool, PooledCmd, host_barrier, level_barrier, record_ops};
+use crate::cmd::{GpuOp, Pool, host_barrier, level_barrier, record_ops};
+use crate::gpu::Gpu;
 use crate::profiling::QuerySpan;
-use crate::shared::event::{EventCore, Follow, run_waiters};
-use crate::shared::submit::{Checks, Completion, HostCopy, Keep, Kept, fail, wait_points};
-use crate::shared::{DeviceShared, Lane};
+use crate::shared::event::{Follow, fail, run_waiters};
+use crate::shared::host_work::{Checks, HostCopy, Keep, Kept};
+use crate::shared::lane::wait_points;
+use crate::shared::state::{Batch, Completion, EventCore, Lane, Open, Waiter};
 
 /// Commands per batch at most. A submission's cost is then spread over
 /// enough commands to be small against recording them (50 µs / 256 is about
@@ -78,27 +80,6 @@ pub(crate) struct Part<'a> {
     pub(crate) checks: Checks,
 }
 
-/// The open batch of one queue.
-pub(crate) struct Batch {
-    rt: Arc<DeviceShared>,
-    lane: Arc<Lane>,
-    /// The batch's own command pool: used only under `open`'s lock.
-    pool: Arc<Pool>,
-    open: Mutex<Open>,
-}
-
-#[derive(Default)]
-struct Open {
-    cmd: Option<PooledCmd>,
-    /// The pipeline bound in `cmd`.
-    bound: vk::Pipeline,
-    /// One completion per command, in order.
-    entries: Vec<Completion>,
-    /// Submitted events outside the batch that its commands wait for.
-    waits: SmallVec<[Arc<EventCore>; 4]>,
-    opened: Option<Instant>,
-}
-
 /// What [`Batch::append`] did.
 pub(crate) enum Appended<'a> {
     /// The command is in the batch; its event.
@@ -111,18 +92,21 @@ pub(crate) enum Appended<'a> {
 }
 
 impl Batch {
-    pub(crate) fn new(rt: Arc<DeviceShared>, lane: Arc<Lane>) -> Result<Arc<Batch>> {
-        let pool = Pool::new(rt.gpu.clone())?;
-        Ok(Arc::new(Batch { rt, lane, pool, open: Mutex::new(Open::default()) }))
+    /// An empty batch of the queue submitting on `lane`.
+    pub(crate) fn new(gpu: Arc<Gpu>, lane: Arc<Lane>) -> Result<Arc<Batch>> {
+        let pool = Pool::new(gpu.clone())?;
+        Ok(Arc::new(Batch { gpu, lane, pool, open: Mutex::new(Open::default()) }))
     }
 
     /// Records one command into the batch, after ordering it with `order`
     /// (which makes its event the queue's newest and returns what it must
     /// wait for besides `deps`), or, when it cannot join (`part` is `None`,
     /// or a dependency is neither in the batch nor submitted), submits the
-    /// batch and hands the command back to be submitted alone.
+    /// batch and hands the command back to be submitted alone. `timer` (the
+    /// device's) watches the batch once it opens.
     pub(crate) fn append<'a>(
         self: &Arc<Self>,
+        timer: &BatchTimer,
         mut deps: SmallVec<[Arc<EventCore>; 4]>,
         order: impl FnOnce(&Arc<EventCore>) -> SmallVec<[Arc<EventCore>; 2]>,
         part: Option<Part<'a>>,
@@ -165,7 +149,7 @@ impl Batch {
         };
         if first {
             open.opened = Some(Instant::now());
-            self.rt.batch_timer.watch(self);
+            timer.watch(self);
         }
         // Every command but the first has a barrier before it anyway.
         let recorded = self.record_part(&mut open, &part, !first || after_queue);
@@ -206,7 +190,7 @@ impl Batch {
     /// `after` (it follows commands of the batch, or submitted earlier to the
     /// same `VkQueue`), inside its timestamp span where it has one.
     fn record_part(&self, open: &mut Open, part: &Part<'_>, after: bool) -> Result<()> {
-        let gpu = &self.rt.gpu;
+        let gpu = &self.gpu;
         let cb = open.cmd.as_ref().expect("an open command buffer").raw();
         let mut bound = open.bound;
         let recorded = self.pool.recording(|| {
@@ -252,7 +236,7 @@ impl Batch {
 
     /// Ends and submits the open command buffer; returns the waiters to run
     /// once the lock is released.
-    fn submit(&self, open: &mut Open) -> Vec<crate::shared::event::Waiter> {
+    fn submit(&self, open: &mut Open) -> Vec<Waiter> {
         let Some(cmd) = open.cmd.take() else { return Vec::new() };
         open.opened = None;
         open.bound = vk::Pipeline::null();
@@ -263,7 +247,7 @@ impl Batch {
             let _ = self.pool.end_open(&cmd);
             return Vec::new();
         }
-        self.pool.recording(|| host_barrier(&self.rt.gpu, cmd.raw()));
+        self.pool.recording(|| host_barrier(&self.gpu, cmd.raw()));
         if let Err(e) = self.pool.end_open(&cmd) {
             return fail_all(std::mem::take(entries), e);
         }
@@ -292,7 +276,7 @@ impl Batch {
     }
 
     /// Drops the open command buffer, failing its commands with `error`.
-    fn abandon(&self, open: &mut Open, error: cmdbuf_core::UrError) -> Vec<crate::shared::event::Waiter> {
+    fn abandon(&self, open: &mut Open, error: cmdbuf_core::UrError) -> Vec<Waiter> {
         let Some(cmd) = open.cmd.take() else { return Vec::new() };
         open.opened = None;
         open.bound = vk::Pipeline::null();
@@ -306,7 +290,7 @@ impl Batch {
 }
 
 /// Fails the events of unsubmitted `entries`.
-fn fail_all(entries: Vec<Completion>, error: cmdbuf_core::UrError) -> Vec<crate::shared::event::Waiter> {
+fn fail_all(entries: Vec<Completion>, error: cmdbuf_core::UrError) -> Vec<Waiter> {
     tracing::error!(%error, "a Vulkan eager batch failed");
     let mut waiters = Vec::new();
     for c in entries {

@@ -1,10 +1,11 @@
-//! Events.
+//! Events' state transitions.
 //!
 //! An [`EventCore`] goes through these phases:
 //! - `Queued`: held back on the host (a dependency is a user event, or work
 //!   that is itself held back), or recorded into its queue's open eager
 //!   batch (`batch`), which anything that needs the event started submits
-//!   first: a host wait, a status query, a waiter of another submission;
+//!   first: a host wait, a status query, a waiter of another submission
+//!   (`wait`, above the batches);
 //! - `Submitted(point)`: submitted, with host-side work (a copy into host
 //!   memory, kernel status words to check) still to run once the lane's
 //!   timeline reaches `point`;
@@ -19,22 +20,19 @@
 //! the thread completing a user event), through a trampoline so that long
 //! chains of deferred work do not deepen the stack.
 //!
-//! The event objects of the adapter interface over [`EventCore`] are in
-//! `event.rs`, above this module.
+//! This module moves an event from phase to phase and names no lane's or
+//! batch's behaviour; what starts an event's work before waiting for it is
+//! in `wait`. The event objects of the adapter interface over
+//! [`EventCore`] are in `event.rs`, above the shared state.
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 use cmdbuf_core::adapter::prelude::*;
-use parking_lot::{Condvar, Mutex, MutexGuard};
+use parking_lot::{Condvar, Mutex};
 
-use crate::shared::batch::Batch;
-use crate::shared::{Lane, Point};
-
-/// Work to run when an event moves on.
-pub(crate) type Waiter = Box<dyn FnOnce() + Send>;
-
+use crate::shared::state::{Batch, EventCore, Lane, Phase, Point, State, Waiter};
 /// What a command of an eager batch needs to run after an event
 /// ([`EventCore::follow`]).
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
@@ -52,35 +50,6 @@ pub(crate) enum Follow {
     /// The command cannot join the batch: the event is not submitted yet,
     /// or its host work on another lane is not done.
     Hold,
-}
-
-enum Phase {
-    Queued,
-    Submitted(Point),
-    Device(Point),
-    Done(Option<UrError>),
-}
-
-struct State {
-    phase: Phase,
-    times: Option<ProfilingInfo>,
-    /// Run once the event is resolved (`Device` or `Done`).
-    on_resolved: Vec<Waiter>,
-    /// Run once the event is `Done`.
-    on_done: Vec<Waiter>,
-    /// The open eager batch the event's command is recorded in, while it is
-    /// not submitted.
-    batch: Option<Arc<Batch>>,
-}
-
-/// The state of one event.
-pub(crate) struct EventCore {
-    state: Mutex<State>,
-    done: Condvar,
-    /// The event itself: an eager command's event is handed to the front
-    /// end as this `Arc` (no wrapper to allocate), and a wait list that
-    /// holds it gets its `Arc` back from here.
-    pub(crate) me: Weak<EventCore>,
 }
 
 impl EventCore {
@@ -132,51 +101,6 @@ impl EventCore {
             // Elsewhere, a command completing before this event's host work
             // would make waiting for the command not imply this event done.
             Phase::Submitted(_) => Follow::Hold,
-        }
-    }
-
-    /// Submits the batch holding the event, if it is one not yet submitted:
-    /// whoever needs the event started (a host wait, a status query, a
-    /// submission waiting for it) must not wait for a later flush.
-    fn start(&self) {
-        let batch = {
-            let s = self.state.lock();
-            match s.phase {
-                Phase::Queued => s.batch.clone(),
-                _ => None,
-            }
-        };
-        if let Some(batch) = batch {
-            batch.flush();
-        }
-    }
-
-    /// Runs `waiter` once submissions may wait for this event, or hands it
-    /// back when they already may.
-    pub(crate) fn when_resolved(&self, waiter: Waiter) -> Option<Waiter> {
-        let mut s = self.state.lock();
-        match s.phase {
-            Phase::Device(_) | Phase::Done(_) => Some(waiter),
-            _ => {
-                s.on_resolved.push(waiter);
-                drop(s);
-                self.start();
-                None
-            }
-        }
-    }
-
-    /// Runs `waiter` once the event is complete, or hands it back when it is.
-    pub(crate) fn when_done(&self, waiter: Waiter) -> Option<Waiter> {
-        let mut s = self.state.lock();
-        match s.phase {
-            Phase::Done(_) => Some(waiter),
-            _ => {
-                s.on_done.push(waiter);
-                drop(s);
-                self.start();
-                None
-            }
         }
     }
 
@@ -235,23 +159,6 @@ impl EventCore {
         matches!(self.state.lock().phase, Phase::Done(_))
     }
 
-    /// The status; a query starts the event's batch, so that polling the
-    /// status until the event completes terminates.
-    pub(crate) fn status(&self) -> EventStatus {
-        self.start();
-        // A submission the device has finished is finished here, so that an
-        // event another completed command waited for reads as complete even
-        // before its lane's completion thread came to it.
-        let point = match &self.state.lock().phase {
-            Phase::Submitted(p) | Phase::Device(p) => Some(p.clone()),
-            _ => None,
-        };
-        if let Some(point) = point {
-            point.lane.finish_if_reached(point.value);
-        }
-        self.status_quiet()
-    }
-
     /// The status without starting the event's batch (the front end's
     /// bookkeeping at each submission: starting the batch there would
     /// submit it whenever the oldest command in flight is in it).
@@ -261,32 +168,6 @@ impl EventCore {
             Phase::Submitted(_) | Phase::Device(_) => EventStatus::Submitted,
             Phase::Done(None) => EventStatus::Complete,
             Phase::Done(Some(_)) => EventStatus::Error,
-        }
-    }
-
-    /// Blocks until the event is complete.
-    ///
-    /// Once the event is submitted, the waiting thread first polls its
-    /// lane's timeline for a short while and, once it is reached, finishes
-    /// the lane's completed submissions itself (see
-    /// [`Lane::finish_if_reached_soon`](crate::shared::Lane::finish_if_reached_soon)),
-    /// as a host spins on a fence before it sleeps; then it sleeps until the
-    /// completion thread has finished the event.
-    pub(crate) fn wait(&self) -> Result<()> {
-        self.start();
-        let mut s = self.state.lock();
-        let mut waited = false;
-        loop {
-            let point = match &s.phase {
-                Phase::Done(e) => return e.clone().map_or(Ok(()), Err),
-                Phase::Submitted(p) | Phase::Device(p) if !waited => p.clone(),
-                _ => {
-                    self.done.wait(&mut s);
-                    continue;
-                }
-            };
-            waited = true;
-            MutexGuard::unlocked(&mut s, || point.lane.finish_if_reached_soon(point.value));
         }
     }
 
@@ -336,4 +217,10 @@ pub(crate) fn run_waiters(waiters: Vec<Waiter>) {
     while let Some(waiter) = TRAMPOLINE.with(|t| t.borrow_mut().as_mut().and_then(VecDeque::pop_front)) {
         waiter();
     }
+}
+
+/// Completes `out` with an error.
+pub(crate) fn fail(out: &EventCore, error: UrError) {
+    tracing::error!(%error, "a Vulkan submission failed");
+    run_waiters(out.complete(Err(error), None));
 }

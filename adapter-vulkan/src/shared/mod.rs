@@ -2,42 +2,35 @@
 //! and a completion thread each), the staging arena, the internal fill
 //! pipeline.
 //!
-//! Every submission of the adapter signals the next value of its lane's
-//! timeline semaphore. Semaphore signal operations on one queue complete in
-//! submission order, so a lane's value `v` having been reached means every
-//! submission of that lane up to `v` has completed. Each lane's completion
-//! thread waits for its submissions in order and finishes them: it reads
-//! their timestamps, runs their host-side copies, completes their events
-//! (which may start deferred work) and releases what they held.
+//! The submodules are the rest of that machinery, one way, bottom first:
+//! - `host_work`: what a submission carries beside its command buffers
+//!   (host copies, kernels' status words, what it keeps alive);
+//! - `state`: the definitions of lanes and their points, events' state,
+//!   completions and eager batches, which hold each other;
+//! - `event`: an event's phases and waiters;
+//! - `lane`: submitting to a lane's timeline and finishing what it reached;
+//! - `batch`: a queue's open eager batch and the device's batch timer;
+//! - `wait`: waiting for an event, which first starts its batch;
+//! - `submit`: a submission held on the host until its dependencies allow.
 //!
-//! Work that waits on events of other submissions waits on their timeline
-//! values in `vkQueueSubmit`; the adapter never submits a wait whose signal
-//! has not been submitted yet (host-side dependencies such as user events
-//! hold a submission back on the host instead), so no queue ever blocks on
-//! the host.
-//!
-//! The submodules are the rest of that machinery, which refers to this
-//! module's types as they refer to its: `event` (an event's state waits on
-//! its lane's timeline and flushes the eager batch its command is in),
-//! `batch` (a queue's open eager batch, on the device's state, whose timer
-//! flushes batches) and `submit` (what a submission runs and finishes on its
-//! lane's completion thread, completing events). As top-level modules they
-//! would import each other in a circle.
+//! This module, on top, starts the device and its lanes and stops them.
 
 pub(crate) mod batch;
 pub(crate) mod event;
+pub(crate) mod host_work;
+pub(crate) mod lane;
+pub(crate) mod state;
 pub(crate) mod submit;
+pub(crate) mod wait;
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ash::vk;
 use cmdbuf_core::Result;
 use parking_lot::{Condvar, Mutex};
-use smallvec::SmallVec;
 
 use crate::cmd::Pool;
 use crate::conv::VkResultExt;
@@ -46,304 +39,15 @@ use crate::gpu::{Gpu, PUSH_CONSTANT_BYTES};
 use crate::memory::Arena;
 use crate::profiling::Queries;
 use crate::program::Pipeline;
-use crate::shared::event::{EventCore, Waiter};
-use crate::shared::submit::{Completion, Submission, schedule};
+use crate::shared::batch::BatchTimer;
+use crate::shared::state::{EventCore, HwQueue, Lane};
+use crate::shared::submit::{Submission, schedule};
 
-/// How long a host thread waiting for an event polls its lane's timeline
-/// before it sleeps until the completion thread has finished the event.
-const POLL: Duration = Duration::from_millis(1);
 /// Queues of the family the adapter uses at most; UR queues are spread over them.
 const MAX_HW_QUEUES: u32 = 4;
 /// Lanes at least: with one hardware queue, two lanes (two timelines on it)
 /// still make waits across timelines the common case, as on larger devices.
 const MIN_LANES: usize = 2;
-
-/// A hardware queue; lanes on the same queue share it (and its lock, which
-/// `vkQueueSubmit` needs).
-struct HwQueue {
-    queue: Mutex<vk::Queue>,
-}
-
-/// A point on a lane's timeline: the completion of one submission.
-#[derive(Clone)]
-pub(crate) struct Point {
-    pub(crate) lane: Arc<Lane>,
-    pub(crate) value: u64,
-}
-
-impl Point {
-    /// Whether the completion thread has seen the point reached.
-    pub(crate) fn reached(&self) -> bool {
-        self.lane.reached.load(Ordering::Acquire) >= self.value
-    }
-}
-
-/// One timeline of submissions, on one hardware queue.
-pub(crate) struct Lane {
-    index: usize,
-    gpu: Arc<Gpu>,
-    hw: Arc<HwQueue>,
-    timeline: vk::Semaphore,
-    /// The last value submitted; changes under the hardware queue's lock.
-    submitted: AtomicU64,
-    /// The last value the completion thread saw reached.
-    reached: AtomicU64,
-    fifo: Mutex<Fifo>,
-    wake: Condvar,
-    /// Held while finishing submissions, so that they finish in value order
-    /// whichever thread finishes them.
-    finishing: Mutex<()>,
-}
-
-#[derive(Default)]
-struct Fifo {
-    items: VecDeque<InFlight>,
-    stop: bool,
-}
-
-struct InFlight {
-    value: u64,
-    completion: Completion,
-}
-
-impl Lane {
-    /// The `VkQueue` this lane submits to (shared with other lanes where the
-    /// family has fewer queues than lanes).
-    pub(crate) fn raw_queue(&self) -> vk::Queue {
-        *self.hw.queue.lock()
-    }
-}
-
-impl Lane {
-    /// The timeline semaphore.
-    pub(crate) fn semaphore(&self) -> vk::Semaphore {
-        self.timeline
-    }
-
-    /// Whether `other` submits to the same `VkQueue`.
-    pub(crate) fn same_queue(&self, other: &Lane) -> bool {
-        Arc::ptr_eq(&self.hw, &other.hw)
-    }
-
-    /// Which lane this is, for diagnostics.
-    pub(crate) fn index(&self) -> usize {
-        self.index
-    }
-
-    /// Submits `cmds` after the timeline points `waits`, signalling the
-    /// lane's next value, and hands `completion` to the completion thread.
-    /// Returns the waiters of the completion's event that the submission
-    /// resolved; the caller runs them once it holds no lock.
-    pub(crate) fn submit(
-        self: &Arc<Self>,
-        waits: &[(vk::Semaphore, u64)],
-        cmds: &[vk::CommandBuffer],
-        completion: Completion,
-    ) -> Result<Vec<Waiter>> {
-        self.submit_many(waits, cmds, || std::iter::once(completion))
-    }
-
-    /// [`submit`](Self::submit) for the commands of an eager batch: one
-    /// submission, one timeline value, and one completion per command,
-    /// finished in order once the value is reached. `completions` is called
-    /// only once the work is submitted: on failure the caller still holds
-    /// them.
-    pub(crate) fn submit_many<I: IntoIterator<Item = Completion>>(
-        self: &Arc<Self>,
-        waits: &[(vk::Semaphore, u64)],
-        cmds: &[vk::CommandBuffer],
-        completions: impl FnOnce() -> I,
-    ) -> Result<Vec<Waiter>> {
-        crate::exit::check()?;
-        let sems: SmallVec<[vk::Semaphore; 4]> = waits.iter().map(|w| w.0).collect();
-        let values: SmallVec<[u64; 4]> = waits.iter().map(|w| w.1).collect();
-        let stages: SmallVec<[vk::PipelineStageFlags; 4]> =
-            waits.iter().map(|_| vk::PipelineStageFlags::ALL_COMMANDS).collect();
-        let queue = self.hw.queue.lock();
-        let value = self.submitted.load(Ordering::Relaxed) + 1;
-        let signal = [self.timeline];
-        let signal_values = [value];
-        let mut timeline = vk::TimelineSemaphoreSubmitInfo::default()
-            .wait_semaphore_values(&values)
-            .signal_semaphore_values(&signal_values);
-        let submit = vk::SubmitInfo::default()
-            .wait_semaphores(&sems)
-            .wait_dst_stage_mask(&stages)
-            .command_buffers(cmds)
-            .signal_semaphores(&signal)
-            .push_next(&mut timeline);
-        // SAFETY: the queue is externally synchronised by its lock; the
-        // command buffers are recorded and kept alive by `completion` until
-        // the completion thread has seen them finish; every waited value has
-        // a submitted signal (the scheduler only waits on submitted points);
-        // the signalled value is greater than any earlier one of the lane.
-        unsafe { self.gpu.device.queue_submit(*queue, &[submit], vk::Fence::null()) }.vk("vkQueueSubmit")?;
-        self.submitted.store(value, Ordering::Relaxed);
-        let mut waiters = Vec::new();
-        // Pushed while the queue lock is held, so the queue of in-flight
-        // work stays in value order.
-        let mut fifo = self.fifo.lock();
-        for completion in completions() {
-            waiters
-                .extend(completion.out.mark_submitted(Point { lane: self.clone(), value }, completion.has_host_work()));
-            fifo.items.push_back(InFlight { value, completion });
-        }
-        drop(fifo);
-        self.wake.notify_one();
-        drop(queue);
-        Ok(waiters)
-    }
-
-    /// Waits up to `timeout` for the timeline to reach `value`; whether it did.
-    fn reaches_within(&self, value: u64, timeout: Duration) -> bool {
-        let sems = [self.timeline];
-        let values = [value];
-        let info = vk::SemaphoreWaitInfo::default().semaphores(&sems).values(&values);
-        let nanos = u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX);
-        // SAFETY: the semaphore lives as long as the lane.
-        unsafe { self.gpu.device.wait_semaphores(&info, nanos) }.is_ok()
-    }
-
-    fn wait_value(&self, value: u64) -> Result<()> {
-        let sems = [self.timeline];
-        let values = [value];
-        let info = vk::SemaphoreWaitInfo::default().semaphores(&sems).values(&values);
-        loop {
-            // SAFETY: the semaphore lives as long as the lane.
-            match unsafe { self.gpu.device.wait_semaphores(&info, 1_000_000_000) } {
-                Ok(()) => return Ok(()),
-                Err(vk::Result::TIMEOUT) => continue,
-                Err(e) => return Err(crate::conv::vk_error(e, "vkWaitSemaphores")),
-            }
-        }
-    }
-
-    /// Polls the timeline for up to [`POLL`]; once it has reached `value`,
-    /// finishes every submission of the lane up to it that no other thread
-    /// has finished. A host thread waiting for an event does this first, as
-    /// a driver's fence wait spins before it sleeps, so that a short
-    /// submission costs no wake-up of the completion thread and then of the
-    /// waiter. It polls (`vkGetSemaphoreCounterValue`) rather than blocking
-    /// in `vkWaitSemaphores` beside the completion thread: with two threads
-    /// blocked on one semaphore, NVIDIA's driver (580) woke one of them
-    /// about 10 ms late, often. A CPU device is not polled (see
-    /// [`Gpu::host_polls`]): there the waiting thread sleeps in
-    /// `vkWaitSemaphores` until the value is reached, which takes no core
-    /// from the device's work and spares the two wake-ups (the completion
-    /// thread's, then the waiter's) of leaving the finish to the completion
-    /// thread: a raw fence wait has one (issue 15, goal 3 on lavapipe).
-    /// Returns whether it finished `value`; if not, the completion thread
-    /// will.
-    pub(crate) fn finish_if_reached_soon(&self, value: u64) -> bool {
-        if crate::exit::driver_gone() {
-            return false;
-        }
-        if !self.gpu.host_polls {
-            // A failed wait is the completion thread's to report.
-            if self.wait_value(value).is_err() {
-                return false;
-            }
-            self.reached.fetch_max(value, Ordering::AcqRel);
-            self.finish_reached(value, Ok(()));
-            return true;
-        }
-        let start = Instant::now();
-        let mut polls = 0u32;
-        loop {
-            // SAFETY: the semaphore lives as long as the lane.
-            match unsafe { self.gpu.device.get_semaphore_counter_value(self.timeline) } {
-                Ok(reached) if reached >= value => break,
-                Ok(_) => {}
-                // The completion thread's wait reports the failure.
-                Err(_) => return false,
-            }
-            if start.elapsed() >= POLL {
-                return false;
-            }
-            polls += 1;
-            // Let other threads have the core now and then.
-            if polls.is_multiple_of(16) {
-                std::thread::yield_now();
-            } else {
-                std::hint::spin_loop();
-            }
-        }
-        self.reached.fetch_max(value, Ordering::AcqRel);
-        self.finish_reached(value, Ok(()));
-        true
-    }
-
-    /// Finishes the submissions up to `value` if the device has reached it
-    /// now, without waiting: what a status query sees is then the device's
-    /// progress, not the completion thread's. Returns whether it had.
-    pub(crate) fn finish_if_reached(&self, value: u64) -> bool {
-        if crate::exit::driver_gone() {
-            return false;
-        }
-        // SAFETY: the semaphore lives as long as the lane.
-        match unsafe { self.gpu.device.get_semaphore_counter_value(self.timeline) } {
-            Ok(reached) if reached >= value => {
-                self.reached.fetch_max(value, Ordering::AcqRel);
-                self.finish_reached(value, Ok(()));
-                true
-            }
-            // Not yet, or a failure the completion thread's wait reports.
-            _ => false,
-        }
-    }
-
-    /// Finishes the submissions up to `value`, oldest first, with `result`.
-    fn finish_reached(&self, value: u64, result: Result<()>) {
-        let _order = self.finishing.lock();
-        loop {
-            let item = {
-                let mut fifo = self.fifo.lock();
-                match fifo.items.front() {
-                    Some(item) if item.value <= value => fifo.items.pop_front().expect("a front item"),
-                    _ => return,
-                }
-            };
-            item.completion.finish(result.clone());
-        }
-    }
-
-    /// The completion thread: finishes submissions in value order (those a
-    /// waiting host thread has not finished first).
-    fn reap(self: Arc<Self>) {
-        loop {
-            let value = {
-                let mut fifo = self.fifo.lock();
-                loop {
-                    if let Some(item) = fifo.items.front() {
-                        break item.value;
-                    }
-                    if fifo.stop {
-                        return;
-                    }
-                    self.wake.wait(&mut fifo);
-                }
-            };
-            let result = self.wait_value(value);
-            if result.is_ok() {
-                self.reached.fetch_max(value, Ordering::AcqRel);
-            } else {
-                tracing::error!(lane = self.index, value, "waiting for a submission failed");
-            }
-            self.finish_reached(value, result);
-        }
-    }
-}
-
-impl Drop for Lane {
-    fn drop(&mut self) {
-        if crate::exit::driver_gone() {
-            return;
-        }
-        // SAFETY: the lane is dropped once nothing refers to its points any
-        // more, and its completion thread has finished every submission.
-        unsafe { self.gpu.device.destroy_semaphore(self.timeline, None) };
-    }
-}
 
 /// What every context of a started device shares (the name the CUDA and
 /// OpenCL adapters give the same state): the logical device, its lanes and
@@ -368,7 +72,7 @@ pub(crate) struct DeviceShared {
     /// does not calibrate ([`crate::clock::device_now`]).
     pub(crate) clock_pair: std::sync::OnceLock<cmdbuf_core::Timestamps>,
     /// Submits queues' eager batches that have been open too long.
-    pub(crate) batch_timer: crate::shared::batch::BatchTimer,
+    pub(crate) batch_timer: BatchTimer,
 }
 
 /// The logical device over `hw_count` queues of the physical device's
@@ -526,7 +230,7 @@ impl DeviceShared {
             util,
             clock_queries,
             clock_pair: std::sync::OnceLock::new(),
-            batch_timer: crate::shared::batch::BatchTimer::new(),
+            batch_timer: BatchTimer::new(),
         });
         crate::exit::watch(&shared);
         Ok(shared)

@@ -8,7 +8,10 @@
 //! Upward imports that remain are listed, with why, in a crate's `known`
 //! table; the check fails on any other, naming the file, line and code, and
 //! on an entry of `known` that no longer occurs, so that the list only
-//! shrinks. Comment lines and `#[cfg(test)]` modules are not read: tests may
+//! shrinks. Inside a folder module, the submodules (and the folder's own
+//! `mod.rs`) must not import each other in a circle either; folders where
+//! one remains are listed, with why, in `circles_left`, which only shrinks
+//! the same way. Comment lines and `#[cfg(test)]` modules are not read: tests may
 //! use any layer.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -28,6 +31,9 @@ pub struct Layering {
     pub known: &'static [(&'static str, &'static str, &'static str)],
     /// Files included into a module of another name: (file, module).
     pub included: &'static [(&'static str, &'static str)],
+    /// Folder modules (`api`, `graph`) whose submodules still import each
+    /// other in a circle: (folder, why).
+    pub circles_left: &'static [(&'static str, &'static str)],
 }
 
 /// One `crate::` reference of a module to another.
@@ -43,7 +49,14 @@ impl Layering {
     /// The layers of the crate at `manifest_dir` (its `src/`), with no
     /// known upward import and no included file.
     pub fn new(manifest_dir: &str, names: &'static [&'static str], layers: &'static [(&'static str, usize)]) -> Self {
-        Layering { src: Path::new(manifest_dir).join("src"), names, layers, known: &[], included: &[] }
+        Layering {
+            src: Path::new(manifest_dir).join("src"),
+            names,
+            layers,
+            known: &[],
+            included: &[],
+            circles_left: &[],
+        }
     }
 
     /// The file names and folders directly in the source folder, sorted.
@@ -100,17 +113,9 @@ impl Layering {
             if self.layer(&from).is_none() {
                 unknown.push(format!("{}: module `{from}` has no layer", file.display()));
             }
-            let lines = code_lines(text);
-            let mut code = String::new();
-            let mut starts = Vec::new();
-            for (number, line) in &lines {
-                starts.push((code.len(), *number, *line));
-                code.push_str(line);
-                code.push('\n');
-            }
-            for (offset, name) in crate_references(&code) {
-                let index = starts.partition_point(|(s, _, _)| *s <= offset) - 1;
-                let (_, line, text) = starts[index];
+            let code = Code::new(text);
+            for (offset, name) in crate_references(&code.text) {
+                let (line, text) = code.line_at(offset);
                 match target(&name, self.layers, &items, &macros) {
                     Some(to) if to != from.split("::").next().unwrap_or("") => imports.push(Import {
                         from: from.clone(),
@@ -189,6 +194,97 @@ impl Layering {
         }
     }
 
+    /// Every reference between two different modules at any depth
+    /// (`shared::batch` -> `shared::state`), through `crate::`, `super::`
+    /// and `self::` paths, with the items a module re-exports followed to
+    /// the module that defines them (`crate::Context` -> `api::context`).
+    pub fn module_imports(&self) -> Vec<Import> {
+        let mut paths = Vec::new();
+        rust_files(&self.src, &mut paths);
+        paths.sort();
+        let mut files = BTreeMap::new();
+        for path in paths {
+            let module = self.module_of(&path).unwrap_or_default();
+            let text = fs::read_to_string(&path).expect("a readable source file");
+            files.entry(module).or_insert_with(Vec::new).push((path, text));
+        }
+        let uses: BTreeMap<&str, BTreeMap<String, String>> = files
+            .iter()
+            .map(|(module, texts)| (module.as_str(), texts.iter().flat_map(|(_, text)| use_paths(text)).collect()))
+            .collect();
+        let mut imports = Vec::new();
+        for (from, texts) in &files {
+            if from.is_empty() {
+                continue;
+            }
+            for (file, text) in texts {
+                for (line, code, kind, path) in references_by_line(text) {
+                    let to = resolve_module(from, kind, &path, &uses);
+                    if to != *from && !to.is_empty() {
+                        imports.push(Import { from: from.clone(), to, file: file.clone(), line, code });
+                    }
+                }
+            }
+        }
+        imports
+    }
+
+    /// Fails when the submodules of a folder module (with the folder's own
+    /// `mod.rs` among them) import each other in a circle, at any depth,
+    /// naming the folder, the circle and one import of each step; and on an
+    /// entry of `circles_left` whose folder has none any more.
+    pub fn assert_no_circle_inside_folders(&self) {
+        let imports = self.module_imports();
+        let mut folders: BTreeSet<&str> = BTreeSet::new();
+        for import in &imports {
+            for module in [&import.from, &import.to] {
+                let mut at = 0;
+                while let Some(pos) = module[at..].find("::") {
+                    folders.insert(&module[..at + pos]);
+                    at += pos + 2;
+                }
+            }
+        }
+        let mut circles = Vec::new();
+        let mut left_seen = BTreeSet::new();
+        for folder in folders {
+            let child = |module: &str| -> Option<String> {
+                if module == folder {
+                    return Some(module.to_string());
+                }
+                let rest = module.strip_prefix(folder)?.strip_prefix("::")?;
+                Some(format!("{folder}::{}", rest.split("::").next().unwrap_or("")))
+            };
+            let mut edges: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+            for import in &imports {
+                let (Some(from), Some(to)) = (child(&import.from), child(&import.to)) else { continue };
+                if from != to {
+                    edges
+                        .entry(from)
+                        .or_default()
+                        .entry(to)
+                        .or_insert_with(|| format!("{}:{}: {}", import.file.display(), import.line, import.code));
+                }
+            }
+            let Some(circle) = find_circle(&edges) else { continue };
+            if self.circles_left.iter().any(|(f, _)| *f == folder) {
+                left_seen.insert(folder.to_string());
+                continue;
+            }
+            let steps: Vec<String> =
+                circle.windows(2).map(|w| format!("{} -> {}: {}", w[0], w[1], edges[&w[0]][&w[1]])).collect();
+            circles.push(format!("in `{folder}`: {}\n{}", circle.join(" -> "), steps.join("\n")));
+        }
+        assert!(circles.is_empty(), "modules inside a folder import each other in a circle:\n{}", circles.join("\n"));
+        let stale: Vec<String> = self
+            .circles_left
+            .iter()
+            .filter(|(f, _)| !left_seen.contains(*f))
+            .map(|(f, why)| format!("`{f}` ({why})"))
+            .collect();
+        assert!(stale.is_empty(), "no circle left inside: remove from circles_left:\n{}", stale.join("\n"));
+    }
+
     /// Fails when a module of the bottom layer names any module above it.
     pub fn assert_bottom_imports_nothing_above(&self) {
         let (imports, _) = self.imports();
@@ -237,6 +333,11 @@ macro_rules! layer_tests {
         #[test]
         fn no_modules_import_each_other_in_a_circle() {
             layering().assert_no_circle();
+        }
+
+        #[test]
+        fn no_modules_inside_a_folder_import_each_other_in_a_circle() {
+            layering().assert_no_circle_inside_folders();
         }
 
         #[test]
@@ -316,14 +417,22 @@ pub fn code_lines(text: &str) -> Vec<(usize, &str)> {
 /// where the reference starts: `crate::a::B` gives `a::B`,
 /// `crate::{a, b::C}` gives `a` and `b::C`.
 pub fn crate_references(code: &str) -> Vec<(usize, String)> {
+    references(code, "crate::")
+}
+
+/// The path of every reference in `code` that starts with `prefix`
+/// (`crate::`, `super::`, `self::`), without the prefix, with the byte
+/// offset where the reference starts.
+fn references(code: &str, prefix: &str) -> Vec<(usize, String)> {
     let bytes = code.as_bytes();
     let mut found = Vec::new();
     let mut at = 0;
-    while let Some(pos) = code[at..].find("crate::") {
+    while let Some(pos) = code[at..].find(prefix) {
         let start = at + pos;
-        at = start + "crate::".len();
+        at = start + prefix.len();
         let prev = start.checked_sub(1).map(|i| bytes[i]);
-        if prev.is_some_and(|c| c.is_ascii_alphanumeric() || c == b'_') {
+        // `super::super::a` is one reference, read from its first `super`.
+        if prev.is_some_and(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b':') {
             continue;
         }
         if bytes.get(at) == Some(&b'{') {
@@ -414,4 +523,186 @@ fn macro_names(text: &str) -> Vec<String> {
         .filter_map(|line| line.trim().strip_prefix("macro_rules! "))
         .map(|rest| rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect())
         .collect()
+}
+
+/// A file's code lines ([`code_lines`]) joined into one text, so that a
+/// path split over lines reads as one, with where each line starts.
+struct Code<'a> {
+    text: String,
+    /// (offset in `text`, line number, the line).
+    starts: Vec<(usize, usize, &'a str)>,
+}
+
+impl<'a> Code<'a> {
+    fn new(file: &'a str) -> Self {
+        let mut text = String::new();
+        let mut starts = Vec::new();
+        for (number, line) in code_lines(file) {
+            starts.push((text.len(), number, line));
+            text.push_str(line);
+            text.push('\n');
+        }
+        Code { text, starts }
+    }
+
+    /// The line number and line of an offset in `text`.
+    fn line_at(&self, offset: usize) -> (usize, &'a str) {
+        let (_, number, line) = self.starts[self.starts.partition_point(|(s, _, _)| *s <= offset) - 1];
+        (number, line)
+    }
+}
+
+/// How a path starts: at the crate root, or relative to the module that
+/// names it.
+#[derive(Clone, Copy)]
+pub enum Anchor {
+    Crate,
+    SelfModule,
+    Super,
+}
+
+/// Every `crate::`, `super::` and `self::` reference of a file's code, as
+/// (line, line's code, anchor, path after the anchor).
+fn references_by_line(text: &str) -> Vec<(usize, String, Anchor, String)> {
+    let code = Code::new(text);
+    let mut found = Vec::new();
+    for (prefix, anchor) in [("crate::", Anchor::Crate), ("self::", Anchor::SelfModule), ("super::", Anchor::Super)] {
+        for (offset, path) in references(&code.text, prefix) {
+            let (line, text) = code.line_at(offset);
+            found.push((line, text.trim().to_string(), anchor, path));
+        }
+    }
+    found.sort_by_key(|(line, ..)| *line);
+    found
+}
+
+/// The module `path` (named from `from` with `anchor`) ends in: its
+/// longest prefix that is a module of `uses`, after following the `use`s of
+/// the modules on the way (a name a module brings into scope stands for the
+/// path it was brought from). `""` is the crate root.
+pub fn resolve_module(
+    from: &str,
+    anchor: Anchor,
+    path: &str,
+    uses: &BTreeMap<&str, BTreeMap<String, String>>,
+) -> String {
+    let segments =
+        |module: &str| -> Vec<String> { module.split("::").filter(|s| !s.is_empty()).map(str::to_string).collect() };
+    let mut base = match anchor {
+        Anchor::Crate => Vec::new(),
+        Anchor::SelfModule => segments(from),
+        Anchor::Super => {
+            let mut base = segments(from);
+            base.pop();
+            base
+        }
+    };
+    let mut rest: Vec<String> = segments(path);
+    // Each round follows one `use`; a chain of re-exports is shorter than
+    // the number of modules.
+    for _ in 0..=uses.len() {
+        while rest.first().is_some_and(|s| s == "super") {
+            rest.remove(0);
+            base.pop();
+        }
+        let mut module = base.join("::");
+        let mut taken = 0;
+        for segment in &rest {
+            let next = if module.is_empty() { segment.clone() } else { format!("{module}::{segment}") };
+            if !uses.contains_key(next.as_str()) {
+                break;
+            }
+            module = next;
+            taken += 1;
+        }
+        let Some(name) = rest.get(taken) else { return module };
+        let Some(used) = uses.get(module.as_str()).and_then(|u| u.get(name)) else { return module };
+        let mut used = segments(used);
+        let anchor = used.first().cloned().unwrap_or_default();
+        base = match anchor.as_str() {
+            "crate" => Vec::new(),
+            "self" | "super" => segments(&module),
+            // A path of the 2018 edition: a module beside the one that names
+            // it, or else another crate (whose items are not followed).
+            _ => {
+                let beside = if module.is_empty() { anchor.clone() } else { format!("{module}::{anchor}") };
+                if !uses.contains_key(beside.as_str()) {
+                    return module;
+                }
+                segments(&module)
+            }
+        };
+        if anchor == "crate" || anchor == "self" {
+            used.remove(0);
+        }
+        used.extend(rest.drain(taken + 1..));
+        rest = used;
+    }
+    base.join("::")
+}
+
+/// What a file's `use` declarations bring into scope: name -> the path it
+/// comes from (`pub use api::{context};` gives `context` -> `api::context`,
+/// `use x::Y as Z;` gives `Z` -> `x::Y`, `use a::b::{self}` gives `b` ->
+/// `a::b`). Glob imports name nothing.
+pub fn use_paths(text: &str) -> BTreeMap<String, String> {
+    let code: String = code_lines(text)
+        .iter()
+        .filter(|(_, l)| !l.trim_start().starts_with("#[") && !l.trim_start().starts_with("#!["))
+        .map(|(_, l)| format!("{l}\n"))
+        .collect();
+    let mut out = BTreeMap::new();
+    for statement in code.split(';') {
+        // A statement starts after the code before it (`fn f() {`, `}`):
+        // the `use` is what follows the start of its line.
+        let rest = statement.lines().enumerate().find_map(|(i, line)| {
+            let line = line.trim_start();
+            ["pub use ", "pub(crate) use ", "pub(super) use ", "use "].iter().find_map(|p| {
+                line.strip_prefix(p).map(|first| {
+                    let more: Vec<&str> = statement.lines().skip(i + 1).collect();
+                    format!("{first}\n{}", more.join("\n"))
+                })
+            })
+        });
+        if let Some(rest) = rest {
+            flatten_use("", &rest, &mut out);
+        }
+    }
+    out
+}
+
+/// Adds the names of a `use` tree (`a::{b, c::D as E}`) under `prefix`.
+fn flatten_use(prefix: &str, tree: &str, out: &mut BTreeMap<String, String>) {
+    let tree = tree.trim();
+    if let Some(open) = tree.find('{') {
+        let head = format!("{prefix}{}", &tree[..open]);
+        let inner = &tree[open + 1..tree.rfind('}').unwrap_or(tree.len())];
+        let mut depth = 0;
+        let mut start = 0;
+        for (i, c) in inner.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    flatten_use(&head, &inner[start..i], out);
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        flatten_use(&head, &inner[start..], out);
+        return;
+    }
+    let words: Vec<&str> = tree.split_whitespace().collect();
+    let Some(path) = words.first().map(|p| format!("{prefix}{p}")) else { return };
+    let (path, name) = match words.as_slice() {
+        [_, "as", alias] => (path, alias.to_string()),
+        _ => match path.strip_suffix("::self") {
+            Some(module) => (module.to_string(), module.rsplit("::").next().unwrap_or("").to_string()),
+            None => (path.clone(), path.rsplit("::").next().unwrap_or("").to_string()),
+        },
+    };
+    if !name.is_empty() && name != "*" && name != "_" && name != "self" {
+        out.insert(name, path);
+    }
 }
