@@ -9,8 +9,13 @@
 //! is itself the handle, so events count live event handles (each clone is
 //! one more retain of the adapter event).
 //!
-//! The counts are global (all contexts, all adapters) and cost one relaxed
-//! atomic add per creation and per drop.
+//! The counts are global (all contexts, all adapters). Each thread counts
+//! in counters of its own, which only it writes: a plain load and store
+//! where a shared counter took a locked read-modify-write, of which an eager
+//! launch paid two (its event handle made and dropped) and which are about
+//! half of the front end's share of a launch's host time on the GPU machine
+//! (docs/performance.md). [`live_objects`] adds up the threads' counters and
+//! those that exited threads left behind.
 //!
 //! These are not the fault injector's counts (`faults::LiveObjects`, feature
 //! `fault-injection`): those count the *adapter* objects behind one wrapped
@@ -21,9 +26,11 @@
 //!
 //! [`Event`]: crate::Event
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicIsize, Ordering};
 
-/// The kinds counted, indexing [`COUNTS`].
+/// The kinds counted, indexing the counters.
 pub(crate) const CONTEXT: usize = 0;
 pub(crate) const QUEUE: usize = 1;
 pub(crate) const EVENT: usize = 2;
@@ -31,9 +38,83 @@ pub(crate) const USM: usize = 3;
 pub(crate) const COMMAND_BUFFER: usize = 4;
 pub(crate) const PROGRAM: usize = 5;
 pub(crate) const KERNEL: usize = 6;
-const KINDS: usize = 7;
+/// A kind no object counts: this module's tests, which run beside others
+/// counting the real kinds.
+#[cfg_attr(not(test), allow(dead_code))]
+const UNUSED: usize = 7;
+const KINDS: usize = 8;
 
-static COUNTS: [AtomicUsize; KINDS] = [const { AtomicUsize::new(0) }; KINDS];
+/// One set of counts: a thread's, or what exited threads left. A thread's
+/// own count of a kind may be negative (objects it dropped that another
+/// thread made).
+type Counts = [AtomicIsize; KINDS];
+
+/// The counters of every live thread that counted, and what exited threads
+/// counted; one lock, so that a thread's exit (its counts moved into
+/// `exited`) and [`live_objects`] never see its counts twice or not at all.
+struct Registry {
+    threads: Vec<Arc<Counts>>,
+    exited: [isize; KINDS],
+}
+
+impl Registry {
+    /// Kind `k`'s count: every thread's, the exited threads', the late ones.
+    fn count(&self, k: usize) -> isize {
+        let threads: isize = self.threads.iter().map(|t| t[k].load(Ordering::Relaxed)).sum();
+        self.exited[k] + LATE[k].load(Ordering::Relaxed) + threads
+    }
+}
+
+static REGISTRY: Mutex<Registry> = Mutex::new(Registry { threads: Vec::new(), exited: [0; KINDS] });
+
+/// Counts taken while the thread's own counters are unavailable (created or
+/// dropped by another thread-local's destructor after this one's): the
+/// one place that pays a read-modify-write.
+static LATE: Counts = [const { AtomicIsize::new(0) }; KINDS];
+
+/// This thread's counters, registered on first use; on exit, folded into
+/// the registry's `exited`.
+struct Local(Arc<Counts>);
+
+impl Local {
+    fn register() -> Local {
+        let counts = Arc::new([const { AtomicIsize::new(0) }; KINDS]);
+        registry().threads.push(counts.clone());
+        Local(counts)
+    }
+}
+
+impl Drop for Local {
+    fn drop(&mut self) {
+        let mut registry = registry();
+        registry.threads.retain(|t| !Arc::ptr_eq(t, &self.0));
+        for (left, count) in registry.exited.iter_mut().zip(self.0.iter()) {
+            *left += count.load(Ordering::Relaxed);
+        }
+    }
+}
+
+thread_local! {
+    static LOCAL: Local = Local::register();
+}
+
+/// The registry, also after a thread panicked holding it (its counts are
+/// plain numbers, never left half-written in a way that matters).
+fn registry() -> std::sync::MutexGuard<'static, Registry> {
+    REGISTRY.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Adds `delta` to kind `K`'s count of this thread.
+fn count<const K: usize>(delta: isize) {
+    let counted = LOCAL.try_with(|local| {
+        // Only this thread writes its counters; others only read them.
+        let counter = &local.0[K];
+        counter.store(counter.load(Ordering::Relaxed) + delta, Ordering::Relaxed);
+    });
+    if counted.is_err() {
+        LATE[K].fetch_add(delta, Ordering::Relaxed);
+    }
+}
 
 /// A token that counts one live object of kind `K` while it exists; cloning
 /// it counts one more.
@@ -42,7 +123,7 @@ pub(crate) struct Live<const K: usize>(());
 impl<const K: usize> Live<K> {
     /// Counts one more live object of kind `K`.
     pub(crate) fn new() -> Live<K> {
-        COUNTS[K].fetch_add(1, Ordering::Relaxed);
+        count::<K>(1);
         Live(())
     }
 }
@@ -55,7 +136,7 @@ impl<const K: usize> Clone for Live<K> {
 
 impl<const K: usize> Drop for Live<K> {
     fn drop(&mut self) {
-        COUNTS[K].fetch_sub(1, Ordering::Relaxed);
+        count::<K>(-1);
     }
 }
 
@@ -91,11 +172,15 @@ impl LiveObjects {
     }
 }
 
-/// The live front-end objects of this process, per kind. Other threads may
-/// create or drop objects while the counters are read, so the kinds are each
-/// exact but not one snapshot.
+/// The live front-end objects of this process, per kind: exact once the
+/// threads that create or drop objects have done so (a joined thread's
+/// counts, or those of threads the caller synchronised with). Counted while
+/// other threads create and drop objects, a kind may be off by those they
+/// are creating or dropping meanwhile, as each thread's counts are read in
+/// turn.
 pub fn live_objects() -> LiveObjects {
-    let n = |k: usize| COUNTS[k].load(Ordering::Relaxed);
+    let registry = registry();
+    let n = |k: usize| registry.count(k).max(0) as usize;
     LiveObjects {
         contexts: n(CONTEXT),
         queues: n(QUEUE),
@@ -104,5 +189,30 @@ pub fn live_objects() -> LiveObjects {
         command_buffers: n(COMMAND_BUFFER),
         programs: n(PROGRAM),
         kernels: n(KERNEL),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unused_count() -> isize {
+        registry().count(UNUSED)
+    }
+
+    #[test]
+    fn counts_follow_tokens_across_threads_and_their_exit() {
+        let before = unused_count();
+        let made = Live::<UNUSED>::new();
+        let clone = made.clone();
+        assert_eq!(unused_count(), before + 2);
+        // Made on a thread that exits: its count outlives the thread.
+        let kept = std::thread::spawn(Live::<UNUSED>::new).join().unwrap();
+        assert_eq!(unused_count(), before + 3);
+        // Dropped on a thread that exits: so does its drop.
+        std::thread::spawn(move || drop(made)).join().unwrap();
+        assert_eq!(unused_count(), before + 2);
+        drop((clone, kept));
+        assert_eq!(unused_count(), before);
     }
 }
