@@ -398,7 +398,7 @@ impl CudaEvent {
     /// Whether its end event is known complete without asking the driver:
     /// seen so, or a later record on its stream was (see [`StreamClock`]).
     /// Only a command's event (recorded once) is ever known complete.
-    fn known_done(&self) -> bool {
+    pub(crate) fn known_done(&self) -> bool {
         if self.done.load(Ordering::Acquire) {
             return true;
         }
