@@ -55,7 +55,10 @@ struct QueueState {
     last: Vec<Option<Arc<CudaEvent>>>,
     /// What is known of each stream's completed work (see [`StreamClock`]).
     clocks: Vec<Arc<StreamClock>>,
-    /// The newest submission of an in-order queue, issued or held.
+    /// The newest submission of an in-order queue while it is held back on
+    /// the host: what the next submission must not be issued before. Once
+    /// issued work is the newest, the one stream orders what follows and
+    /// nothing is kept here (an `Arc` clone and drop fewer per launch).
     tail: Option<Arc<CudaEvent>>,
     /// The last barrier of an out-of-order queue.
     barrier: Option<Arc<CudaEvent>>,
@@ -261,7 +264,7 @@ impl QueueCore {
             unsafe { self.issue_locked(&mut state, &deps, work, &event, queued)? };
         }
         if !self.out_of_order {
-            state.tail = Some(event.clone());
+            state.tail = is_held.then(|| event.clone());
         } else if matches!(order, Order::Barrier) {
             state.barrier = Some(event.clone());
         }
