@@ -34,17 +34,20 @@ pub(crate) unsafe fn issue(dev: &Arc<DeviceShared>, stream: sys::CUstream, comma
                 // A status word only for a kernel that may store a status
                 // (most never name their launch info): the others cost no
                 // word from the pool and no check at completion.
-                let word = if params.reports { Some(dev.status_word()?) } else { None };
-                if let Some(word) = word {
+                let word = match &params.name {
+                    Some(name) => Some((dev.status_word()?, name.clone())),
+                    None => None,
+                };
+                if let Some((word, _)) = &word {
                     params.set_status(word.addr);
                 }
                 if let Err(e) = params.launch(stream) {
-                    if let Some(word) = word {
+                    if let Some((word, _)) = word {
                         dev.free_word(word);
                     }
                     return Err(e);
                 }
-                return Ok(word.map(|word| Check::Kernel(word, params.name.clone())));
+                return Ok(word.map(|(word, name)| Check::Kernel(word, name)));
             }
             Command::UsmMemcpy { dst, src, size, .. } => copy(stream, mem_loc(dst)?, mem_loc(src)?, *size)?,
             Command::UsmFill { dst, pattern, size, .. } => fill(stream, usm_loc(dst)?, pattern, *size)?,

@@ -567,7 +567,9 @@ impl KernelImpl for CudaKernel {
 /// `cuLaunchKernel` and kernel graph nodes take.
 pub(crate) struct LaunchParams {
     pub(crate) func: Func,
-    pub(crate) name: Arc<str>,
+    /// The kernel's name, for the status check of a kernel that may report;
+    /// `None` for the others, whose eager launches then clone nothing shared.
+    pub(crate) name: Option<Arc<str>>,
     pub(crate) grid: [u32; 3],
     pub(crate) block: [u32; 3],
     pub(crate) shared: u32,
@@ -663,7 +665,7 @@ impl LaunchParams {
         unsafe { ptr::copy_nonoverlapping(bytes.as_ptr(), storage.as_mut_ptr().cast::<u8>(), bytes.len()) };
         let mut params = LaunchParams {
             func: kernel.func,
-            name: kernel.name.clone(),
+            name: kernel.reports.then(|| kernel.name.clone()),
             grid,
             block,
             shared: shared as u32,
