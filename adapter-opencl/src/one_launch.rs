@@ -79,7 +79,11 @@ struct LastLaunch {
 /// lock is held across it, so that launches chain in one order. A last
 /// launch of another context (the chain is process-wide, as PoCL's cache is)
 /// cannot be in an OpenCL wait list of this one (`CL_INVALID_CONTEXT`): the
-/// host waits for it instead.
+/// host waits for it instead, without the lock, then looks again. Held, the
+/// lock would stop every PoCL launch and in-order queue release of the
+/// process until that launch ends, which may be never: when it waits for a
+/// user event whose thread is itself about to launch or release a queue
+/// (issue 26).
 ///
 /// `in_order` is the application's in-order queue the enqueue goes to, if
 /// it does: a last launch enqueued on that same queue already comes before
@@ -100,20 +104,33 @@ pub(crate) fn enqueue_exclusive<S: AsRef<str>>(
     }
     let queue_key = in_order.map_or(0, |q| q as usize);
     let mut guard = LAST_LAUNCH.lock();
+    // Another context's pending last launches are waited for with the lock
+    // released; one may have been enqueued meanwhile, so the loop ends only
+    // when, under the lock, none is pending.
+    while let Some(foreign) = guard.as_ref().and_then(|last| {
+        kernels.iter().find_map(|name| {
+            last.get(name.as_ref())
+                .filter(|launch| launch.context != context as usize && !launch.event.is_done())
+                .map(|launch| launch.event.retain())
+        })
+    }) {
+        parking_lot::MutexGuard::unlocked(&mut guard, || {
+            if let Err(code) = foreign.wait() {
+                // A failed launch has ended too: only its end matters here.
+                tracing::debug!(code, "PoCL: the last launch of another context failed");
+            }
+        });
+    }
     let last = guard.get_or_insert_with(HashMap::default);
     let mut full: SmallVec<[cl_event; 8]> = SmallVec::from_slice(wait);
     for name in kernels {
         let pending = last
             .get(name.as_ref())
+            .filter(|launch| launch.context == context as usize)
             .filter(|launch| queue_key == 0 || launch.in_order_queue != queue_key)
             .filter(|launch| !launch.event.is_done());
         if let Some(launch) = pending {
-            if launch.context == context as usize {
-                full.push(launch.event.get());
-            } else if let Err(code) = launch.event.wait() {
-                // A failed launch has ended too: only its end matters here.
-                tracing::debug!(code, "PoCL: the last launch of another context failed");
-            }
+            full.push(launch.event.get());
         }
     }
     if full.len() > wait.len() {

@@ -239,6 +239,14 @@ impl AllocationTracker {
     pub(crate) fn find(&self, ptr: UsmPtr, size: usize) -> Result<UsmRef> {
         let map = self.by_address.read();
         let found = map.range(..=ptr.0).next_back().and_then(|(_, weak)| weak.upgrade());
+        // The lock goes before anything here can drop `found`: while its
+        // owner drops it on another thread, the reference upgraded above may
+        // be the last, and dropping the last runs `UsmInner::drop`, which
+        // takes this lock to write; under the read lock that thread would
+        // wait for itself, and every other lookup behind it (issue 26: the
+        // nearest allocation below a host pointer, rejected below, is often
+        // another thread's).
+        drop(map);
         let Some(alloc) = found.filter(|a| ptr.0 < a.address + a.size as u64) else {
             return Err(err!(InvalidValue, "pointer {ptr:?} is not inside a USM allocation of this context"));
         };
@@ -707,5 +715,95 @@ impl fmt::Debug for BufferMapping {
             .field("size", &self.size)
             .field("flags", &self.flags)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicBool;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use super::*;
+
+    /// Memory of no adapter: the tracker reads nothing but the address.
+    struct Unbacked(u64);
+
+    impl UsmImpl for Unbacked {
+        fn address(&self) -> u64 {
+            self.0
+        }
+
+        fn host_ptr(&self) -> Option<*mut u8> {
+            None
+        }
+    }
+
+    /// A tracked allocation of `size` bytes at `address`, as
+    /// `UsmAllocation::with_alignment` registers one.
+    fn tracked(tracker: &Arc<AllocationTracker>, address: u64, size: usize) -> Arc<UsmInner> {
+        let inner = Arc::new(UsmInner {
+            imp: Box::new(Unbacked(address)),
+            address,
+            size,
+            kind: UsmKind::Device,
+            tracker: Arc::downgrade(tracker),
+            _live: crate::live::Live::new(),
+        });
+        tracker.insert(&inner);
+        inner
+    }
+
+    /// Issue 26: a lookup that upgrades an allocation its owner is dropping
+    /// on another thread may hold the last reference, whose drop removes the
+    /// allocation from the tracker under its write lock. One thread looks
+    /// up addresses the allocation does not hold (a pointer past its end,
+    /// `InvalidValue`, and a range overrunning it, `InvalidSize`), both of
+    /// which upgrade it and let it go, while another makes and drops it
+    /// over and over. When the lookup let it go under the read lock, the
+    /// two deadlocked in 5 runs of 5 on a 2-core machine; a deadlock fails
+    /// the test at the limit rather than hanging it.
+    #[test]
+    fn an_allocation_dropped_during_a_lookup_beside_it_is_freed_outside_the_lock() {
+        const BASE: u64 = 0x10_0000;
+        const ROUNDS: usize = 300_000;
+        let tracker = Arc::new(AllocationTracker::default());
+        let stop = Arc::new(AtomicBool::new(false));
+        let looker = {
+            let (tracker, stop) = (tracker.clone(), stop.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let past = tracker.find(UsmPtr(BASE + 64), 1);
+                    assert!(matches!(past, Err(UrError::InvalidValue(_))), "{past:?}");
+                    let overrun = tracker.find(UsmPtr(BASE + 8), 64);
+                    assert!(matches!(overrun, Err(UrError::InvalidSize(_)) | Err(UrError::InvalidValue(_))));
+                }
+            })
+        };
+        let (done, finished) = mpsc::channel();
+        let churn = {
+            let tracker = tracker.clone();
+            std::thread::spawn(move || {
+                for round in 0..ROUNDS {
+                    let alloc = tracked(&tracker, BASE, 16);
+                    // Dropped after a varying number of the other thread's
+                    // lookups, so that the drop lands anywhere in one.
+                    for _ in 0..round % 64 {
+                        std::hint::spin_loop();
+                    }
+                    drop(alloc);
+                }
+                let _ = done.send(());
+            })
+        };
+        let result = finished.recv_timeout(Duration::from_secs(120));
+        stop.store(true, Ordering::Relaxed);
+        assert!(
+            result.is_ok(),
+            "deadlock: a lookup dropped the last reference to an allocation under the tracker's lock"
+        );
+        churn.join().expect("the allocating thread");
+        looker.join().expect("the looking-up thread");
+        assert_eq!(tracker.live_allocations(), 0);
     }
 }
