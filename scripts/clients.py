@@ -111,7 +111,14 @@ CAUSES = [
     ("A: dpctl has no enumerator for native_cpu and offload (no adapter change fixes it)",
      lambda n, m: any(x in m for x in ("Unknown backend type", "'unknown:", "inside platform.backend"))
      or "test_supported_aspect" in n),
-    ("D: not run: the file stopped after 20 crashes (see its crashes' causes)",
+    ("D: dpnp's histogramdd kernel races on devices that run a work-group's work-items one after another (no adapter change fixes it)",
+     # The crash lands in the histogram2d test, or in the next test while
+     # the histogram2d kernel still runs (histogramdd's own kernel is
+     # one-dimensional and cannot race).
+     lambda n, m: ("test_histogram2d" in n or "test_histogramdd" in n) and "Segmentation fault" in m),
+    ("E: PoCL 3.1's CPU device has no cl_khr_fp16, and dpnp does not skip its float16 kernel (no adapter change fixes it)",
+     lambda n, m: "TestHeavside" in n and "dtype=float16" in m),
+    ("not run: the file stopped after 20 crashes (see its crashes' causes)",
      lambda n, m: m.startswith("not run: ")),
     ("B: no kernel image for the device: the wheels ship spir64 only (no adapter change fixes it)",
      lambda n, m: "has no image for the selected device" in m),
