@@ -52,9 +52,4 @@ fn layering() -> Layering {
     Layering::new(env!("CARGO_MANIFEST_DIR"), LAYER_NAMES, LAYERS)
 }
 
-layering::layer_tests!();
-
-#[test]
-fn every_module_has_a_layer() {
-    layering().assert_every_module_has_a_layer(&[]);
-}
+layering::layer_tests!(every_module_has_a_layer);

@@ -32,9 +32,4 @@ fn layering() -> Layering {
     }
 }
 
-layering::layer_tests!();
-
-#[test]
-fn every_top_level_module_has_a_layer() {
-    layering().assert_every_module_has_a_layer(&[]);
-}
+layering::layer_tests!(every_module_has_a_layer);

@@ -324,6 +324,16 @@ impl Layering {
 /// `layering()` function: no upward import, no import circle, nothing above
 /// the bottom layer named by it.
 macro_rules! layer_tests {
+    // With the check that every top-level module of `src/` has a layer,
+    // `others` naming the modules that stand outside the layers on purpose.
+    (every_module_has_a_layer $(, except $($other:literal),+)?) => {
+        $crate::layering::layer_tests!();
+
+        #[test]
+        fn every_module_has_a_layer() {
+            layering().assert_every_module_has_a_layer(&[$($($other),+)?]);
+        }
+    };
     () => {
         #[test]
         fn no_module_imports_a_module_of_a_higher_layer() {
