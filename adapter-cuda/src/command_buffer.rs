@@ -440,7 +440,7 @@ impl Template {
         let node = match command {
             Command::KernelLaunch(k) => {
                 let mut params = LaunchParams::new(&self.dev, k, 0)?;
-                let mut reports = params.reports;
+                let mut reports = params.name.is_some();
                 for alternative in alternatives {
                     reports |= CudaKernel::of_reports(alternative)?;
                 }

@@ -567,8 +567,9 @@ impl KernelImpl for CudaKernel {
 /// `cuLaunchKernel` and kernel graph nodes take.
 pub(crate) struct LaunchParams {
     pub(crate) func: Func,
-    /// The kernel's name, for the status check of a kernel that may report;
-    /// `None` for the others, whose eager launches then clone nothing shared.
+    /// The kernel's name where the kernel may store a status (see
+    /// [`may_report`]), for its status check; `None` for the others, whose
+    /// eager launches then clone nothing shared.
     pub(crate) name: Option<Arc<str>>,
     pub(crate) grid: [u32; 3],
     pub(crate) block: [u32; 3],
@@ -581,8 +582,6 @@ pub(crate) struct LaunchParams {
     offsets: SmallVec<[usize; 8]>,
     /// Byte offset of the status pointer inside `storage`; `None` for plain kernels.
     status_at: Option<usize>,
-    /// The kernel may store a status (see [`may_report`]).
-    pub(crate) reports: bool,
     pointers: SmallVec<[*mut c_void; 16]>,
 }
 
@@ -673,7 +672,6 @@ impl LaunchParams {
             storage,
             offsets,
             status_at,
-            reports: kernel.reports,
             pointers: SmallVec::new(),
         };
         params.set_status(status);
