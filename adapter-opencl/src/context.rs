@@ -15,7 +15,7 @@ use cmdbuf_core::{AdoptedBuffer, Ownership, ReplayPath};
 use crate::adopt::keep;
 use crate::command_buffer::ClCommandBuffer;
 use crate::conv::ClResultExt;
-use crate::device::{ClDevice, DeviceShared, Helpers, Shared, Usm, create_queue};
+use crate::device::{ClDevice, DeviceShared, Helpers, NativeContext, Shared, Usm, create_queue};
 use crate::event::ClEvent;
 use crate::ffi::{CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, CL_QUEUE_PROFILING_ENABLE, RawEvent};
 use crate::memory::{ClBuffer, ClUsm};
@@ -29,9 +29,10 @@ pub(crate) struct ClContext {
 }
 
 impl ClContext {
+    /// A context on `device` alone, in the `cl_context` every other such
+    /// context of the device is in ([`NativeContext`]).
     pub(crate) fn new(device: Arc<DeviceShared>) -> Result<ClContext> {
-        let context =
-            opencl3::context::Context::from_device(&opencl3::device::Device::new(device.id)).cl("clCreateContext")?;
+        let context = NativeContext::of_device(&device)?;
         ClContext::with_context(device.clone(), vec![device], context)
     }
 
@@ -47,6 +48,7 @@ impl ClContext {
         let ids: Vec<cl_device_id> = members.iter().map(|d| d.id).collect();
         let context = opencl3::context::Context::from_devices(&ids, &[], None, std::ptr::null_mut())
             .cl("clCreateContext (several devices)")?;
+        let context = Arc::new(NativeContext::new(context, members.clone()));
         let made = ClContext::with_context(primary, members, context)?;
         let shared = &made.shared;
         let checked = shared.devices.len() > 1 && matches!(shared.device.usm, Usm::Svm);
@@ -66,7 +68,7 @@ impl ClContext {
     pub(crate) fn with_context(
         device: Arc<DeviceShared>,
         devices: Vec<Arc<DeviceShared>>,
-        context: opencl3::context::Context,
+        context: Arc<NativeContext>,
     ) -> Result<ClContext> {
         debug_assert!(devices.first().is_some_and(|d| d.id == device.id), "the context's device comes first");
         let mut properties = 0;
@@ -127,7 +129,17 @@ impl ClContext {
         keep(ownership, || unsafe { cl3::context::retain_context(raw) }, "clRetainContext")?;
         let ids: Vec<_> = devices.iter().map(|d| *d as cl3::types::cl_device_id).collect();
         // Programs are built for the one device the context is adopted for.
-        ClContext::with_context(device.clone(), vec![device], opencl3::context::Context::new(raw, &ids))
+        let context = NativeContext::new(opencl3::context::Context::new(raw, &ids), vec![device.clone()]);
+        ClContext::with_context(device.clone(), vec![device], Arc::new(context))
+    }
+
+    /// Whether `other` is a context of this adapter in the same `cl_context`
+    /// (made on the same one device, or adopted from this one's handle),
+    /// whose buffers and events this context's commands can use.
+    fn in_same_cl_context(&self, other: &dyn ContextImpl) -> bool {
+        (other as &dyn Any)
+            .downcast_ref::<ClContext>()
+            .is_some_and(|o| o.shared.context.get() == self.shared.context.get())
     }
 }
 
@@ -135,6 +147,18 @@ impl ContextImpl for ClContext {
     /// The `cl_context`.
     fn native_handle(&self) -> Result<NativeHandle> {
         Ok(NativeHandle(self.shared.context.get() as u64))
+    }
+
+    /// Contexts in one `cl_context` (every context made on one device):
+    /// an OpenCL wait list takes any event of the queue's `cl_context`.
+    fn waits_on_events_of(&self, other: &dyn ContextImpl) -> bool {
+        self.in_same_cl_context(other)
+    }
+
+    /// Contexts in one `cl_context`: its `cl_mem` objects are every queue's
+    /// of it.
+    fn uses_buffers_of(&self, other: &dyn ContextImpl) -> bool {
+        self.in_same_cl_context(other)
     }
 
     unsafe fn usm_alloc(&self, kind: UsmKind, size: usize, align: usize) -> Result<Box<dyn UsmImpl>> {

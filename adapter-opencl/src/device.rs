@@ -9,7 +9,8 @@
 //! ([`Reported`]), unit-tested with constructed inputs; discovery only
 //! queries the driver and resolves the entry points the setup asks for.
 
-use std::sync::{Arc, OnceLock};
+use std::ops::Deref;
+use std::sync::{Arc, OnceLock, Weak};
 
 use cl3::types::{cl_bitfield, cl_command_queue, cl_device_id, cl_platform_id, cl_uint};
 use cmdbuf_core::adapter::prelude::*;
@@ -345,6 +346,10 @@ pub(crate) struct DeviceShared {
     /// For a sub-device, its id, released when every context and queue
     /// holding this is gone.
     pub(crate) _sub_device: Option<OwnedSubDevice>,
+    /// The `cl_context` of this device alone while a context of this
+    /// adapter holds it: every such context is made in it
+    /// ([`NativeContext`]).
+    pub(crate) own_context: Mutex<Weak<NativeContext>>,
 }
 
 // SAFETY: the device id is an opaque handle usable from any thread; the
@@ -352,6 +357,58 @@ pub(crate) struct DeviceShared {
 unsafe impl Send for DeviceShared {}
 // SAFETY: as for Send: nothing here is mutated after discovery.
 unsafe impl Sync for DeviceShared {}
+
+/// A `cl_context`, and the devices it holds, which outlive it.
+///
+/// Contexts of this adapter made on one device share one: OpenCL lets a
+/// command use only buffers and wait only for events of its queue's
+/// `cl_context` (`CL_INVALID_CONTEXT`), where UR lets a copy join buffers of
+/// two contexts of a device and wait for another context's events (UR's
+/// `urEventWaitTest.WithCrossContextDependencies`). UR's CUDA adapter is so
+/// by construction: its contexts are the device's primary context. Each of
+/// our contexts keeps its own queues, helper kernels and objects.
+pub(crate) struct NativeContext {
+    context: opencl3::context::Context,
+    devices: Vec<Arc<DeviceShared>>,
+}
+
+impl NativeContext {
+    pub(crate) fn new(context: opencl3::context::Context, devices: Vec<Arc<DeviceShared>>) -> NativeContext {
+        NativeContext { context, devices }
+    }
+
+    /// The `cl_context` of `device` alone, made on first use and kept while
+    /// a context holds it.
+    pub(crate) fn of_device(device: &Arc<DeviceShared>) -> Result<Arc<NativeContext>> {
+        let mut own = device.own_context.lock();
+        if let Some(context) = own.upgrade() {
+            return Ok(context);
+        }
+        let context =
+            opencl3::context::Context::from_device(&opencl3::device::Device::new(device.id)).cl("clCreateContext")?;
+        let made = Arc::new(NativeContext::new(context, vec![device.clone()]));
+        *own = Arc::downgrade(&made);
+        Ok(made)
+    }
+}
+
+impl Deref for NativeContext {
+    type Target = opencl3::context::Context;
+
+    fn deref(&self) -> &opencl3::context::Context {
+        &self.context
+    }
+}
+
+impl Drop for NativeContext {
+    /// The context's entries of the one-launch chain go before the context
+    /// (and, for a sub-device, the device) is released.
+    fn drop(&mut self) {
+        if self.devices.first().is_some_and(|d| d.one_launch_per_kernel) {
+            crate::one_launch::forget_context(self.context.get());
+        }
+    }
+}
 
 /// What every object of a context shares.
 pub(crate) struct Shared {
@@ -364,7 +421,8 @@ pub(crate) struct Shared {
     /// `device` first. Holding them keeps sub-devices' ids alive as long as
     /// the context.
     pub(crate) devices: Vec<Arc<DeviceShared>>,
-    pub(crate) context: opencl3::context::Context,
+    /// Shared with every other context of this adapter on `device` alone.
+    pub(crate) context: Arc<NativeContext>,
     /// The queue command-buffers are recorded for and their eager steps run
     /// on; out of order where the device allows, so that independent steps
     /// overlap.
@@ -387,16 +445,6 @@ pub(crate) struct Shared {
     /// driver's SVM does not reach kernels on each of its devices
     /// ([`crate::memory::svm_reaches_every_device`]).
     pub(crate) usm_refused: OnceLock<String>,
-}
-
-impl Drop for Shared {
-    /// The context's entries of the one-launch chain go before the context
-    /// (and, for a sub-device, the device) is released.
-    fn drop(&mut self) {
-        if self.device.one_launch_per_kernel {
-            crate::one_launch::forget_context(self.context.get());
-        }
-    }
 }
 
 impl Shared {
@@ -637,6 +685,7 @@ impl ClDevice {
                 il_path,
                 info,
                 _sub_device: sub_device,
+                own_context: Mutex::new(Weak::new()),
             }),
             clock: DeviceClock::new(id),
             platform: platform as usize,

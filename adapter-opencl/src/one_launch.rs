@@ -155,17 +155,7 @@ pub(crate) fn enqueue_exclusive<S: AsRef<str>>(
 /// is released into freed memory on PoCL when the device was a sub-device,
 /// which PoCL frees with its last reference.
 pub(crate) fn forget_context(context: cl3::types::cl_context) {
-    let mut guard = LAST_LAUNCH.lock();
-    let Some(last) = guard.as_mut() else { return };
-    last.retain(|_, launch| {
-        if launch.context != context as usize {
-            return true;
-        }
-        if let Err(code) = launch.event.wait() {
-            tracing::debug!(code, "PoCL: the last launch of a context going away failed");
-        }
-        false
-    });
+    forget_where(|launch| launch.context == context as usize, "a context going away");
 }
 
 /// Forgets the last launches enqueued on `queue`, a queue on a sub-device
@@ -173,22 +163,35 @@ pub(crate) fn forget_context(context: cl3::types::cl_context) {
 /// events must be released while the sub-device lives, which the context
 /// (made on the parent) does not ensure.
 pub(crate) fn forget_queue(queue: cl3::types::cl_command_queue) {
+    // An event whose queue cannot be read is kept: it cannot be told apart,
+    // and keeping it is what every other queue's event gets.
+    let on_queue = |launch: &LastLaunch| {
+        cl3::event::get_event_info(launch.event.get(), cl3::event::CL_EVENT_COMMAND_QUEUE)
+            .is_ok_and(|info| info.to_ptr() == queue as isize)
+    };
+    forget_where(on_queue, "a sub-device queue going away");
+}
+
+/// Removes the last launches `belongs` picks once each has ended. A pending
+/// one stays in the chain while the host waits for it with the lock
+/// released, as [`enqueue_exclusive`] waits for another context's: the
+/// chain still orders later launches of its kernel after it, and no other
+/// launch or queue release of the process waits behind this wait.
+fn forget_where(belongs: impl Fn(&LastLaunch) -> bool, owner: &'static str) {
     let mut guard = LAST_LAUNCH.lock();
-    let Some(last) = guard.as_mut() else { return };
-    last.retain(|_, launch| {
-        let event = &launch.event;
-        // An event whose queue cannot be read is kept: it cannot be told
-        // apart, and keeping it is what every other queue's event gets.
-        let on_queue = cl3::event::get_event_info(event.get(), cl3::event::CL_EVENT_COMMAND_QUEUE)
-            .is_ok_and(|info| info.to_ptr() == queue as isize);
-        if !on_queue {
-            return true;
-        }
-        if let Err(code) = event.wait() {
-            tracing::debug!(code, "PoCL: the last launch of a sub-device queue going away failed");
-        }
-        false
-    });
+    loop {
+        let Some(last) = guard.as_mut() else { return };
+        last.retain(|_, launch| !(belongs(launch) && launch.event.is_done()));
+        let Some(pending) = last.values().find(|launch| belongs(launch)).map(|launch| launch.event.retain()) else {
+            return;
+        };
+        parking_lot::MutexGuard::unlocked(&mut guard, || {
+            if let Err(code) = pending.wait() {
+                // A failed launch has ended too: only its end matters here.
+                tracing::debug!(code, owner, "PoCL: a last launch failed");
+            }
+        });
+    }
 }
 
 /// Unmarks the last launches enqueued on `queue`, an in-order application

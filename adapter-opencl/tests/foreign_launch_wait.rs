@@ -5,59 +5,45 @@
 //! an in-order queue takes: a context whose USM allocation (zeroed by the
 //! adapter's fill kernel) waited behind another context's fill gated on a
 //! user event stopped the thread that was to complete that event as soon as
-//! it released a queue (issue 26).
+//! it released a queue (issue 26). Contexts made on one device share one
+//! `cl_context`, whose launches chain in OpenCL wait lists; the other context
+//! here is adopted from a `cl_context` of its own, as an application's is.
 //!
 //! One test per OpenCL device (the scenario must not deadlock anywhere); a
 //! deadlock fails it at the limit instead of hanging it. Without an OpenCL
 //! device it is listed ignored with the reason, and fails when run anyway
 //! or when `UR_RS_REQUIRE_DEVICES` names `opencl`.
 
+mod per_device;
+
 use std::sync::mpsc;
 use std::time::Duration;
 
 use cmdbuf_core::{
-    AdapterEntry, Context, Device, DeviceSelector, Loader, Queue, QueueProperties, UserEvent, UsmAllocation, UsmKind,
+    Context, Device, NativeHandle, Ownership, Queue, QueueProperties, UserEvent, UsmAllocation, UsmKind,
 };
-use cmdbuf_opencl::OpenClAdapterFactory;
-use libtest_mimic::{Arguments, Failed, Trial};
 
 /// How long the scenario may take before it counts as a deadlock.
 const LIMIT: Duration = Duration::from_secs(120);
 
 fn main() {
-    let args = Arguments::from_args();
-    let loader = Loader::load(&[AdapterEntry::Compiled(&OpenClAdapterFactory)], DeviceSelector::all());
-    let mut trials = Vec::new();
-    if loader.devices().is_empty() {
-        let absent: Vec<&str> = loader.absent().iter().map(|a| a.reason.as_str()).collect();
-        let why = format!("no OpenCL device ({})", absent.join("; "));
-        let required = std::env::var("UR_RS_REQUIRE_DEVICES").is_ok_and(|v| v.split(',').any(|d| d.trim() == "opencl"));
-        println!("ignored foreign_launch_wait: {why}");
-        trials.push(
-            Trial::test("foreign_launch_wait", move || Err(Failed::from(format!("cannot run here: {why}"))))
-                .with_ignored_flag(!required),
-        );
-    }
-    for device in loader.devices() {
-        let name = format!("foreign_launch_wait::{}", device.info().name);
-        trials.push(Trial::test(name, move || guarded(device)));
-    }
-    libtest_mimic::run(&args, trials).exit();
+    per_device::run("foreign_launch_wait", &[("foreign_launch_wait", guarded)])
 }
 
 /// [`scenario`] on its own thread, failed at [`LIMIT`].
-fn guarded(device: Device) -> Result<(), Failed> {
+fn guarded(device: &Device) -> Result<(), String> {
     let (done, finished) = mpsc::channel();
+    let device = device.clone();
     std::thread::spawn(move || {
         let _ = done.send(scenario(&device));
     });
     match finished.recv_timeout(LIMIT) {
-        Ok(result) => result.map_err(Failed::from),
-        Err(_) => Err(Failed::from(format!(
+        Ok(result) => result,
+        Err(_) => Err(format!(
             "deadlock: still running after {} s (a thread waiting for another context's launch under the \
              one-launch chain's lock?)",
             LIMIT.as_secs()
-        ))),
+        )),
     }
 }
 
@@ -68,7 +54,7 @@ fn guarded(device: Device) -> Result<(), Failed> {
 fn scenario(device: &Device) -> Result<(), String> {
     let e = |e: cmdbuf_core::UrError| e.to_string();
     let a = Context::new(device).map_err(e)?;
-    let b = Context::new(device).map_err(e)?;
+    let b = context_apart(device)?;
     let queue = Queue::new(&a, QueueProperties::default()).map_err(e)?;
     let target = UsmAllocation::new(&a, UsmKind::Device, 300).map_err(e)?;
     let gate = UserEvent::new(&a).map_err(e)?;
@@ -86,4 +72,15 @@ fn scenario(device: &Device) -> Result<(), String> {
     gated.wait().map_err(e)?;
     other.join().map_err(|_| "the other context's thread panicked".to_string())??;
     Ok(())
+}
+
+/// A context in a `cl_context` made for it alone, adopted as an
+/// application's own: not the one the device's other contexts share.
+fn context_apart(device: &Device) -> Result<Context, String> {
+    let id = device.native_handle().map_err(|e| e.to_string())?.0 as cl3::types::cl_device_id;
+    let raw = cl3::context::create_context(&[id], std::ptr::null(), None, std::ptr::null_mut())
+        .map_err(|code| format!("clCreateContext: {code}"))?;
+    // SAFETY: a live cl_context of this device whose one reference is handed
+    // to the adopted context.
+    unsafe { Context::from_native(device, NativeHandle(raw as u64), Ownership::Transferred) }.map_err(|e| e.to_string())
 }

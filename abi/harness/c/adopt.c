@@ -4,7 +4,8 @@
  * event, allocate and run in an adopted context), platforms and devices are
  * found again, and what a backend does not adopt is UNSUPPORTED_FEATURE:
  * - OpenCL adopts contexts, queues, buffers and events (checked against the
- *   context and device: another context's are INVALID_*), and takes over a
+ *   context's cl_context, which every context made on one device shares, and
+ *   the device: another cl_context's are INVALID_*), and takes over a
  *   reference when isNativeHandleOwned (clRetainCommandQueue / reference
  *   count through libOpenCL);
  * - the CPU adopts its buffers by host address (an address of no live
@@ -27,6 +28,8 @@
 
 typedef int32_t (*cl_retain_fn)(void *);
 typedef int32_t (*cl_queue_info_fn)(void *, uint32_t, size_t, void *, size_t *);
+typedef void *(*cl_create_context_fn)(const intptr_t *, uint32_t, void *const *, void *, void *, int32_t *);
+typedef void *(*cl_create_queue_fn)(void *, void *, const uint64_t *, int32_t *);
 
 static void *opencl(const char *name) {
   static void *lib = NULL;
@@ -102,19 +105,17 @@ static void context(urt_env *env) {
   URT_OK(urQueueCreate(adopted, env->device, NULL, &queue));
   URT_OK(urMemBufferCreate(adopted, UR_MEM_FLAG_READ_WRITE, WORDS * 4, NULL, &mem));
   if (queue && mem) fill_read(env, queue, mem, 21);
-  /* Buffers of the two contexts mix only where the library uses another
-   * context's buffers of the device as its own (not on OpenCL). */
+  /* Buffers of the two contexts mix: every library uses another context's
+   * buffers of the device as its own where both are one native context (an
+   * adopted context is the one it was adopted from; on OpenCL every context
+   * made on one device shares its cl_context). */
   uint32_t zero = 0;
   if (queue && mem) {
     ur_mem_handle_t other = NULL;
     URT_OK(urMemBufferCreate(env->context, UR_MEM_FLAG_READ_WRITE, 16, NULL, &other));
     ur_result_t filled = urEnqueueMemBufferFill(queue, other, &zero, sizeof zero, 0, 16, 0, NULL, NULL);
-    if (env->backend == UR_BACKEND_OPENCL) {
-      URT_CHECK(filled == UR_RESULT_ERROR_INVALID_MEM_OBJECT, "a buffer of another cl_context: %d", filled);
-    } else {
-      URT_CHECK(filled == UR_RESULT_SUCCESS, "a buffer of another context of the device: %d", filled);
-      URT_OK(urQueueFinish(queue));
-    }
+    URT_CHECK(filled == UR_RESULT_SUCCESS, "a buffer of another context of the device: %d", filled);
+    URT_OK(urQueueFinish(queue));
     if (other) URT_OK(urMemRelease(other));
   }
   if (mem) URT_OK(urMemRelease(mem));
@@ -177,17 +178,38 @@ static void queue(urt_env *env) {
               after);
   }
 
-  /* A queue of another context. */
+  /* A queue of another context of the device: its cl_context is this
+   * context's (contexts made on one device share one), so it is adopted. */
   ur_context_handle_t other = NULL;
   ur_queue_handle_t other_queue = NULL;
   URT_OK(urContextCreate(1, &env->device, NULL, &other));
   if (other) URT_OK(urQueueCreate(other, env->device, NULL, &other_queue));
   ur_native_handle_t foreign = 0;
   if (other_queue && urQueueGetNativeHandle(other_queue, NULL, &foreign) == UR_RESULT_SUCCESS) {
-    URT_RESULT(UR_RESULT_ERROR_INVALID_QUEUE, urQueueCreateWithNativeHandle(foreign, env->context, NULL, NULL, &adopted));
+    URT_RESULT(UR_RESULT_SUCCESS, urQueueCreateWithNativeHandle(foreign, env->context, NULL, NULL, &adopted));
+    if (adopted) URT_OK(urQueueRelease(adopted));
   }
   if (other_queue) URT_OK(urQueueRelease(other_queue));
   if (other) URT_OK(urContextRelease(other));
+
+  /* A queue of a cl_context of its own is refused. */
+  cl_create_context_fn create_context = (cl_create_context_fn)opencl("clCreateContext");
+  cl_create_queue_fn create_queue = (cl_create_queue_fn)opencl("clCreateCommandQueueWithProperties");
+  cl_retain_fn release_queue = (cl_retain_fn)opencl("clReleaseCommandQueue");
+  cl_retain_fn release_context = (cl_retain_fn)opencl("clReleaseContext");
+  ur_native_handle_t device = 0;
+  URT_OK(urDeviceGetNativeHandle(env->device, &device));
+  int32_t code = 0;
+  void *own_context = create_context ? create_context(NULL, 1, (void *const *)&device, NULL, NULL, &code) : NULL;
+  URT_CHECK(own_context && code == 0, "clCreateContext: %d", code);
+  void *own_queue = own_context && create_queue ? create_queue(own_context, (void *)device, NULL, &code) : NULL;
+  URT_CHECK(own_queue && code == 0, "clCreateCommandQueueWithProperties: %d", code);
+  if (own_queue) {
+    URT_RESULT(UR_RESULT_ERROR_INVALID_QUEUE,
+               urQueueCreateWithNativeHandle((ur_native_handle_t)own_queue, env->context, NULL, NULL, &adopted));
+    release_queue(own_queue);
+  }
+  if (own_context) release_context(own_context);
 }
 
 static void mem(urt_env *env) {
@@ -221,14 +243,19 @@ static void mem(urt_env *env) {
   }
   if (mem) URT_OK(urMemRelease(mem));
 
-  /* A buffer of another context; on the CPU also an address of no buffer. */
+  /* A buffer of another context: refused on the CPU, whose buffers are
+   * adopted by address among the context's own; adopted on OpenCL, whose
+   * contexts made on one device share one cl_context. On the CPU also an
+   * address of no buffer. */
   ur_context_handle_t other = NULL;
   ur_mem_handle_t foreign = NULL;
   URT_OK(urContextCreate(1, &env->device, NULL, &other));
   if (other) URT_OK(urMemBufferCreate(other, UR_MEM_FLAG_READ_WRITE, 64, NULL, &foreign));
   if (foreign && urMemGetNativeHandle(foreign, NULL, &native) == UR_RESULT_SUCCESS) {
-    URT_RESULT(UR_RESULT_ERROR_INVALID_MEM_OBJECT,
-               urMemBufferCreateWithNativeHandle(native, env->context, NULL, &adopted));
+    adopted = NULL;
+    r = urMemBufferCreateWithNativeHandle(native, env->context, NULL, &adopted);
+    URT_RESULT(is_opencl(env) ? UR_RESULT_SUCCESS : UR_RESULT_ERROR_INVALID_MEM_OBJECT, r);
+    if (adopted) URT_OK(urMemRelease(adopted));
   }
   if (foreign) URT_OK(urMemRelease(foreign));
   if (other) URT_OK(urContextRelease(other));

@@ -82,7 +82,18 @@ static inline void urt_init(urt_env *env) {
   memset(env, 0, sizeof *env);
   URT_REQUIRE(urLoaderInit(0, NULL));
   URT_REQUIRE(urAdapterGet(1, &env->adapter, NULL));
-  URT_REQUIRE(urPlatformGet(env->adapter, 1, &env->platform, NULL));
+  /* URT_PLATFORM picks a platform by index (default the first): a library
+   * listing each OpenCL platform apart, as UR's own OpenCL adapter does, is
+   * not narrowed by UR_DEVICE_SELECTOR here. */
+  const char *wanted = getenv("URT_PLATFORM");
+  uint32_t index = wanted ? (uint32_t)strtoul(wanted, NULL, 10) : 0, count = 0;
+  ur_platform_handle_t platforms[16];
+  URT_REQUIRE(urPlatformGet(env->adapter, 16, platforms, &count));
+  if (index >= count || index >= 16) {
+    printf("not ok URT_PLATFORM=%u: %u platforms\n", index, count);
+    exit(1);
+  }
+  env->platform = platforms[index];
   URT_REQUIRE(urDeviceGet(env->platform, UR_DEVICE_TYPE_ALL, 1, &env->device, NULL));
   URT_REQUIRE(urPlatformGetInfo(env->platform, UR_PLATFORM_INFO_BACKEND, sizeof env->backend, &env->backend, NULL));
   URT_REQUIRE(urDeviceGetInfo(env->device, UR_DEVICE_INFO_TYPE, sizeof env->type, &env->type, NULL));

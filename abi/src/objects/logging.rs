@@ -153,22 +153,24 @@ pub(crate) fn init(backend: Backend) -> Result<()> {
     }
     let output = output_layer(backend)?;
     ONCE.get_or_init(|| {
-        // A per-layer filter: the callback sees only events its level admits,
-        // so without an output layer no span is ever made (a span costs a
-        // slot of the registry's thread-indexed slab, which panics on a
-        // thread whose locals are gone: libsycl releases queues at exit).
-        // No `Option` layer: an absent one would count as interested in
-        // everything and bring the spans back. `ThreadAlive` outermost, so
-        // that it is asked first.
+        // A per-layer filter: the callback sees only events its level admits.
+        // Without an output layer no span is made: `ThreadAlive` turns span
+        // callsites off for good (a span costs a slot of the registry's
+        // thread-indexed slab, which panics on a thread whose locals are
+        // gone: libsycl releases queues at exit). No `Option` layer: an
+        // absent one would count as interested in everything.
+        // `ThreadAlive` outermost, so that it is asked first.
         let installed = match output {
             Some(output) => tracing::subscriber::set_global_default(
                 Registry::default()
                     .with(output)
                     .with(CallbackLayer.with_filter(filter_fn(callback_admits)))
-                    .with(ThreadAlive),
+                    .with(ThreadAlive { spans: true }),
             ),
             None => tracing::subscriber::set_global_default(
-                Registry::default().with(CallbackLayer.with_filter(filter_fn(callback_admits))).with(ThreadAlive),
+                Registry::default()
+                    .with(CallbackLayer.with_filter(filter_fn(callback_admits)))
+                    .with(ThreadAlive { spans: false }),
             ),
         };
         if installed.is_err() {
@@ -183,7 +185,17 @@ pub(crate) fn init(backend: Backend) -> Result<()> {
 /// calling thread's locals have been destroyed, and the registry (a slab
 /// indexed by a thread-local id) and the output layer (a thread-local
 /// buffer) panic there, which aborts the process inside a C call.
-struct ThreadAlive;
+///
+/// It also keeps spans off where no layer prints them: the callback takes
+/// events only, but a per-layer filter that turns a span away does not stop
+/// the registry from making it (a slab slot, thread-local lookups, per
+/// `#[instrument]`ed call: a third of the library's own time of an eager
+/// launch through the ABI on Intel's OpenCL CPU runtime).
+struct ThreadAlive {
+    /// Whether spans are made at all: only where an output layer prints
+    /// them as events' context.
+    spans: bool,
+}
 
 /// A thread-local with a destructor: reading it fails once the thread's
 /// locals are being destroyed.
@@ -198,7 +210,10 @@ thread_local! {
 }
 
 impl<S: Subscriber> Layer<S> for ThreadAlive {
-    fn register_callsite(&self, _: &'static Metadata<'static>) -> Interest {
+    fn register_callsite(&self, metadata: &'static Metadata<'static>) -> Interest {
+        if metadata.is_span() && !self.spans {
+            return Interest::never();
+        }
         // Asked at every use, not once per callsite: the answer depends on
         // the thread.
         Interest::sometimes()

@@ -12,7 +12,7 @@
 //! numbered, recorded and executed as if the rejected ones never happened.
 
 use cmdbuf::{
-    AppendOptions, Backend, CommandBuffer, CommandBufferDesc, Context, MemBuffer, MemFlags, MigrationFlags, Queue,
+    AppendOptions, CommandBuffer, CommandBufferDesc, Context, MemBuffer, MemFlags, MigrationFlags, Queue,
     QueueProperties, RectLayout, RectOffset, RectRegion, UsmAdvice, UsmAllocation, UsmKind, UsmPtr,
 };
 
@@ -391,18 +391,20 @@ fn pointer_of_other_context(env: &Env) -> CaseResult {
     Ok(())
 }
 
-/// Buffers of another context of the same device. OpenCL refuses them
-/// (`InvalidMemObject`: each context is a `cl_context` of its own); the CPU
-/// adapter, Vulkan and CUDA use them as their own (one memory, one logical
-/// device, one primary context), in command buffers and eagerly, waiting for
-/// the other context's events (UR's `urEventWaitTest.WithCrossContextDependencies`).
+/// Buffers of another context of the same device. Every adapter uses them
+/// as its own (one memory, one logical device, one primary context, one
+/// `cl_context` for OpenCL's contexts made on one device), in command
+/// buffers and eagerly, waiting for the other context's events (UR's
+/// `urEventWaitTest.WithCrossContextDependencies`). Where an adapter keeps
+/// contexts apart (OpenCL's adopted from a `cl_context` of their own, tested
+/// in adapter-opencl), each use is refused (`InvalidMemObject`).
 fn buffer_of_other_context(env: &Env) -> CaseResult {
     let other = Context::new(env.device())?;
     let foreign = MemBuffer::new(&other, MemFlags::READ_WRITE, 64)?;
     let input = noise(64, 241);
     let mine = env.buffer_with(&input)?;
     let copy = env.buffer(64)?;
-    if env.device().backend() != Backend::OpenCl {
+    if env.context().uses_buffers_of(&other) {
         return buffers_shared_across_contexts(env, &other, &foreign, &mine, &input);
     }
     let raw = HostBytes::filled(64, 0);

@@ -4,7 +4,9 @@
 //! operation (`cmdbuf-bench --only submission`'s `results.json`), and, where
 //! libsycl takes kernels (OpenCL devices that build SPIR-V), through libsycl
 //! (`bench/graph_submit.cpp kernel`) on our OpenCL library and on UR's own
-//! OpenCL adapter.
+//! OpenCL adapter. On OpenCL devices the C program also runs on UR's OpenCL
+//! adapter (the loader's own, without `UR_ADAPTERS_FORCE_LOAD`): the same
+//! calls through both libraries, without libsycl's own cost between them.
 //!
 //! ```sh
 //! cmdbuf-bench --only submission --no-emulated --out target/stack-rust
@@ -252,6 +254,12 @@ pub fn main(options: Options) -> Result<(), String> {
     // (target, n) -> rows per round.
     let mut c_runs: BTreeMap<(usize, u32), Vec<Row>> = BTreeMap::new();
     let mut c_notes: BTreeMap<usize, String> = BTreeMap::new();
+    // The same on UR's OpenCL adapter, for OpenCL targets.
+    let mut c_theirs: BTreeMap<(usize, u32), Vec<Row>> = BTreeMap::new();
+    let mut c_theirs_notes: BTreeMap<usize, String> = BTreeMap::new();
+    // The platform under which UR's adapter lists each OpenCL target's
+    // device, found by name.
+    let mut ur_platform: BTreeMap<usize, Option<u32>> = BTreeMap::new();
     let mut sycl: SyclRuns = BTreeMap::new();
     // (target, ours?) -> the device libsycl reported, or why it failed.
     let mut sycl_devices: BTreeMap<(usize, bool), String> = BTreeMap::new();
@@ -260,32 +268,25 @@ pub fn main(options: Options) -> Result<(), String> {
         for (t, target) in targets.iter_mut().enumerate() {
             let env: Vec<(&str, String)> = target.ur_selector();
             let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            match run(&kernel_submit, Some(&target.library), Layers::None, &["run", &sizes], &env) {
-                Ok(r) => {
-                    let (name, rows) = parse_kernel_submit(&r.stdout);
-                    if let Some(name) = name {
-                        target.name = name;
-                    }
-                    if r.exit != Some(0) {
-                        let why = r
-                            .stdout
-                            .lines()
-                            .chain(r.stderr.lines())
-                            .find(|l| l.starts_with("not ok") || l.starts_with("skip"));
-                        c_notes.insert(t, format!("exit {:?}: {}", r.exit, why.unwrap_or("")));
-                    }
-                    for (n, row) in rows {
-                        c_runs.entry((t, n)).or_default().push(row);
-                    }
-                }
-                Err(e) => {
-                    c_notes.insert(t, e);
-                }
+            let ours = run(&kernel_submit, Some(&target.library), Layers::None, &["run", &sizes], &env);
+            if let Some(name) = collect_kernel_submit(ours, t, &mut c_runs, &mut c_notes) {
+                target.name = name;
             }
             if target.backend != "opencl" {
                 continue;
             }
             let selector = format!("opencl:{}", target.index.unwrap_or(0));
+            match *ur_platform.entry(t).or_insert_with(|| ur_opencl_platform(&kernel_submit, &target.name)) {
+                Some(i) => {
+                    let env = [("URT_PLATFORM", i.to_string())];
+                    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+                    let theirs = run(&kernel_submit, None, Layers::None, &["run", &sizes], &env);
+                    collect_kernel_submit(theirs, t, &mut c_theirs, &mut c_theirs_notes);
+                }
+                None => {
+                    c_theirs_notes.insert(t, "UR's OpenCL adapter lists no device of this name".into());
+                }
+            }
             for &nodes in &options.nodes {
                 for ours in [true, false] {
                     let adapter = ours.then_some(target.library.as_path());
@@ -312,7 +313,102 @@ pub fn main(options: Options) -> Result<(), String> {
         }
     }
     print_tables(&options, &targets, &c_runs, &c_notes, &rust, &sycl, &sycl_devices);
+    print_against_ur(&options, &targets, (&c_runs, &c_notes), (&c_theirs, &c_theirs_notes));
     Ok(())
+}
+
+/// The platform under which UR's OpenCL adapter (the loader's own) lists
+/// the device named `name` (`URT_PLATFORM` of the C programs): it lists each
+/// OpenCL platform apart, with one device each here, and its own order.
+fn ur_opencl_platform(kernel_submit: &Path, name: &str) -> Option<u32> {
+    let count = run(kernel_submit, None, Layers::None, &["devices"], &[]).ok().and_then(|r| {
+        r.stdout.lines().find_map(|l| l.strip_prefix("devices ").and_then(|n| n.trim().parse::<u32>().ok()))
+    })?;
+    (0..count).find(|i| {
+        let platform = i.to_string();
+        let probe = run(kernel_submit, None, Layers::None, &["run", "1", "1"], &[("URT_PLATFORM", &platform)]);
+        probe.is_ok_and(|r| parse_kernel_submit(&r.stdout).0.as_deref() == Some(name))
+    })
+}
+
+/// Files one `kernel_submit run`'s rows under target `t`, or why it gave
+/// none; returns the device's name.
+fn collect_kernel_submit(
+    result: Result<cmdbuf_abi_harness::Run, String>,
+    t: usize,
+    runs: &mut BTreeMap<(usize, u32), Vec<Row>>,
+    notes: &mut BTreeMap<usize, String>,
+) -> Option<String> {
+    let r = match result {
+        Ok(r) => r,
+        Err(e) => {
+            notes.insert(t, e);
+            return None;
+        }
+    };
+    let (name, rows) = parse_kernel_submit(&r.stdout);
+    if r.exit != Some(0) {
+        let why = r.stdout.lines().chain(r.stderr.lines()).find(|l| l.starts_with("not ok") || l.starts_with("skip"));
+        notes.insert(t, format!("exit {:?}: {}", r.exit, why.unwrap_or("")));
+    }
+    for (n, row) in rows {
+        runs.entry((t, n)).or_default().push(row);
+    }
+    name
+}
+
+/// The C program on our OpenCL library against UR's OpenCL adapter, per
+/// OpenCL device: `ours` and `theirs` are the runs and notes of each.
+type CRuns<'a> = (&'a BTreeMap<(usize, u32), Vec<Row>>, &'a BTreeMap<usize, String>);
+
+fn print_against_ur(options: &Options, targets: &[Target], ours: CRuns<'_>, theirs: CRuns<'_>) {
+    let opencl: Vec<usize> = (0..targets.len()).filter(|&t| targets[t].backend == "opencl").collect();
+    if opencl.is_empty() {
+        return;
+    }
+    println!(
+        "\n## Through the loader from C: our OpenCL library against UR's OpenCL adapter (ns per kernel, medians of {} \
+         rounds)\n",
+        options.rounds
+    );
+    println!(
+        "The same `kernel_submit` calls on each library, in turn within each round. ours / UR's: below 1 ours is \
+         faster.\n"
+    );
+    println!(
+        "| device | N | eager host ours | eager host UR's | eager+event host ours | eager+event host UR's | ours / UR's \
+         | replay host ours | replay host UR's | ours / UR's | replay wall ours | replay wall UR's | ours / UR's |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    let c = |runs: &BTreeMap<(usize, u32), Vec<Row>>, t: usize, n: u32, i: usize| {
+        runs.get(&(t, n)).and_then(|rows| median(&rows.iter().map(|r| r[i]).collect::<Vec<_>>()))
+    };
+    let ratio = |a: Option<f64>, b: Option<f64>| a.zip(b).map_or("—".into(), |(a, b)| format!("{:.2}x", a / b));
+    for &t in &opencl {
+        let device = format!("`{}` {}", targets[t].label(), targets[t].name);
+        for (who, (_, notes)) in [("ours", ours), ("UR's", theirs)] {
+            if let Some(note) = notes.get(&t) {
+                println!("| {device} | | {who}: {note} | | | | | | | | | | |");
+            }
+        }
+        for &n in &options.sizes {
+            let (o, u) = (|i| c(ours.0, t, n, i), |i| c(theirs.0, t, n, i));
+            let cells = [
+                cell(o(0)),
+                cell(u(0)),
+                cell(o(2)),
+                cell(u(2)),
+                ratio(o(2), u(2)),
+                cell(o(4)),
+                cell(u(4)),
+                ratio(o(4), u(4)),
+                cell(o(5)),
+                cell(u(5)),
+                ratio(o(5), u(5)),
+            ];
+            println!("| {device} | {n} | {} |", cells.join(" | "));
+        }
+    }
 }
 
 fn print_tables(
