@@ -271,12 +271,14 @@ impl CudaEvent {
     /// An event for a command about to be submitted, its CUDA events created
     /// (not recorded): with `profiling`, timing ones and a start event.
     pub(crate) fn new(dev: &Arc<DeviceShared>, profiling: bool) -> Result<CudaEvent> {
-        let (end, start) = if profiling {
-            (Arc::new(CuEvent::new(true)?), Some(CuEvent::new(true)?))
-        } else {
-            (dev.plain_event()?, None)
-        };
-        Ok(CudaEvent::of(dev, end, start, true))
+        let (end, start) = if profiling { timing_pair()? } else { (dev.plain_event()?, None) };
+        Ok(CudaEvent::command(dev, end, start))
+    }
+
+    /// A command's event over CUDA events already made: `end` recorded
+    /// after the command, `start` (profiling) before it.
+    pub(crate) fn command(dev: &Arc<DeviceShared>, end: Arc<CuEvent>, start: Option<CuEvent>) -> CudaEvent {
+        CudaEvent::of(dev, end, start, true)
     }
 
     fn of(dev: &Arc<DeviceShared>, end: Arc<CuEvent>, start: Option<CuEvent>, once: bool) -> CudaEvent {
@@ -574,6 +576,12 @@ impl Drop for CudaEvent {
             Some(Check::Run(_) | Check::Runs(_)) | None => self.dev.recycle_event(end),
         }
     }
+}
+
+/// A profiling command's new end and start events, both timing (pooled
+/// events have no timing).
+pub(crate) fn timing_pair() -> Result<(Arc<CuEvent>, Option<CuEvent>)> {
+    Ok((Arc::new(CuEvent::new(true)?), Some(CuEvent::new(true)?)))
 }
 
 /// An event the host completes. It never reaches the device: work that
