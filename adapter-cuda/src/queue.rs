@@ -20,7 +20,7 @@ use smallvec::SmallVec;
 
 use crate::device::{DeviceShared, now_ns};
 use crate::driver::{CuEvent, Stream, cu, stream_wait_event};
-use crate::event::{Check, CudaEvent, CudaUserEvent, RunStatus, StreamClock, dep, timing_pair};
+use crate::event::{Check, CudaEvent, CudaUserEvent, Issued, RunStatus, StreamClock, dep, timing_pair};
 use crate::exec;
 use crate::graph::{ExecGraph, native_graph};
 use crate::hold::{Dep, Gate, Held, HeldJob};
@@ -181,7 +181,11 @@ impl HeldJob for Job {
             let mut state = queue.state.lock();
             // SAFETY: as when the job was held: the front end keeps the
             // command's memory valid until its event completes.
-            unsafe { queue.issue_locked(&mut state, &deps, work, &event, queued) }
+            let (index, issued) =
+                unsafe { queue.issue_locked(&mut state, &deps, work, event.end_shared(), event.start(), queued)? };
+            event.issued(issued);
+            state.last[index] = Some(event.clone());
+            Ok(())
         });
         if let Err(e) = &result {
             tracing::warn!(error = %e, "issuing held CUDA work failed");
@@ -230,7 +234,6 @@ impl QueueCore {
             Some(pair) => pair,
             None => (self.plain_event(&mut state)?, None),
         };
-        let event = Arc::new(CudaEvent::command(&self.dev, end, start));
         state.held.retain(|e| e.held_gate().is_some());
         match order {
             Order::Barrier => {
@@ -256,7 +259,8 @@ impl QueueCore {
         // which only orders a decision to hold against a gate opening.
         let mut held = (!deps.iter().all(|d| d.gate.is_none())).then(|| HELD.lock());
         let is_held = held.is_some() && !deps.iter().all(Dep::is_open);
-        if is_held {
+        let event = if is_held {
+            let event = Arc::new(CudaEvent::command(&self.dev, end, start));
             let gate = Gate::new();
             event.hold(gate.clone());
             if let Work::Launch(launch) = &work {
@@ -275,11 +279,24 @@ impl QueueCore {
                 queued,
             };
             held.take().expect("held work took the lock").push(job);
+            event
         } else {
             drop(held);
-            // SAFETY: as `issue_locked` asks: validated work outliving `event` (our `# Safety`), context bound above.
-            unsafe { self.issue_locked(&mut state, &deps, work, &event, queued)? };
-        }
+            // SAFETY: as `issue_locked` asks: validated work whose memory outlives its event (our
+            // `# Safety`), context bound above.
+            match unsafe { self.issue_locked(&mut state, &deps, work, &end, start.as_ref(), queued) } {
+                // Issued now: its event is made knowing where (see `Place`).
+                Ok((index, issued)) => {
+                    let event = Arc::new(CudaEvent::issued_now(end, start, issued));
+                    state.last[index] = Some(event.clone());
+                    event
+                }
+                Err(e) => {
+                    self.dev.recycle_event(end);
+                    return Err(e);
+                }
+            }
+        };
         if !self.out_of_order {
             state.tail = is_held.then(|| event.clone());
         } else if matches!(order, Order::Barrier) {
@@ -301,8 +318,10 @@ impl QueueCore {
         Ok(state.events.pop().expect("the free list was refilled"))
     }
 
-    /// Issues work on a stream of the queue after `deps`, records its events
-    /// and makes it the stream's last.
+    /// Issues work on a stream of the queue after `deps` and records its
+    /// events, `end` after it and `start` (profiling) before: the stream's
+    /// index, for the caller to make the work's event the stream's last,
+    /// and what the event must know.
     ///
     /// # Safety
     /// As for [`submit`](Self::submit); the context is bound.
@@ -311,31 +330,30 @@ impl QueueCore {
         state: &mut QueueState,
         deps: &[Dep],
         work: Work<'_>,
-        event: &Arc<CudaEvent>,
+        end: &Arc<CuEvent>,
+        start: Option<&CuEvent>,
         queued: u64,
-    ) -> Result<()> {
+    ) -> Result<(usize, Issued)> {
         let index = self.pick_stream(state);
         let stream = state.streams[index].raw();
         // The stream's own last event is already ordered before this work
         // (an in-order queue's previous submission, a buffer's previous
         // replay on the same queue): waiting on it again only costs a call.
         let last = state.last[index].as_ref().map(|e| e.end().raw());
-        for end in deps.iter().filter_map(|d| d.end.as_ref()).filter(|e| Some(e.raw()) != last) {
-            stream_wait_event(stream, end.raw())?;
+        for wait in deps.iter().filter_map(|d| d.end.as_ref()).filter(|e| Some(e.raw()) != last) {
+            stream_wait_event(stream, wait.raw())?;
         }
-        if let Some(start) = event.start() {
+        if let Some(start) = start {
             start.record(stream)?;
         }
         // SAFETY: the work is validated, its memory stays valid until the event completes and the
         // context is bound (this function's `# Safety`): `Work::issue`'s contract, `exec::issue`'s.
         let check = unsafe { work.issue(&self.dev, stream)? };
-        event.end().record(stream)?;
-        let times = event.start().is_some().then(|| (queued, now_ns().max(queued)));
+        end.record(stream)?;
+        let times = start.is_some().then(|| (queued, now_ns().max(queued)));
         let clock = &state.clocks[index];
-        let seq = clock.next(event.end_shared());
-        event.issued(times, check, (clock.clone(), seq));
-        state.last[index] = Some(event.clone());
-        Ok(())
+        let seq = clock.next(end);
+        Ok((index, Issued { clock: clock.clone(), seq, times, check }))
     }
 
     /// The stream for the next submission: the only one of an in-order
