@@ -14,6 +14,7 @@
 //! issued, and has no timestamps before.
 
 use std::any::Any;
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -427,9 +428,10 @@ impl CudaEvent {
     /// its end event for the waiting stream. An event known complete needs
     /// no `cuStreamWaitEvent` (a driver call per dependency: a fork-join's
     /// branches all wait for the fork, issue 31 item 3): its one record
-    /// has completed, and a wait on it would wait for nothing.
-    pub(crate) fn dep(&self, device: bool) -> Dep {
-        let end = (device && !self.known_done()).then(|| self.end.clone().expect("alive"));
+    /// has completed, and a wait on it would wait for nothing. The end
+    /// event is borrowed from this event (see [`Dep::end`]).
+    pub(crate) fn dep(&self, device: bool) -> Dep<'_> {
+        let end = (device && !self.known_done()).then(|| Cow::Borrowed(self.end_shared()));
         Dep { gate: self.held_gate(), end }
     }
 
@@ -686,7 +688,7 @@ impl EventImpl for CudaUserEvent {
 
 /// The dependency of a submission on `event` (an event of this adapter);
 /// with `device`, its stream waits for the event's device work.
-pub(crate) fn dep(event: &dyn EventImpl, device: bool) -> Result<Dep> {
+pub(crate) fn dep(event: &dyn EventImpl, device: bool) -> Result<Dep<'_>> {
     let any = event as &dyn Any;
     if let Some(e) = any.downcast_ref::<CudaEvent>() {
         return Ok(e.dep(device));

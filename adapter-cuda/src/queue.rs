@@ -151,7 +151,7 @@ impl Work<'_> {
 /// A submission held back on the host (see `hold`).
 pub(crate) struct Job {
     queue: Arc<QueueCore>,
-    deps: Vec<Dep>,
+    deps: Vec<Dep<'static>>,
     work: Work<'static>,
     event: Arc<CudaEvent>,
     gate: Arc<Gate>,
@@ -165,7 +165,7 @@ const _: fn() = || {
 };
 
 impl HeldJob for Job {
-    fn deps(&self) -> &[Dep] {
+    fn deps(&self) -> &[Dep<'_>] {
         &self.deps
     }
 
@@ -218,7 +218,7 @@ impl QueueCore {
         work: Work<'_>,
     ) -> Result<Arc<CudaEvent>> {
         self.dev.bind()?;
-        let mut deps: SmallVec<[Dep; 4]> = SmallVec::new();
+        let mut deps: SmallVec<[Dep<'_>; 4]> = SmallVec::new();
         for event in wait {
             deps.push(dep(*event, true)?);
         }
@@ -235,24 +235,26 @@ impl QueueCore {
             None => (self.plain_event(&mut state)?, None),
         };
         state.held.retain(|e| e.held_gate().is_some());
+        // The queue's own dependencies are owned: the state they are
+        // borrowed from changes as the submission is issued.
         match order {
             Order::Barrier => {
                 for last in state.last.iter().flatten() {
-                    deps.push(last.dep(true));
+                    deps.push(last.dep(true).into_owned());
                 }
                 for held in &state.held {
-                    deps.push(held.dep(true));
+                    deps.push(held.dep(true).into_owned());
                 }
             }
             Order::Normal => {
                 if let Some(barrier) = &state.barrier {
-                    deps.push(barrier.dep(true));
+                    deps.push(barrier.dep(true).into_owned());
                 }
             }
         }
         // An in-order queue's one stream orders its submissions once issued.
         if let Some(tail) = &state.tail {
-            deps.push(tail.dep(false));
+            deps.push(tail.dep(false).into_owned());
         }
         // Dependencies without a gate were issued when looked up and stay
         // so: the submission is issued now without the device's held lock,
@@ -272,7 +274,7 @@ impl QueueCore {
             // Only held work owns its command (a clone).
             let job = Job {
                 queue: self.clone(),
-                deps: deps.into_vec(),
+                deps: deps.into_iter().map(Dep::into_owned).collect(),
                 work: work.into_owned(),
                 event: event.clone(),
                 gate,
@@ -328,7 +330,7 @@ impl QueueCore {
     unsafe fn issue_locked(
         &self,
         state: &mut QueueState,
-        deps: &[Dep],
+        deps: &[Dep<'_>],
         work: Work<'_>,
         end: &Arc<CuEvent>,
         start: Option<&CuEvent>,
