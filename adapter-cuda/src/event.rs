@@ -14,6 +14,7 @@
 //! issued, and has no timestamps before.
 
 use std::any::Any;
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -229,10 +230,43 @@ impl Drop for StreamClock {
     }
 }
 
+/// Where a queue issued a command, and what its event checks once complete.
+pub(crate) struct Issued {
+    /// The clock of the stream it was recorded on, and its sequence number
+    /// there: completion learnt of a later record on the stream is its own
+    /// too (see [`StreamClock`]).
+    pub(crate) clock: Arc<StreamClock>,
+    pub(crate) seq: u64,
+    /// Host times of queueing and submission, on profiling queues.
+    pub(crate) times: Option<(u64, u64)>,
+    /// What to check once complete.
+    pub(crate) check: Option<Check>,
+}
+
+/// What an event knows of where its command went.
+enum Place {
+    /// Issued as it was submitted, the common case: known when the event is
+    /// made, so read without synchronisation. Setting a `OnceLock` costs
+    /// two atomic read-modify-writes, and holding the device apart from
+    /// the clock (which holds it) a count up and down: four per eager
+    /// launch at 20-40 ns each on an H200's host (issue 31).
+    Now { clock: Arc<StreamClock>, seq: u64, check: Option<Check> },
+    /// Not issued yet (held back on the host, see `hold`), or never by a
+    /// queue (a native command's work, a command-buffer signal event): the
+    /// device, and where it was issued once it is.
+    Later { dev: Arc<DeviceShared>, order: OnceLock<(Arc<StreamClock>, u64)>, check: OnceLock<Check> },
+}
+
+impl Place {
+    /// Not issued yet.
+    fn later(dev: &Arc<DeviceShared>) -> Place {
+        Place::Later { dev: dev.clone(), order: OnceLock::new(), check: OnceLock::new() }
+    }
+}
+
 /// An event recorded on a stream: a command's, or a command-buffer signal
 /// event's.
 pub(crate) struct CudaEvent {
-    dev: Arc<DeviceShared>,
     /// Recorded after the command; shared with held submissions that will
     /// wait on it. `None` only while dropping.
     end: Option<Arc<CuEvent>>,
@@ -240,8 +274,6 @@ pub(crate) struct CudaEvent {
     start: Option<CuEvent>,
     /// Host times of queueing and submission, on profiling queues.
     times: Mutex<Option<(u64, u64)>>,
-    /// What to check once complete, set when the command is issued.
-    check: OnceLock<Check>,
     /// While the command is held back on the host (see `hold`): the gate
     /// that opens when it is issued.
     held: Mutex<Option<Arc<Gate>>>,
@@ -261,37 +293,68 @@ pub(crate) struct CudaEvent {
     /// A timestamp recording's event, whose times read as
     /// [`ProfilingInfo::recording`].
     recording: AtomicBool,
-    /// The stream it was recorded on by its queue and its sequence number
-    /// there, set when issued: completion learnt of a later record on the
-    /// stream is its own too (see [`StreamClock`]).
-    order: OnceLock<(Arc<StreamClock>, u64)>,
+    /// Where its command went, and its device. Declared last, so dropped
+    /// last: the device (its context) outlives the start event's destruction.
+    place: Place,
 }
 
 impl CudaEvent {
     /// An event for a command about to be submitted, its CUDA events created
     /// (not recorded): with `profiling`, timing ones and a start event.
     pub(crate) fn new(dev: &Arc<DeviceShared>, profiling: bool) -> Result<CudaEvent> {
-        let (end, start) = if profiling {
-            (Arc::new(CuEvent::new(true)?), Some(CuEvent::new(true)?))
-        } else {
-            (dev.plain_event()?, None)
-        };
-        Ok(CudaEvent::of(dev, end, start, true))
+        let (end, start) = if profiling { timing_pair()? } else { (dev.plain_event()?, None) };
+        Ok(CudaEvent::command(dev, end, start))
     }
 
-    fn of(dev: &Arc<DeviceShared>, end: Arc<CuEvent>, start: Option<CuEvent>, once: bool) -> CudaEvent {
+    /// A command's event over CUDA events already made, not issued yet:
+    /// `end` recorded after the command, `start` (profiling) before it.
+    pub(crate) fn command(dev: &Arc<DeviceShared>, end: Arc<CuEvent>, start: Option<CuEvent>) -> CudaEvent {
+        CudaEvent::of(Place::later(dev), end, start, None, true)
+    }
+
+    /// The event of a command its queue issued as it was submitted, with
+    /// `end` and `start` (see [`command`](Self::command)) recorded.
+    pub(crate) fn issued_now(end: Arc<CuEvent>, start: Option<CuEvent>, issued: Issued) -> CudaEvent {
+        let Issued { clock, seq, times, check } = issued;
+        CudaEvent::of(Place::Now { clock, seq, check }, end, start, times, true)
+    }
+
+    fn of(place: Place, end: Arc<CuEvent>, start: Option<CuEvent>, times: Option<(u64, u64)>, once: bool) -> CudaEvent {
         CudaEvent {
-            dev: dev.clone(),
+            place,
             end: Some(end),
             start,
-            times: Mutex::new(None),
-            check: OnceLock::new(),
+            times: Mutex::new(times),
             held: Mutex::new(None),
             ever_held: AtomicBool::new(false),
             done: AtomicBool::new(false),
             once,
             recording: AtomicBool::new(false),
-            order: OnceLock::new(),
+        }
+    }
+
+    /// Its device.
+    fn dev(&self) -> &Arc<DeviceShared> {
+        match &self.place {
+            Place::Now { clock, .. } => &clock.dev,
+            Place::Later { dev, .. } => dev,
+        }
+    }
+
+    /// The clock of the stream its queue issued it on and its sequence
+    /// number there, once issued.
+    fn order(&self) -> Option<(&StreamClock, u64)> {
+        match &self.place {
+            Place::Now { clock, seq, .. } => Some((clock, *seq)),
+            Place::Later { order, .. } => order.get().map(|(clock, seq)| (&**clock, *seq)),
+        }
+    }
+
+    /// What to check once complete, once issued.
+    fn check(&self) -> Option<&Check> {
+        match &self.place {
+            Place::Now { check, .. } => check.as_ref(),
+            Place::Later { check, .. } => check.get(),
         }
     }
 
@@ -307,7 +370,7 @@ impl CudaEvent {
         dev.bind()?;
         // New events, never recorded (a pooled one may still be pending).
         let start = if profiling { Some(CuEvent::new(true)?) } else { None };
-        Ok(CudaEvent::of(dev, Arc::new(CuEvent::new(profiling)?), start, false))
+        Ok(CudaEvent::of(Place::later(dev), Arc::new(CuEvent::new(profiling)?), start, None, false))
     }
 
     /// The event recorded after the command.
@@ -325,16 +388,19 @@ impl CudaEvent {
         self.start.as_ref()
     }
 
-    /// The command was issued: its host times (on profiling queues), what
-    /// to check once complete and its place on its queue's stream.
-    pub(crate) fn issued(&self, times: Option<(u64, u64)>, check: Option<Check>, order: (Arc<StreamClock>, u64)) {
-        let _ = self.order.set(order);
+    /// The command, held back when it was submitted (an event made with
+    /// [`command`](Self::command)), was issued.
+    pub(crate) fn issued(&self, issued: Issued) {
+        let Issued { clock, seq, times, check } = issued;
+        if let Place::Later { order, check: slot, .. } = &self.place {
+            let _ = order.set((clock, seq));
+            if let Some(check) = check {
+                let _ = slot.set(check);
+            }
+        }
         // A command's event starts without times: only profiling sets them.
         if times.is_some() {
             *self.times.lock() = times;
-        }
-        if let Some(check) = check {
-            let _ = self.check.set(check);
         }
     }
 
@@ -362,9 +428,10 @@ impl CudaEvent {
     /// its end event for the waiting stream. An event known complete needs
     /// no `cuStreamWaitEvent` (a driver call per dependency: a fork-join's
     /// branches all wait for the fork, issue 31 item 3): its one record
-    /// has completed, and a wait on it would wait for nothing.
-    pub(crate) fn dep(&self, device: bool) -> Dep {
-        let end = (device && !self.known_done()).then(|| self.end.clone().expect("alive"));
+    /// has completed, and a wait on it would wait for nothing. The end
+    /// event is borrowed from this event (see [`Dep::end`]).
+    pub(crate) fn dep(&self, device: bool) -> Dep<'_> {
+        let end = (device && !self.known_done()).then(|| Cow::Borrowed(self.end_shared()));
         Dep { gate: self.held_gate(), end }
     }
 
@@ -405,8 +472,8 @@ impl CudaEvent {
     /// the earlier submissions of its stream.
     fn seen_complete(&self) {
         self.saw_done();
-        if let Some((clock, seq)) = self.order.get() {
-            clock.saw(*seq);
+        if let Some((clock, seq)) = self.order() {
+            clock.saw(seq);
         }
     }
 
@@ -417,8 +484,8 @@ impl CudaEvent {
         if self.done.load(Ordering::Acquire) {
             return true;
         }
-        match self.order.get() {
-            Some((clock, seq)) if self.once && clock.covers(*seq) => {
+        match self.order() {
+            Some((clock, seq)) if self.once && clock.covers(seq) => {
                 self.saw_done();
                 true
             }
@@ -456,7 +523,7 @@ impl CudaEvent {
 
     /// The failure its kernels reported, once complete.
     fn failure(&self) -> Option<String> {
-        match self.check.get()? {
+        match self.check()? {
             Check::Kernel(word, name) => match word.read() {
                 0 => None,
                 code => Some(format!("kernel `{name}` reported failure code {code}")),
@@ -504,14 +571,14 @@ impl EventImpl for CudaEvent {
     /// front end reads as "not yet": the command leaves with a later probe,
     /// a wait, a status query or `finish`.
     fn status_quiet(&self) -> EventStatus {
-        let Some((clock, seq)) = self.order.get() else {
+        let Some((clock, seq)) = self.order() else {
             // Not issued by a queue (held, or failed to issue): `status` knows.
             return self.status();
         };
         if !matches!(self.issue_outcome(), Some(Ok(()))) {
             return self.status();
         }
-        if self.known_done() || clock.probe_covers(*seq) {
+        if self.known_done() || clock.probe_covers(seq) {
             // Known complete now: `status` makes no driver call.
             return self.status();
         }
@@ -542,11 +609,11 @@ impl EventImpl for CudaEvent {
         // Both device times come from the device's timing base, so that the
         // order of events on the device is the order of their timestamps. The
         // host's queue and submit times never come after the device's start.
-        let start = self.dev.timestamp_ns(start_event).ok()?;
-        let end = self.dev.timestamp_ns(self.end()).ok()?.max(start);
+        let start = self.dev().timestamp_ns(start_event).ok()?;
+        let end = self.dev().timestamp_ns(self.end()).ok()?.max(start);
         if self.recording.load(Ordering::Acquire) {
             // The call's host time, on the device's timeline like the recorded time.
-            let call = self.dev.host_to_device_ns(queued).ok()?;
+            let call = self.dev().host_to_device_ns(queued).ok()?;
             return Some(ProfilingInfo::recording(call, end));
         }
         let submit = submit.min(start);
@@ -558,22 +625,33 @@ impl Drop for CudaEvent {
     fn drop(&mut self) {
         let done = self.known_done();
         let Some(end) = self.end.take() else { return };
-        match self.check.take() {
+        let check = match &mut self.place {
+            Place::Now { check, .. } => check.take(),
+            Place::Later { check, .. } => check.take(),
+        };
+        let dev = self.dev();
+        match check {
             // Seen complete (by a wait or a status query, its own or of a
             // later record on its stream): the kernel no
             // longer writes its word, which goes back at once, without the
             // query that otherwise falls on whoever drops the event (the
             // front end's next submission, issue 15 goal 2).
             Some(Check::Kernel(word, _)) if done => {
-                self.dev.free_word(word);
-                self.dev.recycle_event(end);
+                dev.free_word(word);
+                dev.recycle_event(end);
             }
             // The kernel may still write its status word: the word goes back
             // to the pool once the event says the kernel is done.
-            Some(Check::Kernel(word, _)) => self.dev.retire_status_word(word, end),
-            Some(Check::Run(_) | Check::Runs(_)) | None => self.dev.recycle_event(end),
+            Some(Check::Kernel(word, _)) => dev.retire_status_word(word, end),
+            Some(Check::Run(_) | Check::Runs(_)) | None => dev.recycle_event(end),
         }
     }
+}
+
+/// A profiling command's new end and start events, both timing (pooled
+/// events have no timing).
+pub(crate) fn timing_pair() -> Result<(Arc<CuEvent>, Option<CuEvent>)> {
+    Ok((Arc::new(CuEvent::new(true)?), Some(CuEvent::new(true)?)))
 }
 
 /// An event the host completes. It never reaches the device: work that
@@ -610,7 +688,7 @@ impl EventImpl for CudaUserEvent {
 
 /// The dependency of a submission on `event` (an event of this adapter);
 /// with `device`, its stream waits for the event's device work.
-pub(crate) fn dep(event: &dyn EventImpl, device: bool) -> Result<Dep> {
+pub(crate) fn dep(event: &dyn EventImpl, device: bool) -> Result<Dep<'_>> {
     let any = event as &dyn Any;
     if let Some(e) = any.downcast_ref::<CudaEvent>() {
         return Ok(e.dep(device));

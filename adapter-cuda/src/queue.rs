@@ -19,14 +19,18 @@ use parking_lot::Mutex;
 use smallvec::SmallVec;
 
 use crate::device::{DeviceShared, now_ns};
-use crate::driver::{Stream, cu, stream_wait_event};
-use crate::event::{Check, CudaEvent, CudaUserEvent, RunStatus, StreamClock, dep};
+use crate::driver::{CuEvent, Stream, cu, stream_wait_event};
+use crate::event::{Check, CudaEvent, CudaUserEvent, Issued, RunStatus, StreamClock, dep, timing_pair};
 use crate::exec;
 use crate::graph::{ExecGraph, native_graph};
 use crate::hold::{Dep, Gate, Held, HeldJob};
 
 /// Streams an out-of-order queue has.
 const OUT_OF_ORDER_STREAMS: usize = 4;
+
+/// Events a queue takes from its device's pool at once (see
+/// [`QueueState::events`]).
+const EVENT_BATCH: usize = 32;
 
 /// Work held back on the host until the events it waits for allow, for
 /// every device of the adapter (see `hold`: why one list).
@@ -64,6 +68,13 @@ struct QueueState {
     barrier: Option<Arc<CudaEvent>>,
     /// Submissions held back on the host that may not be issued yet.
     held: Vec<Arc<CudaEvent>>,
+    /// Events without timing for the next submissions, taken from the
+    /// device's pool [`EVENT_BATCH`] at a time: a submission takes its end
+    /// event here under the queue's lock, which it holds anyway, instead of
+    /// locking the device's pool (an uncontended lock and unlock, 20-40 ns
+    /// each on an H200's host, per eager launch: issue 31). Events come back
+    /// to the device's pool when their command's event is dropped.
+    events: Vec<Arc<CuEvent>>,
 }
 
 /// What a submission waits for before its work.
@@ -140,7 +151,7 @@ impl Work<'_> {
 /// A submission held back on the host (see `hold`).
 pub(crate) struct Job {
     queue: Arc<QueueCore>,
-    deps: Vec<Dep>,
+    deps: Vec<Dep<'static>>,
     work: Work<'static>,
     event: Arc<CudaEvent>,
     gate: Arc<Gate>,
@@ -154,7 +165,7 @@ const _: fn() = || {
 };
 
 impl HeldJob for Job {
-    fn deps(&self) -> &[Dep] {
+    fn deps(&self) -> &[Dep<'_>] {
         &self.deps
     }
 
@@ -170,7 +181,11 @@ impl HeldJob for Job {
             let mut state = queue.state.lock();
             // SAFETY: as when the job was held: the front end keeps the
             // command's memory valid until its event completes.
-            unsafe { queue.issue_locked(&mut state, &deps, work, &event, queued) }
+            let (index, issued) =
+                unsafe { queue.issue_locked(&mut state, &deps, work, event.end_shared(), event.start(), queued)? };
+            event.issued(issued);
+            state.last[index] = Some(event.clone());
+            Ok(())
         });
         if let Err(e) = &result {
             tracing::warn!(error = %e, "issuing held CUDA work failed");
@@ -203,43 +218,51 @@ impl QueueCore {
         work: Work<'_>,
     ) -> Result<Arc<CudaEvent>> {
         self.dev.bind()?;
-        let mut deps: SmallVec<[Dep; 4]> = SmallVec::new();
+        let mut deps: SmallVec<[Dep<'_>; 4]> = SmallVec::new();
         for event in wait {
             deps.push(dep(*event, true)?);
         }
         for event in host_only {
             deps.push(dep(*event, false)?);
         }
-        let event = Arc::new(CudaEvent::new(&self.dev, profiling)?);
+        // Timing events are never pooled: made before the lock.
+        let timing = if profiling { Some(timing_pair()?) } else { None };
         // Host times are only reported on profiling queues: no clock read otherwise.
         let queued = if profiling { now_ns() } else { 0 };
         let mut state = self.state.lock();
+        let (end, start) = match timing {
+            Some(pair) => pair,
+            None => (self.plain_event(&mut state)?, None),
+        };
         state.held.retain(|e| e.held_gate().is_some());
+        // The queue's own dependencies are owned: the state they are
+        // borrowed from changes as the submission is issued.
         match order {
             Order::Barrier => {
                 for last in state.last.iter().flatten() {
-                    deps.push(last.dep(true));
+                    deps.push(last.dep(true).into_owned());
                 }
                 for held in &state.held {
-                    deps.push(held.dep(true));
+                    deps.push(held.dep(true).into_owned());
                 }
             }
             Order::Normal => {
                 if let Some(barrier) = &state.barrier {
-                    deps.push(barrier.dep(true));
+                    deps.push(barrier.dep(true).into_owned());
                 }
             }
         }
         // An in-order queue's one stream orders its submissions once issued.
         if let Some(tail) = &state.tail {
-            deps.push(tail.dep(false));
+            deps.push(tail.dep(false).into_owned());
         }
         // Dependencies without a gate were issued when looked up and stay
         // so: the submission is issued now without the device's held lock,
         // which only orders a decision to hold against a gate opening.
         let mut held = (!deps.iter().all(|d| d.gate.is_none())).then(|| HELD.lock());
         let is_held = held.is_some() && !deps.iter().all(Dep::is_open);
-        if is_held {
+        let event = if is_held {
+            let event = Arc::new(CudaEvent::command(&self.dev, end, start));
             let gate = Gate::new();
             event.hold(gate.clone());
             if let Work::Launch(launch) = &work {
@@ -251,18 +274,31 @@ impl QueueCore {
             // Only held work owns its command (a clone).
             let job = Job {
                 queue: self.clone(),
-                deps: deps.into_vec(),
+                deps: deps.into_iter().map(Dep::into_owned).collect(),
                 work: work.into_owned(),
                 event: event.clone(),
                 gate,
                 queued,
             };
             held.take().expect("held work took the lock").push(job);
+            event
         } else {
             drop(held);
-            // SAFETY: as `issue_locked` asks: validated work outliving `event` (our `# Safety`), context bound above.
-            unsafe { self.issue_locked(&mut state, &deps, work, &event, queued)? };
-        }
+            // SAFETY: as `issue_locked` asks: validated work whose memory outlives its event (our
+            // `# Safety`), context bound above.
+            match unsafe { self.issue_locked(&mut state, &deps, work, &end, start.as_ref(), queued) } {
+                // Issued now: its event is made knowing where (see `Place`).
+                Ok((index, issued)) => {
+                    let event = Arc::new(CudaEvent::issued_now(end, start, issued));
+                    state.last[index] = Some(event.clone());
+                    event
+                }
+                Err(e) => {
+                    self.dev.recycle_event(end);
+                    return Err(e);
+                }
+            }
+        };
         if !self.out_of_order {
             state.tail = is_held.then(|| event.clone());
         } else if matches!(order, Order::Barrier) {
@@ -275,41 +311,51 @@ impl QueueCore {
         Ok(event)
     }
 
-    /// Issues work on a stream of the queue after `deps`, records its events
-    /// and makes it the stream's last.
+    /// An event without timing from the queue's free list, refilled from
+    /// the device's pool when empty; the context is bound.
+    fn plain_event(&self, state: &mut QueueState) -> Result<Arc<CuEvent>> {
+        if state.events.is_empty() {
+            self.dev.plain_events(EVENT_BATCH, &mut state.events)?;
+        }
+        Ok(state.events.pop().expect("the free list was refilled"))
+    }
+
+    /// Issues work on a stream of the queue after `deps` and records its
+    /// events, `end` after it and `start` (profiling) before: the stream's
+    /// index, for the caller to make the work's event the stream's last,
+    /// and what the event must know.
     ///
     /// # Safety
     /// As for [`submit`](Self::submit); the context is bound.
     unsafe fn issue_locked(
         &self,
         state: &mut QueueState,
-        deps: &[Dep],
+        deps: &[Dep<'_>],
         work: Work<'_>,
-        event: &Arc<CudaEvent>,
+        end: &Arc<CuEvent>,
+        start: Option<&CuEvent>,
         queued: u64,
-    ) -> Result<()> {
+    ) -> Result<(usize, Issued)> {
         let index = self.pick_stream(state);
         let stream = state.streams[index].raw();
         // The stream's own last event is already ordered before this work
         // (an in-order queue's previous submission, a buffer's previous
         // replay on the same queue): waiting on it again only costs a call.
         let last = state.last[index].as_ref().map(|e| e.end().raw());
-        for end in deps.iter().filter_map(|d| d.end.as_ref()).filter(|e| Some(e.raw()) != last) {
-            stream_wait_event(stream, end.raw())?;
+        for wait in deps.iter().filter_map(|d| d.end.as_ref()).filter(|e| Some(e.raw()) != last) {
+            stream_wait_event(stream, wait.raw())?;
         }
-        if let Some(start) = event.start() {
+        if let Some(start) = start {
             start.record(stream)?;
         }
         // SAFETY: the work is validated, its memory stays valid until the event completes and the
         // context is bound (this function's `# Safety`): `Work::issue`'s contract, `exec::issue`'s.
         let check = unsafe { work.issue(&self.dev, stream)? };
-        event.end().record(stream)?;
-        let times = event.start().is_some().then(|| (queued, now_ns().max(queued)));
+        end.record(stream)?;
+        let times = start.is_some().then(|| (queued, now_ns().max(queued)));
         let clock = &state.clocks[index];
-        let seq = clock.next(event.end_shared());
-        event.issued(times, check, (clock.clone(), seq));
-        state.last[index] = Some(event.clone());
-        Ok(())
+        let seq = clock.next(end);
+        Ok((index, Issued { clock: clock.clone(), seq, times, check }))
     }
 
     /// The stream for the next submission: the only one of an in-order
@@ -334,7 +380,13 @@ impl QueueCore {
 
 impl Drop for QueueCore {
     fn drop(&mut self) {
-        for stream in self.state.get_mut().streams.drain(..) {
+        let state = self.state.get_mut();
+        // The free list's events, for submissions that will not come: back
+        // to the device's pool.
+        for event in state.events.drain(..) {
+            self.dev.recycle_event(event);
+        }
+        for stream in state.streams.drain(..) {
             match self.adopted {
                 None => self.dev.return_stream(stream),
                 // The application's stream: not destroyed here.

@@ -419,6 +419,21 @@ impl DeviceShared {
         }
     }
 
+    /// Moves up to `count` pooled events without timing into `into` (a
+    /// queue's own free list), under one lock; with the pool empty, one new
+    /// event of the bound context.
+    pub(crate) fn plain_events(&self, count: usize, into: &mut Vec<Arc<CuEvent>>) -> Result<()> {
+        {
+            let mut pool = self.event_pool.lock();
+            let from = pool.len().saturating_sub(count);
+            into.extend(pool.drain(from..));
+        }
+        if into.is_empty() {
+            into.push(Arc::new(CuEvent::new(false)?));
+        }
+        Ok(())
+    }
+
     /// Keeps an event for reuse once nothing will wait on it again: waits
     /// already issued keep what its last record was, and recording it again
     /// only affects later waits. One that held work will still wait on is

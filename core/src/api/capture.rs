@@ -778,7 +778,7 @@ impl Queue {
     }
 
     /// Submits an executable graph after the resolved wait list.
-    pub(crate) fn execute_graph(&self, graph: &InstantiatedGraph, resolved: &[Arc<dyn EventImpl>]) -> Result<Event> {
+    pub(crate) fn execute_graph(&self, graph: &InstantiatedGraph, resolved: &[&dyn EventImpl]) -> Result<Event> {
         self.execute_command_buffer(&graph.inner.buffer, resolved)
     }
 }

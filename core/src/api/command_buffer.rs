@@ -52,7 +52,7 @@ use crate::command::Command;
 use crate::context::Context;
 use crate::device::{CommandBufferSupport, Device};
 use crate::error::Result;
-use crate::event::{Event, as_refs};
+use crate::event::Event;
 use crate::interop::{self, Owner};
 use crate::launch::{KernelArg, LocalSizeOrigin};
 use crate::program::Kernel;
@@ -452,7 +452,7 @@ impl CommandBuffer {
     }
 
     /// Submits on `queue`; called by [`Queue::enqueue_command_buffer`].
-    pub(crate) fn enqueue_on(&self, queue: &Queue, wait: &[Arc<dyn EventImpl>]) -> Result<Arc<dyn EventImpl>> {
+    pub(crate) fn enqueue_on(&self, queue: &Queue, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
         ensure!(
             queue.context() == &self.inner.context,
             InvalidQueue,
@@ -464,7 +464,7 @@ impl CommandBuffer {
         // SAFETY: the queue is of this context (so of this adapter), the
         // wait events were resolved from events of this context, and
         // `in_order` is the queue's own property.
-        let result = unsafe { imp.enqueue_ordered(queue.imp(), &as_refs(wait), in_order) };
+        let result = unsafe { imp.enqueue_ordered(queue.imp(), wait, in_order) };
         if result.is_err() {
             drop(state);
             queue.hold_after_failed_submission(self);

@@ -129,6 +129,14 @@ impl Event {
         Some(self.imp.clone())
     }
 
+    /// The adapter event itself when waiting on this event means waiting on
+    /// it (any event but a software command buffer's signal event or a
+    /// span, which [`resolve`](Self::resolve) to another).
+    fn direct(&self) -> Option<&Arc<dyn EventImpl>> {
+        let any: &dyn Any = &*self.imp;
+        (!any.is::<ForwardingEvent>() && !any.is::<SpanEvent>()).then_some(&self.imp)
+    }
+
     /// Runs `callback` with the final status (complete or failed) once the
     /// command has ended, on a host thread of the front end's
     /// (`ur-event-callback`, reused between callbacks) that waits for it
@@ -243,19 +251,57 @@ impl fmt::Debug for UserEvent {
 /// Resolves a wait list for an adapter call, checking every event belongs to
 /// `context`, or to a context whose events the adapter waits for device-side
 /// ([`Context::waits_on_events_of`]), and is no event of a capture.
-pub(crate) fn resolve_wait_list(context: ContextId, events: &[&Event]) -> Result<SmallVec<[Arc<dyn EventImpl>; 4]>> {
+pub(crate) fn resolve_wait_list(context: ContextId, events: &[&Event]) -> Result<Resolved> {
     let mut out = SmallVec::new();
     for (i, e) in events.iter().enumerate() {
-        // The id comparison is all a wait list of the queue's own events costs.
-        ensure!(
-            e.context == context || crate::peer::waits_across(context, e.context),
-            InvalidEventWaitList,
-            "event {i} of the wait list belongs to another context, whose events this context's queues cannot wait for"
-        );
-        crate::capture::check_not_captured(e, i)?;
+        check_wait_event(context, e, i)?;
         out.extend(e.resolve());
     }
     Ok(out)
+}
+
+/// Events a wait list resolved to, each retained.
+pub(crate) type Resolved = SmallVec<[Arc<dyn EventImpl>; 4]>;
+
+/// A wait list resolved for an adapter call as [`resolve_wait_list`]
+/// resolves it, with the same checks, for a call that does not keep it:
+/// the events that stand for themselves (every event but a software
+/// command buffer's signal event or a span) are borrowed from `events`,
+/// and only the others' resolutions are retained, into `held`. Retaining
+/// every event cost two atomic read-modify-writes per event per
+/// submission, 20-40 ns each on a GPU machine's host (issue 31). The order
+/// of the events is not kept: a wait list is a set.
+pub(crate) fn resolve_wait_refs<'a>(
+    context: ContextId,
+    events: &[&'a Event],
+    held: &'a mut Resolved,
+) -> Result<SmallVec<[&'a dyn EventImpl; 4]>> {
+    let mut out: SmallVec<[&'a dyn EventImpl; 4]> = SmallVec::new();
+    for (i, e) in events.iter().enumerate() {
+        check_wait_event(context, e, i)?;
+        match e.direct() {
+            Some(own) => out.push(&**own),
+            None => held.extend(e.resolve()),
+        }
+    }
+    if !held.is_empty() {
+        let held: &'a Resolved = held;
+        out.extend(held.iter().map(|e| &**e));
+    }
+    Ok(out)
+}
+
+/// Checks that event `i` of a wait list belongs to `context`, or to a
+/// context whose events the adapter waits for device-side, and is no event
+/// of a capture.
+fn check_wait_event(context: ContextId, e: &Event, i: usize) -> Result<()> {
+    // The id comparison is all a wait list of the queue's own events costs.
+    ensure!(
+        e.context == context || crate::peer::waits_across(context, e.context),
+        InvalidEventWaitList,
+        "event {i} of the wait list belongs to another context, whose events this context's queues cannot wait for"
+    );
+    crate::capture::check_not_captured(e, i)
 }
 
 /// Borrows resolved events as the adapter interface takes them.

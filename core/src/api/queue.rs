@@ -33,7 +33,7 @@ use crate::device::Device;
 use crate::ensure;
 use crate::error::Result;
 use crate::error::panic_message;
-use crate::event::{Event, UserEvent, as_refs, resolve_wait_list};
+use crate::event::{Event, Resolved, UserEvent, as_refs, resolve_wait_list, resolve_wait_refs};
 use crate::interop::{self, NativeCommand, NativeHandle, NativeScope, NativeTarget, Owner};
 use crate::launch::KernelLaunch;
 use crate::memory::{BufferMapping, MapFlags, MappedMemory, MemBuffer, MigrationFlags, UsmAdvice, UsmPtr};
@@ -311,7 +311,8 @@ impl Queue {
             unsafe { command.invoke(self.device().backend(), NativeTarget::Host)? };
             return Ok(start);
         }
-        let resolved = resolve_wait_list(self.inner.context.id(), wait)?;
+        let mut held = Resolved::new();
+        let resolved = resolve_wait_refs(self.inner.context.id(), wait, &mut held)?;
         let native = interop::Borrowed::new(callback);
         let command = NativeCommand::new(native.shared(), mems, Owner::Queue(self.key()), None);
         let result = self.execute(Command::Native(command), &resolved);
@@ -389,7 +390,9 @@ impl Queue {
         if self.inner.capture.is_active() {
             return capture::submit(self, op, wait);
         }
-        match resolve_wait_list(self.inner.context.id(), wait) {
+        // Borrowed, not retained: the adapter does not keep the list.
+        let mut held = Resolved::new();
+        match resolve_wait_refs(self.inner.context.id(), wait, &mut held) {
             Ok(resolved) => self.execute_op(op, &resolved),
             Err(e) if wait.iter().any(|e| capture::is_captured(e)) => capture::submit_joining(self, op, wait, e),
             Err(e) => Err(e),
@@ -397,7 +400,7 @@ impl Queue {
     }
 
     /// Executes `op` after the resolved wait list.
-    pub(crate) fn execute_op(&self, op: Op, resolved: &[Arc<dyn EventImpl>]) -> Result<Event> {
+    pub(crate) fn execute_op(&self, op: Op, resolved: &[&dyn EventImpl]) -> Result<Event> {
         match op {
             Op::Command(command) => self.execute(command, resolved),
             Op::Kernel(kernel, _) => self.execute(Command::KernelLaunch(kernel), resolved),
@@ -407,13 +410,13 @@ impl Queue {
     }
 
     /// Executes `command` after the resolved wait list.
-    pub(crate) fn execute(&self, command: Command, resolved: &[Arc<dyn EventImpl>]) -> Result<Event> {
+    pub(crate) fn execute(&self, command: Command, resolved: &[&dyn EventImpl]) -> Result<Event> {
         // SAFETY: `command` was built by a validating constructor for this
         // queue's context; the wait events were checked to belong to it (or to a
         // context whose events its adapter waits for). Raw
         // host memory in the command comes from `unsafe` entry points whose
         // callers keep it valid, or from blocking calls that wait below.
-        let event = unsafe { self.inner.imp.enqueue(&command, &as_refs(resolved))? };
+        let event = unsafe { self.inner.imp.enqueue(&command, resolved)? };
         self.track(event.clone(), KeepAlive::Command(command));
         Ok(Event::from_imp(event, &self.inner.context))
     }
@@ -442,8 +445,8 @@ impl Queue {
     fn submit_blocking(&self, command: Command, wait: &[&Event]) -> Result<()> {
         self.check_not_capturing("a blocking transfer")?;
         interop::check_not_in_host_command("a blocking transfer")?;
-        let resolved = resolve_wait_list(self.inner.context.id(), wait)?;
-        let event = self.execute(command, &resolved)?;
+        let mut held = Resolved::new();
+        let event = self.execute(command, &resolve_wait_refs(self.inner.context.id(), wait, &mut held)?)?;
         let result = event.wait();
         if result.is_err() && !event.status().is_terminal() {
             // The command might still write into the caller's slice: do not
@@ -737,7 +740,8 @@ impl Queue {
             "WRITE_INVALIDATE_REGION excludes READ and WRITE"
         );
         buffer.check_range(offset, size)?;
-        let resolved = resolve_wait_list(self.inner.context.id(), wait)?;
+        let mut held = Resolved::new();
+        let resolved = resolve_wait_refs(self.inner.context.id(), wait, &mut held)?;
         // A buffer whose storage is host memory used in place is mapped where
         // it lies, whatever memory the caller offered: a copy would be a copy
         // of the bytes onto themselves.
@@ -768,7 +772,7 @@ impl Queue {
         size: usize,
         flags: MapFlags,
         memory: &MappedMemory,
-        resolved: &[Arc<dyn EventImpl>],
+        resolved: &[&dyn EventImpl],
     ) -> Result<Event> {
         if flags.contains(MapFlags::WRITE_INVALIDATE_REGION) {
             self.marker(resolved, false)
@@ -786,7 +790,8 @@ impl Queue {
         mapping.buffer.check_context(&self.inner.context)?;
         let mut after: SmallVec<[&Event; 8]> = SmallVec::from_slice(wait);
         after.push(&mapping.ready);
-        let resolved = resolve_wait_list(self.inner.context.id(), &after)?;
+        let mut held = Resolved::new();
+        let resolved = resolve_wait_refs(self.inner.context.id(), &after, &mut held)?;
         let in_place = matches!(mapping.memory, Some(MappedMemory::InPlace(_)));
         if in_place || !mapping.flags.intersects(MapFlags::WRITE | MapFlags::WRITE_INVALIDATE_REGION) {
             // The host is done with the bytes (written in place, or only
@@ -799,7 +804,7 @@ impl Queue {
         let command = Command::buffer_write(&self.inner.context, &mapping.buffer, mapping.offset, mapping.size, src)?;
         // SAFETY: as in `execute`; the mapping's memory is kept until the
         // write-back completes (tracked below).
-        let event = unsafe { self.inner.imp.enqueue(&command, &as_refs(&resolved))? };
+        let event = unsafe { self.inner.imp.enqueue(&command, &resolved)? };
         self.track(event.clone(), KeepAlive::Mapping(memory, command));
         Ok(Event::from_imp(event, &self.inner.context))
     }
@@ -820,9 +825,9 @@ impl Queue {
     }
 
     /// A marker (or barrier) after the resolved wait list, never recorded.
-    pub(crate) fn marker(&self, resolved: &[Arc<dyn EventImpl>], barrier: bool) -> Result<Event> {
+    pub(crate) fn marker(&self, resolved: &[&dyn EventImpl], barrier: bool) -> Result<Event> {
         // SAFETY: the events were checked as wait-list events of this queue's context.
-        let event = unsafe { self.inner.imp.enqueue_wait(&as_refs(resolved), barrier)? };
+        let event = unsafe { self.inner.imp.enqueue_wait(resolved, barrier)? };
         Ok(Event::from_imp(event, &self.inner.context))
     }
 
@@ -847,16 +852,18 @@ impl Queue {
     #[tracing::instrument(level = "trace", skip_all)]
     pub fn enqueue_timestamp(&self, wait: &[&Event]) -> Result<Event> {
         self.check_not_capturing("a timestamp recording")?;
-        let resolved = resolve_wait_list(self.inner.context.id(), wait)?;
+        let mut held = Resolved::new();
+        let resolved = resolve_wait_refs(self.inner.context.id(), wait, &mut held)?;
         // SAFETY: the events were checked as wait-list events of this queue's context.
-        let event = unsafe { self.inner.imp.enqueue_timestamp(&as_refs(&resolved))? };
+        let event = unsafe { self.inner.imp.enqueue_timestamp(&resolved)? };
         Ok(Event::from_imp(event, &self.inner.context))
     }
 
     /// [`events_wait`](Self::events_wait) that never records or captures, for
     /// the queue's own host-side orderings.
     pub(crate) fn eager_events_wait(&self, wait: &[&Event]) -> Result<Event> {
-        self.marker(&resolve_wait_list(self.inner.context.id(), wait)?, false)
+        let mut held = Resolved::new();
+        self.marker(&resolve_wait_refs(self.inner.context.id(), wait, &mut held)?, false)
     }
 
     /// Runs `task` on a host thread once `wait` (and, on an in-order queue,
@@ -926,7 +933,8 @@ impl Queue {
     #[tracing::instrument(level = "debug", skip_all, fields(label = command_buffer.label()))]
     pub fn enqueue_command_buffer(&self, command_buffer: &CommandBuffer, wait: &[&Event]) -> Result<Event> {
         self.check_not_capturing("a command-buffer enqueue (add an executable graph with `enqueue_graph`)")?;
-        let resolved = resolve_wait_list(self.inner.context.id(), wait)?;
+        let mut held = Resolved::new();
+        let resolved = resolve_wait_refs(self.inner.context.id(), wait, &mut held)?;
         self.execute_command_buffer(command_buffer, &resolved)
     }
 
@@ -947,7 +955,7 @@ impl Queue {
     pub(crate) fn execute_command_buffer(
         &self,
         command_buffer: &CommandBuffer,
-        resolved: &[Arc<dyn EventImpl>],
+        resolved: &[&dyn EventImpl],
     ) -> Result<Event> {
         let event = command_buffer.enqueue_on(self, resolved)?;
         self.track(event.clone(), KeepAlive::CommandBuffer(command_buffer.clone()));
