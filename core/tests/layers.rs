@@ -39,9 +39,9 @@ fn layering() -> Layering {
             ),
             (
                 "api",
-                "capture, collective, command_buffer, context, event, interop, peer, queue and software: \
-                 the front end's objects call each other's behaviour (an event's wait checks captures, \
-                 a capture appends to command buffers, a command buffer records collectives, ...)",
+                "capture, collective, command_buffer, event, interop, peer, queue and software: the front \
+                 end's objects call each other's behaviour (an event's wait checks captures, a capture \
+                 appends to command buffers, a command buffer records collectives, ...)",
             ),
         ],
         ..Layering::new(env!("CARGO_MANIFEST_DIR"), LAYER_NAMES, LAYERS)

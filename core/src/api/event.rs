@@ -28,7 +28,7 @@ impl Event {
             first.context == last.context
                 && parts
                     .iter()
-                    .all(|p| p.context == first.context || crate::peer::waits_across(first.context, p.context)),
+                    .all(|p| p.context == first.context || crate::registry::waits_across(first.context, p.context)),
             InvalidEvent,
             "a span of events of several contexts"
         );
@@ -248,7 +248,7 @@ pub(crate) fn resolve_wait_list(context: ContextId, events: &[&Event]) -> Result
     for (i, e) in events.iter().enumerate() {
         // The id comparison is all a wait list of the queue's own events costs.
         ensure!(
-            e.context == context || crate::peer::waits_across(context, e.context),
+            e.context == context || crate::registry::waits_across(context, e.context),
             InvalidEventWaitList,
             "event {i} of the wait list belongs to another context, whose events this context's queues cannot wait for"
         );
