@@ -33,7 +33,7 @@ use crate::device::Device;
 use crate::ensure;
 use crate::error::Result;
 use crate::error::panic_message;
-use crate::event::{Event, UserEvent, as_refs, resolve_wait_list};
+use crate::event::{Event, UserEvent, as_refs, is_captured, resolve_wait_list};
 use crate::interop::{self, NativeCommand, NativeHandle, NativeScope, NativeTarget, Owner};
 use crate::launch::KernelLaunch;
 use crate::memory::{BufferMapping, MapFlags, MappedMemory, MemBuffer, MigrationFlags, UsmAdvice, UsmPtr};
@@ -258,7 +258,7 @@ impl Queue {
         let mems = self.native_mems(mems)?;
         // A captured callback runs at each execution where the backend calls
         // it per run; an executed one runs once and must not outlive its run.
-        let captured = self.inner.capture.is_active() || wait.iter().any(|e| capture::is_captured(e));
+        let captured = self.inner.capture.is_active() || wait.iter().any(|e| is_captured(e));
         let callback: Arc<interop::NativeFn> = if captured { Arc::new(callback) } else { interop::run_once(callback) };
         let native = NativeCommand::new(callback, mems, Owner::Queue(self.key()), None);
         self.submit_op(Op::Command(Command::Native(native)), wait)
@@ -391,7 +391,7 @@ impl Queue {
         }
         match resolve_wait_list(self.inner.context.id(), wait) {
             Ok(resolved) => self.execute_op(op, &resolved),
-            Err(e) if wait.iter().any(|e| capture::is_captured(e)) => capture::submit_joining(self, op, wait, e),
+            Err(e) if wait.iter().any(|e| is_captured(e)) => capture::submit_joining(self, op, wait, e),
             Err(e) => Err(e),
         }
     }
