@@ -9,20 +9,20 @@
 //!
 //! The front end keeps the enabled pairs and checks every peer copy against
 //! them; adapters only answer whether the pair can be enabled, do it, and copy.
+//! The copy on a queue, [`Queue::usm_copy_peer`](crate::Queue::usm_copy_peer),
+//! is the queue's (`queue/peer_copy.rs`): the command buffers' peer copies
+//! use the same checks (`peer_copy_command`) below the queues.
 
 use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
-use smallvec::SmallVec;
 
-use crate::adapter::{DeviceImpl, EventImpl};
+use crate::adapter::DeviceImpl;
 use crate::command::Command;
 use crate::context::{Context, ContextId};
 use crate::device::Device;
 use crate::error::{Result, UrError};
-use crate::event::{Event, resolve_wait_list};
 use crate::memory::{AllocationTracker, MemLoc, UsmPtr, UsmRef};
-use crate::queue::Queue;
 pub use crate::types::desc::PeerAccess;
 use crate::{ensure, err};
 
@@ -209,36 +209,4 @@ pub(crate) fn peer_copy_command(
     );
     let command = Command::UsmMemcpy { dst: MemLoc::Usm(dst_ref), src: MemLoc::Usm(src_ref), size };
     Ok((command, peer_ctx))
-}
-
-impl Queue {
-    /// Copies `size` bytes between a USM allocation of this queue's context
-    /// and one of a context on a peer device, for which peer access from this
-    /// queue's device was enabled ([`Device::enable_peer_access`]). Either side
-    /// may be the local one; the copy runs on this queue. A context joined
-    /// with this one ([`Context::share_usm_with`]) is another context here,
-    /// of the same device (its own peer).
-    ///
-    /// Errors: `InvalidSize` for 0 bytes or a range leaving its allocation;
-    /// `InvalidValue` when neither or both sides are in this context, or the
-    /// other side is in no context of this backend; `UnsupportedFeature` when
-    /// the devices are not peers; `InvalidOperation` when peer access is not
-    /// enabled; `InvalidEventWaitList` for an event of neither context. Events
-    /// of both contexts may be waited for: the adapters with peer copies
-    /// (CUDA, the CPU) wait for events of any of their contexts.
-    #[tracing::instrument(level = "trace", skip(self, wait))]
-    pub fn usm_copy_peer(&self, dst: UsmPtr, src: UsmPtr, size: usize, wait: &[&Event]) -> Result<Event> {
-        self.check_not_capturing("a peer copy")?;
-        let own = self.context();
-        let (command, peer_ctx) = peer_copy_command(own, self.device(), dst, src, size)?;
-        let mut resolved: SmallVec<[Arc<dyn EventImpl>; 4]> = SmallVec::new();
-        for (i, event) in wait.iter().enumerate() {
-            let one = [*event];
-            let events = resolve_wait_list(own.id(), &one)
-                .or_else(|_| resolve_wait_list(peer_ctx, &one))
-                .map_err(|_| err!(InvalidEventWaitList, "event {i} belongs to neither context of the peer copy"))?;
-            resolved.extend(events);
-        }
-        self.execute_peer_copy(command, &resolved)
-    }
 }

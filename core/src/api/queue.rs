@@ -42,6 +42,7 @@ use crate::rect::{RectLayout, RectRegion};
 pub use crate::types::desc::QueueProperties;
 
 mod lane;
+mod peer_copy;
 mod slot;
 mod usm_2d;
 
