@@ -35,11 +35,6 @@ fn layering() -> Layering {
     // No upward import remains (`known` stays empty).
     Layering {
         included: &[("bindings", "sys"), ("checks", "tables")],
-        circles_left: &[(
-            "objects",
-            "a platform holds its devices and a device its platform; opening the adapter starts its \
-             logging, whose filter asks the opened adapter",
-        )],
         ..Layering::new(env!("CARGO_MANIFEST_DIR"), LAYER_NAMES, LAYERS)
     }
 }

@@ -1,6 +1,8 @@
 //! The case runner: cases, their declared requirements, the per-device
-//! fixture, and the checks cases are written with.
+//! fixture, the checks cases are written with, and the panic hook that keeps
+//! the panics cases provoke off stderr.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -14,6 +16,38 @@ use cmdbuf::{
 use parking_lot::Mutex;
 
 use crate::kernels;
+
+/// Keeps panics of CPU-adapter workers and host tasks off stderr: they are
+/// caught and reported through the failing command's event, which is what
+/// the cases that provoke them check. So are panics inside
+/// [`expecting_panics`]. Other panics print as usual.
+pub fn quiet_adapter_worker_panics() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let on_worker = std::thread::current().name().is_some_and(|n| n.starts_with("ur-cpu-") || n == "ur-host-task");
+        if !on_worker && !PANICS_EXPECTED.with(Cell::get) {
+            default(info);
+        }
+    }));
+}
+
+thread_local! {
+    static PANICS_EXPECTED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f`, which provokes a panic on this thread that cmdbuf-core catches and
+/// reports as an error (a panicking native-command callback run at its
+/// enqueue), with the panic kept off stderr: the case checks the error.
+pub fn expecting_panics<R>(f: impl FnOnce() -> R) -> R {
+    struct Reset(bool);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            PANICS_EXPECTED.with(|e| e.set(self.0));
+        }
+    }
+    let _reset = Reset(PANICS_EXPECTED.with(|e| e.replace(true)));
+    f()
+}
 
 /// Why a case did not pass.
 #[derive(Debug)]

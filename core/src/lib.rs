@@ -59,7 +59,7 @@ pub use api::{
     adopt, capture, collective, command_buffer, context, device, event, interop, memory, peer, platform, program,
     queue, shared_usm,
 };
-use api::{host_threads, software};
+use api::{host_threads, registry, software};
 
 pub use loader::selector;
 

@@ -39,9 +39,10 @@ fn layering() -> Layering {
             ),
             (
                 "api",
-                "capture, collective, command_buffer, context, event, interop, peer, queue and software: \
-                 the front end's objects call each other's behaviour (an event's wait checks captures, \
-                 a capture appends to command buffers, a command buffer records collectives, ...)",
+                "capture, collective, command_buffer and queue: the front end's objects call each \
+                 other's behaviour (a queue hands its commands to its capture, a capture appends to \
+                 command buffers, a composed command buffer holds recorded collectives, which run on \
+                 queues, and command buffers are enqueued on queues)",
             ),
         ],
         ..Layering::new(env!("CARGO_MANIFEST_DIR"), LAYER_NAMES, LAYERS)

@@ -70,7 +70,7 @@ impl QueueGroup<'_> {
         }
         if let Some(graph) = queue.recording_slot().occupant() {
             let declared = self.declared.into_iter().map(|(a, _)| a).collect();
-            return crate::graph::buffers::record(graph, queue.key(), declared, |conflicts| {
+            return crate::graph::record::with_accessors(graph, queue.key(), declared, |conflicts| {
                 let conflicts: Vec<Event> = conflicts.into_iter().map(Event::Recorded).collect();
                 let all: Vec<&Event> = wait.iter().copied().chain(&conflicts).collect();
                 launch(queue, &all)

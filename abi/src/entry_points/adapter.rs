@@ -18,7 +18,8 @@ use crate::boundary::conv::ur_backend;
 use crate::entry::{AbiResult, guard, last_error};
 use crate::handle::Handle;
 use crate::info::{InfoOut, enumerate};
-use crate::objects::adapter::{Adapter, LoggerCallback, adapter};
+use crate::objects::adapter::{Adapter, LoggerCallback};
+use crate::objects::open::adapter;
 use crate::sys::*;
 
 /// # Safety

@@ -10,7 +10,7 @@ use crate::boundary::conv::ur_backend;
 use crate::entry::guard;
 use crate::handle::Handle;
 use crate::info::{InfoOut, c_str, enumerate};
-use crate::objects::adapter::adapter;
+use crate::objects::open::adapter;
 use crate::objects::platform::Platform;
 use crate::sys::*;
 

@@ -1,21 +1,14 @@
 //! The device handle, and the live handles of sub-devices, so that a
 //! partition of the same device returns them again.
 
-use std::sync::{Arc, Weak};
+use std::sync::Weak;
 
 use parking_lot::Mutex;
 
 use crate::handle::Handle;
-use crate::objects::platform::Platform;
+use crate::objects::topology::Platform;
+pub(crate) use crate::objects::topology::{Device, DeviceRef};
 use crate::sys::*;
-
-/// A device of a platform, or a sub-device of one of its devices.
-pub struct Device {
-    pub(crate) device: cmdbuf_core::Device,
-    pub(crate) platform: Weak<Handle<Platform>>,
-    /// A sub-device's parent, kept alive for `UR_DEVICE_INFO_PARENT_DEVICE`.
-    pub(crate) parent: Option<DeviceRef>,
-}
 
 impl Device {
     pub(crate) fn new(device: cmdbuf_core::Device, platform: Weak<Handle<Platform>>) -> Device {
@@ -54,6 +47,3 @@ pub(crate) fn live_sub_device(native: cmdbuf_core::NativeHandle) -> Option<ur_de
     found.retain_ref();
     Some(found.raw())
 }
-
-/// Keeps a device handle alive for objects that refer to it.
-pub(crate) type DeviceRef = Arc<Handle<Device>>;

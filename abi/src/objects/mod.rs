@@ -12,9 +12,11 @@ pub(crate) mod event;
 pub(crate) mod kernel;
 pub(crate) mod logging;
 pub(crate) mod mem;
+pub(crate) mod open;
 pub(crate) mod platform;
 pub(crate) mod program;
 pub(crate) mod queue;
+pub(crate) mod topology;
 
 // The handle kinds: object type, C handle type, tag, name and the error
 // for a handle of the wrong kind.

@@ -6,12 +6,7 @@ use cmdbuf_core::Backend;
 
 use crate::handle::Handle;
 use crate::objects::device::Device;
-
-/// A platform and its selected devices.
-pub struct Platform {
-    pub(crate) platform: cmdbuf_core::Platform,
-    pub(crate) devices: Vec<Arc<Handle<Device>>>,
-}
+pub(crate) use crate::objects::topology::Platform;
 
 impl Platform {
     /// A root handle for `platform` with its selected `devices`.

@@ -117,6 +117,11 @@ pub(crate) struct KernelInner {
 pub struct Event {
     pub(crate) imp: Arc<dyn EventImpl>,
     pub(crate) context: ContextId,
+    /// For the event of a command captured into a UR graph: the graph's id
+    /// and the node it stands for, so that an eager wait list refuses it
+    /// (`event::check_not_captured`) by reading this, not by asking the
+    /// capture above the events.
+    pub(crate) captured: Option<(u64, u32)>,
     pub(crate) _live: crate::live::Live<{ crate::live::EVENT }>,
 }
 

@@ -250,25 +250,6 @@ fn captured(event: &Event) -> Option<&CapturedEvent> {
     any.downcast_ref::<CapturedEvent>()
 }
 
-/// Whether `event` stands for a captured command.
-pub(crate) fn is_captured(event: &Event) -> bool {
-    captured(event).is_some()
-}
-
-/// `InvalidEventWaitList` for a captured event in an eager wait list.
-pub(crate) fn check_not_captured(event: &Event, i: usize) -> Result<()> {
-    match captured(event) {
-        None => Ok(()),
-        Some(c) => Err(err!(
-            InvalidEventWaitList,
-            "event {i} of the wait list stands for command {} captured into graph #{}; it is usable only in the \
-             wait lists of that capture",
-            c.node,
-            c.graph.id
-        )),
-    }
-}
-
 fn union(nodes: impl IntoIterator<Item = u32>, syncs: &[Syncs]) -> Syncs {
     let mut out: Syncs = nodes.into_iter().flat_map(|n| syncs[n as usize].iter().copied()).collect();
     out.sort_unstable_by_key(|s| s.index());
@@ -368,7 +349,10 @@ pub(crate) fn submit(queue: &Queue, op: Op, wait: &[&Event]) -> Result<Event> {
     }
     nodes.push(Node { op, preds: deps, queue: key, depended_on: false });
     lane.push(index, barrier_on_leaves, barrier, depended_on(nodes));
-    Ok(Event::from_imp(Arc::new(CapturedEvent { graph: graph.clone(), node: index, queue: key }), &graph.context))
+    let mut event =
+        Event::from_imp(Arc::new(CapturedEvent { graph: graph.clone(), node: index, queue: key }), &graph.context);
+    event.captured = Some((graph.id, index));
+    Ok(event)
 }
 
 /// `GraphCaptureMergeAttempt` when `wait` holds an event of another capture

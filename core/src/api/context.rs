@@ -103,7 +103,7 @@ impl Context {
                 _live: crate::live::Live::new(),
             }),
         };
-        crate::peer::register(&context);
+        crate::registry::register(context.id(), context.device(), context.tracker(), context.imp());
         context
     }
 
@@ -169,13 +169,13 @@ impl Context {
     /// [`uses_buffers_of`](Self::uses_buffers_of) for the context whose
     /// identity is `other` (false for one no longer alive).
     pub fn uses_buffers_of_id(&self, other: ContextId) -> bool {
-        self.inner.id == other || crate::peer::buffers_across(self.inner.id, other)
+        self.inner.id == other || crate::registry::buffers_across(self.inner.id, other)
     }
 
     /// [`waits_on_events_of`](Self::waits_on_events_of) for the context
     /// whose identity is `other` (false for one no longer alive).
     pub fn waits_on_events_of_id(&self, other: ContextId) -> bool {
-        self.inner.id == other || crate::peer::waits_across(self.inner.id, other)
+        self.inner.id == other || crate::registry::waits_across(self.inner.id, other)
     }
 
     /// The adapter's context.

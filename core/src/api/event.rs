@@ -10,10 +10,10 @@ use smallvec::SmallVec;
 
 use crate::adapter::{EventImpl, UserEventImpl};
 use crate::context::{Context, ContextId};
-use crate::ensure;
 use crate::error::{Result, UrError};
 pub use crate::objects::Event;
 pub use crate::types::event::{EventStatus, ProfilingInfo};
+use crate::{ensure, err};
 
 impl Event {
     /// An event for work that starts when `first` does and ends when `last`
@@ -28,7 +28,7 @@ impl Event {
             first.context == last.context
                 && parts
                     .iter()
-                    .all(|p| p.context == first.context || crate::peer::waits_across(first.context, p.context)),
+                    .all(|p| p.context == first.context || crate::registry::waits_across(first.context, p.context)),
             InvalidEvent,
             "a span of events of several contexts"
         );
@@ -40,12 +40,12 @@ impl Event {
             parts,
             first_is_work: false,
         });
-        Ok(Event { imp, context: first.context, _live: crate::live::Live::new() })
+        Ok(Event { imp, context: first.context, captured: None, _live: crate::live::Live::new() })
     }
 
     /// Wraps an adapter event of `context`.
     pub(crate) fn from_imp(imp: Arc<dyn EventImpl>, context: &Context) -> Event {
-        Event { imp, context: context.id(), _live: crate::live::Live::new() }
+        Event { imp, context: context.id(), captured: None, _live: crate::live::Live::new() }
     }
 
     /// Blocks until the command completes; returns the command's error if it failed.
@@ -124,7 +124,13 @@ impl Event {
         }
         if let Some(span) = any.downcast_ref::<SpanEvent>() {
             // A graph's span may end in a software command buffer's span.
-            return Event { imp: span.last.clone(), context: self.context, _live: crate::live::Live::new() }.resolve();
+            return Event {
+                imp: span.last.clone(),
+                context: self.context,
+                captured: None,
+                _live: crate::live::Live::new(),
+            }
+            .resolve();
         }
         Some(self.imp.clone())
     }
@@ -297,11 +303,28 @@ pub(crate) fn resolve_wait_refs<'a>(
 fn check_wait_event(context: ContextId, e: &Event, i: usize) -> Result<()> {
     // The id comparison is all a wait list of the queue's own events costs.
     ensure!(
-        e.context == context || crate::peer::waits_across(context, e.context),
+        e.context == context || crate::registry::waits_across(context, e.context),
         InvalidEventWaitList,
         "event {i} of the wait list belongs to another context, whose events this context's queues cannot wait for"
     );
-    crate::capture::check_not_captured(e, i)
+    check_not_captured(e, i)
+}
+
+/// Whether `event` stands for a command captured into a UR graph.
+pub(crate) fn is_captured(event: &Event) -> bool {
+    event.captured.is_some()
+}
+
+/// `InvalidEventWaitList` for a captured event in an eager wait list.
+pub(crate) fn check_not_captured(event: &Event, i: usize) -> Result<()> {
+    match event.captured {
+        None => Ok(()),
+        Some((graph, node)) => Err(err!(
+            InvalidEventWaitList,
+            "event {i} of the wait list stands for command {node} captured into graph #{graph}; it is usable only in \
+             the wait lists of that capture"
+        )),
+    }
 }
 
 /// Borrows resolved events as the adapter interface takes them.
@@ -316,7 +339,7 @@ pub(crate) fn check_events(context: ContextId, events: &[&Event], what: &str) ->
         .enumerate()
         .map(|(i, e)| {
             ensure!(e.context == context, InvalidEventWaitList, "{what}: event {i} belongs to another context");
-            crate::capture::check_not_captured(e, i).map_err(|err| err.in_context(what))?;
+            check_not_captured(e, i).map_err(|err| err.in_context(what))?;
             Ok((*e).clone())
         })
         .collect()

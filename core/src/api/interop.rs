@@ -63,7 +63,6 @@ use std::sync::{Arc, OnceLock, mpsc};
 
 use parking_lot::Mutex;
 
-use crate::command_buffer::CommandBuffer;
 use crate::error::{Result, panic_message};
 use crate::event::execution_error;
 use crate::memory::MemBuffer;
@@ -203,23 +202,15 @@ impl Drop for Running {
 }
 
 impl NativeCommand {
+    /// A native command of `owner`; `child` is a command-buffer native
+    /// command's child command buffer (see `command_buffer/append.rs`).
     pub(crate) fn new(
         callback: Arc<NativeFn>,
         mems: Vec<MemBuffer>,
         owner: Owner,
-        child: Option<CommandBuffer>,
+        child: Option<Arc<dyn NestedCommandBuffer>>,
     ) -> NativeCommand {
-        let child = child.map(|c| Arc::new(c) as Arc<dyn NestedCommandBuffer>);
         NativeCommand { callback, mems, owner, child }
-    }
-
-    /// The child command buffer of a command-buffer native command: given
-    /// only on devices that report sub-graph support, not finalized, of the
-    /// same context. The adapter records the callback's work into it (its
-    /// native object is the target) and adds it to the parent as a child
-    /// node; inside the callback its `native_handle()` is the target too.
-    pub fn child(&self) -> Option<&CommandBuffer> {
-        self.child.as_ref().and_then(|child| child.as_any().downcast_ref())
     }
 
     /// The native object the child command buffer records into, which the
@@ -262,20 +253,6 @@ impl fmt::Debug for NativeCommand {
             .field("owner", &self.owner)
             .field("child", &self.child.is_some())
             .finish()
-    }
-}
-
-impl NestedCommandBuffer for CommandBuffer {
-    fn id(&self) -> u64 {
-        CommandBuffer::id(self)
-    }
-
-    fn recording_target(&self) -> Result<NativeHandle> {
-        CommandBuffer::recording_target(self)
-    }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
     }
 }
 

@@ -22,6 +22,7 @@ pub mod peer;
 pub mod platform;
 pub mod program;
 pub mod queue;
+pub(crate) mod registry;
 pub mod shared_usm;
 pub(crate) mod software;
 mod typed_usm;

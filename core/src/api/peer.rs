@@ -9,20 +9,20 @@
 //!
 //! The front end keeps the enabled pairs and checks every peer copy against
 //! them; adapters only answer whether the pair can be enabled, do it, and copy.
+//! The copy on a queue, [`Queue::usm_copy_peer`](crate::Queue::usm_copy_peer),
+//! is the queue's (`queue/peer_copy.rs`): the command buffers' peer copies
+//! use the same checks (`peer_copy_command`) below the queues.
 
 use std::sync::{Arc, Weak};
 
-use parking_lot::{Mutex, RwLock};
-use smallvec::SmallVec;
+use parking_lot::Mutex;
 
-use crate::adapter::{ContextImpl, DeviceImpl, EventImpl};
+use crate::adapter::DeviceImpl;
 use crate::command::Command;
 use crate::context::{Context, ContextId};
 use crate::device::Device;
 use crate::error::{Result, UrError};
-use crate::event::{Event, resolve_wait_list};
 use crate::memory::{AllocationTracker, MemLoc, UsmPtr, UsmRef};
-use crate::queue::Queue;
 pub use crate::types::desc::PeerAccess;
 use crate::{ensure, err};
 
@@ -31,91 +31,6 @@ type DeviceRef = Weak<dyn DeviceImpl>;
 /// The enabled `(command device, peer device)` pairs, by the adapters'
 /// device objects (shared by a device's native and emulated views).
 static ENABLED: Mutex<Vec<(DeviceRef, DeviceRef)>> = Mutex::new(Vec::new());
-
-/// The live contexts, so that the other side of a peer copy can be found
-/// from its address alone, as UR's copy takes it.
-static CONTEXTS: Mutex<Vec<Registered>> = Mutex::new(Vec::new());
-
-struct Registered {
-    id: ContextId,
-    device: Device,
-    tracker: Weak<AllocationTracker>,
-    /// The adapter's context, asked whether another's events can be waited
-    /// for and its buffers used.
-    imp: Weak<dyn ContextImpl>,
-}
-
-/// Makes `context`'s allocations findable by peer copies, and its adapter
-/// context by [`waits_across`] and [`buffers_across`].
-pub(crate) fn register(context: &Context) {
-    let mut contexts = CONTEXTS.lock();
-    contexts.retain(|c| c.tracker.strong_count() > 0);
-    contexts.push(Registered {
-        id: context.id(),
-        device: context.device().clone(),
-        tracker: Arc::downgrade(context.tracker()),
-        imp: Arc::downgrade(context.imp()),
-    });
-}
-
-/// An adapter's answers about pairs of its contexts so far:
-/// `(asking context, other context, answer)`.
-type PairAnswers = RwLock<Vec<(ContextId, ContextId, bool)>>;
-
-/// The adapters' answers of [`ContextImpl::waits_on_events_of`].
-static FOREIGN_WAITS: PairAnswers = RwLock::new(Vec::new());
-
-/// The adapters' answers of [`ContextImpl::uses_buffers_of`].
-static FOREIGN_BUFFERS: PairAnswers = RwLock::new(Vec::new());
-
-/// Whether queues of context `own` wait device-side for events of context
-/// `foreign` (two different contexts): the adapter's answer, asked once per
-/// pair. A context no longer alive is never waited across (its adapter
-/// context cannot be asked).
-#[cold]
-pub(crate) fn waits_across(own: ContextId, foreign: ContextId) -> bool {
-    ask_once(&FOREIGN_WAITS, own, foreign, |a, b| a.waits_on_events_of(b), "device-side waits across contexts")
-}
-
-/// Whether commands of context `own` use memory buffers of context
-/// `foreign` (two different contexts) as their own: the adapter's answer,
-/// asked once per pair; never for a context no longer alive.
-#[cold]
-pub(crate) fn buffers_across(own: ContextId, foreign: ContextId) -> bool {
-    ask_once(&FOREIGN_BUFFERS, own, foreign, |a, b| a.uses_buffers_of(b), "buffers used across contexts")
-}
-
-/// The adapter's answer `ask(own, foreign)`, kept in `answers` while both
-/// contexts live.
-fn ask_once(
-    answers: &PairAnswers,
-    own: ContextId,
-    foreign: ContextId,
-    ask: impl Fn(&dyn ContextImpl, &dyn ContextImpl) -> bool,
-    what: &str,
-) -> bool {
-    let known = |d: &[(ContextId, ContextId, bool)]| d.iter().find(|(a, b, _)| *a == own && *b == foreign).map(|e| e.2);
-    if let Some(answer) = known(&answers.read()) {
-        return answer;
-    }
-    let (imps, live): (Vec<_>, Vec<ContextId>) = {
-        let contexts = CONTEXTS.lock();
-        let find = |id: ContextId| contexts.iter().find(|c| c.id == id).and_then(|c| c.imp.upgrade());
-        let live = contexts.iter().filter(|c| c.tracker.strong_count() > 0).map(|c| c.id).collect();
-        (vec![find(own), find(foreign)], live)
-    };
-    let answer = match (&imps[0], &imps[1]) {
-        (Some(a), Some(b)) => ask(&**a, &**b),
-        _ => return false,
-    };
-    let mut decided = answers.write();
-    if known(&decided).is_none() {
-        decided.retain(|(a, b, _)| live.contains(a) && live.contains(b));
-        decided.push((own, foreign, answer));
-    }
-    tracing::debug!(?own, ?foreign, answer, "{what}");
-    answer
-}
 
 fn same_imp(a: &DeviceRef, b: &Arc<dyn DeviceImpl>) -> bool {
     std::ptr::addr_eq(a.as_ptr(), Arc::as_ptr(b))
@@ -207,7 +122,7 @@ impl Device {
 /// when no other context holds the whole range.
 fn find_foreign(own: &Context, ptr: UsmPtr, size: usize) -> Result<(UsmRef, ContextId, Device)> {
     let joined = own.tracker().joined();
-    let mut candidates: Vec<(ContextId, Device, Arc<AllocationTracker>, bool)> = CONTEXTS
+    let mut candidates: Vec<(ContextId, Device, Arc<AllocationTracker>, bool)> = crate::registry::CONTEXTS
         .lock()
         .iter()
         .filter(|c| c.id != own.id() && c.device.backend() == own.device().backend())
@@ -294,36 +209,4 @@ pub(crate) fn peer_copy_command(
     );
     let command = Command::UsmMemcpy { dst: MemLoc::Usm(dst_ref), src: MemLoc::Usm(src_ref), size };
     Ok((command, peer_ctx))
-}
-
-impl Queue {
-    /// Copies `size` bytes between a USM allocation of this queue's context
-    /// and one of a context on a peer device, for which peer access from this
-    /// queue's device was enabled ([`Device::enable_peer_access`]). Either side
-    /// may be the local one; the copy runs on this queue. A context joined
-    /// with this one ([`Context::share_usm_with`]) is another context here,
-    /// of the same device (its own peer).
-    ///
-    /// Errors: `InvalidSize` for 0 bytes or a range leaving its allocation;
-    /// `InvalidValue` when neither or both sides are in this context, or the
-    /// other side is in no context of this backend; `UnsupportedFeature` when
-    /// the devices are not peers; `InvalidOperation` when peer access is not
-    /// enabled; `InvalidEventWaitList` for an event of neither context. Events
-    /// of both contexts may be waited for: the adapters with peer copies
-    /// (CUDA, the CPU) wait for events of any of their contexts.
-    #[tracing::instrument(level = "trace", skip(self, wait))]
-    pub fn usm_copy_peer(&self, dst: UsmPtr, src: UsmPtr, size: usize, wait: &[&Event]) -> Result<Event> {
-        self.check_not_capturing("a peer copy")?;
-        let own = self.context();
-        let (command, peer_ctx) = peer_copy_command(own, self.device(), dst, src, size)?;
-        let mut resolved: SmallVec<[Arc<dyn EventImpl>; 4]> = SmallVec::new();
-        for (i, event) in wait.iter().enumerate() {
-            let one = [*event];
-            let events = resolve_wait_list(own.id(), &one)
-                .or_else(|_| resolve_wait_list(peer_ctx, &one))
-                .map_err(|_| err!(InvalidEventWaitList, "event {i} belongs to neither context of the peer copy"))?;
-            resolved.extend(events);
-        }
-        self.execute_peer_copy(command, &resolved)
-    }
 }

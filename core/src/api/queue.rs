@@ -33,7 +33,7 @@ use crate::device::Device;
 use crate::ensure;
 use crate::error::Result;
 use crate::error::panic_message;
-use crate::event::{Event, Resolved, UserEvent, as_refs, resolve_wait_list, resolve_wait_refs};
+use crate::event::{Event, Resolved, UserEvent, as_refs, is_captured, resolve_wait_list, resolve_wait_refs};
 use crate::interop::{self, NativeCommand, NativeHandle, NativeScope, NativeTarget, Owner};
 use crate::launch::KernelLaunch;
 use crate::memory::{BufferMapping, MapFlags, MappedMemory, MemBuffer, MigrationFlags, UsmAdvice, UsmPtr};
@@ -42,6 +42,7 @@ use crate::rect::{RectLayout, RectRegion};
 pub use crate::types::desc::QueueProperties;
 
 mod lane;
+mod peer_copy;
 mod slot;
 mod usm_2d;
 
@@ -258,7 +259,7 @@ impl Queue {
         let mems = self.native_mems(mems)?;
         // A captured callback runs at each execution where the backend calls
         // it per run; an executed one runs once and must not outlive its run.
-        let captured = self.inner.capture.is_active() || wait.iter().any(|e| capture::is_captured(e));
+        let captured = self.inner.capture.is_active() || wait.iter().any(|e| is_captured(e));
         let callback: Arc<interop::NativeFn> = if captured { Arc::new(callback) } else { interop::run_once(callback) };
         let native = NativeCommand::new(callback, mems, Owner::Queue(self.key()), None);
         self.submit_op(Op::Command(Command::Native(native)), wait)
@@ -394,7 +395,7 @@ impl Queue {
         let mut held = Resolved::new();
         match resolve_wait_refs(self.inner.context.id(), wait, &mut held) {
             Ok(resolved) => self.execute_op(op, &resolved),
-            Err(e) if wait.iter().any(|e| capture::is_captured(e)) => capture::submit_joining(self, op, wait, e),
+            Err(e) if wait.iter().any(|e| is_captured(e)) => capture::submit_joining(self, op, wait, e),
             Err(e) => Err(e),
         }
     }

@@ -25,54 +25,16 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use cmdbuf_core::{KernelArg, QueueProperties, Result, ensure, err};
-use parking_lot::Mutex;
 
 use crate::buffer::deps::{DepTracker, UseKind};
 use crate::buffer::graph::{self as bg, GraphAccess, Recorder};
 use crate::buffer::{AccessMode, AccessRange, Accessor, Buffer};
 
-use super::dynamic::DynamicParameter;
 use super::handler::Handler;
-use super::modifiable::{GraphShared, GraphState};
-use super::node::NodeKind;
 use super::partition::{ExecutionOrder, topological_order};
-use super::record::{RecordedEvent, WaitEvent};
+use super::state::{DynamicParameter, GraphBuffers, GraphShared, GraphState, NodeKind, NodeUse, PendingAccess};
+use super::subgraph::check_property;
 use super::{Executable, Graph, Modifiable, Node};
-
-/// An accessor of a node.
-#[derive(Clone)]
-pub(crate) struct NodeUse {
-    pub(crate) node: u32,
-    pub(crate) access: GraphAccess,
-    /// The dynamic parameter whose buffer it accesses.
-    pub(crate) param: Option<u32>,
-    /// For a node of a dynamic command group: the command group that
-    /// declared it (it moves data only while that one is active).
-    pub(crate) cg: Option<usize>,
-}
-
-/// An accessor declared by a command group not yet added.
-#[derive(Clone)]
-pub(crate) struct PendingAccess {
-    access: GraphAccess,
-    param: Option<u32>,
-}
-
-/// The buffers of a modifiable graph (part of its state).
-#[derive(Default)]
-pub(crate) struct GraphBuffers {
-    /// Per buffer, the nodes' uses, for the edges of new accessors.
-    trackers: HashMap<u64, DepTracker<u32>>,
-    /// Every accessor, in the order nodes were added.
-    pub(crate) uses: Vec<NodeUse>,
-    /// The buffer each buffer-valued dynamic parameter holds.
-    params: HashMap<u32, Buffer>,
-    /// Orders command groups recorded from queues: their edges are found
-    /// before the node exists.
-    serial: Arc<Mutex<()>>,
-    /// A queue of the graph's context, for the buffers' allocations.
-    queue: Option<cmdbuf_core::Queue>,
-}
 
 /// The kind of a graph accessor's use: the graph has one device, so reads
 /// are all at one place.
@@ -82,7 +44,7 @@ fn use_kind(mode: AccessMode) -> UseKind {
 
 impl GraphBuffers {
     /// The earlier nodes the accessors conflict with.
-    fn conflicts(&self, pending: &[PendingAccess]) -> Vec<u32> {
+    pub(crate) fn conflicts(&self, pending: &[PendingAccess]) -> Vec<u32> {
         let mut nodes = Vec::new();
         for p in pending {
             if let Some(t) = self.trackers.get(&p.access.buffer.shared.id) {
@@ -94,7 +56,7 @@ impl GraphBuffers {
 
     /// Records the accessors of a new node (declared by command group `cg`
     /// of its dynamic command group, if it is made from one).
-    fn register(&mut self, node: u32, pending: Vec<PendingAccess>, cg: Option<usize>) {
+    pub(crate) fn register(&mut self, node: u32, pending: Vec<PendingAccess>, cg: Option<usize>) {
         for p in pending {
             let tracker = self
                 .trackers
@@ -202,19 +164,8 @@ impl GraphState {
     }
 }
 
-/// `InvalidOperation` unless `graph` may use buffers.
-fn check_property(graph: &GraphShared) -> Result<()> {
-    ensure!(
-        graph.props.assume_buffer_outlives_graph,
-        InvalidOperation,
-        "graph #{} uses a buffer but was not created with the assume_buffer_outlives_graph property",
-        graph.id
-    );
-    Ok(())
-}
-
 /// The buffer's note that `graph` recorded commands using it.
-fn recorder(graph: &Arc<GraphShared>) -> Recorder {
+pub(crate) fn recorder(graph: &Arc<GraphShared>) -> Recorder {
     let weak = Arc::downgrade(graph);
     Recorder {
         graph: graph.id,
@@ -340,56 +291,6 @@ impl DynamicParameter {
         }
         Ok(())
     }
-}
-
-/// A command group with accessors submitted to the queue `queue` (its key)
-/// that records into `graph`: its edges come from the accessors (`launch`
-/// is given the recorded events of the nodes they conflict with, to wait
-/// for), the node it records keeps them.
-pub(crate) fn record<E: WaitEvent>(
-    graph: Arc<GraphShared>,
-    queue: usize,
-    declared: Vec<GraphAccess>,
-    launch: impl FnOnce(Vec<RecordedEvent>) -> Result<E>,
-) -> Result<E> {
-    check_property(&graph)?;
-    for a in &declared {
-        bg::check_no_write_back(&a.buffer, graph.id)?;
-    }
-    let serial = graph.state.lock().buffers.serial.clone();
-    let _one_at_a_time = serial.lock();
-    let pending: Vec<PendingAccess> =
-        declared.into_iter().map(|access| PendingAccess { access, param: None }).collect();
-    let mut nodes = graph.state.lock().buffers.conflicts(&pending);
-    nodes.sort_unstable();
-    nodes.dedup();
-    let conflicts = nodes.into_iter().map(|n| RecordedEvent::new(graph.clone(), n, queue)).collect();
-    let event = launch(conflicts)?;
-    let node = match event.recorded() {
-        Some(r) if r.graph.id == graph.id => r.node,
-        _ => {
-            return Err(err!(
-                InvalidOperation,
-                "a command group with accessors submitted to a queue recording into graph #{} recorded no command \
-                 into it",
-                graph.id
-            ));
-        }
-    };
-    for p in &pending {
-        bg::add_recorder(&p.access.buffer, recorder(&graph));
-    }
-    graph.state.lock().buffers.register(node, pending, None);
-    Ok(event)
-}
-
-/// An executable graph with accessors as a sub-graph: the parent uses
-/// buffers too, so it needs the property.
-pub(crate) fn check_subgraph(parent: &GraphShared, sub: &Graph<Executable>) -> Result<()> {
-    if sub.0.inner.buffers.lock().is_empty() {
-        return Ok(());
-    }
-    check_property(parent).map_err(|e| e.in_context(&format!("executable graph #{} uses buffers", sub.id())))
 }
 
 /// The accessors a sub-graph node brings: the executable graph's, in its

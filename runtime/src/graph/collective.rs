@@ -23,31 +23,14 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use cmdbuf_core::collective::{CollectiveOp, DataType, RecordedCollective, ReduceOp};
+use cmdbuf_core::collective::{CollectiveOp, DataType, ReduceOp};
 use cmdbuf_core::error::Result;
 use cmdbuf_core::event::Event;
 use cmdbuf_core::memory::UsmPtr;
 use cmdbuf_core::queue::Queue;
 
-use super::executable::{ExecState, FlatOp, Partition};
 use super::handler::{Handler, Pending};
-use super::multi_device::Devices;
-
-/// A collective node as the graph keeps it: each rank's `(send, recv)`.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) struct CollectiveNode {
-    pub(crate) op: CollectiveOp,
-    pub(crate) dtype: DataType,
-    pub(crate) buffers: Vec<(UsmPtr, UsmPtr)>,
-}
-
-/// A collective node of an executable graph: the communicator and a queue
-/// per rank.
-pub(crate) struct CollectiveRun {
-    pub(crate) node: CollectiveNode,
-    pub(crate) recorded: RecordedCollective,
-    queues: Vec<Queue>,
-}
+use super::state::{CollectiveNode, CollectiveRun, Devices, ExecState, FlatOp, Partition};
 
 impl CollectiveRun {
     /// The node with its communicator and a queue per rank.

@@ -9,16 +9,12 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use super::state::{ExecState, FlatOp, GraphShared, GraphState, GroupOp, KernelSpec, NodeKind, NodeType, Target};
 use cmdbuf_core::command::Command;
 use cmdbuf_core::error::Result;
 use cmdbuf_core::launch::ArgValue;
 use cmdbuf_core::memory::MemLoc;
 use cmdbuf_core::{ensure, err};
-
-use super::dynamic::{GroupOp, Target};
-use super::executable::{ExecState, FlatOp};
-use super::modifiable::{GraphShared, GraphState};
-use super::node::{KernelSpec, NodeKind, NodeType};
 
 /// Quotes a string for a DOT label.
 fn escape(s: &str) -> String {

@@ -13,42 +13,11 @@ use cmdbuf_core::program::Kernel;
 use cmdbuf_core::{ensure, err};
 
 use super::handler::{Handler, Pending};
-use super::modifiable::{GraphShared, GraphState};
-use super::node::{HostFn, KernelSpec, NodeKind, check_arg_kind};
+use super::node::check_arg_kind;
+use super::state::{
+    DynamicParameter, GraphShared, GraphState, GroupOp, GroupState, KernelSpec, NodeKind, ParamState, Target,
+};
 use super::{Graph, Modifiable};
-
-/// Where a dynamic parameter is registered: a kernel node's argument, or an
-/// argument of one command group of a dynamic command group.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Target {
-    Node(u32),
-    Group { group: u32, cg: u32 },
-}
-
-/// A dynamic parameter's value and registrations (kept in the graph state).
-pub(crate) struct ParamState {
-    pub(crate) value: ArgValue,
-    pub(crate) regs: Vec<(Target, usize)>,
-}
-
-/// One command group of a dynamic command group.
-#[derive(Clone)]
-pub(crate) enum GroupOp {
-    Kernel(KernelSpec),
-    Host(HostFn),
-}
-
-/// A dynamic command group (kept in the graph state).
-pub(crate) struct GroupState {
-    pub(crate) cgs: Vec<GroupOp>,
-    pub(crate) active: usize,
-    /// The dependencies every command group declared.
-    pub(crate) deps: Vec<u32>,
-    /// The nodes made from it.
-    pub(crate) nodes: Vec<u32>,
-    /// The accessors each command group declared.
-    pub(crate) accesses: Vec<Vec<super::buffers::PendingAccess>>,
-}
 
 impl GroupState {
     pub(crate) fn active_op(&self) -> &GroupOp {
@@ -100,41 +69,6 @@ fn same_kind(a: &ArgValue, b: &ArgValue) -> bool {
         (ArgValue::Local(_), ArgValue::Local(_)) => true,
         _ => false,
     }
-}
-
-/// A kernel argument whose value can change after the node was added
-/// (`dynamic_parameter`). Register it with [`Handler::set_arg`]; one
-/// [`update`](Self::update) changes the argument in every registered node of
-/// the modifiable graph, and an executable graph sees the change at its next
-/// [`Graph::update`]. Clones are the same parameter.
-///
-/// ```
-/// use cmdbuf_core::*;
-/// use cmdbuf_runtime::graph::*;
-/// use cmdbuf_runtime::Queue;
-/// # fn demo(ctx: &Context, graph: &Graph<Modifiable>, kernel: &Kernel, a: &UsmAllocation, b: &UsmAllocation)
-/// #     -> Result<()> {
-/// let ptr = DynamicParameter::new(graph, KernelArg::Pointer(a.ptr()))?;
-/// let n = 7u32;
-/// let node = graph.add(
-///     |h| {
-///         h.set_arg(0, &ptr)?;
-///         let args = [KernelArg::Pointer(a.ptr()), KernelArg::value(&n)];
-///         // SAFETY: the kernel writes 64 elements of the 64-element allocations.
-///         unsafe { h.launch(&KernelLaunch::new(kernel, &[64], &args)) }
-///     },
-///     NodeProperties::new(),
-/// )?;
-/// let exec = graph.finalize(FinalizeProperties { updatable: true, ..Default::default() })?;
-/// // SAFETY: `b` is as large as `a`.
-/// unsafe { ptr.update(KernelArg::Pointer(b.ptr()))? };
-/// exec.update(&node)?; // the next executions write `b`
-/// # Ok(()) }
-/// ```
-#[derive(Clone)]
-pub struct DynamicParameter {
-    pub(crate) graph: Arc<GraphShared>,
-    pub(crate) id: u32,
 }
 
 impl DynamicParameter {

@@ -12,10 +12,8 @@ use cmdbuf_core::memory::{MemBuffer, MigrationFlags, UsmAdvice, UsmKind, UsmPtr}
 use cmdbuf_core::rect::{RectLayout, RectRegion};
 use cmdbuf_core::{ensure, err};
 
-use super::dynamic::DynamicParameter;
-use super::modifiable::GraphShared;
-use super::multi_device::CrossCopy;
-use super::node::{HostFn, KernelSpec, NativeFn, NodeType, command_type};
+use super::node::command_type;
+use super::state::{CrossCopy, DynamicParameter, GraphShared, HostFn, KernelSpec, NativeFn, NodeType};
 use super::{Executable, Graph, Node};
 use crate::pool::MemoryPool;
 
@@ -28,7 +26,7 @@ pub(crate) enum Pending {
     Malloc { alloc: u32, ptr: UsmPtr, size: usize },
     Free { alloc: u32, ptr: UsmPtr },
     Native(NativeFn),
-    Collective(Arc<super::collective::CollectiveNode>),
+    Collective(Arc<super::state::CollectiveNode>),
 }
 
 impl Pending {
@@ -85,7 +83,7 @@ pub struct Handler {
     /// Evaluating a command group of a dynamic command group.
     pub(crate) in_group: bool,
     /// Accessors declared with [`access`](Self::access).
-    pub(crate) accesses: Vec<super::buffers::PendingAccess>,
+    pub(crate) accesses: Vec<super::state::PendingAccess>,
     /// The device the node runs on (an index of the graph's devices), where
     /// named; else the graph's own.
     pub(crate) device: Option<u16>,
@@ -306,7 +304,7 @@ impl Handler {
     /// its nodes run as if inlined, after this node's dependencies and before
     /// its successors. The executable graph itself is not changed.
     pub fn subgraph(&mut self, graph: &Graph<Executable>) -> Result<()> {
-        let on = super::executable::check_subgraph(&self.graph, graph)?;
+        let on = super::subgraph::check_subgraph(&self.graph, graph)?;
         ensure!(
             self.device.is_none_or(|d| d == on),
             InvalidDevice,

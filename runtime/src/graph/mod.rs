@@ -166,17 +166,19 @@ mod node;
 mod partition;
 mod props;
 pub(crate) mod record;
+mod state;
+mod subgraph;
 mod topo;
 
-pub use dynamic::{CommandGroupFn, DynamicCommandGroup, DynamicParameter};
+pub use dynamic::{CommandGroupFn, DynamicCommandGroup};
 pub use executable::PartitionInfo;
 pub use handler::Handler;
 pub use memory::MemoryStats;
-pub use multi_device::CrossDeviceTraffic;
-pub use node::{Node, NodeType};
+pub use node::Node;
 pub use partition::ExecutionOrder;
 pub use props::{GraphProperty, RecordingProperties};
 pub use record::RecordedEvent;
+pub use state::{CrossDeviceTraffic, DynamicParameter, NodeType};
 
 static NEXT_EXEC_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -189,13 +191,13 @@ pub struct Graph<S = Modifiable>(pub(crate) S);
 /// last copy of a modifiable graph drops, the queues recording into it stop.
 #[derive(Clone)]
 pub struct Modifiable {
-    pub(crate) handle: Arc<modifiable::ModifiableHandle>,
+    pub(crate) handle: Arc<state::ModifiableHandle>,
 }
 
 /// The state of a finalized graph (`graph_state::executable`).
 #[derive(Clone)]
 pub struct Executable {
-    pub(crate) inner: Arc<executable::ExecInner>,
+    pub(crate) inner: Arc<state::ExecInner>,
 }
 
 /// A graph being built.

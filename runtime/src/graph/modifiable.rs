@@ -1,12 +1,12 @@
-//! The modifiable graph: its shared state, explicit construction, queries,
-//! ending recording and the entry point of finalize (the recording of a
-//! queue is in `crate::recording`, above the queue).
+//! The modifiable graph: its shared state's behaviour (the definitions are
+//! `state.rs`'s), explicit construction, queries, ending recording and the
+//! entry point of finalize (the recording of a queue is in
+//! `crate::recording`, above the queue).
 
-use std::collections::BTreeSet;
 use std::fmt;
 use std::path::Path;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
 
@@ -16,58 +16,15 @@ use cmdbuf_core::error::Result;
 use cmdbuf_core::memory::{UsmKind, UsmPtr};
 use cmdbuf_core::{ensure, err};
 
-use super::dynamic::{DynamicCommandGroup, GroupState, ParamState, Target};
-use super::executable::ExecInner;
+use super::dynamic::DynamicCommandGroup;
 use super::handler::{Handler, Pending};
-use super::memory::{GraphPool, MemoryStats};
-use super::multi_device::{Devices, Placement};
-use super::node::{NodeData, NodeKind};
-use super::record::{self, QueueRecord};
-use super::topo::TopoOrder;
+use super::memory::MemoryStats;
+use super::node::is_ancestor;
+use super::record;
+use super::state::{Devices, GraphShared, GraphState, ModifiableHandle, NodeData, NodeKind, Target};
 use super::{Executable, FinalizeProperties, Graph, GraphProperties, Modifiable, Node, NodeProperties};
 
 static NEXT_GRAPH_ID: AtomicU64 = AtomicU64::new(1);
-
-/// What every handle to a modifiable graph shares (and its nodes, dynamic
-/// parameters, recorded events and recording queues refer to).
-pub(crate) struct GraphShared {
-    pub(crate) id: u64,
-    pub(crate) context: Context,
-    /// Its devices (the context's first): see [`super::multi_device`].
-    pub(crate) devices: Devices,
-    pub(crate) props: GraphProperties,
-    pub(crate) state: Mutex<GraphState>,
-    /// The users' handle, while one exists: queues recording into the graph
-    /// hand out copies of it.
-    pub(crate) handle: Weak<ModifiableHandle>,
-}
-
-/// The mutable part of a graph, under one lock (so that dynamic parameters,
-/// dynamic command groups, recording queues and nodes never need two).
-#[derive(Default)]
-pub(crate) struct GraphState {
-    pub(crate) nodes: Vec<NodeData>,
-    pub(crate) topo: TopoOrder,
-    /// Nodes without successors, in insertion order.
-    pub(crate) leaves: BTreeSet<u32>,
-    pub(crate) edges: usize,
-    pub(crate) recording: Vec<QueueRecord>,
-    pub(crate) params: Vec<ParamState>,
-    pub(crate) groups: Vec<GroupState>,
-    pub(crate) pool: GraphPool,
-    /// The executable graph made from this one while it holds allocation
-    /// nodes: only one may exist at a time.
-    pub(crate) alloc_exec: Weak<ExecInner>,
-    /// The buffers its nodes access.
-    pub(crate) buffers: super::buffers::GraphBuffers,
-    /// The device of each node, in multi-device graphs.
-    pub(crate) placed: Placement,
-}
-
-/// The users' handle: when its last copy drops, recording ends.
-pub(crate) struct ModifiableHandle {
-    pub(crate) shared: Arc<GraphShared>,
-}
 
 impl Drop for ModifiableHandle {
     fn drop(&mut self) {
@@ -230,23 +187,6 @@ pub(crate) fn dedup_in_order(list: &mut Vec<u32>) {
         let mut seen = std::collections::HashSet::with_capacity(list.len());
         list.retain(|x| seen.insert(*x));
     }
-}
-
-/// Whether `ancestor` is one of `deps` or an ancestor of one. With `prune`,
-/// the maintained order limits the search to nodes after `ancestor`.
-pub(crate) fn is_ancestor(nodes: &[NodeData], topo: &TopoOrder, ancestor: u32, deps: &[u32], prune: bool) -> bool {
-    let mut seen = std::collections::HashSet::new();
-    let mut stack: Vec<u32> = deps.to_vec();
-    while let Some(x) = stack.pop() {
-        if x == ancestor {
-            return true;
-        }
-        if (prune && !topo.precedes(ancestor, x)) || !seen.insert(x) {
-            continue;
-        }
-        stack.extend_from_slice(&nodes[x as usize].preds);
-    }
-    false
 }
 
 impl Graph<Modifiable> {

@@ -40,7 +40,6 @@
 //! destination device). Each executable graph has staging allocations of its
 //! own; [`Graph::cross_device_traffic`] tells the bytes each way moves.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use cmdbuf_core::command::Command;
@@ -53,21 +52,10 @@ use cmdbuf_core::memory::{UsmAllocation, UsmKind, UsmPtr, UsmRef};
 use cmdbuf_core::queue::{Queue, QueueProperties};
 use cmdbuf_core::{ensure, err};
 
-use super::executable::{FlatNode, FlatOp, Partition};
-use super::modifiable::GraphShared;
-use super::node::KernelSpec;
+use super::state::{
+    CrossCopy, CrossDeviceTraffic, Devices, FlatNode, FlatOp, GraphShared, KernelSpec, Partition, Placement,
+};
 use super::{Executable, Graph, GraphProperties, Modifiable, Node};
-
-/// The devices of a graph: one context each, the graph's own first.
-pub(crate) struct Devices {
-    contexts: Vec<Context>,
-    /// `direct[on * n + from]`: whether queues of device `on` wait for events
-    /// of device `from` device-side ([`Context::waits_on_events_of`]), so
-    /// that no bridge joins them; asked once, when the graph is made.
-    direct: Vec<bool>,
-    /// The communicator of its collective nodes, made for the first one.
-    collectives: parking_lot::Mutex<Option<cmdbuf_core::collective::Communicator>>,
-}
 
 impl Devices {
     /// The devices of a single-device graph.
@@ -243,16 +231,6 @@ impl Devices {
     }
 }
 
-/// A memcpy node between the USM of two devices.
-#[derive(Clone)]
-pub(crate) struct CrossCopy {
-    pub(crate) src_dev: u16,
-    pub(crate) dst_dev: u16,
-    dst: UsmRef,
-    src: UsmRef,
-    size: usize,
-}
-
 /// How finalize lowers a cross-device copy.
 #[derive(Copy, Clone, Debug)]
 pub(crate) enum Route {
@@ -270,16 +248,6 @@ impl Route {
             Route::Staged => 3,
         }
     }
-}
-
-/// The bytes the cross-device copies of an executable graph move at each
-/// execution ([`Graph::cross_device_traffic`]).
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
-pub struct CrossDeviceTraffic {
-    /// Copied peer to peer.
-    pub peer_bytes: u64,
-    /// Copied through host staging (each byte crosses into and out of the host).
-    pub staged_bytes: u64,
 }
 
 impl CrossCopy {
@@ -419,13 +387,6 @@ fn staging(context: &Context, size: usize) -> Result<UsmAllocation> {
             )
         })?;
     UsmAllocation::new(context, kind, size)
-}
-
-/// Where the nodes of a graph run, where not on its first device.
-#[derive(Default)]
-pub(crate) struct Placement {
-    on: HashMap<u32, u16>,
-    cross: HashMap<u32, CrossCopy>,
 }
 
 impl Placement {

@@ -1,5 +1,7 @@
-//! Nodes: what each one holds, and the public handle with its queries and
-//! execution-range updates.
+//! Nodes: what each one holds (defined in `state.rs`: kernels, node types,
+//! the graph's node list), the public handle with its queries and
+//! execution-range updates, and the ancestry search that graph-owned
+//! allocations reuse memory by.
 
 use std::fmt;
 use std::hash::{Hash, Hasher};
@@ -8,59 +10,12 @@ use std::sync::Arc;
 use cmdbuf_core::command::Command;
 use cmdbuf_core::context::Context;
 use cmdbuf_core::error::Result;
-use cmdbuf_core::interop::NativeScope;
 use cmdbuf_core::launch::{ArgValue, KernelArg, KernelCommand, KernelLaunch, LocalSizeOrigin, check_dims, to_3d};
-use cmdbuf_core::memory::UsmPtr;
 use cmdbuf_core::program::{ArgKind, Kernel};
 use cmdbuf_core::{ensure, err};
 
-use super::Executable;
-use super::Graph;
-use super::modifiable::{GraphShared, GraphState};
-use super::topo::Adjacency;
-
-/// A host task's body: run on a host thread at every execution of the graph.
-pub(crate) type HostFn = Arc<dyn Fn() + Send + Sync>;
-
-/// A native command's callback (`ext_codeplay_enqueue_native_command` in a
-/// graph): it records or does backend-native work where its scope says.
-pub(crate) type NativeFn = Arc<dyn Fn(&NativeScope<'_>) + Send + Sync>;
-
-/// The kind of command a node holds (`sycl::ext::oneapi::experimental::node_type`).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub enum NodeType {
-    /// No command: a connection point (`node_type::empty`), or an eager
-    /// `events_wait` recorded from a queue.
-    Empty,
-    /// An executable graph added as a node.
-    Subgraph,
-    /// A kernel launch.
-    Kernel,
-    /// A copy: USM to USM, or a buffer copy, read or write (rect included).
-    Memcpy,
-    /// A fill with a one-byte pattern.
-    Memset,
-    /// A fill with a longer pattern.
-    Memfill,
-    /// A USM prefetch.
-    Prefetch,
-    /// USM advice.
-    MemAdvise,
-    /// A barrier recorded from a queue.
-    Barrier,
-    /// A host task.
-    HostTask,
-    /// A graph-owned allocation (`async_malloc`).
-    AsyncMalloc,
-    /// The release of a graph-owned allocation (`async_free`).
-    AsyncFree,
-    /// A native command (`node_type::native_command` of the newer revision,
-    /// 8.11.2).
-    NativeCommand,
-    /// A collective over the graph's devices (all-reduce, all-gather,
-    /// reduce-scatter, broadcast).
-    Collective,
-}
+use super::state::{GraphShared, GraphState, HostFn, KernelSpec, NodeData, NodeKind, NodeType};
+use super::topo::{Adjacency, TopoOrder};
 
 impl fmt::Display for NodeType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -81,20 +36,6 @@ impl fmt::Display for NodeType {
             NodeType::Collective => "collective",
         })
     }
-}
-
-/// A kernel launch as a node keeps it: what the application gave, so that
-/// updates can change parts of it and the implementation can choose the
-/// local size again.
-#[derive(Clone, Debug)]
-pub(crate) struct KernelSpec {
-    pub(crate) kernel: Kernel,
-    pub(crate) work_dim: u32,
-    pub(crate) global: [usize; 3],
-    pub(crate) offset: [usize; 3],
-    /// The user's local size, or `None` for the implementation's choice.
-    pub(crate) local: Option<[usize; 3]>,
-    pub(crate) args: Vec<ArgValue>,
 }
 
 impl KernelSpec {
@@ -172,33 +113,6 @@ pub(crate) fn check_arg_kind(kernel: &Kernel, index: usize, value: &ArgValue) ->
     }
 }
 
-/// What a node holds.
-#[derive(Clone)]
-pub(crate) enum NodeKind {
-    Empty,
-    Barrier,
-    Kernel(KernelSpec),
-    /// A memory command, validated when the node was added.
-    Memory(Command),
-    HostTask(HostFn),
-    Subgraph(Graph<Executable>),
-    /// A node of a dynamic command group: its command is the group's active one.
-    Dynamic(u32),
-    AsyncMalloc {
-        alloc: u32,
-        ptr: UsmPtr,
-        size: usize,
-    },
-    AsyncFree {
-        alloc: u32,
-        ptr: UsmPtr,
-    },
-    /// A native command, appended to its partition's command buffer.
-    Native(NativeFn),
-    /// A collective over the graph's devices, a partition of its own.
-    Collective(Arc<super::collective::CollectiveNode>),
-}
-
 /// The type of a memory command's node.
 pub(crate) fn command_type(command: &Command) -> NodeType {
     match command {
@@ -214,15 +128,6 @@ pub(crate) fn command_type(command: &Command) -> NodeType {
         Command::KernelLaunch(_) => NodeType::Kernel,
         _ => NodeType::Memcpy,
     }
-}
-
-/// A node of a modifiable graph.
-pub(crate) struct NodeData {
-    pub(crate) kind: NodeKind,
-    pub(crate) preds: Vec<u32>,
-    pub(crate) succs: Vec<u32>,
-    /// The queue it was recorded from (its identity), for barriers.
-    pub(crate) queue: Option<usize>,
 }
 
 impl Adjacency for [NodeData] {
@@ -265,7 +170,7 @@ impl Node {
         self.index as usize
     }
 
-    /// The identity of its graph ([`Graph::id`]).
+    /// The identity of its graph ([`Graph::id`](super::Graph::id)).
     pub fn graph_id(&self) -> u64 {
         self.graph.id
     }
@@ -291,7 +196,7 @@ impl Node {
     /// Sets the global size of this kernel node (`node::update_range`); the
     /// local size becomes the implementation's choice again. Takes effect in
     /// the modifiable graph at once and in an executable graph at its next
-    /// [`update`](Graph::update).
+    /// [`update`](super::Graph::update).
     ///
     /// `InvalidCommandHandle` for a node that is not a kernel,
     /// `InvalidWorkDimension` when the dimension differs from the launch's.
@@ -358,8 +263,8 @@ impl GraphState {
             NodeKind::HostTask(_) => NodeType::HostTask,
             NodeKind::Subgraph(_) => NodeType::Subgraph,
             NodeKind::Dynamic(g) => match self.groups[*g as usize].active_op() {
-                super::dynamic::GroupOp::Kernel(_) => NodeType::Kernel,
-                super::dynamic::GroupOp::Host(_) => NodeType::HostTask,
+                super::state::GroupOp::Kernel(_) => NodeType::Kernel,
+                super::state::GroupOp::Host(_) => NodeType::HostTask,
             },
             NodeKind::AsyncMalloc { .. } => NodeType::AsyncMalloc,
             NodeKind::AsyncFree { .. } => NodeType::AsyncFree,
@@ -373,8 +278,8 @@ impl GraphState {
         match &self.nodes[index as usize].kind {
             NodeKind::Kernel(spec) => Some(spec),
             NodeKind::Dynamic(g) => match self.groups[*g as usize].active_op() {
-                super::dynamic::GroupOp::Kernel(spec) => Some(spec),
-                super::dynamic::GroupOp::Host(_) => None,
+                super::state::GroupOp::Kernel(spec) => Some(spec),
+                super::state::GroupOp::Host(_) => None,
             },
             _ => None,
         }
@@ -385,8 +290,8 @@ impl GraphState {
         match &mut self.nodes[index as usize].kind {
             NodeKind::Kernel(spec) => Some(spec),
             NodeKind::Dynamic(g) => match self.groups[*g as usize].active_op_mut() {
-                super::dynamic::GroupOp::Kernel(spec) => Some(spec),
-                super::dynamic::GroupOp::Host(_) => None,
+                super::state::GroupOp::Kernel(spec) => Some(spec),
+                super::state::GroupOp::Host(_) => None,
             },
             _ => None,
         }
@@ -397,8 +302,8 @@ impl GraphState {
         match &self.nodes[index as usize].kind {
             NodeKind::HostTask(f) => Some(f),
             NodeKind::Dynamic(g) => match self.groups[*g as usize].active_op() {
-                super::dynamic::GroupOp::Host(f) => Some(f),
-                super::dynamic::GroupOp::Kernel(_) => None,
+                super::state::GroupOp::Host(f) => Some(f),
+                super::state::GroupOp::Kernel(_) => None,
             },
             _ => None,
         }
@@ -432,4 +337,21 @@ impl fmt::Debug for Node {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Node({} of graph #{})", self.index, self.graph.id)
     }
+}
+
+/// Whether `ancestor` is one of `deps` or an ancestor of one. With `prune`,
+/// the maintained order limits the search to nodes after `ancestor`.
+pub(crate) fn is_ancestor(nodes: &[NodeData], topo: &TopoOrder, ancestor: u32, deps: &[u32], prune: bool) -> bool {
+    let mut seen = std::collections::HashSet::new();
+    let mut stack: Vec<u32> = deps.to_vec();
+    while let Some(x) = stack.pop() {
+        if x == ancestor {
+            return true;
+        }
+        if (prune && !topo.precedes(ancestor, x)) || !seen.insert(x) {
+            continue;
+        }
+        stack.extend_from_slice(&nodes[x as usize].preds);
+    }
+    false
 }

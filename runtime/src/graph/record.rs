@@ -1,8 +1,9 @@
 //! Queue recording ("record & replay"): how a [`Queue`](crate::Queue)'s
 //! submissions become nodes of a graph.
 //!
-//! A queue has a [`RecordingSlot`], in its [`QueueInner`], which this module
-//! defines so that the graph layer reaches a recording queue's state without
+//! A queue has a [`RecordingSlot`], in its [`QueueInner`], which the graph
+//! layer defines (in `state.rs`, beside the graph the slot holds; this module
+//! re-exports them) so that it reaches a recording queue's state without
 //! naming the queue layer above it (docs/architecture.md); the operations
 //! that take a [`Queue`](crate::Queue) are in `crate::recording`. While the
 //! slot holds a graph, every submitting method of the queue records a node
@@ -18,10 +19,10 @@
 //!   blocking transfers are `InvalidOperation`: nothing executes while
 //!   recording.
 //!
-//! The slot is cmdbuf-core's [`QueueSlot`] and the order a queue adds is
-//! cmdbuf-core's [`QueueLane`], both shared with UR's graph capture; the
-//! events, the node kinds and the error rules are SYCL's own
-//! (docs/architecture.md says why they stay apart).
+//! The slot is cmdbuf-core's [`QueueSlot`](cmdbuf_core::queue::QueueSlot)
+//! and the order a queue adds is cmdbuf-core's [`QueueLane`], both shared
+//! with UR's graph capture; the events, the node kinds and the error rules
+//! are SYCL's own (docs/architecture.md says why they stay apart).
 //!
 //! An executing queue that submits work waiting on a recorded event starts
 //! recording into that event's graph (transitive recording), as if
@@ -36,26 +37,19 @@
 use std::fmt;
 use std::sync::{Arc, Weak};
 
-use cmdbuf_core::queue::{QueueLane, QueueSlot};
+use cmdbuf_core::queue::QueueLane;
 use cmdbuf_core::{Command, KernelCommand, LocalSizeOrigin, Result, UrError, UsmKind, UsmPtr, ensure, err};
 
-use super::modifiable::{GraphShared, GraphState, is_ancestor};
-use super::node::{KernelSpec, NativeFn, NodeData, NodeKind};
+use crate::buffer::graph::{self as bg, GraphAccess};
+
+use super::buffers::recorder;
+use super::node::is_ancestor;
 use super::props::RecordingProperties;
+use super::state::{GraphShared, GraphState, KernelSpec, NativeFn, NodeData, NodeKind, PendingAccess, QueueRecord};
+use super::subgraph::check_property;
 use super::{Executable, Graph, Modifiable};
 
-pub(crate) use super::node::HostFn;
-
-/// The graph a queue records into, if any.
-pub(crate) type RecordingSlot = QueueSlot<GraphShared>;
-
-/// What a [`Queue`](crate::Queue) holds: the cmdbuf-core queue and the graph
-/// it records into.
-pub(crate) struct QueueInner {
-    pub(crate) core: cmdbuf_core::Queue,
-    /// The graph this queue records into, if any.
-    pub(crate) recording: RecordingSlot,
-}
+pub(crate) use super::state::{HostFn, QueueInner, RecordingSlot};
 
 impl QueueInner {
     /// A queue over `core` that does not record.
@@ -84,17 +78,6 @@ impl Drop for QueueInner {
 pub(crate) trait WaitEvent {
     /// The recorded event, if this is one.
     fn recorded(&self) -> Option<&RecordedEvent>;
-}
-
-/// A queue recording into a graph, as the graph sees it.
-pub(crate) struct QueueRecord {
-    /// The queue, not kept alive by the graph.
-    queue: Weak<QueueInner>,
-    /// Its identity and the order it adds to its nodes: cmdbuf-core's, which
-    /// UR's graph capture orders its captured commands with.
-    lane: QueueLane,
-    /// Its `begin_recording` property list.
-    pub(crate) props: RecordingProperties,
 }
 
 impl QueueRecord {
@@ -312,7 +295,7 @@ fn node_kind(
         Recordable::HostTask(task) => NodeKind::HostTask(task),
         Recordable::Native(callback) => NodeKind::Native(callback),
         Recordable::Subgraph(sub) => {
-            let on = super::executable::check_subgraph(graph, &sub)?;
+            let on = super::subgraph::check_subgraph(graph, &sub)?;
             ensure!(
                 on == device,
                 InvalidQueue,
@@ -476,4 +459,45 @@ impl fmt::Debug for QueueRecord {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("QueueRecord").field("lane", &self.lane).finish()
     }
+}
+
+/// A command group with accessors submitted to the queue `queue` (its key)
+/// that records into `graph`: its edges come from the accessors (`launch`
+/// is given the recorded events of the nodes they conflict with, to wait
+/// for), the node it records keeps them.
+pub(crate) fn with_accessors<E: WaitEvent>(
+    graph: Arc<GraphShared>,
+    queue: usize,
+    declared: Vec<GraphAccess>,
+    launch: impl FnOnce(Vec<RecordedEvent>) -> Result<E>,
+) -> Result<E> {
+    check_property(&graph)?;
+    for a in &declared {
+        bg::check_no_write_back(&a.buffer, graph.id)?;
+    }
+    let serial = graph.state.lock().buffers.serial.clone();
+    let _one_at_a_time = serial.lock();
+    let pending: Vec<PendingAccess> =
+        declared.into_iter().map(|access| PendingAccess { access, param: None }).collect();
+    let mut nodes = graph.state.lock().buffers.conflicts(&pending);
+    nodes.sort_unstable();
+    nodes.dedup();
+    let conflicts = nodes.into_iter().map(|n| RecordedEvent::new(graph.clone(), n, queue)).collect();
+    let event = launch(conflicts)?;
+    let node = match event.recorded() {
+        Some(r) if r.graph.id == graph.id => r.node,
+        _ => {
+            return Err(err!(
+                InvalidOperation,
+                "a command group with accessors submitted to a queue recording into graph #{} recorded no command \
+                 into it",
+                graph.id
+            ));
+        }
+    };
+    for p in &pending {
+        bg::add_recorder(&p.access.buffer, recorder(&graph));
+    }
+    graph.state.lock().buffers.register(node, pending, None);
+    Ok(event)
 }

@@ -18,10 +18,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use cmdbuf::{Context, Device, Event, KernelArg, KernelLaunch, Queue, QueueProperties, UserEvent};
+use cmdbuf::{Device, Event, KernelArg, KernelLaunch, Queue, UserEvent};
 use cmdbuf_runtime::{AccessMode, AccessRange, Buffer, BufferProperties, CommandGroup, TransferStats};
 use parking_lot::Mutex;
 
+pub use super::cross::CrossCase;
+use super::cross::{PAGE, device_read, fill, host_read, moved, page_props, peers, second};
 use crate::harness::{CaseError, CaseResult, Env, read};
 use crate::{cases, check, check_eq, check_err};
 
@@ -42,67 +44,6 @@ pub(in crate::cases) fn cases() -> Vec<crate::Case> {
 
 /// Long enough for a command that ignored its dependencies to have run.
 const SETTLE: Duration = Duration::from_millis(30);
-
-/// Elements per page in the 1D cases.
-pub(in crate::cases) const PAGE: usize = 16;
-
-pub(in crate::cases) fn page_props(page: &[usize]) -> BufferProperties {
-    BufferProperties { page: Some(page.to_vec()) }
-}
-
-/// A second context of the case's device, with a queue.
-pub(in crate::cases) fn second(device: &Device) -> Result<Queue, CaseError> {
-    Ok(Queue::new(&Context::new(device)?, QueueProperties::default())?)
-}
-
-/// Copies, pages, bytes and copies through the host moved between two snapshots.
-pub(in crate::cases) fn moved(before: TransferStats, after: TransferStats) -> (u64, u64, u64, u64) {
-    (
-        after.copies - before.copies,
-        after.pages - before.pages,
-        after.bytes - before.bytes,
-        after.via_host - before.via_host,
-    )
-}
-
-/// Fills elements `[first, first + count)` of a u32 buffer with `value` on `queue`.
-pub(in crate::cases) fn fill(
-    queue: &Queue,
-    buffer: &Buffer,
-    mode: AccessMode,
-    first: usize,
-    count: usize,
-    value: u32,
-) -> Result<Event, CaseError> {
-    let mut cg = CommandGroup::new(queue);
-    let acc = cg.access(buffer, mode, AccessRange::new(&[first], &[count]))?;
-    Ok(cg.submit(|q, wait| q.usm_fill(acc.ptr().byte_add(first * 4), &value.to_le_bytes(), count * 4, wait))?)
-}
-
-/// The elements `[first, first + count)` as the host sees them.
-pub(in crate::cases) fn host_read(buffer: &Buffer, first: usize, count: usize) -> Result<Vec<u32>, CaseError> {
-    Ok(buffer.host_access(AccessMode::Read, AccessRange::new(&[first], &[count]))?.to_vec::<u32>()?)
-}
-
-/// UR-surface reads of the buffer on `queue`'s device: what a kernel there sees.
-pub(in crate::cases) fn device_read(
-    queue: &Queue,
-    buffer: &Buffer,
-    first: usize,
-    count: usize,
-) -> Result<Vec<u32>, CaseError> {
-    let mut cg = CommandGroup::new(queue);
-    let acc = cg.access(buffer, AccessMode::Read, AccessRange::new(&[first], &[count]))?;
-    let out = Arc::new(Mutex::new(vec![0u32; count]));
-    let sink = out.clone();
-    let event = cg.submit(|q, wait| {
-        let mut data = sink.lock();
-        q.read_usm(acc.ptr().byte_add(first * 4), bytemuck::cast_slice_mut(&mut data), wait)?;
-        q.events_wait(&[])
-    })?;
-    event.wait()?;
-    Ok(out.lock().clone())
-}
 
 /// The example: pages 0-3 written on one allocation, pages 2-5 read
 /// on another that holds pages 4-5 already: exactly pages 2-3 move, as one copy.
@@ -402,30 +343,6 @@ fn bad_input(env: &Env) -> CaseResult {
     Ok(())
 }
 
-/// A case run on all selected devices at once.
-pub struct CrossCase {
-    /// `buffers_cross::name`.
-    pub name: &'static str,
-    /// The body, given every selected device (at least two).
-    pub body: fn(&[Device]) -> CaseResult,
-}
-
-impl CrossCase {
-    /// Runs the case on `devices`, a panic being a failure.
-    pub fn run(&self, devices: &[Device]) -> crate::Outcome {
-        let _watch = match crate::watchdog::watch_case(format!("{} on every selected device", self.name)) {
-            Ok(watch) => watch,
-            Err(message) => return crate::Outcome::Fail(message),
-        };
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (self.body)(devices))) {
-            Ok(Ok(())) => crate::Outcome::Pass,
-            Ok(Err(CaseError::Skip(reason))) => crate::Outcome::Skip(reason),
-            Ok(Err(CaseError::Fail(message))) => crate::Outcome::Fail(message),
-            Err(_) => crate::Outcome::Fail("panicked".into()),
-        }
-    }
-}
-
 /// The cases that use one buffer on several devices, backends mixed.
 pub fn cross_cases() -> Vec<CrossCase> {
     vec![
@@ -484,7 +401,7 @@ fn cross_overlap(devices: &[Device]) -> CaseResult {
     fill(a, &buffer, AccessMode::WriteNoInit, 0, 4 * PAGE, 1)?;
     check_eq!(buffer.stats(), TransferStats::default());
     check_eq!(device_read(b, &buffer, 2 * PAGE, 4 * PAGE)?, [vec![1; 2 * PAGE], vec![7; 2 * PAGE]].concat());
-    let peer = u64::from(crate::cases::multi_device::peers(b.device(), a.device())?);
+    let peer = u64::from(peers(b.device(), a.device())?);
     check_eq!(moved(TransferStats::default(), buffer.stats()), (1, 2, 2 * PAGE as u64 * 4, 1 - peer));
     check_eq!(buffer.stats().peer, peer, "peer copies");
     Ok(())

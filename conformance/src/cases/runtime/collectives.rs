@@ -13,8 +13,7 @@ use cmdbuf::collective::{
 use cmdbuf::{Context, Device, Event, Queue, QueueProperties, UsmAllocation, UsmKind, UsmKinds, UsmPtr};
 use cmdbuf_runtime::graph::{FinalizeProperties, Graph, GraphProperties, NodeProperties, NodeType};
 
-use super::buffers::CrossCase;
-use super::graph_multi_device::first_usm_kind;
+use super::cross::{CrossCase, first_usm_kind};
 use crate::harness::{CaseError, CaseResult};
 use crate::{check, check_eq, check_err};
 

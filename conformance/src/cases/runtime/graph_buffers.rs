@@ -12,7 +12,7 @@ use cmdbuf_runtime::graph::{
 };
 use cmdbuf_runtime::{AccessMode, AccessRange, Buffer, BufferProperties, Queue, TransferStats};
 
-use super::buffers::{host_read, moved};
+use super::cross::{host_read, moved, peers};
 use super::graph_common::sycl_ooo_queue;
 use crate::harness::{CaseError, CaseResult, Env, read, write};
 use crate::{cases, check, check_eq, check_err};
@@ -570,7 +570,7 @@ pub(in crate::cases) fn cross_graph_and_eager(devices: &[Device]) -> CaseResult 
     // page 0 with 5 (read_write: the page must be current first).
     fill_node(&graph, &buffer, AccessMode::ReadWrite, 0, PAGE, 5)?;
     let exec = graph.finalize(FinalizeProperties::default())?;
-    let peers = crate::cases::multi_device::peers(&devices[0], &devices[1])?;
+    let peers = peers(&devices[0], &devices[1])?;
     let before = buffer.stats();
     exec.enqueue_on(&graph_queue, &[])?.wait()?;
     check_eq!(moved(before, buffer.stats()).1, 1, "page 0 from the host");

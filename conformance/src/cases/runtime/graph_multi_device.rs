@@ -12,7 +12,8 @@ use cmdbuf_runtime::graph::{
 };
 use cmdbuf_runtime::{Event, Queue};
 
-use super::buffers::CrossCase;
+pub use super::cross::first_usm_kind;
+use super::cross::{CrossCase, peers};
 use crate::harness::{CaseError, CaseResult, read, write};
 use crate::{check, check_eq, check_err};
 
@@ -79,7 +80,7 @@ fn two(devices: &[Device]) -> Result<(Side, Side), CaseError> {
 /// The device of `a` and `b` that cannot stage a copy between them: none
 /// where they are peers, else one with neither host nor shared USM.
 fn cannot_stage<'d>(a: &'d Device, b: &'d Device) -> Result<Option<&'d Device>, CaseError> {
-    if crate::cases::multi_device::peers(a, b)? {
+    if peers(a, b)? {
         return Ok(None);
     }
     let host_visible = UsmKinds::HOST | UsmKinds::SHARED;
@@ -101,16 +102,6 @@ fn two_copying(devices: &[Device]) -> Result<(Side, Side), CaseError> {
 
 fn graph(a: &Side, b: &Side) -> Result<Graph, CaseError> {
     Ok(Graph::new_multi_device(&[&a.context, &b.context], GraphProperties::default())?)
-}
-
-/// The first USM kind `device` offers, of device, shared and host: what
-/// the multi-device graph cases and the pipeline benchmark allocate.
-pub fn first_usm_kind(device: &Device) -> Option<UsmKind> {
-    let usm = device.info().usm;
-    [(UsmKinds::DEVICE, UsmKind::Device), (UsmKinds::SHARED, UsmKind::Shared), (UsmKinds::HOST, UsmKind::Host)]
-        .into_iter()
-        .find(|(flag, _)| usm.contains(*flag))
-        .map(|(_, kind)| kind)
 }
 
 /// The cases, for the multi-device section.
@@ -255,7 +246,7 @@ fn composable(a: &Side, b: &Side) -> Result<bool, CaseError> {
         && b.context.composes_with(&a.context)
         && native(a.device())
         && native(b.device())
-        && crate::cases::multi_device::peers(a.device(), b.device())?)
+        && peers(a.device(), b.device())?)
 }
 
 /// One submission per execution where the partitions are composed, else

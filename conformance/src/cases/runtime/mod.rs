@@ -10,6 +10,7 @@ pub(super) mod async_alloc;
 pub mod buffers;
 pub(super) mod capture;
 pub mod collectives;
+pub(super) mod cross;
 pub(super) mod graph_buffers;
 pub(super) mod graph_build;
 pub(super) mod graph_common;

@@ -20,7 +20,7 @@ use cmdbuf::{
 };
 use cmdbuf_runtime::{AccessMode, AccessRange, Buffer, CommandGroup};
 
-use super::buffers::{CrossCase, PAGE, device_read, fill, host_read, moved, page_props, second};
+use super::cross::{CrossCase, PAGE, device_read, fill, host_read, moved, page_props, peers, second};
 use crate::harness::{CaseError, CaseResult, read, read_buffer, write};
 use crate::{check, check_eq, check_err};
 
@@ -36,12 +36,6 @@ pub fn cases() -> Vec<CrossCase> {
     cases.extend(super::graph_multi_device::cases());
     cases.extend(super::collectives::cases());
     cases
-}
-
-/// Whether a buffer moves data between allocations of `a` and `b` as a
-/// peer copy: one of them has peer access to the other.
-pub(crate) fn peers(a: &Device, b: &Device) -> Result<bool, CaseError> {
-    Ok(a.peer_access(b)?.supported || b.peer_access(a)?.supported)
 }
 
 /// Every ordered pair of distinct indices below `n`.

@@ -12,7 +12,7 @@ use crate::command::Command;
 use crate::device::UpdateCapabilities;
 use crate::error::Result;
 use crate::event::{Event, check_events};
-use crate::interop::{NativeCommand, NativeScope, Owner};
+use crate::interop::{NativeCommand, NativeHandle, NativeScope, NestedCommandBuffer, Owner};
 use crate::launch::{KernelCommand, KernelLaunch, LocalSizeOrigin};
 use crate::memory::{MemBuffer, MigrationFlags, UsmAdvice, UsmPtr};
 use crate::program::Kernel;
@@ -62,8 +62,12 @@ impl CommandBuffer {
                 self.device()
             );
         }
-        let native =
-            NativeCommand::new(Arc::new(callback), Vec::new(), Owner::CommandBuffer(self.inner.id), child.cloned());
+        let native = NativeCommand::new(
+            Arc::new(callback),
+            Vec::new(),
+            Owner::CommandBuffer(self.inner.id),
+            child.map(|c| Arc::new(c.clone()) as Arc<dyn NestedCommandBuffer>),
+        );
         Ok(self.append(Command::Native(native), None, &AppendOptions::new().after(sync_points))?.sync_point)
     }
 
@@ -469,5 +473,33 @@ impl CommandBuffer {
         opts: AppendOptions<'_>,
     ) -> Result<Appended> {
         self.append(Command::buffer_fill(&self.inner.context, buffer, pattern, offset, size)?, None, &opts)
+    }
+}
+
+// A command-buffer native command's child is a command buffer, which the
+// native command (`interop.rs`, below the command buffers) holds as a
+// `NestedCommandBuffer`.
+impl NativeCommand {
+    /// The child command buffer of a command-buffer native command: given
+    /// only on devices that report sub-graph support, not finalized, of the
+    /// same context. The adapter records the callback's work into it (its
+    /// native object is the target) and adds it to the parent as a child
+    /// node; inside the callback its `native_handle()` is the target too.
+    pub fn child(&self) -> Option<&CommandBuffer> {
+        self.child.as_ref().and_then(|child| child.as_any().downcast_ref())
+    }
+}
+
+impl NestedCommandBuffer for CommandBuffer {
+    fn id(&self) -> u64 {
+        CommandBuffer::id(self)
+    }
+
+    fn recording_target(&self) -> Result<NativeHandle> {
+        CommandBuffer::recording_target(self)
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 }

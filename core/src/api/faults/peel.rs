@@ -76,7 +76,7 @@ fn event_arc(event: &Arc<dyn EventImpl>) -> Option<Arc<dyn EventImpl>> {
 pub(super) fn event(event: &Event) -> Event {
     let inner = event_arc(&event.imp).or_else(|| event.resolve().as_ref().and_then(event_arc));
     match inner {
-        Some(imp) => Event { imp, context: event.context, _live: Live::new() },
+        Some(imp) => Event { imp, context: event.context, captured: event.captured, _live: Live::new() },
         None => event.clone(),
     }
 }

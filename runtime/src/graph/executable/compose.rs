@@ -18,12 +18,10 @@
 //! last submission; cmdbuf-core orders the two ways of launching one
 //! capture in any case.
 
+use crate::graph::state::{ExecState, FlatOp, GraphShared};
 use cmdbuf_core::command_buffer::{ComposedCommandBuffer, ComposedPart};
 use cmdbuf_core::error::{Result, UrError};
 use cmdbuf_core::event::Event;
-
-use super::{ExecState, FlatOp};
-use crate::graph::modifiable::GraphShared;
 
 /// The composition of `st`'s partitions, or `None` (logged) where they
 /// cannot be composed.

@@ -19,12 +19,12 @@ use cmdbuf_core::queue::{Queue, QueueProperties};
 use cmdbuf_core::{ensure, err};
 
 use super::run::submission_order;
-use super::{ExecInner, ExecState, FlatNode, FlatOp, Partition, Signature};
-use crate::graph::dynamic::GroupOp;
-use crate::graph::modifiable::{GraphShared, GraphState};
-use crate::graph::multi_device::{CrossDeviceTraffic, Route};
-use crate::graph::node::{KernelSpec, NodeKind};
+use crate::graph::multi_device::Route;
 use crate::graph::partition::{Lowered, Part, is_chain, lower_empties, partition_placed, topological_order};
+use crate::graph::state::{
+    CrossDeviceTraffic, ExecInner, ExecState, FlatNode, FlatOp, GraphShared, GraphState, GroupOp, KernelSpec, NodeKind,
+    Partition, Signature,
+};
 use crate::graph::{Executable, FinalizeProperties, Graph};
 
 /// The finalize of `shared` (see [`Graph::finalize`]).
@@ -140,7 +140,7 @@ fn flat_op(shared: &GraphShared, state: &GraphState, kind: &NodeKind) -> Result<
         NodeKind::HostTask(task) => FlatOp::Host(task.clone()),
         NodeKind::Native(callback) => FlatOp::Native(callback.clone()),
         NodeKind::Collective(node) => {
-            FlatOp::Collective(Arc::new(crate::graph::collective::CollectiveRun::new(node, &shared.devices)?))
+            FlatOp::Collective(Arc::new(crate::graph::state::CollectiveRun::new(node, &shared.devices)?))
         }
         NodeKind::Dynamic(g) => {
             let group = &state.groups[*g as usize];

@@ -9,142 +9,19 @@ mod update;
 
 use std::fmt;
 use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 
-use parking_lot::Mutex;
-
-use cmdbuf_core::command::Command;
-use cmdbuf_core::command_buffer::{CommandBuffer, CommandHandle, ComposedCommandBuffer};
+use cmdbuf_core::command_buffer::CommandBuffer;
 use cmdbuf_core::context::Context;
 use cmdbuf_core::device::{CommandBufferSupport, Device};
 use cmdbuf_core::ensure;
 use cmdbuf_core::error::Result;
-use cmdbuf_core::event::Event;
-use cmdbuf_core::memory::{UsmAllocation, UsmPtr};
-use cmdbuf_core::program::Kernel;
 use cmdbuf_core::queue::Queue;
 
 use super::memory::MemoryStats;
-use super::modifiable::GraphShared;
-use super::multi_device::CrossDeviceTraffic;
-use super::node::{HostFn, KernelSpec, NativeFn, NodeType};
+use super::state::{ExecInner, ExecState, FlatOp};
 use super::{Executable, FinalizeProperties, Graph};
 
 pub(crate) use finalize::finalize;
-
-/// A node of the finalized graph.
-#[derive(Clone)]
-pub(crate) enum FlatOp {
-    Kernel {
-        spec: KernelSpec,
-        alternatives: Vec<Kernel>,
-    },
-    Command(Command),
-    Host(HostFn),
-    /// A native command: appended with `append_native_command`.
-    Native(NativeFn),
-    /// No command (lowered away or made a join).
-    Empty,
-    /// A no-op device command that orders many predecessors before many successors.
-    Join,
-    /// A cross-device copy between peers (`Queue::usm_copy_peer`), a
-    /// partition of its own on the queue of the node's device.
-    PeerCopy {
-        dst: UsmPtr,
-        src: UsmPtr,
-        size: usize,
-    },
-    /// A collective over the graph's devices, a partition of its own
-    /// (`graph/collective.rs`).
-    Collective(Arc<super::collective::CollectiveRun>),
-}
-
-#[derive(Clone)]
-pub(crate) struct FlatNode {
-    pub(crate) op: FlatOp,
-    pub(crate) preds: Vec<u32>,
-    /// The node of the source graph (`None` inside inlined sub-graphs).
-    pub(crate) origin: Option<u32>,
-    /// The device it runs on (an index of the graph's devices).
-    pub(crate) device: u16,
-}
-
-/// What whole-graph update compares, per node of the source graph.
-struct Signature {
-    ty: NodeType,
-    preds: Vec<u32>,
-}
-
-/// A partition of an executable graph.
-pub(crate) struct Partition {
-    pub(crate) host: bool,
-    /// The device whose queue runs it (an index of the graph's devices).
-    pub(crate) device: u16,
-    pub(crate) members: Vec<u32>,
-    pub(crate) preds: Vec<u32>,
-    /// Whether no partition waits for it.
-    leaf: bool,
-    pub(crate) in_order: bool,
-    pub(crate) cb: Option<CommandBuffer>,
-    /// The command handle of each member (updatable command buffers).
-    handles: Vec<Option<CommandHandle>>,
-}
-
-pub(crate) struct ExecInner {
-    id: u64,
-    pub(crate) source: Arc<GraphShared>,
-    props: FinalizeProperties,
-    signatures: Vec<Signature>,
-    pub(crate) has_allocations: bool,
-    memory: MemoryStats,
-    /// What its cross-device copies move per execution.
-    pub(crate) traffic: CrossDeviceTraffic,
-    /// The host-side bridges an execution makes ([`Graph::host_bridges`]).
-    pub(crate) host_bridges: usize,
-    /// The pool's chunks: kernels reach graph-owned memory through plain pointers.
-    _chunks: Vec<Arc<UsmAllocation>>,
-    /// With allocations: where the last execution's event is left for the
-    /// next executable graph of the same memory.
-    runs: Option<super::memory::RunSlot>,
-    pub(crate) state: Mutex<ExecState>,
-    /// The accessors of its nodes, in the order their data is made current.
-    pub(crate) buffers: Mutex<Vec<super::buffers::NodeUse>>,
-    /// Whether `buffers` is non-empty, written under its lock: a submission
-    /// without accessors reads this instead of taking a second lock.
-    pub(crate) uses_buffers: AtomicBool,
-}
-
-pub(crate) struct ExecState {
-    /// Nodes after lowering, numbered in execution order.
-    pub(crate) nodes: Vec<FlatNode>,
-    pub(crate) part_of: Vec<u32>,
-    /// A node's position among its partition's members.
-    slot_of: Vec<u32>,
-    pub(crate) parts: Vec<Partition>,
-    /// The order partitions are submitted in (see [`submission_order`]).
-    submit_order: Vec<u32>,
-    /// The node standing for each source node, when one does.
-    by_origin: Vec<Option<u32>>,
-    /// The previous submission, which the next one waits for: of a graph of
-    /// several partitions, or, before a graph's first submission, the last
-    /// one of the previous executable graph of its graph-owned memory. A
-    /// one-partition graph keeps none of its own: its command buffer orders
-    /// its submissions (see `run_single`).
-    last: Option<Event>,
-    /// An out-of-order queue of the graph's context that runs the partitions
-    /// of multi-partition graphs (`None`: the device has none; the submission
-    /// queue runs them).
-    worker: Option<Queue>,
-    /// The allocation join commands prefetch one byte of.
-    scratch: Option<UsmAllocation>,
-    /// A queue of each other device of a multi-device graph that runs its
-    /// partitions (index 0, the graph's own device, is `None`: see `worker`).
-    device_queues: Vec<Option<Queue>>,
-    /// A multi-device graph whose partitions the adapter composed into one
-    /// executable: each execution is one submission of it (see `compose`).
-    pub(crate) composed: Option<ComposedCommandBuffer>,
-}
 
 impl ExecState {
     /// Whether the graph is one command-buffer partition of its own device.
@@ -174,36 +51,6 @@ pub struct PartitionInfo {
     /// The device it runs on: an index of the graph's devices, 0 for the
     /// graph's own (see [`Graph::devices`](super::Graph::devices)).
     pub device: usize,
-}
-
-/// The checks of adding `sub` as a sub-graph of `parent`; gives the device
-/// of `parent` it runs on.
-pub(crate) fn check_subgraph(parent: &GraphShared, sub: &Graph<Executable>) -> Result<u16> {
-    let inner = &sub.0.inner;
-    ensure!(
-        !inner.source.devices.is_multi(),
-        UnsupportedFeature,
-        "executable graph #{} is a multi-device graph and cannot be a sub-graph of graph #{}",
-        inner.id,
-        parent.id
-    );
-    let device = parent.devices.index_of_context(&inner.source.context);
-    ensure!(
-        device.is_some(),
-        InvalidContext,
-        "executable graph #{} belongs to another context than graph #{}",
-        inner.id,
-        parent.id
-    );
-    ensure!(
-        !inner.has_allocations,
-        InvalidOperation,
-        "executable graph #{} holds graph-owned allocations and cannot be a sub-graph of graph #{}",
-        inner.id,
-        parent.id
-    );
-    super::buffers::check_subgraph(parent, sub)?;
-    Ok(device.unwrap_or(0))
 }
 
 impl Graph<Executable> {

@@ -7,8 +7,8 @@ use cmdbuf_core::error::Result;
 use cmdbuf_core::event::Event;
 use cmdbuf_core::queue::Queue;
 
-use super::{ExecState, FlatOp};
 use crate::graph::partition::Part;
+use crate::graph::state::{ExecState, FlatOp};
 use crate::graph::{Executable, Graph};
 
 impl Graph<Executable> {

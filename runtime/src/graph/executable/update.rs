@@ -10,9 +10,7 @@ use cmdbuf_core::program::Kernel;
 use cmdbuf_core::{ensure, err};
 
 use super::finalize::build_partition;
-use super::{ExecInner, ExecState, FlatOp};
-use crate::graph::modifiable::{GraphShared, GraphState};
-use crate::graph::node::{HostFn, KernelSpec, NodeType};
+use crate::graph::state::{ExecInner, ExecState, FlatOp, GraphShared, GraphState, HostFn, KernelSpec, NodeType};
 use crate::graph::{Executable, Graph, Modifiable, Node};
 
 /// One node's change for [`Graph::update`].
@@ -20,9 +18,9 @@ enum Change {
     Kernel(KernelSpec),
     Host(HostFn),
     /// A collective node's operation and buffers (whole-graph update).
-    Collective(std::sync::Arc<crate::graph::collective::CollectiveNode>),
+    Collective(std::sync::Arc<crate::graph::state::CollectiveNode>),
     /// The same, recorded again (captured again on CUDA) for this graph.
-    Recorded(std::sync::Arc<crate::graph::collective::CollectiveRun>),
+    Recorded(std::sync::Arc<crate::graph::state::CollectiveRun>),
 }
 
 /// The change of a kernel command for a command-buffer update.
@@ -284,7 +282,7 @@ fn whole_update_changes(inner: &ExecInner, src: &GraphShared, state: &GraphState
             changes.push((i, Change::Kernel(spec.clone())));
         } else if let Some(task) = state.host_task(i) {
             changes.push((i, Change::Host(task.clone())));
-        } else if let crate::graph::node::NodeKind::Collective(node) = &state.nodes[i as usize].kind {
+        } else if let crate::graph::state::NodeKind::Collective(node) = &state.nodes[i as usize].kind {
             changes.push((i, Change::Collective(node.clone())));
         }
     }
@@ -331,7 +329,7 @@ fn resolve_change(
             }
             // Recorded again on this graph's communicator: checked
             // there, and captured again where collectives are.
-            let run = crate::graph::collective::CollectiveRun::new(&node, &inner.source.devices)
+            let run = crate::graph::state::CollectiveRun::new(&node, &inner.source.devices)
                 .map_err(|e| e.in_context(&format!("update of collective node {origin}")))?;
             Change::Recorded(std::sync::Arc::new(run))
         }
