@@ -447,13 +447,25 @@ fn buffers_shared_across_contexts(
 ) -> CaseResult {
     let queue = env.queue()?;
     let other_queue = Queue::new(other, QueueProperties::default())?;
-    let copied = queue.copy_buffer(mine, foreign, 0, 0, 64, &[])?;
-    let filled = other_queue.fill_buffer(foreign, &[0xAB], 48, 16, &[&copied])?;
+    // Each after the other context's event where the queues wait for it
+    // device-side (NVIDIA's OpenCL does not: `Context::waits_on_events_of`),
+    // else after the host waited for it.
+    let after = |queue: &Queue, event: cmdbuf::Event, of: &Context| -> Result<Vec<cmdbuf::Event>, crate::CaseError> {
+        if queue.context().waits_on_events_of(of) {
+            return Ok(vec![event]);
+        }
+        check_err!(queue.barrier(&[&event]), InvalidEventWaitList);
+        event.wait()?;
+        Ok(Vec::new())
+    };
+    let copied = after(&other_queue, queue.copy_buffer(mine, foreign, 0, 0, 64, &[])?, env.context())?;
+    let filled = other_queue.fill_buffer(foreign, &[0xAB], 48, 16, &copied.iter().collect::<Vec<_>>())?;
     let back = env.buffer(64)?;
     let cb = env.command_buffer(CommandBufferDesc::default())?;
     cb.append_buffer_copy(foreign, &back, 0, 0, 64, none())?;
     cb.finalize()?;
-    queue.enqueue_command_buffer(&cb, &[&filled])?.wait()?;
+    let filled = after(&queue, filled, other)?;
+    queue.enqueue_command_buffer(&cb, &filled.iter().collect::<Vec<_>>())?.wait()?;
     let mut expected = input.to_vec();
     expected[48..].fill(0xAB);
     check_eq!(read_buffer::<u8>(&queue, &back, 0, 64)?, expected, "through both contexts");
