@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use cmdbuf_core::{KernelArg, KernelLaunch, UsmPtr, ensure, err};
+use smallvec::SmallVec;
 
 use crate::boundary::conv::{value_bytes, work_sizes};
 use crate::entry::AbiResult;
@@ -93,10 +94,10 @@ pub(crate) unsafe fn launch_args<'a>(
     kernel: &cmdbuf_core::Kernel,
     count: u32,
     args: *const ur_exp_kernel_arg_properties_t,
-) -> AbiResult<Vec<KernelArg<'a>>> {
+) -> AbiResult<LaunchArgs<'a>> {
     // SAFETY: `args` is null or holds `count` properties (this function's `# Safety`), all `optional_list` needs.
     let list = unsafe { optional_list(args, count, "pArgs")? };
-    let mut by_index: Vec<Option<KernelArg<'a>>> = vec![None; kernel.num_args()];
+    let mut by_index: SmallVec<[Option<KernelArg<'a>>; INLINE_ARGS]> = smallvec::smallvec![None; kernel.num_args()];
     for prop in list {
         ensure!(
             prop.stype == ur_structure_type_t::UR_STRUCTURE_TYPE_EXP_KERNEL_ARG_PROPERTIES,
@@ -126,6 +127,14 @@ pub(crate) unsafe fn launch_args<'a>(
         })
         .collect()
 }
+
+/// Kernels with up to this many arguments are launched through the ABI
+/// without a heap allocation for them (two per launch before, on the eager
+/// path `launch_args` serves).
+const INLINE_ARGS: usize = 8;
+
+/// A launch's arguments in index order.
+pub(crate) type LaunchArgs<'a> = SmallVec<[KernelArg<'a>; INLINE_ARGS]>;
 
 /// One argument from its type, size and value.
 ///
