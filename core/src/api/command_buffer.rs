@@ -3,7 +3,7 @@
 //! A command buffer is recorded with `append_*` calls, each of which returns
 //! a [`SyncPoint`] that later appends of the same buffer can wait on, then
 //! [`finalize`](CommandBuffer::finalize)d, then enqueued any number of times
-//! with [`Queue::enqueue_command_buffer`]. Updatable buffers hand out a
+//! with [`Queue::enqueue_command_buffer`](crate::Queue::enqueue_command_buffer). Updatable buffers hand out a
 //! [`CommandHandle`] per command, through which kernel launches (arguments,
 //! sizes, offset, kernel) and events can be changed between enqueues.
 //!
@@ -47,7 +47,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
-use crate::adapter::{EventImpl, ExecutableCommandBufferImpl, RecordingCommandBufferImpl};
+use crate::adapter::{EventImpl, ExecutableCommandBufferImpl, QueueImpl, RecordingCommandBufferImpl};
 use crate::command::Command;
 use crate::context::Context;
 use crate::device::{CommandBufferSupport, Device};
@@ -56,7 +56,6 @@ use crate::event::Event;
 use crate::interop::{self, Owner};
 use crate::launch::{KernelArg, LocalSizeOrigin};
 use crate::program::Kernel;
-use crate::queue::Queue;
 use crate::software::SoftwareCommandBuffer;
 pub use crate::types::desc::CommandBufferDesc;
 use crate::{ensure, err};
@@ -451,26 +450,43 @@ impl CommandBuffer {
         }
     }
 
-    /// Submits on `queue`; called by [`Queue::enqueue_command_buffer`].
-    pub(crate) fn enqueue_on(&self, queue: &Queue, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
+    /// Submits on the queue `target` describes; called by
+    /// [`Queue::enqueue_command_buffer`](crate::Queue::enqueue_command_buffer).
+    ///
+    /// The outer error is a refusal before anything was submitted; the
+    /// inner one is the adapter's submission failing, after which part of
+    /// it may run (the software command buffer submits command by command),
+    /// so the queue holds the buffer until what it submitted has completed.
+    pub(crate) fn enqueue_on(
+        &self,
+        target: QueueTarget<'_>,
+        wait: &[&dyn EventImpl],
+    ) -> Result<Result<Arc<dyn EventImpl>>> {
         ensure!(
-            queue.context() == &self.inner.context,
+            target.context == &self.inner.context,
             InvalidQueue,
             "the queue belongs to another context than the command buffer"
         );
         let mut state = self.inner.state.lock();
         let imp = state.executable("enqueue of")?;
-        let in_order = !queue.properties().out_of_order;
         // SAFETY: the queue is of this context (so of this adapter), the
         // wait events were resolved from events of this context, and
         // `in_order` is the queue's own property.
-        let result = unsafe { imp.enqueue_ordered(queue.imp(), wait, in_order) };
-        if result.is_err() {
-            drop(state);
-            queue.hold_after_failed_submission(self);
-        }
-        result
+        Ok(unsafe { imp.enqueue_ordered(target.imp, wait, target.in_order) })
     }
+}
+
+/// What a command buffer's submission needs of the queue it runs on, so
+/// that command buffers need not know queues (which hold command buffers
+/// they submitted).
+#[derive(Clone, Copy)]
+pub(crate) struct QueueTarget<'a> {
+    /// The queue's context.
+    pub(crate) context: &'a Context,
+    /// The adapter's queue.
+    pub(crate) imp: &'a dyn QueueImpl,
+    /// Whether the queue runs its commands in order.
+    pub(crate) in_order: bool,
 }
 
 impl fmt::Debug for CommandBuffer {

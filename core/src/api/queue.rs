@@ -27,7 +27,7 @@ use crate::adapter::{EventImpl, QueueImpl};
 use crate::api::command_build::{HostSide, Memcpy};
 use crate::capture::{self, CaptureSlot, Op};
 use crate::command::Command;
-use crate::command_buffer::{CommandBuffer, ComposedCommandBuffer};
+use crate::command_buffer::{CommandBuffer, ComposedCommandBuffer, QueueTarget};
 use crate::context::Context;
 use crate::device::Device;
 use crate::ensure;
@@ -328,6 +328,15 @@ impl Queue {
         Arc::ptr_eq(&self.inner, &other.inner)
     }
 
+    /// What a command buffer's submission needs of this queue.
+    fn target(&self) -> QueueTarget<'_> {
+        QueueTarget {
+            context: &self.inner.context,
+            imp: &*self.inner.imp,
+            in_order: !self.inner.properties.out_of_order,
+        }
+    }
+
     /// Its capture state.
     pub(crate) fn capture_slot(&self) -> &CaptureSlot {
         &self.inner.capture
@@ -463,7 +472,7 @@ impl Queue {
     /// submits command by command) and use memory the caller, seeing the
     /// error, releases. A barrier marks the point; if even that cannot be
     /// enqueued, the buffer is leaked rather than freed under running work.
-    pub(crate) fn hold_after_failed_submission(&self, command_buffer: &CommandBuffer) {
+    fn hold_after_failed_submission(&self, command_buffer: &CommandBuffer) {
         // SAFETY: an empty wait list.
         match unsafe { self.inner.imp.enqueue_wait(&[], true) } {
             Ok(fence) => self.track(fence, KeepAlive::CommandBuffer(command_buffer.clone())),
@@ -947,7 +956,7 @@ impl Queue {
     pub fn enqueue_composed(&self, composed: &ComposedCommandBuffer, wait: &[&Event]) -> Result<Event> {
         self.check_not_capturing("a composed command-buffer enqueue")?;
         let resolved = resolve_wait_list(self.inner.context.id(), wait)?;
-        let event = composed.enqueue_on(self, &resolved)?;
+        let event = composed.enqueue_on(self.target(), &resolved)?;
         self.track(event.clone(), KeepAlive::Composed(composed.clone()));
         Ok(Event::from_imp(event, &self.inner.context))
     }
@@ -958,7 +967,9 @@ impl Queue {
         command_buffer: &CommandBuffer,
         resolved: &[&dyn EventImpl],
     ) -> Result<Event> {
-        let event = command_buffer.enqueue_on(self, resolved)?;
+        let event = command_buffer
+            .enqueue_on(self.target(), resolved)?
+            .inspect_err(|_| self.hold_after_failed_submission(command_buffer))?;
         self.track(event.clone(), KeepAlive::CommandBuffer(command_buffer.clone()));
         Ok(Event::from_imp(event, &self.inner.context))
     }

@@ -8,7 +8,7 @@
 //! context waits for their events; each command buffer is finalized and
 //! given once; each part runs only after earlier parts (so the dependencies
 //! are acyclic by construction); each peer copy passes the checks of
-//! [`Queue::usm_copy_peer`]; each collective is a captured recording
+//! [`Queue::usm_copy_peer`](crate::Queue::usm_copy_peer); each collective is a captured recording
 //! ([`RecordedCollective::is_captured`]) whose every rank's context passes
 //! the checks of a part's context. The adapter then builds the executable
 //! ([`ContextImpl::compose_command_buffers`](crate::adapter::ContextImpl::compose_command_buffers)),
@@ -25,7 +25,7 @@ use std::sync::atomic::Ordering;
 
 use parking_lot::Mutex;
 
-use super::CommandBuffer;
+use super::{CommandBuffer, QueueTarget};
 use crate::adapter::{ComposePart, ComposeWork, EventImpl, ExecutableCommandBufferImpl};
 use crate::collective::RecordedCollective;
 use crate::command::Command;
@@ -34,7 +34,6 @@ use crate::error::Result;
 use crate::event::{Event, as_refs};
 use crate::interop::NativeHandle;
 use crate::memory::UsmPtr;
-use crate::queue::Queue;
 use crate::{ensure, err};
 
 /// One part of a [`ComposedCommandBuffer`], with the earlier parts it runs
@@ -49,7 +48,7 @@ pub enum ComposedPart<'a> {
         after: &'a [usize],
     },
     /// A peer copy of `size` bytes run by `context`'s device, as
-    /// [`Queue::usm_copy_peer`] on a queue of `context` would run it.
+    /// [`Queue::usm_copy_peer`](crate::Queue::usm_copy_peer) on a queue of `context` would run it.
     PeerCopy {
         /// The context whose device copies.
         context: &'a Context,
@@ -85,7 +84,7 @@ enum Kept {
 
 /// Finalized command buffers of several contexts of one adapter and peer
 /// copies between them, submitted as one executable with one call
-/// ([`Queue::enqueue_composed`]). Clone retains, drop releases; a submission
+/// ([`Queue::enqueue_composed`](crate::Queue::enqueue_composed)). Clone retains, drop releases; a submission
 /// keeps what it needs.
 #[derive(Clone)]
 pub struct ComposedCommandBuffer {
@@ -131,7 +130,7 @@ impl ComposedCommandBuffer {
     /// for, a collective that is not captured (staged through the host, or
     /// issued at each launch), and where the adapter cannot compose these
     /// parts (the reason given); a peer copy's errors are
-    /// [`Queue::usm_copy_peer`]'s.
+    /// [`Queue::usm_copy_peer`](crate::Queue::usm_copy_peer)'s.
     #[tracing::instrument(level = "debug", skip_all, fields(parts = parts.len()))]
     pub fn new(context: &Context, parts: &[ComposedPart<'_>]) -> Result<ComposedCommandBuffer> {
         ensure!(!parts.is_empty(), InvalidValue, "a composition of no parts");
@@ -306,10 +305,15 @@ impl ComposedCommandBuffer {
         self.inner.state.lock().imp.native_handle()
     }
 
-    /// Submits on `queue`; called by [`Queue::enqueue_composed`].
-    pub(crate) fn enqueue_on(&self, queue: &Queue, wait: &[Arc<dyn EventImpl>]) -> Result<Arc<dyn EventImpl>> {
+    /// Submits on the queue `target` describes; called by
+    /// [`Queue::enqueue_composed`](crate::Queue::enqueue_composed).
+    pub(crate) fn enqueue_on(
+        &self,
+        target: QueueTarget<'_>,
+        wait: &[Arc<dyn EventImpl>],
+    ) -> Result<Arc<dyn EventImpl>> {
         ensure!(
-            queue.context() == &self.inner.context,
+            target.context == &self.inner.context,
             InvalidQueue,
             "the queue belongs to another context than the composed command buffer"
         );
@@ -339,13 +343,12 @@ impl ComposedCommandBuffer {
         for order in &orders {
             waits.extend(order.direct().iter().map(|e| &**e));
         }
-        let in_order = !queue.properties().out_of_order;
         // SAFETY: the queue is of the composition's context (checked); the
         // wait events were resolved for that context, or are the previous
         // submission's event, of that context too, or a direct launch's
         // events of a collective's ranks' contexts, which that context
         // waits for (checked when the part was given).
-        let event = unsafe { st.imp.enqueue_ordered(queue.imp(), &waits, in_order)? };
+        let event = unsafe { st.imp.enqueue_ordered(target.imp, &waits, target.in_order)? };
         drop(waits);
         for order in &mut orders {
             order.composed(event.clone(), &self.inner.context);
