@@ -8,7 +8,7 @@
 //! context waits for their events; each command buffer is finalized and
 //! given once; each part runs only after earlier parts (so the dependencies
 //! are acyclic by construction); each peer copy passes the checks of
-//! [`Queue::usm_copy_peer`](crate::Queue::usm_copy_peer); each collective is a captured recording
+//! [`Queue::usm_copy_peer`]; each collective is a captured recording
 //! ([`RecordedCollective::is_captured`]) whose every rank's context passes
 //! the checks of a part's context. The adapter then builds the executable
 //! ([`ContextImpl::compose_command_buffers`](crate::adapter::ContextImpl::compose_command_buffers)),
@@ -21,19 +21,19 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use parking_lot::Mutex;
 
-use super::{CommandBuffer, QueueTarget};
 use crate::adapter::{ComposePart, ComposeWork, EventImpl, ExecutableCommandBufferImpl};
+use crate::api::recorded::{CommandBuffer, QueueTarget, State};
 use crate::collective::RecordedCollective;
 use crate::command::Command;
 use crate::context::Context;
 use crate::error::Result;
-use crate::event::{Event, as_refs};
+use crate::event::{Event, as_refs, resolve_wait_list};
 use crate::interop::NativeHandle;
 use crate::memory::UsmPtr;
+use crate::queue::Queue;
 use crate::{ensure, err};
 
 /// One part of a [`ComposedCommandBuffer`], with the earlier parts it runs
@@ -48,7 +48,7 @@ pub enum ComposedPart<'a> {
         after: &'a [usize],
     },
     /// A peer copy of `size` bytes run by `context`'s device, as
-    /// [`Queue::usm_copy_peer`](crate::Queue::usm_copy_peer) on a queue of `context` would run it.
+    /// [`Queue::usm_copy_peer`] on a queue of `context` would run it.
     PeerCopy {
         /// The context whose device copies.
         context: &'a Context,
@@ -84,7 +84,7 @@ enum Kept {
 
 /// Finalized command buffers of several contexts of one adapter and peer
 /// copies between them, submitted as one executable with one call
-/// ([`Queue::enqueue_composed`](crate::Queue::enqueue_composed)). Clone retains, drop releases; a submission
+/// ([`Queue::enqueue_composed`]). Clone retains, drop releases; a submission
 /// keeps what it needs.
 #[derive(Clone)]
 pub struct ComposedCommandBuffer {
@@ -130,7 +130,7 @@ impl ComposedCommandBuffer {
     /// for, a collective that is not captured (staged through the host, or
     /// issued at each launch), and where the adapter cannot compose these
     /// parts (the reason given); a peer copy's errors are
-    /// [`Queue::usm_copy_peer`](crate::Queue::usm_copy_peer)'s.
+    /// [`Queue::usm_copy_peer`]'s.
     #[tracing::instrument(level = "debug", skip_all, fields(parts = parts.len()))]
     pub fn new(context: &Context, parts: &[ComposedPart<'_>]) -> Result<ComposedCommandBuffer> {
         ensure!(!parts.is_empty(), InvalidValue, "a composition of no parts");
@@ -306,7 +306,7 @@ impl ComposedCommandBuffer {
     }
 
     /// Submits on the queue `target` describes; called by
-    /// [`Queue::enqueue_composed`](crate::Queue::enqueue_composed).
+    /// [`Queue::enqueue_composed`].
     pub(crate) fn enqueue_on(
         &self,
         target: QueueTarget<'_>,
@@ -364,7 +364,7 @@ impl ComposedState {
     /// Composes again where a part's command buffer was updated since.
     fn refresh(&mut self, context: &Context) -> Result<bool> {
         let stale = self.parts.iter().zip(&self.generations).any(|(p, g)| match p {
-            Kept::Buffer(b) => b.inner.updates.load(Ordering::Acquire) != *g,
+            Kept::Buffer(b) => b.updates() != *g,
             Kept::Copy { .. } | Kept::Collective(_) => false,
         });
         if stale {
@@ -442,7 +442,7 @@ fn check_buffer(buffer: &CommandBuffer, index: usize) -> Result<()> {
         "part {index} of a composition: the command buffer is not finalized"
     );
     ensure!(
-        buffer.inner.sub_device.is_none(),
+        !buffer.is_for_sub_device(),
         UnsupportedFeature,
         "part {index} of a composition: a command buffer of a sub-device"
     );
@@ -467,17 +467,17 @@ fn compose(
         })
         .collect();
     order.sort_unstable();
-    let mut guards: Vec<Option<parking_lot::MutexGuard<'_, super::State>>> = parts.iter().map(|_| None).collect();
+    let mut guards: Vec<Option<parking_lot::MutexGuard<'_, State>>> = parts.iter().map(|_| None).collect();
     for (_, i) in order {
         if let Kept::Buffer(b) = &parts[i] {
-            guards[i] = Some(b.inner.state.lock());
+            guards[i] = Some(b.lock_state());
         }
     }
     // Read under the locks: an update bumps the count under its buffer's lock.
     let generations = parts
         .iter()
         .map(|p| match p {
-            Kept::Buffer(b) => b.inner.updates.load(Ordering::Acquire),
+            Kept::Buffer(b) => b.updates(),
             Kept::Copy { .. } | Kept::Collective(_) => 0,
         })
         .collect();
@@ -515,6 +515,22 @@ impl fmt::Debug for ComposedCommandBuffer {
             .field("parts", &st.parts.len())
             .field("compositions", &st.compositions)
             .finish()
+    }
+}
+
+impl Queue {
+    /// Submits a composition of command buffers of several contexts
+    /// ([`ComposedCommandBuffer`]) with one call, after `wait`: every part
+    /// after the parts it depends on, after the composition's previous
+    /// submission. `InvalidQueue` for a queue of another context than the
+    /// composition's; `GraphCaptureUnsupported` on a capturing queue.
+    pub fn enqueue_composed(&self, composed: &ComposedCommandBuffer, wait: &[&Event]) -> Result<Event> {
+        self.check_not_capturing("a composed command-buffer enqueue")?;
+        let resolved = resolve_wait_list(self.context().id(), wait)?;
+        let event = composed.enqueue_on(self.target(), &resolved)?;
+        // The composition's state, not a handle: queues sit below
+        // compositions, so they keep what they run as `Any`.
+        Ok(self.adopt_composed_event(event, composed.inner.clone()))
     }
 }
 
