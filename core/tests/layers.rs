@@ -39,10 +39,10 @@ fn layering() -> Layering {
             ),
             (
                 "api",
-                "capture, collective, command_buffer and queue: the front end's objects call each \
-                 other's behaviour (a queue hands its commands to its capture, a capture appends to \
-                 command buffers, a composed command buffer holds recorded collectives, which run on \
-                 queues, and command buffers are enqueued on queues)",
+                "capture and queue: a queue holds its capture slot, whose graph's session holds the \
+                 queue weakly (a circle of types), and a capturing queue hands its commands to the \
+                 capture, which records them with the queue's lane and slot and submits on the queue \
+                 what it does not capture",
             ),
         ],
         ..Layering::new(env!("CARGO_MANIFEST_DIR"), LAYER_NAMES, LAYERS)

@@ -57,8 +57,9 @@ use parking_lot::Mutex;
 use smallvec::SmallVec;
 
 use crate::adapter::EventImpl;
+use crate::api::recorded::{AppendOptions, CommandBuffer, SyncPoint};
 use crate::command::Command;
-use crate::command_buffer::{AppendOptions, CommandBuffer, CommandBufferDesc, SyncPoint};
+use crate::command_buffer::CommandBufferDesc;
 use crate::context::Context;
 use crate::error::{Result, UrError};
 use crate::event::{Event, EventStatus, ProfilingInfo};

@@ -203,7 +203,7 @@ impl Drop for Running {
 
 impl NativeCommand {
     /// A native command of `owner`; `child` is a command-buffer native
-    /// command's child command buffer (see `command_buffer/append.rs`).
+    /// command's child command buffer (see `recorded/append.rs`).
     pub(crate) fn new(
         callback: Arc<NativeFn>,
         mems: Vec<MemBuffer>,

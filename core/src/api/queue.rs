@@ -25,15 +25,15 @@ use smallvec::SmallVec;
 
 use crate::adapter::{EventImpl, QueueImpl};
 use crate::api::command_build::{HostSide, Memcpy};
+use crate::api::recorded::{CommandBuffer, QueueTarget};
 use crate::capture::{self, CaptureSlot, Op};
 use crate::command::Command;
-use crate::command_buffer::{CommandBuffer, ComposedCommandBuffer};
 use crate::context::Context;
 use crate::device::Device;
 use crate::ensure;
 use crate::error::Result;
 use crate::error::panic_message;
-use crate::event::{Event, Resolved, UserEvent, as_refs, is_captured, resolve_wait_list, resolve_wait_refs};
+use crate::event::{Event, Resolved, UserEvent, as_refs, is_captured, resolve_wait_refs};
 use crate::interop::{self, NativeCommand, NativeHandle, NativeScope, NativeTarget, Owner};
 use crate::launch::KernelLaunch;
 use crate::memory::{BufferMapping, MapFlags, MappedMemory, MemBuffer, MigrationFlags, UsmAdvice, UsmPtr};
@@ -60,7 +60,9 @@ pub struct Queue {
 enum KeepAlive {
     Command(#[allow(dead_code)] Command),
     CommandBuffer(#[allow(dead_code)] CommandBuffer),
-    Composed(#[allow(dead_code)] ComposedCommandBuffer),
+    /// A composed command buffer's state (`crate::api::composed` sits
+    /// above queues).
+    Composed(#[allow(dead_code)] Arc<dyn std::any::Any + Send + Sync>),
     /// An unmapped buffer mapping's host memory, until its write-back is done.
     Mapping(#[allow(dead_code)] MappedMemory, #[allow(dead_code)] Command),
     /// A host task: nothing to keep, but `finish` waits for it.
@@ -328,6 +330,15 @@ impl Queue {
         Arc::ptr_eq(&self.inner, &other.inner)
     }
 
+    /// What a command buffer's submission needs of this queue.
+    pub(crate) fn target(&self) -> QueueTarget<'_> {
+        QueueTarget {
+            context: &self.inner.context,
+            imp: &*self.inner.imp,
+            in_order: !self.inner.properties.out_of_order,
+        }
+    }
+
     /// Its capture state.
     pub(crate) fn capture_slot(&self) -> &CaptureSlot {
         &self.inner.capture
@@ -463,7 +474,7 @@ impl Queue {
     /// submits command by command) and use memory the caller, seeing the
     /// error, releases. A barrier marks the point; if even that cannot be
     /// enqueued, the buffer is leaked rather than freed under running work.
-    pub(crate) fn hold_after_failed_submission(&self, command_buffer: &CommandBuffer) {
+    fn hold_after_failed_submission(&self, command_buffer: &CommandBuffer) {
         // SAFETY: an empty wait list.
         match unsafe { self.inner.imp.enqueue_wait(&[], true) } {
             Ok(fence) => self.track(fence, KeepAlive::CommandBuffer(command_buffer.clone())),
@@ -484,6 +495,17 @@ impl Queue {
     /// `finish` waiting for it.
     pub(crate) fn adopt_event(&self, event: Arc<dyn EventImpl>, keep: Box<dyn std::any::Any + Send + Sync>) -> Event {
         self.track(event.clone(), KeepAlive::Collective(keep));
+        Event::from_imp(event, &self.inner.context)
+    }
+
+    /// Wraps `event`, this queue's submission of a composed command buffer,
+    /// keeping `composition` (its state) until it has completed.
+    pub(crate) fn adopt_composed_event(
+        &self,
+        event: Arc<dyn EventImpl>,
+        composition: Arc<dyn std::any::Any + Send + Sync>,
+    ) -> Event {
+        self.track(event.clone(), KeepAlive::Composed(composition));
         Event::from_imp(event, &self.inner.context)
     }
 
@@ -939,26 +961,15 @@ impl Queue {
         self.execute_command_buffer(command_buffer, &resolved)
     }
 
-    /// Submits a composition of command buffers of several contexts
-    /// ([`ComposedCommandBuffer`]) with one call, after `wait`: every part
-    /// after the parts it depends on, after the composition's previous
-    /// submission. `InvalidQueue` for a queue of another context than the
-    /// composition's; `GraphCaptureUnsupported` on a capturing queue.
-    pub fn enqueue_composed(&self, composed: &ComposedCommandBuffer, wait: &[&Event]) -> Result<Event> {
-        self.check_not_capturing("a composed command-buffer enqueue")?;
-        let resolved = resolve_wait_list(self.inner.context.id(), wait)?;
-        let event = composed.enqueue_on(self, &resolved)?;
-        self.track(event.clone(), KeepAlive::Composed(composed.clone()));
-        Ok(Event::from_imp(event, &self.inner.context))
-    }
-
     /// Enqueues a finalized command buffer after the resolved wait list.
     pub(crate) fn execute_command_buffer(
         &self,
         command_buffer: &CommandBuffer,
         resolved: &[&dyn EventImpl],
     ) -> Result<Event> {
-        let event = command_buffer.enqueue_on(self, resolved)?;
+        let event = command_buffer
+            .enqueue_on(self.target(), resolved)?
+            .inspect_err(|_| self.hold_after_failed_submission(command_buffer))?;
         self.track(event.clone(), KeepAlive::CommandBuffer(command_buffer.clone()));
         Ok(Event::from_imp(event, &self.inner.context))
     }

@@ -11,7 +11,7 @@
 //! fields, read from one slice, as their own lists had.
 //!
 //! Not used by:
-//! - the front end's record (`api/command_buffer.rs`): it keeps what update
+//! - the front end's record (`api/recorded.rs`): it keeps what update
 //!   *validation* needs (kernel alternatives, whether a signal event exists,
 //!   how many wait events), not the dependencies or the events themselves;
 //! - the CPU adapter's graph: a run walks successor lists and predecessor

@@ -21,17 +21,16 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use parking_lot::Mutex;
 
-use super::CommandBuffer;
 use crate::adapter::{ComposePart, ComposeWork, EventImpl, ExecutableCommandBufferImpl};
+use crate::api::recorded::{CommandBuffer, QueueTarget, State};
 use crate::collective::RecordedCollective;
 use crate::command::Command;
 use crate::context::Context;
 use crate::error::Result;
-use crate::event::{Event, as_refs};
+use crate::event::{Event, as_refs, resolve_wait_list};
 use crate::interop::NativeHandle;
 use crate::memory::UsmPtr;
 use crate::queue::Queue;
@@ -306,10 +305,15 @@ impl ComposedCommandBuffer {
         self.inner.state.lock().imp.native_handle()
     }
 
-    /// Submits on `queue`; called by [`Queue::enqueue_composed`].
-    pub(crate) fn enqueue_on(&self, queue: &Queue, wait: &[Arc<dyn EventImpl>]) -> Result<Arc<dyn EventImpl>> {
+    /// Submits on the queue `target` describes; called by
+    /// [`Queue::enqueue_composed`].
+    pub(crate) fn enqueue_on(
+        &self,
+        target: QueueTarget<'_>,
+        wait: &[Arc<dyn EventImpl>],
+    ) -> Result<Arc<dyn EventImpl>> {
         ensure!(
-            queue.context() == &self.inner.context,
+            target.context == &self.inner.context,
             InvalidQueue,
             "the queue belongs to another context than the composed command buffer"
         );
@@ -339,13 +343,12 @@ impl ComposedCommandBuffer {
         for order in &orders {
             waits.extend(order.direct().iter().map(|e| &**e));
         }
-        let in_order = !queue.properties().out_of_order;
         // SAFETY: the queue is of the composition's context (checked); the
         // wait events were resolved for that context, or are the previous
         // submission's event, of that context too, or a direct launch's
         // events of a collective's ranks' contexts, which that context
         // waits for (checked when the part was given).
-        let event = unsafe { st.imp.enqueue_ordered(queue.imp(), &waits, in_order)? };
+        let event = unsafe { st.imp.enqueue_ordered(target.imp, &waits, target.in_order)? };
         drop(waits);
         for order in &mut orders {
             order.composed(event.clone(), &self.inner.context);
@@ -361,7 +364,7 @@ impl ComposedState {
     /// Composes again where a part's command buffer was updated since.
     fn refresh(&mut self, context: &Context) -> Result<bool> {
         let stale = self.parts.iter().zip(&self.generations).any(|(p, g)| match p {
-            Kept::Buffer(b) => b.inner.updates.load(Ordering::Acquire) != *g,
+            Kept::Buffer(b) => b.updates() != *g,
             Kept::Copy { .. } | Kept::Collective(_) => false,
         });
         if stale {
@@ -439,7 +442,7 @@ fn check_buffer(buffer: &CommandBuffer, index: usize) -> Result<()> {
         "part {index} of a composition: the command buffer is not finalized"
     );
     ensure!(
-        buffer.inner.sub_device.is_none(),
+        !buffer.is_for_sub_device(),
         UnsupportedFeature,
         "part {index} of a composition: a command buffer of a sub-device"
     );
@@ -464,17 +467,17 @@ fn compose(
         })
         .collect();
     order.sort_unstable();
-    let mut guards: Vec<Option<parking_lot::MutexGuard<'_, super::State>>> = parts.iter().map(|_| None).collect();
+    let mut guards: Vec<Option<parking_lot::MutexGuard<'_, State>>> = parts.iter().map(|_| None).collect();
     for (_, i) in order {
         if let Kept::Buffer(b) = &parts[i] {
-            guards[i] = Some(b.inner.state.lock());
+            guards[i] = Some(b.lock_state());
         }
     }
     // Read under the locks: an update bumps the count under its buffer's lock.
     let generations = parts
         .iter()
         .map(|p| match p {
-            Kept::Buffer(b) => b.inner.updates.load(Ordering::Acquire),
+            Kept::Buffer(b) => b.updates(),
             Kept::Copy { .. } | Kept::Collective(_) => 0,
         })
         .collect();
@@ -512,6 +515,22 @@ impl fmt::Debug for ComposedCommandBuffer {
             .field("parts", &st.parts.len())
             .field("compositions", &st.compositions)
             .finish()
+    }
+}
+
+impl Queue {
+    /// Submits a composition of command buffers of several contexts
+    /// ([`ComposedCommandBuffer`]) with one call, after `wait`: every part
+    /// after the parts it depends on, after the composition's previous
+    /// submission. `InvalidQueue` for a queue of another context than the
+    /// composition's; `GraphCaptureUnsupported` on a capturing queue.
+    pub fn enqueue_composed(&self, composed: &ComposedCommandBuffer, wait: &[&Event]) -> Result<Event> {
+        self.check_not_capturing("a composed command-buffer enqueue")?;
+        let resolved = resolve_wait_list(self.context().id(), wait)?;
+        let event = composed.enqueue_on(self.target(), &resolved)?;
+        // The composition's state, not a handle: queues sit below
+        // compositions, so they keep what they run as `Any`.
+        Ok(self.adopt_composed_event(event, composed.inner.clone()))
     }
 }
 
