@@ -355,7 +355,8 @@ pub(crate) struct DeviceShared {
 // SAFETY: the device id is an opaque handle usable from any thread; the
 // tables are plain function pointers.
 unsafe impl Send for DeviceShared {}
-// SAFETY: as for Send: nothing here is mutated after discovery.
+// SAFETY: as for Send: nothing here is mutated after discovery but
+// `own_context`, which only its lock gives access to.
 unsafe impl Sync for DeviceShared {}
 
 /// A `cl_context`, and the devices it holds, which outlive it.
