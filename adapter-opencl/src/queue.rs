@@ -163,6 +163,18 @@ impl QueueImpl for ClQueue {
             // SAFETY: a valid queue and wait list.
             unsafe { exec::marker(&self.shared, self.raw(), &wait)? }
         };
+        let raw = if barrier && self.profiling {
+            // NVIDIA's OpenCL leaves a barrier's queued, submit and start
+            // times 0 (UR's `urEventGetProfilingInfoForWaitWithBarrier`): the
+            // barrier's event is a marker after it, which has all four
+            // (`exec::marker` on a profiling queue) and completes with it.
+            let mut after = WaitList::default();
+            after.push(raw);
+            // SAFETY: a valid queue, and the barrier's event of this context.
+            unsafe { exec::marker(&self.shared, self.raw(), &after)? }
+        } else {
+            raw
+        };
         self.flush_raw()?;
         Ok(self.wrap(raw))
     }

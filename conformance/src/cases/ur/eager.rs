@@ -794,9 +794,9 @@ fn event_status_after_wait(env: &Env) -> CaseResult {
     Ok(())
 }
 
-/// UR's `urEventGetProfilingInfoTest`: on a profiling queue every command
-/// records queued <= submit <= start <= end, and an in-order successor
-/// starts after its predecessor ends.
+/// UR's `urEventGetProfilingInfoTest`: on a profiling queue every command,
+/// barriers included, records queued <= submit <= start <= end, and an
+/// in-order successor starts after its predecessor ends.
 fn profiling_timestamps(env: &Env) -> CaseResult {
     let queue = env.queue_with(QueueProperties { out_of_order: false, profiling: true })?;
     let mem = env.usm(UsmKind::Device, BIG)?;
@@ -806,9 +806,12 @@ fn profiling_timestamps(env: &Env) -> CaseResult {
     // SAFETY: 4096 items increment the first 4096 u32s of a 4 MiB allocation.
     let launch = unsafe { queue.launch_kernel(&KernelLaunch::new(&kernel, &[4096], &args), &[])? };
     let copy = queue.usm_memcpy(mem.ptr().byte_add(BIG / 2), mem.ptr(), 4096 * 4, &[])?;
-    copy.wait()?;
+    // UR's `urEventGetProfilingInfoForWaitWithBarrier`: a barrier has
+    // timestamps too (NVIDIA's OpenCL gives its barriers none of their own).
+    let barrier = queue.barrier(&[&copy])?;
+    barrier.wait()?;
     let mut previous_end = 0;
-    for (name, e) in [("fill", &fill), ("launch", &launch), ("copy", &copy)] {
+    for (name, e) in [("fill", &fill), ("launch", &launch), ("copy", &copy), ("barrier", &barrier)] {
         let p = e.profiling_info()?;
         check!(
             p.queued <= p.submit && p.submit <= p.start && p.start <= p.end,
