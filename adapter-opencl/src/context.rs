@@ -149,18 +149,10 @@ impl ContextImpl for ClContext {
         Ok(NativeHandle(self.shared.context.get() as u64))
     }
 
-    /// Contexts in one `cl_context` (every context made on one device) of
-    /// a CPU device: an OpenCL wait list takes any event of the queue's
-    /// `cl_context`, but NVIDIA's OpenCL (on the H200) reads the host memory
-    /// of a copy from the host at the enqueue when it waits for another
-    /// queue's event, before that event's command has written it (a move
-    /// through the host between two contexts then carried the host's stale
-    /// bytes: cmdbuf-runtime's `buffers` cases). Its commands wait for
-    /// another context's events through a user event the host completes, as
-    /// between `cl_context`s, which NVIDIA's driver holds back whole. The
-    /// CPU drivers (PoCL, Intel's) read the host memory when the copy runs.
+    /// Contexts in one `cl_context` (every context made on one device): an
+    /// OpenCL wait list takes any event of the queue's `cl_context`.
     fn waits_on_events_of(&self, other: &dyn ContextImpl) -> bool {
-        self.in_same_cl_context(other) && self.shared.device.info.device_type == cmdbuf_core::DeviceType::Cpu
+        self.in_same_cl_context(other)
     }
 
     /// Contexts in one `cl_context`: its `cl_mem` objects are every queue's

@@ -32,6 +32,7 @@ use crate::launch::{self, Launched, Ptr, Recorded, Target};
 use crate::memory::{ClBuffer, ClUsm};
 use crate::one_launch::RecordedKernels;
 use crate::program::ClKernel;
+use opencl3::memory::ClMem as _;
 
 const CL_FALSE: u32 = 0;
 
@@ -336,6 +337,11 @@ unsafe fn native_transfer(
     // (this function's `# Safety`), which each transfer function requires.
     unsafe {
         match command {
+            Command::UsmMemcpy { dst: MemLoc::Usm(dst), src: MemLoc::Host(src), size, .. }
+                if shared.device.host_to_svm_staged =>
+            {
+                staged_host_to_svm(shared, queue, dst, src.as_ptr(), *size, wait)
+            }
             Command::UsmMemcpy { .. } | Command::UsmFill { .. } => {
                 usm_transfer(&shared.device.usm, queue, command, wait)
             }
@@ -349,6 +355,73 @@ unsafe fn native_transfer(
             _ => Ok(None),
         }
     }
+}
+
+/// A copy from host memory into SVM on a driver that reads the host side of
+/// `clEnqueueSVMMemcpy` too early ([`DeviceShared::host_to_svm_staged`]):
+/// NVIDIA's OpenCL (H200, driver 580) read the host bytes of a 128-byte copy
+/// when it was enqueued, before the commands it waits for (or the earlier
+/// ones of its in-order queue) had written them, and did so too for a buffer
+/// write into the allocation seen as a buffer while a user event held the
+/// copy back (conformance `eager::host_copy_after_its_memory_is_written`).
+/// A write into a buffer of its own reads the host bytes in order there;
+/// a device copy then moves them into the allocation, after the write.
+///
+/// # Safety
+/// As for [`enqueue`]: `dst` is checked for `size` bytes and `src` is host
+/// memory readable for `size` bytes until the returned event completes.
+unsafe fn staged_host_to_svm(
+    shared: &Shared,
+    queue: cl_command_queue,
+    dst: &UsmRef,
+    src: *const u8,
+    size: usize,
+    wait: &WaitList,
+) -> Result<Option<cl_event>> {
+    let allocation = downcast::<ClUsm>(dst.imp() as &dyn Any, "a USM allocation")?;
+    let (target, at) = allocation.as_buffer()?;
+    // SAFETY: a valid context; no host pointer, so nothing is read here.
+    let staging = unsafe {
+        cl3::memory::create_buffer(shared.context.get(), cl3::memory::CL_MEM_READ_WRITE, size, std::ptr::null_mut())
+    }
+    .cl("clCreateBuffer (staging a copy into SVM)")?;
+    // Released on return; OpenCL keeps it until the commands using it end.
+    let staging = opencl3::memory::Buffer::<u8>::new(staging);
+    // SAFETY: the staging buffer holds `size` bytes; `src` is readable for
+    // `size` bytes until the write completes (this function's contract);
+    // the queue and wait list are valid.
+    let written = unsafe {
+        cl3::command_queue::enqueue_write_buffer(
+            queue,
+            staging.get(),
+            CL_FALSE,
+            0,
+            size,
+            src.cast(),
+            wait.len() as u32,
+            wait.as_ptr(),
+        )
+    }
+    .cl("clEnqueueWriteBuffer (staging a copy into SVM)")?;
+    // SAFETY: a new reference from the enqueue.
+    let written = unsafe { RawEvent::from_raw(written) };
+    let after = [written.get()];
+    // SAFETY: both buffers are valid and hold the ranges: the allocation's
+    // buffer spans it, and the front end checked `size` bytes from `dst`.
+    let copied = unsafe {
+        cl3::command_queue::enqueue_copy_buffer(
+            queue,
+            staging.get(),
+            target,
+            0,
+            at + dst.offset(),
+            size,
+            1,
+            after.as_ptr(),
+        )
+    }
+    .cl("clEnqueueCopyBuffer (staging a copy into SVM)")?;
+    Ok(Some(copied))
 }
 
 /// A USM copy, or a fill whose pattern OpenCL's SVM fill takes.

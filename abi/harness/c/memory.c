@@ -265,17 +265,7 @@ static void cross_context_copies(urt_env *env) {
   ur_result_t copied = urEnqueueMemBufferCopy(env->queue, mine, foreign, 0, 0, SIZE, 0, NULL, &first);
   URT_CHECK(copied == UR_RESULT_SUCCESS, "a copy into a buffer of another context: %d", copied);
   if (copied == UR_RESULT_SUCCESS) {
-    if (env->backend == UR_BACKEND_OPENCL && env->type == UR_DEVICE_TYPE_GPU) {
-      /* NVIDIA's OpenCL reads a host copy's memory before another queue's
-       * awaited event: the library waits for other contexts' events
-       * device-side only on CPU devices (docs/opencl.md). */
-      URT_RESULT(UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST,
-                 urEnqueueMemBufferCopy(other_queue, foreign, last, 0, 0, SIZE, 1, &first, &second));
-      URT_OK(urEventWait(1, &first));
-      URT_OK(urEnqueueMemBufferCopy(other_queue, foreign, last, 0, 0, SIZE, 0, NULL, &second));
-    } else {
-      URT_OK(urEnqueueMemBufferCopy(other_queue, foreign, last, 0, 0, SIZE, 1, &first, &second));
-    }
+    URT_OK(urEnqueueMemBufferCopy(other_queue, foreign, last, 0, 0, SIZE, 1, &first, &second));
     ur_event_handle_t both[] = {first, second};
     URT_OK(urEventWait(2, both));
     URT_OK(urEnqueueMemBufferRead(other_queue, last, true, 0, SIZE, back, 0, NULL, NULL));

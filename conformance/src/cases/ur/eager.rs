@@ -44,6 +44,7 @@ pub(in crate::cases) fn cases() -> Vec<crate::Case> {
         profiling_unavailable_without_profiling_queue,
         wait_list_across_queues,
         event_of_other_context,
+        host_route_between_contexts,
         kernel_of_other_context,
         argument_count_mismatch,
         invalid_work_dimension,
@@ -53,6 +54,7 @@ pub(in crate::cases) fn cases() -> Vec<crate::Case> {
         failed_predecessor_orders_only,
         status_polled_from_another_thread,
         wait_on_another_queue_only,
+        host_copy_after_its_memory_is_written,
         host_task_after_enqueued_work => Requires::HOST_USM,
         flush_starts_work => Requires::HOST_USM,
         user_event_between_enqueued_work,
@@ -129,6 +131,84 @@ fn wait_on_another_queue_only(env: &Env) -> CaseResult {
     let copy = q2.usm_memcpy(b.ptr(), a.ptr(), N * 4, &[&last])?;
     copy.wait()?;
     check_eq!(read::<u32>(&q2, b.ptr(), N)?, vec![5u32; N]);
+    Ok(())
+}
+
+/// A copy from host memory moves what a command before it wrote there, not
+/// what the memory held when the copy was enqueued: after a read into the
+/// memory on another queue (in its wait list) and in the same in-order
+/// queue, from and into buffers and USM, small and large. The read waits for
+/// a user event, or for nothing: a driver that holds a command back for a
+/// user event may not for device work. NVIDIA's OpenCL moved stale bytes
+/// through the host between two queues (docs/opencl.md).
+fn host_copy_after_its_memory_is_written(env: &Env) -> CaseResult {
+    const LARGE: usize = 64 << 20;
+    let (ctx, expected) = (env.context(), pattern(LARGE, 61));
+    let source = env.buffer_with(&expected)?;
+    let (source_usm, target_usm) = (env.usm(UsmKind::Device, LARGE)?, env.usm(UsmKind::Device, LARGE)?);
+    let (q1, q2) = (env.queue()?, env.queue()?);
+    write(&q1, source_usm.ptr(), &expected)?;
+    let mut failures = Vec::new();
+    let variants = [
+        ("buffer to buffer, other queue", true, false, false),
+        ("buffer to buffer, same queue", false, false, false),
+        ("buffer to USM, other queue", true, false, true),
+        ("USM to USM, other queue", true, true, true),
+        ("USM to USM, same queue", false, true, true),
+    ];
+    let runs = [(128, true), (128, false), (LARGE, true), (LARGE, false)]
+        .into_iter()
+        .flat_map(|(size, held)| variants.into_iter().map(move |v| (size, held, v)));
+    for (size, held, (name, other_queue, from_usm, into_usm)) in runs {
+        let how = if held { "held by a user event" } else { "not held" };
+        let target = env.buffer_with(&vec![0u8; size])?;
+        write(&q1, target_usm.ptr(), &vec![0u8; size])?;
+        let copier = if other_queue { &q2 } else { &q1 };
+        let mut staging = vec![0u8; size];
+        let host = staging.as_mut_ptr();
+        let gate = UserEvent::new(ctx)?;
+        // `staging` holds `size` bytes and is neither touched by the host
+        // nor dropped until both copies have completed: nothing returns
+        // between the read's enqueue and its wait, which comes before any
+        // `?` on the copy's result.
+        // SAFETY: the commands' host memory, as said above.
+        let (read_cmd, write_cmd) = unsafe {
+            (
+                Command::buffer_read_host(ctx, &source, 0, size, host)?,
+                Command::buffer_write_host(ctx, &target, 0, size, host)?,
+            )
+        };
+        let gated = [gate.event()];
+        let before: &[&Event] = if held { &gated } else { &[] };
+        let down = if from_usm {
+            // SAFETY: the host side is `staging`, as said above.
+            unsafe { q1.usm_memcpy_host(host, source_usm.ptr().addr() as *const u8, size, before)? }
+        } else {
+            q1.enqueue(read_cmd, before)?
+        };
+        let after: &[&Event] = if other_queue { &[&down] } else { &[] };
+        let up = if into_usm {
+            // SAFETY: the host side is `staging`, as said above.
+            unsafe { copier.usm_memcpy_host(target_usm.ptr().addr() as *mut u8, host, size, after) }
+        } else {
+            copier.enqueue(write_cmd, after)
+        };
+        let (opened, read_done) = (gate.complete(), down.wait());
+        let up_done = up.and_then(|up| up.wait());
+        opened?;
+        read_done?;
+        up_done?;
+        drop(staging);
+        let got = if into_usm { read::<u8>(&q1, target_usm.ptr(), size)? } else { read_buffer(&q1, &target, 0, size)? };
+        if got != expected[..size] {
+            failures.push(format!(
+                "{name}, {size} bytes, {how}: moved {:?}..., expected {:?}...",
+                &got[..4],
+                &expected[..4]
+            ));
+        }
+    }
+    check!(failures.is_empty(), "{}", failures.join("; "));
     Ok(())
 }
 
@@ -900,6 +980,65 @@ fn event_of_other_context(env: &Env) -> CaseResult {
     check_err!(queue.fill_buffer(&buffer, &[1], 0, 64, &wait), InvalidEventWaitList);
     // Nothing above ran: the allocation still holds the first fill.
     check_eq!(read::<u8>(&queue, mem.ptr(), 64)?, vec![0u8; 64]);
+    Ok(())
+}
+
+/// Where a context's queues wait for another context's events
+/// (`waits_on_events_of`), data moved through the host from one context's
+/// USM into the other's, each copy on its own context's queue and the
+/// second waiting for the first, arrives as written: by a fill and by a
+/// kernel, held back by a user event or by their size so that each copy is
+/// enqueued before the work it waits for has run. Elsewhere the wait list is refused
+/// (`event_of_other_context`).
+fn host_route_between_contexts(env: &Env) -> CaseResult {
+    const N: usize = 16 << 20;
+    let other = Context::new(env.device())?;
+    if !other.waits_on_events_of(env.context()) {
+        return Err(crate::CaseError::Skip("this backend's contexts do not wait for each other's events".into()));
+    }
+    let (qa, qb) = (env.queue()?, Queue::new(&other, QueueProperties::default())?);
+    let (a, b) = (env.usm_u32(N)?, UsmAllocation::new(&other, UsmKind::Device, N * 4)?);
+    let kernel = env.kernel("fill")?;
+    let mut failures = Vec::new();
+    let ways = [("a fill", false, true), ("a kernel", true, true), ("a fill", false, false), ("a kernel", true, false)];
+    for (name, by_kernel, held) in ways {
+        let value = if by_kernel { 0x0B0B_0B0B_u32 } else { 0x0A0A_0A0A };
+        write(&qa, a.ptr(), &vec![0u32; N])?;
+        write(&qb, b.ptr(), &vec![0u32; N])?;
+        let mut staging = vec![0u32; N];
+        let host = staging.as_mut_ptr().cast::<u8>();
+        let gate = UserEvent::new(env.context())?;
+        let args = [KernelArg::Pointer(a.ptr()), KernelArg::value(&value)];
+        let gated = [gate.event()];
+        let before: &[&Event] = if held { &gated } else { &[] };
+        let written = if by_kernel {
+            // SAFETY: N items write the N u32s of `a`.
+            unsafe { qa.launch_kernel(&KernelLaunch::new(&kernel, &[N], &args), before)? }
+        } else {
+            qa.usm_fill(a.ptr(), &value.to_ne_bytes(), N * 4, before)?
+        };
+        // SAFETY: `staging` holds N u32s and is neither touched nor dropped
+        // before both copies have been waited for, which happens before any
+        // `?` on their results.
+        let down = unsafe { qa.usm_memcpy_host(host, a.ptr().addr() as *const u8, N * 4, &[&written]) };
+        let up = match &down {
+            // SAFETY: as for `down`.
+            Ok(down) => unsafe { qb.usm_memcpy_host(b.ptr().addr() as *mut u8, host, N * 4, &[down]) },
+            Err(e) => Err(e.clone()),
+        };
+        let opened = gate.complete();
+        let (down_done, up_done) = (down.and_then(|e| e.wait()), up.and_then(|e| e.wait()));
+        opened?;
+        down_done?;
+        up_done?;
+        drop(staging);
+        let got = read::<u32>(&qb, b.ptr(), N)?;
+        if got != vec![value; N] {
+            let how = if held { "held by a user event" } else { "held by its size" };
+            failures.push(format!("written by {name}, {how}: {:#x?}..., expected {value:#x}", &got[..2]));
+        }
+    }
+    check!(failures.is_empty(), "{}", failures.join("; "));
     Ok(())
 }
 
