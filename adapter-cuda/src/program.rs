@@ -41,7 +41,7 @@ use std::sync::Arc;
 
 use cmdbuf_core::adapter::prelude::*;
 use cmdbuf_core::adapter::{AdoptedKernel, AdoptedProgram};
-use cmdbuf_core::{ArgKind, CacheConfig, KernelSignature, Ownership, ProgramSource};
+use cmdbuf_core::{ArgKind, CacheConfig, KernelSignature, NdRange, Ownership, ProgramSource};
 use cudarc::driver::sys;
 use smallvec::SmallVec;
 
@@ -595,44 +595,9 @@ impl LaunchParams {
         let kernel = downcast::<CudaKernel>(launch.kernel.imp() as &dyn Any, "a kernel")?;
         let range = launch.range;
         let empty = range.global_size.contains(&0);
-        let mut grid = [1u32; 3];
-        let mut block = [1u32; 3];
-        if !empty {
-            for d in 0..3 {
-                let groups = range.global_size[d] / range.local_size[d];
-                if groups > dev.limits.max_grid[d] as usize {
-                    return Err(err!(
-                        UnsupportedFeature,
-                        "`{}`: {groups} work-groups in dimension {d} exceed CUDA's grid limit of {}",
-                        kernel.name,
-                        dev.limits.max_grid[d]
-                    ));
-                }
-                grid[d] = groups as u32;
-                block[d] = range.local_size[d] as u32;
-            }
-        }
-        let mut bytes: SmallVec<[u8; 256]> = SmallVec::new();
-        let mut offsets = SmallVec::new();
-        let mut shared = 0usize;
-        let mut push = |bytes: &mut SmallVec<[u8; 256]>, value: &[u8]| {
-            bytes.resize(bytes.len().next_multiple_of(8), 0);
-            offsets.push(bytes.len());
-            bytes.extend_from_slice(value);
-        };
-        for arg in &launch.args {
-            match arg {
-                ArgValue::Value(v) => push(&mut bytes, v),
-                ArgValue::Pointer(p) => push(&mut bytes, &p.addr().to_le_bytes()),
-                ArgValue::MemObj(b) => push(&mut bytes, &(cuda_buffer(b)?.addr() + b.offset() as u64).to_le_bytes()),
-                ArgValue::Local(size) => {
-                    let offset = shared.next_multiple_of(LOCAL_ALIGN);
-                    shared = offset + size;
-                    let packed = (offset as u64) | ((*size as u64) << 32);
-                    push(&mut bytes, &packed.to_le_bytes());
-                }
-            }
-        }
+        let (grid, block) = if empty { ([1; 3], [1; 3]) } else { grid_and_block(dev, kernel, &range)? };
+        let mut values = ParamValues::default();
+        let shared = values.push_args(&launch.args)?;
         if shared > dev.limits.shared_optin as usize {
             return Err(err!(
                 OutOfResources,
@@ -641,27 +606,7 @@ impl LaunchParams {
                 dev.limits.shared_optin
             ));
         }
-        let status_at = if kernel.plain {
-            if range.global_offset != [0; 3] {
-                return Err(err!(
-                    UnsupportedFeature,
-                    "`{}` is a plain CUDA kernel (PTX given as a binary), which cannot take the global offset {:?}",
-                    kernel.name,
-                    range.global_offset
-                ));
-            }
-            None
-        } else {
-            let mut info = [0u8; LAUNCH_INFO_SIZE];
-            for d in 0..3 {
-                info[d * 8..d * 8 + 8].copy_from_slice(&(range.global_offset[d] as u64).to_le_bytes());
-            }
-            push(&mut bytes, &info);
-            Some(offsets[offsets.len() - 1] + 24)
-        };
-        let mut storage: SmallVec<[u64; 32]> = smallvec::smallvec![0u64; bytes.len().div_ceil(8)];
-        // SAFETY: `storage` holds at least `bytes.len()` bytes; the two do not overlap.
-        unsafe { ptr::copy_nonoverlapping(bytes.as_ptr(), storage.as_mut_ptr().cast::<u8>(), bytes.len()) };
+        let status_at = values.push_launch_info(kernel, &range)?;
         let mut params = LaunchParams {
             func: kernel.func,
             name: kernel.reports.then(|| kernel.name.clone()),
@@ -669,8 +614,8 @@ impl LaunchParams {
             block,
             shared: shared as u32,
             empty,
-            storage,
-            offsets,
+            storage: values.words(),
+            offsets: values.offsets,
             status_at,
             pointers: SmallVec::new(),
         };
@@ -728,6 +673,98 @@ impl LaunchParams {
         unsafe {
             cu!(cuLaunchKernel(func, g[0], g[1], g[2], b[0], b[1], b[2], shared, stream, params, ptr::null_mut()))
         }
+    }
+}
+
+/// The grid (work-groups) and block (the local size) of a launch of
+/// `kernel` over `range`, a non-empty range; `UnsupportedFeature` beyond
+/// the device's grid.
+fn grid_and_block(dev: &DeviceShared, kernel: &CudaKernel, range: &NdRange) -> Result<([u32; 3], [u32; 3])> {
+    let mut grid = [1u32; 3];
+    let mut block = [1u32; 3];
+    for d in 0..3 {
+        let groups = range.global_size[d] / range.local_size[d];
+        if groups > dev.limits.max_grid[d] as usize {
+            return Err(err!(
+                UnsupportedFeature,
+                "`{}`: {groups} work-groups in dimension {d} exceed CUDA's grid limit of {}",
+                kernel.name,
+                dev.limits.max_grid[d]
+            ));
+        }
+        grid[d] = groups as u32;
+        block[d] = range.local_size[d] as u32;
+    }
+    Ok((grid, block))
+}
+
+/// A launch's parameter values as they are laid out, each at an 8-byte
+/// aligned offset, inline up to 256 bytes (an eager launch allocates
+/// nothing).
+#[derive(Default)]
+struct ParamValues {
+    bytes: SmallVec<[u8; 256]>,
+    offsets: SmallVec<[usize; 8]>,
+}
+
+impl ParamValues {
+    /// Appends `value` at the next 8-byte aligned offset.
+    fn push(&mut self, value: &[u8]) {
+        self.bytes.resize(self.bytes.len().next_multiple_of(8), 0);
+        self.offsets.push(self.bytes.len());
+        self.bytes.extend_from_slice(value);
+    }
+
+    /// Appends one parameter per argument, as the kernel ABI says; returns
+    /// the dynamic shared memory the local arguments take, with alignment.
+    fn push_args(&mut self, args: &[ArgValue]) -> Result<usize> {
+        let mut shared = 0usize;
+        for arg in args {
+            match arg {
+                ArgValue::Value(v) => self.push(v),
+                ArgValue::Pointer(p) => self.push(&p.addr().to_le_bytes()),
+                ArgValue::MemObj(b) => self.push(&(cuda_buffer(b)?.addr() + b.offset() as u64).to_le_bytes()),
+                ArgValue::Local(size) => {
+                    let offset = shared.next_multiple_of(LOCAL_ALIGN);
+                    shared = offset + size;
+                    let packed = (offset as u64) | ((*size as u64) << 32);
+                    self.push(&packed.to_le_bytes());
+                }
+            }
+        }
+        Ok(shared)
+    }
+
+    /// Appends the hidden `ur_launch` parameter (the global offset of
+    /// `range`) unless `kernel` is plain; returns the byte offset of its
+    /// status pointer. A plain kernel takes no global offset
+    /// (`UnsupportedFeature`).
+    fn push_launch_info(&mut self, kernel: &CudaKernel, range: &NdRange) -> Result<Option<usize>> {
+        if kernel.plain {
+            if range.global_offset != [0; 3] {
+                return Err(err!(
+                    UnsupportedFeature,
+                    "`{}` is a plain CUDA kernel (PTX given as a binary), which cannot take the global offset {:?}",
+                    kernel.name,
+                    range.global_offset
+                ));
+            }
+            return Ok(None);
+        }
+        let mut info = [0u8; LAUNCH_INFO_SIZE];
+        for d in 0..3 {
+            info[d * 8..d * 8 + 8].copy_from_slice(&(range.global_offset[d] as u64).to_le_bytes());
+        }
+        self.push(&info);
+        Ok(Some(self.offsets[self.offsets.len() - 1] + 24))
+    }
+
+    /// The values as 8-byte words, as [`LaunchParams`] keeps them.
+    fn words(&self) -> SmallVec<[u64; 32]> {
+        let mut storage: SmallVec<[u64; 32]> = smallvec::smallvec![0u64; self.bytes.len().div_ceil(8)];
+        // SAFETY: `storage` holds at least `bytes.len()` bytes; the two do not overlap.
+        unsafe { ptr::copy_nonoverlapping(self.bytes.as_ptr(), storage.as_mut_ptr().cast::<u8>(), self.bytes.len()) };
+        storage
     }
 }
 

@@ -31,20 +31,11 @@ const LAYERS: &[(&str, usize)] = &[
 fn layering() -> Layering {
     // No upward import remains (`known` stays empty).
     Layering {
-        circles_left: &[
-            (
-                "adapter",
-                "the traits (`adapter/mod.rs`) take commands and objects as arguments, and the objects \
-                 (`objects`) hold the adapters' objects as trait objects: a circle of types",
-            ),
-            (
-                "api",
-                "capture and queue: a queue holds its capture slot, whose graph's session holds the \
-                 queue weakly (a circle of types), and a capturing queue hands its commands to the \
-                 capture, which records them with the queue's lane and slot and submits on the queue \
-                 what it does not capture",
-            ),
-        ],
+        circles_left: &[(
+            "adapter",
+            "the traits (`adapter/mod.rs`) take commands and objects as arguments, and the objects \
+             (`objects`) hold the adapters' objects as trait objects: a circle of types",
+        )],
         ..Layering::new(env!("CARGO_MANIFEST_DIR"), LAYER_NAMES, LAYERS)
     }
 }

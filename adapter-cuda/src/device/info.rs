@@ -34,8 +34,9 @@ pub(crate) struct Limits {
 /// to the calling thread (the printf FIFO size is a limit of the context);
 /// `driver_version` is the platform's. In steps, each its own function: the
 /// name and memory size, the unified-addressing requirement, the
-/// [`Limits`], the USM kinds, then the [`DeviceInfo`] from further
-/// attributes (its fallible reads in the order the literal lists them).
+/// [`Limits`], the USM kinds, the work-group geometry, then the memory
+/// (their fallible reads in that order, the `INTEGRATED` attribute between
+/// the last two), put together in one [`DeviceInfo`] literal.
 pub(super) fn query(device: sys::CUdevice, driver_version: &str) -> Result<(DeviceInfo, Limits)> {
     use sys::CUdevice_attribute as A;
     let name = device_name(device)?;
@@ -46,37 +47,29 @@ pub(super) fn query(device: sys::CUdevice, driver_version: &str) -> Result<(Devi
     }
     let limits = read_limits(device)?;
     let usm = usm_kinds(device, &limits)?;
-    let source_forms = source_forms();
     let cc = limits.compute_capability;
-    let warp = get(A::CU_DEVICE_ATTRIBUTE_WARP_SIZE)? as u32;
-    let max_threads = get(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?;
-    let optional = |a| optional_attribute(device, a);
-    let memory_clock_khz = optional(A::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE);
-    let bus_width = optional(A::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH);
+    let groups = work_groups(device, &limits)?;
+    let integrated = get(A::CU_DEVICE_ATTRIBUTE_INTEGRATED)? != 0;
+    let mem = memory(device, total)?;
     let fp = fp_configs(cc);
     let atomics = atomic_caps(cc);
-    let integrated = get(A::CU_DEVICE_ATTRIBUTE_INTEGRATED)? != 0;
-    let uuid = device_uuid(device);
-    let printf_fifo = printf_fifo_size();
     let info = DeviceInfo {
         name,
         vendor: "NVIDIA Corporation".into(),
         driver_version: driver_version.into(),
         device_type: DeviceType::Gpu,
-        max_compute_units: get(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
-        max_work_group_size: max_threads as usize,
-        max_work_item_sizes: max_block_dims(device)?,
-        global_mem_size: total as u64,
-        // Shared memory every block gets without opting in; kernels opt
-        // into more, which leaves room for the alignment of local arguments.
-        local_mem_size: get(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)? as u64,
-        max_mem_alloc_size: total as u64,
+        max_compute_units: groups.max_compute_units,
+        max_work_group_size: groups.max_work_group_size,
+        max_work_item_sizes: groups.max_work_item_sizes,
+        global_mem_size: mem.global_mem_size,
+        local_mem_size: mem.local_mem_size,
+        max_mem_alloc_size: mem.max_mem_alloc_size,
         usm,
         // Unified virtual addressing: host and managed memory have one address.
         usm_host_addressable: true,
         queue_profiling: true,
         out_of_order_queues: true,
-        source_forms,
+        source_forms: source_forms(),
         // Programs are built whole (PTX or SPIR-V modules are not linked).
         linker_available: false,
         command_buffer: command_buffer_caps(),
@@ -84,7 +77,7 @@ pub(super) fn query(device: sys::CUdevice, driver_version: &str) -> Result<(Devi
         // The driver API has no PCI device id (its PCI_DEVICE_ID
         // attribute is the device number on the bus).
         device_id: None,
-        uuid,
+        uuid: device_uuid(device),
         pci_address: pci_address(device),
         ip_version: Some((cc.0 * 10 + cc.1) as u32),
         version: format!("{}.{}", cc.0, cc.1),
@@ -94,32 +87,92 @@ pub(super) fn query(device: sys::CUdevice, driver_version: &str) -> Result<(Devi
         binary_targets: vec![BinaryTarget::Nvptx64],
         integrated_gpu: integrated,
         host_unified_memory: integrated,
-        max_clock_mhz: optional(A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE).map(|khz| khz / 1000),
-        memory_hardware: memory_hardware(memory_clock_khz, bus_width),
-        global_mem_cache: global_mem_cache(device),
-        // cuMemAlloc aligns every allocation to at least 256 bytes.
-        mem_base_addr_align_bits: 256 * 8,
-        max_constant_buffer_size: get(A::CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY)? as u64,
+        max_clock_mhz: optional_attribute(device, A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE).map(|khz| khz / 1000),
+        memory_hardware: mem.memory_hardware,
+        global_mem_cache: mem.global_mem_cache,
+        mem_base_addr_align_bits: mem.mem_base_addr_align_bits,
+        max_constant_buffer_size: mem.max_constant_buffer_size,
         // Read-only data is passed as ordinary global pointers: no count limit.
         max_constant_args: u32::MAX,
         // Kernel parameters are limited to 4 KiB, of which the adapter's
         // hidden launch parameter takes its share.
         max_parameter_size: 4096 - LAUNCH_INFO_SIZE,
         local_mem_type: LocalMemType::Local,
-        error_correction: get(A::CU_DEVICE_ATTRIBUTE_ECC_ENABLED).is_ok_and(|ecc| ecc != 0),
-        max_work_groups: limits.max_grid.map(|g| g as usize),
-        max_registers_per_work_group: optional(A::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK),
+        error_correction: mem.error_correction,
+        max_work_groups: groups.max_work_groups,
+        max_registers_per_work_group: groups.max_registers_per_work_group,
         preferred_vector_widths: VectorWidths::scalar(!fp.half.is_empty(), true),
         native_vector_widths: VectorWidths::scalar(!fp.half.is_empty(), true),
         fp,
-        sub_groups: warp_sub_groups(warp, max_threads),
+        sub_groups: groups.sub_groups,
         atomics,
         // cuEventElapsedTime's resolution is about half a microsecond.
         profiling_timer_resolution_ns: 500,
-        printf_buffer_size: printf_fifo,
+        printf_buffer_size: printf_fifo_size(),
         native_bfloat16_conversions: cc.0 >= 8,
     };
     Ok((info, limits))
+}
+
+/// How the device runs work-groups, as [`DeviceInfo`] answers it.
+struct WorkGroups {
+    max_compute_units: u32,
+    max_work_group_size: usize,
+    max_work_item_sizes: [usize; 3],
+    max_work_groups: [usize; 3],
+    max_registers_per_work_group: Option<u32>,
+    sub_groups: SubGroups,
+}
+
+/// The work-group geometry of `device`, whose grid `limits` holds.
+fn work_groups(device: sys::CUdevice, limits: &Limits) -> Result<WorkGroups> {
+    use sys::CUdevice_attribute as A;
+    let get = |a| attribute(device, a);
+    let warp = get(A::CU_DEVICE_ATTRIBUTE_WARP_SIZE)? as u32;
+    let max_threads = get(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?;
+    Ok(WorkGroups {
+        max_compute_units: get(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
+        max_work_group_size: max_threads as usize,
+        max_work_item_sizes: max_block_dims(device)?,
+        max_work_groups: limits.max_grid.map(|g| g as usize),
+        max_registers_per_work_group: optional_attribute(device, A::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK),
+        sub_groups: warp_sub_groups(warp, max_threads),
+    })
+}
+
+/// The device's memory, as [`DeviceInfo`] answers it.
+struct Memory {
+    global_mem_size: u64,
+    max_mem_alloc_size: u64,
+    local_mem_size: u64,
+    max_constant_buffer_size: u64,
+    memory_hardware: MemoryHardware,
+    global_mem_cache: GlobalMemCache,
+    mem_base_addr_align_bits: u32,
+    error_correction: bool,
+}
+
+/// The memory of `device`, `total` bytes of it.
+fn memory(device: sys::CUdevice, total: usize) -> Result<Memory> {
+    use sys::CUdevice_attribute as A;
+    let get = |a| attribute(device, a);
+    let optional = |a| optional_attribute(device, a);
+    Ok(Memory {
+        global_mem_size: total as u64,
+        max_mem_alloc_size: total as u64,
+        // Shared memory every block gets without opting in; kernels opt
+        // into more, which leaves room for the alignment of local arguments.
+        local_mem_size: get(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)? as u64,
+        max_constant_buffer_size: get(A::CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY)? as u64,
+        memory_hardware: memory_hardware(
+            optional(A::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE),
+            optional(A::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH),
+        ),
+        global_mem_cache: global_mem_cache(device),
+        // cuMemAlloc aligns every allocation to at least 256 bytes.
+        mem_base_addr_align_bits: 256 * 8,
+        error_correction: get(A::CU_DEVICE_ATTRIBUTE_ECC_ENABLED).is_ok_and(|ecc| ecc != 0),
+    })
 }
 
 /// The device's name.

@@ -47,6 +47,9 @@
 //! Because the capture is a command buffer, it is native wherever command
 //! buffers are (CUDA graphs, `cl_khr_command_buffer`, Vulkan command
 //! buffers, the CPU adapter's DAG) and works the same way on every backend.
+//!
+//! [`Queue::enqueue_graph`]: crate::queue::Queue::enqueue_graph
+//! [`Queue::enqueue_native_command`]: crate::queue::Queue::enqueue_native_command
 
 use std::fmt::{self, Write as _};
 use std::path::Path;
@@ -54,36 +57,21 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
-use smallvec::SmallVec;
 
 use crate::adapter::EventImpl;
+use crate::api::queue_state::{
+    CaptureSlot, ExecInner, GraphInner, GraphState, Node, Op, QueueCapture, QueueInner, QueueLane, Session, Syncs,
+};
 use crate::api::recorded::{AppendOptions, CommandBuffer, SyncPoint};
-use crate::command::Command;
 use crate::command_buffer::CommandBufferDesc;
 use crate::context::Context;
 use crate::error::{Result, UrError};
 use crate::event::{Event, EventStatus, ProfilingInfo};
-use crate::launch::{KernelCommand, LocalSizeOrigin};
-use crate::queue::{Queue, QueueLane, QueueSlot, WeakQueue};
 use crate::{ensure, err};
 
+pub use crate::api::queue_state::InstantiatedGraph;
+
 static NEXT_GRAPH_ID: AtomicU64 = AtomicU64::new(1);
-
-/// The sync points a captured command stands for.
-type Syncs = SmallVec<[SyncPoint; 2]>;
-
-/// What a queue can capture.
-#[derive(Clone)]
-pub(crate) enum Op {
-    /// A memory or native command.
-    Command(Command),
-    /// A kernel launch, with how its local size was chosen.
-    Kernel(KernelCommand, LocalSizeOrigin),
-    /// A barrier or an event wait: appends nothing.
-    Wait { barrier: bool },
-    /// An executable graph: its commands, appended again.
-    Graph(InstantiatedGraph),
-}
 
 impl Op {
     fn label(&self, verbose: bool) -> String {
@@ -106,26 +94,11 @@ impl Op {
     }
 }
 
-/// A captured command and the captured commands it runs after.
-#[derive(Clone)]
-pub(crate) struct Node {
-    op: Op,
-    preds: Vec<u32>,
-    /// The identity of the queue it was captured from.
-    queue: usize,
-    /// Whether a later command captured from the same queue runs after it
-    /// (then it is none of that queue's leaves, see [`QueueLane`]).
-    depended_on: bool,
-}
-
 /// Whether a later command of its queue runs after captured command `n`:
 /// what [`QueueLane`] asks.
 fn depended_on(nodes: &[Node]) -> impl Fn(u32) -> bool + '_ {
     |n| nodes[n as usize].depended_on
 }
-
-/// The graph a queue captures into, if any: the queue's one hook for capture.
-pub(crate) type CaptureSlot = QueueSlot<GraphInner>;
 
 /// Empties `slot` when it holds graph `graph`.
 fn clear_slot(slot: &CaptureSlot, graph: u64) {
@@ -133,38 +106,6 @@ fn clear_slot(slot: &CaptureSlot, graph: u64) {
     if guard.occupant().is_some_and(|g| g.id == graph) {
         guard.take();
     }
-}
-
-pub(crate) struct GraphInner {
-    id: u64,
-    context: Context,
-    state: Mutex<GraphState>,
-}
-
-#[derive(Default)]
-struct GraphState {
-    nodes: Vec<Node>,
-    /// The command buffer captured into and each node's sync points, until
-    /// the first instantiation takes it.
-    lowered: Option<(CommandBuffer, Vec<Syncs>)>,
-    session: Option<Session>,
-}
-
-/// A capture in progress.
-struct Session {
-    /// The identity of the queue that began it.
-    origin: usize,
-    /// What invalidated it, once something did.
-    invalidated: Option<String>,
-    /// The origin and the queues that joined.
-    queues: Vec<QueueCapture>,
-}
-
-/// A queue capturing, as its capture sees it.
-struct QueueCapture {
-    queue: WeakQueue,
-    /// Its identity and the order it adds to its captured commands.
-    lane: QueueLane,
 }
 
 impl Session {
@@ -301,13 +242,20 @@ fn new_buffer(context: &Context) -> Result<CommandBuffer> {
     CommandBuffer::new(context, &context.devices()[0], CommandBufferDesc::default())
 }
 
-/// Captures `op` from `queue`, whose capture slot was seen active.
-pub(crate) fn submit(queue: &Queue, op: Op, wait: &[&Event]) -> Result<Event> {
-    let mut guard = queue.capture_slot().lock();
+/// Captures `op` from `queue`, whose capture slot was seen active; where
+/// the queue no longer captures, hands `op` back to `resubmit`, the queue's
+/// own submission, which executes it.
+pub(crate) fn submit(
+    queue: &QueueInner,
+    op: Op,
+    wait: &[&Event],
+    resubmit: impl FnOnce(Op) -> Result<Event>,
+) -> Result<Event> {
+    let mut guard = queue.capture.lock();
     let Some(graph) = guard.occupant().cloned() else {
         // The capture ended since the caller looked: execute.
         drop(guard);
-        return queue.submit_op(op, wait);
+        return resubmit(op);
     };
     check_merge(&graph, wait)?;
     let mut state = graph.state.lock();
@@ -317,7 +265,7 @@ pub(crate) fn submit(queue: &Queue, op: Op, wait: &[&Event]) -> Result<Event> {
         drop(state);
         guard.take();
         drop(guard);
-        return queue.submit_op(op, wait);
+        return resubmit(op);
     };
     let GraphState { nodes, lowered, session } = &mut *state;
     let session = session.as_mut().expect("checked above");
@@ -376,8 +324,15 @@ fn check_merge(graph: &GraphInner, wait: &[&Event]) -> Result<()> {
 
 /// After an eager wait list failed with `error`: when it holds an event
 /// captured by a queue that still captures, `queue` joins that capture and
-/// `op` is captured; otherwise the error stands.
-pub(crate) fn submit_joining(queue: &Queue, op: Op, wait: &[&Event], error: UrError) -> Result<Event> {
+/// `op` is captured (as [`submit`] does, with `resubmit`); otherwise the error
+/// stands.
+pub(crate) fn submit_joining(
+    queue: &Arc<QueueInner>,
+    op: Op,
+    wait: &[&Event],
+    error: UrError,
+    resubmit: impl FnOnce(Op) -> Result<Event>,
+) -> Result<Event> {
     let Some(c) = wait.iter().find_map(|e| captured(e)) else { return Err(error) };
     let graph = c.graph.clone();
     {
@@ -394,20 +349,20 @@ pub(crate) fn submit_joining(queue: &Queue, op: Op, wait: &[&Event], error: UrEr
         check_queue(&graph, queue)?;
         session.queues.push(QueueCapture::new(queue));
     }
-    set_slot(queue, &graph)?;
+    set_slot(&queue.capture, &graph)?;
     tracing::debug!(graph = graph.id, "queue joins the capture");
-    submit(queue, op, wait)
+    submit(queue, op, wait, resubmit)
 }
 
 impl QueueCapture {
-    fn new(queue: &Queue) -> QueueCapture {
-        QueueCapture { queue: queue.downgrade(), lane: QueueLane::new(queue.key(), !queue.properties().out_of_order) }
+    fn new(queue: &Arc<QueueInner>) -> QueueCapture {
+        QueueCapture { queue: Arc::downgrade(queue), lane: QueueLane::new(queue.key(), !queue.properties.out_of_order) }
     }
 }
 
-fn check_queue(graph: &GraphInner, queue: &Queue) -> Result<()> {
+fn check_queue(graph: &GraphInner, queue: &QueueInner) -> Result<()> {
     ensure!(
-        queue.context() == &graph.context,
+        queue.context == graph.context,
         InvalidQueue,
         "a queue of another context cannot capture into graph #{} of {}",
         graph.id,
@@ -416,8 +371,8 @@ fn check_queue(graph: &GraphInner, queue: &Queue) -> Result<()> {
     Ok(())
 }
 
-fn set_slot(queue: &Queue, graph: &Arc<GraphInner>) -> Result<()> {
-    let mut guard = queue.capture_slot().lock();
+fn set_slot(slot: &CaptureSlot, graph: &Arc<GraphInner>) -> Result<()> {
+    let mut guard = slot.lock();
     if let Some(other) = guard.occupant() {
         return Err(err!(InvalidOperation, "the queue already captures into graph #{}", other.id));
     }
@@ -425,10 +380,11 @@ fn set_slot(queue: &Queue, graph: &Arc<GraphInner>) -> Result<()> {
     Ok(())
 }
 
-/// The error of an operation a capturing queue cannot capture: `what` names
-/// it; it invalidates the capture. `Ok` when the queue stopped capturing meanwhile.
-pub(crate) fn refuse(queue: &Queue, what: &str) -> Result<()> {
-    let Some(graph) = queue.capture_slot().occupant() else { return Ok(()) };
+/// The error of an operation a capturing queue (whose capture slot is
+/// `slot`) cannot capture: `what` names it; it invalidates the capture. `Ok`
+/// when the queue stopped capturing meanwhile.
+pub(crate) fn refuse(slot: &CaptureSlot, what: &str) -> Result<()> {
+    let Some(graph) = slot.occupant() else { return Ok(()) };
     match graph.state.lock().session.as_mut() {
         Some(session) => Err(session.refuse(what)),
         None => Ok(()),
@@ -473,6 +429,8 @@ pub(crate) fn queue_dropped(slot: &CaptureSlot, key: usize) {
 /// assert_eq!(out, [7; 16]);
 /// # Ok::<(), UrError>(())
 /// ```
+///
+/// [`Queue::begin_capture`]: crate::queue::Queue::begin_capture
 #[derive(Clone)]
 pub struct CapturedGraph {
     inner: Arc<GraphInner>,
@@ -480,7 +438,7 @@ pub struct CapturedGraph {
 
 impl CapturedGraph {
     /// An empty graph of `context` (`urGraphCreateExp`), to capture into
-    /// with [`Queue::begin_capture_into`].
+    /// with [`Queue::begin_capture_into`](crate::queue::Queue::begin_capture_into).
     #[tracing::instrument(level = "debug", skip_all)]
     pub fn new(context: &Context) -> Result<CapturedGraph> {
         let id = NEXT_GRAPH_ID.fetch_add(1, Ordering::Relaxed);
@@ -579,22 +537,6 @@ impl fmt::Debug for CapturedGraph {
     }
 }
 
-/// An instantiated capture (`ur_exp_executable_graph_handle_t`): a finalized
-/// command buffer that [`Queue::enqueue_graph`] submits. Clones share it.
-#[derive(Clone)]
-pub struct InstantiatedGraph {
-    inner: Arc<ExecInner>,
-}
-
-struct ExecInner {
-    /// The identity of the graph it was instantiated from.
-    graph: u64,
-    context: Context,
-    buffer: CommandBuffer,
-    /// What was captured, appended again where the graph is itself captured.
-    nodes: Arc<[Node]>,
-}
-
 impl InstantiatedGraph {
     /// The context.
     pub fn context(&self) -> &Context {
@@ -612,160 +554,101 @@ impl InstantiatedGraph {
     }
 }
 
-/// `urEnqueueGraphExp` ([`Queue::enqueue_graph`]): on a capturing queue, the
-/// graph is captured as one command. Submissions of one executable graph run
-/// in submission order, also across queues.
-impl InstantiatedGraph {
-    /// `InvalidQueue` for a queue of another context.
-    pub(crate) fn check_queue(&self, queue: &Queue) -> Result<()> {
-        ensure!(
-            queue.context() == self.context(),
-            InvalidQueue,
-            "an executable graph of another context cannot run on a queue of {}",
-            queue.device()
-        );
-        Ok(())
-    }
-}
-
 impl fmt::Debug for InstantiatedGraph {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("InstantiatedGraph").field("graph", &self.inner.graph).finish()
     }
 }
 
-/// The queue methods of UR's graph capture.
-impl Queue {
-    /// Begins capturing into a new, empty graph (`urQueueBeginGraphCaptureExp`):
-    /// until [`end_capture`](Self::end_capture), what is enqueued on the
-    /// queue is captured, not executed, and returns events that stand for
-    /// the captured commands (usable in the wait lists of the capture only).
-    /// `InvalidOperation` when the queue already captures.
-    pub fn begin_capture(&self) -> Result<()> {
-        self.begin_capture_into(&CapturedGraph::new(self.context())?)
-    }
+// What the queue methods of UR's graph capture do (`queue/graph_capture.rs`
+// holds the methods and their contracts).
 
-    /// Begins capturing into `graph` (`urQueueBeginCaptureIntoGraphExp`),
-    /// which must be empty (`InvalidArgument`) and captured by no other
-    /// queue (`InvalidOperation`); `InvalidQueue` for a graph of another
-    /// context; `InvalidOperation` when the queue already captures.
-    #[tracing::instrument(level = "debug", skip_all, fields(graph = graph.id()))]
-    pub fn begin_capture_into(&self, graph: &CapturedGraph) -> Result<()> {
-        let inner = &graph.inner;
-        check_queue(inner, self)?;
-        if let Some(other) = self.capture_slot().occupant() {
-            return Err(err!(InvalidOperation, "the queue already captures into graph #{}", other.id));
-        }
-        {
-            let mut state = inner.state.lock();
-            ensure!(
-                state.session.is_none(),
-                InvalidOperation,
-                "graph #{} is being captured by another queue",
-                inner.id
-            );
-            ensure!(
-                state.nodes.is_empty(),
-                InvalidArgument,
-                "graph #{} holds {} captured commands: a capture begins only into an empty graph",
-                inner.id,
-                state.nodes.len()
-            );
-            state.lowered = Some((new_buffer(&inner.context)?, Vec::new()));
-            state.session =
-                Some(Session { origin: self.key(), invalidated: None, queues: vec![QueueCapture::new(self)] });
-        }
-        if let Err(e) = set_slot(self, inner) {
-            inner.state.lock().session = None;
-            return Err(e);
-        }
-        tracing::debug!(graph = inner.id, "queue captures");
-        Ok(())
+/// `queue` begins capturing into `graph`
+/// ([`Queue::begin_capture_into`](crate::queue::Queue::begin_capture_into)).
+pub(crate) fn begin(queue: &Arc<QueueInner>, graph: &CapturedGraph) -> Result<()> {
+    let inner = &graph.inner;
+    check_queue(inner, queue)?;
+    if let Some(other) = queue.capture.occupant() {
+        return Err(err!(InvalidOperation, "the queue already captures into graph #{}", other.id));
     }
+    {
+        let mut state = inner.state.lock();
+        ensure!(state.session.is_none(), InvalidOperation, "graph #{} is being captured by another queue", inner.id);
+        ensure!(
+            state.nodes.is_empty(),
+            InvalidArgument,
+            "graph #{} holds {} captured commands: a capture begins only into an empty graph",
+            inner.id,
+            state.nodes.len()
+        );
+        state.lowered = Some((new_buffer(&inner.context)?, Vec::new()));
+        state.session =
+            Some(Session { origin: queue.key(), invalidated: None, queues: vec![QueueCapture::new(queue)] });
+    }
+    if let Err(e) = set_slot(&queue.capture, inner) {
+        inner.state.lock().session = None;
+        return Err(e);
+    }
+    tracing::debug!(graph = inner.id, "queue captures");
+    Ok(())
+}
 
-    /// Ends the capture begun on this queue and returns its graph
-    /// (`urQueueEndGraphCaptureExp`), the one given to
-    /// [`begin_capture_into`](Self::begin_capture_into) if that began it.
-    /// Queues that joined the capture stop capturing too.
-    ///
-    /// `CommandListNotCapturing` when the queue does not capture;
-    /// `InvalidOperation` on a queue that joined a capture begun elsewhere;
-    /// `GraphCaptureInvalidated` (the capture ends, without a graph) after an
-    /// operation invalidated it; `GraphUnjoinedForks` (the capture ends,
-    /// without a graph) when a queue that joined was not joined back.
-    #[tracing::instrument(level = "debug", skip_all)]
-    pub fn end_capture(&self) -> Result<CapturedGraph> {
-        let slot = self.capture_slot();
-        let graph = slot.occupant().ok_or_else(|| err!(CommandListNotCapturing, "the queue does not capture"))?;
-        let (outcome, queues) = {
-            let mut state = graph.state.lock();
-            let Some(session) = &state.session else {
-                drop(state);
-                clear_slot(slot, graph.id);
-                return Err(err!(CommandListNotCapturing, "the capture into graph #{} was abandoned", graph.id));
-            };
-            ensure!(
-                session.origin == self.key(),
-                InvalidOperation,
-                "the capture into graph #{} began on another queue, which this one joined by waiting on a \
-                 captured event: end it on the queue that began it",
-                graph.id
-            );
-            let mut session = state.session.take().expect("checked above");
-            let outcome = session.check_valid(graph.id).and_then(|()| match session.unjoined_fork(&state.nodes) {
-                None => Ok(()),
-                Some(node) => Err(err!(
-                    GraphUnjoinedForks,
-                    "command {node} of graph #{} was captured on a queue that joined the capture and was never \
-                     joined back: make the capturing queue wait on that queue's last event",
-                    graph.id
-                )),
-            });
-            (outcome, session.queues)
+/// Ends the capture `queue` began and returns its graph
+/// ([`Queue::end_capture`](crate::queue::Queue::end_capture)); the queues
+/// that joined it stop capturing too.
+pub(crate) fn end(queue: &QueueInner) -> Result<CapturedGraph> {
+    let slot = &queue.capture;
+    let graph = slot.occupant().ok_or_else(|| err!(CommandListNotCapturing, "the queue does not capture"))?;
+    let (outcome, queues) = {
+        let mut state = graph.state.lock();
+        let Some(session) = &state.session else {
+            drop(state);
+            clear_slot(slot, graph.id);
+            return Err(err!(CommandListNotCapturing, "the capture into graph #{} was abandoned", graph.id));
         };
-        for q in queues {
-            if let Some(queue) = q.queue.upgrade() {
-                clear_slot(queue.capture_slot(), graph.id);
-            }
+        ensure!(
+            session.origin == queue.key(),
+            InvalidOperation,
+            "the capture into graph #{} began on another queue, which this one joined by waiting on a \
+             captured event: end it on the queue that began it",
+            graph.id
+        );
+        let mut session = state.session.take().expect("checked above");
+        let outcome = session.check_valid(graph.id).and_then(|()| match session.unjoined_fork(&state.nodes) {
+            None => Ok(()),
+            Some(node) => Err(err!(
+                GraphUnjoinedForks,
+                "command {node} of graph #{} was captured on a queue that joined the capture and was never \
+                 joined back: make the capturing queue wait on that queue's last event",
+                graph.id
+            )),
+        });
+        (outcome, session.queues)
+    };
+    for q in queues {
+        if let Some(member) = q.queue.upgrade() {
+            clear_slot(&member.capture, graph.id);
         }
-        outcome?;
-        Ok(CapturedGraph { inner: graph })
     }
+    outcome?;
+    Ok(CapturedGraph { inner: graph })
+}
 
-    /// The error of `what`, an operation of a layer above cmdbuf-core that a
-    /// capture cannot hold (a host task of the SYCL runtime, say):
-    /// `GraphCaptureUnsupported`, which invalidates the capture, or
-    /// `GraphCaptureInvalidated` when it already was; `Ok` when the queue
-    /// does not capture.
-    pub fn refuse_capture(&self, what: &str) -> Result<()> {
-        if !self.capture_slot().is_active() {
-            return Ok(());
-        }
-        refuse(self, what)
-    }
+/// Whether `queue` captures, having begun a capture or joined one
+/// ([`Queue::is_capturing`](crate::queue::Queue::is_capturing)).
+pub(crate) fn is_capturing(queue: &QueueInner) -> bool {
+    queue.capture.is_active()
+        && queue.capture.occupant().is_some_and(|g| {
+            g.state.lock().session.as_ref().is_some_and(|s| s.queues.iter().any(|q| q.lane.key() == queue.key()))
+        })
+}
 
-    /// Whether the queue captures (`urQueueIsGraphCaptureEnabledExp`), having
-    /// begun a capture or joined one.
-    pub fn is_capturing(&self) -> bool {
-        self.capture_slot().is_active()
-            && self.capture_slot().occupant().is_some_and(|g| {
-                g.state.lock().session.as_ref().is_some_and(|s| s.queues.iter().any(|q| q.lane.key() == self.key()))
-            })
-    }
-
-    /// The graph the queue captures into (`urQueueGetGraphExp`);
-    /// `InvalidOperation` when it does not capture.
-    pub fn capture_graph(&self) -> Result<CapturedGraph> {
-        ensure!(self.is_capturing(), InvalidOperation, "the queue does not capture");
-        let inner =
-            self.capture_slot().occupant().ok_or_else(|| err!(InvalidOperation, "the queue does not capture"))?;
-        Ok(CapturedGraph { inner })
-    }
-
-    /// Submits an executable graph after the resolved wait list.
-    pub(crate) fn execute_graph(&self, graph: &InstantiatedGraph, resolved: &[&dyn EventImpl]) -> Result<Event> {
-        self.execute_command_buffer(&graph.inner.buffer, resolved)
-    }
+/// The graph `queue` captures into
+/// ([`Queue::capture_graph`](crate::queue::Queue::capture_graph)).
+pub(crate) fn graph_of(queue: &QueueInner) -> Result<CapturedGraph> {
+    ensure!(is_capturing(queue), InvalidOperation, "the queue does not capture");
+    let inner = queue.capture.occupant().ok_or_else(|| err!(InvalidOperation, "the queue does not capture"))?;
+    Ok(CapturedGraph { inner })
 }
 
 #[cfg(test)]

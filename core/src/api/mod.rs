@@ -23,6 +23,7 @@ pub mod peer;
 pub mod platform;
 pub mod program;
 pub mod queue;
+pub(crate) mod queue_state;
 pub(crate) mod recorded;
 pub(crate) mod registry;
 pub mod shared_usm;

@@ -25,8 +25,9 @@ use smallvec::SmallVec;
 
 use crate::adapter::{EventImpl, QueueImpl};
 use crate::api::command_build::{HostSide, Memcpy};
+use crate::api::queue_state::{CaptureSlot, KeepAlive, Op, QueueInner};
 use crate::api::recorded::{CommandBuffer, QueueTarget};
-use crate::capture::{self, CaptureSlot, Op};
+use crate::capture;
 use crate::command::Command;
 use crate::context::Context;
 use crate::device::Device;
@@ -41,13 +42,11 @@ use crate::objects::{HoldsFreedMemory, UsmInner};
 use crate::rect::{RectLayout, RectRegion};
 pub use crate::types::desc::QueueProperties;
 
-mod lane;
+mod graph_capture;
 mod peer_copy;
-mod slot;
 mod usm_2d;
 
-pub use lane::QueueLane;
-pub use slot::{QueueSlot, QueueSlotGuard};
+pub use crate::api::queue_state::{QueueLane, QueueSlot, QueueSlotGuard};
 
 /// A queue. Clone retains; dropping the last handle waits for its commands.
 #[derive(Clone)]
@@ -55,62 +54,16 @@ pub struct Queue {
     inner: Arc<QueueInner>,
 }
 
-/// What a command in flight needs alive: the command (which owns its memory
-/// objects) or the command buffer being executed.
-enum KeepAlive {
-    Command(#[allow(dead_code)] Command),
-    CommandBuffer(#[allow(dead_code)] CommandBuffer),
-    /// A composed command buffer's state (`crate::api::composed` sits
-    /// above queues).
-    Composed(#[allow(dead_code)] Arc<dyn std::any::Any + Send + Sync>),
-    /// An unmapped buffer mapping's host memory, until its write-back is done.
-    Mapping(#[allow(dead_code)] MappedMemory, #[allow(dead_code)] Command),
-    /// A host task: nothing to keep, but `finish` waits for it.
-    HostTask,
-    /// A USM allocation the application freed while commands submitted
-    /// before might still use it (kernels name memory by address, so
-    /// nothing else holds it): freed once they have completed.
-    Freed(#[allow(dead_code)] Arc<UsmInner>),
-    /// What a native collective uses until it completes: the allocations
-    /// it reaches by address, its communicator, its captured graph.
-    Collective(#[allow(dead_code)] Box<dyn std::any::Any + Send + Sync>),
-}
-
-struct QueueInner {
-    context: Context,
-    /// The sub-device of the context's device the queue runs on, if it is
-    /// not the context's device itself.
-    sub_device: Option<Device>,
-    properties: QueueProperties,
-    imp: Box<dyn QueueImpl>,
-    in_flight: Mutex<VecDeque<(Arc<dyn EventImpl>, KeepAlive)>>,
-    /// The UR graph this queue captures into, if any.
-    capture: CaptureSlot,
-    _live: crate::live::Live<{ crate::live::QUEUE }>,
-}
-
-/// A queue handle that does not keep the queue alive (held by the captures
-/// it takes part in).
-#[derive(Clone)]
-pub(crate) struct WeakQueue(Weak<QueueInner>);
-
-impl WeakQueue {
-    /// The queue, unless it was dropped.
-    pub(crate) fn upgrade(&self) -> Option<Queue> {
-        self.0.upgrade().map(|inner| Queue { inner })
-    }
-}
-
 impl Drop for QueueInner {
     fn drop(&mut self) {
-        capture::queue_dropped(&self.capture, self as *const QueueInner as usize);
+        capture::queue_dropped(&self.capture, self.key());
         if let Err(e) = self.imp.finish() {
             tracing::warn!(error = %e, "queue finish on drop failed");
         }
         // Host tasks are no commands of the adapter's queue. Dropped by one
         // of them (its closure held the last handle), the queue cannot wait
         // for that one: the tasks run on without it.
-        if HOST_TASK_OF.get() == self as *const QueueInner as usize {
+        if HOST_TASK_OF.get() == self.key() {
             return;
         }
         for (event, _) in self.in_flight.get_mut().iter() {
@@ -296,9 +249,7 @@ impl Queue {
         wait: &[&Event],
         callback: impl Fn(&NativeScope<'_>) + Send + Sync + 'a,
     ) -> Result<Event> {
-        if self.inner.capture.is_active() {
-            capture::refuse(self, "a native command whose callback must run before its enqueue returns")?;
-        }
+        self.check_not_capturing("a native command whose callback must run before its enqueue returns")?;
         let mems = self.native_mems(mems)?;
         if !self.inner.imp.native_commands_at_enqueue() {
             interop::check_not_in_host_command("a native command that runs now")?;
@@ -339,19 +290,9 @@ impl Queue {
         }
     }
 
-    /// Its capture state.
-    pub(crate) fn capture_slot(&self) -> &CaptureSlot {
-        &self.inner.capture
-    }
-
     /// The queue's identity while it lives (captures key their queues by it).
     pub(crate) fn key(&self) -> usize {
-        Arc::as_ptr(&self.inner) as usize
-    }
-
-    /// A handle that does not keep the queue alive.
-    pub(crate) fn downgrade(&self) -> WeakQueue {
-        WeakQueue(Arc::downgrade(&self.inner))
+        self.inner.key()
     }
 
     /// Enqueues `command` after the events of `wait` (and, on an in-order
@@ -400,13 +341,15 @@ impl Queue {
     /// capture because `wait` holds a captured event).
     pub(crate) fn submit_op(&self, op: Op, wait: &[&Event]) -> Result<Event> {
         if self.inner.capture.is_active() {
-            return capture::submit(self, op, wait);
+            return capture::submit(&self.inner, op, wait, |op| self.submit_op(op, wait));
         }
         // Borrowed, not retained: the adapter does not keep the list.
         let mut held = Resolved::new();
         match resolve_wait_refs(self.inner.context.id(), wait, &mut held) {
             Ok(resolved) => self.execute_op(op, &resolved),
-            Err(e) if wait.iter().any(|e| is_captured(e)) => capture::submit_joining(self, op, wait, e),
+            Err(e) if wait.iter().any(|e| is_captured(e)) => {
+                capture::submit_joining(&self.inner, op, wait, e, |op| self.submit_op(op, wait))
+            }
             Err(e) => Err(e),
         }
     }
@@ -417,7 +360,7 @@ impl Queue {
             Op::Command(command) => self.execute(command, resolved),
             Op::Kernel(kernel, _) => self.execute(Command::KernelLaunch(kernel), resolved),
             Op::Wait { barrier } => self.marker(resolved, barrier),
-            Op::Graph(graph) => self.execute_graph(&graph, resolved),
+            Op::Graph(graph) => self.execute_command_buffer(graph.command_buffer(), resolved),
         }
     }
 
@@ -437,7 +380,7 @@ impl Queue {
     /// queue captures.
     pub(crate) fn check_not_capturing(&self, what: &str) -> Result<()> {
         if self.inner.capture.is_active() {
-            return capture::refuse(self, what);
+            return capture::refuse(&self.inner.capture, what);
         }
         Ok(())
     }
@@ -942,10 +885,16 @@ impl Queue {
 
     /// Submits an executable graph of UR's graph capture (`urEnqueueGraphExp`):
     /// its command buffer runs after `wait`; a capturing queue captures it.
-    /// `InvalidQueue` for a graph of another context.
+    /// Submissions of one executable graph run in submission order, also
+    /// across queues. `InvalidQueue` for a graph of another context.
     #[tracing::instrument(level = "debug", skip_all, fields(graph = graph.graph_id()))]
     pub fn enqueue_graph(&self, graph: &crate::InstantiatedGraph, wait: &[&Event]) -> Result<Event> {
-        graph.check_queue(self)?;
+        ensure!(
+            graph.context() == self.context(),
+            InvalidQueue,
+            "an executable graph of another context cannot run on a queue of {}",
+            self.device()
+        );
         self.submit_op(Op::Graph(graph.clone()), wait)
     }
 
