@@ -35,7 +35,7 @@ use crate::error::Result;
 use crate::error::panic_message;
 use crate::event::{Event, Resolved, UserEvent, as_refs, is_captured, resolve_wait_refs};
 use crate::interop::{self, NativeCommand, NativeHandle, NativeScope, NativeTarget, Owner};
-use crate::launch::KernelLaunch;
+use crate::launch::{ArgValue, KernelLaunch};
 use crate::memory::{BufferMapping, MapFlags, MappedMemory, MemBuffer, MigrationFlags, UsmAdvice, UsmPtr};
 use crate::objects::{HoldsFreedMemory, UsmInner};
 use crate::rect::{RectLayout, RectRegion};
@@ -74,6 +74,26 @@ enum KeepAlive {
     /// What a native collective uses until it completes: the allocations
     /// it reaches by address, its communicator, its captured graph.
     Collective(#[allow(dead_code)] Box<dyn std::any::Any + Send + Sync>),
+}
+
+impl KeepAlive {
+    /// Whether keeping `self` keeps everything `older` keeps: a kernel
+    /// launch of the same kernel with the same buffer at each of `older`'s
+    /// buffer arguments (values, pointers and local sizes keep nothing).
+    fn covers(&self, older: &KeepAlive) -> bool {
+        let (KeepAlive::Command(Command::KernelLaunch(new)), KeepAlive::Command(Command::KernelLaunch(old))) =
+            (self, older)
+        else {
+            return false;
+        };
+        Arc::ptr_eq(&new.kernel.inner, &old.kernel.inner)
+            && new.args.len() == old.args.len()
+            && new.args.iter().zip(&old.args).all(|pair| match pair {
+                (ArgValue::MemObj(n), ArgValue::MemObj(o)) => n.same_buffer(o),
+                (_, ArgValue::MemObj(_)) => false,
+                _ => true,
+            })
+    }
 }
 
 struct QueueInner {
@@ -1036,12 +1056,25 @@ impl QueueInner {
     fn track(&self, event: Arc<dyn EventImpl>, keep: KeepAlive) {
         let mut retired = Retired::new();
         let mut in_flight = self.in_flight.lock();
+        // On an in-order queue the new command completes after the last
+        // one; where it also keeps all that one keeps (an eager chain of one
+        // kernel over the same buffers), the last one's entry holds nothing
+        // the new entry does not, running or complete, and goes unasked.
+        // In such a chain the queue then holds one entry and asks the
+        // driver nothing per submission: asking the oldest command's status
+        // at every submission was a `clGetEventInfo` (`cuEventQuery`) per
+        // eager launch, and two where one had completed since.
+        let replaced = match in_flight.back() {
+            Some((_, kept)) if !self.properties.out_of_order && keep.covers(kept) => in_flight.pop_back(),
+            _ => None,
+        };
         retire_front(&mut in_flight, &mut retired);
         // Not asked whether it is already complete: a status query costs a
         // driver call on GPU backends (a CUDA replay's host time, issue 15
         // goal 2), and a complete one leaves at the next submission or finish.
         in_flight.push_back((event, keep));
         drop(in_flight);
+        drop(replaced);
         self.drop_retired(&mut retired);
     }
 
