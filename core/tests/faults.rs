@@ -186,6 +186,46 @@ fn every_completed_submission_is_released_at_the_next_submission() {
     assert_eq!(live_objects(&ctx).unwrap().command_buffers, 0);
 }
 
+/// An in-order queue keeps an eager launch in place of the one before it
+/// where it keeps all that one keeps (the same kernel over the same
+/// buffers; it completes after it), without asking whether that one has
+/// completed: the kernel and every buffer stay alive while the launches
+/// wait (here the CPU adapter's queued commands hold them too), and what
+/// the replaced and the last launches kept is all released at the next
+/// submission once they have completed, none of it left behind.
+#[test]
+fn eager_launches_keep_their_kernel_and_buffers_until_they_complete() {
+    let (_, _, ctx, queue) = wrapped_cpu();
+    let bundle = ProgramBundle::new()
+        .kernel(KernelSignature::new("add", [ArgKind::Global, ArgKind::Value(1)]))
+        .source(ProgramSource::Native(vec![NativeKernel::new("add", add)]));
+    let program = Program::new(&ctx, &bundle).unwrap();
+    let add = Kernel::new(&program, "add").unwrap();
+    let (a, b) = (
+        MemBuffer::new(&ctx, MemFlags::READ_WRITE, 64).unwrap(),
+        MemBuffer::new(&ctx, MemFlags::READ_WRITE, 64).unwrap(),
+    );
+    let gate = UserEvent::new(&ctx).unwrap();
+    let one = 1u8;
+    // The second launch over `a` takes the first one's place; the one over
+    // `b` keeps another buffer, so it takes no place.
+    let mut last = None;
+    for buffer in [&a, &a, &b] {
+        let args = [KernelArg::MemObj(buffer), KernelArg::value(&one)];
+        // SAFETY: the kernel adds to one byte per work-item of the 64-byte buffer.
+        last = Some(unsafe { queue.launch_kernel(&KernelLaunch::new(&add, &[64], &args), &[gate.event()]) }.unwrap());
+    }
+    drop((a, b, add, program));
+    let live = live_objects(&ctx).unwrap();
+    assert_eq!((live.buffers, live.kernels), (2, 1), "released while the launches wait: {live:?}");
+    gate.complete().unwrap();
+    last.unwrap().wait().unwrap();
+    let usm = UsmAllocation::new(&ctx, UsmKind::Shared, 64).unwrap();
+    queue.usm_fill(usm.ptr(), &[0], 64, &[]).unwrap().wait().unwrap();
+    let live = live_objects(&ctx).unwrap();
+    assert_eq!((live.buffers, live.kernels, live.programs), (0, 0, 0), "kept after completing: {live:?}");
+}
+
 /// Adds the value argument to the byte of the buffer argument at each work-item.
 fn add(group: &WorkGroup<'_>) {
     let (bytes, value) = (group.ptr::<u8>(0), group.value::<u8>(1));

@@ -97,14 +97,23 @@ pub(crate) unsafe fn launch_args<'a>(
 ) -> AbiResult<LaunchArgs<'a>> {
     // SAFETY: `args` is null or holds `count` properties (this function's `# Safety`), all `optional_list` needs.
     let list = unsafe { optional_list(args, count, "pArgs")? };
+    // The common form, each argument once in index order, goes straight
+    // into the list without the slot per index.
+    if list.len() == kernel.num_args() && list.iter().enumerate().all(|(i, prop)| prop.index as usize == i) {
+        return list
+            .iter()
+            .map(|prop| {
+                check_stype(prop)?;
+                // SAFETY: `prop` is one of the `count` properties whose values are valid for their type (this
+                // function's `# Safety`), so the member of `prop.value` that `prop.type_` names is valid, as
+                // `one_arg` requires.
+                unsafe { one_arg(prop.type_, prop.size, &prop.value) }
+            })
+            .collect();
+    }
     let mut by_index: SmallVec<[Option<KernelArg<'a>>; INLINE_ARGS]> = smallvec::smallvec![None; kernel.num_args()];
     for prop in list {
-        ensure!(
-            prop.stype == ur_structure_type_t::UR_STRUCTURE_TYPE_EXP_KERNEL_ARG_PROPERTIES,
-            InvalidValue,
-            "kernel argument properties with stype {}",
-            prop.stype.0
-        );
+        check_stype(prop)?;
         let index = prop.index as usize;
         ensure!(
             index < by_index.len(),
@@ -113,8 +122,8 @@ pub(crate) unsafe fn launch_args<'a>(
             kernel.name(),
             by_index.len()
         );
-        // SAFETY: `prop` is one of the `count` properties whose values are valid for their type (this function's
-        // `# Safety`), so the member of `prop.value` that `prop.type_` names is valid, as `one_arg` requires.
+        // SAFETY: as above, `prop` is one of the `count` properties valid for their type (this function's
+        // `# Safety`), all `one_arg` needs.
         by_index[index] = Some(unsafe { one_arg(prop.type_, prop.size, &prop.value)? });
     }
     by_index
@@ -126,6 +135,17 @@ pub(crate) unsafe fn launch_args<'a>(
             })
         })
         .collect()
+}
+
+/// `InvalidValue` for launch-argument properties of another structure type.
+fn check_stype(prop: &ur_exp_kernel_arg_properties_t) -> AbiResult {
+    ensure!(
+        prop.stype == ur_structure_type_t::UR_STRUCTURE_TYPE_EXP_KERNEL_ARG_PROPERTIES,
+        InvalidValue,
+        "kernel argument properties with stype {}",
+        prop.stype.0
+    );
+    Ok(())
 }
 
 /// Kernels with up to this many arguments are launched through the ABI

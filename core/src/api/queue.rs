@@ -985,12 +985,25 @@ impl QueueInner {
     fn track(&self, event: Arc<dyn EventImpl>, keep: KeepAlive) {
         let mut retired = Retired::new();
         let mut in_flight = self.in_flight.lock();
+        // On an in-order queue the new command completes after the last
+        // one; where it also keeps all that one keeps (an eager chain of one
+        // kernel over the same buffers), the last one's entry holds nothing
+        // the new entry does not, running or complete, and goes unasked.
+        // In such a chain the queue then holds one entry and asks the
+        // driver nothing per submission: asking the oldest command's status
+        // at every submission was a `clGetEventInfo` (`cuEventQuery`) per
+        // eager launch, and two where one had completed since.
+        let replaced = match in_flight.back() {
+            Some((_, kept)) if !self.properties.out_of_order && keep.covers(kept) => in_flight.pop_back(),
+            _ => None,
+        };
         retire_front(&mut in_flight, &mut retired);
         // Not asked whether it is already complete: a status query costs a
         // driver call on GPU backends (a CUDA replay's host time, issue 15
         // goal 2), and a complete one leaves at the next submission or finish.
         in_flight.push_back((event, keep));
         drop(in_flight);
+        drop(replaced);
         self.drop_retired(&mut retired);
     }
 

@@ -21,7 +21,7 @@ use crate::api::recorded::{CommandBuffer, SyncPoint};
 use crate::command::Command;
 use crate::context::Context;
 use crate::device::Device;
-use crate::launch::{KernelCommand, LocalSizeOrigin};
+use crate::launch::{ArgValue, KernelCommand, LocalSizeOrigin};
 use crate::memory::MappedMemory;
 use crate::objects::UsmInner;
 use crate::types::desc::QueueProperties;
@@ -53,6 +53,26 @@ pub(crate) enum KeepAlive {
     /// What a native collective uses until it completes: the allocations
     /// it reaches by address, its communicator, its captured graph.
     Collective(#[allow(dead_code)] Box<dyn std::any::Any + Send + Sync>),
+}
+
+impl KeepAlive {
+    /// Whether keeping `self` keeps everything `older` keeps: a kernel
+    /// launch of the same kernel with the same buffer at each of `older`'s
+    /// buffer arguments (values, pointers and local sizes keep nothing).
+    pub(crate) fn covers(&self, older: &KeepAlive) -> bool {
+        let (KeepAlive::Command(Command::KernelLaunch(new)), KeepAlive::Command(Command::KernelLaunch(old))) =
+            (self, older)
+        else {
+            return false;
+        };
+        Arc::ptr_eq(&new.kernel.inner, &old.kernel.inner)
+            && new.args.len() == old.args.len()
+            && new.args.iter().zip(&old.args).all(|pair| match pair {
+                (ArgValue::MemObj(n), ArgValue::MemObj(o)) => n.same_buffer(o),
+                (_, ArgValue::MemObj(_)) => false,
+                _ => true,
+            })
+    }
 }
 
 /// What every handle to a queue shares (and the captures it takes part in
