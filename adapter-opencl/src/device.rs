@@ -340,11 +340,11 @@ pub(crate) struct DeviceShared {
     /// runtimes take USM pointers wherever they take SVM pointers; PoCL 5.0's
     /// SVM commands are not used with them, untested there).
     pub(crate) usm_in_svm_commands: bool,
-    /// Copies from host memory into SVM go through a buffer of their own
-    /// ([`crate::exec`]'s `usm_transfer`): NVIDIA's OpenCL reads the host
-    /// side of a small copy into SVM before the commands it waits for have
-    /// written it.
-    pub(crate) host_to_svm_staged: bool,
+    /// Copies between SVM and host memory go through a buffer of their own
+    /// ([`crate::exec`]'s `staged_svm_host_copy`): NVIDIA's OpenCL breaks the
+    /// order of commands around a small `clEnqueueSVMMemcpy` with host
+    /// memory.
+    pub(crate) svm_host_copies_staged: bool,
     /// How SPIR-V programs reach the driver, `None` where they cannot.
     pub(crate) il_path: Option<IlPath>,
     pub(crate) info: DeviceInfo,
@@ -679,7 +679,7 @@ impl ClDevice {
         if one_launch_per_kernel {
             tracing::debug!(device = %info.name, "PoCL before 7.0: one launch per kernel at a time");
         }
-        let host_to_svm_staged = matches!(usm, Usm::Svm) && platform_name.starts_with("NVIDIA");
+        let svm_host_copies_staged = matches!(usm, Usm::Svm) && platform_name.starts_with("NVIDIA");
         Ok(ClDevice {
             shared: Arc::new(DeviceShared {
                 id,
@@ -689,7 +689,7 @@ impl ClDevice {
                 driver_out_of_order,
                 one_launch_per_kernel,
                 usm_in_svm_commands: matches!(setup.usm, UsmSetup::Intel(_)) && !platform_version.contains("PoCL"),
-                host_to_svm_staged,
+                svm_host_copies_staged,
                 il_path,
                 info,
                 _sub_device: sub_device,

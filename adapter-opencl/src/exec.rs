@@ -337,10 +337,15 @@ unsafe fn native_transfer(
     // (this function's `# Safety`), which each transfer function requires.
     unsafe {
         match command {
-            Command::UsmMemcpy { dst: MemLoc::Usm(dst), src: MemLoc::Host(src), size, .. }
-                if shared.device.host_to_svm_staged =>
+            Command::UsmMemcpy { dst: MemLoc::Usm(usm), src: MemLoc::Host(host), size, .. }
+                if shared.device.svm_host_copies_staged =>
             {
-                staged_host_to_svm(shared, queue, dst, src.as_ptr(), *size, wait)
+                staged_svm_host_copy(shared, queue, usm, Staged::FromHost(host.as_ptr()), *size, wait)
+            }
+            Command::UsmMemcpy { dst: MemLoc::Host(host), src: MemLoc::Usm(usm), size, .. }
+                if shared.device.svm_host_copies_staged =>
+            {
+                staged_svm_host_copy(shared, queue, usm, Staged::IntoHost(host.as_ptr()), *size, wait)
             }
             Command::UsmMemcpy { .. } | Command::UsmFill { .. } => {
                 usm_transfer(&shared.device.usm, queue, command, wait)
@@ -357,71 +362,102 @@ unsafe fn native_transfer(
     }
 }
 
-/// A copy from host memory into SVM on a driver that reads the host side of
-/// `clEnqueueSVMMemcpy` too early ([`DeviceShared::host_to_svm_staged`]):
-/// NVIDIA's OpenCL (H200, driver 580) read the host bytes of a 128-byte copy
-/// when it was enqueued, before the commands it waits for (or the earlier
-/// ones of its in-order queue) had written them, and did so too for a buffer
-/// write into the allocation seen as a buffer while a user event held the
-/// copy back (conformance `eager::host_copy_after_its_memory_is_written`).
-/// A write into a buffer of its own reads the host bytes in order there;
-/// a device copy then moves them into the allocation, after the write.
+/// The host side of a copy between SVM and host memory.
+#[derive(Copy, Clone)]
+enum Staged {
+    FromHost(*const u8),
+    IntoHost(*mut u8),
+}
+
+/// A copy between SVM and host memory on a driver whose `clEnqueueSVMMemcpy`
+/// with host memory breaks the order of commands
+/// ([`DeviceShared::svm_host_copies_staged`]). NVIDIA's OpenCL (H200,
+/// driver 580) read the host bytes of a 128-byte copy into SVM when it was
+/// enqueued, before the commands it waits for (or the earlier ones of its
+/// in-order queue) had written them, and did so too for a buffer write into
+/// the allocation seen as a buffer while a user event held the write back;
+/// and a command of another queue waiting for a 128-byte copy out of SVM
+/// into host memory read that memory before the bytes were there
+/// (conformance `eager::host_copy_after_its_memory_is_written`). Host
+/// memory is read and written in order by buffer reads and writes of a
+/// buffer of the driver's own, so the host side moves through such a
+/// buffer, and a device copy moves the bytes between it and the
+/// allocation.
 ///
 /// # Safety
-/// As for [`enqueue`]: `dst` is checked for `size` bytes and `src` is host
-/// memory readable for `size` bytes until the returned event completes.
-unsafe fn staged_host_to_svm(
+/// As for [`enqueue`]: `svm` is checked for `size` bytes, and the host side
+/// is host memory valid for `size` bytes until the returned event completes.
+unsafe fn staged_svm_host_copy(
     shared: &Shared,
     queue: cl_command_queue,
-    dst: &UsmRef,
-    src: *const u8,
+    svm: &UsmRef,
+    host: Staged,
     size: usize,
     wait: &WaitList,
 ) -> Result<Option<cl_event>> {
-    let allocation = downcast::<ClUsm>(dst.imp() as &dyn Any, "a USM allocation")?;
-    let (target, at) = allocation.as_buffer()?;
+    let allocation = downcast::<ClUsm>(svm.imp() as &dyn Any, "a USM allocation")?;
+    let (view, at) = allocation.as_buffer()?;
+    let at = at + svm.offset();
     // SAFETY: a valid context; no host pointer, so nothing is read here.
     let staging = unsafe {
         cl3::memory::create_buffer(shared.context.get(), cl3::memory::CL_MEM_READ_WRITE, size, std::ptr::null_mut())
     }
-    .cl("clCreateBuffer (staging a copy into SVM)")?;
+    .cl("clCreateBuffer (staging a copy between SVM and the host)")?;
     // Released on return; OpenCL keeps it until the commands using it end.
     let staging = opencl3::memory::Buffer::<u8>::new(staging);
-    // SAFETY: the staging buffer holds `size` bytes; `src` is readable for
-    // `size` bytes until the write completes (this function's contract);
-    // the queue and wait list are valid.
-    let written = unsafe {
-        cl3::command_queue::enqueue_write_buffer(
-            queue,
-            staging.get(),
-            CL_FALSE,
-            0,
-            size,
-            src.cast(),
-            wait.len() as u32,
-            wait.as_ptr(),
-        )
-    }
-    .cl("clEnqueueWriteBuffer (staging a copy into SVM)")?;
+    // The first step waits for the list through a gate the driver does not
+    // see through: a wait for another queue's command still running let
+    // NVIDIA's driver move the host bytes before that command had.
+    let gate = crate::gate::after(shared.context.get(), wait.handles())?;
+    let gated = gate.as_ref().map(|g| [g.get()]);
+    let (n, list) = gated.as_ref().map_or((0, std::ptr::null()), |g| (1, g.as_ptr()));
+    let (from, to, from_at, to_at) = match host {
+        Staged::FromHost(_) => (staging.get(), view, 0, at),
+        Staged::IntoHost(_) => (view, staging.get(), at, 0),
+    };
+    let first = match host {
+        // SAFETY: the staging buffer holds `size` bytes; the host memory is
+        // readable for `size` bytes until the write completes (this
+        // function's contract); the queue and wait list are valid.
+        Staged::FromHost(src) => unsafe {
+            cl3::command_queue::enqueue_write_buffer(queue, staging.get(), CL_FALSE, 0, size, src.cast(), n, list)
+        }
+        .cl("clEnqueueWriteBuffer (staging a copy into SVM)")?,
+        Staged::IntoHost(_) => {
+            // SAFETY: both buffers hold the ranges (the allocation's buffer
+            // spans it; the front end checked `size` bytes from `svm`); the
+            // queue and wait list are valid.
+            unsafe { cl3::command_queue::enqueue_copy_buffer(queue, from, to, from_at, to_at, size, n, list) }
+                .cl("clEnqueueCopyBuffer (staging a copy out of SVM)")?
+        }
+    };
     // SAFETY: a new reference from the enqueue.
-    let written = unsafe { RawEvent::from_raw(written) };
-    let after = [written.get()];
-    // SAFETY: both buffers are valid and hold the ranges: the allocation's
-    // buffer spans it, and the front end checked `size` bytes from `dst`.
-    let copied = unsafe {
-        cl3::command_queue::enqueue_copy_buffer(
-            queue,
-            staging.get(),
-            target,
-            0,
-            at + dst.offset(),
-            size,
-            1,
-            after.as_ptr(),
-        )
-    }
-    .cl("clEnqueueCopyBuffer (staging a copy into SVM)")?;
-    Ok(Some(copied))
+    let first = unsafe { RawEvent::from_raw(first) };
+    let after = [first.get()];
+    let second = match host {
+        Staged::FromHost(_) => {
+            // SAFETY: as for the first step's copy; it waits for the write.
+            unsafe { cl3::command_queue::enqueue_copy_buffer(queue, from, to, from_at, to_at, size, 1, after.as_ptr()) }
+                .cl("clEnqueueCopyBuffer (staging a copy into SVM)")?
+        }
+        // SAFETY: the staging buffer holds `size` bytes; the host memory is
+        // writable for `size` bytes until the read completes (this
+        // function's contract); it waits for the first step.
+        Staged::IntoHost(dst) => unsafe {
+            cl3::command_queue::enqueue_read_buffer(
+                queue,
+                staging.get(),
+                CL_FALSE,
+                0,
+                size,
+                dst.cast(),
+                1,
+                after.as_ptr(),
+            )
+        }
+        .cl("clEnqueueReadBuffer (staging a copy out of SVM)")?,
+    };
+    Ok(Some(second))
 }
 
 /// A USM copy, or a fill whose pattern OpenCL's SVM fill takes.

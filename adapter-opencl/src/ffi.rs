@@ -34,6 +34,16 @@ pub(crate) const CL_QUEUE_PROFILING_ENABLE: cl_bitfield = 1 << 1;
 pub(crate) const CL_COMPLETE: cl_int = 0;
 const CL_EVENT_COMMAND_EXECUTION_STATUS: u32 = 0x11D3;
 
+/// `CL_EVENT_COMMAND_EXECUTION_STATUS` of a valid event: 0 complete, 1
+/// running, 2 submitted, 3 queued, negative an error (a failed query too).
+pub(crate) fn execution_status(event: cl_event) -> cl_int {
+    match cl3::event::get_event_info(event, CL_EVENT_COMMAND_EXECUTION_STATUS) {
+        Ok(cl3::info_type::InfoType::Int(status)) => status,
+        Ok(_) => -1,
+        Err(code) => code.min(-1),
+    }
+}
+
 /// One reference to a `cl_event`, released on drop.
 pub(crate) struct RawEvent(cl_event);
 
@@ -69,12 +79,7 @@ impl RawEvent {
     /// `CL_EVENT_COMMAND_EXECUTION_STATUS`: 0 complete, 1 running, 2
     /// submitted, 3 queued, negative an error.
     pub(crate) fn execution_status(&self) -> cl_int {
-        match cl3::event::get_event_info(self.0, CL_EVENT_COMMAND_EXECUTION_STATUS) {
-            Ok(cl3::info_type::InfoType::Int(status)) => status,
-            // A failed query is reported as a failed command.
-            Ok(_) => -1,
-            Err(code) => code.min(-1),
-        }
+        execution_status(self.0)
     }
 
     /// Blocks until the event completes.
