@@ -40,7 +40,10 @@ fi
 # errors only when definite: a "possibly lost" block is a pointer into an
 # object that threads still running at exit hold (the CPU adapter's workers,
 # the drivers' threads), not a leak.
-vg=(valgrind --tool=memcheck --error-exitcode=97 --leak-check=full --errors-for-leak-kinds=definite
+# --max-threads: a host task finding no idle host thread gets a new one
+# (cmdbuf-core's host_threads.rs), and host_tasks.c keeps hundreds waiting
+# at once, past valgrind's default of 500 threads.
+vg=(valgrind --tool=memcheck --max-threads=3000 --error-exitcode=97 --leak-check=full --errors-for-leak-kinds=definite
     --show-leak-kinds=definite --track-origins=no --num-callers=40 --gen-suppressions=all -s
     --suppressions="$root/scripts/memcheck.supp")
 # Cases run tens of times slower under valgrind: no per-case time limit.
