@@ -32,7 +32,6 @@ use crate::launch::{self, Launched, Ptr, Recorded, Target};
 use crate::memory::{ClBuffer, ClUsm};
 use crate::one_launch::RecordedKernels;
 use crate::program::ClKernel;
-use opencl3::memory::ClMem as _;
 
 const CL_FALSE: u32 = 0;
 
@@ -404,60 +403,44 @@ unsafe fn staged_svm_host_copy(
     }
     .cl("clCreateBuffer (staging a copy between SVM and the host)")?;
     // Released on return; OpenCL keeps it until the commands using it end.
-    let staging = opencl3::memory::Buffer::<u8>::new(staging);
+    let _release = opencl3::memory::Buffer::<u8>::new(staging);
     // The first step waits for the list through a gate the driver does not
     // see through: a wait for another queue's command still running let
     // NVIDIA's driver move the host bytes before that command had.
     let gate = crate::gate::after(shared.context.get(), wait.handles())?;
     let gated = gate.as_ref().map(|g| [g.get()]);
     let (n, list) = gated.as_ref().map_or((0, std::ptr::null()), |g| (1, g.as_ptr()));
-    let (from, to, from_at, to_at) = match host {
-        Staged::FromHost(_) => (staging.get(), view, 0, at),
-        Staged::IntoHost(_) => (view, staging.get(), at, 0),
+    let copy = |from, from_at, to, to_at, n, list: *const cl_event| {
+        // SAFETY: both buffers hold their ranges (the allocation's buffer
+        // spans it, the front end checked `size` bytes from `svm`, the
+        // staging buffer has `size`); the queue and wait list are valid.
+        unsafe { cl3::command_queue::enqueue_copy_buffer(queue, from, to, from_at, to_at, size, n, list) }
     };
-    let first = match host {
-        // SAFETY: the staging buffer holds `size` bytes; the host memory is
-        // readable for `size` bytes until the write completes (this
-        // function's contract); the queue and wait list are valid.
-        Staged::FromHost(src) => unsafe {
-            cl3::command_queue::enqueue_write_buffer(queue, staging.get(), CL_FALSE, 0, size, src.cast(), n, list)
+    let last = match host {
+        Staged::FromHost(src) => {
+            // SAFETY: the host memory is readable for `size` bytes until the
+            // write completes (this function's contract).
+            let written = unsafe {
+                cl3::command_queue::enqueue_write_buffer(queue, staging, CL_FALSE, 0, size, src.cast(), n, list)
+            }
+            .cl("clEnqueueWriteBuffer (staging a copy into SVM)")?;
+            // SAFETY: a new reference from the enqueue.
+            let written = unsafe { RawEvent::from_raw(written) };
+            copy(staging, 0, view, at, 1, &written.get()).cl("clEnqueueCopyBuffer (staging a copy into SVM)")?
         }
-        .cl("clEnqueueWriteBuffer (staging a copy into SVM)")?,
-        Staged::IntoHost(_) => {
-            // SAFETY: both buffers hold the ranges (the allocation's buffer
-            // spans it; the front end checked `size` bytes from `svm`); the
-            // queue and wait list are valid.
-            unsafe { cl3::command_queue::enqueue_copy_buffer(queue, from, to, from_at, to_at, size, n, list) }
-                .cl("clEnqueueCopyBuffer (staging a copy out of SVM)")?
+        Staged::IntoHost(dst) => {
+            let copied = copy(view, at, staging, 0, n, list).cl("clEnqueueCopyBuffer (staging a copy out of SVM)")?;
+            // SAFETY: a new reference from the enqueue.
+            let copied = unsafe { RawEvent::from_raw(copied) };
+            // SAFETY: the host memory is writable for `size` bytes until the
+            // read completes (this function's contract).
+            unsafe {
+                cl3::command_queue::enqueue_read_buffer(queue, staging, CL_FALSE, 0, size, dst.cast(), 1, &copied.get())
+            }
+            .cl("clEnqueueReadBuffer (staging a copy out of SVM)")?
         }
     };
-    // SAFETY: a new reference from the enqueue.
-    let first = unsafe { RawEvent::from_raw(first) };
-    let after = [first.get()];
-    let second = match host {
-        Staged::FromHost(_) => {
-            // SAFETY: as for the first step's copy; it waits for the write.
-            unsafe { cl3::command_queue::enqueue_copy_buffer(queue, from, to, from_at, to_at, size, 1, after.as_ptr()) }
-                .cl("clEnqueueCopyBuffer (staging a copy into SVM)")?
-        }
-        // SAFETY: the staging buffer holds `size` bytes; the host memory is
-        // writable for `size` bytes until the read completes (this
-        // function's contract); it waits for the first step.
-        Staged::IntoHost(dst) => unsafe {
-            cl3::command_queue::enqueue_read_buffer(
-                queue,
-                staging.get(),
-                CL_FALSE,
-                0,
-                size,
-                dst.cast(),
-                1,
-                after.as_ptr(),
-            )
-        }
-        .cl("clEnqueueReadBuffer (staging a copy out of SVM)")?,
-    };
-    Ok(Some(second))
+    Ok(Some(last))
 }
 
 /// A USM copy, or a fill whose pattern OpenCL's SVM fill takes.
