@@ -247,8 +247,10 @@ fn measure_all(devices: &[Device], repeats: Repeats, quick: bool, out: &mut Vec<
     let ids = devices.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(" + ");
     let mut text = format!(
         "Devices: {ids} ({names}); implementation: {how}; direct NCCL baseline: {}\n\nµs per all-reduce, median \
-         (p10-p90), and bus bandwidth in GB/s; graph nodes: {}\n\n| bytes per rank | graph | busbw | eager | busbw | \
-         direct NCCL | busbw | graph / direct busbw |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+         (p10-p90), and bus bandwidth in GB/s; graph nodes: {}; graph: each all-reduce a graph execution; chain: \
+         the batch as one graph of chained all-reduce nodes, per all-reduce\n\n| bytes per rank | graph | busbw | \
+         chain | busbw | eager | busbw | direct NCCL | busbw | graph / direct busbw | chain / direct time \
+         |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
         match &raw {
             Ok(_) => "yes".to_string(),
             Err(e) => format!("none ({e})"),
@@ -275,6 +277,20 @@ fn measure_all(devices: &[Device], repeats: Repeats, quick: bool, out: &mut Vec<
         graph.add(|h| h.all_reduce(&buffers, count, DataType::F32, ReduceOp::Sum), NodeProperties::new())?;
         let exec = graph.finalize(FinalizeProperties::default())?;
         submissions = exec.submissions_per_execution();
+        let batch = if bytes <= 4 << 20 { 20 } else { 5 };
+        // The whole batch as one graph: `batch` all-reduce nodes in a chain,
+        // as a framework captures a step's collectives.
+        let chain = Graph::new_multi_device(&contexts, GraphProperties::default())?;
+        let mut previous: Option<cmdbuf_runtime::graph::Node> = None;
+        for _ in 0..batch {
+            let deps: Vec<&cmdbuf_runtime::graph::Node> = previous.iter().collect();
+            let node = chain.add(
+                |h| h.all_reduce(&buffers, count, DataType::F32, ReduceOp::Sum),
+                NodeProperties::new().depends_on(&deps),
+            )?;
+            previous = Some(node);
+        }
+        let chained = chain.finalize(FinalizeProperties::default())?;
         let expected = (n * (n + 1) / 2) as f32;
         let verify = |what: &str| -> Result<(), UrError> {
             for m in &members {
@@ -282,6 +298,7 @@ fn measure_all(devices: &[Device], repeats: Repeats, quick: bool, out: &mut Vec<
             }
             match what {
                 "graph" => exec.enqueue_on(&members[0].queue, &[])?.wait()?,
+                "chained graph" => chained.enqueue_on(&members[0].queue, &[])?.wait()?,
                 _ => eager(&comm, &members, count, 1)?,
             }
             for (r, m) in members.iter().enumerate() {
@@ -299,8 +316,8 @@ fn measure_all(devices: &[Device], repeats: Repeats, quick: bool, out: &mut Vec<
             Ok(())
         };
         verify("graph")?;
+        verify("chained graph")?;
         verify("eager")?;
-        let batch = if bytes <= 4 << 20 { 20 } else { 5 };
         let r = repeats.scaled(bytes / (64 << 10));
         let per_call = |d: Duration| [d / batch as u32];
         let [g] = measure(r, || -> Result<_, UrError> {
@@ -310,6 +327,11 @@ fn measure_all(devices: &[Device], repeats: Repeats, quick: bool, out: &mut Vec<
                 last = Some(exec.enqueue_on(&members[0].queue, &[])?);
             }
             last.expect("a batch").wait()?;
+            Ok(per_call(start.elapsed()))
+        })?;
+        let [c] = measure(r, || -> Result<_, UrError> {
+            let start = Instant::now();
+            chained.enqueue_on(&members[0].queue, &[])?.wait()?;
             Ok(per_call(start.elapsed()))
         })?;
         let [e] = measure(r, || -> Result<_, UrError> {
@@ -370,16 +392,22 @@ fn measure_all(devices: &[Device], repeats: Repeats, quick: bool, out: &mut Vec<
             Some(d) => (us(d), format!("{:.1}", busbw(d)), format!("{:.0}%", 100.0 * busbw(&g) / busbw(d))),
             None => ("-".into(), "-".into(), "-".into()),
         };
+        let chained_ratio = match &d {
+            Some(d) => format!("{:.2}x", c.median / d.median),
+            None => "-".into(),
+        };
         let _ = writeln!(
             text,
-            "| {bytes} | {} | {:.1} | {} | {:.1} | {dt} | {dbw} | {ratio} |",
+            "| {bytes} | {} | {:.1} | {} | {:.1} | {} | {:.1} | {dt} | {dbw} | {ratio} | {chained_ratio} |",
             us(&g),
             busbw(&g),
+            us(&c),
+            busbw(&c),
             us(&e),
             busbw(&e)
         );
         let bw = |s: &Summary| Summary { median: busbw(s), p10: busbw(s), p90: busbw(s), samples: s.samples };
-        for (variant, s) in [("graph", Some(g)), ("eager", Some(e)), ("direct_nccl", d)] {
+        for (variant, s) in [("graph", Some(g)), ("graph_chain", Some(c)), ("eager", Some(e)), ("direct_nccl", d)] {
             if let Some(s) = s {
                 out.push(record(&ids, &names, variant, "ns", bytes, s));
                 out.push(record(&ids, &names, variant, "busbw_GBps", bytes, bw(&s)));

@@ -63,7 +63,8 @@ pub const GOALS: &[Goal] = &[
     Goal {
         name: "all-reduce in a graph against direct NCCL",
         target: "bus bandwidth ≥ 90% of NCCL called directly on streams at 256 MiB per rank; lower latency than \
-                 direct NCCL at 8 KiB",
+                 direct NCCL at 8 KiB (each all-reduce of a graph holding the batch's 20, against 20 direct calls \
+                 issued back to back)",
         assess: collectives_goal,
     },
     Goal {
@@ -82,14 +83,18 @@ fn collectives_goal(l: &Lookup<'_>) -> Option<Assessment> {
     let get = |variant, metric, n| l.get("collectives", "all_reduce", variant, metric, n).map(|s| s.median);
     let (large, small) = (256usize << 20, 8usize << 10);
     let share = get("graph", "busbw_GBps", large)? / get("direct_nccl", "busbw_GBps", large)?.max(1e-9);
-    let (graph_ns, direct_ns) = (get("graph", "ns", small)?, get("direct_nccl", "ns", small)?);
-    let now = format!(
-        "busbw at 256 MiB {:.0}% of direct; 8 KiB {:.1} µs in a graph against {:.1} µs direct",
+    let (chain_ns, direct_ns) = (get("graph_chain", "ns", small)?, get("direct_nccl", "ns", small)?);
+    let mut now = format!(
+        "busbw at 256 MiB {:.0}% of direct; 8 KiB {:.1} µs per all-reduce in a graph of 20 against {:.1} µs direct",
         share * 100.0,
-        graph_ns / 1e3,
+        chain_ns / 1e3,
         direct_ns / 1e3
     );
-    Some(Assessment { now, met: share >= GRAPH_BUSBW_SHARE && graph_ns < direct_ns })
+    // What a graph holding one all-reduce costs, so that a reader sees both.
+    if let Some(one) = get("graph", "ns", small) {
+        now += &format!(" ({:.1} µs as a graph per all-reduce)", one / 1e3);
+    }
+    Some(Assessment { now, met: share >= GRAPH_BUSBW_SHARE && chain_ns < direct_ns })
 }
 
 /// Where the `collectives` group measured the step and direct NCCL (CUDA).
@@ -536,7 +541,8 @@ mod tests {
         let mut all = vec![
             coll("all_reduce", "graph", "busbw_GBps", large, 280.0),
             coll("all_reduce", "direct_nccl", "busbw_GBps", large, 300.0),
-            coll("all_reduce", "graph", "ns", small, 15_000.0),
+            coll("all_reduce", "graph", "ns", small, 25_000.0),
+            coll("all_reduce", "graph_chain", "ns", small, 15_000.0),
             coll("all_reduce", "direct_nccl", "ns", small, 20_000.0),
             coll("data_parallel_step", "step graph", "ns", 1 << 20, 100_000.0),
             coll("data_parallel_step", "step eager", "ns", 1 << 20, 150_000.0),
@@ -550,6 +556,11 @@ mod tests {
         let device = Lookup::new(&all, "cuda:0 + cuda:1");
         let a = collectives_goal(&device).unwrap();
         assert!(!a.met && a.now.contains("83%"), "{}", a.now);
+        assert!(a.now.contains("15.0 µs per all-reduce in a graph of 20") && a.now.contains("25.0 µs as a graph"));
+        all[0].summary.median = 280.0;
+        all[3].summary.median = 21_000.0;
+        let device = Lookup::new(&all, "cuda:0 + cuda:1");
+        assert!(!collectives_goal(&device).unwrap().met, "a chain slower than direct calls");
         assert!(!step_goal(&device).unwrap().met);
         // Without direct NCCL (host staging): no row.
         let staged: Vec<Record> = all.into_iter().filter(|r| r.variant != "direct_nccl").collect();
