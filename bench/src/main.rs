@@ -15,6 +15,7 @@ mod cuda_build;
 mod figures;
 mod goals;
 mod graph;
+mod host_copies;
 mod kernels;
 mod multi_device;
 mod pipeline;
@@ -71,7 +72,7 @@ struct Cli {
 
 /// Every group `--only` accepts, space-separated.
 const GROUPS: &str = "submission raw usm_submission finalize update cpu_per_node submit_graph sin_kernel_graph perf_scaling graph \
-                      buffers multi_device collectives soak cuda_build";
+                      buffers multi_device collectives host_copies soak cuda_build";
 
 struct Plan {
     repeats: Repeats,
@@ -289,6 +290,10 @@ fn main() -> ExitCode {
     }
     if wanted("collectives") {
         emit(&collectives::run(&loader.devices(), plan.repeats, cli.quick, &mut records));
+        save_all(&records);
+    }
+    if wanted("host_copies") {
+        emit(&host_copies::run(&loader.devices(), plan.repeats, cli.quick, &mut records));
         save_all(&records);
     }
     emit(&goals::summary(&records));

@@ -67,6 +67,7 @@ pub trait RawGraph {
 
 /// Opens the raw baseline of `device`'s backend; `Err` says why there is none.
 pub fn open(device: &Device) -> Result<Box<dyn RawGraph>, String> {
+    #[cfg_attr(not(any(feature = "cuda", feature = "opencl", feature = "vulkan")), allow(unused_variables))]
     let name = device.info().name.as_str();
     match device.backend() {
         #[cfg(feature = "cuda")]
