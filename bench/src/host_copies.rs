@@ -111,6 +111,10 @@ fn measure_device(
     if let Err(e) = &raw {
         let _ = writeln!(text, "| {device} | raw: {e} | | | | | | |");
     }
+    #[cfg(feature = "opencl")]
+    if let Ok(Raw::OpenCl(queue)) = raw {
+        staging::breakdown(device, queue, usm.ptr().addr(), repeats, sizes, text, out);
+    }
     Ok(())
 }
 
@@ -201,5 +205,225 @@ impl Raw {
                 }
             }
         }
+    }
+}
+
+/// What a copy staged through a buffer costs in OpenCL alone, step by step:
+/// the adapter's way on NVIDIA (a new buffer per copy) against one buffer
+/// reused by every copy, and the plain SVM copy.
+#[cfg(feature = "opencl")]
+mod staging {
+    use std::ffi::c_void;
+    use std::fmt::Write as _;
+    use std::ptr;
+    use std::time::{Duration, Instant};
+
+    use cl3::types::{CL_FALSE, CL_TRUE, cl_command_queue, cl_context, cl_event, cl_mem};
+    use cmdbuf::{Device, UrError};
+
+    use crate::stats::{Repeats, Summary, measure_interleaved};
+    use crate::suites::Record;
+
+    fn fail(what: &'static str) -> impl Fn(i32) -> UrError {
+        move |code| cmdbuf::err!(Unknown, "{what}: {code}")
+    }
+
+    /// Waits for and releases `event`.
+    fn finish(event: cl_event) -> Result<(), UrError> {
+        let waited = cl3::event::wait_for_events(&[event]).map_err(fail("clWaitForEvents"));
+        // SAFETY: a new reference from an enqueue, released once.
+        let _ = unsafe { cl3::event::release_event(event) };
+        waited
+    }
+
+    fn new_buffer(context: cl_context, bytes: usize) -> Result<cl_mem, UrError> {
+        // SAFETY: a valid context; no host pointer.
+        unsafe { cl3::memory::create_buffer(context, cl3::memory::CL_MEM_READ_WRITE, bytes, ptr::null_mut()) }
+            .map_err(fail("clCreateBuffer"))
+    }
+
+    /// Host to device and back through `staging` (a new buffer per copy
+    /// where `None`) and a device copy into or out of `target`.
+    ///
+    /// # Safety
+    /// `host` holds `bytes` bytes; the queue, context and buffers are alive
+    /// and hold `bytes` bytes.
+    unsafe fn staged(
+        queue: cl_command_queue,
+        context: cl_context,
+        target: cl_mem,
+        reused: Option<cl_mem>,
+        host: *mut u8,
+        bytes: usize,
+    ) -> Result<[Duration; 2], UrError> {
+        let mut times = [Duration::ZERO; 2];
+        for (i, time) in times.iter_mut().enumerate() {
+            let start = Instant::now();
+            let staging = match reused {
+                Some(buffer) => buffer,
+                None => new_buffer(context, bytes)?,
+            };
+            // SAFETY: the caller's contract; every command is waited for
+            // before this returns, and a released buffer lives until its
+            // commands end.
+            let last = unsafe {
+                if i == 0 {
+                    let written = cl3::command_queue::enqueue_write_buffer(
+                        queue,
+                        staging,
+                        CL_FALSE,
+                        0,
+                        bytes,
+                        host.cast_const().cast::<c_void>(),
+                        0,
+                        ptr::null(),
+                    )
+                    .map_err(fail("clEnqueueWriteBuffer"))?;
+                    let copied =
+                        cl3::command_queue::enqueue_copy_buffer(queue, staging, target, 0, 0, bytes, 1, &written)
+                            .map_err(fail("clEnqueueCopyBuffer"));
+                    let _ = cl3::event::release_event(written);
+                    copied?
+                } else {
+                    let copied =
+                        cl3::command_queue::enqueue_copy_buffer(queue, target, staging, 0, 0, bytes, 0, ptr::null())
+                            .map_err(fail("clEnqueueCopyBuffer"))?;
+                    let read = cl3::command_queue::enqueue_read_buffer(
+                        queue,
+                        staging,
+                        CL_FALSE,
+                        0,
+                        bytes,
+                        host.cast::<c_void>(),
+                        1,
+                        &copied,
+                    )
+                    .map_err(fail("clEnqueueReadBuffer"));
+                    let _ = cl3::event::release_event(copied);
+                    read?
+                }
+            };
+            if reused.is_none() {
+                // SAFETY: this function's buffer, released once; OpenCL keeps it for its commands.
+                let _ = unsafe { cl3::memory::release_mem_object(staging) };
+            }
+            finish(last)?;
+            *time = start.elapsed();
+        }
+        Ok(times)
+    }
+
+    /// A plain `clEnqueueSVMMemcpy` each way, waited for.
+    ///
+    /// # Safety
+    /// `svm` and `host` hold `bytes` bytes; the queue is alive.
+    unsafe fn plain(queue: cl_command_queue, svm: u64, host: *mut u8, bytes: usize) -> Result<[Duration; 2], UrError> {
+        let mut times = [Duration::ZERO; 2];
+        for (i, time) in times.iter_mut().enumerate() {
+            let (dst, src) = if i == 0 {
+                (svm as *mut c_void, host.cast_const().cast::<c_void>())
+            } else {
+                (host.cast::<c_void>(), svm as *const c_void)
+            };
+            let start = Instant::now();
+            // SAFETY: the caller's contract; blocking.
+            let event =
+                unsafe { cl3::command_queue::enqueue_svm_mem_cpy(queue, CL_TRUE, dst, src, bytes, 0, ptr::null()) }
+                    .map_err(fail("clEnqueueSVMMemcpy"))?;
+            finish(event)?;
+            *time = start.elapsed();
+        }
+        Ok(times)
+    }
+
+    pub(super) fn breakdown(
+        device: &Device,
+        queue: cl_command_queue,
+        svm: u64,
+        repeats: Repeats,
+        sizes: &[usize],
+        text: &mut String,
+        out: &mut Vec<Record>,
+    ) {
+        if let Err(e) = measure(device, queue, svm, repeats, sizes, text, out) {
+            let _ = writeln!(text, "| {device} | staging breakdown not measured: {e} | | | | | | |");
+        }
+    }
+
+    fn measure(
+        device: &Device,
+        queue: cl_command_queue,
+        svm: u64,
+        repeats: Repeats,
+        sizes: &[usize],
+        text: &mut String,
+        out: &mut Vec<Record>,
+    ) -> Result<(), UrError> {
+        let context = cl3::command_queue::get_command_queue_info(queue, cl3::command_queue::CL_QUEUE_CONTEXT)
+            .map_err(fail("clGetCommandQueueInfo"))?
+            .to_ptr() as cl_context;
+        let largest = *sizes.last().expect("sizes");
+        let target = new_buffer(context, largest)?;
+        let reusable = new_buffer(context, largest)?;
+        let mut host = vec![0xa5u8; largest];
+        let h = host.as_mut_ptr();
+        let mut rows = String::new();
+        let result = (|| {
+            for &bytes in sizes {
+                let r = repeats.scaled(bytes / (16 << 10));
+                // The allocation, buffers and `host` hold `largest` bytes and outlive the
+                // measurement, as `plain` and `staged` ask.
+                // SAFETY: as said above.
+                let mut svm_copy = || unsafe { plain(queue, svm, h, bytes) };
+                // SAFETY: as said above.
+                let mut fresh = || unsafe { staged(queue, context, target, None, h, bytes) };
+                // SAFETY: as said above.
+                let mut kept = || unsafe { staged(queue, context, target, Some(reusable), h, bytes) };
+                let all = measure_interleaved(r, &mut [&mut svm_copy, &mut fresh, &mut kept])?;
+                let us = |s: &Summary| format!("{:.1}", s.median / 1e3);
+                let _ = writeln!(
+                    rows,
+                    "| {device} | {bytes} | {} / {} | {} / {} | {} / {} |",
+                    us(&all[0][0]),
+                    us(&all[0][1]),
+                    us(&all[1][0]),
+                    us(&all[1][1]),
+                    us(&all[2][0]),
+                    us(&all[2][1])
+                );
+                for (variant, pair) in
+                    [("svm_copy", all[0]), ("staged_new_buffer", all[1]), ("staged_reused_buffer", all[2])]
+                {
+                    for (direction, s) in ["host_to_device", "device_to_host"].iter().zip(pair) {
+                        out.push(Record {
+                            device: device.to_string(),
+                            backend: "opencl".into(),
+                            device_name: device.info().name.clone(),
+                            benchmark: "host_copies".into(),
+                            shape: format!("raw_{variant}"),
+                            variant: (*direction).into(),
+                            metric: "ns".into(),
+                            n: bytes,
+                            summary: s,
+                        });
+                    }
+                }
+            }
+            Ok::<_, UrError>(())
+        })();
+        // SAFETY: this function's buffers, released once, their commands waited for.
+        unsafe {
+            let _ = cl3::memory::release_mem_object(target);
+            let _ = cl3::memory::release_mem_object(reusable);
+        }
+        result?;
+        let _ = write!(
+            text,
+            "\nOpenCL alone on {device}, µs host to device / device to host, median: a plain SVM copy; staged as the \
+             adapter does on NVIDIA (a new buffer per copy: write or read it, and a device copy); staged through one \
+             buffer kept for every copy\n\n| device | bytes | SVM copy | staged, new buffer | staged, kept buffer \
+             |\n|---|---:|---:|---:|---:|\n{rows}\n"
+        );
+        Ok(())
     }
 }
