@@ -23,7 +23,7 @@ use crate::driver::{CuEvent, Stream, cu, stream_wait_event};
 use crate::event::{Check, CudaEvent, CudaUserEvent, Issued, RunStatus, StreamClock, dep, timing_pair};
 use crate::exec;
 use crate::graph::{ExecGraph, native_graph};
-use crate::hold::{Dep, Gate, Held, HeldJob};
+use crate::hold::{Dep, Gate, Held, HeldJob, HeldList};
 
 /// Streams an out-of-order queue has.
 const OUT_OF_ORDER_STREAMS: usize = 4;
@@ -75,6 +75,35 @@ struct QueueState {
     /// each on an H200's host, per eager launch: issue 31). Events come back
     /// to the device's pool when their command's event is dropped.
     events: Vec<Arc<CuEvent>>,
+}
+
+impl QueueState {
+    /// Adds the queue's own ordering to a submission's `deps`: a barrier
+    /// comes after every stream's last work and every held submission,
+    /// other work after the last barrier, and an in-order queue's work
+    /// after its held tail. Owned: the state they are borrowed from changes
+    /// as the submission is issued.
+    fn order_deps(&self, order: &Order, deps: &mut SmallVec<[Dep<'_>; 4]>) {
+        match order {
+            Order::Barrier => {
+                for last in self.last.iter().flatten() {
+                    deps.push(last.dep(true).into_owned());
+                }
+                for held in &self.held {
+                    deps.push(held.dep(true).into_owned());
+                }
+            }
+            Order::Normal => {
+                if let Some(barrier) = &self.barrier {
+                    deps.push(barrier.dep(true).into_owned());
+                }
+            }
+        }
+        // An in-order queue's one stream orders its submissions once issued.
+        if let Some(tail) = &self.tail {
+            deps.push(tail.dep(false).into_owned());
+        }
+    }
 }
 
 /// What a submission waits for before its work.
@@ -218,13 +247,7 @@ impl QueueCore {
         work: Work<'_>,
     ) -> Result<Arc<CudaEvent>> {
         self.dev.bind()?;
-        let mut deps: SmallVec<[Dep<'_>; 4]> = SmallVec::new();
-        for event in wait {
-            deps.push(dep(*event, true)?);
-        }
-        for event in host_only {
-            deps.push(dep(*event, false)?);
-        }
+        let mut deps = wait_deps(wait, host_only)?;
         // Timing events are never pooled: made before the lock.
         let timing = if profiling { Some(timing_pair()?) } else { None };
         // Host times are only reported on profiling queues: no clock read otherwise.
@@ -235,53 +258,15 @@ impl QueueCore {
             None => (self.plain_event(&mut state)?, None),
         };
         state.held.retain(|e| e.held_gate().is_some());
-        // The queue's own dependencies are owned: the state they are
-        // borrowed from changes as the submission is issued.
-        match order {
-            Order::Barrier => {
-                for last in state.last.iter().flatten() {
-                    deps.push(last.dep(true).into_owned());
-                }
-                for held in &state.held {
-                    deps.push(held.dep(true).into_owned());
-                }
-            }
-            Order::Normal => {
-                if let Some(barrier) = &state.barrier {
-                    deps.push(barrier.dep(true).into_owned());
-                }
-            }
-        }
-        // An in-order queue's one stream orders its submissions once issued.
-        if let Some(tail) = &state.tail {
-            deps.push(tail.dep(false).into_owned());
-        }
+        state.order_deps(&order, &mut deps);
         // Dependencies without a gate were issued when looked up and stay
         // so: the submission is issued now without the device's held lock,
         // which only orders a decision to hold against a gate opening.
         let mut held = (!deps.iter().all(|d| d.gate.is_none())).then(|| HELD.lock());
         let is_held = held.is_some() && !deps.iter().all(Dep::is_open);
         let event = if is_held {
-            let event = Arc::new(CudaEvent::command(&self.dev, end, start));
-            let gate = Gate::new();
-            event.hold(gate.clone());
-            if let Work::Launch(launch) = &work {
-                // The signal events stand for this execution from now on.
-                for signal in &launch.signals {
-                    signal.hold(gate.clone());
-                }
-            }
-            // Only held work owns its command (a clone).
-            let job = Job {
-                queue: self.clone(),
-                deps: deps.into_iter().map(Dep::into_owned).collect(),
-                work: work.into_owned(),
-                event: event.clone(),
-                gate,
-                queued,
-            };
-            held.take().expect("held work took the lock").push(job);
-            event
+            let list = held.take().expect("held work took the lock");
+            self.hold(list, deps, work, (end, start), queued)
         } else {
             drop(held);
             // SAFETY: as `issue_locked` asks: validated work whose memory outlives its event (our
@@ -299,6 +284,47 @@ impl QueueCore {
                 }
             }
         };
+        self.order_after(&mut state, &event, &order, is_held);
+        Ok(event)
+    }
+
+    /// Holds work back in `list` (the adapter's held work, locked) until
+    /// `deps` allow it to be issued: its event, and a graph launch's signal
+    /// events, wait for the job's gate from now on.
+    fn hold(
+        self: &Arc<Self>,
+        mut list: HeldList<'_, Job>,
+        deps: SmallVec<[Dep<'_>; 4]>,
+        work: Work<'_>,
+        (end, start): (Arc<CuEvent>, Option<CuEvent>),
+        queued: u64,
+    ) -> Arc<CudaEvent> {
+        let event = Arc::new(CudaEvent::command(&self.dev, end, start));
+        let gate = Gate::new();
+        event.hold(gate.clone());
+        if let Work::Launch(launch) = &work {
+            // The signal events stand for this execution from now on.
+            for signal in &launch.signals {
+                signal.hold(gate.clone());
+            }
+        }
+        // Only held work owns its command (a clone).
+        let job = Job {
+            queue: self.clone(),
+            deps: deps.into_iter().map(Dep::into_owned).collect(),
+            work: work.into_owned(),
+            event: event.clone(),
+            gate,
+            queued,
+        };
+        list.push(job);
+        event
+    }
+
+    /// Makes a new submission's `event` what later ones are ordered after:
+    /// an in-order queue's tail while it is held, an out-of-order queue's
+    /// barrier, and one of the queue's held submissions while it is held.
+    fn order_after(&self, state: &mut QueueState, event: &Arc<CudaEvent>, order: &Order, is_held: bool) {
         if !self.out_of_order {
             state.tail = is_held.then(|| event.clone());
         } else if matches!(order, Order::Barrier) {
@@ -308,7 +334,6 @@ impl QueueCore {
             tracing::trace!("CUDA submission held back on the host");
             state.held.push(event.clone());
         }
-        Ok(event)
     }
 
     /// An event without timing from the queue's free list, refilled from
@@ -376,6 +401,19 @@ impl QueueCore {
         state.next = (index + 1) % n;
         index
     }
+}
+
+/// A submission's dependencies on its own events: its stream waits for the
+/// device work of `wait`'s, and it is only not issued before `host_only`'s.
+fn wait_deps<'a>(wait: &[&'a dyn EventImpl], host_only: &[&'a dyn EventImpl]) -> Result<SmallVec<[Dep<'a>; 4]>> {
+    let mut deps: SmallVec<[Dep<'a>; 4]> = SmallVec::new();
+    for event in wait {
+        deps.push(dep(*event, true)?);
+    }
+    for event in host_only {
+        deps.push(dep(*event, false)?);
+    }
+    Ok(deps)
 }
 
 impl Drop for QueueCore {
