@@ -50,8 +50,8 @@ pub mod loader;
 // `cmdbuf_core::queue::Queue`, `cmdbuf_core::selector::DeviceSelector`, ...).
 pub use types::{clock, cpu_table, error, live, native, ptx, rect, spirv};
 
-use adapter::objects;
 pub use adapter::{command, launch};
+use adapter::{objects, operands};
 
 #[cfg(feature = "fault-injection")]
 pub use api::faults;

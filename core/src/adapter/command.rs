@@ -13,8 +13,7 @@ use std::fmt;
 use smallvec::SmallVec;
 
 use crate::launch::KernelCommand;
-use crate::objects::NativeCommand;
-use crate::objects::{MemBuffer, MemLoc, UsmRef};
+use crate::operands::{MemBuffer, MemLoc, NativeCommand, UsmRef};
 use crate::types::memory::{MigrationFlags, UsmAdvice};
 use crate::types::rect::{RectLayout, RectRegion};
 

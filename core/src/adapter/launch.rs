@@ -7,7 +7,7 @@ use bytemuck::NoUninit;
 use smallvec::SmallVec;
 
 use crate::ensure;
-use crate::objects::{Kernel, MemBuffer};
+use crate::operands::{Kernel, MemBuffer};
 use crate::types::device::DeviceInfo;
 use crate::types::error::Result;
 use crate::types::memory::UsmPtr;

@@ -13,7 +13,7 @@
 
 pub use super::command::Command;
 pub use super::launch::{ArgValue, KernelCommand};
-pub use super::objects::{Event, Kernel, MemBuffer, MemLoc, UsmRef};
+pub use super::operands::{Event, Kernel, MemBuffer, MemLoc, UsmRef};
 pub use super::{
     AdapterFactory, Backing, BufferImpl, ContextImpl, DeviceImpl, EventBacking, EventImpl, ExecutableCommandBufferImpl,
     FinalizeFailed, KernelImpl, KernelUpdate, NativeBacking, PlatformImpl, ProgramImpl, QueueImpl,

@@ -10,6 +10,7 @@
 //! and update (argument count, kinds, value sizes) the same way on every
 //! backend, including those whose drivers cannot describe their kernels.
 
+use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 
@@ -267,7 +268,7 @@ impl Kernel {
         let compile_size = signature.reqd_work_group_size.or_else(|| imp.compile_work_group_size());
         Kernel {
             inner: Arc::new(KernelInner {
-                program: program.clone(),
+                program: Arc::new(program.clone()),
                 signature,
                 max_work_group_size,
                 compile_size,
@@ -302,7 +303,10 @@ impl Kernel {
 
     /// The program it belongs to.
     pub fn program(&self) -> &Program {
-        &self.inner.program
+        let program: &dyn Any = &*self.inner.program;
+        // A kernel's program is a `KernelProgram`, which only `Program` is
+        // (`adapter/operands.rs` says why it is not named there).
+        program.downcast_ref().expect("a kernel's program is a `Program`")
     }
 
     /// The largest work-group this kernel can run on its device.
@@ -331,7 +335,7 @@ impl Kernel {
     /// device's smallest sub-group size, else 1.
     pub fn preferred_work_group_size_multiple(&self) -> usize {
         self.inner.imp.preferred_work_group_size_multiple().unwrap_or_else(|| {
-            let sizes = &self.inner.program.context().device().info().sub_groups.sizes;
+            let sizes = &self.program().context().device().info().sub_groups.sizes;
             sizes.iter().copied().min().unwrap_or(1) as usize
         })
     }
@@ -353,7 +357,7 @@ impl Kernel {
     /// ```
     pub fn max_sub_group_size(&self) -> u32 {
         self.inner.imp.max_sub_group_size().unwrap_or_else(|| {
-            let sizes = &self.inner.program.context().device().info().sub_groups.sizes;
+            let sizes = &self.program().context().device().info().sub_groups.sizes;
             sizes.iter().copied().max().unwrap_or(1)
         })
     }

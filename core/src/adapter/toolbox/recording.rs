@@ -29,7 +29,7 @@ use smallvec::SmallVec;
 use crate::adapter::KernelUpdate;
 use crate::command::Command;
 use crate::err;
-use crate::objects::Event;
+use crate::operands::Event;
 use crate::types::error::{Result, UrError};
 
 /// One command of a [`Recording`], with an adapter's signal-event type `S`
@@ -210,7 +210,7 @@ impl<'a, S, X> IntoIterator for &'a Recording<S, X> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::objects::MemLoc;
+    use crate::operands::MemLoc;
     use crate::types::memory::HostPtr;
 
     fn copy() -> Command {
