@@ -66,6 +66,10 @@ impl QueueImpl for CpuQueue {
                 // SAFETY: the command was validated by the front end (the
                 // trait's contract), and it runs after its dependencies.
                 let result = unsafe { exec::execute(&command) };
+                // What the command keeps alive (its kernel, buffers) goes
+                // before its event completes: a thread woken by the event
+                // finds it released, not still held by this worker.
+                drop(command);
                 done.finish(1, result);
             });
             if claimable { done.spawn_claimable(&pool, job) } else { pool.spawn(move || job(&done)) }
