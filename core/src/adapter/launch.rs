@@ -175,6 +175,7 @@ impl ArgValue {
 
 /// Validates geometry and builds the ND-range, choosing the local size when
 /// none is given.
+#[inline]
 pub(crate) fn resolve_range(
     info: &DeviceInfo,
     kernel: &Kernel,

@@ -16,6 +16,7 @@ use crate::types::program::{ArgKind, SourceForm};
 use crate::{ensure, err};
 
 /// Resolves and validates an application's arguments against `kernel`'s signature.
+#[inline]
 pub(crate) fn resolve_args(context: &Context, kernel: &Kernel, args: &[KernelArg<'_>]) -> Result<Vec<ArgValue>> {
     let kinds = &kernel.signature().args;
     ensure!(
@@ -140,6 +141,7 @@ impl KernelCommand {
 /// device does not run: the size is a condition of the kernel's code (SYCL's
 /// `kernel_not_supported`), not a hint. Creating and querying such a kernel
 /// stays allowed.
+#[inline]
 fn check_sub_group_size(device: &DeviceInfo, kernel: &Kernel) -> Result<()> {
     if let Some(size) = kernel.signature().reqd_sub_group_size {
         ensure!(

@@ -20,12 +20,12 @@ use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Weak};
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 use smallvec::SmallVec;
 
 use crate::adapter::{EventImpl, QueueImpl};
 use crate::api::command_build::{HostSide, Memcpy};
-use crate::api::queue_state::{CaptureSlot, KeepAlive, Op, QueueInner};
+use crate::api::queue_state::{CaptureSlot, KeepAlive, Op, QueueInner, keeps_same};
 use crate::api::recorded::{CommandBuffer, QueueTarget};
 use crate::capture;
 use crate::command::Command;
@@ -355,6 +355,7 @@ impl Queue {
     }
 
     /// Executes `op` after the resolved wait list.
+    #[inline]
     pub(crate) fn execute_op(&self, op: Op, resolved: &[&dyn EventImpl]) -> Result<Event> {
         match op {
             Op::Command(command) => self.execute(command, resolved),
@@ -372,7 +373,7 @@ impl Queue {
         // host memory in the command comes from `unsafe` entry points whose
         // callers keep it valid, or from blocking calls that wait below.
         let event = unsafe { self.inner.imp.enqueue(&command, resolved)? };
-        self.track(event.clone(), KeepAlive::Command(command));
+        self.inner.track_command(event.clone(), command);
         Ok(Event::from_imp(event, &self.inner.context))
     }
 
@@ -981,10 +982,46 @@ impl Queue {
 }
 
 impl QueueInner {
+    /// Keeps `command` until `event` has completed.
+    #[inline]
+    fn track_command(&self, event: Arc<dyn EventImpl>, command: Command) {
+        let mut in_flight = self.in_flight.lock();
+        // Where the command keeps the very objects the last one keeps (an
+        // eager chain of one kernel over the same buffers), only the last
+        // entry's event changes, in place: wrapping the command and popping
+        // the last entry and pushing the new one moved three entries of over
+        // 150 bytes per eager launch (docs/performance.md). The command is
+        // dropped where it lies, as the function returns, after the lock (a
+        // local) is let go: the entry keeps the same.
+        if !self.properties.out_of_order
+            && let Some(last) = in_flight.back_mut()
+            && keeps_same(&command, &last.1)
+        {
+            let replaced = std::mem::replace(&mut last.0, event);
+            let mut retired = Retired::new();
+            // The entries before the replaced one, as `track_locked`.
+            let before = in_flight.len() - 1;
+            if before > 0 {
+                retire_first(&mut in_flight, before, &mut retired);
+            }
+            drop(in_flight);
+            drop(replaced);
+            if !retired.is_empty() {
+                self.drop_retired(&mut retired);
+            }
+            return;
+        }
+        self.track_locked(in_flight, event, KeepAlive::Command(command));
+    }
+
     /// Keeps `keep` until `event` has completed.
     fn track(&self, event: Arc<dyn EventImpl>, keep: KeepAlive) {
+        self.track_locked(self.in_flight.lock(), event, keep);
+    }
+
+    /// [`track`](Self::track), given the list of commands in flight locked.
+    fn track_locked(&self, mut in_flight: MutexGuard<'_, InFlight>, event: Arc<dyn EventImpl>, keep: KeepAlive) {
         let mut retired = Retired::new();
-        let mut in_flight = self.in_flight.lock();
         // On an in-order queue the new command completes after the last
         // one; where it also keeps all that one keeps (an eager chain of one
         // kernel over the same buffers), the last one's entry holds nothing
@@ -993,7 +1030,7 @@ impl QueueInner {
         // driver nothing per submission: asking the oldest command's status
         // at every submission was a `clGetEventInfo` (`cuEventQuery`) per
         // eager launch, and two where one had completed since.
-        let replaced = match in_flight.back() {
+        let _replaced = match in_flight.back() {
             Some((_, kept)) if !self.properties.out_of_order && keep.covers(kept) => in_flight.pop_back(),
             _ => None,
         };
@@ -1003,7 +1040,8 @@ impl QueueInner {
         // goal 2), and a complete one leaves at the next submission or finish.
         in_flight.push_back((event, keep));
         drop(in_flight);
-        drop(replaced);
+        // `_replaced` is dropped as the function returns, after the lock: not
+        // moved into `drop`, which copied the whole entry, even when none.
         self.drop_retired(&mut retired);
     }
 
@@ -1070,15 +1108,27 @@ thread_local! {
 /// the next round's first submission) is not moved into one large buffer.
 const RETIRE_BATCH: usize = 8;
 
+/// A queue's commands in flight, oldest first, each with what it keeps.
+type InFlight = VecDeque<(Arc<dyn EventImpl>, KeepAlive)>;
+
 /// Completed commands taken off the front of a queue's commands in flight.
 type Retired = SmallVec<[(Arc<dyn EventImpl>, KeepAlive); RETIRE_BATCH]>;
 
 /// Moves completed commands off the front of `in_flight` into `retired`,
 /// until it holds [`RETIRE_BATCH`], for the caller to drop once it has let
 /// go of the lock ([`QueueInner::drop_retired`] takes the rest).
-fn retire_front(in_flight: &mut VecDeque<(Arc<dyn EventImpl>, KeepAlive)>, retired: &mut Retired) {
-    while retired.len() < RETIRE_BATCH && in_flight.front().is_some_and(|(e, _)| e.status_quiet().is_terminal()) {
+fn retire_front(in_flight: &mut InFlight, retired: &mut Retired) {
+    retire_first(in_flight, usize::MAX, retired);
+}
+
+/// [`retire_front`], looking at no more than the first `n` entries.
+fn retire_first(in_flight: &mut InFlight, mut n: usize, retired: &mut Retired) {
+    while n > 0
+        && retired.len() < RETIRE_BATCH
+        && in_flight.front().is_some_and(|(e, _)| e.status_quiet().is_terminal())
+    {
         retired.extend(in_flight.pop_front());
+        n -= 1;
     }
 }
 

@@ -60,19 +60,33 @@ impl KeepAlive {
     /// launch of the same kernel with the same buffer at each of `older`'s
     /// buffer arguments (values, pointers and local sizes keep nothing).
     pub(crate) fn covers(&self, older: &KeepAlive) -> bool {
-        let (KeepAlive::Command(Command::KernelLaunch(new)), KeepAlive::Command(Command::KernelLaunch(old))) =
-            (self, older)
-        else {
-            return false;
-        };
-        Arc::ptr_eq(&new.kernel.inner, &old.kernel.inner)
-            && new.args.len() == old.args.len()
-            && new.args.iter().zip(&old.args).all(|pair| match pair {
-                (ArgValue::MemObj(n), ArgValue::MemObj(o)) => n.same_buffer(o),
-                (_, ArgValue::MemObj(_)) => false,
-                _ => true,
-            })
+        match self {
+            KeepAlive::Command(new) => kernel_keeps(new, older, false),
+            _ => false,
+        }
     }
+}
+
+/// Whether keeping `new` keeps the very objects `older` keeps: each
+/// covers the other (the same kernel, the same buffer at the same arguments).
+pub(crate) fn keeps_same(new: &Command, older: &KeepAlive) -> bool {
+    kernel_keeps(new, older, true)
+}
+
+/// [`KeepAlive::covers`] for a command, and with `both_ways` also the
+/// converse, in one pass over the arguments.
+fn kernel_keeps(new: &Command, older: &KeepAlive, both_ways: bool) -> bool {
+    let (Command::KernelLaunch(new), KeepAlive::Command(Command::KernelLaunch(old))) = (new, older) else {
+        return false;
+    };
+    Arc::ptr_eq(&new.kernel.inner, &old.kernel.inner)
+        && new.args.len() == old.args.len()
+        && new.args.iter().zip(&old.args).all(|pair| match pair {
+            (ArgValue::MemObj(n), ArgValue::MemObj(o)) => n.same_buffer(o),
+            (_, ArgValue::MemObj(_)) => false,
+            (ArgValue::MemObj(_), _) => !both_ways,
+            _ => true,
+        })
 }
 
 /// What every handle to a queue shares (and the captures it takes part in
