@@ -112,8 +112,10 @@ fn measure_device(
         let _ = writeln!(text, "| {device} | raw: {e} | | | | | | |");
     }
     #[cfg(feature = "opencl")]
-    if let Ok(Raw::OpenCl(queue)) = raw {
-        staging::breakdown(device, queue, usm.ptr().addr(), repeats, sizes, text, out);
+    if let Ok(Raw::OpenCl(queue)) = raw
+        && let Err(e) = staging::breakdown(device, queue, usm.ptr().addr(), repeats, sizes, text, out)
+    {
+        let _ = writeln!(text, "| {device} | staging breakdown not measured: {e} | | | | | | |");
     }
     Ok(())
 }
@@ -337,20 +339,6 @@ mod staging {
     }
 
     pub(super) fn breakdown(
-        device: &Device,
-        queue: cl_command_queue,
-        svm: u64,
-        repeats: Repeats,
-        sizes: &[usize],
-        text: &mut String,
-        out: &mut Vec<Record>,
-    ) {
-        if let Err(e) = measure(device, queue, svm, repeats, sizes, text, out) {
-            let _ = writeln!(text, "| {device} | staging breakdown not measured: {e} | | | | | | |");
-        }
-    }
-
-    fn measure(
         device: &Device,
         queue: cl_command_queue,
         svm: u64,
