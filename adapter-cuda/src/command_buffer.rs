@@ -54,7 +54,7 @@ use cmdbuf_core::{NativeCommand, UsmAdvice};
 use cudarc::driver::sys;
 use smallvec::SmallVec;
 
-use crate::device::{CudaContext, DeviceShared, Release, Word};
+use crate::device::{CudaContext, DeviceShared, MemoryLaunch, Release, Word};
 use crate::driver::{self, cu};
 use crate::event::{CudaEvent, RING_SLOTS, RunStatus, StatusRing, graph_wait_event};
 use crate::exec;
@@ -62,7 +62,7 @@ use crate::graph::{ExecGraph, Node, capture_native};
 use crate::lanes::Lanes;
 use crate::lower::{CopyPlan, HostJob, host_job_kept};
 use crate::lower::{copy_1d, copy_rect, fill_plan};
-use crate::memory::{Loc, buffer_loc, mem_loc, usm_loc};
+use crate::memory::{Loc, buffer_loc, buffer_on_device, mem_loc, mem_on_device, usm_loc, usm_on_device};
 use crate::program::{CudaKernel, LaunchParams};
 use crate::queue::{CudaQueue, Launch, Order, QueueCore, Work};
 
@@ -388,8 +388,48 @@ impl Template {
         Ok(node)
     }
 
-    /// Nodes that fill `size` bytes at `dst` with `pattern`; returns the last.
-    fn add_fill(&mut self, deps: &[Node], dst: Loc, pattern: &[u8], size: usize) -> Result<Node> {
+    /// A copy of `size` bytes: one node of the device's copy kernel where
+    /// both sides are its own device memory (`on_device`), else the plan's
+    /// memcpy node or host job.
+    fn add_copy(
+        &mut self,
+        deps: &[Node],
+        on_device: (Option<u64>, Option<u64>),
+        size: usize,
+        plan: impl FnOnce() -> Result<CopyPlan>,
+    ) -> Result<Node> {
+        match on_device {
+            (Some(dst), Some(src)) => self.add_memory_kernel(deps, self.dev.memory_kernels.copy(dst, src, size)),
+            _ => self.add_memcpy(deps, plan()?),
+        }
+    }
+
+    /// A fill of `size` bytes with `pattern`: one node of the device's fill
+    /// kernel where `dst` is its own device memory (`dst_on_device`) and the
+    /// pattern fits the kernel's parameter, else memset nodes or a host job.
+    fn add_fill(
+        &mut self,
+        deps: &[Node],
+        dst: Loc,
+        dst_on_device: Option<u64>,
+        pattern: &[u8],
+        size: usize,
+    ) -> Result<Node> {
+        match dst_on_device.and_then(|addr| self.dev.memory_kernels.fill(addr, pattern, size)) {
+            Some(launch) => self.add_memory_kernel(deps, launch),
+            None => self.add_driver_fill(deps, dst, pattern, size),
+        }
+    }
+
+    fn add_memory_kernel(&self, deps: &[Node], mut launch: MemoryLaunch) -> Result<Node> {
+        // SAFETY: the graph is alive, `deps` are nodes of it, the kernels were loaded into the
+        // device's context, and the command's record holds the memory the launch reaches.
+        unsafe { launch.add_node(self.graph, deps, self.ctx()) }
+    }
+
+    /// Nodes that fill `size` bytes at `dst` with `pattern` through the
+    /// driver's memsets (or on the host); returns the last.
+    fn add_driver_fill(&mut self, deps: &[Node], dst: Loc, pattern: &[u8], size: usize) -> Result<Node> {
         match dst {
             Loc::Device(addr) => {
                 let mut nodes: SmallVec<[Node; 4]> = SmallVec::new();
@@ -458,9 +498,12 @@ impl Template {
                 return Ok((node, Some(KernelNode { node, params, enabled, stale: false })));
             }
             Command::UsmMemcpy { dst, src, size, .. } => {
-                self.add_memcpy(deps, copy_1d(mem_loc(dst)?, mem_loc(src)?, *size))?
+                let on_device = (mem_on_device(dst, &self.dev)?, mem_on_device(src, &self.dev)?);
+                self.add_copy(deps, on_device, *size, || Ok(copy_1d(mem_loc(dst)?, mem_loc(src)?, *size)))?
             }
-            Command::UsmFill { dst, pattern, size, .. } => self.add_fill(deps, usm_loc(dst)?, pattern, *size)?,
+            Command::UsmFill { dst, pattern, size, .. } => {
+                self.add_fill(deps, usm_loc(dst)?, usm_on_device(dst, &self.dev)?, pattern, *size)?
+            }
             Command::UsmPrefetch { .. } => self.add_empty(deps)?,
             Command::Native(native) => self.add_native(native, deps)?,
             Command::UsmAdvise { mem, size, advice, .. } => {
@@ -468,7 +511,11 @@ impl Template {
                 self.add_empty(deps)?
             }
             Command::BufferCopy { src, dst, src_offset, dst_offset, size, .. } => {
-                self.add_memcpy(deps, copy_1d(buffer_loc(dst, *dst_offset)?, buffer_loc(src, *src_offset)?, *size))?
+                let on_device =
+                    (buffer_on_device(dst, *dst_offset, &self.dev)?, buffer_on_device(src, *src_offset, &self.dev)?);
+                self.add_copy(deps, on_device, *size, || {
+                    Ok(copy_1d(buffer_loc(dst, *dst_offset)?, buffer_loc(src, *src_offset)?, *size))
+                })?
             }
             Command::BufferCopyRect { src, dst, src_layout, dst_layout, region, .. } => self.add_memcpy(
                 deps,
@@ -489,7 +536,8 @@ impl Template {
                 copy_rect(buffer_loc(buffer, 0)?, buffer_layout, mem_loc(src)?, host_layout, region),
             )?,
             Command::BufferFill { buffer, pattern, offset, size, .. } => {
-                self.add_fill(deps, buffer_loc(buffer, *offset)?, pattern, *size)?
+                let on_device = buffer_on_device(buffer, *offset, &self.dev)?;
+                self.add_fill(deps, buffer_loc(buffer, *offset)?, on_device, pattern, *size)?
             }
         };
         Ok((node, None))

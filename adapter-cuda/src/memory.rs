@@ -148,6 +148,14 @@ impl Allocation {
             Backing::Device(_) | Backing::Managed(_) => Loc::Device(addr),
         }
     }
+
+    /// The address `offset` bytes in where this is plain device memory of
+    /// `dev`: what the device's own kernels may read and write without
+    /// migration or peer access.
+    fn on_device(&self, dev: &DeviceShared, offset: usize) -> Option<u64> {
+        let own = ptr::eq(&*self.dev, dev) && matches!(self.backing, Backing::Device(_));
+        own.then(|| self.addr + offset as u64)
+    }
 }
 
 impl Drop for Allocation {
@@ -283,6 +291,27 @@ pub(crate) fn cuda_buffer(buffer: &MemBuffer) -> Result<&CudaBuffer> {
 /// Where `offset` bytes into `buffer` lives.
 pub(crate) fn buffer_loc(buffer: &MemBuffer, offset: usize) -> Result<Loc> {
     Ok(cuda_buffer(buffer)?.allocation.loc(offset))
+}
+
+/// The address of `offset` bytes into `buffer` where that is plain device
+/// memory of `dev` (see `Allocation::on_device`).
+pub(crate) fn buffer_on_device(buffer: &MemBuffer, offset: usize, dev: &DeviceShared) -> Result<Option<u64>> {
+    Ok(cuda_buffer(buffer)?.allocation.on_device(dev, offset))
+}
+
+/// The address of a USM position where it is plain device memory of `dev`.
+pub(crate) fn usm_on_device(usm: &UsmRef, dev: &DeviceShared) -> Result<Option<u64>> {
+    let imp = downcast::<CudaUsm>(usm.imp() as &dyn Any, "a USM allocation")?;
+    Ok(imp.allocation.on_device(dev, usm.offset()))
+}
+
+/// The address of a USM position or host location where it is plain device
+/// memory of `dev`.
+pub(crate) fn mem_on_device(loc: &MemLoc, dev: &DeviceShared) -> Result<Option<u64>> {
+    match loc {
+        MemLoc::Usm(r) => usm_on_device(r, dev),
+        MemLoc::Host(_) => Ok(None),
+    }
 }
 
 /// Where a USM position lives.

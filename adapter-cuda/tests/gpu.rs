@@ -3,7 +3,8 @@
 //! failures in command buffers, empty launches enabled by updates, program
 //! loads and frees while a user event gates work, held work waited for
 //! across devices, compositions over two GPUs (with an NCCL all-reduce
-//! captured inside), and what the device reports about itself.
+//! captured inside), copies and fills in command buffers (the adapter's own
+//! kernels), and what the device reports about itself.
 //!
 //! Without a CUDA driver (CI), the device tests are listed ignored and the
 //! reason ("no CUDA driver ...") is printed; without NVRTC, so are the tests
@@ -101,7 +102,7 @@ fn main() {
     // Where CUDA is required (the GPU machines), not running is a failure.
     let required = std::env::var("UR_RS_REQUIRE_DEVICES").is_ok_and(|v| v.split(',').any(|d| d.trim() == "cuda"));
     let mut trials = vec![Trial::test("factory_reports_why_the_adapter_is_absent", factory_reason)];
-    let tests: [(&str, Needs, Test); 15] = [
+    let tests: [(&str, Needs, Test); 16] = [
         ("ptx_program_runs_eagerly_and_in_a_graph", Needs::Device, ptx_program),
         ("kernel_parameters_are_checked_against_the_abi", Needs::Device, abi_mismatch),
         ("kernel_failure_is_reported_by_command_buffer_submissions", Needs::Nvrtc, kernel_failure_in_graph),
@@ -115,6 +116,7 @@ fn main() {
         ("compositions_keep_each_submission_status", Needs::Nvrtc, composed_statuses),
         ("an_all_reduce_between_two_gpus_command_buffers_composes", Needs::Device, composed_collective),
         ("device_information_and_clock", Needs::Device, device_information),
+        ("copies_and_fills_in_command_buffers_land_exactly", Needs::Device, graph_copies_and_fills),
         ("eager_launches_complete_in_stream_order", Needs::Device, eager_stream_order),
         (
             "an_eager_kernel_failure_is_reported_once_later_work_completed",
@@ -921,6 +923,80 @@ fn device_information(device: &Device) -> Result<(), String> {
     let (device_span, host_span) = (after.device - before.device, after.host - before.host);
     if device_span.abs_diff(host_span) > host_span / 20 + SLACK {
         return Err(format!("device {device_span} ns against host {host_span} ns"));
+    }
+    Ok(())
+}
+
+/// Copies and fills in a command buffer: between device allocations they run
+/// as the adapter's copy and fill kernels (`device/memory_kernels.rs`), with
+/// host USM on one side as the driver's nodes. Every pattern length of the
+/// fill kernel's word and byte paths, one past its parameter (memsets), at
+/// aligned and unaligned offsets; copies of sizes around its 16-byte path at
+/// offsets that allow it and offsets that do not. Each region is read back
+/// after two replays and compared byte for byte, with the bytes between
+/// regions unchanged.
+fn graph_copies_and_fills(device: &Device) -> Result<(), String> {
+    const SIZE: usize = 32 * 1024;
+    let context = Context::new(device).map_err(ur)?;
+    let queue = Queue::new(&context, QueueProperties::default()).map_err(ur)?;
+    let alloc = |kind| UsmAllocation::new(&context, kind, SIZE).map_err(ur);
+    let (src, filled, copied, host) =
+        (alloc(UsmKind::Device)?, alloc(UsmKind::Device)?, alloc(UsmKind::Device)?, alloc(UsmKind::Host)?);
+    let source: Vec<u8> = (0..SIZE).map(|i| (i * 7 + 3) as u8).collect();
+    queue.write_usm(src.ptr(), &source, &[]).map_err(ur)?;
+    for target in [&filled, &copied, &host] {
+        queue.write_usm(target.ptr(), &[0xEE; SIZE], &[]).map_err(ur)?;
+    }
+    let (mut want_filled, mut want_copied, mut want_host) =
+        (vec![0xEEu8; SIZE], vec![0xEEu8; SIZE], vec![0xEEu8; SIZE]);
+
+    // In order: each command after the one before, as a SYCL graph of an in-order queue.
+    let desc = CommandBufferDesc { in_order: true, ..CommandBufferDesc::default() };
+    let cb = CommandBuffer::new(&context, device, desc).map_err(ur)?;
+    let chain = |appended: Result<Appended, UrError>| appended.map(drop).map_err(ur);
+    let mut at = 0;
+    for length in [1usize, 2, 3, 4, 5, 8, 16, 255, 256, 257] {
+        for offset in [0usize, 1, 4] {
+            let pattern: Vec<u8> = (0..length).map(|i| (i * 13 + length) as u8).collect();
+            let (start, size) = (at + offset, length * 3);
+            chain(cb.append_usm_fill(filled.ptr().byte_add(start), &pattern, size, AppendOptions::new()))?;
+            for (k, byte) in want_filled[start..start + size].iter_mut().enumerate() {
+                *byte = pattern[k % length];
+            }
+            at = (start + size + 16).next_multiple_of(16);
+        }
+    }
+    at = 0;
+    for size in [1usize, 15, 16, 17, 48, 4099] {
+        for (dst_offset, src_offset) in [(0usize, 0usize), (1, 0), (16, 32), (3, 5)] {
+            let (dst, src_at) = (at + dst_offset, at + src_offset);
+            let opts = AppendOptions::new();
+            chain(cb.append_usm_memcpy(copied.ptr().byte_add(dst), src.ptr().byte_add(src_at), size, opts))?;
+            want_copied[dst..dst + size].copy_from_slice(&source[src_at..src_at + size]);
+            at = (at + 48 + size).next_multiple_of(16);
+        }
+    }
+    // Host USM on one side: the driver's memcpy and memset nodes.
+    chain(cb.append_usm_memcpy(host.ptr(), src.ptr().byte_add(5), 100, AppendOptions::new()))?;
+    want_host[..100].copy_from_slice(&source[5..105]);
+    chain(cb.append_usm_fill(host.ptr().byte_add(128), &[1, 2, 3], 30, AppendOptions::new()))?;
+    for (k, byte) in want_host[128..158].iter_mut().enumerate() {
+        *byte = [1, 2, 3][k % 3];
+    }
+    chain(cb.append_usm_memcpy(copied.ptr().byte_add(SIZE - 64), host.ptr(), 64, AppendOptions::new()))?;
+    want_copied[SIZE - 64..].copy_from_slice(&want_host[..64]);
+    cb.finalize().map_err(ur)?;
+    for _ in 0..2 {
+        queue.enqueue_command_buffer(&cb, &[]).map_err(ur)?.wait().map_err(ur)?;
+    }
+    for (name, alloc, want) in
+        [("filled", &filled, &want_filled), ("copied", &copied, &want_copied), ("host", &host, &want_host)]
+    {
+        let mut got = vec![0u8; SIZE];
+        queue.read_usm(alloc.ptr(), &mut got, &[]).map_err(ur)?;
+        if let Some(i) = (0..SIZE).find(|&i| got[i] != want[i]) {
+            return Err(format!("{name}: byte {i} is {:#x}, expected {:#x}", got[i], want[i]));
+        }
     }
     Ok(())
 }

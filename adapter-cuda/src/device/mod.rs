@@ -3,6 +3,7 @@
 //!   the hidden kernel argument a device's parameter limit leaves room for);
 //! - [`shared`]: the per-device state every context shares
 //!   ([`DeviceShared`]), opening it, and the host clock its timestamps are on;
+//! - [`memory_kernels`]: the copy and fill kernels of command buffers;
 //! - [`peer`]: peer access between two devices;
 //! - here, above them: the host as a target, and [`CudaContext`], the state
 //!   of a context (its device's).
@@ -13,6 +14,7 @@
 //! without an import circle.
 
 mod info;
+mod memory_kernels;
 pub(crate) mod peer;
 mod shared;
 
@@ -21,6 +23,7 @@ use std::sync::Arc;
 use cudarc::driver::sys;
 
 pub(crate) use self::info::LAUNCH_INFO_SIZE;
+pub(crate) use self::memory_kernels::MemoryLaunch;
 pub(crate) use self::shared::{DeviceShared, Release, Word, now_ns};
 
 /// `CU_DEVICE_CPU`: the host, as a prefetch or advice target.

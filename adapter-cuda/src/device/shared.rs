@@ -1,7 +1,7 @@
 //! The state each CUDA device shares among its contexts: the primary
 //! context, an internal stream, the timing base, pools of streams, events
-//! and host-mapped status words, the status collector, and the work held
-//! back on the host.
+//! and host-mapped status words, the status collector and the memory
+//! kernels, and the work held back on the host.
 
 use std::collections::HashMap;
 use std::ffi::{CString, c_void};
@@ -14,6 +14,7 @@ use cudarc::driver::sys;
 use parking_lot::Mutex;
 
 use super::info::{self, Limits};
+use super::memory_kernels::MemoryKernels;
 use crate::driver::{Ctx, CuEvent, Stream, cu};
 
 /// The host clock ([`cmdbuf_core::host_clock_ns`]): the timeline of every
@@ -182,6 +183,8 @@ pub(crate) struct DeviceShared {
     pub(crate) ptx_cache: Mutex<PtxCache>,
     /// Ends command buffers with kernels.
     pub(crate) collector: StatusCollector,
+    /// Copies and fills of the device's own memory in command buffers.
+    pub(crate) memory_kernels: MemoryKernels,
     /// Declared last: released after every other field is gone.
     _primary: PrimaryContext,
 }
@@ -228,6 +231,14 @@ impl DeviceShared {
             stream_pool.push((Stream::new()?, CuEvent::new(false)?));
         }
         let collector = StatusCollector::load()?;
+        let memory_kernels = match MemoryKernels::load() {
+            Ok(kernels) => kernels,
+            Err(e) => {
+                // SAFETY: loaded just above, used by nothing yet.
+                let _ = unsafe { sys::cuModuleUnload(collector.module) };
+                return Err(e);
+            }
+        };
         tracing::debug!(ordinal, name = %info.name, ?limits, "CUDA device opened");
         Ok(Arc::new(DeviceShared {
             device,
@@ -245,6 +256,7 @@ impl DeviceShared {
             event_pool: Mutex::default(),
             ptx_cache: Mutex::default(),
             collector,
+            memory_kernels,
             _primary: primary,
         }))
     }
@@ -479,6 +491,8 @@ impl Drop for DeviceShared {
         let _ = self.bind();
         // SAFETY: loaded in `open`; no graph that uses it runs any more.
         let _ = unsafe { sys::cuModuleUnload(self.collector.module) };
+        // SAFETY: as for the collector's module.
+        let _ = unsafe { sys::cuModuleUnload(self.memory_kernels.module) };
         for (host, _) in self.status_words.get_mut().pages.drain(..) {
             // SAFETY: allocated by cuMemHostAlloc in `status_word`, freed once;
             // the device is going away, so no kernel writes these words any more.
