@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::Arguments;
 
 // The repository's SPIR-V check, shared with the conformance suite's test
 // of its kernels (which also runs the module's own checks).
@@ -18,18 +18,9 @@ mod fresh;
 fn main() {
     let args = Arguments::from_args();
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("shaders");
-    let name = "internal_shaders_are_current";
     let tools = [("glslangValidator", "--version")];
-    let trial = match fresh::missing_tools(&tools, &dir.join("glslang-version.txt"), "Debian: glslang-tools") {
-        None => Trial::test(name, move || internal_shaders_are_current(&dir).map_err(Failed::from)),
-        Some(why) => {
-            // CI installs the tool (`UR_RS_REQUIRE_TOOLS=1`): there its absence fails.
-            let required = fresh::tools_required();
-            println!("ignored {name}: {why}");
-            let prefix = if required { "UR_RS_REQUIRE_TOOLS=1 but " } else { "cannot run here: " };
-            Trial::test(name, move || Err(Failed::from(format!("{prefix}{why}")))).with_ignored_flag(!required)
-        }
-    };
+    let missing = fresh::missing_tools(&tools, &dir.join("glslang-version.txt"), "Debian: glslang-tools");
+    let trial = fresh::tool_trial("internal_shaders_are_current", missing, move || internal_shaders_are_current(&dir));
     libtest_mimic::run(&args, vec![trial]).exit();
 }
 

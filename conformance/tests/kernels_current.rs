@@ -24,17 +24,17 @@ fn main() {
     let glslang = [("glslangValidator", "--version")];
     let library = vulkan.clone();
     let mut trials = vec![
-        support::tool_trial(
+        support::fresh::tool_trial(
             "vulkan_spirv_is_current",
             missing(&glslang, &vulkan.join("glslang-version.txt")),
             move || vulkan_spirv_is_current(&vulkan),
         ),
-        support::tool_trial(
+        support::fresh::tool_trial(
             "bench_spirv_is_current",
             missing(&glslang, &bench.join("glslang-version.txt")),
             move || bench_spirv_is_current(&bench, &library),
         ),
-        support::tool_trial(
+        support::fresh::tool_trial(
             "program_binaries_are_current",
             missing(
                 &[("clang-15", "--version"), ("llvm-spirv-15", "--version"), ("glslangValidator", "--version")],

@@ -12,6 +12,8 @@
 use std::path::Path;
 use std::process::Command;
 
+use libtest_mimic::{Failed, Trial};
+
 /// The first line of `tool arg`'s output, or `None` when it does not run.
 pub fn tool_version(tool: &str, arg: &str) -> Option<String> {
     let out = Command::new(tool).arg(arg).output().ok()?;
@@ -41,6 +43,28 @@ pub fn missing_tools(tools: &[(&str, &str)], recorded: &Path, install: &str) -> 
 /// says that a check's absent tools fail it rather than leave it ignored.
 pub fn tools_required() -> bool {
     std::env::var_os("UR_RS_REQUIRE_TOOLS").is_some_and(|v| v == "1")
+}
+
+/// The trial `name` running `check`, or, when `missing` says why it cannot
+/// run here, listed ignored with the reason (failing if run anyway), or
+/// failing when `UR_RS_REQUIRE_TOOLS=1` (set by CI, which installs the
+/// tools: glslangValidator, clang-15, llvm-spirv-15, of the versions that
+/// made the committed files).
+pub fn tool_trial(
+    name: &str,
+    missing: Option<String>,
+    check: impl FnOnce() -> Result<(), String> + Send + 'static,
+) -> Trial {
+    match missing {
+        None => Trial::test(name, move || check().map_err(Failed::from)),
+        Some(why) if tools_required() => {
+            Trial::test(name, move || Err(Failed::from(format!("UR_RS_REQUIRE_TOOLS=1 but {why}"))))
+        }
+        Some(why) => {
+            eprintln!("{name}: ignored: {why}");
+            Trial::test(name, move || Err(Failed::from(format!("ran nothing: {why}")))).with_ignored_flag(true)
+        }
+    }
 }
 
 /// The SPIR-V glslangValidator makes of the compute shader `source`, as the

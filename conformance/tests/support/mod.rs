@@ -34,28 +34,6 @@ pub fn absent_trial(name: String, backend: Backend, reason: &str) -> Trial {
     Trial::test(name, move || Err(Failed::from(why))).with_ignored_flag(true)
 }
 
-/// The trial `name` running `check`, or, when `missing` says why it cannot
-/// run here, listed ignored with the reason (failing if run anyway), or
-/// failing when `UR_RS_REQUIRE_TOOLS=1` (set by CI, which installs the
-/// tools: glslangValidator, clang-15, llvm-spirv-15, of the versions that
-/// made the committed files).
-pub fn tool_trial(
-    name: &str,
-    missing: Option<String>,
-    check: impl FnOnce() -> Result<(), String> + Send + 'static,
-) -> Trial {
-    match missing {
-        None => Trial::test(name, move || check().map_err(Failed::from)),
-        Some(why) if fresh::tools_required() => {
-            Trial::test(name, move || Err(Failed::from(format!("UR_RS_REQUIRE_TOOLS=1 but {why}"))))
-        }
-        Some(why) => {
-            eprintln!("{name}: ignored: {why}");
-            Trial::test(name, move || Err(Failed::from(format!("ran nothing: {why}")))).with_ignored_flag(true)
-        }
-    }
-}
-
 /// Runs `body(t)` for `t` in `0..threads`, all at once, each on a thread of
 /// its own; the first failure (a panic is one).
 pub fn on_threads(threads: usize, body: impl Fn(usize) -> Result<(), Failure> + Sync) -> Result<(), Failure> {
