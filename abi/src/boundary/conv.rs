@@ -7,7 +7,7 @@ use std::ffi::c_void;
 
 use cmdbuf_core::{
     Backend, DeviceType, MigrationFlags, Partition, PartitionKind, RectLayout, RectOffset, RectRegion, UsmAdvice,
-    UsmKinds, UsmPtr, ensure, err,
+    UsmKinds, ensure, err,
 };
 
 use crate::boundary::entry::AbiResult;
@@ -65,8 +65,9 @@ pub(crate) fn ur_usm_kinds(info: &cmdbuf_core::DeviceInfo) -> UsmKinds {
 }
 
 /// Maps UR's USM advice bits onto cmdbuf-core's; `DEFAULT` asks for nothing.
-pub(crate) fn usm_advice(flags: ur_usm_advice_flags_t) -> AbiResult<UsmAdvice> {
-    ensure!(flags & UR_USM_ADVICE_FLAGS_MASK == 0, InvalidEnumeration, "USM advice {flags:#x}");
+/// Bits outside UR's mask never get here: every entry point taking advice
+/// is behind a generated check (`checks.rs`) that refuses them.
+pub(crate) fn usm_advice(flags: ur_usm_advice_flags_t) -> UsmAdvice {
     use ur_usm_advice_flag_t as F;
     let pairs = [
         (F::UR_USM_ADVICE_FLAG_SET_READ_MOSTLY, UsmAdvice::SET_READ_MOSTLY),
@@ -86,12 +87,12 @@ pub(crate) fn usm_advice(flags: ur_usm_advice_flags_t) -> AbiResult<UsmAdvice> {
         (F::UR_USM_ADVICE_FLAG_SET_NON_COHERENT_MEMORY, UsmAdvice::SET_NON_COHERENT_MEMORY),
         (F::UR_USM_ADVICE_FLAG_CLEAR_NON_COHERENT_MEMORY, UsmAdvice::CLEAR_NON_COHERENT_MEMORY),
     ];
-    Ok(pairs.into_iter().filter(|(ur, _)| flags & ur.0 != 0).fold(UsmAdvice::empty(), |all, (_, ours)| all | ours))
+    pairs.into_iter().filter(|(ur, _)| flags & ur.0 != 0).fold(UsmAdvice::empty(), |all, (_, ours)| all | ours)
 }
 
-/// Maps UR's migration flags onto cmdbuf-core's.
-pub(crate) fn migration(flags: ur_usm_migration_flags_t) -> AbiResult<MigrationFlags> {
-    ensure!(flags & UR_USM_MIGRATION_FLAGS_MASK == 0, InvalidEnumeration, "USM migration flags {flags:#x}");
+/// Maps UR's migration flags onto cmdbuf-core's (bits outside UR's mask
+/// refused before, as for [`usm_advice`]).
+pub(crate) fn migration(flags: ur_usm_migration_flags_t) -> MigrationFlags {
     let mut out = MigrationFlags::empty();
     if flags & ur_usm_migration_flag_t::UR_USM_MIGRATION_FLAG_HOST_TO_DEVICE.0 != 0 {
         out |= MigrationFlags::HOST_TO_DEVICE;
@@ -99,24 +100,20 @@ pub(crate) fn migration(flags: ur_usm_migration_flags_t) -> AbiResult<MigrationF
     if flags & ur_usm_migration_flag_t::UR_USM_MIGRATION_FLAG_DEVICE_TO_HOST.0 != 0 {
         out |= MigrationFlags::DEVICE_TO_HOST;
     }
-    Ok(out)
-}
-
-/// A USM pointer argument that must not be null.
-pub(crate) fn usm_ptr(ptr: *const c_void, what: &str) -> AbiResult<UsmPtr> {
-    ensure!(!ptr.is_null(), InvalidNullPointer, "{what} is null");
-    Ok(UsmPtr::from_addr(ptr as u64))
+    out
 }
 
 /// Borrows a fill pattern: 1 or more bytes (cmdbuf-core checks the upper limit and
 /// that the size is a multiple of it).
 ///
 /// # Safety
-/// `pattern` is null or readable for `size` bytes.
+/// `pattern` is readable for `size` bytes: not null, as every fill entry
+/// point's generated check (`checks.rs`) rejects `NULL == pPattern`.
 pub(crate) unsafe fn pattern<'a>(pattern: *const c_void, size: usize) -> AbiResult<&'a [u8]> {
-    ensure!(!pattern.is_null(), InvalidNullPointer, "pPattern is null");
+    // Not a generated check for every caller: `urCommandBufferAppendMemBufferFillExp`'s
+    // `@returns` has no size condition.
     ensure!(size != 0, InvalidSize, "a fill pattern of 0 bytes");
-    // SAFETY: non-null and `size` bytes long per the contract.
+    // SAFETY: `size` bytes long per this function's `# Safety`.
     Ok(unsafe { std::slice::from_raw_parts(pattern.cast::<u8>(), size) })
 }
 

@@ -16,7 +16,7 @@ use cmdbuf_core::{
 };
 use parking_lot::Mutex;
 
-use crate::boundary::conv::{migration, pattern, usm_advice, usm_ptr};
+use crate::boundary::conv::{migration, pattern, usm_advice};
 use crate::boundary::conv::{rect_layout, rect_region};
 use crate::boundary::conv::{value_bytes, work_sizes};
 use crate::entry::{AbiResult, guard};
@@ -44,7 +44,6 @@ pub(crate) unsafe extern "C" fn urCommandBufferCreateExp(
         let context = unsafe { Handle::<Context>::get(context)? };
         // SAFETY: `device` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let device = unsafe { Handle::<Device>::get(device)? };
-        ensure!(!out.is_null(), InvalidNullPointer, "phCommandBuffer is null");
         // SAFETY: null or readable per the contract.
         let desc = unsafe { desc.as_ref() }.map_or(CommandBufferDesc::default(), |d| CommandBufferDesc {
             updatable: d.isUpdatable != 0,
@@ -54,8 +53,10 @@ pub(crate) unsafe extern "C" fn urCommandBufferCreateExp(
         });
         let buffer = cmdbuf_core::CommandBuffer::new(context.value.core(), device.value.core(), desc)?;
         let value = CommandBuffer { buffer, context: context.to_arc(), commands: Mutex::default() };
-        // SAFETY: checked non-null, writable per the contract.
-        unsafe { write_out(out, Handle::create(value), "phCommandBuffer") }
+        // SAFETY: non-null because checks.rs rejected `NULL == phCommandBuffer`; writable per the contract
+        // ("Out-pointers").
+        unsafe { write_out(out, Handle::create(value)) };
+        Ok(())
     })
 }
 
@@ -128,10 +129,11 @@ pub(crate) unsafe extern "C" fn urCommandBufferGetNativeHandleExp(
     guard("urCommandBufferGetNativeHandleExp", || {
         // SAFETY: `buffer` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let handle = unsafe { Handle::<CommandBuffer>::get(buffer)? };
-        ensure!(!native.is_null(), InvalidNullPointer, "phNativeCommandBuffer is null");
         let value = handle.value.buffer.native_handle()?;
-        // SAFETY: checked non-null, writable per the contract.
-        unsafe { write_out(native, value.0 as ur_native_handle_t, "phNativeCommandBuffer") }
+        // SAFETY: non-null because checks.rs rejected `NULL == phNativeCommandBuffer`; writable per the contract
+        // ("Out-pointers").
+        unsafe { write_out(native, value.0 as ur_native_handle_t) };
+        Ok(())
     })
 }
 
@@ -151,7 +153,6 @@ pub(crate) unsafe extern "C" fn urCommandBufferAppendUSMMemcpyExp(
     command: *mut ur_exp_command_buffer_command_handle_t,
 ) -> ur_result_t {
     guard("urCommandBufferAppendUSMMemcpyExp", || {
-        ensure!(!dst.is_null() && !src.is_null(), InvalidNullPointer, "pDst or pSrc is null");
         let out = AppendOut { sync_point, event, command };
         // SAFETY: `buffer`, the sync points, the wait list and `out` are as `append` requires (entry_points doc,
         // "Handles", "Wait lists", "Out-pointers"); `dst` and `src` stay valid at every execution of the buffer ("Host
@@ -188,9 +189,9 @@ pub(crate) unsafe extern "C" fn urCommandBufferAppendUSMFillExp(
     command: *mut ur_exp_command_buffer_command_handle_t,
 ) -> ur_result_t {
     guard("urCommandBufferAppendUSMFillExp", || {
-        let dst = usm_ptr(mem, "pMemory")?;
-        // SAFETY: `pattern_ptr` is null or readable for `pattern_size` bytes (entry_points doc, "Arrays and strings"),
-        // all `pattern` needs.
+        let dst = UsmPtr::from_addr(mem as u64);
+        // SAFETY: `pattern_ptr` is readable for `pattern_size` bytes (entry_points doc, "Arrays and strings"; not null:
+        // checks.rs rejected `NULL == pPattern`), all `pattern` needs.
         let pattern = unsafe { pattern(pattern_ptr, pattern_size)? };
         let out = AppendOut { sync_point, event, command };
         // SAFETY: `buffer`, the sync points, the wait list and `out` are as `append` requires (entry_points doc,
@@ -226,8 +227,8 @@ pub(crate) unsafe extern "C" fn urCommandBufferAppendUSMPrefetchExp(
     command: *mut ur_exp_command_buffer_command_handle_t,
 ) -> ur_result_t {
     guard("urCommandBufferAppendUSMPrefetchExp", || {
-        let ptr = usm_ptr(mem, "pMemory")?;
-        let flags = migration(flags)?;
+        let ptr = UsmPtr::from_addr(mem as u64);
+        let flags = migration(flags);
         let out = AppendOut { sync_point, event, command };
         // SAFETY: `buffer`, the sync points, the wait list and `out` are as `append` requires (entry_points doc,
         // "Handles", "Wait lists", "Out-pointers").
@@ -262,8 +263,8 @@ pub(crate) unsafe extern "C" fn urCommandBufferAppendUSMAdviseExp(
     command: *mut ur_exp_command_buffer_command_handle_t,
 ) -> ur_result_t {
     guard("urCommandBufferAppendUSMAdviseExp", || {
-        let ptr = usm_ptr(mem, "pMemory")?;
-        let advice = usm_advice(advice)?;
+        let ptr = UsmPtr::from_addr(mem as u64);
+        let advice = usm_advice(advice);
         let out = AppendOut { sync_point, event, command };
         // SAFETY: `buffer`, the sync points, the wait list and `out` are as `append` requires (entry_points doc,
         // "Handles", "Wait lists", "Out-pointers").
@@ -388,7 +389,6 @@ pub(crate) unsafe extern "C" fn urCommandBufferAppendMemBufferReadExp(
     guard("urCommandBufferAppendMemBufferReadExp", || {
         // SAFETY: `mem` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let mem = unsafe { Handle::<Mem>::get(mem)? };
-        ensure!(!dst.is_null(), InvalidNullPointer, "pDst is null");
         let out = AppendOut { sync_point, event, command };
         // SAFETY: `buffer`, the sync points, the wait list and `out` are as `append` requires (entry_points doc,
         // "Handles", "Wait lists", "Out-pointers"); `dst` stays valid at every execution of the buffer ("Host memory"),
@@ -427,7 +427,6 @@ pub(crate) unsafe extern "C" fn urCommandBufferAppendMemBufferWriteExp(
     guard("urCommandBufferAppendMemBufferWriteExp", || {
         // SAFETY: `mem` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let mem = unsafe { Handle::<Mem>::get(mem)? };
-        ensure!(!src.is_null(), InvalidNullPointer, "pSrc is null");
         let out = AppendOut { sync_point, event, command };
         // SAFETY: `buffer`, the sync points, the wait list and `out` are as `append` requires (entry_points doc,
         // "Handles", "Wait lists", "Out-pointers"); `src` stays valid at every execution of the buffer ("Host memory"),
@@ -471,7 +470,6 @@ pub(crate) unsafe extern "C" fn urCommandBufferAppendMemBufferReadRectExp(
     guard("urCommandBufferAppendMemBufferReadRectExp", || {
         // SAFETY: `mem` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let mem = unsafe { Handle::<Mem>::get(mem)? };
-        ensure!(!dst.is_null(), InvalidNullPointer, "pDst is null");
         let buffer_layout = rect_layout(buffer_origin, buffer_row_pitch, buffer_slice_pitch)?;
         let host_layout = rect_layout(host_origin, host_row_pitch, host_slice_pitch)?;
         let region = rect_region(region)?;
@@ -520,7 +518,6 @@ pub(crate) unsafe extern "C" fn urCommandBufferAppendMemBufferWriteRectExp(
     guard("urCommandBufferAppendMemBufferWriteRectExp", || {
         // SAFETY: `mem` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let mem = unsafe { Handle::<Mem>::get(mem)? };
-        ensure!(!src.is_null(), InvalidNullPointer, "pSrc is null");
         let buffer_layout = rect_layout(buffer_origin, buffer_row_pitch, buffer_slice_pitch)?;
         let host_layout = rect_layout(host_origin, host_row_pitch, host_slice_pitch)?;
         let region = rect_region(region)?;
@@ -572,8 +569,8 @@ pub(crate) unsafe extern "C" fn urCommandBufferAppendMemBufferFillExp(
     guard("urCommandBufferAppendMemBufferFillExp", || {
         // SAFETY: `mem` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let mem = unsafe { Handle::<Mem>::get(mem)? };
-        // SAFETY: `pattern_ptr` is null or readable for `pattern_size` bytes (entry_points doc, "Arrays and strings"),
-        // all `pattern` needs.
+        // SAFETY: `pattern_ptr` is readable for `pattern_size` bytes (entry_points doc, "Arrays and strings"; not null:
+        // checks.rs rejected `NULL == pPattern`), all `pattern` needs.
         let pattern = unsafe { pattern(pattern_ptr, pattern_size)? };
         let out = AppendOut { sync_point, event, command };
         // SAFETY: `buffer`, the sync points, the wait list and `out` are as `append` requires (entry_points doc,
@@ -626,10 +623,10 @@ pub(crate) unsafe extern "C" fn urCommandBufferUpdateSignalEventExp(
     guard("urCommandBufferUpdateSignalEventExp", || {
         // SAFETY: `command` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let command = unsafe { Handle::<Command>::get(command)? };
-        ensure!(!event.is_null(), InvalidNullPointer, "phSignalEvent is null");
         let buffer = command.value.buffer()?;
         let signal = buffer.value.buffer.update_signal_event(&command.value.handle)?;
-        // SAFETY: checked non-null, writable per the contract.
+        // SAFETY: non-null because checks.rs rejected `NULL == phSignalEvent`; writable per the contract
+        // ("Out-pointers").
         unsafe {
             emit_unqueued(event, signal, &buffer.value.context, ur_command_t::UR_COMMAND_ENQUEUE_COMMAND_BUFFER_EXP)
         };
@@ -814,10 +811,9 @@ pub(crate) unsafe extern "C" fn urCommandBufferUpdateKernelLaunchExp(
     guard("urCommandBufferUpdateKernelLaunchExp", || {
         // SAFETY: `buffer` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let handle = unsafe { Handle::<CommandBuffer>::get(buffer)? };
-        ensure!(count != 0, InvalidSize, "numKernelUpdates is 0");
-        // SAFETY: `descs` is null or holds `count` descriptors (entry_points doc, "Arrays and strings"), all
-        // `optional_list` needs.
-        let descs = unsafe { optional_list(descs, count, "pUpdateKernelLaunch")? };
+        // SAFETY: `descs` holds `count` descriptors (entry_points doc, "Arrays and strings"); it is non-null and
+        // `count` is not 0 because checks.rs rejected `NULL == pUpdateKernelLaunch` and `numKernelUpdates == 0`.
+        let descs = unsafe { std::slice::from_raw_parts(descs, count as usize) };
         let mut commands = Vec::with_capacity(descs.len());
         for desc in descs {
             ensure!(

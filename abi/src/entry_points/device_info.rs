@@ -587,7 +587,7 @@ pub(crate) mod tests {
     //! `tests/device_info.rs`, where the wheel is installed.
 
     use super::*;
-    use crate::device::{urDeviceGet, urDeviceGetGlobalTimestamps, urDeviceSelectBinary};
+    use crate::device::{urDeviceGet, urDeviceGetGlobalTimestamps};
 
     /// The CPU adapter's device, through the entry points.
     pub(crate) fn cpu_device() -> ur_device_handle_t {
@@ -690,27 +690,27 @@ pub(crate) mod tests {
             })
             .collect();
         let mut selected = u32::MAX;
-        // SAFETY: the binaries and out-parameter are valid for the calls.
+        // Through the dispatch table, as C calls it: the null and empty
+        // cases are the generated checks' (checks.rs).
+        let select = crate::tables::dispatch_table().Device.pfnSelectBinary.expect("urDeviceSelectBinary");
+        // SAFETY: the binaries and out-parameter are valid for the calls, or null where the call is refused.
         unsafe {
             // Rust kernels only: none of UR's formats runs on it.
             assert_eq!(
-                urDeviceSelectBinary(device, binaries.as_ptr(), 3, &mut selected),
+                select(device, binaries.as_ptr(), 3, &mut selected),
                 ur_result_t::UR_RESULT_ERROR_INVALID_BINARY
             );
+            assert_eq!(select(device, binaries.as_ptr(), 0, &mut selected), ur_result_t::UR_RESULT_ERROR_INVALID_SIZE);
             assert_eq!(
-                urDeviceSelectBinary(device, binaries.as_ptr(), 0, &mut selected),
-                ur_result_t::UR_RESULT_ERROR_INVALID_SIZE
-            );
-            assert_eq!(
-                urDeviceSelectBinary(device, std::ptr::null(), 3, &mut selected),
+                select(device, std::ptr::null(), 3, &mut selected),
                 ur_result_t::UR_RESULT_ERROR_INVALID_NULL_POINTER
             );
             assert_eq!(
-                urDeviceSelectBinary(device, binaries.as_ptr(), 3, std::ptr::null_mut()),
+                select(device, binaries.as_ptr(), 3, std::ptr::null_mut()),
                 ur_result_t::UR_RESULT_ERROR_INVALID_NULL_POINTER
             );
             assert_eq!(
-                urDeviceSelectBinary(std::ptr::null_mut(), binaries.as_ptr(), 3, &mut selected),
+                select(std::ptr::null_mut(), binaries.as_ptr(), 3, &mut selected),
                 ur_result_t::UR_RESULT_ERROR_INVALID_NULL_HANDLE
             );
         }

@@ -24,7 +24,7 @@ use crate::boundary::conv::pattern;
 use crate::boundary::conv::{rect_layout, rect_region};
 use crate::entry::{AbiResult, guard};
 use crate::handle::Handle;
-use crate::info::{InfoOut, write_opt, write_out};
+use crate::info::{InfoOut, write_out};
 use crate::objects::context::Context;
 use crate::objects::event::{emit, wait_list};
 use crate::objects::mem::{HostMemory, Mem};
@@ -43,18 +43,12 @@ pub(crate) unsafe extern "C" fn urMemBufferCreate(
     guard("urMemBufferCreate", || {
         // SAFETY: `context` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let context = unsafe { Handle::<Context>::get(context)? };
-        ensure!(!buffer.is_null(), InvalidNullPointer, "phBuffer is null");
-        ensure!(flags & UR_MEM_FLAGS_MASK == 0, InvalidEnumeration, "memory flags {flags:#x}");
-        ensure!(size != 0, InvalidBufferSize, "a buffer of 0 bytes");
         use ur_mem_flag_t as F;
-        let from_host = F::UR_MEM_FLAG_USE_HOST_POINTER.0 | F::UR_MEM_FLAG_ALLOC_COPY_HOST_POINTER.0;
-        // SAFETY: null or readable per the contract.
+        // SAFETY: null or readable per the contract. The flags, the size and
+        // whether host memory is given passed the generated checks (checks.rs:
+        // the flag mask, `size == 0`, and host memory given exactly with
+        // USE_HOST_POINTER or ALLOC_COPY_HOST_POINTER).
         let host = unsafe { properties.as_ref() }.map_or(std::ptr::null_mut(), |p| p.pHost);
-        ensure!(
-            (flags & from_host != 0) != host.is_null(),
-            InvalidHostPtr,
-            "host memory must be given exactly when USE_HOST_POINTER or ALLOC_COPY_HOST_POINTER is"
-        );
         let core_flags = core_flags(flags);
         let lent = flags & F::UR_MEM_FLAG_USE_HOST_POINTER.0 != 0;
         let core = if host.is_null() {
@@ -75,8 +69,9 @@ pub(crate) unsafe extern "C" fn urMemBufferCreate(
             host: lent.then_some(HostMemory(host.cast())),
             mappings: Mutex::default(),
         };
-        // SAFETY: checked non-null, writable per the contract.
-        unsafe { write_out(buffer, Handle::create(value), "phBuffer") }
+        // SAFETY: non-null because checks.rs rejected `NULL == phBuffer`; writable per the contract ("Out-pointers").
+        unsafe { write_out(buffer, Handle::create(value)) };
+        Ok(())
     })
 }
 
@@ -99,23 +94,18 @@ fn core_flags(flags: ur_mem_flags_t) -> MemFlags {
 pub(crate) unsafe extern "C" fn urMemBufferPartition(
     buffer: ur_mem_handle_t,
     flags: ur_mem_flags_t,
-    create_type: ur_buffer_create_type_t,
+    _create_type: ur_buffer_create_type_t,
     region: *const ur_buffer_region_t,
     sub: *mut ur_mem_handle_t,
 ) -> ur_result_t {
     guard("urMemBufferPartition", || {
         // SAFETY: `buffer` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let parent = unsafe { Handle::<Mem>::get(buffer)? };
-        ensure!(flags & UR_MEM_FLAGS_MASK == 0, InvalidEnumeration, "memory flags {flags:#x}");
-        ensure!(
-            create_type == ur_buffer_create_type_t::UR_BUFFER_CREATE_TYPE_REGION,
-            InvalidEnumeration,
-            "buffer create type {}",
-            create_type.0
-        );
-        // SAFETY: null or readable per the contract.
-        let region = unsafe { region.as_ref() }.ok_or_else(|| err!(InvalidNullPointer, "pRegion is null"))?;
-        ensure!(!sub.is_null(), InvalidNullPointer, "phMem is null");
+        // The flag mask and the create type (REGION, the only one) passed the
+        // generated checks (checks.rs).
+        // SAFETY: non-null because checks.rs rejected `NULL == pRegion`; readable per the contract ("Arrays and
+        // strings").
+        let region = unsafe { &*region };
         use ur_mem_flag_t as F;
         let host_flags = F::UR_MEM_FLAG_USE_HOST_POINTER.0 | F::UR_MEM_FLAG_ALLOC_COPY_HOST_POINTER.0;
         // As OpenCL's: a sub-buffer's memory is its parent's, so how that was
@@ -135,8 +125,9 @@ pub(crate) unsafe extern "C" fn urMemBufferPartition(
             host: p.host.map(|h| HostMemory(unsafe { h.0.add(region.origin) })),
             mappings: Mutex::default(),
         };
-        // SAFETY: checked non-null, writable per the contract.
-        unsafe { write_out(sub, Handle::create(value), "phMem") }
+        // SAFETY: non-null because checks.rs rejected `NULL == phMem`; writable per the contract ("Out-pointers").
+        unsafe { write_out(sub, Handle::create(value)) };
+        Ok(())
     })
 }
 
@@ -209,7 +200,6 @@ pub(crate) unsafe extern "C" fn urEnqueueMemBufferRead(
         // SAFETY: `queue` and `mem` are each null or one of this adapter's handles (entry_points doc, "Handles"), all
         // `queue_and_buffer` needs.
         let (queue, mem) = unsafe { queue_and_buffer(queue, mem)? };
-        ensure!(!dst.is_null(), InvalidNullPointer, "pDst is null");
         // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
         // `wait_list` needs.
         let wait = unsafe { wait_list(events, num_events)? };
@@ -244,7 +234,6 @@ pub(crate) unsafe extern "C" fn urEnqueueMemBufferWrite(
         // SAFETY: `queue` and `mem` are each null or one of this adapter's handles (entry_points doc, "Handles"), all
         // `queue_and_buffer` needs.
         let (queue, mem) = unsafe { queue_and_buffer(queue, mem)? };
-        ensure!(!src.is_null(), InvalidNullPointer, "pSrc is null");
         // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
         // `wait_list` needs.
         let wait = unsafe { wait_list(events, num_events)? };
@@ -284,7 +273,6 @@ pub(crate) unsafe extern "C" fn urEnqueueMemBufferReadRect(
         // SAFETY: `queue` and `mem` are each null or one of this adapter's handles (entry_points doc, "Handles"), all
         // `queue_and_buffer` needs.
         let (queue, mem) = unsafe { queue_and_buffer(queue, mem)? };
-        ensure!(!dst.is_null(), InvalidNullPointer, "pDst is null");
         let buffer_layout = rect_layout(buffer_origin, buffer_row_pitch, buffer_slice_pitch)?;
         let host_layout = rect_layout(host_origin, host_row_pitch, host_slice_pitch)?;
         let region = rect_region(region)?;
@@ -328,7 +316,6 @@ pub(crate) unsafe extern "C" fn urEnqueueMemBufferWriteRect(
         // SAFETY: `queue` and `mem` are each null or one of this adapter's handles (entry_points doc, "Handles"), all
         // `queue_and_buffer` needs.
         let (queue, mem) = unsafe { queue_and_buffer(queue, mem)? };
-        ensure!(!src.is_null(), InvalidNullPointer, "pSrc is null");
         let buffer_layout = rect_layout(buffer_origin, buffer_row_pitch, buffer_slice_pitch)?;
         let host_layout = rect_layout(host_origin, host_row_pitch, host_slice_pitch)?;
         let region = rect_region(region)?;
@@ -438,8 +425,8 @@ pub(crate) unsafe extern "C" fn urEnqueueMemBufferFill(
         // SAFETY: `queue` and `mem` are each null or one of this adapter's handles (entry_points doc, "Handles"), all
         // `queue_and_buffer` needs.
         let (queue, mem) = unsafe { queue_and_buffer(queue, mem)? };
-        // SAFETY: `pattern_ptr` is null or readable for `pattern_size` bytes (entry_points doc, "Arrays and strings"),
-        // all `pattern` needs.
+        // SAFETY: `pattern_ptr` is readable for `pattern_size` bytes (entry_points doc, "Arrays and strings"; not null:
+        // checks.rs rejected `NULL == pPattern`), all `pattern` needs.
         let pattern = unsafe { pattern(pattern_ptr, pattern_size)? };
         // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
         // `wait_list` needs.
@@ -470,8 +457,6 @@ pub(crate) unsafe extern "C" fn urEnqueueMemBufferMap(
         // SAFETY: `queue` and `mem` are each null or one of this adapter's handles (entry_points doc, "Handles"), all
         // `queue_and_buffer` needs.
         let (queue, mem) = unsafe { queue_and_buffer(queue, mem)? };
-        ensure!(!mapped.is_null(), InvalidNullPointer, "ppRetMap is null");
-        ensure!(flags & UR_MAP_FLAGS_MASK == 0, InvalidEnumeration, "map flags {flags:#x}");
         let map_flags = [
             (ur_map_flag_t::UR_MAP_FLAG_READ, MapFlags::READ),
             (ur_map_flag_t::UR_MAP_FLAG_WRITE, MapFlags::WRITE),
@@ -498,8 +483,8 @@ pub(crate) unsafe extern "C" fn urEnqueueMemBufferMap(
         }
         let ptr = mapping.ptr();
         m.mappings.lock().insert(ptr as usize, mapping);
-        // SAFETY: checked non-null, writable per the contract.
-        unsafe { write_opt(mapped, ptr.cast()) };
+        // SAFETY: non-null because checks.rs rejected `NULL == ppRetMap`; writable per the contract ("Out-pointers").
+        unsafe { write_out(mapped, ptr.cast()) };
         // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `emit` needs.
         unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_MEM_BUFFER_MAP) };
         Ok(())
@@ -520,7 +505,6 @@ pub(crate) unsafe extern "C" fn urEnqueueMemUnmap(
         // SAFETY: `queue` and `mem` are each null or one of this adapter's handles (entry_points doc, "Handles"), all
         // `queue_and_buffer` needs.
         let (queue, mem) = unsafe { queue_and_buffer(queue, mem)? };
-        ensure!(!mapped.is_null(), InvalidNullPointer, "pMappedPtr is null");
         // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
         // `wait_list` needs.
         let wait = unsafe { wait_list(events, num_events)? };

@@ -73,8 +73,9 @@ pub(crate) unsafe extern "C" fn urPlatformGetApiVersion(
     guard("urPlatformGetApiVersion", || {
         // SAFETY: `platform` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         unsafe { Handle::<Platform>::get(platform)? };
-        // SAFETY: null or writable per the contract.
-        unsafe { crate::info::write_out(version, ur_api_version_t::UR_API_VERSION_CURRENT, "pVersion") }
+        // SAFETY: non-null because checks.rs rejected `NULL == pVersion`; writable per the contract ("Out-pointers").
+        unsafe { crate::info::write_out(version, ur_api_version_t::UR_API_VERSION_CURRENT) };
+        Ok(())
     })
 }
 
@@ -96,7 +97,9 @@ pub(crate) unsafe extern "C" fn urPlatformGetBackendOption(
             ("-ftarget-compile-fast" | "-foffload-fp32-prec-div" | "-foffload-fp32-prec-sqrt", _) => c"",
             (other, _) => return Err(err!(InvalidValue, "front-end option `{other}` has no backend equivalent")),
         };
-        // SAFETY: null or writable per the contract.
-        unsafe { crate::info::write_out(backend_option, translated.as_ptr(), "ppPlatformOption") }
+        // SAFETY: non-null because checks.rs rejected `NULL == ppPlatformOption`; writable per the contract
+        // ("Out-pointers").
+        unsafe { crate::info::write_out(backend_option, translated.as_ptr()) };
+        Ok(())
     })
 }

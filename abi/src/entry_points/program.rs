@@ -82,15 +82,14 @@ pub(crate) unsafe extern "C" fn urProgramCreateWithIL(
     guard("urProgramCreateWithIL", || {
         // SAFETY: `context` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let context = unsafe { Handle::<Context>::get(context)? };
-        ensure!(!il.is_null(), InvalidNullPointer, "pIL is null");
-        ensure!(!program.is_null(), InvalidNullPointer, "phProgram is null");
-        ensure!(length != 0, InvalidSize, "length is 0");
-        // SAFETY: UR requires `il` to hold `length` readable bytes.
+        // SAFETY: non-null because checks.rs rejected `NULL == pIL` (and `length == 0`); UR requires `il` to hold
+        // `length` readable bytes.
         let bytes = unsafe { std::slice::from_raw_parts(il.cast::<u8>(), length) }.to_vec();
         let bundle = ProgramBundle::from_il(&bytes)?;
         let value = Program::new(context.to_arc(), Input::Il(bytes), bundle);
-        // SAFETY: checked non-null, writable per the contract.
-        unsafe { write_out(program, Handle::create(value), "phProgram") }
+        // SAFETY: non-null because checks.rs rejected `NULL == phProgram`; writable per the contract ("Out-pointers").
+        unsafe { write_out(program, Handle::create(value)) };
+        Ok(())
     })
 }
 
@@ -108,15 +107,14 @@ pub(crate) unsafe extern "C" fn urProgramCreateWithBinary(
     guard("urProgramCreateWithBinary", || {
         // SAFETY: `context` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let context = unsafe { Handle::<Context>::get(context)? };
-        ensure!(!program.is_null(), InvalidNullPointer, "phProgram is null");
-        ensure!(!lengths.is_null() && !binaries.is_null(), InvalidNullPointer, "pLengths or ppBinaries is null");
         ensure!(num_devices == 1, InvalidValue, "{num_devices} devices: a context of this adapter holds one device");
-        ensure!(!devices.is_null(), InvalidNullPointer, "phDevices is null");
-        // SAFETY: `devices` is non-null and holds `num_devices` (1) handles, each null or one of this adapter's
-        // (entry_points doc, "Arrays and strings", "Handles"): the read and `get` need no more.
+        // SAFETY: `devices` is non-null because checks.rs rejected `NULL == phDevices`, and holds `num_devices` (1)
+        // handles, each null or one of this adapter's (entry_points doc, "Arrays and strings", "Handles"): the read
+        // and `get` need no more.
         let device = unsafe { Handle::<Device>::get(*devices)? };
         ensure!(context.value.holds(device), InvalidDevice, "the device is not the context's or a sub-device of it");
-        // SAFETY: both arrays hold `num_devices` (1) entries per the contract.
+        // SAFETY: both arrays are non-null because checks.rs rejected `NULL == pLengths` and `NULL == ppBinaries`,
+        // and hold `num_devices` (1) entries per the contract.
         let (length, binary) = unsafe { (*lengths, *binaries) };
         ensure!(!binary.is_null(), InvalidNullPointer, "ppBinaries[0] is null");
         ensure!(length != 0, InvalidSize, "pLengths[0] is 0");
@@ -127,8 +125,9 @@ pub(crate) unsafe extern "C" fn urProgramCreateWithBinary(
         // for as long as programs made from them exist.
         let bundle = unsafe { ProgramBundle::from_binary(&bytes)? };
         let value = Program::new(context.to_arc(), Input::Binary(bytes), bundle);
-        // SAFETY: checked non-null, writable per the contract.
-        unsafe { write_out(program, Handle::create(value), "phProgram") }
+        // SAFETY: non-null because checks.rs rejected `NULL == phProgram`; writable per the contract ("Out-pointers").
+        unsafe { write_out(program, Handle::create(value)) };
+        Ok(())
     })
 }
 
@@ -226,7 +225,8 @@ pub(crate) unsafe extern "C" fn urProgramCompileExp(
 /// # Safety
 /// As UR's contract for `urProgramLink` gives them: `programs` is null or
 /// holds `count` handles, each null or one of this adapter's; `options` is
-/// null or NUL-terminated; `out` is null or writable.
+/// null or NUL-terminated; `out` is writable (both callers' generated
+/// checks reject `NULL == phProgram`, `NULL == phPrograms` and `count == 0`).
 unsafe fn link(
     context: &Handle<Context>,
     count: u32,
@@ -234,14 +234,13 @@ unsafe fn link(
     options: *const c_char,
     out: *mut ur_program_handle_t,
 ) -> AbiResult {
-    ensure!(!out.is_null(), InvalidNullPointer, "phProgram is null");
     // Whatever fails below leaves no stale handle in the caller's variable
     // (UR's conformance suites check that `phProgram` is written on errors).
-    // SAFETY: checked non-null, writable per the contract.
+    // SAFETY: `out` is writable (this function's `# Safety`).
     unsafe { out.write(std::ptr::null_mut()) };
-    // SAFETY: `programs` is null or holds `count` handles (this function's `# Safety`), all `slice` needs.
-    let programs = unsafe { slice(programs, count as usize, || err!(InvalidNullPointer, "phPrograms is null"))? };
-    ensure!(!programs.is_empty(), InvalidSize, "count is 0");
+    // SAFETY: `programs` is non-null (checks.rs rejected `NULL == phPrograms`) and holds `count` handles (this
+    // function's `# Safety`).
+    let programs = unsafe { std::slice::from_raw_parts(programs, count as usize) };
     let mut handles = Vec::with_capacity(programs.len());
     for &raw in programs {
         // SAFETY: each entry of `programs` is null or one of this adapter's handles (this function's `# Safety`), all
@@ -261,8 +260,8 @@ unsafe fn link(
     };
     // A failed link still gives its program, for `urProgramGetBuildInfo`'s
     // log, as the header allows; the caller releases it.
-    // SAFETY: checked non-null, writable per the contract.
-    unsafe { write_out(out, Handle::create(linked), "phProgram")? };
+    // SAFETY: `out` is writable (this function's `# Safety`).
+    unsafe { write_out(out, Handle::create(linked)) };
     result
 }
 
@@ -279,7 +278,7 @@ pub(crate) unsafe extern "C" fn urProgramLink(
         // SAFETY: `context` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let context = unsafe { Handle::<Context>::get(context)? };
         // SAFETY: `programs`, `options` and `out` are as `link` requires (entry_points doc, "Handles", "Arrays and
-        // strings", "Out-pointers").
+        // strings", "Out-pointers"; checks.rs rejected `NULL == phProgram`, `NULL == phPrograms` and `count == 0`).
         unsafe { link(context, count, programs, options, out) }
     })
 }
@@ -303,7 +302,7 @@ pub(crate) unsafe extern "C" fn urProgramLinkExp(
         // "Handles"), all `check_devices` needs.
         unsafe { check_devices(&context.value, num_devices, devices)? };
         // SAFETY: `programs`, `options` and `out` are as `link` requires (entry_points doc, "Handles", "Arrays and
-        // strings", "Out-pointers").
+        // strings", "Out-pointers"; checks.rs rejected `NULL == phProgram`, `NULL == phPrograms` and `count == 0`).
         unsafe { link(context, count, programs, options, out) }
     })
 }
