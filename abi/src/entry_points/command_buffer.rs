@@ -16,8 +16,8 @@ use cmdbuf_core::{
 };
 use parking_lot::Mutex;
 
+use crate::boundary::conv::{Direction, Extent, HostTransfer, rect};
 use crate::boundary::conv::{migration, pattern, usm_advice};
-use crate::boundary::conv::{rect_layout, rect_region};
 use crate::boundary::conv::{value_bytes, work_sizes};
 use crate::entry::{AbiResult, guard};
 use crate::handle::Handle;
@@ -347,9 +347,8 @@ pub(crate) unsafe extern "C" fn urCommandBufferAppendMemBufferCopyRectExp(
         // SAFETY: `src` and `dst` are each null or one of this adapter's handles (entry_points doc, "Handles"), all
         // `get` needs.
         let (src, dst) = unsafe { (Handle::<Mem>::get(src)?, Handle::<Mem>::get(dst)?) };
-        let src_layout = rect_layout(src_origin, src_row_pitch, src_slice_pitch)?;
-        let dst_layout = rect_layout(dst_origin, dst_row_pitch, dst_slice_pitch)?;
-        let region = rect_region(region)?;
+        let rect =
+            rect(src_origin, dst_origin, region, (src_row_pitch, src_slice_pitch), (dst_row_pitch, dst_slice_pitch))?;
         let out = AppendOut { sync_point, event, command };
         // SAFETY: `buffer`, the sync points, the wait list and `out` are as `append` requires (entry_points doc,
         // "Handles", "Wait lists", "Out-pointers").
@@ -363,11 +362,42 @@ pub(crate) unsafe extern "C" fn urCommandBufferAppendMemBufferCopyRectExp(
                 out,
                 ur_command_t::UR_COMMAND_MEM_BUFFER_COPY_RECT,
                 |cb, o| {
-                    cb.append_buffer_copy_rect(src.value.core(), dst.value.core(), src_layout, dst_layout, region, o)
+                    let (src, dst) = (src.value.core(), dst.value.core());
+                    cb.append_buffer_copy_rect(src, dst, rect.first, rect.second, rect.region, o)
                 },
             )
         }
     })
+}
+
+/// An appended transfer between a buffer and host memory: what the four
+/// read and write entry points share once their arguments are converted.
+///
+/// # Safety
+/// As UR's contracts for those calls give them: `mem` is null or one of this
+/// adapter's handles; `buffer`, the sync points and the wait list (each a
+/// count and its list) and `out` are as [`append`] requires; the host memory
+/// stays valid at every execution of the buffer.
+unsafe fn append_transfer(
+    buffer: ur_exp_command_buffer_handle_t,
+    mem: ur_mem_handle_t,
+    transfer: HostTransfer,
+    (num_sync_points, sync_points): (u32, *const ur_exp_command_buffer_sync_point_t),
+    (num_events, events): (u32, *const ur_event_handle_t),
+    out: AppendOut,
+) -> AbiResult {
+    // SAFETY: `mem` is null or one of this adapter's handles (this function's `# Safety`), all `get` needs.
+    let mem = unsafe { Handle::<Mem>::get(mem)? };
+    let command_type = transfer.command_type();
+    let append_it = |cb: &cmdbuf_core::CommandBuffer, o: cmdbuf_core::AppendOptions<'_>| {
+        // SAFETY: the host memory stays valid at every execution of the buffer (this function's `# Safety`), all
+        // `command` needs.
+        let command = unsafe { transfer.command(cb.context(), mem.value.core())? };
+        cb.append_command(command, o)
+    };
+    // SAFETY: `buffer`, the sync points, the wait list and `out` are as `append` requires (this function's
+    // `# Safety`).
+    unsafe { append(buffer, num_sync_points, sync_points, num_events, events, out, command_type, append_it) }
 }
 
 /// # Safety
@@ -386,25 +416,13 @@ pub(crate) unsafe extern "C" fn urCommandBufferAppendMemBufferReadExp(
     event: *mut ur_event_handle_t,
     command: *mut ur_exp_command_buffer_command_handle_t,
 ) -> ur_result_t {
-    guard("urCommandBufferAppendMemBufferReadExp", || {
-        // SAFETY: `mem` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
-        let mem = unsafe { Handle::<Mem>::get(mem)? };
-        let out = AppendOut { sync_point, event, command };
-        // SAFETY: `buffer`, the sync points, the wait list and `out` are as `append` requires (entry_points doc,
-        // "Handles", "Wait lists", "Out-pointers"); `dst` stays valid at every execution of the buffer ("Host memory"),
-        // as `append_buffer_read_host` requires.
-        unsafe {
-            append(
-                buffer,
-                num_sync_points,
-                sync_points,
-                num_events,
-                events,
-                out,
-                ur_command_t::UR_COMMAND_MEM_BUFFER_READ,
-                |cb, o| cb.append_buffer_read_host(mem.value.core(), offset, size, dst.cast(), o),
-            )
-        }
+    let transfer = HostTransfer { extent: Extent::Linear { offset, size }, direction: Direction::Read(dst.cast()) };
+    let out = AppendOut { sync_point, event, command };
+    // SAFETY: `buffer`, `mem`, the sync points, the wait list and `out` are as `append_transfer` requires
+    // (entry_points doc, "Handles", "Wait lists", "Out-pointers"); `dst` stays valid at every execution of the buffer
+    // ("Host memory"; not null: checks.rs rejected `NULL == pDst`).
+    guard("urCommandBufferAppendMemBufferReadExp", || unsafe {
+        append_transfer(buffer, mem, transfer, (num_sync_points, sync_points), (num_events, events), out)
     })
 }
 
@@ -424,25 +442,13 @@ pub(crate) unsafe extern "C" fn urCommandBufferAppendMemBufferWriteExp(
     event: *mut ur_event_handle_t,
     command: *mut ur_exp_command_buffer_command_handle_t,
 ) -> ur_result_t {
-    guard("urCommandBufferAppendMemBufferWriteExp", || {
-        // SAFETY: `mem` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
-        let mem = unsafe { Handle::<Mem>::get(mem)? };
-        let out = AppendOut { sync_point, event, command };
-        // SAFETY: `buffer`, the sync points, the wait list and `out` are as `append` requires (entry_points doc,
-        // "Handles", "Wait lists", "Out-pointers"); `src` stays valid at every execution of the buffer ("Host memory"),
-        // as `append_buffer_write_host` requires.
-        unsafe {
-            append(
-                buffer,
-                num_sync_points,
-                sync_points,
-                num_events,
-                events,
-                out,
-                ur_command_t::UR_COMMAND_MEM_BUFFER_WRITE,
-                |cb, o| cb.append_buffer_write_host(mem.value.core(), offset, size, src.cast(), o),
-            )
-        }
+    let transfer = HostTransfer { extent: Extent::Linear { offset, size }, direction: Direction::Write(src.cast()) };
+    let out = AppendOut { sync_point, event, command };
+    // SAFETY: `buffer`, `mem`, the sync points, the wait list and `out` are as `append_transfer` requires
+    // (entry_points doc, "Handles", "Wait lists", "Out-pointers"); `src` stays valid at every execution of the buffer
+    // ("Host memory"; not null: checks.rs rejected `NULL == pSrc`).
+    guard("urCommandBufferAppendMemBufferWriteExp", || unsafe {
+        append_transfer(buffer, mem, transfer, (num_sync_points, sync_points), (num_events, events), out)
     })
 }
 
@@ -468,29 +474,14 @@ pub(crate) unsafe extern "C" fn urCommandBufferAppendMemBufferReadRectExp(
     command: *mut ur_exp_command_buffer_command_handle_t,
 ) -> ur_result_t {
     guard("urCommandBufferAppendMemBufferReadRectExp", || {
-        // SAFETY: `mem` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
-        let mem = unsafe { Handle::<Mem>::get(mem)? };
-        let buffer_layout = rect_layout(buffer_origin, buffer_row_pitch, buffer_slice_pitch)?;
-        let host_layout = rect_layout(host_origin, host_row_pitch, host_slice_pitch)?;
-        let region = rect_region(region)?;
+        let buffer_pitches = (buffer_row_pitch, buffer_slice_pitch);
+        let rect = rect(buffer_origin, host_origin, region, buffer_pitches, (host_row_pitch, host_slice_pitch))?;
+        let transfer = HostTransfer { extent: Extent::Rect(rect), direction: Direction::Read(dst.cast()) };
         let out = AppendOut { sync_point, event, command };
-        // SAFETY: `buffer`, the sync points, the wait list and `out` are as `append` requires (entry_points doc,
-        // "Handles", "Wait lists", "Out-pointers"); `dst` stays valid at every execution of the buffer ("Host memory"),
-        // as `append_buffer_read_rect_host` requires.
-        unsafe {
-            append(
-                buffer,
-                num_sync_points,
-                sync_points,
-                num_events,
-                events,
-                out,
-                ur_command_t::UR_COMMAND_MEM_BUFFER_READ_RECT,
-                |cb, o| {
-                    cb.append_buffer_read_rect_host(mem.value.core(), buffer_layout, host_layout, region, dst.cast(), o)
-                },
-            )
-        }
+        // SAFETY: `buffer`, `mem`, the sync points, the wait list and `out` are as `append_transfer` requires
+        // (entry_points doc, "Handles", "Wait lists", "Out-pointers"); `dst` stays valid at every execution of the
+        // buffer ("Host memory"; not null: checks.rs rejected `NULL == pDst`).
+        unsafe { append_transfer(buffer, mem, transfer, (num_sync_points, sync_points), (num_events, events), out) }
     })
 }
 
@@ -516,36 +507,15 @@ pub(crate) unsafe extern "C" fn urCommandBufferAppendMemBufferWriteRectExp(
     command: *mut ur_exp_command_buffer_command_handle_t,
 ) -> ur_result_t {
     guard("urCommandBufferAppendMemBufferWriteRectExp", || {
-        // SAFETY: `mem` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
-        let mem = unsafe { Handle::<Mem>::get(mem)? };
-        let buffer_layout = rect_layout(buffer_origin, buffer_row_pitch, buffer_slice_pitch)?;
-        let host_layout = rect_layout(host_origin, host_row_pitch, host_slice_pitch)?;
-        let region = rect_region(region)?;
+        let buffer_pitches = (buffer_row_pitch, buffer_slice_pitch);
+        let rect = rect(buffer_origin, host_origin, region, buffer_pitches, (host_row_pitch, host_slice_pitch))?;
+        let transfer =
+            HostTransfer { extent: Extent::Rect(rect), direction: Direction::Write(src.cast_const().cast()) };
         let out = AppendOut { sync_point, event, command };
-        // SAFETY: `buffer`, the sync points, the wait list and `out` are as `append` requires (entry_points doc,
-        // "Handles", "Wait lists", "Out-pointers"); `src` stays valid at every execution of the buffer ("Host memory"),
-        // as `append_buffer_write_rect_host` requires.
-        unsafe {
-            append(
-                buffer,
-                num_sync_points,
-                sync_points,
-                num_events,
-                events,
-                out,
-                ur_command_t::UR_COMMAND_MEM_BUFFER_WRITE_RECT,
-                |cb, o| {
-                    cb.append_buffer_write_rect_host(
-                        mem.value.core(),
-                        buffer_layout,
-                        host_layout,
-                        region,
-                        src.cast_const().cast(),
-                        o,
-                    )
-                },
-            )
-        }
+        // SAFETY: `buffer`, `mem`, the sync points, the wait list and `out` are as `append_transfer` requires
+        // (entry_points doc, "Handles", "Wait lists", "Out-pointers"); `src` stays valid at every execution of the
+        // buffer ("Host memory"; not null: checks.rs rejected `NULL == pSrc`).
+        unsafe { append_transfer(buffer, mem, transfer, (num_sync_points, sync_points), (num_events, events), out) }
     })
 }
 

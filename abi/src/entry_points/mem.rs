@@ -21,7 +21,7 @@ use cmdbuf_core::{Command, MapFlags, MemBuffer, MemFlags, ensure, err};
 use parking_lot::Mutex;
 
 use crate::boundary::conv::pattern;
-use crate::boundary::conv::{rect_layout, rect_region};
+use crate::boundary::conv::{Direction, Extent, HostTransfer, rect};
 use crate::entry::{AbiResult, guard};
 use crate::handle::Handle;
 use crate::info::{InfoOut, write_out};
@@ -183,6 +183,43 @@ unsafe fn queue_and_buffer<'a>(
     unsafe { Ok((Handle::<Queue>::get(queue)?, Handle::<Mem>::get(mem)?)) }
 }
 
+/// An eager transfer between a buffer and host memory: what the four read
+/// and write entry points share once their arguments are converted.
+///
+/// # Safety
+/// As UR's contracts for those calls give them: `queue` and `mem` are each
+/// null or one of this adapter's handles; `events` is null or holds
+/// `num_events` handles, each null or one of this adapter's; `event` is null
+/// or writable; the host memory stays valid until the transfer completes
+/// (for a blocking one, until this call returns, as it waits).
+unsafe fn enqueue_transfer(
+    queue: ur_queue_handle_t,
+    mem: ur_mem_handle_t,
+    blocking: bool,
+    transfer: HostTransfer,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    event: *mut ur_event_handle_t,
+) -> AbiResult {
+    // SAFETY: `queue` and `mem` are each null or one of this adapter's handles (this function's `# Safety`), all
+    // `queue_and_buffer` needs.
+    let (queue, mem) = unsafe { queue_and_buffer(queue, mem)? };
+    // SAFETY: `events` is null or points to `num_events` event handles (this function's `# Safety`), all `wait_list`
+    // needs.
+    let wait = unsafe { wait_list(events, num_events)? };
+    let core = queue.value.core();
+    // SAFETY: the host memory stays valid until the transfer completes (this function's `# Safety`), all `command`
+    // needs.
+    let command = unsafe { transfer.command(core.context(), mem.value.core())? };
+    let done = core.enqueue(command, &wait)?;
+    if blocking {
+        done.wait()?;
+    }
+    // SAFETY: `event` is null or writable (this function's `# Safety`), all `emit` needs.
+    unsafe { emit(event, done, queue, transfer.command_type()) };
+    Ok(())
+}
+
 /// # Safety
 /// UR's contract for `urEnqueueMemBufferRead`.
 pub(crate) unsafe extern "C" fn urEnqueueMemBufferRead(
@@ -196,24 +233,12 @@ pub(crate) unsafe extern "C" fn urEnqueueMemBufferRead(
     events: *const ur_event_handle_t,
     event: *mut ur_event_handle_t,
 ) -> ur_result_t {
-    guard("urEnqueueMemBufferRead", || {
-        // SAFETY: `queue` and `mem` are each null or one of this adapter's handles (entry_points doc, "Handles"), all
-        // `queue_and_buffer` needs.
-        let (queue, mem) = unsafe { queue_and_buffer(queue, mem)? };
-        // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
-        // `wait_list` needs.
-        let wait = unsafe { wait_list(events, num_events)? };
-        let core = queue.value.core();
-        // SAFETY: UR's contract keeps `dst` valid until the read completes (for
-        // a blocking read, until this call returns, as it waits below).
-        let read = unsafe { Command::buffer_read_host(core.context(), mem.value.core(), offset, size, dst.cast())? };
-        let done = core.enqueue(read, &wait)?;
-        if blocking {
-            done.wait()?;
-        }
-        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `emit` needs.
-        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_MEM_BUFFER_READ) };
-        Ok(())
+    let transfer = HostTransfer { extent: Extent::Linear { offset, size }, direction: Direction::Read(dst.cast()) };
+    // SAFETY: `queue`, `mem`, `events` and `event` are as `enqueue_transfer` requires (entry_points doc, "Handles",
+    // "Wait lists", "Out-pointers"); `dst` stays valid until the read completes ("Host memory"; not null: checks.rs
+    // rejected `NULL == pDst`).
+    guard("urEnqueueMemBufferRead", || unsafe {
+        enqueue_transfer(queue, mem, blocking, transfer, num_events, events, event)
     })
 }
 
@@ -230,24 +255,12 @@ pub(crate) unsafe extern "C" fn urEnqueueMemBufferWrite(
     events: *const ur_event_handle_t,
     event: *mut ur_event_handle_t,
 ) -> ur_result_t {
-    guard("urEnqueueMemBufferWrite", || {
-        // SAFETY: `queue` and `mem` are each null or one of this adapter's handles (entry_points doc, "Handles"), all
-        // `queue_and_buffer` needs.
-        let (queue, mem) = unsafe { queue_and_buffer(queue, mem)? };
-        // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
-        // `wait_list` needs.
-        let wait = unsafe { wait_list(events, num_events)? };
-        let core = queue.value.core();
-        // SAFETY: UR's contract keeps `src` valid until the write completes (for
-        // a blocking write, until this call returns, as it waits below).
-        let write = unsafe { Command::buffer_write_host(core.context(), mem.value.core(), offset, size, src.cast())? };
-        let done = core.enqueue(write, &wait)?;
-        if blocking {
-            done.wait()?;
-        }
-        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `emit` needs.
-        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_MEM_BUFFER_WRITE) };
-        Ok(())
+    let transfer = HostTransfer { extent: Extent::Linear { offset, size }, direction: Direction::Write(src.cast()) };
+    // SAFETY: `queue`, `mem`, `events` and `event` are as `enqueue_transfer` requires (entry_points doc, "Handles",
+    // "Wait lists", "Out-pointers"); `src` stays valid until the write completes ("Host memory"; not null: checks.rs
+    // rejected `NULL == pSrc`).
+    guard("urEnqueueMemBufferWrite", || unsafe {
+        enqueue_transfer(queue, mem, blocking, transfer, num_events, events, event)
     })
 }
 
@@ -270,27 +283,13 @@ pub(crate) unsafe extern "C" fn urEnqueueMemBufferReadRect(
     event: *mut ur_event_handle_t,
 ) -> ur_result_t {
     guard("urEnqueueMemBufferReadRect", || {
-        // SAFETY: `queue` and `mem` are each null or one of this adapter's handles (entry_points doc, "Handles"), all
-        // `queue_and_buffer` needs.
-        let (queue, mem) = unsafe { queue_and_buffer(queue, mem)? };
-        let buffer_layout = rect_layout(buffer_origin, buffer_row_pitch, buffer_slice_pitch)?;
-        let host_layout = rect_layout(host_origin, host_row_pitch, host_slice_pitch)?;
-        let region = rect_region(region)?;
-        // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
-        // `wait_list` needs.
-        let wait = unsafe { wait_list(events, num_events)? };
-        let (core, buffer) = (queue.value.core(), mem.value.core());
-        // SAFETY: as for the linear read.
-        let read = unsafe {
-            Command::buffer_read_rect_host(core.context(), buffer, buffer_layout, host_layout, region, dst.cast())?
-        };
-        let done = core.enqueue(read, &wait)?;
-        if blocking {
-            done.wait()?;
-        }
-        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `emit` needs.
-        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_MEM_BUFFER_READ_RECT) };
-        Ok(())
+        let buffer_pitches = (buffer_row_pitch, buffer_slice_pitch);
+        let rect = rect(buffer_origin, host_origin, region, buffer_pitches, (host_row_pitch, host_slice_pitch))?;
+        let transfer = HostTransfer { extent: Extent::Rect(rect), direction: Direction::Read(dst.cast()) };
+        // SAFETY: `queue`, `mem`, `events` and `event` are as `enqueue_transfer` requires (entry_points doc,
+        // "Handles", "Wait lists", "Out-pointers"); `dst` stays valid until the read completes ("Host memory"; not
+        // null: checks.rs rejected `NULL == pDst`).
+        unsafe { enqueue_transfer(queue, mem, blocking, transfer, num_events, events, event) }
     })
 }
 
@@ -313,27 +312,14 @@ pub(crate) unsafe extern "C" fn urEnqueueMemBufferWriteRect(
     event: *mut ur_event_handle_t,
 ) -> ur_result_t {
     guard("urEnqueueMemBufferWriteRect", || {
-        // SAFETY: `queue` and `mem` are each null or one of this adapter's handles (entry_points doc, "Handles"), all
-        // `queue_and_buffer` needs.
-        let (queue, mem) = unsafe { queue_and_buffer(queue, mem)? };
-        let buffer_layout = rect_layout(buffer_origin, buffer_row_pitch, buffer_slice_pitch)?;
-        let host_layout = rect_layout(host_origin, host_row_pitch, host_slice_pitch)?;
-        let region = rect_region(region)?;
-        // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
-        // `wait_list` needs.
-        let wait = unsafe { wait_list(events, num_events)? };
-        let (core, buffer, src) = (queue.value.core(), mem.value.core(), src.cast_const().cast());
-        // SAFETY: as for the linear write.
-        let write = unsafe {
-            Command::buffer_write_rect_host(core.context(), buffer, buffer_layout, host_layout, region, src)?
-        };
-        let done = core.enqueue(write, &wait)?;
-        if blocking {
-            done.wait()?;
-        }
-        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `emit` needs.
-        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_MEM_BUFFER_WRITE_RECT) };
-        Ok(())
+        let buffer_pitches = (buffer_row_pitch, buffer_slice_pitch);
+        let rect = rect(buffer_origin, host_origin, region, buffer_pitches, (host_row_pitch, host_slice_pitch))?;
+        let transfer =
+            HostTransfer { extent: Extent::Rect(rect), direction: Direction::Write(src.cast_const().cast()) };
+        // SAFETY: `queue`, `mem`, `events` and `event` are as `enqueue_transfer` requires (entry_points doc,
+        // "Handles", "Wait lists", "Out-pointers"); `src` stays valid until the write completes ("Host memory"; not
+        // null: checks.rs rejected `NULL == pSrc`).
+        unsafe { enqueue_transfer(queue, mem, blocking, transfer, num_events, events, event) }
     })
 }
 
@@ -392,15 +378,14 @@ pub(crate) unsafe extern "C" fn urEnqueueMemBufferCopyRect(
         let (queue, src) = unsafe { queue_and_buffer(queue, src)? };
         // SAFETY: `dst` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let dst = unsafe { Handle::<Mem>::get(dst)? };
-        let src_layout = rect_layout(src_origin, src_row_pitch, src_slice_pitch)?;
-        let dst_layout = rect_layout(dst_origin, dst_row_pitch, dst_slice_pitch)?;
-        let region = rect_region(region)?;
+        let rect =
+            rect(src_origin, dst_origin, region, (src_row_pitch, src_slice_pitch), (dst_row_pitch, dst_slice_pitch))?;
         // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
         // `wait_list` needs.
         let wait = unsafe { wait_list(events, num_events)? };
         let core = queue.value.core();
         let (src, dst) = (src.value.core(), dst.value.core());
-        let copy = Command::buffer_copy_rect(core.context(), src, dst, src_layout, dst_layout, region)?;
+        let copy = Command::buffer_copy_rect(core.context(), src, dst, rect.first, rect.second, rect.region)?;
         let done = core.enqueue(copy, &wait)?;
         // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `emit` needs.
         unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_MEM_BUFFER_COPY_RECT) };
