@@ -10,7 +10,9 @@ use std::ffi::c_void;
 
 use cmdbuf_core::ensure;
 
-use crate::entry::AbiResult;
+use crate::entry::{AbiResult, guard};
+use crate::handle::{Handle, Object};
+use crate::sys::ur_result_t;
 
 /// Where one query's answer goes.
 pub struct InfoOut {
@@ -84,6 +86,30 @@ impl InfoOut {
         bytes.push(0);
         self.bytes(&bytes)
     }
+}
+
+/// Runs a `urXGetInfo` on a handle of kind `T`: resolves the handle, then
+/// checks the caller's buffer description ([`InfoOut::new`]), then lets
+/// `answer` write, all under [`guard`].
+///
+/// # Safety
+/// `raw` is null or a handle of this adapter (as for [`Handle::get`]);
+/// `value` is null or writable for `size` bytes; `size_ret` is null or
+/// writable.
+pub unsafe fn query<T: Object>(
+    entry_point: &'static str,
+    raw: T::Raw,
+    (size, value, size_ret): (usize, *mut c_void, *mut usize),
+    answer: impl FnOnce(&Handle<T>, InfoOut) -> AbiResult,
+) -> ur_result_t {
+    guard(entry_point, || {
+        // SAFETY: `raw` is null or one of this adapter's handles (this function's `# Safety`), all `get` needs.
+        let handle = unsafe { Handle::<T>::get(raw)? };
+        // SAFETY: `value` is null or writable for `size` bytes, `size_ret` null or writable (this function's
+        // `# Safety`), all `InfoOut::new` needs.
+        let out = unsafe { InfoOut::new(size, value, size_ret)? };
+        answer(handle, out)
+    })
 }
 
 /// Reads a C string argument.

@@ -17,7 +17,7 @@ use cmdbuf_core::err;
 use crate::boundary::conv::ur_backend;
 use crate::entry::{guard, last_error};
 use crate::handle::Handle;
-use crate::info::{InfoOut, enumerate};
+use crate::info::{InfoOut, enumerate, query};
 use crate::objects::adapter::{Adapter, LoggerCallback};
 use crate::objects::open::adapter;
 use crate::sys::*;
@@ -88,19 +88,15 @@ pub(crate) unsafe extern "C" fn urAdapterGetInfo(
     value: *mut c_void,
     size_ret: *mut usize,
 ) -> ur_result_t {
-    guard("urAdapterGetInfo", || {
-        // SAFETY: `adapter` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
-        let adapter = unsafe { Handle::<Adapter>::get(adapter)? };
-        // SAFETY: `value` is null or writable for `size` bytes, `size_ret` null or writable (entry_points doc, "Info
-        // queries"), all `InfoOut::new` needs.
-        let out = unsafe { InfoOut::new(size, value, size_ret)? };
-        match name {
-            ur_adapter_info_t::UR_ADAPTER_INFO_BACKEND => out.value(ur_backend(adapter.value.backend)),
-            ur_adapter_info_t::UR_ADAPTER_INFO_REFERENCE_COUNT => out.value(adapter.reference_count()),
-            ur_adapter_info_t::UR_ADAPTER_INFO_VERSION => out.value(1u32),
-            other => Err(err!(InvalidEnumeration, "adapter info {}", other.0)),
-        }
-    })
+    let answer = |adapter: &Handle<Adapter>, out: InfoOut| match name {
+        ur_adapter_info_t::UR_ADAPTER_INFO_BACKEND => out.value(ur_backend(adapter.value.backend)),
+        ur_adapter_info_t::UR_ADAPTER_INFO_REFERENCE_COUNT => out.value(adapter.reference_count()),
+        ur_adapter_info_t::UR_ADAPTER_INFO_VERSION => out.value(1u32),
+        other => Err(err!(InvalidEnumeration, "adapter info {}", other.0)),
+    };
+    // SAFETY: `adapter` is null or one of this adapter's handles, `value` null or writable for `size` bytes and
+    // `size_ret` null or writable (entry_points doc, "Handles", "Info queries"), all `query` needs.
+    unsafe { query("urAdapterGetInfo", adapter, (size, value, size_ret), answer) }
 }
 
 /// # Safety

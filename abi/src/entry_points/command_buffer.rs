@@ -21,7 +21,7 @@ use crate::boundary::conv::{migration, pattern, usm_advice};
 use crate::boundary::conv::{value_bytes, work_sizes};
 use crate::entry::{AbiResult, guard};
 use crate::handle::Handle;
-use crate::info::{InfoOut, optional_list, slice, write_out};
+use crate::info::{InfoOut, optional_list, query, slice, write_out};
 use crate::objects::command_buffer::{AppendOut, Command, CommandBuffer, append};
 use crate::objects::context::Context;
 use crate::objects::device::Device;
@@ -95,29 +95,23 @@ pub(crate) unsafe extern "C" fn urCommandBufferGetInfoExp(
     value: *mut c_void,
     size_ret: *mut usize,
 ) -> ur_result_t {
-    guard("urCommandBufferGetInfoExp", || {
-        // SAFETY: `buffer` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
-        let handle = unsafe { Handle::<CommandBuffer>::get(buffer)? };
-        // SAFETY: `value` is null or writable for `size` bytes, `size_ret` null or writable (entry_points doc, "Info
-        // queries"), all `InfoOut::new` needs.
-        let out = unsafe { InfoOut::new(size, value, size_ret)? };
-        match name {
-            ur_exp_command_buffer_info_t::UR_EXP_COMMAND_BUFFER_INFO_REFERENCE_COUNT => {
-                out.value(handle.reference_count())
-            }
-            ur_exp_command_buffer_info_t::UR_EXP_COMMAND_BUFFER_INFO_DESCRIPTOR => {
-                let d = handle.value.buffer.descriptor();
-                out.value(ur_exp_command_buffer_desc_t {
-                    stype: ur_structure_type_t::UR_STRUCTURE_TYPE_EXP_COMMAND_BUFFER_DESC,
-                    pNext: std::ptr::null(),
-                    isUpdatable: d.updatable.into(),
-                    isInOrder: d.in_order.into(),
-                    enableProfiling: d.profiling.into(),
-                })
-            }
-            other => Err(err!(InvalidEnumeration, "command-buffer info {}", other.0)),
+    let answer = |handle: &Handle<CommandBuffer>, out: InfoOut| match name {
+        ur_exp_command_buffer_info_t::UR_EXP_COMMAND_BUFFER_INFO_REFERENCE_COUNT => out.value(handle.reference_count()),
+        ur_exp_command_buffer_info_t::UR_EXP_COMMAND_BUFFER_INFO_DESCRIPTOR => {
+            let d = handle.value.buffer.descriptor();
+            out.value(ur_exp_command_buffer_desc_t {
+                stype: ur_structure_type_t::UR_STRUCTURE_TYPE_EXP_COMMAND_BUFFER_DESC,
+                pNext: std::ptr::null(),
+                isUpdatable: d.updatable.into(),
+                isInOrder: d.in_order.into(),
+                enableProfiling: d.profiling.into(),
+            })
         }
-    })
+        other => Err(err!(InvalidEnumeration, "command-buffer info {}", other.0)),
+    };
+    // SAFETY: `buffer` is null or one of this adapter's handles, `value` null or writable for `size` bytes and
+    // `size_ret` null or writable (entry_points doc, "Handles", "Info queries"), all `query` needs.
+    unsafe { query("urCommandBufferGetInfoExp", buffer, (size, value, size_ret), answer) }
 }
 
 /// # Safety

@@ -26,9 +26,9 @@ use cmdbuf_core::{
 
 use crate::boundary::conv::ur_usm_kinds;
 use crate::boundary::conv::{ur_device_type, ur_partition_kind, ur_partition_properties};
-use crate::entry::{AbiResult, guard};
+use crate::entry::AbiResult;
 use crate::handle::Handle;
-use crate::info::InfoOut;
+use crate::info::{InfoOut, query};
 use crate::objects::device::Device;
 use crate::sys::*;
 
@@ -163,14 +163,10 @@ pub(crate) unsafe extern "C" fn urDeviceGetInfo(
     value: *mut c_void,
     size_ret: *mut usize,
 ) -> ur_result_t {
-    guard("urDeviceGetInfo", || {
-        // SAFETY: `device` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
-        let handle = unsafe { Handle::<Device>::get(device)? };
-        // SAFETY: `value` is null or writable for `size` bytes, `size_ret` null or writable (entry_points doc, "Info
-        // queries"), all `InfoOut::new` needs.
-        let out = unsafe { InfoOut::new(size, value, size_ret)? };
-        answer(handle, name, out)
-    })
+    let answer = |handle: &Handle<Device>, out: InfoOut| answer(handle, name, out);
+    // SAFETY: `device` is null or one of this adapter's handles, `value` null or writable for `size` bytes and
+    // `size_ret` null or writable (entry_points doc, "Handles", "Info queries"), all `query` needs.
+    unsafe { query("urDeviceGetInfo", device, (size, value, size_ret), answer) }
 }
 
 fn vector_width(w: &VectorWidths, name: ur_device_info_t) -> u32 {

@@ -9,7 +9,7 @@ use cmdbuf_core::{EventStatus, UrError, ensure, err};
 
 use crate::entry::guard;
 use crate::handle::Handle;
-use crate::info::InfoOut;
+use crate::info::{InfoOut, query};
 use crate::objects::event::{Event, wait_list};
 use crate::sys::*;
 
@@ -32,12 +32,7 @@ pub(crate) unsafe extern "C" fn urEventGetInfo(
     value: *mut c_void,
     size_ret: *mut usize,
 ) -> ur_result_t {
-    guard("urEventGetInfo", || {
-        // SAFETY: `event` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
-        let handle = unsafe { Handle::<Event>::get(event)? };
-        // SAFETY: `value` is null or writable for `size` bytes, `size_ret` null or writable (entry_points doc, "Info
-        // queries"), all `InfoOut::new` needs.
-        let out = unsafe { InfoOut::new(size, value, size_ret)? };
+    let answer = |handle: &Handle<Event>, out: InfoOut| {
         let e = &handle.value;
         match name {
             ur_event_info_t::UR_EVENT_INFO_COMMAND_QUEUE => {
@@ -49,7 +44,10 @@ pub(crate) unsafe extern "C" fn urEventGetInfo(
             ur_event_info_t::UR_EVENT_INFO_REFERENCE_COUNT => out.value(handle.reference_count()),
             other => Err(err!(InvalidEnumeration, "event info {}", other.0)),
         }
-    })
+    };
+    // SAFETY: `event` is null or one of this adapter's handles, `value` null or writable for `size` bytes and
+    // `size_ret` null or writable (entry_points doc, "Handles", "Info queries"), all `query` needs.
+    unsafe { query("urEventGetInfo", event, (size, value, size_ret), answer) }
 }
 
 /// # Safety

@@ -16,7 +16,7 @@ use cmdbuf_core::{CacheConfig, ensure, err};
 use crate::boundary::conv::work_sizes;
 use crate::entry::{AbiResult, guard};
 use crate::handle::Handle;
-use crate::info::{InfoOut, c_str, write_out};
+use crate::info::{InfoOut, c_str, query, write_out};
 use crate::objects::device::Device;
 use crate::objects::kernel::Kernel;
 use crate::objects::program::Program;
@@ -66,12 +66,7 @@ pub(crate) unsafe extern "C" fn urKernelGetInfo(
     value: *mut c_void,
     size_ret: *mut usize,
 ) -> ur_result_t {
-    guard("urKernelGetInfo", || {
-        // SAFETY: `kernel` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
-        let handle = unsafe { Handle::<Kernel>::get(kernel)? };
-        // SAFETY: `value` is null or writable for `size` bytes, `size_ret` null or writable (entry_points doc, "Info
-        // queries"), all `InfoOut::new` needs.
-        let out = unsafe { InfoOut::new(size, value, size_ret)? };
+    let answer = |handle: &Handle<Kernel>, out: InfoOut| {
         let k = &handle.value;
         use ur_kernel_info_t as I;
         match name {
@@ -88,7 +83,10 @@ pub(crate) unsafe extern "C" fn urKernelGetInfo(
             )),
             other => Err(err!(InvalidEnumeration, "kernel info {}", other.0)),
         }
-    })
+    };
+    // SAFETY: `kernel` is null or one of this adapter's handles, `value` null or writable for `size` bytes and
+    // `size_ret` null or writable (entry_points doc, "Handles", "Info queries"), all `query` needs.
+    unsafe { query("urKernelGetInfo", kernel, (size, value, size_ret), answer) }
 }
 
 /// The kernel's attributes as OpenCL C spells them (`CL_KERNEL_ATTRIBUTES`).

@@ -24,7 +24,7 @@ use crate::boundary::conv::pattern;
 use crate::boundary::conv::{Direction, Extent, HostTransfer, rect};
 use crate::entry::{AbiResult, guard};
 use crate::handle::Handle;
-use crate::info::{InfoOut, write_out};
+use crate::info::{InfoOut, query, write_out};
 use crate::objects::context::Context;
 use crate::objects::event::{emit, wait_list};
 use crate::objects::mem::{HostMemory, Mem};
@@ -154,19 +154,15 @@ pub(crate) unsafe extern "C" fn urMemGetInfo(
     value: *mut c_void,
     size_ret: *mut usize,
 ) -> ur_result_t {
-    guard("urMemGetInfo", || {
-        // SAFETY: `mem` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
-        let handle = unsafe { Handle::<Mem>::get(mem)? };
-        // SAFETY: `value` is null or writable for `size` bytes, `size_ret` null or writable (entry_points doc, "Info
-        // queries"), all `InfoOut::new` needs.
-        let out = unsafe { InfoOut::new(size, value, size_ret)? };
-        match name {
-            ur_mem_info_t::UR_MEM_INFO_SIZE => out.value(handle.value.buffer.size()),
-            ur_mem_info_t::UR_MEM_INFO_CONTEXT => out.value(handle.value.context.raw()),
-            ur_mem_info_t::UR_MEM_INFO_REFERENCE_COUNT => out.value(handle.reference_count()),
-            other => Err(err!(InvalidEnumeration, "memory info {}", other.0)),
-        }
-    })
+    let answer = |handle: &Handle<Mem>, out: InfoOut| match name {
+        ur_mem_info_t::UR_MEM_INFO_SIZE => out.value(handle.value.buffer.size()),
+        ur_mem_info_t::UR_MEM_INFO_CONTEXT => out.value(handle.value.context.raw()),
+        ur_mem_info_t::UR_MEM_INFO_REFERENCE_COUNT => out.value(handle.reference_count()),
+        other => Err(err!(InvalidEnumeration, "memory info {}", other.0)),
+    };
+    // SAFETY: `mem` is null or one of this adapter's handles, `value` null or writable for `size` bytes and
+    // `size_ret` null or writable (entry_points doc, "Handles", "Info queries"), all `query` needs.
+    unsafe { query("urMemGetInfo", mem, (size, value, size_ret), answer) }
 }
 
 /// Borrows the queue and buffer of an eager buffer command.

@@ -9,7 +9,7 @@ use cmdbuf_core::{Backend, err};
 use crate::boundary::conv::ur_backend;
 use crate::entry::guard;
 use crate::handle::Handle;
-use crate::info::{InfoOut, c_str, enumerate};
+use crate::info::{InfoOut, c_str, enumerate, query};
 use crate::objects::open::adapter;
 use crate::objects::platform::Platform;
 use crate::sys::*;
@@ -42,12 +42,7 @@ pub(crate) unsafe extern "C" fn urPlatformGetInfo(
     value: *mut c_void,
     size_ret: *mut usize,
 ) -> ur_result_t {
-    guard("urPlatformGetInfo", || {
-        // SAFETY: `platform` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
-        let platform = unsafe { Handle::<Platform>::get(platform)? };
-        // SAFETY: `value` is null or writable for `size` bytes, `size_ret` null or writable (entry_points doc, "Info
-        // queries"), all `InfoOut::new` needs.
-        let out = unsafe { InfoOut::new(size, value, size_ret)? };
+    let answer = |platform: &Handle<Platform>, out: InfoOut| {
         let p = &platform.value;
         match name {
             ur_platform_info_t::UR_PLATFORM_INFO_NAME => out.string(&p.name()),
@@ -61,7 +56,10 @@ pub(crate) unsafe extern "C" fn urPlatformGetInfo(
             ur_platform_info_t::UR_PLATFORM_INFO_ADAPTER => out.value(adapter()?.raw()),
             other => Err(err!(InvalidEnumeration, "platform info {}", other.0)),
         }
-    })
+    };
+    // SAFETY: `platform` is null or one of this adapter's handles, `value` null or writable for `size` bytes and
+    // `size_ret` null or writable (entry_points doc, "Handles", "Info queries"), all `query` needs.
+    unsafe { query("urPlatformGetInfo", platform, (size, value, size_ret), answer) }
 }
 
 /// # Safety

@@ -16,7 +16,7 @@ use cmdbuf_core::{ProgramBundle, ensure, err};
 
 use crate::entry::{AbiResult, guard};
 use crate::handle::Handle;
-use crate::info::{InfoOut, c_str, slice, write_out};
+use crate::info::{InfoOut, c_str, query, slice, write_out};
 use crate::objects::context::Context;
 use crate::objects::device::Device;
 use crate::objects::program::{Input, Program};
@@ -330,12 +330,7 @@ pub(crate) unsafe extern "C" fn urProgramGetInfo(
     value: *mut c_void,
     size_ret: *mut usize,
 ) -> ur_result_t {
-    guard("urProgramGetInfo", || {
-        // SAFETY: `program` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
-        let handle = unsafe { Handle::<Program>::get(program)? };
-        // SAFETY: `value` is null or writable for `size` bytes, `size_ret` null or writable (entry_points doc, "Info
-        // queries"), all `InfoOut::new` needs.
-        let out = unsafe { InfoOut::new(size, value, size_ret)? };
+    let answer = |handle: &Handle<Program>, out: InfoOut| {
         let p = &handle.value;
         use ur_program_info_t as I;
         match name {
@@ -378,7 +373,10 @@ pub(crate) unsafe extern "C" fn urProgramGetInfo(
             }
             other => Err(err!(InvalidEnumeration, "program info {}", other.0)),
         }
-    })
+    };
+    // SAFETY: `program` is null or one of this adapter's handles, `value` null or writable for `size` bytes and
+    // `size_ret` null or writable (entry_points doc, "Handles", "Info queries"), all `query` needs.
+    unsafe { query("urProgramGetInfo", program, (size, value, size_ret), answer) }
 }
 
 /// The binary `urProgramGetInfo(BINARIES)` returns: one that

@@ -9,7 +9,7 @@ use cmdbuf_core::{QueueProperties, ensure, err};
 
 use crate::entry::guard;
 use crate::handle::Handle;
-use crate::info::{InfoOut, write_out};
+use crate::info::{InfoOut, query, write_out};
 use crate::objects::context::Context;
 use crate::objects::device::Device;
 use crate::objects::queue::Queue;
@@ -107,12 +107,7 @@ pub(crate) unsafe extern "C" fn urQueueGetInfo(
     value: *mut c_void,
     size_ret: *mut usize,
 ) -> ur_result_t {
-    guard("urQueueGetInfo", || {
-        // SAFETY: `queue` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
-        let handle = unsafe { Handle::<Queue>::get(queue)? };
-        // SAFETY: `value` is null or writable for `size` bytes, `size_ret` null or writable (entry_points doc, "Info
-        // queries"), all `InfoOut::new` needs.
-        let out = unsafe { InfoOut::new(size, value, size_ret)? };
+    let answer = |handle: &Handle<Queue>, out: InfoOut| {
         let q = &handle.value;
         match name {
             ur_queue_info_t::UR_QUEUE_INFO_CONTEXT => out.value(q.context.raw()),
@@ -129,7 +124,10 @@ pub(crate) unsafe extern "C" fn urQueueGetInfo(
             }
             other => Err(err!(InvalidEnumeration, "queue info {}", other.0)),
         }
-    })
+    };
+    // SAFETY: `queue` is null or one of this adapter's handles, `value` null or writable for `size` bytes and
+    // `size_ret` null or writable (entry_points doc, "Handles", "Info queries"), all `query` needs.
+    unsafe { query("urQueueGetInfo", queue, (size, value, size_ret), answer) }
 }
 
 /// # Safety
