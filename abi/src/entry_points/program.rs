@@ -70,6 +70,30 @@ unsafe fn program_of<'a>(context: ur_context_handle_t, program: ur_program_handl
     Ok(program)
 }
 
+/// A `urProgramCreateWith*` call: resolves the context, lets `read` take
+/// the code given (its checks, the input kept and the bundle read from it),
+/// and returns the program.
+///
+/// # Safety
+/// `context` is null or one of this adapter's handles; `out` is writable
+/// (not null: both calls' generated checks reject `NULL == phProgram`).
+unsafe fn create(
+    entry_point: &'static str,
+    context: ur_context_handle_t,
+    out: *mut ur_program_handle_t,
+    read: impl FnOnce(&Handle<Context>) -> AbiResult<(Input, ProgramBundle)>,
+) -> ur_result_t {
+    guard(entry_point, || {
+        // SAFETY: `context` is null or one of this adapter's handles (this function's `# Safety`), all `get` needs.
+        let context = unsafe { Handle::<Context>::get(context)? };
+        let (input, bundle) = read(context)?;
+        let value = Program::new(context.to_arc(), input, bundle);
+        // SAFETY: `out` is writable (this function's `# Safety`).
+        unsafe { write_out(out, Handle::create(value)) };
+        Ok(())
+    })
+}
+
 /// # Safety
 /// UR's contract for `urProgramCreateWithIL`.
 pub(crate) unsafe extern "C" fn urProgramCreateWithIL(
@@ -79,18 +103,16 @@ pub(crate) unsafe extern "C" fn urProgramCreateWithIL(
     _properties: *const ur_program_properties_t,
     program: *mut ur_program_handle_t,
 ) -> ur_result_t {
-    guard("urProgramCreateWithIL", || {
-        // SAFETY: `context` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
-        let context = unsafe { Handle::<Context>::get(context)? };
+    let read = |_: &Handle<Context>| {
         // SAFETY: non-null because checks.rs rejected `NULL == pIL` (and `length == 0`); UR requires `il` to hold
         // `length` readable bytes.
         let bytes = unsafe { std::slice::from_raw_parts(il.cast::<u8>(), length) }.to_vec();
         let bundle = ProgramBundle::from_il(&bytes)?;
-        let value = Program::new(context.to_arc(), Input::Il(bytes), bundle);
-        // SAFETY: non-null because checks.rs rejected `NULL == phProgram`; writable per the contract ("Out-pointers").
-        unsafe { write_out(program, Handle::create(value)) };
-        Ok(())
-    })
+        Ok((Input::Il(bytes), bundle))
+    };
+    // SAFETY: `context` is null or one of this adapter's handles (entry_points doc, "Handles"); `program` is writable
+    // ("Out-pointers"; not null: checks.rs rejected `NULL == phProgram`), all `create` needs.
+    unsafe { create("urProgramCreateWithIL", context, program, read) }
 }
 
 /// # Safety
@@ -104,9 +126,7 @@ pub(crate) unsafe extern "C" fn urProgramCreateWithBinary(
     _properties: *const ur_program_properties_t,
     program: *mut ur_program_handle_t,
 ) -> ur_result_t {
-    guard("urProgramCreateWithBinary", || {
-        // SAFETY: `context` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
-        let context = unsafe { Handle::<Context>::get(context)? };
+    let read = |context: &Handle<Context>| {
         ensure!(num_devices == 1, InvalidValue, "{num_devices} devices: a context of this adapter holds one device");
         // SAFETY: `devices` is non-null because checks.rs rejected `NULL == phDevices`, and holds `num_devices` (1)
         // handles, each null or one of this adapter's (entry_points doc, "Arrays and strings", "Handles"): the read
@@ -124,11 +144,11 @@ pub(crate) unsafe extern "C" fn urProgramCreateWithBinary(
         // process; UR's contract for native CPU binaries keeps them loaded
         // for as long as programs made from them exist.
         let bundle = unsafe { ProgramBundle::from_binary(&bytes)? };
-        let value = Program::new(context.to_arc(), Input::Binary(bytes), bundle);
-        // SAFETY: non-null because checks.rs rejected `NULL == phProgram`; writable per the contract ("Out-pointers").
-        unsafe { write_out(program, Handle::create(value)) };
-        Ok(())
-    })
+        Ok((Input::Binary(bytes), bundle))
+    };
+    // SAFETY: `context` is null or one of this adapter's handles (entry_points doc, "Handles"); `program` is writable
+    // ("Out-pointers"; not null: checks.rs rejected `NULL == phProgram`), all `create` needs.
+    unsafe { create("urProgramCreateWithBinary", context, program, read) }
 }
 
 /// # Safety
