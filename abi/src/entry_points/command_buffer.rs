@@ -44,13 +44,15 @@ pub(crate) unsafe extern "C" fn urCommandBufferCreateExp(
         let context = unsafe { Handle::<Context>::get(context)? };
         // SAFETY: `device` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let device = unsafe { Handle::<Device>::get(device)? };
-        // SAFETY: null or readable per the contract.
-        let desc = unsafe { desc.as_ref() }.map_or(CommandBufferDesc::default(), |d| CommandBufferDesc {
+        // SAFETY: non-null because checks.rs rejected `NULL == pCommandBufferDesc`; one readable descriptor per the
+        // contract ("Arrays and strings").
+        let d = unsafe { &*desc };
+        let desc = CommandBufferDesc {
             updatable: d.isUpdatable != 0,
             in_order: d.isInOrder != 0,
             profiling: d.enableProfiling != 0,
             ..CommandBufferDesc::default()
-        });
+        };
         let buffer = cmdbuf_core::CommandBuffer::new(context.value.core(), device.value.core(), desc)?;
         let value = CommandBuffer { buffer, context: context.to_arc(), commands: Mutex::default() };
         // SAFETY: non-null because checks.rs rejected `NULL == phCommandBuffer`; writable per the contract
