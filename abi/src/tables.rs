@@ -554,4 +554,17 @@ mod tests {
         let words = unsafe { std::slice::from_raw_parts((table as *const ur_dditable_t).cast::<usize>(), 241) };
         assert!(words.iter().all(|w| *w != 0));
     }
+
+    /// The implementations skip what the generated checks test (`NULL ==
+    /// pX` and the like), so no slot handed out may be an implementation.
+    #[test]
+    fn every_slot_handed_out_is_a_checking_wrapper() {
+        let words = |table: &ur_dditable_t| {
+            // SAFETY: as in `every_slot_is_filled`: 241 function-pointer words.
+            unsafe { std::slice::from_raw_parts((table as *const ur_dditable_t).cast::<usize>(), 241) }.to_vec()
+        };
+        let (handed_out, behind) = (words(dispatch_table()), words(implementations()));
+        let bare: Vec<usize> = (0..241).filter(|&i| handed_out[i] == behind[i]).collect();
+        assert!(bare.is_empty(), "slots handed out without their checks: {bare:?}");
+    }
 }

@@ -10,7 +10,9 @@ use std::ffi::c_void;
 
 use cmdbuf_core::ensure;
 
-use crate::entry::AbiResult;
+use crate::entry::{AbiResult, guard};
+use crate::handle::{Handle, Object};
+use crate::sys::ur_result_t;
 
 /// Where one query's answer goes.
 pub struct InfoOut {
@@ -86,6 +88,30 @@ impl InfoOut {
     }
 }
 
+/// Runs a `urXGetInfo` on a handle of kind `T`: resolves the handle, then
+/// checks the caller's buffer description ([`InfoOut::new`]), then lets
+/// `answer` write, all under [`guard`].
+///
+/// # Safety
+/// `raw` is null or a handle of this adapter (as for [`Handle::get`]);
+/// `value` is null or writable for `size` bytes; `size_ret` is null or
+/// writable.
+pub unsafe fn query<T: Object>(
+    entry_point: &'static str,
+    raw: T::Raw,
+    (size, value, size_ret): (usize, *mut c_void, *mut usize),
+    answer: impl FnOnce(&Handle<T>, InfoOut) -> AbiResult,
+) -> ur_result_t {
+    guard(entry_point, || {
+        // SAFETY: `raw` is null or one of this adapter's handles (this function's `# Safety`), all `get` needs.
+        let handle = unsafe { Handle::<T>::get(raw)? };
+        // SAFETY: `value` is null or writable for `size` bytes, `size_ret` null or writable (this function's
+        // `# Safety`), all `InfoOut::new` needs.
+        let out = unsafe { InfoOut::new(size, value, size_ret)? };
+        answer(handle, out)
+    })
+}
+
 /// Reads a C string argument.
 ///
 /// # Safety
@@ -108,15 +134,15 @@ pub unsafe fn write_opt<T>(ptr: *mut T, value: T) {
     }
 }
 
-/// Writes a required out-parameter.
+/// Writes a required out-parameter. Every entry point that has one is
+/// behind a generated check (`checks.rs`) that refuses it null with UR's
+/// `INVALID_NULL_POINTER`, so no caller gets here with null.
 ///
 /// # Safety
-/// `ptr` is null or writable.
-pub unsafe fn write_out<T>(ptr: *mut T, value: T, what: &str) -> AbiResult {
-    ensure!(!ptr.is_null(), InvalidNullPointer, "{what} is null");
-    // SAFETY: non-null and writable per the contract.
+/// `ptr` is writable (and so not null).
+pub unsafe fn write_out<T>(ptr: *mut T, value: T) {
+    // SAFETY: `ptr` is writable for one `T` (this function's `# Safety`); `write_unaligned` needs no alignment.
     unsafe { ptr.write_unaligned(value) };
-    Ok(())
 }
 
 /// Borrows a C array argument: null with a zero count is empty; null with a
@@ -153,12 +179,13 @@ pub unsafe fn optional_list<'a, T>(ptr: *const T, count: u32, what: &str) -> Abi
 
 /// Answers a `urXGet(NumEntries, phItems, pNumItems)` enumeration: up to
 /// `num_entries` handles into `out`, and how many there are into `count`.
+/// An array with 0 entries never gets here: the generated check of each
+/// such entry point (`checks.rs`) refuses it with `INVALID_SIZE`.
 ///
 /// # Safety
 /// `out` is null or writable for `num_entries` handles; `count` is null or
 /// writable.
 pub unsafe fn enumerate<H: Copy>(items: &[H], num_entries: u32, out: *mut H, count: *mut u32) -> AbiResult {
-    ensure!(num_entries != 0 || out.is_null(), InvalidSize, "0 entries with an output array");
     ensure!(!out.is_null() || !count.is_null(), InvalidNullPointer, "neither an output array nor a count");
     if !out.is_null() {
         for (i, item) in items.iter().take(num_entries as usize).enumerate() {
@@ -239,11 +266,8 @@ mod tests {
         // An unaligned out-parameter: one byte into a buffer.
         let mut raw = exact(1 + size_of::<u64>());
         // SAFETY: the 8 bytes after the first are writable.
-        unsafe { write_out(raw.as_mut_ptr().add(1).cast::<u64>(), 0x0102_0304_0506_0708, "out") }.unwrap();
+        unsafe { write_out(raw.as_mut_ptr().add(1).cast::<u64>(), 0x0102_0304_0506_0708) };
         assert_eq!(raw[1..], 0x0102_0304_0506_0708u64.to_ne_bytes());
-        // SAFETY: a null required out-parameter is refused before any write.
-        let null = unsafe { write_out(std::ptr::null_mut::<u32>(), 1, "out") };
-        assert!(matches!(null, Err(UrError::InvalidNullPointer(_))));
 
         let items = [10u32, 11, 12];
         let mut two = vec![0u32; 2].into_boxed_slice();

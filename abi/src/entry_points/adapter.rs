@@ -12,12 +12,12 @@
 
 use std::ffi::{c_char, c_void};
 
-use cmdbuf_core::{ensure, err};
+use cmdbuf_core::err;
 
 use crate::boundary::conv::ur_backend;
-use crate::entry::{AbiResult, guard, last_error};
+use crate::entry::{guard, last_error};
 use crate::handle::Handle;
-use crate::info::{InfoOut, enumerate};
+use crate::info::{InfoOut, enumerate, query};
 use crate::objects::adapter::{Adapter, LoggerCallback};
 use crate::objects::open::adapter;
 use crate::sys::*;
@@ -68,11 +68,9 @@ pub(crate) unsafe extern "C" fn urAdapterGetLastError(
     if unsafe { Handle::<Adapter>::get(adapter) }.is_err() {
         return ur_result_t::UR_RESULT_ERROR_INVALID_NULL_HANDLE;
     }
-    if message.is_null() || error.is_null() {
-        return ur_result_t::UR_RESULT_ERROR_INVALID_NULL_POINTER;
-    }
     let (text, code) = last_error().unwrap_or((c"no error".as_ptr(), 0));
-    // SAFETY: both non-null and writable per the contract; the message stays
+    // SAFETY: both non-null because checks.rs rejected `NULL == ppMessage` and
+    // `NULL == pError`, and writable per the contract; the message stays
     // valid until this thread's next failing call.
     unsafe {
         message.write(text);
@@ -90,19 +88,15 @@ pub(crate) unsafe extern "C" fn urAdapterGetInfo(
     value: *mut c_void,
     size_ret: *mut usize,
 ) -> ur_result_t {
-    guard("urAdapterGetInfo", || {
-        // SAFETY: `adapter` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
-        let adapter = unsafe { Handle::<Adapter>::get(adapter)? };
-        // SAFETY: `value` is null or writable for `size` bytes, `size_ret` null or writable (entry_points doc, "Info
-        // queries"), all `InfoOut::new` needs.
-        let out = unsafe { InfoOut::new(size, value, size_ret)? };
-        match name {
-            ur_adapter_info_t::UR_ADAPTER_INFO_BACKEND => out.value(ur_backend(adapter.value.backend)),
-            ur_adapter_info_t::UR_ADAPTER_INFO_REFERENCE_COUNT => out.value(adapter.reference_count()),
-            ur_adapter_info_t::UR_ADAPTER_INFO_VERSION => out.value(1u32),
-            other => Err(err!(InvalidEnumeration, "adapter info {}", other.0)),
-        }
-    })
+    let answer = |adapter: &Handle<Adapter>, out: InfoOut| match name {
+        ur_adapter_info_t::UR_ADAPTER_INFO_BACKEND => out.value(ur_backend(adapter.value.backend)),
+        ur_adapter_info_t::UR_ADAPTER_INFO_REFERENCE_COUNT => out.value(adapter.reference_count()),
+        ur_adapter_info_t::UR_ADAPTER_INFO_VERSION => out.value(1u32),
+        other => Err(err!(InvalidEnumeration, "adapter info {}", other.0)),
+    };
+    // SAFETY: `adapter` is null or one of this adapter's handles, `value` null or writable for `size` bytes and
+    // `size_ret` null or writable (entry_points doc, "Handles", "Info queries"), all `query` needs.
+    unsafe { query("urAdapterGetInfo", adapter, (size, value, size_ret), answer) }
 }
 
 /// # Safety
@@ -117,7 +111,6 @@ pub(crate) unsafe extern "C" fn urAdapterSetLoggerCallback(
         // SAFETY: `adapter` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let adapter = unsafe { Handle::<Adapter>::get(adapter)? };
         let callback = callback.ok_or_else(|| err!(InvalidNullPointer, "null logger callback"))?;
-        check_level(level)?;
         *adapter.value.logger.lock() = Some(LoggerCallback { callback, user_data, level });
         Ok(())
     })
@@ -132,15 +125,9 @@ pub(crate) unsafe extern "C" fn urAdapterSetLoggerCallbackLevel(
     guard("urAdapterSetLoggerCallbackLevel", || {
         // SAFETY: `adapter` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let adapter = unsafe { Handle::<Adapter>::get(adapter)? };
-        check_level(level)?;
         let mut logger = adapter.value.logger.lock();
         let logger = logger.as_mut().ok_or_else(|| err!(InvalidOperation, "no logger callback is set"))?;
         logger.level = level;
         Ok(())
     })
-}
-
-fn check_level(level: ur_logger_level_t) -> AbiResult {
-    ensure!(level.0 <= ur_logger_level_t::UR_LOGGER_LEVEL_QUIET.0, InvalidEnumeration, "logger level {}", level.0);
-    Ok(())
 }

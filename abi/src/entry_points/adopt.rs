@@ -90,7 +90,6 @@ pub(crate) unsafe extern "C" fn urPlatformCreateWithNativeHandle(
     guard("urPlatformCreateWithNativeHandle", || {
         // SAFETY: `adapter` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let adapter = unsafe { Handle::<Adapter>::get(adapter)? };
-        ensure!(!out.is_null(), InvalidNullPointer, "phPlatform is null");
         // SAFETY: `properties` is null or one readable struct (entry_points doc, "Arrays and strings"), all `ownership`
         // needs.
         unsafe { ownership(properties)? };
@@ -99,8 +98,9 @@ pub(crate) unsafe extern "C" fn urPlatformCreateWithNativeHandle(
         let found = cmdbuf_core::Platform::from_native(&cores, native(handle))?;
         let index = cores.iter().position(|p| p.native_handle().ok() == found.native_handle().ok());
         let platform = index.map(|i| platforms[i].raw()).expect("found among these platforms");
-        // SAFETY: checked non-null, writable per the contract.
-        unsafe { write_out(out, platform, "phPlatform") }
+        // SAFETY: non-null because checks.rs rejected `NULL == phPlatform`; writable per the contract ("Out-pointers").
+        unsafe { write_out(out, platform) };
+        Ok(())
     })
 }
 
@@ -115,7 +115,6 @@ pub(crate) unsafe extern "C" fn urDeviceCreateWithNativeHandle(
     guard("urDeviceCreateWithNativeHandle", || {
         // SAFETY: `adapter` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let adapter = unsafe { Handle::<Adapter>::get(adapter)? };
-        ensure!(!out.is_null(), InvalidNullPointer, "phDevice is null");
         // SAFETY: `properties` is null or one readable struct (entry_points doc, "Arrays and strings"), all `ownership`
         // needs.
         unsafe { ownership(properties)? };
@@ -127,8 +126,10 @@ pub(crate) unsafe extern "C" fn urDeviceCreateWithNativeHandle(
                     let device = device.ok_or_else(|| {
                         err!(InvalidDevice, "{found} is not among the devices UR_DEVICE_SELECTOR kept")
                     })?;
-                    // SAFETY: checked non-null, writable per the contract.
-                    return unsafe { write_out(out, device.raw(), "phDevice") };
+                    // SAFETY: non-null because checks.rs rejected `NULL == phDevice`; writable per the contract
+                    // ("Out-pointers").
+                    unsafe { write_out(out, device.raw()) };
+                    return Ok(());
                 }
                 // The kind of failure of the last platform, unless another
                 // platform's devices have native handles at all.
@@ -140,8 +141,10 @@ pub(crate) unsafe extern "C" fn urDeviceCreateWithNativeHandle(
         }
         // A sub-device's native handle gives back the sub-device's handle.
         if let Some(sub) = crate::objects::device::live_sub_device(native(handle)) {
-            // SAFETY: checked non-null, writable per the contract.
-            return unsafe { write_out(out, sub, "phDevice") };
+            // SAFETY: non-null because checks.rs rejected `NULL == phDevice`; writable per the contract
+            // ("Out-pointers").
+            unsafe { write_out(out, sub) };
+            return Ok(());
         }
         Err(last.unwrap_or_else(|| err!(InvalidDevice, "the adapter has no devices")))
     })
@@ -160,7 +163,6 @@ pub(crate) unsafe extern "C" fn urContextCreateWithNativeHandle(
     guard("urContextCreateWithNativeHandle", || {
         // SAFETY: `adapter` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         unsafe { Handle::<Adapter>::get(adapter)? };
-        ensure!(!out.is_null(), InvalidNullPointer, "phContext is null");
         // SAFETY: `properties` is null or one readable struct (entry_points doc, "Arrays and strings"), all `ownership`
         // needs.
         let ownership = unsafe { ownership(properties)? };
@@ -173,8 +175,9 @@ pub(crate) unsafe extern "C" fn urContextCreateWithNativeHandle(
         let device = unsafe { the_one_device(num_devices, devices)? };
         // SAFETY: UR's contract: a native context of the adapter's backend.
         let core = unsafe { cmdbuf_core::Context::from_native(device.value.core(), native(handle), ownership)? };
-        // SAFETY: checked non-null, writable per the contract.
-        unsafe { write_out(out, Handle::create(Context::from_core(core, device)), "phContext") }
+        // SAFETY: non-null because checks.rs rejected `NULL == phContext`; writable per the contract ("Out-pointers").
+        unsafe { write_out(out, Handle::create(Context::from_core(core, device))) };
+        Ok(())
     })
 }
 
@@ -196,15 +199,15 @@ pub(crate) unsafe extern "C" fn urQueueCreateWithNativeHandle(
             // SAFETY: `device` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
             Some(unsafe { Handle::<Device>::get(device)? })
         };
-        ensure!(!out.is_null(), InvalidNullPointer, "phQueue is null");
         // SAFETY: `properties` is null or one readable struct (entry_points doc, "Arrays and strings"), all `ownership`
         // needs.
         let ownership = unsafe { ownership(properties)? };
         let device = device.map(|d| d.value.core());
         // SAFETY: UR's contract: a native queue of the context's backend.
         let core = unsafe { cmdbuf_core::Queue::from_native(context.value.core(), device, native(handle), ownership)? };
-        // SAFETY: checked non-null, writable per the contract.
-        unsafe { write_out(out, Handle::create(Queue::from_core(core, context)), "phQueue") }
+        // SAFETY: non-null because checks.rs rejected `NULL == phQueue`; writable per the contract ("Out-pointers").
+        unsafe { write_out(out, Handle::create(Queue::from_core(core, context))) };
+        Ok(())
     })
 }
 
@@ -219,14 +222,14 @@ pub(crate) unsafe extern "C" fn urMemBufferCreateWithNativeHandle(
     guard("urMemBufferCreateWithNativeHandle", || {
         // SAFETY: `context` is null or one of this adapter's handles (entry_points doc, "Handles"), all `arc` needs.
         let context = unsafe { Handle::<Context>::arc(context)? };
-        ensure!(!out.is_null(), InvalidNullPointer, "phMem is null");
         // SAFETY: `properties` is null or one readable struct (entry_points doc, "Arrays and strings"), all `ownership`
         // needs.
         let ownership = unsafe { ownership(properties)? };
         // SAFETY: UR's contract: a native buffer of the context's backend.
         let core = unsafe { cmdbuf_core::MemBuffer::from_native(context.value.core(), native(handle), ownership)? };
-        // SAFETY: checked non-null, writable per the contract.
-        unsafe { write_out(out, Handle::create(Mem::from_core(core, context)), "phMem") }
+        // SAFETY: non-null because checks.rs rejected `NULL == phMem`; writable per the contract ("Out-pointers").
+        unsafe { write_out(out, Handle::create(Mem::from_core(core, context))) };
+        Ok(())
     })
 }
 
@@ -241,7 +244,6 @@ pub(crate) unsafe extern "C" fn urEventCreateWithNativeHandle(
     guard("urEventCreateWithNativeHandle", || {
         // SAFETY: `context` is null or one of this adapter's handles (entry_points doc, "Handles"), all `arc` needs.
         let context: Arc<Handle<Context>> = unsafe { Handle::<Context>::arc(context)? };
-        ensure!(!out.is_null(), InvalidNullPointer, "phEvent is null");
         // SAFETY: `properties` is null or one readable struct (entry_points doc, "Arrays and strings"), all `ownership`
         // needs.
         let ownership = unsafe { ownership(properties)? };
@@ -258,10 +260,12 @@ pub(crate) unsafe extern "C" fn urEventCreateWithNativeHandle(
         match queue {
             Some(queue) => {
                 let queue = Handle::internal(Queue::from_core(queue, context.clone()));
-                // SAFETY: checked non-null, writable per the contract.
+                // SAFETY: non-null because checks.rs rejected `NULL == phEvent`; writable per the contract
+                // ("Out-pointers").
                 unsafe { emit(out, core, &queue, command) };
             }
-            // SAFETY: checked non-null, writable per the contract.
+            // SAFETY: non-null because checks.rs rejected `NULL == phEvent`; writable per the contract
+            // ("Out-pointers").
             None => unsafe { emit_unqueued(out, core, &context, command) },
         }
         Ok(())
@@ -279,14 +283,14 @@ pub(crate) unsafe extern "C" fn urProgramCreateWithNativeHandle(
     guard("urProgramCreateWithNativeHandle", || {
         // SAFETY: `context` is null or one of this adapter's handles (entry_points doc, "Handles"), all `arc` needs.
         let context = unsafe { Handle::<Context>::arc(context)? };
-        ensure!(!out.is_null(), InvalidNullPointer, "phProgram is null");
         // SAFETY: `properties` is null or one readable struct (entry_points doc, "Arrays and strings"), all `ownership`
         // needs.
         let ownership = unsafe { ownership(properties)? };
         // SAFETY: UR's contract: a native program of the context's backend.
         let core = unsafe { cmdbuf_core::Program::from_native(context.value.core(), native(handle), ownership)? };
-        // SAFETY: checked non-null, writable per the contract.
-        unsafe { write_out(out, Handle::create(Program::adopted(context, core)), "phProgram") }
+        // SAFETY: non-null because checks.rs rejected `NULL == phProgram`; writable per the contract ("Out-pointers").
+        unsafe { write_out(out, Handle::create(Program::adopted(context, core))) };
+        Ok(())
     })
 }
 
@@ -309,7 +313,6 @@ pub(crate) unsafe extern "C" fn urKernelCreateWithNativeHandle(
             // needs.
             Some(unsafe { Handle::<Program>::arc(program)? })
         };
-        ensure!(!out.is_null(), InvalidNullPointer, "phKernel is null");
         // SAFETY: `properties` is null or one readable struct (entry_points doc, "Arrays and strings"), all `ownership`
         // needs.
         let ownership = unsafe { ownership(properties)? };
@@ -329,7 +332,8 @@ pub(crate) unsafe extern "C" fn urKernelCreateWithNativeHandle(
             Some(program) => program,
             None => Handle::internal(Program::adopted(context, core.program().clone())),
         };
-        // SAFETY: checked non-null, writable per the contract.
-        unsafe { write_out(out, Handle::create(Kernel::adopted(core, program)), "phKernel") }
+        // SAFETY: non-null because checks.rs rejected `NULL == phKernel`; writable per the contract ("Out-pointers").
+        unsafe { write_out(out, Handle::create(Kernel::adopted(core, program))) };
+        Ok(())
     })
 }

@@ -15,7 +15,7 @@
 use std::ffi::{CStr, c_char, c_void};
 use std::os::unix::ffi::OsStrExt;
 
-use cmdbuf_core::{CapturedGraph, ensure};
+use cmdbuf_core::CapturedGraph;
 
 use crate::entry::guard;
 use crate::handle::Handle;
@@ -35,10 +35,10 @@ pub(crate) unsafe extern "C" fn urGraphCreateExp(
     guard("urGraphCreateExp", || {
         // SAFETY: `context` is null or one of this adapter's handles (entry_points doc, "Handles"), all `arc` needs.
         let context = unsafe { Handle::<Context>::arc(context)? };
-        ensure!(!graph.is_null(), InvalidNullPointer, "phGraph is null");
         let created = CapturedGraph::new(context.value.core())?;
-        // SAFETY: checked non-null, writable per the contract.
-        unsafe { write_out(graph, handle_of(created, &context), "phGraph") }
+        // SAFETY: non-null because checks.rs rejected `NULL == phGraph`; writable per the contract ("Out-pointers").
+        unsafe { write_out(graph, handle_of(created, &context)) };
+        Ok(())
     })
 }
 
@@ -76,11 +76,11 @@ pub(crate) unsafe extern "C" fn urQueueEndGraphCaptureExp(
     guard("urQueueEndGraphCaptureExp", || {
         // SAFETY: `queue` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let queue = unsafe { Handle::<Queue>::get(queue)? };
-        ensure!(!graph.is_null(), InvalidNullPointer, "phGraph is null");
         let captured = queue.value.core().end_capture()?;
         let handle = handle_of(captured, queue.value.context());
-        // SAFETY: checked non-null, writable per the contract.
-        unsafe { write_out(graph, handle, "phGraph") }
+        // SAFETY: non-null because checks.rs rejected `NULL == phGraph`; writable per the contract ("Out-pointers").
+        unsafe { write_out(graph, handle) };
+        Ok(())
     })
 }
 
@@ -93,8 +93,9 @@ pub(crate) unsafe extern "C" fn urQueueIsGraphCaptureEnabledExp(
     guard("urQueueIsGraphCaptureEnabledExp", || {
         // SAFETY: `queue` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let queue = unsafe { Handle::<Queue>::get(queue)? };
-        // SAFETY: null (refused) or writable per the contract.
-        unsafe { write_out(result, queue.value.core().is_capturing(), "pResult") }
+        // SAFETY: non-null because checks.rs rejected `NULL == pResult`; writable per the contract ("Out-pointers").
+        unsafe { write_out(result, queue.value.core().is_capturing()) };
+        Ok(())
     })
 }
 
@@ -107,11 +108,11 @@ pub(crate) unsafe extern "C" fn urQueueGetGraphExp(
     guard("urQueueGetGraphExp", || {
         // SAFETY: `queue` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let queue = unsafe { Handle::<Queue>::get(queue)? };
-        ensure!(!graph.is_null(), InvalidNullPointer, "phGraph is null");
         let captured = queue.value.core().capture_graph()?;
         let handle = handle_of(captured, queue.value.context());
-        // SAFETY: checked non-null, writable per the contract.
-        unsafe { write_out(graph, handle, "phGraph") }
+        // SAFETY: non-null because checks.rs rejected `NULL == phGraph`; writable per the contract ("Out-pointers").
+        unsafe { write_out(graph, handle) };
+        Ok(())
     })
 }
 
@@ -124,10 +125,11 @@ pub(crate) unsafe extern "C" fn urGraphInstantiateGraphExp(
     guard("urGraphInstantiateGraphExp", || {
         // SAFETY: `graph` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let graph = unsafe { Handle::<Graph>::get(graph)? };
-        ensure!(!exec.is_null(), InvalidNullPointer, "phExecGraph is null");
         let made = ExecGraph { exec: graph.value.graph.instantiate()?, _context: graph.value._context.clone() };
-        // SAFETY: checked non-null, writable per the contract.
-        unsafe { write_out(exec, Handle::create(made), "phExecGraph") }
+        // SAFETY: non-null because checks.rs rejected `NULL == phExecGraph`; writable per the contract
+        // ("Out-pointers").
+        unsafe { write_out(exec, Handle::create(made)) };
+        Ok(())
     })
 }
 
@@ -182,8 +184,9 @@ pub(crate) unsafe extern "C" fn urGraphIsEmptyExp(graph: ur_exp_graph_handle_t, 
     guard("urGraphIsEmptyExp", || {
         // SAFETY: `graph` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let graph = unsafe { Handle::<Graph>::get(graph)? };
-        // SAFETY: null (refused) or writable per the contract.
-        unsafe { write_out(result, graph.value.graph.is_empty(), "pResult") }
+        // SAFETY: non-null because checks.rs rejected `NULL == pResult`; writable per the contract ("Out-pointers").
+        unsafe { write_out(result, graph.value.graph.is_empty()) };
+        Ok(())
     })
 }
 
@@ -193,8 +196,9 @@ pub(crate) unsafe extern "C" fn urGraphGetIdExp(graph: ur_exp_graph_handle_t, id
     guard("urGraphGetIdExp", || {
         // SAFETY: `graph` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let graph = unsafe { Handle::<Graph>::get(graph)? };
-        // SAFETY: null (refused) or writable per the contract.
-        unsafe { write_out(id, graph.value.graph.id(), "pGraphId") }
+        // SAFETY: non-null because checks.rs rejected `NULL == pGraphId`; writable per the contract ("Out-pointers").
+        unsafe { write_out(id, graph.value.graph.id()) };
+        Ok(())
     })
 }
 
@@ -225,8 +229,8 @@ pub(crate) unsafe extern "C" fn urGraphDumpContentsExp(
     guard("urGraphDumpContentsExp", || {
         // SAFETY: `graph` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let graph = unsafe { Handle::<Graph>::get(graph)? };
-        ensure!(!path.is_null(), InvalidNullPointer, "filePath is null");
-        // SAFETY: non-null and NUL-terminated per the contract.
+        // SAFETY: non-null because checks.rs rejected `NULL == filePath`; NUL-terminated per the contract ("Arrays and
+        // strings").
         let path = unsafe { CStr::from_ptr(path) };
         graph.value.graph.dump(std::ffi::OsStr::from_bytes(path.to_bytes()))
     })

@@ -16,12 +16,12 @@ use cmdbuf_core::{
 };
 use parking_lot::Mutex;
 
-use crate::boundary::conv::{migration, pattern, usm_advice, usm_ptr};
-use crate::boundary::conv::{rect_layout, rect_region};
+use crate::boundary::conv::{Direction, Extent, HostTransfer, rect};
+use crate::boundary::conv::{migration, pattern, usm_advice};
 use crate::boundary::conv::{value_bytes, work_sizes};
 use crate::entry::{AbiResult, guard};
 use crate::handle::Handle;
-use crate::info::{InfoOut, optional_list, slice, write_out};
+use crate::info::{InfoOut, optional_list, query, slice, write_out};
 use crate::objects::command_buffer::{AppendOut, Command, CommandBuffer, append};
 use crate::objects::context::Context;
 use crate::objects::device::Device;
@@ -44,18 +44,21 @@ pub(crate) unsafe extern "C" fn urCommandBufferCreateExp(
         let context = unsafe { Handle::<Context>::get(context)? };
         // SAFETY: `device` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let device = unsafe { Handle::<Device>::get(device)? };
-        ensure!(!out.is_null(), InvalidNullPointer, "phCommandBuffer is null");
-        // SAFETY: null or readable per the contract.
-        let desc = unsafe { desc.as_ref() }.map_or(CommandBufferDesc::default(), |d| CommandBufferDesc {
+        // SAFETY: non-null because checks.rs rejected `NULL == pCommandBufferDesc`; one readable descriptor per the
+        // contract ("Arrays and strings").
+        let d = unsafe { &*desc };
+        let desc = CommandBufferDesc {
             updatable: d.isUpdatable != 0,
             in_order: d.isInOrder != 0,
             profiling: d.enableProfiling != 0,
             ..CommandBufferDesc::default()
-        });
+        };
         let buffer = cmdbuf_core::CommandBuffer::new(context.value.core(), device.value.core(), desc)?;
         let value = CommandBuffer { buffer, context: context.to_arc(), commands: Mutex::default() };
-        // SAFETY: checked non-null, writable per the contract.
-        unsafe { write_out(out, Handle::create(value), "phCommandBuffer") }
+        // SAFETY: non-null because checks.rs rejected `NULL == phCommandBuffer`; writable per the contract
+        // ("Out-pointers").
+        unsafe { write_out(out, Handle::create(value)) };
+        Ok(())
     })
 }
 
@@ -94,29 +97,23 @@ pub(crate) unsafe extern "C" fn urCommandBufferGetInfoExp(
     value: *mut c_void,
     size_ret: *mut usize,
 ) -> ur_result_t {
-    guard("urCommandBufferGetInfoExp", || {
-        // SAFETY: `buffer` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
-        let handle = unsafe { Handle::<CommandBuffer>::get(buffer)? };
-        // SAFETY: `value` is null or writable for `size` bytes, `size_ret` null or writable (entry_points doc, "Info
-        // queries"), all `InfoOut::new` needs.
-        let out = unsafe { InfoOut::new(size, value, size_ret)? };
-        match name {
-            ur_exp_command_buffer_info_t::UR_EXP_COMMAND_BUFFER_INFO_REFERENCE_COUNT => {
-                out.value(handle.reference_count())
-            }
-            ur_exp_command_buffer_info_t::UR_EXP_COMMAND_BUFFER_INFO_DESCRIPTOR => {
-                let d = handle.value.buffer.descriptor();
-                out.value(ur_exp_command_buffer_desc_t {
-                    stype: ur_structure_type_t::UR_STRUCTURE_TYPE_EXP_COMMAND_BUFFER_DESC,
-                    pNext: std::ptr::null(),
-                    isUpdatable: d.updatable.into(),
-                    isInOrder: d.in_order.into(),
-                    enableProfiling: d.profiling.into(),
-                })
-            }
-            other => Err(err!(InvalidEnumeration, "command-buffer info {}", other.0)),
+    let answer = |handle: &Handle<CommandBuffer>, out: InfoOut| match name {
+        ur_exp_command_buffer_info_t::UR_EXP_COMMAND_BUFFER_INFO_REFERENCE_COUNT => out.value(handle.reference_count()),
+        ur_exp_command_buffer_info_t::UR_EXP_COMMAND_BUFFER_INFO_DESCRIPTOR => {
+            let d = handle.value.buffer.descriptor();
+            out.value(ur_exp_command_buffer_desc_t {
+                stype: ur_structure_type_t::UR_STRUCTURE_TYPE_EXP_COMMAND_BUFFER_DESC,
+                pNext: std::ptr::null(),
+                isUpdatable: d.updatable.into(),
+                isInOrder: d.in_order.into(),
+                enableProfiling: d.profiling.into(),
+            })
         }
-    })
+        other => Err(err!(InvalidEnumeration, "command-buffer info {}", other.0)),
+    };
+    // SAFETY: `buffer` is null or one of this adapter's handles, `value` null or writable for `size` bytes and
+    // `size_ret` null or writable (entry_points doc, "Handles", "Info queries"), all `query` needs.
+    unsafe { query("urCommandBufferGetInfoExp", buffer, (size, value, size_ret), answer) }
 }
 
 /// # Safety
@@ -128,10 +125,11 @@ pub(crate) unsafe extern "C" fn urCommandBufferGetNativeHandleExp(
     guard("urCommandBufferGetNativeHandleExp", || {
         // SAFETY: `buffer` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let handle = unsafe { Handle::<CommandBuffer>::get(buffer)? };
-        ensure!(!native.is_null(), InvalidNullPointer, "phNativeCommandBuffer is null");
         let value = handle.value.buffer.native_handle()?;
-        // SAFETY: checked non-null, writable per the contract.
-        unsafe { write_out(native, value.0 as ur_native_handle_t, "phNativeCommandBuffer") }
+        // SAFETY: non-null because checks.rs rejected `NULL == phNativeCommandBuffer`; writable per the contract
+        // ("Out-pointers").
+        unsafe { write_out(native, value.0 as ur_native_handle_t) };
+        Ok(())
     })
 }
 
@@ -151,7 +149,6 @@ pub(crate) unsafe extern "C" fn urCommandBufferAppendUSMMemcpyExp(
     command: *mut ur_exp_command_buffer_command_handle_t,
 ) -> ur_result_t {
     guard("urCommandBufferAppendUSMMemcpyExp", || {
-        ensure!(!dst.is_null() && !src.is_null(), InvalidNullPointer, "pDst or pSrc is null");
         let out = AppendOut { sync_point, event, command };
         // SAFETY: `buffer`, the sync points, the wait list and `out` are as `append` requires (entry_points doc,
         // "Handles", "Wait lists", "Out-pointers"); `dst` and `src` stay valid at every execution of the buffer ("Host
@@ -188,9 +185,9 @@ pub(crate) unsafe extern "C" fn urCommandBufferAppendUSMFillExp(
     command: *mut ur_exp_command_buffer_command_handle_t,
 ) -> ur_result_t {
     guard("urCommandBufferAppendUSMFillExp", || {
-        let dst = usm_ptr(mem, "pMemory")?;
-        // SAFETY: `pattern_ptr` is null or readable for `pattern_size` bytes (entry_points doc, "Arrays and strings"),
-        // all `pattern` needs.
+        let dst = UsmPtr::from_addr(mem as u64);
+        // SAFETY: `pattern_ptr` is readable for `pattern_size` bytes (entry_points doc, "Arrays and strings"; not null:
+        // checks.rs rejected `NULL == pPattern`), all `pattern` needs.
         let pattern = unsafe { pattern(pattern_ptr, pattern_size)? };
         let out = AppendOut { sync_point, event, command };
         // SAFETY: `buffer`, the sync points, the wait list and `out` are as `append` requires (entry_points doc,
@@ -226,8 +223,8 @@ pub(crate) unsafe extern "C" fn urCommandBufferAppendUSMPrefetchExp(
     command: *mut ur_exp_command_buffer_command_handle_t,
 ) -> ur_result_t {
     guard("urCommandBufferAppendUSMPrefetchExp", || {
-        let ptr = usm_ptr(mem, "pMemory")?;
-        let flags = migration(flags)?;
+        let ptr = UsmPtr::from_addr(mem as u64);
+        let flags = migration(flags);
         let out = AppendOut { sync_point, event, command };
         // SAFETY: `buffer`, the sync points, the wait list and `out` are as `append` requires (entry_points doc,
         // "Handles", "Wait lists", "Out-pointers").
@@ -262,8 +259,8 @@ pub(crate) unsafe extern "C" fn urCommandBufferAppendUSMAdviseExp(
     command: *mut ur_exp_command_buffer_command_handle_t,
 ) -> ur_result_t {
     guard("urCommandBufferAppendUSMAdviseExp", || {
-        let ptr = usm_ptr(mem, "pMemory")?;
-        let advice = usm_advice(advice)?;
+        let ptr = UsmPtr::from_addr(mem as u64);
+        let advice = usm_advice(advice);
         let out = AppendOut { sync_point, event, command };
         // SAFETY: `buffer`, the sync points, the wait list and `out` are as `append` requires (entry_points doc,
         // "Handles", "Wait lists", "Out-pointers").
@@ -346,9 +343,8 @@ pub(crate) unsafe extern "C" fn urCommandBufferAppendMemBufferCopyRectExp(
         // SAFETY: `src` and `dst` are each null or one of this adapter's handles (entry_points doc, "Handles"), all
         // `get` needs.
         let (src, dst) = unsafe { (Handle::<Mem>::get(src)?, Handle::<Mem>::get(dst)?) };
-        let src_layout = rect_layout(src_origin, src_row_pitch, src_slice_pitch)?;
-        let dst_layout = rect_layout(dst_origin, dst_row_pitch, dst_slice_pitch)?;
-        let region = rect_region(region)?;
+        let rect =
+            rect(src_origin, dst_origin, region, (src_row_pitch, src_slice_pitch), (dst_row_pitch, dst_slice_pitch))?;
         let out = AppendOut { sync_point, event, command };
         // SAFETY: `buffer`, the sync points, the wait list and `out` are as `append` requires (entry_points doc,
         // "Handles", "Wait lists", "Out-pointers").
@@ -362,11 +358,42 @@ pub(crate) unsafe extern "C" fn urCommandBufferAppendMemBufferCopyRectExp(
                 out,
                 ur_command_t::UR_COMMAND_MEM_BUFFER_COPY_RECT,
                 |cb, o| {
-                    cb.append_buffer_copy_rect(src.value.core(), dst.value.core(), src_layout, dst_layout, region, o)
+                    let (src, dst) = (src.value.core(), dst.value.core());
+                    cb.append_buffer_copy_rect(src, dst, rect.first, rect.second, rect.region, o)
                 },
             )
         }
     })
+}
+
+/// An appended transfer between a buffer and host memory: what the four
+/// read and write entry points share once their arguments are converted.
+///
+/// # Safety
+/// As UR's contracts for those calls give them: `mem` is null or one of this
+/// adapter's handles; `buffer`, the sync points and the wait list (each a
+/// count and its list) and `out` are as [`append`] requires; the host memory
+/// stays valid at every execution of the buffer.
+unsafe fn append_transfer(
+    buffer: ur_exp_command_buffer_handle_t,
+    mem: ur_mem_handle_t,
+    transfer: HostTransfer,
+    (num_sync_points, sync_points): (u32, *const ur_exp_command_buffer_sync_point_t),
+    (num_events, events): (u32, *const ur_event_handle_t),
+    out: AppendOut,
+) -> AbiResult {
+    // SAFETY: `mem` is null or one of this adapter's handles (this function's `# Safety`), all `get` needs.
+    let mem = unsafe { Handle::<Mem>::get(mem)? };
+    let command_type = transfer.command_type();
+    let append_it = |cb: &cmdbuf_core::CommandBuffer, o: cmdbuf_core::AppendOptions<'_>| {
+        // SAFETY: the host memory stays valid at every execution of the buffer (this function's `# Safety`), all
+        // `command` needs.
+        let command = unsafe { transfer.command(cb.context(), mem.value.core())? };
+        cb.append_command(command, o)
+    };
+    // SAFETY: `buffer`, the sync points, the wait list and `out` are as `append` requires (this function's
+    // `# Safety`).
+    unsafe { append(buffer, num_sync_points, sync_points, num_events, events, out, command_type, append_it) }
 }
 
 /// # Safety
@@ -385,26 +412,13 @@ pub(crate) unsafe extern "C" fn urCommandBufferAppendMemBufferReadExp(
     event: *mut ur_event_handle_t,
     command: *mut ur_exp_command_buffer_command_handle_t,
 ) -> ur_result_t {
-    guard("urCommandBufferAppendMemBufferReadExp", || {
-        // SAFETY: `mem` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
-        let mem = unsafe { Handle::<Mem>::get(mem)? };
-        ensure!(!dst.is_null(), InvalidNullPointer, "pDst is null");
-        let out = AppendOut { sync_point, event, command };
-        // SAFETY: `buffer`, the sync points, the wait list and `out` are as `append` requires (entry_points doc,
-        // "Handles", "Wait lists", "Out-pointers"); `dst` stays valid at every execution of the buffer ("Host memory"),
-        // as `append_buffer_read_host` requires.
-        unsafe {
-            append(
-                buffer,
-                num_sync_points,
-                sync_points,
-                num_events,
-                events,
-                out,
-                ur_command_t::UR_COMMAND_MEM_BUFFER_READ,
-                |cb, o| cb.append_buffer_read_host(mem.value.core(), offset, size, dst.cast(), o),
-            )
-        }
+    let transfer = HostTransfer { extent: Extent::Linear { offset, size }, direction: Direction::Read(dst.cast()) };
+    let out = AppendOut { sync_point, event, command };
+    // SAFETY: `buffer`, `mem`, the sync points, the wait list and `out` are as `append_transfer` requires
+    // (entry_points doc, "Handles", "Wait lists", "Out-pointers"); `dst` stays valid at every execution of the buffer
+    // ("Host memory"; not null: checks.rs rejected `NULL == pDst`).
+    guard("urCommandBufferAppendMemBufferReadExp", || unsafe {
+        append_transfer(buffer, mem, transfer, (num_sync_points, sync_points), (num_events, events), out)
     })
 }
 
@@ -424,26 +438,13 @@ pub(crate) unsafe extern "C" fn urCommandBufferAppendMemBufferWriteExp(
     event: *mut ur_event_handle_t,
     command: *mut ur_exp_command_buffer_command_handle_t,
 ) -> ur_result_t {
-    guard("urCommandBufferAppendMemBufferWriteExp", || {
-        // SAFETY: `mem` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
-        let mem = unsafe { Handle::<Mem>::get(mem)? };
-        ensure!(!src.is_null(), InvalidNullPointer, "pSrc is null");
-        let out = AppendOut { sync_point, event, command };
-        // SAFETY: `buffer`, the sync points, the wait list and `out` are as `append` requires (entry_points doc,
-        // "Handles", "Wait lists", "Out-pointers"); `src` stays valid at every execution of the buffer ("Host memory"),
-        // as `append_buffer_write_host` requires.
-        unsafe {
-            append(
-                buffer,
-                num_sync_points,
-                sync_points,
-                num_events,
-                events,
-                out,
-                ur_command_t::UR_COMMAND_MEM_BUFFER_WRITE,
-                |cb, o| cb.append_buffer_write_host(mem.value.core(), offset, size, src.cast(), o),
-            )
-        }
+    let transfer = HostTransfer { extent: Extent::Linear { offset, size }, direction: Direction::Write(src.cast()) };
+    let out = AppendOut { sync_point, event, command };
+    // SAFETY: `buffer`, `mem`, the sync points, the wait list and `out` are as `append_transfer` requires
+    // (entry_points doc, "Handles", "Wait lists", "Out-pointers"); `src` stays valid at every execution of the buffer
+    // ("Host memory"; not null: checks.rs rejected `NULL == pSrc`).
+    guard("urCommandBufferAppendMemBufferWriteExp", || unsafe {
+        append_transfer(buffer, mem, transfer, (num_sync_points, sync_points), (num_events, events), out)
     })
 }
 
@@ -469,30 +470,14 @@ pub(crate) unsafe extern "C" fn urCommandBufferAppendMemBufferReadRectExp(
     command: *mut ur_exp_command_buffer_command_handle_t,
 ) -> ur_result_t {
     guard("urCommandBufferAppendMemBufferReadRectExp", || {
-        // SAFETY: `mem` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
-        let mem = unsafe { Handle::<Mem>::get(mem)? };
-        ensure!(!dst.is_null(), InvalidNullPointer, "pDst is null");
-        let buffer_layout = rect_layout(buffer_origin, buffer_row_pitch, buffer_slice_pitch)?;
-        let host_layout = rect_layout(host_origin, host_row_pitch, host_slice_pitch)?;
-        let region = rect_region(region)?;
+        let buffer_pitches = (buffer_row_pitch, buffer_slice_pitch);
+        let rect = rect(buffer_origin, host_origin, region, buffer_pitches, (host_row_pitch, host_slice_pitch))?;
+        let transfer = HostTransfer { extent: Extent::Rect(rect), direction: Direction::Read(dst.cast()) };
         let out = AppendOut { sync_point, event, command };
-        // SAFETY: `buffer`, the sync points, the wait list and `out` are as `append` requires (entry_points doc,
-        // "Handles", "Wait lists", "Out-pointers"); `dst` stays valid at every execution of the buffer ("Host memory"),
-        // as `append_buffer_read_rect_host` requires.
-        unsafe {
-            append(
-                buffer,
-                num_sync_points,
-                sync_points,
-                num_events,
-                events,
-                out,
-                ur_command_t::UR_COMMAND_MEM_BUFFER_READ_RECT,
-                |cb, o| {
-                    cb.append_buffer_read_rect_host(mem.value.core(), buffer_layout, host_layout, region, dst.cast(), o)
-                },
-            )
-        }
+        // SAFETY: `buffer`, `mem`, the sync points, the wait list and `out` are as `append_transfer` requires
+        // (entry_points doc, "Handles", "Wait lists", "Out-pointers"); `dst` stays valid at every execution of the
+        // buffer ("Host memory"; not null: checks.rs rejected `NULL == pDst`).
+        unsafe { append_transfer(buffer, mem, transfer, (num_sync_points, sync_points), (num_events, events), out) }
     })
 }
 
@@ -518,37 +503,15 @@ pub(crate) unsafe extern "C" fn urCommandBufferAppendMemBufferWriteRectExp(
     command: *mut ur_exp_command_buffer_command_handle_t,
 ) -> ur_result_t {
     guard("urCommandBufferAppendMemBufferWriteRectExp", || {
-        // SAFETY: `mem` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
-        let mem = unsafe { Handle::<Mem>::get(mem)? };
-        ensure!(!src.is_null(), InvalidNullPointer, "pSrc is null");
-        let buffer_layout = rect_layout(buffer_origin, buffer_row_pitch, buffer_slice_pitch)?;
-        let host_layout = rect_layout(host_origin, host_row_pitch, host_slice_pitch)?;
-        let region = rect_region(region)?;
+        let buffer_pitches = (buffer_row_pitch, buffer_slice_pitch);
+        let rect = rect(buffer_origin, host_origin, region, buffer_pitches, (host_row_pitch, host_slice_pitch))?;
+        let transfer =
+            HostTransfer { extent: Extent::Rect(rect), direction: Direction::Write(src.cast_const().cast()) };
         let out = AppendOut { sync_point, event, command };
-        // SAFETY: `buffer`, the sync points, the wait list and `out` are as `append` requires (entry_points doc,
-        // "Handles", "Wait lists", "Out-pointers"); `src` stays valid at every execution of the buffer ("Host memory"),
-        // as `append_buffer_write_rect_host` requires.
-        unsafe {
-            append(
-                buffer,
-                num_sync_points,
-                sync_points,
-                num_events,
-                events,
-                out,
-                ur_command_t::UR_COMMAND_MEM_BUFFER_WRITE_RECT,
-                |cb, o| {
-                    cb.append_buffer_write_rect_host(
-                        mem.value.core(),
-                        buffer_layout,
-                        host_layout,
-                        region,
-                        src.cast_const().cast(),
-                        o,
-                    )
-                },
-            )
-        }
+        // SAFETY: `buffer`, `mem`, the sync points, the wait list and `out` are as `append_transfer` requires
+        // (entry_points doc, "Handles", "Wait lists", "Out-pointers"); `src` stays valid at every execution of the
+        // buffer ("Host memory"; not null: checks.rs rejected `NULL == pSrc`).
+        unsafe { append_transfer(buffer, mem, transfer, (num_sync_points, sync_points), (num_events, events), out) }
     })
 }
 
@@ -572,8 +535,8 @@ pub(crate) unsafe extern "C" fn urCommandBufferAppendMemBufferFillExp(
     guard("urCommandBufferAppendMemBufferFillExp", || {
         // SAFETY: `mem` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let mem = unsafe { Handle::<Mem>::get(mem)? };
-        // SAFETY: `pattern_ptr` is null or readable for `pattern_size` bytes (entry_points doc, "Arrays and strings"),
-        // all `pattern` needs.
+        // SAFETY: `pattern_ptr` is readable for `pattern_size` bytes (entry_points doc, "Arrays and strings"; not null:
+        // checks.rs rejected `NULL == pPattern`), all `pattern` needs.
         let pattern = unsafe { pattern(pattern_ptr, pattern_size)? };
         let out = AppendOut { sync_point, event, command };
         // SAFETY: `buffer`, the sync points, the wait list and `out` are as `append` requires (entry_points doc,
@@ -626,10 +589,10 @@ pub(crate) unsafe extern "C" fn urCommandBufferUpdateSignalEventExp(
     guard("urCommandBufferUpdateSignalEventExp", || {
         // SAFETY: `command` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let command = unsafe { Handle::<Command>::get(command)? };
-        ensure!(!event.is_null(), InvalidNullPointer, "phSignalEvent is null");
         let buffer = command.value.buffer()?;
         let signal = buffer.value.buffer.update_signal_event(&command.value.handle)?;
-        // SAFETY: checked non-null, writable per the contract.
+        // SAFETY: non-null because checks.rs rejected `NULL == phSignalEvent`; writable per the contract
+        // ("Out-pointers").
         unsafe {
             emit_unqueued(event, signal, &buffer.value.context, ur_command_t::UR_COMMAND_ENQUEUE_COMMAND_BUFFER_EXP)
         };
@@ -814,10 +777,9 @@ pub(crate) unsafe extern "C" fn urCommandBufferUpdateKernelLaunchExp(
     guard("urCommandBufferUpdateKernelLaunchExp", || {
         // SAFETY: `buffer` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let handle = unsafe { Handle::<CommandBuffer>::get(buffer)? };
-        ensure!(count != 0, InvalidSize, "numKernelUpdates is 0");
-        // SAFETY: `descs` is null or holds `count` descriptors (entry_points doc, "Arrays and strings"), all
-        // `optional_list` needs.
-        let descs = unsafe { optional_list(descs, count, "pUpdateKernelLaunch")? };
+        // SAFETY: `descs` holds `count` descriptors (entry_points doc, "Arrays and strings"); it is non-null and
+        // `count` is not 0 because checks.rs rejected `NULL == pUpdateKernelLaunch` and `numKernelUpdates == 0`.
+        let descs = unsafe { std::slice::from_raw_parts(descs, count as usize) };
         let mut commands = Vec::with_capacity(descs.len());
         for desc in descs {
             ensure!(

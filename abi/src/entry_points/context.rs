@@ -10,11 +10,11 @@
 
 use std::ffi::c_void;
 
-use cmdbuf_core::{ensure, err};
+use cmdbuf_core::err;
 
 use crate::entry::guard;
 use crate::handle::Handle;
-use crate::info::{InfoOut, write_out};
+use crate::info::{InfoOut, query, write_out};
 use crate::objects::context::{Context, ExtendedDeleter, context_over};
 use crate::sys::*;
 
@@ -27,12 +27,11 @@ pub(crate) unsafe extern "C" fn urContextCreate(
     context: *mut ur_context_handle_t,
 ) -> ur_result_t {
     guard("urContextCreate", || {
-        ensure!(!devices.is_null(), InvalidNullPointer, "phDevices is null");
-        ensure!(!context.is_null(), InvalidNullPointer, "phContext is null");
         // SAFETY: `devices` holds `num_devices` handles per the contract.
         let made = unsafe { context_over(num_devices, devices)? };
-        // SAFETY: checked non-null, writable per the contract.
-        unsafe { write_out(context, Handle::create(made), "phContext") }
+        // SAFETY: non-null because checks.rs rejected `NULL == phContext`; writable per the contract ("Out-pointers").
+        unsafe { write_out(context, Handle::create(made)) };
+        Ok(())
     })
 }
 
@@ -59,12 +58,7 @@ pub(crate) unsafe extern "C" fn urContextGetInfo(
     value: *mut c_void,
     size_ret: *mut usize,
 ) -> ur_result_t {
-    guard("urContextGetInfo", || {
-        // SAFETY: `context` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
-        let handle = unsafe { Handle::<Context>::get(context)? };
-        // SAFETY: `value` is null or writable for `size` bytes, `size_ret` null or writable (entry_points doc, "Info
-        // queries"), all `InfoOut::new` needs.
-        let out = unsafe { InfoOut::new(size, value, size_ret)? };
+    let answer = |handle: &Handle<Context>, out: InfoOut| {
         match name {
             ur_context_info_t::UR_CONTEXT_INFO_NUM_DEVICES => out.value(handle.value.devices().len() as u32),
             ur_context_info_t::UR_CONTEXT_INFO_DEVICES => {
@@ -77,7 +71,10 @@ pub(crate) unsafe extern "C" fn urContextGetInfo(
             | ur_context_info_t::UR_CONTEXT_INFO_USM_FILL2D_SUPPORT => out.bool(true),
             other => Err(err!(InvalidEnumeration, "context info {}", other.0)),
         }
-    })
+    };
+    // SAFETY: `context` is null or one of this adapter's handles, `value` null or writable for `size` bytes and
+    // `size_ret` null or writable (entry_points doc, "Handles", "Info queries"), all `query` needs.
+    unsafe { query("urContextGetInfo", context, (size, value, size_ret), answer) }
 }
 
 /// # Safety

@@ -33,9 +33,10 @@ pub(crate) unsafe extern "C" fn urDeviceGet(
     guard("urDeviceGet", || {
         // SAFETY: `platform` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let platform = unsafe { Handle::<Platform>::get(platform)? };
+        // Values above CUSTOM failed the generated check (checks.rs); 0,
+        // below DEFAULT, names no type either.
         ensure!(
-            (ur_device_type_t::UR_DEVICE_TYPE_DEFAULT.0..=ur_device_type_t::UR_DEVICE_TYPE_CUSTOM.0)
-                .contains(&device_type.0),
+            device_type.0 >= ur_device_type_t::UR_DEVICE_TYPE_DEFAULT.0,
             InvalidEnumeration,
             "device type {}",
             device_type.0
@@ -103,9 +104,8 @@ pub(crate) unsafe extern "C" fn urDeviceSelectBinary(
     guard("urDeviceSelectBinary", || {
         // SAFETY: `device` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let handle = unsafe { Handle::<Device>::get(device)? };
-        ensure!(!binaries.is_null(), InvalidNullPointer, "pBinaries is null");
-        ensure!(!selected.is_null(), InvalidNullPointer, "pSelectedBinary is null");
-        // SAFETY: non-null, and `num_binaries` elements long per UR's contract.
+        // SAFETY: non-null because checks.rs rejected `NULL == pBinaries`, and `num_binaries` elements long per UR's
+        // contract.
         let binaries = unsafe { std::slice::from_raw_parts(binaries, num_binaries as usize) };
         let targets = binaries
             .iter()
@@ -113,23 +113,24 @@ pub(crate) unsafe extern "C" fn urDeviceSelectBinary(
             .map(|b| unsafe { c_str(b.pDeviceTargetSpec, "pDeviceTargetSpec") })
             .collect::<Result<Vec<&str>, _>>()?;
         let index = handle.value.core().select_binary(&targets)?;
-        // SAFETY: non-null and writable per UR's contract.
-        unsafe { write_out(selected, index as u32, "pSelectedBinary") }
+        // SAFETY: non-null because checks.rs rejected `NULL == pSelectedBinary`; writable per the contract
+        // ("Out-pointers").
+        unsafe { write_out(selected, index as u32) };
+        Ok(())
     })
 }
 
 /// The partition a `ur_device_partition_properties_t` describes.
 ///
 /// # Safety
-/// `properties` is null or points to a readable properties struct whose
-/// `pProperties` is null or points to `PropCount` properties.
+/// `properties` points to a readable properties struct whose `pProperties`
+/// points to `PropCount` properties (neither null: `urDevicePartition`'s
+/// generated checks reject both).
 unsafe fn partition_of(properties: *const ur_device_partition_properties_t) -> AbiResult<Partition> {
-    ensure!(!properties.is_null(), InvalidNullPointer, "pProperties is null");
-    // SAFETY: non-null and readable per the contract.
+    // SAFETY: readable per this function's `# Safety`.
     let properties = unsafe { &*properties };
-    ensure!(!properties.pProperties.is_null(), InvalidNullPointer, "pProperties->pProperties is null");
     ensure!(properties.PropCount > 0, InvalidValue, "pProperties->PropCount is 0: no partition property");
-    // SAFETY: non-null and `PropCount` properties long per the contract.
+    // SAFETY: `PropCount` properties long per this function's `# Safety`.
     let list = unsafe { std::slice::from_raw_parts(properties.pProperties, properties.PropCount) };
     use ur_device_partition_t as P;
     let kind = list[0].type_;
@@ -188,8 +189,9 @@ pub(crate) unsafe extern "C" fn urDevicePartition(
     guard("urDevicePartition", || {
         // SAFETY: `device` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let handle = unsafe { Handle::<Device>::get(device)? };
-        // SAFETY: `properties` is null or one readable struct whose `pProperties` holds `PropCount` entries
-        // (entry_points doc, "Arrays and strings"), all `partition_of` needs.
+        // SAFETY: `properties` is one readable struct whose `pProperties` holds `PropCount` entries (entry_points doc,
+        // "Arrays and strings"; neither is null: checks.rs rejected `NULL == pProperties` and `NULL ==
+        // pProperties->pProperties`), all `partition_of` needs.
         let partition = unsafe { partition_of(properties)? };
         let made = handle.value.device.partition(&partition)?;
         let count = u32::try_from(made.len()).unwrap_or(u32::MAX);
@@ -320,9 +322,12 @@ mod tests {
     fn malformed_partitions_are_refused() {
         let device = cpu_device();
         let mut count = 0u32;
+        // Through the dispatch table, as C calls it: the null cases are the
+        // generated checks' (checks.rs), which the implementation relies on.
+        let partition = crate::tables::dispatch_table().Device.pfnPartition.expect("urDevicePartition");
         let call = |props: *const ur_device_partition_properties_t, count: &mut u32| {
             // SAFETY: `props` is null or valid; `count` is writable.
-            unsafe { urDevicePartition(device, props, 0, std::ptr::null_mut(), count) }
+            unsafe { partition(device, props, 0, std::ptr::null_mut(), count) }
         };
         assert_eq!(call(std::ptr::null(), &mut count), ur_result_t::UR_RESULT_ERROR_INVALID_NULL_POINTER);
         let mut empty = properties(&[]);

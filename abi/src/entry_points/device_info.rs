@@ -26,9 +26,9 @@ use cmdbuf_core::{
 
 use crate::boundary::conv::ur_usm_kinds;
 use crate::boundary::conv::{ur_device_type, ur_partition_kind, ur_partition_properties};
-use crate::entry::{AbiResult, guard};
+use crate::entry::AbiResult;
 use crate::handle::Handle;
-use crate::info::InfoOut;
+use crate::info::{InfoOut, query};
 use crate::objects::device::Device;
 use crate::sys::*;
 
@@ -163,14 +163,10 @@ pub(crate) unsafe extern "C" fn urDeviceGetInfo(
     value: *mut c_void,
     size_ret: *mut usize,
 ) -> ur_result_t {
-    guard("urDeviceGetInfo", || {
-        // SAFETY: `device` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
-        let handle = unsafe { Handle::<Device>::get(device)? };
-        // SAFETY: `value` is null or writable for `size` bytes, `size_ret` null or writable (entry_points doc, "Info
-        // queries"), all `InfoOut::new` needs.
-        let out = unsafe { InfoOut::new(size, value, size_ret)? };
-        answer(handle, name, out)
-    })
+    let answer = |handle: &Handle<Device>, out: InfoOut| answer(handle, name, out);
+    // SAFETY: `device` is null or one of this adapter's handles, `value` null or writable for `size` bytes and
+    // `size_ret` null or writable (entry_points doc, "Handles", "Info queries"), all `query` needs.
+    unsafe { query("urDeviceGetInfo", device, (size, value, size_ret), answer) }
 }
 
 fn vector_width(w: &VectorWidths, name: ur_device_info_t) -> u32 {
@@ -587,7 +583,7 @@ pub(crate) mod tests {
     //! `tests/device_info.rs`, where the wheel is installed.
 
     use super::*;
-    use crate::device::{urDeviceGet, urDeviceGetGlobalTimestamps, urDeviceSelectBinary};
+    use crate::device::{urDeviceGet, urDeviceGetGlobalTimestamps};
 
     /// The CPU adapter's device, through the entry points.
     pub(crate) fn cpu_device() -> ur_device_handle_t {
@@ -690,27 +686,27 @@ pub(crate) mod tests {
             })
             .collect();
         let mut selected = u32::MAX;
-        // SAFETY: the binaries and out-parameter are valid for the calls.
+        // Through the dispatch table, as C calls it: the null and empty
+        // cases are the generated checks' (checks.rs).
+        let select = crate::tables::dispatch_table().Device.pfnSelectBinary.expect("urDeviceSelectBinary");
+        // SAFETY: the binaries and out-parameter are valid for the calls, or null where the call is refused.
         unsafe {
             // Rust kernels only: none of UR's formats runs on it.
             assert_eq!(
-                urDeviceSelectBinary(device, binaries.as_ptr(), 3, &mut selected),
+                select(device, binaries.as_ptr(), 3, &mut selected),
                 ur_result_t::UR_RESULT_ERROR_INVALID_BINARY
             );
+            assert_eq!(select(device, binaries.as_ptr(), 0, &mut selected), ur_result_t::UR_RESULT_ERROR_INVALID_SIZE);
             assert_eq!(
-                urDeviceSelectBinary(device, binaries.as_ptr(), 0, &mut selected),
-                ur_result_t::UR_RESULT_ERROR_INVALID_SIZE
-            );
-            assert_eq!(
-                urDeviceSelectBinary(device, std::ptr::null(), 3, &mut selected),
+                select(device, std::ptr::null(), 3, &mut selected),
                 ur_result_t::UR_RESULT_ERROR_INVALID_NULL_POINTER
             );
             assert_eq!(
-                urDeviceSelectBinary(device, binaries.as_ptr(), 3, std::ptr::null_mut()),
+                select(device, binaries.as_ptr(), 3, std::ptr::null_mut()),
                 ur_result_t::UR_RESULT_ERROR_INVALID_NULL_POINTER
             );
             assert_eq!(
-                urDeviceSelectBinary(std::ptr::null_mut(), binaries.as_ptr(), 3, &mut selected),
+                select(std::ptr::null_mut(), binaries.as_ptr(), 3, &mut selected),
                 ur_result_t::UR_RESULT_ERROR_INVALID_NULL_HANDLE
             );
         }

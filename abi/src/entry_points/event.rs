@@ -9,7 +9,7 @@ use cmdbuf_core::{EventStatus, UrError, ensure, err};
 
 use crate::entry::guard;
 use crate::handle::Handle;
-use crate::info::InfoOut;
+use crate::info::{InfoOut, query};
 use crate::objects::event::{Event, wait_list};
 use crate::sys::*;
 
@@ -32,12 +32,7 @@ pub(crate) unsafe extern "C" fn urEventGetInfo(
     value: *mut c_void,
     size_ret: *mut usize,
 ) -> ur_result_t {
-    guard("urEventGetInfo", || {
-        // SAFETY: `event` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
-        let handle = unsafe { Handle::<Event>::get(event)? };
-        // SAFETY: `value` is null or writable for `size` bytes, `size_ret` null or writable (entry_points doc, "Info
-        // queries"), all `InfoOut::new` needs.
-        let out = unsafe { InfoOut::new(size, value, size_ret)? };
+    let answer = |handle: &Handle<Event>, out: InfoOut| {
         let e = &handle.value;
         match name {
             ur_event_info_t::UR_EVENT_INFO_COMMAND_QUEUE => {
@@ -49,7 +44,10 @@ pub(crate) unsafe extern "C" fn urEventGetInfo(
             ur_event_info_t::UR_EVENT_INFO_REFERENCE_COUNT => out.value(handle.reference_count()),
             other => Err(err!(InvalidEnumeration, "event info {}", other.0)),
         }
-    })
+    };
+    // SAFETY: `event` is null or one of this adapter's handles, `value` null or writable for `size` bytes and
+    // `size_ret` null or writable (entry_points doc, "Handles", "Info queries"), all `query` needs.
+    unsafe { query("urEventGetInfo", event, (size, value, size_ret), answer) }
 }
 
 /// # Safety
@@ -64,14 +62,6 @@ pub(crate) unsafe extern "C" fn urEventGetProfilingInfo(
     guard("urEventGetProfilingInfo", || {
         // SAFETY: `event` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let handle = unsafe { Handle::<Event>::get(event)? };
-        ensure!(
-            (ur_profiling_info_t::UR_PROFILING_INFO_COMMAND_QUEUED.0
-                ..=ur_profiling_info_t::UR_PROFILING_INFO_COMMAND_COMPLETE.0)
-                .contains(&name.0),
-            InvalidEnumeration,
-            "profiling info {}",
-            name.0
-        );
         // A timestamp recording is timed on any queue (as UR specifies).
         let profiled = handle.value.command == ur_command_t::UR_COMMAND_TIMESTAMP_RECORDING_EXP
             || handle.value.queue.as_ref().is_some_and(|q| q.value.core().properties().profiling);
@@ -98,10 +88,8 @@ pub(crate) unsafe extern "C" fn urEventGetProfilingInfo(
 /// UR's contract for `urEventWait`.
 pub(crate) unsafe extern "C" fn urEventWait(count: u32, events: *const ur_event_handle_t) -> ur_result_t {
     guard("urEventWait", || {
-        ensure!(!events.is_null(), InvalidNullPointer, "phEventWaitList is null");
-        ensure!(count != 0, InvalidValue, "no event to wait for");
-        // SAFETY: `events` is null or points to `count` event handles (entry_points doc, "Wait lists"), all `wait_list`
-        // needs.
+        // SAFETY: `events` points to `count` event handles (entry_points doc, "Wait lists"; checks.rs rejected `NULL ==
+        // phEventWaitList` and `numEvents == 0`), all `wait_list` needs.
         let events = unsafe { wait_list(events, count)? };
         cmdbuf_core::Event::wait_all(&events).map_err(|e| match e {
             // A wait refused (on a captured event), not a failed command.
@@ -144,17 +132,8 @@ pub(crate) unsafe extern "C" fn urEventSetCallback(
         // SAFETY: `event` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let handle = unsafe { Handle::<Event>::get(event)? };
         let callback = callback.ok_or_else(|| err!(InvalidNullPointer, "pfnNotify is null"))?;
-        ensure!(
-            status.0 <= ur_execution_info_t::UR_EXECUTION_INFO_QUEUED.0,
-            InvalidEnumeration,
-            "execution status {}",
-            status.0
-        );
-        ensure!(
-            status != ur_execution_info_t::UR_EXECUTION_INFO_QUEUED,
-            UnsupportedEnumeration,
-            "every event starts queued: no callback for it"
-        );
+        // A status past QUEUED, and QUEUED itself (every event starts
+        // queued), failed the generated checks (checks.rs).
         // UR calls the callback once the status is at or past the one asked
         // for; the end of the command is past SUBMITTED and RUNNING too, so
         // one mechanism serves all three.

@@ -16,7 +16,7 @@ use cmdbuf_core::{CacheConfig, ensure, err};
 use crate::boundary::conv::work_sizes;
 use crate::entry::{AbiResult, guard};
 use crate::handle::Handle;
-use crate::info::{InfoOut, c_str, write_out};
+use crate::info::{InfoOut, c_str, query, write_out};
 use crate::objects::device::Device;
 use crate::objects::kernel::Kernel;
 use crate::objects::program::Program;
@@ -35,11 +35,11 @@ pub(crate) unsafe extern "C" fn urKernelCreate(
         let program = unsafe { Handle::<Program>::get(program)? };
         // SAFETY: `name` is null or NUL-terminated (entry_points doc, "Arrays and strings"), all `c_str` needs.
         let name = unsafe { c_str(name, "pKernelName")? };
-        ensure!(!kernel.is_null(), InvalidNullPointer, "phKernel is null");
         let built = program.value.built()?;
         let value = Kernel { kernel: cmdbuf_core::Kernel::new(&built, name)?, program: program.to_arc() };
-        // SAFETY: checked non-null, writable per the contract.
-        unsafe { write_out(kernel, Handle::create(value), "phKernel") }
+        // SAFETY: non-null because checks.rs rejected `NULL == phKernel`; writable per the contract ("Out-pointers").
+        unsafe { write_out(kernel, Handle::create(value)) };
+        Ok(())
     })
 }
 
@@ -66,12 +66,7 @@ pub(crate) unsafe extern "C" fn urKernelGetInfo(
     value: *mut c_void,
     size_ret: *mut usize,
 ) -> ur_result_t {
-    guard("urKernelGetInfo", || {
-        // SAFETY: `kernel` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
-        let handle = unsafe { Handle::<Kernel>::get(kernel)? };
-        // SAFETY: `value` is null or writable for `size` bytes, `size_ret` null or writable (entry_points doc, "Info
-        // queries"), all `InfoOut::new` needs.
-        let out = unsafe { InfoOut::new(size, value, size_ret)? };
+    let answer = |handle: &Handle<Kernel>, out: InfoOut| {
         let k = &handle.value;
         use ur_kernel_info_t as I;
         match name {
@@ -88,7 +83,10 @@ pub(crate) unsafe extern "C" fn urKernelGetInfo(
             )),
             other => Err(err!(InvalidEnumeration, "kernel info {}", other.0)),
         }
-    })
+    };
+    // SAFETY: `kernel` is null or one of this adapter's handles, `value` null or writable for `size` bytes and
+    // `size_ret` null or writable (entry_points doc, "Handles", "Info queries"), all `query` needs.
+    unsafe { query("urKernelGetInfo", kernel, (size, value, size_ret), answer) }
 }
 
 /// The kernel's attributes as OpenCL C spells them (`CL_KERNEL_ATTRIBUTES`).
@@ -215,7 +213,7 @@ pub(crate) unsafe extern "C" fn urKernelGetSuggestedLocalWorkSize(
 ) -> ur_result_t {
     guard("urKernelGetSuggestedLocalWorkSize", || {
         // SAFETY: `kernel`, `queue`, `global_size` and `suggested` are as `suggest_local_size` requires (entry_points
-        // doc, "Handles", "Arrays and strings", "Out-pointers").
+        // doc, "Handles", "Arrays and strings", "Out-pointers"; checks.rs rejected `NULL == pSuggestedLocalWorkSize`).
         unsafe { suggest_local_size(kernel, queue, work_dim, global_size, suggested) }
     })
 }
@@ -237,7 +235,7 @@ pub(crate) unsafe extern "C" fn urKernelGetSuggestedLocalWorkSizeWithArgs(
     // the kernel's and device's limits, local memory included at launch.
     guard("urKernelGetSuggestedLocalWorkSizeWithArgs", || {
         // SAFETY: `kernel`, `queue`, `global_size` and `suggested` are as `suggest_local_size` requires (entry_points
-        // doc, "Handles", "Arrays and strings", "Out-pointers").
+        // doc, "Handles", "Arrays and strings", "Out-pointers"; checks.rs rejected `NULL == pSuggestedLocalWorkSize`).
         unsafe { suggest_local_size(kernel, queue, work_dim, global_size, suggested) }
     })
 }
@@ -247,8 +245,9 @@ pub(crate) unsafe extern "C" fn urKernelGetSuggestedLocalWorkSizeWithArgs(
 /// # Safety
 /// As UR's contract for `urKernelGetSuggestedLocalWorkSize` gives them:
 /// `kernel` and `queue` are each null or one of this adapter's handles;
-/// `global_size` is null or holds `work_dim` sizes; `suggested` is null or
-/// writable for `work_dim` sizes.
+/// `global_size` is null or holds `work_dim` sizes; `suggested` is writable
+/// for `work_dim` sizes (not null: both callers' generated checks reject
+/// `NULL == pSuggestedLocalWorkSize`).
 unsafe fn suggest_local_size(
     kernel: ur_kernel_handle_t,
     queue: ur_queue_handle_t,
@@ -264,7 +263,6 @@ unsafe fn suggest_local_size(
         InvalidQueue,
         "the queue belongs to another context than the kernel"
     );
-    ensure!(!suggested.is_null(), InvalidNullPointer, "pSuggestedLocalWorkSize is null");
     // SAFETY: `global_size` is null or holds `work_dim` sizes (this function's `# Safety`), all `work_sizes` needs.
     let global = unsafe { work_sizes(work_dim, global_size, "pGlobalWorkSize")? }
         .ok_or_else(|| err!(InvalidNullPointer, "pGlobalWorkSize is null"))?;
@@ -278,7 +276,7 @@ unsafe fn suggest_local_size(
             cmdbuf_core::launch::choose_local_size(padded, work_dim, k.max_work_group_size(), info.max_work_item_sizes)
         }
     };
-    // SAFETY: UR requires room for `work_dim` sizes.
+    // SAFETY: `suggested` is writable for `work_dim` sizes (this function's `# Safety`).
     unsafe { std::ptr::copy_nonoverlapping(local.as_ptr(), suggested, work_dim as usize) };
     Ok(())
 }
@@ -295,7 +293,6 @@ pub(crate) unsafe extern "C" fn urKernelSetExecInfo(
     guard("urKernelSetExecInfo", || {
         // SAFETY: `kernel` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let kernel = unsafe { Handle::<Kernel>::get(kernel)? };
-        ensure!(!value.is_null(), InvalidNullPointer, "pPropValue is null");
         use ur_kernel_exec_info_t as I;
         match name {
             // Every kernel of cmdbuf may reach any USM allocation of its
@@ -304,7 +301,8 @@ pub(crate) unsafe extern "C" fn urKernelSetExecInfo(
             I::UR_KERNEL_EXEC_INFO_USM_INDIRECT_ACCESS | I::UR_KERNEL_EXEC_INFO_USM_PTRS => Ok(()),
             I::UR_KERNEL_EXEC_INFO_CACHE_CONFIG => {
                 ensure!(size == size_of::<ur_kernel_cache_config_t>(), InvalidSize, "propSize {size}");
-                // SAFETY: checked size; readable per the contract.
+                // SAFETY: non-null because checks.rs rejected `NULL == pPropValue`; its size checked above, readable
+                // per the contract.
                 let config = unsafe { value.cast::<ur_kernel_cache_config_t>().read_unaligned() };
                 use ur_kernel_cache_config_t as C;
                 let config = match config {

@@ -21,10 +21,10 @@ use cmdbuf_core::{Command, MapFlags, MemBuffer, MemFlags, ensure, err};
 use parking_lot::Mutex;
 
 use crate::boundary::conv::pattern;
-use crate::boundary::conv::{rect_layout, rect_region};
+use crate::boundary::conv::{Direction, Extent, HostTransfer, rect};
 use crate::entry::{AbiResult, guard};
 use crate::handle::Handle;
-use crate::info::{InfoOut, write_opt, write_out};
+use crate::info::{InfoOut, query, write_out};
 use crate::objects::context::Context;
 use crate::objects::event::{emit, wait_list};
 use crate::objects::mem::{HostMemory, Mem};
@@ -43,18 +43,12 @@ pub(crate) unsafe extern "C" fn urMemBufferCreate(
     guard("urMemBufferCreate", || {
         // SAFETY: `context` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let context = unsafe { Handle::<Context>::get(context)? };
-        ensure!(!buffer.is_null(), InvalidNullPointer, "phBuffer is null");
-        ensure!(flags & UR_MEM_FLAGS_MASK == 0, InvalidEnumeration, "memory flags {flags:#x}");
-        ensure!(size != 0, InvalidBufferSize, "a buffer of 0 bytes");
         use ur_mem_flag_t as F;
-        let from_host = F::UR_MEM_FLAG_USE_HOST_POINTER.0 | F::UR_MEM_FLAG_ALLOC_COPY_HOST_POINTER.0;
-        // SAFETY: null or readable per the contract.
+        // SAFETY: null or readable per the contract. The flags, the size and
+        // whether host memory is given passed the generated checks (checks.rs:
+        // the flag mask, `size == 0`, and host memory given exactly with
+        // USE_HOST_POINTER or ALLOC_COPY_HOST_POINTER).
         let host = unsafe { properties.as_ref() }.map_or(std::ptr::null_mut(), |p| p.pHost);
-        ensure!(
-            (flags & from_host != 0) != host.is_null(),
-            InvalidHostPtr,
-            "host memory must be given exactly when USE_HOST_POINTER or ALLOC_COPY_HOST_POINTER is"
-        );
         let core_flags = core_flags(flags);
         let lent = flags & F::UR_MEM_FLAG_USE_HOST_POINTER.0 != 0;
         let core = if host.is_null() {
@@ -75,8 +69,9 @@ pub(crate) unsafe extern "C" fn urMemBufferCreate(
             host: lent.then_some(HostMemory(host.cast())),
             mappings: Mutex::default(),
         };
-        // SAFETY: checked non-null, writable per the contract.
-        unsafe { write_out(buffer, Handle::create(value), "phBuffer") }
+        // SAFETY: non-null because checks.rs rejected `NULL == phBuffer`; writable per the contract ("Out-pointers").
+        unsafe { write_out(buffer, Handle::create(value)) };
+        Ok(())
     })
 }
 
@@ -99,23 +94,18 @@ fn core_flags(flags: ur_mem_flags_t) -> MemFlags {
 pub(crate) unsafe extern "C" fn urMemBufferPartition(
     buffer: ur_mem_handle_t,
     flags: ur_mem_flags_t,
-    create_type: ur_buffer_create_type_t,
+    _create_type: ur_buffer_create_type_t,
     region: *const ur_buffer_region_t,
     sub: *mut ur_mem_handle_t,
 ) -> ur_result_t {
     guard("urMemBufferPartition", || {
         // SAFETY: `buffer` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let parent = unsafe { Handle::<Mem>::get(buffer)? };
-        ensure!(flags & UR_MEM_FLAGS_MASK == 0, InvalidEnumeration, "memory flags {flags:#x}");
-        ensure!(
-            create_type == ur_buffer_create_type_t::UR_BUFFER_CREATE_TYPE_REGION,
-            InvalidEnumeration,
-            "buffer create type {}",
-            create_type.0
-        );
-        // SAFETY: null or readable per the contract.
-        let region = unsafe { region.as_ref() }.ok_or_else(|| err!(InvalidNullPointer, "pRegion is null"))?;
-        ensure!(!sub.is_null(), InvalidNullPointer, "phMem is null");
+        // The flag mask and the create type (REGION, the only one) passed the
+        // generated checks (checks.rs).
+        // SAFETY: non-null because checks.rs rejected `NULL == pRegion`; readable per the contract ("Arrays and
+        // strings").
+        let region = unsafe { &*region };
         use ur_mem_flag_t as F;
         let host_flags = F::UR_MEM_FLAG_USE_HOST_POINTER.0 | F::UR_MEM_FLAG_ALLOC_COPY_HOST_POINTER.0;
         // As OpenCL's: a sub-buffer's memory is its parent's, so how that was
@@ -135,8 +125,9 @@ pub(crate) unsafe extern "C" fn urMemBufferPartition(
             host: p.host.map(|h| HostMemory(unsafe { h.0.add(region.origin) })),
             mappings: Mutex::default(),
         };
-        // SAFETY: checked non-null, writable per the contract.
-        unsafe { write_out(sub, Handle::create(value), "phMem") }
+        // SAFETY: non-null because checks.rs rejected `NULL == phMem`; writable per the contract ("Out-pointers").
+        unsafe { write_out(sub, Handle::create(value)) };
+        Ok(())
     })
 }
 
@@ -163,19 +154,15 @@ pub(crate) unsafe extern "C" fn urMemGetInfo(
     value: *mut c_void,
     size_ret: *mut usize,
 ) -> ur_result_t {
-    guard("urMemGetInfo", || {
-        // SAFETY: `mem` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
-        let handle = unsafe { Handle::<Mem>::get(mem)? };
-        // SAFETY: `value` is null or writable for `size` bytes, `size_ret` null or writable (entry_points doc, "Info
-        // queries"), all `InfoOut::new` needs.
-        let out = unsafe { InfoOut::new(size, value, size_ret)? };
-        match name {
-            ur_mem_info_t::UR_MEM_INFO_SIZE => out.value(handle.value.buffer.size()),
-            ur_mem_info_t::UR_MEM_INFO_CONTEXT => out.value(handle.value.context.raw()),
-            ur_mem_info_t::UR_MEM_INFO_REFERENCE_COUNT => out.value(handle.reference_count()),
-            other => Err(err!(InvalidEnumeration, "memory info {}", other.0)),
-        }
-    })
+    let answer = |handle: &Handle<Mem>, out: InfoOut| match name {
+        ur_mem_info_t::UR_MEM_INFO_SIZE => out.value(handle.value.buffer.size()),
+        ur_mem_info_t::UR_MEM_INFO_CONTEXT => out.value(handle.value.context.raw()),
+        ur_mem_info_t::UR_MEM_INFO_REFERENCE_COUNT => out.value(handle.reference_count()),
+        other => Err(err!(InvalidEnumeration, "memory info {}", other.0)),
+    };
+    // SAFETY: `mem` is null or one of this adapter's handles, `value` null or writable for `size` bytes and
+    // `size_ret` null or writable (entry_points doc, "Handles", "Info queries"), all `query` needs.
+    unsafe { query("urMemGetInfo", mem, (size, value, size_ret), answer) }
 }
 
 /// Borrows the queue and buffer of an eager buffer command.
@@ -192,6 +179,43 @@ unsafe fn queue_and_buffer<'a>(
     unsafe { Ok((Handle::<Queue>::get(queue)?, Handle::<Mem>::get(mem)?)) }
 }
 
+/// An eager transfer between a buffer and host memory: what the four read
+/// and write entry points share once their arguments are converted.
+///
+/// # Safety
+/// As UR's contracts for those calls give them: `queue` and `mem` are each
+/// null or one of this adapter's handles; `events` is null or holds
+/// `num_events` handles, each null or one of this adapter's; `event` is null
+/// or writable; the host memory stays valid until the transfer completes
+/// (for a blocking one, until this call returns, as it waits).
+unsafe fn enqueue_transfer(
+    queue: ur_queue_handle_t,
+    mem: ur_mem_handle_t,
+    blocking: bool,
+    transfer: HostTransfer,
+    num_events: u32,
+    events: *const ur_event_handle_t,
+    event: *mut ur_event_handle_t,
+) -> AbiResult {
+    // SAFETY: `queue` and `mem` are each null or one of this adapter's handles (this function's `# Safety`), all
+    // `queue_and_buffer` needs.
+    let (queue, mem) = unsafe { queue_and_buffer(queue, mem)? };
+    // SAFETY: `events` is null or points to `num_events` event handles (this function's `# Safety`), all `wait_list`
+    // needs.
+    let wait = unsafe { wait_list(events, num_events)? };
+    let core = queue.value.core();
+    // SAFETY: the host memory stays valid until the transfer completes (this function's `# Safety`), all `command`
+    // needs.
+    let command = unsafe { transfer.command(core.context(), mem.value.core())? };
+    let done = core.enqueue(command, &wait)?;
+    if blocking {
+        done.wait()?;
+    }
+    // SAFETY: `event` is null or writable (this function's `# Safety`), all `emit` needs.
+    unsafe { emit(event, done, queue, transfer.command_type()) };
+    Ok(())
+}
+
 /// # Safety
 /// UR's contract for `urEnqueueMemBufferRead`.
 pub(crate) unsafe extern "C" fn urEnqueueMemBufferRead(
@@ -205,25 +229,12 @@ pub(crate) unsafe extern "C" fn urEnqueueMemBufferRead(
     events: *const ur_event_handle_t,
     event: *mut ur_event_handle_t,
 ) -> ur_result_t {
-    guard("urEnqueueMemBufferRead", || {
-        // SAFETY: `queue` and `mem` are each null or one of this adapter's handles (entry_points doc, "Handles"), all
-        // `queue_and_buffer` needs.
-        let (queue, mem) = unsafe { queue_and_buffer(queue, mem)? };
-        ensure!(!dst.is_null(), InvalidNullPointer, "pDst is null");
-        // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
-        // `wait_list` needs.
-        let wait = unsafe { wait_list(events, num_events)? };
-        let core = queue.value.core();
-        // SAFETY: UR's contract keeps `dst` valid until the read completes (for
-        // a blocking read, until this call returns, as it waits below).
-        let read = unsafe { Command::buffer_read_host(core.context(), mem.value.core(), offset, size, dst.cast())? };
-        let done = core.enqueue(read, &wait)?;
-        if blocking {
-            done.wait()?;
-        }
-        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `emit` needs.
-        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_MEM_BUFFER_READ) };
-        Ok(())
+    let transfer = HostTransfer { extent: Extent::Linear { offset, size }, direction: Direction::Read(dst.cast()) };
+    // SAFETY: `queue`, `mem`, `events` and `event` are as `enqueue_transfer` requires (entry_points doc, "Handles",
+    // "Wait lists", "Out-pointers"); `dst` stays valid until the read completes ("Host memory"; not null: checks.rs
+    // rejected `NULL == pDst`).
+    guard("urEnqueueMemBufferRead", || unsafe {
+        enqueue_transfer(queue, mem, blocking, transfer, num_events, events, event)
     })
 }
 
@@ -240,25 +251,12 @@ pub(crate) unsafe extern "C" fn urEnqueueMemBufferWrite(
     events: *const ur_event_handle_t,
     event: *mut ur_event_handle_t,
 ) -> ur_result_t {
-    guard("urEnqueueMemBufferWrite", || {
-        // SAFETY: `queue` and `mem` are each null or one of this adapter's handles (entry_points doc, "Handles"), all
-        // `queue_and_buffer` needs.
-        let (queue, mem) = unsafe { queue_and_buffer(queue, mem)? };
-        ensure!(!src.is_null(), InvalidNullPointer, "pSrc is null");
-        // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
-        // `wait_list` needs.
-        let wait = unsafe { wait_list(events, num_events)? };
-        let core = queue.value.core();
-        // SAFETY: UR's contract keeps `src` valid until the write completes (for
-        // a blocking write, until this call returns, as it waits below).
-        let write = unsafe { Command::buffer_write_host(core.context(), mem.value.core(), offset, size, src.cast())? };
-        let done = core.enqueue(write, &wait)?;
-        if blocking {
-            done.wait()?;
-        }
-        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `emit` needs.
-        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_MEM_BUFFER_WRITE) };
-        Ok(())
+    let transfer = HostTransfer { extent: Extent::Linear { offset, size }, direction: Direction::Write(src.cast()) };
+    // SAFETY: `queue`, `mem`, `events` and `event` are as `enqueue_transfer` requires (entry_points doc, "Handles",
+    // "Wait lists", "Out-pointers"); `src` stays valid until the write completes ("Host memory"; not null: checks.rs
+    // rejected `NULL == pSrc`).
+    guard("urEnqueueMemBufferWrite", || unsafe {
+        enqueue_transfer(queue, mem, blocking, transfer, num_events, events, event)
     })
 }
 
@@ -281,28 +279,13 @@ pub(crate) unsafe extern "C" fn urEnqueueMemBufferReadRect(
     event: *mut ur_event_handle_t,
 ) -> ur_result_t {
     guard("urEnqueueMemBufferReadRect", || {
-        // SAFETY: `queue` and `mem` are each null or one of this adapter's handles (entry_points doc, "Handles"), all
-        // `queue_and_buffer` needs.
-        let (queue, mem) = unsafe { queue_and_buffer(queue, mem)? };
-        ensure!(!dst.is_null(), InvalidNullPointer, "pDst is null");
-        let buffer_layout = rect_layout(buffer_origin, buffer_row_pitch, buffer_slice_pitch)?;
-        let host_layout = rect_layout(host_origin, host_row_pitch, host_slice_pitch)?;
-        let region = rect_region(region)?;
-        // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
-        // `wait_list` needs.
-        let wait = unsafe { wait_list(events, num_events)? };
-        let (core, buffer) = (queue.value.core(), mem.value.core());
-        // SAFETY: as for the linear read.
-        let read = unsafe {
-            Command::buffer_read_rect_host(core.context(), buffer, buffer_layout, host_layout, region, dst.cast())?
-        };
-        let done = core.enqueue(read, &wait)?;
-        if blocking {
-            done.wait()?;
-        }
-        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `emit` needs.
-        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_MEM_BUFFER_READ_RECT) };
-        Ok(())
+        let buffer_pitches = (buffer_row_pitch, buffer_slice_pitch);
+        let rect = rect(buffer_origin, host_origin, region, buffer_pitches, (host_row_pitch, host_slice_pitch))?;
+        let transfer = HostTransfer { extent: Extent::Rect(rect), direction: Direction::Read(dst.cast()) };
+        // SAFETY: `queue`, `mem`, `events` and `event` are as `enqueue_transfer` requires (entry_points doc,
+        // "Handles", "Wait lists", "Out-pointers"); `dst` stays valid until the read completes ("Host memory"; not
+        // null: checks.rs rejected `NULL == pDst`).
+        unsafe { enqueue_transfer(queue, mem, blocking, transfer, num_events, events, event) }
     })
 }
 
@@ -325,28 +308,14 @@ pub(crate) unsafe extern "C" fn urEnqueueMemBufferWriteRect(
     event: *mut ur_event_handle_t,
 ) -> ur_result_t {
     guard("urEnqueueMemBufferWriteRect", || {
-        // SAFETY: `queue` and `mem` are each null or one of this adapter's handles (entry_points doc, "Handles"), all
-        // `queue_and_buffer` needs.
-        let (queue, mem) = unsafe { queue_and_buffer(queue, mem)? };
-        ensure!(!src.is_null(), InvalidNullPointer, "pSrc is null");
-        let buffer_layout = rect_layout(buffer_origin, buffer_row_pitch, buffer_slice_pitch)?;
-        let host_layout = rect_layout(host_origin, host_row_pitch, host_slice_pitch)?;
-        let region = rect_region(region)?;
-        // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
-        // `wait_list` needs.
-        let wait = unsafe { wait_list(events, num_events)? };
-        let (core, buffer, src) = (queue.value.core(), mem.value.core(), src.cast_const().cast());
-        // SAFETY: as for the linear write.
-        let write = unsafe {
-            Command::buffer_write_rect_host(core.context(), buffer, buffer_layout, host_layout, region, src)?
-        };
-        let done = core.enqueue(write, &wait)?;
-        if blocking {
-            done.wait()?;
-        }
-        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `emit` needs.
-        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_MEM_BUFFER_WRITE_RECT) };
-        Ok(())
+        let buffer_pitches = (buffer_row_pitch, buffer_slice_pitch);
+        let rect = rect(buffer_origin, host_origin, region, buffer_pitches, (host_row_pitch, host_slice_pitch))?;
+        let transfer =
+            HostTransfer { extent: Extent::Rect(rect), direction: Direction::Write(src.cast_const().cast()) };
+        // SAFETY: `queue`, `mem`, `events` and `event` are as `enqueue_transfer` requires (entry_points doc,
+        // "Handles", "Wait lists", "Out-pointers"); `src` stays valid until the write completes ("Host memory"; not
+        // null: checks.rs rejected `NULL == pSrc`).
+        unsafe { enqueue_transfer(queue, mem, blocking, transfer, num_events, events, event) }
     })
 }
 
@@ -405,15 +374,14 @@ pub(crate) unsafe extern "C" fn urEnqueueMemBufferCopyRect(
         let (queue, src) = unsafe { queue_and_buffer(queue, src)? };
         // SAFETY: `dst` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let dst = unsafe { Handle::<Mem>::get(dst)? };
-        let src_layout = rect_layout(src_origin, src_row_pitch, src_slice_pitch)?;
-        let dst_layout = rect_layout(dst_origin, dst_row_pitch, dst_slice_pitch)?;
-        let region = rect_region(region)?;
+        let rect =
+            rect(src_origin, dst_origin, region, (src_row_pitch, src_slice_pitch), (dst_row_pitch, dst_slice_pitch))?;
         // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
         // `wait_list` needs.
         let wait = unsafe { wait_list(events, num_events)? };
         let core = queue.value.core();
         let (src, dst) = (src.value.core(), dst.value.core());
-        let copy = Command::buffer_copy_rect(core.context(), src, dst, src_layout, dst_layout, region)?;
+        let copy = Command::buffer_copy_rect(core.context(), src, dst, rect.first, rect.second, rect.region)?;
         let done = core.enqueue(copy, &wait)?;
         // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `emit` needs.
         unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_MEM_BUFFER_COPY_RECT) };
@@ -438,8 +406,8 @@ pub(crate) unsafe extern "C" fn urEnqueueMemBufferFill(
         // SAFETY: `queue` and `mem` are each null or one of this adapter's handles (entry_points doc, "Handles"), all
         // `queue_and_buffer` needs.
         let (queue, mem) = unsafe { queue_and_buffer(queue, mem)? };
-        // SAFETY: `pattern_ptr` is null or readable for `pattern_size` bytes (entry_points doc, "Arrays and strings"),
-        // all `pattern` needs.
+        // SAFETY: `pattern_ptr` is readable for `pattern_size` bytes (entry_points doc, "Arrays and strings"; not null:
+        // checks.rs rejected `NULL == pPattern`), all `pattern` needs.
         let pattern = unsafe { pattern(pattern_ptr, pattern_size)? };
         // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
         // `wait_list` needs.
@@ -470,8 +438,6 @@ pub(crate) unsafe extern "C" fn urEnqueueMemBufferMap(
         // SAFETY: `queue` and `mem` are each null or one of this adapter's handles (entry_points doc, "Handles"), all
         // `queue_and_buffer` needs.
         let (queue, mem) = unsafe { queue_and_buffer(queue, mem)? };
-        ensure!(!mapped.is_null(), InvalidNullPointer, "ppRetMap is null");
-        ensure!(flags & UR_MAP_FLAGS_MASK == 0, InvalidEnumeration, "map flags {flags:#x}");
         let map_flags = [
             (ur_map_flag_t::UR_MAP_FLAG_READ, MapFlags::READ),
             (ur_map_flag_t::UR_MAP_FLAG_WRITE, MapFlags::WRITE),
@@ -498,8 +464,8 @@ pub(crate) unsafe extern "C" fn urEnqueueMemBufferMap(
         }
         let ptr = mapping.ptr();
         m.mappings.lock().insert(ptr as usize, mapping);
-        // SAFETY: checked non-null, writable per the contract.
-        unsafe { write_opt(mapped, ptr.cast()) };
+        // SAFETY: non-null because checks.rs rejected `NULL == ppRetMap`; writable per the contract ("Out-pointers").
+        unsafe { write_out(mapped, ptr.cast()) };
         // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `emit` needs.
         unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_MEM_BUFFER_MAP) };
         Ok(())
@@ -520,7 +486,6 @@ pub(crate) unsafe extern "C" fn urEnqueueMemUnmap(
         // SAFETY: `queue` and `mem` are each null or one of this adapter's handles (entry_points doc, "Handles"), all
         // `queue_and_buffer` needs.
         let (queue, mem) = unsafe { queue_and_buffer(queue, mem)? };
-        ensure!(!mapped.is_null(), InvalidNullPointer, "pMappedPtr is null");
         // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
         // `wait_list` needs.
         let wait = unsafe { wait_list(events, num_events)? };

@@ -1,6 +1,11 @@
 //! The `extern "C"` entry points, one module per UR table (or per group of
 //! one table's entry points: `device_info`, `usm_2d`, ...), above the
-//! boundary and the handle objects; only the dispatch tables name them.
+//! boundary and the handle objects; only the dispatch tables name them, and
+//! only behind the generated checks (`checks.rs`): a C caller reaches an
+//! entry point here only after its header's mechanical `@returns`
+//! conditions (null handles and pointers, enumerations, flag masks,
+//! count/pointer pairs, sizes) held. Those are not tested again here; what
+//! the header states in prose, or what needs state, is.
 //!
 //! # Why the unsafe calls here are sound
 //!
@@ -31,7 +36,8 @@
 //!   `pSyncPoint`, `phNativeX`, `pCount`, ...) is null or writable for one
 //!   value of its type, or for `NumEntries` values where UR passes a count.
 //!   Where UR makes it optional the helper writes only when it is non-null;
-//!   where UR requires it the helper refuses null.
+//!   where UR requires it the generated check has refused null, which the
+//!   `SAFETY` comment names (`checks.rs rejected NULL == phX`).
 //! - **Info queries.** `pPropValue` is null or writable for `propSize`
 //!   bytes and `pPropSizeRet` is null or writable (UR's contract for every
 //!   `urXGetInfo`), which is what `InfoOut::new` requires; it refuses the
@@ -41,7 +47,9 @@
 //!   `pPattern`/`patternSize`, `pArgs`/`numArgs`) is null or readable for
 //!   that many elements; a `const char *` is null or NUL-terminated; a
 //!   properties pointer (`pProperties`) is null or one readable struct of
-//!   its type. The helpers refuse null where UR requires the pointer.
+//!   its type. Where UR requires the pointer, null was refused by the
+//!   generated check, or, for pointers inside arrays and descriptors that
+//!   the header has no condition for, by the helper.
 //! - **Host memory.** Host memory a command reads or writes (`pDst`,
 //!   `pSrc` of a host copy) stays valid until the command completes, or at
 //!   every execution of the command buffer it was appended to.

@@ -32,21 +32,20 @@ use crate::sys::*;
 /// writes what `native` answers for it to `out`.
 ///
 /// # Safety
-/// `raw` is a handle as for [`Handle::get`]; `out` is null or writable.
+/// `raw` is a handle as for [`Handle::get`]; `out` is writable.
 unsafe fn get_native<T: Object>(
     entry_point: &'static str,
     raw: T::Raw,
     out: *mut ur_native_handle_t,
-    what: &str,
     native: impl FnOnce(&T) -> cmdbuf_core::Result<NativeHandle>,
 ) -> ur_result_t {
     guard(entry_point, || {
         // SAFETY: `raw` is null or one of this adapter's handles (this function's `# Safety`), all `get` needs.
         let handle = unsafe { Handle::<T>::get(raw)? };
-        ensure!(!out.is_null(), InvalidNullPointer, "{what} is null");
         let value = native(&handle.value)?;
-        // SAFETY: non-null, writable per the contract.
-        unsafe { write_out(out, value.0 as ur_native_handle_t, what) }
+        // SAFETY: `out` is writable (this function's `# Safety`).
+        unsafe { write_out(out, value.0 as ur_native_handle_t) };
+        Ok(())
     })
 }
 
@@ -56,13 +55,9 @@ pub(crate) unsafe extern "C" fn urPlatformGetNativeHandle(
     platform: ur_platform_handle_t,
     out: *mut ur_native_handle_t,
 ) -> ur_result_t {
-    // SAFETY: `platform` is null or one of this adapter's handles and `out` null or writable (entry_points doc,
-    // "Handles", "Out-pointers"), all `get_native` needs.
-    unsafe {
-        get_native("urPlatformGetNativeHandle", platform, out, "phNativePlatform", |p: &Platform| {
-            p.core().native_handle()
-        })
-    }
+    // SAFETY: `platform` is null or one of this adapter's handles and `out` writable (entry_points doc, "Handles",
+    // "Out-pointers"; not null: checks.rs rejected `NULL == phNativePlatform`), all `get_native` needs.
+    unsafe { get_native("urPlatformGetNativeHandle", platform, out, |p: &Platform| p.core().native_handle()) }
 }
 
 /// # Safety
@@ -71,11 +66,9 @@ pub(crate) unsafe extern "C" fn urDeviceGetNativeHandle(
     device: ur_device_handle_t,
     out: *mut ur_native_handle_t,
 ) -> ur_result_t {
-    // SAFETY: `device` is null or one of this adapter's handles and `out` null or writable (entry_points doc,
-    // "Handles", "Out-pointers"), all `get_native` needs.
-    unsafe {
-        get_native("urDeviceGetNativeHandle", device, out, "phNativeDevice", |d: &Device| d.core().native_handle())
-    }
+    // SAFETY: `device` is null or one of this adapter's handles and `out` writable (entry_points doc, "Handles",
+    // "Out-pointers"; not null: checks.rs rejected `NULL == phNativeDevice`), all `get_native` needs.
+    unsafe { get_native("urDeviceGetNativeHandle", device, out, |d: &Device| d.core().native_handle()) }
 }
 
 /// # Safety
@@ -84,11 +77,9 @@ pub(crate) unsafe extern "C" fn urContextGetNativeHandle(
     context: ur_context_handle_t,
     out: *mut ur_native_handle_t,
 ) -> ur_result_t {
-    // SAFETY: `context` is null or one of this adapter's handles and `out` null or writable (entry_points doc,
-    // "Handles", "Out-pointers"), all `get_native` needs.
-    unsafe {
-        get_native("urContextGetNativeHandle", context, out, "phNativeContext", |c: &Context| c.core().native_handle())
-    }
+    // SAFETY: `context` is null or one of this adapter's handles and `out` writable (entry_points doc, "Handles",
+    // "Out-pointers"; not null: checks.rs rejected `NULL == phNativeContext`), all `get_native` needs.
+    unsafe { get_native("urContextGetNativeHandle", context, out, |c: &Context| c.core().native_handle()) }
 }
 
 /// # Safety
@@ -97,9 +88,9 @@ pub(crate) unsafe extern "C" fn urEventGetNativeHandle(
     event: ur_event_handle_t,
     out: *mut ur_native_handle_t,
 ) -> ur_result_t {
-    // SAFETY: `event` is null or one of this adapter's handles and `out` null or writable (entry_points doc, "Handles",
-    // "Out-pointers"), all `get_native` needs.
-    unsafe { get_native("urEventGetNativeHandle", event, out, "phNativeEvent", |e: &Event| e.core().native_handle()) }
+    // SAFETY: `event` is null or one of this adapter's handles and `out` writable (entry_points doc, "Handles",
+    // "Out-pointers"; not null: checks.rs rejected `NULL == phNativeEvent`), all `get_native` needs.
+    unsafe { get_native("urEventGetNativeHandle", event, out, |e: &Event| e.core().native_handle()) }
 }
 
 /// # Safety
@@ -124,9 +115,9 @@ pub(crate) unsafe extern "C" fn urQueueGetNativeHandle(
         }
         q.core().native_handle()
     };
-    // SAFETY: `queue` is null or one of this adapter's handles and `out` null or writable (entry_points doc, "Handles",
-    // "Out-pointers"), all `get_native` needs.
-    unsafe { get_native("urQueueGetNativeHandle", queue, out, "phNativeQueue", native) }
+    // SAFETY: `queue` is null or one of this adapter's handles and `out` writable (entry_points doc, "Handles",
+    // "Out-pointers"; not null: checks.rs rejected `NULL == phNativeQueue`), all `get_native` needs.
+    unsafe { get_native("urQueueGetNativeHandle", queue, out, native) }
 }
 
 /// # Safety
@@ -152,9 +143,9 @@ pub(crate) unsafe extern "C" fn urMemGetNativeHandle(
         }
         m.core().native_handle()
     };
-    // SAFETY: `mem` is null or one of this adapter's handles and `out` null or writable (entry_points doc, "Handles",
-    // "Out-pointers"), all `get_native` needs.
-    unsafe { get_native("urMemGetNativeHandle", mem, out, "phNativeMem", native) }
+    // SAFETY: `mem` is null or one of this adapter's handles and `out` writable (entry_points doc, "Handles",
+    // "Out-pointers"; not null: checks.rs rejected `NULL == phNativeMem`), all `get_native` needs.
+    unsafe { get_native("urMemGetNativeHandle", mem, out, native) }
 }
 
 /// A C native-enqueue function, its data and the queue handle it is given.
@@ -293,10 +284,10 @@ pub(crate) unsafe extern "C" fn urProgramGetNativeHandle(
     program: ur_program_handle_t,
     out: *mut ur_native_handle_t,
 ) -> ur_result_t {
-    // SAFETY: `program` is null or one of this adapter's handles and `out` null or writable (entry_points doc,
-    // "Handles", "Out-pointers"), all `get_native` needs.
+    // SAFETY: `program` is null or one of this adapter's handles and `out` writable (entry_points doc, "Handles",
+    // "Out-pointers"; not null: checks.rs rejected `NULL == phNativeProgram`), all `get_native` needs.
     unsafe {
-        get_native("urProgramGetNativeHandle", program, out, "phNativeProgram", |p: &Program| {
+        get_native("urProgramGetNativeHandle", program, out, |p: &Program| {
             // The backend's program object is made when the program is built:
             // before, there is no equivalent handle (the header's code for it).
             let built = p.built().map_err(|_| {
@@ -313,9 +304,7 @@ pub(crate) unsafe extern "C" fn urKernelGetNativeHandle(
     kernel: ur_kernel_handle_t,
     out: *mut ur_native_handle_t,
 ) -> ur_result_t {
-    // SAFETY: `kernel` is null or one of this adapter's handles and `out` null or writable (entry_points doc,
-    // "Handles", "Out-pointers"), all `get_native` needs.
-    unsafe {
-        get_native("urKernelGetNativeHandle", kernel, out, "phNativeKernel", |k: &Kernel| k.core().native_handle())
-    }
+    // SAFETY: `kernel` is null or one of this adapter's handles and `out` writable (entry_points doc, "Handles",
+    // "Out-pointers"; not null: checks.rs rejected `NULL == phNativeKernel`), all `get_native` needs.
+    unsafe { get_native("urKernelGetNativeHandle", kernel, out, |k: &Kernel| k.core().native_handle()) }
 }

@@ -9,7 +9,7 @@ use cmdbuf_core::{Backend, err};
 use crate::boundary::conv::ur_backend;
 use crate::entry::guard;
 use crate::handle::Handle;
-use crate::info::{InfoOut, c_str, enumerate};
+use crate::info::{InfoOut, c_str, enumerate, query};
 use crate::objects::open::adapter;
 use crate::objects::platform::Platform;
 use crate::sys::*;
@@ -42,12 +42,7 @@ pub(crate) unsafe extern "C" fn urPlatformGetInfo(
     value: *mut c_void,
     size_ret: *mut usize,
 ) -> ur_result_t {
-    guard("urPlatformGetInfo", || {
-        // SAFETY: `platform` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
-        let platform = unsafe { Handle::<Platform>::get(platform)? };
-        // SAFETY: `value` is null or writable for `size` bytes, `size_ret` null or writable (entry_points doc, "Info
-        // queries"), all `InfoOut::new` needs.
-        let out = unsafe { InfoOut::new(size, value, size_ret)? };
+    let answer = |platform: &Handle<Platform>, out: InfoOut| {
         let p = &platform.value;
         match name {
             ur_platform_info_t::UR_PLATFORM_INFO_NAME => out.string(&p.name()),
@@ -61,7 +56,10 @@ pub(crate) unsafe extern "C" fn urPlatformGetInfo(
             ur_platform_info_t::UR_PLATFORM_INFO_ADAPTER => out.value(adapter()?.raw()),
             other => Err(err!(InvalidEnumeration, "platform info {}", other.0)),
         }
-    })
+    };
+    // SAFETY: `platform` is null or one of this adapter's handles, `value` null or writable for `size` bytes and
+    // `size_ret` null or writable (entry_points doc, "Handles", "Info queries"), all `query` needs.
+    unsafe { query("urPlatformGetInfo", platform, (size, value, size_ret), answer) }
 }
 
 /// # Safety
@@ -73,8 +71,9 @@ pub(crate) unsafe extern "C" fn urPlatformGetApiVersion(
     guard("urPlatformGetApiVersion", || {
         // SAFETY: `platform` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         unsafe { Handle::<Platform>::get(platform)? };
-        // SAFETY: null or writable per the contract.
-        unsafe { crate::info::write_out(version, ur_api_version_t::UR_API_VERSION_CURRENT, "pVersion") }
+        // SAFETY: non-null because checks.rs rejected `NULL == pVersion`; writable per the contract ("Out-pointers").
+        unsafe { crate::info::write_out(version, ur_api_version_t::UR_API_VERSION_CURRENT) };
+        Ok(())
     })
 }
 
@@ -96,7 +95,9 @@ pub(crate) unsafe extern "C" fn urPlatformGetBackendOption(
             ("-ftarget-compile-fast" | "-foffload-fp32-prec-div" | "-foffload-fp32-prec-sqrt", _) => c"",
             (other, _) => return Err(err!(InvalidValue, "front-end option `{other}` has no backend equivalent")),
         };
-        // SAFETY: null or writable per the contract.
-        unsafe { crate::info::write_out(backend_option, translated.as_ptr(), "ppPlatformOption") }
+        // SAFETY: non-null because checks.rs rejected `NULL == ppPlatformOption`; writable per the contract
+        // ("Out-pointers").
+        unsafe { crate::info::write_out(backend_option, translated.as_ptr()) };
+        Ok(())
     })
 }

@@ -16,7 +16,7 @@ use cmdbuf_core::{ProgramBundle, ensure, err};
 
 use crate::entry::{AbiResult, guard};
 use crate::handle::Handle;
-use crate::info::{InfoOut, c_str, slice, write_out};
+use crate::info::{InfoOut, c_str, query, slice, write_out};
 use crate::objects::context::Context;
 use crate::objects::device::Device;
 use crate::objects::program::{Input, Program};
@@ -70,6 +70,30 @@ unsafe fn program_of<'a>(context: ur_context_handle_t, program: ur_program_handl
     Ok(program)
 }
 
+/// A `urProgramCreateWith*` call: resolves the context, lets `read` take
+/// the code given (its checks, the input kept and the bundle read from it),
+/// and returns the program.
+///
+/// # Safety
+/// `context` is null or one of this adapter's handles; `out` is writable
+/// (not null: both calls' generated checks reject `NULL == phProgram`).
+unsafe fn create(
+    entry_point: &'static str,
+    context: ur_context_handle_t,
+    out: *mut ur_program_handle_t,
+    read: impl FnOnce(&Handle<Context>) -> AbiResult<(Input, ProgramBundle)>,
+) -> ur_result_t {
+    guard(entry_point, || {
+        // SAFETY: `context` is null or one of this adapter's handles (this function's `# Safety`), all `get` needs.
+        let context = unsafe { Handle::<Context>::get(context)? };
+        let (input, bundle) = read(context)?;
+        let value = Program::new(context.to_arc(), input, bundle);
+        // SAFETY: `out` is writable (this function's `# Safety`).
+        unsafe { write_out(out, Handle::create(value)) };
+        Ok(())
+    })
+}
+
 /// # Safety
 /// UR's contract for `urProgramCreateWithIL`.
 pub(crate) unsafe extern "C" fn urProgramCreateWithIL(
@@ -79,19 +103,16 @@ pub(crate) unsafe extern "C" fn urProgramCreateWithIL(
     _properties: *const ur_program_properties_t,
     program: *mut ur_program_handle_t,
 ) -> ur_result_t {
-    guard("urProgramCreateWithIL", || {
-        // SAFETY: `context` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
-        let context = unsafe { Handle::<Context>::get(context)? };
-        ensure!(!il.is_null(), InvalidNullPointer, "pIL is null");
-        ensure!(!program.is_null(), InvalidNullPointer, "phProgram is null");
-        ensure!(length != 0, InvalidSize, "length is 0");
-        // SAFETY: UR requires `il` to hold `length` readable bytes.
+    let read = |_: &Handle<Context>| {
+        // SAFETY: non-null because checks.rs rejected `NULL == pIL` (and `length == 0`); UR requires `il` to hold
+        // `length` readable bytes.
         let bytes = unsafe { std::slice::from_raw_parts(il.cast::<u8>(), length) }.to_vec();
         let bundle = ProgramBundle::from_il(&bytes)?;
-        let value = Program::new(context.to_arc(), Input::Il(bytes), bundle);
-        // SAFETY: checked non-null, writable per the contract.
-        unsafe { write_out(program, Handle::create(value), "phProgram") }
-    })
+        Ok((Input::Il(bytes), bundle))
+    };
+    // SAFETY: `context` is null or one of this adapter's handles (entry_points doc, "Handles"); `program` is writable
+    // ("Out-pointers"; not null: checks.rs rejected `NULL == phProgram`), all `create` needs.
+    unsafe { create("urProgramCreateWithIL", context, program, read) }
 }
 
 /// # Safety
@@ -105,18 +126,15 @@ pub(crate) unsafe extern "C" fn urProgramCreateWithBinary(
     _properties: *const ur_program_properties_t,
     program: *mut ur_program_handle_t,
 ) -> ur_result_t {
-    guard("urProgramCreateWithBinary", || {
-        // SAFETY: `context` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
-        let context = unsafe { Handle::<Context>::get(context)? };
-        ensure!(!program.is_null(), InvalidNullPointer, "phProgram is null");
-        ensure!(!lengths.is_null() && !binaries.is_null(), InvalidNullPointer, "pLengths or ppBinaries is null");
+    let read = |context: &Handle<Context>| {
         ensure!(num_devices == 1, InvalidValue, "{num_devices} devices: a context of this adapter holds one device");
-        ensure!(!devices.is_null(), InvalidNullPointer, "phDevices is null");
-        // SAFETY: `devices` is non-null and holds `num_devices` (1) handles, each null or one of this adapter's
-        // (entry_points doc, "Arrays and strings", "Handles"): the read and `get` need no more.
+        // SAFETY: `devices` is non-null because checks.rs rejected `NULL == phDevices`, and holds `num_devices` (1)
+        // handles, each null or one of this adapter's (entry_points doc, "Arrays and strings", "Handles"): the read
+        // and `get` need no more.
         let device = unsafe { Handle::<Device>::get(*devices)? };
         ensure!(context.value.holds(device), InvalidDevice, "the device is not the context's or a sub-device of it");
-        // SAFETY: both arrays hold `num_devices` (1) entries per the contract.
+        // SAFETY: both arrays are non-null because checks.rs rejected `NULL == pLengths` and `NULL == ppBinaries`,
+        // and hold `num_devices` (1) entries per the contract.
         let (length, binary) = unsafe { (*lengths, *binaries) };
         ensure!(!binary.is_null(), InvalidNullPointer, "ppBinaries[0] is null");
         ensure!(length != 0, InvalidSize, "pLengths[0] is 0");
@@ -126,10 +144,11 @@ pub(crate) unsafe extern "C" fn urProgramCreateWithBinary(
         // process; UR's contract for native CPU binaries keeps them loaded
         // for as long as programs made from them exist.
         let bundle = unsafe { ProgramBundle::from_binary(&bytes)? };
-        let value = Program::new(context.to_arc(), Input::Binary(bytes), bundle);
-        // SAFETY: checked non-null, writable per the contract.
-        unsafe { write_out(program, Handle::create(value), "phProgram") }
-    })
+        Ok((Input::Binary(bytes), bundle))
+    };
+    // SAFETY: `context` is null or one of this adapter's handles (entry_points doc, "Handles"); `program` is writable
+    // ("Out-pointers"; not null: checks.rs rejected `NULL == phProgram`), all `create` needs.
+    unsafe { create("urProgramCreateWithBinary", context, program, read) }
 }
 
 /// # Safety
@@ -226,7 +245,8 @@ pub(crate) unsafe extern "C" fn urProgramCompileExp(
 /// # Safety
 /// As UR's contract for `urProgramLink` gives them: `programs` is null or
 /// holds `count` handles, each null or one of this adapter's; `options` is
-/// null or NUL-terminated; `out` is null or writable.
+/// null or NUL-terminated; `out` is writable (both callers' generated
+/// checks reject `NULL == phProgram`, `NULL == phPrograms` and `count == 0`).
 unsafe fn link(
     context: &Handle<Context>,
     count: u32,
@@ -234,14 +254,13 @@ unsafe fn link(
     options: *const c_char,
     out: *mut ur_program_handle_t,
 ) -> AbiResult {
-    ensure!(!out.is_null(), InvalidNullPointer, "phProgram is null");
     // Whatever fails below leaves no stale handle in the caller's variable
     // (UR's conformance suites check that `phProgram` is written on errors).
-    // SAFETY: checked non-null, writable per the contract.
+    // SAFETY: `out` is writable (this function's `# Safety`).
     unsafe { out.write(std::ptr::null_mut()) };
-    // SAFETY: `programs` is null or holds `count` handles (this function's `# Safety`), all `slice` needs.
-    let programs = unsafe { slice(programs, count as usize, || err!(InvalidNullPointer, "phPrograms is null"))? };
-    ensure!(!programs.is_empty(), InvalidSize, "count is 0");
+    // SAFETY: `programs` is non-null (checks.rs rejected `NULL == phPrograms`) and holds `count` handles (this
+    // function's `# Safety`).
+    let programs = unsafe { std::slice::from_raw_parts(programs, count as usize) };
     let mut handles = Vec::with_capacity(programs.len());
     for &raw in programs {
         // SAFETY: each entry of `programs` is null or one of this adapter's handles (this function's `# Safety`), all
@@ -261,8 +280,8 @@ unsafe fn link(
     };
     // A failed link still gives its program, for `urProgramGetBuildInfo`'s
     // log, as the header allows; the caller releases it.
-    // SAFETY: checked non-null, writable per the contract.
-    unsafe { write_out(out, Handle::create(linked), "phProgram")? };
+    // SAFETY: `out` is writable (this function's `# Safety`).
+    unsafe { write_out(out, Handle::create(linked)) };
     result
 }
 
@@ -279,7 +298,7 @@ pub(crate) unsafe extern "C" fn urProgramLink(
         // SAFETY: `context` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let context = unsafe { Handle::<Context>::get(context)? };
         // SAFETY: `programs`, `options` and `out` are as `link` requires (entry_points doc, "Handles", "Arrays and
-        // strings", "Out-pointers").
+        // strings", "Out-pointers"; checks.rs rejected `NULL == phProgram`, `NULL == phPrograms` and `count == 0`).
         unsafe { link(context, count, programs, options, out) }
     })
 }
@@ -303,7 +322,7 @@ pub(crate) unsafe extern "C" fn urProgramLinkExp(
         // "Handles"), all `check_devices` needs.
         unsafe { check_devices(&context.value, num_devices, devices)? };
         // SAFETY: `programs`, `options` and `out` are as `link` requires (entry_points doc, "Handles", "Arrays and
-        // strings", "Out-pointers").
+        // strings", "Out-pointers"; checks.rs rejected `NULL == phProgram`, `NULL == phPrograms` and `count == 0`).
         unsafe { link(context, count, programs, options, out) }
     })
 }
@@ -331,12 +350,7 @@ pub(crate) unsafe extern "C" fn urProgramGetInfo(
     value: *mut c_void,
     size_ret: *mut usize,
 ) -> ur_result_t {
-    guard("urProgramGetInfo", || {
-        // SAFETY: `program` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
-        let handle = unsafe { Handle::<Program>::get(program)? };
-        // SAFETY: `value` is null or writable for `size` bytes, `size_ret` null or writable (entry_points doc, "Info
-        // queries"), all `InfoOut::new` needs.
-        let out = unsafe { InfoOut::new(size, value, size_ret)? };
+    let answer = |handle: &Handle<Program>, out: InfoOut| {
         let p = &handle.value;
         use ur_program_info_t as I;
         match name {
@@ -379,7 +393,10 @@ pub(crate) unsafe extern "C" fn urProgramGetInfo(
             }
             other => Err(err!(InvalidEnumeration, "program info {}", other.0)),
         }
-    })
+    };
+    // SAFETY: `program` is null or one of this adapter's handles, `value` null or writable for `size` bytes and
+    // `size_ret` null or writable (entry_points doc, "Handles", "Info queries"), all `query` needs.
+    unsafe { query("urProgramGetInfo", program, (size, value, size_ret), answer) }
 }
 
 /// The binary `urProgramGetInfo(BINARIES)` returns: one that

@@ -9,7 +9,7 @@ use cmdbuf_core::{QueueProperties, ensure, err};
 
 use crate::entry::guard;
 use crate::handle::Handle;
-use crate::info::{InfoOut, write_out};
+use crate::info::{InfoOut, query, write_out};
 use crate::objects::context::Context;
 use crate::objects::device::Device;
 use crate::objects::queue::Queue;
@@ -26,8 +26,6 @@ const HINTS: u32 = ur_queue_flag_t::UR_QUEUE_FLAG_DISCARD_EVENTS.0
     | ur_queue_flag_t::UR_QUEUE_FLAG_SUBMISSION_BATCHED.0
     | ur_queue_flag_t::UR_QUEUE_FLAG_SUBMISSION_IMMEDIATE.0
     | ur_queue_flag_t::UR_QUEUE_FLAG_LOW_POWER_EVENTS_SUPPORT_EXP.0;
-/// Every flag `ur_api.h` defines (`UR_QUEUE_FLAGS_MASK` is its complement).
-const KNOWN: u32 = !UR_QUEUE_FLAGS_MASK;
 
 /// # Safety
 /// UR's contract for `urQueueCreate`.
@@ -42,20 +40,10 @@ pub(crate) unsafe extern "C" fn urQueueCreate(
         let context = unsafe { Handle::<Context>::arc(context)? };
         // SAFETY: `device` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let device = unsafe { Handle::<Device>::get(device)? };
-        ensure!(!queue.is_null(), InvalidNullPointer, "phQueue is null");
-        // SAFETY: null or a readable descriptor per the contract.
+        // SAFETY: null or a readable descriptor per the contract. Its flags
+        // passed the generated checks (checks.rs: undefined bits, both
+        // priorities, both submission modes).
         let flags = unsafe { properties.as_ref() }.map_or(0, |p| p.flags);
-        ensure!(flags & !KNOWN == 0, InvalidEnumeration, "queue flags {flags:#x} include undefined bits");
-        let high_and_low =
-            ur_queue_flag_t::UR_QUEUE_FLAG_PRIORITY_LOW.0 | ur_queue_flag_t::UR_QUEUE_FLAG_PRIORITY_HIGH.0;
-        let batched_and_immediate =
-            ur_queue_flag_t::UR_QUEUE_FLAG_SUBMISSION_BATCHED.0 | ur_queue_flag_t::UR_QUEUE_FLAG_SUBMISSION_IMMEDIATE.0;
-        ensure!(flags & high_and_low != high_and_low, InvalidQueueProperties, "both low and high priority");
-        ensure!(
-            flags & batched_and_immediate != batched_and_immediate,
-            InvalidQueueProperties,
-            "both batched and immediate submission"
-        );
         ensure!(
             flags & !(HONOURED | HINTS) == 0,
             UnsupportedFeature,
@@ -76,8 +64,9 @@ pub(crate) unsafe extern "C" fn urQueueCreate(
         let core = cmdbuf_core::Queue::on_device(context.value.core(), device.value.core(), props)?;
         let sub_device = (!Arc::ptr_eq(&device, context.value.device())).then_some(device);
         let handle = Handle::create(Queue { queue: core, context, sub_device, flags, host_turn: Arc::default() });
-        // SAFETY: checked non-null, writable per the contract.
-        unsafe { write_out(queue, handle, "phQueue") }
+        // SAFETY: non-null because checks.rs rejected `NULL == phQueue`; writable per the contract ("Out-pointers").
+        unsafe { write_out(queue, handle) };
+        Ok(())
     })
 }
 
@@ -118,12 +107,7 @@ pub(crate) unsafe extern "C" fn urQueueGetInfo(
     value: *mut c_void,
     size_ret: *mut usize,
 ) -> ur_result_t {
-    guard("urQueueGetInfo", || {
-        // SAFETY: `queue` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
-        let handle = unsafe { Handle::<Queue>::get(queue)? };
-        // SAFETY: `value` is null or writable for `size` bytes, `size_ret` null or writable (entry_points doc, "Info
-        // queries"), all `InfoOut::new` needs.
-        let out = unsafe { InfoOut::new(size, value, size_ret)? };
+    let answer = |handle: &Handle<Queue>, out: InfoOut| {
         let q = &handle.value;
         match name {
             ur_queue_info_t::UR_QUEUE_INFO_CONTEXT => out.value(q.context.raw()),
@@ -140,7 +124,10 @@ pub(crate) unsafe extern "C" fn urQueueGetInfo(
             }
             other => Err(err!(InvalidEnumeration, "queue info {}", other.0)),
         }
-    })
+    };
+    // SAFETY: `queue` is null or one of this adapter's handles, `value` null or writable for `size` bytes and
+    // `size_ret` null or writable (entry_points doc, "Handles", "Info queries"), all `query` needs.
+    unsafe { query("urQueueGetInfo", queue, (size, value, size_ret), answer) }
 }
 
 /// # Safety

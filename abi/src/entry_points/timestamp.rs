@@ -4,8 +4,6 @@
 
 #![allow(non_snake_case)]
 
-use cmdbuf_core::ensure;
-
 use crate::entry::guard;
 use crate::handle::Handle;
 use crate::objects::event::{emit, wait_list};
@@ -24,7 +22,6 @@ pub(crate) unsafe extern "C" fn urEnqueueTimestampRecordingExp(
     guard("urEnqueueTimestampRecordingExp", || {
         // SAFETY: `queue` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let queue = unsafe { Handle::<Queue>::get(queue)? };
-        ensure!(!event.is_null(), InvalidNullPointer, "phEvent is null");
         // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
         // `wait_list` needs.
         let wait = unsafe { wait_list(events, num_events)? };
@@ -32,7 +29,7 @@ pub(crate) unsafe extern "C" fn urEnqueueTimestampRecordingExp(
         if blocking {
             done.wait()?;
         }
-        // SAFETY: checked non-null, writable per the contract.
+        // SAFETY: non-null because checks.rs rejected `NULL == phEvent`; writable per the contract ("Out-pointers").
         unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_TIMESTAMP_RECORDING_EXP) };
         Ok(())
     })

@@ -24,7 +24,8 @@ use crate::sys::*;
 /// # Safety
 /// As UR's contracts for the three allocation calls give them: `context`
 /// and `device` are each null or one of this adapter's handles; `desc` is
-/// null or one readable descriptor; `out` is null or writable.
+/// null or one readable descriptor; `out` is writable (not null: the three
+/// calls' generated checks reject `NULL == ppMem`).
 unsafe fn allocate(
     context: ur_context_handle_t,
     device: Option<ur_device_handle_t>,
@@ -45,14 +46,10 @@ unsafe fn allocate(
         }
         None => None,
     };
-    ensure!(!out.is_null(), InvalidNullPointer, "ppMem is null");
-    // SAFETY: null or a readable descriptor per the contract.
-    let desc = unsafe { desc.as_ref() };
-    let align = desc.map_or(0, |d| d.align) as usize;
-    if let Some(d) = desc {
-        ensure!(d.hints & UR_USM_ADVICE_FLAGS_MASK == 0, InvalidEnumeration, "USM hints {:#x}", d.hints);
-    }
-    ensure!(align == 0 || align.is_power_of_two(), InvalidValue, "alignment {align} is not a power of two");
+    // SAFETY: null or a readable descriptor per the contract. Its hints and
+    // alignment passed the generated checks (checks.rs: the flag mask, a
+    // power of two).
+    let align = unsafe { desc.as_ref() }.map_or(0, |d| d.align) as usize;
     ensure!(pool.is_null(), UnsupportedFeature, "USM pools are not supported");
     let wanted = match kind {
         UsmKind::Host => UsmKinds::HOST,
@@ -66,8 +63,9 @@ unsafe fn allocate(
         "the device has no {kind:?} USM that the host reaches at the device's address"
     );
     let allocation = UsmAllocation::with_alignment(core, kind, size, align)?;
-    // SAFETY: checked non-null, writable per the contract.
-    unsafe { write_out(out, context.value.add_usm(allocation, device), "ppMem") }
+    // SAFETY: `out` is writable (this function's `# Safety`).
+    unsafe { write_out(out, context.value.add_usm(allocation, device)) };
+    Ok(())
 }
 
 /// # Safety
@@ -120,7 +118,6 @@ pub(crate) unsafe extern "C" fn urUSMFree(context: ur_context_handle_t, mem: *mu
     guard("urUSMFree", || {
         // SAFETY: `context` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let context = unsafe { Handle::<Context>::get(context)? };
-        ensure!(!mem.is_null(), InvalidNullPointer, "pMem is null");
         context.value.free_usm(mem)
     })
 }
@@ -138,7 +135,6 @@ pub(crate) unsafe extern "C" fn urUSMGetMemAllocInfo(
     guard("urUSMGetMemAllocInfo", || {
         // SAFETY: `context` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let context = unsafe { Handle::<Context>::get(context)? };
-        ensure!(!mem.is_null(), InvalidNullPointer, "pMem is null");
         // SAFETY: `value` is null or writable for `size` bytes, `size_ret` null or writable (entry_points doc, "Info
         // queries"), all `InfoOut::new` needs.
         let out = unsafe { InfoOut::new(size, value, size_ret)? };

@@ -5,9 +5,9 @@
 
 use std::ffi::c_void;
 
-use cmdbuf_core::ensure;
+use cmdbuf_core::UsmPtr;
 
-use crate::boundary::conv::{pattern, usm_ptr};
+use crate::boundary::conv::pattern;
 use crate::entry::guard;
 use crate::handle::Handle;
 use crate::objects::event::{emit, wait_list};
@@ -31,9 +31,9 @@ pub(crate) unsafe extern "C" fn urEnqueueUSMFill2D(
     guard("urEnqueueUSMFill2D", || {
         // SAFETY: `queue` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let queue = unsafe { Handle::<Queue>::get(queue)? };
-        let dst = usm_ptr(mem, "pMem")?;
-        // SAFETY: `pattern_ptr` is null or readable for `pattern_size` bytes (entry_points doc, "Arrays and strings"),
-        // all `pattern` needs.
+        let dst = UsmPtr::from_addr(mem as u64);
+        // SAFETY: `pattern_ptr` is readable for `pattern_size` bytes (entry_points doc, "Arrays and strings"; not null:
+        // checks.rs rejected `NULL == pPattern`), all `pattern` needs.
         let pattern = unsafe { pattern(pattern_ptr, pattern_size)? };
         // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
         // `wait_list` needs.
@@ -63,7 +63,6 @@ pub(crate) unsafe extern "C" fn urEnqueueUSMMemcpy2D(
     guard("urEnqueueUSMMemcpy2D", || {
         // SAFETY: `queue` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let queue = unsafe { Handle::<Queue>::get(queue)? };
-        ensure!(!dst.is_null() && !src.is_null(), InvalidNullPointer, "pDst or pSrc is null");
         // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
         // `wait_list` needs.
         let wait = unsafe { wait_list(events, num_events)? };
