@@ -258,8 +258,13 @@ fn main() -> ExitCode {
         group("raw", &mut |_| raw_outcome.clone().map(|m| Some(format!("raw baseline: {m}"))));
         group(replay_flat::GROUP, &mut |out| {
             let mut raw = raw::open(device).ok();
-            emit(&replay_flat::table_header());
-            let mut row = |records: &[Record], n: usize| emit(&replay_flat::table_row(records, &name, n));
+            let mut headed = false;
+            let mut row = |records: &[Record], n: usize| {
+                if !std::mem::replace(&mut headed, true) {
+                    emit(&replay_flat::table_header());
+                }
+                emit(&replay_flat::table_row(records, &name, n));
+            };
             replay_flat::run(&target, r, &plan.replay_flat, raw.as_deref_mut(), out, &mut row).map(|()| None)
         });
         group("usm_submission", &mut |out| suites::usm_submission(&target, r, &plan.submission, out).map(|()| None));
