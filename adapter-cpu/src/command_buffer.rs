@@ -44,7 +44,16 @@ struct Node {
     sole_predecessor: bool,
     /// The kernel's function, looked up at finalize and update.
     func: Option<NativeKernelFn>,
+    /// Its dependency counter in a run ([`Run::counters`]), for nodes that
+    /// count ([`Graph::plan`]); [`NO_SLOT`] for the others.
+    counter: u32,
+    /// Its signal event's generation in a run ([`Run::generations`]), for
+    /// nodes with a signal event; [`NO_SLOT`] for the others.
+    generation: u32,
 }
+
+/// The `counter` or `generation` of a node that has none.
+const NO_SLOT: u32 = u32::MAX;
 
 /// What running a node takes, decided at finalize and update and kept apart
 /// from the nodes so that a replay walks a small array.
@@ -66,8 +75,13 @@ struct Graph {
     nodes: Vec<Node>,
     /// One per node.
     steps: Vec<Step>,
-    /// Each node's counter at the start of a run: its predecessors, plus one
-    /// for nodes with wait events, held until their events are registered.
+    /// The counters' values at the start of a run, one per node that counts
+    /// (its `counter` slot): its predecessors, plus one for nodes with wait
+    /// events, held until their events are registered. Only nodes with wait
+    /// events or with several predecessors count: a root is ready at the
+    /// start and a node with one predecessor when that one finishes, so a
+    /// chain (an in-order buffer) has no counter, and a run allocates and
+    /// copies counters for the joins of the graph, not for every node.
     initial_counters: Vec<u32>,
     /// Nodes with neither predecessors nor wait events.
     roots: Vec<u32>,
@@ -98,10 +112,18 @@ impl Graph {
             }
             let waits = !node.wait_events.is_empty();
             node.sole_predecessor = node.predecessors == 1 && !waits;
+            node.generation = match node.signal {
+                Some(_) => (self.signals.len() - 1) as u32,
+                None => NO_SLOT,
+            };
+            node.counter = NO_SLOT;
+            if waits || node.predecessors > 1 {
+                node.counter = self.initial_counters.len() as u32;
+                self.initial_counters.push(node.predecessors + u32::from(waits));
+            }
             node.func = exec::kernel_fn(&node.command);
             self.multi_threaded += usize::from(!exec::single_threaded(&node.command));
             self.steps.push(Step { direct: None, next: NO_NEXT });
-            self.initial_counters.push(node.predecessors + u32::from(waits));
             if waits {
                 self.waiting.push(index as u32);
             } else if node.predecessors == 0 {
@@ -281,6 +303,8 @@ pub(crate) fn compose(pool: Arc<Pool>, parts: &mut [ComposePart<'_>]) -> Result<
                     signal: None,
                     sole_predecessor: false,
                     func: None,
+                    counter: NO_SLOT,
+                    generation: NO_SLOT,
                 });
                 exits.push(vec![base]);
             }
@@ -323,6 +347,8 @@ impl RecordingCommandBufferImpl for CpuCommandBuffer {
             signal: signal.clone(),
             sole_predecessor: false,
             func: None,
+            counter: NO_SLOT,
+            generation: NO_SLOT,
         });
         Ok(signal.map(|s| s as Arc<dyn EventImpl>))
     }
@@ -341,17 +367,13 @@ impl ExecutableCommandBufferImpl for CpuExecutable {
         cpu_events(wait)?;
         self.apply_pending();
         let done = CpuEvent::pending(queue.profiling());
-        // Only nodes with signal events read their generation: a graph
-        // without them pays no pass over its nodes here.
-        let mut generations = Vec::new();
-        if !self.graph.signals.is_empty() {
-            generations.resize(self.graph.nodes.len(), 0);
-            for &index in &self.graph.signals {
-                if let Some(signal) = &self.graph.nodes[index as usize].signal {
-                    generations[index as usize] = signal.rearm();
-                }
-            }
-        }
+        // One generation per signal event and one counter per counting
+        // node (`Node::generation`, `Node::counter`): a graph with neither
+        // (an in-order buffer without events) allocates and copies nothing
+        // per node here.
+        let nodes = &self.graph.nodes;
+        let generations: Vec<u64> =
+            self.graph.signals.iter().map(|&i| nodes[i as usize].signal.as_ref().map_or(0, |s| s.rearm())).collect();
         let run = Arc::new(Run {
             graph: self.graph.clone(),
             generations,
@@ -411,9 +433,11 @@ const READY: u32 = u32::MAX - 1;
 /// One execution of a graph snapshot.
 struct Run {
     graph: Arc<Graph>,
-    /// The generation each node's signal event was armed with (empty when
-    /// no node has one).
+    /// The generation each signal event was armed with, by the node's
+    /// `generation` slot (empty when no node has one).
     generations: Vec<u64>,
+    /// The dependency counters, by the node's `counter` slot (empty when no
+    /// node counts).
     counters: Box<[AtomicU32]>,
     remaining: AtomicUsize,
     /// Set once a node fails; the error is in `failure`.
@@ -442,7 +466,7 @@ impl Run {
                     continue;
                 };
                 if !event.is_done() {
-                    self.counters[index as usize].fetch_add(1, Ordering::Relaxed);
+                    self.counter(node).fetch_add(1, Ordering::Relaxed);
                     let run = self.clone();
                     event.on_complete(Box::new(move || run.release(index)));
                 }
@@ -454,9 +478,15 @@ impl Run {
         self.run_span(ROOTS, 0, roots);
     }
 
+    /// The counter of `node`, one that counts (waits for events or for
+    /// several predecessors).
+    fn counter(&self, node: &Node) -> &AtomicU32 {
+        &self.counters[node.counter as usize]
+    }
+
     /// One dependency of `index` completed.
     fn release(self: &Arc<Self>, index: u32) {
-        if self.counters[index as usize].fetch_sub(1, Ordering::AcqRel) == 1 {
+        if self.counter(&self.graph.nodes[index as usize]).fetch_sub(1, Ordering::AcqRel) == 1 {
             self.spawn_span(READY, index, index + 1);
         }
     }
@@ -514,7 +544,7 @@ impl Run {
                 _ => {
                     let s = nodes[i as usize];
                     let successor = &self.graph.nodes[s as usize];
-                    if !successor.sole_predecessor && self.counters[s as usize].fetch_sub(1, Ordering::AcqRel) != 1 {
+                    if !successor.sole_predecessor && self.counter(successor).fetch_sub(1, Ordering::AcqRel) != 1 {
                         continue;
                     }
                     s
@@ -556,7 +586,7 @@ impl Run {
                         self.fail(error);
                     }
                 }
-                _ => self.run_node(index, node),
+                _ => self.run_node(node),
             }
             if step.next != NO_NEXT {
                 index = step.next;
@@ -569,7 +599,7 @@ impl Run {
                 self.spawn_span(index, 1, node.successors.len() as u32);
             }
             let successor = &self.graph.nodes[first as usize];
-            if successor.sole_predecessor || self.counters[first as usize].fetch_sub(1, Ordering::AcqRel) == 1 {
+            if successor.sole_predecessor || self.counter(successor).fetch_sub(1, Ordering::AcqRel) == 1 {
                 index = first;
             } else {
                 break;
@@ -578,10 +608,10 @@ impl Run {
         finished
     }
 
-    /// Runs node `index` the general way: its signal event, any command,
-    /// and skipping after an earlier failure.
-    fn run_node(&self, index: u32, node: &Node) {
-        let generation = if node.signal.is_some() { self.generations[index as usize] } else { 0 };
+    /// Runs `node` the general way: its signal event, any command, and
+    /// skipping after an earlier failure.
+    fn run_node(&self, node: &Node) {
+        let generation = if node.signal.is_some() { self.generations[node.generation as usize] } else { 0 };
         if let Some(signal) = &node.signal {
             signal.start(generation);
         }

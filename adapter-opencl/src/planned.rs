@@ -263,12 +263,18 @@ impl ExecutableCommandBufferImpl for PlannedExecutable {
             Some(unsafe { exec::marker(&self.shared, q, &start)? })
         };
         let mut replayed = Replayed::new(in_order, self.records.len());
+        // On a queue of our own that runs in order, a kernel's last launch
+        // on it comes before this one by the queue's order, as for eager
+        // launches: without saying so, PoCL's one-launch chain asked the
+        // driver for the status of the previous command of the same kernel
+        // and put its event in the wait list, per command (issue 31).
+        let ordered = queue.ordered_launches();
         for (i, record) in self.records.iter().enumerate() {
             let wait = command_wait(i, record, marker.as_ref(), in_order, &mut start, &replayed.events)?;
             // SAFETY: the command was validated for this context when appended
             // or updated; raw host memory in it is valid at every execution
             // (the append's contract); `q` and the events are this context's.
-            let (event, status) = unsafe { exec::enqueue(&self.shared, q, record.command(), &wait, false)? };
+            let (event, status) = unsafe { exec::enqueue(&self.shared, q, record.command(), &wait, ordered)? };
             let fused_first = i == 0 && marker.is_none() && self.records.len() > 1;
             replayed.note(record, event, status, profiling, fused_first);
         }

@@ -118,6 +118,13 @@ impl ClQueue {
         self.in_order
     }
 
+    /// Whether launches on this queue run in the order they are enqueued
+    /// by the queue's own properties (see `ordered_launches`), which
+    /// [`crate::one_launch::enqueue_exclusive`] may rely on.
+    pub(crate) fn ordered_launches(&self) -> bool {
+        self.ordered_launches
+    }
+
     /// Submits what was just enqueued.
     pub(crate) fn flush_raw(&self) -> Result<()> {
         cl3::command_queue::flush(self.raw()).cl("clFlush")

@@ -49,6 +49,12 @@ pub const GOALS: &[Goal] = &[
         assess: cpu_executor_goal,
     },
     Goal {
+        name: "replay host time flat in the node count",
+        target: "host time per submission of an in-order command buffer of N kernels with arguments, of N empty \
+                 kernels and of N memory commands: at N = 100 within 1.5x of N = 1 (issue 31)",
+        assess: crate::replay_flat::goal,
+    },
+    Goal {
         name: "graph layer build and replay",
         target: "build + finalize of a 100,000-node graph ≤ 1 s; replay within 5% of the same command buffer enqueued directly",
         assess: crate::graph::goal,

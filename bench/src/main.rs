@@ -13,6 +13,7 @@ mod collectives;
 #[cfg(feature = "cuda")]
 mod cuda_build;
 mod figures;
+mod flat_shapes;
 mod goals;
 mod graph;
 mod host_copies;
@@ -20,6 +21,7 @@ mod kernels;
 mod multi_device;
 mod pipeline;
 mod raw;
+mod replay_flat;
 mod report;
 mod soak;
 mod stats;
@@ -48,8 +50,8 @@ struct Cli {
     /// Where results.json and the plot go.
     #[arg(long, default_value = "target/bench")]
     out: PathBuf,
-    /// Only these benchmark groups (submission, raw, usm_submission, finalize, update, cpu_per_node,
-    /// submit_graph, sin_kernel_graph, perf_scaling, graph, buffers, multi_device,
+    /// Only these benchmark groups (submission, raw, replay_flat, usm_submission, finalize, update,
+    /// cpu_per_node, submit_graph, sin_kernel_graph, perf_scaling, graph, buffers, multi_device,
     /// collectives, soak, cuda_build); repeatable. submission measures the raw baselines
     /// too (raw adds the note naming them); soak and cuda_build run only when named.
     #[arg(long)]
@@ -71,12 +73,13 @@ struct Cli {
 }
 
 /// Every group `--only` accepts, space-separated.
-const GROUPS: &str = "submission raw usm_submission finalize update cpu_per_node submit_graph sin_kernel_graph perf_scaling graph \
+const GROUPS: &str = "submission raw replay_flat usm_submission finalize update cpu_per_node submit_graph sin_kernel_graph perf_scaling graph \
                       buffers multi_device collectives host_copies soak cuda_build";
 
 struct Plan {
     repeats: Repeats,
     submission: Vec<usize>,
+    replay_flat: Vec<usize>,
     finalize: Vec<usize>,
     update: Vec<usize>,
     per_node: usize,
@@ -92,6 +95,7 @@ impl Plan {
             return Plan {
                 repeats: Repeats { warmup: 1, samples: 5 },
                 submission: vec![1, 4, 10],
+                replay_flat: vec![1, 10, 100],
                 finalize: vec![10, 100],
                 update: vec![10, 100],
                 per_node: 64,
@@ -104,6 +108,7 @@ impl Plan {
         Plan {
             repeats: Repeats { warmup: 5, samples: 50 },
             submission: vec![1, 4, 10, 100, 1000],
+            replay_flat: vec![1, 10, 100, 1000],
             finalize: vec![100, 1000, 10000],
             update: vec![10, 100, 1000, 10000],
             per_node: 1024,
@@ -213,7 +218,9 @@ fn main() -> ExitCode {
             }
             let table = match group {
                 // Its rows were printed as they were measured.
-                "submission" if records.len() > first => report::noisy_note(&records[first..], &name, group),
+                "submission" | replay_flat::GROUP if records.len() > first => {
+                    report::noisy_note(&records[first..], &name, group)
+                }
                 _ => report::group_table(&records[first..], &name, group),
             };
             emit(&table);
@@ -249,6 +256,17 @@ fn main() -> ExitCode {
             measured.map(|()| None)
         });
         group("raw", &mut |_| raw_outcome.clone().map(|m| Some(format!("raw baseline: {m}"))));
+        group(replay_flat::GROUP, &mut |out| {
+            let mut raw = raw::open(device).ok();
+            let mut headed = false;
+            let mut row = |records: &[Record], n: usize| {
+                if !std::mem::replace(&mut headed, true) {
+                    emit(&replay_flat::table_header());
+                }
+                emit(&replay_flat::table_row(records, &name, n));
+            };
+            replay_flat::run(&target, r, &plan.replay_flat, raw.as_deref_mut(), out, &mut row).map(|()| None)
+        });
         group("usm_submission", &mut |out| suites::usm_submission(&target, r, &plan.submission, out).map(|()| None));
         group("finalize", &mut |out| ok(suites::finalize(&target, r, &plan.finalize, out)));
         group("update", &mut |out| suites::update(&target, r, &plan.update, out).map(|()| None));

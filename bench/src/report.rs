@@ -99,6 +99,9 @@ fn tables(records: &[Record], device: &str, group: &str) -> String {
         }
         out.push('\n');
     }
+    if wants(crate::replay_flat::GROUP) {
+        out += &crate::replay_flat::table(records, device);
+    }
     if wants("usm_submission") && !l.sizes("usm_submission").is_empty() {
         let _ = writeln!(
             out,

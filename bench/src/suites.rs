@@ -44,6 +44,7 @@ pub struct Target {
     pub ooo_queue: Option<Queue>,
     pub empty: Kernel,
     pub fill: Kernel,
+    pub axpb: Kernel,
     pub sin: Result<Kernel, UrError>,
 }
 
@@ -62,6 +63,7 @@ impl Target {
             device: device.clone(),
             empty: Kernel::new(&library, "empty")?,
             fill: Kernel::new(&library, "fill")?,
+            axpb: Kernel::new(&library, "axpb")?,
             sin,
             context,
             queue,
@@ -165,7 +167,7 @@ fn submit_eager(t: &Target, shape: Shape, n: usize) -> Result<Event, UrError> {
 }
 
 /// One sample of a timed variant: host time to submit and wall time to completion.
-type Sample = Result<[std::time::Duration; 2], String>;
+pub(crate) type Sample = Result<[std::time::Duration; 2], String>;
 
 /// Replay against eager submission and, given `raw`, against the same graph
 /// built with the backend's own API and against the same kernels submitted

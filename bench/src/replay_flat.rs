@@ -1,0 +1,185 @@
+//! Host time per submission of in-order command buffers of N commands of
+//! the kinds applications record (issue 31: a graph's submission host time
+//! flat in its node count). The `submission` group replays empty kernels
+//! without arguments; what SYCL graphs and the C programs through the
+//! loader hold are kernels with arguments and memory commands, whose
+//! replays may do per-command work the empty kernels do not show.
+//!
+//! Shapes, each an in-order command buffer (`CommandBufferDesc::in_order`,
+//! as `urt_command_buffer` and libsycl's in-order graphs make them) of N:
+//! - `empty`: launches of the `empty` kernel on one work-item (what the
+//!   `submission` group replays);
+//! - `axpb`: launches of `axpb` over 256 work-items with a USM pointer and
+//!   two values (`abi/harness/bench/kernel_submit.c`'s command buffer);
+//! - `memory`: 256-byte USM copies and fills in turn;
+//! - `raw`: where the backend has a graph API, the `submission` group's raw
+//!   chain of empty kernels submitted with it (`crate::raw`): whether the
+//!   driver's own submission grows with N.
+//!
+//! The shapes of one N are sampled in one loop in rotated blocks
+//! ([`measure_interleaved`]); a row prints as each N finishes.
+
+use cmdbuf::{CommandBuffer, UrError};
+
+use crate::figures::Assessment;
+use crate::flat_shapes::{AXPB_ITEMS, MEMORY_BYTES, Operands};
+use crate::stats::{Repeats, measure_interleaved};
+use crate::suites::{Record, Sample, Target, timed_raw_launch, timed_replay};
+
+/// The group's name in records and `--only`.
+pub const GROUP: &str = "replay_flat";
+
+/// The shapes built with cmdbuf, in column order.
+const SHAPES: [&str; 3] = ["empty", "axpb", "memory"];
+
+/// Fewest samples of one shape at one N: the largest N would otherwise get
+/// five ([`Repeats::per_work`]), too few for a median of host time, which
+/// is what this group compares across N.
+const MIN_SAMPLES: usize = 20;
+
+/// Measures every shape at each of `sizes` on `t`, host and wall time per
+/// submission; `row` is called after each N with the records so far.
+pub fn run(
+    t: &Target,
+    repeats: Repeats,
+    sizes: &[usize],
+    mut raw: Option<&mut (dyn crate::raw::RawGraph + 'static)>,
+    out: &mut Vec<Record>,
+    row: &mut dyn FnMut(&[Record], usize),
+) -> Result<(), String> {
+    let e = |e: UrError| e.to_string();
+    let operands = Operands::new(&t.context, &t.empty, &t.axpb).map_err(e)?;
+    for &n in sizes {
+        let buffers: Vec<CommandBuffer> = SHAPES
+            .iter()
+            .map(|shape| operands.build(&t.context, &t.device, shape, n))
+            .collect::<Result<_, _>>()
+            .map_err(e)?;
+        let mut replays: Vec<Box<dyn FnMut() -> Sample + '_>> =
+            buffers.iter().map(|cb| Box::new(move || timed_replay(t, cb)) as Box<dyn FnMut() -> _>).collect();
+        let mut variants: Vec<&str> = SHAPES.to_vec();
+        if let Some(raw) = raw.as_deref_mut() {
+            let chain: Vec<Vec<usize>> = (0..n).map(|i| i.checked_sub(1).into_iter().collect()).collect();
+            raw.build(&chain)?;
+            variants.push("raw");
+            replays.push(Box::new(move || timed_raw_launch(raw)));
+        }
+        let per_work = repeats.per_work(n);
+        let r = Repeats { samples: per_work.samples.max(repeats.samples.min(MIN_SAMPLES)), ..per_work };
+        let mut bodies: Vec<&mut dyn FnMut() -> Sample> =
+            replays.iter_mut().map(|b| &mut **b as &mut dyn FnMut() -> Sample).collect();
+        let summaries = measure_interleaved(r, &mut bodies)?;
+        for (variant, [host, wall]) in variants.into_iter().zip(summaries) {
+            out.push(t.record(GROUP, variant, "replay", "host_ns_per_submission", n, host));
+            out.push(t.record(GROUP, variant, "replay", "wall_ns_per_submission", n, wall));
+        }
+        row(out, n);
+    }
+    Ok(())
+}
+
+/// Host time per submission at N = 100 over N = 1, at most this for a
+/// shape to count as flat (issue 31).
+const FLAT: f64 = 1.5;
+
+/// Issue 31's goal on one device: every shape's host time per submission
+/// at N = 100 within [`FLAT`] of its N = 1 figure (N = 1000 reported too).
+pub fn goal(l: &crate::figures::Lookup<'_>) -> Option<Assessment> {
+    let host = |shape, n| l.get(GROUP, shape, "replay", "host_ns_per_submission", n).map(|s| s.median);
+    let mut parts = Vec::new();
+    let mut met = true;
+    for shape in SHAPES {
+        let (Some(one), Some(hundred)) = (host(shape, 1), host(shape, 100)) else { continue };
+        let growth = hundred / one.max(1e-9);
+        met &= growth <= FLAT;
+        let mut part = format!("{shape} {:.2} → {:.2} µs ({growth:.2}x)", one / 1e3, hundred / 1e3);
+        if let Some(thousand) = host(shape, 1000) {
+            part += &format!(", {:.2} µs at 1000", thousand / 1e3);
+        }
+        parts.push(part);
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    Some(Assessment { now: format!("N = 1 → 100: {}", parts.join("; ")), met })
+}
+
+/// The heading of the table, whose rows ([`table_row`]) print as measured.
+pub fn table_header() -> String {
+    format!(
+        "Replay of an in-order command buffer of N commands, host time per submission (µs) and its ratio to N = 1, \
+         and wall time per submission (µs); median (p10–p90). `empty`: empty kernels without arguments; `axpb`: \
+         kernels over {AXPB_ITEMS} work-items with a USM pointer and two values; `memory`: {MEMORY_BYTES}-byte USM \
+         copies and fills in turn; `raw`: a chain of empty kernels submitted with the backend's own graph API.\n\n\
+         | N | empty host | ×N=1 | axpb host | ×N=1 | memory host | ×N=1 | raw host | ×N=1 | empty wall | axpb wall | \
+         memory wall | raw wall |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+    )
+}
+
+/// The row of `n` commands on `device`.
+pub fn table_row(records: &[Record], device: &str, n: usize) -> String {
+    use crate::figures::{Lookup, cell, ratio};
+    let l = Lookup::new(records, device);
+    let g = |shape, metric, n| l.get(GROUP, shape, "replay", metric, n);
+    let host = "host_ns_per_submission";
+    let mut columns = Vec::new();
+    for shape in ["empty", "axpb", "memory", "raw"] {
+        columns.push(cell(g(shape, host, n), 1e3));
+        columns.push(ratio(g(shape, host, n), g(shape, host, 1)));
+    }
+    for shape in ["empty", "axpb", "memory", "raw"] {
+        columns.push(cell(g(shape, "wall_ns_per_submission", n), 1e3));
+    }
+    format!("| {n} | {} |\n", columns.join(" | "))
+}
+
+/// The whole table of `device` (for a run's records read back).
+pub fn table(records: &[Record], device: &str) -> String {
+    let l = crate::figures::Lookup::new(records, device);
+    let sizes = l.sizes(GROUP);
+    if sizes.is_empty() {
+        return String::new();
+    }
+    let mut out = table_header();
+    for n in sizes {
+        out += &table_row(records, device, n);
+    }
+    out.push('\n');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::figures::Lookup;
+    use crate::stats::Summary;
+
+    fn host(shape: &str, n: usize, median: f64) -> Record {
+        Record {
+            device: "cpu:0".into(),
+            backend: "cpu".into(),
+            device_name: "test".into(),
+            benchmark: GROUP.into(),
+            shape: shape.into(),
+            variant: "replay".into(),
+            metric: "host_ns_per_submission".into(),
+            n,
+            summary: Summary { median, p10: median, p90: median, samples: 1 },
+        }
+    }
+
+    #[test]
+    fn every_shape_within_the_bound_from_1_to_100_is_flat() {
+        let flat: Vec<Record> =
+            SHAPES.iter().flat_map(|s| [host(s, 1, 400.0), host(s, 100, 590.0), host(s, 1000, 5000.0)]).collect();
+        let a = goal(&Lookup::new(&flat, "cpu:0")).unwrap();
+        assert!(a.met, "{}", a.now);
+        assert!(a.now.contains("axpb 0.40 → 0.59 µs (1.48x), 5.00 µs at 1000"), "{}", a.now);
+        let mut one_grows = flat.clone();
+        one_grows.push(host("memory", 1, 300.0));
+        one_grows.retain(|r| !(r.shape == "memory" && r.n == 1 && r.summary.median == 400.0));
+        assert!(!goal(&Lookup::new(&one_grows, "cpu:0")).unwrap().met);
+        assert!(goal(&Lookup::new(&flat[..1], "cpu:0")).is_none(), "N = 100 not measured");
+    }
+}
