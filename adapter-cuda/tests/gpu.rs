@@ -931,12 +931,13 @@ fn device_information(device: &Device) -> Result<(), String> {
 /// as the adapter's copy and fill kernels (`device/memory_kernels.rs`), with
 /// host USM on one side as the driver's nodes. Every pattern length of the
 /// fill kernel's word and byte paths, one past its parameter (memsets), at
-/// aligned and unaligned offsets; copies of sizes around its 16-byte path at
+/// aligned and unaligned offsets, and large fills on either side of its
+/// byte-by-byte limit; copies of sizes around its 16-byte path at
 /// offsets that allow it and offsets that do not. Each region is read back
 /// after two replays and compared byte for byte, with the bytes between
 /// regions unchanged.
 fn graph_copies_and_fills(device: &Device) -> Result<(), String> {
-    const SIZE: usize = 32 * 1024;
+    const SIZE: usize = 256 * 1024;
     let context = Context::new(device).map_err(ur)?;
     let queue = Queue::new(&context, QueueProperties::default()).map_err(ur)?;
     let alloc = |kind| UsmAllocation::new(&context, kind, SIZE).map_err(ur);
@@ -974,6 +975,15 @@ fn graph_copies_and_fills(device: &Device) -> Result<(), String> {
             chain(cb.append_usm_memcpy(copied.ptr().byte_add(dst), src.ptr().byte_add(src_at), size, opts))?;
             want_copied[dst..dst + size].copy_from_slice(&source[src_at..src_at + size]);
             at = (at + 48 + size).next_multiple_of(16);
+        }
+    }
+    // Fills beyond what the kernel writes byte by byte: an 8-byte pattern
+    // (the driver's memsets) and a 4-byte one (the kernel's words).
+    for (start, pattern) in [(64 * 1024, &[9u8, 8, 7, 6, 5, 4, 3, 2][..]), (160 * 1024, &[1, 2, 3, 4][..])] {
+        let size = 80 * 1024;
+        chain(cb.append_usm_fill(filled.ptr().byte_add(start), pattern, size, AppendOptions::new()))?;
+        for (k, byte) in want_filled[start..start + size].iter_mut().enumerate() {
+            *byte = pattern[k % pattern.len()];
         }
     }
     // Host USM on one side: the driver's memcpy and memset nodes.

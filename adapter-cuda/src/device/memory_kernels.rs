@@ -24,6 +24,13 @@ const MEMORY_PTX: &str = include_str!("../../kernels/memory.ptx");
 /// The longest pattern the fill kernel takes (`PATTERN_MAX` in memory.cl).
 pub(crate) const FILL_PATTERN_MAX: usize = 256;
 
+/// The largest fill the fill kernel takes byte by byte (a pattern that
+/// does not repeat within a 32-bit word, or an unaligned range): beyond it
+/// the driver's memsets, which write such patterns as strided elements at
+/// close to the memory's bandwidth, are faster on the device than a
+/// division per byte, and their launch cost is small beside the fill.
+const BYTE_FILL_MAX: usize = 64 * 1024;
+
 /// Threads per block of both kernels.
 const BLOCK: u32 = 256;
 /// The most blocks a launch is given: each thread strides over the rest.
@@ -68,14 +75,18 @@ impl MemoryKernels {
 
     /// A launch filling `size` bytes at device address `dst` with `pattern`
     /// (`size` a multiple of its length); `None` for a pattern longer than
-    /// [`FILL_PATTERN_MAX`].
+    /// [`FILL_PATTERN_MAX`], and for a fill over [`BYTE_FILL_MAX`] that the
+    /// kernel would write byte by byte.
     pub(crate) fn fill(&self, dst: u64, pattern: &[u8], size: usize) -> Option<MemoryLaunch> {
         if pattern.is_empty() || pattern.len() > FILL_PATTERN_MAX {
             return None;
         }
+        let words = 4 % pattern.len() == 0 && (dst | size as u64).is_multiple_of(4);
+        if !words && size > BYTE_FILL_MAX {
+            return None;
+        }
         let mut bytes = [0u8; FILL_PATTERN_MAX];
         bytes[..pattern.len()].copy_from_slice(pattern);
-        let words = 4 % pattern.len() == 0 && (dst | size as u64).is_multiple_of(4);
         let units = if words { size as u64 / 4 } else { size as u64 };
         let args = Args::Fill { dst, size: size as u64, length: pattern.len() as u32, pattern: Box::new(bytes) };
         Some(MemoryLaunch { func: self.fill, blocks: blocks(units), args })
