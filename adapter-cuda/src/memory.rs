@@ -299,10 +299,14 @@ pub(crate) fn buffer_on_device(buffer: &MemBuffer, offset: usize, dev: &DeviceSh
     Ok(cuda_buffer(buffer)?.allocation.on_device(dev, offset))
 }
 
+/// The allocation behind a USM position.
+fn cuda_usm(usm: &UsmRef) -> Result<&CudaUsm> {
+    downcast::<CudaUsm>(usm.imp() as &dyn Any, "a USM allocation")
+}
+
 /// The address of a USM position where it is plain device memory of `dev`.
 pub(crate) fn usm_on_device(usm: &UsmRef, dev: &DeviceShared) -> Result<Option<u64>> {
-    let imp = downcast::<CudaUsm>(usm.imp() as &dyn Any, "a USM allocation")?;
-    Ok(imp.allocation.on_device(dev, usm.offset()))
+    Ok(cuda_usm(usm)?.allocation.on_device(dev, usm.offset()))
 }
 
 /// The address of a USM position or host location where it is plain device
@@ -316,8 +320,7 @@ pub(crate) fn mem_on_device(loc: &MemLoc, dev: &DeviceShared) -> Result<Option<u
 
 /// Where a USM position lives.
 pub(crate) fn usm_loc(usm: &UsmRef) -> Result<Loc> {
-    let imp = downcast::<CudaUsm>(usm.imp() as &dyn Any, "a USM allocation")?;
-    Ok(imp.allocation.loc(usm.offset()))
+    Ok(cuda_usm(usm)?.allocation.loc(usm.offset()))
 }
 
 /// Where a host-side location lives.
