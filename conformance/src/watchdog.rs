@@ -3,7 +3,9 @@
 //! and a line naming the case and device, instead of leaving the process (and
 //! a CI job around it) waiting for ever on a hung driver call. A case cannot
 //! be stopped on its own: the thread it runs on may be blocked inside a
-//! driver, so the process ends.
+//! driver, so the process ends. Before it ends, every thread's stack is
+//! printed where `gdb` is installed (CI installs it): a rare hang seen once
+//! in a CI run is then diagnosable from the log alone.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -112,8 +114,26 @@ fn watch_loop(limit: Duration) {
                 limit.as_secs(),
                 overdue.join(", ")
             );
+            print_thread_stacks();
             std::process::exit(TIMED_OUT_EXIT_CODE);
         }
+    }
+}
+
+/// Prints every thread's stack to stderr with `gdb` attached to this
+/// process, or a line saying why not.
+fn print_thread_stacks() {
+    let pid = std::process::id().to_string();
+    let attached = std::process::Command::new("gdb")
+        .args(["-p", &pid, "-batch", "-nx", "-ex", "set pagination off", "-ex", "thread apply all bt"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::io::stderr())
+        .stderr(std::io::stderr())
+        .status();
+    match attached {
+        Ok(status) if status.success() => {}
+        Ok(status) => eprintln!("cmdbuf-conformance: gdb could not print the threads' stacks ({status})"),
+        Err(e) => eprintln!("cmdbuf-conformance: no threads' stacks: cannot run gdb ({e})"),
     }
 }
 
