@@ -57,20 +57,70 @@ pub struct Queue {
 impl Drop for QueueInner {
     fn drop(&mut self) {
         capture::queue_dropped(&self.capture, self.key());
-        if let Err(e) = self.imp.finish() {
-            tracing::warn!(error = %e, "queue finish on drop failed");
-        }
-        // Host tasks are no commands of the adapter's queue. Dropped by one
-        // of them (its closure held the last handle), the queue cannot wait
-        // for that one: the tasks run on without it.
         if HOST_TASK_OF.get() == self.key() {
+            self.end_after_own_task();
             return;
         }
-        for (event, _) in self.in_flight.get_mut().iter() {
-            if !event.status().is_terminal() {
-                let _ = event.wait();
-            }
+        finish_dropped(&*self.imp, self.in_flight.get_mut());
+    }
+}
+
+/// What a dropped queue waits for: the adapter's queue, and what is in
+/// flight besides (host tasks are no commands of the adapter's queue).
+fn finish_dropped(imp: &dyn QueueImpl, in_flight: &InFlight) {
+    if let Err(e) = imp.finish() {
+        tracing::warn!(error = %e, "queue finish on drop failed");
+    }
+    for (event, _) in in_flight {
+        if !event.status().is_terminal() {
+            let _ = event.wait();
         }
+    }
+}
+
+impl QueueInner {
+    /// The drop of a queue whose last handle one of its own host tasks
+    /// dropped (its closure held it). Nothing can be waited for here: what
+    /// is in flight may wait for that very task (on an in-order queue, the
+    /// commands after it; out of order, the marker that keeps freed USM
+    /// until the task ends), and the task ends only once this returns. So
+    /// the adapter's queue, what is in flight and the context go to a host
+    /// thread, which finishes the queue as its drop would, after the task.
+    fn end_after_own_task(&mut self) {
+        let ending = Arc::new(parking_lot::Mutex::new(Some(EndingQueue {
+            imp: self.imp.clone(),
+            in_flight: std::mem::take(self.in_flight.get_mut()),
+            _context: self.context.clone(),
+            _sub_device: self.sub_device.clone(),
+        })));
+        let job = ending.clone();
+        let started = crate::host_threads::HOST_TASKS.run(move || {
+            if let Some(queue) = job.lock().take() {
+                queue.finish();
+            }
+        });
+        if let Err(e) = started {
+            // Dropping the adapter's queue with commands in flight could
+            // free what they use: kept for the process's life instead.
+            tracing::warn!(error = %e, "no host thread to end a queue dropped by its own host task: it is leaked");
+            std::mem::forget(ending.lock().take());
+        }
+    }
+}
+
+/// A queue dropped by one of its own host tasks, ending on a host thread.
+struct EndingQueue {
+    imp: Arc<dyn QueueImpl>,
+    in_flight: InFlight,
+    /// Kept until the adapter's queue has finished, as the queue kept them.
+    _context: Context,
+    _sub_device: Option<Device>,
+}
+
+impl EndingQueue {
+    /// Waits for what the queue ran (its task included), then drops it all.
+    fn finish(self) {
+        finish_dropped(&*self.imp, &self.in_flight);
     }
 }
 
@@ -140,7 +190,7 @@ impl Queue {
                 context: context.clone(),
                 sub_device,
                 properties,
-                imp,
+                imp: Arc::from(imp),
                 in_flight: Mutex::default(),
                 capture: CaptureSlot::default(),
                 _live: crate::live::Live::new(),
@@ -839,7 +889,9 @@ impl Queue {
     /// has returned, or reports `AdapterSpecific` if it panicked.
     /// [`finish`](Self::finish) and the queue's drop wait for it, out of
     /// order too; a task calling `finish` on its own queue gets
-    /// `InvalidOperation`. Out of order, ready tasks run at the same time
+    /// `InvalidOperation`, and a task dropping its queue's last handle does
+    /// not wait: the queue finishes on a host thread once the task has
+    /// returned. Out of order, ready tasks run at the same time
     /// (SYCL's host tasks of independent branches may wait for each other).
     ///
     /// A task that runs once cannot be captured: on a capturing queue this is

@@ -97,7 +97,9 @@ pub(crate) struct QueueInner {
     /// not the context's device itself.
     pub(crate) sub_device: Option<Device>,
     pub(crate) properties: QueueProperties,
-    pub(crate) imp: Box<dyn QueueImpl>,
+    /// Shared only by the queue's own end when one of its host tasks drops
+    /// it (`QueueInner`'s drop, which hands it to a host thread).
+    pub(crate) imp: Arc<dyn QueueImpl>,
     pub(crate) in_flight: Mutex<VecDeque<(Arc<dyn EventImpl>, KeepAlive)>>,
     /// The UR graph this queue captures into, if any.
     pub(crate) capture: CaptureSlot,

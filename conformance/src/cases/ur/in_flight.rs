@@ -27,6 +27,8 @@ pub(in crate::cases) fn cases() -> Vec<crate::Case> {
         finish_waits_for_host_tasks_out_of_order => Requires::OUT_OF_ORDER,
         host_tasks_from_many_threads => Requires::OUT_OF_ORDER,
         host_task_holding_its_queue => Requires::OUT_OF_ORDER,
+        host_task_holding_its_in_order_queue,
+        host_task_dropping_its_queue_after_a_free => Requires::OUT_OF_ORDER,
     ]
 }
 
@@ -181,20 +183,69 @@ fn host_tasks_from_many_threads(env: &Env) -> CaseResult {
 }
 
 /// A host task whose closure holds the last handle of its own queue: the
-/// queue's drop, inside the task, must not wait for the task; a `finish`
-/// there is refused.
-fn host_task_holding_its_queue(env: &Env) -> CaseResult {
-    let queue = env.ooo_queue()?;
+/// queue's drop, inside the task, must not wait for the task (nor for what
+/// waits for it); a `finish` there is refused. `before_drop` runs in the
+/// task just before it drops the queue.
+fn task_drops_its_queue(queue: Queue, before_drop: impl FnOnce() + Send + 'static) -> CaseResult {
     let held = queue.clone();
     let (tx, rx) = std::sync::mpsc::channel();
     let task = queue.enqueue_host_task(&[], move || {
         std::thread::sleep(SETTLE);
         let _ = tx.send(held.finish().is_err());
+        before_drop();
         drop(held);
     })?;
     drop(queue);
     let refused = rx.recv_timeout(Duration::from_secs(20)).map_err(|e| crate::CaseError::Fail(format!("{e}")))?;
     check!(refused, "finish inside the queue's own host task was not refused");
-    task.wait()?;
+    // Bounded: a drop that waits for its own task never lets the task end.
+    match wait_bounded(task, Duration::from_secs(20)) {
+        None => Err(crate::CaseError::Fail("the host task dropping its own queue did not end in 20 s".into())),
+        Some(Some(error)) => Err(error.into()),
+        Some(None) => Ok(()),
+    }
+}
+
+/// Waits for `event` on another thread for at most `limit`: `None` if it
+/// did not end by then, else the error of the wait, if any.
+fn wait_bounded(event: cmdbuf::Event, limit: Duration) -> Option<Option<cmdbuf::UrError>> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(event.wait().err());
+    });
+    rx.recv_timeout(limit).ok()
+}
+
+fn host_task_holding_its_queue(env: &Env) -> CaseResult {
+    task_drops_its_queue(env.ooo_queue()?, || {})
+}
+
+/// In order, a marker after the task orders later commands after it: the
+/// queue's drop inside the task cannot wait for that marker either.
+fn host_task_holding_its_in_order_queue(env: &Env) -> CaseResult {
+    task_drops_its_queue(env.queue()?, || {})
+}
+
+/// USM freed while the task runs makes the queue keep the allocation until
+/// what is in flight has ended (`urUSMFree` waits for what may use it):
+/// out of order, with more than one command in flight, a marker after them
+/// all, the task included. The queue's drop inside the task must not wait
+/// for that marker. In the suite this came from another case freeing memory
+/// of the shared context at the wrong moment: a rare hang of the case above.
+fn host_task_dropping_its_queue_after_a_free(env: &Env) -> CaseResult {
+    let queue = env.ooo_queue()?;
+    let mem = env.usm_u32(16)?;
+    // A second command in flight until after the free: a host task that
+    // waits for the first one (not a gated device command, which a driver
+    // running out-of-order queues in order would put before the task).
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let waiting = queue.enqueue_host_task(&[], move || {
+        let _ = released.recv_timeout(Duration::from_secs(20));
+    })?;
+    task_drops_its_queue(queue, move || {
+        drop(mem);
+        let _ = release.send(());
+    })?;
+    waiting.wait()?;
     Ok(())
 }
