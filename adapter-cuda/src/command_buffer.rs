@@ -63,12 +63,12 @@ use crate::lanes::Lanes;
 use crate::lower::{CopyPlan, HostJob, host_job_kept};
 use crate::lower::{copy_1d, copy_rect, fill_plan};
 use crate::memory::{Loc, buffer_loc, buffer_on_device, mem_loc, mem_on_device, usm_loc, usm_on_device};
-use crate::program::{CudaKernel, LaunchParams};
+use crate::program::{CudaKernel, LaunchParams, StoredLaunchParams};
 use crate::queue::{CudaQueue, Launch, Order, QueueCore, Work};
 
 struct KernelNode {
     node: Node,
-    params: LaunchParams,
+    params: StoredLaunchParams,
     enabled: bool,
     /// Updated in the executable graph, not yet in the template.
     stale: bool,
@@ -487,15 +487,15 @@ impl Template {
                 if reports {
                     params.set_status(self.run_word()?);
                 }
-                let node_params = params.node_params(self.ctx());
                 let mut node: Node = ptr::null_mut();
+                let (graph, ctx) = (self.graph, self.ctx());
                 // SAFETY: as for `add_empty`; the parameters hold one value per
                 // kernel parameter, copied by the driver.
-                unsafe {
-                    cu!(cuGraphAddKernelNode_v2(&mut node, self.graph, deps.as_ptr(), deps.len(), &node_params))?
-                };
+                params.with_node_params(ctx, |p| unsafe {
+                    cu!(cuGraphAddKernelNode_v2(&mut node, graph, deps.as_ptr(), deps.len(), p))
+                })?;
                 let enabled = !params.empty;
-                return Ok((node, Some(KernelNode { node, params, enabled, stale: false })));
+                return Ok((node, Some(KernelNode { node, params: params.into_stored(), enabled, stale: false })));
             }
             Command::UsmMemcpy { dst, src, size, .. } => {
                 let on_device = (mem_on_device(dst, &self.dev)?, mem_on_device(src, &self.dev)?);
@@ -559,10 +559,10 @@ impl Template {
         for index in std::mem::take(&mut self.stale_template) {
             let kernel = self.commands[index].kernel.as_mut().expect("only kernel commands are stale");
             kernel.stale = false;
-            let node_params = kernel.params.node_params(ctx);
+            let node = kernel.node;
             // SAFETY: a kernel node of the template; the parameters hold one
             // value per kernel parameter, copied by the driver.
-            unsafe { cu!(cuGraphKernelNodeSetParams_v2(kernel.node, &node_params))? };
+            kernel.params.with_node_params(ctx, |p| unsafe { cu!(cuGraphKernelNodeSetParams_v2(node, p)) })?;
         }
         Ok(())
     }
@@ -1064,11 +1064,12 @@ impl ExecutableCommandBufferImpl for CudaExecutable {
         let mut in_place = true;
         for (index, mut params) in prepared {
             let kernel = self.template.commands[index].kernel.as_mut().expect("the front end names kernel commands");
-            let node_params = params.node_params(ctx);
+            let node = kernel.node;
             // SAFETY: the node is a kernel node of the graph `exec` was made
             // from; the parameters hold one value per kernel parameter; only
             // later launches see the change (driver contract).
-            let result = unsafe { sys::cuGraphExecKernelNodeSetParams_v2(exec, kernel.node, &node_params) };
+            let result =
+                params.with_node_params(ctx, |p| unsafe { sys::cuGraphExecKernelNodeSetParams_v2(exec, node, p) });
             if result != sys::CUresult::CUDA_SUCCESS {
                 tracing::debug!(error = %driver::error_name(result), "kernel node not updatable in place");
                 in_place = false;
@@ -1078,7 +1079,7 @@ impl ExecutableCommandBufferImpl for CudaExecutable {
                 // SAFETY: a kernel node of the graph `exec` was made from.
                 unsafe { cu!(cuGraphNodeSetEnabled(exec, kernel.node, u32::from(enabled)))? };
             }
-            kernel.params = params;
+            kernel.params = params.into_stored();
             kernel.enabled = enabled;
             if !kernel.stale {
                 kernel.stale = true;

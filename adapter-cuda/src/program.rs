@@ -564,8 +564,12 @@ impl KernelImpl for CudaKernel {
 }
 
 /// A launch's kernel, geometry and parameter values, in the form
-/// `cuLaunchKernel` and kernel graph nodes take.
-pub(crate) struct LaunchParams {
+/// `cuLaunchKernel` and kernel graph nodes take. `W` holds the values:
+/// inline up to 256 bytes for an eager launch ([`LaunchParams`], which then
+/// allocates nothing), sized to fit on the heap where a command buffer keeps
+/// one per kernel node ([`StoredLaunchParams`]: the inline form would cost
+/// every node 256 bytes whatever its arguments).
+pub(crate) struct LaunchParams<W = SmallVec<[u64; 32]>> {
     pub(crate) func: Func,
     /// The kernel's name where the kernel may store a status (see
     /// [`may_report`]), for its status check; `None` for the others, whose
@@ -576,18 +580,20 @@ pub(crate) struct LaunchParams {
     pub(crate) shared: u32,
     /// A zero global size: nothing runs (a graph keeps the node, disabled).
     pub(crate) empty: bool,
-    /// Parameter values, each at an 8-byte aligned offset: inline up to
-    /// 256 bytes, so that an eager launch allocates nothing.
-    storage: SmallVec<[u64; 32]>,
-    offsets: SmallVec<[usize; 8]>,
+    /// Parameter values, each at an 8-byte aligned offset.
+    storage: W,
+    /// Byte offset of each parameter inside `storage` (CUDA's parameters
+    /// take at most 32 KiB).
+    offsets: SmallVec<[u16; 12]>,
     /// Byte offset of the status pointer inside `storage`; `None` for plain kernels.
     status_at: Option<usize>,
-    pointers: SmallVec<[*mut c_void; 16]>,
 }
 
-// SAFETY: the raw pointers point into `storage`, owned by the same value, and
-// are refreshed before each use.
-unsafe impl Send for LaunchParams {}
+/// A command buffer's kernel node parameters: the values on the heap.
+pub(crate) type StoredLaunchParams = LaunchParams<Box<[u64]>>;
+
+/// The `kernelParams` array of a launch: one pointer per parameter.
+type ParamPointers = SmallVec<[*mut c_void; 16]>;
 
 impl LaunchParams {
     /// The parameters of `launch`, with `status` as the status word's address.
@@ -615,45 +621,25 @@ impl LaunchParams {
             shared: shared as u32,
             empty,
             storage: values.words(),
-            offsets: values.offsets,
+            offsets: values.offsets()?,
             status_at,
-            pointers: SmallVec::new(),
         };
         params.set_status(status);
         Ok(params)
     }
 
-    /// Points the launch's status at another word.
-    pub(crate) fn set_status(&mut self, status: u64) {
-        if let Some(at) = self.status_at {
-            self.storage[at / 8] = status;
-        }
-    }
-
-    /// The `kernelParams` array: one pointer per parameter, into the values.
-    pub(crate) fn pointers(&mut self) -> *mut *mut c_void {
-        let base = self.storage.as_mut_ptr().cast::<u8>();
-        // SAFETY: every offset lies inside `storage` (recorded while filling it).
-        self.pointers = self.offsets.iter().map(|o| unsafe { base.add(*o) }.cast::<c_void>()).collect();
-        self.pointers.as_mut_ptr()
-    }
-
-    /// Kernel node parameters; the driver copies the values when given them.
-    pub(crate) fn node_params(&mut self, ctx: sys::CUcontext) -> sys::CUDA_KERNEL_NODE_PARAMS {
-        let kernel_params = self.pointers();
-        sys::CUDA_KERNEL_NODE_PARAMS {
-            func: self.func.0,
-            gridDimX: self.grid[0],
-            gridDimY: self.grid[1],
-            gridDimZ: self.grid[2],
-            blockDimX: self.block[0],
-            blockDimY: self.block[1],
-            blockDimZ: self.block[2],
-            sharedMemBytes: self.shared,
-            kernelParams: kernel_params,
-            extra: ptr::null_mut(),
-            kern: ptr::null_mut(),
-            ctx,
+    /// The same parameters as a command buffer keeps them.
+    pub(crate) fn into_stored(self) -> StoredLaunchParams {
+        LaunchParams {
+            func: self.func,
+            name: self.name,
+            grid: self.grid,
+            block: self.block,
+            shared: self.shared,
+            empty: self.empty,
+            storage: self.storage.into_vec().into_boxed_slice(),
+            offsets: self.offsets,
+            status_at: self.status_at,
         }
     }
 
@@ -667,12 +653,65 @@ impl LaunchParams {
             return Ok(());
         }
         let (g, b, shared, func) = (self.grid, self.block, self.shared, self.func.0);
-        let params = self.pointers();
-        // SAFETY: `params` holds one pointer per kernel parameter (checked against
-        // the ABI at kernel creation where the driver allows), valid for this call.
+        let mut pointers = self.pointers();
+        // SAFETY: `pointers` holds one pointer per kernel parameter (checked
+        // against the ABI at kernel creation where the driver allows), into
+        // `storage`, which outlives the call.
         unsafe {
-            cu!(cuLaunchKernel(func, g[0], g[1], g[2], b[0], b[1], b[2], shared, stream, params, ptr::null_mut()))
+            cu!(cuLaunchKernel(
+                func,
+                g[0],
+                g[1],
+                g[2],
+                b[0],
+                b[1],
+                b[2],
+                shared,
+                stream,
+                pointers.as_mut_ptr(),
+                ptr::null_mut()
+            ))
         }
+    }
+}
+
+impl<W: AsRef<[u64]> + AsMut<[u64]>> LaunchParams<W> {
+    /// Points the launch's status at another word.
+    pub(crate) fn set_status(&mut self, status: u64) {
+        if let Some(at) = self.status_at {
+            self.storage.as_mut()[at / 8] = status;
+        }
+    }
+
+    /// The `kernelParams` array: one pointer per parameter, into the values.
+    fn pointers(&mut self) -> ParamPointers {
+        let base = self.storage.as_mut().as_mut_ptr().cast::<u8>();
+        // SAFETY: every offset lies inside `storage` (recorded while filling it).
+        self.offsets.iter().map(|o| unsafe { base.add(usize::from(*o)) }.cast::<c_void>()).collect()
+    }
+
+    /// Calls `f` with the kernel node parameters, valid during the call;
+    /// the driver copies the values when given them.
+    pub(crate) fn with_node_params<T>(
+        &mut self,
+        ctx: sys::CUcontext,
+        f: impl FnOnce(&sys::CUDA_KERNEL_NODE_PARAMS) -> T,
+    ) -> T {
+        let mut pointers = self.pointers();
+        f(&sys::CUDA_KERNEL_NODE_PARAMS {
+            func: self.func.0,
+            gridDimX: self.grid[0],
+            gridDimY: self.grid[1],
+            gridDimZ: self.grid[2],
+            blockDimX: self.block[0],
+            blockDimY: self.block[1],
+            blockDimZ: self.block[2],
+            sharedMemBytes: self.shared,
+            kernelParams: pointers.as_mut_ptr(),
+            extra: ptr::null_mut(),
+            kern: ptr::null_mut(),
+            ctx,
+        })
     }
 }
 
@@ -757,6 +796,16 @@ impl ParamValues {
         }
         self.push(&info);
         Ok(Some(self.offsets[self.offsets.len() - 1] + 24))
+    }
+
+    /// The parameters' byte offsets, as [`LaunchParams`] keeps them;
+    /// `InvalidKernelArgumentSize` beyond what a launch can take.
+    fn offsets(&self) -> Result<SmallVec<[u16; 12]>> {
+        self.offsets
+            .iter()
+            .map(|o| u16::try_from(*o))
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|_| err!(InvalidKernelArgumentSize, "{} bytes of kernel parameters", self.bytes.len()))
     }
 
     /// The values as 8-byte words, as [`LaunchParams`] keeps them.
