@@ -48,7 +48,10 @@ mod usm_2d;
 
 pub use crate::api::queue_state::{QueueLane, QueueSlot, QueueSlotGuard};
 
-/// A queue. Clone retains; dropping the last handle waits for its commands.
+/// A queue. Clone retains; dropping the last handle waits for its commands,
+/// except inside one of its own host tasks, where it cannot: the queue then
+/// finishes on a host thread once the task has returned
+/// ([`enqueue_host_task`](Queue::enqueue_host_task)).
 #[derive(Clone)]
 pub struct Queue {
     inner: Arc<QueueInner>,
