@@ -2,8 +2,9 @@
  * on an out-of-order queue returns only once every host task it was given
  * has run; host tasks of one queue never run at the same time (UR's
  * multithreaded conformance case counts with a plain int from them); event
- * waits, urQueueFlush and urQueueRelease with host tasks pending; many
- * threads enqueueing host tasks on one queue. */
+ * waits, urQueueFlush and urQueueRelease with host tasks pending; a host
+ * task releasing its own queue's last reference; many threads enqueueing
+ * host tasks on one queue. */
 #define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include <pthread.h>
 #include <time.h>
@@ -80,6 +81,36 @@ static void release_pending(urt_env *env) {
   URT_CHECK(counter == 11, "%d of 11 host tasks ran after the queue's release", counter);
 }
 
+/* A host task whose function releases its queue's last reference. */
+typedef struct {
+  ur_queue_handle_t queue;
+  ur_result_t released;
+  volatile int done;
+} releasing_t;
+
+static void release_own_queue(void *data) {
+  releasing_t *r = data;
+  r->released = urQueueRelease(r->queue);
+  __atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
+}
+
+/* The release inside the task cannot wait for the task (nor, in order, for
+ * the marker after it): it returns, and the queue ends once the task has. */
+static void released_by_its_task(urt_env *env, bool ooo) {
+  releasing_t r = {NULL, UR_RESULT_ERROR_UNKNOWN, 0};
+  if (ooo) {
+    r.queue = out_of_order(env);
+  } else {
+    URT_REQUIRE(urQueueCreate(env->context, env->device, NULL, &r.queue));
+  }
+  /* No event asked for: the task's reference is the queue's last one. */
+  URT_OK(urEnqueueHostTaskExp(r.queue, release_own_queue, &r, NULL, 0, NULL, NULL));
+  for (int waited = 0; waited < 20000 && !__atomic_load_n(&r.done, __ATOMIC_ACQUIRE); waited++) nap(1000);
+  URT_CHECK(__atomic_load_n(&r.done, __ATOMIC_ACQUIRE),
+            "%s queue: urQueueRelease inside its own host task did not return in 20 s", ooo ? "out-of-order" : "in-order");
+  URT_CHECK(r.released == UR_RESULT_SUCCESS, "urQueueRelease inside the queue's host task: %d", r.released);
+}
+
 /* UR's urEnqueueHostTaskTest.Multithreaded, and the same on one shared queue. */
 typedef struct {
   urt_env *env;
@@ -134,6 +165,8 @@ int main(void) {
   finish_waits(&env, false);
   event_wait_and_flush(&env);
   release_pending(&env);
+  released_by_its_task(&env, false);
+  released_by_its_task(&env, true);
   many_threads(&env);
   urt_fini(&env);
   return urt_done("host_tasks");
