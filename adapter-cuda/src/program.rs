@@ -569,7 +569,7 @@ impl KernelImpl for CudaKernel {
 /// allocates nothing), sized to fit on the heap where a command buffer keeps
 /// one per kernel node ([`StoredLaunchParams`]: the inline form would cost
 /// every node 256 bytes whatever its arguments).
-pub(crate) struct LaunchParams<W = SmallVec<[u64; 32]>> {
+pub(crate) struct LaunchParams<W = ParamWords> {
     pub(crate) func: Func,
     /// The kernel's name where the kernel may store a status (see
     /// [`may_report`]), for its status check; `None` for the others, whose
@@ -584,13 +584,19 @@ pub(crate) struct LaunchParams<W = SmallVec<[u64; 32]>> {
     storage: W,
     /// Byte offset of each parameter inside `storage` (CUDA's parameters
     /// take at most 32 KiB).
-    offsets: SmallVec<[u16; 12]>,
+    offsets: ParamOffsets,
     /// Byte offset of the status pointer inside `storage`; `None` for plain kernels.
     status_at: Option<usize>,
 }
 
 /// A command buffer's kernel node parameters: the values on the heap.
 pub(crate) type StoredLaunchParams = LaunchParams<Box<[u64]>>;
+
+/// A launch's parameter values, inline up to 256 bytes.
+type ParamWords = SmallVec<[u64; 32]>;
+
+/// The parameters' byte offsets inside their values.
+type ParamOffsets = SmallVec<[u16; 12]>;
 
 /// The `kernelParams` array of a launch: one pointer per parameter.
 type ParamPointers = SmallVec<[*mut c_void; 16]>;
@@ -613,6 +619,7 @@ impl LaunchParams {
             ));
         }
         let status_at = values.push_launch_info(kernel, &range)?;
+        let (storage, offsets) = values.into_parts()?;
         let mut params = LaunchParams {
             func: kernel.func,
             name: kernel.reports.then(|| kernel.name.clone()),
@@ -620,8 +627,8 @@ impl LaunchParams {
             block,
             shared: shared as u32,
             empty,
-            storage: values.words(),
-            offsets: values.offsets()?,
+            storage,
+            offsets,
             status_at,
         };
         params.set_status(status);
@@ -743,15 +750,18 @@ fn grid_and_block(dev: &DeviceShared, kernel: &CudaKernel, range: &NdRange) -> R
 #[derive(Default)]
 struct ParamValues {
     bytes: SmallVec<[u8; 256]>,
-    offsets: SmallVec<[usize; 8]>,
+    /// Exact once [`into_parts`](Self::into_parts) has checked the size.
+    offsets: ParamOffsets,
 }
 
 impl ParamValues {
-    /// Appends `value` at the next 8-byte aligned offset.
-    fn push(&mut self, value: &[u8]) {
-        self.bytes.resize(self.bytes.len().next_multiple_of(8), 0);
-        self.offsets.push(self.bytes.len());
+    /// Appends `value` at the next 8-byte aligned offset; returns that offset.
+    fn push(&mut self, value: &[u8]) -> usize {
+        let at = self.bytes.len().next_multiple_of(8);
+        self.bytes.resize(at, 0);
+        self.offsets.push(at as u16);
         self.bytes.extend_from_slice(value);
+        at
     }
 
     /// Appends one parameter per argument, as the kernel ABI says; returns
@@ -767,9 +777,9 @@ impl ParamValues {
                     let offset = shared.next_multiple_of(LOCAL_ALIGN);
                     shared = offset + size;
                     let packed = (offset as u64) | ((*size as u64) << 32);
-                    self.push(&packed.to_le_bytes());
+                    self.push(&packed.to_le_bytes())
                 }
-            }
+            };
         }
         Ok(shared)
     }
@@ -794,26 +804,21 @@ impl ParamValues {
         for d in 0..3 {
             info[d * 8..d * 8 + 8].copy_from_slice(&(range.global_offset[d] as u64).to_le_bytes());
         }
-        self.push(&info);
-        Ok(Some(self.offsets[self.offsets.len() - 1] + 24))
+        Ok(Some(self.push(&info) + 24))
     }
 
-    /// The parameters' byte offsets, as [`LaunchParams`] keeps them;
-    /// `InvalidKernelArgumentSize` beyond what a launch can take.
-    fn offsets(&self) -> Result<SmallVec<[u16; 12]>> {
-        self.offsets
-            .iter()
-            .map(|o| u16::try_from(*o))
-            .collect::<std::result::Result<_, _>>()
-            .map_err(|_| err!(InvalidKernelArgumentSize, "{} bytes of kernel parameters", self.bytes.len()))
-    }
-
-    /// The values as 8-byte words, as [`LaunchParams`] keeps them.
-    fn words(&self) -> SmallVec<[u64; 32]> {
-        let mut storage: SmallVec<[u64; 32]> = smallvec::smallvec![0u64; self.bytes.len().div_ceil(8)];
+    /// The values as 8-byte words and the parameters' byte offsets, as
+    /// [`LaunchParams`] keeps them; `InvalidKernelArgumentSize` where the
+    /// offsets do not fit (CUDA takes at most 32 KiB of parameters).
+    fn into_parts(self) -> Result<(ParamWords, ParamOffsets)> {
+        // Every offset lies below the size: a size that fits means each did.
+        if self.bytes.len() > usize::from(u16::MAX) {
+            return Err(err!(InvalidKernelArgumentSize, "{} bytes of kernel parameters", self.bytes.len()));
+        }
+        let mut storage: ParamWords = smallvec::smallvec![0u64; self.bytes.len().div_ceil(8)];
         // SAFETY: `storage` holds at least `bytes.len()` bytes; the two do not overlap.
         unsafe { ptr::copy_nonoverlapping(self.bytes.as_ptr(), storage.as_mut_ptr().cast::<u8>(), self.bytes.len()) };
-        storage
+        Ok((storage, self.offsets))
     }
 }
 
