@@ -555,36 +555,45 @@ mod tests {
         }
     }
 
-    /// A burst of `k` wakes `k` parked workers in one step, and they run
-    /// the burst's pieces at once, even though its task reaches the pool
-    /// as one (split by whoever takes it).
+    /// A burst of `k` wakes `k` parked workers, and they run the burst's
+    /// pieces at once, even though its task reaches the pool as one and is
+    /// split by whoever takes it. The split queues its pieces and announces
+    /// them as a burst of its own, as a span's halves and `parallel_for`'s
+    /// helpers are; that second wake-up is what starts them when the split
+    /// ran late (the `delay`: its thread preempted on a loaded machine),
+    /// after the workers the first burst woke had found nothing and parked
+    /// again. Without it the pieces waited in the splitting worker's deque,
+    /// and here, where every piece waits for all the others, forever.
     #[test]
     fn a_burst_wakes_as_many_workers_as_it_has_pieces() {
         let threads = 8;
         let pool = Arc::new(Pool::new(threads).unwrap());
-        std::thread::sleep(IDLE * 20);
-        let barrier = Arc::new(std::sync::Barrier::new(threads));
-        let (tx, rx) = mpsc::channel();
-        let (inner, b, t) = (pool.clone(), barrier.clone(), tx.clone());
-        let split = move || {
-            // Split on a worker, as a span is: pushes with no wake-up of
-            // their own, so only the burst's wake-ups can start them.
-            with_local(Some(&inner.shared), |local| {
-                let local = local.expect("on a worker");
-                for _ in 1..threads {
-                    let (b, t) = (b.clone(), t.clone());
-                    local.deque.push(Task::Job(Box::new(move || {
-                        b.wait();
-                        t.send(()).unwrap();
-                    })));
-                }
-            });
-            b.wait();
-            t.send(()).unwrap();
-        };
-        pool.push_burst(Task::Job(Box::new(split)), threads);
-        for _ in 0..threads {
-            rx.recv_timeout(Duration::from_secs(30)).expect("every piece ran at once");
+        for delay in [Duration::ZERO, IDLE * 20] {
+            std::thread::sleep(IDLE * 20);
+            let barrier = Arc::new(std::sync::Barrier::new(threads));
+            let (tx, rx) = mpsc::channel();
+            let (inner, b, t) = (pool.clone(), barrier.clone(), tx.clone());
+            let split = move || {
+                std::thread::sleep(delay);
+                with_local(Some(&inner.shared), |local| {
+                    let local = local.expect("on a worker");
+                    for _ in 1..threads {
+                        let (b, t) = (b.clone(), t.clone());
+                        local.deque.push(Task::Job(Box::new(move || {
+                            b.wait();
+                            t.send(()).unwrap();
+                        })));
+                    }
+                    local.shared.notify_burst(threads - 1);
+                });
+                b.wait();
+                t.send(()).unwrap();
+            };
+            pool.push_burst(Task::Job(Box::new(split)), threads);
+            for _ in 0..threads {
+                rx.recv_timeout(Duration::from_secs(30))
+                    .unwrap_or_else(|_| panic!("split after {delay:?}: a piece never started"));
+            }
         }
     }
 
