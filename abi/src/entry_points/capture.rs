@@ -22,7 +22,7 @@ use crate::handle::Handle;
 use crate::info::write_out;
 use crate::objects::capture::{ExecGraph, Graph, handle_of};
 use crate::objects::context::Context;
-use crate::objects::event::{emit, wait_list};
+use crate::objects::event::EagerCall;
 use crate::objects::queue::Queue;
 use crate::sys::*;
 
@@ -143,19 +143,15 @@ pub(crate) unsafe extern "C" fn urEnqueueGraphExp(
     event: *mut ur_event_handle_t,
 ) -> ur_result_t {
     guard("urEnqueueGraphExp", || {
-        // The wait list is checked first, as UR's conformance test expects
-        // of a malformed list given with a null graph.
-        // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
-        // `wait_list` needs.
-        let wait = unsafe { wait_list(events, num_events)? };
-        // SAFETY: `queue` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
-        let queue = unsafe { Handle::<Queue>::get(queue)? };
+        // The wait list is checked before the graph, as UR's conformance
+        // test expects of a malformed list given with a null graph.
+        // SAFETY: `queue` and `events` are as `start` requires (entry_points doc, "Handles", "Wait lists").
+        let call = unsafe { EagerCall::start(queue, events, num_events)? };
         // SAFETY: `exec` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let exec = unsafe { Handle::<ExecGraph>::get(exec)? };
-        let done = queue.value.core().enqueue_graph(&exec.value.exec, &wait)?;
-        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `emit` needs.
-        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_ENQUEUE_GRAPH_EXP) };
-        Ok(())
+        let done = call.core().enqueue_graph(&exec.value.exec, &call.wait)?;
+        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `finish` needs.
+        unsafe { call.finish(done, false, event, ur_command_t::UR_COMMAND_ENQUEUE_GRAPH_EXP) }
     })
 }
 

@@ -25,10 +25,9 @@ use crate::info::{InfoOut, optional_list, query, slice, write_out};
 use crate::objects::command_buffer::{AppendOut, Command, CommandBuffer, append};
 use crate::objects::context::Context;
 use crate::objects::device::Device;
-use crate::objects::event::{emit, emit_unqueued, wait_list};
+use crate::objects::event::{EagerCall, emit_unqueued, wait_list};
 use crate::objects::kernel::{Kernel, NdRangeArgs, launch_args};
 use crate::objects::mem::Mem;
-use crate::objects::queue::Queue;
 use crate::sys::*;
 
 /// # Safety
@@ -566,17 +565,13 @@ pub(crate) unsafe extern "C" fn urEnqueueCommandBufferExp(
     event: *mut ur_event_handle_t,
 ) -> ur_result_t {
     guard("urEnqueueCommandBufferExp", || {
-        // SAFETY: `queue` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
-        let queue = unsafe { Handle::<Queue>::get(queue)? };
+        // SAFETY: `queue` and `events` are as `start` requires (entry_points doc, "Handles", "Wait lists").
+        let call = unsafe { EagerCall::start(queue, events, num_events)? };
         // SAFETY: `buffer` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let buffer = unsafe { Handle::<CommandBuffer>::get(buffer)? };
-        // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
-        // `wait_list` needs.
-        let wait = unsafe { wait_list(events, num_events)? };
-        let done = queue.value.core().enqueue_command_buffer(&buffer.value.buffer, &wait)?;
-        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `emit` needs.
-        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_ENQUEUE_COMMAND_BUFFER_EXP) };
-        Ok(())
+        let done = call.core().enqueue_command_buffer(&buffer.value.buffer, &call.wait)?;
+        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `finish` needs.
+        unsafe { call.finish(done, false, event, ur_command_t::UR_COMMAND_ENQUEUE_COMMAND_BUFFER_EXP) }
     })
 }
 

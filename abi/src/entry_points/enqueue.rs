@@ -15,9 +15,8 @@ use cmdbuf_core::{Command, UsmPtr, ensure};
 use crate::boundary::conv::{migration, pattern, usm_advice};
 use crate::entry::{AbiResult, guard};
 use crate::handle::Handle;
-use crate::objects::event::{emit, wait_list};
+use crate::objects::event::EagerCall;
 use crate::objects::kernel::{Kernel, NdRangeArgs, launch_args};
-use crate::objects::queue::Queue;
 use crate::sys::*;
 
 /// # Safety
@@ -33,20 +32,13 @@ pub(crate) unsafe extern "C" fn urEnqueueUSMMemcpy(
     event: *mut ur_event_handle_t,
 ) -> ur_result_t {
     guard("urEnqueueUSMMemcpy", || {
-        // SAFETY: `queue` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
-        let queue = unsafe { Handle::<Queue>::get(queue)? };
-        // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
-        // `wait_list` needs.
-        let wait = unsafe { wait_list(events, num_events)? };
+        // SAFETY: `queue` and `events` are as `start` requires (entry_points doc, "Handles", "Wait lists").
+        let call = unsafe { EagerCall::start(queue, events, num_events)? };
         // SAFETY: UR's contract: host memory given here stays valid until the
         // command completes (for a blocking copy, until this call returns).
-        let done = unsafe { queue.value.core().usm_memcpy_host(dst.cast(), src.cast(), size, &wait)? };
-        if blocking {
-            done.wait()?;
-        }
-        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `emit` needs.
-        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_USM_MEMCPY) };
-        Ok(())
+        let done = unsafe { call.core().usm_memcpy_host(dst.cast(), src.cast(), size, &call.wait)? };
+        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `finish` needs.
+        unsafe { call.finish(done, blocking, event, ur_command_t::UR_COMMAND_USM_MEMCPY) }
     })
 }
 
@@ -63,20 +55,16 @@ pub(crate) unsafe extern "C" fn urEnqueueUSMFill(
     event: *mut ur_event_handle_t,
 ) -> ur_result_t {
     guard("urEnqueueUSMFill", || {
-        // SAFETY: `queue` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
-        let queue = unsafe { Handle::<Queue>::get(queue)? };
+        // SAFETY: `queue` and `events` are as `start` requires (entry_points doc, "Handles", "Wait lists").
+        let call = unsafe { EagerCall::start(queue, events, num_events)? };
         let dst = UsmPtr::from_addr(mem as u64);
         // SAFETY: `pattern_ptr` is readable for `pattern_size` bytes (entry_points doc, "Arrays and strings"; not null:
         // checks.rs rejected `NULL == pPattern`), all `pattern` needs.
         let pattern = unsafe { pattern(pattern_ptr, pattern_size)? };
-        // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
-        // `wait_list` needs.
-        let wait = unsafe { wait_list(events, num_events)? };
-        let core = queue.value.core();
-        let done = core.enqueue(Command::usm_fill(core.context(), dst, pattern, size)?, &wait)?;
-        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `emit` needs.
-        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_USM_FILL) };
-        Ok(())
+        let core = call.core();
+        let done = core.enqueue(Command::usm_fill(core.context(), dst, pattern, size)?, &call.wait)?;
+        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `finish` needs.
+        unsafe { call.finish(done, false, event, ur_command_t::UR_COMMAND_USM_FILL) }
     })
 }
 
@@ -92,18 +80,13 @@ pub(crate) unsafe extern "C" fn urEnqueueUSMPrefetch(
     event: *mut ur_event_handle_t,
 ) -> ur_result_t {
     guard("urEnqueueUSMPrefetch", || {
-        // SAFETY: `queue` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
-        let queue = unsafe { Handle::<Queue>::get(queue)? };
+        // SAFETY: `queue` and `events` are as `start` requires (entry_points doc, "Handles", "Wait lists").
+        let call = unsafe { EagerCall::start(queue, events, num_events)? };
         let ptr = UsmPtr::from_addr(mem as u64);
-        let flags = migration(flags);
-        // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
-        // `wait_list` needs.
-        let wait = unsafe { wait_list(events, num_events)? };
-        let core = queue.value.core();
-        let done = core.enqueue(Command::usm_prefetch(core.context(), ptr, size, flags)?, &wait)?;
-        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `emit` needs.
-        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_USM_PREFETCH) };
-        Ok(())
+        let core = call.core();
+        let done = core.enqueue(Command::usm_prefetch(core.context(), ptr, size, migration(flags))?, &call.wait)?;
+        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `finish` needs.
+        unsafe { call.finish(done, false, event, ur_command_t::UR_COMMAND_USM_PREFETCH) }
     })
 }
 
@@ -117,14 +100,14 @@ pub(crate) unsafe extern "C" fn urEnqueueUSMAdvise(
     event: *mut ur_event_handle_t,
 ) -> ur_result_t {
     guard("urEnqueueUSMAdvise", || {
-        // SAFETY: `queue` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
-        let queue = unsafe { Handle::<Queue>::get(queue)? };
+        // SAFETY: `queue` is null or one of this adapter's handles (entry_points doc, "Handles"), and no wait list
+        // is given, all `start` needs.
+        let call = unsafe { EagerCall::start(queue, std::ptr::null(), 0)? };
         let ptr = UsmPtr::from_addr(mem as u64);
-        let core = queue.value.core();
+        let core = call.core();
         let done = core.enqueue(Command::usm_advise(core.context(), ptr, size, usm_advice(advice))?, &[])?;
-        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `emit` needs.
-        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_USM_ADVISE) };
-        Ok(())
+        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `finish` needs.
+        unsafe { call.finish(done, false, event, ur_command_t::UR_COMMAND_USM_ADVISE) }
     })
 }
 
@@ -137,15 +120,11 @@ pub(crate) unsafe extern "C" fn urEnqueueEventsWait(
     event: *mut ur_event_handle_t,
 ) -> ur_result_t {
     guard("urEnqueueEventsWait", || {
-        // SAFETY: `queue` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
-        let queue = unsafe { Handle::<Queue>::get(queue)? };
-        // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
-        // `wait_list` needs.
-        let wait = unsafe { wait_list(events, num_events)? };
-        let done = queue.value.core().events_wait(&wait)?;
-        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `emit` needs.
-        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_EVENTS_WAIT) };
-        Ok(())
+        // SAFETY: `queue` and `events` are as `start` requires (entry_points doc, "Handles", "Wait lists").
+        let call = unsafe { EagerCall::start(queue, events, num_events)? };
+        let done = call.core().events_wait(&call.wait)?;
+        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `finish` needs.
+        unsafe { call.finish(done, false, event, ur_command_t::UR_COMMAND_EVENTS_WAIT) }
     })
 }
 
@@ -193,15 +172,11 @@ unsafe fn barrier(
     events: *const ur_event_handle_t,
     event: *mut ur_event_handle_t,
 ) -> AbiResult {
-    // SAFETY: `queue` is null or one of this adapter's handles (this function's `# Safety`), all `get` needs.
-    let queue = unsafe { Handle::<Queue>::get(queue)? };
-    // SAFETY: `events` is null or points to `num_events` event handles (this function's `# Safety`), all `wait_list`
-    // needs.
-    let wait = unsafe { wait_list(events, num_events)? };
-    let done = queue.value.core().barrier(&wait)?;
-    // SAFETY: `event` is null or writable (this function's `# Safety`), all `emit` needs.
-    unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_EVENTS_WAIT_WITH_BARRIER) };
-    Ok(())
+    // SAFETY: `queue` and `events` are as `start` requires (this function's `# Safety`).
+    let call = unsafe { EagerCall::start(queue, events, num_events)? };
+    let done = call.core().barrier(&call.wait)?;
+    // SAFETY: `event` is null or writable (this function's `# Safety`), all `finish` needs.
+    unsafe { call.finish(done, false, event, ur_command_t::UR_COMMAND_EVENTS_WAIT_WITH_BARRIER) }
 }
 
 /// A C function and its data, run once on a host thread.
@@ -225,25 +200,21 @@ pub(crate) unsafe extern "C" fn urEnqueueHostTaskExp(
     event: *mut ur_event_handle_t,
 ) -> ur_result_t {
     guard("urEnqueueHostTaskExp", || {
-        // SAFETY: `queue` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
-        let queue = unsafe { Handle::<Queue>::get(queue)? };
+        // SAFETY: `queue` and `events` are as `start` requires (entry_points doc, "Handles", "Wait lists").
+        let call = unsafe { EagerCall::start(queue, events, num_events)? };
         let function = function.ok_or_else(|| cmdbuf_core::err!(InvalidNullPointer, "pfnHostTask is null"))?;
         // Flags outside the mask failed the generated check (checks.rs); the
         // one inside it (TBD) asks nothing.
-        // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
-        // `wait_list` needs.
-        let wait = unsafe { wait_list(events, num_events)? };
         let task = HostTask { function, data };
-        let turn = queue.value.host_turn();
-        let done = queue.value.core().enqueue_host_task(&wait, move || {
+        let turn = call.queue.value.host_turn();
+        let done = call.core().enqueue_host_task(&call.wait, move || {
             let task = task;
             let _turn = turn.lock();
             // SAFETY: the application enqueued this function with this data.
             unsafe { (task.function)(task.data) };
         })?;
-        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `emit` needs.
-        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_HOST_TASK_EXP) };
-        Ok(())
+        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `finish` needs.
+        unsafe { call.finish(done, false, event, ur_command_t::UR_COMMAND_HOST_TASK_EXP) }
     })
 }
 
@@ -265,9 +236,10 @@ pub(crate) unsafe extern "C" fn urEnqueueKernelLaunchWithArgsExp(
     event: *mut ur_event_handle_t,
 ) -> ur_result_t {
     guard("urEnqueueKernelLaunchWithArgsExp", || {
-        // SAFETY: `queue` and `kernel` are each null or one of this adapter's handles (entry_points doc, "Handles"),
-        // all `get` needs.
-        let (queue, kernel) = unsafe { (Handle::<Queue>::get(queue)?, Handle::<Kernel>::get(kernel)?) };
+        // SAFETY: `queue` and `events` are as `start` requires (entry_points doc, "Handles", "Wait lists").
+        let call = unsafe { EagerCall::start(queue, events, num_events)? };
+        // SAFETY: `kernel` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
+        let kernel = unsafe { Handle::<Kernel>::get(kernel)? };
         // SAFETY: `properties` is null or a readable chain of launch properties (entry_points doc, "Arrays and
         // strings"), all `launch_flags` needs.
         unsafe { launch_flags(properties)? };
@@ -277,16 +249,12 @@ pub(crate) unsafe extern "C" fn urEnqueueKernelLaunchWithArgsExp(
         // SAFETY: `args` is null or holds `num_args` properties valid for their type (entry_points doc, "Arrays and
         // strings"), all `launch_args` needs.
         let args = unsafe { launch_args(kernel.value.core(), num_args, args)? };
-        // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
-        // `wait_list` needs.
-        let wait = unsafe { wait_list(events, num_events)? };
         let launch = range.launch(kernel.value.core(), &args);
         // SAFETY: UR's contract makes the caller responsible for the memory
         // the kernel's arguments reach until the launch completes.
-        let done = unsafe { queue.value.core().launch_kernel(&launch, &wait)? };
-        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `emit` needs.
-        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_KERNEL_LAUNCH) };
-        Ok(())
+        let done = unsafe { call.core().launch_kernel(&launch, &call.wait)? };
+        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `finish` needs.
+        unsafe { call.finish(done, false, event, ur_command_t::UR_COMMAND_KERNEL_LAUNCH) }
     })
 }
 

@@ -26,9 +26,8 @@ use crate::entry::{AbiResult, guard};
 use crate::handle::Handle;
 use crate::info::{InfoOut, query, write_out};
 use crate::objects::context::Context;
-use crate::objects::event::{emit, wait_list};
+use crate::objects::event::EagerCall;
 use crate::objects::mem::{HostMemory, Mem};
-use crate::objects::queue::Queue;
 use crate::sys::*;
 
 /// # Safety
@@ -165,20 +164,6 @@ pub(crate) unsafe extern "C" fn urMemGetInfo(
     unsafe { query("urMemGetInfo", mem, (size, value, size_ret), answer) }
 }
 
-/// Borrows the queue and buffer of an eager buffer command.
-///
-/// # Safety
-/// `queue` and `mem` are each null or one of this adapter's handles (UR's
-/// contract for the `urEnqueueMemBuffer*` calls).
-unsafe fn queue_and_buffer<'a>(
-    queue: ur_queue_handle_t,
-    mem: ur_mem_handle_t,
-) -> AbiResult<(&'a Handle<Queue>, &'a Handle<Mem>)> {
-    // SAFETY: `queue` and `mem` are each null or one of this adapter's handles (this function's `# Safety`), all `get`
-    // needs.
-    unsafe { Ok((Handle::<Queue>::get(queue)?, Handle::<Mem>::get(mem)?)) }
-}
-
 /// An eager transfer between a buffer and host memory: what the four read
 /// and write entry points share once their arguments are converted.
 ///
@@ -197,23 +182,17 @@ unsafe fn enqueue_transfer(
     events: *const ur_event_handle_t,
     event: *mut ur_event_handle_t,
 ) -> AbiResult {
-    // SAFETY: `queue` and `mem` are each null or one of this adapter's handles (this function's `# Safety`), all
-    // `queue_and_buffer` needs.
-    let (queue, mem) = unsafe { queue_and_buffer(queue, mem)? };
-    // SAFETY: `events` is null or points to `num_events` event handles (this function's `# Safety`), all `wait_list`
-    // needs.
-    let wait = unsafe { wait_list(events, num_events)? };
-    let core = queue.value.core();
+    // SAFETY: `queue` and `events` are as `start` requires (this function's `# Safety`).
+    let call = unsafe { EagerCall::start(queue, events, num_events)? };
+    // SAFETY: `mem` is null or one of this adapter's handles (this function's `# Safety`), all `get` needs.
+    let mem = unsafe { Handle::<Mem>::get(mem)? };
+    let core = call.core();
     // SAFETY: the host memory stays valid until the transfer completes (this function's `# Safety`), all `command`
     // needs.
     let command = unsafe { transfer.command(core.context(), mem.value.core())? };
-    let done = core.enqueue(command, &wait)?;
-    if blocking {
-        done.wait()?;
-    }
-    // SAFETY: `event` is null or writable (this function's `# Safety`), all `emit` needs.
-    unsafe { emit(event, done, queue, transfer.command_type()) };
-    Ok(())
+    let done = core.enqueue(command, &call.wait)?;
+    // SAFETY: `event` is null or writable (this function's `# Safety`), all `finish` needs.
+    unsafe { call.finish(done, blocking, event, transfer.command_type()) }
 }
 
 /// # Safety
@@ -333,21 +312,18 @@ pub(crate) unsafe extern "C" fn urEnqueueMemBufferCopy(
     event: *mut ur_event_handle_t,
 ) -> ur_result_t {
     guard("urEnqueueMemBufferCopy", || {
-        // SAFETY: `queue` and `src` are each null or one of this adapter's handles (entry_points doc, "Handles"), all
-        // `queue_and_buffer` needs.
-        let (queue, src) = unsafe { queue_and_buffer(queue, src)? };
+        // SAFETY: `queue` and `events` are as `start` requires (entry_points doc, "Handles", "Wait lists").
+        let call = unsafe { EagerCall::start(queue, events, num_events)? };
+        // SAFETY: `src` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
+        let src = unsafe { Handle::<Mem>::get(src)? };
         // SAFETY: `dst` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let dst = unsafe { Handle::<Mem>::get(dst)? };
-        // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
-        // `wait_list` needs.
-        let wait = unsafe { wait_list(events, num_events)? };
-        let core = queue.value.core();
+        let core = call.core();
         let copy =
             Command::buffer_copy(core.context(), src.value.core(), dst.value.core(), src_offset, dst_offset, size)?;
-        let done = core.enqueue(copy, &wait)?;
-        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `emit` needs.
-        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_MEM_BUFFER_COPY) };
-        Ok(())
+        let done = core.enqueue(copy, &call.wait)?;
+        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `finish` needs.
+        unsafe { call.finish(done, false, event, ur_command_t::UR_COMMAND_MEM_BUFFER_COPY) }
     })
 }
 
@@ -369,23 +345,20 @@ pub(crate) unsafe extern "C" fn urEnqueueMemBufferCopyRect(
     event: *mut ur_event_handle_t,
 ) -> ur_result_t {
     guard("urEnqueueMemBufferCopyRect", || {
-        // SAFETY: `queue` and `src` are each null or one of this adapter's handles (entry_points doc, "Handles"), all
-        // `queue_and_buffer` needs.
-        let (queue, src) = unsafe { queue_and_buffer(queue, src)? };
+        // SAFETY: `queue` and `events` are as `start` requires (entry_points doc, "Handles", "Wait lists").
+        let call = unsafe { EagerCall::start(queue, events, num_events)? };
+        // SAFETY: `src` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
+        let src = unsafe { Handle::<Mem>::get(src)? };
         // SAFETY: `dst` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
         let dst = unsafe { Handle::<Mem>::get(dst)? };
         let rect =
             rect(src_origin, dst_origin, region, (src_row_pitch, src_slice_pitch), (dst_row_pitch, dst_slice_pitch))?;
-        // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
-        // `wait_list` needs.
-        let wait = unsafe { wait_list(events, num_events)? };
-        let core = queue.value.core();
+        let core = call.core();
         let (src, dst) = (src.value.core(), dst.value.core());
         let copy = Command::buffer_copy_rect(core.context(), src, dst, rect.first, rect.second, rect.region)?;
-        let done = core.enqueue(copy, &wait)?;
-        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `emit` needs.
-        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_MEM_BUFFER_COPY_RECT) };
-        Ok(())
+        let done = core.enqueue(copy, &call.wait)?;
+        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `finish` needs.
+        unsafe { call.finish(done, false, event, ur_command_t::UR_COMMAND_MEM_BUFFER_COPY_RECT) }
     })
 }
 
@@ -403,20 +376,17 @@ pub(crate) unsafe extern "C" fn urEnqueueMemBufferFill(
     event: *mut ur_event_handle_t,
 ) -> ur_result_t {
     guard("urEnqueueMemBufferFill", || {
-        // SAFETY: `queue` and `mem` are each null or one of this adapter's handles (entry_points doc, "Handles"), all
-        // `queue_and_buffer` needs.
-        let (queue, mem) = unsafe { queue_and_buffer(queue, mem)? };
+        // SAFETY: `queue` and `events` are as `start` requires (entry_points doc, "Handles", "Wait lists").
+        let call = unsafe { EagerCall::start(queue, events, num_events)? };
+        // SAFETY: `mem` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
+        let mem = unsafe { Handle::<Mem>::get(mem)? };
         // SAFETY: `pattern_ptr` is readable for `pattern_size` bytes (entry_points doc, "Arrays and strings"; not null:
         // checks.rs rejected `NULL == pPattern`), all `pattern` needs.
         let pattern = unsafe { pattern(pattern_ptr, pattern_size)? };
-        // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
-        // `wait_list` needs.
-        let wait = unsafe { wait_list(events, num_events)? };
-        let (core, buffer) = (queue.value.core(), mem.value.core());
-        let done = core.enqueue(Command::buffer_fill(core.context(), buffer, pattern, offset, size)?, &wait)?;
-        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `emit` needs.
-        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_MEM_BUFFER_FILL) };
-        Ok(())
+        let (core, buffer) = (call.core(), mem.value.core());
+        let done = core.enqueue(Command::buffer_fill(core.context(), buffer, pattern, offset, size)?, &call.wait)?;
+        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `finish` needs.
+        unsafe { call.finish(done, false, event, ur_command_t::UR_COMMAND_MEM_BUFFER_FILL) }
     })
 }
 
@@ -435,9 +405,10 @@ pub(crate) unsafe extern "C" fn urEnqueueMemBufferMap(
     mapped: *mut *mut c_void,
 ) -> ur_result_t {
     guard("urEnqueueMemBufferMap", || {
-        // SAFETY: `queue` and `mem` are each null or one of this adapter's handles (entry_points doc, "Handles"), all
-        // `queue_and_buffer` needs.
-        let (queue, mem) = unsafe { queue_and_buffer(queue, mem)? };
+        // SAFETY: `queue` and `events` are as `start` requires (entry_points doc, "Handles", "Wait lists").
+        let call = unsafe { EagerCall::start(queue, events, num_events)? };
+        // SAFETY: `mem` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
+        let mem = unsafe { Handle::<Mem>::get(mem)? };
         let map_flags = [
             (ur_map_flag_t::UR_MAP_FLAG_READ, MapFlags::READ),
             (ur_map_flag_t::UR_MAP_FLAG_WRITE, MapFlags::WRITE),
@@ -446,18 +417,15 @@ pub(crate) unsafe extern "C" fn urEnqueueMemBufferMap(
         .into_iter()
         .filter(|(ur, _)| flags & ur.0 != 0)
         .fold(MapFlags::empty(), |all, (_, ours)| all | ours);
-        // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
-        // `wait_list` needs.
-        let wait = unsafe { wait_list(events, num_events)? };
         let m = &mem.value;
         let (done, mapping) = match m.host {
             // SAFETY: the buffer was made over this memory, valid for its size
             // for the buffer's life (UR's contract); the offset is checked by
             // the map against the buffer's size before use.
             Some(host) if offset <= m.buffer.size() => unsafe {
-                queue.value.core().map_buffer_at(&m.buffer, offset, size, map_flags, host.0.add(offset), &wait)?
+                call.core().map_buffer_at(&m.buffer, offset, size, map_flags, host.0.add(offset), &call.wait)?
             },
-            _ => queue.value.core().map_buffer(&m.buffer, offset, size, map_flags, &wait)?,
+            _ => call.core().map_buffer(&m.buffer, offset, size, map_flags, &call.wait)?,
         };
         if blocking {
             done.wait()?;
@@ -466,9 +434,8 @@ pub(crate) unsafe extern "C" fn urEnqueueMemBufferMap(
         m.mappings.lock().insert(ptr as usize, mapping);
         // SAFETY: non-null because checks.rs rejected `NULL == ppRetMap`; writable per the contract ("Out-pointers").
         unsafe { write_out(mapped, ptr.cast()) };
-        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `emit` needs.
-        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_MEM_BUFFER_MAP) };
-        Ok(())
+        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `finish` needs.
+        unsafe { call.finish(done, false, event, ur_command_t::UR_COMMAND_MEM_BUFFER_MAP) }
     })
 }
 
@@ -483,21 +450,18 @@ pub(crate) unsafe extern "C" fn urEnqueueMemUnmap(
     event: *mut ur_event_handle_t,
 ) -> ur_result_t {
     guard("urEnqueueMemUnmap", || {
-        // SAFETY: `queue` and `mem` are each null or one of this adapter's handles (entry_points doc, "Handles"), all
-        // `queue_and_buffer` needs.
-        let (queue, mem) = unsafe { queue_and_buffer(queue, mem)? };
-        // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
-        // `wait_list` needs.
-        let wait = unsafe { wait_list(events, num_events)? };
+        // SAFETY: `queue` and `events` are as `start` requires (entry_points doc, "Handles", "Wait lists").
+        let call = unsafe { EagerCall::start(queue, events, num_events)? };
+        // SAFETY: `mem` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
+        let mem = unsafe { Handle::<Mem>::get(mem)? };
         let mapping = mem
             .value
             .mappings
             .lock()
             .remove(&(mapped as usize))
             .ok_or_else(|| err!(InvalidValue, "{mapped:p} is no mapping of this buffer"))?;
-        let done = queue.value.core().unmap_buffer(mapping, &wait)?;
-        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `emit` needs.
-        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_MEM_UNMAP) };
-        Ok(())
+        let done = call.core().unmap_buffer(mapping, &call.wait)?;
+        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `finish` needs.
+        unsafe { call.finish(done, false, event, ur_command_t::UR_COMMAND_MEM_UNMAP) }
     })
 }

@@ -20,7 +20,7 @@ use crate::info::write_out;
 use crate::objects::command_buffer::{AppendOut, CommandBuffer, append};
 use crate::objects::context::Context;
 use crate::objects::device::Device;
-use crate::objects::event::{Event, emit, wait_list};
+use crate::objects::event::{EagerCall, Event};
 use crate::objects::kernel::Kernel;
 use crate::objects::mem::Mem;
 use crate::objects::platform::Platform;
@@ -177,8 +177,8 @@ pub(crate) unsafe extern "C" fn urEnqueueNativeCommandExp(
     event: *mut ur_event_handle_t,
 ) -> ur_result_t {
     guard("urEnqueueNativeCommandExp", || {
-        // SAFETY: `queue` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
-        let handle = unsafe { Handle::<Queue>::get(queue)? };
+        // SAFETY: `queue` and `events` are as `start` requires (entry_points doc, "Handles", "Wait lists").
+        let call = unsafe { EagerCall::start(queue, events, num_events)? };
         let function = function.ok_or_else(|| err!(InvalidNullPointer, "pfnNativeEnqueue is null"))?;
         // SAFETY: null or readable per the contract.
         if let Some(p) = unsafe { properties.as_ref() } {
@@ -193,23 +193,19 @@ pub(crate) unsafe extern "C" fn urEnqueueNativeCommandExp(
             get_list::<Mem>(mems, num_mems, || err!(InvalidValue, "the memory list and its count disagree"))?
         };
         let mems: Vec<&cmdbuf_core::MemBuffer> = mems.iter().map(|m| m.value.core()).collect();
-        // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
-        // `wait_list` needs.
-        let wait = unsafe { wait_list(events, num_events)? };
-        let call = NativeEnqueue { function, data, queue };
+        let native = NativeEnqueue { function, data, queue };
         let callback = move |_: &cmdbuf_core::NativeScope<'_>| {
-            let call = &call;
+            let native = &native;
             // SAFETY: the application enqueued this function with this data.
-            unsafe { (call.function)(call.queue, call.data) }
+            unsafe { (native.function)(native.queue, native.data) }
         };
         // SAFETY: the application's native work is its business (UR's
         // contract); cmdbuf-core orders it, keeps the buffers alive, and calls
         // the function before returning, as UR's contract has it (`pData`
         // need only live for the call).
-        let done = unsafe { handle.value.core().enqueue_native_command_now(&mems, &wait, callback)? };
-        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `emit` needs.
-        unsafe { emit(event, done, handle, ur_command_t::UR_COMMAND_ENQUEUE_NATIVE_EXP) };
-        Ok(())
+        let done = unsafe { call.core().enqueue_native_command_now(&mems, &call.wait, callback)? };
+        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `finish` needs.
+        unsafe { call.finish(done, false, event, ur_command_t::UR_COMMAND_ENQUEUE_NATIVE_EXP) }
     })
 }
 

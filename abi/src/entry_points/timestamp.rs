@@ -5,9 +5,7 @@
 #![allow(non_snake_case)]
 
 use crate::entry::guard;
-use crate::handle::Handle;
-use crate::objects::event::{emit, wait_list};
-use crate::objects::queue::Queue;
+use crate::objects::event::EagerCall;
 use crate::sys::*;
 
 /// # Safety
@@ -20,17 +18,11 @@ pub(crate) unsafe extern "C" fn urEnqueueTimestampRecordingExp(
     event: *mut ur_event_handle_t,
 ) -> ur_result_t {
     guard("urEnqueueTimestampRecordingExp", || {
-        // SAFETY: `queue` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
-        let queue = unsafe { Handle::<Queue>::get(queue)? };
-        // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
-        // `wait_list` needs.
-        let wait = unsafe { wait_list(events, num_events)? };
-        let done = queue.value.core().enqueue_timestamp(&wait)?;
-        if blocking {
-            done.wait()?;
-        }
-        // SAFETY: non-null because checks.rs rejected `NULL == phEvent`; writable per the contract ("Out-pointers").
-        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_TIMESTAMP_RECORDING_EXP) };
-        Ok(())
+        // SAFETY: `queue` and `events` are as `start` requires (entry_points doc, "Handles", "Wait lists").
+        let call = unsafe { EagerCall::start(queue, events, num_events)? };
+        let done = call.core().enqueue_timestamp(&call.wait)?;
+        // SAFETY: non-null because checks.rs rejected `NULL == phEvent`; writable per the contract ("Out-pointers"),
+        // all `finish` needs.
+        unsafe { call.finish(done, blocking, event, ur_command_t::UR_COMMAND_TIMESTAMP_RECORDING_EXP) }
     })
 }

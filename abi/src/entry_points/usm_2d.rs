@@ -9,9 +9,7 @@ use cmdbuf_core::UsmPtr;
 
 use crate::boundary::conv::pattern;
 use crate::entry::guard;
-use crate::handle::Handle;
-use crate::objects::event::{emit, wait_list};
-use crate::objects::queue::Queue;
+use crate::objects::event::EagerCall;
 use crate::sys::*;
 
 /// # Safety
@@ -29,19 +27,15 @@ pub(crate) unsafe extern "C" fn urEnqueueUSMFill2D(
     event: *mut ur_event_handle_t,
 ) -> ur_result_t {
     guard("urEnqueueUSMFill2D", || {
-        // SAFETY: `queue` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
-        let queue = unsafe { Handle::<Queue>::get(queue)? };
+        // SAFETY: `queue` and `events` are as `start` requires (entry_points doc, "Handles", "Wait lists").
+        let call = unsafe { EagerCall::start(queue, events, num_events)? };
         let dst = UsmPtr::from_addr(mem as u64);
         // SAFETY: `pattern_ptr` is readable for `pattern_size` bytes (entry_points doc, "Arrays and strings"; not null:
         // checks.rs rejected `NULL == pPattern`), all `pattern` needs.
         let pattern = unsafe { pattern(pattern_ptr, pattern_size)? };
-        // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
-        // `wait_list` needs.
-        let wait = unsafe { wait_list(events, num_events)? };
-        let done = queue.value.core().usm_fill_2d(dst, pitch, pattern, width, height, &wait)?;
-        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `emit` needs.
-        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_USM_FILL_2D) };
-        Ok(())
+        let done = call.core().usm_fill_2d(dst, pitch, pattern, width, height, &call.wait)?;
+        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `finish` needs.
+        unsafe { call.finish(done, false, event, ur_command_t::UR_COMMAND_USM_FILL_2D) }
     })
 }
 
@@ -61,22 +55,15 @@ pub(crate) unsafe extern "C" fn urEnqueueUSMMemcpy2D(
     event: *mut ur_event_handle_t,
 ) -> ur_result_t {
     guard("urEnqueueUSMMemcpy2D", || {
-        // SAFETY: `queue` is null or one of this adapter's handles (entry_points doc, "Handles"), all `get` needs.
-        let queue = unsafe { Handle::<Queue>::get(queue)? };
-        // SAFETY: `events` is null or points to `num_events` event handles (entry_points doc, "Wait lists"), all
-        // `wait_list` needs.
-        let wait = unsafe { wait_list(events, num_events)? };
+        // SAFETY: `queue` and `events` are as `start` requires (entry_points doc, "Handles", "Wait lists").
+        let call = unsafe { EagerCall::start(queue, events, num_events)? };
         // SAFETY: UR's contract: host memory given here stays valid for its
         // pitched range until the copy completes (for a blocking copy, until
         // this call returns).
         let done = unsafe {
-            queue.value.core().usm_memcpy_2d(dst.cast(), dst_pitch, src.cast(), src_pitch, width, height, &wait)?
+            call.core().usm_memcpy_2d(dst.cast(), dst_pitch, src.cast(), src_pitch, width, height, &call.wait)?
         };
-        if blocking {
-            done.wait()?;
-        }
-        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `emit` needs.
-        unsafe { emit(event, done, queue, ur_command_t::UR_COMMAND_USM_MEMCPY_2D) };
-        Ok(())
+        // SAFETY: `event` is null or writable (entry_points doc, "Out-pointers"), all `finish` needs.
+        unsafe { call.finish(done, blocking, event, ur_command_t::UR_COMMAND_USM_MEMCPY_2D) }
     })
 }

@@ -1,5 +1,6 @@
-//! The event handle, the wait lists of event handles, and emitting an event
-//! handle for a command.
+//! The event handle, the wait lists of event handles, emitting an event
+//! handle for a command, and the start and end every eager `urEnqueue*`
+//! shares ([`EagerCall`]).
 
 use cmdbuf_core::err;
 
@@ -76,4 +77,61 @@ pub(crate) unsafe fn emit_unqueued(
     let value = Event { event, queue: None, context: context.clone(), command };
     // SAFETY: non-null and writable per the contract.
     unsafe { out.write(Handle::create(value)) };
+}
+
+/// What every eager `urEnqueue*` entry point does first and last: its queue
+/// and wait list resolved ([`EagerCall::start`]), and once its command is
+/// enqueued, the wait a blocking call makes and the event handed out when
+/// the caller asked for one ([`EagerCall::finish`]). What lies between (the
+/// command built from the call's other arguments, the queue operation) is
+/// each entry point's own.
+pub(crate) struct EagerCall<'a> {
+    pub(crate) queue: &'a Handle<Queue>,
+    pub(crate) wait: Vec<&'a cmdbuf_core::Event>,
+}
+
+impl<'a> EagerCall<'a> {
+    /// Resolves `queue` and the wait list.
+    ///
+    /// # Safety
+    /// `queue` is null or one of this adapter's handles; `events` is null or
+    /// holds `num_events` handles, each null or one of this adapter's (UR's
+    /// contract for every `urEnqueue*`).
+    pub(crate) unsafe fn start(
+        queue: ur_queue_handle_t,
+        events: *const ur_event_handle_t,
+        num_events: u32,
+    ) -> AbiResult<EagerCall<'a>> {
+        // SAFETY: `queue` is null or one of this adapter's handles (this function's `# Safety`), all `get` needs.
+        let queue = unsafe { Handle::<Queue>::get(queue)? };
+        // SAFETY: `events` is null or points to `num_events` event handles (this function's `# Safety`), all
+        // `wait_list` needs.
+        let wait = unsafe { wait_list(events, num_events)? };
+        Ok(EagerCall { queue, wait })
+    }
+
+    /// The cmdbuf-core queue.
+    pub(crate) fn core(&self) -> &'a cmdbuf_core::Queue {
+        self.queue.value.core()
+    }
+
+    /// Waits for `done` when the call is `blocking`, then hands it out
+    /// through `out` as an event of `command`.
+    ///
+    /// # Safety
+    /// `out` is null or writable.
+    pub(crate) unsafe fn finish(
+        self,
+        done: cmdbuf_core::Event,
+        blocking: bool,
+        out: *mut ur_event_handle_t,
+        command: ur_command_t,
+    ) -> AbiResult {
+        if blocking {
+            done.wait()?;
+        }
+        // SAFETY: `out` is null or writable (this function's `# Safety`), all `emit` needs.
+        unsafe { emit(out, done, self.queue, command) };
+        Ok(())
+    }
 }
