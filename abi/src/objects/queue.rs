@@ -36,7 +36,6 @@ impl Queue {
         Queue { queue, context, sub_device: None, flags, host_turn: Arc::default() }
     }
 
-    /// The cmdbuf-core queue.
     /// Taken while one of the queue's host functions runs: UR's host tasks
     /// of one queue never run at the same time, out of order included (as
     /// Level Zero's and CUDA's host functions on the driver's callback
@@ -46,6 +45,7 @@ impl Queue {
         self.host_turn.clone()
     }
 
+    /// The cmdbuf-core queue.
     pub(crate) fn core(&self) -> &cmdbuf_core::Queue {
         &self.queue
     }
