@@ -3,10 +3,12 @@
  * has run; host tasks of one queue never run at the same time (UR's
  * multithreaded conformance case counts with a plain int from them); event
  * waits, urQueueFlush and urQueueRelease with host tasks pending; a host
- * task releasing its own queue's last reference; many threads enqueueing
- * host tasks on one queue. */
+ * task releasing its own queue's last reference; an event callback
+ * releasing its own event's last reference; many threads enqueueing host
+ * tasks on one queue. */
 #define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include <pthread.h>
+#include <stdint.h>
 #include <time.h>
 
 #include "urt.h"
@@ -111,6 +113,38 @@ static void released_by_its_task(urt_env *env, bool ooo) {
   URT_CHECK(r.released == UR_RESULT_SUCCESS, "urQueueRelease inside the queue's host task: %d", r.released);
 }
 
+/* A callback whose function releases its event's last reference. */
+typedef struct {
+  ur_event_handle_t event;
+  ur_result_t released;
+  volatile int done;
+} releasing_event_t;
+
+static void release_own_event(ur_event_handle_t event, ur_execution_info_t status, void *data) {
+  (void)status;
+  releasing_event_t *r = data;
+  r->released = event == r->event ? urEventRelease(event) : UR_RESULT_ERROR_INVALID_EVENT;
+  __atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
+}
+
+static void nap_task(void *data) { nap((long)(intptr_t)data); }
+
+/* The callback may run while urEventSetCallback is still on the stack: at
+ * once on the calling thread when the event is complete, or on the thread
+ * completing it, at about the time it is registered. */
+static void event_released_by_its_callback(urt_env *env, long task_microseconds) {
+  ur_queue_handle_t q = out_of_order(env);
+  releasing_event_t r = {NULL, UR_RESULT_ERROR_UNKNOWN, 0};
+  URT_OK(urEnqueueHostTaskExp(q, nap_task, (void *)(intptr_t)task_microseconds, NULL, 0, NULL, &r.event));
+  if (task_microseconds == 0) URT_OK(urEventWait(1, &r.event));
+  URT_OK(urEventSetCallback(r.event, UR_EXECUTION_INFO_COMPLETE, release_own_event, &r));
+  for (int waited = 0; waited < 20000 && !__atomic_load_n(&r.done, __ATOMIC_ACQUIRE); waited++) nap(1000);
+  URT_CHECK(__atomic_load_n(&r.done, __ATOMIC_ACQUIRE), "the callback of a host task of %ld µs did not run in 20 s",
+            task_microseconds);
+  URT_CHECK(r.released == UR_RESULT_SUCCESS, "urEventRelease inside the event's callback: %d", r.released);
+  URT_OK(urQueueRelease(q));
+}
+
 /* UR's urEnqueueHostTaskTest.Multithreaded, and the same on one shared queue. */
 typedef struct {
   urt_env *env;
@@ -167,6 +201,8 @@ int main(void) {
   release_pending(&env);
   released_by_its_task(&env, false);
   released_by_its_task(&env, true);
+  event_released_by_its_callback(&env, 0);
+  for (long microseconds = 1; microseconds <= 1000; microseconds *= 10) event_released_by_its_callback(&env, microseconds);
   many_threads(&env);
   urt_fini(&env);
   return urt_done("host_tasks");

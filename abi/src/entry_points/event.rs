@@ -137,10 +137,13 @@ pub(crate) unsafe extern "C" fn urEventSetCallback(
         // UR calls the callback once the status is at or past the one asked
         // for; the end of the command is past SUBMITTED and RUNNING too, so
         // one mechanism serves all three.
-        // The callback holds the event alive until it has run.
+        // The callback holds the event alive until it has run, and this call
+        // until it returns: the callback may run at once on another thread
+        // and release the application's last reference.
         let event = handle.to_arc();
+        let held = event.clone();
         let user_data = SendPtr(user_data);
-        handle.value.event.on_complete(move |_| {
+        held.value.event.on_complete(move |_| {
             let user_data = user_data;
             // SAFETY: the application registered this callback for the event
             // it names, with its own user data.

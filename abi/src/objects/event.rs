@@ -2,6 +2,8 @@
 //! handle for a command, and the start and end every eager `urEnqueue*`
 //! shares ([`EagerCall`]).
 
+use std::sync::Arc;
+
 use cmdbuf_core::err;
 
 use crate::entry::AbiResult;
@@ -85,8 +87,13 @@ pub(crate) unsafe fn emit_unqueued(
 /// the caller asked for one ([`EagerCall::finish`]). What lies between (the
 /// command built from the call's other arguments, the queue operation) is
 /// each entry point's own.
+///
+/// The call holds a counted reference to its queue until it returns: the
+/// command it enqueues may run application code at once (a host task, a
+/// native command) that releases the queue's last application reference
+/// while the call is still recording the command on it.
 pub(crate) struct EagerCall<'a> {
-    pub(crate) queue: &'a Handle<Queue>,
+    pub(crate) queue: Arc<Handle<Queue>>,
     pub(crate) wait: Vec<&'a cmdbuf_core::Event>,
 }
 
@@ -103,7 +110,7 @@ impl<'a> EagerCall<'a> {
         num_events: u32,
     ) -> AbiResult<EagerCall<'a>> {
         // SAFETY: `queue` is null or one of this adapter's handles (this function's `# Safety`), all `get` needs.
-        let queue = unsafe { Handle::<Queue>::get(queue)? };
+        let queue = unsafe { Handle::<Queue>::get(queue)? }.to_arc();
         // SAFETY: `events` is null or points to `num_events` event handles (this function's `# Safety`), all
         // `wait_list` needs.
         let wait = unsafe { wait_list(events, num_events)? };
@@ -111,7 +118,7 @@ impl<'a> EagerCall<'a> {
     }
 
     /// The cmdbuf-core queue.
-    pub(crate) fn core(&self) -> &'a cmdbuf_core::Queue {
+    pub(crate) fn core(&self) -> &cmdbuf_core::Queue {
         self.queue.value.core()
     }
 
@@ -131,7 +138,7 @@ impl<'a> EagerCall<'a> {
             done.wait()?;
         }
         // SAFETY: `out` is null or writable (this function's `# Safety`), all `emit` needs.
-        unsafe { emit(out, done, self.queue, command) };
+        unsafe { emit(out, done, &self.queue, command) };
         Ok(())
     }
 }
