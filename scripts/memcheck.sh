@@ -11,6 +11,7 @@
 #   scripts/memcheck.sh unit          # only the unit tests
 #   scripts/memcheck.sh abi           # only the C ABI runs: the generated argument checks,
 #                                     # then the C programs through the loader
+#   scripts/memcheck.sh suite unit    # several of them, in that order
 #
 # Environment:
 #   MEMCHECK_BACKENDS  backends of the suite runs (default: cpu opencl vulkan)
@@ -26,7 +27,24 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-what=${1:-all}
+parts=("${@:-all}")
+for part in "${parts[@]}"; do
+    case $part in
+        all | suite | unit | abi) ;;
+        *)
+            echo "memcheck: unknown part '$part' (all, suite, unit, abi)" >&2
+            exit 2
+            ;;
+    esac
+done
+# Whether the command line asked for part $1.
+wants() {
+    local part
+    for part in "${parts[@]}"; do
+        [[ $part == all || $part == "$1" ]] && return 0
+    done
+    return 1
+}
 backends=${MEMCHECK_BACKENDS:-cpu opencl vulkan}
 logs=${MEMCHECK_LOGS:-$root/target/memcheck}
 mkdir -p "$logs"
@@ -76,7 +94,7 @@ check() {
     fi
 }
 
-if [[ $what == all || $what == suite ]]; then
+if wants suite; then
     cargo build --release -p cmdbuf-conformance
     suite=target/release/cmdbuf-conformance
     for backend in $backends; do
@@ -94,7 +112,7 @@ if [[ $what == all || $what == suite ]]; then
     done
 fi
 
-if [[ $what == all || $what == unit ]]; then
+if wants unit; then
     # Each raw-pointer path of our `unsafe` code has a unit test; the test
     # binaries (the dev profile's, which `cargo test` has built in CI) run
     # under memcheck, one thread each so that the report names the test.
@@ -119,7 +137,7 @@ if [[ $what == all || $what == unit ]]; then
     done
 fi
 
-if [[ $what == all || $what == abi ]]; then
+if wants abi; then
     # The generated argument checks (abi/harness/c/checks.c, docs/abi.md):
     # every entry point called with each mechanical violation of ur_api.h,
     # on the cpu library and the OpenCL one over PoCL, directly (no loader).
