@@ -262,7 +262,7 @@ pub(crate) unsafe extern "C" fn urEventCreateWithNativeHandle(
                 let queue = Handle::internal(Queue::from_core(queue, context.clone()));
                 // SAFETY: non-null because checks.rs rejected `NULL == phEvent`; writable per the contract
                 // ("Out-pointers").
-                unsafe { emit(out, core, &queue, command) };
+                unsafe { emit(out, core, queue, command) };
             }
             // SAFETY: non-null because checks.rs rejected `NULL == phEvent`; writable per the contract
             // ("Out-pointers").

@@ -44,20 +44,22 @@ pub(crate) unsafe fn wait_list<'a>(
     Ok(handles.into_iter().map(|h| &h.value.event).collect())
 }
 
-/// Hands `event` to the caller through `out`, if it asked for one.
+/// Hands `event` to the caller through `out`, if it asked for one; the
+/// event keeps the caller's reference to `queue`.
 ///
 /// # Safety
 /// `out` is null or writable.
 pub(crate) unsafe fn emit(
     out: *mut ur_event_handle_t,
     event: cmdbuf_core::Event,
-    queue: &Handle<Queue>,
+    queue: QueueRef,
     command: ur_command_t,
 ) {
     if out.is_null() {
         return;
     }
-    let value = Event { event, queue: Some(queue.to_arc()), context: queue.value.context().clone(), command };
+    let context = queue.value.context().clone();
+    let value = Event { event, queue: Some(queue), context, command };
     // SAFETY: non-null and writable per the contract.
     unsafe { out.write(Handle::create(value)) };
 }
@@ -138,7 +140,7 @@ impl<'a> EagerCall<'a> {
             done.wait()?;
         }
         // SAFETY: `out` is null or writable (this function's `# Safety`), all `emit` needs.
-        unsafe { emit(out, done, &self.queue, command) };
+        unsafe { emit(out, done, self.queue, command) };
         Ok(())
     }
 }
