@@ -16,7 +16,8 @@
 //! submitting thread. A burst (a span of `k` pieces: a command-buffer run's
 //! roots, a fork's successors) wakes up to `k` parked workers at once, so
 //! that a wide graph ramps up in one step rather than one woken worker at a
-//! time.
+//! time. A worker that steals a batch announces what it keeps of it as a
+//! push does, since a worker parking while the batch moved saw none of it.
 
 use std::any::Any;
 use std::cell::Cell;
@@ -145,14 +146,14 @@ impl Local {
         loop {
             let mut retry = false;
             match self.shared.injector.steal_batch_and_pop(&self.deque) {
-                Steal::Success(task) => return Some(task),
+                Steal::Success(task) => return Some(self.stolen(task)),
                 Steal::Retry => retry = true,
                 Steal::Empty => {}
             }
             let n = self.shared.stealers.len();
             for k in 1..n {
                 match self.shared.stealers[(self.index + k) % n].steal_batch_and_pop(&self.deque) {
-                    Steal::Success(task) => return Some(task),
+                    Steal::Success(task) => return Some(self.stolen(task)),
                     Steal::Retry => retry = true,
                     Steal::Empty => {}
                 }
@@ -161,6 +162,21 @@ impl Local {
                 return None;
             }
         }
+    }
+
+    /// A stolen batch's first task, after announcing the rest of the batch,
+    /// now in this worker's deque, as a push would. Between its theft and
+    /// its arrival here the batch was in neither deque, so a worker that
+    /// checked the queues before parking in that moment saw none of it; a
+    /// thief outside the lookers (a worker just done with a task) would
+    /// otherwise leave the rest behind the task it runs while that worker
+    /// sleeps. Lookers pass the wake-up on themselves (`look_as_looker`),
+    /// so `notify` only checks them there.
+    fn stolen(&self, task: Task) -> Task {
+        if !self.deque.is_empty() {
+            self.shared.notify();
+        }
+        task
     }
 
     /// Looks for work for up to `limit`, yielding between looks; `None` if
@@ -566,34 +582,55 @@ mod tests {
     /// and here, where every piece waits for all the others, forever.
     #[test]
     fn a_burst_wakes_as_many_workers_as_it_has_pieces() {
-        let threads = 8;
-        let pool = Arc::new(Pool::new(threads).unwrap());
+        let pool = Arc::new(Pool::new(8).unwrap());
         for delay in [Duration::ZERO, IDLE * 20] {
             std::thread::sleep(IDLE * 20);
-            let barrier = Arc::new(std::sync::Barrier::new(threads));
-            let (tx, rx) = mpsc::channel();
-            let (inner, b, t) = (pool.clone(), barrier.clone(), tx.clone());
-            let split = move || {
-                std::thread::sleep(delay);
-                with_local(Some(&inner.shared), |local| {
-                    let local = local.expect("on a worker");
-                    for _ in 1..threads {
-                        let (b, t) = (b.clone(), t.clone());
-                        local.deque.push(Task::Job(Box::new(move || {
-                            b.wait();
-                            t.send(()).unwrap();
-                        })));
-                    }
-                    local.shared.notify_burst(threads - 1);
-                });
-                b.wait();
-                t.send(()).unwrap();
-            };
-            pool.push_burst(Task::Job(Box::new(split)), threads);
-            for _ in 0..threads {
-                rx.recv_timeout(Duration::from_secs(30))
-                    .unwrap_or_else(|_| panic!("split after {delay:?}: a piece never started"));
-            }
+            burst_meeting_at_a_barrier(&pool, delay, &format!("split after {delay:?}"));
+        }
+    }
+
+    /// Bursts of pieces that each wait for all the others, queued back to
+    /// back: a burst is split while the workers of the last one are still
+    /// returning from it, so they find its pieces by stealing, outside the
+    /// lookers, and each takes a batch of them. A thief that takes more
+    /// than it runs must announce the rest, or they wait in its deque
+    /// behind the piece it runs while the other workers sleep: here, where
+    /// every piece waits for all the others, forever.
+    #[test]
+    fn back_to_back_bursts_reach_every_worker() {
+        let pool = Arc::new(Pool::new(8).unwrap());
+        for round in 0..300 {
+            burst_meeting_at_a_barrier(&pool, Duration::ZERO, &format!("round {round}"));
+        }
+    }
+
+    /// Queues one task that, after `delay`, splits into one piece per
+    /// worker of `pool` (itself included), each waiting at a barrier for
+    /// all the others; returns once every piece has passed it.
+    fn burst_meeting_at_a_barrier(pool: &Arc<Pool>, delay: Duration, what: &str) {
+        let threads = pool.threads();
+        let barrier = Arc::new(std::sync::Barrier::new(threads));
+        let (tx, rx) = mpsc::channel();
+        let (inner, b, t) = (pool.clone(), barrier.clone(), tx.clone());
+        let split = move || {
+            std::thread::sleep(delay);
+            with_local(Some(&inner.shared), |local| {
+                let local = local.expect("on a worker");
+                for _ in 1..threads {
+                    let (b, t) = (b.clone(), t.clone());
+                    local.deque.push(Task::Job(Box::new(move || {
+                        b.wait();
+                        t.send(()).unwrap();
+                    })));
+                }
+                local.shared.notify_burst(threads - 1);
+            });
+            b.wait();
+            t.send(()).unwrap();
+        };
+        pool.push_burst(Task::Job(Box::new(split)), threads);
+        for _ in 0..threads {
+            rx.recv_timeout(Duration::from_secs(30)).unwrap_or_else(|_| panic!("{what}: a piece never started"));
         }
     }
 
