@@ -664,6 +664,48 @@ mod tests {
         assert_eq!(woke.load(Ordering::SeqCst), 6);
     }
 
+    /// A worker that announced itself, then found work after a wake-up had
+    /// taken its count, leaves without taking a count that is not its own:
+    /// the worker that parks next, after that wake-up, is still counted and
+    /// so still woken by the next one. Taking "one back" anyway took the
+    /// sleeper's count, and the next wake-up found none and woke nobody.
+    #[test]
+    fn a_worker_leaving_after_a_wake_up_leaves_the_sleepers_counted() {
+        let sleepers = Arc::new(Sleepers::new());
+        let (announced, leave) = (mpsc::channel(), mpsc::channel::<()>());
+        let (tell, go) = (announced.0.clone(), leave.1);
+        let leaving = {
+            let sleepers = sleepers.clone();
+            std::thread::spawn(move || {
+                sleepers.park(|| {
+                    tell.send(()).unwrap();
+                    go.recv().unwrap();
+                    false
+                })
+            })
+        };
+        announced.1.recv().unwrap();
+        // Takes the leaving worker's count; nobody sleeps yet.
+        sleepers.wake(1);
+        let (woke, woken) = mpsc::channel();
+        {
+            let (sleepers, tell) = (sleepers.clone(), announced.0.clone());
+            std::thread::spawn(move || {
+                sleepers.park(|| {
+                    tell.send(()).unwrap();
+                    true
+                });
+                woke.send(()).unwrap();
+            });
+        }
+        announced.1.recv().unwrap();
+        leave.0.send(()).unwrap();
+        leaving.join().unwrap();
+        assert_eq!(sleepers.parked(), 1, "the sleeper's count");
+        sleepers.wake(1);
+        woken.recv_timeout(Duration::from_secs(10)).expect("the sleeper was woken");
+    }
+
     /// A pinned pool's workers run on its CPUs only.
     #[cfg(target_os = "linux")]
     #[test]

@@ -11,24 +11,41 @@
 //! The count of parked workers is kept so that a push skips the system call
 //! when nobody sleeps. It may run high (a worker that returns without being
 //! woken keeps its count until a waker takes it), never low: a waker takes
-//! only counts that are there, and a worker takes its own back only if it
-//! leaves before sleeping. So a push that finds it zero has no sleeper to
-//! wake, and a high count costs at most a system call that wakes nobody.
+//! only counts that are there, and wakes as many sleepers as it took counts
+//! (a counted worker not yet asleep sees the word changed and does not
+//! sleep); a worker that leaves before sleeping takes its count back only
+//! if no waker has taken counts since it announced itself. Counts carry no
+//! names, so one a waker took already could only be taken back as another
+//! worker's, one that sleeps: with that worker's count gone, a later push
+//! found zero and left it asleep beside queued work (seen on the 16-core
+//! GPU host, a burst's last piece waiting in a deque while a worker slept).
+//! The count therefore shares one word with the number of wake-ups that
+//! took counts, which the leaving worker compares with what it saw. So a
+//! push that finds the count zero has no sleeper to wake, and a high count
+//! costs at most a system call that wakes nobody.
 
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering, fence};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering, fence};
 
 /// Parked workers and the word they wait on.
 pub(crate) struct Sleepers {
     /// Changed by every wake-up, so that a worker about to wait on the value
     /// it read before announcing itself does not sleep through one.
     word: AtomicU32,
-    /// Workers announced as parked and not yet taken by a waker.
-    parked: AtomicUsize,
+    /// Workers announced as parked and not yet taken by a waker (the low
+    /// half, [`COUNT`]), and how many wake-ups have taken counts (the high
+    /// half), changed together.
+    parked: AtomicU64,
 }
+
+/// The count's half of [`Sleepers::parked`].
+const COUNT: u64 = u32::MAX as u64;
+
+/// One wake-up that took counts, in [`Sleepers::parked`].
+const TAKEN: u64 = 1 << 32;
 
 impl Sleepers {
     pub(crate) const fn new() -> Sleepers {
-        Sleepers { word: AtomicU32::new(0), parked: AtomicUsize::new(0) }
+        Sleepers { word: AtomicU32::new(0), parked: AtomicU64::new(0) }
     }
 
     /// Parks the calling worker unless `idle()`, checked after it announced
@@ -38,13 +55,16 @@ impl Sleepers {
     /// so one of the two sees the other.
     pub(crate) fn park(&self, idle: impl FnOnce() -> bool) {
         let seen = self.word.load(Ordering::SeqCst);
-        self.parked.fetch_add(1, Ordering::SeqCst);
+        let announced = self.parked.fetch_add(1, Ordering::SeqCst) & !COUNT;
         fence(Ordering::SeqCst);
         if !idle() {
             // Leaving before sleeping: take this count back, unless a waker
-            // has taken it already (then its wake-up goes to another
-            // sleeper, or to nobody).
-            let _ = self.parked.fetch_update(Ordering::SeqCst, Ordering::Relaxed, |n| n.checked_sub(1));
+            // has taken counts since (perhaps this one: then its wake-up
+            // went to another sleeper, or to nobody, and the count left
+            // high is harmless, where taking one would take a sleeper's).
+            let _ = self.parked.fetch_update(Ordering::SeqCst, Ordering::Relaxed, |p| {
+                (p & !COUNT == announced && p & COUNT > 0).then(|| p - 1)
+            });
             return;
         }
         // Any return (woken, the word changed since `seen`, or spurious)
@@ -55,26 +75,30 @@ impl Sleepers {
 
     /// Wakes up to `n` parked workers, after work was queued.
     pub(crate) fn wake(&self, n: usize) {
+        let n = u64::try_from(n).unwrap_or(COUNT).min(COUNT);
         fence(Ordering::SeqCst);
-        let Ok(before) =
-            self.parked.fetch_update(Ordering::SeqCst, Ordering::Relaxed, |p| (p > 0).then(|| p - p.min(n)))
-        else {
+        let Ok(before) = self.parked.fetch_update(Ordering::SeqCst, Ordering::Relaxed, |p| {
+            // The wake-ups' half wraps after 2^32 of them, long after any
+            // worker that saw the same value left.
+            (p & COUNT > 0).then(|| (p & !COUNT).wrapping_add(TAKEN) | ((p & COUNT) - (p & COUNT).min(n)))
+        }) else {
             return;
         };
         self.word.fetch_add(1, Ordering::SeqCst);
-        wake(&self.word, before.min(n));
+        wake(&self.word, usize::try_from((before & COUNT).min(n)).unwrap_or(usize::MAX));
     }
 
     /// Wakes every parked worker (shutdown).
     pub(crate) fn wake_all(&self) {
-        self.parked.store(0, Ordering::SeqCst);
+        let _ =
+            self.parked.fetch_update(Ordering::SeqCst, Ordering::Relaxed, |p| Some((p & !COUNT).wrapping_add(TAKEN)));
         self.word.fetch_add(1, Ordering::SeqCst);
         wake(&self.word, usize::MAX);
     }
 
     #[cfg(test)]
     pub(crate) fn parked(&self) -> usize {
-        self.parked.load(Ordering::SeqCst)
+        (self.parked.load(Ordering::SeqCst) & COUNT) as usize
     }
 }
 
