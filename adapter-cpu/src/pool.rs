@@ -590,12 +590,12 @@ mod tests {
     }
 
     /// Bursts of pieces that each wait for all the others, queued back to
-    /// back: a burst is split while the workers of the last one are still
-    /// returning from it, so they find its pieces by stealing, outside the
-    /// lookers, and each takes a batch of them. A thief that takes more
-    /// than it runs must announce the rest, or they wait in its deque
-    /// behind the piece it runs while the other workers sleep: here, where
-    /// every piece waits for all the others, forever.
+    /// back: each is split while workers of the last one are still
+    /// returning from it, parking, leaving again and stealing outside the
+    /// lookers. On a 16-core host that order of announcements, wake-ups and
+    /// departures left a worker asleep and uncounted beside a queued piece
+    /// (`Sleepers`), which here, where every piece waits for all the others,
+    /// is a hang.
     #[test]
     fn back_to_back_bursts_reach_every_worker() {
         let pool = Arc::new(Pool::new(8).unwrap());
