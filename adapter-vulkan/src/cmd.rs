@@ -110,6 +110,17 @@ impl Pool {
         self.record_level(false, &vk::CommandBufferBeginInfo::default(), f)
     }
 
+    /// Records a primary command buffer that may be pending in several
+    /// submissions at once: what a replay submits when the host runs ahead
+    /// of the device by more than the reusable primaries of its stage.
+    pub(crate) fn record_simultaneous(
+        self: &Arc<Self>,
+        f: impl FnOnce(vk::CommandBuffer) -> Result<()>,
+    ) -> Result<PooledCmd> {
+        let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::SIMULTANEOUS_USE);
+        self.record_level(false, &begin, f)
+    }
+
     /// Records a secondary command buffer that may be executed by several
     /// pending primaries at once (repeated submissions of a command buffer).
     pub(crate) fn record_secondary(

@@ -32,7 +32,10 @@
 //! primary is recorded once and resubmitted while nothing changes, as an
 //! application resubmits a pre-recorded command buffer: each stage keeps a
 //! few ([`REUSABLE`]), each with its own status-word copy, and a submission
-//! holds the one it uses until it completes. Changed argument blocks are
+//! holds the one it uses until it completes. A submission that finds them
+//! all in use (the host runs ahead of the device) submits the stage's one
+//! primary recorded for simultaneous use, followed by a small command buffer
+//! of its own that copies the status words out. Changed argument blocks are
 //! copied from a host-visible snapshot into the parameter buffer by a small
 //! command buffer submitted before the primary (first stage only). The
 //! host does nothing per command at an enqueue. The
@@ -116,6 +119,11 @@ struct Stage {
     /// Primaries recorded for this stage's submissions, reused by the next
     /// submission once the one using them has completed.
     primaries: Vec<Arc<Primary>>,
+    /// A primary recorded for simultaneous use, without the status words'
+    /// copy: submitted while every one of `primaries` is in use, by any
+    /// number of submissions at once, each copying the words out with a
+    /// small command buffer of its own.
+    shared: Option<Arc<Primary>>,
 }
 
 /// A stage's primary command buffer, recorded once and submitted again and
@@ -129,7 +137,9 @@ struct Primary {
 }
 
 /// Reusable primaries kept per stage: submissions beyond this many in flight
-/// at once record one-time primaries.
+/// at once submit the stage's shared primary. Submitting one primary in
+/// several submissions at once needs it recorded for simultaneous use, which
+/// the reusable ones are not: drivers may copy such a buffer at submission.
 const REUSABLE: usize = 4;
 
 /// A command's lowered form and place.
@@ -540,6 +550,7 @@ impl VkExecutable {
             // Primaries that execute the old secondary are recorded again
             // (submissions in flight keep theirs until they complete).
             stage.primaries.clear();
+            stage.shared = None;
             tracing::debug!(stage = s, chunk = c, "secondary command buffer recorded again");
         }
         Ok(())
@@ -701,12 +712,20 @@ impl EnqueueContext<'_> {
         });
         let mut sub = Submission::new(self.queue.lane.clone(), event);
         // Timestamps differ per submission: a profiling queue records
-        // the primary each time.
-        let reusable =
-            if span.is_none() { reusable_primary(&commands.rt.gpu, &commands.pool, stage, status)? } else { None };
-        let words_out = match reusable {
-            Some(primary) => self.reuse(&mut sub, primary, copy)?,
-            None => self.record_once(&mut sub, stage, span, status, copy)?,
+        // the primary each time. Otherwise nothing is recorded per
+        // submission but the copies of changed arguments and, while the host
+        // runs more than `REUSABLE` submissions ahead of the device, of the
+        // status words: recording the stage's primary for each such
+        // submission made a replay's host time grow with its node count
+        // (docs/performance.md).
+        let words_out = if span.is_some() {
+            self.record_once(&mut sub, stage, span, status, copy)?
+        } else if let Some(primary) = reusable_primary(&commands.rt.gpu, &commands.pool, stage, status)? {
+            self.reuse(&mut sub, primary, copy)?
+        } else {
+            let primary = shared_primary(&commands.rt.gpu, &commands.pool, stage)?;
+            self.reuse(&mut sub, primary, copy)?;
+            status.map(|words| self.copy_status_out(&mut sub, words)).transpose()?
         };
         sub.keep.extend(self.live.map(|l| Kept::Other(Box::new(l.clone()))));
         sub.keep.extend(self.staging.iter().map(|a| Kept::Other(Box::new(a.clone()))));
@@ -740,10 +759,28 @@ impl EnqueueContext<'_> {
                 Ok(())
             })?);
         }
-        sub.reused = Some(primary.cmd.raw());
+        sub.reused.push(primary.cmd.raw());
         let out = primary.status_out.as_ref().map(|(_, ptr)| *ptr);
         sub.keep.push(Kept::Other(Box::new(primary)));
         Ok(out)
+    }
+
+    /// Records, after the shared primary in `sub`, the copy of the stage's
+    /// status words to fresh staging memory and their clearing; returns
+    /// where they arrive.
+    fn copy_status_out(&self, sub: &mut Submission, words: StatusWords) -> Result<StagingPtr> {
+        let gpu = &self.commands.rt.gpu;
+        let out = self.commands.rt.arena.alloc(words.bytes)?;
+        let cmd = self.commands.pool.record(|cb| {
+            results_barrier(gpu, cb);
+            record_status_copy(gpu, cb, words, (out.buffer(), out.offset()));
+            Ok(())
+        })?;
+        sub.reused.push(cmd.raw());
+        sub.keep.push(Kept::Other(Box::new(cmd)));
+        let ptr = StagingPtr(out.ptr());
+        sub.keep.push(Kept::Other(Box::new(out)));
+        Ok(ptr)
     }
 
     /// Records a primary for this submission alone (in the queue's query
@@ -968,6 +1005,13 @@ fn record_stage(
         return;
     };
     results_barrier(gpu, cb);
+    record_status_copy(gpu, cb, words, (out, offset));
+}
+
+/// Records the copy of a stage's status words to `(buffer, offset)` and
+/// their clearing, after a barrier that made the kernels' writes visible to
+/// transfers.
+fn record_status_copy(gpu: &Gpu, cb: vk::CommandBuffer, words: StatusWords, (out, offset): (vk::Buffer, u64)) {
     let region = [vk::BufferCopy { src_offset: words.first, dst_offset: offset, size: words.bytes }];
     // SAFETY: recording; the ranges lie in their buffers; the barriers order
     // the copy after the kernels and the clear after the copy (and the
@@ -977,6 +1021,24 @@ fn record_stage(
         host_and_transfer_barrier(gpu, cb);
         gpu.device.cmd_fill_buffer(cb, words.buffer, words.first, words.bytes, 0);
     }
+}
+
+/// The primary of `stage` recorded for simultaneous use (its secondaries,
+/// without the status words' copy), recorded at its first use.
+fn shared_primary(gpu: &Arc<Gpu>, pool: &Arc<Pool>, stage: &mut Stage) -> Result<Arc<Primary>> {
+    if let Some(p) = &stage.shared {
+        return Ok(p.clone());
+    }
+    let secondaries: Vec<Arc<Secondary>> = stage.chunks.iter().map(|c| c.secondary.clone()).collect();
+    let raw: SmallVec<[vk::CommandBuffer; 8]> = secondaries.iter().map(|s| s.cmd.raw()).collect();
+    let cmd = pool.record_simultaneous(|cb| {
+        record_stage(gpu, cb, &raw, None);
+        Ok(())
+    })?;
+    let primary = Arc::new(Primary { cmd, status_out: None, _secondaries: secondaries });
+    stage.shared = Some(primary.clone());
+    tracing::debug!("primary command buffer recorded for simultaneous use");
+    Ok(primary)
 }
 
 /// A primary of `stage` that no submission uses now, recorded if none is

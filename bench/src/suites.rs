@@ -544,6 +544,26 @@ pub(crate) fn timed_replay(t: &Target, cb: &CommandBuffer) -> Result<[std::time:
     Ok([host, start.elapsed()])
 }
 
+/// `count` submissions of `cb` back to back, the events dropped as a
+/// runtime that submits a graph in a loop drops them, then a wait for the
+/// last: host time per submission to return from them, and wall time per
+/// submission to the last one's completion.
+pub(crate) fn timed_replays_ahead(
+    t: &Target,
+    cb: &CommandBuffer,
+    count: u32,
+) -> Result<[std::time::Duration; 2], String> {
+    let e = |e: UrError| e.to_string();
+    let start = Instant::now();
+    let mut last = t.queue.enqueue_command_buffer(cb, &[]).map_err(e)?;
+    for _ in 1..count {
+        last = t.queue.enqueue_command_buffer(cb, &[]).map_err(e)?;
+    }
+    let host = start.elapsed();
+    last.wait().map_err(e)?;
+    Ok([host / count, start.elapsed() / count])
+}
+
 /// One raw eager submission of `nodes` kernels with eager baseline
 /// `variant`: host time to return from it and wall time to completion.
 pub(crate) fn timed_raw_eager(

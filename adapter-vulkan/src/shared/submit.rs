@@ -30,9 +30,10 @@ pub(crate) struct Submission {
     /// Copies from host memory into staging, made once `deps` are complete.
     pub(crate) pre: Vec<HostCopy>,
     pub(crate) cmd: Option<PooledCmd>,
-    /// A reusable primary command buffer submitted after `cmd`, kept alive
-    /// (and not pending elsewhere) by what `keep` holds.
-    pub(crate) reused: Option<vk::CommandBuffer>,
+    /// Command buffers submitted after `cmd`, in this order, kept alive by
+    /// what `keep` holds: a reusable primary (not pending elsewhere, or
+    /// recorded for simultaneous use) and what follows it.
+    pub(crate) reused: SmallVec<[vk::CommandBuffer; 2]>,
     pub(crate) post: Vec<HostCopy>,
     pub(crate) queries: Option<QuerySpan>,
     pub(crate) keep: Keep,
@@ -49,7 +50,7 @@ impl Submission {
             deps: SmallVec::new(),
             pre: Vec::new(),
             cmd: None,
-            reused: None,
+            reused: SmallVec::new(),
             post: Vec::new(),
             queries: None,
             keep: Keep::new(),
@@ -103,8 +104,8 @@ fn launch(mut sub: Submission) {
         unsafe { copy.copy_in() };
     }
     let (waits, wait_values) = wait_points(&sub.deps);
-    let cmds: SmallVec<[vk::CommandBuffer; 2]> =
-        sub.cmd.as_ref().map(PooledCmd::raw).into_iter().chain(sub.reused).collect();
+    let cmds: SmallVec<[vk::CommandBuffer; 3]> =
+        sub.cmd.as_ref().map(PooledCmd::raw).into_iter().chain(sub.reused.iter().copied()).collect();
     // The lanes waited on stay alive (with their semaphores) until this completes.
     sub.keep.push(Kept::Other(Box::new(waits)));
     let completion = Completion {

@@ -5,7 +5,7 @@
 
 use cmdbuf::{
     AppendOptions, CommandBuffer, CommandBufferDesc, Context, Event, KernelArg, KernelLaunch, Queue, QueueProperties,
-    UsmAllocation, UsmKind,
+    UserEvent, UsmAllocation, UsmKind,
 };
 
 use super::event_sync::gate;
@@ -18,6 +18,8 @@ pub(in crate::cases) fn cases() -> Vec<crate::Case> {
         serialize_across_out_of_order_queue => Requires::OUT_OF_ORDER,
         serialize_in_order_queue,
         serialize_out_of_order_queue => Requires::OUT_OF_ORDER,
+        many_submissions_pending,
+        many_memory_submissions_pending,
         wait_on_other_queue_events,
         eager_work_waits_on_enqueue_event,
         wait_event_of_other_context,
@@ -125,6 +127,55 @@ fn serialize_across_queues(env: &Env) -> CaseResult {
     let serial = Serial::new(env)?;
     let queues = [env.queue()?, env.queue()?, env.queue()?];
     submit_all(&serial, &queues, &[0, 1, 2, 0, 1, 2])
+}
+
+/// Submissions of one buffer made while a user event holds the first back:
+/// more are pending at once than a backend keeps per-submission state for
+/// (Vulkan's reusable primaries, then its primary for simultaneous use with
+/// a status-word copy per submission), and each runs once, in order, its
+/// event completing.
+fn many_submissions_pending(env: &Env) -> CaseResult {
+    const RUNS: u32 = 12;
+    let serial = Serial::new(env)?;
+    let queue = env.queue()?;
+    let gate = UserEvent::new(env.context())?;
+    let mut runs = vec![queue.enqueue_command_buffer(&serial.cb, &[gate.event()])?];
+    for _ in 1..RUNS {
+        runs.push(queue.enqueue_command_buffer(&serial.cb, &[])?);
+    }
+    gate.complete()?;
+    for (i, run) in runs.iter().enumerate() {
+        run.wait().map_err(|e| CaseError::Fail(format!("submission {i}: {e}")))?;
+    }
+    serial.check(&queue, RUNS)
+}
+
+/// [`many_submissions_pending`] with a buffer of memory commands only (no
+/// kernel, so no status words on Vulkan), each submission between eager
+/// commands of the same in-order queue: a fill of its source before it, a
+/// copy of its result after it.
+fn many_memory_submissions_pending(env: &Env) -> CaseResult {
+    const RUNS: usize = 12;
+    const WORDS: usize = 256;
+    let bytes = WORDS * 4;
+    let (source, result) = (env.usm_u32(WORDS)?, env.usm_u32(WORDS)?);
+    let kept = env.usm_u32(WORDS * RUNS)?;
+    let cb = env.command_buffer(CommandBufferDesc::default())?;
+    cb.append_usm_memcpy(result.ptr(), source.ptr(), bytes, AppendOptions::new())?;
+    cb.finalize()?;
+    let queue = env.queue()?;
+    let gate = UserEvent::new(env.context())?;
+    let mut last = queue.barrier(&[gate.event()])?;
+    for i in 0..RUNS {
+        queue.usm_fill(source.ptr(), &(i as u32 + 1).to_le_bytes(), bytes, &[])?;
+        queue.enqueue_command_buffer(&cb, &[])?;
+        last = queue.usm_memcpy(kept.ptr().byte_add(i * bytes), result.ptr(), bytes, &[])?;
+    }
+    gate.complete()?;
+    last.wait()?;
+    let expected: Vec<u32> = (0..RUNS).flat_map(|i| vec![i as u32 + 1; WORDS]).collect();
+    check_eq!(read::<u32>(&queue, kept.ptr(), WORDS * RUNS)?, expected);
+    Ok(())
 }
 
 /// `SerializeAcrossQueues` with an out-of-order queue as the second queue.
