@@ -746,10 +746,16 @@ fn grid_and_block(dev: &DeviceShared, kernel: &CudaKernel, range: &NdRange) -> R
 
 /// A launch's parameter values as they are laid out, each at an 8-byte
 /// aligned offset, inline up to 256 bytes (an eager launch allocates
-/// nothing).
+/// nothing). Filled in the words [`LaunchParams`] keeps, so that handing
+/// them over neither clears nor copies the inline buffer: an eager launch's
+/// own share of its host time is a few hundred nanoseconds, and a cleared
+/// 256-byte buffer and a copy of it were a quarter of the parameters' part
+/// (issue 31, docs/performance.md).
 #[derive(Default)]
 struct ParamValues {
-    bytes: SmallVec<[u8; 256]>,
+    words: ParamWords,
+    /// Bytes used: the end of the last value.
+    len: usize,
     /// Exact once [`into_parts`](Self::into_parts) has checked the size.
     offsets: ParamOffsets,
 }
@@ -757,10 +763,13 @@ struct ParamValues {
 impl ParamValues {
     /// Appends `value` at the next 8-byte aligned offset; returns that offset.
     fn push(&mut self, value: &[u8]) -> usize {
-        let at = self.bytes.len().next_multiple_of(8);
-        self.bytes.resize(at, 0);
+        let at = self.len.next_multiple_of(8);
+        self.len = at + value.len();
+        self.words.resize(self.len.div_ceil(8), 0);
+        // SAFETY: `words` now holds at least `len` bytes, so `value.len()`
+        // bytes fit from `at`; a slice of the caller's does not overlap them.
+        unsafe { ptr::copy_nonoverlapping(value.as_ptr(), self.words.as_mut_ptr().cast::<u8>().add(at), value.len()) };
         self.offsets.push(at as u16);
-        self.bytes.extend_from_slice(value);
         at
     }
 
@@ -812,19 +821,38 @@ impl ParamValues {
     /// offsets do not fit (CUDA takes at most 32 KiB of parameters).
     fn into_parts(self) -> Result<(ParamWords, ParamOffsets)> {
         // Every offset lies below the size: a size that fits means each did.
-        if self.bytes.len() > usize::from(u16::MAX) {
-            return Err(err!(InvalidKernelArgumentSize, "{} bytes of kernel parameters", self.bytes.len()));
+        if self.len > usize::from(u16::MAX) {
+            return Err(err!(InvalidKernelArgumentSize, "{} bytes of kernel parameters", self.len));
         }
-        let mut storage: ParamWords = smallvec::smallvec![0u64; self.bytes.len().div_ceil(8)];
-        // SAFETY: `storage` holds at least `bytes.len()` bytes; the two do not overlap.
-        unsafe { ptr::copy_nonoverlapping(self.bytes.as_ptr(), storage.as_mut_ptr().cast::<u8>(), self.bytes.len()) };
-        Ok((storage, self.offsets))
+        Ok((self.words, self.offsets))
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{jit_options, may_report};
+    use super::{ParamValues, jit_options, may_report};
+
+    #[test]
+    fn parameter_values_lie_at_aligned_offsets_with_zero_padding() {
+        let mut values = ParamValues::default();
+        assert_eq!(values.push(&[1, 2, 3, 4]), 0);
+        assert_eq!(values.push(&u64::MAX.to_le_bytes()), 8);
+        assert_eq!(values.push(&[9, 9, 9]), 16);
+        assert_eq!(values.push(&[7; 20]), 24);
+        let (words, offsets) = values.into_parts().unwrap();
+        assert_eq!(offsets.as_slice(), &[0, 8, 16, 24]);
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_ne_bytes()).collect();
+        assert_eq!(bytes.len(), 48, "44 bytes used, whole words");
+        assert_eq!(&bytes[..8], &[1, 2, 3, 4, 0, 0, 0, 0]);
+        assert_eq!(&bytes[8..16], &[0xff; 8]);
+        assert_eq!(&bytes[16..24], &[9, 9, 9, 0, 0, 0, 0, 0]);
+        assert_eq!(&bytes[24..44], &[7; 20]);
+        assert_eq!(&bytes[44..], &[0; 4]);
+
+        let mut too_many = ParamValues::default();
+        too_many.push(&vec![0; usize::from(u16::MAX) + 1]);
+        assert!(too_many.into_parts().is_err());
+    }
 
     #[test]
     fn kernels_that_never_name_their_launch_info_cannot_report() {

@@ -138,8 +138,9 @@ struct Primary {
 
 /// Reusable primaries kept per stage: submissions beyond this many in flight
 /// at once submit the stage's shared primary. Submitting one primary in
-/// several submissions at once needs it recorded for simultaneous use, which
-/// the reusable ones are not: drivers may copy such a buffer at submission.
+/// several submissions at once needs it recorded for simultaneous use; the
+/// reusable ones are not, so that the common case submits what an
+/// application's plain pre-recorded buffer is.
 const REUSABLE: usize = 4;
 
 /// A command's lowered form and place.
