@@ -101,24 +101,15 @@ impl Pool {
         unsafe { self.gpu.device.end_command_buffer(cmd.raw) }.vk("vkEndCommandBuffer")
     }
 
-    /// Records a primary command buffer to be submitted again and again
-    /// (never while pending: the caller tracks that).
+    /// Records a primary command buffer to be submitted again and again:
+    /// with `flags` empty never while pending (the caller tracks that), with
+    /// `SIMULTANEOUS_USE` also while pending in other submissions.
     pub(crate) fn record_reusable(
         self: &Arc<Self>,
+        flags: vk::CommandBufferUsageFlags,
         f: impl FnOnce(vk::CommandBuffer) -> Result<()>,
     ) -> Result<PooledCmd> {
-        self.record_level(false, &vk::CommandBufferBeginInfo::default(), f)
-    }
-
-    /// Records a primary command buffer that may be pending in several
-    /// submissions at once: what a replay submits when the host runs ahead
-    /// of the device by more than the reusable primaries of its stage.
-    pub(crate) fn record_simultaneous(
-        self: &Arc<Self>,
-        f: impl FnOnce(vk::CommandBuffer) -> Result<()>,
-    ) -> Result<PooledCmd> {
-        let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::SIMULTANEOUS_USE);
-        self.record_level(false, &begin, f)
+        self.record_level(false, &vk::CommandBufferBeginInfo::default().flags(flags), f)
     }
 
     /// Records a secondary command buffer that may be executed by several

@@ -1030,13 +1030,7 @@ fn shared_primary(gpu: &Arc<Gpu>, pool: &Arc<Pool>, stage: &mut Stage) -> Result
     if let Some(p) = &stage.shared {
         return Ok(p.clone());
     }
-    let secondaries: Vec<Arc<Secondary>> = stage.chunks.iter().map(|c| c.secondary.clone()).collect();
-    let raw: SmallVec<[vk::CommandBuffer; 8]> = secondaries.iter().map(|s| s.cmd.raw()).collect();
-    let cmd = pool.record_simultaneous(|cb| {
-        record_stage(gpu, cb, &raw, None);
-        Ok(())
-    })?;
-    let primary = Arc::new(Primary { cmd, status_out: None, _secondaries: secondaries });
+    let primary = Arc::new(Primary::record(gpu, pool, stage, vk::CommandBufferUsageFlags::SIMULTANEOUS_USE, None)?);
     stage.shared = Some(primary.clone());
     tracing::debug!("primary command buffer recorded for simultaneous use");
     Ok(primary)
@@ -1059,25 +1053,40 @@ fn reusable_primary(
     if stage.primaries.len() >= REUSABLE {
         return Ok(None);
     }
-    let status_out = match status {
-        Some(words) => {
-            let alloc = Allocation::new(gpu, words.bytes, MemKind::Host)?;
-            let ptr = alloc.mapped().ok_or_else(|| err!(Unknown, "status memory is not mapped"))?;
-            Some((alloc, StagingPtr(ptr)))
-        }
-        None => None,
-    };
-    let secondaries: Vec<Arc<Secondary>> = stage.chunks.iter().map(|c| c.secondary.clone()).collect();
-    let raw: SmallVec<[vk::CommandBuffer; 8]> = secondaries.iter().map(|s| s.cmd.raw()).collect();
-    let target = status_out.as_ref().map(|(a, _)| (a.buffer(), 0));
-    let cmd = pool.record_reusable(|cb| {
-        record_stage(gpu, cb, &raw, status.zip(target));
-        Ok(())
-    })?;
-    let primary = Arc::new(Primary { cmd, status_out, _secondaries: secondaries });
+    let primary = Arc::new(Primary::record(gpu, pool, stage, vk::CommandBufferUsageFlags::empty(), status)?);
     stage.primaries.push(primary.clone());
     tracing::debug!(primaries = stage.primaries.len(), "primary command buffer recorded for reuse");
     Ok(Some(primary))
+}
+
+impl Primary {
+    /// Records a primary executing `stage`'s secondaries with usage `flags`,
+    /// copying the stage's `status` words, where given, to host memory of
+    /// its own.
+    fn record(
+        gpu: &Arc<Gpu>,
+        pool: &Arc<Pool>,
+        stage: &Stage,
+        flags: vk::CommandBufferUsageFlags,
+        status: Option<StatusWords>,
+    ) -> Result<Primary> {
+        let status_out = match status {
+            Some(words) => {
+                let alloc = Allocation::new(gpu, words.bytes, MemKind::Host)?;
+                let ptr = alloc.mapped().ok_or_else(|| err!(Unknown, "status memory is not mapped"))?;
+                Some((alloc, StagingPtr(ptr)))
+            }
+            None => None,
+        };
+        let secondaries: Vec<Arc<Secondary>> = stage.chunks.iter().map(|c| c.secondary.clone()).collect();
+        let raw: SmallVec<[vk::CommandBuffer; 8]> = secondaries.iter().map(|s| s.cmd.raw()).collect();
+        let target = status_out.as_ref().map(|(a, _)| (a.buffer(), 0));
+        let cmd = pool.record_reusable(flags, |cb| {
+            record_stage(gpu, cb, &raw, status.zip(target));
+            Ok(())
+        })?;
+        Ok(Primary { cmd, status_out, _secondaries: secondaries })
+    }
 }
 
 /// Whether two lowerings of a kernel command record the same commands (only
