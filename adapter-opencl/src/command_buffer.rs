@@ -411,7 +411,7 @@ impl ClExecutable {
             return Ok(None);
         }
         let q = queue.raw();
-        let mut list = WaitList::new(wait)?;
+        let mut list = WaitList::new(wait, &queue.deferred)?;
         let same_queue = queue.in_order() && self.previous_queue.as_ref().is_some_and(|held| held.0 == q);
         if let Some(previous) = self.previous.as_ref().filter(|_| !same_queue) {
             list.push(previous.retain());
@@ -679,7 +679,7 @@ impl ExecutableCommandBufferImpl for ClExecutable {
         if let Some(submission) = unsafe { self.enqueue_direct(queue, wait)? } {
             return Ok(submission);
         }
-        let mut start = WaitList::new(wait)?;
+        let mut start = WaitList::new(wait, &queue.deferred)?;
         if let Some(previous) = &self.previous {
             start.push(previous.retain());
         }

@@ -23,6 +23,7 @@ use smallvec::SmallVec;
 use crate::conv::ClResultExt;
 use crate::device::Shared;
 use crate::ffi::{CL_COMPLETE, RawEvent};
+use crate::flush::DeferredFlush;
 
 const CL_RUNNING: cl_int = 1;
 const CL_SUBMITTED: cl_int = 2;
@@ -138,8 +139,9 @@ enum Timing {
 
 enum Kind {
     /// The event of one OpenCL command, with the status word of a kernel
-    /// launch that has one.
-    Command { raw: RawEvent, timing: Timing, status: Option<Arc<StatusWord>> },
+    /// launch that has one, and the deferred flush of its queue where the
+    /// command is an eager one not flushed at once (`flush.rs`).
+    Command { raw: RawEvent, timing: Timing, status: Option<Arc<StatusWord>>, queue: Option<Arc<DeferredFlush>> },
     /// A user event; `error` is what the host failed it with.
     User { raw: RawEvent, error: Mutex<Option<UrError>> },
     /// A command-buffer command's signal event: the event of its latest
@@ -163,12 +165,30 @@ impl ClEvent {
     /// The event of a command that may have a kernel status word.
     pub(crate) fn checked(raw: RawEvent, profiling: bool, status: Option<Arc<StatusWord>>) -> Arc<ClEvent> {
         let timing = if profiling { Timing::Profiled } else { Timing::Off };
-        Arc::new(ClEvent { kind: Kind::Command { raw, timing, status } })
+        Arc::new(ClEvent { kind: Kind::Command { raw, timing, status, queue: None } })
+    }
+
+    /// The event of an eager command on a queue whose flush is deferred.
+    pub(crate) fn eager(
+        raw: RawEvent,
+        profiling: bool,
+        status: Option<Arc<StatusWord>>,
+        queue: &Arc<DeferredFlush>,
+    ) -> Arc<ClEvent> {
+        let timing = if profiling { Timing::Profiled } else { Timing::Off };
+        Arc::new(ClEvent { kind: Kind::Command { raw, timing, status, queue: Some(queue.clone()) } })
     }
 
     /// The event of a timestamp recording's marker on a profiling queue.
     pub(crate) fn recording(raw: RawEvent) -> Arc<ClEvent> {
-        Arc::new(ClEvent { kind: Kind::Command { raw, timing: Timing::Recording, status: None } })
+        Arc::new(ClEvent { kind: Kind::Command { raw, timing: Timing::Recording, status: None, queue: None } })
+    }
+
+    /// Flushes the queue of an eager command not flushed yet.
+    fn start(&self) {
+        if let Kind::Command { queue: Some(queue), .. } = &self.kind {
+            queue.flush();
+        }
     }
 
     /// Whether the event carries a kernel status word.
@@ -237,8 +257,11 @@ impl EventImpl for ClEvent {
     }
 
     /// The `cl_event`: of the command, of the user event, of a signal
-    /// event's latest execution, or of a submission's last marker.
+    /// event's latest execution, or of a submission's last marker. Its
+    /// queue is flushed: the application may poll it or wait on it from a
+    /// queue of its own.
     fn native_handle(&self) -> Result<cmdbuf_core::NativeHandle> {
+        self.start();
         let raw = match &self.kind {
             Kind::Command { raw, .. } | Kind::User { raw, .. } => raw.get(),
             Kind::Submission { last, .. } => last.get(),
@@ -255,7 +278,14 @@ impl EventImpl for ClEvent {
         Ok(cmdbuf_core::NativeHandle(raw as u64))
     }
 
+    /// The status, after flushing the queue of an eager command not
+    /// flushed yet: a command polled for must start (`flush.rs`).
     fn status(&self) -> EventStatus {
+        self.start();
+        self.status_quiet()
+    }
+
+    fn status_quiet(&self) -> EventStatus {
         match &self.kind {
             Kind::Command { raw, status, .. } => match status_of(raw.execution_status()) {
                 EventStatus::Complete if status.as_ref().is_some_and(|s| s.check().is_err()) => EventStatus::Error,
@@ -265,9 +295,11 @@ impl EventImpl for ClEvent {
                 EventStatus::Complete if error.lock().is_some() => EventStatus::Error,
                 s => s,
             },
-            Kind::Signal { current } => current.lock().as_ref().map_or(EventStatus::Complete, |e| e.status()),
+            Kind::Signal { current } => current.lock().as_ref().map_or(EventStatus::Complete, |e| e.status_quiet()),
             Kind::Submission { first, last, checks, .. } => match status_of(last.execution_status()) {
-                EventStatus::Complete if checks.iter().any(|c| c.status() == EventStatus::Error) => EventStatus::Error,
+                EventStatus::Complete if checks.iter().any(|c| c.status_quiet() == EventStatus::Error) => {
+                    EventStatus::Error
+                }
                 s if s.is_terminal() => s,
                 _ if first.as_ref().unwrap_or(last).is_done() => EventStatus::Running,
                 s => s,
@@ -276,6 +308,7 @@ impl EventImpl for ClEvent {
     }
 
     fn wait(&self) -> Result<()> {
+        self.start();
         match &self.kind {
             Kind::Command { raw, status, .. } => {
                 raw.wait().map_err(|_| failed(raw.execution_status(), "the command"))?;
@@ -350,17 +383,30 @@ pub(crate) struct WaitList<'a> {
 
 impl<'a> WaitList<'a> {
     /// The events behind adapter events (signal events resolve to their
-    /// current execution, and are left out before the first).
-    pub(crate) fn new(events: &[&'a dyn EventImpl]) -> Result<WaitList<'a>> {
+    /// current execution, and are left out before the first), for a command
+    /// of the queue whose deferred flush is `on`: the queues of the others'
+    /// eager commands not flushed yet are flushed (`flush.rs`).
+    pub(crate) fn new(events: &[&'a dyn EventImpl], on: &Arc<DeferredFlush>) -> Result<WaitList<'a>> {
         let mut list = WaitList::default();
         for e in events {
-            list.add(downcast::<ClEvent>(*e as &dyn Any, "a wait-list event")?);
+            let event = downcast::<ClEvent>(*e as &dyn Any, "a wait-list event")?;
+            match &event.kind {
+                Kind::Command { queue: Some(queue), .. } if Arc::ptr_eq(queue, on) => {}
+                _ => event.start(),
+            }
+            list.add_started(event);
         }
         Ok(list)
     }
 
-    /// Adds one event, borrowed for the list's lifetime.
+    /// Adds one event, borrowed for the list's lifetime, for a command of
+    /// another queue than the event's (the context's internal queue).
     pub(crate) fn add(&mut self, event: &'a ClEvent) {
+        event.start();
+        self.add_started(event);
+    }
+
+    fn add_started(&mut self, event: &'a ClEvent) {
         match &event.kind {
             Kind::Command { raw, .. } | Kind::User { raw, .. } | Kind::Submission { last: raw, .. } => {
                 self.handles.push(raw.get());
@@ -372,6 +418,7 @@ impl<'a> WaitList<'a> {
     /// Adds one event that may be dropped before the list: the list takes
     /// a reference of its own.
     pub(crate) fn add_retained(&mut self, event: &ClEvent) {
+        event.start();
         if let Some(raw) = event.wait_handle() {
             self.push(raw);
         }

@@ -32,6 +32,8 @@ struct Gate {
 /// library never makes (its user events complete with `CL_COMPLETE` even
 /// when the host fails them, `event.rs`).
 pub(crate) fn after(context: cl_context, wait: &[cl_event]) -> Result<Option<RawEvent>> {
+    // The driver calls back only for commands it was given to run.
+    crate::flush::flush_pending();
     let pending: SmallVec<[cl_event; 4]> =
         wait.iter().copied().filter(|&event| execution_status(event) > CL_COMPLETE).collect();
     if pending.is_empty() {

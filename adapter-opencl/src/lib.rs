@@ -41,6 +41,7 @@ mod device;
 mod event;
 mod exec;
 mod ffi;
+mod flush;
 mod gate;
 mod helpers;
 pub mod info;

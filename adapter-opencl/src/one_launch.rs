@@ -115,6 +115,8 @@ pub(crate) fn enqueue_exclusive<S: AsRef<str>>(
         })
     }) {
         parking_lot::MutexGuard::unlocked(&mut guard, || {
+            // Its queue may hold it unflushed.
+            crate::flush::flush_pending();
             if let Err(code) = foreign.wait() {
                 // A failed launch has ended too: only its end matters here.
                 tracing::debug!(code, "PoCL: the last launch of another context failed");
@@ -134,6 +136,8 @@ pub(crate) fn enqueue_exclusive<S: AsRef<str>>(
         }
     }
     if full.len() > wait.len() {
+        // The last launch may be another queue's, with eager commands not yet flushed.
+        crate::flush::flush_pending();
         tracing::trace!(added = full.len() - wait.len(), "PoCL: after the previous launch of the same kernels");
     }
     let event = enqueue(&full)?;

@@ -236,7 +236,7 @@ impl ExecutableCommandBufferImpl for PlannedExecutable {
         let q = queue.raw();
         let in_order = queue.in_order();
         let profiling = queue.profiling && self.desc.profiling;
-        let mut start = WaitList::new(wait)?;
+        let mut start = WaitList::new(wait, &queue.deferred)?;
         // The same in-order queue already runs this submission after the
         // previous one: waiting for it would be one more event in the first
         // command's wait list than an eager launch has.

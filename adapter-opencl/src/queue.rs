@@ -1,8 +1,7 @@
 //! Queues: every command is one OpenCL command on the application's queue.
 //!
-//! Each enqueue is followed by `clFlush`, so that commands of other queues
-//! (and command-buffer steps on the context's internal queue) that wait on
-//! its event are never stuck behind an unflushed queue.
+//! An eager command leaves its queue to be flushed where something needs
+//! its work started (`flush.rs`); a command-buffer submission flushes at once.
 
 use std::sync::Arc;
 
@@ -13,6 +12,7 @@ use crate::device::{DeviceShared, Shared, create_queue};
 use crate::event::{ClEvent, WaitList};
 use crate::exec;
 use crate::ffi::{CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, CL_QUEUE_PROFILING_ENABLE, RawEvent};
+use crate::flush::DeferredFlush;
 
 pub(crate) struct ClQueue {
     pub(crate) shared: Arc<Shared>,
@@ -33,6 +33,8 @@ pub(crate) struct ClQueue {
     /// enqueued it on this queue (the profiling queue is in order, so the
     /// last one completes after the others).
     last_stamp: parking_lot::Mutex<Option<RawEvent>>,
+    /// Whether eager commands were enqueued since the queue was last flushed.
+    pub(crate) deferred: Arc<DeferredFlush>,
 }
 
 impl ClQueue {
@@ -41,12 +43,13 @@ impl ClQueue {
         let queue = create_queue(&shared.context, &shared.device, flags)?;
         Ok(ClQueue {
             shared,
-            queue,
             profiling: properties.profiling,
             in_order: flags & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE == 0,
             ordered_launches: flags & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE == 0,
             sub_device: None,
             last_stamp: parking_lot::Mutex::default(),
+            deferred: DeferredFlush::new(queue.get()),
+            queue,
         })
     }
 
@@ -73,12 +76,13 @@ impl ClQueue {
         };
         Ok(ClQueue {
             shared,
-            queue,
             profiling: properties.profiling,
             in_order: flags & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE == 0,
             ordered_launches: flags & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE == 0,
             sub_device: Some(device),
             last_stamp: parking_lot::Mutex::default(),
+            deferred: DeferredFlush::new(queue.get()),
+            queue,
         })
     }
 
@@ -100,6 +104,7 @@ impl ClQueue {
             ordered_launches: false,
             sub_device: None,
             last_stamp: parking_lot::Mutex::default(),
+            deferred: DeferredFlush::new(raw),
         }
     }
 
@@ -129,25 +134,20 @@ impl ClQueue {
     pub(crate) fn flush_raw(&self) -> Result<()> {
         cl3::command_queue::flush(self.raw()).cl("clFlush")
     }
-
-    /// Wraps an event of a command of this queue.
-    pub(crate) fn wrap(&self, raw: RawEvent) -> Arc<ClEvent> {
-        ClEvent::command(raw, self.profiling)
-    }
 }
 
 impl QueueImpl for ClQueue {
     unsafe fn enqueue(&self, command: &Command, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
-        let wait = WaitList::new(wait)?;
+        let wait = WaitList::new(wait, &self.deferred)?;
         // SAFETY: the front end validated the command for this context and
         // keeps raw host memory valid until the event completes.
         let (raw, status) = unsafe { exec::enqueue(&self.shared, self.raw(), command, &wait, self.ordered_launches)? };
-        self.flush_raw()?;
-        Ok(ClEvent::checked(raw, self.profiling, status))
+        self.deferred.enqueued();
+        Ok(ClEvent::eager(raw, self.profiling, status, &self.deferred))
     }
 
     unsafe fn enqueue_wait(&self, wait: &[&dyn EventImpl], barrier: bool) -> Result<Arc<dyn EventImpl>> {
-        let wait = WaitList::new(wait)?;
+        let wait = WaitList::new(wait, &self.deferred)?;
         let raw = if barrier && !(self.in_order || wait.is_empty()) {
             // On an out-of-order queue a barrier with a wait list waits for
             // that list only: mark the list, then put a full barrier after it.
@@ -182,12 +182,12 @@ impl QueueImpl for ClQueue {
         } else {
             raw
         };
-        self.flush_raw()?;
-        Ok(self.wrap(raw))
+        self.deferred.enqueued();
+        Ok(ClEvent::eager(raw, self.profiling, None, &self.deferred))
     }
 
     unsafe fn enqueue_timestamp(&self, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
-        let wait = WaitList::new(wait)?;
+        let wait = WaitList::new(wait, &self.deferred)?;
         // A marker orders the recording on this queue; a command after it on
         // the context's profiling queue takes the time, whether or not this
         // queue profiles.
@@ -219,14 +219,17 @@ impl QueueImpl for ClQueue {
         self.flush_raw()
     }
 
-    /// The `cl_command_queue`.
+    /// The `cl_command_queue`, flushed: the application may wait on its
+    /// commands' events from queues of its own.
     fn native_handle(&self) -> Result<NativeHandle> {
+        self.deferred.flush();
         Ok(NativeHandle(self.raw() as u64))
     }
 }
 
 impl Drop for ClQueue {
     fn drop(&mut self) {
+        self.deferred.forget();
         // Only a sub-device's queue can leave launches in its context's
         // one-launch chain that outlive its device (see `one_launch`).
         if self.sub_device.is_some() && self.shared.device.one_launch_per_kernel {

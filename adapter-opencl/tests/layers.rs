@@ -20,10 +20,11 @@ const LAYERS: &[(&str, usize)] = &[
     // Error codes, the extension entry points and the raw event handle,
     // extension versions, what a device reports and how it builds SPIR-V,
     // sub-devices, the device clock, the partition of a command buffer into
-    // steps, PoCL's one-launch chain and the user-event gate: nothing of the
-    // adapter's objects.
+    // steps, PoCL's one-launch chain, the user-event gate and the queues'
+    // deferred flushes: nothing of the adapter's objects.
     ("conv", 0),
     ("ffi", 0),
+    ("flush", 0),
     ("gate", 0),
     ("version", 0),
     ("info", 0),
