@@ -336,6 +336,8 @@ impl EventImpl for ClEvent {
     }
 
     fn profiling(&self) -> Option<ProfilingInfo> {
+        // An application may poll for the times as for the status.
+        self.start();
         match &self.kind {
             Kind::Command { raw, timing: Timing::Profiled, .. } if raw.is_done() => raw.timestamps(),
             Kind::Command { raw, timing: Timing::Recording, .. } if raw.is_done() => {

@@ -9,9 +9,9 @@
 //! only. So an eager command (a kernel launch, a copy, a
 //! marker or a barrier) marks its queue pending instead, and the queue is
 //! flushed where something needs its work started:
-//! - a status query or a host wait of one of its commands' events
-//!   (`ClEvent::status` and `wait`; the front end's own bookkeeping asks
-//!   `status_quiet`, which flushes nothing);
+//! - a status or profiling query or a host wait of one of its commands'
+//!   events (`ClEvent::status`, `profiling` and `wait`; the front end's own
+//!   bookkeeping asks `status_quiet`, which flushes nothing);
 //! - a wait list of a command of another queue naming one of them (the
 //!   command-buffer steps on the context's internal queue included): a
 //!   queue orders its own commands by their wait lists unflushed;
@@ -135,14 +135,30 @@ impl DeferredFlush {
     #[cold]
     fn flush_with(self: &Arc<Self>, flush: impl FnOnce(cl_command_queue)) {
         let mut pending = self.registry.pending.lock();
+        if self.take_pending(&mut pending) {
+            flush(self.queue);
+        }
+    }
+
+    /// Takes the queue out of the pending ones (`urQueueFlush` is about to
+    /// flush it): a later status query need not flush it again.
+    pub(crate) fn flushed(self: &Arc<Self>) {
+        if self.pending.load(Ordering::SeqCst) {
+            self.take_pending(&mut self.registry.pending.lock());
+        }
+    }
+
+    /// Clears the pending mark and takes the queue out of `pending`, the
+    /// registry's list, locked; whether it was pending.
+    fn take_pending(self: &Arc<Self>, pending: &mut Vec<Arc<DeferredFlush>>) -> bool {
         if !self.pending.swap(false, Ordering::SeqCst) {
-            return;
+            return false;
         }
         if let Some(at) = pending.iter().position(|d| Arc::ptr_eq(d, self)) {
             pending.swap_remove(at);
         }
         self.registry.count.store(pending.len(), Ordering::SeqCst);
-        flush(self.queue);
+        true
     }
 
     /// Whether commands were enqueued since the last flush.
@@ -252,5 +268,12 @@ mod tests {
         b.enqueued();
         b.forget();
         assert_eq!(flushed(&b), None, "a forgotten queue is never flushed");
+
+        // Flushed by `urQueueFlush`: not again at the next status query.
+        a.enqueued();
+        a.flushed();
+        assert!(!a.is_pending());
+        assert_eq!(ONE.count.load(Ordering::SeqCst), 0);
+        assert_eq!(flushed(&a), None);
     }
 }

@@ -216,6 +216,8 @@ impl QueueImpl for ClQueue {
     }
 
     fn flush(&self) -> Result<()> {
+        // Cleared first: a command enqueued meanwhile marks the queue again.
+        self.deferred.flushed();
         self.flush_raw()
     }
 
