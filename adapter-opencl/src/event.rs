@@ -164,8 +164,7 @@ impl ClEvent {
 
     /// The event of a command that may have a kernel status word.
     pub(crate) fn checked(raw: RawEvent, profiling: bool, status: Option<Arc<StatusWord>>) -> Arc<ClEvent> {
-        let timing = if profiling { Timing::Profiled } else { Timing::Off };
-        Arc::new(ClEvent { kind: Kind::Command { raw, timing, status, queue: None } })
+        ClEvent::of_queue(raw, profiling, status, None)
     }
 
     /// The event of an eager command on a queue whose flush is deferred.
@@ -175,8 +174,17 @@ impl ClEvent {
         status: Option<Arc<StatusWord>>,
         queue: &Arc<DeferredFlush>,
     ) -> Arc<ClEvent> {
+        ClEvent::of_queue(raw, profiling, status, Some(queue.clone()))
+    }
+
+    fn of_queue(
+        raw: RawEvent,
+        profiling: bool,
+        status: Option<Arc<StatusWord>>,
+        queue: Option<Arc<DeferredFlush>>,
+    ) -> Arc<ClEvent> {
         let timing = if profiling { Timing::Profiled } else { Timing::Off };
-        Arc::new(ClEvent { kind: Kind::Command { raw, timing, status, queue: Some(queue.clone()) } })
+        Arc::new(ClEvent { kind: Kind::Command { raw, timing, status, queue } })
     }
 
     /// The event of a timestamp recording's marker on a profiling queue.

@@ -108,16 +108,14 @@ impl DeferredFlush {
         }
     }
 
-    /// Takes the queue out of the pending ones before it is released
-    /// (`clReleaseCommandQueue` flushes it).
+    /// Takes the queue out of the pending ones without flushing it: it is
+    /// about to be flushed (`urQueueFlush`), so that a later status query
+    /// need not flush it again, or released (`clReleaseCommandQueue`
+    /// flushes it), after which its handle is never used here.
     pub(crate) fn forget(self: &Arc<Self>) {
-        if !self.pending.load(Ordering::SeqCst) {
-            return;
+        if self.pending.load(Ordering::SeqCst) {
+            self.take_pending(&mut self.registry.pending.lock());
         }
-        let mut pending = self.registry.pending.lock();
-        pending.retain(|d| !Arc::ptr_eq(d, self));
-        self.pending.store(false, Ordering::SeqCst);
-        self.registry.count.store(pending.len(), Ordering::SeqCst);
     }
 
     /// Flushes the queue if eager commands were enqueued on it since it
@@ -137,14 +135,6 @@ impl DeferredFlush {
         let mut pending = self.registry.pending.lock();
         if self.take_pending(&mut pending) {
             flush(self.queue);
-        }
-    }
-
-    /// Takes the queue out of the pending ones (`urQueueFlush` is about to
-    /// flush it): a later status query need not flush it again.
-    pub(crate) fn flushed(self: &Arc<Self>) {
-        if self.pending.load(Ordering::SeqCst) {
-            self.take_pending(&mut self.registry.pending.lock());
         }
     }
 
@@ -271,7 +261,7 @@ mod tests {
 
         // Flushed by `urQueueFlush`: not again at the next status query.
         a.enqueued();
-        a.flushed();
+        a.forget();
         assert!(!a.is_pending());
         assert_eq!(ONE.count.load(Ordering::SeqCst), 0);
         assert_eq!(flushed(&a), None);

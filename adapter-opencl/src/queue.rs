@@ -217,7 +217,7 @@ impl QueueImpl for ClQueue {
 
     fn flush(&self) -> Result<()> {
         // Cleared first: a command enqueued meanwhile marks the queue again.
-        self.deferred.flushed();
+        self.deferred.forget();
         self.flush_raw()
     }
 
