@@ -17,7 +17,7 @@ use crate::device::Shared;
 use crate::event::ClEvent;
 use crate::ffi::{CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, CL_QUEUE_PROFILING_ENABLE, RawEvent};
 use crate::memory::ClBuffer;
-use crate::program::{ClKernel, ClProgram, HeldProgram, derived_signature};
+use crate::program::{ClKernel, ClProgram, HeldProgram, KernelOrigin, derived_signature};
 use crate::queue::ClQueue;
 
 const CL_QUEUE_ON_DEVICE: u64 = 1 << 2;
@@ -242,6 +242,6 @@ pub(crate) unsafe fn kernel(
     let signature = derived_signature(raw, &name)?;
     // SAFETY: a live kernel (the contract).
     keep(ownership, || unsafe { cl3::kernel::retain_kernel(raw) }, "clRetainKernel")?;
-    let imp = ClKernel::boxed(shared, opencl3::kernel::Kernel::new(raw), &name, false)?;
+    let imp = ClKernel::boxed(shared, opencl3::kernel::Kernel::new(raw), &name, KernelOrigin::Adopted)?;
     Ok(cmdbuf_core::adapter::AdoptedKernel { program: NativeHandle(program as u64), signature, imp })
 }

@@ -28,6 +28,7 @@ use crate::device::{Shared, Usm};
 use crate::event::{StatusWord, WaitList};
 use crate::ffi::{CommandBufferApi, RawEvent, cl_command_buffer_khr, cl_sync_point_khr};
 use crate::helpers::Side;
+use crate::kernel_args::Arg;
 use crate::launch::{self, Launched, Ptr, Recorded, Target};
 use crate::memory::{ClBuffer, ClUsm};
 use crate::one_launch::RecordedKernels;
@@ -198,23 +199,23 @@ unsafe fn launch_kernel(
             return Err(err!(Unknown, "kernel `{}` has a status word and cannot be recorded", kernel.name));
         }
     };
-    let guard = kernel.kernel.lock();
-    let raw = guard.get();
+    let mut guard = kernel.kernel.lock();
+    let locked = &mut *guard;
+    let raw = locked.kernel.get();
     let device_usm = &shared.device.usm;
+    locked.args.begin();
     for (i, arg) in k.args.iter().enumerate() {
-        let i = i as u32;
-        // SAFETY: the front end checked each argument against the signature,
-        // whose kinds match the OpenCL C source's (argument count checked at
-        // kernel creation).
-        unsafe {
-            match arg {
-                ArgValue::Value(bytes) => launch::set_value(raw, i, bytes)?,
-                ArgValue::Pointer(p) if p.is_null() => launch::set_ptr(device_usm, raw, i, Ptr::Null)?,
-                ArgValue::Pointer(p) => launch::set_ptr(device_usm, raw, i, Ptr::Usm(p.addr() as *mut c_void))?,
-                ArgValue::MemObj(b) => launch::set_ptr(device_usm, raw, i, Ptr::Mem(kernel_mem(b)?))?,
-                ArgValue::Local(size) => launch::set_local(raw, i, *size)?,
-            }
-        }
+        let arg = match arg {
+            ArgValue::Value(bytes) => Arg::Value(bytes),
+            ArgValue::Pointer(p) if p.is_null() => Arg::Ptr(Ptr::Null),
+            ArgValue::Pointer(p) => Arg::Ptr(Ptr::Usm(p.addr() as *mut c_void)),
+            ArgValue::MemObj(b) => Arg::Ptr(Ptr::Mem(kernel_mem(b)?)),
+            ArgValue::Local(size) => Arg::Local(*size),
+        };
+        // SAFETY: the kernel is locked; the front end checked each argument
+        // against the signature, whose kinds match the OpenCL C source's
+        // (argument count checked at kernel creation).
+        unsafe { locked.args.set(device_usm, raw, i as u32, arg)? };
     }
     if let Some(status) = &status {
         let mut i = k.args.len() as u32;

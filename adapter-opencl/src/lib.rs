@@ -45,6 +45,7 @@ mod flush;
 mod gate;
 mod helpers;
 pub mod info;
+mod kernel_args;
 mod launch;
 mod memory;
 mod mutable;

@@ -12,6 +12,7 @@ use crate::device::{Shared, Usm};
 use crate::event::WaitList;
 use crate::ffi::{IntelKind, RawEvent};
 use crate::helpers::Side;
+use crate::kernel_args;
 use crate::launch::{Launched, Ptr, Target};
 
 const CL_MEM_READ_WRITE: cl_bitfield = 1 << 0;
@@ -164,6 +165,7 @@ impl UsmImpl for ClUsm {
 
 impl Drop for ClUsm {
     fn drop(&mut self) {
+        kernel_args::memory_released();
         // The buffer over the allocation goes first.
         drop(self.buffer.take());
         let context = self.shared.context.get();
@@ -258,6 +260,13 @@ impl ClBuffer {
 
     pub(crate) fn mem(&self) -> cl_mem {
         self.buffer.get()
+    }
+}
+
+impl Drop for ClBuffer {
+    /// Before the `cl_mem` is released.
+    fn drop(&mut self) {
+        kernel_args::memory_released();
     }
 }
 

@@ -19,6 +19,7 @@ use parking_lot::Mutex;
 
 use crate::conv::{ClResultExt, cl_error};
 use crate::device::Shared;
+use crate::kernel_args::HeldArgs;
 use crate::spir::{self, IlPath};
 
 const CL_KERNEL_NUM_ARGS: u32 = 0x1191;
@@ -300,7 +301,7 @@ impl ProgramImpl for ClProgram {
                 declared + 1 + locals
             ));
         }
-        ClKernel::boxed(&self.shared, kernel, name, status_abi)
+        ClKernel::boxed(&self.shared, kernel, name, KernelOrigin::Created { status_abi })
     }
 
     fn build_log(&self) -> String {
@@ -323,16 +324,29 @@ impl ProgramImpl for ClProgram {
 
 const CL_PROGRAM_BINARIES: u32 = 0x1166;
 
+/// Where a kernel comes from.
+#[derive(Copy, Clone, Debug)]
+pub(crate) enum KernelOrigin {
+    /// Created from a program; `status_abi` when it takes the status word
+    /// and local sizes after its arguments.
+    Created { status_abi: bool },
+    /// An application's `cl_kernel`, which it may also set arguments on.
+    Adopted,
+}
+
 impl ClKernel {
     /// The adapter's kernel over `kernel` (a reference it owns) of a
-    /// program of `shared`'s context; `status_abi` when it takes the status
-    /// word and local sizes after its arguments.
+    /// program of `shared`'s context.
     pub(crate) fn boxed(
         shared: &Shared,
         kernel: opencl3::kernel::Kernel,
         name: &str,
-        status_abi: bool,
+        origin: KernelOrigin,
     ) -> Result<Box<dyn KernelImpl>> {
+        let (status_abi, adopted) = match origin {
+            KernelOrigin::Created { status_abi } => (status_abi, false),
+            KernelOrigin::Adopted => (false, true),
+        };
         let device = shared.device.id;
         let max_work_group_size = max_work_group_size(&kernel, &shared.device_ids())?;
         let compile_size = kernel.get_compile_work_group_size(device).ok().and_then(|s| {
@@ -348,7 +362,7 @@ impl ClKernel {
         };
         let native = kernel.get();
         Ok(Box::new(ClKernel {
-            kernel: Mutex::new(kernel),
+            kernel: Mutex::new(LockedKernel { kernel, args: HeldArgs::new(adopted) }),
             native,
             max_work_group_size,
             status_abi,
@@ -406,7 +420,7 @@ struct WorkGroupInfo {
 /// setting them until the launch has been enqueued or recorded (both capture
 /// the arguments).
 pub(crate) struct ClKernel {
-    pub(crate) kernel: Mutex<opencl3::kernel::Kernel>,
+    pub(crate) kernel: Mutex<LockedKernel>,
     /// The `cl_kernel` the lock holds, for its native handle (which needs
     /// no lock: the handle never changes).
     native: cl_kernel,
@@ -416,6 +430,12 @@ pub(crate) struct ClKernel {
     /// The kernel's name, for error messages.
     pub(crate) name: Arc<str>,
     work_group_info: WorkGroupInfo,
+}
+
+/// What [`ClKernel`]'s lock holds: the kernel and the arguments it holds.
+pub(crate) struct LockedKernel {
+    pub(crate) kernel: opencl3::kernel::Kernel,
+    pub(crate) args: HeldArgs,
 }
 
 impl KernelImpl for ClKernel {
@@ -445,8 +465,10 @@ impl KernelImpl for ClKernel {
 
     /// The `cl_kernel`. Launches set its arguments under the kernel's lock,
     /// so an application that sets arguments on it itself must not launch
-    /// through cmdbuf at the same time.
+    /// through cmdbuf at the same time. From now on every launch sets all
+    /// of its arguments (see `kernel_args.rs`).
     fn native_handle(&self) -> Result<NativeHandle> {
+        self.kernel.lock().args.share_natively();
         Ok(NativeHandle(self.native as u64))
     }
 }

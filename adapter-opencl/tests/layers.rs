@@ -37,12 +37,13 @@ const LAYERS: &[(&str, usize)] = &[
     // `Shared` (a context's state, with its helper kernels' definition and
     // internal queues): what every object names.
     ("device", 1),
-    // Events, programs, launching a kernel, the helper kernels' launches,
-    // memory and native command-buffer segments: objects that name only the
-    // device and a context's state.
+    // Events, programs, launching a kernel and the arguments a kernel holds,
+    // the helper kernels' launches, memory and native command-buffer
+    // segments: objects that name only the device and a context's state.
     ("event", 2),
     ("program", 2),
     ("launch", 2),
+    ("kernel_args", 2),
     ("helpers", 2),
     ("memory", 2),
     ("native_segment", 2),
