@@ -142,11 +142,23 @@ impl HeldArgs {
     /// kind (a by-value argument of `bytes.len()` bytes, a local-memory
     /// argument, a global pointer); a USM address belongs to the kernel's
     /// context (through `usm`'s mechanism).
+    #[inline]
     pub(crate) unsafe fn set(&mut self, usm: &Usm, kernel: cl_kernel, index: u32, arg: Arg<'_>) -> Result<()> {
-        let i = index as usize;
-        if self.holds(i, arg) {
+        if self.holds(index as usize, arg) {
             return Ok(());
         }
+        // SAFETY: as this function's `# Safety`.
+        unsafe { self.set_again(usm, kernel, index, arg) }
+    }
+
+    /// [`set`](Self::set) of an argument the kernel may not hold: kept out
+    /// of line, so that the launch's loop over arguments it holds stays small.
+    ///
+    /// # Safety
+    /// As [`set`](Self::set).
+    #[inline(never)]
+    unsafe fn set_again(&mut self, usm: &Usm, kernel: cl_kernel, index: u32, arg: Arg<'_>) -> Result<()> {
+        let i = index as usize;
         // Unknown until the driver has taken it.
         if let Some(slot) = self.held.get_mut(i) {
             *slot = None;
@@ -165,6 +177,7 @@ impl HeldArgs {
     }
 
     /// Whether argument `index` is known to hold `arg`.
+    #[inline]
     fn holds(&self, index: usize, arg: Arg<'_>) -> bool {
         !self.shared_natively && self.held.get(index).and_then(Option::as_ref).is_some_and(|held| arg.is(held))
     }

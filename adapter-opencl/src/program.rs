@@ -475,6 +475,8 @@ impl KernelImpl for ClKernel {
 
 // SAFETY: the raw `cl_kernel` copy is only read as a handle value; the
 // object it names is owned (and released) by the `opencl3` kernel beside it.
+// The `cl_mem` handles and USM addresses its held arguments record are only
+// compared, never used, and only under the kernel's lock.
 unsafe impl Send for ClKernel {}
 // SAFETY: as for Send.
 unsafe impl Sync for ClKernel {}
