@@ -22,6 +22,7 @@ pub(in crate::cases) fn cases() -> Vec<crate::Case> {
         launch_2d_3d_with_offsets,
         launch_local_memory,
         launch_with_buffer_args,
+        arguments_from_launch_to_launch,
         usm_fill_patterns,
         usm_memcpy,
         usm_memcpy_host_pointers,
@@ -404,6 +405,66 @@ fn launch_with_buffer_args(env: &Env) -> CaseResult {
     // SAFETY: 64 work-items over 64-element buffers.
     unsafe { queue.launch_kernel(&KernelLaunch::new(&kernel, &[N], &args), &[])?.wait()? };
     check_eq!(read_buffer::<u32>(&queue, &z, 0, N)?, saxpy_reference(a, &xs, &ys));
+    Ok(())
+}
+
+/// One kernel launched again and again with arguments that change from
+/// one launch to the next, or stay, or name memory released since and
+/// allocated again (often at the same address or handle): each launch
+/// runs with its own arguments. OpenCL kernels hold their arguments
+/// between launches, and the OpenCL library sets only those that changed
+/// (docs/opencl.md).
+fn arguments_from_launch_to_launch(env: &Env) -> CaseResult {
+    const N: usize = 64;
+    let (xs, ys) = saxpy_inputs(N);
+    let (x, y) = (env.usm_u32(N)?, env.usm_u32(N)?);
+    let queue = env.queue()?;
+    write(&queue, x.ptr(), &xs)?;
+    write(&queue, y.ptr(), &ys)?;
+    let kernel = env.kernel("saxpy")?;
+    let launch = |kernel: &cmdbuf::Kernel, args: &[KernelArg<'_>], step: &str| -> CaseResult {
+        // SAFETY: 64 work-items over 64-element allocations and buffers.
+        let done = unsafe { queue.launch_kernel(&KernelLaunch::new(kernel, &[N], args), &[]) };
+        done.and_then(|event| event.wait())
+            .map_err(|e| crate::CaseError::Fail(format!("{step}: unexpected error {}: {e}", e.ur_name())))
+    };
+    let z = env.usm_u32(N)?;
+    write(&queue, z.ptr(), &xs)?;
+    // The value changes, then the output pointer, then nothing.
+    for (a, out) in [(5u32, &z), (6, &z), (6, &x), (6, &x)] {
+        let args = [
+            KernelArg::Pointer(out.ptr()),
+            KernelArg::value(&a),
+            KernelArg::Pointer(z.ptr()),
+            KernelArg::Pointer(y.ptr()),
+        ];
+        let input = read::<u32>(&queue, z.ptr(), N)?;
+        launch(&kernel, &args, &format!("a = {a}"))?;
+        check_eq!(read::<u32>(&queue, out.ptr(), N)?, saxpy_reference(a, &input, &ys), "a = {a}");
+    }
+    // Outputs released after each launch and allocated again.
+    for round in 0..4u32 {
+        let out = env.usm_u32(N)?;
+        let args = [
+            KernelArg::Pointer(out.ptr()),
+            KernelArg::value(&round),
+            KernelArg::Pointer(y.ptr()),
+            KernelArg::Pointer(y.ptr()),
+        ];
+        launch(&kernel, &args, &format!("USM round {round}"))?;
+        check_eq!(read::<u32>(&queue, out.ptr(), N)?, saxpy_reference(round, &ys, &ys), "USM round {round}");
+    }
+    // Buffers through a kernel of their own: NVIDIA's OpenCL refuses a
+    // kernel given a buffer where it was given a USM (SVM) pointer before
+    // (docs/opencl.md, "Limits and known gaps").
+    let kernel = env.kernel("saxpy")?;
+    let (bx, by) = (env.buffer_with(&xs)?, env.buffer_with(&ys)?);
+    for round in 0..4u32 {
+        let out = env.buffer(N * 4)?;
+        let args = [KernelArg::MemObj(&out), KernelArg::value(&round), KernelArg::MemObj(&bx), KernelArg::MemObj(&by)];
+        launch(&kernel, &args, &format!("buffer round {round}"))?;
+        check_eq!(read_buffer::<u32>(&queue, &out, 0, N)?, saxpy_reference(round, &xs, &ys), "buffer round {round}");
+    }
     Ok(())
 }
 
