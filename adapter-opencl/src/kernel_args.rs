@@ -23,10 +23,9 @@
 //!   buffer and pointer arguments unknown ([`memory_released`]), so such an
 //!   argument is always set again after memory was released.
 
-use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use cl3::types::{cl_kernel, cl_mem};
+use cl3::types::cl_kernel;
 use cmdbuf_core::Result;
 use smallvec::SmallVec;
 
@@ -43,20 +42,18 @@ pub(crate) fn memory_released() {
     MEMORY_RELEASES.fetch_add(1, Ordering::Release);
 }
 
-/// One argument as set.
+/// One argument as set: an [`Arg`] owning its bytes.
 #[derive(PartialEq, Debug)]
 enum Held {
     Value(SmallVec<[u8; 16]>),
     Local(usize),
-    Null,
-    Mem(cl_mem),
-    Usm(*mut c_void),
+    Ptr(Ptr),
 }
 
 impl Held {
     /// Whether it names memory (and so is unknown after a release).
     fn names_memory(&self) -> bool {
-        matches!(self, Held::Mem(_) | Held::Usm(_))
+        matches!(self, Held::Ptr(Ptr::Mem(_) | Ptr::Usm(_)))
     }
 }
 
@@ -76,9 +73,7 @@ impl Arg<'_> {
         match self {
             Arg::Value(bytes) => Held::Value(SmallVec::from_slice(bytes)),
             Arg::Local(size) => Held::Local(size),
-            Arg::Ptr(Ptr::Null) => Held::Null,
-            Arg::Ptr(Ptr::Mem(mem)) => Held::Mem(mem),
-            Arg::Ptr(Ptr::Usm(p)) => Held::Usm(p),
+            Arg::Ptr(ptr) => Held::Ptr(ptr),
         }
     }
 
@@ -86,9 +81,7 @@ impl Arg<'_> {
         match (self, held) {
             (Arg::Value(bytes), Held::Value(v)) => *bytes == v.as_slice(),
             (Arg::Local(size), Held::Local(s)) => size == s,
-            (Arg::Ptr(Ptr::Null), Held::Null) => true,
-            (Arg::Ptr(Ptr::Mem(mem)), Held::Mem(m)) => mem == m,
-            (Arg::Ptr(Ptr::Usm(p)), Held::Usm(q)) => p == q,
+            (Arg::Ptr(ptr), Held::Ptr(p)) => ptr == p,
             _ => false,
         }
     }
@@ -176,10 +169,11 @@ impl HeldArgs {
         Ok(())
     }
 
-    /// Whether argument `index` is known to hold `arg`.
+    /// Whether argument `index` is known to hold `arg` (never for a kernel
+    /// shared natively: nothing is recorded for it).
     #[inline]
     fn holds(&self, index: usize, arg: Arg<'_>) -> bool {
-        !self.shared_natively && self.held.get(index).and_then(Option::as_ref).is_some_and(|held| arg.is(held))
+        self.held.get(index).and_then(Option::as_ref).is_some_and(|held| arg.is(held))
     }
 
     /// Records that the driver took `arg` for argument `index`.
@@ -196,6 +190,10 @@ impl HeldArgs {
 
 #[cfg(test)]
 mod tests {
+    use std::ffi::c_void;
+
+    use cl3::types::cl_mem;
+
     use super::*;
 
     #[test]

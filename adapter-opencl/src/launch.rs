@@ -205,7 +205,7 @@ pub(crate) unsafe fn launch(
 }
 
 /// A global-memory pointer argument.
-#[derive(Copy, Clone, Debug)]
+#[derive(Copy, Clone, Debug, PartialEq)]
 pub(crate) enum Ptr {
     /// A buffer (offsets are separate arguments).
     Mem(cl_mem),
