@@ -199,8 +199,9 @@ unsafe fn launch_kernel(
             return Err(err!(Unknown, "kernel `{}` has a status word and cannot be recorded", kernel.name));
         }
     };
-    let mut guard = kernel.kernel.lock();
-    let locked = &mut *guard;
+    let mut objects = kernel.kernel.lock();
+    let buffers_at = || k.args.iter().enumerate().filter(|(_, a)| matches!(a, ArgValue::MemObj(_))).map(|(i, _)| i);
+    let locked = objects.for_buffers_at(buffers_at)?;
     let raw = locked.kernel.get();
     let device_usm = &shared.device.usm;
     locked.args.begin();

@@ -22,6 +22,16 @@
 //!   USM allocation through this adapter therefore makes every kernel's
 //!   buffer and pointer arguments unknown ([`memory_released`]), so such an
 //!   argument is always set again after memory was released.
+//!
+//! One kernel may have more than one `cl_kernel` ([`KernelObjects`]):
+//! NVIDIA's OpenCL refuses a launch of a `cl_kernel` given a buffer at an
+//! argument that was once given a USM (SVM) pointer, and nothing set on that
+//! `cl_kernel` clears it (docs/opencl.md). So each `cl_kernel` remembers the
+//! arguments ever given a USM pointer, and a launch with a buffer at one of
+//! them takes another `cl_kernel` of the same program function, made for it
+//! if none fits. Every driver takes this path, though only NVIDIA's needs
+//! it: one more `cl_kernel` where a kernel mixes the two at an argument, and
+//! the same code tested everywhere.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -29,6 +39,7 @@ use cl3::types::cl_kernel;
 use cmdbuf_core::Result;
 use smallvec::SmallVec;
 
+use crate::conv::ClResultExt;
 use crate::device::Usm;
 use crate::launch::{self, Ptr};
 
@@ -96,13 +107,40 @@ pub(crate) struct HeldArgs {
     releases: u64,
     /// Whether the application may set the kernel's arguments itself.
     shared_natively: bool,
+    /// The arguments ever given a USM pointer, one bit each (NVIDIA's
+    /// OpenCL then refuses a buffer there; see the module's documentation).
+    usm_at: SmallVec<[u64; 1]>,
 }
 
 impl HeldArgs {
     /// Nothing known yet; `shared_natively`: the application holds the
     /// kernel's handle (an adopted kernel).
     pub(crate) fn new(shared_natively: bool) -> HeldArgs {
-        HeldArgs { held: SmallVec::new(), releases: MEMORY_RELEASES.load(Ordering::Acquire), shared_natively }
+        HeldArgs {
+            held: SmallVec::new(),
+            releases: MEMORY_RELEASES.load(Ordering::Acquire),
+            shared_natively,
+            usm_at: SmallVec::new(),
+        }
+    }
+
+    /// Whether this kernel takes a buffer at each of `indices`: none of them
+    /// was ever given a USM pointer.
+    #[inline]
+    pub(crate) fn takes_buffers_at(&self, mut indices: impl Iterator<Item = usize>) -> bool {
+        self.usm_at.iter().all(|word| *word == 0) || indices.all(|i| !self.had_usm_at(i))
+    }
+
+    fn had_usm_at(&self, index: usize) -> bool {
+        self.usm_at.get(index / 64).is_some_and(|word| word & (1 << (index % 64)) != 0)
+    }
+
+    fn mark_usm_at(&mut self, index: usize) {
+        let word = index / 64;
+        if self.usm_at.len() <= word {
+            self.usm_at.resize(word + 1, 0);
+        }
+        self.usm_at[word] |= 1 << (index % 64);
     }
 
     /// From now on nothing is skipped: the application may set the
@@ -156,6 +194,10 @@ impl HeldArgs {
         if let Some(slot) = self.held.get_mut(i) {
             *slot = None;
         }
+        // Before the call: whether the driver kept anything of a failed set is unknown.
+        if let Arg::Ptr(Ptr::Usm(_)) = arg {
+            self.mark_usm_at(i);
+        }
         // SAFETY: `index` is an argument of `kernel` of `arg`'s kind, a USM
         // address of its context (this function's `# Safety`).
         unsafe {
@@ -185,6 +227,70 @@ impl HeldArgs {
             self.held.resize_with(index + 1, || None);
         }
         self.held[index] = Some(arg.held());
+    }
+}
+
+/// How many `cl_kernel`s one kernel keeps beside the first; one more
+/// replaces the last made. Two arguments that each alternate between a
+/// buffer and a USM pointer need three.
+const MORE_OBJECTS: usize = 3;
+
+/// A kernel's `cl_kernel`s, each with the arguments it holds (see the
+/// module's documentation), kept under the kernel's lock.
+pub(crate) struct KernelObjects {
+    /// The `cl_kernel` created or adopted: the kernel's native handle.
+    first: KernelObject,
+    /// More of the same program function, for launches `first` refuses.
+    more: SmallVec<[KernelObject; 1]>,
+}
+
+/// One `cl_kernel` and the arguments it holds.
+pub(crate) struct KernelObject {
+    pub(crate) kernel: opencl3::kernel::Kernel,
+    pub(crate) args: HeldArgs,
+}
+
+impl KernelObjects {
+    /// `kernel` alone; `shared_natively`: the application holds its handle
+    /// (an adopted kernel).
+    pub(crate) fn new(kernel: opencl3::kernel::Kernel, shared_natively: bool) -> KernelObjects {
+        KernelObjects { first: KernelObject { kernel, args: HeldArgs::new(shared_natively) }, more: SmallVec::new() }
+    }
+
+    /// From now on nothing is skipped on the first `cl_kernel`, whose handle
+    /// the application holds; the others are the adapter's alone.
+    pub(crate) fn share_natively(&mut self) {
+        self.first.args.share_natively();
+    }
+
+    /// A `cl_kernel` that takes a buffer at each of `buffers_at()`: the
+    /// first that does, else a new one of the same program function.
+    pub(crate) fn for_buffers_at<I: Iterator<Item = usize>>(
+        &mut self,
+        buffers_at: impl Fn() -> I,
+    ) -> Result<&mut KernelObject> {
+        if self.first.args.takes_buffers_at(buffers_at()) {
+            return Ok(&mut self.first);
+        }
+        if let Some(i) = self.more.iter().position(|object| object.args.takes_buffers_at(buffers_at())) {
+            return Ok(&mut self.more[i]);
+        }
+        let kernel = self.first.kernel.get();
+        let program = self.first.kernel.program().cl("clGetKernelInfo(CL_KERNEL_PROGRAM)")?;
+        let name = self.first.kernel.function_name().cl("clGetKernelInfo(CL_KERNEL_FUNCTION_NAME)")?;
+        let name = std::ffi::CString::new(name).map_err(|_| cmdbuf_core::err!(Unknown, "a kernel name with a NUL"))?;
+        let made = opencl3::kernel::Kernel::new(cl3::kernel::create_kernel(program, &name).cl("clCreateKernel")?);
+        tracing::debug!(
+            kernel = ?kernel,
+            more = self.more.len() + 1,
+            "a buffer where each cl_kernel of the kernel was given a USM pointer: another cl_kernel",
+        );
+        if self.more.len() == MORE_OBJECTS {
+            self.more.pop();
+        }
+        self.more.push(KernelObject { kernel: made, args: HeldArgs::new(false) });
+        let last = self.more.len() - 1;
+        Ok(&mut self.more[last])
     }
 }
 
@@ -225,6 +331,23 @@ mod tests {
         args.begin();
         assert!(!args.holds(0, usm) && !args.holds(1, mem));
         assert!(args.holds(2, Arg::Value(&[1, 2, 3])), "a value names no memory");
+    }
+
+    #[test]
+    fn buffers_are_taken_where_no_usm_pointer_ever_was() {
+        let mut args = HeldArgs::new(false);
+        args.begin();
+        assert!(args.takes_buffers_at([0, 1, 70].into_iter()), "nothing set yet");
+        args.mark_usm_at(1);
+        args.mark_usm_at(70);
+        args.record(1, Arg::Ptr(Ptr::Mem(0x2000 as cl_mem)));
+        assert!(args.takes_buffers_at([0, 2, 69, 71].into_iter()));
+        assert!(!args.takes_buffers_at([0, 1].into_iter()), "a buffer set after the pointer does not clear it");
+        assert!(!args.takes_buffers_at([70].into_iter()));
+        memory_released();
+        args.begin();
+        args.share_natively();
+        assert!(!args.takes_buffers_at([1].into_iter()), "the driver's, not the record's");
     }
 
     #[test]

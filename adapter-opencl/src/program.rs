@@ -19,7 +19,7 @@ use parking_lot::Mutex;
 
 use crate::conv::{ClResultExt, cl_error};
 use crate::device::Shared;
-use crate::kernel_args::HeldArgs;
+use crate::kernel_args::KernelObjects;
 use crate::spir::{self, IlPath};
 
 const CL_KERNEL_NUM_ARGS: u32 = 0x1191;
@@ -362,7 +362,7 @@ impl ClKernel {
         };
         let native = kernel.get();
         Ok(Box::new(ClKernel {
-            kernel: Mutex::new(LockedKernel { kernel, args: HeldArgs::new(adopted) }),
+            kernel: Mutex::new(KernelObjects::new(kernel, adopted)),
             native,
             max_work_group_size,
             status_abi,
@@ -420,9 +420,9 @@ struct WorkGroupInfo {
 /// setting them until the launch has been enqueued or recorded (both capture
 /// the arguments).
 pub(crate) struct ClKernel {
-    pub(crate) kernel: Mutex<LockedKernel>,
-    /// The `cl_kernel` the lock holds, for its native handle (which needs
-    /// no lock: the handle never changes).
+    pub(crate) kernel: Mutex<KernelObjects>,
+    /// The first `cl_kernel` the lock holds, for its native handle (which
+    /// needs no lock: the handle never changes).
     native: cl_kernel,
     max_work_group_size: usize,
     /// The kernel declares the status word and local sizes after its arguments.
@@ -430,12 +430,6 @@ pub(crate) struct ClKernel {
     /// The kernel's name, for error messages.
     pub(crate) name: Arc<str>,
     work_group_info: WorkGroupInfo,
-}
-
-/// What [`ClKernel`]'s lock holds: the kernel and the arguments it holds.
-pub(crate) struct LockedKernel {
-    pub(crate) kernel: opencl3::kernel::Kernel,
-    pub(crate) args: HeldArgs,
 }
 
 impl KernelImpl for ClKernel {
@@ -468,7 +462,7 @@ impl KernelImpl for ClKernel {
     /// through cmdbuf at the same time. From now on every launch sets all
     /// of its arguments (see `kernel_args.rs`).
     fn native_handle(&self) -> Result<NativeHandle> {
-        self.kernel.lock().args.share_natively();
+        self.kernel.lock().share_natively();
         Ok(NativeHandle(self.native as u64))
     }
 }

@@ -454,16 +454,33 @@ fn arguments_from_launch_to_launch(env: &Env) -> CaseResult {
         launch(&kernel, &args, &format!("USM round {round}"))?;
         check_eq!(read::<u32>(&queue, out.ptr(), N)?, saxpy_reference(round, &ys, &ys), "USM round {round}");
     }
-    // Buffers through a kernel of their own: NVIDIA's OpenCL refuses a
-    // kernel given a buffer where it was given a USM (SVM) pointer before
-    // (docs/opencl.md, "Limits and known gaps").
-    let kernel = env.kernel("saxpy")?;
+    // Buffers where the same kernel was given USM pointers, then both in one
+    // launch, then pointers again. NVIDIA's OpenCL refuses a `cl_kernel` a
+    // buffer at an argument once given a USM (SVM) pointer; the OpenCL
+    // library launches such a kernel on another `cl_kernel` (docs/opencl.md).
     let (bx, by) = (env.buffer_with(&xs)?, env.buffer_with(&ys)?);
     for round in 0..4u32 {
         let out = env.buffer(N * 4)?;
         let args = [KernelArg::MemObj(&out), KernelArg::value(&round), KernelArg::MemObj(&bx), KernelArg::MemObj(&by)];
         launch(&kernel, &args, &format!("buffer round {round}"))?;
         check_eq!(read_buffer::<u32>(&queue, &out, 0, N)?, saxpy_reference(round, &xs, &ys), "buffer round {round}");
+        let args = [
+            KernelArg::Pointer(z.ptr()),
+            KernelArg::value(&round),
+            KernelArg::MemObj(&bx),
+            KernelArg::Pointer(y.ptr()),
+        ];
+        launch(&kernel, &args, &format!("mixed round {round}"))?;
+        check_eq!(read::<u32>(&queue, z.ptr(), N)?, saxpy_reference(round, &xs, &ys), "mixed round {round}");
+        let args = [
+            KernelArg::Pointer(x.ptr()),
+            KernelArg::value(&round),
+            KernelArg::Pointer(z.ptr()),
+            KernelArg::Pointer(y.ptr()),
+        ];
+        let input = read::<u32>(&queue, z.ptr(), N)?;
+        launch(&kernel, &args, &format!("USM again, round {round}"))?;
+        check_eq!(read::<u32>(&queue, x.ptr(), N)?, saxpy_reference(round, &input, &ys), "USM again, round {round}");
     }
     Ok(())
 }
