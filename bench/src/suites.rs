@@ -9,6 +9,7 @@ use cmdbuf::{
 };
 use serde::{Deserialize, Serialize};
 
+use crate::flat_shapes::AXPB_ITEMS;
 use crate::stats::{Repeats, Summary, measure, measure_interleaved, time};
 
 /// One figure of one benchmark on one device.
@@ -166,13 +167,33 @@ fn submit_eager(t: &Target, shape: Shape, n: usize) -> Result<Event, UrError> {
     }
 }
 
+/// Launches `axpb` `n` times eagerly on the in-order queue, each over
+/// [`AXPB_ITEMS`] work-items with a USM pointer and two values and returning
+/// its event, as `abi/harness/bench/kernel_submit.c` launches it through the
+/// loader: the Rust side of the ABI's cost with arguments. Returns the
+/// event of the last.
+fn submit_eager_axpb(t: &Target, data: &UsmAllocation, n: usize) -> Result<Event, UrError> {
+    let (a, b) = (1u32, 1u32);
+    let args = [KernelArg::Pointer(data.ptr()), KernelArg::value(&a), KernelArg::value(&b)];
+    let launch = KernelLaunch::new(&t.axpb, &[AXPB_ITEMS], &args);
+    let mut last = None;
+    for _ in 0..n {
+        // SAFETY: one work-item per u32 of the AXPB_ITEMS-element allocation,
+        // which outlives the launches (the caller waits for the last).
+        last = Some(unsafe { t.queue.launch_kernel(&launch, &[])? });
+    }
+    last.ok_or_else(|| cmdbuf::err!(InvalidValue, "no launch: n is 0"))
+}
+
 /// One sample of a timed variant: host time to submit and wall time to completion.
 pub(crate) type Sample = Result<[std::time::Duration; 2], String>;
 
 /// Replay against eager submission and, given `raw`, against the same graph
 /// built with the backend's own API and against the same kernels submitted
 /// eagerly with it (see [`crate::raw`]): host time to submit and wall time
-/// to completion, per node. The variants of one shape and size are sampled
+/// to completion, per node. The chain is also launched as `eager_axpb`
+/// ([`submit_eager_axpb`]: a kernel with arguments, the ABI comparison's
+/// Rust side). The variants of one shape and size are sampled
 /// in one loop, one sample each per round in rotated order
 /// ([`measure_interleaved`]), so their ratios do not carry the machine's
 /// drift between two phases. `row` is called with the records so far after
@@ -189,6 +210,7 @@ pub fn submission(
     let eager_variants: Vec<&'static str> =
         raw.as_deref().map(|r| r.eager_variants().into_iter().map(|(v, _)| v).collect()).unwrap_or_default();
     let raw = raw.map(std::cell::RefCell::new);
+    let axpb_data = UsmAllocation::new(&t.context, UsmKind::Device, AXPB_ITEMS * 4).map_err(e)?;
     for shape in [Shape::Chain, Shape::ForkJoin] {
         for &n in sizes {
             let cb = build(t, shape, n, CommandBufferDesc::default()).map_err(e)?;
@@ -202,6 +224,16 @@ pub fn submission(
             let mut replay = || timed_replay(t, &cb);
             let mut variants = vec!["eager", "replay"];
             let mut bodies: Vec<Box<dyn FnMut() -> Sample + '_>> = vec![Box::new(&mut eager), Box::new(&mut replay)];
+            if matches!(shape, Shape::Chain) {
+                variants.push("eager_axpb");
+                bodies.push(Box::new(|| {
+                    let start = Instant::now();
+                    let last = submit_eager_axpb(t, &axpb_data, n).map_err(e)?;
+                    let host = start.elapsed();
+                    last.wait().map_err(e)?;
+                    Ok([host, start.elapsed()])
+                }));
+            }
             if let Some(raw) = &raw {
                 let preds: Vec<Vec<usize>> = (0..n).map(|i| shape.deps(i, n)).collect();
                 raw.borrow_mut().build(&preds)?;

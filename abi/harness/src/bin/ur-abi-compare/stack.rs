@@ -429,19 +429,21 @@ fn print_tables(
     );
     println!(
         "C: `kernel_submit` (axpb over 256 work-items, arguments with each launch); Rust: `cmdbuf-bench --only \
-         submission`, chain (an empty kernel, one event per launch). ABI cost: C with events minus Rust eager \
-         (host), C replay minus Rust replay (host), per kernel.\n"
+         submission`, chain (an empty kernel, one event per launch; `eager axpb`: the chain as launches of the C \
+         program's axpb with its three arguments, one event per launch). ABI cost: C with events minus Rust eager \
+         axpb (host; the launches alike), C replay minus Rust replay (host; an empty kernel on the Rust side, so an \
+         upper bound), per kernel.\n"
     );
     println!(
         "| device | N | C eager host | C eager wall | C eager+event host | C eager+event wall | C replay host | C replay \
-         wall | Rust eager host | Rust eager wall | Rust replay host | Rust replay wall | ABI cost eager host | ABI cost \
-         replay host |"
+         wall | Rust eager host | Rust eager wall | Rust eager axpb host | Rust eager axpb wall | Rust replay host | \
+         Rust replay wall | ABI cost eager host | ABI cost replay host |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for (t, target) in targets.iter().enumerate() {
         let device = format!("`{}` {}", target.label(), target.name);
         if let Some(note) = c_notes.get(&t) {
-            println!("| {device} | | {note} | | | | | | | | | | | |");
+            println!("| {device} | | {note} | | | | | | | | | | | | | |");
         }
         for &n in &options.sizes {
             let r = |variant: &str, metric: &str| rust.get(target.backend, &target.name, variant, metric, n);
@@ -455,9 +457,11 @@ fn print_tables(
                 c(t, n, 5),
                 r("eager", "host"),
                 r("eager", "wall"),
+                r("eager_axpb", "host"),
+                r("eager_axpb", "wall"),
                 r("replay", "host"),
                 r("replay", "wall"),
-                cost(c(t, n, 2), r("eager", "host")),
+                cost(c(t, n, 2), r("eager_axpb", "host")),
                 cost(c(t, n, 4), r("replay", "host")),
             ];
             let cells: Vec<String> = cells.into_iter().map(cell).collect();
