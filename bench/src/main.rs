@@ -27,6 +27,9 @@ mod soak;
 mod stats;
 mod suites;
 
+// The raw baselines launch axpb over as many work-items as the bench does.
+const _: () = assert!(raw::AXPB_ITEMS == flat_shapes::AXPB_ITEMS);
+
 #[global_allocator]
 static ALLOCATOR: alloc::Counting = alloc::Counting;
 

@@ -240,6 +240,10 @@ pub fn submission(
                 variants.push("raw");
                 bodies.push(Box::new(|| timed_raw_launch(&mut **raw.borrow_mut())));
                 for (index, variant) in eager_variants.iter().enumerate() {
+                    // Kernels with arguments: the chain's, as `eager_axpb`.
+                    if variant.ends_with("_axpb") && !matches!(shape, Shape::Chain) {
+                        continue;
+                    }
                     variants.push(variant);
                     bodies.push(Box::new(move || timed_raw_eager(&mut **raw.borrow_mut(), index, n)));
                 }

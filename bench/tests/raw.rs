@@ -1,6 +1,6 @@
 //! The raw-API baselines of the bench (`src/raw`) run a fork-join on every
 //! OpenCL and Vulkan device the bench sees: built, submitted and waited for,
-//! twice per build. A backend without a device is listed ignored with the
+//! twice per build, and each eager baseline submitted and waited for. A backend without a device is listed ignored with the
 //! reason, and fails when run anyway (`--include-ignored`) or when
 //! `UR_RS_REQUIRE_DEVICES` names it (CI: PoCL and lavapipe).
 
@@ -44,6 +44,13 @@ fn fork_join(device: &Device) -> Result<(), String> {
         graph.wait()?;
         graph.launch()?;
         graph.wait()?;
+    }
+    // Each eager baseline (kernels with arguments too), twice.
+    for variant in 0..graph.eager_variants().len() {
+        for _ in 0..2 {
+            graph.eager(variant, 3)?;
+            graph.wait()?;
+        }
     }
     eprintln!("{device}: {}", graph.mechanism());
     Ok(())

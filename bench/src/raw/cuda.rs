@@ -17,11 +17,15 @@ use cudarc::driver::sys;
 
 use super::RawGraph;
 
-/// A kernel that does nothing, taking a `ur_launch` (three u64 offsets and a
-/// status pointer) as the adapter's `empty` does, in PTX for the device's own
+/// The module of the baseline's kernels, in PTX for the device's own
 /// architecture (the adapter's NVRTC compiles for `compute_XY` of the
-/// device); the driver JIT-compiles it.
-fn empty_ptx(major: i32, minor: i32) -> CString {
+/// device); the driver JIT-compiles it:
+/// - `empty` does nothing, taking a `ur_launch` (three u64 offsets and a
+///   status pointer) as the adapter's `empty` does;
+/// - `axpb` sets `p[i] = a * p[i] + b` at its global index `i`, taking
+///   the pointer and the two u32 values alone, as a kernel written for
+///   CUDA takes them.
+fn module_ptx(major: i32, minor: i32) -> CString {
     // The lowest PTX ISA that knows the target (PTX ISA notes, "Release History").
     let (isa, target) = match (major, minor) {
         (12.., _) => ("8.7", format!("sm_{major}{minor}")),
@@ -35,10 +39,19 @@ fn empty_ptx(major: i32, minor: i32) -> CString {
     };
     let text = format!(
         ".version {isa}\n.target {target}\n.address_size 64\n\
-         .visible .entry empty(.param .align 8 .b8 launch[32])\n{{\n    ret;\n}}\n"
+         .visible .entry empty(.param .align 8 .b8 launch[32])\n{{\n    ret;\n}}\n\
+         .visible .entry axpb(.param .u64 p, .param .u32 a, .param .u32 b)\n{{\n\
+         .reg .u32 %r<8>;\n.reg .u64 %rd<5>;\n\
+         ld.param.u64 %rd1, [p];\nld.param.u32 %r1, [a];\nld.param.u32 %r2, [b];\n\
+         mov.u32 %r3, %tid.x;\nmov.u32 %r4, %ctaid.x;\nmov.u32 %r5, %ntid.x;\nmad.lo.u32 %r6, %r4, %r5, %r3;\n\
+         cvta.to.global.u64 %rd2, %rd1;\nmul.wide.u32 %rd3, %r6, 4;\nadd.u64 %rd4, %rd2, %rd3;\n\
+         ld.global.u32 %r7, [%rd4];\nmad.lo.u32 %r7, %r7, %r1, %r2;\nst.global.u32 [%rd4], %r7;\nret;\n}}\n"
     );
     CString::new(text).expect("no NUL in the PTX")
 }
+
+/// Work-items of each `axpb` launch, one block (the bench's `AXPB_ITEMS`).
+const AXPB_ITEMS: u32 = super::AXPB_ITEMS as u32;
 
 /// The bytes of the kernel's `ur_launch` parameter: no offset, no status word.
 const LAUNCH_BYTES: usize = 32;
@@ -56,6 +69,9 @@ pub struct CudaGraph {
     stream: sys::CUstream,
     module: sys::CUmodule,
     function: sys::CUfunction,
+    /// `axpb` and the `AXPB_ITEMS` u32 values it updates.
+    axpb: sys::CUfunction,
+    axpb_data: sys::CUdeviceptr,
     /// Recorded after each launch; what `wait` synchronizes on.
     done: sys::CUevent,
     /// The kernels' parameter block, read when nodes are added.
@@ -102,6 +118,8 @@ impl CudaGraph {
                     stream: ptr::null_mut(),
                     module: ptr::null_mut(),
                     function: ptr::null_mut(),
+                    axpb: ptr::null_mut(),
+                    axpb_data: 0,
                     done: ptr::null_mut(),
                     launch: [0; LAUNCH_BYTES / 8],
                     eager_events: Vec::new(),
@@ -120,12 +138,17 @@ impl CudaGraph {
                     CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR as MAJOR,
                     CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR as MINOR,
                 };
-                let ptx = empty_ptx(attribute(MAJOR)?, attribute(MINOR)?);
+                let ptx = module_ptx(attribute(MAJOR)?, attribute(MINOR)?);
                 check(sys::cuModuleLoadData(&mut graph.module, ptx.as_ptr().cast()), "cuModuleLoadData")?;
                 check(
                     sys::cuModuleGetFunction(&mut graph.function, graph.module, c"empty".as_ptr()),
                     "cuModuleGetFunction",
                 )?;
+                check(
+                    sys::cuModuleGetFunction(&mut graph.axpb, graph.module, c"axpb".as_ptr()),
+                    "cuModuleGetFunction",
+                )?;
+                check(sys::cuMemAlloc_v2(&mut graph.axpb_data, AXPB_ITEMS as usize * 4), "cuMemAlloc")?;
                 return Ok(graph);
             }
         }
@@ -500,10 +523,16 @@ impl RawGraph for CudaGraph {
     }
 
     fn eager_variants(&self) -> Vec<(&'static str, &'static str)> {
-        vec![("raw_eager", "cuLaunchKernel + cuEventRecord per kernel on one stream")]
+        vec![
+            ("raw_eager", "cuLaunchKernel + cuEventRecord per kernel on one stream"),
+            (
+                "raw_eager_axpb",
+                "the same with axpb over 256 work-items, its device pointer and two values as kernel parameters",
+            ),
+        ]
     }
 
-    fn eager(&mut self, _variant: usize, nodes: usize) -> Result<(), String> {
+    fn eager(&mut self, variant: usize, nodes: usize) -> Result<(), String> {
         self.current()?;
         let timing = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32;
         // The last kernel's event is `done`, which `wait` synchronizes on.
@@ -514,26 +543,24 @@ impl RawGraph for CudaGraph {
             check(unsafe { sys::cuEventCreate(&mut event, timing) }, "cuEventCreate")?;
             self.eager_events.push(event);
         }
-        let mut args: [*mut c_void; 1] = [self.launch.as_mut_ptr().cast()];
-        // SAFETY: the function, stream and events are this context's and
-        // live until drop; the parameter block outlives the calls, which
-        // copy it; the events' earlier records were waited for.
+        let (mut a, mut b) = (1u32, 1u32);
+        let mut empty_args: [*mut c_void; 1] = [self.launch.as_mut_ptr().cast()];
+        let mut axpb_args: [*mut c_void; 3] =
+            [(&raw mut self.axpb_data).cast(), (&raw mut a).cast(), (&raw mut b).cast()];
+        let (function, items, args) = match variant {
+            0 => (self.function, 1, empty_args.as_mut_ptr()),
+            _ => (self.axpb, AXPB_ITEMS, axpb_args.as_mut_ptr()),
+        };
+        // SAFETY: the functions, stream, allocation and events are this
+        // context's and live until drop; each function's parameters are the
+        // ones its array points to (a `ur_launch` block; axpb's pointer, a
+        // and b), which outlive the calls that copy them; axpb's one block
+        // stays within its allocation; the events' earlier records were
+        // waited for.
         unsafe {
             for &event in self.eager_events[..own].iter().chain([&self.done]).take(nodes) {
                 check(
-                    sys::cuLaunchKernel(
-                        self.function,
-                        1,
-                        1,
-                        1,
-                        1,
-                        1,
-                        1,
-                        0,
-                        self.stream,
-                        args.as_mut_ptr(),
-                        ptr::null_mut(),
-                    ),
+                    sys::cuLaunchKernel(function, 1, 1, 1, items, 1, 1, 0, self.stream, args, ptr::null_mut()),
                     "cuLaunchKernel",
                 )?;
                 check(sys::cuEventRecord(event, self.stream), "cuEventRecord")?;
@@ -561,6 +588,9 @@ impl Drop for CudaGraph {
             }
             for &event in &self.eager_events {
                 sys::cuEventDestroy_v2(event);
+            }
+            if self.axpb_data != 0 {
+                sys::cuMemFree_v2(self.axpb_data);
             }
             if !self.module.is_null() {
                 sys::cuModuleUnload(self.module);
@@ -602,10 +632,11 @@ pub unsafe fn launch_foreign(context: u64, exec: u64, stream: u64) -> Result<Dur
 mod tests {
     #[test]
     fn ptx_targets_the_device() {
-        let ptx = super::empty_ptx(9, 0).into_string().unwrap();
+        let ptx = super::module_ptx(9, 0).into_string().unwrap();
         assert!(ptx.starts_with(".version 7.8\n.target sm_90\n"), "{ptx}");
         assert!(ptx.contains(".entry empty(.param .align 8 .b8 launch[32])"), "{ptx}");
-        let old = super::empty_ptx(6, 1).into_string().unwrap();
+        assert!(ptx.contains(".entry axpb(.param .u64 p, .param .u32 a, .param .u32 b)"), "{ptx}");
+        let old = super::module_ptx(6, 1).into_string().unwrap();
         assert!(old.starts_with(".version 6.0\n.target sm_70\n"), "{old}");
     }
 }

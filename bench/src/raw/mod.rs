@@ -41,6 +41,10 @@ mod vulkan;
 
 use cmdbuf::{Backend, Device};
 
+/// Work-items of each raw `axpb` launch: the bench's own (`main.rs` checks
+/// that they are the same; this module is also built alone by a test).
+pub const AXPB_ITEMS: usize = 256;
+
 /// A backend's own API holding one graph at a time.
 pub trait RawGraph {
     /// What the baseline uses, for the tables.

@@ -17,7 +17,7 @@ use cl3::types::{
 
 use cl3::device::CL_DEVICE_TYPE_ALL;
 
-use super::RawGraph;
+use super::{AXPB_ITEMS, RawGraph};
 
 type cl_command_buffer_khr = *mut c_void;
 type cl_sync_point_khr = cl_uint;
@@ -83,6 +83,11 @@ impl CommandBufferApi {
     }
 }
 
+/// The baseline's kernels: `empty`, and `axpb` as the bench's (`p[i] = a *
+/// p[i] + b`) over a buffer.
+const PROGRAM: &str = "__kernel void empty(void) {}\n\
+    __kernel void axpb(__global uint *p, uint a, uint b) { size_t i = get_global_id(0); p[i] = a * p[i] + b; }";
+
 fn check<T>(result: Result<T, cl_int>, what: &str) -> Result<T, String> {
     result.map_err(|code| format!("{what}: OpenCL error {code}"))
 }
@@ -98,6 +103,10 @@ pub struct ClGraph {
     queue: cl_command_queue,
     program: cl_program,
     kernel: cl_kernel,
+    /// `axpb` over a buffer of `AXPB_ITEMS` u32 values, its arguments set
+    /// once (they never change).
+    axpb: cl_kernel,
+    axpb_data: cl3::types::cl_mem,
     api: Option<CommandBufferApi>,
     buffer: cl_command_buffer_khr,
     eager_nodes: usize,
@@ -133,6 +142,8 @@ impl ClGraph {
             queue: ptr::null_mut(),
             program: ptr::null_mut(),
             kernel: ptr::null_mut(),
+            axpb: ptr::null_mut(),
+            axpb_data: ptr::null_mut(),
             api: if *native { CommandBufferApi::resolve(platform) } else { None },
             buffer: ptr::null_mut(),
             eager_nodes: 0,
@@ -142,26 +153,46 @@ impl ClGraph {
             unsafe { cl3::command_queue::create_command_queue_with_properties(context, device, ptr::null()) },
             "clCreateCommandQueueWithProperties",
         )?;
-        graph.program = check(
-            cl3::program::create_program_with_source(context, &["__kernel void empty(void) {}"]),
-            "clCreateProgramWithSource",
-        )?;
+        graph.program =
+            check(cl3::program::create_program_with_source(context, &[PROGRAM]), "clCreateProgramWithSource")?;
         check(cl3::program::build_program(graph.program, &[device], c"", None, ptr::null_mut()), "clBuildProgram")?;
         graph.kernel = check(cl3::kernel::create_kernel(graph.program, c"empty"), "clCreateKernel")?;
+        graph.axpb = check(cl3::kernel::create_kernel(graph.program, c"axpb"), "clCreateKernel")?;
+        // SAFETY: no host pointer; the size is non-zero.
+        graph.axpb_data = check(
+            unsafe {
+                cl3::memory::create_buffer(context, cl3::memory::CL_MEM_READ_WRITE, AXPB_ITEMS * 4, ptr::null_mut())
+            },
+            "clCreateBuffer",
+        )?;
+        let (a, b) = (1u32, 1u32);
+        // SAFETY: axpb's arguments: a buffer of this context, then two uints.
+        unsafe {
+            let mem = graph.axpb_data;
+            check(
+                cl3::kernel::set_kernel_arg(graph.axpb, 0, size_of_val(&mem), (&raw const mem).cast()),
+                "clSetKernelArg",
+            )?;
+            check(cl3::kernel::set_kernel_arg(graph.axpb, 1, 4, (&raw const a).cast()), "clSetKernelArg")?;
+            check(cl3::kernel::set_kernel_arg(graph.axpb, 2, 4, (&raw const b).cast()), "clSetKernelArg")?;
+        }
         Ok(graph)
     }
 
-    /// `clEnqueueNDRangeKernel` of the empty kernel `nodes` times, each
-    /// returning its event (released at once), as the cmdbuf eager call does.
-    fn enqueue_each(&self, nodes: usize) -> Result<(), String> {
-        let global = [1usize];
+    /// `clEnqueueNDRangeKernel` `nodes` times, each returning its event
+    /// (released at once), as the cmdbuf eager call does: of the empty
+    /// kernel on one work-item, or with `axpb` of axpb over `AXPB_ITEMS`.
+    fn enqueue_each(&self, nodes: usize, axpb: bool) -> Result<(), String> {
+        let (kernel, global) = if axpb { (self.axpb, [AXPB_ITEMS]) } else { (self.kernel, [1usize]) };
         for _ in 0..nodes {
-            // SAFETY: a kernel of this context without arguments, one work-item.
+            // SAFETY: a kernel of this context whose arguments are set (none
+            // for `empty`), over its work-items (axpb's buffer holds one
+            // value per work-item).
             let event = check(
                 unsafe {
                     cl3::command_queue::enqueue_nd_range_kernel(
                         self.queue,
-                        self.kernel,
+                        kernel,
                         1,
                         ptr::null(),
                         global.as_ptr(),
@@ -242,16 +273,19 @@ impl RawGraph for ClGraph {
                 unsafe { (api.enqueue)(1, &mut self.queue, self.buffer, 0, ptr::null(), ptr::null_mut()) },
                 "clEnqueueCommandBufferKHR",
             ),
-            None => self.enqueue_each(self.eager_nodes),
+            None => self.enqueue_each(self.eager_nodes, false),
         }
     }
 
     fn eager_variants(&self) -> Vec<(&'static str, &'static str)> {
-        vec![("raw_eager", "clEnqueueNDRangeKernel per node with an event, in-order queue")]
+        vec![
+            ("raw_eager", "clEnqueueNDRangeKernel per node with an event, in-order queue"),
+            ("raw_eager_axpb", "the same with axpb over 256 work-items on a buffer, its arguments set once before"),
+        ]
     }
 
-    fn eager(&mut self, _variant: usize, nodes: usize) -> Result<(), String> {
-        self.enqueue_each(nodes)
+    fn eager(&mut self, variant: usize, nodes: usize) -> Result<(), String> {
+        self.enqueue_each(nodes, variant == 1)
     }
 
     fn wait(&mut self) -> Result<(), String> {
@@ -268,6 +302,12 @@ impl Drop for ClGraph {
         unsafe {
             if !self.kernel.is_null() {
                 let _ = cl3::kernel::release_kernel(self.kernel);
+            }
+            if !self.axpb.is_null() {
+                let _ = cl3::kernel::release_kernel(self.axpb);
+            }
+            if !self.axpb_data.is_null() {
+                let _ = cl3::memory::release_mem_object(self.axpb_data);
             }
             if !self.program.is_null() {
                 let _ = cl3::program::release_program(self.program);
