@@ -484,11 +484,13 @@ impl CudaKernel {
     }
 }
 
-/// Whether the entry `name` of `ptx` may read its last parameter (the
-/// hidden `ur_launch`, which holds the status pointer): the body names that
-/// parameter anywhere. A kernel that never names it cannot reach its
-/// status word, so it cannot report a failure. Anything that does not
-/// parse as expected counts as reporting.
+/// Whether the entry `name` of `ptx` may read the status pointer of its
+/// last parameter (the hidden `ur_launch`: three u64 offsets, then the
+/// status pointer at byte 24). It may unless every use of that parameter in
+/// the body is an `ld.param` of its bytes below 24 at a constant offset:
+/// such a kernel reads its global offset (as every kernel written with
+/// global ids does) but cannot reach its status word, so it cannot report
+/// a failure. Anything that does not parse as expected counts as reporting.
 pub(crate) fn may_report(ptx: &str, name: &str) -> bool {
     let ident = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '$';
     let entry = ptx.match_indices(".entry").find_map(|(at, _)| {
@@ -526,8 +528,58 @@ pub(crate) fn may_report(ptx: &str, name: &str) -> bool {
     body.match_indices(param).any(|(at, _)| {
         let before = body[..at].chars().next_back().is_none_or(|c| !ident(c));
         let after = body[at + param.len()..].chars().next().is_none_or(|c| !ident(c));
-        before && after
+        before && after && !reads_offsets_only(body, at, param.len())
     })
+}
+
+/// Bytes of `ur_launch` before its status pointer: the three offsets.
+const LAUNCH_OFFSET_BYTES: usize = 24;
+
+/// Whether the use of the launch parameter at `at` (its name `len` bytes
+/// long) in `body` is an `ld.param` that reads only bytes of its offsets:
+/// `[NAME]` or `[NAME+K]` with the load's size ending at or before byte 24.
+fn reads_offsets_only(body: &str, at: usize, len: usize) -> bool {
+    let Some(offset) = constant_offset(&body[at + len..]) else { return false };
+    if !body[..at].ends_with('[') {
+        return false;
+    }
+    let start = body[..at].rfind(';').map_or(0, |i| i + 1);
+    // The statement's opcode: after any scope braces, labels (`NAME:`) and
+    // its guard (`@%p`).
+    let Some(opcode) = body[start..at]
+        .split_whitespace()
+        .find(|t| !matches!(*t, "{" | "}") && !t.ends_with(':') && !t.starts_with('@'))
+    else {
+        return false;
+    };
+    let mut parts = opcode.split('.');
+    if parts.next() != Some("ld") || parts.next() != Some("param") {
+        return false;
+    }
+    let (mut lanes, mut size) = (1, None);
+    for part in parts {
+        match part {
+            "v2" => lanes = 2,
+            "v4" => lanes = 4,
+            "b8" | "u8" | "s8" => size = Some(1),
+            "b16" | "u16" | "s16" | "f16" => size = Some(2),
+            "b32" | "u32" | "s32" | "f32" => size = Some(4),
+            "b64" | "u64" | "s64" | "f64" => size = Some(8),
+            _ => return false,
+        }
+    }
+    size.is_some_and(|size| offset + lanes * size <= LAUNCH_OFFSET_BYTES)
+}
+
+/// The constant byte offset of a parameter operand after its name: `]` is
+/// 0, `+K]` is K (decimal); `None` for anything else.
+fn constant_offset(rest: &str) -> Option<usize> {
+    let inside = &rest[..rest.find(']')?];
+    match inside.trim().strip_prefix('+') {
+        None if inside.trim().is_empty() => Some(0),
+        None => None,
+        Some(k) => k.trim().parse().ok(),
+    }
 }
 
 impl KernelImpl for CudaKernel {
@@ -866,6 +918,43 @@ mod tests {
         assert!(!may_report(other, "k"));
         assert!(may_report(ptx, "no_such_kernel"));
         assert!(may_report(".entry k(.param .b8 p[32])", "k"), "no body");
+    }
+
+    #[test]
+    fn kernels_that_read_only_their_offsets_cannot_report() {
+        let ptx = include_str!("../../conformance/src/kernels/library.ptx");
+        // Global ids with the offset: `ld.param.u64 %rd6, [axpb_param_3];`.
+        assert!(!may_report(ptx, "axpb"));
+        assert!(!may_report(ptx, "saxpy"));
+        // It stores a status where its local memory is too small (`ur_fail`).
+        assert!(may_report(ptx, "saxpy_local"));
+        let entry = |body: &str| {
+            format!(".visible .entry k(.param .u64 k_param_0, .param .align 8 .b8 k_param_1[32])\n{{\n{body}\n}}\n")
+        };
+        let cannot = [
+            "ld.param.u64 %rd1, [k_param_1];",
+            "ld.param.u64 %rd1, [k_param_1+8];\n\tld.param.u64 %rd2, [k_param_1+16];",
+            "$L__BB0_1:\n\t@%p1 ld.param.u64 %rd1, [k_param_1 + 16];",
+            "ld.param.v2.u64 {%rd1, %rd2}, [k_param_1];",
+            "ld.param.u32 %r1, [k_param_1+20];",
+        ];
+        for body in cannot {
+            assert!(!may_report(&entry(body), "k"), "{body}");
+        }
+        let may = [
+            "ld.param.u64 %rd1, [k_param_1+24];",
+            "ld.param.v2.u64 {%rd1, %rd2}, [k_param_1+16];",
+            "ld.param.u32 %r1, [k_param_1+22];",
+            "mov.b64 %rd2, k_param_1;\n\tld.u64 %rd1, [%rd2+24];",
+            "mov.b64 %rd2, k_param_1;\n\tld.param.u64 %rd1, [%rd2];",
+            "ld.param.u64 %rd1, [k_param_1+%r1];",
+            "ld.param.u64 %rd1, [k_param_1-8];",
+            "ld.param.b128 %rq1, [k_param_1];",
+            "st.param.u64 [k_param_1], %rd1;",
+        ];
+        for body in may {
+            assert!(may_report(&entry(body), "k"), "{body}");
+        }
     }
 
     #[test]
