@@ -96,6 +96,15 @@ fn status(code: cl_int, what: &str) -> Result<(), String> {
     check(if code == 0 { Ok(()) } else { Err(code) }, what)
 }
 
+/// The memory axpb updates: an SVM allocation where the device has
+/// coarse-grained SVM (what the OpenCL library's USM is on NVIDIA's OpenCL
+/// and PoCL), else a buffer.
+enum AxpbData {
+    None,
+    Svm(*mut c_void),
+    Buffer(cl3::types::cl_mem),
+}
+
 /// A context, an in-order queue and the empty kernel on one device, and
 /// the last graph built: a command buffer, or the node count to launch eagerly.
 pub struct ClGraph {
@@ -103,10 +112,10 @@ pub struct ClGraph {
     queue: cl_command_queue,
     program: cl_program,
     kernel: cl_kernel,
-    /// `axpb` over a buffer of `AXPB_ITEMS` u32 values, its arguments set
-    /// once (they never change).
+    /// `axpb` over `AXPB_ITEMS` u32 values, its arguments set once (they
+    /// never change).
     axpb: cl_kernel,
-    axpb_data: cl3::types::cl_mem,
+    axpb_data: AxpbData,
     api: Option<CommandBufferApi>,
     buffer: cl_command_buffer_khr,
     eager_nodes: usize,
@@ -143,7 +152,7 @@ impl ClGraph {
             program: ptr::null_mut(),
             kernel: ptr::null_mut(),
             axpb: ptr::null_mut(),
-            axpb_data: ptr::null_mut(),
+            axpb_data: AxpbData::None,
             api: if *native { CommandBufferApi::resolve(platform) } else { None },
             buffer: ptr::null_mut(),
             eager_nodes: 0,
@@ -158,21 +167,36 @@ impl ClGraph {
         check(cl3::program::build_program(graph.program, &[device], c"", None, ptr::null_mut()), "clBuildProgram")?;
         graph.kernel = check(cl3::kernel::create_kernel(graph.program, c"empty"), "clCreateKernel")?;
         graph.axpb = check(cl3::kernel::create_kernel(graph.program, c"axpb"), "clCreateKernel")?;
-        // SAFETY: no host pointer; the size is non-zero.
-        graph.axpb_data = check(
-            unsafe {
-                cl3::memory::create_buffer(context, cl3::memory::CL_MEM_READ_WRITE, AXPB_ITEMS * 4, ptr::null_mut())
-            },
-            "clCreateBuffer",
-        )?;
+        let svm = cl3::device::get_device_info(device, cl3::device::CL_DEVICE_SVM_CAPABILITIES)
+            .map(|c| cl3::types::cl_ulong::from(c) & cl3::device::CL_DEVICE_SVM_COARSE_GRAIN_BUFFER != 0)
+            .unwrap_or(false);
         let (a, b) = (1u32, 1u32);
-        // SAFETY: axpb's arguments: a buffer of this context, then two uints.
+        // SAFETY: axpb's arguments: an SVM allocation or a buffer of this
+        // context (no host pointer, a non-zero size), then two uints.
         unsafe {
-            let mem = graph.axpb_data;
-            check(
-                cl3::kernel::set_kernel_arg(graph.axpb, 0, size_of_val(&mem), (&raw const mem).cast()),
-                "clSetKernelArg",
-            )?;
+            if svm {
+                let p = check(
+                    cl3::memory::svm_alloc(context, cl3::memory::CL_MEM_READ_WRITE, AXPB_ITEMS * 4, 0),
+                    "clSVMAlloc",
+                )?;
+                graph.axpb_data = AxpbData::Svm(p);
+                check(cl3::kernel::set_kernel_arg_svm_pointer(graph.axpb, 0, p), "clSetKernelArgSVMPointer")?;
+            } else {
+                let mem = check(
+                    cl3::memory::create_buffer(
+                        context,
+                        cl3::memory::CL_MEM_READ_WRITE,
+                        AXPB_ITEMS * 4,
+                        ptr::null_mut(),
+                    ),
+                    "clCreateBuffer",
+                )?;
+                graph.axpb_data = AxpbData::Buffer(mem);
+                check(
+                    cl3::kernel::set_kernel_arg(graph.axpb, 0, size_of_val(&mem), (&raw const mem).cast()),
+                    "clSetKernelArg",
+                )?;
+            }
             check(cl3::kernel::set_kernel_arg(graph.axpb, 1, 4, (&raw const a).cast()), "clSetKernelArg")?;
             check(cl3::kernel::set_kernel_arg(graph.axpb, 2, 4, (&raw const b).cast()), "clSetKernelArg")?;
         }
@@ -280,7 +304,10 @@ impl RawGraph for ClGraph {
     fn eager_variants(&self) -> Vec<(&'static str, &'static str)> {
         vec![
             ("raw_eager", "clEnqueueNDRangeKernel per node with an event, in-order queue"),
-            ("raw_eager_axpb", "the same with axpb over 256 work-items on a buffer, its arguments set once before"),
+            (
+                "raw_eager_axpb",
+                "the same with axpb over 256 work-items on SVM (a buffer without SVM), its arguments set once before",
+            ),
         ]
     }
 
@@ -306,8 +333,14 @@ impl Drop for ClGraph {
             if !self.axpb.is_null() {
                 let _ = cl3::kernel::release_kernel(self.axpb);
             }
-            if !self.axpb_data.is_null() {
-                let _ = cl3::memory::release_mem_object(self.axpb_data);
+            match self.axpb_data {
+                AxpbData::Buffer(mem) => {
+                    let _ = cl3::memory::release_mem_object(mem);
+                }
+                AxpbData::Svm(p) => {
+                    let _ = cl3::memory::svm_free(self.context, p);
+                }
+                AxpbData::None => {}
             }
             if !self.program.is_null() {
                 let _ = cl3::program::release_program(self.program);
