@@ -16,14 +16,14 @@
 use std::any::Any;
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, OnceLock, Weak};
 
 use cmdbuf_core::adapter::prelude::*;
 use cmdbuf_core::event::execution_error;
 use cudarc::driver::sys;
 use parking_lot::Mutex;
 
-use crate::device::{DeviceShared, Word, now_ns};
+use crate::device::{DeviceShared, StreamProgress, Word, now_ns};
 use crate::driver::{CuEvent, Query};
 use crate::hold::{Dep, Gate};
 
@@ -220,6 +220,13 @@ impl StreamClock {
     }
 }
 
+impl StreamProgress for StreamClock {
+    /// As far as the clock knows, or its newest probe tells (one query).
+    fn has_completed(&self, seq: u64) -> bool {
+        self.covers(seq) || self.probe_covers(seq)
+    }
+}
+
 impl Drop for StreamClock {
     fn drop(&mut self) {
         // Before the device (its context) may go: the probe is destroyed, or
@@ -347,6 +354,15 @@ impl CudaEvent {
         match &self.place {
             Place::Now { clock, seq, .. } => Some((clock, *seq)),
             Place::Later { order, .. } => order.get().map(|(clock, seq)| (&**clock, *seq)),
+        }
+    }
+
+    /// [`order`](Self::order) with the clock held weakly.
+    fn stream_order(&self) -> Option<(Weak<dyn StreamProgress>, u64)> {
+        let weak = |clock: &Arc<StreamClock>| Arc::downgrade(clock) as Weak<dyn StreamProgress>;
+        match &self.place {
+            Place::Now { clock, seq, .. } => Some((weak(clock), *seq)),
+            Place::Later { order, .. } => order.get().map(|(clock, seq)| (weak(clock), *seq)),
         }
     }
 
@@ -642,7 +658,7 @@ impl Drop for CudaEvent {
             }
             // The kernel may still write its status word: the word goes back
             // to the pool once the event says the kernel is done.
-            Some(Check::Kernel(word, _)) => dev.retire_status_word(word, end),
+            Some(Check::Kernel(word, _)) => dev.retire_status_word(word, end, self.stream_order()),
             Some(Check::Run(_) | Check::Runs(_)) | None => dev.recycle_event(end),
         }
     }

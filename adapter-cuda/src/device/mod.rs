@@ -24,7 +24,7 @@ use cudarc::driver::sys;
 
 pub(crate) use self::info::LAUNCH_INFO_SIZE;
 pub(crate) use self::memory_kernels::MemoryLaunch;
-pub(crate) use self::shared::{DeviceShared, Release, Word, now_ns};
+pub(crate) use self::shared::{DeviceShared, Release, StreamProgress, Word, now_ns};
 
 /// `CU_DEVICE_CPU`: the host, as a prefetch or advice target.
 pub(crate) const DEVICE_CPU: sys::CUdevice = -1;

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::ffi::{CString, c_void};
 use std::ptr;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use cmdbuf_core::clock::bracket_narrowest;
 use cmdbuf_core::{DeviceInfo, Result, Timestamps};
@@ -174,8 +174,8 @@ pub(crate) struct DeviceShared {
     /// returned: it is idle once that event has completed.
     stream_pool: Mutex<Vec<(Stream, CuEvent)>>,
     status_words: Mutex<WordPool>,
-    /// Status words whose kernel may still run, with the event that says when not.
-    retiring: Mutex<Vec<(Word, Arc<CuEvent>)>>,
+    /// Status words whose kernel may still run (see [`Retiring`]).
+    retiring: Mutex<Vec<Retiring>>,
     /// Events without timing for reuse: every submission records one, and
     /// creating and destroying one costs more than recording it again.
     event_pool: Mutex<Vec<Arc<CuEvent>>>,
@@ -387,10 +387,18 @@ impl DeviceShared {
         Ok((host.cast(), dev))
     }
 
-    /// A kernel status word, zeroed.
+    /// A kernel status word, zeroed. Words whose kernels have completed
+    /// come back from the retiring ones only when the pool is out of words:
+    /// a sweep at every launch asked the driver about each word still
+    /// retiring, about 3 µs per eager launch of a reporting kernel on an
+    /// H200 (docs/cuda.md).
     pub(crate) fn status_word(&self) -> Result<Word> {
-        self.sweep_retiring();
         let mut pool = self.status_words.lock();
+        if pool.free.is_empty() {
+            drop(pool);
+            self.sweep_retiring();
+            pool = self.status_words.lock();
+        }
         if pool.free.is_empty() {
             let (host, dev) = self.pinned_mapped(WORDS_PER_PAGE as usize)?;
             let page = pool.pages.len() as u32;
@@ -411,16 +419,17 @@ impl DeviceShared {
         self.status_words.lock().free.push(word.slot);
     }
 
-    /// Returns a status word once `event` (after the kernel that may write
-    /// it) has completed.
-    pub(crate) fn retire_status_word(&self, word: Word, event: Arc<CuEvent>) {
-        match event.query() {
-            Ok(crate::driver::Query::Pending) => self.retiring.lock().push((word, event)),
-            _ => {
-                self.free_word(word);
-                self.recycle_event(event);
-            }
-        }
+    /// Returns a status word once its kernel has completed: `end` is
+    /// recorded after the kernel and, where it was issued, `order` is its
+    /// stream's progress and its sequence number there. Nothing is asked of
+    /// the driver now.
+    pub(crate) fn retire_status_word(
+        &self,
+        word: Word,
+        end: Arc<CuEvent>,
+        order: Option<(Weak<dyn StreamProgress>, u64)>,
+    ) {
+        self.retiring.lock().push(Retiring { word, end, order });
     }
 
     /// An event without timing of the bound context: a pooled one or a new one.
@@ -469,19 +478,48 @@ impl DeviceShared {
     }
 
     fn sweep_retiring(&self) {
-        let done: Vec<(Word, Arc<CuEvent>)> = {
+        let done: Vec<Retiring> = {
             let mut retiring = self.retiring.lock();
             if retiring.is_empty() {
                 return;
             }
-            let (done, pending): (Vec<_>, Vec<_>) =
-                retiring.drain(..).partition(|(_, e)| !matches!(e.query(), Ok(crate::driver::Query::Pending)));
+            let (done, pending): (Vec<_>, Vec<_>) = retiring.drain(..).partition(Retiring::completed);
             *retiring = pending;
             done
         };
-        for (w, event) in done {
-            self.free_word(w);
-            self.recycle_event(event);
+        for Retiring { word, end, .. } in done {
+            self.free_word(word);
+            self.recycle_event(end);
+        }
+    }
+}
+
+/// What is known of the work completed on one stream, by sequence number
+/// (the execution layer's `StreamClock`).
+pub(crate) trait StreamProgress: Send + Sync {
+    /// Whether the submission numbered `seq` has completed; `false` says
+    /// nothing.
+    fn has_completed(&self, seq: u64) -> bool;
+}
+
+/// A status word whose kernel may still run: the event recorded after the
+/// kernel and, where it was issued, its stream's progress (weak: a stream's
+/// clock holds its device) and sequence number there.
+struct Retiring {
+    word: Word,
+    end: Arc<CuEvent>,
+    order: Option<(Weak<dyn StreamProgress>, u64)>,
+}
+
+impl Retiring {
+    /// Whether the kernel has completed: known from its stream's clock
+    /// (without a driver call, or with one query of the stream's newest
+    /// probe for all the words of the stream), else, where the queue is
+    /// gone, asked of its event.
+    fn completed(&self) -> bool {
+        match self.order.as_ref().and_then(|(clock, seq)| clock.upgrade().map(|clock| (clock, *seq))) {
+            Some((clock, seq)) => clock.has_completed(seq),
+            None => !matches!(self.end.query(), Ok(crate::driver::Query::Pending)),
         }
     }
 }
