@@ -46,7 +46,7 @@ use cudarc::driver::sys;
 use smallvec::SmallVec;
 
 use crate::conv;
-use crate::device::{DeviceShared, LAUNCH_INFO_SIZE, Release};
+use crate::device::{DeviceShared, LAUNCH_INFO_SIZE, LAUNCH_STATUS_AT, Release};
 use crate::driver::{self, cu, has_symbol};
 use crate::memory::cuda_buffer;
 use crate::nvrtc;
@@ -532,12 +532,10 @@ pub(crate) fn may_report(ptx: &str, name: &str) -> bool {
     })
 }
 
-/// Bytes of `ur_launch` before its status pointer: the three offsets.
-const LAUNCH_OFFSET_BYTES: usize = 24;
-
 /// Whether the use of the launch parameter at `at` (its name `len` bytes
 /// long) in `body` is an `ld.param` that reads only bytes of its offsets:
-/// `[NAME]` or `[NAME+K]` with the load's size ending at or before byte 24.
+/// `[NAME]` or `[NAME+K]` with the load ending at or before the status
+/// pointer ([`LAUNCH_STATUS_AT`]).
 fn reads_offsets_only(body: &str, at: usize, len: usize) -> bool {
     let Some(offset) = constant_offset(&body[at + len..]) else { return false };
     if !body[..at].ends_with('[') {
@@ -568,7 +566,7 @@ fn reads_offsets_only(body: &str, at: usize, len: usize) -> bool {
             _ => return false,
         }
     }
-    size.is_some_and(|size| offset + lanes * size <= LAUNCH_OFFSET_BYTES)
+    size.is_some_and(|size| offset + lanes * size <= LAUNCH_STATUS_AT)
 }
 
 /// The constant byte offset of a parameter operand after its name: `]` is
@@ -865,7 +863,7 @@ impl ParamValues {
         for d in 0..3 {
             info[d * 8..d * 8 + 8].copy_from_slice(&(range.global_offset[d] as u64).to_le_bytes());
         }
-        Ok(Some(self.push(&info) + 24))
+        Ok(Some(self.push(&info) + LAUNCH_STATUS_AT))
     }
 
     /// The values as 8-byte words and the parameters' byte offsets, as

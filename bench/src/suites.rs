@@ -214,25 +214,13 @@ pub fn submission(
     for shape in [Shape::Chain, Shape::ForkJoin] {
         for &n in sizes {
             let cb = build(t, shape, n, CommandBufferDesc::default()).map_err(e)?;
-            let mut eager = || {
-                let start = Instant::now();
-                let last = submit_eager(t, shape, n).map_err(e)?;
-                let host = start.elapsed();
-                last.wait().map_err(e)?;
-                Ok::<_, String>([host, start.elapsed()])
-            };
+            let mut eager = || timed_submission(|| submit_eager(t, shape, n));
             let mut replay = || timed_replay(t, &cb);
             let mut variants = vec!["eager", "replay"];
             let mut bodies: Vec<Box<dyn FnMut() -> Sample + '_>> = vec![Box::new(&mut eager), Box::new(&mut replay)];
             if matches!(shape, Shape::Chain) {
                 variants.push("eager_axpb");
-                bodies.push(Box::new(|| {
-                    let start = Instant::now();
-                    let last = submit_eager_axpb(t, &axpb_data, n).map_err(e)?;
-                    let host = start.elapsed();
-                    last.wait().map_err(e)?;
-                    Ok([host, start.elapsed()])
-                }));
+                bodies.push(Box::new(|| timed_submission(|| submit_eager_axpb(t, &axpb_data, n))));
             }
             if let Some(raw) = &raw {
                 let preds: Vec<Vec<usize>> = (0..n).map(|i| shape.deps(i, n)).collect();
@@ -447,19 +435,17 @@ pub fn usm_submission(t: &Target, repeats: Repeats, sizes: &[usize], out: &mut V
         }
         cb.finalize().map_err(e)?;
         let mut eager = || {
-            let start = Instant::now();
-            let mut event = None;
-            for i in 0..n {
-                event = Some(if i % 2 == 0 {
-                    t.queue.usm_memcpy(b.ptr(), a.ptr(), USM_BYTES, &[])
-                } else {
-                    t.queue.usm_fill(a.ptr(), &[i as u8], USM_BYTES, &[])
-                });
-            }
-            let event = event.expect("n >= 1").map_err(e)?;
-            let host = start.elapsed();
-            event.wait().map_err(e)?;
-            Ok::<_, String>([host, start.elapsed()])
+            timed_submission(|| {
+                let mut event = None;
+                for i in 0..n {
+                    event = Some(if i % 2 == 0 {
+                        t.queue.usm_memcpy(b.ptr(), a.ptr(), USM_BYTES, &[])
+                    } else {
+                        t.queue.usm_fill(a.ptr(), &[i as u8], USM_BYTES, &[])
+                    });
+                }
+                event.expect("n >= 1")
+            })
         };
         let mut replay = || timed_replay(t, &cb);
         let summaries = measure_interleaved(repeats.per_work(n), &mut [&mut eager, &mut replay])?;
@@ -572,11 +558,17 @@ pub fn perf_scaling(t: &Target, repeats: Repeats, lengths: &[usize], out: &mut V
 /// One replay of `cb` on the target's queue: host time to return from the
 /// enqueue and wall time to completion.
 pub(crate) fn timed_replay(t: &Target, cb: &CommandBuffer) -> Result<[std::time::Duration; 2], String> {
+    timed_submission(|| t.queue.enqueue_command_buffer(cb, &[]))
+}
+
+/// Host time of `submit` (which returns the event of the last thing it
+/// submitted) and wall time to that event's completion.
+fn timed_submission(submit: impl FnOnce() -> Result<Event, UrError>) -> Sample {
     let e = |e: UrError| e.to_string();
     let start = Instant::now();
-    let event = t.queue.enqueue_command_buffer(cb, &[]).map_err(e)?;
+    let last = submit().map_err(e)?;
     let host = start.elapsed();
-    event.wait().map_err(e)?;
+    last.wait().map_err(e)?;
     Ok([host, start.elapsed()])
 }
 
@@ -589,15 +581,14 @@ pub(crate) fn timed_replays_ahead(
     cb: &CommandBuffer,
     count: u32,
 ) -> Result<[std::time::Duration; 2], String> {
-    let e = |e: UrError| e.to_string();
-    let start = Instant::now();
-    let mut last = t.queue.enqueue_command_buffer(cb, &[]).map_err(e)?;
-    for _ in 1..count {
-        last = t.queue.enqueue_command_buffer(cb, &[]).map_err(e)?;
-    }
-    let host = start.elapsed();
-    last.wait().map_err(e)?;
-    Ok([host / count, start.elapsed() / count])
+    let [host, wall] = timed_submission(|| {
+        let mut last = t.queue.enqueue_command_buffer(cb, &[])?;
+        for _ in 1..count {
+            last = t.queue.enqueue_command_buffer(cb, &[])?;
+        }
+        Ok(last)
+    })?;
+    Ok([host / count, wall / count])
 }
 
 /// One raw eager submission of `nodes` kernels with eager baseline

@@ -14,6 +14,10 @@ use crate::nvrtc;
 /// Size of the hidden `ur_launch` parameter (the kernel ABI, `program.rs`).
 pub(crate) const LAUNCH_INFO_SIZE: usize = 32;
 
+/// Byte offset of the status pointer in `ur_launch`, after its three u64
+/// global offsets.
+pub(crate) const LAUNCH_STATUS_AT: usize = 24;
+
 /// Limits and features read once from the device.
 #[derive(Copy, Clone, Debug)]
 pub(crate) struct Limits {

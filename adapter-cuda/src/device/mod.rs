@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use cudarc::driver::sys;
 
-pub(crate) use self::info::LAUNCH_INFO_SIZE;
+pub(crate) use self::info::{LAUNCH_INFO_SIZE, LAUNCH_STATUS_AT};
 pub(crate) use self::memory_kernels::MemoryLaunch;
 pub(crate) use self::shared::{DeviceShared, Release, StreamProgress, Word, now_ns};
 

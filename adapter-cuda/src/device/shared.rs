@@ -390,7 +390,7 @@ impl DeviceShared {
     /// A kernel status word, zeroed. Words whose kernels have completed
     /// come back from the retiring ones only when the pool is out of words:
     /// a sweep at every launch asked the driver about each word still
-    /// retiring, about 3 µs per eager launch of a reporting kernel on an
+    /// retiring, 1.1 to 3 µs per eager launch of a reporting kernel on an
     /// H200 (docs/cuda.md).
     pub(crate) fn status_word(&self) -> Result<Word> {
         let mut pool = self.status_words.lock();
