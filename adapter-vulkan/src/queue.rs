@@ -136,7 +136,7 @@ impl VkQueue {
         &self,
         deps: SmallVec<[Arc<EventCore>; 4]>,
         barrier: bool,
-        part: Option<Part<'_>>,
+        part: Option<Part>,
         alone: impl FnOnce(Arc<EventCore>) -> Result<Submission>,
     ) -> Result<Arc<dyn EventImpl>> {
         match self.batch.append(&self.rt.batch_timer, deps, |out| self.order(out, barrier), part)? {
@@ -164,13 +164,13 @@ impl VkQueue {
     /// A batch's part submitted on its own: one primary command buffer (or
     /// none, for a marker without timestamps), as every eager command was
     /// before batching.
-    fn alone(&self, out: Arc<EventCore>, part: Part<'_>) -> Result<Submission> {
+    fn alone(&self, out: Arc<EventCore>, part: Part) -> Result<Submission> {
         let mut sub = Submission::new(self.lane.clone(), out);
         if !part.ops.is_empty() || part.span.is_some() {
             let gpu = &self.rt.gpu;
             sub.cmd = Some(self.record(part.span.as_ref(), |cb| {
                 let mut bound = vk::Pipeline::null();
-                record_ops(gpu, cb, part.ops, &mut bound)
+                record_ops(gpu, cb, &part.ops, &mut bound)
             })?);
         }
         sub.post = part.post;
@@ -239,7 +239,8 @@ impl QueueImpl for VkQueue {
         if !matches!(command, Command::Native(_)) && lowered.pre.is_empty() {
             let mut keep = sink.keep;
             lowered.keep_into(&mut keep);
-            let part = Part { ops: &lowered.ops, span, post: lowered.post, keep, checks: sink.checks };
+            let part =
+                Part { ops: std::mem::take(&mut lowered.ops), span, post: lowered.post, keep, checks: sink.checks };
             return self.batched(deps, false, Some(part), |out| Ok(Submission::new(self.lane.clone(), out)));
         }
         // A native command's callback may call this queue's methods while it
@@ -274,7 +275,7 @@ impl QueueImpl for VkQueue {
         // In a batch, a marker is its timestamps (if any) between its
         // neighbours, which the batch runs in order; alone, a submission of
         // no command buffer when it has no timestamps to take.
-        let part = Part { ops: &[], span, post: Vec::new(), keep: Keep::new(), checks: Checks::new() };
+        let part = Part { ops: SmallVec::new(), span, post: Vec::new(), keep: Keep::new(), checks: Checks::new() };
         self.batched(deps, barrier, Some(part), |out| Ok(Submission::new(self.lane.clone(), out)))
     }
 
@@ -288,7 +289,8 @@ impl QueueImpl for VkQueue {
         // reported as the header has it: queued and submit at the device time
         // of this call, start and end at the recorded time.
         let span = queries.span()?.recording(crate::clock::device_now(&self.rt)?);
-        let part = Part { ops: &[], span: Some(span), post: Vec::new(), keep: Keep::new(), checks: Checks::new() };
+        let part =
+            Part { ops: SmallVec::new(), span: Some(span), post: Vec::new(), keep: Keep::new(), checks: Checks::new() };
         self.batched(deps, false, Some(part), |out| Ok(Submission::new(self.lane.clone(), out)))
     }
 

@@ -1,6 +1,6 @@
-//! Eager batches: a queue's eager commands recorded one after the other into
-//! one open primary command buffer, submitted together when something needs
-//! the work started or finished.
+//! Eager batches: a queue's eager commands gathered one after the other
+//! into a batch, recorded into one primary command buffer and submitted
+//! together when something needs the work started or finished.
 //!
 //! A `vkQueueSubmit` costs tens of microseconds on some drivers (about 50 µs
 //! on NVIDIA's), far more than recording a dispatch; so, like UR's Level
@@ -12,9 +12,24 @@
 //! serialise. Each command keeps its own event, timestamps and status word;
 //! its event completes when the batch does.
 //!
+//! Enqueuing a command only lowers it and adds its device operations to the
+//! open batch; the batch is recorded when it is submitted. A batch that
+//! fills up is sealed and handed to the device's batch thread
+//! ([`BatchTimer`]), which records and submits it while the enqueuing
+//! thread fills the next one: the driver's recording (the barrier, push
+//! constant and dispatch of each command, about 0.6 to 1.2 µs a command on
+//! NVIDIA's driver, docs/performance.md) is then off the enqueuing thread,
+//! and a long run of commands is recorded and run while it is enqueued.
+//! Every other submission (a wait, a flush, a command that cannot join)
+//! records and submits on the calling thread, after the batches sealed
+//! before it: sealed batches reach the lane in the order they were sealed
+//! (`submitting`). Batches start small and double while they fill up
+//! ([`FIRST_COMMANDS`] to [`MAX_COMMANDS`]), so that the device starts on
+//! the first commands of a long run within microseconds.
+//!
 //! A command that waits for work submitted earlier to the batch's own
-//! `VkQueue` (the batch before, of this queue or another lane on the same
-//! `VkQueue`) joins the batch behind a pipeline barrier, which orders it
+//! `VkQueue` (a batch before, of this queue, submitted or sealed to be, or
+//! of another lane on the same `VkQueue`) joins the batch behind a pipeline barrier, which orders it
 //! after every command earlier in that queue's submission order; only work
 //! of other `VkQueue`s is waited for with timeline semaphores (a semaphore
 //! wait is a driver-side dependency for the device's scheduler to resolve,
@@ -38,11 +53,12 @@
 //!   another lane with host work still to run (status words, a copy into
 //!   host memory): it is submitted after the batch, as every eager command
 //!   was before batching;
-//! - it holds [`MAX_COMMANDS`] commands, or its oldest command is older than
-//!   [`MAX_AGE`] (checked at each append and by the device's batch timer, so
-//!   that work is started without any further call: a program that polls
-//!   host memory a kernel writes still sees it written).
+//! - it is full (the batch thread submits it), or its oldest command is
+//!   older than [`MAX_AGE`] (checked at each append and by the device's
+//!   batch thread, so that work is started without any further call: a
+//!   program that polls host memory a kernel writes still sees it written).
 
+use std::collections::VecDeque;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -57,13 +73,21 @@ use crate::profiling::QuerySpan;
 use crate::shared::event::{Follow, fail, run_waiters};
 use crate::shared::host_work::{Checks, HostCopy, Keep, Kept};
 use crate::shared::lane::wait_points;
-use crate::shared::state::{Batch, Completion, EventCore, Lane, Open, Waiter};
+use crate::shared::state::{Batch, Completion, EventCore, Lane, Open, Step, Waiter};
 
 /// Commands per batch at most. A submission's cost is then spread over
 /// enough commands to be small against recording them (50 µs / 256 is about
 /// 0.2 µs per command on NVIDIA), while the device does not wait for more
 /// than a few hundred microseconds of recording before it starts.
 pub(crate) const MAX_COMMANDS: usize = 256;
+
+/// Commands of a queue's first batch, and of the first after one was
+/// submitted before it was full: each batch that fills up doubles the next
+/// one's size, up to [`MAX_COMMANDS`]. The device then starts on the first
+/// commands of a long run of them after a few microseconds rather than
+/// after a full batch has been enqueued and recorded, and stays busy while
+/// the later, larger batches are recorded.
+const FIRST_COMMANDS: usize = 16;
 
 /// How long a batch stays open at most: work is started within about this
 /// long without any further call, long enough to gather a chain of
@@ -72,8 +96,8 @@ pub(crate) const MAX_COMMANDS: usize = 256;
 pub(crate) const MAX_AGE: Duration = Duration::from_millis(1);
 
 /// What one command of a batch adds beside its device operations.
-pub(crate) struct Part<'a> {
-    pub(crate) ops: &'a [GpuOp],
+pub(crate) struct Part {
+    pub(crate) ops: SmallVec<[GpuOp; 1]>,
     pub(crate) span: Option<QuerySpan>,
     pub(crate) post: Vec<HostCopy>,
     pub(crate) keep: Keep,
@@ -81,55 +105,62 @@ pub(crate) struct Part<'a> {
 }
 
 /// What [`Batch::append`] did.
-pub(crate) enum Appended<'a> {
+pub(crate) enum Appended {
     /// The command is in the batch; its event.
     Batched(Arc<EventCore>),
     /// The command cannot join: the batch was submitted, and the command
     /// (its part handed back) is to be submitted on its own after waiting
     /// for these events (its wait list and the queue's order), completing
     /// this event. (Boxed: the part is large, this case rare.)
-    Alone(Arc<EventCore>, SmallVec<[Arc<EventCore>; 4]>, Option<Box<Part<'a>>>),
+    Alone(Arc<EventCore>, SmallVec<[Arc<EventCore>; 4]>, Option<Box<Part>>),
 }
 
 impl Batch {
     /// An empty batch of the queue submitting on `lane`.
     pub(crate) fn new(gpu: Arc<Gpu>, lane: Arc<Lane>) -> Result<Arc<Batch>> {
         let pool = Pool::new(gpu.clone())?;
-        Ok(Arc::new(Batch { gpu, lane, pool, open: Mutex::new(Open::default()) }))
+        Ok(Arc::new(Batch {
+            gpu,
+            lane,
+            pool,
+            open: Mutex::new(Open::default()),
+            sealed: Mutex::new(VecDeque::new()),
+            submitting: Mutex::new(()),
+        }))
     }
 
-    /// Records one command into the batch, after ordering it with `order`
+    /// Adds one command to the open batch, after ordering it with `order`
     /// (which makes its event the queue's newest and returns what it must
     /// wait for besides `deps`), or, when it cannot join (`part` is `None`,
-    /// or a dependency is neither in the batch nor submitted), submits the
-    /// batch and hands the command back to be submitted alone. `timer` (the
-    /// device's) watches the batch once it opens.
-    pub(crate) fn append<'a>(
+    /// or a dependency is neither in the queue's batches nor submitted),
+    /// submits the batches and hands the command back to be submitted
+    /// alone. `timer` (the device's) watches the batch once it opens, and
+    /// submits it once it is full.
+    pub(crate) fn append(
         self: &Arc<Self>,
         timer: &BatchTimer,
         mut deps: SmallVec<[Arc<EventCore>; 4]>,
         order: impl FnOnce(&Arc<EventCore>) -> SmallVec<[Arc<EventCore>; 2]>,
-        part: Option<Part<'a>>,
-    ) -> Result<Appended<'a>> {
-        let mut open = self.open.lock();
-        // Opened before the command is ordered: a failure here leaves the
+        part: Option<Part>,
+    ) -> Result<Appended> {
+        // Checked before the command is ordered: a failure here leaves the
         // queue's order untouched.
-        let first = open.cmd.is_none();
-        if first && part.is_some() {
-            open.cmd = Some(self.pool.begin_open()?);
-        }
+        crate::exit::check()?;
+        let mut open = self.open.lock();
+        let first = open.entries.is_empty();
         let out = EventCore::batched(self.clone());
         deps.extend(order(&out));
         // Whether the command waits for work submitted earlier to the
-        // batch's `VkQueue` (a barrier before it orders it), and the events of
-        // other queues it waits for (their timeline values, at submission).
+        // batch's `VkQueue`, or to be, in a batch of this queue sealed
+        // before (a barrier before it orders it), and the events of other
+        // queues it waits for (their timeline values, at submission).
         let mut after_queue = false;
         let mut elsewhere: SmallVec<[usize; 4]> = SmallVec::new();
         let mut joins = part.is_some();
         for (i, d) in deps.iter().enumerate().filter(|_| part.is_some()) {
             match d.follow(self, &self.lane) {
                 Follow::Free => {}
-                Follow::Barrier => after_queue = true,
+                Follow::Batched | Follow::Barrier => after_queue = true,
                 Follow::Wait => elsewhere.push(i),
                 Follow::Hold => {
                     joins = false;
@@ -141,28 +172,30 @@ impl Batch {
             Some(part) if joins => part,
             part => {
                 out.unbatch();
-                let waiters = self.submit(&mut open);
+                // Submitted before the command: it may follow commands of
+                // the queue's batches.
+                self.seal(&mut open);
                 drop(open);
-                run_waiters(waiters);
+                run_waiters(self.drain());
                 return Ok(Appended::Alone(out, deps, part.map(Box::new)));
             }
         };
         if first {
             open.opened = Some(Instant::now());
+            if open.limit == 0 {
+                open.limit = FIRST_COMMANDS;
+            }
+            // Allocated once per batch rather than grown command by command.
+            let limit = open.limit;
+            open.entries.reserve(limit);
+            open.steps.reserve(limit);
+            open.ops.reserve(limit);
             timer.watch(self);
         }
+        open.ops.extend(part.ops);
         // Every command but the first has a barrier before it anyway.
-        let recorded = self.record_part(&mut open, &part, !first || after_queue);
-        if let Err(e) = recorded {
-            // Only native commands' callbacks fail while recording, and they
-            // never join a batch; the command buffer would hold half a
-            // command, so it and its commands fail together.
-            let mut waiters = self.abandon(&mut open, e.clone());
-            waiters.extend(out.complete(Err(e.clone()), None));
-            drop(open);
-            run_waiters(waiters);
-            return Err(e);
-        }
+        let step = Step { end: open.ops.len(), after: !first || after_queue };
+        open.steps.push(step);
         for d in elsewhere.into_iter().map(|i| &deps[i]) {
             if !open.waits.iter().any(|w| Arc::ptr_eq(w, d)) {
                 open.waits.push(d.clone());
@@ -177,90 +210,123 @@ impl Batch {
             checks: part.checks,
             inherit: None,
         });
-        let full = open.entries.len() >= MAX_COMMANDS || open.opened.is_some_and(|t| t.elapsed() >= MAX_AGE);
-        if full {
-            let waiters = self.submit(&mut open);
+        let full = open.entries.len() >= open.limit;
+        if full || open.opened.is_some_and(|t| t.elapsed() >= MAX_AGE) {
+            let next = if full { (open.limit * 2).min(MAX_COMMANDS) } else { FIRST_COMMANDS };
+            self.seal(&mut open);
+            open.limit = next;
             drop(open);
-            run_waiters(waiters);
+            // The timer's thread records and submits it while this thread
+            // goes on enqueuing; without that thread, this one does.
+            if !timer.hand_off(self) {
+                run_waiters(self.drain());
+            }
         }
         Ok(Appended::Batched(out))
     }
 
-    /// Records `part` into the open command buffer, after a barrier when
-    /// `after` (it follows commands of the batch, or submitted earlier to the
-    /// same `VkQueue`), inside its timestamp span where it has one.
-    fn record_part(&self, open: &mut Open, part: &Part<'_>, after: bool) -> Result<()> {
-        let gpu = &self.gpu;
-        let cb = open.cmd.as_ref().expect("an open command buffer").raw();
-        let mut bound = open.bound;
-        let recorded = self.pool.recording(|| {
-            if after {
-                level_barrier(gpu, cb, false);
-            }
-            match &part.span {
-                Some(s) if after => s.begin_after_previous(cb),
-                Some(s) => s.begin(cb),
-                None => {}
-            }
-            record_ops(gpu, cb, part.ops, &mut bound)?;
-            if let Some(s) = &part.span {
-                s.end(cb);
-            }
-            Ok(())
-        });
-        open.bound = bound;
-        recorded
-    }
-
-    /// Submits the batch, if it holds any command.
+    /// Submits the queue's batches, the open one and those sealed: every
+    /// command appended before the call is submitted when it returns.
     pub(crate) fn flush(&self) {
         let mut open = self.open.lock();
-        let waiters = self.submit(&mut open);
+        self.seal(&mut open);
         drop(open);
-        run_waiters(waiters);
+        run_waiters(self.drain());
     }
 
-    /// Submits the batch if it has been open for [`MAX_AGE`]; returns when
-    /// it will be that old otherwise (`None`: nothing open).
+    /// Submits the sealed batches, and the open one if it has been open for
+    /// [`MAX_AGE`]; returns when it will be that old otherwise (`None`:
+    /// nothing open).
     fn flush_if_old(&self) -> Option<Instant> {
         let mut open = self.open.lock();
-        let due = open.opened? + MAX_AGE;
-        if Instant::now() < due {
-            return Some(due);
-        }
-        let waiters = self.submit(&mut open);
+        let due = open.opened.map(|t| t + MAX_AGE);
+        let still_open = match due {
+            Some(due) if Instant::now() < due => Some(due),
+            _ => {
+                self.seal(&mut open);
+                None
+            }
+        };
         drop(open);
-        run_waiters(waiters);
-        None
+        run_waiters(self.drain());
+        still_open
     }
 
-    /// Ends and submits the open command buffer; returns the waiters to run
-    /// once the lock is released.
-    fn submit(&self, open: &mut Open) -> Vec<Waiter> {
-        let Some(cmd) = open.cmd.take() else { return Vec::new() };
-        open.opened = None;
-        open.bound = vk::Pipeline::null();
-        let waits = std::mem::take(&mut open.waits);
-        let entries = &mut open.entries;
-        if entries.is_empty() {
-            // Opened for a command that then could not join: nothing to run.
-            let _ = self.pool.end_open(&cmd);
-            return Vec::new();
+    /// Moves the open batch, if it holds any command, behind the sealed
+    /// ones. Called with `open` locked, so batches are sealed in the order
+    /// of their commands.
+    fn seal(&self, open: &mut Open) {
+        if !open.entries.is_empty() {
+            let batch = std::mem::take(open);
+            self.sealed.lock().push_back(batch);
         }
-        self.pool.recording(|| host_barrier(&self.gpu, cmd.raw()));
-        if let Err(e) = self.pool.end_open(&cmd) {
-            return fail_all(std::mem::take(entries), e);
+    }
+
+    /// Records and submits the sealed batches, oldest first; returns the
+    /// waiters to run once no lock is held. A batch sealed before the call
+    /// is submitted when it returns, by this thread or by another that was
+    /// submitting it meanwhile.
+    fn drain(&self) -> Vec<Waiter> {
+        let _order = self.submitting.lock();
+        let mut waiters = Vec::new();
+        loop {
+            let next = self.sealed.lock().pop_front();
+            match next {
+                Some(batch) => waiters.extend(self.submit_sealed(batch)),
+                None => return waiters,
+            }
+        }
+    }
+
+    /// Records `batch` into one primary command buffer (its commands in
+    /// order, each after a barrier where its step says, inside its
+    /// timestamps where it has them, then the barrier that makes device
+    /// writes visible to the host) and submits it. Called with
+    /// `submitting` held, which makes this thread the pool's only user.
+    fn submit_sealed(&self, batch: Open) -> Vec<Waiter> {
+        let Open { mut entries, ops, steps, waits, .. } = batch;
+        let cmd = match self.pool.begin_open() {
+            Ok(cmd) => cmd,
+            Err(e) => return fail_all(entries, e),
+        };
+        let (gpu, cb) = (&self.gpu, cmd.raw());
+        let recorded = self.pool.recording(|| {
+            let mut bound = vk::Pipeline::null();
+            let mut start = 0;
+            for (step, entry) in steps.iter().zip(&entries) {
+                if step.after {
+                    level_barrier(gpu, cb, false);
+                }
+                match &entry.queries {
+                    Some(s) if step.after => s.begin_after_previous(cb),
+                    Some(s) => s.begin(cb),
+                    None => {}
+                }
+                record_ops(gpu, cb, &ops[start..step.end], &mut bound)?;
+                if let Some(s) = &entry.queries {
+                    s.end(cb);
+                }
+                start = step.end;
+            }
+            host_barrier(gpu, cb);
+            Ok(())
+        });
+        drop(ops);
+        // Ended even after a failure, which makes it executable again, so
+        // that its pool may reuse it.
+        let ended = self.pool.end_open(&cmd);
+        if let Err(e) = recorded.and(ended) {
+            drop(cmd);
+            return fail_all(entries, e);
         }
         let (points, values) = wait_points(&waits);
         let raw = [cmd.raw()];
-        let last = entries.last_mut().expect("an open batch holds a command");
+        let last = entries.last_mut().expect("a sealed batch holds a command");
         // Released once the whole batch has completed: the command buffer,
         // and the lanes waited on (with their semaphores).
         last.cmd = Some(cmd);
         last.keep.push(Kept::Other(Box::new(points)));
         tracing::trace!(commands = entries.len(), lane = self.lane.index(), "eager batch submitted");
-        // Drained, not moved: the next batch records into the same list,
-        // allocated and grown once per queue rather than once per batch.
         match self.lane.submit_many(&values, &raw, || entries.drain(..)) {
             Ok(waiters) => waiters,
             Err(e) => {
@@ -274,19 +340,6 @@ impl Batch {
             }
         }
     }
-
-    /// Drops the open command buffer, failing its commands with `error`.
-    fn abandon(&self, open: &mut Open, error: cmdbuf_core::UrError) -> Vec<Waiter> {
-        let Some(cmd) = open.cmd.take() else { return Vec::new() };
-        open.opened = None;
-        open.bound = vk::Pipeline::null();
-        open.waits.clear();
-        let entries = std::mem::take(&mut open.entries);
-        // Ending it makes it executable again, so its pool may reuse it.
-        let _ = self.pool.end_open(&cmd);
-        drop(cmd);
-        fail_all(entries, error)
-    }
 }
 
 /// Fails the events of unsubmitted `entries`.
@@ -299,8 +352,9 @@ fn fail_all(entries: Vec<Completion>, error: cmdbuf_core::UrError) -> Vec<Waiter
     waiters
 }
 
-/// The device's batch timer: a thread that submits batches that have been
-/// open for [`MAX_AGE`] when no call of their queues has.
+/// The device's batch thread: it records and submits the batches queues
+/// hand it once full ([`BatchTimer::hand_off`]), and submits batches that
+/// have been open for [`MAX_AGE`] when no call of their queues has.
 pub(crate) struct BatchTimer {
     inner: Arc<TimerInner>,
     /// Whether the thread was started (read without the lock on every
@@ -322,6 +376,9 @@ struct TimerState {
     /// period); otherwise it looks every MAX_AGE, so that opening a batch
     /// costs no wake-up while batches keep opening.
     idle: bool,
+    /// A batch was handed off since the thread last looked: it looks again
+    /// at once rather than at the next period.
+    handed: bool,
 }
 
 impl BatchTimer {
@@ -361,6 +418,27 @@ impl BatchTimer {
     }
 }
 
+impl BatchTimer {
+    /// Has the thread record and submit `batch`'s sealed batches now;
+    /// `false` when the thread is not running (the caller submits them).
+    fn hand_off(&self, batch: &Arc<Batch>) -> bool {
+        if self.thread.lock().is_none() {
+            return false;
+        }
+        let mut state = self.inner.state.lock();
+        if state.stop {
+            return false;
+        }
+        if !state.batches.iter().any(|b| std::ptr::eq(b.as_ptr(), Arc::as_ptr(batch))) {
+            state.batches.push(Arc::downgrade(batch));
+        }
+        state.handed = true;
+        drop(state);
+        self.inner.wake.notify_one();
+        true
+    }
+}
+
 impl TimerInner {
     fn run(&self) {
         let mut state = self.state.lock();
@@ -370,6 +448,7 @@ impl TimerInner {
             if state.stop {
                 return;
             }
+            state.handed = false;
             let batches: Vec<Arc<Batch>> = state.batches.drain(..).filter_map(|b| b.upgrade()).collect();
             if batches.is_empty() {
                 if quiet >= 1 {
@@ -399,7 +478,11 @@ impl TimerInner {
                     state.batches.push(b);
                 }
             }
-            // Batches watched while this round ran are looked at within MAX_AGE.
+            // Batches handed off while this round ran are looked at now,
+            // those watched within MAX_AGE.
+            if state.handed {
+                continue;
+            }
             let due = next.unwrap_or_else(|| Instant::now() + MAX_AGE);
             self.wake.wait_until(&mut state, due);
         }

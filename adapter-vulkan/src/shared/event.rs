@@ -37,9 +37,13 @@ use crate::shared::state::{Batch, EventCore, Lane, Phase, Point, State, Waiter};
 /// ([`EventCore::follow`]).
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 pub(crate) enum Follow {
-    /// Nothing: the event is complete, or earlier in the same batch (whose
-    /// commands run one after the other).
+    /// Nothing: the event is complete.
     Free,
+    /// The event is an earlier command of the same queue's batches, the
+    /// open one or one sealed before it and submitted first: the barrier
+    /// between a batch's commands, or before a batch's first command, orders
+    /// the command after it.
+    Batched,
     /// A pipeline barrier: the event's work was submitted earlier to the
     /// same `VkQueue`, and a barrier orders against every command earlier in
     /// that queue's submission order, which a semaphore wait would do at a
@@ -88,7 +92,7 @@ impl EventCore {
     pub(crate) fn follow(&self, batch: &Batch, lane: &Lane) -> Follow {
         let s = self.state.lock();
         match &s.phase {
-            Phase::Queued if s.batch.as_ref().is_some_and(|b| std::ptr::eq(&**b, batch)) => Follow::Free,
+            Phase::Queued if s.batch.as_ref().is_some_and(|b| std::ptr::eq(&**b, batch)) => Follow::Batched,
             Phase::Queued => Follow::Hold,
             Phase::Done(_) => Follow::Free,
             Phase::Device(p) if p.reached() => Follow::Free,

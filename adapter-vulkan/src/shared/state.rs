@@ -22,7 +22,7 @@ use cmdbuf_core::adapter::prelude::*;
 use parking_lot::{Condvar, Mutex};
 use smallvec::SmallVec;
 
-use crate::cmd::{Pool, PooledCmd};
+use crate::cmd::{GpuOp, Pool, PooledCmd};
 use crate::gpu::Gpu;
 use crate::profiling::QuerySpan;
 use crate::shared::host_work::{Checks, HostCopy, Keep};
@@ -156,23 +156,48 @@ pub(crate) struct Completion {
     pub(crate) inherit: Option<Arc<EventCore>>,
 }
 
-/// The open batch of one queue.
+/// The eager batches of one queue: the open one, which its commands join,
+/// and those sealed and not yet submitted.
 pub(crate) struct Batch {
     pub(super) gpu: Arc<Gpu>,
     pub(super) lane: Arc<Lane>,
-    /// The batch's own command pool: used only under `open`'s lock.
+    /// The batches' own command pool: used only under `submitting`'s lock.
     pub(super) pool: Arc<Pool>,
     pub(super) open: Mutex<Open>,
+    /// Batches taken out of `open` (sealed, under its lock, so in the
+    /// order of their commands), oldest first, to be recorded and submitted.
+    pub(super) sealed: Mutex<VecDeque<Open>>,
+    /// Held while sealed batches are recorded and submitted, so that they
+    /// reach the lane in the order they were sealed.
+    pub(super) submitting: Mutex<()>,
 }
 
+/// A batch's commands, not yet recorded: each command's device operations
+/// and completion. They are recorded into one primary command buffer when
+/// the batch is submitted, so that the thread enqueuing the commands does
+/// not pay the driver's recording.
 #[derive(Default)]
 pub(super) struct Open {
-    pub(super) cmd: Option<PooledCmd>,
-    /// The pipeline bound in `cmd`.
-    pub(super) bound: vk::Pipeline,
     /// One completion per command, in order.
     pub(super) entries: Vec<Completion>,
+    /// The device operations of the commands, in order.
+    pub(super) ops: Vec<GpuOp>,
+    /// Per command: where its operations end in `ops`, and whether a
+    /// barrier goes before it.
+    pub(super) steps: Vec<Step>,
     /// Submitted events outside the batch that its commands wait for.
     pub(super) waits: SmallVec<[Arc<EventCore>; 4]>,
     pub(super) opened: Option<Instant>,
+    /// The commands at which the batch is full (0: the first batch's size).
+    pub(super) limit: usize,
+}
+
+/// One command's place in a batch ([`Open::steps`]).
+#[derive(Copy, Clone)]
+pub(super) struct Step {
+    /// The end of its operations in [`Open::ops`].
+    pub(super) end: usize,
+    /// A pipeline barrier before it: it follows commands of the batch, or
+    /// work submitted earlier to the same `VkQueue`.
+    pub(super) after: bool,
 }

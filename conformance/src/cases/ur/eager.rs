@@ -54,6 +54,7 @@ pub(in crate::cases) fn cases() -> Vec<crate::Case> {
         implementation_chosen_local_size,
         failed_predecessor_orders_only,
         status_polled_from_another_thread,
+        long_chain_waited_midway,
         wait_on_another_queue_only,
         host_copy_after_its_memory_is_written,
         host_task_after_enqueued_work => Requires::HOST_USM,
@@ -118,6 +119,52 @@ fn status_polled_from_another_thread(env: &Env) -> CaseResult {
     });
     check_eq!(status.ok(), Some(EventStatus::Complete), "the polled status after {:?}", start.elapsed());
     check_eq!(read::<u32>(&queue, mem.ptr(), N)?, vec![16u32; N]);
+    Ok(())
+}
+
+/// A chain of eager launches long enough to fill several of an adapter's
+/// batches (Vulkan's: 16 commands, doubling up to 256, recorded and
+/// submitted by another thread once full), waited for partway through
+/// from other threads while launches go on, then at its end. Launch `i`
+/// makes every value `3 * value + i` (`axpb`), so the result depends on
+/// every launch running once, in order, after the one before has written:
+/// a batch submitted out of order, a command lost or recorded twice, or a
+/// launch overlapping the one before changes it.
+fn long_chain_waited_midway(env: &Env) -> CaseResult {
+    const N: usize = 1 << 16;
+    const LAUNCHES: u32 = 700;
+    const WAITED: [u32; 3] = [5, 40, 300];
+    let queue = env.queue()?;
+    let (mem, zero) = counters(env, &queue, N)?;
+    let kernel = env.kernel("axpb")?;
+    let mut waited = Vec::new();
+    let mut last = None;
+    std::thread::scope(|s| -> CaseResult {
+        let mut waiters = Vec::new();
+        for i in 0..LAUNCHES {
+            let wait: &[&Event] = if i == 0 { &[&zero] } else { &[] };
+            let args = [KernelArg::Pointer(mem.ptr()), KernelArg::value(&3u32), KernelArg::value(&i)];
+            // SAFETY: `N` items update the `N` u32s of `mem`.
+            let event = unsafe { queue.launch_kernel(&KernelLaunch::new(&kernel, &[N], &args), wait)? };
+            if WAITED.contains(&i) {
+                let e = event.clone();
+                waiters.push(s.spawn(move || e.wait().map(|()| e.status())));
+                waited.push(event.clone());
+            }
+            last = Some(event);
+        }
+        for w in waiters {
+            let status = w.join().map_err(|_| cmdbuf::err!(Unknown, "a waiting thread panicked"))??;
+            check_eq!(status, EventStatus::Complete, "a launch waited for from another thread");
+        }
+        Ok(())
+    })?;
+    last.expect("launches").wait()?;
+    let expected = (0..LAUNCHES).fold(0u32, |v, i| v.wrapping_mul(3).wrapping_add(i));
+    check_eq!(read::<u32>(&queue, mem.ptr(), N)?, vec![expected; N], "values after {LAUNCHES} launches");
+    for e in &waited {
+        check_eq!(e.status(), EventStatus::Complete);
+    }
     Ok(())
 }
 
