@@ -139,7 +139,7 @@ impl VkQueue {
         part: Option<Part>,
         alone: impl FnOnce(Arc<EventCore>) -> Result<Submission>,
     ) -> Result<Arc<dyn EventImpl>> {
-        match self.batch.append(&self.rt.batch_timer, deps, |out| self.order(out, barrier), part)? {
+        match self.batch.append(&self.rt.batch_thread, deps, |out| self.order(out, barrier), part)? {
             Appended::Batched(out) => Ok(out),
             Appended::Alone(out, deps, part) => {
                 let built = match part {

@@ -15,7 +15,7 @@
 //! Enqueuing a command only lowers it and adds its device operations to the
 //! open batch; the batch is recorded when it is submitted. A batch that
 //! fills up is sealed and handed to the device's batch thread
-//! ([`BatchTimer`]), which records and submits it while the enqueuing
+//! ([`BatchThread`]), which records and submits it while the enqueuing
 //! thread fills the next one: the driver's recording (the barrier, push
 //! constant and dispatch of each command, about 0.6 to 1.2 µs a command on
 //! NVIDIA's driver, docs/performance.md) is then off the enqueuing thread,
@@ -134,11 +134,11 @@ impl Batch {
     /// wait for besides `deps`), or, when it cannot join (`part` is `None`,
     /// or a dependency is neither in the queue's batches nor submitted),
     /// submits the batches and hands the command back to be submitted
-    /// alone. `timer` (the device's) watches the batch once it opens, and
+    /// alone. `thread` (the device's batch thread) watches the batch once it opens, and
     /// submits it once it is full.
     pub(crate) fn append(
         self: &Arc<Self>,
-        timer: &BatchTimer,
+        thread: &BatchThread,
         mut deps: SmallVec<[Arc<EventCore>; 4]>,
         order: impl FnOnce(&Arc<EventCore>) -> SmallVec<[Arc<EventCore>; 2]>,
         part: Option<Part>,
@@ -190,7 +190,7 @@ impl Batch {
             open.entries.reserve(limit);
             open.steps.reserve(limit);
             open.ops.reserve(limit);
-            timer.watch(self);
+            thread.watch(self);
         }
         open.ops.extend(part.ops);
         // Every command but the first has a barrier before it anyway.
@@ -216,9 +216,9 @@ impl Batch {
             self.seal(&mut open);
             open.limit = next;
             drop(open);
-            // The timer's thread records and submits it while this thread
+            // The batch thread records and submits it while this thread
             // goes on enqueuing; without that thread, this one does.
-            if !timer.hand_off(self) {
+            if !thread.hand_off(self) {
                 run_waiters(self.drain());
             }
         }
@@ -353,23 +353,23 @@ fn fail_all(entries: Vec<Completion>, error: cmdbuf_core::UrError) -> Vec<Waiter
 }
 
 /// The device's batch thread: it records and submits the batches queues
-/// hand it once full ([`BatchTimer::hand_off`]), and submits batches that
+/// hand it once full ([`BatchThread::hand_off`]), and submits batches that
 /// have been open for [`MAX_AGE`] when no call of their queues has.
-pub(crate) struct BatchTimer {
-    inner: Arc<TimerInner>,
+pub(crate) struct BatchThread {
+    inner: Arc<ThreadInner>,
     /// Whether the thread was started (read without the lock on every
     /// batch opened).
     started: std::sync::atomic::AtomicBool,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
-struct TimerInner {
-    state: Mutex<TimerState>,
+struct ThreadInner {
+    state: Mutex<ThreadState>,
     wake: Condvar,
 }
 
 #[derive(Default)]
-struct TimerState {
+struct ThreadState {
     batches: Vec<Weak<Batch>>,
     stop: bool,
     /// The thread sleeps until woken (no batch was open for a whole
@@ -381,10 +381,10 @@ struct TimerState {
     handed: bool,
 }
 
-impl BatchTimer {
-    pub(crate) fn new() -> BatchTimer {
-        BatchTimer {
-            inner: Arc::new(TimerInner { state: Mutex::default(), wake: Condvar::new() }),
+impl BatchThread {
+    pub(crate) fn new() -> BatchThread {
+        BatchThread {
+            inner: Arc::new(ThreadInner { state: Mutex::default(), wake: Condvar::new() }),
             started: std::sync::atomic::AtomicBool::new(false),
             thread: Mutex::new(None),
         }
@@ -411,14 +411,14 @@ impl BatchTimer {
                 Ok(handle) => *thread = Some(handle),
                 // Batches are then submitted by their queues' calls only
                 // (and at MAX_COMMANDS); not fatal.
-                Err(e) => tracing::warn!(error = %e, "cannot start the Vulkan batch timer"),
+                Err(e) => tracing::warn!(error = %e, "cannot start the Vulkan batch thread"),
             }
             self.started.store(true, std::sync::atomic::Ordering::Release);
         }
     }
 }
 
-impl BatchTimer {
+impl BatchThread {
     /// Has the thread record and submit `batch`'s sealed batches now;
     /// `false` when the thread is not running (the caller submits them).
     fn hand_off(&self, batch: &Arc<Batch>) -> bool {
@@ -439,7 +439,7 @@ impl BatchTimer {
     }
 }
 
-impl TimerInner {
+impl ThreadInner {
     fn run(&self) {
         let mut state = self.state.lock();
         // Periods in a row without an open batch.
@@ -489,7 +489,7 @@ impl TimerInner {
     }
 }
 
-impl BatchTimer {
+impl BatchThread {
     /// Stops the thread and joins it (unless it is the caller); batches are
     /// then submitted by their queues' calls only.
     pub(crate) fn stop(&self) {
@@ -511,7 +511,7 @@ impl BatchTimer {
     }
 }
 
-impl Drop for BatchTimer {
+impl Drop for BatchThread {
     fn drop(&mut self) {
         self.stop();
     }

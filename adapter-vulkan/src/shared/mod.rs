@@ -9,7 +9,7 @@
 //!   completions and eager batches, which hold each other;
 //! - `event`: an event's phases and waiters;
 //! - `lane`: submitting to a lane's timeline and finishing what it reached;
-//! - `batch`: a queue's open eager batch and the device's batch timer;
+//! - `batch`: a queue's eager batches and the device's batch thread;
 //! - `wait`: waiting for an event, which first starts its batch;
 //! - `submit`: a submission held on the host until its dependencies allow.
 //!
@@ -39,7 +39,7 @@ use crate::gpu::{Gpu, PUSH_CONSTANT_BYTES};
 use crate::memory::Arena;
 use crate::profiling::Queries;
 use crate::program::Pipeline;
-use crate::shared::batch::BatchTimer;
+use crate::shared::batch::BatchThread;
 use crate::shared::state::{EventCore, HwQueue, Lane};
 use crate::shared::submit::{Submission, schedule};
 
@@ -71,8 +71,8 @@ pub(crate) struct DeviceShared {
     /// from which the device time of a call is estimated where the device
     /// does not calibrate ([`crate::clock::device_now`]).
     pub(crate) clock_pair: std::sync::OnceLock<cmdbuf_core::Timestamps>,
-    /// Submits queues' eager batches that have been open too long.
-    pub(crate) batch_timer: BatchTimer,
+    /// Records and submits queues' full eager batches, and submits those open too long.
+    pub(crate) batch_thread: BatchThread,
 }
 
 /// The logical device over `hw_count` queues of the physical device's
@@ -230,7 +230,7 @@ impl DeviceShared {
             util,
             clock_queries,
             clock_pair: std::sync::OnceLock::new(),
-            batch_timer: BatchTimer::new(),
+            batch_thread: BatchThread::new(),
         });
         crate::exit::watch(&shared);
         Ok(shared)
@@ -284,9 +284,9 @@ impl crate::exit::Stop for DeviceShared {
     /// event completes), then stops the adapter's threads. A lane still busy
     /// after `timeout` is left running.
     fn stop_for_exit(&self, timeout: Duration) {
-        self.batch_timer.stop();
+        self.batch_thread.stop();
         loop {
-            self.batch_timer.flush_watched();
+            self.batch_thread.flush_watched();
             let mut finished_any = false;
             for lane in &self.lanes {
                 if lane.fifo.lock().items.is_empty() {

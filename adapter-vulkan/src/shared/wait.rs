@@ -4,7 +4,7 @@
 //! queue's open eager batch is submitted only when something needs it
 //! (`batch` lists when), and whoever waits for it, queries its status or
 //! registers a waiter on it is that something, so the batch is flushed
-//! here rather than left to a later call or the batch timer. A host wait
+//! here rather than left to a later call or the batch thread. A host wait
 //! then finishes the event's lane itself when the device gets there soon
 //! (`Lane::finish_if_reached_soon`).
 
