@@ -28,6 +28,7 @@
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use cmdbuf_core::adapter::prelude::*;
 use parking_lot::{Condvar, Mutex};
@@ -77,6 +78,7 @@ impl EventCore {
                 batch,
             }),
             done: Condvar::new(),
+            ended: AtomicBool::new(false),
             me: me.clone(),
         })
     }
@@ -131,6 +133,7 @@ impl EventCore {
         let mut s = self.state.lock();
         s.batch = None;
         s.phase = Phase::Done(result.err());
+        self.ended.store(true, Ordering::Release);
         if times.is_some() {
             s.times = times;
         }
@@ -160,7 +163,7 @@ impl EventCore {
 
     /// Whether the event is complete.
     pub(crate) fn is_done(&self) -> bool {
-        matches!(self.state.lock().phase, Phase::Done(_))
+        self.ended.load(Ordering::Acquire)
     }
 
     /// The status without starting the event's batch (the front end's

@@ -13,7 +13,7 @@
 //! and gives them behaviour in `api/`.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Instant;
 
@@ -135,6 +135,11 @@ pub(super) struct State {
 pub(crate) struct EventCore {
     pub(super) state: Mutex<State>,
     pub(super) done: Condvar,
+    /// Whether `state`'s phase is `Done`, set under the lock when it
+    /// becomes so and never cleared: read without the lock by the queue's
+    /// order at every enqueue, where taking the lock, last held by the
+    /// completion thread, cost a cache line's round trip per command.
+    pub(super) ended: AtomicBool,
     /// The event itself: an eager command's event is handed to the front
     /// end as this `Arc` (no wrapper to allocate), and a wait list that
     /// holds it gets its `Arc` back from here.
