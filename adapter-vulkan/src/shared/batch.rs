@@ -95,6 +95,14 @@ const FIRST_COMMANDS: usize = 16;
 /// matter for latency.
 pub(crate) const MAX_AGE: Duration = Duration::from_millis(1);
 
+/// Sealed batches of a queue that the batch thread may be behind on: a
+/// queue that enqueues faster than the thread records (recording a kernel
+/// costs about as much as enqueuing it on NVIDIA's driver) then records
+/// and submits them itself, so that what waits to be recorded stays
+/// bounded (about a thousand commands per queue) and several queues record
+/// side by side.
+const MAX_SEALED: usize = 4;
+
 /// Commands appended between two looks at the open batch's age.
 const AGE_EVERY: usize = 8;
 
@@ -220,12 +228,13 @@ impl Batch {
         let old = open.entries.len().is_multiple_of(AGE_EVERY) && open.opened.is_some_and(|t| t.elapsed() >= MAX_AGE);
         if full || old {
             let next = if full { (open.limit * 2).min(MAX_COMMANDS) } else { FIRST_COMMANDS };
-            self.seal(&mut open);
+            let pending = self.seal(&mut open);
             open.limit = next;
             drop(open);
             // The batch thread records and submits it while this thread
-            // goes on enqueuing; without that thread, this one does.
-            if !thread.hand_off(self) {
+            // goes on enqueuing; without that thread, or when it has fallen
+            // [`MAX_SEALED`] batches behind this queue, this one does.
+            if pending > MAX_SEALED || !thread.hand_off(self) {
                 run_waiters(self.drain());
             }
         }
@@ -260,13 +269,14 @@ impl Batch {
     }
 
     /// Moves the open batch, if it holds any command, behind the sealed
-    /// ones. Called with `open` locked, so batches are sealed in the order
-    /// of their commands.
-    fn seal(&self, open: &mut Open) {
+    /// ones; returns how many are sealed now. Called with `open` locked, so
+    /// batches are sealed in the order of their commands.
+    fn seal(&self, open: &mut Open) -> usize {
+        let mut sealed = self.sealed.lock();
         if !open.entries.is_empty() {
-            let batch = std::mem::take(open);
-            self.sealed.lock().push_back(batch);
+            sealed.push_back(std::mem::take(open));
         }
+        sealed.len()
     }
 
     /// Records and submits the sealed batches, oldest first; returns the
