@@ -97,11 +97,14 @@ pub(crate) const MAX_AGE: Duration = Duration::from_millis(1);
 
 /// Sealed batches of a queue that the batch thread may be behind on: a
 /// queue that enqueues faster than the thread records (recording a kernel
-/// costs about as much as enqueuing it on NVIDIA's driver) then records
-/// and submits them itself, so that what waits to be recorded stays
-/// bounded (about a thousand commands per queue) and several queues record
-/// side by side.
-const MAX_SEALED: usize = 4;
+/// costs more than enqueuing it on NVIDIA's driver, 1.0-1.35 µs against
+/// 0.7-1.2) then records and submits them itself, so that what waits to
+/// be recorded stays bounded (about 4,000 commands, some 1.6 MB, per
+/// queue). Not fewer: a queue that records itself stops enqueuing
+/// meanwhile (with a bound of 4, a chain of 10,000 kernels on the H200 took
+/// 0.1-0.5 µs more wall time per kernel in one call of two,
+/// docs/performance.md).
+const MAX_SEALED: usize = 16;
 
 /// Commands appended between two looks at the open batch's age.
 const AGE_EVERY: usize = 8;
