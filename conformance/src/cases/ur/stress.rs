@@ -1,10 +1,11 @@
 //! Multi-threaded stress (no UR counterpart): one command buffer submitted
-//! from 8 threads through 8 queues, whose submissions must serialise, and 8
-//! threads each recording and running their own buffers at once.
+//! from 8 threads through 8 queues, whose submissions must serialise, 8
+//! threads each recording and running their own buffers at once, and 8
+//! threads launching eagerly into one queue and into a queue each.
 
 use std::thread;
 
-use cmdbuf::{AppendOptions, CommandBufferDesc, KernelArg, KernelLaunch, QueueProperties};
+use cmdbuf::{AppendOptions, CommandBufferDesc, EventStatus, KernelArg, KernelLaunch, Queue, QueueProperties};
 
 use crate::harness::{CaseError, CaseResult, Env, read, write};
 use crate::{Requires, cases, check_eq};
@@ -16,6 +17,8 @@ pub(in crate::cases) fn cases() -> Vec<crate::Case> {
         shared_two_step_counter_from_eight_queues,
         eight_threads_own_buffers,
         eight_threads_record_enqueue_drop,
+        eight_threads_launch_on_one_queue,
+        eight_threads_launch_on_their_queues,
     ]
 }
 
@@ -165,4 +168,50 @@ fn eight_threads_record_enqueue_drop(env: &Env) -> CaseResult {
         }
         Ok(())
     })
+}
+
+/// Eager launches from 8 threads at once, each thread's into its own part of
+/// one allocation on the in-order queue `queue_of(t)` gives it: launch `i`
+/// of a thread makes each of its values `3 * value + i` (`axpb`), and every
+/// 50th is waited for by the launching thread while the others go on. The
+/// queue orders each thread's launches after one another, so each part
+/// ends at the fold of its launches: a lost, repeated or reordered launch,
+/// or two of one thread overlapping, changes it (Vulkan: several threads
+/// filling, sealing and flushing one queue's batches while the batch
+/// thread submits them, or the batch thread serving 8 queues).
+fn eight_threads_launch(env: &Env, queue_of: impl Fn(usize) -> Result<Queue, CaseError> + Sync) -> CaseResult {
+    const N: usize = 4096;
+    const LAUNCHES: u32 = 300;
+    let mem = env.usm_u32(N * THREADS)?;
+    write(&env.queue()?, mem.ptr(), &vec![0u32; N * THREADS])?;
+    let kernel = env.kernel("axpb")?;
+    on_threads(|t| {
+        let queue = queue_of(t)?;
+        let part = mem.ptr().byte_add(t * N * 4);
+        let mut last = None;
+        for i in 0..LAUNCHES {
+            let args = [KernelArg::Pointer(part), KernelArg::value(&3u32), KernelArg::value(&i)];
+            // SAFETY: `N` items update this thread's `N` u32s of `mem`.
+            let event = unsafe { queue.launch_kernel(&KernelLaunch::new(&kernel, &[N], &args), &[])? };
+            if i % 50 == 49 {
+                event.wait()?;
+                check_eq!(event.status(), EventStatus::Complete);
+            }
+            last = Some(event);
+        }
+        last.expect("launches").wait()?;
+        Ok(())
+    })?;
+    let expected = (0..LAUNCHES).fold(0u32, |v, i| v.wrapping_mul(3).wrapping_add(i));
+    check_eq!(read::<u32>(&env.queue()?, mem.ptr(), N * THREADS)?, vec![expected; N * THREADS]);
+    Ok(())
+}
+
+fn eight_threads_launch_on_one_queue(env: &Env) -> CaseResult {
+    let queue = env.queue()?;
+    eight_threads_launch(env, |_| Ok(queue.clone()))
+}
+
+fn eight_threads_launch_on_their_queues(env: &Env) -> CaseResult {
+    eight_threads_launch(env, |_| env.queue())
 }
