@@ -37,7 +37,8 @@ pub fn submission_header() -> String {
      `raw eager`: the same kernels submitted one by one with the backend's own API; `raw batched`: all of them in \
      one submission (Vulkan); `raw`: the same graph built with the backend's own graph API (see `raw`); `eager axpb`: \
      the chain as launches of `axpb` over 256 work-items with a USM pointer and two values (the C programs' kernel \
-     through the loader), `raw eager axpb` the same with the backend's own API (CUDA, OpenCL).\n\n\
+     through the loader), `raw eager axpb` the same with the backend's own API (CUDA, OpenCL; Vulkan: one \
+     submission per dispatch, the arguments as push constants).\n\n\
      | shape | N | eager host | eager wall | eager axpb host | eager axpb wall | raw eager axpb host | raw eager axpb \
      wall | eager axpb / raw (host) | raw eager host | raw eager wall | eager / raw eager (host) | \
      eager / raw eager (wall) | raw batched host | raw batched wall | eager / raw batched (wall) | replay host | \

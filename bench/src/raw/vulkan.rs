@@ -1,6 +1,8 @@
 //! The Vulkan baseline: one pre-recorded primary command buffer of
 //! dispatches, a compute-to-compute pipeline barrier between dependency
-//! levels, submitted with `vkQueueSubmit` and waited for with a fence.
+//! levels, submitted with `vkQueueSubmit` and waited for with a fence; and
+//! the eager baselines, the empty kernel and `axpb` with its arguments as
+//! push constants.
 
 use std::ffi::CStr;
 
@@ -10,6 +12,10 @@ use super::{RawGraph, levels};
 
 /// `empty.comp` compiled by glslangValidator (see that file).
 const EMPTY_SPV: &[u8] = include_bytes!("empty.spv");
+/// `axpb.comp` compiled by glslangValidator (see that file).
+const AXPB_SPV: &[u8] = include_bytes!("axpb.spv");
+/// The push constants of `axpb.comp`: the address of its values, `a`, `b`.
+const AXPB_ARGS_BYTES: u32 = 16;
 
 /// An instance and device of their own, the empty kernel's pipeline, and one
 /// command buffer re-recorded by each `build`.
@@ -28,6 +34,114 @@ pub struct VkGraph {
     eager_commands: Vec<vk::CommandBuffer>,
     fence: vk::Fence,
     pending: bool,
+    /// `axpb` and the values it updates, where the device has buffer device
+    /// addresses (Vulkan 1.2's `bufferDeviceAddress`, which the adapter
+    /// requires too).
+    axpb: Option<Axpb>,
+}
+
+/// `axpb.comp`'s pipeline and the [`super::AXPB_ITEMS`] u32 values it updates.
+struct Axpb {
+    layout: vk::PipelineLayout,
+    pipeline: vk::Pipeline,
+    buffer: vk::Buffer,
+    memory: vk::DeviceMemory,
+    /// The buffer's device address, pushed with each dispatch.
+    address: u64,
+}
+
+/// A compute pipeline of `code`'s entry point `main` with `layout`.
+///
+/// # Safety
+/// `layout` is of `d`; `code` is valid SPIR-V whose resources `layout` declares.
+unsafe fn compute_pipeline(d: &ash::Device, code: &[u8], layout: vk::PipelineLayout) -> Result<vk::Pipeline, String> {
+    let words: Vec<u32> = code.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+    // SAFETY: per this function's contract.
+    unsafe {
+        let module =
+            check(d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&words), None), "shader")?;
+        let stage = vk::PipelineShaderStageCreateInfo::default()
+            .stage(vk::ShaderStageFlags::COMPUTE)
+            .module(module)
+            .name(c"main");
+        let info = vk::ComputePipelineCreateInfo::default().stage(stage).layout(layout);
+        let made = d.create_compute_pipelines(vk::PipelineCache::null(), &[info], None);
+        d.destroy_shader_module(module, None);
+        made.map(|p| p[0]).map_err(|(_, e)| format!("vkCreateComputePipelines: {e}"))
+    }
+}
+
+impl Axpb {
+    /// The pipeline, and device memory for the values with its address.
+    ///
+    /// # Safety
+    /// `d` is a device of `physical`, made with `bufferDeviceAddress` enabled.
+    unsafe fn new(instance: &ash::Instance, physical: vk::PhysicalDevice, d: &ash::Device) -> Result<Axpb, String> {
+        let bytes = (super::AXPB_ITEMS * 4) as u64;
+        // SAFETY: per this function's contract; every handle made here is of `d`.
+        unsafe {
+            let range =
+                [vk::PushConstantRange::default().stage_flags(vk::ShaderStageFlags::COMPUTE).size(AXPB_ARGS_BYTES)];
+            let layout = check(
+                d.create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default().push_constant_ranges(&range), None),
+                "layout",
+            )?;
+            let pipeline = compute_pipeline(d, AXPB_SPV, layout)?;
+            let buffer = check(
+                d.create_buffer(
+                    &vk::BufferCreateInfo::default()
+                        .size(bytes)
+                        .usage(vk::BufferUsageFlags::STORAGE_BUFFER | vk::BufferUsageFlags::SHADER_DEVICE_ADDRESS),
+                    None,
+                ),
+                "vkCreateBuffer",
+            )?;
+            let needs = d.get_buffer_memory_requirements(buffer);
+            let types = instance.get_physical_device_memory_properties(physical);
+            let fits = |i: u32, flags: vk::MemoryPropertyFlags| {
+                needs.memory_type_bits & (1 << i) != 0 && types.memory_types[i as usize].property_flags.contains(flags)
+            };
+            let index = (0..types.memory_type_count)
+                .find(|&i| fits(i, vk::MemoryPropertyFlags::DEVICE_LOCAL))
+                .or_else(|| (0..types.memory_type_count).find(|&i| fits(i, vk::MemoryPropertyFlags::empty())))
+                .ok_or("no memory type for the axpb values")?;
+            let mut flags = vk::MemoryAllocateFlagsInfo::default().flags(vk::MemoryAllocateFlags::DEVICE_ADDRESS);
+            let memory = check(
+                d.allocate_memory(
+                    &vk::MemoryAllocateInfo::default()
+                        .allocation_size(needs.size)
+                        .memory_type_index(index)
+                        .push_next(&mut flags),
+                    None,
+                ),
+                "vkAllocateMemory",
+            )?;
+            check(d.bind_buffer_memory(buffer, memory, 0), "vkBindBufferMemory")?;
+            let address = d.get_buffer_device_address(&vk::BufferDeviceAddressInfo::default().buffer(buffer));
+            Ok(Axpb { layout, pipeline, buffer, memory, address })
+        }
+    }
+
+    /// The push constants of one launch: the values' address, `a` and `b` (1 each).
+    fn args(&self) -> [u8; AXPB_ARGS_BYTES as usize] {
+        let mut args = [0u8; AXPB_ARGS_BYTES as usize];
+        args[..8].copy_from_slice(&self.address.to_le_bytes());
+        args[8..12].copy_from_slice(&1u32.to_le_bytes());
+        args[12..].copy_from_slice(&1u32.to_le_bytes());
+        args
+    }
+
+    /// # Safety
+    /// Nothing of `d` uses the pipeline or the buffer any more.
+    unsafe fn destroy(&self, d: &ash::Device) {
+        // SAFETY: per this function's contract; each handle is destroyed once.
+        unsafe {
+            d.destroy_pipeline(self.pipeline, None);
+            d.destroy_pipeline_layout(self.layout, None);
+            d.destroy_buffer(self.buffer, None);
+            d.free_memory(self.memory, None);
+        }
+    }
 }
 
 /// A compute-to-compute memory barrier recorded into `cb`: between
@@ -63,7 +177,9 @@ impl VkGraph {
         // SAFETY: loading the Vulkan loader runs its initialisers, which the
         // Vulkan adapter of this process has already done.
         let entry = unsafe { ash::Entry::load() }.map_err(|e| format!("no Vulkan loader: {e}"))?;
-        let app = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_1);
+        // 1.2: buffer device addresses for `axpb`'s arguments, on devices
+        // that have them (the adapter requires them).
+        let app = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_2);
         // SAFETY: a valid create info without layers or extensions.
         let instance = check(
             unsafe { entry.create_instance(&vk::InstanceCreateInfo::default().application_info(&app), None) },
@@ -101,31 +217,36 @@ impl VkGraph {
             .ok_or("the device has no compute queue")? as u32;
         let priorities = [1.0f32];
         let queues = [vk::DeviceQueueCreateInfo::default().queue_family_index(family).queue_priorities(&priorities)];
-        // SAFETY: one queue of a family the device has.
+        let mut has = vk::PhysicalDeviceVulkan12Features::default();
+        // SAFETY: a device of this instance, whose API version (1.2) has the structure.
+        unsafe {
+            instance.get_physical_device_features2(
+                physical,
+                &mut vk::PhysicalDeviceFeatures2::default().push_next(&mut has),
+            )
+        };
+        let addresses = has.buffer_device_address == vk::TRUE;
+        let mut enable = vk::PhysicalDeviceVulkan12Features::default().buffer_device_address(addresses);
+        // SAFETY: one queue of a family the device has, and a feature it has.
         let device = check(
             unsafe {
-                instance.create_device(physical, &vk::DeviceCreateInfo::default().queue_create_infos(&queues), None)
+                instance.create_device(
+                    physical,
+                    &vk::DeviceCreateInfo::default().queue_create_infos(&queues).push_next(&mut enable),
+                    None,
+                )
             },
             "vkCreateDevice",
         )?;
-        let code: Vec<u32> = EMPTY_SPV.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+        // SAFETY: the device was made with buffer device addresses.
+        let axpb = if addresses { Some(unsafe { Axpb::new(&instance, physical, &device) }?) } else { None };
         // SAFETY: handles made just before from `device`; the shader is
-        // valid SPIR-V with one compute entry point `main`.
+        // valid SPIR-V with one compute entry point `main` and no resources.
         unsafe {
             let queue = device.get_device_queue(family, 0);
-            let module =
-                check(device.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&code), None), "shader")?;
             let layout =
                 check(device.create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default(), None), "layout")?;
-            let stage = vk::PipelineShaderStageCreateInfo::default()
-                .stage(vk::ShaderStageFlags::COMPUTE)
-                .module(module)
-                .name(c"main");
-            let info = vk::ComputePipelineCreateInfo::default().stage(stage).layout(layout);
-            let pipeline = device
-                .create_compute_pipelines(vk::PipelineCache::null(), &[info], None)
-                .map_err(|(_, e)| format!("vkCreateComputePipelines: {e}"))?[0];
-            device.destroy_shader_module(module, None);
+            let pipeline = compute_pipeline(&device, EMPTY_SPV, layout)?;
             let pool = check(
                 device.create_command_pool(
                     &vk::CommandPoolCreateInfo::default()
@@ -154,6 +275,7 @@ impl VkGraph {
                 eager_commands: Vec::new(),
                 fence,
                 pending: false,
+                axpb,
             })
         }
     }
@@ -199,7 +321,7 @@ impl RawGraph for VkGraph {
     }
 
     fn eager_variants(&self) -> Vec<(&'static str, &'static str)> {
-        vec![
+        [
             (
                 "raw_eager",
                 "per dispatch: a primary command buffer recorded (barrier, bind, dispatch) and vkQueueSubmit",
@@ -209,6 +331,14 @@ impl RawGraph for VkGraph {
                 "every dispatch recorded into one primary command buffer (barrier between), one vkQueueSubmit",
             ),
         ]
+        .into_iter()
+        .chain(self.axpb.as_ref().map(|_| {
+            (
+                "raw_eager_axpb",
+                "the same per dispatch with axpb over 256 invocations, its buffer device address and two values as push constants",
+            )
+        }))
+        .collect()
     }
 
     fn eager(&mut self, variant: usize, nodes: usize) -> Result<(), String> {
@@ -226,14 +356,26 @@ impl RawGraph for VkGraph {
         // before it on the queue, as the in-order chain of the cmdbuf side is.
         let d = &self.device;
         let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
+        // Variant 2, `axpb`: its pipeline and the push constants of each dispatch.
+        let axpb = match (variant, &self.axpb) {
+            (2, Some(axpb)) => Some((axpb, axpb.args())),
+            (2, None) => return Err("no axpb baseline: the device has no buffer device addresses".into()),
+            _ => None,
+        };
         let record = |cb: vk::CommandBuffer, dispatches: usize| -> Result<(), String> {
             // SAFETY: `cb` is of this device's pool, not pending (the previous
-            // submission was waited for), and the pool allows resets.
+            // submission was waited for), and the pool allows resets; axpb's
+            // pipeline takes the 16 bytes of push constants pushed, and its
+            // 256 invocations stay within its buffer.
             unsafe {
                 check(d.begin_command_buffer(cb, &begin), "vkBeginCommandBuffer")?;
-                d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, self.pipeline);
+                let pipeline = axpb.map_or(self.pipeline, |(a, _)| a.pipeline);
+                d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, pipeline);
                 for _ in 0..dispatches {
                     compute_barrier(d, cb);
+                    if let Some((a, args)) = &axpb {
+                        d.cmd_push_constants(cb, a.layout, vk::ShaderStageFlags::COMPUTE, 0, args);
+                    }
                     d.cmd_dispatch(cb, 1, 1, 1);
                 }
                 check(d.end_command_buffer(cb), "vkEndCommandBuffer")
@@ -279,6 +421,9 @@ impl Drop for VkGraph {
         let _ = self.wait();
         // SAFETY: nothing is pending; each handle is destroyed once, children first.
         unsafe {
+            if let Some(axpb) = &self.axpb {
+                axpb.destroy(&self.device);
+            }
             self.device.destroy_fence(self.fence, None);
             self.device.destroy_command_pool(self.pool, None);
             self.device.destroy_pipeline(self.pipeline, None);
