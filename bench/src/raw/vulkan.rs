@@ -16,6 +16,8 @@ const EMPTY_SPV: &[u8] = include_bytes!("empty.spv");
 const AXPB_SPV: &[u8] = include_bytes!("axpb.spv");
 /// The push constants of `axpb.comp`: the address of its values, `a`, `b`.
 const AXPB_ARGS_BYTES: u32 = 16;
+// `axpb.comp` runs one work group of 256 invocations, one per value.
+const _: () = assert!(super::AXPB_ITEMS == 256, "axpb.comp's local size is the bench's AXPB_ITEMS");
 
 /// An instance and device of their own, the empty kernel's pipeline, and one
 /// command buffer re-recorded by each `build`.
