@@ -60,47 +60,6 @@ impl Pool {
         self.record_level(false, &begin, f)
     }
 
-    /// Begins a primary command buffer for one submission and leaves it
-    /// open: the eager batch of a queue records into it command by command
-    /// ([`recording`](Self::recording)) and ends it at submission.
-    pub(crate) fn begin_open(self: &Arc<Self>) -> Result<PooledCmd> {
-        crate::exit::check()?;
-        let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
-        let device = &self.gpu.device;
-        let mut inner = self.inner.lock();
-        let raw = match inner.free[0].pop() {
-            Some(cb) => cb,
-            None => {
-                let info = vk::CommandBufferAllocateInfo::default()
-                    .command_pool(inner.raw)
-                    .level(vk::CommandBufferLevel::PRIMARY)
-                    .command_buffer_count(1);
-                // SAFETY: the pool is locked.
-                unsafe { device.allocate_command_buffers(&info) }.vk("vkAllocateCommandBuffers")?[0]
-            }
-        };
-        let cmd = PooledCmd { pool: self.clone(), raw, secondary: false };
-        // SAFETY: the pool is locked; the buffer is not pending (it was free),
-        // and beginning resets it (the pool allows that).
-        unsafe { device.begin_command_buffer(raw, &begin) }.vk("vkBeginCommandBuffer")?;
-        Ok(cmd)
-    }
-
-    /// Runs `f`, which records into an open command buffer of this pool,
-    /// with the pool locked (Vulkan requires a pool to be externally
-    /// synchronised while any of its command buffers records).
-    pub(crate) fn recording<R>(&self, f: impl FnOnce() -> R) -> R {
-        let _locked = self.inner.lock();
-        f()
-    }
-
-    /// Ends an open command buffer of this pool.
-    pub(crate) fn end_open(&self, cmd: &PooledCmd) -> Result<()> {
-        let _locked = self.inner.lock();
-        // SAFETY: the pool is locked; `cmd` is of this pool and recording.
-        unsafe { self.gpu.device.end_command_buffer(cmd.raw) }.vk("vkEndCommandBuffer")
-    }
-
     /// Records a primary command buffer to be submitted again and again:
     /// with `flags` empty never while pending (the caller tracks that), with
     /// `SIMULTANEOUS_USE` also while pending in other submissions.

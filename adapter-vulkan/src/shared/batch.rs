@@ -73,7 +73,7 @@ use crate::profiling::QuerySpan;
 use crate::shared::event::{Follow, fail, run_waiters};
 use crate::shared::host_work::{Checks, HostCopy, Keep, Kept};
 use crate::shared::lane::wait_points;
-use crate::shared::state::{Batch, Completion, EventCore, Lane, Open, Step, Waiter};
+use crate::shared::state::{Batch, Completion, EventCore, Gathered, Lane, Step, Waiter};
 
 /// Commands per batch at most. A submission's cost is then spread over
 /// enough commands to be small against recording them (50 µs / 256 is about
@@ -137,7 +137,7 @@ impl Batch {
             gpu,
             lane,
             pool,
-            open: Mutex::new(Open::default()),
+            open: Mutex::new(Gathered::default()),
             sealed: Mutex::new(VecDeque::new()),
             submitting: Mutex::new(()),
         }))
@@ -274,7 +274,7 @@ impl Batch {
     /// Moves the open batch, if it holds any command, behind the sealed
     /// ones; returns how many are sealed now. Called with `open` locked, so
     /// batches are sealed in the order of their commands.
-    fn seal(&self, open: &mut Open) -> usize {
+    fn seal(&self, open: &mut Gathered) -> usize {
         let mut sealed = self.sealed.lock();
         if !open.entries.is_empty() {
             sealed.push_back(std::mem::take(open));
@@ -303,14 +303,10 @@ impl Batch {
     /// timestamps where it has them, then the barrier that makes device
     /// writes visible to the host) and submits it. Called with
     /// `submitting` held, which makes this thread the pool's only user.
-    fn submit_sealed(&self, batch: Open) -> Vec<Waiter> {
-        let Open { mut entries, ops, steps, waits, .. } = batch;
-        let cmd = match self.pool.begin_open() {
-            Ok(cmd) => cmd,
-            Err(e) => return fail_all(entries, e),
-        };
-        let (gpu, cb) = (&self.gpu, cmd.raw());
-        let recorded = self.pool.recording(|| {
+    fn submit_sealed(&self, batch: Gathered) -> Vec<Waiter> {
+        let Gathered { mut entries, ops, steps, waits, .. } = batch;
+        let gpu = &self.gpu;
+        let recorded = self.pool.record(|cb| {
             let mut bound = vk::Pipeline::null();
             let mut start = 0;
             for (step, entry) in steps.iter().zip(&entries) {
@@ -332,13 +328,10 @@ impl Batch {
             Ok(())
         });
         drop(ops);
-        // Ended even after a failure, which makes it executable again, so
-        // that its pool may reuse it.
-        let ended = self.pool.end_open(&cmd);
-        if let Err(e) = recorded.and(ended) {
-            drop(cmd);
-            return fail_all(entries, e);
-        }
+        let cmd = match recorded {
+            Ok(cmd) => cmd,
+            Err(e) => return fail_all(entries, e),
+        };
         let (points, values) = wait_points(&waits);
         let raw = [cmd.raw()];
         let last = entries.last_mut().expect("a sealed batch holds a command");

@@ -168,10 +168,10 @@ pub(crate) struct Batch {
     pub(super) lane: Arc<Lane>,
     /// The batches' own command pool: used only under `submitting`'s lock.
     pub(super) pool: Arc<Pool>,
-    pub(super) open: Mutex<Open>,
+    pub(super) open: Mutex<Gathered>,
     /// Batches taken out of `open` (sealed, under its lock, so in the
     /// order of their commands), oldest first, to be recorded and submitted.
-    pub(super) sealed: Mutex<VecDeque<Open>>,
+    pub(super) sealed: Mutex<VecDeque<Gathered>>,
     /// Held while sealed batches are recorded and submitted, so that they
     /// reach the lane in the order they were sealed.
     pub(super) submitting: Mutex<()>,
@@ -182,7 +182,7 @@ pub(crate) struct Batch {
 /// the batch is submitted, so that the thread enqueuing the commands does
 /// not pay the driver's recording.
 #[derive(Default)]
-pub(super) struct Open {
+pub(super) struct Gathered {
     /// One completion per command, in order.
     pub(super) entries: Vec<Completion>,
     /// The device operations of the commands, in order.
@@ -197,10 +197,10 @@ pub(super) struct Open {
     pub(super) limit: usize,
 }
 
-/// One command's place in a batch ([`Open::steps`]).
+/// One command's place in a batch ([`Gathered::steps`]).
 #[derive(Copy, Clone)]
 pub(super) struct Step {
-    /// The end of its operations in [`Open::ops`].
+    /// The end of its operations in [`Gathered::ops`].
     pub(super) end: usize,
     /// A pipeline barrier before it: it follows commands of the batch, or
     /// work submitted earlier to the same `VkQueue`.
