@@ -63,7 +63,8 @@ use crate::lanes::Lanes;
 use crate::lower::{CopyPlan, HostJob, host_job_kept};
 use crate::lower::{copy_1d, copy_rect, fill_plan};
 use crate::memory::{Loc, buffer_loc, buffer_on_device, mem_loc, mem_on_device, usm_loc, usm_on_device};
-use crate::program::{CudaKernel, LaunchParams, StoredLaunchParams};
+use crate::params::{LaunchParams, StoredLaunchParams};
+use crate::program::CudaKernel;
 use crate::queue::{CudaQueue, Launch, Order, QueueCore, Work};
 
 struct KernelNode {

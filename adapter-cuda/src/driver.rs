@@ -12,11 +12,12 @@
 use std::ffi::CStr;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use cmdbuf_core::{Backend, Detail, Result, UrError};
 use cudarc::driver::sys;
+use parking_lot::Mutex;
 
 use crate::conv::variant_for;
 
@@ -350,6 +351,61 @@ pub(crate) fn stream_wait_event(stream: sys::CUstream, event: sys::CUevent) -> R
     // SAFETY: both handles are alive and of contexts of one device (callers pass
     // this adapter's objects of one context).
     unsafe { cu!(cuStreamWaitEvent(stream, event, 0)) }
+}
+
+/// Idle events a device keeps for reuse, at most.
+const EVENTS_KEPT: usize = 4096;
+
+/// A device's events without timing kept for reuse, shared with its
+/// launcher: an eager launch's event is often dropped (its command replaced
+/// by the next in the front end's list) before the launcher has recorded
+/// it, and the launcher then holds it last.
+#[derive(Default)]
+pub(crate) struct EventPool(Mutex<Vec<Arc<CuEvent>>>);
+
+impl EventPool {
+    /// Keeps an event for reuse once nothing will wait on it again: waits
+    /// already issued keep what its last record was, and recording it again
+    /// only affects later waits. One that someone else still holds (held
+    /// work, the launcher) is left to them: the last gives it back.
+    pub(crate) fn recycle(&self, mut event: Arc<CuEvent>) {
+        // A chain of a thousand eager commands whose events the application
+        // drops together found a pool of 256 empty for three launches in
+        // four: a `cuEventCreate` (0.25 µs on an H200) per launch, and a
+        // `cuEventDestroy` for each event the pool refused (issue 31, item 3).
+        // An idle event costs the driver a few hundred bytes.
+        // Kept with its `Arc`, so that a submission's event costs no
+        // allocation for it.
+        if Arc::get_mut(&mut event).is_none() {
+            return;
+        }
+        let mut pool = self.0.lock();
+        if !event.is_timing() && pool.len() < EVENTS_KEPT {
+            pool.push(event);
+        }
+    }
+
+    /// A kept event, if there is one.
+    pub(crate) fn take(&self) -> Option<Arc<CuEvent>> {
+        self.0.lock().pop()
+    }
+
+    /// Moves up to `count` kept events into `into`, under one lock.
+    pub(crate) fn take_many(&self, count: usize, into: &mut Vec<Arc<CuEvent>>) {
+        let mut pool = self.0.lock();
+        let from = pool.len().saturating_sub(count);
+        into.extend(pool.drain(from..));
+    }
+
+    /// [`recycle`](Self::recycle) of each of `events` (emptied), under one lock.
+    pub(crate) fn recycle_all(&self, events: &mut Vec<Arc<CuEvent>>) {
+        let mut pool = self.0.lock();
+        for mut event in events.drain(..) {
+            if Arc::get_mut(&mut event).is_some() && !event.is_timing() && pool.len() < EVENTS_KEPT {
+                pool.push(event);
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -26,6 +26,7 @@ use parking_lot::Mutex;
 use crate::device::{DeviceShared, StreamProgress, Word, now_ns};
 use crate::driver::{CuEvent, Query};
 use crate::hold::{Dep, Gate};
+use crate::launcher::Pending;
 
 /// Where an event learns whether its kernels reported a failure.
 pub(crate) enum Check {
@@ -149,8 +150,9 @@ pub(crate) struct StreamClock {
     /// Every submission of the stream with a sequence number up to this one
     /// has completed.
     done_upto: AtomicU64,
-    /// The newest probe: a submission's sequence number and end event.
-    probe: Mutex<Option<(u64, Arc<CuEvent>)>>,
+    /// The newest probe: a submission's sequence number and end event, and
+    /// its ticket at the device's launcher when it was deferred (0 if not).
+    probe: Mutex<Option<(u64, Arc<CuEvent>, u64)>>,
     /// No probe is queried before this many submissions were issued: set
     /// when a query found the probe pending. The front end asks at every
     /// submission, and a pending probe asked again at the next one was a
@@ -171,16 +173,18 @@ impl StreamClock {
     }
 
     /// The sequence number of a submission being issued on the stream, whose
-    /// end event is `end`; the caller holds the queue's lock, so numbers
-    /// follow the order of the records on the stream. Every
-    /// [`PROBE_EVERY`]th (the first included) becomes the probe; the probe
-    /// it replaces goes back to the device's pool if nothing else holds it.
-    pub(crate) fn next(&self, end: &Arc<CuEvent>) -> u64 {
+    /// end event is `end`, recorded by the device's launcher when `ticket`
+    /// is not 0; the caller holds the queue's lock, so numbers follow the
+    /// order of the records on the stream (the queue drains its deferred
+    /// launches before it issues anything itself). Every [`PROBE_EVERY`]th
+    /// (the first included) becomes the probe; the probe it replaces goes
+    /// back to the device's pool if nothing else holds it.
+    pub(crate) fn next(&self, end: &Arc<CuEvent>, ticket: u64) -> u64 {
         let seq = self.issued.load(Ordering::Relaxed) + 1;
         self.issued.store(seq, Ordering::Relaxed);
         if seq % PROBE_EVERY == 1 {
-            let old = self.probe.lock().replace((seq, end.clone()));
-            if let Some((_, event)) = old {
+            let old = self.probe.lock().replace((seq, end.clone(), ticket));
+            if let Some((_, event, _)) = old {
                 self.dev.recycle_event(event);
             }
         }
@@ -207,7 +211,9 @@ impl StreamClock {
         }
         let probe = self.probe.lock();
         match &*probe {
-            Some((at, event)) if *at >= seq => {
+            // A probe the launcher has not recorded yet says nothing.
+            Some((_, _, ticket)) if *ticket != 0 && !self.dev.launcher.made(*ticket) => false,
+            Some((at, event, _)) if *at >= seq => {
                 if matches!(event.query(), Ok(Query::Ready)) {
                     self.saw(*at);
                     return true;
@@ -231,7 +237,7 @@ impl Drop for StreamClock {
     fn drop(&mut self) {
         // Before the device (its context) may go: the probe is destroyed, or
         // pooled, while the context it was created in is alive.
-        if let Some((_, event)) = self.probe.get_mut().take() {
+        if let Some((_, event, _)) = self.probe.get_mut().take() {
             self.dev.recycle_event(event);
         }
     }
@@ -248,6 +254,9 @@ pub(crate) struct Issued {
     pub(crate) times: Option<(u64, u64)>,
     /// What to check once complete.
     pub(crate) check: Option<Check>,
+    /// Its ticket at the device's launcher, which makes the launch and
+    /// records its end event; 0 when the queue issued it itself.
+    pub(crate) ticket: u64,
 }
 
 /// What an event knows of where its command went.
@@ -257,7 +266,7 @@ enum Place {
     /// two atomic read-modify-writes, and holding the device apart from
     /// the clock (which holds it) a count up and down: four per eager
     /// launch at 20-40 ns each on an H200's host (issue 31).
-    Now { clock: Arc<StreamClock>, seq: u64, check: Option<Check> },
+    Now { clock: Arc<StreamClock>, seq: u64, check: Option<Check>, ticket: u64 },
     /// Not issued yet (held back on the host, see `hold`), or never by a
     /// queue (a native command's work, a command-buffer signal event): the
     /// device, and where it was issued once it is.
@@ -322,8 +331,8 @@ impl CudaEvent {
     /// The event of a command its queue issued as it was submitted, with
     /// `end` and `start` (see [`command`](Self::command)) recorded.
     pub(crate) fn issued_now(end: Arc<CuEvent>, start: Option<CuEvent>, issued: Issued) -> CudaEvent {
-        let Issued { clock, seq, times, check } = issued;
-        CudaEvent::of(Place::Now { clock, seq, check }, end, start, times, true)
+        let Issued { clock, seq, times, check, ticket } = issued;
+        CudaEvent::of(Place::Now { clock, seq, check, ticket }, end, start, times, true)
     }
 
     fn of(place: Place, end: Arc<CuEvent>, start: Option<CuEvent>, times: Option<(u64, u64)>, once: bool) -> CudaEvent {
@@ -389,6 +398,33 @@ impl CudaEvent {
         Ok(CudaEvent::of(Place::later(dev), Arc::new(CuEvent::new(profiling)?), start, None, false))
     }
 
+    /// Its launch, while the device's launcher has not made it (and
+    /// recorded its end event): see `launcher`.
+    pub(crate) fn pending(&self) -> Option<Pending<'_>> {
+        match &self.place {
+            Place::Now { clock, ticket, .. } if *ticket != 0 => {
+                let launcher = &clock.dev.launcher;
+                (!launcher.made(*ticket)).then_some(Pending { launcher, ticket: *ticket })
+            }
+            _ => None,
+        }
+    }
+
+    /// Blocks until its end event is recorded, if the launcher records it.
+    pub(crate) fn await_made(&self) {
+        if let Some(pending) = self.pending() {
+            pending.wait();
+        }
+    }
+
+    /// Its error from the launcher, if its launch failed there.
+    fn launch_failure(&self) -> Option<UrError> {
+        match &self.place {
+            Place::Now { clock, ticket, .. } if *ticket != 0 => clock.dev.launcher.failure(*ticket),
+            _ => None,
+        }
+    }
+
     /// The event recorded after the command.
     pub(crate) fn end(&self) -> &CuEvent {
         self.end_shared()
@@ -407,7 +443,8 @@ impl CudaEvent {
     /// The command, held back when it was submitted (an event made with
     /// [`command`](Self::command)), was issued.
     pub(crate) fn issued(&self, issued: Issued) {
-        let Issued { clock, seq, times, check } = issued;
+        // Held work is issued by its queue itself: no ticket.
+        let Issued { clock, seq, times, check, ticket: _ } = issued;
         if let Place::Later { order, check: slot, .. } = &self.place {
             let _ = order.set((clock, seq));
             if let Some(check) = check {
@@ -448,7 +485,7 @@ impl CudaEvent {
     /// event is borrowed from this event (see [`Dep::end`]).
     pub(crate) fn dep(&self, device: bool) -> Dep<'_> {
         let end = (device && !self.known_done()).then(|| Cow::Borrowed(self.end_shared()));
-        Dep { gate: self.held_gate(), end }
+        Dep { gate: self.held_gate(), end, pending: self.pending() }
     }
 
     /// Issued and complete.
@@ -467,6 +504,9 @@ impl CudaEvent {
         if self.known_done() {
             return Ok(Query::Ready);
         }
+        if self.pending().is_some() {
+            return Ok(Query::Pending);
+        }
         let query = self.end().query();
         if matches!(query, Ok(Query::Ready)) {
             self.seen_complete();
@@ -478,6 +518,7 @@ impl CudaEvent {
     /// the command was issued (or its issue failed: nothing to wait for).
     pub(crate) fn synchronize(&self) -> Result<()> {
         if !self.known_done() {
+            self.await_made();
             self.end().synchronize()?;
             self.seen_complete();
         }
@@ -529,8 +570,15 @@ impl CudaEvent {
         }
     }
 
-    /// The outcome of issuing the command, once issued: `None` while held.
+    /// The outcome of issuing the command, once issued: `None` while held,
+    /// or while the launcher has not made its launch.
     fn issue_outcome(&self) -> Option<Result<()>> {
+        if self.pending().is_some() {
+            return None;
+        }
+        if let Some(e) = self.launch_failure() {
+            return Some(Err(e));
+        }
         match self.gate() {
             Some(gate) => gate.result(),
             None => Some(Ok(())),
@@ -560,6 +608,8 @@ impl CudaEvent {
 impl EventImpl for CudaEvent {
     /// The `CUevent` recorded after the command.
     fn native_handle(&self) -> Result<cmdbuf_core::NativeHandle> {
+        // The application may wait on it at once.
+        self.await_made();
         Ok(cmdbuf_core::NativeHandle(self.end().raw() as u64))
     }
 
@@ -607,6 +657,9 @@ impl EventImpl for CudaEvent {
             gate.wait()?;
         }
         self.synchronize()?;
+        if let Some(e) = self.launch_failure() {
+            return Err(e);
+        }
         match self.failure() {
             Some(message) => Err(execution_error(Backend::Cuda, message)),
             None => Ok(()),
@@ -639,6 +692,11 @@ impl EventImpl for CudaEvent {
 
 impl Drop for CudaEvent {
     fn drop(&mut self) {
+        if let Place::Now { clock, ticket, .. } = &self.place
+            && *ticket != 0
+        {
+            clock.dev.launcher.forget(*ticket);
+        }
         let done = self.known_done();
         let Some(end) = self.end.take() else { return };
         let check = match &mut self.place {
@@ -710,7 +768,7 @@ pub(crate) fn dep(event: &dyn EventImpl, device: bool) -> Result<Dep<'_>> {
         return Ok(e.dep(device));
     }
     if let Some(u) = any.downcast_ref::<CudaUserEvent>() {
-        return Ok(Dep { gate: (!u.gate.is_open()).then(|| u.gate.clone()), end: None });
+        return Ok(Dep { gate: (!u.gate.is_open()).then(|| u.gate.clone()), end: None, pending: None });
     }
     Err(wrong_adapter())
 }
@@ -721,6 +779,7 @@ pub(crate) fn dep(event: &dyn EventImpl, device: bool) -> Result<Dep<'_>> {
 pub(crate) fn graph_wait_event(dev: &DeviceShared, event: &dyn EventImpl) -> Result<sys::CUevent> {
     let any = event as &dyn Any;
     if let Some(e) = any.downcast_ref::<CudaEvent>() {
+        e.await_made();
         return Ok(e.end().raw());
     }
     if any.downcast_ref::<CudaUserEvent>().is_some() {

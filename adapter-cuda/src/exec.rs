@@ -11,7 +11,7 @@ use crate::driver::cu;
 use crate::event::Check;
 use crate::lower::{CopyPlan, HostJob, Memset, copy_1d, copy_rect, fill_plan, host_job_once};
 use crate::memory::{Loc, buffer_loc, is_managed, mem_loc, usm_loc};
-use crate::program::LaunchParams;
+use crate::params::LaunchParams;
 
 /// Issues `command` on `stream`; returns what its event must check once
 /// complete (a kernel's status word).

@@ -49,6 +49,7 @@ use cmdbuf_core::Result;
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use crate::driver::CuEvent;
+use crate::launcher::Pending;
 
 enum GateState {
     /// What it stands for has not happened.
@@ -128,6 +129,9 @@ pub(crate) struct Dep<'a> {
     /// issued at once cost two atomic read-modify-writes per dependency
     /// (issue 31).
     pub(crate) end: Option<Cow<'a, Arc<CuEvent>>>,
+    /// The launch it stands for, while the device's launcher has not made
+    /// it (see `launcher`): nothing may wait on its `end` before then.
+    pub(crate) pending: Option<Pending<'a>>,
 }
 
 impl Dep<'_> {
@@ -135,9 +139,14 @@ impl Dep<'_> {
         self.gate.as_ref().is_none_or(|g| g.is_open())
     }
 
-    /// The dependency owning what it borrowed, for work held back.
+    /// The dependency owning what it borrowed, for work held back: a launch
+    /// not made yet is waited for here, so that the owned form needs no
+    /// launcher.
     pub(crate) fn into_owned(self) -> Dep<'static> {
-        Dep { gate: self.gate, end: self.end.map(|end| Cow::Owned(end.into_owned())) }
+        if let Some(pending) = &self.pending {
+            pending.wait();
+        }
+        Dep { gate: self.gate, end: self.end.map(|end| Cow::Owned(end.into_owned())), pending: None }
     }
 }
 
@@ -280,7 +289,7 @@ mod tests {
     }
 
     fn on(gates: &[&Arc<Gate>]) -> Vec<Dep<'static>> {
-        gates.iter().map(|g| Dep { gate: Some((*g).clone()), end: None }).collect()
+        gates.iter().map(|g| Dep { gate: Some((*g).clone()), end: None, pending: None }).collect()
     }
 
     /// What a submission does: issued now when its dependencies are open,

@@ -34,11 +34,13 @@ mod exec;
 mod graph;
 mod hold;
 pub mod lanes;
+mod launcher;
 mod lower;
 mod memory;
 mod nccl;
 pub mod nccl_lib;
 mod nvrtc;
+mod params;
 mod platform;
 mod program;
 mod queue;
@@ -48,6 +50,7 @@ use std::sync::Arc;
 use cmdbuf_core::adapter::prelude::*;
 
 pub use driver::NO_DRIVER;
+pub use launcher::LAUNCHER_ENV;
 pub use nvrtc::NVRTC_ENV;
 
 /// Opens the CUDA adapter: one platform with every device the driver reports.

@@ -4,7 +4,8 @@
 //! loads and frees while a user event gates work, held work waited for
 //! across devices, compositions over two GPUs (with an NCCL all-reduce
 //! captured inside), copies and fills in command buffers (the adapter's own
-//! kernels), and what the device reports about itself.
+//! kernels), eager launches in stream order (those handed to the launcher
+//! included), and what the device reports about itself.
 //!
 //! Without a CUDA driver (CI), the device tests are listed ignored and the
 //! reason ("no CUDA driver ...") is printed; without NVRTC, so are the tests
@@ -102,7 +103,7 @@ fn main() {
     // Where CUDA is required (the GPU machines), not running is a failure.
     let required = std::env::var("UR_RS_REQUIRE_DEVICES").is_ok_and(|v| v.split(',').any(|d| d.trim() == "cuda"));
     let mut trials = vec![Trial::test("factory_reports_why_the_adapter_is_absent", factory_reason)];
-    let tests: [(&str, Needs, Test); 16] = [
+    let tests: [(&str, Needs, Test); 17] = [
         ("ptx_program_runs_eagerly_and_in_a_graph", Needs::Device, ptx_program),
         ("kernel_parameters_are_checked_against_the_abi", Needs::Device, abi_mismatch),
         ("kernel_failure_is_reported_by_command_buffer_submissions", Needs::Nvrtc, kernel_failure_in_graph),
@@ -118,6 +119,7 @@ fn main() {
         ("device_information_and_clock", Needs::Device, device_information),
         ("copies_and_fills_in_command_buffers_land_exactly", Needs::Device, graph_copies_and_fills),
         ("eager_launches_complete_in_stream_order", Needs::Device, eager_stream_order),
+        ("launches_handed_to_the_launcher_stay_in_queue_order", Needs::Device, launcher_order),
         (
             "an_eager_kernel_failure_is_reported_once_later_work_completed",
             Needs::Nvrtc,
@@ -333,6 +335,59 @@ fn eager_stream_order(device: &Device) -> Result<(), String> {
         let got = read_u32(&queue, &out, N)?;
         if let Some(i) = (0..N).find(|i| got[*i] != *i as u32) {
             return Err(format!("out of order {out_of_order}: out[{i}] = {:#x}", got[i]));
+        }
+    }
+    Ok(())
+}
+
+/// Launches handed to the device's launcher (`launcher.rs`) keep their
+/// order with everything the queue issues itself: a chain of launches each
+/// storing its index into `out[0]`, a copy of `out[0]` into its own slot
+/// every 50 launches (issued by the queue, after the launches before it),
+/// an event of the chain waited for from another thread while launches go
+/// on, and, once a caller was given the queue's stream, launches made on
+/// the caller's thread again. Each copy must see the launch just before it.
+fn launcher_order(device: &Device) -> Result<(), String> {
+    const N: usize = 600;
+    const EVERY: usize = 50;
+    let context = Context::new(device).map_err(ur)?;
+    let program = set_program(&context, vec![ArgKind::Global, ArgKind::Value(4)])?;
+    let kernel = Kernel::new(&program, "set_plus_offset").map_err(ur)?;
+    let queue = Queue::new(&context, QueueProperties::default()).map_err(ur)?;
+    let slots = 1 + N / EVERY;
+    let out = UsmAllocation::new(&context, UsmKind::Device, slots * 4).map_err(ur)?;
+    let slot = |k: usize| cmdbuf_core::UsmPtr::from_addr(out.ptr().addr() + 4 * k as u64);
+    let mut waiter = None;
+    for i in 0..N {
+        if i == N / 2 {
+            // From here on the queue launches on this thread (the caller
+            // may put work on the stream between ours).
+            queue.native_handle().map_err(ur)?;
+        }
+        let value = i as u32;
+        let args = [KernelArg::Pointer(out.ptr()), KernelArg::value(&value)];
+        // SAFETY: one item at offset 0 writes out[0] = i, inside the allocation.
+        let event = unsafe { queue.launch_kernel(&KernelLaunch::new(&kernel, &[1], &args), &[]) }.map_err(ur)?;
+        if i == 100 {
+            waiter = Some(std::thread::spawn(move || event.wait().map(|()| event.status())));
+        }
+        if i % EVERY == EVERY - 1 {
+            queue.usm_memcpy(slot(1 + i / EVERY), out.ptr(), 4, &[]).map_err(ur)?;
+        }
+    }
+    queue.finish().map_err(ur)?;
+    match waiter.ok_or("no waiter")?.join() {
+        Ok(Ok(EventStatus::Complete)) => {}
+        other => return Err(format!("the event waited for from another thread: {other:?}")),
+    }
+    let got = read_u32(&queue, &out, slots)?;
+    if got[0] != N as u32 - 1 {
+        return Err(format!("out[0] = {} after {N} launches", got[0]));
+    }
+    for (k, seen) in got.iter().enumerate().skip(1) {
+        let expected = (k * EVERY - 1) as u32;
+        if *seen != expected {
+            return Err(format!("copy {k} saw {seen}, expected {expected}"));
         }
     }
     Ok(())

@@ -1,8 +1,8 @@
 //! The CUDA adapter's layers, kept one-way, and no import circle among its
-//! modules: the driver and the libraries opened at run time below the
-//! device's definition, below the plain objects, below execution (queues,
-//! command buffers, collectives), below the context's behaviour, below the
-//! platform and the device's behaviour. The checker is cmdbuf-core's
+//! modules: the driver, the libraries opened at run time and the launcher
+//! thread below the device's definition, below the plain objects, below
+//! execution (queues, command buffers, collectives), below the context's
+//! behaviour, below the platform and the device's behaviour. The checker is cmdbuf-core's
 //! (`core/tests/layering/mod.rs`); docs/architecture.md says why a device's
 //! and a context's definitions (`device/`) sit apart from their behaviour.
 
@@ -17,12 +17,16 @@ const LAYER_NAMES: &[&str] = &["driver", "device definition", "objects", "execut
 /// Each top-level module (or folder) of `adapter-cuda/src` and its layer.
 const LAYERS: &[(&str, usize)] = &[
     // The CUDA driver, NVRTC and NCCL opened at run time, the mapping of
-    // their codes, and the lanes of wide graphs: nothing of the adapter's.
+    // their codes, the lanes of wide graphs, a launch's parameters as the
+    // driver takes them, and the launcher thread that makes launches:
+    // nothing of the adapter's objects.
     ("conv", 0),
     ("driver", 0),
     ("nvrtc", 0),
     ("nccl_lib", 0),
     ("lanes", 0),
+    ("params", 0),
+    ("launcher", 0),
     // `DeviceShared`, what a device is and can do, peer access, and
     // `CudaContext` (a context's state is its device's): what every object
     // names.

@@ -15,7 +15,8 @@ use parking_lot::Mutex;
 
 use super::info::{self, Limits};
 use super::memory_kernels::MemoryKernels;
-use crate::driver::{Ctx, CuEvent, Stream, cu};
+use crate::driver::{Ctx, CuEvent, EventPool, Stream, cu};
+use crate::launcher::Launcher;
 
 /// The host clock ([`cmdbuf_core::host_clock_ns`]): the timeline of every
 /// profiling timestamp of this adapter, device times included (they are
@@ -178,9 +179,12 @@ pub(crate) struct DeviceShared {
     retiring: Mutex<Vec<Retiring>>,
     /// Events without timing for reuse: every submission records one, and
     /// creating and destroying one costs more than recording it again.
-    event_pool: Mutex<Vec<Arc<CuEvent>>>,
+    event_pool: Arc<EventPool>,
     /// PTX compiled from CUDA C, by source and architecture.
     pub(crate) ptx_cache: Mutex<PtxCache>,
+    /// Makes the driver calls of eager kernel launches handed to it (see
+    /// `launcher`).
+    pub(crate) launcher: Launcher,
     /// Ends command buffers with kernels.
     pub(crate) collector: StatusCollector,
     /// Copies and fills of the device's own memory in command buffers.
@@ -240,6 +244,7 @@ impl DeviceShared {
             }
         };
         tracing::debug!(ordinal, name = %info.name, ?limits, "CUDA device opened");
+        let event_pool = Arc::new(EventPool::default());
         Ok(Arc::new(DeviceShared {
             device,
             ctx,
@@ -253,8 +258,9 @@ impl DeviceShared {
             stream_pool: Mutex::new(stream_pool),
             status_words: Mutex::default(),
             retiring: Mutex::default(),
-            event_pool: Mutex::default(),
+            event_pool: event_pool.clone(),
             ptx_cache: Mutex::default(),
+            launcher: Launcher::new(ctx, event_pool),
             collector,
             memory_kernels,
             _primary: primary,
@@ -434,7 +440,7 @@ impl DeviceShared {
 
     /// An event without timing of the bound context: a pooled one or a new one.
     pub(crate) fn plain_event(&self) -> Result<Arc<CuEvent>> {
-        match self.event_pool.lock().pop() {
+        match self.event_pool.take() {
             Some(event) => Ok(event),
             None => Ok(Arc::new(CuEvent::new(false)?)),
         }
@@ -442,39 +448,20 @@ impl DeviceShared {
 
     /// Moves up to `count` pooled events without timing into `into` (a
     /// queue's own free list), under one lock; with the pool empty, one new
-    /// event of the bound context.
+    /// event of the device's context.
     pub(crate) fn plain_events(&self, count: usize, into: &mut Vec<Arc<CuEvent>>) -> Result<()> {
-        {
-            let mut pool = self.event_pool.lock();
-            let from = pool.len().saturating_sub(count);
-            into.extend(pool.drain(from..));
-        }
+        self.event_pool.take_many(count, into);
         if into.is_empty() {
+            self.bind()?;
             into.push(Arc::new(CuEvent::new(false)?));
         }
         Ok(())
     }
 
-    /// Keeps an event for reuse once nothing will wait on it again: waits
-    /// already issued keep what its last record was, and recording it again
-    /// only affects later waits. One that held work will still wait on is
-    /// left to them (and destroyed by the last).
-    pub(crate) fn recycle_event(&self, mut event: Arc<CuEvent>) {
-        // A chain of a thousand eager commands whose events the application
-        // drops together found a pool of 256 empty for three launches in
-        // four: a `cuEventCreate` (0.25 µs on an H200) per launch, and a
-        // `cuEventDestroy` for each event the pool refused (issue 31, item 3).
-        // An idle event costs the driver a few hundred bytes.
-        const KEPT: usize = 4096;
-        // Kept with its `Arc`, so that a submission's event costs no
-        // allocation for it.
-        if Arc::get_mut(&mut event).is_none() {
-            return;
-        }
-        let mut pool = self.event_pool.lock();
-        if !event.is_timing() && pool.len() < KEPT {
-            pool.push(event);
-        }
+    /// Keeps an event for reuse once nothing will wait on it again (see
+    /// [`EventPool::recycle`]).
+    pub(crate) fn recycle_event(&self, event: Arc<CuEvent>) {
+        self.event_pool.recycle(event);
     }
 
     fn sweep_retiring(&self) {
@@ -526,6 +513,9 @@ impl Retiring {
 
 impl Drop for DeviceShared {
     fn drop(&mut self) {
+        // Its queues drained their launches when they went; the thread goes
+        // before the context and the events it records.
+        self.launcher.stop();
         let _ = self.bind();
         // SAFETY: loaded in `open`; no graph that uses it runs any more.
         let _ = unsafe { sys::cuModuleUnload(self.collector.module) };
