@@ -375,13 +375,9 @@ impl EventPool {
         // `cuEventDestroy` for each event the pool refused (issue 31, item 3).
         // An idle event costs the driver a few hundred bytes.
         // Kept with its `Arc`, so that a submission's event costs no
-        // allocation for it.
-        if Arc::get_mut(&mut event).is_none() {
-            return;
-        }
-        let mut pool = self.0.lock();
-        if !event.is_timing() && pool.len() < EVENTS_KEPT {
-            pool.push(event);
+        // allocation for it; not locked for one someone else holds.
+        if Arc::get_mut(&mut event).is_some() {
+            keep(&mut self.0.lock(), event);
         }
     }
 
@@ -400,11 +396,17 @@ impl EventPool {
     /// [`recycle`](Self::recycle) of each of `events` (emptied), under one lock.
     pub(crate) fn recycle_all(&self, events: &mut Vec<Arc<CuEvent>>) {
         let mut pool = self.0.lock();
-        for mut event in events.drain(..) {
-            if Arc::get_mut(&mut event).is_some() && !event.is_timing() && pool.len() < EVENTS_KEPT {
-                pool.push(event);
-            }
+        for event in events.drain(..) {
+            keep(&mut pool, event);
         }
+    }
+}
+
+/// Keeps `event` in the pool (locked) if nothing else holds it, it has no
+/// timing, and the pool has room.
+fn keep(pool: &mut Vec<Arc<CuEvent>>, mut event: Arc<CuEvent>) {
+    if Arc::get_mut(&mut event).is_some() && !event.is_timing() && pool.len() < EVENTS_KEPT {
+        pool.push(event);
     }
 }
 

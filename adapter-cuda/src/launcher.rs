@@ -103,7 +103,8 @@ struct Inner {
     /// The last ticket given (also under `state`: read without the lock
     /// by the thread while it looks for work).
     given: AtomicU64,
-    /// Whether the thread sleeps (`State::sleeping`, read without the lock).
+    /// Whether the thread sleeps; changed under `state`'s lock, so that a
+    /// caller handing a launch under it knows whether to wake the thread.
     asleep: AtomicBool,
     /// Every launch with a ticket up to this one has been made.
     made: AtomicU64,
@@ -123,7 +124,6 @@ struct Inner {
 struct State {
     launches: VecDeque<(u64, Deferred)>,
     stop: bool,
-    sleeping: bool,
 }
 
 /// A launch its event's reader must wait for: not made yet.
@@ -218,7 +218,7 @@ impl Launcher {
         let ticket = inner.given.load(Ordering::Relaxed) + 1;
         inner.given.store(ticket, Ordering::SeqCst);
         state.launches.push_back((ticket, launch));
-        let wake = std::mem::take(&mut state.sleeping);
+        let wake = inner.asleep.load(Ordering::Acquire);
         drop(state);
         if wake {
             inner.work.notify_one();
@@ -338,11 +338,9 @@ impl Inner {
                         continue;
                     }
                     if state.launches.is_empty() && !state.stop {
-                        state.sleeping = true;
                         self.asleep.store(true, Ordering::Release);
                         self.work.wait(&mut state);
                         self.asleep.store(false, Ordering::Release);
-                        state.sleeping = false;
                     }
                 }
                 std::mem::swap(&mut batch, &mut state.launches);

@@ -96,6 +96,16 @@ struct QueueState {
 }
 
 impl QueueState {
+    /// The events stream `index` must wait on for `deps`: their end
+    /// events, less the stream's own last one, which its order already
+    /// puts first (an in-order queue's previous submission, a buffer's
+    /// previous replay on the same queue): waiting on it again only costs
+    /// a call.
+    fn stream_waits<'d>(&self, index: usize, deps: &'d [Dep<'_>]) -> impl Iterator<Item = &'d Arc<CuEvent>> {
+        let last = self.last[index].as_ref().map(|e| e.end().raw());
+        deps.iter().filter_map(|d| d.end.as_deref()).filter(move |e| Some(e.raw()) != last)
+    }
+
     /// Waits until the launcher has made every launch the queue handed it,
     /// before the queue puts anything on its streams itself.
     fn drain(&mut self, launcher: &Launcher) {
@@ -444,9 +454,7 @@ impl QueueCore {
         }
         let index = self.pick_stream(state);
         let stream = state.streams[index].raw();
-        // As in `issue_locked`: the stream's own last event orders itself.
-        let last = state.last[index].as_ref().map(|e| e.end().raw());
-        let waits = deps.iter().filter_map(|d| d.end.as_deref()).filter(|e| Some(e.raw()) != last).cloned().collect();
+        let waits = state.stream_waits(index, deps).cloned().collect();
         let Some(ticket) = launcher.defer(Deferred { stream, waits, params, end: end.clone() }) else {
             return Ok(None);
         };
@@ -489,11 +497,7 @@ impl QueueCore {
         }
         let index = self.pick_stream(state);
         let stream = state.streams[index].raw();
-        // The stream's own last event is already ordered before this work
-        // (an in-order queue's previous submission, a buffer's previous
-        // replay on the same queue): waiting on it again only costs a call.
-        let last = state.last[index].as_ref().map(|e| e.end().raw());
-        for wait in deps.iter().filter_map(|d| d.end.as_ref()).filter(|e| Some(e.raw()) != last) {
+        for wait in state.stream_waits(index, deps) {
             stream_wait_event(stream, wait.raw())?;
         }
         if let Some(start) = start {
