@@ -20,6 +20,13 @@ use cl3::device::CL_DEVICE_TYPE_ALL;
 use super::{AXPB_ITEMS, RawGraph};
 
 type cl_command_buffer_khr = *mut c_void;
+type cl_bitfield = cl3::types::cl_bitfield;
+
+// `cl_khr_command_buffer` 0.9.x's names for what `command_buffer_flags` reads.
+const CL_DEVICE_COMMAND_BUFFER_CAPABILITIES_KHR: cl_uint = 0x12A9;
+const CL_COMMAND_BUFFER_CAPABILITY_SIMULTANEOUS_USE_KHR: cl_bitfield = 1 << 2;
+const CL_COMMAND_BUFFER_FLAGS_KHR: cl_properties = 0x1293;
+const CL_COMMAND_BUFFER_SIMULTANEOUS_USE_KHR: cl_bitfield = 1 << 0;
 type cl_sync_point_khr = cl_uint;
 
 type CreateCommandBuffer = unsafe extern "system" fn(
@@ -117,6 +124,8 @@ pub struct ClGraph {
     axpb: cl_kernel,
     axpb_data: AxpbData,
     api: Option<CommandBufferApi>,
+    /// `CL_COMMAND_BUFFER_FLAGS_KHR` of the buffers built.
+    buffer_flags: cl_bitfield,
     buffer: cl_command_buffer_khr,
     eager_nodes: usize,
 }
@@ -130,20 +139,42 @@ impl ClGraph {
                 let named: String =
                     check(cl3::device::get_device_info(device, cl3::device::CL_DEVICE_NAME), "name")?.into();
                 if named.trim_end_matches('\0') == name {
-                    return Self::open_device(platform.cast(), device, &Self::has_command_buffers(device));
+                    return Self::open_device(platform.cast(), device, Self::command_buffer_flags(device));
                 }
             }
         }
         Err(format!("no OpenCL device is named {name}"))
     }
 
-    fn has_command_buffers(device: cl_device_id) -> bool {
-        cl3::device::get_device_info(device, cl3::device::CL_DEVICE_EXTENSIONS)
-            .map(|e| String::from(e).split_whitespace().any(|x| x == "cl_khr_command_buffer"))
-            .unwrap_or(false)
+    /// Whether the device has `cl_khr_command_buffer`, and the flags its
+    /// command buffers are created with: a version with a pending state
+    /// (before 0.9.8) refuses to enqueue a buffer still pending, and PoCL 3.1
+    /// can report a buffer pending for a moment after `clFinish` returned
+    /// (`CL_INVALID_OPERATION` at the next enqueue), so there the buffer is
+    /// made for simultaneous use where the device offers it, as the OpenCL
+    /// library's own command buffers are.
+    fn command_buffer_flags(device: cl_device_id) -> Option<cl_bitfield> {
+        use cmdbuf_opencl::version;
+        let listed = cl3::device::get_device_info(device, cl3::device::CL_DEVICE_EXTENSIONS)
+            .map(|e| String::from(e).split_whitespace().any(|x| x == version::COMMAND_BUFFER_EXTENSION))
+            .unwrap_or(false);
+        if !listed {
+            return None;
+        }
+        let bytes =
+            cl3::device::get_device_data(device, cl3::device::CL_DEVICE_EXTENSIONS_WITH_VERSION).unwrap_or_default();
+        let extensions = version::parse_extensions_with_version(&bytes);
+        let pending_state = version::extension_version(&extensions, version::COMMAND_BUFFER_EXTENSION)
+            .and_then(version::select_abi)
+            .is_none_or(|abi| abi.pending_state);
+        let capabilities: cl_bitfield = cl3::device::get_device_info(device, CL_DEVICE_COMMAND_BUFFER_CAPABILITIES_KHR)
+            .map(Into::into)
+            .unwrap_or(0);
+        let simultaneous = pending_state && capabilities & CL_COMMAND_BUFFER_CAPABILITY_SIMULTANEOUS_USE_KHR != 0;
+        Some(if simultaneous { CL_COMMAND_BUFFER_SIMULTANEOUS_USE_KHR } else { 0 })
     }
 
-    fn open_device(platform: *mut c_void, device: cl_device_id, native: &bool) -> Result<ClGraph, String> {
+    fn open_device(platform: *mut c_void, device: cl_device_id, flags: Option<cl_bitfield>) -> Result<ClGraph, String> {
         let context =
             check(cl3::context::create_context(&[device], ptr::null(), None, ptr::null_mut()), "clCreateContext")?;
         let mut graph = ClGraph {
@@ -153,7 +184,8 @@ impl ClGraph {
             kernel: ptr::null_mut(),
             axpb: ptr::null_mut(),
             axpb_data: AxpbData::None,
-            api: if *native { CommandBufferApi::resolve(platform) } else { None },
+            api: flags.and_then(|_| CommandBufferApi::resolve(platform)),
+            buffer_flags: flags.unwrap_or(0),
             buffer: ptr::null_mut(),
             eager_nodes: 0,
         };
@@ -259,10 +291,12 @@ impl RawGraph for ClGraph {
         };
         let global = [1usize];
         let mut code = 0;
-        // SAFETY: one live queue; properties null; the wait lists hold sync
-        // points returned earlier by this buffer (`preds` is topological).
+        let properties: [cl_properties; 3] = [CL_COMMAND_BUFFER_FLAGS_KHR, self.buffer_flags, 0];
+        // SAFETY: one live queue; the properties list ends with 0; the wait
+        // lists hold sync points returned earlier by this buffer (`preds` is
+        // topological).
         unsafe {
-            let buffer = (api.create)(1, &self.queue, ptr::null(), &mut code);
+            let buffer = (api.create)(1, &self.queue, properties.as_ptr(), &mut code);
             status(code, "clCreateCommandBufferKHR")?;
             self.buffer = buffer;
             let mut points: Vec<cl_sync_point_khr> = Vec::with_capacity(preds.len());
