@@ -38,12 +38,15 @@ pub fn submission_header() -> String {
      one submission (Vulkan); `raw`: the same graph built with the backend's own graph API (see `raw`); `eager axpb`: \
      the chain as launches of `axpb` over 256 work-items with a USM pointer and two values (the C programs' kernel \
      through the loader), `raw eager axpb` the same with the backend's own API (CUDA, OpenCL; Vulkan: one \
-     submission per dispatch, the arguments as push constants).\n\n\
+     submission per dispatch, the arguments as push constants); `raw eager waits` (OpenCL, fork-join): the raw \
+     launches on an out-of-order queue with the same wait lists as the eager launches, where `raw eager` is \
+     the serial best case.\n\n\
      | shape | N | eager host | eager wall | eager axpb host | eager axpb wall | raw eager axpb host | raw eager axpb \
      wall | eager axpb / raw (host) | raw eager host | raw eager wall | eager / raw eager (host) | \
-     eager / raw eager (wall) | raw batched host | raw batched wall | eager / raw batched (wall) | replay host | \
+     eager / raw eager (wall) | raw eager waits host | raw eager waits wall | eager / raw eager waits (wall) | \
+     raw batched host | raw batched wall | eager / raw batched (wall) | replay host | \
      replay wall | raw host | raw wall | eager / replay (wall) | replay / raw (wall) |\n\
-     |---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+     |---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
         .into()
 }
 
@@ -55,12 +58,15 @@ pub fn submission_row(records: &[Record], device: &str, shape: &str, n: usize) -
     let pair = |v| [cell(g(v, host), 1.0), cell(g(v, wall), 1.0)];
     let over = |a, b, metric| ratio(g(a, metric), g(b, metric));
     // In the header's order: eager, eager axpb, raw eager axpb and their
-    // ratio, raw eager and its ratios to eager, raw batched
+    // ratio, raw eager and its ratios to eager, raw eager with wait lists
+    // and its ratio, raw batched
     // and its ratio, replay, raw graph, and the replay ratios.
     let mut columns: Vec<String> = [pair("eager"), pair("eager_axpb"), pair("raw_eager_axpb")].concat();
     columns.push(over("eager_axpb", "raw_eager_axpb", host));
     columns.extend(pair("raw_eager"));
     columns.extend([over("eager", "raw_eager", host), over("eager", "raw_eager", wall)]);
+    columns.extend(pair("raw_eager_waits"));
+    columns.push(over("eager", "raw_eager_waits", wall));
     columns.extend(pair("raw_eager_batched"));
     columns.push(over("eager", "raw_eager_batched", wall));
     columns.extend([pair("replay"), pair("raw")].concat());

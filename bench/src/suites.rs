@@ -228,8 +228,10 @@ pub fn submission(
                 variants.push("raw");
                 bodies.push(Box::new(|| timed_raw_launch(&mut **raw.borrow_mut())));
                 for (index, variant) in eager_variants.iter().enumerate() {
-                    // Kernels with arguments: the chain's, as `eager_axpb`.
-                    if variant.ends_with("_axpb") && !matches!(shape, Shape::Chain) {
+                    // Kernels with arguments: the chain's, as `eager_axpb`;
+                    // wait lists: the shapes cmdbuf submits with them.
+                    let chain = matches!(shape, Shape::Chain);
+                    if (variant.ends_with("_axpb") && !chain) || (variant.ends_with("_waits") && chain) {
                         continue;
                     }
                     variants.push(variant);

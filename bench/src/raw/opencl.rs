@@ -117,6 +117,12 @@ enum AxpbData {
 pub struct ClGraph {
     context: cl_context,
     queue: cl_command_queue,
+    /// Out of order where the device offers it (else in order): the queue
+    /// of `raw_eager_waits`, as cmdbuf's fork-join eager launches are on an
+    /// out-of-order queue with wait lists.
+    ooo_queue: cl_command_queue,
+    /// The last graph built's predecessors, which `raw_eager_waits` waits for.
+    preds: Vec<Vec<usize>>,
     program: cl_program,
     kernel: cl_kernel,
     /// `axpb` over `AXPB_ITEMS` u32 values, its arguments set once (they
@@ -180,6 +186,8 @@ impl ClGraph {
         let mut graph = ClGraph {
             context,
             queue: ptr::null_mut(),
+            ooo_queue: ptr::null_mut(),
+            preds: Vec::new(),
             program: ptr::null_mut(),
             kernel: ptr::null_mut(),
             axpb: ptr::null_mut(),
@@ -192,6 +200,19 @@ impl ClGraph {
         // SAFETY: `device` belongs to `context`; default (in-order) properties.
         graph.queue = check(
             unsafe { cl3::command_queue::create_command_queue_with_properties(context, device, ptr::null()) },
+            "clCreateCommandQueueWithProperties",
+        )?;
+        let offered: cl3::types::cl_ulong = check(
+            cl3::device::get_device_info(device, cl3::device::CL_DEVICE_QUEUE_ON_HOST_PROPERTIES),
+            "queue properties",
+        )?
+        .into();
+        let ooo = offered & cl3::command_queue::CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE;
+        let properties: [cl3::types::cl_queue_properties; 3] = [cl3::command_queue::CL_QUEUE_PROPERTIES.into(), ooo, 0];
+        // SAFETY: `device` belongs to `context`; a property list ending in 0
+        // with what the device offers.
+        graph.ooo_queue = check(
+            unsafe { cl3::command_queue::create_command_queue_with_properties(context, device, properties.as_ptr()) },
             "clCreateCommandQueueWithProperties",
         )?;
         graph.program =
@@ -265,6 +286,50 @@ impl ClGraph {
         Ok(())
     }
 
+    /// `clEnqueueNDRangeKernel` of the empty kernel per node of the last
+    /// graph built, on the out-of-order queue, each waiting for its
+    /// predecessors' events, every event kept until the last enqueue and
+    /// then released: what cmdbuf's eager fork-join asks of the driver (the
+    /// bench keeps every launch's event until the last launch).
+    fn enqueue_with_waits(&self, nodes: usize) -> Result<(), String> {
+        let global = [1usize];
+        let mut events: Vec<cl_event> = Vec::with_capacity(nodes);
+        let mut result = Ok(());
+        for i in 0..nodes {
+            let waits: Vec<cl_event> =
+                self.preds.get(i).map(|p| p.iter().map(|&d| events[d]).collect()).unwrap_or_default();
+            // SAFETY: the empty kernel of this context over one work-item;
+            // the wait list holds live events returned by earlier enqueues.
+            let enqueued = check(
+                unsafe {
+                    cl3::command_queue::enqueue_nd_range_kernel(
+                        self.ooo_queue,
+                        self.kernel,
+                        1,
+                        ptr::null(),
+                        global.as_ptr(),
+                        ptr::null(),
+                        waits.len() as cl_uint,
+                        if waits.is_empty() { ptr::null() } else { waits.as_ptr() },
+                    )
+                },
+                "clEnqueueNDRangeKernel",
+            );
+            match enqueued {
+                Ok(event) => events.push(event),
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        for event in events {
+            // SAFETY: returned to us above and not used again.
+            let _ = unsafe { cl3::event::release_event(event) };
+        }
+        result
+    }
+
     fn release_buffer(&mut self) {
         if let (Some(api), false) = (&self.api, self.buffer.is_null()) {
             // SAFETY: the buffer was made by `build` and `wait` ran since.
@@ -285,6 +350,7 @@ impl RawGraph for ClGraph {
     fn build(&mut self, preds: &[Vec<usize>]) -> Result<(), String> {
         self.wait()?;
         self.release_buffer();
+        self.preds = preds.to_vec();
         let Some(api) = &self.api else {
             self.eager_nodes = preds.len();
             return Ok(());
@@ -342,14 +408,25 @@ impl RawGraph for ClGraph {
                 "raw_eager_axpb",
                 "the same with axpb over 256 work-items on SVM (a buffer without SVM), its arguments set once before",
             ),
+            (
+                "raw_eager_waits",
+                "clEnqueueNDRangeKernel per node on an out-of-order queue (in order where the device has none), \
+                 each waiting for its predecessors' events, the events released after the last enqueue",
+            ),
         ]
     }
 
     fn eager(&mut self, variant: usize, nodes: usize) -> Result<(), String> {
-        self.enqueue_each(nodes, variant == 1)
+        match variant {
+            2 => self.enqueue_with_waits(nodes),
+            _ => self.enqueue_each(nodes, variant == 1),
+        }
     }
 
     fn wait(&mut self) -> Result<(), String> {
+        if !self.ooo_queue.is_null() {
+            check(cl3::command_queue::finish(self.ooo_queue), "clFinish")?;
+        }
         check(cl3::command_queue::finish(self.queue), "clFinish")
     }
 }
@@ -381,6 +458,9 @@ impl Drop for ClGraph {
             }
             if !self.queue.is_null() {
                 let _ = cl3::command_queue::release_command_queue(self.queue);
+            }
+            if !self.ooo_queue.is_null() {
+                let _ = cl3::command_queue::release_command_queue(self.ooo_queue);
             }
             let _ = cl3::context::release_context(self.context);
         }
