@@ -35,6 +35,10 @@ use parking_lot::Mutex;
 /// it was last flushed. Shared by the queue and, while pending, its registry.
 pub(crate) struct DeferredFlush {
     queue: cl_command_queue,
+    /// Whether the queue was made by the adapter without out-of-order
+    /// execution: its own earlier commands then precede a new one by the
+    /// queue's order, and their events need no place in its wait list.
+    pub(crate) in_order: bool,
     pending: AtomicBool,
     registry: &'static Registry,
 }
@@ -78,13 +82,13 @@ static PENDING: Registry = Registry::new();
 
 impl DeferredFlush {
     /// The deferred flush of `queue`, which must outlive every call but the
-    /// last [`forget`](Self::forget).
-    pub(crate) fn new(queue: cl_command_queue) -> Arc<DeferredFlush> {
-        DeferredFlush::in_registry(queue, &PENDING)
+    /// last [`forget`](Self::forget); `in_order` as the field says.
+    pub(crate) fn new(queue: cl_command_queue, in_order: bool) -> Arc<DeferredFlush> {
+        DeferredFlush::in_registry(queue, in_order, &PENDING)
     }
 
-    fn in_registry(queue: cl_command_queue, registry: &'static Registry) -> Arc<DeferredFlush> {
-        Arc::new(DeferredFlush { queue, pending: AtomicBool::new(false), registry })
+    fn in_registry(queue: cl_command_queue, in_order: bool, registry: &'static Registry) -> Arc<DeferredFlush> {
+        Arc::new(DeferredFlush { queue, in_order, pending: AtomicBool::new(false), registry })
     }
 
     /// Notes commands just enqueued on the queue; the first since the last
@@ -203,8 +207,8 @@ mod tests {
 
     #[test]
     fn a_queue_is_flushed_once_after_its_commands_and_never_after_it_is_forgotten() {
-        let a = DeferredFlush::in_registry(fake_queue(1), &REGISTRY);
-        let b = DeferredFlush::in_registry(fake_queue(2), &REGISTRY);
+        let a = DeferredFlush::in_registry(fake_queue(1), false, &REGISTRY);
+        let b = DeferredFlush::in_registry(fake_queue(2), false, &REGISTRY);
         assert!(drained().is_empty());
         assert!(!a.is_pending());
 
@@ -238,8 +242,8 @@ mod tests {
     #[test]
     fn one_queue_is_flushed_alone_and_only_while_pending() {
         static ONE: Registry = Registry::new();
-        let a = DeferredFlush::in_registry(fake_queue(3), &ONE);
-        let b = DeferredFlush::in_registry(fake_queue(4), &ONE);
+        let a = DeferredFlush::in_registry(fake_queue(3), false, &ONE);
+        let b = DeferredFlush::in_registry(fake_queue(4), false, &ONE);
         let flushed = |d: &Arc<DeferredFlush>| {
             let mut flushed = None;
             d.flush_with(|queue| flushed = Some(queue));

@@ -48,7 +48,7 @@ impl ClQueue {
             ordered_launches: flags & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE == 0,
             sub_device: None,
             last_stamp: parking_lot::Mutex::default(),
-            deferred: DeferredFlush::new(queue.get()),
+            deferred: DeferredFlush::new(queue.get(), flags & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE == 0),
             queue,
         })
     }
@@ -81,7 +81,7 @@ impl ClQueue {
             ordered_launches: flags & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE == 0,
             sub_device: Some(device),
             last_stamp: parking_lot::Mutex::default(),
-            deferred: DeferredFlush::new(queue.get()),
+            deferred: DeferredFlush::new(queue.get(), flags & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE == 0),
             queue,
         })
     }
@@ -104,7 +104,9 @@ impl ClQueue {
             ordered_launches: false,
             sub_device: None,
             last_stamp: parking_lot::Mutex::default(),
-            deferred: DeferredFlush::new(raw),
+            // The application's properties say what it asked for, not what
+            // the driver's queue does: its own events stay in wait lists.
+            deferred: DeferredFlush::new(raw, false),
         }
     }
 
