@@ -148,6 +148,16 @@ impl QueueImpl for ClQueue {
         Ok(ClEvent::eager(raw, self.profiling, status, &self.deferred))
     }
 
+    /// A queue made without the driver's out-of-order mode (Intel's CPU
+    /// runtime's, `UR_OPENCL_OUT_OF_ORDER_QUEUES=off`) runs in order, so
+    /// the front end asks no status of each command before the last: on
+    /// Intel's runtime that query was 7.5% of an eager launch's time, and
+    /// events let go while their commands still ran are destroyed by the
+    /// runtime's own thread, not by the caller's (12%).
+    fn completes_in_order(&self) -> bool {
+        self.deferred.in_order
+    }
+
     unsafe fn enqueue_wait(&self, wait: &[&dyn EventImpl], barrier: bool) -> Result<Arc<dyn EventImpl>> {
         let wait = WaitList::new(wait, &self.deferred)?;
         let raw = if barrier && !(self.in_order || wait.is_empty()) {

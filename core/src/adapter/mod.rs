@@ -569,6 +569,16 @@ pub trait QueueImpl: Any + Send + Sync {
     /// Makes sure everything submitted will start without further calls.
     fn flush(&self) -> Result<()>;
 
+    /// Whether the queue's commands complete in the order they were
+    /// enqueued even where the queue was made out of order (a driver queue
+    /// that runs in order under an out-of-order UR queue). The front end
+    /// then reads completion from the last command as on an in-order queue,
+    /// and asks no status of the commands before it. `false`, the default,
+    /// leaves out-of-order queues to be tracked command by command.
+    fn completes_in_order(&self) -> bool {
+        false
+    }
+
     /// Whether a native command's callback runs inside [`enqueue`](Self::enqueue)
     /// (its work goes to a native queue or command buffer), rather than later,
     /// as the work itself (the CPU, whose target is the host).

@@ -790,6 +790,10 @@ impl QueueImpl for FaultyQueue {
         self.inner.native_commands_at_enqueue()
     }
 
+    fn completes_in_order(&self) -> bool {
+        self.inner.completes_in_order()
+    }
+
     fn native_handle(&self) -> Result<NativeHandle> {
         self.inner.native_handle()
     }

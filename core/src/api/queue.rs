@@ -193,6 +193,7 @@ impl Queue {
                 context: context.clone(),
                 sub_device,
                 properties,
+                completes_in_order: !properties.out_of_order || imp.completes_in_order(),
                 imp: Arc::from(imp),
                 in_flight: Mutex::default(),
                 capture: CaptureSlot::default(),
@@ -1048,7 +1049,7 @@ impl QueueInner {
         // 150 bytes per eager launch (docs/performance.md). The command is
         // dropped where it lies, as the function returns, after the lock (a
         // local) is let go: the entry keeps the same.
-        if !self.properties.out_of_order
+        if self.completes_in_order
             && let Some(last) = in_flight.back_mut()
             && keeps_same(&command, &last.1)
         {
@@ -1086,7 +1087,7 @@ impl QueueInner {
         // at every submission was a `clGetEventInfo` (`cuEventQuery`) per
         // eager launch, and two where one had completed since.
         let _replaced = match in_flight.back() {
-            Some((_, kept)) if !self.properties.out_of_order && keep.covers(kept) => in_flight.pop_back(),
+            Some((_, kept)) if self.completes_in_order && keep.covers(kept) => in_flight.pop_back(),
             _ => None,
         };
         retire_front(&mut in_flight, &mut retired);
@@ -1124,7 +1125,7 @@ impl HoldsFreedMemory for QueueInner {
         retire_front(&mut self.in_flight.lock(), &mut retired);
         self.drop_retired(&mut retired);
         let mut in_flight = self.in_flight.lock();
-        let events: Vec<Arc<dyn EventImpl>> = match (in_flight.len(), self.properties.out_of_order) {
+        let events: Vec<Arc<dyn EventImpl>> = match (in_flight.len(), !self.completes_in_order) {
             (0, _) => Vec::new(),
             (1, _) | (_, false) => {
                 if let Some(last) = in_flight.back().map(|(e, _)| e.clone()) {

@@ -97,6 +97,9 @@ pub(crate) struct QueueInner {
     /// not the context's device itself.
     pub(crate) sub_device: Option<Device>,
     pub(crate) properties: QueueProperties,
+    /// Commands complete in enqueue order: the queue is in order, or its
+    /// adapter queue runs in order ([`QueueImpl::completes_in_order`]).
+    pub(crate) completes_in_order: bool,
     /// Shared only by the queue's own end when one of its host tasks drops
     /// it (`QueueInner`'s drop, which hands it to a host thread).
     pub(crate) imp: Arc<dyn QueueImpl>,
