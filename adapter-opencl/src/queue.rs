@@ -19,10 +19,6 @@ pub(crate) struct ClQueue {
     queue: opencl3::command_queue::CommandQueue,
     pub(crate) profiling: bool,
     in_order: bool,
-    /// Whether the queue is in order by its own properties, made here (not
-    /// adopted, whose properties the application states): what
-    /// [`crate::one_launch`] may rely on.
-    ordered_launches: bool,
     /// The device other than the context's own that the queue runs on (a
     /// sub-device of it, or another device of a context over several), kept
     /// until the queue is released (a sub-device's `cl_device_id` is
@@ -40,15 +36,15 @@ pub(crate) struct ClQueue {
 impl ClQueue {
     pub(crate) fn new(shared: Arc<Shared>, properties: QueueProperties) -> Result<ClQueue> {
         let flags = queue_flags(properties, &shared.device);
+        let made_in_order = flags & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE == 0;
         let queue = create_queue(&shared.context, &shared.device, flags)?;
         Ok(ClQueue {
             shared,
             profiling: properties.profiling,
-            in_order: flags & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE == 0,
-            ordered_launches: flags & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE == 0,
+            in_order: made_in_order,
             sub_device: None,
             last_stamp: parking_lot::Mutex::default(),
-            deferred: DeferredFlush::new(queue.get(), flags & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE == 0),
+            deferred: DeferredFlush::new(queue.get(), made_in_order),
             queue,
         })
     }
@@ -64,6 +60,7 @@ impl ClQueue {
         properties: QueueProperties,
     ) -> Result<ClQueue> {
         let flags = queue_flags(properties, &device);
+        let made_in_order = flags & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE == 0;
         let queue = match create_queue(&shared.context, &device, flags) {
             Err(UrError::InvalidDevice(detail)) => {
                 return Err(err!(
@@ -77,11 +74,10 @@ impl ClQueue {
         Ok(ClQueue {
             shared,
             profiling: properties.profiling,
-            in_order: flags & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE == 0,
-            ordered_launches: flags & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE == 0,
+            in_order: made_in_order,
             sub_device: Some(device),
             last_stamp: parking_lot::Mutex::default(),
-            deferred: DeferredFlush::new(queue.get(), flags & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE == 0),
+            deferred: DeferredFlush::new(queue.get(), made_in_order),
             queue,
         })
     }
@@ -101,7 +97,6 @@ impl ClQueue {
             queue,
             profiling: properties.profiling,
             in_order: !properties.out_of_order,
-            ordered_launches: false,
             sub_device: None,
             last_stamp: parking_lot::Mutex::default(),
             // The application's properties say what it asked for, not what
@@ -125,11 +120,12 @@ impl ClQueue {
         self.in_order
     }
 
-    /// Whether launches on this queue run in the order they are enqueued
-    /// by the queue's own properties (see `ordered_launches`), which
+    /// Whether the queue was made here without out-of-order execution (not
+    /// adopted, whose properties the application states): its launches run
+    /// in the order they are enqueued, which
     /// [`crate::one_launch::enqueue_exclusive`] may rely on.
     pub(crate) fn ordered_launches(&self) -> bool {
-        self.ordered_launches
+        self.deferred.in_order
     }
 
     /// Submits what was just enqueued.
@@ -143,7 +139,8 @@ impl QueueImpl for ClQueue {
         let wait = WaitList::new(wait, &self.deferred)?;
         // SAFETY: the front end validated the command for this context and
         // keeps raw host memory valid until the event completes.
-        let (raw, status) = unsafe { exec::enqueue(&self.shared, self.raw(), command, &wait, self.ordered_launches)? };
+        let (raw, status) =
+            unsafe { exec::enqueue(&self.shared, self.raw(), command, &wait, self.ordered_launches())? };
         self.deferred.enqueued();
         Ok(ClEvent::eager(raw, self.profiling, status, &self.deferred))
     }
@@ -155,7 +152,7 @@ impl QueueImpl for ClQueue {
     /// events let go while their commands still ran are destroyed by the
     /// runtime's own thread, not by the caller's (12%).
     fn completes_in_order(&self) -> bool {
-        self.deferred.in_order
+        self.ordered_launches()
     }
 
     unsafe fn enqueue_wait(&self, wait: &[&dyn EventImpl], barrier: bool) -> Result<Arc<dyn EventImpl>> {
@@ -250,7 +247,7 @@ impl Drop for ClQueue {
             crate::one_launch::forget_queue(self.queue.get());
         }
         // Its launches must not pass for a later queue's at the same address.
-        if self.ordered_launches && self.shared.device.one_launch_per_kernel {
+        if self.ordered_launches() && self.shared.device.one_launch_per_kernel {
             crate::one_launch::forget_in_order_queue(self.queue.get());
         }
     }
