@@ -95,6 +95,38 @@ impl CommandBufferApi {
 const PROGRAM: &str = "__kernel void empty(void) {}\n\
     __kernel void axpb(__global uint *p, uint a, uint b) { size_t i = get_global_id(0); p[i] = a * p[i] + b; }";
 
+/// One `clEnqueueNDRangeKernel` of `kernel` over `global` (one dimension)
+/// on `queue` after `waits`, returning its event.
+///
+/// # Safety
+/// `queue`, `kernel` and the events of `waits` are live objects of one
+/// context, the kernel's arguments are set, and the memory they name holds
+/// `global[0]` work-items' data.
+unsafe fn launch(
+    queue: cl_command_queue,
+    kernel: cl_kernel,
+    global: &[usize; 1],
+    waits: &[cl_event],
+) -> Result<cl_event, String> {
+    // SAFETY: the caller's contract; null offset and local size, and a null
+    // wait list where it is empty.
+    check(
+        unsafe {
+            cl3::command_queue::enqueue_nd_range_kernel(
+                queue,
+                kernel,
+                1,
+                ptr::null(),
+                global.as_ptr(),
+                ptr::null(),
+                waits.len() as cl_uint,
+                if waits.is_empty() { ptr::null() } else { waits.as_ptr() },
+            )
+        },
+        "clEnqueueNDRangeKernel",
+    )
+}
+
 fn check<T>(result: Result<T, cl_int>, what: &str) -> Result<T, String> {
     result.map_err(|code| format!("{what}: OpenCL error {code}"))
 }
@@ -264,22 +296,8 @@ impl ClGraph {
         for _ in 0..nodes {
             // SAFETY: a kernel of this context whose arguments are set (none
             // for `empty`), over its work-items (axpb's buffer holds one
-            // value per work-item).
-            let event = check(
-                unsafe {
-                    cl3::command_queue::enqueue_nd_range_kernel(
-                        self.queue,
-                        kernel,
-                        1,
-                        ptr::null(),
-                        global.as_ptr(),
-                        ptr::null(),
-                        0,
-                        ptr::null(),
-                    )
-                },
-                "clEnqueueNDRangeKernel",
-            )?;
+            // value per work-item); no wait list.
+            let event = unsafe { launch(self.queue, kernel, &global, &[])? };
             // SAFETY: the event was returned to us and is not used again.
             let _ = unsafe { cl3::event::release_event(event) };
         }
@@ -300,21 +318,7 @@ impl ClGraph {
                 self.preds.get(i).map(|p| p.iter().map(|&d| events[d]).collect()).unwrap_or_default();
             // SAFETY: the empty kernel of this context over one work-item;
             // the wait list holds live events returned by earlier enqueues.
-            let enqueued = check(
-                unsafe {
-                    cl3::command_queue::enqueue_nd_range_kernel(
-                        self.ooo_queue,
-                        self.kernel,
-                        1,
-                        ptr::null(),
-                        global.as_ptr(),
-                        ptr::null(),
-                        waits.len() as cl_uint,
-                        if waits.is_empty() { ptr::null() } else { waits.as_ptr() },
-                    )
-                },
-                "clEnqueueNDRangeKernel",
-            );
+            let enqueued = unsafe { launch(self.ooo_queue, self.kernel, &global, &waits) };
             match enqueued {
                 Ok(event) => events.push(event),
                 Err(e) => {
