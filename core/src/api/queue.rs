@@ -1116,18 +1116,19 @@ impl QueueInner {
 impl HoldsFreedMemory for QueueInner {
     /// Keeps `alloc`, which the application freed, until everything this
     /// queue was given so far has completed (`urUSMFree`: "wait for
-    /// previously enqueued commands that may be accessing `pMem`"). In order,
-    /// that is the last command in flight; out of order, a marker after all
-    /// of them. Nothing in flight: nothing to keep.
+    /// previously enqueued commands that may be accessing `pMem`"). Where
+    /// commands complete in order, that is the last command in flight;
+    /// otherwise a marker after all of them. Nothing in flight: nothing to
+    /// keep.
     fn hold_until_done(&self, alloc: &Arc<UsmInner>) {
         // What has completed needs no holding: retired first, every batch.
         let mut retired = Retired::new();
         retire_front(&mut self.in_flight.lock(), &mut retired);
         self.drop_retired(&mut retired);
         let mut in_flight = self.in_flight.lock();
-        let events: Vec<Arc<dyn EventImpl>> = match (in_flight.len(), !self.completes_in_order) {
+        let events: Vec<Arc<dyn EventImpl>> = match (in_flight.len(), self.completes_in_order) {
             (0, _) => Vec::new(),
-            (1, _) | (_, false) => {
+            (1, _) | (_, true) => {
                 if let Some(last) = in_flight.back().map(|(e, _)| e.clone()) {
                     in_flight.push_back((last, KeepAlive::Freed(alloc.clone())));
                 }
