@@ -12,7 +12,9 @@
 //!   dependencies, wait and signal events and leaf flag (the software
 //!   command buffer, the OpenCL adapter's two and the Vulkan adapter's);
 //! - [`host_cache`]: the host processor's last-level cache, for devices
-//!   whose memory the host's caches cache (the CPU adapter, lavapipe).
+//!   whose memory the host's caches cache (the CPU adapter, lavapipe);
+//! - [`TicketWorker`]: a thread that runs jobs in the order handed, each
+//!   with a ticket to wait for (the OpenCL adapter's replayer).
 //!
 //! The repository's check of committed SPIR-V against its GLSL is test
 //! tooling, not part of this API: `conformance/tests/support/fresh.rs`.
@@ -21,7 +23,9 @@ mod forward;
 pub mod host_cache;
 mod order;
 mod recording;
+mod ticket_worker;
 
 pub use forward::ForwardingEvent;
 pub use order::{OrderedEvent, QueueOrder};
 pub use recording::{RecordedCommand, Recording};
+pub use ticket_worker::{MAX_PENDING, TicketWorker, WAIT_SPIN};
