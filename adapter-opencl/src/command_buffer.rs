@@ -674,6 +674,8 @@ impl ClExecutable {
 impl ExecutableCommandBufferImpl for ClExecutable {
     unsafe fn enqueue(&mut self, queue: &dyn QueueImpl, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
         let queue = downcast::<ClQueue>(queue as &dyn Any, "the queue")?;
+        // Submissions of planned buffers handed to the replayer come first.
+        queue.drain();
         // SAFETY: `queue` is a queue of this adapter and context and `wait` events it may wait on
         // (`ExecutableCommandBufferImpl::enqueue`'s contract), which is `enqueue_direct`'s `# Safety`.
         if let Some(submission) = unsafe { self.enqueue_direct(queue, wait)? } {

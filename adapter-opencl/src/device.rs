@@ -27,6 +27,7 @@ use crate::ffi::{
 use crate::info;
 use crate::one_launch;
 use crate::partition::OwnedSubDevice;
+use crate::replayer::ReplayThread;
 use crate::spir::IlPath;
 use crate::version::{self, CommandBufferAbi, ExtVersion};
 
@@ -282,7 +283,25 @@ pub fn driver_out_of_order_rule(
     }
 }
 
-/// Checks [`REPLAY_ENV`], [`MUTABLE_DISPATCH_ENV`] and [`OUT_OF_ORDER_ENV`]: each unset, empty, or
+/// Which planned submissions a device's replayer takes ([`crate::replayer`]),
+/// and why: none unless [`REPLAY_THREAD_ENV`](crate::replayer::REPLAY_THREAD_ENV)
+/// asks. Handed to it, a graph's submissions through libsycl cost their
+/// caller 1-11 µs at 10 and 100 commands on the CPU devices (146 µs to 1.2
+/// ms at 100 without), but took as long as made on the caller's thread or
+/// longer: 1.3x-1.55x on Intel's OpenCL CPU runtime, up to 2x for 10 USM
+/// commands on PoCL 3.1 (2 cores), 1.15x for 100 on NVIDIA's OpenCL, the
+/// same on PoCL 5.0 (16 cores) (docs/opencl.md, "Planned submissions made
+/// by the replayer").
+pub fn replay_thread_rule(forced: Option<&str>) -> (ReplayThread, &'static str) {
+    match forced.map(str::trim) {
+        Some("on") => (ReplayThread::Awake, "turned on by UR_OPENCL_REPLAY_THREAD=on"),
+        Some("always") => (ReplayThread::Always, "turned on by UR_OPENCL_REPLAY_THREAD=always"),
+        _ => (ReplayThread::Off, "submissions made by the replayer took longer in all on the devices measured"),
+    }
+}
+
+/// Checks [`REPLAY_ENV`], [`MUTABLE_DISPATCH_ENV`], [`OUT_OF_ORDER_ENV`] and
+/// [`REPLAY_THREAD_ENV`](crate::replayer::REPLAY_THREAD_ENV): each unset, empty, or
 /// one of its values; anything else is `InvalidValue` naming the variable and
 /// the values it takes.
 pub fn check_env() -> cmdbuf_core::Result<()> {
@@ -290,6 +309,7 @@ pub fn check_env() -> cmdbuf_core::Result<()> {
         (REPLAY_ENV, &["driver", "planned"][..]),
         (MUTABLE_DISPATCH_ENV, &["off"][..]),
         (OUT_OF_ORDER_ENV, &["on", "off"][..]),
+        (crate::replayer::REPLAY_THREAD_ENV, &["on", "off", "always"][..]),
     ] {
         let Some(value) = std::env::var_os(name) else { continue };
         let text = value.to_string_lossy();
@@ -354,13 +374,17 @@ pub(crate) struct DeviceShared {
     /// adapter holds it: every such context is made in it
     /// ([`NativeContext`]).
     pub(crate) own_context: Mutex<Weak<NativeContext>>,
+    /// The thread that makes planned replays handed over by their callers
+    /// ([`crate::replayer`]); it starts with the first.
+    pub(crate) replayer: crate::replayer::Replayer,
 }
 
 // SAFETY: the device id is an opaque handle usable from any thread; the
 // tables are plain function pointers.
 unsafe impl Send for DeviceShared {}
 // SAFETY: as for Send: nothing here is mutated after discovery but
-// `own_context`, which only its lock gives access to.
+// `own_context`, which only its lock gives access to, and the replayer,
+// which is `Sync` itself.
 unsafe impl Sync for DeviceShared {}
 
 /// A `cl_context`, and the devices it holds, which outlive it.
@@ -668,6 +692,9 @@ impl ClDevice {
         let forced = std::env::var(OUT_OF_ORDER_ENV).ok();
         let (driver_out_of_order, why) = driver_out_of_order_rule(platform_name, cpu, out_of_order, forced.as_deref());
         tracing::info!(device = %name, driver_out_of_order, reason = why, "OpenCL out-of-order queues");
+        let forced = std::env::var(crate::replayer::REPLAY_THREAD_ENV).ok();
+        let (replay_thread, why) = replay_thread_rule(forced.as_deref());
+        tracing::info!(device = %name, ?replay_thread, reason = why, "OpenCL planned replays' thread");
         let forced = std::env::var(REPLAY_ENV).ok();
         let (replay, why) = replay_path(cpu, command_buffers.is_some(), forced.as_deref());
         tracing::info!(device = %name, replay = replay.name(), reason = why, "OpenCL command-buffer replay path");
@@ -693,6 +720,7 @@ impl ClDevice {
                 info,
                 _sub_device: sub_device,
                 own_context: Mutex::new(Weak::new()),
+                replayer: crate::replayer::Replayer::new(replay_thread, cpu),
             }),
             clock: DeviceClock::new(id),
             platform: platform as usize,
@@ -817,6 +845,16 @@ mod tests {
         assert!(!driver_out_of_order_rule("NVIDIA CUDA", false, false, Some("on")).0, "not offered");
         // An unknown value is refused earlier (check_env); here it counts as unset.
         assert!(!driver_out_of_order_rule(intel, true, true, Some("yes")).0);
+    }
+
+    #[test]
+    fn a_replay_thread_only_where_asked() {
+        assert_eq!(replay_thread_rule(None).0, ReplayThread::Off);
+        assert_eq!(replay_thread_rule(Some("off")).0, ReplayThread::Off);
+        assert_eq!(replay_thread_rule(Some(" on ")).0, ReplayThread::Awake);
+        assert_eq!(replay_thread_rule(Some("always")).0, ReplayThread::Always);
+        // An unknown value is refused earlier (check_env); here it counts as unset.
+        assert_eq!(replay_thread_rule(Some("yes")).0, ReplayThread::Off);
     }
 
     #[test]

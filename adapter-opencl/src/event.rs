@@ -10,6 +10,7 @@
 use std::any::Any;
 use std::marker::PhantomData;
 use std::ptr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use cl3::types::{cl_event, cl_int};
@@ -21,9 +22,11 @@ use parking_lot::Mutex;
 use smallvec::SmallVec;
 
 use crate::conv::ClResultExt;
+use crate::device::DeviceShared;
 use crate::device::Shared;
 use crate::ffi::{CL_COMPLETE, RawEvent};
 use crate::flush::DeferredFlush;
+use crate::replayer::Replayer;
 
 const CL_RUNNING: cl_int = 1;
 const CL_SUBMITTED: cl_int = 2;
@@ -119,6 +122,61 @@ impl StatusWord {
     }
 }
 
+/// A submission handed to the replayer: its event once the replayer has
+/// enqueued its commands.
+pub(crate) struct PendingReplay {
+    device: Arc<DeviceShared>,
+    /// Set once, right after the job is handed, before the event is given
+    /// out (0: made on the caller's thread, nothing to wait for).
+    ticket: AtomicU64,
+    made: OnceLock<Arc<ClEvent>>,
+}
+
+impl PendingReplay {
+    pub(crate) fn new(device: Arc<DeviceShared>) -> Arc<PendingReplay> {
+        Arc::new(PendingReplay { device, ticket: AtomicU64::new(0), made: OnceLock::new() })
+    }
+
+    /// Records the ticket the replay was handed with.
+    pub(crate) fn handed(&self, ticket: u64) {
+        Replayer::count_handed();
+        self.ticket.store(ticket, Ordering::Release);
+    }
+
+    /// What the job made: the submission's event, or an event that reports
+    /// why it could not be made.
+    pub(crate) fn set(&self, event: Arc<ClEvent>) {
+        if self.made.set(event).is_err() {
+            tracing::error!("a planned replay was made twice");
+        }
+    }
+
+    /// The submission's event, if the replayer has made it.
+    pub(crate) fn peek(&self) -> Option<&Arc<ClEvent>> {
+        self.made.get()
+    }
+
+    /// The submission's event, once the replayer has made it.
+    pub(crate) fn resolve(&self) -> Arc<ClEvent> {
+        if let Some(made) = self.made.get() {
+            return made.clone();
+        }
+        self.device.replayer.worker.wait_made(self.ticket.load(Ordering::Acquire));
+        match self.made.get() {
+            Some(made) => made.clone(),
+            // Every handed job runs before its ticket is made (and the
+            // worker runs every handed job before it stops).
+            None => ClEvent::failed(
+                execution_error(
+                    Backend::OpenCl,
+                    "the replayer made no event for this command-buffer submission".to_string(),
+                ),
+                None,
+            ),
+        }
+    }
+}
+
 /// An event of this adapter.
 pub(crate) struct ClEvent {
     kind: Kind,
@@ -153,7 +211,22 @@ enum Kind {
     /// is `None` where one command both starts and ends the submission: a
     /// second reference to it would cost a retain and a release per
     /// submission that an eager launch does not pay.
-    Submission { first: Option<RawEvent>, last: RawEvent, profiling: bool, checks: Vec<Arc<ClEvent>> },
+    /// `queue`: a planned submission's queue, told of host waits.
+    Submission {
+        first: Option<RawEvent>,
+        last: RawEvent,
+        profiling: bool,
+        checks: Vec<Arc<ClEvent>>,
+        queue: Option<Arc<DeferredFlush>>,
+    },
+    /// A command-buffer submission handed to the device's replayer, of the
+    /// queue whose deferred flush is `queue`: the submission's event once the
+    /// replayer has enqueued its commands (`replayer.rs`).
+    Pending { replay: Arc<PendingReplay>, queue: Arc<DeferredFlush> },
+    /// A submission the replayer could not make: `error`, reported once the
+    /// commands it did enqueue (`after`, a marker behind them where one could
+    /// be enqueued) have completed.
+    Failed { error: UrError, after: Option<RawEvent> },
 }
 
 impl ClEvent {
@@ -225,7 +298,31 @@ impl ClEvent {
         profiling: bool,
         checks: Vec<Arc<ClEvent>>,
     ) -> Arc<ClEvent> {
-        Arc::new(ClEvent { kind: Kind::Submission { first, last, profiling, checks } })
+        Arc::new(ClEvent { kind: Kind::Submission { first, last, profiling, checks, queue: None } })
+    }
+
+    /// The event of a planned submission on the queue whose deferred flush
+    /// is `queue`, told when the host waits for it.
+    pub(crate) fn planned_submission(
+        first: Option<RawEvent>,
+        last: RawEvent,
+        profiling: bool,
+        checks: Vec<Arc<ClEvent>>,
+        queue: Arc<DeferredFlush>,
+    ) -> Arc<ClEvent> {
+        Arc::new(ClEvent { kind: Kind::Submission { first, last, profiling, checks, queue: Some(queue) } })
+    }
+
+    /// A submission handed to the replayer, on the queue whose deferred
+    /// flush is `queue`.
+    pub(crate) fn pending(replay: Arc<PendingReplay>, queue: &Arc<DeferredFlush>) -> Arc<ClEvent> {
+        Arc::new(ClEvent { kind: Kind::Pending { replay, queue: queue.clone() } })
+    }
+
+    /// A submission that failed with `error` after enqueueing what `after`
+    /// follows.
+    pub(crate) fn failed(error: UrError, after: Option<RawEvent>) -> Arc<ClEvent> {
+        Arc::new(ClEvent { kind: Kind::Failed { error, after } })
     }
 
     /// A new signal event for command `command` of a command buffer's
@@ -250,6 +347,8 @@ impl ClEvent {
             Kind::Command { raw, .. } | Kind::User { raw, .. } => Some(raw.retain()),
             Kind::Signal { current } => current.lock().as_ref().and_then(|e| e.wait_handle()),
             Kind::Submission { last, .. } => Some(last.retain()),
+            Kind::Pending { replay, .. } => replay.resolve().wait_handle(),
+            Kind::Failed { after, .. } => after.as_ref().map(RawEvent::retain),
         }
     }
 }
@@ -273,6 +372,11 @@ impl EventImpl for ClEvent {
         let raw = match &self.kind {
             Kind::Command { raw, .. } | Kind::User { raw, .. } => raw.get(),
             Kind::Submission { last, .. } => last.get(),
+            Kind::Pending { replay, .. } => return replay.resolve().native_handle(),
+            Kind::Failed { error, after } => match after {
+                Some(after) => after.get(),
+                None => return Err(error.clone()),
+            },
             Kind::Signal { current } => match &*current.lock() {
                 Some(event) => return event.native_handle(),
                 None => {
@@ -312,11 +416,23 @@ impl EventImpl for ClEvent {
                 _ if first.as_ref().unwrap_or(last).is_done() => EventStatus::Running,
                 s => s,
             },
+            // Not made yet: none of its commands is enqueued.
+            Kind::Pending { replay, .. } => replay.peek().map_or(EventStatus::Queued, |e| e.status_quiet()),
+            Kind::Failed { after, .. } => match after {
+                Some(after) if !after.is_done() => EventStatus::Running,
+                _ => EventStatus::Error,
+            },
         }
     }
 
     fn wait(&self) -> Result<()> {
         self.start();
+        match &self.kind {
+            Kind::Command { queue: Some(queue), .. }
+            | Kind::Submission { queue: Some(queue), .. }
+            | Kind::Pending { queue, .. } => queue.host_waits(),
+            _ => {}
+        }
         match &self.kind {
             Kind::Command { raw, status, .. } => {
                 raw.wait().map_err(|_| failed(raw.execution_status(), "the command"))?;
@@ -340,6 +456,14 @@ impl EventImpl for ClEvent {
                     _ => checks.iter().try_for_each(|c| c.wait()),
                 }
             }
+            Kind::Pending { replay, .. } => replay.resolve().wait(),
+            Kind::Failed { error, after } => {
+                if let Some(after) = after {
+                    // The error to report is the submission's, whatever the marker's.
+                    let _ = after.wait();
+                }
+                Err(error.clone())
+            }
         }
     }
 
@@ -352,6 +476,7 @@ impl EventImpl for ClEvent {
                 raw.timestamps().map(|t| ProfilingInfo::recording(t.queued, t.end))
             }
             Kind::Signal { current } => current.lock().as_ref().and_then(|e| e.profiling()),
+            Kind::Pending { replay, .. } => replay.peek().and_then(|e| e.profiling()),
             Kind::Submission { first, last, profiling: true, .. } if last.is_done() => {
                 let (first, last) = (first.as_ref().unwrap_or(last).timestamps()?, last.timestamps()?);
                 Some(ProfilingInfo { queued: first.queued, submit: first.submit, start: first.end, end: last.end })
@@ -372,6 +497,58 @@ impl UserEventImpl for ClEvent {
         if let Err(code) = cl3::event::set_user_event_status(raw.get(), CL_COMPLETE) {
             tracing::error!(code, "clSetUserEventStatus failed");
         }
+    }
+}
+
+/// A wait list that holds its events, for a submission the replayer makes
+/// after the call that gave them has returned (`replayer.rs`). Events of
+/// submissions the replayer has not made yet are resolved when it makes
+/// this one, after them.
+#[derive(Default)]
+pub(crate) struct HeldWaitList {
+    raw: SmallVec<[RawEvent; 2]>,
+    events: SmallVec<[Arc<ClEvent>; 1]>,
+    pending: SmallVec<[Arc<PendingReplay>; 1]>,
+}
+
+impl HeldWaitList {
+    /// The events behind adapter events, as [`WaitList::new`] has them for a
+    /// command of the queue whose deferred flush is `on`.
+    pub(crate) fn new(events: &[&dyn EventImpl], on: &Arc<DeferredFlush>) -> Result<HeldWaitList> {
+        let mut list = HeldWaitList::default();
+        for e in events {
+            let event = downcast::<ClEvent>(*e as &dyn Any, "a wait-list event")?;
+            match &event.kind {
+                Kind::Command { queue: Some(queue), .. } | Kind::Pending { queue, .. }
+                    if Arc::ptr_eq(queue, on) && on.in_order => {}
+                Kind::Pending { replay, .. } => list.pending.push(replay.clone()),
+                _ => {
+                    event.start();
+                    list.raw.extend(event.wait_handle());
+                }
+            }
+        }
+        Ok(list)
+    }
+
+    /// Adds an event, resolved when the list is.
+    pub(crate) fn add(&mut self, event: Arc<ClEvent>) {
+        self.events.push(event);
+    }
+
+    /// The wait list, once every submission it names is made.
+    pub(crate) fn resolve(self) -> WaitList<'static> {
+        let mut list = WaitList::default();
+        for raw in self.raw {
+            list.push(raw);
+        }
+        for replay in self.pending {
+            list.add_retained(&replay.resolve());
+        }
+        for event in self.events {
+            list.add_retained(&event);
+        }
+        list
     }
 }
 
@@ -410,6 +587,11 @@ impl<'a> WaitList<'a> {
                         continue;
                     }
                 }
+                // The queue was drained before its command's wait list was
+                // made (`ClQueue::drain`), or this is a later submission of
+                // the replayer's, which makes them in order: the replay is in
+                // the queue, before the command.
+                Kind::Pending { queue, .. } if Arc::ptr_eq(queue, on) && on.in_order => continue,
                 _ => event.start(),
             }
             list.add_started(event);
@@ -429,7 +611,7 @@ impl<'a> WaitList<'a> {
             Kind::Command { raw, .. } | Kind::User { raw, .. } | Kind::Submission { last: raw, .. } => {
                 self.handles.push(raw.get());
             }
-            Kind::Signal { .. } => self.add_retained(event),
+            Kind::Signal { .. } | Kind::Pending { .. } | Kind::Failed { .. } => self.add_retained(event),
         }
     }
 

@@ -41,6 +41,12 @@ pub(crate) struct DeferredFlush {
     pub(crate) in_order: bool,
     pending: AtomicBool,
     registry: &'static Registry,
+    /// Whether the host waited for the queue (its finish) or for one of its
+    /// commands since the last planned command-buffer submission on it: a
+    /// submission that follows no wait comes back to back with the one
+    /// before, and may go to the replayer (`planned.rs`). Here because the
+    /// queue's events hold this, and nothing else of the queue.
+    waited: AtomicBool,
 }
 
 // SAFETY: an OpenCL queue handle may be flushed from any thread; the handle
@@ -88,7 +94,23 @@ impl DeferredFlush {
     }
 
     fn in_registry(queue: cl_command_queue, in_order: bool, registry: &'static Registry) -> Arc<DeferredFlush> {
-        Arc::new(DeferredFlush { queue, in_order, pending: AtomicBool::new(false), registry })
+        Arc::new(DeferredFlush {
+            queue,
+            in_order,
+            pending: AtomicBool::new(false),
+            registry,
+            waited: AtomicBool::new(false),
+        })
+    }
+
+    /// Notes that the host waits for the queue or one of its commands.
+    pub(crate) fn host_waits(&self) {
+        self.waited.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the host waited since the last call (see the field).
+    pub(crate) fn take_host_waited(&self) -> bool {
+        self.waited.swap(false, Ordering::Relaxed)
     }
 
     /// Notes commands just enqueued on the queue; the first since the last

@@ -27,6 +27,9 @@
 //!   the commands (PoCL's CPU devices) or absent (NVIDIA's OpenCL), command
 //!   buffers are pre-planned eager submissions instead (`planned.rs`); the
 //!   rule is `replay_path`, reported as `CommandBufferCaps::replay_path`.
+//!   With `UR_OPENCL_REPLAY_THREAD`, a planned submission on an in-order
+//!   queue may be handed to a thread of the device's (`replayer.rs`), so
+//!   that its caller's time does not grow with the buffer's commands.
 //!
 //! `docs/opencl.md` in the repository has the mechanism of every command per
 //! extension version.
@@ -56,6 +59,7 @@ mod planned;
 mod platform;
 mod program;
 mod queue;
+mod replayer;
 mod spir;
 mod steps;
 pub mod version;
@@ -69,8 +73,11 @@ pub use clock::check_clock_paths;
 pub use conv::cl_error;
 pub use device::{
     CommandBufferSetup, DeviceSetup, MUTABLE_DISPATCH_ENV, OUT_OF_ORDER_ENV, REPLAY_ENV, Reported, UsmSetup,
-    replay_path, setup,
+    replay_path, replay_thread_rule, setup,
 };
+#[doc(hidden)]
+pub use replayer::replays_handed;
+pub use replayer::{REPLAY_THREAD_ENV, ReplayThread};
 
 /// `CL_PLATFORM_NOT_FOUND_KHR`: the ICD loader found no driver.
 const CL_PLATFORM_NOT_FOUND_KHR: i32 = -1001;

@@ -28,6 +28,16 @@
 //! and no more (issue 15, goal 4): no marker, no wait list, no extra event
 //! references.
 //!
+//! A submission of two commands or more on an in-order queue of ours
+//! without profiling, whose commands are all the device's own (no native
+//! command, no raw host memory, no signal or wait events), may be handed
+//! to the device's replayer where `UR_OPENCL_REPLAY_THREAD` turns it on
+//! (`replayer.rs`, which says when): the caller's time is then the same for
+//! two commands as for a hundred. Its wait list is
+//! held (a reference per event not of the same queue), and the record is
+//! shared with the replayer, which reads it under its lock; updates wait
+//! until the replayer has made every submission handed before them.
+//!
 //! A planned buffer has no `cl_command_buffer_khr`: its native handle is
 //! `UnsupportedFeature`. Native commands run at each submission with `Q` as
 //! their target, as on eager queues.
@@ -36,15 +46,17 @@ use std::any::Any;
 use std::sync::Arc;
 
 use cl3::types::cl_command_queue;
+use parking_lot::Mutex;
 
 use cmdbuf_core::adapter::prelude::*;
 use cmdbuf_core::adapter::toolbox::{RecordedCommand, Recording};
 
 use crate::conv::ClResultExt;
 use crate::device::Shared;
-use crate::event::{ClEvent, StatusWord, WaitList};
+use crate::event::{ClEvent, HeldWaitList, PendingReplay, StatusWord, WaitList};
 use crate::exec;
 use crate::ffi::RawEvent;
+use crate::flush::DeferredFlush;
 use crate::queue::ClQueue;
 
 /// The record, in append order.
@@ -61,7 +73,14 @@ pub(crate) struct PlannedCommandBuffer {
 struct PlannedExecutable {
     shared: Arc<Shared>,
     desc: CommandBufferDesc,
-    records: Records,
+    /// Shared with the submissions handed to the replayer, which read it
+    /// while they enqueue.
+    records: Arc<Mutex<Records>>,
+    /// Whether a submission may be handed to the replayer, as far as the
+    /// record goes ([`handable`]).
+    handable: bool,
+    /// The ticket of the latest submission handed to the replayer (0: none).
+    handed: u64,
     /// The latest submission's event (held as the event, not as a second
     /// reference to its `cl_event`, which would cost a retain and a release
     /// per submission).
@@ -128,7 +147,64 @@ impl RecordingCommandBufferImpl for PlannedCommandBuffer {
             replay = "planned",
             "OpenCL command buffer finalized for pre-planned eager replay"
         );
-        Ok(Box::new(PlannedExecutable { shared, desc, records, previous: None, previous_queue: None }))
+        Ok(Box::new(PlannedExecutable {
+            shared,
+            desc,
+            handable: handable(&records),
+            records: Arc::new(Mutex::new(records)),
+            handed: 0,
+            previous: None,
+            previous_queue: None,
+        }))
+    }
+}
+
+/// Whether the replayer may make submissions of `records`: two commands or
+/// more (one is an eager launch's calls, less than handing it over costs),
+/// each of the device's own: no native command (the application's code,
+/// run on its own thread), no raw host memory, no signal event (read by
+/// other submissions as their command's latest execution) and no wait
+/// event.
+fn handable(records: &Records) -> bool {
+    records.len() >= 2
+        && records.iter().all(|record| {
+            record.signal().is_none()
+                && record.wait_events().is_empty()
+                && !matches!(record.command(), Command::Native(_))
+                && !exec::uses_host_memory(record.command())
+        })
+}
+
+/// Where a submission's commands go.
+#[derive(Clone)]
+struct Target {
+    queue: cl_command_queue,
+    /// The queue's deferred flush, which its events tell of host waits.
+    deferred: Arc<DeferredFlush>,
+    in_order: bool,
+    /// The queue profiles.
+    queue_profiling: bool,
+    /// The queue and the buffer profile.
+    profiling: bool,
+    /// Launches run in enqueue order ([`ClQueue::ordered_launches`]).
+    ordered: bool,
+}
+
+// SAFETY: a command-queue handle is usable from any thread; a queue waits
+// until the replayer has made every submission handed for it before it is
+// released (`ClQueue::drain`).
+unsafe impl Send for Target {}
+
+impl Target {
+    fn of(queue: &ClQueue, desc: &CommandBufferDesc) -> Target {
+        Target {
+            queue: queue.raw(),
+            deferred: queue.deferred.clone(),
+            in_order: queue.in_order(),
+            queue_profiling: queue.profiling,
+            profiling: queue.profiling && desc.profiling,
+            ordered: queue.ordered_launches(),
+        }
     }
 }
 
@@ -230,71 +306,170 @@ impl<'w> Replayed<'w> {
     }
 }
 
+impl PlannedExecutable {
+    /// Hands the submission to the replayer (see the module documentation);
+    /// made here where the replayer takes no job.
+    fn hand(
+        &mut self,
+        queue: &ClQueue,
+        wait: &[&dyn EventImpl],
+        target: Target,
+        same_queue: bool,
+    ) -> Result<Arc<ClEvent>> {
+        let mut start = HeldWaitList::new(wait, &queue.deferred)?;
+        if let Some(previous) = self.previous.as_ref().filter(|_| !same_queue) {
+            start.add(previous.clone());
+        }
+        let device = &self.shared.device;
+        let pending = PendingReplay::new(device.clone());
+        let job: crate::replayer::Job = {
+            let (shared, records, pending) = (self.shared.clone(), self.records.clone(), pending.clone());
+            Box::new(move || {
+                let start = start.resolve();
+                let records = records.lock();
+                // SAFETY: the record was validated for this context when
+                // appended or updated, with raw host memory in none of its
+                // commands (`handable`); the queue stays valid until every
+                // submission handed for it is made (`Target`), and the wait
+                // list's events are this context's, held by the list.
+                let made = unsafe { replay(&shared, &records, &target, start) };
+                pending.set(made.unwrap_or_else(|error| failed_submission(&shared, &target, error)));
+            })
+        };
+        match device.replayer.worker.hand(job) {
+            Ok(ticket) => {
+                pending.handed(ticket);
+                queue.handed_replay(ticket);
+                self.handed = ticket;
+            }
+            Err(job) => {
+                queue.drain();
+                job();
+            }
+        }
+        Ok(ClEvent::pending(pending, &queue.deferred))
+    }
+
+    /// Waits until the replayer has made every submission of this buffer
+    /// handed to it: they read the record as it was when they were handed.
+    fn drain(&self) {
+        if self.handed != 0 {
+            self.shared.device.replayer.worker.wait_made(self.handed);
+        }
+    }
+}
+
+/// The event of a submission the replayer could not make: behind a marker
+/// after what it enqueued (the queue is in order), so that what waits for
+/// it waits for that.
+fn failed_submission(shared: &Arc<Shared>, target: &Target, error: UrError) -> Arc<ClEvent> {
+    tracing::warn!(error = %error, "a command-buffer submission handed to the replayer failed");
+    // SAFETY: the application's queue (valid, `Target`), and an empty list.
+    let after = unsafe { exec::marker(shared, target.queue, &WaitList::default()) }.ok();
+    let _ = cl3::command_queue::flush(target.queue);
+    ClEvent::failed(error, after)
+}
+
+/// Enqueues one submission of `records` on `target` after `start` (steps 1
+/// to 4 of the module documentation); its event.
+///
+/// # Safety
+/// The records were validated for this context when appended or updated,
+/// and raw host memory in them is valid at every execution; `target.queue`
+/// is a valid queue of this context and `start`'s events are its events.
+unsafe fn replay(
+    shared: &Arc<Shared>,
+    records: &Records,
+    target: &Target,
+    mut start: WaitList<'_>,
+) -> Result<Arc<ClEvent>> {
+    let (q, in_order) = (target.queue, target.in_order);
+    // On an in-order queue without profiling the first command takes the
+    // start's wait list itself and its event starts the submission: a
+    // marker there would be one more command per submission, which is
+    // what a one-command replay would lose to an eager launch by.
+    let fused_start = in_order && !target.queue_profiling && !records.is_empty();
+    let marker = if fused_start {
+        None
+    } else {
+        // SAFETY: the application's queue and events of this context.
+        Some(unsafe { exec::marker(shared, q, &start)? })
+    };
+    let mut replayed = Replayed::new(in_order, records.len());
+    for (i, record) in records.iter().enumerate() {
+        let wait = command_wait(i, record, marker.as_ref(), in_order, &mut start, &replayed.events)?;
+        // SAFETY: the command was validated for this context when appended
+        // or updated; raw host memory in it is valid at every execution
+        // (the append's contract); `q` and the events are this context's.
+        let (event, status) = unsafe { exec::enqueue(shared, q, record.command(), &wait, target.ordered)? };
+        let fused_first = i == 0 && marker.is_none() && records.len() > 1;
+        replayed.note(record, event, status, target.profiling, fused_first);
+    }
+    let Replayed { first_command, ends, last, checks, .. } = replayed;
+    // `None` only where the one command is the whole submission.
+    let first = marker.or(first_command);
+    let last = match last {
+        Some(last) => last,
+        None => {
+            let mut ends = ends;
+            let marker = first.as_ref().expect("without a fused start there is a marker");
+            if ends.is_empty() {
+                ends.push(marker.retain());
+            }
+            // SAFETY: the application's queue and events of this context.
+            unsafe { exec::marker(shared, q, &ends)? }
+        }
+    };
+    cl3::command_queue::flush(q).cl("clFlush")?;
+    Ok(ClEvent::planned_submission(first, last, target.queue_profiling, checks, target.deferred.clone()))
+}
+
 impl ExecutableCommandBufferImpl for PlannedExecutable {
     unsafe fn enqueue(&mut self, queue: &dyn QueueImpl, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
         let queue = downcast::<ClQueue>(queue as &dyn Any, "the queue")?;
-        let q = queue.raw();
-        let in_order = queue.in_order();
-        let profiling = queue.profiling && self.desc.profiling;
-        let mut start = WaitList::new(wait, &queue.deferred)?;
+        let target = Target::of(queue, &self.desc);
+        let q = target.queue;
         // The same in-order queue already runs this submission after the
         // previous one: waiting for it would be one more event in the first
         // command's wait list than an eager launch has.
-        let same_queue = in_order && self.previous_queue.as_ref().is_some_and(|held| held.0 == q);
-        if let Some(previous) = self.previous.as_ref().filter(|_| !same_queue) {
-            start.add(previous);
-        }
+        let same_queue = target.in_order && self.previous_queue.as_ref().is_some_and(|held| held.0 == q);
         // Taken before anything is enqueued, so that a failure leaves no
         // submission half made.
-        let held = match (in_order, same_queue) {
+        let held = match (target.in_order, same_queue) {
             // SAFETY: the application's queue, valid during the call.
             (true, false) => Some(unsafe { HeldQueue::retain(q)? }),
             _ => None,
         };
-        // On an in-order queue without profiling the first command takes the
-        // start's wait list itself and its event starts the submission: a
-        // marker there would be one more command per submission, which is
-        // what a one-command replay would lose to an eager launch by.
-        let fused_start = in_order && !queue.profiling && !self.records.is_empty();
-        let marker = if fused_start {
-            None
+        // On a queue of our own that runs in order (whose order the replayer
+        // keeps, `ClQueue::drain`), without profiling; back to back with the
+        // submission before, with no host wait for the queue between (one
+        // waited for at once would wait for the hand-over too: submitted
+        // and waited for one at a time, handed, they took 1.8x on PoCL 3.1,
+        // performance.md), while the thread is awake.
+        let replayer = &self.shared.device.replayer;
+        let handable = self.handable && target.ordered && !target.queue_profiling && replayer.worker.enabled();
+        let back_to_back = handable && !queue.deferred.take_host_waited();
+        let submission = if handable
+            && (replayer.always() || queue.replays_pending() || (back_to_back && replayer.worker.ready()))
+        {
+            self.hand(queue, wait, target, same_queue)?
         } else {
-            // SAFETY: the application's queue and events of this context.
-            Some(unsafe { exec::marker(&self.shared, q, &start)? })
-        };
-        let mut replayed = Replayed::new(in_order, self.records.len());
-        // On a queue of our own that runs in order, a kernel's last launch
-        // on it comes before this one by the queue's order, as for eager
-        // launches: without saying so, PoCL's one-launch chain asked the
-        // driver for the status of the previous command of the same kernel
-        // and put its event in the wait list, per command (issue 31).
-        let ordered = queue.ordered_launches();
-        for (i, record) in self.records.iter().enumerate() {
-            let wait = command_wait(i, record, marker.as_ref(), in_order, &mut start, &replayed.events)?;
-            // SAFETY: the command was validated for this context when appended
-            // or updated; raw host memory in it is valid at every execution
-            // (the append's contract); `q` and the events are this context's.
-            let (event, status) = unsafe { exec::enqueue(&self.shared, q, record.command(), &wait, ordered)? };
-            let fused_first = i == 0 && marker.is_none() && self.records.len() > 1;
-            replayed.note(record, event, status, profiling, fused_first);
-        }
-        let Replayed { first_command, ends, last, checks, .. } = replayed;
-        // `None` only where the one command is the whole submission.
-        let first = marker.or(first_command);
-        let last = match last {
-            Some(last) => last,
-            None => {
-                let mut ends = ends;
-                let marker = first.as_ref().expect("without a fused start there is a marker");
-                if ends.is_empty() {
-                    ends.push(marker.retain());
-                }
-                // SAFETY: the application's queue and events of this context.
-                unsafe { exec::marker(&self.shared, q, &ends)? }
+            queue.drain();
+            let mut start = WaitList::new(wait, &queue.deferred)?;
+            if let Some(previous) = self.previous.as_ref().filter(|_| !same_queue) {
+                start.add(previous);
             }
+            let records = self.records.lock();
+            // SAFETY: the record was validated for this context when appended
+            // or updated (raw host memory in it valid at every execution, the
+            // append's contract); `queue` and the events are this context's.
+            let made = unsafe { replay(&self.shared, &records, &target, start)? };
+            if back_to_back {
+                // Awake for the submissions likely to follow.
+                replayer.worker.rouse();
+            }
+            made
         };
-        queue.flush_raw()?;
-        let submission = ClEvent::submission(first, last, queue.profiling, checks);
         self.previous = Some(submission.clone());
         if !same_queue {
             self.previous_queue = held;
@@ -305,15 +480,21 @@ impl ExecutableCommandBufferImpl for PlannedExecutable {
     unsafe fn update_kernel_launches(&mut self, updates: &[KernelUpdate<'_>]) -> Result<()> {
         // Submissions in flight hold their own references: the record is only
         // read while enqueueing.
-        self.records.update_launches(updates)
+        self.drain();
+        self.records.lock().update_launches(updates)
     }
 
     unsafe fn update_signal_event(&mut self, command: u32) -> Result<Arc<dyn EventImpl>> {
-        ClEvent::renew_signal(&mut self.records, command)
+        self.drain();
+        ClEvent::renew_signal(&mut self.records.lock(), command)
     }
 
     unsafe fn update_wait_events(&mut self, command: u32, events: &[Event]) -> Result<()> {
-        self.records.set_wait_events(command, events)
+        self.drain();
+        let mut records = self.records.lock();
+        records.set_wait_events(command, events)?;
+        self.handable = handable(&records);
+        Ok(())
     }
 
     /// `UnsupportedFeature`: a pre-planned buffer has no

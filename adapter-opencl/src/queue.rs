@@ -4,6 +4,7 @@
 //! its work started (`flush.rs`); a command-buffer submission flushes at once.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use cmdbuf_core::adapter::prelude::*;
 
@@ -31,6 +32,9 @@ pub(crate) struct ClQueue {
     last_stamp: parking_lot::Mutex<Option<RawEvent>>,
     /// Whether eager commands were enqueued since the queue was last flushed.
     pub(crate) deferred: Arc<DeferredFlush>,
+    /// The ticket of the last submission on this queue handed to the
+    /// device's replayer (0: none): [`drain`](Self::drain) waits for it.
+    handed: AtomicU64,
 }
 
 impl ClQueue {
@@ -45,6 +49,7 @@ impl ClQueue {
             sub_device: None,
             last_stamp: parking_lot::Mutex::default(),
             deferred: DeferredFlush::new(queue.get(), made_in_order),
+            handed: AtomicU64::new(0),
             queue,
         })
     }
@@ -78,6 +83,7 @@ impl ClQueue {
             sub_device: Some(device),
             last_stamp: parking_lot::Mutex::default(),
             deferred: DeferredFlush::new(queue.get(), made_in_order),
+            handed: AtomicU64::new(0),
             queue,
         })
     }
@@ -102,6 +108,7 @@ impl ClQueue {
             // The application's properties say what it asked for, not what
             // the driver's queue does: its own events stay in wait lists.
             deferred: DeferredFlush::new(raw, false),
+            handed: AtomicU64::new(0),
         }
     }
 
@@ -128,6 +135,29 @@ impl ClQueue {
         self.deferred.in_order
     }
 
+    /// Waits until the replayer has enqueued every submission handed to it
+    /// for this queue: a command enqueued here from another thread must come
+    /// after them in the driver's queue (`replayer.rs`).
+    pub(crate) fn drain(&self) {
+        let handed = self.handed.load(Ordering::Acquire);
+        if handed != 0 {
+            self.shared.device.replayer.worker.wait_made(handed);
+        }
+    }
+
+    /// Whether submissions handed to the replayer for this queue are not all
+    /// made: the next one must go to the replayer too, or wait for them.
+    pub(crate) fn replays_pending(&self) -> bool {
+        let handed = self.handed.load(Ordering::Acquire);
+        handed != 0 && !self.shared.device.replayer.worker.made(handed)
+    }
+
+    /// Records that the submission with `ticket` was handed to the replayer
+    /// (the highest ticket stays, where threads submit to the queue at once).
+    pub(crate) fn handed_replay(&self, ticket: u64) {
+        self.handed.fetch_max(ticket, Ordering::AcqRel);
+    }
+
     /// Submits what was just enqueued.
     pub(crate) fn flush_raw(&self) -> Result<()> {
         cl3::command_queue::flush(self.raw()).cl("clFlush")
@@ -136,6 +166,7 @@ impl ClQueue {
 
 impl QueueImpl for ClQueue {
     unsafe fn enqueue(&self, command: &Command, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
+        self.drain();
         let wait = WaitList::new(wait, &self.deferred)?;
         // SAFETY: the front end validated the command for this context and
         // keeps raw host memory valid until the event completes.
@@ -156,6 +187,7 @@ impl QueueImpl for ClQueue {
     }
 
     unsafe fn enqueue_wait(&self, wait: &[&dyn EventImpl], barrier: bool) -> Result<Arc<dyn EventImpl>> {
+        self.drain();
         let wait = WaitList::new(wait, &self.deferred)?;
         let raw = if barrier && !(self.in_order || wait.is_empty()) {
             // On an out-of-order queue a barrier with a wait list waits for
@@ -196,6 +228,7 @@ impl QueueImpl for ClQueue {
     }
 
     unsafe fn enqueue_timestamp(&self, wait: &[&dyn EventImpl]) -> Result<Arc<dyn EventImpl>> {
+        self.drain();
         let wait = WaitList::new(wait, &self.deferred)?;
         // A marker orders the recording on this queue; a command after it on
         // the context's profiling queue takes the time, whether or not this
@@ -216,6 +249,8 @@ impl QueueImpl for ClQueue {
     /// `clFinish`, and the wait for this queue's last timestamp recording,
     /// which runs on the context's profiling queue.
     fn finish(&self) -> Result<()> {
+        self.deferred.host_waits();
+        self.drain();
         cl3::command_queue::finish(self.raw()).cl("clFinish")?;
         let stamp = self.last_stamp.lock().take();
         match stamp {
@@ -225,6 +260,9 @@ impl QueueImpl for ClQueue {
     }
 
     fn flush(&self) -> Result<()> {
+        // The replayer flushes each submission it makes; the application
+        // asks that everything given so far be on its way to the device.
+        self.drain();
         // Cleared first: a command enqueued meanwhile marks the queue again.
         self.deferred.forget();
         self.flush_raw()
@@ -233,6 +271,7 @@ impl QueueImpl for ClQueue {
     /// The `cl_command_queue`, flushed: the application may wait on its
     /// commands' events from queues of its own.
     fn native_handle(&self) -> Result<NativeHandle> {
+        self.drain();
         self.deferred.flush();
         Ok(NativeHandle(self.raw() as u64))
     }
@@ -240,6 +279,8 @@ impl QueueImpl for ClQueue {
 
 impl Drop for ClQueue {
     fn drop(&mut self) {
+        // The replayer enqueues on this queue until then.
+        self.drain();
         self.deferred.forget();
         // Only a sub-device's queue can leave launches in its context's
         // one-launch chain that outlive its device (see `one_launch`).

@@ -1,5 +1,5 @@
-//! `UR_OPENCL_REPLAY`, `UR_OPENCL_MUTABLE_DISPATCH` and
-//! `UR_OPENCL_OUT_OF_ORDER_QUEUES` take their listed
+//! `UR_OPENCL_REPLAY`, `UR_OPENCL_MUTABLE_DISPATCH`,
+//! `UR_OPENCL_OUT_OF_ORDER_QUEUES` and `UR_OPENCL_REPLAY_THREAD` take their listed
 //! values only: anything else is an `InvalidValue` error naming the variable
 //! and the values, before any driver is opened. Its own test binary, so the
 //! variables apply to this process only.
@@ -19,6 +19,7 @@ fn opencl_settings_outside_their_values_are_errors() {
         (cmdbuf_opencl::REPLAY_ENV, ["driver", "planned", ""], "drivr", "`driver` or `planned`"),
         (cmdbuf_opencl::MUTABLE_DISPATCH_ENV, ["off", " off ", ""], "0", "`off`"),
         (cmdbuf_opencl::OUT_OF_ORDER_ENV, ["on", "off", ""], "yes", "`on` or `off`"),
+        (cmdbuf_opencl::REPLAY_THREAD_ENV, ["on", "always", ""], "0", "`on` or `off` or `always`"),
     ] {
         for value in good {
             set(name, value);

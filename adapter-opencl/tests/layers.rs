@@ -20,8 +20,9 @@ const LAYERS: &[(&str, usize)] = &[
     // Error codes, the extension entry points and the raw event handle,
     // extension versions, what a device reports and how it builds SPIR-V,
     // sub-devices, the device clock, the partition of a command buffer into
-    // steps, PoCL's one-launch chain, the user-event gate and the queues'
-    // deferred flushes: nothing of the adapter's objects.
+    // steps, PoCL's one-launch chain, the user-event gate, the queues'
+    // deferred flushes and the replayer's thread: nothing of the adapter's
+    // objects.
     ("conv", 0),
     ("ffi", 0),
     ("flush", 0),
@@ -33,6 +34,7 @@ const LAYERS: &[(&str, usize)] = &[
     ("clock", 0),
     ("steps", 0),
     ("one_launch", 0),
+    ("replayer", 0),
     // `DeviceShared`, the decisions made once per device, `ClDevice`, and
     // `Shared` (a context's state, with its helper kernels' definition and
     // internal queues): what every object names.

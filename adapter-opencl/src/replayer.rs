@@ -1,0 +1,114 @@
+//! The replayer: a thread per device that makes the OpenCL calls of planned
+//! command-buffer replays, so that a submission's cost to its caller does
+//! not grow with the buffer's commands.
+//!
+//! A planned replay (`planned.rs`) is one OpenCL enqueue per command: on
+//! Intel's OpenCL CPU runtime a graph of 100 kernels cost its caller 300 µs
+//! per submission through libsycl against 3-5 µs for one kernel, where on
+//! CUDA and Vulkan a submission costs the same whatever its size (issue 31,
+//! docs/performance.md). A submission that may be handed over (see
+//! [`crate::planned`]) is prepared on the caller's thread (its wait list,
+//! made into references of its own) and handed to the device's replayer,
+//! which enqueues its commands in the order handed; the caller returns at
+//! once with an event that stands for the submission before its commands
+//! are enqueued (`event.rs`'s `PendingReplay`).
+//!
+//! Every use of such an event's OpenCL handle (a wait list, a host wait, the
+//! native handle) first waits until the replayer has made its submission;
+//! its status reads `Queued` until then. Every command enqueued on the
+//! submission's queue from another thread, and the queue's finish, flush,
+//! native handle and release, first wait until the replayer has made every
+//! submission handed for that queue (`ClQueue::drain`), so that the driver
+//! sees the queue's commands in the order the application gave them.
+//!
+//! The replayer is off unless [`REPLAY_THREAD_ENV`] turns it on: the
+//! caller's time is flat with it on the devices measured, but the
+//! submissions' total time was worse on three of four (`device.rs`'s
+//! `replay_thread_rule`). With `on`, only
+//! submissions that come back to back (no host wait for the queue since
+//! the one before) are handed, and only while the replayer is awake: while
+//! it sleeps the caller makes its replay itself and wakes it (the toolbox's
+//! `TicketWorker`), and the submissions that follow find it awake; one
+//! submission waited for at once pays no hand-over. With `always`, every
+//! submission that may be handed is, the thread woken if it sleeps (the
+//! suite runs so in CI). A process that may run on one CPU only has no
+//! replayer.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use std::time::Duration;
+
+use cmdbuf_core::adapter::toolbox::{TicketWorker, WAIT_SPIN};
+
+/// `on`: planned submissions that come back to back go to the replayer
+/// while it is awake; `always`: every submission that may be handed to it
+/// is, even while it sleeps; `off` (or unset): every planned replay's
+/// OpenCL calls are made on the submitting thread
+/// ([`replay_thread_rule`](crate::device::replay_thread_rule) says why).
+pub const REPLAY_THREAD_ENV: &str = "UR_OPENCL_REPLAY_THREAD";
+
+/// What a device's replayer takes (`device.rs`'s `replay_thread_rule`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum ReplayThread {
+    /// Nothing: every planned submission is made on its caller's thread.
+    Off,
+    /// Submissions that come back to back, while it is awake.
+    Awake,
+    /// Every submission it may take, woken where it sleeps.
+    Always,
+}
+
+/// Submissions handed to a replayer, process-wide.
+static HANDED: AtomicU64 = AtomicU64::new(0);
+
+/// How many command-buffer submissions the OpenCL adapter has handed to its
+/// replayers in this process: for tests and benchmarks, which check that a
+/// run took the path they measure.
+#[doc(hidden)]
+pub fn replays_handed() -> u64 {
+    HANDED.load(Ordering::Relaxed)
+}
+
+/// A replay handed to the replayer.
+pub(crate) type Job = Box<dyn FnOnce() + Send>;
+
+/// The replayer of one device.
+pub(crate) struct Replayer {
+    pub(crate) worker: TicketWorker<Job>,
+    /// [`REPLAY_THREAD_ENV`]` = always`.
+    always: bool,
+}
+
+impl Replayer {
+    /// A new replayer taking what `mode` says (the device's
+    /// [`replay_thread_rule`](crate::device::replay_thread_rule)), off where
+    /// the process may run on one CPU only (there it could only take turns
+    /// with its callers, as the CUDA launcher did: docs/cuda.md). On a CPU
+    /// device a caller waiting for a submission to be made sleeps at once:
+    /// the cores it would look on are the ones the device's kernels run on.
+    pub(crate) fn new(mode: ReplayThread, cpu_device: bool) -> Replayer {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if mode != ReplayThread::Off && cpus < 2 {
+            tracing::debug!(cpus, "one CPU available: OpenCL planned replays stay on their callers' threads");
+        }
+        Replayer {
+            worker: TicketWorker::new(
+                "ur-opencl-replay",
+                mode != ReplayThread::Off && cpus >= 2,
+                if cpu_device { Duration::ZERO } else { WAIT_SPIN },
+            ),
+            always: mode == ReplayThread::Always,
+        }
+    }
+
+    /// Whether every submission that may be handed is ([`REPLAY_THREAD_ENV`]
+    /// `= always`).
+    pub(crate) fn always(&self) -> bool {
+        self.always && self.worker.enabled()
+    }
+
+    /// Counts a submission handed ([`replays_handed`]).
+    pub(crate) fn count_handed() {
+        HANDED.fetch_add(1, Ordering::Relaxed);
+    }
+}
