@@ -445,13 +445,12 @@ impl ExecutableCommandBufferImpl for PlannedExecutable {
         // submission before, with no host wait for the queue between (one
         // waited for at once would wait for the hand-over too: submitted
         // and waited for one at a time, handed, they took 1.8x on PoCL 3.1,
-        // performance.md), while the thread is awake.
+        // performance.md). The device is busy with the one before, so the
+        // thread's wake-up, where it sleeps, is not on the device's path.
         let replayer = &self.shared.device.replayer;
         let handable = self.handable && target.ordered && !target.queue_profiling && replayer.worker.enabled();
         let back_to_back = handable && !queue.deferred.take_host_waited();
-        let submission = if handable
-            && (replayer.always() || queue.replays_pending() || (back_to_back && replayer.worker.ready()))
-        {
+        let submission = if handable && (replayer.always() || queue.replays_pending() || back_to_back) {
             self.hand(queue, wait, target, same_queue)?
         } else {
             queue.drain();
@@ -463,12 +462,7 @@ impl ExecutableCommandBufferImpl for PlannedExecutable {
             // SAFETY: the record was validated for this context when appended
             // or updated (raw host memory in it valid at every execution, the
             // append's contract); `queue` and the events are this context's.
-            let made = unsafe { replay(&self.shared, &records, &target, start)? };
-            if back_to_back {
-                // Awake for the submissions likely to follow.
-                replayer.worker.rouse();
-            }
-            made
+            unsafe { replay(&self.shared, &records, &target, start)? }
         };
         self.previous = Some(submission.clone());
         if !same_queue {

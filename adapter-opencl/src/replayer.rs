@@ -24,12 +24,11 @@
 //! The replayer is off unless [`REPLAY_THREAD_ENV`] turns it on: the
 //! caller's time is flat with it on the devices measured, but the
 //! submissions' total time was worse on three of four (`device.rs`'s
-//! `replay_thread_rule`). With `on`, only
-//! submissions that come back to back (no host wait for the queue since
-//! the one before) are handed, and only while the replayer is awake: while
-//! it sleeps the caller makes its replay itself and wakes it (the toolbox's
-//! `TicketWorker`), and the submissions that follow find it awake; one
-//! submission waited for at once pays no hand-over. With `always`, every
+//! `replay_thread_rule`). With `on`, only submissions that come back to
+//! back (no host wait for the queue since the one before) are handed: the
+//! device is then busy with the one before, and the thread's wake-up, where
+//! it sleeps, is not on its path; one submission waited for at once pays no
+//! hand-over. With `always`, every
 //! submission that may be handed is, the thread woken if it sleeps (the
 //! suite runs so in CI). A process that may run on one CPU only has no
 //! replayer.
@@ -40,8 +39,7 @@ use std::time::Duration;
 
 use cmdbuf_core::adapter::toolbox::{TicketWorker, WAIT_SPIN};
 
-/// `on`: planned submissions that come back to back go to the replayer
-/// while it is awake; `always`: every submission that may be handed to it
+/// `on`: planned submissions that come back to back go to the replayer; `always`: every submission that may be handed to it
 /// is, even while it sleeps; `off` (or unset): every planned replay's
 /// OpenCL calls are made on the submitting thread
 /// ([`replay_thread_rule`](crate::device::replay_thread_rule) says why).
@@ -52,7 +50,7 @@ pub const REPLAY_THREAD_ENV: &str = "UR_OPENCL_REPLAY_THREAD";
 pub enum ReplayThread {
     /// Nothing: every planned submission is made on its caller's thread.
     Off,
-    /// Submissions that come back to back, while it is awake.
+    /// Submissions that come back to back.
     Awake,
     /// Every submission it may take, woken where it sleeps.
     Always,
