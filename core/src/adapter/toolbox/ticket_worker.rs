@@ -18,7 +18,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::thread::{JoinHandle, ThreadId};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
@@ -52,7 +52,6 @@ pub struct TicketWorker<J: FnOnce() + Send + 'static> {
     inner: Arc<Inner<J>>,
     name: &'static str,
     thread: Mutex<Option<JoinHandle<()>>>,
-    thread_id: Mutex<Option<ThreadId>>,
     /// Whether the thread runs: read without the lock at every hand.
     running: AtomicBool,
     /// Off when the adapter said so, or once the thread could not start.
@@ -108,7 +107,6 @@ impl<J: FnOnce() + Send + 'static> TicketWorker<J> {
             }),
             name,
             thread: Mutex::new(None),
-            thread_id: Mutex::new(None),
             running: AtomicBool::new(false),
             enabled: AtomicBool::new(enabled),
             wait_spin,
@@ -225,7 +223,6 @@ impl<J: FnOnce() + Send + 'static> TicketWorker<J> {
         let inner = self.inner.clone();
         match std::thread::Builder::new().name(self.name.into()).spawn(move || inner.run()) {
             Ok(handle) => {
-                *self.thread_id.lock() = Some(handle.thread().id());
                 *thread = Some(handle);
                 self.running.store(true, Ordering::Release);
                 true
@@ -246,9 +243,8 @@ impl<J: FnOnce() + Send + 'static> TicketWorker<J> {
         self.inner.state.lock().stop = true;
         self.inner.work.notify_all();
         self.inner.progress.notify_all();
-        let on_the_thread = *self.thread_id.lock() == Some(std::thread::current().id());
         if let Some(handle) = self.thread.lock().take()
-            && !on_the_thread
+            && handle.thread().id() != std::thread::current().id()
         {
             let _ = handle.join();
         }
@@ -341,6 +337,20 @@ mod tests {
         worker.rouse();
         assert!(worker.hand(Box::new(|| {})).is_err());
         assert!(!worker.ready());
+    }
+
+    #[test]
+    fn a_job_may_drop_the_worker_without_joining_its_own_thread() {
+        let slot: Arc<Mutex<Option<TicketWorker<Job>>>> =
+            Arc::new(Mutex::new(Some(TicketWorker::new("self-drop", true, WAIT_SPIN))));
+        let (done, ended) = std::sync::mpsc::channel();
+        let taken = slot.clone();
+        let job: Job = Box::new(move || {
+            drop(taken.lock().take());
+            let _ = done.send(());
+        });
+        assert!(slot.lock().as_ref().is_some_and(|worker| worker.hand(job).is_ok()));
+        ended.recv_timeout(Duration::from_secs(10)).expect("the job ended after dropping the worker");
     }
 
     #[test]
