@@ -37,7 +37,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use std::time::Duration;
 
-use cmdbuf_core::adapter::toolbox::{TicketWorker, WAIT_SPIN};
+use cmdbuf_core::adapter::toolbox::{CallJobs, TicketWorker, WAIT_SPIN};
 
 /// `on`: planned submissions that come back to back go to the replayer; `always`: every submission that may be handed to it
 /// is, even while it sleeps; `off` (or unset): every planned replay's
@@ -72,7 +72,7 @@ pub(crate) type Job = Box<dyn FnOnce() + Send>;
 
 /// The replayer of one device.
 pub(crate) struct Replayer {
-    pub(crate) worker: TicketWorker<Job>,
+    pub(crate) worker: TicketWorker<CallJobs<Job>>,
     /// [`REPLAY_THREAD_ENV`]` = always`.
     always: bool,
 }
@@ -92,6 +92,7 @@ impl Replayer {
         Replayer {
             worker: TicketWorker::new(
                 "ur-opencl-replay",
+                CallJobs::default(),
                 mode != ReplayThread::Off && cpus >= 2,
                 if cpu_device { Duration::ZERO } else { WAIT_SPIN },
             ),

@@ -14,7 +14,8 @@
 //! - [`host_cache`]: the host processor's last-level cache, for devices
 //!   whose memory the host's caches cache (the CPU adapter, lavapipe);
 //! - [`TicketWorker`]: a thread that runs jobs in the order handed, each
-//!   with a ticket to wait for (the OpenCL adapter's replayer).
+//!   with a ticket to wait for (the OpenCL adapter's replayer, the CUDA
+//!   adapter's launcher).
 //!
 //! The repository's check of committed SPIR-V against its GLSL is test
 //! tooling, not part of this API: `conformance/tests/support/fresh.rs`.
@@ -28,4 +29,4 @@ mod ticket_worker;
 pub use forward::ForwardingEvent;
 pub use order::{OrderedEvent, QueueOrder};
 pub use recording::{RecordedCommand, Recording};
-pub use ticket_worker::{MAX_PENDING, TicketWorker, WAIT_SPIN};
+pub use ticket_worker::{CallJobs, JobRunner, MAX_PENDING, TicketWorker, WAIT_SPIN};
