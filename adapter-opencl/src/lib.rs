@@ -75,9 +75,9 @@ pub use device::{
     CommandBufferSetup, DeviceSetup, MUTABLE_DISPATCH_ENV, OUT_OF_ORDER_ENV, REPLAY_ENV, Reported, UsmSetup,
     replay_path, replay_thread_rule, setup,
 };
-#[doc(hidden)]
-pub use replayer::replays_handed;
 pub use replayer::{REPLAY_THREAD_ENV, ReplayThread};
+#[doc(hidden)]
+pub use replayer::{keep_replays_on_callers, replays_handed};
 
 /// `CL_PLATFORM_NOT_FOUND_KHR`: the ICD loader found no driver.
 const CL_PLATFORM_NOT_FOUND_KHR: i32 = -1001;

@@ -448,7 +448,7 @@ impl ExecutableCommandBufferImpl for PlannedExecutable {
         // performance.md). The device is busy with the one before, so the
         // thread's wake-up, where it sleeps, is not on the device's path.
         let replayer = &self.shared.device.replayer;
-        let handable = self.handable && target.ordered && !target.queue_profiling && replayer.worker.enabled();
+        let handable = self.handable && target.ordered && !target.queue_profiling && replayer.takes_jobs();
         let back_to_back = handable && !queue.deferred.take_host_waited();
         let submission = if handable && (replayer.always() || queue.replays_pending() || back_to_back) {
             self.hand(queue, wait, target, same_queue)?

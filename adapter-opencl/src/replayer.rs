@@ -33,7 +33,7 @@
 //! suite runs so in CI). A process that may run on one CPU only has no
 //! replayer.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use std::time::Duration;
 
@@ -67,6 +67,23 @@ pub fn replays_handed() -> u64 {
     HANDED.load(Ordering::Relaxed)
 }
 
+/// Set: every planned submission is made on its caller's thread, whatever
+/// [`REPLAY_THREAD_ENV`] says ([`keep_replays_on_callers`]).
+static KEPT_ON_CALLERS: AtomicBool = AtomicBool::new(false);
+
+/// With `true`, every planned submission made from now on is made on its
+/// caller's thread, as with the replayer off; `false` hands them as
+/// [`REPLAY_THREAD_ENV`] says again. For benchmarks, which compare a
+/// submission handed with the same submission made by its caller in one
+/// process, sampled in turn, where runs of two processes differ by more
+/// than what they compare (docs/performance.md). Submissions handed before
+/// are still made by the replayer, in order: a queue's next command made
+/// on the caller's thread waits for them, as always.
+#[doc(hidden)]
+pub fn keep_replays_on_callers(kept: bool) {
+    KEPT_ON_CALLERS.store(kept, Ordering::Relaxed);
+}
+
 /// A replay handed to the replayer.
 pub(crate) type Job = Box<dyn FnOnce() + Send>;
 
@@ -98,6 +115,12 @@ impl Replayer {
             ),
             always: mode == ReplayThread::Always,
         }
+    }
+
+    /// Whether the replayer takes submissions now: it runs, and
+    /// [`keep_replays_on_callers`] does not keep them.
+    pub(crate) fn takes_jobs(&self) -> bool {
+        self.worker.enabled() && !KEPT_ON_CALLERS.load(Ordering::Relaxed)
     }
 
     /// Whether every submission that may be handed is ([`REPLAY_THREAD_ENV`]

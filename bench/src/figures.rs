@@ -111,3 +111,25 @@ pub fn ratio(a: Option<&Summary>, b: Option<&Summary>) -> String {
         _ => "—".into(),
     }
 }
+
+/// A group's whole table on `device` from a run's records: `header`, then
+/// `row(records, device, n)` for each size the group has there; empty
+/// where it has none.
+pub fn table_by_size(
+    records: &[Record],
+    device: &str,
+    group: &str,
+    header: impl FnOnce() -> String,
+    row: impl Fn(&[Record], &str, usize) -> String,
+) -> String {
+    let sizes = Lookup::new(records, device).sizes(group);
+    if sizes.is_empty() {
+        return String::new();
+    }
+    let mut out = header();
+    for n in sizes {
+        out += &row(records, device, n);
+    }
+    out.push('\n');
+    out
+}

@@ -22,6 +22,8 @@ mod multi_device;
 mod pipeline;
 mod raw;
 mod replay_flat;
+#[cfg(feature = "opencl")]
+mod replay_handover;
 mod report;
 mod soak;
 mod stats;
@@ -53,7 +55,7 @@ struct Cli {
     /// Where results.json and the plot go.
     #[arg(long, default_value = "target/bench")]
     out: PathBuf,
-    /// Only these benchmark groups (submission, raw, replay_flat, usm_submission, finalize, update,
+    /// Only these benchmark groups (submission, raw, replay_flat, replay_handover, usm_submission, finalize, update,
     /// cpu_per_node, submit_graph, sin_kernel_graph, perf_scaling, graph, buffers, multi_device,
     /// collectives, soak, cuda_build); repeatable. submission measures the raw baselines
     /// too (raw adds the note naming them); soak and cuda_build run only when named.
@@ -76,13 +78,14 @@ struct Cli {
 }
 
 /// Every group `--only` accepts, space-separated.
-const GROUPS: &str = "submission raw replay_flat usm_submission finalize update cpu_per_node submit_graph sin_kernel_graph perf_scaling graph \
+const GROUPS: &str = "submission raw replay_flat replay_handover usm_submission finalize update cpu_per_node submit_graph sin_kernel_graph perf_scaling graph \
                       buffers multi_device collectives host_copies soak cuda_build";
 
 struct Plan {
     repeats: Repeats,
     submission: Vec<usize>,
     replay_flat: Vec<usize>,
+    replay_handover: Vec<usize>,
     finalize: Vec<usize>,
     update: Vec<usize>,
     per_node: usize,
@@ -99,6 +102,7 @@ impl Plan {
                 repeats: Repeats { warmup: 1, samples: 5 },
                 submission: vec![1, 4, 10],
                 replay_flat: vec![1, 10, 100],
+                replay_handover: vec![10, 100],
                 finalize: vec![10, 100],
                 update: vec![10, 100],
                 per_node: 64,
@@ -112,6 +116,7 @@ impl Plan {
             repeats: Repeats { warmup: 5, samples: 50 },
             submission: vec![1, 4, 10, 100, 1000],
             replay_flat: vec![1, 10, 100, 1000],
+            replay_handover: vec![10, 100, 1000],
             finalize: vec![100, 1000, 10000],
             update: vec![10, 100, 1000, 10000],
             per_node: 1024,
@@ -221,7 +226,7 @@ fn main() -> ExitCode {
             }
             let table = match group {
                 // Its rows were printed as they were measured.
-                "submission" | replay_flat::GROUP if records.len() > first => {
+                "submission" | replay_flat::GROUP | "replay_handover" if records.len() > first => {
                     report::noisy_note(&records[first..], &name, group)
                 }
                 _ => report::group_table(&records[first..], &name, group),
@@ -269,6 +274,17 @@ fn main() -> ExitCode {
                 emit(&replay_flat::table_row(records, &name, n));
             };
             replay_flat::run(&target, r, &plan.replay_flat, raw.as_deref_mut(), out, &mut row).map(|()| None)
+        });
+        #[cfg(feature = "opencl")]
+        group(replay_handover::GROUP, &mut |out| {
+            let mut headed = false;
+            let mut row = |records: &[Record], n: usize| {
+                if !std::mem::replace(&mut headed, true) {
+                    emit(&replay_handover::table_header());
+                }
+                emit(&replay_handover::table_row(records, &name, n));
+            };
+            replay_handover::run(&target, r, &plan.replay_handover, out, &mut row).map(|()| None)
         });
         group("usm_submission", &mut |out| suites::usm_submission(&target, r, &plan.submission, out).map(|()| None));
         group("finalize", &mut |out| ok(suites::finalize(&target, r, &plan.finalize, out)));

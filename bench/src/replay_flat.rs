@@ -72,11 +72,7 @@ pub fn run(
     let e = |e: UrError| e.to_string();
     let operands = Operands::new(&t.context, &t.empty, &t.axpb).map_err(e)?;
     for &n in sizes {
-        let buffers: Vec<CommandBuffer> = SHAPES
-            .iter()
-            .map(|shape| operands.build(&t.context, &t.device, shape, n))
-            .collect::<Result<_, _>>()
-            .map_err(e)?;
+        let buffers = build_each(&operands, t, &SHAPES, n)?;
         let mut replays: Vec<Box<dyn FnMut() -> Sample + '_>> =
             buffers.iter().map(|cb| Box::new(move || timed_replay(t, cb)) as Box<dyn FnMut() -> _>).collect();
         let mut variants: Vec<(&str, &str)> = SHAPES.iter().map(|s| (*s, "replay")).collect();
@@ -103,6 +99,16 @@ pub fn run(
         row(out, n);
     }
     Ok(())
+}
+
+/// One command buffer of `n` commands per shape of `shapes`, built on `t`.
+pub(crate) fn build_each(
+    operands: &Operands<'_>,
+    t: &Target,
+    shapes: &[&str],
+    n: usize,
+) -> Result<Vec<CommandBuffer>, String> {
+    shapes.iter().map(|shape| operands.build(&t.context, &t.device, shape, n).map_err(|e| e.to_string())).collect()
 }
 
 /// Host time per submission at N = 100 over N = 1, at most this for a
@@ -169,17 +175,7 @@ pub fn table_row(records: &[Record], device: &str, n: usize) -> String {
 
 /// The whole table of `device` (for a run's records read back).
 pub fn table(records: &[Record], device: &str) -> String {
-    let l = crate::figures::Lookup::new(records, device);
-    let sizes = l.sizes(GROUP);
-    if sizes.is_empty() {
-        return String::new();
-    }
-    let mut out = table_header();
-    for n in sizes {
-        out += &table_row(records, device, n);
-    }
-    out.push('\n');
-    out
+    crate::figures::table_by_size(records, device, GROUP, table_header, table_row)
 }
 
 #[cfg(test)]

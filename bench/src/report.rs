@@ -115,6 +115,10 @@ fn tables(records: &[Record], device: &str, group: &str) -> String {
     if wants(crate::replay_flat::GROUP) {
         out += &crate::replay_flat::table(records, device);
     }
+    #[cfg(feature = "opencl")]
+    if wants(crate::replay_handover::GROUP) {
+        out += &crate::replay_handover::table(records, device);
+    }
     if wants("usm_submission") && !l.sizes("usm_submission").is_empty() {
         let _ = writeln!(
             out,
