@@ -284,19 +284,36 @@ pub fn driver_out_of_order_rule(
 }
 
 /// Which planned submissions a device's replayer takes ([`crate::replayer`]),
-/// and why: none unless [`REPLAY_THREAD_ENV`](crate::replayer::REPLAY_THREAD_ENV)
-/// asks. Handed to it, a graph's submissions through libsycl cost their
-/// caller 1-11 µs at 10 and 100 commands on the CPU devices (146 µs to 1.2
-/// ms at 100 without), but took as long as made on the caller's thread or
-/// longer: 1.3x-1.55x on Intel's OpenCL CPU runtime, up to 2x for 10 USM
-/// commands on PoCL 3.1 (2 cores), 1.15x for 100 on NVIDIA's OpenCL, the
-/// same on PoCL 5.0 (16 cores) (docs/opencl.md, "Planned submissions made
-/// by the replayer").
-pub fn replay_thread_rule(forced: Option<&str>) -> (ReplayThread, &'static str) {
+/// and why: [`REPLAY_THREAD_ENV`](crate::replayer::REPLAY_THREAD_ENV) where
+/// set; else those that come back to back (`on`) on a device that is not
+/// the host's CPU, and none on a CPU device.
+///
+/// Handed, a graph's submissions through libsycl cost their caller 1-11 µs
+/// at 10 and 100 commands on every OpenCL device here, against 146 µs to
+/// 1.2 ms made on the caller's thread. What they cost in all was measured in
+/// one process, handed and not in turn (`cmdbuf-bench --only
+/// replay_handover`, docs/performance.md), after runs of two processes had
+/// differed by more than the question: 16 submissions back to back of 10,
+/// 100 and 1,000 commands took 0.84x-1.03x on NVIDIA's OpenCL (H200) in
+/// one run and 1.02x-1.12x in another (no direction: the runs' spread), and
+/// 0.97x-1.07x on PoCL 5.0 with 16 cores, but 1.04x-1.15x on Intel's OpenCL
+/// CPU runtime and PoCL 3.1 with 2: a CPU device's kernels run on the cores
+/// the replayer takes, where a GPU's run beside them. `always` (every
+/// submission, the thread woken where it sleeps) puts the wake-up on a
+/// submission waited for alone: 1.35x at 10 commands on NVIDIA's OpenCL.
+pub fn replay_thread_rule(forced: Option<&str>, cpu_device: bool) -> (ReplayThread, &'static str) {
     match forced.map(str::trim) {
         Some("on") => (ReplayThread::Awake, "turned on by UR_OPENCL_REPLAY_THREAD=on"),
         Some("always") => (ReplayThread::Always, "turned on by UR_OPENCL_REPLAY_THREAD=always"),
-        _ => (ReplayThread::Off, "submissions made by the replayer took longer in all on the devices measured"),
+        Some("off") => (ReplayThread::Off, "turned off by UR_OPENCL_REPLAY_THREAD=off"),
+        _ if cpu_device => (
+            ReplayThread::Off,
+            "a CPU device's kernels run on the cores the replayer would take (1.04-1.15x on 2 cores)",
+        ),
+        _ => (
+            ReplayThread::Awake,
+            "back-to-back submissions handed: the caller's time flat, the total within the runs' spread",
+        ),
     }
 }
 
@@ -693,7 +710,7 @@ impl ClDevice {
         let (driver_out_of_order, why) = driver_out_of_order_rule(platform_name, cpu, out_of_order, forced.as_deref());
         tracing::info!(device = %name, driver_out_of_order, reason = why, "OpenCL out-of-order queues");
         let forced = std::env::var(crate::replayer::REPLAY_THREAD_ENV).ok();
-        let (replay_thread, why) = replay_thread_rule(forced.as_deref());
+        let (replay_thread, why) = replay_thread_rule(forced.as_deref(), cpu);
         tracing::info!(device = %name, ?replay_thread, reason = why, "OpenCL planned replays' thread");
         let forced = std::env::var(REPLAY_ENV).ok();
         let (replay, why) = replay_path(cpu, command_buffers.is_some(), forced.as_deref());
@@ -848,13 +865,18 @@ mod tests {
     }
 
     #[test]
-    fn a_replay_thread_only_where_asked() {
-        assert_eq!(replay_thread_rule(None).0, ReplayThread::Off);
-        assert_eq!(replay_thread_rule(Some("off")).0, ReplayThread::Off);
-        assert_eq!(replay_thread_rule(Some(" on ")).0, ReplayThread::Awake);
-        assert_eq!(replay_thread_rule(Some("always")).0, ReplayThread::Always);
+    fn a_replay_thread_for_back_to_back_submissions_unless_the_device_is_the_cpu() {
+        for cpu in [false, true] {
+            assert_eq!(replay_thread_rule(Some("off"), cpu).0, ReplayThread::Off);
+            assert_eq!(replay_thread_rule(Some(" on "), cpu).0, ReplayThread::Awake);
+            assert_eq!(replay_thread_rule(Some("always"), cpu).0, ReplayThread::Always);
+        }
+        assert_eq!(replay_thread_rule(None, false).0, ReplayThread::Awake);
+        assert_eq!(replay_thread_rule(Some(""), false).0, ReplayThread::Awake);
+        assert_eq!(replay_thread_rule(None, true).0, ReplayThread::Off);
         // An unknown value is refused earlier (check_env); here it counts as unset.
-        assert_eq!(replay_thread_rule(Some("yes")).0, ReplayThread::Off);
+        assert_eq!(replay_thread_rule(Some("yes"), false).0, ReplayThread::Awake);
+        assert_eq!(replay_thread_rule(Some("yes"), true).0, ReplayThread::Off);
     }
 
     #[test]

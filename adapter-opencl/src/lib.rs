@@ -27,9 +27,10 @@
 //!   the commands (PoCL's CPU devices) or absent (NVIDIA's OpenCL), command
 //!   buffers are pre-planned eager submissions instead (`planned.rs`); the
 //!   rule is `replay_path`, reported as `CommandBufferCaps::replay_path`.
-//!   With `UR_OPENCL_REPLAY_THREAD`, a planned submission on an in-order
-//!   queue may be handed to a thread of the device's (`replayer.rs`), so
-//!   that its caller's time does not grow with the buffer's commands.
+//!   A planned submission on an in-order queue may be handed to a thread of
+//!   the device's (`replayer.rs`; by default on devices other than the
+//!   host's CPU, for submissions that come back to back), so that its
+//!   caller's time does not grow with the buffer's commands.
 //!
 //! `docs/opencl.md` in the repository has the mechanism of every command per
 //! extension version.

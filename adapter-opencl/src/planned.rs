@@ -31,8 +31,8 @@
 //! A submission of two commands or more on an in-order queue of ours
 //! without profiling, whose commands are all the device's own (no native
 //! command, no raw host memory, no signal or wait events), may be handed
-//! to the device's replayer where `UR_OPENCL_REPLAY_THREAD` turns it on
-//! (`replayer.rs`, which says when): the caller's time is then the same for
+//! to the device's replayer where it takes submissions (`replayer.rs`,
+//! which says when): the caller's time is then the same for
 //! two commands as for a hundred. Its wait list is
 //! held (a reference per event not of the same queue), and the record is
 //! shared with the replayer, which reads it under its lock; updates wait

@@ -21,17 +21,16 @@
 //! submission handed for that queue (`ClQueue::drain`), so that the driver
 //! sees the queue's commands in the order the application gave them.
 //!
-//! The replayer is off unless [`REPLAY_THREAD_ENV`] turns it on: the
-//! caller's time is flat with it on the devices measured, but the
-//! submissions' total time was worse on three of four (`device.rs`'s
-//! `replay_thread_rule`). With `on`, only submissions that come back to
-//! back (no host wait for the queue since the one before) are handed: the
-//! device is then busy with the one before, and the thread's wake-up, where
-//! it sleeps, is not on its path; one submission waited for at once pays no
-//! hand-over. With `always`, every
-//! submission that may be handed is, the thread woken if it sleeps (the
-//! suite runs so in CI). A process that may run on one CPU only has no
-//! replayer.
+//! What it takes is [`REPLAY_THREAD_ENV`]'s value, and by default `on` on
+//! a device that is not the host's CPU, `off` on a CPU device, whose
+//! kernels run on the cores the replayer would take (`device.rs`'s
+//! `replay_thread_rule` has the figures). With `on`, only submissions that
+//! come back to back (no host wait for the queue since the one before) are
+//! handed: the device is then busy with the one before, and the thread's
+//! wake-up, where it sleeps, is not on its path; one submission waited for
+//! at once pays no hand-over. With `always`, every submission that may be
+//! handed is, the thread woken if it sleeps (the suite runs so in CI). A
+//! process that may run on one CPU only has no replayer.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -39,9 +38,11 @@ use std::time::Duration;
 
 use cmdbuf_core::adapter::toolbox::{CallJobs, TicketWorker, WAIT_SPIN};
 
-/// `on`: planned submissions that come back to back go to the replayer; `always`: every submission that may be handed to it
-/// is, even while it sleeps; `off` (or unset): every planned replay's
-/// OpenCL calls are made on the submitting thread
+/// `on`: planned submissions that come back to back go to the replayer;
+/// `always`: every submission that may be handed to it is, even while it
+/// sleeps; `off`: every planned replay's OpenCL calls are made on the
+/// submitting thread. Unset: `on` on a device that is not the host's CPU,
+/// `off` on a CPU device
 /// ([`replay_thread_rule`](crate::device::replay_thread_rule) says why).
 pub const REPLAY_THREAD_ENV: &str = "UR_OPENCL_REPLAY_THREAD";
 

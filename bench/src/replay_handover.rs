@@ -80,8 +80,8 @@ pub fn run(
     timed_replays_ahead(t, &probe, 2)?;
     if cmdbuf_opencl::replays_handed() == before {
         return Err(format!(
-            "the replayer took no submission: {} is `off` or unset, the device replays with its driver's \
-             command buffers, or the process may run on one CPU only (docs/opencl.md)",
+            "the replayer took no submission: {} is `off` (or unset, on a CPU device), the device replays with \
+             its driver's command buffers, or the process may run on one CPU only (docs/opencl.md)",
             cmdbuf_opencl::REPLAY_THREAD_ENV
         ));
     }
