@@ -218,17 +218,21 @@ do_build() {
 # Prints "passed failed skipped kernel" from gtest XML reports. "kernel"
 # counts the failures whose fixture found no binary format for the platform
 # (UR's GetPlatformTriple knows none for native CPU or the Vulkan library's
-# OFFLOAD backend): cases that need UR's OpenCL SPIR-V kernels, which only
-# the OpenCL library runs.
+# OFFLOAD backend) or no binary of the platform's triple (the stand-ins are
+# SPIR-V only; CUDA's fixture looks for nvptx64): cases that need UR's
+# OpenCL SPIR-V kernels, which only the OpenCL library runs.
 count() {
     python3 - "$@" <<'EOF'
 import sys, xml.etree.ElementTree as ET
+# UR's fixture found no binary format for the platform, or no binary file
+# of the platform's triple among the stand-ins (CUDA's nvptx64).
+NO_BINARY = ("GetPlatformTriple failed", "failed opening kernel path")
 passed = failed = skipped = kernel = 0
 for report in sys.argv[1:]:
     for case in ET.parse(report).iter("testcase"):
         failures = case.findall("failure")
         if failures:
-            if any("GetPlatformTriple failed" in (f.get("message") or "") for f in failures):
+            if any(m in (f.get("message") or "") for f in failures for m in NO_BINARY):
                 kernel += 1
             else:
                 failed += 1
@@ -310,7 +314,7 @@ do_run() {
                     run_one "$one.xml" "$one.log" --gtest_filter="$name" 2>/dev/null || true
                     if [ -f "$one.xml" ]; then
                         reports+=("$one.xml")
-                    elif grep -q "GetPlatformTriple failed" "$one.log"; then
+                    elif grep -qE "GetPlatformTriple failed|failed opening kernel path" "$one.log"; then
                         # UR's fixture crashed cleaning up after the kernel it could not load
                         kernel_crashed+=("$name")
                     else
