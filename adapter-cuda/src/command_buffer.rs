@@ -302,6 +302,7 @@ impl CudaCommandBuffer {
             })?;
             collector = Some(node);
         }
+        crate::graph::write_dot(t.graph);
         Ok((t.instantiate()?, collector))
     }
 }

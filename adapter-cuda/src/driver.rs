@@ -107,6 +107,7 @@ const REQUIRED_SYMBOLS: &[&str] = &[
     "cuStreamGetCaptureInfo_v2",
     "cuStreamEndCapture",
     "cuGraphAddChildGraphNode",
+    "cuGraphDebugDotPrint",
 ];
 
 static OPENED: AtomicBool = AtomicBool::new(false);

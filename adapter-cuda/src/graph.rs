@@ -3,8 +3,10 @@
 //! work captured into a graph. Below all three, so that they need not name
 //! each other for it.
 
+use std::path::PathBuf;
 use std::ptr;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use cmdbuf_core::NativeCommand;
 use cmdbuf_core::adapter::prelude::*;
@@ -15,6 +17,34 @@ use crate::driver::cu;
 
 /// A node of a graph.
 pub(crate) type Node = sys::CUgraphNode;
+
+/// A folder: every command buffer's CUDA graph is written there as a DOT
+/// file when it is finalized (`cuGraphDebugDotPrint`, verbose: each node's
+/// parameters), named `cmdbuf-<process>-<n>.dot`, `n` counting from 1 in
+/// finalize order. For comparing what the adapter builds with a graph made
+/// by hand; unset, nothing is written.
+pub const GRAPH_DOT_ENV: &str = "UR_CUDA_GRAPH_DOT";
+
+/// Writes `graph` into the [`GRAPH_DOT_ENV`] folder where it is set; a
+/// failure is logged, not returned: the graph itself is unaffected.
+pub(crate) fn write_dot(graph: sys::CUgraph) {
+    static FOLDER: OnceLock<Option<PathBuf>> = OnceLock::new();
+    static WRITTEN: AtomicU64 = AtomicU64::new(0);
+    let Some(folder) = FOLDER.get_or_init(|| std::env::var_os(GRAPH_DOT_ENV).map(PathBuf::from)) else { return };
+    let path =
+        folder.join(format!("cmdbuf-{}-{}.dot", std::process::id(), WRITTEN.fetch_add(1, Ordering::Relaxed) + 1));
+    let Ok(text) = std::ffi::CString::new(path.to_string_lossy().into_owned()) else {
+        tracing::warn!(path = %path.display(), "{GRAPH_DOT_ENV}: a path with a NUL byte");
+        return;
+    };
+    let verbose = sys::CUgraphDebugDot_flags::CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE as u32;
+    // SAFETY: a live graph of the bound context and a NUL-terminated path,
+    // which the driver only reads.
+    match unsafe { cu!(cuGraphDebugDotPrint(graph, text.as_ptr(), verbose)) } {
+        Ok(()) => tracing::info!(path = %path.display(), "CUDA graph written"),
+        Err(error) => tracing::warn!(path = %path.display(), %error, "cannot write the CUDA graph"),
+    }
+}
 
 /// An executable graph, destroyed when the last holder (its buffer, or a
 /// held launch of it) lets go; launches already issued finish first (driver

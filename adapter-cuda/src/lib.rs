@@ -50,6 +50,7 @@ use std::sync::Arc;
 use cmdbuf_core::adapter::prelude::*;
 
 pub use driver::NO_DRIVER;
+pub use graph::GRAPH_DOT_ENV;
 pub use launcher::LAUNCHER_ENV;
 pub use nvrtc::NVRTC_ENV;
 

@@ -5,7 +5,9 @@
 //! across devices, compositions over two GPUs (with an NCCL all-reduce
 //! captured inside), copies and fills in command buffers (the adapter's own
 //! kernels), eager launches in stream order (those handed to the launcher
-//! included), and what the device reports about itself.
+//! included), what the device reports about itself, and command buffers'
+//! graphs written as DOT files where `UR_CUDA_GRAPH_DOT` asks (set by this
+//! binary to a folder of its own for all its tests).
 //!
 //! Without a CUDA driver (CI), the device tests are listed ignored and the
 //! reason ("no CUDA driver ...") is printed; without NVRTC, so are the tests
@@ -86,8 +88,19 @@ enum Needs {
     Nvrtc,
 }
 
+/// The folder this binary's command buffers' graphs are written to.
+fn dot_folder() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("cmdbuf-cuda-gpu-dot-{}", std::process::id()))
+}
+
 fn main() {
     let args = Arguments::from_args();
+    // Before any thread starts and before any command buffer is finalized
+    // (the adapter reads the variable once).
+    if std::fs::create_dir_all(dot_folder()).is_ok() {
+        // SAFETY: no other thread runs yet.
+        unsafe { std::env::set_var(cmdbuf_cuda::GRAPH_DOT_ENV, dot_folder()) };
+    }
     let loader = Loader::load(&[AdapterEntry::Compiled(&CudaAdapterFactory)], DeviceSelector::all());
     let device = loader.devices().into_iter().next();
     // Why the device tests cannot run here, decided before any runs, so that
@@ -103,8 +116,9 @@ fn main() {
     // Where CUDA is required (the GPU machines), not running is a failure.
     let required = std::env::var("UR_RS_REQUIRE_DEVICES").is_ok_and(|v| v.split(',').any(|d| d.trim() == "cuda"));
     let mut trials = vec![Trial::test("factory_reports_why_the_adapter_is_absent", factory_reason)];
-    let tests: [(&str, Needs, Test); 17] = [
+    let tests: [(&str, Needs, Test); 18] = [
         ("ptx_program_runs_eagerly_and_in_a_graph", Needs::Device, ptx_program),
+        ("a_finalized_graph_is_written_as_dot_where_asked", Needs::Device, graph_dot),
         ("kernel_parameters_are_checked_against_the_abi", Needs::Device, abi_mismatch),
         ("kernel_failure_is_reported_by_command_buffer_submissions", Needs::Nvrtc, kernel_failure_in_graph),
         ("empty_launch_updated_to_a_real_one_runs", Needs::Device, empty_launch_update),
@@ -217,6 +231,43 @@ fn ptx_program(device: &Device) -> Result<(), String> {
         return Err(format!("got {got:?}"));
     }
     Ok(())
+}
+
+/// Five launches of `set_plus_offset` in one command buffer: once
+/// finalized, a DOT file of this process in the folder holds exactly five
+/// kernel nodes of that kernel (no other test appends five).
+fn graph_dot(device: &Device) -> Result<(), String> {
+    const LAUNCHES: usize = 5;
+    let context = Context::new(device).map_err(ur)?;
+    let program = set_program(&context, vec![ArgKind::Global, ArgKind::Value(4)])?;
+    let kernel = Kernel::new(&program, "set_plus_offset").map_err(ur)?;
+    let out = UsmAllocation::new(&context, UsmKind::Device, 64 * 4).map_err(ur)?;
+    let v = 7u32;
+    let args = [KernelArg::Pointer(out.ptr()), KernelArg::value(&v)];
+    let cb = CommandBuffer::new(&context, device, CommandBufferDesc::default()).map_err(ur)?;
+    for _ in 0..LAUNCHES {
+        // SAFETY: 32 items from offset 0 write the first 32 of 64 u32s.
+        unsafe { cb.append_kernel_launch(&KernelLaunch::new(&kernel, &[32], &args), &[], AppendOptions::new()) }
+            .map_err(ur)?;
+    }
+    cb.finalize().map_err(ur)?;
+    let prefix = format!("cmdbuf-{}-", std::process::id());
+    let entries = std::fs::read_dir(dot_folder()).map_err(|e| format!("{}: {e}", dot_folder().display()))?;
+    let mut seen = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.starts_with(&prefix) || !name.ends_with(".dot") {
+            continue;
+        }
+        let text = std::fs::read_to_string(entry.path()).map_err(|e| format!("{name}: {e}"))?;
+        // The driver escapes the label's `<<<`.
+        let kernels = text.matches("set_plus_offset\\<\\<\\<").count();
+        if kernels == LAUNCHES {
+            return Ok(());
+        }
+        seen.push(format!("{name}: {kernels}"));
+    }
+    Err(format!("no DOT file with {LAUNCHES} set_plus_offset nodes; files and their counts: {seen:?}"))
 }
 
 fn abi_mismatch(device: &Device) -> Result<(), String> {
