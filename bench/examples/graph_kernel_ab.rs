@@ -1,0 +1,150 @@
+//! Where the CUDA replay of a chain of `empty` kernels differs from the
+//! raw baseline's (docs/performance.md, "CUDA replay at chain 10"): the
+//! graphs are the same node for node, so this separates the two things
+//! that are not, the kernel's code and the submission around
+//! `cuGraphLaunch`. One chain of N `empty` launches, four ways, each
+//! launched and waited for, sampled in turn in blocks:
+//! - `adapter`: the adapter's command buffer, `enqueue_command_buffer` and
+//!   a wait on its event;
+//! - `raw`: a graph of a hand-written PTX `empty` (a `ret` with the same
+//!   32-byte parameter, for `sm_90` and later: the H100 and H200) built with the driver API on a stream of its own,
+//!   `cuGraphLaunch`, `cuEventRecord`, `cuEventSynchronize` (the bench's
+//!   `raw` column);
+//! - `raw, adapter's kernel`: the same of the adapter's `CUfunction` (the
+//!   kernel's native handle);
+//! - `raw, adapter's kernel and stream`: that, launched on the adapter
+//!   queue's stream.
+//!
+//! ```text
+//! UR_DEVICE_SELECTOR=cuda:0 cargo run --release -p cmdbuf-bench --example graph_kernel_ab -- 10 20
+//! ```
+//!
+//! Arguments: the chain's length (default 10) and the rounds (default 20;
+//! each round takes 100 samples of each way after 10 unmeasured). Prints
+//! wall µs per submission, median and 10th-90th percentiles, and each
+//! way's median over `raw`'s.
+
+use std::ffi::c_void;
+use std::ptr;
+use std::time::Instant;
+
+use cmdbuf::{
+    AppendOptions, CommandBuffer, CommandBufferDesc, Context, Kernel, KernelLaunch, Program, Queue, QueueProperties,
+};
+use cudarc::driver::sys;
+
+const PTX: &str = ".version 7.8\n.target sm_90\n.address_size 64\n\
+                   .visible .entry empty(.param .align 8 .b8 launch[32])\n{\n    ret;\n}\n\0";
+
+fn check(status: sys::CUresult, what: &str) -> Result<(), String> {
+    if status == sys::CUresult::CUDA_SUCCESS { Ok(()) } else { Err(format!("{what}: {status:?}")) }
+}
+
+/// A chain of `n` launches of `func` with a zeroed 32-byte parameter, instantiated.
+///
+/// # Safety
+/// `func` is a function of the current context.
+unsafe fn chain(func: sys::CUfunction, n: usize) -> Result<sys::CUgraphExec, String> {
+    let mut launch = [0u64; 4];
+    let mut args: [*mut c_void; 1] = [launch.as_mut_ptr().cast()];
+    // SAFETY: a C struct of numbers and pointers, for which all zeros
+    // (null pointers: no `extra`, no other context) is a valid value.
+    let mut params: sys::CUDA_KERNEL_NODE_PARAMS = unsafe { std::mem::zeroed() };
+    params.func = func;
+    (params.gridDimX, params.gridDimY, params.gridDimZ) = (1, 1, 1);
+    (params.blockDimX, params.blockDimY, params.blockDimZ) = (1, 1, 1);
+    params.kernelParams = args.as_mut_ptr();
+    let mut graph = ptr::null_mut();
+    let mut exec = ptr::null_mut();
+    // SAFETY: out-pointers are valid, each node's dependency is the node
+    // made before it, and the parameters outlive the calls, which copy them.
+    unsafe {
+        check(sys::cuGraphCreate(&mut graph, 0), "cuGraphCreate")?;
+        let mut last: Option<sys::CUgraphNode> = None;
+        for _ in 0..n {
+            let mut node = ptr::null_mut();
+            let deps: Vec<sys::CUgraphNode> = last.into_iter().collect();
+            check(sys::cuGraphAddKernelNode_v2(&mut node, graph, deps.as_ptr(), deps.len(), &params), "add node")?;
+            last = Some(node);
+        }
+        check(sys::cuGraphInstantiateWithFlags(&mut exec, graph, 0), "cuGraphInstantiate")?;
+    }
+    Ok(exec)
+}
+
+fn main() -> Result<(), String> {
+    let mut args = std::env::args().skip(1);
+    let mut number = |default: usize| args.next().and_then(|a| a.parse().ok()).unwrap_or(default);
+    let (n, rounds) = (number(10), number(20));
+    let e = |e: cmdbuf::UrError| e.to_string();
+    let loader = cmdbuf::load().map_err(e)?;
+    let device = loader.first_device().map_err(e)?;
+    let context = Context::new(&device).map_err(e)?;
+    let queue = Queue::new(&context, QueueProperties::default()).map_err(e)?;
+    let library = Program::new(&context, &cmdbuf_conformance::kernels::bundle()).map_err(e)?;
+    let empty = Kernel::new(&library, "empty").map_err(e)?;
+    let cb =
+        CommandBuffer::new(&context, &device, CommandBufferDesc { in_order: true, ..Default::default() }).map_err(e)?;
+    for _ in 0..n {
+        // SAFETY: `empty` touches no memory.
+        unsafe { cb.append_kernel_launch(&KernelLaunch::new(&empty, &[1], &[]), &[], AppendOptions::new()) }
+            .map_err(e)?;
+    }
+    cb.finalize().map_err(e)?;
+    let adapter_func = empty.native_handle().map_err(e)?.0 as sys::CUfunction;
+    let adapter_stream = queue.native_handle().map_err(e)?.0 as sys::CUstream;
+    let (mut context_raw, mut module, mut own_func) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
+    let (mut stream, mut done) = (ptr::null_mut(), ptr::null_mut());
+    // SAFETY: the adapter's device is ordinal 0 of the selector `cuda:0`;
+    // its primary context is the adapter's; every out-pointer is valid.
+    let (own, theirs) = unsafe {
+        let mut dev = 0;
+        check(sys::cuDeviceGet(&mut dev, 0), "cuDeviceGet")?;
+        check(sys::cuDevicePrimaryCtxRetain(&mut context_raw, dev), "cuDevicePrimaryCtxRetain")?;
+        check(sys::cuCtxSetCurrent(context_raw), "cuCtxSetCurrent")?;
+        check(sys::cuModuleLoadData(&mut module, PTX.as_ptr().cast()), "cuModuleLoadData")?;
+        check(sys::cuModuleGetFunction(&mut own_func, module, c"empty".as_ptr()), "cuModuleGetFunction")?;
+        check(sys::cuStreamCreate(&mut stream, sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32), "stream")?;
+        check(sys::cuEventCreate(&mut done, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32), "event")?;
+        (chain(own_func, n)?, chain(adapter_func, n)?)
+    };
+    let raw_launch = |exec: sys::CUgraphExec, on: sys::CUstream| -> Result<(), String> {
+        // SAFETY: a live executable graph, stream and event of the current context.
+        unsafe {
+            check(sys::cuGraphLaunch(exec, on), "cuGraphLaunch")?;
+            check(sys::cuEventRecord(done, on), "cuEventRecord")?;
+            check(sys::cuEventSynchronize(done), "cuEventSynchronize")
+        }
+    };
+    let ways = ["adapter", "raw", "raw, adapter's kernel", "raw, adapter's kernel and stream"];
+    let mut samples: Vec<Vec<f64>> = vec![Vec::new(); ways.len()];
+    for round in 0..rounds {
+        for k in 0..ways.len() {
+            let way = (k + round) % ways.len();
+            for i in 0..110 {
+                let start = Instant::now();
+                match way {
+                    0 => queue.enqueue_command_buffer(&cb, &[]).and_then(|ev| ev.wait()).map_err(e)?,
+                    1 => raw_launch(own, stream)?,
+                    2 => raw_launch(theirs, stream)?,
+                    _ => raw_launch(theirs, adapter_stream)?,
+                }
+                if i >= 10 {
+                    samples[way].push(start.elapsed().as_secs_f64() * 1e6);
+                }
+            }
+        }
+    }
+    let quantile = |s: &mut Vec<f64>, q: f64| {
+        s.sort_by(f64::total_cmp);
+        s[((s.len() - 1) as f64 * q) as usize]
+    };
+    let medians: Vec<f64> = samples.iter_mut().map(|s| quantile(s, 0.5)).collect();
+    println!("{device}, a chain of {n} `empty` launches, wall µs per submission ({rounds} rounds of 100 each)\n");
+    println!("| way | median | p10 | p90 | / raw |\n|---|---|---|---|---|");
+    for (way, s) in ways.iter().zip(samples.iter_mut()) {
+        let (p10, p50, p90) = (quantile(s, 0.1), quantile(s, 0.5), quantile(s, 0.9));
+        println!("| {way} | {p50:.2} | {p10:.2} | {p90:.2} | {:.3}x |", p50 / medians[1]);
+    }
+    Ok(())
+}
