@@ -13,14 +13,19 @@
 //! - `raw, adapter's kernel`: the same of the adapter's `CUfunction` (the
 //!   kernel's native handle);
 //! - `raw, adapter's kernel and stream`: that, launched on the adapter
-//!   queue's stream.
+//!   queue's stream;
+//! - with a third argument `eager`, also `eager`: the N launches made
+//!   eagerly on the adapter's queue (the command buffer's queue), and a
+//!   wait for the last, as the bench's submission group does between its
+//!   replay blocks.
 //!
 //! ```text
 //! UR_DEVICE_SELECTOR=cuda:0 cargo run --release -p cmdbuf-bench --example graph_kernel_ab -- 10 20
 //! ```
 //!
-//! Arguments: the chain's length (default 10) and the rounds (default 20;
-//! each round takes 100 samples of each way after 10 unmeasured). Prints
+//! Arguments: the chain's length (default 10), the rounds (default 20;
+//! each round takes 100 samples of each way after 10 unmeasured), and
+//! `eager` to add that way. Prints
 //! wall µs per submission, median and 10th-90th percentiles, and each
 //! way's median over `raw`'s.
 
@@ -76,6 +81,7 @@ fn main() -> Result<(), String> {
     let mut args = std::env::args().skip(1);
     let mut number = |default: usize| args.next().and_then(|a| a.parse().ok()).unwrap_or(default);
     let (n, rounds) = (number(10), number(20));
+    let with_eager = std::env::args().nth(3).is_some_and(|a| a == "eager");
     let e = |e: cmdbuf::UrError| e.to_string();
     let loader = cmdbuf::load().map_err(e)?;
     let device = loader.first_device().map_err(e)?;
@@ -116,7 +122,20 @@ fn main() -> Result<(), String> {
             check(sys::cuEventSynchronize(done), "cuEventSynchronize")
         }
     };
-    let ways = ["adapter", "raw", "raw, adapter's kernel", "raw, adapter's kernel and stream"];
+    let mut ways = vec!["adapter", "raw", "raw, adapter's kernel", "raw, adapter's kernel and stream"];
+    if with_eager {
+        ways.push("eager");
+    }
+    let eager = |launch: &KernelLaunch<'_>| -> Result<(), cmdbuf::UrError> {
+        // SAFETY: `empty` touches no memory.
+        let mut last = unsafe { queue.launch_kernel(launch, &[]) }?;
+        for _ in 1..n {
+            // SAFETY: as above.
+            last = unsafe { queue.launch_kernel(launch, &[]) }?;
+        }
+        last.wait()
+    };
+    let launch = KernelLaunch::new(&empty, &[1], &[]);
     let mut samples: Vec<Vec<f64>> = vec![Vec::new(); ways.len()];
     for round in 0..rounds {
         for k in 0..ways.len() {
@@ -127,7 +146,8 @@ fn main() -> Result<(), String> {
                     0 => queue.enqueue_command_buffer(&cb, &[]).and_then(|ev| ev.wait()).map_err(e)?,
                     1 => raw_launch(own, stream)?,
                     2 => raw_launch(theirs, stream)?,
-                    _ => raw_launch(theirs, adapter_stream)?,
+                    3 => raw_launch(theirs, adapter_stream)?,
+                    _ => eager(&launch).map_err(e)?,
                 }
                 if i >= 10 {
                     samples[way].push(start.elapsed().as_secs_f64() * 1e6);
