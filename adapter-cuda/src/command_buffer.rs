@@ -302,7 +302,8 @@ impl CudaCommandBuffer {
             })?;
             collector = Some(node);
         }
-        crate::graph::write_dot(t.graph);
+        // SAFETY: the template is alive and its context bound above.
+        unsafe { crate::graph::write_graph_dot(t.graph, "cmdbuf") };
         Ok((t.instantiate()?, collector))
     }
 }

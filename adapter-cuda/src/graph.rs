@@ -20,26 +20,33 @@ pub(crate) type Node = sys::CUgraphNode;
 
 /// A folder: every command buffer's CUDA graph is written there as a DOT
 /// file when it is finalized (`cuGraphDebugDotPrint`, verbose: each node's
-/// parameters), named `cmdbuf-<process>-<n>.dot`, `n` counting from 1 in
-/// finalize order. For comparing what the adapter builds with a graph made
-/// by hand; unset, nothing is written.
+/// parameters), named `cmdbuf-<process>-<n>.dot`, `n` counting the graphs
+/// written by the process from 1 (`cmdbuf-bench`'s raw graphs are `raw-`
+/// files of the same count). For comparing what the adapter builds with a
+/// graph made by hand; unset, nothing is written.
 pub const GRAPH_DOT_ENV: &str = "UR_CUDA_GRAPH_DOT";
 
-/// Writes `graph` into the [`GRAPH_DOT_ENV`] folder where it is set; a
-/// failure is logged, not returned: the graph itself is unaffected.
-pub(crate) fn write_dot(graph: sys::CUgraph) {
+/// Writes `graph` as `<prefix>-<process>-<n>.dot` into the
+/// [`GRAPH_DOT_ENV`] folder where it is set, and nothing where it is not; a
+/// failure is logged at `warn`, not returned: the graph is unaffected. For
+/// the adapter's command buffers (`cmdbuf`) and benchmarks' own graphs.
+///
+/// # Safety
+/// `graph` is a live CUDA graph of the calling thread's current context.
+#[doc(hidden)]
+pub unsafe fn write_graph_dot(graph: sys::CUgraph, prefix: &str) {
     static FOLDER: OnceLock<Option<PathBuf>> = OnceLock::new();
     static WRITTEN: AtomicU64 = AtomicU64::new(0);
     let Some(folder) = FOLDER.get_or_init(|| std::env::var_os(GRAPH_DOT_ENV).map(PathBuf::from)) else { return };
-    let path =
-        folder.join(format!("cmdbuf-{}-{}.dot", std::process::id(), WRITTEN.fetch_add(1, Ordering::Relaxed) + 1));
+    let n = WRITTEN.fetch_add(1, Ordering::Relaxed) + 1;
+    let path = folder.join(format!("{prefix}-{}-{n}.dot", std::process::id()));
     let Ok(text) = std::ffi::CString::new(path.to_string_lossy().into_owned()) else {
         tracing::warn!(path = %path.display(), "{GRAPH_DOT_ENV}: a path with a NUL byte");
         return;
     };
     let verbose = sys::CUgraphDebugDot_flags::CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE as u32;
-    // SAFETY: a live graph of the bound context and a NUL-terminated path,
-    // which the driver only reads.
+    // SAFETY: a live graph of the current context (this function's
+    // contract) and a NUL-terminated path, which the driver only reads.
     match unsafe { cu!(cuGraphDebugDotPrint(graph, text.as_ptr(), verbose)) } {
         Ok(()) => tracing::info!(path = %path.display(), "CUDA graph written"),
         Err(error) => tracing::warn!(path = %path.display(), %error, "cannot write the CUDA graph"),

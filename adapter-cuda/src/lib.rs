@@ -51,6 +51,8 @@ use cmdbuf_core::adapter::prelude::*;
 
 pub use driver::NO_DRIVER;
 pub use graph::GRAPH_DOT_ENV;
+#[doc(hidden)]
+pub use graph::write_graph_dot;
 pub use launcher::LAUNCHER_ENV;
 pub use nvrtc::NVRTC_ENV;
 

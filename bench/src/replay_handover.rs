@@ -47,16 +47,6 @@ fn variant(submission: &str, handed: bool) -> String {
     format!("{submission}_{}", if handed { "handed" } else { "caller" })
 }
 
-/// Why `t` has nothing to measure here, if it has not: only the OpenCL
-/// adapter's own view of a device has a replayer (the emulated view replays
-/// through cmdbuf-core's software command buffer).
-fn unmeasurable(t: &Target) -> Option<String> {
-    if t.device.backend() != Backend::OpenCl || t.device.is_emulated() {
-        return Some("only the OpenCL adapter's own devices have a replayer".into());
-    }
-    None
-}
-
 /// Measures every shape at each of `sizes` on `t`, handed and on the
 /// caller's thread; `row` is called after each N with the records so far.
 /// An error where the device has no replayer that takes submissions.
@@ -67,8 +57,9 @@ pub fn run(
     out: &mut Vec<Record>,
     row: &mut dyn FnMut(&[Record], usize),
 ) -> Result<(), String> {
-    if let Some(why) = unmeasurable(t) {
-        return Err(why);
+    // The emulated view replays through cmdbuf-core's software command buffer.
+    if t.device.backend() != Backend::OpenCl || t.device.is_emulated() {
+        return Err("only the OpenCL adapter's own devices have a replayer".into());
     }
     let e = |e: UrError| e.to_string();
     let operands = Operands::new(&t.context, &t.empty, &t.axpb).map_err(e)?;

@@ -56,24 +56,6 @@ const AXPB_ITEMS: u32 = super::AXPB_ITEMS as u32;
 /// The bytes of the kernel's `ur_launch` parameter: no offset, no status word.
 const LAUNCH_BYTES: usize = 32;
 
-/// Writes a raw graph beside the adapter's, as `raw-<process>-<n>.dot` in the
-/// folder `UR_CUDA_GRAPH_DOT` names (docs/environment.md), so that the
-/// two can be compared node by node; nothing where it is unset.
-fn write_dot(graph: sys::CUgraph) {
-    static WRITTEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let Some(folder) = std::env::var_os(cmdbuf_cuda::GRAPH_DOT_ENV) else { return };
-    let n = WRITTEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-    let path = std::path::Path::new(&folder).join(format!("raw-{}-{n}.dot", std::process::id()));
-    let verbose = sys::CUgraphDebugDot_flags::CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE as u32;
-    let written = CString::new(path.to_string_lossy().into_owned()).map_err(|e| e.to_string()).and_then(|text| {
-        // SAFETY: a live graph of the current context; the path is NUL-terminated and only read.
-        check(unsafe { sys::cuGraphDebugDotPrint(graph, text.as_ptr(), verbose) }, "cuGraphDebugDotPrint")
-    });
-    if let Err(e) = written {
-        eprintln!("cmdbuf-bench: cannot write {}: {e}", path.display());
-    }
-}
-
 /// Turns a driver status into the error text of `what`.
 fn check(status: sys::CUresult, what: &str) -> Result<(), String> {
     if status == sys::CUresult::CUDA_SUCCESS { Ok(()) } else { Err(format!("{what}: {status:?}")) }
@@ -267,7 +249,8 @@ impl CudaGraph {
             return Err(e);
         }
         let add = start.elapsed();
-        write_dot(graph);
+        // SAFETY: the graph is complete, of the current context.
+        unsafe { cmdbuf_cuda::write_graph_dot(graph, "raw") };
         let mut exec = ptr::null_mut();
         // SAFETY: the graph is complete.
         if let Err(e) = check(unsafe { sys::cuGraphInstantiateWithFlags(&mut exec, graph, 0) }, "cuGraphInstantiate") {
@@ -521,7 +504,7 @@ impl RawGraph for CudaGraph {
                 }
                 nodes.push(node);
             }
-            write_dot(graph);
+            cmdbuf_cuda::write_graph_dot(graph, "raw");
             let mut exec = ptr::null_mut();
             if let Err(e) = check(sys::cuGraphInstantiateWithFlags(&mut exec, graph, 0), "cuGraphInstantiate") {
                 sys::cuGraphDestroy(graph);
