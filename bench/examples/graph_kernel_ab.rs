@@ -2,10 +2,13 @@
 //! raw baseline's (docs/performance.md, "CUDA replay at chain 10"): the
 //! graphs are the same node for node, so this separates the two things
 //! that are not, the kernel's code and the submission around
-//! `cuGraphLaunch`. One chain of N `empty` launches, four ways, each
+//! `cuGraphLaunch`. One chain of N `empty` launches, five ways, each
 //! launched and waited for, sampled in turn in blocks:
-//! - `adapter`: the adapter's command buffer, `enqueue_command_buffer` and
-//!   a wait on its event;
+//! - `adapter`: the adapter's in-order command buffer,
+//!   `enqueue_command_buffer` and a wait on its event;
+//! - `adapter, sync points`: the same chain in a command buffer that is not
+//!   in order, each launch after the last one's sync point, as the bench's
+//!   `build` makes it;
 //! - `raw`: a graph of a hand-written PTX `empty` (a `ret` with the same
 //!   32-byte parameter, for `sm_90` and later: the H100 and H200) built with the driver API on a stream of its own,
 //!   `cuGraphLaunch`, `cuEventRecord`, `cuEventSynchronize` (the bench's
@@ -17,15 +20,21 @@
 //! - with a third argument `eager`, also `eager`: the N launches made
 //!   eagerly on the adapter's queue (the command buffer's queue), and a
 //!   wait for the last, as the bench's submission group does between its
-//!   replay blocks.
+//!   replay blocks;
+//! - with `axpb`, also `axpb`: the N launches made eagerly on the adapter's
+//!   queue as `axpb` over 256 work-items with a device USM pointer and two
+//!   values, as the bench's `eager axpb` variant.
+//!
+//! With `single`, each way takes one sample per turn, as the bench's
+//! submission group samples its variants, instead of blocks.
 //!
 //! ```text
 //! UR_DEVICE_SELECTOR=cuda:0 cargo run --release -p cmdbuf-bench --example graph_kernel_ab -- 10 20
 //! ```
 //!
 //! Arguments: the chain's length (default 10), the rounds (default 20;
-//! each round takes 100 samples of each way after 10 unmeasured), and
-//! `eager` to add that way. Prints
+//! each round takes 100 samples of each way after 10 unmeasured), and a
+//! comma-separated list of `eager`, `axpb` and `single`. Prints
 //! wall µs per submission, median and 10th-90th percentiles, and each
 //! way's median over `raw`'s.
 
@@ -34,7 +43,8 @@ use std::ptr;
 use std::time::Instant;
 
 use cmdbuf::{
-    AppendOptions, CommandBuffer, CommandBufferDesc, Context, Kernel, KernelLaunch, Program, Queue, QueueProperties,
+    AppendOptions, CommandBuffer, CommandBufferDesc, Context, Kernel, KernelArg, KernelLaunch, Program, Queue,
+    QueueProperties, SyncPoint, UsmAllocation, UsmKind,
 };
 use cudarc::driver::sys;
 
@@ -81,7 +91,9 @@ fn main() -> Result<(), String> {
     let mut args = std::env::args().skip(1);
     let mut number = |default: usize| args.next().and_then(|a| a.parse().ok()).unwrap_or(default);
     let (n, rounds) = (number(10), number(20));
-    let with_eager = std::env::args().nth(3).is_some_and(|a| a == "eager");
+    let options = std::env::args().nth(3).unwrap_or_default();
+    let option = |name: &str| options.split(',').any(|o| o == name);
+    let (with_eager, with_axpb, single) = (option("eager"), option("axpb"), option("single"));
     let e = |e: cmdbuf::UrError| e.to_string();
     let loader = cmdbuf::load().map_err(e)?;
     let device = loader.first_device().map_err(e)?;
@@ -89,6 +101,8 @@ fn main() -> Result<(), String> {
     let queue = Queue::new(&context, QueueProperties::default()).map_err(e)?;
     let library = Program::new(&context, &cmdbuf_conformance::kernels::bundle()).map_err(e)?;
     let empty = Kernel::new(&library, "empty").map_err(e)?;
+    let axpb = Kernel::new(&library, "axpb").map_err(e)?;
+    let axpb_data = UsmAllocation::new(&context, UsmKind::Device, 256 * 4).map_err(e)?;
     let cb =
         CommandBuffer::new(&context, &device, CommandBufferDesc { in_order: true, ..Default::default() }).map_err(e)?;
     for _ in 0..n {
@@ -97,6 +111,22 @@ fn main() -> Result<(), String> {
             .map_err(e)?;
     }
     cb.finalize().map_err(e)?;
+    let cb_points = CommandBuffer::new(&context, &device, CommandBufferDesc::default()).map_err(e)?;
+    let mut last: Option<SyncPoint> = None;
+    for _ in 0..n {
+        let after: Vec<SyncPoint> = last.into_iter().collect();
+        // SAFETY: `empty` touches no memory.
+        let appended = unsafe {
+            cb_points.append_kernel_launch(
+                &KernelLaunch::new(&empty, &[1], &[]),
+                &[],
+                AppendOptions::new().after(&after),
+            )
+        }
+        .map_err(e)?;
+        last = Some(appended.sync_point);
+    }
+    cb_points.finalize().map_err(e)?;
     let adapter_func = empty.native_handle().map_err(e)?.0 as sys::CUfunction;
     let adapter_stream = queue.native_handle().map_err(e)?.0 as sys::CUstream;
     let (mut context_raw, mut module, mut own_func) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
@@ -122,12 +152,17 @@ fn main() -> Result<(), String> {
             check(sys::cuEventSynchronize(done), "cuEventSynchronize")
         }
     };
-    let mut ways = vec!["adapter", "raw", "raw, adapter's kernel", "raw, adapter's kernel and stream"];
+    let mut ways =
+        vec!["adapter", "raw", "raw, adapter's kernel", "raw, adapter's kernel and stream", "adapter, sync points"];
     if with_eager {
         ways.push("eager");
     }
+    if with_axpb {
+        ways.push("axpb");
+    }
     let eager = |launch: &KernelLaunch<'_>| -> Result<(), cmdbuf::UrError> {
-        // SAFETY: `empty` touches no memory.
+        // SAFETY: `empty` touches no memory; `axpb` one u32 per work-item of
+        // its 256-item allocation, which outlives the wait.
         let mut last = unsafe { queue.launch_kernel(launch, &[]) }?;
         for _ in 1..n {
             // SAFETY: as above.
@@ -136,21 +171,37 @@ fn main() -> Result<(), String> {
         last.wait()
     };
     let launch = KernelLaunch::new(&empty, &[1], &[]);
+    let (a, b) = (1u32, 1u32);
+    let axpb_args = [KernelArg::Pointer(axpb_data.ptr()), KernelArg::value(&a), KernelArg::value(&b)];
+    let axpb_launch = KernelLaunch::new(&axpb, &[256], &axpb_args);
+    let sample = |way: &str| -> Result<f64, String> {
+        let start = Instant::now();
+        match way {
+            "adapter" => queue.enqueue_command_buffer(&cb, &[]).and_then(|ev| ev.wait()).map_err(e)?,
+            "adapter, sync points" => {
+                queue.enqueue_command_buffer(&cb_points, &[]).and_then(|ev| ev.wait()).map_err(e)?
+            }
+            "raw" => raw_launch(own, stream)?,
+            "raw, adapter's kernel" => raw_launch(theirs, stream)?,
+            "raw, adapter's kernel and stream" => raw_launch(theirs, adapter_stream)?,
+            "eager" => eager(&launch).map_err(e)?,
+            _ => eager(&axpb_launch).map_err(e)?,
+        }
+        Ok(start.elapsed().as_secs_f64() * 1e6)
+    };
     let mut samples: Vec<Vec<f64>> = vec![Vec::new(); ways.len()];
+    // Blocks of 110 per way and turn, or one sample per way and turn (110
+    // turns per round), the first 10 unmeasured either way.
+    let (turns, per_turn) = if single { (110, 1) } else { (1, 110) };
     for round in 0..rounds {
-        for k in 0..ways.len() {
-            let way = (k + round) % ways.len();
-            for i in 0..110 {
-                let start = Instant::now();
-                match way {
-                    0 => queue.enqueue_command_buffer(&cb, &[]).and_then(|ev| ev.wait()).map_err(e)?,
-                    1 => raw_launch(own, stream)?,
-                    2 => raw_launch(theirs, stream)?,
-                    3 => raw_launch(theirs, adapter_stream)?,
-                    _ => eager(&launch).map_err(e)?,
-                }
-                if i >= 10 {
-                    samples[way].push(start.elapsed().as_secs_f64() * 1e6);
+        for turn in 0..turns {
+            for k in 0..ways.len() {
+                let way = (k + round + turn) % ways.len();
+                for i in 0..per_turn {
+                    let took = sample(ways[way])?;
+                    if turn + i >= 10 {
+                        samples[way].push(took);
+                    }
                 }
             }
         }

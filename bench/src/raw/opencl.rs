@@ -59,6 +59,27 @@ type CommandNdRange = unsafe extern "system" fn(
     mutable_handle: *mut *mut c_void,
 ) -> cl_int;
 
+/// `cl_intel_unified_shared_memory`'s entry points that the `axpb` baseline
+/// uses: `clDeviceMemAllocINTEL`, `clMemFreeINTEL`,
+/// `clSetKernelArgMemPointerINTEL`.
+type DeviceMemAlloc = unsafe extern "system" fn(
+    cl_context,
+    cl_device_id,
+    *const cl_properties,
+    usize,
+    cl_uint,
+    *mut cl_int,
+) -> *mut c_void;
+type MemFree = unsafe extern "system" fn(cl_context, *mut c_void) -> cl_int;
+type SetKernelArgMemPointer = unsafe extern "system" fn(cl_kernel, cl_uint, *const c_void) -> cl_int;
+
+/// Looks up extension entry point `name` on `platform`.
+fn extension_function(platform: *mut c_void, name: &CStr) -> Option<*mut c_void> {
+    let library = cl3::load_library().as_ref().ok()?;
+    let address = library.clGetExtensionFunctionAddressForPlatform(platform.cast(), name.as_ptr())?;
+    (!address.is_null()).then_some(address)
+}
+
 /// The extension's entry points on one platform.
 struct CommandBufferApi {
     create: CreateCommandBuffer,
@@ -71,11 +92,7 @@ struct CommandBufferApi {
 impl CommandBufferApi {
     /// Resolves the entry points on `platform`; `None` if one is missing.
     fn resolve(platform: *mut c_void) -> Option<CommandBufferApi> {
-        let library = cl3::load_library().as_ref().ok()?;
-        let find = |name: &CStr| {
-            let address = library.clGetExtensionFunctionAddressForPlatform(platform.cast(), name.as_ptr())?;
-            (!address.is_null()).then_some(address)
-        };
+        let find = |name: &CStr| extension_function(platform, name);
         // SAFETY: each address is the named entry point, whose C signature
         // is the function-pointer type it is given (see the module doc).
         unsafe {
@@ -135,13 +152,40 @@ fn status(code: cl_int, what: &str) -> Result<(), String> {
     check(if code == 0 { Ok(()) } else { Err(code) }, what)
 }
 
-/// The memory axpb updates: an SVM allocation where the device has
-/// coarse-grained SVM (what the OpenCL library's USM is on NVIDIA's OpenCL
-/// and PoCL), else a buffer.
+/// The memory axpb updates, of the kind the OpenCL library's USM is on the
+/// device: an Intel USM device allocation where the device has
+/// `cl_intel_unified_shared_memory` (Intel's runtimes), else an SVM
+/// allocation where it has coarse-grained SVM (NVIDIA's OpenCL, PoCL),
+/// else a buffer. Intel's CPU runtime does more per launch for a USM
+/// pointer than for SVM (docs/performance.md, "Events kept by the caller").
 enum AxpbData {
     None,
+    IntelUsm(*mut c_void, MemFree),
     Svm(*mut c_void),
     Buffer(cl3::types::cl_mem),
+}
+
+/// The USM entry points of `platform`, where `device` lists the extension
+/// and all three resolve.
+fn intel_usm(platform: *mut c_void, device: cl_device_id) -> Option<(DeviceMemAlloc, MemFree, SetKernelArgMemPointer)> {
+    let listed = cl3::device::get_device_info(device, cl3::device::CL_DEVICE_EXTENSIONS)
+        .map(|e| String::from(e).split_whitespace().any(|x| x == "cl_intel_unified_shared_memory"))
+        .unwrap_or(false);
+    if !listed {
+        return None;
+    }
+    let alloc = extension_function(platform, c"clDeviceMemAllocINTEL")?;
+    let free = extension_function(platform, c"clMemFreeINTEL")?;
+    let set = extension_function(platform, c"clSetKernelArgMemPointerINTEL")?;
+    // SAFETY: each address is the named entry point of the extension, whose C
+    // signature is the function-pointer type it is given.
+    unsafe {
+        Some((
+            std::mem::transmute::<*mut c_void, DeviceMemAlloc>(alloc),
+            std::mem::transmute::<*mut c_void, MemFree>(free),
+            std::mem::transmute::<*mut c_void, SetKernelArgMemPointer>(set),
+        ))
+    }
 }
 
 /// A context, an in-order queue and the empty kernel on one device, and
@@ -256,10 +300,19 @@ impl ClGraph {
             .map(|c| cl3::types::cl_ulong::from(c) & cl3::device::CL_DEVICE_SVM_COARSE_GRAIN_BUFFER != 0)
             .unwrap_or(false);
         let (a, b) = (1u32, 1u32);
-        // SAFETY: axpb's arguments: an SVM allocation or a buffer of this
-        // context (no host pointer, a non-zero size), then two uints.
+        // SAFETY: axpb's arguments: a USM or SVM allocation or a buffer of
+        // this context (no host pointer, a non-zero size), then two uints.
         unsafe {
-            if svm {
+            if let Some((alloc, free, set_pointer)) = intel_usm(platform, device) {
+                let mut code = 0;
+                let p = alloc(context, device, ptr::null(), AXPB_ITEMS * 4, 0, &mut code);
+                status(code, "clDeviceMemAllocINTEL")?;
+                if p.is_null() {
+                    return Err("clDeviceMemAllocINTEL: a null allocation".to_string());
+                }
+                graph.axpb_data = AxpbData::IntelUsm(p, free);
+                status(set_pointer(graph.axpb, 0, p), "clSetKernelArgMemPointerINTEL")?;
+            } else if svm {
                 let p = check(
                     cl3::memory::svm_alloc(context, cl3::memory::CL_MEM_READ_WRITE, AXPB_ITEMS * 4, 0),
                     "clSVMAlloc",
@@ -410,7 +463,8 @@ impl RawGraph for ClGraph {
             ("raw_eager", "clEnqueueNDRangeKernel per node with an event, in-order queue"),
             (
                 "raw_eager_axpb",
-                "the same with axpb over 256 work-items on SVM (a buffer without SVM), its arguments set once before",
+                "the same with axpb over 256 work-items on Intel USM where the device has it, else SVM, else a buffer, \
+                 its arguments set once before",
             ),
             (
                 "raw_eager_waits",
@@ -451,6 +505,9 @@ impl Drop for ClGraph {
             match self.axpb_data {
                 AxpbData::Buffer(mem) => {
                     let _ = cl3::memory::release_mem_object(mem);
+                }
+                AxpbData::IntelUsm(p, free) => {
+                    let _ = free(self.context, p);
                 }
                 AxpbData::Svm(p) => {
                     let _ = cl3::memory::svm_free(self.context, p);
