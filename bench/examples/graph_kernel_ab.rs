@@ -26,7 +26,10 @@
 //!   values, as the bench's `eager axpb` variant.
 //!
 //! With `single`, each way takes one sample per turn, as the bench's
-//! submission group samples its variants, instead of blocks.
+//! submission group samples its variants, instead of blocks. With
+//! `prior=K`, a chain of K in both forms (the adapter's, with sync points,
+//! and the raw one) is built, replayed 100 times and dropped before the
+//! chain of N is built, as the bench measures its sizes in turn.
 //!
 //! ```text
 //! UR_DEVICE_SELECTOR=cuda:0 cargo run --release -p cmdbuf-bench --example graph_kernel_ab -- 10 20
@@ -34,7 +37,7 @@
 //!
 //! Arguments: the chain's length (default 10), the rounds (default 20;
 //! each round takes 100 samples of each way after 10 unmeasured), and a
-//! comma-separated list of `eager`, `axpb` and `single`. Prints
+//! comma-separated list of `eager`, `axpb`, `single` and `prior=K`. Prints
 //! wall µs per submission, median and 10th-90th percentiles, and each
 //! way's median over `raw`'s.
 
@@ -94,6 +97,7 @@ fn main() -> Result<(), String> {
     let options = std::env::args().nth(3).unwrap_or_default();
     let option = |name: &str| options.split(',').any(|o| o == name);
     let (with_eager, with_axpb, single) = (option("eager"), option("axpb"), option("single"));
+    let prior: Option<usize> = options.split(',').find_map(|o| o.strip_prefix("prior=")?.parse().ok());
     let e = |e: cmdbuf::UrError| e.to_string();
     let loader = cmdbuf::load().map_err(e)?;
     let device = loader.first_device().map_err(e)?;
@@ -103,37 +107,11 @@ fn main() -> Result<(), String> {
     let empty = Kernel::new(&library, "empty").map_err(e)?;
     let axpb = Kernel::new(&library, "axpb").map_err(e)?;
     let axpb_data = UsmAllocation::new(&context, UsmKind::Device, 256 * 4).map_err(e)?;
-    let cb =
-        CommandBuffer::new(&context, &device, CommandBufferDesc { in_order: true, ..Default::default() }).map_err(e)?;
-    for _ in 0..n {
-        // SAFETY: `empty` touches no memory.
-        unsafe { cb.append_kernel_launch(&KernelLaunch::new(&empty, &[1], &[]), &[], AppendOptions::new()) }
-            .map_err(e)?;
-    }
-    cb.finalize().map_err(e)?;
-    let cb_points = CommandBuffer::new(&context, &device, CommandBufferDesc::default()).map_err(e)?;
-    let mut last: Option<SyncPoint> = None;
-    for _ in 0..n {
-        let after: Vec<SyncPoint> = last.into_iter().collect();
-        // SAFETY: `empty` touches no memory.
-        let appended = unsafe {
-            cb_points.append_kernel_launch(
-                &KernelLaunch::new(&empty, &[1], &[]),
-                &[],
-                AppendOptions::new().after(&after),
-            )
-        }
-        .map_err(e)?;
-        last = Some(appended.sync_point);
-    }
-    cb_points.finalize().map_err(e)?;
-    let adapter_func = empty.native_handle().map_err(e)?.0 as sys::CUfunction;
-    let adapter_stream = queue.native_handle().map_err(e)?.0 as sys::CUstream;
     let (mut context_raw, mut module, mut own_func) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
     let (mut stream, mut done) = (ptr::null_mut(), ptr::null_mut());
     // SAFETY: the adapter's device is ordinal 0 of the selector `cuda:0`;
     // its primary context is the adapter's; every out-pointer is valid.
-    let (own, theirs) = unsafe {
+    unsafe {
         let mut dev = 0;
         check(sys::cuDeviceGet(&mut dev, 0), "cuDeviceGet")?;
         check(sys::cuDevicePrimaryCtxRetain(&mut context_raw, dev), "cuDevicePrimaryCtxRetain")?;
@@ -142,8 +120,7 @@ fn main() -> Result<(), String> {
         check(sys::cuModuleGetFunction(&mut own_func, module, c"empty".as_ptr()), "cuModuleGetFunction")?;
         check(sys::cuStreamCreate(&mut stream, sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32), "stream")?;
         check(sys::cuEventCreate(&mut done, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32), "event")?;
-        (chain(own_func, n)?, chain(adapter_func, n)?)
-    };
+    }
     let raw_launch = |exec: sys::CUgraphExec, on: sys::CUstream| -> Result<(), String> {
         // SAFETY: a live executable graph, stream and event of the current context.
         unsafe {
@@ -152,6 +129,47 @@ fn main() -> Result<(), String> {
             check(sys::cuEventSynchronize(done), "cuEventSynchronize")
         }
     };
+    let sync_point_chain = |len: usize| -> Result<CommandBuffer, cmdbuf::UrError> {
+        let cb = CommandBuffer::new(&context, &device, CommandBufferDesc::default())?;
+        let mut last: Option<SyncPoint> = None;
+        for _ in 0..len {
+            let after: Vec<SyncPoint> = last.into_iter().collect();
+            // SAFETY: `empty` touches no memory.
+            let appended = unsafe {
+                cb.append_kernel_launch(&KernelLaunch::new(&empty, &[1], &[]), &[], AppendOptions::new().after(&after))
+            }?;
+            last = Some(appended.sync_point);
+        }
+        cb.finalize()?;
+        Ok(cb)
+    };
+    if let Some(prior) = prior {
+        // The bench's order: a shorter chain's graphs built, replayed and
+        // dropped before this one's are built.
+        let before = sync_point_chain(prior).map_err(e)?;
+        // SAFETY: a chain of the hand-written kernel, the context current.
+        let raw_before = unsafe { chain(own_func, prior)? };
+        for _ in 0..100 {
+            queue.enqueue_command_buffer(&before, &[]).and_then(|ev| ev.wait()).map_err(e)?;
+            raw_launch(raw_before, stream)?;
+        }
+        drop(before);
+        // SAFETY: launched above and waited for; not used again.
+        check(unsafe { sys::cuGraphExecDestroy(raw_before) }, "cuGraphExecDestroy")?;
+    }
+    let cb =
+        CommandBuffer::new(&context, &device, CommandBufferDesc { in_order: true, ..Default::default() }).map_err(e)?;
+    for _ in 0..n {
+        // SAFETY: `empty` touches no memory.
+        unsafe { cb.append_kernel_launch(&KernelLaunch::new(&empty, &[1], &[]), &[], AppendOptions::new()) }
+            .map_err(e)?;
+    }
+    cb.finalize().map_err(e)?;
+    let cb_points = sync_point_chain(n).map_err(e)?;
+    let adapter_func = empty.native_handle().map_err(e)?.0 as sys::CUfunction;
+    let adapter_stream = queue.native_handle().map_err(e)?.0 as sys::CUstream;
+    // SAFETY: functions of the current context.
+    let (own, theirs) = unsafe { (chain(own_func, n)?, chain(adapter_func, n)?) };
     let mut ways =
         vec!["adapter", "raw", "raw, adapter's kernel", "raw, adapter's kernel and stream", "adapter, sync points"];
     if with_eager {

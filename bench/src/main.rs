@@ -71,6 +71,11 @@ struct Cli {
     /// 100, 1000, 10000, 100000), e.g. `--graph-build 100,1000`; `0` for none.
     #[arg(long, value_delimiter = ',')]
     graph_build: Option<Vec<usize>>,
+    /// Node counts of the submission and usm_submission groups (default 1,
+    /// 4, 10, 100, 1000; with --quick 1, 4, 10), e.g. `--submission-sizes 10`
+    /// to sample one size alone.
+    #[arg(long, value_delimiter = ',')]
+    submission_sizes: Option<Vec<usize>>,
     /// Internal: measure the CPU adapter's per-node overhead in this process and
     /// print JSON records (used to run it with one worker).
     #[arg(long, hide = true)]
@@ -142,6 +147,9 @@ fn main() -> ExitCode {
     let mut plan = Plan::new(cli.quick);
     if let Some(sizes) = &cli.graph_build {
         plan.graph.build = sizes.iter().copied().filter(|n| *n > 0).collect();
+    }
+    if let Some(sizes) = &cli.submission_sizes {
+        plan.submission = sizes.iter().copied().filter(|n| *n > 0).collect();
     }
     if let Some(variant) = &cli.child_per_node {
         return child_per_node(&plan, variant);

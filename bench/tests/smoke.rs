@@ -49,3 +49,20 @@ fn quick_run_writes_every_group() {
     assert!(svg.starts_with("<svg") && svg.contains("cpu:0 replay"));
     let _ = std::fs::remove_dir_all(&out);
 }
+
+#[test]
+fn submission_sizes_choose_the_node_counts() {
+    let out = std::env::temp_dir().join(format!("cmdbuf-bench-sizes-{}", std::process::id()));
+    let status = Command::new(env!("CARGO_BIN_EXE_cmdbuf-bench"))
+        .args(["--quick", "--only", "submission", "--no-emulated", "--submission-sizes", "4,1", "--out"])
+        .arg(&out)
+        .env("UR_DEVICE_SELECTOR", "cpu:0")
+        .output()
+        .expect("cmdbuf-bench runs");
+    assert!(status.status.success(), "{}", String::from_utf8_lossy(&status.stderr));
+    let json = std::fs::read_to_string(out.join("results.json")).expect("results.json");
+    let records: Vec<serde_json::Value> = serde_json::from_str(&json).expect("JSON array");
+    let sizes: BTreeSet<u64> = records.iter().filter_map(|r| r["n"].as_u64()).collect();
+    assert_eq!(sizes, BTreeSet::from([1, 4]), "{json}");
+    let _ = std::fs::remove_dir_all(&out);
+}
