@@ -29,7 +29,10 @@
 //! submission group samples its variants, instead of blocks. With
 //! `prior=K`, a chain of K in both forms (the adapter's, with sync points,
 //! and the raw one) is built, replayed 100 times and dropped before the
-//! chain of N is built, as the bench measures its sizes in turn.
+//! chain of N is built, as the bench measures its sizes in turn; with
+//! `prior_eager`, eager chains of K `empty` and of K `axpb` launches on
+//! the adapter's queue after each of those replays, and with
+//! `prior_raw_eager`, K raw `cuLaunchKernel`s on the raw stream.
 //!
 //! ```text
 //! UR_DEVICE_SELECTOR=cuda:0 cargo run --release -p cmdbuf-bench --example graph_kernel_ab -- 10 20
@@ -37,7 +40,8 @@
 //!
 //! Arguments: the chain's length (default 10), the rounds (default 20;
 //! each round takes 100 samples of each way after 10 unmeasured), and a
-//! comma-separated list of `eager`, `axpb`, `single` and `prior=K`. Prints
+//! comma-separated list of `eager`, `axpb`, `single`, `prior=K`,
+//! `prior_eager` and `prior_raw_eager`. Prints
 //! wall µs per submission, median and 10th-90th percentiles, and each
 //! way's median over `raw`'s.
 
@@ -143,15 +147,52 @@ fn main() -> Result<(), String> {
         cb.finalize()?;
         Ok(cb)
     };
+    let eager_k = |launch: &KernelLaunch<'_>, k: usize| -> Result<(), cmdbuf::UrError> {
+        // SAFETY: `empty` touches no memory; `axpb` one u32 per work-item of
+        // its 256-item allocation, which outlives the wait.
+        let mut last = unsafe { queue.launch_kernel(launch, &[]) }?;
+        for _ in 1..k {
+            // SAFETY: as above.
+            last = unsafe { queue.launch_kernel(launch, &[]) }?;
+        }
+        last.wait()
+    };
+    let launch = KernelLaunch::new(&empty, &[1], &[]);
+    let (a, b) = (1u32, 1u32);
+    let axpb_args = [KernelArg::Pointer(axpb_data.ptr()), KernelArg::value(&a), KernelArg::value(&b)];
+    let axpb_launch = KernelLaunch::new(&axpb, &[256], &axpb_args);
+    let raw_eager = |k: usize| -> Result<(), String> {
+        let mut params = [0u64; 4];
+        let mut args: [*mut c_void; 1] = [params.as_mut_ptr().cast()];
+        // SAFETY: the hand-written kernel of the current context, its one
+        // 32-byte parameter, on a live stream; the event is live.
+        unsafe {
+            for _ in 0..k {
+                let launched =
+                    sys::cuLaunchKernel(own_func, 1, 1, 1, 1, 1, 1, 0, stream, args.as_mut_ptr(), ptr::null_mut());
+                check(launched, "cuLaunchKernel")?;
+            }
+            check(sys::cuEventRecord(done, stream), "cuEventRecord")?;
+            check(sys::cuEventSynchronize(done), "cuEventSynchronize")
+        }
+    };
     if let Some(prior) = prior {
         // The bench's order: a shorter chain's graphs built, replayed and
-        // dropped before this one's are built.
+        // dropped before this one's are built; with `prior_eager` and
+        // `prior_raw_eager`, the eager launches of that size too.
         let before = sync_point_chain(prior).map_err(e)?;
         // SAFETY: a chain of the hand-written kernel, the context current.
         let raw_before = unsafe { chain(own_func, prior)? };
         for _ in 0..100 {
             queue.enqueue_command_buffer(&before, &[]).and_then(|ev| ev.wait()).map_err(e)?;
             raw_launch(raw_before, stream)?;
+            if option("prior_eager") {
+                eager_k(&launch, prior).map_err(e)?;
+                eager_k(&axpb_launch, prior).map_err(e)?;
+            }
+            if option("prior_raw_eager") {
+                raw_eager(prior)?;
+            }
         }
         drop(before);
         // SAFETY: launched above and waited for; not used again.
@@ -178,20 +219,7 @@ fn main() -> Result<(), String> {
     if with_axpb {
         ways.push("axpb");
     }
-    let eager = |launch: &KernelLaunch<'_>| -> Result<(), cmdbuf::UrError> {
-        // SAFETY: `empty` touches no memory; `axpb` one u32 per work-item of
-        // its 256-item allocation, which outlives the wait.
-        let mut last = unsafe { queue.launch_kernel(launch, &[]) }?;
-        for _ in 1..n {
-            // SAFETY: as above.
-            last = unsafe { queue.launch_kernel(launch, &[]) }?;
-        }
-        last.wait()
-    };
-    let launch = KernelLaunch::new(&empty, &[1], &[]);
-    let (a, b) = (1u32, 1u32);
-    let axpb_args = [KernelArg::Pointer(axpb_data.ptr()), KernelArg::value(&a), KernelArg::value(&b)];
-    let axpb_launch = KernelLaunch::new(&axpb, &[256], &axpb_args);
+    let eager = |launch: &KernelLaunch<'_>| eager_k(launch, n);
     let sample = |way: &str| -> Result<f64, String> {
         let start = Instant::now();
         match way {
