@@ -29,7 +29,8 @@
 //! submission group samples its variants, instead of blocks. With
 //! `prior=K`, a chain of K in both forms (the adapter's, with sync points,
 //! and the raw one) is built, replayed 100 times and dropped before the
-//! chain of N is built, as the bench measures its sizes in turn; with
+//! chain of N is built, as the bench measures its sizes in turn
+//! (`prior_rounds=R` times instead of 100); with
 //! `prior_eager`, eager chains of K `empty` and of K `axpb` launches on
 //! the adapter's queue after each of those replays, and with
 //! `prior_raw_eager`, K raw `cuLaunchKernel`s on the raw stream.
@@ -41,7 +42,7 @@
 //! Arguments: the chain's length (default 10), the rounds (default 20;
 //! each round takes 100 samples of each way after 10 unmeasured), and a
 //! comma-separated list of `eager`, `axpb`, `single`, `prior=K`,
-//! `prior_eager` and `prior_raw_eager`. Prints
+//! `prior_rounds=R`, `prior_eager` and `prior_raw_eager`. Prints
 //! wall µs per submission, median and 10th-90th percentiles, and each
 //! way's median over `raw`'s.
 
@@ -102,6 +103,8 @@ fn main() -> Result<(), String> {
     let option = |name: &str| options.split(',').any(|o| o == name);
     let (with_eager, with_axpb, single) = (option("eager"), option("axpb"), option("single"));
     let prior: Option<usize> = options.split(',').find_map(|o| o.strip_prefix("prior=")?.parse().ok());
+    let prior_rounds: usize =
+        options.split(',').find_map(|o| o.strip_prefix("prior_rounds=")?.parse().ok()).unwrap_or(100);
     let e = |e: cmdbuf::UrError| e.to_string();
     let loader = cmdbuf::load().map_err(e)?;
     let device = loader.first_device().map_err(e)?;
@@ -183,7 +186,7 @@ fn main() -> Result<(), String> {
         let before = sync_point_chain(prior).map_err(e)?;
         // SAFETY: a chain of the hand-written kernel, the context current.
         let raw_before = unsafe { chain(own_func, prior)? };
-        for _ in 0..100 {
+        for _ in 0..prior_rounds {
             queue.enqueue_command_buffer(&before, &[]).and_then(|ev| ev.wait()).map_err(e)?;
             raw_launch(raw_before, stream)?;
             if option("prior_eager") {
