@@ -76,6 +76,12 @@ struct Cli {
     /// to sample one size alone.
     #[arg(long, value_delimiter = ',')]
     submission_sizes: Option<Vec<usize>>,
+    /// Only these variants of the submission group (eager, replay,
+    /// eager_axpb, raw, raw_eager, raw_eager_axpb, raw_eager_waits,
+    /// raw_eager_batched), e.g. `--submission-variants replay,raw`; the
+    /// rows and goals then show what was sampled.
+    #[arg(long, value_delimiter = ',')]
+    submission_variants: Option<Vec<String>>,
     /// Internal: measure the CPU adapter's per-node overhead in this process and
     /// print JSON records (used to run it with one worker).
     #[arg(long, hide = true)]
@@ -157,6 +163,14 @@ fn main() -> ExitCode {
     if let Some(unknown) = cli.only.iter().find(|o| !GROUPS.split_whitespace().any(|g| g == o.as_str())) {
         let valid: Vec<&str> = GROUPS.split_whitespace().collect();
         eprintln!("cmdbuf-bench: `--only {unknown}` selects nothing; the groups are: {}", valid.join(", "));
+        return ExitCode::from(2);
+    }
+    let variants = cli.submission_variants.as_deref().unwrap_or_default();
+    if let Some(unknown) = variants.iter().find(|v| !suites::SUBMISSION_VARIANTS.contains(&v.as_str())) {
+        eprintln!(
+            "cmdbuf-bench: `--submission-variants {unknown}` names no variant; the variants are: {}",
+            suites::SUBMISSION_VARIANTS.join(", ")
+        );
         return ExitCode::from(2);
     }
     let wanted = |group: &str| cli.only.is_empty() || cli.only.iter().any(|o| o == group);
@@ -260,7 +274,15 @@ fn main() -> ExitCode {
                 }
                 emit(&report::submission_row(records, &name, shape.name(), n));
             };
-            let measured = suites::submission(&target, r, &plan.submission, baseline, out, &mut row);
+            let measured = suites::submission(
+                &target,
+                r,
+                &plan.submission,
+                cli.submission_variants.as_deref(),
+                baseline,
+                out,
+                &mut row,
+            );
             raw_outcome = match raw {
                 Ok(graph) => {
                     let eager: Vec<String> =

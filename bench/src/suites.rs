@@ -143,6 +143,11 @@ pub fn build(t: &Target, shape: Shape, n: usize, desc: CommandBufferDesc) -> Res
     Ok(cb)
 }
 
+/// Every variant the submission group samples on some backend, which
+/// `--submission-variants` may name.
+pub const SUBMISSION_VARIANTS: [&str; 8] =
+    ["eager", "replay", "eager_axpb", "raw", "raw_eager", "raw_eager_axpb", "raw_eager_waits", "raw_eager_batched"];
+
 /// Submits the same `n` kernels eagerly; returns the event of the last one.
 ///
 /// A launch's event is kept only while a later launch's wait list names
@@ -203,12 +208,15 @@ pub(crate) type Sample = Result<[std::time::Duration; 2], String>;
 /// Rust side). The variants of one shape and size are sampled
 /// in one loop, one sample each per round in rotated order
 /// ([`measure_interleaved`]), so their ratios do not carry the machine's
-/// drift between two phases. `row` is called with the records so far after
-/// each shape and size, so that its row prints as it finishes.
+/// drift between two phases. `only` names the variants to sample
+/// ([`SUBMISSION_VARIANTS`]; all where `None`). `row` is called with the
+/// records so far after each shape and size, so that its row prints as it
+/// finishes.
 pub fn submission(
     t: &Target,
     repeats: Repeats,
     sizes: &[usize],
+    only: Option<&[String]>,
     raw: Option<&mut (dyn crate::raw::RawGraph + 'static)>,
     out: &mut Vec<Record>,
     row: &mut dyn FnMut(&[Record], Shape, usize),
@@ -243,6 +251,13 @@ pub fn submission(
                     }
                     variants.push(variant);
                     bodies.push(Box::new(move || timed_raw_eager(&mut **raw.borrow_mut(), index, n)));
+                }
+            }
+            if let Some(only) = only {
+                (variants, bodies) =
+                    variants.into_iter().zip(bodies).filter(|(v, _)| only.iter().any(|o| o == v)).unzip();
+                if variants.is_empty() {
+                    continue;
                 }
             }
             let mut refs: Vec<&mut dyn FnMut() -> Sample> =

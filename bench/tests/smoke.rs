@@ -51,10 +51,11 @@ fn quick_run_writes_every_group() {
 }
 
 #[test]
-fn submission_sizes_choose_the_node_counts() {
+fn submission_sizes_and_variants_choose_what_is_sampled() {
     let out = std::env::temp_dir().join(format!("cmdbuf-bench-sizes-{}", std::process::id()));
     let status = Command::new(env!("CARGO_BIN_EXE_cmdbuf-bench"))
-        .args(["--quick", "--only", "submission", "--no-emulated", "--submission-sizes", "4,1", "--out"])
+        .args(["--quick", "--only", "submission", "--no-emulated", "--submission-sizes", "4,1"])
+        .args(["--submission-variants", "replay", "--out"])
         .arg(&out)
         .env("UR_DEVICE_SELECTOR", "cpu:0")
         .output()
@@ -64,5 +65,18 @@ fn submission_sizes_choose_the_node_counts() {
     let records: Vec<serde_json::Value> = serde_json::from_str(&json).expect("JSON array");
     let sizes: BTreeSet<u64> = records.iter().filter_map(|r| r["n"].as_u64()).collect();
     assert_eq!(sizes, BTreeSet::from([1, 4]), "{json}");
+    let variants: BTreeSet<&str> = records.iter().filter_map(|r| r["variant"].as_str()).collect();
+    assert_eq!(variants, BTreeSet::from(["replay"]), "{json}");
     let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn an_unknown_submission_variant_is_an_error() {
+    let status = Command::new(env!("CARGO_BIN_EXE_cmdbuf-bench"))
+        .args(["--only", "submission", "--submission-variants", "replay,eagre"])
+        .env("UR_DEVICE_SELECTOR", "cpu:0")
+        .output()
+        .expect("cmdbuf-bench runs");
+    assert_eq!(status.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&status.stderr).contains("`--submission-variants eagre` names no variant"));
 }
