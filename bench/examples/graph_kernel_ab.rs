@@ -102,9 +102,8 @@ fn main() -> Result<(), String> {
     let options = std::env::args().nth(3).unwrap_or_default();
     let option = |name: &str| options.split(',').any(|o| o == name);
     let (with_eager, with_axpb, single) = (option("eager"), option("axpb"), option("single"));
-    let prior: Option<usize> = options.split(',').find_map(|o| o.strip_prefix("prior=")?.parse().ok());
-    let prior_rounds: usize =
-        options.split(',').find_map(|o| o.strip_prefix("prior_rounds=")?.parse().ok()).unwrap_or(100);
+    let value = |name: &str| -> Option<usize> { options.split(',').find_map(|o| o.strip_prefix(name)?.parse().ok()) };
+    let (prior, prior_rounds) = (value("prior="), value("prior_rounds=").unwrap_or(100));
     let e = |e: cmdbuf::UrError| e.to_string();
     let loader = cmdbuf::load().map_err(e)?;
     let device = loader.first_device().map_err(e)?;
@@ -136,8 +135,10 @@ fn main() -> Result<(), String> {
             check(sys::cuEventSynchronize(done), "cuEventSynchronize")
         }
     };
-    let sync_point_chain = |len: usize| -> Result<CommandBuffer, cmdbuf::UrError> {
-        let cb = CommandBuffer::new(&context, &device, CommandBufferDesc::default())?;
+    // A chain of `len` launches of `empty`: in an in-order buffer, or in one
+    // that is not, each launch after the last one's sync point.
+    let adapter_chain = |len: usize, in_order: bool| -> Result<CommandBuffer, cmdbuf::UrError> {
+        let cb = CommandBuffer::new(&context, &device, CommandBufferDesc { in_order, ..Default::default() })?;
         let mut last: Option<SyncPoint> = None;
         for _ in 0..len {
             let after: Vec<SyncPoint> = last.into_iter().collect();
@@ -183,7 +184,7 @@ fn main() -> Result<(), String> {
         // The bench's order: a shorter chain's graphs built, replayed and
         // dropped before this one's are built; with `prior_eager` and
         // `prior_raw_eager`, the eager launches of that size too.
-        let before = sync_point_chain(prior).map_err(e)?;
+        let before = adapter_chain(prior, false).map_err(e)?;
         // SAFETY: a chain of the hand-written kernel, the context current.
         let raw_before = unsafe { chain(own_func, prior)? };
         for _ in 0..prior_rounds {
@@ -201,15 +202,8 @@ fn main() -> Result<(), String> {
         // SAFETY: launched above and waited for; not used again.
         check(unsafe { sys::cuGraphExecDestroy(raw_before) }, "cuGraphExecDestroy")?;
     }
-    let cb =
-        CommandBuffer::new(&context, &device, CommandBufferDesc { in_order: true, ..Default::default() }).map_err(e)?;
-    for _ in 0..n {
-        // SAFETY: `empty` touches no memory.
-        unsafe { cb.append_kernel_launch(&KernelLaunch::new(&empty, &[1], &[]), &[], AppendOptions::new()) }
-            .map_err(e)?;
-    }
-    cb.finalize().map_err(e)?;
-    let cb_points = sync_point_chain(n).map_err(e)?;
+    let cb = adapter_chain(n, true).map_err(e)?;
+    let cb_points = adapter_chain(n, false).map_err(e)?;
     let adapter_func = empty.native_handle().map_err(e)?.0 as sys::CUfunction;
     let adapter_stream = queue.native_handle().map_err(e)?.0 as sys::CUstream;
     // SAFETY: functions of the current context.
@@ -222,7 +216,6 @@ fn main() -> Result<(), String> {
     if with_axpb {
         ways.push("axpb");
     }
-    let eager = |launch: &KernelLaunch<'_>| eager_k(launch, n);
     let sample = |way: &str| -> Result<f64, String> {
         let start = Instant::now();
         match way {
@@ -233,8 +226,8 @@ fn main() -> Result<(), String> {
             "raw" => raw_launch(own, stream)?,
             "raw, adapter's kernel" => raw_launch(theirs, stream)?,
             "raw, adapter's kernel and stream" => raw_launch(theirs, adapter_stream)?,
-            "eager" => eager(&launch).map_err(e)?,
-            _ => eager(&axpb_launch).map_err(e)?,
+            "eager" => eager_k(&launch, n).map_err(e)?,
+            _ => eager_k(&axpb_launch, n).map_err(e)?,
         }
         Ok(start.elapsed().as_secs_f64() * 1e6)
     };

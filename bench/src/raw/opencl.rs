@@ -73,6 +73,12 @@ type DeviceMemAlloc = unsafe extern "system" fn(
 type MemFree = unsafe extern "system" fn(cl_context, *mut c_void) -> cl_int;
 type SetKernelArgMemPointer = unsafe extern "system" fn(cl_kernel, cl_uint, *const c_void) -> cl_int;
 
+/// Whether `device` lists extension `name` in `CL_DEVICE_EXTENSIONS`.
+fn lists_extension(device: cl_device_id, name: &str) -> bool {
+    cl3::device::get_device_info(device, cl3::device::CL_DEVICE_EXTENSIONS)
+        .is_ok_and(|e| String::from(e).split_whitespace().any(|x| x == name))
+}
+
 /// Looks up extension entry point `name` on `platform`.
 fn extension_function(platform: *mut c_void, name: &CStr) -> Option<*mut c_void> {
     let library = cl3::load_library().as_ref().ok()?;
@@ -168,10 +174,7 @@ enum AxpbData {
 /// The USM entry points of `platform`, where `device` lists the extension
 /// and all three resolve.
 fn intel_usm(platform: *mut c_void, device: cl_device_id) -> Option<(DeviceMemAlloc, MemFree, SetKernelArgMemPointer)> {
-    let listed = cl3::device::get_device_info(device, cl3::device::CL_DEVICE_EXTENSIONS)
-        .map(|e| String::from(e).split_whitespace().any(|x| x == "cl_intel_unified_shared_memory"))
-        .unwrap_or(false);
-    if !listed {
+    if !lists_extension(device, cmdbuf_opencl::version::USM_EXTENSION) {
         return None;
     }
     let alloc = extension_function(platform, c"clDeviceMemAllocINTEL")?;
@@ -237,10 +240,7 @@ impl ClGraph {
     /// library's own command buffers are.
     fn command_buffer_flags(device: cl_device_id) -> Option<cl_bitfield> {
         use cmdbuf_opencl::version;
-        let listed = cl3::device::get_device_info(device, cl3::device::CL_DEVICE_EXTENSIONS)
-            .map(|e| String::from(e).split_whitespace().any(|x| x == version::COMMAND_BUFFER_EXTENSION))
-            .unwrap_or(false);
-        if !listed {
+        if !lists_extension(device, version::COMMAND_BUFFER_EXTENSION) {
             return None;
         }
         let bytes =
