@@ -7,6 +7,8 @@
 #   scripts/ur-cts.sh            # build the suites and run them
 #   scripts/ur-cts.sh build      # only build
 #   scripts/ur-cts.sh run        # only run (after build)
+#   scripts/ur-cts.sh kernels    # only the stand-in kernels (to carry them to
+#                                # a machine without clang-15)
 #
 # Environment:
 #   UR_SRC           UR source tree (default /work/ur-src; the commit matching
@@ -180,26 +182,86 @@ if not os.path.exists(out) or open(out).read() != text:
 EOF
 }
 
-# The stand-in kernels, to SPIR-V where UR's KernelsEnvironment loads a
-# program: <kernel directory>/<program>/<triple>.bin.0, triple spir64 for
-# the OpenCL backend. OpenCL C goes through clang-15 (spir64, OpenCL C 2.0)
-# and llvm-spirv-15; SPIR-V assembly through spirv-as. Failures stop the run.
+# The stand-in kernels, where UR's KernelsEnvironment loads a program:
+# <kernel directory>/<program>/<triple>.bin.0. SPIR-V (triple spir64) for
+# the OpenCL backend: OpenCL C through clang-15 (spir64, OpenCL C 2.0) and
+# llvm-spirv-15, SPIR-V assembly through spirv-as; PTX (nvptx64-nvidia-cuda)
+# for the CUDA library, see build_ptx. Failures stop the run.
 build_kernels() {
     local f n out
     for f in "$kernel_src"/*.cl "$kernel_src"/*.spvasm; do
         n=$(basename "${f%.*}")
         out=$kernels/$n/spir64.bin.0
         mkdir -p "$kernels/$n"
-        [ "$out" -nt "$f" ] && continue
+        [ "$out" -nt "$f" ] && [ "$out" -nt "$kernel_src/ptx-prelude.h" ] && continue
         case $f in
         *.cl)
             clang-15 -c -target spir64-unknown-unknown -cl-std=CL2.0 -O2 -emit-llvm \
                 -o "$kernels/$n/$n.bc" "$f"
+            build_ptx "$f" "$kernels/$n"
             llvm-spirv-15 --spirv-ext=+SPV_INTEL_inline_assembly "$kernels/$n/$n.bc" -o "$out"
             ;;
         *.spvasm) spirv-as --target-env spv1.0 "$f" -o "$out" ;;
         esac
     done
+}
+
+# A stand-in as PTX for the CUDA library, which takes PTX as plain CUDA
+# kernels (docs/cuda.md, "Plain kernels from PTX"). First the source in
+# DPC++'s CUDA form: each kernel that reads its global id or offset gets a
+# companion `<name>_with_offset` taking the offset as a last parameter of
+# three u32, which the library launches for a non-zero offset (the kernel
+# itself reads zeros; ptx-prelude.h reads `ur_cts_global_offset`). Then
+# OpenCL C for clang-15's nvcl triple with the work-item functions of
+# ptx-prelude.h, its IR for the cuda triple (CUDA's plain parameters, as
+# adapter-cuda/kernels does), PTX 6.0 for sm_70, which the driver compiles
+# for the device. The back end drops reqd_work_group_size, so it becomes
+# the entry's .reqntid here. Not made for the specialization-constant
+# programs: plain CUDA kernels have none (UR's CUDA adapter emulates them
+# with DPC++'s help), so their cases find no binary. $1: the .cl file, $2:
+# its output folder.
+build_ptx() {
+    local f=$1 dir=$2 n
+    n=$(basename "${f%.cl}")
+    case $n in spec_constant*) return ;; esac
+    python3 - "$f" "$dir/$n.cuda.cl" <<'EOF'
+import re, sys
+source = open(sys.argv[1]).read()
+head = re.compile(r"^\s*(?:__)?kernel\s+(?:__attribute__\(\(.*?\)\)\s+)?void\s+(\w+)\s*\(([^)]*)\)\s*\{", re.M)
+out, at = [], 0
+for m in head.finditer(source):
+    depth, end = 1, m.end()
+    while depth:
+        depth += {"{": 1, "}": -1}.get(source[end], 0)
+        end += 1
+    body = source[m.end():end - 1]
+    zeros = "const ur_cts_offset ur_cts_global_offset = {{0, 0, 0}};"
+    out += [source[at:m.end()], zeros, body, "}"]
+    if re.search(r"\bget_global_(id|offset)\b", body):
+        params = m.group(2).strip()
+        params = "" if params in ("", "void") else params + ", "
+        start = m.start(1) - m.start()
+        companion = source[m.start():m.end()][:start] + m.group(1) + "_with_offset(" + params
+        out += ["\n", companion, "ur_cts_offset ur_cts_global_offset) {", body, "}"]
+    at = end
+out.append(source[at:])
+open(sys.argv[2], "w").write("".join(out))
+EOF
+    clang-15 -x cl -cl-std=CL2.0 -target nvptx64-nvidia-nvcl -O2 -S -emit-llvm \
+        -include "$kernel_src/ptx-prelude.h" -o "$dir/$n.ll" "$dir/$n.cuda.cl"
+    sed -i 's/nvptx64-nvidia-nvcl/nvptx64-nvidia-cuda/' "$dir/$n.ll"
+    clang-15 -target nvptx64-nvidia-cuda -march=sm_70 -Xclang -target-feature -Xclang +ptx60 -O2 -S \
+        -Wno-override-module -o "$dir/$n.ptx" "$dir/$n.ll"
+    python3 - "$dir/$n.cuda.cl" "$dir/$n.ptx" "$dir/nvptx64-nvidia-cuda.bin.0" <<'EOF'
+import re, sys
+source, ptx = open(sys.argv[1]).read(), open(sys.argv[2]).read()
+for x, y, z, name in re.findall(
+        r"reqd_work_group_size\((\d+),\s*(\d+),\s*(\d+)\)\)\)\s+void\s+(\w+)\s*\(", source):
+    entry = re.search(r"\.entry\s+%s\s*\([^)]*\)" % re.escape(name), ptx)
+    assert entry, "no .entry %s in the PTX" % name
+    ptx = ptx[:entry.end()] + "\n.reqntid %s, %s, %s" % (x, y, z) + ptx[entry.end():]
+open(sys.argv[3], "w").write(ptx)
+EOF
 }
 
 do_build() {
@@ -218,14 +280,14 @@ do_build() {
 # Prints "passed failed skipped kernel" from gtest XML reports. "kernel"
 # counts the failures whose fixture found no binary format for the platform
 # (UR's GetPlatformTriple knows none for native CPU or the Vulkan library's
-# OFFLOAD backend) or no binary of the platform's triple (the stand-ins are
-# SPIR-V only; CUDA's fixture looks for nvptx64): cases that need UR's
-# OpenCL SPIR-V kernels, which only the OpenCL library runs.
+# OFFLOAD backend) or no binary of the platform's triple (a program with no
+# PTX stand-in, on CUDA): cases that need kernels the library cannot be
+# given, not failures of it.
 count() {
     python3 - "$@" <<'EOF'
 import sys, xml.etree.ElementTree as ET
 # UR's fixture found no binary format for the platform, or no binary file
-# of the platform's triple among the stand-ins (CUDA's nvptx64).
+# of the platform's triple among the stand-ins.
 NO_BINARY = ("GetPlatformTriple failed", "failed opening kernel path")
 passed = failed = skipped = kernel = 0
 for report in sys.argv[1:]:
@@ -342,7 +404,8 @@ do_run() {
 
 case "${1:-all}" in
 build) do_build ;;
+kernels) build_kernels ;;
 run) do_run ;;
 all) do_build && do_run ;;
-*) echo "usage: $0 [build|run|all]" >&2; exit 2 ;;
+*) echo "usage: $0 [build|kernels|run|all]" >&2; exit 2 ;;
 esac

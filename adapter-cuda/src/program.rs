@@ -24,8 +24,12 @@
 //!
 //! PTX given as a binary (`ProgramBundle::from_binary`, `urProgramCreateWithBinary`)
 //! holds ordinary CUDA kernels: their parameters are exactly those read from
-//! the PTX, without the hidden `ur_launch`. They cannot take a global offset
-//! (a launch with one is `UnsupportedFeature`) nor report a status.
+//! the PTX, without the hidden `ur_launch`. They cannot report a status. A
+//! global offset reaches one the way DPC++'s CUDA binaries carry it: a
+//! companion entry `<name>_with_offset` with the same parameters and a last
+//! one of three `u32` offsets (12 bytes), which a launch with a non-zero
+//! offset runs instead, as UR's CUDA adapter does. A plain kernel without
+//! that companion takes no offset (`UnsupportedFeature`).
 //!
 //! # Build options
 //!
@@ -391,22 +395,70 @@ fn check_parameters(func: sys::CUfunction, signature: &KernelSignature, plain: b
     Ok(())
 }
 
+impl CudaProgram {
+    /// The module's function `name`, `None` where the module has none.
+    fn function(&self, name: &CString) -> Result<Option<sys::CUfunction>> {
+        let mut func: sys::CUfunction = ptr::null_mut();
+        // SAFETY: the module is loaded; the name is NUL-terminated.
+        match unsafe { sys::cuModuleGetFunction(&mut func, self.module.raw, name.as_ptr()) } {
+            sys::CUresult::CUDA_SUCCESS => Ok(Some(func)),
+            sys::CUresult::CUDA_ERROR_NOT_FOUND => Ok(None),
+            other => Err(driver::cu_error(other, "cuModuleGetFunction")),
+        }
+    }
+
+    /// The companion `<name>_with_offset` of a plain kernel, as DPC++
+    /// emits it for a kernel that reads its global offset: the kernel's
+    /// parameters, then the offset as three `u32`. An entry of that name
+    /// with other parameters is another kernel, not a companion.
+    fn offset_companion(&self, signature: &KernelSignature) -> Result<Option<Func>> {
+        let name = format!("{}{OFFSET_COMPANION_SUFFIX}", signature.name);
+        let name_c = CString::new(name.as_bytes()).map_err(|_| err!(InvalidKernelName, "kernel name has a NUL"))?;
+        let Some(func) = self.function(&name_c)? else {
+            return Ok(None);
+        };
+        let args: Vec<ArgKind> =
+            signature.args.iter().copied().chain([ArgKind::Value(OFFSET_COMPANION_PARAM_SIZE)]).collect();
+        match check_parameters(func, &KernelSignature::new(name.clone(), args), true) {
+            Ok(()) => Ok(Some(Func(func))),
+            Err(e) => {
+                tracing::debug!(error = %e, "`{name}` is not an offset companion of `{}`", signature.name);
+                Ok(None)
+            }
+        }
+    }
+}
+
+/// Lets `func` use the device's whole shared memory (`dynamic` bytes beside
+/// its static share): the room for the alignment padding of local
+/// arguments beyond the 48 KiB reported by default.
+fn opt_into_shared_memory(func: sys::CUfunction, dynamic: u32) {
+    let attribute = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+    // SAFETY: sets an attribute of a live function to a value the device allows.
+    let opted = unsafe { cu!(cuFuncSetAttribute(func, attribute, dynamic as i32)) };
+    if let Err(e) = opted {
+        tracing::debug!(error = %e, "kernel keeps the default dynamic shared memory limit");
+    }
+}
+
+/// The suffix of a plain kernel's offset companion (DPC++'s, which UR's
+/// CUDA adapter looks for too).
+const OFFSET_COMPANION_SUFFIX: &str = "_with_offset";
+
+/// The companion's last parameter: the global offset as three `u32`.
+const OFFSET_COMPANION_PARAM_SIZE: usize = 12;
+
 impl ProgramImpl for CudaProgram {
     unsafe fn create_kernel(&self, signature: &KernelSignature) -> Result<Box<dyn KernelImpl>> {
         let dev = &self.module.dev;
         dev.bind()?;
         let name =
             CString::new(signature.name.as_bytes()).map_err(|_| err!(InvalidKernelName, "kernel name has a NUL"))?;
-        let mut func: sys::CUfunction = ptr::null_mut();
-        // SAFETY: the module is loaded; the name is NUL-terminated.
-        match unsafe { sys::cuModuleGetFunction(&mut func, self.module.raw, name.as_ptr()) } {
-            sys::CUresult::CUDA_SUCCESS => {}
-            sys::CUresult::CUDA_ERROR_NOT_FOUND => {
-                return Err(err!(InvalidKernelName, "the program's module has no kernel `{}`", signature.name));
-            }
-            other => return Err(driver::cu_error(other, "cuModuleGetFunction")),
-        }
+        let Some(func) = self.function(&name)? else {
+            return Err(err!(InvalidKernelName, "the program's module has no kernel `{}`", signature.name));
+        };
         check_parameters(func, signature, self.plain)?;
+        let with_offset = if self.plain { self.offset_companion(signature)? } else { None };
         let attribute = |a| -> Result<i32> {
             let mut v = 0;
             // SAFETY: reads one attribute of a live function.
@@ -418,19 +470,15 @@ impl ProgramImpl for CudaProgram {
         let static_shared = attribute(F::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?.max(0) as u32;
         let private = attribute(F::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)?.max(0) as usize;
         let dynamic = dev.limits.shared_optin.saturating_sub(static_shared);
-        // Opting into the device's whole shared memory leaves room for the
-        // alignment padding of local arguments beyond the 48 KiB reported.
-        let attribute = F::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
-        // SAFETY: sets an attribute of a live function to a value the device allows.
-        let opted = unsafe { cu!(cuFuncSetAttribute(func, attribute, dynamic as i32)) };
-        if let Err(e) = opted {
-            tracing::debug!(error = %e, "kernel keeps the default dynamic shared memory limit");
+        for f in std::iter::once(func).chain(with_offset.map(|f| f.0)) {
+            opt_into_shared_memory(f, dynamic);
         }
         let ptx = self.ptx.as_ref().and_then(|p| p.to_str().ok()).unwrap_or("");
         let reports = !self.plain && may_report(ptx, &signature.name);
         Ok(Box::new(CudaKernel {
             module: self.module.clone(),
             func: Func(func),
+            with_offset,
             name: signature.name.to_string().into(),
             max_threads,
             plain: self.plain,
@@ -458,6 +506,9 @@ impl ProgramImpl for CudaProgram {
 pub(crate) struct CudaKernel {
     module: Arc<Module>,
     pub(crate) func: Func,
+    /// A plain kernel's DPC++ companion taking the global offset (see the
+    /// module documentation, "Plain kernels").
+    with_offset: Option<Func>,
     pub(crate) name: Arc<str>,
     max_threads: usize,
     /// No hidden `ur_launch` parameter.
@@ -621,10 +672,10 @@ impl LaunchParams {
                 dev.limits.shared_optin
             ));
         }
-        let status_at = values.push_launch_info(kernel, &range)?;
+        let (func, status_at) = values.push_launch_info(kernel, &range)?;
         let (storage, offsets) = values.into_parts()?;
         let mut params = LaunchParams {
-            func: kernel.func,
+            func,
             name: kernel.reports.then(|| kernel.name.clone()),
             grid,
             block,
@@ -725,27 +776,47 @@ impl ParamValues {
         Ok(shared)
     }
 
-    /// Appends the hidden `ur_launch` parameter (the global offset of
-    /// `range`) unless `kernel` is plain; returns the byte offset of its
-    /// status pointer. A plain kernel takes no global offset
+    /// Appends what carries the global offset of `range`: the hidden
+    /// `ur_launch` parameter, or for a plain kernel with a non-zero offset
+    /// its companion's three `u32`. Returns the function to launch and the
+    /// byte offset of the status pointer (plain kernels have none). A plain
+    /// kernel without a companion takes no offset, nor one beyond 32 bits
     /// (`UnsupportedFeature`).
-    fn push_launch_info(&mut self, kernel: &CudaKernel, range: &NdRange) -> Result<Option<usize>> {
+    fn push_launch_info(&mut self, kernel: &CudaKernel, range: &NdRange) -> Result<(Func, Option<usize>)> {
         if kernel.plain {
-            if range.global_offset != [0; 3] {
+            if range.global_offset == [0; 3] {
+                return Ok((kernel.func, None));
+            }
+            let Some(with_offset) = kernel.with_offset else {
                 return Err(err!(
                     UnsupportedFeature,
-                    "`{}` is a plain CUDA kernel (PTX given as a binary), which cannot take the global offset {:?}",
+                    "`{}` is a plain CUDA kernel (PTX given as a binary) without a `{}{OFFSET_COMPANION_SUFFIX}` \
+                     companion, so it cannot take the global offset {:?}",
+                    kernel.name,
                     kernel.name,
                     range.global_offset
                 ));
+            };
+            let mut offsets = [0u8; OFFSET_COMPANION_PARAM_SIZE];
+            for (d, bytes) in offsets.chunks_exact_mut(4).enumerate() {
+                let offset = u32::try_from(range.global_offset[d]).map_err(|_| {
+                    err!(
+                        UnsupportedFeature,
+                        "`{}`: the global offset {:?} does not fit the 32 bits of DPC++'s offset parameter",
+                        kernel.name,
+                        range.global_offset
+                    )
+                })?;
+                bytes.copy_from_slice(&offset.to_le_bytes());
             }
-            return Ok(None);
+            self.push(&offsets);
+            return Ok((with_offset, None));
         }
         let mut info = [0u8; LAUNCH_INFO_SIZE];
         for d in 0..3 {
             info[d * 8..d * 8 + 8].copy_from_slice(&(range.global_offset[d] as u64).to_le_bytes());
         }
-        Ok(Some(self.push(&info) + LAUNCH_STATUS_AT))
+        Ok((kernel.func, Some(self.push(&info) + LAUNCH_STATUS_AT)))
     }
 
     /// The values as 8-byte words and the parameters' byte offsets, as

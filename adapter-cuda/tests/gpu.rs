@@ -116,8 +116,9 @@ fn main() {
     // Where CUDA is required (the GPU machines), not running is a failure.
     let required = std::env::var("UR_RS_REQUIRE_DEVICES").is_ok_and(|v| v.split(',').any(|d| d.trim() == "cuda"));
     let mut trials = vec![Trial::test("factory_reports_why_the_adapter_is_absent", factory_reason)];
-    let tests: [(&str, Needs, Test); 18] = [
+    let tests: [(&str, Needs, Test); 19] = [
         ("ptx_program_runs_eagerly_and_in_a_graph", Needs::Device, ptx_program),
+        ("plain_kernels_take_offsets_through_their_companion", Needs::Device, offset_companion),
         ("a_finalized_graph_is_written_as_dot_where_asked", Needs::Device, graph_dot),
         ("kernel_parameters_are_checked_against_the_abi", Needs::Device, abi_mismatch),
         ("kernel_failure_is_reported_by_command_buffer_submissions", Needs::Nvrtc, kernel_failure_in_graph),
@@ -231,6 +232,64 @@ fn ptx_program(device: &Device) -> Result<(), String> {
         return Err(format!("got {got:?}"));
     }
     Ok(())
+}
+
+/// Plain kernels from PTX given as a binary, with and without DPC++'s
+/// `<name>_with_offset` companion (kernels/offset_companion.cl): an offset
+/// runs the companion eagerly and in a command buffer, also when an update
+/// brings one in and takes it away again; a kernel without one refuses an
+/// offset.
+fn offset_companion(device: &Device) -> Result<(), String> {
+    const PTX: &str = include_str!("kernels/offset_companion.ptx");
+    let context = Context::new(device).map_err(ur)?;
+    // SAFETY: PTX text, no CPU kernel table.
+    let bundle = unsafe { ProgramBundle::from_binary(PTX.as_bytes()) }.map_err(ur)?;
+    let program = Program::new(&context, &bundle).map_err(ur)?;
+    let kernel = Kernel::new(&program, "store_id").map_err(ur)?;
+    let queue = Queue::new(&context, QueueProperties::default()).map_err(ur)?;
+    let out = UsmAllocation::new(&context, UsmKind::Device, 96 * 4).map_err(ur)?;
+    let args = [KernelArg::Pointer(out.ptr())];
+    let ids = |range: std::ops::Range<u32>| -> Vec<u32> { range.collect() };
+    // SAFETY: 32 items at offset 64 write u32s 64..96 of 96.
+    unsafe { queue.launch_kernel(&KernelLaunch::new(&kernel, &[32], &args).global_offset(&[64]), &[]) }
+        .map_err(ur)?
+        .wait()
+        .map_err(ur)?;
+    if read_u32(&queue, &out, 96)?[64..] != ids(64..96) {
+        return Err("the eager launch at offset 64 did not write ids 64..96".into());
+    }
+    let cb = CommandBuffer::new(&context, device, CommandBufferDesc { updatable: true, ..Default::default() })
+        .map_err(ur)?;
+    // SAFETY: 32 items from offset 0 write u32s 0..32; updated, 32..64.
+    let appended =
+        unsafe { cb.append_kernel_launch(&KernelLaunch::new(&kernel, &[32], &args), &[], AppendOptions::new()) }
+            .map_err(ur)?;
+    cb.finalize().map_err(ur)?;
+    queue.enqueue_command_buffer(&cb, &[]).map_err(ur)?.wait().map_err(ur)?;
+    let handle = appended.command.ok_or("no command handle")?;
+    // SAFETY: as appended, from offset 32.
+    unsafe { cb.update_kernel_launches(&[KernelLaunchUpdate::new(&handle).global_offset(&[32])]) }.map_err(ur)?;
+    queue.enqueue_command_buffer(&cb, &[]).map_err(ur)?.wait().map_err(ur)?;
+    let got = read_u32(&queue, &out, 96)?;
+    if got != ids(0..96) {
+        return Err(format!("after the command buffer at offsets 0 and 32: {got:?}"));
+    }
+    queue.usm_fill(out.ptr(), &[0], 96 * 4, &[]).map_err(ur)?.wait().map_err(ur)?;
+    // SAFETY: back to offset 0: u32s 0..32.
+    unsafe { cb.update_kernel_launches(&[KernelLaunchUpdate::new(&handle).global_offset(&[0])]) }.map_err(ur)?;
+    queue.enqueue_command_buffer(&cb, &[]).map_err(ur)?.wait().map_err(ur)?;
+    let got = read_u32(&queue, &out, 96)?;
+    if got[..32] != ids(0..32) || got[32..].iter().any(|v| *v != 0) {
+        return Err(format!("after updating the offset back to 0: {got:?}"));
+    }
+    let alone = Kernel::new(&program, "no_companion").map_err(ur)?;
+    let launch = KernelLaunch::new(&alone, &[32], &args).global_offset(&[32]);
+    // SAFETY: refused before anything runs; were it not, u32s 32..64.
+    match unsafe { queue.launch_kernel(&launch, &[]) } {
+        Err(UrError::UnsupportedFeature(_)) => Ok(()),
+        Err(e) => Err(format!("an offset without a companion: {}", ur(e))),
+        Ok(_) => Err("a kernel without a companion took an offset".into()),
+    }
 }
 
 /// Five launches of `set_plus_offset` in one command buffer: once
