@@ -208,10 +208,12 @@ build_kernels() {
 
 # A stand-in as PTX for the CUDA library, which takes PTX as plain CUDA
 # kernels (docs/cuda.md, "Plain kernels from PTX"). First the source in
-# DPC++'s CUDA form: each kernel that reads its global id or offset gets a
-# companion `<name>_with_offset` taking the offset as a last parameter of
-# three u32, which the library launches for a non-zero offset (the kernel
-# itself reads zeros; ptx-prelude.h reads `ur_cts_global_offset`). Then
+# DPC++'s CUDA form: a local pointer parameter becomes a u32, its byte
+# offset into dynamic shared memory, and each kernel that reads its global
+# id or offset gets a companion `<name>_with_offset` taking the offset as a
+# last parameter of three u32, which the library launches for a non-zero
+# offset (the kernel itself reads zeros; ptx-prelude.h reads
+# `ur_cts_global_offset`). Then
 # OpenCL C for clang-15's nvcl triple with the work-item functions of
 # ptx-prelude.h, its IR for the cuda triple (CUDA's plain parameters, as
 # adapter-cuda/kernels does), PTX 6.0 for sm_70, which the driver compiles
@@ -235,14 +237,23 @@ for m in head.finditer(source):
         depth += {"{": 1, "}": -1}.get(source[end], 0)
         end += 1
     body = source[m.end():end - 1]
+    # A local accessor becomes its byte offset into dynamic shared memory.
+    params, locals_ = [], ""
+    for param in m.group(2).split(","):
+        local = re.fullmatch(r"\s*local\s+(.+?)\s*\*\s*(\w+)\s*", param)
+        if local:
+            kind, name = local.groups()
+            params.append("uint %s_offset" % name)
+            locals_ += "local %s *%s = (local %s *)(ur_cts_shared_base() + %s_offset);" % (kind, name, kind, name)
+        elif param.strip() not in ("", "void"):
+            params.append(param.strip())
+    kernel = source[m.start():m.start(1)] + m.group(1) + "(" + ", ".join(params)
     zeros = "const ur_cts_offset ur_cts_global_offset = {{0, 0, 0}};"
-    out += [source[at:m.end()], zeros, body, "}"]
+    out += [source[at:m.start()], kernel, ") {", zeros, locals_, body, "}"]
     if re.search(r"\bget_global_(id|offset)\b", body):
-        params = m.group(2).strip()
-        params = "" if params in ("", "void") else params + ", "
-        start = m.start(1) - m.start()
-        companion = source[m.start():m.end()][:start] + m.group(1) + "_with_offset(" + params
-        out += ["\n", companion, "ur_cts_offset ur_cts_global_offset) {", body, "}"]
+        companion = kernel.replace(m.group(1) + "(", m.group(1) + "_with_offset(", 1)
+        separator = ", " if params else ""
+        out += ["\n", companion, separator, "ur_cts_offset ur_cts_global_offset) {", locals_, body, "}"]
     at = end
 out.append(source[at:])
 open(sys.argv[2], "w").write("".join(out))

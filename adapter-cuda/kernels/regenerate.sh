@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates memory.ptx from memory.cl with clang-15's NVPTX back end
 # (Debian: clang-15), or, given OpenCL C files, the PTX of each beside it
-# (the device test's ../tests/kernels/offset_companion.cl). The PTX is
+# (the device test's ../tests/kernels/dpcpp_form.cl). The PTX is
 # committed, so building needs no compiler; the test
 # `internal_kernels_are_current` (tests/kernels.rs) checks it matches.
 #

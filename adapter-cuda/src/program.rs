@@ -25,6 +25,9 @@
 //! PTX given as a binary (`ProgramBundle::from_binary`, `urProgramCreateWithBinary`)
 //! holds ordinary CUDA kernels: their parameters are exactly those read from
 //! the PTX, without the hidden `ur_launch`. They cannot report a status. A
+//! 32- or 64-bit value parameter also takes a local-memory argument, as
+//! DPC++'s CUDA kernels take a local accessor: its byte offset into the
+//! block's dynamic shared memory. A
 //! global offset reaches one the way DPC++'s CUDA binaries carry it: a
 //! companion entry `<name>_with_offset` with the same parameters and a last
 //! one of three `u32` offsets (12 bytes), which a launch with a non-zero
@@ -57,6 +60,11 @@ use crate::params::{Func, LaunchParams, ParamOffsets, ParamWords, StoredLaunchPa
 
 /// Alignment of each local argument in the dynamic shared memory.
 const LOCAL_ALIGN: usize = 16;
+
+/// The largest alignment of a plain kernel's local argument: that of the
+/// largest vector type (16 doubles), to which an argument at least that
+/// large is aligned; a smaller one to its size's power of two.
+const PLAIN_LOCAL_ALIGN_MAX: usize = 128;
 
 /// A loaded module, unloaded when its program and kernels are gone
 /// (unless adopted without its ownership).
@@ -663,7 +671,7 @@ impl LaunchParams {
         let empty = range.global_size.contains(&0);
         let (grid, block) = if empty { ([1; 3], [1; 3]) } else { grid_and_block(dev, kernel, &range)? };
         let mut values = ParamValues::default();
-        let shared = values.push_args(&launch.args)?;
+        let shared = values.push_args(&launch.args, kernel.plain)?;
         if shared > dev.limits.shared_optin as usize {
             return Err(err!(
                 OutOfResources,
@@ -756,15 +764,25 @@ impl ParamValues {
         at
     }
 
-    /// Appends one parameter per argument, as the kernel ABI says; returns
-    /// the dynamic shared memory the local arguments take, with alignment.
-    fn push_args(&mut self, args: &[ArgValue]) -> Result<usize> {
+    /// Appends one parameter per argument, as the kernel ABI says (a plain
+    /// kernel's local argument in DPC++'s form); returns the dynamic shared
+    /// memory the local arguments take, with alignment.
+    fn push_args(&mut self, args: &[ArgValue], plain: bool) -> Result<usize> {
         let mut shared = 0usize;
         for arg in args {
             match arg {
                 ArgValue::Value(v) => self.push(v),
                 ArgValue::Pointer(p) => self.push(&p.addr().to_le_bytes()),
                 ArgValue::MemObj(b) => self.push(&(cuda_buffer(b)?.addr() + b.offset() as u64).to_le_bytes()),
+                ArgValue::Local(size) if plain => {
+                    // The offset alone, aligned for the argument's element
+                    // type as UR's CUDA adapter aligns it for DPC++'s
+                    // kernels; a 32-bit parameter reads its low bytes.
+                    let align = (*size).min(PLAIN_LOCAL_ALIGN_MAX).next_power_of_two();
+                    let offset = shared.next_multiple_of(align);
+                    shared = offset + size;
+                    self.push(&(offset as u64).to_le_bytes())
+                }
                 ArgValue::Local(size) => {
                     let offset = shared.next_multiple_of(LOCAL_ALIGN);
                     shared = offset + size;

@@ -118,7 +118,7 @@ fn main() {
     let mut trials = vec![Trial::test("factory_reports_why_the_adapter_is_absent", factory_reason)];
     let tests: [(&str, Needs, Test); 19] = [
         ("ptx_program_runs_eagerly_and_in_a_graph", Needs::Device, ptx_program),
-        ("plain_kernels_take_offsets_through_their_companion", Needs::Device, offset_companion),
+        ("plain_kernels_take_offsets_and_local_memory_in_dpcpp_form", Needs::Device, dpcpp_form),
         ("a_finalized_graph_is_written_as_dot_where_asked", Needs::Device, graph_dot),
         ("kernel_parameters_are_checked_against_the_abi", Needs::Device, abi_mismatch),
         ("kernel_failure_is_reported_by_command_buffer_submissions", Needs::Nvrtc, kernel_failure_in_graph),
@@ -234,13 +234,14 @@ fn ptx_program(device: &Device) -> Result<(), String> {
     Ok(())
 }
 
-/// Plain kernels from PTX given as a binary, with and without DPC++'s
-/// `<name>_with_offset` companion (kernels/offset_companion.cl): an offset
-/// runs the companion eagerly and in a command buffer, also when an update
-/// brings one in and takes it away again; a kernel without one refuses an
-/// offset.
-fn offset_companion(device: &Device) -> Result<(), String> {
-    const PTX: &str = include_str!("kernels/offset_companion.ptx");
+/// Plain kernels from PTX given as a binary in DPC++'s form
+/// (kernels/dpcpp_form.cl): an offset runs the `_with_offset` companion
+/// eagerly and in a command buffer, also when an update brings one in and
+/// takes it away again, and a kernel without one refuses an offset; local
+/// accessors are byte offsets into dynamic shared memory, laid out apart
+/// eagerly and after an update moves them.
+fn dpcpp_form(device: &Device) -> Result<(), String> {
+    const PTX: &str = include_str!("kernels/dpcpp_form.ptx");
     let context = Context::new(device).map_err(ur)?;
     // SAFETY: PTX text, no CPU kernel table.
     let bundle = unsafe { ProgramBundle::from_binary(PTX.as_bytes()) }.map_err(ur)?;
@@ -286,10 +287,48 @@ fn offset_companion(device: &Device) -> Result<(), String> {
     let launch = KernelLaunch::new(&alone, &[32], &args).global_offset(&[32]);
     // SAFETY: refused before anything runs; were it not, u32s 32..64.
     match unsafe { queue.launch_kernel(&launch, &[]) } {
-        Err(UrError::UnsupportedFeature(_)) => Ok(()),
-        Err(e) => Err(format!("an offset without a companion: {}", ur(e))),
-        Ok(_) => Err("a kernel without a companion took an offset".into()),
+        Err(UrError::UnsupportedFeature(_)) => {}
+        Err(e) => return Err(format!("an offset without a companion: {}", ur(e))),
+        Ok(_) => return Err("a kernel without a companion took an offset".into()),
     }
+    local_accessors(&context, device, &queue, &program)
+}
+
+/// `local_pair` over 64 items in blocks of 32, its two local arrays of 32
+/// u32s given as local-memory arguments: eagerly, then in a command buffer
+/// before and after an update that grows the first (moving the second).
+fn local_accessors(context: &Context, device: &Device, queue: &Queue, program: &Program) -> Result<(), String> {
+    const ITEMS: usize = 64;
+    const BLOCK: usize = 32;
+    let kernel = Kernel::new(program, "local_pair").map_err(ur)?;
+    let out = UsmAllocation::new(context, UsmKind::Device, ITEMS * 4).map_err(ur)?;
+    let expected: Vec<u32> = (0..ITEMS as u32).map(|g| (g + 1) % 32 + 1000 * 2 * (g % 32)).collect();
+    let check = |what: &str| -> Result<(), String> {
+        let got = read_u32(queue, &out, ITEMS)?;
+        if got != expected {
+            return Err(format!("{what}: {got:?}"));
+        }
+        queue.usm_fill(out.ptr(), &[0], ITEMS * 4, &[]).map_err(ur)?.wait().map_err(ur)?;
+        Ok(())
+    };
+    let args = [KernelArg::Pointer(out.ptr()), KernelArg::Local(BLOCK * 4), KernelArg::Local(BLOCK * 4)];
+    let launch = KernelLaunch::new(&kernel, &[ITEMS], &args).local_size(&[BLOCK]);
+    // SAFETY: 64 items write the 64 u32s of `out`; the local arrays hold a block's 32.
+    unsafe { queue.launch_kernel(&launch, &[]) }.map_err(ur)?.wait().map_err(ur)?;
+    check("eager")?;
+    let cb =
+        CommandBuffer::new(context, device, CommandBufferDesc { updatable: true, ..Default::default() }).map_err(ur)?;
+    // SAFETY: as the eager launch.
+    let appended = unsafe { cb.append_kernel_launch(&launch, &[], AppendOptions::new()) }.map_err(ur)?;
+    cb.finalize().map_err(ur)?;
+    queue.enqueue_command_buffer(&cb, &[]).map_err(ur)?.wait().map_err(ur)?;
+    check("command buffer")?;
+    let handle = appended.command.ok_or("no command handle")?;
+    // SAFETY: a larger first array; the kernel still uses 32 u32s of each.
+    unsafe { cb.update_kernel_launches(&[KernelLaunchUpdate::new(&handle).arg(1, KernelArg::Local(1000))]) }
+        .map_err(ur)?;
+    queue.enqueue_command_buffer(&cb, &[]).map_err(ur)?.wait().map_err(ur)?;
+    check("after growing the first local array")
 }
 
 /// Five launches of `set_plus_offset` in one command buffer: once

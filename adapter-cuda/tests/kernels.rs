@@ -1,7 +1,7 @@
 //! The committed PTX of the adapter's copy and fill kernels
 //! (`kernels/memory.ptx`) is what `kernels/regenerate.sh` makes of
 //! `kernels/memory.cl`, and so is the device test's
-//! (`tests/kernels/offset_companion.ptx`), checked where the same clang is installed (CI
+//! (`tests/kernels/dpcpp_form.ptx`), checked where the same clang is installed (CI
 //! installs it). Elsewhere the test is listed ignored with the reason, and
 //! fails when run anyway (`--include-ignored`) or when `UR_RS_REQUIRE_TOOLS=1`
 //! (set by CI) rather than passing without having checked.
@@ -22,7 +22,7 @@ fn main() {
     let dir = root.join("kernels");
     let tools = [("clang-15", "--version")];
     let missing = fresh::missing_tools(&tools, &dir.join("clang-version.txt"), "Debian: clang-15");
-    let sources = [dir.join("memory.cl"), root.join("tests/kernels/offset_companion.cl")];
+    let sources = [dir.join("memory.cl"), root.join("tests/kernels/dpcpp_form.cl")];
     let trial = fresh::tool_trial("internal_kernels_are_current", missing, move || {
         internal_kernels_are_current(&dir.join("regenerate.sh"), &sources)
     });

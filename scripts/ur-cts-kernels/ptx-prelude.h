@@ -36,3 +36,13 @@ typedef struct {
 static size_t ur_cts_offset_of(ur_cts_offset o, uint d) { return d < 3 ? o.offset[d] : 0; }
 #define get_global_offset(d) ur_cts_offset_of(ur_cts_global_offset, (d))
 #define get_global_id(d) (ur_cts_ctaid(d) * ur_cts_ntid(d) + ur_cts_tid(d) + get_global_offset(d))
+
+// A local accessor, as DPC++ passes it to CUDA kernels: its byte offset
+// into the block's dynamic shared memory, the module's one extern shared
+// array, whose address this reads.
+__asm__(".extern .shared .align 128 .b8 ur_cts_dynamic_shared[];");
+static ulong ur_cts_shared_base(void) {
+    ulong base;
+    __asm__("mov.u64 %0, ur_cts_dynamic_shared;" : "=l"(base));
+    return base;
+}
