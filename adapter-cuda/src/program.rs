@@ -25,7 +25,7 @@
 //! PTX given as a binary (`ProgramBundle::from_binary`, `urProgramCreateWithBinary`)
 //! holds ordinary CUDA kernels: their parameters are exactly those read from
 //! the PTX, without the hidden `ur_launch`. They cannot report a status. A
-//! 32- or 64-bit value parameter also takes a local-memory argument, as
+//! 32-bit integer parameter also takes a local-memory argument, as
 //! DPC++'s CUDA kernels take a local accessor: its byte offset into the
 //! block's dynamic shared memory. A
 //! global offset reaches one the way DPC++'s CUDA binaries carry it: a
@@ -777,7 +777,7 @@ impl ParamValues {
                 ArgValue::Local(size) if plain => {
                     // The offset alone, aligned for the argument's element
                     // type as UR's CUDA adapter aligns it for DPC++'s
-                    // kernels; a 32-bit parameter reads its low bytes.
+                    // kernels; the 32-bit parameter reads its low bytes.
                     let align = (*size).min(PLAIN_LOCAL_ALIGN_MAX).next_power_of_two();
                     let offset = shared.next_multiple_of(align);
                     shared = offset + size;

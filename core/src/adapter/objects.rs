@@ -93,9 +93,6 @@ pub(crate) struct ProgramInner {
     pub(crate) label: Option<&'static str>,
     /// Adopted from a native program: its signatures are derived.
     pub(crate) adopted: bool,
-    /// The kernels take exactly the parameters their code declares (see
-    /// [`Program::plain_abi`]).
-    pub(crate) plain_abi: bool,
     pub(crate) imp: Box<dyn ProgramImpl>,
     pub(crate) _live: crate::live::Live<{ crate::live::PROGRAM }>,
 }

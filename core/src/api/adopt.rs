@@ -255,8 +255,6 @@ impl Program {
                 given: None,
                 label: None,
                 adopted: true,
-                // The driver's own kernels, with the parameters it lists.
-                plain_abi: true,
                 imp: adopted.imp,
                 _live: crate::live::Live::new(),
             }),

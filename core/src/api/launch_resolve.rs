@@ -110,11 +110,10 @@ fn resolve_other_arg(
             ArgValue::Local(*size)
         }
         // A plain CUDA kernel in DPC++'s form takes a local accessor as its
-        // byte offset into the block's dynamic shared memory, a 32- or
-        // 64-bit value in its PTX (docs/cuda.md, "Plain kernels from PTX").
-        (ArgKind::Value(4 | 8), KernelArg::Local(size))
-            if kernel.program().plain_abi() && kernel.program().form() == SourceForm::Ptx =>
-        {
+        // byte offset into the block's dynamic shared memory, a 32-bit
+        // integer parameter in its PTX (docs/cuda.md, "Plain kernels from
+        // PTX"); a float or a wider value is no offset.
+        (ArgKind::Value(4), KernelArg::Local(size)) if kernel.signature().local_offset_args.contains(&index) => {
             ensure!(*size != 0, InvalidKernelArgumentSize, "local-memory argument {index} of `{name}` has size 0");
             ArgValue::Local(*size)
         }

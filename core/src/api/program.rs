@@ -26,7 +26,6 @@ use crate::{ensure, err};
 struct Built {
     signatures: Vec<KernelSignature>,
     form: SourceForm,
-    plain_abi: bool,
     given: Option<Arc<[u8]>>,
     label: Option<&'static str>,
 }
@@ -66,13 +65,8 @@ impl Program {
         // SAFETY: the bundle holds a source of `form`, a form the device accepts,
         // and its kernel names are unique.
         let imp = unsafe { context.imp().program_create(bundle, form, options)? };
-        let built = Built {
-            signatures: bundle.kernels.clone(),
-            form,
-            plain_abi: bundle.plain_abi(),
-            given: bundle.given.clone(),
-            label: bundle.label(),
-        };
+        let built =
+            Built { signatures: bundle.kernels.clone(), form, given: bundle.given.clone(), label: bundle.label() };
         Ok(Program::assemble(context, built, options, imp))
     }
 
@@ -135,12 +129,7 @@ impl Program {
         // SAFETY: two inputs or more, each holding a source of `form`, a form
         // the device accepts; kernel names unique across them; no NUL bytes.
         let imp = unsafe { context.imp().program_link(inputs, form, options)? };
-        Ok(Program::assemble(
-            context,
-            Built { signatures, form, plain_abi: false, given: None, label: None },
-            options,
-            imp,
-        ))
+        Ok(Program::assemble(context, Built { signatures, form, given: None, label: None }, options, imp))
     }
 
     /// The options of a program linked alone: those it was compiled with,
@@ -166,7 +155,6 @@ impl Program {
                 given: built.given,
                 label: built.label,
                 adopted: false,
-                plain_abi: built.plain_abi,
                 imp,
                 _live: crate::live::Live::new(),
             }),
@@ -211,23 +199,6 @@ impl Program {
     /// ([`Program::from_native`]) rather than built from a bundle.
     pub fn is_adopted(&self) -> bool {
         self.inner.adopted
-    }
-
-    /// Whether its kernels are the backend's plain kernels, taking exactly
-    /// the parameters their code declares (PTX given as a binary, a CPU
-    /// kernel table, an adopted native program) rather than this project's
-    /// kernel ABI (docs/cuda.md, "Plain kernels from PTX").
-    ///
-    /// ```
-    /// use cmdbuf::{ArgKind, Context, KernelSignature, NativeKernel, Program, ProgramBundle, ProgramSource};
-    /// let bundle = ProgramBundle::new()
-    ///     .kernel(KernelSignature::new("k", [ArgKind::Global]))
-    ///     .source(ProgramSource::Native(vec![NativeKernel::new("k", |_| {})]));
-    /// let ctx = Context::new(&cmdbuf_cpu::default_device()).unwrap();
-    /// assert!(!Program::new(&ctx, &bundle).unwrap().plain_abi());
-    /// ```
-    pub fn plain_abi(&self) -> bool {
-        self.inner.plain_abi
     }
 
     /// The native program behind it (OpenCL's `cl_program`, CUDA's

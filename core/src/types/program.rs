@@ -81,6 +81,12 @@ pub struct KernelSignature {
     /// The number of sub-groups per work-group the kernel requires (SPIR-V
     /// `SubgroupsPerWorkgroup`), if any.
     pub reqd_num_sub_groups: Option<u32>,
+    /// The arguments (by index) that also take a local-memory size: 32-bit
+    /// integer parameters of plain CUDA kernels read from PTX, which is how
+    /// DPC++ lowers a local accessor (its byte offset into the work-group's
+    /// dynamic shared memory, docs/cuda.md "Plain kernels from PTX").
+    /// Empty for every other kernel.
+    pub local_offset_args: Vec<usize>,
 }
 
 impl KernelSignature {
@@ -93,6 +99,7 @@ impl KernelSignature {
             max_work_group_size: None,
             reqd_sub_group_size: None,
             reqd_num_sub_groups: None,
+            local_offset_args: Vec::new(),
         }
     }
 

@@ -49,11 +49,14 @@ fn type_size(ty: &str) -> Option<usize> {
     })
 }
 
-fn param(kernel: &str, index: usize, decl: &str) -> Result<ArgKind> {
+/// A parameter's kind, and whether it is one 32-bit integer (which DPC++'s
+/// lowering of a local accessor makes it: see
+/// `KernelSignature::local_offset_args`).
+fn param(kernel: &str, index: usize, decl: &str) -> Result<(ArgKind, bool)> {
     let bad = || err!(InvalidBinary, "parameter {index} of PTX kernel `{kernel}` is not understood: `{decl}`");
     let mut tokens = decl.split_whitespace().peekable();
     ensure!(tokens.next() == Some(".param"), InvalidBinary, "parameter {index} of PTX kernel `{kernel}`: `{decl}`");
-    let (mut size, mut pointer, mut name) = (None, None, None);
+    let (mut size, mut pointer, mut name, mut integer_32) = (None, None, None, false);
     while let Some(t) = tokens.next() {
         match t {
             ".align" => {
@@ -62,7 +65,10 @@ fn param(kernel: &str, index: usize, decl: &str) -> Result<ArgKind> {
             ".ptr" => pointer = Some(".generic"),
             _ if t.starts_with(".ptr.") => pointer = Some(&t[4..]),
             ".global" | ".const" | ".shared" | ".local" if pointer.is_some() => pointer = Some(t),
-            _ if t.starts_with('.') => size = Some(type_size(t).ok_or_else(bad)?),
+            _ if t.starts_with('.') => {
+                size = Some(type_size(t).ok_or_else(bad)?);
+                integer_32 = matches!(t, ".u32" | ".s32" | ".b32");
+            }
             _ => name = Some(t),
         }
     }
@@ -74,8 +80,8 @@ fn param(kernel: &str, index: usize, decl: &str) -> Result<ArgKind> {
         _ => return Err(bad()),
     };
     Ok(match pointer {
-        Some(".global" | ".generic") => ArgKind::Global,
-        _ => ArgKind::Value(size.checked_mul(count).ok_or_else(bad)?),
+        Some(".global" | ".generic") => (ArgKind::Global, false),
+        _ => (ArgKind::Value(size.checked_mul(count).ok_or_else(bad)?), integer_32 && count == 1 && pointer.is_none()),
     })
 }
 
@@ -100,18 +106,23 @@ pub fn entry_points(bytes: &[u8]) -> Result<Vec<KernelSignature>> {
             InvalidBinary,
             "PTX entry name `{name}` is not an identifier"
         );
-        let mut args = Vec::new();
+        let (mut args, mut local_offset_args) = (Vec::new(), Vec::new());
         let mut after = &rest[name_end..];
         if open == Some(name_end) {
             let close =
                 after.find(')').ok_or_else(|| err!(InvalidBinary, "PTX entry `{name}`: unclosed parameter list"))?;
             for (i, decl) in after[1..close].split(',').map(str::trim).filter(|d| !d.is_empty()).enumerate() {
-                args.push(param(name, i, decl)?);
+                let (kind, integer_32) = param(name, i, decl)?;
+                args.push(kind);
+                if integer_32 {
+                    local_offset_args.push(i);
+                }
             }
             after = &after[close + 1..];
         }
         let body = after.find('{').ok_or_else(|| err!(InvalidBinary, "PTX entry `{name}` has no body"))?;
         let mut signature = KernelSignature::new(name.to_string(), args);
+        signature.local_offset_args = local_offset_args;
         signature.reqd_work_group_size = reqntid(name, &after[..body])?;
         ensure!(!out.iter().any(|k| k.name == signature.name), InvalidBinary, "PTX entry `{name}` is defined twice");
         out.push(signature);
@@ -168,6 +179,14 @@ mod tests {
         assert_eq!(k[1].name, "k2");
         assert!(k[1].args.is_empty());
         assert_eq!(k[1].reqd_work_group_size, None);
+    }
+
+    #[test]
+    fn only_single_32_bit_integers_may_be_local_offsets() {
+        let ptx = b".version 7.0\n.entry k(.param .u64 a, .param .u32 b, .param .f32 c, .param .s32 d, \
+            .param .b32 e, .param .align 4 .b8 f[4], .param .u32 .ptr.shared g, .param .u16 h) { ret; }";
+        let k = entry_points(ptx).unwrap();
+        assert_eq!(k[0].local_offset_args, vec![1, 3, 4]);
     }
 
     #[test]
