@@ -265,9 +265,10 @@ impl ClEvent {
         Arc::new(ClEvent { kind: Kind::Command { raw, timing: Timing::Recording, status: None, queue: None } })
     }
 
-    /// Flushes the queue of an eager command not flushed yet.
+    /// Flushes the queue of an eager command or a one-command submission
+    /// not flushed yet.
     fn start(&self) {
-        if let Kind::Command { queue: Some(queue), .. } = &self.kind {
+        if let Kind::Command { queue: Some(queue), .. } | Kind::Submission { queue: Some(queue), .. } = &self.kind {
             queue.flush();
         }
     }

@@ -23,7 +23,9 @@
 //! on another queue's launch of the same kernel, and a completion callback
 //! registered with the driver (`gate`). `clFinish`, blocking commands and
 //! releasing a queue flush by themselves (OpenCL's "Flush and Finish").
-//! Command-buffer submissions and timestamp recordings still flush at once.
+//! A command-buffer submission of one command replayed planned
+//! (`planned.rs`) defers its flush the same way, through its event; other
+//! submissions and timestamp recordings still flush at once.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

@@ -1080,8 +1080,9 @@ impl QueueInner {
         let mut retired = Retired::new();
         // On an in-order queue the new command completes after the last
         // one; where it also keeps all that one keeps (an eager chain of one
-        // kernel over the same buffers), the last one's entry holds nothing
-        // the new entry does not, running or complete, and goes unasked.
+        // kernel over the same buffers, a command buffer submitted again),
+        // the last one's entry holds nothing the new entry does not, running
+        // or complete, and goes unasked.
         // In such a chain the queue then holds one entry and asks the
         // driver nothing per submission: asking the oldest command's status
         // at every submission was a `clGetEventInfo` (`cuEventQuery`) per

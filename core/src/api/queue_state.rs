@@ -58,10 +58,13 @@ pub(crate) enum KeepAlive {
 impl KeepAlive {
     /// Whether keeping `self` keeps everything `older` keeps: a kernel
     /// launch of the same kernel with the same buffer at each of `older`'s
-    /// buffer arguments (values, pointers and local sizes keep nothing).
+    /// buffer arguments (values, pointers and local sizes keep nothing), or
+    /// a submission of the same command buffer (one object: what it holds
+    /// is the same for both, updates included).
     pub(crate) fn covers(&self, older: &KeepAlive) -> bool {
-        match self {
-            KeepAlive::Command(new) => kernel_keeps(new, older, false),
+        match (self, older) {
+            (KeepAlive::Command(new), _) => kernel_keeps(new, older, false),
+            (KeepAlive::CommandBuffer(new), KeepAlive::CommandBuffer(old)) => new.id() == old.id(),
             _ => false,
         }
     }
