@@ -2,22 +2,17 @@
 // (scripts/ur-cts.sh, nvptx64-nvidia-cuda): clang's NVPTX back end has no
 // OpenCL library, so they are defined here over PTX's special registers.
 
-static size_t ur_cts_tid(uint d) {
-    return d == 0 ? __nvvm_read_ptx_sreg_tid_x() : d == 1 ? __nvvm_read_ptx_sreg_tid_y()
-         : d == 2 ? __nvvm_read_ptx_sreg_tid_z() : 0;
-}
-static size_t ur_cts_ntid(uint d) {
-    return d == 0 ? __nvvm_read_ptx_sreg_ntid_x() : d == 1 ? __nvvm_read_ptx_sreg_ntid_y()
-         : d == 2 ? __nvvm_read_ptx_sreg_ntid_z() : 1;
-}
-static size_t ur_cts_ctaid(uint d) {
-    return d == 0 ? __nvvm_read_ptx_sreg_ctaid_x() : d == 1 ? __nvvm_read_ptx_sreg_ctaid_y()
-         : d == 2 ? __nvvm_read_ptx_sreg_ctaid_z() : 0;
-}
-static size_t ur_cts_nctaid(uint d) {
-    return d == 0 ? __nvvm_read_ptx_sreg_nctaid_x() : d == 1 ? __nvvm_read_ptx_sreg_nctaid_y()
-         : d == 2 ? __nvvm_read_ptx_sreg_nctaid_z() : 1;
-}
+// One of PTX's three-dimensional special registers in dimension d (`fill`
+// beyond the third).
+#define UR_CTS_SREG(name, fill)                                                          \
+    static size_t ur_cts_##name(uint d) {                                                \
+        return d == 0 ? __nvvm_read_ptx_sreg_##name##_x() : d == 1 ? __nvvm_read_ptx_sreg_##name##_y() \
+             : d == 2 ? __nvvm_read_ptx_sreg_##name##_z() : fill;                         \
+    }
+UR_CTS_SREG(tid, 0)
+UR_CTS_SREG(ntid, 1)
+UR_CTS_SREG(ctaid, 0)
+UR_CTS_SREG(nctaid, 1)
 
 size_t __attribute__((overloadable)) get_local_id(uint d) { return ur_cts_tid(d); }
 size_t __attribute__((overloadable)) get_local_size(uint d) { return ur_cts_ntid(d); }
